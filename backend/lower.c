@@ -1,0 +1,247 @@
+/* lower.c: staged IR -> plan metadata (plan.proto) and the weights layout.
+ *
+ * Per stage: a tensor table (RECV slots first, in boundary order; then, in
+ * node order, the weights and outputs each node touches), the nodes with
+ * their attributes, and the send list. Every constant the graph uses gets one
+ * 64-byte aligned place in the weights section, shared by all stages that use
+ * it. The result is a deterministic function of the graph: no pointers, times
+ * or paths go into it. */
+#include "backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.pb-c.h"
+
+#define A(n) pp_arena_alloc(&l->arena, (n))
+
+static char *dup(pp_lowered *l, const char *s) { return pp_arena_strdup(&l->arena, s ? s : ""); }
+
+static int64_t *dims(pp_lowered *l, const pp_shape *s) {
+    int64_t *d = A(sizeof(int64_t) * pp_count(s->rank));
+    if (d) memcpy(d, s->dim, sizeof(int64_t) * (size_t)s->rank);
+    return d;
+}
+
+static Ppplan__IO *make_io(pp_lowered *l, const pp_value *v) {
+    Ppplan__IO *io = A(sizeof *io);
+    if (!io) return NULL;
+    ppplan__io__init(io);
+    io->name = dup(l, v->name);
+    io->dtype = (int32_t)v->dtype;
+    io->n_shape = (size_t)v->shape.rank;
+    io->shape = dims(l, &v->shape);
+    return io;
+}
+
+static Ppplan__Attr *make_attr(pp_lowered *l, const pp_attr *a) {
+    Ppplan__Attr *pa = A(sizeof *pa);
+    if (!pa) return NULL;
+    ppplan__attr__init(pa);
+    pa->name = dup(l, a->name);
+    pa->type = (int32_t)a->type;
+    pa->i = a->i;
+    pa->f = a->f;
+    pa->s = dup(l, a->type == PP_ATTR_STRING ? a->s : "");
+    if (a->type == PP_ATTR_INTS) {
+        pa->n_ints = (size_t)a->n;
+        pa->ints = A(sizeof(int64_t) * pp_count(a->n));
+        if (!pa->ints) return NULL;
+        if (a->n) memcpy(pa->ints, a->ints, sizeof(int64_t) * (size_t)a->n);
+    } else if (a->type == PP_ATTR_FLOATS) {
+        pa->n_floats = (size_t)a->n;
+        pa->floats = A(sizeof(float) * pp_count(a->n));
+        if (!pa->floats) return NULL;
+        if (a->n) memcpy(pa->floats, a->floats, sizeof(float) * (size_t)a->n);
+    }
+    return pa;
+}
+
+/* Per-stage working state. */
+typedef struct {
+    pp_lowered *l;
+    const pp_graph *g;
+    Ppplan__Stage *st;
+    int *tid;       /* value -> tensor id in this stage, -1 */
+    int *send_slot; /* value -> slot in the outgoing message, -1 */
+    int cap;
+} stage_ctx;
+
+static pp_status add_tensor(stage_ctx *c, int v, Ppplan__Tensor__Kind kind, uint64_t off, pp_err *err) {
+    const pp_value *val = &c->g->values[v];
+    Ppplan__Tensor *t = pp_arena_alloc(&c->l->arena, sizeof *t);
+    if (!t) return PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+    ppplan__tensor__init(t);
+    t->name = dup(c->l, val->name);
+    t->dtype = (int32_t)val->dtype;
+    t->n_shape = (size_t)val->shape.rank;
+    t->shape = dims(c->l, &val->shape);
+    t->kind = kind;
+    t->offset = off;
+    t->nbytes = val->nbytes;
+    c->st->tensors[c->st->n_tensors] = t;
+    c->tid[v] = (int)c->st->n_tensors++;
+    return PP_OK;
+}
+
+static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
+    const pp_graph *g = c->g;
+    pp_lowered *l = c->l;
+    Ppplan__Stage *st = c->st;
+    int p = g->n_stages;
+    const int *recv = s == 0 ? g->inputs : g->bounds[s - 1].vals;
+    int n_recv = s == 0 ? g->n_inputs : g->bounds[s - 1].n;
+    const int *send = s == p - 1 ? g->outputs : g->bounds[s].vals;
+    int n_send = s == p - 1 ? g->n_outputs : g->bounds[s].n;
+    for (int v = 0; v < g->n_values; v++) c->tid[v] = c->send_slot[v] = -1;
+    for (int i = 0; i < n_send; i++) c->send_slot[send[i]] = i;
+
+    /* upper bound on tensors: recv + every input and output of the stage's nodes */
+    size_t cap = (size_t)n_recv;
+    int n_nodes = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].stage == s) {
+            cap += (size_t)(g->nodes[i].n_in + g->nodes[i].n_out);
+            n_nodes++;
+        }
+    st->tensors = A(sizeof *st->tensors * (cap ? cap : 1));
+    st->nodes = A(sizeof *st->nodes * pp_count(n_nodes));
+    st->recv = A(sizeof(int32_t) * pp_count(n_recv));
+    st->send = A(sizeof(int32_t) * pp_count(n_send));
+    if (!st->tensors || !st->nodes || !st->recv || !st->send)
+        return PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+
+    for (int i = 0; i < n_recv; i++) {
+        PP_TRY(add_tensor(c, recv[i], PPPLAN__TENSOR__KIND__RECV, (uint64_t)i, err));
+        st->recv[st->n_recv++] = c->tid[recv[i]];
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pp_node *n = &g->nodes[i];
+        if (n->stage != s) continue;
+        Ppplan__Node *pn = A(sizeof *pn);
+        if (!pn) return PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+        ppplan__node__init(pn);
+        pn->name = dup(l, n->name);
+        pn->op = dup(l, pp_op_table[n->op].name);
+        pn->flops = n->cost.flops;
+        pn->inputs = A(sizeof(int32_t) * pp_count(n->n_in));
+        pn->outputs = A(sizeof(int32_t) * (size_t)n->n_out);
+        pn->attrs = A(sizeof *pn->attrs * pp_count(n->n_attrs));
+        if (!pn->inputs || !pn->outputs || !pn->attrs)
+            return PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+        for (int k = 0; k < n->n_in; k++) {
+            int v = n->in[k];
+            if (v >= 0 && c->tid[v] < 0) {
+                if (!g->values[v].is_const)
+                    return PP_FAIL(err, PP_EINVAL,
+                                   "internal: value '%s' used in stage %d is neither received nor "
+                                   "produced there",
+                                   g->values[v].name, s);
+                PP_TRY(add_tensor(c, v, PPPLAN__TENSOR__KIND__WEIGHT, (uint64_t)l->weight_off[v], err));
+                st->weight_bytes += g->values[v].nbytes;
+            }
+            pn->inputs[pn->n_inputs++] = v >= 0 ? c->tid[v] : -1;
+        }
+        for (int k = 0; k < n->n_out; k++) {
+            int v = n->out[k];
+            if (c->send_slot[v] >= 0)
+                PP_TRY(add_tensor(c, v, PPPLAN__TENSOR__KIND__SEND, (uint64_t)c->send_slot[v], err));
+            else
+                PP_TRY(add_tensor(c, v, PPPLAN__TENSOR__KIND__ACTIVATION,
+                                  (uint64_t)g->values[v].arena_off, err));
+            pn->outputs[pn->n_outputs++] = c->tid[v];
+        }
+        for (int k = 0; k < n->n_attrs; k++) {
+            Ppplan__Attr *pa = make_attr(l, &n->attrs[k]);
+            if (!pa) return PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+            pn->attrs[pn->n_attrs++] = pa;
+        }
+        st->flops += n->cost.flops;
+        st->nodes[st->n_nodes++] = pn;
+    }
+    for (int i = 0; i < n_send; i++) {
+        if (c->tid[send[i]] < 0)
+            return PP_FAIL(err, PP_EINVAL, "internal: stage %d sends '%s' which it never has", s,
+                           g->values[send[i]].name);
+        st->send[st->n_send++] = c->tid[send[i]];
+    }
+    st->arena_bytes = g->stage_arena[s];
+    return PP_OK;
+}
+
+pp_status pp_lower(const pp_graph *g, const char *options, const char *producer, pp_lowered *l,
+                   pp_err *err) {
+    memset(l, 0, sizeof *l);
+    l->g = g;
+    Ppplan__Plan *pl = A(sizeof *pl);
+    l->weight_off = malloc(sizeof(int64_t) * pp_count(g->n_values));
+    stage_ctx c = {.l = l, .g = g};
+    c.tid = malloc(sizeof(int) * pp_count(g->n_values));
+    c.send_slot = malloc(sizeof(int) * pp_count(g->n_values));
+    pp_status s = PP_OK;
+    if (!pl || !l->weight_off || !c.tid || !c.send_slot) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+        goto done;
+    }
+    /* weights layout: used constants in value order, 64-aligned */
+    size_t off = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        l->weight_off[v] = -1;
+        const pp_value *val = &g->values[v];
+        if (!val->is_const || val->n_uses == 0) continue;
+        off = pp_align_up(off, 64);
+        l->weight_off[v] = (int64_t)off;
+        if (pp_add_ovf(off, val->nbytes, &off)) {
+            s = PP_FAIL(err, PP_EINVAL, "weights size overflows");
+            goto done;
+        }
+    }
+    l->weights_bytes = off;
+
+    ppplan__plan__init(pl);
+    pl->producer = dup(l, producer);
+    pl->model_hash = dup(l, g->model_hash);
+    pl->options = dup(l, options);
+    pl->batch = g->batch;
+    pl->weights_bytes = l->weights_bytes;
+    pl->inputs = A(sizeof *pl->inputs * (size_t)g->n_inputs);
+    pl->outputs = A(sizeof *pl->outputs * (size_t)g->n_outputs);
+    pl->stages = A(sizeof *pl->stages * (size_t)g->n_stages);
+    if (!pl->inputs || !pl->outputs || !pl->stages) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+        goto done;
+    }
+    for (int i = 0; i < g->n_inputs; i++)
+        if (!(pl->inputs[pl->n_inputs++] = make_io(l, &g->values[g->inputs[i]]))) {
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+            goto done;
+        }
+    for (int i = 0; i < g->n_outputs; i++)
+        if (!(pl->outputs[pl->n_outputs++] = make_io(l, &g->values[g->outputs[i]]))) {
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+            goto done;
+        }
+    for (int i = 0; i < g->n_stages && s == PP_OK; i++) {
+        Ppplan__Stage *st = A(sizeof *st);
+        if (!st) {
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+            break;
+        }
+        ppplan__stage__init(st);
+        pl->stages[pl->n_stages++] = st;
+        c.st = st;
+        s = lower_stage(&c, i, err);
+    }
+    l->plan = pl;
+done:
+    free(c.tid);
+    free(c.send_slot);
+    if (s != PP_OK) pp_lowered_free(l);
+    return s;
+}
+
+void pp_lowered_free(pp_lowered *l) {
+    free(l->weight_off);
+    pp_arena_free(&l->arena);
+    memset(l, 0, sizeof *l);
+}

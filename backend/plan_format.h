@@ -1,0 +1,52 @@
+/* plan_format.h: the fixed binary header of a plan file, shared by the
+ * writer (backend/plan_write.c) and the loader (runtime/plan_read.c).
+ * docs/plan-format.md is the byte-by-byte specification; keep them in step.
+ *
+ *   0   8  magic "PPCCPLAN"
+ *   8   4  format version (u32)            PP_PLAN_VERSION
+ *  12   4  header size (u32)               PP_PLAN_HEADER_SIZE
+ *  16   8  file size (u64)
+ *  24   4  section count (u32)             PP_PLAN_NSECTIONS
+ *  28   4  flags (u32, 0)
+ *  32  64  sections[2]: kind u32, reserved u32 (0), offset u64, size u64, xxh3 u64
+ *  96   8  XXH3-64 of bytes [0, 96)
+ * 104  24  reserved (0)
+ * All integers little-endian. Section 0: metadata (plan.proto), starting at
+ * byte 128. Section 1: weights, starting at a 64-byte aligned offset. */
+#ifndef PP_PLAN_FORMAT_H
+#define PP_PLAN_FORMAT_H
+
+#include <stdint.h>
+
+#define PP_PLAN_MAGIC "PPCCPLAN"
+#define PP_PLAN_VERSION 1u
+#define PP_PLAN_HEADER_SIZE 128u
+#define PP_PLAN_NSECTIONS 2u
+#define PP_PLAN_ALIGN 64u
+#define PP_PLAN_HDRSUM_OFF 96u
+
+enum { PP_SECTION_META = 1, PP_SECTION_WEIGHTS = 2 };
+
+typedef struct pp_plan_section {
+    uint32_t kind, reserved;
+    uint64_t offset, size, xxh3;
+} pp_plan_section;
+
+static inline void pp_put_u32(unsigned char *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline void pp_put_u64(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline uint32_t pp_get_u32(const unsigned char *p) {
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+static inline uint64_t pp_get_u64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+#endif

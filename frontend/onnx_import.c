@@ -1,0 +1,447 @@
+/* onnx_import.c: build a pp_graph from an ONNX ModelProto.
+ *
+ * Is: parsing (protobuf-c), validation of everything the rest of the compiler
+ * relies on (names, types, dims, tensor sizes, opset, domains), and mapping
+ * nodes onto the op table. Constants point into the parsed message, which the
+ * graph keeps alive. Is not: shape inference (ir/shape.c) or any rewriting. */
+#include "frontend.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "onnx/onnx.pb-c.h"
+
+#define MIN_OPSET 7
+#define MAX_OPSET 21
+
+static void free_model(void *m) {
+    onnx__model_proto__free_unpacked((Onnx__ModelProto *)m, NULL);
+}
+
+/* ---- tensors -------------------------------------------------------------------- */
+
+static bool known_dtype(int32_t t) {
+    return t >= 1 && t <= 16 && pp_dtype_size((pp_dtype)t) > 0 && t != PP_C64 && t != PP_C128;
+}
+
+/* Convert an ONNX TensorProto (initializer or Constant value) into a constant
+ * value named `name`. `what` describes it for messages. */
+static pp_status import_tensor(pp_graph *g, const Onnx__TensorProto *t, const char *name,
+                               const char *what, int *out_idx, pp_err *err) {
+    if (!t->has_data_type || !known_dtype(t->data_type))
+        return PP_FAIL(err, PP_EUNSUP, "%s '%s': element type %d is not supported", what, name,
+                       t->has_data_type ? t->data_type : 0);
+    if (t->n_dims > PP_MAX_DIMS)
+        return PP_FAIL(err, PP_EUNSUP, "%s '%s': rank %zu exceeds %d", what, name, t->n_dims,
+                       PP_MAX_DIMS);
+    if (t->segment)
+        return PP_FAIL(err, PP_EUNSUP, "%s '%s': segmented tensors are not supported", what, name);
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return PP_FAIL(err, PP_EUNSUP, "%s '%s': external data is not supported yet", what, name);
+    pp_shape sh = {.rank = (int)t->n_dims};
+    for (size_t i = 0; i < t->n_dims; i++) {
+        if (t->dims[i] < 0)
+            return PP_FAIL(err, PP_EINVAL, "%s '%s': dimension %zu is negative (%lld)", what, name,
+                           i, (long long)t->dims[i]);
+        sh.dim[i] = t->dims[i];
+    }
+    pp_dtype dt = (pp_dtype)t->data_type;
+    size_t nbytes;
+    pp_err e = {0};
+    if (pp_shape_nbytes(&sh, dt, &nbytes, &e) != PP_OK)
+        return PP_FAIL(err, PP_EINVAL, "%s '%s': %s", what, name, e.msg);
+    int64_t numel = (int64_t)(nbytes / pp_dtype_size(dt));
+    const void *data = NULL;
+    if (t->has_raw_data) {
+        if (t->raw_data.len != nbytes)
+            return PP_FAIL(err, PP_EINVAL,
+                           "%s '%s': raw_data holds %zu bytes, expected %zu (dims x element size)",
+                           what, name, t->raw_data.len, nbytes);
+        data = t->raw_data.data;
+    } else {
+        /* typed fields: count must match, values are converted */
+        size_t have = 0;
+        const char *field = "?";
+        switch (dt) {
+        case PP_F32: have = t->n_float_data; field = "float_data"; break;
+        case PP_F64: have = t->n_double_data; field = "double_data"; break;
+        case PP_I64: have = t->n_int64_data; field = "int64_data"; break;
+        case PP_U32: case PP_U64: have = t->n_uint64_data; field = "uint64_data"; break;
+        default: have = t->n_int32_data; field = "int32_data"; break;
+        }
+        if (have != (size_t)numel)
+            return PP_FAIL(err, PP_EINVAL, "%s '%s': %s holds %zu values, expected %lld", what,
+                           name, field, have, (long long)numel);
+        void *buf = pp_arena_alloc(&g->arena, nbytes);
+        if (!buf) return PP_FAIL(err, PP_ENOMEM, "%s '%s': out of memory", what, name);
+        for (int64_t i = 0; i < numel; i++) {
+            switch (dt) {
+            case PP_F32: ((float *)buf)[i] = t->float_data[i]; break;
+            case PP_F64: ((double *)buf)[i] = t->double_data[i]; break;
+            case PP_I64: ((int64_t *)buf)[i] = t->int64_data[i]; break;
+            case PP_U64: ((uint64_t *)buf)[i] = t->uint64_data[i]; break;
+            case PP_U32: ((uint32_t *)buf)[i] = (uint32_t)t->uint64_data[i]; break;
+            case PP_I32: ((int32_t *)buf)[i] = t->int32_data[i]; break;
+            case PP_I16: ((int16_t *)buf)[i] = (int16_t)t->int32_data[i]; break;
+            case PP_U16: case PP_F16: case PP_BF16:
+                ((uint16_t *)buf)[i] = (uint16_t)t->int32_data[i]; break;
+            case PP_I8: ((int8_t *)buf)[i] = (int8_t)t->int32_data[i]; break;
+            case PP_U8: ((uint8_t *)buf)[i] = (uint8_t)t->int32_data[i]; break;
+            case PP_BOOL: ((uint8_t *)buf)[i] = t->int32_data[i] != 0; break;
+            default: return PP_FAIL(err, PP_EUNSUP, "%s '%s': element type %s", what, name, pp_dtype_name(dt));
+            }
+        }
+        data = buf;
+    }
+    int v;
+    PP_TRY(pp_graph_add_value(g, name, &v, err));
+    pp_value *val = &g->values[v];
+    val->dtype = dt;
+    val->shape = sh;
+    val->is_const = true;
+    val->data = data;
+    val->nbytes = nbytes;
+    *out_idx = v;
+    return PP_OK;
+}
+
+/* ---- graph inputs ------------------------------------------------------------------ */
+
+static pp_status import_input(pp_graph *g, const Onnx__ValueInfoProto *vi, const pp_import_opts *o,
+                              pp_err *err) {
+    const char *name = vi->name ? vi->name : "";
+    if (!*name) return PP_FAIL(err, PP_EINVAL, "a graph input has no name");
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return PP_FAIL(err, PP_EUNSUP, "graph input '%s' is not a tensor", name);
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (!tt->has_elem_type || !known_dtype(tt->elem_type))
+        return PP_FAIL(err, PP_EUNSUP, "graph input '%s': element type %d is not supported", name,
+                       tt->has_elem_type ? tt->elem_type : 0);
+    if (!tt->shape)
+        return PP_FAIL(err, PP_EINVAL, "graph input '%s' has no shape", name);
+    if (tt->shape->n_dim > PP_MAX_DIMS)
+        return PP_FAIL(err, PP_EUNSUP, "graph input '%s': rank %zu exceeds %d", name,
+                       tt->shape->n_dim, PP_MAX_DIMS);
+    pp_shape sh = {.rank = (int)tt->shape->n_dim};
+    for (size_t i = 0; i < tt->shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            if (d->dim_value < 0)
+                return PP_FAIL(err, PP_EINVAL, "graph input '%s': dimension %zu is negative (%lld)",
+                               name, i, (long long)d->dim_value);
+            if (i == 0 && o->batch > 0 && d->dim_value != o->batch)
+                return PP_FAIL(err, PP_EINVAL,
+                               "graph input '%s' has a fixed batch dimension %lld; -b %lld cannot "
+                               "change it (export the model with a dynamic batch axis)",
+                               name, (long long)d->dim_value, (long long)o->batch);
+            sh.dim[i] = d->dim_value;
+            continue;
+        }
+        const char *param = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+                                ? d->dim_param : "";
+        int64_t val = -1;
+        for (int k = 0; k < o->n_dims; k++)
+            if (*param && strcmp(o->dim_name[k], param) == 0) val = o->dim_value[k];
+        if (val < 0 && i == 0) val = o->batch > 0 ? o->batch : 1;
+        if (val < 0)
+            return PP_FAIL(err, PP_EINVAL,
+                           "graph input '%s': dimension %zu is symbolic ('%s'); give its value "
+                           "with --dim %s=VALUE",
+                           name, i, param, *param ? param : "NAME");
+        sh.dim[i] = val;
+    }
+    int v;
+    PP_TRY(pp_graph_add_value(g, name, &v, err));
+    g->values[v].dtype = (pp_dtype)tt->elem_type;
+    g->values[v].shape = sh;
+    size_t nb;
+    pp_err e = {0};
+    if (pp_shape_nbytes(&sh, (pp_dtype)tt->elem_type, &nb, &e) != PP_OK)
+        return PP_FAIL(err, PP_EINVAL, "graph input '%s': %s", name, e.msg);
+    g->values[v].nbytes = nb;
+    return pp_graph_add_input(g, v, err);
+}
+
+/* ---- attributes --------------------------------------------------------------------- */
+
+static pp_status import_attr(pp_graph *g, const Onnx__AttributeProto *ap, pp_attr *a,
+                             const char *node_desc, pp_err *err) {
+    const char *an = ap->name ? ap->name : "";
+    a->name = pp_arena_strdup(&g->arena, an);
+    if (!a->name) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    int type = ap->has_type ? (int)ap->type : 0;
+    if (!type) { /* very old exporters leave the type out */
+        if (ap->has_i) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        else if (ap->has_f) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+        else if (ap->has_s) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+        else if (ap->n_ints) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+        else if (ap->n_floats) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+        else if (ap->g) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+        else if (ap->t) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    }
+    switch (type) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+        a->type = PP_ATTR_INT;
+        a->i = ap->i;
+        return PP_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+        a->type = PP_ATTR_FLOAT;
+        a->f = ap->f;
+        return PP_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
+        a->type = PP_ATTR_STRING;
+        char *s = pp_arena_alloc(&g->arena, ap->s.len + 1);
+        if (!s) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        if (ap->s.len) memcpy(s, ap->s.data, ap->s.len);
+        if (strlen(s) != ap->s.len)
+            return PP_FAIL(err, PP_EINVAL, "%s: attribute '%s' holds a string with a NUL byte",
+                           node_desc, an);
+        a->s = s;
+        return PP_OK;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+        if (ap->n_ints > (1u << 20))
+            return PP_FAIL(err, PP_EINVAL, "%s: attribute '%s' is absurdly long", node_desc, an);
+        a->type = PP_ATTR_INTS;
+        a->ints = ap->ints;
+        a->n = (int)ap->n_ints;
+        return PP_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+        if (ap->n_floats > (1u << 20))
+            return PP_FAIL(err, PP_EINVAL, "%s: attribute '%s' is absurdly long", node_desc, an);
+        a->type = PP_ATTR_FLOATS;
+        a->floats = ap->floats;
+        a->n = (int)ap->n_floats;
+        return PP_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
+        return PP_FAIL(err, PP_EUNSUP,
+                       "%s: attribute '%s' holds a subgraph; control flow is not supported",
+                       node_desc, an);
+    default:
+        return PP_FAIL(err, PP_EUNSUP, "%s: attribute '%s' has unsupported type %d", node_desc,
+                       an, type);
+    }
+}
+
+/* Constant node: its value attribute becomes a constant value. */
+static pp_status import_constant(pp_graph *g, const Onnx__NodeProto *np, const char *desc,
+                                 pp_err *err) {
+    if (np->n_output != 1 || !np->output[0] || !*np->output[0])
+        return PP_FAIL(err, PP_EINVAL, "%s: a Constant must have exactly one output", desc);
+    if (np->n_attribute != 1)
+        return PP_FAIL(err, PP_EINVAL, "%s: a Constant must have exactly one attribute", desc);
+    const Onnx__AttributeProto *ap = np->attribute[0];
+    const char *an = ap->name ? ap->name : "";
+    const char *out = np->output[0];
+    int v;
+    if (!strcmp(an, "value") && ap->t)
+        return import_tensor(g, ap->t, out, "Constant", &v, err);
+    /* scalar and list forms */
+    pp_dtype dt;
+    size_t count;
+    const void *src;
+    float fscalar;
+    int64_t iscalar;
+    bool scalar = false;
+    if (!strcmp(an, "value_float")) dt = PP_F32, count = 1, fscalar = ap->f, src = &fscalar, scalar = true;
+    else if (!strcmp(an, "value_int")) dt = PP_I64, count = 1, iscalar = ap->i, src = &iscalar, scalar = true;
+    else if (!strcmp(an, "value_floats")) dt = PP_F32, count = ap->n_floats, src = ap->floats;
+    else if (!strcmp(an, "value_ints")) dt = PP_I64, count = ap->n_ints, src = ap->ints;
+    else
+        return PP_FAIL(err, PP_EUNSUP, "%s: Constant attribute '%s' is not supported", desc, an);
+    size_t nb = count * pp_dtype_size(dt);
+    void *buf = pp_arena_alloc(&g->arena, nb);
+    if (!buf) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (nb) memcpy(buf, src, nb);
+    PP_TRY(pp_graph_add_value(g, out, &v, err));
+    pp_value *val = &g->values[v];
+    val->dtype = dt;
+    val->shape = scalar ? (pp_shape){0, {0}} : (pp_shape){1, {(int64_t)count}};
+    val->is_const = true;
+    val->data = buf;
+    val->nbytes = nb;
+    return PP_OK;
+}
+
+/* ---- nodes --------------------------------------------------------------------------- */
+
+static pp_status import_node(pp_graph *g, const Onnx__NodeProto *np, int index, pp_err *err) {
+    char gen[64], desc[384];
+    const char *op_type = np->op_type ? np->op_type : "";
+    const char *name = np->name && *np->name ? np->name : NULL;
+    if (!name) {
+        snprintf(gen, sizeof gen, "%s_%d", *op_type ? op_type : "node", index);
+        name = gen;
+    }
+    snprintf(desc, sizeof desc, "node '%s' (#%d, %s)", name, index, op_type);
+    const char *domain = np->domain ? np->domain : "";
+    if (*domain && strcmp(domain, "ai.onnx") != 0)
+        return PP_FAIL(err, PP_EUNSUP, "%s: domain '%s' is not supported (only ai.onnx)", desc,
+                       domain);
+    if (!strcmp(op_type, "Constant")) return import_constant(g, np, desc, err);
+    pp_op op;
+    if (!pp_op_lookup(op_type, &op)) {
+        if (!strcmp(op_type, "If") || !strcmp(op_type, "Loop") || !strcmp(op_type, "Scan"))
+            return PP_FAIL(err, PP_EUNSUP, "%s: control flow (%s) is not supported", desc, op_type);
+        return PP_FAIL(err, PP_EUNSUP, "%s: op '%s' is not supported", desc, op_type);
+    }
+    /* trailing empty outputs are omitted optional outputs */
+    size_t n_out = np->n_output;
+    while (n_out > 0 && (!np->output[n_out - 1] || !*np->output[n_out - 1])) n_out--;
+    const pp_op_info *info = &pp_op_table[op];
+    if (np->n_input > (size_t)info->max_inputs || np->n_input < (size_t)info->min_inputs)
+        return PP_FAIL(err, PP_EINVAL, "%s: %zu inputs, expected %d to %d", desc, np->n_input,
+                       info->min_inputs, info->max_inputs);
+    if (n_out < 1 || n_out > (size_t)info->max_outputs)
+        return PP_FAIL(err, n_out < 1 ? PP_EINVAL : PP_EUNSUP, "%s: %zu outputs, %d supported",
+                       desc, n_out, info->max_outputs);
+    int ni;
+    PP_TRY(pp_graph_add_node(g, op, name, (int)np->n_input, (int)n_out, &ni, err));
+    for (size_t k = 0; k < np->n_input; k++) {
+        const char *in = np->input[k] ? np->input[k] : "";
+        if (!*in) continue; /* absent optional input */
+        int v = pp_graph_find(g, in);
+        if (v < 0)
+            return PP_FAIL(err, PP_EINVAL,
+                           "%s: input '%s' is not a graph input, an initializer or the output of "
+                           "an earlier node (dangling input, cycle, or nodes out of order)",
+                           desc, in);
+        g->nodes[ni].in[k] = v;
+    }
+    for (size_t k = 0; k < n_out; k++) {
+        const char *out = np->output[k] ? np->output[k] : "";
+        if (!*out)
+            return PP_FAIL(err, PP_EUNSUP, "%s: output %zu is unnamed", desc, k);
+        int v;
+        pp_err e = {0};
+        if (pp_graph_add_value(g, out, &v, &e) != PP_OK)
+            return PP_FAIL(err, e.code, "%s: %s", desc, e.msg);
+        g->nodes[ni].out[k] = v;
+        g->values[v].producer = ni;
+    }
+    if (np->n_attribute > 4096)
+        return PP_FAIL(err, PP_EINVAL, "%s: absurd attribute count %zu", desc, np->n_attribute);
+    if (np->n_attribute) {
+        pp_attr *as = pp_arena_alloc(&g->arena, np->n_attribute * sizeof *as);
+        if (!as) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        for (size_t k = 0; k < np->n_attribute; k++) {
+            PP_TRY(import_attr(g, np->attribute[k], &as[k], desc, err));
+            for (size_t j = 0; j < k; j++)
+                if (!strcmp(as[j].name, as[k].name))
+                    return PP_FAIL(err, PP_EINVAL, "%s: attribute '%s' appears twice", desc,
+                                   as[k].name);
+        }
+        g->nodes[ni].attrs = as;
+        g->nodes[ni].n_attrs = (int)np->n_attribute;
+    }
+    return PP_OK;
+}
+
+/* ---- model ----------------------------------------------------------------------------- */
+
+static pp_status import_model(Onnx__ModelProto *m, const pp_import_opts *o, pp_graph *g,
+                              pp_err *err) {
+    if (!m->has_ir_version || m->ir_version < 3)
+        return PP_FAIL(err, PP_EINVAL, "not an ONNX model: ir_version is %s (expected >= 3)",
+                       m->has_ir_version ? "too old" : "missing");
+    int64_t opset = -1;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const char *d = m->opset_import[i]->domain ? m->opset_import[i]->domain : "";
+        if (!*d || !strcmp(d, "ai.onnx")) opset = m->opset_import[i]->version;
+    }
+    if (opset < 0) return PP_FAIL(err, PP_EINVAL, "the model imports no ai.onnx opset");
+    if (opset < MIN_OPSET || opset > MAX_OPSET)
+        return PP_FAIL(err, PP_EUNSUP, "ai.onnx opset %lld is not supported (supported: %d to %d)",
+                       (long long)opset, MIN_OPSET, MAX_OPSET);
+    const Onnx__GraphProto *gp = m->graph;
+    if (!gp) return PP_FAIL(err, PP_EINVAL, "the model has no graph");
+    if (gp->n_node == 0) return PP_FAIL(err, PP_EINVAL, "the graph has no nodes");
+    if (gp->n_output == 0) return PP_FAIL(err, PP_EINVAL, "the graph has no outputs");
+    if (gp->n_sparse_initializer)
+        return PP_FAIL(err, PP_EUNSUP, "sparse initializers are not supported");
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *t = gp->initializer[i];
+        if (!t->name || !*t->name) return PP_FAIL(err, PP_EINVAL, "initializer #%zu has no name", i);
+        int v;
+        PP_TRY(import_tensor(g, t, t->name, "initializer", &v, err));
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const char *name = gp->input[i]->name ? gp->input[i]->name : "";
+        if (pp_graph_find(g, name) >= 0 && g->values[pp_graph_find(g, name)].is_const)
+            continue; /* older exporters list initializers as inputs too */
+        PP_TRY(import_input(g, gp->input[i], o, err));
+    }
+    if (g->n_inputs == 0) return PP_FAIL(err, PP_EINVAL, "the graph has no (non-initializer) inputs");
+    for (size_t i = 0; i < gp->n_node; i++) PP_TRY(import_node(g, gp->node[i], (int)i, err));
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *name = gp->output[i]->name ? gp->output[i]->name : "";
+        int v = pp_graph_find(g, name);
+        if (v < 0) return PP_FAIL(err, PP_EINVAL, "graph output '%s' is produced by no node", name);
+        for (int k = 0; k < g->n_outputs; k++)
+            if (g->outputs[k] == v)
+                return PP_FAIL(err, PP_EINVAL, "graph output '%s' is listed twice", name);
+        PP_TRY(pp_graph_add_output(g, v, err));
+    }
+    return PP_OK;
+}
+
+pp_status pp_import_onnx_mem(const void *buf, size_t len, const pp_import_opts *o, pp_graph *g,
+                             pp_err *err) {
+    static const pp_import_opts defaults = {0};
+    if (!o) o = &defaults;
+    pp_graph_init(g);
+    snprintf(g->model_hash, sizeof g->model_hash, "%016llx",
+             (unsigned long long)XXH3_64bits(buf, len));
+    if (len == 0) return PP_FAIL(err, PP_EINVAL, "not an ONNX model: the file is empty");
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    if (!m)
+        return PP_FAIL(err, PP_EINVAL,
+                       "not an ONNX model: protobuf parsing failed (truncated or corrupt file, "
+                       "or not a ModelProto)");
+    g->keep = m;
+    g->keep_free = free_model;
+    pp_status s = import_model(m, o, g, err);
+    if (s == PP_OK) {
+        int64_t b = o->batch > 0 ? o->batch : 1;
+        g->batch = b;
+    }
+    if (s != PP_OK) pp_graph_free(g);
+    return s;
+}
+
+pp_status pp_import_onnx(const char *path, const pp_import_opts *o, pp_graph *g, pp_err *err) {
+    pp_graph_init(g);
+    FILE *f = fopen(path, "rb");
+    if (!f) return PP_FAIL(err, PP_EIO, "cannot open '%s': %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fclose(f);
+        return PP_FAIL(err, PP_EIO, "cannot read '%s': not a regular file", path);
+    }
+    long sz = ftell(f);
+    if (sz < 0) {
+        fclose(f);
+        return PP_FAIL(err, PP_EIO, "cannot read '%s': %s", path, strerror(errno));
+    }
+    rewind(f);
+    void *buf = malloc((size_t)sz + 1);
+    if (!buf) {
+        fclose(f);
+        return PP_FAIL(err, PP_ENOMEM, "'%s': cannot allocate %ld bytes", path, sz);
+    }
+    size_t got = fread(buf, 1, (size_t)sz, f);
+    fclose(f);
+    if (got != (size_t)sz) {
+        free(buf);
+        return PP_FAIL(err, PP_EIO, "cannot read '%s': short read", path);
+    }
+    pp_err e = {0};
+    pp_status s = pp_import_onnx_mem(buf, (size_t)sz, o, g, &e);
+    free(buf);
+    if (s != PP_OK) return PP_FAIL(err, s, "%s: %s", path, e.msg);
+    return PP_OK;
+}

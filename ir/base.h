@@ -1,0 +1,163 @@
+/* base.h: the small vocabulary shared by the compiler and the runtime:
+ * status codes and error records, element types, shapes, attributes, the op
+ * enum, and overflow-checked size arithmetic.
+ *
+ * It is NOT the IR (see ir.h) and holds nothing that allocates. Everything that
+ * can fail in the library returns a pp_status and fills a pp_err; only the
+ * command-line mains in tools/ turn a status into an exit code. */
+#ifndef PP_BASE_H
+#define PP_BASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- status and errors ------------------------------------------------- */
+
+typedef enum pp_status {
+    PP_OK = 0,
+    PP_EINVAL,     /* malformed input: model, plan, data file, option value */
+    PP_EUNSUP,     /* well-formed but not supported (op, attribute, dtype) */
+    PP_EIO,        /* file missing, unreadable, unwritable */
+    PP_ENOMEM,     /* allocation failed or a size budget was exceeded */
+    PP_ERUNTIME,   /* failure while running (stage error, thread error) */
+    PP_EMISMATCH,  /* --check found outputs outside tolerance */
+} pp_status;
+
+typedef struct pp_err {
+    pp_status code;
+    char msg[512];
+    const char *file; /* source location that raised it (debugging aid) */
+    int line;
+} pp_err;
+
+/* Record an error and return its code: `return PP_FAIL(err, PP_EINVAL, "...", ...)`.
+ * err may be NULL. The first error recorded wins: later calls on an err that
+ * already holds a failure leave its message alone (the root cause is kept). */
+pp_status pp_fail_at(pp_err *err, const char *file, int line, pp_status code,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+#define PP_FAIL(err, code, ...) pp_fail_at((err), __FILE__, __LINE__, (code), __VA_ARGS__)
+
+/* Propagate: evaluate a pp_status expression and return it when not PP_OK. */
+#define PP_TRY(expr)                              \
+    do {                                          \
+        pp_status pp_try_s_ = (expr);             \
+        if (pp_try_s_ != PP_OK) return pp_try_s_; \
+    } while (0)
+
+const char *pp_status_name(pp_status s);
+/* Exit code policy for the command-line tools: 0 ok, 2 bad usage or bad input
+ * (EINVAL, EUNSUP, EIO), 1 anything that failed while running. */
+int pp_exit_code(pp_status s);
+
+/* ---- element types: numbered as ONNX TensorProto.DataType --------------- */
+
+typedef enum pp_dtype {
+    PP_UNDEFINED = 0,
+    PP_F32 = 1, PP_U8 = 2, PP_I8 = 3, PP_U16 = 4, PP_I16 = 5, PP_I32 = 6,
+    PP_I64 = 7, PP_STRING = 8, PP_BOOL = 9, PP_F16 = 10, PP_F64 = 11,
+    PP_U32 = 12, PP_U64 = 13, PP_C64 = 14, PP_C128 = 15, PP_BF16 = 16,
+} pp_dtype;
+
+/* Bytes per element; 0 for types without a fixed size (string, undefined). */
+size_t pp_dtype_size(pp_dtype t);
+const char *pp_dtype_name(pp_dtype t); /* "f32", ... or "?" */
+/* NumPy descr ("<f4", "|b1", ...) or NULL when NumPy has no equivalent. */
+const char *pp_dtype_npy(pp_dtype t);
+pp_dtype pp_dtype_from_npy(const char *descr);
+
+/* ---- shapes -------------------------------------------------------------- */
+
+#define PP_MAX_DIMS 8
+
+typedef struct pp_shape {
+    int rank;
+    int64_t dim[PP_MAX_DIMS]; /* < 0 only while a dim is still symbolic */
+} pp_shape;
+
+bool pp_shape_eq(const pp_shape *a, const pp_shape *b);
+/* Element count with overflow check; fails on negative (unknown) dims. */
+pp_status pp_shape_numel(const pp_shape *s, int64_t *out, pp_err *err);
+/* numel * dtype size, with overflow check. */
+pp_status pp_shape_nbytes(const pp_shape *s, pp_dtype t, size_t *out, pp_err *err);
+/* "[1,3,224,224]" into buf; returns buf. */
+char *pp_shape_str(const pp_shape *s, char *buf, size_t n);
+
+/* Overflow-checked arithmetic: true on overflow. */
+static inline bool pp_mul_ovf(size_t a, size_t b, size_t *r) { return __builtin_mul_overflow(a, b, r); }
+static inline bool pp_add_ovf(size_t a, size_t b, size_t *r) { return __builtin_add_overflow(a, b, r); }
+/* Element count for an allocation: n when positive, else 1 (never 0 or negative). */
+static inline size_t pp_count(int n) { return n > 0 ? (size_t)n : 1; }
+static inline size_t pp_align_up(size_t x, size_t a) { return (x + (a - 1)) & ~(a - 1); }
+
+/* ---- attributes (ONNX AttributeProto, minus tensors and graphs) ---------- */
+
+typedef enum pp_attr_type {
+    PP_ATTR_INT = 1, PP_ATTR_FLOAT, PP_ATTR_STRING, PP_ATTR_INTS, PP_ATTR_FLOATS,
+} pp_attr_type;
+
+typedef struct pp_attr {
+    const char *name;
+    pp_attr_type type;
+    int64_t i;
+    float f;
+    const char *s;
+    const int64_t *ints;
+    const float *floats;
+    int n; /* length of ints/floats */
+} pp_attr;
+
+typedef struct pp_attrs {
+    const pp_attr *a;
+    int n;
+} pp_attrs;
+
+const pp_attr *pp_attr_find(pp_attrs as, const char *name);
+/* Typed getters with a default; a present attribute of the wrong type fails. */
+pp_status pp_attr_int(pp_attrs as, const char *name, int64_t def, int64_t *out, pp_err *err);
+pp_status pp_attr_float(pp_attrs as, const char *name, float def, float *out, pp_err *err);
+pp_status pp_attr_string(pp_attrs as, const char *name, const char *def, const char **out, pp_err *err);
+/* INTS into out[max]; *n = count (0 when absent). Fails if more than max. */
+pp_status pp_attr_ints(pp_attrs as, const char *name, int64_t *out, int max, int *n, pp_err *err);
+
+/* ---- the op enum, from ops.def ------------------------------------------ */
+
+typedef enum pp_op {
+#define PP_OP(e, name, mi, ma, no) PP_OP_##e,
+#include "ops.def"
+#undef PP_OP
+    PP_OP_COUNT
+} pp_op;
+
+typedef struct pp_op_info {
+    const char *name;
+    int min_inputs, max_inputs, max_outputs;
+} pp_op_info;
+
+extern const pp_op_info pp_op_table[PP_OP_COUNT];
+/* Op by ONNX name; returns false when unknown. */
+bool pp_op_lookup(const char *name, pp_op *out);
+
+/* A tensor as shape functions and kernels see it: type, shape and, for
+ * constants known at compile time, the bytes (else NULL). */
+typedef struct pp_tinfo {
+    pp_dtype dtype;
+    pp_shape shape;
+    const void *data;
+} pp_tinfo;
+
+/* Shape and type inference for one node (ir/shape.c). in[i].dtype ==
+ * PP_UNDEFINED marks an absent optional input. Fills out[0..n_out). The same
+ * function runs in ppcc (to infer) and in pprt's loader (to verify a plan). */
+pp_status pp_infer(pp_op op, pp_attrs attrs, const pp_tinfo *in, int n_in,
+                   pp_tinfo *out, int n_out, pp_err *err);
+
+/* Cost of one node (ir/cost.c): FLOPs and bytes touched, from inferred shapes. */
+typedef struct pp_cost {
+    double flops;
+    double bytes;
+} pp_cost;
+pp_cost pp_node_cost(pp_op op, pp_attrs attrs, const pp_tinfo *in, int n_in,
+                     const pp_tinfo *out, int n_out);
+
+#endif

@@ -1,0 +1,83 @@
+/* cost.c: FLOPs and bytes touched per node, from inferred shapes. The
+ * partitioner's time estimate is a roofline over these two figures; they are
+ * estimates of work, not measurements. One function per op of ops.def. */
+#include "geom.h"
+
+typedef double (*flops_fn)(pp_attrs, const pp_tinfo *, int, const pp_tinfo *, int);
+
+static double numel(const pp_tinfo *t) {
+    double n = 1;
+    for (int i = 0; i < t->shape.rank; i++) n *= (double)t->shape.dim[i];
+    return n;
+}
+
+static double bytes(const pp_tinfo *t) { return numel(t) * (double)pp_dtype_size(t->dtype); }
+
+/* one operation per output element */
+static double per_out(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_in, (void)n_out;
+    return numel(&out[0]);
+}
+
+static double zero(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_in, (void)out, (void)n_out;
+    return 0;
+}
+
+#define flops_IDENTITY zero
+#define flops_FLATTEN zero
+#define flops_RELU per_out
+#define flops_ADD per_out
+
+static double flops_CONV(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)n_in, (void)n_out;
+    /* 2 * outputs * (input channels per group * kernel volume) */
+    double kvol = 1;
+    for (int i = 1; i < in[1].shape.rank; i++) kvol *= (double)in[1].shape.dim[i];
+    return 2.0 * numel(&out[0]) * kvol;
+}
+
+static double flops_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_in, (void)n_out;
+    return 2.0 * numel(&out[0]);
+}
+
+static double flops_MAXPOOL(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)in, (void)n_in, (void)n_out;
+    int64_t ks[PP_MAX_DIMS];
+    int nk = 0;
+    double kvol = 1;
+    if (pp_attr_ints(a, "kernel_shape", ks, PP_MAX_DIMS, &nk, NULL) == PP_OK)
+        for (int i = 0; i < nk; i++) kvol *= (double)ks[i];
+    return numel(&out[0]) * kvol;
+}
+
+static double flops_GLOBALAVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)out, (void)n_in, (void)n_out;
+    return numel(&in[0]);
+}
+
+static double flops_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)n_in, (void)n_out;
+    /* K is the dim of B that is not N */
+    double k = (double)in[1].shape.dim[0] * (double)in[1].shape.dim[1] / (double)out[0].shape.dim[1];
+    return 2.0 * numel(&out[0]) * k + (n_in > 2 ? numel(&out[0]) : 0);
+}
+
+static const flops_fn flops_fns[PP_OP_COUNT] = {
+#define PP_OP(e, name, mi, ma, no) [PP_OP_##e] = flops_##e,
+#include "ops.def"
+#undef PP_OP
+};
+_Static_assert(sizeof flops_fns / sizeof flops_fns[0] == PP_OP_COUNT, "cost table out of step");
+
+pp_cost pp_node_cost(pp_op op, pp_attrs attrs, const pp_tinfo *in, int n_in, const pp_tinfo *out,
+                     int n_out) {
+    pp_cost c = {0, 0};
+    if ((int)op < 0 || op >= PP_OP_COUNT) return c;
+    c.flops = flops_fns[op](attrs, in, n_in, out, n_out);
+    for (int i = 0; i < n_in; i++)
+        if (in[i].dtype != PP_UNDEFINED) c.bytes += bytes(&in[i]);
+    for (int i = 0; i < n_out; i++) c.bytes += bytes(&out[i]);
+    return c;
+}

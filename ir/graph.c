@@ -1,0 +1,287 @@
+/* graph.c: graph construction, name lookup, verification and inference.
+ * Nothing here knows about ONNX or plans. */
+#include "ir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- arena -------------------------------------------------------------------------- */
+
+struct pp_arena_chunk {
+    pp_arena_chunk *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char mem[];
+};
+
+void *pp_arena_alloc(pp_arena *a, size_t n) {
+    n = pp_align_up(n ? n : 1, 16);
+    pp_arena_chunk *c = a->head;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > 65536 ? n : 65536;
+        c = calloc(1, sizeof *c + cap);
+        if (!c) return NULL;
+        c->cap = cap;
+        c->next = a->head;
+        a->head = c;
+    }
+    void *p = c->mem + c->used;
+    c->used += n;
+    return p;
+}
+
+char *pp_arena_strdup(pp_arena *a, const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = pp_arena_alloc(a, n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+void pp_arena_free(pp_arena *a) {
+    for (pp_arena_chunk *c = a->head, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    a->head = NULL;
+}
+
+/* ---- graph ------------------------------------------------------------------------- */
+
+void pp_graph_init(pp_graph *g) {
+    memset(g, 0, sizeof *g);
+}
+
+void pp_graph_free(pp_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        free(g->nodes[i].in);
+        free(g->nodes[i].out);
+    }
+    free(g->nodes);
+    free(g->values);
+    free(g->inputs);
+    free(g->outputs);
+    free(g->hash);
+    if (g->bounds)
+        for (int i = 0; i < g->n_stages - 1; i++) free(g->bounds[i].vals);
+    free(g->bounds);
+    free(g->stage_arena);
+    if (g->keep_free) g->keep_free(g->keep);
+    pp_arena_free(&g->arena);
+    memset(g, 0, sizeof *g);
+}
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static bool hash_insert(int *tab, int cap, const pp_value *vals, int idx) {
+    uint64_t h = hash_str(vals[idx].name);
+    for (int probe = 0; probe < cap; probe++) {
+        int slot = (int)((h + (uint64_t)probe) & (uint64_t)(cap - 1));
+        if (tab[slot] < 0) {
+            tab[slot] = idx;
+            return true;
+        }
+    }
+    return false;
+}
+
+int pp_graph_find(const pp_graph *g, const char *name) {
+    if (!g->hash) return -1;
+    uint64_t h = hash_str(name);
+    for (int probe = 0; probe < g->hash_cap; probe++) {
+        int slot = (int)((h + (uint64_t)probe) & (uint64_t)(g->hash_cap - 1));
+        int v = g->hash[slot];
+        if (v < 0) return -1;
+        if (strcmp(g->values[v].name, name) == 0) return v;
+    }
+    return -1;
+}
+
+static pp_status grow(void **arr, int *cap, int need, size_t elem, pp_err *err) {
+    if (need <= *cap) return PP_OK;
+    int nc = *cap ? *cap : 16;
+    while (nc < need) {
+        if (nc > (1 << 28)) return PP_FAIL(err, PP_ENOMEM, "graph too large");
+        nc *= 2;
+    }
+    void *p = realloc(*arr, (size_t)nc * elem);
+    if (!p) return PP_FAIL(err, PP_ENOMEM, "out of memory growing the graph");
+    *arr = p;
+    *cap = nc;
+    return PP_OK;
+}
+
+pp_status pp_graph_add_value(pp_graph *g, const char *name, int *idx, pp_err *err) {
+    if (pp_graph_find(g, name) >= 0)
+        return PP_FAIL(err, PP_EINVAL, "value name '%s' is defined twice", name);
+    PP_TRY(grow((void **)&g->values, &g->cap_values, g->n_values + 1, sizeof *g->values, err));
+    if ((g->n_values + 1) * 2 > g->hash_cap) {
+        int cap = g->hash_cap ? g->hash_cap * 2 : 256;
+        while ((g->n_values + 1) * 2 > cap) cap *= 2;
+        int *tab = malloc((size_t)cap * sizeof *tab);
+        if (!tab) return PP_FAIL(err, PP_ENOMEM, "out of memory growing the name table");
+        memset(tab, 0xff, (size_t)cap * sizeof *tab);
+        for (int i = 0; i < g->n_values; i++) hash_insert(tab, cap, g->values, i);
+        free(g->hash);
+        g->hash = tab;
+        g->hash_cap = cap;
+    }
+    pp_value *v = &g->values[g->n_values];
+    memset(v, 0, sizeof *v);
+    v->name = pp_arena_strdup(&g->arena, name);
+    if (!v->name) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    v->producer = -1;
+    v->arena_off = -1;
+    hash_insert(g->hash, g->hash_cap, g->values, g->n_values);
+    *idx = g->n_values++;
+    return PP_OK;
+}
+
+pp_status pp_graph_add_node(pp_graph *g, pp_op op, const char *name, int n_in, int n_out,
+                            int *idx, pp_err *err) {
+    PP_TRY(grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes, err));
+    pp_node *n = &g->nodes[g->n_nodes];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->name = pp_arena_strdup(&g->arena, name);
+    n->in = calloc(pp_count(n_in), sizeof(int));
+    n->out = calloc(pp_count(n_out), sizeof(int));
+    if (!n->name || !n->in || !n->out) {
+        free(n->in);
+        free(n->out);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < n_in; i++) n->in[i] = -1;
+    for (int i = 0; i < n_out; i++) n->out[i] = -1;
+    n->n_in = n_in;
+    n->n_out = n_out;
+    n->stage = -1;
+    *idx = g->n_nodes++;
+    return PP_OK;
+}
+
+pp_status pp_graph_add_input(pp_graph *g, int v, pp_err *err) {
+    PP_TRY(grow((void **)&g->inputs, &g->cap_inputs, g->n_inputs + 1, sizeof(int), err));
+    g->inputs[g->n_inputs++] = v;
+    g->values[v].is_input = true;
+    return PP_OK;
+}
+
+pp_status pp_graph_add_output(pp_graph *g, int v, pp_err *err) {
+    PP_TRY(grow((void **)&g->outputs, &g->cap_outputs, g->n_outputs + 1, sizeof(int), err));
+    g->outputs[g->n_outputs++] = v;
+    return PP_OK;
+}
+
+void pp_node_tinfo(const pp_graph *g, const pp_node *n, pp_tinfo *in, pp_tinfo *out) {
+    for (int i = 0; i < n->n_in; i++) {
+        if (n->in[i] < 0) {
+            in[i] = (pp_tinfo){PP_UNDEFINED, {0, {0}}, NULL};
+            continue;
+        }
+        const pp_value *v = &g->values[n->in[i]];
+        in[i] = (pp_tinfo){v->dtype, v->shape, v->is_const ? v->data : NULL};
+    }
+    if (out)
+        for (int i = 0; i < n->n_out; i++) {
+            const pp_value *v = &g->values[n->out[i]];
+            out[i] = (pp_tinfo){v->dtype, v->shape, NULL};
+        }
+}
+
+const char *pp_node_desc(const pp_graph *g, int idx, char *buf, size_t n) {
+    const pp_node *nd = &g->nodes[idx];
+    snprintf(buf, n, "node '%s' (#%d, %s)", nd->name, idx, pp_op_table[nd->op].name);
+    return buf;
+}
+
+pp_status pp_graph_verify(pp_graph *g, pp_err *err) {
+    char d[320];
+    for (int v = 0; v < g->n_values; v++) {
+        g->values[v].producer = -1;
+        g->values[v].n_uses = 0;
+    }
+    /* defined[v]: set once v is available in the walk */
+    unsigned char *defined = calloc(g->n_values > 0 ? (size_t)g->n_values : 1, 1);
+    if (!defined) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pp_status s = PP_OK;
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].is_input || g->values[v].is_const) defined[v] = 1;
+    for (int i = 0; i < g->n_nodes && s == PP_OK; i++) {
+        pp_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_in && s == PP_OK; k++) {
+            int v = n->in[k];
+            if (v < -1 || v >= g->n_values)
+                s = PP_FAIL(err, PP_EINVAL, "%s: input %d refers to no value",
+                            pp_node_desc(g, i, d, sizeof d), k);
+            else if (v >= 0 && !defined[v])
+                s = PP_FAIL(err, PP_EINVAL,
+                            "%s: input '%s' is not produced by any earlier node (dangling input, "
+                            "or the graph is not in topological order / has a cycle)",
+                            pp_node_desc(g, i, d, sizeof d), g->values[v].name);
+            else if (v >= 0)
+                g->values[v].n_uses++;
+        }
+        for (int k = 0; k < n->n_out && s == PP_OK; k++) {
+            int v = n->out[k];
+            if (v < 0 || v >= g->n_values)
+                s = PP_FAIL(err, PP_EINVAL, "%s: output %d refers to no value",
+                            pp_node_desc(g, i, d, sizeof d), k);
+            else if (defined[v])
+                s = PP_FAIL(err, PP_EINVAL, "%s: output '%s' is already defined elsewhere",
+                            pp_node_desc(g, i, d, sizeof d), g->values[v].name);
+            else {
+                defined[v] = 1;
+                g->values[v].producer = i;
+            }
+        }
+    }
+    for (int k = 0; k < g->n_outputs && s == PP_OK; k++) {
+        int v = g->outputs[k];
+        if (!defined[v])
+            s = PP_FAIL(err, PP_EINVAL, "graph output '%s' is produced by no node",
+                        g->values[v].name);
+        else if (g->values[v].is_const)
+            s = PP_FAIL(err, PP_EUNSUP, "graph output '%s' is a constant; not supported",
+                        g->values[v].name);
+    }
+    free(defined);
+    return s;
+}
+
+pp_status pp_graph_infer(pp_graph *g, pp_err *err) {
+    pp_tinfo in[16], out[8];
+    char d[320];
+    for (int i = 0; i < g->n_nodes; i++) {
+        pp_node *n = &g->nodes[i];
+        if (n->n_in > 16 || n->n_out > 8)
+            return PP_FAIL(err, PP_EUNSUP, "%s: too many inputs or outputs",
+                           pp_node_desc(g, i, d, sizeof d));
+        pp_node_tinfo(g, n, in, NULL);
+        pp_err e = {0};
+        pp_status s = pp_infer(n->op, pp_node_attrs(n), in, n->n_in, out, n->n_out, &e);
+        if (s != PP_OK)
+            return PP_FAIL(err, s, "%s: %s", pp_node_desc(g, i, d, sizeof d), e.msg);
+        for (int k = 0; k < n->n_out; k++) {
+            pp_value *v = &g->values[n->out[k]];
+            v->dtype = out[k].dtype;
+            v->shape = out[k].shape;
+            pp_err e2 = {0};
+            if (pp_shape_nbytes(&v->shape, v->dtype, &v->nbytes, &e2) != PP_OK)
+                return PP_FAIL(err, e2.code, "%s: output '%s': %s", pp_node_desc(g, i, d, sizeof d),
+                               v->name, e2.msg);
+        }
+        n->cost = pp_node_cost(n->op, pp_node_attrs(n), in, n->n_in, out, n->n_out);
+    }
+    return PP_OK;
+}
+
+size_t pp_node_param_bytes(const pp_graph *g, const pp_node *n) {
+    size_t b = 0;
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && g->values[n->in[k]].is_const) b += g->values[n->in[k]].nbytes;
+    return b;
+}

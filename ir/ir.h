@@ -1,0 +1,115 @@
+/* ir.h: the compiler's central types: the graph of values and nodes that the
+ * frontend builds, the passes transform and split, and the backend lowers.
+ *
+ * A graph owns an arena for names and attribute arrays; nodes and values live
+ * in growable arrays and are referred to by index (never by pointer, so they
+ * may move). Nodes are kept in one topological order at all times. Constant
+ * bytes are never copied: a value's data points into memory owned by the
+ * frontend (the parsed model or an mmapped external file), kept alive by the
+ * graph through `keep`.
+ *
+ * The runtime never includes this file; what compiler and runtime share is in
+ * base.h (types, op enum, shape functions). */
+#ifndef PP_IR_H
+#define PP_IR_H
+
+#include "base.h"
+
+/* ---- arena: many small allocations freed at once ------------------------------- */
+
+typedef struct pp_arena_chunk pp_arena_chunk;
+typedef struct pp_arena {
+    pp_arena_chunk *head;
+} pp_arena;
+
+void *pp_arena_alloc(pp_arena *a, size_t n); /* zeroed, 16-aligned; NULL on OOM */
+char *pp_arena_strdup(pp_arena *a, const char *s);
+void pp_arena_free(pp_arena *a);
+
+/* ---- values and nodes ----------------------------------------------------------- */
+
+typedef struct pp_value {
+    const char *name;
+    pp_dtype dtype;
+    pp_shape shape;
+    int producer;        /* node index; -1 for graph inputs and constants */
+    bool is_input;       /* graph input (fed by data) */
+    bool is_const;       /* initializer or folded constant: data is valid */
+    const void *data;    /* constant bytes, little-endian, nbytes long */
+    size_t nbytes;
+    int n_uses;          /* consumer count, maintained by pp_graph_link */
+    int64_t arena_off;   /* activation offset in its stage's arena (memplan), -1 none */
+} pp_value;
+
+typedef struct pp_node {
+    pp_op op;
+    const char *name;    /* verbatim from the model: it carries the module scope */
+    int *in;             /* value indices; -1 = absent optional input */
+    int n_in;
+    int *out;
+    int n_out;
+    pp_attr *attrs;
+    int n_attrs;
+    int stage;           /* set by partitioning; -1 before */
+    pp_cost cost;        /* set by pp_graph_infer */
+} pp_node;
+
+/* A stage boundary: the values that cross from stages <= i to stages > i. */
+typedef struct pp_boundary {
+    int *vals;
+    int n;
+    size_t bytes;
+} pp_boundary;
+
+typedef struct pp_graph {
+    pp_arena arena;
+    pp_node *nodes;
+    int n_nodes, cap_nodes;
+    pp_value *values;
+    int n_values, cap_values;
+    int *inputs, n_inputs, cap_inputs;    /* graph inputs, model order */
+    int *outputs, n_outputs, cap_outputs; /* graph outputs, model order */
+    /* name -> value index (open addressing, power-of-two size) */
+    int *hash;
+    int hash_cap;
+    /* filled by partitioning / memplan */
+    int n_stages;
+    pp_boundary *bounds;     /* n_stages - 1 entries */
+    size_t *stage_arena;     /* arena bytes per stage */
+    /* the frontend's storage that constant data points into */
+    void *keep;
+    void (*keep_free)(void *);
+    /* provenance */
+    char model_hash[17];     /* XXH3-64 of the model file, hex */
+    int64_t batch;           /* micro-batch size the shapes were fixed to */
+} pp_graph;
+
+void pp_graph_init(pp_graph *g);
+void pp_graph_free(pp_graph *g);
+
+/* New value; fails on a duplicate name. *idx receives its index. */
+pp_status pp_graph_add_value(pp_graph *g, const char *name, int *idx, pp_err *err);
+int pp_graph_find(const pp_graph *g, const char *name); /* -1 when absent */
+/* New node with room for n_in inputs and n_out outputs (filled by the caller). */
+pp_status pp_graph_add_node(pp_graph *g, pp_op op, const char *name, int n_in, int n_out,
+                            int *idx, pp_err *err);
+pp_status pp_graph_add_input(pp_graph *g, int v, pp_err *err);
+pp_status pp_graph_add_output(pp_graph *g, int v, pp_err *err);
+
+static inline pp_attrs pp_node_attrs(const pp_node *n) { return (pp_attrs){n->attrs, n->n_attrs}; }
+/* Fill in[]/out[] (sized n->n_in / n->n_out) with the node's tensor infos. */
+void pp_node_tinfo(const pp_graph *g, const pp_node *n, pp_tinfo *in, pp_tinfo *out);
+/* "Conv" node name for messages: "'name' (#idx, Op)" into buf. */
+const char *pp_node_desc(const pp_graph *g, int idx, char *buf, size_t n);
+
+/* Recount uses, set producers, and check structure: every value has at most
+ * one producer, inputs are defined before use (topological order), outputs are
+ * defined. Errors name the node. */
+pp_status pp_graph_verify(pp_graph *g, pp_err *err);
+/* Infer every node's output types and shapes, and its cost. */
+pp_status pp_graph_infer(pp_graph *g, pp_err *err);
+
+/* Parameter bytes of a node: sum of its constant inputs. */
+size_t pp_node_param_bytes(const pp_graph *g, const pp_node *n);
+
+#endif

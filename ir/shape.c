@@ -1,0 +1,323 @@
+/* shape.c: shape and dtype inference, one function per op of ops.def, plus
+ * the window geometry of geom.h. Shared by ppcc (inference) and pprt's plan
+ * loader (verification), so it only sees pp_tinfo, never the graph. */
+#include "geom.h"
+
+#include <string.h>
+
+typedef pp_status (*shape_fn)(pp_attrs, const pp_tinfo *, int, pp_tinfo *, int, pp_err *);
+
+static pp_status need_float(const pp_tinfo *t, const char *what, pp_err *err) {
+    if (t->dtype != PP_F32)
+        return PP_FAIL(err, PP_EUNSUP, "%s has element type %s; only f32 is supported",
+                       what, pp_dtype_name(t->dtype));
+    return PP_OK;
+}
+
+static pp_status need_rank(const pp_tinfo *t, int lo, int hi, const char *what, pp_err *err) {
+    if (t->shape.rank < lo || t->shape.rank > hi)
+        return PP_FAIL(err, PP_EINVAL, "%s has rank %d, expected %d..%d", what, t->shape.rank, lo,
+                       hi);
+    return PP_OK;
+}
+
+/* ---- geometry --------------------------------------------------------------- */
+
+pp_status pp_geom_make(pp_attrs attrs, const pp_shape *x, const int64_t *kernel,
+                       bool allow_ceil, pp_geom *g, pp_err *err) {
+    memset(g, 0, sizeof *g);
+    int nsp = x->rank - 2;
+    if (nsp < 1 || nsp > PP_MAX_SPATIAL)
+        return PP_FAIL(err, PP_EUNSUP, "input rank %d: 1 to %d spatial dims supported", x->rank,
+                       PP_MAX_SPATIAL);
+    g->nsp = nsp;
+    int64_t ks[PP_MAX_DIMS], st[PP_MAX_DIMS], dl[PP_MAX_DIMS], pd[2 * PP_MAX_DIMS];
+    int nk, ns, nd, np;
+    PP_TRY(pp_attr_ints(attrs, "kernel_shape", ks, PP_MAX_DIMS, &nk, err));
+    PP_TRY(pp_attr_ints(attrs, "strides", st, PP_MAX_DIMS, &ns, err));
+    PP_TRY(pp_attr_ints(attrs, "dilations", dl, PP_MAX_DIMS, &nd, err));
+    PP_TRY(pp_attr_ints(attrs, "pads", pd, 2 * PP_MAX_DIMS, &np, err));
+    if (!kernel) {
+        if (nk != nsp)
+            return PP_FAIL(err, PP_EINVAL, "attribute 'kernel_shape' has %d values, expected %d",
+                           nk, nsp);
+        kernel = ks;
+    } else if (nk && nk != nsp) {
+        return PP_FAIL(err, PP_EINVAL, "attribute 'kernel_shape' has %d values, expected %d", nk,
+                       nsp);
+    } else if (nk) {
+        for (int i = 0; i < nsp; i++)
+            if (ks[i] != kernel[i])
+                return PP_FAIL(err, PP_EINVAL,
+                               "attribute 'kernel_shape' disagrees with the weight's shape");
+    }
+    if (ns && ns != nsp)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'strides' has %d values, expected %d", ns, nsp);
+    if (nd && nd != nsp)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'dilations' has %d values, expected %d", nd, nsp);
+    if (np && np != 2 * nsp)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'pads' has %d values, expected %d", np, 2 * nsp);
+    int64_t ceil_mode = 0;
+    PP_TRY(pp_attr_int(attrs, "ceil_mode", 0, &ceil_mode, err));
+    if (ceil_mode && !allow_ceil)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'ceil_mode' is not valid here");
+    const char *auto_pad;
+    PP_TRY(pp_attr_string(attrs, "auto_pad", "NOTSET", &auto_pad, err));
+    int mode = !strcmp(auto_pad, "NOTSET")       ? 0
+               : !strcmp(auto_pad, "VALID")      ? 1
+               : !strcmp(auto_pad, "SAME_UPPER") ? 2
+               : !strcmp(auto_pad, "SAME_LOWER") ? 3
+                                                 : -1;
+    if (mode < 0) return PP_FAIL(err, PP_EINVAL, "attribute 'auto_pad' has unknown value '%s'", auto_pad);
+    for (int i = 0; i < nsp; i++) {
+        g->in[i] = x->dim[2 + i];
+        g->k[i] = kernel[i];
+        g->stride[i] = ns ? st[i] : 1;
+        g->dil[i] = nd ? dl[i] : 1;
+        g->pad0[i] = (np && mode == 0) ? pd[i] : 0;
+        g->pad1[i] = (np && mode == 0) ? pd[nsp + i] : 0;
+        if (g->k[i] < 1 || g->k[i] > (1 << 20))
+            return PP_FAIL(err, PP_EINVAL, "kernel dim %d is %lld, expected 1..2^20", i, (long long)g->k[i]);
+        if (g->stride[i] < 1 || g->stride[i] > (1 << 20))
+            return PP_FAIL(err, PP_EINVAL, "attribute 'strides'[%d] is %lld, expected >= 1", i, (long long)g->stride[i]);
+        if (g->dil[i] < 1 || g->dil[i] > (1 << 20))
+            return PP_FAIL(err, PP_EINVAL, "attribute 'dilations'[%d] is %lld, expected >= 1", i, (long long)g->dil[i]);
+        if (g->pad0[i] < 0 || g->pad1[i] < 0 || g->pad0[i] > (1 << 20) || g->pad1[i] > (1 << 20))
+            return PP_FAIL(err, PP_EINVAL, "attribute 'pads' has a negative or absurd value");
+        if (g->in[i] < 0 || g->in[i] > ((int64_t)1 << 40))
+            return PP_FAIL(err, PP_EINVAL, "spatial input dim %d is %lld", i, (long long)g->in[i]);
+        int64_t ext = g->dil[i] * (g->k[i] - 1) + 1; /* effective window */
+        if (mode >= 2) {
+            int64_t o = (g->in[i] + g->stride[i] - 1) / g->stride[i];
+            int64_t total = (o - 1) * g->stride[i] + ext - g->in[i];
+            if (total < 0) total = 0;
+            g->pad0[i] = mode == 2 ? total / 2 : total - total / 2;
+            g->pad1[i] = total - g->pad0[i];
+            g->out[i] = o;
+            continue;
+        }
+        int64_t span = g->in[i] + g->pad0[i] + g->pad1[i] - ext;
+        if (span < 0)
+            return PP_FAIL(err, PP_EINVAL,
+                           "window (%lld) is larger than the padded input (%lld) in spatial dim %d",
+                           (long long)ext, (long long)(g->in[i] + g->pad0[i] + g->pad1[i]), i);
+        if (ceil_mode) {
+            g->out[i] = (span + g->stride[i] - 1) / g->stride[i] + 1;
+            /* the last window must start inside the input or left padding */
+            if ((g->out[i] - 1) * g->stride[i] >= g->in[i] + g->pad0[i]) g->out[i]--;
+        } else {
+            g->out[i] = span / g->stride[i] + 1;
+        }
+    }
+    return PP_OK;
+}
+
+/* ---- per-op shape functions --------------------------------------------------- */
+
+static pp_status shape_IDENTITY(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                                pp_err *err) {
+    (void)a, (void)n_in, (void)n_out, (void)err;
+    out[0].dtype = in[0].dtype;
+    out[0].shape = in[0].shape;
+    return PP_OK;
+}
+
+static pp_status shape_RELU(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                            pp_err *err) {
+    PP_TRY(need_float(&in[0], "input X", err));
+    return shape_IDENTITY(a, in, n_in, out, n_out, err);
+}
+
+static pp_status shape_CONV(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                            pp_err *err) {
+    (void)n_out;
+    const pp_shape *x = &in[0].shape, *w = &in[1].shape;
+    PP_TRY(need_float(&in[0], "input X", err));
+    PP_TRY(need_float(&in[1], "weight W", err));
+    PP_TRY(need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
+    if (w->rank != x->rank)
+        return PP_FAIL(err, PP_EINVAL, "weight W has rank %d, expected %d (same as X)", w->rank, x->rank);
+    int64_t group;
+    PP_TRY(pp_attr_int(a, "group", 1, &group, err));
+    if (group < 1 || x->dim[1] % group || w->dim[0] % group)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'group'=%lld does not divide channels %lld and filters %lld",
+                       (long long)group, (long long)x->dim[1], (long long)w->dim[0]);
+    if (w->dim[1] * group != x->dim[1])
+        return PP_FAIL(err, PP_EINVAL, "weight W has %lld input channels per group, expected %lld",
+                       (long long)w->dim[1], (long long)(x->dim[1] / group));
+    if (n_in > 2 && in[2].dtype != PP_UNDEFINED) {
+        PP_TRY(need_float(&in[2], "bias B", err));
+        if (in[2].shape.rank != 1 || in[2].shape.dim[0] != w->dim[0])
+            return PP_FAIL(err, PP_EINVAL, "bias B must have shape [%lld]", (long long)w->dim[0]);
+    }
+    pp_geom g;
+    PP_TRY(pp_geom_make(a, x, &w->dim[2], false, &g, err));
+    out[0].dtype = PP_F32;
+    out[0].shape.rank = x->rank;
+    out[0].shape.dim[0] = x->dim[0];
+    out[0].shape.dim[1] = w->dim[0];
+    for (int i = 0; i < g.nsp; i++) out[0].shape.dim[2 + i] = g.out[i];
+    return PP_OK;
+}
+
+static pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
+                                 int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    PP_TRY(need_float(&in[0], "input X", err));
+    PP_TRY(need_rank(&in[0], 2, PP_MAX_DIMS, "input X", err));
+    int64_t training = 0, spatial = 1;
+    PP_TRY(pp_attr_int(a, "training_mode", 0, &training, err));
+    PP_TRY(pp_attr_int(a, "spatial", 1, &spatial, err));
+    if (training) return PP_FAIL(err, PP_EUNSUP, "attribute 'training_mode'=1 (training) is not supported");
+    if (spatial != 1) return PP_FAIL(err, PP_EUNSUP, "attribute 'spatial'=0 is not supported");
+    static const char *names[] = {"", "scale", "B", "input_mean", "input_var"};
+    for (int i = 1; i < 5; i++) {
+        PP_TRY(need_float(&in[i], names[i], err));
+        if (in[i].shape.rank != 1 || in[i].shape.dim[0] != in[0].shape.dim[1])
+            return PP_FAIL(err, PP_EINVAL, "%s must have shape [%lld]", names[i],
+                           (long long)in[0].shape.dim[1]);
+    }
+    out[0] = (pp_tinfo){PP_F32, in[0].shape, NULL};
+    return PP_OK;
+}
+
+static pp_status shape_MAXPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                               pp_err *err) {
+    (void)n_in;
+    PP_TRY(need_float(&in[0], "input X", err));
+    PP_TRY(need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
+    if (n_out > 1) return PP_FAIL(err, PP_EUNSUP, "the 'Indices' output is not supported");
+    int64_t so;
+    PP_TRY(pp_attr_int(a, "storage_order", 0, &so, err));
+    pp_geom g;
+    PP_TRY(pp_geom_make(a, &in[0].shape, NULL, true, &g, err));
+    out[0].dtype = PP_F32;
+    out[0].shape = in[0].shape;
+    for (int i = 0; i < g.nsp; i++) out[0].shape.dim[2 + i] = g.out[i];
+    return PP_OK;
+}
+
+/* NumPy-style multidirectional broadcasting. */
+static pp_status broadcast(const pp_shape *a, const pp_shape *b, pp_shape *o, pp_err *err) {
+    int r = a->rank > b->rank ? a->rank : b->rank;
+    o->rank = r;
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - a->rank), ib = i - (r - b->rank);
+        int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
+        if (da != db && da != 1 && db != 1) {
+            char sa[96], sb[96];
+            return PP_FAIL(err, PP_EINVAL, "shapes %s and %s cannot be broadcast",
+                           pp_shape_str(a, sa, sizeof sa), pp_shape_str(b, sb, sizeof sb));
+        }
+        o->dim[i] = da == 1 ? db : da;
+    }
+    return PP_OK;
+}
+
+static pp_status shape_ADD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                           pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    PP_TRY(need_float(&in[0], "input A", err));
+    PP_TRY(need_float(&in[1], "input B", err));
+    out[0].dtype = PP_F32;
+    return broadcast(&in[0].shape, &in[1].shape, &out[0].shape, err);
+}
+
+static pp_status shape_GLOBALAVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
+                                     int n_out, pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    PP_TRY(need_float(&in[0], "input X", err));
+    PP_TRY(need_rank(&in[0], 3, PP_MAX_DIMS, "input X", err));
+    out[0].dtype = PP_F32;
+    out[0].shape = in[0].shape;
+    for (int i = 2; i < in[0].shape.rank; i++) out[0].shape.dim[i] = 1;
+    return PP_OK;
+}
+
+static pp_status shape_FLATTEN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                               pp_err *err) {
+    (void)n_in, (void)n_out;
+    int r = in[0].shape.rank;
+    int64_t axis;
+    PP_TRY(pp_attr_int(a, "axis", 1, &axis, err));
+    if (axis < -r || axis > r)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'axis'=%lld out of range [%d, %d]", (long long)axis, -r, r);
+    if (axis < 0) axis += r;
+    int64_t d0 = 1, d1 = 1;
+    for (int i = 0; i < r; i++) {
+        int64_t *d = i < axis ? &d0 : &d1;
+        if (__builtin_mul_overflow(*d, in[0].shape.dim[i], d))
+            return PP_FAIL(err, PP_EINVAL, "element count overflows");
+    }
+    out[0].dtype = in[0].dtype;
+    out[0].shape = (pp_shape){.rank = 2, .dim = {d0, d1}};
+    return PP_OK;
+}
+
+static pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                            pp_err *err) {
+    (void)n_out;
+    PP_TRY(need_float(&in[0], "input A", err));
+    PP_TRY(need_float(&in[1], "input B", err));
+    PP_TRY(need_rank(&in[0], 2, 2, "input A", err));
+    PP_TRY(need_rank(&in[1], 2, 2, "input B", err));
+    int64_t ta, tb;
+    float alpha, beta;
+    PP_TRY(pp_attr_int(a, "transA", 0, &ta, err));
+    PP_TRY(pp_attr_int(a, "transB", 0, &tb, err));
+    PP_TRY(pp_attr_float(a, "alpha", 1.0f, &alpha, err));
+    PP_TRY(pp_attr_float(a, "beta", 1.0f, &beta, err));
+    int64_t m = in[0].shape.dim[ta ? 1 : 0], k = in[0].shape.dim[ta ? 0 : 1];
+    int64_t kb = in[1].shape.dim[tb ? 1 : 0], n = in[1].shape.dim[tb ? 0 : 1];
+    if (k != kb)
+        return PP_FAIL(err, PP_EINVAL, "inner dimensions differ: A gives K=%lld, B gives K=%lld",
+                       (long long)k, (long long)kb);
+    out[0].dtype = PP_F32;
+    out[0].shape = (pp_shape){.rank = 2, .dim = {m, n}};
+    if (n_in > 2 && in[2].dtype != PP_UNDEFINED) {
+        PP_TRY(need_float(&in[2], "input C", err));
+        pp_shape o;
+        PP_TRY(broadcast(&in[2].shape, &out[0].shape, &o, err));
+        if (!pp_shape_eq(&o, &out[0].shape))
+            return PP_FAIL(err, PP_EINVAL, "input C does not broadcast to [%lld,%lld]",
+                           (long long)m, (long long)n);
+    }
+    return PP_OK;
+}
+
+/* ---- the table and the entry point -------------------------------------------- */
+
+static const shape_fn shape_fns[PP_OP_COUNT] = {
+#define PP_OP(e, name, mi, ma, no) [PP_OP_##e] = shape_##e,
+#include "ops.def"
+#undef PP_OP
+};
+_Static_assert(sizeof shape_fns / sizeof shape_fns[0] == PP_OP_COUNT, "shape table out of step");
+
+pp_status pp_infer(pp_op op, pp_attrs attrs, const pp_tinfo *in, int n_in, pp_tinfo *out,
+                   int n_out, pp_err *err) {
+    if ((int)op < 0 || op >= PP_OP_COUNT) return PP_FAIL(err, PP_EINVAL, "unknown op %d", (int)op);
+    const pp_op_info *info = &pp_op_table[op];
+    if (n_in < info->min_inputs || n_in > info->max_inputs)
+        return PP_FAIL(err, PP_EINVAL, "%s takes %d to %d inputs, got %d", info->name,
+                       info->min_inputs, info->max_inputs, n_in);
+    if (n_out < 1 || n_out > info->max_outputs)
+        return PP_FAIL(err, PP_EUNSUP, "%s: %d outputs requested, %d supported", info->name, n_out,
+                       info->max_outputs);
+    for (int i = 0; i < info->min_inputs; i++)
+        if (in[i].dtype == PP_UNDEFINED)
+            return PP_FAIL(err, PP_EINVAL, "%s: required input %d is missing", info->name, i);
+    for (int i = 0; i < n_in; i++) {
+        if (in[i].dtype == PP_UNDEFINED) continue;
+        for (int d = 0; d < in[i].shape.rank; d++)
+            if (in[i].shape.dim[d] < 0)
+                return PP_FAIL(err, PP_EINVAL, "input %d has an unknown dimension %d", i, d);
+    }
+    memset(out, 0, sizeof *out * (size_t)n_out);
+    PP_TRY(shape_fns[op](attrs, in, n_in, out, n_out, err));
+    for (int i = 0; i < n_out; i++) {
+        size_t nb;
+        PP_TRY(pp_shape_nbytes(&out[i].shape, out[i].dtype, &nb, err));
+    }
+    return PP_OK;
+}

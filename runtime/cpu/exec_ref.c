@@ -1,0 +1,86 @@
+/* exec_ref.c: the CPU reference executor: binds each tensor of a stage to its
+ * bytes (weights in the mapped plan, activations in the stage arena, boundary
+ * tensors in the messages) and runs the reference kernels in node order. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../exec.h"
+#include "../kernels.h"
+
+struct pprt_exec {
+    const pprt_plan *p;
+    const pprt_stage *st;
+    unsigned char *arena;
+    void **ptr; /* tensor id -> bytes, refreshed per message for RECV/SEND */
+    pprt_scratch scratch;
+};
+
+static pp_status ref_create(const pprt_plan *p, const pprt_stage *st, pprt_exec **out, pp_err *err) {
+    pprt_exec *x = calloc(1, sizeof *x);
+    if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    x->p = p;
+    x->st = st;
+    x->ptr = calloc(pp_count(st->n_tensors), sizeof *x->ptr);
+    void *arena = NULL;
+    if (!x->ptr || posix_memalign(&arena, 64, st->arena_bytes ? st->arena_bytes : 64) != 0) {
+        free(x->ptr);
+        free(x);
+        return PP_FAIL(err, PP_ENOMEM, "stage %d: cannot allocate its %zu-byte arena", st->index,
+                       st->arena_bytes);
+    }
+    x->arena = arena;
+    for (int i = 0; i < st->n_tensors; i++) {
+        const pprt_tdesc *t = &st->t[i];
+        if (t->kind == PPRT_WEIGHT) x->ptr[i] = (void *)(p->weights + t->offset);
+        else if (t->kind == PPRT_ACTIVATION) x->ptr[i] = x->arena + t->offset;
+    }
+    *out = x;
+    return PP_OK;
+}
+
+static pp_status ref_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
+    const pprt_stage *st = x->st;
+    for (int i = 0; i < st->in.n; i++) x->ptr[st->recv[i]] = (unsigned char *)in_msg + st->in.off[i];
+    for (int i = 0; i < st->out.n; i++)
+        if (st->out.t[i]->kind == PPRT_SEND) x->ptr[st->send[i]] = (unsigned char *)out_msg + st->out.off[i];
+    pprt_tensor tin[16], tout[8];
+    for (int ni = 0; ni < st->n_nodes; ni++) {
+        const pprt_node *n = &st->nodes[ni];
+        for (int k = 0; k < n->n_in; k++) {
+            if (n->in[k] < 0) {
+                tin[k] = (pprt_tensor){PP_UNDEFINED, {0, {0}}, NULL};
+                continue;
+            }
+            const pprt_tdesc *t = &st->t[n->in[k]];
+            tin[k] = (pprt_tensor){t->dtype, t->shape, x->ptr[n->in[k]]};
+        }
+        for (int k = 0; k < n->n_out; k++) {
+            const pprt_tdesc *t = &st->t[n->out[k]];
+            tout[k] = (pprt_tensor){t->dtype, t->shape, x->ptr[n->out[k]]};
+        }
+        pp_err e = {0};
+        pp_status s = pprt_ref_kernels[n->op]((pp_attrs){n->attrs, n->n_attrs}, tin, n->n_in, tout,
+                                              n->n_out, &x->scratch, &e);
+        if (s != PP_OK)
+            return PP_FAIL(err, s, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
+    }
+    /* pass-through: received tensors that this stage sends on unchanged */
+    for (int i = 0; i < st->out.n; i++) {
+        const pprt_tdesc *t = st->out.t[i];
+        if (t->kind == PPRT_RECV)
+            memcpy((unsigned char *)out_msg + st->out.off[i],
+                   (const unsigned char *)in_msg + st->in.off[t->offset], t->nbytes);
+    }
+    return PP_OK;
+}
+
+static void ref_destroy(pprt_exec *x) {
+    if (!x) return;
+    pprt_scratch_free(&x->scratch);
+    free(x->arena);
+    free(x->ptr);
+    free(x);
+}
+
+const pprt_exec_ops pprt_exec_cpu_ref = {"cpu-ref", ref_create, ref_run, ref_destroy};

@@ -1,0 +1,161 @@
+/* data.c: how pprt finds its inputs in a directory, writes its outputs, and
+ * scores a classifier against labels. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io.h"
+
+void pprt_safe_name(const char *name, char *buf, size_t n) {
+    size_t k = 0;
+    for (; name[k] && k + 1 < n; k++) {
+        char c = name[k];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
+        buf[k] = ok ? c : '_';
+    }
+    if (k == 0 && n > 1) buf[k++] = '_';
+    if (k > 0 && buf[0] == '.') buf[0] = '_'; /* no hidden files, no ".." */
+    buf[k] = 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted list of the *.npy names in dir. */
+static pp_status list_npy(const char *dir, char ***names, int *n, pp_err *err) {
+    *names = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return PP_FAIL(err, PP_EIO, "cannot open data directory '%s': %s", dir, strerror(errno));
+    int cap = 0;
+    struct dirent *e;
+    pp_status s = PP_OK;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".npy") != 0 || e->d_name[0] == '.') continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            char **nn = realloc(*names, sizeof *nn * (size_t)cap);
+            if (!nn) {
+                s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+                break;
+            }
+            *names = nn;
+        }
+        if (!((*names)[*n] = strdup(e->d_name))) {
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+            break;
+        }
+        (*n)++;
+    }
+    closedir(d);
+    if (*n) qsort(*names, (size_t)*n, sizeof **names, cmp_str);
+    return s;
+}
+
+static bool file_exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+pp_status pprt_data_load(const pprt_plan *p, const char *dir, pprt_npy *npys, pprt_array *arrays,
+                         int64_t *n, pp_err *err) {
+    char **names = NULL;
+    int n_files = 0;
+    pp_status s = list_npy(dir, &names, &n_files, err);
+    char path[4096], safe[512];
+    *n = -1;
+    for (int i = 0; i < p->n_inputs; i++) memset(&npys[i], 0, sizeof npys[i]);
+    for (int i = 0; i < p->n_inputs && s == PP_OK; i++) {
+        const pprt_io *in = &p->inputs[i];
+        pprt_safe_name(in->name, safe, sizeof safe);
+        snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
+        if (!file_exists(path)) {
+            if (n_files != p->n_inputs) {
+                s = PP_FAIL(err, PP_EIO,
+                            "no data for input '%s': expected '%s', or exactly %d .npy file%s in "
+                            "'%s' (found %d)",
+                            in->name, path, p->n_inputs, p->n_inputs == 1 ? "" : "s", dir, n_files);
+                break;
+            }
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        }
+        if ((s = pprt_npy_read(path, &npys[i], err)) != PP_OK) break;
+        const pprt_npy *a = &npys[i];
+        bool ok = a->dtype == in->dtype && a->shape.rank == in->shape.rank && a->shape.rank >= 1;
+        for (int d = 1; ok && d < a->shape.rank; d++) ok = a->shape.dim[d] == in->shape.dim[d];
+        if (!ok) {
+            char want[128], got[128];
+            pp_shape w = in->shape;
+            w.dim[0] = -1; /* any number of samples */
+            s = PP_FAIL(err, PP_EINVAL, "%s: input '%s' expects %s %s (N samples on dim 0), the file holds %s %s",
+                        path, in->name, pp_dtype_name(in->dtype), pp_shape_str(&w, want, sizeof want),
+                        pp_dtype_name(a->dtype), pp_shape_str(&a->shape, got, sizeof got));
+            break;
+        }
+        if (*n >= 0 && a->shape.dim[0] != *n) {
+            s = PP_FAIL(err, PP_EINVAL, "%s: %lld samples, but the first input has %lld", path,
+                        (long long)a->shape.dim[0], (long long)*n);
+            break;
+        }
+        *n = a->shape.dim[0];
+        arrays[i] = (pprt_array){a->data, a->shape.dim[0]};
+    }
+    if (s == PP_OK && *n == 0) s = PP_FAIL(err, PP_EINVAL, "the input files in '%s' hold no samples", dir);
+    for (int i = 0; i < n_files; i++) free(names[i]);
+    free(names);
+    if (s != PP_OK)
+        for (int i = 0; i < p->n_inputs; i++) pprt_npy_free(&npys[i]);
+    return s;
+}
+
+pp_status pprt_data_write(const pprt_plan *p, const char *dir, const pprt_array *outputs,
+                          pp_err *err) {
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return PP_FAIL(err, PP_EIO, "cannot create output directory '%s': %s", dir, strerror(errno));
+    char path[4096], safe[512];
+    for (int i = 0; i < p->n_outputs; i++) {
+        const pprt_io *o = &p->outputs[i];
+        pprt_safe_name(o->name, safe, sizeof safe);
+        snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
+        pp_shape sh = o->shape;
+        sh.dim[0] = outputs[i].n;
+        PP_TRY(pprt_npy_write(path, o->dtype, &sh, outputs[i].data, err));
+    }
+    return PP_OK;
+}
+
+pp_status pprt_top1(const pprt_plan *p, const pprt_array *out0, const char *labels_path,
+                    int64_t *correct, pp_err *err) {
+    const pprt_io *o = &p->outputs[0];
+    if (o->dtype != PP_F32 || o->shape.rank != 2)
+        return PP_FAIL(err, PP_EINVAL, "--labels: output '%s' must be f32 [N, classes] for top-1 accuracy",
+                       o->name);
+    pprt_npy lab;
+    PP_TRY(pprt_npy_read(labels_path, &lab, err));
+    pp_status s = PP_OK;
+    if (lab.shape.rank != 1 || lab.shape.dim[0] != out0->n ||
+        (lab.dtype != PP_I64 && lab.dtype != PP_I32)) {
+        s = PP_FAIL(err, PP_EINVAL, "%s: expected %lld int64 or int32 class indices, shape [N]",
+                    labels_path, (long long)out0->n);
+    } else {
+        int64_t classes = o->shape.dim[1], good = 0;
+        const float *y = out0->data;
+        for (int64_t i = 0; i < out0->n; i++) {
+            int64_t best = 0;
+            for (int64_t c = 1; c < classes; c++)
+                if (y[i * classes + c] > y[i * classes + best]) best = c;
+            int64_t want = lab.dtype == PP_I64 ? ((const int64_t *)lab.data)[i]
+                                               : ((const int32_t *)lab.data)[i];
+            good += best == want;
+        }
+        *correct = good;
+    }
+    pprt_npy_free(&lab);
+    return s;
+}

@@ -1,0 +1,24 @@
+/* exec.h: the stage executor interface. An executor owns what one stage needs
+ * to run a micro-batch (arena, scratch, bound tensor pointers) and runs the
+ * stage's kernels from an incoming message into an outgoing one.
+ *
+ * Implementations: runtime/cpu/exec_ref.c (plain C reference kernels). The
+ * scheduler sees only this table, so oneDNN and CUDA executors slot in here. */
+#ifndef PPRT_EXEC_H
+#define PPRT_EXEC_H
+
+#include "pprt.h"
+
+typedef struct pprt_exec pprt_exec;
+
+typedef struct pprt_exec_ops {
+    const char *name;
+    pp_status (*create)(const pprt_plan *p, const pprt_stage *st, pprt_exec **out, pp_err *err);
+    /* in_msg holds st->in, out_msg receives st->out (layouts in pprt_stage). */
+    pp_status (*run)(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err);
+    void (*destroy)(pprt_exec *x);
+} pprt_exec_ops;
+
+extern const pprt_exec_ops pprt_exec_cpu_ref;
+
+#endif

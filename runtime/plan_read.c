@@ -1,0 +1,545 @@
+/* plan_read.c: map a plan file and verify all of it before anything runs.
+ *
+ * Checked: header fields and checksums, section bounds and alignment, the
+ * metadata message, every tensor's type, shape, size, kind and offset (inside
+ * the arena, the weights or the message), every node's op, ids, attributes and
+ * shapes (re-inferred with the same shape functions as the compiler), that
+ * every tensor is written once before it is read, that no two activations
+ * whose lifetimes overlap share arena bytes, and that each stage's incoming
+ * message matches the previous stage's outgoing one slot for slot. Every
+ * failure says what was expected and what was found. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "../backend/plan_format.h"
+#include "plan.pb-c.h"
+#include "pprt.h"
+
+#define MAX_STAGES 4096
+#define MAX_COUNT (1 << 24)
+
+static pp_status check_header(const unsigned char *b, size_t len, pp_plan_section sec[2],
+                              pp_err *err) {
+    if (len < PP_PLAN_HEADER_SIZE)
+        return PP_FAIL(err, PP_EINVAL, "not a plan: file is %zu bytes, expected at least %u (header)",
+                       len, PP_PLAN_HEADER_SIZE);
+    if (memcmp(b, PP_PLAN_MAGIC, 8) != 0)
+        return PP_FAIL(err, PP_EINVAL, "not a plan: expected magic \"%s\" at offset 0, got \"%.8s\"",
+                       PP_PLAN_MAGIC, (const char *)b);
+    uint32_t ver = pp_get_u32(b + 8);
+    if (ver != PP_PLAN_VERSION)
+        return PP_FAIL(err, PP_EINVAL,
+                       "plan format version %u, this pprt reads version %u: recompile the model "
+                       "with the ppcc of this release",
+                       ver, PP_PLAN_VERSION);
+    uint32_t hs = pp_get_u32(b + 12);
+    if (hs != PP_PLAN_HEADER_SIZE)
+        return PP_FAIL(err, PP_EINVAL, "header size at offset 12: expected %u, got %u",
+                       PP_PLAN_HEADER_SIZE, hs);
+    uint64_t fs = pp_get_u64(b + 16);
+    if (fs != len)
+        return PP_FAIL(err, PP_EINVAL,
+                       "file size: header says %llu bytes, file has %zu (truncated or padded)",
+                       (unsigned long long)fs, len);
+    uint64_t hsum = pp_get_u64(b + PP_PLAN_HDRSUM_OFF);
+    uint64_t want = XXH3_64bits(b, PP_PLAN_HDRSUM_OFF);
+    if (hsum != want)
+        return PP_FAIL(err, PP_EINVAL, "header checksum at offset 96: expected %016llx, got %016llx",
+                       (unsigned long long)want, (unsigned long long)hsum);
+    uint32_t ns = pp_get_u32(b + 24);
+    if (ns != PP_PLAN_NSECTIONS)
+        return PP_FAIL(err, PP_EINVAL, "section count at offset 24: expected %u, got %u",
+                       PP_PLAN_NSECTIONS, ns);
+    if (pp_get_u32(b + 28) != 0)
+        return PP_FAIL(err, PP_EINVAL, "flags at offset 28: expected 0, got %u", pp_get_u32(b + 28));
+    for (int i = 0; i < 2; i++) {
+        const unsigned char *s = b + 32 + 32 * i;
+        sec[i] = (pp_plan_section){pp_get_u32(s), pp_get_u32(s + 4), pp_get_u64(s + 8),
+                                   pp_get_u64(s + 16), pp_get_u64(s + 24)};
+        uint32_t want_kind = i == 0 ? PP_SECTION_META : PP_SECTION_WEIGHTS;
+        if (sec[i].kind != want_kind || sec[i].reserved != 0)
+            return PP_FAIL(err, PP_EINVAL, "section %d: expected kind %u, got %u", i, want_kind,
+                           sec[i].kind);
+        if (sec[i].offset > len || sec[i].size > len - sec[i].offset)
+            return PP_FAIL(err, PP_EINVAL,
+                           "section %d: [%llu, +%llu) lies outside the %zu-byte file", i,
+                           (unsigned long long)sec[i].offset, (unsigned long long)sec[i].size, len);
+    }
+    if (sec[0].offset != PP_PLAN_HEADER_SIZE)
+        return PP_FAIL(err, PP_EINVAL, "metadata offset: expected %u, got %llu", PP_PLAN_HEADER_SIZE,
+                       (unsigned long long)sec[0].offset);
+    if (sec[1].offset % PP_PLAN_ALIGN || sec[1].offset < sec[0].offset + sec[0].size ||
+        sec[1].offset + sec[1].size != len)
+        return PP_FAIL(err, PP_EINVAL,
+                       "weights section at %llu (+%llu): expected a 64-aligned offset after the "
+                       "metadata, ending at the end of the file (%zu)",
+                       (unsigned long long)sec[1].offset, (unsigned long long)sec[1].size, len);
+    for (size_t i = PP_PLAN_HDRSUM_OFF + 8; i < PP_PLAN_HEADER_SIZE; i++)
+        if (b[i]) return PP_FAIL(err, PP_EINVAL, "reserved header byte %zu: expected 0, got %u", i, b[i]);
+    for (uint64_t i = sec[0].offset + sec[0].size; i < sec[1].offset; i++)
+        if (b[i])
+            return PP_FAIL(err, PP_EINVAL, "padding byte %llu before the weights: expected 0, got %u",
+                           (unsigned long long)i, b[i]);
+    for (int i = 0; i < 2; i++) {
+        uint64_t got = XXH3_64bits(b + sec[i].offset, sec[i].size);
+        if (got != sec[i].xxh3)
+            return PP_FAIL(err, PP_EINVAL,
+                           "%s checksum: expected %016llx, got %016llx (the file is corrupt)",
+                           i ? "weights" : "metadata", (unsigned long long)sec[i].xxh3,
+                           (unsigned long long)got);
+    }
+    return PP_OK;
+}
+
+static pp_status read_shape(const int64_t *d, size_t n, pp_shape *s, const char *what,
+                            pp_err *err) {
+    if (n > PP_MAX_DIMS)
+        return PP_FAIL(err, PP_EINVAL, "%s: rank %zu, expected at most %d", what, n, PP_MAX_DIMS);
+    s->rank = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        if (d[i] < 0)
+            return PP_FAIL(err, PP_EINVAL, "%s: dim %zu is %lld, expected >= 0", what, i,
+                           (long long)d[i]);
+        s->dim[i] = d[i];
+    }
+    return PP_OK;
+}
+
+static pp_status read_io(const Ppplan__IO *m, int64_t batch, pprt_io *io, const char *what,
+                         pp_err *err) {
+    io->name = m->name;
+    io->dtype = (pp_dtype)m->dtype;
+    if (pp_dtype_size(io->dtype) == 0)
+        return PP_FAIL(err, PP_EINVAL, "%s '%s': unknown element type %d", what, m->name, m->dtype);
+    PP_TRY(read_shape(m->shape, m->n_shape, &io->shape, what, err));
+    if (io->shape.rank < 1 || io->shape.dim[0] != batch)
+        return PP_FAIL(err, PP_EINVAL, "%s '%s': expected dim 0 = micro-batch %lld, got %s", what,
+                       m->name, (long long)batch,
+                       io->shape.rank ? "another size" : "a scalar");
+    size_t nb;
+    pp_err e = {0};
+    if (pp_shape_nbytes(&io->shape, io->dtype, &nb, &e) != PP_OK)
+        return PP_FAIL(err, PP_EINVAL, "%s '%s': %s", what, m->name, e.msg);
+    io->sample_bytes = nb / (size_t)batch;
+    return PP_OK;
+}
+
+static bool tdesc_matches(const pprt_tdesc *t, pp_dtype dt, const pp_shape *s) {
+    return t->dtype == dt && pp_shape_eq(&t->shape, s);
+}
+
+static pp_status make_layout(pprt_stage *st, const int32_t *ids, int n, pprt_msg_layout *lay,
+                             pp_err *err) {
+    lay->n = n;
+    lay->t = calloc(pp_count(n), sizeof *lay->t);
+    lay->off = calloc(pp_count(n), sizeof *lay->off);
+    if (!lay->t || !lay->off) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        lay->t[i] = &st->t[ids[i]];
+        off = pp_align_up(off, PP_PLAN_ALIGN);
+        lay->off[i] = off;
+        if (pp_add_ovf(off, st->t[ids[i]].nbytes, &off))
+            return PP_FAIL(err, PP_EINVAL, "stage %d: message size overflows", st->index);
+    }
+    lay->bytes = pp_align_up(off, PP_PLAN_ALIGN);
+    return PP_OK;
+}
+
+/* Verify one stage and fill st. */
+static pp_status read_stage(const Ppplan__Stage *m, int si, size_t weights_bytes,
+                            const unsigned char *weights, pprt_stage *st, pp_err *err) {
+    char w[96];
+    st->index = si;
+    if (m->n_tensors > MAX_COUNT || m->n_nodes > MAX_COUNT || m->n_recv > MAX_COUNT ||
+        m->n_send > MAX_COUNT)
+        return PP_FAIL(err, PP_EINVAL, "stage %d: absurd table sizes", si);
+    st->n_tensors = (int)m->n_tensors;
+    st->n_nodes = (int)m->n_nodes;
+    st->n_recv = (int)m->n_recv;
+    st->n_send = (int)m->n_send;
+    st->recv = m->recv;
+    st->send = m->send;
+    st->arena_bytes = m->arena_bytes;
+    st->flops = m->flops;
+    st->weight_bytes = m->weight_bytes;
+    if (st->n_nodes == 0) return PP_FAIL(err, PP_EINVAL, "stage %d: expected at least one node, got 0", si);
+    st->t = calloc(pp_count(st->n_tensors), sizeof *st->t);
+    st->nodes = calloc((size_t)st->n_nodes, sizeof *st->nodes);
+    int *writer = malloc(sizeof(int) * pp_count(st->n_tensors));
+    int *last = malloc(sizeof(int) * pp_count(st->n_tensors));
+    pp_status s = PP_OK;
+    if (!st->t || !st->nodes || !writer || !last) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* tensors */
+    for (int i = 0; i < st->n_tensors && s == PP_OK; i++) {
+        const Ppplan__Tensor *mt = m->tensors[i];
+        pprt_tdesc *t = &st->t[i];
+        snprintf(w, sizeof w, "stage %d tensor %d", si, i);
+        t->name = mt->name;
+        t->dtype = (pp_dtype)mt->dtype;
+        t->kind = (int)mt->kind;
+        t->offset = mt->offset;
+        t->nbytes = mt->nbytes;
+        writer[i] = -1;
+        last[i] = -1;
+        if (pp_dtype_size(t->dtype) == 0) {
+            s = PP_FAIL(err, PP_EINVAL, "%s '%s': expected a known element type, got %d", w, t->name, mt->dtype);
+            break;
+        }
+        if ((s = read_shape(mt->shape, mt->n_shape, &t->shape, w, err)) != PP_OK) break;
+        size_t nb;
+        pp_err e = {0};
+        if (pp_shape_nbytes(&t->shape, t->dtype, &nb, &e) != PP_OK) {
+            s = PP_FAIL(err, PP_EINVAL, "%s '%s': %s", w, t->name, e.msg);
+            break;
+        }
+        if (nb != mt->nbytes) {
+            s = PP_FAIL(err, PP_EINVAL, "%s '%s': expected %zu bytes for its shape, got %llu", w,
+                        t->name, nb, (unsigned long long)mt->nbytes);
+            break;
+        }
+        switch (t->kind) {
+        case PPRT_ACTIVATION:
+            if (t->offset % PP_PLAN_ALIGN || t->offset > st->arena_bytes ||
+                t->nbytes > st->arena_bytes - t->offset)
+                s = PP_FAIL(err, PP_EINVAL,
+                            "%s '%s': arena slot [%zu, +%zu) expected 64-aligned inside the "
+                            "%zu-byte arena",
+                            w, t->name, t->offset, t->nbytes, st->arena_bytes);
+            break;
+        case PPRT_WEIGHT:
+            if (t->offset % PP_PLAN_ALIGN || t->offset > weights_bytes ||
+                t->nbytes > weights_bytes - t->offset)
+                s = PP_FAIL(err, PP_EINVAL,
+                            "%s '%s': weights [%zu, +%zu) expected 64-aligned inside the "
+                            "%zu-byte weights section",
+                            w, t->name, t->offset, t->nbytes, weights_bytes);
+            break;
+        case PPRT_RECV:
+            if (t->offset >= (size_t)st->n_recv || st->recv[t->offset] != i)
+                s = PP_FAIL(err, PP_EINVAL, "%s '%s': expected to be received in slot %zu, it is not",
+                            w, t->name, t->offset);
+            break;
+        case PPRT_SEND:
+            if (t->offset >= (size_t)st->n_send || st->send[t->offset] != i)
+                s = PP_FAIL(err, PP_EINVAL, "%s '%s': expected to be sent in slot %zu, it is not",
+                            w, t->name, t->offset);
+            break;
+        default:
+            s = PP_FAIL(err, PP_EINVAL, "%s '%s': expected kind 0..3, got %d", w, t->name, t->kind);
+        }
+    }
+    if (s != PP_OK) goto out;
+    for (int i = 0; i < st->n_recv && s == PP_OK; i++)
+        if (st->recv[i] < 0 || st->recv[i] >= st->n_tensors || st->t[st->recv[i]].kind != PPRT_RECV ||
+            st->t[st->recv[i]].offset != (size_t)i)
+            s = PP_FAIL(err, PP_EINVAL, "stage %d: recv slot %d: expected a RECV tensor for slot %d", si, i, i);
+    for (int i = 0; i < st->n_send && s == PP_OK; i++) {
+        int id = st->send[i];
+        if (id < 0 || id >= st->n_tensors ||
+            !(st->t[id].kind == PPRT_RECV ||
+              (st->t[id].kind == PPRT_SEND && st->t[id].offset == (size_t)i)))
+            s = PP_FAIL(err, PP_EINVAL,
+                        "stage %d: send slot %d: expected a SEND tensor for slot %d or a received one",
+                        si, i, i);
+    }
+    if (s != PP_OK) goto out;
+    /* nodes */
+    for (int ni = 0; ni < st->n_nodes && s == PP_OK; ni++) {
+        const Ppplan__Node *mn = m->nodes[ni];
+        pprt_node *n = &st->nodes[ni];
+        n->name = mn->name;
+        n->flops = mn->flops;
+        snprintf(w, sizeof w, "stage %d node %d", si, ni);
+        if (!pp_op_lookup(mn->op, &n->op)) {
+            s = PP_FAIL(err, PP_EINVAL, "%s '%s': unknown op '%s'", w, mn->name, mn->op);
+            break;
+        }
+        const pp_op_info *info = &pp_op_table[n->op];
+        if (mn->n_inputs < (size_t)info->min_inputs || mn->n_inputs > (size_t)info->max_inputs ||
+            mn->n_outputs < 1 || mn->n_outputs > (size_t)info->max_outputs) {
+            s = PP_FAIL(err, PP_EINVAL, "%s '%s': %s expects %d..%d inputs and 1..%d outputs, got %zu and %zu",
+                        w, mn->name, info->name, info->min_inputs, info->max_inputs,
+                        info->max_outputs, mn->n_inputs, mn->n_outputs);
+            break;
+        }
+        n->n_in = (int)mn->n_inputs;
+        n->n_out = (int)mn->n_outputs;
+        n->in = mn->inputs;
+        n->out = mn->outputs;
+        if (mn->n_attrs > 4096) {
+            s = PP_FAIL(err, PP_EINVAL, "%s: absurd attribute count", w);
+            break;
+        }
+        n->n_attrs = (int)mn->n_attrs;
+        n->attrs = calloc(mn->n_attrs ? mn->n_attrs : 1, sizeof *n->attrs);
+        if (!n->attrs) {
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+            break;
+        }
+        for (size_t k = 0; k < mn->n_attrs && s == PP_OK; k++) {
+            const Ppplan__Attr *ma = mn->attrs[k];
+            pp_attr *a = &n->attrs[k];
+            a->name = ma->name;
+            a->type = (pp_attr_type)ma->type;
+            a->i = ma->i;
+            a->f = ma->f;
+            a->s = ma->s;
+            if (a->type == PP_ATTR_INTS) {
+                a->ints = ma->ints;
+                a->n = (int)(ma->n_ints > MAX_COUNT ? MAX_COUNT : ma->n_ints);
+            } else if (a->type == PP_ATTR_FLOATS) {
+                a->floats = ma->floats;
+                a->n = (int)(ma->n_floats > MAX_COUNT ? MAX_COUNT : ma->n_floats);
+            } else if (a->type < PP_ATTR_INT || a->type > PP_ATTR_FLOATS) {
+                s = PP_FAIL(err, PP_EINVAL, "%s attribute '%s': expected type 1..5, got %d", w, ma->name, ma->type);
+            }
+        }
+        if (s != PP_OK) break;
+        pp_tinfo tin[16], tout[8];
+        for (int k = 0; k < n->n_in && s == PP_OK; k++) {
+            int id = n->in[k];
+            if (id == -1) {
+                tin[k] = (pp_tinfo){PP_UNDEFINED, {0, {0}}, NULL};
+                continue;
+            }
+            if (id < 0 || id >= st->n_tensors) {
+                s = PP_FAIL(err, PP_EINVAL, "%s '%s': input %d: expected a tensor id below %d, got %d",
+                            w, n->name, k, st->n_tensors, id);
+                break;
+            }
+            const pprt_tdesc *t = &st->t[id];
+            if ((t->kind == PPRT_ACTIVATION || t->kind == PPRT_SEND) && writer[id] < 0) {
+                s = PP_FAIL(err, PP_EINVAL, "%s '%s': input '%s' is read before any node writes it",
+                            w, n->name, t->name);
+                break;
+            }
+            last[id] = ni;
+            tin[k] = (pp_tinfo){t->dtype, t->shape, t->kind == PPRT_WEIGHT ? weights + t->offset : NULL};
+        }
+        for (int k = 0; k < n->n_out && s == PP_OK; k++) {
+            int id = n->out[k];
+            if (id < 0 || id >= st->n_tensors) {
+                s = PP_FAIL(err, PP_EINVAL, "%s '%s': output %d: expected a tensor id below %d, got %d",
+                            w, n->name, k, st->n_tensors, id);
+                break;
+            }
+            const pprt_tdesc *t = &st->t[id];
+            if (t->kind != PPRT_ACTIVATION && t->kind != PPRT_SEND) {
+                s = PP_FAIL(err, PP_EINVAL, "%s '%s': output '%s' is a weight or received tensor",
+                            w, n->name, t->name);
+                break;
+            }
+            if (writer[id] >= 0) {
+                s = PP_FAIL(err, PP_EINVAL, "%s '%s': output '%s' is already written by node %d",
+                            w, n->name, t->name, writer[id]);
+                break;
+            }
+            writer[id] = ni;
+        }
+        if (s != PP_OK) break;
+        pp_err e = {0};
+        if (pp_infer(n->op, (pp_attrs){n->attrs, n->n_attrs}, tin, n->n_in, tout, n->n_out, &e) != PP_OK) {
+            s = PP_FAIL(err, PP_EINVAL, "%s '%s' (%s): %s", w, n->name, info->name, e.msg);
+            break;
+        }
+        for (int k = 0; k < n->n_out; k++) {
+            const pprt_tdesc *t = &st->t[n->out[k]];
+            if (!tdesc_matches(t, tout[k].dtype, &tout[k].shape)) {
+                char a[96], b[96];
+                s = PP_FAIL(err, PP_EINVAL, "%s '%s': output '%s': expected %s %s, got %s %s", w,
+                            n->name, t->name, pp_dtype_name(tout[k].dtype),
+                            pp_shape_str(&tout[k].shape, a, sizeof a), pp_dtype_name(t->dtype),
+                            pp_shape_str(&t->shape, b, sizeof b));
+                break;
+            }
+        }
+    }
+    if (s != PP_OK) goto out;
+    for (int i = 0; i < st->n_tensors; i++)
+        if (st->t[i].kind == PPRT_SEND && writer[i] < 0) {
+            s = PP_FAIL(err, PP_EINVAL, "stage %d: sent tensor '%s' is written by no node", si, st->t[i].name);
+            goto out;
+        }
+    /* no two live activations share bytes */
+    for (int i = 0; i < st->n_tensors; i++) {
+        const pprt_tdesc *a = &st->t[i];
+        if (a->kind != PPRT_ACTIVATION || writer[i] < 0) continue;
+        int ea = last[i] > writer[i] ? last[i] : writer[i];
+        for (int j = i + 1; j < st->n_tensors; j++) {
+            const pprt_tdesc *b = &st->t[j];
+            if (b->kind != PPRT_ACTIVATION || writer[j] < 0) continue;
+            int eb = last[j] > writer[j] ? last[j] : writer[j];
+            bool live = writer[i] <= eb && writer[j] <= ea;
+            bool mem = a->offset < b->offset + b->nbytes && b->offset < a->offset + a->nbytes;
+            if (live && mem && a->nbytes && b->nbytes) {
+                s = PP_FAIL(err, PP_EINVAL,
+                            "stage %d: arena slots of '%s' and '%s' overlap while both are live",
+                            si, a->name, b->name);
+                goto out;
+            }
+        }
+    }
+    if ((s = make_layout(st, st->recv, st->n_recv, &st->in, err)) != PP_OK) goto out;
+    s = make_layout(st, st->send, st->n_send, &st->out, err);
+out:
+    free(writer);
+    free(last);
+    return s;
+}
+
+static pp_status check_link(const pprt_msg_layout *a, const pprt_msg_layout *b, const char *what,
+                            pp_err *err) {
+    if (a->n != b->n)
+        return PP_FAIL(err, PP_EINVAL, "%s: expected %d tensors, got %d", what, a->n, b->n);
+    for (int i = 0; i < a->n; i++)
+        if (!tdesc_matches(a->t[i], b->t[i]->dtype, &b->t[i]->shape))
+            return PP_FAIL(err, PP_EINVAL, "%s: slot %d ('%s') differs in type or shape", what, i,
+                           a->t[i]->name);
+    return PP_OK;
+}
+
+static pp_status load(unsigned char *b, size_t len, pprt_plan *p, pp_err *err) {
+    pp_plan_section sec[2];
+    PP_TRY(check_header(b, len, sec, err));
+    Ppplan__Plan *m = ppplan__plan__unpack(NULL, sec[0].size, b + sec[0].offset);
+    if (!m) return PP_FAIL(err, PP_EINVAL, "metadata at offset %llu: not a valid plan message",
+                           (unsigned long long)sec[0].offset);
+    p->meta = m;
+    p->producer = m->producer;
+    p->model_hash = m->model_hash;
+    p->options = m->options;
+    p->batch = m->batch;
+    p->weights = b + sec[1].offset;
+    p->weights_bytes = sec[1].size;
+    p->file_bytes = len;
+    if (m->weights_bytes != sec[1].size)
+        return PP_FAIL(err, PP_EINVAL, "weights size: metadata says %llu, section has %llu",
+                       (unsigned long long)m->weights_bytes, (unsigned long long)sec[1].size);
+    if (m->batch < 1 || m->batch > (1 << 24))
+        return PP_FAIL(err, PP_EINVAL, "micro-batch: expected 1..2^24, got %lld", (long long)m->batch);
+    if (m->n_stages < 1 || m->n_stages > MAX_STAGES)
+        return PP_FAIL(err, PP_EINVAL, "stage count: expected 1..%d, got %zu", MAX_STAGES, m->n_stages);
+    if (m->n_inputs < 1 || m->n_outputs < 1 || m->n_inputs > 1024 || m->n_outputs > 1024)
+        return PP_FAIL(err, PP_EINVAL, "expected 1..1024 inputs and outputs, got %zu and %zu",
+                       m->n_inputs, m->n_outputs);
+    p->n_inputs = (int)m->n_inputs;
+    p->n_outputs = (int)m->n_outputs;
+    p->n_stages = (int)m->n_stages;
+    p->inputs = calloc(m->n_inputs, sizeof *p->inputs);
+    p->outputs = calloc(m->n_outputs, sizeof *p->outputs);
+    p->stages = calloc(m->n_stages, sizeof *p->stages);
+    if (!p->inputs || !p->outputs || !p->stages) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < p->n_inputs; i++) PP_TRY(read_io(m->inputs[i], p->batch, &p->inputs[i], "input", err));
+    for (int i = 0; i < p->n_outputs; i++) PP_TRY(read_io(m->outputs[i], p->batch, &p->outputs[i], "output", err));
+    for (int i = 0; i < p->n_stages; i++)
+        PP_TRY(read_stage(m->stages[i], i, p->weights_bytes, p->weights, &p->stages[i], err));
+    /* links: plan inputs -> stage 0 -> ... -> last stage -> plan outputs */
+    pprt_stage *first = &p->stages[0], *lastst = &p->stages[p->n_stages - 1];
+    if (first->n_recv != p->n_inputs)
+        return PP_FAIL(err, PP_EINVAL, "stage 0 receives %d tensors, expected the %d plan inputs",
+                       first->n_recv, p->n_inputs);
+    for (int i = 0; i < p->n_inputs; i++)
+        if (!tdesc_matches(first->in.t[i], p->inputs[i].dtype, &p->inputs[i].shape))
+            return PP_FAIL(err, PP_EINVAL, "stage 0 slot %d: differs from plan input '%s'", i, p->inputs[i].name);
+    if (lastst->n_send != p->n_outputs)
+        return PP_FAIL(err, PP_EINVAL, "last stage sends %d tensors, expected the %d plan outputs",
+                       lastst->n_send, p->n_outputs);
+    for (int i = 0; i < p->n_outputs; i++)
+        if (!tdesc_matches(lastst->out.t[i], p->outputs[i].dtype, &p->outputs[i].shape))
+            return PP_FAIL(err, PP_EINVAL, "last stage slot %d: differs from plan output '%s'", i, p->outputs[i].name);
+    for (int i = 1; i < p->n_stages; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "boundary %d -> %d", i - 1, i);
+        PP_TRY(check_link(&p->stages[i - 1].out, &p->stages[i].in, what, err));
+    }
+    return PP_OK;
+}
+
+void pprt_plan_free(pprt_plan *p) {
+    if (!p) return;
+    if (p->stages)
+        for (int i = 0; i < p->n_stages; i++) {
+            pprt_stage *st = &p->stages[i];
+            if (st->nodes)
+                for (int k = 0; k < st->n_nodes; k++) free(st->nodes[k].attrs);
+            free(st->nodes);
+            free(st->t);
+            free(st->in.t);
+            free(st->in.off);
+            free(st->out.t);
+            free(st->out.off);
+        }
+    free(p->stages);
+    free(p->inputs);
+    free(p->outputs);
+    if (p->meta) ppplan__plan__free_unpacked(p->meta, NULL);
+    if (p->map) munmap(p->map, p->map_len);
+    free(p->alloc);
+    free(p);
+}
+
+pp_status pprt_plan_load_mem(const void *buf, size_t len, pprt_plan **out, pp_err *err) {
+    *out = NULL;
+    pprt_plan *p = calloc(1, sizeof *p);
+    /* copy into 64-aligned memory, as the mmapped file would be */
+    void *copy = NULL;
+    if (!p || posix_memalign(&copy, PP_PLAN_ALIGN, len ? len : 1) != 0) {
+        free(p);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    if (len) memcpy(copy, buf, len);
+    p->alloc = copy;
+    pp_status s = load(copy, len, p, err);
+    if (s != PP_OK) {
+        pprt_plan_free(p);
+        return s;
+    }
+    *out = p;
+    return PP_OK;
+}
+
+pp_status pprt_plan_load(const char *path, pprt_plan **out, pp_err *err) {
+    *out = NULL;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return PP_FAIL(err, PP_EIO, "cannot open plan '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return PP_FAIL(err, PP_EIO, "plan '%s' is not a regular file", path);
+    }
+    size_t len = (size_t)sb.st_size;
+    if (len < PP_PLAN_HEADER_SIZE) {
+        close(fd);
+        return PP_FAIL(err, PP_EINVAL, "%s: not a plan: file is %zu bytes, expected at least %u",
+                       path, len, PP_PLAN_HEADER_SIZE);
+    }
+    void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) return PP_FAIL(err, PP_EIO, "cannot map plan '%s': %s", path, strerror(errno));
+    pprt_plan *p = calloc(1, sizeof *p);
+    if (!p) {
+        munmap(map, len);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    p->map = map;
+    p->map_len = len;
+    pp_err e = {0};
+    pp_status s = load(map, len, p, &e);
+    if (s != PP_OK) {
+        pprt_plan_free(p);
+        return PP_FAIL(err, s, "%s: %s", path, e.msg);
+    }
+    *out = p;
+    return PP_OK;
+}

@@ -1,0 +1,123 @@
+/* pprt.h: the runtime's public C API: load and verify a plan, run samples
+ * through it as a pipeline of micro-batches, collect statistics.
+ *
+ * The runtime knows plans, never ONNX graphs or the IR. */
+#ifndef PPRT_H
+#define PPRT_H
+
+#include "../ir/base.h"
+
+#define PPRT_VERSION "0.1.0"
+
+/* ---- a loaded plan ------------------------------------------------------------- */
+
+enum { PPRT_ACTIVATION = 0, PPRT_WEIGHT = 1, PPRT_RECV = 2, PPRT_SEND = 3 };
+
+typedef struct pprt_tdesc {
+    const char *name;
+    pp_dtype dtype;
+    pp_shape shape;
+    int kind;             /* PPRT_* */
+    size_t offset;        /* arena offset, weights offset, or message slot */
+    size_t nbytes;
+} pprt_tdesc;
+
+typedef struct pprt_node {
+    pp_op op;
+    const char *name;
+    int n_in, n_out;
+    const int32_t *in, *out; /* tensor ids; -1 = absent optional input */
+    pp_attr *attrs;
+    int n_attrs;
+    double flops;
+} pprt_node;
+
+/* A boundary message: a list of tensors laid out 64-byte aligned in one buffer. */
+typedef struct pprt_msg_layout {
+    int n;
+    const pprt_tdesc **t; /* slot -> tensor description (of the stage that owns the list) */
+    size_t *off;          /* slot -> byte offset */
+    size_t bytes;         /* total */
+} pprt_msg_layout;
+
+typedef struct pprt_stage {
+    int index;
+    int n_tensors;
+    pprt_tdesc *t;
+    int n_nodes;
+    pprt_node *nodes;
+    size_t arena_bytes;
+    int n_recv, n_send;
+    const int32_t *recv, *send;
+    pprt_msg_layout in, out;
+    double flops;
+    size_t weight_bytes;
+} pprt_stage;
+
+typedef struct pprt_io {
+    const char *name;
+    pp_dtype dtype;
+    pp_shape shape;       /* dim 0 = micro-batch */
+    size_t sample_bytes;  /* bytes of one sample (shape without dim 0) */
+} pprt_io;
+
+typedef struct pprt_plan {
+    const char *producer, *model_hash, *options;
+    int64_t batch;
+    int n_inputs, n_outputs;
+    pprt_io *inputs, *outputs;
+    int n_stages;
+    pprt_stage *stages;
+    const unsigned char *weights; /* mmapped, never copied */
+    size_t weights_bytes;
+    size_t file_bytes;
+    /* ownership */
+    void *map;
+    size_t map_len;
+    void *meta;   /* unpacked plan.proto message */
+    void *alloc;  /* one block holding the arrays above */
+} pprt_plan;
+
+/* Map and verify a plan file. Every offset, size, id, op, attribute and shape
+ * is checked before anything runs; failures say "expected X, got Y". */
+pp_status pprt_plan_load(const char *path, pprt_plan **out, pp_err *err);
+/* Same over bytes in memory (copied); used by tests and the fuzz target. */
+pp_status pprt_plan_load_mem(const void *buf, size_t len, pprt_plan **out, pp_err *err);
+void pprt_plan_free(pprt_plan *p);
+
+/* ---- running -------------------------------------------------------------------- */
+
+/* Samples for one graph input or output: n samples stacked along dim 0. */
+typedef struct pprt_array {
+    void *data;
+    int64_t n; /* samples */
+} pprt_array;
+
+typedef struct pprt_run_opts {
+    int depth;      /* micro-batches in flight per boundary (>= 1) */
+    bool pin;       /* pin stage threads to distinct cores when there are enough */
+    bool progress;  /* progress bar on stderr */
+} pprt_run_opts;
+
+typedef struct pprt_stage_stats {
+    double busy_s;
+    double utilization; /* busy / wall */
+} pprt_stage_stats;
+
+typedef struct pprt_stats {
+    int64_t samples, micro_batches;
+    double wall_s;
+    double samples_per_s;
+    double latency_mean_ms, latency_p99_ms;
+    double bubble;           /* 1 - sum(busy) / (stages * wall) */
+    int n_stages;
+    pprt_stage_stats *stages; /* n_stages entries, caller frees */
+} pprt_stats;
+
+/* Run `n` samples: inputs[i] holds n samples of plan input i; outputs[i].data
+ * is allocated (n samples of plan output i; caller frees). Any stage error
+ * stops the whole pipeline and is reported with its stage and micro-batch. */
+pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt_array *outputs,
+                   const pprt_run_opts *o, pprt_stats *stats, pp_err *err);
+
+#endif

@@ -1,0 +1,296 @@
+/* sched.c: the micro-batch pipeline. One thread per stage; between stage s
+ * and s+1 two channels: `full` carries filled boundary messages forward,
+ * `free` carries emptied ones back. `depth` buffers circulate per boundary,
+ * which bounds the micro-batches in flight. Stage 0 cuts its micro-batch out
+ * of the input arrays (padding the last with zeros); the last stage copies its
+ * results into the output arrays, so output order is input order.
+ *
+ * Any error stops everything: the failing stage records it (with stage and
+ * micro-batch), closes every channel, and the blocked threads return. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chan.h"
+#include "exec.h"
+#include "pprt.h"
+
+typedef struct sched sched;
+
+typedef struct {
+    sched *S;
+    int s;
+    pprt_exec *x;
+    void *local_in, *local_out; /* stage 0's input buffer, last stage's output buffer */
+    double busy;
+    int core; /* -1: not pinned */
+} worker;
+
+struct sched {
+    const pprt_plan *p;
+    const pprt_exec_ops *ex;
+    const pprt_run_opts *o;
+    const pprt_array *inputs;
+    pprt_array *outputs;
+    int64_t n, m; /* samples, micro-batches */
+    pprt_chan **full, **free_; /* per boundary */
+    double *t_start, *t_end;   /* per micro-batch */
+    pthread_mutex_t err_mu;
+    pp_err err;
+    bool failed;
+};
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void stop_all(sched *S, int stage, int64_t mb, const pp_err *e) {
+    pthread_mutex_lock(&S->err_mu);
+    if (!S->failed) {
+        S->failed = true;
+        if (mb >= 0)
+            PP_FAIL(&S->err, e->code, "stage %d, micro-batch %lld: %s", stage, (long long)mb, e->msg);
+        else
+            PP_FAIL(&S->err, e->code, "stage %d: %s", stage, e->msg);
+    }
+    pthread_mutex_unlock(&S->err_mu);
+    for (int b = 0; b < S->p->n_stages - 1; b++) {
+        S->full[b]->ops->close(S->full[b]);
+        S->free_[b]->ops->close(S->free_[b]);
+    }
+}
+
+static bool is_failed(sched *S) {
+    pthread_mutex_lock(&S->err_mu);
+    bool f = S->failed;
+    pthread_mutex_unlock(&S->err_mu);
+    return f;
+}
+
+/* Copy micro-batch mb of the inputs into stage 0's message. */
+static void fill_input(sched *S, const pprt_stage *st, int64_t mb, unsigned char *msg) {
+    int64_t b = S->p->batch, first = mb * b;
+    int64_t have = S->n - first < b ? S->n - first : b;
+    for (int i = 0; i < S->p->n_inputs; i++) {
+        size_t sb = S->p->inputs[i].sample_bytes;
+        unsigned char *dst = msg + st->in.off[i];
+        memcpy(dst, (const unsigned char *)S->inputs[i].data + (size_t)first * sb, (size_t)have * sb);
+        if (have < b) memset(dst + (size_t)have * sb, 0, (size_t)(b - have) * sb);
+    }
+}
+
+static void drain_output(sched *S, const pprt_stage *st, int64_t mb, const unsigned char *msg) {
+    int64_t b = S->p->batch, first = mb * b;
+    int64_t have = S->n - first < b ? S->n - first : b;
+    for (int i = 0; i < S->p->n_outputs; i++) {
+        size_t sb = S->p->outputs[i].sample_bytes;
+        memcpy((unsigned char *)S->outputs[i].data + (size_t)first * sb, msg + st->out.off[i],
+               (size_t)have * sb);
+    }
+}
+
+static void progress(sched *S, int64_t done) {
+    if (!S->o->progress) return;
+    int width = 40, fill = (int)(done * width / S->m);
+    fprintf(stderr, "\r[%.*s%*s] %lld/%lld micro-batches", fill,
+            "########################################", width - fill, "", (long long)done,
+            (long long)S->m);
+    if (done == S->m) fputc('\n', stderr);
+}
+
+static void *stage_main(void *arg) {
+    worker *w = arg;
+    sched *S = w->S;
+    const pprt_plan *p = S->p;
+    const pprt_stage *st = &p->stages[w->s];
+    int s = w->s, last = p->n_stages - 1;
+    if (w->core >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(w->core, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
+    }
+    for (int64_t mb = 0; mb < S->m; mb++) {
+        pp_err e = {0};
+        void *in = w->local_in, *out = w->local_out;
+        int64_t tag = mb;
+        if (s > 0 && S->full[s - 1]->ops->recv(S->full[s - 1], &in, &tag, &e) != PP_OK) break;
+        if (tag != mb) {
+            PP_FAIL(&e, PP_ERUNTIME, "received micro-batch %lld out of order", (long long)tag);
+            stop_all(S, s, mb, &e);
+            break;
+        }
+        if (s < last && S->free_[s]->ops->recv(S->free_[s], &out, &tag, &e) != PP_OK) break;
+        double t0 = now();
+        if (s == 0) {
+            S->t_start[mb] = t0;
+            fill_input(S, st, mb, in);
+        }
+        pp_status rs = S->ex->run(w->x, in, out, &e);
+        double t1 = now();
+        w->busy += t1 - t0;
+        if (rs != PP_OK) {
+            stop_all(S, s, mb, &e);
+            break;
+        }
+        if (s > 0 && S->free_[s - 1]->ops->send(S->free_[s - 1], in, 0, &e) != PP_OK) break;
+        if (s < last) {
+            if (S->full[s]->ops->send(S->full[s], out, mb, &e) != PP_OK) break;
+        } else {
+            drain_output(S, st, mb, out);
+            S->t_end[mb] = now();
+            progress(S, mb + 1);
+        }
+        if (is_failed(S)) break;
+    }
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt_array *outputs,
+                   const pprt_run_opts *o, pprt_stats *stats, pp_err *err) {
+    memset(stats, 0, sizeof *stats);
+    for (int i = 0; i < p->n_outputs; i++) outputs[i].data = NULL;
+    if (n < 1) return PP_FAIL(err, PP_EINVAL, "no samples to run");
+    if (o->depth < 1) return PP_FAIL(err, PP_EINVAL, "--depth must be >= 1, got %d", o->depth);
+    for (int i = 0; i < p->n_inputs; i++)
+        if (inputs[i].n != n)
+            return PP_FAIL(err, PP_EINVAL, "input '%s' has %lld samples, expected %lld like the first",
+                           p->inputs[i].name, (long long)inputs[i].n, (long long)n);
+    int P = p->n_stages;
+    sched S = {.p = p, .ex = &pprt_exec_cpu_ref, .o = o, .inputs = inputs, .outputs = outputs, .n = n};
+    S.m = (n + p->batch - 1) / p->batch;
+    pthread_mutex_init(&S.err_mu, NULL);
+    worker *w = calloc((size_t)P, sizeof *w);
+    pthread_t *th = calloc((size_t)P, sizeof *th);
+    S.full = calloc((size_t)P, sizeof *S.full);
+    S.free_ = calloc((size_t)P, sizeof *S.free_);
+    S.t_start = calloc((size_t)S.m, sizeof(double));
+    S.t_end = calloc((size_t)S.m, sizeof(double));
+    void **bufs = calloc((size_t)(P * o->depth + 2), sizeof *bufs);
+    int n_bufs = 0;
+    pp_status s = PP_OK;
+    if (!w || !th || !S.full || !S.free_ || !S.t_start || !S.t_end || !bufs) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < p->n_outputs && s == PP_OK; i++) {
+        outputs[i].n = n;
+        outputs[i].data = malloc((size_t)n * p->outputs[i].sample_bytes + 1);
+        if (!outputs[i].data) s = PP_FAIL(err, PP_ENOMEM, "cannot allocate output '%s'", p->outputs[i].name);
+    }
+    /* channels and the buffers that circulate on them */
+    for (int b = 0; b < P - 1 && s == PP_OK; b++) {
+        s = pprt_queue_create(o->depth, &S.full[b], err);
+        if (s == PP_OK) s = pprt_queue_create(o->depth, &S.free_[b], err);
+        for (int k = 0; k < o->depth && s == PP_OK; k++) {
+            void *buf = NULL;
+            size_t bytes = p->stages[b].out.bytes;
+            if (posix_memalign(&buf, 64, bytes ? bytes : 64) != 0) {
+                s = PP_FAIL(err, PP_ENOMEM, "cannot allocate boundary %d buffers", b);
+                break;
+            }
+            bufs[n_bufs++] = buf;
+            s = S.free_[b]->ops->send(S.free_[b], buf, 0, err);
+        }
+    }
+    if (s == PP_OK) {
+        void *a = NULL, *b = NULL;
+        if (posix_memalign(&a, 64, p->stages[0].in.bytes ? p->stages[0].in.bytes : 64) != 0 ||
+            posix_memalign(&b, 64, p->stages[P - 1].out.bytes ? p->stages[P - 1].out.bytes : 64) != 0) {
+            free(a);
+            s = PP_FAIL(err, PP_ENOMEM, "cannot allocate input/output buffers");
+        } else {
+            bufs[n_bufs++] = a;
+            bufs[n_bufs++] = b;
+            w[0].local_in = a;
+            w[P - 1].local_out = b;
+        }
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int i = 0; i < P && s == PP_OK; i++) {
+        w[i].S = &S;
+        w[i].s = i;
+        w[i].core = (o->pin && cores >= P) ? i : -1;
+        s = S.ex->create(p, &p->stages[i], &w[i].x, err);
+    }
+    if (s != PP_OK) goto done;
+    double t0 = now();
+    int started = 0;
+    for (int i = 0; i < P; i++) {
+        if (pthread_create(&th[i], NULL, stage_main, &w[i]) != 0) {
+            pp_err e = {0};
+            PP_FAIL(&e, PP_ERUNTIME, "cannot start its thread");
+            stop_all(&S, i, -1, &e);
+            break;
+        }
+        started++;
+    }
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    double wall = now() - t0;
+    if (S.failed) {
+        s = PP_FAIL(err, S.err.code, "%s", S.err.msg);
+        goto done;
+    }
+    /* statistics */
+    stats->samples = n;
+    stats->micro_batches = S.m;
+    stats->wall_s = wall;
+    stats->samples_per_s = wall > 0 ? (double)n / wall : 0;
+    stats->n_stages = P;
+    stats->stages = calloc((size_t)P, sizeof *stats->stages);
+    double busy = 0;
+    for (int i = 0; i < P; i++) {
+        busy += w[i].busy;
+        if (stats->stages) {
+            stats->stages[i].busy_s = w[i].busy;
+            stats->stages[i].utilization = wall > 0 ? w[i].busy / wall : 0;
+        }
+    }
+    stats->bubble = wall > 0 ? 1.0 - busy / ((double)P * wall) : 0;
+    double sum = 0;
+    for (int64_t i = 0; i < S.m; i++) {
+        S.t_end[i] -= S.t_start[i];
+        sum += S.t_end[i];
+    }
+    qsort(S.t_end, (size_t)S.m, sizeof(double), cmp_double);
+    stats->latency_mean_ms = 1e3 * sum / (double)S.m;
+    int64_t k = (int64_t)((double)S.m * 0.99 + 0.999999) - 1;
+    if (k < 0) k = 0;
+    if (k >= S.m) k = S.m - 1;
+    stats->latency_p99_ms = 1e3 * S.t_end[k];
+done:
+    if (w)
+        for (int i = 0; i < P; i++) S.ex->destroy(w[i].x);
+    if (S.full)
+        for (int b = 0; b < P - 1; b++) {
+            if (S.full[b]) S.full[b]->ops->destroy(S.full[b]);
+            if (S.free_[b]) S.free_[b]->ops->destroy(S.free_[b]);
+        }
+    for (int i = 0; bufs && i < n_bufs; i++) free(bufs[i]);
+    if (s != PP_OK)
+        for (int i = 0; i < p->n_outputs; i++) {
+            free(outputs[i].data);
+            outputs[i].data = NULL;
+        }
+    free(bufs);
+    free(w);
+    free(th);
+    free(S.full);
+    free(S.free_);
+    free(S.t_start);
+    free(S.t_end);
+    pthread_mutex_destroy(&S.err_mu);
+    return s;
+}

@@ -1,0 +1,131 @@
+/* ppcc.c: the compiler's command line: parse options, run import -> passes
+ * -> lower -> write, map the status to an exit code. Nothing else. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../backend/backend.h"
+#include "../frontend/frontend.h"
+#include "../passes/passes.h"
+#include "../runtime/pprt.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: ppcc MODEL.onnx [-pp N] [-b N] [--dim NAME=VALUE]... [-o PLAN]\n"
+            "            [--policy uniform] [--report] [-q]\n"
+            "  -pp N            pipeline stages (default 1)\n"
+            "  -b N             micro-batch size: value of the inputs' symbolic first dim (default 1)\n"
+            "  --dim NAME=VALUE value of another symbolic input dim\n"
+            "  -o PLAN          output plan file (default plan.bin)\n"
+            "  --policy NAME    how to split: uniform (equal op count)\n"
+            "  --report         print the per-stage table and the tensors crossing each cut\n"
+            "  -q               print nothing on success\n");
+}
+
+static int bad_usage(const char *fmt, const char *arg) {
+    fprintf(stderr, "ppcc: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    usage(stderr);
+    return 2;
+}
+
+static bool parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+    if (!s || !*s) return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+int main(int argc, char **argv) {
+    const char *model = NULL, *out = "plan.bin";
+    pp_import_opts io = {0};
+    pp_compile_opts co = {.n_stages = 1, .policy = PP_POLICY_UNIFORM, .verify_each = true};
+    bool report = false, quiet = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t x;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("ppcc %s\n", PPRT_VERSION);
+            return 0;
+        } else if (!strcmp(a, "-pp")) {
+            if (!parse_int(v, 1, 4096, &x)) return bad_usage("-pp needs a stage count 1..4096, got '%s'", v ? v : "");
+            co.n_stages = (int)x;
+            i++;
+        } else if (!strcmp(a, "-b")) {
+            if (!parse_int(v, 1, 1 << 20, &x)) return bad_usage("-b needs a batch size 1..2^20, got '%s'", v ? v : "");
+            io.batch = x;
+            i++;
+        } else if (!strcmp(a, "--dim")) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            if (!eq || eq == v || !parse_int(eq + 1, 0, (int64_t)1 << 40, &x))
+                return bad_usage("--dim needs NAME=VALUE, got '%s'", v ? v : "");
+            if (io.n_dims == PP_MAX_DIM_OVERRIDES) return bad_usage("too many --dim options%s", "");
+            char *name = strndup(v, (size_t)(eq - v));
+            if (!name) return 1;
+            io.dim_name[io.n_dims] = name;
+            io.dim_value[io.n_dims++] = x;
+            i++;
+        } else if (!strcmp(a, "-o")) {
+            if (!v) return bad_usage("-o needs a file name%s", "");
+            out = v;
+            i++;
+        } else if (!strcmp(a, "--policy")) {
+            if (!v || strcmp(v, "uniform") != 0)
+                return bad_usage("--policy: unknown policy '%s' (available: uniform)", v ? v : "");
+            i++;
+        } else if (!strcmp(a, "--report")) {
+            report = true;
+        } else if (!strcmp(a, "-q")) {
+            quiet = true;
+        } else if (a[0] == '-' && a[1]) {
+            return bad_usage("unknown option '%s'", a);
+        } else if (!model) {
+            model = a;
+        } else {
+            return bad_usage("unexpected argument '%s'", a);
+        }
+    }
+    if (!model) return bad_usage("no model given%s", "");
+
+    pp_err err = {0};
+    pp_graph g;
+    pp_lowered low = {0};
+    char options[256];
+    snprintf(options, sizeof options, "-pp %d -b %lld --policy uniform", co.n_stages,
+             (long long)(io.batch ? io.batch : 1));
+    for (int k = 0; k < io.n_dims; k++) {
+        size_t n = strlen(options);
+        snprintf(options + n, sizeof options - n, " --dim %s=%lld", io.dim_name[k],
+                 (long long)io.dim_value[k]);
+    }
+    pp_status s = pp_import_onnx(model, &io, &g, &err);
+    if (s == PP_OK) {
+        s = pp_run_passes(&g, &co, &err);
+        if (s == PP_OK) s = pp_lower(&g, options, "ppcc " PPRT_VERSION, &low, &err);
+        if (s == PP_OK) s = pp_plan_write(&low, out, &err);
+        if (s == PP_OK && report) pp_report_print(stdout, &g);
+        if (s == PP_OK && !quiet) {
+            size_t w = low.weights_bytes;
+            printf("ppcc: %s -> %s: %d ops in %d stage%s, micro-batch %lld, %.2f MB of weights\n",
+                   model, out, g.n_nodes, g.n_stages, g.n_stages == 1 ? "" : "s",
+                   (long long)g.batch, (double)w / 1e6);
+        }
+        pp_lowered_free(&low);
+        pp_graph_free(&g);
+    }
+    for (int k = 0; k < io.n_dims; k++) free((char *)io.dim_name[k]);
+    if (s != PP_OK) {
+        fprintf(stderr, "ppcc: error: %s\n", err.msg);
+        return pp_exit_code(s);
+    }
+    return 0;
+}
