@@ -7,9 +7,13 @@
 #include "frontend.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "onnx/onnx.pb-c.h"
@@ -416,32 +420,26 @@ pp_status pp_import_onnx_mem(const void *buf, size_t len, const pp_import_opts *
 
 pp_status pp_import_onnx(const char *path, const pp_import_opts *o, pp_graph *g, pp_err *err) {
     pp_graph_init(g);
-    FILE *f = fopen(path, "rb");
-    if (!f) return PP_FAIL(err, PP_EIO, "cannot open '%s': %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0) {
-        fclose(f);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return PP_FAIL(err, PP_EIO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
         return PP_FAIL(err, PP_EIO, "cannot read '%s': not a regular file", path);
     }
-    long sz = ftell(f);
-    if (sz < 0) {
-        fclose(f);
-        return PP_FAIL(err, PP_EIO, "cannot read '%s': %s", path, strerror(errno));
+    size_t len = (size_t)sb.st_size;
+    void *map = NULL;
+    if (len > 0) {
+        map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+            close(fd);
+            return PP_FAIL(err, PP_EIO, "cannot map '%s': %s", path, strerror(errno));
+        }
     }
-    rewind(f);
-    void *buf = malloc((size_t)sz + 1);
-    if (!buf) {
-        fclose(f);
-        return PP_FAIL(err, PP_ENOMEM, "'%s': cannot allocate %ld bytes", path, sz);
-    }
-    size_t got = fread(buf, 1, (size_t)sz, f);
-    fclose(f);
-    if (got != (size_t)sz) {
-        free(buf);
-        return PP_FAIL(err, PP_EIO, "cannot read '%s': short read", path);
-    }
+    close(fd);
     pp_err e = {0};
-    pp_status s = pp_import_onnx_mem(buf, (size_t)sz, o, g, &e);
-    free(buf);
+    pp_status s = pp_import_onnx_mem(map ? map : "", len, o, g, &e);
+    if (map) munmap(map, len);
     if (s != PP_OK) return PP_FAIL(err, s, "%s: %s", path, e.msg);
     return PP_OK;
 }

@@ -58,10 +58,12 @@ static double flops_GLOBALAVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, cons
 }
 
 static double flops_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
-    (void)a, (void)n_in, (void)n_out;
-    /* K is the dim of B that is not N */
-    double k = (double)in[1].shape.dim[0] * (double)in[1].shape.dim[1] / (double)out[0].shape.dim[1];
-    return 2.0 * numel(&out[0]) * k + (n_in > 2 ? numel(&out[0]) : 0);
+    (void)n_out;
+    int64_t ta = 0;
+    pp_attr_int(a, "transA", 0, &ta, NULL);
+    double k = (double)in[0].shape.dim[ta ? 0 : 1]; /* the inner dimension, from A */
+    bool has_c = n_in > 2 && in[2].dtype != PP_UNDEFINED;
+    return 2.0 * numel(&out[0]) * k + (has_c ? numel(&out[0]) : 0);
 }
 
 static const flops_fn flops_fns[PP_OP_COUNT] = {

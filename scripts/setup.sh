@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install what building and testing ppcc/pprt need on Debian 12: the
+# toolchain and libraries from Debian (apt-get), and a Python venv (.venv) that
+# sees Debian's torch/torchvision/sklearn and adds onnx and onnxruntime from
+# PyPI. Idempotent: does nothing when everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=(build-essential cmake protobuf-c-compiler libprotobuf-c-dev libonnx-dev libxxhash-dev
+      python3-venv python3-numpy python3-torch python3-torchvision python3-sklearn)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, torch" 2>/dev/null; then
+  echo "setup: creating .venv (onnx, onnxruntime from PyPI; torch from Debian)"
+  /usr/bin/python3 -m venv --system-site-packages .venv
+  # keep Debian's numpy: torch from Debian is built against it
+  npv=$(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)')
+  .venv/bin/pip install -q --disable-pip-version-check "numpy==$npv" onnx onnxruntime
+fi

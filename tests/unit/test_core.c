@@ -1,0 +1,283 @@
+/* test_core.c: unit tests of the core without ONNX files: size arithmetic,
+ * .npy round trips, and whole small graphs built in C, split at every pipeline
+ * depth, written as plans, reloaded, run, and compared with values computed
+ * here by hand. Also: the loader rejects every truncation of a plan and every
+ * flipped byte of its header and metadata. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../backend/backend.h"
+#include "../../passes/passes.h"
+#include "../../runtime/io.h"
+#include "../../runtime/pprt.h"
+
+static int failures;
+#define CHECK(c, ...)                                                     \
+    do {                                                                  \
+        if (!(c)) {                                                       \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #c); \
+            fprintf(stderr, __VA_ARGS__);                                 \
+            fprintf(stderr, "\n");                                        \
+            failures++;                                                   \
+        }                                                                 \
+    } while (0)
+
+static void test_sizes(void) {
+    pp_err e = {0};
+    pp_shape big = {.rank = 3, .dim = {1ll << 40, 1ll << 30, 4}};
+    int64_t n;
+    CHECK(pp_shape_numel(&big, &n, &e) == PP_EINVAL, "overflow not caught");
+    pp_shape ok = {.rank = 2, .dim = {1ll << 30, 1ll << 30}};
+    size_t b;
+    e = (pp_err){0};
+    CHECK(pp_shape_nbytes(&ok, PP_F64, &b, &e) == PP_OK && b == (1ull << 63), "2^60 doubles");
+    pp_shape neg = {.rank = 1, .dim = {-1}};
+    e = (pp_err){0};
+    CHECK(pp_shape_numel(&neg, &n, &e) == PP_EINVAL, "negative dim accepted");
+}
+
+static void test_npy(void) {
+    pp_err e = {0};
+    float v[6] = {1, -2, 3.5f, 0, 1e-7f, 42};
+    pp_shape sh = {.rank = 2, .dim = {2, 3}};
+    CHECK(pprt_npy_write("t_core.npy", PP_F32, &sh, v, &e) == PP_OK, "%s", e.msg);
+    pprt_npy a;
+    CHECK(pprt_npy_read("t_core.npy", &a, &e) == PP_OK, "%s", e.msg);
+    CHECK(a.dtype == PP_F32 && pp_shape_eq(&a.shape, &sh), "shape/type lost");
+    CHECK(a.data && memcmp(a.data, v, sizeof v) == 0, "data lost");
+    pprt_npy_free(&a);
+    pp_shape s1 = {.rank = 1, .dim = {3}};
+    int64_t iv[3] = {7, -1, 1ll << 40};
+    CHECK(pprt_npy_write("t_core1.npy", PP_I64, &s1, iv, &e) == PP_OK, "%s", e.msg);
+    CHECK(pprt_npy_read("t_core1.npy", &a, &e) == PP_OK && a.shape.rank == 1 && a.shape.dim[0] == 3 &&
+              memcmp(a.data, iv, sizeof iv) == 0, "rank-1 round trip: %s", e.msg);
+    pprt_npy_free(&a);
+    /* truncated file is rejected */
+    FILE *f = fopen("t_core.npy", "r+b");
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fclose(f);
+    CHECK(truncate("t_core.npy", len - 1) == 0, "truncate");
+    e = (pp_err){0};
+    CHECK(pprt_npy_read("t_core.npy", &a, &e) == PP_EINVAL, "truncated npy accepted");
+    CHECK(strstr(e.msg, "t_core.npy") != NULL, "message does not name the file: %s", e.msg);
+}
+
+/* ---- graphs built by hand ------------------------------------------------------------ */
+
+static int value(pp_graph *g, const char *name) {
+    int v;
+    pp_err e = {0};
+    if (pp_graph_add_value(g, name, &v, &e) != PP_OK) {
+        fprintf(stderr, "add_value: %s\n", e.msg);
+        exit(1);
+    }
+    return v;
+}
+
+static int node(pp_graph *g, pp_op op, const char *name, int a, int b, int out) {
+    int n;
+    pp_err e = {0};
+    int n_in = b >= 0 ? 2 : 1;
+    if (pp_graph_add_node(g, op, name, n_in, 1, &n, &e) != PP_OK) exit(1);
+    g->nodes[n].in[0] = a;
+    if (b >= 0) g->nodes[n].in[1] = b;
+    g->nodes[n].out[0] = out;
+    return n;
+}
+
+/* A chain of `len` ops over x [B,4] with skip connections:
+ *   h0 = x; h_{i+1} = Relu(h_i) for odd i, Add(h_i, h_{i-k}) for even i (k = 2 or 3)
+ * Output: the last h, plus h1 as a second output (a graph output produced in
+ * stage 0 that must travel through every cut). */
+static void build_chain(pp_graph *g, int len, int64_t batch, const float *bias) {
+    pp_graph_init(g);
+    g->batch = batch;
+    int x = value(g, "x");
+    g->values[x].dtype = PP_F32;
+    g->values[x].shape = (pp_shape){2, {batch, 4}};
+    g->values[x].nbytes = (size_t)batch * 16;
+    pp_err e = {0};
+    pp_graph_add_input(g, x, &e);
+    int c = value(g, "bias");
+    g->values[c].dtype = PP_F32;
+    g->values[c].shape = (pp_shape){1, {4}};
+    g->values[c].is_const = true;
+    g->values[c].data = bias;
+    g->values[c].nbytes = 16;
+    int h[64];
+    h[0] = x;
+    for (int i = 0; i < len; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "h%d", i + 1);
+        h[i + 1] = value(g, nm);
+        snprintf(nm, sizeof nm, "/n%d", i);
+        if (i == 0) node(g, PP_OP_ADD, nm, h[i], c, h[i + 1]);
+        else if (i % 2) node(g, PP_OP_RELU, nm, h[i], -1, h[i + 1]);
+        else node(g, PP_OP_ADD, nm, h[i], h[i - (i % 3 ? 2 : 3)], h[i + 1]);
+    }
+    pp_graph_add_output(g, h[len], &e);
+    pp_graph_add_output(g, h[1], &e);
+}
+
+/* The same computation, directly. */
+static void chain_ref(int len, int64_t n, const float *x, const float *bias, float *out, float *out1) {
+    float h[64][4];
+    for (int64_t s = 0; s < n; s++) {
+        memcpy(h[0], x + s * 4, sizeof h[0]);
+        for (int i = 0; i < len; i++)
+            for (int j = 0; j < 4; j++) {
+                if (i == 0) h[i + 1][j] = h[i][j] + bias[j];
+                else if (i % 2) h[i + 1][j] = h[i][j] > 0 ? h[i][j] : 0;
+                else h[i + 1][j] = h[i][j] + h[i - (i % 3 ? 2 : 3)][j];
+            }
+        memcpy(out + s * 4, h[len], sizeof h[0]);
+        memcpy(out1 + s * 4, h[1], sizeof h[0]);
+    }
+}
+
+/* Boundary b must equal liveness computed the slow way. */
+static void check_boundaries(const pp_graph *g) {
+    for (int b = 0; b < g->n_stages - 1; b++)
+        for (int v = 0; v < g->n_values; v++) {
+            const pp_value *val = &g->values[v];
+            if (val->is_const) continue;
+            int def = val->producer < 0 ? -1 : g->nodes[val->producer].stage;
+            bool later = false;
+            for (int i = 0; i < g->n_nodes; i++)
+                for (int k = 0; k < g->nodes[i].n_in; k++)
+                    if (g->nodes[i].in[k] == v && g->nodes[i].stage > b) later = true;
+            for (int k = 0; k < g->n_outputs; k++) later |= g->outputs[k] == v;
+            bool want = def <= b && later, have = false;
+            for (int k = 0; k < g->bounds[b].n; k++) have |= g->bounds[b].vals[k] == v;
+            CHECK(want == have, "boundary %d, value %s: want %d have %d", b, val->name, want, have);
+        }
+}
+
+static void test_chain_split(int len, int pp, int64_t batch, int64_t n_samples) {
+    static const float bias[4] = {0.5f, -1.0f, 0.25f, -0.125f};
+    pp_graph g;
+    build_chain(&g, len, batch, bias);
+    pp_err e = {0};
+    pp_compile_opts co = {.n_stages = pp, .policy = PP_POLICY_UNIFORM, .verify_each = true};
+    pp_status s = pp_run_passes(&g, &co, &e);
+    CHECK(s == PP_OK, "passes (len %d, pp %d): %s", len, pp, e.msg);
+    if (s != PP_OK) return pp_graph_free(&g);
+    for (int i = 0; i < g.n_nodes; i++)
+        CHECK(g.nodes[i].stage >= 0 && g.nodes[i].stage < pp &&
+                  (i == 0 || g.nodes[i].stage >= g.nodes[i - 1].stage),
+              "node %d stage %d", i, g.nodes[i].stage);
+    for (int st = 0; st < pp; st++) {
+        int cnt = 0;
+        for (int i = 0; i < g.n_nodes; i++) cnt += g.nodes[i].stage == st;
+        CHECK(cnt >= len / pp && cnt <= len / pp + 1, "uniform: stage %d has %d ops", st, cnt);
+    }
+    check_boundaries(&g);
+    pp_lowered low;
+    CHECK(pp_lower(&g, "test", "test", &low, &e) == PP_OK, "lower: %s", e.msg);
+    CHECK(pp_plan_write(&low, "t_chain.plan", &e) == PP_OK, "write: %s", e.msg);
+    pp_lowered_free(&low);
+    pp_graph_free(&g);
+
+    pprt_plan *p = NULL;
+    s = pprt_plan_load("t_chain.plan", &p, &e);
+    CHECK(s == PP_OK, "load: %s", e.msg);
+    if (s != PP_OK) return;
+    float *x = malloc(sizeof(float) * 4 * (size_t)n_samples);
+    float *want = malloc(sizeof(float) * 4 * (size_t)n_samples);
+    float *want1 = malloc(sizeof(float) * 4 * (size_t)n_samples);
+    for (int64_t i = 0; i < 4 * n_samples; i++) x[i] = (float)((i * 7919) % 23) / 5.0f - 2.0f;
+    chain_ref(len, n_samples, x, bias, want, want1);
+    pprt_array in = {x, n_samples}, out[2];
+    pprt_stats st;
+    pprt_run_opts ro = {.depth = 2, .pin = false};
+    s = pprt_run(p, &in, n_samples, out, &ro, &st, &e);
+    CHECK(s == PP_OK, "run: %s", e.msg);
+    if (s == PP_OK) {
+        CHECK(memcmp(out[0].data, want, sizeof(float) * 4 * (size_t)n_samples) == 0,
+              "len %d pp %d batch %lld: output differs", len, pp, (long long)batch);
+        CHECK(memcmp(out[1].data, want1, sizeof(float) * 4 * (size_t)n_samples) == 0,
+              "len %d pp %d: early graph output differs", len, pp);
+        CHECK(st.micro_batches == (n_samples + batch - 1) / batch, "micro-batch count");
+        free(out[0].data);
+        free(out[1].data);
+        free(st.stages);
+    }
+    free(x);
+    free(want);
+    free(want1);
+    pprt_plan_free(p);
+}
+
+/* Every truncation and every flipped header/metadata byte must be rejected. */
+static void test_corrupt_plan(void) {
+    static const float bias[4] = {1, 2, 3, 4};
+    pp_graph g;
+    build_chain(&g, 9, 2, bias);
+    pp_err e = {0};
+    pp_compile_opts co = {.n_stages = 3, .policy = PP_POLICY_UNIFORM};
+    pp_lowered low;
+    if (pp_run_passes(&g, &co, &e) != PP_OK || pp_lower(&g, "t", "t", &low, &e) != PP_OK ||
+        pp_plan_write(&low, "t_corrupt.plan", &e) != PP_OK) {
+        CHECK(0, "building the plan: %s", e.msg);
+        return;
+    }
+    pp_lowered_free(&low);
+    pp_graph_free(&g);
+    FILE *f = fopen("t_corrupt.plan", "rb");
+    fseek(f, 0, SEEK_END);
+    size_t len = (size_t)ftell(f);
+    rewind(f);
+    unsigned char *buf = malloc(len);
+    CHECK(fread(buf, 1, len, f) == len, "read");
+    fclose(f);
+    pprt_plan *p;
+    e = (pp_err){0};
+    CHECK(pprt_plan_load_mem(buf, len, &p, &e) == PP_OK, "intact plan rejected: %s", e.msg);
+    pprt_plan_free(p);
+    int accepted = 0;
+    for (size_t cut = 0; cut < len; cut++) {
+        e = (pp_err){0};
+        if (pprt_plan_load_mem(buf, cut, &p, &e) == PP_OK) {
+            accepted++;
+            pprt_plan_free(p);
+        }
+    }
+    CHECK(accepted == 0, "%d truncations accepted", accepted);
+    for (size_t i = 0; i < len; i++) {
+        for (int bit = 0; bit < 8; bit += 3) {
+            buf[i] ^= (unsigned char)(1u << bit);
+            e = (pp_err){0};
+            if (pprt_plan_load_mem(buf, len, &p, &e) == PP_OK) {
+                accepted++;
+                pprt_plan_free(p);
+            }
+            buf[i] ^= (unsigned char)(1u << bit);
+        }
+    }
+    CHECK(accepted == 0, "%d flipped bytes accepted", accepted);
+    e = (pp_err){0};
+    buf[8] = 99;
+    CHECK(pprt_plan_load_mem(buf, len, &p, &e) == PP_EINVAL && strstr(e.msg, "version 99"),
+          "wrong version message: %s", e.msg);
+    free(buf);
+}
+
+int main(void) {
+    test_sizes();
+    test_npy();
+    for (int len = 2; len <= 12; len += 5)
+        for (int pp = 1; pp <= len && pp <= 5; pp++) test_chain_split(len, pp, 3, 10);
+    test_chain_split(12, 4, 1, 7);
+    test_chain_split(12, 2, 8, 3); /* fewer samples than one micro-batch */
+    test_corrupt_plan();
+    if (failures) {
+        fprintf(stderr, "test_core: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_core: all passed\n");
+    return 0;
+}
