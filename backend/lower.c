@@ -48,6 +48,14 @@ static Ppplan__Attr *make_attr(pp_lowered *l, const pp_attr *a) {
         pa->ints = A(sizeof(int64_t) * pp_count(a->n));
         if (!pa->ints) return NULL;
         if (a->n) memcpy(pa->ints, a->ints, sizeof(int64_t) * (size_t)a->n);
+    } else if (a->type == PP_ATTR_TENSOR) {
+        pa->t_dtype = (int32_t)a->t_dtype;
+        pa->n_t_shape = (size_t)a->t_shape.rank;
+        pa->t_shape = dims(l, &a->t_shape);
+        pa->t_data.len = a->t_nbytes;
+        pa->t_data.data = A(a->t_nbytes ? a->t_nbytes : 1);
+        if (!pa->t_shape || !pa->t_data.data) return NULL;
+        if (a->t_nbytes) memcpy(pa->t_data.data, a->t_data, a->t_nbytes);
     } else if (a->type == PP_ATTR_FLOATS) {
         pa->n_floats = (size_t)a->n;
         pa->floats = A(sizeof(float) * pp_count(a->n));
@@ -203,6 +211,7 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
     pl->model_hash = dup(l, g->model_hash);
     pl->options = dup(l, options);
     pl->batch = g->batch;
+    pl->opset = g->opset;
     pl->weights_bytes = l->weights_bytes;
     pl->inputs = A(sizeof *pl->inputs * (size_t)g->n_inputs);
     pl->outputs = A(sizeof *pl->outputs * (size_t)g->n_outputs);

@@ -10,6 +10,7 @@
 
 typedef struct pp_import_opts {
     int64_t batch; /* value for a symbolic first dim of the inputs; 0 = default (1) */
+    bool no_batch; /* inputs are whole tensors: no batch axis (ppcc -b 0) */
     int n_dims;    /* --dim NAME=VALUE for other symbolic dims */
     const char *dim_name[PP_MAX_DIM_OVERRIDES];
     int64_t dim_value[PP_MAX_DIM_OVERRIDES];

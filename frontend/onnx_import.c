@@ -31,10 +31,12 @@ static bool known_dtype(int32_t t) {
     return t >= 1 && t <= 16 && pp_dtype_size((pp_dtype)t) > 0 && t != PP_C64 && t != PP_C128;
 }
 
-/* Convert an ONNX TensorProto (initializer or Constant value) into a constant
- * value named `name`. `what` describes it for messages. */
-static pp_status import_tensor(pp_graph *g, const Onnx__TensorProto *t, const char *name,
-                               const char *what, int *out_idx, pp_err *err) {
+/* Decode an ONNX TensorProto: type, shape and little-endian bytes (pointing
+ * into the message for raw_data, converted into the graph arena for typed
+ * fields). `what` and `name` describe it for messages. */
+static pp_status decode_tensor(pp_graph *g, const Onnx__TensorProto *t, const char *name,
+                               const char *what, pp_dtype *out_dt, pp_shape *out_sh,
+                               const void **out_data, size_t *out_nbytes, pp_err *err) {
     if (!t->has_data_type || !known_dtype(t->data_type))
         return PP_FAIL(err, PP_EUNSUP, "%s '%s': element type %d is not supported", what, name,
                        t->has_data_type ? t->data_type : 0);
@@ -100,6 +102,21 @@ static pp_status import_tensor(pp_graph *g, const Onnx__TensorProto *t, const ch
         }
         data = buf;
     }
+    *out_dt = dt;
+    *out_sh = sh;
+    *out_data = data;
+    *out_nbytes = nbytes;
+    return PP_OK;
+}
+
+/* An initializer or Constant value becomes a constant value named `name`. */
+static pp_status import_tensor(pp_graph *g, const Onnx__TensorProto *t, const char *name,
+                               const char *what, int *out_idx, pp_err *err) {
+    pp_dtype dt;
+    pp_shape sh;
+    const void *data;
+    size_t nbytes;
+    PP_TRY(decode_tensor(g, t, name, what, &dt, &sh, &data, &nbytes, err));
     int v;
     PP_TRY(pp_graph_add_value(g, name, &v, err));
     pp_value *val = &g->values[v];
@@ -137,7 +154,7 @@ static pp_status import_input(pp_graph *g, const Onnx__ValueInfoProto *vi, const
             if (d->dim_value < 0)
                 return PP_FAIL(err, PP_EINVAL, "graph input '%s': dimension %zu is negative (%lld)",
                                name, i, (long long)d->dim_value);
-            if (i == 0 && o->batch > 0 && d->dim_value != o->batch)
+            if (i == 0 && !o->no_batch && o->batch > 0 && d->dim_value != o->batch)
                 return PP_FAIL(err, PP_EINVAL,
                                "graph input '%s' has a fixed batch dimension %lld; -b %lld cannot "
                                "change it (export the model with a dynamic batch axis)",
@@ -150,7 +167,7 @@ static pp_status import_input(pp_graph *g, const Onnx__ValueInfoProto *vi, const
         int64_t val = -1;
         for (int k = 0; k < o->n_dims; k++)
             if (*param && strcmp(o->dim_name[k], param) == 0) val = o->dim_value[k];
-        if (val < 0 && i == 0) val = o->batch > 0 ? o->batch : 1;
+        if (val < 0 && i == 0 && !o->no_batch) val = o->batch > 0 ? o->batch : 1;
         if (val < 0)
             return PP_FAIL(err, PP_EINVAL,
                            "graph input '%s': dimension %zu is symbolic ('%s'); give its value "
@@ -221,6 +238,15 @@ static pp_status import_attr(pp_graph *g, const Onnx__AttributeProto *ap, pp_att
         a->floats = ap->floats;
         a->n = (int)ap->n_floats;
         return PP_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
+        if (!ap->t)
+            return PP_FAIL(err, PP_EINVAL, "%s: tensor attribute '%s' holds no tensor", node_desc, an);
+        char what[448];
+        snprintf(what, sizeof what, "%s: attribute", node_desc);
+        a->type = PP_ATTR_TENSOR;
+        return decode_tensor(g, ap->t, an, what, &a->t_dtype, &a->t_shape, &a->t_data,
+                             &a->t_nbytes, err);
+    }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
         return PP_FAIL(err, PP_EUNSUP,
@@ -362,6 +388,7 @@ static pp_status import_model(Onnx__ModelProto *m, const pp_import_opts *o, pp_g
     if (opset < MIN_OPSET || opset > MAX_OPSET)
         return PP_FAIL(err, PP_EUNSUP, "ai.onnx opset %lld is not supported (supported: %d to %d)",
                        (long long)opset, MIN_OPSET, MAX_OPSET);
+    g->opset = (int)opset;
     const Onnx__GraphProto *gp = m->graph;
     if (!gp) return PP_FAIL(err, PP_EINVAL, "the model has no graph");
     if (gp->n_node == 0) return PP_FAIL(err, PP_EINVAL, "the graph has no nodes");
@@ -394,6 +421,27 @@ static pp_status import_model(Onnx__ModelProto *m, const pp_import_opts *o, pp_g
     return PP_OK;
 }
 
+/* The micro-batch: -b, else the first input's first dim. Every input must
+ * carry it on dim 0 (outputs are checked after shape inference). */
+static pp_status choose_batch(pp_graph *g, const pp_import_opts *o, pp_err *err) {
+    if (o->no_batch) {
+        g->batch = 0;
+        return PP_OK;
+    }
+    const pp_value *first = &g->values[g->inputs[0]];
+    int64_t b = o->batch > 0 ? o->batch : first->shape.rank > 0 ? first->shape.dim[0] : 0;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const pp_value *v = &g->values[g->inputs[i]];
+        if (v->shape.rank < 1 || v->shape.dim[0] != b || b < 1)
+            return PP_FAIL(err, PP_EINVAL,
+                           "graph input '%s' has no batch dimension %lld on dim 0; compile with "
+                           "-b 0 to run whole tensors without micro-batching",
+                           v->name, (long long)b);
+    }
+    g->batch = b;
+    return PP_OK;
+}
+
 pp_status pp_import_onnx_mem(const void *buf, size_t len, const pp_import_opts *o, pp_graph *g,
                              pp_err *err) {
     static const pp_import_opts defaults = {0};
@@ -410,10 +458,7 @@ pp_status pp_import_onnx_mem(const void *buf, size_t len, const pp_import_opts *
     g->keep = m;
     g->keep_free = free_model;
     pp_status s = import_model(m, o, g, err);
-    if (s == PP_OK) {
-        int64_t b = o->batch > 0 ? o->batch : 1;
-        g->batch = b;
-    }
+    if (s == PP_OK) s = choose_batch(g, o, err);
     if (s != PP_OK) pp_graph_free(g);
     return s;
 }

@@ -175,6 +175,15 @@ pp_status pp_attr_string(pp_attrs as, const char *name, const char *def, const c
     return PP_OK;
 }
 
+pp_status pp_attr_tensor(pp_attrs as, const char *name, const pp_attr **out, pp_err *err) {
+    const pp_attr *a = pp_attr_find(as, name);
+    *out = NULL;
+    if (!a) return PP_OK;
+    if (a->type != PP_ATTR_TENSOR) return wrong_type(err, name, "a tensor");
+    *out = a;
+    return PP_OK;
+}
+
 pp_status pp_attr_ints(pp_attrs as, const char *name, int64_t *out, int max, int *n, pp_err *err) {
     const pp_attr *a = pp_attr_find(as, name);
     *n = 0;

@@ -69,6 +69,8 @@ pp_dtype pp_dtype_from_npy(const char *descr);
 /* ---- shapes -------------------------------------------------------------- */
 
 #define PP_MAX_DIMS 8
+#define PP_MAX_INPUTS 1024 /* per node (variadic ops: Concat, Sum, ...) */
+#define PP_MAX_OUTPUTS 64  /* per node (Split) */
 
 typedef struct pp_shape {
     int rank;
@@ -93,7 +95,7 @@ static inline size_t pp_align_up(size_t x, size_t a) { return (x + (a - 1)) & ~(
 /* ---- attributes (ONNX AttributeProto, minus tensors and graphs) ---------- */
 
 typedef enum pp_attr_type {
-    PP_ATTR_INT = 1, PP_ATTR_FLOAT, PP_ATTR_STRING, PP_ATTR_INTS, PP_ATTR_FLOATS,
+    PP_ATTR_INT = 1, PP_ATTR_FLOAT, PP_ATTR_STRING, PP_ATTR_INTS, PP_ATTR_FLOATS, PP_ATTR_TENSOR,
 } pp_attr_type;
 
 typedef struct pp_attr {
@@ -105,14 +107,24 @@ typedef struct pp_attr {
     const int64_t *ints;
     const float *floats;
     int n; /* length of ints/floats */
+    /* PP_ATTR_TENSOR (e.g. ConstantOfShape's value): type, shape, bytes */
+    pp_dtype t_dtype;
+    pp_shape t_shape;
+    const void *t_data;
+    size_t t_nbytes;
 } pp_attr;
 
+/* A node's attributes, and the ai.onnx opset the model was exported with
+ * (some ops changed meaning across opsets, e.g. Softmax's axis at 13). */
 typedef struct pp_attrs {
     const pp_attr *a;
     int n;
+    int opset;
 } pp_attrs;
 
 const pp_attr *pp_attr_find(pp_attrs as, const char *name);
+/* Tensor attribute, or NULL when absent; a present attribute of another type fails. */
+pp_status pp_attr_tensor(pp_attrs as, const char *name, const pp_attr **out, pp_err *err);
 /* Typed getters with a default; a present attribute of the wrong type fails. */
 pp_status pp_attr_int(pp_attrs as, const char *name, int64_t def, int64_t *out, pp_err *err);
 pp_status pp_attr_float(pp_attrs as, const char *name, float def, float *out, pp_err *err);

@@ -2,8 +2,8 @@
  * partitioner's time estimate is a roofline over these two figures; they are
  * estimates of work, not measurements. One function per op of ops.def. */
 #include "geom.h"
+#include "op_fns.h"
 
-typedef double (*flops_fn)(pp_attrs, const pp_tinfo *, int, const pp_tinfo *, int);
 
 static double numel(const pp_tinfo *t) {
     double n = 1;
@@ -24,12 +24,20 @@ static double zero(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out
     return 0;
 }
 
-#define flops_IDENTITY zero
-#define flops_FLATTEN zero
-#define flops_RELU per_out
-#define flops_ADD per_out
+double flops_IDENTITY(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    return zero(a, in, n_in, out, n_out);
+}
+double flops_FLATTEN(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    return zero(a, in, n_in, out, n_out);
+}
+double flops_RELU(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    return per_out(a, in, n_in, out, n_out);
+}
+double flops_ADD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    return per_out(a, in, n_in, out, n_out);
+}
 
-static double flops_CONV(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+double flops_CONV(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     (void)a, (void)n_in, (void)n_out;
     /* 2 * outputs * (input channels per group * kernel volume) */
     double kvol = 1;
@@ -37,12 +45,12 @@ static double flops_CONV(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinf
     return 2.0 * numel(&out[0]) * kvol;
 }
 
-static double flops_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+double flops_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     (void)a, (void)in, (void)n_in, (void)n_out;
     return 2.0 * numel(&out[0]);
 }
 
-static double flops_MAXPOOL(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+double flops_MAXPOOL(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     (void)in, (void)n_in, (void)n_out;
     int64_t ks[PP_MAX_DIMS];
     int nk = 0;
@@ -52,12 +60,12 @@ static double flops_MAXPOOL(pp_attrs a, const pp_tinfo *in, int n_in, const pp_t
     return numel(&out[0]) * kvol;
 }
 
-static double flops_GLOBALAVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+double flops_GLOBALAVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     (void)a, (void)out, (void)n_in, (void)n_out;
     return numel(&in[0]);
 }
 
-static double flops_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+double flops_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     (void)n_out;
     int64_t ta = 0;
     pp_attr_int(a, "transA", 0, &ta, NULL);
@@ -66,7 +74,7 @@ static double flops_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinf
     return 2.0 * numel(&out[0]) * k + (has_c ? numel(&out[0]) : 0);
 }
 
-static const flops_fn flops_fns[PP_OP_COUNT] = {
+static pp_flops_fn *const flops_fns[PP_OP_COUNT] = {
 #define PP_OP(e, name, mi, ma, no) [PP_OP_##e] = flops_##e,
 #include "ops.def"
 #undef PP_OP

@@ -253,16 +253,16 @@ pp_status pp_graph_verify(pp_graph *g, pp_err *err) {
 }
 
 pp_status pp_graph_infer(pp_graph *g, pp_err *err) {
-    pp_tinfo in[16], out[8];
+    static _Thread_local pp_tinfo in[PP_MAX_INPUTS], out[PP_MAX_OUTPUTS];
     char d[320];
     for (int i = 0; i < g->n_nodes; i++) {
         pp_node *n = &g->nodes[i];
-        if (n->n_in > 16 || n->n_out > 8)
+        if (n->n_in > PP_MAX_INPUTS || n->n_out > PP_MAX_OUTPUTS)
             return PP_FAIL(err, PP_EUNSUP, "%s: too many inputs or outputs",
                            pp_node_desc(g, i, d, sizeof d));
         pp_node_tinfo(g, n, in, NULL);
         pp_err e = {0};
-        pp_status s = pp_infer(n->op, pp_node_attrs(n), in, n->n_in, out, n->n_out, &e);
+        pp_status s = pp_infer(n->op, pp_node_attrs(g, n), in, n->n_in, out, n->n_out, &e);
         if (s != PP_OK)
             return PP_FAIL(err, s, "%s: %s", pp_node_desc(g, i, d, sizeof d), e.msg);
         for (int k = 0; k < n->n_out; k++) {
@@ -274,7 +274,7 @@ pp_status pp_graph_infer(pp_graph *g, pp_err *err) {
                 return PP_FAIL(err, e2.code, "%s: output '%s': %s", pp_node_desc(g, i, d, sizeof d),
                                v->name, e2.msg);
         }
-        n->cost = pp_node_cost(n->op, pp_node_attrs(n), in, n->n_in, out, n->n_out);
+        n->cost = pp_node_cost(n->op, pp_node_attrs(g, n), in, n->n_in, out, n->n_out);
     }
     return PP_OK;
 }

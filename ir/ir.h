@@ -82,7 +82,12 @@ typedef struct pp_graph {
     /* provenance */
     char model_hash[17];     /* XXH3-64 of the model file, hex */
     int64_t batch;           /* micro-batch size the shapes were fixed to */
+    int opset;               /* ai.onnx opset of the model */
 } pp_graph;
+
+static inline pp_attrs pp_node_attrs(const pp_graph *g, const pp_node *n) {
+    return (pp_attrs){n->attrs, n->n_attrs, g->opset};
+}
 
 void pp_graph_init(pp_graph *g);
 void pp_graph_free(pp_graph *g);
@@ -96,7 +101,6 @@ pp_status pp_graph_add_node(pp_graph *g, pp_op op, const char *name, int n_in, i
 pp_status pp_graph_add_input(pp_graph *g, int v, pp_err *err);
 pp_status pp_graph_add_output(pp_graph *g, int v, pp_err *err);
 
-static inline pp_attrs pp_node_attrs(const pp_node *n) { return (pp_attrs){n->attrs, n->n_attrs}; }
 /* Fill in[]/out[] (sized n->n_in / n->n_out) with the node's tensor infos. */
 void pp_node_tinfo(const pp_graph *g, const pp_node *n, pp_tinfo *in, pp_tinfo *out);
 /* "Conv" node name for messages: "'name' (#idx, Op)" into buf. */

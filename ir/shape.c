@@ -2,10 +2,10 @@
  * the window geometry of geom.h. Shared by ppcc (inference) and pprt's plan
  * loader (verification), so it only sees pp_tinfo, never the graph. */
 #include "geom.h"
+#include "op_fns.h"
 
 #include <string.h>
 
-typedef pp_status (*shape_fn)(pp_attrs, const pp_tinfo *, int, pp_tinfo *, int, pp_err *);
 
 static pp_status need_float(const pp_tinfo *t, const char *what, pp_err *err) {
     if (t->dtype != PP_F32)
@@ -114,7 +114,7 @@ pp_status pp_geom_make(pp_attrs attrs, const pp_shape *x, const int64_t *kernel,
 
 /* ---- per-op shape functions --------------------------------------------------- */
 
-static pp_status shape_IDENTITY(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+pp_status shape_IDENTITY(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                                 pp_err *err) {
     (void)a, (void)n_in, (void)n_out, (void)err;
     out[0].dtype = in[0].dtype;
@@ -122,13 +122,13 @@ static pp_status shape_IDENTITY(pp_attrs a, const pp_tinfo *in, int n_in, pp_tin
     return PP_OK;
 }
 
-static pp_status shape_RELU(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+pp_status shape_RELU(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                             pp_err *err) {
     PP_TRY(need_float(&in[0], "input X", err));
     return shape_IDENTITY(a, in, n_in, out, n_out, err);
 }
 
-static pp_status shape_CONV(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+pp_status shape_CONV(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                             pp_err *err) {
     (void)n_out;
     const pp_shape *x = &in[0].shape, *w = &in[1].shape;
@@ -160,7 +160,7 @@ static pp_status shape_CONV(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *
     return PP_OK;
 }
 
-static pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
+pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                                  int n_out, pp_err *err) {
     (void)n_in, (void)n_out;
     PP_TRY(need_float(&in[0], "input X", err));
@@ -181,7 +181,7 @@ static pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_ti
     return PP_OK;
 }
 
-static pp_status shape_MAXPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+pp_status shape_MAXPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                                pp_err *err) {
     (void)n_in;
     PP_TRY(need_float(&in[0], "input X", err));
@@ -198,7 +198,7 @@ static pp_status shape_MAXPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinf
 }
 
 /* NumPy-style multidirectional broadcasting. */
-static pp_status broadcast(const pp_shape *a, const pp_shape *b, pp_shape *o, pp_err *err) {
+pp_status pp_broadcast(const pp_shape *a, const pp_shape *b, pp_shape *o, pp_err *err) {
     int r = a->rank > b->rank ? a->rank : b->rank;
     o->rank = r;
     for (int i = 0; i < r; i++) {
@@ -214,16 +214,16 @@ static pp_status broadcast(const pp_shape *a, const pp_shape *b, pp_shape *o, pp
     return PP_OK;
 }
 
-static pp_status shape_ADD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+pp_status shape_ADD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                            pp_err *err) {
     (void)a, (void)n_in, (void)n_out;
     PP_TRY(need_float(&in[0], "input A", err));
     PP_TRY(need_float(&in[1], "input B", err));
     out[0].dtype = PP_F32;
-    return broadcast(&in[0].shape, &in[1].shape, &out[0].shape, err);
+    return pp_broadcast(&in[0].shape, &in[1].shape, &out[0].shape, err);
 }
 
-static pp_status shape_GLOBALAVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
+pp_status shape_GLOBALAVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                                      int n_out, pp_err *err) {
     (void)a, (void)n_in, (void)n_out;
     PP_TRY(need_float(&in[0], "input X", err));
@@ -234,7 +234,7 @@ static pp_status shape_GLOBALAVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, p
     return PP_OK;
 }
 
-static pp_status shape_FLATTEN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+pp_status shape_FLATTEN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                                pp_err *err) {
     (void)n_in, (void)n_out;
     int r = in[0].shape.rank;
@@ -254,7 +254,7 @@ static pp_status shape_FLATTEN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinf
     return PP_OK;
 }
 
-static pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                             pp_err *err) {
     (void)n_out;
     PP_TRY(need_float(&in[0], "input A", err));
@@ -277,7 +277,7 @@ static pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *
     if (n_in > 2 && in[2].dtype != PP_UNDEFINED) {
         PP_TRY(need_float(&in[2], "input C", err));
         pp_shape o;
-        PP_TRY(broadcast(&in[2].shape, &out[0].shape, &o, err));
+        PP_TRY(pp_broadcast(&in[2].shape, &out[0].shape, &o, err));
         if (!pp_shape_eq(&o, &out[0].shape))
             return PP_FAIL(err, PP_EINVAL, "input C does not broadcast to [%lld,%lld]",
                            (long long)m, (long long)n);
@@ -285,9 +285,43 @@ static pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *
     return PP_OK;
 }
 
+pp_status pp_norm_axis(int64_t axis, int rank, const char *what, int *out, pp_err *err) {
+    if (axis < -rank || axis >= rank)
+        return PP_FAIL(err, PP_EINVAL, "%s=%lld is out of range [%d, %d)", what, (long long)axis,
+                       -rank, rank);
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    return PP_OK;
+}
+
+pp_status pp_const_ints(const pp_tinfo *t, const char *what, int64_t *out, int max, int *n,
+                        pp_err *err) {
+    if (!t->data)
+        return PP_FAIL(err, PP_EUNSUP,
+                       "%s must be a constant known at compile time (a data-dependent shape is "
+                       "not supported)", what);
+    if (t->dtype != PP_I64 && t->dtype != PP_I32)
+        return PP_FAIL(err, PP_EINVAL, "%s must be int64 or int32, got %s", what,
+                       pp_dtype_name(t->dtype));
+    int64_t cnt;
+    PP_TRY(pp_shape_numel(&t->shape, &cnt, err));
+    if (cnt > max)
+        return PP_FAIL(err, PP_EUNSUP, "%s has %lld values, at most %d supported", what,
+                       (long long)cnt, max);
+    for (int64_t i = 0; i < cnt; i++)
+        out[i] = t->dtype == PP_I64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
+    *n = (int)cnt;
+    return PP_OK;
+}
+
+double pp_numel_d(const pp_tinfo *t) {
+    double n = 1;
+    for (int i = 0; i < t->shape.rank; i++) n *= (double)t->shape.dim[i];
+    return n;
+}
+
 /* ---- the table and the entry point -------------------------------------------- */
 
-static const shape_fn shape_fns[PP_OP_COUNT] = {
+static pp_shape_fn *const shape_fns[PP_OP_COUNT] = {
 #define PP_OP(e, name, mi, ma, no) [PP_OP_##e] = shape_##e,
 #include "ops.def"
 #undef PP_OP

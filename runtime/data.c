@@ -87,16 +87,23 @@ pp_status pprt_data_load(const pprt_plan *p, const char *dir, pprt_npy *npys, pp
         }
         if ((s = pprt_npy_read(path, &npys[i], err)) != PP_OK) break;
         const pprt_npy *a = &npys[i];
-        bool ok = a->dtype == in->dtype && a->shape.rank == in->shape.rank && a->shape.rank >= 1;
-        for (int d = 1; ok && d < a->shape.rank; d++) ok = a->shape.dim[d] == in->shape.dim[d];
+        bool whole = p->batch == 0; /* unbatched plan: the file is the whole tensor */
+        bool ok = a->dtype == in->dtype && a->shape.rank == in->shape.rank && (whole || a->shape.rank >= 1);
+        for (int d = whole ? 0 : 1; ok && d < a->shape.rank; d++) ok = a->shape.dim[d] == in->shape.dim[d];
         if (!ok) {
             char want[128], got[128];
             pp_shape w = in->shape;
-            w.dim[0] = -1; /* any number of samples */
-            s = PP_FAIL(err, PP_EINVAL, "%s: input '%s' expects %s %s (N samples on dim 0), the file holds %s %s",
+            if (!whole) w.dim[0] = -1; /* any number of samples */
+            s = PP_FAIL(err, PP_EINVAL, "%s: input '%s' expects %s %s%s, the file holds %s %s",
                         path, in->name, pp_dtype_name(in->dtype), pp_shape_str(&w, want, sizeof want),
-                        pp_dtype_name(a->dtype), pp_shape_str(&a->shape, got, sizeof got));
+                        whole ? "" : " (N samples on dim 0)", pp_dtype_name(a->dtype),
+                        pp_shape_str(&a->shape, got, sizeof got));
             break;
+        }
+        if (whole) {
+            *n = 1;
+            arrays[i] = (pprt_array){a->data, 1};
+            continue;
         }
         if (*n >= 0 && a->shape.dim[0] != *n) {
             s = PP_FAIL(err, PP_EINVAL, "%s: %lld samples, but the first input has %lld", path,
@@ -124,7 +131,7 @@ pp_status pprt_data_write(const pprt_plan *p, const char *dir, const pprt_array 
         pprt_safe_name(o->name, safe, sizeof safe);
         snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
         pp_shape sh = o->shape;
-        sh.dim[0] = outputs[i].n;
+        if (p->batch > 0) sh.dim[0] = outputs[i].n;
         PP_TRY(pprt_npy_write(path, o->dtype, &sh, outputs[i].data, err));
     }
     return PP_OK;

@@ -119,7 +119,7 @@ static pp_status read_io(const Ppplan__IO *m, int64_t batch, pprt_io *io, const 
     if (pp_dtype_size(io->dtype) == 0)
         return PP_FAIL(err, PP_EINVAL, "%s '%s': unknown element type %d", what, m->name, m->dtype);
     PP_TRY(read_shape(m->shape, m->n_shape, &io->shape, what, err));
-    if (io->shape.rank < 1 || io->shape.dim[0] != batch)
+    if (batch > 0 && (io->shape.rank < 1 || io->shape.dim[0] != batch))
         return PP_FAIL(err, PP_EINVAL, "%s '%s': expected dim 0 = micro-batch %lld, got %s", what,
                        m->name, (long long)batch,
                        io->shape.rank ? "another size" : "a scalar");
@@ -127,7 +127,7 @@ static pp_status read_io(const Ppplan__IO *m, int64_t batch, pprt_io *io, const 
     pp_err e = {0};
     if (pp_shape_nbytes(&io->shape, io->dtype, &nb, &e) != PP_OK)
         return PP_FAIL(err, PP_EINVAL, "%s '%s': %s", what, m->name, e.msg);
-    io->sample_bytes = nb / (size_t)batch;
+    io->sample_bytes = batch > 0 ? nb / (size_t)batch : nb; /* batch 0: one whole tensor */
     return PP_OK;
 }
 
@@ -155,7 +155,7 @@ static pp_status make_layout(pprt_stage *st, const int32_t *ids, int n, pprt_msg
 
 /* Verify one stage and fill st. */
 static pp_status read_stage(const Ppplan__Stage *m, int si, size_t weights_bytes,
-                            const unsigned char *weights, pprt_stage *st, pp_err *err) {
+                            const unsigned char *weights, int opset, pprt_stage *st, pp_err *err) {
     char w[96];
     st->index = si;
     if (m->n_tensors > MAX_COUNT || m->n_nodes > MAX_COUNT || m->n_recv > MAX_COUNT ||
@@ -301,12 +301,27 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, size_t weights_bytes
             } else if (a->type == PP_ATTR_FLOATS) {
                 a->floats = ma->floats;
                 a->n = (int)(ma->n_floats > MAX_COUNT ? MAX_COUNT : ma->n_floats);
+            } else if (a->type == PP_ATTR_TENSOR) {
+                char what[160];
+                snprintf(what, sizeof what, "%s attribute '%s'", w, ma->name);
+                a->t_dtype = (pp_dtype)ma->t_dtype;
+                size_t nb = 0;
+                pp_err e2 = {0};
+                if ((s = read_shape(ma->t_shape, ma->n_t_shape, &a->t_shape, what, err)) != PP_OK) break;
+                if (pp_dtype_size(a->t_dtype) == 0 ||
+                    pp_shape_nbytes(&a->t_shape, a->t_dtype, &nb, &e2) != PP_OK || nb != ma->t_data.len) {
+                    s = PP_FAIL(err, PP_EINVAL, "%s: expected %zu bytes of a known type, got %zu bytes of type %d",
+                                what, nb, ma->t_data.len, ma->t_dtype);
+                    break;
+                }
+                a->t_data = ma->t_data.data;
+                a->t_nbytes = nb;
             } else if (a->type < PP_ATTR_INT || a->type > PP_ATTR_FLOATS) {
-                s = PP_FAIL(err, PP_EINVAL, "%s attribute '%s': expected type 1..5, got %d", w, ma->name, ma->type);
+                s = PP_FAIL(err, PP_EINVAL, "%s attribute '%s': expected type 1..6, got %d", w, ma->name, ma->type);
             }
         }
         if (s != PP_OK) break;
-        pp_tinfo tin[16], tout[8];
+        static _Thread_local pp_tinfo tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
         for (int k = 0; k < n->n_in && s == PP_OK; k++) {
             int id = n->in[k];
             if (id == -1) {
@@ -349,7 +364,7 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, size_t weights_bytes
         }
         if (s != PP_OK) break;
         pp_err e = {0};
-        if (pp_infer(n->op, (pp_attrs){n->attrs, n->n_attrs}, tin, n->n_in, tout, n->n_out, &e) != PP_OK) {
+        if (pp_infer(n->op, (pp_attrs){n->attrs, n->n_attrs, opset}, tin, n->n_in, tout, n->n_out, &e) != PP_OK) {
             s = PP_FAIL(err, PP_EINVAL, "%s '%s' (%s): %s", w, n->name, info->name, e.msg);
             break;
         }
@@ -420,14 +435,17 @@ static pp_status load(unsigned char *b, size_t len, pprt_plan *p, pp_err *err) {
     p->model_hash = m->model_hash;
     p->options = m->options;
     p->batch = m->batch;
+    p->opset = m->opset;
     p->weights = b + sec[1].offset;
     p->weights_bytes = sec[1].size;
     p->file_bytes = len;
     if (m->weights_bytes != sec[1].size)
         return PP_FAIL(err, PP_EINVAL, "weights size: metadata says %llu, section has %llu",
                        (unsigned long long)m->weights_bytes, (unsigned long long)sec[1].size);
-    if (m->batch < 1 || m->batch > (1 << 24))
-        return PP_FAIL(err, PP_EINVAL, "micro-batch: expected 1..2^24, got %lld", (long long)m->batch);
+    if (m->opset < 1 || m->opset > 1000)
+        return PP_FAIL(err, PP_EINVAL, "opset: expected 1..1000, got %d", m->opset);
+    if (m->batch < 0 || m->batch > (1 << 24))
+        return PP_FAIL(err, PP_EINVAL, "micro-batch: expected 0..2^24, got %lld", (long long)m->batch);
     if (m->n_stages < 1 || m->n_stages > MAX_STAGES)
         return PP_FAIL(err, PP_EINVAL, "stage count: expected 1..%d, got %zu", MAX_STAGES, m->n_stages);
     if (m->n_inputs < 1 || m->n_outputs < 1 || m->n_inputs > 1024 || m->n_outputs > 1024)
@@ -443,7 +461,7 @@ static pp_status load(unsigned char *b, size_t len, pprt_plan *p, pp_err *err) {
     for (int i = 0; i < p->n_inputs; i++) PP_TRY(read_io(m->inputs[i], p->batch, &p->inputs[i], "input", err));
     for (int i = 0; i < p->n_outputs; i++) PP_TRY(read_io(m->outputs[i], p->batch, &p->outputs[i], "output", err));
     for (int i = 0; i < p->n_stages; i++)
-        PP_TRY(read_stage(m->stages[i], i, p->weights_bytes, p->weights, &p->stages[i], err));
+        PP_TRY(read_stage(m->stages[i], i, p->weights_bytes, p->weights, m->opset, &p->stages[i], err));
     /* links: plan inputs -> stage 0 -> ... -> last stage -> plan outputs */
     pprt_stage *first = &p->stages[0], *lastst = &p->stages[p->n_stages - 1];
     if (first->n_recv != p->n_inputs)

@@ -63,7 +63,8 @@ typedef struct pprt_io {
 
 typedef struct pprt_plan {
     const char *producer, *model_hash, *options;
-    int64_t batch;
+    int64_t batch;        /* micro-batch size; 0: unbatched (inputs are whole tensors, one run) */
+    int opset;            /* ai.onnx opset: passed to shape functions and kernels */
     int n_inputs, n_outputs;
     pprt_io *inputs, *outputs;
     int n_stages;

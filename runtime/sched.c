@@ -76,7 +76,7 @@ static bool is_failed(sched *S) {
 
 /* Copy micro-batch mb of the inputs into stage 0's message. */
 static void fill_input(sched *S, const pprt_stage *st, int64_t mb, unsigned char *msg) {
-    int64_t b = S->p->batch, first = mb * b;
+    int64_t b = S->p->batch > 0 ? S->p->batch : 1, first = mb * b;
     int64_t have = S->n - first < b ? S->n - first : b;
     for (int i = 0; i < S->p->n_inputs; i++) {
         size_t sb = S->p->inputs[i].sample_bytes;
@@ -87,7 +87,7 @@ static void fill_input(sched *S, const pprt_stage *st, int64_t mb, unsigned char
 }
 
 static void drain_output(sched *S, const pprt_stage *st, int64_t mb, const unsigned char *msg) {
-    int64_t b = S->p->batch, first = mb * b;
+    int64_t b = S->p->batch > 0 ? S->p->batch : 1, first = mb * b;
     int64_t have = S->n - first < b ? S->n - first : b;
     for (int i = 0; i < S->p->n_outputs; i++) {
         size_t sb = S->p->outputs[i].sample_bytes;
@@ -170,7 +170,11 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
                            p->inputs[i].name, (long long)inputs[i].n, (long long)n);
     int P = p->n_stages;
     sched S = {.p = p, .ex = &pprt_exec_cpu_ref, .o = o, .inputs = inputs, .outputs = outputs, .n = n};
-    S.m = (n + p->batch - 1) / p->batch;
+    if (p->batch == 0 && n != 1)
+        return PP_FAIL(err, PP_EINVAL, "an unbatched plan (-b 0) runs exactly one set of inputs, got %lld",
+                       (long long)n);
+    int64_t b = p->batch > 0 ? p->batch : 1;
+    S.m = (n + b - 1) / b;
     pthread_mutex_init(&S.err_mu, NULL);
     worker *w = calloc((size_t)P, sizeof *w);
     pthread_t *th = calloc((size_t)P, sizeof *th);

@@ -15,7 +15,8 @@ static void usage(FILE *f) {
             "usage: ppcc MODEL.onnx [-pp N] [-b N] [--dim NAME=VALUE]... [-o PLAN]\n"
             "            [--policy uniform] [--report] [-q]\n"
             "  -pp N            pipeline stages (default 1)\n"
-            "  -b N             micro-batch size: value of the inputs' symbolic first dim (default 1)\n"
+            "  -b N             micro-batch size: value of the inputs' symbolic first dim (default:\n"
+            "                   the model's, else 1); -b 0: no batch axis, inputs are whole tensors\n"
             "  --dim NAME=VALUE value of another symbolic input dim\n"
             "  -o PLAN          output plan file (default plan.bin)\n"
             "  --policy NAME    how to split: uniform (equal op count)\n"
@@ -61,8 +62,9 @@ int main(int argc, char **argv) {
             co.n_stages = (int)x;
             i++;
         } else if (!strcmp(a, "-b")) {
-            if (!parse_int(v, 1, 1 << 20, &x)) return bad_usage("-b needs a batch size 1..2^20, got '%s'", v ? v : "");
+            if (!parse_int(v, 0, 1 << 20, &x)) return bad_usage("-b needs a batch size 0..2^20, got '%s'", v ? v : "");
             io.batch = x;
+            io.no_batch = x == 0;
             i++;
         } else if (!strcmp(a, "--dim")) {
             const char *eq = v ? strchr(v, '=') : NULL;
@@ -101,7 +103,7 @@ int main(int argc, char **argv) {
     pp_lowered low = {0};
     char options[256];
     snprintf(options, sizeof options, "-pp %d -b %lld --policy uniform", co.n_stages,
-             (long long)(io.batch ? io.batch : 1));
+             (long long)io.batch);
     for (int k = 0; k < io.n_dims; k++) {
         size_t n = strlen(options);
         snprintf(options + n, sizeof options - n, " --dim %s=%lld", io.dim_name[k],

@@ -14,6 +14,7 @@ struct pprt_exec {
     unsigned char *arena;
     void **ptr; /* tensor id -> bytes, refreshed per message for RECV/SEND */
     pprt_scratch scratch;
+    pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
 };
 
 static pp_status ref_create(const pprt_plan *p, const pprt_stage *st, pprt_exec **out, pp_err *err) {
@@ -44,7 +45,7 @@ static pp_status ref_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err
     for (int i = 0; i < st->in.n; i++) x->ptr[st->recv[i]] = (unsigned char *)in_msg + st->in.off[i];
     for (int i = 0; i < st->out.n; i++)
         if (st->out.t[i]->kind == PPRT_SEND) x->ptr[st->send[i]] = (unsigned char *)out_msg + st->out.off[i];
-    pprt_tensor tin[16], tout[8];
+    pprt_tensor *tin = x->tin, *tout = x->tout;
     for (int ni = 0; ni < st->n_nodes; ni++) {
         const pprt_node *n = &st->nodes[ni];
         for (int k = 0; k < n->n_in; k++) {
@@ -60,7 +61,7 @@ static pp_status ref_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err
             tout[k] = (pprt_tensor){t->dtype, t->shape, x->ptr[n->out[k]]};
         }
         pp_err e = {0};
-        pp_status s = pprt_ref_kernels[n->op]((pp_attrs){n->attrs, n->n_attrs}, tin, n->n_in, tout,
+        pp_status s = pprt_ref_kernels[n->op]((pp_attrs){n->attrs, n->n_attrs, x->p->opset}, tin, n->n_in, tout,
                                               n->n_out, &x->scratch, &e);
         if (s != PP_OK)
             return PP_FAIL(err, s, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);

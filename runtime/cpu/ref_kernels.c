@@ -14,7 +14,7 @@
  * Shapes and attributes were validated by pp_infer before a kernel runs; the
  * kernels still re-check what is cheap (counts, dtypes, output shapes) and
  * fail with a pp_status instead of aborting. */
-#include "../kernels.h"
+#include "ref.h"
 #include "../../ir/geom.h"
 
 #include <math.h>
@@ -290,14 +290,14 @@ static pp_status copy_bytes(const char *op, const pprt_tensor *in, int n_in, ppr
     return PP_OK;
 }
 
-static pp_status kern_IDENTITY(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+pp_status kern_IDENTITY(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                                int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)attrs, (void)scratch;
     if (n_in >= 1 && n_out >= 1) PP_TRY(need_shape(&out[0], &in[0].shape, "Identity output", err));
     return copy_bytes("Identity", in, n_in, out, n_out, err);
 }
 
-static pp_status kern_FLATTEN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+pp_status kern_FLATTEN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                               int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)attrs, (void)scratch;
     return copy_bytes("Flatten", in, n_in, out, n_out, err);
@@ -348,7 +348,7 @@ static void im2col(const float *x, const geom3 *g, int64_t Cg, int64_t line0, in
 /* im2col chunks hold at most this many floats (unless one line needs more). */
 #define COL_CHUNK_FLOATS ((int64_t)1 << 20)
 
-static pp_status kern_CONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+pp_status kern_CONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                            int n_out, pprt_scratch *scratch, pp_err *err) {
     PP_TRY(need_counts("Conv", n_in, 2, 3, n_out, err));
     const pprt_tensor *x = &in[0], *w = &in[1];
@@ -440,7 +440,7 @@ static pp_status kern_CONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt
 
 /* ---- BatchNormalization (inference) ------------------------------------------------ */
 
-static pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                                 int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
     PP_TRY(need_counts("BatchNormalization", n_in, 5, 5, n_out, err));
@@ -479,7 +479,7 @@ static pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in,
 
 /* ---- Relu --------------------------------------------------------------------------- */
 
-static pp_status kern_RELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+pp_status kern_RELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                            int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)attrs, (void)scratch;
     PP_TRY(need_counts("Relu", n_in, 1, 1, n_out, err));
@@ -497,7 +497,7 @@ static pp_status kern_RELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt
 
 /* ---- MaxPool ------------------------------------------------------------------------- */
 
-static pp_status kern_MAXPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+pp_status kern_MAXPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                               int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
     PP_TRY(need_counts("MaxPool", n_in, 1, 1, n_out, err));
@@ -553,7 +553,7 @@ static pp_status kern_MAXPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, p
 
 /* ---- Add (NumPy multidirectional broadcasting) -------------------------------------- */
 
-static pp_status kern_ADD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+pp_status kern_ADD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                           int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)attrs, (void)scratch;
     PP_TRY(need_counts("Add", n_in, 2, 2, n_out, err));
@@ -641,7 +641,7 @@ static pp_status kern_ADD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_
 
 /* ---- GlobalAveragePool ------------------------------------------------------------------ */
 
-static pp_status kern_GLOBALAVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in,
+pp_status kern_GLOBALAVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in,
                                     pprt_tensor *out, int n_out, pprt_scratch *scratch,
                                     pp_err *err) {
     (void)attrs, (void)scratch;
@@ -673,7 +673,7 @@ static pp_status kern_GLOBALAVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n
 
 /* ---- Gemm ---------------------------------------------------------------------------------- */
 
-static pp_status kern_GEMM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+pp_status kern_GEMM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                            int n_out, pprt_scratch *scratch, pp_err *err) {
     PP_TRY(need_counts("Gemm", n_in, 2, 3, n_out, err));
     const pprt_tensor *Ct = n_in > 2 && in[2].dtype != PP_UNDEFINED ? &in[2] : NULL;
@@ -743,6 +743,13 @@ static pp_status kern_GEMM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt
 }
 
 /* ---- the table ---------------------------------------------------------------------------- */
+
+void pprt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t a_rs, int64_t a_cs,
+                const float *B, int64_t b_rs, int64_t b_cs, float *C, int64_t ldc, float *scratch) {
+    gemm(M, N, K, (mat){A, a_rs, a_cs}, (mat){B, b_rs, b_cs}, C, ldc, scratch);
+}
+
+size_t pprt_sgemm_scratch_bytes(void) { return (size_t)gemm_scratch_floats() * sizeof(float); }
 
 const pprt_kernel_fn pprt_ref_kernels[PP_OP_COUNT] = {
 #define PP_OP(e, name, mi, ma, no) [PP_OP_##e] = kern_##e,

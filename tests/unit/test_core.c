@@ -96,6 +96,7 @@ static int node(pp_graph *g, pp_op op, const char *name, int a, int b, int out) 
 static void build_chain(pp_graph *g, int len, int64_t batch, const float *bias) {
     pp_graph_init(g);
     g->batch = batch;
+    g->opset = 13;
     int x = value(g, "x");
     g->values[x].dtype = PP_F32;
     g->values[x].shape = (pp_shape){2, {batch, 4}};

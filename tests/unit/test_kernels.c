@@ -190,7 +190,7 @@ static void ab_ints(attrb *b, const char *name, const int64_t *v, int n) {
     b->a[b->n] = (pp_attr){.name = name, .type = PP_ATTR_INTS, .ints = b->ints[b->n], .n = n};
     b->n++;
 }
-static pp_attrs ab_get(const attrb *b) { return (pp_attrs){b->a, b->n}; }
+static pp_attrs ab_get(const attrb *b) { return (pp_attrs){b->a, b->n, 13}; }
 
 /* ---- window geometry, computed independently of ir/shape.c ------------------------- */
 

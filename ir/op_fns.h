@@ -1,0 +1,36 @@
+/* op_fns.h: prototypes of the per-op functions named by ops.def rows, so the
+ * functions can live in one file per op family (shape_*.c / cost in the same
+ * files, kernels in runtime/cpu/ref_*.c) while the tables are built in one
+ * place. Internal to ir/ and runtime/cpu/. */
+#ifndef PP_OP_FNS_H
+#define PP_OP_FNS_H
+
+#include "base.h"
+
+/* Shape and type inference: fill out[0..n_out) (dtype and shape) from the
+ * inputs (in[i].dtype == PP_UNDEFINED: absent optional input; in[i].data:
+ * the bytes of a constant input, else NULL) and attributes. Inputs have
+ * known, non-negative dims; counts are within the op table's bounds. */
+typedef pp_status pp_shape_fn(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                              pp_err *err);
+/* FLOPs of one node (an estimate of work for the cost model). */
+typedef double pp_flops_fn(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out,
+                           int n_out);
+
+#define PP_OP(e, name, mi, ma, no) pp_shape_fn shape_##e; pp_flops_fn flops_##e;
+#include "ops.def"
+#undef PP_OP
+
+/* Shared helpers for shape functions (ir/shape.c). */
+/* NumPy multidirectional broadcasting of a and b into o. */
+pp_status pp_broadcast(const pp_shape *a, const pp_shape *b, pp_shape *o, pp_err *err);
+/* Normalize axis in [-rank, rank) to [0, rank); fails naming the attribute. */
+pp_status pp_norm_axis(int64_t axis, int rank, const char *what, int *out, pp_err *err);
+/* Read a constant integer tensor (int64 or int32) of at most max values into
+ * out; fails with PP_EUNSUP when t is not a constant (data == NULL). */
+pp_status pp_const_ints(const pp_tinfo *t, const char *what, int64_t *out, int max, int *n,
+                        pp_err *err);
+/* Element count as double (for cost functions). */
+double pp_numel_d(const pp_tinfo *t);
+
+#endif

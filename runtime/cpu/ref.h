@@ -1,0 +1,22 @@
+/* ref.h: internals shared by the reference kernel files (ref_*.c): the
+ * per-op kernel prototypes named by ops.def rows, and the float GEMM. */
+#ifndef PPRT_REF_H
+#define PPRT_REF_H
+
+#include "../kernels.h"
+
+typedef pp_status pprt_kernel(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                              int n_out, pprt_scratch *scratch, pp_err *err);
+#define PP_OP(e, name, mi, ma, no) pprt_kernel kern_##e;
+#include "../../ir/ops.def"
+#undef PP_OP
+
+/* C[M,N] = A[M,K] * B[K,N]; element (r,c) of A is A[r*a_rs + c*a_cs] (same for
+ * B), C row-major with leading dimension ldc, overwritten. Deterministic: the
+ * summation order depends only on K. scratch: pprt_sgemm_scratch_bytes(),
+ * 64-byte aligned. */
+void pprt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t a_rs, int64_t a_cs,
+                const float *B, int64_t b_rs, int64_t b_cs, float *C, int64_t ldc, float *scratch);
+size_t pprt_sgemm_scratch_bytes(void);
+
+#endif

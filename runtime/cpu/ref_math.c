@@ -1,0 +1,2 @@
+/* ref_math.c: reference kernels of the ops in ir/ops_math.def. */
+#include "ref.h"
