@@ -19,10 +19,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, torch" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, torch; assert onnx.__version__.startswith('1.22.')" 2>/dev/null; then
   echo "setup: creating .venv (onnx, onnxruntime from PyPI; torch from Debian)"
   /usr/bin/python3 -m venv --system-site-packages .venv
   # keep Debian's numpy: torch from Debian is built against it
   npv=$(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)')
-  .venv/bin/pip install -q --disable-pip-version-check "numpy==$npv" onnx onnxruntime
+  # onnx 1.22 is the last release that ships the backend node tests (tests/conformance)
+  .venv/bin/pip install -q --disable-pip-version-check "numpy==$npv" "onnx==1.22.*" onnxruntime
 fi
