@@ -13,29 +13,8 @@ static double numel(const pp_tinfo *t) {
 
 static double bytes(const pp_tinfo *t) { return numel(t) * (double)pp_dtype_size(t->dtype); }
 
-/* one operation per output element */
-static double per_out(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
-    (void)a, (void)in, (void)n_in, (void)n_out;
-    return numel(&out[0]);
-}
 
-static double zero(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
-    (void)a, (void)in, (void)n_in, (void)out, (void)n_out;
-    return 0;
-}
 
-double flops_IDENTITY(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
-    return zero(a, in, n_in, out, n_out);
-}
-double flops_FLATTEN(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
-    return zero(a, in, n_in, out, n_out);
-}
-double flops_RELU(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
-    return per_out(a, in, n_in, out, n_out);
-}
-double flops_ADD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
-    return per_out(a, in, n_in, out, n_out);
-}
 
 double flops_CONV(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     (void)a, (void)n_in, (void)n_out;

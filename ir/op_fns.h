@@ -30,6 +30,9 @@ pp_status pp_norm_axis(int64_t axis, int rank, const char *what, int *out, pp_er
  * out; fails with PP_EUNSUP when t is not a constant (data == NULL). */
 pp_status pp_const_ints(const pp_tinfo *t, const char *what, int64_t *out, int max, int *n,
                         pp_err *err);
+/* Fail unless t is float32 / has rank in [lo, hi]; `what` names it. */
+pp_status pp_need_float(const pp_tinfo *t, const char *what, pp_err *err);
+pp_status pp_need_rank(const pp_tinfo *t, int lo, int hi, const char *what, pp_err *err);
 /* Element count as double (for cost functions). */
 double pp_numel_d(const pp_tinfo *t);
 

@@ -7,14 +7,14 @@
 #include <string.h>
 
 
-static pp_status need_float(const pp_tinfo *t, const char *what, pp_err *err) {
+pp_status pp_need_float(const pp_tinfo *t, const char *what, pp_err *err) {
     if (t->dtype != PP_F32)
         return PP_FAIL(err, PP_EUNSUP, "%s has element type %s; only f32 is supported",
                        what, pp_dtype_name(t->dtype));
     return PP_OK;
 }
 
-static pp_status need_rank(const pp_tinfo *t, int lo, int hi, const char *what, pp_err *err) {
+pp_status pp_need_rank(const pp_tinfo *t, int lo, int hi, const char *what, pp_err *err) {
     if (t->shape.rank < lo || t->shape.rank > hi)
         return PP_FAIL(err, PP_EINVAL, "%s has rank %d, expected %d..%d", what, t->shape.rank, lo,
                        hi);
@@ -114,27 +114,15 @@ pp_status pp_geom_make(pp_attrs attrs, const pp_shape *x, const int64_t *kernel,
 
 /* ---- per-op shape functions --------------------------------------------------- */
 
-pp_status shape_IDENTITY(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
-                                pp_err *err) {
-    (void)a, (void)n_in, (void)n_out, (void)err;
-    out[0].dtype = in[0].dtype;
-    out[0].shape = in[0].shape;
-    return PP_OK;
-}
 
-pp_status shape_RELU(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
-                            pp_err *err) {
-    PP_TRY(need_float(&in[0], "input X", err));
-    return shape_IDENTITY(a, in, n_in, out, n_out, err);
-}
 
 pp_status shape_CONV(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                             pp_err *err) {
     (void)n_out;
     const pp_shape *x = &in[0].shape, *w = &in[1].shape;
-    PP_TRY(need_float(&in[0], "input X", err));
-    PP_TRY(need_float(&in[1], "weight W", err));
-    PP_TRY(need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
+    PP_TRY(pp_need_float(&in[0], "input X", err));
+    PP_TRY(pp_need_float(&in[1], "weight W", err));
+    PP_TRY(pp_need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
     if (w->rank != x->rank)
         return PP_FAIL(err, PP_EINVAL, "weight W has rank %d, expected %d (same as X)", w->rank, x->rank);
     int64_t group;
@@ -146,7 +134,7 @@ pp_status shape_CONV(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
         return PP_FAIL(err, PP_EINVAL, "weight W has %lld input channels per group, expected %lld",
                        (long long)w->dim[1], (long long)(x->dim[1] / group));
     if (n_in > 2 && in[2].dtype != PP_UNDEFINED) {
-        PP_TRY(need_float(&in[2], "bias B", err));
+        PP_TRY(pp_need_float(&in[2], "bias B", err));
         if (in[2].shape.rank != 1 || in[2].shape.dim[0] != w->dim[0])
             return PP_FAIL(err, PP_EINVAL, "bias B must have shape [%lld]", (long long)w->dim[0]);
     }
@@ -163,8 +151,8 @@ pp_status shape_CONV(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
 pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                                  int n_out, pp_err *err) {
     (void)n_in, (void)n_out;
-    PP_TRY(need_float(&in[0], "input X", err));
-    PP_TRY(need_rank(&in[0], 2, PP_MAX_DIMS, "input X", err));
+    PP_TRY(pp_need_float(&in[0], "input X", err));
+    PP_TRY(pp_need_rank(&in[0], 2, PP_MAX_DIMS, "input X", err));
     int64_t training = 0, spatial = 1;
     PP_TRY(pp_attr_int(a, "training_mode", 0, &training, err));
     PP_TRY(pp_attr_int(a, "spatial", 1, &spatial, err));
@@ -172,7 +160,7 @@ pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *ou
     if (spatial != 1) return PP_FAIL(err, PP_EUNSUP, "attribute 'spatial'=0 is not supported");
     static const char *names[] = {"", "scale", "B", "input_mean", "input_var"};
     for (int i = 1; i < 5; i++) {
-        PP_TRY(need_float(&in[i], names[i], err));
+        PP_TRY(pp_need_float(&in[i], names[i], err));
         if (in[i].shape.rank != 1 || in[i].shape.dim[0] != in[0].shape.dim[1])
             return PP_FAIL(err, PP_EINVAL, "%s must have shape [%lld]", names[i],
                            (long long)in[0].shape.dim[1]);
@@ -184,8 +172,8 @@ pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *ou
 pp_status shape_MAXPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                                pp_err *err) {
     (void)n_in;
-    PP_TRY(need_float(&in[0], "input X", err));
-    PP_TRY(need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
+    PP_TRY(pp_need_float(&in[0], "input X", err));
+    PP_TRY(pp_need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
     if (n_out > 1) return PP_FAIL(err, PP_EUNSUP, "the 'Indices' output is not supported");
     int64_t so;
     PP_TRY(pp_attr_int(a, "storage_order", 0, &so, err));
@@ -214,53 +202,26 @@ pp_status pp_broadcast(const pp_shape *a, const pp_shape *b, pp_shape *o, pp_err
     return PP_OK;
 }
 
-pp_status shape_ADD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
-                           pp_err *err) {
-    (void)a, (void)n_in, (void)n_out;
-    PP_TRY(need_float(&in[0], "input A", err));
-    PP_TRY(need_float(&in[1], "input B", err));
-    out[0].dtype = PP_F32;
-    return pp_broadcast(&in[0].shape, &in[1].shape, &out[0].shape, err);
-}
 
 pp_status shape_GLOBALAVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                                      int n_out, pp_err *err) {
     (void)a, (void)n_in, (void)n_out;
-    PP_TRY(need_float(&in[0], "input X", err));
-    PP_TRY(need_rank(&in[0], 3, PP_MAX_DIMS, "input X", err));
+    PP_TRY(pp_need_float(&in[0], "input X", err));
+    PP_TRY(pp_need_rank(&in[0], 3, PP_MAX_DIMS, "input X", err));
     out[0].dtype = PP_F32;
     out[0].shape = in[0].shape;
     for (int i = 2; i < in[0].shape.rank; i++) out[0].shape.dim[i] = 1;
     return PP_OK;
 }
 
-pp_status shape_FLATTEN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
-                               pp_err *err) {
-    (void)n_in, (void)n_out;
-    int r = in[0].shape.rank;
-    int64_t axis;
-    PP_TRY(pp_attr_int(a, "axis", 1, &axis, err));
-    if (axis < -r || axis > r)
-        return PP_FAIL(err, PP_EINVAL, "attribute 'axis'=%lld out of range [%d, %d]", (long long)axis, -r, r);
-    if (axis < 0) axis += r;
-    int64_t d0 = 1, d1 = 1;
-    for (int i = 0; i < r; i++) {
-        int64_t *d = i < axis ? &d0 : &d1;
-        if (__builtin_mul_overflow(*d, in[0].shape.dim[i], d))
-            return PP_FAIL(err, PP_EINVAL, "element count overflows");
-    }
-    out[0].dtype = in[0].dtype;
-    out[0].shape = (pp_shape){.rank = 2, .dim = {d0, d1}};
-    return PP_OK;
-}
 
 pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                             pp_err *err) {
     (void)n_out;
-    PP_TRY(need_float(&in[0], "input A", err));
-    PP_TRY(need_float(&in[1], "input B", err));
-    PP_TRY(need_rank(&in[0], 2, 2, "input A", err));
-    PP_TRY(need_rank(&in[1], 2, 2, "input B", err));
+    PP_TRY(pp_need_float(&in[0], "input A", err));
+    PP_TRY(pp_need_float(&in[1], "input B", err));
+    PP_TRY(pp_need_rank(&in[0], 2, 2, "input A", err));
+    PP_TRY(pp_need_rank(&in[1], 2, 2, "input B", err));
     int64_t ta, tb;
     float alpha, beta;
     PP_TRY(pp_attr_int(a, "transA", 0, &ta, err));
@@ -275,7 +236,7 @@ pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
     out[0].dtype = PP_F32;
     out[0].shape = (pp_shape){.rank = 2, .dim = {m, n}};
     if (n_in > 2 && in[2].dtype != PP_UNDEFINED) {
-        PP_TRY(need_float(&in[2], "input C", err));
+        PP_TRY(pp_need_float(&in[2], "input C", err));
         pp_shape o;
         PP_TRY(pp_broadcast(&in[2].shape, &out[0].shape, &o, err));
         if (!pp_shape_eq(&o, &out[0].shape))

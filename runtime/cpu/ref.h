@@ -19,4 +19,13 @@ void pprt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t a_rs, i
                 const float *B, int64_t b_rs, int64_t b_cs, float *C, int64_t ldc, float *scratch);
 size_t pprt_sgemm_scratch_bytes(void);
 
+/* Argument checks shared by the kernel files (ref_kernels.c). */
+pp_status pprt_need_f32(const pprt_tensor *t, const char *what, pp_err *err);
+pp_status pprt_need_counts(const char *op, int n_in, int lo, int hi, int n_out, pp_err *err);
+pp_status pprt_need_shape(const pprt_tensor *t, const pp_shape *want, const char *what, pp_err *err);
+pp_status pprt_numel_of(const pprt_tensor *t, int64_t *n, pp_err *err);
+/* out[0] = bytes of in[0] (same type and byte size). */
+pp_status pprt_copy_bytes(const char *op, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                          int n_out, pp_err *err);
+
 #endif

@@ -51,14 +51,14 @@ void pprt_scratch_free(pprt_scratch *s) {
 
 /* ---- small helpers -------------------------------------------------------------- */
 
-static pp_status need_f32(const pprt_tensor *t, const char *what, pp_err *err) {
+pp_status pprt_need_f32(const pprt_tensor *t, const char *what, pp_err *err) {
     if (t->dtype != PP_F32)
         return PP_FAIL(err, PP_EUNSUP, "%s has element type %s; only f32 is supported", what,
                        pp_dtype_name(t->dtype));
     return PP_OK;
 }
 
-static pp_status need_counts(const char *op, int n_in, int lo, int hi, int n_out, pp_err *err) {
+pp_status pprt_need_counts(const char *op, int n_in, int lo, int hi, int n_out, pp_err *err) {
     if (n_in < lo || n_in > hi)
         return PP_FAIL(err, PP_EINVAL, "%s kernel: %d inputs, expected %d..%d", op, n_in, lo, hi);
     if (n_out != 1)
@@ -66,7 +66,7 @@ static pp_status need_counts(const char *op, int n_in, int lo, int hi, int n_out
     return PP_OK;
 }
 
-static pp_status need_shape(const pprt_tensor *t, const pp_shape *want, const char *what,
+pp_status pprt_need_shape(const pprt_tensor *t, const pp_shape *want, const char *what,
                             pp_err *err) {
     if (!pp_shape_eq(&t->shape, want)) {
         char a[128], b[128];
@@ -76,7 +76,7 @@ static pp_status need_shape(const pprt_tensor *t, const pp_shape *want, const ch
     return PP_OK;
 }
 
-static pp_status numel_of(const pprt_tensor *t, int64_t *n, pp_err *err) {
+pp_status pprt_numel_of(const pprt_tensor *t, int64_t *n, pp_err *err) {
     return pp_shape_numel(&t->shape, n, err);
 }
 
@@ -274,9 +274,9 @@ static void valid_range(int64_t n_out, int64_t n_in, int64_t s, int64_t off, int
 
 /* ---- Identity, Flatten: byte copies --------------------------------------------- */
 
-static pp_status copy_bytes(const char *op, const pprt_tensor *in, int n_in, pprt_tensor *out,
+pp_status pprt_copy_bytes(const char *op, const pprt_tensor *in, int n_in, pprt_tensor *out,
                             int n_out, pp_err *err) {
-    PP_TRY(need_counts(op, n_in, 1, 1, n_out, err));
+    PP_TRY(pprt_need_counts(op, n_in, 1, 1, n_out, err));
     if (in[0].dtype != out[0].dtype)
         return PP_FAIL(err, PP_EINVAL, "%s kernel: output type %s differs from input type %s", op,
                        pp_dtype_name(out[0].dtype), pp_dtype_name(in[0].dtype));
@@ -288,19 +288,6 @@ static pp_status copy_bytes(const char *op, const pprt_tensor *in, int n_in, ppr
                        nin);
     if (nin) memcpy(out[0].data, in[0].data, nin);
     return PP_OK;
-}
-
-pp_status kern_IDENTITY(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
-                               int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)attrs, (void)scratch;
-    if (n_in >= 1 && n_out >= 1) PP_TRY(need_shape(&out[0], &in[0].shape, "Identity output", err));
-    return copy_bytes("Identity", in, n_in, out, n_out, err);
-}
-
-pp_status kern_FLATTEN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
-                              int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)attrs, (void)scratch;
-    return copy_bytes("Flatten", in, n_in, out, n_out, err);
 }
 
 /* ---- Conv ------------------------------------------------------------------------- */
@@ -350,13 +337,13 @@ static void im2col(const float *x, const geom3 *g, int64_t Cg, int64_t line0, in
 
 pp_status kern_CONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                            int n_out, pprt_scratch *scratch, pp_err *err) {
-    PP_TRY(need_counts("Conv", n_in, 2, 3, n_out, err));
+    PP_TRY(pprt_need_counts("Conv", n_in, 2, 3, n_out, err));
     const pprt_tensor *x = &in[0], *w = &in[1];
     const pprt_tensor *bias = n_in > 2 && in[2].dtype != PP_UNDEFINED ? &in[2] : NULL;
-    PP_TRY(need_f32(x, "Conv input X", err));
-    PP_TRY(need_f32(w, "Conv weight W", err));
-    PP_TRY(need_f32(&out[0], "Conv output", err));
-    if (bias) PP_TRY(need_f32(bias, "Conv bias B", err));
+    PP_TRY(pprt_need_f32(x, "Conv input X", err));
+    PP_TRY(pprt_need_f32(w, "Conv weight W", err));
+    PP_TRY(pprt_need_f32(&out[0], "Conv output", err));
+    if (bias) PP_TRY(pprt_need_f32(bias, "Conv bias B", err));
     const int rank = x->shape.rank;
     if (rank < 3 || rank > 2 + PP_MAX_SPATIAL || w->shape.rank != rank)
         return PP_FAIL(err, PP_EINVAL, "Conv kernel: X rank %d, W rank %d", rank, w->shape.rank);
@@ -373,14 +360,14 @@ pp_status kern_CONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
     PP_TRY(pp_geom_make(attrs, &x->shape, &w->shape.dim[2], false, &pg, err));
     pp_shape want = {.rank = rank, .dim = {N, Cout}};
     for (int i = 0; i < pg.nsp; i++) want.dim[2 + i] = pg.out[i];
-    PP_TRY(need_shape(&out[0], &want, "Conv output", err));
+    PP_TRY(pprt_need_shape(&out[0], &want, "Conv output", err));
 
     const geom3 g = lift3(&pg);
     const int64_t Cg = C / group, Mg = Cout / group;
     const int64_t kvol = g.k[0] * g.k[1] * g.k[2], K = Cg * kvol;
     const int64_t P = g.out[0] * g.out[1] * g.out[2], Pin = g.in[0] * g.in[1] * g.in[2];
     int64_t total;
-    PP_TRY(numel_of(&out[0], &total, err));
+    PP_TRY(pprt_numel_of(&out[0], &total, err));
     if (total == 0) return PP_OK;
 
     const float *xd = x->data, *wd = w->data, *bd = bias ? bias->data : NULL;
@@ -443,10 +430,10 @@ pp_status kern_CONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
 pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                                 int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
-    PP_TRY(need_counts("BatchNormalization", n_in, 5, 5, n_out, err));
+    PP_TRY(pprt_need_counts("BatchNormalization", n_in, 5, 5, n_out, err));
     static const char *names[] = {"input X", "scale", "B", "input_mean", "input_var"};
-    for (int i = 0; i < 5; i++) PP_TRY(need_f32(&in[i], names[i], err));
-    PP_TRY(need_f32(&out[0], "BatchNormalization output", err));
+    for (int i = 0; i < 5; i++) PP_TRY(pprt_need_f32(&in[i], names[i], err));
+    PP_TRY(pprt_need_f32(&out[0], "BatchNormalization output", err));
     const pp_shape *xs = &in[0].shape;
     if (xs->rank < 2)
         return PP_FAIL(err, PP_EINVAL, "BatchNormalization kernel: X has rank %d", xs->rank);
@@ -454,7 +441,7 @@ pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
         if (in[i].shape.rank != 1 || in[i].shape.dim[0] != xs->dim[1])
             return PP_FAIL(err, PP_EINVAL, "BatchNormalization kernel: %s must have shape [%lld]",
                            names[i], (long long)xs->dim[1]);
-    PP_TRY(need_shape(&out[0], xs, "BatchNormalization output", err));
+    PP_TRY(pprt_need_shape(&out[0], xs, "BatchNormalization output", err));
     float eps;
     PP_TRY(pp_attr_float(attrs, "epsilon", 1e-5f, &eps, err));
 
@@ -477,40 +464,22 @@ pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
     return PP_OK;
 }
 
-/* ---- Relu --------------------------------------------------------------------------- */
-
-pp_status kern_RELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
-                           int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)attrs, (void)scratch;
-    PP_TRY(need_counts("Relu", n_in, 1, 1, n_out, err));
-    PP_TRY(need_f32(&in[0], "Relu input", err));
-    PP_TRY(need_f32(&out[0], "Relu output", err));
-    PP_TRY(need_shape(&out[0], &in[0].shape, "Relu output", err));
-    int64_t n;
-    PP_TRY(numel_of(&in[0], &n, err));
-    const float *restrict x = in[0].data;
-    float *restrict y = out[0].data;
-    /* x < 0 ? 0 : x keeps NaN as NaN (max(0, NaN) is NaN in ONNX's reference) */
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0.0f ? 0.0f : x[i];
-    return PP_OK;
-}
-
 /* ---- MaxPool ------------------------------------------------------------------------- */
 
 pp_status kern_MAXPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                               int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
-    PP_TRY(need_counts("MaxPool", n_in, 1, 1, n_out, err));
-    PP_TRY(need_f32(&in[0], "MaxPool input", err));
-    PP_TRY(need_f32(&out[0], "MaxPool output", err));
+    PP_TRY(pprt_need_counts("MaxPool", n_in, 1, 1, n_out, err));
+    PP_TRY(pprt_need_f32(&in[0], "MaxPool input", err));
+    PP_TRY(pprt_need_f32(&out[0], "MaxPool output", err));
     const pp_shape *xs = &in[0].shape;
     pp_geom pg;
     PP_TRY(pp_geom_make(attrs, xs, NULL, true, &pg, err));
     pp_shape want = *xs;
     for (int i = 0; i < pg.nsp; i++) want.dim[2 + i] = pg.out[i];
-    PP_TRY(need_shape(&out[0], &want, "MaxPool output", err));
+    PP_TRY(pprt_need_shape(&out[0], &want, "MaxPool output", err));
     int64_t total;
-    PP_TRY(numel_of(&out[0], &total, err));
+    PP_TRY(pprt_numel_of(&out[0], &total, err));
     if (total == 0) return PP_OK;
 
     const geom3 g = lift3(&pg);
@@ -551,103 +520,15 @@ pp_status kern_MAXPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
     return PP_OK;
 }
 
-/* ---- Add (NumPy multidirectional broadcasting) -------------------------------------- */
-
-pp_status kern_ADD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
-                          int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)attrs, (void)scratch;
-    PP_TRY(need_counts("Add", n_in, 2, 2, n_out, err));
-    PP_TRY(need_f32(&in[0], "Add input A", err));
-    PP_TRY(need_f32(&in[1], "Add input B", err));
-    PP_TRY(need_f32(&out[0], "Add output", err));
-    const pp_shape *as = &in[0].shape, *bs = &in[1].shape, *os = &out[0].shape;
-    const float *A = in[0].data, *B = in[1].data;
-    float *Y = out[0].data;
-    int64_t total;
-    PP_TRY(numel_of(&out[0], &total, err));
-
-    if (pp_shape_eq(as, bs) && pp_shape_eq(as, os)) { /* fast path */
-        const float *restrict a = A, *restrict b = B;
-        float *restrict y = Y;
-        for (int64_t i = 0; i < total; i++) y[i] = a[i] + b[i];
-        return PP_OK;
-    }
-
-    /* Check the broadcast and describe each output dim by whether A and B
-     * vary along it; drop unit output dims and merge neighbours with the same
-     * pattern, so e.g. [N,C,H,W] + [1,C,1,1] becomes [N, C, H*W]. */
-    const int r = os->rank;
-    if (as->rank > r || bs->rank > r)
-        return PP_FAIL(err, PP_EINVAL, "Add kernel: output rank %d below input ranks", r);
-    int64_t dim[PP_MAX_DIMS];
-    bool va[PP_MAX_DIMS], vb[PP_MAX_DIMS];
-    int nd = 0;
-    for (int i = 0; i < r; i++) {
-        int ia = i - (r - as->rank), ib = i - (r - bs->rank);
-        int64_t da = ia >= 0 ? as->dim[ia] : 1, db = ib >= 0 ? bs->dim[ib] : 1, d = os->dim[i];
-        if ((da != d && da != 1) || (db != d && db != 1) || (d != 1 && da != d && db != d) ||
-            (d == 1 && (da != 1 || db != 1)))
-            return PP_FAIL(err, PP_EINVAL, "Add kernel: output dim %d (%lld) does not match "
-                           "the broadcast of %lld and %lld", i, (long long)d, (long long)da,
-                           (long long)db);
-        if (d == 1) continue;
-        bool fa = da == d, fb = db == d;
-        if (nd > 0 && va[nd - 1] == fa && vb[nd - 1] == fb) {
-            dim[nd - 1] *= d;
-        } else {
-            dim[nd] = d;
-            va[nd] = fa;
-            vb[nd] = fb;
-            nd++;
-        }
-    }
-    if (total == 0) return PP_OK;
-    if (nd == 0) { /* everything is a single element */
-        Y[0] = A[0] + B[0];
-        return PP_OK;
-    }
-    /* Element strides of A and B per merged dim (0 where broadcast). */
-    int64_t sa[PP_MAX_DIMS], sb[PP_MAX_DIMS], ka = 1, kb = 1;
-    for (int i = nd - 1; i >= 0; i--) {
-        sa[i] = va[i] ? ka : 0;
-        sb[i] = vb[i] ? kb : 0;
-        if (va[i]) ka *= dim[i];
-        if (vb[i]) kb *= dim[i];
-    }
-    const int64_t inner = dim[nd - 1];
-    const bool ia = va[nd - 1], ib = vb[nd - 1];
-    int64_t idx[PP_MAX_DIMS] = {0}, oa = 0, ob = 0;
-    for (int64_t done = 0; done < total; done += inner) {
-        const float *restrict a = A + oa, *restrict b = B + ob;
-        float *restrict y = Y + done;
-        if (ia && ib)
-            for (int64_t j = 0; j < inner; j++) y[j] = a[j] + b[j];
-        else if (ia)
-            for (int64_t j = 0; j < inner; j++) y[j] = a[j] + b[0];
-        else
-            for (int64_t j = 0; j < inner; j++) y[j] = a[0] + b[j];
-        /* advance the odometer over the outer dims */
-        for (int i = nd - 2; i >= 0; i--) {
-            oa += sa[i];
-            ob += sb[i];
-            if (++idx[i] < dim[i]) break;
-            oa -= sa[i] * dim[i];
-            ob -= sb[i] * dim[i];
-            idx[i] = 0;
-        }
-    }
-    return PP_OK;
-}
-
 /* ---- GlobalAveragePool ------------------------------------------------------------------ */
 
 pp_status kern_GLOBALAVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in,
                                     pprt_tensor *out, int n_out, pprt_scratch *scratch,
                                     pp_err *err) {
     (void)attrs, (void)scratch;
-    PP_TRY(need_counts("GlobalAveragePool", n_in, 1, 1, n_out, err));
-    PP_TRY(need_f32(&in[0], "GlobalAveragePool input", err));
-    PP_TRY(need_f32(&out[0], "GlobalAveragePool output", err));
+    PP_TRY(pprt_need_counts("GlobalAveragePool", n_in, 1, 1, n_out, err));
+    PP_TRY(pprt_need_f32(&in[0], "GlobalAveragePool input", err));
+    PP_TRY(pprt_need_f32(&out[0], "GlobalAveragePool output", err));
     const pp_shape *xs = &in[0].shape;
     if (xs->rank < 3)
         return PP_FAIL(err, PP_EINVAL, "GlobalAveragePool kernel: X has rank %d", xs->rank);
@@ -657,7 +538,7 @@ pp_status kern_GLOBALAVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in,
         S *= xs->dim[i];
         want.dim[i] = 1;
     }
-    PP_TRY(need_shape(&out[0], &want, "GlobalAveragePool output", err));
+    PP_TRY(pprt_need_shape(&out[0], &want, "GlobalAveragePool output", err));
     const int64_t planes = xs->dim[0] * xs->dim[1];
     const float *x = in[0].data;
     float *y = out[0].data;
@@ -675,12 +556,12 @@ pp_status kern_GLOBALAVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in,
 
 pp_status kern_GEMM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                            int n_out, pprt_scratch *scratch, pp_err *err) {
-    PP_TRY(need_counts("Gemm", n_in, 2, 3, n_out, err));
+    PP_TRY(pprt_need_counts("Gemm", n_in, 2, 3, n_out, err));
     const pprt_tensor *Ct = n_in > 2 && in[2].dtype != PP_UNDEFINED ? &in[2] : NULL;
-    PP_TRY(need_f32(&in[0], "Gemm input A", err));
-    PP_TRY(need_f32(&in[1], "Gemm input B", err));
-    PP_TRY(need_f32(&out[0], "Gemm output", err));
-    if (Ct) PP_TRY(need_f32(Ct, "Gemm input C", err));
+    PP_TRY(pprt_need_f32(&in[0], "Gemm input A", err));
+    PP_TRY(pprt_need_f32(&in[1], "Gemm input B", err));
+    PP_TRY(pprt_need_f32(&out[0], "Gemm output", err));
+    if (Ct) PP_TRY(pprt_need_f32(Ct, "Gemm input C", err));
     if (in[0].shape.rank != 2 || in[1].shape.rank != 2)
         return PP_FAIL(err, PP_EINVAL, "Gemm kernel: A and B must be matrices");
     int64_t ta, tb;
@@ -696,7 +577,7 @@ pp_status kern_GEMM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
         return PP_FAIL(err, PP_EINVAL, "Gemm kernel: inner dimensions %lld and %lld differ",
                        (long long)K, (long long)Kb);
     pp_shape want = {.rank = 2, .dim = {M, N}};
-    PP_TRY(need_shape(&out[0], &want, "Gemm output", err));
+    PP_TRY(pprt_need_shape(&out[0], &want, "Gemm output", err));
 
     /* C broadcasts unidirectionally to [M, N]: strides 0 along unit dims. */
     int64_t cs_m = 0, cs_n = 0;
