@@ -1,6 +1,9 @@
 /* cost.c: FLOPs and bytes touched per node, from inferred shapes. The
  * partitioner's time estimate is a roofline over these two figures; they are
- * estimates of work, not measurements. One function per op of ops.def. */
+ * estimates of work, not measurements. The FLOPs of the core ops of ops.def
+ * (Conv, BatchNormalization, MaxPool, GlobalAveragePool, Gemm) are here; the
+ * families' flops_ functions sit next to their shape functions in
+ * shape_FAMILY.c. pp_node_cost dispatches over all of them. */
 #include "geom.h"
 #include "op_fns.h"
 

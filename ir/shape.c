@@ -1,4 +1,6 @@
-/* shape.c: shape and dtype inference, one function per op of ops.def, plus
+/* shape.c: the entry point of shape and dtype inference (pp_infer), the
+ * helpers the family files share, the core ops (Conv, BatchNormalization,
+ * MaxPool, GlobalAveragePool, Gemm), plus
  * the window geometry of geom.h. Shared by ppcc (inference) and pprt's plan
  * loader (verification), so it only sees pp_tinfo, never the graph. */
 #include "geom.h"
@@ -150,13 +152,16 @@ pp_status shape_CONV(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
 
 pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                                  int n_out, pp_err *err) {
-    (void)n_in, (void)n_out;
+    (void)n_in;
     PP_TRY(pp_need_float(&in[0], "input X", err));
     PP_TRY(pp_need_rank(&in[0], 2, PP_MAX_DIMS, "input X", err));
     int64_t training = 0, spatial = 1;
     PP_TRY(pp_attr_int(a, "training_mode", 0, &training, err));
     PP_TRY(pp_attr_int(a, "spatial", 1, &spatial, err));
     if (training) return PP_FAIL(err, PP_EUNSUP, "attribute 'training_mode'=1 (training) is not supported");
+    if (n_out > 1)
+        return PP_FAIL(err, PP_EUNSUP, "%d outputs: the running and saved mean/variance outputs "
+                       "exist only in training, which is not supported", n_out);
     if (spatial != 1) return PP_FAIL(err, PP_EUNSUP, "attribute 'spatial'=0 is not supported");
     static const char *names[] = {"", "scale", "B", "input_mean", "input_var"};
     for (int i = 1; i < 5; i++) {
@@ -172,16 +177,21 @@ pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *ou
 pp_status shape_MAXPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                                pp_err *err) {
     (void)n_in;
-    PP_TRY(pp_need_float(&in[0], "input X", err));
+    pp_dtype t = in[0].dtype;
+    if (t != PP_F32 && t != PP_F64 && t != PP_I8 && t != PP_U8)
+        return PP_FAIL(err, PP_EUNSUP, "input X has element type %s; supported: f32, f64, i8, u8",
+                       pp_dtype_name(t));
     PP_TRY(pp_need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
-    if (n_out > 1) return PP_FAIL(err, PP_EUNSUP, "the 'Indices' output is not supported");
     int64_t so;
     PP_TRY(pp_attr_int(a, "storage_order", 0, &so, err));
+    if (so != 0 && so != 1)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'storage_order'=%lld must be 0 or 1", (long long)so);
     pp_geom g;
     PP_TRY(pp_geom_make(a, &in[0].shape, NULL, true, &g, err));
-    out[0].dtype = PP_F32;
+    out[0].dtype = t;
     out[0].shape = in[0].shape;
     for (int i = 0; i < g.nsp; i++) out[0].shape.dim[2 + i] = g.out[i];
+    if (n_out > 1) out[1] = (pp_tinfo){PP_I64, out[0].shape, NULL}; /* Indices */
     return PP_OK;
 }
 

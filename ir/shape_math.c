@@ -1,41 +1,503 @@
-/* shape_math.c: shape inference and FLOPs of the ops in ops_math.def. */
-#include "geom.h"
+/* shape_math.c: shape inference and FLOPs of the ops in ops_math.def
+ * (elementwise math and activations, broadcasting binary and variadic ops,
+ * comparisons and logic, Where, Cast/CastLike, inference-mode Dropout,
+ * CumSum).
+ *
+ * Element types: each op accepts the types its ONNX schema allows, except
+ * string and complex (rejected with PP_EUNSUP); float16 and bfloat16 are
+ * accepted wherever float32 is (the kernels compute them in float32). The
+ * accepted set is the union over opsets 7..21 (e.g. Add on int8, added at
+ * opset 14, is accepted at any opset): a wider set never changes an answer. */
 #include "op_fns.h"
 
-pp_status shape_IDENTITY(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
-                                pp_err *err) {
-    (void)a, (void)n_in, (void)n_out, (void)err;
+#include <stdio.h>
+#include <string.h>
+
+/* ---- element type sets --------------------------------------------------------- */
+
+#define TB(t) (1u << (unsigned)(t))
+#define T_FLOAT (TB(PP_F32) | TB(PP_F64) | TB(PP_F16) | TB(PP_BF16))
+#define T_SINT (TB(PP_I8) | TB(PP_I16) | TB(PP_I32) | TB(PP_I64))
+#define T_UINT (TB(PP_U8) | TB(PP_U16) | TB(PP_U32) | TB(PP_U64))
+#define T_NUM (T_FLOAT | T_SINT | T_UINT)
+#define T_BOOL TB(PP_BOOL)
+
+static bool in_set(pp_dtype t, unsigned set) { return (unsigned)t < 32 && (set & TB(t)); }
+
+static pp_status need_type(const pp_tinfo *t, unsigned set, const char *what, pp_err *err) {
+    if (in_set(t->dtype, set)) return PP_OK;
+    char list[160] = "";
+    size_t len = 0;
+    for (unsigned d = 1; d < 32 && len < sizeof list - 8; d++)
+        if (set & TB(d))
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
+                                    pp_dtype_name((pp_dtype)d));
+    return PP_FAIL(err, PP_EUNSUP, "%s has element type %s; supported: %s", what,
+                   pp_dtype_name(t->dtype), list);
+}
+
+static pp_status need_same_type(const pp_tinfo *t, const pp_tinfo *ref, const char *what,
+                                const char *ref_what, pp_err *err) {
+    if (t->dtype != ref->dtype)
+        return PP_FAIL(err, PP_EINVAL, "%s has element type %s, but %s has %s", what,
+                       pp_dtype_name(t->dtype), ref_what, pp_dtype_name(ref->dtype));
+    return PP_OK;
+}
+
+/* A tensor that must hold exactly one element: rank 0, or rank 1 of size 1. */
+static pp_status need_scalar(const pp_tinfo *t, const char *what, pp_err *err) {
+    if (t->shape.rank == 0 || (t->shape.rank == 1 && t->shape.dim[0] == 1)) return PP_OK;
+    char s[96];
+    return PP_FAIL(err, PP_EINVAL, "%s must be a scalar, got shape %s", what,
+                   pp_shape_str(&t->shape, s, sizeof s));
+}
+
+static bool present(const pp_tinfo *in, int n_in, int i) {
+    return i < n_in && in[i].dtype != PP_UNDEFINED;
+}
+
+/* out[0] = in[0]'s type and shape after checking the type is in `set`. */
+static pp_status unary(const pp_tinfo *in, pp_tinfo *out, unsigned set, pp_err *err) {
+    PP_TRY(need_type(&in[0], set, "input X", err));
     out[0].dtype = in[0].dtype;
     out[0].shape = in[0].shape;
     return PP_OK;
 }
 
-pp_status shape_RELU(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
-                            pp_err *err) {
-    PP_TRY(pp_need_float(&in[0], "input X", err));
-    return shape_IDENTITY(a, in, n_in, out, n_out, err);
-}
-
-pp_status shape_ADD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
-                           pp_err *err) {
-    (void)a, (void)n_in, (void)n_out;
-    PP_TRY(pp_need_float(&in[0], "input A", err));
-    PP_TRY(pp_need_float(&in[1], "input B", err));
-    out[0].dtype = PP_F32;
+/* Two inputs of one type in `set`, broadcast; out type `out_t` (or the inputs'
+ * type when PP_UNDEFINED). */
+static pp_status binary(const pp_tinfo *in, pp_tinfo *out, unsigned set, pp_dtype out_t,
+                        pp_err *err) {
+    PP_TRY(need_type(&in[0], set, "input A", err));
+    PP_TRY(need_same_type(&in[1], &in[0], "input B", "input A", err));
+    out[0].dtype = out_t == PP_UNDEFINED ? in[0].dtype : out_t;
     return pp_broadcast(&in[0].shape, &in[1].shape, &out[0].shape, err);
 }
 
-double flops_IDENTITY(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
-    (void)a, (void)in, (void)n_in, (void)out, (void)n_out;
-    return 0;
+/* Variadic (Min, Max, Sum, Mean): all inputs of one type, broadcast together. */
+static pp_status variadic(const pp_tinfo *in, int n_in, pp_tinfo *out, unsigned set,
+                          pp_err *err) {
+    PP_TRY(need_type(&in[0], set, "input 0", err));
+    pp_shape s = in[0].shape;
+    for (int i = 1; i < n_in; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "input %d", i);
+        if (in[i].dtype == PP_UNDEFINED)
+            return PP_FAIL(err, PP_EINVAL, "%s is missing (variadic inputs cannot be omitted)",
+                           what);
+        PP_TRY(need_same_type(&in[i], &in[0], what, "input 0", err));
+        pp_shape o;
+        PP_TRY(pp_broadcast(&s, &in[i].shape, &o, err));
+        s = o;
+    }
+    out[0].dtype = in[0].dtype;
+    out[0].shape = s;
+    return PP_OK;
 }
 
-double flops_RELU(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
-    (void)a, (void)in, (void)n_in, (void)n_out;
-    return pp_numel_d(&out[0]);
+/* Read float attributes only to check their type (a string 'alpha' fails). */
+static pp_status float_attrs(pp_attrs a, const char *n1, const char *n2, pp_err *err) {
+    float v;
+    if (n1) PP_TRY(pp_attr_float(a, n1, 0.0f, &v, err));
+    if (n2) PP_TRY(pp_attr_float(a, n2, 0.0f, &v, err));
+    return PP_OK;
 }
 
-double flops_ADD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
-    (void)a, (void)in, (void)n_in, (void)n_out;
-    return pp_numel_d(&out[0]);
+/* ---- unary ------------------------------------------------------------------------ */
+
+pp_status shape_IDENTITY(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                         pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    if (pp_dtype_size(in[0].dtype) == 0)
+        return PP_FAIL(err, PP_EUNSUP, "input has element type %s, which is not supported",
+                       pp_dtype_name(in[0].dtype));
+    out[0].dtype = in[0].dtype;
+    out[0].shape = in[0].shape;
+    return PP_OK;
+}
+
+#define FLOAT_UNARY(E, A1, A2)                                                            \
+    pp_status shape_##E(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, \
+                        pp_err *err) {                                                    \
+        (void)n_in, (void)n_out;                                                          \
+        PP_TRY(float_attrs(a, A1, A2, err));                                              \
+        return unary(in, out, T_FLOAT, err);                                              \
+    }
+FLOAT_UNARY(RELU, NULL, NULL)
+FLOAT_UNARY(LEAKYRELU, "alpha", NULL)
+FLOAT_UNARY(ELU, "alpha", NULL)
+FLOAT_UNARY(SELU, "alpha", "gamma")
+FLOAT_UNARY(SIGMOID, NULL, NULL)
+FLOAT_UNARY(HARDSIGMOID, "alpha", "beta")
+FLOAT_UNARY(HARDSWISH, NULL, NULL)
+FLOAT_UNARY(TANH, NULL, NULL)
+FLOAT_UNARY(SOFTPLUS, NULL, NULL)
+FLOAT_UNARY(ERF, NULL, NULL)
+FLOAT_UNARY(SQRT, NULL, NULL)
+FLOAT_UNARY(EXP, NULL, NULL)
+FLOAT_UNARY(LOG, NULL, NULL)
+FLOAT_UNARY(RECIPROCAL, NULL, NULL)
+FLOAT_UNARY(FLOOR, NULL, NULL)
+FLOAT_UNARY(CEIL, NULL, NULL)
+#undef FLOAT_UNARY
+
+pp_status shape_GELU(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                     pp_err *err) {
+    (void)n_in, (void)n_out;
+    const char *approx;
+    PP_TRY(pp_attr_string(a, "approximate", "none", &approx, err));
+    if (strcmp(approx, "none") != 0 && strcmp(approx, "tanh") != 0)
+        return PP_FAIL(err, PP_EINVAL,
+                       "attribute 'approximate'='%s' is not one of 'none', 'tanh'", approx);
+    return unary(in, out, T_FLOAT, err);
+}
+
+pp_status shape_NEG(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                    pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    return unary(in, out, T_FLOAT | T_SINT, err);
+}
+
+pp_status shape_ABS(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                    pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    return unary(in, out, T_NUM, err);
+}
+
+/* Clip: before opset 11 the bounds are float attributes 'min'/'max' (float
+ * types only); from 11 they are optional scalar inputs of X's type. */
+pp_status shape_CLIP(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                     pp_err *err) {
+    (void)n_out;
+    bool has_attr = pp_attr_find(a, "min") || pp_attr_find(a, "max");
+    if (a.opset < 11) {
+        if (n_in > 1)
+            return PP_FAIL(err, PP_EINVAL,
+                           "Clip takes its bounds as attributes before opset 11, got %d inputs",
+                           n_in);
+        PP_TRY(float_attrs(a, "min", "max", err));
+        return unary(in, out, T_FLOAT, err);
+    }
+    if (has_attr)
+        return PP_FAIL(err, PP_EINVAL,
+                       "attributes 'min'/'max' were replaced by inputs at opset 11 (model opset "
+                       "%d)", a.opset);
+    PP_TRY(unary(in, out, T_NUM, err));
+    static const char *names[] = {"", "input min", "input max"};
+    for (int i = 1; i < 3; i++) {
+        if (!present(in, n_in, i)) continue;
+        PP_TRY(need_same_type(&in[i], &in[0], names[i], "input X", err));
+        PP_TRY(need_scalar(&in[i], names[i], err));
+    }
+    return PP_OK;
+}
+
+/* ---- binary ---------------------------------------------------------------------- */
+
+#define ARITH(E)                                                                         \
+    pp_status shape_##E(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, \
+                        pp_err *err) {                                                   \
+        (void)a, (void)n_in, (void)n_out;                                                \
+        return binary(in, out, T_NUM, PP_UNDEFINED, err);                                \
+    }
+ARITH(ADD)
+ARITH(SUB)
+ARITH(MUL)
+ARITH(DIV)
+#undef ARITH
+
+/* Pow: the result has the base's type; the exponent may be any numeric type. */
+pp_status shape_POW(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                    pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    PP_TRY(need_type(&in[0], T_FLOAT | TB(PP_I32) | TB(PP_I64), "input X (base)", err));
+    PP_TRY(need_type(&in[1], T_NUM, "input Y (exponent)", err));
+    out[0].dtype = in[0].dtype;
+    return pp_broadcast(&in[0].shape, &in[1].shape, &out[0].shape, err);
+}
+
+/* PRelu: slope broadcasts to X (unidirectionally); the output has X's shape. */
+pp_status shape_PRELU(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                      pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    unsigned set = T_FLOAT | TB(PP_I32) | TB(PP_I64) | TB(PP_U32) | TB(PP_U64);
+    PP_TRY(need_type(&in[0], set, "input X", err));
+    PP_TRY(need_same_type(&in[1], &in[0], "input slope", "input X", err));
+    pp_shape o;
+    PP_TRY(pp_broadcast(&in[0].shape, &in[1].shape, &o, err));
+    if (!pp_shape_eq(&o, &in[0].shape)) {
+        char sx[96], ss[96];
+        return PP_FAIL(err, PP_EINVAL, "input slope %s does not broadcast to X's shape %s",
+                       pp_shape_str(&in[1].shape, ss, sizeof ss),
+                       pp_shape_str(&in[0].shape, sx, sizeof sx));
+    }
+    out[0].dtype = in[0].dtype;
+    out[0].shape = in[0].shape;
+    return PP_OK;
+}
+
+/* ---- variadic --------------------------------------------------------------------- */
+
+pp_status shape_MIN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                    pp_err *err) {
+    (void)a, (void)n_out;
+    return variadic(in, n_in, out, T_NUM, err);
+}
+
+pp_status shape_MAX(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                    pp_err *err) {
+    (void)a, (void)n_out;
+    return variadic(in, n_in, out, T_NUM, err);
+}
+
+pp_status shape_SUM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                    pp_err *err) {
+    (void)a, (void)n_out;
+    return variadic(in, n_in, out, T_FLOAT, err);
+}
+
+pp_status shape_MEAN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                     pp_err *err) {
+    (void)a, (void)n_out;
+    return variadic(in, n_in, out, T_FLOAT, err);
+}
+
+/* ---- comparison and logic ------------------------------------------------------------ */
+
+pp_status shape_EQUAL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                      pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    return binary(in, out, T_NUM | T_BOOL, PP_BOOL, err);
+}
+
+#define COMPARE(E)                                                                       \
+    pp_status shape_##E(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, \
+                        pp_err *err) {                                                   \
+        (void)a, (void)n_in, (void)n_out;                                                \
+        return binary(in, out, T_NUM, PP_BOOL, err);                                     \
+    }
+COMPARE(LESS)
+COMPARE(GREATER)
+COMPARE(LESSOREQUAL)
+COMPARE(GREATEROREQUAL)
+#undef COMPARE
+
+pp_status shape_NOT(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                    pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    return unary(in, out, T_BOOL, err);
+}
+
+#define LOGIC(E)                                                                         \
+    pp_status shape_##E(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, \
+                        pp_err *err) {                                                   \
+        (void)a, (void)n_in, (void)n_out;                                                \
+        return binary(in, out, T_BOOL, PP_BOOL, err);                                    \
+    }
+LOGIC(AND)
+LOGIC(OR)
+LOGIC(XOR)
+#undef LOGIC
+
+/* Where(condition, X, Y): three-way broadcast; X and Y of any one type. */
+pp_status shape_WHERE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                      pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    PP_TRY(need_type(&in[0], T_BOOL, "input condition", err));
+    PP_TRY(need_type(&in[1], T_NUM | T_BOOL, "input X", err));
+    PP_TRY(need_same_type(&in[2], &in[1], "input Y", "input X", err));
+    pp_shape s;
+    PP_TRY(pp_broadcast(&in[0].shape, &in[1].shape, &s, err));
+    PP_TRY(pp_broadcast(&s, &in[2].shape, &out[0].shape, err));
+    out[0].dtype = in[1].dtype;
+    return PP_OK;
+}
+
+/* ---- Cast, CastLike, Dropout, CumSum ----------------------------------------------- */
+
+/* Cast's 'saturate' (opset 19) only affects float8 targets, which are not
+ * supported; it is read to check its type and otherwise has no effect. */
+static pp_status cast_common(pp_attrs a, const pp_tinfo *x, int64_t to, pp_tinfo *out,
+                             pp_err *err) {
+    int64_t sat;
+    PP_TRY(pp_attr_int(a, "saturate", 1, &sat, err));
+    PP_TRY(need_type(x, T_NUM | T_BOOL, "input", err));
+    if (to < 1 || to >= 32 || !in_set((pp_dtype)to, T_NUM | T_BOOL)) {
+        /* ONNX TensorProto.DataType names of the types pp_dtype lacks */
+        static const char *const onnx_names[] = {
+            [PP_STRING] = "string", [PP_C64] = "complex64", [PP_C128] = "complex128",
+            [17] = "float8e4m3fn", [18] = "float8e4m3fnuz", [19] = "float8e5m2",
+            [20] = "float8e5m2fnuz", [21] = "uint4", [22] = "int4", [23] = "float4e2m1",
+            [24] = "float8e8m0", [25] = "uint2", [26] = "int2"};
+        const int nn = (int)(sizeof onnx_names / sizeof onnx_names[0]);
+        const char *n = to >= 0 && to < nn && onnx_names[to] ? onnx_names[to] : "unknown";
+        return PP_FAIL(err, PP_EUNSUP, "cast to element type %lld (%s) is not supported", (long long)to,
+                       n);
+    }
+    out[0].dtype = (pp_dtype)to;
+    out[0].shape = x->shape;
+    return PP_OK;
+}
+
+pp_status shape_CAST(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                     pp_err *err) {
+    (void)n_in, (void)n_out;
+    if (!pp_attr_find(a, "to")) return PP_FAIL(err, PP_EINVAL, "attribute 'to' is missing");
+    int64_t to;
+    PP_TRY(pp_attr_int(a, "to", 0, &to, err));
+    return cast_common(a, &in[0], to, out, err);
+}
+
+pp_status shape_CASTLIKE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                         pp_err *err) {
+    (void)n_in, (void)n_out;
+    return cast_common(a, &in[0], in[1].dtype, out, err);
+}
+
+static bool is_half_bits(pp_dtype t) { return t == PP_F16 || t == PP_BF16; }
+
+/* Dropout in inference: output = data; the optional mask is all true (bool;
+ * before opset 10 of data's type, all ones). Training mode is supported only
+ * with ratio 0 (which keeps everything, as inference does): a constant
+ * training_mode=true with another ratio fails here, a computed one in the
+ * kernel. */
+pp_status shape_DROPOUT(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                        pp_err *err) {
+    PP_TRY(need_type(&in[0], T_FLOAT, "input data", err));
+    if (a.opset < 12) {
+        if (n_in > 1)
+            return PP_FAIL(err, PP_EINVAL, "Dropout takes 1 input before opset 12, got %d",
+                           n_in);
+        float ratio;
+        PP_TRY(pp_attr_float(a, "ratio", 0.5f, &ratio, err));
+        int64_t is_test;
+        PP_TRY(pp_attr_int(a, "is_test", 1, &is_test, err));
+        if (!is_test)
+            return PP_FAIL(err, PP_EUNSUP, "attribute 'is_test'=0 (training) is not supported");
+    } else {
+        int64_t seed;
+        PP_TRY(pp_attr_int(a, "seed", 0, &seed, err));
+        if (present(in, n_in, 1)) {
+            PP_TRY(need_type(&in[1], T_FLOAT, "input ratio", err));
+            PP_TRY(need_scalar(&in[1], "input ratio", err));
+        }
+        if (present(in, n_in, 2)) {
+            PP_TRY(need_type(&in[2], T_BOOL, "input training_mode", err));
+            PP_TRY(need_scalar(&in[2], "input training_mode", err));
+            /* training with ratio 0 keeps every element: the same as inference */
+            bool ratio_zero = present(in, n_in, 1) && in[1].data &&
+                              ((in[1].dtype == PP_F32 && *(const float *)in[1].data == 0.0f) ||
+                               (in[1].dtype == PP_F64 && *(const double *)in[1].data == 0.0) ||
+                               (is_half_bits(in[1].dtype) && !(*(const uint16_t *)in[1].data & 0x7fff)));
+            bool ratio_unknown = present(in, n_in, 1) && !in[1].data;
+            if (in[2].data && *(const uint8_t *)in[2].data && !ratio_zero && !ratio_unknown)
+                return PP_FAIL(err, PP_EUNSUP,
+                               "input training_mode is true with a nonzero ratio: "
+                               "training-mode Dropout is not supported");
+        }
+    }
+    out[0].dtype = in[0].dtype;
+    out[0].shape = in[0].shape;
+    if (n_out > 1) {
+        out[1].dtype = a.opset < 10 ? in[0].dtype : PP_BOOL;
+        out[1].shape = in[0].shape;
+    }
+    return PP_OK;
+}
+
+/* CumSum(x, axis): axis is a scalar int tensor, read by the kernel at run time
+ * (checked here when constant). */
+pp_status shape_CUMSUM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                       pp_err *err) {
+    (void)n_in, (void)n_out;
+    PP_TRY(unary(in, out, T_NUM, err));
+    if (in[0].shape.rank < 1) return PP_FAIL(err, PP_EINVAL, "input x must have rank >= 1");
+    PP_TRY(need_type(&in[1], TB(PP_I32) | TB(PP_I64), "input axis", err));
+    PP_TRY(need_scalar(&in[1], "input axis", err));
+    static const char *flags[] = {"exclusive", "reverse"};
+    for (int i = 0; i < 2; i++) {
+        int64_t v;
+        PP_TRY(pp_attr_int(a, flags[i], 0, &v, err));
+        if (v != 0 && v != 1)
+            return PP_FAIL(err, PP_EINVAL, "attribute '%s'=%lld must be 0 or 1", flags[i],
+                           (long long)v);
+    }
+    if (in[1].data) {
+        int64_t ax;
+        int n, norm;
+        PP_TRY(pp_const_ints(&in[1], "input axis", &ax, 1, &n, err));
+        PP_TRY(pp_norm_axis(ax, in[0].shape.rank, "input axis", &norm, err));
+    }
+    return PP_OK;
+}
+
+/* ---- FLOPs --------------------------------------------------------------------------- */
+
+/* Per output element: 1 for simple arithmetic, more for transcendental math. */
+#define FLOPS_PER_ELEM(E, K)                                                               \
+    double flops_##E(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out,        \
+                     int n_out) {                                                          \
+        (void)a, (void)in, (void)n_in, (void)n_out;                                        \
+        return (K) * pp_numel_d(&out[0]);                                                  \
+    }
+FLOPS_PER_ELEM(IDENTITY, 0)
+FLOPS_PER_ELEM(RELU, 1)
+FLOPS_PER_ELEM(LEAKYRELU, 2)
+FLOPS_PER_ELEM(ELU, 8)
+FLOPS_PER_ELEM(SELU, 8)
+FLOPS_PER_ELEM(SIGMOID, 8)
+FLOPS_PER_ELEM(HARDSIGMOID, 4)
+FLOPS_PER_ELEM(HARDSWISH, 5)
+FLOPS_PER_ELEM(TANH, 8)
+FLOPS_PER_ELEM(SOFTPLUS, 10)
+FLOPS_PER_ELEM(ERF, 10)
+FLOPS_PER_ELEM(GELU, 14)
+FLOPS_PER_ELEM(SQRT, 4)
+FLOPS_PER_ELEM(EXP, 8)
+FLOPS_PER_ELEM(LOG, 8)
+FLOPS_PER_ELEM(RECIPROCAL, 1)
+FLOPS_PER_ELEM(FLOOR, 1)
+FLOPS_PER_ELEM(CEIL, 1)
+FLOPS_PER_ELEM(NEG, 1)
+FLOPS_PER_ELEM(ABS, 1)
+FLOPS_PER_ELEM(CLIP, 2)
+FLOPS_PER_ELEM(ADD, 1)
+FLOPS_PER_ELEM(SUB, 1)
+FLOPS_PER_ELEM(MUL, 1)
+FLOPS_PER_ELEM(DIV, 1)
+FLOPS_PER_ELEM(POW, 10)
+FLOPS_PER_ELEM(PRELU, 2)
+FLOPS_PER_ELEM(EQUAL, 1)
+FLOPS_PER_ELEM(LESS, 1)
+FLOPS_PER_ELEM(GREATER, 1)
+FLOPS_PER_ELEM(LESSOREQUAL, 1)
+FLOPS_PER_ELEM(GREATEROREQUAL, 1)
+FLOPS_PER_ELEM(NOT, 1)
+FLOPS_PER_ELEM(AND, 1)
+FLOPS_PER_ELEM(OR, 1)
+FLOPS_PER_ELEM(XOR, 1)
+FLOPS_PER_ELEM(WHERE, 1)
+FLOPS_PER_ELEM(CAST, 1)
+FLOPS_PER_ELEM(CASTLIKE, 1)
+FLOPS_PER_ELEM(DROPOUT, 0)
+FLOPS_PER_ELEM(CUMSUM, 1)
+#undef FLOPS_PER_ELEM
+
+/* Variadic: one operation per extra input per output element (Mean: +1 divide). */
+double flops_MIN(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_out;
+    return (n_in > 1 ? n_in - 1 : 0) * pp_numel_d(&out[0]);
+}
+
+double flops_MAX(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    return flops_MIN(a, in, n_in, out, n_out);
+}
+
+double flops_SUM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    return flops_MIN(a, in, n_in, out, n_out);
+}
+
+double flops_MEAN(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_out;
+    return n_in * pp_numel_d(&out[0]);
 }

@@ -1,28 +1,826 @@
-/* shape_tensor.c: shape inference and FLOPs of the ops in ops_tensor.def. */
-#include "geom.h"
+/* shape_tensor.c: shape inference and FLOPs of the ops in ops_tensor.def:
+ * the shape and data movement ops (Flatten, Reshape, Transpose, Squeeze,
+ * Unsqueeze, Concat, Split, Slice, Gather, GatherElements, Shape, Size,
+ * ConstantOfShape, Expand, Tile, Pad, Trilu, Range).
+ *
+ * These ops move bytes, so they accept every fixed-size element type. Inputs
+ * that decide an output's SHAPE (Reshape's shape, Slice's starts/ends/axes/
+ * steps, Pad's pads and axes, ...) must be constants known at compile time;
+ * runtime/cpu/ref_tensor.c re-reads them from the tensors when it runs, and
+ * derives the rest from the output shapes validated here. All of them do no
+ * arithmetic worth counting: their FLOPs are 0. */
 #include "op_fns.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static bool present(const pp_tinfo *in, int n_in, int k) {
+    return k < n_in && in[k].dtype != PP_UNDEFINED;
+}
+
+static pp_status need_sized(const pp_tinfo *t, const char *what, pp_err *err) {
+    if (pp_dtype_size(t->dtype) == 0)
+        return PP_FAIL(err, PP_EUNSUP,
+                       "%s has element type %s; only fixed-size element types are supported",
+                       what, pp_dtype_name(t->dtype));
+    return PP_OK;
+}
+
+static pp_status need_index(const pp_tinfo *t, const char *what, pp_err *err) {
+    if (t->dtype != PP_I64 && t->dtype != PP_I32)
+        return PP_FAIL(err, PP_EINVAL, "%s must be int64 or int32, got %s", what,
+                       pp_dtype_name(t->dtype));
+    return PP_OK;
+}
+
+static pp_status need_1d(const pp_tinfo *t, const char *what, pp_err *err) {
+    if (t->shape.rank != 1)
+        return PP_FAIL(err, PP_EINVAL, "%s must be 1-D, has rank %d", what, t->shape.rank);
+    return PP_OK;
+}
+
+/* A constant 1-D integer input, read into out[max]. An empty list is known
+ * whether or not its (absent) bytes came along. */
+static pp_status const_list(const pp_tinfo *t, const char *what, int64_t *out, int max, int *n,
+                            pp_err *err) {
+    PP_TRY(need_1d(t, what, err));
+    if (t->shape.dim[0] == 0) {
+        PP_TRY(need_index(t, what, err));
+        *n = 0;
+        return PP_OK;
+    }
+    return pp_const_ints(t, what, out, max, n, err);
+}
+
+/* Normalize n axes against rank into out[], rejecting duplicates; `what`
+ * names the list in messages. */
+static pp_status norm_axes(const int64_t *axes, int n, int rank, const char *what, int *out,
+                           pp_err *err) {
+    for (int i = 0; i < n; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s[%d]", what, i);
+        PP_TRY(pp_norm_axis(axes[i], rank, name, &out[i], err));
+        for (int j = 0; j < i; j++)
+            if (out[j] == out[i])
+                return PP_FAIL(err, PP_EINVAL, "%s names axis %d twice", what, out[i]);
+    }
+    return PP_OK;
+}
+
+static pp_status mul_dim(int64_t a, int64_t b, int64_t *r, pp_err *err) {
+    if (__builtin_mul_overflow(a, b, r))
+        return PP_FAIL(err, PP_EINVAL, "element count overflows");
+    return PP_OK;
+}
+
+/* A tensor attribute or input given for the wrong opset (the ONNX spec moved
+ * several attributes to inputs). */
+static pp_status attr_moved(pp_attrs a, const char *name, int since, pp_err *err) {
+    if (a.opset >= since && pp_attr_find(a, name))
+        return PP_FAIL(err, PP_EINVAL,
+                       "attribute '%s' is not valid at opset %d (it is an input from opset %d)",
+                       name, a.opset, since);
+    return PP_OK;
+}
+
+static pp_status input_too_new(const pp_tinfo *in, int n_in, int k, const char *name, pp_attrs a,
+                               int since, pp_err *err) {
+    if (a.opset < since && present(in, n_in, k))
+        return PP_FAIL(err, PP_EINVAL,
+                       "input '%s' is not valid at opset %d (it is an attribute before opset %d)",
+                       name, a.opset, since);
+    return PP_OK;
+}
+
+#define ZERO_FLOPS(E)                                                                        \
+    double flops_##E(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out,         \
+                     int n_out) {                                                            \
+        (void)a, (void)in, (void)n_in, (void)out, (void)n_out;                               \
+        return 0;                                                                            \
+    }
+
+/* ---- Flatten ---------------------------------------------------------------------- */
+
 pp_status shape_FLATTEN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
-                               pp_err *err) {
+                        pp_err *err) {
     (void)n_in, (void)n_out;
+    PP_TRY(need_sized(&in[0], "input 'input'", err));
     int r = in[0].shape.rank;
     int64_t axis;
     PP_TRY(pp_attr_int(a, "axis", 1, &axis, err));
     if (axis < -r || axis > r)
-        return PP_FAIL(err, PP_EINVAL, "attribute 'axis'=%lld out of range [%d, %d]", (long long)axis, -r, r);
+        return PP_FAIL(err, PP_EINVAL, "attribute 'axis'=%lld is out of range [%d, %d]",
+                       (long long)axis, -r, r);
     if (axis < 0) axis += r;
     int64_t d0 = 1, d1 = 1;
     for (int i = 0; i < r; i++) {
         int64_t *d = i < axis ? &d0 : &d1;
-        if (__builtin_mul_overflow(*d, in[0].shape.dim[i], d))
-            return PP_FAIL(err, PP_EINVAL, "element count overflows");
+        PP_TRY(mul_dim(*d, in[0].shape.dim[i], d, err));
     }
     out[0].dtype = in[0].dtype;
     out[0].shape = (pp_shape){.rank = 2, .dim = {d0, d1}};
     return PP_OK;
 }
+ZERO_FLOPS(FLATTEN)
 
-double flops_FLATTEN(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
-    (void)a, (void)in, (void)n_in, (void)out, (void)n_out;
-    return 0;
+/* ---- Reshape -------------------------------------------------------------------- */
+
+pp_status shape_RESHAPE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                        pp_err *err) {
+    (void)n_in, (void)n_out;
+    const pp_shape *x = &in[0].shape;
+    PP_TRY(need_sized(&in[0], "input 'data'", err));
+    int64_t s[PP_MAX_DIMS];
+    int n;
+    PP_TRY(const_list(&in[1], "input 'shape'", s, PP_MAX_DIMS, &n, err));
+    int64_t allowzero;
+    PP_TRY(pp_attr_int(a, "allowzero", 0, &allowzero, err));
+    if (allowzero != 0 && allowzero != 1)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'allowzero'=%lld must be 0 or 1",
+                       (long long)allowzero);
+    int64_t total;
+    PP_TRY(pp_shape_numel(x, &total, err));
+    pp_shape o = {.rank = n};
+    int infer = -1;
+    bool has_zero = false;
+    int64_t known = 1;
+    for (int i = 0; i < n; i++) {
+        int64_t v = s[i];
+        if (v == -1) {
+            if (infer >= 0)
+                return PP_FAIL(err, PP_EINVAL, "input 'shape' holds -1 more than once");
+            infer = i;
+            o.dim[i] = 1;
+            continue;
+        }
+        if (v < -1)
+            return PP_FAIL(err, PP_EINVAL, "input 'shape'[%d]=%lld is negative", i, (long long)v);
+        if (v == 0 && !allowzero) {
+            if (i >= x->rank)
+                return PP_FAIL(err, PP_EINVAL,
+                               "input 'shape'[%d]=0 copies dimension %d, but the input has rank %d",
+                               i, i, x->rank);
+            v = x->dim[i];
+        } else if (v == 0) {
+            has_zero = true;
+        }
+        o.dim[i] = v;
+        PP_TRY(mul_dim(known, v, &known, err));
+    }
+    char sx[128], so[128];
+    if (infer >= 0) {
+        if (has_zero)
+            return PP_FAIL(err, PP_EINVAL,
+                           "input 'shape' holds both 0 and -1 with attribute 'allowzero'=1");
+        if (known == 0)
+            return PP_FAIL(err, PP_EINVAL,
+                           "input 'shape': the -1 dimension is ambiguous when the other "
+                           "dimensions hold 0 elements");
+        if (total % known)
+            return PP_FAIL(err, PP_EINVAL, "cannot reshape %s (%lld elements) into %s",
+                           pp_shape_str(x, sx, sizeof sx), (long long)total,
+                           pp_shape_str(&o, so, sizeof so));
+        o.dim[infer] = total / known;
+    } else if (known != total) {
+        return PP_FAIL(err, PP_EINVAL, "cannot reshape %s (%lld elements) into %s (%lld elements)",
+                       pp_shape_str(x, sx, sizeof sx), (long long)total,
+                       pp_shape_str(&o, so, sizeof so), (long long)known);
+    }
+    out[0] = (pp_tinfo){in[0].dtype, o, NULL};
+    return PP_OK;
 }
+ZERO_FLOPS(RESHAPE)
+
+/* ---- Transpose ------------------------------------------------------------------- */
+
+pp_status shape_TRANSPOSE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                          pp_err *err) {
+    (void)n_in, (void)n_out;
+    PP_TRY(need_sized(&in[0], "input 'data'", err));
+    int r = in[0].shape.rank;
+    int64_t perm[PP_MAX_DIMS];
+    int n;
+    PP_TRY(pp_attr_ints(a, "perm", perm, PP_MAX_DIMS, &n, err));
+    if (n == 0) {
+        for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
+    } else if (n != r) {
+        return PP_FAIL(err, PP_EINVAL, "attribute 'perm' has %d values, expected %d (the rank)", n,
+                       r);
+    }
+    bool seen[PP_MAX_DIMS] = {false};
+    out[0].dtype = in[0].dtype;
+    out[0].shape.rank = r;
+    for (int i = 0; i < r; i++) {
+        if (perm[i] < 0 || perm[i] >= r || seen[perm[i]])
+            return PP_FAIL(err, PP_EINVAL,
+                           "attribute 'perm' is not a permutation of 0..%d (value %lld at %d)",
+                           r - 1, (long long)perm[i], i);
+        seen[perm[i]] = true;
+        out[0].shape.dim[i] = in[0].shape.dim[perm[i]];
+    }
+    return PP_OK;
+}
+ZERO_FLOPS(TRANSPOSE)
+
+/* ---- Squeeze / Unsqueeze ------------------------------------------------------------- */
+
+/* axes: attribute before opset 13, optional input 1 from 13; *n = 0 when absent. */
+static pp_status squeeze_axes(pp_attrs a, const pp_tinfo *in, int n_in, int64_t *axes, int *n,
+                              pp_err *err) {
+    PP_TRY(attr_moved(a, "axes", 13, err));
+    PP_TRY(input_too_new(in, n_in, 1, "axes", a, 13, err));
+    *n = 0;
+    if (a.opset < 13) return pp_attr_ints(a, "axes", axes, PP_MAX_DIMS, n, err);
+    if (present(in, n_in, 1)) return const_list(&in[1], "input 'axes'", axes, PP_MAX_DIMS, n, err);
+    return PP_OK;
+}
+
+pp_status shape_SQUEEZE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                        pp_err *err) {
+    (void)n_out;
+    PP_TRY(need_sized(&in[0], "input 'data'", err));
+    const pp_shape *x = &in[0].shape;
+    int64_t axes[PP_MAX_DIMS];
+    int n, ax[PP_MAX_DIMS];
+    PP_TRY(squeeze_axes(a, in, n_in, axes, &n, err));
+    PP_TRY(norm_axes(axes, n, x->rank, "axes", ax, err));
+    bool drop[PP_MAX_DIMS] = {false};
+    if (n == 0) {
+        for (int i = 0; i < x->rank; i++) drop[i] = x->dim[i] == 1;
+    } else {
+        for (int i = 0; i < n; i++) {
+            if (x->dim[ax[i]] != 1)
+                return PP_FAIL(err, PP_EINVAL, "cannot squeeze axis %d: its size is %lld, not 1",
+                               ax[i], (long long)x->dim[ax[i]]);
+            drop[ax[i]] = true;
+        }
+    }
+    out[0].dtype = in[0].dtype;
+    out[0].shape.rank = 0;
+    for (int i = 0; i < x->rank; i++)
+        if (!drop[i]) out[0].shape.dim[out[0].shape.rank++] = x->dim[i];
+    return PP_OK;
+}
+ZERO_FLOPS(SQUEEZE)
+
+pp_status shape_UNSQUEEZE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                          pp_err *err) {
+    (void)n_out;
+    PP_TRY(need_sized(&in[0], "input 'data'", err));
+    const pp_shape *x = &in[0].shape;
+    int64_t axes[PP_MAX_DIMS];
+    int n, ax[PP_MAX_DIMS];
+    PP_TRY(squeeze_axes(a, in, n_in, axes, &n, err));
+    if (n == 0)
+        return PP_FAIL(err, PP_EINVAL, "%s 'axes' is required",
+                       a.opset < 13 ? "attribute" : "input");
+    int r = x->rank + n;
+    if (r > PP_MAX_DIMS)
+        return PP_FAIL(err, PP_EUNSUP, "output rank %d exceeds %d", r, PP_MAX_DIMS);
+    PP_TRY(norm_axes(axes, n, r, "axes", ax, err));
+    bool ins[PP_MAX_DIMS] = {false};
+    for (int i = 0; i < n; i++) ins[ax[i]] = true;
+    out[0].dtype = in[0].dtype;
+    out[0].shape.rank = r;
+    for (int i = 0, k = 0; i < r; i++) out[0].shape.dim[i] = ins[i] ? 1 : x->dim[k++];
+    return PP_OK;
+}
+ZERO_FLOPS(UNSQUEEZE)
+
+/* ---- Concat ---------------------------------------------------------------------- */
+
+pp_status shape_CONCAT(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                       pp_err *err) {
+    (void)n_out;
+    if (!pp_attr_find(a, "axis")) return PP_FAIL(err, PP_EINVAL, "attribute 'axis' is required");
+    int64_t axis64;
+    PP_TRY(pp_attr_int(a, "axis", 0, &axis64, err));
+    const pp_shape *x = &in[0].shape;
+    PP_TRY(need_sized(&in[0], "input 0", err));
+    if (x->rank < 1) return PP_FAIL(err, PP_EINVAL, "input 0 is a scalar; Concat needs rank >= 1");
+    int axis;
+    PP_TRY(pp_norm_axis(axis64, x->rank, "attribute 'axis'", &axis, err));
+    pp_shape o = *x;
+    for (int k = 1; k < n_in; k++) {
+        const pp_shape *s = &in[k].shape;
+        if (in[k].dtype == PP_UNDEFINED)
+            return PP_FAIL(err, PP_EINVAL, "input %d is missing", k);
+        if (in[k].dtype != in[0].dtype)
+            return PP_FAIL(err, PP_EINVAL, "input %d has element type %s, input 0 has %s", k,
+                           pp_dtype_name(in[k].dtype), pp_dtype_name(in[0].dtype));
+        bool ok = s->rank == x->rank;
+        for (int d = 0; ok && d < x->rank; d++) ok = d == axis || s->dim[d] == x->dim[d];
+        if (!ok) {
+            char sa[128], sb[128];
+            return PP_FAIL(err, PP_EINVAL,
+                           "input %d has shape %s, which differs from input 0's %s outside axis %d",
+                           k, pp_shape_str(s, sa, sizeof sa), pp_shape_str(x, sb, sizeof sb), axis);
+        }
+        if (__builtin_add_overflow(o.dim[axis], s->dim[axis], &o.dim[axis]))
+            return PP_FAIL(err, PP_EINVAL, "element count overflows");
+    }
+    out[0] = (pp_tinfo){in[0].dtype, o, NULL};
+    return PP_OK;
+}
+ZERO_FLOPS(CONCAT)
+
+/* ---- Split ------------------------------------------------------------------------ */
+
+pp_status shape_SPLIT(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                      pp_err *err) {
+    PP_TRY(need_sized(&in[0], "input 'input'", err));
+    const pp_shape *x = &in[0].shape;
+    if (x->rank < 1) return PP_FAIL(err, PP_EINVAL, "input 'input' is a scalar; Split needs rank >= 1");
+    int64_t axis64;
+    int axis;
+    PP_TRY(pp_attr_int(a, "axis", 0, &axis64, err));
+    PP_TRY(pp_norm_axis(axis64, x->rank, "attribute 'axis'", &axis, err));
+    PP_TRY(attr_moved(a, "split", 13, err));
+    PP_TRY(input_too_new(in, n_in, 1, "split", a, 13, err));
+    int64_t split[PP_MAX_OUTPUTS];
+    int ns = 0;
+    bool have = false;
+    if (a.opset < 13) {
+        PP_TRY(pp_attr_ints(a, "split", split, PP_MAX_OUTPUTS, &ns, err));
+        have = ns > 0;
+    } else if (present(in, n_in, 1)) {
+        PP_TRY(const_list(&in[1], "input 'split'", split, PP_MAX_OUTPUTS, &ns, err));
+        have = true;
+    }
+    const pp_attr *num = pp_attr_find(a, "num_outputs");
+    if (num && a.opset < 18)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'num_outputs' is not valid before opset 18");
+    if (num && have)
+        return PP_FAIL(err, PP_EINVAL, "input 'split' and attribute 'num_outputs' are both given");
+    const int64_t dim = x->dim[axis];
+    if (have) {
+        if (ns != n_out)
+            return PP_FAIL(err, PP_EINVAL, "'split' has %d values for %d outputs", ns, n_out);
+        int64_t sum = 0;
+        for (int k = 0; k < ns; k++) {
+            if (split[k] < 0)
+                return PP_FAIL(err, PP_EINVAL, "'split'[%d]=%lld is negative", k,
+                               (long long)split[k]);
+            if (__builtin_add_overflow(sum, split[k], &sum))
+                return PP_FAIL(err, PP_EINVAL, "'split' overflows");
+        }
+        if (sum != dim)
+            return PP_FAIL(err, PP_EINVAL, "'split' sums to %lld, but axis %d has size %lld",
+                           (long long)sum, axis, (long long)dim);
+    } else {
+        int64_t parts = n_out;
+        if (num) {
+            int64_t v;
+            PP_TRY(pp_attr_int(a, "num_outputs", 0, &v, err));
+            if (v != n_out)
+                return PP_FAIL(err, PP_EINVAL, "attribute 'num_outputs'=%lld, but the node has %d outputs",
+                               (long long)v, n_out);
+        }
+        if (dim % parts == 0) {
+            for (int k = 0; k < n_out; k++) split[k] = dim / parts;
+        } else if (a.opset < 18) {
+            return PP_FAIL(err, PP_EINVAL,
+                           "axis %d (size %lld) cannot be split into %d equal parts (uneven "
+                           "splits need opset 18)", axis, (long long)dim, n_out);
+        } else {
+            /* opset 18: chunks of ceil(dim / n), the last one smaller */
+            int64_t chunk = dim / parts + 1, last = dim - chunk * (parts - 1);
+            if (last < 0)
+                return PP_FAIL(err, PP_EINVAL,
+                               "axis %d (size %lld) cannot be split into %d chunks of %lld",
+                               axis, (long long)dim, n_out, (long long)chunk);
+            for (int k = 0; k < n_out; k++) split[k] = k == n_out - 1 ? last : chunk;
+        }
+    }
+    for (int k = 0; k < n_out; k++) {
+        out[k] = (pp_tinfo){in[0].dtype, *x, NULL};
+        out[k].shape.dim[axis] = split[k];
+    }
+    return PP_OK;
+}
+ZERO_FLOPS(SPLIT)
+
+/* ---- Slice ----------------------------------------------------------------------- */
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+pp_status shape_SLICE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                      pp_err *err) {
+    (void)n_out;
+    PP_TRY(need_sized(&in[0], "input 'data'", err));
+    const pp_shape *x = &in[0].shape;
+    const int r = x->rank;
+    if (r < 1) return PP_FAIL(err, PP_EINVAL, "input 'data' is a scalar; Slice needs rank >= 1");
+    int64_t st[PP_MAX_DIMS], en[PP_MAX_DIMS], axes[PP_MAX_DIMS], steps[PP_MAX_DIMS];
+    int ns, ne, na = -1, nst = -1; /* -1: absent, use the defaults */
+    if (a.opset < 10) {
+        if (n_in > 1)
+            return PP_FAIL(err, PP_EINVAL,
+                           "Slice takes 1 input before opset 10 (starts/ends/axes are attributes)");
+        if (!pp_attr_find(a, "starts") || !pp_attr_find(a, "ends"))
+            return PP_FAIL(err, PP_EINVAL, "attributes 'starts' and 'ends' are required");
+        PP_TRY(pp_attr_ints(a, "starts", st, PP_MAX_DIMS, &ns, err));
+        PP_TRY(pp_attr_ints(a, "ends", en, PP_MAX_DIMS, &ne, err));
+        int n;
+        PP_TRY(pp_attr_ints(a, "axes", axes, PP_MAX_DIMS, &n, err));
+        if (n > 0) na = n;
+    } else {
+        if (pp_attr_find(a, "starts") || pp_attr_find(a, "ends") || pp_attr_find(a, "axes"))
+            return PP_FAIL(err, PP_EINVAL,
+                           "attributes 'starts'/'ends'/'axes' are not valid from opset 10 (they "
+                           "are inputs)");
+        if (n_in < 3 || !present(in, n_in, 1) || !present(in, n_in, 2))
+            return PP_FAIL(err, PP_EINVAL, "inputs 'starts' and 'ends' are required");
+        PP_TRY(const_list(&in[1], "input 'starts'", st, PP_MAX_DIMS, &ns, err));
+        PP_TRY(const_list(&in[2], "input 'ends'", en, PP_MAX_DIMS, &ne, err));
+        if (present(in, n_in, 3))
+            PP_TRY(const_list(&in[3], "input 'axes'", axes, PP_MAX_DIMS, &na, err));
+        if (present(in, n_in, 4))
+            PP_TRY(const_list(&in[4], "input 'steps'", steps, PP_MAX_DIMS, &nst, err));
+    }
+    if (ne != ns) return PP_FAIL(err, PP_EINVAL, "'starts' has %d values, 'ends' %d", ns, ne);
+    if (ns > r)
+        return PP_FAIL(err, PP_EINVAL, "'starts' has %d values, more than the rank %d", ns, r);
+    if (na < 0) {
+        for (int i = 0; i < ns; i++) axes[i] = i;
+        na = ns;
+    }
+    if (na != ns) return PP_FAIL(err, PP_EINVAL, "'axes' has %d values, 'starts' %d", na, ns);
+    if (nst < 0) {
+        for (int i = 0; i < ns; i++) steps[i] = 1;
+        nst = ns;
+    }
+    if (nst != ns) return PP_FAIL(err, PP_EINVAL, "'steps' has %d values, 'starts' %d", nst, ns);
+    int ax[PP_MAX_DIMS];
+    PP_TRY(norm_axes(axes, na, r, "axes", ax, err));
+    pp_shape o = *x;
+    for (int i = 0; i < ns; i++) {
+        const int64_t dim = x->dim[ax[i]], step = steps[i];
+        int64_t s = st[i], e = en[i];
+        if (step == 0) return PP_FAIL(err, PP_EINVAL, "'steps'[%d] is 0", i);
+        if (s < 0) s += dim;
+        if (e < 0) e += dim;
+        int64_t len;
+        if (dim == 0) {
+            len = 0;
+        } else if (step > 0) {
+            s = clamp64(s, 0, dim);
+            e = clamp64(e, 0, dim);
+            len = e > s ? (e - s - 1) / step + 1 : 0;
+        } else {
+            s = clamp64(s, 0, dim - 1);
+            e = clamp64(e, -1, dim - 1);
+            uint64_t ustep = (uint64_t)0 - (uint64_t)step;
+            len = s > e ? (int64_t)((uint64_t)(s - e - 1) / ustep + 1) : 0;
+        }
+        o.dim[ax[i]] = len;
+    }
+    out[0] = (pp_tinfo){in[0].dtype, o, NULL};
+    return PP_OK;
+}
+ZERO_FLOPS(SLICE)
+
+/* ---- Gather / GatherElements ----------------------------------------------------------- */
+
+pp_status shape_GATHER(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                       pp_err *err) {
+    (void)n_in, (void)n_out;
+    PP_TRY(need_sized(&in[0], "input 'data'", err));
+    PP_TRY(need_index(&in[1], "input 'indices'", err));
+    const pp_shape *x = &in[0].shape, *ix = &in[1].shape;
+    if (x->rank < 1) return PP_FAIL(err, PP_EINVAL, "input 'data' is a scalar; Gather needs rank >= 1");
+    int64_t axis64;
+    int axis;
+    PP_TRY(pp_attr_int(a, "axis", 0, &axis64, err));
+    PP_TRY(pp_norm_axis(axis64, x->rank, "attribute 'axis'", &axis, err));
+    int r = x->rank - 1 + ix->rank;
+    if (r > PP_MAX_DIMS)
+        return PP_FAIL(err, PP_EUNSUP, "output rank %d exceeds %d", r, PP_MAX_DIMS);
+    pp_shape o = {.rank = r};
+    int k = 0;
+    for (int d = 0; d < axis; d++) o.dim[k++] = x->dim[d];
+    for (int d = 0; d < ix->rank; d++) o.dim[k++] = ix->dim[d];
+    for (int d = axis + 1; d < x->rank; d++) o.dim[k++] = x->dim[d];
+    out[0] = (pp_tinfo){in[0].dtype, o, NULL};
+    return PP_OK;
+}
+ZERO_FLOPS(GATHER)
+
+pp_status shape_GATHERELEMENTS(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
+                               int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    PP_TRY(need_sized(&in[0], "input 'data'", err));
+    PP_TRY(need_index(&in[1], "input 'indices'", err));
+    const pp_shape *x = &in[0].shape, *ix = &in[1].shape;
+    if (x->rank < 1)
+        return PP_FAIL(err, PP_EINVAL, "input 'data' is a scalar; GatherElements needs rank >= 1");
+    if (ix->rank != x->rank)
+        return PP_FAIL(err, PP_EINVAL, "input 'indices' has rank %d, expected %d (same as 'data')",
+                       ix->rank, x->rank);
+    int64_t axis64;
+    int axis;
+    PP_TRY(pp_attr_int(a, "axis", 0, &axis64, err));
+    PP_TRY(pp_norm_axis(axis64, x->rank, "attribute 'axis'", &axis, err));
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis && ix->dim[d] > x->dim[d])
+            return PP_FAIL(err, PP_EINVAL,
+                           "input 'indices' dim %d is %lld, larger than the data's %lld", d,
+                           (long long)ix->dim[d], (long long)x->dim[d]);
+    out[0] = (pp_tinfo){in[0].dtype, *ix, NULL};
+    return PP_OK;
+}
+ZERO_FLOPS(GATHERELEMENTS)
+
+/* ---- Shape / Size ---------------------------------------------------------------------- */
+
+pp_status shape_SHAPE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                      pp_err *err) {
+    (void)n_in, (void)n_out;
+    const int r = in[0].shape.rank;
+    int64_t start, end;
+    PP_TRY(pp_attr_int(a, "start", 0, &start, err));
+    PP_TRY(pp_attr_int(a, "end", r, &end, err));
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = clamp64(start, 0, r);
+    end = clamp64(end, 0, r);
+    out[0].dtype = PP_I64;
+    out[0].shape = (pp_shape){.rank = 1, .dim = {end > start ? end - start : 0}};
+    return PP_OK;
+}
+ZERO_FLOPS(SHAPE)
+
+pp_status shape_SIZE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                     pp_err *err) {
+    (void)a, (void)in, (void)n_in, (void)n_out, (void)err;
+    out[0].dtype = PP_I64;
+    out[0].shape.rank = 0;
+    return PP_OK;
+}
+ZERO_FLOPS(SIZE)
+
+/* ---- ConstantOfShape -------------------------------------------------------------------- */
+
+pp_status shape_CONSTANTOFSHAPE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
+                                int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    int64_t s[PP_MAX_DIMS];
+    int n;
+    PP_TRY(const_list(&in[0], "input 'input'", s, PP_MAX_DIMS, &n, err));
+    const pp_attr *v;
+    PP_TRY(pp_attr_tensor(a, "value", &v, err));
+    pp_dtype dt = PP_F32;
+    if (v) {
+        int64_t cnt;
+        PP_TRY(pp_shape_numel(&v->t_shape, &cnt, err));
+        if (cnt != 1 || v->t_shape.rank > 1)
+            return PP_FAIL(err, PP_EINVAL, "attribute 'value' must hold exactly one value (1-D), has %lld",
+                           (long long)cnt);
+        dt = v->t_dtype;
+        if (pp_dtype_size(dt) == 0 || v->t_nbytes != pp_dtype_size(dt))
+            return PP_FAIL(err, PP_EUNSUP, "attribute 'value' has unsupported element type %s",
+                           pp_dtype_name(dt));
+    }
+    out[0].dtype = dt;
+    out[0].shape.rank = n;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < 0)
+            return PP_FAIL(err, PP_EINVAL, "input 'input'[%d]=%lld is negative", i, (long long)s[i]);
+        out[0].shape.dim[i] = s[i];
+    }
+    return PP_OK;
+}
+ZERO_FLOPS(CONSTANTOFSHAPE)
+
+/* ---- Expand / Tile -------------------------------------------------------------------- */
+
+pp_status shape_EXPAND(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                       pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    PP_TRY(need_sized(&in[0], "input 'input'", err));
+    pp_shape s;
+    PP_TRY(const_list(&in[1], "input 'shape'", s.dim, PP_MAX_DIMS, &s.rank, err));
+    for (int i = 0; i < s.rank; i++)
+        if (s.dim[i] < 0)
+            return PP_FAIL(err, PP_EINVAL, "input 'shape'[%d]=%lld is negative", i,
+                           (long long)s.dim[i]);
+    out[0].dtype = in[0].dtype;
+    return pp_broadcast(&in[0].shape, &s, &out[0].shape, err);
+}
+ZERO_FLOPS(EXPAND)
+
+pp_status shape_TILE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                     pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    PP_TRY(need_sized(&in[0], "input 'input'", err));
+    const pp_shape *x = &in[0].shape;
+    int64_t rep[PP_MAX_DIMS];
+    int n;
+    PP_TRY(const_list(&in[1], "input 'repeats'", rep, PP_MAX_DIMS, &n, err));
+    if (n != x->rank)
+        return PP_FAIL(err, PP_EINVAL, "input 'repeats' has %d values, expected %d (the rank)", n,
+                       x->rank);
+    out[0] = (pp_tinfo){in[0].dtype, *x, NULL};
+    for (int i = 0; i < n; i++) {
+        if (rep[i] < 0)
+            return PP_FAIL(err, PP_EINVAL, "input 'repeats'[%d]=%lld is negative", i,
+                           (long long)rep[i]);
+        PP_TRY(mul_dim(x->dim[i], rep[i], &out[0].shape.dim[i], err));
+    }
+    return PP_OK;
+}
+ZERO_FLOPS(TILE)
+
+/* ---- Pad ---------------------------------------------------------------------------- */
+
+pp_status shape_PAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                    pp_err *err) {
+    (void)n_out;
+    PP_TRY(need_sized(&in[0], "input 'data'", err));
+    const pp_shape *x = &in[0].shape;
+    const int r = x->rank;
+    const char *mode;
+    PP_TRY(pp_attr_string(a, "mode", "constant", &mode, err));
+    bool constant = !strcmp(mode, "constant");
+    if (!constant && strcmp(mode, "reflect") && strcmp(mode, "edge") && strcmp(mode, "wrap"))
+        return PP_FAIL(err, PP_EINVAL,
+                       "attribute 'mode'='%s' is not one of constant, reflect, edge, wrap", mode);
+    int64_t pads[2 * PP_MAX_DIMS], axes[PP_MAX_DIMS];
+    int np, na = -1;
+    PP_TRY(attr_moved(a, "pads", 11, err));
+    PP_TRY(attr_moved(a, "value", 11, err));
+    if (a.opset < 11) {
+        if (n_in > 1)
+            return PP_FAIL(err, PP_EINVAL, "Pad takes 1 input before opset 11 (pads is an attribute)");
+        if (!pp_attr_find(a, "pads")) return PP_FAIL(err, PP_EINVAL, "attribute 'pads' is required");
+        PP_TRY(pp_attr_ints(a, "pads", pads, 2 * PP_MAX_DIMS, &np, err));
+        float value;
+        PP_TRY(pp_attr_float(a, "value", 0.0f, &value, err));
+    } else {
+        if (!present(in, n_in, 1)) return PP_FAIL(err, PP_EINVAL, "input 'pads' is required");
+        PP_TRY(input_too_new(in, n_in, 3, "axes", a, 18, err));
+        PP_TRY(const_list(&in[1], "input 'pads'", pads, 2 * PP_MAX_DIMS, &np, err));
+        if (present(in, n_in, 2)) {
+            int64_t cnt;
+            PP_TRY(pp_shape_numel(&in[2].shape, &cnt, err));
+            if (in[2].dtype != in[0].dtype)
+                return PP_FAIL(err, PP_EINVAL,
+                               "input 'constant_value' has element type %s, the data %s",
+                               pp_dtype_name(in[2].dtype), pp_dtype_name(in[0].dtype));
+            if (cnt != 1 || in[2].shape.rank > 1)
+                return PP_FAIL(err, PP_EINVAL, "input 'constant_value' must be a scalar");
+        }
+        if (present(in, n_in, 3))
+            PP_TRY(const_list(&in[3], "input 'axes'", axes, PP_MAX_DIMS, &na, err));
+    }
+    int ax[PP_MAX_DIMS];
+    if (na < 0) {
+        na = r;
+        for (int i = 0; i < r; i++) ax[i] = i;
+    } else {
+        PP_TRY(norm_axes(axes, na, r, "input 'axes'", ax, err));
+    }
+    if (np != 2 * na)
+        return PP_FAIL(err, PP_EINVAL, "'pads' has %d values, expected %d (2 per axis)", np,
+                       2 * na);
+    pp_shape o = *x;
+    for (int i = 0; i < na; i++) {
+        const int64_t b = pads[i], e = pads[na + i], dim = x->dim[ax[i]];
+        if (!constant && (b < 0 || e < 0))
+            return PP_FAIL(err, PP_EUNSUP, "negative 'pads' with mode '%s' are not supported",
+                           mode);
+        if (!constant && dim == 0 && (b || e))
+            return PP_FAIL(err, PP_EINVAL, "mode '%s' cannot pad axis %d, which is empty", mode,
+                           ax[i]);
+        int64_t v;
+        if (__builtin_add_overflow(dim, b, &v) || __builtin_add_overflow(v, e, &v))
+            return PP_FAIL(err, PP_EINVAL, "'pads' overflow");
+        if (v < 0)
+            return PP_FAIL(err, PP_EINVAL, "'pads' (%lld, %lld) remove more than axis %d's %lld elements",
+                           (long long)b, (long long)e, ax[i], (long long)dim);
+        o.dim[ax[i]] = v;
+    }
+    out[0] = (pp_tinfo){in[0].dtype, o, NULL};
+    return PP_OK;
+}
+ZERO_FLOPS(PAD)
+
+/* ---- Trilu ---------------------------------------------------------------------------- */
+
+pp_status shape_TRILU(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                      pp_err *err) {
+    (void)n_out;
+    PP_TRY(need_sized(&in[0], "input 'input'", err));
+    PP_TRY(pp_need_rank(&in[0], 2, PP_MAX_DIMS, "input 'input'", err));
+    int64_t upper;
+    PP_TRY(pp_attr_int(a, "upper", 1, &upper, err));
+    if (upper != 0 && upper != 1)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'upper'=%lld must be 0 or 1", (long long)upper);
+    if (present(in, n_in, 1)) {
+        PP_TRY(need_index(&in[1], "input 'k'", err));
+        int64_t cnt;
+        PP_TRY(pp_shape_numel(&in[1].shape, &cnt, err));
+        if (cnt != 1 || in[1].shape.rank > 1)
+            return PP_FAIL(err, PP_EINVAL, "input 'k' must be a scalar");
+    }
+    out[0] = (pp_tinfo){in[0].dtype, in[0].shape, NULL};
+    return PP_OK;
+}
+ZERO_FLOPS(TRILU)
+
+/* ---- Range ---------------------------------------------------------------------------- */
+
+static double half_to_double(uint16_t h) {
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* A scalar constant of a numeric type as double, or as int64 (*is_int). */
+static pp_status range_scalar(const pp_tinfo *t, const char *what, double *d, int64_t *i,
+                              pp_err *err) {
+    int64_t cnt;
+    PP_TRY(pp_shape_numel(&t->shape, &cnt, err));
+    if (cnt != 1 || t->shape.rank > 1)
+        return PP_FAIL(err, PP_EINVAL, "%s must be a scalar", what);
+    if (!t->data)
+        return PP_FAIL(err, PP_EUNSUP,
+                       "%s must be a constant known at compile time (a data-dependent shape is "
+                       "not supported)", what);
+    const void *p = t->data;
+    uint16_t h;
+    *i = 0;
+    switch (t->dtype) {
+    case PP_F32: { float v; memcpy(&v, p, 4); *d = v; return PP_OK; }
+    case PP_F64: memcpy(d, p, 8); return PP_OK;
+    case PP_F16: memcpy(&h, p, 2); *d = half_to_double(h); return PP_OK;
+    case PP_BF16: {
+        memcpy(&h, p, 2);
+        uint32_t u = (uint32_t)h << 16;
+        float v;
+        memcpy(&v, &u, 4);
+        *d = v;
+        return PP_OK;
+    }
+    case PP_I8: { int8_t v; memcpy(&v, p, 1); *i = v; break; }
+    case PP_U8: { uint8_t v; memcpy(&v, p, 1); *i = v; break; }
+    case PP_I16: { int16_t v; memcpy(&v, p, 2); *i = v; break; }
+    case PP_U16: { uint16_t v; memcpy(&v, p, 2); *i = v; break; }
+    case PP_I32: { int32_t v; memcpy(&v, p, 4); *i = v; break; }
+    case PP_U32: { uint32_t v; memcpy(&v, p, 4); *i = v; break; }
+    case PP_I64: memcpy(i, p, 8); break;
+    default:
+        return PP_FAIL(err, PP_EUNSUP, "%s has element type %s; Range supports numeric types",
+                       what, pp_dtype_name(t->dtype));
+    }
+    *d = (double)*i;
+    return PP_OK;
+}
+
+static bool range_is_float(pp_dtype t) {
+    return t == PP_F32 || t == PP_F64 || t == PP_F16 || t == PP_BF16;
+}
+
+pp_status shape_RANGE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                      pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    static const char *names[3] = {"input 'start'", "input 'limit'", "input 'delta'"};
+    double d[3];
+    int64_t iv[3];
+    for (int k = 0; k < 3; k++) {
+        if (in[k].dtype != in[0].dtype)
+            return PP_FAIL(err, PP_EINVAL, "%s has element type %s, input 'start' %s", names[k],
+                           pp_dtype_name(in[k].dtype), pp_dtype_name(in[0].dtype));
+        PP_TRY(range_scalar(&in[k], names[k], &d[k], &iv[k], err));
+    }
+    int64_t n;
+    if (range_is_float(in[0].dtype)) {
+        if (d[2] == 0) return PP_FAIL(err, PP_EINVAL, "input 'delta' is 0");
+        double c = ceil((d[1] - d[0]) / d[2]);
+        if (c != c) return PP_FAIL(err, PP_EINVAL, "Range: the element count is not a number");
+        if (c > (double)((int64_t)1 << 40))
+            return PP_FAIL(err, PP_EINVAL, "Range: %g elements is too many", c);
+        n = c > 0 ? (int64_t)c : 0;
+    } else {
+        const int64_t s = iv[0], l = iv[1], dl = iv[2];
+        if (dl == 0) return PP_FAIL(err, PP_EINVAL, "input 'delta' is 0");
+        if ((dl > 0 && l <= s) || (dl < 0 && l >= s)) {
+            n = 0;
+        } else { /* |l - s| and |dl| fit in uint64 */
+            uint64_t span = dl > 0 ? (uint64_t)l - (uint64_t)s : (uint64_t)s - (uint64_t)l;
+            uint64_t step = dl > 0 ? (uint64_t)dl : (uint64_t)0 - (uint64_t)dl;
+            uint64_t c = (span - 1) / step + 1;
+            if (c > ((uint64_t)1 << 40))
+                return PP_FAIL(err, PP_EINVAL, "Range: %llu elements is too many",
+                               (unsigned long long)c);
+            n = (int64_t)c;
+        }
+    }
+    out[0].dtype = in[0].dtype;
+    out[0].shape = (pp_shape){.rank = 1, .dim = {n}};
+    return PP_OK;
+}
+ZERO_FLOPS(RANGE)

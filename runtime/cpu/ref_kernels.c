@@ -1,4 +1,7 @@
-/* ref_kernels.c: the plain-C reference kernels, one per op of ops.def.
+/* ref_kernels.c: the plain-C reference kernels of the core ops of ops.def
+ * (Conv, BatchNormalization, MaxPool, GlobalAveragePool, Gemm), the shared
+ * kernel helpers of ref.h (scratch, argument checks, pprt_sgemm) and the
+ * kernel table; the op families' kernels live in ref_FAMILY.c.
  *
  * These are the oracle every other backend is compared against, so they aim
  * for "obviously correct" first and "fast enough to run ResNet-50 in tests"
@@ -9,7 +12,8 @@
  *     the same inputs give bit-identical results;
  *   - Conv lowers to im2col (in column chunks, in scratch) + one cache-blocked
  *     float GEMM whose micro-kernel is plain C that gcc -O3 vectorizes;
- *   - only f32, except Identity and Flatten which copy bytes of any dtype.
+ *   - only f32, except MaxPool (also f64, int8, uint8) and the byte copy
+ *     pprt_copy_bytes that Identity and Flatten use.
  *
  * Shapes and attributes were validated by pp_infer before a kernel runs; the
  * kernels still re-check what is cheap (counts, dtypes, output shapes) and
@@ -464,58 +468,113 @@ pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
     return PP_OK;
 }
 
-/* ---- MaxPool ------------------------------------------------------------------------- */
+/* ---- MaxPool ------------------------------------------------------------------------- *
+ * One loop per element type (f32, f64, i8, u8). Each output takes the first
+ * maximum in window order; NaN propagates (the first NaN wins). Padding is
+ * never selected: a window entirely in the padding (only possible with
+ * pads >= window) gives the type's lowest value and index -1. The optional
+ * Indices output holds flat indices into X: row-major, or with
+ * storage_order=1 the spatial part column-major (first spatial dim fastest). */
+
+#define MAXPOOL_LOOP(T, LOWEST)                                                               \
+    static void maxpool_##T(const geom3 *g, int64_t planes, const T *xd, T *yd,              \
+                            int64_t *id) {                                                    \
+        const int64_t Pin = g->in[0] * g->in[1] * g->in[2];                                   \
+        const int64_t P = g->out[0] * g->out[1] * g->out[2];                                  \
+        for (int64_t pl = 0; pl < planes; pl++) {                                             \
+            const T *x = xd + pl * Pin;                                                       \
+            for (int64_t o0 = 0; o0 < g->out[0]; o0++)                                        \
+                for (int64_t o1 = 0; o1 < g->out[1]; o1++)                                    \
+                    for (int64_t o2 = 0; o2 < g->out[2]; o2++) {                              \
+                        T m = LOWEST;                                                         \
+                        int64_t bi0 = -1, bi1 = 0, bi2 = 0;                                   \
+                        bool isnan_m = false;                                                 \
+                        for (int64_t a = 0; a < g->k[0] && !isnan_m; a++) {                   \
+                            int64_t i0 = o0 * g->s[0] - g->p[0] + a * g->d[0];                \
+                            if (i0 < 0 || i0 >= g->in[0]) continue;                           \
+                            for (int64_t b = 0; b < g->k[1] && !isnan_m; b++) {               \
+                                int64_t i1 = o1 * g->s[1] - g->p[1] + b * g->d[1];            \
+                                if (i1 < 0 || i1 >= g->in[1]) continue;                       \
+                                const T *row = x + (i0 * g->in[1] + i1) * g->in[2];           \
+                                for (int64_t e = 0; e < g->k[2]; e++) {                       \
+                                    int64_t i2 = o2 * g->s[2] - g->p[2] + e * g->d[2];        \
+                                    if (i2 < 0 || i2 >= g->in[2]) continue;                   \
+                                    const T v = row[i2];                                      \
+                                    if (v != v) { /* NaN: it is the result */                 \
+                                        m = v, bi0 = i0, bi1 = i1, bi2 = i2;                  \
+                                        isnan_m = true;                                       \
+                                        break;                                                \
+                                    }                                                         \
+                                    if (v > m || bi0 < 0) m = v, bi0 = i0, bi1 = i1, bi2 = i2; \
+                                }                                                             \
+                            }                                                                 \
+                        }                                                                     \
+                        const int64_t o = pl * P + (o0 * g->out[1] + o1) * g->out[2] + o2;   \
+                        yd[o] = m;                                                            \
+                        if (id)                                                               \
+                            id[o] = bi0 < 0 ? -1                                              \
+                                            : pl * Pin + (bi0 * g->in[1] + bi1) * g->in[2] + bi2; \
+                    }                                                                         \
+        }                                                                                     \
+    }
+MAXPOOL_LOOP(float, -INFINITY)
+MAXPOOL_LOOP(double, -INFINITY)
+MAXPOOL_LOOP(int8_t, INT8_MIN)
+MAXPOOL_LOOP(uint8_t, 0)
 
 pp_status kern_MAXPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                               int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
-    PP_TRY(pprt_need_counts("MaxPool", n_in, 1, 1, n_out, err));
-    PP_TRY(pprt_need_f32(&in[0], "MaxPool input", err));
-    PP_TRY(pprt_need_f32(&out[0], "MaxPool output", err));
+    if (n_in != 1 || n_out < 1 || n_out > 2)
+        return PP_FAIL(err, PP_EINVAL, "MaxPool kernel: %d inputs and %d outputs, expected 1 "
+                       "and 1..2", n_in, n_out);
+    const pp_dtype t = in[0].dtype;
+    if (t != PP_F32 && t != PP_F64 && t != PP_I8 && t != PP_U8)
+        return PP_FAIL(err, PP_EUNSUP, "MaxPool kernel: element type %s is not supported",
+                       pp_dtype_name(t));
+    if (out[0].dtype != t)
+        return PP_FAIL(err, PP_EINVAL, "MaxPool kernel: output type %s differs from input type %s",
+                       pp_dtype_name(out[0].dtype), pp_dtype_name(t));
     const pp_shape *xs = &in[0].shape;
     pp_geom pg;
     PP_TRY(pp_geom_make(attrs, xs, NULL, true, &pg, err));
     pp_shape want = *xs;
     for (int i = 0; i < pg.nsp; i++) want.dim[2 + i] = pg.out[i];
     PP_TRY(pprt_need_shape(&out[0], &want, "MaxPool output", err));
+    int64_t *ind = NULL;
+    if (n_out > 1) {
+        if (out[1].dtype != PP_I64)
+            return PP_FAIL(err, PP_EINVAL, "MaxPool kernel: Indices must be int64");
+        PP_TRY(pprt_need_shape(&out[1], &want, "MaxPool Indices", err));
+        ind = out[1].data;
+    }
+    int64_t so;
+    PP_TRY(pp_attr_int(attrs, "storage_order", 0, &so, err));
     int64_t total;
     PP_TRY(pprt_numel_of(&out[0], &total, err));
     if (total == 0) return PP_OK;
 
     const geom3 g = lift3(&pg);
     const int64_t planes = xs->dim[0] * xs->dim[1];
-    const int64_t Pin = g.in[0] * g.in[1] * g.in[2], P = g.out[0] * g.out[1] * g.out[2];
-    const float *xd = in[0].data;
-    float *yd = out[0].data;
-    /* Valid window taps of the innermost dim for each output column, computed
-     * once; the outer two dims are checked per tap (they are 1 for 1-D/2-D). */
-    for (int64_t pl = 0; pl < planes; pl++) {
-        const float *x = xd + pl * Pin;
-        float *y = yd + pl * P;
-        for (int64_t o0 = 0; o0 < g.out[0]; o0++)
-            for (int64_t o1 = 0; o1 < g.out[1]; o1++)
-                for (int64_t o2 = 0; o2 < g.out[2]; o2++) {
-                    /* Padding is never selected: a window entirely in the
-                     * padding (only possible with pads >= window) gives -inf. */
-                    float m = -INFINITY;
-                    for (int64_t a = 0; a < g.k[0]; a++) {
-                        int64_t i0 = o0 * g.s[0] - g.p[0] + a * g.d[0];
-                        if (i0 < 0 || i0 >= g.in[0]) continue;
-                        for (int64_t b = 0; b < g.k[1]; b++) {
-                            int64_t i1 = o1 * g.s[1] - g.p[1] + b * g.d[1];
-                            if (i1 < 0 || i1 >= g.in[1]) continue;
-                            const float *row = x + (i0 * g.in[1] + i1) * g.in[2];
-                            for (int64_t e = 0; e < g.k[2]; e++) {
-                                int64_t i2 = o2 * g.s[2] - g.p[2] + e * g.d[2];
-                                if (i2 < 0 || i2 >= g.in[2]) continue;
-                                const float v = row[i2];
-                                /* NaN propagates: once m is NaN nothing replaces it */
-                                if (v > m || v != v) m = m != m ? m : v;
-                            }
-                        }
-                    }
-                    *y++ = m;
-                }
+    switch (t) {
+    case PP_F32: maxpool_float(&g, planes, in[0].data, out[0].data, ind); break;
+    case PP_F64: maxpool_double(&g, planes, in[0].data, out[0].data, ind); break;
+    case PP_I8: maxpool_int8_t(&g, planes, in[0].data, out[0].data, ind); break;
+    default: maxpool_uint8_t(&g, planes, in[0].data, out[0].data, ind); break;
+    }
+    if (ind && so == 1 && pg.nsp > 1) {
+        /* convert each row-major flat index to the column-major one */
+        const int64_t Pin = g.in[0] * g.in[1] * g.in[2];
+        int64_t sp[PP_MAX_SPATIAL];
+        for (int i = 0; i < pg.nsp; i++) sp[i] = pg.in[i];
+        for (int64_t o = 0; o < total; o++) {
+            if (ind[o] < 0) continue;
+            int64_t pl = ind[o] / Pin, r = ind[o] % Pin, c[PP_MAX_SPATIAL];
+            for (int i = pg.nsp - 1; i >= 0; i--) c[i] = r % sp[i], r /= sp[i];
+            int64_t li = 0;
+            for (int i = pg.nsp - 1; i >= 0; i--) li = li * sp[i] + c[i];
+            ind[o] = pl * Pin + li;
+        }
     }
     return PP_OK;
 }

@@ -1,121 +1,1134 @@
-/* ref_math.c: reference kernels of the ops in ir/ops_math.def. */
+/* ref_math.c: reference kernels of the ops in ir/ops_math.def: unary math and
+ * activations, broadcasting binary and variadic ops, comparisons and logic,
+ * Where, Cast/CastLike, inference-mode Dropout (training mode only with
+ * ratio 0), CumSum.
+ *
+ * How the pieces fit:
+ *   - one broadcasting engine (ew_run) serves every elementwise op with 1 to 3
+ *     inputs: it checks that each input broadcasts to the output shape, merges
+ *     neighbouring output dims along which every input behaves the same (so
+ *     [N,C,H,W] + [1,C,1,1] becomes [N, C, H*W]) and calls the op's inner loop
+ *     once per innermost row, where each input either advances (inc 1) or
+ *     repeats one element (inc 0);
+ *   - inner loops are instantiated per element type with X-macro type lists;
+ *     integer arithmetic wraps around (computed in unsigned types, as NumPy
+ *     does), integer division truncates toward zero like C and NumPy's
+ *     astype, with x/0 defined as 0 and MIN/-1 wrapping;
+ *   - float16 and bfloat16 are computed in float32 (lift_half converts the
+ *     inputs, runs the float32 kernel, rounds the outputs back to nearest-even);
+ *   - Cast converts between every pair of numeric/bool types in software
+ *     (float16/bfloat16 included); float -> integer saturates (NaN -> 0)
+ *     instead of being undefined.
+ * Plain C, single-threaded, deterministic; shapes and attributes were
+ * validated by ir/shape_math.c, the kernels re-check what is cheap. */
 #include "ref.h"
+#include "../../ir/op_fns.h" /* pp_broadcast */
 
-#include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <tgmath.h> /* exp(), tanh(), ... pick the float or double version by type */
 
-/* ---- Identity ---- */
+/* ---- element type lists (X-macros) ------------------------------------------------ *
+ * X(ENUM, C type, unsigned type for wrapping arithmetic, A, B): A and B are passed
+ * through for the caller's use. The unsigned type is at least 32 bits wide so that
+ * products of narrow types cannot overflow a promoted int. */
+#define FLOATS(X, A, B) X(PP_F32, float, float, A, B) X(PP_F64, double, double, A, B)
+#define SINTS(X, A, B)                                                                   \
+    X(PP_I8, int8_t, uint32_t, A, B) X(PP_I16, int16_t, uint32_t, A, B)                  \
+    X(PP_I32, int32_t, uint32_t, A, B) X(PP_I64, int64_t, uint64_t, A, B)
+#define UINTS(X, A, B)                                                                   \
+    X(PP_U8, uint8_t, uint32_t, A, B) X(PP_U16, uint16_t, uint32_t, A, B)                \
+    X(PP_U32, uint32_t, uint32_t, A, B) X(PP_U64, uint64_t, uint64_t, A, B)
+#define BOOLS(X, A, B) X(PP_BOOL, uint8_t, uint32_t, A, B)
 
-pp_status kern_IDENTITY(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
-                               int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)attrs, (void)scratch;
-    if (n_in >= 1 && n_out >= 1) PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "Identity output", err));
-    return pprt_copy_bytes("Identity", in, n_in, out, n_out, err);
+#define KB(t) (1u << (unsigned)(t))
+#define K_FLOAT (KB(PP_F32) | KB(PP_F64)) /* after lift_half */
+#define K_SINT (KB(PP_I8) | KB(PP_I16) | KB(PP_I32) | KB(PP_I64))
+#define K_UINT (KB(PP_U8) | KB(PP_U16) | KB(PP_U32) | KB(PP_U64))
+#define K_NUM (K_FLOAT | K_SINT | K_UINT)
+#define K_BOOL KB(PP_BOOL)
+
+static pp_status need_k(const pprt_tensor *t, unsigned set, const char *op, const char *what,
+                        pp_err *err) {
+    if ((unsigned)t->dtype < 32 && (set & KB(t->dtype))) return PP_OK;
+    return PP_FAIL(err, PP_EUNSUP, "%s kernel: %s has element type %s, which is not supported",
+                   op, what, pp_dtype_name(t->dtype));
 }
 
-/* ---- Relu --------------------------------------------------------------------------- */
-
-pp_status kern_RELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
-                           int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)attrs, (void)scratch;
-    PP_TRY(pprt_need_counts("Relu", n_in, 1, 1, n_out, err));
-    PP_TRY(pprt_need_f32(&in[0], "Relu input", err));
-    PP_TRY(pprt_need_f32(&out[0], "Relu output", err));
-    PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "Relu output", err));
-    int64_t n;
-    PP_TRY(pprt_numel_of(&in[0], &n, err));
-    const float *restrict x = in[0].data;
-    float *restrict y = out[0].data;
-    /* x < 0 ? 0 : x keeps NaN as NaN (max(0, NaN) is NaN in ONNX's reference) */
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+static pp_status need_dtype(const pprt_tensor *t, pp_dtype want, const char *op,
+                            const char *what, pp_err *err) {
+    if (t->dtype != want)
+        return PP_FAIL(err, PP_EINVAL, "%s kernel: %s has element type %s, expected %s", op, what,
+                       pp_dtype_name(t->dtype), pp_dtype_name(want));
     return PP_OK;
 }
 
-/* ---- Add (NumPy multidirectional broadcasting) -------------------------------------- */
+/* ---- float16 / bfloat16 in software ------------------------------------------------- */
 
-pp_status kern_ADD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
-                          int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)attrs, (void)scratch;
-    PP_TRY(pprt_need_counts("Add", n_in, 2, 2, n_out, err));
-    PP_TRY(pprt_need_f32(&in[0], "Add input A", err));
-    PP_TRY(pprt_need_f32(&in[1], "Add input B", err));
-    PP_TRY(pprt_need_f32(&out[0], "Add output", err));
-    const pp_shape *as = &in[0].shape, *bs = &in[1].shape, *os = &out[0].shape;
-    const float *A = in[0].data, *B = in[1].data;
-    float *Y = out[0].data;
-    int64_t total;
-    PP_TRY(pprt_numel_of(&out[0], &total, err));
+static float half_to_float(uint16_t h) {
+    int e = (h >> 10) & 31, m = h & 1023;
+    float v = e == 0 ? ldexpf((float)m, -24)
+              : e == 31 ? (m ? NAN : INFINITY)
+                        : ldexpf((float)(m | 1024), e - 25);
+    return (h & 0x8000) ? -v : v;
+}
 
-    if (pp_shape_eq(as, bs) && pp_shape_eq(as, os)) { /* fast path */
-        const float *restrict a = A, *restrict b = B;
-        float *restrict y = Y;
-        for (int64_t i = 0; i < total; i++) y[i] = a[i] + b[i];
-        return PP_OK;
+static float bf16_to_float(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* v (finite, >= 0) rounded to nearest-even with p significant bits, the
+ * quantum never below 2^qmin (gradual underflow). */
+static double round_bits(double v, int p, int qmin) {
+    int e;
+    (void)frexp(v, &e); /* v = m * 2^e, m in [0.5, 1) */
+    int q = e - p;
+    if (q < qmin) q = qmin;
+    return ldexp(nearbyint(ldexp(v, -q)), q);
+}
+
+/* A binary float with mb mantissa and eb exponent bits (float16: 10, 5;
+ * bfloat16: 7, 8) nearest to v, ties to even, overflow to infinity. Rounds
+ * from double directly, so a double source is rounded once. */
+static uint16_t narrow_float(double v, int mb, int eb) {
+    const int bias = (1 << (eb - 1)) - 1;
+    const uint16_t sign = signbit(v) ? (uint16_t)(1u << (mb + eb)) : 0;
+    const uint16_t inf = (uint16_t)(((1u << eb) - 1) << mb);
+    if (isnan(v)) return sign | inf | (uint16_t)(1u << (mb - 1));
+    double a = fabs(v);
+    if (isinf(a)) return sign | inf;
+    double r = round_bits(a, mb + 1, 1 - bias - mb);
+    if (r >= ldexp(1.0, bias + 1)) return sign | inf;
+    if (r < ldexp(1.0, 1 - bias)) return sign | (uint16_t)ldexp(r, bias - 1 + mb); /* subnormal */
+    int e;
+    double m = frexp(r, &e); /* r = (2m) * 2^(e-1), 2m in [1, 2) */
+    return sign | (uint16_t)((e - 1 + bias) << mb) | (uint16_t)(ldexp(m, mb + 1) - ldexp(1.0, mb));
+}
+
+/* ---- Cast between element types ----------------------------------------------------- */
+
+/* float -> integer: truncate toward zero, saturate out of range, NaN -> 0. */
+static int64_t f2s(double v, int64_t lo, int64_t hi) {
+    if (isnan(v)) return 0;
+    if (v <= (double)lo) return lo;
+    if (v >= (double)hi) return hi;
+    return (int64_t)v;
+}
+
+static uint64_t f2u(double v, uint64_t hi) {
+    if (isnan(v) || v <= 0) return 0;
+    if (v >= (double)hi) return hi;
+    return (uint64_t)v;
+}
+
+/* Sources: X(ENUM, storage type, is floating, load expression of the stored v). */
+#define CAST_SRC(X)                                                                     \
+    X(PP_F32, float, 1, v) X(PP_F64, double, 1, v)                                      \
+    X(PP_F16, uint16_t, 1, half_to_float(v)) X(PP_BF16, uint16_t, 1, bf16_to_float(v))  \
+    X(PP_I8, int8_t, 0, v) X(PP_I16, int16_t, 0, v) X(PP_I32, int32_t, 0, v)            \
+    X(PP_I64, int64_t, 0, v) X(PP_U8, uint8_t, 0, v) X(PP_U16, uint16_t, 0, v)          \
+    X(PP_U32, uint32_t, 0, v) X(PP_U64, uint64_t, 0, v) X(PP_BOOL, uint8_t, 0, (v != 0))
+/* Destinations: X(ENUM, storage type, conversion kind, min, max, <source args>). */
+#define CAST_DST(X, TS, ISF, LOAD)                                                      \
+    X(PP_F32, float, FLT, 0, 0, TS, ISF, LOAD)                                          \
+    X(PP_F64, double, FLT, 0, 0, TS, ISF, LOAD)                                         \
+    X(PP_F16, uint16_t, F16, 0, 0, TS, ISF, LOAD)                                       \
+    X(PP_BF16, uint16_t, BF16, 0, 0, TS, ISF, LOAD)                                     \
+    X(PP_I8, int8_t, SI, INT8_MIN, INT8_MAX, TS, ISF, LOAD)                             \
+    X(PP_I16, int16_t, SI, INT16_MIN, INT16_MAX, TS, ISF, LOAD)                         \
+    X(PP_I32, int32_t, SI, INT32_MIN, INT32_MAX, TS, ISF, LOAD)                         \
+    X(PP_I64, int64_t, SI, INT64_MIN, INT64_MAX, TS, ISF, LOAD)                         \
+    X(PP_U8, uint8_t, UI, 0, UINT8_MAX, TS, ISF, LOAD)                                  \
+    X(PP_U16, uint16_t, UI, 0, UINT16_MAX, TS, ISF, LOAD)                               \
+    X(PP_U32, uint32_t, UI, 0, UINT32_MAX, TS, ISF, LOAD)                               \
+    X(PP_U64, uint64_t, UI, 0, UINT64_MAX, TS, ISF, LOAD)                               \
+    X(PP_BOOL, uint8_t, BOOL, 0, 0, TS, ISF, LOAD)
+#define CONV_FLT(TD, LO, HI, ISF, L) ((TD)(L))
+#define CONV_F16(TD, LO, HI, ISF, L) narrow_float((double)(L), 10, 5)
+#define CONV_BF16(TD, LO, HI, ISF, L) narrow_float((double)(L), 7, 8)
+#define CONV_SI(TD, LO, HI, ISF, L) ((ISF) ? (TD)f2s((double)(L), LO, HI) : (TD)(L))
+#define CONV_UI(TD, LO, HI, ISF, L) ((ISF) ? (TD)f2u((double)(L), HI) : (TD)(L))
+#define CONV_BOOL(TD, LO, HI, ISF, L) ((uint8_t)((L) != 0))
+
+#define CAST_DST_CASE(E, TD, KIND, LO, HI, TS, ISF, LOAD)                 \
+    case E: {                                                             \
+        TD *d_ = dst;                                                     \
+        for (int64_t i = 0; i < n; i++) {                                 \
+            TS v = s_[i];                                                 \
+            d_[i] = CONV_##KIND(TD, LO, HI, ISF, LOAD);                   \
+        }                                                                 \
+        return true;                                                      \
+    }
+#define CAST_SRC_CASE(E, TS, ISF, LOAD)                                   \
+    case E: {                                                             \
+        const TS *s_ = src;                                               \
+        switch (dt) {                                                     \
+            CAST_DST(CAST_DST_CASE, TS, ISF, LOAD)                        \
+        default: return false;                                            \
+        }                                                                 \
     }
 
-    /* Check the broadcast and describe each output dim by whether A and B
-     * vary along it; drop unit output dims and merge neighbours with the same
-     * pattern, so e.g. [N,C,H,W] + [1,C,1,1] becomes [N, C, H*W]. */
+/* dst[0..n) = src[0..n) converted from type st to dt; false when either type
+ * is not supported. */
+static bool cast_elems(const void *src, pp_dtype st, void *dst, pp_dtype dt, int64_t n) {
+    if (st == dt) {
+        if (n > 0) memcpy(dst, src, (size_t)n * pp_dtype_size(st));
+        return pp_dtype_size(st) > 0;
+    }
+    switch (st) {
+        CAST_SRC(CAST_SRC_CASE)
+    default: return false;
+    }
+}
+
+/* ---- float16 / bfloat16 lifting ------------------------------------------------------ */
+
+static bool is_half(pp_dtype t) { return t == PP_F16 || t == PP_BF16; }
+
+static bool any_half(const pprt_tensor *in, int n_in, const pprt_tensor *out, int n_out) {
+    for (int i = 0; i < n_in; i++)
+        if (is_half(in[i].dtype)) return true;
+    for (int i = 0; i < n_out; i++)
+        if (is_half(out[i].dtype)) return true;
+    return false;
+}
+
+/* Run `kern` with every float16/bfloat16 input converted to a float32 copy and
+ * every float16/bfloat16 output computed in a float32 buffer, then rounded. */
+static pp_status lift_half(pprt_kernel *kern, pp_attrs attrs, const pprt_tensor *in, int n_in,
+                           pprt_tensor *out, int n_out, pprt_scratch *scratch, pp_err *err) {
+    int nt = n_in + n_out;
+    pprt_tensor *t = calloc(pp_count(nt), sizeof *t);
+    if (!t) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pp_status st = PP_OK;
+    for (int i = 0; i < nt; i++) {
+        const pprt_tensor *src = i < n_in ? &in[i] : &out[i - n_in];
+        t[i] = *src;
+        if (!is_half(src->dtype)) continue;
+        t[i].data = NULL; /* freed below only when allocated here */
+        int64_t n;
+        size_t nb;
+        if ((st = pp_shape_numel(&src->shape, &n, err)) != PP_OK) break;
+        if (pp_mul_ovf((size_t)n, sizeof(float), &nb)) {
+            st = PP_FAIL(err, PP_ENOMEM, "tensor too large");
+            break;
+        }
+        t[i].dtype = PP_F32;
+        t[i].data = malloc(nb ? nb : 1);
+        if (!t[i].data) {
+            st = PP_FAIL(err, PP_ENOMEM, "out of memory");
+            break;
+        }
+        if (i < n_in) cast_elems(src->data, src->dtype, t[i].data, PP_F32, n);
+    }
+    if (st == PP_OK) st = kern(attrs, t, n_in, t + n_in, n_out, scratch, err);
+    for (int i = 0; i < nt; i++) {
+        const pprt_tensor *src = i < n_in ? &in[i] : &out[i - n_in];
+        if (!is_half(src->dtype) || !t[i].data) continue;
+        if (st == PP_OK && i >= n_in) {
+            int64_t n = 0;
+            (void)pp_shape_numel(&src->shape, &n, NULL);
+            cast_elems(t[i].data, PP_F32, out[i - n_in].data, src->dtype, n);
+        }
+        free(t[i].data);
+    }
+    free(t);
+    return st;
+}
+
+#define LIFT(KERN)                                                               \
+    do {                                                                         \
+        if (any_half(in, n_in, out, n_out))                                      \
+            return lift_half(KERN, attrs, in, n_in, out, n_out, scratch, err);   \
+    } while (0)
+
+/* ---- the broadcasting engine ----------------------------------------------------------- */
+
+#define EW_MAX 3
+
+typedef struct ew_ctx {
+    pp_dtype t;    /* element type the inner loop switches on (input 0's, usually) */
+    double p[2];   /* op parameters (alpha, beta, ...) */
+    int mode;      /* op variant (Gelu's approximation, ...) */
+    size_t size;   /* element size in bytes (Where) */
+} ew_ctx;
+
+/* Inner loop: y[0..n), input i read at x[i][j * inc[i]] (inc is 0 or 1; all
+ * may be 0 when the output is larger than the broadcast of the inputs, which
+ * the variadic ops' first step uses). */
+#define EW_ARGS const ew_ctx *c, void *y, const void *const *x, const int64_t *inc, int64_t n
+typedef void ew_fn(EW_ARGS);
+
+/* Every input broadcasts to out (out may be larger than their broadcast: the
+ * callers that need an exact output shape check it with need_bcast_shape). */
+static pp_status ew_run(const char *op, const pprt_tensor *const *xs, int k, pprt_tensor *out,
+                        ew_fn *fn, const ew_ctx *c, pp_err *err) {
+    const pp_shape *os = &out->shape;
     const int r = os->rank;
-    if (as->rank > r || bs->rank > r)
-        return PP_FAIL(err, PP_EINVAL, "Add kernel: output rank %d below input ranks", r);
+    size_t ysz = pp_dtype_size(out->dtype), xsz[EW_MAX];
+    if (k < 1 || k > EW_MAX || ysz == 0)
+        return PP_FAIL(err, PP_EINVAL, "%s kernel: bad arguments", op);
+    for (int q = 0; q < k; q++) {
+        xsz[q] = pp_dtype_size(xs[q]->dtype);
+        if (xsz[q] == 0 || xs[q]->shape.rank > r)
+            return PP_FAIL(err, PP_EINVAL, "%s kernel: input %d (%s, rank %d) does not fit the "
+                           "output (rank %d)", op, q, pp_dtype_name(xs[q]->dtype),
+                           xs[q]->shape.rank, r);
+    }
+    int64_t total;
+    PP_TRY(pp_shape_numel(os, &total, err));
+
+    /* merged dims and, per input, whether it varies along each */
     int64_t dim[PP_MAX_DIMS];
-    bool va[PP_MAX_DIMS], vb[PP_MAX_DIMS];
+    bool var[EW_MAX][PP_MAX_DIMS];
     int nd = 0;
     for (int i = 0; i < r; i++) {
-        int ia = i - (r - as->rank), ib = i - (r - bs->rank);
-        int64_t da = ia >= 0 ? as->dim[ia] : 1, db = ib >= 0 ? bs->dim[ib] : 1, d = os->dim[i];
-        if ((da != d && da != 1) || (db != d && db != 1) || (d != 1 && da != d && db != d) ||
-            (d == 1 && (da != 1 || db != 1)))
-            return PP_FAIL(err, PP_EINVAL, "Add kernel: output dim %d (%lld) does not match "
-                           "the broadcast of %lld and %lld", i, (long long)d, (long long)da,
-                           (long long)db);
+        const int64_t d = os->dim[i];
+        bool f[EW_MAX];
+        for (int q = 0; q < k; q++) {
+            int iq = i - (r - xs[q]->shape.rank);
+            int64_t dq = iq >= 0 ? xs[q]->shape.dim[iq] : 1;
+            if (dq != d && dq != 1) {
+                char a[96], b[96];
+                return PP_FAIL(err, PP_EINVAL, "%s kernel: input %d %s does not broadcast to "
+                               "the output %s", op, q, pp_shape_str(&xs[q]->shape, a, sizeof a),
+                               pp_shape_str(os, b, sizeof b));
+            }
+            f[q] = dq == d;
+        }
         if (d == 1) continue;
-        bool fa = da == d, fb = db == d;
-        if (nd > 0 && va[nd - 1] == fa && vb[nd - 1] == fb) {
+        bool same = nd > 0;
+        for (int q = 0; q < k && same; q++) same = var[q][nd - 1] == f[q];
+        if (same) {
             dim[nd - 1] *= d;
         } else {
             dim[nd] = d;
-            va[nd] = fa;
-            vb[nd] = fb;
+            for (int q = 0; q < k; q++) var[q][nd] = f[q];
             nd++;
         }
     }
     if (total == 0) return PP_OK;
-    if (nd == 0) { /* everything is a single element */
-        Y[0] = A[0] + B[0];
+    const void *ptr[EW_MAX];
+    int64_t inc[EW_MAX];
+    for (int q = 0; q < k; q++) ptr[q] = xs[q]->data;
+    if (nd == 0) { /* a single element */
+        for (int q = 0; q < k; q++) inc[q] = 0;
+        fn(c, out->data, ptr, inc, 1);
         return PP_OK;
     }
-    /* Element strides of A and B per merged dim (0 where broadcast). */
-    int64_t sa[PP_MAX_DIMS], sb[PP_MAX_DIMS], ka = 1, kb = 1;
-    for (int i = nd - 1; i >= 0; i--) {
-        sa[i] = va[i] ? ka : 0;
-        sb[i] = vb[i] ? kb : 0;
-        if (va[i]) ka *= dim[i];
-        if (vb[i]) kb *= dim[i];
+    /* element strides per merged dim (0 where broadcast) */
+    int64_t st[EW_MAX][PP_MAX_DIMS];
+    for (int q = 0; q < k; q++) {
+        int64_t acc = 1;
+        for (int i = nd - 1; i >= 0; i--) {
+            st[q][i] = var[q][i] ? acc : 0;
+            if (var[q][i]) acc *= dim[i];
+        }
+        inc[q] = var[q][nd - 1];
     }
     const int64_t inner = dim[nd - 1];
-    const bool ia = va[nd - 1], ib = vb[nd - 1];
-    int64_t idx[PP_MAX_DIMS] = {0}, oa = 0, ob = 0;
+    int64_t idx[PP_MAX_DIMS] = {0}, off[EW_MAX] = {0};
+    char *y = out->data;
     for (int64_t done = 0; done < total; done += inner) {
-        const float *restrict a = A + oa, *restrict b = B + ob;
-        float *restrict y = Y + done;
-        if (ia && ib)
-            for (int64_t j = 0; j < inner; j++) y[j] = a[j] + b[j];
-        else if (ia)
-            for (int64_t j = 0; j < inner; j++) y[j] = a[j] + b[0];
-        else
-            for (int64_t j = 0; j < inner; j++) y[j] = a[0] + b[j];
+        for (int q = 0; q < k; q++) ptr[q] = (const char *)xs[q]->data + off[q] * (int64_t)xsz[q];
+        fn(c, y + done * (int64_t)ysz, ptr, inc, inner);
         /* advance the odometer over the outer dims */
         for (int i = nd - 2; i >= 0; i--) {
-            oa += sa[i];
-            ob += sb[i];
+            for (int q = 0; q < k; q++) off[q] += st[q][i];
             if (++idx[i] < dim[i]) break;
-            oa -= sa[i] * dim[i];
-            ob -= sb[i] * dim[i];
+            for (int q = 0; q < k; q++) off[q] -= st[q][i] * dim[i];
             idx[i] = 0;
         }
     }
     return PP_OK;
 }
 
+/* out's shape must be the broadcast of the inputs' shapes. */
+static pp_status need_bcast_shape(const char *op, const pprt_tensor *in, int n_in,
+                                  const pprt_tensor *out, pp_err *err) {
+    pp_shape s = in[0].shape;
+    for (int i = 1; i < n_in; i++) {
+        pp_shape o;
+        if (pp_broadcast(&s, &in[i].shape, &o, err) != PP_OK)
+            return PP_FAIL(err, PP_EINVAL, "%s kernel: inputs do not broadcast", op);
+        s = o;
+    }
+    if (!pp_shape_eq(&s, &out->shape)) {
+        char a[96], b[96];
+        return PP_FAIL(err, PP_EINVAL, "%s kernel: output has shape %s, expected %s", op,
+                       pp_shape_str(&out->shape, a, sizeof a), pp_shape_str(&s, b, sizeof b));
+    }
+    return PP_OK;
+}
+
+/* ---- inner loops ------------------------------------------------------------------------ */
+
+/* Unary: y[j] = EXPR of v = x[0][j] (T, U: the element type and its unsigned). */
+#define UN_CASE(E, T_, UT_, TY, EXPR)                                           \
+    case E: {                                                                   \
+        typedef T_ T;                                                           \
+        typedef UT_ U __attribute__((unused));                                  \
+        const T *px_ = x[0];                                                    \
+        TY *py_ = y;                                                            \
+        if (inc[0])                                                             \
+            for (int64_t j = 0; j < n; j++) {                                   \
+                T v = px_[j];                                                   \
+                py_[j] = (EXPR);                                                \
+            }                                                                   \
+        else                                                                    \
+            for (int64_t j = 0; j < n; j++) {                                   \
+                T v = px_[0];                                                   \
+                py_[j] = (EXPR);                                                \
+            }                                                                   \
+    } break;
+
+/* Binary: y[j] = EXPR of a = x[0][j*inc0] and b = x[1][j*inc1], four loops so
+ * that the common cases vectorize. */
+#define BIN_CASE(E, T_, UT_, TY, EXPR)                                          \
+    case E: {                                                                   \
+        typedef T_ T;                                                           \
+        typedef UT_ U __attribute__((unused));                                  \
+        const T *pa_ = x[0], *pb_ = x[1];                                       \
+        TY *py_ = y;                                                            \
+        if (inc[0] && inc[1]) {                                                 \
+            for (int64_t j = 0; j < n; j++) {                                   \
+                T a = pa_[j], b = pb_[j];                                       \
+                py_[j] = (EXPR);                                                \
+            }                                                                   \
+        } else if (inc[0]) {                                                    \
+            const T b = pb_[0];                                                 \
+            for (int64_t j = 0; j < n; j++) {                                   \
+                T a = pa_[j];                                                   \
+                py_[j] = (EXPR);                                                \
+            }                                                                   \
+        } else if (inc[1]) {                                                    \
+            const T a = pa_[0];                                                 \
+            for (int64_t j = 0; j < n; j++) {                                   \
+                T b = pb_[j];                                                   \
+                py_[j] = (EXPR);                                                \
+            }                                                                   \
+        } else {                                                                \
+            const T a = pa_[0], b = pb_[0];                                     \
+            for (int64_t j = 0; j < n; j++) py_[j] = (EXPR);                    \
+        }                                                                       \
+    } break;
+
+/* Float unary ops; c->p[] are the attributes. */
+#define FLOAT_UNARY_FN(NAME, EXPR)                                              \
+    static void NAME(EW_ARGS) {                                                 \
+        switch (c->t) {                                                         \
+            FLOATS(UN_CASE, T, EXPR)                                            \
+        default: break;                                                         \
+        }                                                                       \
+    }
+#define P0 ((T)c->p[0])
+#define P1 ((T)c->p[1])
+FLOAT_UNARY_FN(f_relu, v < 0 ? (T)0 : v) /* NaN stays NaN */
+FLOAT_UNARY_FN(f_leakyrelu, v < 0 ? P0 * v : v)
+FLOAT_UNARY_FN(f_elu, v < 0 ? P0 * expm1(v) : v)
+FLOAT_UNARY_FN(f_selu, v <= 0 ? P1 * (P0 * expm1(v)) : P1 * v) /* p = alpha, gamma */
+FLOAT_UNARY_FN(f_sigmoid, v >= 0 ? (T)1 / ((T)1 + exp(-v)) : exp(v) / ((T)1 + exp(v)))
+FLOAT_UNARY_FN(f_hardsigmoid, P0 * v + P1 < 0 ? (T)0 : P0 * v + P1 > 1 ? (T)1 : P0 * v + P1)
+FLOAT_UNARY_FN(f_hardswish,
+               v * (v / 6 + (T)0.5 < 0 ? (T)0 : v / 6 + (T)0.5 > 1 ? (T)1 : v / 6 + (T)0.5))
+FLOAT_UNARY_FN(f_tanh, tanh(v))
+FLOAT_UNARY_FN(f_softplus, v > 0 ? v + log1p(exp(-v)) : log1p(exp(v)))
+FLOAT_UNARY_FN(f_erf, erf(v))
+FLOAT_UNARY_FN(f_gelu_erf, (T)0.5 * v * ((T)1 + erf(v * (T)0.70710678118654752440)))
+FLOAT_UNARY_FN(f_gelu_tanh, (T)0.5 * v *
+                                ((T)1 + tanh((T)0.79788456080286535588 *
+                                             (v + (T)0.044715 * v * v * v))))
+FLOAT_UNARY_FN(f_sqrt, sqrt(v))
+FLOAT_UNARY_FN(f_exp, exp(v))
+FLOAT_UNARY_FN(f_log, log(v))
+FLOAT_UNARY_FN(f_reciprocal, (T)1 / v)
+FLOAT_UNARY_FN(f_floor, floor(v))
+FLOAT_UNARY_FN(f_ceil, ceil(v))
+FLOAT_UNARY_FN(f_divide_by, v / P0)
+#undef P0
+#undef P1
+
+static void f_neg(EW_ARGS) {
+    switch (c->t) {
+        FLOATS(UN_CASE, T, -v)
+        SINTS(UN_CASE, T, (T)(0 - (U)v))
+    default: break;
+    }
+}
+
+static void f_abs(EW_ARGS) {
+    switch (c->t) {
+        FLOATS(UN_CASE, T, fabs(v))
+        SINTS(UN_CASE, T, v < 0 ? (T)(0 - (U)v) : v)
+        UINTS(UN_CASE, T, v)
+    default: break;
+    }
+}
+
+static void f_not(EW_ARGS) {
+    switch (c->t) {
+        BOOLS(UN_CASE, uint8_t, (uint8_t)(v == 0))
+    default: break;
+    }
+}
+
+/* wrapping integer arithmetic in the unsigned type U */
+#define WRAP(OP) (T)((U)a OP (U)b)
+
+static void f_add(EW_ARGS) {
+    switch (c->t) {
+        FLOATS(BIN_CASE, T, a + b)
+        SINTS(BIN_CASE, T, WRAP(+))
+        UINTS(BIN_CASE, T, WRAP(+))
+    default: break;
+    }
+}
+
+static void f_sub(EW_ARGS) {
+    switch (c->t) {
+        FLOATS(BIN_CASE, T, a - b)
+        SINTS(BIN_CASE, T, WRAP(-))
+        UINTS(BIN_CASE, T, WRAP(-))
+    default: break;
+    }
+}
+
+static void f_mul(EW_ARGS) {
+    switch (c->t) {
+        FLOATS(BIN_CASE, T, a * b)
+        SINTS(BIN_CASE, T, WRAP(*))
+        UINTS(BIN_CASE, T, WRAP(*))
+    default: break;
+    }
+}
+
+/* integer division truncates; x/0 = 0; MIN/-1 wraps to MIN */
+static void f_div(EW_ARGS) {
+    switch (c->t) {
+        FLOATS(BIN_CASE, T, a / b)
+        SINTS(BIN_CASE, T, b == 0 ? (T)0 : b == -1 ? (T)(0 - (U)a) : (T)(a / b))
+        UINTS(BIN_CASE, T, b == 0 ? (T)0 : (T)(a / b))
+    default: break;
+    }
+}
+
+/* PRelu: y = x < 0 ? slope * x : x */
+static void f_prelu(EW_ARGS) {
+    switch (c->t) {
+        FLOATS(BIN_CASE, T, a < 0 ? b * a : a)
+        SINTS(BIN_CASE, T, a < 0 ? WRAP(*) : a)
+        UINTS(BIN_CASE, T, ((void)b, a))
+    default: break;
+    }
+}
+
+/* Min/Max propagate NaN (like NumPy's minimum/maximum). */
+static void f_min(EW_ARGS) {
+    switch (c->t) {
+        FLOATS(BIN_CASE, T, isnan(a) || a < b ? a : b)
+        SINTS(BIN_CASE, T, a < b ? a : b)
+        UINTS(BIN_CASE, T, a < b ? a : b)
+    default: break;
+    }
+}
+
+static void f_max(EW_ARGS) {
+    switch (c->t) {
+        FLOATS(BIN_CASE, T, isnan(a) || a > b ? a : b)
+        SINTS(BIN_CASE, T, a > b ? a : b)
+        UINTS(BIN_CASE, T, a > b ? a : b)
+    default: break;
+    }
+}
+
+#define COMPARE_FN(NAME, OP)                                                    \
+    static void NAME(EW_ARGS) {                                                 \
+        switch (c->t) {                                                         \
+            FLOATS(BIN_CASE, uint8_t, (uint8_t)(a OP b))                        \
+            SINTS(BIN_CASE, uint8_t, (uint8_t)(a OP b))                         \
+            UINTS(BIN_CASE, uint8_t, (uint8_t)(a OP b))                         \
+            BOOLS(BIN_CASE, uint8_t, (uint8_t)((a != 0) OP (b != 0)))           \
+        default: break;                                                         \
+        }                                                                       \
+    }
+COMPARE_FN(f_equal, ==)
+COMPARE_FN(f_less, <)
+COMPARE_FN(f_greater, >)
+COMPARE_FN(f_less_equal, <=)
+COMPARE_FN(f_greater_equal, >=)
+
+static void f_and(EW_ARGS) {
+    switch (c->t) {
+        BOOLS(BIN_CASE, uint8_t, (uint8_t)((a != 0) & (b != 0)))
+    default: break;
+    }
+}
+
+static void f_or(EW_ARGS) {
+    switch (c->t) {
+        BOOLS(BIN_CASE, uint8_t, (uint8_t)((a != 0) | (b != 0)))
+    default: break;
+    }
+}
+
+static void f_xor(EW_ARGS) {
+    switch (c->t) {
+        BOOLS(BIN_CASE, uint8_t, (uint8_t)((a != 0) ^ (b != 0)))
+    default: break;
+    }
+}
+
+/* Pow: float bases compute in double, b is the exponent converted to double;
+ * integer bases: with a double exponent the result truncates (saturating),
+ * with an int64 exponent it is an exact wrapping integer power. */
+static uint64_t ipow(uint64_t base, int64_t e) {
+    uint64_t r = 1;
+    for (; e > 0; e >>= 1) {
+        if (e & 1) r *= base;
+        base *= base;
+    }
+    return r;
+}
+
+#define POW_INT(T, LO, HI)                                                                \
+    static void pow_##T(EW_ARGS, bool int_exp) {                                          \
+        (void)c;                                                                          \
+        const T *pa = x[0];                                                               \
+        T *py = y;                                                                        \
+        for (int64_t j = 0; j < n; j++) {                                                 \
+            T a = pa[j * inc[0]];                                                         \
+            if (!int_exp) {                                                               \
+                double b = ((const double *)x[1])[j * inc[1]];                            \
+                py[j] = (T)f2s(pow((double)a, b), LO, HI);                                \
+                continue;                                                                 \
+            }                                                                             \
+            int64_t b = ((const int64_t *)x[1])[j * inc[1]];                              \
+            if (b >= 0) py[j] = (T)ipow((uint64_t)(int64_t)a, b);                         \
+            else if (a == 1) py[j] = 1;                                                   \
+            else if (a == -1) py[j] = (b & 1) ? -1 : 1;                                   \
+            else py[j] = 0; /* |1/a^-b| < 1 truncates to 0 (a = 0: defined as 0) */       \
+        }                                                                                 \
+    }
+POW_INT(int32_t, INT32_MIN, INT32_MAX)
+POW_INT(int64_t, INT64_MIN, INT64_MAX)
+
+static void f_pow(EW_ARGS) {
+    switch (c->t) {
+    case PP_F32: {
+        const float *pa = x[0];
+        const double *pb = x[1];
+        float *py = y;
+        for (int64_t j = 0; j < n; j++) py[j] = (float)pow((double)pa[j * inc[0]], pb[j * inc[1]]);
+    } break;
+    case PP_F64: {
+        const double *pa = x[0], *pb = x[1];
+        double *py = y;
+        for (int64_t j = 0; j < n; j++) py[j] = pow(pa[j * inc[0]], pb[j * inc[1]]);
+    } break;
+    case PP_I32: pow_int32_t(c, y, x, inc, n, c->mode); break;
+    case PP_I64: pow_int64_t(c, y, x, inc, n, c->mode); break;
+    default: break;
+    }
+}
+
+/* Where: select element bytes; c->size is the element size. */
+#define WHERE_LOOP(T)                                                            \
+    do {                                                                         \
+        const uint8_t *pc = x[0];                                                \
+        const T *px = x[1], *pz = x[2];                                          \
+        T *py = y;                                                               \
+        for (int64_t j = 0; j < n; j++)                                          \
+            py[j] = pc[j * inc[0]] ? px[j * inc[1]] : pz[j * inc[2]];            \
+    } while (0)
+
+static void f_where(EW_ARGS) {
+    switch (c->size) {
+    case 1: WHERE_LOOP(uint8_t); break;
+    case 2: WHERE_LOOP(uint16_t); break;
+    case 4: WHERE_LOOP(uint32_t); break;
+    case 8: WHERE_LOOP(uint64_t); break;
+    default: {
+        const uint8_t *pc = x[0];
+        const char *px = x[1], *pz = x[2];
+        char *py = y;
+        for (int64_t j = 0; j < n; j++)
+            memcpy(py + j * (int64_t)c->size,
+                   pc[j * inc[0]] ? px + j * inc[1] * (int64_t)c->size
+                                  : pz + j * inc[2] * (int64_t)c->size,
+                   c->size);
+    }
+    }
+}
+
+/* ---- kernel helpers ------------------------------------------------------------------------ */
+
+/* One input, output of the same type and shape. */
+static pp_status run_unary(const char *op, unsigned set, ew_fn *fn, const ew_ctx *base,
+                           const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                           pp_err *err) {
+    PP_TRY(pprt_need_counts(op, n_in, 1, 1, n_out, err));
+    PP_TRY(need_k(&in[0], set, op, "input", err));
+    PP_TRY(need_dtype(&out[0], in[0].dtype, op, "output", err));
+    PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "output", err));
+    ew_ctx c = *base;
+    c.t = in[0].dtype;
+    const pprt_tensor *xs[1] = {&in[0]};
+    return ew_run(op, xs, 1, &out[0], fn, &c, err);
+}
+
+/* Two inputs of one type in `set`, broadcast; output of type out_t
+ * (PP_UNDEFINED: the inputs' type). */
+static pp_status run_binary(const char *op, unsigned set, pp_dtype out_t, ew_fn *fn,
+                            const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                            pp_err *err) {
+    PP_TRY(pprt_need_counts(op, n_in, 2, 2, n_out, err));
+    PP_TRY(need_k(&in[0], set, op, "input A", err));
+    PP_TRY(need_dtype(&in[1], in[0].dtype, op, "input B", err));
+    PP_TRY(need_dtype(&out[0], out_t == PP_UNDEFINED ? in[0].dtype : out_t, op, "output", err));
+    PP_TRY(need_bcast_shape(op, in, 2, &out[0], err));
+    ew_ctx c = {.t = in[0].dtype};
+    const pprt_tensor *xs[2] = {&in[0], &in[1]};
+    return ew_run(op, xs, 2, &out[0], fn, &c, err);
+}
+
+static pp_status attr_f(pp_attrs a, const char *name, float def, double *out, pp_err *err) {
+    float v;
+    PP_TRY(pp_attr_float(a, name, def, &v, err));
+    *out = v;
+    return PP_OK;
+}
+
+/* ---- Identity ------------------------------------------------------------------------------ */
+
+pp_status kern_IDENTITY(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                        int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)attrs, (void)scratch;
+    if (n_in >= 1 && n_out >= 1) {
+        PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "Identity output", err));
+        PP_TRY(need_dtype(&out[0], in[0].dtype, "Identity", "output", err));
+    }
+    return pprt_copy_bytes("Identity", in, n_in, out, n_out, err);
+}
+
+/* ---- unary float ops ------------------------------------------------------------------------ */
+
+#define UNARY_KERNEL(E, NAME, FN)                                                              \
+    pp_status kern_##E(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,      \
+                       int n_out, pprt_scratch *scratch, pp_err *err) {                        \
+        LIFT(kern_##E);                                                                        \
+        ew_ctx c = {0};                                                                        \
+        return run_unary(NAME, K_FLOAT, FN, &c, in, n_in, out, n_out, err);                    \
+    }
+UNARY_KERNEL(RELU, "Relu", f_relu)
+UNARY_KERNEL(SIGMOID, "Sigmoid", f_sigmoid)
+UNARY_KERNEL(HARDSWISH, "HardSwish", f_hardswish)
+UNARY_KERNEL(TANH, "Tanh", f_tanh)
+UNARY_KERNEL(SOFTPLUS, "Softplus", f_softplus)
+UNARY_KERNEL(ERF, "Erf", f_erf)
+UNARY_KERNEL(SQRT, "Sqrt", f_sqrt)
+UNARY_KERNEL(EXP, "Exp", f_exp)
+UNARY_KERNEL(LOG, "Log", f_log)
+UNARY_KERNEL(RECIPROCAL, "Reciprocal", f_reciprocal)
+UNARY_KERNEL(FLOOR, "Floor", f_floor)
+UNARY_KERNEL(CEIL, "Ceil", f_ceil)
+#undef UNARY_KERNEL
+
+pp_status kern_LEAKYRELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                         int n_out, pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_LEAKYRELU);
+    ew_ctx c = {0};
+    PP_TRY(attr_f(attrs, "alpha", 0.01f, &c.p[0], err));
+    return run_unary("LeakyRelu", K_FLOAT, f_leakyrelu, &c, in, n_in, out, n_out, err);
+}
+
+pp_status kern_ELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                   pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_ELU);
+    ew_ctx c = {0};
+    PP_TRY(attr_f(attrs, "alpha", 1.0f, &c.p[0], err));
+    return run_unary("Elu", K_FLOAT, f_elu, &c, in, n_in, out, n_out, err);
+}
+
+pp_status kern_SELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                    int n_out, pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_SELU);
+    ew_ctx c = {0};
+    PP_TRY(attr_f(attrs, "alpha", 1.67326319217681884765625f, &c.p[0], err));
+    PP_TRY(attr_f(attrs, "gamma", 1.05070102214813232421875f, &c.p[1], err));
+    return run_unary("Selu", K_FLOAT, f_selu, &c, in, n_in, out, n_out, err);
+}
+
+pp_status kern_HARDSIGMOID(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                           int n_out, pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_HARDSIGMOID);
+    ew_ctx c = {0};
+    PP_TRY(attr_f(attrs, "alpha", 0.2f, &c.p[0], err));
+    PP_TRY(attr_f(attrs, "beta", 0.5f, &c.p[1], err));
+    return run_unary("HardSigmoid", K_FLOAT, f_hardsigmoid, &c, in, n_in, out, n_out, err);
+}
+
+pp_status kern_GELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                    int n_out, pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_GELU);
+    const char *approx;
+    PP_TRY(pp_attr_string(attrs, "approximate", "none", &approx, err));
+    bool tanh_form = strcmp(approx, "tanh") == 0;
+    if (!tanh_form && strcmp(approx, "none") != 0)
+        return PP_FAIL(err, PP_EINVAL, "Gelu kernel: attribute 'approximate'='%s' is unknown",
+                       approx);
+    ew_ctx c = {0};
+    return run_unary("Gelu", K_FLOAT, tanh_form ? f_gelu_tanh : f_gelu_erf, &c, in, n_in, out,
+                     n_out, err);
+}
+
+pp_status kern_NEG(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                   pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_NEG);
+    ew_ctx c = {0};
+    return run_unary("Neg", K_FLOAT | K_SINT, f_neg, &c, in, n_in, out, n_out, err);
+}
+
+pp_status kern_ABS(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                   pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_ABS);
+    ew_ctx c = {0};
+    return run_unary("Abs", K_NUM, f_abs, &c, in, n_in, out, n_out, err);
+}
+
+pp_status kern_NOT(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                   pprt_scratch *scratch, pp_err *err) {
+    (void)attrs, (void)scratch;
+    ew_ctx c = {0};
+    return run_unary("Not", K_BOOL, f_not, &c, in, n_in, out, n_out, err);
+}
+
+/* ---- Clip ------------------------------------------------------------------------------------ */
+
+#define CLIP_CASE(E, T, UT, A, B)                                                  \
+    case E: {                                                                      \
+        const T *px = in[0].data;                                                  \
+        T *py = out[0].data;                                                       \
+        const T lo = has_lo ? *(const T *)lo_p : (T)0;                             \
+        const T hi = has_hi ? *(const T *)hi_p : (T)0;                             \
+        for (int64_t i = 0; i < n; i++) {                                          \
+            T v = px[i];                                                           \
+            if (has_lo && v < lo) v = lo;                                          \
+            if (has_hi && v > hi) v = hi; /* min > max: everything becomes max */  \
+            py[i] = v;                                                             \
+        }                                                                          \
+    } break;
+
+pp_status kern_CLIP(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                    int n_out, pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_CLIP);
+    PP_TRY(pprt_need_counts("Clip", n_in, 1, 3, n_out, err));
+    PP_TRY(need_k(&in[0], K_NUM, "Clip", "input", err));
+    PP_TRY(need_dtype(&out[0], in[0].dtype, "Clip", "output", err));
+    PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "Clip output", err));
+    const pp_dtype t = in[0].dtype;
+    /* bounds as values of type t */
+    union { double d; int64_t i; uint64_t u; float f; } lo_v, hi_v;
+    const void *lo_p = &lo_v, *hi_p = &hi_v;
+    bool has_lo = false, has_hi = false;
+    if (attrs.opset < 11) {
+        const pp_attr *amin = pp_attr_find(attrs, "min"), *amax = pp_attr_find(attrs, "max");
+        double d;
+        if (amin) {
+            PP_TRY(attr_f(attrs, "min", 0, &d, err));
+            cast_elems(&d, PP_F64, &lo_v, t, 1);
+            has_lo = true;
+        }
+        if (amax) {
+            PP_TRY(attr_f(attrs, "max", 0, &d, err));
+            cast_elems(&d, PP_F64, &hi_v, t, 1);
+            has_hi = true;
+        }
+    } else {
+        for (int i = 1; i < n_in && i < 3; i++) {
+            if (in[i].dtype == PP_UNDEFINED) continue;
+            int64_t cnt;
+            PP_TRY(pprt_numel_of(&in[i], &cnt, err));
+            PP_TRY(need_dtype(&in[i], t, "Clip", i == 1 ? "input min" : "input max", err));
+            if (cnt != 1)
+                return PP_FAIL(err, PP_EINVAL, "Clip kernel: input %s has %lld elements, "
+                               "expected 1", i == 1 ? "min" : "max", (long long)cnt);
+            if (i == 1) lo_p = in[i].data, has_lo = true;
+            else hi_p = in[i].data, has_hi = true;
+        }
+    }
+    (void)scratch;
+    int64_t n;
+    PP_TRY(pprt_numel_of(&in[0], &n, err));
+    switch (t) {
+        FLOATS(CLIP_CASE, 0, 0)
+        SINTS(CLIP_CASE, 0, 0)
+        UINTS(CLIP_CASE, 0, 0)
+    default: return PP_FAIL(err, PP_EUNSUP, "Clip kernel: element type %s", pp_dtype_name(t));
+    }
+    return PP_OK;
+}
+
+/* ---- binary ops ---------------------------------------------------------------------------- */
+
+#define BINARY_KERNEL(E, NAME, SET, OUT_T, FN)                                                 \
+    pp_status kern_##E(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,      \
+                       int n_out, pprt_scratch *scratch, pp_err *err) {                        \
+        LIFT(kern_##E);                                                                        \
+        return run_binary(NAME, SET, OUT_T, FN, in, n_in, out, n_out, err);                    \
+    }
+BINARY_KERNEL(ADD, "Add", K_NUM, PP_UNDEFINED, f_add)
+BINARY_KERNEL(SUB, "Sub", K_NUM, PP_UNDEFINED, f_sub)
+BINARY_KERNEL(MUL, "Mul", K_NUM, PP_UNDEFINED, f_mul)
+BINARY_KERNEL(DIV, "Div", K_NUM, PP_UNDEFINED, f_div)
+BINARY_KERNEL(PRELU, "PRelu", K_FLOAT | K_SINT | K_UINT, PP_UNDEFINED, f_prelu)
+BINARY_KERNEL(EQUAL, "Equal", K_NUM | K_BOOL, PP_BOOL, f_equal)
+BINARY_KERNEL(LESS, "Less", K_NUM, PP_BOOL, f_less)
+BINARY_KERNEL(GREATER, "Greater", K_NUM, PP_BOOL, f_greater)
+BINARY_KERNEL(LESSOREQUAL, "LessOrEqual", K_NUM, PP_BOOL, f_less_equal)
+BINARY_KERNEL(GREATEROREQUAL, "GreaterOrEqual", K_NUM, PP_BOOL, f_greater_equal)
+BINARY_KERNEL(AND, "And", K_BOOL, PP_BOOL, f_and)
+BINARY_KERNEL(OR, "Or", K_BOOL, PP_BOOL, f_or)
+BINARY_KERNEL(XOR, "Xor", K_BOOL, PP_BOOL, f_xor)
+#undef BINARY_KERNEL
+
+/* Pow: the exponent is converted (in scratch) to double, or to int64 when
+ * both operands are integers, then broadcast against the base. */
+pp_status kern_POW(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                   int n_out, pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_POW);
+    PP_TRY(pprt_need_counts("Pow", n_in, 2, 2, n_out, err));
+    PP_TRY(need_k(&in[0], K_FLOAT | KB(PP_I32) | KB(PP_I64), "Pow", "base", err));
+    PP_TRY(need_k(&in[1], K_NUM, "Pow", "exponent", err));
+    PP_TRY(need_dtype(&out[0], in[0].dtype, "Pow", "output", err));
+    PP_TRY(need_bcast_shape("Pow", in, 2, &out[0], err));
+    bool int_exp = !(K_FLOAT & KB(in[0].dtype)) && !(K_FLOAT & KB(in[1].dtype));
+    pprt_tensor e = in[1];
+    e.dtype = int_exp ? PP_I64 : PP_F64;
+    int64_t n;
+    size_t nb;
+    PP_TRY(pprt_numel_of(&in[1], &n, err));
+    if (pp_mul_ovf((size_t)n, 8, &nb)) return PP_FAIL(err, PP_ENOMEM, "Pow: exponent too large");
+    e.data = pprt_scratch_get(scratch, nb);
+    if (!e.data) return PP_FAIL(err, PP_ENOMEM, "Pow: out of scratch memory");
+    cast_elems(in[1].data, in[1].dtype, e.data, e.dtype, n);
+    ew_ctx c = {.t = in[0].dtype, .mode = int_exp};
+    const pprt_tensor *xs[2] = {&in[0], &e};
+    return ew_run("Pow", xs, 2, &out[0], f_pow, &c, err);
+}
+
+/* ---- variadic: Min, Max, Sum, Mean ------------------------------------------------------------ */
+
+/* out = x0 op x1 op x2 ...: the first step broadcasts x0 and x1 into out, each
+ * later one combines out (as input A, same element positions) with x_i. */
+static pp_status run_variadic(const char *op, unsigned set, ew_fn *fn, const pprt_tensor *in,
+                              int n_in, pprt_tensor *out, int n_out, pp_err *err) {
+    PP_TRY(pprt_need_counts(op, n_in, 1, PP_MAX_INPUTS, n_out, err));
+    PP_TRY(need_k(&in[0], set, op, "input 0", err));
+    for (int i = 1; i < n_in; i++) PP_TRY(need_dtype(&in[i], in[0].dtype, op, "an input", err));
+    PP_TRY(need_dtype(&out[0], in[0].dtype, op, "output", err));
+    PP_TRY(need_bcast_shape(op, in, n_in, &out[0], err));
+    if (n_in == 1) {
+        PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "output", err));
+        return pprt_copy_bytes(op, in, 1, out, 1, err);
+    }
+    ew_ctx c = {.t = in[0].dtype};
+    const pprt_tensor *xs[2] = {&in[0], &in[1]};
+    PP_TRY(ew_run(op, xs, 2, &out[0], fn, &c, err));
+    for (int i = 2; i < n_in; i++) {
+        xs[0] = &out[0];
+        xs[1] = &in[i];
+        PP_TRY(ew_run(op, xs, 2, &out[0], fn, &c, err));
+    }
+    return PP_OK;
+}
+
+pp_status kern_MIN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                   pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_MIN);
+    return run_variadic("Min", K_NUM, f_min, in, n_in, out, n_out, err);
+}
+
+pp_status kern_MAX(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                   pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_MAX);
+    return run_variadic("Max", K_NUM, f_max, in, n_in, out, n_out, err);
+}
+
+pp_status kern_SUM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                   pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_SUM);
+    return run_variadic("Sum", K_FLOAT, f_add, in, n_in, out, n_out, err);
+}
+
+pp_status kern_MEAN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                    int n_out, pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_MEAN);
+    PP_TRY(run_variadic("Mean", K_FLOAT, f_add, in, n_in, out, n_out, err));
+    ew_ctx c = {.t = out[0].dtype, .p = {(double)n_in}};
+    const pprt_tensor *xs[1] = {&out[0]};
+    return ew_run("Mean", xs, 1, &out[0], f_divide_by, &c, err);
+}
+
+/* ---- Where ------------------------------------------------------------------------------------- */
+
+pp_status kern_WHERE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                     int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)attrs, (void)scratch;
+    PP_TRY(pprt_need_counts("Where", n_in, 3, 3, n_out, err));
+    PP_TRY(need_dtype(&in[0], PP_BOOL, "Where", "condition", err));
+    PP_TRY(need_dtype(&in[2], in[1].dtype, "Where", "input Y", err));
+    PP_TRY(need_dtype(&out[0], in[1].dtype, "Where", "output", err));
+    PP_TRY(need_bcast_shape("Where", in, 3, &out[0], err));
+    ew_ctx c = {.t = in[1].dtype, .size = pp_dtype_size(in[1].dtype)};
+    if (c.size == 0)
+        return PP_FAIL(err, PP_EUNSUP, "Where kernel: element type %s is not supported",
+                       pp_dtype_name(in[1].dtype));
+    const pprt_tensor *xs[3] = {&in[0], &in[1], &in[2]};
+    return ew_run("Where", xs, 3, &out[0], f_where, &c, err);
+}
+
+/* ---- Cast, CastLike ------------------------------------------------------------------------------ */
+
+static pp_status run_cast(const char *op, const pprt_tensor *x, pprt_tensor *y, pp_err *err) {
+    PP_TRY(pprt_need_shape(y, &x->shape, "output", err));
+    int64_t n;
+    PP_TRY(pprt_numel_of(x, &n, err));
+    if (!cast_elems(x->data, x->dtype, y->data, y->dtype, n))
+        return PP_FAIL(err, PP_EUNSUP, "%s kernel: cast from %s to %s is not supported", op,
+                       pp_dtype_name(x->dtype), pp_dtype_name(y->dtype));
+    return PP_OK;
+}
+
+pp_status kern_CAST(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                    int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("Cast", n_in, 1, 1, n_out, err));
+    int64_t to;
+    PP_TRY(pp_attr_int(attrs, "to", 0, &to, err));
+    if (to != (int64_t)out[0].dtype)
+        return PP_FAIL(err, PP_EINVAL, "Cast kernel: attribute 'to'=%lld but the output is %s",
+                       (long long)to, pp_dtype_name(out[0].dtype));
+    return run_cast("Cast", &in[0], &out[0], err);
+}
+
+pp_status kern_CASTLIKE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                        int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)attrs, (void)scratch;
+    PP_TRY(pprt_need_counts("CastLike", n_in, 2, 2, n_out, err));
+    PP_TRY(need_dtype(&out[0], in[1].dtype, "CastLike", "output", err));
+    return run_cast("CastLike", &in[0], &out[0], err);
+}
+
+/* ---- Dropout (inference) --------------------------------------------------------------------------- */
+
+pp_status kern_DROPOUT(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                       int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    if (n_in < 1 || n_in > 3 || n_out < 1 || n_out > 2)
+        return PP_FAIL(err, PP_EINVAL, "Dropout kernel: %d inputs, %d outputs", n_in, n_out);
+    if (n_in > 2 && in[2].dtype != PP_UNDEFINED) {
+        PP_TRY(need_dtype(&in[2], PP_BOOL, "Dropout", "training_mode", err));
+        int64_t cnt;
+        PP_TRY(pprt_numel_of(&in[2], &cnt, err));
+        if (cnt != 1)
+            return PP_FAIL(err, PP_EINVAL, "Dropout kernel: training_mode has %lld elements",
+                           (long long)cnt);
+        /* training with ratio 0 keeps every element: the same as inference */
+        double ratio = 0.5;
+        if (n_in > 1 && in[1].dtype != PP_UNDEFINED) {
+            PP_TRY(pprt_numel_of(&in[1], &cnt, err));
+            if (cnt != 1 || !cast_elems(in[1].data, in[1].dtype, &ratio, PP_F64, 1))
+                return PP_FAIL(err, PP_EINVAL, "Dropout kernel: ratio must be one float");
+        }
+        if (*(const uint8_t *)in[2].data && ratio != 0)
+            return PP_FAIL(err, PP_EUNSUP,
+                           "Dropout: training_mode is true with ratio %g; training-mode "
+                           "Dropout is not supported (only ratio 0)", ratio);
+    }
+    PP_TRY(need_dtype(&out[0], in[0].dtype, "Dropout", "output", err));
+    PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "Dropout output", err));
+    PP_TRY(pprt_copy_bytes("Dropout", in, 1, out, 1, err));
+    if (n_out < 2) return PP_OK;
+    int64_t n;
+    PP_TRY(pprt_numel_of(&in[0], &n, err));
+    PP_TRY(pprt_need_shape(&out[1], &in[0].shape, "Dropout mask", err));
+    if (out[1].dtype == PP_BOOL) {
+        if (n > 0) memset(out[1].data, 1, (size_t)n);
+        return PP_OK;
+    }
+    /* before opset 10 the mask has data's type: all ones */
+    PP_TRY(need_dtype(&out[1], in[0].dtype, "Dropout", "mask", err));
+    const double one = 1.0;
+    size_t sz = pp_dtype_size(out[1].dtype);
+    if (!cast_elems(&one, PP_F64, out[1].data, out[1].dtype, n > 0 ? 1 : 0))
+        return PP_FAIL(err, PP_EUNSUP, "Dropout kernel: mask of type %s",
+                       pp_dtype_name(out[1].dtype));
+    for (int64_t i = 1; i < n; i++) memcpy((char *)out[1].data + i * (int64_t)sz, out[1].data, sz);
+    (void)attrs;
+    return PP_OK;
+}
+
+/* ---- CumSum ------------------------------------------------------------------------------------------ */
+
+/* Running sums along one axis; integers wrap (accumulated in U). */
+#define CUMSUM_CASE(E, T_, UT_, A, ACC)                                               \
+    case E: {                                                                         \
+        typedef T_ T;                                                                 \
+        typedef UT_ U __attribute__((unused));                                        \
+        const T *px = in[0].data;                                                     \
+        T *py = out[0].data;                                                          \
+        for (int64_t o = 0; o < outer; o++)                                           \
+            for (int64_t i = 0; i < inner; i++) {                                     \
+                ACC acc = 0;                                                          \
+                for (int64_t s = 0; s < len; s++) {                                   \
+                    int64_t k = reverse ? len - 1 - s : s;                            \
+                    int64_t at = (o * len + k) * inner + i;                           \
+                    if (exclusive) {                                                  \
+                        py[at] = (T)acc;                                              \
+                        acc += (ACC)px[at];                                           \
+                    } else {                                                          \
+                        acc += (ACC)px[at];                                           \
+                        py[at] = (T)acc;                                              \
+                    }                                                                 \
+                }                                                                     \
+            }                                                                         \
+    } break;
+
+pp_status kern_CUMSUM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                      int n_out, pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_CUMSUM);
+    PP_TRY(pprt_need_counts("CumSum", n_in, 2, 2, n_out, err));
+    PP_TRY(need_k(&in[0], K_NUM, "CumSum", "input x", err));
+    PP_TRY(need_dtype(&out[0], in[0].dtype, "CumSum", "output", err));
+    PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "CumSum output", err));
+    PP_TRY(need_k(&in[1], KB(PP_I32) | KB(PP_I64), "CumSum", "input axis", err));
+    int64_t cnt;
+    PP_TRY(pprt_numel_of(&in[1], &cnt, err));
+    if (cnt != 1)
+        return PP_FAIL(err, PP_EINVAL, "CumSum kernel: input axis has %lld elements, expected 1",
+                       (long long)cnt);
+    int64_t axis = in[1].dtype == PP_I64 ? *(const int64_t *)in[1].data
+                                         : *(const int32_t *)in[1].data;
+    const int r = in[0].shape.rank;
+    if (axis < -r || axis >= r)
+        return PP_FAIL(err, PP_EINVAL, "CumSum: input axis=%lld is out of range [%d, %d)",
+                       (long long)axis, -r, r);
+    if (axis < 0) axis += r;
+    int64_t exclusive, reverse;
+    PP_TRY(pp_attr_int(attrs, "exclusive", 0, &exclusive, err));
+    PP_TRY(pp_attr_int(attrs, "reverse", 0, &reverse, err));
+    int64_t outer = 1, inner = 1, len = in[0].shape.dim[axis];
+    for (int i = 0; i < axis; i++) outer *= in[0].shape.dim[i];
+    for (int i = (int)axis + 1; i < r; i++) inner *= in[0].shape.dim[i];
+    switch (in[0].dtype) {
+        FLOATS(CUMSUM_CASE, 0, T)
+        SINTS(CUMSUM_CASE, 0, U)
+        UINTS(CUMSUM_CASE, 0, U)
+    default: return PP_FAIL(err, PP_EUNSUP, "CumSum kernel: element type %s",
+                            pp_dtype_name(in[0].dtype));
+    }
+    return PP_OK;
+}

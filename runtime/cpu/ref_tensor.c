@@ -1,13 +1,844 @@
-/* ref_tensor.c: reference kernels of the ops in ir/ops_tensor.def. */
+/* ref_tensor.c: reference kernels of the ops in ir/ops_tensor.def (shape and
+ * data movement: Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Concat,
+ * Split, Slice, Gather, GatherElements, Shape, Size, ConstantOfShape, Expand,
+ * Tile, Pad, Trilu, Range).
+ *
+ * They are generic over the element type: they move elements of 1, 2, 4, 8 or
+ * 16 bytes and never look at the values, except Range (which computes them)
+ * and the index inputs (int32/int64). Output shapes were validated by
+ * pp_infer (ir/shape_tensor.c); the kernels take what they can from those
+ * shapes (Split's sizes, Tile's and Expand's repeats) and re-read from the
+ * input tensors what they cannot (Slice's starts and steps, Pad's pads, Trilu's
+ * k, Range's start and delta), checking it against the shapes. Index values
+ * are data: one out of range fails cleanly. */
 #include "ref.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-/* ---- Flatten ---- */
+/* ---- helpers ------------------------------------------------------------------ */
+
+typedef unsigned char byte;
+
+static size_t esize(const pprt_tensor *t) { return pp_dtype_size(t->dtype); }
+
+static bool has(const pprt_tensor *in, int n_in, int k) {
+    return k < n_in && in[k].dtype != PP_UNDEFINED;
+}
+
+/* Output k has the input's element type, which has a fixed size. */
+static pp_status same_type(const char *op, const pprt_tensor *x, const pprt_tensor *o,
+                           pp_err *err) {
+    if (o->dtype != x->dtype)
+        return PP_FAIL(err, PP_EINVAL, "%s kernel: output type %s differs from input type %s", op,
+                       pp_dtype_name(o->dtype), pp_dtype_name(x->dtype));
+    if (esize(x) == 0)
+        return PP_FAIL(err, PP_EUNSUP, "%s kernel: element type %s has no fixed size", op,
+                       pp_dtype_name(x->dtype));
+    return PP_OK;
+}
+
+static int64_t numel(const pp_shape *s) {
+    int64_t n = 1;
+    for (int i = 0; i < s->rank; i++) n *= s->dim[i]; /* checked by pp_infer */
+    return n;
+}
+
+/* Row-major element strides of a shape. */
+static void strides_of(const pp_shape *s, int64_t *st) {
+    int64_t acc = 1;
+    for (int i = s->rank - 1; i >= 0; i--) {
+        st[i] = acc;
+        acc *= s->dim[i];
+    }
+}
+
+/* Element i of an int32/int64 tensor. */
+static int64_t int_at(const pprt_tensor *t, int64_t i) {
+    if (t->dtype == PP_I64) return ((const int64_t *)t->data)[i];
+    return ((const int32_t *)t->data)[i];
+}
+
+/* A 1-D int32/int64 input of at most max values into out. */
+static pp_status read_ints(const pprt_tensor *t, const char *what, int64_t *out, int max, int *n,
+                           pp_err *err) {
+    if (t->dtype != PP_I64 && t->dtype != PP_I32)
+        return PP_FAIL(err, PP_EINVAL, "%s must be int64 or int32, got %s", what,
+                       pp_dtype_name(t->dtype));
+    int64_t cnt = numel(&t->shape);
+    if (t->shape.rank != 1 || cnt > max)
+        return PP_FAIL(err, PP_EINVAL, "%s must be 1-D with at most %d values", what, max);
+    for (int64_t i = 0; i < cnt; i++) out[i] = int_at(t, i);
+    *n = (int)cnt;
+    return PP_OK;
+}
+
+static pp_status norm_axis(int64_t axis, int rank, const char *what, int *out, pp_err *err) {
+    if (axis < -rank || axis >= rank)
+        return PP_FAIL(err, PP_EINVAL, "%s=%lld is out of range [%d, %d)", what, (long long)axis,
+                       -rank, rank);
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    return PP_OK;
+}
+
+static pp_status check_shape(const char *op, const pprt_tensor *o, const pp_shape *want,
+                             pp_err *err) {
+    char name[64];
+    snprintf(name, sizeof name, "%s output", op);
+    return pprt_need_shape(o, want, name, err);
+}
+
+/* Copy n elements of esz bytes from src (element stride `stride`, may be 0
+ * or negative) to contiguous dst. The constant sizes let the compiler turn
+ * each memcpy into one load and one store. */
+static void copy_run(byte *dst, const byte *src, int64_t n, int64_t stride, size_t esz) {
+    if (stride == 1) {
+        memcpy(dst, src, (size_t)n * esz);
+        return;
+    }
+#define RUN(SZ)                                                                \
+    for (int64_t i = 0; i < n; i++) memcpy(dst + i * SZ, src + i * stride * SZ, SZ); \
+    return;
+    switch (esz) {
+    case 1: RUN(1)
+    case 2: RUN(2)
+    case 4: RUN(4)
+    case 8: RUN(8)
+    case 16: RUN(16)
+    default:
+        for (int64_t i = 0; i < n; i++)
+            memcpy(dst + (size_t)i * esz, src + i * stride * (int64_t)esz, esz);
+    }
+#undef RUN
+}
+
+/* dst (row-major over odim, rank r) = src elements at base + sum idx[d]*stride[d]
+ * (element strides, any sign). Serves Transpose, Slice and Expand. */
+static void strided_copy(size_t esz, int r, const int64_t *odim, const int64_t *stride,
+                         const byte *base, byte *dst) {
+    int64_t total = 1;
+    for (int d = 0; d < r; d++) total *= odim[d];
+    if (total == 0) return;
+    if (r == 0) {
+        memcpy(dst, base, esz);
+        return;
+    }
+    const int64_t inner = odim[r - 1];
+    int64_t idx[PP_MAX_DIMS] = {0}, off = 0; /* off = sum over d < r-1 of idx[d]*stride[d] */
+    for (int64_t row = 0; row < total / inner; row++) {
+        copy_run(dst, base + off * (int64_t)esz, inner, stride[r - 1], esz);
+        dst += (size_t)inner * esz;
+        for (int d = r - 2; d >= 0; d--) { /* odometer over the outer dims */
+            off += stride[d];
+            if (++idx[d] < odim[d]) break;
+            off -= idx[d] * stride[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* ---- ops that only relabel the shape --------------------------------------------- */
 
 pp_status kern_FLATTEN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
-                              int n_out, pprt_scratch *scratch, pp_err *err) {
+                       int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)attrs, (void)scratch;
     return pprt_copy_bytes("Flatten", in, n_in, out, n_out, err);
 }
 
+pp_status kern_RESHAPE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                       int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)attrs, (void)scratch, (void)n_in;
+    return pprt_copy_bytes("Reshape", in, 1, out, n_out, err);
+}
+
+pp_status kern_SQUEEZE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                       int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)attrs, (void)scratch, (void)n_in;
+    return pprt_copy_bytes("Squeeze", in, 1, out, n_out, err);
+}
+
+pp_status kern_UNSQUEEZE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                         int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)attrs, (void)scratch, (void)n_in;
+    return pprt_copy_bytes("Unsqueeze", in, 1, out, n_out, err);
+}
+
+/* ---- Transpose ------------------------------------------------------------------- */
+
+pp_status kern_TRANSPOSE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                         int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("Transpose", n_in, 1, 1, n_out, err));
+    PP_TRY(same_type("Transpose", &in[0], &out[0], err));
+    const pp_shape *x = &in[0].shape;
+    const int r = x->rank;
+    int64_t perm[PP_MAX_DIMS], ist[PP_MAX_DIMS], st[PP_MAX_DIMS];
+    int n;
+    PP_TRY(pp_attr_ints(attrs, "perm", perm, PP_MAX_DIMS, &n, err));
+    if (n == 0)
+        for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
+    else if (n != r)
+        return PP_FAIL(err, PP_EINVAL, "Transpose kernel: 'perm' has %d values for rank %d", n, r);
+    pp_shape want = {.rank = r};
+    strides_of(x, ist);
+    for (int i = 0; i < r; i++) {
+        if (perm[i] < 0 || perm[i] >= r)
+            return PP_FAIL(err, PP_EINVAL, "Transpose kernel: bad 'perm'");
+        want.dim[i] = x->dim[perm[i]];
+        st[i] = ist[perm[i]];
+    }
+    PP_TRY(check_shape("Transpose", &out[0], &want, err));
+    strided_copy(esize(&in[0]), r, want.dim, st, in[0].data, out[0].data);
+    return PP_OK;
+}
+
+/* ---- Concat / Split ----------------------------------------------------------------- */
+
+pp_status kern_CONCAT(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                      int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("Concat", n_in, 1, PP_MAX_INPUTS, n_out, err));
+    const pp_shape *o = &out[0].shape;
+    int64_t axis64;
+    int axis = 0;
+    PP_TRY(pp_attr_int(attrs, "axis", 0, &axis64, err));
+    PP_TRY(norm_axis(axis64, o->rank, "Concat kernel: attribute 'axis'", &axis, err));
+    int64_t sum = 0;
+    for (int k = 0; k < n_in; k++) {
+        PP_TRY(same_type("Concat", &in[k], &out[0], err));
+        pp_shape want = *o;
+        want.dim[axis] = in[k].shape.dim[axis];
+        char name[64];
+        snprintf(name, sizeof name, "Concat input %d", k);
+        PP_TRY(pprt_need_shape(&in[k], &want, name, err));
+        sum += in[k].shape.dim[axis];
+    }
+    if (sum != o->dim[axis])
+        return PP_FAIL(err, PP_EINVAL, "Concat kernel: inputs give %lld along axis %d, output %lld",
+                       (long long)sum, axis, (long long)o->dim[axis]);
+    const size_t esz = esize(&out[0]);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= o->dim[d];
+    for (int d = axis + 1; d < o->rank; d++) inner *= o->dim[d];
+    byte *dst = out[0].data;
+    for (int64_t i = 0; i < outer; i++)
+        for (int k = 0; k < n_in; k++) {
+            size_t nb = (size_t)(in[k].shape.dim[axis] * inner) * esz;
+            if (nb) memcpy(dst, (const byte *)in[k].data + (size_t)i * nb, nb);
+            dst += nb;
+        }
+    return PP_OK;
+}
+
+pp_status kern_SPLIT(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                     int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    if (n_in < 1 || n_in > 2 || n_out < 1 || n_out > PP_MAX_OUTPUTS)
+        return PP_FAIL(err, PP_EINVAL, "Split kernel: %d inputs, %d outputs", n_in, n_out);
+    const pp_shape *x = &in[0].shape;
+    int64_t axis64;
+    int axis = 0;
+    PP_TRY(pp_attr_int(attrs, "axis", 0, &axis64, err));
+    PP_TRY(norm_axis(axis64, x->rank, "Split kernel: attribute 'axis'", &axis, err));
+    /* the sizes are the outputs' sizes along the axis, validated by pp_infer */
+    int64_t sum = 0;
+    for (int k = 0; k < n_out; k++) {
+        PP_TRY(same_type("Split", &in[0], &out[k], err));
+        pp_shape want = *x;
+        want.dim[axis] = out[k].shape.dim[axis];
+        PP_TRY(check_shape("Split", &out[k], &want, err));
+        sum += out[k].shape.dim[axis];
+    }
+    if (sum != x->dim[axis])
+        return PP_FAIL(err, PP_EINVAL, "Split kernel: outputs take %lld along axis %d of %lld",
+                       (long long)sum, axis, (long long)x->dim[axis]);
+    const size_t esz = esize(&in[0]);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= x->dim[d];
+    for (int d = axis + 1; d < x->rank; d++) inner *= x->dim[d];
+    const byte *src = in[0].data;
+    for (int64_t i = 0; i < outer; i++)
+        for (int k = 0; k < n_out; k++) {
+            size_t nb = (size_t)(out[k].shape.dim[axis] * inner) * esz;
+            if (nb) memcpy((byte *)out[k].data + (size_t)i * nb, src, nb);
+            src += nb;
+        }
+    return PP_OK;
+}
+
+/* ---- Slice ---------------------------------------------------------------------- */
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+pp_status kern_SLICE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                     int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("Slice", n_in, 1, 5, n_out, err));
+    PP_TRY(same_type("Slice", &in[0], &out[0], err));
+    const pp_shape *x = &in[0].shape;
+    const int r = x->rank;
+    int64_t st[PP_MAX_DIMS], en[PP_MAX_DIMS], axes[PP_MAX_DIMS], steps[PP_MAX_DIMS];
+    int ns = 0, ne = 0, na = -1, nst = -1; /* -1: absent, use the defaults */
+    if (attrs.opset < 10) {
+        int n;
+        PP_TRY(pp_attr_ints(attrs, "starts", st, PP_MAX_DIMS, &ns, err));
+        PP_TRY(pp_attr_ints(attrs, "ends", en, PP_MAX_DIMS, &ne, err));
+        PP_TRY(pp_attr_ints(attrs, "axes", axes, PP_MAX_DIMS, &n, err));
+        if (n > 0) na = n;
+    } else {
+        if (!has(in, n_in, 1) || !has(in, n_in, 2))
+            return PP_FAIL(err, PP_EINVAL, "Slice kernel: inputs 'starts' and 'ends' are required");
+        PP_TRY(read_ints(&in[1], "Slice input 'starts'", st, PP_MAX_DIMS, &ns, err));
+        PP_TRY(read_ints(&in[2], "Slice input 'ends'", en, PP_MAX_DIMS, &ne, err));
+        if (has(in, n_in, 3)) PP_TRY(read_ints(&in[3], "Slice input 'axes'", axes, PP_MAX_DIMS, &na, err));
+        if (has(in, n_in, 4)) PP_TRY(read_ints(&in[4], "Slice input 'steps'", steps, PP_MAX_DIMS, &nst, err));
+    }
+    if (na < 0) {
+        na = ns;
+        for (int i = 0; i < ns; i++) axes[i] = i;
+    }
+    if (nst < 0) {
+        nst = ns;
+        for (int i = 0; i < ns; i++) steps[i] = 1;
+    }
+    if (ne != ns || na != ns || nst != ns)
+        return PP_FAIL(err, PP_EINVAL, "Slice kernel: starts/ends/axes/steps lengths differ");
+    /* per axis: first element and element step; untouched axes take all */
+    int64_t first[PP_MAX_DIMS] = {0}, step[PP_MAX_DIMS], ist[PP_MAX_DIMS];
+    pp_shape want = *x;
+    for (int d = 0; d < r; d++) step[d] = 1;
+    for (int i = 0; i < ns; i++) {
+        int a = 0;
+        PP_TRY(norm_axis(axes[i], r, "Slice kernel: axes", &a, err));
+        const int64_t dim = x->dim[a], sp = steps[i];
+        int64_t s = st[i], e = en[i], len;
+        if (sp == 0) return PP_FAIL(err, PP_EINVAL, "Slice kernel: step 0");
+        if (s < 0) s += dim;
+        if (e < 0) e += dim;
+        if (dim == 0) {
+            s = 0, len = 0;
+        } else if (sp > 0) {
+            s = clamp64(s, 0, dim);
+            e = clamp64(e, 0, dim);
+            len = e > s ? (e - s - 1) / sp + 1 : 0;
+        } else {
+            s = clamp64(s, 0, dim - 1);
+            e = clamp64(e, -1, dim - 1);
+            uint64_t usp = (uint64_t)0 - (uint64_t)sp;
+            len = s > e ? (int64_t)((uint64_t)(s - e - 1) / usp + 1) : 0;
+        }
+        first[a] = len ? s : 0;
+        step[a] = len > 1 ? sp : 1; /* a lone element needs no step (and sp may be huge) */
+        want.dim[a] = len;
+    }
+    PP_TRY(check_shape("Slice", &out[0], &want, err));
+    strides_of(x, ist);
+    int64_t off = 0, stride[PP_MAX_DIMS];
+    for (int d = 0; d < r; d++) {
+        off += first[d] * ist[d];
+        stride[d] = step[d] * ist[d];
+    }
+    const size_t esz = esize(&in[0]);
+    if (numel(&want) == 0) return PP_OK;
+    strided_copy(esz, r, want.dim, stride, (const byte *)in[0].data + off * (int64_t)esz,
+                 out[0].data);
+    return PP_OK;
+}
+
+/* ---- Gather / GatherElements ----------------------------------------------------------- */
+
+pp_status kern_GATHER(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                      int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("Gather", n_in, 2, 2, n_out, err));
+    PP_TRY(same_type("Gather", &in[0], &out[0], err));
+    const pprt_tensor *ix = &in[1];
+    if (ix->dtype != PP_I64 && ix->dtype != PP_I32)
+        return PP_FAIL(err, PP_EINVAL, "Gather kernel: indices must be int64 or int32");
+    const pp_shape *x = &in[0].shape;
+    int64_t axis64;
+    int axis = 0;
+    PP_TRY(pp_attr_int(attrs, "axis", 0, &axis64, err));
+    PP_TRY(norm_axis(axis64, x->rank, "Gather kernel: attribute 'axis'", &axis, err));
+    pp_shape want = {.rank = x->rank - 1 + ix->shape.rank};
+    if (want.rank > PP_MAX_DIMS) return PP_FAIL(err, PP_EUNSUP, "Gather kernel: rank too large");
+    int k = 0;
+    for (int d = 0; d < axis; d++) want.dim[k++] = x->dim[d];
+    for (int d = 0; d < ix->shape.rank; d++) want.dim[k++] = ix->shape.dim[d];
+    for (int d = axis + 1; d < x->rank; d++) want.dim[k++] = x->dim[d];
+    PP_TRY(check_shape("Gather", &out[0], &want, err));
+    const size_t esz = esize(&in[0]);
+    const int64_t n = x->dim[axis], ni = numel(&ix->shape);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= x->dim[d];
+    for (int d = axis + 1; d < x->rank; d++) inner *= x->dim[d];
+    const size_t nb = (size_t)inner * esz;
+    /* check every index once, before writing anything */
+    for (int64_t j = 0; j < ni; j++) {
+        int64_t v = int_at(ix, j);
+        if (v < -n || v >= n)
+            return PP_FAIL(err, PP_EINVAL, "Gather: index %lld (at %lld) is out of range [%lld, %lld)",
+                           (long long)v, (long long)j, (long long)-n, (long long)n);
+    }
+    const byte *src = in[0].data;
+    byte *dst = out[0].data;
+    for (int64_t i = 0; i < outer; i++)
+        for (int64_t j = 0; j < ni; j++) {
+            int64_t v = int_at(ix, j);
+            if (v < 0) v += n;
+            if (nb) memcpy(dst, src + (size_t)((i * n + v) * inner) * esz, nb);
+            dst += nb;
+        }
+    return PP_OK;
+}
+
+pp_status kern_GATHERELEMENTS(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                              int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("GatherElements", n_in, 2, 2, n_out, err));
+    PP_TRY(same_type("GatherElements", &in[0], &out[0], err));
+    const pprt_tensor *ix = &in[1];
+    const pp_shape *x = &in[0].shape, *is = &ix->shape;
+    if (ix->dtype != PP_I64 && ix->dtype != PP_I32)
+        return PP_FAIL(err, PP_EINVAL, "GatherElements kernel: indices must be int64 or int32");
+    int64_t axis64;
+    int axis = 0;
+    PP_TRY(pp_attr_int(attrs, "axis", 0, &axis64, err));
+    PP_TRY(norm_axis(axis64, x->rank, "GatherElements kernel: attribute 'axis'", &axis, err));
+    PP_TRY(check_shape("GatherElements", &out[0], is, err));
+    if (is->rank != x->rank) return PP_FAIL(err, PP_EINVAL, "GatherElements kernel: ranks differ");
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis && is->dim[d] > x->dim[d])
+            return PP_FAIL(err, PP_EINVAL, "GatherElements kernel: indices larger than data");
+    const int r = x->rank;
+    const size_t esz = esize(&in[0]);
+    const int64_t total = numel(is), n = x->dim[axis];
+    int64_t xst[PP_MAX_DIMS], idx[PP_MAX_DIMS] = {0}, off = 0; /* off: data offset without the axis */
+    strides_of(x, xst);
+    const byte *src = in[0].data;
+    byte *dst = out[0].data;
+    for (int64_t j = 0; j < total; j++) {
+        int64_t v = int_at(ix, j);
+        if (v < -n || v >= n)
+            return PP_FAIL(err, PP_EINVAL,
+                           "GatherElements: index %lld (at %lld) is out of range [%lld, %lld)",
+                           (long long)v, (long long)j, (long long)-n, (long long)n);
+        if (v < 0) v += n;
+        memcpy(dst + (size_t)j * esz, src + (size_t)(off + v * xst[axis]) * esz, esz);
+        for (int d = r - 1; d >= 0; d--) {
+            if (d != axis) off += xst[d];
+            if (++idx[d] < is->dim[d]) break;
+            if (d != axis) off -= idx[d] * xst[d];
+            idx[d] = 0;
+        }
+    }
+    return PP_OK;
+}
+
+/* ---- Shape / Size ----------------------------------------------------------------------- */
+
+pp_status kern_SHAPE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                     int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("Shape", n_in, 1, 1, n_out, err));
+    const int r = in[0].shape.rank;
+    int64_t start, end;
+    PP_TRY(pp_attr_int(attrs, "start", 0, &start, err));
+    PP_TRY(pp_attr_int(attrs, "end", r, &end, err));
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = clamp64(start, 0, r);
+    end = clamp64(end, 0, r);
+    pp_shape want = {.rank = 1, .dim = {end > start ? end - start : 0}};
+    if (out[0].dtype != PP_I64) return PP_FAIL(err, PP_EINVAL, "Shape kernel: output must be int64");
+    PP_TRY(check_shape("Shape", &out[0], &want, err));
+    int64_t *o = out[0].data;
+    for (int64_t d = start; d < end; d++) o[d - start] = in[0].shape.dim[d];
+    return PP_OK;
+}
+
+pp_status kern_SIZE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                    int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)attrs, (void)scratch;
+    PP_TRY(pprt_need_counts("Size", n_in, 1, 1, n_out, err));
+    if (out[0].dtype != PP_I64 || out[0].shape.rank != 0)
+        return PP_FAIL(err, PP_EINVAL, "Size kernel: output must be an int64 scalar");
+    *(int64_t *)out[0].data = numel(&in[0].shape);
+    return PP_OK;
+}
+
+/* ---- ConstantOfShape ------------------------------------------------------------------- */
+
+/* Fill n elements of dst with the esz bytes at val. */
+static void fill(byte *dst, int64_t n, const byte *val, size_t esz) {
+    if (n == 0) return; /* dst may be NULL */
+    bool zero = true;
+    for (size_t i = 0; i < esz; i++) zero = zero && val[i] == 0;
+    if (zero) {
+        memset(dst, 0, (size_t)n * esz);
+        return;
+    }
+    copy_run(dst, val, n, 0, esz);
+}
+
+pp_status kern_CONSTANTOFSHAPE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                               int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("ConstantOfShape", n_in, 1, 1, n_out, err));
+    int64_t dims[PP_MAX_DIMS];
+    int n;
+    PP_TRY(read_ints(&in[0], "ConstantOfShape input", dims, PP_MAX_DIMS, &n, err));
+    pp_shape want = {.rank = n};
+    for (int i = 0; i < n; i++) want.dim[i] = dims[i];
+    PP_TRY(check_shape("ConstantOfShape", &out[0], &want, err));
+    const pp_attr *v;
+    PP_TRY(pp_attr_tensor(attrs, "value", &v, err));
+    byte zero[16] = {0};
+    const byte *val = zero;
+    pp_dtype dt = PP_F32;
+    if (v) {
+        dt = v->t_dtype;
+        val = v->t_data;
+        if (v->t_nbytes != pp_dtype_size(dt) || v->t_nbytes == 0)
+            return PP_FAIL(err, PP_EINVAL, "ConstantOfShape kernel: bad attribute 'value'");
+    }
+    if (out[0].dtype != dt)
+        return PP_FAIL(err, PP_EINVAL, "ConstantOfShape kernel: output type %s, value type %s",
+                       pp_dtype_name(out[0].dtype), pp_dtype_name(dt));
+    fill(out[0].data, numel(&want), val, pp_dtype_size(dt));
+    return PP_OK;
+}
+
+/* ---- Expand / Tile ---------------------------------------------------------------------- */
+
+pp_status kern_EXPAND(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                      int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)attrs, (void)scratch;
+    PP_TRY(pprt_need_counts("Expand", n_in, 2, 2, n_out, err));
+    PP_TRY(same_type("Expand", &in[0], &out[0], err));
+    const pp_shape *x = &in[0].shape, *o = &out[0].shape;
+    /* the input, right-aligned to the output's rank; broadcast dims read with stride 0 */
+    if (x->rank > o->rank) return PP_FAIL(err, PP_EINVAL, "Expand kernel: output rank too small");
+    int64_t ist[PP_MAX_DIMS], stride[PP_MAX_DIMS];
+    strides_of(x, ist);
+    const int lead = o->rank - x->rank;
+    for (int d = 0; d < o->rank; d++) {
+        int64_t xd = d < lead ? 1 : x->dim[d - lead];
+        if (xd != o->dim[d] && xd != 1)
+            return PP_FAIL(err, PP_EINVAL, "Expand kernel: input does not broadcast to the output");
+        stride[d] = xd == 1 ? 0 : ist[d - lead];
+    }
+    strided_copy(esize(&in[0]), o->rank, o->dim, stride, in[0].data, out[0].data);
+    return PP_OK;
+}
+
+pp_status kern_TILE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                    int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)attrs, (void)scratch;
+    PP_TRY(pprt_need_counts("Tile", n_in, 2, 2, n_out, err));
+    PP_TRY(same_type("Tile", &in[0], &out[0], err));
+    const pp_shape *x = &in[0].shape, *o = &out[0].shape;
+    const int r = x->rank;
+    if (o->rank != r) return PP_FAIL(err, PP_EINVAL, "Tile kernel: output rank differs");
+    for (int d = 0; d < r; d++)
+        if (x->dim[d] ? o->dim[d] % x->dim[d] : o->dim[d])
+            return PP_FAIL(err, PP_EINVAL, "Tile kernel: output dim %d is not a multiple of the input's", d);
+    const size_t esz = esize(&in[0]);
+    const int64_t total = numel(o);
+    if (total == 0) return PP_OK;
+    if (r == 0) {
+        memcpy(out[0].data, in[0].data, esz);
+        return PP_OK;
+    }
+    /* each output row (all dims but the last) repeats one input row */
+    int64_t ist[PP_MAX_DIMS], idx[PP_MAX_DIMS] = {0};
+    strides_of(x, ist);
+    const int64_t in_row = x->dim[r - 1], reps = o->dim[r - 1] / in_row;
+    const size_t row_bytes = (size_t)in_row * esz;
+    const byte *src = in[0].data;
+    byte *dst = out[0].data;
+    for (int64_t row = 0; row < total / o->dim[r - 1]; row++) {
+        int64_t off = 0;
+        for (int d = 0; d < r - 1; d++) off += (idx[d] % x->dim[d]) * ist[d];
+        for (int64_t k = 0; k < reps; k++) {
+            memcpy(dst, src + (size_t)off * esz, row_bytes);
+            dst += row_bytes;
+        }
+        for (int d = r - 2; d >= 0; d--) {
+            if (++idx[d] < o->dim[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return PP_OK;
+}
+
+/* ---- Pad ---------------------------------------------------------------------------- */
+
+/* IEEE half from float, rounding to nearest even. */
+static uint16_t float_to_half(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    uint32_t au = u & 0x7fffffff;
+    if (au >= 0x7f800000) return sign | (au > 0x7f800000 ? 0x7e00 : 0x7c00); /* nan / inf */
+    if (au >= 0x477ff000) return sign | 0x7c00;                                /* overflow */
+    if (au < 0x38800000) { /* subnormal half (or zero) */
+        float a;
+        memcpy(&a, &au, 4);
+        return sign | (uint16_t)lrintf(a * 16777216.0f); /* a / 2^-24, round to nearest even */
+    }
+    uint32_t m = au + 0xc8000fff + ((au >> 13) & 1); /* rebias exponent (-112 << 23) and round */
+    return sign | (uint16_t)(m >> 13);
+}
+
+static uint16_t float_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 0x40); /* quiet nan */
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+/* Store v as one element of type t at dst (saturation is not needed: the
+ * callers' values fit). Returns false for types without a numeric value. */
+static bool store_number(pp_dtype t, double v, byte *dst) {
+    switch (t) {
+    case PP_F32: { float x = (float)v; memcpy(dst, &x, 4); return true; }
+    case PP_F64: memcpy(dst, &v, 8); return true;
+    case PP_F16: { uint16_t x = float_to_half((float)v); memcpy(dst, &x, 2); return true; }
+    case PP_BF16: { uint16_t x = float_to_bf16((float)v); memcpy(dst, &x, 2); return true; }
+    case PP_BOOL: dst[0] = v != 0; return true;
+    case PP_I8: { int8_t x = (int8_t)v; memcpy(dst, &x, 1); return true; }
+    case PP_U8: { uint8_t x = (uint8_t)v; memcpy(dst, &x, 1); return true; }
+    case PP_I16: { int16_t x = (int16_t)v; memcpy(dst, &x, 2); return true; }
+    case PP_U16: { uint16_t x = (uint16_t)v; memcpy(dst, &x, 2); return true; }
+    case PP_I32: { int32_t x = (int32_t)v; memcpy(dst, &x, 4); return true; }
+    case PP_U32: { uint32_t x = (uint32_t)v; memcpy(dst, &x, 4); return true; }
+    case PP_I64: { int64_t x = (int64_t)v; memcpy(dst, &x, 8); return true; }
+    case PP_U64: { uint64_t x = (uint64_t)v; memcpy(dst, &x, 8); return true; }
+    default: return false;
+    }
+}
+
+enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
+
+/* Source index along one axis for output index o (begin padding b, input
+ * size n), or -1 for the constant. */
+static int64_t pad_src(enum pad_mode m, int64_t o, int64_t b, int64_t n) {
+    int64_t i = o - b;
+    if (i >= 0 && i < n) return i;
+    switch (m) {
+    case PAD_CONSTANT: return -1;
+    case PAD_EDGE: return i < 0 ? 0 : n - 1;
+    case PAD_WRAP: return ((i % n) + n) % n;
+    case PAD_REFLECT: {
+        if (n == 1) return 0;
+        int64_t p = 2 * (n - 1), k = ((i % p) + p) % p;
+        return k < n ? k : p - k;
+    }
+    }
+    return -1;
+}
+
+pp_status kern_PAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                   pprt_scratch *scratch, pp_err *err) {
+    PP_TRY(pprt_need_counts("Pad", n_in, 1, 4, n_out, err));
+    PP_TRY(same_type("Pad", &in[0], &out[0], err));
+    const pp_shape *x = &in[0].shape;
+    const int r = x->rank;
+    const size_t esz = esize(&in[0]);
+    const char *ms;
+    PP_TRY(pp_attr_string(attrs, "mode", "constant", &ms, err));
+    enum pad_mode mode = !strcmp(ms, "reflect") ? PAD_REFLECT
+                         : !strcmp(ms, "edge")  ? PAD_EDGE
+                         : !strcmp(ms, "wrap")  ? PAD_WRAP
+                                                : PAD_CONSTANT;
+    int64_t pads[2 * PP_MAX_DIMS], axes[PP_MAX_DIMS];
+    int np, na = -1;
+    byte value[16] = {0};
+    if (attrs.opset < 11) {
+        PP_TRY(pp_attr_ints(attrs, "pads", pads, 2 * PP_MAX_DIMS, &np, err));
+        float v;
+        PP_TRY(pp_attr_float(attrs, "value", 0.0f, &v, err));
+        if (!store_number(in[0].dtype, v, value))
+            return PP_FAIL(err, PP_EUNSUP, "Pad kernel: attribute 'value' for element type %s",
+                           pp_dtype_name(in[0].dtype));
+    } else {
+        if (!has(in, n_in, 1)) return PP_FAIL(err, PP_EINVAL, "Pad kernel: input 'pads' is required");
+        PP_TRY(read_ints(&in[1], "Pad input 'pads'", pads, 2 * PP_MAX_DIMS, &np, err));
+        if (has(in, n_in, 2)) {
+            if (in[2].dtype != in[0].dtype || numel(&in[2].shape) != 1)
+                return PP_FAIL(err, PP_EINVAL, "Pad kernel: bad input 'constant_value'");
+            memcpy(value, in[2].data, esz);
+        }
+        if (has(in, n_in, 3)) PP_TRY(read_ints(&in[3], "Pad input 'axes'", axes, PP_MAX_DIMS, &na, err));
+    }
+    int64_t begin[PP_MAX_DIMS] = {0};
+    pp_shape want = *x;
+    if (na < 0) {
+        na = r;
+        for (int i = 0; i < r; i++) axes[i] = i;
+    }
+    if (np != 2 * na) return PP_FAIL(err, PP_EINVAL, "Pad kernel: %d pads for %d axes", np, na);
+    for (int i = 0; i < na; i++) {
+        int a = 0;
+        PP_TRY(norm_axis(axes[i], r, "Pad kernel: axes", &a, err));
+        begin[a] = pads[i];
+        want.dim[a] = x->dim[a] + pads[i] + pads[na + i];
+        if (mode != PAD_CONSTANT && (pads[i] < 0 || pads[na + i] < 0 ||
+                                     (x->dim[a] == 0 && (pads[i] || pads[na + i]))))
+            return PP_FAIL(err, PP_EUNSUP, "Pad kernel: mode '%s' with these pads", ms);
+    }
+    PP_TRY(check_shape("Pad", &out[0], &want, err));
+    const int64_t total = numel(&want);
+    if (total == 0) return PP_OK;
+    if (r == 0) {
+        memcpy(out[0].data, in[0].data, esz);
+        return PP_OK;
+    }
+    /* map[d][o]: source index along dim d for output index o, -1 = constant */
+    size_t nmap = 0;
+    for (int d = 0; d < r; d++) nmap += (size_t)want.dim[d];
+    int64_t *map = pprt_scratch_get(scratch, nmap * sizeof(int64_t));
+    if (!map) return PP_FAIL(err, PP_ENOMEM, "Pad kernel: out of scratch memory");
+    int64_t *mp[PP_MAX_DIMS], ist[PP_MAX_DIMS], idx[PP_MAX_DIMS] = {0};
+    size_t at = 0;
+    for (int d = 0; d < r; d++) {
+        mp[d] = map + at;
+        for (int64_t o = 0; o < want.dim[d]; o++) mp[d][o] = pad_src(mode, o, begin[d], x->dim[d]);
+        at += (size_t)want.dim[d];
+    }
+    strides_of(x, ist);
+    const int64_t inner = want.dim[r - 1];
+    const byte *src = in[0].data;
+    byte *dst = out[0].data;
+    for (int64_t row = 0; row < total / inner; row++) {
+        int64_t off = 0;
+        bool pad_row = false;
+        for (int d = 0; d < r - 1; d++) {
+            if (mp[d][idx[d]] < 0) pad_row = true;
+            else off += mp[d][idx[d]] * ist[d];
+        }
+        for (int64_t o = 0; o < inner; o++) {
+            int64_t s = pad_row ? -1 : mp[r - 1][o];
+            memcpy(dst + (size_t)o * esz, s < 0 ? value : src + (size_t)(off + s) * esz, esz);
+        }
+        dst += (size_t)inner * esz;
+        for (int d = r - 2; d >= 0; d--) {
+            if (++idx[d] < want.dim[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return PP_OK;
+}
+
+/* ---- Trilu ---------------------------------------------------------------------------- */
+
+pp_status kern_TRILU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                     int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("Trilu", n_in, 1, 2, n_out, err));
+    PP_TRY(same_type("Trilu", &in[0], &out[0], err));
+    PP_TRY(check_shape("Trilu", &out[0], &in[0].shape, err));
+    const pp_shape *x = &in[0].shape;
+    if (x->rank < 2) return PP_FAIL(err, PP_EINVAL, "Trilu kernel: rank %d < 2", x->rank);
+    int64_t upper, k = 0;
+    PP_TRY(pp_attr_int(attrs, "upper", 1, &upper, err));
+    if (has(in, n_in, 1)) {
+        if ((in[1].dtype != PP_I64 && in[1].dtype != PP_I32) || numel(&in[1].shape) != 1)
+            return PP_FAIL(err, PP_EINVAL, "Trilu kernel: input 'k' must be an integer scalar");
+        k = int_at(&in[1], 0);
+    }
+    const int64_t N = x->dim[x->rank - 2], M = x->dim[x->rank - 1];
+    if (N == 0 || M == 0) return PP_OK;
+    const int64_t mats = numel(x) / (N * M);
+    k = clamp64(k, -N - 1, M + 1); /* beyond this range k changes nothing */
+    const size_t esz = esize(&in[0]);
+    const byte *src = in[0].data;
+    byte *dst = out[0].data;
+    for (int64_t m = 0; m < mats; m++)
+        for (int64_t i = 0; i < N; i++) {
+            /* upper keeps j >= i + k; lower keeps j <= i + k */
+            int64_t lo = upper ? clamp64(i + k, 0, M) : 0;
+            int64_t hi = upper ? M : clamp64(i + k + 1, 0, M);
+            const size_t row = (size_t)((m * N + i) * M) * esz;
+            memset(dst + row, 0, (size_t)M * esz);
+            if (hi > lo)
+                memcpy(dst + row + (size_t)lo * esz, src + row + (size_t)lo * esz,
+                       (size_t)(hi - lo) * esz);
+        }
+    return PP_OK;
+}
+
+/* ---- Range ---------------------------------------------------------------------------- */
+
+static double half_to_double(uint16_t h) {
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* A numeric scalar as double, and as int64 for integer types. */
+static pp_status scalar_of(const pprt_tensor *t, double *d, int64_t *i, pp_err *err) {
+    const void *p = t->data;
+    uint16_t h;
+    *i = 0;
+    if (numel(&t->shape) != 1) return PP_FAIL(err, PP_EINVAL, "Range kernel: inputs must be scalars");
+    switch (t->dtype) {
+    case PP_F32: { float v; memcpy(&v, p, 4); *d = v; return PP_OK; }
+    case PP_F64: memcpy(d, p, 8); return PP_OK;
+    case PP_F16: memcpy(&h, p, 2); *d = half_to_double(h); return PP_OK;
+    case PP_BF16: {
+        memcpy(&h, p, 2);
+        uint32_t u = (uint32_t)h << 16;
+        float v;
+        memcpy(&v, &u, 4);
+        *d = v;
+        return PP_OK;
+    }
+    case PP_I8: { int8_t v; memcpy(&v, p, 1); *i = v; break; }
+    case PP_U8: { uint8_t v; memcpy(&v, p, 1); *i = v; break; }
+    case PP_I16: { int16_t v; memcpy(&v, p, 2); *i = v; break; }
+    case PP_U16: { uint16_t v; memcpy(&v, p, 2); *i = v; break; }
+    case PP_I32: { int32_t v; memcpy(&v, p, 4); *i = v; break; }
+    case PP_U32: { uint32_t v; memcpy(&v, p, 4); *i = v; break; }
+    case PP_I64: memcpy(i, p, 8); break;
+    default:
+        return PP_FAIL(err, PP_EUNSUP, "Range kernel: element type %s", pp_dtype_name(t->dtype));
+    }
+    *d = (double)*i;
+    return PP_OK;
+}
+
+pp_status kern_RANGE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                     int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)attrs, (void)scratch;
+    PP_TRY(pprt_need_counts("Range", n_in, 3, 3, n_out, err));
+    const pp_dtype t = out[0].dtype;
+    if (in[0].dtype != t || in[2].dtype != t || out[0].shape.rank != 1)
+        return PP_FAIL(err, PP_EINVAL, "Range kernel: types or output rank do not match");
+    double start, delta;
+    int64_t istart, idelta;
+    PP_TRY(scalar_of(&in[0], &start, &istart, err));
+    PP_TRY(scalar_of(&in[2], &delta, &idelta, err));
+    const bool is_float = t == PP_F32 || t == PP_F64 || t == PP_F16 || t == PP_BF16;
+    const int64_t n = out[0].shape.dim[0];
+    const size_t esz = pp_dtype_size(t);
+    byte *dst = out[0].data;
+    for (int64_t i = 0; i < n; i++) {
+        byte *e = dst + (size_t)i * esz;
+        if (is_float) {
+            store_number(t, start + (double)i * delta, e);
+        } else { /* exact: the values lie between start and limit */
+            int64_t v = (int64_t)((uint64_t)istart + (uint64_t)i * (uint64_t)idelta);
+            switch (esz) {
+            case 1: { int8_t x = (int8_t)v; memcpy(e, &x, 1); break; }
+            case 2: { int16_t x = (int16_t)v; memcpy(e, &x, 2); break; }
+            case 4: { int32_t x = (int32_t)v; memcpy(e, &x, 4); break; }
+            default: memcpy(e, &v, 8); break;
+            }
+        }
+    }
+    return PP_OK;
+}

@@ -1,0 +1,86 @@
+/* shape_nn.h: what the nn family's shape functions (ir/shape_nn.c) work out
+ * from attributes and constant inputs, in a form the reference kernels
+ * (runtime/cpu/ref_nn.c) reuse, so that inference and execution can never
+ * disagree on the meaning of an attribute: ConvTranspose geometry, reduction
+ * axes, Softmax's (outer, axis, inner) split, Einsum equations, TopK and
+ * Resize parameters.
+ *
+ * Each parser takes pp_tinfo inputs: in ppcc those of the graph (data only
+ * for constants), in a kernel those built from its tensors (data always
+ * present). Errors name the attribute or input. Internal to ir/ and
+ * runtime/cpu/. */
+#ifndef PP_SHAPE_NN_H
+#define PP_SHAPE_NN_H
+
+#include "geom.h"
+
+/* ConvTranspose: x [N, C, spatial...], w [C, M/group, k...]. Fills g (pad0 /
+ * pad1 are the head / tail padding removed from the full output; pad1 may be
+ * negative when output_shape asks for more than the full output: those
+ * trailing positions are zero plus bias) and *group. */
+pp_status pp_convt_geom(pp_attrs a, const pp_shape *x, const pp_shape *w, pp_geom *g,
+                        int64_t *group, pp_err *err);
+
+/* Reductions (ReduceMean, ReduceSum, ...): the reduced axes of x, from the
+ * 'axes' attribute or input (by opset), keepdims and noop_with_empty_axes.
+ * axes_in: the optional axes input (NULL or dtype PP_UNDEFINED when absent).
+ * On return mask[d] tells whether axis d is reduced (all false for a no-op). */
+typedef struct pp_reduce {
+    bool mask[PP_MAX_DIMS];
+    bool keepdims;
+} pp_reduce;
+pp_status pp_reduce_parse(pp_op op, pp_attrs a, const pp_tinfo *x, const pp_tinfo *axes_in,
+                          pp_reduce *r, pp_err *err);
+
+/* Softmax / LogSoftmax: the input seen as [outer, n, inner], normalized along
+ * n (opset >= 13: one axis; before: the input coerced to 2-D at 'axis'). */
+pp_status pp_softmax_split(pp_attrs a, const pp_shape *x, int64_t *outer, int64_t *n,
+                           int64_t *inner, pp_err *err);
+
+/* Einsum: labels 0..51 are the letters a-z, A-Z; 52.. the dims covered by
+ * '...' (right-aligned across operands, which broadcast there). */
+#define PP_EINSUM_MAX_OPS 8
+#define PP_EINSUM_LABELS (52 + PP_MAX_DIMS)
+typedef struct pp_einsum {
+    int n_ops;
+    int rank[PP_EINSUM_MAX_OPS];
+    int8_t lab[PP_EINSUM_MAX_OPS][PP_MAX_DIMS]; /* label of each operand dim */
+    int out_rank;
+    int8_t out_lab[PP_MAX_DIMS];
+    bool used[PP_EINSUM_LABELS];                /* appears in some operand */
+    bool in_out[PP_EINSUM_LABELS];              /* appears in the output */
+    int64_t size[PP_EINSUM_LABELS];             /* extent of each label */
+} pp_einsum;
+pp_status pp_einsum_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_einsum *e, pp_err *err);
+
+/* TopK: axis (normalized), k, largest, sorted. */
+typedef struct pp_topk {
+    int axis;
+    int64_t k;
+    bool largest, sorted;
+} pp_topk;
+pp_status pp_topk_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_topk *t, pp_err *err);
+
+/* Resize (and the output geometry of every axis). */
+typedef enum pp_resize_mode { PP_RS_NEAREST, PP_RS_LINEAR, PP_RS_CUBIC } pp_resize_mode;
+typedef enum pp_resize_coord {
+    PP_RC_HALF_PIXEL, PP_RC_HALF_PIXEL_SYMMETRIC, PP_RC_PYTORCH_HALF_PIXEL, PP_RC_ALIGN_CORNERS,
+    PP_RC_ASYMMETRIC, PP_RC_TF_CROP_AND_RESIZE, PP_RC_TF_HALF_PIXEL_FOR_NN,
+} pp_resize_coord;
+typedef enum pp_resize_nearest {
+    PP_RN_ROUND_PREFER_FLOOR, PP_RN_ROUND_PREFER_CEIL, PP_RN_FLOOR, PP_RN_CEIL,
+} pp_resize_nearest;
+typedef struct pp_resize {
+    pp_resize_mode mode;
+    pp_resize_coord coord;
+    pp_resize_nearest nearest;
+    float cubic_a, extrapolation;
+    bool exclude_outside, antialias;
+    int rank;
+    int64_t out[PP_MAX_DIMS];     /* output dims */
+    double scale[PP_MAX_DIMS];    /* scale used by the coordinate transform */
+    double roi0[PP_MAX_DIMS], roi1[PP_MAX_DIMS]; /* tf_crop_and_resize region */
+} pp_resize;
+pp_status pp_resize_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_resize *r, pp_err *err);
+
+#endif
