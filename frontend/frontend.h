@@ -7,6 +7,7 @@
 #include "../ir/ir.h"
 
 #define PP_MAX_DIM_OVERRIDES 16
+#define PP_MAX_CONST_INPUTS 64
 
 typedef struct pp_import_opts {
     int64_t batch; /* value for a symbolic first dim of the inputs; 0 = default (1) */
@@ -14,6 +15,13 @@ typedef struct pp_import_opts {
     int n_dims;    /* --dim NAME=VALUE for other symbolic dims */
     const char *dim_name[PP_MAX_DIM_OVERRIDES];
     int64_t dim_value[PP_MAX_DIM_OVERRIDES];
+    /* --const NAME=FILE.pb: graph input NAME becomes a constant read from an
+     * ONNX TensorProto file. Its type must be the declared one, and so must
+     * its fixed dims (symbolic dims take the file's values). An initializer
+     * that the model also lists as an input (a default value) is replaced. */
+    int n_consts;
+    const char *const_name[PP_MAX_CONST_INPUTS];
+    const char *const_path[PP_MAX_CONST_INPUTS];
 } pp_import_opts;
 
 /* Read and import `path`. On failure g is left empty (freed) and err names the
@@ -24,5 +32,31 @@ pp_status pp_import_onnx(const char *path, const pp_import_opts *o, pp_graph *g,
  * outlive nothing: what the graph needs is copied by the protobuf parser. */
 pp_status pp_import_onnx_mem(const void *buf, size_t len, const pp_import_opts *o, pp_graph *g,
                              pp_err *err);
+
+/* ---- ONNX TensorProto files (onnx_data.c) ---------------------------------------- */
+
+/* A decoded tensor: type, shape, little-endian bytes. */
+typedef struct pp_tensor_data {
+    const char *name; /* the TensorProto's name ("" when it has none) */
+    pp_dtype dtype;
+    pp_shape shape;
+    const void *data;
+    size_t nbytes;
+} pp_tensor_data;
+
+/* Read one serialized TensorProto (the ONNX test-data layout's input_N.pb)
+ * into g: the message is unpacked into g's arena, so name and bytes live as
+ * long as the graph. Errors (PP_EIO for a missing or unreadable file,
+ * PP_EINVAL / PP_EUNSUP for a malformed or unsupported tensor) name the file. */
+pp_status pp_onnx_read_tensor_file(pp_graph *g, const char *path, pp_tensor_data *out,
+                                   pp_err *err);
+
+/* Decode a TensorProto (onnx_import.c; the struct is protobuf-c's, from the
+ * generated onnx/onnx.pb-c.h): raw_data is used in place, typed fields are
+ * converted into g's arena. `what` and `name` describe it in messages. */
+struct Onnx__TensorProto;
+pp_status pp_onnx_decode_tensor(pp_graph *g, const struct Onnx__TensorProto *t, const char *name,
+                                const char *what, pp_dtype *out_dt, pp_shape *out_sh,
+                                const void **out_data, size_t *out_nbytes, pp_err *err);
 
 #endif

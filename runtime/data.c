@@ -1,5 +1,6 @@
-/* data.c: how pprt finds its inputs in a directory, writes its outputs, and
- * scores a classifier against labels. */
+/* data.c: how pprt finds its inputs in a directory (NumPy files or the ONNX
+ * test-data layout), writes its outputs, and scores a classifier against
+ * labels. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -58,19 +59,92 @@ static pp_status list_npy(const char *dir, char ***names, int *n, pp_err *err) {
     return s;
 }
 
+/* K of "input_K.pb" (K in canonical decimal), else -1. */
+static int pb_input_index(const char *fname) {
+    if (strncmp(fname, "input_", 6) != 0) return -1;
+    const char *p = fname + 6;
+    if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return -1;
+    long k = 0;
+    while (*p >= '0' && *p <= '9' && k < 1000000) k = k * 10 + (*p++ - '0');
+    return strcmp(p, ".pb") == 0 && k < 1000000 ? (int)k : -1;
+}
+
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorted K of the input_K.pb files in dir (none: *n = 0). */
+static pp_status list_pb_inputs(const char *dir, int **ks, int *n, pp_err *err) {
+    *ks = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return PP_FAIL(err, PP_EIO, "cannot open data directory '%s': %s", dir, strerror(errno));
+    int cap = 0;
+    struct dirent *e;
+    pp_status s = PP_OK;
+    while ((e = readdir(d))) {
+        int k = pb_input_index(e->d_name);
+        if (k < 0) continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            int *nk = realloc(*ks, sizeof *nk * (size_t)cap);
+            if (!nk) {
+                s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+                break;
+            }
+            *ks = nk;
+        }
+        (*ks)[(*n)++] = k;
+    }
+    closedir(d);
+    if (*n) qsort(*ks, (size_t)*n, sizeof **ks, cmp_int);
+    return s;
+}
+
 static bool file_exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-pp_status pprt_data_load(const pprt_plan *p, const char *dir, pprt_npy *npys, pprt_array *arrays,
-                         int64_t *n, pp_err *err) {
+/* Input i's data (read from `path`) against the plan: type, rank and all dims
+ * but the sample count (all of them for an unbatched plan); the inputs must
+ * agree on the sample count *n (-1 before the first). */
+static pp_status check_input(const pprt_plan *p, int i, const char *path, const pprt_npy *a,
+                             pprt_array *arr, int64_t *n, pp_err *err) {
+    const pprt_io *in = &p->inputs[i];
+    bool whole = p->batch == 0; /* unbatched plan: the file is the whole tensor */
+    bool ok = a->dtype == in->dtype && a->shape.rank == in->shape.rank && (whole || a->shape.rank >= 1);
+    for (int d = whole ? 0 : 1; ok && d < a->shape.rank; d++) ok = a->shape.dim[d] == in->shape.dim[d];
+    if (!ok) {
+        char want[128], got[128];
+        pp_shape w = in->shape;
+        if (!whole) w.dim[0] = -1; /* any number of samples */
+        return PP_FAIL(err, PP_EINVAL, "%s: input '%s' expects %s %s%s, the file holds %s %s",
+                       path, in->name, pp_dtype_name(in->dtype), pp_shape_str(&w, want, sizeof want),
+                       whole ? "" : " (N samples on dim 0)", pp_dtype_name(a->dtype),
+                       pp_shape_str(&a->shape, got, sizeof got));
+    }
+    if (whole) {
+        *n = 1;
+        *arr = (pprt_array){a->data, 1};
+        return PP_OK;
+    }
+    if (*n >= 0 && a->shape.dim[0] != *n)
+        return PP_FAIL(err, PP_EINVAL, "%s: %lld samples, but the first input has %lld", path,
+                       (long long)a->shape.dim[0], (long long)*n);
+    *n = a->shape.dim[0];
+    *arr = (pprt_array){a->data, a->shape.dim[0]};
+    return PP_OK;
+}
+
+/* NumPy layout: NAME.npy per input, else all .npy files in name order. */
+static pp_status load_npy_layout(const pprt_plan *p, const char *dir, pprt_npy *npys,
+                                 pprt_array *arrays, int64_t *n, pp_err *err) {
     char **names = NULL;
     int n_files = 0;
     pp_status s = list_npy(dir, &names, &n_files, err);
     char path[4096], safe[512];
-    *n = -1;
-    for (int i = 0; i < p->n_inputs; i++) memset(&npys[i], 0, sizeof npys[i]);
     for (int i = 0; i < p->n_inputs && s == PP_OK; i++) {
         const pprt_io *in = &p->inputs[i];
         pprt_safe_name(in->name, safe, sizeof safe);
@@ -79,43 +153,86 @@ pp_status pprt_data_load(const pprt_plan *p, const char *dir, pprt_npy *npys, pp
             if (n_files != p->n_inputs) {
                 s = PP_FAIL(err, PP_EIO,
                             "no data for input '%s': expected '%s', or exactly %d .npy file%s in "
-                            "'%s' (found %d)",
+                            "'%s' (found %d), or ONNX test data (input_0.pb, ...)",
                             in->name, path, p->n_inputs, p->n_inputs == 1 ? "" : "s", dir, n_files);
                 break;
             }
             snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         }
         if ((s = pprt_npy_read(path, &npys[i], err)) != PP_OK) break;
-        const pprt_npy *a = &npys[i];
-        bool whole = p->batch == 0; /* unbatched plan: the file is the whole tensor */
-        bool ok = a->dtype == in->dtype && a->shape.rank == in->shape.rank && (whole || a->shape.rank >= 1);
-        for (int d = whole ? 0 : 1; ok && d < a->shape.rank; d++) ok = a->shape.dim[d] == in->shape.dim[d];
-        if (!ok) {
-            char want[128], got[128];
-            pp_shape w = in->shape;
-            if (!whole) w.dim[0] = -1; /* any number of samples */
-            s = PP_FAIL(err, PP_EINVAL, "%s: input '%s' expects %s %s%s, the file holds %s %s",
-                        path, in->name, pp_dtype_name(in->dtype), pp_shape_str(&w, want, sizeof want),
-                        whole ? "" : " (N samples on dim 0)", pp_dtype_name(a->dtype),
-                        pp_shape_str(&a->shape, got, sizeof got));
-            break;
-        }
-        if (whole) {
-            *n = 1;
-            arrays[i] = (pprt_array){a->data, 1};
-            continue;
-        }
-        if (*n >= 0 && a->shape.dim[0] != *n) {
-            s = PP_FAIL(err, PP_EINVAL, "%s: %lld samples, but the first input has %lld", path,
-                        (long long)a->shape.dim[0], (long long)*n);
-            break;
-        }
-        *n = a->shape.dim[0];
-        arrays[i] = (pprt_array){a->data, a->shape.dim[0]};
+        s = check_input(p, i, path, &npys[i], &arrays[i], n, err);
     }
-    if (s == PP_OK && *n == 0) s = PP_FAIL(err, PP_EINVAL, "the input files in '%s' hold no samples", dir);
     for (int i = 0; i < n_files; i++) free(names[i]);
     free(names);
+    return s;
+}
+
+/* ONNX test-data layout: input_K.pb files, matched by tensor name, else by
+ * position K; files naming no plan input are skipped (bound at compile time). */
+static pp_status load_pb_layout(const pprt_plan *p, const char *dir, const int *ks, int n_ks,
+                                pprt_npy *npys, pprt_array *arrays, int64_t *n, pp_err *err) {
+    char path[4096];
+    char skipped[512] = "";
+    size_t sk = 0;
+    int *from = calloc(pp_count(p->n_inputs), sizeof *from); /* K + 1 of the file feeding input i */
+    if (!from) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pp_status s = PP_OK;
+    for (int f = 0; f < n_ks && s == PP_OK; f++) {
+        snprintf(path, sizeof path, "%s/input_%d.pb", dir, ks[f]);
+        pprt_npy a;
+        char *name = NULL;
+        if ((s = pprt_pb_read(path, &a, &name, err)) != PP_OK) break;
+        int i = -1;
+        for (int j = 0; *name && j < p->n_inputs && i < 0; j++)
+            if (!strcmp(p->inputs[j].name, name)) i = j;
+        if (!*name) {
+            if (ks[f] >= p->n_inputs)
+                s = PP_FAIL(err, PP_EINVAL, "%s: the tensor has no name, and its position %d is "
+                            "past the plan's %d input%s", path, ks[f], p->n_inputs,
+                            p->n_inputs == 1 ? "" : "s");
+            i = ks[f];
+        }
+        if (s == PP_OK && i < 0) { /* names no plan input: skip it */
+            if (sk < sizeof skipped)
+                sk += (size_t)snprintf(skipped + sk, sizeof skipped - sk, "%sinput_%d.pb ('%s')",
+                                       sk ? ", " : "", ks[f], name);
+        } else if (s == PP_OK && from[i]) {
+            s = PP_FAIL(err, PP_EINVAL, "%s/input_%d.pb and %s both feed input '%s'", dir,
+                        from[i] - 1, path, p->inputs[i].name);
+        } else if (s == PP_OK) {
+            from[i] = ks[f] + 1;
+            npys[i] = a;
+            a.data = NULL;
+            s = check_input(p, i, path, &npys[i], &arrays[i], n, err);
+        }
+        pprt_npy_free(&a);
+        free(name);
+    }
+    for (int i = 0; i < p->n_inputs && s == PP_OK; i++)
+        if (!from[i])
+            s = PP_FAIL(err, PP_EIO, "no data for input '%s' in '%s': no input_K.pb names it%s%s",
+                        p->inputs[i].name, dir, sk ? "; skipped as naming no plan input: " : "",
+                        skipped);
+    free(from);
+    return s;
+}
+
+pp_status pprt_data_load(const pprt_plan *p, const char *dir, pprt_npy *npys, pprt_array *arrays,
+                         int64_t *n, pp_err *err) {
+    *n = -1;
+    for (int i = 0; i < p->n_inputs; i++) memset(&npys[i], 0, sizeof npys[i]);
+    int *ks = NULL, n_ks = 0;
+    pp_status s = list_pb_inputs(dir, &ks, &n_ks, err);
+    if (s == PP_OK && p->n_inputs == 0) { /* nothing to read: one evaluation */
+        free(ks);
+        *n = 1;
+        return PP_OK;
+    }
+    if (s == PP_OK)
+        s = n_ks ? load_pb_layout(p, dir, ks, n_ks, npys, arrays, n, err)
+                 : load_npy_layout(p, dir, npys, arrays, n, err);
+    free(ks);
+    if (s == PP_OK && *n == 0) s = PP_FAIL(err, PP_EINVAL, "the input files in '%s' hold no samples", dir);
     if (s != PP_OK)
         for (int i = 0; i < p->n_inputs; i++) pprt_npy_free(&npys[i]);
     return s;
@@ -129,10 +246,15 @@ pp_status pprt_data_write(const pprt_plan *p, const char *dir, const pprt_array 
     for (int i = 0; i < p->n_outputs; i++) {
         const pprt_io *o = &p->outputs[i];
         pprt_safe_name(o->name, safe, sizeof safe);
-        snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
         pp_shape sh = o->shape;
         if (p->batch > 0) sh.dim[0] = outputs[i].n;
-        PP_TRY(pprt_npy_write(path, o->dtype, &sh, outputs[i].data, err));
+        if (pp_dtype_npy(o->dtype)) {
+            snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
+            PP_TRY(pprt_npy_write(path, o->dtype, &sh, outputs[i].data, err));
+        } else { /* NumPy has no such type (bf16): an ONNX TensorProto */
+            snprintf(path, sizeof path, "%s/%s.pb", dir, safe);
+            PP_TRY(pprt_pb_write(path, o->name, o->dtype, &sh, outputs[i].data, err));
+        }
     }
     return PP_OK;
 }

@@ -1,6 +1,10 @@
-/* io.h: sample data in and out of pprt: NumPy .npy files. */
+/* io.h: sample data in and out of pprt: NumPy .npy files, ONNX TensorProto
+ * files (the ONNX test-data layout), and checking outputs against expected
+ * values. */
 #ifndef PPRT_IO_H
 #define PPRT_IO_H
+
+#include <stdio.h>
 
 #include "pprt.h"
 
@@ -18,14 +22,36 @@ void pprt_npy_free(pprt_npy *a);
 pp_status pprt_npy_write(const char *path, pp_dtype dt, const pp_shape *sh, const void *data,
                          pp_err *err);
 
-/* The plan's inputs from a data directory: for each input, NAME.npy (the
- * input's name with characters other than [A-Za-z0-9._-] replaced by '_'),
- * else, when the directory holds exactly as many .npy files as the plan has
- * inputs, those files in name order. Each holds N samples stacked on dim 0:
- * type and the other dims must match the plan. arrays[i] points into npys[i]. */
+/* Read a serialized ONNX TensorProto (io_pb.c): values from raw_data or the
+ * typed field ONNX assigns to the type, every fixed-size element type
+ * (string and the sub-byte and 8-bit float types are refused); sizes are
+ * checked against the dims. *name (when name is not NULL) receives a malloc'ed
+ * copy of the tensor's name, "" when it has none. Errors name the file. */
+pp_status pprt_pb_read(const char *path, pprt_npy *out, char **name, pp_err *err);
+/* Write a TensorProto (raw_data) atomically (temporary name, then rename). */
+pp_status pprt_pb_write(const char *path, const char *name, pp_dtype dt, const pp_shape *sh,
+                        const void *data, pp_err *err);
+
+/* The plan's inputs from a data directory, in one of two layouts.
+ *
+ * ONNX test data (the directory holds input_0.pb, input_1.pb, ...): each file
+ * is a TensorProto; one whose name is a plan input's name feeds that input,
+ * one without a name feeds the plan input at its position K (input_K.pb),
+ * and one naming no plan input is skipped (an input bound to a constant at
+ * compile time, ppcc --const, keeps its file in the data set).
+ *
+ * NumPy (otherwise): for each input, NAME.npy (the input's name with
+ * characters other than [A-Za-z0-9._-] replaced by '_'), else, when the
+ * directory holds exactly as many .npy files as the plan has inputs, those
+ * files in name order.
+ *
+ * Each holds N samples stacked on dim 0 (for an unbatched plan, the whole
+ * tensor): type and the other dims must match the plan. arrays[i] points into
+ * npys[i]. */
 pp_status pprt_data_load(const pprt_plan *p, const char *dir, pprt_npy *npys, pprt_array *arrays,
                          int64_t *n, pp_err *err);
-/* Write each output as DIR/NAME.npy (DIR created if needed). */
+/* Write each output as DIR/NAME.npy (DIR created if needed); a type NumPy
+ * lacks (bf16) as DIR/NAME.pb, an ONNX TensorProto. */
 pp_status pprt_data_write(const pprt_plan *p, const char *dir, const pprt_array *outputs,
                           pp_err *err);
 /* Top-1 accuracy of output 0 ([N, classes] floats) against labels.npy (int
@@ -34,5 +60,37 @@ pp_status pprt_top1(const pprt_plan *p, const pprt_array *out0, const char *labe
                     int64_t *correct, pp_err *err);
 /* File-name-safe version of a tensor name. */
 void pprt_safe_name(const char *name, char *buf, size_t n);
+
+/* ---- checking outputs against expected values (check.c) ---------------------------- */
+
+/* Element-wise comparison of n values of type dt. Floats (f16, bf16, f32, f64;
+ * complex as their parts) agree when |got - want| <= atol + rtol * |want|, NaN
+ * agrees with NaN and an infinity only with the same infinity; integers and
+ * bools must be equal. */
+typedef struct pprt_diff {
+    int64_t n, bad;           /* values compared, values outside tolerance */
+    double max_abs, max_rel;  /* over all values (rel: where want != 0); inf for a NaN/inf mismatch */
+    int64_t first_bad;        /* index of the first bad value, -1 when none */
+    double got, want;         /* the values there */
+} pprt_diff;
+void pprt_compare(pp_dtype dt, const void *got, const void *want, int64_t n, double rtol,
+                  double atol, pprt_diff *d);
+
+typedef struct pprt_check_opts {
+    double rtol, atol;
+    const char *expected_dir; /* NULL: the default places, see pprt_check */
+} pprt_check_opts;
+
+/* Compare every plan output with its expected value and print one line per
+ * output to `report`: max abs and max rel error, OK or MISMATCH. The expected
+ * value of output K (name NAME) comes from, in order:
+ *   with expected_dir: DIR/NAME.npy, else DIR/output_K.pb;
+ *   without: DATA_DIR/output_K.pb, else DATA_DIR/../expected/NAME.npy, else
+ *   DATA_DIR/expected/NAME.npy.
+ * Type and shape must match exactly. Returns PP_EMISMATCH naming the output
+ * when any differs, PP_EIO when an expected file is missing, PP_EINVAL when
+ * one is malformed or an output_K.pb names another output. */
+pp_status pprt_check(const pprt_plan *p, const pprt_array *outputs, const char *data_dir,
+                     const pprt_check_opts *o, FILE *report, pp_err *err);
 
 #endif

@@ -448,13 +448,15 @@ static pp_status load(unsigned char *b, size_t len, pprt_plan *p, pp_err *err) {
         return PP_FAIL(err, PP_EINVAL, "micro-batch: expected 0..2^24, got %lld", (long long)m->batch);
     if (m->n_stages < 1 || m->n_stages > MAX_STAGES)
         return PP_FAIL(err, PP_EINVAL, "stage count: expected 1..%d, got %zu", MAX_STAGES, m->n_stages);
-    if (m->n_inputs < 1 || m->n_outputs < 1 || m->n_inputs > 1024 || m->n_outputs > 1024)
-        return PP_FAIL(err, PP_EINVAL, "expected 1..1024 inputs and outputs, got %zu and %zu",
-                       m->n_inputs, m->n_outputs);
+    /* no inputs only for an unbatched plan (one evaluation) */
+    size_t min_in = m->batch == 0 ? 0 : 1;
+    if (m->n_inputs < min_in || m->n_outputs < 1 || m->n_inputs > 1024 || m->n_outputs > 1024)
+        return PP_FAIL(err, PP_EINVAL, "expected %zu..1024 inputs and 1..1024 outputs, got %zu and %zu",
+                       min_in, m->n_inputs, m->n_outputs);
     p->n_inputs = (int)m->n_inputs;
     p->n_outputs = (int)m->n_outputs;
     p->n_stages = (int)m->n_stages;
-    p->inputs = calloc(m->n_inputs, sizeof *p->inputs);
+    p->inputs = calloc(m->n_inputs ? m->n_inputs : 1, sizeof *p->inputs);
     p->outputs = calloc(m->n_outputs, sizeof *p->outputs);
     p->stages = calloc(m->n_stages, sizeof *p->stages);
     if (!p->inputs || !p->outputs || !p->stages) return PP_FAIL(err, PP_ENOMEM, "out of memory");

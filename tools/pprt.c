@@ -12,11 +12,17 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: pprt PLAN DATA_DIR [-o OUT_DIR] [--labels FILE.npy] [--depth N]\n"
+            "            [--check [--rtol R] [--atol A] [--expected DIR]]\n"
             "            [--stats-json FILE] [--no-pin] [-q]\n"
             "       pprt --info PLAN\n"
-            "  DATA_DIR          NAME.npy per plan input (N samples on dim 0)\n"
+            "  DATA_DIR          NAME.npy per plan input (N samples on dim 0), or ONNX test data:\n"
+            "                    input_K.pb TensorProto files, matched by tensor name, else by K\n"
             "  -o OUT_DIR        where outputs go, one NAME.npy each (default out)\n"
             "  --labels FILE     int class indices: print top-1 accuracy of the first output\n"
+            "  --check           compare each output with DATA_DIR/output_K.pb, else NAME.npy in\n"
+            "                    DATA_DIR/../expected or DATA_DIR/expected; exit 1 on a mismatch\n"
+            "  --rtol R, --atol A  tolerance |got-want| <= A + R*|want| (default 1e-3, 1e-5)\n"
+            "  --expected DIR    take expected values from DIR/NAME.npy (or DIR/output_K.pb)\n"
             "  --depth N         micro-batches in flight per stage boundary (default 2)\n"
             "  --stats-json FILE write the run statistics as JSON\n"
             "  --no-pin          do not pin stage threads to cores\n"
@@ -90,6 +96,8 @@ int main(int argc, char **argv) {
     const char *plan_path = NULL, *data = NULL, *out_dir = "out", *labels = NULL, *stats_json = NULL;
     bool info = false, quiet = false;
     pprt_run_opts ro = {.depth = 2, .pin = true};
+    pprt_check_opts co = {.rtol = 1e-3, .atol = 1e-5};
+    bool check = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -114,6 +122,19 @@ int main(int argc, char **argv) {
             long d = v ? strtol(v, &end, 10) : 0;
             if (!v || *end || d < 1 || d > 1024) return bad_usage("--depth needs 1..1024, got ", v ? v : "");
             ro.depth = (int)d, i++;
+        } else if (!strcmp(a, "--check")) {
+            check = true;
+        } else if (!strcmp(a, "--rtol") || !strcmp(a, "--atol")) {
+            char *end;
+            double t = v ? strtod(v, &end) : -1;
+            if (!v || end == v || *end || !(t >= 0 && t < 1e300))
+                return bad_usage(a[2] == 'r' ? "--rtol needs a tolerance >= 0, got "
+                                             : "--atol needs a tolerance >= 0, got ", v ? v : "");
+            *(a[2] == 'r' ? &co.rtol : &co.atol) = t;
+            check = true, i++;
+        } else if (!strcmp(a, "--expected")) {
+            if (!v) return bad_usage("--expected needs a directory", NULL);
+            co.expected_dir = v, check = true, i++;
         } else if (!strcmp(a, "--no-pin")) {
             ro.pin = false;
         } else if (!strcmp(a, "-q")) {
@@ -144,8 +165,8 @@ int main(int argc, char **argv) {
     pprt_stats st = {0};
     int64_t n = 0;
     if (s == PP_OK) {
-        npys = calloc((size_t)p->n_inputs, sizeof *npys);
-        ins = calloc((size_t)p->n_inputs, sizeof *ins);
+        npys = calloc(pp_count(p->n_inputs), sizeof *npys);
+        ins = calloc(pp_count(p->n_inputs), sizeof *ins);
         outs = calloc((size_t)p->n_outputs, sizeof *outs);
         if (!npys || !ins || !outs) s = PP_FAIL(&err, PP_ENOMEM, "out of memory");
     }
@@ -176,6 +197,7 @@ int main(int argc, char **argv) {
     }
     if (s == PP_OK && stats_json) s = write_stats_json(stats_json, &st, &err);
     if (s == PP_OK && !quiet) printf("outputs: %s/\n", out_dir);
+    if (s == PP_OK && check) s = pprt_check(p, outs, data, &co, stdout, &err);
     if (p) {
         for (int i = 0; npys && i < p->n_inputs; i++) pprt_npy_free(&npys[i]);
         for (int i = 0; outs && i < p->n_outputs; i++) free(outs[i].data);

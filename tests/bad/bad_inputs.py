@@ -7,6 +7,7 @@ The bad ONNX models are built here with the onnx package's helpers; the
 truncated and corrupted files are cut from the bundled digits sample and a plan
 compiled from it. Usage: bad_inputs.py WORKDIR (env: PPCC, PPRT, SRC)."""
 import os
+import shutil
 import subprocess
 import sys
 
@@ -63,7 +64,7 @@ assert not os.path.exists("t.plan") and not os.path.exists("x.plan"), "a failed 
 # ---- ppcc: well-formed protobuf, bad or unsupported models ---------------------------
 try:
     import onnx
-    from onnx import TensorProto, helper
+    from onnx import TensorProto, helper, numpy_helper
 except ImportError:
     onnx = None
     print("bad_inputs: onnx not importable, skipping the hand-made bad models", file=sys.stderr)
@@ -83,8 +84,8 @@ if onnx is not None:
 
     x = helper.make_tensor_value_info("x", F, [1, 4])
     y = helper.make_tensor_value_info("y", F, [1, 4])
-    expect("unsupported op", [PPCC, save("softmax", [helper.make_node("Softmax", ["x"], ["y"], name="/head/Softmax")], [x], [y])],
-           "node '/head/Softmax' (#0, Softmax): op 'Softmax' is not supported")
+    expect("unsupported op", [PPCC, save("strnorm", [helper.make_node("StringNormalizer", ["x"], ["y"], name="/head/Norm")], [x], [y])],
+           "node '/head/Norm' (#0, StringNormalizer): op 'StringNormalizer' is not supported")
     expect("foreign domain", [PPCC, save("msdomain", [helper.make_node("FusedGemm", ["x"], ["y"], name="fg", domain="com.microsoft")],
                                          [x], [y], domain_opsets=[("com.microsoft", 1)])],
            "domain 'com.microsoft' is not supported")
@@ -122,8 +123,8 @@ if onnx is not None:
     w = helper.make_tensor("w", F, [8, 2, 3, 3], np.zeros(8 * 2 * 9, np.float32).tobytes(), raw=True)
     expect("conv channels", [PPCC, save("convch", [helper.make_node("Conv", ["x", "w"], ["y"], name="/c/Conv")], [x4], [y4], inits=[w])],
            "node '/c/Conv' (#0, Conv): weight W has 2 input channels per group, expected 3")
-    expect("maxpool indices", [PPCC, save("mpidx", [helper.make_node("MaxPool", ["x"], ["y", "idx"], name="mp", kernel_shape=[2, 2])],
-                                          [x4], [y4])], "2 outputs, 1 supported")
+    expect("extra output", [PPCC, save("reluidx", [helper.make_node("Relu", ["x"], ["y", "idx"], name="r")],
+                                       [x4], [y4])], "2 outputs, 1 supported")
     expect("bad auto_pad", [PPCC, save("autopad", [helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[2, 2], auto_pad="WEIRD")],
                                        [x4], [y4])], "auto_pad' has unknown value 'WEIRD'")
     b = helper.make_tensor("b", F, [5, 3], np.zeros(15, np.float32).tobytes(), raw=True)
@@ -131,6 +132,70 @@ if onnx is not None:
            "inner dimensions differ")
     expect("fixed batch vs -b", [PPCC, save("fixedb", [helper.make_node("Relu", ["x"], ["y"], name="r")], [x], [y]), "-b", "4"],
            "fixed batch dimension 1")
+
+    # ---- ppcc --const: graph inputs bound to TensorProto files ----------------------
+    w_in = helper.make_tensor_value_info("w", F, [4])
+    addw = save("addw", [helper.make_node("Add", ["x", "w"], ["y"], name="add")], [x, w_in], [y])
+    good_w = write("w.pb", numpy_helper.from_array(np.ones(4, np.float32), "w").SerializeToString())
+    expect("--const missing file", [PPCC, addw, "-b", "0", "--const", "w=no-such.pb", "-o", "c.plan"],
+           "cannot open 'no-such.pb'")
+    expect("--const not an input", [PPCC, addw, "-b", "0", "--const", "nope=w.pb", "-o", "c.plan"],
+           "the model has no graph input 'nope' (its inputs: 'x', 'w')")
+    write("w3.pb", numpy_helper.from_array(np.ones(3, np.float32), "w").SerializeToString())
+    expect("--const wrong shape", [PPCC, addw, "-b", "0", "--const", "w=w3.pb", "-o", "c.plan"],
+           "graph input 'w' is declared f32 [4], the file holds f32 [3]")
+    write("wi.pb", numpy_helper.from_array(np.ones(4, np.int64), "w").SerializeToString())
+    expect("--const wrong type", [PPCC, addw, "-b", "0", "--const", "w=wi.pb", "-o", "c.plan"],
+           "declared f32 [4], the file holds i64 [4]")
+    good = open(good_w, "rb").read()
+    expect("--const truncated file", [PPCC, addw, "-b", "0", "--const", "w=" + write("wt.pb", good[:len(good) - 3]), "-o", "c.plan"],
+           "wt.pb: not an ONNX TensorProto")
+    short_raw = numpy_helper.from_array(np.ones(4, np.float32), "w")
+    short_raw.raw_data = short_raw.raw_data[:12]
+    expect("--const raw_data size", [PPCC, addw, "-b", "0", "--const", "w=" + write("ws.pb", short_raw.SerializeToString()), "-o", "c.plan"],
+           "raw_data holds 12 bytes, expected 16")
+    expect("--const empty file", [PPCC, addw, "-b", "0", "--const", "w=" + write("we.pb", b""), "-o", "c.plan"],
+           "the file is empty")
+    expect("--const twice", [PPCC, addw, "-b", "0", "--const", "w=w.pb", "--const", "w=w.pb", "-o", "c.plan"],
+           "--const w is given twice")
+    expect("--const no '='", [PPCC, addw, "--const", "w"], "--const needs NAME=FILE.pb")
+    assert not os.path.exists("c.plan"), "a failed compile left a plan"
+
+    # ---- pprt: ONNX test data (input_K.pb) and --check ---------------------------------
+    relu = save("relu", [helper.make_node("Relu", ["x"], ["y"], name="r")], [x], [y])
+    subprocess.run([PPCC, relu, "-b", "0", "-q", "-o", "relu.plan"], check=True)
+    xs = np.array([[-1, 0, 1, 2]], np.float32)
+    shutil.rmtree("pbdata", ignore_errors=True)
+    shutil.rmtree("pbbad", ignore_errors=True)
+    os.makedirs("pbdata", exist_ok=True)
+    write("pbdata/input_0.pb", numpy_helper.from_array(xs, "x").SerializeToString())
+    expect("--check missing expected", [PPRT, "relu.plan", "pbdata", "--check", "-o", "o"],
+           "no expected value for output 'y'")
+    expect("--check missing --expected dir", [PPRT, "relu.plan", "pbdata", "--expected", "no-such-dir", "-o", "o"],
+           "no-such-dir/y.npy")
+    write("pbdata/output_0.pb", numpy_helper.from_array(xs, "y").SerializeToString())
+    expect("--check mismatch", [PPRT, "relu.plan", "pbdata", "--check", "-o", "o"],
+           "output 'y' does not match", code=1)
+    write("pbdata/output_0.pb", numpy_helper.from_array(np.maximum(xs, 0), "y").SerializeToString())
+    r = subprocess.run([PPRT, "relu.plan", "pbdata", "--check", "-o", "o"], capture_output=True, text=True)
+    if r.returncode != 0 or "OK" not in r.stdout:
+        failures.append(f"--check on matching data: exit {r.returncode}, {r.stdout!r} {r.stderr!r}")
+    write("pbdata/output_0.pb", b"\x08")
+    expect("--check corrupt expected", [PPRT, "relu.plan", "pbdata", "--check", "-o", "o"],
+           "output_0.pb: not an ONNX TensorProto")
+    os.makedirs("pbbad", exist_ok=True)
+    write("pbbad/input_0.pb", numpy_helper.from_array(xs, "x").SerializeToString()[:-2])
+    expect("truncated input_0.pb", [PPRT, "relu.plan", "pbbad", "-o", "o"], "input_0.pb: not an ONNX TensorProto")
+    write("pbbad/input_0.pb", numpy_helper.from_array(np.zeros((2, 4), np.float32), "x").SerializeToString())
+    expect("input_0.pb wrong shape", [PPRT, "relu.plan", "pbbad", "-o", "o"], "input 'x' expects f32 [1,4]")
+    write("pbbad/input_0.pb", numpy_helper.from_array(xs, "other").SerializeToString())
+    expect("input_0.pb names no input", [PPRT, "relu.plan", "pbbad", "-o", "o"],
+           "no data for input 'x'")
+    typed = TensorProto(name="x", data_type=F, dims=[1, 4], float_data=[1.0, 2.0, 3.0])
+    write("pbbad/input_0.pb", typed.SerializeToString())
+    expect("input_0.pb short float_data", [PPRT, "relu.plan", "pbbad", "-o", "o"],
+           "float_data holds 3 values, expected 4")
+    expect("--rtol negative", [PPRT, "relu.plan", "pbdata", "--rtol", "-1"], "--rtol needs a tolerance")
 
 # ---- pprt: plans and data ---------------------------------------------------------------
 subprocess.run([PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "2", "-b", "8", "-o", "good.plan", "-q"], check=True)
