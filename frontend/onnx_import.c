@@ -19,7 +19,9 @@
 #include "onnx/onnx.pb-c.h"
 
 #define MIN_OPSET 7
-#define MAX_OPSET 21
+/* ops this compiler supports changed only in the types they accept between
+ * opsets 21 and 27 (checked against onnx 1.22's schemas; docs/design-notes.md) */
+#define MAX_OPSET 27
 
 static void free_model(void *m) {
     onnx__model_proto__free_unpacked((Onnx__ModelProto *)m, NULL);
@@ -33,10 +35,11 @@ static bool known_dtype(int32_t t) {
 
 /* Decode an ONNX TensorProto: type, shape and little-endian bytes (pointing
  * into the message for raw_data, converted into the graph arena for typed
- * fields). `what` and `name` describe it for messages. */
-static pp_status decode_tensor(pp_graph *g, const Onnx__TensorProto *t, const char *name,
-                               const char *what, pp_dtype *out_dt, pp_shape *out_sh,
-                               const void **out_data, size_t *out_nbytes, pp_err *err) {
+ * fields). `what` and `name` describe it for messages. Also used by
+ * onnx_data.c for the tensor files of --const. */
+pp_status pp_onnx_decode_tensor(pp_graph *g, const Onnx__TensorProto *t, const char *name,
+                                const char *what, pp_dtype *out_dt, pp_shape *out_sh,
+                                const void **out_data, size_t *out_nbytes, pp_err *err) {
     if (!t->has_data_type || !known_dtype(t->data_type))
         return PP_FAIL(err, PP_EUNSUP, "%s '%s': element type %d is not supported", what, name,
                        t->has_data_type ? t->data_type : 0);
@@ -116,7 +119,7 @@ static pp_status import_tensor(pp_graph *g, const Onnx__TensorProto *t, const ch
     pp_shape sh;
     const void *data;
     size_t nbytes;
-    PP_TRY(decode_tensor(g, t, name, what, &dt, &sh, &data, &nbytes, err));
+    PP_TRY(pp_onnx_decode_tensor(g, t, name, what, &dt, &sh, &data, &nbytes, err));
     int v;
     PP_TRY(pp_graph_add_value(g, name, &v, err));
     pp_value *val = &g->values[v];
@@ -131,8 +134,12 @@ static pp_status import_tensor(pp_graph *g, const Onnx__TensorProto *t, const ch
 
 /* ---- graph inputs ------------------------------------------------------------------ */
 
-static pp_status import_input(pp_graph *g, const Onnx__ValueInfoProto *vi, const pp_import_opts *o,
-                              pp_err *err) {
+/* A graph input's declared element type and shape. Symbolic dims take their
+ * --dim value, dim 0 the batch. For an input bound by --const (`bound`), the
+ * batch rules do not apply, unresolved symbolic dims stay -1 and a missing
+ * shape gives rank -1: the file supplies them. */
+static pp_status input_type(const Onnx__ValueInfoProto *vi, const pp_import_opts *o, bool bound,
+                            pp_dtype *out_dt, pp_shape *out_sh, pp_err *err) {
     const char *name = vi->name ? vi->name : "";
     if (!*name) return PP_FAIL(err, PP_EINVAL, "a graph input has no name");
     const Onnx__TypeProto *tp = vi->type;
@@ -142,11 +149,17 @@ static pp_status import_input(pp_graph *g, const Onnx__ValueInfoProto *vi, const
     if (!tt->has_elem_type || !known_dtype(tt->elem_type))
         return PP_FAIL(err, PP_EUNSUP, "graph input '%s': element type %d is not supported", name,
                        tt->has_elem_type ? tt->elem_type : 0);
+    *out_dt = (pp_dtype)tt->elem_type;
+    if (!tt->shape && bound) {
+        out_sh->rank = -1;
+        return PP_OK;
+    }
     if (!tt->shape)
         return PP_FAIL(err, PP_EINVAL, "graph input '%s' has no shape", name);
     if (tt->shape->n_dim > PP_MAX_DIMS)
         return PP_FAIL(err, PP_EUNSUP, "graph input '%s': rank %zu exceeds %d", name,
                        tt->shape->n_dim, PP_MAX_DIMS);
+    bool batched = !o->no_batch && !bound;
     pp_shape sh = {.rank = (int)tt->shape->n_dim};
     for (size_t i = 0; i < tt->shape->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
@@ -154,7 +167,7 @@ static pp_status import_input(pp_graph *g, const Onnx__ValueInfoProto *vi, const
             if (d->dim_value < 0)
                 return PP_FAIL(err, PP_EINVAL, "graph input '%s': dimension %zu is negative (%lld)",
                                name, i, (long long)d->dim_value);
-            if (i == 0 && !o->no_batch && o->batch > 0 && d->dim_value != o->batch)
+            if (i == 0 && batched && o->batch > 0 && d->dim_value != o->batch)
                 return PP_FAIL(err, PP_EINVAL,
                                "graph input '%s' has a fixed batch dimension %lld; -b %lld cannot "
                                "change it (export the model with a dynamic batch axis)",
@@ -167,24 +180,103 @@ static pp_status import_input(pp_graph *g, const Onnx__ValueInfoProto *vi, const
         int64_t val = -1;
         for (int k = 0; k < o->n_dims; k++)
             if (*param && strcmp(o->dim_name[k], param) == 0) val = o->dim_value[k];
-        if (val < 0 && i == 0 && !o->no_batch) val = o->batch > 0 ? o->batch : 1;
-        if (val < 0)
+        if (val < 0 && i == 0 && batched) val = o->batch > 0 ? o->batch : 1;
+        if (val < 0 && !bound)
             return PP_FAIL(err, PP_EINVAL,
                            "graph input '%s': dimension %zu is symbolic ('%s'); give its value "
                            "with --dim %s=VALUE",
                            name, i, param, *param ? param : "NAME");
         sh.dim[i] = val;
     }
+    *out_sh = sh;
+    return PP_OK;
+}
+
+static pp_status import_input(pp_graph *g, const Onnx__ValueInfoProto *vi, const pp_import_opts *o,
+                              pp_err *err) {
+    pp_dtype dt;
+    pp_shape sh;
+    PP_TRY(input_type(vi, o, false, &dt, &sh, err));
+    const char *name = vi->name;
     int v;
     PP_TRY(pp_graph_add_value(g, name, &v, err));
-    g->values[v].dtype = (pp_dtype)tt->elem_type;
+    g->values[v].dtype = dt;
     g->values[v].shape = sh;
     size_t nb;
     pp_err e = {0};
-    if (pp_shape_nbytes(&sh, (pp_dtype)tt->elem_type, &nb, &e) != PP_OK)
+    if (pp_shape_nbytes(&sh, dt, &nb, &e) != PP_OK)
         return PP_FAIL(err, PP_EINVAL, "graph input '%s': %s", name, e.msg);
     g->values[v].nbytes = nb;
     return pp_graph_add_input(g, v, err);
+}
+
+/* --const NAME=FILE: index of NAME's binding, or -1. */
+static int const_binding(const pp_import_opts *o, const char *name) {
+    for (int k = 0; k < o->n_consts; k++)
+        if (!strcmp(o->const_name[k], name)) return k;
+    return -1;
+}
+
+/* Graph input `vi`, bound by --const to the tensor in `path`, becomes a
+ * constant: the file's type must be the declared one, and so must every dim
+ * the model (or --dim) fixes; symbolic dims take the file's values. */
+static pp_status import_const_input(pp_graph *g, const Onnx__ValueInfoProto *vi, const char *path,
+                                    const pp_import_opts *o, pp_err *err) {
+    const char *name = vi->name ? vi->name : "";
+    pp_dtype want_dt;
+    pp_shape want;
+    pp_err e = {0};
+    if (input_type(vi, o, true, &want_dt, &want, &e) != PP_OK)
+        return PP_FAIL(err, e.code, "--const %s=%s: %s", name, path, e.msg);
+    pp_tensor_data t;
+    if (pp_onnx_read_tensor_file(g, path, &t, &e) != PP_OK)
+        return PP_FAIL(err, e.code, "--const %s: %s", name, e.msg);
+    bool ok = t.dtype == want_dt && (want.rank < 0 || want.rank == t.shape.rank);
+    for (int i = 0; ok && i < want.rank; i++)
+        ok = want.dim[i] < 0 || want.dim[i] == t.shape.dim[i];
+    if (!ok) {
+        char ws[128] = "[any shape]", ts[128];
+        if (want.rank >= 0) pp_shape_str(&want, ws, sizeof ws);
+        return PP_FAIL(err, PP_EINVAL, "--const %s=%s: graph input '%s' is declared %s %s, the file "
+                       "holds %s %s", name, path, name, pp_dtype_name(want_dt), ws,
+                       pp_dtype_name(t.dtype), pp_shape_str(&t.shape, ts, sizeof ts));
+    }
+    int v;
+    PP_TRY(pp_graph_add_value(g, name, &v, err));
+    pp_value *val = &g->values[v];
+    val->dtype = t.dtype;
+    val->shape = t.shape;
+    val->is_const = true;
+    val->data = t.data;
+    val->nbytes = t.nbytes;
+    return PP_OK;
+}
+
+/* Every --const must name a distinct graph input of the model. */
+static pp_status check_const_names(const Onnx__GraphProto *gp, const pp_import_opts *o,
+                                   pp_err *err) {
+    for (int k = 0; k < o->n_consts; k++) {
+        const char *want = o->const_name[k];
+        if (const_binding(o, want) != k)
+            return PP_FAIL(err, PP_EINVAL, "--const %s is given twice", want);
+        bool found = false;
+        for (size_t i = 0; i < gp->n_input && !found; i++)
+            found = gp->input[i]->name && !strcmp(gp->input[i]->name, want);
+        if (found) continue;
+        for (size_t i = 0; i < gp->n_initializer; i++)
+            if (gp->initializer[i]->name && !strcmp(gp->initializer[i]->name, want))
+                return PP_FAIL(err, PP_EINVAL, "--const %s: '%s' is an initializer of the model, "
+                               "not a graph input", want, want);
+        char list[256] = "";
+        size_t n = 0;
+        for (size_t i = 0; i < gp->n_input && n < sizeof list; i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s'%s'", i ? ", " : "",
+                                  gp->input[i]->name ? gp->input[i]->name : "");
+        if (n >= sizeof list) strcpy(list + sizeof list - 5, "...");
+        return PP_FAIL(err, PP_EINVAL, "--const %s: the model has no graph input '%s' (its inputs: %s)",
+                       want, want, gp->n_input ? list : "none");
+    }
+    return PP_OK;
 }
 
 /* ---- attributes --------------------------------------------------------------------- */
@@ -244,8 +336,8 @@ static pp_status import_attr(pp_graph *g, const Onnx__AttributeProto *ap, pp_att
         char what[448];
         snprintf(what, sizeof what, "%s: attribute", node_desc);
         a->type = PP_ATTR_TENSOR;
-        return decode_tensor(g, ap->t, an, what, &a->t_dtype, &a->t_shape, &a->t_data,
-                             &a->t_nbytes, err);
+        return pp_onnx_decode_tensor(g, ap->t, an, what, &a->t_dtype, &a->t_shape,
+                                     &a->t_data, &a->t_nbytes, err);
     }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
@@ -315,7 +407,8 @@ static pp_status import_node(pp_graph *g, const Onnx__NodeProto *np, int index, 
                        domain);
     if (!strcmp(op_type, "Constant")) return import_constant(g, np, desc, err);
     pp_op op;
-    if (!pp_op_lookup(op_type, &op)) {
+    /* "pp." ops exist only inside ppcc (the fusion pass makes them) */
+    if (!strncmp(op_type, "pp.", 3) || !pp_op_lookup(op_type, &op)) {
         if (!strcmp(op_type, "If") || !strcmp(op_type, "Loop") || !strcmp(op_type, "Scan"))
             return PP_FAIL(err, PP_EUNSUP, "%s: control flow (%s) is not supported", desc, op_type);
         return PP_FAIL(err, PP_EUNSUP, "%s: op '%s' is not supported", desc, op_type);
@@ -372,6 +465,26 @@ static pp_status import_node(pp_graph *g, const Onnx__NodeProto *np, int index, 
     return PP_OK;
 }
 
+/* A graph output that is a constant (an initializer, a Constant node) is
+ * computed by the plan like any other: its bytes move to a new constant and
+ * an Identity node produces the output, which keeps its name. */
+static pp_status output_from_constant(pp_graph *g, int v, pp_err *err) {
+    pp_op id;
+    if (!pp_op_lookup("Identity", &id)) return PP_FAIL(err, PP_EUNSUP, "constant graph outputs need Identity");
+    char name[512];
+    snprintf(name, sizeof name, "%s/const", g->values[v].name);
+    pp_value keep = g->values[v];
+    int c, n;
+    PP_TRY(pp_graph_add_const(g, name, keep.dtype, &keep.shape, keep.data ? keep.data : "", &c, err));
+    pp_value *out = &g->values[v];
+    out->is_const = false;
+    out->data = NULL;
+    PP_TRY(pp_graph_add_node(g, id, name, 1, 1, &n, err));
+    g->nodes[n].in[0] = c;
+    g->nodes[n].out[0] = v;
+    return PP_OK;
+}
+
 /* ---- model ----------------------------------------------------------------------------- */
 
 static pp_status import_model(Onnx__ModelProto *m, const pp_import_opts *o, pp_graph *g,
@@ -395,19 +508,30 @@ static pp_status import_model(Onnx__ModelProto *m, const pp_import_opts *o, pp_g
     if (gp->n_output == 0) return PP_FAIL(err, PP_EINVAL, "the graph has no outputs");
     if (gp->n_sparse_initializer)
         return PP_FAIL(err, PP_EUNSUP, "sparse initializers are not supported");
+    PP_TRY(check_const_names(gp, o, err));
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *t = gp->initializer[i];
         if (!t->name || !*t->name) return PP_FAIL(err, PP_EINVAL, "initializer #%zu has no name", i);
+        if (const_binding(o, t->name) >= 0) continue; /* a default value that --const replaces */
         int v;
         PP_TRY(import_tensor(g, t, t->name, "initializer", &v, err));
     }
     for (size_t i = 0; i < gp->n_input; i++) {
         const char *name = gp->input[i]->name ? gp->input[i]->name : "";
+        int k = const_binding(o, name);
+        if (k >= 0) {
+            PP_TRY(import_const_input(g, gp->input[i], o->const_path[k], o, err));
+            continue;
+        }
         if (pp_graph_find(g, name) >= 0 && g->values[pp_graph_find(g, name)].is_const)
             continue; /* older exporters list initializers as inputs too */
         PP_TRY(import_input(g, gp->input[i], o, err));
     }
-    if (g->n_inputs == 0) return PP_FAIL(err, PP_EINVAL, "the graph has no (non-initializer) inputs");
+    /* a graph without runtime inputs (all constants, or all bound with
+     * --const) can only run as one whole, unbatched evaluation */
+    if (g->n_inputs == 0 && !o->no_batch)
+        return PP_FAIL(err, PP_EINVAL, "the graph has no input fed at run time%s; compile it with "
+                       "-b 0 to evaluate it once", o->n_consts ? " (all bound by --const)" : "");
     for (size_t i = 0; i < gp->n_node; i++) PP_TRY(import_node(g, gp->node[i], (int)i, err));
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *name = gp->output[i]->name ? gp->output[i]->name : "";
@@ -416,6 +540,7 @@ static pp_status import_model(Onnx__ModelProto *m, const pp_import_opts *o, pp_g
         for (int k = 0; k < g->n_outputs; k++)
             if (g->outputs[k] == v)
                 return PP_FAIL(err, PP_EINVAL, "graph output '%s' is listed twice", name);
+        if (g->values[v].is_const) PP_TRY(output_from_constant(g, v, err));
         PP_TRY(pp_graph_add_output(g, v, err));
     }
     return PP_OK;
@@ -428,6 +553,7 @@ static pp_status choose_batch(pp_graph *g, const pp_import_opts *o, pp_err *err)
         g->batch = 0;
         return PP_OK;
     }
+    if (g->n_inputs == 0) return PP_FAIL(err, PP_EINVAL, "the graph has no input fed at run time");
     const pp_value *first = &g->values[g->inputs[0]];
     int64_t b = o->batch > 0 ? o->batch : first->shape.rank > 0 ? first->shape.dim[0] : 0;
     for (int i = 0; i < g->n_inputs; i++) {

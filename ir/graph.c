@@ -65,6 +65,7 @@ void pp_graph_free(pp_graph *g) {
         for (int i = 0; i < g->n_stages - 1; i++) free(g->bounds[i].vals);
     free(g->bounds);
     free(g->stage_arena);
+    free(g->stage_info);
     if (g->keep_free) g->keep_free(g->keep);
     pp_arena_free(&g->arena);
     memset(g, 0, sizeof *g);
@@ -183,7 +184,9 @@ void pp_node_tinfo(const pp_graph *g, const pp_node *n, pp_tinfo *in, pp_tinfo *
             continue;
         }
         const pp_value *v = &g->values[n->in[i]];
-        in[i] = (pp_tinfo){v->dtype, v->shape, v->is_const ? v->data : NULL};
+        /* a constant always has a data pointer, even with no bytes */
+        static const int64_t no_bytes = 0;
+        in[i] = (pp_tinfo){v->dtype, v->shape, v->is_const ? (v->data ? v->data : &no_bytes) : NULL};
     }
     if (out)
         for (int i = 0; i < n->n_out; i++) {
@@ -252,30 +255,31 @@ pp_status pp_graph_verify(pp_graph *g, pp_err *err) {
     return s;
 }
 
-pp_status pp_graph_infer(pp_graph *g, pp_err *err) {
+pp_status pp_node_infer(pp_graph *g, int i, pp_err *err) {
     static _Thread_local pp_tinfo in[PP_MAX_INPUTS], out[PP_MAX_OUTPUTS];
     char d[320];
-    for (int i = 0; i < g->n_nodes; i++) {
-        pp_node *n = &g->nodes[i];
-        if (n->n_in > PP_MAX_INPUTS || n->n_out > PP_MAX_OUTPUTS)
-            return PP_FAIL(err, PP_EUNSUP, "%s: too many inputs or outputs",
-                           pp_node_desc(g, i, d, sizeof d));
-        pp_node_tinfo(g, n, in, NULL);
-        pp_err e = {0};
-        pp_status s = pp_infer(n->op, pp_node_attrs(g, n), in, n->n_in, out, n->n_out, &e);
-        if (s != PP_OK)
-            return PP_FAIL(err, s, "%s: %s", pp_node_desc(g, i, d, sizeof d), e.msg);
-        for (int k = 0; k < n->n_out; k++) {
-            pp_value *v = &g->values[n->out[k]];
-            v->dtype = out[k].dtype;
-            v->shape = out[k].shape;
-            pp_err e2 = {0};
-            if (pp_shape_nbytes(&v->shape, v->dtype, &v->nbytes, &e2) != PP_OK)
-                return PP_FAIL(err, e2.code, "%s: output '%s': %s", pp_node_desc(g, i, d, sizeof d),
-                               v->name, e2.msg);
-        }
-        n->cost = pp_node_cost(n->op, pp_node_attrs(g, n), in, n->n_in, out, n->n_out);
+    pp_node *n = &g->nodes[i];
+    if (n->n_in > PP_MAX_INPUTS || n->n_out > PP_MAX_OUTPUTS)
+        return PP_FAIL(err, PP_EUNSUP, "%s: too many inputs or outputs", pp_node_desc(g, i, d, sizeof d));
+    pp_node_tinfo(g, n, in, NULL);
+    pp_err e = {0};
+    pp_status s = pp_infer(n->op, pp_node_attrs(g, n), in, n->n_in, out, n->n_out, &e);
+    if (s != PP_OK) return PP_FAIL(err, s, "%s: %s", pp_node_desc(g, i, d, sizeof d), e.msg);
+    for (int k = 0; k < n->n_out; k++) {
+        pp_value *v = &g->values[n->out[k]];
+        v->dtype = out[k].dtype;
+        v->shape = out[k].shape;
+        pp_err e2 = {0};
+        if (pp_shape_nbytes(&v->shape, v->dtype, &v->nbytes, &e2) != PP_OK)
+            return PP_FAIL(err, e2.code, "%s: output '%s': %s", pp_node_desc(g, i, d, sizeof d),
+                           v->name, e2.msg);
     }
+    n->cost = pp_node_cost(n->op, pp_node_attrs(g, n), in, n->n_in, out, n->n_out);
+    return PP_OK;
+}
+
+pp_status pp_graph_infer(pp_graph *g, pp_err *err) {
+    for (int i = 0; i < g->n_nodes; i++) PP_TRY(pp_node_infer(g, i, err));
     return PP_OK;
 }
 
@@ -284,4 +288,75 @@ size_t pp_node_param_bytes(const pp_graph *g, const pp_node *n) {
     for (int k = 0; k < n->n_in; k++)
         if (n->in[k] >= 0 && g->values[n->in[k]].is_const) b += g->values[n->in[k]].nbytes;
     return b;
+}
+
+/* ---- rewriting --------------------------------------------------------------------- */
+
+pp_status pp_graph_add_const(pp_graph *g, const char *hint, pp_dtype dt, const pp_shape *sh,
+                             const void *data, int *idx, pp_err *err) {
+    size_t nb;
+    PP_TRY(pp_shape_nbytes(sh, dt, &nb, err));
+    void *copy = pp_arena_alloc(&g->arena, nb ? nb : 1);
+    if (!copy) return PP_FAIL(err, PP_ENOMEM, "out of memory for constant '%s'", hint);
+    if (nb) memcpy(copy, data, nb);
+    char name[512];
+    snprintf(name, sizeof name, "%s", hint);
+    for (int k = 1; pp_graph_find(g, name) >= 0; k++) snprintf(name, sizeof name, "%s__%d", hint, k);
+    PP_TRY(pp_graph_add_value(g, name, idx, err));
+    pp_value *v = &g->values[*idx];
+    v->dtype = dt;
+    v->shape = *sh;
+    v->is_const = true;
+    v->data = copy;
+    v->nbytes = nb;
+    return PP_OK;
+}
+
+bool pp_graph_is_output(const pp_graph *g, int v) {
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] == v) return true;
+    return false;
+}
+
+int pp_graph_count_uses(const pp_graph *g, int v) {
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].dead) continue;
+        for (int k = 0; k < g->nodes[i].n_in; k++) n += g->nodes[i].in[k] == v;
+    }
+    return n;
+}
+
+static void rehash(pp_graph *g) {
+    memset(g->hash, 0xff, (size_t)g->hash_cap * sizeof *g->hash);
+    for (int i = 0; i < g->n_values; i++) hash_insert(g->hash, g->hash_cap, g->values, i);
+}
+
+void pp_graph_replace_uses(pp_graph *g, int from, int to) {
+    if (from == to) return;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_in; k++)
+            if (g->nodes[i].in[k] == from) g->nodes[i].in[k] = to;
+    bool out = false;
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] == from) g->outputs[k] = to, out = true;
+    if (out) {
+        const char *t = g->values[from].name;
+        g->values[from].name = g->values[to].name;
+        g->values[to].name = t;
+        rehash(g);
+    }
+}
+
+void pp_graph_compact(pp_graph *g) {
+    int w = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].dead) {
+            free(g->nodes[i].in);
+            free(g->nodes[i].out);
+            continue;
+        }
+        g->nodes[w++] = g->nodes[i];
+    }
+    g->n_nodes = w;
 }

@@ -13,6 +13,8 @@
 #ifndef PP_IR_H
 #define PP_IR_H
 
+#include <stdio.h>
+
 #include "base.h"
 
 /* ---- arena: many small allocations freed at once ------------------------------- */
@@ -52,7 +54,27 @@ typedef struct pp_node {
     int n_attrs;
     int stage;           /* set by partitioning; -1 before */
     pp_cost cost;        /* set by pp_graph_infer */
+    /* module scope from the name: qualified module paths, outermost first
+     * ("/layer1/layer1.0/conv1/Conv" -> layer1, layer1.0, layer1.0.conv1);
+     * n_scope == 0: glue (an op written as a function in forward()) */
+    const char **scope;
+    int n_scope;
+    const char **extra;  /* scopes of nodes fused into this one (bn1 in conv1) */
+    int n_extra;
+    bool recovered;      /* outside every module the split names (report) */
+    bool dead;           /* to be removed by pp_graph_compact */
 } pp_node;
+
+/* What the cost model says about one stage (filled after memory planning). */
+typedef struct pp_stage_info {
+    int ops, first, last;      /* node count and index range */
+    size_t params;             /* weight bytes (each constant once per stage) */
+    double flops;
+    size_t arena;              /* activation arena: the peak of live activations */
+    size_t recv, send;         /* boundary message bytes in and out */
+    size_t memory;             /* params + arena + depth x (recv + send) */
+    double est_ms;             /* compute (roofline) + sending the boundary */
+} pp_stage_info;
 
 /* A stage boundary: the values that cross from stages <= i to stages > i. */
 typedef struct pp_boundary {
@@ -76,6 +98,8 @@ typedef struct pp_graph {
     int n_stages;
     pp_boundary *bounds;     /* n_stages - 1 entries */
     size_t *stage_arena;     /* arena bytes per stage */
+    pp_stage_info *stage_info; /* n_stages entries (passes/stagecost.c) */
+    size_t act_total;        /* sum of all activation bytes (memplan's baseline) */
     /* the frontend's storage that constant data points into */
     void *keep;
     void (*keep_free)(void *);
@@ -112,8 +136,30 @@ const char *pp_node_desc(const pp_graph *g, int idx, char *buf, size_t n);
 pp_status pp_graph_verify(pp_graph *g, pp_err *err);
 /* Infer every node's output types and shapes, and its cost. */
 pp_status pp_graph_infer(pp_graph *g, pp_err *err);
+/* The same for node i alone (its inputs must be inferred already). */
+pp_status pp_node_infer(pp_graph *g, int i, pp_err *err);
 
 /* Parameter bytes of a node: sum of its constant inputs. */
 size_t pp_node_param_bytes(const pp_graph *g, const pp_node *n);
+
+/* ---- rewriting (used by the passes) ---------------------------------------------- */
+
+/* New constant value; `data` (nbytes) is copied into the graph's arena. The
+ * name is `hint` made unique with a numeric suffix. */
+pp_status pp_graph_add_const(pp_graph *g, const char *hint, pp_dtype dt, const pp_shape *sh,
+                             const void *data, int *idx, pp_err *err);
+/* Make every use of value `from` (node inputs, graph outputs) use `to`. When
+ * `from` is a graph output, the two values swap names, so the graph's output
+ * keeps the name users know. */
+void pp_graph_replace_uses(pp_graph *g, int from, int to);
+/* Drop the nodes whose `dead` flag is set, keeping the order; producers and
+ * use counts are recomputed by pp_graph_verify. */
+void pp_graph_compact(pp_graph *g);
+/* Number of nodes reading value v (any input slot). */
+int pp_graph_count_uses(const pp_graph *g, int v);
+bool pp_graph_is_output(const pp_graph *g, int v);
+
+/* Print the IR, one line per op (ir/dump.c; format in docs/ir.md). */
+void pp_dump_ir(FILE *f, const pp_graph *g, const char *title);
 
 #endif

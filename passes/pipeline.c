@@ -1,7 +1,24 @@
-/* pipeline.c: the pass list, as straight-line calls. With verify_each the IR
- * verifier runs after every pass that changes the graph, so a broken pass is
- * caught where it broke, not three passes later. */
+/* pipeline.c: the pass list, as straight-line calls, with the IR verifier
+ * after every pass that changes the graph (it also refreshes producers and
+ * use counts, which the next pass reads), and an IR dump after any pass on
+ * request (--dump-ir=PASS, --dump-ir=all, --dump-ir for the last).
+ *
+ *   import    the frontend's graph, as read
+ *   infer     shapes and costs, folding constants as it goes ("fold")
+ *   simplify  no-op removal, dead code, shared constants
+ *   fuse      BN into Conv, Conv+Add+Relu, MatMul+Add, LayerNorm, GELU, SiLU
+ *   partition scopes, split, boundaries, memory plan, stage costs */
+#include <string.h>
+
 #include "passes.h"
+
+const char *const pp_pass_names[] = {"import", "infer", "simplify", "fuse", "partition", NULL};
+
+static bool disabled(const pp_compile_opts *o, const char *name) {
+    for (int k = 0; k < o->n_disabled; k++)
+        if (!strcmp(o->disabled[k], name)) return true;
+    return false;
+}
 
 /* pprt cuts samples along dim 0: every output must carry the micro-batch
  * there too (inputs were checked at import). */
@@ -18,13 +35,59 @@ static pp_status check_batch(const pp_graph *g, pp_err *err) {
     return PP_OK;
 }
 
+static void dump(pp_graph *g, const pp_compile_opts *o, const char *pass) {
+    if (!o->dump_ir) return;
+    bool last = !strcmp(pass, "partition");
+    if (!strcmp(o->dump_ir, "all") || !strcmp(o->dump_ir, pass) || (!*o->dump_ir && last))
+        pp_dump_ir(o->dump_to ? o->dump_to : stdout, g, pass);
+}
+
+static pp_status check_opts(const pp_compile_opts *o, pp_err *err) {
+    for (int k = 0; k < o->n_disabled; k++) {
+        const char *d = o->disabled[k];
+        if (strcmp(d, "fold") && strcmp(d, "simplify") && strcmp(d, "fuse"))
+            return PP_FAIL(err, PP_EINVAL, "--disable-pass %s: only fold, simplify and fuse can be "
+                           "disabled", d);
+    }
+    if (o->dump_ir && *o->dump_ir && strcmp(o->dump_ir, "all")) {
+        bool known = false;
+        for (int k = 0; pp_pass_names[k]; k++) known |= !strcmp(pp_pass_names[k], o->dump_ir);
+        if (!known)
+            return PP_FAIL(err, PP_EINVAL, "--dump-ir=%s: no such pass (import, infer, simplify, "
+                           "fuse, partition, all)", o->dump_ir);
+    }
+    return PP_OK;
+}
+
 pp_status pp_run_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
+    PP_TRY(check_opts(o, err));
     PP_TRY(pp_graph_verify(g, err));
-    PP_TRY(pp_graph_infer(g, err));
+    PP_TRY(pp_scopes(g, err));
+    dump(g, o, "import");
+
+    PP_TRY(disabled(o, "fold") ? pp_graph_infer(g, err) : pp_fold(g, err));
+    PP_TRY(pp_graph_verify(g, err));
     PP_TRY(check_batch(g, err));
+    dump(g, o, "infer");
+
+    if (!disabled(o, "simplify")) {
+        PP_TRY(pp_simplify(g, err));
+        PP_TRY(pp_graph_verify(g, err));
+    }
+    dump(g, o, "simplify");
+
+    if (!disabled(o, "fuse")) {
+        PP_TRY(pp_fuse(g, err));
+        PP_TRY(pp_graph_verify(g, err));
+    }
+    dump(g, o, "fuse");
+
     PP_TRY(pp_partition(g, o, err));
     PP_TRY(pp_boundaries(g, err));
     PP_TRY(pp_memplan(g, err));
-    if (o->verify_each) PP_TRY(pp_graph_verify(g, err));
+    PP_TRY(pp_stage_costs(g, o, err));
+    PP_TRY(pp_graph_verify(g, err));
+    dump(g, o, "partition");
+    if (o->dump_dot) PP_TRY(pp_dump_dot(o->dump_dot, g, err));
     return PP_OK;
 }

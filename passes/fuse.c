@@ -1,0 +1,442 @@
+/* fuse.c: pattern fusions that matter for speed and for cost estimates.
+ *
+ *  - BatchNormalization after a Conv with constant weights is folded into the
+ *    Conv's weights and bias;
+ *  - Conv [+ Add of a same-shaped residual] [+ Relu or Clip] becomes one
+ *    pp.FusedConv;
+ *  - 2-D MatMul + Add of a constant bias becomes Gemm;
+ *  - the decomposed LayerNorm (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
+ *    Div, Mul, Add) becomes LayerNormalization;
+ *  - the Erf GELU (Div by sqrt 2, Erf, Add 1, Mul x, Mul 0.5) becomes Gelu;
+ *  - x * Sigmoid(x) becomes pp.SiLU.
+ *
+ * A fused node takes the place of the LAST node of its pattern (so every
+ * value it reads is already defined there) and the name of the FIRST (the
+ * op that carries the module scope: "/layer1/layer1.0/conv1/Conv"). The
+ * absorbed nodes' scopes are kept too, so a split can still name them
+ * (--exec-seq "bn1"). Patterns only match when the intermediate values have
+ * no other use and are not graph outputs. Ops are matched by name, and a
+ * fusion whose target op is not in the op table is skipped. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+static bool is(const pp_graph *g, int node, const char *name) {
+    return node >= 0 && !g->nodes[node].dead && strcmp(pp_op_table[g->nodes[node].op].name, name) == 0;
+}
+
+/* The only consumer of value v, or -1 (several, none, or a graph output). */
+static int sole_user(const pp_graph *g, int v) {
+    if (pp_graph_is_output(g, v)) return -1;
+    int user = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pp_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] == v) {
+                if (user >= 0 && user != i) return -1;
+                user = i;
+            }
+    }
+    return user;
+}
+
+static int producer(const pp_graph *g, int v) {
+    if (v < 0) return -1;
+    int p = g->values[v].producer;
+    return p >= 0 && !g->nodes[p].dead ? p : -1;
+}
+
+/* A constant float scalar (any shape with one element) in *out. */
+static bool const_scalar(const pp_graph *g, int v, double *out) {
+    if (v < 0 || !g->values[v].is_const) return false;
+    const pp_value *val = &g->values[v];
+    if (val->dtype == PP_F32 && val->nbytes == 4) *out = *(const float *)val->data;
+    else if (val->dtype == PP_F64 && val->nbytes == 8) *out = *(const double *)val->data;
+    else return false;
+    return true;
+}
+
+static bool near(double a, double b) { return fabs(a - b) <= 1e-4 * fabs(b); }
+
+/* Node surgery ---------------------------------------------------------------------------- */
+
+static pp_status set_inputs(pp_node *n, const int *in, int cnt, pp_err *err) {
+    int *p = realloc(n->in, sizeof(int) * pp_count(cnt));
+    if (!p) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (cnt) memcpy(p, in, sizeof(int) * (size_t)cnt);
+    n->in = p;
+    n->n_in = cnt;
+    return PP_OK;
+}
+
+/* Scopes of `from` not already on `to` are appended to `to`'s extra list. */
+static pp_status absorb_scopes(pp_graph *g, pp_node *to, const pp_node *from, pp_err *err) {
+    int add = 0;
+    for (int k = 0; k < from->n_scope + from->n_extra; k++) {
+        const char *s = k < from->n_scope ? from->scope[k] : from->extra[k - from->n_scope];
+        if (!pp_node_in_module(to, s)) add++;
+    }
+    if (!add) return PP_OK;
+    const char **e = pp_arena_alloc(&g->arena, sizeof *e * (size_t)(to->n_extra + add));
+    if (!e) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (to->n_extra) memcpy(e, to->extra, sizeof *e * (size_t)to->n_extra);
+    int n = to->n_extra;
+    for (int k = 0; k < from->n_scope + from->n_extra; k++) {
+        const char *s = k < from->n_scope ? from->scope[k] : from->extra[k - from->n_scope];
+        if (!pp_node_in_module(to, s)) {
+            bool dup = false;
+            for (int j = to->n_extra; j < n; j++) dup |= strcmp(e[j], s) == 0;
+            if (!dup) e[n++] = s;
+        }
+    }
+    to->extra = e;
+    to->n_extra = n;
+    return PP_OK;
+}
+
+/* Turn node `last` into `op` named and scoped like `first`; the other nodes
+ * of the pattern (listed in dead[]) die, their scopes kept. */
+static pp_status become(pp_graph *g, int last, int first, pp_op op, const int *dead, int n_dead,
+                        pp_err *err) {
+    pp_node *L = &g->nodes[last];
+    const pp_node *F = &g->nodes[first];
+    const char **sc = L->scope, **ex = L->extra;
+    int nsc = L->n_scope, nex = L->n_extra;
+    L->op = op;
+    L->name = F->name;
+    L->scope = F->scope;
+    L->n_scope = F->n_scope;
+    L->extra = F->extra;
+    L->n_extra = F->n_extra;
+    pp_node old = {.scope = sc, .n_scope = nsc, .extra = ex, .n_extra = nex};
+    PP_TRY(absorb_scopes(g, L, &old, err));
+    for (int k = 0; k < n_dead; k++) {
+        if (dead[k] < 0 || dead[k] == last) continue;
+        PP_TRY(absorb_scopes(g, L, &g->nodes[dead[k]], err));
+        g->nodes[dead[k]].dead = true;
+    }
+    return PP_OK;
+}
+
+/* Attributes of n plus extra ones, in the graph's arena. */
+static pp_status add_attrs(pp_graph *g, pp_node *n, const pp_attr *extra, int cnt, pp_err *err) {
+    pp_attr *a = pp_arena_alloc(&g->arena, sizeof *a * (size_t)(n->n_attrs + cnt));
+    if (!a) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (n->n_attrs) memcpy(a, n->attrs, sizeof *a * (size_t)n->n_attrs);
+    if (cnt) memcpy(a + n->n_attrs, extra, sizeof *a * (size_t)cnt);
+    n->attrs = a;
+    n->n_attrs += cnt;
+    return PP_OK;
+}
+
+/* ---- BatchNormalization into Conv ------------------------------------------------------- */
+
+static pp_status fuse_bn(pp_graph *g, int bn, bool *changed, pp_err *err) {
+    pp_node *B = &g->nodes[bn];
+    int c = producer(g, B->in[0]);
+    if (!is(g, c, "Conv") || sole_user(g, B->in[0]) != bn) return PP_OK;
+    pp_node *C = &g->nodes[c];
+    const pp_value *w = &g->values[C->in[1]];
+    const pp_value *bias = C->n_in > 2 && C->in[2] >= 0 ? &g->values[C->in[2]] : NULL;
+    if (!w->is_const || w->dtype != PP_F32 || (bias && !bias->is_const)) return PP_OK;
+    for (int k = 1; k < 5; k++)
+        if (!g->values[B->in[k]].is_const || g->values[B->in[k]].dtype != PP_F32) return PP_OK;
+    float eps;
+    PP_TRY(pp_attr_float(pp_node_attrs(g, B), "epsilon", 1e-5f, &eps, err));
+    int64_t m = w->shape.dim[0];
+    size_t per = (size_t)(w->nbytes / sizeof(float) / (size_t)m);
+    const float *scale = g->values[B->in[1]].data, *beta = g->values[B->in[2]].data;
+    const float *mean = g->values[B->in[3]].data, *var = g->values[B->in[4]].data;
+    float *nw = malloc(w->nbytes), *nb = malloc(sizeof(float) * (size_t)m);
+    if (!nw || !nb) {
+        free(nw), free(nb);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    const float *ow = w->data, *ob = bias ? bias->data : NULL;
+    for (int64_t o = 0; o < m; o++) {
+        double s = (double)scale[o] / sqrt((double)var[o] + (double)eps);
+        for (size_t k = 0; k < per; k++) nw[(size_t)o * per + k] = (float)((double)ow[(size_t)o * per + k] * s);
+        nb[o] = (float)(((ob ? (double)ob[o] : 0.0) - (double)mean[o]) * s + (double)beta[o]);
+    }
+    char hint[512];
+    int vw, vb;
+    snprintf(hint, sizeof hint, "%s.weight_bn", C->name);
+    pp_shape bshape = {1, {m}};
+    pp_shape wshape = w->shape;
+    pp_status s = pp_graph_add_const(g, hint, PP_F32, &wshape, nw, &vw, err);
+    snprintf(hint, sizeof hint, "%s.bias_bn", g->nodes[c].name);
+    if (s == PP_OK) s = pp_graph_add_const(g, hint, PP_F32, &bshape, nb, &vb, err);
+    free(nw), free(nb);
+    PP_TRY(s);
+    C = &g->nodes[c];
+    B = &g->nodes[bn];
+    int ins[3] = {C->in[0], vw, vb};
+    PP_TRY(set_inputs(C, ins, 3, err));
+    /* the conv now produces what the BN produced: BN's node dies, the conv
+     * moves to its place (the BN output keeps its name if it is an output) */
+    int y = B->out[0], x = C->out[0];
+    pp_graph_replace_uses(g, y, x);
+    PP_TRY(absorb_scopes(g, C, B, err));
+    B->dead = true;
+    *changed = true;
+    return PP_OK;
+}
+
+/* ---- Conv [+ Add] [+ Relu/Clip] ------------------------------------------------------------ */
+
+static pp_status fuse_conv(pp_graph *g, int c, bool *changed, pp_err *err) {
+    pp_op fused;
+    if (!pp_op_lookup("pp.FusedConv", &fused)) return PP_OK;
+    int y = g->nodes[c].out[0];
+    int user = sole_user(g, y);
+    int add = -1, act = -1, z = -1, last = c;
+    if (is(g, user, "Add")) {
+        const pp_node *A = &g->nodes[user];
+        int other = A->in[0] == y ? A->in[1] : A->in[0];
+        if (A->in[0] != A->in[1] && g->values[other].dtype == g->values[y].dtype &&
+            pp_shape_eq(&g->values[other].shape, &g->values[y].shape)) {
+            add = user, z = other, last = add;
+            user = sole_user(g, A->out[0]);
+        }
+    }
+    pp_attr extra[3];
+    int n_extra = 0;
+    if (is(g, user, "Relu")) {
+        act = user;
+        extra[n_extra++] = (pp_attr){.name = "activation", .type = PP_ATTR_STRING, .s = "Relu"};
+    } else if (is(g, user, "Clip")) {
+        const pp_node *K = &g->nodes[user];
+        double lo = -INFINITY, hi = INFINITY;
+        bool ok = true;
+        if (K->n_in > 1 && K->in[1] >= 0) ok &= const_scalar(g, K->in[1], &lo);
+        if (K->n_in > 2 && K->in[2] >= 0) ok &= const_scalar(g, K->in[2], &hi);
+        float flo, fhi;
+        ok &= pp_attr_float(pp_node_attrs(g, K), "min", (float)lo, &flo, NULL) == PP_OK;
+        ok &= pp_attr_float(pp_node_attrs(g, K), "max", (float)hi, &fhi, NULL) == PP_OK;
+        if (ok) {
+            act = user;
+            extra[n_extra++] = (pp_attr){.name = "activation", .type = PP_ATTR_STRING, .s = "Clip"};
+            extra[n_extra++] = (pp_attr){.name = "clip_min", .type = PP_ATTR_FLOAT, .f = flo};
+            extra[n_extra++] = (pp_attr){.name = "clip_max", .type = PP_ATTR_FLOAT, .f = fhi};
+        }
+    }
+    if (add < 0 && act < 0) return PP_OK;
+    if (act >= 0) last = act;
+    const pp_node *C = &g->nodes[c];
+    int ins[4] = {C->in[0], C->in[1], C->n_in > 2 ? C->in[2] : -1, z};
+    const pp_attr *cattrs = C->attrs;
+    int n_cattrs = C->n_attrs;
+    int dead[3] = {c, add, act};
+    PP_TRY(become(g, last, c, fused, dead, 3, err));
+    pp_node *L = &g->nodes[last];
+    PP_TRY(set_inputs(L, ins, z >= 0 ? 4 : 3, err));
+    L->attrs = (pp_attr *)cattrs;
+    L->n_attrs = n_cattrs;
+    PP_TRY(add_attrs(g, L, extra, n_extra, err));
+    *changed = true;
+    return PP_OK;
+}
+
+/* ---- MatMul + Add -> Gemm ------------------------------------------------------------------- */
+
+static pp_status fuse_matmul_add(pp_graph *g, int mm, bool *changed, pp_err *err) {
+    pp_op gemm;
+    if (!pp_op_lookup("Gemm", &gemm)) return PP_OK;
+    const pp_node *M = &g->nodes[mm];
+    const pp_value *a = &g->values[M->in[0]], *b = &g->values[M->in[1]];
+    if (a->shape.rank != 2 || b->shape.rank != 2 || a->dtype != PP_F32) return PP_OK;
+    int add = sole_user(g, M->out[0]);
+    if (!is(g, add, "Add")) return PP_OK;
+    const pp_node *A = &g->nodes[add];
+    int c = A->in[0] == M->out[0] ? A->in[1] : A->in[0];
+    const pp_value *cv = &g->values[c];
+    int64_t n = b->shape.dim[1];
+    bool bias = cv->is_const && cv->dtype == PP_F32 &&
+                ((cv->shape.rank == 1 && cv->shape.dim[0] == n) ||
+                 (cv->shape.rank == 2 && cv->shape.dim[1] == n &&
+                  (cv->shape.dim[0] == 1 || cv->shape.dim[0] == a->shape.dim[0])));
+    if (!bias || A->in[0] == A->in[1]) return PP_OK;
+    int ins[3] = {M->in[0], M->in[1], c};
+    int dead[2] = {mm, add};
+    PP_TRY(become(g, add, mm, gemm, dead, 2, err));
+    pp_node *L = &g->nodes[add];
+    PP_TRY(set_inputs(L, ins, 3, err));
+    L->attrs = NULL;
+    L->n_attrs = 0;
+    *changed = true;
+    return PP_OK;
+}
+
+/* ---- x * Sigmoid(x) -> SiLU ------------------------------------------------------------------ */
+
+static pp_status fuse_silu(pp_graph *g, int sg, bool *changed, pp_err *err) {
+    pp_op silu;
+    if (!pp_op_lookup("pp.SiLU", &silu)) return PP_OK;
+    int x = g->nodes[sg].in[0], s = g->nodes[sg].out[0];
+    int mul = sole_user(g, s);
+    if (!is(g, mul, "Mul")) return PP_OK;
+    const pp_node *M = &g->nodes[mul];
+    if (!((M->in[0] == x && M->in[1] == s) || (M->in[1] == x && M->in[0] == s))) return PP_OK;
+    if (g->values[x].dtype != PP_F32) return PP_OK;
+    int dead[2] = {sg, mul};
+    PP_TRY(become(g, mul, sg, silu, dead, 2, err));
+    pp_node *L = &g->nodes[mul];
+    PP_TRY(set_inputs(L, &x, 1, err));
+    L->attrs = NULL;
+    L->n_attrs = 0;
+    *changed = true;
+    return PP_OK;
+}
+
+/* ---- Erf GELU -> Gelu ------------------------------------------------------------------------- */
+
+/* the other input of binary node n, given one of them */
+static int other_in(const pp_graph *g, int n, int v) {
+    const pp_node *N = &g->nodes[n];
+    if (N->n_in != 2) return -1;
+    return N->in[0] == v ? N->in[1] : N->in[1] == v ? N->in[0] : -1;
+}
+
+static pp_status fuse_gelu(pp_graph *g, int erf, bool *changed, pp_err *err) {
+    pp_op gelu;
+    if (!pp_op_lookup("Gelu", &gelu)) return PP_OK;
+    /* d = x / sqrt(2) (or x * 1/sqrt(2)); e = Erf(d); a = e + 1; m = x * a; o = m * 0.5
+     * (0.5 may also multiply first: m = x * 0.5, o = m * a) */
+    int d = producer(g, g->nodes[erf].in[0]);
+    double k;
+    if (d < 0 || sole_user(g, g->nodes[d].out[0]) != erf) return PP_OK;
+    int x = g->nodes[d].in[0];
+    if (is(g, d, "Div") && const_scalar(g, g->nodes[d].in[1], &k) && near(k, sqrt(2.0))) {
+    } else if (is(g, d, "Mul") && ((const_scalar(g, g->nodes[d].in[1], &k) && near(k, 1 / sqrt(2.0))) ||
+                                   (x = g->nodes[d].in[1], const_scalar(g, g->nodes[d].in[0], &k) && near(k, 1 / sqrt(2.0))))) {
+    } else {
+        return PP_OK;
+    }
+    int a = sole_user(g, g->nodes[erf].out[0]);
+    if (!is(g, a, "Add") || !const_scalar(g, other_in(g, a, g->nodes[erf].out[0]), &k) || !near(k, 1.0))
+        return PP_OK;
+    int m = sole_user(g, g->nodes[a].out[0]);
+    if (!is(g, m, "Mul")) return PP_OK;
+    int mo = other_in(g, m, g->nodes[a].out[0]);
+    int last, half;
+    if (mo == x) { /* (x * a) * 0.5 */
+        last = sole_user(g, g->nodes[m].out[0]);
+        if (!is(g, last, "Mul") || !const_scalar(g, other_in(g, last, g->nodes[m].out[0]), &k) || !near(k, 0.5))
+            return PP_OK;
+        half = -1;
+    } else { /* (x * 0.5) * a */
+        half = producer(g, mo);
+        if (!is(g, half, "Mul") || sole_user(g, mo) != m || other_in(g, half, x) < 0 ||
+            !const_scalar(g, other_in(g, half, x), &k) || !near(k, 0.5))
+            return PP_OK;
+        last = m;
+    }
+    int dead[5] = {d, erf, a, m, half};
+    PP_TRY(become(g, last, d, gelu, dead, 5, err));
+    pp_node *L = &g->nodes[last];
+    PP_TRY(set_inputs(L, &x, 1, err));
+    L->attrs = NULL;
+    L->n_attrs = 0;
+    *changed = true;
+    return PP_OK;
+}
+
+/* ---- decomposed LayerNorm -> LayerNormalization ------------------------------------------------ */
+
+/* ReduceMean over exactly the last axis, keepdims */
+static bool mean_last(const pp_graph *g, int n) {
+    if (!is(g, n, "ReduceMean")) return false;
+    const pp_node *N = &g->nodes[n];
+    int r = g->values[N->in[0]].shape.rank;
+    int64_t axes[PP_MAX_DIMS];
+    int na = 0;
+    const pp_attr *ax = pp_attr_find(pp_node_attrs(g, N), "axes");
+    if (ax && ax->type == PP_ATTR_INTS && ax->n <= PP_MAX_DIMS) {
+        na = ax->n;
+        for (int k = 0; k < na; k++) axes[k] = ax->ints[k];
+    } else if (N->n_in > 1 && N->in[1] >= 0 && g->values[N->in[1]].is_const &&
+               g->values[N->in[1]].dtype == PP_I64 && g->values[N->in[1]].nbytes == 8) {
+        na = 1;
+        axes[0] = *(const int64_t *)g->values[N->in[1]].data;
+    }
+    int64_t keep = 1;
+    pp_attr_int(pp_node_attrs(g, N), "keepdims", 1, &keep, NULL);
+    return na == 1 && (axes[0] == -1 || axes[0] == r - 1) && keep;
+}
+
+static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err) {
+    pp_op ln;
+    if (!pp_op_lookup("LayerNormalization", &ln) || !mean_last(g, rm)) return PP_OK;
+    int x = g->nodes[rm].in[0], mu = g->nodes[rm].out[0];
+    /* d = x - mu, used by Pow and Div */
+    int sub = sole_user(g, mu);
+    if (!is(g, sub, "Sub") || g->nodes[sub].in[0] != x || g->nodes[sub].in[1] != mu) return PP_OK;
+    int dv = g->nodes[sub].out[0];
+    int pw = -1, dvn = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].dead) continue;
+        for (int k = 0; k < g->nodes[i].n_in; k++)
+            if (g->nodes[i].in[k] == dv) {
+                if (is(g, i, "Pow") && k == 0) pw = i;
+                else if (is(g, i, "Div") && k == 0) dvn = i;
+                else return PP_OK;
+            }
+    }
+    double k;
+    if (pw < 0 || dvn < 0 || pp_graph_is_output(g, dv) || !const_scalar(g, g->nodes[pw].in[1], &k) || k != 2.0)
+        return PP_OK;
+    int rm2 = sole_user(g, g->nodes[pw].out[0]);
+    if (!mean_last(g, rm2)) return PP_OK;
+    int ad = sole_user(g, g->nodes[rm2].out[0]);
+    double eps;
+    if (!is(g, ad, "Add") || !const_scalar(g, other_in(g, ad, g->nodes[rm2].out[0]), &eps)) return PP_OK;
+    int sq = sole_user(g, g->nodes[ad].out[0]);
+    if (!is(g, sq, "Sqrt") || sole_user(g, g->nodes[sq].out[0]) != dvn || g->nodes[dvn].in[1] != g->nodes[sq].out[0])
+        return PP_OK;
+    int mul = sole_user(g, g->nodes[dvn].out[0]);
+    if (!is(g, mul, "Mul")) return PP_OK;
+    int gamma = other_in(g, mul, g->nodes[dvn].out[0]);
+    int add2 = sole_user(g, g->nodes[mul].out[0]);
+    if (!is(g, add2, "Add")) return PP_OK;
+    int beta = other_in(g, add2, g->nodes[mul].out[0]);
+    int64_t last_dim = g->values[x].shape.dim[g->values[x].shape.rank - 1];
+    for (int v = 0; v < 2; v++) {
+        const pp_value *p = &g->values[v ? beta : gamma];
+        if (!p->is_const || p->dtype != PP_F32 || p->shape.rank != 1 || p->shape.dim[0] != last_dim)
+            return PP_OK;
+    }
+    int dead[9] = {rm, sub, pw, rm2, ad, sq, dvn, mul, add2};
+    PP_TRY(become(g, add2, rm, ln, dead, 9, err));
+    pp_node *L = &g->nodes[add2];
+    int ins[3] = {x, gamma, beta};
+    PP_TRY(set_inputs(L, ins, 3, err));
+    L->attrs = NULL;
+    L->n_attrs = 0;
+    pp_attr at[2] = {{.name = "axis", .type = PP_ATTR_INT, .i = -1},
+                     {.name = "epsilon", .type = PP_ATTR_FLOAT, .f = (float)eps}};
+    PP_TRY(add_attrs(g, L, at, 2, err));
+    *changed = true;
+    return PP_OK;
+}
+
+/* ---- the pass ----------------------------------------------------------------------------------- */
+
+pp_status pp_fuse(pp_graph *g, pp_err *err) {
+    bool changed = false;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (is(g, i, "BatchNormalization")) PP_TRY(fuse_bn(g, i, &changed, err));
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (is(g, i, "ReduceMean")) PP_TRY(fuse_layernorm(g, i, &changed, err));
+        else if (is(g, i, "Erf")) PP_TRY(fuse_gelu(g, i, &changed, err));
+        else if (is(g, i, "Sigmoid")) PP_TRY(fuse_silu(g, i, &changed, err));
+        else if (is(g, i, "MatMul")) PP_TRY(fuse_matmul_add(g, i, &changed, err));
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        if (is(g, i, "Conv")) PP_TRY(fuse_conv(g, i, &changed, err));
+    pp_graph_compact(g);
+    /* shapes and costs of the new nodes */
+    return changed ? pp_graph_infer(g, err) : PP_OK;
+}

@@ -1,0 +1,140 @@
+/* simplify.c: remove what does nothing.
+ *
+ *  - Identity and inference-mode Dropout;
+ *  - data-movement ops whose output equals their input: Reshape, Flatten,
+ *    Squeeze, Unsqueeze, Expand, Tile to the same shape; Transpose with the
+ *    identity permutation; Cast to the same type; Pad by zero; Slice that
+ *    keeps everything; Concat of one input;
+ *  - dead code: nodes none of whose outputs is used or is a graph output;
+ *  - duplicate constants (same type, shape and bytes) share one value.
+ *
+ * Ops are recognized by name, so this file does not depend on which rows the
+ * op table has. A node whose output is a graph output is only removed when
+ * its input is produced by another node (the graph output keeps its name). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+static bool is(const pp_node *n, const char *name) {
+    return strcmp(pp_op_table[n->op].name, name) == 0;
+}
+
+static bool same_tensor(const pp_value *a, const pp_value *b) {
+    return a->dtype == b->dtype && pp_shape_eq(&a->shape, &b->shape);
+}
+
+/* constant int input k of n holds only zeros (absent counts as zeros) */
+static bool const_all(const pp_graph *g, const pp_node *n, int k, int64_t want, bool absent_ok) {
+    if (k >= n->n_in || n->in[k] < 0) return absent_ok;
+    const pp_value *v = &g->values[n->in[k]];
+    if (!v->is_const || (v->dtype != PP_I64 && v->dtype != PP_I32)) return false;
+    size_t cnt = v->nbytes / pp_dtype_size(v->dtype);
+    for (size_t i = 0; i < cnt; i++) {
+        int64_t x = v->dtype == PP_I64 ? ((const int64_t *)v->data)[i] : ((const int32_t *)v->data)[i];
+        if (x != want) return false;
+    }
+    return true;
+}
+
+static bool is_noop(const pp_graph *g, const pp_node *n) {
+    if (n->n_in < 1 || n->in[0] < 0) return false;
+    const pp_value *x = &g->values[n->in[0]], *y = &g->values[n->out[0]];
+    if (is(n, "Identity")) return true;
+    if (is(n, "Dropout")) { /* inference unless training_mode is given and not a constant false */
+        if (n->n_out != 1) return false;
+        if (n->n_in < 3 || n->in[2] < 0) return true;
+        const pp_value *t = &g->values[n->in[2]];
+        return t->is_const && t->dtype == PP_BOOL && t->nbytes == 1 && !*(const uint8_t *)t->data;
+    }
+    if (!same_tensor(x, y)) return false;
+    if (is(n, "Reshape") || is(n, "Flatten") || is(n, "Squeeze") || is(n, "Unsqueeze") ||
+        is(n, "Expand") || is(n, "Tile") || is(n, "Cast"))
+        return true;
+    if (is(n, "Concat")) return n->n_in == 1;
+    if (is(n, "Transpose")) {
+        const pp_attr *perm = pp_attr_find(pp_node_attrs(g, n), "perm");
+        if (!perm) return x->shape.rank <= 1;
+        for (int k = 0; k < perm->n; k++)
+            if (perm->ints[k] != k) return false;
+        return true;
+    }
+    if (is(n, "Pad")) {
+        const pp_attr *pads = pp_attr_find(pp_node_attrs(g, n), "pads");
+        if (pads) {
+            for (int k = 0; k < pads->n; k++)
+                if (pads->ints[k]) return false;
+            return true;
+        }
+        return const_all(g, n, 1, 0, false);
+    }
+    if (is(n, "Slice")) /* same shape with unit steps keeps everything */
+        return n->n_in == 1 || const_all(g, n, 4, 1, true);
+    return false;
+}
+
+/* 64-bit FNV-1a over a constant's type, shape and bytes */
+static uint64_t const_hash(const pp_value *v) {
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *p = v->data;
+    h = (h ^ (uint64_t)v->dtype) * 1099511628211ull;
+    for (int d = 0; d < v->shape.rank; d++) h = (h ^ (uint64_t)v->shape.dim[d]) * 1099511628211ull;
+    for (size_t i = 0; i < v->nbytes; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    const uint64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] < y[1] ? -1 : x[1] > y[1]);
+}
+
+static pp_status share_constants(pp_graph *g, pp_err *err) {
+    int n = 0;
+    uint64_t *keys = malloc(sizeof(uint64_t) * 2 * pp_count(g->n_values));
+    if (!keys) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].is_const && pp_graph_count_uses(g, v) > 0) {
+            keys[2 * n] = const_hash(&g->values[v]);
+            keys[2 * n + 1] = (uint64_t)v;
+            n++;
+        }
+    qsort(keys, (size_t)n, 2 * sizeof(uint64_t), cmp_u64);
+    for (int i = 1; i < n; i++) {
+        /* walk back over the run of equal hashes to the first true duplicate */
+        for (int j = i - 1; j >= 0 && keys[2 * j] == keys[2 * i]; j--) {
+            const pp_value *a = &g->values[keys[2 * j + 1]], *b = &g->values[keys[2 * i + 1]];
+            if (same_tensor(a, b) && a->nbytes == b->nbytes &&
+                (a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0)) {
+                pp_graph_replace_uses(g, (int)keys[2 * i + 1], (int)keys[2 * j + 1]);
+                break;
+            }
+        }
+    }
+    free(keys);
+    return PP_OK;
+}
+
+pp_status pp_simplify(pp_graph *g, pp_err *err) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        pp_node *n = &g->nodes[i];
+        if (!is_noop(g, n)) continue;
+        int x = n->in[0], y = n->out[0];
+        if (pp_graph_is_output(g, y)) {
+            const pp_value *xv = &g->values[x];
+            if (xv->is_input || xv->is_const || pp_graph_is_output(g, x)) continue;
+        }
+        pp_graph_replace_uses(g, y, x);
+        n->dead = true;
+    }
+    /* dead code, last to first so chains disappear in one sweep */
+    for (int i = g->n_nodes - 1; i >= 0; i--) {
+        pp_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        bool used = false;
+        for (int k = 0; k < n->n_out && !used; k++)
+            used = pp_graph_is_output(g, n->out[k]) || pp_graph_count_uses(g, n->out[k]) > 0;
+        if (!used) n->dead = true;
+    }
+    pp_graph_compact(g);
+    return share_constants(g, err);
+}
