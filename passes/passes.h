@@ -1,5 +1,5 @@
 /* passes.h: the passes that turn an imported graph into a staged graph ready
- * for lowering, and the pass pipeline that runs them in order. */
+ * for lowering, the pass pipeline that runs them in order, and the report. */
 #ifndef PP_PASSES_H
 #define PP_PASSES_H
 
@@ -8,28 +8,106 @@
 #include "../ir/ir.h"
 
 typedef enum pp_policy {
-    PP_POLICY_UNIFORM = 0, /* equal op count per stage */
+    PP_POLICY_AUTO = 0, /* min bottleneck time incl. transfers, under memory caps */
+    PP_POLICY_UNIFORM,  /* equal op count */
+    PP_POLICY_PARAMS,   /* equal parameter bytes over top-level modules (ColossalAI "balanced") */
+    PP_POLICY_FLOPS,    /* equal FLOPs */
+    PP_POLICY_MEMORY,   /* equal estimated memory */
+    PP_POLICY_CUSTOM,   /* --split-at / --exec-seq */
 } pp_policy;
 
+const char *pp_policy_name(pp_policy p);
+bool pp_policy_parse(const char *s, pp_policy *out);
+
+#define PP_MAX_SPLITS 256
+
+/* The machine the cost model assumes (docs/partitioning.md). */
+typedef struct pp_target {
+    double gflops;    /* sustained GFLOP/s of one stage's device */
+    double mem_gbps;  /* memory bandwidth, GB/s */
+    double link_gbps; /* stage-to-stage transfer bandwidth, GB/s */
+} pp_target;
+
 typedef struct pp_compile_opts {
-    int n_stages;     /* -pp */
+    int n_stages;       /* -pp; 0 = from the custom split */
     pp_policy policy;
-    bool verify_each; /* run the verifier between passes */
+    bool verify_each;   /* run the verifier between passes */
+    pp_target target;
+    int depth;          /* micro-batches in flight per boundary (memory estimate) */
+    int micro_batches;  /* for the bubble estimate in the report */
+    /* custom splits: cut before each of these modules */
+    int n_split_at;
+    const char *split_at[PP_MAX_SPLITS];
+    const char *exec_seq;   /* file with a ColossalAI-style exec_seq list */
+    /* memory caps in bytes; cap_all applies to stages without their own */
+    size_t cap_all;
+    int n_caps;
+    int cap_stage[PP_MAX_SPLITS];
+    size_t cap_bytes[PP_MAX_SPLITS];
+    /* debugging: IR dumps and passes turned off */
+    const char *dump_ir;  /* NULL: none; "": after the last pass; "all"; or a pass name */
+    FILE *dump_to;        /* default stdout */
+    const char *dump_dot; /* Graphviz file of the staged graph */
+    int n_disabled;
+    const char *disabled[16];
 } pp_compile_opts;
 
-/* The whole pipeline: verify, infer, partition, boundaries, memory plan. */
+/* Defaults: auto policy, 1 stage, depth 2, 8 micro-batches, CPU figures. */
+void pp_compile_opts_init(pp_compile_opts *o);
+/* Command-line parsing (passes/options.c): if argv[*i] is one of the options
+ * of pp_compile_opts_usage(), consume it (and its value, advancing *i) and
+ * return 1; return 0 when it is not; -1 with err filled when its value is bad. */
+int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_err *err);
+const char *pp_compile_opts_usage(void);
+void pp_compile_opts_free(pp_compile_opts *o);
+/* Canonical text of the options, for the plan's provenance. */
+void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n);
+
+/* The whole pipeline: verify, infer, scopes, partition, boundaries, memory
+ * plan, stage costs; memory caps checked on the result. */
 pp_status pp_run_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err);
 
+/* Pass names, in order: import infer simplify fuse partition (infer folds
+ * constants as it goes; --disable-pass fold keeps it from folding). */
+extern const char *const pp_pass_names[];
+
 /* Individual passes (each documented in its file). */
+pp_status pp_scopes(pp_graph *g, pp_err *err);
+pp_status pp_fold(pp_graph *g, pp_err *err);
+pp_status pp_simplify(pp_graph *g, pp_err *err);
+pp_status pp_fuse(pp_graph *g, pp_err *err);
+/* Graphviz DOT of the staged graph: stages as clusters, boundary tensors marked. */
+pp_status pp_dump_dot(const char *path, const pp_graph *g, pp_err *err);
 pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err);
 pp_status pp_boundaries(pp_graph *g, pp_err *err);
 pp_status pp_memplan(pp_graph *g, pp_err *err);
+pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err);
 
 /* Stage in which value v becomes available: its producer's stage, -1 for
  * graph inputs, -2 for constants (available everywhere). */
 int pp_value_def_stage(const pp_graph *g, int v);
 
-/* Per-stage table and the tensors crossing each cut (passes/report.c). */
-void pp_report_print(FILE *f, const pp_graph *g);
+/* Module lookup (passes/scope.c): first node index inside module `path`
+ * (qualified, e.g. "layer1.2"), or -1. On -1, `hint` gets up to three closest
+ * existing module paths ("layer1.1, layer1.2, layer2"). */
+int pp_module_first_node(const pp_graph *g, const char *path, char *hint, size_t hint_len);
+bool pp_node_in_module(const pp_node *n, const char *path);
+
+/* Estimated time of one node on the target, seconds (roofline). */
+double pp_node_time(const pp_node *n, const pp_target *t);
+
+/* Min-max partition of a sequence (passes/partition.c), exposed for tests:
+ * split units 0..n-1 into p non-empty contiguous ranges minimizing the
+ * largest cost(i, j) (units i..j inclusive); cost returns a negative value
+ * for an infeasible range. cuts[k] = first unit of stage k+1 (p-1 entries).
+ * Returns the bottleneck, or a negative value when nothing is feasible. */
+typedef double (*pp_range_cost)(void *ctx, int i, int j, int stage);
+double pp_minmax_split(int n, int p, pp_range_cost cost, void *ctx, int *cuts);
+
+/* Report (passes/report.c): the per-stage table, imbalance, bubble estimate,
+ * recovered ops and the tensors crossing each cut; and the same as JSON. */
+void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o);
+pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_opts *o,
+                         pp_err *err);
 
 #endif

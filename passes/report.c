@@ -1,36 +1,77 @@
-/* report.c: the human-readable account of a split: one row per stage with its
- * ops, parameters, work, memory and what it hands on. */
+/* report.c: the account of a split, for people (--report) and for machines
+ * (--report-json): one row per stage with its ops, parameters, work, memory,
+ * what it hands on and its estimated time; the imbalance ratios; the
+ * estimated pipeline bubble; the recovered ops; the tensors crossing each cut. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "passes.h"
 
-void pp_report_print(FILE *f, const pp_graph *g) {
-    fprintf(f, "%-5s %5s %10s %10s %10s %12s  %s\n", "stage", "ops", "params_MB", "GFLOPs",
-            "arena_MB", "send_MB", "first node .. last node");
+typedef struct {
+    double time, flops, memory;
+} imbalance;
+
+/* max/mean of a per-stage figure; 1.0 for a single stage or all zeros */
+static double max_over_mean(const pp_graph *g, double (*get)(const pp_stage_info *)) {
+    double mx = 0, sum = 0;
     for (int s = 0; s < g->n_stages; s++) {
-        int ops = 0, first = -1, last = -1;
-        double flops = 0;
-        size_t params = 0;
-        for (int i = 0; i < g->n_nodes; i++) {
-            const pp_node *n = &g->nodes[i];
-            if (n->stage != s) continue;
-            ops++;
-            if (first < 0) first = i;
-            last = i;
-            flops += n->cost.flops;
-            params += pp_node_param_bytes(g, n);
-        }
-        size_t send = 0;
-        if (s < g->n_stages - 1) send = g->bounds[s].bytes;
-        else
-            for (int k = 0; k < g->n_outputs; k++) send += g->values[g->outputs[k]].nbytes;
-        fprintf(f, "%-5d %5d %10.3f %10.4f %10.3f %12.4f  %s .. %s\n", s, ops, params / 1e6,
-                flops / 1e9, g->stage_arena[s] / 1e6, send / 1e6,
-                first >= 0 ? g->nodes[first].name : "-", last >= 0 ? g->nodes[last].name : "-");
+        double v = get(&g->stage_info[s]);
+        sum += v;
+        if (v > mx) mx = v;
     }
+    return sum > 0 ? mx / (sum / g->n_stages) : 1.0;
+}
+static double get_time(const pp_stage_info *s) { return s->est_ms; }
+static double get_flops(const pp_stage_info *s) { return s->flops; }
+static double get_memory(const pp_stage_info *s) { return (double)s->memory; }
+
+static imbalance imbalances(const pp_graph *g) {
+    return (imbalance){max_over_mean(g, get_time), max_over_mean(g, get_flops),
+                       max_over_mean(g, get_memory)};
+}
+
+/* GPipe-style fill and drain: (p-1)/(m+p-1) of the time is idle. */
+static double bubble(int p, int m) { return m > 0 ? (double)(p - 1) / (double)(m + p - 1) : 0; }
+
+static size_t arena_sum(const pp_graph *g) {
+    size_t a = 0;
+    for (int s = 0; s < g->n_stages; s++) a += g->stage_arena[s];
+    return a;
+}
+
+void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
+    fprintf(f, "policy %s, %d stage%s, micro-batch %lld; target %.0f GFLOP/s, %.0f GB/s memory, "
+               "%.0f GB/s link\n",
+            pp_policy_name(o->policy), g->n_stages, g->n_stages == 1 ? "" : "s",
+            (long long)g->batch, o->target.gflops, o->target.mem_gbps, o->target.link_gbps);
+    fprintf(f, "%-5s %5s %10s %9s %12s %10s %9s %8s  %s\n", "stage", "ops", "params_MB", "GFLOPs",
+            "peak_act_MB", "memory_MB", "send_MB", "est_ms", "first node .. last node");
+    for (int s = 0; s < g->n_stages; s++) {
+        const pp_stage_info *si = &g->stage_info[s];
+        fprintf(f, "%-5d %5d %10.3f %9.4f %12.3f %10.3f %9.4f %8.3f  %s .. %s\n", s, si->ops,
+                si->params / 1e6, si->flops / 1e9, si->arena / 1e6, si->memory / 1e6,
+                si->send / 1e6, si->est_ms, g->nodes[si->first].name, g->nodes[si->last].name);
+    }
+    imbalance im = imbalances(g);
+    fprintf(f, "imbalance (max/mean): time %.3f, FLOPs %.3f, memory %.3f\n", im.time, im.flops,
+            im.memory);
+    fprintf(f, "bubble (estimated for %d micro-batches): %.1f%%\n", o->micro_batches,
+            100 * bubble(g->n_stages, o->micro_batches));
+    size_t arena = arena_sum(g);
+    fprintf(f, "activation arenas: %.3f MB for %.3f MB of activations (%.0f%%)\n", arena / 1e6,
+            g->act_total / 1e6, g->act_total ? 100.0 * (double)arena / (double)g->act_total : 0);
+    int n_rec = 0;
+    for (int i = 0; i < g->n_nodes; i++) n_rec += g->nodes[i].recovered;
+    fprintf(f, "recovered ops (outside every module named by the split): %d\n", n_rec);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].recovered)
+            fprintf(f, "  %-40s %-18s -> stage %d\n", g->nodes[i].name, pp_op_table[g->nodes[i].op].name,
+                    g->nodes[i].stage);
     for (int b = 0; b < g->n_stages - 1; b++) {
-        fprintf(f, "cut %d -> %d:", b, b + 1);
+        fprintf(f, "cut %d -> %d (%.4f MB):", b, b + 1, g->bounds[b].bytes / 1e6);
         for (int k = 0; k < g->bounds[b].n; k++) {
             char sh[96];
             const pp_value *v = &g->values[g->bounds[b].vals[k]];
@@ -38,4 +79,150 @@ void pp_report_print(FILE *f, const pp_graph *g) {
         }
         fputc('\n', f);
     }
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_opts *o,
+                         pp_err *err) {
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    if (!tmp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    snprintf(tmp, n, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        pp_status s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(errno));
+        free(tmp);
+        return s;
+    }
+    fprintf(f, "{\"policy\": \"%s\", \"micro_batch\": %lld, \"stages\": [", pp_policy_name(o->policy),
+            (long long)g->batch);
+    for (int s = 0; s < g->n_stages; s++) {
+        const pp_stage_info *si = &g->stage_info[s];
+        fprintf(f,
+                "%s\n  {\"index\": %d, \"ops\": %d, \"params_bytes\": %zu, \"flops\": %.0f, "
+                "\"peak_activation_bytes\": %zu, \"memory_bytes\": %zu, \"boundary_out_bytes\": %zu, "
+                "\"est_time_ms\": %.6f, \"first_node\": ",
+                s ? "," : "", s, si->ops, si->params, si->flops, si->arena, si->memory,
+                s < g->n_stages - 1 ? g->bounds[s].bytes : 0, si->est_ms);
+        json_str(f, g->nodes[si->first].name);
+        fprintf(f, ", \"last_node\": ");
+        json_str(f, g->nodes[si->last].name);
+        fprintf(f, "}");
+    }
+    imbalance im = imbalances(g);
+    fprintf(f, "],\n \"imbalance\": {\"time\": %.6f, \"flops\": %.6f, \"memory\": %.6f},\n", im.time,
+            im.flops, im.memory);
+    fprintf(f, " \"bubble\": {\"micro_batches\": %d, \"estimated\": %.6f},\n", o->micro_batches,
+            bubble(g->n_stages, o->micro_batches));
+    fprintf(f, " \"activation_bytes\": {\"arenas\": %zu, \"total\": %zu},\n", arena_sum(g), g->act_total);
+    fprintf(f, " \"recovered_ops\": [");
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!g->nodes[i].recovered) continue;
+        fprintf(f, "%s\n  {\"name\": ", k++ ? "," : "");
+        json_str(f, g->nodes[i].name);
+        fprintf(f, ", \"op\": \"%s\", \"stage\": %d}", pp_op_table[g->nodes[i].op].name, g->nodes[i].stage);
+    }
+    fprintf(f, "]}\n");
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    pp_status s = PP_OK;
+    if (!ok || rename(tmp, path) != 0) {
+        s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+    return s;
+}
+
+/* ---- Graphviz ----------------------------------------------------------------------------- */
+
+static void dot_id(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+pp_status pp_dump_dot(const char *path, const pp_graph *g, pp_err *err) {
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    if (!tmp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    snprintf(tmp, n, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        pp_status s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(errno));
+        free(tmp);
+        return s;
+    }
+    fprintf(f, "digraph ppcc {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n");
+    for (int s = 0; s < g->n_stages; s++) {
+        fprintf(f, "  subgraph cluster_%d {\n    label=\"stage %d\";\n", s, s);
+        for (int i = 0; i < g->n_nodes; i++)
+            if (g->nodes[i].stage == s) {
+                fprintf(f, "    n%d [label=", i);
+                char lab[768];
+                snprintf(lab, sizeof lab, "%s\\n%s", pp_op_table[g->nodes[i].op].name, g->nodes[i].name);
+                fputc('"', f);
+                for (const char *c = lab; *c; c++) {
+                    if (*c == '"') fputc('\\', f);
+                    fputc(*c, f);
+                }
+                fprintf(f, "\"%s];\n", g->nodes[i].recovered ? ", style=dashed" : "");
+            }
+        fprintf(f, "  }\n");
+    }
+    for (int k = 0; k < g->n_inputs; k++) {
+        fprintf(f, "  ");
+        dot_id(f, g->values[g->inputs[k]].name);
+        fprintf(f, " [shape=ellipse];\n");
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pp_node *nd = &g->nodes[i];
+        for (int k = 0; k < nd->n_in; k++) {
+            int v = nd->in[k];
+            if (v < 0 || g->values[v].is_const) continue;
+            int p = g->values[v].producer;
+            bool crossing = p < 0 ? nd->stage > 0 : g->nodes[p].stage != nd->stage;
+            char sh[96];
+            fprintf(f, "  ");
+            if (p < 0) dot_id(f, g->values[v].name);
+            else fprintf(f, "n%d", p);
+            fprintf(f, " -> n%d [label=\"%s\"%s];\n", i, pp_shape_str(&g->values[v].shape, sh, sizeof sh),
+                    crossing ? ", color=red, penwidth=2" : "");
+        }
+    }
+    for (int k = 0; k < g->n_outputs; k++) {
+        int v = g->outputs[k], p = g->values[v].producer;
+        fprintf(f, "  ");
+        dot_id(f, g->values[v].name);
+        fprintf(f, " [shape=ellipse];\n  ");
+        if (p < 0) dot_id(f, g->values[v].name);
+        else fprintf(f, "n%d", p);
+        fprintf(f, " -> ");
+        dot_id(f, g->values[v].name);
+        fprintf(f, ";\n");
+    }
+    fprintf(f, "}\n");
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    pp_status s = PP_OK;
+    if (!ok || rename(tmp, path) != 0) {
+        s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+    return s;
 }

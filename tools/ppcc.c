@@ -12,16 +12,21 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: ppcc MODEL.onnx [-pp N] [-b N] [--dim NAME=VALUE]... [-o PLAN]\n"
-            "            [--policy uniform] [--report] [-q]\n"
-            "  -pp N            pipeline stages (default 1)\n"
+            "usage: ppcc MODEL.onnx [-pp N] [-b N] [--dim NAME=VALUE]... [--const NAME=FILE.pb]...\n"
+            "            [-o PLAN] [--policy NAME] [--split-at P,..] [--exec-seq FILE]\n"
+            "            [--max-memory CAPS] [--report] [--report-json FILE] [-q]\n"
             "  -b N             micro-batch size: value of the inputs' symbolic first dim (default:\n"
             "                   the model's, else 1); -b 0: no batch axis, inputs are whole tensors\n"
             "  --dim NAME=VALUE value of another symbolic input dim\n"
+            "  --const NAME=FILE.pb\n"
+            "                   bind graph input NAME to the constant in an ONNX TensorProto file\n"
+            "                   (type and fixed dims must match the declaration)\n"
             "  -o PLAN          output plan file (default plan.bin)\n"
-            "  --policy NAME    how to split: uniform (equal op count)\n"
-            "  --report         print the per-stage table and the tensors crossing each cut\n"
-            "  -q               print nothing on success\n");
+            "  --report         print the per-stage table, imbalance, bubble, recovered ops and\n"
+            "                   the tensors crossing each cut\n"
+            "  --report-json F  the same as JSON\n"
+            "  -q               print nothing on success\n"
+            "splitting:\n%s", pp_compile_opts_usage());
 }
 
 static int bad_usage(const char *fmt, const char *arg) {
@@ -44,23 +49,27 @@ static bool parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
 
 int main(int argc, char **argv) {
     const char *model = NULL, *out = "plan.bin";
-    pp_import_opts io = {0};
-    pp_compile_opts co = {.n_stages = 1, .policy = PP_POLICY_UNIFORM, .verify_each = true};
+    /* static: the strdup'ed --dim/--const names stay reachable when a usage
+     * error returns early (no leak report under ASan) */
+    static pp_import_opts io;
+    static pp_compile_opts co;
+    pp_compile_opts_init(&co);
     bool report = false, quiet = false;
+    const char *report_json = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t x;
+        pp_err oe = {0};
+        int took = pp_compile_opts_arg(argc, argv, &i, &co, &oe);
+        if (took < 0) return bad_usage("%s", oe.msg);
+        if (took > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--version")) {
             printf("ppcc %s\n", PPRT_VERSION);
             return 0;
-        } else if (!strcmp(a, "-pp")) {
-            if (!parse_int(v, 1, 4096, &x)) return bad_usage("-pp needs a stage count 1..4096, got '%s'", v ? v : "");
-            co.n_stages = (int)x;
-            i++;
         } else if (!strcmp(a, "-b")) {
             if (!parse_int(v, 0, 1 << 20, &x)) return bad_usage("-b needs a batch size 0..2^20, got '%s'", v ? v : "");
             io.batch = x;
@@ -76,13 +85,22 @@ int main(int argc, char **argv) {
             io.dim_name[io.n_dims] = name;
             io.dim_value[io.n_dims++] = x;
             i++;
+        } else if (!strcmp(a, "--const")) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            if (!eq || eq == v || !eq[1]) return bad_usage("--const needs NAME=FILE.pb, got '%s'", v ? v : "");
+            if (io.n_consts == PP_MAX_CONST_INPUTS) return bad_usage("too many --const options%s", "");
+            char *name = strndup(v, (size_t)(eq - v));
+            if (!name) return 1;
+            io.const_name[io.n_consts] = name;
+            io.const_path[io.n_consts++] = eq + 1;
+            i++;
         } else if (!strcmp(a, "-o")) {
             if (!v) return bad_usage("-o needs a file name%s", "");
             out = v;
             i++;
-        } else if (!strcmp(a, "--policy")) {
-            if (!v || strcmp(v, "uniform") != 0)
-                return bad_usage("--policy: unknown policy '%s' (available: uniform)", v ? v : "");
+        } else if (!strcmp(a, "--report-json")) {
+            if (!v) return bad_usage("--report-json needs a file name%s", "");
+            report_json = v;
             i++;
         } else if (!strcmp(a, "--report")) {
             report = true;
@@ -101,20 +119,29 @@ int main(int argc, char **argv) {
     pp_err err = {0};
     pp_graph g;
     pp_lowered low = {0};
-    char options[256];
-    snprintf(options, sizeof options, "-pp %d -b %lld --policy uniform", co.n_stages,
-             (long long)io.batch);
+    char options[4096];
+    pp_compile_opts_text(&co, options, sizeof options);
+    {
+        size_t n = strlen(options);
+        snprintf(options + n, sizeof options - n, " -b %lld", (long long)io.batch);
+    }
     for (int k = 0; k < io.n_dims; k++) {
         size_t n = strlen(options);
         snprintf(options + n, sizeof options - n, " --dim %s=%lld", io.dim_name[k],
                  (long long)io.dim_value[k]);
+    }
+    for (int k = 0; k < io.n_consts; k++) {
+        size_t n = strlen(options);
+        snprintf(options + n, sizeof options - n, " --const %s=%s", io.const_name[k],
+                 io.const_path[k]);
     }
     pp_status s = pp_import_onnx(model, &io, &g, &err);
     if (s == PP_OK) {
         s = pp_run_passes(&g, &co, &err);
         if (s == PP_OK) s = pp_lower(&g, options, "ppcc " PPRT_VERSION, &low, &err);
         if (s == PP_OK) s = pp_plan_write(&low, out, &err);
-        if (s == PP_OK && report) pp_report_print(stdout, &g);
+        if (s == PP_OK && report) pp_report_print(stdout, &g, &co);
+        if (s == PP_OK && report_json) s = pp_report_json(report_json, &g, &co, &err);
         if (s == PP_OK && !quiet) {
             size_t w = low.weights_bytes;
             printf("ppcc: %s -> %s: %d ops in %d stage%s, micro-batch %lld, %.2f MB of weights\n",
@@ -125,6 +152,8 @@ int main(int argc, char **argv) {
         pp_graph_free(&g);
     }
     for (int k = 0; k < io.n_dims; k++) free((char *)io.dim_name[k]);
+    for (int k = 0; k < io.n_consts; k++) free((char *)io.const_name[k]);
+    pp_compile_opts_free(&co);
     if (s != PP_OK) {
         fprintf(stderr, "ppcc: error: %s\n", err.msg);
         return pp_exit_code(s);

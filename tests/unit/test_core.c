@@ -163,7 +163,10 @@ static void test_chain_split(int len, int pp, int64_t batch, int64_t n_samples) 
     pp_graph g;
     build_chain(&g, len, batch, bias);
     pp_err e = {0};
-    pp_compile_opts co = {.n_stages = pp, .policy = PP_POLICY_UNIFORM, .verify_each = true};
+    pp_compile_opts co;
+    pp_compile_opts_init(&co);
+    co.n_stages = pp;
+    co.policy = PP_POLICY_UNIFORM;
     pp_status s = pp_run_passes(&g, &co, &e);
     CHECK(s == PP_OK, "passes (len %d, pp %d): %s", len, pp, e.msg);
     if (s != PP_OK) return pp_graph_free(&g);
@@ -219,7 +222,9 @@ static void test_corrupt_plan(void) {
     pp_graph g;
     build_chain(&g, 9, 2, bias);
     pp_err e = {0};
-    pp_compile_opts co = {.n_stages = 3, .policy = PP_POLICY_UNIFORM};
+    pp_compile_opts co;
+    pp_compile_opts_init(&co);
+    co.n_stages = 3;
     pp_lowered low;
     if (pp_run_passes(&g, &co, &e) != PP_OK || pp_lower(&g, "t", "t", &low, &e) != PP_OK ||
         pp_plan_write(&low, "t_corrupt.plan", &e) != PP_OK) {
@@ -267,6 +272,180 @@ static void test_corrupt_plan(void) {
     free(buf);
 }
 
+/* ---- partitioning: exact min-max against brute force ------------------------------- */
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+
+typedef struct {
+    int n;
+    double w[16], cut[16], cap[8];
+} toy;
+
+/* cost of units i..j as stage s: sum of weights plus the bytes it sends;
+ * infeasible (-1) above the stage's cap */
+static double toy_cost(void *ctx, int i, int j, int s) {
+    const toy *t = ctx;
+    double c = t->cut[j];
+    for (int k = i; k <= j; k++) c += t->w[k];
+    return c > t->cap[s] ? -1 : c;
+}
+
+/* all ways to place p-1 cuts among n-1 gaps */
+static double brute(const toy *t, int p, int start, int stage, double acc) {
+    if (stage == p - 1) {
+        double c = toy_cost((void *)t, start, t->n - 1, stage);
+        if (c < 0) return -1;
+        return c > acc ? c : acc;
+    }
+    double best = -1;
+    for (int end = start; end <= t->n - (p - stage); end++) {
+        double c = toy_cost((void *)t, start, end, stage);
+        if (c < 0) continue;
+        double r = brute(t, p, end + 1, stage + 1, c > acc ? c : acc);
+        if (r >= 0 && (best < 0 || r < best)) best = r;
+    }
+    return best;
+}
+
+static void test_minmax_vs_brute(void) {
+    int checked = 0, infeasible = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        toy t;
+        t.n = 1 + (int)(rnd() % 12);
+        int p = 1 + (int)(rnd() % 5);
+        for (int k = 0; k < t.n; k++) {
+            t.w[k] = (double)(rnd() % 100);
+            t.cut[k] = (double)(rnd() % 30);
+        }
+        for (int s = 0; s < 8; s++) t.cap[s] = trial % 3 ? 1e30 : (double)(50 + rnd() % 300);
+        int cuts[8];
+        double got = pp_minmax_split(t.n, p, toy_cost, &t, cuts);
+        double want = p <= t.n ? brute(&t, p, 0, 0, 0) : -1;
+        CHECK((got < 0 && want < 0) || got == want, "n %d p %d: dp %g, brute force %g", t.n, p, got, want);
+        if (got >= 0) { /* the returned cuts realize the value */
+            double worst = 0;
+            for (int s = 0; s < p; s++) {
+                int i = s ? cuts[s - 1] : 0, j = s < p - 1 ? cuts[s] - 1 : t.n - 1;
+                CHECK(i <= j, "empty stage %d", s);
+                double c = toy_cost(&t, i, j, s);
+                CHECK(c >= 0, "cuts violate a cap");
+                if (c > worst) worst = c;
+            }
+            CHECK(worst == got, "cuts give %g, dp says %g", worst, got);
+        }
+        infeasible += want < 0;
+        checked++;
+    }
+    CHECK(checked == 3000 && infeasible > 0, "coverage: %d infeasible cases", infeasible);
+}
+
+/* Random DAGs of Relu/Add over [B,4] with random fan-in: every policy at every
+ * depth keeps every node in exactly one stage, boundaries equal liveness, and
+ * outputs bit-identical to one stage. */
+static void build_dag(pp_graph *g, int n, int64_t batch, uint32_t seed) {
+    pp_graph_init(g);
+    g->batch = batch;
+    g->opset = 13;
+    rng = 0x1234567ull + seed;
+    pp_err e = {0};
+    int x = value(g, "x");
+    g->values[x].dtype = PP_F32;
+    g->values[x].shape = (pp_shape){2, {batch, 4}};
+    g->values[x].nbytes = (size_t)batch * 16;
+    pp_graph_add_input(g, x, &e);
+    int vals[64];
+    vals[0] = x;
+    for (int i = 0; i < n; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "/m%d/v%d", (int)(rnd() % 3), i);
+        int out = value(g, nm + 4);
+        int a = vals[rnd() % (unsigned)(i + 1)], b = vals[rnd() % (unsigned)(i + 1)];
+        if (rnd() % 3 == 0) node(g, PP_OP_RELU, nm, a, -1, out);
+        else node(g, PP_OP_ADD, nm, a, b, out);
+        vals[i + 1] = out;
+    }
+    pp_graph_add_output(g, vals[n], &e);
+    int early = vals[1 + rnd() % (unsigned)(n - 1)]; /* an early output too, distinct */
+    pp_graph_add_output(g, early, &e);
+}
+
+static void test_random_dags(void) {
+    const pp_policy pols[] = {PP_POLICY_UNIFORM, PP_POLICY_FLOPS, PP_POLICY_MEMORY, PP_POLICY_AUTO};
+    int runs = 0;
+    for (uint32_t seed = 0; seed < 12; seed++) {
+        int n = 3 + (int)(seed * 7 % 20);
+        float *ref[2] = {NULL, NULL};
+        int64_t ns = 9;
+        float x[9 * 4];
+        for (int i = 0; i < 36; i++) x[i] = (float)((i * 37) % 11) - 5.0f;
+        for (int pi = 0; pi < 4; pi++)
+            for (int p = 1; p <= 4 && p <= n; p++) {
+                pp_graph g;
+                build_dag(&g, n, 2, seed);
+                pp_compile_opts co;
+                pp_compile_opts_init(&co);
+                co.n_stages = p;
+                co.policy = pols[pi];
+                co.n_disabled = 1; /* keep dead nodes: this test is about the split */
+                co.disabled[0] = "simplify";
+                pp_err e = {0};
+                pp_status s = pp_run_passes(&g, &co, &e);
+                CHECK(s == PP_OK, "seed %u policy %s p %d: %s", seed, pp_policy_name(pols[pi]), p, e.msg);
+                if (s != PP_OK) {
+                    pp_graph_free(&g);
+                    continue;
+                }
+                int per[8] = {0};
+                for (int i = 0; i < g.n_nodes; i++) {
+                    CHECK(g.nodes[i].stage >= 0 && g.nodes[i].stage < p &&
+                              (i == 0 || g.nodes[i].stage >= g.nodes[i - 1].stage),
+                          "node %d in stage %d", i, g.nodes[i].stage);
+                    per[g.nodes[i].stage]++;
+                }
+                for (int st = 0; st < p; st++) CHECK(per[st] > 0, "stage %d is empty", st);
+                check_boundaries(&g);
+                pp_lowered low;
+                CHECK(pp_lower(&g, "t", "t", &low, &e) == PP_OK && pp_plan_write(&low, "t_dag.plan", &e) == PP_OK,
+                      "lower/write: %s", e.msg);
+                pp_lowered_free(&low);
+                pp_graph_free(&g);
+                pprt_plan *pl = NULL;
+                if (pprt_plan_load("t_dag.plan", &pl, &e) != PP_OK) {
+                    CHECK(0, "load: %s", e.msg);
+                    continue;
+                }
+                pprt_array in = {x, ns}, out[2];
+                pprt_stats st;
+                pprt_run_opts ro = {.depth = 1 + (int)(seed % 3), .pin = false};
+                s = pprt_run(pl, &in, ns, out, &ro, &st, &e);
+                CHECK(s == PP_OK, "run: %s", e.msg);
+                if (s == PP_OK) {
+                    for (int k = 0; k < 2; k++) {
+                        if (!ref[k]) ref[k] = out[k].data;
+                        else {
+                            CHECK(memcmp(ref[k], out[k].data, sizeof(float) * 4 * (size_t)ns) == 0,
+                                  "seed %u policy %s p %d: output %d differs from the first split", seed,
+                                  pp_policy_name(pols[pi]), p, k);
+                            free(out[k].data);
+                        }
+                    }
+                    free(st.stages);
+                    runs++;
+                }
+                pprt_plan_free(pl);
+            }
+        free(ref[0]);
+        free(ref[1]);
+    }
+    CHECK(runs > 100, "only %d random-DAG runs", runs);
+}
+
 int main(void) {
     test_sizes();
     test_npy();
@@ -275,6 +454,8 @@ int main(void) {
     test_chain_split(12, 4, 1, 7);
     test_chain_split(12, 2, 8, 3); /* fewer samples than one micro-batch */
     test_corrupt_plan();
+    test_minmax_vs_brute();
+    test_random_dags();
     if (failures) {
         fprintf(stderr, "test_core: %d failure(s)\n", failures);
         return 1;

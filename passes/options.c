@@ -1,0 +1,184 @@
+/* options.c: the command-line options that steer the passes (pipeline depth,
+ * policy, custom splits, memory caps, target figures), parsed here so that
+ * tools/ppcc.c stays a thin main, plus their canonical text for the plan's
+ * provenance (no file paths: the same model and options give the same plan
+ * wherever they are compiled). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+const char *pp_compile_opts_usage(void) {
+    return "  -pp N               pipeline stages (default 1)\n"
+           "  --policy NAME       auto (default: least bottleneck time under the memory caps),\n"
+           "                      uniform, params, flops, memory, custom\n"
+           "  --split-at P[,P..]  cut before each named module (e.g. layer3 or layer1.2)\n"
+           "  --exec-seq FILE     ColossalAI-style list: module names, SPLIT_NODE lines as cuts\n"
+           "  --max-memory CAPS   SIZE for every stage, or STAGE:SIZE,... (e.g. 0:10GiB,1:24GiB)\n"
+           "  --gflops X          target compute, GFLOP/s per stage (default 25)\n"
+           "  --mem-gbps X        target memory bandwidth, GB/s (default 10)\n"
+           "  --link-gbps X       stage-to-stage bandwidth, GB/s (default 10)\n"
+           "  --depth N           micro-batches in flight per boundary, for memory (default 2)\n"
+           "  --micro-batches M   micro-batches per run, for the bubble estimate (default 8)\n"
+           "debugging:\n"
+           "  --dump-ir[=PASS]    print the IR after the last pass, after PASS (import, infer,\n"
+           "                      simplify, fuse, partition) or after each (all); see docs/ir.md\n"
+           "  --dump-dot FILE     Graphviz DOT: stages as clusters, boundary tensors marked\n"
+           "  --disable-pass P    skip fold, simplify or fuse\n";
+}
+
+static bool parse_double(const char *s, double lo, double hi, double *out) {
+    if (!s || !*s) return false;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !(v >= lo && v <= hi)) return false;
+    *out = v;
+    return true;
+}
+
+/* "512MiB", "10GiB", "1.5GB", "4096" (bytes) */
+static bool parse_size(const char *s, size_t *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0) return false;
+    static const struct {
+        const char *u;
+        double m;
+    } units[] = {{"", 1},     {"B", 1},       {"KB", 1e3},      {"MB", 1e6},
+                 {"GB", 1e9}, {"TB", 1e12},   {"KiB", 1024.0},  {"MiB", 1048576.0},
+                 {"GiB", 1073741824.0},        {"TiB", 1099511627776.0}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(end, units[i].u) == 0) {
+            double b = v * units[i].m;
+            if (b > 1e18) return false;
+            *out = (size_t)b;
+            return *out > 0;
+        }
+    return false;
+}
+
+static pp_status parse_caps(const char *s, pp_compile_opts *o, pp_err *err) {
+    if (!strchr(s, ':')) {
+        if (!parse_size(s, &o->cap_all))
+            return PP_FAIL(err, PP_EINVAL, "--max-memory: '%s' is not a size like 24GiB", s);
+        return PP_OK;
+    }
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        char *end;
+        long st = colon ? strtol(tok, &end, 10) : -1;
+        if (!colon || end != colon || st < 0 || st >= PP_MAX_SPLITS)
+            return PP_FAIL(err, PP_EINVAL, "--max-memory: '%s' is not STAGE:SIZE", tok);
+        if (o->n_caps == PP_MAX_SPLITS) return PP_FAIL(err, PP_EINVAL, "--max-memory: too many caps");
+        size_t b;
+        if (!parse_size(colon + 1, &b))
+            return PP_FAIL(err, PP_EINVAL, "--max-memory: '%s' is not a size like 24GiB", colon + 1);
+        o->cap_stage[o->n_caps] = (int)st;
+        o->cap_bytes[o->n_caps++] = b;
+    }
+    return PP_OK;
+}
+
+int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_err *err) {
+    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    double d;
+    if (!strcmp(a, "-pp")) {
+        if (!parse_double(v, 1, PP_MAX_SPLITS + 1, &d) || d != (int)d) {
+            PP_FAIL(err, PP_EINVAL, "-pp needs a stage count 1..%d, got '%s'", PP_MAX_SPLITS + 1, v ? v : "");
+            return -1;
+        }
+        o->n_stages = (int)d;
+    } else if (!strcmp(a, "--policy")) {
+        if (!v || !pp_policy_parse(v, &o->policy)) {
+            PP_FAIL(err, PP_EINVAL, "--policy: unknown policy '%s' (auto, uniform, params, flops, "
+                    "memory, custom)", v ? v : "");
+            return -1;
+        }
+    } else if (!strcmp(a, "--split-at")) {
+        if (!v || !*v) {
+            PP_FAIL(err, PP_EINVAL, "--split-at needs module paths");
+            return -1;
+        }
+        for (const char *p = v; *p;) {
+            const char *e = strchr(p, ',');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            if (len && o->n_split_at < PP_MAX_SPLITS) o->split_at[o->n_split_at++] = strndup(p, len);
+            p += len + (e ? 1 : 0);
+        }
+        o->policy = PP_POLICY_CUSTOM;
+    } else if (!strcmp(a, "--exec-seq")) {
+        if (!v) {
+            PP_FAIL(err, PP_EINVAL, "--exec-seq needs a file");
+            return -1;
+        }
+        o->exec_seq = v;
+        o->policy = PP_POLICY_CUSTOM;
+    } else if (!strcmp(a, "--max-memory")) {
+        if (!v) {
+            PP_FAIL(err, PP_EINVAL, "--max-memory needs SIZE or STAGE:SIZE,...");
+            return -1;
+        }
+        if (parse_caps(v, o, err) != PP_OK) return -1;
+    } else if (!strcmp(a, "--gflops") || !strcmp(a, "--mem-gbps") || !strcmp(a, "--link-gbps")) {
+        if (!parse_double(v, 1e-6, 1e9, &d)) {
+            PP_FAIL(err, PP_EINVAL, "%s needs a positive number, got '%s'", a, v ? v : "");
+            return -1;
+        }
+        if (a[2] == 'g') o->target.gflops = d;
+        else if (a[2] == 'm') o->target.mem_gbps = d;
+        else o->target.link_gbps = d;
+    } else if (!strcmp(a, "--depth") || !strcmp(a, "--micro-batches")) {
+        if (!parse_double(v, 1, 1 << 20, &d) || d != (int)d) {
+            PP_FAIL(err, PP_EINVAL, "%s needs a count >= 1, got '%s'", a, v ? v : "");
+            return -1;
+        }
+        if (a[2] == 'd') o->depth = (int)d;
+        else o->micro_batches = (int)d;
+    } else if (!strcmp(a, "--dump-ir") || !strncmp(a, "--dump-ir=", 10)) {
+        o->dump_ir = a[9] == '=' ? a + 10 : "";
+        return 1; /* no separate value */
+    } else if (!strcmp(a, "--dump-dot")) {
+        if (!v) {
+            PP_FAIL(err, PP_EINVAL, "--dump-dot needs a file name");
+            return -1;
+        }
+        o->dump_dot = v;
+    } else if (!strcmp(a, "--disable-pass")) {
+        if (!v || o->n_disabled == 16) {
+            PP_FAIL(err, PP_EINVAL, "--disable-pass needs a pass name (fold, simplify, fuse)");
+            return -1;
+        }
+        o->disabled[o->n_disabled++] = v;
+    } else {
+        return 0;
+    }
+    (*i)++;
+    return 1;
+}
+
+void pp_compile_opts_free(pp_compile_opts *o) {
+    for (int k = 0; k < o->n_split_at; k++) free((char *)o->split_at[k]);
+    o->n_split_at = 0;
+}
+
+void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n) {
+    size_t k = 0;
+#define ADD(...) \
+    if (k < n) k += (size_t)snprintf(buf + k, n - k, __VA_ARGS__)
+    ADD("-pp %d --policy %s", o->n_stages, pp_policy_name(o->policy));
+    for (int s = 0; s < o->n_split_at; s++) ADD("%s%s", s ? "," : " --split-at ", o->split_at[s]);
+    if (o->exec_seq) ADD(" --exec-seq (file)");
+    if (o->cap_all) ADD(" --max-memory %zu", o->cap_all);
+    for (int c = 0; c < o->n_caps; c++) ADD("%s%d:%zu", c ? "," : " --max-memory ", o->cap_stage[c], o->cap_bytes[c]);
+    ADD(" --gflops %g --mem-gbps %g --link-gbps %g --depth %d", o->target.gflops, o->target.mem_gbps,
+        o->target.link_gbps, o->depth);
+    for (int d = 0; d < o->n_disabled; d++) ADD(" --disable-pass %s", o->disabled[d]);
+#undef ADD
+    if (k >= n && n) buf[n - 1] = 0;
+}

@@ -1,0 +1,71 @@
+/* stagecost.c: what each stage of the chosen split costs, from the real
+ * boundaries and memory plan: weights (each constant once per stage),
+ * activation arena, boundary messages in and out, memory, FLOPs and an
+ * estimated time per micro-batch. Memory caps are checked here on the real
+ * figures (the partitioner worked with estimates). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+static size_t msg_bytes(const pp_graph *g, const int *vals, int n) {
+    size_t b = 0;
+    for (int i = 0; i < n; i++) b = pp_align_up(b, 64) + g->values[vals[i]].nbytes;
+    return pp_align_up(b, 64);
+}
+
+pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
+    int p = g->n_stages;
+    free(g->stage_info);
+    g->stage_info = calloc((size_t)p, sizeof *g->stage_info);
+    int *seen = malloc(sizeof(int) * pp_count(g->n_values));
+    if (!g->stage_info || !seen) {
+        free(seen);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    for (int v = 0; v < g->n_values; v++) seen[v] = -1;
+    for (int s = 0; s < p; s++) g->stage_info[s].first = -1;
+    g->act_total = 0;
+    for (int v = 0; v < g->n_values; v++)
+        if (!g->values[v].is_const && g->values[v].producer >= 0) g->act_total += g->values[v].nbytes;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pp_node *n = &g->nodes[i];
+        pp_stage_info *si = &g->stage_info[n->stage];
+        if (si->first < 0) si->first = i;
+        si->last = i;
+        si->ops++;
+        si->flops += n->cost.flops;
+        si->est_ms += 1e3 * pp_node_time(n, &o->target);
+        for (int k = 0; k < n->n_in; k++) {
+            int v = n->in[k];
+            if (v < 0 || !g->values[v].is_const || seen[v] == n->stage) continue;
+            seen[v] = n->stage;
+            si->params += g->values[v].nbytes;
+        }
+    }
+    for (int s = 0; s < p; s++) {
+        pp_stage_info *si = &g->stage_info[s];
+        si->arena = g->stage_arena[s];
+        si->recv = s == 0 ? msg_bytes(g, g->inputs, g->n_inputs)
+                          : msg_bytes(g, g->bounds[s - 1].vals, g->bounds[s - 1].n);
+        si->send = s == p - 1 ? msg_bytes(g, g->outputs, g->n_outputs)
+                              : msg_bytes(g, g->bounds[s].vals, g->bounds[s].n);
+        si->memory = si->params + si->arena + (size_t)o->depth * (si->recv + si->send);
+        if (s < p - 1) si->est_ms += 1e3 * (double)si->send / (o->target.link_gbps * 1e9);
+    }
+    free(seen);
+    for (int s = 0; s < p; s++) {
+        size_t cap = o->cap_all;
+        for (int k = 0; k < o->n_caps; k++)
+            if (o->cap_stage[k] == s) cap = o->cap_bytes[k];
+        if (cap && g->stage_info[s].memory > cap)
+            return PP_FAIL(err, PP_EINVAL,
+                           "stage %d needs %.1f MB (weights %.1f, activations %.1f, boundary "
+                           "buffers %.1f) against its cap of %.1f MB: over by %.1f MB",
+                           s, g->stage_info[s].memory / 1e6, g->stage_info[s].params / 1e6,
+                           g->stage_info[s].arena / 1e6,
+                           (double)o->depth * (double)(g->stage_info[s].recv + g->stage_info[s].send) / 1e6,
+                           cap / 1e6, (g->stage_info[s].memory - cap) / 1e6);
+    }
+    return PP_OK;
+}
