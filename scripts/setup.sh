@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(build-essential cmake protobuf-c-compiler libprotobuf-c-dev libonnx-dev libxxhash-dev
+pkgs=(build-essential cmake clang libclang-rt-14-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libxxhash-dev
       python3-venv python3-numpy python3-torch python3-torchvision python3-sklearn)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Build the libFuzzer targets (clang, ASan+UBSan) and run each for a bounded
+# time from a seed corpus of real and hand-made inputs; then replay every
+# input that ever crashed (regress_*/, kept forever) and fail if any still does.
+# Usage: run.sh SRC_DIR GEN_DIR WORK_DIR SECONDS_PER_TARGET   (env: PPCC)
+set -euo pipefail
+src=$1 gen=$2 work=$3 secs=$4
+mkdir -p "$work"
+cd "$work"
+CC=${FUZZ_CC:-clang}
+flags="-std=c11 -O1 -g -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I$gen -I$src"
+libsrc=$(ls "$src"/ir/*.c "$src"/frontend/*.c "$src"/passes/*.c "$src"/backend/*.c "$src"/runtime/*.c "$src"/runtime/cpu/*.c)
+for t in plan onnx; do
+  # shellcheck disable=SC2086
+  $CC $flags -o fuzz_$t "$src/tests/fuzz/fuzz_$t.c" $libsrc "$gen/onnx/onnx.pb-c.c" "$gen/plan.pb-c.c" -lprotobuf-c -lxxhash -lm -lpthread
+done
+# seeds: valid plans and models, and the bad inputs of the test suite
+rm -rf seeds_plan seeds_onnx && mkdir -p seeds_plan seeds_onnx
+for m in "$src"/samples/digits/model.onnx "$src"/tests/golden/*.onnx; do
+  cp "$m" seeds_onnx/
+  for pp in 1 2; do "$PPCC" "$m" -pp $pp -q -o "seeds_plan/$(basename "$m" .onnx)_$pp.plan" 2>/dev/null || true; done
+done
+cp "$src"/tests/fuzz/regress_onnx/* seeds_onnx/ 2>/dev/null || true
+cp "$src"/tests/fuzz/regress_plan/* seeds_plan/ 2>/dev/null || true
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+status=0
+for t in plan onnx; do
+  rm -rf "crashes_$t" && mkdir -p "corpus_$t" "crashes_$t"
+  ./fuzz_$t -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="crashes_$t/" \
+    -print_final_stats=1 "corpus_$t" "seeds_$t" > "fuzz_$t.log" 2>&1 || status=1
+  grep -E "stat::number_of_executed_units|stat::peak_rss" "fuzz_$t.log" | sed "s/^/$t: /" || true
+  if ls crashes_$t/* >/dev/null 2>&1; then
+    echo "fuzz_$t found crashes (copy them into tests/fuzz/regress_$t/ and fix):"; ls crashes_$t
+    tail -30 "fuzz_$t.log"; status=1
+  fi
+  # regression corpus: every input that ever crashed must now be handled
+  if ls "$src"/tests/fuzz/regress_$t/* >/dev/null 2>&1; then
+    ./fuzz_$t "$src"/tests/fuzz/regress_$t/* > "regress_$t.log" 2>&1 || { echo "regress_$t fails"; tail -30 "regress_$t.log"; status=1; }
+  fi
+done
+exit $status
