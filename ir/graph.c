@@ -160,6 +160,7 @@ pp_status pp_graph_add_node(pp_graph *g, pp_op op, const char *name, int n_in, i
     n->n_in = n_in;
     n->n_out = n_out;
     n->stage = -1;
+    n->prof_s = -1;
     *idx = g->n_nodes++;
     return PP_OK;
 }

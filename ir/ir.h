@@ -63,6 +63,7 @@ typedef struct pp_node {
     int n_extra;
     bool recovered;      /* outside every module the split names (report) */
     bool dead;           /* to be removed by pp_graph_compact */
+    double prof_s;       /* measured seconds per micro-batch (ppcc --profile), < 0 if none */
 } pp_node;
 
 /* What the cost model says about one stage (filled after memory planning). */

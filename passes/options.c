@@ -20,6 +20,7 @@ const char *pp_compile_opts_usage(void) {
            "  --gflops X          target compute, GFLOP/s per stage (default 25)\n"
            "  --mem-gbps X        target memory bandwidth, GB/s (default 10)\n"
            "  --link-gbps X       stage-to-stage bandwidth, GB/s (default 10)\n"
+           "  --profile FILE      measured op times from pprt --profile instead of the roofline\n"
            "  --depth N           micro-batches in flight per boundary, for memory (default 2)\n"
            "  --micro-batches M   micro-batches per run, for the bubble estimate (default 8)\n"
            "debugging:\n"
@@ -119,6 +120,12 @@ int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_er
         }
         o->exec_seq = v;
         o->policy = PP_POLICY_CUSTOM;
+    } else if (!strcmp(a, "--profile")) {
+        if (!v) {
+            PP_FAIL(err, PP_EINVAL, "--profile needs a file from pprt --profile");
+            return -1;
+        }
+        o->profile = v;
     } else if (!strcmp(a, "--max-memory")) {
         if (!v) {
             PP_FAIL(err, PP_EINVAL, "--max-memory needs SIZE or STAGE:SIZE,...");
@@ -174,6 +181,7 @@ void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n) {
     ADD("-pp %d --policy %s", o->n_stages, pp_policy_name(o->policy));
     for (int s = 0; s < o->n_split_at; s++) ADD("%s%s", s ? "," : " --split-at ", o->split_at[s]);
     if (o->exec_seq) ADD(" --exec-seq (file)");
+    if (o->profile) ADD(" --profile (file)");
     if (o->cap_all) ADD(" --max-memory %zu", o->cap_all);
     for (int c = 0; c < o->n_caps; c++) ADD("%s%d:%zu", c ? "," : " --max-memory ", o->cap_stage[c], o->cap_bytes[c]);
     ADD(" --gflops %g --mem-gbps %g --link-gbps %g --depth %d", o->target.gflops, o->target.mem_gbps,

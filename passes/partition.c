@@ -60,6 +60,7 @@ void pp_compile_opts_init(pp_compile_opts *o) {
 }
 
 double pp_node_time(const pp_node *n, const pp_target *t) {
+    if (n->prof_s >= 0) return n->prof_s; /* measured by pprt --profile */
     double c = n->cost.flops / (t->gflops * 1e9), m = n->cost.bytes / (t->mem_gbps * 1e9);
     return c > m ? c : m;
 }

@@ -39,6 +39,7 @@ typedef struct pp_compile_opts {
     int n_split_at;
     const char *split_at[PP_MAX_SPLITS];
     const char *exec_seq;   /* file with a ColossalAI-style exec_seq list */
+    const char *profile;    /* pprt --profile output: measured node times replace the roofline */
     /* memory caps in bytes; cap_all applies to stages without their own */
     size_t cap_all;
     int n_caps;
@@ -82,6 +83,9 @@ pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err);
 pp_status pp_boundaries(pp_graph *g, pp_err *err);
 pp_status pp_memplan(pp_graph *g, pp_err *err);
 pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err);
+/* Read a pprt --profile file and set each node's measured time (passes/profile.c);
+ * reports how many nodes it matched. */
+pp_status pp_apply_profile(pp_graph *g, const char *path, int *matched, pp_err *err);
 
 /* Stage in which value v becomes available: its producer's stage, -1 for
  * graph inputs, -2 for constants (available everywhere). */

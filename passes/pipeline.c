@@ -8,6 +8,7 @@
  *   simplify  no-op removal, dead code, shared constants
  *   fuse      BN into Conv, Conv+Add+Relu, MatMul+Add, LayerNorm, GELU, SiLU
  *   partition scopes, split, boundaries, memory plan, stage costs */
+#include <stdio.h>
 #include <string.h>
 
 #include "passes.h"
@@ -82,6 +83,13 @@ pp_status pp_run_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     }
     dump(g, o, "fuse");
 
+    if (o->profile) {
+        int matched;
+        PP_TRY(pp_apply_profile(g, o->profile, &matched, err));
+        if (matched < g->n_nodes)
+            fprintf(stderr, "ppcc: warning: the profile times %d of %d ops; the others use the "
+                    "roofline estimate\n", matched, g->n_nodes);
+    }
     PP_TRY(pp_partition(g, o, err));
     PP_TRY(pp_boundaries(g, err));
     PP_TRY(pp_memplan(g, err));

@@ -139,12 +139,69 @@ static pp_status check_input(const pprt_plan *p, int i, const char *path, const 
 }
 
 /* NumPy layout: NAME.npy per input, else all .npy files in name order. */
+/* One file per sample (a single-input plan, several .npy files each holding
+ * one sample: the input's shape without dim 0, or with dim 0 = 1): stacked in
+ * file-name order into one array. */
+static pp_status load_per_sample(const pprt_plan *p, const char *dir, char **names, int n_files,
+                                 pprt_npy *npy, pprt_array *array, int64_t *n, pp_err *err) {
+    const pprt_io *in = &p->inputs[0];
+    size_t sb = in->sample_bytes;
+    size_t total;
+    if (pp_mul_ovf(sb, (size_t)n_files, &total))
+        return PP_FAIL(err, PP_EINVAL, "'%s': %d samples overflow", dir, n_files);
+    memset(npy, 0, sizeof *npy);
+    if (posix_memalign(&npy->data, 64, total ? total : 64) != 0) {
+        npy->data = NULL;
+        return PP_FAIL(err, PP_ENOMEM, "'%s': cannot allocate %zu bytes for %d samples", dir, total, n_files);
+    }
+    npy->dtype = in->dtype;
+    npy->shape = in->shape;
+    npy->shape.dim[0] = n_files;
+    npy->nbytes = total;
+    char path[4096];
+    for (int k = 0; k < n_files; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+        pprt_npy one;
+        PP_TRY(pprt_npy_read(path, &one, err));
+        bool ok = one.dtype == in->dtype;
+        int off = one.shape.rank == in->shape.rank ? 1 : 0; /* [1, ...] or [...] */
+        ok = ok && (one.shape.rank == in->shape.rank - 1 || (off && one.shape.dim[0] == 1));
+        for (int d = 1; ok && d < in->shape.rank; d++) ok = one.shape.dim[d - 1 + off] == in->shape.dim[d];
+        if (!ok) {
+            char want[128], got[128];
+            pp_shape w = in->shape;
+            w.dim[0] = 1;
+            pp_status s = PP_FAIL(err, PP_EINVAL, "%s: one sample of input '%s' is %s %s (or without the "
+                                  "leading 1), the file holds %s %s", path, in->name,
+                                  pp_dtype_name(in->dtype), pp_shape_str(&w, want, sizeof want),
+                                  pp_dtype_name(one.dtype), pp_shape_str(&one.shape, got, sizeof got));
+            pprt_npy_free(&one);
+            return s;
+        }
+        memcpy((unsigned char *)npy->data + (size_t)k * sb, one.data, sb);
+        pprt_npy_free(&one);
+    }
+    *array = (pprt_array){npy->data, n_files};
+    *n = n_files;
+    return PP_OK;
+}
+
 static pp_status load_npy_layout(const pprt_plan *p, const char *dir, pprt_npy *npys,
                                  pprt_array *arrays, int64_t *n, pp_err *err) {
     char **names = NULL;
     int n_files = 0;
     pp_status s = list_npy(dir, &names, &n_files, err);
     char path[4096], safe[512];
+    if (s == PP_OK && p->n_inputs == 1 && p->batch > 0 && n_files > 1) {
+        pprt_safe_name(p->inputs[0].name, safe, sizeof safe);
+        snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
+        if (!file_exists(path)) {
+            s = load_per_sample(p, dir, names, n_files, &npys[0], &arrays[0], n, err);
+            for (int i = 0; i < n_files; i++) free(names[i]);
+            free(names);
+            return s;
+        }
+    }
     for (int i = 0; i < p->n_inputs && s == PP_OK; i++) {
         const pprt_io *in = &p->inputs[i];
         pprt_safe_name(in->name, safe, sizeof safe);
@@ -153,7 +210,8 @@ static pp_status load_npy_layout(const pprt_plan *p, const char *dir, pprt_npy *
             if (n_files != p->n_inputs) {
                 s = PP_FAIL(err, PP_EIO,
                             "no data for input '%s': expected '%s', or exactly %d .npy file%s in "
-                            "'%s' (found %d), or ONNX test data (input_0.pb, ...)",
+                            "'%s' (found %d), or one .npy per sample (single-input plans), or ONNX "
+                            "test data (input_0.pb, ...)",
                             in->name, path, p->n_inputs, p->n_inputs == 1 ? "" : "s", dir, n_files);
                 break;
             }

@@ -17,6 +17,9 @@ typedef struct pprt_exec_ops {
     /* in_msg holds st->in, out_msg receives st->out (layouts in pprt_stage). */
     pp_status (*run)(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err);
     void (*destroy)(pprt_exec *x);
+    /* Seconds spent in each node over all runs so far (st->n_nodes entries),
+     * or NULL when the executor does not measure them. */
+    const double *(*node_seconds)(const pprt_exec *x);
 } pprt_exec_ops;
 
 extern const pprt_exec_ops pprt_exec_cpu_ref;

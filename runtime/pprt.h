@@ -111,9 +111,18 @@ typedef struct pprt_stats {
     double samples_per_s;
     double latency_mean_ms, latency_p99_ms;
     double bubble;           /* 1 - sum(busy) / (stages * wall) */
+    size_t peak_rss;         /* bytes: the process's peak resident set so far */
     int n_stages;
     pprt_stage_stats *stages; /* n_stages entries, caller frees */
+    /* mean milliseconds per micro-batch of every node, stage by stage in
+     * node order (sum of the stages' n_nodes entries); caller frees */
+    double *node_ms;
 } pprt_stats;
+
+/* Write stats->node_ms as the profile `ppcc --profile` reads:
+ * {"micro_batch": B, "nodes": {"NAME": MS, ...}}, one node per line. */
+pp_status pprt_profile_write(const char *path, const pprt_plan *p, const pprt_stats *stats,
+                             pp_err *err);
 
 /* Run `n` samples: inputs[i] holds n samples of plan input i; outputs[i].data
  * is allocated (n samples of plan output i; caller frees). Any stage error

@@ -9,6 +9,7 @@
  * micro-batch), closes every channel, and the blocked threads return. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,6 +264,19 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         }
     }
     stats->bubble = wall > 0 ? 1.0 - busy / ((double)P * wall) : 0;
+    int total_nodes = 0;
+    for (int i = 0; i < P; i++) total_nodes += p->stages[i].n_nodes;
+    stats->node_ms = calloc(pp_count(total_nodes), sizeof(double));
+    if (stats->node_ms && S.ex->node_seconds) {
+        int k = 0;
+        for (int i = 0; i < P; i++) {
+            const double *ns = S.ex->node_seconds(w[i].x);
+            for (int j = 0; j < p->stages[i].n_nodes; j++, k++)
+                stats->node_ms[k] = ns ? 1e3 * ns[j] / (double)S.m : 0;
+        }
+    }
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) stats->peak_rss = (size_t)ru.ru_maxrss * 1024; /* KiB */
     double sum = 0;
     for (int64_t i = 0; i < S.m; i++) {
         S.t_end[i] -= S.t_start[i];
@@ -296,5 +310,48 @@ done:
     free(S.t_start);
     free(S.t_end);
     pthread_mutex_destroy(&S.err_mu);
+    return s;
+}
+
+static void json_name(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+pp_status pprt_profile_write(const char *path, const pprt_plan *p, const pprt_stats *stats,
+                             pp_err *err) {
+    if (!stats->node_ms) return PP_FAIL(err, PP_EINVAL, "no per-node times were measured");
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    if (!tmp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    snprintf(tmp, n, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        free(tmp);
+        return PP_FAIL(err, PP_EIO, "cannot write '%s'", path);
+    }
+    fprintf(f, "{\"micro_batch\": %lld, \"nodes\": {\n", (long long)p->batch);
+    int k = 0;
+    for (int i = 0; i < p->n_stages; i++)
+        for (int j = 0; j < p->stages[i].n_nodes; j++, k++) {
+            fprintf(f, "%s  ", k ? ",\n" : "");
+            json_name(f, p->stages[i].nodes[j].name);
+            fprintf(f, ": %.6f", stats->node_ms[k]);
+        }
+    fprintf(f, "\n}}\n");
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    pp_status s = PP_OK;
+    if (!ok || rename(tmp, path) != 0) {
+        s = PP_FAIL(err, PP_EIO, "cannot write '%s'", path);
+        unlink(tmp);
+    }
+    free(tmp);
     return s;
 }

@@ -13,7 +13,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: pprt PLAN DATA_DIR [-o OUT_DIR] [--labels FILE.npy] [--depth N]\n"
             "            [--check [--rtol R] [--atol A] [--expected DIR]]\n"
-            "            [--stats-json FILE] [--no-pin] [-q]\n"
+            "            [--stats-json FILE] [--profile FILE] [--no-pin] [-q]\n"
             "       pprt --info PLAN\n"
             "  DATA_DIR          NAME.npy per plan input (N samples on dim 0), or ONNX test data:\n"
             "                    input_K.pb TensorProto files, matched by tensor name, else by K\n"
@@ -25,6 +25,7 @@ static void usage(FILE *f) {
             "  --expected DIR    take expected values from DIR/NAME.npy (or DIR/output_K.pb)\n"
             "  --depth N         micro-batches in flight per stage boundary (default 2)\n"
             "  --stats-json FILE write the run statistics as JSON\n"
+            "  --profile FILE    write each node's mean time per micro-batch, for ppcc --profile\n"
             "  --no-pin          do not pin stage threads to cores\n"
             "  -q                print only errors\n");
 }
@@ -81,7 +82,7 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
     for (int i = 0; i < st->n_stages; i++)
         fprintf(f, "%s{\"index\": %d, \"busy_s\": %.6f, \"utilization\": %.4f}", i ? ", " : "", i,
                 st->stages[i].busy_s, st->stages[i].utilization);
-    fprintf(f, "], \"bubble\": %.4f}\n", st->bubble);
+    fprintf(f, "], \"bubble\": %.4f, \"peak_rss_bytes\": %zu}\n", st->bubble, st->peak_rss);
     bool ok = fclose(f) == 0;
     pp_status s = PP_OK;
     if (!ok || rename(tmp, path) != 0) {
@@ -94,6 +95,7 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
 
 int main(int argc, char **argv) {
     const char *plan_path = NULL, *data = NULL, *out_dir = "out", *labels = NULL, *stats_json = NULL;
+    const char *profile = NULL;
     bool info = false, quiet = false;
     pprt_run_opts ro = {.depth = 2, .pin = true};
     pprt_check_opts co = {.rtol = 1e-3, .atol = 1e-5};
@@ -114,6 +116,9 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--labels")) {
             if (!v) return bad_usage("--labels needs a .npy file", NULL);
             labels = v, i++;
+        } else if (!strcmp(a, "--profile")) {
+            if (!v) return bad_usage("--profile needs a file name", NULL);
+            profile = v, i++;
         } else if (!strcmp(a, "--stats-json")) {
             if (!v) return bad_usage("--stats-json needs a file name", NULL);
             stats_json = v, i++;
@@ -186,7 +191,7 @@ int main(int argc, char **argv) {
             printf("stage %d: busy %.3f s (%.1f%%), %d ops, %.4f GFLOP per micro-batch\n", i,
                    st.stages[i].busy_s, 100 * st.stages[i].utilization, p->stages[i].n_nodes,
                    p->stages[i].flops / 1e9);
-        printf("bubble: %.1f%%\n", 100 * st.bubble);
+        printf("bubble: %.1f%%  peak RSS: %.1f MB\n", 100 * st.bubble, (double)st.peak_rss / 1e6);
     }
     if (s == PP_OK && labels) {
         int64_t good = 0;
@@ -196,6 +201,7 @@ int main(int argc, char **argv) {
                    (long long)good, (long long)n, p->outputs[0].name);
     }
     if (s == PP_OK && stats_json) s = write_stats_json(stats_json, &st, &err);
+    if (s == PP_OK && profile) s = pprt_profile_write(profile, p, &st, &err);
     if (s == PP_OK && !quiet) printf("outputs: %s/\n", out_dir);
     if (s == PP_OK && check) s = pprt_check(p, outs, data, &co, stdout, &err);
     if (p) {
@@ -206,6 +212,7 @@ int main(int argc, char **argv) {
     free(ins);
     free(outs);
     free(st.stages);
+    free(st.node_ms);
     pprt_plan_free(p);
     if (s != PP_OK) {
         fprintf(stderr, "pprt: error: %s\n", err.msg);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../exec.h"
 #include "../kernels.h"
@@ -15,7 +16,14 @@ struct pprt_exec {
     void **ptr; /* tensor id -> bytes, refreshed per message for RECV/SEND */
     pprt_scratch scratch;
     pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
+    double *node_s; /* time per node, summed over runs (pprt --profile) */
 };
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static pp_status ref_create(const pprt_plan *p, const pprt_stage *st, pprt_exec **out, pp_err *err) {
     pprt_exec *x = calloc(1, sizeof *x);
@@ -23,9 +31,11 @@ static pp_status ref_create(const pprt_plan *p, const pprt_stage *st, pprt_exec 
     x->p = p;
     x->st = st;
     x->ptr = calloc(pp_count(st->n_tensors), sizeof *x->ptr);
+    x->node_s = calloc(pp_count(st->n_nodes), sizeof *x->node_s);
     void *arena = NULL;
-    if (!x->ptr || posix_memalign(&arena, 64, st->arena_bytes ? st->arena_bytes : 64) != 0) {
+    if (!x->ptr || !x->node_s || posix_memalign(&arena, 64, st->arena_bytes ? st->arena_bytes : 64) != 0) {
         free(x->ptr);
+        free(x->node_s);
         free(x);
         return PP_FAIL(err, PP_ENOMEM, "stage %d: cannot allocate its %zu-byte arena", st->index,
                        st->arena_bytes);
@@ -61,8 +71,10 @@ static pp_status ref_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err
             tout[k] = (pprt_tensor){t->dtype, t->shape, x->ptr[n->out[k]]};
         }
         pp_err e = {0};
+        double t0 = now_s();
         pp_status s = pprt_ref_kernels[n->op]((pp_attrs){n->attrs, n->n_attrs, x->p->opset}, tin, n->n_in, tout,
                                               n->n_out, &x->scratch, &e);
+        x->node_s[ni] += now_s() - t0;
         if (s != PP_OK)
             return PP_FAIL(err, s, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
     }
@@ -81,7 +93,10 @@ static void ref_destroy(pprt_exec *x) {
     pprt_scratch_free(&x->scratch);
     free(x->arena);
     free(x->ptr);
+    free(x->node_s);
     free(x);
 }
 
-const pprt_exec_ops pprt_exec_cpu_ref = {"cpu-ref", ref_create, ref_run, ref_destroy};
+static const double *ref_node_seconds(const pprt_exec *x) { return x->node_s; }
+
+const pprt_exec_ops pprt_exec_cpu_ref = {"cpu-ref", ref_create, ref_run, ref_destroy, ref_node_seconds};

@@ -57,6 +57,16 @@ expect("-pp 0", [PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "0"], "-pp nee
 expect("-pp too large", [PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "99", "-o", "x.plan"],
        "more stages than the graph has ops")
 expect("unknown option", [PPCC, "--frobnicate"], "unknown option")
+expect("bad profile", [PPCC, os.path.join(DIGITS, "model.onnx"), "--profile", write("prof.json", b"{}\n"), "-o", "x.plan"],
+       "not a pprt --profile file")
+expect("missing exec-seq", [PPCC, os.path.join(DIGITS, "model.onnx"), "--exec-seq", "nope.txt", "-o", "x.plan"],
+       "--exec-seq: cannot open")
+expect("unknown module", [PPCC, os.path.join(DIGITS, "model.onnx"), "--split-at", "stem.conv9", "-o", "x.plan"],
+       "no module 'stem.conv9' in the model; closest:")
+expect("bad memory cap", [PPCC, os.path.join(DIGITS, "model.onnx"), "--max-memory", "lots"], "is not a size")
+expect("caps too small", [PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "2", "--max-memory", "1KB", "-o", "x.plan"],
+       "no split into 2 stages fits the memory caps")
+expect("bad dump pass", [PPCC, os.path.join(DIGITS, "model.onnx"), "--dump-ir=nosuch", "-o", "x.plan"], "no such pass")
 expect("unwritable output", [PPCC, os.path.join(DIGITS, "model.onnx"), "-o", "no/such/dir/p.plan"],
        "cannot create")
 assert not os.path.exists("t.plan") and not os.path.exists("x.plan"), "a failed compile left a plan"
@@ -225,6 +235,10 @@ expect("wrong data type", [PPRT, "good.plan", "wrongtype"], "the file holds f64"
 os.makedirs("notnpy", exist_ok=True)
 write("notnpy/input.npy", b"\x93NUMPY\x01\x00\x10\x00{'descr'")
 expect("corrupt npy", [PPRT, "good.plan", "notnpy"], "truncated .npy header")
+os.makedirs("persample", exist_ok=True)
+np.save("persample/a.npy", np.zeros((1, 8, 8), np.float32))
+np.save("persample/b.npy", np.zeros((1, 8, 7), np.float32))
+expect("per-sample file of the wrong shape", [PPRT, "good.plan", "persample"], "b.npy: one sample of input 'input'")
 os.makedirs("empty", exist_ok=True)
 expect("no data files", [PPRT, "good.plan", "empty"], "no data for input 'input'")
 np.save("labels_short.npy", np.zeros(3, np.int64))

@@ -22,6 +22,20 @@ for b in 16 7; do
     grep -q '"samples": 360' s.json || { echo "FAIL: stats json"; cat s.json; exit 1; }
   done
 done
+# one .npy per sample (odd ones with a leading 1) gives the same outputs
+mkdir -p per_sample
+"$PY" -c "
+import numpy as np, sys
+x = np.load(sys.argv[1])
+for i in range(len(x)): np.save('per_sample/s%04d.npy' % i, x[i] if i % 2 else x[i:i+1])" "$S/data/input.npy"
+"$PPRT" d_16_2.plan per_sample -o out_per_sample -q
+cmp out_16_2/logits.npy out_per_sample/logits.npy || { echo "FAIL: per-sample files differ"; exit 1; }
+grep -q '"peak_rss_bytes"' s.json || { echo "FAIL: stats json has no peak RSS"; exit 1; }
+# measured op times drive the split: profile one stage, compile two from it
+"$PPRT" d_16_1.plan "$S/data" -o out_prof -q --profile prof.json
+"$PPCC" "$S/model.onnx" -pp 2 -b 16 --profile prof.json -o prof.plan -q
+"$PPRT" prof.plan "$S/data" -o out_prof2 -q
+cmp out_16_1/logits.npy out_prof2/logits.npy || { echo "FAIL: profiled split differs"; exit 1; }
 "$PPCC" "$S/model.onnx" -pp 2 -b 16 -o again.plan -q
 cmp d_16_2.plan again.plan || { echo "FAIL: recompiling gave a different plan"; exit 1; }
 echo "digits: accuracy $want_acc at -pp 1,2,3 and -b 16,7; logits within tolerance; splits bit-identical"

@@ -1,0 +1,76 @@
+/* profile.c: measured op times. `pprt --profile FILE` writes each node's
+ * mean time per micro-batch; `ppcc --profile FILE` reads them back and the
+ * cost model uses them instead of the roofline estimate for the nodes it
+ * finds (by node name: the same model and passes give the same names). Times
+ * measured at another micro-batch size are scaled linearly. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+/* Parse a JSON string starting at *p (at the opening quote) into out. */
+static bool read_json_string(const char **p, char *out, size_t n) {
+    const char *s = *p;
+    if (*s != '"') return false;
+    s++;
+    size_t k = 0;
+    while (*s && *s != '"') {
+        char c = *s++;
+        if (c == '\\') {
+            c = *s++;
+            if (c == 'u') { /* \u00XX: the writer only escapes control characters */
+                unsigned v;
+                if (sscanf(s, "%4x", &v) != 1) return false;
+                c = (char)v;
+                s += 4;
+            } else if (c != '"' && c != '\\' && c != '/') {
+                return false;
+            }
+        }
+        if (k + 1 >= n) return false;
+        out[k++] = c;
+    }
+    if (*s != '"') return false;
+    out[k] = 0;
+    *p = s + 1;
+    return true;
+}
+
+pp_status pp_apply_profile(pp_graph *g, const char *path, int *matched, pp_err *err) {
+    FILE *f = fopen(path, "r");
+    if (!f) return PP_FAIL(err, PP_EIO, "--profile: cannot open '%s': %s", path, strerror(errno));
+    char line[2048], name[1024];
+    long long batch = -1;
+    int lineno = 0, entries = 0;
+    *matched = 0;
+    pp_status s = PP_OK;
+    while (s == PP_OK && fgets(line, sizeof line, f)) {
+        lineno++;
+        const char *p = line;
+        while (*p == ' ' || *p == '\t' || *p == '{' || *p == ',') p++;
+        if (lineno == 1) {
+            if (sscanf(p, "\"micro_batch\": %lld", &batch) != 1 || batch < 0)
+                s = PP_FAIL(err, PP_EINVAL, "%s:1: not a pprt --profile file (no micro_batch)", path);
+            continue;
+        }
+        if (*p != '"') continue; /* closing braces */
+        double ms;
+        if (!read_json_string(&p, name, sizeof name) || sscanf(p, " : %lf", &ms) != 1 || !(ms >= 0)) {
+            s = PP_FAIL(err, PP_EINVAL, "%s:%d: expected \"node name\": milliseconds", path, lineno);
+            break;
+        }
+        entries++;
+        double scale = batch > 0 && g->batch > 0 ? (double)g->batch / (double)batch : 1.0;
+        for (int i = 0; i < g->n_nodes; i++)
+            if (g->nodes[i].prof_s < 0 && strcmp(g->nodes[i].name, name) == 0) {
+                g->nodes[i].prof_s = ms * 1e-3 * scale;
+                (*matched)++;
+                break;
+            }
+    }
+    fclose(f);
+    if (s == PP_OK && entries == 0) s = PP_FAIL(err, PP_EINVAL, "%s: holds no node times", path);
+    return s;
+}
