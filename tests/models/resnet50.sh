@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# torchvision ResNet-50 (random weights, exported by the test itself) at
-# -pp 1, 2 and 4: outputs within rtol 1e-3 / atol 1e-4 of PyTorch's, and every
-# split bit-identical to -pp 1. Run twice: BatchNormalization folded by the
-# exporter, and kept (--keep-bn) so the BatchNormalization kernel is covered.
+# torchvision ResNet-50 (random weights, exported by the test itself):
+# - at -pp 1, 2 and 4: outputs within rtol 1e-3 / atol 1e-4 of PyTorch's, and
+#   every split bit-identical to -pp 1; run twice: BatchNormalization folded by
+#   the exporter, and kept (--keep-bn) so ppcc's BN folding is exercised;
+# - the passes leave no BatchNormalization and no Identity, fuse Conv+Add+Relu,
+#   and every shape is static;
+# - -pp 2: flops and auto balance FLOPs within 5%, where the parameter-balanced
+#   module split (ColossalAI's "balanced") leaves about 1.6;
+# - the ColossalAI exec_seq of the seed notes (no flatten in it) compiles, runs
+#   correctly, and the report lists /Flatten as recovered.
 set -euo pipefail
 : "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
 out=$1
@@ -17,4 +23,39 @@ for variant in folded keep-bn; do
     cmp $variant/out1/output.npy $variant/out$pp/output.npy || { echo "FAIL: $variant -pp $pp differs from -pp 1"; exit 1; }
   done
 done
-echo "resnet50: -pp 1,2,4 match PyTorch (BN folded and kept), splits bit-identical"
+
+"$PPCC" keep-bn/model.onnx -b 1 --dump-ir -q -o ir.plan > final.ir
+for op in " BatchNormalization " " Identity " " Relu " " Add "; do
+  if grep -q "$op" final.ir; then echo "FAIL:$op left after the passes"; exit 1; fi
+done
+grep -q "pp.FusedConv .* <- .*, .*, .*, " final.ir || { echo "FAIL: no Conv+Add+Relu fusion"; exit 1; }
+if grep -q "?" final.ir; then echo "FAIL: a shape is not static"; exit 1; fi
+
+for pol in flops auto params; do
+  "$PPCC" folded/model.onnx -pp 2 -b 1 --policy $pol --report-json $pol.json -q -o $pol.plan
+done
+"$PY" - <<'PY'
+import json, sys
+f = {p: json.load(open(p + ".json"))["imbalance"]["flops"] for p in ("flops", "auto", "params")}
+print("ResNet-50 -pp 2 FLOPs imbalance:", {k: round(v, 3) for k, v in f.items()})
+if f["flops"] > 1.05 or f["auto"] > 1.05:
+    sys.exit("FAIL: flops/auto FLOPs imbalance above 1.05")
+if not 1.4 < f["params"] < 1.8:
+    sys.exit("FAIL: the parameter-balanced split should leave about 1.6")
+PY
+
+printf 'conv1\nbn1\nrelu\nmaxpool\nlayer1\nlayer2\nSPLIT_NODE\nlayer3\nlayer4\navgpool\nfc\n' > exec_seq.txt
+"$PPCC" keep-bn/model.onnx -b 1 --exec-seq exec_seq.txt --report-json seq.json -q -o seq.plan
+"$PPRT" seq.plan keep-bn/data -o seq_out -q
+"$PY" "$SRC/tests/tools/compare_npy.py" seq_out/output.npy keep-bn/expected/output.npy --rtol 1e-3 --atol 1e-4
+"$PY" - <<'PY'
+import json, sys
+r = json.load(open("seq.json"))
+rec = [(o["name"], o["stage"]) for o in r["recovered_ops"]]
+print("exec_seq split: stages", [s["first_node"] + " .. " + s["last_node"] for s in r["stages"]], "recovered", rec)
+if ("/Flatten", 1) not in rec or len(r["stages"]) != 2:
+    sys.exit("FAIL: /Flatten should be recovered into stage 1")
+if not r["stages"][1]["first_node"].startswith("/layer3/"):
+    sys.exit("FAIL: the cut should fall before layer3")
+PY
+echo "resnet50: -pp 1,2,4 match PyTorch (BN folded and kept), splits bit-identical, passes and policies as expected"
