@@ -29,8 +29,11 @@ static void free_model(void *m) {
 
 /* ---- tensors -------------------------------------------------------------------- */
 
+/* Every fixed-size type but complex: including the 8-bit floats and the
+ * packed sub-byte types, which the ops other than Cast, CastLike and Identity
+ * (and, for whole-byte types, the data movement ops) reject by type. */
 static bool known_dtype(int32_t t) {
-    return t >= 1 && t <= 16 && pp_dtype_size((pp_dtype)t) > 0 && t != PP_C64 && t != PP_C128;
+    return t >= 1 && t <= PP_I2 && pp_dtype_bits((pp_dtype)t) > 0 && t != PP_C64 && t != PP_C128;
 }
 
 /* Decode an ONNX TensorProto: type, shape and little-endian bytes (pointing
@@ -62,16 +65,22 @@ pp_status pp_onnx_decode_tensor(pp_graph *g, const Onnx__TensorProto *t, const c
     pp_err e = {0};
     if (pp_shape_nbytes(&sh, dt, &nbytes, &e) != PP_OK)
         return PP_FAIL(err, PP_EINVAL, "%s '%s': %s", what, name, e.msg);
-    int64_t numel = (int64_t)(nbytes / pp_dtype_size(dt));
+    int64_t numel;
+    PP_TRY(pp_shape_numel(&sh, &numel, err));
     const void *data = NULL;
     if (t->has_raw_data) {
         if (t->raw_data.len != nbytes)
             return PP_FAIL(err, PP_EINVAL,
-                           "%s '%s': raw_data holds %zu bytes, expected %zu (dims x element size)",
-                           what, name, t->raw_data.len, nbytes);
+                           "%s '%s': raw_data holds %zu bytes, expected %zu (dims x %u-bit %s)",
+                           what, name, t->raw_data.len, nbytes, pp_dtype_bits(dt),
+                           pp_dtype_name(dt));
         data = t->raw_data.data;
     } else {
-        /* typed fields: count must match, values are converted */
+        /* typed fields: count must match, values are converted. The packed
+         * types keep their bytes in int32_data, one byte (2 or 4 elements) per
+         * value; every other type one element per value. */
+        const bool packed = pp_dtype_packed(dt);
+        const size_t want = packed ? nbytes : (size_t)numel;
         size_t have = 0;
         const char *field = "?";
         switch (dt) {
@@ -81,12 +90,12 @@ pp_status pp_onnx_decode_tensor(pp_graph *g, const Onnx__TensorProto *t, const c
         case PP_U32: case PP_U64: have = t->n_uint64_data; field = "uint64_data"; break;
         default: have = t->n_int32_data; field = "int32_data"; break;
         }
-        if (have != (size_t)numel)
-            return PP_FAIL(err, PP_EINVAL, "%s '%s': %s holds %zu values, expected %lld", what,
-                           name, field, have, (long long)numel);
+        if (have != want)
+            return PP_FAIL(err, PP_EINVAL, "%s '%s': %s holds %zu values, expected %zu%s", what,
+                           name, field, have, want, packed ? " (packed bytes)" : "");
         void *buf = pp_arena_alloc(&g->arena, nbytes);
         if (!buf) return PP_FAIL(err, PP_ENOMEM, "%s '%s': out of memory", what, name);
-        for (int64_t i = 0; i < numel; i++) {
+        for (size_t i = 0; i < want; i++) {
             switch (dt) {
             case PP_F32: ((float *)buf)[i] = t->float_data[i]; break;
             case PP_F64: ((double *)buf)[i] = t->double_data[i]; break;
@@ -100,6 +109,15 @@ pp_status pp_onnx_decode_tensor(pp_graph *g, const Onnx__TensorProto *t, const c
             case PP_I8: ((int8_t *)buf)[i] = (int8_t)t->int32_data[i]; break;
             case PP_U8: ((uint8_t *)buf)[i] = (uint8_t)t->int32_data[i]; break;
             case PP_BOOL: ((uint8_t *)buf)[i] = t->int32_data[i] != 0; break;
+            case PP_F8E4M3FN: case PP_F8E4M3FNUZ: case PP_F8E5M2: case PP_F8E5M2FNUZ:
+            case PP_F8E8M0: case PP_U4: case PP_I4: case PP_F4E2M1: case PP_U2: case PP_I2:
+                /* the bits of one element (8-bit types) or one packed byte */
+                if (t->int32_data[i] < 0 || t->int32_data[i] > 255)
+                    return PP_FAIL(err, PP_EINVAL, "%s '%s': int32_data[%zu] = %d is out of "
+                                   "range 0..255 for %s", what, name, i, (int)t->int32_data[i],
+                                   pp_dtype_name(dt));
+                ((uint8_t *)buf)[i] = (uint8_t)t->int32_data[i];
+                break;
             default: return PP_FAIL(err, PP_EUNSUP, "%s '%s': element type %s", what, name, pp_dtype_name(dt));
             }
         }

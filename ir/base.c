@@ -2,6 +2,7 @@
  * Pure functions over the types of base.h; no allocation. */
 #include "base.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,22 +45,38 @@ int pp_exit_code(pp_status s) {
 
 static const struct {
     pp_dtype t;
-    size_t size;
+    unsigned bits;
     const char *name, *npy;
 } dtypes[] = {
-    {PP_F32, 4, "f32", "<f4"},  {PP_U8, 1, "u8", "|u1"},    {PP_I8, 1, "i8", "|i1"},
-    {PP_U16, 2, "u16", "<u2"},  {PP_I16, 2, "i16", "<i2"},  {PP_I32, 4, "i32", "<i4"},
-    {PP_I64, 8, "i64", "<i8"},  {PP_STRING, 0, "string", NULL},
-    {PP_BOOL, 1, "bool", "|b1"}, {PP_F16, 2, "f16", "<f2"}, {PP_F64, 8, "f64", "<f8"},
-    {PP_U32, 4, "u32", "<u4"},  {PP_U64, 8, "u64", "<u8"},  {PP_C64, 8, "c64", "<c8"},
-    {PP_C128, 16, "c128", "<c16"}, {PP_BF16, 2, "bf16", NULL},
+    {PP_F32, 32, "f32", "<f4"},  {PP_U8, 8, "u8", "|u1"},    {PP_I8, 8, "i8", "|i1"},
+    {PP_U16, 16, "u16", "<u2"},  {PP_I16, 16, "i16", "<i2"},  {PP_I32, 32, "i32", "<i4"},
+    {PP_I64, 64, "i64", "<i8"},  {PP_STRING, 0, "string", NULL},
+    {PP_BOOL, 8, "bool", "|b1"}, {PP_F16, 16, "f16", "<f2"}, {PP_F64, 64, "f64", "<f8"},
+    {PP_U32, 32, "u32", "<u4"},  {PP_U64, 64, "u64", "<u8"},  {PP_C64, 64, "c64", "<c8"},
+    {PP_C128, 128, "c128", "<c16"}, {PP_BF16, 16, "bf16", NULL},
+    /* NumPy has none of these (ml_dtypes' arrays are not .npy types) */
+    {PP_F8E4M3FN, 8, "f8e4m3fn", NULL}, {PP_F8E4M3FNUZ, 8, "f8e4m3fnuz", NULL},
+    {PP_F8E5M2, 8, "f8e5m2", NULL},     {PP_F8E5M2FNUZ, 8, "f8e5m2fnuz", NULL},
+    {PP_U4, 4, "u4", NULL},             {PP_I4, 4, "i4", NULL},
+    {PP_F4E2M1, 4, "f4e2m1", NULL},     {PP_F8E8M0, 8, "f8e8m0", NULL},
+    {PP_U2, 2, "u2", NULL},             {PP_I2, 2, "i2", NULL},
 };
 #define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
 
-size_t pp_dtype_size(pp_dtype t) {
+unsigned pp_dtype_bits(pp_dtype t) {
     for (size_t i = 0; i < N_DTYPES; i++)
-        if (dtypes[i].t == t) return dtypes[i].size;
+        if (dtypes[i].t == t) return dtypes[i].bits;
     return 0;
+}
+
+size_t pp_dtype_size(pp_dtype t) {
+    unsigned b = pp_dtype_bits(t);
+    return b % 8 == 0 ? b / 8 : 0;
+}
+
+bool pp_dtype_packed(pp_dtype t) {
+    unsigned b = pp_dtype_bits(t);
+    return b > 0 && b < 8;
 }
 
 const char *pp_dtype_name(pp_dtype t) {
@@ -72,6 +89,57 @@ const char *pp_dtype_npy(pp_dtype t) {
     for (size_t i = 0; i < N_DTYPES; i++)
         if (dtypes[i].t == t) return dtypes[i].npy;
     return NULL;
+}
+
+/* ---- small float formats ----------------------------------------------------- */
+
+static const struct {
+    pp_dtype t;
+    pp_minifloat f;
+} minifloats[] = {
+    /* e4m3fn: 448 = 1.110b * 2^8 (S.1111.111 is NaN) */
+    {PP_F8E4M3FN, {4, 3, 7, PP_NAN_ALL_ONES, 0x7e}},
+    /* e4m3fnuz: 240 = 1.111b * 2^7 */
+    {PP_F8E4M3FNUZ, {4, 3, 8, PP_NAN_NEG_ZERO, 0x7f}},
+    /* e5m2: 57344 = 1.11b * 2^15 (S.11111.00 is inf) */
+    {PP_F8E5M2, {5, 2, 15, PP_NAN_IEEE, 0x7b}},
+    /* e5m2fnuz: 57344 = 1.11b * 2^15 */
+    {PP_F8E5M2FNUZ, {5, 2, 16, PP_NAN_NEG_ZERO, 0x7f}},
+    /* e2m1: 6 = 1.1b * 2^2 */
+    {PP_F4E2M1, {2, 1, 1, PP_NAN_NONE, 0x7}},
+};
+
+const pp_minifloat *pp_minifloat_of(pp_dtype t) {
+    for (size_t i = 0; i < sizeof minifloats / sizeof minifloats[0]; i++)
+        if (minifloats[i].t == t) return &minifloats[i].f;
+    return NULL;
+}
+
+double pp_minifloat_value(pp_dtype t, unsigned code) {
+    if (t == PP_F8E8M0) return (code & 0xff) == 0xff ? NAN : ldexp(1.0, (int)(code & 0xff) - 127);
+    const pp_minifloat *f = pp_minifloat_of(t);
+    if (!f) return NAN;
+    const unsigned nb = (unsigned)(1 + f->ebits + f->mbits);
+    const unsigned sign = 1u << (nb - 1), emax = (1u << f->ebits) - 1;
+    code &= (1u << nb) - 1;
+    const unsigned e = (code >> f->mbits) & emax, m = code & ((1u << f->mbits) - 1);
+    const bool neg = code & sign;
+    switch (f->nan) {
+    case PP_NAN_IEEE:
+        if (e == emax) return m ? (neg ? -NAN : NAN) : (neg ? -INFINITY : INFINITY);
+        break;
+    case PP_NAN_ALL_ONES:
+        if (e == emax && m == (1u << f->mbits) - 1) return neg ? -NAN : NAN;
+        break;
+    case PP_NAN_NEG_ZERO:
+        if (code == sign) return NAN;
+        break;
+    case PP_NAN_NONE: break;
+    }
+    /* exponent 0: m * 2^(1-bias-mbits); else (2^mbits + m) * 2^(e-bias-mbits) */
+    double v = e == 0 ? ldexp((double)m, 1 - f->bias - f->mbits)
+                      : ldexp((double)((1u << f->mbits) | m), (int)e - f->bias - f->mbits);
+    return neg ? -v : v;
 }
 
 pp_dtype pp_dtype_from_npy(const char *descr) {
@@ -116,10 +184,19 @@ pp_status pp_shape_numel(const pp_shape *s, int64_t *out, pp_err *err) {
 pp_status pp_shape_nbytes(const pp_shape *s, pp_dtype t, size_t *out, pp_err *err) {
     int64_t n;
     PP_TRY(pp_shape_numel(s, &n, err));
-    size_t es = pp_dtype_size(t);
-    if (es == 0) return PP_FAIL(err, PP_EUNSUP, "element type %s has no fixed size", pp_dtype_name(t));
-    if ((uint64_t)n > SIZE_MAX || pp_mul_ovf((size_t)n, es, out))
+    unsigned bits = pp_dtype_bits(t);
+    if (bits == 0) return PP_FAIL(err, PP_EUNSUP, "element type %s has no fixed size", pp_dtype_name(t));
+    if ((uint64_t)n > SIZE_MAX) return PP_FAIL(err, PP_EINVAL, "byte size overflows 64 bits");
+    if (bits % 8 == 0) {
+        if (pp_mul_ovf((size_t)n, bits / 8, out))
+            return PP_FAIL(err, PP_EINVAL, "byte size overflows 64 bits");
+        return PP_OK;
+    }
+    /* packed: ceil(n * bits / 8), the last byte possibly partly used */
+    size_t total;
+    if (pp_mul_ovf((size_t)n, bits, &total))
         return PP_FAIL(err, PP_EINVAL, "byte size overflows 64 bits");
+    *out = total / 8 + (total % 8 != 0);
     return PP_OK;
 }
 

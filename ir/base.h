@@ -57,11 +57,61 @@ typedef enum pp_dtype {
     PP_F32 = 1, PP_U8 = 2, PP_I8 = 3, PP_U16 = 4, PP_I16 = 5, PP_I32 = 6,
     PP_I64 = 7, PP_STRING = 8, PP_BOOL = 9, PP_F16 = 10, PP_F64 = 11,
     PP_U32 = 12, PP_U64 = 13, PP_C64 = 14, PP_C128 = 15, PP_BF16 = 16,
+    /* low-precision types (onnx 1.22): 8-bit floats, and the packed sub-byte
+     * types, 2 or 4 elements per byte, the first in the low bits */
+    PP_F8E4M3FN = 17, PP_F8E4M3FNUZ = 18, PP_F8E5M2 = 19, PP_F8E5M2FNUZ = 20,
+    PP_U4 = 21, PP_I4 = 22, PP_F4E2M1 = 23, PP_F8E8M0 = 24, PP_U2 = 25, PP_I2 = 26,
 } pp_dtype;
 
-/* Bytes per element; 0 for types without a fixed size (string, undefined). */
+/* Bits per element; 0 for types without a fixed size (string, undefined).
+ * The only source of truth for storage sizes: see pp_shape_nbytes. */
+unsigned pp_dtype_bits(pp_dtype t);
+/* Bytes per element for types whose elements are whole bytes; 0 for types
+ * without a fixed size AND for the packed sub-byte types (uint4, int4,
+ * float4e2m1, uint2, int2), so that code indexing elements by byte offset
+ * rejects them. Storage sizes come from pp_shape_nbytes. */
 size_t pp_dtype_size(pp_dtype t);
+/* Packed sub-byte type (bits < 8): element i lives in byte i*bits/8 at bit
+ * (i*bits)%8; a tensor of n elements takes ceil(n*bits/8) bytes, the unused
+ * high bits of the last byte zero when written. */
+bool pp_dtype_packed(pp_dtype t);
 const char *pp_dtype_name(pp_dtype t); /* "f32", ... or "?" */
+/* The small float formats: float8e4m3fn, float8e4m3fnuz, float8e5m2,
+ * float8e5m2fnuz, float4e2m1 (sign, ebits exponent bits with `bias`, mbits
+ * mantissa bits; exponent 0 is subnormal). float8e8m0 (an unsigned power of
+ * two, 2^(code-127), 0xff NaN) has its own functions. */
+typedef enum pp_nan_kind {
+    PP_NAN_IEEE,     /* all-ones exponent: infinity (mantissa 0) or NaN (e5m2) */
+    PP_NAN_ALL_ONES, /* only all-ones exponent and mantissa, either sign; no inf (e4m3fn) */
+    PP_NAN_NEG_ZERO, /* only the code of -0 (sign bit alone); no -0, no inf (fnuz) */
+    PP_NAN_NONE,     /* no NaN, no inf (float4e2m1) */
+} pp_nan_kind;
+
+typedef struct pp_minifloat {
+    int ebits, mbits, bias;
+    pp_nan_kind nan;
+    unsigned max_code; /* code of the largest finite value (positive) */
+} pp_minifloat;
+
+/* The format of a small float type, or NULL for other types. */
+const pp_minifloat *pp_minifloat_of(pp_dtype t);
+/* Exact value of a small float code (t: pp_minifloat_of(t) != NULL, or
+ * PP_F8E8M0); NaN codes give NaN (negative for a negative NaN). */
+double pp_minifloat_value(pp_dtype t, unsigned code);
+
+/* Element i of packed data (bits 2 or 4): its bits, 0 .. 2^bits-1. */
+static inline unsigned pp_packed_get(const void *data, unsigned bits, int64_t i) {
+    const uint64_t bit = (uint64_t)i * bits;
+    return (((const uint8_t *)data)[bit / 8] >> (bit % 8)) & ((1u << bits) - 1);
+}
+/* Set element i of packed data to v (only its low `bits` bits are used). */
+static inline void pp_packed_put(void *data, unsigned bits, int64_t i, unsigned v) {
+    const uint64_t bit = (uint64_t)i * bits;
+    const unsigned mask = ((1u << bits) - 1) << (bit % 8);
+    uint8_t *p = (uint8_t *)data + bit / 8;
+    *p = (uint8_t)((*p & ~mask) | ((v << (bit % 8)) & mask));
+}
+
 /* NumPy descr ("<f4", "|b1", ...) or NULL when NumPy has no equivalent. */
 const char *pp_dtype_npy(pp_dtype t);
 pp_dtype pp_dtype_from_npy(const char *descr);
@@ -80,7 +130,8 @@ typedef struct pp_shape {
 bool pp_shape_eq(const pp_shape *a, const pp_shape *b);
 /* Element count with overflow check; fails on negative (unknown) dims. */
 pp_status pp_shape_numel(const pp_shape *s, int64_t *out, pp_err *err);
-/* numel * dtype size, with overflow check. */
+/* Storage bytes: ceil(numel * bits / 8) (numel * size for whole-byte types),
+ * with overflow check; fails (PP_EUNSUP) for types without a fixed size. */
 pp_status pp_shape_nbytes(const pp_shape *s, pp_dtype t, size_t *out, pp_err *err);
 /* "[1,3,224,224]" into buf; returns buf. */
 char *pp_shape_str(const pp_shape *s, char *buf, size_t n);

@@ -6,6 +6,8 @@
  * Element types: each op accepts the types its ONNX schema allows, except
  * string and complex (rejected with PP_EUNSUP); float16 and bfloat16 are
  * accepted wherever float32 is (the kernels compute them in float32). The
+ * low-precision types (float8*, float4e2m1, int4/uint4/int2/uint2) are taken
+ * by Cast, CastLike and Identity only: no arithmetic is done in them. The
  * accepted set is the union over opsets 7..21 (e.g. Add on int8, added at
  * opset 14, is accepted at any opset): a wider set never changes an answer. */
 #include "op_fns.h"
@@ -21,6 +23,10 @@
 #define T_UINT (TB(PP_U8) | TB(PP_U16) | TB(PP_U32) | TB(PP_U64))
 #define T_NUM (T_FLOAT | T_SINT | T_UINT)
 #define T_BOOL TB(PP_BOOL)
+/* the low-precision types: only Cast, CastLike and Identity take them */
+#define T_LOWP                                                                          \
+    (TB(PP_F8E4M3FN) | TB(PP_F8E4M3FNUZ) | TB(PP_F8E5M2) | TB(PP_F8E5M2FNUZ) | TB(PP_U4) | \
+     TB(PP_I4) | TB(PP_F4E2M1) | TB(PP_F8E8M0) | TB(PP_U2) | TB(PP_I2))
 
 static bool in_set(pp_dtype t, unsigned set) { return (unsigned)t < 32 && (set & TB(t)); }
 
@@ -108,7 +114,7 @@ static pp_status float_attrs(pp_attrs a, const char *n1, const char *n2, pp_err 
 pp_status shape_IDENTITY(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                          pp_err *err) {
     (void)a, (void)n_in, (void)n_out;
-    if (pp_dtype_size(in[0].dtype) == 0)
+    if (pp_dtype_bits(in[0].dtype) == 0) /* packed types too: Identity copies bytes */
         return PP_FAIL(err, PP_EUNSUP, "input has element type %s, which is not supported",
                        pp_dtype_name(in[0].dtype));
     out[0].dtype = in[0].dtype;
@@ -315,20 +321,28 @@ pp_status shape_WHERE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, i
 
 /* ---- Cast, CastLike, Dropout, CumSum ----------------------------------------------- */
 
-/* Cast's 'saturate' (opset 19) only affects float8 targets, which are not
- * supported; it is read to check its type and otherwise has no effect. */
+/* Cast and CastLike convert between every pair of numeric, bool and
+ * low-precision types (float8 e4m3fn/e4m3fnuz/e5m2/e5m2fnuz/e8m0, float4e2m1,
+ * int4/uint4/int2/uint2). 'saturate' (opset 19, 0 or 1) decides how float8
+ * targets treat values out of range; 'round_mode' (opset 24: up, down,
+ * nearest) how float8e8m0 targets round. Both are accepted at any opset and
+ * ignored for other targets. */
 static pp_status cast_common(pp_attrs a, const pp_tinfo *x, int64_t to, pp_tinfo *out,
                              pp_err *err) {
     int64_t sat;
     PP_TRY(pp_attr_int(a, "saturate", 1, &sat, err));
-    PP_TRY(need_type(x, T_NUM | T_BOOL, "input", err));
-    if (to < 1 || to >= 32 || !in_set((pp_dtype)to, T_NUM | T_BOOL)) {
+    if (sat != 0 && sat != 1)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'saturate'=%lld must be 0 or 1", (long long)sat);
+    const char *rm;
+    PP_TRY(pp_attr_string(a, "round_mode", "up", &rm, err));
+    if (strcmp(rm, "up") != 0 && strcmp(rm, "down") != 0 && strcmp(rm, "nearest") != 0)
+        return PP_FAIL(err, PP_EINVAL,
+                       "attribute 'round_mode'='%s' is not one of 'up', 'down', 'nearest'", rm);
+    PP_TRY(need_type(x, T_NUM | T_BOOL | T_LOWP, "input", err));
+    if (to < 1 || to >= 32 || !in_set((pp_dtype)to, T_NUM | T_BOOL | T_LOWP)) {
         /* ONNX TensorProto.DataType names of the types pp_dtype lacks */
         static const char *const onnx_names[] = {
-            [PP_STRING] = "string", [PP_C64] = "complex64", [PP_C128] = "complex128",
-            [17] = "float8e4m3fn", [18] = "float8e4m3fnuz", [19] = "float8e5m2",
-            [20] = "float8e5m2fnuz", [21] = "uint4", [22] = "int4", [23] = "float4e2m1",
-            [24] = "float8e8m0", [25] = "uint2", [26] = "int2"};
+            [PP_STRING] = "string", [PP_C64] = "complex64", [PP_C128] = "complex128"};
         const int nn = (int)(sizeof onnx_names / sizeof onnx_names[0]);
         const char *n = to >= 0 && to < nn && onnx_names[to] ? onnx_names[to] : "unknown";
         return PP_FAIL(err, PP_EUNSUP, "cast to element type %lld (%s) is not supported", (long long)to,

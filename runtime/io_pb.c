@@ -5,6 +5,10 @@
  * Reading accepts values in raw_data (little-endian) or in the typed field
  * that ONNX assigns to the element type, for every fixed-size type; sizes
  * are checked against the dims exactly, narrow integers against their range.
+ * The packed sub-byte types (uint4, int4, float4e2m1: 2 elements per byte;
+ * uint2, int2: 4) take ceil(numel * bits / 8) bytes in raw_data, or that many
+ * int32_data values of one byte each; the 8-bit floats one int32_data value
+ * (0..255, the bits) per element.
  * Writing always uses raw_data and goes to a temporary name, renamed into
  * place. */
 #include "io.h"
@@ -43,7 +47,7 @@ static field field_of(pp_dtype dt, int *per_elem) {
     case PP_F64: case PP_C128: return F_DOUBLE;
     case PP_I64: return F_INT64;
     case PP_U32: case PP_U64: return F_UINT64;
-    default: return F_INT32; /* i32, i16, i8, u16, u8, bool, f16 and bf16 bits */
+    default: return F_INT32; /* i32, i16, i8, u16, u8, bool; f16, bf16, 8-bit float bits; packed bytes */
     }
 }
 
@@ -58,11 +62,14 @@ static size_t field_count(const Onnx__TensorProto *t, field f) {
     return 0;
 }
 
-/* Range of an int32_data value for the narrow types. */
+/* Range of an int32_data value for the narrow types (8-bit floats: the bits
+ * of one element; packed types: one byte of 2 or 4 elements). */
 static bool int32_in_range(pp_dtype dt, int32_t v) {
     switch (dt) {
     case PP_I8: return v >= -128 && v <= 127;
-    case PP_U8: return v >= 0 && v <= 255;
+    case PP_U8: case PP_F8E4M3FN: case PP_F8E4M3FNUZ: case PP_F8E5M2: case PP_F8E5M2FNUZ:
+    case PP_F8E8M0: case PP_U4: case PP_I4: case PP_F4E2M1: case PP_U2: case PP_I2:
+        return v >= 0 && v <= 255;
     case PP_I16: return v >= -32768 && v <= 32767;
     case PP_U16: case PP_F16: case PP_BF16: return v >= 0 && v <= 65535;
     case PP_BOOL: return v == 0 || v == 1;
@@ -70,12 +77,12 @@ static bool int32_in_range(pp_dtype dt, int32_t v) {
     }
 }
 
-/* Typed values -> little-endian bytes in buf (count elements). */
-static pp_status convert_typed(const Onnx__TensorProto *t, pp_dtype dt, int64_t count, void *buf,
+/* Typed values -> little-endian bytes in buf (count values of the typed
+ * field: elements, complex parts, or the bytes of a packed type). */
+static pp_status convert_typed(const Onnx__TensorProto *t, pp_dtype dt, int64_t nvals, void *buf,
                                const char *path, pp_err *err) {
     int per;
     field f = field_of(dt, &per);
-    int64_t nvals = count * per;
     for (int64_t i = 0; i < nvals; i++) {
         switch (dt) {
         case PP_F32: case PP_C64: ((float *)buf)[i] = t->float_data[i]; break;
@@ -94,9 +101,9 @@ static pp_status convert_typed(const Onnx__TensorProto *t, pp_dtype dt, int64_t 
             if (!int32_in_range(dt, v))
                 return PP_FAIL(err, PP_EINVAL, "%s: %s[%lld] = %d is out of range for %s", path,
                                field_names[f], (long long)i, (int)v, pp_dtype_name(dt));
-            switch (pp_dtype_size(dt)) {
-            case 1: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-            case 2: ((uint16_t *)buf)[i] = (uint16_t)v; break;
+            switch (pp_dtype_bits(dt)) {
+            case 2: case 4: case 8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+            case 16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
             default: ((int32_t *)buf)[i] = v; break;
             }
         }
@@ -109,7 +116,7 @@ static pp_status decode(const Onnx__TensorProto *t, const char *path, pprt_npy *
     if (!t->has_data_type || t->data_type == 0)
         return PP_FAIL(err, PP_EINVAL, "%s: the tensor has no element type (not a TensorProto?)", path);
     int32_t ty = t->data_type;
-    if (ty < 0 || ty > PP_BF16 || ty == PP_STRING || pp_dtype_size((pp_dtype)ty) == 0)
+    if (ty < 0 || ty > PP_I2 || ty == PP_STRING || pp_dtype_bits((pp_dtype)ty) == 0)
         return PP_FAIL(err, PP_EUNSUP, "%s: element type %d (%s) is not supported", path, (int)ty,
                        onnx_type_name(ty));
     pp_dtype dt = (pp_dtype)ty;
@@ -130,9 +137,14 @@ static pp_status decode(const Onnx__TensorProto *t, const char *path, pprt_npy *
     pp_err e = {0};
     if (pp_shape_nbytes(&out->shape, dt, &out->nbytes, &e) != PP_OK)
         return PP_FAIL(err, PP_EINVAL, "%s: %s", path, e.msg);
-    int64_t count = (int64_t)(out->nbytes / pp_dtype_size(dt));
+    int64_t count;
+    PP_TRY(pp_shape_numel(&out->shape, &count, err));
     int per;
     field f = field_of(dt, &per);
+    /* values the typed field holds: elements (complex: 2 parts each), or for
+     * the packed types their bytes, 2 or 4 elements to a value */
+    const bool packed = pp_dtype_packed(dt);
+    const int64_t nvals = packed ? (int64_t)out->nbytes : count * per;
     /* values anywhere but where this type keeps them are a malformed file */
     for (int k = F_FLOAT; k <= F_UINT64; k++) {
         size_t have = field_count(t, (field)k);
@@ -146,12 +158,16 @@ static pp_status decode(const Onnx__TensorProto *t, const char *path, pprt_npy *
                        pp_dtype_name(dt));
     if (t->has_raw_data && t->raw_data.len != out->nbytes)
         return PP_FAIL(err, PP_EINVAL,
-                       "%s: raw_data holds %zu bytes, expected %zu (dims x %zu-byte %s)", path,
-                       t->raw_data.len, out->nbytes, pp_dtype_size(dt), pp_dtype_name(dt));
-    if (!t->has_raw_data && field_count(t, f) != (size_t)(count * per))
+                       "%s: raw_data holds %zu bytes, expected %zu (dims x %u-bit %s%s)", path,
+                       t->raw_data.len, out->nbytes, pp_dtype_bits(dt), pp_dtype_name(dt),
+                       packed ? ", packed" : "");
+    if (!t->has_raw_data && field_count(t, f) != (size_t)nvals)
         return PP_FAIL(err, PP_EINVAL, "%s: %s holds %zu values, expected %lld (dims%s)", path,
-                       field_names[f], field_count(t, f), (long long)(count * per),
-                       per == 2 ? " x 2 for complex" : "");
+                       field_names[f], field_count(t, f), (long long)nvals,
+                       per == 2   ? " x 2 for complex"
+                       : packed ? (pp_dtype_bits(dt) == 4 ? ", 2 elements per packed byte"
+                                                          : ", 4 elements per packed byte")
+                                : "");
     if (posix_memalign(&out->data, 64, out->nbytes ? out->nbytes : 64) != 0) {
         out->data = NULL;
         return PP_FAIL(err, PP_ENOMEM, "%s: cannot allocate %zu bytes", path, out->nbytes);
@@ -160,7 +176,7 @@ static pp_status decode(const Onnx__TensorProto *t, const char *path, pprt_npy *
         if (out->nbytes) memcpy(out->data, t->raw_data.data, out->nbytes);
         return PP_OK;
     }
-    return convert_typed(t, dt, count, out->data, path, err);
+    return convert_typed(t, dt, nvals, out->data, path, err);
 }
 
 pp_status pprt_pb_read(const char *path, pprt_npy *out, char **name, pp_err *err) {

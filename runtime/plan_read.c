@@ -116,7 +116,7 @@ static pp_status read_io(const Ppplan__IO *m, int64_t batch, pprt_io *io, const 
                          pp_err *err) {
     io->name = m->name;
     io->dtype = (pp_dtype)m->dtype;
-    if (pp_dtype_size(io->dtype) == 0)
+    if (pp_dtype_bits(io->dtype) == 0)
         return PP_FAIL(err, PP_EINVAL, "%s '%s': unknown element type %d", what, m->name, m->dtype);
     PP_TRY(read_shape(m->shape, m->n_shape, &io->shape, what, err));
     if (batch > 0 && (io->shape.rank < 1 || io->shape.dim[0] != batch))
@@ -127,6 +127,13 @@ static pp_status read_io(const Ppplan__IO *m, int64_t batch, pprt_io *io, const 
     pp_err e = {0};
     if (pp_shape_nbytes(&io->shape, io->dtype, &nb, &e) != PP_OK)
         return PP_FAIL(err, PP_EINVAL, "%s '%s': %s", what, m->name, e.msg);
+    /* samples are sliced at byte boundaries: a packed type's sample must fill whole bytes */
+    int64_t numel = 0;
+    (void)pp_shape_numel(&io->shape, &numel, NULL); /* succeeded in pp_shape_nbytes */
+    if (batch > 0 && pp_dtype_packed(io->dtype) &&
+        (uint64_t)(numel / batch) * pp_dtype_bits(io->dtype) % 8 != 0)
+        return PP_FAIL(err, PP_EUNSUP, "%s '%s': a sample of packed type %s does not fill whole bytes",
+                       what, m->name, pp_dtype_name(io->dtype));
     io->sample_bytes = batch > 0 ? nb / (size_t)batch : nb; /* batch 0: one whole tensor */
     return PP_OK;
 }
@@ -192,7 +199,7 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, size_t weights_bytes
         t->nbytes = mt->nbytes;
         writer[i] = -1;
         last[i] = -1;
-        if (pp_dtype_size(t->dtype) == 0) {
+        if (pp_dtype_bits(t->dtype) == 0) {
             s = PP_FAIL(err, PP_EINVAL, "%s '%s': expected a known element type, got %d", w, t->name, mt->dtype);
             break;
         }
@@ -308,7 +315,7 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, size_t weights_bytes
                 size_t nb = 0;
                 pp_err e2 = {0};
                 if ((s = read_shape(ma->t_shape, ma->n_t_shape, &a->t_shape, what, err)) != PP_OK) break;
-                if (pp_dtype_size(a->t_dtype) == 0 ||
+                if (pp_dtype_bits(a->t_dtype) == 0 ||
                     pp_shape_nbytes(&a->t_shape, a->t_dtype, &nb, &e2) != PP_OK || nb != ma->t_data.len) {
                     s = PP_FAIL(err, PP_EINVAL, "%s: expected %zu bytes of a known type, got %zu bytes of type %d",
                                 what, nb, ma->t_data.len, ma->t_dtype);

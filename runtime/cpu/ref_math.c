@@ -18,7 +18,9 @@
  *     inputs, runs the float32 kernel, rounds the outputs back to nearest-even);
  *   - Cast converts between every pair of numeric/bool types in software
  *     (float16/bfloat16 included); float -> integer saturates (NaN -> 0)
- *     instead of being undefined.
+ *     instead of being undefined; the low-precision types (float8, float4,
+ *     e8m0, 2- and 4-bit integers) go one element at a time through a scalar
+ *     (see "low-precision types" below).
  * Plain C, single-threaded, deterministic; shapes and attributes were
  * validated by ir/shape_math.c, the kernels re-check what is cheap. */
 #include "ref.h"
@@ -171,17 +173,230 @@ static uint64_t f2u(double v, uint64_t hi) {
         }                                                                 \
     }
 
-/* dst[0..n) = src[0..n) converted from type st to dt; false when either type
- * is not supported. */
-static bool cast_elems(const void *src, pp_dtype st, void *dst, pp_dtype dt, int64_t n) {
+/* ---- low-precision types -------------------------------------------------------------- *
+ * float8 (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz), float4e2m1, float8e8m0 and the
+ * packed integers (uint4, int4, uint2, int2). Conversions go one element at a
+ * time through a scalar (a double, or a 64-bit integer for integer types), so
+ * each is rounded once, from the exact source value. The semantics are those
+ * of the ONNX Cast spec and onnx 1.22's reference implementation:
+ *   - to float8: round to nearest even (subnormals included); with
+ *     'saturate' (the default) out-of-range values and infinities become the
+ *     largest finite value of their sign; without it they become infinity
+ *     (e5m2) or NaN (the others). NaN stays NaN: e4m3fn and e5m2 keep its
+ *     sign (S.1111.111, S.11111.10), the fnuz formats have one NaN (0x80) and
+ *     no -0 (a negative value rounding to zero gives +0);
+ *   - to float4e2m1 (no inf, no NaN): round to nearest even, saturating;
+ *     NaN gives a zero of the opposite sign (+NaN -> 0x8, -NaN -> 0x0), as
+ *     the reference (ml_dtypes) does: the spec leaves it open;
+ *   - to float8e8m0 (2^(code-127), 0xff NaN): from the value rounded to
+ *     float32, its exponent field, rounded by 'round_mode' from the mantissa
+ *     field: 'up' (default) adds one when any mantissa bit is set, 'down'
+ *     never, 'nearest' when the top mantissa bit is set and, for a
+ *     subnormal, any other (ties up); 'saturate' keeps 0xfe from rounding to
+ *     0xff. The sign is ignored; NaN and infinities give 0xff (the reference;
+ *     the spec's table has E8M0_MAX for inf with saturate);
+ *   - to the 2- and 4-bit integers: floats truncate toward zero, then every
+ *     integer keeps its low bits (two's complement wrap: 9.0 -> int4 -7, as
+ *     the reference); NaN and infinities give 0. */
+
+typedef enum { ROUND_UP, ROUND_DOWN, ROUND_NEAREST } e8m0_round;
+typedef struct cast_opts {
+    bool saturate;      /* float8 targets */
+    e8m0_round round;   /* float8e8m0 targets */
+} cast_opts;
+static const cast_opts cast_default = {true, ROUND_UP};
+
+static bool is_lowp(pp_dtype t) { return t >= PP_F8E4M3FN && t <= PP_I2; }
+
+/* v to the small float type t (pp_minifloat_of(t) != NULL). */
+static unsigned to_minifloat(double v, pp_dtype t, bool saturate) {
+    const pp_minifloat *f = pp_minifloat_of(t);
+    const int nb = 1 + f->ebits + f->mbits;
+    const unsigned sign_bit = 1u << (nb - 1), sign = signbit(v) ? sign_bit : 0;
+    const unsigned emax = (1u << f->ebits) - 1, mmax = (1u << f->mbits) - 1;
+    const unsigned inf_code = sign | (emax << f->mbits); /* PP_NAN_IEEE only */
+    unsigned nan_code = 0;
+    switch (f->nan) {
+    case PP_NAN_IEEE: nan_code = inf_code | (1u << (f->mbits - 1)); break;
+    case PP_NAN_ALL_ONES: nan_code = sign | (emax << f->mbits) | mmax; break;
+    case PP_NAN_NEG_ZERO: nan_code = sign_bit; break;
+    case PP_NAN_NONE: nan_code = sign ^ sign_bit; break; /* a zero: see above */
+    }
+    if (isnan(v)) return nan_code;
+    const double a = fabs(v);
+    /* nearest even with mbits+1 significant bits, no finer than the subnormals */
+    const double r = isinf(a) ? a : round_bits(a, f->mbits + 1, 1 - f->bias - f->mbits);
+    if (r > pp_minifloat_value(t, f->max_code)) {
+        if (saturate || f->nan == PP_NAN_NONE) return sign | f->max_code;
+        return f->nan == PP_NAN_IEEE ? inf_code : nan_code;
+    }
+    if (r == 0) return f->nan == PP_NAN_NEG_ZERO ? 0 : sign;
+    if (r < ldexp(1.0, 1 - f->bias)) /* subnormal: a multiple of the smallest one */
+        return sign | (unsigned)ldexp(r, f->bias - 1 + f->mbits);
+    int e;
+    const double m = frexp(r, &e); /* r = 2m * 2^(e-1), 2m in [1, 2) */
+    return sign | ((unsigned)(e - 1 + f->bias) << f->mbits) |
+           ((unsigned)ldexp(m, f->mbits + 1) & mmax);
+}
+
+/* float8e8m0 from the float32 x, by its bit fields. */
+static unsigned to_e8m0(float x, const cast_opts *o) {
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    const unsigned e = (b >> 23) & 0xff;
+    if (e == 0xff) return 0xff; /* NaN, infinity */
+    bool up = false;
+    switch (o->round) {
+    case ROUND_UP: up = (b & 0x7fffff) != 0; break;
+    case ROUND_DOWN: break;
+    case ROUND_NEAREST:
+        /* the top mantissa bit set (the value at least 1.5 * 2^e): up, ties
+         * included; for exponent 0, only when more bits are set */
+        up = (b & 0x400000) && ((b & 0x3fffff) || e > 0);
+        break;
+    }
+    if (up && e == 0xfe && o->saturate) up = false;
+    return e + up;
+}
+
+/* Low bits of an integer, for the 2- and 4-bit types. */
+static unsigned wrap_bits(uint64_t v, unsigned bits) { return (unsigned)(v & ((1u << bits) - 1)); }
+
+static unsigned float_to_bits_int(double v, unsigned bits) {
+    if (!isfinite(v)) return 0;
+    double t = trunc(v);
+    /* |t| >= 2^63 is a multiple of 2^11: its low bits are 0 */
+    if (fabs(t) >= 0x1p63) return 0;
+    return wrap_bits((uint64_t)(int64_t)t, bits);
+}
+
+/* One element as a scalar: a double for float types, else an integer. */
+typedef struct cval {
+    enum { V_F, V_S, V_U } k;
+    double f;
+    int64_t s;
+    uint64_t u;
+} cval;
+
+static double cval_f(const cval *v) {
+    return v->k == V_F ? v->f : v->k == V_S ? (double)v->s : (double)v->u;
+}
+
+/* Element i of src (type t) into *v; false for unsupported types. */
+static bool load_elem(const void *src, pp_dtype t, int64_t i, cval *v) {
+    const unsigned bits = pp_dtype_bits(t);
+    switch (t) {
+    case PP_F32: *v = (cval){.k = V_F, .f = ((const float *)src)[i]}; return true;
+    case PP_F64: *v = (cval){.k = V_F, .f = ((const double *)src)[i]}; return true;
+    case PP_F16: *v = (cval){.k = V_F, .f = half_to_float(((const uint16_t *)src)[i])}; return true;
+    case PP_BF16: *v = (cval){.k = V_F, .f = bf16_to_float(((const uint16_t *)src)[i])}; return true;
+    case PP_I8: *v = (cval){.k = V_S, .s = ((const int8_t *)src)[i]}; return true;
+    case PP_I16: *v = (cval){.k = V_S, .s = ((const int16_t *)src)[i]}; return true;
+    case PP_I32: *v = (cval){.k = V_S, .s = ((const int32_t *)src)[i]}; return true;
+    case PP_I64: *v = (cval){.k = V_S, .s = ((const int64_t *)src)[i]}; return true;
+    case PP_U8: *v = (cval){.k = V_U, .u = ((const uint8_t *)src)[i]}; return true;
+    case PP_U16: *v = (cval){.k = V_U, .u = ((const uint16_t *)src)[i]}; return true;
+    case PP_U32: *v = (cval){.k = V_U, .u = ((const uint32_t *)src)[i]}; return true;
+    case PP_U64: *v = (cval){.k = V_U, .u = ((const uint64_t *)src)[i]}; return true;
+    case PP_BOOL: *v = (cval){.k = V_U, .u = ((const uint8_t *)src)[i] != 0}; return true;
+    case PP_F8E4M3FN: case PP_F8E4M3FNUZ: case PP_F8E5M2: case PP_F8E5M2FNUZ: case PP_F8E8M0:
+        *v = (cval){.k = V_F, .f = pp_minifloat_value(t, ((const uint8_t *)src)[i])};
+        return true;
+    case PP_F4E2M1:
+        *v = (cval){.k = V_F, .f = pp_minifloat_value(t, pp_packed_get(src, bits, i))};
+        return true;
+    case PP_U4: case PP_U2: *v = (cval){.k = V_U, .u = pp_packed_get(src, bits, i)}; return true;
+    case PP_I4: case PP_I2: {
+        const int half = 1 << (bits - 1); /* sign-extend */
+        *v = (cval){.k = V_S, .s = ((int)pp_packed_get(src, bits, i) ^ half) - half};
+        return true;
+    }
+    default: return false;
+    }
+}
+
+/* Store v as element i of dst (type t), converted as the kernels above do
+ * for the other types; false for unsupported types. */
+#define ST_INT(TD, LO, HI, SIGNED)                                                       \
+    ((TD *)dst)[i] = v->k == V_F ? (SIGNED ? (TD)f2s(v->f, LO, HI) : (TD)f2u(v->f, HI)) \
+                     : v->k == V_S ? (TD)v->s                                           \
+                                   : (TD)v->u
+static bool store_elem(void *dst, pp_dtype t, int64_t i, const cval *v, const cast_opts *o) {
+    const unsigned bits = pp_dtype_bits(t);
+    switch (t) {
+    case PP_F32:
+        ((float *)dst)[i] = v->k == V_F ? (float)v->f : v->k == V_S ? (float)v->s : (float)v->u;
+        return true;
+    case PP_F64: ((double *)dst)[i] = cval_f(v); return true;
+    case PP_F16: ((uint16_t *)dst)[i] = narrow_float(cval_f(v), 10, 5); return true;
+    case PP_BF16: ((uint16_t *)dst)[i] = narrow_float(cval_f(v), 7, 8); return true;
+    case PP_I8: ST_INT(int8_t, INT8_MIN, INT8_MAX, 1); return true;
+    case PP_I16: ST_INT(int16_t, INT16_MIN, INT16_MAX, 1); return true;
+    case PP_I32: ST_INT(int32_t, INT32_MIN, INT32_MAX, 1); return true;
+    case PP_I64: ST_INT(int64_t, INT64_MIN, INT64_MAX, 1); return true;
+    case PP_U8: ST_INT(uint8_t, 0, UINT8_MAX, 0); return true;
+    case PP_U16: ST_INT(uint16_t, 0, UINT16_MAX, 0); return true;
+    case PP_U32: ST_INT(uint32_t, 0, UINT32_MAX, 0); return true;
+    case PP_U64: ST_INT(uint64_t, 0, UINT64_MAX, 0); return true;
+    case PP_BOOL:
+        ((uint8_t *)dst)[i] = v->k == V_F ? v->f != 0 : v->k == V_S ? v->s != 0 : v->u != 0;
+        return true;
+    case PP_F8E4M3FN: case PP_F8E4M3FNUZ: case PP_F8E5M2: case PP_F8E5M2FNUZ:
+        ((uint8_t *)dst)[i] = (uint8_t)to_minifloat(cval_f(v), t, o->saturate);
+        return true;
+    case PP_F4E2M1:
+        pp_packed_put(dst, bits, i, to_minifloat(cval_f(v), t, true));
+        return true;
+    case PP_F8E8M0: {
+        const float x = v->k == V_F ? (float)v->f : v->k == V_S ? (float)v->s : (float)v->u;
+        ((uint8_t *)dst)[i] = (uint8_t)to_e8m0(x, o);
+        return true;
+    }
+    case PP_U4: case PP_I4: case PP_U2: case PP_I2:
+        pp_packed_put(dst, bits, i,
+                      v->k == V_F ? float_to_bits_int(v->f, bits)
+                                  : wrap_bits(v->k == V_S ? (uint64_t)v->s : v->u, bits));
+        return true;
+    default: return false;
+    }
+}
+#undef ST_INT
+
+/* Storage bytes of n elements of t (0 for types without a fixed size). */
+static size_t elems_bytes(pp_dtype t, int64_t n) {
+    const uint64_t bits = (uint64_t)n * pp_dtype_bits(t);
+    return (size_t)(bits / 8 + (bits % 8 != 0));
+}
+
+/* dst[0..n) = src[0..n) converted from type st to dt with options o; false
+ * when either type is not supported. Packed outputs get zero padding bits. */
+static bool cast_elems_opt(const void *src, pp_dtype st, void *dst, pp_dtype dt, int64_t n,
+                           const cast_opts *o) {
+    if (pp_dtype_bits(st) == 0 || pp_dtype_bits(dt) == 0) return false;
+    if (n <= 0) return true;
     if (st == dt) {
-        if (n > 0) memcpy(dst, src, (size_t)n * pp_dtype_size(st));
-        return pp_dtype_size(st) > 0;
+        const size_t nb = elems_bytes(st, n);
+        memcpy(dst, src, nb);
+        const unsigned used = (unsigned)(((uint64_t)n * pp_dtype_bits(st)) % 8);
+        if (used) ((uint8_t *)dst)[nb - 1] &= (uint8_t)((1u << used) - 1);
+        return true;
+    }
+    if (is_lowp(st) || is_lowp(dt)) {
+        if (pp_dtype_packed(dt)) memset(dst, 0, elems_bytes(dt, n));
+        cval v;
+        for (int64_t i = 0; i < n; i++)
+            if (!load_elem(src, st, i, &v) || !store_elem(dst, dt, i, &v, o)) return false;
+        return true;
     }
     switch (st) {
         CAST_SRC(CAST_SRC_CASE)
     default: return false;
     }
+}
+
+/* dst[0..n) = src[0..n) converted from type st to dt (default options). */
+static bool cast_elems(const void *src, pp_dtype st, void *dst, pp_dtype dt, int64_t n) {
+    return cast_elems_opt(src, st, dst, dt, n, &cast_default);
 }
 
 /* ---- float16 / bfloat16 lifting ------------------------------------------------------ */
@@ -992,11 +1207,21 @@ pp_status kern_WHERE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tenso
 
 /* ---- Cast, CastLike ------------------------------------------------------------------------------ */
 
-static pp_status run_cast(const char *op, const pprt_tensor *x, pprt_tensor *y, pp_err *err) {
+static pp_status run_cast(const char *op, pp_attrs attrs, const pprt_tensor *x, pprt_tensor *y,
+                          pp_err *err) {
     PP_TRY(pprt_need_shape(y, &x->shape, "output", err));
+    int64_t sat;
+    const char *rm;
+    PP_TRY(pp_attr_int(attrs, "saturate", 1, &sat, err));
+    PP_TRY(pp_attr_string(attrs, "round_mode", "up", &rm, err));
+    cast_opts o = {sat != 0, ROUND_UP};
+    if (!strcmp(rm, "down")) o.round = ROUND_DOWN;
+    else if (!strcmp(rm, "nearest")) o.round = ROUND_NEAREST;
+    else if (strcmp(rm, "up") != 0)
+        return PP_FAIL(err, PP_EINVAL, "%s kernel: attribute 'round_mode'='%s'", op, rm);
     int64_t n;
     PP_TRY(pprt_numel_of(x, &n, err));
-    if (!cast_elems(x->data, x->dtype, y->data, y->dtype, n))
+    if (!cast_elems_opt(x->data, x->dtype, y->data, y->dtype, n, &o))
         return PP_FAIL(err, PP_EUNSUP, "%s kernel: cast from %s to %s is not supported", op,
                        pp_dtype_name(x->dtype), pp_dtype_name(y->dtype));
     return PP_OK;
@@ -1011,15 +1236,15 @@ pp_status kern_CAST(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
     if (to != (int64_t)out[0].dtype)
         return PP_FAIL(err, PP_EINVAL, "Cast kernel: attribute 'to'=%lld but the output is %s",
                        (long long)to, pp_dtype_name(out[0].dtype));
-    return run_cast("Cast", &in[0], &out[0], err);
+    return run_cast("Cast", attrs, &in[0], &out[0], err);
 }
 
 pp_status kern_CASTLIKE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                         int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)attrs, (void)scratch;
+    (void)scratch;
     PP_TRY(pprt_need_counts("CastLike", n_in, 2, 2, n_out, err));
     PP_TRY(need_dtype(&out[0], in[1].dtype, "CastLike", "output", err));
-    return run_cast("CastLike", &in[0], &out[0], err);
+    return run_cast("CastLike", attrs, &in[0], &out[0], err);
 }
 
 /* ---- Dropout (inference) --------------------------------------------------------------------------- */

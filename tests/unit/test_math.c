@@ -2,6 +2,13 @@
  * against values and naive loops written here:
  *   - float16 / bfloat16 conversion through Cast: every bit pattern round
  *     trips, and hand-picked roundings (ties to even, overflow, subnormals);
+ *   - the low-precision types through Cast, against tables computed here from
+ *     the formats' bit fields: every code of each float8 / float4 format
+ *     decodes exactly and round trips, every midpoint (and its neighbours)
+ *     rounds to even, overflow with and without 'saturate', NaN encodings;
+ *     float8e8m0 in each 'round_mode'; 2- and 4-bit integers (wrapping, the
+ *     packed layout, padding); Identity/CastLike on them, other ops rejecting
+ *     them; pprt_compare on them;
  *   - the broadcasting engine: Add, Sub (int8, wrapping) and Where over random
  *     shape pairs, against an index-by-index naive broadcast;
  *   - integer edge cases: division by zero and MIN / -1, float -> int Cast
@@ -11,7 +18,10 @@
  * Each kernel runs twice (different garbage in the output) and must give
  * bit-identical results.
  * Exit status 0 when everything passes, 1 otherwise (each failure is printed). */
+#include "runtime/io.h" /* pprt_compare */
 #include "runtime/kernels.h"
+
+#include <float.h>
 
 #include <math.h>
 #include <stdarg.h>
@@ -87,7 +97,9 @@ static pp_status run(pp_op op, pp_attrs at, const pprt_tensor *in, int n_in, ppr
     for (int i = 0; i < n_in; i++) ti[i] = (pp_tinfo){in[i].dtype, in[i].shape, NULL};
     pp_status st = pp_infer(op, at, ti, n_in, to, 1, err);
     if (st != PP_OK) return st;
-    size_t nb = (size_t)numel(&to[0].shape) * pp_dtype_size(to[0].dtype);
+    size_t nb = 0;
+    st = pp_shape_nbytes(&to[0].shape, to[0].dtype, &nb, err);
+    if (st != PP_OK) return st;
     pprt_tensor o[2];
     for (int r = 0; r < 2; r++) {
         o[r] = (pprt_tensor){to[0].dtype, to[0].shape, xalloc(nb)};
@@ -114,14 +126,23 @@ static bool run_ok(pp_op op, pp_attrs at, const pprt_tensor *in, int n_in, pprt_
 
 /* ---- float16 / bfloat16 ------------------------------------------------------------------ */
 
-static bool cast(pp_dtype from, pp_dtype to, const void *src, void *dst, int64_t n) {
-    pp_attr a = attr_int("to", to);
-    pp_attrs at = {&a, 1, 13};
+/* Cast n elements (1-D) with optional extra attributes (saturate, round_mode). */
+static bool cast_with(pp_dtype from, pp_dtype to, const void *src, void *dst, int64_t n,
+                      const pp_attr *extra, int n_extra) {
+    pp_attr a[4] = {attr_int("to", to)};
+    for (int i = 0; i < n_extra && i < 3; i++) a[1 + i] = extra[i];
+    pp_attrs at = {a, 1 + n_extra, 25};
     pprt_tensor x = {from, {1, {n}}, (void *)src}, y;
     if (!run_ok(PP_OP_CAST, at, &x, 1, &y)) return false;
-    memcpy(dst, y.data, (size_t)n * pp_dtype_size(to));
+    size_t nb = 0;
+    pp_shape_nbytes(&y.shape, to, &nb, NULL);
+    memcpy(dst, y.data, nb);
     free(y.data);
     return true;
+}
+
+static bool cast(pp_dtype from, pp_dtype to, const void *src, void *dst, int64_t n) {
+    return cast_with(from, to, src, dst, n, NULL, 0);
 }
 
 static void test_half(void) {
@@ -185,6 +206,483 @@ static void test_half(void) {
         CHECK(p[0] == 0x3c00 && p[1] == 0x4000, "got 0x%04x 0x%04x", p[0], p[1]);
         free(y.data);
     }
+}
+
+/* ---- low-precision types ------------------------------------------------------------------ *
+ * The expected values here come from the formats' definitions, written
+ * independently of ir/base.c and ref_math.c: each code decoded from its bit
+ * fields, and rounding by brute force (the nearest of all finite values, ties
+ * to the even code, overflow judged against the next value the format would
+ * have above its largest). */
+
+static void expect(pp_status want, pp_op op, pp_attrs at, const pprt_tensor *in, int n_in,
+                   const char *needle); /* in "errors" below */
+
+typedef enum { K_FN, K_FNUZ, K_IEEE, K_NONE } lp_kind;
+typedef struct lp_fmt {
+    const char *name;
+    pp_dtype t;
+    int e, m, bias;
+    lp_kind kind;
+    double max, min_sub; /* published constants, to check the table against */
+} lp_fmt;
+
+static const lp_fmt lp_fmts[] = {
+    {"f8e4m3fn", PP_F8E4M3FN, 4, 3, 7, K_FN, 448, 0x1p-9},
+    {"f8e4m3fnuz", PP_F8E4M3FNUZ, 4, 3, 8, K_FNUZ, 240, 0x1p-10},
+    {"f8e5m2", PP_F8E5M2, 5, 2, 15, K_IEEE, 57344, 0x1p-16},
+    {"f8e5m2fnuz", PP_F8E5M2FNUZ, 5, 2, 16, K_FNUZ, 57344, 0x1p-17},
+    {"f4e2m1", PP_F4E2M1, 2, 1, 1, K_NONE, 6, 0.5},
+};
+
+static int lp_nbits(const lp_fmt *f) { return 1 + f->e + f->m; }
+
+/* The value of code c, from its fields: sign, exponent, mantissa. */
+static double lp_decode(const lp_fmt *f, unsigned c) {
+    const int nb = lp_nbits(f);
+    const unsigned sign = (c >> (nb - 1)) & 1, ex = (c >> f->m) & ((1u << f->e) - 1),
+                   man = c & ((1u << f->m) - 1), all_e = (1u << f->e) - 1,
+                   all_m = (1u << f->m) - 1;
+    if (f->kind == K_FNUZ && sign && ex == 0 && man == 0) return NAN;
+    if (f->kind == K_FN && ex == all_e && man == all_m) return sign ? -NAN : NAN;
+    if (f->kind == K_IEEE && ex == all_e) return man ? (sign ? -NAN : NAN) : sign ? -INFINITY : INFINITY;
+    double frac = man / pow(2, f->m);
+    double v = ex ? (1 + frac) * pow(2, (int)ex - f->bias) : frac * pow(2, 1 - f->bias);
+    return sign ? -v : v;
+}
+
+/* The code a Cast of x must give (brute force over all codes). */
+static unsigned lp_expect(const lp_fmt *f, double x, bool sat) {
+    const int nb = lp_nbits(f);
+    const unsigned sb = 1u << (nb - 1), sign = signbit(x) ? sb : 0, all_e = (1u << f->e) - 1;
+    if (isnan(x)) {
+        switch (f->kind) {
+        case K_FN: return sign | (sb - 1);
+        case K_FNUZ: return sb;
+        case K_IEEE: return sign | (all_e << f->m) | (1u << (f->m - 1));
+        case K_NONE: return sign ^ sb; /* onnx 1.22's reference: a zero of the other sign */
+        }
+    }
+    /* largest finite positive value and the one below it */
+    unsigned maxc = 0;
+    double maxv = 0, prev = 0;
+    for (unsigned c = 0; c < sb; c++) {
+        double v = lp_decode(f, c);
+        if (isfinite(v) && v > maxv) prev = maxv, maxv = v, maxc = c;
+    }
+    const double next = maxv + (maxv - prev), mid = (maxv + next) / 2, a = fabs(x);
+    if (a > mid || (a == mid && (maxc & 1))) {
+        if (sat || f->kind == K_NONE) return sign | maxc;
+        switch (f->kind) {
+        case K_IEEE: return sign | (all_e << f->m);
+        case K_FN: return sign | (sb - 1);
+        default: return sb;
+        }
+    }
+    unsigned best = 0;
+    double bd = INFINITY;
+    for (unsigned c = 0; c < sb; c++) {
+        double v = lp_decode(f, c);
+        if (!isfinite(v)) continue;
+        double d = fabs(a - v);
+        if (d < bd || (d == bd && !(c & 1))) bd = d, best = c;
+    }
+    if (best == 0) return f->kind == K_FNUZ ? 0 : sign;
+    return sign | best;
+}
+
+/* Element i of a Cast output of type t (packed or bytes). */
+static unsigned lp_code_at(pp_dtype t, const void *p, int64_t i) {
+    unsigned bits = pp_dtype_bits(t);
+    if (bits == 8) return ((const uint8_t *)p)[i];
+    return (((const uint8_t *)p)[i * bits / 8] >> (i * bits % 8)) & ((1u << bits) - 1);
+}
+
+static bool same_double(double a, double b) {
+    return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
+}
+
+static void test_minifloats(void) {
+    char name[96];
+    for (size_t k = 0; k < sizeof lp_fmts / sizeof lp_fmts[0]; k++) {
+        const lp_fmt *f = &lp_fmts[k];
+        const int nb = lp_nbits(f);
+        const unsigned ncodes = 1u << nb;
+        /* the table against the formats' published constants */
+        snprintf(name, sizeof name, "%s table", f->name);
+        cur_case = name;
+        double maxv = 0, minsub = INFINITY;
+        int nans = 0;
+        for (unsigned c = 0; c < ncodes; c++) {
+            double v = lp_decode(f, c);
+            if (isnan(v)) nans++;
+            else if (isfinite(v) && v > maxv) maxv = v;
+            if (v > 0 && v < minsub) minsub = v;
+        }
+        CHECK(maxv == f->max && minsub == f->min_sub, "max %g, min subnormal %g", maxv, minsub);
+        const int want_nans = f->kind == K_FN ? 2 : f->kind == K_FNUZ ? 1 : f->kind == K_IEEE ? 6 : 0;
+        CHECK(nans == want_nans, "%d NaN codes, expected %d", nans, want_nans);
+
+        /* every code -> f32 (exact) and -> f64 */
+        snprintf(name, sizeof name, "%s -> f32, every code", f->name);
+        cur_case = name;
+        uint8_t codes[256];
+        for (unsigned c = 0; c < ncodes; c++)
+            if (nb == 8) codes[c] = (uint8_t)c;
+            else if (c % 2 == 0) codes[c / 2] = (uint8_t)c; /* packed 4-bit: c, c+1 */
+            else codes[c / 2] |= (uint8_t)(c << 4);
+        static float fv[256];
+        static double dv[256];
+        if (cast(f->t, PP_F32, codes, fv, ncodes) && cast(f->t, PP_F64, codes, dv, ncodes)) {
+            int bad = 0;
+            for (unsigned c = 0; c < ncodes; c++) {
+                double want = lp_decode(f, c);
+                if (!same_double(fv[c], want) || !same_double(dv[c], want)) {
+                    if (bad++ < 4) fail("code 0x%02x -> %g / %g, expected %g", c, (double)fv[c], dv[c], want);
+                }
+            }
+            CHECK(bad == 0, "%d codes decoded wrong", bad);
+        }
+
+        /* inputs: every value, every midpoint and its f32 neighbours, both
+         * signs, out-of-range values, infinities, NaNs, random floats */
+        static float in[8192];
+        int n = 0;
+        double pos[256];
+        int np = 0;
+        for (unsigned c = 0; c < ncodes / 2; c++) {
+            double v = lp_decode(f, c);
+            if (isfinite(v)) pos[np++] = v;
+        }
+        for (int i = 0; i < np; i++) { /* sort ascending */
+            for (int j = i + 1; j < np; j++)
+                if (pos[j] < pos[i]) { double t = pos[i]; pos[i] = pos[j]; pos[j] = t; }
+        }
+        const double next = pos[np - 1] + (pos[np - 1] - pos[np - 2]);
+        for (int i = 0; i < np; i++) {
+            double hi = i + 1 < np ? pos[i + 1] : next;
+            float mid = (float)((pos[i] + hi) / 2);
+            float vals[5] = {(float)pos[i], mid, nextafterf(mid, 0), nextafterf(mid, INFINITY),
+                             (float)hi};
+            for (int j = 0; j < 5; j++) in[n++] = vals[j], in[n++] = -vals[j];
+        }
+        const float special[] = {1e30f, -1e30f, (float)next * 2, INFINITY, -INFINITY, NAN, -NAN,
+                                 0x1p-140f, -0x1p-140f, 0.0f, -0.0f, FLT_MAX, -FLT_MAX};
+        for (size_t j = 0; j < sizeof special / sizeof special[0]; j++) in[n++] = special[j];
+        const int emin = 1 - f->bias - f->m - 3, emax = (int)log2(f->max) + 3;
+        while (n < 4096) {
+            uint64_t r = rng_next();
+            float m = 1.0f + (float)(r & 0xffffff) / 16777216.0f;
+            int e = emin + (int)((r >> 24) % (uint64_t)(emax - emin + 1));
+            in[n++] = (r >> 40 & 1) ? -ldexpf(m, e) : ldexpf(m, e);
+        }
+        static uint8_t got[8192];
+        for (int sat = 0; sat < 2; sat++) {
+            snprintf(name, sizeof name, "f32 -> %s, saturate=%d", f->name, sat);
+            cur_case = name;
+            pp_attr sa = attr_int("saturate", sat);
+            if (!cast_with(PP_F32, f->t, in, got, n, &sa, 1)) continue;
+            int bad = 0;
+            for (int i = 0; i < n; i++) {
+                unsigned g = lp_code_at(f->t, got, i), w = lp_expect(f, in[i], sat);
+                if (g != w && bad++ < 4)
+                    fail("%a -> 0x%02x, expected 0x%02x", (double)in[i], g, w);
+            }
+            CHECK(bad == 0, "%d of %d values rounded wrong", bad, n);
+            if (nb == 4) { /* packing: n is even here; the bytes are exactly n/2 */
+                CHECK(lp_code_at(f->t, got, 1) == (unsigned)(got[0] >> 4), "high nibble");
+            }
+        }
+        /* every code round trips through f32 */
+        snprintf(name, sizeof name, "%s -> f32 -> %s", f->name, f->name);
+        cur_case = name;
+        static uint8_t back[256];
+        if (cast(PP_F32, f->t, fv, back, ncodes)) {
+            int bad = 0;
+            for (unsigned c = 0; c < ncodes; c++) {
+                unsigned g = lp_code_at(f->t, back, c);
+                /* NaN: the canonical NaN; infinity (e5m2): saturates to the largest */
+                unsigned w = isfinite(fv[c]) ? c : lp_expect(f, fv[c], true);
+                if (f->kind == K_FNUZ && c == 0) w = 0;
+                if (g != w && bad++ < 4) fail("code 0x%02x came back as 0x%02x, expected 0x%02x", c, g, w);
+            }
+            CHECK(bad == 0, "%d codes do not round trip", bad);
+        }
+    }
+
+    /* f64 and f16 sources round once, from the exact value */
+    cur_case = "f64 -> f8e4m3fn single rounding";
+    double d[2] = {1.0 + 0x1p-4, 1.0 + 0x1p-4 + 0x1p-40}; /* a tie (even: 1.0), above it (1.125) */
+    uint8_t g8[2];
+    if (cast(PP_F64, PP_F8E4M3FN, d, g8, 2))
+        CHECK(g8[0] == 0x38 && g8[1] == 0x39, "got 0x%02x 0x%02x, expected 0x38 0x39", g8[0], g8[1]);
+    cur_case = "f16 -> f8e5m2";
+    uint16_t h[4] = {0x3c00, 0x3c80 /* 1.125: a tie -> 1.0 */, 0x3c81 /* above: 1.25 */, 0x7c00};
+    uint8_t g4[4];
+    if (cast(PP_F16, PP_F8E5M2, h, g4, 4))
+        CHECK(g4[0] == 0x3c && g4[1] == 0x3c && g4[2] == 0x3d && g4[3] == 0x7b,
+              "got %02x %02x %02x %02x", g4[0], g4[1], g4[2], g4[3]);
+    cur_case = "int32 -> f8e4m3fn";
+    int32_t iv[4] = {17, -300, 1000, 0};
+    if (cast(PP_I32, PP_F8E4M3FN, iv, g4, 4)) /* 17 -> 16 (tie, even), -300 -> -288, 1000 -> 448 */
+        CHECK(g4[0] == 0x58 && g4[1] == 0xf9 && g4[2] == 0x7e && g4[3] == 0x00,
+              "got %02x %02x %02x %02x", g4[0], g4[1], g4[2], g4[3]);
+    cur_case = "f8e4m3fn -> f8e5m2 (through the exact value)";
+    uint8_t c8[3] = {0x7e /* 448 */, 0x01 /* 2^-9 */, 0xff /* -NaN */}, c5[3];
+    if (cast(PP_F8E4M3FN, PP_F8E5M2, c8, c5, 3)) /* 448 -> 448 (1.11 * 2^8); 2^-9 exact */
+        CHECK(c5[0] == 0x5f && c5[1] == 0x18 && c5[2] == 0xfe, "got %02x %02x %02x", c5[0], c5[1], c5[2]);
+    cur_case = "f8e4m3fn -> int8 saturates like float -> int";
+    uint8_t c3[3] = {0x7e, 0xfe, 0x7f};
+    int8_t i3[3];
+    if (cast(PP_F8E4M3FN, PP_I8, c3, i3, 3))
+        CHECK(i3[0] == 127 && i3[1] == -128 && i3[2] == 0, "got %d %d %d", i3[0], i3[1], i3[2]);
+}
+
+/* float8e8m0: 2^(code-127), 0xff NaN. Encoding from f32, described by value:
+ * 'up' the power of two at or above |x|, 'down' at or below, 'nearest' the
+ * nearer (1.5 * 2^e ties up); f32 subnormals (the exponent field 0) count as
+ * 2^-127 plus a fraction of 2^-126: 'up' gives 2^-126 for any of them,
+ * 'nearest' only above 0.5 * 2^-126; NaN and infinities give 0xff. */
+static unsigned e8m0_expect(float x, int mode, bool sat) {
+    if (isnan(x) || isinf(x)) return 0xff;
+    double a = fabs((double)x);
+    if (a == 0) return 0;
+    int code;
+    if (a < 0x1p-126) {
+        double fr = a / 0x1p-126; /* in (0, 1) */
+        code = mode == 0 ? 1 : mode == 1 ? 0 : fr > 0.5;
+    } else {
+        int e;
+        double m = frexp(a, &e) * 2; /* a = m * 2^(e-1), m in [1, 2) */
+        code = e - 1 + 127;
+        if ((mode == 0 && m > 1) || (mode == 2 && m >= 1.5)) code++;
+    }
+    if (code == 0xff && sat) code = 0xfe;
+    return (unsigned)code;
+}
+
+static void test_e8m0(void) {
+    cur_case = "f8e8m0 -> f32 / f16, every code";
+    uint8_t codes[256];
+    for (int c = 0; c < 256; c++) codes[c] = (uint8_t)c;
+    float fv[256];
+    uint16_t hv[256];
+    if (cast(PP_F8E8M0, PP_F32, codes, fv, 256) && cast(PP_F8E8M0, PP_F16, codes, hv, 256)) {
+        int bad = 0;
+        for (int c = 0; c < 256; c++) {
+            double want = c == 255 ? NAN : pow(2, c - 127);
+            if (!same_double(fv[c], want)) bad++;
+            /* f16: 2^-24 .. 2^15, 2^-25 and below to 0 (2^-25 is a tie: even, 0), above to inf */
+            uint16_t hw = c == 255 ? 0x7e00 : c - 127 > 15 ? 0x7c00 : c - 127 < -24 ? 0 :
+                          c - 127 >= -14 ? (uint16_t)((c - 127 + 15) << 10) : (uint16_t)(1 << (c - 127 + 24));
+            if (c == 255 ? !((hv[c] & 0x7c00) == 0x7c00 && (hv[c] & 0x3ff)) : hv[c] != hw) bad++;
+        }
+        CHECK(bad == 0, "%d codes decoded wrong", bad);
+    }
+    static float in[4096];
+    int n = 0;
+    for (int e = -149; e <= 127; e++) {
+        float p = ldexpf(1, e);
+        const float v[] = {p, p * 1.25f, p * 1.5f, nextafterf(p * 1.5f, 0), nextafterf(p * 1.5f, INFINITY),
+                           nextafterf(p, INFINITY), -p * 1.75f};
+        for (size_t j = 0; j < sizeof v / sizeof v[0]; j++)
+            if (isfinite(v[j])) in[n++] = v[j];
+    }
+    const float special[] = {0.0f, -0.0f, FLT_MAX, INFINITY, -INFINITY, NAN, 0x1p-127f, 0x1.8p-127f,
+                             0x1.000002p-127f, 0x1p-128f};
+    for (size_t j = 0; j < sizeof special / sizeof special[0]; j++) in[n++] = special[j];
+    static const char *const modes[] = {"up", "down", "nearest"};
+    static uint8_t got[4096];
+    char name[64];
+    for (int mode = 0; mode < 3; mode++)
+        for (int sat = 0; sat < 2; sat++) {
+            snprintf(name, sizeof name, "f32 -> f8e8m0 round_mode=%s saturate=%d", modes[mode], sat);
+            cur_case = name;
+            pp_attr ex[2] = {attr_str("round_mode", modes[mode]), attr_int("saturate", sat)};
+            if (!cast_with(PP_F32, PP_F8E8M0, in, got, n, ex, 2)) continue;
+            int bad = 0;
+            for (int i = 0; i < n; i++) {
+                unsigned w = e8m0_expect(in[i], mode, sat);
+                if (got[i] != w && bad++ < 4) fail("%a -> 0x%02x, expected 0x%02x", (double)in[i], got[i], w);
+            }
+            CHECK(bad == 0, "%d of %d values wrong", bad, n);
+        }
+    cur_case = "f16 -> f8e8m0 (default: up, saturate)";
+    uint16_t h[3] = {0x3c00, 0x3c01, 0x7bff};
+    uint8_t g[3];
+    if (cast(PP_F16, PP_F8E8M0, h, g, 3))
+        CHECK(g[0] == 127 && g[1] == 128 && g[2] == 143, "got %d %d %d", g[0], g[1], g[2]);
+}
+
+/* uint4, int4, uint2, int2: values, wrapping, the packed layout. */
+static void test_small_ints(void) {
+    static const pp_dtype ts[] = {PP_U4, PP_I4, PP_U2, PP_I2};
+    char name[64];
+    for (int k = 0; k < 4; k++) {
+        const pp_dtype t = ts[k];
+        const unsigned bits = pp_dtype_bits(t);
+        const bool sgn = t == PP_I4 || t == PP_I2;
+        const int64_t lo = sgn ? -(1 << (bits - 1)) : 0, span = 1 << bits;
+        snprintf(name, sizeof name, "%s: every code -> i32 / f32", pp_dtype_name(t));
+        cur_case = name;
+        /* 7 elements: the last byte is partly used */
+        const int n = (int)span + 3;
+        uint8_t packed[16] = {0};
+        for (int i = 0; i < n; i++) packed[i * bits / 8] |= (uint8_t)((i % span) << (i * bits % 8));
+        int32_t iv[32];
+        float fv[32];
+        if (cast(t, PP_I32, packed, iv, n) && cast(t, PP_F32, packed, fv, n))
+            for (int i = 0; i < n; i++) {
+                int64_t c = i % span, want = sgn && c >= span / 2 ? c - span : c;
+                CHECK(iv[i] == want && fv[i] == (float)want, "code %lld -> %d / %g, expected %lld",
+                      (long long)c, iv[i], (double)fv[i], (long long)want);
+            }
+        snprintf(name, sizeof name, "f32 / i32 -> %s (truncate, wrap)", pp_dtype_name(t));
+        cur_case = name;
+        float fin[] = {-9.0f, -8.5f, -2.7f, -0.5f, -0.0f, 0.7f, 1.5f, 2.5f, 3.99f, 7.9f, 9.0f,
+                       15.0f, 17.25f, 100.0f, -100.7f, 1e10f, NAN, INFINITY, -INFINITY};
+        const int nf = (int)(sizeof fin / sizeof fin[0]);
+        uint8_t got[16];
+        if (cast_with(PP_F32, t, fin, got, nf, NULL, 0)) {
+            for (int i = 0; i < nf; i++) {
+                int64_t tr = isfinite(fin[i]) ? (int64_t)truncf(fin[i]) : 0;
+                unsigned want = (unsigned)(((tr % span) + span) % span);
+                CHECK(lp_code_at(t, got, i) == want, "%g -> %u, expected %u", (double)fin[i],
+                      lp_code_at(t, got, i), want);
+            }
+            /* padding bits of the last byte are zero */
+            const unsigned used = (unsigned)(nf * bits % 8);
+            CHECK(!used || !(got[nf * bits / 8] >> used), "padding bits set: 0x%02x", got[nf * bits / 8]);
+        }
+        int32_t iin[] = {-9, -8, -3, -1, 0, 1, 2, 3, 7, 8, 15, 16, 17, INT32_MIN, INT32_MAX};
+        const int ni = (int)(sizeof iin / sizeof iin[0]);
+        if (cast(PP_I32, t, iin, got, ni))
+            for (int i = 0; i < ni; i++) {
+                unsigned want = (unsigned)iin[i] & (unsigned)(span - 1);
+                CHECK(lp_code_at(t, got, i) == want, "%d -> %u, expected %u", iin[i],
+                      lp_code_at(t, got, i), want);
+            }
+        (void)lo;
+    }
+    cur_case = "int4 layout: low nibble first, [5] in 3 bytes";
+    int8_t v5[5] = {1, -2, 3, -4, 5};
+    uint8_t b5[3];
+    if (cast(PP_I8, PP_I4, v5, b5, 5))
+        CHECK(b5[0] == 0xe1 && b5[1] == 0xc3 && b5[2] == 0x05, "got %02x %02x %02x", b5[0], b5[1], b5[2]);
+    cur_case = "uint2 layout: [7] in 2 bytes";
+    uint8_t v7[7] = {0, 1, 2, 3, 3, 2, 1}, b7[2];
+    if (cast(PP_U8, PP_U2, v7, b7, 7))
+        CHECK(b7[0] == 0xe4 && b7[1] == 0x1b, "got %02x %02x", b7[0], b7[1]);
+    cur_case = "f4e2m1 -> f4e2m1 (same type copies; padding cleared)";
+    uint8_t f4[2] = {0x21, 0xf3}, f4o[2];
+    if (cast(PP_F4E2M1, PP_F4E2M1, f4, f4o, 3))
+        CHECK(f4o[0] == 0x21 && f4o[1] == 0x03, "got %02x %02x", f4o[0], f4o[1]);
+    cur_case = "sizes of packed tensors";
+    size_t nb = 0;
+    pp_shape s5 = {2, {5, 1}}, s0 = {1, {0}}, big = {2, {(int64_t)1 << 62, 8}};
+    CHECK(pp_shape_nbytes(&s5, PP_I4, &nb, NULL) == PP_OK && nb == 3, "[5,1] int4: %zu bytes", nb);
+    CHECK(pp_shape_nbytes(&s5, PP_U2, &nb, NULL) == PP_OK && nb == 2, "[5,1] uint2: %zu bytes", nb);
+    CHECK(pp_shape_nbytes(&s5, PP_F8E5M2, &nb, NULL) == PP_OK && nb == 5, "[5,1] f8: %zu bytes", nb);
+    CHECK(pp_shape_nbytes(&s0, PP_F4E2M1, &nb, NULL) == PP_OK && nb == 0, "[0] f4: %zu bytes", nb);
+    CHECK(pp_shape_nbytes(&big, PP_I2, &nb, NULL) == PP_EINVAL, "2^65 int2 must overflow");
+    CHECK(pp_dtype_size(PP_I4) == 0 && pp_dtype_size(PP_F4E2M1) == 0 && pp_dtype_size(PP_F8E4M3FN) == 1 &&
+              pp_dtype_bits(PP_U2) == 2 && pp_dtype_bits(PP_F8E8M0) == 8,
+          "element sizes");
+}
+
+/* Identity and CastLike take the low-precision types; the arithmetic ops
+ * reject them by type. */
+static void test_lowp_ops(void) {
+    uint8_t b[6] = {0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc};
+    pprt_tensor x8 = {PP_F8E4M3FN, {2, {2, 3}}, b}, x4 = {PP_I4, {2, {3, 3}}, b},
+                x2 = {PP_U2, {1, {6}}, b}, e8 = {PP_F8E8M0, {1, {6}}, b};
+    pprt_tensor y;
+    cur_case = "Identity on int4 [3,3]";
+    if (run_ok(PP_OP_IDENTITY, (pp_attrs){0}, &x4, 1, &y)) {
+        CHECK(memcmp(y.data, b, 5) == 0, "bytes differ");
+        free(y.data);
+    }
+    cur_case = "Identity on f8e4m3fn";
+    if (run_ok(PP_OP_IDENTITY, (pp_attrs){0}, &x8, 1, &y)) {
+        CHECK(memcmp(y.data, b, 6) == 0, "bytes differ");
+        free(y.data);
+    }
+    cur_case = "CastLike f32 -> f8e4m3fn, saturate=0";
+    float f[3] = {500.0f, -1.0f, 0.3f};
+    pprt_tensor cl[2] = {{PP_F32, {1, {3}}, f}, {PP_F8E4M3FN, {1, {0}}, b}};
+    pp_attr sa = attr_int("saturate", 0);
+    if (run_ok(PP_OP_CASTLIKE, (pp_attrs){&sa, 1, 19}, cl, 2, &y)) {
+        const uint8_t *p = y.data; /* 500 -> NaN; -1 -> 0xb8; 0.3 -> 0.3125 (0x2a) */
+        CHECK(p[0] == 0x7f && p[1] == 0xb8 && p[2] == 0x2a, "got %02x %02x %02x", p[0], p[1], p[2]);
+        free(y.data);
+    }
+    cur_case = "CastLike f32 -> f8e8m0, round_mode=down";
+    pp_attr rm = attr_str("round_mode", "down");
+    cl[1] = (pprt_tensor){PP_F8E8M0, {1, {0}}, b};
+    if (run_ok(PP_OP_CASTLIKE, (pp_attrs){&rm, 1, 25}, cl, 2, &y)) {
+        const uint8_t *p = y.data; /* 500 -> 256, 1 -> 1, 0.3 -> 0.25 */
+        CHECK(p[0] == 135 && p[1] == 127 && p[2] == 125, "got %d %d %d", p[0], p[1], p[2]);
+        free(y.data);
+    }
+    cur_case = "Add on f8e4m3fn";
+    pprt_tensor two[2] = {x8, x8};
+    expect(PP_EUNSUP, PP_OP_ADD, (pp_attrs){0}, two, 2, "f8e4m3fn");
+    cur_case = "Relu on f8e5m2";
+    pprt_tensor r5 = {PP_F8E5M2, {1, {6}}, b};
+    expect(PP_EUNSUP, PP_OP_RELU, (pp_attrs){0}, &r5, 1, "f8e5m2");
+    cur_case = "Neg on int4";
+    expect(PP_EUNSUP, PP_OP_NEG, (pp_attrs){0}, &x4, 1, "i4");
+    cur_case = "Abs on uint2";
+    expect(PP_EUNSUP, PP_OP_ABS, (pp_attrs){0}, &x2, 1, "u2");
+    cur_case = "Sum on f8e8m0";
+    expect(PP_EUNSUP, PP_OP_SUM, (pp_attrs){0}, &e8, 1, "f8e8m0");
+    cur_case = "Where on f8e4m3fn";
+    uint8_t cond[6] = {1, 0, 1, 0, 1, 0};
+    pprt_tensor wh[3] = {{PP_BOOL, {2, {2, 3}}, cond}, x8, x8};
+    expect(PP_EUNSUP, PP_OP_WHERE, (pp_attrs){0}, wh, 3, "f8e4m3fn");
+    cur_case = "Equal on int4";
+    pprt_tensor eq[2] = {x4, x4};
+    expect(PP_EUNSUP, PP_OP_EQUAL, (pp_attrs){0}, eq, 2, "i4");
+    cur_case = "Cast with saturate=2";
+    pp_attr bad[2] = {attr_int("to", PP_F8E4M3FN), attr_int("saturate", 2)};
+    float f6[6] = {0};
+    pprt_tensor xf = {PP_F32, {1, {6}}, f6};
+    expect(PP_EINVAL, PP_OP_CAST, (pp_attrs){bad, 2, 19}, &xf, 1, "saturate");
+    cur_case = "Cast with round_mode=zero";
+    bad[1] = attr_str("round_mode", "zero");
+    expect(PP_EINVAL, PP_OP_CAST, (pp_attrs){bad, 2, 25}, &xf, 1, "round_mode");
+}
+
+/* pprt --check on the low-precision types: small floats by code, packed
+ * integers by value, padding bits ignored. */
+static void test_lowp_compare(void) {
+    pprt_diff d;
+    cur_case = "compare f8e4m3fn";
+    uint8_t a[4] = {0x38, 0x7f, 0x00, 0x40}, b[4] = {0x38, 0x7f, 0x80, 0x40};
+    pprt_compare(PP_F8E4M3FN, a, a, 4, 1e-3, 1e-5, &d);
+    CHECK(d.bad == 0, "equal codes: %lld bad", (long long)d.bad);
+    pprt_compare(PP_F8E4M3FN, a, b, 4, 1, 1, &d); /* +0 vs -0 differ: compared by code */
+    CHECK(d.bad == 1 && d.first_bad == 2, "+0 vs -0: %lld bad at %lld", (long long)d.bad,
+          (long long)d.first_bad);
+    uint8_t c[4] = {0x38, 0xff, 0x00, 0x40}; /* NaN vs -NaN */
+    pprt_compare(PP_F8E4M3FN, a, c, 4, 1, 1, &d);
+    CHECK(d.bad == 1 && d.first_bad == 1 && isinf(d.max_abs), "NaN vs -NaN: %lld bad", (long long)d.bad);
+    uint8_t e[4] = {0x38, 0x7f, 0x00, 0x41};
+    pprt_compare(PP_F8E4M3FN, a, e, 4, 1e-3, 1e-5, &d);
+    CHECK(d.bad == 1 && d.first_bad == 3 && d.max_abs == 0.25, "2 vs 2.25: %lld bad, max abs %g",
+          (long long)d.bad, d.max_abs);
+    cur_case = "compare int4 (padding ignored)";
+    uint8_t p[2] = {0xf1, 0x07}, q[2] = {0xf1, 0xa7};
+    pprt_compare(PP_I4, p, q, 3, 0, 0, &d);
+    CHECK(d.bad == 0, "%lld bad", (long long)d.bad);
+    q[1] = 0x06;
+    pprt_compare(PP_I4, p, q, 3, 0, 0, &d);
+    CHECK(d.bad == 1 && d.first_bad == 2 && d.got == 7 && d.want == 6, "%lld bad", (long long)d.bad);
+    pprt_compare(PP_I4, p, p, 2, 0, 0, &d);
+    CHECK(d.bad == 0 && d.n == 2, "n %lld", (long long)d.n);
+    uint8_t r[1] = {0xe1};
+    pprt_compare(PP_I4, p, r, 2, 0, 0, &d); /* -1 vs -2 */
+    CHECK(d.bad == 1 && d.got == -1 && d.want == -2, "got %g want %g", d.got, d.want);
 }
 
 /* ---- broadcasting ------------------------------------------------------------------------- */
@@ -392,9 +890,9 @@ static void test_errors(void) {
     cur_case = "Cast to string";
     pp_attr to = attr_int("to", PP_STRING);
     expect(PP_EUNSUP, PP_OP_CAST, (pp_attrs){&to, 1, 13}, &xf, 1, "string");
-    cur_case = "Cast to float8";
-    to = attr_int("to", 17);
-    expect(PP_EUNSUP, PP_OP_CAST, (pp_attrs){&to, 1, 19}, &xf, 1, "17");
+    cur_case = "Cast to complex64";
+    to = attr_int("to", PP_C64);
+    expect(PP_EUNSUP, PP_OP_CAST, (pp_attrs){&to, 1, 19}, &xf, 1, "complex64");
     cur_case = "Cast without 'to'";
     expect(PP_EINVAL, PP_OP_CAST, (pp_attrs){0}, &xf, 1, "'to'");
     cur_case = "Gelu approximate=fast";
@@ -440,6 +938,11 @@ static void test_errors(void) {
 
 int main(void) {
     test_half();
+    test_minifloats();
+    test_e8m0();
+    test_small_ints();
+    test_lowp_ops();
+    test_lowp_compare();
     test_broadcast();
     test_integers();
     test_cumsum();
