@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "passes.h"
 
 static bool is(const pp_node *n, const char *name) {
@@ -73,14 +75,24 @@ static bool is_noop(const pp_graph *g, const pp_node *n) {
     return false;
 }
 
-/* 64-bit FNV-1a over a constant's type, shape and bytes */
+/* XXH3 of a constant's bytes, mixed with its type and shape */
 static uint64_t const_hash(const pp_value *v) {
-    uint64_t h = 1469598103934665603ull;
-    const unsigned char *p = v->data;
-    h = (h ^ (uint64_t)v->dtype) * 1099511628211ull;
+    uint64_t h = XXH3_64bits(v->data ? v->data : "", v->nbytes);
+    h ^= (uint64_t)v->dtype * 0x9E3779B97F4A7C15ull;
     for (int d = 0; d < v->shape.rank; d++) h = (h ^ (uint64_t)v->shape.dim[d]) * 1099511628211ull;
-    for (size_t i = 0; i < v->nbytes; i++) h = (h ^ p[i]) * 1099511628211ull;
     return h;
+}
+
+/* uses[v]: how many live node inputs read value v */
+static int *count_uses(const pp_graph *g) {
+    int *uses = calloc(pp_count(g->n_values), sizeof *uses);
+    if (!uses) return NULL;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].dead) continue;
+        for (int k = 0; k < g->nodes[i].n_in; k++)
+            if (g->nodes[i].in[k] >= 0) uses[g->nodes[i].in[k]]++;
+    }
+    return uses;
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -91,9 +103,13 @@ static int cmp_u64(const void *a, const void *b) {
 static pp_status share_constants(pp_graph *g, pp_err *err) {
     int n = 0;
     uint64_t *keys = malloc(sizeof(uint64_t) * 2 * pp_count(g->n_values));
-    if (!keys) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    int *uses = count_uses(g);
+    if (!keys || !uses) {
+        free(keys), free(uses);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
     for (int v = 0; v < g->n_values; v++)
-        if (g->values[v].is_const && pp_graph_count_uses(g, v) > 0) {
+        if (g->values[v].is_const && uses[v] > 0) {
             keys[2 * n] = const_hash(&g->values[v]);
             keys[2 * n + 1] = (uint64_t)v;
             n++;
@@ -111,6 +127,7 @@ static pp_status share_constants(pp_graph *g, pp_err *err) {
         }
     }
     free(keys);
+    free(uses);
     return PP_OK;
 }
 
@@ -127,14 +144,20 @@ pp_status pp_simplify(pp_graph *g, pp_err *err) {
         n->dead = true;
     }
     /* dead code, last to first so chains disappear in one sweep */
+    int *uses = count_uses(g);
+    if (!uses) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int k = 0; k < g->n_outputs; k++) uses[g->outputs[k]]++;
     for (int i = g->n_nodes - 1; i >= 0; i--) {
         pp_node *n = &g->nodes[i];
         if (n->dead) continue;
         bool used = false;
-        for (int k = 0; k < n->n_out && !used; k++)
-            used = pp_graph_is_output(g, n->out[k]) || pp_graph_count_uses(g, n->out[k]) > 0;
-        if (!used) n->dead = true;
+        for (int k = 0; k < n->n_out && !used; k++) used = uses[n->out[k]] > 0;
+        if (used) continue;
+        n->dead = true;
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0) uses[n->in[k]]--;
     }
+    free(uses);
     pp_graph_compact(g);
     return share_constants(g, err);
 }

@@ -209,6 +209,7 @@ static void test_chain_split(int len, int pp, int64_t batch, int64_t n_samples) 
         free(out[0].data);
         free(out[1].data);
         free(st.stages);
+        free(st.node_ms);
     }
     free(x);
     free(want);
@@ -436,6 +437,7 @@ static void test_random_dags(void) {
                         }
                     }
                     free(st.stages);
+                    free(st.node_ms);
                     runs++;
                 }
                 pprt_plan_free(pl);
