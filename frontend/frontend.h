@@ -12,6 +12,9 @@
 typedef struct pp_import_opts {
     int64_t batch; /* value for a symbolic first dim of the inputs; 0 = default (1) */
     bool no_batch; /* inputs are whole tensors: no batch axis (ppcc -b 0) */
+    /* directory that external data locations are relative to; NULL refuses
+     * external data (set by pp_import_onnx from the model's path) */
+    const char *model_dir;
     int n_dims;    /* --dim NAME=VALUE for other symbolic dims */
     const char *dim_name[PP_MAX_DIM_OVERRIDES];
     int64_t dim_value[PP_MAX_DIM_OVERRIDES];
@@ -58,5 +61,15 @@ struct Onnx__TensorProto;
 pp_status pp_onnx_decode_tensor(pp_graph *g, const struct Onnx__TensorProto *t, const char *name,
                                 const char *what, pp_dtype *out_dt, pp_shape *out_sh,
                                 const void **out_data, size_t *out_nbytes, pp_err *err);
+
+/* The bytes of a tensor stored outside the model (data_location = EXTERNAL):
+ * its file is mapped read-only (once per file) and the data points into the
+ * map; nothing is copied. Checks, as the onnx checker does: the location is
+ * relative, stays inside the model's directory (no "..", no symbolic links on
+ * the way, no file with several hard links), offset and length are in range,
+ * and the length is the tensor's byte size (onnx_data.c). */
+pp_status pp_onnx_external_data(pp_graph *g, const struct Onnx__TensorProto *t, const char *name,
+                                const char *what, size_t nbytes, size_t align, const void **data,
+                                pp_err *err);
 
 #endif

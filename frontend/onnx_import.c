@@ -51,8 +51,7 @@ pp_status pp_onnx_decode_tensor(pp_graph *g, const Onnx__TensorProto *t, const c
                        PP_MAX_DIMS);
     if (t->segment)
         return PP_FAIL(err, PP_EUNSUP, "%s '%s': segmented tensors are not supported", what, name);
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-        return PP_FAIL(err, PP_EUNSUP, "%s '%s': external data is not supported yet", what, name);
+    bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     pp_shape sh = {.rank = (int)t->n_dims};
     for (size_t i = 0; i < t->n_dims; i++) {
         if (t->dims[i] < 0)
@@ -68,7 +67,10 @@ pp_status pp_onnx_decode_tensor(pp_graph *g, const Onnx__TensorProto *t, const c
     int64_t numel;
     PP_TRY(pp_shape_numel(&sh, &numel, err));
     const void *data = NULL;
-    if (t->has_raw_data) {
+    if (external) {
+        size_t es = pp_dtype_size(dt);
+        PP_TRY(pp_onnx_external_data(g, t, name, what, nbytes, es ? es : 1, &data, err));
+    } else if (t->has_raw_data) {
         if (t->raw_data.len != nbytes)
             return PP_FAIL(err, PP_EINVAL,
                            "%s '%s': raw_data holds %zu bytes, expected %zu (dims x %u-bit %s)",
@@ -601,6 +603,7 @@ pp_status pp_import_onnx_mem(const void *buf, size_t len, const pp_import_opts *
                        "or not a ModelProto)");
     g->keep = m;
     g->keep_free = free_model;
+    g->model_dir = o->model_dir ? pp_arena_strdup(&g->arena, o->model_dir) : NULL;
     pp_status s = import_model(m, o, g, err);
     if (s == PP_OK) s = choose_batch(g, o, err);
     if (s != PP_OK) pp_graph_free(g);
@@ -627,7 +630,16 @@ pp_status pp_import_onnx(const char *path, const pp_import_opts *o, pp_graph *g,
     }
     close(fd);
     pp_err e = {0};
-    pp_status s = pp_import_onnx_mem(map ? map : "", len, o, g, &e);
+    /* external data is found relative to the model's directory */
+    static const pp_import_opts defaults = {0};
+    pp_import_opts with_dir = o ? *o : defaults;
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    with_dir.model_dir = dir;
+    pp_status s = pp_import_onnx_mem(map ? map : "", len, &with_dir, g, &e);
     if (map) munmap(map, len);
     if (s != PP_OK) return PP_FAIL(err, s, "%s: %s", path, e.msg);
     return PP_OK;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ---- arena -------------------------------------------------------------------------- */
 
@@ -67,6 +68,9 @@ void pp_graph_free(pp_graph *g) {
     free(g->stage_arena);
     free(g->stage_info);
     if (g->keep_free) g->keep_free(g->keep);
+    for (int i = 0; i < g->n_maps; i++)
+        if (g->maps[i].addr) munmap(g->maps[i].addr, g->maps[i].len);
+    free(g->maps);
     pp_arena_free(&g->arena);
     memset(g, 0, sizeof *g);
 }

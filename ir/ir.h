@@ -104,6 +104,14 @@ typedef struct pp_graph {
     /* the frontend's storage that constant data points into */
     void *keep;
     void (*keep_free)(void *);
+    /* external data: the model's directory, and the files mapped from it */
+    const char *model_dir;
+    int n_maps;
+    struct pp_map {
+        const char *location;
+        void *addr;
+        size_t len;
+    } *maps;
     /* provenance */
     char model_hash[17];     /* XXH3-64 of the model file, hex */
     int64_t batch;           /* micro-batch size the shapes were fixed to */

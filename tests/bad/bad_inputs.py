@@ -207,6 +207,71 @@ if onnx is not None:
            "float_data holds 3 values, expected 4")
     expect("--rtol negative", [PPRT, "relu.plan", "pbdata", "--rtol", "-1"], "--rtol needs a tolerance")
 
+# ---- ppcc: external data that tries to escape the model's directory ---------------------
+if onnx is not None:
+    from onnx.external_data_helper import set_external_data
+
+    def ext_model(tag, location, offset=None, length=None, make_file=True):
+        """The digits model with one initializer moved to external data."""
+        d = os.path.join(work, "ext_" + tag)
+        os.makedirs(d, exist_ok=True)
+        m = onnx.load(os.path.join(DIGITS, "model.onnx"))
+        t = max(m.graph.initializer, key=lambda t: len(t.raw_data))
+        raw = t.raw_data
+        if make_file:
+            with open(os.path.join(work, "weights.bin"), "wb") as f:
+                f.write(raw)
+        kw = {"location": location}
+        if offset is not None:
+            kw["offset"] = offset
+        if length is not None:
+            kw["length"] = length
+        set_external_data(t, **kw)
+        t.ClearField("raw_data")
+        t.data_location = TensorProto.EXTERNAL
+        path = os.path.join(d, "model.onnx")
+        with open(path, "wb") as f:
+            f.write(m.SerializeToString())
+        return path, len(raw)
+
+    p, n = ext_model("abs", os.path.join(work, "weights.bin"))
+    expect("external: absolute path", [PPCC, p, "-o", "x.plan"], "must be a relative path")
+    p, n = ext_model("dotdot", "../weights.bin")
+    expect("external: .. escape", [PPCC, p, "-o", "x.plan"], "escapes the model's directory")
+    p, n = ext_model("link", "w.bin")
+    if os.path.lexists(os.path.join(work, "ext_link", "w.bin")):
+        os.remove(os.path.join(work, "ext_link", "w.bin"))
+    os.symlink(os.path.join(work, "weights.bin"), os.path.join(work, "ext_link", "w.bin"))
+    expect("external: symbolic link", [PPCC, p, "-o", "x.plan"], "symbolic link")
+    p, n = ext_model("hard", "w.bin")
+    if os.path.lexists(os.path.join(work, "ext_hard", "w.bin")):
+        os.remove(os.path.join(work, "ext_hard", "w.bin"))
+    os.link(os.path.join(work, "weights.bin"), os.path.join(work, "ext_hard", "w.bin"))
+    expect("external: hard link", [PPCC, p, "-o", "x.plan"], "hard links")
+    p, n = ext_model("ok", "w.bin")
+    write(os.path.join(work, "ext_ok", "w.bin"), open(os.path.join(work, "weights.bin"), "rb").read())
+    r = subprocess.run([PPCC, p, "-o", "ext_ok.plan", "-q"], capture_output=True, text=True)
+    if r.returncode != 0:
+        failures.append(f"external data inside the directory refused: {r.stderr.strip()}")
+    for tag, off, ln, want in (("negoff", -4, None, "offset '-4' is not a non-negative integer"),
+                               ("bigoff", 1 << 20, None, "lies outside"),
+                               ("badlen", 0, 12, "external data length 12, expected"),
+                               ("junklen", 0, "12x", "is not a non-negative integer")):
+        p, n = ext_model(tag, "w.bin")
+        write(os.path.join(work, "ext_" + tag, "w.bin"), open(os.path.join(work, "weights.bin"), "rb").read())
+        mm = onnx.load(p, load_external_data=False)
+        t = max(mm.graph.initializer, key=lambda t: len(t.external_data))
+        del t.external_data[:]
+        for k, v in (("location", "w.bin"), ("offset", off), ("length", ln)):
+            if v is not None:
+                e = t.external_data.add()
+                e.key, e.value = k, str(v)
+        with open(p, "wb") as f:
+            f.write(mm.SerializeToString())
+        expect(f"external: {tag}", [PPCC, p, "-o", "x.plan"], want)
+    p, n = ext_model("missing", "nothere.bin")
+    expect("external: missing file", [PPCC, p, "-o", "x.plan"], "nothere.bin")
+
 # ---- pprt: plans and data ---------------------------------------------------------------
 subprocess.run([PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "2", "-b", "8", "-o", "good.plan", "-q"], check=True)
 plan = open("good.plan", "rb").read()

@@ -24,6 +24,17 @@ for variant in folded keep-bn; do
   done
 done
 
+# the same model with its weights in an external file: same plan outputs
+mkdir -p ext
+"$PY" -c "
+import onnx, sys
+m = onnx.load(sys.argv[1])
+onnx.save(m, sys.argv[2], save_as_external_data=True, all_tensors_to_one_file=True, location='weights.bin', size_threshold=1024)
+" folded/model.onnx ext/model.onnx
+"$PPCC" ext/model.onnx -pp 2 -b 1 -q -o ext.plan
+"$PPRT" ext.plan folded/data -o ext_out -q
+cmp folded/out2/output.npy ext_out/output.npy || { echo "FAIL: external data gives other outputs"; exit 1; }
+
 "$PPCC" keep-bn/model.onnx -b 1 --dump-ir -q -o ir.plan > final.ir
 for op in " BatchNormalization " " Identity " " Relu " " Add "; do
   if grep -q "$op" final.ir; then echo "FAIL:$op left after the passes"; exit 1; fi
