@@ -226,6 +226,10 @@ static pp_status import_input(pp_graph *g, const Onnx__ValueInfoProto *vi, const
     pp_err e = {0};
     if (pp_shape_nbytes(&sh, dt, &nb, &e) != PP_OK)
         return PP_FAIL(err, PP_EINVAL, "graph input '%s': %s", name, e.msg);
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && psize > 0 && nb / (size_t)psize > (size_t)pages)
+        return PP_FAIL(err, PP_EINVAL, "graph input '%s' would need %.1f GB, more than this "
+                       "machine's memory", name, (double)nb / 1e9);
     g->values[v].nbytes = nb;
     return pp_graph_add_input(g, v, err);
 }

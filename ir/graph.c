@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 /* ---- arena -------------------------------------------------------------------------- */
 
@@ -260,6 +261,12 @@ pp_status pp_graph_verify(pp_graph *g, pp_err *err) {
     return s;
 }
 
+/* Bytes of memory this machine has (a budget for any one tensor). */
+static size_t machine_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : SIZE_MAX;
+}
+
 pp_status pp_node_infer(pp_graph *g, int i, pp_err *err) {
     static _Thread_local pp_tinfo in[PP_MAX_INPUTS], out[PP_MAX_OUTPUTS];
     char d[320];
@@ -278,6 +285,10 @@ pp_status pp_node_infer(pp_graph *g, int i, pp_err *err) {
         if (pp_shape_nbytes(&v->shape, v->dtype, &v->nbytes, &e2) != PP_OK)
             return PP_FAIL(err, e2.code, "%s: output '%s': %s", pp_node_desc(g, i, d, sizeof d),
                            v->name, e2.msg);
+        if (v->nbytes > machine_bytes())
+            return PP_FAIL(err, PP_EINVAL, "%s: output '%s' would need %.1f GB, more than this "
+                           "machine's memory", pp_node_desc(g, i, d, sizeof d), v->name,
+                           (double)v->nbytes / 1e9);
     }
     n->cost = pp_node_cost(n->op, pp_node_attrs(g, n), in, n->n_in, out, n->n_out);
     return PP_OK;
