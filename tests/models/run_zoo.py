@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""The real-model gate: every zoo model compiled and run at every pipeline depth.
+
+For each model (tests/models/zoo.py exports it with random weights and
+onnxruntime's outputs as the reference):
+  - ppcc at -pp 1, 2, 3, 4 under the `auto` and `params` policies, pprt on the
+    exported inputs;
+  - outputs within rtol 1e-3 / atol 1e-4 of onnxruntime, and every split
+    bit-identical to -pp 1;
+  - `params` splits top-level modules: where a model has fewer of them than
+    stages, that combination is "n/a" (the error says so), not a failure.
+Prints a Markdown table (model, params, ops after the passes, compile time,
+-pp 2 imbalance of time and memory under auto and params, max error against
+onnxruntime, result) and exits 1 if any model fails.
+
+Usage: run_zoo.py WORKDIR [--models a,b,...] [--ci] [--table FILE]
+(env: PPCC, PPRT; the exported models are cached in WORKDIR/NAME)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PPCC, PPRT = os.environ["PPCC"], os.environ["PPRT"]
+CI_MODELS = ["resnet50", "vit_b_16", "densenet121", "unet", "gpt"]
+
+
+def run(argv, timeout=1800):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def zoo_models(tag):
+    out = run([sys.executable, os.path.join(HERE, "zoo.py"), "list"]).stdout.split("\n")
+    return [l.split("\t")[0] for l in out if l.endswith("\t" + tag)]
+
+
+def check_model(name, work):
+    d = os.path.join(work, name)
+    row = {"model": name, "result": "FAIL", "notes": []}
+    if not os.path.exists(os.path.join(d, "expected")):
+        r = run([sys.executable, os.path.join(HERE, "zoo.py"), "export", name, d, "--batch", "2"])
+        if r.returncode != 0:
+            row["notes"].append("export failed: " + (r.stderr.strip().splitlines() or ["?"])[-1])
+            return row
+    meta = json.load(open(os.path.join(d, "meta.json")))
+    row["params"] = meta.get("params", 0)
+    model = os.path.join(d, "model.onnx")
+    expected = {f[:-4]: np.load(os.path.join(d, "expected", f)) for f in os.listdir(os.path.join(d, "expected"))}
+    ref_out = {}
+    worst = 0.0
+    ok = True
+    for pol in ("auto", "params"):
+        for pp in (1, 2, 3, 4):
+            plan = os.path.join(d, f"{pol}_{pp}.plan")
+            rep = os.path.join(d, f"{pol}_{pp}.json")
+            t0 = time.time()
+            r = run([PPCC, model, "-pp", str(pp), "-b", "1", "--policy", pol, "--report-json", rep, "-q", "-o", plan])
+            dt = time.time() - t0
+            if r.returncode != 0:
+                if pol == "params" and "more stages than the params policy has units" in r.stderr:
+                    row[f"{pol}{pp}"] = None
+                    row["notes"].append(f"params -pp {pp}: n/a (too few top-level modules)")
+                    continue
+                row["notes"].append(f"ppcc {pol} -pp {pp}: " + r.stderr.strip().splitlines()[-1])
+                ok = False
+                continue
+            report = json.load(open(rep))
+            row[f"{pol}{pp}"] = report["imbalance"]
+            if pol == "auto" and pp == 1:
+                row["compile_s"] = dt
+                row["ops"] = sum(s["ops"] for s in report["stages"])
+            out = os.path.join(d, f"out_{pol}_{pp}")
+            r = run([PPRT, plan, os.path.join(d, "data"), "-o", out, "-q"])
+            if r.returncode != 0:
+                row["notes"].append(f"pprt {pol} -pp {pp}: " + r.stderr.strip().splitlines()[-1])
+                ok = False
+                continue
+            for oname, want in expected.items():
+                got = np.load(os.path.join(out, oname + ".npy"))
+                if got.shape != want.shape or got.dtype != want.dtype:
+                    row["notes"].append(f"{pol} -pp {pp}: {oname} is {got.dtype}{got.shape}, want {want.dtype}{want.shape}")
+                    ok = False
+                    continue
+                err = float(np.max(np.abs(got.astype(np.float64) - want))) if got.size else 0.0
+                worst = max(worst, err)
+                if not np.allclose(got, want, rtol=1e-3, atol=1e-4):
+                    row["notes"].append(f"{pol} -pp {pp}: {oname} max abs error {err:.3g} beyond rtol 1e-3/atol 1e-4")
+                    ok = False
+                if oname not in ref_out:
+                    ref_out[oname] = got
+                elif not np.array_equal(got, ref_out[oname]):
+                    row["notes"].append(f"{pol} -pp {pp}: {oname} not bit-identical to -pp 1")
+                    ok = False
+    row["max_err"] = worst
+    row["result"] = "pass" if ok else "FAIL"
+    return row
+
+
+def fmt_imb(x):
+    return "n/a" if not x else f"{x['time']:.2f} / {x['memory']:.2f}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("work")
+    ap.add_argument("--models")
+    ap.add_argument("--ci", action="store_true", help="the subset CI runs")
+    ap.add_argument("--table")
+    a = ap.parse_args()
+    names = a.models.split(",") if a.models else CI_MODELS if a.ci else zoo_models("fast")
+    os.makedirs(a.work, exist_ok=True)
+    rows = [check_model(n, a.work) for n in names]
+    lines = ["| model | params | ops | compile s | pp=2 imbalance time / memory, auto | same, params | max abs err vs onnxruntime | result |",
+             "|---|---:|---:|---:|---|---|---:|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r.get('params', 0) / 1e6:.1f}M | {r.get('ops', '-')} | "
+                     f"{r.get('compile_s', 0):.2f} | {fmt_imb(r.get('auto2'))} | {fmt_imb(r.get('params2'))} | "
+                     f"{r.get('max_err', float('nan')):.2g} | {r['result']} |")
+    text = "\n".join(lines)
+    print(text)
+    for r in rows:
+        for n in r["notes"]:
+            print(f"  {r['model']}: {n}")
+    if a.table:
+        with open(a.table, "w") as f:
+            f.write(text + "\n")
+    sys.exit(0 if all(r["result"] == "pass" for r in rows) else 1)
+
+
+if __name__ == "__main__":
+    main()
