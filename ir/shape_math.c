@@ -222,6 +222,26 @@ pp_status shape_POW(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int
     return pp_broadcast(&in[0].shape, &in[1].shape, &out[0].shape, err);
 }
 
+/* Mod(A, B) with attribute 'fmod' (0 or 1, default 0): fmod=0 is the integer
+ * remainder with the divisor's sign (Python's %), fmod=1 the remainder with
+ * the dividend's sign (C's fmod and %). The ONNX spec requires fmod=1 for
+ * floating-point inputs, so fmod=0 on a float type is an error here. */
+pp_status shape_MOD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                    pp_err *err) {
+    (void)n_in, (void)n_out;
+    int64_t fmod;
+    PP_TRY(pp_attr_int(a, "fmod", 0, &fmod, err));
+    if (fmod != 0 && fmod != 1)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'fmod'=%lld must be 0 or 1", (long long)fmod);
+    PP_TRY(binary(in, out, T_NUM, PP_UNDEFINED, err));
+    if (fmod == 0 && in_set(in[0].dtype, T_FLOAT))
+        return PP_FAIL(err, PP_EINVAL,
+                       "attribute 'fmod'=0 (integer remainder) is not allowed for element type "
+                       "%s: Mod on floating-point inputs needs fmod=1",
+                       pp_dtype_name(in[0].dtype));
+    return PP_OK;
+}
+
 /* PRelu: slope broadcasts to X (unidirectionally); the output has X's shape. */
 pp_status shape_PRELU(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                       pp_err *err) {
@@ -480,6 +500,7 @@ FLOPS_PER_ELEM(SUB, 1)
 FLOPS_PER_ELEM(MUL, 1)
 FLOPS_PER_ELEM(DIV, 1)
 FLOPS_PER_ELEM(POW, 10)
+FLOPS_PER_ELEM(MOD, 2)
 FLOPS_PER_ELEM(PRELU, 2)
 FLOPS_PER_ELEM(EQUAL, 1)
 FLOPS_PER_ELEM(LESS, 1)

@@ -1,14 +1,15 @@
 /* shape_tensor.c: shape inference and FLOPs of the ops in ops_tensor.def:
  * the shape and data movement ops (Flatten, Reshape, Transpose, Squeeze,
- * Unsqueeze, Concat, Split, Slice, Gather, GatherElements, Shape, Size,
- * ConstantOfShape, Expand, Tile, Pad, Trilu, Range).
+ * Unsqueeze, Concat, Split, Slice, Gather, GatherElements, ScatterND, Shape,
+ * Size, ConstantOfShape, Expand, Tile, Pad, Trilu, Range).
  *
  * These ops move bytes, so they accept every fixed-size element type. Inputs
  * that decide an output's SHAPE (Reshape's shape, Slice's starts/ends/axes/
  * steps, Pad's pads and axes, ...) must be constants known at compile time;
  * runtime/cpu/ref_tensor.c re-reads them from the tensors when it runs, and
  * derives the rest from the output shapes validated here. All of them do no
- * arithmetic worth counting: their FLOPs are 0. */
+ * arithmetic worth counting: their FLOPs are 0 (ScatterND's reductions: one
+ * per updated element). */
 #include "op_fns.h"
 
 #include <math.h>
@@ -533,6 +534,62 @@ pp_status shape_GATHERELEMENTS(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinf
     return PP_OK;
 }
 ZERO_FLOPS(GATHERELEMENTS)
+
+/* ---- ScatterND --------------------------------------------------------------------------- */
+
+/* ScatterND(data, indices, updates), attribute 'reduction' (opset 16: none,
+ * add, mul; 18: max, min; accepted at any opset). indices (rank q >= 1) holds
+ * index tuples of length k = its last dim (k <= rank r of data); updates has
+ * shape indices.shape[:-1] + data.shape[k:]. The output is data's. The
+ * reductions compute, so they need a numeric type (see kern_SCATTERND). */
+pp_status shape_SCATTERND(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                          pp_err *err) {
+    (void)n_in, (void)n_out;
+    const char *red;
+    PP_TRY(pp_attr_string(a, "reduction", "none", &red, err));
+    if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") &&
+        strcmp(red, "min"))
+        return PP_FAIL(err, PP_EINVAL,
+                       "attribute 'reduction'='%s' is not one of none, add, mul, max, min", red);
+    PP_TRY(need_sized(&in[0], "input 'data'", err));
+    PP_TRY(need_index(&in[1], "input 'indices'", err));
+    if (in[2].dtype != in[0].dtype)
+        return PP_FAIL(err, PP_EINVAL, "input 'updates' has element type %s, but 'data' has %s",
+                       pp_dtype_name(in[2].dtype), pp_dtype_name(in[0].dtype));
+    const pp_shape *x = &in[0].shape, *ix = &in[1].shape, *u = &in[2].shape;
+    if (x->rank < 1) return PP_FAIL(err, PP_EINVAL, "input 'data' is a scalar; ScatterND needs rank >= 1");
+    if (ix->rank < 1) return PP_FAIL(err, PP_EINVAL, "input 'indices' is a scalar; ScatterND needs rank >= 1");
+    const int q = ix->rank;
+    const int64_t k = ix->dim[q - 1];
+    if (k > x->rank)
+        return PP_FAIL(err, PP_EINVAL,
+                       "input 'indices' has index tuples of length %lld, more than the data's "
+                       "rank %d", (long long)k, x->rank);
+    pp_shape want = {.rank = q - 1 + x->rank - (int)k};
+    if (want.rank > PP_MAX_DIMS)
+        return PP_FAIL(err, PP_EUNSUP, "input 'updates' would need rank %d (at most %d)",
+                       want.rank, PP_MAX_DIMS);
+    int n = 0;
+    for (int d = 0; d < q - 1; d++) want.dim[n++] = ix->dim[d];
+    for (int d = (int)k; d < x->rank; d++) want.dim[n++] = x->dim[d];
+    if (!pp_shape_eq(u, &want)) {
+        char s1[96], s2[96];
+        return PP_FAIL(err, PP_EINVAL,
+                       "input 'updates' has shape %s, expected %s (indices.shape[:-1] + "
+                       "data.shape[%lld:])", pp_shape_str(u, s1, sizeof s1),
+                       pp_shape_str(&want, s2, sizeof s2), (long long)k);
+    }
+    out[0] = (pp_tinfo){in[0].dtype, *x, NULL};
+    return PP_OK;
+}
+
+double flops_SCATTERND(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out,
+                       int n_out) {
+    (void)n_in, (void)out, (void)n_out;
+    const char *red = "none";
+    (void)pp_attr_string(a, "reduction", "none", &red, NULL);
+    return strcmp(red, "none") ? pp_numel_d(&in[2]) : 0;
+}
 
 /* ---- Shape / Size ---------------------------------------------------------------------- */
 

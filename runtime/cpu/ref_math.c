@@ -13,7 +13,7 @@
  *   - inner loops are instantiated per element type with X-macro type lists;
  *     integer arithmetic wraps around (computed in unsigned types, as NumPy
  *     does), integer division truncates toward zero like C and NumPy's
- *     astype, with x/0 defined as 0 and MIN/-1 wrapping;
+ *     astype, with x/0 defined as 0 and MIN/-1 wrapping (Mod: x mod 0 = 0);
  *   - float16 and bfloat16 are computed in float32 (lift_half converts the
  *     inputs, runs the float32 kernel, rounds the outputs back to nearest-even);
  *   - Cast converts between every pair of numeric/bool types in software
@@ -467,7 +467,7 @@ static pp_status lift_half(pprt_kernel *kern, pp_attrs attrs, const pprt_tensor 
 typedef struct ew_ctx {
     pp_dtype t;    /* element type the inner loop switches on (input 0's, usually) */
     double p[2];   /* op parameters (alpha, beta, ...) */
-    int mode;      /* op variant (Gelu's approximation, ...) */
+    int mode;      /* op variant (Pow's integer exponent, Mod's fmod, ...) */
     size_t size;   /* element size in bytes (Where) */
 } ew_ctx;
 
@@ -730,6 +730,35 @@ static void f_div(EW_ARGS) {
     }
 }
 
+/* Mod. Integers: c->mode 0 (fmod=0) takes the divisor's sign (Python's %:
+ * -7 mod 2 = 1, 7 mod -2 = -1), c->mode 1 (fmod=1) the dividend's (C's %:
+ * -7 fmod 2 = -1). x mod 0 is defined as 0 in both modes, as for Div and as
+ * onnx's reference (NumPy's mod/fmod) gives; MIN mod -1 is 0 (C's % would
+ * trap). Floats: only fmod=1 (C's fmod; x fmod 0 is NaN); the kernel refuses
+ * fmod=0, so mode 0 computes nothing for them. */
+static int64_t rem_trunc(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }
+static int64_t rem_floor(int64_t a, int64_t b) {
+    const int64_t r = rem_trunc(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r; /* |r| < |b|: no overflow */
+}
+
+static void f_mod(EW_ARGS) {
+    if (c->mode) {
+        switch (c->t) {
+            FLOATS(BIN_CASE, T, fmod(a, b))
+            SINTS(BIN_CASE, T, (T)rem_trunc(a, b))
+            UINTS(BIN_CASE, T, b == 0 ? (T)0 : (T)(a % b))
+        default: break;
+        }
+    } else {
+        switch (c->t) {
+            SINTS(BIN_CASE, T, (T)rem_floor(a, b))
+            UINTS(BIN_CASE, T, b == 0 ? (T)0 : (T)(a % b))
+        default: break;
+        }
+    }
+}
+
 /* PRelu: y = x < 0 ? slope * x : x */
 static void f_prelu(EW_ARGS) {
     switch (c->t) {
@@ -895,8 +924,9 @@ static pp_status run_unary(const char *op, unsigned set, ew_fn *fn, const ew_ctx
 }
 
 /* Two inputs of one type in `set`, broadcast; output of type out_t
- * (PP_UNDEFINED: the inputs' type). */
-static pp_status run_binary(const char *op, unsigned set, pp_dtype out_t, ew_fn *fn,
+ * (PP_UNDEFINED: the inputs' type); `mode` reaches the inner loop as c->mode
+ * (an attribute-selected variant of the op, 0 for most). */
+static pp_status run_binary(const char *op, unsigned set, pp_dtype out_t, ew_fn *fn, int mode,
                             const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                             pp_err *err) {
     PP_TRY(pprt_need_counts(op, n_in, 2, 2, n_out, err));
@@ -904,7 +934,7 @@ static pp_status run_binary(const char *op, unsigned set, pp_dtype out_t, ew_fn 
     PP_TRY(need_dtype(&in[1], in[0].dtype, op, "input B", err));
     PP_TRY(need_dtype(&out[0], out_t == PP_UNDEFINED ? in[0].dtype : out_t, op, "output", err));
     PP_TRY(need_bcast_shape(op, in, 2, &out[0], err));
-    ew_ctx c = {.t = in[0].dtype};
+    ew_ctx c = {.t = in[0].dtype, .mode = mode};
     const pprt_tensor *xs[2] = {&in[0], &in[1]};
     return ew_run(op, xs, 2, &out[0], fn, &c, err);
 }
@@ -1092,7 +1122,7 @@ pp_status kern_CLIP(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
     pp_status kern_##E(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,      \
                        int n_out, pprt_scratch *scratch, pp_err *err) {                        \
         LIFT(kern_##E);                                                                        \
-        return run_binary(NAME, SET, OUT_T, FN, in, n_in, out, n_out, err);                    \
+        return run_binary(NAME, SET, OUT_T, FN, 0, in, n_in, out, n_out, err);                 \
     }
 BINARY_KERNEL(ADD, "Add", K_NUM, PP_UNDEFINED, f_add)
 BINARY_KERNEL(SUB, "Sub", K_NUM, PP_UNDEFINED, f_sub)
@@ -1108,6 +1138,22 @@ BINARY_KERNEL(AND, "And", K_BOOL, PP_BOOL, f_and)
 BINARY_KERNEL(OR, "Or", K_BOOL, PP_BOOL, f_or)
 BINARY_KERNEL(XOR, "Xor", K_BOOL, PP_BOOL, f_xor)
 #undef BINARY_KERNEL
+
+/* Mod: the attribute 'fmod' selects the inner loop's variant (see f_mod);
+ * fmod=0 on floats was refused by shape_MOD, and is again here. */
+pp_status kern_MOD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                   int n_out, pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_MOD);
+    int64_t fmod;
+    PP_TRY(pp_attr_int(attrs, "fmod", 0, &fmod, err));
+    if (fmod != 0 && fmod != 1)
+        return PP_FAIL(err, PP_EINVAL, "Mod kernel: attribute 'fmod'=%lld must be 0 or 1",
+                       (long long)fmod);
+    if (fmod == 0 && n_in >= 1 && (K_FLOAT & KB(in[0].dtype)))
+        return PP_FAIL(err, PP_EINVAL, "Mod kernel: attribute 'fmod'=0 is not allowed for "
+                       "element type %s (floats need fmod=1)", pp_dtype_name(in[0].dtype));
+    return run_binary("Mod", K_NUM, PP_UNDEFINED, f_mod, (int)fmod, in, n_in, out, n_out, err);
+}
 
 /* Pow: the exponent is converted (in scratch) to double, or to int64 when
  * both operands are integers, then broadcast against the base. */

@@ -1,11 +1,12 @@
 /* ref_tensor.c: reference kernels of the ops in ir/ops_tensor.def (shape and
  * data movement: Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Concat,
- * Split, Slice, Gather, GatherElements, Shape, Size, ConstantOfShape, Expand,
- * Tile, Pad, Trilu, Range).
+ * Split, Slice, Gather, GatherElements, ScatterND, Shape, Size,
+ * ConstantOfShape, Expand, Tile, Pad, Trilu, Range).
  *
  * They are generic over the element type: they move elements of 1, 2, 4, 8 or
- * 16 bytes and never look at the values, except Range (which computes them)
- * and the index inputs (int32/int64). Output shapes were validated by
+ * 16 bytes and never look at the values, except Range (which computes them),
+ * ScatterND's reductions (which combine them) and the index inputs
+ * (int32/int64). Output shapes were validated by
  * pp_infer (ir/shape_tensor.c); the kernels take what they can from those
  * shapes (Split's sizes, Tile's and Expand's repeats) and re-read from the
  * input tensors what they cannot (Slice's starts and steps, Pad's pads, Trilu's
@@ -432,6 +433,122 @@ pp_status kern_GATHERELEMENTS(pp_attrs attrs, const pprt_tensor *in, int n_in, p
             if (d != axis) off -= idx[d] * xst[d];
             idx[d] = 0;
         }
+    }
+    return PP_OK;
+}
+
+/* ---- ScatterND -------------------------------------------------------------------------- */
+
+/* Output = data, then for each index tuple (in order, so with repeated tuples
+ * the last update wins, as onnx's reference) the slice it names is replaced
+ * by, or combined with, its slice of updates. Negative index values count
+ * from the end; out of range fails. Reductions: integers wrap (add, mul in
+ * the unsigned type); max/min of floats propagate NaN (NumPy's
+ * maximum/minimum, which the reference uses); float16/bfloat16 and bool take
+ * reduction 'none' only. */
+enum scatter_red { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN };
+
+#define SCATTER_TYPES(X)                                                                 \
+    X(PP_F32, float, float) X(PP_F64, double, double) X(PP_I8, int8_t, uint32_t)          \
+    X(PP_I16, int16_t, uint32_t) X(PP_I32, int32_t, uint32_t) X(PP_I64, int64_t, uint64_t) \
+    X(PP_U8, uint8_t, uint32_t) X(PP_U16, uint16_t, uint32_t) X(PP_U32, uint32_t, uint32_t) \
+    X(PP_U64, uint64_t, uint64_t)
+#define SCATTER_CASE(E, T, U)                                                            \
+    case E: {                                                                            \
+        T *d_ = (T *)dst;                                                                \
+        const T *s_ = (const T *)src;                                                    \
+        for (int64_t i = 0; i < n; i++) {                                                \
+            const T a = d_[i], b = s_[i];                                                \
+            switch (red) {                                                               \
+            case RED_ADD: d_[i] = (T)((U)a + (U)b); break;                               \
+            case RED_MUL: d_[i] = (T)((U)a * (U)b); break;                               \
+            case RED_MAX: d_[i] = a != a || a > b ? a : b; break;                         \
+            case RED_MIN: d_[i] = a != a || a < b ? a : b; break;                         \
+            case RED_NONE: d_[i] = b; break;                                             \
+            }                                                                            \
+        }                                                                                \
+        return true;                                                                     \
+    }
+
+/* dst[0..n) = dst red src (type t); false when t has no reductions. */
+static bool scatter_reduce(pp_dtype t, enum scatter_red red, byte *dst, const byte *src,
+                           int64_t n) {
+    switch (t) {
+        SCATTER_TYPES(SCATTER_CASE)
+    default: return false;
+    }
+}
+#undef SCATTER_CASE
+
+static bool scatter_reducible(pp_dtype t) {
+#define SCATTER_IS(E, T, U) case E:
+    switch (t) {
+        SCATTER_TYPES(SCATTER_IS)
+        return true;
+    default: return false;
+    }
+#undef SCATTER_IS
+}
+
+pp_status kern_SCATTERND(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                         int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("ScatterND", n_in, 3, 3, n_out, err));
+    PP_TRY(same_type("ScatterND", &in[0], &out[0], err));
+    const pprt_tensor *ix = &in[1];
+    const pp_shape *x = &in[0].shape, *is = &ix->shape, *us = &in[2].shape;
+    PP_TRY(check_shape("ScatterND", &out[0], x, err));
+    if (ix->dtype != PP_I64 && ix->dtype != PP_I32)
+        return PP_FAIL(err, PP_EINVAL, "ScatterND kernel: indices must be int64 or int32");
+    if (in[2].dtype != in[0].dtype)
+        return PP_FAIL(err, PP_EINVAL, "ScatterND kernel: updates type differs from data type");
+    const char *rs;
+    PP_TRY(pp_attr_string(attrs, "reduction", "none", &rs, err));
+    static const char *const red_names[] = {"none", "add", "mul", "max", "min"};
+    int red = -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(rs, red_names[i])) red = i;
+    if (red < 0) return PP_FAIL(err, PP_EINVAL, "ScatterND kernel: attribute 'reduction'='%s'", rs);
+    const int r = x->rank, q = is->rank;
+    const int64_t k = q >= 1 ? is->dim[q - 1] : -1;
+    if (r < 1 || k < 0 || k > r || us->rank != q - 1 + r - (int)k)
+        return PP_FAIL(err, PP_EINVAL, "ScatterND kernel: input shapes do not fit");
+    int64_t n_upd = 1, slice = 1; /* index tuples; elements per update slice */
+    for (int d = 0; d < q - 1; d++) {
+        if (us->dim[d] != is->dim[d])
+            return PP_FAIL(err, PP_EINVAL, "ScatterND kernel: updates do not fit indices");
+        n_upd *= is->dim[d];
+    }
+    for (int d = (int)k; d < r; d++) {
+        if (us->dim[q - 1 + d - (int)k] != x->dim[d])
+            return PP_FAIL(err, PP_EINVAL, "ScatterND kernel: updates do not fit data");
+        slice *= x->dim[d];
+    }
+    const size_t esz = esize(&in[0]);
+    if (red != RED_NONE && !scatter_reducible(in[0].dtype))
+        return PP_FAIL(err, PP_EUNSUP, "ScatterND: reduction '%s' on element type %s is not "
+                       "supported", rs, pp_dtype_name(in[0].dtype));
+    if (out[0].data != in[0].data) memcpy(out[0].data, in[0].data, (size_t)numel(x) * esz);
+    int64_t xst[PP_MAX_DIMS];
+    strides_of(x, xst);
+    byte *dst = out[0].data;
+    const byte *src = in[2].data;
+    for (int64_t u = 0; u < n_upd; u++) {
+        int64_t off = 0;
+        for (int j = 0; j < (int)k; j++) {
+            int64_t v = int_at(ix, u * k + j);
+            const int64_t n = x->dim[j];
+            if (v < -n || v >= n)
+                return PP_FAIL(err, PP_EINVAL,
+                               "ScatterND: index %lld (tuple %lld, position %d) is out of range "
+                               "[%lld, %lld)", (long long)v, (long long)u, j, (long long)-n,
+                               (long long)n);
+            off += (v < 0 ? v + n : v) * xst[j];
+        }
+        byte *d = dst + (size_t)off * esz;
+        const byte *s = src + (size_t)(u * slice) * esz;
+        if (red == RED_NONE) memcpy(d, s, (size_t)slice * esz);
+        else scatter_reduce(in[0].dtype, (enum scatter_red)red, d, s, slice);
     }
     return PP_OK;
 }

@@ -13,6 +13,9 @@
  *     shape pairs, against an index-by-index naive broadcast;
  *   - integer edge cases: division by zero and MIN / -1, float -> int Cast
  *     saturation, integer Pow;
+ *   - Mod: the sign rules of fmod=0 (divisor's sign) and fmod=1 (dividend's)
+ *     on every integer type and on floats, x mod 0 and MIN mod -1, broadcasting
+ *     against a naive loop, fmod=0 refused on floats;
  *   - CumSum against a naive loop for every axis / exclusive / reverse;
  *   - errors: shape functions and kernels reject what they must, naming it.
  * Each kernel runs twice (different garbage in the output) and must give
@@ -811,6 +814,194 @@ static void test_integers(void) {
     }
 }
 
+/* ---- Mod ------------------------------------------------------------------------------------ */
+
+static pp_attrs mod_attrs(pp_attr *a, int64_t fmod) {
+    *a = attr_int("fmod", fmod);
+    return (pp_attrs){a, 1, 13};
+}
+
+/* Mod of a[i], b[i] (n int64 values) in type t with the given fmod; the
+ * values fit t. want[] as int64. */
+static void mod_case(pp_dtype t, int64_t fmod, const int64_t *a, const int64_t *b,
+                     const int64_t *want, int n) {
+    char av[8 * 16], bv[8 * 16];
+    if (!cast(PP_I64, t, a, av, n) || !cast(PP_I64, t, b, bv, n)) return;
+    pp_attr at;
+    pprt_tensor x[2] = {{t, {1, {n}}, av}, {t, {1, {n}}, bv}}, y;
+    if (!run_ok(PP_OP_MOD, mod_attrs(&at, fmod), x, 2, &y)) return;
+    int64_t got[16];
+    if (cast(t, PP_I64, y.data, got, n))
+        for (int i = 0; i < n; i++)
+            CHECK(got[i] == want[i], "%s: %lld mod %lld = %lld, expected %lld (fmod=%lld)",
+                  pp_dtype_name(t), (long long)a[i], (long long)b[i], (long long)got[i],
+                  (long long)want[i], (long long)fmod);
+    free(y.data);
+}
+
+static void test_mod(void) {
+    /* signs: fmod=0 follows the divisor (Python), fmod=1 the dividend (C);
+     * x mod 0 = 0 in both */
+    static const int64_t a[] = {7, -7, 7, -7, 6, -6, 0, 5, -5, 3};
+    static const int64_t b[] = {2, 2, -2, -2, 3, -3, 4, 0, 0, 5};
+    static const int64_t w0[] = {1, 1, -1, -1, 0, 0, 0, 0, 0, 3};
+    static const int64_t w1[] = {1, -1, 1, -1, 0, 0, 0, 0, 0, 3};
+    static const pp_dtype sints[] = {PP_I8, PP_I16, PP_I32, PP_I64};
+    char name[64];
+    for (int k = 0; k < 4; k++) {
+        snprintf(name, sizeof name, "Mod sign rules %s", pp_dtype_name(sints[k]));
+        cur_case = name;
+        mod_case(sints[k], 0, a, b, w0, 10);
+        mod_case(sints[k], 1, a, b, w1, 10);
+    }
+    /* MIN mod -1 (C's % traps), MIN mod MAX, MAX mod MIN */
+    cur_case = "Mod int64 extremes";
+    {
+        const int64_t ea[] = {INT64_MIN, INT64_MIN, INT64_MAX, INT64_MIN, 5};
+        const int64_t eb[] = {-1, INT64_MAX, INT64_MIN, 1, -1};
+        const int64_t e0[] = {0, INT64_MAX - 1, -1, 0, 0};
+        const int64_t e1[] = {0, -1, INT64_MAX, 0, 0};
+        mod_case(PP_I64, 0, ea, eb, e0, 5);
+        mod_case(PP_I64, 1, ea, eb, e1, 5);
+    }
+    cur_case = "Mod int8 extremes";
+    {
+        const int64_t ea[] = {-128, -128, 127, -128};
+        const int64_t eb[] = {-1, 127, -128, 3};
+        const int64_t e0[] = {0, 126, -1, 1};
+        const int64_t e1[] = {0, -1, 127, -2};
+        mod_case(PP_I8, 0, ea, eb, e0, 4);
+        mod_case(PP_I8, 1, ea, eb, e1, 4);
+    }
+    /* unsigned: both modes are the plain remainder; the top values stay unsigned */
+    static const pp_dtype uints[] = {PP_U8, PP_U16, PP_U32, PP_U64};
+    for (int k = 0; k < 4; k++) {
+        snprintf(name, sizeof name, "Mod %s", pp_dtype_name(uints[k]));
+        cur_case = name;
+        const uint64_t top = uints[k] == PP_U8 ? UINT8_MAX : uints[k] == PP_U16 ? UINT16_MAX
+                             : uints[k] == PP_U32 ? UINT32_MAX : UINT64_MAX;
+        int64_t ua[] = {7, 0, 9, 5, 6}, ub[] = {3, 5, 0, (int64_t)top, 4};
+        int64_t uw[] = {1, 0, 0, 5, 2};
+        if (uints[k] != PP_U64) { /* top - 1 mod top = top - 1 (int64 holds it) */
+            ua[4] = (int64_t)top - 1, ub[4] = (int64_t)top, uw[4] = (int64_t)top - 1;
+        }
+        mod_case(uints[k], 0, ua, ub, uw, 5);
+        mod_case(uints[k], 1, ua, ub, uw, 5);
+    }
+    cur_case = "Mod uint64 top values";
+    {
+        uint64_t ua[] = {UINT64_MAX, UINT64_MAX - 1, UINT64_MAX}, ub[] = {UINT64_MAX, UINT64_MAX, 2};
+        const uint64_t uw[] = {0, UINT64_MAX - 1, 1};
+        pp_attr at;
+        pprt_tensor x[2] = {{PP_U64, {1, {3}}, ua}, {PP_U64, {1, {3}}, ub}}, y;
+        if (run_ok(PP_OP_MOD, mod_attrs(&at, 0), x, 2, &y)) {
+            for (int i = 0; i < 3; i++)
+                CHECK(((uint64_t *)y.data)[i] == uw[i], "element %d: %llu", i,
+                      (unsigned long long)((uint64_t *)y.data)[i]);
+            free(y.data);
+        }
+    }
+    /* floats, fmod=1: C's fmod, the dividend's sign; x fmod 0 is NaN */
+    cur_case = "Mod float fmod=1";
+    {
+        float fa[] = {5.5f, -5.5f, 5.5f, -5.5f, 3.0f, 1.0f, -0.0f, INFINITY};
+        float fb[] = {2.0f, 2.0f, -2.0f, -2.0f, 0.0f, INFINITY, 1.0f, 2.0f};
+        pp_attr at;
+        pprt_tensor x[2] = {{PP_F32, {1, {8}}, fa}, {PP_F32, {1, {8}}, fb}}, y;
+        if (run_ok(PP_OP_MOD, mod_attrs(&at, 1), x, 2, &y)) {
+            const float *p = y.data;
+            CHECK(p[0] == 1.5f && p[1] == -1.5f && p[2] == 1.5f && p[3] == -1.5f,
+                  "signs: %g %g %g %g", (double)p[0], (double)p[1], (double)p[2], (double)p[3]);
+            CHECK(isnan(p[4]) && p[5] == 1.0f && p[6] == 0 && signbit(p[6]) && isnan(p[7]),
+                  "specials: %g %g %g %g", (double)p[4], (double)p[5], (double)p[6],
+                  (double)p[7]);
+            free(y.data);
+        }
+        double da[] = {-4.3, 1e300, 7.0}, db[] = {2.1, 3.0, -0.5};
+        pprt_tensor xd[2] = {{PP_F64, {1, {3}}, da}, {PP_F64, {1, {3}}, db}};
+        if (run_ok(PP_OP_MOD, mod_attrs(&at, 1), xd, 2, &y)) {
+            for (int i = 0; i < 3; i++)
+                CHECK(((double *)y.data)[i] == fmod(da[i], db[i]), "f64 element %d: %g", i,
+                      ((double *)y.data)[i]);
+            free(y.data);
+        }
+        /* float16: -5.5 fmod 2 = -1.5 (0xbe00), 7 fmod -4 = 3 (0x4200) */
+        uint16_t ha[] = {0xc580, 0x4700}, hb[] = {0x4000, 0xc400};
+        pprt_tensor xh[2] = {{PP_F16, {1, {2}}, ha}, {PP_F16, {1, {2}}, hb}};
+        if (run_ok(PP_OP_MOD, mod_attrs(&at, 1), xh, 2, &y)) {
+            const uint16_t *p = y.data;
+            CHECK(p[0] == 0xbe00 && p[1] == 0x4200, "f16: 0x%04x 0x%04x", p[0], p[1]);
+            free(y.data);
+        }
+    }
+    /* broadcasting, both modes, against a naive loop; divisors include 0 */
+    for (int iter = 0; iter < 100; iter++) {
+        pp_shape full = {.rank = 1 + (int)(rng_next() % 4)};
+        for (int i = 0; i < full.rank; i++) full.dim[i] = 1 + (int64_t)(rng_next() % 4);
+        pp_shape sa = random_shape(&full), sb = random_shape(&full);
+        char s1[64], s2[64];
+        snprintf(name, sizeof name, "Mod broadcast %s %s", pp_shape_str(&sa, s1, 64),
+                 pp_shape_str(&sb, s2, 64));
+        cur_case = name;
+        pprt_tensor x[2] = {tensor(PP_I32, sa), tensor(PP_I32, sb)}, y;
+        int32_t *pa = x[0].data, *pb = x[1].data;
+        for (int64_t i = 0; i < numel(&sa); i++) pa[i] = (int32_t)(rng_next() % 201) - 100;
+        for (int64_t i = 0; i < numel(&sb); i++) pb[i] = (int32_t)(rng_next() % 21) - 10;
+        for (int fm = 0; fm < 2; fm++) {
+            pp_attr at;
+            if (!run_ok(PP_OP_MOD, mod_attrs(&at, fm), x, 2, &y)) continue;
+            int bad = 0;
+            for (int64_t i = 0; i < numel(&y.shape); i++) {
+                const int32_t va = pa[bc_offset(&sa, &y.shape, i)];
+                const int32_t vb = pb[bc_offset(&sb, &y.shape, i)];
+                /* a - b * q with q rounded down (fmod=0) or toward zero (fmod=1) */
+                int32_t want = 0;
+                if (vb != 0) {
+                    double q = (double)va / vb;
+                    want = va - vb * (int32_t)(fm ? trunc(q) : floor(q));
+                }
+                bad += ((int32_t *)y.data)[i] != want;
+            }
+            CHECK(bad == 0, "fmod=%d: %d wrong elements", fm, bad);
+            free(y.data);
+        }
+        free(x[0].data), free(x[1].data);
+    }
+    /* errors: fmod=0 on floats (shape function and kernel), fmod=2, mixed types */
+    float f[4] = {1, 2, 3, 4};
+    int32_t iv[4] = {1, 2, 3, 4};
+    pprt_tensor ff[2] = {{PP_F32, {1, {4}}, f}, {PP_F32, {1, {4}}, f}};
+    pp_attr at;
+    cur_case = "Mod fmod=0 on float32";
+    expect(PP_EINVAL, PP_OP_MOD, mod_attrs(&at, 0), ff, 2, "'fmod'=0");
+    cur_case = "Mod without fmod on float32";
+    expect(PP_EINVAL, PP_OP_MOD, (pp_attrs){NULL, 0, 13}, ff, 2, "'fmod'");
+    cur_case = "Mod fmod=0 on float16";
+    uint16_t h[4] = {0};
+    pprt_tensor hh[2] = {{PP_F16, {1, {4}}, h}, {PP_F16, {1, {4}}, h}};
+    expect(PP_EINVAL, PP_OP_MOD, mod_attrs(&at, 0), hh, 2, "type f16");
+    cur_case = "Mod kernel fmod=0 on float64";
+    {
+        double d[4] = {0}, o[4];
+        pprt_tensor dd[2] = {{PP_F64, {1, {4}}, d}, {PP_F64, {1, {4}}, d}};
+        pprt_tensor y = {PP_F64, {1, {4}}, o};
+        pp_err err = {0};
+        pp_status st = pprt_ref_kernels[PP_OP_MOD](mod_attrs(&at, 0), dd, 2, &y, 1, &scratch, &err);
+        CHECK(st == PP_EINVAL && strstr(err.msg, "'fmod'=0"), "got %s (%s)", pp_status_name(st),
+              err.msg);
+    }
+    cur_case = "Mod fmod=2";
+    pprt_tensor ii[2] = {{PP_I32, {1, {4}}, iv}, {PP_I32, {1, {4}}, iv}};
+    expect(PP_EINVAL, PP_OP_MOD, mod_attrs(&at, 2), ii, 2, "'fmod'=2");
+    cur_case = "Mod int32 mod float32";
+    pprt_tensor mix[2] = {ii[0], ff[0]};
+    expect(PP_EINVAL, PP_OP_MOD, mod_attrs(&at, 1), mix, 2, "input B");
+    cur_case = "Mod on bool";
+    uint8_t bv[4] = {1, 1, 1, 1};
+    pprt_tensor bb[2] = {{PP_BOOL, {1, {4}}, bv}, {PP_BOOL, {1, {4}}, bv}};
+    expect(PP_EUNSUP, PP_OP_MOD, mod_attrs(&at, 0), bb, 2, "bool");
+}
+
 /* ---- CumSum ------------------------------------------------------------------------------ */
 
 static void test_cumsum(void) {
@@ -945,6 +1136,7 @@ int main(void) {
     test_lowp_compare();
     test_broadcast();
     test_integers();
+    test_mod();
     test_cumsum();
     test_errors();
     pprt_scratch_free(&scratch);

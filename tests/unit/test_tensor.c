@@ -1,7 +1,9 @@
 /* test_tensor.c: the tensor family (ir/shape_tensor.c shape functions and
  * runtime/cpu/ref_tensor.c kernels) on the cases the ONNX node tests do not
  * reach: clamping at INT64_MIN/MAX, negative steps, periodic reflect and wrap
- * padding, uneven splits, huge Trilu k, Range at the int64 extremes, element
+ * padding, uneven splits, huge Trilu k, Range at the int64 extremes, ScatterND
+ * (negative and repeated index tuples, whole-row slices, wrapping and NaN
+ * reductions, rejected types and shapes), element
  * types of every size (16-byte elements included), an index out of range at
  * run time, and the messages of rejected attributes.
  *
@@ -11,6 +13,7 @@
 #include "ir/op_fns.h"
 #include "runtime/kernels.h"
 
+#include <math.h> /* NAN */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,6 +288,83 @@ static void test_gather(void) {
     expect_fail(s, &e, PP_EINVAL, "input 'indices' must be int64 or int32");
 }
 
+static void test_scatternd(void) {
+    pp_err e;
+    pp_status s;
+    const tin x = T_I64(SHAPE(2, 3), 0, 1, 2, 10, 11, 12);
+    cur = "ScatterND: element updates, negative index, repeated tuple (the last wins)";
+    s = run(PP_OP_SCATTERND, 16, NULL, 0,
+            (tin[]){x, T_I64(SHAPE(3, 2), 0, -1, 1, 0, 0, 2), T_I64(SHAPE(3), 7, 8, 9)}, 3, 1, &e);
+    expect_ok(s, &e);
+    expect_i64(0, I64S(0, 1, 9, 8, 11, 12));
+    cur = "ScatterND: row updates (k < rank) with int32 indices";
+    s = run(PP_OP_SCATTERND, 13, NULL, 0,
+            (tin[]){x, {PP_I32, SHAPE(1, 1), (const int32_t[]){-1}}, T_I64(SHAPE(1, 3), 5, 6, 7)},
+            3, 1, &e);
+    expect_ok(s, &e);
+    expect_i64(0, I64S(0, 1, 2, 5, 6, 7));
+    cur = "ScatterND add on int8 wraps, repeated tuples accumulate";
+    pp_attr add = A_STR("reduction", "add");
+    s = run(PP_OP_SCATTERND, 16, &add, 1,
+            (tin[]){{PP_I8, SHAPE(2), (const int8_t[]){120, -5}}, T_I64(SHAPE(3, 1), 0, 0, 1),
+                    {PP_I8, SHAPE(3), (const int8_t[]){5, 10, 3}}}, 3, 1, &e);
+    expect_ok(s, &e);
+    if (n_outs == 1 && outs[0].dtype == PP_I8) {
+        const int8_t *g = outs[0].data;
+        CHECK(g[0] == -121 && g[1] == -2, "got %d %d, expected -121 -2", g[0], g[1]);
+    }
+    cur = "ScatterND max keeps a NaN in data and takes one from updates";
+    pp_attr mx = A_STR("reduction", "max");
+    s = run(PP_OP_SCATTERND, 18, &mx, 1,
+            (tin[]){T_F32(SHAPE(3), 1, NAN, 5), T_I64(SHAPE(3, 1), 0, 1, 2), T_F32(SHAPE(3), 4, 9, NAN)},
+            3, 1, &e);
+    expect_ok(s, &e);
+    if (n_outs == 1) {
+        const float *g = outs[0].data;
+        CHECK(g[0] == 4 && g[1] != g[1] && g[2] != g[2], "got %g %g %g", g[0], g[1], g[2]);
+    }
+    cur = "ScatterND mul and min";
+    pp_attr mu = A_STR("reduction", "mul"), mn = A_STR("reduction", "min");
+    s = run(PP_OP_SCATTERND, 16, &mu, 1, (tin[]){x, T_I64(SHAPE(1, 1), 1), T_I64(SHAPE(1, 3), 2, -1, 0)},
+            3, 1, &e);
+    expect_ok(s, &e);
+    expect_i64(0, I64S(0, 1, 2, 20, -11, 0));
+    s = run(PP_OP_SCATTERND, 18, &mn, 1, (tin[]){x, T_I64(SHAPE(2, 2), 0, 0, 1, 2), T_I64(SHAPE(2), -4, 30)},
+            3, 1, &e);
+    expect_ok(s, &e);
+    expect_i64(0, I64S(-4, 1, 2, 10, 11, 12));
+    cur = "ScatterND: an index out of range fails at run time";
+    s = run(PP_OP_SCATTERND, 16, NULL, 0,
+            (tin[]){x, T_I64(SHAPE(1, 2), 1, 3), T_I64(SHAPE(1), 0)}, 3, 1, &e);
+    expect_fail(s, &e, PP_EINVAL, "index 3 (tuple 0, position 1) is out of range [-3, 3)");
+    cur = "ScatterND: updates of the wrong shape";
+    s = run(PP_OP_SCATTERND, 16, NULL, 0,
+            (tin[]){x, T_I64(SHAPE(2, 1), 0, 1), T_I64(SHAPE(2, 2), 0, 0, 0, 0)}, 3, 1, &e);
+    expect_fail(s, &e, PP_EINVAL, "has shape [2,2], expected [2,3]");
+    cur = "ScatterND: index tuples longer than the data's rank";
+    s = run(PP_OP_SCATTERND, 16, NULL, 0,
+            (tin[]){x, T_I64(SHAPE(1, 3), 0, 0, 0), T_I64(SHAPE(1), 0)}, 3, 1, &e);
+    expect_fail(s, &e, PP_EINVAL, "more than the data's rank 2");
+    cur = "ScatterND: unknown reduction, reduction on float16";
+    pp_attr bad = A_STR("reduction", "avg");
+    s = run(PP_OP_SCATTERND, 18, &bad, 1, (tin[]){x, T_I64(SHAPE(1, 2), 0, 0), T_I64(SHAPE(1), 0)},
+            3, 1, &e);
+    expect_fail(s, &e, PP_EINVAL, "'reduction'='avg'");
+    s = run(PP_OP_SCATTERND, 16, &add, 1,
+            (tin[]){{PP_F16, SHAPE(2), (const uint16_t[]){0x3c00, 0x3c00}}, T_I64(SHAPE(1, 1), 0),
+                    {PP_F16, SHAPE(1), (const uint16_t[]){0x3c00}}}, 3, 1, &e);
+    expect_fail(s, &e, PP_EUNSUP, "reduction 'add' on element type f16");
+    cur = "ScatterND: reduction none on float16 moves bytes";
+    s = run(PP_OP_SCATTERND, 16, NULL, 0,
+            (tin[]){{PP_F16, SHAPE(2), (const uint16_t[]){0x3c00, 0x3c00}}, T_I64(SHAPE(1, 1), 1),
+                    {PP_F16, SHAPE(1), (const uint16_t[]){0xc000}}}, 3, 1, &e);
+    expect_ok(s, &e);
+    if (n_outs == 1) {
+        const uint16_t *g = outs[0].data;
+        CHECK(g[0] == 0x3c00 && g[1] == 0xc000, "got 0x%04x 0x%04x", g[0], g[1]);
+    }
+}
+
 static void test_trilu_range(void) {
     pp_err e;
     pp_status s;
@@ -422,6 +502,7 @@ int main(void) {
     test_pad();
     test_split();
     test_gather();
+    test_scatternd();
     test_trilu_range();
     test_dtypes();
     test_shapes();
