@@ -444,6 +444,7 @@ def export_model(name, outdir, batch=2, seed=0, opset=None,
             sum(b.numel() * b.element_size() for b in model.buffers())
         meta["weight_bytes"] = weight_bytes
         secs["build"] = round(time.time() - t, 2)
+        progress(f"built, {nparams} params")
 
         gen = torch.Generator().manual_seed(seed + 1)
         if spec.input_kind == "tokens":
@@ -460,7 +461,7 @@ def export_model(name, outdir, batch=2, seed=0, opset=None,
         if no_torch:
             meta["torch_forward"] = "skipped (--no-torch)"
         else:
-            progress(f"{nparams} params; PyTorch forward on {list(x.shape)}")
+            progress(f"PyTorch forward on {list(x.shape)}")
             t = time.time()
             with torch.no_grad():
                 y = model(x)
