@@ -77,43 +77,21 @@ pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err) {
     pp_put_u64(sec + 24, w_sum);
     pp_put_u64(hdr + PP_PLAN_HDRSUM_OFF, XXH3_64bits(hdr, PP_PLAN_HDRSUM_OFF));
 
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp) {
-        free(meta);
-        return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    }
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        pp_status s = PP_FAIL(err, PP_EIO, "cannot create '%s': %s", tmp, strerror(errno));
-        free(tmp);
+    pp_outfile out;
+    pp_status s = pp_outfile_open(&out, path, err);
+    if (s != PP_OK) {
         free(meta);
         return s;
     }
-    (void)fchmod(fd, 0644);
-    FILE *f = fdopen(fd, "wb");
-    bool ok = f != NULL;
-    if (ok) ok = fwrite(hdr, 1, sizeof hdr, f) == sizeof hdr;
+    FILE *f = out.f;
+    bool ok = fwrite(hdr, 1, sizeof hdr, f) == sizeof hdr;
     if (ok) ok = fwrite(meta, 1, meta_len, f) == meta_len;
     if (ok) {
         size_t pad = (size_t)(w_off - meta_off - meta_len);
         ok = fwrite(zeros, 1, pad, f) == pad;
     }
     if (ok) ok = emit_weights(l, f, NULL) == 0;
-    if (ok) ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int saved = errno;
-    if (f) ok = (fclose(f) == 0) && ok;
-    else close(fd);
-    pp_status s = PP_OK;
-    if (!ok) {
-        s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(saved));
-        unlink(tmp);
-    } else if (rename(tmp, path) != 0) {
-        s = PP_FAIL(err, PP_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
+    s = pp_outfile_commit(&out, ok, err);
     free(meta);
     return s;
 }

@@ -3,9 +3,13 @@
 #include "base.h"
 
 #include <math.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 pp_status pp_fail_at(pp_err *err, const char *file, int line, pp_status code,
                      const char *fmt, ...) {
@@ -289,4 +293,63 @@ bool pp_op_lookup(const char *name, pp_op *out) {
             return true;
         }
     return false;
+}
+
+/* ---- files written whole or not at all ------------------------------------------ */
+
+pp_status pp_outfile_open(pp_outfile *o, const char *path, pp_err *err) {
+    o->f = NULL;
+    o->path = path;
+    size_t n = strlen(path) + 16;
+    o->tmp = malloc(n);
+    if (!o->tmp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    snprintf(o->tmp, n, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(o->tmp);
+    if (fd < 0) {
+        pp_status s = PP_FAIL(err, PP_EIO, "cannot create '%s': %s", o->tmp, strerror(errno));
+        free(o->tmp);
+        o->tmp = NULL;
+        return s;
+    }
+    (void)fchmod(fd, 0644);
+    o->f = fdopen(fd, "wb");
+    if (!o->f) {
+        pp_status s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(errno));
+        close(fd);
+        unlink(o->tmp);
+        free(o->tmp);
+        o->tmp = NULL;
+        return s;
+    }
+    return PP_OK;
+}
+
+pp_status pp_outfile_commit(pp_outfile *o, bool ok, pp_err *err) {
+    if (!o->f) return PP_FAIL(err, PP_EIO, "'%s' was not opened", o->path);
+    ok = ok && !ferror(o->f) && fflush(o->f) == 0 && fsync(fileno(o->f)) == 0;
+    int saved = errno;
+    ok = fclose(o->f) == 0 && ok;
+    o->f = NULL;
+    pp_status s = PP_OK;
+    if (!ok) {
+        s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", o->path, strerror(saved ? saved : EIO));
+        unlink(o->tmp);
+    } else if (rename(o->tmp, o->path) != 0) {
+        s = PP_FAIL(err, PP_EIO, "cannot rename '%s' to '%s': %s", o->tmp, o->path, strerror(errno));
+        unlink(o->tmp);
+    }
+    free(o->tmp);
+    o->tmp = NULL;
+    return s;
+}
+
+void pp_json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
 }

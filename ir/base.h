@@ -143,6 +143,25 @@ static inline bool pp_add_ovf(size_t a, size_t b, size_t *r) { return __builtin_
 static inline size_t pp_count(int n) { return n > 0 ? (size_t)n : 1; }
 static inline size_t pp_align_up(size_t x, size_t a) { return (x + (a - 1)) & ~(a - 1); }
 
+/* ---- files written whole or not at all ------------------------------------- */
+
+#include <stdio.h>
+
+/* An output file written under a temporary name beside `path` and renamed
+ * into place by pp_outfile_commit, so readers see the old file or the whole
+ * new one, never a part. Any failure removes the temporary file. */
+typedef struct pp_outfile {
+    FILE *f;
+    char *tmp;
+    const char *path;
+} pp_outfile;
+
+pp_status pp_outfile_open(pp_outfile *o, const char *path, pp_err *err);
+/* Flush, sync, close, rename; `ok` false (an earlier write failed) aborts. */
+pp_status pp_outfile_commit(pp_outfile *o, bool ok, pp_err *err);
+/* A JSON string literal of s (quotes, escapes for '"', '\\' and control bytes). */
+void pp_json_str(FILE *f, const char *s);
+
 /* ---- attributes (ONNX AttributeProto, minus tensors and graphs) ---------- */
 
 typedef enum pp_attr_type {

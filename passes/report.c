@@ -81,29 +81,12 @@ void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
     }
 }
 
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
 
 pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_opts *o,
                          pp_err *err) {
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        pp_status s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(errno));
-        free(tmp);
-        return s;
-    }
+    pp_outfile out;
+    PP_TRY(pp_outfile_open(&out, path, err));
+    FILE *f = out.f;
     fprintf(f, "{\"policy\": \"%s\", \"micro_batch\": %lld, \"stages\": [", pp_policy_name(o->policy),
             (long long)g->batch);
     for (int s = 0; s < g->n_stages; s++) {
@@ -114,9 +97,9 @@ pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_o
                 "\"est_time_ms\": %.6f, \"first_node\": ",
                 s ? "," : "", s, si->ops, si->params, si->flops, si->arena, si->memory,
                 s < g->n_stages - 1 ? g->bounds[s].bytes : 0, si->est_ms);
-        json_str(f, g->nodes[si->first].name);
+        pp_json_str(f, g->nodes[si->first].name);
         fprintf(f, ", \"last_node\": ");
-        json_str(f, g->nodes[si->last].name);
+        pp_json_str(f, g->nodes[si->last].name);
         fprintf(f, "}");
     }
     imbalance im = imbalances(g);
@@ -130,43 +113,20 @@ pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_o
     for (int i = 0; i < g->n_nodes; i++) {
         if (!g->nodes[i].recovered) continue;
         fprintf(f, "%s\n  {\"name\": ", k++ ? "," : "");
-        json_str(f, g->nodes[i].name);
+        pp_json_str(f, g->nodes[i].name);
         fprintf(f, ", \"op\": \"%s\", \"stage\": %d}", pp_op_table[g->nodes[i].op].name, g->nodes[i].stage);
     }
     fprintf(f, "]}\n");
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    pp_status s = PP_OK;
-    if (!ok || rename(tmp, path) != 0) {
-        s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
-    return s;
+    return pp_outfile_commit(&out, true, err);
 }
 
 /* ---- Graphviz ----------------------------------------------------------------------------- */
 
-static void dot_id(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
 
 pp_status pp_dump_dot(const char *path, const pp_graph *g, pp_err *err) {
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        pp_status s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(errno));
-        free(tmp);
-        return s;
-    }
+    pp_outfile out;
+    PP_TRY(pp_outfile_open(&out, path, err));
+    FILE *f = out.f;
     fprintf(f, "digraph ppcc {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n");
     for (int s = 0; s < g->n_stages; s++) {
         fprintf(f, "  subgraph cluster_%d {\n    label=\"stage %d\";\n", s, s);
@@ -186,7 +146,7 @@ pp_status pp_dump_dot(const char *path, const pp_graph *g, pp_err *err) {
     }
     for (int k = 0; k < g->n_inputs; k++) {
         fprintf(f, "  ");
-        dot_id(f, g->values[g->inputs[k]].name);
+        pp_json_str(f, g->values[g->inputs[k]].name);
         fprintf(f, " [shape=ellipse];\n");
     }
     for (int i = 0; i < g->n_nodes; i++) {
@@ -198,7 +158,7 @@ pp_status pp_dump_dot(const char *path, const pp_graph *g, pp_err *err) {
             bool crossing = p < 0 ? nd->stage > 0 : g->nodes[p].stage != nd->stage;
             char sh[96];
             fprintf(f, "  ");
-            if (p < 0) dot_id(f, g->values[v].name);
+            if (p < 0) pp_json_str(f, g->values[v].name);
             else fprintf(f, "n%d", p);
             fprintf(f, " -> n%d [label=\"%s\"%s];\n", i, pp_shape_str(&g->values[v].shape, sh, sizeof sh),
                     crossing ? ", color=red, penwidth=2" : "");
@@ -207,22 +167,14 @@ pp_status pp_dump_dot(const char *path, const pp_graph *g, pp_err *err) {
     for (int k = 0; k < g->n_outputs; k++) {
         int v = g->outputs[k], p = g->values[v].producer;
         fprintf(f, "  ");
-        dot_id(f, g->values[v].name);
+        pp_json_str(f, g->values[v].name);
         fprintf(f, " [shape=ellipse];\n  ");
-        if (p < 0) dot_id(f, g->values[v].name);
+        if (p < 0) pp_json_str(f, g->values[v].name);
         else fprintf(f, "n%d", p);
         fprintf(f, " -> ");
-        dot_id(f, g->values[v].name);
+        pp_json_str(f, g->values[v].name);
         fprintf(f, ";\n");
     }
     fprintf(f, "}\n");
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    pp_status s = PP_OK;
-    if (!ok || rename(tmp, path) != 0) {
-        s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
-    return s;
+    return pp_outfile_commit(&out, true, err);
 }

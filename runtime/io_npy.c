@@ -169,34 +169,13 @@ pp_status pprt_npy_write(const char *path, pp_dtype dt, const pp_shape *sh, cons
     memcpy(hdr + 10, dict, (size_t)n);
     memset(hdr + 10 + n, ' ', hlen - (size_t)n - 1);
     hdr[total - 1] = '\n';
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp) {
-        free(hdr);
-        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pp_outfile out;
+    pp_status s = pp_outfile_open(&out, path, err);
+    if (s == PP_OK) {
+        bool ok = fwrite(hdr, 1, total, out.f) == total &&
+                  (nbytes == 0 || fwrite(data, 1, nbytes, out.f) == nbytes);
+        s = pp_outfile_commit(&out, ok, err);
     }
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    pp_status s = PP_OK;
-    if (fd < 0) {
-        s = PP_FAIL(err, PP_EIO, "cannot create '%s': %s", tmp, strerror(errno));
-    } else {
-        (void)fchmod(fd, 0644);
-        FILE *f = fdopen(fd, "wb");
-        bool ok = f && fwrite(hdr, 1, total, f) == total &&
-                  (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
-        int saved = errno;
-        if (f) ok = (fclose(f) == 0) && ok;
-        else close(fd);
-        if (!ok) {
-            s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(saved));
-            unlink(tmp);
-        } else if (rename(tmp, path) != 0) {
-            s = PP_FAIL(err, PP_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-            unlink(tmp);
-        }
-    }
-    free(tmp);
     free(hdr);
     return s;
 }

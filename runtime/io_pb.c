@@ -239,37 +239,9 @@ pp_status pprt_pb_write(const char *path, const char *name, pp_dtype dt, const p
     uint8_t *buf = malloc(len ? len : 1);
     if (!buf) return PP_FAIL(err, PP_ENOMEM, "%s: cannot allocate %zu bytes", path, len);
     onnx__tensor_proto__pack(&t, buf);
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    pp_status s = PP_OK;
-    int fd = -1;
-    if (!tmp) {
-        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-    } else {
-        snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-        fd = mkstemp(tmp);
-        if (fd < 0) s = PP_FAIL(err, PP_EIO, "cannot create '%s': %s", tmp, strerror(errno));
-    }
-    if (s == PP_OK) {
-        (void)fchmod(fd, 0644);
-        size_t done = 0;
-        while (done < len) {
-            ssize_t w = write(fd, buf + done, len - done);
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) break;
-            done += (size_t)w;
-        }
-        int saved = errno;
-        bool ok = close(fd) == 0 && done == len;
-        if (!ok) {
-            s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(saved));
-            unlink(tmp);
-        } else if (rename(tmp, path) != 0) {
-            s = PP_FAIL(err, PP_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-            unlink(tmp);
-        }
-    }
-    free(tmp);
+    pp_outfile out;
+    pp_status s = pp_outfile_open(&out, path, err);
+    if (s == PP_OK) s = pp_outfile_commit(&out, fwrite(buf, 1, len, out.f) == len, err);
     free(buf);
     return s;
 }
