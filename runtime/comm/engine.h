@@ -1,0 +1,122 @@
+/* engine.h: the MPI engine's internal interface (engine.c), used by the MPI
+ * channel (chan_mpi.c) and the MPI driver (sched_mpi.c).
+ *
+ * One engine thread per process makes every MPI call after MPI_Init_thread
+ * (MPI_THREAD_SERIALIZED): other threads queue requests and wait on them.
+ * The engine posts them, tests them with MPI_Test, receives control messages
+ * on their own tag, sends a heartbeat to every rank and watches theirs. When
+ * anything fails (an MPI call, a rank falling silent for the timeout, an
+ * abort message from another rank) the engine reports it and ends the
+ * process itself, so a thread blocked here never outlives a failure. */
+#ifndef PPRT_COMM_ENGINE_H
+#define PPRT_COMM_ENGINE_H
+
+#include <mpi.h>
+#include <pthread.h>
+
+#include "comm.h"
+
+/* Message tags: control messages, boundary messages, replica input shares,
+ * replica output shares, statistics. */
+enum { PPRT_TAG_CTRL = 7101, PPRT_TAG_DATA, PPRT_TAG_IN, PPRT_TAG_OUT, PPRT_TAG_STATS };
+
+enum {
+    PPRT_CTRL_HB = 1, /* heartbeat */
+    PPRT_CTRL_ABORT,  /* code, text: the sender failed */
+    PPRT_CTRL_ACK,    /* abort received */
+    PPRT_CTRL_HELLO,  /* to rank 0: a[0] plan hash, a[1] depth, a[2] replicas, text host */
+    PPRT_CTRL_GO,     /* from rank 0: a[0] samples, a[1] 1 = same host as the writer */
+    PPRT_CTRL_PING,   /* to the writer: t[0] sender's clock */
+    PPRT_CTRL_PONG,   /* t[0] echoed, t[1] writer's clock */
+    PPRT_CTRL_DONE,   /* from the writer: code (exit status of the whole run) */
+};
+
+/* Every control message has this fixed size (512 bytes). */
+typedef struct pprt_ctrl {
+    int32_t type, src, code, pad;
+    int64_t a[6];
+    double t[2];
+    char text[432];
+} pprt_ctrl;
+
+typedef struct pprt_mpi_req pprt_mpi_req;
+
+struct pprt_mpi {
+    int rank, size;
+    int replicas;       /* asked for */
+    int stages;         /* 0 until pprt_mpi_bind */
+    int stage, replica, writer;
+    double timeout_s, hb_s;
+    char host[64];
+    /* engine thread and what it shares with the others, under mu */
+    pthread_t th;
+    bool th_started;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;    /* to the engine: something to do */
+    pthread_cond_t changed; /* from the engine: a request completed, a message arrived */
+    bool stop;
+    int waiters;
+    bool new_wait;           /* a thread started waiting: poll fast again */
+    const char *waiting_for; /* what a blocked thread waits for (message text), or NULL */
+    pprt_mpi_req *pending;   /* queued, not yet posted, in order */
+    pprt_mpi_req **pending_tail;
+    pprt_mpi_req *active;    /* posted */
+    pprt_ctrl ctrl_in;
+    MPI_Request ctrl_req;
+    pprt_ctrl *mbox;         /* control messages for the other threads */
+    int mbox_n, mbox_cap;
+    double *last_heard;
+    MPI_Request *hb_req;
+    pprt_ctrl hb_msg;
+    double last_hb;
+    bool heartbeats, watch;
+    int phase;               /* ENGINE_RUN, ENGINE_ABORT, ENGINE_EXIT (engine.c) */
+    int exit_code;
+    double exit_deadline;
+    bool *acked;
+    pprt_mpi_req *exit_req;  /* the acknowledgement an exiting rank waits to send */
+    bool run_complete;       /* the writer gathered everything */
+};
+
+/* "rank 3 (stage 1)", or "(stage 1, replica 1)" with replicas. */
+void pprt_mpi_describe(const pprt_mpi *m, int rank, char *buf, size_t n);
+double pprt_mpi_now(void);
+
+/* Queue a non-blocking send or receive of `bytes` (split into pieces MPI's
+ * int counts can hold); `what` names it in error messages ("receiving
+ * micro-batch 3 from rank 1 (stage 1)"). */
+pp_status pprt_mpi_isend(pprt_mpi *m, const void *buf, size_t bytes, int peer, int tag,
+                         pprt_mpi_req **out, pp_err *err, const char *what, ...)
+    __attribute__((format(printf, 8, 9)));
+pp_status pprt_mpi_irecv(pprt_mpi *m, void *buf, size_t bytes, int peer, int tag,
+                         pprt_mpi_req **out, pp_err *err, const char *what, ...)
+    __attribute__((format(printf, 8, 9)));
+/* Block until the request completed (and free it). A failure never comes
+ * back here: the engine ends the process. */
+pp_status pprt_mpi_wait(pprt_mpi *m, pprt_mpi_req *r, pp_err *err);
+bool pprt_mpi_test(pprt_mpi *m, pprt_mpi_req *r);
+
+/* Send a control message (copied; the engine frees it when sent). */
+pp_status pprt_mpi_send_ctrl(pprt_mpi *m, int peer, int type, const pprt_ctrl *body, pp_err *err);
+/* Block until a control message of `type` from `src` arrives. */
+pp_status pprt_mpi_wait_ctrl(pprt_mpi *m, int type, int src, pprt_ctrl *out, const char *what, pp_err *err);
+
+/* ---- the MPI channel (chan_mpi.c) ------------------------------------------ */
+
+#include "../chan.h"
+
+/* This rank's end of one stage boundary, as the pair of channels the
+ * threaded scheduler uses (`full` forward, `free` back):
+ *   sender (the boundary's upstream rank): free->recv gives a buffer to fill,
+ *     one whose previous send completed; full->send starts sending it
+ *     (MPI_Isend) and returns at once;
+ *   receiver (downstream): full->recv gives the next message, received into
+ *     a pre-posted MPI_Irecv; free->send hands its buffer back, which posts
+ *     the next MPI_Irecv into it.
+ * Each side owns `depth` buffers of `bytes` (64-byte aligned), so up to
+ * 2 x depth messages are in flight. `n_msgs` messages pass in all. The tag
+ * (micro-batch index) travels in a 64-byte header before the payload. */
+pp_status pprt_mpi_chan_create(pprt_mpi *m, int peer, bool sender, size_t bytes, int depth,
+                               int64_t n_msgs, pprt_chan **full, pprt_chan **free_, pp_err *err);
+
+#endif

@@ -1,0 +1,75 @@
+/* microbatch.c: filling and draining boundary messages, and run statistics,
+ * shared by the threaded and the MPI drivers (see microbatch.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "microbatch.h"
+
+int64_t pprt_mb_size(const pprt_plan *p) { return p->batch > 0 ? p->batch : 1; }
+
+int64_t pprt_mb_count(const pprt_plan *p, int64_t n) {
+    int64_t b = pprt_mb_size(p);
+    return n > 0 ? (n + b - 1) / b : 0;
+}
+
+/* Samples of micro-batch mb that exist among n. */
+static int64_t mb_have(int64_t b, int64_t n, int64_t mb) {
+    int64_t left = n - mb * b;
+    return left < 0 ? 0 : left < b ? left : b;
+}
+
+void pprt_mb_fill(const pprt_plan *p, const pprt_array *inputs, int64_t n, int64_t mb, void *msg) {
+    const pprt_stage *st = &p->stages[0];
+    int64_t b = pprt_mb_size(p), have = mb_have(b, n, mb);
+    for (int i = 0; i < p->n_inputs; i++) {
+        size_t sb = p->inputs[i].sample_bytes;
+        unsigned char *dst = (unsigned char *)msg + st->in.off[i];
+        if (have > 0)
+            memcpy(dst, (const unsigned char *)inputs[i].data + (size_t)(mb * b) * sb, (size_t)have * sb);
+        if (have < b) memset(dst + (size_t)have * sb, 0, (size_t)(b - have) * sb);
+    }
+}
+
+void pprt_mb_drain(const pprt_plan *p, const void *msg, int64_t n, int64_t mb, const pprt_array *outputs) {
+    const pprt_stage *st = &p->stages[p->n_stages - 1];
+    int64_t b = pprt_mb_size(p), have = mb_have(b, n, mb);
+    for (int i = 0; i < p->n_outputs && have > 0; i++) {
+        size_t sb = p->outputs[i].sample_bytes;
+        memcpy((unsigned char *)outputs[i].data + (size_t)(mb * b) * sb,
+               (const unsigned char *)msg + st->out.off[i], (size_t)have * sb);
+    }
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+pp_status pprt_stats_fill(pprt_stats *st, int64_t n, int64_t m, double wall_s, int stages,
+                          int replicas, const double *busy, double *lat_s, pp_err *err) {
+    st->samples = n;
+    st->micro_batches = m;
+    st->wall_s = wall_s;
+    st->samples_per_s = wall_s > 0 ? (double)n / wall_s : 0;
+    st->n_stages = stages;
+    st->stages = calloc(pp_count(stages), sizeof *st->stages);
+    if (!st->stages) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    double total = 0, lanes = (double)replicas * wall_s;
+    for (int i = 0; i < stages; i++) {
+        total += busy[i];
+        st->stages[i].busy_s = busy[i];
+        st->stages[i].utilization = lanes > 0 ? busy[i] / lanes : 0;
+    }
+    st->bubble = lanes > 0 ? 1.0 - total / ((double)stages * lanes) : 0;
+    st->latency_mean_ms = st->latency_p99_ms = 0;
+    if (m < 1) return PP_OK;
+    double sum = 0;
+    for (int64_t i = 0; i < m; i++) sum += lat_s[i];
+    qsort(lat_s, (size_t)m, sizeof *lat_s, cmp_double);
+    st->latency_mean_ms = 1e3 * sum / (double)m;
+    int64_t k = (int64_t)((double)m * 0.99 + 0.999999) - 1;
+    if (k < 0) k = 0;
+    if (k >= m) k = m - 1;
+    st->latency_p99_ms = 1e3 * lat_s[k];
+    return PP_OK;
+}

@@ -1,0 +1,34 @@
+/* microbatch.h: what every driver of a plan does the same way, whether its
+ * stages are threads of one process (runtime/sched.c) or MPI ranks
+ * (runtime/comm/sched_mpi.c): cut micro-batch `mb` out of the input arrays
+ * into stage 0's incoming message (zero-padding the last one), copy the last
+ * stage's outgoing message back into the output arrays (dropping the
+ * padding), and turn measured times into a pprt_stats. No MPI here. */
+#ifndef PPRT_MICROBATCH_H
+#define PPRT_MICROBATCH_H
+
+#include "../pprt.h"
+
+/* Samples per micro-batch: the plan's batch, 1 for an unbatched plan. */
+int64_t pprt_mb_size(const pprt_plan *p);
+/* Micro-batches needed for n samples. */
+int64_t pprt_mb_count(const pprt_plan *p, int64_t n);
+
+/* inputs[i] holds n samples of plan input i; msg is laid out as
+ * p->stages[0].in. Copies samples [mb*B, mb*B+B) (those that exist) and
+ * zeroes the rest. */
+void pprt_mb_fill(const pprt_plan *p, const pprt_array *inputs, int64_t n, int64_t mb, void *msg);
+
+/* msg is laid out as the last stage's out; outputs[i].data has room for n
+ * samples of plan output i. Copies the samples of micro-batch mb that exist. */
+void pprt_mb_drain(const pprt_plan *p, const void *msg, int64_t n, int64_t mb, const pprt_array *outputs);
+
+/* Fill the timing part of *st (everything but peak_rss and node_ms) for a
+ * run of n samples in m micro-batches over `stages` stages, each run by
+ * `replicas` pipelines: busy[s] is stage s's busy time summed over the
+ * replicas, lat_s[k] micro-batch k's latency in seconds (m entries; sorted in
+ * place). st->stages is allocated (caller frees). */
+pp_status pprt_stats_fill(pprt_stats *st, int64_t n, int64_t m, double wall_s, int stages,
+                          int replicas, const double *busy, double *lat_s, pp_err *err);
+
+#endif

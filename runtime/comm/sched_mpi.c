@@ -1,0 +1,458 @@
+/* sched_mpi.c: the micro-batch pipeline with one stage per MPI rank (see
+ * comm.h). The same stage loop as the threaded scheduler, over MPI channels
+ * (chan_mpi.c) instead of in-process queues:
+ *
+ *   set-up   every rank sends rank 0 a hello (plan checksum, --depth,
+ *            --replicas); rank 0 checks them and answers with the sample
+ *            count. A rank on another host than the writer measures its
+ *            clock offset to the writer's (ping-pong, least round trip), so
+ *            latencies and the wall time are on one clock.
+ *   shares   replica k takes micro-batches [M*k/R, M*(k+1)/R): rank 0 sends
+ *            each replica's stage 0 its samples; the writer pre-posts the
+ *            receives of every replica's outputs straight into place.
+ *   run      receive (stage > 0), take a free outgoing buffer (stage < K-1),
+ *            fill (stage 0), run the stage's executor, hand the incoming
+ *            buffer back, send (stage < K-1) or drain (stage K-1).
+ *   gather   every rank sends the writer its busy time, loop start and end,
+ *            per-node times and per-micro-batch start or end times; the
+ *            writer computes the same statistics as pprt_run. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <xxhash.h>
+
+#include "../exec.h"
+#include "engine.h"
+#include "microbatch.h"
+
+/* The plan file's identity: its header holds the checksums of all of it. */
+static uint64_t plan_hash(const pprt_plan *p) {
+    if (p->map && p->map_len >= 128) return XXH3_64bits(p->map, 128);
+    char buf[1024];
+    int len = snprintf(buf, sizeof buf, "%zu %s %s", p->file_bytes, p->model_hash ? p->model_hash : "",
+                       p->options ? p->options : "");
+    return XXH3_64bits(buf, (size_t)(len > 0 ? (len < (int)sizeof buf ? len : (int)sizeof buf - 1) : 0));
+}
+
+typedef struct {
+    int64_t b, M;   /* micro-batch size, micro-batches in all */
+    int64_t n;      /* samples */
+    int R;
+} shares;
+
+static int64_t mb_lo(const shares *S, int k) { return S->M * k / S->R; }
+static int64_t mb_n(const shares *S, int k) { return mb_lo(S, k + 1) - mb_lo(S, k); }
+static int64_t first_sample(const shares *S, int k) { return mb_lo(S, k) * S->b; }
+static int64_t n_samples(const shares *S, int k) {
+    int64_t end = mb_lo(S, k + 1) * S->b;
+    if (end > S->n) end = S->n;
+    int64_t c = end - first_sample(S, k);
+    return c > 0 ? c : 0;
+}
+
+/* Length (doubles) of rank q's statistics message. */
+enum { ST_BUSY, ST_RSS, ST_START, ST_END, ST_MBS, ST_HEAD };
+static size_t stats_len(const pprt_plan *p, const shares *S, int q) {
+    int K = p->n_stages, s = q % K;
+    size_t len = ST_HEAD + (size_t)p->stages[s].n_nodes;
+    if (s == 0) len += (size_t)mb_n(S, q / K);
+    if (s == K - 1) len += (size_t)mb_n(S, q / K);
+    return len;
+}
+
+static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs, int64_t *n,
+                           int depth, bool *same_host, pp_err *err) {
+    uint64_t hash = plan_hash(p);
+    char who[64];
+    if (m->rank != 0) {
+        pprt_ctrl c = {0};
+        c.a[0] = (int64_t)hash;
+        c.a[1] = depth;
+        c.a[2] = m->replicas;
+        snprintf(c.text, sizeof c.text, "%s", m->host);
+        PP_TRY(pprt_mpi_send_ctrl(m, 0, PPRT_CTRL_HELLO, &c, err));
+        pprt_mpi_describe(m, 0, who, sizeof who);
+        char what[128];
+        snprintf(what, sizeof what, "waiting for the go-ahead from %s", who);
+        PP_TRY(pprt_mpi_wait_ctrl(m, PPRT_CTRL_GO, 0, &c, what, err));
+        *n = c.a[0];
+        *same_host = c.a[1] != 0;
+        return PP_OK;
+    }
+    /* rank 0: the data, then every rank's hello */
+    if (*n < 1) return PP_FAIL(err, PP_EINVAL, "no samples to run");
+    for (int i = 0; i < p->n_inputs; i++)
+        if (inputs[i].n != *n)
+            return PP_FAIL(err, PP_EINVAL, "input '%s' has %lld samples, expected %lld like the first",
+                           p->inputs[i].name, (long long)inputs[i].n, (long long)*n);
+    if (p->batch == 0 && *n != 1)
+        return PP_FAIL(err, PP_EINVAL, "an unbatched plan (-b 0) runs exactly one set of inputs, got %lld",
+                       (long long)*n);
+    char(*hosts)[64] = calloc((size_t)m->size, sizeof *hosts);
+    if (!hosts) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    snprintf(hosts[0], sizeof hosts[0], "%s", m->host);
+    pp_status s = PP_OK;
+    for (int q = 1; q < m->size && s == PP_OK; q++) {
+        pprt_ctrl c;
+        char what[128];
+        pprt_mpi_describe(m, q, who, sizeof who);
+        snprintf(what, sizeof what, "waiting for the hello of %s", who);
+        s = pprt_mpi_wait_ctrl(m, PPRT_CTRL_HELLO, q, &c, what, err);
+        if (s != PP_OK) break;
+        snprintf(hosts[q], sizeof hosts[q], "%.63s", c.text);
+        if ((uint64_t)c.a[0] != hash)
+            s = PP_FAIL(err, PP_EINVAL, "%s (host %s) loaded a different plan file than rank 0 (host %s): "
+                        "every rank must run the same plan", who, hosts[q], m->host);
+        else if (c.a[1] != depth || c.a[2] != m->replicas)
+            s = PP_FAIL(err, PP_EINVAL, "%s runs with --depth %lld --replicas %lld, rank 0 with --depth %d "
+                        "--replicas %d: every rank must get the same options", who, (long long)c.a[1],
+                        (long long)c.a[2], depth, m->replicas);
+    }
+    for (int q = 1; q < m->size && s == PP_OK; q++) {
+        pprt_ctrl c = {0};
+        c.a[0] = *n;
+        c.a[1] = strcmp(hosts[q], hosts[m->writer]) == 0;
+        s = pprt_mpi_send_ctrl(m, q, PPRT_CTRL_GO, &c, err);
+    }
+    *same_host = strcmp(hosts[0], hosts[m->writer]) == 0;
+    free(hosts);
+    return s;
+}
+
+/* Writer's clock minus this rank's: 0 on the writer's host (CLOCK_MONOTONIC is
+ * the host's), else from the ping-pong with the least round trip. */
+static pp_status clock_offset(pprt_mpi *m, bool same_host, double *off, pp_err *err) {
+    *off = 0;
+    if (m->rank == m->writer || same_host) return PP_OK;
+    char who[64], what[128];
+    pprt_mpi_describe(m, m->writer, who, sizeof who);
+    snprintf(what, sizeof what, "measuring the clock offset to %s", who);
+    double best = INFINITY;
+    for (int round = 0; round < 8; round++) {
+        pprt_ctrl c = {0};
+        double t0 = pprt_mpi_now();
+        c.t[0] = t0;
+        PP_TRY(pprt_mpi_send_ctrl(m, m->writer, PPRT_CTRL_PING, &c, err));
+        PP_TRY(pprt_mpi_wait_ctrl(m, PPRT_CTRL_PONG, m->writer, &c, what, err));
+        double t1 = pprt_mpi_now();
+        if (c.t[0] == t0 && t1 - t0 < best) {
+            best = t1 - t0;
+            *off = c.t[1] - 0.5 * (t0 + t1);
+        }
+    }
+    return PP_OK;
+}
+
+typedef struct {
+    const pprt_exec_ops *ex;
+    pprt_exec *x;
+    pprt_chan *in_full, *in_free, *out_full, *out_free;
+    void *local_in, *local_out;
+    pprt_array *in_arr, *out_arr; /* this replica's share of the inputs / outputs */
+    void **owned;                 /* share buffers this rank allocated */
+    int n_owned;
+    pprt_mpi_req **reqs;          /* bulk transfers to complete before the end */
+    int n_reqs;
+    double *stats;                /* this rank's statistics message */
+    double **peer_stats;          /* writer: every rank's */
+} rankrun;
+
+static pp_status add_req(rankrun *rr, pprt_mpi_req *r) {
+    rr->reqs[rr->n_reqs++] = r;
+    return PP_OK;
+}
+
+static void *alloc64(size_t bytes) {
+    void *b = NULL;
+    return posix_memalign(&b, 64, bytes ? bytes : 64) == 0 ? b : NULL;
+}
+
+static pp_status run_loop(pprt_mpi *m, const pprt_plan *p, const shares *S, rankrun *rr,
+                          const pprt_run_opts *o, pp_err *err) {
+    int K = p->n_stages, s = m->stage, k = m->replica, last = K - 1;
+    int64_t mk = mb_n(S, k), lo = mb_lo(S, k), nk = n_samples(S, k);
+    double *st = rr->stats, *t_start = st + ST_HEAD + p->stages[s].n_nodes;
+    double *t_end = t_start + (s == 0 ? mk : 0);
+    double busy = 0;
+    for (int64_t j = 0; j < mk; j++) {
+        pp_err e = {0};
+        void *in = rr->local_in, *out = rr->local_out;
+        int64_t tag = j;
+        if (s > 0) {
+            PP_TRY(rr->in_full->ops->recv(rr->in_full, &in, &tag, err));
+            if (tag != j)
+                return PP_FAIL(err, PP_ERUNTIME, "stage %d: received micro-batch %lld out of order, "
+                               "expected %lld", s, (long long)(lo + tag), (long long)(lo + j));
+        }
+        if (s < last) PP_TRY(rr->out_free->ops->recv(rr->out_free, &out, &tag, err));
+        double t0 = pprt_mpi_now();
+        if (s == 0) {
+            t_start[j] = t0;
+            pprt_mb_fill(p, rr->in_arr, nk, j, in);
+        }
+        pp_status rs = rr->ex->run(rr->x, in, out, &e);
+        double t1 = pprt_mpi_now();
+        busy += t1 - t0;
+        if (rs != PP_OK)
+            return PP_FAIL(err, rs, "stage %d, micro-batch %lld: %s", s, (long long)(lo + j), e.msg);
+        if (s > 0) PP_TRY(rr->in_free->ops->send(rr->in_free, in, 0, err));
+        if (s < last) {
+            PP_TRY(rr->out_full->ops->send(rr->out_full, out, j, err));
+        } else {
+            pprt_mb_drain(p, out, nk, j, rr->out_arr);
+            t_end[j] = pprt_mpi_now();
+        }
+    }
+    /* every send completed: all buffers back */
+    for (int d = 0; s < last && d < o->depth; d++) {
+        void *buf;
+        int64_t tag;
+        PP_TRY(rr->out_free->ops->recv(rr->out_free, &buf, &tag, err));
+    }
+    st[ST_BUSY] = busy;
+    st[ST_MBS] = (double)mk;
+    const double *ns = rr->ex->node_seconds ? rr->ex->node_seconds(rr->x) : NULL;
+    for (int i = 0; i < p->stages[s].n_nodes; i++) st[ST_HEAD + i] = ns ? ns[i] : 0;
+    return PP_OK;
+}
+
+/* Writer: every rank's statistics into *stats. */
+static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const shares *S, rankrun *rr,
+                              pprt_stats *stats, pp_err *err) {
+    int K = p->n_stages, total_nodes = 0;
+    int *base = calloc((size_t)K, sizeof *base);
+    double *busy = calloc((size_t)K, sizeof *busy);
+    size_t nm = S->M > 0 ? (size_t)S->M : 1;
+    double *t0 = calloc(nm, sizeof *t0), *t1 = calloc(nm, sizeof *t1);
+    pp_status s = PP_OK;
+    if (!base || !busy || !t0 || !t1) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < K && s == PP_OK; i++) {
+        base[i] = total_nodes;
+        total_nodes += p->stages[i].n_nodes;
+    }
+    double *node_s = s == PP_OK ? calloc(pp_count(total_nodes), sizeof *node_s) : NULL;
+    if (s == PP_OK && !node_s) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    double start = INFINITY, end = -INFINITY, rss = 0;
+    for (int q = 0; q < m->size && s == PP_OK; q++) {
+        const double *st = q == m->rank ? rr->stats : rr->peer_stats[q];
+        int sq = q % K, kq = q / K;
+        int64_t mq = mb_n(S, kq), lo = mb_lo(S, kq);
+        if (st[ST_MBS] != (double)mq) {
+            s = PP_FAIL(err, PP_ERUNTIME, "rank %d ran %.0f micro-batches, expected %lld", q, st[ST_MBS],
+                        (long long)mq);
+            break;
+        }
+        busy[sq] += st[ST_BUSY];
+        rss = fmax(rss, st[ST_RSS]);
+        start = fmin(start, st[ST_START]);
+        end = fmax(end, st[ST_END]);
+        for (int i = 0; i < p->stages[sq].n_nodes; i++) node_s[base[sq] + i] += st[ST_HEAD + i];
+        const double *t = st + ST_HEAD + p->stages[sq].n_nodes;
+        if (sq == 0) {
+            memcpy(t0 + lo, t, (size_t)mq * sizeof *t);
+            t += mq;
+        }
+        if (sq == K - 1) memcpy(t1 + lo, t, (size_t)mq * sizeof *t);
+    }
+    if (s == PP_OK) {
+        for (int64_t j = 0; j < S->M; j++) t1[j] -= t0[j];
+        s = pprt_stats_fill(stats, S->n, S->M, end - start, K, S->R, busy, t1, err);
+    }
+    if (s == PP_OK) {
+        stats->peak_rss = (size_t)rss;
+        stats->node_ms = node_s;
+        node_s = NULL;
+        for (int i = 0; i < total_nodes; i++) stats->node_ms[i] = 1e3 * stats->node_ms[i] / (double)S->M;
+    }
+    free(node_s);
+    free(base);
+    free(busy);
+    free(t0);
+    free(t1);
+    return s;
+}
+
+pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs, int64_t *n_io,
+                       pprt_array *outputs, const pprt_run_opts *o, pprt_stats *stats, pp_err *err) {
+    memset(stats, 0, sizeof *stats);
+    for (int i = 0; i < p->n_outputs; i++) outputs[i] = (pprt_array){NULL, 0};
+    if (m->stages != p->n_stages) return PP_FAIL(err, PP_ERUNTIME, "internal: pprt_mpi_bind was not called");
+    if (o->depth < 1) return PP_FAIL(err, PP_EINVAL, "--depth must be >= 1, got %d", o->depth);
+    int K = p->n_stages, R = m->replicas, me = m->rank, s = m->stage, k = m->replica, last = K - 1;
+    bool writer = me == m->writer;
+    int64_t n = *n_io;
+    bool same_host = true;
+    double off = 0;
+    PP_TRY(handshake(m, p, inputs, &n, o->depth, &same_host, err));
+    *n_io = n;
+    PP_TRY(clock_offset(m, same_host, &off, err));
+    shares S = {pprt_mb_size(p), pprt_mb_count(p, n), n, R};
+    int64_t mk = mb_n(&S, k), nk = n_samples(&S, k);
+
+    rankrun rr = {.ex = o->executor ? o->executor : &pprt_exec_cpu_ref};
+    int max_reqs = 2 + (R + 1) * (p->n_inputs + p->n_outputs) + m->size;
+    rr.reqs = calloc((size_t)max_reqs, sizeof *rr.reqs);
+    rr.owned = calloc((size_t)(p->n_inputs + p->n_outputs + 2), sizeof *rr.owned);
+    rr.in_arr = calloc(pp_count(p->n_inputs), sizeof *rr.in_arr);
+    rr.out_arr = calloc(pp_count(p->n_outputs), sizeof *rr.out_arr);
+    rr.stats = calloc(stats_len(p, &S, me), sizeof *rr.stats);
+    rr.peer_stats = writer ? calloc((size_t)m->size, sizeof *rr.peer_stats) : NULL;
+    pp_status st = PP_OK;
+    if (!rr.reqs || !rr.owned || !rr.in_arr || !rr.out_arr || !rr.stats || (writer && !rr.peer_stats))
+        st = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    char who[64];
+
+    /* stage 0: this replica's inputs; rank 0 sends the other replicas theirs */
+    for (int i = 0; i < p->n_inputs && s == 0 && st == PP_OK; i++) {
+        size_t sb = p->inputs[i].sample_bytes;
+        if (k == 0) {
+            rr.in_arr[i] = (pprt_array){inputs[i].data, nk};
+            continue;
+        }
+        void *buf = alloc64((size_t)nk * sb);
+        if (!buf) {
+            st = PP_FAIL(err, PP_ENOMEM, "cannot allocate %lld samples of input '%s'", (long long)nk,
+                         p->inputs[i].name);
+            break;
+        }
+        rr.owned[rr.n_owned++] = buf;
+        rr.in_arr[i] = (pprt_array){buf, nk};
+        pprt_mpi_req *r;
+        pprt_mpi_describe(m, 0, who, sizeof who);
+        if (nk > 0 && (st = pprt_mpi_irecv(m, buf, (size_t)nk * sb, 0, PPRT_TAG_IN, &r, err,
+                                           "receiving replica %d's share of input '%s' from %s", k,
+                                           p->inputs[i].name, who)) == PP_OK)
+            add_req(&rr, r);
+    }
+    for (int q = 1; me == 0 && q < R && st == PP_OK; q++)
+        for (int i = 0; i < p->n_inputs && st == PP_OK && n_samples(&S, q) > 0; i++) {
+            size_t sb = p->inputs[i].sample_bytes;
+            pprt_mpi_req *r;
+            pprt_mpi_describe(m, q * K, who, sizeof who);
+            st = pprt_mpi_isend(m, (const unsigned char *)inputs[i].data + (size_t)first_sample(&S, q) * sb,
+                                (size_t)n_samples(&S, q) * sb, q * K, PPRT_TAG_IN, &r, err,
+                                "sending replica %d's share of input '%s' to %s", q, p->inputs[i].name, who);
+            if (st == PP_OK) add_req(&rr, r);
+        }
+    /* last stage: where the outputs go; the writer receives the other replicas' */
+    for (int i = 0; i < p->n_outputs && s == last && st == PP_OK; i++) {
+        size_t sb = p->outputs[i].sample_bytes;
+        void *buf = alloc64((writer ? (size_t)n : (size_t)nk) * sb + 1);
+        if (!buf) {
+            st = PP_FAIL(err, PP_ENOMEM, "cannot allocate output '%s'", p->outputs[i].name);
+            break;
+        }
+        if (writer) outputs[i] = (pprt_array){buf, n};
+        else rr.owned[rr.n_owned++] = buf;
+        rr.out_arr[i] = (pprt_array){buf, nk};
+    }
+    for (int q = 1; writer && q < R && st == PP_OK; q++)
+        for (int i = 0; i < p->n_outputs && st == PP_OK && n_samples(&S, q) > 0; i++) {
+            size_t sb = p->outputs[i].sample_bytes;
+            pprt_mpi_req *r;
+            int src = q * K + last;
+            pprt_mpi_describe(m, src, who, sizeof who);
+            st = pprt_mpi_irecv(m, (unsigned char *)outputs[i].data + (size_t)first_sample(&S, q) * sb,
+                                (size_t)n_samples(&S, q) * sb, src, PPRT_TAG_OUT, &r, err,
+                                "receiving replica %d's share of output '%s' from %s", q,
+                                p->outputs[i].name, who);
+            if (st == PP_OK) add_req(&rr, r);
+        }
+    /* writer: everybody's statistics */
+    for (int q = 0; writer && q < m->size && st == PP_OK; q++) {
+        if (q == me) continue;
+        size_t len = stats_len(p, &S, q);
+        rr.peer_stats[q] = calloc(len, sizeof(double));
+        if (!rr.peer_stats[q]) {
+            st = PP_FAIL(err, PP_ENOMEM, "out of memory");
+            break;
+        }
+        pprt_mpi_req *r;
+        pprt_mpi_describe(m, q, who, sizeof who);
+        st = pprt_mpi_irecv(m, rr.peer_stats[q], len * sizeof(double), q, PPRT_TAG_STATS, &r, err,
+                            "receiving the statistics of %s", who);
+        if (st == PP_OK) add_req(&rr, r);
+    }
+    /* the stage: its executor, its message buffers, its boundaries */
+    if (st == PP_OK) st = rr.ex->create(p, &p->stages[s], &rr.x, err);
+    if (st == PP_OK && s == 0) {
+        rr.local_in = rr.owned[rr.n_owned++] = alloc64(p->stages[0].in.bytes);
+        if (!rr.local_in) st = PP_FAIL(err, PP_ENOMEM, "cannot allocate the input message");
+    }
+    if (st == PP_OK && s == last) {
+        rr.local_out = rr.owned[rr.n_owned++] = alloc64(p->stages[last].out.bytes);
+        if (!rr.local_out) st = PP_FAIL(err, PP_ENOMEM, "cannot allocate the output message");
+    }
+    if (st == PP_OK && s > 0)
+        st = pprt_mpi_chan_create(m, me - 1, false, p->stages[s - 1].out.bytes, o->depth, mk, &rr.in_full,
+                                  &rr.in_free, err);
+    if (st == PP_OK && s < last)
+        st = pprt_mpi_chan_create(m, me + 1, true, p->stages[s].out.bytes, o->depth, mk, &rr.out_full,
+                                  &rr.out_free, err);
+    /* stage 0 of a replica but the first: wait for its share */
+    for (int i = 0; st == PP_OK && k > 0 && s == 0 && i < rr.n_reqs; i++) {
+        st = pprt_mpi_wait(m, rr.reqs[i], err);
+        rr.reqs[i] = NULL;
+    }
+
+    double t_loop0 = pprt_mpi_now();
+    if (st == PP_OK) st = run_loop(m, p, &S, &rr, o, err);
+    double t_loop1 = pprt_mpi_now();
+
+    if (st == PP_OK) {
+        struct rusage ru;
+        rr.stats[ST_RSS] = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024 : 0;
+        rr.stats[ST_START] = t_loop0 + off;
+        rr.stats[ST_END] = t_loop1 + off;
+        double *t = rr.stats + ST_HEAD + p->stages[s].n_nodes;
+        for (int64_t j = 0; j < (s == 0 ? mk : 0) + (s == last ? mk : 0); j++) t[j] += off;
+    }
+    /* outputs and statistics to the writer */
+    for (int i = 0; st == PP_OK && !writer && s == last && nk > 0 && i < p->n_outputs; i++) {
+        pprt_mpi_req *r;
+        pprt_mpi_describe(m, m->writer, who, sizeof who);
+        st = pprt_mpi_isend(m, rr.out_arr[i].data, (size_t)nk * p->outputs[i].sample_bytes, m->writer,
+                            PPRT_TAG_OUT, &r, err, "sending replica %d's share of output '%s' to %s", k,
+                            p->outputs[i].name, who);
+        if (st == PP_OK) add_req(&rr, r);
+    }
+    if (st == PP_OK && !writer) {
+        pprt_mpi_req *r;
+        pprt_mpi_describe(m, m->writer, who, sizeof who);
+        st = pprt_mpi_isend(m, rr.stats, stats_len(p, &S, me) * sizeof(double), m->writer, PPRT_TAG_STATS,
+                            &r, err, "sending the statistics to %s", who);
+        if (st == PP_OK) add_req(&rr, r);
+    }
+    for (int i = 0; st == PP_OK && i < rr.n_reqs; i++)
+        if (rr.reqs[i]) {
+            st = pprt_mpi_wait(m, rr.reqs[i], err);
+            rr.reqs[i] = NULL;
+        }
+    if (st == PP_OK && writer) {
+        st = gather_stats(m, p, &S, &rr, stats, err);
+        if (st == PP_OK) m->run_complete = true;
+    }
+
+    /* On a failure the caller ends the process (pprt_mpi_finish): requests
+     * still posted keep their buffers, so only a clean run frees them. */
+    if (st == PP_OK) {
+        if (rr.x) rr.ex->destroy(rr.x);
+        pprt_chan *ch[] = {rr.in_full, rr.in_free, rr.out_full, rr.out_free};
+        for (int i = 0; i < 4; i++)
+            if (ch[i]) ch[i]->ops->destroy(ch[i]);
+        for (int i = 0; i < rr.n_owned; i++) free(rr.owned[i]);
+        for (int q = 0; rr.peer_stats && q < m->size; q++) free(rr.peer_stats[q]);
+        free(rr.peer_stats);
+        free(rr.reqs);
+        free(rr.owned);
+        free(rr.in_arr);
+        free(rr.out_arr);
+        free(rr.stats);
+    } else if (writer) {
+        for (int i = 0; i < p->n_outputs; i++) outputs[i].data = NULL; /* may still be written */
+    }
+    return st;
+}

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Stages on MPI ranks (runtime/comm), on localhost:
+#   - digits (-pp 2 -b 16) under mpirun -np 2: outputs bit-identical to the
+#     threaded runtime, PyTorch's accuracy, statistics, --check (a pass, and a
+#     mismatch that every rank exits 1 on), --profile;
+#   - torchvision ResNet-50 (batch 4, exported here) at -pp 2 and -pp 4 -b 1
+#     under -np 2 and -np 4: bit-identical to the threaded runtime;
+#   - --replicas 2 on -np 4 with the -pp 2 plans: bit-identical;
+#   - errors: -np that is not stages x replicas (every rank says so, exit 2),
+#     rank 0 failing to read the data (the other rank names it, exit 2);
+#   - a rank killed with SIGKILL mid-run (tests/mpi/kill.sh), with mpirun
+#     ending the job and with pprt's own heartbeats finding it.
+# Built without MPI: pprt must refuse mpirun's environment and the MPI
+# options with exit 2; then the test is skipped (exit 77).
+#
+# usage: run.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC, PP_MPI=ON|OFF, MPIRUN)
+set -euo pipefail
+: "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
+out=$1
+rm -rf "$out" && mkdir -p "$out" && cd "$out"
+S=$SRC/samples/digits
+"$PPCC" "$S/model.onnx" -pp 2 -b 16 -o d2.plan -q
+
+expect_rc() { # expect_rc WANT LOG COMMAND...: run it, its exit status must be WANT
+  local want=$1 log=$2 rc=0
+  shift 2
+  timeout 120 "$@" > "$log" 2>&1 || rc=$?
+  if [ $rc != "$want" ]; then
+    echo "FAIL: exit $rc, expected $want: $*"; sed 's/^/  | /' "$log"; exit 1
+  fi
+}
+expect_msg() { # expect_msg LOG REGEX [COUNT]
+  local n
+  n=$(grep -Ec "$2" "$1" || true)
+  if [ "$n" -lt "${3:-1}" ]; then
+    echo "FAIL: expected ${3:-1} line(s) matching '$2' in $1, found $n"; sed 's/^/  | /' "$1"; exit 1
+  fi
+}
+
+if [ "${PP_MPI:-OFF}" != ON ]; then
+  expect_rc 2 nompi1.txt env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 "$PPRT" d2.plan "$S/data" -o x
+  expect_msg nompi1.txt "built without MPI.*OMPI_COMM_WORLD_SIZE=2"
+  expect_rc 2 nompi2.txt "$PPRT" d2.plan "$S/data" -o x --replicas 2
+  expect_msg nompi2.txt "built without MPI.*--replicas"
+  expect_rc 2 nompi3.txt env PMI_SIZE=2 "$PPRT" d2.plan "$S/data" -o x --mpi-timeout 5
+  expect_msg nompi3.txt "built without MPI"
+  echo "mpi: pprt was built without MPI and refuses mpirun and the MPI options; skipping the MPI runs"
+  exit 77
+fi
+if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" > /dev/null; then
+  echo "mpi: no mpirun (MPIRUN='${MPIRUN:-}'); skipping"
+  exit 77
+fi
+
+flags=(--oversubscribe)
+[ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
+export MPIFLAGS="${flags[*]}"
+M=("$MPIRUN" "${flags[@]}")
+# the reference kernels in both runtimes, when this pprt has a choice
+BK=()
+"$PPRT" --help | grep -q -- --backend && BK=(--backend ref)
+# ASan builds: leaks inside Open MPI are not the project's (lsan.supp names its
+# libraries); whole stacks, and its plugins kept loaded, so the names resolve
+export LSAN_OPTIONS="suppressions=$SRC/tests/mpi/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+export OMPI_MCA_mca_base_component_disable_dlclose=1
+same() { cmp "$1" "$2" || { echo "FAIL: $3: $1 and $2 differ"; exit 1; }; }
+
+# ---- digits: -pp 2 -b 16 on 2 ranks ----------------------------------------------
+want_acc=$(cat "$S/accuracy.txt")
+"$PPRT" d2.plan "$S/data" -o d_thr -q "${BK[@]}"
+expect_rc 0 d_mpi.txt "${M[@]}" -np 2 "$PPRT" d2.plan "$S/data" -o d_mpi --labels "$S/labels.npy" \
+  --stats-json d.json --profile prof.json "${BK[@]}"
+same d_thr/logits.npy d_mpi/logits.npy "digits, 2 ranks vs threads"
+acc=$(awk '/^accuracy:/ {print $2}' d_mpi.txt)
+[ "$acc" = "$want_acc" ] || { echo "FAIL: digits on 2 ranks: accuracy $acc, PyTorch measured $want_acc"; exit 1; }
+expect_msg d_mpi.txt "^pprt: 360 samples, 23 micro-batches of 16, 2 stages"
+expect_msg d_mpi.txt "^stage 1: busy"
+"$PY" - d.json prof.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["samples"] == 360 and s["micro_batches"] == 23, s
+assert len(s["stages"]) == 2 and all(st["busy_s"] > 0 for st in s["stages"]), s
+assert s["samples_per_s"] > 0 and 0 <= s["bubble"] < 1 and s["latency_ms"]["p99"] >= s["latency_ms"]["mean"] > 0, s
+p = json.load(open(sys.argv[2]))
+assert p["micro_batch"] == 16 and len(p["nodes"]) == 8 and all(v >= 0 for v in p["nodes"].values()), p
+PY
+# --check: a pass, then a mismatch: the writer reports it, every rank exits 1
+expect_rc 0 d_check.txt "${M[@]}" -np 2 "$PPRT" d2.plan "$S/data" -o d_check -q --check --rtol 1e-3 --atol 1e-4 "${BK[@]}"
+expect_msg d_check.txt "logits.*OK"
+mkdir -p wrong && "$PY" -c "import numpy as np, sys; np.save('wrong/logits.npy', np.load(sys.argv[1]) + 1)" "$S/expected/logits.npy"
+expect_rc 1 d_bad.txt "${M[@]}" -np 2 "$PPRT" d2.plan "$S/data" -o d_bad -q --expected wrong "${BK[@]}"
+expect_msg d_bad.txt "MISMATCH"
+# replicas: 2 pipelines of 2 stages
+expect_rc 0 d_rep.txt "${M[@]}" -np 4 "$PPRT" d2.plan "$S/data" -o d_rep --replicas 2 --labels "$S/labels.npy" "${BK[@]}"
+same d_thr/logits.npy d_rep/logits.npy "digits, 2 replicas x 2 ranks vs threads"
+expect_msg d_rep.txt "^accuracy: $want_acc "
+expect_msg d_rep.txt "^mpi: 4 ranks, 2 replicas of 2 stages"
+echo "mpi: digits on 2 ranks and on 2 replicas x 2 ranks: bit-identical to threads, accuracy $want_acc"
+
+# ---- ResNet-50, batch 4: -pp 2 and -pp 4 at -b 1 -----------------------------------
+"$PY" "$SRC/tests/models/export_torchvision.py" --model resnet50 --out r50 --batch 4 > export.txt
+for pp in 2 4; do
+  "$PPCC" r50/model.onnx -pp $pp -b 1 -o r$pp.plan -q
+  "$PPRT" r$pp.plan r50/data -o r_thr$pp -q "${BK[@]}"
+  expect_rc 0 r_mpi$pp.txt "${M[@]}" -np $pp "$PPRT" r$pp.plan r50/data -o r_mpi$pp -q "${BK[@]}"
+  same r_thr$pp/output.npy r_mpi$pp/output.npy "ResNet-50 -pp $pp, $pp ranks vs threads"
+done
+same r_thr2/output.npy r_thr4/output.npy "ResNet-50 -pp 2 vs -pp 4"
+expect_rc 0 r_rep.txt "${M[@]}" -np 4 "$PPRT" r2.plan r50/data -o r_rep -q --replicas 2 "${BK[@]}"
+same r_thr2/output.npy r_rep/output.npy "ResNet-50 -pp 2, 2 replicas x 2 ranks vs threads"
+"$PY" "$SRC/tests/tools/compare_npy.py" r_mpi4/output.npy r50/expected/output.npy --rtol 1e-3 --atol 1e-4
+echo "mpi: ResNet-50 on 2 and 4 ranks and on 2 replicas x 2 ranks: bit-identical to threads"
+
+# ---- errors --------------------------------------------------------------------------
+expect_rc 2 e_np.txt "${M[@]}" -np 3 "$PPRT" d2.plan "$S/data" -o e_np -q
+# every rank says why: its own error, or (when another's abort came first) that rank's
+expect_msg e_np.txt "^pprt: rank [0-2]: (error|stopped: rank [0-2] failed): the plan has 2 stages and --replicas is 1, so mpirun -np must be 2" 3
+expect_rc 2 e_np2.txt "${M[@]}" -np 2 "$PPRT" d2.plan "$S/data" -o e_np2 -q --replicas 2
+expect_msg e_np2.txt "mpirun -np must be 4 \(stages x replicas\); it started 2 ranks" 2
+expect_rc 2 e_data.txt "${M[@]}" -np 2 "$PPRT" d2.plan "$out/no-such-dir" -o e_data -q
+expect_msg e_data.txt "^pprt: rank 0 \(stage 0\): error: cannot open data directory"
+expect_msg e_data.txt "^pprt: rank 1 \(stage 1\): stopped: rank 0 \(stage 0\) failed: cannot open data directory"
+[ ! -e e_data ] && [ ! -e e_np ] || { echo "FAIL: a failed run wrote outputs"; exit 1; }
+echo "mpi: wrong -np and unreadable data exit 2 on every rank, with the reason"
+
+# ---- a rank killed mid-run -------------------------------------------------------------
+mkdir -p big
+"$PY" -c "import numpy as np, sys; np.save('big/input.npy', np.tile(np.load(sys.argv[1]), (300, 1, 1, 1)))" "$S/data/input.npy"
+"$PPCC" "$S/model.onnx" -pp 3 -b 16 -o d3.plan -q
+export PPRT MPIRUN
+bash "$SRC/tests/mpi/kill.sh" "$out/d3.plan" "$out/big" "$out/kill_default" default
+bash "$SRC/tests/mpi/kill.sh" "$out/d3.plan" "$out/big" "$out/kill_recovery" recovery
+echo "mpi: all passed"
