@@ -94,11 +94,26 @@ typedef struct pprt_array {
     int64_t n; /* samples */
 } pprt_array;
 
+/* Stage executors (runtime/exec.h): the reference kernels, and in builds with
+ * oneDNN (PPRT_WITH_DNNL defined) the oneDNN kernels. */
+struct pprt_exec_ops;
+extern const struct pprt_exec_ops pprt_exec_cpu_ref;
+#ifdef PPRT_WITH_DNNL
+extern const struct pprt_exec_ops pprt_exec_cpu_dnnl;
+#endif
+
 typedef struct pprt_run_opts {
     int depth;      /* micro-batches in flight per boundary (>= 1) */
     bool pin;       /* pin stage threads to distinct cores when there are enough */
     bool progress;  /* progress bar on stderr */
+    const struct pprt_exec_ops *executor; /* runs each stage; NULL: pprt_exec_cpu_ref */
+    int threads;    /* intra-op threads per stage, for executors that use them; 0: cores / stages */
 } pprt_run_opts;
+
+/* In a stage thread of pprt_run, and while pprt_run creates the stages'
+ * executors: the intra-op threads an executor may use (pprt_run_opts.threads,
+ * resolved); 0 in any other thread. */
+int pprt_stage_threads(void);
 
 typedef struct pprt_stage_stats {
     double busy_s;

@@ -29,7 +29,8 @@ typedef struct {
     pprt_exec *x;
     void *local_in, *local_out; /* stage 0's input buffer, last stage's output buffer */
     double busy;
-    int core; /* -1: not pinned */
+    int core;    /* first of the cores the stage is pinned to; -1: not pinned */
+    int threads; /* intra-op threads (pprt_stage_threads), pinned to cores core .. core+threads-1 */
 } worker;
 
 struct sched {
@@ -106,16 +107,22 @@ static void progress(sched *S, int64_t done) {
     if (done == S->m) fputc('\n', stderr);
 }
 
+static _Thread_local int stage_threads;
+
+int pprt_stage_threads(void) { return stage_threads; }
+
 static void *stage_main(void *arg) {
     worker *w = arg;
     sched *S = w->S;
     const pprt_plan *p = S->p;
     const pprt_stage *st = &p->stages[w->s];
     int s = w->s, last = p->n_stages - 1;
+    stage_threads = w->threads;
     if (w->core >= 0) {
+        /* the executor's own threads (OpenMP) inherit this mask */
         cpu_set_t set;
         CPU_ZERO(&set);
-        CPU_SET(w->core, &set);
+        for (int c = w->core; c < w->core + w->threads; c++) CPU_SET(c, &set);
         pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
     }
     for (int64_t mb = 0; mb < S->m; mb++) {
@@ -170,7 +177,8 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
             return PP_FAIL(err, PP_EINVAL, "input '%s' has %lld samples, expected %lld like the first",
                            p->inputs[i].name, (long long)inputs[i].n, (long long)n);
     int P = p->n_stages;
-    sched S = {.p = p, .ex = &pprt_exec_cpu_ref, .o = o, .inputs = inputs, .outputs = outputs, .n = n};
+    sched S = {.p = p, .ex = o->executor ? o->executor : &pprt_exec_cpu_ref, .o = o, .inputs = inputs,
+               .outputs = outputs, .n = n};
     if (p->batch == 0 && n != 1)
         return PP_FAIL(err, PP_EINVAL, "an unbatched plan (-b 0) runs exactly one set of inputs, got %lld",
                        (long long)n);
@@ -224,11 +232,18 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         }
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    /* the reference kernels are single-threaded: one core per stage, as before */
+    int threads = o->threads > 0 ? o->threads
+                  : S.ex == &pprt_exec_cpu_ref ? 1
+                  : (cores / P > 1 ? (int)(cores / P) : 1);
     for (int i = 0; i < P && s == PP_OK; i++) {
         w[i].S = &S;
         w[i].s = i;
-        w[i].core = (o->pin && cores >= P) ? i : -1;
+        w[i].threads = threads;
+        w[i].core = (o->pin && cores >= (long)P * threads) ? i * threads : -1;
+        stage_threads = threads; /* executors may size their kernels for it */
         s = S.ex->create(p, &p->stages[i], &w[i].x, err);
+        stage_threads = 0;
     }
     if (s != PP_OK) goto done;
     double t0 = now();

@@ -6,14 +6,23 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../runtime/comm/comm.h"
 #include "../runtime/io.h"
 #include "../runtime/pprt.h"
+
+#ifdef PPRT_WITH_DNNL
+#define DEFAULT_BACKEND "dnnl"
+#else
+#define DEFAULT_BACKEND "ref (this build has no oneDNN)"
+#endif
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: pprt PLAN DATA_DIR [-o OUT_DIR] [--labels FILE.npy] [--depth N]\n"
             "            [--check [--rtol R] [--atol A] [--expected DIR]]\n"
             "            [--stats-json FILE] [--profile FILE] [--no-pin] [-q]\n"
+            "            [--backend dnnl|ref] [--threads N]\n"
+            "       mpirun -np K*R pprt PLAN DATA_DIR [--replicas R] [--mpi-timeout SECONDS] [...]\n"
             "       pprt --info PLAN\n"
             "  DATA_DIR          NAME.npy per plan input (N samples on dim 0), or ONNX test data:\n"
             "                    input_K.pb TensorProto files, matched by tensor name, else by K\n"
@@ -27,6 +36,13 @@ static void usage(FILE *f) {
             "  --stats-json FILE write the run statistics as JSON\n"
             "  --profile FILE    write each node's mean time per micro-batch, for ppcc --profile\n"
             "  --no-pin          do not pin stage threads to cores\n"
+            "  --replicas R      under mpirun: R pipelines of the plan's K stages on K*R ranks,\n"
+            "                    each a contiguous share of the micro-batches (default 1)\n"
+            "  --mpi-timeout S   under mpirun: a rank silent for S seconds is presumed dead and\n"
+            "                    every rank exits (default 60)\n"
+            "  --backend B       kernels: dnnl (oneDNN) or ref (the reference kernels); default:\n"
+            "                    " DEFAULT_BACKEND "\n"
+            "  --threads N       intra-op threads per stage (oneDNN; default: cores / stages)\n"
             "  -q                print only errors\n");
 }
 
@@ -98,8 +114,16 @@ int main(int argc, char **argv) {
     const char *profile = NULL;
     bool info = false, quiet = false;
     pprt_run_opts ro = {.depth = 2, .pin = true};
+#ifdef PPRT_WITH_DNNL
+    ro.executor = &pprt_exec_cpu_dnnl;
+#else
+    ro.executor = &pprt_exec_cpu_ref;
+#endif
     pprt_check_opts co = {.rtol = 1e-3, .atol = 1e-5};
     bool check = false;
+    int replicas = 1;
+    double mpi_timeout = 60;
+    const char *mpi_opt = NULL; /* an option that only applies under mpirun */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -140,6 +164,36 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--expected")) {
             if (!v) return bad_usage("--expected needs a directory", NULL);
             co.expected_dir = v, check = true, i++;
+        } else if (!strcmp(a, "--backend")) {
+            if (!v) return bad_usage("--backend needs dnnl or ref", NULL);
+            if (!strcmp(v, "ref")) {
+                ro.executor = &pprt_exec_cpu_ref;
+            } else if (!strcmp(v, "dnnl")) {
+#ifdef PPRT_WITH_DNNL
+                ro.executor = &pprt_exec_cpu_dnnl;
+#else
+                return bad_usage("--backend dnnl: this pprt was built without oneDNN (libdnnl-dev)", NULL);
+#endif
+            } else {
+                return bad_usage("--backend needs dnnl or ref, got ", v);
+            }
+            i++;
+        } else if (!strcmp(a, "--threads")) {
+            char *end;
+            long t = v ? strtol(v, &end, 10) : 0;
+            if (!v || *end || t < 1 || t > 1024) return bad_usage("--threads needs 1..1024, got ", v ? v : "");
+            ro.threads = (int)t, i++;
+        } else if (!strcmp(a, "--replicas")) {
+            char *end;
+            long r = v ? strtol(v, &end, 10) : 0;
+            if (!v || *end || r < 1 || r > 4096) return bad_usage("--replicas needs 1..4096, got ", v ? v : "");
+            replicas = (int)r, mpi_opt = a, i++;
+        } else if (!strcmp(a, "--mpi-timeout")) {
+            char *end;
+            double t = v ? strtod(v, &end) : 0;
+            if (!v || end == v || *end || !(t >= 0.1 && t <= 1e6))
+                return bad_usage("--mpi-timeout needs seconds in 0.1..1e6, got ", v ? v : "");
+            mpi_timeout = t, mpi_opt = a, i++;
         } else if (!strcmp(a, "--no-pin")) {
             ro.pin = false;
         } else if (!strcmp(a, "-q")) {
@@ -157,14 +211,46 @@ int main(int argc, char **argv) {
     if (!plan_path) return bad_usage("no plan given", NULL);
     if (!info && !data) return bad_usage("no data directory given", NULL);
 
+    /* under mpirun: one stage per rank (runtime/comm/comm.h) */
+    const char *launcher = pprt_mpi_launcher_env();
+#ifndef PPRT_HAVE_MPI
+    (void)replicas, (void)mpi_timeout;
+    if (launcher || mpi_opt) {
+        const char *how = "rebuild it with MPI (apt-get install libopenmpi-dev openmpi-bin, then cmake "
+                          "-DPP_WITH_MPI=ON)";
+        if (launcher)
+            fprintf(stderr, "pprt: error: this pprt was built without MPI, so it cannot run under mpirun "
+                    "(the environment has %s); %s\n", launcher, how);
+        else
+            fprintf(stderr, "pprt: error: this pprt was built without MPI, so it cannot take %s; %s\n",
+                    mpi_opt, how);
+        return 2;
+    }
+#else
+    if (!launcher && mpi_opt) return bad_usage(mpi_opt, " applies only under mpirun (mpirun -np K pprt ...)");
+    pprt_mpi *mpi = NULL;
+    if (launcher && !info) {
+        pp_err e = {0};
+        pprt_mpi_opts mo = {.replicas = replicas, .timeout_s = mpi_timeout};
+        if (pprt_mpi_start(&argc, &argv, &mo, &mpi, &e) != PP_OK) {
+            fprintf(stderr, "pprt: error: %s\n", e.msg);
+            return 1;
+        }
+    }
+#endif
+
     pp_err err = {0};
     pprt_plan *p = NULL;
     pp_status s = pprt_plan_load(plan_path, &p, &err);
     if (s == PP_OK && info) {
-        print_info(p);
+        if (!launcher || pprt_mpi_env_rank() <= 0) print_info(p); /* once under mpirun */
         pprt_plan_free(p);
         return 0;
     }
+#ifdef PPRT_HAVE_MPI
+    if (mpi && s == PP_OK) s = pprt_mpi_bind(mpi, p, &err);
+    if (mpi && s != PP_OK) return pprt_mpi_finish(mpi, s, &err); /* ends every rank */
+#endif
     pprt_npy *npys = NULL;
     pprt_array *ins = NULL, *outs = NULL;
     pprt_stats st = {0};
@@ -175,11 +261,34 @@ int main(int argc, char **argv) {
         outs = calloc((size_t)p->n_outputs, sizeof *outs);
         if (!npys || !ins || !outs) s = PP_FAIL(&err, PP_ENOMEM, "out of memory");
     }
+    if (s == PP_OK && ro.threads > 0) {
+        /* more threads than cores only slows every stage down */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        if (cores > 0 && (long)ro.threads * p->n_stages > cores && ro.threads > 1) {
+            int t = cores / p->n_stages > 1 ? (int)(cores / p->n_stages) : 1;
+            fprintf(stderr,
+                    "pprt: warning: %d stages x %d threads exceed the %ld cores; using %d thread%s per stage\n",
+                    p->n_stages, ro.threads, cores, t, t == 1 ? "" : "s");
+            ro.threads = t;
+        }
+    }
+#ifdef PPRT_HAVE_MPI
+    if (mpi) { /* rank 0 reads the data, the writer (last rank of replica 0) reports */
+        if (s == PP_OK && pprt_mpi_reads_data(mpi)) s = pprt_data_load(p, data, npys, ins, &n, &err);
+        if (s == PP_OK) s = pprt_run_mpi(mpi, p, ins, &n, outs, &ro, &st, &err);
+        if (s != PP_OK) return pprt_mpi_finish(mpi, s, &err); /* ends every rank */
+        if (!pprt_mpi_writes_outputs(mpi)) goto cleanup;
+        goto ran;
+    }
+#endif
     if (s == PP_OK) s = pprt_data_load(p, data, npys, ins, &n, &err);
     if (s == PP_OK) {
         ro.progress = !quiet && isatty(2);
         s = pprt_run(p, ins, n, outs, &ro, &st, &err);
     }
+#ifdef PPRT_HAVE_MPI
+ran:
+#endif
     if (s == PP_OK) s = pprt_data_write(p, out_dir, outs, &err);
     if (s == PP_OK && !quiet) {
         printf("pprt: %lld samples, %lld micro-batches of %lld, %d stage%s, depth %d\n",
@@ -192,6 +301,12 @@ int main(int argc, char **argv) {
                    st.stages[i].busy_s, 100 * st.stages[i].utilization, p->stages[i].n_nodes,
                    p->stages[i].flops / 1e9);
         printf("bubble: %.1f%%  peak RSS: %.1f MB\n", 100 * st.bubble, (double)st.peak_rss / 1e6);
+#ifdef PPRT_HAVE_MPI
+        if (mpi)
+            printf("mpi: %d ranks, %d replica%s of %d stage%s (busy summed over replicas, utilization and "
+                   "bubble over stages x replicas)\n", pprt_mpi_size(mpi), replicas,
+                   replicas == 1 ? "" : "s", p->n_stages, p->n_stages == 1 ? "" : "s");
+#endif
     }
     if (s == PP_OK && labels) {
         int64_t good = 0;
@@ -204,6 +319,9 @@ int main(int argc, char **argv) {
     if (s == PP_OK && profile) s = pprt_profile_write(profile, p, &st, &err);
     if (s == PP_OK && !quiet) printf("outputs: %s/\n", out_dir);
     if (s == PP_OK && check) s = pprt_check(p, outs, data, &co, stdout, &err);
+#ifdef PPRT_HAVE_MPI
+cleanup:
+#endif
     if (p) {
         for (int i = 0; npys && i < p->n_inputs; i++) pprt_npy_free(&npys[i]);
         for (int i = 0; outs && i < p->n_outputs; i++) free(outs[i].data);
@@ -214,6 +332,12 @@ int main(int argc, char **argv) {
     free(st.stages);
     free(st.node_ms);
     pprt_plan_free(p);
+#ifdef PPRT_HAVE_MPI
+    if (mpi) {
+        fflush(stdout);
+        return pprt_mpi_finish(mpi, s, &err); /* prints an error itself */
+    }
+#endif
     if (s != PP_OK) {
         fprintf(stderr, "pprt: error: %s\n", err.msg);
         return pp_exit_code(s);

@@ -29,7 +29,9 @@ tests are reported (run --update to record them).
 
 Usage: run.py [--update] [--filter SUBSTRING] [--list-failures] [--json FILE]
               [-j N] [--timeout S] [--node-dir DIR]
-Environment: PPCC, PPRT (default: build/ppcc, build/pprt of the source tree).
+Environment: PPCC, PPRT (default: build/ppcc, build/pprt of the source tree);
+PPRT_EXTRA_ARGS: more pprt arguments, split like a shell does (for example
+"--backend ref" or "--backend dnnl --threads 1").
 Exit status: 0 no regression, 1 an expected pass failed, 2 bad usage,
 77 the node tests are not available (onnx missing): skipped.
 """
@@ -39,6 +41,7 @@ import concurrent.futures
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -234,7 +237,7 @@ def run_test(test_dir, args):
                 if r.returncode != 0:
                     return res.fail(*tool_failure("ppcc", r, paths))
             argv = [args.pprt, plan, ds_dir, "--check", "-q", "--no-pin", "-o",
-                    os.path.join(work, f"{ds}.out")]
+                    os.path.join(work, f"{ds}.out")] + args.pprt_extra
             r = run_tool(argv, deadline)
             if r is None:
                 return res.fail("timeout", f"pprt timed out ({args.timeout:g} s)")
@@ -360,6 +363,7 @@ def main():
         die("-j and --timeout must be positive")
     args.ppcc = os.path.abspath(os.environ.get("PPCC", os.path.join(SRC, "build", "ppcc")))
     args.pprt = os.path.abspath(os.environ.get("PPRT", os.path.join(SRC, "build", "pprt")))
+    args.pprt_extra = shlex.split(os.environ.get("PPRT_EXTRA_ARGS", ""))
     for tool in (args.ppcc, args.pprt):
         if not os.access(tool, os.X_OK):
             die(f"'{tool}' is not an executable (build first, or set PPCC and PPRT)")

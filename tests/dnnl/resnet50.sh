@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# torchvision ResNet-50 (random weights, BatchNormalization kept so that ppcc
+# folds it) on the oneDNN backend: at -pp 1 and 2, in oneDNN's layouts and in
+# plain layouts (PPRT_DNNL_LAYOUT=plain), with 1 and 2 threads per stage, the
+# outputs are within rtol 1e-3 / atol 1e-4 of the reference backend's and of
+# PyTorch's; every convolution, pool and the Gemm run on oneDNN; in oneDNN's
+# layouts at -pp 1 one reorder remains (before Flatten) and the 16 residuals
+# are summed in place.
+# Exit 77 (skipped) when pprt was built without oneDNN.
+set -euo pipefail
+: "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
+out=$1
+"$PPRT" --backend dnnl --version >/dev/null 2>&1 || { echo "SKIP: this pprt was built without oneDNN"; exit 77; }
+rm -rf "$out" && mkdir -p "$out" && cd "$out"
+"$PY" "$SRC/tests/models/export_torchvision.py" --model resnet50 --out r50 --batch 2 --keep-bn > export.txt
+cmp_npy() { "$PY" "$SRC/tests/tools/compare_npy.py" "$1" "$2" --rtol 1e-3 --atol 1e-4; echo; }
+for pp in 1 2; do
+  "$PPCC" r50/model.onnx -pp $pp -b 1 -q -o r$pp.plan
+  "$PPRT" r$pp.plan r50/data --backend ref -o ref$pp -q
+  cmp_npy ref$pp/output.npy r50/expected/output.npy
+  for layout in blocked plain; do
+    for t in 1 2; do
+      [ $pp = 2 ] && [ $t = 2 ] && continue # 2 stages x 2 threads: more than the 2 cores of the CI machine
+      o=dnnl_${pp}_${layout}_$t
+      PPRT_DNNL_LAYOUT=$layout PPRT_DNNL_VERBOSE=1 "$PPRT" r$pp.plan r50/data --backend dnnl --threads $t -o $o -q 2> $o.log
+      echo "-pp $pp $layout layouts, $t thread(s): $(cat $o.log | tr '\n' ' ')"
+      cmp_npy $o/output.npy ref$pp/output.npy
+      cmp_npy $o/output.npy r50/expected/output.npy
+      # every node but Flatten on oneDNN
+      n_ref=$(grep -c "reference: Flatten;" $o.log || true)
+      n_all=$(grep -c "nodes on oneDNN" $o.log)
+      if [ "$n_all" != "$pp" ] || grep "reference:" $o.log | grep -qv "reference: Flatten;"; then
+        echo "FAIL: -pp $pp: nodes other than Flatten ran on the reference kernels"; cat $o.log; exit 1
+      fi
+      [ "$n_ref" = 1 ] || { echo "FAIL: expected exactly one Flatten on the reference kernels"; exit 1; }
+      if [ $layout = blocked ] && [ $pp = 1 ] && ! grep -q " 1 reorders and 0 residual copies per micro-batch (16 residuals summed in place)" $o.log; then
+        echo "FAIL: -pp 1 in oneDNN layouts should need one reorder (before Flatten) and sum all 16 residuals in place"
+        cat $o.log; exit 1
+      fi
+    done
+  done
+done
+echo "resnet50 on oneDNN: -pp 1, 2; blocked and plain layouts; 1 and 2 threads: matches the reference backend and PyTorch"

@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""The oneDNN backend against the reference backend (the oracle).
+
+pprt --backend dnnl must give the outputs of pprt --backend ref within
+rtol 1e-3 / atol 1e-4, whatever the layouts between nodes (the default:
+oneDNN's blocked layouts where every consumer takes them; and
+PPRT_DNNL_LAYOUT=plain), the threads per stage (1 and 2), the nodes absorbed
+as post-ops and the residuals summed in place (the default, and neither:
+PPRT_DNNL_FUSE=0 PPRT_DNNL_INPLACE=0), the residual of pp.FusedConv as a
+binary post-op (PPRT_DNNL_RESIDUAL=binary) and the pipeline split, on:
+  - small models written here, one per family of covered ops, each compiled
+    with all passes (fused ops: pp.FusedConv with residual and Relu/Clip,
+    pp.SiLU, LayerNormalization, Gelu, Gemm) and with --disable-pass fuse
+    (Conv, BatchNormalization, Relu, Add, Sigmoid, Mul ... one by one), with
+    nodes oneDNN does not cover in between (they fall back, per node, to the
+    reference kernels); each model also lists ops that must have run on
+    oneDNN (PPRT_DNNL_VERBOSE=2), so a silent fallback fails the test;
+  - the digits sample at -pp 1, 2, 3 and micro-batches 16 and 7 (and its
+    accuracy equals the recorded PyTorch accuracy);
+  - the golden models of tests/golden.
+Usage: run.py WORKDIR   (env: PPCC, PPRT; exit 77 when pprt has no oneDNN)"""
+import os
+import re
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+PPCC, PPRT = os.environ["PPCC"], os.environ["PPRT"]
+SRC = os.environ.get("SRC", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+RTOL, ATOL = 1e-3, 1e-4
+F = TensorProto.FLOAT
+work = sys.argv[1]
+os.makedirs(work, exist_ok=True)
+failures = []
+checked = 0
+
+if subprocess.run([PPRT, "--backend", "dnnl", "--version"], capture_output=True).returncode != 0:
+    print("SKIP: this pprt was built without oneDNN")
+    sys.exit(77)
+
+
+def run(argv, env=None):
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, **(env or {})})
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} -> exit {r.returncode}: {r.stderr.strip()}")
+    return r
+
+
+def compare(tag, got_dir, want_dir):
+    global checked
+    names = sorted(f for f in os.listdir(want_dir) if f.endswith(".npy"))
+    if not names:
+        failures.append(f"{tag}: no outputs in {want_dir}")
+    for f in names:
+        want, got = np.load(os.path.join(want_dir, f)), np.load(os.path.join(got_dir, f))
+        checked += 1
+        if want.shape != got.shape or want.dtype != got.dtype:
+            failures.append(f"{tag}: {f}: {got.dtype}{got.shape}, expected {want.dtype}{want.shape}")
+        elif not np.allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True):
+            err = np.abs(got.astype(np.float64) - want)
+            failures.append(f"{tag}: {f}: max abs error {err.max():.3g} (rtol {RTOL}, atol {ATOL})")
+
+
+def dnnl_ops(stderr):
+    """Ops of the nodes that ran on oneDNN, from PPRT_DNNL_VERBOSE=2."""
+    return {m.group(1) for m in re.finditer(r"^  \S+\s+(\S+)\s", stderr, re.M)}
+
+
+def counts(stderr):
+    """Nodes absorbed as post-ops and residuals summed in place, over the stages."""
+    post = sum(int(m) for m in re.findall(r"\((\d+) as post-ops\)", stderr))
+    inplace = sum(int(m) for m in re.findall(r"\((\d+) residuals summed in place\)", stderr))
+    return post, inplace
+
+
+seen = {"post-ops": 0, "in place": 0}
+
+
+def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
+    """Reference run, then oneDNN runs in every mode, compared with it."""
+    ref = os.path.join(work, tag + "_ref")
+    run([PPRT, plan, data, "--backend", "ref", "-q", "-o", ref])
+    modes = [("blocked_t1", {}, ["--threads", "1"]), ("blocked_t2", {}, ["--threads", "2"]),
+             ("plain_t1", {"PPRT_DNNL_LAYOUT": "plain"}, ["--threads", "1"]),
+             ("simple_t1", {"PPRT_DNNL_FUSE": "0", "PPRT_DNNL_INPLACE": "0"}, ["--threads", "1"]),
+             ("binres_t1", {"PPRT_DNNL_RESIDUAL": "binary"}, ["--threads", "1"])]
+    if not extra_runs:
+        modes = modes[:1]
+    for mode, env, args in modes:
+        out = os.path.join(work, f"{tag}_{mode}")
+        r = run([PPRT, plan, data, "--backend", "dnnl", "-q", "--no-pin", "-o", out] + args,
+                env={"PPRT_DNNL_VERBOSE": "2", **env})
+        compare(f"{tag} [{mode}]", out, ref)
+        if mode == "blocked_t1":
+            post, inplace = counts(r.stderr)
+            seen["post-ops"] += post
+            seen["in place"] += inplace
+            missing = set(must) - dnnl_ops(r.stderr)
+            if missing:
+                failures.append(f"{tag}: {sorted(missing)} did not run on oneDNN:\n{r.stderr}")
+    return ref
+
+
+# ---- small models ---------------------------------------------------------------------------------
+
+class Model:
+    def __init__(self, name, inputs, opset=20):
+        self.name, self.opset = name, opset
+        self.rng = np.random.default_rng(zlib.crc32(name.encode()))
+        self.nodes, self.inits, self.k = [], [], 0
+        self.inputs = [helper.make_tensor_value_info(n, F, ["N"] + list(s)) for n, s in inputs]
+        self.shapes = dict(inputs)
+
+    def const(self, arr):
+        self.k += 1
+        name = f"c{self.k}"
+        self.inits.append(numpy_helper.from_array(np.asarray(arr, dtype=np.float32), name))
+        return name
+
+    def rand(self, *shape, scale=1.0):
+        return self.const(self.rng.standard_normal(shape) * scale)
+
+    def op(self, op, ins, n_out=1, **attrs):
+        self.k += 1
+        outs = [f"t{self.k}_{i}" for i in range(n_out)]
+        self.nodes.append(helper.make_node(op, ins, outs, name=f"/{op}_{self.k}", **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def conv(self, x, cin, cout, k, group=1, bias=True, **a):
+        k = list(k)
+        fan = cin // group * int(np.prod(k))
+        ins = [x, self.rand(cout, cin // group, *k, scale=1.5 / np.sqrt(fan))]
+        if bias:
+            ins.append(self.rand(cout, scale=0.1))
+        return self.op("Conv", ins, kernel_shape=k, group=group, **a)
+
+    def bn(self, x, c):
+        r = self.rng
+        return self.op("BatchNormalization", [x, self.const(r.uniform(0.5, 1.5, c)), self.const(r.normal(0, 0.1, c)),
+                                              self.const(r.normal(0, 0.1, c)), self.const(r.uniform(0.5, 1.5, c))],
+                       epsilon=1e-5)
+
+    def save(self, outputs):
+        outs = [helper.make_tensor_value_info(o, F, None) for o in outputs]
+        g = helper.make_graph(self.nodes, self.name, self.inputs, outs, initializer=self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)], producer_name="dnnl-test")
+        m.ir_version = 9
+        path = os.path.join(work, self.name + ".onnx")
+        onnx.save(m, path)
+        return path
+
+    def data(self, n=5, scale=1.0):
+        d = os.path.join(work, self.name + "_data")
+        os.makedirs(d, exist_ok=True)
+        for name, shape in self.shapes.items():
+            np.save(os.path.join(d, name + ".npy"),
+                    (self.rng.standard_normal((n, *shape)) * scale).astype(np.float32))
+        return d
+
+
+def cnn():
+    """Convolutions of every kind, BN, residual, Clip, SiLU, a squeeze-excite
+    block (broadcast Mul), broadcast constants, pools with ceil_mode and
+    padding, Gemm; channel counts that are not multiples of 16."""
+    m = Model("cnn", [("x", (3, 17, 17))])
+    a = m.op("Relu", [m.conv("x", 3, 16, (3, 3), pads=[1, 1, 1, 1])])
+    b = m.op("Relu", [m.bn(m.conv(a, 16, 24, (3, 3), bias=False, strides=[2, 2], pads=[1, 1, 1, 1]), 24)])
+    c = m.op("Clip", [m.conv(b, 24, 24, (3, 3), group=24, pads=[1, 1, 1, 1]), m.const(0.0), m.const(6.0)])
+    d = m.op("Relu", [m.op("Add", [m.conv(c, 24, 24, (1, 1)), b])])
+    f = m.op("Mul", [d, m.op("Sigmoid", [d])])
+    g = m.op("GlobalAveragePool", [f])
+    h = m.op("Relu", [m.conv(g, 24, 8, (1, 1))])
+    i = m.op("Sigmoid", [m.conv(h, 8, 24, (1, 1))])
+    j = m.op("Mul", [f, i])
+    k = m.conv(j, 24, 32, (3, 3), group=2, dilations=[2, 2], pads=[2, 1, 2, 3])
+    l = m.op("Add", [m.const(m.rng.normal(0, 0.1, (32, 1, 1))), m.op("Mul", [k, m.rand(1, 32, 1, 1)])])
+    n = m.op("MaxPool", [m.op("Tanh", [l])], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)
+    o = m.op("AveragePool", [n], kernel_shape=[2, 2], pads=[0, 0, 1, 1], count_include_pad=1)
+    p = m.op("AveragePool", [o], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    q = m.op("Flatten", [m.op("GlobalMaxPool", [p])])
+    y = m.op("Gemm", [q, m.rand(10, 32, scale=0.3), m.rand(10)], transB=1)
+    return m.save([y, n]), m.data(), ["Conv", "Relu", "Clip", "Add", "Mul", "Sigmoid", "GlobalAveragePool",
+                                      "Tanh", "MaxPool", "AveragePool", "GlobalMaxPool", "Gemm"]
+
+
+def conv_nd():
+    """1-D and 3-D convolutions and pools, auto_pad, asymmetric pads, more eltwise ops."""
+    m = Model("conv_nd", [("x", (4, 20)), ("v", (2, 6, 6, 6)), ("s", (3, 9, 9))])
+    a = m.op("Elu", [m.conv("x", 4, 8, (3,), strides=[2], pads=[1, 2])], alpha=0.7)
+    a = m.op("LeakyRelu", [m.op("MaxPool", [a], kernel_shape=[2], strides=[2])], alpha=0.2)
+    a = m.op("AveragePool", [a], kernel_shape=[3], pads=[1, 1])
+    v = m.op("MaxPool", [m.op("Relu", [m.conv("v", 2, 4, (3, 3, 3), pads=[1] * 6)])], kernel_shape=[2, 2, 2],
+             strides=[2, 2, 2])
+    v = m.op("GlobalAveragePool", [m.op("Softplus", [m.conv(v, 4, 4, (1, 1, 1))])])
+    s = m.op("HardSwish", [m.conv("s", 3, 8, (3, 3), strides=[2, 2], auto_pad="SAME_UPPER")])
+    s = m.op("Abs", [m.conv(s, 8, 8, (2, 2), auto_pad="SAME_LOWER")])
+    s = m.op("Log", [m.op("Add", [m.op("Sqrt", [s]), m.const(1.0)])])
+    s = m.op("Neg", [m.op("Exp", [m.op("Tanh", [s])])])
+    return m.save([a, v, s]), m.data(), ["Conv", "Elu", "LeakyRelu", "MaxPool", "AveragePool", "Relu", "Softplus",
+                                         "GlobalAveragePool", "HardSwish", "Abs", "Sqrt", "Log", "Exp", "Neg", "Add"]
+
+
+def mlp():
+    """A transformer block: MatMul (constant and computed right-hand sides,
+    batched, broadcast), bias Add, Gelu (erf, tanh), LayerNormalization over
+    one and two axes, attention Softmax, binary ops with scalars."""
+    m = Model("mlp", [("x", (8, 16))])
+    h = m.op("Gelu", [m.op("Add", [m.op("MatMul", ["x", m.rand(16, 32, scale=0.25)]), m.rand(32, scale=0.1)])])
+    h = m.op("Add", ["x", m.op("MatMul", [h, m.rand(32, 16, scale=0.2)])])
+    ln = m.op("LayerNormalization", [h, m.rand(16), m.rand(16, scale=0.1)], n_out=1, axis=-1, epsilon=1e-5)
+    q = m.op("MatMul", [ln, m.rand(16, 16, scale=0.25)])
+    k = m.op("MatMul", [ln, m.rand(16, 16, scale=0.25)])
+    v = m.op("MatMul", [ln, m.rand(16, 16, scale=0.25)])
+    s = m.op("Div", [m.op("MatMul", [q, m.op("Transpose", [k], perm=[0, 2, 1])]), m.const(4.0)])
+    att = m.op("MatMul", [m.op("Softmax", [s], axis=-1), v])
+    o = m.op("Gelu", [m.op("Sub", [att, m.rand(16)])], approximate="tanh")
+    o = m.op("Max", [m.op("Min", [o, m.const(1.5)]), m.rand(8, 16)])
+    o = m.op("LayerNormalization", [o, m.rand(8, 16)], axis=1, epsilon=1e-3)
+    b = m.op("MatMul", [m.op("Unsqueeze", [o, m.const_i64([1])]), m.rand(3, 16, 4, scale=0.3)])
+    return m.save([m.op("LogSoftmax", [b], axis=1), m.op("Sigmoid", [att])]), m.data(), \
+        ["MatMul", "Add", "Gelu", "LayerNormalization", "Softmax", "Div", "Sub", "Max", "Min", "LogSoftmax",
+         "Sigmoid"]
+
+
+def const_i64(self, v):
+    self.k += 1
+    name = f"c{self.k}"
+    self.inits.append(numpy_helper.from_array(np.asarray(v, dtype=np.int64), name))
+    return name
+
+
+Model.const_i64 = const_i64
+
+
+def gemm():
+    """Gemm: transposes, alpha and beta, every shape of C, a computed C."""
+    m = Model("gemm", [("x", (12,))])
+    a = m.op("Gemm", ["x", m.rand(12, 6, scale=0.3), m.rand(6)])
+    b = m.op("Gemm", ["x", m.rand(6, 12, scale=0.3), m.rand(1, 6)], transB=1, alpha=0.5, beta=2.0)
+    c = m.op("Gemm", [a, m.rand(6, 6, scale=0.3), b], alpha=1.5)  # C computed, [N, 6]
+    d = m.op("Gemm", [c, m.rand(6, 4, scale=0.3), m.rand(1)], beta=-1.0)
+    t = m.op("Transpose", ["x"], perm=[1, 0])
+    e = m.op("Gemm", [t, m.rand(12, 3, scale=0.3)], transA=1)
+    return m.save([d, e]), m.data(), ["Gemm"]
+
+
+def fallback():
+    """oneDNN nodes around nodes it does not cover (Floor, ConvTranspose,
+    MaxPool with Indices, Reshape), a convolution output read by both kinds."""
+    m = Model("fallback", [("x", (4, 10, 10))])
+    a = m.conv("x", 4, 16, (3, 3), pads=[1, 1, 1, 1])
+    b = m.op("Floor", [m.op("Mul", [a, m.const(3.0)])])
+    c = m.op("Relu", [m.conv(b, 16, 16, (3, 3), pads=[1, 1, 1, 1])])
+    d = m.op("ConvTranspose", [c, m.rand(16, 8, 2, 2, scale=0.2)], strides=[2, 2])
+    e, idx = m.op("MaxPool", [d], n_out=2, kernel_shape=[2, 2], strides=[2, 2])
+    f = m.conv(e, 8, 16, (1, 1))
+    g = m.op("Reshape", [a, m.const_i64([0, 16, 100])])
+    return m.save([f, g, idx, c]), m.data(), ["Conv", "Mul", "Relu"]
+
+
+# ---- run everything --------------------------------------------------------------------------------
+
+for make in (cnn, conv_nd, mlp, gemm, fallback):
+    model, data, must = make()
+    name = os.path.basename(model)[:-5]
+    for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
+        pps = (1, 3) if name == "cnn" else (1,)
+        for pp in pps:
+            plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
+            try:
+                run([PPCC, model, "-b", "2", "-pp", str(pp), "-q", "-o", plan] + flags)
+                # the fused ops replace some of the listed ones
+                req = must if variant == "unfused" else [o for o in must if o not in (
+                    "Relu", "Add", "Clip", "Sigmoid", "Mul", "Gelu")]
+                check_plan(f"{name}_{variant}_pp{pp}", plan, data, req, extra_runs=True)
+            except RuntimeError as e:
+                failures.append(f"{name} {variant} -pp {pp}: {e}")
+
+# digits: -pp 1, 2, 3 at micro-batch 16 and 7, accuracy as recorded
+digits = os.path.join(SRC, "samples", "digits")
+want_acc = open(os.path.join(digits, "accuracy.txt")).read().strip()
+for b in (16, 7):
+    for pp in (1, 2, 3):
+        plan = os.path.join(work, f"digits_{b}_{pp}.plan")
+        try:
+            run([PPCC, os.path.join(digits, "model.onnx"), "-pp", str(pp), "-b", str(b), "-q", "-o", plan])
+            check_plan(f"digits_b{b}_pp{pp}", plan, os.path.join(digits, "data"),
+                       ["pp.FusedConv", "MaxPool", "GlobalAveragePool", "Gemm"], extra_runs=(pp == 2))
+            r = run([PPRT, plan, os.path.join(digits, "data"), "--backend", "dnnl", "-o",
+                     os.path.join(work, "digits_acc"), "--labels", os.path.join(digits, "labels.npy")])
+            acc = re.search(r"^accuracy: (\S+)", r.stdout, re.M).group(1)
+            if acc != want_acc:
+                failures.append(f"digits -b {b} -pp {pp}: accuracy {acc}, PyTorch measured {want_acc}")
+        except RuntimeError as e:
+            failures.append(f"digits -b {b} -pp {pp}: {e}")
+
+# the golden models, all passes and unfused, on seeded random inputs
+golden = os.path.join(SRC, "tests", "golden")
+for f in sorted(os.listdir(golden)):
+    if not f.endswith(".onnx"):
+        continue
+    name = f[:-5]
+    g = onnx.load(os.path.join(golden, f))
+    rng = np.random.default_rng(3)
+    data = os.path.join(work, f"golden_{name}_data")
+    os.makedirs(data, exist_ok=True)
+    inits = {i.name for i in g.graph.initializer}
+    for vi in g.graph.input:
+        if vi.name in inits:
+            continue
+        shape = [d.dim_value if d.dim_value > 0 else 2 for d in vi.type.tensor_type.shape.dim]
+        np.save(os.path.join(data, vi.name + ".npy"), rng.standard_normal([3] + shape[1:]).astype(np.float32))
+    for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse", "--disable-pass", "simplify"])):
+        plan = os.path.join(work, f"golden_{name}_{variant}.plan")
+        try:
+            run([PPCC, os.path.join(golden, f), "-q", "-o", plan] + flags)
+            check_plan(f"golden_{name}_{variant}", plan, data)
+        except RuntimeError as e:
+            failures.append(f"golden {name} {variant}: {e}")
+
+# the paths the modes switch off must have been taken in the default mode
+for what, n in seen.items():
+    if n == 0:
+        failures.append(f"no node ran {what} in the default mode: those paths went untested")
+if failures:
+    print("\n".join("FAIL: " + f for f in failures))
+    sys.exit(1)
+print(f"dnnl: {checked} outputs of the oneDNN backend match the reference backend "
+      f"(rtol {RTOL}, atol {ATOL}): op models fused/unfused, digits, golden; blocked and plain layouts, "
+      f"1 and 2 threads, with and without post-op fusion ({seen['post-ops']} nodes absorbed) and residuals "
+      f"summed in place ({seen['in place']})")
