@@ -17,7 +17,7 @@ echo "|---:|---:|---:|---:|---:|---:|---|"
 for b in 1 4 8; do
   for pp in 1 2 4; do
     "$build/ppcc" "$work/r50/model.onnx" -pp $pp -b $b -q -o "$work/p.plan"
-    "$build/pprt" "$work/p.plan" "$work/r50/data" -o "$work/out_${b}_$pp" -q --stats-json "$work/s.json"
+    "$build/pprt" "$work/p.plan" "$work/r50/data" -o "$work/out_${b}_$pp" -q --backend ref --stats-json "$work/s.json"
     same=$([ $pp = 1 ] && echo "-" || (cmp -s "$work/out_${b}_1/output.npy" "$work/out_${b}_$pp/output.npy" && echo identical || echo DIFFERENT))
     "$py" - "$work/s.json" $pp $b "$same" <<'PY'
 import json, sys
