@@ -87,39 +87,6 @@ static pp_status nbytes(int64_t n, size_t sz, size_t *out, const char *op, pp_er
     return PP_OK;
 }
 
-/* Window geometry lifted to exactly three spatial dims (leading unit dims). */
-typedef struct g3 {
-    int64_t in[3], k[3], s[3], d[3], p[3], p1[3], out[3];
-} g3;
-
-static g3 lift(const pp_geom *g) {
-    g3 r;
-    int off = 3 - g->nsp;
-    for (int i = 0; i < 3; i++) {
-        int j = i - off;
-        r.in[i] = j >= 0 ? g->in[j] : 1;
-        r.k[i] = j >= 0 ? g->k[j] : 1;
-        r.s[i] = j >= 0 ? g->stride[j] : 1;
-        r.d[i] = j >= 0 ? g->dil[j] : 1;
-        r.p[i] = j >= 0 ? g->pad0[j] : 0;
-        r.p1[i] = j >= 0 ? g->pad1[j] : 0;
-        r.out[i] = j >= 0 ? g->out[j] : 1;
-    }
-    return r;
-}
-
-/* Positions i in [0, n_in) with o = i*s + off inside [0, n_out): [*lo, *hi). */
-static void scatter_range(int64_t n_in, int64_t n_out, int64_t s, int64_t off, int64_t *lo,
-                          int64_t *hi) {
-    int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
-    int64_t last = n_out - 1 - off; /* need i*s <= last */
-    int64_t b = last < 0 ? 0 : last / s + 1;
-    if (a > n_in) a = n_in;
-    if (b > n_in) b = n_in;
-    if (b < a) b = a;
-    *lo = a;
-    *hi = b;
-}
 
 /* ---- ConvTranspose ------------------------------------------------------------------ */
 
@@ -132,7 +99,7 @@ pp_status kern_CONVTRANSPOSE(pp_attrs attrs, const pprt_tensor *in, int n_in, pp
     pp_geom pg;
     int64_t group;
     PP_TRY(pp_convt_geom(attrs, &in[0].shape, &in[1].shape, &pg, &group, err));
-    const g3 g = lift(&pg);
+    const pprt_geom3 g = pprt_geom3_lift(&pg);
     const int64_t N = in[0].shape.dim[0], C = in[0].shape.dim[1], Mg = in[1].shape.dim[1];
     const int64_t M = Mg * group, Cg = C / group;
     const int64_t kvol = g.k[0] * g.k[1] * g.k[2];
@@ -172,7 +139,7 @@ pp_status kern_CONVTRANSPOSE(pp_attrs attrs, const pprt_tensor *in, int n_in, pp
                     const float *cr = col + r * Pin;
                     const int64_t off2 = ke * g.d[2] - g.p[2];
                     int64_t lo, hi;
-                    scatter_range(g.in[2], g.out[2], g.s[2], off2, &lo, &hi);
+                    pprt_stride_range(g.in[2], g.out[2], g.s[2], off2, &lo, &hi);
                     if (lo == hi) continue;
                     for (int64_t i0 = 0; i0 < g.in[0]; i0++) {
                         const int64_t o0 = i0 * g.s[0] + ka * g.d[0] - g.p[0];
@@ -208,7 +175,7 @@ pp_status kern_AVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
     PP_TRY(pp_geom_make(attrs, &in[0].shape, NULL, true, &pg, err));
     int64_t cip;
     PP_TRY(pp_attr_int(attrs, "count_include_pad", 0, &cip, err));
-    const g3 g = lift(&pg);
+    const pprt_geom3 g = pprt_geom3_lift(&pg);
     const int64_t planes = in[0].shape.dim[0] * in[0].shape.dim[1];
     const int64_t Pin = g.in[0] * g.in[1] * g.in[2], P = g.out[0] * g.out[1] * g.out[2];
     const float *xd = in[0].data;
