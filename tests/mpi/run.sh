@@ -112,6 +112,17 @@ same r_thr2/output.npy r_rep/output.npy "ResNet-50 -pp 2, 2 replicas x 2 ranks v
 "$PY" "$SRC/tests/tools/compare_npy.py" r_mpi4/output.npy r50/expected/output.npy --rtol 1e-3 --atol 1e-4
 echo "mpi: ResNet-50 on 2 and 4 ranks and on 2 replicas x 2 ranks: bit-identical to threads"
 
+# ---- the U-Net: skip connections cross every cut ----------------------------------------
+"$PY" "$SRC/tests/models/zoo.py" export unet unet --batch 2 > unet_export.txt
+for pp in 2 4; do
+  "$PPCC" unet/model.onnx -pp $pp -b 1 -o u$pp.plan -q
+  "$PPRT" u$pp.plan unet/data -o u_thr$pp -q "${BK[@]}"
+  expect_rc 0 u_mpi$pp.txt "${M[@]}" -np $pp "$PPRT" u$pp.plan unet/data -o u_mpi$pp -q "${BK[@]}"
+  same u_thr$pp/output.npy u_mpi$pp/output.npy "U-Net -pp $pp, $pp ranks vs threads"
+done
+"$PY" "$SRC/tests/tools/compare_npy.py" u_mpi4/output.npy unet/expected/output.npy --rtol 1e-3 --atol 1e-4
+echo "mpi: U-Net on 2 and 4 ranks: bit-identical to threads"
+
 # ---- errors --------------------------------------------------------------------------
 expect_rc 2 e_np.txt "${M[@]}" -np 3 "$PPRT" d2.plan "$S/data" -o e_np -q
 # every rank says why: its own error, or (when another's abort came first) that rank's
