@@ -328,45 +328,21 @@ done:
     return s;
 }
 
-static void json_name(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
 
 pp_status pprt_profile_write(const char *path, const pprt_plan *p, const pprt_stats *stats,
                              pp_err *err) {
     if (!stats->node_ms) return PP_FAIL(err, PP_EINVAL, "no per-node times were measured");
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        free(tmp);
-        return PP_FAIL(err, PP_EIO, "cannot write '%s'", path);
-    }
+    pp_outfile out;
+    PP_TRY(pp_outfile_open(&out, path, err));
+    FILE *f = out.f;
     fprintf(f, "{\"micro_batch\": %lld, \"nodes\": {\n", (long long)p->batch);
     int k = 0;
     for (int i = 0; i < p->n_stages; i++)
         for (int j = 0; j < p->stages[i].n_nodes; j++, k++) {
             fprintf(f, "%s  ", k ? ",\n" : "");
-            json_name(f, p->stages[i].nodes[j].name);
+            pp_json_str(f, p->stages[i].nodes[j].name);
             fprintf(f, ": %.6f", stats->node_ms[k]);
         }
     fprintf(f, "\n}}\n");
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    pp_status s = PP_OK;
-    if (!ok || rename(tmp, path) != 0) {
-        s = PP_FAIL(err, PP_EIO, "cannot write '%s'", path);
-        unlink(tmp);
-    }
-    free(tmp);
-    return s;
+    return pp_outfile_commit(&out, true, err);
 }

@@ -81,15 +81,9 @@ static void print_info(const pprt_plan *p) {
 }
 
 static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err *err) {
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        free(tmp);
-        return PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(errno));
-    }
+    pp_outfile out;
+    PP_TRY(pp_outfile_open(&out, path, err));
+    FILE *f = out.f;
     fprintf(f,
             "{\"samples\": %lld, \"micro_batches\": %lld, \"wall_s\": %.6f, \"samples_per_s\": %.3f, "
             "\"latency_ms\": {\"mean\": %.4f, \"p99\": %.4f}, \"stages\": [",
@@ -99,14 +93,7 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
         fprintf(f, "%s{\"index\": %d, \"busy_s\": %.6f, \"utilization\": %.4f}", i ? ", " : "", i,
                 st->stages[i].busy_s, st->stages[i].utilization);
     fprintf(f, "], \"bubble\": %.4f, \"peak_rss_bytes\": %zu}\n", st->bubble, st->peak_rss);
-    bool ok = fclose(f) == 0;
-    pp_status s = PP_OK;
-    if (!ok || rename(tmp, path) != 0) {
-        s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
-    return s;
+    return pp_outfile_commit(&out, true, err);
 }
 
 int main(int argc, char **argv) {
