@@ -13,7 +13,10 @@ typedef struct pprt_exec pprt_exec;
 
 typedef struct pprt_exec_ops {
     const char *name;
-    pp_status (*create)(const pprt_plan *p, const pprt_stage *st, pprt_exec **out, pp_err *err);
+    /* Called on the thread that will run the stage (the OpenMP threads oneDNN
+     * starts belong to it and inherit its cores). */
+    pp_status (*create)(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *cfg, pprt_exec **out,
+                        pp_err *err);
     /* in_msg holds st->in, out_msg receives st->out (layouts in pprt_stage). */
     pp_status (*run)(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err);
     void (*destroy)(pprt_exec *x);

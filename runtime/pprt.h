@@ -102,18 +102,27 @@ extern const struct pprt_exec_ops pprt_exec_cpu_ref;
 extern const struct pprt_exec_ops pprt_exec_cpu_dnnl;
 #endif
 
+/* Arithmetic of the executors that can trade precision for speed (oneDNN):
+ * PPRT_BF16 computes convolutions and matrix products in bfloat16 (inputs
+ * and weights rounded to 8 significant bits, sums in f32) and may keep
+ * activations between them in bf16. Plans, inputs and outputs stay f32. */
+typedef enum { PPRT_F32 = 0, PPRT_BF16 = 1 } pprt_precision;
+
 typedef struct pprt_run_opts {
     int depth;      /* micro-batches in flight per boundary (>= 1) */
     bool pin;       /* pin stage threads to distinct cores when there are enough */
     bool progress;  /* progress bar on stderr */
     const struct pprt_exec_ops *executor; /* runs each stage; NULL: pprt_exec_cpu_ref */
     int threads;    /* intra-op threads per stage, for executors that use them; 0: cores / stages */
+    int warmup;     /* untimed micro-batches (copies of the first) run before the timed ones */
+    pprt_precision precision;
 } pprt_run_opts;
 
-/* In a stage thread of pprt_run, and while pprt_run creates the stages'
- * executors: the intra-op threads an executor may use (pprt_run_opts.threads,
- * resolved); 0 in any other thread. */
-int pprt_stage_threads(void);
+/* What a stage executor is created with (runtime/exec.h). */
+typedef struct pprt_exec_cfg {
+    int threads;            /* intra-op threads it may use (>= 1) */
+    pprt_precision precision;
+} pprt_exec_cfg;
 
 typedef struct pprt_stage_stats {
     double busy_s;

@@ -18,10 +18,43 @@
 #include <unistd.h>
 
 #include "chan.h"
+#include "comm/microbatch.h"
 #include "exec.h"
 #include "pprt.h"
 
 typedef struct sched sched;
+
+/* A barrier whose party can shrink (when a stage thread fails to start). */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int need, have;
+    unsigned gen;
+} meeting;
+
+static void meet_wait(meeting *m) {
+    pthread_mutex_lock(&m->mu);
+    unsigned gen = m->gen;
+    if (++m->have >= m->need) {
+        m->have = 0;
+        m->gen++;
+        pthread_cond_broadcast(&m->cv);
+    } else {
+        while (gen == m->gen) pthread_cond_wait(&m->cv, &m->mu);
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void meet_shrink(meeting *m, int need) {
+    pthread_mutex_lock(&m->mu);
+    m->need = need;
+    if (m->have > 0 && m->have >= need) {
+        m->have = 0;
+        m->gen++;
+        pthread_cond_broadcast(&m->cv);
+    }
+    pthread_mutex_unlock(&m->mu);
+}
 
 typedef struct {
     sched *S;
@@ -30,7 +63,7 @@ typedef struct {
     void *local_in, *local_out; /* stage 0's input buffer, last stage's output buffer */
     double busy;
     int core;    /* first of the cores the stage is pinned to; -1: not pinned */
-    int threads; /* intra-op threads (pprt_stage_threads), pinned to cores core .. core+threads-1 */
+    int threads; /* intra-op threads (pprt_exec_cfg), pinned to cores core .. core+threads-1 */
 } worker;
 
 struct sched {
@@ -43,6 +76,7 @@ struct sched {
     pprt_chan **full, **free_; /* per boundary */
     double *t_start, *t_end;   /* per micro-batch */
     pthread_mutex_t err_mu;
+    meeting ready; /* the stage threads and the main thread */
     pp_err err;
     bool failed;
 };
@@ -76,28 +110,6 @@ static bool is_failed(sched *S) {
     return f;
 }
 
-/* Copy micro-batch mb of the inputs into stage 0's message. */
-static void fill_input(sched *S, const pprt_stage *st, int64_t mb, unsigned char *msg) {
-    int64_t b = S->p->batch > 0 ? S->p->batch : 1, first = mb * b;
-    int64_t have = S->n - first < b ? S->n - first : b;
-    for (int i = 0; i < S->p->n_inputs; i++) {
-        size_t sb = S->p->inputs[i].sample_bytes;
-        unsigned char *dst = msg + st->in.off[i];
-        memcpy(dst, (const unsigned char *)S->inputs[i].data + (size_t)first * sb, (size_t)have * sb);
-        if (have < b) memset(dst + (size_t)have * sb, 0, (size_t)(b - have) * sb);
-    }
-}
-
-static void drain_output(sched *S, const pprt_stage *st, int64_t mb, const unsigned char *msg) {
-    int64_t b = S->p->batch > 0 ? S->p->batch : 1, first = mb * b;
-    int64_t have = S->n - first < b ? S->n - first : b;
-    for (int i = 0; i < S->p->n_outputs; i++) {
-        size_t sb = S->p->outputs[i].sample_bytes;
-        memcpy((unsigned char *)S->outputs[i].data + (size_t)first * sb, msg + st->out.off[i],
-               (size_t)have * sb);
-    }
-}
-
 static void progress(sched *S, int64_t done) {
     if (!S->o->progress) return;
     int width = 40, fill = (int)(done * width / S->m);
@@ -107,30 +119,18 @@ static void progress(sched *S, int64_t done) {
     if (done == S->m) fputc('\n', stderr);
 }
 
-static _Thread_local int stage_threads;
-
-int pprt_stage_threads(void) { return stage_threads; }
-
-static void *stage_main(void *arg) {
-    worker *w = arg;
+/* Micro-batches k0 .. k1-1 of the stage's sequence. The first `warmup` of the
+ * sequence all carry micro-batch 0 and their outputs are dropped. */
+static void stage_loop(worker *w, int64_t k0, int64_t k1) {
     sched *S = w->S;
     const pprt_plan *p = S->p;
-    const pprt_stage *st = &p->stages[w->s];
-    int s = w->s, last = p->n_stages - 1;
-    stage_threads = w->threads;
-    if (w->core >= 0) {
-        /* the executor's own threads (OpenMP) inherit this mask */
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        for (int c = w->core; c < w->core + w->threads; c++) CPU_SET(c, &set);
-        pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
-    }
-    for (int64_t mb = 0; mb < S->m; mb++) {
+    int s = w->s, last = p->n_stages - 1, W = S->o->warmup;
+    for (int64_t k = k0; k < k1; k++) {
         pp_err e = {0};
         void *in = w->local_in, *out = w->local_out;
-        int64_t tag = mb;
+        int64_t tag = k, mb = k < W ? 0 : k - W;
         if (s > 0 && S->full[s - 1]->ops->recv(S->full[s - 1], &in, &tag, &e) != PP_OK) break;
-        if (tag != mb) {
+        if (tag != k) {
             PP_FAIL(&e, PP_ERUNTIME, "received micro-batch %lld out of order", (long long)tag);
             stop_all(S, s, mb, &e);
             break;
@@ -138,32 +138,52 @@ static void *stage_main(void *arg) {
         if (s < last && S->free_[s]->ops->recv(S->free_[s], &out, &tag, &e) != PP_OK) break;
         double t0 = now();
         if (s == 0) {
-            S->t_start[mb] = t0;
-            fill_input(S, st, mb, in);
+            if (k >= W) S->t_start[mb] = t0;
+            pprt_mb_fill(p, S->inputs, S->n, mb, in);
         }
         pp_status rs = S->ex->run(w->x, in, out, &e);
         double t1 = now();
-        w->busy += t1 - t0;
+        if (k >= W) w->busy += t1 - t0;
         if (rs != PP_OK) {
             stop_all(S, s, mb, &e);
             break;
         }
         if (s > 0 && S->free_[s - 1]->ops->send(S->free_[s - 1], in, 0, &e) != PP_OK) break;
         if (s < last) {
-            if (S->full[s]->ops->send(S->full[s], out, mb, &e) != PP_OK) break;
-        } else {
-            drain_output(S, st, mb, out);
+            if (S->full[s]->ops->send(S->full[s], out, k, &e) != PP_OK) break;
+        } else if (k >= W) {
+            pprt_mb_drain(p, out, S->n, mb, S->outputs);
             S->t_end[mb] = now();
             progress(S, mb + 1);
         }
         if (is_failed(S)) break;
     }
-    return NULL;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+/* A stage thread: pins itself, creates its executor (so that the executor's
+ * own threads, OpenMP's for oneDNN, belong to this thread and inherit its
+ * cores), runs the warm-up micro-batches, then the timed ones. The main
+ * thread meets the stage threads at `ready` twice: once every executor
+ * exists, once the warm-up has drained out of the pipeline. A failed thread
+ * still arrives at each meeting, so nobody waits forever. */
+static void *stage_main(void *arg) {
+    worker *w = arg;
+    sched *S = w->S;
+    if (w->core >= 0) {
+        /* the executor's own threads (OpenMP) inherit this mask */
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        for (int c = w->core; c < w->core + w->threads; c++) CPU_SET(c, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
+    }
+    pp_err e = {0};
+    pprt_exec_cfg cfg = {.threads = w->threads, .precision = S->o->precision};
+    if (S->ex->create(S->p, &S->p->stages[w->s], &cfg, &w->x, &e) != PP_OK) stop_all(S, w->s, -1, &e);
+    meet_wait(&S->ready);
+    if (!is_failed(S)) stage_loop(w, 0, S->o->warmup);
+    meet_wait(&S->ready);
+    if (!is_failed(S)) stage_loop(w, S->o->warmup, S->o->warmup + S->m);
+    return NULL;
 }
 
 pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt_array *outputs,
@@ -172,6 +192,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     for (int i = 0; i < p->n_outputs; i++) outputs[i].data = NULL;
     if (n < 1) return PP_FAIL(err, PP_EINVAL, "no samples to run");
     if (o->depth < 1) return PP_FAIL(err, PP_EINVAL, "--depth must be >= 1, got %d", o->depth);
+    if (o->warmup < 0) return PP_FAIL(err, PP_EINVAL, "--warmup must be >= 0, got %d", o->warmup);
     for (int i = 0; i < p->n_inputs; i++)
         if (inputs[i].n != n)
             return PP_FAIL(err, PP_EINVAL, "input '%s' has %lld samples, expected %lld like the first",
@@ -182,8 +203,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     if (p->batch == 0 && n != 1)
         return PP_FAIL(err, PP_EINVAL, "an unbatched plan (-b 0) runs exactly one set of inputs, got %lld",
                        (long long)n);
-    int64_t b = p->batch > 0 ? p->batch : 1;
-    S.m = (n + b - 1) / b;
+    S.m = pprt_mb_count(p, n);
     pthread_mutex_init(&S.err_mu, NULL);
     worker *w = calloc((size_t)P, sizeof *w);
     pthread_t *th = calloc((size_t)P, sizeof *th);
@@ -241,44 +261,42 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         w[i].s = i;
         w[i].threads = threads;
         w[i].core = (o->pin && cores >= (long)P * threads) ? i * threads : -1;
-        stage_threads = threads; /* executors may size their kernels for it */
-        s = S.ex->create(p, &p->stages[i], &w[i].x, err);
-        stage_threads = 0;
     }
     if (s != PP_OK) goto done;
-    double t0 = now();
+    pthread_mutex_init(&S.ready.mu, NULL);
+    pthread_cond_init(&S.ready.cv, NULL);
+    S.ready.need = P + 1;
     int started = 0;
-    for (int i = 0; i < P; i++) {
-        if (pthread_create(&th[i], NULL, stage_main, &w[i]) != 0) {
-            pp_err e = {0};
-            PP_FAIL(&e, PP_ERUNTIME, "cannot start its thread");
-            stop_all(&S, i, -1, &e);
-            break;
-        }
-        started++;
+    for (; started < P; started++)
+        if (pthread_create(&th[started], NULL, stage_main, &w[started]) != 0) break;
+    if (started < P) {
+        pp_err e = {0};
+        PP_FAIL(&e, PP_ERUNTIME, "cannot start its thread");
+        stop_all(&S, started, -1, &e);
+        meet_shrink(&S.ready, started + 1);
     }
+    meet_wait(&S.ready); /* every executor created (or failed) */
+    meet_wait(&S.ready); /* the warm-up is through */
+    double t0 = now();
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
     double wall = now() - t0;
+    pthread_cond_destroy(&S.ready.cv);
+    pthread_mutex_destroy(&S.ready.mu);
     if (S.failed) {
         s = PP_FAIL(err, S.err.code, "%s", S.err.msg);
         goto done;
     }
     /* statistics */
-    stats->samples = n;
-    stats->micro_batches = S.m;
-    stats->wall_s = wall;
-    stats->samples_per_s = wall > 0 ? (double)n / wall : 0;
-    stats->n_stages = P;
-    stats->stages = calloc((size_t)P, sizeof *stats->stages);
-    double busy = 0;
-    for (int i = 0; i < P; i++) {
-        busy += w[i].busy;
-        if (stats->stages) {
-            stats->stages[i].busy_s = w[i].busy;
-            stats->stages[i].utilization = wall > 0 ? w[i].busy / wall : 0;
-        }
+    double *busy = calloc((size_t)P, sizeof *busy);
+    if (!busy) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+        goto done;
     }
-    stats->bubble = wall > 0 ? 1.0 - busy / ((double)P * wall) : 0;
+    for (int i = 0; i < P; i++) busy[i] = w[i].busy;
+    for (int64_t i = 0; i < S.m; i++) S.t_end[i] -= S.t_start[i];
+    s = pprt_stats_fill(stats, n, S.m, wall, P, 1, busy, S.t_end, err);
+    free(busy);
+    if (s != PP_OK) goto done;
     int total_nodes = 0;
     for (int i = 0; i < P; i++) total_nodes += p->stages[i].n_nodes;
     stats->node_ms = calloc(pp_count(total_nodes), sizeof(double));
@@ -287,25 +305,15 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         for (int i = 0; i < P; i++) {
             const double *ns = S.ex->node_seconds(w[i].x);
             for (int j = 0; j < p->stages[i].n_nodes; j++, k++)
-                stats->node_ms[k] = ns ? 1e3 * ns[j] / (double)S.m : 0;
+                stats->node_ms[k] = ns ? 1e3 * ns[j] / (double)(S.m + o->warmup) : 0;
         }
     }
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) stats->peak_rss = (size_t)ru.ru_maxrss * 1024; /* KiB */
-    double sum = 0;
-    for (int64_t i = 0; i < S.m; i++) {
-        S.t_end[i] -= S.t_start[i];
-        sum += S.t_end[i];
-    }
-    qsort(S.t_end, (size_t)S.m, sizeof(double), cmp_double);
-    stats->latency_mean_ms = 1e3 * sum / (double)S.m;
-    int64_t k = (int64_t)((double)S.m * 0.99 + 0.999999) - 1;
-    if (k < 0) k = 0;
-    if (k >= S.m) k = S.m - 1;
-    stats->latency_p99_ms = 1e3 * S.t_end[k];
 done:
     if (w)
-        for (int i = 0; i < P; i++) S.ex->destroy(w[i].x);
+        for (int i = 0; i < P; i++)
+            if (w[i].x) S.ex->destroy(w[i].x);
     if (S.full)
         for (int b = 0; b < P - 1; b++) {
             if (S.full[b]) S.full[b]->ops->destroy(S.full[b]);

@@ -21,7 +21,7 @@ static void usage(FILE *f) {
             "usage: pprt PLAN DATA_DIR [-o OUT_DIR] [--labels FILE.npy] [--depth N]\n"
             "            [--check [--rtol R] [--atol A] [--expected DIR]]\n"
             "            [--stats-json FILE] [--profile FILE] [--no-pin] [-q]\n"
-            "            [--backend dnnl|ref] [--threads N]\n"
+            "            [--backend dnnl|ref] [--threads N] [--warmup N] [--precision f32|bf16]\n"
             "       mpirun -np K*R pprt PLAN DATA_DIR [--replicas R] [--mpi-timeout SECONDS] [...]\n"
             "       pprt --info PLAN\n"
             "  DATA_DIR          NAME.npy per plan input (N samples on dim 0), or ONNX test data:\n"
@@ -43,6 +43,11 @@ static void usage(FILE *f) {
             "  --backend B       kernels: dnnl (oneDNN) or ref (the reference kernels); default:\n"
             "                    " DEFAULT_BACKEND "\n"
             "  --threads N       intra-op threads per stage (oneDNN; default: cores / stages)\n"
+            "  --precision P     f32 (default) or bf16: oneDNN convolutions and matrix products in\n"
+            "                    bfloat16 (8-bit mantissa, f32 sums; fast on CPUs with AVX512_BF16\n"
+            "                    or AMX); inputs, outputs and the plan stay f32\n"
+            "  --warmup N        first run N untimed copies of the first micro-batch through the\n"
+            "                    pipeline (outputs dropped; not under mpirun; default 0)\n"
             "  -q                print only errors\n");
 }
 
@@ -170,6 +175,15 @@ int main(int argc, char **argv) {
             long t = v ? strtol(v, &end, 10) : 0;
             if (!v || *end || t < 1 || t > 1024) return bad_usage("--threads needs 1..1024, got ", v ? v : "");
             ro.threads = (int)t, i++;
+        } else if (!strcmp(a, "--precision")) {
+            if (!v || (strcmp(v, "f32") && strcmp(v, "bf16")))
+                return bad_usage("--precision needs f32 or bf16, got ", v ? v : "");
+            ro.precision = strcmp(v, "bf16") ? PPRT_F32 : PPRT_BF16, i++;
+        } else if (!strcmp(a, "--warmup")) {
+            char *end;
+            long t = v ? strtol(v, &end, 10) : -1;
+            if (!v || *end || t < 0 || t > 1000000) return bad_usage("--warmup needs 0..1000000, got ", v ? v : "");
+            ro.warmup = (int)t, i++;
         } else if (!strcmp(a, "--replicas")) {
             char *end;
             long r = v ? strtol(v, &end, 10) : 0;
@@ -196,6 +210,9 @@ int main(int argc, char **argv) {
         }
     }
     if (!plan_path) return bad_usage("no plan given", NULL);
+    if (ro.precision == PPRT_BF16 && ro.executor == &pprt_exec_cpu_ref)
+        return bad_usage("--precision bf16 needs the oneDNN backend (--backend dnnl); the reference kernels "
+                         "compute in f32 only", NULL);
     if (!info && !data) return bad_usage("no data directory given", NULL);
 
     /* under mpirun: one stage per rank (runtime/comm/comm.h) */
@@ -215,6 +232,7 @@ int main(int argc, char **argv) {
     }
 #else
     if (!launcher && mpi_opt) return bad_usage(mpi_opt, " applies only under mpirun (mpirun -np K pprt ...)");
+    if (launcher && ro.warmup > 0) return bad_usage("--warmup is not supported under mpirun", NULL);
     pprt_mpi *mpi = NULL;
     if (launcher && !info) {
         pp_err e = {0};
@@ -251,11 +269,14 @@ int main(int argc, char **argv) {
     if (s == PP_OK && ro.threads > 0) {
         /* more threads than cores only slows every stage down */
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        if (cores > 0 && (long)ro.threads * p->n_stages > cores && ro.threads > 1) {
-            int t = cores / p->n_stages > 1 ? (int)(cores / p->n_stages) : 1;
+        /* under mpirun: this machine's ranks share its cores */
+        long sharers = launcher ? pprt_mpi_env_local_size() : p->n_stages;
+        if (cores > 0 && (long)ro.threads * sharers > cores && ro.threads > 1) {
+            int t = cores / sharers > 1 ? (int)(cores / sharers) : 1;
             fprintf(stderr,
-                    "pprt: warning: %d stages x %d threads exceed the %ld cores; using %d thread%s per stage\n",
-                    p->n_stages, ro.threads, cores, t, t == 1 ? "" : "s");
+                    "pprt: warning: %ld %s x %d threads exceed the %ld cores; using %d thread%s per stage\n",
+                    sharers, launcher ? "ranks on this machine" : "stages", ro.threads, cores, t,
+                    t == 1 ? "" : "s");
             ro.threads = t;
         }
     }

@@ -26,6 +26,8 @@
 const char *pprt_mpi_launcher_env(void);
 /* This process's rank as the launcher's environment gives it, -1 if none. */
 int pprt_mpi_env_rank(void);
+/* Ranks of the job on this machine, from the launcher's variables (1 when unknown). */
+int pprt_mpi_env_local_size(void);
 
 #ifdef PPRT_HAVE_MPI
 

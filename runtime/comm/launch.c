@@ -33,3 +33,15 @@ int pprt_mpi_env_rank(void) {
     }
     return -1;
 }
+
+int pprt_mpi_env_local_size(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                       "MV2_COMM_WORLD_LOCAL_SIZE", "PMI_LOCAL_SIZE", NULL};
+    for (int i = 0; vars[i]; i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long r = v && *v ? strtol(v, &end, 10) : -1;
+        if (v && *v && !*end && r >= 1 && r < 1000000) return (int)r;
+    }
+    return 1;
+}

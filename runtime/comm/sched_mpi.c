@@ -22,9 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "../exec.h"
+#include "comm.h"
 #include "engine.h"
 #include "microbatch.h"
 
@@ -377,7 +379,14 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
         if (st == PP_OK) add_req(&rr, r);
     }
     /* the stage: its executor, its message buffers, its boundaries */
-    if (st == PP_OK) st = rr.ex->create(p, &p->stages[s], &rr.x, err);
+    if (st == PP_OK) {
+        /* intra-op threads: --threads, else this machine's cores shared by its ranks */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        long share = cores / pprt_mpi_env_local_size();
+        pprt_exec_cfg cfg = {.threads = o->threads > 0 ? o->threads : share > 1 ? (int)share : 1,
+                             .precision = o->precision};
+        st = rr.ex->create(p, &p->stages[s], &cfg, &rr.x, err);
+    }
     if (st == PP_OK && s == 0) {
         rr.local_in = rr.owned[rr.n_owned++] = alloc64(p->stages[0].in.bytes);
         if (!rr.local_in) st = PP_FAIL(err, PP_ENOMEM, "cannot allocate the input message");

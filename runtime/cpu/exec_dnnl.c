@@ -5,7 +5,7 @@
  * or element type outside the list below, or a primitive oneDNN declines)
  * runs its reference kernel. The decision is per node, at create time.
  *
- * On oneDNN (f32 only):
+ * On oneDNN (f32 tensors; computed in f32, or bf16 on request, see Precision):
  *   Conv, pp.FusedConv     convolution (1-3 spatial dims, groups, dilations);
  *                          bias; the residual Z by a sum post-op; relu / clip
  *   Gemm, MatMul           matmul (batched, batch dims broadcast); Gemm's C as
@@ -41,11 +41,21 @@
  * place instead of copying Z (PPRT_DNNL_INPLACE=0: always copy). Messages
  * stay where the scheduler puts them.
  *
- * Threads: oneDNN here runs on OpenMP. Primitives are created and run with
- * the stage's threads (pprt_stage_threads(), pprt --threads), set as the
- * calling thread's OpenMP team size; but a primitive with less than about
- * 500 us of work (PPRT_DNNL_SMALL_US) is created for and runs on one thread:
- * waking a team costs more than it saves there.
+ * Threads: oneDNN here runs on OpenMP. The executor is created on the stage's
+ * own thread (so the OpenMP team it starts belongs to that thread: libgomp
+ * spins only while its threads do not outnumber the cores, and a team made by
+ * another thread would count), and primitives are created and run with the
+ * stage's threads (pprt_exec_cfg, pprt --threads) as the thread's OpenMP team
+ * size; but a primitive with less than about 100 us of work
+ * (PPRT_DNNL_SMALL_US) is created for and runs on one thread: waking a team
+ * costs more than it saves there.
+ *
+ * Precision (pprt_exec_cfg, pprt --precision bf16): convolutions read bf16
+ * sources and weights and write bf16 where the output stays between oneDNN
+ * nodes (else f32); pooling, eltwise and binary nodes keep the element type
+ * of what they read; matrix products read bf16 copies of A and B (B's made
+ * once when constant) and write f32. Weights are converted once, at create
+ * time; activations by the reorders that already change layouts.
  *
  * PPRT_DNNL_VERBOSE=1 prints, per stage, the nodes on oneDNN, absorbed and on
  * the reference kernels, the reorders and copies per micro-batch and the
@@ -155,6 +165,8 @@ struct pprt_exec {
     bool inplace;             /* a residual's bytes may be taken over by the output (PPRT_DNNL_INPLACE=0: never) */
     bool residual_sum;        /* residual Z by a sum post-op (copied first unless in place), or
                                * a binary add (PPRT_DNNL_RESIDUAL=binary) */
+    int stage_threads;        /* the stage's intra-op threads (pprt_exec_cfg) */
+    bool bf16;                /* convolutions and matrix products in bf16 (pprt_exec_cfg) */
     int threads;              /* OpenMP threads last set in the stage thread */
     int build_threads;        /* threads of the primitives being created (0: unknown) */
     double small_us;          /* work below which a primitive runs on one thread (PPRT_DNNL_SMALL_US) */
@@ -243,9 +255,11 @@ static const pprt_tdesc *T(const pprt_exec *x, int tid) { return &x->st->t[tid];
 /* Threads for node n's primitives: one for work so small that waking more
  * threads costs more than it saves (estimated from the node's FLOPs and the
  * bytes it touches: under x->small_us microseconds on one core), else the
- * stage's. On the 2-core machine of bench/RESULTS.md, shared with other jobs,
- * a parallel region costs 50-60 us and EfficientNet-B0 ran fastest with a
- * threshold of 500 to 2000 us (ResNet-50 did not care below 2000). */
+ * stage's. On the 2-core machine of bench/RESULTS.md a parallel region costs
+ * about 1 us while libgomp's threads spin, 50-80 us once they sleep (as they
+ * did when primitives were created on another thread, which made 500 us the
+ * best threshold then); with the executor on the stage thread EfficientNet-B0
+ * at -b 1 runs best with 30-100 us and ResNet-50 does not care. */
 static int node_threads(const pprt_exec *x, const pprt_node *n, int stage_threads) {
     if (stage_threads <= 1) return stage_threads;
     double bytes = 0;
@@ -280,10 +294,11 @@ static pp_status plain_md(const int64_t *dims, int nd, dnnl_memory_desc_t *md, p
     return PP_OK;
 }
 
-static pp_status any_md(const int64_t *dims, int nd, dnnl_memory_desc_t *md, pp_err *err) {
+/* A descriptor of element type dt whose layout the primitive picks. */
+static pp_status any_md(const int64_t *dims, int nd, dnnl_data_type_t dt, dnnl_memory_desc_t *md, pp_err *err) {
     dnnl_dims_t d;
     for (int i = 0; i < nd; i++) d[i] = dims[i];
-    DN(dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, dnnl_format_tag_any), "memory descriptor");
+    DN(dnnl_memory_desc_init_by_tag(md, nd, d, dt, dnnl_format_tag_any), "memory descriptor");
     return PP_OK;
 }
 
@@ -433,6 +448,18 @@ static pp_status bind_input(pprt_exec *x, int tid, const dnnl_memory_desc_t *wan
 static pp_status plain_view(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, dnnl_memory_t *out, pp_err *err) {
     if (x->blocked[tid]) return PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, tid)->name);
     return tensor_mem(x, tid, md, out, err);
+}
+
+/* Plain input tensor tid seen through md, converted to want (md with another
+ * element type) by a reorder into shared buffer `slot` every run, or itself
+ * when want is md. */
+static pp_status cast_view(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *want,
+                           int slot, dnnl_memory_t *out, pp_err *err) {
+    if (dnnl_memory_desc_equal(md, want)) return plain_view(x, tid, md, out, err);
+    dnnl_memory_t src;
+    PP_TRY(plain_view(x, tid, md, &src, err));
+    PP_TRY(slot_mem(x, want, slot, out, err));
+    return push_reorder(x, src, *out, STEP_REORDER, err);
 }
 
 /* Output tensor tid written by a primitive in layout `have`. A tensor that
@@ -596,8 +623,11 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * destination for a sum post-op */
     const bool zsum = zi >= 0 && x->residual_sum;
     dnnl_memory_desc_t z_md;
+    /* bf16: sources and weights in bf16; the output too where it stays
+     * between oneDNN nodes (else f32, as the reference kernels read it) */
+    const dnnl_data_type_t cdt = x->bf16 ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t dst_any;
-    PP_TRY(any_md(ys->dim, nd, &dst_any, err));
+    PP_TRY(any_md(ys->dim, nd, x->flex[yi] ? cdt : dnnl_f32, &dst_any, err));
 
     if (zi >= 0 && !zsum) PP_TRY(operand_md(x, zi, ys, &dst_any, &z_md, err));
     int64_t group;
@@ -626,8 +656,8 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     wd[wn++] = OC / group;
     wd[wn++] = ws->dim[1];
     for (int i = 2; i < nd; i++) wd[wn++] = ws->dim[i];
-    PP_TRY(any_md(xs->dim, nd, &src_any, err));
-    PP_TRY(any_md(wd, wn, &w_any, err));
+    PP_TRY(any_md(xs->dim, nd, cdt, &src_any, err));
+    PP_TRY(any_md(wd, wn, cdt, &w_any, err));
     PP_TRY(plain_md(wd, wn, &w_plain, err));
     PP_TRY(plain_md(&OC, 1, &b_md, err));
     dnnl_dims_t strides, dil, pl, pr;
@@ -759,7 +789,7 @@ static pp_status build_pool(pprt_exec *x, const pprt_node *n, pp_err *err) {
     }
     dnnl_memory_desc_t src, dst_any;
     PP_TRY(tensor_layout(x, xi, &src, err));
-    PP_TRY(any_md(ys->dim, nd, &dst_any, err));
+    PP_TRY(any_md(ys->dim, nd, src.data_type, &dst_any, err));
     dnnl_pooling_v2_desc_t d;
     DN(dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &src, &dst_any, strides, kernel, dil, pl,
                                          pr),
@@ -1026,7 +1056,7 @@ static dnnl_format_tag_t tag_of(const dnnl_memory_desc_t *md) {
     const dnnl_format_tag_t *c = md->ndims == 3 ? t3 : md->ndims == 4 ? t4 : md->ndims == 5 ? t5 : NULL;
     for (int i = 0; c && i < 5; i++) {
         dnnl_memory_desc_t t;
-        if (dnnl_memory_desc_init_by_tag(&t, md->ndims, md->dims, dnnl_f32, c[i]) == dnnl_success &&
+        if (dnnl_memory_desc_init_by_tag(&t, md->ndims, md->dims, md->data_type, c[i]) == dnnl_success &&
             dnnl_memory_desc_equal(&t, md))
             return c[i];
     }
@@ -1092,7 +1122,7 @@ static pp_status build_binary(pprt_exec *x, const pprt_node *n, pp_err *err) {
         dnnl_dims_t dd;
         for (int i = 0; i < r; i++) dd[i] = d1[i];
         if (tag == dnnl_format_tag_undef) return unsup(err, "layout of the full operand");
-        DN(dnnl_memory_desc_init_by_tag(&m1, r, dd, dnnl_f32, tag), "memory descriptor");
+        DN(dnnl_memory_desc_init_by_tag(&m1, r, dd, c1.data_type, tag), "memory descriptor");
     }
     dst = m0; /* the output takes the first source's layout */
     if (ys->rank == 0) { /* scalars: one-element vectors */
@@ -1132,14 +1162,24 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
                                const dnnl_memory_desc_t *bm, int yi, const dnnl_memory_desc_t *ym, float alpha,
                                const dnnl_memory_desc_t *cmd, dnnl_memory_t cm, pp_err *err) {
     const bool wconst = is_weight(x, bi);
-    dnnl_memory_desc_t b_any = *bm;
+    /* bf16: A and B read as bf16 copies (B's made once when constant), the
+     * output and the post-ops stay f32 */
+    const dnnl_data_type_t cdt = x->bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_t a_c = *am, b_c = *bm, b_any;
+    if (x->bf16) {
+        DN(dnnl_memory_desc_init_by_strides(&a_c, am->ndims, am->dims, cdt, am->format_desc.blocking.strides),
+           "memory descriptor");
+        DN(dnnl_memory_desc_init_by_strides(&b_c, bm->ndims, bm->dims, cdt, bm->format_desc.blocking.strides),
+           "memory descriptor");
+    }
+    b_any = b_c;
     if (wconst) {
         dnnl_dims_t d;
         for (int i = 0; i < bm->ndims; i++) d[i] = bm->dims[i];
-        DN(dnnl_memory_desc_init_by_tag(&b_any, bm->ndims, d, dnnl_f32, dnnl_format_tag_any), "matmul weights");
+        DN(dnnl_memory_desc_init_by_tag(&b_any, bm->ndims, d, cdt, dnnl_format_tag_any), "matmul weights");
     }
     dnnl_matmul_desc_t d;
-    DN(dnnl_matmul_desc_init(&d, am, &b_any, NULL, ym), "matmul");
+    DN(dnnl_matmul_desc_init(&d, &a_c, &b_any, NULL, ym), "matmul");
     dnnl_primitive_attr_t attr;
     PP_TRY(new_attr(&attr, err));
     dnnl_status_t s = dnnl_success;
@@ -1165,8 +1205,8 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
     DN(s, "matmul");
     dnnl_memory_t a, b, y;
     const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    if ((r = plain_view(x, ai, am, &a, err)) != PP_OK ||
-        (r = wconst ? weight_mem(x, bi, bm, w_md, &b, err) : plain_view(x, bi, bm, &b, err)) != PP_OK ||
+    if ((r = cast_view(x, ai, am, &a_c, SLOT_SRC, &a, err)) != PP_OK ||
+        (r = wconst ? weight_mem(x, bi, bm, w_md, &b, err) : cast_view(x, bi, bm, &b_c, SLOT_WEI, &b, err)) != PP_OK ||
         (r = tensor_mem(x, yi, ym, &y, err)) != PP_OK) {
         dnnl_primitive_desc_destroy(pd);
         return r;
@@ -1597,7 +1637,8 @@ static void report(const pprt_exec *x) {
 
 static void dnnl_destroy(pprt_exec *x);
 
-static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, pprt_exec **out, pp_err *err) {
+static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *cfg, pprt_exec **out,
+                             pp_err *err) {
     pprt_exec *x = calloc(1, sizeof *x);
     if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     x->p = p;
@@ -1634,7 +1675,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, pprt_exec
     const char *ip = getenv("PPRT_DNNL_INPLACE");
     x->inplace = !(ip && !strcmp(ip, "0"));
     const char *su = getenv("PPRT_DNNL_SMALL_US");
-    x->small_us = su ? atof(su) : 500;
+    x->small_us = su ? atof(su) : 100;
     for (int i = 0; i < st->n_tensors; i++) x->writer[i] = x->last[i] = -1;
     for (int ni = 0; ni < st->n_nodes; ni++) {
         const pprt_node *n = &st->nodes[ni];
@@ -1657,7 +1698,9 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, pprt_exec
      * kernels' work split then); the caller's setting is restored after */
     omp_get_fn *get = omp_getter();
     const int caller_threads = get ? get() : 0;
-    x->threads = pprt_stage_threads();
+    x->stage_threads = cfg->threads > 0 ? cfg->threads : 1;
+    x->bf16 = cfg->precision == PPRT_BF16;
+    x->threads = x->stage_threads;
     x->build_threads = x->threads;
     set_threads(x->threads);
     /* Build; a declined node whose input was already laid out for it turns
@@ -1684,7 +1727,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, pprt_exec
 
 static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
     const pprt_stage *st = x->st;
-    const int stage_threads = pprt_stage_threads();
+    const int stage_threads = x->stage_threads;
     for (int i = 0; i < st->in.n; i++) x->ptr[st->recv[i]] = (unsigned char *)in_msg + st->in.off[i];
     for (int i = 0; i < st->out.n; i++)
         if (st->out.t[i]->kind == PPRT_SEND) x->ptr[st->send[i]] = (unsigned char *)out_msg + st->out.off[i];

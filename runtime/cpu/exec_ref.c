@@ -25,7 +25,9 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static pp_status ref_create(const pprt_plan *p, const pprt_stage *st, pprt_exec **out, pp_err *err) {
+static pp_status ref_create(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *cfg, pprt_exec **out,
+                            pp_err *err) {
+    (void)cfg; /* single-threaded, f32 (pprt refuses --precision bf16 for it) */
     pprt_exec *x = calloc(1, sizeof *x);
     if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     x->p = p;

@@ -79,6 +79,29 @@ def counts(stderr):
 
 
 seen = {"post-ops": 0, "in place": 0}
+# --precision bf16: outputs within BF16_TOL x (the output's largest magnitude)
+# of the reference (8-bit mantissas: about 0.4% per rounding, sums in f32);
+# and some must differ from f32 at all, or bf16 did not take effect
+BF16_TOL = 3e-2
+bf16 = {"outputs": 0, "differ": 0, "worst": 0.0}
+
+
+def compare_bf16(tag, got_dir, want_dir, f32_dir):
+    for f in sorted(x for x in os.listdir(want_dir) if x.endswith(".npy")):
+        want, got = np.load(os.path.join(want_dir, f)), np.load(os.path.join(got_dir, f))
+        if want.shape != got.shape or want.dtype != got.dtype:
+            failures.append(f"{tag}: {f}: {got.dtype}{got.shape}, expected {want.dtype}{want.shape}")
+            continue
+        if want.dtype != np.float32 or not want.size:
+            continue
+        scale = float(np.max(np.abs(want))) or 1.0
+        err = float(np.max(np.abs(got.astype(np.float64) - want))) / scale
+        bf16["outputs"] += 1
+        bf16["worst"] = max(bf16["worst"], err)
+        if not np.array_equal(got, np.load(os.path.join(f32_dir, f))):
+            bf16["differ"] += 1
+        if not err <= BF16_TOL:
+            failures.append(f"{tag}: {f}: bf16 error {err:.3g} of the largest magnitude (allowed {BF16_TOL})")
 
 
 def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
@@ -91,11 +114,16 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
              ("binres_t1", {"PPRT_DNNL_RESIDUAL": "binary"}, ["--threads", "1"])]
     if not extra_runs:
         modes = modes[:1]
+    else:
+        modes.append(("bf16_t1", {}, ["--threads", "1", "--precision", "bf16"]))
     for mode, env, args in modes:
         out = os.path.join(work, f"{tag}_{mode}")
         r = run([PPRT, plan, data, "--backend", "dnnl", "-q", "--no-pin", "-o", out] + args,
                 env={"PPRT_DNNL_VERBOSE": "2", **env})
-        compare(f"{tag} [{mode}]", out, ref)
+        if mode.startswith("bf16"):
+            compare_bf16(f"{tag} [{mode}]", out, ref, os.path.join(work, f"{tag}_blocked_t1"))
+        else:
+            compare(f"{tag} [{mode}]", out, ref)
         if mode == "blocked_t1":
             post, inplace = counts(r.stderr)
             seen["post-ops"] += post
@@ -299,6 +327,30 @@ for b in (16, 7):
         except RuntimeError as e:
             failures.append(f"digits -b {b} -pp {pp}: {e}")
 
+# digits in bf16: top-1 agreement with f32 and the accuracy
+digits_bf16 = ""
+try:
+    plan = os.path.join(work, "digits_16_1.plan")
+    outs = {}
+    for prec in ("f32", "bf16"):
+        outs[prec] = os.path.join(work, f"digits_{prec}")
+        r = run([PPRT, plan, os.path.join(digits, "data"), "--backend", "dnnl", "--precision", prec, "-o",
+                 outs[prec], "--labels", os.path.join(digits, "labels.npy")])
+        acc = float(re.search(r"^accuracy: (\S+)", r.stdout, re.M).group(1))
+        outs[prec + "_acc"] = acc
+    a32 = np.load(os.path.join(outs["f32"], os.listdir(outs["f32"])[0]))
+    a16 = np.load(os.path.join(outs["bf16"], os.listdir(outs["bf16"])[0]))
+    agree = float(np.mean(a32.argmax(-1) == a16.argmax(-1)))
+    rel = float(np.max(np.abs(a16.astype(np.float64) - a32)) / np.max(np.abs(a32)))
+    digits_bf16 = (f"digits bf16: top-1 agreement with f32 {agree:.4f}, max error {rel:.3g} of the largest "
+                   f"logit, accuracy {outs['bf16_acc']:.6f} (f32 {outs['f32_acc']:.6f})")
+    if np.array_equal(a16, a32):
+        failures.append("digits: --precision bf16 gave the f32 logits bit for bit: bf16 did not take effect")
+    if agree < 0.99 or outs["bf16_acc"] < outs["f32_acc"] - 0.01 or not rel <= BF16_TOL:
+        failures.append(digits_bf16)
+except (RuntimeError, AttributeError, IndexError) as e:
+    failures.append(f"digits bf16: {e}")
+
 # the golden models, all passes and unfused, on seeded random inputs
 golden = os.path.join(SRC, "tests", "golden")
 for f in sorted(os.listdir(golden)):
@@ -323,6 +375,8 @@ for f in sorted(os.listdir(golden)):
         except RuntimeError as e:
             failures.append(f"golden {name} {variant}: {e}")
 
+if bf16["outputs"] and not bf16["differ"]:
+    failures.append("--precision bf16 gave the f32 outputs bit for bit everywhere: bf16 did not take effect")
 # the paths the modes switch off must have been taken in the default mode
 for what, n in seen.items():
     if n == 0:
@@ -333,4 +387,5 @@ if failures:
 print(f"dnnl: {checked} outputs of the oneDNN backend match the reference backend "
       f"(rtol {RTOL}, atol {ATOL}): op models fused/unfused, digits, golden; blocked and plain layouts, "
       f"1 and 2 threads, with and without post-op fusion ({seen['post-ops']} nodes absorbed) and residuals "
-      f"summed in place ({seen['in place']})")
+      f"summed in place ({seen['in place']}); bf16: {bf16['outputs']} outputs within {BF16_TOL} of their "
+      f"largest magnitude (worst {bf16['worst']:.3g}, {bf16['differ']} differ from f32)\n{digits_bf16}")
