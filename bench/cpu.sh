@@ -1,28 +1,35 @@
 #!/usr/bin/env bash
 # CPU speed: pprt on oneDNN against onnxruntime and PyTorch, side by side.
 #
-# For each model (torchvision ResNet-50, EfficientNet-B0, ViT-B/16; random
-# weights, exported by tests/models/export_torchvision.py; a model that ppcc
-# cannot compile or pprt cannot run is reported and skipped) and micro-batch
-# (-b 1, -b 8), on the same input images:
-#   pprt      ppcc -b B -pp 1; pprt --backend dnnl --threads 2
-#   ort       onnxruntime (PyPI, .venv), CPUExecutionProvider,
-#             intra_op_num_threads=2, inter_op_num_threads=1, batches of B
-#   torch     PyTorch eager, torch.set_num_threads(2), no_grad, batches of B
-#   pprt pp2  ppcc -b B -pp 2; pprt --backend dnnl --threads 1 (one core per stage)
-# The runners take turns (pprt, ort, torch, pprt pp2, pprt, ort, ...) REPS
-# times and the table shows each one's median samples/s and the ratios.
-# pprt's figure is its own (--stats-json: wall time of the run, plan loading
-# and primitive creation excluded, the first, cold micro-batch included);
-# onnxruntime and PyTorch get one untimed warm-up batch. The images are the
-# exporter's two, repeated. PyTorch (Debian's build, generic BLAS) runs the
-# first of the batches that fit in about 10 s (at least one), and is left out
-# where its warm-up batch takes more than 20 s (ViT-B/16: about 10 s per image).
+# 1. Throughput. For each model (torchvision ResNet-50, EfficientNet-B0,
+#    ViT-B/16; random weights, exported by tests/models/export_torchvision.py;
+#    a model that ppcc cannot compile or pprt cannot run is reported and
+#    skipped) and micro-batch (-b 1, -b 8), on the same input images:
+#      pprt       ppcc -b B -pp 1; pprt --threads 2 --warmup 1 (oneDNN, f32)
+#      pprt bf16  the same plan, pprt --precision bf16
+#      ort        onnxruntime (PyPI, .venv), CPUExecutionProvider,
+#                 intra_op_num_threads=2, inter_op_num_threads=1, batches of B
+#      torch      PyTorch eager, torch.set_num_threads(2), no_grad, batches of B
+#    The runners take turns (pprt, ort, torch, pprt bf16, pprt, ...) REPS times;
+#    the table shows each one's median samples/s and the ratios. pprt's figure
+#    is its own (--stats-json: wall time of the run; plan loading, primitive
+#    creation and the one warm-up micro-batch excluded); onnxruntime and
+#    PyTorch get one untimed warm-up batch. PyTorch (Debian's build, generic
+#    BLAS) runs the first of the batches that fit in about 10 s (at least one),
+#    and is left out where its warm-up batch takes more than 20 s.
+# 2. Pipeline cost: the same model at -pp 1 with 2 threads against -pp 2 with
+#    one thread (and core) per stage, on 32 micro-batches (fill and drain of
+#    the pipeline: 1/33 of the run), alternating, median.
+# 3. bf16 accuracy: the digits sample at f32 and bf16: top-1 agreement, the
+#    largest difference relative to the largest logit, accuracy on its labels.
+# 4. Compile time: ppcc -pp 2 on ResNet-50 and ViT-L/16 (COMPILE_MODELS),
+#    median of 3 runs after one untimed run (page cache warm).
 #
 # Usage: bench/cpu.sh [BUILD_DIR] [REPS]   (builds nothing: expects BUILD_DIR/ppcc and
 #        BUILD_DIR/pprt, default build/; REPS default 5)
 # Environment: MODELS (default "resnet50 efficientnet_b0 vit_b_16"), BATCHES (default "1 8"),
-#              SAMPLES (images per run, default 32; ViT-B/16 runs half as many)
+#              SAMPLES (images per throughput run, default 32; ViT-B/16 runs half as many),
+#              COMPILE_MODELS (default "resnet50 vit_l_16"), SECTIONS (default "1 2 3 4")
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -34,6 +41,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export BUILD=$build WORK=$work REPS=$reps SRC=$root
 export MODELS=${MODELS:-"resnet50 efficientnet_b0 vit_b_16"} BATCHES=${BATCHES:-"1 8"} SAMPLES=${SAMPLES:-32}
+export COMPILE_MODELS=${COMPILE_MODELS:-"resnet50 vit_l_16"} SECTIONS=${SECTIONS:-"1 2 3 4"}
 exec "$py" - <<'PY'
 import json, os, statistics, subprocess, sys, time
 import numpy as np
@@ -48,11 +56,11 @@ def sh(argv, **kw):
     return subprocess.run(argv, check=True, capture_output=True, text=True, **kw)
 
 
-def pprt_runner(plan, data, threads):
+def pprt_runner(plan, data, threads, precision="f32"):
     def run():
         s = os.path.join(W, "stats.json")
-        sh([f"{B}/pprt", plan, data, "--backend", "dnnl", "--threads", str(threads), "-q",
-            "-o", os.path.join(W, "out"), "--stats-json", s])
+        sh([f"{B}/pprt", plan, data, "--backend", "dnnl", "--threads", str(threads), "--warmup", "1", "-q",
+            "--precision", precision, "-o", os.path.join(W, "out"), "--stats-json", s])
         return json.load(open(s))["samples_per_s"]
     return run
 
@@ -104,35 +112,59 @@ def torch_runner(name, x, b):
     return run
 
 
+SECTIONS = os.environ["SECTIONS"].split()
 lscpu = sh(["lscpu"]).stdout
 field = lambda k: next((l.split(":", 1)[1].strip() for l in lscpu.splitlines() if l.startswith(k + ":")), "?")
+flags = field("Flags").split()
 import onnxruntime, torch
 load0 = os.getloadavg()[0]
 print(f"machine: {field('Model name')}, {field('CPU(s)')} CPUs ({field('Core(s) per socket')} cores per socket, "
-      f"{field('Thread(s) per core')} thread per core), {field('L2 cache')} L2; onnxruntime {onnxruntime.__version__}, "
-      f"PyTorch {torch.__version__}; {REPS} repetitions, median samples/s; load average {load0:.1f} at the start")
-rows = []
-for name in MODELS:
-    n = SAMPLES // 2 if name.startswith("vit") else SAMPLES
+      f"{field('Thread(s) per core')} thread per core), {field('L2 cache')} L2, bf16 units: "
+      f"{', '.join(f for f in flags if f in ('avx512_bf16', 'amx_bf16')) or 'none'}; onnxruntime "
+      f"{onnxruntime.__version__}, PyTorch {torch.__version__}; {REPS} repetitions, median samples/s; "
+      f"load average {load0:.1f} at the start")
+
+
+def export(name):
     d = os.path.join(W, name)
-    try:
+    if not os.path.exists(os.path.join(d, "model.onnx")):
         sh([PY, f"{SRC}/tests/models/export_torchvision.py", "--model", name, "--out", d, "--batch", "2"])
-    except subprocess.CalledProcessError as e:
-        print(f"{name}: export failed, skipped: {e.stderr.strip()[-300:]}", file=sys.stderr)
-        continue
-    model, data = os.path.join(d, "model.onnx"), os.path.join(d, f"data{n}")
+    return d
+
+
+def images(d, n, tag):
+    data = os.path.join(d, f"data{tag}")
     x = np.load(os.path.join(d, "data", "input.npy"))
     x = np.ascontiguousarray(np.concatenate([x] * (n // len(x) + 1))[:n])
     os.makedirs(data, exist_ok=True)
     np.save(os.path.join(data, "input.npy"), x)
+    return data, x
+
+
+def fmt(v):
+    return f"{v:.2f}" if v else "-"
+
+
+# ---- 1. throughput -------------------------------------------------------------------------------
+rows = []
+for name in (MODELS if "1" in SECTIONS else []):
+    n = SAMPLES // 2 if name.startswith("vit") else SAMPLES
+    try:
+        d = export(name)
+    except subprocess.CalledProcessError as e:
+        print(f"{name}: export failed, skipped: {e.stderr.strip()[-300:]}", file=sys.stderr)
+        continue
+    model = os.path.join(d, "model.onnx")
+    data, x = images(d, n, n)
     for b in BATCHES:
         runners = {}
         try:
-            for pp, t in ((1, 2), (2, 1)):
-                plan = os.path.join(W, f"{name}_{b}_{pp}.plan")
-                sh([f"{B}/ppcc", model, "-b", str(b), "-pp", str(pp), "-q", "-o", plan])
-                runners[f"pprt_pp{pp}"] = pprt_runner(plan, data, t)
-                runners[f"pprt_pp{pp}"]()  # runs at all (and warms the page cache)
+            plan = os.path.join(W, f"{name}_{b}_1.plan")
+            sh([f"{B}/ppcc", model, "-b", str(b), "-pp", "1", "-q", "-o", plan])
+            runners["pprt"] = pprt_runner(plan, data, 2)
+            runners["pprt_bf16"] = pprt_runner(plan, data, 2, "bf16")
+            runners["pprt"]()  # runs at all (and warms the page cache)
+            runners["pprt_bf16"]()
         except subprocess.CalledProcessError as e:
             print(f"{name} -b {b}: ppcc/pprt failed, skipped: {e.stderr.strip()[-300:]}", file=sys.stderr)
             continue
@@ -143,22 +175,85 @@ for name in MODELS:
             del runners["torch"]
         got = {k: [] for k in runners}
         for _ in range(REPS):
-            for k in ("pprt_pp1", "ort", "torch", "pprt_pp2"):
+            for k in ("pprt", "ort", "torch", "pprt_bf16"):
                 if k in runners:
                     got[k].append(runners[k]())
         med = {k: statistics.median(v) for k, v in got.items()}
         rows.append((name, b, n, med))
         print(f"{name} -b {b}: " + ", ".join(f"{k} {[round(v, 2) for v in got[k]]}" for k in got), file=sys.stderr)
         del runners
+if rows:
+    print("\n| model | batch | samples | pprt f32 | onnxruntime f32 | PyTorch f32 | pprt / ort | pprt / torch "
+          "| pprt bf16 | pprt bf16 / ort f32 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, b, n, m in rows:
+        t = m.get("torch")
+        print(f"| {name} | {b} | {n} | {m['pprt']:.2f} | {m['ort']:.2f} | {fmt(t)} | {m['pprt'] / m['ort']:.2f} | "
+              f"{fmt(t and m['pprt'] / t)} | {m['pprt_bf16']:.2f} | {m['pprt_bf16'] / m['ort']:.2f} |")
 
-print(f"load average {os.getloadavg()[0]:.1f} at the end\n")
-print("| model | batch | samples | pprt dnnl -pp 1, 2 threads | onnxruntime, 2 threads | PyTorch, 2 threads "
-      "| pprt / ort | pprt / torch | pprt -pp 2, 1 thread per stage | pp 2 / pp 1 |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-for name, b, n, m in rows:
-    t = m.get("torch")
-    torch_cells = (f"{t:.2f}", f"{m['pprt_pp1'] / t:.2f}") if t else ("-", "-")
-    print(f"| {name} | {b} | {n} | {m['pprt_pp1']:.2f} | {m['ort']:.2f} | {torch_cells[0]} | "
-          f"{m['pprt_pp1'] / m['ort']:.2f} | {torch_cells[1]} | {m['pprt_pp2']:.2f} | "
-          f"{m['pprt_pp2'] / m['pprt_pp1']:.2f} |")
+# ---- 2. pipeline cost ----------------------------------------------------------------------------
+rows = []
+for name in (MODELS if "2" in SECTIONS else []):
+    d = export(name)
+    model = os.path.join(d, "model.onnx")
+    for b in BATCHES:
+        n = 32 * b
+        data, _ = images(d, n, f"pp{n}")
+        runs = {}
+        for pp, t in ((1, 2), (2, 1)):
+            plan = os.path.join(W, f"{name}_{b}_{pp}.plan")
+            sh([f"{B}/ppcc", model, "-b", str(b), "-pp", str(pp), "-q", "-o", plan])
+            runs[pp] = pprt_runner(plan, data, t)
+        got = {1: [], 2: []}
+        for _ in range(max(3, REPS // 2)):
+            for pp in (1, 2):
+                got[pp].append(runs[pp]())
+        med = {k: statistics.median(v) for k, v in got.items()}
+        rows.append((name, b, n, med))
+        print(f"{name} -b {b} x 32: " + ", ".join(f"pp{k} {[round(v, 2) for v in got[k]]}" for k in got),
+              file=sys.stderr)
+if rows:
+    print("\n| model | batch | samples | -pp 1, 2 threads | -pp 2, 1 thread per stage | pp 2 / pp 1 |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, b, n, m in rows:
+        print(f"| {name} | {b} | {n} | {m[1]:.2f} | {m[2]:.2f} | {m[2] / m[1]:.2f} |")
+
+# ---- 3. bf16 accuracy on digits ------------------------------------------------------------------
+if "3" in SECTIONS:
+    digits = os.path.join(SRC, "samples", "digits")
+    plan = os.path.join(W, "digits.plan")
+    sh([f"{B}/ppcc", os.path.join(digits, "model.onnx"), "-b", "16", "-pp", "2", "-q", "-o", plan])
+    res = {}
+    for prec in ("f32", "bf16"):
+        o = os.path.join(W, f"digits_{prec}")
+        r = sh([f"{B}/pprt", plan, os.path.join(digits, "data"), "--backend", "dnnl", "--precision", prec,
+                "-o", o, "--labels", os.path.join(digits, "labels.npy")])
+        acc = next(l.split()[1] for l in r.stdout.splitlines() if l.startswith("accuracy:"))
+        res[prec] = (np.load(os.path.join(o, os.listdir(o)[0])), acc)
+    a32, a16 = res["f32"][0], res["bf16"][0]
+    rel = float(np.max(np.abs(a16.astype(np.float64) - a32)) / np.max(np.abs(a32)))
+    agree = float(np.mean(a32.argmax(-1) == a16.argmax(-1)))
+    print(f"\ndigits ({len(a32)} images, -pp 2): bf16 against f32: top-1 agreement {agree:.4f}, largest difference "
+          f"{rel:.3g} of the largest logit; accuracy f32 {res['f32'][1]}, bf16 {res['bf16'][1]}")
+
+# ---- 4. compile time -----------------------------------------------------------------------------
+if "4" in SECTIONS:
+    print("\n| model | ONNX MB | ppcc -pp 2 wall s (median of 3) |")
+    print("|---|---:|---:|")
+    for name in os.environ["COMPILE_MODELS"].split():
+        try:
+            d = export(name)
+        except subprocess.CalledProcessError as e:
+            print(f"{name}: export failed, skipped: {e.stderr.strip()[-300:]}", file=sys.stderr)
+            continue
+        model = os.path.join(d, "model.onnx")
+        argv = [f"{B}/ppcc", model, "-b", "1", "-pp", "2", "-q", "-o", os.path.join(W, "c.plan")]
+        sh(argv)
+        ts = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            sh(argv)
+            ts.append(time.perf_counter() - t0)
+        print(f"| {name} | {os.path.getsize(model) / 1e6:.0f} | {statistics.median(ts):.2f} |")
+print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 PY

@@ -8,7 +8,10 @@ onnxruntime's outputs as the reference):
   - outputs within rtol 1e-3 / atol 1e-4 of onnxruntime, and every split
     bit-identical to -pp 1;
   - `params` splits top-level modules: where a model has fewer of them than
-    stages, that combination is "n/a" (the error says so), not a failure.
+    stages, that combination is "n/a" (the error says so), not a failure;
+  - where pprt has oneDNN (its default backend then), the -pp 1 plan also on
+    the reference kernels (--backend ref, the oracle): the oneDNN outputs
+    within rtol 1e-3 / atol 1e-4 of them.
 Prints a Markdown table (model, params, ops after the passes, compile time,
 -pp 2 imbalance of time and memory under auto and params, max error against
 onnxruntime, result) and exits 1 if any model fails.
@@ -27,6 +30,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 PPCC, PPRT = os.environ["PPCC"], os.environ["PPRT"]
 CI_MODELS = ["resnet50", "vit_b_16", "densenet121", "unet", "gpt"]
+HAVE_DNNL = subprocess.run([PPRT, "--backend", "dnnl", "--version"], capture_output=True).returncode == 0
 
 
 def run(argv, timeout=1800):
@@ -95,9 +99,34 @@ def check_model(name, work):
                 elif not np.array_equal(got, ref_out[oname]):
                     row["notes"].append(f"{pol} -pp {pp}: {oname} not bit-identical to -pp 1")
                     ok = False
+            if HAVE_DNNL and pol == "auto" and pp == 1:
+                ok = against_ref(row, plan, d, out) and ok
     row["max_err"] = worst
     row["result"] = "pass" if ok else "FAIL"
     return row
+
+
+def against_ref(row, plan, d, out):
+    """The default (oneDNN) outputs in `out` against the reference kernels'."""
+    ref = os.path.join(d, "out_ref")
+    r = run([PPRT, plan, os.path.join(d, "data"), "--backend", "ref", "-o", ref, "-q"])
+    if r.returncode != 0:
+        row["notes"].append("pprt --backend ref: " + r.stderr.strip().splitlines()[-1])
+        return False
+    ok, worst = True, 0.0
+    for f in sorted(os.listdir(ref)):
+        want, got = np.load(os.path.join(ref, f)), np.load(os.path.join(out, f))
+        if got.shape != want.shape or got.dtype != want.dtype:
+            row["notes"].append(f"oneDNN vs ref: {f} is {got.dtype}{got.shape}, ref {want.dtype}{want.shape}")
+            ok = False
+            continue
+        if got.size:
+            worst = max(worst, float(np.max(np.abs(got.astype(np.float64) - want))))
+        if not np.allclose(got, want, rtol=1e-3, atol=1e-4):
+            row["notes"].append(f"oneDNN vs ref: {f} max abs error {worst:.3g} beyond rtol 1e-3/atol 1e-4")
+            ok = False
+    row["ref_err"] = worst
+    return ok
 
 
 def fmt_imb(x):
@@ -114,12 +143,14 @@ def main():
     names = a.models.split(",") if a.models else CI_MODELS if a.ci else zoo_models("fast")
     os.makedirs(a.work, exist_ok=True)
     rows = [check_model(n, a.work) for n in names]
-    lines = ["| model | params | ops | compile s | pp=2 imbalance time / memory, auto | same, params | max abs err vs onnxruntime | result |",
-             "|---|---:|---:|---:|---|---|---:|---|"]
+    lines = ["| model | params | ops | compile s | pp=2 imbalance time / memory, auto | same, params "
+             "| max abs err vs onnxruntime | oneDNN vs reference kernels | result |",
+             "|---|---:|---:|---:|---|---|---:|---:|---|"]
     for r in rows:
         lines.append(f"| {r['model']} | {r.get('params', 0) / 1e6:.1f}M | {r.get('ops', '-')} | "
                      f"{r.get('compile_s', 0):.2f} | {fmt_imb(r.get('auto2'))} | {fmt_imb(r.get('params2'))} | "
-                     f"{r.get('max_err', float('nan')):.2g} | {r['result']} |")
+                     f"{r.get('max_err', float('nan')):.2g} | "
+                     f"{'%.2g' % r['ref_err'] if 'ref_err' in r else '-'} | {r['result']} |")
     text = "\n".join(lines)
     print(text)
     for r in rows:
