@@ -11,7 +11,8 @@
 #                  running and pprt's own heartbeats must find the dead rank:
 #                  each survivor exits nonzero (a wrapper records its status)
 #                  with a message naming rank 1, within --mpi-timeout + slack.
-# The plan must run long enough (several seconds) to be killed mid-run.
+# The plan must run long enough (several seconds) to be killed mid-run: the
+# ranks use the reference kernels (--backend ref), slow enough for that.
 set -euo pipefail
 : "${PPRT:?}" "${MPIRUN:?}"
 plan=$1 data=$2 work=$3 mode=$4
@@ -35,9 +36,9 @@ ranks_of_job() {
 if [ "$mode" = recovery ]; then
   "$MPIRUN" "${flags[@]}" --enable-recovery -np 3 sh -c \
     '"$0" "$@"; echo $? > rc.$OMPI_COMM_WORLD_RANK' \
-    "$PPRT" "$plan" "$data" -o out -q --mpi-timeout $timeout_s > log 2>&1 &
+    "$PPRT" "$plan" "$data" -o out -q --backend ref --mpi-timeout $timeout_s > log 2>&1 &
 else
-  "$MPIRUN" "${flags[@]}" -np 3 "$PPRT" "$plan" "$data" -o out -q --mpi-timeout $timeout_s > log 2>&1 &
+  "$MPIRUN" "${flags[@]}" -np 3 "$PPRT" "$plan" "$data" -o out -q --backend ref --mpi-timeout $timeout_s > log 2>&1 &
 fi
 job=$!
 
