@@ -1,6 +1,15 @@
 /* plan_write.c: serialize a lowered plan: header, metadata, weights, with
- * XXH3-64 checksums, written to a temporary file and renamed into place. */
+ * XXH3-64 checksums, written to a temporary file and renamed into place.
+ *
+ * One pass over the weights: each piece is hashed and copied into a 4 MiB
+ * block-aligned staging buffer that is written in whole blocks; the header,
+ * which carries the weights' checksum, is patched into the first block and
+ * written last. A large plan is written with O_DIRECT: the file is synced
+ * anyway (pp_outfile_commit), and going through the page cache first doubled
+ * the cost of a 1.2 GB plan (docs/design-notes.md, "ppcc compile time"). */
+#define _GNU_SOURCE /* O_DIRECT */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,28 +23,96 @@
 
 static const unsigned char zeros[PP_PLAN_ALIGN];
 
-/* Stream the weights section: each used constant at its offset, zero padding
- * between. When f is NULL, only hash. */
-static int emit_weights(const pp_lowered *l, FILE *f, XXH3_state_t *h) {
+#define BLOCK 4096u                 /* O_DIRECT granularity (any device's logical block) */
+#define STAGE_BYTES (4u << 20)      /* staging buffer */
+#define HASH_PIECE (256u << 10)     /* hash then copy in cache-sized pieces */
+#define DIRECT_MIN (16ull << 20)    /* plans from this size on bypass the page cache */
+
+typedef struct sink {
+    int fd;
+    bool direct;
+    unsigned char *buf; /* STAGE_BYTES, BLOCK-aligned */
+    size_t fill;
+    uint64_t off;       /* file offset of buf[0] */
+    unsigned char *head; /* the file's first block, written last (BLOCK-aligned) */
+    bool have_head;
+    XXH3_state_t *h;    /* hashes what goes in while set */
+} sink;
+
+static bool write_all(sink *s, const unsigned char *p, size_t n, uint64_t at) {
+    while (n) {
+        ssize_t w = pwrite(s->fd, p, n, (off_t)at);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && errno == EINVAL && s->direct) {
+            /* the file system took the flag but not the write: go buffered */
+            int fl = fcntl(s->fd, F_GETFL);
+            if (fl < 0 || fcntl(s->fd, F_SETFL, fl & ~O_DIRECT) != 0) return false;
+            s->direct = false;
+            continue;
+        }
+        if (w <= 0) {
+            if (w == 0) errno = EIO;
+            return false;
+        }
+        p += w, n -= (size_t)w, at += (uint64_t)w;
+    }
+    return true;
+}
+
+/* Write the staged bytes, zero-padded to whole blocks (the file is truncated
+ * to its size at the end). The file's first block is kept back. */
+static bool flush(sink *s) {
+    size_t n = pp_align_up(s->fill, BLOCK);
+    memset(s->buf + s->fill, 0, n - s->fill);
+    size_t skip = 0;
+    if (s->off == 0 && n) {
+        memcpy(s->head, s->buf, BLOCK);
+        s->have_head = true;
+        skip = BLOCK;
+    }
+    if (n > skip && !write_all(s, s->buf + skip, n - skip, s->off + skip)) return false;
+    s->off += s->fill;
+    s->fill = 0;
+    return true;
+}
+
+static bool put(sink *s, const void *data, size_t n) {
+    const unsigned char *p = data;
+    while (n) {
+        size_t k = STAGE_BYTES - s->fill;
+        if (k > n) k = n;
+        if (k > HASH_PIECE) k = HASH_PIECE;
+        if (s->h) XXH3_64bits_update(s->h, p, k);
+        memcpy(s->buf + s->fill, p, k);
+        s->fill += k, p += k, n -= k;
+        if (s->fill == STAGE_BYTES && !flush(s)) return false;
+    }
+    return true;
+}
+
+static bool put_zeros(sink *s, size_t n) {
+    while (n) {
+        size_t k = n < sizeof zeros ? n : sizeof zeros;
+        if (!put(s, zeros, k)) return false;
+        n -= k;
+    }
+    return true;
+}
+
+/* The weights section: each used constant at its offset, zero padding between. */
+static bool emit_weights(const pp_lowered *l, sink *s) {
     const pp_graph *g = l->g;
     size_t pos = 0;
     for (int v = 0; v < g->n_values; v++) {
         if (l->weight_off[v] < 0) continue;
         size_t off = (size_t)l->weight_off[v];
-        while (pos < off) {
-            size_t n = off - pos < sizeof zeros ? off - pos : sizeof zeros;
-            if (h) XXH3_64bits_update(h, zeros, n);
-            if (f && fwrite(zeros, 1, n, f) != n) return -1;
-            pos += n;
-        }
+        if (off > pos && !put_zeros(s, off - pos)) return false;
+        if (off > pos) pos = off;
         const pp_value *val = &g->values[v];
-        if (val->nbytes) {
-            if (h) XXH3_64bits_update(h, val->data, val->nbytes);
-            if (f && fwrite(val->data, 1, val->nbytes, f) != val->nbytes) return -1;
-        }
+        if (val->nbytes && !put(s, val->data, val->nbytes)) return false;
         pos += val->nbytes;
     }
-    return 0;
+    return true;
 }
 
 pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err) {
@@ -48,15 +125,14 @@ pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err) {
     uint64_t w_off = pp_align_up(meta_off + meta_len, PP_PLAN_ALIGN);
     uint64_t file_size = w_off + l->weights_bytes;
 
-    XXH3_state_t *h = XXH3_createState();
-    if (!h) {
-        free(meta);
+    sink s = {.fd = -1};
+    s.buf = aligned_alloc(BLOCK, STAGE_BYTES);
+    s.head = aligned_alloc(BLOCK, BLOCK);
+    s.h = XXH3_createState();
+    if (!s.buf || !s.head || !s.h) {
+        free(meta), free(s.buf), free(s.head), XXH3_freeState(s.h);
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
-    XXH3_64bits_reset(h);
-    emit_weights(l, NULL, h);
-    uint64_t w_sum = XXH3_64bits_digest(h);
-    XXH3_freeState(h);
 
     unsigned char hdr[PP_PLAN_HEADER_SIZE] = {0};
     memcpy(hdr, PP_PLAN_MAGIC, 8);
@@ -74,24 +150,36 @@ pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err) {
     pp_put_u32(sec + 0, PP_SECTION_WEIGHTS);
     pp_put_u64(sec + 8, w_off);
     pp_put_u64(sec + 16, l->weights_bytes);
-    pp_put_u64(sec + 24, w_sum);
-    pp_put_u64(hdr + PP_PLAN_HDRSUM_OFF, XXH3_64bits(hdr, PP_PLAN_HDRSUM_OFF));
 
     pp_outfile out;
-    pp_status s = pp_outfile_open(&out, path, err);
-    if (s != PP_OK) {
-        free(meta);
-        return s;
+    pp_status st = pp_outfile_open(&out, path, err);
+    if (st != PP_OK) {
+        free(meta), free(s.buf), free(s.head), XXH3_freeState(s.h);
+        return st;
     }
-    FILE *f = out.f;
-    bool ok = fwrite(hdr, 1, sizeof hdr, f) == sizeof hdr;
-    if (ok) ok = fwrite(meta, 1, meta_len, f) == meta_len;
+    s.fd = fileno(out.f); /* written with pwrite; the FILE only closes it */
+    if (file_size >= DIRECT_MIN) {
+        int fl = fcntl(s.fd, F_GETFL);
+        s.direct = fl >= 0 && fcntl(s.fd, F_SETFL, fl | O_DIRECT) == 0;
+    }
+    XXH3_state_t *h = s.h;
+    s.h = NULL;
+    bool ok = put(&s, hdr, sizeof hdr) && put(&s, meta, meta_len) &&
+              put_zeros(&s, (size_t)(w_off - meta_off - meta_len));
+    XXH3_64bits_reset(h);
+    s.h = h;
+    ok = ok && emit_weights(l, &s);
+    s.h = NULL;
     if (ok) {
-        size_t pad = (size_t)(w_off - meta_off - meta_len);
-        ok = fwrite(zeros, 1, pad, f) == pad;
+        /* the header, now complete, goes into the first block */
+        pp_put_u64(sec + 24, XXH3_64bits_digest(h)); /* the weights' checksum */
+        pp_put_u64(hdr + PP_PLAN_HDRSUM_OFF, XXH3_64bits(hdr, PP_PLAN_HDRSUM_OFF));
+        if (s.off == 0) memcpy(s.buf, hdr, sizeof hdr);
+        else memcpy(s.head, hdr, sizeof hdr);
+        ok = flush(&s) && (!s.have_head || write_all(&s, s.head, BLOCK, 0));
+        ok = ok && ftruncate(s.fd, (off_t)file_size) == 0;
     }
-    if (ok) ok = emit_weights(l, f, NULL) == 0;
-    s = pp_outfile_commit(&out, ok, err);
-    free(meta);
-    return s;
+    st = pp_outfile_commit(&out, ok, err);
+    free(meta), free(s.buf), free(s.head), XXH3_freeState(h);
+    return st;
 }

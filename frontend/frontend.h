@@ -32,7 +32,8 @@ typedef struct pp_import_opts {
 pp_status pp_import_onnx(const char *path, const pp_import_opts *o, pp_graph *g, pp_err *err);
 
 /* Same from bytes in memory (the fuzz target's entry point). The bytes must
- * outlive nothing: what the graph needs is copied by the protobuf parser. */
+ * outlive nothing: what the graph needs is copied (pp_import_onnx instead
+ * keeps the file mapped and reads large initializers in place). */
 pp_status pp_import_onnx_mem(const void *buf, size_t len, const pp_import_opts *o, pp_graph *g,
                              pp_err *err);
 

@@ -23,8 +23,221 @@
  * opsets 21 and 27 (checked against onnx 1.22's schemas; docs/design-notes.md) */
 #define MAX_OPSET 27
 
-static void free_model(void *m) {
-    onnx__model_proto__free_unpacked((Onnx__ModelProto *)m, NULL);
+/* Large initializer bytes are not unpacked by protobuf-c (which copies every
+ * bytes field): the model is first walked at the wire level, the raw_data of
+ * each large initializer is cut out of a small copy of the message that
+ * protobuf-c then unpacks, and the initializer's raw_data is pointed back at
+ * the original bytes: in place in the mapped model file (pp_import_onnx),
+ * or copied once into the graph (pp_import_onnx_mem). Anything the walk does
+ * not expect (a malformed field, a repeated graph or raw_data) leaves the
+ * message whole for protobuf-c to unpack, or reject, as it always did. */
+#define STRIP_MIN 4096          /* raw_data from this size on is cut out */
+#define ALIGN_COPY_MAX (64 << 10) /* misaligned in-place bytes up to this are copied */
+
+typedef struct cut {
+    size_t init;                /* initializer index in the graph */
+    const uint8_t *p;           /* raw_data payload */
+    size_t len;
+    size_t fs, fe;              /* the whole field (key, length, payload) in buf */
+    size_t ts, te;              /* its TensorProto's payload */
+    size_t tks;                 /* the TensorProto field's key */
+} cut;
+
+typedef struct model_keep {
+    Onnx__ModelProto *m;
+    cut *cuts;                  /* raw_data that points outside protobuf-c's memory */
+    size_t n_cuts;
+    void *map;                  /* the mapped model file, when data points into it */
+    size_t map_len;
+} model_keep;
+
+static void free_model(void *p) {
+    model_keep *k = p;
+    if (!k) return;
+    if (k->m) {
+        for (size_t i = 0; i < k->n_cuts; i++) { /* not protobuf-c's to free */
+            Onnx__TensorProto *t = k->m->graph->initializer[k->cuts[i].init];
+            t->has_raw_data = 0;
+            t->raw_data.data = NULL;
+            t->raw_data.len = 0;
+        }
+        onnx__model_proto__free_unpacked(k->m, NULL);
+    }
+    if (k->map) munmap(k->map, k->map_len);
+    free(k->cuts);
+    free(k);
+}
+
+static bool wire_varint(const uint8_t *b, size_t end, size_t *pos, uint64_t *v) {
+    uint64_t r = 0;
+    for (int sh = 0; sh < 64 && *pos < end; sh += 7) {
+        uint8_t c = b[(*pos)++];
+        r |= (uint64_t)(c & 0x7f) << sh;
+        if (c < 0x80) {
+            *v = r;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* One field at *pos: its number, wire type and (wire type 2) payload. */
+static bool wire_field(const uint8_t *b, size_t end, size_t *pos, uint32_t *num, int *wt,
+                       size_t *ps, size_t *pe) {
+    uint64_t key, v;
+    if (!wire_varint(b, end, pos, &key) || (key >> 3) == 0 || (key >> 3) > 0x1fffffff) return false;
+    *num = (uint32_t)(key >> 3);
+    *wt = (int)(key & 7);
+    switch (*wt) {
+    case 0: return wire_varint(b, end, pos, &v);
+    case 1: if (end - *pos < 8) return false; *pos += 8; return true;
+    case 5: if (end - *pos < 4) return false; *pos += 4; return true;
+    case 2:
+        if (!wire_varint(b, end, pos, &v) || v > end - *pos) return false;
+        *ps = *pos;
+        *pe = *pos + (size_t)v;
+        *pos = *pe;
+        return true;
+    default: return false; /* groups: protobuf-c decides */
+    }
+}
+
+static size_t varint_len(uint64_t v) {
+    size_t n = 1;
+    while (v >= 0x80) v >>= 7, n++;
+    return n;
+}
+
+static uint8_t *put_varint(uint8_t *o, uint64_t v) {
+    while (v >= 0x80) *o++ = (uint8_t)(v | 0x80), v >>= 7;
+    *o++ = (uint8_t)v;
+    return o;
+}
+
+/* Find the large raw_data fields of the initializers. False: leave the
+ * message whole (nothing to cut, or a layout the walk does not expect). */
+static bool find_cuts(const uint8_t *b, size_t len, size_t *gks, size_t *gs, size_t *ge,
+                      cut **out, size_t *n_out) {
+    size_t pos = 0, ps = 0, pe = 0;
+    uint32_t num;
+    int wt, graphs = 0;
+    while (pos < len) {
+        size_t k = pos;
+        if (!wire_field(b, len, &pos, &num, &wt, &ps, &pe)) return false;
+        if (num != 7) continue;
+        if (wt != 2 || ++graphs > 1) return false;
+        *gks = k, *gs = ps, *ge = pe;
+    }
+    if (!graphs) return false;
+    cut *cuts = NULL;
+    size_t n = 0, cap = 0, init = 0;
+    for (pos = *gs; pos < *ge;) {
+        size_t tk = pos, ts = 0, te = 0;
+        if (!wire_field(b, *ge, &pos, &num, &wt, &ts, &te)) goto whole;
+        if (num != 5) continue;
+        if (wt != 2) goto whole;
+        int raws = 0;
+        cut c = {.init = init++};
+        for (size_t q = ts; q < te;) {
+            size_t f = q, rs = 0, re = 0;
+            if (!wire_field(b, te, &q, &num, &wt, &rs, &re)) goto whole;
+            if (num != 9) continue;
+            if (wt != 2 || ++raws > 1) goto whole;
+            c = (cut){c.init, b + rs, re - rs, f, q, ts, te, tk};
+        }
+        if (!raws || c.len < STRIP_MIN) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            cut *nc = realloc(cuts, cap * sizeof *nc);
+            if (!nc) goto whole;
+            cuts = nc;
+        }
+        cuts[n++] = c;
+    }
+    if (!n) goto whole;
+    *out = cuts;
+    *n_out = n;
+    return true;
+whole:
+    free(cuts);
+    return false;
+}
+
+/* The message with the cut fields left out (a malloc'd copy). */
+static uint8_t *cut_message(const uint8_t *b, size_t len, size_t gks, size_t gs, size_t ge,
+                            const cut *c, size_t n, size_t *out_len) {
+    size_t glen = ge - gs;
+    for (size_t i = 0; i < n; i++) {
+        size_t old_t = c[i].te - c[i].ts, new_t = old_t - (c[i].fe - c[i].fs);
+        glen = glen - (c[i].te - c[i].tks) + varint_len(5 << 3 | 2) + varint_len(new_t) + new_t;
+    }
+    size_t total = gks + varint_len(7 << 3 | 2) + varint_len(glen) + glen + (len - ge);
+    uint8_t *o = malloc(total ? total : 1), *w = o;
+    if (!o) return NULL;
+    memcpy(w, b, gks), w += gks;
+    w = put_varint(w, 7 << 3 | 2);
+    w = put_varint(w, glen);
+    size_t at = gs;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(w, b + at, c[i].tks - at), w += c[i].tks - at;
+        size_t new_t = (c[i].te - c[i].ts) - (c[i].fe - c[i].fs);
+        w = put_varint(w, 5 << 3 | 2);
+        w = put_varint(w, new_t);
+        memcpy(w, b + c[i].ts, c[i].fs - c[i].ts), w += c[i].fs - c[i].ts;
+        memcpy(w, b + c[i].fe, c[i].te - c[i].fe), w += c[i].te - c[i].fe;
+        at = c[i].te;
+    }
+    memcpy(w, b + at, ge - at), w += ge - at;
+    memcpy(w, b + ge, len - ge), w += len - ge;
+    *out_len = (size_t)(w - o);
+    return o;
+}
+
+/* Unpack buf into k->m; cut raw_data points into buf (`in_place`) or is
+ * copied into g's arena. NULL model: protobuf parsing failed. */
+static pp_status unpack_model(pp_graph *g, const uint8_t *buf, size_t len, bool in_place,
+                              model_keep *k, pp_err *err) {
+    size_t gks = 0, gs = 0, ge = 0;
+    cut *cuts = NULL;
+    size_t n = 0;
+    if (!find_cuts(buf, len, &gks, &gs, &ge, &cuts, &n)) {
+        k->m = onnx__model_proto__unpack(NULL, len, buf);
+        return PP_OK;
+    }
+    size_t slen;
+    uint8_t *small = cut_message(buf, len, gks, gs, ge, cuts, n, &slen);
+    if (!small) {
+        free(cuts);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    k->m = onnx__model_proto__unpack(NULL, slen, small);
+    free(small);
+    if (!k->m) {
+        free(cuts);
+        return PP_OK;
+    }
+    Onnx__GraphProto *gp = k->m->graph;
+    for (size_t i = 0; i < n; i++)
+        if (!gp || cuts[i].init >= gp->n_initializer) { /* cannot happen: the walk counted them */
+            free(cuts);
+            return PP_FAIL(err, PP_EINVAL, "not an ONNX model: inconsistent initializers");
+        }
+    k->cuts = cuts; /* k->n_cuts counts those set, which free_model resets */
+    for (size_t i = 0; i < n; i++) {
+        Onnx__TensorProto *t = gp->initializer[cuts[i].init];
+        const uint8_t *p = cuts[i].p;
+        if (!in_place) {
+            uint8_t *copy = pp_arena_alloc(&g->arena, cuts[i].len);
+            if (!copy) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+            memcpy(copy, p, cuts[i].len);
+            p = copy;
+        }
+        t->has_raw_data = 1;
+        t->raw_data.data = (uint8_t *)p;
+        t->raw_data.len = cuts[i].len;
+        k->n_cuts = i + 1;
+    }
+    return PP_OK;
 }
 
 /* ---- tensors -------------------------------------------------------------------- */
@@ -140,6 +353,18 @@ static pp_status import_tensor(pp_graph *g, const Onnx__TensorProto *t, const ch
     const void *data;
     size_t nbytes;
     PP_TRY(pp_onnx_decode_tensor(g, t, name, what, &dt, &sh, &data, &nbytes, err));
+    /* raw_data read in place from the model file may be misaligned for its
+     * type: small tensors (what shape inference reads) are copied, large
+     * ones stay in place, marked, until something reads them typed */
+    size_t es = pp_dtype_size(dt);
+    bool unaligned = es > 1 && (uintptr_t)data % es;
+    if (unaligned && nbytes <= ALIGN_COPY_MAX) {
+        void *copy = pp_arena_alloc(&g->arena, nbytes);
+        if (!copy) return PP_FAIL(err, PP_ENOMEM, "%s '%s': out of memory", what, name);
+        memcpy(copy, data, nbytes);
+        data = copy;
+        unaligned = false;
+    }
     int v;
     PP_TRY(pp_graph_add_value(g, name, &v, err));
     pp_value *val = &g->values[v];
@@ -148,6 +373,7 @@ static pp_status import_tensor(pp_graph *g, const Onnx__TensorProto *t, const ch
     val->is_const = true;
     val->data = data;
     val->nbytes = nbytes;
+    val->unaligned = unaligned;
     *out_idx = v;
     return PP_OK;
 }
@@ -592,26 +818,51 @@ static pp_status choose_batch(pp_graph *g, const pp_import_opts *o, pp_err *err)
     return PP_OK;
 }
 
-pp_status pp_import_onnx_mem(const void *buf, size_t len, const pp_import_opts *o, pp_graph *g,
-                             pp_err *err) {
+/* `map` (len bytes, or NULL): buf is this mapping of the model file, which
+ * the graph then keeps and data points into; else buf's bytes are copied. */
+static pp_status import_buf(const void *buf, size_t len, void *map, const pp_import_opts *o,
+                            pp_graph *g, pp_err *err) {
     static const pp_import_opts defaults = {0};
     if (!o) o = &defaults;
     pp_graph_init(g);
     snprintf(g->model_hash, sizeof g->model_hash, "%016llx",
              (unsigned long long)XXH3_64bits(buf, len));
-    if (len == 0) return PP_FAIL(err, PP_EINVAL, "not an ONNX model: the file is empty");
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
-    if (!m)
+    if (len == 0) {
+        if (map) munmap(map, len);
+        return PP_FAIL(err, PP_EINVAL, "not an ONNX model: the file is empty");
+    }
+    model_keep *k = calloc(1, sizeof *k);
+    if (!k) {
+        if (map) munmap(map, len);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    k->map = map;
+    k->map_len = len;
+    g->keep = k;
+    g->keep_free = free_model;
+    pp_status us = unpack_model(g, buf, len, map != NULL, k, err);
+    if (us != PP_OK || !k->m) {
+        pp_graph_free(g);
+        if (us != PP_OK) return us;
         return PP_FAIL(err, PP_EINVAL,
                        "not an ONNX model: protobuf parsing failed (truncated or corrupt file, "
                        "or not a ModelProto)");
-    g->keep = m;
-    g->keep_free = free_model;
+    }
+    if (!k->n_cuts && k->map) { /* nothing points into the file */
+        munmap(k->map, k->map_len);
+        k->map = NULL;
+    }
+    Onnx__ModelProto *m = k->m;
     g->model_dir = o->model_dir ? pp_arena_strdup(&g->arena, o->model_dir) : NULL;
     pp_status s = import_model(m, o, g, err);
     if (s == PP_OK) s = choose_batch(g, o, err);
     if (s != PP_OK) pp_graph_free(g);
     return s;
+}
+
+pp_status pp_import_onnx_mem(const void *buf, size_t len, const pp_import_opts *o, pp_graph *g,
+                             pp_err *err) {
+    return import_buf(buf, len, NULL, o, g, err);
 }
 
 pp_status pp_import_onnx(const char *path, const pp_import_opts *o, pp_graph *g, pp_err *err) {
@@ -643,8 +894,8 @@ pp_status pp_import_onnx(const char *path, const pp_import_opts *o, pp_graph *g,
     else if (slash == path) snprintf(dir, sizeof dir, "/");
     else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
     with_dir.model_dir = dir;
-    pp_status s = pp_import_onnx_mem(map ? map : "", len, &with_dir, g, &e);
-    if (map) munmap(map, len);
+    /* the graph keeps the mapping: large initializers are read in place */
+    pp_status s = import_buf(map ? map : "", len, map, &with_dir, g, &e);
     if (s != PP_OK) return PP_FAIL(err, s, "%s: %s", path, e.msg);
     return PP_OK;
 }

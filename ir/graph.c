@@ -328,6 +328,20 @@ pp_status pp_graph_add_const(pp_graph *g, const char *hint, pp_dtype dt, const p
     return PP_OK;
 }
 
+pp_status pp_value_align(pp_graph *g, int v, pp_err *err) {
+    pp_value *val = &g->values[v];
+    if (!val->unaligned) return PP_OK;
+    size_t es = pp_dtype_size(val->dtype);
+    if (es > 1 && (uintptr_t)val->data % es) {
+        void *copy = pp_arena_alloc(&g->arena, val->nbytes ? val->nbytes : 1);
+        if (!copy) return PP_FAIL(err, PP_ENOMEM, "out of memory for constant '%s'", val->name);
+        if (val->nbytes) memcpy(copy, val->data, val->nbytes);
+        val->data = copy;
+    }
+    val->unaligned = false;
+    return PP_OK;
+}
+
 bool pp_graph_is_output(const pp_graph *g, int v) {
     for (int k = 0; k < g->n_outputs; k++)
         if (g->outputs[k] == v) return true;

@@ -5,8 +5,8 @@
  * in growable arrays and are referred to by index (never by pointer, so they
  * may move). Nodes are kept in one topological order at all times. Constant
  * bytes are never copied: a value's data points into memory owned by the
- * frontend (the parsed model or an mmapped external file), kept alive by the
- * graph through `keep`.
+ * frontend (the parsed model, the mmapped model file, or an mmapped external
+ * file), kept alive by the graph through `keep`.
  *
  * The runtime never includes this file; what compiler and runtime share is in
  * base.h (types, op enum, shape functions). */
@@ -39,6 +39,10 @@ typedef struct pp_value {
     bool is_const;       /* initializer or folded constant: data is valid */
     const void *data;    /* constant bytes, little-endian, nbytes long */
     size_t nbytes;
+    /* data is a large initializer read in place from the mapped model file and
+     * may be misaligned for its type: only byte-wise use (hash, memcmp, the
+     * plan writer) is allowed until pp_value_align (what reads it typed). */
+    bool unaligned;
     int n_uses;          /* consumer count, maintained by pp_graph_link */
     int64_t arena_off;   /* activation offset in its stage's arena (memplan), -1 none */
 } pp_value;
@@ -157,6 +161,9 @@ size_t pp_node_param_bytes(const pp_graph *g, const pp_node *n);
  * name is `hint` made unique with a numeric suffix. */
 pp_status pp_graph_add_const(pp_graph *g, const char *hint, pp_dtype dt, const pp_shape *sh,
                              const void *data, int *idx, pp_err *err);
+/* Give value v's constant bytes their type's alignment (an arena copy, only
+ * when `unaligned`): call before reading a constant's elements typed. */
+pp_status pp_value_align(pp_graph *g, int v, pp_err *err);
 /* Make every use of value `from` (node inputs, graph outputs) use `to`. When
  * `from` is a graph output, the two values swap names, so the graph's output
  * keeps the name users know. */

@@ -87,6 +87,7 @@ pp_status pp_fold(pp_graph *g, pp_err *err) {
                 tin[k] = (pprt_tensor){PP_UNDEFINED, {0, {0}}, NULL};
                 continue;
             }
+            if (s == PP_OK) s = pp_value_align(g, n->in[k], err); /* kernels read typed */
             const pp_value *v = &g->values[n->in[k]];
             tin[k] = (pprt_tensor){v->dtype, v->shape, (void *)v->data};
         }

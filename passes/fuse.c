@@ -146,6 +146,10 @@ static pp_status fuse_bn(pp_graph *g, int bn, bool *changed, pp_err *err) {
         if (!g->values[B->in[k]].is_const || g->values[B->in[k]].dtype != PP_F32) return PP_OK;
     float eps;
     PP_TRY(pp_attr_float(pp_node_attrs(g, B), "epsilon", 1e-5f, &eps, err));
+    /* read typed below: give the constants their alignment (pp_value) */
+    PP_TRY(pp_value_align(g, C->in[1], err));
+    if (bias) PP_TRY(pp_value_align(g, C->in[2], err));
+    for (int k = 1; k < 5; k++) PP_TRY(pp_value_align(g, B->in[k], err));
     int64_t m = w->shape.dim[0];
     size_t per = (size_t)(w->nbytes / sizeof(float) / (size_t)m);
     const float *scale = g->values[B->in[1]].data, *beta = g->values[B->in[2]].data;

@@ -33,7 +33,13 @@ static bool const_all(const pp_graph *g, const pp_node *n, int k, int64_t want, 
     if (!v->is_const || (v->dtype != PP_I64 && v->dtype != PP_I32)) return false;
     size_t cnt = v->nbytes / pp_dtype_size(v->dtype);
     for (size_t i = 0; i < cnt; i++) {
-        int64_t x = v->dtype == PP_I64 ? ((const int64_t *)v->data)[i] : ((const int32_t *)v->data)[i];
+        int64_t x; /* read byte-wise: the constant may be unaligned (pp_value) */
+        if (v->dtype == PP_I64) memcpy(&x, (const char *)v->data + 8 * i, 8);
+        else {
+            int32_t y;
+            memcpy(&y, (const char *)v->data + 4 * i, 4);
+            x = y;
+        }
         if (x != want) return false;
     }
     return true;

@@ -9,7 +9,7 @@ mkdir -p "$work"
 cd "$work"
 CC=${FUZZ_CC:-clang}
 flags="-std=c11 -O1 -g -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I$gen -I$src"
-libsrc=$(ls "$src"/ir/*.c "$src"/frontend/*.c "$src"/passes/*.c "$src"/backend/*.c "$src"/runtime/*.c "$src"/runtime/cpu/*.c)
+libsrc=$(ls "$src"/ir/*.c "$src"/frontend/*.c "$src"/passes/*.c "$src"/backend/*.c "$src"/runtime/*.c "$src"/runtime/cpu/*.c "$src"/runtime/comm/microbatch.c)
 for t in plan onnx; do
   # shellcheck disable=SC2086
   $CC $flags -o fuzz_$t "$src/tests/fuzz/fuzz_$t.c" $libsrc "$gen/onnx/onnx.pb-c.c" "$gen/plan.pb-c.c" -lprotobuf-c -lxxhash -lm -lpthread
