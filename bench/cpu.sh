@@ -19,7 +19,9 @@
 #    and is left out where its warm-up batch takes more than 20 s.
 # 2. Pipeline cost: the same model at -pp 1 with 2 threads against -pp 2 with
 #    one thread (and core) per stage, on 32 micro-batches (fill and drain of
-#    the pipeline: 1/33 of the run), alternating, median.
+#    the pipeline: 1/33 of the run), alternating, median; -pp 2 split twice:
+#    by ppcc's roofline estimates (the default), and by measured op times
+#    (pprt --profile of the -pp 1 plan on one thread, then ppcc --profile).
 # 3. bf16 accuracy: the digits sample at f32 and bf16: top-1 agreement, the
 #    largest difference relative to the largest logit, accuracy on its labels.
 # 4. Compile time: ppcc -pp 2 on ResNet-50 and ViT-L/16 (COMPILE_MODELS),
@@ -204,19 +206,26 @@ for name in (MODELS if "2" in SECTIONS else []):
             plan = os.path.join(W, f"{name}_{b}_{pp}.plan")
             sh([f"{B}/ppcc", model, "-b", str(b), "-pp", str(pp), "-q", "-o", plan])
             runs[pp] = pprt_runner(plan, data, t)
-        got = {1: [], 2: []}
+        prof, plan = os.path.join(W, "prof.json"), os.path.join(W, f"{name}_{b}_2p.plan")
+        sh([f"{B}/pprt", os.path.join(W, f"{name}_{b}_1.plan"), data, "--threads", "1", "--warmup", "1", "-q",
+            "-o", os.path.join(W, "out"), "--profile", prof])
+        sh([f"{B}/ppcc", model, "-b", str(b), "-pp", "2", "--profile", prof, "-q", "-o", plan])
+        runs["2p"] = pprt_runner(plan, data, 1)
+        got = {1: [], 2: [], "2p": []}
         for _ in range(max(3, REPS // 2)):
-            for pp in (1, 2):
+            for pp in (1, 2, "2p"):
                 got[pp].append(runs[pp]())
         med = {k: statistics.median(v) for k, v in got.items()}
         rows.append((name, b, n, med))
         print(f"{name} -b {b} x 32: " + ", ".join(f"pp{k} {[round(v, 2) for v in got[k]]}" for k in got),
               file=sys.stderr)
 if rows:
-    print("\n| model | batch | samples | -pp 1, 2 threads | -pp 2, 1 thread per stage | pp 2 / pp 1 |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("\n| model | batch | samples | -pp 1, 2 threads | -pp 2, 1 thread per stage, roofline split | pp 2 / pp 1 "
+          "| -pp 2, measured split | pp 2 / pp 1 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, b, n, m in rows:
-        print(f"| {name} | {b} | {n} | {m[1]:.2f} | {m[2]:.2f} | {m[2] / m[1]:.2f} |")
+        print(f"| {name} | {b} | {n} | {m[1]:.2f} | {m[2]:.2f} | {m[2] / m[1]:.2f} | {m['2p']:.2f} | "
+              f"{m['2p'] / m[1]:.2f} |")
 
 # ---- 3. bf16 accuracy on digits ------------------------------------------------------------------
 if "3" in SECTIONS:
