@@ -39,7 +39,11 @@
  * absorbed node read) to its last reader, at its size in its layout; and a
  * pp.FusedConv whose residual Z dies there takes over Z's bytes and sums in
  * place instead of copying Z (PPRT_DNNL_INPLACE=0: always copy). Messages
- * stay where the scheduler puts them.
+ * stay where the scheduler puts them; a tensor the stage sends and also reads
+ * is kept in the arena like an activation (in its producer's layout, so its
+ * readers need no reorder and a residual can be summed in place) and copied
+ * into the outgoing message once, after the last node (the out steps;
+ * PPRT_DNNL_KEEP_SEND=0: written straight into the message, plain).
  *
  * Threads: oneDNN here runs on OpenMP. The executor is created on the stage's
  * own thread (so the OpenMP team it starts belongs to that thread: libgomp
@@ -98,7 +102,9 @@ typedef struct step {
 typedef struct bind {
     dnnl_memory_t m;
     int tid; /* the memory's handle is ptr[tid]: set per run (received and sent
-              * tensors) or once the arena is planned (activations) */
+              * tensors) or once the arena is planned (activations); for a
+              * kept sent tensor's message, msg[tid] (set per run) */
+    bool msg;
 } bind;
 
 typedef struct patch {
@@ -115,6 +121,12 @@ struct pprt_exec {
     const pprt_stage *st;
     unsigned char *arena;
     void **ptr; /* tensor id -> bytes, refreshed per message for RECV/SEND */
+    void **msg; /* tensor id -> its place in the outgoing message (kept SEND tensors) */
+    unsigned char *kind; /* tensor id -> its kind here: a SEND tensor that this stage
+                          * also reads is kept as an ACTIVATION (in the arena, in
+                          * its producer's layout) and copied into the message
+                          * once, at the end of the run (the out steps) */
+    int out_first, n_out; /* the out steps */
     pprt_scratch scratch;
     pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
     double *node_s;
@@ -326,15 +338,15 @@ static pp_status new_mem(pprt_exec *x, const dnnl_memory_desc_t *md, void *handl
 /* A memory over tensor tid's bytes, seen through md. */
 static pp_status tensor_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, dnnl_memory_t *out,
                             pp_err *err) {
-    const int kind = T(x, tid)->kind;
+    const int kind = x->kind[tid];
     const bool varies = kind == PPRT_RECV || kind == PPRT_SEND;
     PP_TRY(new_mem(x, md, kind == PPRT_WEIGHT ? x->ptr[tid] : DNNL_MEMORY_NONE, out, err));
     if (varies) {
         if (!GROW(x->binds, x->cap_binds, x->n_binds + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-        x->binds[x->n_binds++] = (bind){*out, tid};
+        x->binds[x->n_binds++] = (bind){*out, tid, false};
     } else if (kind == PPRT_ACTIVATION) {
         if (!GROW(x->abinds, x->cap_abinds, x->n_abinds + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-        x->abinds[x->n_abinds++] = (bind){*out, tid};
+        x->abinds[x->n_abinds++] = (bind){*out, tid, false};
         size_t b = dnnl_memory_desc_get_size(md);
         if (b > x->need[tid]) x->need[tid] = b;
     }
@@ -515,7 +527,7 @@ static bool is_weight(const pprt_exec *x, int tid) { return T(x, tid)->kind == P
 
 /* An output nobody reads: an arena tensor without consumers. */
 static bool unused(const pprt_exec *x, int tid) {
-    return T(x, tid)->kind == PPRT_ACTIVATION && x->cons[tid] == 0;
+    return x->kind[tid] == PPRT_ACTIVATION && x->cons[tid] == 0;
 }
 
 static pp_status unsup(pp_err *err, const char *why) { return PP_FAIL(err, PP_EUNSUP, "%s", why); }
@@ -711,7 +723,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
         const int ni = (int)(n - x->st->nodes);
         dnnl_memory_desc_t zl, yp;
         if ((r = tensor_layout(x, zi, &zl, err)) != PP_OK || (r = tensor_plain(x, yi, &yp, err)) != PP_OK) goto fail;
-        in_place = x->last[zi] == ni && T(x, zi)->kind == PPRT_ACTIVATION && T(x, yi)->kind == PPRT_ACTIVATION &&
+        in_place = x->last[zi] == ni && x->kind[zi] == PPRT_ACTIVATION && x->kind[yi] == PPRT_ACTIVATION &&
                    dnnl_memory_desc_equal(&zl, dst_md) &&
                    (x->flex[yi] || dnnl_memory_desc_equal(dst_md, &yp));
         if (in_place) x->alias[yi] = zi;
@@ -1348,7 +1360,7 @@ static void reset_tensor(pprt_exec *x, int tid) {
     x->ghost[tid] = false;
     x->alias[tid] = -1;
     if (t->kind == PPRT_WEIGHT) x->ptr[tid] = (void *)(x->p->weights + t->offset);
-    else if (t->kind == PPRT_ACTIVATION) x->ptr[tid] = NULL; /* plan_arena */
+    else if (x->kind[tid] == PPRT_ACTIVATION) x->ptr[tid] = NULL; /* plan_arena */
 }
 
 static void teardown(pprt_exec *x) {
@@ -1381,6 +1393,7 @@ static void find_fusable(pprt_exec *x, int ni) {
     int cur = st->nodes[ni].out[0];
     for (int bi = ni + 1; bi < st->n_nodes && x->n_fused < 4; bi++) {
         const pprt_node *b = &st->nodes[bi];
+        /* (the plan's kind: a sent tensor must be written even when kept) */
         if (!x->on_dnnl[bi] || T(x, cur)->kind != PPRT_ACTIVATION || x->cons[cur] != 1 || b->n_out != 1 ||
             !f32(x, b->out[0]) || !pp_shape_eq(&T(x, b->out[0])->shape, &T(x, cur)->shape))
             break;
@@ -1457,7 +1470,7 @@ static pp_status plan_arena(pprt_exec *x, pp_err *err) {
         g[t] = (agroup){.start = -1, .end = -2};
     }
     for (int t = 0; t < n; t++) {
-        if (T(x, t)->kind != PPRT_ACTIVATION || x->ghost[t]) continue;
+        if (x->kind[t] != PPRT_ACTIVATION || x->ghost[t]) continue;
         agroup *G = &g[root[t]];
         const int b = x->born[t], e = x->last[t] > b ? x->last[t] : b;
         if (G->end < G->start) *G = (agroup){.start = b, .end = e};
@@ -1494,7 +1507,7 @@ static pp_status plan_arena(pprt_exec *x, pp_err *err) {
     x->arena = arena;
     x->arena_bytes = total;
     for (int t = 0; t < n; t++)
-        if (T(x, t)->kind == PPRT_ACTIVATION)
+        if (x->kind[t] == PPRT_ACTIVATION)
             x->ptr[t] = x->ghost[t] || g[root[t]].end < g[root[t]].start ? NULL : x->arena + g[root[t]].off;
     for (int i = 0; i < x->n_abinds && r == PP_OK; i++) {
         dnnl_status_t ds = dnnl_memory_set_data_handle(x->abinds[i].m, x->ptr[x->abinds[i].tid]);
@@ -1513,8 +1526,9 @@ out:
 static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     const pprt_stage *st = x->st;
     *restart = false;
+    x->n_out = 0;
     for (int i = 0; i < st->n_tensors; i++)
-        x->flex[i] = x->propagate && st->t[i].kind == PPRT_ACTIVATION && x->cons[i] > 0;
+        x->flex[i] = x->propagate && x->kind[i] == PPRT_ACTIVATION && x->cons[i] > 0;
     if (x->propagate)
         for (int ni = 0; ni < st->n_nodes; ni++) {
             const pprt_node *n = &st->nodes[ni];
@@ -1579,6 +1593,21 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         dnnl_status_t s = dnnl_memory_set_data_handle(x->patches[i].m, x->slot_buf[x->patches[i].slot]);
         if (s != dnnl_success) return dn_fail(err, "memory", s);
     }
+    /* the out steps: each kept SEND tensor, from its layout into the message */
+    x->out_first = x->n_steps;
+    for (int t = 0; t < st->n_tensors; t++) {
+        if (st->t[t].kind != PPRT_SEND || x->kind[t] != PPRT_ACTIVATION) continue;
+        dnnl_memory_desc_t cur, plain;
+        dnnl_memory_t from, to;
+        PP_TRY(tensor_layout(x, t, &cur, err));
+        PP_TRY(tensor_plain(x, t, &plain, err));
+        PP_TRY(tensor_mem(x, t, &cur, &from, err));
+        PP_TRY(new_mem(x, &plain, DNNL_MEMORY_NONE, &to, err));
+        if (!GROW(x->binds, x->cap_binds, x->n_binds + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        x->binds[x->n_binds++] = (bind){to, t, true};
+        PP_TRY(push_reorder(x, from, to, STEP_REORDER, err));
+    }
+    x->n_out = x->n_steps - x->out_first;
     return plan_arena(x, err);
 }
 
@@ -1645,6 +1674,8 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->st = st;
     const size_t nt = pp_count(st->n_tensors), nn = pp_count(st->n_nodes);
     x->ptr = calloc(nt, sizeof *x->ptr);
+    x->msg = calloc(nt, sizeof *x->msg);
+    x->kind = calloc(nt, sizeof *x->kind);
     x->node_s = calloc(nn, sizeof *x->node_s);
     x->on_dnnl = calloc(nn, sizeof *x->on_dnnl);
     x->absorbed = calloc(nn, sizeof *x->absorbed);
@@ -1660,7 +1691,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->flex = calloc(nt, sizeof *x->flex);
     x->blocked = calloc(nt, sizeof *x->blocked);
     x->lay = calloc(nt, sizeof *x->lay);
-    if (!x->ptr || !x->node_s || !x->on_dnnl || !x->absorbed || !x->writer || !x->last || !x->born || !x->need ||
+    if (!x->ptr || !x->msg || !x->kind || !x->node_s || !x->on_dnnl || !x->absorbed || !x->writer || !x->last || !x->born || !x->need ||
         !x->alias || !x->ghost || !x->first || !x->nsteps || !x->cons || !x->flex || !x->blocked || !x->lay) {
         dnnl_destroy(x);
         return PP_FAIL(err, PP_ENOMEM, "stage %d: out of memory", st->index);
@@ -1677,6 +1708,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     const char *su = getenv("PPRT_DNNL_SMALL_US");
     x->small_us = su ? atof(su) : 100;
     for (int i = 0; i < st->n_tensors; i++) x->writer[i] = x->last[i] = -1;
+    for (int i = 0; i < st->n_tensors; i++) x->kind[i] = (unsigned char)st->t[i].kind;
     for (int ni = 0; ni < st->n_nodes; ni++) {
         const pprt_node *n = &st->nodes[ni];
         x->on_dnnl[ni] = builder_of(n->op) != NULL;
@@ -1685,6 +1717,14 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
             if (n->in[k] >= 0) x->cons[n->in[k]]++, x->last[n->in[k]] = ni;
         for (int k = 0; k < n->n_out; k++) x->writer[n->out[k]] = ni;
     }
+    /* a sent tensor this stage also reads stays in the arena (PPRT_DNNL_KEEP_SEND=0: never) */
+    const char *ks = getenv("PPRT_DNNL_KEEP_SEND");
+    if (x->propagate && !(ks && !strcmp(ks, "0")))
+        for (int i = 0; i < st->n_tensors; i++)
+            if (st->t[i].kind == PPRT_SEND && x->cons[i] > 0 && x->writer[i] >= 0) {
+                x->kind[i] = PPRT_ACTIVATION;
+                x->last[i] = st->n_nodes; /* until the out steps */
+            }
     for (int i = 0; i < st->n_tensors; i++) reset_tensor(x, i);
     dnnl_status_t ds = dnnl_engine_create(&x->eng, dnnl_cpu, 0);
     if (ds == dnnl_success) ds = dnnl_stream_create(&x->strm, x->eng, dnnl_stream_default_flags);
@@ -1720,7 +1760,11 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     }
     set_threads(caller_threads);
     x->threads = 0; /* the stage thread's setting is not known yet */
-    if (x->verbose) report(x);
+    if (x->verbose) { /* stages create their executors at once: one report at a time */
+        flockfile(stderr);
+        report(x);
+        funlockfile(stderr);
+    }
     *out = x;
     return PP_OK;
 }
@@ -1730,9 +1774,14 @@ static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
     const int stage_threads = x->stage_threads;
     for (int i = 0; i < st->in.n; i++) x->ptr[st->recv[i]] = (unsigned char *)in_msg + st->in.off[i];
     for (int i = 0; i < st->out.n; i++)
-        if (st->out.t[i]->kind == PPRT_SEND) x->ptr[st->send[i]] = (unsigned char *)out_msg + st->out.off[i];
+        if (st->out.t[i]->kind == PPRT_SEND) {
+            void *at = (unsigned char *)out_msg + st->out.off[i];
+            if (x->kind[st->send[i]] == PPRT_SEND) x->ptr[st->send[i]] = at;
+            else x->msg[st->send[i]] = at;
+        }
     for (int i = 0; i < x->n_binds; i++) {
-        dnnl_status_t s = dnnl_memory_set_data_handle(x->binds[i].m, x->ptr[x->binds[i].tid]);
+        const bind *b = &x->binds[i];
+        dnnl_status_t s = dnnl_memory_set_data_handle(b->m, b->msg ? x->msg[b->tid] : x->ptr[b->tid]);
         if (s != dnnl_success) return dn_fail(err, "memory", s);
     }
     pprt_tensor *tin = x->tin, *tout = x->tout;
@@ -1774,6 +1823,13 @@ static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
         x->node_s[ni] += now_s() - t0;
         if (s != PP_OK) return PP_FAIL(err, s, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
     }
+    for (int k = 0; k < x->n_out; k++) {
+        step *s = &x->steps[x->out_first + k];
+        dnnl_status_t ds = dnnl_primitive_execute(s->prim, x->strm, s->nargs, s->args);
+        if (ds != dnnl_success)
+            return PP_FAIL(err, PP_ERUNTIME, "copying '%s' into the message: oneDNN: %s", "a sent tensor",
+                           dnnl_status2str(ds));
+    }
     dnnl_status_t ds = dnnl_stream_wait(x->strm);
     if (ds != dnnl_success) return dn_fail(err, "stream", ds);
     /* pass-through: received tensors that this stage sends on unchanged */
@@ -1801,6 +1857,8 @@ static void dnnl_destroy(pprt_exec *x) {
     pprt_scratch_free(&x->scratch);
     free(x->arena);
     free(x->ptr);
+    free(x->msg);
+    free(x->kind);
     free(x->node_s);
     free(x->on_dnnl);
     free(x->absorbed);
