@@ -128,9 +128,14 @@ print(f"machine: {field('Model name')}, {field('CPU(s)')} CPUs ({field('Core(s) 
 
 
 def export(name):
+    """The exported model's directory; None (and a message) when the export fails."""
     d = os.path.join(W, name)
     if not os.path.exists(os.path.join(d, "model.onnx")):
-        sh([PY, f"{SRC}/tests/models/export_torchvision.py", "--model", name, "--out", d, "--batch", "2"])
+        try:
+            sh([PY, f"{SRC}/tests/models/export_torchvision.py", "--model", name, "--out", d, "--batch", "2"])
+        except subprocess.CalledProcessError as e:
+            print(f"{name}: export failed, skipped: {e.stderr.strip()[-300:]}", file=sys.stderr)
+            return None
     return d
 
 
@@ -151,10 +156,8 @@ def fmt(v):
 rows = []
 for name in (MODELS if "1" in SECTIONS else []):
     n = SAMPLES // 2 if name.startswith("vit") else SAMPLES
-    try:
-        d = export(name)
-    except subprocess.CalledProcessError as e:
-        print(f"{name}: export failed, skipped: {e.stderr.strip()[-300:]}", file=sys.stderr)
+    d = export(name)
+    if not d:
         continue
     model = os.path.join(d, "model.onnx")
     data, x = images(d, n, n)
@@ -197,6 +200,8 @@ if rows:
 rows = []
 for name in (MODELS if "2" in SECTIONS else []):
     d = export(name)
+    if not d:
+        continue
     model = os.path.join(d, "model.onnx")
     for b in BATCHES:
         n = 32 * b
@@ -250,10 +255,8 @@ if "4" in SECTIONS:
     print("\n| model | ONNX MB | ppcc -pp 2 wall s (median of 3) |")
     print("|---|---:|---:|")
     for name in os.environ["COMPILE_MODELS"].split():
-        try:
-            d = export(name)
-        except subprocess.CalledProcessError as e:
-            print(f"{name}: export failed, skipped: {e.stderr.strip()[-300:]}", file=sys.stderr)
+        d = export(name)
+        if not d:
             continue
         model = os.path.join(d, "model.onnx")
         argv = [f"{B}/ppcc", model, "-b", "1", "-pp", "2", "-q", "-o", os.path.join(W, "c.plan")]

@@ -1827,7 +1827,7 @@ static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
         step *s = &x->steps[x->out_first + k];
         dnnl_status_t ds = dnnl_primitive_execute(s->prim, x->strm, s->nargs, s->args);
         if (ds != dnnl_success)
-            return PP_FAIL(err, PP_ERUNTIME, "copying '%s' into the message: oneDNN: %s", "a sent tensor",
+            return PP_FAIL(err, PP_ERUNTIME, "copying a sent tensor into the message: oneDNN: %s",
                            dnnl_status2str(ds));
     }
     dnnl_status_t ds = dnnl_stream_wait(x->strm);
