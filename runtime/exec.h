@@ -7,6 +7,7 @@
 #ifndef PPRT_EXEC_H
 #define PPRT_EXEC_H
 
+#include "kernels.h"
 #include "pprt.h"
 
 typedef struct pprt_exec pprt_exec;
@@ -26,5 +27,13 @@ typedef struct pprt_exec_ops {
 } pprt_exec_ops;
 
 extern const pprt_exec_ops pprt_exec_cpu_ref;
+
+/* Shared by the CPU executors (runtime/cpu/exec_ref.c). pprt_ref_node runs
+ * node n of stage st on its reference kernel, each tensor at ptr[tensor id];
+ * tin and tout have room for PP_MAX_INPUTS and PP_MAX_OUTPUTS tensors.
+ * pprt_pass_through copies the received tensors that st sends on unchanged. */
+pp_status pprt_ref_node(const pprt_plan *p, const pprt_stage *st, const pprt_node *n, void *const *ptr,
+                        pprt_tensor *tin, pprt_tensor *tout, pprt_scratch *scratch, pp_err *err);
+void pprt_pass_through(const pprt_stage *st, const void *in_msg, void *out_msg);
 
 #endif

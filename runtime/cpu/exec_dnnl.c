@@ -1784,7 +1784,6 @@ static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
         dnnl_status_t s = dnnl_memory_set_data_handle(b->m, b->msg ? x->msg[b->tid] : x->ptr[b->tid]);
         if (s != dnnl_success) return dn_fail(err, "memory", s);
     }
-    pprt_tensor *tin = x->tin, *tout = x->tout;
     for (int ni = 0; ni < st->n_nodes; ni++) {
         const pprt_node *n = &st->nodes[ni];
         if (x->absorbed[ni]) continue;
@@ -1805,23 +1804,9 @@ static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
             x->node_s[ni] += now_s() - t0;
             continue;
         }
-        for (int k = 0; k < n->n_in; k++) {
-            if (n->in[k] < 0) {
-                tin[k] = (pprt_tensor){PP_UNDEFINED, {0, {0}}, NULL};
-                continue;
-            }
-            const pprt_tdesc *t = &st->t[n->in[k]];
-            tin[k] = (pprt_tensor){t->dtype, t->shape, x->ptr[n->in[k]]};
-        }
-        for (int k = 0; k < n->n_out; k++) {
-            const pprt_tdesc *t = &st->t[n->out[k]];
-            tout[k] = (pprt_tensor){t->dtype, t->shape, x->ptr[n->out[k]]};
-        }
-        pp_err e = {0};
-        pp_status s = pprt_ref_kernels[n->op]((pp_attrs){n->attrs, n->n_attrs, x->p->opset}, tin, n->n_in, tout,
-                                              n->n_out, &x->scratch, &e);
+        pp_status s = pprt_ref_node(x->p, st, n, x->ptr, x->tin, x->tout, &x->scratch, err);
         x->node_s[ni] += now_s() - t0;
-        if (s != PP_OK) return PP_FAIL(err, s, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
+        if (s != PP_OK) return s;
     }
     for (int k = 0; k < x->n_out; k++) {
         step *s = &x->steps[x->out_first + k];
@@ -1832,13 +1817,7 @@ static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
     }
     dnnl_status_t ds = dnnl_stream_wait(x->strm);
     if (ds != dnnl_success) return dn_fail(err, "stream", ds);
-    /* pass-through: received tensors that this stage sends on unchanged */
-    for (int i = 0; i < st->out.n; i++) {
-        const pprt_tdesc *t = st->out.t[i];
-        if (t->kind == PPRT_RECV)
-            memcpy((unsigned char *)out_msg + st->out.off[i], (const unsigned char *)in_msg + st->in.off[t->offset],
-                   t->nbytes);
-    }
+    pprt_pass_through(st, in_msg, out_msg);
     return PP_OK;
 }
 

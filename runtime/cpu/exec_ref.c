@@ -52,41 +52,48 @@ static pp_status ref_create(const pprt_plan *p, const pprt_stage *st, const pprt
     return PP_OK;
 }
 
+pp_status pprt_ref_node(const pprt_plan *p, const pprt_stage *st, const pprt_node *n, void *const *ptr,
+                        pprt_tensor *tin, pprt_tensor *tout, pprt_scratch *scratch, pp_err *err) {
+    for (int k = 0; k < n->n_in; k++) {
+        if (n->in[k] < 0) {
+            tin[k] = (pprt_tensor){PP_UNDEFINED, {0, {0}}, NULL};
+            continue;
+        }
+        const pprt_tdesc *t = &st->t[n->in[k]];
+        tin[k] = (pprt_tensor){t->dtype, t->shape, ptr[n->in[k]]};
+    }
+    for (int k = 0; k < n->n_out; k++) {
+        const pprt_tdesc *t = &st->t[n->out[k]];
+        tout[k] = (pprt_tensor){t->dtype, t->shape, ptr[n->out[k]]};
+    }
+    pp_err e = {0};
+    pp_status s = pprt_ref_kernels[n->op]((pp_attrs){n->attrs, n->n_attrs, p->opset}, tin, n->n_in, tout, n->n_out,
+                                          scratch, &e);
+    if (s != PP_OK) return PP_FAIL(err, s, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
+    return PP_OK;
+}
+
+void pprt_pass_through(const pprt_stage *st, const void *in_msg, void *out_msg) {
+    for (int i = 0; i < st->out.n; i++) {
+        const pprt_tdesc *t = st->out.t[i];
+        if (t->kind == PPRT_RECV)
+            memcpy((unsigned char *)out_msg + st->out.off[i], (const unsigned char *)in_msg + st->in.off[t->offset],
+                   t->nbytes);
+    }
+}
+
 static pp_status ref_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
     const pprt_stage *st = x->st;
     for (int i = 0; i < st->in.n; i++) x->ptr[st->recv[i]] = (unsigned char *)in_msg + st->in.off[i];
     for (int i = 0; i < st->out.n; i++)
         if (st->out.t[i]->kind == PPRT_SEND) x->ptr[st->send[i]] = (unsigned char *)out_msg + st->out.off[i];
-    pprt_tensor *tin = x->tin, *tout = x->tout;
     for (int ni = 0; ni < st->n_nodes; ni++) {
-        const pprt_node *n = &st->nodes[ni];
-        for (int k = 0; k < n->n_in; k++) {
-            if (n->in[k] < 0) {
-                tin[k] = (pprt_tensor){PP_UNDEFINED, {0, {0}}, NULL};
-                continue;
-            }
-            const pprt_tdesc *t = &st->t[n->in[k]];
-            tin[k] = (pprt_tensor){t->dtype, t->shape, x->ptr[n->in[k]]};
-        }
-        for (int k = 0; k < n->n_out; k++) {
-            const pprt_tdesc *t = &st->t[n->out[k]];
-            tout[k] = (pprt_tensor){t->dtype, t->shape, x->ptr[n->out[k]]};
-        }
-        pp_err e = {0};
         double t0 = now_s();
-        pp_status s = pprt_ref_kernels[n->op]((pp_attrs){n->attrs, n->n_attrs, x->p->opset}, tin, n->n_in, tout,
-                                              n->n_out, &x->scratch, &e);
+        pp_status s = pprt_ref_node(x->p, st, &st->nodes[ni], x->ptr, x->tin, x->tout, &x->scratch, err);
         x->node_s[ni] += now_s() - t0;
-        if (s != PP_OK)
-            return PP_FAIL(err, s, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
+        if (s != PP_OK) return s;
     }
-    /* pass-through: received tensors that this stage sends on unchanged */
-    for (int i = 0; i < st->out.n; i++) {
-        const pprt_tdesc *t = st->out.t[i];
-        if (t->kind == PPRT_RECV)
-            memcpy((unsigned char *)out_msg + st->out.off[i],
-                   (const unsigned char *)in_msg + st->in.off[t->offset], t->nbytes);
-    }
+    pprt_pass_through(st, in_msg, out_msg);
     return PP_OK;
 }
 
