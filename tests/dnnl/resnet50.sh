@@ -4,8 +4,10 @@
 # plain layouts (PPRT_DNNL_LAYOUT=plain), with 1 and 2 threads per stage, the
 # outputs are within rtol 1e-3 / atol 1e-4 of the reference backend's and of
 # PyTorch's; every convolution, pool and the Gemm run on oneDNN; in oneDNN's
-# layouts at -pp 1 one reorder remains (before Flatten) and the 16 residuals
-# are summed in place.
+# layouts at -pp 1 with direct convolutions only (PPRT_DNNL_WINO=0) one
+# reorder remains (before Flatten) and the 16 residuals are summed in place;
+# with Winograd (the default) the 13 3x3 stride-1 convolutions use it where
+# oneDNN offers it, each with a reorder in and out of its blocked layout.
 # Exit 77 (skipped) when pprt was built without oneDNN.
 set -euo pipefail
 : "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
@@ -18,12 +20,16 @@ for pp in 1 2; do
   "$PPCC" r50/model.onnx -pp $pp -b 1 -q -o r$pp.plan
   "$PPRT" r$pp.plan r50/data --backend ref -o ref$pp -q
   cmp_npy ref$pp/output.npy r50/expected/output.npy
-  for layout in blocked plain; do
+  for mode in blocked plain wino; do
+    layout=$mode wino=0
+    [ $mode = wino ] && layout=blocked wino=1
     for t in 1 2; do
       [ $pp = 2 ] && [ $t = 2 ] && continue # 2 stages x 2 threads: more than the 2 cores of the CI machine
-      o=dnnl_${pp}_${layout}_$t
-      PPRT_DNNL_LAYOUT=$layout PPRT_DNNL_VERBOSE=1 "$PPRT" r$pp.plan r50/data --backend dnnl --threads $t -o $o -q 2> $o.log
-      echo "-pp $pp $layout layouts, $t thread(s): $(cat $o.log | tr '\n' ' ')"
+      o=dnnl_${pp}_${mode}_$t
+      PPRT_DNNL_WINO=$wino PPRT_DNNL_LAYOUT=$layout PPRT_DNNL_VERBOSE=2 "$PPRT" r$pp.plan r50/data --backend dnnl --threads $t -o $o -q 2> $o.log.all
+      grep -v "^  " $o.log.all > $o.log || true
+      n_wino=$(grep -c "wino" $o.log.all || true)
+      echo "-pp $pp $mode, $t thread(s), $n_wino Winograd convolutions: $(cat $o.log | tr '\n' ' ')"
       cmp_npy $o/output.npy ref$pp/output.npy
       cmp_npy $o/output.npy r50/expected/output.npy
       # every node but Flatten on oneDNN
@@ -33,11 +39,17 @@ for pp in 1 2; do
         echo "FAIL: -pp $pp: nodes other than Flatten ran on the reference kernels"; cat $o.log; exit 1
       fi
       [ "$n_ref" = 1 ] || { echo "FAIL: expected exactly one Flatten on the reference kernels"; exit 1; }
-      if [ $layout = blocked ] && [ $pp = 1 ] && ! grep -q " 1 reorders and 0 residual copies per micro-batch (16 residuals summed in place)" $o.log; then
+      if [ $mode = blocked ] && [ $pp = 1 ] && ! grep -q " 1 reorders and 0 residual copies per micro-batch (16 residuals summed in place)" $o.log; then
         echo "FAIL: -pp 1 in oneDNN layouts should need one reorder (before Flatten) and sum all 16 residuals in place"
         cat $o.log; exit 1
+      fi
+      [ $wino = 0 ] && [ "$n_wino" != 0 ] && { echo "FAIL: PPRT_DNNL_WINO=0 still used Winograd"; exit 1; }
+      if [ $mode = wino ] && [ $pp = 1 ] && [ "$n_wino" != 0 ]; then
+        [ "$n_wino" = 13 ] || { echo "FAIL: $n_wino Winograd convolutions, want all 13 3x3 stride-1 ones"; exit 1; }
+        grep -q " 27 reorders and 0 residual copies per micro-batch (16 residuals summed in place)" $o.log || {
+          echo "FAIL: -pp 1 with Winograd should need 1 + 2 x 13 reorders and sum all 16 residuals in place"; cat $o.log; exit 1; }
       fi
     done
   done
 done
-echo "resnet50 on oneDNN: -pp 1, 2; blocked and plain layouts; 1 and 2 threads: matches the reference backend and PyTorch"
+echo "resnet50 on oneDNN: -pp 1, 2; blocked and plain layouts, Winograd; 1 and 2 threads: matches the reference backend and PyTorch"
