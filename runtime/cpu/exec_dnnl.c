@@ -32,11 +32,11 @@
  * PPRT_DNNL_LAYOUT=plain keeps every tensor plain.
  *
  * Winograd. An f32 2-D 3x3 stride-1 convolution without groups or dilation
- * uses oneDNN's Winograd kernel where it has one (F(2x2,3x3), AVX-512; in a
- * channel-blocked layout, so with a reorder in and out): 1.2-1.8x faster than
- * the direct kernel on ResNet-50's shapes, within the same tolerances
- * (PPRT_DNNL_WINO=0: direct only). The choice depends on the node alone, so
- * outputs stay bit-identical whatever the split and thread count.
+ * uses oneDNN's Winograd kernel where it has one (F(2x2,3x3) or F(4x4,3x3),
+ * AVX-512; in a channel-blocked layout, so with a reorder in and out): on
+ * ResNet-50's shapes 1.2-1.8x faster than the direct kernel, within the same
+ * tolerances (PPRT_DNNL_WINO=0: direct only). The choice depends on the node
+ * alone, so outputs stay bit-identical whatever the split and thread count.
  * PPRT_DNNL_FOLLOW=1 (off by default) lets a convolution read a source stored
  * in another layout as it is, where a non-reference kernel takes it: fewer
  * reorders (2-4% on ResNet-50), but the kernel then depends on the producer's

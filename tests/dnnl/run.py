@@ -192,11 +192,13 @@ class Model:
 
 
 def cnn():
-    """Convolutions of every kind, BN, residual, Clip, SiLU, a squeeze-excite
+    """Convolutions of every kind (a 3x3 stride-1 one that oneDNN may run by
+    Winograd), BN, residual, Clip, SiLU, a squeeze-excite
     block (broadcast Mul), broadcast constants, pools with ceil_mode and
     padding, Gemm; channel counts that are not multiples of 16."""
     m = Model("cnn", [("x", (3, 17, 17))])
     a = m.op("Relu", [m.conv("x", 3, 16, (3, 3), pads=[1, 1, 1, 1])])
+    a = m.op("Relu", [m.conv(a, 16, 16, (3, 3), pads=[1, 1, 1, 1])])  # Winograd where oneDNN has it
     b = m.op("Relu", [m.bn(m.conv(a, 16, 24, (3, 3), bias=False, strides=[2, 2], pads=[1, 1, 1, 1]), 24)])
     c = m.op("Clip", [m.conv(b, 24, 24, (3, 3), group=24, pads=[1, 1, 1, 1]), m.const(0.0), m.const(6.0)])
     d = m.op("Relu", [m.op("Add", [m.conv(c, 24, 24, (1, 1)), b])])
