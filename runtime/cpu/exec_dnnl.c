@@ -638,6 +638,27 @@ static pp_status append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const d
 
 /* ---- Conv, pp.FusedConv ------------------------------------------------------------------ */
 
+/* A convolution primitive descriptor: algorithm alg reading src, over the
+ * weights, bias (NULL: none) and destination descriptors and g's geometry. */
+static dnnl_status_t conv_pd(dnnl_primitive_desc_t *pd, dnnl_alg_kind_t alg, const dnnl_memory_desc_t *src,
+                             const dnnl_memory_desc_t *w, const dnnl_memory_desc_t *b, const dnnl_memory_desc_t *dst,
+                             const pp_geom *g, const_dnnl_primitive_attr_t attr, dnnl_engine_t eng) {
+    dnnl_dims_t strides, dil, pl, pr;
+    for (int i = 0; i < g->nsp; i++) {
+        strides[i] = g->stride[i];
+        dil[i] = g->dil[i] - 1;
+        pl[i] = g->pad0[i];
+        pr[i] = g->pad1[i];
+    }
+    dnnl_convolution_desc_t cd;
+    dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, alg, src, w, b, dst,
+                                                                 strides, dil, pl, pr);
+    *pd = NULL;
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &cd, attr, eng, NULL);
+    if (s != dnnl_success) *pd = NULL;
+    return s;
+}
+
 static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pp_attrs a = attrs_of(x, n);
     PP_TRY(need_f32_nonempty(x, n, err));
@@ -687,17 +708,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(any_md(wd, wn, cdt, &w_any, err));
     PP_TRY(plain_md(wd, wn, &w_plain, err));
     PP_TRY(plain_md(&OC, 1, &b_md, err));
-    dnnl_dims_t strides, dil, pl, pr;
-    for (int i = 0; i < g.nsp; i++) {
-        strides[i] = g.stride[i];
-        dil[i] = g.dil[i] - 1;
-        pl[i] = g.pad0[i];
-        pr[i] = g.pad1[i];
-    }
-    dnnl_convolution_desc_t cd;
-    DN(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &src_any,
-                                                  &w_any, bi >= 0 ? &b_md : NULL, &dst_any, strides, dil, pl, pr),
-       "convolution");
+    const dnnl_memory_desc_t *bias = bi >= 0 ? &b_md : NULL;
     dnnl_primitive_attr_t attr;
     PP_TRY(new_attr(&attr, err));
     dnnl_post_ops_t po = NULL;
@@ -719,30 +730,22 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (s == dnnl_success && r == PP_OK) r = append_fused(x, po, idx, &dst_any, args, &na, err);
     if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_attr_set_post_ops(attr, po);
     dnnl_primitive_desc_t pd = NULL;
-    if (s == dnnl_success && r == PP_OK && x->wino && !x->bf16 && nd == 4 && group == 1 && ws->dim[2] == 3 &&
-        ws->dim[3] == 3 && g.stride[0] == 1 && g.stride[1] == 1 && g.dil[0] == 1 && g.dil[1] == 1) {
-        dnnl_convolution_desc_t wcd;
-        if (dnnl_dilated_convolution_forward_desc_init(&wcd, dnnl_forward_inference, dnnl_convolution_winograd,
-                                                       &src_any, &w_any, bi >= 0 ? &b_md : NULL, &dst_any, strides,
-                                                       dil, pl, pr) != dnnl_success ||
-            dnnl_primitive_desc_create(&pd, &wcd, attr, x->eng, NULL) != dnnl_success)
-            pd = NULL;
-    }
+    const bool wino_shape = x->wino && !x->bf16 && nd == 4 && group == 1 && ws->dim[2] == 3 && ws->dim[3] == 3 &&
+                            g.stride[0] == 1 && g.stride[1] == 1 && g.dil[0] == 1 && g.dil[1] == 1;
+    if (s == dnnl_success && r == PP_OK && wino_shape) /* none where oneDNN has no such kernel: direct below */
+        conv_pd(&pd, dnnl_convolution_winograd, &src_any, &w_any, bias, &dst_any, &g, attr, x->eng);
     const bool wino = pd != NULL;
-    if (s == dnnl_success && r == PP_OK && !pd) s = dnnl_primitive_desc_create(&pd, &cd, attr, x->eng, NULL);
+    if (s == dnnl_success && r == PP_OK && !pd)
+        s = conv_pd(&pd, dnnl_convolution_direct, &src_any, &w_any, bias, &dst_any, &g, attr, x->eng);
     if (s == dnnl_success && r == PP_OK && x->follow && !wino && x->blocked[xi]) {
         /* a source already in a blocked layout: take it as it is when a
          * non-reference kernel reads that layout (saves a reorder) */
-        dnnl_memory_desc_t cur;
-        const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-        dnnl_convolution_desc_t fcd;
+        const dnnl_memory_desc_t *cur = &x->lay[xi];
         dnnl_primitive_desc_t fpd = NULL;
         const char *impl = "ref";
-        if (tensor_layout(x, xi, &cur, err) == PP_OK && cur.data_type == cdt && !dnnl_memory_desc_equal(want, &cur) &&
-            dnnl_dilated_convolution_forward_desc_init(&fcd, dnnl_forward_inference, dnnl_convolution_direct, &cur,
-                                                       &w_any, bi >= 0 ? &b_md : NULL, &dst_any, strides, dil, pl,
-                                                       pr) == dnnl_success &&
-            dnnl_primitive_desc_create(&fpd, &fcd, attr, x->eng, NULL) == dnnl_success &&
+        if (cur->data_type == cdt &&
+            !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), cur) &&
+            conv_pd(&fpd, dnnl_convolution_direct, cur, &w_any, bias, &dst_any, &g, attr, x->eng) == dnnl_success &&
             dnnl_primitive_desc_query(fpd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
             strncmp(impl, "ref", 3) && strncmp(impl, "gemm", 4)) {
             dnnl_primitive_desc_destroy(pd);
