@@ -1714,6 +1714,12 @@ static void report(const pprt_exec *x) {
 
 static void dnnl_destroy(pprt_exec *x);
 
+/* An on/off setting from the environment: unset gives dflt, "0" off, anything else on. */
+static bool env_flag(const char *name, bool dflt) {
+    const char *v = getenv(name);
+    return v ? strcmp(v, "0") != 0 : dflt;
+}
+
 static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *cfg, pprt_exec **out,
                              pp_err *err) {
     pprt_exec *x = calloc(1, sizeof *x);
@@ -1739,8 +1745,9 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->flex = calloc(nt, sizeof *x->flex);
     x->blocked = calloc(nt, sizeof *x->blocked);
     x->lay = calloc(nt, sizeof *x->lay);
-    if (!x->ptr || !x->msg || !x->kind || !x->node_s || !x->on_dnnl || !x->absorbed || !x->writer || !x->last || !x->born || !x->need ||
-        !x->alias || !x->ghost || !x->first || !x->nsteps || !x->cons || !x->flex || !x->blocked || !x->lay) {
+    if (!x->ptr || !x->msg || !x->kind || !x->node_s || !x->on_dnnl || !x->absorbed || !x->writer || !x->last ||
+        !x->born || !x->need || !x->alias || !x->ghost || !x->first || !x->nsteps || !x->cons || !x->flex ||
+        !x->blocked || !x->lay) {
         dnnl_destroy(x);
         return PP_FAIL(err, PP_ENOMEM, "stage %d: out of memory", st->index);
     }
@@ -1748,17 +1755,14 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->verbose = v ? atoi(v) : 0;
     const char *lay = getenv("PPRT_DNNL_LAYOUT");
     x->propagate = !(lay && !strcmp(lay, "plain"));
-    const char *fu = getenv("PPRT_DNNL_FUSE"), *rs = getenv("PPRT_DNNL_RESIDUAL");
-    x->fuse = !(fu && !strcmp(fu, "0"));
+    const char *rs = getenv("PPRT_DNNL_RESIDUAL");
+    x->fuse = env_flag("PPRT_DNNL_FUSE", true);
     x->residual_sum = !(rs && !strcmp(rs, "binary"));
-    const char *ip = getenv("PPRT_DNNL_INPLACE");
-    x->inplace = !(ip && !strcmp(ip, "0"));
+    x->inplace = env_flag("PPRT_DNNL_INPLACE", true);
     const char *su = getenv("PPRT_DNNL_SMALL_US");
     x->small_us = su ? atof(su) : 100;
-    const char *wv = getenv("PPRT_DNNL_WINO");
-    x->wino = wv ? atoi(wv) != 0 : true;
-    const char *fv = getenv("PPRT_DNNL_FOLLOW");
-    x->follow = fv ? atoi(fv) != 0 : false;
+    x->wino = env_flag("PPRT_DNNL_WINO", true);
+    x->follow = env_flag("PPRT_DNNL_FOLLOW", false);
     for (int i = 0; i < st->n_tensors; i++) x->writer[i] = x->last[i] = -1;
     for (int i = 0; i < st->n_tensors; i++) x->kind[i] = (unsigned char)st->t[i].kind;
     for (int ni = 0; ni < st->n_nodes; ni++) {
@@ -1770,8 +1774,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
         for (int k = 0; k < n->n_out; k++) x->writer[n->out[k]] = ni;
     }
     /* a sent tensor this stage also reads stays in the arena (PPRT_DNNL_KEEP_SEND=0: never) */
-    const char *ks = getenv("PPRT_DNNL_KEEP_SEND");
-    if (x->propagate && !(ks && !strcmp(ks, "0")))
+    if (x->propagate && env_flag("PPRT_DNNL_KEEP_SEND", true))
         for (int i = 0; i < st->n_tensors; i++)
             if (st->t[i].kind == PPRT_SEND && x->cons[i] > 0 && x->writer[i] >= 0) {
                 x->kind[i] = PPRT_ACTIVATION;
