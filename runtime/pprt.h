@@ -100,6 +100,9 @@ struct pprt_exec_ops;
 extern const struct pprt_exec_ops pprt_exec_cpu_ref;
 #ifdef PPRT_WITH_DNNL
 extern const struct pprt_exec_ops pprt_exec_cpu_dnnl;
+/* Whether oneDNN computes bf16 on this CPU (AVX-512 and up); where it does
+ * not, the oneDNN executor runs PPRT_BF16 in f32. */
+bool pprt_dnnl_has_bf16(void);
 #endif
 
 /* Arithmetic of the executors that can trade precision for speed (oneDNN):

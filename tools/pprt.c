@@ -45,7 +45,8 @@ static void usage(FILE *f) {
             "  --threads N       intra-op threads per stage (oneDNN; default: cores / stages)\n"
             "  --precision P     f32 (default) or bf16: oneDNN convolutions and matrix products in\n"
             "                    bfloat16 (8-bit mantissa, f32 sums; fast on CPUs with AVX512_BF16\n"
-            "                    or AMX); inputs, outputs and the plan stay f32\n"
+            "                    or AMX; needs AVX-512, else it warns and runs f32); inputs, outputs\n"
+            "                    and the plan stay f32\n"
             "  --warmup N        first run N untimed copies of the first micro-batch through the\n"
             "                    pipeline (outputs dropped; not under mpirun; default 0)\n"
             "  -q                print only errors\n");
@@ -122,7 +123,12 @@ int main(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--version")) {
-            printf("pprt %s\n", PPRT_VERSION);
+#ifdef PPRT_WITH_DNNL
+            printf("pprt %s (oneDNN backend; bf16 kernels on this CPU: %s)\n", PPRT_VERSION,
+                   pprt_dnnl_has_bf16() ? "yes" : "no, --precision bf16 runs in f32");
+#else
+            printf("pprt %s (reference kernels only)\n", PPRT_VERSION);
+#endif
             return 0;
         } else if (!strcmp(a, "--info")) {
             info = true;
@@ -214,6 +220,13 @@ int main(int argc, char **argv) {
         return bad_usage("--precision bf16 needs the oneDNN backend (--backend dnnl); the reference kernels "
                          "compute in f32 only", NULL);
     if (!info && !data) return bad_usage("no data directory given", NULL);
+#ifdef PPRT_WITH_DNNL
+    if (ro.precision == PPRT_BF16 && !info && !pprt_dnnl_has_bf16()) {
+        fprintf(stderr, "pprt: warning: oneDNN has no bf16 kernels on this CPU (they need AVX-512; fast with "
+                        "AVX512_BF16 or AMX): --precision bf16 runs in f32\n");
+        ro.precision = PPRT_F32;
+    }
+#endif
 
     /* under mpirun: one stage per rank (runtime/comm/comm.h) */
     const char *launcher = pprt_mpi_launcher_env();

@@ -82,6 +82,7 @@
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1237,6 +1238,16 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
         dnnl_dims_t d;
         for (int i = 0; i < bm->ndims; i++) d[i] = bm->dims[i];
         DN(dnnl_memory_desc_init_by_tag(&b_any, bm->ndims, d, cdt, dnnl_format_tag_any), "matmul weights");
+        /* A single row makes this a matrix-vector product. With B stored
+         * K x N (what oneDNN picks) its gemv splits K between threads and
+         * sums the parts, so the output's last bits depend on the thread
+         * count, and -pp 2 (one thread a stage) stops matching -pp 1 (two):
+         * seen on AVX2. Stored N x K the gemv splits the outputs instead,
+         * each dot product on one thread, as fast or faster. */
+        if (bm->ndims == 2 && am->ndims == 2 && am->dims[0] == 1) {
+            dnnl_dims_t st = {1, d[0]};
+            DN(dnnl_memory_desc_init_by_strides(&b_any, 2, d, cdt, st), "matmul weights");
+        }
     }
     dnnl_matmul_desc_t d;
     DN(dnnl_matmul_desc_init(&d, &a_c, &b_any, NULL, ym), "matmul");
@@ -1794,7 +1805,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     omp_get_fn *get = omp_getter();
     const int caller_threads = get ? get() : 0;
     x->stage_threads = cfg->threads > 0 ? cfg->threads : 1;
-    x->bf16 = cfg->precision == PPRT_BF16;
+    x->bf16 = cfg->precision == PPRT_BF16 && pprt_dnnl_has_bf16(); /* else f32: pprt warns */
     x->threads = x->stage_threads;
     x->build_threads = x->threads;
     set_threads(x->threads);
@@ -1913,6 +1924,45 @@ static void dnnl_destroy(pprt_exec *x) {
 }
 
 static const double *dnnl_node_seconds(const pprt_exec *x) { return x->node_s; }
+
+/* Whether oneDNN has bf16 convolutions and matrix products on this CPU: it
+ * has them from AVX-512 up (emulated on plain AVX-512, in hardware with
+ * AVX512_BF16 or AMX), not on AVX2, where every such node would fall back
+ * to the reference kernels. Asked once, of a small convolution and matmul. */
+static bool has_bf16;
+static pthread_once_t bf16_once = PTHREAD_ONCE_INIT;
+
+static bool bf16_pd(const_dnnl_op_desc_t d, dnnl_engine_t eng) {
+    dnnl_primitive_desc_t pd;
+    if (dnnl_primitive_desc_create(&pd, d, NULL, eng, NULL) != dnnl_success) return false;
+    dnnl_primitive_desc_destroy(pd);
+    return true;
+}
+
+static void probe_bf16(void) {
+    dnnl_engine_t eng;
+    if (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success) return;
+    dnnl_memory_desc_t src, wei, dst, a, b, c;
+    const dnnl_dims_t sd = {1, 16, 8, 8}, wd = {16, 16, 3, 3}, st = {1, 1}, pad = {1, 1}, md = {16, 16};
+    dnnl_convolution_desc_t cd;
+    dnnl_matmul_desc_t mmd;
+    has_bf16 = dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_bf16, dnnl_format_tag_any) == dnnl_success &&
+               dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_bf16, dnnl_format_tag_any) == dnnl_success &&
+               dnnl_memory_desc_init_by_tag(&dst, 4, sd, dnnl_bf16, dnnl_format_tag_any) == dnnl_success &&
+               dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &src, &wei,
+                                                  NULL, &dst, st, pad, pad) == dnnl_success &&
+               bf16_pd(&cd, eng) &&
+               dnnl_memory_desc_init_by_tag(&a, 2, md, dnnl_bf16, dnnl_ab) == dnnl_success &&
+               dnnl_memory_desc_init_by_tag(&b, 2, md, dnnl_bf16, dnnl_ab) == dnnl_success &&
+               dnnl_memory_desc_init_by_tag(&c, 2, md, dnnl_f32, dnnl_ab) == dnnl_success &&
+               dnnl_matmul_desc_init(&mmd, &a, &b, NULL, &c) == dnnl_success && bf16_pd(&mmd, eng);
+    dnnl_engine_destroy(eng);
+}
+
+bool pprt_dnnl_has_bf16(void) {
+    pthread_once(&bf16_once, probe_bf16);
+    return has_bf16;
+}
 
 const pprt_exec_ops pprt_exec_cpu_dnnl = {"cpu-dnnl", dnnl_create, dnnl_run, dnnl_destroy, dnnl_node_seconds};
 
