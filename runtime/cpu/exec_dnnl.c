@@ -97,6 +97,7 @@
 #include "../../ir/shape_nn.h"
 #include "../exec.h"
 #include "../kernels.h"
+#include "wino.h"
 
 #define MAX_ARGS 10
 
@@ -105,7 +106,9 @@ enum { STEP_MAIN, STEP_REORDER, STEP_COPY };
 enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, N_SLOTS };
 
 typedef struct step {
-    dnnl_primitive_t prim;
+    dnnl_primitive_t prim; /* NULL for a step of our own Winograd kernel (wino) */
+    pprt_wino *wino;       /* args: SRC, DST, SCRATCHPAD, and SRC_1 (the residual) if any */
+    float lo, hi;          /* wino: the clamp after bias and residual */
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */
     int nargs;
@@ -660,6 +663,68 @@ static dnnl_status_t conv_pd(dnnl_primitive_desc_t *pd, dnnl_alg_kind_t alg, con
     return s;
 }
 
+/* nChw8c (oneDNN's aBcd8b) over 4-D dims: what oneDNN's AVX2 kernels keep
+ * between nodes, and what our Winograd kernel reads and writes. */
+static pp_status blk8_md(const int64_t *dims, dnnl_memory_desc_t *md, pp_err *err) {
+    dnnl_dims_t d = {dims[0], dims[1], dims[2], dims[3]};
+    DN(dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, dnnl_aBcd8b), "memory descriptor");
+    return PP_OK;
+}
+
+/* Node n (a 3x3 stride-1 2-D convolution, f32, no groups or dilation, with
+ * constant weights and bias, absorbing no other node) as a step of our own
+ * Winograd kernel (wino.h) over nChw8c source and destination, for a CPU
+ * where oneDNN has no Winograd kernel. Z (or -1) is the residual, read as it
+ * is when stored as nChw8c, else reordered into a shared buffer first (as
+ * the source is); the output never takes over Z's bytes. */
+static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int wi, int bi, int zi, int yi,
+                            float lo, float hi, pp_err *err) {
+    dnnl_memory_desc_t xmd, ymd, scmd;
+    PP_TRY(blk8_md(T(x, xi)->shape.dim, &xmd, err));
+    PP_TRY(blk8_md(T(x, yi)->shape.dim, &ymd, err));
+    pprt_wino *wn;
+    PP_TRY(pprt_wino_create(sh, x->ptr[wi], bi >= 0 ? x->ptr[bi] : NULL, x->stage_threads, &wn, err));
+    const dnnl_dims_t scb = {(dnnl_dim_t)pprt_wino_scratch_bytes(wn)};
+    dnnl_memory_t sm, dm, scm, zm = NULL;
+    post out;
+    pp_status r;
+    dnnl_status_t ds = dnnl_memory_desc_init_by_tag(&scmd, 1, scb, dnnl_u8, dnnl_a);
+    if (ds != dnnl_success) r = dn_fail(err, "memory descriptor", ds);
+    else if ((r = bind_input(x, xi, &xmd, SLOT_SRC, &sm, err)) == PP_OK &&
+             (r = bind_output(x, yi, &ymd, &dm, &out, err)) == PP_OK && (r = slot_mem(x, &scmd, SLOT_SCRATCH, &scm, err)) == PP_OK &&
+             zi >= 0)
+        r = bind_input(x, zi, &ymd, SLOT_WEI, &zm, err); /* SLOT_WEI: the weights here are constant */
+    if (r == PP_OK && !GROW(x->steps, x->cap_steps, x->n_steps + 1)) r = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (r != PP_OK) {
+        pprt_wino_free(wn);
+        return r;
+    }
+    step s = {.kind = STEP_MAIN, .threads = x->build_threads, .wino = wn, .lo = lo, .hi = hi, .nargs = 3};
+    s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+    s.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+    s.args[2] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scm};
+    if (zm) s.args[s.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_1, zm};
+    x->steps[x->n_steps++] = s;
+    x->weight_bytes += pprt_wino_weight_bytes(wn);
+    x->owned_bytes += pprt_wino_weight_bytes(wn);
+    return push_post(x, &out, err);
+}
+
+/* Run a step of our Winograd kernel on the bytes its memories point at now,
+ * on the calling thread's OpenMP team (set for the step by dnnl_run). */
+static dnnl_status_t run_wino(const step *s) {
+    void *p[4] = {NULL, NULL, NULL, NULL}; /* source, destination, scratch, residual */
+    for (int i = 0; i < s->nargs; i++) {
+        const int a = s->args[i].arg;
+        const int k = a == DNNL_ARG_SRC ? 0 : a == DNNL_ARG_DST ? 1 : a == DNNL_ARG_SCRATCHPAD ? 2 : 3;
+        dnnl_status_t ds = dnnl_memory_get_data_handle(s->args[i].memory, &p[k]);
+        if (ds != dnnl_success) return ds;
+    }
+    omp_get_fn *get = omp_getter();
+    pprt_wino_run(s->wino, p[0], p[1], p[3], s->lo, s->hi, p[2], get ? get() : 1);
+    return dnnl_success;
+}
+
 static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pp_attrs a = attrs_of(x, n);
     PP_TRY(need_f32_nonempty(x, n, err));
@@ -710,6 +775,20 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(plain_md(wd, wn, &w_plain, err));
     PP_TRY(plain_md(&OC, 1, &b_md, err));
     const dnnl_memory_desc_t *bias = bi >= 0 ? &b_md : NULL;
+    const bool wino_shape = x->wino && !x->bf16 && nd == 4 && group == 1 && ws->dim[2] == 3 && ws->dim[3] == 3 &&
+                            g.stride[0] == 1 && g.stride[1] == 1 && g.dil[0] == 1 && g.dil[1] == 1;
+    /* our own Winograd kernel where oneDNN has none (below AVX-512), for a
+     * node absorbing nothing, with constant weights and bias. The choice
+     * depends on the node alone (never on its neighbours' layouts), so
+     * outputs do not depend on where the stages are cut. */
+    const pprt_wino_shape wsh = {xs->dim[0], C, OC, xs->dim[2], xs->dim[3], ys->dim[2], ys->dim[3], g.pad0[0], g.pad0[1]};
+    if (wino_shape && x->n_fused == 0 && is_weight(x, wi) && (bi < 0 || is_weight(x, bi)) && pprt_wino_cpu() &&
+        pprt_wino_fits(&wsh)) {
+        dnnl_primitive_desc_t theirs = NULL;
+        conv_pd(&theirs, dnnl_convolution_winograd, &src_any, &w_any, bias, &dst_any, &g, NULL, x->eng);
+        if (theirs) dnnl_primitive_desc_destroy(theirs);
+        else return build_wino(x, &wsh, xi, wi, bi, zi, yi, !strcmp(act, "Relu") ? 0.0f : lo, hi, err);
+    }
     dnnl_primitive_attr_t attr;
     PP_TRY(new_attr(&attr, err));
     dnnl_post_ops_t po = NULL;
@@ -731,8 +810,6 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (s == dnnl_success && r == PP_OK) r = append_fused(x, po, idx, &dst_any, args, &na, err);
     if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_attr_set_post_ops(attr, po);
     dnnl_primitive_desc_t pd = NULL;
-    const bool wino_shape = x->wino && !x->bf16 && nd == 4 && group == 1 && ws->dim[2] == 3 && ws->dim[3] == 3 &&
-                            g.stride[0] == 1 && g.stride[1] == 1 && g.dil[0] == 1 && g.dil[1] == 1;
     if (s == dnnl_success && r == PP_OK && wino_shape) /* none where oneDNN has no such kernel: direct below */
         conv_pd(&pd, dnnl_convolution_winograd, &src_any, &w_any, bias, &dst_any, &g, attr, x->eng);
     const bool wino = pd != NULL;
@@ -1404,7 +1481,10 @@ static mark mark_now(const pprt_exec *x) {
 
 /* Undo what was created since m (a node oneDNN declined halfway). */
 static void rollback(pprt_exec *x, mark m) {
-    for (int i = m.steps; i < x->n_steps; i++) dnnl_primitive_destroy(x->steps[i].prim);
+    for (int i = m.steps; i < x->n_steps; i++) {
+        if (x->steps[i].prim) dnnl_primitive_destroy(x->steps[i].prim);
+        pprt_wino_free(x->steps[i].wino);
+    }
     for (int i = m.mems; i < x->n_mems; i++) dnnl_memory_destroy(x->mems[i]);
     for (int i = m.owned; i < x->n_owned; i++) free(x->owned[i]);
     x->n_steps = m.steps, x->n_mems = m.mems, x->n_binds = m.binds, x->n_patches = m.patches,
@@ -1711,8 +1791,8 @@ static void report(const pprt_exec *x) {
         for (int k = 0; k < x->nsteps[ni]; k++) {
             const step *s = &x->steps[x->first[ni] + k];
             const_dnnl_primitive_desc_t pd;
-            const char *impl = "?";
-            if (dnnl_primitive_get_primitive_desc(s->prim, &pd) == dnnl_success)
+            const char *impl = s->wino ? "pprt:wino_4x3:avx2" : "?";
+            if (s->prim && dnnl_primitive_get_primitive_desc(s->prim, &pd) == dnnl_success)
                 dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
             fprintf(stderr, " %s%s", s->kind == STEP_REORDER ? "reorder:" : s->kind == STEP_COPY ? "copy:" : "",
                     impl);
@@ -1862,7 +1942,7 @@ static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
                     set_threads(t);
                     x->threads = t;
                 }
-                dnnl_status_t ds = dnnl_primitive_execute(s->prim, x->strm, s->nargs, s->args);
+                dnnl_status_t ds = s->wino ? run_wino(s) : dnnl_primitive_execute(s->prim, x->strm, s->nargs, s->args);
                 if (ds != dnnl_success)
                     return PP_FAIL(err, PP_ERUNTIME, "node '%s' (%s): oneDNN: %s", n->name, pp_op_table[n->op].name,
                                    dnnl_status2str(ds));
