@@ -35,7 +35,10 @@
  * uses oneDNN's Winograd kernel where it has one (F(2x2,3x3) or F(4x4,3x3),
  * AVX-512; in a channel-blocked layout, so with a reorder in and out): on
  * ResNet-50's shapes 1.2-1.8x faster than the direct kernel, within the same
- * tolerances (PPRT_DNNL_WINO=0: direct only). The choice depends on the node
+ * tolerances (PPRT_DNNL_WINO=0: direct only). Where oneDNN has none (AVX2)
+ * and the node absorbs nothing, our own kernel runs it (wino.h: nChw8c in
+ * and out, F(4x4,3x3) or F(2x2,3x3) per node; PPRT_DNNL_WINO_TILE=2 or 4
+ * forces one), 2-3x faster than oneDNN's direct AVX2 kernel. The choice depends on the node
  * alone, so outputs stay bit-identical whatever the split and thread count.
  * PPRT_DNNL_FOLLOW=1 (off by default) lets a convolution read a source stored
  * in another layout as it is, where a non-reference kernel takes it: fewer
@@ -200,6 +203,7 @@ struct pprt_exec {
     double small_us;          /* work below which a primitive runs on one thread (PPRT_DNNL_SMALL_US) */
     bool follow;              /* convolutions read a blocked source as it is where they can (PPRT_DNNL_FOLLOW) */
     bool wino;                /* 3x3 stride-1 f32 convolutions by Winograd where oneDNN has it (PPRT_DNNL_WINO) */
+    int wino_tile;            /* our kernel's tile: 0 chosen per node, 2 or 4 (PPRT_DNNL_WINO_TILE) */
     /* statistics (PPRT_DNNL_VERBOSE) */
     size_t owned_bytes, weight_bytes;
     int verbose;
@@ -781,7 +785,8 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * node absorbing nothing, with constant weights and bias. The choice
      * depends on the node alone (never on its neighbours' layouts), so
      * outputs do not depend on where the stages are cut. */
-    const pprt_wino_shape wsh = {xs->dim[0], C, OC, xs->dim[2], xs->dim[3], ys->dim[2], ys->dim[3], g.pad0[0], g.pad0[1]};
+    const pprt_wino_shape wsh = {xs->dim[0], C, OC, xs->dim[2], xs->dim[3], ys->dim[2], ys->dim[3],
+                                 g.pad0[0],  g.pad0[1], x->wino_tile};
     if (wino_shape && x->n_fused == 0 && is_weight(x, wi) && (bi < 0 || is_weight(x, bi)) && pprt_wino_cpu() &&
         pprt_wino_fits(&wsh)) {
         dnnl_primitive_desc_t theirs = NULL;
@@ -1791,7 +1796,7 @@ static void report(const pprt_exec *x) {
         for (int k = 0; k < x->nsteps[ni]; k++) {
             const step *s = &x->steps[x->first[ni] + k];
             const_dnnl_primitive_desc_t pd;
-            const char *impl = s->wino ? "pprt:wino_4x3:avx2" : "?";
+            const char *impl = !s->wino ? "?" : pprt_wino_tile(s->wino) == 2 ? "pprt:wino_2x3:avx2" : "pprt:wino_4x3:avx2";
             if (s->prim && dnnl_primitive_get_primitive_desc(s->prim, &pd) == dnnl_success)
                 dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
             fprintf(stderr, " %s%s", s->kind == STEP_REORDER ? "reorder:" : s->kind == STEP_COPY ? "copy:" : "",
@@ -1853,6 +1858,8 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     const char *su = getenv("PPRT_DNNL_SMALL_US");
     x->small_us = su ? atof(su) : 100;
     x->wino = env_flag("PPRT_DNNL_WINO", true);
+    const char *wt = getenv("PPRT_DNNL_WINO_TILE");
+    x->wino_tile = wt && (!strcmp(wt, "2") || !strcmp(wt, "4")) ? atoi(wt) : 0;
     x->follow = env_flag("PPRT_DNNL_FOLLOW", false);
     for (int i = 0; i < st->n_tensors; i++) x->writer[i] = x->last[i] = -1;
     for (int i = 0; i < st->n_tensors; i++) x->kind[i] = (unsigned char)st->t[i].kind;

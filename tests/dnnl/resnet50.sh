@@ -48,7 +48,7 @@ for pp in 1 2; do
         cat $o.log; exit 1
       fi
       [ $wino = 0 ] && [ "$n_wino" != 0 ] && { echo "FAIL: PPRT_DNNL_WINO=0 still used Winograd"; exit 1; }
-      n_own=$(grep -c "pprt:wino_4x3" $o.log.all || true)
+      n_own=$(grep -c "pprt:wino_[24]x3" $o.log.all || true)
       if [ $mode = wino ] && grep -q -w avx2 /proc/cpuinfo && grep -q -w fma /proc/cpuinfo; then
         [ "$n_wino" = 13 ] || { echo "FAIL: $n_wino Winograd convolutions, want all 13 3x3 stride-1 ones"; exit 1; }
       fi

@@ -374,7 +374,7 @@ if "avx2" in flags and "fma" in flags and "avx512f" not in flags:
     try:
         r = run([PPRT, os.path.join(work, "wino_fused_1.plan"), os.path.join(work, "wino_data"), "--backend", "dnnl",
                  "-q", "-o", os.path.join(work, "wino_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
-        own = r.stderr.count("pprt:wino_4x3:avx2")
+        own = len(re.findall(r"pprt:wino_[24]x3:avx2", r.stderr))
         if own != 6:
             failures.append(f"wino: {own} of 6 convolutions on pprt's Winograd kernel:\n{r.stderr}")
     except RuntimeError as e:
