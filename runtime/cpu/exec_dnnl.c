@@ -38,8 +38,9 @@
  * tolerances (PPRT_DNNL_WINO=0: direct only). Where oneDNN has none (AVX2)
  * and the node absorbs nothing, our own kernel runs it (wino.h: nChw8c in
  * and out, F(4x4,3x3) or F(2x2,3x3) per node; PPRT_DNNL_WINO_TILE=2 or 4
- * forces one), 2-3x faster than oneDNN's direct AVX2 kernel. The choice depends on the node
- * alone, so outputs stay bit-identical whatever the split and thread count.
+ * forces one), 2-3x faster than oneDNN's direct AVX2 kernel. The choice
+ * depends on the node alone, so outputs stay bit-identical whatever the
+ * split and thread count.
  * PPRT_DNNL_FOLLOW=1 (off by default) lets a convolution read a source stored
  * in another layout as it is, where a non-reference kernel takes it: fewer
  * reorders (2-4% on ResNet-50), but the kernel then depends on the producer's
@@ -695,8 +696,8 @@ static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int
     dnnl_status_t ds = dnnl_memory_desc_init_by_tag(&scmd, 1, scb, dnnl_u8, dnnl_a);
     if (ds != dnnl_success) r = dn_fail(err, "memory descriptor", ds);
     else if ((r = bind_input(x, xi, &xmd, SLOT_SRC, &sm, err)) == PP_OK &&
-             (r = bind_output(x, yi, &ymd, &dm, &out, err)) == PP_OK && (r = slot_mem(x, &scmd, SLOT_SCRATCH, &scm, err)) == PP_OK &&
-             zi >= 0)
+             (r = bind_output(x, yi, &ymd, &dm, &out, err)) == PP_OK &&
+             (r = slot_mem(x, &scmd, SLOT_SCRATCH, &scm, err)) == PP_OK && zi >= 0)
         r = bind_input(x, zi, &ymd, SLOT_WEI, &zm, err); /* SLOT_WEI: the weights here are constant */
     if (r == PP_OK && !GROW(x->steps, x->cap_steps, x->n_steps + 1)) r = PP_FAIL(err, PP_ENOMEM, "out of memory");
     if (r != PP_OK) {
@@ -1796,7 +1797,9 @@ static void report(const pprt_exec *x) {
         for (int k = 0; k < x->nsteps[ni]; k++) {
             const step *s = &x->steps[x->first[ni] + k];
             const_dnnl_primitive_desc_t pd;
-            const char *impl = !s->wino ? "?" : pprt_wino_tile(s->wino) == 2 ? "pprt:wino_2x3:avx2" : "pprt:wino_4x3:avx2";
+            const char *impl = !s->wino                      ? "?"
+                               : pprt_wino_tile(s->wino) == 2 ? "pprt:wino_2x3:avx2"
+                                                              : "pprt:wino_4x3:avx2";
             if (s->prim && dnnl_primitive_get_primitive_desc(s->prim, &pd) == dnnl_success)
                 dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
             fprintf(stderr, " %s%s", s->kind == STEP_REORDER ? "reorder:" : s->kind == STEP_COPY ? "copy:" : "",

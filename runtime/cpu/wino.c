@@ -155,7 +155,8 @@ pp_status pprt_wino_create(const pprt_wino_shape *s, const float *w, const float
     wn->tb = tb;
     wn->nblk = (wn->tiles + tb - 1) / tb;
     wn->nkc = (K + wn->kc - 1) / wn->kc;
-    wn->ws_thread = round64((size_t)na * (size_t)tb * (size_t)C * 4) + round64((size_t)na * (size_t)tb * (size_t)wn->kc * 4);
+    wn->ws_thread =
+        round64((size_t)na * (size_t)tb * (size_t)C * 4) + round64((size_t)na * (size_t)tb * (size_t)wn->kc * 4);
 
     size_t ub = (size_t)na * (size_t)K * (size_t)C * 4;
     if (posix_memalign((void **)&wn->u, 64, ub) || posix_memalign((void **)&wn->bias, 64, round64((size_t)K * 4))) {

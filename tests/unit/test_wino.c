@@ -120,7 +120,8 @@ static void run_case(const wcase *tc) {
                threads, worst);
         free(scratch);
         pprt_wino_free(wn);
-        if (threads == 2) CHECK(!memcmp(y1, y2, ny * 4), "%s, F(%dx%d): 1 and 2 threads differ", tc->name, sh.tile, sh.tile);
+        if (threads == 2)
+            CHECK(!memcmp(y1, y2, ny * 4), "%s, F(%dx%d): 1 and 2 threads differ", tc->name, sh.tile, sh.tile);
     }
     free(x), free(xb), free(w), free(b), free(z), free(zb), free(y1), free(y2), free(want);
 }
