@@ -1371,6 +1371,140 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
     return push_pd(x, pd, STEP_MAIN, args, na, err);
 }
 
+/* ---- a matrix product with constant weights as a 1x1 convolution ----------------------------- */
+
+static mark mark_now(const pprt_exec *x);
+static void rollback(pprt_exec *x, mark m);
+
+/* Rows below which a product A (M x K) * B (K x N) with constant B runs as a
+ * 1x1 convolution over NHWC [1, K, M, 1] (the rows as pixels: A's and the
+ * output's plain bytes as they are) instead of a matmul. On AVX2, oneDNN
+ * 2.6's gemm-based matmul is uneven at few rows (ViT-B/16 at micro-batch 1,
+ * 197 rows, two threads: 177 GFLOP/s for N = 2304 but 91 for N = 3072, and 46
+ * on one thread), where its 1x1 convolution kernel holds 180-195 (90-95 on
+ * one thread) for every shape; from about 1600 rows the two are level. */
+#define ROWS_AS_PIXELS_MAX 1024
+
+/* The absorbed nodes' post-ops for such a convolution, from post-op number
+ * idx: a binary operand is read as NHWC too, so it must be plain and either
+ * whole (its last dim N, M x N elements), a row of N, or a scalar. */
+static pp_status append_fused_rows(pprt_exec *x, dnnl_post_ops_t po, int idx, int64_t M, int64_t N,
+                                   dnnl_exec_arg_t *args, int *nargs, pp_err *err) {
+    for (int f = 0; f < x->n_fused; f++, idx++) {
+        const pprt_node *b = &x->st->nodes[x->fused[f]];
+        dnnl_alg_kind_t alg;
+        float alpha, beta;
+        bool commutes;
+        if (!binary_alg(b->op, &alg, &commutes)) {
+            PP_TRY(eltwise_of(x, b, &alg, &alpha, &beta, err));
+            DN(dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta), "eltwise post-op");
+            continue;
+        }
+        const int o = x->fused_other[f];
+        const pp_shape *os = &T(x, o)->shape;
+        const int64_t n_o = numel_of(os), last = os->rank ? os->dim[os->rank - 1] : 1;
+        dnnl_dims_t d = {1, 1, 1, 1};
+        if (x->blocked[o]) return unsup(err, "blocked operand");
+        if (n_o == M * N && last == N) d[1] = N, d[2] = M;
+        else if (n_o == N && last == N) d[1] = N;
+        else if (n_o != 1) return unsup(err, "operand broadcast across rows");
+        dnnl_memory_desc_t md;
+        dnnl_memory_t m;
+        DN(dnnl_memory_desc_init_by_tag(&md, 4, d, dnnl_f32, dnnl_nhwc), "memory descriptor");
+        DN(dnnl_post_ops_append_binary(po, alg, &md), "binary post-op");
+        PP_TRY(tensor_mem(x, o, &md, &m, err));
+        args[(*nargs)++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1, m};
+    }
+    return PP_OK;
+}
+
+/* y (M x N, plain) = A (tensor ai, plain M x K) * B (constant tensor bi seen
+ * through bm, K x N with any strides) + the bias ci (-1: none; a row of N,
+ * or whole M x N), then the absorbed nodes, as a 1x1 convolution (see
+ * ROWS_AS_PIXELS_MAX). f32 only. PP_EUNSUP where it does not apply (the
+ * caller rolls back and builds a matmul). */
+static pp_status matmul_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_desc_t *bm, int ci, int yi, int64_t M,
+                             int64_t K, int64_t N, pp_err *err) {
+    if (x->bf16 || !is_weight(x, bi) || M >= ROWS_AS_PIXELS_MAX || x->blocked[ai]) return unsup(err, "not rows");
+    int64_t n_c = 0;
+    if (ci >= 0) {
+        const pp_shape *cs = &T(x, ci)->shape;
+        n_c = numel_of(cs);
+        if (x->blocked[ci] || (cs->rank && cs->dim[cs->rank - 1] != N) || (n_c != N && n_c != M * N))
+            return unsup(err, "bias shape");
+    }
+    const dnnl_dims_t sd = {1, K, M, 1}, wd = {N, K, 1, 1}, dd = {1, N, M, 1}, bd = {N};
+    const dnnl_dims_t wst = {bm->format_desc.blocking.strides[1], bm->format_desc.blocking.strides[0], 1, 1};
+    const dnnl_dims_t one = {1, 1}, zero = {0, 0};
+    dnnl_memory_desc_t s4, w4, wfrom, d4, b1;
+    DN(dnnl_memory_desc_init_by_tag(&s4, 4, sd, dnnl_f32, dnnl_nhwc), "memory descriptor");
+    DN(dnnl_memory_desc_init_by_tag(&d4, 4, dd, dnnl_f32, dnnl_nhwc), "memory descriptor");
+    DN(dnnl_memory_desc_init_by_tag(&w4, 4, wd, dnnl_f32, dnnl_format_tag_any), "memory descriptor");
+    DN(dnnl_memory_desc_init_by_strides(&wfrom, 4, wd, dnnl_f32, wst), "memory descriptor");
+    DN(dnnl_memory_desc_init_by_tag(&b1, 1, bd, dnnl_f32, dnnl_a), "memory descriptor");
+    const bool bias = ci >= 0 && n_c == N; /* a whole M x N C is a binary post-op instead */
+    dnnl_convolution_desc_t cd;
+    DN(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &s4, &w4,
+                                                  bias ? &b1 : NULL, &d4, one, zero, zero, zero),
+       "convolution");
+    dnnl_primitive_attr_t attr;
+    PP_TRY(new_attr(&attr, err));
+    dnnl_post_ops_t po = NULL;
+    dnnl_exec_arg_t args[MAX_ARGS];
+    int na = 0, idx = 0;
+    pp_status r = PP_OK;
+    dnnl_status_t s = dnnl_post_ops_create(&po);
+    if (s == dnnl_success && ci >= 0 && !bias) {
+        dnnl_memory_desc_t cmd;
+        dnnl_memory_t cm;
+        s = dnnl_memory_desc_init_by_tag(&cmd, 4, dd, dnnl_f32, dnnl_nhwc);
+        if (s == dnnl_success) s = dnnl_post_ops_append_binary(po, dnnl_binary_add, &cmd), idx++;
+        if (s == dnnl_success && (r = tensor_mem(x, ci, &cmd, &cm, err)) == PP_OK)
+            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, cm};
+    }
+    if (s == dnnl_success && r == PP_OK) r = append_fused_rows(x, po, idx, M, N, args, &na, err);
+    if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_attr_set_post_ops(attr, po);
+    dnnl_primitive_desc_t pd = NULL;
+    if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_desc_create(&pd, &cd, attr, x->eng, NULL);
+    if (po) dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    PP_TRY(r);
+    DN(s, "convolution");
+    const char *impl = "ref";
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    if (strncmp(impl, "jit", 3)) { /* only a JIT kernel beats the matmul */
+        dnnl_primitive_desc_destroy(pd);
+        return unsup(err, "no JIT 1x1 convolution");
+    }
+    dnnl_memory_t a, b, y, bm_ = NULL;
+    const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    if ((r = plain_view(x, ai, &s4, &a, err)) != PP_OK || (r = weight_mem(x, bi, &wfrom, w_md, &b, err)) != PP_OK ||
+        (r = tensor_mem(x, yi, &d4, &y, err)) != PP_OK || (bias && (r = plain_view(x, ci, &b1, &bm_, err)) != PP_OK)) {
+        dnnl_primitive_desc_destroy(pd);
+        return r;
+    }
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, a};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, b};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, y};
+    if (bias) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bm_};
+    return push_pd(x, pd, STEP_MAIN, args, na, err);
+}
+
+/* matmul_rows where it applies, else nothing built (*done false). */
+static pp_status try_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_desc_t *bm, int ci, int yi, int64_t M,
+                          int64_t K, int64_t N, bool *done, pp_err *err) {
+    mark m = mark_now(x);
+    pp_err e = {0};
+    pp_status r = matmul_rows(x, ai, bi, bm, ci, yi, M, K, N, &e);
+    *done = r == PP_OK;
+    if (r == PP_OK || r == PP_EUNSUP) {
+        if (!*done) rollback(x, m);
+        return PP_OK;
+    }
+    *err = e;
+    return r;
+}
+
 static pp_status build_matmul(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(need_f32_nonempty(x, n, err));
     const int ai = n->in[0], bi = n->in[1], yi = final_out(x, n);
@@ -1387,6 +1521,9 @@ static pp_status build_matmul(pprt_exec *x, const pprt_node *n, pp_err *err) {
         PP_TRY(plain_md(ad, 2, &am, err));
         PP_TRY(plain_md(bs.dim, 2, &bm, err));
         PP_TRY(plain_md(yd, 2, &ym, err));
+        bool done;
+        PP_TRY(try_rows(x, ai, bi, &bm, -1, yi, ad[0], K, N, &done, err));
+        if (done) return PP_OK;
     } else {
         const int r = as.rank > bs.rank ? as.rank : bs.rank;
         if (r > DNNL_MAX_NDIMS) return unsup(err, "rank");
@@ -1426,6 +1563,11 @@ static pp_status build_gemm(pprt_exec *x, const pprt_node *n, pp_err *err) {
     DN(dnnl_memory_desc_init_by_strides(&bm, 2, bd, dnnl_f32, bs_), "memory descriptor");
     int64_t yd[2] = {M, N};
     PP_TRY(plain_md(yd, 2, &ym, err));
+    if (!ta && alpha == 1.0f && (ci < 0 || beta == 0.0f || beta == 1.0f)) {
+        bool done;
+        PP_TRY(try_rows(x, ai, bi, &bm, beta != 0.0f ? ci : -1, yi, M, K, N, &done, err));
+        if (done) return PP_OK;
+    }
     dnnl_memory_t cm = NULL;
     if (ci >= 0 && beta != 0.0f) {
         /* C broadcasts to [M, N] (BLAS and onnxruntime ignore it when beta is 0) */

@@ -380,6 +380,18 @@ if "avx2" in flags and "fma" in flags and "avx512f" not in flags:
     except RuntimeError as e:
         failures.append(f"wino: {e}")
 
+# mlp: matrix products with constant weights and few rows run as oneDNN 1x1
+# convolutions (ROWS_AS_PIXELS_MAX in exec_dnnl.c) where oneDNN has a JIT
+# kernel for them (every x86 CPU with AVX2); the checks above compared them
+try:
+    r = run([PPRT, os.path.join(work, "mlp_fused_1.plan"), os.path.join(work, "mlp_data"), "--backend", "dnnl", "-q",
+             "-o", os.path.join(work, "mlp_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
+    rows = len(re.findall(r"^  \S+\s+MatMul\s+jit_1x1", r.stderr, re.M))
+    if "avx2" in flags and rows == 0:
+        failures.append(f"mlp: no MatMul ran as a 1x1 convolution:\n{r.stderr}")
+except RuntimeError as e:
+    failures.append(f"mlp: {e}")
+
 # digits: -pp 1, 2, 3 at micro-batch 16 and 7, accuracy as recorded
 digits = os.path.join(SRC, "samples", "digits")
 want_acc = open(os.path.join(digits, "accuracy.txt")).read().strip()
