@@ -205,6 +205,7 @@ struct pprt_exec {
     bool follow;              /* convolutions read a blocked source as it is where they can (PPRT_DNNL_FOLLOW) */
     bool wino;                /* 3x3 stride-1 f32 convolutions by Winograd where oneDNN has it (PPRT_DNNL_WINO) */
     int wino_tile;            /* our kernel's tile: 0 chosen per node, 2 or 4 (PPRT_DNNL_WINO_TILE) */
+    int64_t rows_max;         /* matrix products with fewer rows as 1x1 convolutions (PPRT_DNNL_ROWS_MAX) */
     /* statistics (PPRT_DNNL_VERBOSE) */
     size_t owned_bytes, weight_bytes;
     int verbose;
@@ -1382,8 +1383,11 @@ static void rollback(pprt_exec *x, mark m);
  * 2.6's gemm-based matmul is uneven at few rows (ViT-B/16 at micro-batch 1,
  * 197 rows, two threads: 177 GFLOP/s for N = 2304 but 91 for N = 3072, and 46
  * on one thread), where its 1x1 convolution kernel holds 180-195 (90-95 on
- * one thread) for every shape; from about 1600 rows the two are level. */
-#define ROWS_AS_PIXELS_MAX 1024
+ * one thread) for every shape; at 1576 rows (micro-batch 8) single products
+ * are level, and the whole ViT-B/16 runs 5-10% faster with the convolution.
+ * Larger row counts are not measured, so they keep the matmul.
+ * PPRT_DNNL_ROWS_MAX overrides it (0: never). */
+#define ROWS_AS_PIXELS_MAX 4096
 
 /* The absorbed nodes' post-ops for such a convolution, from post-op number
  * idx: a binary operand is read as NHWC too, so it must be plain and either
@@ -1425,7 +1429,7 @@ static pp_status append_fused_rows(pprt_exec *x, dnnl_post_ops_t po, int idx, in
  * caller rolls back and builds a matmul). */
 static pp_status matmul_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_desc_t *bm, int ci, int yi, int64_t M,
                              int64_t K, int64_t N, pp_err *err) {
-    if (x->bf16 || !is_weight(x, bi) || M >= ROWS_AS_PIXELS_MAX || x->blocked[ai]) return unsup(err, "not rows");
+    if (x->bf16 || !is_weight(x, bi) || M >= x->rows_max || x->blocked[ai]) return unsup(err, "not rows");
     int64_t n_c = 0;
     if (ci >= 0) {
         const pp_shape *cs = &T(x, ci)->shape;
@@ -2006,6 +2010,8 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     const char *wt = getenv("PPRT_DNNL_WINO_TILE");
     x->wino_tile = wt && (!strcmp(wt, "2") || !strcmp(wt, "4")) ? atoi(wt) : 0;
     x->follow = env_flag("PPRT_DNNL_FOLLOW", false);
+    const char *rm = getenv("PPRT_DNNL_ROWS_MAX");
+    x->rows_max = rm ? atoll(rm) : ROWS_AS_PIXELS_MAX;
     for (int i = 0; i < st->n_tensors; i++) x->writer[i] = x->last[i] = -1;
     for (int i = 0; i < st->n_tensors; i++) x->kind[i] = (unsigned char)st->t[i].kind;
     for (int ni = 0; ni < st->n_nodes; ni++) {
