@@ -1303,6 +1303,22 @@ static pp_status build_binary(pprt_exec *x, const pprt_node *n, pp_err *err) {
 /* dst = alpha * (A x B) [+ C]: the common part of MatMul and Gemm. A, B: the
  * descriptors to read the inputs through (B reordered once when constant);
  * cmd: C's descriptor (NULL: none) with its memory cm. */
+/* The end of a primitive's set-up: when it went well so far (s, r), attach
+ * po (NULL: none) to attr and create *pd for op descriptor d; po and attr
+ * are destroyed either way, and the first failure is reported (what names
+ * the primitive). */
+static pp_status finish_pd(pprt_exec *x, const_dnnl_op_desc_t d, dnnl_primitive_attr_t attr, dnnl_post_ops_t po,
+                           dnnl_status_t s, pp_status r, const char *what, dnnl_primitive_desc_t *pd, pp_err *err) {
+    *pd = NULL;
+    if (s == dnnl_success && r == PP_OK && po) s = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_desc_create(pd, d, attr, x->eng, NULL);
+    if (po) dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    PP_TRY(r);
+    DN(s, what);
+    return PP_OK;
+}
+
 static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *am, int bi,
                                const dnnl_memory_desc_t *bm, int yi, const dnnl_memory_desc_t *ym, float alpha,
                                const dnnl_memory_desc_t *cmd, dnnl_memory_t cm, pp_err *err) {
@@ -1350,14 +1366,9 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
             args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, cm};
         }
         if (s == dnnl_success) r = append_fused(x, po, cmd ? 1 : 0, ym, args, &na, err);
-        if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_attr_set_post_ops(attr, po);
     }
-    dnnl_primitive_desc_t pd = NULL;
-    if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_desc_create(&pd, &d, attr, x->eng, NULL);
-    if (po) dnnl_post_ops_destroy(po);
-    dnnl_primitive_attr_destroy(attr);
-    PP_TRY(r);
-    DN(s, "matmul");
+    dnnl_primitive_desc_t pd;
+    PP_TRY(finish_pd(x, &d, attr, po, s, r, "matmul", &pd, err));
     dnnl_memory_t a, b, y;
     const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     if ((r = cast_view(x, ai, am, &a_c, SLOT_SRC, &a, err)) != PP_OK ||
@@ -1467,13 +1478,8 @@ static pp_status matmul_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_des
             args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, cm};
     }
     if (s == dnnl_success && r == PP_OK) r = append_fused_rows(x, po, idx, M, N, args, &na, err);
-    if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_attr_set_post_ops(attr, po);
-    dnnl_primitive_desc_t pd = NULL;
-    if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_desc_create(&pd, &cd, attr, x->eng, NULL);
-    if (po) dnnl_post_ops_destroy(po);
-    dnnl_primitive_attr_destroy(attr);
-    PP_TRY(r);
-    DN(s, "convolution");
+    dnnl_primitive_desc_t pd;
+    PP_TRY(finish_pd(x, &cd, attr, po, s, r, "convolution", &pd, err));
     const char *impl = "ref";
     dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
     if (strncmp(impl, "jit", 3)) { /* only a JIT kernel beats the matmul */

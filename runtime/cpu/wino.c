@@ -134,11 +134,10 @@ pp_status pprt_wino_create(const pprt_wino_shape *s, const float *w, const float
      * tiles. Every block reads all of U: while U is small the caches serve
      * the repeated reads (measured: 256 channels in and out, 9.4 MiB, are
      * faster in small blocks), but once it outgrows them (over 12 MiB: 512
-     * channels) blocks grow to what one product's input allows
-     * (64 KiB), and with fewer than four blocks per thread all tiles form one
-     * block, so U is read once. With fewer than four blocks per thread, the
-     * threads split the output channels (each redoes the cheap input
-     * transform). */
+     * channels) blocks grow to what one product's input allows (64 KiB).
+     * With fewer than four blocks per thread the threads split the output
+     * channels instead (each redoes the cheap input transform), and a large
+     * U then gets one block of all the tiles (up to 60), so it is read once. */
     const int64_t threads_n = wn->threads, all6 = (wn->tiles + 5) / 6 * 6;
     const bool big_u = (double)na * (double)C * (double)K * 4 > 12.0 * 1024 * 1024;
     int64_t tb = (192 * 1024 / (na * 4 * C)) / 6 * 6;
@@ -158,7 +157,7 @@ pp_status pprt_wino_create(const pprt_wino_shape *s, const float *w, const float
     wn->ws_thread =
         round64((size_t)na * (size_t)tb * (size_t)C * 4) + round64((size_t)na * (size_t)tb * (size_t)wn->kc * 4);
 
-    size_t ub = (size_t)na * (size_t)K * (size_t)C * 4;
+    const size_t ub = pprt_wino_weight_bytes(wn);
     if (posix_memalign((void **)&wn->u, 64, ub) || posix_memalign((void **)&wn->bias, 64, round64((size_t)K * 4))) {
         pprt_wino_free(wn);
         return PP_FAIL(err, PP_ENOMEM, "Winograd: cannot allocate %zu bytes of transformed weights", ub);

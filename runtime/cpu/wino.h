@@ -45,9 +45,9 @@ typedef struct pprt_wino_shape {
 bool pprt_wino_cpu(void);
 
 /* Whether a convolution of this shape is one the kernels take (C % 8, K % 16,
- * sizes positive, padding below 3, output no larger than a 3x3 window allows). */
+ * sizes positive, padding below 3, output no larger than a 3x3 window allows,
+ * tile 0, 2 or 4). */
 bool pprt_wino_fits(const pprt_wino_shape *s);
-/* ... and tile 0, 2 or 4. */
 
 /* Transform the weights (K x C x 3 x 3, plain f32) and copy the bias (K, or
  * NULL) for runs with up to `threads` threads. Fails cleanly (PP_ENOMEM,
