@@ -620,11 +620,30 @@ static pp_status operand_md(const pprt_exec *x, int o, const pp_shape *ys, const
     return plain_md(v, nd, md, err);
 }
 
+/* Descriptor of tensor o as the second source of a binary post-op of a
+ * matrix product run as a 1x1 convolution over NHWC [1, N, M, 1] (rows as
+ * pixels, see ROWS_AS_PIXELS_MAX): o is read as NHWC too, so it must be
+ * plain and either whole (its last dim N, M x N elements), a row of N, or a
+ * scalar. */
+static pp_status rows_operand_md(const pprt_exec *x, int o, int64_t M, int64_t N, dnnl_memory_desc_t *md,
+                                 pp_err *err) {
+    const pp_shape *os = &T(x, o)->shape;
+    const int64_t n_o = numel_of(os), last = os->rank ? os->dim[os->rank - 1] : 1;
+    dnnl_dims_t d = {1, 1, 1, 1};
+    if (x->blocked[o]) return unsup(err, "blocked operand");
+    if (n_o == M * N && last == N) d[1] = N, d[2] = M;
+    else if (n_o == N && last == N) d[1] = N;
+    else if (n_o != 1) return unsup(err, "operand broadcast across rows");
+    DN(dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, dnnl_nhwc), "memory descriptor");
+    return PP_OK;
+}
+
 /* Append the absorbed nodes' post-ops to po (whose first one is post-op
- * number `idx`) for a primitive with destination `dst`; the memories of
- * binary operands go to args. */
+ * number `idx`) for a primitive with destination `dst`, or, where rows is
+ * not NULL, for a matrix product of rows[0] x rows[1] run as a 1x1
+ * convolution (rows_operand_md); the memories of binary operands go to args. */
 static pp_status append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_memory_desc_t *dst,
-                              dnnl_exec_arg_t *args, int *nargs, pp_err *err) {
+                              const int64_t *rows, dnnl_exec_arg_t *args, int *nargs, pp_err *err) {
     for (int f = 0; f < x->n_fused; f++, idx++) {
         const pprt_node *b = &x->st->nodes[x->fused[f]];
         dnnl_alg_kind_t alg;
@@ -634,7 +653,8 @@ static pp_status append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const d
             const int o = x->fused_other[f];
             dnnl_memory_desc_t md;
             dnnl_memory_t m;
-            PP_TRY(operand_md(x, o, &T(x, b->out[0])->shape, dst, &md, err));
+            if (rows) PP_TRY(rows_operand_md(x, o, rows[0], rows[1], &md, err));
+            else PP_TRY(operand_md(x, o, &T(x, b->out[0])->shape, dst, &md, err));
             DN(dnnl_post_ops_append_binary(po, alg, &md), "binary post-op");
             PP_TRY(tensor_mem(x, o, &md, &m, err));
             args[(*nargs)++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1, m};
@@ -814,7 +834,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
         s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0), idx++;
     if (s == dnnl_success && !strcmp(act, "Clip"))
         s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, lo, hi), idx++;
-    if (s == dnnl_success && r == PP_OK) r = append_fused(x, po, idx, &dst_any, args, &na, err);
+    if (s == dnnl_success && r == PP_OK) r = append_fused(x, po, idx, &dst_any, NULL, args, &na, err);
     if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_attr_set_post_ops(attr, po);
     dnnl_primitive_desc_t pd = NULL;
     if (s == dnnl_success && r == PP_OK && wino_shape) /* none where oneDNN has no such kernel: direct below */
@@ -1365,7 +1385,7 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
             s = dnnl_post_ops_append_binary(po, dnnl_binary_add, cmd);
             args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, cm};
         }
-        if (s == dnnl_success) r = append_fused(x, po, cmd ? 1 : 0, ym, args, &na, err);
+        if (s == dnnl_success) r = append_fused(x, po, cmd ? 1 : 0, ym, NULL, args, &na, err);
     }
     dnnl_primitive_desc_t pd;
     PP_TRY(finish_pd(x, &d, attr, po, s, r, "matmul", &pd, err));
@@ -1399,39 +1419,6 @@ static void rollback(pprt_exec *x, mark m);
  * Larger row counts are not measured, so they keep the matmul.
  * PPRT_DNNL_ROWS_MAX overrides it (0: never). */
 #define ROWS_AS_PIXELS_MAX 4096
-
-/* The absorbed nodes' post-ops for such a convolution, from post-op number
- * idx: a binary operand is read as NHWC too, so it must be plain and either
- * whole (its last dim N, M x N elements), a row of N, or a scalar. */
-static pp_status append_fused_rows(pprt_exec *x, dnnl_post_ops_t po, int idx, int64_t M, int64_t N,
-                                   dnnl_exec_arg_t *args, int *nargs, pp_err *err) {
-    for (int f = 0; f < x->n_fused; f++, idx++) {
-        const pprt_node *b = &x->st->nodes[x->fused[f]];
-        dnnl_alg_kind_t alg;
-        float alpha, beta;
-        bool commutes;
-        if (!binary_alg(b->op, &alg, &commutes)) {
-            PP_TRY(eltwise_of(x, b, &alg, &alpha, &beta, err));
-            DN(dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta), "eltwise post-op");
-            continue;
-        }
-        const int o = x->fused_other[f];
-        const pp_shape *os = &T(x, o)->shape;
-        const int64_t n_o = numel_of(os), last = os->rank ? os->dim[os->rank - 1] : 1;
-        dnnl_dims_t d = {1, 1, 1, 1};
-        if (x->blocked[o]) return unsup(err, "blocked operand");
-        if (n_o == M * N && last == N) d[1] = N, d[2] = M;
-        else if (n_o == N && last == N) d[1] = N;
-        else if (n_o != 1) return unsup(err, "operand broadcast across rows");
-        dnnl_memory_desc_t md;
-        dnnl_memory_t m;
-        DN(dnnl_memory_desc_init_by_tag(&md, 4, d, dnnl_f32, dnnl_nhwc), "memory descriptor");
-        DN(dnnl_post_ops_append_binary(po, alg, &md), "binary post-op");
-        PP_TRY(tensor_mem(x, o, &md, &m, err));
-        args[(*nargs)++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1, m};
-    }
-    return PP_OK;
-}
 
 /* y (M x N, plain) = A (tensor ai, plain M x K) * B (constant tensor bi seen
  * through bm, K x N with any strides) + the bias ci (-1: none; a row of N,
@@ -1477,7 +1464,8 @@ static pp_status matmul_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_des
         if (s == dnnl_success && (r = tensor_mem(x, ci, &cmd, &cm, err)) == PP_OK)
             args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, cm};
     }
-    if (s == dnnl_success && r == PP_OK) r = append_fused_rows(x, po, idx, M, N, args, &na, err);
+    const int64_t rows[2] = {M, N};
+    if (s == dnnl_success && r == PP_OK) r = append_fused(x, po, idx, NULL, rows, args, &na, err);
     dnnl_primitive_desc_t pd;
     PP_TRY(finish_pd(x, &cd, attr, po, s, r, "convolution", &pd, err));
     const char *impl = "ref";
