@@ -41,6 +41,14 @@
  * forces one), 2-3x faster than oneDNN's direct AVX2 kernel. The choice
  * depends on the node alone, so outputs stay bit-identical whatever the
  * split and thread count.
+ * Views. Reshape, Flatten, Squeeze, Unsqueeze and a Transpose that moves
+ * only 1-long axes rename bytes: where the input is a plain arena tensor
+ * that dies there, the output takes over its bytes (an alias in the arena
+ * plan) and the node runs as nothing; elsewhere (a received input, a sent
+ * output, an input read again later) the reference kernel copies. A
+ * Transpose that moves the last axis is a oneDNN reorder, threaded; one
+ * that keeps it stays on the reference kernel, which copies whole rows.
+ * PPRT_DNNL_VIEWS=0: always copy.
  * PPRT_DNNL_FOLLOW=1 (off by default) lets a convolution read a source stored
  * in another layout as it is, where a non-reference kernel takes it: fewer
  * reorders (2-4% on ResNet-50), but the kernel then depends on the producer's
@@ -203,6 +211,7 @@ struct pprt_exec {
     int build_threads;        /* threads of the primitives being created (0: unknown) */
     double small_us;          /* work below which a primitive runs on one thread (PPRT_DNNL_SMALL_US) */
     bool follow;              /* convolutions read a blocked source as it is where they can (PPRT_DNNL_FOLLOW) */
+    bool views;               /* Reshape and its kin alias their input (PPRT_DNNL_VIEWS) */
     bool wino;                /* 3x3 stride-1 f32 convolutions by Winograd where oneDNN has it (PPRT_DNNL_WINO) */
     int wino_tile;            /* our kernel's tile: 0 chosen per node, 2 or 4 (PPRT_DNNL_WINO_TILE) */
     int64_t rows_max;         /* matrix products with fewer rows as 1x1 convolutions (PPRT_DNNL_ROWS_MAX) */
@@ -1203,6 +1212,75 @@ static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
     return push_post(x, &out, err);
 }
 
+/* ---- views: Reshape, Flatten, Squeeze, Unsqueeze, Transpose ---------------------------------- */
+
+/* Whether Transpose perm of shape s keeps the bytes in place: the axes
+ * longer than 1 keep their order, so only 1-long axes move. */
+static bool moves_no_bytes(const pp_shape *s, const int64_t *perm) {
+    int64_t prev = -1;
+    for (int i = 0; i < s->rank; i++) {
+        if (s->dim[perm[i]] == 1) continue;
+        if (perm[i] < prev) return false;
+        prev = perm[i];
+    }
+    return true;
+}
+
+/* A Transpose that does move bytes: one oneDNN reorder from a strided view
+ * of the (plain) input to the plain output, threaded like the other nodes
+ * (the reference kernel copies element by element on one thread). */
+static pp_status build_transpose(pprt_exec *x, const pprt_node *n, const int64_t *perm, pp_err *err) {
+    const pp_shape *s = &T(x, n->in[0])->shape;
+    dnnl_dims_t d, st;
+    int64_t ist[PP_MAX_DIMS], acc = 1;
+    for (int i = s->rank - 1; i >= 0; i--) ist[i] = acc, acc *= s->dim[i];
+    for (int i = 0; i < s->rank; i++) d[i] = s->dim[perm[i]], st[i] = ist[perm[i]];
+    dnnl_memory_desc_t from, to;
+    DN(dnnl_memory_desc_init_by_strides(&from, s->rank, d, dnnl_f32, st), "memory descriptor");
+    PP_TRY(tensor_plain(x, n->out[0], &to, err));
+    dnnl_memory_t sm, dm;
+    post po;
+    PP_TRY(plain_view(x, n->in[0], &from, &sm, err));
+    PP_TRY(bind_output(x, n->out[0], &to, &dm, &po, err));
+    PP_TRY(push_reorder(x, sm, dm, STEP_MAIN, err));
+    return push_post(x, &po, err);
+}
+
+/* A node that only renames the bytes of its input runs as nothing: its
+ * output takes over the input's arena bytes (an alias, see plan_arena)
+ * where the input is a plain arena tensor that dies there. Elsewhere
+ * (a received input, a sent output, an input read later) the reference
+ * kernel copies. A Transpose that moves bytes is a reorder. */
+static pp_status build_view(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    if (!x->views) return unsup(err, "views are off (PPRT_DNNL_VIEWS=0)");
+    const int in = n->in[0], out = n->out[0], ni = (int)(n - x->st->nodes);
+    if (!f32(x, in) || !f32(x, out) || numel_of(&T(x, in)->shape) == 0)
+        return unsup(err, "not a non-empty f32 tensor");
+    if (T(x, in)->nbytes != T(x, out)->nbytes) return unsup(err, "input and output sizes differ");
+    if (n->op == PP_OP_TRANSPOSE) {
+        const pp_shape *s = &T(x, in)->shape;
+        int64_t perm[PP_MAX_DIMS];
+        int np;
+        PP_TRY(pp_attr_ints(attrs_of(x, n), "perm", perm, PP_MAX_DIMS, &np, err));
+        if (np == 0)
+            for (int i = 0; i < s->rank; i++) perm[i] = s->rank - 1 - i;
+        else if (np != s->rank)
+            return unsup(err, "'perm' does not match the rank");
+        for (int i = 0; i < s->rank; i++)
+            if (perm[i] < 0 || perm[i] >= s->rank) return unsup(err, "bad 'perm'");
+        if (!moves_no_bytes(s, perm)) {
+            /* rows stay whole: the reference kernel copies them as fast */
+            if (perm[s->rank - 1] == s->rank - 1) return unsup(err, "the last axis stays (copied by rows)");
+            return build_transpose(x, n, perm, err);
+        }
+    }
+    if (x->kind[in] != PPRT_ACTIVATION || x->kind[out] != PPRT_ACTIVATION || x->blocked[in] || x->ghost[in] ||
+        x->last[in] != ni || x->alias[out] >= 0)
+        return unsup(err, "its input is not an arena tensor that dies here (copied)");
+    x->alias[out] = in;
+    return PP_OK;
+}
+
 /* ---- binary ------------------------------------------------------------------------------------- */
 
 /* Shape s right-aligned to rank r (leading 1s). */
@@ -1608,6 +1686,8 @@ static build_fn *builder_of(pp_op op) {
         return build_eltwise;
     case PP_OP_ADD: case PP_OP_SUB: case PP_OP_MUL: case PP_OP_DIV: case PP_OP_MAX: case PP_OP_MIN: case PP_OP_SUM:
         return build_binary;
+    case PP_OP_RESHAPE: case PP_OP_FLATTEN: case PP_OP_SQUEEZE: case PP_OP_UNSQUEEZE: case PP_OP_TRANSPOSE:
+        return build_view;
     default: return NULL;
     }
 }
@@ -1917,14 +1997,20 @@ static void report(const pprt_exec *x) {
         reorders += x->steps[i].kind == STEP_REORDER;
         copies += x->steps[i].kind == STEP_COPY;
     }
-    int in_place = 0;
-    for (int i = 0; i < st->n_tensors; i++) blocked += x->blocked[i], in_place += x->alias[i] >= 0;
+    int in_place = 0, views = 0;
+    for (int i = 0; i < st->n_tensors; i++) {
+        blocked += x->blocked[i];
+        if (x->alias[i] < 0) continue;
+        if (builder_of(st->nodes[x->writer[i]].op) == build_view) views++;
+        else in_place++;
+    }
     fprintf(stderr,
             "pprt dnnl: stage %d: %d of %d nodes on oneDNN (%d as post-ops)%s%s; %d reorders and %d residual copies "
-            "per micro-batch (%d residuals summed in place); %d tensors in oneDNN layouts; arena %.1f MB (the plan's "
-            "%.1f MB); %.1f MB reordered weights, %.1f MB other buffers, %.1f MB shared\n",
+            "per micro-batch (%d residuals summed in place); %d tensors in oneDNN layouts, %d views of their input's "
+            "bytes; arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights, %.1f MB other buffers, %.1f MB "
+            "shared\n",
             st->index, on, st->n_nodes, absorbed, len ? ", reference: " : "", refs, reorders, copies, in_place,
-            blocked,
+            blocked, views,
             (double)x->arena_bytes / 1e6, (double)st->arena_bytes / 1e6, (double)x->weight_bytes / 1e6,
             (double)(x->owned_bytes - x->weight_bytes) / 1e6,
             (double)(x->slot_bytes[0] + x->slot_bytes[1] + x->slot_bytes[2] + x->slot_bytes[3]) / 1e6);
@@ -2004,6 +2090,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     const char *wt = getenv("PPRT_DNNL_WINO_TILE");
     x->wino_tile = wt && (!strcmp(wt, "2") || !strcmp(wt, "4")) ? atoi(wt) : 0;
     x->follow = env_flag("PPRT_DNNL_FOLLOW", false);
+    x->views = env_flag("PPRT_DNNL_VIEWS", true);
     const char *rm = getenv("PPRT_DNNL_ROWS_MAX");
     x->rows_max = rm ? atoll(rm) : ROWS_AS_PIXELS_MAX;
     for (int i = 0; i < st->n_tensors; i++) x->writer[i] = x->last[i] = -1;

@@ -82,10 +82,11 @@ def counts(stderr):
     """Nodes absorbed as post-ops and residuals summed in place, over the stages."""
     post = sum(int(m) for m in re.findall(r"\((\d+) as post-ops\)", stderr))
     inplace = sum(int(m) for m in re.findall(r"\((\d+) residuals summed in place\)", stderr))
-    return post, inplace
+    views = sum(int(m) for m in re.findall(r"(\d+) views of their input's bytes", stderr))
+    return post, inplace, views
 
 
-seen = {"post-ops": 0, "in place": 0}
+seen = {"post-ops": 0, "in place": 0, "views": 0}
 # --precision bf16: outputs within BF16_TOL x (the output's largest magnitude)
 # of the reference (8-bit mantissas: about 0.4% per rounding, sums in f32);
 # and some must differ from f32 at all, or bf16 did not take effect
@@ -118,7 +119,8 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
     run([PPRT, plan, data, "--backend", "ref", "-q", "-o", ref])
     modes = [("blocked_t1", {}, ["--threads", "1"]), ("blocked_t2", {}, ["--threads", "2"]),
              ("plain_t1", {"PPRT_DNNL_LAYOUT": "plain"}, ["--threads", "1"]),
-             ("simple_t1", {"PPRT_DNNL_FUSE": "0", "PPRT_DNNL_INPLACE": "0"}, ["--threads", "1"]),
+             ("simple_t1", {"PPRT_DNNL_FUSE": "0", "PPRT_DNNL_INPLACE": "0", "PPRT_DNNL_VIEWS": "0"},
+              ["--threads", "1"]),
              ("binres_t1", {"PPRT_DNNL_RESIDUAL": "binary"}, ["--threads", "1"])]
     if not extra_runs:
         modes = modes[:1]
@@ -149,9 +151,10 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
                                       np.load(os.path.join(work, f"{tag}_blocked_t1", f))):
                     failures.append(f"{tag}: {f}: 2 threads gave other bits than 1")
         if mode == "blocked_t1":
-            post, inplace = counts(r.stderr)
+            post, inplace, nviews = counts(r.stderr)
             seen["post-ops"] += post
             seen["in place"] += inplace
+            seen["views"] += nviews
             missing = set(must) - dnnl_ops(r.stderr)
             if missing:
                 failures.append(f"{tag}: {sorted(missing)} did not run on oneDNN:\n{r.stderr}")
@@ -341,13 +344,39 @@ def fallback():
     return m.save([f, g, idx, c]), m.data(), ["Conv", "Mul", "Relu"]
 
 
+def views():
+    """Nodes that only rename bytes (Reshape, Flatten, Squeeze, Unsqueeze, a
+    Transpose that moves only 1-long axes) run as views of their input's
+    arena bytes where the input dies there, and copy elsewhere: an input read
+    again later, the stage's received input, a graph output. A view feeds a
+    residual summed in place (aliases of aliases). A Transpose that moves the
+    last axis is a oneDNN reorder; one that keeps it, the reference kernel."""
+    m = Model("views", [("x", (4, 6, 6)), ("y", (6, 8))])
+    a = m.conv("x", 4, 8, (3, 3), pads=[1, 1, 1, 1])
+    f = m.op("Flatten", [a], axis=1)                                     # a dies here: a view
+    z = m.op("Reshape", [f, m.const_i64([0, 8, 6, 6])])                   # a view of a view
+    r = m.op("Relu", [m.op("Add", [m.conv("x", 4, 8, (3, 3), pads=[1, 1, 1, 1]), z])])  # Z summed in place
+    u = m.op("Unsqueeze", [r, m.const_i64([2])])                           # [N, 8, 1, 6, 6]
+    t = m.op("Transpose", [u], perm=[0, 2, 1, 3, 4])                       # only the 1-long axis moves
+    s = m.op("Squeeze", [t, m.const_i64([1])])                             # [N, 8, 6, 6]
+    g = m.op("Relu", [s])
+    kept = m.op("Reshape", [g, m.const_i64([0, 48, 6])])                   # g is read again below: a copy
+    h = m.op("Add", [m.op("Reshape", [kept, m.const_i64([0, 8, 6, 6])]), g])
+    yr = m.op("Reshape", ["y", m.const_i64([0, 48])])                      # a received input: a copy
+    yt = m.op("Transpose", [m.op("MatMul", ["y", m.rand(8, 5, scale=0.3)])], perm=[0, 2, 1])  # last axis moves
+    yk = m.op("Transpose", [m.op("Reshape", [yt, m.const_i64([0, 5, 2, 3])])], perm=[0, 2, 1, 3])  # rows stay
+    out = m.op("Flatten", [m.op("Sigmoid", [h])], axis=1)                  # a graph output
+    return m.save([out, m.op("Mul", [yr, m.const(2.0)]), yk]), m.data(), \
+        ["Flatten", "Reshape", "Unsqueeze", "Squeeze", "Transpose", "MatMul"]
+
+
 # ---- run everything --------------------------------------------------------------------------------
 
-for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback):
+for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, views):
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
-        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name == "wino" else (1,)
+        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views") else (1,)
         for pp in pps:
             plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
             try:
@@ -356,6 +385,8 @@ for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback):
                 # the fused ops replace some of the listed ones
                 req = must if variant == "unfused" else [o for o in must if o not in (
                     "Relu", "Add", "Clip", "Sigmoid", "Mul", "Gelu")]
+                if name == "views" and pp > 1:  # a view whose input or output crosses a cut copies
+                    req = ["MatMul"]
                 check_plan(f"{name}_{variant}_pp{pp}", plan, data, req, extra_runs=True)
             except RuntimeError as e:
                 failures.append(f"{name} {variant} -pp {pp}: {e}")
@@ -364,12 +395,14 @@ for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback):
 # -pp 1's bits; on an AVX2 CPU without AVX-512 (where oneDNN has no Winograd)
 # all six convolutions of the fused plan run on pprt's own kernel
 flags = open("/proc/cpuinfo").read().split() if os.path.exists("/proc/cpuinfo") else []
-for pp in (2, 3):
-    d1, dn = (os.path.join(work, f"wino_fused_pp{k}_blocked_t1") for k in (1, pp))
+# views: likewise (a view where the input dies in the stage, a copy where it
+# crosses a cut: the same bytes)
+for name, pp in ((n, k) for n in ("wino", "views") for k in (2, 3)):
+    d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_blocked_t1") for k in (1, pp))
     if os.path.isdir(d1) and os.path.isdir(dn):
         for f in sorted(x for x in os.listdir(d1) if x.endswith(".npy")):
             if not np.array_equal(np.load(os.path.join(d1, f)), np.load(os.path.join(dn, f))):
-                failures.append(f"wino: {f}: -pp {pp} gave other bits than -pp 1")
+                failures.append(f"{name}: {f}: -pp {pp} gave other bits than -pp 1")
 if "avx2" in flags and "fma" in flags and "avx512f" not in flags:
     try:
         r = run([PPRT, os.path.join(work, "wino_fused_1.plan"), os.path.join(work, "wino_data"), "--backend", "dnnl",
@@ -379,6 +412,18 @@ if "avx2" in flags and "fma" in flags and "avx512f" not in flags:
             failures.append(f"wino: {own} of 6 convolutions on pprt's Winograd kernel:\n{r.stderr}")
     except RuntimeError as e:
         failures.append(f"wino: {e}")
+
+# views: at -pp 1 (fused) seven nodes are views: Flatten(a), the Reshape
+# after it, Unsqueeze, the Transpose of a 1-long axis, Squeeze, the Reshape
+# of the copy `kept` and the one of yt; the other three copy (an input read
+# again, a received input, a graph output)
+try:
+    r = run([PPRT, os.path.join(work, "views_fused_1.plan"), os.path.join(work, "views_data"), "--backend", "dnnl",
+             "-q", "-o", os.path.join(work, "views_verbose")], env={"PPRT_DNNL_VERBOSE": "1"})
+    if counts(r.stderr)[2] != 7:
+        failures.append(f"views: {counts(r.stderr)[2]} views at -pp 1, expected 7:\n{r.stderr}")
+except RuntimeError as e:
+    failures.append(f"views: {e}")
 
 # mlp: matrix products with constant weights and few rows run as oneDNN 1x1
 # convolutions (ROWS_AS_PIXELS_MAX in exec_dnnl.c) where oneDNN has a JIT
@@ -476,7 +521,7 @@ if failures:
 print(f"dnnl: {checked} outputs of the oneDNN backend match the reference backend "
       f"(rtol {RTOL}, atol {ATOL}): op models fused/unfused, digits, golden; blocked and plain layouts, "
       f"1 and 2 threads, with and without post-op fusion ({seen['post-ops']} nodes absorbed) and residuals "
-      f"summed in place ({seen['in place']}); " +
+      f"summed in place ({seen['in place']}), views without a copy ({seen['views']}); " +
       (f"bf16: {bf16['outputs']} outputs within {BF16_TOL} of their largest magnitude (worst "
        f"{bf16['worst']:.3g}, {bf16['differ']} differ from f32)" if HAVE_BF16 else
        f"bf16: no bf16 kernels on this CPU, {bf16['fallback']} runs warned and gave the f32 outputs") +
