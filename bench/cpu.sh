@@ -22,6 +22,8 @@
 #    the pipeline: 1/33 of the run), alternating, median; -pp 2 split twice:
 #    by ppcc's roofline estimates (the default), and by measured op times
 #    (pprt --profile of the -pp 1 plan on one thread, then ppcc --profile).
+#    Also each run's steady-state rate (pprt's steady_samples_per_s: from the
+#    first micro-batch out to the last, so without the fill and drain), median.
 # 3. bf16 accuracy: the digits sample at f32 and bf16: top-1 agreement, the
 #    largest difference relative to the largest logit, accuracy on its labels.
 # 4. Compile time: ppcc -pp 2 on ResNet-50 and ViT-L/16 (COMPILE_MODELS),
@@ -62,12 +64,16 @@ def sh(argv, **kw):
     return subprocess.run(argv, check=True, capture_output=True, text=True, **kw)
 
 
-def pprt_runner(plan, data, threads, precision="f32"):
+def pprt_runner(plan, data, threads, precision="f32", steady=None):
+    """Runs pprt, returns its samples/s; appends its steady-state rate to `steady` if given."""
     def run():
         s = os.path.join(W, "stats.json")
         sh([f"{B}/pprt", plan, data, "--backend", "dnnl", "--threads", str(threads), "--warmup", "1", "-q",
             "--precision", precision, "-o", os.path.join(W, "out"), "--stats-json", s])
-        return json.load(open(s))["samples_per_s"]
+        st = json.load(open(s))
+        if steady is not None:
+            steady.append(st["steady_samples_per_s"])
+        return st["samples_per_s"]
     return run
 
 
@@ -214,31 +220,33 @@ for name in (MODELS if "2" in SECTIONS else []):
     for b in BATCHES:
         n = 32 * b
         data, _ = images(d, n, f"pp{n}")
-        runs = {}
+        runs, steady = {}, {1: [], 2: [], "2p": []}
         for pp, t in ((1, 2), (2, 1)):
             plan = os.path.join(W, f"{name}_{b}_{pp}.plan")
             sh([f"{B}/ppcc", model, "-b", str(b), "-pp", str(pp), "-q", "-o", plan])
-            runs[pp] = pprt_runner(plan, data, t)
+            runs[pp] = pprt_runner(plan, data, t, steady=steady[pp])
         prof, plan = os.path.join(W, "prof.json"), os.path.join(W, f"{name}_{b}_2p.plan")
         sh([f"{B}/pprt", os.path.join(W, f"{name}_{b}_1.plan"), data, "--threads", "1", "--warmup", "1", "-q",
             "-o", os.path.join(W, "out"), "--profile", prof])
         sh([f"{B}/ppcc", model, "-b", str(b), "-pp", "2", "--profile", prof, "-q", "-o", plan])
-        runs["2p"] = pprt_runner(plan, data, 1)
+        runs["2p"] = pprt_runner(plan, data, 1, steady=steady["2p"])
         got = {1: [], 2: [], "2p": []}
         for _ in range(max(3, REPS // 2)):
             for pp in (1, 2, "2p"):
                 got[pp].append(runs[pp]())
         med = {k: statistics.median(v) for k, v in got.items()}
+        med.update({("steady", k): statistics.median(v) for k, v in steady.items()})
         rows.append((name, b, n, med))
         print(f"{name} -b {b} x 32: " + ", ".join(f"pp{k} {[round(v, 2) for v in got[k]]}" for k in got),
               file=sys.stderr)
 if rows:
     print("\n| model | batch | samples | -pp 1, 2 threads | -pp 2, 1 thread per stage, roofline split | pp 2 / pp 1 "
-          "| -pp 2, measured split | pp 2 / pp 1 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| -pp 2, measured split | pp 2 / pp 1 | steady state: -pp 1 | -pp 2, measured split | pp 2 / pp 1 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, b, n, m in rows:
+        s1, s2 = m[("steady", 1)], m[("steady", "2p")]
         print(f"| {name} | {b} | {n} | {m[1]:.2f} | {m[2]:.2f} | {m[2] / m[1]:.2f} | {m['2p']:.2f} | "
-              f"{m['2p'] / m[1]:.2f} |")
+              f"{m['2p'] / m[1]:.2f} | {s1:.2f} | {s2:.2f} | {s2 / s1:.2f} |")
 
 # ---- 3. bf16 accuracy on digits ------------------------------------------------------------------
 if "3" in SECTIONS and not BF16:

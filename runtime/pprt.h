@@ -136,6 +136,10 @@ typedef struct pprt_stats {
     int64_t samples, micro_batches;
     double wall_s;
     double samples_per_s;
+    /* from the first micro-batch out to the last: the samples finished in
+     * between over that time, the pipeline's rate without its fill and
+     * drain (0 for a single micro-batch) */
+    double steady_samples_per_s;
     double latency_mean_ms, latency_p99_ms;
     double bubble;           /* 1 - sum(busy) / (stages * wall) */
     size_t peak_rss;         /* bytes: the process's peak resident set so far */

@@ -299,8 +299,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         goto done;
     }
     for (int i = 0; i < P; i++) busy[i] = w[i].busy;
-    for (int64_t i = 0; i < S.m; i++) S.t_end[i] -= S.t_start[i];
-    s = pprt_stats_fill(stats, n, S.m, wall, P, 1, busy, S.t_end, err);
+    s = pprt_stats_fill(stats, n, S.m, p->batch, wall, P, 1, busy, S.t_start, S.t_end, err);
     free(busy);
     if (s != PP_OK) goto done;
     int total_nodes = 0;

@@ -34,7 +34,8 @@ static void usage(FILE *f) {
             "  --expected DIR    take expected values from DIR/NAME.npy (or DIR/output_K.pb)\n"
             "  --depth N         micro-batches in flight per stage boundary (default 2)\n"
             "  --stats-json FILE write the run statistics as JSON\n"
-            "  --profile FILE    write each node's mean time per micro-batch, for ppcc --profile\n"
+            "  --profile FILE    write each node's mean time per micro-batch (the --warmup runs left\n"
+            "                    out), for ppcc --profile\n"
             "  --no-pin          do not pin stage threads to cores\n"
             "  --replicas R      under mpirun: R pipelines of the plan's K stages on K*R ranks,\n"
             "                    each a contiguous share of the micro-batches (default 1)\n"
@@ -92,9 +93,9 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
     FILE *f = out.f;
     fprintf(f,
             "{\"samples\": %lld, \"micro_batches\": %lld, \"wall_s\": %.6f, \"samples_per_s\": %.3f, "
-            "\"latency_ms\": {\"mean\": %.4f, \"p99\": %.4f}, \"stages\": [",
+            "\"steady_samples_per_s\": %.3f, \"latency_ms\": {\"mean\": %.4f, \"p99\": %.4f}, \"stages\": [",
             (long long)st->samples, (long long)st->micro_batches, st->wall_s, st->samples_per_s,
-            st->latency_mean_ms, st->latency_p99_ms);
+            st->steady_samples_per_s, st->latency_mean_ms, st->latency_p99_ms);
     for (int i = 0; i < st->n_stages; i++)
         fprintf(f, "%s{\"index\": %d, \"busy_s\": %.6f, \"utilization\": %.4f}", i ? ", " : "", i,
                 st->stages[i].busy_s, st->stages[i].utilization);
@@ -315,8 +316,9 @@ ran:
         printf("pprt: %lld samples, %lld micro-batches of %lld, %d stage%s, depth %d\n",
                (long long)n, (long long)st.micro_batches, (long long)p->batch, p->n_stages,
                p->n_stages == 1 ? "" : "s", ro.depth);
-        printf("throughput: %.1f samples/s  wall %.3f s  latency per micro-batch: mean %.3f ms, p99 %.3f ms\n",
-               st.samples_per_s, st.wall_s, st.latency_mean_ms, st.latency_p99_ms);
+        printf("throughput: %.1f samples/s (steady state %.1f)  wall %.3f s  latency per micro-batch: mean %.3f ms, "
+               "p99 %.3f ms\n",
+               st.samples_per_s, st.steady_samples_per_s, st.wall_s, st.latency_mean_ms, st.latency_p99_ms);
         for (int i = 0; i < st.n_stages; i++)
             printf("stage %d: busy %.3f s (%.1f%%), %d ops, %.4f GFLOP per micro-batch\n", i,
                    st.stages[i].busy_s, 100 * st.stages[i].utilization, p->stages[i].n_nodes,

@@ -45,8 +45,9 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-pp_status pprt_stats_fill(pprt_stats *st, int64_t n, int64_t m, double wall_s, int stages,
-                          int replicas, const double *busy, double *lat_s, pp_err *err) {
+pp_status pprt_stats_fill(pprt_stats *st, int64_t n, int64_t m, int64_t batch, double wall_s, int stages,
+                          int replicas, const double *busy, const double *t_start, const double *t_end,
+                          pp_err *err) {
     st->samples = n;
     st->micro_batches = m;
     st->wall_s = wall_s;
@@ -61,15 +62,28 @@ pp_status pprt_stats_fill(pprt_stats *st, int64_t n, int64_t m, double wall_s, i
         st->stages[i].utilization = lanes > 0 ? busy[i] / lanes : 0;
     }
     st->bubble = lanes > 0 ? 1.0 - total / ((double)stages * lanes) : 0;
-    st->latency_mean_ms = st->latency_p99_ms = 0;
+    st->latency_mean_ms = st->latency_p99_ms = st->steady_samples_per_s = 0;
     if (m < 1) return PP_OK;
+    /* steady state: the samples finished after the first micro-batch out,
+     * over the time from its end to the last one's (no fill, no drain) */
+    int64_t first = 0, last = 0;
+    for (int64_t i = 1; i < m; i++) {
+        if (t_end[i] < t_end[first]) first = i;
+        if (t_end[i] > t_end[last]) last = i;
+    }
+    const int64_t in_first = batch > 0 && n - first * batch < batch ? n - first * batch : batch > 0 ? batch : n;
+    if (m >= 2 && t_end[last] > t_end[first])
+        st->steady_samples_per_s = (double)(n - in_first) / (t_end[last] - t_end[first]);
+    double *lat_s = malloc((size_t)m * sizeof *lat_s);
+    if (!lat_s) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     double sum = 0;
-    for (int64_t i = 0; i < m; i++) sum += lat_s[i];
+    for (int64_t i = 0; i < m; i++) sum += lat_s[i] = t_end[i] - t_start[i];
     qsort(lat_s, (size_t)m, sizeof *lat_s, cmp_double);
     st->latency_mean_ms = 1e3 * sum / (double)m;
     int64_t k = (int64_t)((double)m * 0.99 + 0.999999) - 1;
     if (k < 0) k = 0;
     if (k >= m) k = m - 1;
     st->latency_p99_ms = 1e3 * lat_s[k];
+    free(lat_s);
     return PP_OK;
 }

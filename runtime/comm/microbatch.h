@@ -24,11 +24,13 @@ void pprt_mb_fill(const pprt_plan *p, const pprt_array *inputs, int64_t n, int64
 void pprt_mb_drain(const pprt_plan *p, const void *msg, int64_t n, int64_t mb, const pprt_array *outputs);
 
 /* Fill the timing part of *st (everything but peak_rss and node_ms) for a
- * run of n samples in m micro-batches over `stages` stages, each run by
- * `replicas` pipelines: busy[s] is stage s's busy time summed over the
- * replicas, lat_s[k] micro-batch k's latency in seconds (m entries; sorted in
- * place). st->stages is allocated (caller frees). */
-pp_status pprt_stats_fill(pprt_stats *st, int64_t n, int64_t m, double wall_s, int stages,
-                          int replicas, const double *busy, double *lat_s, pp_err *err);
+ * run of n samples in m micro-batches of `batch` (0: one unbatched run) over
+ * `stages` stages, each run by `replicas` pipelines: busy[s] is stage s's busy
+ * time summed over the replicas, t_start[k] and t_end[k] when micro-batch k
+ * entered the first stage and left the last (seconds, one clock; m entries).
+ * st->stages is allocated (caller frees). */
+pp_status pprt_stats_fill(pprt_stats *st, int64_t n, int64_t m, int64_t batch, double wall_s, int stages,
+                          int replicas, const double *busy, const double *t_start, const double *t_end,
+                          pp_err *err);
 
 #endif

@@ -260,8 +260,7 @@ static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const shares *S, 
         if (sq == K - 1) memcpy(t1 + lo, t, (size_t)mq * sizeof *t);
     }
     if (s == PP_OK) {
-        for (int64_t j = 0; j < S->M; j++) t1[j] -= t0[j];
-        s = pprt_stats_fill(stats, S->n, S->M, end - start, K, S->R, busy, t1, err);
+        s = pprt_stats_fill(stats, S->n, S->M, p->batch, end - start, K, S->R, busy, t0, t1, err);
     }
     if (s == PP_OK) {
         stats->peak_rss = (size_t)rss;

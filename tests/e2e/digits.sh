@@ -20,6 +20,12 @@ for b in 16 7; do
     "$PY" "$SRC/tests/tools/compare_npy.py" out_${b}_$pp/logits.npy "$S/expected/logits.npy" --rtol 1e-3 --atol 1e-4
     cmp out_${b}_1/logits.npy out_${b}_$pp/logits.npy || { echo "FAIL: -pp $pp differs from -pp 1"; exit 1; }
     grep -q '"samples": 360' s.json || { echo "FAIL: stats json"; cat s.json; exit 1; }
+    # the steady rate counts the samples after the first micro-batch out over
+    # at most the wall time: at least (360 - b) / wall
+    "$PY" -c "
+import json, sys
+s, b = json.load(open('s.json')), int(sys.argv[1])
+assert s['steady_samples_per_s'] >= (360 - b) / s['wall_s'] * 0.999, s" $b || { echo "FAIL: steady rate"; exit 1; }
   done
 done
 # one .npy per sample (odd ones with a leading 1) gives the same outputs
@@ -29,6 +35,12 @@ import numpy as np, sys
 x = np.load(sys.argv[1])
 for i in range(len(x)): np.save('per_sample/s%04d.npy' % i, x[i] if i % 2 else x[i:i+1])" "$S/data/input.npy"
 "$PPRT" d_16_2.plan per_sample -o out_per_sample -q
+# one micro-batch has no steady state
+"$PY" -c "
+import numpy as np
+np.save('one.npy', np.load('$S/data/input.npy')[:16])" && mkdir -p one && mv one.npy one/input.npy
+"$PPRT" d_16_2.plan one -o out_one -q --stats-json one.json
+grep -q '"steady_samples_per_s": 0.000' one.json || { echo "FAIL: a steady rate from one micro-batch"; cat one.json; exit 1; }
 cmp out_16_2/logits.npy out_per_sample/logits.npy || { echo "FAIL: per-sample files differ"; exit 1; }
 grep -q '"peak_rss_bytes"' s.json || { echo "FAIL: stats json has no peak RSS"; exit 1; }
 # measured op times drive the split: profile one stage, compile two from it
