@@ -1348,9 +1348,10 @@ static pp_status build_binary(pprt_exec *x, const pprt_node *n, pp_err *err) {
     for (int i = 0; i < r; i++)
         if (d1[i] != dy[i] && d1[i] != 1) return unsup(err, "broadcast");
     /* m0: the full operand as stored; c1: the other as stored (dims aligned
-     * to the output's rank); m1: the other as the primitive reads it, in m0's
-     * format when it broadcasts against a blocked m0 (oneDNN's fast binary
-     * kernels want one format), else as stored */
+     * to the output's rank); m1: the other as the primitive reads it: in m0's
+     * format where either is blocked (oneDNN's fast binary kernels want one
+     * format; mixed, as where a plain tensor received at a cut meets a
+     * blocked one, it runs ref:any, hundreds of times slower), else as stored */
     dnnl_memory_desc_t m0, c1, m1, dst;
     PP_TRY(tensor_layout(x, i0, &m0, err));
     if (x->blocked[i1]) {
@@ -1360,7 +1361,9 @@ static pp_status build_binary(pprt_exec *x, const pprt_node *n, pp_err *err) {
         PP_TRY(plain_md(d1, r, &c1, err));
     }
     m1 = c1;
-    if (!pp_shape_eq(&T(x, i1)->shape, ys) && x->blocked[i0]) {
+    if (pp_shape_eq(&T(x, i1)->shape, ys) && (x->blocked[i0] || x->blocked[i1])) {
+        m1 = m0;
+    } else if (x->blocked[i0] || x->blocked[i1]) {
         dnnl_format_tag_t tag = tag_of(&m0);
         dnnl_dims_t dd;
         for (int i = 0; i < r; i++) dd[i] = d1[i];
