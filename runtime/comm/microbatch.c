@@ -71,7 +71,7 @@ pp_status pprt_stats_fill(pprt_stats *st, int64_t n, int64_t m, int64_t batch, d
         if (t_end[i] < t_end[first]) first = i;
         if (t_end[i] > t_end[last]) last = i;
     }
-    const int64_t in_first = batch > 0 && n - first * batch < batch ? n - first * batch : batch > 0 ? batch : n;
+    const int64_t in_first = mb_have(batch > 0 ? batch : 1, n, first);
     if (m >= 2 && t_end[last] > t_end[first])
         st->steady_samples_per_s = (double)(n - in_first) / (t_end[last] - t_end[first]);
     double *lat_s = malloc((size_t)m * sizeof *lat_s);
