@@ -170,6 +170,14 @@ bool pp_shape_eq(const pp_shape *a, const pp_shape *b) {
     return true;
 }
 
+void pp_shape_strides(const pp_shape *s, int64_t *st) {
+    int64_t acc = 1;
+    for (int i = s->rank - 1; i >= 0; i--) {
+        st[i] = acc;
+        acc *= s->dim[i];
+    }
+}
+
 pp_status pp_shape_numel(const pp_shape *s, int64_t *out, pp_err *err) {
     if (s->rank < 0 || s->rank > PP_MAX_DIMS)
         return PP_FAIL(err, PP_EINVAL, "rank %d out of range 0..%d", s->rank, PP_MAX_DIMS);

@@ -133,6 +133,8 @@ pp_status pp_shape_numel(const pp_shape *s, int64_t *out, pp_err *err);
 /* Storage bytes: ceil(numel * bits / 8) (numel * size for whole-byte types),
  * with overflow check; fails (PP_EUNSUP) for types without a fixed size. */
 pp_status pp_shape_nbytes(const pp_shape *s, pp_dtype t, size_t *out, pp_err *err);
+/* Row-major element strides of s into st[s->rank] (the last axis 1). */
+void pp_shape_strides(const pp_shape *s, int64_t *st);
 /* "[1,3,224,224]" into buf; returns buf. */
 char *pp_shape_str(const pp_shape *s, char *buf, size_t n);
 

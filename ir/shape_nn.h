@@ -3,7 +3,7 @@
  * (runtime/cpu/ref_nn.c) reuse, so that inference and execution can never
  * disagree on the meaning of an attribute: ConvTranspose geometry, reduction
  * axes, Softmax's (outer, axis, inner) split, Einsum equations, TopK and
- * Resize parameters.
+ * Resize parameters, Transpose's permutation.
  *
  * Each parser takes pp_tinfo inputs: in ppcc those of the graph (data only
  * for constants), in a kernel those built from its tensors (data always
@@ -20,6 +20,10 @@
  * trailing positions are zero plus bias) and *group. */
 pp_status pp_convt_geom(pp_attrs a, const pp_shape *x, const pp_shape *w, pp_geom *g,
                         int64_t *group, pp_err *err);
+
+/* Transpose: perm[rank] from the 'perm' attribute (absent: the axes
+ * reversed); fails unless it is a permutation of 0..rank-1. */
+pp_status pp_transpose_perm(pp_attrs a, int rank, int64_t *perm, pp_err *err);
 
 /* Reductions (ReduceMean, ReduceSum, ...): the reduced axes of x, from the
  * 'axes' attribute or input (by opset), keepdims and noop_with_empty_axes.

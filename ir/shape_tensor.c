@@ -11,6 +11,7 @@
  * arithmetic worth counting: their FLOPs are 0 (ScatterND's reductions: one
  * per updated element). */
 #include "op_fns.h"
+#include "shape_nn.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -197,31 +198,37 @@ ZERO_FLOPS(RESHAPE)
 
 /* ---- Transpose ------------------------------------------------------------------- */
 
+pp_status pp_transpose_perm(pp_attrs a, int rank, int64_t *perm, pp_err *err) {
+    int n;
+    PP_TRY(pp_attr_ints(a, "perm", perm, PP_MAX_DIMS, &n, err));
+    if (n == 0) {
+        for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i;
+        return PP_OK;
+    }
+    if (n != rank)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'perm' has %d values, expected %d (the rank)", n,
+                       rank);
+    bool seen[PP_MAX_DIMS] = {false};
+    for (int i = 0; i < rank; i++) {
+        if (perm[i] < 0 || perm[i] >= rank || seen[perm[i]])
+            return PP_FAIL(err, PP_EINVAL,
+                           "attribute 'perm' is not a permutation of 0..%d (value %lld at %d)",
+                           rank - 1, (long long)perm[i], i);
+        seen[perm[i]] = true;
+    }
+    return PP_OK;
+}
+
 pp_status shape_TRANSPOSE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                           pp_err *err) {
     (void)n_in, (void)n_out;
     PP_TRY(need_sized(&in[0], "input 'data'", err));
     int r = in[0].shape.rank;
     int64_t perm[PP_MAX_DIMS];
-    int n;
-    PP_TRY(pp_attr_ints(a, "perm", perm, PP_MAX_DIMS, &n, err));
-    if (n == 0) {
-        for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
-    } else if (n != r) {
-        return PP_FAIL(err, PP_EINVAL, "attribute 'perm' has %d values, expected %d (the rank)", n,
-                       r);
-    }
-    bool seen[PP_MAX_DIMS] = {false};
+    PP_TRY(pp_transpose_perm(a, r, perm, err));
     out[0].dtype = in[0].dtype;
     out[0].shape.rank = r;
-    for (int i = 0; i < r; i++) {
-        if (perm[i] < 0 || perm[i] >= r || seen[perm[i]])
-            return PP_FAIL(err, PP_EINVAL,
-                           "attribute 'perm' is not a permutation of 0..%d (value %lld at %d)",
-                           r - 1, (long long)perm[i], i);
-        seen[perm[i]] = true;
-        out[0].shape.dim[i] = in[0].shape.dim[perm[i]];
-    }
+    for (int i = 0; i < r; i++) out[0].shape.dim[i] = in[0].shape.dim[perm[i]];
     return PP_OK;
 }
 ZERO_FLOPS(TRANSPOSE)

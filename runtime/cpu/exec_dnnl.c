@@ -1232,8 +1232,8 @@ static bool moves_no_bytes(const pp_shape *s, const int64_t *perm) {
 static pp_status build_transpose(pprt_exec *x, const pprt_node *n, const int64_t *perm, pp_err *err) {
     const pp_shape *s = &T(x, n->in[0])->shape;
     dnnl_dims_t d, st;
-    int64_t ist[PP_MAX_DIMS], acc = 1;
-    for (int i = s->rank - 1; i >= 0; i--) ist[i] = acc, acc *= s->dim[i];
+    int64_t ist[PP_MAX_DIMS];
+    pp_shape_strides(s, ist);
     for (int i = 0; i < s->rank; i++) d[i] = s->dim[perm[i]], st[i] = ist[perm[i]];
     dnnl_memory_desc_t from, to;
     DN(dnnl_memory_desc_init_by_strides(&from, s->rank, d, dnnl_f32, st), "memory descriptor");
@@ -1260,14 +1260,8 @@ static pp_status build_view(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (n->op == PP_OP_TRANSPOSE) {
         const pp_shape *s = &T(x, in)->shape;
         int64_t perm[PP_MAX_DIMS];
-        int np;
-        PP_TRY(pp_attr_ints(attrs_of(x, n), "perm", perm, PP_MAX_DIMS, &np, err));
-        if (np == 0)
-            for (int i = 0; i < s->rank; i++) perm[i] = s->rank - 1 - i;
-        else if (np != s->rank)
-            return unsup(err, "'perm' does not match the rank");
-        for (int i = 0; i < s->rank; i++)
-            if (perm[i] < 0 || perm[i] >= s->rank) return unsup(err, "bad 'perm'");
+        /* a bad perm is the reference kernel's to report */
+        if (pp_transpose_perm(attrs_of(x, n), s->rank, perm, err) != PP_OK) return unsup(err, "bad 'perm'");
         if (!moves_no_bytes(s, perm)) {
             /* rows stay whole: the reference kernel copies them as fast */
             if (perm[s->rank - 1] == s->rank - 1) return unsup(err, "the last axis stays (copied by rows)");

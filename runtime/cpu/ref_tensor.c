@@ -13,6 +13,7 @@
  * k, Range's start and delta), checking it against the shapes. Index values
  * are data: one out of range fails cleanly. */
 #include "ref.h"
+#include "../../ir/shape_nn.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -44,15 +45,6 @@ static int64_t numel(const pp_shape *s) {
     int64_t n = 1;
     for (int i = 0; i < s->rank; i++) n *= s->dim[i]; /* checked by pp_infer */
     return n;
-}
-
-/* Row-major element strides of a shape. */
-static void strides_of(const pp_shape *s, int64_t *st) {
-    int64_t acc = 1;
-    for (int i = s->rank - 1; i >= 0; i--) {
-        st[i] = acc;
-        acc *= s->dim[i];
-    }
 }
 
 /* Element i of an int32/int64 tensor. */
@@ -175,17 +167,10 @@ pp_status kern_TRANSPOSE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
     const pp_shape *x = &in[0].shape;
     const int r = x->rank;
     int64_t perm[PP_MAX_DIMS], ist[PP_MAX_DIMS], st[PP_MAX_DIMS];
-    int n;
-    PP_TRY(pp_attr_ints(attrs, "perm", perm, PP_MAX_DIMS, &n, err));
-    if (n == 0)
-        for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
-    else if (n != r)
-        return PP_FAIL(err, PP_EINVAL, "Transpose kernel: 'perm' has %d values for rank %d", n, r);
+    PP_TRY(pp_transpose_perm(attrs, r, perm, err));
     pp_shape want = {.rank = r};
-    strides_of(x, ist);
+    pp_shape_strides(x, ist);
     for (int i = 0; i < r; i++) {
-        if (perm[i] < 0 || perm[i] >= r)
-            return PP_FAIL(err, PP_EINVAL, "Transpose kernel: bad 'perm'");
         want.dim[i] = x->dim[perm[i]];
         st[i] = ist[perm[i]];
     }
@@ -334,7 +319,7 @@ pp_status kern_SLICE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tenso
         want.dim[a] = len;
     }
     PP_TRY(check_shape("Slice", &out[0], &want, err));
-    strides_of(x, ist);
+    pp_shape_strides(x, ist);
     int64_t off = 0, stride[PP_MAX_DIMS];
     for (int d = 0; d < r; d++) {
         off += first[d] * ist[d];
@@ -416,7 +401,7 @@ pp_status kern_GATHERELEMENTS(pp_attrs attrs, const pprt_tensor *in, int n_in, p
     const size_t esz = esize(&in[0]);
     const int64_t total = numel(is), n = x->dim[axis];
     int64_t xst[PP_MAX_DIMS], idx[PP_MAX_DIMS] = {0}, off = 0; /* off: data offset without the axis */
-    strides_of(x, xst);
+    pp_shape_strides(x, xst);
     const byte *src = in[0].data;
     byte *dst = out[0].data;
     for (int64_t j = 0; j < total; j++) {
@@ -530,7 +515,7 @@ pp_status kern_SCATTERND(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
                        "supported", rs, pp_dtype_name(in[0].dtype));
     if (out[0].data != in[0].data) memcpy(out[0].data, in[0].data, (size_t)numel(x) * esz);
     int64_t xst[PP_MAX_DIMS];
-    strides_of(x, xst);
+    pp_shape_strides(x, xst);
     byte *dst = out[0].data;
     const byte *src = in[2].data;
     for (int64_t u = 0; u < n_upd; u++) {
@@ -638,7 +623,7 @@ pp_status kern_EXPAND(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tens
     /* the input, right-aligned to the output's rank; broadcast dims read with stride 0 */
     if (x->rank > o->rank) return PP_FAIL(err, PP_EINVAL, "Expand kernel: output rank too small");
     int64_t ist[PP_MAX_DIMS], stride[PP_MAX_DIMS];
-    strides_of(x, ist);
+    pp_shape_strides(x, ist);
     const int lead = o->rank - x->rank;
     for (int d = 0; d < o->rank; d++) {
         int64_t xd = d < lead ? 1 : x->dim[d - lead];
@@ -670,7 +655,7 @@ pp_status kern_TILE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
     }
     /* each output row (all dims but the last) repeats one input row */
     int64_t ist[PP_MAX_DIMS], idx[PP_MAX_DIMS] = {0};
-    strides_of(x, ist);
+    pp_shape_strides(x, ist);
     const int64_t in_row = x->dim[r - 1], reps = o->dim[r - 1] / in_row;
     const size_t row_bytes = (size_t)in_row * esz;
     const byte *src = in[0].data;
@@ -826,7 +811,7 @@ pp_status kern_PAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor 
         for (int64_t o = 0; o < want.dim[d]; o++) mp[d][o] = pad_src(mode, o, begin[d], x->dim[d]);
         at += (size_t)want.dim[d];
     }
-    strides_of(x, ist);
+    pp_shape_strides(x, ist);
     const int64_t inner = want.dim[r - 1];
     const byte *src = in[0].data;
     byte *dst = out[0].data;
