@@ -24,7 +24,17 @@ typedef struct pprt_exec_ops {
     /* Seconds spent in each node over all runs so far (st->n_nodes entries),
      * or NULL when the executor does not measure them. */
     const double *(*node_seconds)(const pprt_exec *x);
+    /* What it made of the stage (every field), or NULL: every node on the
+     * reference kernels (pprt_exec_counts_of fills that in). */
+    void (*counts)(const pprt_exec *x, pprt_exec_counts *c);
 } pprt_exec_ops;
+
+/* ops->counts of x, or the all-reference counts of stage st without it. */
+void pprt_exec_counts_of(const pprt_exec_ops *ops, const pprt_exec *x, const pprt_stage *st,
+                         pprt_exec_counts *c);
+/* To and from PPRT_EXEC_COUNTS doubles (the MPI statistics message). */
+void pprt_exec_counts_pack(const pprt_exec_counts *c, double *d);
+void pprt_exec_counts_unpack(const double *d, pprt_exec_counts *c);
 
 extern const pprt_exec_ops pprt_exec_cpu_ref;
 

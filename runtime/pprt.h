@@ -127,9 +127,27 @@ typedef struct pprt_exec_cfg {
     pprt_precision precision;
 } pprt_exec_cfg;
 
+/* What a stage's executor made of its nodes, for pprt's report and
+ * --stats-json (pprt_exec_ops.counts; an executor without it, such as the
+ * reference one, ran every node on the reference kernels). */
+typedef struct pprt_exec_counts {
+    int nodes;           /* the stage's nodes */
+    int own;             /* on the executor's own kernels (oneDNN): post-ops and views included */
+    int post_ops;        /* of those, absorbed into another node's primitive */
+    int views;           /* of those, running as nothing: the output is the input's bytes */
+    int reference;       /* on the reference kernels */
+    int reorders;        /* layout changes per micro-batch */
+    int copies;          /* residual copies per micro-batch */
+    int in_place;        /* residuals summed in place */
+    int blocked;         /* tensors kept in the executor's own layouts */
+    double weight_bytes; /* weights reordered (or converted) once, at load */
+} pprt_exec_counts;
+#define PPRT_EXEC_COUNTS 10 /* the fields above, for messages of doubles */
+
 typedef struct pprt_stage_stats {
     double busy_s;
     double utilization; /* busy / wall */
+    pprt_exec_counts exec;
 } pprt_stage_stats;
 
 typedef struct pprt_stats {
@@ -145,6 +163,7 @@ typedef struct pprt_stats {
     size_t peak_rss;         /* bytes: the process's peak resident set so far */
     int n_stages;
     pprt_stage_stats *stages; /* n_stages entries, caller frees */
+    const char *backend;      /* the executor's name (pprt_exec_ops.name), static */
     /* mean milliseconds per micro-batch of every node, stage by stage in
      * node order (sum of the stages' n_nodes entries); caller frees */
     double *node_ms;

@@ -307,6 +307,8 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     s = pprt_stats_fill(stats, n, S.m, p->batch, wall, P, 1, busy, S.t_start, S.t_end, err);
     free(busy);
     if (s != PP_OK) goto done;
+    stats->backend = S.ex->name;
+    for (int i = 0; i < P; i++) pprt_exec_counts_of(S.ex, w[i].x, &p->stages[i], &stats->stages[i].exec);
     int total_nodes = 0;
     for (int i = 0; i < P; i++) total_nodes += p->stages[i].n_nodes;
     stats->node_ms = calloc(pp_count(total_nodes), sizeof(double));

@@ -96,10 +96,18 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
             "\"steady_samples_per_s\": %.3f, \"latency_ms\": {\"mean\": %.4f, \"p99\": %.4f}, \"stages\": [",
             (long long)st->samples, (long long)st->micro_batches, st->wall_s, st->samples_per_s,
             st->steady_samples_per_s, st->latency_mean_ms, st->latency_p99_ms);
-    for (int i = 0; i < st->n_stages; i++)
-        fprintf(f, "%s{\"index\": %d, \"busy_s\": %.6f, \"utilization\": %.4f}", i ? ", " : "", i,
-                st->stages[i].busy_s, st->stages[i].utilization);
-    fprintf(f, "], \"bubble\": %.4f, \"peak_rss_bytes\": %zu}\n", st->bubble, st->peak_rss);
+    for (int i = 0; i < st->n_stages; i++) {
+        const pprt_exec_counts *c = &st->stages[i].exec;
+        fprintf(f,
+                "%s{\"index\": %d, \"busy_s\": %.6f, \"utilization\": %.4f, \"nodes\": %d, \"own_kernels\": %d, "
+                "\"post_ops\": %d, \"views\": %d, \"reference_kernels\": %d, \"reorders_per_micro_batch\": %d, "
+                "\"copies_per_micro_batch\": %d, \"residuals_in_place\": %d, \"blocked_tensors\": %d, "
+                "\"weights_reordered_bytes\": %.0f}",
+                i ? ", " : "", i, st->stages[i].busy_s, st->stages[i].utilization, c->nodes, c->own, c->post_ops,
+                c->views, c->reference, c->reorders, c->copies, c->in_place, c->blocked, c->weight_bytes);
+    }
+    fprintf(f, "], \"backend\": \"%s\", \"bubble\": %.4f, \"peak_rss_bytes\": %zu}\n",
+            st->backend ? st->backend : "", st->bubble, st->peak_rss);
     return pp_outfile_commit(&out, true, err);
 }
 
@@ -319,10 +327,18 @@ ran:
         printf("throughput: %.1f samples/s (steady state %.1f)  wall %.3f s  latency per micro-batch: mean %.3f ms, "
                "p99 %.3f ms\n",
                st.samples_per_s, st.steady_samples_per_s, st.wall_s, st.latency_mean_ms, st.latency_p99_ms);
-        for (int i = 0; i < st.n_stages; i++)
-            printf("stage %d: busy %.3f s (%.1f%%), %d ops, %.4f GFLOP per micro-batch\n", i,
+        for (int i = 0; i < st.n_stages; i++) {
+            const pprt_exec_counts *c = &st.stages[i].exec;
+            printf("stage %d: busy %.3f s (%.1f%%), %d ops, %.4f GFLOP per micro-batch", i,
                    st.stages[i].busy_s, 100 * st.stages[i].utilization, p->stages[i].n_nodes,
                    p->stages[i].flops / 1e9);
+            if (c->own > 0)
+                printf("; %s: %d on its kernels (%d fused as post-ops, %d view%s), %d on reference ones, %d "
+                       "reorder%s and %d cop%s per micro-batch", st.backend, c->own, c->post_ops, c->views,
+                       c->views == 1 ? "" : "s", c->reference, c->reorders, c->reorders == 1 ? "" : "s", c->copies,
+                       c->copies == 1 ? "y" : "ies");
+            printf("\n");
+        }
         printf("bubble: %.1f%%  peak RSS: %.1f MB\n", 100 * st.bubble, (double)st.peak_rss / 1e6);
 #ifdef PPRT_HAVE_MPI
         if (mpi)

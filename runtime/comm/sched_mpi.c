@@ -14,7 +14,8 @@
  *            fill (stage 0), run the stage's executor, hand the incoming
  *            buffer back, send (stage < K-1) or drain (stage K-1).
  *   gather   every rank sends the writer its busy time, loop start and end,
- *            per-node times and per-micro-batch start or end times; the
+ *            its executor's counts (pprt_exec_counts), per-node times and
+ *            per-micro-batch start or end times; the
  *            writer computes the same statistics as pprt_run. */
 #define _GNU_SOURCE
 #include <math.h>
@@ -56,7 +57,7 @@ static int64_t n_samples(const shares *S, int k) {
 }
 
 /* Length (doubles) of rank q's statistics message. */
-enum { ST_BUSY, ST_RSS, ST_START, ST_END, ST_MBS, ST_HEAD };
+enum { ST_BUSY, ST_RSS, ST_START, ST_END, ST_MBS, ST_COUNTS, ST_HEAD = ST_COUNTS + PPRT_EXEC_COUNTS };
 static size_t stats_len(const pprt_plan *p, const shares *S, int q) {
     int K = p->n_stages, s = q % K;
     size_t len = ST_HEAD + (size_t)p->stages[s].n_nodes;
@@ -216,6 +217,9 @@ static pp_status run_loop(pprt_mpi *m, const pprt_plan *p, const shares *S, rank
     }
     st[ST_BUSY] = busy;
     st[ST_MBS] = (double)mk;
+    pprt_exec_counts c;
+    pprt_exec_counts_of(rr->ex, rr->x, &p->stages[s], &c);
+    pprt_exec_counts_pack(&c, st + ST_COUNTS);
     const double *ns = rr->ex->node_seconds ? rr->ex->node_seconds(rr->x) : NULL;
     for (int i = 0; i < p->stages[s].n_nodes; i++) st[ST_HEAD + i] = ns ? ns[i] : 0;
     return PP_OK;
@@ -262,7 +266,11 @@ static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const shares *S, 
     if (s == PP_OK) {
         s = pprt_stats_fill(stats, S->n, S->M, p->batch, end - start, K, S->R, busy, t0, t1, err);
     }
+    /* the counts of each stage's first replica (the others run the same executor on the same stage) */
+    for (int q = 0; q < K && q < m->size && s == PP_OK; q++)
+        pprt_exec_counts_unpack((q == m->rank ? rr->stats : rr->peer_stats[q]) + ST_COUNTS, &stats->stages[q].exec);
     if (s == PP_OK) {
+        stats->backend = rr->ex->name;
         stats->peak_rss = (size_t)rss;
         stats->node_ms = node_s;
         node_s = NULL;

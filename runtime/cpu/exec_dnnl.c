@@ -1973,41 +1973,48 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     return plan_arena(x, err);
 }
 
+static void dnnl_counts(const pprt_exec *x, pprt_exec_counts *c) {
+    const pprt_stage *st = x->st;
+    *c = (pprt_exec_counts){.nodes = st->n_nodes, .weight_bytes = (double)x->weight_bytes};
+    for (int ni = 0; ni < st->n_nodes; ni++) {
+        bool own = x->first[ni] >= 0 || x->absorbed[ni];
+        c->own += own;
+        c->reference += !own;
+        c->post_ops += x->absorbed[ni];
+    }
+    for (int i = 0; i < x->n_steps; i++) {
+        c->reorders += x->steps[i].kind == STEP_REORDER;
+        c->copies += x->steps[i].kind == STEP_COPY;
+    }
+    for (int i = 0; i < st->n_tensors; i++) {
+        c->blocked += x->blocked[i];
+        if (x->alias[i] < 0) continue;
+        if (builder_of(st->nodes[x->writer[i]].op) == build_view) c->views++;
+        else c->in_place++;
+    }
+}
+
 static void report(const pprt_exec *x) {
     const pprt_stage *st = x->st;
-    int on = 0, reorders = 0, copies = 0, blocked = 0, absorbed = 0;
+    pprt_exec_counts c;
+    dnnl_counts(x, &c);
     char refs[512] = "";
     size_t len = 0;
     for (int ni = 0; ni < st->n_nodes; ni++) {
-        if (x->first[ni] >= 0 || x->absorbed[ni]) {
-            on++;
-            absorbed += x->absorbed[ni];
-            continue;
-        }
+        if (x->first[ni] >= 0 || x->absorbed[ni]) continue;
         const char *name = pp_op_table[st->nodes[ni].op].name;
         if (len < sizeof refs - 1 && !strstr(refs, name)) {
             int w = snprintf(refs + len, sizeof refs - len, "%s%s", len ? " " : "", name);
             if (w > 0) len += (size_t)w;
         }
     }
-    for (int i = 0; i < x->n_steps; i++) {
-        reorders += x->steps[i].kind == STEP_REORDER;
-        copies += x->steps[i].kind == STEP_COPY;
-    }
-    int in_place = 0, views = 0;
-    for (int i = 0; i < st->n_tensors; i++) {
-        blocked += x->blocked[i];
-        if (x->alias[i] < 0) continue;
-        if (builder_of(st->nodes[x->writer[i]].op) == build_view) views++;
-        else in_place++;
-    }
     fprintf(stderr,
             "pprt dnnl: stage %d: %d of %d nodes on oneDNN (%d as post-ops)%s%s; %d reorders and %d residual copies "
             "per micro-batch (%d residuals summed in place); %d tensors in oneDNN layouts, %d views of their input's "
             "bytes; arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights, %.1f MB other buffers, %.1f MB "
             "shared\n",
-            st->index, on, st->n_nodes, absorbed, len ? ", reference: " : "", refs, reorders, copies, in_place,
-            blocked, views,
+            st->index, c.own, st->n_nodes, c.post_ops, len ? ", reference: " : "", refs, c.reorders, c.copies,
+            c.in_place, c.blocked, c.views,
             (double)x->arena_bytes / 1e6, (double)st->arena_bytes / 1e6, (double)x->weight_bytes / 1e6,
             (double)(x->owned_bytes - x->weight_bytes) / 1e6,
             (double)(x->slot_bytes[0] + x->slot_bytes[1] + x->slot_bytes[2] + x->slot_bytes[3]) / 1e6);
@@ -2280,6 +2287,7 @@ bool pprt_dnnl_has_bf16(void) {
     return has_bf16;
 }
 
-const pprt_exec_ops pprt_exec_cpu_dnnl = {"cpu-dnnl", dnnl_create, dnnl_run, dnnl_destroy, dnnl_node_seconds};
+const pprt_exec_ops pprt_exec_cpu_dnnl = {"cpu-dnnl", dnnl_create, dnnl_run, dnnl_destroy, dnnl_node_seconds,
+                                           dnnl_counts};
 
 #endif /* PPRT_WITH_DNNL */

@@ -20,6 +20,7 @@ binary post-op (PPRT_DNNL_RESIDUAL=binary) and the pipeline split, on:
     accuracy equals the recorded PyTorch accuracy);
   - the golden models of tests/golden.
 Usage: run.py WORKDIR   (env: PPCC, PPRT; exit 77 when pprt has no oneDNN)"""
+import json
 import os
 import re
 import shutil
@@ -130,7 +131,8 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
     for mode, env, args in modes:
         out = os.path.join(work, f"{tag}_{mode}")
         shutil.rmtree(out, ignore_errors=True)  # no outputs left from an earlier run to compare
-        r = run([PPRT, plan, data, "--backend", "dnnl", "-q", "--no-pin", "-o", out] + args,
+        stats = os.path.join(work, f"{tag}_{mode}.json")
+        r = run([PPRT, plan, data, "--backend", "dnnl", "-q", "--no-pin", "-o", out, "--stats-json", stats] + args,
                 env={"PPRT_DNNL_VERBOSE": "2", **env})
         if mode.startswith("bf16") and not HAVE_BF16:
             f32_out = os.path.join(work, f"{tag}_blocked_t1")
@@ -153,6 +155,13 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
                     failures.append(f"{tag}: {f}: 2 threads gave other bits than 1")
         if mode == "blocked_t1":
             post, inplace, nviews = counts(r.stderr)
+            # --stats-json carries the same counts, stage by stage
+            st = json.load(open(stats))
+            got = tuple(sum(x[k] for x in st["stages"]) for k in ("post_ops", "residuals_in_place", "views"))
+            if got != (post, inplace, nviews) or st["backend"] != "cpu-dnnl" or \
+                    any(x["own_kernels"] + x["reference_kernels"] != x["nodes"] for x in st["stages"]):
+                failures.append(f"{tag}: --stats-json counts {st['stages']} do not match the verbose report "
+                                f"(post-ops, in place, views) {(post, inplace, nviews)}")
             seen["post-ops"] += post
             seen["in place"] += inplace
             seen["views"] += nviews
@@ -440,10 +449,13 @@ if "avx2" in flags and "fma" in flags and "avx512f" not in flags:
 # of the copy `kept` and the one of yt; the other three copy (an input read
 # again, a received input, a graph output)
 try:
+    vs = os.path.join(work, "views_stats.json")
     r = run([PPRT, os.path.join(work, "views_fused_1.plan"), os.path.join(work, "views_data"), "--backend", "dnnl",
-             "-q", "-o", os.path.join(work, "views_verbose")], env={"PPRT_DNNL_VERBOSE": "1"})
+             "-q", "-o", os.path.join(work, "views_verbose"), "--stats-json", vs], env={"PPRT_DNNL_VERBOSE": "1"})
     if counts(r.stderr)[2] != 7:
         failures.append(f"views: {counts(r.stderr)[2]} views at -pp 1, expected 7:\n{r.stderr}")
+    if json.load(open(vs))["stages"][0]["views"] != 7:
+        failures.append(f"views: --stats-json: {json.load(open(vs))['stages']}, expected 7 views")
 except RuntimeError as e:
     failures.append(f"views: {e}")
 

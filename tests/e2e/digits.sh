@@ -48,6 +48,16 @@ grep -q '"peak_rss_bytes"' s.json || { echo "FAIL: stats json has no peak RSS"; 
 "$PPCC" "$S/model.onnx" -pp 2 -b 16 --profile prof.json -o prof.plan -q
 "$PPRT" prof.plan "$S/data" -o out_prof2 -q
 cmp out_16_1/logits.npy out_prof2/logits.npy || { echo "FAIL: profiled split differs"; exit 1; }
+# the executor's counts: every node of the plan (the profile names each once)
+# on one kernel or the other, in whichever stage ran it
+"$PY" -c "
+import json
+s, p = json.load(open('s.json')), json.load(open('prof.json'))
+assert sum(x['nodes'] for x in s['stages']) == len(p['nodes']), (s, p)
+assert all(x['own_kernels'] + x['reference_kernels'] == x['nodes'] >= 1 for x in s['stages']), s
+assert s['backend'] in ('cpu-ref', 'cpu-dnnl'), s
+assert s['backend'] == 'cpu-dnnl' or all(x['reference_kernels'] == x['nodes'] for x in s['stages']), s" ||
+  { echo "FAIL: executor counts in the stats json"; cat s.json; exit 1; }
 "$PPCC" "$S/model.onnx" -pp 2 -b 16 -o again.plan -q
 cmp d_16_2.plan again.plan || { echo "FAIL: recompiling gave a different plan"; exit 1; }
 echo "digits: accuracy $want_acc at -pp 1,2,3 and -b 16,7; logits within tolerance; splits bit-identical"

@@ -84,7 +84,26 @@ assert len(s["stages"]) == 2 and all(st["busy_s"] > 0 for st in s["stages"]), s
 assert s["samples_per_s"] > 0 and 0 <= s["bubble"] < 1 and s["latency_ms"]["p99"] >= s["latency_ms"]["mean"] > 0, s
 p = json.load(open(sys.argv[2]))
 assert p["micro_batch"] == 16 and len(p["nodes"]) == 8 and all(v >= 0 for v in p["nodes"].values()), p
+# each rank's executor counts reach the writer: the reference executor runs every node itself
+assert s["backend"] == "cpu-ref" and sum(st["nodes"] for st in s["stages"]) == 8, s
+assert all(st["reference_kernels"] == st["nodes"] >= 1 and st["own_kernels"] == 0 for st in s["stages"]), s
 PY
+# with oneDNN the counts are the executor's own: the ranks report what the
+# same plan's threads report
+if "$PPRT" --backend dnnl --version >/dev/null 2>&1; then
+  "$PPRT" d2.plan "$S/data" -o d_thr_dnnl -q --backend dnnl --stats-json dt.json
+  expect_rc 0 d_mpi_dnnl.txt "${M[@]}" -np 2 "$PPRT" d2.plan "$S/data" -o d_mpi_dnnl -q --backend dnnl \
+    --stats-json dm.json
+  "$PY" - dt.json dm.json <<'PY'
+import json, sys
+t, m = (json.load(open(f)) for f in sys.argv[1:])
+keys = ("nodes", "own_kernels", "post_ops", "views", "reference_kernels", "reorders_per_micro_batch",
+        "copies_per_micro_batch", "residuals_in_place", "blocked_tensors", "weights_reordered_bytes")
+got = [[st[k] for k in keys] for st in m["stages"]]
+assert m["backend"] == "cpu-dnnl" and got == [[st[k] for k in keys] for st in t["stages"]], (t, m)
+assert all(st["own_kernels"] > 0 for st in m["stages"]), m
+PY
+fi
 # --check: a pass, then a mismatch: the writer reports it, every rank exits 1
 expect_rc 0 d_check.txt "${M[@]}" -np 2 "$PPRT" d2.plan "$S/data" -o d_check -q --check --rtol 1e-3 --atol 1e-4 "${BK[@]}"
 expect_msg d_check.txt "logits.*OK"
