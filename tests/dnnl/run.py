@@ -89,6 +89,7 @@ def counts(stderr):
 
 seen = {"post-ops": 0, "in place": 0, "views": 0}
 BINARY_OPS = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"}
+POOL_OPS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}
 # --precision bf16: outputs within BF16_TOL x (the output's largest magnitude)
 # of the reference (8-bit mantissas: about 0.4% per rounding, sums in f32);
 # and some must differ from f32 at all, or bf16 did not take effect
@@ -171,6 +172,13 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
                     if l.startswith("  ") and " ref:any" in l and l.split()[1] in BINARY_OPS]
             if slow:
                 failures.append(f"{tag}: {slow} ran oneDNN's reference kernel (ref:any)")
+            # a pool reading a plain tensor (received at a cut) ran oneDNN's simple_nchw
+            # kernel, 14x slower than the JIT one it gets after a reorder into nChw8c
+            slow = [l.split()[0] for l in r.stderr.splitlines()
+                    if l.startswith("  ") and l.split()[1] in POOL_OPS and
+                    not all(k.startswith("jit") for k in l.split()[2:] if not k.startswith("reorder:"))]
+            if slow:
+                failures.append(f"{tag}: pools {slow} did not run a oneDNN JIT kernel")
             missing = set(must) - dnnl_ops(r.stderr)
             if missing:
                 failures.append(f"{tag}: {sorted(missing)} did not run on oneDNN:\n{r.stderr}")
