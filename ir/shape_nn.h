@@ -3,7 +3,7 @@
  * (runtime/cpu/ref_nn.c) reuse, so that inference and execution can never
  * disagree on the meaning of an attribute: ConvTranspose geometry, reduction
  * axes, Softmax's (outer, axis, inner) split, Einsum equations, TopK and
- * Resize parameters, Transpose's permutation.
+ * Resize parameters, Transpose's permutation, Slice's window.
  *
  * Each parser takes pp_tinfo inputs: in ppcc those of the graph (data only
  * for constants), in a kernel those built from its tensors (data always
@@ -24,6 +24,16 @@ pp_status pp_convt_geom(pp_attrs a, const pp_shape *x, const pp_shape *w, pp_geo
 /* Transpose: perm[rank] from the 'perm' attribute (absent: the axes
  * reversed); fails unless it is a permutation of 0..rank-1. */
 pp_status pp_transpose_perm(pp_attrs a, int rank, int64_t *perm, pp_err *err);
+
+/* Slice: from the attributes (opset < 10) or the constant inputs starts,
+ * ends, axes and steps, per axis of the input the first element taken and
+ * the step between elements (axes not sliced: 0 and 1), and the output
+ * shape. */
+typedef struct pp_slice {
+    int64_t first[PP_MAX_DIMS], step[PP_MAX_DIMS];
+    pp_shape out;
+} pp_slice;
+pp_status pp_slice_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_slice *s, pp_err *err);
 
 /* Reductions (ReduceMean, ReduceSum, ...): the reduced axes of x, from the
  * 'axes' attribute or input (by opset), keepdims and noop_with_empty_axes.

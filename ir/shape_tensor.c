@@ -415,9 +415,7 @@ ZERO_FLOPS(SPLIT)
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-pp_status shape_SLICE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
-                      pp_err *err) {
-    (void)n_out;
+pp_status pp_slice_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_slice *sl, pp_err *err) {
     PP_TRY(need_sized(&in[0], "input 'data'", err));
     const pp_shape *x = &in[0].shape;
     const int r = x->rank;
@@ -464,7 +462,8 @@ pp_status shape_SLICE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, i
     if (nst != ns) return PP_FAIL(err, PP_EINVAL, "'steps' has %d values, 'starts' %d", nst, ns);
     int ax[PP_MAX_DIMS];
     PP_TRY(norm_axes(axes, na, r, "axes", ax, err));
-    pp_shape o = *x;
+    sl->out = *x;
+    for (int d = 0; d < r; d++) sl->first[d] = 0, sl->step[d] = 1;
     for (int i = 0; i < ns; i++) {
         const int64_t dim = x->dim[ax[i]], step = steps[i];
         int64_t s = st[i], e = en[i];
@@ -473,7 +472,7 @@ pp_status shape_SLICE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, i
         if (e < 0) e += dim;
         int64_t len;
         if (dim == 0) {
-            len = 0;
+            s = 0, len = 0;
         } else if (step > 0) {
             s = clamp64(s, 0, dim);
             e = clamp64(e, 0, dim);
@@ -484,9 +483,19 @@ pp_status shape_SLICE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, i
             uint64_t ustep = (uint64_t)0 - (uint64_t)step;
             len = s > e ? (int64_t)((uint64_t)(s - e - 1) / ustep + 1) : 0;
         }
-        o.dim[ax[i]] = len;
+        sl->first[ax[i]] = len ? s : 0;
+        sl->step[ax[i]] = len > 1 ? step : 1; /* a lone element needs no step (and step may be huge) */
+        sl->out.dim[ax[i]] = len;
     }
-    out[0] = (pp_tinfo){in[0].dtype, o, NULL};
+    return PP_OK;
+}
+
+pp_status shape_SLICE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                      pp_err *err) {
+    (void)n_out;
+    pp_slice sl;
+    PP_TRY(pp_slice_parse(a, in, n_in, &sl, err));
+    out[0] = (pp_tinfo){in[0].dtype, sl.out, NULL};
     return PP_OK;
 }
 ZERO_FLOPS(SLICE)

@@ -1311,6 +1311,44 @@ static pp_status build_view(pprt_exec *x, const pprt_node *n, pp_err *err) {
     return PP_OK;
 }
 
+/* A Slice with unit steps: one oneDNN reorder from a sub-memory of the
+ * plain input (the window at its offset, the input's strides) to the plain
+ * output, threaded (the reference kernel copies on one thread). ViT's three
+ * per layer take the query, key and value out of one [197, 1, 2304] product. */
+static pp_status build_slice(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    const int in = n->in[0], out = n->out[0];
+    if (!f32(x, in) || !f32(x, out) || numel_of(&T(x, out)->shape) == 0)
+        return unsup(err, "not a non-empty f32 tensor");
+    if (x->blocked[in]) return unsup(err, "its input is in a blocked layout");
+    pp_tinfo ti[5];
+    if (n->n_in > 5) return unsup(err, "more than 5 inputs");
+    for (int k = 0; k < n->n_in; k++) {
+        const int t = n->in[k];
+        ti[k] = t < 0 ? (pp_tinfo){.dtype = PP_UNDEFINED}
+                      : (pp_tinfo){T(x, t)->dtype, T(x, t)->shape, is_weight(x, t) ? x->ptr[t] : NULL};
+    }
+    pp_slice sl;
+    /* starts and ends are constants in every plan ppcc writes; anything else is the reference kernel's */
+    if (pp_slice_parse(attrs_of(x, n), ti, n->n_in, &sl, err) != PP_OK) return unsup(err, "not a constant window");
+    const pp_shape *s = &T(x, in)->shape;
+    if (!pp_shape_eq(&sl.out, &T(x, out)->shape)) return unsup(err, "the window is not the output's shape");
+    dnnl_dims_t dims, offs;
+    for (int d = 0; d < s->rank; d++) {
+        if (sl.step[d] != 1) return unsup(err, "a step other than 1");
+        dims[d] = sl.out.dim[d], offs[d] = sl.first[d];
+    }
+    dnnl_memory_desc_t whole, part, to;
+    PP_TRY(tensor_plain(x, in, &whole, err));
+    DN(dnnl_memory_desc_init_submemory(&part, &whole, dims, offs), "sub-memory descriptor");
+    PP_TRY(tensor_plain(x, out, &to, err));
+    dnnl_memory_t sm, dm;
+    post po;
+    PP_TRY(plain_view(x, in, &part, &sm, err));
+    PP_TRY(bind_output(x, out, &to, &dm, &po, err));
+    PP_TRY(push_reorder(x, sm, dm, STEP_MAIN, err));
+    return push_post(x, &po, err);
+}
+
 /* ---- binary ------------------------------------------------------------------------------------- */
 
 /* Shape s right-aligned to rank r (leading 1s). */
@@ -1721,6 +1759,7 @@ static build_fn *builder_of(pp_op op) {
         return build_binary;
     case PP_OP_RESHAPE: case PP_OP_FLATTEN: case PP_OP_SQUEEZE: case PP_OP_UNSQUEEZE: case PP_OP_TRANSPOSE:
         return build_view;
+    case PP_OP_SLICE: return build_slice;
     default: return NULL;
     }
 }

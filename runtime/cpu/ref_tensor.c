@@ -257,6 +257,8 @@ pp_status kern_SPLIT(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tenso
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+static pp_tinfo tinfo_of(const pprt_tensor *t) { return (pp_tinfo){t->dtype, t->shape, t->data}; }
+
 pp_status kern_SLICE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                      int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
@@ -264,70 +266,20 @@ pp_status kern_SLICE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tenso
     PP_TRY(same_type("Slice", &in[0], &out[0], err));
     const pp_shape *x = &in[0].shape;
     const int r = x->rank;
-    int64_t st[PP_MAX_DIMS], en[PP_MAX_DIMS], axes[PP_MAX_DIMS], steps[PP_MAX_DIMS];
-    int ns = 0, ne = 0, na = -1, nst = -1; /* -1: absent, use the defaults */
-    if (attrs.opset < 10) {
-        int n;
-        PP_TRY(pp_attr_ints(attrs, "starts", st, PP_MAX_DIMS, &ns, err));
-        PP_TRY(pp_attr_ints(attrs, "ends", en, PP_MAX_DIMS, &ne, err));
-        PP_TRY(pp_attr_ints(attrs, "axes", axes, PP_MAX_DIMS, &n, err));
-        if (n > 0) na = n;
-    } else {
-        if (!has(in, n_in, 1) || !has(in, n_in, 2))
-            return PP_FAIL(err, PP_EINVAL, "Slice kernel: inputs 'starts' and 'ends' are required");
-        PP_TRY(read_ints(&in[1], "Slice input 'starts'", st, PP_MAX_DIMS, &ns, err));
-        PP_TRY(read_ints(&in[2], "Slice input 'ends'", en, PP_MAX_DIMS, &ne, err));
-        if (has(in, n_in, 3)) PP_TRY(read_ints(&in[3], "Slice input 'axes'", axes, PP_MAX_DIMS, &na, err));
-        if (has(in, n_in, 4)) PP_TRY(read_ints(&in[4], "Slice input 'steps'", steps, PP_MAX_DIMS, &nst, err));
-    }
-    if (na < 0) {
-        na = ns;
-        for (int i = 0; i < ns; i++) axes[i] = i;
-    }
-    if (nst < 0) {
-        nst = ns;
-        for (int i = 0; i < ns; i++) steps[i] = 1;
-    }
-    if (ne != ns || na != ns || nst != ns)
-        return PP_FAIL(err, PP_EINVAL, "Slice kernel: starts/ends/axes/steps lengths differ");
-    /* per axis: first element and element step; untouched axes take all */
-    int64_t first[PP_MAX_DIMS] = {0}, step[PP_MAX_DIMS], ist[PP_MAX_DIMS];
-    pp_shape want = *x;
-    for (int d = 0; d < r; d++) step[d] = 1;
-    for (int i = 0; i < ns; i++) {
-        int a = 0;
-        PP_TRY(norm_axis(axes[i], r, "Slice kernel: axes", &a, err));
-        const int64_t dim = x->dim[a], sp = steps[i];
-        int64_t s = st[i], e = en[i], len;
-        if (sp == 0) return PP_FAIL(err, PP_EINVAL, "Slice kernel: step 0");
-        if (s < 0) s += dim;
-        if (e < 0) e += dim;
-        if (dim == 0) {
-            s = 0, len = 0;
-        } else if (sp > 0) {
-            s = clamp64(s, 0, dim);
-            e = clamp64(e, 0, dim);
-            len = e > s ? (e - s - 1) / sp + 1 : 0;
-        } else {
-            s = clamp64(s, 0, dim - 1);
-            e = clamp64(e, -1, dim - 1);
-            uint64_t usp = (uint64_t)0 - (uint64_t)sp;
-            len = s > e ? (int64_t)((uint64_t)(s - e - 1) / usp + 1) : 0;
-        }
-        first[a] = len ? s : 0;
-        step[a] = len > 1 ? sp : 1; /* a lone element needs no step (and sp may be huge) */
-        want.dim[a] = len;
-    }
-    PP_TRY(check_shape("Slice", &out[0], &want, err));
+    pp_tinfo ti[5];
+    for (int i = 0; i < n_in; i++) ti[i] = tinfo_of(&in[i]);
+    pp_slice sl;
+    PP_TRY(pp_slice_parse(attrs, ti, n_in, &sl, err));
+    PP_TRY(check_shape("Slice", &out[0], &sl.out, err));
+    int64_t ist[PP_MAX_DIMS], off = 0, stride[PP_MAX_DIMS];
     pp_shape_strides(x, ist);
-    int64_t off = 0, stride[PP_MAX_DIMS];
     for (int d = 0; d < r; d++) {
-        off += first[d] * ist[d];
-        stride[d] = step[d] * ist[d];
+        off += sl.first[d] * ist[d];
+        stride[d] = sl.step[d] * ist[d];
     }
     const size_t esz = esize(&in[0]);
-    if (numel(&want) == 0) return PP_OK;
-    strided_copy(esz, r, want.dim, stride, (const byte *)in[0].data + off * (int64_t)esz,
+    if (numel(&sl.out) == 0) return PP_OK;
+    strided_copy(esz, r, sl.out.dim, stride, (const byte *)in[0].data + off * (int64_t)esz,
                  out[0].data);
     return PP_OK;
 }

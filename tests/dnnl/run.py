@@ -409,13 +409,36 @@ def views():
         ["Flatten", "Reshape", "Unsqueeze", "Squeeze", "Transpose", "MatMul"]
 
 
+def slices():
+    """Slices with unit steps are oneDNN reorders from a sub-memory of the
+    plain input: along the last axis (attention's query, key and value out of
+    one product; a negative start, an end past the axis), along a middle axis,
+    of a graph input, of a convolution's output (written plain for it).
+    Steps other than 1 (forward and backward) stay on the reference kernel."""
+    m = Model("slices", [("x", (6, 10)), ("y", (4, 6, 6))])
+    p = m.op("MatMul", ["x", m.rand(10, 24, scale=0.3)])                  # [N, 6, 24]
+
+    def sl(t, starts, ends, axes, steps=None):
+        ins = [t, m.const_i64(starts), m.const_i64(ends), m.const_i64(axes)]
+        return m.op("Slice", ins + ([m.const_i64(steps)] if steps else []))
+    q, k = sl(p, [0], [8], [2]), sl(p, [8], [16], [-1])
+    v = sl(p, [-8], [2 ** 40], [2])
+    att = m.op("Mul", [m.op("Add", [q, k]), v])
+    mid = sl(p, [1, 4], [5, 20], [1, 2])                                     # two axes at once
+    inp = sl("x", [2], [6], [1])                                             # a graph input
+    stepped = sl(p, [0], [24], [2], [3])                                     # steps: the reference kernel
+    back = sl(p, [-1], [-25], [2], [-2])
+    blk = sl(m.conv("y", 4, 16, (3, 3), pads=[1, 1, 1, 1]), [3], [11], [1])  # channels 3..10 of a convolution
+    return m.save([att, mid, inp, stepped, back, m.op("Relu", [blk])]), m.data(), ["Slice", "MatMul"]
+
+
 # ---- run everything --------------------------------------------------------------------------------
 
-for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views):
+for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices):
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
-        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views") else (1,)
+        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices") else (1,)
         for pp in pps:
             plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
             try:
@@ -424,7 +447,7 @@ for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views):
                 # the fused ops replace some of the listed ones
                 req = must if variant == "unfused" else [o for o in must if o not in (
                     "Relu", "Add", "Clip", "Sigmoid", "Mul", "Gelu")]
-                if name == "views" and pp > 1:  # a view whose input or output crosses a cut copies
+                if name in ("views", "slices") and pp > 1:  # a view whose input or output crosses a cut copies
                     req = ["MatMul"]
                 check_plan(f"{name}_{variant}_pp{pp}", plan, data, req, extra_runs=True)
             except RuntimeError as e:
@@ -436,7 +459,7 @@ for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views):
 flags = open("/proc/cpuinfo").read().split() if os.path.exists("/proc/cpuinfo") else []
 # views: likewise (a view where the input dies in the stage, a copy where it
 # crosses a cut: the same bytes)
-for name, pp in ((n, k) for n in ("wino", "views") for k in (2, 3)):
+for name, pp in ((n, k) for n in ("wino", "views", "slices") for k in (2, 3)):
     d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_blocked_t1") for k in (1, pp))
     if os.path.isdir(d1) and os.path.isdir(dn):
         for f in sorted(x for x in os.listdir(d1) if x.endswith(".npy")):
