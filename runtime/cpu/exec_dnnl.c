@@ -10,13 +10,17 @@
  *                          bias; the residual Z by a sum post-op; relu / clip
  *   Gemm, MatMul           matmul (batched, batch dims broadcast); Gemm's C as
  *                          a binary-add post-op, alpha as output scale
- *   MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool     pooling
+ *   MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool     pooling (a
+ *                          plain source reordered into a channel-blocked one
+ *                          where that gets a JIT kernel)
  *   BatchNormalization     inference, global statistics
  *   LayerNormalization     scale over the whole normalized extent
  *   Softmax, LogSoftmax    softmax (accurate / log)
  *   Relu LeakyRelu Elu Sigmoid Tanh Gelu pp.SiLU Exp Log Sqrt Abs Neg Clip
  *   HardSwish Softplus     eltwise
  *   Add Sub Mul Div Max Min Sum (two inputs)   binary, one operand broadcast
+ *   Reshape Flatten Squeeze Unsqueeze Transpose   views (no step) or a reorder
+ *   Slice (unit steps)     reorder from a sub-memory of the plain input
  *
  * Post-ops. A convolution, MatMul or Gemm absorbs the eltwise and binary
  * nodes right after it that only refine its output (bias Add, Gelu, SiLU,
