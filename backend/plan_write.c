@@ -158,7 +158,7 @@ pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err) {
         return st;
     }
     s.fd = fileno(out.f); /* written with pwrite; the FILE only closes it */
-    if (file_size >= DIRECT_MIN) {
+    if (file_size >= DIRECT_MIN && !out.special) {
         int fl = fcntl(s.fd, F_GETFL);
         s.direct = fl >= 0 && fcntl(s.fd, F_SETFL, fl | O_DIRECT) == 0;
     }
@@ -177,7 +177,7 @@ pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err) {
         if (s.off == 0) memcpy(s.buf, hdr, sizeof hdr);
         else memcpy(s.head, hdr, sizeof hdr);
         ok = flush(&s) && (!s.have_head || write_all(&s, s.head, BLOCK, 0));
-        ok = ok && ftruncate(s.fd, (off_t)file_size) == 0;
+        ok = ok && (out.special || ftruncate(s.fd, (off_t)file_size) == 0);
     }
     st = pp_outfile_commit(&out, ok, err);
     free(meta), free(s.buf), free(s.head), XXH3_freeState(h);

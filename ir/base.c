@@ -307,7 +307,18 @@ bool pp_op_lookup(const char *name, pp_op *out) {
 
 pp_status pp_outfile_open(pp_outfile *o, const char *path, pp_err *err) {
     o->f = NULL;
+    o->tmp = NULL;
     o->path = path;
+    o->special = false;
+    struct stat st;
+    const bool exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) return PP_FAIL(err, PP_EIO, "cannot write '%s': it is a directory", path);
+    if (exists && !S_ISREG(st.st_mode)) {
+        o->special = true;
+        o->f = fopen(path, "wb");
+        if (!o->f) return PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(errno));
+        return PP_OK;
+    }
     size_t n = strlen(path) + 16;
     o->tmp = malloc(n);
     if (!o->tmp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -334,12 +345,14 @@ pp_status pp_outfile_open(pp_outfile *o, const char *path, pp_err *err) {
 
 pp_status pp_outfile_commit(pp_outfile *o, bool ok, pp_err *err) {
     if (!o->f) return PP_FAIL(err, PP_EIO, "'%s' was not opened", o->path);
-    ok = ok && !ferror(o->f) && fflush(o->f) == 0 && fsync(fileno(o->f)) == 0;
+    ok = ok && !ferror(o->f) && fflush(o->f) == 0 && (o->special || fsync(fileno(o->f)) == 0);
     int saved = errno;
     ok = fclose(o->f) == 0 && ok;
     o->f = NULL;
     pp_status s = PP_OK;
-    if (!ok) {
+    if (o->special) {
+        if (!ok) s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", o->path, strerror(saved ? saved : EIO));
+    } else if (!ok) {
         s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", o->path, strerror(saved ? saved : EIO));
         unlink(o->tmp);
     } else if (rename(o->tmp, o->path) != 0) {

@@ -151,11 +151,14 @@ static inline size_t pp_align_up(size_t x, size_t a) { return (x + (a - 1)) & ~(
 
 /* An output file written under a temporary name beside `path` and renamed
  * into place by pp_outfile_commit, so readers see the old file or the whole
- * new one, never a part. Any failure removes the temporary file. */
+ * new one, never a part. Any failure removes the temporary file. Where path
+ * exists and is not a regular file (/dev/null, a FIFO, a terminal) it is
+ * written in place instead: a rename would replace the device node. */
 typedef struct pp_outfile {
     FILE *f;
-    char *tmp;
+    char *tmp;        /* NULL: writing path itself (special) */
     const char *path;
+    bool special;     /* path is not a regular file: no sync, no truncate, no rename */
 } pp_outfile;
 
 pp_status pp_outfile_open(pp_outfile *o, const char *path, pp_err *err);

@@ -60,4 +60,15 @@ assert s['backend'] == 'cpu-dnnl' or all(x['reference_kernels'] == x['nodes'] fo
   { echo "FAIL: executor counts in the stats json"; cat s.json; exit 1; }
 "$PPCC" "$S/model.onnx" -pp 2 -b 16 -o again.plan -q
 cmp d_16_2.plan again.plan || { echo "FAIL: recompiling gave a different plan"; exit 1; }
+# an output path that is not a regular file is written in place: a rename
+# over /dev/null (the atomic write of a regular file) would replace the
+# device node with a file (as root) or fail (as anyone else)
+"$PPCC" "$S/model.onnx" -pp 2 -b 16 -o /dev/null -q
+"$PPRT" d_16_2.plan "$S/data" -o out_null -q --stats-json /dev/null --profile /dev/null
+[ -c /dev/null ] || { echo "FAIL: /dev/null is no longer a character device"; exit 1; }
+rm -f fifo && mkfifo fifo
+timeout 60 cat fifo > from_fifo.json &
+"$PPRT" d_16_2.plan "$S/data" -o out_fifo -q --stats-json fifo
+wait
+[ -p fifo ] && grep -q '"samples": 360' from_fifo.json || { echo "FAIL: --stats-json into a FIFO"; exit 1; }
 echo "digits: accuracy $want_acc at -pp 1,2,3 and -b 16,7; logits within tolerance; splits bit-identical"
