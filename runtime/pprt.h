@@ -138,7 +138,7 @@ typedef struct pprt_exec_counts {
     int reference;       /* on the reference kernels */
     int reorders;        /* layout changes per micro-batch */
     int copies;          /* residual copies per micro-batch */
-    int in_place;        /* residuals summed in place */
+    int in_place;        /* outputs written over the bytes of an input that dies there (residual sums, binary ops) */
     int blocked;         /* tensors kept in the executor's own layouts */
     double weight_bytes; /* weights reordered (or converted) once, at load */
 } pprt_exec_counts;

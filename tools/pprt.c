@@ -101,7 +101,7 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
         fprintf(f,
                 "%s{\"index\": %d, \"busy_s\": %.6f, \"utilization\": %.4f, \"nodes\": %d, \"own_kernels\": %d, "
                 "\"post_ops\": %d, \"views\": %d, \"reference_kernels\": %d, \"reorders_per_micro_batch\": %d, "
-                "\"copies_per_micro_batch\": %d, \"residuals_in_place\": %d, \"blocked_tensors\": %d, "
+                "\"copies_per_micro_batch\": %d, \"outputs_in_place\": %d, \"blocked_tensors\": %d, "
                 "\"weights_reordered_bytes\": %.0f}",
                 i ? ", " : "", i, st->stages[i].busy_s, st->stages[i].utilization, c->nodes, c->own, c->post_ops,
                 c->views, c->reference, c->reorders, c->copies, c->in_place, c->blocked, c->weight_bytes);

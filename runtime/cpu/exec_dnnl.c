@@ -1459,6 +1459,20 @@ static pp_status build_binary(pprt_exec *x, const pprt_node *n, pp_err *err) {
     dnnl_memory_t a0, a1, dm;
     post out;
     const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    /* in place: where this node is the full operand's last reader and the
+     * output is stored as it is (arena activations both), the output takes
+     * over its bytes (oneDNN's binary kernels allow dst == src0): no second
+     * buffer to fill, so fewer bytes through the caches */
+    const int ni = (int)(n - x->st->nodes);
+    dnnl_memory_desc_t yp;
+    if ((rs = tensor_plain(x, yi, &yp, err)) != PP_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return rs;
+    }
+    if (x->inplace && i0 != i1 && ys->rank > 0 && x->last[i0] == ni && x->kind[i0] == PPRT_ACTIVATION &&
+        x->kind[yi] == PPRT_ACTIVATION && !x->ghost[i0] && x->alias[yi] < 0 && dnnl_memory_desc_equal(&m0, dst_md) &&
+        (x->flex[yi] || dnnl_memory_desc_equal(dst_md, &yp)))
+        x->alias[yi] = i0;
     if ((rs = bind_output(x, yi, dst_md, &dm, &out, err)) != PP_OK ||
         (rs = tensor_mem(x, i0, &m0, &a0, err)) != PP_OK ||
         (rs = is_weight(x, i1) ? weight_mem(x, i1, &c1, &m1, &a1, err)
@@ -2089,7 +2103,7 @@ static void report(const pprt_exec *x) {
     }
     fprintf(stderr,
             "pprt dnnl: stage %d: %d of %d nodes on oneDNN (%d as post-ops)%s%s; %d reorders and %d residual copies "
-            "per micro-batch (%d residuals summed in place); %d tensors in oneDNN layouts, %d views of their input's "
+            "per micro-batch (%d outputs in place of their input); %d tensors in oneDNN layouts, %d views of their input's "
             "bytes; arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights, %.1f MB other buffers, %.1f MB "
             "shared\n",
             st->index, c.own, st->n_nodes, c.post_ops, len ? ", reference: " : "", refs, c.reorders, c.copies,

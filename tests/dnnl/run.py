@@ -6,7 +6,8 @@ rtol 1e-3 / atol 1e-4, whatever the layouts between nodes (the default:
 oneDNN's blocked layouts where every consumer takes them; and
 PPRT_DNNL_LAYOUT=plain), the threads per stage (1 and 2, which must give
 the same bits: -pp N runs a stage on fewer threads than -pp 1), the nodes absorbed
-as post-ops and the residuals summed in place (the default, and neither:
+as post-ops and the outputs written in place of an input (residual sums,
+binary ops) (the default, and neither:
 PPRT_DNNL_FUSE=0 PPRT_DNNL_INPLACE=0), the residual of pp.FusedConv as a
 binary post-op (PPRT_DNNL_RESIDUAL=binary) and the pipeline split, on:
   - small models written here, one per family of covered ops, each compiled
@@ -80,9 +81,9 @@ def dnnl_ops(stderr):
 
 
 def counts(stderr):
-    """Nodes absorbed as post-ops and residuals summed in place, over the stages."""
+    """Nodes absorbed as post-ops, outputs in place of their input, views, over the stages."""
     post = sum(int(m) for m in re.findall(r"\((\d+) as post-ops\)", stderr))
-    inplace = sum(int(m) for m in re.findall(r"\((\d+) residuals summed in place\)", stderr))
+    inplace = sum(int(m) for m in re.findall(r"\((\d+) outputs in place of their input\)", stderr))
     views = sum(int(m) for m in re.findall(r"(\d+) views of their input's bytes", stderr))
     return post, inplace, views
 
@@ -158,7 +159,7 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
             post, inplace, nviews = counts(r.stderr)
             # --stats-json carries the same counts, stage by stage
             st = json.load(open(stats))
-            got = tuple(sum(x[k] for x in st["stages"]) for k in ("post_ops", "residuals_in_place", "views"))
+            got = tuple(sum(x[k] for x in st["stages"]) for k in ("post_ops", "outputs_in_place", "views"))
             if got != (post, inplace, nviews) or st["backend"] != "cpu-dnnl" or \
                     any(x["own_kernels"] + x["reference_kernels"] != x["nodes"] for x in st["stages"]):
                 failures.append(f"{tag}: --stats-json counts {st['stages']} do not match the verbose report "
@@ -423,7 +424,7 @@ def slices():
         return m.op("Slice", ins + ([m.const_i64(steps)] if steps else []))
     q, k = sl(p, [0], [8], [2]), sl(p, [8], [16], [-1])
     v = sl(p, [-8], [2 ** 40], [2])
-    att = m.op("Mul", [m.op("Add", [q, k]), v])
+    att = m.op("Relu", [m.op("Mul", [m.op("Add", [q, k]), v])])
     mid = sl(p, [1, 4], [5, 20], [1, 2])                                     # two axes at once
     inp = sl("x", [2], [6], [1])                                             # a graph input
     stepped = sl(p, [0], [24], [2], [3])                                     # steps: the reference kernel
@@ -489,6 +490,17 @@ try:
         failures.append(f"views: --stats-json: {json.load(open(vs))['stages']}, expected 7 views")
 except RuntimeError as e:
     failures.append(f"views: {e}")
+
+# slices: at -pp 1 (fused) the Add of query and key and the Mul by the value
+# write over their first operand, which dies there (binary ops in place); the
+# other nodes have no input that dies at them and is stored as they write
+try:
+    r = run([PPRT, os.path.join(work, "slices_fused_1.plan"), os.path.join(work, "slices_data"), "--backend", "dnnl",
+             "-q", "-o", os.path.join(work, "slices_verbose")], env={"PPRT_DNNL_VERBOSE": "1"})
+    if counts(r.stderr)[1] != 2:
+        failures.append(f"slices: {counts(r.stderr)[1]} outputs in place at -pp 1, expected 2:\n{r.stderr}")
+except RuntimeError as e:
+    failures.append(f"slices: {e}")
 
 # mlp: matrix products with constant weights and few rows run as oneDNN 1x1
 # convolutions (ROWS_AS_PIXELS_MAX in exec_dnnl.c) where oneDNN has a JIT
@@ -585,8 +597,8 @@ if failures:
     sys.exit(1)
 print(f"dnnl: {checked} outputs of the oneDNN backend match the reference backend "
       f"(rtol {RTOL}, atol {ATOL}): op models fused/unfused, digits, golden; blocked and plain layouts, "
-      f"1 and 2 threads, with and without post-op fusion ({seen['post-ops']} nodes absorbed) and residuals "
-      f"summed in place ({seen['in place']}), views without a copy ({seen['views']}); " +
+      f"1 and 2 threads, with and without post-op fusion ({seen['post-ops']} nodes absorbed) and outputs "
+      f"in place of an input ({seen['in place']}), views without a copy ({seen['views']}); " +
       (f"bf16: {bf16['outputs']} outputs within {BF16_TOL} of their largest magnitude (worst "
        f"{bf16['worst']:.3g}, {bf16['differ']} differ from f32)" if HAVE_BF16 else
        f"bf16: no bf16 kernels on this CPU, {bf16['fallback']} runs warned and gave the f32 outputs") +
