@@ -1223,6 +1223,22 @@ static pp_status eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kin
     }
 }
 
+/* Output yi of node n takes over the bytes of its input xi (stored as xmd)
+ * where n is xi's last reader and yi will be stored as the primitive writes
+ * it (dst_md equal to xmd; arena activations both): no second buffer to
+ * fill, so fewer bytes through the caches. For primitives that allow dst ==
+ * src (oneDNN's eltwise, and binary with src0). PPRT_DNNL_INPLACE=0: never. */
+static pp_status write_in_place(pprt_exec *x, const pprt_node *n, int xi, const dnnl_memory_desc_t *xmd, int yi,
+                                const dnnl_memory_desc_t *dst_md, pp_err *err) {
+    dnnl_memory_desc_t yp;
+    PP_TRY(tensor_plain(x, yi, &yp, err));
+    if (x->inplace && x->last[xi] == (int)(n - x->st->nodes) && x->kind[xi] == PPRT_ACTIVATION &&
+        x->kind[yi] == PPRT_ACTIVATION && !x->ghost[xi] && x->alias[yi] < 0 && dnnl_memory_desc_equal(xmd, dst_md) &&
+        (x->flex[yi] || dnnl_memory_desc_equal(dst_md, &yp)))
+        x->alias[yi] = xi;
+    return PP_OK;
+}
+
 static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(need_f32_nonempty(x, n, err));
     dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
@@ -1242,7 +1258,8 @@ static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
     dnnl_memory_t sm, dm;
     post out;
     const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    if ((r = bind_output(x, n->out[0], dst_md, &dm, &out, err)) != PP_OK ||
+    if ((r = write_in_place(x, n, n->in[0], &src, n->out[0], dst_md, err)) != PP_OK ||
+        (r = bind_output(x, n->out[0], dst_md, &dm, &out, err)) != PP_OK ||
         (r = bind_input(x, n->in[0], &src, SLOT_SRC, &sm, err)) != PP_OK) {
         dnnl_primitive_desc_destroy(pd);
         return r;
@@ -1459,21 +1476,8 @@ static pp_status build_binary(pprt_exec *x, const pprt_node *n, pp_err *err) {
     dnnl_memory_t a0, a1, dm;
     post out;
     const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    /* in place: where this node is the full operand's last reader and the
-     * output is stored as it is (arena activations both), the output takes
-     * over its bytes (oneDNN's binary kernels allow dst == src0): no second
-     * buffer to fill, so fewer bytes through the caches */
-    const int ni = (int)(n - x->st->nodes);
-    dnnl_memory_desc_t yp;
-    if ((rs = tensor_plain(x, yi, &yp, err)) != PP_OK) {
-        dnnl_primitive_desc_destroy(pd);
-        return rs;
-    }
-    if (x->inplace && i0 != i1 && ys->rank > 0 && x->last[i0] == ni && x->kind[i0] == PPRT_ACTIVATION &&
-        x->kind[yi] == PPRT_ACTIVATION && !x->ghost[i0] && x->alias[yi] < 0 && dnnl_memory_desc_equal(&m0, dst_md) &&
-        (x->flex[yi] || dnnl_memory_desc_equal(dst_md, &yp)))
-        x->alias[yi] = i0;
-    if ((rs = bind_output(x, yi, dst_md, &dm, &out, err)) != PP_OK ||
+    rs = i0 == i1 || ys->rank == 0 ? PP_OK : write_in_place(x, n, i0, &m0, yi, dst_md, err);
+    if (rs != PP_OK || (rs = bind_output(x, yi, dst_md, &dm, &out, err)) != PP_OK ||
         (rs = tensor_mem(x, i0, &m0, &a0, err)) != PP_OK ||
         (rs = is_weight(x, i1) ? weight_mem(x, i1, &c1, &m1, &a1, err)
                                : bind_view(x, i1, &c1, &m1, SLOT_SRC, &a1, err)) != PP_OK) {
