@@ -747,7 +747,7 @@ pp_status pp_reduce_parse(pp_op op, pp_attrs a, const pp_tinfo *x, const pp_tinf
     memset(r, 0, sizeof *r);
     const int rank = x->shape.rank;
     PP_TRY(bool_attr(a, "keepdims", 1, &r->keepdims, err));
-    bool noop;
+    bool noop = false; /* set by bool_attr; initialized for GCC -O3, which cannot see that */
     PP_TRY(bool_attr(a, "noop_with_empty_axes", 0, &noop, err));
     /* ReduceSum takes axes as an input from opset 13, the others from 18 */
     const bool axes_as_input = a.opset >= (op == PP_OP_REDUCESUM ? 13 : 18);
@@ -843,7 +843,7 @@ static pp_status shape_arg(pp_attrs a, const pp_tinfo *in, pp_tinfo *out, pp_err
     PP_TRY(pp_need_rank(&in[0], 1, PP_MAX_DIMS, "input data", err));
     int64_t axis64;
     int axis;
-    bool keep, last;
+    bool keep = true, last = false; /* set by bool_attr (initialized for GCC -O3) */
     PP_TRY(pp_attr_int(a, "axis", 0, &axis64, err));
     PP_TRY(pp_norm_axis(axis64, in[0].shape.rank, "attribute 'axis'", &axis, err));
     PP_TRY(bool_attr(a, "keepdims", 1, &keep, err));
