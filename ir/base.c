@@ -350,12 +350,10 @@ pp_status pp_outfile_commit(pp_outfile *o, bool ok, pp_err *err) {
     ok = fclose(o->f) == 0 && ok;
     o->f = NULL;
     pp_status s = PP_OK;
-    if (o->special) {
-        if (!ok) s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", o->path, strerror(saved ? saved : EIO));
-    } else if (!ok) {
+    if (!ok) {
         s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", o->path, strerror(saved ? saved : EIO));
-        unlink(o->tmp);
-    } else if (rename(o->tmp, o->path) != 0) {
+        if (!o->special) unlink(o->tmp);
+    } else if (!o->special && rename(o->tmp, o->path) != 0) {
         s = PP_FAIL(err, PP_EIO, "cannot rename '%s' to '%s': %s", o->tmp, o->path, strerror(errno));
         unlink(o->tmp);
     }

@@ -749,6 +749,23 @@ static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int
     return push_post(x, &out, err);
 }
 
+/* Output yi of node n takes over the bytes of its input xi (stored as xmd)
+ * where n is xi's last reader and yi will be stored as the primitive writes
+ * it (dst_md equal to xmd; arena activations both): no second buffer to
+ * fill, so fewer bytes through the caches. For primitives that allow dst ==
+ * src (oneDNN's eltwise, binary with src0, and a convolution's sum post-op
+ * with its residual). PPRT_DNNL_INPLACE=0: never. */
+static pp_status write_in_place(pprt_exec *x, const pprt_node *n, int xi, const dnnl_memory_desc_t *xmd, int yi,
+                                const dnnl_memory_desc_t *dst_md, pp_err *err) {
+    dnnl_memory_desc_t yp;
+    PP_TRY(tensor_plain(x, yi, &yp, err));
+    if (x->inplace && x->last[xi] == (int)(n - x->st->nodes) && x->kind[xi] == PPRT_ACTIVATION &&
+        x->kind[yi] == PPRT_ACTIVATION && !x->ghost[xi] && x->alias[yi] < 0 && dnnl_memory_desc_equal(xmd, dst_md) &&
+        (x->flex[yi] || dnnl_memory_desc_equal(dst_md, &yp)))
+        x->alias[yi] = xi;
+    return PP_OK;
+}
+
 /* Run a step of our Winograd kernel on the bytes its memories point at now,
  * on the calling thread's OpenMP team (set for the step by dnnl_run). */
 static dnnl_status_t run_wino(const step *s) {
@@ -885,14 +902,11 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * the primitive writes its output (an arena activation both), the output
      * takes over Z's bytes and Z is not copied */
     bool in_place = false;
-    if (zsum && zi != xi && zi != wi && zi != bi && x->inplace) {
-        const int ni = (int)(n - x->st->nodes);
-        dnnl_memory_desc_t zl, yp;
-        if ((r = tensor_layout(x, zi, &zl, err)) != PP_OK || (r = tensor_plain(x, yi, &yp, err)) != PP_OK) goto fail;
-        in_place = x->last[zi] == ni && x->kind[zi] == PPRT_ACTIVATION && x->kind[yi] == PPRT_ACTIVATION &&
-                   dnnl_memory_desc_equal(&zl, dst_md) &&
-                   (x->flex[yi] || dnnl_memory_desc_equal(dst_md, &yp));
-        if (in_place) x->alias[yi] = zi;
+    if (zsum && zi != xi && zi != wi && zi != bi) {
+        dnnl_memory_desc_t zl;
+        if ((r = tensor_layout(x, zi, &zl, err)) != PP_OK || (r = write_in_place(x, n, zi, &zl, yi, dst_md, err)) != PP_OK)
+            goto fail;
+        in_place = x->alias[yi] == zi;
     }
     /* a constant W is reordered once; a computed one every run */
     if (is_weight(x, wi)) r = weight_mem(x, wi, &w_plain, w_md, &wm, err);
@@ -1221,22 +1235,6 @@ static pp_status eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kin
     }
     default: return unsup(err, "op");
     }
-}
-
-/* Output yi of node n takes over the bytes of its input xi (stored as xmd)
- * where n is xi's last reader and yi will be stored as the primitive writes
- * it (dst_md equal to xmd; arena activations both): no second buffer to
- * fill, so fewer bytes through the caches. For primitives that allow dst ==
- * src (oneDNN's eltwise, and binary with src0). PPRT_DNNL_INPLACE=0: never. */
-static pp_status write_in_place(pprt_exec *x, const pprt_node *n, int xi, const dnnl_memory_desc_t *xmd, int yi,
-                                const dnnl_memory_desc_t *dst_md, pp_err *err) {
-    dnnl_memory_desc_t yp;
-    PP_TRY(tensor_plain(x, yi, &yp, err));
-    if (x->inplace && x->last[xi] == (int)(n - x->st->nodes) && x->kind[xi] == PPRT_ACTIVATION &&
-        x->kind[yi] == PPRT_ACTIVATION && !x->ghost[xi] && x->alias[yi] < 0 && dnnl_memory_desc_equal(xmd, dst_md) &&
-        (x->flex[yi] || dnnl_memory_desc_equal(dst_md, &yp)))
-        x->alias[yi] = xi;
-    return PP_OK;
 }
 
 static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {

@@ -28,6 +28,10 @@ pp_status pprt_numel_of(const pprt_tensor *t, int64_t *n, pp_err *err);
 pp_status pprt_copy_bytes(const char *op, const pprt_tensor *in, int n_in, pprt_tensor *out,
                           int n_out, pp_err *err);
 
+/* A kernel tensor as the pp_tinfo the shared parsers of ir/shape_nn.h take
+ * (its data always present). */
+static inline pp_tinfo pprt_tinfo_of(const pprt_tensor *t) { return (pp_tinfo){t->dtype, t->shape, t->data}; }
+
 /* Conv/pool window geometry lifted to exactly three spatial dims (leading
  * unit dims: kernel 1, stride 1, no padding), so 1-D, 2-D and 3-D share one
  * code path (ref_kernels.c, ref_nn.c). p: padding before, p1: after. */

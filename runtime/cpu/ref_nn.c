@@ -21,10 +21,6 @@
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
-static pp_tinfo tinfo_of(const pprt_tensor *t) {
-    return (pp_tinfo){t->dtype, t->shape, t->data};
-}
-
 static bool present(const pprt_tensor *in, int n_in, int k) {
     return k < n_in && in[k].dtype != PP_UNDEFINED;
 }
@@ -49,7 +45,7 @@ static pp_status check_outputs(pp_op op, pp_attrs attrs, const pprt_tensor *in, 
     if (n_out < 1 || n_out > pp_op_table[op].max_outputs || n_out > 3)
         return PP_FAIL(err, PP_EINVAL, "%s kernel: %d outputs", name, n_out);
     for (int i = 0; i < n_in; i++) {
-        ti[i] = tinfo_of(&in[i]);
+        ti[i] = pprt_tinfo_of(&in[i]);
         if (in[i].dtype != PP_UNDEFINED && !in[i].data && numel(&in[i].shape) > 0)
             return PP_FAIL(err, PP_EINVAL, "%s kernel: input %d has no data", name, i);
     }
@@ -681,7 +677,7 @@ pp_status kern_EINSUM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tens
                       int n_out, pprt_scratch *scratch, pp_err *err) {
     PP_TRY(check_outputs(PP_OP_EINSUM, attrs, in, n_in, out, n_out, err));
     pp_tinfo ti[PP_EINSUM_MAX_OPS];
-    for (int i = 0; i < n_in; i++) ti[i] = tinfo_of(&in[i]);
+    for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
     pp_einsum e;
     PP_TRY(pp_einsum_parse(attrs, ti, n_in, &e, err));
     if (numel(&out[0].shape) == 0) return PP_OK;
@@ -924,7 +920,7 @@ static int64_t red_int(pp_op op, const red_plan *p, const void *x, pp_dtype t, i
 static pp_status reduce_common(pp_op op, pp_attrs attrs, const pprt_tensor *in, int n_in,
                                pprt_tensor *out, int n_out, pp_err *err) {
     PP_TRY(check_outputs(op, attrs, in, n_in, out, n_out, err));
-    pp_tinfo x = tinfo_of(&in[0]), ax = n_in > 1 ? tinfo_of(&in[1]) : (pp_tinfo){0};
+    pp_tinfo x = pprt_tinfo_of(&in[0]), ax = n_in > 1 ? pprt_tinfo_of(&in[1]) : (pp_tinfo){0};
     pp_reduce r;
     PP_TRY(pp_reduce_parse(op, attrs, &x, n_in > 1 ? &ax : NULL, &r, err));
     red_plan p;
@@ -1095,7 +1091,7 @@ static void sort_idx(int64_t *idx, int64_t *tmp, int64_t n, const key *keys, key
 pp_status kern_TOPK(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                     int n_out, pprt_scratch *scratch, pp_err *err) {
     PP_TRY(check_outputs(PP_OP_TOPK, attrs, in, n_in, out, n_out, err));
-    pp_tinfo ti[2] = {tinfo_of(&in[0]), n_in > 1 ? tinfo_of(&in[1]) : (pp_tinfo){0}};
+    pp_tinfo ti[2] = {pprt_tinfo_of(&in[0]), n_in > 1 ? pprt_tinfo_of(&in[1]) : (pp_tinfo){0}};
     pp_topk tk;
     PP_TRY(pp_topk_parse(attrs, ti, n_in, &tk, err));
     const pp_shape *xs = &in[0].shape;
@@ -1286,7 +1282,7 @@ pp_status kern_RESIZE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tens
                       int n_out, pprt_scratch *scratch, pp_err *err) {
     PP_TRY(check_outputs(PP_OP_RESIZE, attrs, in, n_in, out, n_out, err));
     pp_tinfo ti[4];
-    for (int i = 0; i < n_in; i++) ti[i] = tinfo_of(&in[i]);
+    for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
     pp_resize r;
     PP_TRY(pp_resize_parse(attrs, ti, n_in, &r, err));
     const pp_shape *xs = &in[0].shape;

@@ -257,8 +257,6 @@ pp_status kern_SPLIT(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tenso
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-static pp_tinfo tinfo_of(const pprt_tensor *t) { return (pp_tinfo){t->dtype, t->shape, t->data}; }
-
 pp_status kern_SLICE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                      int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
@@ -267,7 +265,7 @@ pp_status kern_SLICE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tenso
     const pp_shape *x = &in[0].shape;
     const int r = x->rank;
     pp_tinfo ti[5];
-    for (int i = 0; i < n_in; i++) ti[i] = tinfo_of(&in[i]);
+    for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
     pp_slice sl;
     PP_TRY(pp_slice_parse(attrs, ti, n_in, &sl, err));
     PP_TRY(check_shape("Slice", &out[0], &sl.out, err));
