@@ -19,11 +19,12 @@
 #    and is left out where its warm-up batch takes more than 20 s.
 # 2. Pipeline cost: the same model at -pp 1 with 2 threads against -pp 2 with
 #    one thread (and core) per stage, on 32 micro-batches (fill and drain of
-#    the pipeline: 1/33 of the run), alternating, median; -pp 2 split twice:
+#    the pipeline: 1/33 of the run), taking turns PP_ROUNDS times; each ratio
+#    is the median of the rounds' ratios, with their range; -pp 2 split twice:
 #    by ppcc's roofline estimates (the default), and by measured op times
 #    (pprt --profile of the -pp 1 plan on one thread, then ppcc --profile).
 #    Also each run's steady-state rate (pprt's steady_samples_per_s: from the
-#    first micro-batch out to the last, so without the fill and drain), median.
+#    first micro-batch out to the last, so without the fill and drain).
 # 3. bf16 accuracy: the digits sample at f32 and bf16: top-1 agreement, the
 #    largest difference relative to the largest logit, accuracy on its labels.
 # 4. Compile time: ppcc -pp 2 on ResNet-50 and ViT-L/16 (COMPILE_MODELS),
@@ -33,7 +34,8 @@
 #        BUILD_DIR/pprt, default build/; REPS default 5)
 # Environment: MODELS (default "resnet50 efficientnet_b0 vit_b_16"), BATCHES (default "1 8"),
 #              SAMPLES (images per throughput run, default 32; ViT-B/16 runs half as many),
-#              COMPILE_MODELS (default "resnet50 vit_l_16"), SECTIONS (default "1 2 3 4")
+#              COMPILE_MODELS (default "resnet50 vit_l_16"), SECTIONS (default "1 2 3 4"),
+#              PP_ROUNDS (rounds of section 2, default the larger of REPS and 5)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -46,12 +48,14 @@ trap 'rm -rf "$work"' EXIT
 export BUILD=$build WORK=$work REPS=$reps SRC=$root
 export MODELS=${MODELS:-"resnet50 efficientnet_b0 vit_b_16"} BATCHES=${BATCHES:-"1 8"} SAMPLES=${SAMPLES:-32}
 export COMPILE_MODELS=${COMPILE_MODELS:-"resnet50 vit_l_16"} SECTIONS=${SECTIONS:-"1 2 3 4"}
+export PP_ROUNDS=${PP_ROUNDS:-$(( reps > 5 ? reps : 5 ))}
 exec "$py" - <<'PY'
 import json, os, statistics, subprocess, sys, time
 import numpy as np
 
 B, W, SRC = os.environ["BUILD"], os.environ["WORK"], os.environ["SRC"]
 REPS, SAMPLES = int(os.environ["REPS"]), int(os.environ["SAMPLES"])
+PP_ROUNDS = int(os.environ["PP_ROUNDS"])
 MODELS, BATCHES = os.environ["MODELS"].split(), [int(b) for b in os.environ["BATCHES"].split()]
 PY = sys.executable
 # oneDNN has bf16 kernels from AVX-512 up; elsewhere pprt runs bf16 in f32
@@ -231,22 +235,28 @@ for name in (MODELS if "2" in SECTIONS else []):
         sh([f"{B}/ppcc", model, "-b", str(b), "-pp", "2", "--profile", prof, "-q", "-o", plan])
         runs["2p"] = pprt_runner(plan, data, 1, steady=steady["2p"])
         got = {1: [], 2: [], "2p": []}
-        for _ in range(max(3, REPS // 2)):
+        for _ in range(PP_ROUNDS):
             for pp in (1, 2, "2p"):
                 got[pp].append(runs[pp]())
-        med = {k: statistics.median(v) for k, v in got.items()}
-        med.update({("steady", k): statistics.median(v) for k, v in steady.items()})
-        rows.append((name, b, n, med))
-        print(f"{name} -b {b} x 32: " + ", ".join(f"pp{k} {[round(v, 2) for v in got[k]]}" for k in got),
+        # ratios within a round (runs seconds apart), then their median: the
+        # host's slow spells, minutes long here, shift both sides of a ratio
+        ratio = lambda a, b: [x / y for x, y in zip(a, b)]
+        r = {"roof": ratio(got[2], got[1]), "meas": ratio(got["2p"], got[1]),
+             "steady": ratio(steady["2p"], steady[1])}
+        rows.append((name, b, n, {k: statistics.median(v) for k, v in got.items()},
+                     {k: (statistics.median(v), min(v), max(v)) for k, v in r.items()}))
+        print(f"{name} -b {b} x 32: " + ", ".join(f"pp{k} {[round(v, 2) for v in got[k]]}" for k in got) +
+              f"; steady pp1 {[round(v, 2) for v in steady[1]]}, pp2p {[round(v, 2) for v in steady['2p']]}",
               file=sys.stderr)
 if rows:
+    rng = lambda t: f"{t[0]:.2f} ({t[1]:.2f}-{t[2]:.2f})"
+    print(f"\n{PP_ROUNDS} rounds; ratios: the median of the rounds' ratios (their range in brackets)")
     print("\n| model | batch | samples | -pp 1, 2 threads | -pp 2, 1 thread per stage, roofline split | pp 2 / pp 1 "
-          "| -pp 2, measured split | pp 2 / pp 1 | steady state: -pp 1 | -pp 2, measured split | pp 2 / pp 1 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, b, n, m in rows:
-        s1, s2 = m[("steady", 1)], m[("steady", "2p")]
-        print(f"| {name} | {b} | {n} | {m[1]:.2f} | {m[2]:.2f} | {m[2] / m[1]:.2f} | {m['2p']:.2f} | "
-              f"{m['2p'] / m[1]:.2f} | {s1:.2f} | {s2:.2f} | {s2 / s1:.2f} |")
+          "| -pp 2, measured split | pp 2 / pp 1 | steady state, measured split: pp 2 / pp 1 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, b, n, m, r in rows:
+        print(f"| {name} | {b} | {n} | {m[1]:.2f} | {m[2]:.2f} | {rng(r['roof'])} | {m['2p']:.2f} | "
+              f"{rng(r['meas'])} | {rng(r['steady'])} |")
 
 # ---- 3. bf16 accuracy on digits ------------------------------------------------------------------
 if "3" in SECTIONS and not BF16:
