@@ -148,7 +148,14 @@ typedef struct pprt_stage_stats {
     double busy_s;
     double utilization; /* busy / wall */
     pprt_exec_counts exec;
+    char cpus[64]; /* the CPUs its thread (and its intra-op threads) were pinned to, "0-3,8"; "": not pinned */
 } pprt_stage_stats;
+
+/* The CPUs this process may run on (its affinity mask, which taskset, a
+ * cgroup's cpuset or a batch system sets): returns their count (>= 1; all the
+ * online ones where the mask cannot be read) and writes the first max of
+ * them, in increasing order, to ids (which may be NULL when max is 0). */
+int pprt_cpus_allowed(int *ids, int max);
 
 typedef struct pprt_stats {
     int64_t samples, micro_batches;

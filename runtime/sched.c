@@ -64,8 +64,8 @@ typedef struct {
     double busy;
     double *warm_s; /* node times after the warm-up, subtracted from the profile; NULL: none */
     double t_go;    /* when the timed run began on this thread */
-    int core;    /* first of the cores the stage is pinned to; -1: not pinned */
-    int threads; /* intra-op threads (pprt_exec_cfg), pinned to cores core .. core+threads-1 */
+    const int *cpu; /* the CPUs the stage is pinned to, `threads` of them; NULL: not pinned */
+    int threads;    /* intra-op threads (pprt_exec_cfg) */
 } worker;
 
 struct sched {
@@ -162,6 +162,44 @@ static void stage_loop(worker *w, int64_t k0, int64_t k1) {
     }
 }
 
+int pprt_cpus_allowed(int *ids, int max) {
+    int n = 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set)) {
+                if (n < max) ids[n] = c;
+                n++;
+            }
+    if (n == 0) {
+        long k = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long c = 0; c < (k > 0 ? k : 1) && c < CPU_SETSIZE; c++, n++)
+            if (n < max) ids[n] = (int)c;
+    }
+    return n;
+}
+
+/* "0-3,8": the n CPUs of ids (increasing) as ranges, into buf; "...,..." at
+ * the end where it does not fit. */
+static void cpu_list(const int *ids, int n, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j + 1 < n && ids[j + 1] == ids[j] + 1) j++;
+        char item[32];
+        int k = j > i ? snprintf(item, sizeof item, "%s%d-%d", i ? "," : "", ids[i], ids[j])
+                      : snprintf(item, sizeof item, "%s%d", i ? "," : "", ids[i]);
+        if (k < 0 || len + (size_t)k + 4 >= cap) {
+            if (len + 4 < cap) memcpy(buf + len, ",...", 5);
+            return;
+        }
+        memcpy(buf + len, item, (size_t)k + 1);
+        len += (size_t)k;
+        i = j + 1;
+    }
+}
+
 /* A stage thread: pins itself, creates its executor (so that the executor's
  * own threads, OpenMP's for oneDNN, belong to this thread and inherit its
  * cores), runs the warm-up micro-batches, then the timed ones. The main
@@ -171,11 +209,11 @@ static void stage_loop(worker *w, int64_t k0, int64_t k1) {
 static void *stage_main(void *arg) {
     worker *w = arg;
     sched *S = w->S;
-    if (w->core >= 0) {
+    if (w->cpu) {
         /* the executor's own threads (OpenMP) inherit this mask */
         cpu_set_t set;
         CPU_ZERO(&set);
-        for (int c = w->core; c < w->core + w->threads; c++) CPU_SET(c, &set);
+        for (int k = 0; k < w->threads; k++) CPU_SET(w->cpu[k], &set);
         pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
     }
     pp_err e = {0};
@@ -221,6 +259,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     S.t_end = calloc((size_t)S.m, sizeof(double));
     void **bufs = calloc((size_t)(P * o->depth + 2), sizeof *bufs);
     int n_bufs = 0;
+    int *cpus = NULL;
     pp_status s = PP_OK;
     if (!w || !th || !S.full || !S.free_ || !S.t_start || !S.t_end || !bufs) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -259,16 +298,23 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
             w[P - 1].local_out = b;
         }
     }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    /* the cores this process may use (under taskset or a cpuset, not the
+     * machine's): stage i gets the i-th `threads` of them */
+    cpus = malloc(CPU_SETSIZE * sizeof *cpus);
+    if (!cpus) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+        goto done;
+    }
+    int cores = pprt_cpus_allowed(cpus, CPU_SETSIZE); /* >= 1 */
     /* the reference kernels are single-threaded: one core per stage, as before */
     int threads = o->threads > 0 ? o->threads
                   : S.ex == &pprt_exec_cpu_ref ? 1
-                  : (cores / P > 1 ? (int)(cores / P) : 1);
+                  : (cores / P > 1 ? cores / P : 1);
     for (int i = 0; i < P && s == PP_OK; i++) {
         w[i].S = &S;
         w[i].s = i;
         w[i].threads = threads;
-        w[i].core = (o->pin && cores >= (long)P * threads) ? i * threads : -1;
+        w[i].cpu = (o->pin && (long)cores >= (long)P * threads) ? cpus + (size_t)i * (size_t)threads : NULL;
     }
     if (s != PP_OK) goto done;
     pthread_mutex_init(&S.ready.mu, NULL);
@@ -308,7 +354,10 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     free(busy);
     if (s != PP_OK) goto done;
     stats->backend = S.ex->name;
-    for (int i = 0; i < P; i++) pprt_exec_counts_of(S.ex, w[i].x, &p->stages[i], &stats->stages[i].exec);
+    for (int i = 0; i < P; i++) {
+        pprt_exec_counts_of(S.ex, w[i].x, &p->stages[i], &stats->stages[i].exec);
+        if (w[i].cpu) cpu_list(w[i].cpu, w[i].threads, stats->stages[i].cpus, sizeof stats->stages[i].cpus);
+    }
     int total_nodes = 0;
     for (int i = 0; i < P; i++) total_nodes += p->stages[i].n_nodes;
     stats->node_ms = calloc(pp_count(total_nodes), sizeof(double));
@@ -345,6 +394,7 @@ done:
     free(bufs);
     free(w);
     free(th);
+    free(cpus);
     free(S.full);
     free(S.free_);
     free(S.t_start);

@@ -102,9 +102,10 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
                 "%s{\"index\": %d, \"busy_s\": %.6f, \"utilization\": %.4f, \"nodes\": %d, \"own_kernels\": %d, "
                 "\"post_ops\": %d, \"views\": %d, \"reference_kernels\": %d, \"reorders_per_micro_batch\": %d, "
                 "\"copies_per_micro_batch\": %d, \"outputs_in_place\": %d, \"blocked_tensors\": %d, "
-                "\"weights_reordered_bytes\": %.0f}",
+                "\"weights_reordered_bytes\": %.0f, \"cpus\": \"%s\"}",
                 i ? ", " : "", i, st->stages[i].busy_s, st->stages[i].utilization, c->nodes, c->own, c->post_ops,
-                c->views, c->reference, c->reorders, c->copies, c->in_place, c->blocked, c->weight_bytes);
+                c->views, c->reference, c->reorders, c->copies, c->in_place, c->blocked, c->weight_bytes,
+                st->stages[i].cpus);
     }
     fprintf(f, "], \"backend\": \"%s\", \"bubble\": %.4f, \"peak_rss_bytes\": %zu}\n",
             st->backend ? st->backend : "", st->bubble, st->peak_rss);
@@ -290,8 +291,9 @@ int main(int argc, char **argv) {
     }
     if (s == PP_OK && ro.threads > 0) {
         /* more threads than cores only slows every stage down */
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        /* under mpirun: this machine's ranks share its cores */
+        /* under mpirun: this machine's ranks share its cores; else the
+         * stages share the cores this process may use (taskset, a cpuset) */
+        long cores = launcher ? sysconf(_SC_NPROCESSORS_ONLN) : pprt_cpus_allowed(NULL, 0);
         long sharers = launcher ? pprt_mpi_env_local_size() : p->n_stages;
         if (cores > 0 && (long)ro.threads * sharers > cores && ro.threads > 1) {
             int t = cores / sharers > 1 ? (int)(cores / sharers) : 1;
@@ -337,6 +339,7 @@ ran:
                        "reorder%s and %d cop%s per micro-batch", st.backend, c->own, c->post_ops, c->views,
                        c->views == 1 ? "" : "s", c->reference, c->reorders, c->reorders == 1 ? "" : "s", c->copies,
                        c->copies == 1 ? "y" : "ies");
+            if (st.stages[i].cpus[0]) printf("; pinned to CPU %s", st.stages[i].cpus);
             printf("\n");
         }
         printf("bubble: %.1f%%  peak RSS: %.1f MB\n", 100 * st.bubble, (double)st.peak_rss / 1e6);

@@ -71,4 +71,24 @@ timeout 60 cat fifo > from_fifo.json &
 "$PPRT" d_16_2.plan "$S/data" -o out_fifo -q --stats-json fifo
 wait
 [ -p fifo ] && grep -q '"samples": 360' from_fifo.json || { echo "FAIL: --stats-json into a FIFO"; exit 1; }
+# stage threads are pinned inside the CPUs the process may use (taskset, a
+# cpuset), never to CPUs outside them; with fewer CPUs than stages x
+# threads, not at all. The mask comes from the OS (Python), not from pprt.
+last=$("$PY" -c "import os; print(max(os.sched_getaffinity(0)))")
+n_cpu=$("$PY" -c "import os; print(len(os.sched_getaffinity(0)))")
+taskset -c "$last" "$PPRT" d_16_1.plan "$S/data" -o out_pin -q --threads 1 --stats-json pin1.json
+taskset -c "$last" "$PPRT" d_16_2.plan "$S/data" -o out_pin -q --threads 1 --stats-json pin2.json
+"$PPRT" d_16_2.plan "$S/data" -o out_pin -q --threads 1 --stats-json pin3.json
+"$PY" -c "
+import json, os, sys
+last, n = int(sys.argv[1]), int(sys.argv[2])
+one = json.load(open('pin1.json'))['stages']
+assert [x['cpus'] for x in one] == [str(last)], one
+two = json.load(open('pin2.json'))['stages']
+assert [x['cpus'] for x in two] == ['', ''], two
+mine = sorted(os.sched_getaffinity(0))
+free = json.load(open('pin3.json'))['stages']
+want = [str(mine[0]), str(mine[1])] if n >= 2 else ['', '']
+assert [x['cpus'] for x in free] == want, (free, mine)" "$last" "$n_cpu" ||
+  { echo "FAIL: stage threads pinned outside the affinity mask"; cat pin1.json pin2.json pin3.json; exit 1; }
 echo "digits: accuracy $want_acc at -pp 1,2,3 and -b 16,7; logits within tolerance; splits bit-identical"
