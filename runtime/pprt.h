@@ -157,6 +157,11 @@ typedef struct pprt_stage_stats {
  * them, in increasing order, to ids (which may be NULL when max is 0). */
 int pprt_cpus_allowed(int *ids, int max);
 
+/* The cores one of local_ranks MPI ranks on this machine may use: its share
+ * of the machine's online cores, but no more than its affinity mask holds
+ * (mpirun --bind-to core leaves it one); >= 1. */
+int pprt_rank_cores(int local_ranks);
+
 typedef struct pprt_stats {
     int64_t samples, micro_batches;
     double wall_s;

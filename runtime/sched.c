@@ -179,6 +179,14 @@ int pprt_cpus_allowed(int *ids, int max) {
     return n;
 }
 
+int pprt_rank_cores(int local_ranks) {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    long share = online / (local_ranks > 1 ? local_ranks : 1);
+    int mine = pprt_cpus_allowed(NULL, 0);
+    if (share > mine) share = mine;
+    return share > 1 ? (int)share : 1;
+}
+
 /* "0-3,8": the n CPUs of ids (increasing) as ranges, into buf; "...,..." at
  * the end where it does not fit. */
 static void cpu_list(const int *ids, int n, char *buf, size_t cap) {

@@ -290,17 +290,18 @@ int main(int argc, char **argv) {
         if (!npys || !ins || !outs) s = PP_FAIL(&err, PP_ENOMEM, "out of memory");
     }
     if (s == PP_OK && ro.threads > 0) {
-        /* more threads than cores only slows every stage down */
-        /* under mpirun: this machine's ranks share its cores; else the
-         * stages share the cores this process may use (taskset, a cpuset) */
-        long cores = launcher ? sysconf(_SC_NPROCESSORS_ONLN) : pprt_cpus_allowed(NULL, 0);
-        long sharers = launcher ? pprt_mpi_env_local_size() : p->n_stages;
-        if (cores > 0 && (long)ro.threads * sharers > cores && ro.threads > 1) {
+        /* more threads than cores only slows every stage down: a stage gets
+         * its share of the cores this process may use (taskset, a cpuset);
+         * under mpirun a rank gets at most its share of the machine's, which
+         * its ranks share (pprt_rank_cores) */
+        long cores = launcher ? pprt_rank_cores(pprt_mpi_env_local_size()) : pprt_cpus_allowed(NULL, 0);
+        long sharers = launcher ? 1 : p->n_stages;
+        if ((long)ro.threads * sharers > cores && ro.threads > 1) {
             int t = cores / sharers > 1 ? (int)(cores / sharers) : 1;
-            fprintf(stderr,
-                    "pprt: warning: %ld %s x %d threads exceed the %ld cores; using %d thread%s per stage\n",
-                    sharers, launcher ? "ranks on this machine" : "stages", ro.threads, cores, t,
-                    t == 1 ? "" : "s");
+            fprintf(stderr, "pprt: warning: %ld %s x %d threads exceed the %ld cores %s; using %d thread%s per %s\n",
+                    sharers, launcher ? "rank" : sharers == 1 ? "stage" : "stages", ro.threads, cores,
+                    launcher ? "this rank may use" : "this process may use", t, t == 1 ? "" : "s",
+                    launcher ? "rank" : "stage");
             ro.threads = t;
         }
     }

@@ -387,9 +387,8 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     }
     /* the stage: its executor, its message buffers, its boundaries */
     if (st == PP_OK) {
-        /* intra-op threads: --threads, else this machine's cores shared by its ranks */
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        long share = cores / pprt_mpi_env_local_size();
+        /* intra-op threads: --threads, else this rank's cores (pprt_rank_cores) */
+        long share = pprt_rank_cores(pprt_mpi_env_local_size());
         pprt_exec_cfg cfg = {.threads = o->threads > 0 ? o->threads : share > 1 ? (int)share : 1,
                              .precision = o->precision};
         st = rr.ex->create(p, &p->stages[s], &cfg, &rr.x, err);

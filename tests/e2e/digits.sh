@@ -76,7 +76,9 @@ wait
 # threads, not at all. The mask comes from the OS (Python), not from pprt.
 last=$("$PY" -c "import os; print(max(os.sched_getaffinity(0)))")
 n_cpu=$("$PY" -c "import os; print(len(os.sched_getaffinity(0)))")
-taskset -c "$last" "$PPRT" d_16_1.plan "$S/data" -o out_pin -q --threads 1 --stats-json pin1.json
+taskset -c "$last" "$PPRT" d_16_1.plan "$S/data" -o out_pin -q --threads 2 --stats-json pin1.json 2> pin1.txt
+grep -q "^pprt: warning: 1 stage x 2 threads exceed the 1 cores this process may use; using 1 thread per stage" pin1.txt ||
+  { echo "FAIL: 2 threads on one allowed CPU without a warning"; cat pin1.txt; exit 1; }
 taskset -c "$last" "$PPRT" d_16_2.plan "$S/data" -o out_pin -q --threads 1 --stats-json pin2.json
 "$PPRT" d_16_2.plan "$S/data" -o out_pin -q --threads 1 --stats-json pin3.json
 "$PY" -c "

@@ -6,6 +6,7 @@
 #   - torchvision ResNet-50 (batch 4, exported here) at -pp 2 and -pp 4 -b 1
 #     under -np 2 and -np 4: bit-identical to the threaded runtime;
 #   - --replicas 2 on -np 4 with the -pp 2 plans: bit-identical;
+#   - a rank bound to one core cuts --threads 2 to one thread, with a warning;
 #   - errors: -np that is not stages x replicas (every rank says so, exit 2),
 #     rank 0 failing to read the data (the other rank names it, exit 2);
 #   - a rank killed with SIGKILL mid-run (tests/mpi/kill.sh), with mpirun
@@ -88,6 +89,15 @@ assert p["micro_batch"] == 16 and len(p["nodes"]) == 8 and all(v >= 0 for v in p
 assert s["backend"] == "cpu-ref" and sum(st["nodes"] for st in s["stages"]) == 8, s
 assert all(st["reference_kernels"] == st["nodes"] >= 1 and st["own_kernels"] == 0 for st in s["stages"]), s
 PY
+# a rank bound to one core (mpirun --bind-to core) gets one intra-op thread,
+# however many cores the machine has; unbound, its share of them
+"$PPCC" "$S/model.onnx" -pp 1 -b 16 -o d1.plan -q
+expect_rc 0 bind.txt "${M[@]}" -np 1 --bind-to core "$PPRT" d1.plan "$S/data" -o d_bind -q --threads 2
+expect_msg bind.txt "^pprt: warning: 1 rank x 2 threads exceed the 1 cores this rank may use; using 1 thread per rank"
+if [ "$(nproc --all)" -ge 2 ] && [ "$("$PY" -c 'import os; print(len(os.sched_getaffinity(0)))')" -ge 2 ]; then
+  expect_rc 0 nobind.txt "${M[@]}" -np 1 --bind-to none "$PPRT" d1.plan "$S/data" -o d_bind -q --threads 2
+  if grep -q "warning" nobind.txt; then echo "FAIL: an unbound rank was cut to fewer threads"; cat nobind.txt; exit 1; fi
+fi
 # with oneDNN the counts are the executor's own: the ranks report what the
 # same plan's threads report
 if "$PPRT" --backend dnnl --version >/dev/null 2>&1; then
