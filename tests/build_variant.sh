@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Build the project in a separate tree with extra cmake options and run its
+# fast tests there. The asan test passes -DPP_SANITIZE=ON (ASan+UBSan, the
+# options below make every finding fatal); the release test passes
+# -DCMAKE_BUILD_TYPE=Release: GCC's -O3 inlining reaches warnings
+# (-Wmaybe-uninitialized, -Wstringop-*) that the default RelWithDebInfo (-O2)
+# build does not, -Werror turns them into a failed build, and NDEBUG drops the
+# assert()s.
+# usage: build_variant.sh SRC BUILD_DIR PYTHON [CMAKE_OPTION...]
+set -euo pipefail
+src=$1 build=$2 py=$3
+shift 3
+cmake -S "$src" -B "$build" -DPP_PYTHON="$py" "$@" >/dev/null
+cmake --build "$build" -j "$(nproc)" >/dev/null
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest --test-dir "$build" -L fast --output-on-failure
