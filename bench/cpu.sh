@@ -241,7 +241,7 @@ for name in (MODELS if "2" in SECTIONS else []):
                 got[pp].append(runs[pp]())
         # ratios within a round (runs seconds apart), then their median: the
         # host's slow spells, minutes long here, shift both sides of a ratio
-        ratio = lambda a, b: [x / y for x, y in zip(a, b)]
+        ratio = lambda num, den: [x / y for x, y in zip(num, den)]
         r = {"roof": ratio(got[2], got[1]), "meas": ratio(got["2p"], got[1]),
              "steady": ratio(steady["2p"], steady[1])}
         rows.append((name, b, n, {k: statistics.median(v) for k, v in got.items()},

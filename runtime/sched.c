@@ -187,8 +187,8 @@ int pprt_rank_cores(int local_ranks) {
     return share > 1 ? (int)share : 1;
 }
 
-/* "0-3,8": the n CPUs of ids (increasing) as ranges, into buf; "...,..." at
- * the end where it does not fit. */
+/* "0-3,8": the n CPUs of ids (increasing) as ranges, into buf; ending in
+ * ",..." where the rest does not fit. */
 static void cpu_list(const int *ids, int n, char *buf, size_t cap) {
     size_t len = 0;
     buf[0] = '\0';

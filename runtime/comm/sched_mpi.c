@@ -388,8 +388,7 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     /* the stage: its executor, its message buffers, its boundaries */
     if (st == PP_OK) {
         /* intra-op threads: --threads, else this rank's cores (pprt_rank_cores) */
-        long share = pprt_rank_cores(pprt_mpi_env_local_size());
-        pprt_exec_cfg cfg = {.threads = o->threads > 0 ? o->threads : share > 1 ? (int)share : 1,
+        pprt_exec_cfg cfg = {.threads = o->threads > 0 ? o->threads : pprt_rank_cores(pprt_mpi_env_local_size()),
                              .precision = o->precision};
         st = rr.ex->create(p, &p->stages[s], &cfg, &rr.x, err);
     }
