@@ -13,13 +13,19 @@ typedef struct pp_lowered {
     struct Ppplan__Plan *plan; /* allocated in arena */
     int64_t *weight_off;       /* value -> offset in the weights section, -1 if none */
     size_t weights_bytes;
+    size_t ref_bytes;          /* bytes of EXTERNAL tensors (ref_model), each once */
     pp_arena arena;
 } pp_lowered;
 
 /* Lower a partitioned, memory-planned graph. options and producer are copied
- * into the plan's provenance. */
-pp_status pp_lower(const pp_graph *g, const char *options, const char *producer, pp_lowered *l,
-                   pp_err *err);
+ * into the plan's provenance. ref_model (NULL: none) is the path of the model
+ * file g was imported from: every used constant of PP_REF_MIN bytes or more
+ * whose bytes lie in the mapped model file or one of its external data files
+ * becomes an EXTERNAL tensor that names the file instead of a copy in the
+ * weights section (ppcc --ref-weights; docs/plan-format.md). */
+#define PP_REF_MIN (64u << 10)
+pp_status pp_lower(const pp_graph *g, const char *options, const char *producer, const char *ref_model,
+                   pp_lowered *l, pp_err *err);
 void pp_lowered_free(pp_lowered *l);
 
 /* Write the plan file: to a temporary name beside `path`, then renamed, so the

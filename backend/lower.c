@@ -5,11 +5,18 @@
  * their attributes, and the send list. Every constant the graph uses gets one
  * 64-byte aligned place in the weights section, shared by all stages that use
  * it. The result is a deterministic function of the graph: no pointers, times
- * or paths go into it. */
+ * or paths go into it, except with ref_model (ppcc --ref-weights), where large
+ * weights stay in the model's files and the plan names those files by path. */
+#define _GNU_SOURCE /* realpath */
 #include "backend.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "plan.pb-c.h"
 
@@ -73,6 +80,8 @@ typedef struct {
     int *tid;       /* value -> tensor id in this stage, -1 */
     int *send_slot; /* value -> slot in the outgoing message, -1 */
     int cap;
+    int *ext_src;   /* value -> index in the plan's sources, -1: in the weights section */
+    uint64_t *ext_off; /* value -> byte offset in that source */
 } stage_ctx;
 
 static pp_status add_tensor(stage_ctx *c, int v, Ppplan__Tensor__Kind kind, uint64_t off, pp_err *err) {
@@ -145,7 +154,12 @@ static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
                                    "internal: value '%s' used in stage %d is neither received nor "
                                    "produced there",
                                    g->values[v].name, s);
-                PP_TRY(add_tensor(c, v, PPPLAN__TENSOR__KIND__WEIGHT, (uint64_t)l->weight_off[v], err));
+                if (c->ext_src && c->ext_src[v] >= 0) {
+                    PP_TRY(add_tensor(c, v, PPPLAN__TENSOR__KIND__EXTERNAL, c->ext_off[v], err));
+                    st->tensors[c->tid[v]]->source = c->ext_src[v];
+                } else {
+                    PP_TRY(add_tensor(c, v, PPPLAN__TENSOR__KIND__WEIGHT, (uint64_t)l->weight_off[v], err));
+                }
                 st->weight_bytes += g->values[v].nbytes;
             }
             pn->inputs[pn->n_inputs++] = v >= 0 ? c->tid[v] : -1;
@@ -177,8 +191,82 @@ static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
     return PP_OK;
 }
 
-pp_status pp_lower(const pp_graph *g, const char *options, const char *producer, pp_lowered *l,
-                   pp_err *err) {
+/* The file candidate c holds: 0 the model file, 1 + i the external data file g->maps[i]. */
+static const unsigned char *cand_addr(const pp_graph *g, int c, size_t *len) {
+    *len = c == 0 ? g->model_map_len : g->maps[c - 1].len;
+    return c == 0 ? g->model_map : g->maps[c - 1].addr;
+}
+
+/* The candidate file val's bytes lie in, with their offset there; -1: none
+ * (or too small to be worth a reference). */
+static int find_cand(const pp_graph *g, const pp_value *val, uint64_t *off) {
+    if (!val->data || val->nbytes < PP_REF_MIN) return -1;
+    uintptr_t d = (uintptr_t)val->data;
+    for (int c = 0; c <= g->n_maps; c++) {
+        size_t len;
+        const unsigned char *a = cand_addr(g, c, &len);
+        uintptr_t b = (uintptr_t)a;
+        if (a && d >= b && d - b <= len && val->nbytes <= len - (d - b)) {
+            *off = d - b;
+            return c;
+        }
+    }
+    return -1;
+}
+
+/* The plan's sources: the candidate files some weight points into, in
+ * candidate order; ext_src[v] becomes an index into pl->sources. */
+static pp_status make_sources(pp_lowered *l, const char *ref_model, Ppplan__Plan *pl, int *ext_src,
+                              pp_err *err) {
+    const pp_graph *g = l->g;
+    int nc = g->n_maps + 1;
+    int *idx = malloc(sizeof(int) * (size_t)nc);
+    if (!idx) return PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+    for (int c = 0; c < nc; c++) idx[c] = -1;
+    for (int v = 0; v < g->n_values; v++)
+        if (ext_src[v] >= 0) idx[ext_src[v]] = 0;
+    int n = 0;
+    for (int c = 0; c < nc; c++)
+        if (idx[c] == 0) idx[c] = n++;
+    pl->sources = A(sizeof *pl->sources * pp_count(n));
+    pp_status s = pl->sources ? PP_OK : PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+    for (int c = 0; c < nc && s == PP_OK; c++) {
+        if (idx[c] < 0) continue;
+        Ppplan__Source *src = A(sizeof *src);
+        if (!src) {
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+            break;
+        }
+        ppplan__source__init(src);
+        char want[PATH_MAX + 1], real[PATH_MAX];
+        size_t len;
+        const unsigned char *a = cand_addr(g, c, &len);
+        if (c == 0) {
+            snprintf(want, sizeof want, "%s", ref_model);
+            src->location = dup(l, "");
+            src->xxh3 = strtoull(g->model_hash, NULL, 16); /* of the same bytes: the whole file */
+        } else {
+            snprintf(want, sizeof want, "%s/%s", g->model_dir ? g->model_dir : ".", g->maps[c - 1].location);
+            src->location = dup(l, g->maps[c - 1].location);
+            src->xxh3 = XXH3_64bits(a, len);
+        }
+        if (!realpath(want, real)) {
+            s = PP_FAIL(err, PP_EIO, "--ref-weights: cannot resolve the path of '%s': %s", want,
+                        strerror(errno));
+            break;
+        }
+        src->path = dup(l, real);
+        src->size = len;
+        pl->sources[pl->n_sources++] = src;
+    }
+    for (int v = 0; v < g->n_values && s == PP_OK; v++)
+        if (ext_src[v] >= 0) ext_src[v] = idx[ext_src[v]];
+    free(idx);
+    return s;
+}
+
+pp_status pp_lower(const pp_graph *g, const char *options, const char *producer, const char *ref_model,
+                   pp_lowered *l, pp_err *err) {
     memset(l, 0, sizeof *l);
     l->g = g;
     Ppplan__Plan *pl = A(sizeof *pl);
@@ -186,17 +274,29 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
     stage_ctx c = {.l = l, .g = g};
     c.tid = malloc(sizeof(int) * pp_count(g->n_values));
     c.send_slot = malloc(sizeof(int) * pp_count(g->n_values));
+    if (ref_model) {
+        c.ext_src = malloc(sizeof(int) * pp_count(g->n_values));
+        c.ext_off = malloc(sizeof(uint64_t) * pp_count(g->n_values));
+    }
     pp_status s = PP_OK;
-    if (!pl || !l->weight_off || !c.tid || !c.send_slot) {
+    if (!pl || !l->weight_off || !c.tid || !c.send_slot || (ref_model && (!c.ext_src || !c.ext_off))) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
         goto done;
     }
-    /* weights layout: used constants in value order, 64-aligned */
+    ppplan__plan__init(pl);
+    /* weights layout: used constants in value order, 64-aligned; with
+     * ref_model, the large ones read in place from the model's files are
+     * referenced there instead */
     size_t off = 0;
     for (int v = 0; v < g->n_values; v++) {
         l->weight_off[v] = -1;
+        if (c.ext_src) c.ext_src[v] = -1;
         const pp_value *val = &g->values[v];
         if (!val->is_const || val->n_uses == 0) continue;
+        if (c.ext_src && (c.ext_src[v] = find_cand(g, val, &c.ext_off[v])) >= 0) {
+            l->ref_bytes += val->nbytes;
+            continue;
+        }
         off = pp_align_up(off, 64);
         l->weight_off[v] = (int64_t)off;
         if (pp_add_ovf(off, val->nbytes, &off)) {
@@ -205,8 +305,7 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
         }
     }
     l->weights_bytes = off;
-
-    ppplan__plan__init(pl);
+    if (c.ext_src && (s = make_sources(l, ref_model, pl, c.ext_src, err)) != PP_OK) goto done;
     pl->producer = dup(l, producer);
     pl->model_hash = dup(l, g->model_hash);
     pl->options = dup(l, options);
@@ -245,6 +344,8 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
 done:
     free(c.tid);
     free(c.send_slot);
+    free(c.ext_src);
+    free(c.ext_off);
     if (s != PP_OK) pp_lowered_free(l);
     return s;
 }

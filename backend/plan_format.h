@@ -7,7 +7,7 @@
  *  12   4  header size (u32)               PP_PLAN_HEADER_SIZE
  *  16   8  file size (u64)
  *  24   4  section count (u32)             PP_PLAN_NSECTIONS
- *  28   4  flags (u32, 0)
+ *  28   4  flags (u32): PP_PLAN_FLAG_REF_WEIGHTS or 0
  *  32  64  sections[2]: kind u32, reserved u32 (0), offset u64, size u64, xxh3 u64
  *  96   8  XXH3-64 of bytes [0, 96)
  * 104  24  reserved (0)
@@ -26,6 +26,11 @@
 #define PP_PLAN_HDRSUM_OFF 96u
 
 enum { PP_SECTION_META = 1, PP_SECTION_WEIGHTS = 2 };
+
+/* Header flag: some weights are EXTERNAL tensors, read from the files the
+ * metadata's `sources` name (ppcc --ref-weights); a reader that does not know
+ * the flag must refuse the plan rather than run it without them. */
+#define PP_PLAN_FLAG_REF_WEIGHTS 1u
 
 typedef struct pp_plan_section {
     uint32_t kind, reserved;

@@ -140,7 +140,7 @@ pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err) {
     pp_put_u32(hdr + 12, PP_PLAN_HEADER_SIZE);
     pp_put_u64(hdr + 16, file_size);
     pp_put_u32(hdr + 24, PP_PLAN_NSECTIONS);
-    pp_put_u32(hdr + 28, 0);
+    pp_put_u32(hdr + 28, l->plan->n_sources ? PP_PLAN_FLAG_REF_WEIGHTS : 0);
     unsigned char *sec = hdr + 32;
     pp_put_u32(sec + 0, PP_SECTION_META);
     pp_put_u64(sec + 8, meta_off);

@@ -852,6 +852,8 @@ static pp_status import_buf(const void *buf, size_t len, void *map, const pp_imp
         munmap(k->map, k->map_len);
         k->map = NULL;
     }
+    g->model_map = k->map;
+    g->model_map_len = k->map ? k->map_len : 0;
     Onnx__ModelProto *m = k->m;
     g->model_dir = o->model_dir ? pp_arena_strdup(&g->arena, o->model_dir) : NULL;
     pp_status s = import_model(m, o, g, err);

@@ -108,6 +108,10 @@ typedef struct pp_graph {
     /* the frontend's storage that constant data points into */
     void *keep;
     void (*keep_free)(void *);
+    /* the mapped model file that large initializers' data points into (NULL
+     * when none does, or the model was parsed from memory) */
+    const void *model_map;
+    size_t model_map_len;
     /* external data: the model's directory, and the files mapped from it */
     const char *model_dir;
     int n_maps;

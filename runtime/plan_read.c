@@ -26,7 +26,7 @@
 #define MAX_COUNT (1 << 24)
 
 static pp_status check_header(const unsigned char *b, size_t len, pp_plan_section sec[2],
-                              pp_err *err) {
+                              uint32_t *flags, pp_err *err) {
     if (len < PP_PLAN_HEADER_SIZE)
         return PP_FAIL(err, PP_EINVAL, "not a plan: file is %zu bytes, expected at least %u (header)",
                        len, PP_PLAN_HEADER_SIZE);
@@ -57,8 +57,10 @@ static pp_status check_header(const unsigned char *b, size_t len, pp_plan_sectio
     if (ns != PP_PLAN_NSECTIONS)
         return PP_FAIL(err, PP_EINVAL, "section count at offset 24: expected %u, got %u",
                        PP_PLAN_NSECTIONS, ns);
-    if (pp_get_u32(b + 28) != 0)
-        return PP_FAIL(err, PP_EINVAL, "flags at offset 28: expected 0, got %u", pp_get_u32(b + 28));
+    *flags = pp_get_u32(b + 28);
+    if (*flags & ~PP_PLAN_FLAG_REF_WEIGHTS)
+        return PP_FAIL(err, PP_EINVAL, "flags at offset 28: expected 0 or %u, got %u",
+                       PP_PLAN_FLAG_REF_WEIGHTS, *flags);
     for (int i = 0; i < 2; i++) {
         const unsigned char *s = b + 32 + 32 * i;
         sec[i] = (pp_plan_section){pp_get_u32(s), pp_get_u32(s + 4), pp_get_u64(s + 8),
@@ -160,9 +162,24 @@ static pp_status make_layout(pprt_stage *st, const int32_t *ids, int n, pprt_msg
     return PP_OK;
 }
 
+#define KIND_EXTERNAL 4 /* plan.proto Tensor.EXTERNAL: a PPRT_WEIGHT with a source */
+
+/* The bytes shape functions may read while a stage is verified: a weight's,
+ * where they are aligned for any element type (a misaligned EXTERNAL weight
+ * is only copied at pprt_stage_weights; ppcc never references one small
+ * enough for a shape function to read). */
+static const void *check_data(const pprt_plan *p, const pprt_tdesc *t) {
+    if (t->kind != PPRT_WEIGHT) return NULL;
+    if (t->data) return t->data;
+    const unsigned char *d = p->sources[t->source].map + t->offset;
+    return (uintptr_t)d % 8 ? NULL : d;
+}
+
 /* Verify one stage and fill st. */
-static pp_status read_stage(const Ppplan__Stage *m, int si, size_t weights_bytes,
-                            const unsigned char *weights, int opset, pprt_stage *st, pp_err *err) {
+static pp_status read_stage(const Ppplan__Stage *m, int si, const pprt_plan *p, pprt_stage *st,
+                            pp_err *err) {
+    const size_t weights_bytes = p->weights_bytes;
+    const int opset = p->opset;
     char w[96];
     st->index = si;
     if (m->n_tensors > MAX_COUNT || m->n_nodes > MAX_COUNT || m->n_recv > MAX_COUNT ||
@@ -197,6 +214,7 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, size_t weights_bytes
         t->kind = (int)mt->kind;
         t->offset = mt->offset;
         t->nbytes = mt->nbytes;
+        t->source = -1;
         writer[i] = -1;
         last[i] = -1;
         if (pp_dtype_bits(t->dtype) == 0) {
@@ -231,7 +249,27 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, size_t weights_bytes
                             "%s '%s': weights [%zu, +%zu) expected 64-aligned inside the "
                             "%zu-byte weights section",
                             w, t->name, t->offset, t->nbytes, weights_bytes);
+            else
+                t->data = p->weights + t->offset;
             break;
+        case KIND_EXTERNAL: {
+            if (mt->source < 0 || mt->source >= p->n_sources) {
+                s = PP_FAIL(err, PP_EINVAL, "%s '%s': expected a source below %d, got %d", w,
+                            t->name, p->n_sources, mt->source);
+                break;
+            }
+            const struct pprt_source *src = &p->sources[mt->source];
+            if (t->offset > src->len || t->nbytes > src->len - t->offset) {
+                s = PP_FAIL(err, PP_EINVAL, "%s '%s': bytes [%zu, +%zu) lie outside '%s' (%zu bytes)",
+                            w, t->name, t->offset, t->nbytes, src->path, src->len);
+                break;
+            }
+            t->kind = PPRT_WEIGHT;
+            t->source = mt->source;
+            const unsigned char *d = src->map + t->offset;
+            t->data = (uintptr_t)d % PP_PLAN_ALIGN ? NULL : d;
+            break;
+        }
         case PPRT_RECV:
             if (t->offset >= (size_t)st->n_recv || st->recv[t->offset] != i)
                 s = PP_FAIL(err, PP_EINVAL, "%s '%s': expected to be received in slot %zu, it is not",
@@ -243,8 +281,12 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, size_t weights_bytes
                             w, t->name, t->offset);
             break;
         default:
-            s = PP_FAIL(err, PP_EINVAL, "%s '%s': expected kind 0..3, got %d", w, t->name, t->kind);
+            s = PP_FAIL(err, PP_EINVAL, "%s '%s': expected kind 0..%d, got %d", w, t->name,
+                        p->n_sources ? KIND_EXTERNAL : 3, t->kind);
         }
+        if (s == PP_OK && mt->source != 0 && t->source < 0)
+            s = PP_FAIL(err, PP_EINVAL, "%s '%s': a source (%d) on a tensor that is not EXTERNAL", w,
+                        t->name, mt->source);
     }
     if (s != PP_OK) goto out;
     for (int i = 0; i < st->n_recv && s == PP_OK; i++)
@@ -347,7 +389,7 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, size_t weights_bytes
                 break;
             }
             last[id] = ni;
-            tin[k] = (pp_tinfo){t->dtype, t->shape, t->kind == PPRT_WEIGHT ? weights + t->offset : NULL};
+            tin[k] = (pp_tinfo){t->dtype, t->shape, check_data(p, t)};
         }
         for (int k = 0; k < n->n_out && s == PP_OK; k++) {
             int id = n->out[k];
@@ -431,9 +473,64 @@ static pp_status check_link(const pprt_msg_layout *a, const pprt_msg_layout *b, 
     return PP_OK;
 }
 
-static pp_status load(unsigned char *b, size_t len, pprt_plan *p, pp_err *err) {
+/* Map source i of a --ref-weights plan and check it is the file the plan was
+ * compiled from: a regular file of the recorded size and XXH3. */
+static pp_status open_source(const Ppplan__Source *ms, int i, const char *model, struct pprt_source *src,
+                             pp_err *err) {
+    char path[4096];
+    const char *loc = ms->location ? ms->location : "";
+    int n;
+    if (!model) {
+        n = snprintf(path, sizeof path, "%s", ms->path ? ms->path : "");
+    } else if (!*loc) {
+        n = snprintf(path, sizeof path, "%s", model);
+    } else {
+        const char *slash = strrchr(model, '/');
+        n = slash ? snprintf(path, sizeof path, "%.*s/%s", (int)(slash - model), model, loc)
+                  : snprintf(path, sizeof path, "%s", loc);
+    }
+    if (n < 0 || (size_t)n >= sizeof path || !path[0])
+        return PP_FAIL(err, PP_EINVAL, "weights source %d: expected a path of 1..%zu bytes", i, sizeof path - 1);
+    src->path = strdup(path);
+    if (!src->path) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    const char *what = *loc ? "external data file" : "model file";
+    /* O_NONBLOCK: a FIFO named here must not hang the open */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return PP_FAIL(err, PP_EIO,
+                       "cannot open the %s '%s' that this --ref-weights plan reads its weights "
+                       "from: %s (pprt --model FILE names where the model is now)",
+                       what, path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return PP_FAIL(err, PP_EIO, "the %s '%s' is not a regular file", what, path);
+    }
+    if ((uint64_t)sb.st_size != ms->size || ms->size == 0) {
+        close(fd);
+        return PP_FAIL(err, PP_EINVAL,
+                       "the %s '%s' has %lld bytes, the plan was compiled from one of %llu: not the "
+                       "same file (recompile the plan, or pass pprt --model the original)",
+                       what, path, (long long)sb.st_size, (unsigned long long)ms->size);
+    }
+    void *map = mmap(NULL, (size_t)ms->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) return PP_FAIL(err, PP_EIO, "cannot map the %s '%s': %s", what, path, strerror(errno));
+    src->map = map;
+    src->len = (size_t)ms->size;
+    uint64_t h = XXH3_64bits(map, src->len);
+    if (h != ms->xxh3)
+        return PP_FAIL(err, PP_EINVAL,
+                       "the %s '%s' has XXH3 %016llx, the plan was compiled from one with %016llx: "
+                       "the file changed (recompile the plan, or pass pprt --model the original)",
+                       what, path, (unsigned long long)h, (unsigned long long)ms->xxh3);
+    return PP_OK;
+}
+
+static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan *p, pp_err *err) {
     pp_plan_section sec[2];
-    PP_TRY(check_header(b, len, sec, err));
+    uint32_t flags = 0;
+    PP_TRY(check_header(b, len, sec, &flags, err));
     Ppplan__Plan *m = ppplan__plan__unpack(NULL, sec[0].size, b + sec[0].offset);
     if (!m) return PP_FAIL(err, PP_EINVAL, "metadata at offset %llu: not a valid plan message",
                            (unsigned long long)sec[0].offset);
@@ -453,6 +550,18 @@ static pp_status load(unsigned char *b, size_t len, pprt_plan *p, pp_err *err) {
         return PP_FAIL(err, PP_EINVAL, "opset: expected 1..1000, got %d", m->opset);
     if (m->batch < 0 || m->batch > (1 << 24))
         return PP_FAIL(err, PP_EINVAL, "micro-batch: expected 0..2^24, got %lld", (long long)m->batch);
+    bool ref = flags & PP_PLAN_FLAG_REF_WEIGHTS;
+    if (ref ? m->n_sources < 1 || m->n_sources > 1024 : m->n_sources != 0)
+        return PP_FAIL(err, PP_EINVAL, "weights sources: expected %s with header flags %u, got %zu",
+                       ref ? "1..1024" : "none", flags, m->n_sources);
+    if (m->n_sources) {
+        p->sources = calloc(m->n_sources, sizeof *p->sources);
+        if (!p->sources) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        for (size_t i = 0; i < m->n_sources; i++) {
+            p->n_sources = (int)i + 1; /* freed with the plan from here on */
+            PP_TRY(open_source(m->sources[i], (int)i, model, &p->sources[i], err));
+        }
+    }
     if (m->n_stages < 1 || m->n_stages > MAX_STAGES)
         return PP_FAIL(err, PP_EINVAL, "stage count: expected 1..%d, got %zu", MAX_STAGES, m->n_stages);
     /* no inputs only for an unbatched plan (one evaluation) */
@@ -470,7 +579,7 @@ static pp_status load(unsigned char *b, size_t len, pprt_plan *p, pp_err *err) {
     for (int i = 0; i < p->n_inputs; i++) PP_TRY(read_io(m->inputs[i], p->batch, &p->inputs[i], "input", err));
     for (int i = 0; i < p->n_outputs; i++) PP_TRY(read_io(m->outputs[i], p->batch, &p->outputs[i], "output", err));
     for (int i = 0; i < p->n_stages; i++)
-        PP_TRY(read_stage(m->stages[i], i, p->weights_bytes, p->weights, m->opset, &p->stages[i], err));
+        PP_TRY(read_stage(m->stages[i], i, p, &p->stages[i], err));
     /* links: plan inputs -> stage 0 -> ... -> last stage -> plan outputs */
     pprt_stage *first = &p->stages[0], *lastst = &p->stages[p->n_stages - 1];
     if (first->n_recv != p->n_inputs)
@@ -501,6 +610,8 @@ void pprt_plan_free(pprt_plan *p) {
             if (st->nodes)
                 for (int k = 0; k < st->n_nodes; k++) free(st->nodes[k].attrs);
             free(st->nodes);
+            for (int k = 0; st->t && k < st->n_tensors; k++)
+                pprt_stage_weight_release(p, i, k);
             free(st->t);
             free(st->in.t);
             free(st->in.off);
@@ -508,6 +619,11 @@ void pprt_plan_free(pprt_plan *p) {
             free(st->out.off);
         }
     free(p->stages);
+    for (int i = 0; i < p->n_sources; i++) {
+        if (p->sources[i].map) munmap((void *)p->sources[i].map, p->sources[i].len);
+        free((char *)p->sources[i].path);
+    }
+    free(p->sources);
     free(p->inputs);
     free(p->outputs);
     if (p->meta) ppplan__plan__free_unpacked(p->meta, NULL);
@@ -527,7 +643,7 @@ pp_status pprt_plan_load_mem(const void *buf, size_t len, pprt_plan **out, pp_er
     }
     if (len) memcpy(copy, buf, len);
     p->alloc = copy;
-    pp_status s = load(copy, len, p, err);
+    pp_status s = load(copy, len, NULL, p, err);
     if (s != PP_OK) {
         pprt_plan_free(p);
         return s;
@@ -536,7 +652,7 @@ pp_status pprt_plan_load_mem(const void *buf, size_t len, pprt_plan **out, pp_er
     return PP_OK;
 }
 
-pp_status pprt_plan_load(const char *path, pprt_plan **out, pp_err *err) {
+pp_status pprt_plan_load(const char *path, const char *model, pprt_plan **out, pp_err *err) {
     *out = NULL;
     int fd = open(path, O_RDONLY);
     if (fd < 0) return PP_FAIL(err, PP_EIO, "cannot open plan '%s': %s", path, strerror(errno));
@@ -562,11 +678,39 @@ pp_status pprt_plan_load(const char *path, pprt_plan **out, pp_err *err) {
     p->map = map;
     p->map_len = len;
     pp_err e = {0};
-    pp_status s = load(map, len, p, &e);
+    pp_status s = load(map, len, model, p, &e);
     if (s != PP_OK) {
         pprt_plan_free(p);
         return PP_FAIL(err, s, "%s: %s", path, e.msg);
     }
     *out = p;
     return PP_OK;
+}
+
+pp_status pprt_stage_weight(const pprt_plan *p, int stage, int tid, pp_err *err) {
+    pprt_tdesc *t = &p->stages[stage].t[tid]; /* the plan is const to its users; this fills a cache */
+    if (t->kind != PPRT_WEIGHT || t->data) return PP_OK;
+    /* mapped, not malloc'ed: freed copies go back to the system at once
+     * (malloc would keep many of them in its heap) */
+    void *d = mmap(NULL, t->nbytes ? t->nbytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (d == MAP_FAILED)
+        return PP_FAIL(err, PP_ENOMEM, "stage %d: cannot allocate %zu bytes for weight '%s'", stage,
+                       t->nbytes, t->name);
+    memcpy(d, p->sources[t->source].map + t->offset, t->nbytes);
+    t->data = d;
+    t->copy = true;
+    return PP_OK;
+}
+
+pp_status pprt_stage_weights(const pprt_plan *p, int stage, pp_err *err) {
+    for (int i = 0; i < p->stages[stage].n_tensors; i++) PP_TRY(pprt_stage_weight(p, stage, i, err));
+    return PP_OK;
+}
+
+void pprt_stage_weight_release(const pprt_plan *p, int stage, int tid) {
+    pprt_tdesc *t = &p->stages[stage].t[tid];
+    if (!t->copy) return;
+    munmap((void *)t->data, t->nbytes ? t->nbytes : 1);
+    t->data = NULL;
+    t->copy = false;
 }

@@ -18,8 +18,16 @@ typedef struct pprt_tdesc {
     pp_dtype dtype;
     pp_shape shape;
     int kind;             /* PPRT_* */
-    size_t offset;        /* arena offset, weights offset, or message slot */
+    size_t offset;        /* arena offset, weights offset (source -1) or offset in
+                             p->sources[source], or message slot */
     size_t nbytes;
+    /* PPRT_WEIGHT only: -1 in the plan's weights section, else an EXTERNAL
+     * tensor of a --ref-weights plan, read from p->sources[source]; and its
+     * bytes, 64-aligned: NULL until pprt_stage_weights for an EXTERNAL one
+     * that lies misaligned in its file (executors call it at create). */
+    int source;
+    const unsigned char *data;
+    bool copy;            /* data is an aligned copy that pprt_stage_weights made (owned) */
 } pprt_tdesc;
 
 typedef struct pprt_node {
@@ -72,6 +80,14 @@ typedef struct pprt_plan {
     const unsigned char *weights; /* mmapped, never copied */
     size_t weights_bytes;
     size_t file_bytes;
+    /* the files a --ref-weights plan reads weights from, mapped and verified
+     * (size and XXH3) at load */
+    int n_sources;
+    struct pprt_source {
+        const char *path; /* where it was read (the plan's path, or under --model) */
+        const unsigned char *map;
+        size_t len;
+    } *sources;
     /* ownership */
     void *map;
     size_t map_len;
@@ -80,11 +96,26 @@ typedef struct pprt_plan {
 } pprt_plan;
 
 /* Map and verify a plan file. Every offset, size, id, op, attribute and shape
- * is checked before anything runs; failures say "expected X, got Y". */
-pp_status pprt_plan_load(const char *path, pprt_plan **out, pp_err *err);
+ * is checked before anything runs; failures say "expected X, got Y". A
+ * --ref-weights plan's source files are mapped and checked too: found at the
+ * paths the plan records, or, with model (NULL: none), at model for the model
+ * file and beside it for its external data files. */
+pp_status pprt_plan_load(const char *path, const char *model, pprt_plan **out, pp_err *err);
 /* Same over bytes in memory (copied); used by tests and the fuzz target. */
 pp_status pprt_plan_load_mem(const void *buf, size_t len, pprt_plan **out, pp_err *err);
 void pprt_plan_free(pprt_plan *p);
+/* Make every weight of stage `stage` addressable (tdesc.data set, 64-aligned):
+ * EXTERNAL weights that lie misaligned in their file are copied once. Called
+ * by the executors at create, on the stage's own thread; idempotent; calls for
+ * different stages may run at once. */
+pp_status pprt_stage_weights(const pprt_plan *p, int stage, pp_err *err);
+/* The same for the one tensor tid of the stage (any kind: only a weight
+ * without data is copied), for an executor that copies as it goes. */
+pp_status pprt_stage_weight(const pprt_plan *p, int stage, int tid, pp_err *err);
+/* Free such a copy of weight tid of stage `stage` (data back to NULL), for an
+ * executor that has what it needs of it (oneDNN reordered it into its own
+ * layout). A later pprt_stage_weights copies it again. */
+void pprt_stage_weight_release(const pprt_plan *p, int stage, int tid);
 
 /* ---- running -------------------------------------------------------------------- */
 

@@ -14,7 +14,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: ppcc MODEL.onnx [-pp N] [-b N] [--dim NAME=VALUE]... [--const NAME=FILE.pb]...\n"
             "            [-o PLAN] [--policy NAME] [--split-at P,..] [--exec-seq FILE]\n"
-            "            [--max-memory CAPS] [--report] [--report-json FILE] [-q]\n"
+            "            [--max-memory CAPS] [--ref-weights] [--report] [--report-json FILE] [-q]\n"
             "  -b N             micro-batch size: value of the inputs' symbolic first dim (default:\n"
             "                   the model's, else 1); -b 0: no batch axis, inputs are whole tensors\n"
             "  --dim NAME=VALUE value of another symbolic input dim\n"
@@ -22,6 +22,9 @@ static void usage(FILE *f) {
             "                   bind graph input NAME to the constant in an ONNX TensorProto file\n"
             "                   (type and fixed dims must match the declaration)\n"
             "  -o PLAN          output plan file (default plan.bin)\n"
+            "  --ref-weights    leave weights of 64 KiB or more in the model's files: the plan\n"
+            "                   names them (absolute path, size, XXH3) instead of holding a copy,\n"
+            "                   and pprt reads them from there (or from pprt --model FILE)\n"
             "  --report         print the per-stage table, imbalance, bubble, recovered ops and\n"
             "                   the tensors crossing each cut\n"
             "  --report-json F  the same as JSON\n"
@@ -54,7 +57,7 @@ int main(int argc, char **argv) {
     static pp_import_opts io;
     static pp_compile_opts co;
     pp_compile_opts_init(&co);
-    bool report = false, quiet = false;
+    bool report = false, quiet = false, ref_weights = false;
     const char *report_json = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -104,6 +107,8 @@ int main(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--report")) {
             report = true;
+        } else if (!strcmp(a, "--ref-weights")) {
+            ref_weights = true;
         } else if (!strcmp(a, "-q")) {
             quiet = true;
         } else if (a[0] == '-' && a[1]) {
@@ -135,18 +140,25 @@ int main(int argc, char **argv) {
         snprintf(options + n, sizeof options - n, " --const %s=%s", io.const_name[k],
                  io.const_path[k]);
     }
+    if (ref_weights) {
+        size_t n = strlen(options);
+        snprintf(options + n, sizeof options - n, " --ref-weights");
+    }
     pp_status s = pp_import_onnx(model, &io, &g, &err);
     if (s == PP_OK) {
         s = pp_run_passes(&g, &co, &err);
-        if (s == PP_OK) s = pp_lower(&g, options, "ppcc " PPRT_VERSION, &low, &err);
+        if (s == PP_OK) s = pp_lower(&g, options, "ppcc " PPRT_VERSION, ref_weights ? model : NULL, &low, &err);
         if (s == PP_OK) s = pp_plan_write(&low, out, &err);
         if (s == PP_OK && report) pp_report_print(stdout, &g, &co);
         if (s == PP_OK && report_json) s = pp_report_json(report_json, &g, &co, &err);
         if (s == PP_OK && !quiet) {
             size_t w = low.weights_bytes;
-            printf("ppcc: %s -> %s: %d ops in %d stage%s, micro-batch %lld, %.2f MB of weights\n",
+            printf("ppcc: %s -> %s: %d ops in %d stage%s, micro-batch %lld, %.2f MB of weights",
                    model, out, g.n_nodes, g.n_stages, g.n_stages == 1 ? "" : "s",
                    (long long)g.batch, (double)w / 1e6);
+            if (ref_weights)
+                printf(" in the plan, %.2f MB referenced in the model's files", (double)low.ref_bytes / 1e6);
+            printf("\n");
         }
         pp_lowered_free(&low);
         pp_graph_free(&g);

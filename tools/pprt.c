@@ -23,7 +23,7 @@ static void usage(FILE *f) {
             "            [--stats-json FILE] [--profile FILE] [--no-pin] [-q]\n"
             "            [--backend dnnl|ref] [--threads N] [--warmup N] [--precision f32|bf16]\n"
             "       mpirun -np K*R pprt PLAN DATA_DIR [--replicas R] [--mpi-timeout SECONDS] [...]\n"
-            "       pprt --info PLAN\n"
+            "       pprt --info PLAN [--model FILE]\n"
             "  DATA_DIR          NAME.npy per plan input (N samples on dim 0), or ONNX test data:\n"
             "                    input_K.pb TensorProto files, matched by tensor name, else by K\n"
             "  -o OUT_DIR        where outputs go, one NAME.npy each (default out)\n"
@@ -37,6 +37,9 @@ static void usage(FILE *f) {
             "  --profile FILE    write each node's mean time per micro-batch (the --warmup runs left\n"
             "                    out), for ppcc --profile\n"
             "  --no-pin          do not pin stage threads to cores\n"
+            "  --model FILE      a ppcc --ref-weights plan: read its weights from FILE (and its\n"
+            "                    external data beside it) instead of the path the plan recorded;\n"
+            "                    the file must be the one compiled from (size and XXH3 checked)\n"
             "  --replicas R      under mpirun: R pipelines of the plan's K stages on K*R ranks,\n"
             "                    each a contiguous share of the micro-batches (default 1)\n"
             "  --mpi-timeout S   under mpirun: a rank silent for S seconds is presumed dead and\n"
@@ -64,6 +67,9 @@ static void print_info(const pprt_plan *p) {
            p->model_hash, p->options);
     printf("micro-batch %lld, %d stage%s, %.2f MB of weights\n", (long long)p->batch, p->n_stages,
            p->n_stages == 1 ? "" : "s", (double)p->weights_bytes / 1e6);
+    for (int i = 0; i < p->n_sources; i++)
+        printf("weights referenced in: %s (%zu bytes, size and XXH3 checked)\n", p->sources[i].path,
+               p->sources[i].len);
     char sh[128];
     for (int i = 0; i < p->n_inputs; i++)
         printf("input  %d: %s %s %s\n", i, p->inputs[i].name, pp_dtype_name(p->inputs[i].dtype),
@@ -113,7 +119,7 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
 }
 
 int main(int argc, char **argv) {
-    const char *plan_path = NULL, *data = NULL, *out_dir = "out", *labels = NULL, *stats_json = NULL;
+    const char *plan_path = NULL, *data = NULL, *out_dir = "out", *labels = NULL, *stats_json = NULL, *model = NULL;
     const char *profile = NULL;
     bool info = false, quiet = false;
     pprt_run_opts ro = {.depth = 2, .pin = true};
@@ -211,6 +217,9 @@ int main(int argc, char **argv) {
             if (!v || end == v || *end || !(t >= 0.1 && t <= 1e6))
                 return bad_usage("--mpi-timeout needs seconds in 0.1..1e6, got ", v ? v : "");
             mpi_timeout = t, mpi_opt = a, i++;
+        } else if (!strcmp(a, "--model")) {
+            if (!v) return bad_usage("--model needs the model file a --ref-weights plan was compiled from", NULL);
+            model = v, i++;
         } else if (!strcmp(a, "--no-pin")) {
             ro.pin = false;
         } else if (!strcmp(a, "-q")) {
@@ -269,7 +278,7 @@ int main(int argc, char **argv) {
 
     pp_err err = {0};
     pprt_plan *p = NULL;
-    pp_status s = pprt_plan_load(plan_path, &p, &err);
+    pp_status s = pprt_plan_load(plan_path, model, &p, &err);
     if (s == PP_OK && info) {
         if (!launcher || pprt_mpi_env_rank() <= 0) print_info(p); /* once under mpirun */
         pprt_plan_free(p);

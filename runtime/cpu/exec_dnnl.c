@@ -1225,7 +1225,7 @@ static pp_status eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kin
                 if (!has_in(n, k)) continue;
                 const int b = n->in[k];
                 if (!is_weight(x, b) || numel_of(&T(x, b)->shape) != 1) return unsup(err, "bounds not constant");
-                const float v = *(const float *)(x->p->weights + T(x, b)->offset);
+                const float v = *(const float *)T(x, b)->data;
                 *(k == 1 ? &lo : &hi) = v;
             }
         }
@@ -1750,7 +1750,7 @@ static pp_status build_gemm(pprt_exec *x, const pprt_node *n, pp_err *err) {
             const int64_t cn = cd[0] * cd[1];
             float *c = own_alloc(x, (size_t)cn * sizeof(float));
             if (!c) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-            const float *src = (const float *)(x->p->weights + T(x, ci)->offset);
+            const float *src = (const float *)T(x, ci)->data;
             for (int64_t i = 0; i < cn; i++) c[i] = beta * src[i];
             PP_TRY(new_mem(x, &cmd, c, &cm, err));
         }
@@ -1816,7 +1816,7 @@ static void reset_tensor(pprt_exec *x, int tid) {
     x->need[tid] = t->nbytes;
     x->ghost[tid] = false;
     x->alias[tid] = -1;
-    if (t->kind == PPRT_WEIGHT) x->ptr[tid] = (void *)(x->p->weights + t->offset);
+    if (t->kind == PPRT_WEIGHT) x->ptr[tid] = (void *)t->data;
     else if (x->kind[tid] == PPRT_ACTIVATION) x->ptr[tid] = NULL; /* plan_arena */
 }
 
@@ -1980,6 +1980,39 @@ out:
 
 /* One attempt at building every node. *restart: a node was declined whose
  * input another node had already stored in a oneDNN layout (build again). */
+/* Weights of a --ref-weights plan that lie misaligned in the model file are
+ * copied as the nodes reading them are built (pprt_stage_weight), and a copy
+ * that only one node reads is freed once that node is built on oneDNN without
+ * a step that reads it at run time (oneDNN reordered it into its own layout):
+ * the stage holds one copy of its weights, at no time two. */
+static pp_status have_weights(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    for (int k = 0; k < n->n_in; k++) {
+        const int tid = n->in[k];
+        if (tid < 0 || T(x, tid)->kind != PPRT_WEIGHT || x->ptr[tid]) continue;
+        PP_TRY(pprt_stage_weight(x->p, x->st->index, tid, err));
+        x->ptr[tid] = (void *)T(x, tid)->data;
+    }
+    return PP_OK;
+}
+
+static void drop_weights(pprt_exec *x, const pprt_node *n, int first_step) {
+    for (int k = 0; k < n->n_in; k++) {
+        const int tid = n->in[k];
+        if (tid < 0 || !T(x, tid)->copy || x->cons[tid] != 1) continue;
+        const uintptr_t lo = (uintptr_t)T(x, tid)->data, hi = lo + T(x, tid)->nbytes;
+        bool read = false;
+        for (int i = first_step; i < x->n_steps && !read; i++)
+            for (int a = 0; a < x->steps[i].nargs && !read; a++) {
+                void *h = NULL;
+                read = dnnl_memory_get_data_handle(x->steps[i].args[a].memory, &h) != dnnl_success ||
+                       ((uintptr_t)h >= lo && (uintptr_t)h < hi);
+            }
+        if (read) continue;
+        pprt_stage_weight_release(x->p, x->st->index, tid);
+        x->ptr[tid] = NULL;
+    }
+}
+
 static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     const pprt_stage *st = x->st;
     *restart = false;
@@ -2005,7 +2038,9 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         x->build_threads = node_threads(x, n, x->threads);
         set_threads(x->build_threads);
         find_fusable(x, ni);
-        pp_status s = builder_of(n->op)(x, n, &e);
+        pp_status s = have_weights(x, n, &e);
+        for (int f = 0; f < x->n_fused && s == PP_OK; f++) s = have_weights(x, &st->nodes[x->fused[f]], &e);
+        if (s == PP_OK) s = builder_of(n->op)(x, n, &e);
         if (s != PP_OK && s != PP_ENOMEM && x->n_fused) {
             /* again without absorbing the nodes after it */
             rollback(x, m);
@@ -2019,6 +2054,8 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
             s = builder_of(n->op)(x, n, &e);
         }
         for (int f = 0; f < x->n_fused && s == PP_OK; f++) x->absorbed[x->fused[f]] = true;
+        int fused[4], n_fused = s == PP_OK ? x->n_fused : 0;
+        memcpy(fused, x->fused, sizeof fused);
         x->n_fused = 0;
         set_threads(x->threads);
         x->build_threads = x->threads;
@@ -2037,7 +2074,12 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         }
         x->first[ni] = m.steps;
         x->nsteps[ni] = x->n_steps - m.steps;
+        drop_weights(x, n, m.steps);
+        for (int f = 0; f < n_fused; f++) drop_weights(x, &st->nodes[fused[f]], m.steps);
     }
+    /* the reference nodes read their weights as they are */
+    for (int ni = 0; ni < st->n_nodes; ni++)
+        if (x->first[ni] < 0 && !x->absorbed[ni]) PP_TRY(have_weights(x, &st->nodes[ni], err));
     /* the shared buffers, now that their sizes are known */
     for (int i = 0; i < N_SLOTS; i++) {
         if (!x->slot_bytes[i]) continue;

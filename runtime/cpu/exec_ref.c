@@ -28,6 +28,7 @@ static double now_s(void) {
 static pp_status ref_create(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *cfg, pprt_exec **out,
                             pp_err *err) {
     (void)cfg; /* single-threaded, f32 (pprt refuses --precision bf16 for it) */
+    PP_TRY(pprt_stage_weights(p, st->index, err));
     pprt_exec *x = calloc(1, sizeof *x);
     if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     x->p = p;
@@ -45,7 +46,7 @@ static pp_status ref_create(const pprt_plan *p, const pprt_stage *st, const pprt
     x->arena = arena;
     for (int i = 0; i < st->n_tensors; i++) {
         const pprt_tdesc *t = &st->t[i];
-        if (t->kind == PPRT_WEIGHT) x->ptr[i] = (void *)(p->weights + t->offset);
+        if (t->kind == PPRT_WEIGHT) x->ptr[i] = (void *)t->data;
         else if (t->kind == PPRT_ACTIVATION) x->ptr[i] = x->arena + t->offset;
     }
     *out = x;

@@ -322,6 +322,56 @@ expect("unknown precision", [PPRT, "good.plan", data, "--precision", "fp8"], "--
 expect("bf16 on the reference kernels", [PPRT, "good.plan", data, "--backend", "ref", "--precision", "bf16"],
        "--precision bf16 needs the oneDNN backend")
 
+# ---- pprt: a --ref-weights plan whose model file moved, changed or is not a file ------------
+def ref_weights_cases():
+    from onnx import TensorProto, helper, numpy_helper
+    import onnx
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((256, 256)).astype(np.float32)  # 256 KiB: referenced, not copied
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y0"]), helper.make_node("Relu", ["y0"], ["y"])], "ref",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 256])], [numpy_helper.from_array(w, "w")])
+    shutil.rmtree("ref", ignore_errors=True)
+    os.makedirs("ref")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "ref/model.onnx")
+    x = rng.standard_normal((3, 256)).astype(np.float32)
+    os.makedirs("ref/data", exist_ok=True)
+    np.save("ref/data/x.npy", x)
+    r = subprocess.run([PPCC, "ref/model.onnx", "--ref-weights", "-o", "ref.plan"], capture_output=True, text=True)
+    if r.returncode != 0 or os.path.getsize("ref.plan") > 64 << 10:
+        failures.append(f"--ref-weights compile: exit {r.returncode}, {r.stderr.strip()[:300]!r}, "
+                        f"plan {os.path.getsize('ref.plan') if os.path.exists('ref.plan') else 0} bytes (want < 64 KiB)")
+        return
+    # it runs, and right (numpy's product; float32 sums in another order)
+    r = subprocess.run([PPRT, "ref.plan", "ref/data", "-o", "ref_out", "-q"], capture_output=True, text=True)
+    y = np.load("ref_out/y.npy") if r.returncode == 0 else None
+    if y is None or not np.allclose(y, np.maximum(x @ w, 0), rtol=1e-4, atol=1e-4):
+        failures.append(f"--ref-weights run: exit {r.returncode}, {r.stderr.strip()[:300]!r}")
+    model = open("ref/model.onnx", "rb").read()
+    at = model.index(w.tobytes()[:64]) + 1000  # a byte inside the weight
+    changed = bytearray(model)
+    changed[at] ^= 0x40
+    os.rename("ref/model.onnx", "ref/moved.onnx")
+    expect("ref-weights: model moved", [PPRT, "ref.plan", "ref/data"], "pprt --model FILE names where the model is now")
+    expect("ref-weights: --model of another size", [PPRT, "ref.plan", "ref/data", "--model", write("ref/cut.onnx", model[:-1])],
+           "the plan was compiled from one of")
+    expect("ref-weights: --model with a changed weight", [PPRT, "ref.plan", "ref/data", "--model",
+                                                          write("ref/changed.onnx", bytes(changed))], "the file changed")
+    expect("ref-weights: --model is a directory", [PPRT, "ref.plan", "ref/data", "--model", "ref"], "is not a regular file")
+    os.mkfifo("ref/fifo.onnx")
+    expect("ref-weights: --model is a FIFO", [PPRT, "ref.plan", "ref/data", "--model", "ref/fifo.onnx"], "is not a regular file")
+    expect("ref-weights: --model needs a file", [PPRT, "ref.plan", "ref/data", "--model"], "--model needs")
+    # the moved model, named: runs, and gives the same outputs
+    r = subprocess.run([PPRT, "ref.plan", "ref/data", "-o", "ref_out2", "-q", "--model", "ref/moved.onnx"],
+                       capture_output=True, text=True)
+    if r.returncode != 0 or not os.path.exists("ref_out2/y.npy") or \
+            open("ref_out2/y.npy", "rb").read() != open("ref_out/y.npy", "rb").read():
+        failures.append(f"--ref-weights with --model: exit {r.returncode}, {r.stderr.strip()[:300]!r}")
+
+
+ref_weights_cases()
+
 print(f"bad_inputs: {count - len(failures)}/{count} cases rejected cleanly")
 for f in failures:
     print("FAIL:", f)

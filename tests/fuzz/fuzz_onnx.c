@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     co.n_stages = g.n_nodes >= 2 ? 2 : 1;
     if (pp_run_passes(&g, &co, &err) == PP_OK) {
         pp_lowered low;
-        if (pp_lower(&g, "fuzz", "fuzz", &low, &err) == PP_OK) pp_lowered_free(&low);
+        if (pp_lower(&g, "fuzz", "fuzz", NULL, &low, &err) == PP_OK) pp_lowered_free(&low);
     }
     pp_graph_free(&g);
     return 0;

@@ -8,7 +8,10 @@
 # - -pp 2: flops and auto balance FLOPs within 5%, where the parameter-balanced
 #   module split (ColossalAI's "balanced") leaves about 1.6;
 # - the ColossalAI exec_seq of the seed notes (no flatten in it) compiles, runs
-#   correctly, and the report lists /Flatten as recovered.
+#   correctly, and the report lists /Flatten as recovered;
+# - ppcc --ref-weights plans (weights left in the model's files, external
+#   data included) give the same outputs bit for bit, and find a moved model
+#   with pprt --model.
 set -euo pipefail
 : "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
 out=$1
@@ -34,6 +37,37 @@ onnx.save(m, sys.argv[2], save_as_external_data=True, all_tensors_to_one_file=Tr
 "$PPCC" ext/model.onnx -pp 2 -b 1 -q -o ext.plan
 "$PPRT" ext.plan folded/data -o ext_out -q
 cmp folded/out2/output.npy ext_out/output.npy || { echo "FAIL: external data gives other outputs"; exit 1; }
+
+# --ref-weights: weights read in place from the model's files give the
+# outputs of the self-contained plan, bit for bit, on both backends; the plan
+# holds only what ppcc made (BatchNormalization folded into the convolutions
+# of keep-bn), and --model finds a moved model and its external data
+for variant in folded keep-bn; do
+  "$PPCC" $variant/model.onnx -pp 2 -b 1 --ref-weights -q -o $variant/ref.plan
+  "$PPRT" $variant/ref.plan $variant/data -o $variant/ref_out -q
+  cmp $variant/out2/output.npy $variant/ref_out/output.npy || { echo "FAIL: $variant --ref-weights differs"; exit 1; }
+  "$PPCC" $variant/model.onnx -pp 2 -b 1 -q -o $variant/self.plan
+  "$PPRT" $variant/self.plan $variant/data -o $variant/self_ref -q --backend ref
+  "$PPRT" $variant/ref.plan $variant/data -o $variant/ref_ref -q --backend ref
+  cmp $variant/self_ref/output.npy $variant/ref_ref/output.npy || { echo "FAIL: $variant --ref-weights differs on the reference kernels"; exit 1; }
+done
+"$PY" - <<'PY'
+import os, sys
+size = {v: (os.path.getsize(v + "/ref.plan"), os.path.getsize(v + "/r2.plan")) for v in ("folded", "keep-bn")}
+print("--ref-weights plan / self-contained plan bytes:", size)
+if size["folded"][0] > size["folded"][1] / 50:
+    sys.exit("FAIL: the folded model's weights should stay in the model file")
+if size["keep-bn"][0] < size["keep-bn"][1] / 2:
+    sys.exit("FAIL: the BN-folded convolution weights are ppcc's own and belong in the plan")
+PY
+"$PPCC" ext/model.onnx -pp 2 -b 1 --ref-weights -q -o ext_ref.plan
+"$PPRT" --info ext_ref.plan | grep -q "weights referenced in: .*/ext/weights.bin" || { echo "FAIL: ext_ref.plan should name weights.bin"; exit 1; }
+rm -rf ext_moved && mv ext ext_moved
+if "$PPRT" ext_ref.plan folded/data -o ext_ref_out -q 2> moved.err; then echo "FAIL: ran without its weights"; exit 1; fi
+grep -q "weights.bin" moved.err || { echo "FAIL: the error should name weights.bin"; cat moved.err; exit 1; }
+"$PPRT" ext_ref.plan folded/data -o ext_ref_out -q --model ext_moved/model.onnx
+cmp folded/out2/output.npy ext_ref_out/output.npy || { echo "FAIL: external data with --ref-weights gives other outputs"; exit 1; }
+mv ext_moved ext
 
 "$PPCC" keep-bn/model.onnx -b 1 --dump-ir -q -o ir.plan > final.ir
 for op in " BatchNormalization " " Identity " " Relu " " Add "; do

@@ -6,6 +6,9 @@
 #   - torchvision ResNet-50 (batch 4, exported here) at -pp 2 and -pp 4 -b 1
 #     under -np 2 and -np 4: bit-identical to the threaded runtime;
 #   - --replicas 2 on -np 4 with the -pp 2 plans: bit-identical;
+#   - a ppcc --ref-weights plan (a two-layer MLP made here) on 2 ranks, each
+#     reading its stage's weights from the model file: bit-identical to the
+#     whole plan on threads;
 #   - a rank bound to one core cuts --threads 2 to one thread, with a warning;
 #   - errors: -np that is not stages x replicas (every rank says so, exit 2),
 #     rank 0 failing to read the data (the other rank names it, exit 2);
@@ -89,6 +92,28 @@ assert p["micro_batch"] == 16 and len(p["nodes"]) == 8 and all(v >= 0 for v in p
 assert s["backend"] == "cpu-ref" and sum(st["nodes"] for st in s["stages"]) == 8, s
 assert all(st["reference_kernels"] == st["nodes"] >= 1 and st["own_kernels"] == 0 for st in s["stages"]), s
 PY
+# ---- a ppcc --ref-weights plan on 2 ranks: each reads its weights from the model ----
+"$PY" - <<'PY'
+import numpy as np, onnx
+from onnx import TensorProto, helper, numpy_helper
+rng = np.random.default_rng(3)
+w1, w2 = (rng.standard_normal((256, 256)).astype(np.float32) / 16 for _ in range(2))
+g = helper.make_graph([helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+                       helper.make_node("MatMul", ["r", "w2"], ["y"])], "mlp",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 256])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 256])],
+                      [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "mlp.onnx")
+import os; os.makedirs("mlp_data", exist_ok=True)
+np.save("mlp_data/x.npy", rng.standard_normal((6, 256)).astype(np.float32))
+PY
+"$PPCC" mlp.onnx -pp 2 -b 2 -q -o mlp_whole.plan
+"$PPCC" mlp.onnx -pp 2 -b 2 --ref-weights -q -o mlp_ref.plan
+"$PPRT" --info mlp_ref.plan | grep -q "weights referenced in: .*/mlp.onnx" || { echo "FAIL: mlp_ref.plan names no model file"; exit 1; }
+"$PPRT" mlp_whole.plan mlp_data -o mlp_thr -q "${BK[@]}"
+expect_rc 0 mlp_mpi.txt "${M[@]}" -np 2 "$PPRT" mlp_ref.plan mlp_data -o mlp_mpi -q "${BK[@]}"
+same mlp_thr/y.npy mlp_mpi/y.npy "--ref-weights plan on 2 ranks vs the whole plan on threads"
+
 # a rank bound to one core (mpirun --bind-to core) gets one intra-op thread,
 # however many cores the machine has; unbound, its share of them
 "$PPCC" "$S/model.onnx" -pp 1 -b 16 -o d1.plan -q

@@ -181,13 +181,13 @@ static void test_chain_split(int len, int pp, int64_t batch, int64_t n_samples) 
     }
     check_boundaries(&g);
     pp_lowered low;
-    CHECK(pp_lower(&g, "test", "test", &low, &e) == PP_OK, "lower: %s", e.msg);
+    CHECK(pp_lower(&g, "test", "test", NULL, &low, &e) == PP_OK, "lower: %s", e.msg);
     CHECK(pp_plan_write(&low, "t_chain.plan", &e) == PP_OK, "write: %s", e.msg);
     pp_lowered_free(&low);
     pp_graph_free(&g);
 
     pprt_plan *p = NULL;
-    s = pprt_plan_load("t_chain.plan", &p, &e);
+    s = pprt_plan_load("t_chain.plan", NULL, &p, &e);
     CHECK(s == PP_OK, "load: %s", e.msg);
     if (s != PP_OK) return;
     float *x = malloc(sizeof(float) * 4 * (size_t)n_samples);
@@ -227,7 +227,7 @@ static void test_corrupt_plan(void) {
     pp_compile_opts_init(&co);
     co.n_stages = 3;
     pp_lowered low;
-    if (pp_run_passes(&g, &co, &e) != PP_OK || pp_lower(&g, "t", "t", &low, &e) != PP_OK ||
+    if (pp_run_passes(&g, &co, &e) != PP_OK || pp_lower(&g, "t", "t", NULL, &low, &e) != PP_OK ||
         pp_plan_write(&low, "t_corrupt.plan", &e) != PP_OK) {
         CHECK(0, "building the plan: %s", e.msg);
         return;
@@ -412,12 +412,12 @@ static void test_random_dags(void) {
                 for (int st = 0; st < p; st++) CHECK(per[st] > 0, "stage %d is empty", st);
                 check_boundaries(&g);
                 pp_lowered low;
-                CHECK(pp_lower(&g, "t", "t", &low, &e) == PP_OK && pp_plan_write(&low, "t_dag.plan", &e) == PP_OK,
+                CHECK(pp_lower(&g, "t", "t", NULL, &low, &e) == PP_OK && pp_plan_write(&low, "t_dag.plan", &e) == PP_OK,
                       "lower/write: %s", e.msg);
                 pp_lowered_free(&low);
                 pp_graph_free(&g);
                 pprt_plan *pl = NULL;
-                if (pprt_plan_load("t_dag.plan", &pl, &e) != PP_OK) {
+                if (pprt_plan_load("t_dag.plan", NULL, &pl, &e) != PP_OK) {
                     CHECK(0, "load: %s", e.msg);
                     continue;
                 }
