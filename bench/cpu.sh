@@ -29,14 +29,19 @@
 #    largest difference relative to the largest logit, accuracy on its labels.
 # 4. Compile time: ppcc -pp 2 on ResNet-50 and ViT-L/16 (COMPILE_MODELS),
 #    median of 3 runs after one untimed run (page cache warm): wall time to a
-#    new plan file, its CPU time, and wall time over an existing plan.
+#    new plan file, its CPU time, and wall time over an existing plan; each
+#    for a whole plan and a --ref-weights one (weights left in the model
+#    file), with the wall time of a pprt run of 2 samples on the plan (what
+#    the plan costs at load).
 #
 # Usage: bench/cpu.sh [BUILD_DIR] [REPS]   (builds nothing: expects BUILD_DIR/ppcc and
 #        BUILD_DIR/pprt, default build/; REPS default 5)
 # Environment: MODELS (default "resnet50 efficientnet_b0 vit_b_16"), BATCHES (default "1 8"),
 #              SAMPLES (images per throughput run, default 32; ViT-B/16 runs half as many),
 #              COMPILE_MODELS (default "resnet50 vit_l_16"), SECTIONS (default "1 2 3 4"),
-#              PP_ROUNDS (rounds of section 2, default the larger of REPS and 5)
+#              PP_ROUNDS (rounds of section 2, default the larger of REPS and 5),
+#              MODEL_DIR (models exported before: NAME/model.onnx and NAME/data are
+#              used as they are, else exported into a temporary directory)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -49,7 +54,7 @@ trap 'rm -rf "$work"' EXIT
 export BUILD=$build WORK=$work REPS=$reps SRC=$root
 export MODELS=${MODELS:-"resnet50 efficientnet_b0 vit_b_16"} BATCHES=${BATCHES:-"1 8"} SAMPLES=${SAMPLES:-32}
 export COMPILE_MODELS=${COMPILE_MODELS:-"resnet50 vit_l_16"} SECTIONS=${SECTIONS:-"1 2 3 4"}
-export PP_ROUNDS=${PP_ROUNDS:-$(( reps > 5 ? reps : 5 ))}
+export PP_ROUNDS=${PP_ROUNDS:-$(( reps > 5 ? reps : 5 ))} MODEL_DIR=${MODEL_DIR:-}
 exec "$py" - <<'PY'
 import json, os, statistics, subprocess, sys, time
 import numpy as np
@@ -145,6 +150,9 @@ print(f"machine: {field('Model name')}, {field('CPU(s)')} CPUs ({field('Core(s) 
 
 def export(name):
     """The exported model's directory; None (and a message) when the export fails."""
+    mine = os.path.join(os.environ.get("MODEL_DIR", ""), name)
+    if os.environ.get("MODEL_DIR") and os.path.exists(os.path.join(mine, "model.onnx")):
+        return mine
     d = os.path.join(W, name)
     if not os.path.exists(os.path.join(d, "model.onnx")):
         try:
@@ -281,33 +289,41 @@ elif "3" in SECTIONS:
 
 # ---- 4. compile time -----------------------------------------------------------------------------
 if "4" in SECTIONS:
-    print("\n| model | ONNX MB | ppcc -pp 2 wall s, new plan file | ppcc CPU s (user + sys) "
-          "| wall s, over the previous plan |")
-    print("|---|---:|---:|---:|---:|")
+    print("\n| model | plan | plan MB | ppcc -pp 2 wall s, new plan file | ppcc CPU s (user + sys) "
+          "| wall s, over the previous plan | pprt wall s, load + 2 samples |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for name in os.environ["COMPILE_MODELS"].split():
         d = export(name)
         if not d:
             continue
-        model, plan = os.path.join(d, "model.onnx"), os.path.join(W, "c.plan")
-        argv = [f"{B}/ppcc", model, "-b", "1", "-pp", "2", "-q", "-o", plan]
-        sh(argv)
-        fresh, cpu, over = [], [], []
-        for _ in range(3):
-            # a new file: the wall time includes ppcc's fsync of the whole plan
-            # (written whole or not at all), not the filesystem freeing the
-            # blocks of a plan it replaces, which rename() waits for (about 1 s
-            # per GB here); the third column times that case
-            os.remove(plan)
-            r0 = os.times()
-            t0 = time.perf_counter()
+        model = os.path.join(d, "model.onnx")
+        for kind, extra in (("whole", []), ("--ref-weights", ["--ref-weights"])):
+            plan = os.path.join(W, "c.plan")
+            argv = [f"{B}/ppcc", model, "-b", "1", "-pp", "2", "-q", "-o", plan] + extra
             sh(argv)
-            fresh.append(time.perf_counter() - t0)
-            r1 = os.times()
-            cpu.append(r1.children_user + r1.children_system - r0.children_user - r0.children_system)
-            t0 = time.perf_counter()
-            sh(argv)
-            over.append(time.perf_counter() - t0)
-        print(f"| {name} | {os.path.getsize(model) / 1e6:.0f} | {statistics.median(fresh):.2f} | "
-              f"{statistics.median(cpu):.2f} | {statistics.median(over):.2f} |")
+            fresh, cpu, over, run = [], [], [], []
+            for _ in range(3):
+                # a new file: the wall time includes ppcc's fsync of the whole plan
+                # (written whole or not at all), not the filesystem freeing the
+                # blocks of a plan it replaces, which rename() waits for (about 1 s
+                # per GB here); the third column times that case
+                os.remove(plan)
+                r0 = os.times()
+                t0 = time.perf_counter()
+                sh(argv)
+                fresh.append(time.perf_counter() - t0)
+                r1 = os.times()
+                cpu.append(r1.children_user + r1.children_system - r0.children_user - r0.children_system)
+                t0 = time.perf_counter()
+                sh(argv)
+                over.append(time.perf_counter() - t0)
+                # what the plan costs its user: pprt from start to exit (checks,
+                # weights copied or reordered, both stages' primitives, 2 samples)
+                t0 = time.perf_counter()
+                sh([f"{B}/pprt", plan, os.path.join(d, "data"), "-q", "-o", os.path.join(W, "c_out")])
+                run.append(time.perf_counter() - t0)
+            print(f"| {name} ({os.path.getsize(model) / 1e6:.0f} MB ONNX) | {kind} | {os.path.getsize(plan) / 1e6:.1f} | "
+                  f"{statistics.median(fresh):.2f} | {statistics.median(cpu):.2f} | {statistics.median(over):.2f} | "
+                  f"{statistics.median(run):.2f} |")
 print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 PY
