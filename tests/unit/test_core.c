@@ -2,7 +2,9 @@
  * .npy round trips, and whole small graphs built in C, split at every pipeline
  * depth, written as plans, reloaded, run, and compared with values computed
  * here by hand. Also: the loader rejects every truncation of a plan and every
- * flipped byte of its header and metadata. */
+ * flipped byte of its header and metadata, and the references of a
+ * --ref-weights plan that do not hold. */
+#define _GNU_SOURCE /* realpath */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,8 @@
 #include "../../passes/passes.h"
 #include "../../runtime/io.h"
 #include "../../runtime/pprt.h"
+#include "plan.pb-c.h"
+#include <xxhash.h>
 
 static int failures;
 #define CHECK(c, ...)                                                     \
@@ -273,6 +277,128 @@ static void test_corrupt_plan(void) {
     free(buf);
 }
 
+/* ---- a --ref-weights plan, made by hand from a whole one ------------------------------ */
+
+static void write_file(const char *path, const void *b, size_t n) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(b, 1, n, f) == n, "writing %s", path);
+    if (f) fclose(f);
+}
+
+/* Write the lowered plan and load it: NULL when it loads, else the message. */
+static const char *ref_load(const pp_lowered *low, const char *model, pprt_plan **out) {
+    static pp_err e;
+    e = (pp_err){0};
+    *out = NULL;
+    if (pp_plan_write(low, "t_ref.plan", &e) != PP_OK) return e.msg;
+    return pprt_plan_load("t_ref.plan", model, out, &e) == PP_OK ? NULL : e.msg;
+}
+
+/* The chain's bias becomes an EXTERNAL tensor read from a file where it lies
+ * at offset 3 (misaligned, so pprt copies it): the plan runs and gives the
+ * chain's outputs; a wrong source, offset, size or hash, a missing file, and
+ * a source on another kind of tensor are refused; --model finds the file. */
+static void test_ref_plan(void) {
+    static const float bias[4] = {0.5f, -1.0f, 0.25f, -0.125f};
+    pp_graph g;
+    build_chain(&g, 7, 3, bias);
+    pp_err e = {0};
+    pp_compile_opts co;
+    pp_compile_opts_init(&co);
+    co.n_stages = 2;
+    co.policy = PP_POLICY_UNIFORM;
+    pp_lowered low;
+    if (pp_run_passes(&g, &co, &e) != PP_OK || pp_lower(&g, "t", "t", NULL, &low, &e) != PP_OK) {
+        CHECK(0, "building the plan: %s", e.msg);
+        return pp_graph_free(&g);
+    }
+    unsigned char src[3 + sizeof bias] = {7, 7, 7};
+    memcpy(src + 3, bias, sizeof bias);
+    write_file("t_src.bin", src, sizeof src);
+    char abs[4096];
+    CHECK(realpath("t_src.bin", abs) != NULL, "realpath");
+    Ppplan__Source so = PPPLAN__SOURCE__INIT, *sl[1] = {&so};
+    so.path = abs;
+    static char empty[1], gone[] = "/nonexistent/t_src.bin";
+    so.location = empty;
+    so.size = sizeof src;
+    so.xxh3 = XXH3_64bits(src, sizeof src);
+    low.plan->sources = sl;
+    low.plan->n_sources = 1;
+    Ppplan__Tensor *bt = NULL, *other = NULL;
+    for (size_t i = 0; i < low.plan->n_stages; i++)
+        for (size_t k = 0; k < low.plan->stages[i]->n_tensors; k++) {
+            Ppplan__Tensor *t = low.plan->stages[i]->tensors[k];
+            if (t->kind == PPPLAN__TENSOR__KIND__WEIGHT) {
+                t->kind = PPPLAN__TENSOR__KIND__EXTERNAL;
+                t->source = 0;
+                t->offset = 3;
+                bt = t;
+            } else {
+                other = t;
+            }
+        }
+    CHECK(bt && other, "the chain has a weight and other tensors");
+    for (int v = 0; v < g.n_values; v++) low.weight_off[v] = -1;
+    low.weights_bytes = low.plan->weights_bytes = 0;
+
+    pprt_plan *p;
+    const char *msg = ref_load(&low, NULL, &p);
+    CHECK(!msg, "the --ref-weights plan is refused: %s", msg ? msg : "");
+    if (p) {
+        enum { N = 5 };
+        float x[4 * N], want[4 * N], want1[4 * N];
+        for (int i = 0; i < 4 * N; i++) x[i] = (float)((i * 31) % 11) / 3.0f - 1.5f;
+        chain_ref(7, N, x, bias, want, want1);
+        pprt_array in = {x, N}, out[2];
+        pprt_stats st;
+        pprt_run_opts ro = {.depth = 2, .pin = false};
+        pp_status s = pprt_run(p, &in, N, out, &ro, &st, &e);
+        CHECK(s == PP_OK, "run: %s", e.msg);
+        if (s == PP_OK) {
+            CHECK(memcmp(out[0].data, want, sizeof want) == 0, "--ref-weights plan: output differs");
+            free(out[0].data);
+            free(out[1].data);
+            free(st.stages);
+            free(st.node_ms);
+        }
+        pprt_plan_free(p);
+    }
+    static const struct {
+        const char *what, *want;
+    } bad[] = {
+        {"source 1", "expected a source below 1"},
+        {"offset 4", "lie outside"},
+        {"hash", "the file changed"},
+        {"size", "the plan was compiled from one of 20"},
+        {"source on a non-external tensor", "on a tensor that is not EXTERNAL"},
+        {"path", "cannot open the model file"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (i == 0) bt->source = 1;
+        if (i == 1) bt->offset = 4;
+        if (i == 2) so.xxh3 ^= 1;
+        if (i == 3) so.size++;
+        if (i == 4) other->source = 1;
+        if (i == 5) so.path = gone;
+        msg = ref_load(&low, NULL, &p);
+        CHECK(msg && strstr(msg, bad[i].want), "%s: expected \"%s\", got %s", bad[i].what, bad[i].want,
+              msg ? msg : "a loaded plan");
+        pprt_plan_free(p);
+        bt->source = 0, bt->offset = 3, so.xxh3 = XXH3_64bits(src, sizeof src), so.size = sizeof src;
+        other->source = 0;
+        /* the missing path stays for the --model case below */
+    }
+    /* the recorded path is gone; --model names the file */
+    msg = ref_load(&low, "t_src.bin", &p);
+    CHECK(!msg, "--model t_src.bin: %s", msg ? msg : "");
+    pprt_plan_free(p);
+    low.plan->sources = NULL;
+    low.plan->n_sources = 0;
+    pp_lowered_free(&low);
+    pp_graph_free(&g);
+}
+
 /* ---- partitioning: exact min-max against brute force ------------------------------- */
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -456,6 +582,7 @@ int main(void) {
     test_chain_split(12, 4, 1, 7);
     test_chain_split(12, 2, 8, 3); /* fewer samples than one micro-batch */
     test_corrupt_plan();
+    test_ref_plan();
     test_minmax_vs_brute();
     test_random_dags();
     if (failures) {
