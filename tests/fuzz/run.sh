@@ -2,7 +2,7 @@
 # Build the libFuzzer targets (clang, ASan+UBSan) and run each for a bounded
 # time from a seed corpus of real and hand-made inputs; then replay every
 # input that ever crashed (regress_*/, kept forever) and fail if any still does.
-# Usage: run.sh SRC_DIR GEN_DIR WORK_DIR SECONDS_PER_TARGET   (env: PPCC)
+# Usage: run.sh SRC_DIR GEN_DIR WORK_DIR SECONDS_PER_TARGET   (env: PPCC, PY)
 set -euo pipefail
 src=$1 gen=$2 work=$3 secs=$4
 mkdir -p "$work"
@@ -20,6 +20,20 @@ for m in "$src"/samples/digits/model.onnx "$src"/tests/golden/*.onnx; do
   cp "$m" seeds_onnx/
   for pp in 1 2; do "$PPCC" "$m" -pp $pp -q -o "seeds_plan/$(basename "$m" .onnx)_$pp.plan" 2>/dev/null || true; done
 done
+# a --ref-weights plan: a 128 KiB weight left in its model file (made here;
+# the loader maps and hashes that file for every input that still names it)
+if [ -n "${PY:-}" ] && "$PY" - <<'PYEOF'
+import numpy as np, onnx
+from onnx import TensorProto, helper, numpy_helper
+w = np.arange(128 * 256, dtype=np.float32).reshape(128, 256) / 1e4
+g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "ref",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 128])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 256])], [numpy_helper.from_array(w, "w")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "ref_model.onnx")
+PYEOF
+then
+  "$PPCC" ref_model.onnx --ref-weights -q -o seeds_plan/ref_weights.plan
+fi
 cp "$src"/tests/fuzz/regress_onnx/* seeds_onnx/ 2>/dev/null || true
 cp "$src"/tests/fuzz/regress_plan/* seeds_plan/ 2>/dev/null || true
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
