@@ -113,6 +113,7 @@
 #include "../../ir/shape_nn.h"
 #include "../exec.h"
 #include "../kernels.h"
+#include "silu.h"
 #include "wino.h"
 
 #define MAX_ARGS 10
@@ -125,6 +126,7 @@ typedef struct step {
     dnnl_primitive_t prim; /* NULL for a step of our own Winograd kernel (wino) */
     pprt_wino *wino;       /* args: SRC, DST, SCRATCHPAD, and SRC_1 (the residual) if any */
     float lo, hi;          /* wino: the clamp after bias and residual */
+    size_t silu;           /* > 0: a step of our SiLU kernel over this many floats (args: SRC, DST) */
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */
     int nargs;
@@ -217,6 +219,8 @@ struct pprt_exec {
     bool follow;              /* convolutions read a blocked source as it is where they can (PPRT_DNNL_FOLLOW) */
     bool views;               /* Reshape and its kin alias their input (PPRT_DNNL_VIEWS) */
     bool wino;                /* 3x3 stride-1 f32 convolutions by Winograd where oneDNN has it (PPRT_DNNL_WINO) */
+    bool own_silu;            /* SiLU on our kernel (runtime/cpu/silu.c), not absorbed by the node
+                               * before: f32 on AVX2 CPUs without AVX-512 (PPRT_DNNL_SILU=0: never) */
     int wino_tile;            /* our kernel's tile: 0 chosen per node, 2 or 4 (PPRT_DNNL_WINO_TILE) */
     int64_t rows_max;         /* matrix products with fewer rows as 1x1 convolutions (PPRT_DNNL_ROWS_MAX) */
     /* statistics (PPRT_DNNL_VERBOSE) */
@@ -766,6 +770,18 @@ static pp_status write_in_place(pprt_exec *x, const pprt_node *n, int xi, const 
     return PP_OK;
 }
 
+/* Run a step of our SiLU kernel on the bytes its memories point at now. */
+static dnnl_status_t run_silu(const step *s) {
+    void *p[2] = {NULL, NULL};
+    for (int i = 0; i < s->nargs; i++) {
+        dnnl_status_t ds = dnnl_memory_get_data_handle(s->args[i].memory, &p[s->args[i].arg == DNNL_ARG_DST]);
+        if (ds != dnnl_success) return ds;
+    }
+    omp_get_fn *get = omp_getter();
+    pprt_silu(p[0], p[1], s->silu, get ? get() : 1);
+    return dnnl_success;
+}
+
 /* Run a step of our Winograd kernel on the bytes its memories point at now,
  * on the calling thread's OpenMP team (set for the step by dnnl_run). */
 static dnnl_status_t run_wino(const step *s) {
@@ -1263,6 +1279,18 @@ static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
         return r;
     }
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}};
+    if (n->op == PP_OP_SILU && x->own_silu && src.data_type == dnnl_f32 && dnnl_memory_desc_equal(&src, dst_md)) {
+        /* our kernel over every float of the layout (a blocked one's
+         * padding included: silu(0) = 0 keeps it zero) */
+        step st = {.kind = STEP_MAIN, .threads = x->build_threads, .nargs = 2,
+                   .silu = dnnl_memory_desc_get_size(&src) / sizeof(float)};
+        dnnl_primitive_desc_destroy(pd);
+        if (!st.silu) return unsup(err, "empty");
+        if (!GROW(x->steps, x->cap_steps, x->n_steps + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        st.args[0] = args[0], st.args[1] = args[1];
+        x->steps[x->n_steps++] = st;
+        return push_post(x, &out, err);
+    }
     PP_TRY(push_pd(x, pd, STEP_MAIN, args, 2, err));
     return push_post(x, &out, err);
 }
@@ -1867,7 +1895,7 @@ static void find_fusable(pprt_exec *x, int ni) {
         } else {
             pp_err e = {0};
             if (builder_of(b->op) != build_eltwise || b->in[0] != cur || !f32(x, cur) ||
-                eltwise_of(x, b, &alg, &al, &be, &e) != PP_OK)
+                eltwise_of(x, b, &alg, &al, &be, &e) != PP_OK || (b->op == PP_OP_SILU && x->own_silu))
                 break;
         }
         x->fused_other[x->n_fused] = other;
@@ -2164,7 +2192,8 @@ static void report(const pprt_exec *x) {
         for (int k = 0; k < x->nsteps[ni]; k++) {
             const step *s = &x->steps[x->first[ni] + k];
             const_dnnl_primitive_desc_t pd;
-            const char *impl = !s->wino                      ? "?"
+            const char *impl = s->silu                       ? "pprt:silu:avx2"
+                               : !s->wino                     ? "?"
                                : pprt_wino_tile(s->wino) == 2 ? "pprt:wino_2x3:avx2"
                                                               : "pprt:wino_4x3:avx2";
             if (s->prim && dnnl_primitive_get_primitive_desc(s->prim, &pd) == dnnl_success)
@@ -2266,6 +2295,10 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     const int caller_threads = get ? get() : 0;
     x->stage_threads = cfg->threads > 0 ? cfg->threads : 1;
     x->bf16 = cfg->precision == PPRT_BF16 && pprt_dnnl_has_bf16(); /* else f32: pprt warns */
+    /* measured faster than oneDNN's swish on AVX2 only (docs/design-notes.md,
+     * "Our own SiLU"): with AVX-512, oneDNN's fused swish stays */
+    x->own_silu = !x->bf16 && pprt_silu_cpu() && !__builtin_cpu_supports("avx512f") &&
+                  env_flag("PPRT_DNNL_SILU", true);
     x->threads = x->stage_threads;
     x->build_threads = x->threads;
     set_threads(x->threads);
@@ -2322,7 +2355,9 @@ static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
                     set_threads(t);
                     x->threads = t;
                 }
-                dnnl_status_t ds = s->wino ? run_wino(s) : dnnl_primitive_execute(s->prim, x->strm, s->nargs, s->args);
+                dnnl_status_t ds = s->wino   ? run_wino(s)
+                                   : s->silu ? run_silu(s)
+                                             : dnnl_primitive_execute(s->prim, x->strm, s->nargs, s->args);
                 if (ds != dnnl_success)
                     return PP_FAIL(err, PP_ERUNTIME, "node '%s' (%s): oneDNN: %s", n->name, pp_op_table[n->op].name,
                                    dnnl_status2str(ds));

@@ -9,7 +9,9 @@ the same bits: -pp N runs a stage on fewer threads than -pp 1), the nodes absorb
 as post-ops and the outputs written in place of an input (residual sums,
 binary ops) (the default, and neither:
 PPRT_DNNL_FUSE=0 PPRT_DNNL_INPLACE=0), the residual of pp.FusedConv as a
-binary post-op (PPRT_DNNL_RESIDUAL=binary) and the pipeline split, on:
+binary post-op (PPRT_DNNL_RESIDUAL=binary), SiLU on oneDNN's swish rather
+than pprt's own kernel (PPRT_DNNL_SILU=0, as on AVX-512 CPUs) and the
+pipeline split, on:
   - small models written here, one per family of covered ops, each compiled
     with all passes (fused ops: pp.FusedConv with residual and Relu/Clip,
     pp.SiLU, LayerNormalization, Gelu, Gemm) and with --disable-pass fuse
@@ -125,7 +127,8 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
              ("plain_t1", {"PPRT_DNNL_LAYOUT": "plain"}, ["--threads", "1"]),
              ("simple_t1", {"PPRT_DNNL_FUSE": "0", "PPRT_DNNL_INPLACE": "0", "PPRT_DNNL_VIEWS": "0"},
               ["--threads", "1"]),
-             ("binres_t1", {"PPRT_DNNL_RESIDUAL": "binary"}, ["--threads", "1"])]
+             ("binres_t1", {"PPRT_DNNL_RESIDUAL": "binary"}, ["--threads", "1"]),
+             ("swish_t1", {"PPRT_DNNL_SILU": "0"}, ["--threads", "1"])]
     if not extra_runs:
         modes = modes[:1]
     else:
@@ -475,6 +478,17 @@ if "avx2" in flags and "fma" in flags and "avx512f" not in flags:
             failures.append(f"wino: {own} of 6 convolutions on pprt's Winograd kernel:\n{r.stderr}")
     except RuntimeError as e:
         failures.append(f"wino: {e}")
+
+# SiLU: on AVX2 without AVX-512, pprt's own kernel (runtime/cpu/silu.c) runs
+# it, not absorbed by the convolution before it
+if "avx2" in flags and "fma" in flags and "avx512f" not in flags:
+    try:
+        r = run([PPRT, os.path.join(work, "cnn_fused_1.plan"), os.path.join(work, "cnn_data"), "--backend", "dnnl",
+                 "-q", "-o", os.path.join(work, "cnn_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
+        if not re.search(r"pp\.SiLU\s+pprt:silu:avx2", r.stderr):
+            failures.append(f"cnn: pp.SiLU is not on pprt's SiLU kernel:\n{r.stderr}")
+    except RuntimeError as e:
+        failures.append(f"cnn: {e}")
 
 # views: at -pp 1 (fused) seven nodes are views: Flatten(a), the Reshape
 # after it, Unsqueeze, the Transpose of a 1-long axis, Squeeze, the Reshape
