@@ -2295,10 +2295,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     const int caller_threads = get ? get() : 0;
     x->stage_threads = cfg->threads > 0 ? cfg->threads : 1;
     x->bf16 = cfg->precision == PPRT_BF16 && pprt_dnnl_has_bf16(); /* else f32: pprt warns */
-    /* measured faster than oneDNN's swish on AVX2 only (docs/design-notes.md,
-     * "Our own SiLU"): with AVX-512, oneDNN's fused swish stays */
-    x->own_silu = !x->bf16 && pprt_silu_cpu() && !__builtin_cpu_supports("avx512f") &&
-                  env_flag("PPRT_DNNL_SILU", true);
+    x->own_silu = !x->bf16 && pprt_silu_wins() && env_flag("PPRT_DNNL_SILU", true);
     x->threads = x->stage_threads;
     x->build_threads = x->threads;
     set_threads(x->threads);

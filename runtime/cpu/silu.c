@@ -58,6 +58,7 @@ AVX2 static void silu_block(const float *x, float *y, size_t n) {
 }
 
 bool pprt_silu_cpu(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool pprt_silu_wins(void) { return pprt_silu_cpu() && !__builtin_cpu_supports("avx512f"); }
 
 #define BLOCK 4096 /* elements per task: 16 KiB in, 16 KiB out */
 
@@ -75,5 +76,6 @@ void pprt_silu(const float *x, float *y, size_t n, int threads) {
 
 #else
 bool pprt_silu_cpu(void) { return false; }
+bool pprt_silu_wins(void) { return false; }
 void pprt_silu(const float *x, float *y, size_t n, int threads) { (void)x, (void)y, (void)n, (void)threads; }
 #endif

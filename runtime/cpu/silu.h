@@ -9,6 +9,9 @@
 
 /* Whether this CPU runs the kernel (AVX2 and FMA). */
 bool pprt_silu_cpu(void);
+/* Whether it beats oneDNN's swish here: measured so on AVX2 without AVX-512
+ * only (docs/design-notes.md, "Our own SiLU"). */
+bool pprt_silu_wins(void);
 /* y[i] = x[i] * sigmoid(x[i]) for i < n (y may be x), on `threads` OpenMP
  * threads; every element gets the same arithmetic whatever n and the thread
  * count (tests/unit/test_silu.c bounds its error). Only where pprt_silu_cpu(). */
