@@ -221,19 +221,35 @@ static void test_chain_split(int len, int pp, int64_t batch, int64_t n_samples) 
     pprt_plan_free(p);
 }
 
+/* The chain of build_chain through the passes at pp stages under policy,
+ * and lowered; false (and a failed CHECK) otherwise. */
+static bool lower_chain(pp_graph *g, int len, int64_t batch, const float *bias, int pp, pp_policy policy,
+                        pp_lowered *low) {
+    build_chain(g, len, batch, bias);
+    pp_err e = {0};
+    pp_compile_opts co;
+    pp_compile_opts_init(&co);
+    co.n_stages = pp;
+    co.policy = policy;
+    if (pp_run_passes(g, &co, &e) != PP_OK || pp_lower(g, "t", "t", NULL, low, &e) != PP_OK) {
+        CHECK(0, "building the plan: %s", e.msg);
+        pp_graph_free(g);
+        return false;
+    }
+    return true;
+}
+
 /* Every truncation and every flipped header/metadata byte must be rejected. */
 static void test_corrupt_plan(void) {
     static const float bias[4] = {1, 2, 3, 4};
     pp_graph g;
-    build_chain(&g, 9, 2, bias);
     pp_err e = {0};
-    pp_compile_opts co;
-    pp_compile_opts_init(&co);
-    co.n_stages = 3;
     pp_lowered low;
-    if (pp_run_passes(&g, &co, &e) != PP_OK || pp_lower(&g, "t", "t", NULL, &low, &e) != PP_OK ||
-        pp_plan_write(&low, "t_corrupt.plan", &e) != PP_OK) {
-        CHECK(0, "building the plan: %s", e.msg);
+    if (!lower_chain(&g, 9, 2, bias, 3, PP_POLICY_AUTO, &low)) return;
+    if (pp_plan_write(&low, "t_corrupt.plan", &e) != PP_OK) {
+        CHECK(0, "writing the plan: %s", e.msg);
+        pp_lowered_free(&low);
+        pp_graph_free(&g);
         return;
     }
     pp_lowered_free(&low);
@@ -301,17 +317,9 @@ static const char *ref_load(const pp_lowered *low, const char *model, pprt_plan 
 static void test_ref_plan(void) {
     static const float bias[4] = {0.5f, -1.0f, 0.25f, -0.125f};
     pp_graph g;
-    build_chain(&g, 7, 3, bias);
     pp_err e = {0};
-    pp_compile_opts co;
-    pp_compile_opts_init(&co);
-    co.n_stages = 2;
-    co.policy = PP_POLICY_UNIFORM;
     pp_lowered low;
-    if (pp_run_passes(&g, &co, &e) != PP_OK || pp_lower(&g, "t", "t", NULL, &low, &e) != PP_OK) {
-        CHECK(0, "building the plan: %s", e.msg);
-        return pp_graph_free(&g);
-    }
+    if (!lower_chain(&g, 7, 3, bias, 2, PP_POLICY_UNIFORM, &low)) return;
     unsigned char src[3 + sizeof bias] = {7, 7, 7};
     memcpy(src + 3, bias, sizeof bias);
     write_file("t_src.bin", src, sizeof src);
