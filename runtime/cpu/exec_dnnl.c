@@ -770,30 +770,37 @@ static pp_status write_in_place(pprt_exec *x, const pprt_node *n, int xi, const 
     return PP_OK;
 }
 
-/* Run a step of our SiLU kernel on the bytes its memories point at now. */
-static dnnl_status_t run_silu(const step *s) {
-    void *p[2] = {NULL, NULL};
-    for (int i = 0; i < s->nargs; i++) {
-        dnnl_status_t ds = dnnl_memory_get_data_handle(s->args[i].memory, &p[s->args[i].arg == DNNL_ARG_DST]);
-        if (ds != dnnl_success) return ds;
-    }
-    omp_get_fn *get = omp_getter();
-    pprt_silu(p[0], p[1], s->silu, get ? get() : 1);
-    return dnnl_success;
-}
 
-/* Run a step of our Winograd kernel on the bytes its memories point at now,
- * on the calling thread's OpenMP team (set for the step by dnnl_run). */
-static dnnl_status_t run_wino(const step *s) {
-    void *p[4] = {NULL, NULL, NULL, NULL}; /* source, destination, scratch, residual */
+/* The bytes the memories of a step of our own kernels point at now. */
+static dnnl_status_t step_ptrs(const step *s, void *p[4]) {
+    for (int i = 0; i < 4; i++) p[i] = NULL; /* source, destination, scratch, residual */
     for (int i = 0; i < s->nargs; i++) {
         const int a = s->args[i].arg;
         const int k = a == DNNL_ARG_SRC ? 0 : a == DNNL_ARG_DST ? 1 : a == DNNL_ARG_SCRATCHPAD ? 2 : 3;
         dnnl_status_t ds = dnnl_memory_get_data_handle(s->args[i].memory, &p[k]);
         if (ds != dnnl_success) return ds;
     }
+    return dnnl_success;
+}
+
+/* Run a step of our Winograd kernel on them, on the calling thread's OpenMP
+ * team (set for the step by dnnl_run). */
+static dnnl_status_t run_wino(const step *s) {
+    void *p[4];
+    dnnl_status_t ds = step_ptrs(s, p);
+    if (ds != dnnl_success) return ds;
     omp_get_fn *get = omp_getter();
     pprt_wino_run(s->wino, p[0], p[1], p[3], s->lo, s->hi, p[2], get ? get() : 1);
+    return dnnl_success;
+}
+
+/* The same for a step of our SiLU kernel (args: SRC, DST). */
+static dnnl_status_t run_silu(const step *s) {
+    void *p[4];
+    dnnl_status_t ds = step_ptrs(s, p);
+    if (ds != dnnl_success) return ds;
+    omp_get_fn *get = omp_getter();
+    pprt_silu(p[0], p[1], s->silu, get ? get() : 1);
     return dnnl_success;
 }
 
