@@ -356,7 +356,13 @@ static pp_status any_md(const int64_t *dims, int nd, dnnl_data_type_t dt, dnnl_m
     return PP_OK;
 }
 
+/* The plain f32 descriptor of tensor tid. Every descriptor this executor
+ * makes is f32: a tensor of another element type never gets one (a reorder
+ * through it would move 4 bytes per element whatever its size). */
 static pp_status tensor_plain(const pprt_exec *x, int tid, dnnl_memory_desc_t *md, pp_err *err) {
+    if (T(x, tid)->dtype != PP_F32)
+        return PP_FAIL(err, PP_EUNSUP, "tensor '%s' is %s, not f32", T(x, tid)->name,
+                       pp_dtype_name(T(x, tid)->dtype));
     return plain_md(T(x, tid)->shape.dim, T(x, tid)->shape.rank, md, err);
 }
 
@@ -382,6 +388,14 @@ static pp_status tensor_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *md,
                             pp_err *err) {
     const int kind = x->kind[tid];
     const bool varies = kind == PPRT_RECV || kind == PPRT_SEND;
+    /* Every oneDNN memory over a tensor's own bytes is f32 (bf16 copies go
+     * through shared buffers); one over a message slot or a weight must not
+     * reach past the tensor's bytes, which its neighbours own. */
+    if (T(x, tid)->dtype != PP_F32)
+        return PP_FAIL(err, PP_EUNSUP, "tensor '%s' is %s, not f32", T(x, tid)->name, pp_dtype_name(T(x, tid)->dtype));
+    if (kind != PPRT_ACTIVATION && dnnl_memory_desc_get_size(md) > T(x, tid)->nbytes)
+        return PP_FAIL(err, PP_ERUNTIME, "tensor '%s': a %zu-byte oneDNN memory over its %zu bytes", T(x, tid)->name,
+                       dnnl_memory_desc_get_size(md), T(x, tid)->nbytes);
     PP_TRY(new_mem(x, md, kind == PPRT_WEIGHT ? x->ptr[tid] : DNNL_MEMORY_NONE, out, err));
     if (varies) {
         if (!GROW(x->binds, x->cap_binds, x->n_binds + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -2136,6 +2150,9 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         PP_TRY(tensor_layout(x, t, &cur, err));
         PP_TRY(tensor_plain(x, t, &plain, err));
         PP_TRY(tensor_mem(x, t, &cur, &from, err));
+        if (dnnl_memory_desc_get_size(&plain) > st->t[t].nbytes)
+            return PP_FAIL(err, PP_ERUNTIME, "sent tensor '%s': %zu bytes plain, %zu in its message slot",
+                           st->t[t].name, dnnl_memory_desc_get_size(&plain), st->t[t].nbytes);
         PP_TRY(new_mem(x, &plain, DNNL_MEMORY_NONE, &to, err));
         if (!GROW(x->binds, x->cap_binds, x->n_binds + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
         x->binds[x->n_binds++] = (bind){to, t, true};
@@ -2283,7 +2300,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     /* a sent tensor this stage also reads stays in the arena (PPRT_DNNL_KEEP_SEND=0: never) */
     if (x->propagate && env_flag("PPRT_DNNL_KEEP_SEND", true))
         for (int i = 0; i < st->n_tensors; i++)
-            if (st->t[i].kind == PPRT_SEND && x->cons[i] > 0 && x->writer[i] >= 0) {
+            if (st->t[i].kind == PPRT_SEND && x->cons[i] > 0 && x->writer[i] >= 0 && st->t[i].dtype == PP_F32) {
                 x->kind[i] = PPRT_ACTIVATION;
                 x->last[i] = st->n_nodes; /* until the out steps */
             }

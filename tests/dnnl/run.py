@@ -436,13 +436,35 @@ def slices():
     return m.save([att, mid, inp, stepped, back, m.op("Relu", [blk])]), m.data(), ["Slice", "MatMul"]
 
 
+def cut_types():
+    """int64 and bool tensors that cross every cut and are read again in the
+    stage that makes them (written by reference nodes, beside f32 tensors in
+    the same message): a sent tensor the stage also reads is kept in the
+    arena and copied into the message after the last node, at its own
+    element size (once copied as 4-byte floats: an int64 lost half its bytes,
+    a bool overwrote its neighbours in the message: DistilBERT at -pp 4)."""
+    m = Model("cut_types", [("x", (4, 6, 6))])
+    a = m.op("Relu", [m.conv("x", 4, 8, (3, 3), pads=[1, 1, 1, 1])])
+    mask = m.op("Greater", [a, m.const(0.3)])                              # bool
+    ints = m.op("Cast", [mask], to=TensorProto.INT64)                       # int64
+    b = m.op("Where", [mask, a, m.const(0.0)])                              # both read where they are made
+    c = m.op("Mul", [m.op("Cast", [ints], to=F), a])
+    d = m.op("Relu", [m.conv(m.op("Add", [b, c]), 8, 8, (3, 3), pads=[1, 1, 1, 1])])
+    e = m.op("Relu", [m.conv(d, 8, 8, (3, 3), pads=[1, 1, 1, 1])])
+    f = m.op("Relu", [m.conv(e, 8, 8, (3, 3), pads=[1, 1, 1, 1])])
+    out = m.op("Where", [mask, f, m.op("Cast", [ints], to=F)])              # and again after every cut
+    total = m.op("Cast", [m.op("ReduceSum", [ints, m.const_i64([1, 2, 3])], keepdims=0)], to=F)
+    return m.save([out, total]), m.data(), []
+
+
 # ---- run everything --------------------------------------------------------------------------------
 
-for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices):
+for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices, cut_types):
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
-        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices") else (1,)
+        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices") else \
+            (1, 2, 3, 4) if name == "cut_types" else (1,)
         for pp in pps:
             plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
             try:
