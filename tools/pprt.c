@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../runtime/comm/comm.h"
+#include "../runtime/cpu/isa.h"
 #include "../runtime/io.h"
 #include "../runtime/pprt.h"
 
@@ -140,10 +141,12 @@ int main(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--version")) {
 #ifdef PPRT_WITH_DNNL
-            printf("pprt %s (oneDNN backend; bf16 kernels on this CPU: %s)\n", PPRT_VERSION,
-                   pprt_dnnl_has_bf16() ? "yes" : "no, --precision bf16 runs in f32");
+            printf("pprt %s (oneDNN backend; bf16 kernels on this CPU: %s; vector ISA: %s%s)\n", PPRT_VERSION,
+                   pprt_dnnl_has_bf16() ? "yes" : "no, --precision bf16 runs in f32", pprt_isa_name(pprt_cpu_isa()),
+                   pprt_isa_capped() ? ", capped by ONEDNN_MAX_CPU_ISA" : "");
 #else
-            printf("pprt %s (reference kernels only)\n", PPRT_VERSION);
+            printf("pprt %s (reference kernels only; vector ISA: %s%s)\n", PPRT_VERSION, pprt_isa_name(pprt_cpu_isa()),
+                   pprt_isa_capped() ? ", capped by ONEDNN_MAX_CPU_ISA" : "");
 #endif
             return 0;
         } else if (!strcmp(a, "--info")) {

@@ -11,8 +11,8 @@
  *   Gemm, MatMul           matmul (batched, batch dims broadcast); Gemm's C as
  *                          a binary-add post-op, alpha as output scale
  *   MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool     pooling (a
- *                          plain source reordered into a channel-blocked one
- *                          where that gets a JIT kernel)
+ *                          source in a layout without a JIT kernel, plain or
+ *                          another ISA's blocks, reordered into one with)
  *   BatchNormalization     inference, global statistics
  *   LayerNormalization     scale over the whole normalized extent
  *   Softmax, LogSoftmax    softmax (accurate / log)
@@ -25,7 +25,11 @@
  * Post-ops. A convolution, MatMul or Gemm absorbs the eltwise and binary
  * nodes right after it that only refine its output (bias Add, Gelu, SiLU,
  * a scale ...): they become post-ops and are skipped when the stage runs
- * (PPRT_DNNL_FUSE=0: never).
+ * (PPRT_DNNL_FUSE=0: never). What it may absorb stays inside the chains of
+ * passes/fuse.c's pp_fusion_chains, which ppcc never cuts, so the split
+ * never changes a kernel. A binary operand of the output's shape is read
+ * in the layout the primitive writes its output in, or the node absorbs
+ * nothing (whole_operands_fit).
  *
  * Layouts. A tensor whose consumers are all oneDNN nodes that take any
  * layout (convolution source and residual, pooling, BatchNormalization,
@@ -203,6 +207,8 @@ struct pprt_exec {
     int n_fused;
     int fused[4];
     int fused_other[4];       /* per absorbed node: its other operand (binary ops), else -1 */
+    int n_whole;              /* binary post-op operands of the node being built with the */
+    dnnl_memory_desc_t whole[4]; /* destination's dims (no broadcast), as append_fused gave them */
     bool fuse;                /* look for nodes to absorb (PPRT_DNNL_FUSE=0: never) */
     bool *flex;               /* per tensor: may be stored in a oneDNN layout */
     bool *blocked;            /* per tensor: stored in lay[] (not plain) */
@@ -675,6 +681,7 @@ static pp_status rows_operand_md(const pprt_exec *x, int o, int64_t M, int64_t N
  * convolution (rows_operand_md); the memories of binary operands go to args. */
 static pp_status append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_memory_desc_t *dst,
                               const int64_t *rows, dnnl_exec_arg_t *args, int *nargs, pp_err *err) {
+    x->n_whole = 0;
     for (int f = 0; f < x->n_fused; f++, idx++) {
         const pprt_node *b = &x->st->nodes[x->fused[f]];
         dnnl_alg_kind_t alg;
@@ -686,6 +693,8 @@ static pp_status append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const d
             dnnl_memory_t m;
             if (rows) PP_TRY(rows_operand_md(x, o, rows[0], rows[1], &md, err));
             else PP_TRY(operand_md(x, o, &T(x, b->out[0])->shape, dst, &md, err));
+            if (!rows && dst && md.ndims == dst->ndims && !memcmp(md.dims, dst->dims, sizeof(md.dims[0]) * (size_t)md.ndims))
+                x->whole[x->n_whole++] = md;
             DN(dnnl_post_ops_append_binary(po, alg, &md), "binary post-op");
             PP_TRY(tensor_mem(x, o, &md, &m, err));
             args[(*nargs)++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1, m};
@@ -695,6 +704,24 @@ static pp_status append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const d
         }
     }
     return PP_OK;
+}
+
+/* Whether every whole binary post-op operand of the node being built (see
+ * append_fused) lies in the layout of the destination that primitive pd
+ * writes (element types aside). oneDNN 2.6 takes an operand in another
+ * layout without complaint, and some kernels then read it as if it had the
+ * destination's: a gemm convolution on an AVX-512 CPU in bf16, adding a
+ * residual stored channel-blocked, gave errors of 0.8 of the output's
+ * largest magnitude. Such a node absorbs nothing instead (the binary op
+ * runs on its own primitive, which reads each operand in its layout). */
+static bool whole_operands_fit(const pprt_exec *x, const_dnnl_primitive_desc_t pd) {
+    const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    for (int k = 0; k < x->n_whole; k++) {
+        dnnl_memory_desc_t md = x->whole[k];
+        md.data_type = dst->data_type;
+        if (!dnnl_memory_desc_equal(&md, dst)) return false;
+    }
+    return true;
 }
 
 /* ---- Conv, pp.FusedConv ------------------------------------------------------------------ */
@@ -929,6 +956,10 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     dnnl_primitive_attr_destroy(attr);
     PP_TRY(r);
     DN(s, "convolution");
+    if (!whole_operands_fit(x, pd)) {
+        dnnl_primitive_desc_destroy(pd);
+        return unsup(err, "a binary post-op operand in another layout than the output");
+    }
 
     dnnl_memory_t sm, wm, bm = NULL, dm;
     post out;
@@ -1043,13 +1074,17 @@ static pp_status build_pool(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(any_md(ys->dim, nd, src.data_type, &dst_any, err));
     dnnl_primitive_desc_t pd;
     PP_TRY(pool_pd(x, alg, &src, &dst_any, strides, kernel, dil, pl, pr, &pd, err));
-    if (!x->blocked[xi] && nd >= 4 && x->propagate && !jit_impl(pd)) {
-        /* a plain source (a received tensor, a plan input) gets oneDNN's
-         * simple_nchw kernel, 14x slower than its JIT ones on digits' first
-         * pool after a cut: read it reordered into a channel-blocked layout
-         * where a JIT kernel takes that (AVX-512's 16 channels, AVX2's 8) */
-        static const dnnl_format_tag_t tags[2][2] = {{dnnl_aBcd16b, dnnl_aBcd8b}, {dnnl_aBcde16b, dnnl_aBcde8b}};
-        for (int k = 0; k < 2; k++) {
+    if (nd >= 4 && x->propagate && !jit_impl(pd)) {
+        /* a source in a layout no JIT kernel takes gets oneDNN's simple_nchw
+         * or ref kernel, 14x slower than its JIT ones on digits' first pool
+         * after a cut: a plain one (a received tensor, a plan input), or one
+         * blocked by a producer whose kernel is for another ISA (AVX2's 8
+         * channels on an AVX-512 CPU). Read it reordered into the first
+         * layout a JIT kernel takes: AVX-512's 16-channel blocks, AVX2's 8,
+         * channels last. */
+        static const dnnl_format_tag_t tags[2][3] = {{dnnl_aBcd16b, dnnl_aBcd8b, dnnl_acdb},
+                                                     {dnnl_aBcde16b, dnnl_aBcde8b, dnnl_acdeb}};
+        for (int k = 0; k < 3; k++) {
             dnnl_memory_desc_t blk;
             dnnl_primitive_desc_t bpd = NULL;
             if (dnnl_memory_desc_init_by_tag(&blk, nd, src.dims, src.data_type, tags[nd - 4][k]) != dnnl_success)
@@ -1607,6 +1642,10 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
     }
     dnnl_primitive_desc_t pd;
     PP_TRY(finish_pd(x, &d, attr, po, s, r, "matmul", &pd, err));
+    if (!whole_operands_fit(x, pd)) {
+        dnnl_primitive_desc_destroy(pd);
+        return unsup(err, "a binary post-op operand in another layout than the output");
+    }
     dnnl_memory_t a, b, y;
     const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     if ((r = cast_view(x, ai, am, &a_c, SLOT_SRC, &a, err)) != PP_OK ||
@@ -1890,7 +1929,9 @@ static void teardown(pprt_exec *x) {
  * and a tensor that exists before node ni runs; the running result read by
  * that node only and never sent. Only the very next nodes, so that nothing
  * runs in between (the last output is written when node ni runs: the
- * arena plan knows, see plan_arena). */
+ * arena plan knows, see plan_arena). Always within one of ppcc's chains
+ * (pp_fusion_chains: the same heads, at most PP_CHAIN_LINKS = 4 absorbed,
+ * a subset of its ops), which no cut splits. */
 static void find_fusable(pprt_exec *x, int ni) {
     x->n_fused = 0;
     const pprt_stage *st = x->st;
@@ -2087,6 +2128,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         x->build_threads = node_threads(x, n, x->threads);
         set_threads(x->build_threads);
         find_fusable(x, ni);
+        x->n_whole = 0;
         pp_status s = have_weights(x, n, &e);
         for (int f = 0; f < x->n_fused && s == PP_OK; f++) s = have_weights(x, &st->nodes[x->fused[f]], &e);
         if (s == PP_OK) s = builder_of(n->op)(x, n, &e);

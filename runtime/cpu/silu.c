@@ -13,6 +13,8 @@
  * the same way whatever the array's length or the thread count. */
 #include "silu.h"
 
+#include "isa.h"
+
 #include <string.h>
 
 #ifdef _OPENMP
@@ -57,8 +59,8 @@ AVX2 static void silu_block(const float *x, float *y, size_t n) {
     }
 }
 
-bool pprt_silu_cpu(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
-bool pprt_silu_wins(void) { return pprt_silu_cpu() && !__builtin_cpu_supports("avx512f"); }
+bool pprt_silu_cpu(void) { return pprt_cpu_isa() >= PPRT_ISA_AVX2; }
+bool pprt_silu_wins(void) { return pprt_cpu_isa() == PPRT_ISA_AVX2; }
 
 #define BLOCK 4096 /* elements per task: 16 KiB in, 16 KiB out */
 

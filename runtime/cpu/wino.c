@@ -30,6 +30,8 @@
  * points 0, +-1, +-2. */
 #include "wino.h"
 
+#include "isa.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,8 +63,7 @@ static size_t round64(size_t b) { return (b + 63) & ~(size_t)63; }
 
 bool pprt_wino_cpu(void) {
 #ifdef WINO_X86
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return pprt_cpu_isa() >= PPRT_ISA_AVX2;
 #else
     return false;
 #endif

@@ -51,6 +51,22 @@ if ver.returncode != 0:
 # oneDNN has bf16 kernels from AVX-512 up; elsewhere --precision bf16 must
 # warn and give the f32 outputs bit for bit (checked instead of the bf16 error)
 HAVE_BF16 = "bf16 kernels on this CPU: yes" in ver.stdout
+# the vector ISA pprt's kernels and choices assume (runtime/cpu/isa.h): the
+# CPU's, capped by ONEDNN_MAX_CPU_ISA as oneDNN caps itself (ctest's
+# dnnl_avx2 runs this file so on AVX-512 machines)
+ISA = re.search(r"vector ISA: (\w+)", ver.stdout).group(1)
+print(f"dnnl: {ver.stdout.strip()}")
+if os.environ.get("ONEDNN_MAX_CPU_ISA") and "capped by" not in ver.stdout:
+    print(f"SKIP: ONEDNN_MAX_CPU_ISA={os.environ['ONEDNN_MAX_CPU_ISA']} caps nothing on this CPU ({ISA}): "
+          "the uncapped run already took these paths")
+    sys.exit(77)
+# What pprt promises about bits (docs/design-notes.md): the same plan, backend
+# and threads per stage give the same bits whatever the split; another thread
+# count gives the same bits on the reference kernels and, on oneDNN, where its
+# kernels are AVX2 ones (pprt's own Winograd and SiLU included); on AVX-512,
+# oneDNN picks kernels by the thread count (its Winograd F(2x2,3x3) or
+# F(4x4,3x3), and work splits within them), so only the tolerances hold.
+THREADS_INVARIANT = ISA == "avx2"
 BF16_WARNING = "oneDNN has no bf16 kernels on this CPU"
 
 
@@ -93,11 +109,15 @@ def counts(stderr):
 seen = {"post-ops": 0, "in place": 0, "views": 0}
 BINARY_OPS = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"}
 POOL_OPS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}
-# --precision bf16: outputs within BF16_TOL x (the output's largest magnitude)
-# of the reference (8-bit mantissas: about 0.4% per rounding, sums in f32);
-# and some must differ from f32 at all, or bf16 did not take effect
-BF16_TOL = 3e-2
-bf16 = {"outputs": 0, "differ": 0, "worst": 0.0, "fallback": 0}
+# --precision bf16 (8-bit mantissas: up to 0.4% per rounding, sums in f32),
+# against the reference: the largest error within BF16_TOL x the output's
+# largest magnitude (a squashing output, Tanh of values up to 4, turns 1% of
+# its input's range into 4% of its own; a Floor turns rounding into steps of
+# 1); and some outputs must differ from f32 at all, or bf16 did not take
+# effect. A binary post-op reading its operand in the wrong layout gave 0.81
+# and 1.55 of the largest magnitude here (AVX512_BF16 without AMX).
+BF16_TOL = 5e-2
+bf16 = {"outputs": 0, "differ": 0, "worst": 0.0, "worst_rms": 0.0, "fallback": 0}
 
 
 def compare_bf16(tag, got_dir, want_dir, f32_dir):
@@ -108,14 +128,18 @@ def compare_bf16(tag, got_dir, want_dir, f32_dir):
             continue
         if want.dtype != np.float32 or not want.size:
             continue
+        diff = got.astype(np.float64) - want
         scale = float(np.max(np.abs(want))) or 1.0
-        err = float(np.max(np.abs(got.astype(np.float64) - want))) / scale
+        err = float(np.max(np.abs(diff))) / scale
+        rms = float(np.sqrt(np.mean(diff ** 2)) / (np.sqrt(np.mean(want.astype(np.float64) ** 2)) or 1.0))
         bf16["outputs"] += 1
         bf16["worst"] = max(bf16["worst"], err)
+        bf16["worst_rms"] = max(bf16["worst_rms"], rms)
         if not np.array_equal(got, np.load(os.path.join(f32_dir, f))):
             bf16["differ"] += 1
         if not err <= BF16_TOL:
-            failures.append(f"{tag}: {f}: bf16 error {err:.3g} of the largest magnitude (allowed {BF16_TOL})")
+            failures.append(f"{tag}: {f}: bf16 error {err:.3g} of the largest magnitude (allowed {BF16_TOL}), "
+                            f"RMS {rms:.3g} of the output's")
 
 
 def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
@@ -151,7 +175,7 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
             compare_bf16(f"{tag} [{mode}]", out, ref, os.path.join(work, f"{tag}_blocked_t1"))
         else:
             compare(f"{tag} [{mode}]", out, ref)
-        if mode == "blocked_t2":
+        if mode == "blocked_t2" and THREADS_INVARIANT:
             # the thread count must not change a bit: -pp N gives a stage
             # fewer threads than -pp 1 has, and the splits are bit-identical
             for f in sorted(x for x in os.listdir(out) if x.endswith(".npy")):
@@ -482,7 +506,6 @@ for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices
 # wino: the kernel of a node never depends on the split, so -pp 2 and 3 give
 # -pp 1's bits; on an AVX2 CPU without AVX-512 (where oneDNN has no Winograd)
 # all six convolutions of the fused plan run on pprt's own kernel
-flags = open("/proc/cpuinfo").read().split() if os.path.exists("/proc/cpuinfo") else []
 # views: likewise (a view where the input dies in the stage, a copy where it
 # crosses a cut: the same bytes)
 for name, pp in ((n, k) for n in ("wino", "views", "slices") for k in (2, 3)):
@@ -491,7 +514,7 @@ for name, pp in ((n, k) for n in ("wino", "views", "slices") for k in (2, 3)):
         for f in sorted(x for x in os.listdir(d1) if x.endswith(".npy")):
             if not np.array_equal(np.load(os.path.join(d1, f)), np.load(os.path.join(dn, f))):
                 failures.append(f"{name}: {f}: -pp {pp} gave other bits than -pp 1")
-if "avx2" in flags and "fma" in flags and "avx512f" not in flags:
+if ISA == "avx2":
     try:
         r = run([PPRT, os.path.join(work, "wino_fused_1.plan"), os.path.join(work, "wino_data"), "--backend", "dnnl",
                  "-q", "-o", os.path.join(work, "wino_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
@@ -503,7 +526,7 @@ if "avx2" in flags and "fma" in flags and "avx512f" not in flags:
 
 # SiLU: on AVX2 without AVX-512, pprt's own kernel (runtime/cpu/silu.c) runs
 # it, not absorbed by the convolution before it
-if "avx2" in flags and "fma" in flags and "avx512f" not in flags:
+if ISA == "avx2":
     try:
         r = run([PPRT, os.path.join(work, "cnn_fused_1.plan"), os.path.join(work, "cnn_data"), "--backend", "dnnl",
                  "-q", "-o", os.path.join(work, "cnn_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
@@ -546,7 +569,7 @@ try:
     r = run([PPRT, os.path.join(work, "mlp_fused_1.plan"), os.path.join(work, "mlp_data"), "--backend", "dnnl", "-q",
              "-o", os.path.join(work, "mlp_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
     rows = len(re.findall(r"^  \S+\s+MatMul\s+jit_1x1", r.stderr, re.M))
-    if "avx2" in flags and rows == 0:
+    if ISA in ("avx2", "avx512") and rows == 0:
         failures.append(f"mlp: no MatMul ran as a 1x1 convolution:\n{r.stderr}")
 except RuntimeError as e:
     failures.append(f"mlp: {e}")
@@ -634,9 +657,11 @@ if failures:
     sys.exit(1)
 print(f"dnnl: {checked} outputs of the oneDNN backend match the reference backend "
       f"(rtol {RTOL}, atol {ATOL}): op models fused/unfused, digits, golden; blocked and plain layouts, "
-      f"1 and 2 threads, with and without post-op fusion ({seen['post-ops']} nodes absorbed) and outputs "
+      f"1 and 2 threads ({'the same bits' if THREADS_INVARIANT else 'bits not compared on ' + ISA}), "
+      f"with and without post-op fusion ({seen['post-ops']} nodes absorbed) and outputs "
       f"in place of an input ({seen['in place']}), views without a copy ({seen['views']}); " +
       (f"bf16: {bf16['outputs']} outputs within {BF16_TOL} of their largest magnitude (worst "
-       f"{bf16['worst']:.3g}, {bf16['differ']} differ from f32)" if HAVE_BF16 else
+       f"{bf16['worst']:.3g}, RMS {bf16['worst_rms']:.3g} of the output's, {bf16['differ']} differ from f32)"
+       if HAVE_BF16 else
        f"bf16: no bf16 kernels on this CPU, {bf16['fallback']} runs warned and gave the f32 outputs") +
       f"\n{digits_bf16}")
