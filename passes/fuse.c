@@ -426,6 +426,54 @@ static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err)
     return PP_OK;
 }
 
+/* ---- chains a backend may run as one kernel ------------------------------------------------ */
+
+/* Ops that open a chain: a backend's kernel for them can apply what follows
+ * as post-ops (oneDNN's convolution and matrix products). */
+static bool chain_head(pp_op op) {
+    return op == PP_OP_CONV || op == PP_OP_FUSEDCONV || op == PP_OP_MATMUL || op == PP_OP_GEMM;
+}
+
+/* Ops a chain may absorb: elementwise activations and math of one float
+ * tensor, and binary arithmetic (a superset of what any backend absorbs). */
+static bool chain_link(pp_op op) {
+    switch (op) {
+    case PP_OP_RELU: case PP_OP_LEAKYRELU: case PP_OP_ELU: case PP_OP_SELU: case PP_OP_SIGMOID:
+    case PP_OP_HARDSIGMOID: case PP_OP_HARDSWISH: case PP_OP_TANH: case PP_OP_SOFTPLUS: case PP_OP_ERF:
+    case PP_OP_GELU: case PP_OP_SQRT: case PP_OP_EXP: case PP_OP_LOG: case PP_OP_RECIPROCAL: case PP_OP_FLOOR:
+    case PP_OP_CEIL: case PP_OP_NEG: case PP_OP_ABS: case PP_OP_CLIP: case PP_OP_SILU: case PP_OP_ADD:
+    case PP_OP_SUB: case PP_OP_MUL: case PP_OP_DIV: case PP_OP_POW: case PP_OP_PRELU: case PP_OP_MIN:
+    case PP_OP_MAX: case PP_OP_SUM:
+        return true;
+    default:
+        return false;
+    }
+}
+
+pp_status pp_fusion_chains(const pp_graph *g, bool *glued, pp_err *err) {
+    int *uses = calloc(pp_count(g->n_values) + 1, sizeof *uses);
+    if (!uses) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_in; k++)
+            if (g->nodes[i].in[k] >= 0) uses[g->nodes[i].in[k]]++;
+    for (int k = 0; k < g->n_outputs; k++) uses[g->outputs[k]] += 2; /* a graph output ends a chain */
+    int links = -1; /* nodes absorbed so far by the open chain; -1: none open */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pp_node *n = &g->nodes[i];
+        glued[i] = false;
+        if (i > 0 && links >= 0 && links < PP_CHAIN_LINKS && chain_link(n->op) && n->n_out == 1) {
+            const pp_node *prev = &g->nodes[i - 1];
+            const int cur = prev->n_out >= 1 ? prev->out[0] : -1;
+            bool reads = false;
+            for (int k = 0; k < n->n_in; k++) reads = reads || (cur >= 0 && n->in[k] == cur);
+            glued[i] = reads && uses[cur] == 1 && pp_shape_eq(&g->values[n->out[0]].shape, &g->values[cur].shape);
+        }
+        links = glued[i] ? links + 1 : chain_head(n->op) ? 0 : -1;
+    }
+    free(uses);
+    return PP_OK;
+}
+
 /* ---- the pass ----------------------------------------------------------------------------------- */
 
 pp_status pp_fuse(pp_graph *g, pp_err *err) {

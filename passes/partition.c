@@ -185,9 +185,10 @@ static void units_free(units *u) {
     free(u->sparse);
 }
 
-/* Units: one per node, except for `params` on a scoped model, where
- * consecutive nodes of the same top-level module form one unit. */
-static pp_status units_build(const pp_graph *g, const pp_compile_opts *o, pp_policy policy,
+/* Units: one per node or fusion chain (glued, see pp_fusion_chains), except
+ * for `params` on a scoped model, where consecutive nodes of the same
+ * top-level module form one unit. */
+static pp_status units_build(const pp_graph *g, const pp_compile_opts *o, pp_policy policy, const bool *glued,
                              units *u, pp_err *err) {
     memset(u, 0, sizeof *u);
     u->g = g;
@@ -198,8 +199,8 @@ static pp_status units_build(const pp_graph *g, const pp_compile_opts *o, pp_pol
     if (!u->first) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     for (int i = 0; i < g->n_nodes; i++) {
         const pp_node *a = &g->nodes[i], *b = i ? &g->nodes[i - 1] : NULL;
-        bool same = policy == PP_POLICY_PARAMS && b && a->n_scope > 0 && b->n_scope > 0 &&
-                    strcmp(a->scope[0], b->scope[0]) == 0;
+        bool same = glued[i] || (policy == PP_POLICY_PARAMS && b && a->n_scope > 0 && b->n_scope > 0 &&
+                                 strcmp(a->scope[0], b->scope[0]) == 0);
         if (!same) u->first[u->n++] = i;
     }
     u->first[u->n] = g->n_nodes;
@@ -399,7 +400,32 @@ static bool has_scopes(const pp_graph *g) {
     return false;
 }
 
+/* A custom cut before a glued node moves on to the end of its chain (the
+ * chain's nodes stay with its head), so that a split never cuts a chain. */
+static pp_status snap_cuts(const pp_graph *g, const bool *glued, int *cuts, int n_cuts, pp_err *err) {
+    for (int k = 0; k < n_cuts; k++) {
+        while (cuts[k] < g->n_nodes && glued[cuts[k]]) cuts[k]++;
+        if (cuts[k] >= g->n_nodes || (k && cuts[k] <= cuts[k - 1]))
+            return PP_FAIL(err, PP_EINVAL,
+                           "split point %d falls inside a chain of ops that run as one kernel (from '%s'), and "
+                           "moving it past the chain leaves a stage empty",
+                           k + 1, g->nodes[cuts[k] < g->n_nodes ? cuts[k] - 1 : g->n_nodes - 1].name);
+    }
+    return PP_OK;
+}
+
+static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, const bool *glued, pp_err *err);
+
 pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
+    bool *glued = malloc(pp_count(g->n_nodes) * sizeof *glued);
+    if (!glued) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pp_status s = pp_fusion_chains(g, glued, err);
+    if (s == PP_OK) s = partition_glued(g, o, glued, err);
+    free(glued);
+    return s;
+}
+
+static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, const bool *glued, pp_err *err) {
     int p = o->n_stages;
     int cuts[PP_MAX_SPLITS];
     int n_cuts = 0;
@@ -411,6 +437,7 @@ pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
         if (o->exec_seq) PP_TRY(cuts_exec_seq(g, o->exec_seq, cuts, &n_cuts, err));
         else if (o->n_split_at) PP_TRY(cuts_split_at(g, o, cuts, &n_cuts, err));
         else return PP_FAIL(err, PP_EINVAL, "--policy custom needs --split-at or --exec-seq");
+        PP_TRY(snap_cuts(g, glued, cuts, n_cuts, err));
         if (p > 1 && p != n_cuts + 1)
             return PP_FAIL(err, PP_EINVAL, "-pp %d disagrees with the custom split, which makes %d stages",
                            p, n_cuts + 1);
@@ -422,13 +449,17 @@ pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
                            "-pp %d asks for more stages than the graph has ops (%d): a stage would "
                            "be empty", p, g->n_nodes);
         units u;
-        PP_TRY(units_build(g, o, o->policy, &u, err));
+        PP_TRY(units_build(g, o, o->policy, glued, &u, err));
         if (p > u.n) {
             units_free(&u);
+            if (o->policy == PP_POLICY_PARAMS)
+                return PP_FAIL(err, PP_EINVAL,
+                               "-pp %d asks for more stages than the params policy has units (%d top-level "
+                               "modules and glue ops); use another policy or fewer stages", p, u.n);
             return PP_FAIL(err, PP_EINVAL,
-                           "-pp %d asks for more stages than the %s policy has units (%d top-level "
-                           "modules and glue ops); use another policy or fewer stages",
-                           p, pp_policy_name(o->policy), u.n);
+                           "-pp %d asks for more stages than the graph can be cut into (%d units: its %d ops, "
+                           "each chain of ops that run as one kernel counted once): a stage would be empty",
+                           p, u.n, g->n_nodes);
         }
         int ucuts[PP_MAX_SPLITS];
         if (p - 1 > PP_MAX_SPLITS) {

@@ -77,6 +77,16 @@ pp_status pp_scopes(pp_graph *g, pp_err *err);
 pp_status pp_fold(pp_graph *g, pp_err *err);
 pp_status pp_simplify(pp_graph *g, pp_err *err);
 pp_status pp_fuse(pp_graph *g, pp_err *err);
+/* The chains that a backend may run as one kernel (passes/fuse.c): a
+ * convolution, MatMul or Gemm followed by up to PP_CHAIN_LINKS nodes, each
+ * elementwise (an activation, binary arithmetic) on the output of the one
+ * before, which nothing else reads. glued[i] (n_nodes entries): node i
+ * belongs to the chain of the node before it. The partitioner never cuts
+ * before a glued node, so every stage holds whole chains, and a split never
+ * changes which kernels run (docs/design-notes.md, "What pprt promises
+ * about bits"). */
+#define PP_CHAIN_LINKS 4
+pp_status pp_fusion_chains(const pp_graph *g, bool *glued, pp_err *err);
 /* Graphviz DOT of the staged graph: stages as clusters, boundary tensors marked. */
 pp_status pp_dump_dot(const char *path, const pp_graph *g, pp_err *err);
 pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err);

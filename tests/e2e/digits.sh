@@ -2,7 +2,8 @@
 # End to end on the bundled digits CNN: compile at -pp 1, 2, 3 and two
 # micro-batch sizes, run, and check against PyTorch: the logits the training
 # script recorded (rtol 1e-3, atol 1e-4) and its measured accuracy (exact).
-# Splitting must not change a single bit; compiling twice gives the same plan.
+# Splitting must not change a single bit at the same threads per stage (1
+# here); compiling twice gives the same plan.
 set -euo pipefail
 : "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
 out=$1
@@ -12,7 +13,7 @@ want_acc=$(cat "$S/accuracy.txt")
 for b in 16 7; do
   for pp in 1 2 3; do
     "$PPCC" "$S/model.onnx" -pp $pp -b $b -o d_${b}_$pp.plan -q
-    "$PPRT" d_${b}_$pp.plan "$S/data" -o out_${b}_$pp --labels "$S/labels.npy" --stats-json s.json > run.txt
+    "$PPRT" d_${b}_$pp.plan "$S/data" -o out_${b}_$pp --threads 1 --labels "$S/labels.npy" --stats-json s.json > run.txt
     acc=$(awk '/^accuracy:/ {print $2}' run.txt)
     if [ "$acc" != "$want_acc" ]; then
       echo "FAIL: -b $b -pp $pp accuracy $acc, PyTorch measured $want_acc"; exit 1
@@ -34,7 +35,7 @@ mkdir -p per_sample
 import numpy as np, sys
 x = np.load(sys.argv[1])
 for i in range(len(x)): np.save('per_sample/s%04d.npy' % i, x[i] if i % 2 else x[i:i+1])" "$S/data/input.npy"
-"$PPRT" d_16_2.plan per_sample -o out_per_sample -q
+"$PPRT" d_16_2.plan per_sample -o out_per_sample -q --threads 1
 # one micro-batch has no steady state
 "$PY" -c "
 import numpy as np
@@ -46,7 +47,7 @@ grep -q '"peak_rss_bytes"' s.json || { echo "FAIL: stats json has no peak RSS"; 
 # measured op times drive the split: profile one stage, compile two from it
 "$PPRT" d_16_1.plan "$S/data" -o out_prof -q --profile prof.json
 "$PPCC" "$S/model.onnx" -pp 2 -b 16 --profile prof.json -o prof.plan -q
-"$PPRT" prof.plan "$S/data" -o out_prof2 -q
+"$PPRT" prof.plan "$S/data" -o out_prof2 -q --threads 1
 cmp out_16_1/logits.npy out_prof2/logits.npy || { echo "FAIL: profiled split differs"; exit 1; }
 # the executor's counts: every node of the plan (the profile names each once)
 # on one kernel or the other, in whichever stage ran it

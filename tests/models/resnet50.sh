@@ -21,7 +21,7 @@ for variant in folded keep-bn; do
   "$PY" "$SRC/tests/models/export_torchvision.py" --model resnet50 --out $variant --batch 2 $flag > export.txt
   for pp in 1 2 4; do
     "$PPCC" $variant/model.onnx -pp $pp -b 1 -o $variant/r$pp.plan --report > $variant/report$pp.txt
-    "$PPRT" $variant/r$pp.plan $variant/data -o $variant/out$pp -q
+    "$PPRT" $variant/r$pp.plan $variant/data -o $variant/out$pp -q --threads 1
     "$PY" "$SRC/tests/tools/compare_npy.py" $variant/out$pp/output.npy $variant/expected/output.npy --rtol 1e-3 --atol 1e-4
     cmp $variant/out1/output.npy $variant/out$pp/output.npy || { echo "FAIL: $variant -pp $pp differs from -pp 1"; exit 1; }
   done
@@ -35,7 +35,7 @@ m = onnx.load(sys.argv[1])
 onnx.save(m, sys.argv[2], save_as_external_data=True, all_tensors_to_one_file=True, location='weights.bin', size_threshold=1024)
 " folded/model.onnx ext/model.onnx
 "$PPCC" ext/model.onnx -pp 2 -b 1 -q -o ext.plan
-"$PPRT" ext.plan folded/data -o ext_out -q
+"$PPRT" ext.plan folded/data -o ext_out -q --threads 1
 cmp folded/out2/output.npy ext_out/output.npy || { echo "FAIL: external data gives other outputs"; exit 1; }
 
 # --ref-weights: weights read in place from the model's files give the
@@ -44,11 +44,11 @@ cmp folded/out2/output.npy ext_out/output.npy || { echo "FAIL: external data giv
 # of keep-bn), and --model finds a moved model and its external data
 for variant in folded keep-bn; do
   "$PPCC" $variant/model.onnx -pp 2 -b 1 --ref-weights -q -o $variant/ref.plan
-  "$PPRT" $variant/ref.plan $variant/data -o $variant/ref_out -q
+  "$PPRT" $variant/ref.plan $variant/data -o $variant/ref_out -q --threads 1
   cmp $variant/out2/output.npy $variant/ref_out/output.npy || { echo "FAIL: $variant --ref-weights differs"; exit 1; }
   "$PPCC" $variant/model.onnx -pp 2 -b 1 -q -o $variant/self.plan
-  "$PPRT" $variant/self.plan $variant/data -o $variant/self_ref -q --backend ref
-  "$PPRT" $variant/ref.plan $variant/data -o $variant/ref_ref -q --backend ref
+  "$PPRT" $variant/self.plan $variant/data -o $variant/self_ref -q --threads 1 --backend ref
+  "$PPRT" $variant/ref.plan $variant/data -o $variant/ref_ref -q --threads 1 --backend ref
   cmp $variant/self_ref/output.npy $variant/ref_ref/output.npy || { echo "FAIL: $variant --ref-weights differs on the reference kernels"; exit 1; }
 done
 "$PY" - <<'PY'
@@ -63,9 +63,9 @@ PY
 "$PPCC" ext/model.onnx -pp 2 -b 1 --ref-weights -q -o ext_ref.plan
 "$PPRT" --info ext_ref.plan | grep -q "weights referenced in: .*/ext/weights.bin" || { echo "FAIL: ext_ref.plan should name weights.bin"; exit 1; }
 rm -rf ext_moved && mv ext ext_moved
-if "$PPRT" ext_ref.plan folded/data -o ext_ref_out -q 2> moved.err; then echo "FAIL: ran without its weights"; exit 1; fi
+if "$PPRT" ext_ref.plan folded/data -o ext_ref_out -q --threads 1 2> moved.err; then echo "FAIL: ran without its weights"; exit 1; fi
 grep -q "weights.bin" moved.err || { echo "FAIL: the error should name weights.bin"; cat moved.err; exit 1; }
-"$PPRT" ext_ref.plan folded/data -o ext_ref_out -q --model ext_moved/model.onnx
+"$PPRT" ext_ref.plan folded/data -o ext_ref_out -q --threads 1 --model ext_moved/model.onnx
 cmp folded/out2/output.npy ext_ref_out/output.npy || { echo "FAIL: external data with --ref-weights gives other outputs"; exit 1; }
 mv ext_moved ext
 
@@ -91,7 +91,7 @@ PY
 
 printf 'conv1\nbn1\nrelu\nmaxpool\nlayer1\nlayer2\nSPLIT_NODE\nlayer3\nlayer4\navgpool\nfc\n' > exec_seq.txt
 "$PPCC" keep-bn/model.onnx -b 1 --exec-seq exec_seq.txt --report-json seq.json -q -o seq.plan
-"$PPRT" seq.plan keep-bn/data -o seq_out -q
+"$PPRT" seq.plan keep-bn/data -o seq_out -q --threads 1
 "$PY" "$SRC/tests/tools/compare_npy.py" seq_out/output.npy keep-bn/expected/output.npy --rtol 1e-3 --atol 1e-4
 "$PY" - <<'PY'
 import json, sys

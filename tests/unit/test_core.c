@@ -582,6 +582,98 @@ static void test_random_dags(void) {
     CHECK(runs > 100, "only %d random-DAG runs", runs);
 }
 
+/* A constant [r, c] f32 value (zeros). */
+static int const_mat(pp_graph *g, const char *name, int64_t r, int64_t c) {
+    static float zeros[64];
+    int v = value(g, name);
+    g->values[v].dtype = PP_F32;
+    g->values[v].shape = c ? (pp_shape){2, {r, c}} : (pp_shape){1, {r}};
+    g->values[v].is_const = true;
+    g->values[v].data = zeros;
+    g->values[v].nbytes = (size_t)(r * (c ? c : 1)) * 4;
+    return v;
+}
+
+/* pp_fusion_chains and the partitioner: x [2,4] ->
+ *   /a/MatMul -> /a/Add (bias) -> /b/Relu -> /b/Add (+ x)     one chain (head + 3)
+ *   -> /c/MatMul -> /c/Add (bias, its output also read by /d/Add) -> /d/Sigmoid -> /d/Add (+ /c/Add)
+ *   -> /e/Gemm -> /e/Relu -> /e/Abs -> /e/Neg -> /e/Exp -> /e/Sqrt   (head + 4, then a new node)
+ * glued by hand: 1 2 3 | 5 (/c/Add's output is read twice, so /d/Sigmoid is
+ * not glued) | 9 10 11 12 (the fifth link, /e/Sqrt, is not). Every split at
+ * every depth and policy cuts only before unglued nodes, and --split-at d,
+ * e would cut inside chains: they move past them. */
+static void test_fusion_chains(void) {
+    const pp_op ops[] = {PP_OP_MATMUL, PP_OP_ADD, PP_OP_RELU, PP_OP_ADD, PP_OP_MATMUL, PP_OP_ADD, PP_OP_SIGMOID,
+                         PP_OP_ADD, PP_OP_GEMM, PP_OP_RELU, PP_OP_ABS, PP_OP_NEG, PP_OP_EXP, PP_OP_SQRT};
+    const char *names[] = {"/a/MatMul", "/a/Add", "/b/Relu", "/b/Add", "/c/MatMul", "/c/Add", "/d/Sigmoid",
+                           "/d/Add", "/e/Gemm", "/e/Relu", "/e/Abs", "/e/Neg", "/e/Exp", "/e/Sqrt"};
+    const bool want[] = {0, 1, 1, 1, 0, 1, 0, 0, 0, 1, 1, 1, 1, 0};
+    enum { N = 14 };
+    const pp_policy pols[] = {PP_POLICY_UNIFORM, PP_POLICY_FLOPS, PP_POLICY_MEMORY, PP_POLICY_AUTO, PP_POLICY_CUSTOM};
+    for (int pi = 0; pi < 5; pi++)
+        for (int p = 1; p <= (pi == 4 ? 1 : 6); p++) {
+            pp_graph g;
+            pp_graph_init(&g);
+            g.batch = 2;
+            g.opset = 13;
+            pp_err e = {0};
+            int x = value(&g, "x");
+            g.values[x].dtype = PP_F32;
+            g.values[x].shape = (pp_shape){2, {2, 4}};
+            g.values[x].nbytes = 32;
+            pp_graph_add_input(&g, x, &e);
+            int w = const_mat(&g, "w", 4, 4), b = const_mat(&g, "b", 4, 0);
+            int cur = x, c_add = -1;
+            for (int i = 0; i < N; i++) {
+                char nm[16];
+                snprintf(nm, sizeof nm, "v%d", i);
+                int out = value(&g, nm);
+                int other = ops[i] == PP_OP_MATMUL || ops[i] == PP_OP_GEMM ? w
+                            : i == 1 || i == 5                            ? b
+                            : i == 3                                      ? x
+                            : i == 7                                      ? c_add
+                                                                          : -1;
+                node(&g, ops[i], names[i], cur, other, out);
+                if (i == 5) c_add = out;
+                cur = out;
+            }
+            pp_graph_add_output(&g, cur, &e);
+            pp_compile_opts co;
+            pp_compile_opts_init(&co);
+            co.n_stages = p;
+            co.policy = pols[pi];
+            co.n_disabled = 2; /* the graph as built: no MatMul+Add into Gemm */
+            co.disabled[0] = "fuse";
+            co.disabled[1] = "simplify";
+            if (pi == 4) {
+                co.n_stages = 0;
+                co.n_split_at = 2;
+                co.split_at[0] = "b"; /* /b/Relu is glued to /a/MatMul: the cut moves to /c/MatMul */
+                co.split_at[1] = "e";
+            }
+            pp_status s = pp_run_passes(&g, &co, &e);
+            CHECK(s == PP_OK, "policy %s p %d: %s", pp_policy_name(pols[pi]), p, e.msg);
+            if (s != PP_OK) {
+                pp_graph_free(&g);
+                continue;
+            }
+            bool glued[N];
+            CHECK(g.n_nodes == N && pp_fusion_chains(&g, glued, &e) == PP_OK, "%d nodes", g.n_nodes);
+            for (int i = 0; i < N && g.n_nodes == N; i++) {
+                CHECK(glued[i] == want[i], "node %s: glued %d, want %d", g.nodes[i].name, glued[i], want[i]);
+                if (i && want[i])
+                    CHECK(g.nodes[i].stage == g.nodes[i - 1].stage, "policy %s p %d: a cut before %s",
+                          pp_policy_name(pols[pi]), p, g.nodes[i].name);
+            }
+            if (pi == 4 && g.n_nodes == N)
+                CHECK(g.n_stages == 3 && g.nodes[4].stage == 1 && g.nodes[3].stage == 0 && g.nodes[8].stage == 2 &&
+                          g.nodes[7].stage == 1,
+                      "--split-at b,e: stages %d, /c/MatMul in %d, /e/Gemm in %d", g.n_stages, g.nodes[4].stage,
+                      g.nodes[8].stage);
+            pp_graph_free(&g);
+        }
+}
+
 int main(void) {
     test_sizes();
     test_npy();
@@ -593,6 +685,7 @@ int main(void) {
     test_ref_plan();
     test_minmax_vs_brute();
     test_random_dags();
+    test_fusion_chains();
     if (failures) {
         fprintf(stderr, "test_core: %d failure(s)\n", failures);
         return 1;
