@@ -125,16 +125,8 @@ typedef struct pprt_array {
     int64_t n; /* samples */
 } pprt_array;
 
-/* Stage executors (runtime/exec.h): the reference kernels, and in builds with
- * oneDNN (PPRT_WITH_DNNL defined) the oneDNN kernels. */
-struct pprt_exec_ops;
-extern const struct pprt_exec_ops pprt_exec_cpu_ref;
-#ifdef PPRT_WITH_DNNL
-extern const struct pprt_exec_ops pprt_exec_cpu_dnnl;
-/* Whether oneDNN computes bf16 on this CPU (AVX-512 and up); where it does
- * not, the oneDNN executor runs PPRT_BF16 in f32. */
-bool pprt_dnnl_has_bf16(void);
-#endif
+/* Backends (runtime/backend.h: the registry) run the stages. */
+struct pprt_backend;
 
 /* Arithmetic of the executors that can trade precision for speed (oneDNN):
  * PPRT_BF16 computes convolutions and matrix products in bfloat16 (inputs
@@ -146,7 +138,7 @@ typedef struct pprt_run_opts {
     int depth;      /* micro-batches in flight per boundary (>= 1) */
     bool pin;       /* pin stage threads to distinct cores when there are enough */
     bool progress;  /* progress bar on stderr */
-    const struct pprt_exec_ops *executor; /* runs each stage; NULL: pprt_exec_cpu_ref */
+    const struct pprt_backend *backend; /* runs each stage; NULL: the reference kernels */
     int threads;    /* intra-op threads per stage, for executors that use them; 0: cores / stages */
     int warmup;     /* untimed micro-batches (copies of the first) run before the timed ones */
     pprt_precision precision;
@@ -206,7 +198,7 @@ typedef struct pprt_stats {
     size_t peak_rss;         /* bytes: the process's peak resident set so far */
     int n_stages;
     pprt_stage_stats *stages; /* n_stages entries, caller frees */
-    const char *backend;      /* the executor's name (pprt_exec_ops.name), static */
+    const char *backend;      /* the executor's name (pprt_exec_ops.name: "cpu-dnnl"), static */
     /* mean milliseconds per micro-batch of every node, stage by stage in
      * node order (sum of the stages' n_nodes entries); caller frees */
     double *node_ms;
