@@ -64,6 +64,13 @@ pp_status pprt_backend_register(const pprt_backend *b, pp_err *err);
 /* "ref, dnnl" (registered, available or not), into buf. */
 void pprt_backend_names(char *buf, size_t n);
 
+/* The backend that runs stage s of plan p: `override` (pprt --backend) if
+ * not NULL, else the one ppcc --placement named for it ("cpu": the default
+ * backend, when that runs on the host), else the default. A name this build
+ * lacks, or a backend this machine cannot run, is an error naming the stage. */
+pp_status pprt_stage_backend(const pprt_plan *p, int s, const pprt_backend *override, const pprt_backend **out,
+                             pp_err *err);
+
 void pprt_node_ctx_free(pprt_node_ctx *c);
 
 #endif

@@ -64,3 +64,23 @@ void pprt_backend_names(char *buf, size_t n) {
 }
 
 void pprt_node_ctx_free(pprt_node_ctx *c) { pprt_scratch_free(&c->scratch); }
+
+pp_status pprt_stage_backend(const pprt_plan *p, int s, const pprt_backend *override, const pprt_backend **out,
+                             pp_err *err) {
+    const char *name = p->stages[s].backend ? p->stages[s].backend : "";
+    const pprt_backend *b = override ? override : !*name || !strcmp(name, "cpu") ? pprt_backend_default()
+                                                                               : pprt_backend_find(name);
+    if (!b) {
+        char names[256];
+        pprt_backend_names(names, sizeof names);
+        return PP_FAIL(err, PP_EUNSUP,
+                       "stage %d is placed on backend '%s' (ppcc --placement), which this pprt does not have (it has: "
+                       "%s); pprt --backend NAME runs every stage on another", s, name, names);
+    }
+    if (!strcmp(name, "cpu") && !override && b->mem != PPRT_MEM_HOST) b = pprt_backend_fallback();
+    const char *why = b->unavailable ? b->unavailable() : NULL;
+    if (why)
+        return PP_FAIL(err, PP_EUNSUP, "stage %d: backend '%s' is not available here: %s", s, b->name, why);
+    *out = b;
+    return PP_OK;
+}

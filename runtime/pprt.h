@@ -38,6 +38,7 @@ typedef struct pprt_node {
     pp_attr *attrs;
     int n_attrs;
     double flops;
+    bool chain; /* a backend may run it in the kernel of the node before it (ppcc's fusion chains) */
 } pprt_node;
 
 /* A boundary message: a list of tensors laid out 64-byte aligned in one buffer. */
@@ -60,6 +61,8 @@ typedef struct pprt_stage {
     pprt_msg_layout in, out;
     double flops;
     size_t weight_bytes;
+    const char *backend; /* where ppcc --placement put it ("": pprt's choice) */
+    int device;          /* and on which device (-1: any) */
 } pprt_stage;
 
 typedef struct pprt_io {
@@ -71,6 +74,7 @@ typedef struct pprt_io {
 
 typedef struct pprt_plan {
     const char *producer, *model_hash, *options;
+    uint32_t version;     /* plan format version (plan_format.h) */
     int64_t batch;        /* micro-batch size; 0: unbatched (inputs are whole tensors, one run) */
     int opset;            /* ai.onnx opset: passed to shape functions and kernels */
     int n_inputs, n_outputs;
@@ -168,6 +172,7 @@ typedef struct pprt_exec_counts {
 #define PPRT_EXEC_COUNTS 10 /* the fields above, for messages of doubles */
 
 typedef struct pprt_stage_stats {
+    const char *backend; /* its executor's name (static) */
     double busy_s;
     double utilization; /* busy / wall */
     pprt_exec_counts exec;
@@ -198,7 +203,8 @@ typedef struct pprt_stats {
     size_t peak_rss;         /* bytes: the process's peak resident set so far */
     int n_stages;
     pprt_stage_stats *stages; /* n_stages entries, caller frees */
-    const char *backend;      /* the executor's name (pprt_exec_ops.name: "cpu-dnnl"), static */
+    const char *backend;      /* the executors' name (pprt_exec_ops.name: "cpu-dnnl"), "mixed" when the
+                               * stages differ; static */
     /* mean milliseconds per micro-batch of every node, stage by stage in
      * node order (sum of the stages' n_nodes entries); caller frees */
     double *node_ms;

@@ -60,6 +60,7 @@ static void meet_shrink(meeting *m, int need) {
 
 typedef struct {
     sched *S;
+    const pprt_backend *be; /* the stage's backend */
     pprt_stage_run run;
     double *warm_s; /* node times after the warm-up, subtracted from the profile; NULL: none */
     double t_go;    /* when the timed run began on this thread */
@@ -69,7 +70,6 @@ typedef struct {
 
 struct sched {
     const pprt_plan *p;
-    const pprt_backend *be;
     const pprt_run_opts *o;
     int64_t n, m;      /* samples, micro-batches */
     pprt_link **links; /* P + 1: the source, the P - 1 boundaries, the sink */
@@ -188,7 +188,7 @@ static void *stage_main(void *arg) {
     pp_err e = {0};
     pprt_exec_cfg cfg = {.threads = w->threads, .precision = S->o->precision};
     const int s = w->run.stage;
-    if (S->be->exec->create(S->p, &S->p->stages[s], &cfg, &w->run.x, &e) != PP_OK) {
+    if (w->be->exec->create(S->p, &S->p->stages[s], &cfg, &w->run.x, &e) != PP_OK) {
         pp_err f = {0};
         PP_FAIL(&f, e.code, "stage %d: %s", s, e.msg);
         stop_all(S, &f);
@@ -196,7 +196,7 @@ static void *stage_main(void *arg) {
     meet_wait(&S->ready);
     if (!is_failed(S)) stage_loop(w, 0, S->o->warmup);
     /* first runs pay page faults and cold caches: the profile leaves them out */
-    const double *ns = w->run.x && S->be->exec->node_seconds ? S->be->exec->node_seconds(w->run.x) : NULL;
+    const double *ns = w->run.x && w->be->exec->node_seconds ? w->be->exec->node_seconds(w->run.x) : NULL;
     int nn = S->p->stages[s].n_nodes;
     if (ns && S->o->warmup > 0 && (w->warm_s = malloc(pp_count(nn) * sizeof *w->warm_s)))
         memcpy(w->warm_s, ns, (size_t)nn * sizeof *ns);
@@ -218,10 +218,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
             return PP_FAIL(err, PP_EINVAL, "input '%s' has %lld samples, expected %lld like the first",
                            p->inputs[i].name, (long long)inputs[i].n, (long long)n);
     int P = p->n_stages;
-    sched S = {.p = p, .be = o->backend ? o->backend : pprt_backend_fallback(), .o = o, .n = n};
-    if (S.be->mem != PPRT_MEM_HOST)
-        return PP_FAIL(err, PP_EUNSUP, "backend '%s' keeps its messages on a device, which the threaded driver "
-                       "does not link yet", S.be->name);
+    sched S = {.p = p, .o = o, .n = n};
     if (p->batch == 0 && n != 1)
         return PP_FAIL(err, PP_EINVAL, "an unbatched plan (-b 0) runs exactly one set of inputs, got %lld",
                        (long long)n);
@@ -237,6 +234,12 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     if (!w || !th || !S.links || !S.t_start || !S.t_end) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
         goto done;
+    }
+    for (int i = 0; i < P && s == PP_OK; i++) {
+        s = pprt_stage_backend(p, i, o->backend, &w[i].be, err);
+        if (s == PP_OK && w[i].be->mem != PPRT_MEM_HOST)
+            s = PP_FAIL(err, PP_EUNSUP, "stage %d: backend '%s' keeps its messages on a device, which the threaded "
+                        "driver does not link yet", i, w[i].be->name);
     }
     for (int i = 0; i < p->n_outputs && s == PP_OK; i++) {
         outputs[i].n = n;
@@ -258,12 +261,13 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     }
     int cores = pprt_cpus_allowed(cpus, CPU_SETSIZE); /* >= 1 */
     /* a backend whose kernels are single-threaded takes one core per stage */
-    int threads = o->threads > 0 ? o->threads : !S.be->multithreaded ? 1 : (cores / P > 1 ? cores / P : 1);
+    int threads = o->threads > 0 ? o->threads : cores / P > 1 ? cores / P : 1;
     for (int i = 0; i < P; i++) {
         w[i].S = &S;
-        w[i].run = (pprt_stage_run){.stage = i, .ex = S.be->exec, .in = S.links[i], .out = S.links[i + 1],
+        w[i].run = (pprt_stage_run){.stage = i, .ex = w[i].be->exec, .in = S.links[i], .out = S.links[i + 1],
                                     .warmup = o->warmup};
-        w[i].threads = threads;
+        w[i].threads = w[i].be->multithreaded || o->threads > 0 ? threads : 1;
+        /* stage i pinned to the i-th `threads` cores where every stage has its own */
         w[i].cpu = (o->pin && (long)cores >= (long)P * threads) ? cpus + (size_t)i * (size_t)threads : NULL;
     }
     pthread_mutex_init(&S.ready.mu, NULL);
@@ -302,18 +306,20 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     s = pprt_stats_fill(stats, n, S.m, p->batch, wall, P, 1, busy, S.t_start, S.t_end, err);
     free(busy);
     if (s != PP_OK) goto done;
-    stats->backend = S.be->exec->name;
+    stats->backend = w[0].be->exec->name;
     for (int i = 0; i < P; i++) {
-        pprt_exec_counts_of(S.be->exec, w[i].run.x, &p->stages[i], &stats->stages[i].exec);
+        if (w[i].be != w[0].be) stats->backend = "mixed";
+        stats->stages[i].backend = w[i].be->exec->name;
+        pprt_exec_counts_of(w[i].be->exec, w[i].run.x, &p->stages[i], &stats->stages[i].exec);
         if (w[i].cpu) cpu_list(w[i].cpu, w[i].threads, stats->stages[i].cpus, sizeof stats->stages[i].cpus);
     }
     int total_nodes = 0;
     for (int i = 0; i < P; i++) total_nodes += p->stages[i].n_nodes;
     stats->node_ms = calloc(pp_count(total_nodes), sizeof(double));
-    if (stats->node_ms && S.be->exec->node_seconds) {
+    if (stats->node_ms) {
         int k = 0;
         for (int i = 0; i < P; i++) {
-            const double *ns = S.be->exec->node_seconds(w[i].run.x);
+            const double *ns = w[i].be->exec->node_seconds ? w[i].be->exec->node_seconds(w[i].run.x) : NULL;
             const double *ws = w[i].warm_s;
             for (int j = 0; j < p->stages[i].n_nodes; j++, k++)
                 stats->node_ms[k] = !ns ? 0
@@ -326,7 +332,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
 done:
     if (w)
         for (int i = 0; i < P; i++) {
-            if (w[i].run.x) S.be->exec->destroy(w[i].run.x);
+            if (w[i].run.x) w[i].be->exec->destroy(w[i].run.x);
             free(w[i].warm_s);
         }
     if (S.links)

@@ -81,9 +81,12 @@ static void print_info(const pprt_plan *p) {
                pp_shape_str(&p->outputs[i].shape, sh, sizeof sh));
     for (int s = 0; s < p->n_stages; s++) {
         const pprt_stage *st = &p->stages[s];
-        printf("stage %d: %d ops, %.4f GFLOP, weights %.3f MB, arena %.3f MB, in %.3f MB, out %.3f MB\n",
-               s, st->n_nodes, st->flops / 1e9, (double)st->weight_bytes / 1e6,
-               (double)st->arena_bytes / 1e6, (double)st->in.bytes / 1e6, (double)st->out.bytes / 1e6);
+        printf("stage %d: %d ops, %.4f GFLOP, weights %.3f MB, arena %.3f MB, in %.3f MB, out %.3f MB", s,
+               st->n_nodes, st->flops / 1e9, (double)st->weight_bytes / 1e6, (double)st->arena_bytes / 1e6,
+               (double)st->in.bytes / 1e6, (double)st->out.bytes / 1e6);
+        if (st->backend[0]) printf(", placed on %s", st->backend);
+        if (st->backend[0] && st->device >= 0) printf(" device %d", st->device);
+        printf("\n");
         for (int k = 0; k < st->n_nodes; k++)
             printf("  %-20s %s\n", pp_op_table[st->nodes[k].op].name, st->nodes[k].name);
         if (s < p->n_stages - 1) {
@@ -110,10 +113,10 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
                 "%s{\"index\": %d, \"busy_s\": %.6f, \"utilization\": %.4f, \"nodes\": %d, \"own_kernels\": %d, "
                 "\"post_ops\": %d, \"views\": %d, \"reference_kernels\": %d, \"reorders_per_micro_batch\": %d, "
                 "\"copies_per_micro_batch\": %d, \"outputs_in_place\": %d, \"blocked_tensors\": %d, "
-                "\"weights_reordered_bytes\": %.0f, \"cpus\": \"%s\"}",
+                "\"weights_reordered_bytes\": %.0f, \"cpus\": \"%s\", \"backend\": \"%s\"}",
                 i ? ", " : "", i, st->stages[i].busy_s, st->stages[i].utilization, c->nodes, c->own, c->post_ops,
                 c->views, c->reference, c->reorders, c->copies, c->in_place, c->blocked, c->weight_bytes,
-                st->stages[i].cpus);
+                st->stages[i].cpus, st->stages[i].backend ? st->stages[i].backend : "");
     }
     fprintf(f, "], \"backend\": \"%s\", \"bubble\": %.4f, \"peak_rss_bytes\": %zu}\n",
             st->backend ? st->backend : "", st->bubble, st->peak_rss);
@@ -249,10 +252,11 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
     return -1;
 }
 
-/* The backend --backend names (else the default), usable here and taking
- * the precision asked for: -1 to go on, else the exit code. */
+/* The backend --backend names, if any (it then runs every stage): -1 to
+ * go on, else the exit code. */
 static int choose_backend(pprt_cli *c) {
-    const pprt_backend *b = c->backend ? pprt_backend_find(c->backend) : pprt_backend_default();
+    if (!c->backend) return -1;
+    const pprt_backend *b = pprt_backend_find(c->backend);
     char names[256];
     pprt_backend_names(names, sizeof names);
     if (!b) {
@@ -264,19 +268,29 @@ static int choose_backend(pprt_cli *c) {
         fprintf(stderr, "pprt: --backend %s: not available here: %s\n", b->name, why);
         return 2;
     }
-    bool here = c->run.precision == PPRT_F32;
-    if (c->run.precision != PPRT_F32 && (!b->precision || !b->precision(c->run.precision, &here))) {
-        fprintf(stderr, "pprt: --precision bf16 needs a backend that computes it (dnnl); backend '%s' computes "
-                        "in f32 only\n", b->name);
-        return 2;
-    }
-    if (!here && !c->info) {
-        fprintf(stderr, "pprt: warning: backend '%s' has no bf16 kernels on this CPU (oneDNN's need AVX-512; "
-                        "fast with AVX512_BF16 or AMX): --precision bf16 runs in f32\n", b->name);
-        c->run.precision = PPRT_F32;
-    }
     c->run.backend = b;
     return -1;
+}
+
+/* Every stage's backend exists here and takes the precision asked for
+ * (where one cannot compute it on this machine, pprt warns and it runs f32). */
+static pp_status check_backends(pprt_cli *c, const pprt_plan *p, pp_err *err) {
+    bool warned = false;
+    for (int s = 0; s < p->n_stages; s++) {
+        const pprt_backend *b;
+        PP_TRY(pprt_stage_backend(p, s, c->run.backend, &b, err));
+        bool here = c->run.precision == PPRT_F32;
+        if (c->run.precision != PPRT_F32 && (!b->precision || !b->precision(c->run.precision, &here)))
+            return PP_FAIL(err, PP_EINVAL, "--precision bf16 needs a backend that computes it (dnnl); stage %d's, '%s', "
+                           "computes in f32 only", s, b->name);
+        if (!here && !warned) {
+            fprintf(stderr, "pprt: warning: backend '%s' has no bf16 kernels on this CPU (oneDNN's need AVX-512; "
+                            "fast with AVX512_BF16 or AMX): --precision bf16 runs in f32\n", b->name);
+            warned = true;
+        }
+    }
+    if (warned) c->run.precision = PPRT_F32;
+    return PP_OK;
 }
 
 static void list_backends(void) {
@@ -301,7 +315,7 @@ static void print_report(const pprt_cli *c, const pprt_driver *d, const pprt_pla
                100 * st->stages[i].utilization, p->stages[i].n_nodes, p->stages[i].flops / 1e9);
         if (e->own > 0)
             printf("; %s: %d on its kernels (%d fused as post-ops, %d view%s), %d on reference ones, %d "
-                   "reorder%s and %d cop%s per micro-batch", st->backend, e->own, e->post_ops, e->views,
+                   "reorder%s and %d cop%s per micro-batch", st->stages[i].backend ? st->stages[i].backend : st->backend, e->own, e->post_ops, e->views,
                    e->views == 1 ? "" : "s", e->reference, e->reorders, e->reorders == 1 ? "" : "s", e->copies,
                    e->copies == 1 ? "y" : "ies");
         if (st->stages[i].cpus[0]) printf("; pinned to CPU %s", st->stages[i].cpus);
@@ -358,6 +372,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (s == PP_OK && d->ops->bind) s = d->ops->bind(d, p, &err);
+    if (s == PP_OK) s = check_backends(&c, p, &err);
     pprt_npy *npys = NULL;
     pprt_array *ins = NULL, *outs = NULL;
     pprt_stats st = {0};

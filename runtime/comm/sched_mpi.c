@@ -269,10 +269,11 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     shares S = {pprt_mb_size(p), pprt_mb_count(p, n), n, R};
     int64_t mk = mb_n(&S, k), nk = n_samples(&S, k);
 
-    rankrun rr = {.be = o->backend ? o->backend : pprt_backend_fallback()};
+    rankrun rr = {0};
+    PP_TRY(pprt_stage_backend(p, s, o->backend, &rr.be, err));
     if (rr.be->mem != PPRT_MEM_HOST)
-        return PP_FAIL(err, PP_EUNSUP, "backend '%s' keeps its messages on a device, which the MPI driver does not "
-                       "link yet", rr.be->name);
+        return PP_FAIL(err, PP_EUNSUP, "stage %d: backend '%s' keeps its messages on a device, which the MPI driver "
+                       "does not link yet", s, rr.be->name);
     int max_reqs = 2 + (R + 1) * (p->n_inputs + p->n_outputs) + m->size;
     rr.reqs = calloc((size_t)max_reqs, sizeof *rr.reqs);
     rr.owned = calloc((size_t)(p->n_inputs + p->n_outputs + 2), sizeof *rr.owned);

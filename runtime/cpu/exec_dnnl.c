@@ -1934,9 +1934,9 @@ static void teardown(pprt_exec *x) {
  * and a tensor that exists before node ni runs; the running result read by
  * that node only and never sent. Only the very next nodes, so that nothing
  * runs in between (the last output is written when node ni runs: the
- * arena plan knows, see plan_arena). Always within one of ppcc's chains
- * (pp_fusion_chains: the same heads, at most PP_CHAIN_LINKS = 4 absorbed,
- * a subset of its ops), which no cut splits. */
+ * arena plan knows, see plan_arena). Only nodes the plan marks as chained
+ * to the one before (ppcc's pp_fusion_chains, which no cut splits; every
+ * node of a version 1 plan). */
 static void find_fusable(pprt_exec *x, int ni) {
     x->n_fused = 0;
     const pprt_stage *st = x->st;
@@ -1945,8 +1945,9 @@ static void find_fusable(pprt_exec *x, int ni) {
     int cur = st->nodes[ni].out[0];
     for (int bi = ni + 1; bi < st->n_nodes && x->n_fused < 4; bi++) {
         const pprt_node *b = &st->nodes[bi];
-        /* (the plan's kind: a sent tensor must be written even when kept) */
-        if (!x->on_dnnl[bi] || T(x, cur)->kind != PPRT_ACTIVATION || x->cons[cur] != 1 || b->n_out != 1 ||
+        /* only within one of ppcc's chains; (the plan's kind: a sent tensor
+         * must be written even when kept) */
+        if (!b->chain || !x->on_dnnl[bi] || T(x, cur)->kind != PPRT_ACTIVATION || x->cons[cur] != 1 || b->n_out != 1 ||
             !f32(x, b->out[0]) || !pp_shape_eq(&T(x, b->out[0])->shape, &T(x, cur)->shape))
             break;
         dnnl_alg_kind_t alg;
