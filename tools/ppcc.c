@@ -133,7 +133,6 @@ int main(int argc, char **argv) {
         }
     }
     if (!model) return bad_usage("no model given%s", "");
-    (void)report_html;
 
     pp_err err = {0};
     pp_graph g;
@@ -166,6 +165,14 @@ int main(int argc, char **argv) {
         if (s == PP_OK && report) pp_report_print(stdout, &g, &co);
         if (s == PP_OK && report_json) s = pp_report_json(report_json, &g, &co, &err);
         if (s == PP_OK && export_dir) s = pp_export_stages(&g, export_dir, "ppcc " PPRT_VERSION, &err);
+        if (s == PP_OK && report_html) {
+            /* the other policies' splits of the same graph, then this one again */
+            pp_policy_row *rows = calloc(PP_N_COMPARED, sizeof *rows);
+            int n_rows = 0;
+            s = rows ? pp_compare_policies(&g, &co, rows, &n_rows, &err) : PP_FAIL(&err, PP_ENOMEM, "out of memory");
+            if (s == PP_OK) s = pp_report_html(report_html, &g, &co, model, options, rows, n_rows, &err);
+            free(rows);
+        }
         if (s == PP_OK && !quiet) {
             size_t w = low.weights_bytes;
             printf("ppcc: %s -> %s: %d ops in %d stage%s, micro-batch %lld, %.2f MB of weights",
