@@ -23,7 +23,17 @@ WORKDIR/NAME like tests/models/run_zoo.py) and each -pp in 2 and 4:
 Exits 1 when anything fails; prints one line per model and -pp with the
 stage count, the ops written per stage and the largest error.
 
-Usage: run.py WORKDIR [--models a,b] [--pp 2,4]
+--small instead runs, in seconds, a model built here with every pattern the
+fusion pass rewrites (BatchNormalization into Conv, Conv + Add + Relu,
+Conv + Clip, x * Sigmoid(x), MatMul + Add, the decomposed LayerNorm, the Erf
+GELU) at opsets 10, 13, 17 and 20, at -pp 1, 2 and 3: the same checks, plus
+that each fused op comes back in the form its opset has (Clip bounds as
+attributes before 11, LayerNormalization from 17, Gelu from 20, else their
+decompositions); and the rules for the directory: a second export replaces
+the first, a file or a directory holding other files is refused (exit 2,
+left as it was), a failing compile leaves nothing, nothing temporary stays.
+
+Usage: run.py WORKDIR [--models a,b] [--pp 2,4] | run.py WORKDIR --small
 (env: PPCC; models cached in WORKDIR/NAME)"""
 import argparse
 import json
@@ -62,8 +72,8 @@ def export_model(name, work):
     return d
 
 
-def check(name, d, pp, problems):
-    model = os.path.join(d, "model.onnx")
+def check(name, d, pp, problems, model=None, want_ops=None):
+    model = model or os.path.join(d, "model.onnx")
     out = os.path.join(d, f"stages_pp{pp}")
     rep = os.path.join(d, f"stages_pp{pp}.json")
     shutil.rmtree(out, ignore_errors=True)
@@ -91,6 +101,7 @@ def check(name, d, pp, problems):
                         f"with {len(meta['stages'])} stages; the model has {model_in} -> {model_out}, the report {n}")
     prev_out = model_in
     ops = []
+    all_ops = set()
     for k in range(n):
         path = os.path.join(out, f"stage_{k}.onnx")
         try:
@@ -110,10 +121,14 @@ def check(name, d, pp, problems):
         if bad:
             problems.append(f"{name} -pp {pp}: stage {k} still has ops {sorted(set(bad))}")
         ops.append(len(m.graph.node))
+        all_ops.update(nd.op_type for nd in m.graph.node)
         prev_out = outs
     if prev_out != model_out:
         problems.append(f"{name} -pp {pp}: the last stage gives {prev_out}, the model {model_out}")
         return None
+    for op, present in (want_ops or {}).items():
+        if (op in all_ops) != present:
+            problems.append(f"{name} -pp {pp}: {op} {'missing from' if present else 'in'} the stages ({sorted(all_ops)})")
     # chain the stages on every sample, one at a time (the plan's micro-batch)
     inputs = {f[:-4]: np.load(os.path.join(d, "data", f)) for f in os.listdir(os.path.join(d, "data"))}
     expected = {f[:-4]: np.load(os.path.join(d, "expected", f)) for f in os.listdir(os.path.join(d, "expected"))}
@@ -144,14 +159,139 @@ def check(name, d, pp, problems):
     return {"stages": n, "ops": ops, "err": worst, "compile_s": t_compile}
 
 
+def patterns_model(path, opset):
+    """[1,4,8,8] through every pattern the fusion pass rewrites, at `opset`."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(opset)
+    inits = []
+
+    def c(name, a):
+        inits.append(numpy_helper.from_array(np.asarray(a, np.float32), name))
+        return name
+
+    def w(name, *shape):
+        return c(name, rng.standard_normal(shape) * 0.3)
+
+    N = helper.make_node
+    clip = (N("Clip", ["c3"], ["k3"], name="/block/clip/Clip", min=0.0, max=6.0) if opset < 11 else
+            N("Clip", ["c3", c("lo", 0.0), c("hi", 6.0)], ["k3"], name="/block/clip/Clip"))
+    axes = {"axes": [-1]} if opset < 18 else {}
+    ax_in = [] if opset < 18 else [numpy_helper.from_array(np.array([-1], np.int64), "ax").name]
+    if opset >= 18:
+        inits.append(numpy_helper.from_array(np.array([-1], np.int64), "ax"))
+    nodes = [
+        N("Conv", ["x", w("w1", 8, 4, 3, 3), w("b1", 8)], ["c1"], name="/stem/conv/Conv", pads=[1, 1, 1, 1]),
+        N("BatchNormalization", ["c1", c("g", rng.uniform(0.5, 1.5, 8)), w("be", 8), w("mu", 8),
+                                 c("var", rng.uniform(0.5, 2, 8))], ["n1"], name="/stem/bn/BatchNormalization"),
+        N("Relu", ["n1"], ["r1"], name="/stem/relu/Relu"),
+        N("Conv", ["r1", w("w2", 8, 8, 3, 3), w("b2", 8)], ["c2"], name="/block/conv1/Conv", pads=[1, 1, 1, 1]),
+        N("Add", ["c2", "r1"], ["a2"], name="/block/Add"),
+        N("Relu", ["a2"], ["r2"], name="/block/relu/Relu"),
+        N("Conv", ["r2", w("w3", 8, 8, 1, 1), w("b3", 8)], ["c3"], name="/block/conv2/Conv"),
+        clip,
+        N("Sigmoid", ["k3"], ["s4"], name="/act/Sigmoid"),
+        N("Mul", ["k3", "s4"], ["m4"], name="/act/Mul"),
+        N("GlobalAveragePool", ["m4"], ["p5"], name="/pool/GlobalAveragePool"),
+        N("Flatten", ["p5"], ["f5"], name="/Flatten"),
+        N("MatMul", ["f5", w("w6", 8, 16)], ["mm6"], name="/fc/MatMul"),
+        N("Add", ["mm6", w("b6", 16)], ["y6"], name="/fc/Add"),
+        N("ReduceMean", ["y6"] + ax_in, ["mu7"], name="/ln/ReduceMean", **axes),
+        N("Sub", ["y6", "mu7"], ["d7"], name="/ln/Sub"),
+        N("Pow", ["d7", c("two", 2.0)], ["p7"], name="/ln/Pow"),
+        N("ReduceMean", ["p7"] + ax_in, ["v7"], name="/ln/ReduceMean_1", **axes),
+        N("Add", ["v7", c("eps", 1e-5)], ["ve7"], name="/ln/Add"),
+        N("Sqrt", ["ve7"], ["sd7"], name="/ln/Sqrt"),
+        N("Div", ["d7", "sd7"], ["n7"], name="/ln/Div"),
+        N("Mul", ["n7", c("gam", rng.uniform(0.5, 1.5, 16))], ["g7"], name="/ln/Mul"),
+        N("Add", ["g7", w("bet", 16)], ["l7"], name="/ln/Add_1"),
+        N("Div", ["l7", c("sq2", np.sqrt(2.0))], ["d8"], name="/gelu/Div"),
+        N("Erf", ["d8"], ["e8"], name="/gelu/Erf"),
+        N("Add", ["e8", c("one", 1.0)], ["a8"], name="/gelu/Add"),
+        N("Mul", ["l7", "a8"], ["m8"], name="/gelu/Mul"),
+        N("Mul", ["m8", c("half", 0.5)], ["g8"], name="/gelu/Mul_1"),
+        N("MatMul", ["g8", w("w9", 16, 4)], ["y"], name="/head/MatMul"),
+    ]
+    g = helper.make_graph(nodes, "patterns", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = {10: 5, 13: 7, 17: 8, 20: 9}[opset]
+    onnx.save(m, path)
+
+
+def small(work, problems):
+    """the fusion patterns at four opsets, and the directory rules"""
+    for opset in (10, 13, 17, 20):
+        d = os.path.join(work, f"patterns{opset}")
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(os.path.join(d, "data"))
+        os.makedirs(os.path.join(d, "expected"))
+        model = os.path.join(d, "model.onnx")
+        patterns_model(model, opset)
+        x = np.random.default_rng(1).standard_normal((3, 4, 8, 8)).astype(np.float32)
+        np.save(os.path.join(d, "data", "x.npy"), x)
+        s = session(model)
+        np.save(os.path.join(d, "expected", "y.npy"), np.concatenate([s.run(None, {"x": x[i:i + 1]})[0] for i in range(3)]))
+        want = {"LayerNormalization": opset >= 17, "Gelu": opset >= 20, "Erf": opset < 20, "Clip": True,
+                "Sigmoid": True, "BatchNormalization": False, "Gemm": True}
+        for pp in (1, 2, 3):
+            res = check(f"patterns opset {opset}", d, pp, problems, model, want)
+            if res:
+                print(f"patterns opset {opset:2d} -pp {pp}: {res['stages']} stages, ops {res['ops']}, max abs err "
+                      f"{res['err']:.2g}")
+    # the directory rules
+    model = os.path.join(work, "patterns13", "model.onnx")
+    out = os.path.join(work, "dirs")
+    shutil.rmtree(out, ignore_errors=True)
+
+    def ppcc(*extra):
+        return subprocess.run([PPCC, model, "-q", "-o", os.path.join(work, "dirs.plan")] + list(extra),
+                              capture_output=True, text=True)
+
+    def leftovers():
+        return [f for f in os.listdir(work) if f.startswith("dirs") and (".tmp-" in f or ".old-" in f)]
+
+    r1 = ppcc("-pp", "3", "--export-stages", out)
+    r2 = ppcc("-pp", "2", "--export-stages", out + "/")  # replaces the first export
+    files = sorted(os.listdir(out)) if os.path.isdir(out) else []
+    if r1.returncode or r2.returncode or "stage_2.onnx" in files or "stage_1.onnx" not in files:
+        problems.append(f"export twice into one directory: exits {r1.returncode}, {r2.returncode} "
+                        f"({r2.stderr.strip()}), files {files}")
+    with open(os.path.join(out, "notes.txt"), "w") as f:
+        f.write("mine\n")
+    r = ppcc("-pp", "3", "--export-stages", out)
+    if r.returncode != 2 or "notes.txt" not in r.stderr or "stage_2.onnx" in os.listdir(out):
+        problems.append(f"export into a directory holding another file: exit {r.returncode}, {r.stderr.strip()!r}")
+    open(os.path.join(work, "dirs_file"), "w").close()
+    r = ppcc("--export-stages", os.path.join(work, "dirs_file"))
+    if r.returncode != 2 or "not a directory" not in r.stderr or os.path.getsize(os.path.join(work, "dirs_file")):
+        problems.append(f"export onto a file: exit {r.returncode}, {r.stderr.strip()!r}")
+    r = ppcc("--export-stages", os.path.join(work, "no", "such", "dir"))
+    if r.returncode != 2 or "cannot create" not in r.stderr:
+        problems.append(f"export under a missing directory: exit {r.returncode}, {r.stderr.strip()!r}")
+    r = ppcc("-pp", "99", "--export-stages", os.path.join(work, "dirs_never"))
+    if r.returncode != 2 or os.path.exists(os.path.join(work, "dirs_never")):
+        problems.append(f"a failing compile with --export-stages: exit {r.returncode}, directory left: "
+                        f"{os.path.exists(os.path.join(work, 'dirs_never'))}")
+    if leftovers():
+        problems.append(f"temporary directories left behind: {leftovers()}")
+    print("directory rules checked")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("work")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--pp", default="2,4")
+    ap.add_argument("--small", action="store_true")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     problems = []
+    if a.small:
+        small(a.work, problems)
+        for p in problems:
+            print("FAIL:", p)
+        print(f"{'FAILED' if problems else 'OK'}: {len(problems)} problem(s)")
+        return 1 if problems else 0
     t_all = time.time()
     for name in a.models.split(","):
         try:
