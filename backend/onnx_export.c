@@ -173,6 +173,8 @@ static pp_status add_scalar(ex *x, const char *base, const char *what, pp_dtype 
 
 /* ---- nodes -------------------------------------------------------------------------------- */
 
+/* The attribute as ONNX's; arrays and strings are not copied: they must live
+ * until the model is packed (the graph's, or the exporter's arena). */
 static Onnx__AttributeProto *attr_of(ex *x, const pp_attr *a) {
     Onnx__AttributeProto *p = A(sizeof *p);
     if (!p) return NULL;
@@ -327,8 +329,10 @@ static pp_status emit_layernorm_ops(ex *x, const pp_node *n, char **in) {
         return PP_FAIL(x->err, PP_EUNSUP, "node '%s': LayerNormalization without a bias cannot be written for "
                        "opset %d", n->name, x->g->opset);
     pp_dtype dt = x->g->values[n->in[0]].dtype;
-    int64_t last = -1;
-    pp_attr red[2] = {{.name = "axes", .type = PP_ATTR_INTS, .ints = &last, .n = 1}, attr_int("keepdims", 1)};
+    int64_t *last = A(sizeof *last); /* the written attribute points at it until the model is packed */
+    if (!last) return oom(x);
+    *last = -1;
+    pp_attr red[2] = {{.name = "axes", .type = PP_ATTR_INTS, .ints = last, .n = 1}, attr_int("keepdims", 1)};
     char *two, *e, *mu, *d, *p, *var, *ve, *sd, *nrm, *m;
     PP_TRY(add_scalar(x, vname(x, n->out[0]), "two", dt, 2.0, 0, &two));
     PP_TRY(add_scalar(x, vname(x, n->out[0]), "eps", dt, eps, 0, &e));

@@ -323,10 +323,15 @@ static void write_svg(FILE *f, const pp_graph *g, const pp_layout *L, const grou
 
 /* ---- tables ------------------------------------------------------------------------------------ */
 
-/* a link to node i, shown by its short name, the whole name as its title */
+/* a link to node i, shown by its innermost module's path (else its name),
+ * the whole name as its title */
 static void node_link(FILE *f, const pp_graph *g, int i) {
+    const pp_node *n = &g->nodes[i];
+    const char *t = n->n_scope ? n->scope[n->n_scope - 1] : n->name[0] == '/' ? n->name + 1 : n->name;
+    size_t len = strlen(t);
     char lab[64];
-    short_name(g->nodes[i].name, lab, sizeof lab);
+    if (len > 40) snprintf(lab, sizeof lab, "...%s", t + len - 37);
+    else snprintf(lab, sizeof lab, "%s", t);
     fprintf(f, "<a href=\"#n%d\" class=\"goto\" title=\"", i);
     esc(f, g->nodes[i].name);
     fprintf(f, "\">");
@@ -394,7 +399,7 @@ static void policy_table(FILE *f, const pp_graph *g, const pp_compile_opts *o, c
     for (int s = 0; s < g->n_stages; s++) tmax = fmax(tmax, g->stage_info[s].est_ms);
     fprintf(f, "<table id=\"policy-table\"><thead><tr><th>policy</th><th>bottleneck</th><th>imbalance time</th>"
                "<th>FLOPs</th><th>memory</th><th>largest stage memory</th><th>crossing the cuts</th>"
-               "<th>stage times</th><th>cuts before</th></tr></thead><tbody>\n");
+               "<th>stage times</th></tr></thead><tbody>\n");
     for (int r = 0; r < n_rows + (o->policy == PP_POLICY_CUSTOM); r++) {
         pp_policy_row cur;
         const pp_policy_row *R = &rows[r < n_rows ? r : 0];
@@ -415,7 +420,7 @@ static void policy_table(FILE *f, const pp_graph *g, const pp_compile_opts *o, c
         fprintf(f, "<tr data-policy=\"%s\"%s><td>%s%s</td>", pp_policy_name(R->policy), mine ? " class=\"mine\"" : "",
                 pp_policy_name(R->policy), mine ? " (this split)" : "");
         if (!R->ok) {
-            fprintf(f, "<td colspan=\"8\" class=\"why\">");
+            fprintf(f, "<td colspan=\"7\" class=\"why\">");
             esc(f, R->why);
             fprintf(f, "</td></tr>\n");
             continue;
@@ -428,7 +433,8 @@ static void policy_table(FILE *f, const pp_graph *g, const pp_compile_opts *o, c
         for (int s = 0; s < R->n_stages && s <= PP_MAX_SPLITS; s++)
             fprintf(f, "<span class=\"s%d\" style=\"height:%.0f%%\" title=\"stage %d: %.3f ms\"></span>", s % 12,
                     tmax > 0 ? 100 * R->est_ms[s] / tmax : 0, s, R->est_ms[s]);
-        fprintf(f, "</div></td><td class=\"names\">");
+        fprintf(f, "</div></td></tr>\n<tr class=\"cutrow%s\"><td colspan=\"8\" class=\"names\">cuts before ",
+                mine ? " mine" : "");
         for (int s = 1; s < R->n_stages && s <= PP_MAX_SPLITS; s++) {
             fprintf(f, "%s", s > 1 ? ", " : "");
             node_link(f, g, R->first[s]);
@@ -478,7 +484,13 @@ pp_status pp_report_html(const char *path, const pp_graph *g, const pp_compile_o
         return s;
     }
     FILE *f = out.f;
-    const char *base = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
+    /* the model's file with its directory ("resnet50/model.onnx"): exporters name every file model.onnx */
+    const char *base = model;
+    for (const char *c = model, *prev = NULL; *c; c++)
+        if (*c == '/' && c[1]) {
+            if (prev) base = prev + 1;
+            prev = c;
+        }
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
                "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
                "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n<title>ppcc: ");
