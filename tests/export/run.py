@@ -48,7 +48,9 @@ import onnx
 import onnxruntime as ort
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ZOO = os.path.join(HERE, "..", "models", "zoo.py")
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+from harness import finish, zoo_dir  # noqa: E402
+
 PPCC = os.environ["PPCC"]
 MODELS = ["resnet50", "mobilenet_v3_small", "efficientnet_b0", "regnet_y_400mf", "densenet121",
           "convnext_tiny", "swin_t", "vit_b_16", "unet", "gpt"]
@@ -60,16 +62,6 @@ def session(path):
     so.intra_op_num_threads = 2
     so.log_severity_level = 3
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-
-
-def export_model(name, work):
-    d = os.path.join(work, name)
-    if not os.path.exists(os.path.join(d, "expected")):
-        r = subprocess.run([sys.executable, ZOO, "export", name, d, "--batch", "2"], capture_output=True,
-                           text=True, timeout=1800)
-        if r.returncode != 0:
-            raise RuntimeError("export failed: " + (r.stderr.strip().splitlines() or ["?"])[-1])
-    return d
 
 
 def check(name, d, pp, problems, model=None, want_ops=None):
@@ -288,28 +280,23 @@ def main():
     problems = []
     if a.small:
         small(a.work, problems)
-        for p in problems:
-            print("FAIL:", p)
-        print(f"{'FAILED' if problems else 'OK'}: {len(problems)} problem(s)")
-        return 1 if problems else 0
+        return finish(problems, 13)
     t_all = time.time()
-    for name in a.models.split(","):
+    models, pps = a.models.split(","), [int(p) for p in a.pp.split(",")]
+    for name in models:
         try:
-            d = export_model(name, a.work)
+            d = zoo_dir(name, a.work)
         except Exception as e:  # noqa: BLE001
             problems.append(f"{name}: {e}")
             continue
-        for pp in (int(p) for p in a.pp.split(",")):
+        for pp in pps:
             t0 = time.time()
             res = check(name, d, pp, problems)
             if res:
                 print(f"{name:20s} -pp {pp}: {res['stages']} stages, ops {res['ops']}, max abs err "
                       f"{res['err']:.2g}, ppcc {res['compile_s']:.2f} s, all {time.time() - t0:.1f} s", flush=True)
     print(f"{time.time() - t_all:.0f} s in all")
-    for p in problems:
-        print("FAIL:", p)
-    print(f"{'FAILED' if problems else 'OK'}: {len(problems)} problem(s)")
-    return 1 if problems else 0
+    return finish(problems, len(models) * len(pps))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ Exits 77 (skipped) when no Chromium is installed (scripts/setup.sh installs
 Debian's chromium-headless-shell). Usage: run.py WORKDIR [--screenshot PNG]
 [--models resnet50,vit_b_16,chain] (env: PPCC)."""
 import argparse
-import fcntl  # noqa: F401 - used in the browser's child process
 import base64
 import json
 import os
@@ -35,7 +34,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ZOO = os.path.join(HERE, "..", "models", "zoo.py")
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+from harness import finish, zoo_dir  # noqa: E402
+
 PPCC = os.environ["PPCC"]
 BROWSERS = ["chromium-headless-shell", "chromium", "chromium-browser"]
 MAX_BYTES, MAX_LOAD_S = 5_000_000, 5.0
@@ -175,18 +176,12 @@ def chain_model(path, blocks=300):
 
 
 def model_path(name, work):
-    d = os.path.join(work, name)
-    m = os.path.join(d, "model.onnx")
-    if name == "chain":
-        os.makedirs(d, exist_ok=True)
-        if not os.path.exists(m):
-            chain_model(m)
-        return m
-    if not os.path.exists(os.path.join(d, "expected")):
-        r = subprocess.run([sys.executable, ZOO, "export", name, d, "--batch", "2"], capture_output=True, text=True,
-                           timeout=1800)
-        if r.returncode != 0:
-            raise RuntimeError("export failed: " + (r.stderr.strip().splitlines() or ["?"])[-1])
+    if name != "chain":
+        return os.path.join(zoo_dir(name, work), "model.onnx")
+    m = os.path.join(work, name, "model.onnx")
+    os.makedirs(os.path.dirname(m), exist_ok=True)
+    if not os.path.exists(m):
+        chain_model(m)
     return m
 
 
@@ -311,11 +306,7 @@ def main():
                   f"{res['wall_s']:.2f} s), ppcc {t_ppcc:.2f} s")
     finally:
         browser.close()
-    for p in problems:
-        print("FAIL:", p)
-    n = len(a.models.split(","))
-    print(f"{n - len({p.split(':')[0] for p in problems})} passed, {len({p.split(':')[0] for p in problems})} failed")
-    return 1 if problems else 0
+    return finish(problems, len(a.models.split(",")))
 
 
 if __name__ == "__main__":

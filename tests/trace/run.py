@@ -33,16 +33,12 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from harness import finish, run  # noqa: E402
+
 PPCC, PPRT, SRC = os.environ["PPCC"], os.environ["PPRT"], os.environ["SRC"]
 DIGITS = os.path.join(SRC, "samples", "digits")
 problems = []
-
-
-def run(argv):
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr.strip()[-400:]}")
-    return r.stdout
 
 
 def plan_nodes(plan):
@@ -210,10 +206,7 @@ def main():
                         "--trace", os.path.join(work, "no", "such", "dir", "t.json")], capture_output=True, text=True)
     if r.returncode != 2 or "cannot create" not in r.stderr:
         problems.append(f"--trace into a missing directory: exit {r.returncode}, {r.stderr.strip()[:200]!r}")
-    for p in problems:
-        print("FAIL:", p)
-    print(f"{len(cases) + 1 - len(problems)} passed, {len(problems)} failed")
-    return 1 if problems else 0
+    return finish(problems, len(cases) + 1)
 
 
 if __name__ == "__main__":
