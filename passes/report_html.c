@@ -79,6 +79,7 @@ typedef struct {
     double x0, x1;
     bool drawn, collapsible;
     int first;                         /* its first node */
+    int s0, s1;                        /* the stages of its nodes, lowest and highest */
 } group;
 
 typedef struct {
@@ -120,7 +121,8 @@ static pp_status build_groups(const pp_graph *g, const pp_layout *L, groups *G, 
             if (id < 0) return PP_FAIL(err, PP_ENOMEM, "out of memory");
             group *gr = &G->g[id];
             gr->n_nodes++;
-            if (gr->first < 0) gr->first = i;
+            if (gr->first < 0) gr->first = i, gr->s0 = n->stage;
+            gr->s1 = n->stage; /* nodes come in stage order */
             const pp_layout_item *it = &L->items[i];
             if (it->layer < gr->l0) gr->l0 = it->layer;
             if (it->layer > gr->l1) gr->l1 = it->layer;
@@ -234,11 +236,11 @@ static void write_svg(FILE *f, const pp_graph *g, const pp_layout *L, const grou
                     parent = p;
                     break;
                 }
-            fprintf(f, "<g class=\"grp%s\" id=\"m%d\" data-p=\"%d\" data-l0=\"%d\" data-l1=\"%d\" data-pad=\"%g\">"
+            fprintf(f, "<g class=\"grp%s\" id=\"m%d\" data-p=\"%d\" data-l0=\"%d\" data-l1=\"%d\" data-st=\"s%d%s\">"
                        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" rx=\"6\"/>"
                        "<text x=\"%.1f\" y=\"%.1f\">%s",
-                    gr->collapsible ? " fold" : "", i, parent, gr->l0, gr->l1, pad, x0, y0, x1 - x0, y1 - y0,
-                    x0 + 5, y0 + 10, gr->collapsible ? "\xe2\x96\xbe " : "");
+                    gr->collapsible ? " fold" : "", i, parent, gr->l0, gr->l1, gr->s0 % 12, gr->s0 != gr->s1 ? " cuts" : "",
+                    x0, y0, x1 - x0, y1 - y0, x0 + 5, y0 + 10, gr->collapsible ? "\xe2\x96\xbe " : "");
             esc(f, gr->path);
             fprintf(f, " (%d)</text></g>\n", gr->n_nodes);
         }
@@ -267,7 +269,7 @@ static void write_svg(FILE *f, const pp_graph *g, const pp_layout *L, const grou
         const pp_value *v = &g->values[E->value];
         const pp_layout_item *a = &L->items[L->path[E->first]], *b = &L->items[L->path[E->first + 1]];
         char sh[96], hb[32];
-        fprintf(f, "<text class=\"cl\" data-l=\"%d\" x=\"%.1f\" y=\"%.1f\">", a->layer,
+        fprintf(f, "<text class=\"cl\" data-s=\"%d\" data-l=\"%d\" x=\"%.1f\" y=\"%.1f\">", E->src, a->layer,
                 LEFT + (a->x + b->x) / 2 + 6, item_top(a) + NODE_H + 14);
         esc(f, v->name);
         fprintf(f, " %s %s</text>\n", pp_shape_str(&v->shape, sh, sizeof sh), human((double)v->nbytes, hb, sizeof hb));

@@ -34,9 +34,12 @@
     g._l0 = +g.dataset.l0; g._l1 = +g.dataset.l1; g._p = +g.dataset.p;
     g._y = +r.getAttribute('y') - TOP - g._l0 * LH; g._h = +r.getAttribute('height') - (g._l1 - g._l0) * LH;
     g._ty = +g.querySelector('text').getAttribute('y') - +r.getAttribute('y');
+    g._cx = +r.getAttribute('x') + +r.getAttribute('width') / 2;
     g._i = +g.id.slice(1);
   });
-  labels.forEach(function (t) { t._l = +t.dataset.l; t._y = +t.getAttribute('y') - TOP - t._l * LH; });
+  labels.forEach(function (t) {
+    t._l = +t.dataset.l; t._y = +t.getAttribute('y') - TOP - t._l * LH; t._s = byId['n' + t.dataset.s];
+  });
   var gById = {};
   groups.forEach(function (g) { gById[g._i] = g; });
 
@@ -63,19 +66,30 @@
       n.setAttribute('transform', 'translate(' + n._x + ',' + y(n._l, 0) + ')');
     });
     edges.forEach(function (e) {
-      var hs = e._s._h, ht = e._t._h;
+      var hs = e._s._h, ht = e._t._h, pts = e._pts;
       e.classList.toggle('hidden', hs >= 0 && hs === ht);
-      e.setAttribute('points', e._pts.map(function (p) { return p[0] + ',' + y(p[1], p[2]); }).join(' '));
+      if (hs >= 0 || ht >= 0) { // an end inside a folded group: a straight line from or to its box
+        var a = pts[0], b = pts[pts.length - 1];
+        pts = [hs >= 0 ? [gById[hs]._cx, gById[hs]._l0, NH] : a, ht >= 0 ? [gById[ht]._cx, gById[ht]._l0, 0] : b];
+      }
+      e.setAttribute('points', pts.map(function (p) { return p[0] + ',' + y(p[1], p[2]); }).join(' '));
     });
-    labels.forEach(function (t) { t.setAttribute('y', y(t._l, t._y)); });
+    labels.forEach(function (t) {
+      t.classList.toggle('hidden', !!t._s && t._s._h >= 0);
+      t.setAttribute('y', y(t._l, t._y));
+    });
     groups.forEach(function (g) {
       var hide = inFolded(g), f = !!folded[g._i];
       g.classList.toggle('hidden', hide);
       g.classList.toggle('folded', f);
       var r = g.querySelector('rect'), t = g.querySelector('text');
-      var top = y(g._l0, 0) + g._y, h = f ? NH - g._y + 2 * (+g.dataset.pad) : (map[g._l1] - map[g._l0]) * LH + g._h;
+      var top = f ? y(g._l0, 0) : y(g._l0, 0) + g._y, h = f ? NH : (map[g._l1] - map[g._l0]) * LH + g._h;
       r.setAttribute('y', top); r.setAttribute('height', h);
-      t.setAttribute('y', top + g._ty);
+      // folded: the colour of its (first) stage, as the legend has it; a red edge when a cut runs inside
+      r.setAttribute('class', f ? g.dataset.st : '');
+      var sw = f && document.querySelector('.legend .sw.' + g.dataset.st.split(' ')[0]);
+      r.style.fill = sw ? getComputedStyle(sw).backgroundColor : '';
+      t.setAttribute('y', f ? top + NH / 2 + 4 : top + g._ty);
       if (g.classList.contains('fold')) t.firstChild.nodeValue = t.firstChild.nodeValue.replace(/^[\u25be\u25b8]/, f ? '\u25b8' : '\u25be');
     });
     var total = 0;
@@ -90,13 +104,21 @@
       relayout();
     });
   });
-  document.getElementById('fold-all').onclick = function () {
-    // fold the outermost foldable groups
-    groups.forEach(function (g) {
-      if (!g.classList.contains('fold')) return;
-      for (var p = g._p; p >= 0; p = gById[p] ? gById[p]._p : -1) if (gById[p] && gById[p].classList.contains('fold')) return;
-      folded[g._i] = true;
+  // "collapse": from the outermost groups down, through any group that is
+  // alone at its level (a model's one "encoder"), fold the first foldable
+  // ones met (ResNet's layer1..layer4, a transformer's blocks)
+  var kids = {};
+  groups.forEach(function (g) { (kids[g._p] = kids[g._p] || []).push(g); });
+  function foldLevel(list) {
+    if (list.length === 1 && kids[list[0]._i]) return foldLevel(kids[list[0]._i]);
+    list.forEach(function (g) {
+      if (g.classList.contains('fold')) folded[g._i] = true;
+      else if (kids[g._i]) foldLevel(kids[g._i]);
     });
+  }
+  document.getElementById('fold-all').onclick = function () {
+    folded = {};
+    if (kids[-1]) foldLevel(kids[-1]);
     relayout();
   };
   document.getElementById('unfold-all').onclick = function () { folded = {}; relayout(); };
