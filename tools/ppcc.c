@@ -14,7 +14,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: ppcc MODEL.onnx [-pp N] [-b N] [--dim NAME=VALUE]... [--const NAME=FILE.pb]...\n"
             "            [-o PLAN] [--policy NAME] [--split-at P,..] [--exec-seq FILE]\n"
-            "            [--max-memory CAPS] [--ref-weights] [--report] [--report-json FILE] [-q]\n"
+            "            [--max-memory CAPS] [--ref-weights] [--report] [--report-json FILE]\n"
+            "            [--report-html FILE] [--export-stages DIR] [-q]\n"
             "  -b N             micro-batch size: value of the inputs' symbolic first dim (default:\n"
             "                   the model's, else 1); -b 0: no batch axis, inputs are whole tensors\n"
             "  --dim NAME=VALUE value of another symbolic input dim\n"

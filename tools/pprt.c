@@ -20,7 +20,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: pprt PLAN DATA_DIR [-o OUT_DIR] [--labels FILE.npy] [--depth N]\n"
             "            [--check [--rtol R] [--atol A] [--expected DIR]]\n"
-            "            [--stats-json FILE] [--profile FILE] [--no-pin] [-q]\n"
+            "            [--stats-json FILE] [--profile FILE] [--trace FILE] [--no-pin] [-q]\n"
             "            [--backend dnnl|ref] [--threads N] [--warmup N] [--precision f32|bf16]\n"
             "       mpirun -np K*R pprt PLAN DATA_DIR [--replicas R] [--mpi-timeout SECONDS] [...]\n"
             "       pprt --info PLAN [--model FILE]\n"
