@@ -66,6 +66,8 @@ typedef struct {
     double t_go;    /* when the timed run began on this thread */
     const int *cpu; /* the CPUs the stage is pinned to, `threads` of them; NULL: not pinned */
     int threads;    /* intra-op threads (pprt_exec_cfg) */
+    pprt_trace_track tr; /* --trace: filled as it runs (arrays allocated before) */
+    double *prev_ns;     /* --trace with node times: the executor's counters after the last run */
 } worker;
 
 struct sched {
@@ -137,15 +139,28 @@ static void stage_loop(worker *w, int64_t k0, int64_t k1) {
             stop_all(S, s, mb, &e);
             break;
         }
+        double t_ready = w->tr.t ? now() : 0;
         if (s < last && S->free_[s]->ops->recv(S->free_[s], &out, &tag, &e) != PP_OK) break;
         double t0 = now();
         if (s == 0) {
             if (k >= W) S->t_start[mb] = t0;
             pprt_mb_fill(p, S->inputs, S->n, mb, in);
         }
+        double t_run = w->tr.t && s == 0 ? now() : t0;
         pp_status rs = S->ex->run(w->x, in, out, &e);
         double t1 = now();
         if (k >= W) w->busy += t1 - t0;
+        if (w->tr.t && k >= W) { /* the timeline: stores only */
+            double *r = w->tr.t + (size_t)mb * PPRT_TRACE_T;
+            r[0] = s == 0 ? t0 : t_ready, r[1] = t0, r[2] = t_run, r[3] = t1;
+        }
+        if (w->prev_ns && rs == PP_OK) {
+            const double *ns = S->ex->node_seconds(w->x);
+            int nn = p->stages[s].n_nodes;
+            if (k >= W && mb < w->tr.n_node_mb)
+                for (int j = 0; j < nn; j++) w->tr.node_s[(size_t)mb * (size_t)nn + (size_t)j] = ns[j] - w->prev_ns[j];
+            memcpy(w->prev_ns, ns, (size_t)nn * sizeof *ns);
+        }
         if (rs != PP_OK) {
             stop_all(S, s, mb, &e);
             break;
@@ -324,6 +339,18 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         w[i].threads = threads;
         w[i].cpu = (o->pin && (long)cores >= (long)P * threads) ? cpus + (size_t)i * (size_t)threads : NULL;
     }
+    for (int i = 0; i < P && s == PP_OK && o->trace; i++) {
+        pprt_trace_track *t = &w[i].tr;
+        *t = (pprt_trace_track){.stage = i, .rank = -1, .n = S.m, .n_nodes = p->stages[i].n_nodes};
+        t->t = calloc((size_t)S.m * PPRT_TRACE_T, sizeof(double));
+        if (o->trace_nodes && S.ex->node_seconds) {
+            t->n_node_mb = pprt_trace_node_mbs(t->n_nodes, S.m);
+            t->node_s = calloc(pp_count((int)(t->n_node_mb * t->n_nodes)), sizeof(double));
+            w[i].prev_ns = calloc(pp_count(t->n_nodes), sizeof(double));
+            if (!t->node_s || !w[i].prev_ns) s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
+        }
+        if (!t->t) s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
+    }
     if (s != PP_OK) goto done;
     pthread_mutex_init(&S.ready.mu, NULL);
     pthread_cond_init(&S.ready.cv, NULL);
@@ -382,11 +409,34 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     }
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) stats->peak_rss = (size_t)ru.ru_maxrss * 1024; /* KiB */
+    if (o->trace) { /* the tracks move into the statistics */
+        pprt_trace *tr = calloc(1, sizeof *tr);
+        pprt_trace_track *tracks = calloc((size_t)P, sizeof *tracks);
+        if (!tr || !tracks) {
+            free(tr), free(tracks);
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
+            goto done;
+        }
+        stats->trace = tr;
+        tr->tracks = tracks;
+        stats->trace->n_tracks = P;
+        stats->trace->t0 = t0;
+        stats->trace->wall_s = wall;
+        stats->trace->bubble = stats->bubble;
+        stats->trace->replicas = 1;
+        for (int i = 0; i < P; i++) {
+            stats->trace->tracks[i] = w[i].tr;
+            w[i].tr.t = w[i].tr.node_s = NULL;
+        }
+    }
 done:
     if (w)
         for (int i = 0; i < P; i++) {
             if (w[i].x) S.ex->destroy(w[i].x);
             free(w[i].warm_s);
+            free(w[i].tr.t);
+            free(w[i].tr.node_s);
+            free(w[i].prev_ns);
         }
     if (S.full)
         for (int b = 0; b < P - 1; b++) {

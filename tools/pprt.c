@@ -21,7 +21,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: pprt PLAN DATA_DIR [-o OUT_DIR] [--labels FILE.npy] [--depth N]\n"
             "            [--check [--rtol R] [--atol A] [--expected DIR]]\n"
-            "            [--stats-json FILE] [--profile FILE] [--no-pin] [-q]\n"
+            "            [--stats-json FILE] [--profile FILE] [--trace FILE] [--no-pin] [-q]\n"
             "            [--backend dnnl|ref] [--threads N] [--warmup N] [--precision f32|bf16]\n"
             "       mpirun -np K*R pprt PLAN DATA_DIR [--replicas R] [--mpi-timeout SECONDS] [...]\n"
             "       pprt --info PLAN [--model FILE]\n"
@@ -37,6 +37,10 @@ static void usage(FILE *f) {
             "  --stats-json FILE write the run statistics as JSON\n"
             "  --profile FILE    write each node's mean time per micro-batch (the --warmup runs left\n"
             "                    out), for ppcc --profile\n"
+            "  --trace FILE      the run's timeline as Chrome trace event JSON (Perfetto,\n"
+            "                    chrome://tracing): a track per stage (per rank under mpirun), a span\n"
+            "                    per micro-batch, nested spans per node with --profile, the messages\n"
+            "                    between stages as flow arrows\n"
             "  --no-pin          do not pin stage threads to cores\n"
             "  --model FILE      a ppcc --ref-weights plan: read its weights from FILE (and its\n"
             "                    external data beside it) instead of the path the plan recorded;\n"
@@ -121,7 +125,7 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
 
 int main(int argc, char **argv) {
     const char *plan_path = NULL, *data = NULL, *out_dir = "out", *labels = NULL, *stats_json = NULL, *model = NULL;
-    const char *profile = NULL;
+    const char *profile = NULL, *trace = NULL;
     bool info = false, quiet = false;
     pprt_run_opts ro = {.depth = 2, .pin = true};
 #ifdef PPRT_WITH_DNNL
@@ -160,6 +164,9 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--profile")) {
             if (!v) return bad_usage("--profile needs a file name", NULL);
             profile = v, i++;
+        } else if (!strcmp(a, "--trace")) {
+            if (!v) return bad_usage("--trace needs a file name", NULL);
+            trace = v, i++;
         } else if (!strcmp(a, "--stats-json")) {
             if (!v) return bad_usage("--stats-json needs a file name", NULL);
             stats_json = v, i++;
@@ -242,6 +249,8 @@ int main(int argc, char **argv) {
         return bad_usage("--precision bf16 needs the oneDNN backend (--backend dnnl); the reference kernels "
                          "compute in f32 only", NULL);
     if (!info && !data) return bad_usage("no data directory given", NULL);
+    ro.trace = trace != NULL;
+    ro.trace_nodes = trace && profile;
 #ifdef PPRT_WITH_DNNL
     if (ro.precision == PPRT_BF16 && !info && !pprt_dnnl_has_bf16()) {
         fprintf(stderr, "pprt: warning: oneDNN has no bf16 kernels on this CPU (they need AVX-512; fast with "
@@ -372,6 +381,8 @@ ran:
     }
     if (s == PP_OK && stats_json) s = write_stats_json(stats_json, &st, &err);
     if (s == PP_OK && profile) s = pprt_profile_write(profile, p, &st, &err);
+    if (s == PP_OK && trace) s = st.trace ? pprt_trace_write(trace, p, st.trace, &err)
+                                          : PP_FAIL(&err, PP_ERUNTIME, "no timeline was recorded");
     if (s == PP_OK && !quiet) printf("outputs: %s/\n", out_dir);
     if (s == PP_OK && check) s = pprt_check(p, outs, data, &co, stdout, &err);
 #ifdef PPRT_HAVE_MPI
@@ -386,6 +397,7 @@ cleanup:
     free(outs);
     free(st.stages);
     free(st.node_ms);
+    pprt_trace_free(st.trace);
     pprt_plan_free(p);
 #ifdef PPRT_HAVE_MPI
     if (mpi) {
