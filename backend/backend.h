@@ -32,4 +32,13 @@ void pp_lowered_free(pp_lowered *l);
  * file is whole or absent. */
 pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err);
 
+/* Every stage as an ONNX model in directory dir (ppcc --export-stages):
+ * stage_K.onnx, stage_K.onnx.data (weights of PP_EXPORT_EXTERNAL_MIN bytes
+ * or more, as ONNX external data) and stages.json (how they connect);
+ * written into a new directory beside dir that is then renamed to it, so dir
+ * holds the whole export or is left as it was. dir may be absent, empty, or
+ * an earlier export (replaced); anything else is refused (onnx_export.c). */
+#define PP_EXPORT_EXTERNAL_MIN 1024u
+pp_status pp_export_stages(const pp_graph *g, const char *dir, const char *producer, pp_err *err);
+
 #endif

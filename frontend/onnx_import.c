@@ -752,6 +752,7 @@ static pp_status import_model(Onnx__ModelProto *m, const pp_import_opts *o, pp_g
         return PP_FAIL(err, PP_EUNSUP, "ai.onnx opset %lld is not supported (supported: %d to %d)",
                        (long long)opset, MIN_OPSET, MAX_OPSET);
     g->opset = (int)opset;
+    g->ir_version = m->ir_version;
     const Onnx__GraphProto *gp = m->graph;
     if (!gp) return PP_FAIL(err, PP_EINVAL, "the model has no graph");
     if (gp->n_node == 0) return PP_FAIL(err, PP_EINVAL, "the graph has no nodes");

@@ -135,6 +135,7 @@ typedef struct pp_graph {
     char model_hash[17];     /* XXH3-64 of the model file, hex */
     int64_t batch;           /* micro-batch size the shapes were fixed to */
     int opset;               /* ai.onnx opset of the model */
+    int64_t ir_version;      /* the model's ONNX IR version (ppcc --export-stages writes it back) */
 } pp_graph;
 
 static inline pp_attrs pp_node_attrs(const pp_graph *g, const pp_node *n) {

@@ -14,23 +14,8 @@ typedef struct {
     double time, flops, memory;
 } imbalance;
 
-/* max/mean of a per-stage figure; 1.0 for a single stage or all zeros */
-static double max_over_mean(const pp_graph *g, double (*get)(const pp_stage_info *)) {
-    double mx = 0, sum = 0;
-    for (int s = 0; s < g->n_stages; s++) {
-        double v = get(&g->stage_info[s]);
-        sum += v;
-        if (v > mx) mx = v;
-    }
-    return sum > 0 ? mx / (sum / g->n_stages) : 1.0;
-}
-static double get_time(const pp_stage_info *s) { return s->est_ms; }
-static double get_flops(const pp_stage_info *s) { return s->flops; }
-static double get_memory(const pp_stage_info *s) { return (double)s->memory; }
-
 static imbalance imbalances(const pp_graph *g) {
-    return (imbalance){max_over_mean(g, get_time), max_over_mean(g, get_flops),
-                       max_over_mean(g, get_memory)};
+    return (imbalance){pp_imbalance(g, 0), pp_imbalance(g, 1), pp_imbalance(g, 2)};
 }
 
 /* GPipe-style fill and drain: (p-1)/(m+p-1) of the time is idle. */
@@ -115,6 +100,20 @@ pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_o
         fprintf(f, "%s\n  {\"name\": ", k++ ? "," : "");
         pp_json_str(f, g->nodes[i].name);
         fprintf(f, ", \"op\": \"%s\", \"stage\": %d}", pp_op_table[g->nodes[i].op].name, g->nodes[i].stage);
+    }
+    fprintf(f, "],\n \"cuts\": [");
+    for (int b = 0; b < g->n_stages - 1; b++) {
+        fprintf(f, "%s\n  {\"from\": %d, \"to\": %d, \"bytes\": %zu, \"tensors\": [", b ? "," : "", b, b + 1,
+                g->bounds[b].bytes);
+        for (int t = 0; t < g->bounds[b].n; t++) {
+            const pp_value *v = &g->values[g->bounds[b].vals[t]];
+            fprintf(f, "%s{\"name\": ", t ? ", " : "");
+            pp_json_str(f, v->name);
+            fprintf(f, ", \"dtype\": \"%s\", \"shape\": [", pp_dtype_name(v->dtype));
+            for (int d = 0; d < v->shape.rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)v->shape.dim[d]);
+            fprintf(f, "], \"bytes\": %zu}", v->nbytes);
+        }
+        fprintf(f, "]}");
     }
     fprintf(f, "]}\n");
     return pp_outfile_commit(&out, true, err);

@@ -140,6 +140,8 @@ typedef enum { PPRT_F32 = 0, PPRT_BF16 = 1 } pprt_precision;
 
 typedef struct pprt_run_opts {
     int depth;      /* micro-batches in flight per boundary (>= 1) */
+    bool trace;     /* record a timeline (pprt_stats.trace): when each stage ran each micro-batch */
+    bool trace_nodes; /* with trace: also how long each node took (the executor's node_seconds) */
     bool pin;       /* pin stage threads to distinct cores when there are enough */
     bool progress;  /* progress bar on stderr */
     const struct pprt_backend *backend; /* runs each stage; NULL: the reference kernels */
@@ -208,7 +210,43 @@ typedef struct pprt_stats {
     /* mean milliseconds per micro-batch of every node, stage by stage in
      * node order (sum of the stages' n_nodes entries); caller frees */
     double *node_ms;
+    struct pprt_trace *trace; /* with pprt_run_opts.trace; pprt_trace_free */
 } pprt_stats;
+
+/* ---- the timeline (pprt --trace; runtime/trace.c) ------------------------------------------ */
+
+/* One track: a stage's thread, or one MPI rank. Times are seconds on one
+ * clock (CLOCK_MONOTONIC of the writing rank's host; other hosts' corrected
+ * by their measured offset). Recording is four stores per micro-batch into
+ * arrays allocated before the run; node times are differences of the
+ * executor's per-node counters, for the first n_node_mb micro-batches. */
+#define PPRT_TRACE_T 4 /* per micro-batch: input ready, start, kernels start, end */
+#define PPRT_TRACE_NODE_CAP (4 << 20) /* node times kept per track, at most */
+typedef struct pprt_trace_track {
+    int stage, replica, rank; /* rank -1: a thread of the threaded runtime */
+    int64_t mb0, n;           /* micro-batches mb0 .. mb0+n-1 of the run */
+    double *t;                /* PPRT_TRACE_T x n */
+    int n_nodes;              /* of the stage */
+    int64_t n_node_mb;        /* micro-batches with node times (the first ones); 0: none */
+    double *node_s;           /* n_node_mb x n_nodes seconds */
+} pprt_trace_track;
+
+typedef struct pprt_trace {
+    int n_tracks;
+    pprt_trace_track *tracks;
+    double t0;   /* the run's start: 0 on the timeline */
+    double bubble, wall_s;
+    int replicas;
+} pprt_trace;
+
+/* Micro-batches of node times a track of a stage with n_nodes nodes keeps. */
+int64_t pprt_trace_node_mbs(int n_nodes, int64_t n);
+void pprt_trace_free(pprt_trace *t);
+/* Chrome trace event JSON (Perfetto, chrome://tracing): a track per stage or
+ * rank, a span per micro-batch, nested spans per node when recorded, flow
+ * arrows from each micro-batch's end on one stage to its start on the next.
+ * Written whole or not at all. */
+pp_status pprt_trace_write(const char *path, const pprt_plan *p, const pprt_trace *t, pp_err *err);
 
 /* Write stats->node_ms as the profile `ppcc --profile` reads:
  * {"micro_batch": B, "nodes": {"NAME": MS, ...}}, one node per line. */

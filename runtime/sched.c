@@ -66,6 +66,7 @@ typedef struct {
     double t_go;    /* when the timed run began on this thread */
     const int *cpu; /* the CPUs the stage is pinned to, `threads` of them; NULL: not pinned */
     int threads;    /* intra-op threads (pprt_exec_cfg) */
+    pprt_trace_track tr; /* --trace: filled as it runs (arrays allocated before) */
 } worker;
 
 struct sched {
@@ -270,6 +271,20 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         /* stage i pinned to the i-th `threads` cores where every stage has its own */
         w[i].cpu = (o->pin && (long)cores >= (long)P * threads) ? cpus + (size_t)i * (size_t)threads : NULL;
     }
+    for (int i = 0; i < P && s == PP_OK && o->trace; i++) {
+        pprt_trace_track *t = &w[i].tr;
+        *t = (pprt_trace_track){.stage = i, .rank = -1, .n = S.m, .n_nodes = p->stages[i].n_nodes};
+        t->t = calloc((size_t)S.m * PPRT_TRACE_T, sizeof(double));
+        if (o->trace_nodes && w[i].be->exec->node_seconds) {
+            t->n_node_mb = pprt_trace_node_mbs(t->n_nodes, S.m);
+            t->node_s = calloc(pp_count((int)(t->n_node_mb * t->n_nodes)), sizeof(double));
+            w[i].run.prev_ns = calloc(pp_count(t->n_nodes), sizeof(double));
+            if (!t->node_s || !w[i].run.prev_ns) s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
+        }
+        if (!t->t) s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
+        w[i].run.trace = t;
+    }
+    if (s != PP_OK) goto done;
     pthread_mutex_init(&S.ready.mu, NULL);
     pthread_cond_init(&S.ready.cv, NULL);
     S.ready.need = P + 1;
@@ -329,11 +344,30 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     }
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) stats->peak_rss = (size_t)ru.ru_maxrss * 1024; /* KiB */
+    if (o->trace) { /* the tracks move into the statistics */
+        pprt_trace *tr = calloc(1, sizeof *tr);
+        pprt_trace_track *tracks = calloc((size_t)P, sizeof *tracks);
+        if (!tr || !tracks) {
+            free(tr), free(tracks);
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
+            goto done;
+        }
+        *tr = (pprt_trace){.n_tracks = P, .tracks = tracks, .t0 = t0, .wall_s = wall, .bubble = stats->bubble,
+                           .replicas = 1};
+        stats->trace = tr;
+        for (int i = 0; i < P; i++) {
+            tracks[i] = w[i].tr;
+            w[i].tr.t = w[i].tr.node_s = NULL;
+        }
+    }
 done:
     if (w)
         for (int i = 0; i < P; i++) {
             if (w[i].run.x) w[i].be->exec->destroy(w[i].run.x);
             free(w[i].warm_s);
+            free(w[i].tr.t);
+            free(w[i].tr.node_s);
+            free(w[i].run.prev_ns);
         }
     if (S.links)
         for (int b = 0; b <= P; b++)

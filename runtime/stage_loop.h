@@ -17,7 +17,13 @@ typedef struct pprt_stage_run {
     pprt_link *in, *out;     /* the links before and after the stage */
     int warmup;              /* tags below it are warm-up copies (not timed) */
     int64_t mb_offset;       /* added to micro-batch numbers in messages (a replica's share) */
-    double busy;             /* seconds spent in the executor past the warm-up, summed */
+    double busy;             /* seconds spent in the executor past the warm-up, summed (and in
+                              * cutting micro-batches out of the inputs: a source's receive) */
+    /* --trace (pprt.h): where to record, or NULL; t[PPRT_TRACE_T x mb] for
+     * micro-batches past the warm-up, node times for the first n_node_mb
+     * of them (prev_ns: the executor's counters after the last run). */
+    pprt_trace_track *trace;
+    double *prev_ns;
 } pprt_stage_run;
 
 /* The loop over tags k0 .. k1-1 (the tags the source hands out, in order).

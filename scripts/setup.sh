@@ -8,7 +8,12 @@ cd "$(dirname "$0")/.."
 
 pkgs=(build-essential cmake clang libclang-rt-14-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libxxhash-dev libdnnl-dev
       libopenmpi-dev openmpi-bin
-      python3-venv python3-numpy python3-torch python3-torchvision python3-sklearn)
+      python3-venv python3-numpy python3-torch python3-torchvision python3-sklearn
+      chromium-headless-shell)
+# chromium-headless-shell: Debian's Chromium built for headless use (no GTK or
+# X), which tests/report/run.py drives to check the ppcc --report-html page:
+# about 98 MB to download on bookworm (with chromium-common), against 122 MB
+# for the full chromium package
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -14,7 +14,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: ppcc MODEL.onnx [-pp N] [-b N] [--dim NAME=VALUE]... [--const NAME=FILE.pb]...\n"
             "            [-o PLAN] [--policy NAME] [--split-at P,..] [--exec-seq FILE]\n"
-            "            [--max-memory CAPS] [--ref-weights] [--report] [--report-json FILE] [-q]\n"
+            "            [--max-memory CAPS] [--ref-weights] [--report] [--report-json FILE]\n"
+            "            [--report-html FILE] [--export-stages DIR] [-q]\n"
             "  -b N             micro-batch size: value of the inputs' symbolic first dim (default:\n"
             "                   the model's, else 1); -b 0: no batch axis, inputs are whole tensors\n"
             "  --dim NAME=VALUE value of another symbolic input dim\n"
@@ -28,6 +29,11 @@ static void usage(FILE *f) {
             "  --report         print the per-stage table, imbalance, bubble, recovered ops and\n"
             "                   the tensors crossing each cut\n"
             "  --report-json F  the same as JSON\n"
+            "  --report-html F  the split as one self-contained HTML page: the graph by stage,\n"
+            "                   the cuts, per-stage bars, the other policies compared\n"
+            "  --export-stages DIR\n"
+            "                   every stage as an ONNX model: DIR/stage_K.onnx (+ .onnx.data),\n"
+            "                   and DIR/stages.json saying how they connect\n"
             "  -q               print nothing on success\n"
             "splitting:\n%s", pp_compile_opts_usage());
 }
@@ -58,7 +64,7 @@ int main(int argc, char **argv) {
     static pp_compile_opts co;
     pp_compile_opts_init(&co);
     bool report = false, quiet = false, ref_weights = false;
-    const char *report_json = NULL;
+    const char *report_json = NULL, *report_html = NULL, *export_dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -104,6 +110,14 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--report-json")) {
             if (!v) return bad_usage("--report-json needs a file name%s", "");
             report_json = v;
+            i++;
+        } else if (!strcmp(a, "--report-html")) {
+            if (!v) return bad_usage("--report-html needs a file name%s", "");
+            report_html = v;
+            i++;
+        } else if (!strcmp(a, "--export-stages")) {
+            if (!v) return bad_usage("--export-stages needs a directory%s", "");
+            export_dir = v;
             i++;
         } else if (!strcmp(a, "--report")) {
             report = true;
@@ -151,6 +165,15 @@ int main(int argc, char **argv) {
         if (s == PP_OK) s = pp_plan_write(&low, out, &err);
         if (s == PP_OK && report) pp_report_print(stdout, &g, &co);
         if (s == PP_OK && report_json) s = pp_report_json(report_json, &g, &co, &err);
+        if (s == PP_OK && export_dir) s = pp_export_stages(&g, export_dir, "ppcc " PPRT_VERSION, &err);
+        if (s == PP_OK && report_html) {
+            /* the other policies' splits of the same graph, then this one again */
+            pp_policy_row *rows = calloc(PP_N_COMPARED, sizeof *rows);
+            int n_rows = 0;
+            s = rows ? pp_compare_policies(&g, &co, rows, &n_rows, &err) : PP_FAIL(&err, PP_ENOMEM, "out of memory");
+            if (s == PP_OK) s = pp_report_html(report_html, &g, &co, model, options, rows, n_rows, &err);
+            free(rows);
+        }
         if (s == PP_OK && !quiet) {
             size_t w = low.weights_bytes;
             printf("ppcc: %s -> %s: %d ops in %d stage%s, micro-batch %lld, %.2f MB of weights",

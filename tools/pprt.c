@@ -19,7 +19,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: pprt PLAN DATA_DIR [-o OUT_DIR] [--labels FILE.npy] [--depth N]\n"
             "            [--check [--rtol R] [--atol A] [--expected DIR]]\n"
-            "            [--stats-json FILE] [--profile FILE] [--no-pin] [-q]\n"
+            "            [--stats-json FILE] [--profile FILE] [--trace FILE] [--no-pin] [-q]\n"
             "            [--backend NAME|list] [--threads N] [--warmup N] [--precision f32|bf16]\n"
             "       mpirun -np K*R pprt PLAN DATA_DIR [--replicas R] [--mpi-timeout SECONDS] [...]\n"
             "       pprt --info PLAN [--model FILE]\n"
@@ -35,6 +35,10 @@ static void usage(FILE *f) {
             "  --stats-json FILE write the run statistics as JSON\n"
             "  --profile FILE    write each node's mean time per micro-batch (the --warmup runs left\n"
             "                    out), for ppcc --profile\n"
+            "  --trace FILE      the run's timeline as Chrome trace event JSON (Perfetto,\n"
+            "                    chrome://tracing): a track per stage (per rank under mpirun), a span\n"
+            "                    per micro-batch, nested spans per node with --profile, the messages\n"
+            "                    between stages as flow arrows\n"
             "  --no-pin          do not pin stage threads to cores\n"
             "  --model FILE      a ppcc --ref-weights plan: read its weights from FILE (and its\n"
             "                    external data beside it) instead of the path the plan recorded;\n"
@@ -125,7 +129,7 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
 
 /* Everything pprt's command line says. */
 typedef struct pprt_cli {
-    const char *plan, *data, *out_dir, *labels, *stats_json, *profile, *model, *backend;
+    const char *plan, *data, *out_dir, *labels, *stats_json, *profile, *trace, *model, *backend;
     bool info, quiet, verbose, check, list_backends, version;
     pprt_run_opts run;
     pprt_check_opts check_opts;
@@ -167,6 +171,9 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
         } else if (!strcmp(a, "--profile")) {
             if (!v) return bad_usage("--profile needs a file name", NULL);
             c->profile = v, i++;
+        } else if (!strcmp(a, "--trace")) {
+            if (!v) return bad_usage("--trace needs a file name", NULL);
+            c->trace = v, i++;
         } else if (!strcmp(a, "--stats-json")) {
             if (!v) return bad_usage("--stats-json needs a file name", NULL);
             c->stats_json = v, i++;
@@ -249,6 +256,8 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
     if (c->list_backends) return -1;
     if (!c->plan) return bad_usage("no plan given", NULL);
     if (!c->info && !c->data) return bad_usage("no data directory given", NULL);
+    c->run.trace = c->trace != NULL;
+    c->run.trace_nodes = c->trace && c->profile;
     return -1;
 }
 
@@ -401,6 +410,9 @@ int main(int argc, char **argv) {
     }
     if (report && s == PP_OK && c.stats_json) s = write_stats_json(c.stats_json, &st, &err);
     if (report && s == PP_OK && c.profile) s = pprt_profile_write(c.profile, p, &st, &err);
+    if (report && s == PP_OK && c.trace)
+        s = st.trace ? pprt_trace_write(c.trace, p, st.trace, &err)
+                     : PP_FAIL(&err, PP_ERUNTIME, "no timeline was recorded");
     if (report && s == PP_OK && !c.quiet) printf("outputs: %s/\n", c.out_dir);
     if (report && s == PP_OK && c.check) s = pprt_check(p, outs, c.data, &c.check_opts, stdout, &err);
     if (s != PP_OK && c.verbose && err.file) fprintf(stderr, "pprt: (raised at %s:%d)\n", err.file, err.line);
@@ -415,6 +427,7 @@ int main(int argc, char **argv) {
     free(outs);
     free(st.stages);
     free(st.node_ms);
+    pprt_trace_free(st.trace);
     pprt_plan_free(p);
     return d->ops->finish(d, s, &err);
 }

@@ -17,8 +17,8 @@
 #include "comm.h"
 
 /* Message tags: control messages, boundary messages, replica input shares,
- * replica output shares, statistics. */
-enum { PPRT_TAG_CTRL = 7101, PPRT_TAG_DATA, PPRT_TAG_IN, PPRT_TAG_OUT, PPRT_TAG_STATS };
+ * replica output shares, statistics, timelines (pprt --trace). */
+enum { PPRT_TAG_CTRL = 7101, PPRT_TAG_DATA, PPRT_TAG_IN, PPRT_TAG_OUT, PPRT_TAG_STATS, PPRT_TAG_TRACE };
 
 enum {
     PPRT_CTRL_HB = 1, /* heartbeat */

@@ -16,7 +16,9 @@
  *   gather   every rank sends the writer its busy time, loop start and end,
  *            its executor's counts (pprt_exec_counts), per-node times and
  *            per-micro-batch start or end times; the
- *            writer computes the same statistics as pprt_run. */
+ *            writer computes the same statistics as pprt_run. With --trace
+ *            each rank also sends its timeline (on the writer's clock), and
+ *            the writer keeps one track per rank. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -55,6 +57,15 @@ static int64_t n_samples(const shares *S, int k) {
     if (end > S->n) end = S->n;
     int64_t c = end - first_sample(S, k);
     return c > 0 ? c : 0;
+}
+
+/* Length (doubles) of rank q's timeline message (--trace): PPRT_TRACE_T per
+ * micro-batch, then its node times; *node_mbs: micro-batches with node times. */
+static size_t trace_len(const pprt_plan *p, const shares *S, int q, bool nodes, int64_t *node_mbs) {
+    int K = p->n_stages, nn = p->stages[q % K].n_nodes;
+    int64_t mq = mb_n(S, q / K);
+    *node_mbs = nodes ? pprt_trace_node_mbs(nn, mq) : 0;
+    return (size_t)mq * PPRT_TRACE_T + (size_t)*node_mbs * (size_t)nn;
 }
 
 /* Length (doubles) of rank q's statistics message. */
@@ -161,6 +172,10 @@ typedef struct {
     int n_reqs;
     double *stats;                /* this rank's statistics message */
     double **peer_stats;          /* writer: every rank's */
+    bool trace, trace_nodes;      /* --trace, and with node times */
+    double *tr;                   /* this rank's timeline message (trace_len) */
+    double *prev_ns;              /* the executor's node counters after the last run */
+    double **peer_tr;             /* writer: every rank's */
 } rankrun;
 
 static pp_status add_req(rankrun *rr, pprt_mpi_req *r) {
@@ -177,8 +192,15 @@ static pp_status run_loop(pprt_mpi *m, const pprt_plan *p, const shares *S, rank
     int s = m->stage, k = m->replica;
     int64_t mk = mb_n(S, k);
     double *st = rr->stats;
+    pprt_trace_track tr = {0};
+    if (rr->tr) { /* a view of the timeline message: times, then node times */
+        int64_t node_mbs;
+        trace_len(p, S, m->rank, rr->trace_nodes, &node_mbs);
+        tr = (pprt_trace_track){.n = mk, .t = rr->tr, .n_nodes = p->stages[s].n_nodes, .n_node_mb = node_mbs,
+                                .node_s = rr->tr + (size_t)mk * PPRT_TRACE_T};
+    }
     pprt_stage_run run = {.stage = s, .ex = rr->be->exec, .x = rr->x, .in = rr->in, .out = rr->out,
-                          .mb_offset = mb_lo(S, k)};
+                          .mb_offset = mb_lo(S, k), .trace = rr->tr ? &tr : NULL, .prev_ns = rr->prev_ns};
     bool own;
     PP_TRY(pprt_stage_loop(&run, 0, mk, &own, err));
     /* every send completed: all buffers back */
@@ -252,6 +274,40 @@ static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const shares *S, 
     return s;
 }
 
+/* Writer: every rank's timeline into stats->trace, one track per rank. */
+static pp_status gather_trace(pprt_mpi *m, const pprt_plan *p, const shares *S, rankrun *rr, pprt_stats *stats,
+                              pp_err *err) {
+    int K = p->n_stages;
+    pprt_trace *t = calloc(1, sizeof *t);
+    if (t) t->tracks = calloc((size_t)m->size, sizeof *t->tracks);
+    if (!t || !t->tracks) {
+        free(t);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
+    }
+    stats->trace = t;
+    t->n_tracks = m->size;
+    t->replicas = S->R;
+    t->wall_s = stats->wall_s;
+    t->bubble = stats->bubble;
+    t->t0 = INFINITY;
+    for (int q = 0; q < m->size; q++) {
+        const double *st = q == m->rank ? rr->stats : rr->peer_stats[q];
+        t->t0 = fmin(t->t0, st[ST_START]);
+        const double *src = q == m->rank ? rr->tr : rr->peer_tr[q];
+        int64_t node_mbs;
+        size_t len = trace_len(p, S, q, rr->trace_nodes, &node_mbs);
+        pprt_trace_track *k = &t->tracks[q];
+        *k = (pprt_trace_track){.stage = q % K, .replica = q / K, .rank = q, .mb0 = mb_lo(S, q / K),
+                                .n = mb_n(S, q / K), .n_nodes = p->stages[q % K].n_nodes, .n_node_mb = node_mbs};
+        k->t = malloc(sizeof(double) * (size_t)k->n * PPRT_TRACE_T + 1);
+        k->node_s = malloc(sizeof(double) * (size_t)node_mbs * (size_t)k->n_nodes + 1);
+        if (!k->t || !k->node_s) return PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
+        memcpy(k->t, src, sizeof(double) * (size_t)k->n * PPRT_TRACE_T);
+        memcpy(k->node_s, src + (size_t)k->n * PPRT_TRACE_T, sizeof(double) * (len - (size_t)k->n * PPRT_TRACE_T));
+    }
+    return PP_OK;
+}
+
 pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs, int64_t *n_io,
                        pprt_array *outputs, const pprt_run_opts *o, pprt_stats *stats, pp_err *err) {
     memset(stats, 0, sizeof *stats);
@@ -274,15 +330,24 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     if (rr.be->mem != PPRT_MEM_HOST)
         return PP_FAIL(err, PP_EUNSUP, "stage %d: backend '%s' keeps its messages on a device, which the MPI driver "
                        "does not link yet", s, rr.be->name);
-    int max_reqs = 2 + (R + 1) * (p->n_inputs + p->n_outputs) + m->size;
+    int max_reqs = 2 + (R + 1) * (p->n_inputs + p->n_outputs) + 2 * m->size + 1;
     rr.reqs = calloc((size_t)max_reqs, sizeof *rr.reqs);
     rr.owned = calloc((size_t)(p->n_inputs + p->n_outputs + 2), sizeof *rr.owned);
     rr.in_arr = calloc(pp_count(p->n_inputs), sizeof *rr.in_arr);
     rr.out_arr = calloc(pp_count(p->n_outputs), sizeof *rr.out_arr);
     rr.stats = calloc(stats_len(p, &S, me), sizeof *rr.stats);
     rr.peer_stats = writer ? calloc((size_t)m->size, sizeof *rr.peer_stats) : NULL;
+    rr.trace = o->trace;
+    rr.trace_nodes = o->trace && o->trace_nodes && rr.be->exec->node_seconds;
+    int64_t node_mbs;
+    if (rr.trace) {
+        rr.tr = calloc(trace_len(p, &S, me, rr.trace_nodes, &node_mbs) + 1, sizeof(double));
+        rr.prev_ns = rr.trace_nodes ? calloc(pp_count(p->stages[s].n_nodes), sizeof(double)) : NULL;
+        rr.peer_tr = writer ? calloc((size_t)m->size, sizeof *rr.peer_tr) : NULL;
+    }
     pp_status st = PP_OK;
-    if (!rr.reqs || !rr.owned || !rr.in_arr || !rr.out_arr || !rr.stats || (writer && !rr.peer_stats))
+    if (!rr.reqs || !rr.owned || !rr.in_arr || !rr.out_arr || !rr.stats || (writer && !rr.peer_stats) ||
+        (rr.trace && (!rr.tr || (rr.trace_nodes && !rr.prev_ns) || (writer && !rr.peer_tr))))
         st = PP_FAIL(err, PP_ENOMEM, "out of memory");
     char who[64];
 
@@ -356,6 +421,15 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
         st = pprt_mpi_irecv(m, rr.peer_stats[q], len * sizeof(double), q, PPRT_TAG_STATS, &r, err,
                             "receiving the statistics of %s", who);
         if (st == PP_OK) add_req(&rr, r);
+        if (st != PP_OK || !rr.trace) continue;
+        len = trace_len(p, &S, q, rr.trace_nodes, &node_mbs);
+        if (!(rr.peer_tr[q] = calloc(len + 1, sizeof(double)))) {
+            st = PP_FAIL(err, PP_ENOMEM, "out of memory");
+            break;
+        }
+        st = pprt_mpi_irecv(m, rr.peer_tr[q], len * sizeof(double), q, PPRT_TAG_TRACE, &r, err,
+                            "receiving the timeline of %s", who);
+        if (st == PP_OK) add_req(&rr, r);
     }
     /* the stage: its executor, its message buffers, its boundaries */
     if (st == PP_OK) {
@@ -399,6 +473,7 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
         rr.stats[ST_END] = t_loop1 + off;
         double *t = rr.stats + ST_HEAD + p->stages[s].n_nodes;
         for (int64_t j = 0; j < (s == 0 ? mk : 0) + (s == last ? mk : 0); j++) t[j] += off;
+        for (int64_t j = 0; rr.tr && j < mk * PPRT_TRACE_T; j++) rr.tr[j] += off;
     }
     /* outputs and statistics to the writer */
     for (int i = 0; st == PP_OK && !writer && s == last && nk > 0 && i < p->n_outputs; i++) {
@@ -415,6 +490,11 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
         st = pprt_mpi_isend(m, rr.stats, stats_len(p, &S, me) * sizeof(double), m->writer, PPRT_TAG_STATS,
                             &r, err, "sending the statistics to %s", who);
         if (st == PP_OK) add_req(&rr, r);
+        if (st == PP_OK && rr.trace) {
+            st = pprt_mpi_isend(m, rr.tr, trace_len(p, &S, me, rr.trace_nodes, &node_mbs) * sizeof(double),
+                                m->writer, PPRT_TAG_TRACE, &r, err, "sending the timeline to %s", who);
+            if (st == PP_OK) add_req(&rr, r);
+        }
     }
     for (int i = 0; st == PP_OK && i < rr.n_reqs; i++)
         if (rr.reqs[i]) {
@@ -423,6 +503,7 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
         }
     if (st == PP_OK && writer) {
         st = gather_stats(m, p, &S, &rr, stats, err);
+        if (st == PP_OK && rr.trace) st = gather_trace(m, p, &S, &rr, stats, err);
         if (st == PP_OK) m->run_complete = true;
     }
 
@@ -435,6 +516,10 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
         for (int i = 0; i < rr.n_owned; i++) free(rr.owned[i]);
         for (int q = 0; rr.peer_stats && q < m->size; q++) free(rr.peer_stats[q]);
         free(rr.peer_stats);
+        for (int q = 0; rr.peer_tr && q < m->size; q++) free(rr.peer_tr[q]);
+        free(rr.peer_tr);
+        free(rr.tr);
+        free(rr.prev_ns);
         free(rr.reqs);
         free(rr.owned);
         free(rr.in_arr);

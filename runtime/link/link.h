@@ -51,6 +51,8 @@ struct pprt_link {
     pprt_mem from, to; /* the memory space at the producer's end and at the consumer's */
     size_t bytes;      /* of one message */
     int depth;         /* buffers in circulation */
+    bool fills;        /* receive() does work of the consumer's stage (the source cuts a micro-batch):
+                        * the stage loop times it as the stage's */
 };
 
 /* Between two threads of this process: `depth` host buffers of `bytes`

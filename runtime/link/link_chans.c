@@ -80,7 +80,7 @@ pp_status pprt_link_chans(pprt_chan *full, pprt_chan *free_, void **bufs, int n_
         free(bufs);
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
-    c->base = (pprt_link){&chan_link_ops, PPRT_MEM_HOST, PPRT_MEM_HOST, bytes, depth};
+    c->base = (pprt_link){&chan_link_ops, PPRT_MEM_HOST, PPRT_MEM_HOST, bytes, depth, false};
     c->full = full;
     c->free_ = free_;
     c->bufs = bufs;

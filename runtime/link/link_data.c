@@ -109,7 +109,7 @@ static pp_status data_new(const pprt_link_ops *ops, const pprt_plan *p, const pp
         free(d);
         return PP_FAIL(err, PP_ENOMEM, "cannot allocate a %zu-byte message", bytes);
     }
-    d->base = (pprt_link){ops, PPRT_MEM_HOST, PPRT_MEM_HOST, bytes, 1};
+    d->base = (pprt_link){ops, PPRT_MEM_HOST, PPRT_MEM_HOST, bytes, 1, false};
     d->p = p;
     d->arrays = arrays;
     d->n = n;
@@ -121,7 +121,9 @@ static pp_status data_new(const pprt_link_ops *ops, const pprt_plan *p, const pp
 
 pp_status pprt_link_source(const pprt_plan *p, const pprt_array *inputs, int64_t n, int warmup, double *t_start,
                            pprt_link **out, pp_err *err) {
-    return data_new(&source_ops, p, inputs, n, warmup, t_start, p->stages[0].in.bytes, out, err);
+    PP_TRY(data_new(&source_ops, p, inputs, n, warmup, t_start, p->stages[0].in.bytes, out, err));
+    (*out)->fills = true;
+    return PP_OK;
 }
 
 pp_status pprt_link_sink(const pprt_plan *p, const pprt_array *outputs, int64_t n, int warmup, double *t_end,

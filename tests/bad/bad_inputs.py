@@ -69,6 +69,16 @@ expect("caps too small", [PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "2", 
 expect("bad dump pass", [PPCC, os.path.join(DIGITS, "model.onnx"), "--dump-ir=nosuch", "-o", "x.plan"], "no such pass")
 expect("unwritable output", [PPCC, os.path.join(DIGITS, "model.onnx"), "-o", "no/such/dir/p.plan"],
        "cannot create")
+expect("unwritable html report", [PPCC, os.path.join(DIGITS, "model.onnx"), "-o", "h.plan", "--report-html",
+                                   "no/such/dir/r.html"], "cannot create")
+expect("html report needs a file", [PPCC, os.path.join(DIGITS, "model.onnx"), "--report-html"], "--report-html needs")
+expect("export-stages needs a directory", [PPCC, os.path.join(DIGITS, "model.onnx"), "--export-stages"],
+       "--export-stages needs")
+expect("export-stages onto a file", [PPCC, os.path.join(DIGITS, "model.onnx"), "-o", "h.plan", "--export-stages",
+                                     write("a_file", b"keep me")], "exists and is not a directory")
+expect("export-stages into a missing directory", [PPCC, os.path.join(DIGITS, "model.onnx"), "-o", "h.plan",
+                                                  "--export-stages", "no/such/dir/stages"], "cannot create")
+assert open("a_file", "rb").read() == b"keep me", "--export-stages changed a file in its way"
 assert not os.path.exists("t.plan") and not os.path.exists("x.plan"), "a failed compile left a plan"
 
 # ---- ppcc: well-formed protobuf, bad or unsupported models ---------------------------
@@ -317,6 +327,8 @@ np.save("labels_short.npy", np.zeros(3, np.int64))
 expect("labels length", [PPRT, "good.plan", data, "-o", "o", "--labels", "labels_short.npy"], "class indices")
 expect("depth 0", [PPRT, "good.plan", data, "--depth", "0"], "--depth needs")
 expect("warmup negative", [PPRT, "good.plan", data, "--warmup", "-1"], "--warmup needs")
+expect("trace needs a file", [PPRT, "good.plan", data, "--trace"], "--trace needs")
+expect("unwritable trace", [PPRT, "good.plan", data, "-o", "tr_out", "--trace", "no/such/dir/t.json"], "cannot create")
 expect("warmup not a number", [PPRT, "good.plan", data, "--warmup", "two"], "--warmup needs")
 expect("unknown precision", [PPRT, "good.plan", data, "--precision", "fp8"], "--precision needs f32 or bf16")
 expect("bf16 on the reference kernels", [PPRT, "good.plan", data, "--backend", "ref", "--precision", "bf16"],

@@ -674,6 +674,83 @@ static void test_fusion_chains(void) {
         }
 }
 
+/* The report's layout (passes/layout.c) on random DAGs: edges run down
+ * through one bend per layer, items of a layer keep their order and spacing,
+ * every use of a value is an edge; and comparing the policies
+ * (passes/compare.c) gives the staged graph back unchanged. */
+static void test_layout_and_compare(void) {
+    for (uint32_t seed = 0; seed < 16; seed++) {
+        pp_graph g;
+        int n = 4 + (int)(seed * 5 % 40);
+        build_dag(&g, n, 2, seed);
+        pp_compile_opts co;
+        pp_compile_opts_init(&co);
+        co.n_stages = 1 + (int)(seed % 3);
+        co.policy = seed % 2 ? PP_POLICY_UNIFORM : PP_POLICY_AUTO;
+        pp_err e = {0};
+        if (pp_run_passes(&g, &co, &e) != PP_OK) {
+            CHECK(0, "seed %u: %s", seed, e.msg);
+            pp_graph_free(&g);
+            continue;
+        }
+        pp_layout L;
+        if (pp_layout_graph(&g, 150, &L, &e) != PP_OK) {
+            CHECK(0, "layout: %s", e.msg);
+            pp_graph_free(&g);
+            continue;
+        }
+        int uses = 0;
+        for (int i = 0; i < g.n_nodes; i++)
+            for (int k = 0; k < g.nodes[i].n_in; k++) {
+                bool dup = false;
+                for (int j = 0; j < k; j++) dup |= g.nodes[i].in[j] == g.nodes[i].in[k];
+                uses += !dup && g.nodes[i].in[k] >= 0 && !g.values[g.nodes[i].in[k]].is_const;
+            }
+        CHECK(L.n_edges == uses + g.n_outputs, "seed %u: %d edges for %d uses and %d outputs", seed, L.n_edges, uses,
+              g.n_outputs);
+        for (int k = 0; k < L.n_edges; k++) {
+            const pp_layout_edge *E = &L.edges[k];
+            int l0 = L.items[E->src].layer, l1 = L.items[E->dst].layer;
+            CHECK(l1 > l0 && E->n == l1 - l0 + 1, "seed %u: edge %d from layer %d to %d has %d points", seed, k, l0,
+                  l1, E->n);
+            for (int q = 1; q < E->n; q++)
+                CHECK(L.items[L.path[E->first + q]].layer == l0 + q, "seed %u: edge %d skips a layer", seed, k);
+        }
+        for (int a = 0; a < L.n_items; a++)
+            for (int b = 0; b < L.n_items; b++) {
+                const pp_layout_item *A = &L.items[a], *B = &L.items[b];
+                if (A->layer != B->layer || A->order + 1 != B->order) continue;
+                CHECK(B->x - A->x >= (A->w + B->w) / 2 + 10 - 1e-6, "seed %u: items %d and %d overlap (x %g, %g)",
+                      seed, a, b, A->x, B->x);
+            }
+        pp_layout_free(&L);
+        /* the policies compared, then the same split again */
+        int *stage = malloc(sizeof(int) * (size_t)g.n_nodes);
+        pp_stage_info *info = malloc(sizeof *info * (size_t)g.n_stages);
+        for (int i = 0; i < g.n_nodes; i++) stage[i] = g.nodes[i].stage;
+        memcpy(info, g.stage_info, sizeof *info * (size_t)g.n_stages);
+        pp_policy_row rows[PP_N_COMPARED];
+        int n_rows = 0;
+        CHECK(pp_compare_policies(&g, &co, rows, &n_rows, &e) == PP_OK && n_rows == PP_N_COMPARED, "compare: %s",
+              e.msg);
+        for (int i = 0; i < g.n_nodes; i++) CHECK(g.nodes[i].stage == stage[i], "seed %u: node %d moved", seed, i);
+        CHECK(memcmp(info, g.stage_info, sizeof *info * (size_t)g.n_stages) == 0, "seed %u: stage figures changed",
+              seed);
+        for (int r = 0; r < n_rows; r++) {
+            if (rows[r].policy != co.policy) continue;
+            double mx = 0;
+            for (int st = 0; st < g.n_stages; st++) mx = fmax(mx, info[st].est_ms);
+            CHECK(rows[r].ok && rows[r].bottleneck_ms == mx && rows[r].n_stages == g.n_stages,
+                  "seed %u: the %s row says %g ms, the split %g", seed, pp_policy_name(co.policy), rows[r].bottleneck_ms,
+                  mx);
+        }
+        check_boundaries(&g);
+        free(stage);
+        free(info);
+        pp_graph_free(&g);
+    }
+}
+
 int main(void) {
     test_sizes();
     test_npy();
@@ -686,6 +763,7 @@ int main(void) {
     test_minmax_vs_brute();
     test_random_dags();
     test_fusion_chains();
+    test_layout_and_compare();
     if (failures) {
         fprintf(stderr, "test_core: %d failure(s)\n", failures);
         return 1;
