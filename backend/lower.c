@@ -141,6 +141,7 @@ static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
         pn->name = dup(l, n->name);
         pn->op = dup(l, pp_op_table[n->op].name);
         pn->flops = n->cost.flops;
+        pn->chain = n->chain && n->stage == s && i > 0 && g->nodes[i - 1].stage == s;
         pn->inputs = A(sizeof(int32_t) * pp_count(n->n_in));
         pn->outputs = A(sizeof(int32_t) * (size_t)n->n_out);
         pn->attrs = A(sizeof *pn->attrs * pp_count(n->n_attrs));
@@ -188,6 +189,12 @@ static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
         st->send[st->n_send++] = c->tid[send[i]];
     }
     st->arena_bytes = g->stage_arena[s];
+    st->device = -1;
+    if (g->stage_info) {
+        st->backend = dup(l, g->stage_info[s].place.backend);
+        st->device = g->stage_info[s].place.device;
+        if (!st->backend) return PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+    }
     return PP_OK;
 }
 

@@ -19,7 +19,9 @@
 #include <stdint.h>
 
 #define PP_PLAN_MAGIC "PPCCPLAN"
-#define PP_PLAN_VERSION 1u
+#define PP_PLAN_VERSION 2u     /* what ppcc writes: 2 adds Stage.backend/device, Node.chain */
+#define PP_PLAN_VERSION_MIN 1u /* the oldest pprt reads (a version 1 plan has no placement and no
+                                * chains: every stage pprt's choice, fusion as before) */
 #define PP_PLAN_HEADER_SIZE 128u
 #define PP_PLAN_NSECTIONS 2u
 #define PP_PLAN_ALIGN 64u

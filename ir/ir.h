@@ -66,9 +66,19 @@ typedef struct pp_node {
     const char **extra;  /* scopes of nodes fused into this one (bn1 in conv1) */
     int n_extra;
     bool recovered;      /* outside every module the split names (report) */
+    bool chain;          /* runs in the kernel of the node before it where a backend can (partition:
+                          * pp_fusion_chains; never the first node of a stage) */
     bool dead;           /* to be removed by pp_graph_compact */
     double prof_s;       /* measured seconds per micro-batch (ppcc --profile), < 0 if none */
 } pp_node;
+
+/* Where a stage runs (ppcc --placement): a backend's name as pprt knows it
+ * ("dnnl", "ref", "cuda"; "cpu": the best CPU backend pprt has) and a
+ * device index (-1: any). An empty name: pprt's choice. */
+typedef struct pp_place {
+    char backend[32];
+    int device;
+} pp_place;
 
 /* What the cost model says about one stage (filled after memory planning). */
 typedef struct pp_stage_info {
@@ -79,6 +89,7 @@ typedef struct pp_stage_info {
     size_t recv, send;         /* boundary message bytes in and out */
     size_t memory;             /* params + arena + depth x (recv + send) */
     double est_ms;             /* compute (roofline) + sending the boundary */
+    pp_place place;            /* where it runs (ppcc --placement) */
 } pp_stage_info;
 
 /* A stage boundary: the values that cross from stages <= i to stages > i. */

@@ -17,9 +17,12 @@ const char *pp_compile_opts_usage(void) {
            "  --split-at P[,P..]  cut before each named module (e.g. layer3 or layer1.2)\n"
            "  --exec-seq FILE     ColossalAI-style list: module names, SPLIT_NODE lines as cuts\n"
            "  --max-memory CAPS   SIZE for every stage, or STAGE:SIZE,... (e.g. 0:10GiB,1:24GiB)\n"
-           "  --gflops X          target compute, GFLOP/s per stage (default 25)\n"
-           "  --mem-gbps X        target memory bandwidth, GB/s (default 10)\n"
-           "  --link-gbps X       stage-to-stage bandwidth, GB/s (default 10)\n"
+           "  --placement P       where stages run: BACKEND[:DEVICE] for all, or STAGE:BACKEND[:DEVICE],...\n"
+           "                      (e.g. 0:dnnl,1:cuda:0); pprt --backend overrides it\n"
+           "  --gflops X          target compute, GFLOP/s per stage (default 25; a GPU's 20000),\n"
+           "                      or STAGE:X,... per stage (also for the next two)\n"
+           "  --mem-gbps X        target memory bandwidth, GB/s (default 10; a GPU's 1500)\n"
+           "  --link-gbps X       stage-to-stage bandwidth, GB/s (default 10; from a GPU 20)\n"
            "  --profile FILE      measured op times from pprt --profile instead of the roofline\n"
            "  --depth N           micro-batches in flight per boundary, for memory (default 2)\n"
            "  --micro-batches M   micro-batches per run, for the bubble estimate (default 8)\n"
@@ -86,6 +89,67 @@ static pp_status parse_caps(const char *s, pp_compile_opts *o, pp_err *err) {
     return PP_OK;
 }
 
+/* "dnnl", "cuda:1": a backend name and an optional device index. */
+static bool parse_place(const char *s, pp_place *pl) {
+    const char *colon = strchr(s, ':');
+    size_t len = colon ? (size_t)(colon - s) : strlen(s);
+    if (len == 0 || len >= sizeof pl->backend) return false;
+    for (size_t k = 0; k < len; k++)
+        if (!((s[k] >= 'a' && s[k] <= 'z') || (s[k] >= '0' && s[k] <= '9') || s[k] == '-' || s[k] == '_'))
+            return false;
+    memcpy(pl->backend, s, len);
+    pl->backend[len] = 0;
+    pl->device = -1;
+    if (!colon) return true;
+    double d;
+    if (!parse_double(colon + 1, 0, 1 << 20, &d) || d != (int)d) return false;
+    pl->device = (int)d;
+    return true;
+}
+
+static pp_status parse_placement(const char *v, pp_compile_opts *o, pp_err *err) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long st = strtol(tok, &end, 10);
+        const bool numbered = end != tok && *end == ':';
+        pp_place pl;
+        if (!parse_place(numbered ? end + 1 : tok, &pl) || (numbered && (st < 0 || st > PP_MAX_SPLITS)))
+            return PP_FAIL(err, PP_EINVAL, "--placement: '%s' is not BACKEND[:DEVICE] or STAGE:BACKEND[:DEVICE]", tok);
+        if (numbered) o->place[st] = pl;
+        else o->place_all = pl;
+    }
+    return PP_OK;
+}
+
+/* --gflops and its kin: X for every stage, or STAGE:X,... */
+static pp_status parse_figure(const char *a, const char *v, pp_compile_opts *o, pp_err *err) {
+    const int which = a[2] == 'g' ? 0 : a[2] == 'm' ? 1 : 2;
+    double d;
+    if (v && !strchr(v, ':')) {
+        if (!parse_double(v, 1e-6, 1e9, &d))
+            return PP_FAIL(err, PP_EINVAL, "%s needs a positive number, got '%s'", a, v);
+        double *f[3] = {&o->target.gflops, &o->target.mem_gbps, &o->target.link_gbps};
+        *f[which] = d;
+        o->target_set |= 1u << which;
+        return PP_OK;
+    }
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", v ? v : "");
+    if (!v || !*v) return PP_FAIL(err, PP_EINVAL, "%s needs a positive number or STAGE:X,...", a);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long st = strtol(tok, &end, 10);
+        if (end == tok || *end != ':' || st < 0 || st > PP_MAX_SPLITS || !parse_double(end + 1, 1e-6, 1e9, &d))
+            return PP_FAIL(err, PP_EINVAL, "%s: '%s' is not STAGE:X with X > 0", a, tok);
+        double *f[3] = {&o->stage_target[st].gflops, &o->stage_target[st].mem_gbps, &o->stage_target[st].link_gbps};
+        *f[which] = d;
+        o->stage_set[st] |= (unsigned char)(1u << which);
+    }
+    return PP_OK;
+}
+
 int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_err *err) {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     double d;
@@ -133,13 +197,12 @@ int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_er
         }
         if (parse_caps(v, o, err) != PP_OK) return -1;
     } else if (!strcmp(a, "--gflops") || !strcmp(a, "--mem-gbps") || !strcmp(a, "--link-gbps")) {
-        if (!parse_double(v, 1e-6, 1e9, &d)) {
-            PP_FAIL(err, PP_EINVAL, "%s needs a positive number, got '%s'", a, v ? v : "");
+        if (parse_figure(a, v, o, err) != PP_OK) return -1;
+    } else if (!strcmp(a, "--placement")) {
+        if (!v || parse_placement(v, o, err) != PP_OK) {
+            if (!v) PP_FAIL(err, PP_EINVAL, "--placement needs BACKEND[:DEVICE] or STAGE:BACKEND[:DEVICE],...");
             return -1;
         }
-        if (a[2] == 'g') o->target.gflops = d;
-        else if (a[2] == 'm') o->target.mem_gbps = d;
-        else o->target.link_gbps = d;
     } else if (!strcmp(a, "--depth") || !strcmp(a, "--micro-batches")) {
         if (!parse_double(v, 1, 1 << 20, &d) || d != (int)d) {
             PP_FAIL(err, PP_EINVAL, "%s needs a count >= 1, got '%s'", a, v ? v : "");
@@ -186,6 +249,15 @@ void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n) {
     for (int c = 0; c < o->n_caps; c++) ADD("%s%d:%zu", c ? "," : " --max-memory ", o->cap_stage[c], o->cap_bytes[c]);
     ADD(" --gflops %g --mem-gbps %g --link-gbps %g --depth %d", o->target.gflops, o->target.mem_gbps,
         o->target.link_gbps, o->depth);
+    for (int s = 0, first = 1; s <= PP_MAX_SPLITS; s++)
+        if (o->stage_set[s]) {
+            ADD("%s%d:%g/%g/%g", first ? " --stage-figures " : ",", s, pp_stage_target(o, s).gflops,
+                pp_stage_target(o, s).mem_gbps, pp_stage_target(o, s).link_gbps);
+            first = 0;
+        }
+    if (o->place_all.backend[0]) ADD(" --placement %s:%d", o->place_all.backend, o->place_all.device);
+    for (int s = 0; s <= PP_MAX_SPLITS; s++)
+        if (o->place[s].backend[0]) ADD(" --placement %d:%s:%d", s, o->place[s].backend, o->place[s].device);
     for (int d = 0; d < o->n_disabled; d++) ADD(" --disable-pass %s", o->disabled[d]);
 #undef ADD
     if (k >= n && n) buf[n - 1] = 0;

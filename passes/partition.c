@@ -57,6 +57,33 @@ void pp_compile_opts_init(pp_compile_opts *o) {
     /* one core of a current server CPU running the reference kernels, and a
      * memcpy between threads; override with --gflops/--mem-gbps/--link-gbps */
     o->target = (pp_target){.gflops = 25.0, .mem_gbps = 10.0, .link_gbps = 10.0};
+    o->place_all.device = -1;
+    for (int k = 0; k <= PP_MAX_SPLITS; k++) o->place[k].device = -1;
+}
+
+pp_place pp_stage_place(const pp_compile_opts *o, int s) {
+    if (s >= 0 && s <= PP_MAX_SPLITS && o->place[s].backend[0]) return o->place[s];
+    return o->place_all;
+}
+
+pp_target pp_stage_target(const pp_compile_opts *o, int s) {
+    pp_target t = o->target;
+    const pp_place pl = pp_stage_place(o, s);
+    if (!strncmp(pl.backend, "cuda", 4)) {
+        /* one data-centre GPU in f32 without TF32, rough: calibrate with
+         * pprt --profile on the device (docs/partitioning.md) */
+        const pp_target gpu = {.gflops = 20000, .mem_gbps = 1500, .link_gbps = 20};
+        if (!(o->target_set & 1)) t.gflops = gpu.gflops;
+        if (!(o->target_set & 2)) t.mem_gbps = gpu.mem_gbps;
+        if (!(o->target_set & 4)) t.link_gbps = gpu.link_gbps;
+    }
+    if (s >= 0 && s <= PP_MAX_SPLITS) {
+        const pp_target *st = &o->stage_target[s];
+        if (o->stage_set[s] & 1) t.gflops = st->gflops;
+        if (o->stage_set[s] & 2) t.mem_gbps = st->mem_gbps;
+        if (o->stage_set[s] & 4) t.link_gbps = st->link_gbps;
+    }
+    return t;
 }
 
 double pp_node_time(const pp_node *n, const pp_target *t) {
@@ -123,7 +150,11 @@ typedef struct {
     pp_policy policy;
     int n;           /* units */
     int *first;      /* unit -> first node; first[n] = n_nodes */
-    double *ops, *params, *flops, *time; /* prefix sums over units, n+1 entries */
+    double *ops, *params, *flops; /* prefix sums over units, n+1 entries */
+    int n_time;      /* stages priced (-pp) */
+    double **time;   /* per stage: prefix sums of its estimated times (stages with the same
+                      * figures share one array) */
+    double *link;    /* per stage: its link's bytes per second */
     double *cut;     /* cut[j]: bytes crossing after unit j (j = n-1: graph outputs) */
     double in_bytes; /* graph inputs: what stage 0 receives */
     double *live;    /* per unit: peak live activation bytes (approximate arena) */
@@ -170,7 +201,7 @@ static double range_cost(void *ctx, int i, int j, int stage) {
     case PP_POLICY_FLOPS: return u->flops[j + 1] - u->flops[i];
     case PP_POLICY_MEMORY: return range_memory(u, i, j);
     default: /* auto */
-        return (u->time[j + 1] - u->time[i]) + u->cut[j] / (u->o->target.link_gbps * 1e9);
+        return (u->time[stage][j + 1] - u->time[stage][i]) + u->cut[j] / u->link[stage];
     }
 }
 
@@ -179,7 +210,14 @@ static void units_free(units *u) {
     free(u->ops);
     free(u->params);
     free(u->flops);
+    for (int s = 0; u->time && s < u->n_time; s++) {
+        bool shared = false;
+        for (int r = 0; r < s; r++) shared = shared || u->time[r] == u->time[s];
+        if (!shared) free(u->time[s]);
+    }
     free(u->time);
+    free(u->link);
+    memset(u, 0, sizeof *u); /* idempotent */
     free(u->cut);
     free(u->live);
     free(u->sparse);
@@ -188,8 +226,35 @@ static void units_free(units *u) {
 /* Units: one per node or fusion chain (glued, see pp_fusion_chains), except
  * for `params` on a scoped model, where consecutive nodes of the same
  * top-level module form one unit. */
+/* Prefix sums of the units' estimated times on each of the p stages'
+ * targets (one array per distinct target). */
+static pp_status units_times(const pp_graph *g, const pp_compile_opts *o, int p, units *u, pp_err *err) {
+    u->n_time = p;
+    u->time = calloc((size_t)p, sizeof *u->time);
+    u->link = calloc((size_t)p, sizeof *u->link);
+    if (!u->time || !u->link) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int s = 0; s < p; s++) {
+        const pp_target t = pp_stage_target(o, s);
+        u->link[s] = t.link_gbps * 1e9;
+        for (int r = 0; r < s && !u->time[s]; r++) {
+            const pp_target q = pp_stage_target(o, r);
+            if (q.gflops == t.gflops && q.mem_gbps == t.mem_gbps) u->time[s] = u->time[r];
+        }
+        if (u->time[s]) continue;
+        double *pre = calloc((size_t)u->n + 1, sizeof *pre);
+        if (!pre) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        u->time[s] = pre;
+        for (int k = 0; k < u->n; k++) {
+            double tk = 0;
+            for (int i = u->first[k]; i < u->first[k + 1]; i++) tk += pp_node_time(&g->nodes[i], &t);
+            pre[k + 1] = pre[k] + tk;
+        }
+    }
+    return PP_OK;
+}
+
 static pp_status units_build(const pp_graph *g, const pp_compile_opts *o, pp_policy policy, const bool *glued,
-                             units *u, pp_err *err) {
+                             int p, units *u, pp_err *err) {
     memset(u, 0, sizeof *u);
     u->g = g;
     u->o = o;
@@ -208,7 +273,6 @@ static pp_status units_build(const pp_graph *g, const pp_compile_opts *o, pp_pol
     u->ops = calloc(n1, sizeof(double));
     u->params = calloc(n1, sizeof(double));
     u->flops = calloc(n1, sizeof(double));
-    u->time = calloc(n1, sizeof(double));
     u->cut = calloc(n1, sizeof(double));
     u->live = calloc(n1, sizeof(double));
     int levels = 1;
@@ -219,7 +283,7 @@ static pp_status units_build(const pp_graph *g, const pp_compile_opts *o, pp_pol
     double *cutn = calloc(n1 + 1, sizeof(double)); /* difference array over cuts -1 .. n-1 */
     double *liven = calloc(nn + 1, sizeof(double));
     int *lastuse = malloc(sizeof(int) * pp_count(g->n_values));
-    if (!u->ops || !u->params || !u->flops || !u->time || !u->cut || !u->live || !u->sparse ||
+    if (!u->ops || !u->params || !u->flops || !u->cut || !u->live || !u->sparse ||
         !unit_of || !cutn || !liven || !lastuse) {
         free(unit_of), free(cutn), free(liven), free(lastuse);
         units_free(u);
@@ -228,18 +292,16 @@ static pp_status units_build(const pp_graph *g, const pp_compile_opts *o, pp_pol
     for (int k = 0; k < u->n; k++)
         for (int i = u->first[k]; i < u->first[k + 1]; i++) unit_of[i] = k;
     for (int k = 0; k < u->n; k++) {
-        double ops = 0, par = 0, fl = 0, t = 0;
+        double ops = 0, par = 0, fl = 0;
         for (int i = u->first[k]; i < u->first[k + 1]; i++) {
             const pp_node *nd = &g->nodes[i];
             ops += 1;
             par += (double)pp_node_param_bytes(g, nd);
             fl += nd->cost.flops;
-            t += pp_node_time(nd, &o->target);
         }
         u->ops[k + 1] = u->ops[k] + ops;
         u->params[k + 1] = u->params[k] + par;
         u->flops[k + 1] = u->flops[k] + fl;
-        u->time[k + 1] = u->time[k] + t;
     }
     /* liveness: a value is alive from its producer (-1: graph input) to its
      * last consumer (n_nodes: graph output) */
@@ -286,7 +348,7 @@ static pp_status units_build(const pp_graph *g, const pp_compile_opts *o, pp_pol
             u->sparse[(size_t)l * n1 + (size_t)k] = a > b ? a : b;
         }
     free(unit_of), free(cutn), free(liven), free(lastuse);
-    return PP_OK;
+    return units_times(g, o, p, u, err);
 }
 
 /* ---- custom splits ------------------------------------------------------------------------ */
@@ -449,7 +511,11 @@ static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, const bo
                            "-pp %d asks for more stages than the graph has ops (%d): a stage would "
                            "be empty", p, g->n_nodes);
         units u;
-        PP_TRY(units_build(g, o, o->policy, glued, &u, err));
+        pp_status us = units_build(g, o, o->policy, glued, p, &u, err);
+        if (us != PP_OK) {
+            units_free(&u);
+            return us;
+        }
         if (p > u.n) {
             units_free(&u);
             if (o->policy == PP_POLICY_PARAMS)
@@ -491,10 +557,16 @@ static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, const bo
         n_cuts = p - 1;
         units_free(&u);
     }
+    for (int s = p; s <= PP_MAX_SPLITS; s++)
+        if (o->place[s].backend[0] || o->stage_set[s])
+            return PP_FAIL(err, PP_EINVAL, "%s names stage %d, but the split has %d stage%s (0..%d)",
+                           o->place[s].backend[0] ? "--placement" : "a per-stage --gflops/--mem-gbps/--link-gbps", s,
+                           p, p == 1 ? "" : "s", p - 1);
     int k = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         while (k < n_cuts && i >= cuts[k]) k++;
         g->nodes[i].stage = k;
+        g->nodes[i].chain = glued[i];
     }
     g->n_stages = p;
     return PP_OK;

@@ -32,7 +32,12 @@ typedef struct pp_compile_opts {
     int n_stages;       /* -pp; 0 = from the custom split */
     pp_policy policy;
     bool verify_each;   /* run the verifier between passes */
-    pp_target target;
+    pp_target target;   /* every stage's, unless placed or given per stage */
+    unsigned target_set; /* which of target's figures the command line gave: 1 gflops, 2 mem, 4 link */
+    pp_place place_all; /* --placement without a stage number */
+    pp_place place[PP_MAX_SPLITS + 1];
+    pp_target stage_target[PP_MAX_SPLITS + 1]; /* --gflops S:X,...: per stage, where stage_set says */
+    unsigned char stage_set[PP_MAX_SPLITS + 1];
     int depth;          /* micro-batches in flight per boundary (memory estimate) */
     int micro_batches;  /* for the bubble estimate in the report */
     /* custom splits: cut before each of these modules */
@@ -55,6 +60,12 @@ typedef struct pp_compile_opts {
 
 /* Defaults: auto policy, 1 stage, depth 2, 8 micro-batches, CPU figures. */
 void pp_compile_opts_init(pp_compile_opts *o);
+/* Where stage s runs, and the figures its time is estimated with: those
+ * given for the stage (--gflops S:X), else those of its placement's kind of
+ * device where the command line gave none (a GPU's for cuda), else the
+ * common ones. */
+pp_place pp_stage_place(const pp_compile_opts *o, int s);
+pp_target pp_stage_target(const pp_compile_opts *o, int s);
 /* Command-line parsing (passes/options.c): if argv[*i] is one of the options
  * of pp_compile_opts_usage(), consume it (and its value, advancing *i) and
  * return 1; return 0 when it is not; -1 with err filled when its value is bad. */

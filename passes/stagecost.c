@@ -35,7 +35,8 @@ pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
         si->last = i;
         si->ops++;
         si->flops += n->cost.flops;
-        si->est_ms += 1e3 * pp_node_time(n, &o->target);
+        const pp_target t = pp_stage_target(o, n->stage);
+        si->est_ms += 1e3 * pp_node_time(n, &t);
         for (int k = 0; k < n->n_in; k++) {
             int v = n->in[k];
             if (v < 0 || !g->values[v].is_const || seen[v] == n->stage) continue;
@@ -51,7 +52,8 @@ pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
         si->send = s == p - 1 ? msg_bytes(g, g->outputs, g->n_outputs)
                               : msg_bytes(g, g->bounds[s].vals, g->bounds[s].n);
         si->memory = si->params + si->arena + (size_t)o->depth * (si->recv + si->send);
-        if (s < p - 1) si->est_ms += 1e3 * (double)si->send / (o->target.link_gbps * 1e9);
+        if (s < p - 1) si->est_ms += 1e3 * (double)si->send / (pp_stage_target(o, s).link_gbps * 1e9);
+        si->place = pp_stage_place(o, s);
     }
     free(seen);
     for (int s = 0; s < p; s++) {

@@ -2,8 +2,9 @@
  * to run a micro-batch (arena, scratch, bound tensor pointers) and runs the
  * stage's kernels from an incoming message into an outgoing one.
  *
- * Implementations: runtime/cpu/exec_ref.c (plain C reference kernels). The
- * scheduler sees only this table, so oneDNN and CUDA executors slot in here. */
+ * Each backend (backend.h) has one: runtime/cpu/exec_ref.c (the reference
+ * kernels), runtime/cpu/exec_dnnl.c (oneDNN). Drivers see only this table,
+ * through the registry. */
 #ifndef PPRT_EXEC_H
 #define PPRT_EXEC_H
 
@@ -35,8 +36,6 @@ void pprt_exec_counts_of(const pprt_exec_ops *ops, const pprt_exec *x, const ppr
 /* To and from PPRT_EXEC_COUNTS doubles (the MPI statistics message). */
 void pprt_exec_counts_pack(const pprt_exec_counts *c, double *d);
 void pprt_exec_counts_unpack(const double *d, pprt_exec_counts *c);
-
-extern const pprt_exec_ops pprt_exec_cpu_ref;
 
 /* Shared by the CPU executors (runtime/cpu/exec_ref.c). pprt_ref_node runs
  * node n of stage st on its reference kernel, each tensor at ptr[tensor id];

@@ -26,7 +26,7 @@
 #define MAX_COUNT (1 << 24)
 
 static pp_status check_header(const unsigned char *b, size_t len, pp_plan_section sec[2],
-                              uint32_t *flags, pp_err *err) {
+                              uint32_t *flags, uint32_t *version, pp_err *err) {
     if (len < PP_PLAN_HEADER_SIZE)
         return PP_FAIL(err, PP_EINVAL, "not a plan: file is %zu bytes, expected at least %u (header)",
                        len, PP_PLAN_HEADER_SIZE);
@@ -34,11 +34,12 @@ static pp_status check_header(const unsigned char *b, size_t len, pp_plan_sectio
         return PP_FAIL(err, PP_EINVAL, "not a plan: expected magic \"%s\" at offset 0, got \"%.8s\"",
                        PP_PLAN_MAGIC, (const char *)b);
     uint32_t ver = pp_get_u32(b + 8);
-    if (ver != PP_PLAN_VERSION)
+    if (ver < PP_PLAN_VERSION_MIN || ver > PP_PLAN_VERSION)
         return PP_FAIL(err, PP_EINVAL,
-                       "plan format version %u, this pprt reads version %u: recompile the model "
+                       "plan format version %u, this pprt reads versions %u to %u: recompile the model "
                        "with the ppcc of this release",
-                       ver, PP_PLAN_VERSION);
+                       ver, PP_PLAN_VERSION_MIN, PP_PLAN_VERSION);
+    *version = ver;
     uint32_t hs = pp_get_u32(b + 12);
     if (hs != PP_PLAN_HEADER_SIZE)
         return PP_FAIL(err, PP_EINVAL, "header size at offset 12: expected %u, got %u",
@@ -194,6 +195,16 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, const pprt_plan *p, 
     st->arena_bytes = m->arena_bytes;
     st->flops = m->flops;
     st->weight_bytes = m->weight_bytes;
+    /* where it runs: a backend name of [a-z0-9_-] (checked when pprt looks it up) and a device */
+    st->backend = p->version >= 2 ? m->backend : "";
+    st->device = p->version >= 2 ? m->device : -1;
+    if (strlen(st->backend) > 31 || st->device < -1)
+        return PP_FAIL(err, PP_EINVAL, "stage %d: placement: expected a backend name of at most 31 characters and "
+                       "a device >= -1, got %zu characters and device %d", si, strlen(st->backend), st->device);
+    for (const char *c = st->backend; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
+            return PP_FAIL(err, PP_EINVAL, "stage %d: placement: backend name has a character 0x%02x outside "
+                           "[a-z0-9_-]", si, (unsigned char)*c);
     if (st->n_nodes == 0) return PP_FAIL(err, PP_EINVAL, "stage %d: expected at least one node, got 0", si);
     st->t = calloc(pp_count(st->n_tensors), sizeof *st->t);
     st->nodes = calloc((size_t)st->n_nodes, sizeof *st->nodes);
@@ -309,6 +320,13 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, const pprt_plan *p, 
         pprt_node *n = &st->nodes[ni];
         n->name = mn->name;
         n->flops = mn->flops;
+        /* version 1 plans carry no chains: any node may be absorbed, as before */
+        n->chain = p->version < 2 || mn->chain;
+        if (mn->chain && ni == 0) {
+            s = PP_FAIL(err, PP_EINVAL, "stage %d node 0 '%s': marked as chained to a node before it, but it is "
+                        "the stage's first", si, mn->name);
+            break;
+        }
         snprintf(w, sizeof w, "stage %d node %d", si, ni);
         if (!pp_op_lookup(mn->op, &n->op)) {
             s = PP_FAIL(err, PP_EINVAL, "%s '%s': unknown op '%s'", w, mn->name, mn->op);
@@ -529,8 +547,9 @@ static pp_status open_source(const Ppplan__Source *ms, int i, const char *model,
 
 static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan *p, pp_err *err) {
     pp_plan_section sec[2];
-    uint32_t flags = 0;
-    PP_TRY(check_header(b, len, sec, &flags, err));
+    uint32_t flags = 0, version = 0;
+    PP_TRY(check_header(b, len, sec, &flags, &version, err));
+    p->version = version;
     Ppplan__Plan *m = ppplan__plan__unpack(NULL, sec[0].size, b + sec[0].offset);
     if (!m) return PP_FAIL(err, PP_EINVAL, "metadata at offset %llu: not a valid plan message",
                            (unsigned long long)sec[0].offset);

@@ -38,6 +38,7 @@ typedef struct pprt_node {
     pp_attr *attrs;
     int n_attrs;
     double flops;
+    bool chain; /* a backend may run it in the kernel of the node before it (ppcc's fusion chains) */
 } pprt_node;
 
 /* A boundary message: a list of tensors laid out 64-byte aligned in one buffer. */
@@ -60,6 +61,8 @@ typedef struct pprt_stage {
     pprt_msg_layout in, out;
     double flops;
     size_t weight_bytes;
+    const char *backend; /* where ppcc --placement put it ("": pprt's choice) */
+    int device;          /* and on which device (-1: any) */
 } pprt_stage;
 
 typedef struct pprt_io {
@@ -71,6 +74,7 @@ typedef struct pprt_io {
 
 typedef struct pprt_plan {
     const char *producer, *model_hash, *options;
+    uint32_t version;     /* plan format version (plan_format.h) */
     int64_t batch;        /* micro-batch size; 0: unbatched (inputs are whole tensors, one run) */
     int opset;            /* ai.onnx opset: passed to shape functions and kernels */
     int n_inputs, n_outputs;
@@ -125,16 +129,8 @@ typedef struct pprt_array {
     int64_t n; /* samples */
 } pprt_array;
 
-/* Stage executors (runtime/exec.h): the reference kernels, and in builds with
- * oneDNN (PPRT_WITH_DNNL defined) the oneDNN kernels. */
-struct pprt_exec_ops;
-extern const struct pprt_exec_ops pprt_exec_cpu_ref;
-#ifdef PPRT_WITH_DNNL
-extern const struct pprt_exec_ops pprt_exec_cpu_dnnl;
-/* Whether oneDNN computes bf16 on this CPU (AVX-512 and up); where it does
- * not, the oneDNN executor runs PPRT_BF16 in f32. */
-bool pprt_dnnl_has_bf16(void);
-#endif
+/* Backends (runtime/backend.h: the registry) run the stages. */
+struct pprt_backend;
 
 /* Arithmetic of the executors that can trade precision for speed (oneDNN):
  * PPRT_BF16 computes convolutions and matrix products in bfloat16 (inputs
@@ -148,7 +144,7 @@ typedef struct pprt_run_opts {
     bool trace_nodes; /* with trace: also how long each node took (the executor's node_seconds) */
     bool pin;       /* pin stage threads to distinct cores when there are enough */
     bool progress;  /* progress bar on stderr */
-    const struct pprt_exec_ops *executor; /* runs each stage; NULL: pprt_exec_cpu_ref */
+    const struct pprt_backend *backend; /* runs each stage; NULL: the reference kernels */
     int threads;    /* intra-op threads per stage, for executors that use them; 0: cores / stages */
     int warmup;     /* untimed micro-batches (copies of the first) run before the timed ones */
     pprt_precision precision;
@@ -178,6 +174,7 @@ typedef struct pprt_exec_counts {
 #define PPRT_EXEC_COUNTS 10 /* the fields above, for messages of doubles */
 
 typedef struct pprt_stage_stats {
+    const char *backend; /* its executor's name (static) */
     double busy_s;
     double utilization; /* busy / wall */
     pprt_exec_counts exec;
@@ -208,7 +205,8 @@ typedef struct pprt_stats {
     size_t peak_rss;         /* bytes: the process's peak resident set so far */
     int n_stages;
     pprt_stage_stats *stages; /* n_stages entries, caller frees */
-    const char *backend;      /* the executor's name (pprt_exec_ops.name), static */
+    const char *backend;      /* the executors' name (pprt_exec_ops.name: "cpu-dnnl"), "mixed" when the
+                               * stages differ; static */
     /* mean milliseconds per micro-batch of every node, stage by stage in
      * node order (sum of the stages' n_nodes entries); caller frees */
     double *node_ms;

@@ -1,12 +1,14 @@
-/* sched.c: the micro-batch pipeline. One thread per stage; between stage s
- * and s+1 two channels: `full` carries filled boundary messages forward,
- * `free` carries emptied ones back. `depth` buffers circulate per boundary,
- * which bounds the micro-batches in flight. Stage 0 cuts its micro-batch out
- * of the input arrays (padding the last with zeros); the last stage copies its
- * results into the output arrays, so output order is input order.
+/* sched.c: the threaded driver: one thread per stage, the stages joined by
+ * in-process links (link.h: `depth` buffers circulate per boundary, which
+ * bounds the micro-batches in flight), a source link before stage 0 that
+ * cuts micro-batches out of the input arrays (padding the last with zeros)
+ * and a sink link after the last stage that copies results into the output
+ * arrays, so output order is input order. Each thread runs the stage loop
+ * (stage_loop.c) with its stage's executor, made by the run's backend
+ * (backend.h).
  *
  * Any error stops everything: the failing stage records it (with stage and
- * micro-batch), closes every channel, and the blocked threads return. */
+ * micro-batch), closes every link, and the blocked threads return. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sys/resource.h>
@@ -17,10 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "chan.h"
-#include "comm/microbatch.h"
-#include "exec.h"
+#include "backend.h"
+#include "microbatch.h"
 #include "pprt.h"
+#include "stage_loop.h"
 
 typedef struct sched sched;
 
@@ -58,27 +60,21 @@ static void meet_shrink(meeting *m, int need) {
 
 typedef struct {
     sched *S;
-    int s;
-    pprt_exec *x;
-    void *local_in, *local_out; /* stage 0's input buffer, last stage's output buffer */
-    double busy;
+    const pprt_backend *be; /* the stage's backend */
+    pprt_stage_run run;
     double *warm_s; /* node times after the warm-up, subtracted from the profile; NULL: none */
     double t_go;    /* when the timed run began on this thread */
     const int *cpu; /* the CPUs the stage is pinned to, `threads` of them; NULL: not pinned */
     int threads;    /* intra-op threads (pprt_exec_cfg) */
     pprt_trace_track tr; /* --trace: filled as it runs (arrays allocated before) */
-    double *prev_ns;     /* --trace with node times: the executor's counters after the last run */
 } worker;
 
 struct sched {
     const pprt_plan *p;
-    const pprt_exec_ops *ex;
     const pprt_run_opts *o;
-    const pprt_array *inputs;
-    pprt_array *outputs;
-    int64_t n, m; /* samples, micro-batches */
-    pprt_chan **full, **free_; /* per boundary */
-    double *t_start, *t_end;   /* per micro-batch */
+    int64_t n, m;      /* samples, micro-batches */
+    pprt_link **links; /* P + 1: the source, the P - 1 boundaries, the sink */
+    double *t_start, *t_end; /* per micro-batch */
     pthread_mutex_t err_mu;
     meeting ready; /* the stage threads and the main thread */
     pp_err err;
@@ -91,20 +87,16 @@ static double now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void stop_all(sched *S, int stage, int64_t mb, const pp_err *e) {
+/* Record the first failure and close every link, which wakes every waiter. */
+static void stop_all(sched *S, const pp_err *e) {
     pthread_mutex_lock(&S->err_mu);
     if (!S->failed) {
         S->failed = true;
-        if (mb >= 0)
-            PP_FAIL(&S->err, e->code, "stage %d, micro-batch %lld: %s", stage, (long long)mb, e->msg);
-        else
-            PP_FAIL(&S->err, e->code, "stage %d: %s", stage, e->msg);
+        S->err = *e;
     }
     pthread_mutex_unlock(&S->err_mu);
-    for (int b = 0; b < S->p->n_stages - 1; b++) {
-        S->full[b]->ops->close(S->full[b]);
-        S->free_[b]->ops->close(S->free_[b]);
-    }
+    for (int b = 0; b <= S->p->n_stages; b++)
+        if (S->links[b]) S->links[b]->ops->close(S->links[b]);
 }
 
 static bool is_failed(sched *S) {
@@ -114,8 +106,9 @@ static bool is_failed(sched *S) {
     return f;
 }
 
-static void progress(sched *S, int64_t done) {
-    if (!S->o->progress) return;
+/* The sink's progress: a bar on stderr. */
+static void progress(void *ctx, int64_t done) {
+    sched *S = ctx;
     int width = 40, fill = (int)(done * width / S->m);
     fprintf(stderr, "\r[%.*s%*s] %lld/%lld micro-batches", fill,
             "########################################", width - fill, "", (long long)done,
@@ -123,58 +116,12 @@ static void progress(sched *S, int64_t done) {
     if (done == S->m) fputc('\n', stderr);
 }
 
-/* Micro-batches k0 .. k1-1 of the stage's sequence. The first `warmup` of the
- * sequence all carry micro-batch 0 and their outputs are dropped. */
+/* Tags k0 .. k1-1 of the stage's sequence; a failure stops the pipeline
+ * (one that is only a link closed by that stop records nothing new). */
 static void stage_loop(worker *w, int64_t k0, int64_t k1) {
-    sched *S = w->S;
-    const pprt_plan *p = S->p;
-    int s = w->s, last = p->n_stages - 1, W = S->o->warmup;
-    for (int64_t k = k0; k < k1; k++) {
-        pp_err e = {0};
-        void *in = w->local_in, *out = w->local_out;
-        int64_t tag = k, mb = k < W ? 0 : k - W;
-        if (s > 0 && S->full[s - 1]->ops->recv(S->full[s - 1], &in, &tag, &e) != PP_OK) break;
-        if (tag != k) {
-            PP_FAIL(&e, PP_ERUNTIME, "received micro-batch %lld out of order", (long long)tag);
-            stop_all(S, s, mb, &e);
-            break;
-        }
-        double t_ready = w->tr.t ? now() : 0;
-        if (s < last && S->free_[s]->ops->recv(S->free_[s], &out, &tag, &e) != PP_OK) break;
-        double t0 = now();
-        if (s == 0) {
-            if (k >= W) S->t_start[mb] = t0;
-            pprt_mb_fill(p, S->inputs, S->n, mb, in);
-        }
-        double t_run = w->tr.t && s == 0 ? now() : t0;
-        pp_status rs = S->ex->run(w->x, in, out, &e);
-        double t1 = now();
-        if (k >= W) w->busy += t1 - t0;
-        if (w->tr.t && k >= W) { /* the timeline: stores only */
-            double *r = w->tr.t + (size_t)mb * PPRT_TRACE_T;
-            r[0] = s == 0 ? t0 : t_ready, r[1] = t0, r[2] = t_run, r[3] = t1;
-        }
-        if (w->prev_ns && rs == PP_OK) {
-            const double *ns = S->ex->node_seconds(w->x);
-            int nn = p->stages[s].n_nodes;
-            if (k >= W && mb < w->tr.n_node_mb)
-                for (int j = 0; j < nn; j++) w->tr.node_s[(size_t)mb * (size_t)nn + (size_t)j] = ns[j] - w->prev_ns[j];
-            memcpy(w->prev_ns, ns, (size_t)nn * sizeof *ns);
-        }
-        if (rs != PP_OK) {
-            stop_all(S, s, mb, &e);
-            break;
-        }
-        if (s > 0 && S->free_[s - 1]->ops->send(S->free_[s - 1], in, 0, &e) != PP_OK) break;
-        if (s < last) {
-            if (S->full[s]->ops->send(S->full[s], out, k, &e) != PP_OK) break;
-        } else if (k >= W) {
-            pprt_mb_drain(p, out, S->n, mb, S->outputs);
-            S->t_end[mb] = now();
-            progress(S, mb + 1);
-        }
-        if (is_failed(S)) break;
-    }
+    pp_err e = {0};
+    bool own;
+    if (pprt_stage_loop(&w->run, k0, k1, &own, &e) != PP_OK && (own || !is_failed(w->S))) stop_all(w->S, &e);
 }
 
 int pprt_cpus_allowed(int *ids, int max) {
@@ -241,12 +188,17 @@ static void *stage_main(void *arg) {
     }
     pp_err e = {0};
     pprt_exec_cfg cfg = {.threads = w->threads, .precision = S->o->precision};
-    if (S->ex->create(S->p, &S->p->stages[w->s], &cfg, &w->x, &e) != PP_OK) stop_all(S, w->s, -1, &e);
+    const int s = w->run.stage;
+    if (w->be->exec->create(S->p, &S->p->stages[s], &cfg, &w->run.x, &e) != PP_OK) {
+        pp_err f = {0};
+        PP_FAIL(&f, e.code, "stage %d: %s", s, e.msg);
+        stop_all(S, &f);
+    }
     meet_wait(&S->ready);
     if (!is_failed(S)) stage_loop(w, 0, S->o->warmup);
     /* first runs pay page faults and cold caches: the profile leaves them out */
-    const double *ns = w->x && S->ex->node_seconds ? S->ex->node_seconds(w->x) : NULL;
-    int nn = S->p->stages[w->s].n_nodes;
+    const double *ns = w->run.x && w->be->exec->node_seconds ? w->be->exec->node_seconds(w->run.x) : NULL;
+    int nn = S->p->stages[s].n_nodes;
     if (ns && S->o->warmup > 0 && (w->warm_s = malloc(pp_count(nn) * sizeof *w->warm_s)))
         memcpy(w->warm_s, ns, (size_t)nn * sizeof *ns);
     meet_wait(&S->ready);
@@ -267,8 +219,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
             return PP_FAIL(err, PP_EINVAL, "input '%s' has %lld samples, expected %lld like the first",
                            p->inputs[i].name, (long long)inputs[i].n, (long long)n);
     int P = p->n_stages;
-    sched S = {.p = p, .ex = o->executor ? o->executor : &pprt_exec_cpu_ref, .o = o, .inputs = inputs,
-               .outputs = outputs, .n = n};
+    sched S = {.p = p, .o = o, .n = n};
     if (p->batch == 0 && n != 1)
         return PP_FAIL(err, PP_EINVAL, "an unbatched plan (-b 0) runs exactly one set of inputs, got %lld",
                        (long long)n);
@@ -276,51 +227,32 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     pthread_mutex_init(&S.err_mu, NULL);
     worker *w = calloc((size_t)P, sizeof *w);
     pthread_t *th = calloc((size_t)P, sizeof *th);
-    S.full = calloc((size_t)P, sizeof *S.full);
-    S.free_ = calloc((size_t)P, sizeof *S.free_);
+    S.links = calloc((size_t)P + 1, sizeof *S.links);
     S.t_start = calloc((size_t)S.m, sizeof(double));
     S.t_end = calloc((size_t)S.m, sizeof(double));
-    void **bufs = calloc((size_t)(P * o->depth + 2), sizeof *bufs);
-    int n_bufs = 0;
     int *cpus = NULL;
     pp_status s = PP_OK;
-    if (!w || !th || !S.full || !S.free_ || !S.t_start || !S.t_end || !bufs) {
+    if (!w || !th || !S.links || !S.t_start || !S.t_end) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
         goto done;
+    }
+    for (int i = 0; i < P && s == PP_OK; i++) {
+        s = pprt_stage_backend(p, i, o->backend, &w[i].be, err);
+        if (s == PP_OK && w[i].be->mem != PPRT_MEM_HOST)
+            s = PP_FAIL(err, PP_EUNSUP, "stage %d: backend '%s' keeps its messages on a device, which the threaded "
+                        "driver does not link yet", i, w[i].be->name);
     }
     for (int i = 0; i < p->n_outputs && s == PP_OK; i++) {
         outputs[i].n = n;
         outputs[i].data = malloc((size_t)n * p->outputs[i].sample_bytes + 1);
         if (!outputs[i].data) s = PP_FAIL(err, PP_ENOMEM, "cannot allocate output '%s'", p->outputs[i].name);
     }
-    /* channels and the buffers that circulate on them */
-    for (int b = 0; b < P - 1 && s == PP_OK; b++) {
-        s = pprt_queue_create(o->depth, &S.full[b], err);
-        if (s == PP_OK) s = pprt_queue_create(o->depth, &S.free_[b], err);
-        for (int k = 0; k < o->depth && s == PP_OK; k++) {
-            void *buf = NULL;
-            size_t bytes = p->stages[b].out.bytes;
-            if (posix_memalign(&buf, 64, bytes ? bytes : 64) != 0) {
-                s = PP_FAIL(err, PP_ENOMEM, "cannot allocate boundary %d buffers", b);
-                break;
-            }
-            bufs[n_bufs++] = buf;
-            s = S.free_[b]->ops->send(S.free_[b], buf, 0, err);
-        }
-    }
-    if (s == PP_OK) {
-        void *a = NULL, *b = NULL;
-        if (posix_memalign(&a, 64, p->stages[0].in.bytes ? p->stages[0].in.bytes : 64) != 0 ||
-            posix_memalign(&b, 64, p->stages[P - 1].out.bytes ? p->stages[P - 1].out.bytes : 64) != 0) {
-            free(a);
-            s = PP_FAIL(err, PP_ENOMEM, "cannot allocate input/output buffers");
-        } else {
-            bufs[n_bufs++] = a;
-            bufs[n_bufs++] = b;
-            w[0].local_in = a;
-            w[P - 1].local_out = b;
-        }
-    }
+    /* the links: source, boundaries (each with its buffers), sink */
+    if (s == PP_OK) s = pprt_link_source(p, inputs, n, o->warmup, S.t_start, &S.links[0], err);
+    for (int b = 0; b < P - 1 && s == PP_OK; b++) s = pprt_link_queue(p->stages[b].out.bytes, o->depth, &S.links[b + 1], err);
+    if (s == PP_OK)
+        s = pprt_link_sink(p, outputs, n, o->warmup, S.t_end, o->progress ? progress : NULL, &S, &S.links[P], err);
+    if (s != PP_OK) goto done;
     /* the cores this process may use (under taskset or a cpuset, not the
      * machine's): stage i gets the i-th `threads` of them */
     cpus = malloc(CPU_SETSIZE * sizeof *cpus);
@@ -329,27 +261,28 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         goto done;
     }
     int cores = pprt_cpus_allowed(cpus, CPU_SETSIZE); /* >= 1 */
-    /* the reference kernels are single-threaded: one core per stage, as before */
-    int threads = o->threads > 0 ? o->threads
-                  : S.ex == &pprt_exec_cpu_ref ? 1
-                  : (cores / P > 1 ? cores / P : 1);
-    for (int i = 0; i < P && s == PP_OK; i++) {
+    /* a backend whose kernels are single-threaded takes one core per stage */
+    int threads = o->threads > 0 ? o->threads : cores / P > 1 ? cores / P : 1;
+    for (int i = 0; i < P; i++) {
         w[i].S = &S;
-        w[i].s = i;
-        w[i].threads = threads;
+        w[i].run = (pprt_stage_run){.stage = i, .ex = w[i].be->exec, .in = S.links[i], .out = S.links[i + 1],
+                                    .warmup = o->warmup};
+        w[i].threads = w[i].be->multithreaded || o->threads > 0 ? threads : 1;
+        /* stage i pinned to the i-th `threads` cores where every stage has its own */
         w[i].cpu = (o->pin && (long)cores >= (long)P * threads) ? cpus + (size_t)i * (size_t)threads : NULL;
     }
     for (int i = 0; i < P && s == PP_OK && o->trace; i++) {
         pprt_trace_track *t = &w[i].tr;
         *t = (pprt_trace_track){.stage = i, .rank = -1, .n = S.m, .n_nodes = p->stages[i].n_nodes};
         t->t = calloc((size_t)S.m * PPRT_TRACE_T, sizeof(double));
-        if (o->trace_nodes && S.ex->node_seconds) {
+        if (o->trace_nodes && w[i].be->exec->node_seconds) {
             t->n_node_mb = pprt_trace_node_mbs(t->n_nodes, S.m);
             t->node_s = calloc(pp_count((int)(t->n_node_mb * t->n_nodes)), sizeof(double));
-            w[i].prev_ns = calloc(pp_count(t->n_nodes), sizeof(double));
-            if (!t->node_s || !w[i].prev_ns) s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
+            w[i].run.prev_ns = calloc(pp_count(t->n_nodes), sizeof(double));
+            if (!t->node_s || !w[i].run.prev_ns) s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
         }
         if (!t->t) s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
+        w[i].run.trace = t;
     }
     if (s != PP_OK) goto done;
     pthread_mutex_init(&S.ready.mu, NULL);
@@ -360,8 +293,8 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         if (pthread_create(&th[started], NULL, stage_main, &w[started]) != 0) break;
     if (started < P) {
         pp_err e = {0};
-        PP_FAIL(&e, PP_ERUNTIME, "cannot start its thread");
-        stop_all(&S, started, -1, &e);
+        PP_FAIL(&e, PP_ERUNTIME, "stage %d: cannot start its thread", started);
+        stop_all(&S, &e);
         meet_shrink(&S.ready, started + 1);
     }
     meet_wait(&S.ready); /* every executor created (or failed) */
@@ -384,22 +317,24 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
         goto done;
     }
-    for (int i = 0; i < P; i++) busy[i] = w[i].busy;
+    for (int i = 0; i < P; i++) busy[i] = w[i].run.busy;
     s = pprt_stats_fill(stats, n, S.m, p->batch, wall, P, 1, busy, S.t_start, S.t_end, err);
     free(busy);
     if (s != PP_OK) goto done;
-    stats->backend = S.ex->name;
+    stats->backend = w[0].be->exec->name;
     for (int i = 0; i < P; i++) {
-        pprt_exec_counts_of(S.ex, w[i].x, &p->stages[i], &stats->stages[i].exec);
+        if (w[i].be != w[0].be) stats->backend = "mixed";
+        stats->stages[i].backend = w[i].be->exec->name;
+        pprt_exec_counts_of(w[i].be->exec, w[i].run.x, &p->stages[i], &stats->stages[i].exec);
         if (w[i].cpu) cpu_list(w[i].cpu, w[i].threads, stats->stages[i].cpus, sizeof stats->stages[i].cpus);
     }
     int total_nodes = 0;
     for (int i = 0; i < P; i++) total_nodes += p->stages[i].n_nodes;
     stats->node_ms = calloc(pp_count(total_nodes), sizeof(double));
-    if (stats->node_ms && S.ex->node_seconds) {
+    if (stats->node_ms) {
         int k = 0;
         for (int i = 0; i < P; i++) {
-            const double *ns = S.ex->node_seconds(w[i].x);
+            const double *ns = w[i].be->exec->node_seconds ? w[i].be->exec->node_seconds(w[i].run.x) : NULL;
             const double *ws = w[i].warm_s;
             for (int j = 0; j < p->stages[i].n_nodes; j++, k++)
                 stats->node_ms[k] = !ns ? 0
@@ -417,44 +352,35 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
             s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
             goto done;
         }
+        *tr = (pprt_trace){.n_tracks = P, .tracks = tracks, .t0 = t0, .wall_s = wall, .bubble = stats->bubble,
+                           .replicas = 1};
         stats->trace = tr;
-        tr->tracks = tracks;
-        stats->trace->n_tracks = P;
-        stats->trace->t0 = t0;
-        stats->trace->wall_s = wall;
-        stats->trace->bubble = stats->bubble;
-        stats->trace->replicas = 1;
         for (int i = 0; i < P; i++) {
-            stats->trace->tracks[i] = w[i].tr;
+            tracks[i] = w[i].tr;
             w[i].tr.t = w[i].tr.node_s = NULL;
         }
     }
 done:
     if (w)
         for (int i = 0; i < P; i++) {
-            if (w[i].x) S.ex->destroy(w[i].x);
+            if (w[i].run.x) w[i].be->exec->destroy(w[i].run.x);
             free(w[i].warm_s);
             free(w[i].tr.t);
             free(w[i].tr.node_s);
-            free(w[i].prev_ns);
+            free(w[i].run.prev_ns);
         }
-    if (S.full)
-        for (int b = 0; b < P - 1; b++) {
-            if (S.full[b]) S.full[b]->ops->destroy(S.full[b]);
-            if (S.free_[b]) S.free_[b]->ops->destroy(S.free_[b]);
-        }
-    for (int i = 0; bufs && i < n_bufs; i++) free(bufs[i]);
+    if (S.links)
+        for (int b = 0; b <= P; b++)
+            if (S.links[b]) S.links[b]->ops->destroy(S.links[b]);
     if (s != PP_OK)
         for (int i = 0; i < p->n_outputs; i++) {
             free(outputs[i].data);
             outputs[i].data = NULL;
         }
-    free(bufs);
     free(w);
     free(th);
     free(cpus);
-    free(S.full);
-    free(S.free_);
+    free(S.links);
     free(S.t_start);
     free(S.t_end);
     pthread_mutex_destroy(&S.err_mu);

@@ -1,28 +1,26 @@
-/* pprt.c: the runtime's command line: load a plan, load data, run the
- * pipeline, write outputs and statistics, map the status to an exit code. */
+/* pprt.c: the runtime's command line: parse the options into a pprt_cli,
+ * choose the driver (threads, or MPI ranks under mpirun) once, and through
+ * it load a plan, load data, run the pipeline, write outputs and statistics,
+ * map the status to an exit code. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../runtime/backend.h"
 #include "../runtime/comm/comm.h"
 #include "../runtime/cpu/isa.h"
+#include "../runtime/driver.h"
 #include "../runtime/io.h"
 #include "../runtime/pprt.h"
-
-#ifdef PPRT_WITH_DNNL
-#define DEFAULT_BACKEND "dnnl"
-#else
-#define DEFAULT_BACKEND "ref (this build has no oneDNN)"
-#endif
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: pprt PLAN DATA_DIR [-o OUT_DIR] [--labels FILE.npy] [--depth N]\n"
             "            [--check [--rtol R] [--atol A] [--expected DIR]]\n"
             "            [--stats-json FILE] [--profile FILE] [--trace FILE] [--no-pin] [-q]\n"
-            "            [--backend dnnl|ref] [--threads N] [--warmup N] [--precision f32|bf16]\n"
+            "            [--backend NAME|list] [--threads N] [--warmup N] [--precision f32|bf16]\n"
             "       mpirun -np K*R pprt PLAN DATA_DIR [--replicas R] [--mpi-timeout SECONDS] [...]\n"
             "       pprt --info PLAN [--model FILE]\n"
             "  DATA_DIR          NAME.npy per plan input (N samples on dim 0), or ONNX test data:\n"
@@ -49,8 +47,10 @@ static void usage(FILE *f) {
             "                    each a contiguous share of the micro-batches (default 1)\n"
             "  --mpi-timeout S   under mpirun: a rank silent for S seconds is presumed dead and\n"
             "                    every rank exits (default 60)\n"
-            "  --backend B       kernels: dnnl (oneDNN) or ref (the reference kernels); default:\n"
-            "                    " DEFAULT_BACKEND "\n"
+            "  --backend B       the backend that runs the stages (pprt --backend list shows those\n"
+            "                    of this build and whether this machine has what they need);\n"
+            "                    default: the first available of dnnl (oneDNN) and ref (the\n"
+            "                    reference kernels)\n"
             "  --threads N       intra-op threads per stage (oneDNN; default: cores / stages)\n"
             "  --precision P     f32 (default) or bf16: oneDNN convolutions and matrix products in\n"
             "                    bfloat16 (8-bit mantissa, f32 sums; fast on CPUs with AVX512_BF16\n"
@@ -58,7 +58,8 @@ static void usage(FILE *f) {
             "                    and the plan stay f32\n"
             "  --warmup N        first run N untimed copies of the first micro-batch through the\n"
             "                    pipeline (outputs dropped; not under mpirun; default 0)\n"
-            "  -q                print only errors\n");
+            "  -q                print only errors\n"
+            "  -v                errors also name the source line that raised them\n");
 }
 
 static int bad_usage(const char *msg, const char *arg) {
@@ -84,9 +85,12 @@ static void print_info(const pprt_plan *p) {
                pp_shape_str(&p->outputs[i].shape, sh, sizeof sh));
     for (int s = 0; s < p->n_stages; s++) {
         const pprt_stage *st = &p->stages[s];
-        printf("stage %d: %d ops, %.4f GFLOP, weights %.3f MB, arena %.3f MB, in %.3f MB, out %.3f MB\n",
-               s, st->n_nodes, st->flops / 1e9, (double)st->weight_bytes / 1e6,
-               (double)st->arena_bytes / 1e6, (double)st->in.bytes / 1e6, (double)st->out.bytes / 1e6);
+        printf("stage %d: %d ops, %.4f GFLOP, weights %.3f MB, arena %.3f MB, in %.3f MB, out %.3f MB", s,
+               st->n_nodes, st->flops / 1e9, (double)st->weight_bytes / 1e6, (double)st->arena_bytes / 1e6,
+               (double)st->in.bytes / 1e6, (double)st->out.bytes / 1e6);
+        if (st->backend[0]) printf(", placed on %s", st->backend);
+        if (st->backend[0] && st->device >= 0) printf(" device %d", st->device);
+        printf("\n");
         for (int k = 0; k < st->n_nodes; k++)
             printf("  %-20s %s\n", pp_op_table[st->nodes[k].op].name, st->nodes[k].name);
         if (s < p->n_stages - 1) {
@@ -113,193 +117,271 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
                 "%s{\"index\": %d, \"busy_s\": %.6f, \"utilization\": %.4f, \"nodes\": %d, \"own_kernels\": %d, "
                 "\"post_ops\": %d, \"views\": %d, \"reference_kernels\": %d, \"reorders_per_micro_batch\": %d, "
                 "\"copies_per_micro_batch\": %d, \"outputs_in_place\": %d, \"blocked_tensors\": %d, "
-                "\"weights_reordered_bytes\": %.0f, \"cpus\": \"%s\"}",
+                "\"weights_reordered_bytes\": %.0f, \"cpus\": \"%s\", \"backend\": \"%s\"}",
                 i ? ", " : "", i, st->stages[i].busy_s, st->stages[i].utilization, c->nodes, c->own, c->post_ops,
                 c->views, c->reference, c->reorders, c->copies, c->in_place, c->blocked, c->weight_bytes,
-                st->stages[i].cpus);
+                st->stages[i].cpus, st->stages[i].backend ? st->stages[i].backend : "");
     }
     fprintf(f, "], \"backend\": \"%s\", \"bubble\": %.4f, \"peak_rss_bytes\": %zu}\n",
             st->backend ? st->backend : "", st->bubble, st->peak_rss);
     return pp_outfile_commit(&out, true, err);
 }
 
-int main(int argc, char **argv) {
-    const char *plan_path = NULL, *data = NULL, *out_dir = "out", *labels = NULL, *stats_json = NULL, *model = NULL;
-    const char *profile = NULL, *trace = NULL;
-    bool info = false, quiet = false;
-    pprt_run_opts ro = {.depth = 2, .pin = true};
-#ifdef PPRT_WITH_DNNL
-    ro.executor = &pprt_exec_cpu_dnnl;
-#else
-    ro.executor = &pprt_exec_cpu_ref;
-#endif
-    pprt_check_opts co = {.rtol = 1e-3, .atol = 1e-5};
-    bool check = false;
-    int replicas = 1;
-    double mpi_timeout = 60;
-    const char *mpi_opt = NULL; /* an option that only applies under mpirun */
+/* Everything pprt's command line says. */
+typedef struct pprt_cli {
+    const char *plan, *data, *out_dir, *labels, *stats_json, *profile, *trace, *model, *backend;
+    bool info, quiet, verbose, check, list_backends, version;
+    pprt_run_opts run;
+    pprt_check_opts check_opts;
+    pprt_mpi_cfg mpi;
+    const char *mpi_opt; /* an option that only applies under mpirun */
+} pprt_cli;
+
+static void print_version(void) {
+    printf("pprt %s (vector ISA: %s%s)\n", PPRT_VERSION, pprt_isa_name(pprt_cpu_isa()),
+           pprt_isa_capped() ? ", capped by ONEDNN_MAX_CPU_ISA" : "");
+    for (int i = 0; i < pprt_backend_count(); i++) {
+        const pprt_backend *b = pprt_backend_at(i);
+        const char *why = b->unavailable ? b->unavailable() : NULL;
+        printf("backend %s: %s%s%s%s\n", b->name, why ? "unavailable here: " : "", why ? why : "",
+               why ? "; " : "", b->what);
+        if (b->describe && !why) b->describe(stdout);
+    }
+}
+
+/* Parse argv into *c: -1 to go on, else the exit code (help, version, bad usage). */
+static int parse_args(int argc, char **argv, pprt_cli *c) {
+    *c = (pprt_cli){.out_dir = "out", .run = {.depth = 2, .pin = true}, .check_opts = {.rtol = 1e-3, .atol = 1e-5},
+                    .mpi = {.replicas = 1, .timeout_s = 60}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--version")) {
-#ifdef PPRT_WITH_DNNL
-            printf("pprt %s (oneDNN backend; bf16 kernels on this CPU: %s; vector ISA: %s%s)\n", PPRT_VERSION,
-                   pprt_dnnl_has_bf16() ? "yes" : "no, --precision bf16 runs in f32", pprt_isa_name(pprt_cpu_isa()),
-                   pprt_isa_capped() ? ", capped by ONEDNN_MAX_CPU_ISA" : "");
-#else
-            printf("pprt %s (reference kernels only; vector ISA: %s%s)\n", PPRT_VERSION, pprt_isa_name(pprt_cpu_isa()),
-                   pprt_isa_capped() ? ", capped by ONEDNN_MAX_CPU_ISA" : "");
-#endif
-            return 0;
+            c->version = true;
         } else if (!strcmp(a, "--info")) {
-            info = true;
+            c->info = true;
         } else if (!strcmp(a, "-o")) {
             if (!v) return bad_usage("-o needs a directory", NULL);
-            out_dir = v, i++;
+            c->out_dir = v, i++;
         } else if (!strcmp(a, "--labels")) {
             if (!v) return bad_usage("--labels needs a .npy file", NULL);
-            labels = v, i++;
+            c->labels = v, i++;
         } else if (!strcmp(a, "--profile")) {
             if (!v) return bad_usage("--profile needs a file name", NULL);
-            profile = v, i++;
+            c->profile = v, i++;
         } else if (!strcmp(a, "--trace")) {
             if (!v) return bad_usage("--trace needs a file name", NULL);
-            trace = v, i++;
+            c->trace = v, i++;
         } else if (!strcmp(a, "--stats-json")) {
             if (!v) return bad_usage("--stats-json needs a file name", NULL);
-            stats_json = v, i++;
+            c->stats_json = v, i++;
         } else if (!strcmp(a, "--depth")) {
             char *end;
             long d = v ? strtol(v, &end, 10) : 0;
             if (!v || *end || d < 1 || d > 1024) return bad_usage("--depth needs 1..1024, got ", v ? v : "");
-            ro.depth = (int)d, i++;
+            c->run.depth = (int)d, i++;
         } else if (!strcmp(a, "--check")) {
-            check = true;
+            c->check = true;
         } else if (!strcmp(a, "--rtol") || !strcmp(a, "--atol")) {
             char *end;
             double t = v ? strtod(v, &end) : -1;
             if (!v || end == v || *end || !(t >= 0 && t < 1e300))
                 return bad_usage(a[2] == 'r' ? "--rtol needs a tolerance >= 0, got "
                                              : "--atol needs a tolerance >= 0, got ", v ? v : "");
-            *(a[2] == 'r' ? &co.rtol : &co.atol) = t;
-            check = true, i++;
+            *(a[2] == 'r' ? &c->check_opts.rtol : &c->check_opts.atol) = t;
+            c->check = true, i++;
         } else if (!strcmp(a, "--expected")) {
             if (!v) return bad_usage("--expected needs a directory", NULL);
-            co.expected_dir = v, check = true, i++;
+            c->check_opts.expected_dir = v, c->check = true, i++;
         } else if (!strcmp(a, "--backend")) {
-            if (!v) return bad_usage("--backend needs dnnl or ref", NULL);
-            if (!strcmp(v, "ref")) {
-                ro.executor = &pprt_exec_cpu_ref;
-            } else if (!strcmp(v, "dnnl")) {
-#ifdef PPRT_WITH_DNNL
-                ro.executor = &pprt_exec_cpu_dnnl;
-#else
-                return bad_usage("--backend dnnl: this pprt was built without oneDNN (libdnnl-dev)", NULL);
-#endif
-            } else {
-                return bad_usage("--backend needs dnnl or ref, got ", v);
-            }
-            i++;
+            if (!v) return bad_usage("--backend needs a backend's name (pprt --backend list shows them)", NULL);
+            c->backend = v, i++;
+            c->list_backends = !strcmp(v, "list");
         } else if (!strcmp(a, "--threads")) {
             char *end;
             long t = v ? strtol(v, &end, 10) : 0;
             if (!v || *end || t < 1 || t > 1024) return bad_usage("--threads needs 1..1024, got ", v ? v : "");
-            ro.threads = (int)t, i++;
+            c->run.threads = (int)t, i++;
         } else if (!strcmp(a, "--precision")) {
             if (!v || (strcmp(v, "f32") && strcmp(v, "bf16")))
                 return bad_usage("--precision needs f32 or bf16, got ", v ? v : "");
-            ro.precision = strcmp(v, "bf16") ? PPRT_F32 : PPRT_BF16, i++;
+            c->run.precision = strcmp(v, "bf16") ? PPRT_F32 : PPRT_BF16, i++;
         } else if (!strcmp(a, "--warmup")) {
             char *end;
             long t = v ? strtol(v, &end, 10) : -1;
             if (!v || *end || t < 0 || t > 1000000) return bad_usage("--warmup needs 0..1000000, got ", v ? v : "");
-            ro.warmup = (int)t, i++;
+            c->run.warmup = (int)t, i++;
         } else if (!strcmp(a, "--replicas")) {
             char *end;
             long r = v ? strtol(v, &end, 10) : 0;
             if (!v || *end || r < 1 || r > 4096) return bad_usage("--replicas needs 1..4096, got ", v ? v : "");
-            replicas = (int)r, mpi_opt = a, i++;
+            c->mpi.replicas = (int)r, c->mpi_opt = a, i++;
         } else if (!strcmp(a, "--mpi-timeout")) {
             char *end;
             double t = v ? strtod(v, &end) : 0;
             if (!v || end == v || *end || !(t >= 0.1 && t <= 1e6))
                 return bad_usage("--mpi-timeout needs seconds in 0.1..1e6, got ", v ? v : "");
-            mpi_timeout = t, mpi_opt = a, i++;
+            c->mpi.timeout_s = t, c->mpi_opt = a, i++;
         } else if (!strcmp(a, "--model")) {
             if (!v) return bad_usage("--model needs the model file a --ref-weights plan was compiled from", NULL);
-            model = v, i++;
+            c->model = v, i++;
         } else if (!strcmp(a, "--no-pin")) {
-            ro.pin = false;
+            c->run.pin = false;
         } else if (!strcmp(a, "-q")) {
-            quiet = true;
+            c->quiet = true;
+        } else if (!strcmp(a, "-v")) {
+            c->verbose = true;
         } else if (a[0] == '-' && a[1]) {
             return bad_usage("unknown option ", a);
-        } else if (!plan_path) {
-            plan_path = a;
-        } else if (!data) {
-            data = a;
+        } else if (!c->plan) {
+            c->plan = a;
+        } else if (!c->data) {
+            c->data = a;
         } else {
             return bad_usage("unexpected argument ", a);
         }
     }
-    if (!plan_path) return bad_usage("no plan given", NULL);
-    if (ro.precision == PPRT_BF16 && ro.executor == &pprt_exec_cpu_ref)
-        return bad_usage("--precision bf16 needs the oneDNN backend (--backend dnnl); the reference kernels "
-                         "compute in f32 only", NULL);
-    if (!info && !data) return bad_usage("no data directory given", NULL);
-    ro.trace = trace != NULL;
-    ro.trace_nodes = trace && profile;
-#ifdef PPRT_WITH_DNNL
-    if (ro.precision == PPRT_BF16 && !info && !pprt_dnnl_has_bf16()) {
-        fprintf(stderr, "pprt: warning: oneDNN has no bf16 kernels on this CPU (they need AVX-512; fast with "
-                        "AVX512_BF16 or AMX): --precision bf16 runs in f32\n");
-        ro.precision = PPRT_F32;
+    if (c->version) { /* with --backend B: whether this build has B */
+        if (c->backend && !c->list_backends && !pprt_backend_find(c->backend)) {
+            char names[256];
+            pprt_backend_names(names, sizeof names);
+            fprintf(stderr, "pprt: --backend %s: no such backend in this build (it has: %s)\n", c->backend, names);
+            return 2;
+        }
+        print_version();
+        return 0;
     }
-#endif
+    if (c->list_backends) return -1;
+    if (!c->plan) return bad_usage("no plan given", NULL);
+    if (!c->info && !c->data) return bad_usage("no data directory given", NULL);
+    c->run.trace = c->trace != NULL;
+    c->run.trace_nodes = c->trace && c->profile;
+    return -1;
+}
 
-    /* under mpirun: one stage per rank (runtime/comm/comm.h) */
-    const char *launcher = pprt_mpi_launcher_env();
-#ifndef PPRT_HAVE_MPI
-    (void)replicas, (void)mpi_timeout;
-    if (launcher || mpi_opt) {
-        const char *how = "rebuild it with MPI (apt-get install libopenmpi-dev openmpi-bin, then cmake "
-                          "-DPP_WITH_MPI=ON)";
-        if (launcher)
-            fprintf(stderr, "pprt: error: this pprt was built without MPI, so it cannot run under mpirun "
-                    "(the environment has %s); %s\n", launcher, how);
-        else
-            fprintf(stderr, "pprt: error: this pprt was built without MPI, so it cannot take %s; %s\n",
-                    mpi_opt, how);
+/* The backend --backend names, if any (it then runs every stage): -1 to
+ * go on, else the exit code. */
+static int choose_backend(pprt_cli *c) {
+    if (!c->backend) return -1;
+    const pprt_backend *b = pprt_backend_find(c->backend);
+    char names[256];
+    pprt_backend_names(names, sizeof names);
+    if (!b) {
+        fprintf(stderr, "pprt: --backend %s: no such backend in this build (it has: %s)\n", c->backend, names);
         return 2;
     }
-#else
-    if (!launcher && mpi_opt) return bad_usage(mpi_opt, " applies only under mpirun (mpirun -np K pprt ...)");
-    if (launcher && ro.warmup > 0) return bad_usage("--warmup is not supported under mpirun", NULL);
-    pprt_mpi *mpi = NULL;
-    if (launcher && !info) {
-        pp_err e = {0};
-        pprt_mpi_opts mo = {.replicas = replicas, .timeout_s = mpi_timeout};
-        if (pprt_mpi_start(&argc, &argv, &mo, &mpi, &e) != PP_OK) {
-            fprintf(stderr, "pprt: error: %s\n", e.msg);
-            return 1;
+    const char *why = b->unavailable ? b->unavailable() : NULL;
+    if (why) {
+        fprintf(stderr, "pprt: --backend %s: not available here: %s\n", b->name, why);
+        return 2;
+    }
+    c->run.backend = b;
+    return -1;
+}
+
+/* Every stage's backend exists here and takes the precision asked for
+ * (where one cannot compute it on this machine, pprt warns and it runs f32). */
+static pp_status check_backends(pprt_cli *c, const pprt_plan *p, pp_err *err) {
+    bool warned = false;
+    for (int s = 0; s < p->n_stages; s++) {
+        const pprt_backend *b;
+        PP_TRY(pprt_stage_backend(p, s, c->run.backend, &b, err));
+        bool here = c->run.precision == PPRT_F32;
+        if (c->run.precision != PPRT_F32 && (!b->precision || !b->precision(c->run.precision, &here)))
+            return PP_FAIL(err, PP_EINVAL, "--precision bf16 needs a backend that computes it (dnnl); stage %d's, '%s', "
+                           "computes in f32 only", s, b->name);
+        if (!here && !warned) {
+            fprintf(stderr, "pprt: warning: backend '%s' has no bf16 kernels on this CPU (oneDNN's need AVX-512; "
+                            "fast with AVX512_BF16 or AMX): --precision bf16 runs in f32\n", b->name);
+            warned = true;
         }
     }
-#endif
+    if (warned) c->run.precision = PPRT_F32;
+    return PP_OK;
+}
 
+static void list_backends(void) {
+    for (int i = 0; i < pprt_backend_count(); i++) {
+        const pprt_backend *b = pprt_backend_at(i);
+        const char *why = b->unavailable ? b->unavailable() : NULL;
+        printf("%-10s %s%s%s%s\n", b->name, why ? "[unavailable: " : "", why ? why : "", why ? "] " : "", b->what);
+    }
+}
+
+static void print_report(const pprt_cli *c, const pprt_driver *d, const pprt_plan *p, int64_t n,
+                         const pprt_stats *st) {
+    printf("pprt: %lld samples, %lld micro-batches of %lld, %d stage%s, depth %d\n", (long long)n,
+           (long long)st->micro_batches, (long long)p->batch, p->n_stages, p->n_stages == 1 ? "" : "s",
+           c->run.depth);
+    printf("throughput: %.1f samples/s (steady state %.1f)  wall %.3f s  latency per micro-batch: mean %.3f ms, "
+           "p99 %.3f ms\n",
+           st->samples_per_s, st->steady_samples_per_s, st->wall_s, st->latency_mean_ms, st->latency_p99_ms);
+    for (int i = 0; i < st->n_stages; i++) {
+        const pprt_exec_counts *e = &st->stages[i].exec;
+        printf("stage %d: busy %.3f s (%.1f%%), %d ops, %.4f GFLOP per micro-batch", i, st->stages[i].busy_s,
+               100 * st->stages[i].utilization, p->stages[i].n_nodes, p->stages[i].flops / 1e9);
+        if (e->own > 0)
+            printf("; %s: %d on its kernels (%d fused as post-ops, %d view%s), %d on reference ones, %d "
+                   "reorder%s and %d cop%s per micro-batch", st->stages[i].backend ? st->stages[i].backend : st->backend, e->own, e->post_ops, e->views,
+                   e->views == 1 ? "" : "s", e->reference, e->reorders, e->reorders == 1 ? "" : "s", e->copies,
+                   e->copies == 1 ? "y" : "ies");
+        if (st->stages[i].cpus[0]) printf("; pinned to CPU %s", st->stages[i].cpus);
+        printf("\n");
+    }
+    printf("bubble: %.1f%%  peak RSS: %.1f MB\n", 100 * st->bubble, (double)st->peak_rss / 1e6);
+    if (d->ops->describe) d->ops->describe(d, p, stdout);
+}
+
+/* Lower --threads to the cores the stages of this process may share. */
+static void fit_threads(pprt_cli *c, const pprt_driver *d, const pprt_plan *p, bool ranks) {
+    if (c->run.threads <= 1) return;
+    long cores, sharers;
+    d->ops->cores(d, p, &cores, &sharers);
+    if ((long)c->run.threads * sharers <= cores) return;
+    int t = cores / sharers > 1 ? (int)(cores / sharers) : 1;
+    fprintf(stderr, "pprt: warning: %ld %s x %d threads exceed the %ld cores %s; using %d thread%s per %s\n",
+            sharers, ranks ? "rank" : sharers == 1 ? "stage" : "stages", c->run.threads, cores,
+            ranks ? "this rank may use" : "this process may use", t, t == 1 ? "" : "s", ranks ? "rank" : "stage");
+    c->run.threads = t;
+}
+
+int main(int argc, char **argv) {
+    pprt_cli c;
+    int rc = parse_args(argc, argv, &c);
+    if (rc >= 0) return rc;
+    if (c.list_backends) {
+        list_backends();
+        return 0;
+    }
+    if ((rc = choose_backend(&c)) >= 0) return rc;
+    /* the driver: MPI ranks when a launcher started this process */
+    const char *launcher = pprt_mpi_launcher_env();
+    if (!launcher && c.mpi_opt) {
+#ifdef PPRT_HAVE_MPI
+        return bad_usage(c.mpi_opt, " applies only under mpirun (mpirun -np K pprt ...)");
+#else
+        fprintf(stderr, "pprt: error: this pprt was built without MPI, so it cannot take %s; rebuild it with MPI "
+                        "(apt-get install libopenmpi-dev openmpi-bin, then cmake -DPP_WITH_MPI=ON)\n", c.mpi_opt);
+        return 2;
+#endif
+    }
     pp_err err = {0};
+    pprt_driver *d = pprt_driver_threads();
+    if (launcher && !c.info && pprt_driver_mpi(&argc, &argv, &c.mpi, &d, &err) != PP_OK) {
+        fprintf(stderr, "pprt: error: %s\n", err.msg);
+        return pp_exit_code(err.code);
+    }
     pprt_plan *p = NULL;
-    pp_status s = pprt_plan_load(plan_path, model, &p, &err);
-    if (s == PP_OK && info) {
+    pp_status s = pprt_plan_load(c.plan, c.model, &p, &err);
+    if (s == PP_OK && c.info) {
         if (!launcher || pprt_mpi_env_rank() <= 0) print_info(p); /* once under mpirun */
         pprt_plan_free(p);
         return 0;
     }
-#ifdef PPRT_HAVE_MPI
-    if (mpi && s == PP_OK) s = pprt_mpi_bind(mpi, p, &err);
-    if (mpi && s != PP_OK) return pprt_mpi_finish(mpi, s, &err); /* ends every rank */
-#endif
+    if (s == PP_OK && d->ops->bind) s = d->ops->bind(d, p, &err);
+    if (s == PP_OK) s = check_backends(&c, p, &err);
     pprt_npy *npys = NULL;
     pprt_array *ins = NULL, *outs = NULL;
     pprt_stats st = {0};
@@ -307,87 +389,35 @@ int main(int argc, char **argv) {
     if (s == PP_OK) {
         npys = calloc(pp_count(p->n_inputs), sizeof *npys);
         ins = calloc(pp_count(p->n_inputs), sizeof *ins);
-        outs = calloc((size_t)p->n_outputs, sizeof *outs);
+        outs = calloc(pp_count(p->n_outputs), sizeof *outs);
         if (!npys || !ins || !outs) s = PP_FAIL(&err, PP_ENOMEM, "out of memory");
     }
-    if (s == PP_OK && ro.threads > 0) {
-        /* more threads than cores only slows every stage down: a stage gets
-         * its share of the cores this process may use (taskset, a cpuset);
-         * under mpirun a rank gets at most its share of the machine's, which
-         * its ranks share (pprt_rank_cores) */
-        long cores = launcher ? pprt_rank_cores(pprt_mpi_env_local_size()) : pprt_cpus_allowed(NULL, 0);
-        long sharers = launcher ? 1 : p->n_stages;
-        if ((long)ro.threads * sharers > cores && ro.threads > 1) {
-            int t = cores / sharers > 1 ? (int)(cores / sharers) : 1;
-            fprintf(stderr, "pprt: warning: %ld %s x %d threads exceed the %ld cores %s; using %d thread%s per %s\n",
-                    sharers, launcher ? "rank" : sharers == 1 ? "stage" : "stages", ro.threads, cores,
-                    launcher ? "this rank may use" : "this process may use", t, t == 1 ? "" : "s",
-                    launcher ? "rank" : "stage");
-            ro.threads = t;
-        }
-    }
-#ifdef PPRT_HAVE_MPI
-    if (mpi) { /* rank 0 reads the data, the writer (last rank of replica 0) reports */
-        if (s == PP_OK && pprt_mpi_reads_data(mpi)) s = pprt_data_load(p, data, npys, ins, &n, &err);
-        if (s == PP_OK) s = pprt_run_mpi(mpi, p, ins, &n, outs, &ro, &st, &err);
-        if (s != PP_OK) return pprt_mpi_finish(mpi, s, &err); /* ends every rank */
-        if (!pprt_mpi_writes_outputs(mpi)) goto cleanup;
-        goto ran;
-    }
-#endif
-    if (s == PP_OK) s = pprt_data_load(p, data, npys, ins, &n, &err);
+    if (s == PP_OK) fit_threads(&c, d, p, launcher != NULL);
+    if (s == PP_OK && d->ops->reads_data(d)) s = pprt_data_load(p, c.data, npys, ins, &n, &err);
     if (s == PP_OK) {
-        ro.progress = !quiet && isatty(2);
-        s = pprt_run(p, ins, n, outs, &ro, &st, &err);
+        c.run.progress = !c.quiet && isatty(2) && !launcher;
+        s = d->ops->run(d, p, ins, &n, outs, &c.run, &st, &err);
     }
-#ifdef PPRT_HAVE_MPI
-ran:
-#endif
-    if (s == PP_OK) s = pprt_data_write(p, out_dir, outs, &err);
-    if (s == PP_OK && !quiet) {
-        printf("pprt: %lld samples, %lld micro-batches of %lld, %d stage%s, depth %d\n",
-               (long long)n, (long long)st.micro_batches, (long long)p->batch, p->n_stages,
-               p->n_stages == 1 ? "" : "s", ro.depth);
-        printf("throughput: %.1f samples/s (steady state %.1f)  wall %.3f s  latency per micro-batch: mean %.3f ms, "
-               "p99 %.3f ms\n",
-               st.samples_per_s, st.steady_samples_per_s, st.wall_s, st.latency_mean_ms, st.latency_p99_ms);
-        for (int i = 0; i < st.n_stages; i++) {
-            const pprt_exec_counts *c = &st.stages[i].exec;
-            printf("stage %d: busy %.3f s (%.1f%%), %d ops, %.4f GFLOP per micro-batch", i,
-                   st.stages[i].busy_s, 100 * st.stages[i].utilization, p->stages[i].n_nodes,
-                   p->stages[i].flops / 1e9);
-            if (c->own > 0)
-                printf("; %s: %d on its kernels (%d fused as post-ops, %d view%s), %d on reference ones, %d "
-                       "reorder%s and %d cop%s per micro-batch", st.backend, c->own, c->post_ops, c->views,
-                       c->views == 1 ? "" : "s", c->reference, c->reorders, c->reorders == 1 ? "" : "s", c->copies,
-                       c->copies == 1 ? "y" : "ies");
-            if (st.stages[i].cpus[0]) printf("; pinned to CPU %s", st.stages[i].cpus);
-            printf("\n");
-        }
-        printf("bubble: %.1f%%  peak RSS: %.1f MB\n", 100 * st.bubble, (double)st.peak_rss / 1e6);
-#ifdef PPRT_HAVE_MPI
-        if (mpi)
-            printf("mpi: %d ranks, %d replica%s of %d stage%s (busy summed over replicas, utilization and "
-                   "bubble over stages x replicas)\n", pprt_mpi_size(mpi), replicas,
-                   replicas == 1 ? "" : "s", p->n_stages, p->n_stages == 1 ? "" : "s");
-#endif
-    }
-    if (s == PP_OK && labels) {
+    const bool report = s == PP_OK && d->ops->writes_outputs(d);
+    if (report) s = pprt_data_write(p, c.out_dir, outs, &err);
+    if (report && s == PP_OK && !c.quiet) print_report(&c, d, p, n, &st);
+    if (report && s == PP_OK && c.labels) {
         int64_t good = 0;
-        s = pprt_top1(p, &outs[0], labels, &good, &err);
+        s = pprt_top1(p, &outs[0], c.labels, &good, &err);
         if (s == PP_OK)
-            printf("accuracy: %.6f (%lld/%lld, top-1 of '%s')\n", (double)good / (double)n,
-                   (long long)good, (long long)n, p->outputs[0].name);
+            printf("accuracy: %.6f (%lld/%lld, top-1 of '%s')\n", (double)good / (double)n, (long long)good,
+                   (long long)n, p->outputs[0].name);
     }
-    if (s == PP_OK && stats_json) s = write_stats_json(stats_json, &st, &err);
-    if (s == PP_OK && profile) s = pprt_profile_write(profile, p, &st, &err);
-    if (s == PP_OK && trace) s = st.trace ? pprt_trace_write(trace, p, st.trace, &err)
-                                          : PP_FAIL(&err, PP_ERUNTIME, "no timeline was recorded");
-    if (s == PP_OK && !quiet) printf("outputs: %s/\n", out_dir);
-    if (s == PP_OK && check) s = pprt_check(p, outs, data, &co, stdout, &err);
-#ifdef PPRT_HAVE_MPI
-cleanup:
-#endif
+    if (report && s == PP_OK && c.stats_json) s = write_stats_json(c.stats_json, &st, &err);
+    if (report && s == PP_OK && c.profile) s = pprt_profile_write(c.profile, p, &st, &err);
+    if (report && s == PP_OK && c.trace)
+        s = st.trace ? pprt_trace_write(c.trace, p, st.trace, &err)
+                     : PP_FAIL(&err, PP_ERUNTIME, "no timeline was recorded");
+    if (report && s == PP_OK && !c.quiet) printf("outputs: %s/\n", c.out_dir);
+    if (report && s == PP_OK && c.check) s = pprt_check(p, outs, c.data, &c.check_opts, stdout, &err);
+    if (s != PP_OK && c.verbose && err.file) fprintf(stderr, "pprt: (raised at %s:%d)\n", err.file, err.line);
+    /* under MPI a failed run's buffers may still be written: the process ends as it is */
+    if (s != PP_OK && launcher) return d->ops->finish(d, s, &err);
     if (p) {
         for (int i = 0; npys && i < p->n_inputs; i++) pprt_npy_free(&npys[i]);
         for (int i = 0; outs && i < p->n_outputs; i++) free(outs[i].data);
@@ -399,15 +429,5 @@ cleanup:
     free(st.node_ms);
     pprt_trace_free(st.trace);
     pprt_plan_free(p);
-#ifdef PPRT_HAVE_MPI
-    if (mpi) {
-        fflush(stdout);
-        return pprt_mpi_finish(mpi, s, &err); /* prints an error itself */
-    }
-#endif
-    if (s != PP_OK) {
-        fprintf(stderr, "pprt: error: %s\n", err.msg);
-        return pp_exit_code(s);
-    }
-    return 0;
+    return d->ops->finish(d, s, &err);
 }

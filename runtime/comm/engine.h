@@ -103,7 +103,7 @@ pp_status pprt_mpi_wait_ctrl(pprt_mpi *m, int type, int src, pprt_ctrl *out, con
 
 /* ---- the MPI channel (chan_mpi.c) ------------------------------------------ */
 
-#include "../chan.h"
+#include "../link/chan.h"
 
 /* This rank's end of one stage boundary, as the pair of channels the
  * threaded scheduler uses (`full` forward, `free` back):

@@ -28,10 +28,11 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "../exec.h"
+#include "../backend.h"
+#include "../stage_loop.h"
 #include "comm.h"
 #include "engine.h"
-#include "microbatch.h"
+#include "../microbatch.h"
 
 /* The plan file's identity: its header holds the checksums of all of it. */
 static uint64_t plan_hash(const pprt_plan *p) {
@@ -161,10 +162,9 @@ static pp_status clock_offset(pprt_mpi *m, bool same_host, double *off, pp_err *
 }
 
 typedef struct {
-    const pprt_exec_ops *ex;
+    const pprt_backend *be;
     pprt_exec *x;
-    pprt_chan *in_full, *in_free, *out_full, *out_free;
-    void *local_in, *local_out;
+    pprt_link *in, *out;          /* the links before and after this rank's stage */
     pprt_array *in_arr, *out_arr; /* this replica's share of the inputs / outputs */
     void **owned;                 /* share buffers this rank allocated */
     int n_owned;
@@ -188,67 +188,29 @@ static void *alloc64(size_t bytes) {
     return posix_memalign(&b, 64, bytes ? bytes : 64) == 0 ? b : NULL;
 }
 
-static pp_status run_loop(pprt_mpi *m, const pprt_plan *p, const shares *S, rankrun *rr,
-                          const pprt_run_opts *o, pp_err *err) {
-    int K = p->n_stages, s = m->stage, k = m->replica, last = K - 1;
-    int64_t mk = mb_n(S, k), lo = mb_lo(S, k), nk = n_samples(S, k);
-    double *st = rr->stats, *t_start = st + ST_HEAD + p->stages[s].n_nodes;
-    double *t_end = t_start + (s == 0 ? mk : 0);
-    double busy = 0;
-    for (int64_t j = 0; j < mk; j++) {
-        pp_err e = {0};
-        void *in = rr->local_in, *out = rr->local_out;
-        int64_t tag = j;
-        if (s > 0) {
-            PP_TRY(rr->in_full->ops->recv(rr->in_full, &in, &tag, err));
-            if (tag != j)
-                return PP_FAIL(err, PP_ERUNTIME, "stage %d: received micro-batch %lld out of order, "
-                               "expected %lld", s, (long long)(lo + tag), (long long)(lo + j));
-        }
-        double t_ready = rr->tr ? pprt_mpi_now() : 0;
-        if (s < last) PP_TRY(rr->out_free->ops->recv(rr->out_free, &out, &tag, err));
-        double t0 = pprt_mpi_now();
-        if (s == 0) {
-            t_start[j] = t0;
-            pprt_mb_fill(p, rr->in_arr, nk, j, in);
-        }
-        double t_run = rr->tr && s == 0 ? pprt_mpi_now() : t0;
-        pp_status rs = rr->ex->run(rr->x, in, out, &e);
-        double t1 = pprt_mpi_now();
-        busy += t1 - t0;
-        if (rr->tr) { /* the timeline: stores only */
-            double *r = rr->tr + (size_t)j * PPRT_TRACE_T;
-            r[0] = s == 0 ? t0 : t_ready, r[1] = t0, r[2] = t_run, r[3] = t1;
-            int nn = p->stages[s].n_nodes;
-            int64_t node_mbs = rr->trace_nodes ? pprt_trace_node_mbs(nn, mk) : 0;
-            const double *ns = rr->prev_ns && rs == PP_OK ? rr->ex->node_seconds(rr->x) : NULL;
-            if (ns && j < node_mbs)
-                for (int q = 0; q < nn; q++)
-                    rr->tr[(size_t)mk * PPRT_TRACE_T + (size_t)j * (size_t)nn + (size_t)q] = ns[q] - rr->prev_ns[q];
-            if (ns) memcpy(rr->prev_ns, ns, (size_t)nn * sizeof *ns);
-        }
-        if (rs != PP_OK)
-            return PP_FAIL(err, rs, "stage %d, micro-batch %lld: %s", s, (long long)(lo + j), e.msg);
-        if (s > 0) PP_TRY(rr->in_free->ops->send(rr->in_free, in, 0, err));
-        if (s < last) {
-            PP_TRY(rr->out_full->ops->send(rr->out_full, out, j, err));
-        } else {
-            pprt_mb_drain(p, out, nk, j, rr->out_arr);
-            t_end[j] = pprt_mpi_now();
-        }
+static pp_status run_loop(pprt_mpi *m, const pprt_plan *p, const shares *S, rankrun *rr, pp_err *err) {
+    int s = m->stage, k = m->replica;
+    int64_t mk = mb_n(S, k);
+    double *st = rr->stats;
+    pprt_trace_track tr = {0};
+    if (rr->tr) { /* a view of the timeline message: times, then node times */
+        int64_t node_mbs;
+        trace_len(p, S, m->rank, rr->trace_nodes, &node_mbs);
+        tr = (pprt_trace_track){.n = mk, .t = rr->tr, .n_nodes = p->stages[s].n_nodes, .n_node_mb = node_mbs,
+                                .node_s = rr->tr + (size_t)mk * PPRT_TRACE_T};
     }
+    pprt_stage_run run = {.stage = s, .ex = rr->be->exec, .x = rr->x, .in = rr->in, .out = rr->out,
+                          .mb_offset = mb_lo(S, k), .trace = rr->tr ? &tr : NULL, .prev_ns = rr->prev_ns};
+    bool own;
+    PP_TRY(pprt_stage_loop(&run, 0, mk, &own, err));
     /* every send completed: all buffers back */
-    for (int d = 0; s < last && d < o->depth; d++) {
-        void *buf;
-        int64_t tag;
-        PP_TRY(rr->out_free->ops->recv(rr->out_free, &buf, &tag, err));
-    }
-    st[ST_BUSY] = busy;
+    if (rr->out->ops->drain) PP_TRY(rr->out->ops->drain(rr->out, err));
+    st[ST_BUSY] = run.busy;
     st[ST_MBS] = (double)mk;
     pprt_exec_counts c;
-    pprt_exec_counts_of(rr->ex, rr->x, &p->stages[s], &c);
+    pprt_exec_counts_of(rr->be->exec, rr->x, &p->stages[s], &c);
     pprt_exec_counts_pack(&c, st + ST_COUNTS);
-    const double *ns = rr->ex->node_seconds ? rr->ex->node_seconds(rr->x) : NULL;
+    const double *ns = rr->be->exec->node_seconds ? rr->be->exec->node_seconds(rr->x) : NULL;
     for (int i = 0; i < p->stages[s].n_nodes; i++) st[ST_HEAD + i] = ns ? ns[i] : 0;
     return PP_OK;
 }
@@ -298,7 +260,7 @@ static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const shares *S, 
     for (int q = 0; q < K && q < m->size && s == PP_OK; q++)
         pprt_exec_counts_unpack((q == m->rank ? rr->stats : rr->peer_stats[q]) + ST_COUNTS, &stats->stages[q].exec);
     if (s == PP_OK) {
-        stats->backend = rr->ex->name;
+        stats->backend = rr->be->exec->name;
         stats->peak_rss = (size_t)rss;
         stats->node_ms = node_s;
         node_s = NULL;
@@ -363,7 +325,11 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     shares S = {pprt_mb_size(p), pprt_mb_count(p, n), n, R};
     int64_t mk = mb_n(&S, k), nk = n_samples(&S, k);
 
-    rankrun rr = {.ex = o->executor ? o->executor : &pprt_exec_cpu_ref};
+    rankrun rr = {0};
+    PP_TRY(pprt_stage_backend(p, s, o->backend, &rr.be, err));
+    if (rr.be->mem != PPRT_MEM_HOST)
+        return PP_FAIL(err, PP_EUNSUP, "stage %d: backend '%s' keeps its messages on a device, which the MPI driver "
+                       "does not link yet", s, rr.be->name);
     int max_reqs = 2 + (R + 1) * (p->n_inputs + p->n_outputs) + 2 * m->size + 1;
     rr.reqs = calloc((size_t)max_reqs, sizeof *rr.reqs);
     rr.owned = calloc((size_t)(p->n_inputs + p->n_outputs + 2), sizeof *rr.owned);
@@ -372,7 +338,7 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     rr.stats = calloc(stats_len(p, &S, me), sizeof *rr.stats);
     rr.peer_stats = writer ? calloc((size_t)m->size, sizeof *rr.peer_stats) : NULL;
     rr.trace = o->trace;
-    rr.trace_nodes = o->trace && o->trace_nodes && rr.ex->node_seconds;
+    rr.trace_nodes = o->trace && o->trace_nodes && rr.be->exec->node_seconds;
     int64_t node_mbs;
     if (rr.trace) {
         rr.tr = calloc(trace_len(p, &S, me, rr.trace_nodes, &node_mbs) + 1, sizeof(double));
@@ -470,22 +436,26 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
         /* intra-op threads: --threads, else this rank's cores (pprt_rank_cores) */
         pprt_exec_cfg cfg = {.threads = o->threads > 0 ? o->threads : pprt_rank_cores(pprt_mpi_env_local_size()),
                              .precision = o->precision};
-        st = rr.ex->create(p, &p->stages[s], &cfg, &rr.x, err);
+        st = rr.be->exec->create(p, &p->stages[s], &cfg, &rr.x, err);
     }
-    if (st == PP_OK && s == 0) {
-        rr.local_in = rr.owned[rr.n_owned++] = alloc64(p->stages[0].in.bytes);
-        if (!rr.local_in) st = PP_FAIL(err, PP_ENOMEM, "cannot allocate the input message");
+    /* the links: this replica's share of the data at the pipeline's ends,
+     * MPI boundaries between ranks */
+    double *t_start = rr.stats ? rr.stats + ST_HEAD + p->stages[s].n_nodes : NULL;
+    double *t_end = t_start ? t_start + (s == 0 ? mk : 0) : NULL;
+    if (st == PP_OK && s == 0) st = pprt_link_source(p, rr.in_arr, nk, 0, t_start, &rr.in, err);
+    if (st == PP_OK && s == last) st = pprt_link_sink(p, rr.out_arr, nk, 0, t_end, NULL, NULL, &rr.out, err);
+    if (st == PP_OK && s > 0) {
+        pprt_chan *full, *free_;
+        st = pprt_mpi_chan_create(m, me - 1, false, p->stages[s - 1].out.bytes, o->depth, mk, &full, &free_, err);
+        if (st == PP_OK)
+            st = pprt_link_chans(full, free_, NULL, 0, p->stages[s - 1].out.bytes, o->depth, false, &rr.in, err);
     }
-    if (st == PP_OK && s == last) {
-        rr.local_out = rr.owned[rr.n_owned++] = alloc64(p->stages[last].out.bytes);
-        if (!rr.local_out) st = PP_FAIL(err, PP_ENOMEM, "cannot allocate the output message");
+    if (st == PP_OK && s < last) {
+        pprt_chan *full, *free_;
+        st = pprt_mpi_chan_create(m, me + 1, true, p->stages[s].out.bytes, o->depth, mk, &full, &free_, err);
+        if (st == PP_OK)
+            st = pprt_link_chans(full, free_, NULL, 0, p->stages[s].out.bytes, o->depth, true, &rr.out, err);
     }
-    if (st == PP_OK && s > 0)
-        st = pprt_mpi_chan_create(m, me - 1, false, p->stages[s - 1].out.bytes, o->depth, mk, &rr.in_full,
-                                  &rr.in_free, err);
-    if (st == PP_OK && s < last)
-        st = pprt_mpi_chan_create(m, me + 1, true, p->stages[s].out.bytes, o->depth, mk, &rr.out_full,
-                                  &rr.out_free, err);
     /* stage 0 of a replica but the first: wait for its share */
     for (int i = 0; st == PP_OK && k > 0 && s == 0 && i < rr.n_reqs; i++) {
         st = pprt_mpi_wait(m, rr.reqs[i], err);
@@ -493,7 +463,7 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     }
 
     double t_loop0 = pprt_mpi_now();
-    if (st == PP_OK) st = run_loop(m, p, &S, &rr, o, err);
+    if (st == PP_OK) st = run_loop(m, p, &S, &rr, err);
     double t_loop1 = pprt_mpi_now();
 
     if (st == PP_OK) {
@@ -540,10 +510,9 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     /* On a failure the caller ends the process (pprt_mpi_finish): requests
      * still posted keep their buffers, so only a clean run frees them. */
     if (st == PP_OK) {
-        if (rr.x) rr.ex->destroy(rr.x);
-        pprt_chan *ch[] = {rr.in_full, rr.in_free, rr.out_full, rr.out_free};
-        for (int i = 0; i < 4; i++)
-            if (ch[i]) ch[i]->ops->destroy(ch[i]);
+        if (rr.x) rr.be->exec->destroy(rr.x);
+        if (rr.in) rr.in->ops->destroy(rr.in);
+        if (rr.out) rr.out->ops->destroy(rr.out);
         for (int i = 0; i < rr.n_owned; i++) free(rr.owned[i]);
         for (int q = 0; rr.peer_stats && q < m->size; q++) free(rr.peer_stats[q]);
         free(rr.peer_stats);

@@ -115,12 +115,17 @@
 #include "../../ir/geom.h"
 #include "../../ir/op_fns.h"
 #include "../../ir/shape_nn.h"
-#include "../exec.h"
+#include "../backend.h"
 #include "../kernels.h"
+#include "isa.h"
 #include "silu.h"
 #include "wino.h"
 
 #define MAX_ARGS 10
+
+/* Whether oneDNN computes bf16 on this CPU (AVX-512 and up); where it does
+ * not, --precision bf16 runs in f32 (and pprt warns). */
+static bool dnnl_has_bf16(void);
 
 enum { STEP_MAIN, STEP_REORDER, STEP_COPY };
 /* shared buffers: reorder targets of a node's source and destination, and the scratchpad */
@@ -165,8 +170,8 @@ struct pprt_exec {
                           * its producer's layout) and copied into the message
                           * once, at the end of the run (the out steps) */
     int out_first, n_out; /* the out steps */
-    pprt_scratch scratch;
-    pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
+    const pprt_backend *fallback; /* runs the nodes left to it (backend.h: the reference kernels) */
+    pprt_node_ctx fb;
     double *node_s;
     /* oneDNN */
     dnnl_engine_t eng;
@@ -1929,9 +1934,9 @@ static void teardown(pprt_exec *x) {
  * and a tensor that exists before node ni runs; the running result read by
  * that node only and never sent. Only the very next nodes, so that nothing
  * runs in between (the last output is written when node ni runs: the
- * arena plan knows, see plan_arena). Always within one of ppcc's chains
- * (pp_fusion_chains: the same heads, at most PP_CHAIN_LINKS = 4 absorbed,
- * a subset of its ops), which no cut splits. */
+ * arena plan knows, see plan_arena). Only nodes the plan marks as chained
+ * to the one before (ppcc's pp_fusion_chains, which no cut splits; every
+ * node of a version 1 plan). */
 static void find_fusable(pprt_exec *x, int ni) {
     x->n_fused = 0;
     const pprt_stage *st = x->st;
@@ -1940,8 +1945,9 @@ static void find_fusable(pprt_exec *x, int ni) {
     int cur = st->nodes[ni].out[0];
     for (int bi = ni + 1; bi < st->n_nodes && x->n_fused < 4; bi++) {
         const pprt_node *b = &st->nodes[bi];
-        /* (the plan's kind: a sent tensor must be written even when kept) */
-        if (!x->on_dnnl[bi] || T(x, cur)->kind != PPRT_ACTIVATION || x->cons[cur] != 1 || b->n_out != 1 ||
+        /* only within one of ppcc's chains; (the plan's kind: a sent tensor
+         * must be written even when kept) */
+        if (!b->chain || !x->on_dnnl[bi] || T(x, cur)->kind != PPRT_ACTIVATION || x->cons[cur] != 1 || b->n_out != 1 ||
             !f32(x, b->out[0]) || !pp_shape_eq(&T(x, b->out[0])->shape, &T(x, cur)->shape))
             break;
         dnnl_alg_kind_t alg;
@@ -2287,6 +2293,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     x->p = p;
     x->st = st;
+    x->fallback = pprt_backend_fallback();
     const size_t nt = pp_count(st->n_tensors), nn = pp_count(st->n_nodes);
     x->ptr = calloc(nt, sizeof *x->ptr);
     x->msg = calloc(nt, sizeof *x->msg);
@@ -2360,7 +2367,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     omp_get_fn *get = omp_getter();
     const int caller_threads = get ? get() : 0;
     x->stage_threads = cfg->threads > 0 ? cfg->threads : 1;
-    x->bf16 = cfg->precision == PPRT_BF16 && pprt_dnnl_has_bf16(); /* else f32: pprt warns */
+    x->bf16 = cfg->precision == PPRT_BF16 && dnnl_has_bf16(); /* else f32: pprt warns */
     x->own_silu = !x->bf16 && pprt_silu_wins() && env_flag("PPRT_DNNL_SILU", true);
     x->threads = x->stage_threads;
     x->build_threads = x->threads;
@@ -2428,7 +2435,7 @@ static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
             x->node_s[ni] += now_s() - t0;
             continue;
         }
-        pp_status s = pprt_ref_node(x->p, st, n, x->ptr, x->tin, x->tout, &x->scratch, err);
+        pp_status s = x->fallback->run_node(x->p, st, n, x->ptr, &x->fb, err);
         x->node_s[ni] += now_s() - t0;
         if (s != PP_OK) return s;
     }
@@ -2457,7 +2464,7 @@ static void dnnl_destroy(pprt_exec *x) {
     if (x->attr_reorder) dnnl_primitive_attr_destroy(x->attr_reorder);
     if (x->strm) dnnl_stream_destroy(x->strm);
     if (x->eng) dnnl_engine_destroy(x->eng);
-    pprt_scratch_free(&x->scratch);
+    pprt_node_ctx_free(&x->fb);
     free(x->arena);
     free(x->ptr);
     free(x->msg);
@@ -2517,12 +2524,43 @@ static void probe_bf16(void) {
     dnnl_engine_destroy(eng);
 }
 
-bool pprt_dnnl_has_bf16(void) {
+static bool dnnl_has_bf16(void) {
     pthread_once(&bf16_once, probe_bf16);
     return has_bf16;
 }
 
-const pprt_exec_ops pprt_exec_cpu_dnnl = {"cpu-dnnl", dnnl_create, dnnl_run, dnnl_destroy, dnnl_node_seconds,
-                                           dnnl_counts};
+static const pprt_exec_ops exec_dnnl = {"cpu-dnnl", dnnl_create, dnnl_run, dnnl_destroy, dnnl_node_seconds,
+                                        dnnl_counts};
+
+static void dnnl_describe(FILE *f) {
+    fprintf(f, "  dnnl: bf16 kernels on this CPU: %s; vector ISA: %s%s\n",
+            dnnl_has_bf16() ? "yes" : "no, --precision bf16 runs in f32", pprt_isa_name(pprt_cpu_isa()),
+            pprt_isa_capped() ? ", capped by ONEDNN_MAX_CPU_ISA" : "");
+}
+
+/* The ops build_all may put on oneDNN (builder_of), f32 (the rest fall back). */
+static bool dnnl_supports(const pprt_plan *p, const pprt_stage *st, const pprt_node *n) {
+    (void)p;
+    if (!builder_of(n->op)) return false;
+    for (int k = 0; k < n->n_out; k++)
+        if (st->t[n->out[k]].dtype != PP_F32) return false;
+    return true;
+}
+
+static bool dnnl_precision(pprt_precision pr, bool *here) {
+    *here = pr == PPRT_F32 || dnnl_has_bf16();
+    return pr == PPRT_F32 || pr == PPRT_BF16;
+}
+
+const pprt_backend pprt_backend_dnnl = {
+    .name = "dnnl",
+    .what = "oneDNN primitives (Debian's libdnnl), the rest on the reference kernels",
+    .supports = dnnl_supports,
+    .exec = &exec_dnnl,
+    .mem = PPRT_MEM_HOST,
+    .multithreaded = true,
+    .precision = dnnl_precision,
+    .describe = dnnl_describe,
+};
 
 #endif /* PPRT_WITH_DNNL */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../exec.h"
+#include "../backend.h"
 #include "../kernels.h"
 
 struct pprt_exec {
@@ -109,7 +109,21 @@ static void ref_destroy(pprt_exec *x) {
 
 static const double *ref_node_seconds(const pprt_exec *x) { return x->node_s; }
 
-const pprt_exec_ops pprt_exec_cpu_ref = {"cpu-ref", ref_create, ref_run, ref_destroy, ref_node_seconds, NULL};
+static const pprt_exec_ops exec_ref = {"cpu-ref", ref_create, ref_run, ref_destroy, ref_node_seconds, NULL};
+
+static pp_status ref_run_node(const pprt_plan *p, const pprt_stage *st, const pprt_node *n, void *const *ptr,
+                              pprt_node_ctx *ctx, pp_err *err) {
+    return pprt_ref_node(p, st, n, ptr, ctx->tin, ctx->tout, &ctx->scratch, err);
+}
+
+const pprt_backend pprt_backend_ref = {
+    .name = "ref",
+    .what = "the reference kernels in plain C: deterministic, single-threaded, every op",
+    .exec = &exec_ref,
+    .mem = PPRT_MEM_HOST,
+    .multithreaded = false,
+    .run_node = ref_run_node,
+};
 
 /* ---- counts (exec.h) ------------------------------------------------------------ */
 

@@ -67,7 +67,7 @@ if os.environ.get("ONEDNN_MAX_CPU_ISA") and "capped by" not in ver.stdout:
 # oneDNN picks kernels by the thread count (its Winograd F(2x2,3x3) or
 # F(4x4,3x3), and work splits within them), so only the tolerances hold.
 THREADS_INVARIANT = ISA == "avx2"
-BF16_WARNING = "oneDNN has no bf16 kernels on this CPU"
+BF16_WARNING = "has no bf16 kernels on this CPU"
 
 
 def run(argv, env=None):

@@ -8,7 +8,7 @@
 #ifndef PPRT_CHAN_H
 #define PPRT_CHAN_H
 
-#include "../ir/base.h"
+#include "../../ir/base.h"
 
 typedef struct pprt_chan pprt_chan;
 

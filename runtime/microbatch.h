@@ -7,7 +7,7 @@
 #ifndef PPRT_MICROBATCH_H
 #define PPRT_MICROBATCH_H
 
-#include "../pprt.h"
+#include "pprt.h"
 
 /* Samples per micro-batch: the plan's batch, 1 for an unbatched plan. */
 int64_t pprt_mb_size(const pprt_plan *p);

@@ -1,0 +1,76 @@
+/* backend.h: the backend registry. A backend is a table: its name, whether
+ * it is built and usable on this machine, which nodes its own kernels run,
+ * the executor that runs a stage on it (exec.h), where that executor wants
+ * its boundary messages, and, for a backend that runs single nodes for the
+ * others (the reference kernels), that entry point. Drivers and pprt's
+ * command line ask the registry; nothing else names a backend.
+ *
+ * The built-in backends are the rows of backends.def, each defined in its
+ * own folder; a program (a test) adds its own with pprt_backend_register.
+ * docs/architecture.md describes the contracts. */
+#ifndef PPRT_BACKEND_H
+#define PPRT_BACKEND_H
+
+#include <stdio.h>
+
+#include "exec.h"
+
+/* Where a backend's messages and arenas live. */
+typedef enum { PPRT_MEM_HOST = 0, PPRT_MEM_DEVICE = 1 } pprt_mem;
+
+/* What a backend that runs single nodes for others lends them: the
+ * reference kernels' scratch and tensor views (one per executor). */
+typedef struct pprt_node_ctx {
+    pprt_scratch scratch;
+    pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
+} pprt_node_ctx;
+
+typedef struct pprt_backend {
+    const char *name; /* as pprt --backend takes it: "ref", "dnnl" */
+    const char *what; /* one line for pprt --backend list */
+    /* NULL when usable on this machine; else why not (static text) */
+    const char *(*unavailable)(void);
+    /* Whether node n of stage st may run on the backend's own kernels (its
+     * op, element types and attributes; an executor may still decline it at
+     * create and run it on the fallback). NULL: every node. */
+    bool (*supports)(const pprt_plan *p, const pprt_stage *st, const pprt_node *n);
+    const pprt_exec_ops *exec;
+    pprt_mem mem;       /* where its executor reads and writes messages */
+    bool multithreaded; /* its kernels use the stage's intra-op threads (else one core per stage) */
+    /* Whether it takes --precision pr at all (NULL: f32 only), and in *here
+     * whether this machine computes it (else the executor computes f32 and
+     * pprt warns). */
+    bool (*precision)(pprt_precision pr, bool *here);
+    /* Extra lines for pprt --version (bf16, ISA ...), or NULL. */
+    void (*describe)(FILE *f);
+    /* A host backend that runs single nodes for others (the fallback):
+     * node n of stage st over the tensors at ptr[tensor id]; NULL otherwise. */
+    pp_status (*run_node)(const pprt_plan *p, const pprt_stage *st, const pprt_node *n, void *const *ptr,
+                          pprt_node_ctx *ctx, pp_err *err);
+} pprt_backend;
+
+/* The registered backends, built-in ones first in backends.def's order. */
+int pprt_backend_count(void);
+const pprt_backend *pprt_backend_at(int i);
+/* By name, or NULL. */
+const pprt_backend *pprt_backend_find(const char *name);
+/* The first available backend in backends.def's order (the default). */
+const pprt_backend *pprt_backend_default(void);
+/* The backend whose run_node others fall back to (the reference kernels). */
+const pprt_backend *pprt_backend_fallback(void);
+/* Add a backend (its table must outlive the program's use of it); a name
+ * already taken is refused. Not thread-safe: call before running. */
+pp_status pprt_backend_register(const pprt_backend *b, pp_err *err);
+/* "ref, dnnl" (registered, available or not), into buf. */
+void pprt_backend_names(char *buf, size_t n);
+
+/* The backend that runs stage s of plan p: `override` (pprt --backend) if
+ * not NULL, else the one ppcc --placement named for it ("cpu": the default
+ * backend, when that runs on the host), else the default. A name this build
+ * lacks, or a backend this machine cannot run, is an error naming the stage. */
+pp_status pprt_stage_backend(const pprt_plan *p, int s, const pprt_backend *override, const pprt_backend **out,
+                             pp_err *err);
+
+void pprt_node_ctx_free(pprt_node_ctx *c);
+
+#endif

@@ -1,0 +1,86 @@
+/* backends.c: the registry (backend.h): the rows of backends.def, then what
+ * pprt_backend_register adds. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+#define PPRT_BACKEND(n) extern const pprt_backend pprt_backend_##n;
+#include "backends.def"
+#undef PPRT_BACKEND
+
+static const pprt_backend *const builtin[] = {
+#define PPRT_BACKEND(n) &pprt_backend_##n,
+#include "backends.def"
+#undef PPRT_BACKEND
+};
+enum { N_BUILTIN = sizeof builtin / sizeof builtin[0], MAX_EXTRA = 16 };
+
+static const pprt_backend *extra[MAX_EXTRA];
+static int n_extra;
+
+int pprt_backend_count(void) { return N_BUILTIN + n_extra; }
+
+const pprt_backend *pprt_backend_at(int i) {
+    if (i < 0 || i >= pprt_backend_count()) return NULL;
+    return i < N_BUILTIN ? builtin[i] : extra[i - N_BUILTIN];
+}
+
+const pprt_backend *pprt_backend_find(const char *name) {
+    for (int i = 0; i < pprt_backend_count(); i++)
+        if (!strcmp(pprt_backend_at(i)->name, name)) return pprt_backend_at(i);
+    return NULL;
+}
+
+const pprt_backend *pprt_backend_default(void) {
+    for (int i = 0; i < N_BUILTIN; i++)
+        if (!builtin[i]->unavailable || !builtin[i]->unavailable()) return builtin[i];
+    return builtin[N_BUILTIN - 1];
+}
+
+const pprt_backend *pprt_backend_fallback(void) {
+    for (int i = 0; i < N_BUILTIN; i++)
+        if (builtin[i]->run_node && builtin[i]->mem == PPRT_MEM_HOST) return builtin[i];
+    return NULL;
+}
+
+pp_status pprt_backend_register(const pprt_backend *b, pp_err *err) {
+    if (!b || !b->name || !b->exec)
+        return PP_FAIL(err, PP_EINVAL, "a backend needs a name and an executor table");
+    if (pprt_backend_find(b->name)) return PP_FAIL(err, PP_EINVAL, "backend '%s' is already registered", b->name);
+    if (n_extra == MAX_EXTRA) return PP_FAIL(err, PP_EUNSUP, "at most %d backends can be registered", MAX_EXTRA);
+    extra[n_extra++] = b;
+    return PP_OK;
+}
+
+void pprt_backend_names(char *buf, size_t n) {
+    size_t len = 0;
+    if (n) buf[0] = '\0';
+    for (int i = 0; i < pprt_backend_count() && len < n; i++) {
+        int w = snprintf(buf + len, n - len, "%s%s", i ? ", " : "", pprt_backend_at(i)->name);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+}
+
+void pprt_node_ctx_free(pprt_node_ctx *c) { pprt_scratch_free(&c->scratch); }
+
+pp_status pprt_stage_backend(const pprt_plan *p, int s, const pprt_backend *override, const pprt_backend **out,
+                             pp_err *err) {
+    const char *name = p->stages[s].backend ? p->stages[s].backend : "";
+    const pprt_backend *b = override ? override : !*name || !strcmp(name, "cpu") ? pprt_backend_default()
+                                                                               : pprt_backend_find(name);
+    if (!b) {
+        char names[256];
+        pprt_backend_names(names, sizeof names);
+        return PP_FAIL(err, PP_EUNSUP,
+                       "stage %d is placed on backend '%s' (ppcc --placement), which this pprt does not have (it has: "
+                       "%s); pprt --backend NAME runs every stage on another", s, name, names);
+    }
+    if (!strcmp(name, "cpu") && !override && b->mem != PPRT_MEM_HOST) b = pprt_backend_fallback();
+    const char *why = b->unavailable ? b->unavailable() : NULL;
+    if (why)
+        return PP_FAIL(err, PP_EUNSUP, "stage %d: backend '%s' is not available here: %s", s, b->name, why);
+    *out = b;
+    return PP_OK;
+}

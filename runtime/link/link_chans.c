@@ -1,0 +1,122 @@
+/* link_chans.c: a link (link.h) over two channels that carry buffer
+ * pointers: `full` forward from the producer, `free_` back from the
+ * consumer. The in-process link (pprt_link_queue) is two bounded queues and
+ * the buffers it owns; an MPI link (comm/link_mpi.c) is one side's pair of
+ * MPI channels, which own their buffers. */
+#include <stdlib.h>
+
+#include "chan.h"
+#include "link.h"
+
+typedef struct {
+    pprt_link base;
+    pprt_chan *full, *free_;
+    void **bufs; /* owned, freed with free() */
+    int n_bufs;
+    bool drains; /* drain() waits for every buffer to come back */
+} chan_link;
+
+static pp_status no_chan(pp_err *err) {
+    return PP_FAIL(err, PP_ERUNTIME, "internal: this side of the link has no such channel");
+}
+
+static pp_status cl_acquire(pprt_link *l, void **buf, pp_err *err) {
+    chan_link *c = (chan_link *)l;
+    int64_t tag;
+    return c->free_ ? c->free_->ops->recv(c->free_, buf, &tag, err) : no_chan(err);
+}
+
+static pp_status cl_submit(pprt_link *l, void *buf, int64_t tag, pp_err *err) {
+    chan_link *c = (chan_link *)l;
+    return c->full ? c->full->ops->send(c->full, buf, tag, err) : no_chan(err);
+}
+
+static pp_status cl_receive(pprt_link *l, void **buf, int64_t *tag, pp_err *err) {
+    chan_link *c = (chan_link *)l;
+    return c->full ? c->full->ops->recv(c->full, buf, tag, err) : no_chan(err);
+}
+
+static pp_status cl_release(pprt_link *l, void *buf, pp_err *err) {
+    chan_link *c = (chan_link *)l;
+    return c->free_ ? c->free_->ops->send(c->free_, buf, 0, err) : no_chan(err);
+}
+
+static pp_status cl_drain(pprt_link *l, pp_err *err) {
+    chan_link *c = (chan_link *)l;
+    for (int d = 0; c->drains && d < l->depth; d++) {
+        void *buf;
+        PP_TRY(cl_acquire(l, &buf, err));
+    }
+    return PP_OK;
+}
+
+static void cl_close(pprt_link *l) {
+    chan_link *c = (chan_link *)l;
+    if (c->full) c->full->ops->close(c->full);
+    if (c->free_) c->free_->ops->close(c->free_);
+}
+
+static void cl_destroy(pprt_link *l) {
+    chan_link *c = (chan_link *)l;
+    if (!c) return;
+    if (c->full) c->full->ops->destroy(c->full);
+    if (c->free_) c->free_->ops->destroy(c->free_);
+    for (int i = 0; i < c->n_bufs; i++) free(c->bufs[i]);
+    free(c->bufs);
+    free(c);
+}
+
+static const pprt_link_ops chan_link_ops = {cl_acquire, cl_submit, cl_receive, cl_release,
+                                            cl_drain,   cl_close,  cl_destroy};
+
+pp_status pprt_link_chans(pprt_chan *full, pprt_chan *free_, void **bufs, int n_bufs, size_t bytes, int depth,
+                          bool drains, pprt_link **out, pp_err *err) {
+    *out = NULL;
+    chan_link *c = calloc(1, sizeof *c);
+    if (!c) {
+        if (full) full->ops->destroy(full);
+        if (free_) free_->ops->destroy(free_);
+        for (int i = 0; i < n_bufs; i++) free(bufs[i]);
+        free(bufs);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    c->base = (pprt_link){&chan_link_ops, PPRT_MEM_HOST, PPRT_MEM_HOST, bytes, depth, false};
+    c->full = full;
+    c->free_ = free_;
+    c->bufs = bufs;
+    c->n_bufs = n_bufs;
+    c->drains = drains;
+    for (int i = 0; i < n_bufs; i++) {
+        pp_status s = free_->ops->send(free_, bufs[i], 0, err);
+        if (s != PP_OK) {
+            cl_destroy(&c->base);
+            return s;
+        }
+    }
+    *out = &c->base;
+    return PP_OK;
+}
+
+pp_status pprt_link_queue(size_t bytes, int depth, pprt_link **out, pp_err *err) {
+    *out = NULL;
+    if (depth < 1) return PP_FAIL(err, PP_EINVAL, "a link needs at least one buffer, got depth %d", depth);
+    pprt_chan *full = NULL, *free_ = NULL;
+    void **bufs = calloc((size_t)depth, sizeof *bufs);
+    if (!bufs) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pp_status s = pprt_queue_create(depth, &full, err);
+    if (s == PP_OK) s = pprt_queue_create(depth, &free_, err);
+    int n = 0;
+    for (; s == PP_OK && n < depth; n++)
+        if (posix_memalign(&bufs[n], 64, bytes ? bytes : 64) != 0) {
+            bufs[n] = NULL;
+            s = PP_FAIL(err, PP_ENOMEM, "cannot allocate %d boundary buffers of %zu bytes", depth, bytes);
+        }
+    if (s != PP_OK) {
+        if (full) full->ops->destroy(full);
+        if (free_) free_->ops->destroy(free_);
+        for (int i = 0; i < n; i++) free(bufs[i]);
+        free(bufs);
+        return s;
+    }
+    return pprt_link_chans(full, free_, bufs, depth, bytes, depth, false, out, err);
+}

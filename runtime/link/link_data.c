@@ -1,0 +1,136 @@
+/* link_data.c: the two ends of a pipeline as links (link.h). The source
+ * cuts micro-batches out of the input arrays into stage 0's incoming
+ * message; the sink copies the last stage's outgoing message into the
+ * output arrays. Each owns the one buffer it lends. */
+#include <stdlib.h>
+#include <time.h>
+
+#include "../microbatch.h"
+#include "link.h"
+
+typedef struct {
+    pprt_link base;
+    const pprt_plan *p;
+    const pprt_array *arrays;
+    int64_t n, next; /* samples; the next tag (source) */
+    int warmup;
+    double *times;   /* per micro-batch past the warm-up, or NULL */
+    void (*done)(void *ctx, int64_t count);
+    void *done_ctx;
+    int64_t count;
+    void *buf;
+    bool closed, lent;
+} data_link;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static pp_status closed_or_busy(const data_link *d, pp_err *err) {
+    if (d->closed) return PP_FAIL(err, PP_ERUNTIME, "link closed (pipeline stopped)");
+    return PP_FAIL(err, PP_ERUNTIME, "internal: the pipeline's end has one buffer, and it is lent out");
+}
+
+static pp_status wrong_side(pp_err *err) {
+    return PP_FAIL(err, PP_ERUNTIME, "internal: a pipeline's end is used from the wrong side");
+}
+
+static pp_status src_receive(pprt_link *l, void **buf, int64_t *tag, pp_err *err) {
+    data_link *d = (data_link *)l;
+    if (d->closed || d->lent) return closed_or_busy(d, err);
+    const int64_t k = d->next++, mb = k < d->warmup ? 0 : k - d->warmup;
+    if (d->times && k >= d->warmup) d->times[mb] = now();
+    pprt_mb_fill(d->p, d->arrays, d->n, mb, d->buf);
+    d->lent = true;
+    *buf = d->buf;
+    *tag = k;
+    return PP_OK;
+}
+
+static pp_status src_release(pprt_link *l, void *buf, pp_err *err) {
+    data_link *d = (data_link *)l;
+    if (buf != d->buf) return wrong_side(err);
+    d->lent = false;
+    return PP_OK;
+}
+
+static pp_status sink_acquire(pprt_link *l, void **buf, pp_err *err) {
+    data_link *d = (data_link *)l;
+    if (d->closed || d->lent) return closed_or_busy(d, err);
+    d->lent = true;
+    *buf = d->buf;
+    return PP_OK;
+}
+
+static pp_status sink_submit(pprt_link *l, void *buf, int64_t tag, pp_err *err) {
+    data_link *d = (data_link *)l;
+    if (buf != d->buf) return wrong_side(err);
+    d->lent = false;
+    if (tag < d->warmup) return PP_OK; /* a warm-up copy: dropped */
+    const int64_t mb = tag - d->warmup;
+    pprt_mb_drain(d->p, buf, d->n, mb, d->arrays);
+    if (d->times) d->times[mb] = now();
+    d->count++;
+    if (d->done) d->done(d->done_ctx, d->count);
+    return PP_OK;
+}
+
+static pp_status no_acquire(pprt_link *l, void **buf, pp_err *err) { return (void)l, (void)buf, wrong_side(err); }
+static pp_status no_submit(pprt_link *l, void *buf, int64_t tag, pp_err *err) {
+    return (void)l, (void)buf, (void)tag, wrong_side(err);
+}
+static pp_status no_receive(pprt_link *l, void **buf, int64_t *tag, pp_err *err) {
+    return (void)l, (void)buf, (void)tag, wrong_side(err);
+}
+static pp_status no_release(pprt_link *l, void *buf, pp_err *err) { return (void)l, (void)buf, wrong_side(err); }
+
+static void data_close(pprt_link *l) { ((data_link *)l)->closed = true; }
+
+static void data_destroy(pprt_link *l) {
+    data_link *d = (data_link *)l;
+    if (!d) return;
+    free(d->buf);
+    free(d);
+}
+
+static const pprt_link_ops source_ops = {no_acquire, no_submit, src_receive, src_release, NULL, data_close,
+                                         data_destroy};
+static const pprt_link_ops sink_ops = {sink_acquire, sink_submit, no_receive, no_release, NULL, data_close,
+                                       data_destroy};
+
+static pp_status data_new(const pprt_link_ops *ops, const pprt_plan *p, const pprt_array *arrays, int64_t n,
+                          int warmup, double *times, size_t bytes, pprt_link **out, pp_err *err) {
+    *out = NULL;
+    data_link *d = calloc(1, sizeof *d);
+    if (!d) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (posix_memalign(&d->buf, 64, bytes ? bytes : 64) != 0) {
+        free(d);
+        return PP_FAIL(err, PP_ENOMEM, "cannot allocate a %zu-byte message", bytes);
+    }
+    d->base = (pprt_link){ops, PPRT_MEM_HOST, PPRT_MEM_HOST, bytes, 1, false};
+    d->p = p;
+    d->arrays = arrays;
+    d->n = n;
+    d->warmup = warmup;
+    d->times = times;
+    *out = &d->base;
+    return PP_OK;
+}
+
+pp_status pprt_link_source(const pprt_plan *p, const pprt_array *inputs, int64_t n, int warmup, double *t_start,
+                           pprt_link **out, pp_err *err) {
+    PP_TRY(data_new(&source_ops, p, inputs, n, warmup, t_start, p->stages[0].in.bytes, out, err));
+    (*out)->fills = true;
+    return PP_OK;
+}
+
+pp_status pprt_link_sink(const pprt_plan *p, const pprt_array *outputs, int64_t n, int warmup, double *t_end,
+                         void (*done)(void *ctx, int64_t count), void *done_ctx, pprt_link **out, pp_err *err) {
+    PP_TRY(data_new(&sink_ops, p, outputs, n, warmup, t_end, p->stages[p->n_stages - 1].out.bytes, out, err));
+    data_link *d = (data_link *)*out;
+    d->done = done;
+    d->done_ctx = done_ctx;
+    return PP_OK;
+}

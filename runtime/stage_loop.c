@@ -1,0 +1,65 @@
+/* stage_loop.c: see stage_loop.h. */
+#include <string.h>
+#include <time.h>
+
+#include "stage_loop.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The timeline of micro-batch mb: stores only (pprt.h, PPRT_TRACE_T). */
+static void record(pprt_stage_run *r, int64_t mb, double ready, double start, double kernels, double end) {
+    pprt_trace_track *t = r->trace;
+    double *row = t->t + (size_t)mb * PPRT_TRACE_T;
+    row[0] = ready, row[1] = start, row[2] = kernels, row[3] = end;
+    if (!r->prev_ns) return;
+    const double *ns = r->ex->node_seconds(r->x);
+    if (mb < t->n_node_mb)
+        for (int j = 0; j < t->n_nodes; j++) t->node_s[(size_t)mb * (size_t)t->n_nodes + (size_t)j] = ns[j] - r->prev_ns[j];
+    memcpy(r->prev_ns, ns, (size_t)t->n_nodes * sizeof *ns);
+}
+
+pp_status pprt_stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, pp_err *err) {
+    *own = false;
+    for (int64_t k = k0; k < k1; k++) {
+        void *in, *out;
+        int64_t tag = k;
+        const int64_t mb = k < r->warmup ? 0 : k - r->warmup;
+        /* a source's receive cuts the micro-batch: the stage's own work, timed
+         * from when it has somewhere to put its output (as any stage's run) */
+        double ready, start;
+        if (r->in->fills) {
+            PP_TRY(r->out->ops->acquire(r->out, &out, err));
+            ready = start = now();
+            PP_TRY(r->in->ops->receive(r->in, &in, &tag, err));
+        } else {
+            PP_TRY(r->in->ops->receive(r->in, &in, &tag, err));
+            ready = now();
+            PP_TRY(r->out->ops->acquire(r->out, &out, err));
+            start = now();
+        }
+        if (tag != k) {
+            *own = true;
+            return PP_FAIL(err, PP_ERUNTIME, "stage %d: received micro-batch %lld out of order, expected %lld",
+                           r->stage, (long long)(r->mb_offset + tag - (tag < r->warmup ? tag : r->warmup)),
+                           (long long)(r->mb_offset + mb));
+        }
+        const double kernels = r->in->fills ? now() : start;
+        pp_err e = {0};
+        const pp_status s = r->ex->run(r->x, in, out, &e);
+        const double end = now();
+        if (k >= r->warmup) r->busy += end - start;
+        if (r->trace && s == PP_OK && k >= r->warmup) record(r, mb, ready, start, kernels, end);
+        else if (r->prev_ns && s == PP_OK) memcpy(r->prev_ns, r->ex->node_seconds(r->x), sizeof(double) * (size_t)r->trace->n_nodes);
+        if (s != PP_OK) {
+            *own = true;
+            return PP_FAIL(err, s, "stage %d, micro-batch %lld: %s", r->stage, (long long)(r->mb_offset + mb), e.msg);
+        }
+        PP_TRY(r->in->ops->release(r->in, in, err));
+        PP_TRY(r->out->ops->submit(r->out, out, k, err));
+    }
+    return PP_OK;
+}

@@ -1,0 +1,37 @@
+/* stage_loop.h: the one stage loop that every driver runs (the threaded
+ * one in sched.c, the MPI one in comm/sched_mpi.c): per micro-batch,
+ * receive the incoming message from the link before the stage, take a free
+ * outgoing buffer from the link after it, run the stage's executor, hand
+ * the incoming buffer back, pass the outgoing one on. The ends of the
+ * pipeline are links too (link.h), so the first and the last stage run it
+ * as the others do, and the loop never touches a message's bytes. */
+#ifndef PPRT_STAGE_LOOP_H
+#define PPRT_STAGE_LOOP_H
+
+#include "link/link.h"
+
+typedef struct pprt_stage_run {
+    int stage;               /* for messages */
+    const pprt_exec_ops *ex;
+    pprt_exec *x;
+    pprt_link *in, *out;     /* the links before and after the stage */
+    int warmup;              /* tags below it are warm-up copies (not timed) */
+    int64_t mb_offset;       /* added to micro-batch numbers in messages (a replica's share) */
+    double busy;             /* seconds spent in the executor past the warm-up, summed (and in
+                              * cutting micro-batches out of the inputs: a source's receive) */
+    /* --trace (pprt.h): where to record, or NULL; t[PPRT_TRACE_T x mb] for
+     * micro-batches past the warm-up, node times for the first n_node_mb
+     * of them (prev_ns: the executor's counters after the last run). */
+    pprt_trace_track *trace;
+    double *prev_ns;
+} pprt_stage_run;
+
+/* The loop over tags k0 .. k1-1 (the tags the source hands out, in order).
+ * Returns PP_OK, or the first failure: a link that failed (closed because
+ * the pipeline stopped, or a transport error) or the executor's error, with
+ * the stage and micro-batch; *own then says whether the failure is this
+ * stage's own (its executor, an out-of-order message) rather than a link
+ * closed by someone else. */
+pp_status pprt_stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, pp_err *err);
+
+#endif
