@@ -8,6 +8,7 @@
 
 #include "../runtime/comm/comm.h"
 #include "../runtime/cpu/isa.h"
+#include "../runtime/cuda/cuda_backend.h"
 #include "../runtime/io.h"
 #include "../runtime/pprt.h"
 
@@ -22,7 +23,8 @@ static void usage(FILE *f) {
             "usage: pprt PLAN DATA_DIR [-o OUT_DIR] [--labels FILE.npy] [--depth N]\n"
             "            [--check [--rtol R] [--atol A] [--expected DIR]]\n"
             "            [--stats-json FILE] [--profile FILE] [--no-pin] [-q]\n"
-            "            [--backend dnnl|ref] [--threads N] [--warmup N] [--precision f32|bf16]\n"
+            "            [--backend dnnl|ref|cuda|cuda-emu] [--devices LIST] [--threads N] [--warmup N]\n"
+            "            [--precision f32|bf16|tf32|fp16]\n"
             "       mpirun -np K*R pprt PLAN DATA_DIR [--replicas R] [--mpi-timeout SECONDS] [...]\n"
             "       pprt --info PLAN [--model FILE]\n"
             "  DATA_DIR          NAME.npy per plan input (N samples on dim 0), or ONNX test data:\n"
@@ -45,16 +47,19 @@ static void usage(FILE *f) {
             "                    each a contiguous share of the micro-batches (default 1)\n"
             "  --mpi-timeout S   under mpirun: a rank silent for S seconds is presumed dead and\n"
             "                    every rank exits (default 60)\n"
-            "  --backend B       kernels: dnnl (oneDNN) or ref (the reference kernels); default:\n"
-            "                    " DEFAULT_BACKEND "\n"
+            "  --backend B       kernels: dnnl (oneDNN), ref (the reference kernels), cuda (GPUs: cuDNN,\n"
+            "                    cuBLASLt, pprt's kernels) or cuda-emu (the cuda step list run on the host,\n"
+            "                    docs/cuda.md); default: " DEFAULT_BACKEND "\n"
             "  --threads N       intra-op threads per stage (oneDNN; default: cores / stages)\n"
             "  --precision P     f32 (default) or bf16: oneDNN convolutions and matrix products in\n"
             "                    bfloat16 (8-bit mantissa, f32 sums; fast on CPUs with AVX512_BF16\n"
             "                    or AMX; needs AVX-512, else it warns and runs f32); inputs, outputs\n"
-            "                    and the plan stay f32\n"
+            "                    and the plan stay f32; with --backend cuda also tf32 and fp16 (matrix\n"
+            "                    products and convolutions; f32 is strict there: no TF32)\n"
             "  --warmup N        first run N untimed copies of the first micro-batch through the\n"
             "                    pipeline (outputs dropped; not under mpirun; default 0)\n"
             "  -q                print only errors\n");
+    fputs(pprt_cuda_usage, f);
 }
 
 static int bad_usage(const char *msg, const char *arg) {
@@ -134,6 +139,8 @@ int main(int argc, char **argv) {
     int replicas = 1;
     double mpi_timeout = 60;
     const char *mpi_opt = NULL; /* an option that only applies under mpirun */
+    int cuda_opt = 0;
+    char cuda_msg[160];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -148,6 +155,9 @@ int main(int argc, char **argv) {
             printf("pprt %s (reference kernels only; vector ISA: %s%s)\n", PPRT_VERSION, pprt_isa_name(pprt_cpu_isa()),
                    pprt_isa_capped() ? ", capped by ONEDNN_MAX_CPU_ISA" : "");
 #endif
+            char cv[256];
+            pprt_cuda_versions(cv, sizeof cv);
+            printf("cuda: %s\n", cv);
             return 0;
         } else if (!strcmp(a, "--info")) {
             info = true;
@@ -182,8 +192,16 @@ int main(int argc, char **argv) {
             if (!v) return bad_usage("--expected needs a directory", NULL);
             co.expected_dir = v, check = true, i++;
         } else if (!strcmp(a, "--backend")) {
-            if (!v) return bad_usage("--backend needs dnnl or ref", NULL);
-            if (!strcmp(v, "ref")) {
+            if (!v) return bad_usage("--backend needs dnnl, ref, cuda or cuda-emu", NULL);
+            if (!strcmp(v, "cuda-emu")) {
+                ro.executor = &pprt_exec_cuda_emu;
+            } else if (!strcmp(v, "cuda")) {
+#ifdef PPRT_WITH_CUDA
+                ro.executor = &pprt_exec_cuda;
+#else
+                return bad_usage("--backend cuda: this pprt was built without CUDA (cmake -DPP_WITH_CUDA=ON)", NULL);
+#endif
+            } else if (!strcmp(v, "ref")) {
                 ro.executor = &pprt_exec_cpu_ref;
             } else if (!strcmp(v, "dnnl")) {
 #ifdef PPRT_WITH_DNNL
@@ -192,7 +210,7 @@ int main(int argc, char **argv) {
                 return bad_usage("--backend dnnl: this pprt was built without oneDNN (libdnnl-dev)", NULL);
 #endif
             } else {
-                return bad_usage("--backend needs dnnl or ref, got ", v);
+                return bad_usage("--backend needs dnnl, ref, cuda or cuda-emu, got ", v);
             }
             i++;
         } else if (!strcmp(a, "--threads")) {
@@ -201,9 +219,11 @@ int main(int argc, char **argv) {
             if (!v || *end || t < 1 || t > 1024) return bad_usage("--threads needs 1..1024, got ", v ? v : "");
             ro.threads = (int)t, i++;
         } else if (!strcmp(a, "--precision")) {
-            if (!v || (strcmp(v, "f32") && strcmp(v, "bf16")))
-                return bad_usage("--precision needs f32 or bf16, got ", v ? v : "");
-            ro.precision = strcmp(v, "bf16") ? PPRT_F32 : PPRT_BF16, i++;
+            if (!v || (strcmp(v, "f32") && strcmp(v, "bf16") && strcmp(v, "tf32") && strcmp(v, "fp16")))
+                return bad_usage("--precision needs f32, bf16, tf32 or fp16, got ", v ? v : "");
+            ro.precision = !strcmp(v, "bf16") ? PPRT_BF16 : !strcmp(v, "tf32") ? PPRT_TF32
+                           : !strcmp(v, "fp16") ? PPRT_FP16 : PPRT_F32;
+            i++;
         } else if (!strcmp(a, "--warmup")) {
             char *end;
             long t = v ? strtol(v, &end, 10) : -1;
@@ -227,6 +247,8 @@ int main(int argc, char **argv) {
             ro.pin = false;
         } else if (!strcmp(a, "-q")) {
             quiet = true;
+        } else if (a[0] == '-' && a[1] && (cuda_opt = pprt_cuda_option(argc, argv, &i, cuda_msg, sizeof cuda_msg))) {
+            if (cuda_opt < 0) return bad_usage(cuda_msg, NULL);
         } else if (a[0] == '-' && a[1]) {
             return bad_usage("unknown option ", a);
         } else if (!plan_path) {
@@ -242,8 +264,14 @@ int main(int argc, char **argv) {
         return bad_usage("--precision bf16 needs the oneDNN backend (--backend dnnl); the reference kernels "
                          "compute in f32 only", NULL);
     if (!info && !data) return bad_usage("no data directory given", NULL);
+    if ((ro.precision == PPRT_TF32 || ro.precision == PPRT_FP16) && ro.executor != &pprt_exec_cuda_emu
+#ifdef PPRT_WITH_CUDA
+        && ro.executor != &pprt_exec_cuda
+#endif
+    )
+        return bad_usage("--precision tf32 and fp16 need --backend cuda (or cuda-emu)", NULL);
 #ifdef PPRT_WITH_DNNL
-    if (ro.precision == PPRT_BF16 && !info && !pprt_dnnl_has_bf16()) {
+    if (ro.precision == PPRT_BF16 && ro.executor == &pprt_exec_cpu_dnnl && !info && !pprt_dnnl_has_bf16()) {
         fprintf(stderr, "pprt: warning: oneDNN has no bf16 kernels on this CPU (they need AVX-512; fast with "
                         "AVX512_BF16 or AMX): --precision bf16 runs in f32\n");
         ro.precision = PPRT_F32;
