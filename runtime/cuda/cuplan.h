@@ -151,6 +151,12 @@ void pcu_emu_matmul(const pcu_mm *m, const float *a, const float *b, const float
  * operand, NULL where absent); err: the gather kernels' error word. */
 void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i);
 
+/* The parameters of an elementwise kernel: y (shape ys) = op of k inputs of
+ * shapes xs[] broadcast to ys, the output's dims merged where every input
+ * behaves alike. Returns the output's element count. */
+int64_t pcu_ew_make(int op, int k, const pp_shape *const *xs, const pp_shape *ys, int tin, int tout, float p0,
+                    float p1, int mode, pcu_ew *e);
+
 /* A plan's counts as pprt_exec_counts (own: every node not on the host,
  * post_ops: nodes absorbed into another's step, views: copies). */
 void pprt_cuda_counts_of(const pcu_counts *c, pprt_exec_counts *out);

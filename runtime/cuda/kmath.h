@@ -401,7 +401,7 @@ PCU_HD void pcu_cast_elem(void *y, int td, int64_t i, const void *x, int ts, int
         return;
     }
     const int64_t v = pcu_ldi(x, ts, s);
-    if (ts == PCU_T_BOOL || !pcu_is_float(td)) {
+    if (!pcu_is_float(td)) {
         pcu_sti(y, td, i, td == PCU_T_BOOL ? v != 0 : v);
         return;
     }

@@ -118,10 +118,8 @@ static pp_status copy_step(planner *P, int ni, pcu_ref src, pcu_ref dst) {
 
 /* ---- elementwise --------------------------------------------------------------------------- */
 
-/* y (shape ys, ref yr) = op of k inputs (shapes xs[], refs xr[]), each
- * broadcasting to ys; dims merged where every input behaves alike. */
-static pp_status ew_step(planner *P, int ni, int op, int k, const pp_shape *const *xs, const pcu_ref *xr,
-                         const pp_shape *ys, pcu_ref yr, int tin, int tout, float p0, float p1, int mode) {
+int64_t pcu_ew_make(int op, int k, const pp_shape *const *xs, const pp_shape *ys, int tin, int tout, float p0,
+                    float p1, int mode, pcu_ew *e) {
     const int r = ys->rank;
     int64_t dim[PP_MAX_DIMS];
     bool var[3][PP_MAX_DIMS];
@@ -144,12 +142,8 @@ static pp_status ew_step(planner *P, int ni, int op, int k, const pp_shape *cons
             nd++;
         }
     }
-    const int64_t n = numel(ys);
-    if (n == 0) return PP_OK;
-    NEW_STEP(s, P, PCU_S_KERNEL, ni, k + 1);
-    s->kernel = PCU_K_EW;
-    pcu_ew *e = &s->u.ew;
-    *e = (pcu_ew){.op = op, .nin = k, .rank = nd, .mode = mode, .tin = tin, .tout = tout, .n = n, .p0 = p0, .p1 = p1};
+    *e = (pcu_ew){.op = op, .nin = k, .rank = nd, .mode = mode, .tin = tin, .tout = tout, .n = numel(ys), .p0 = p0,
+                  .p1 = p1};
     for (int i = 0; i < nd; i++) e->dim[i] = dim[i];
     for (int q = 0; q < k; q++) {
         int64_t acc = 1;
@@ -157,10 +151,21 @@ static pp_status ew_step(planner *P, int ni, int op, int k, const pp_shape *cons
             e->st[q][i] = var[q][i] ? acc : 0;
             if (var[q][i]) acc *= dim[i];
         }
-        s->ops[q] = xr[q];
     }
+    return e->n;
+}
+
+/* y (ref yr) = op of k inputs (refs xr[]), as pcu_ew_make. */
+static pp_status ew_step(planner *P, int ni, int op, int k, const pp_shape *const *xs, const pcu_ref *xr,
+                         const pp_shape *ys, pcu_ref yr, int tin, int tout, float p0, float p1, int mode) {
+    pcu_ew e;
+    if (pcu_ew_make(op, k, xs, ys, tin, tout, p0, p1, mode, &e) == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, k + 1);
+    s->kernel = PCU_K_EW;
+    s->u.ew = e;
+    for (int q = 0; q < k; q++) s->ops[q] = xr[q];
     s->ops[k] = yr;
-    s->threads = n;
+    s->threads = e.n;
     P->pl->counts.own++;
     return PP_OK;
 }

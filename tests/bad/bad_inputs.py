@@ -318,7 +318,7 @@ expect("labels length", [PPRT, "good.plan", data, "-o", "o", "--labels", "labels
 expect("depth 0", [PPRT, "good.plan", data, "--depth", "0"], "--depth needs")
 expect("warmup negative", [PPRT, "good.plan", data, "--warmup", "-1"], "--warmup needs")
 expect("warmup not a number", [PPRT, "good.plan", data, "--warmup", "two"], "--warmup needs")
-expect("unknown precision", [PPRT, "good.plan", data, "--precision", "fp8"], "--precision needs f32 or bf16")
+expect("unknown precision", [PPRT, "good.plan", data, "--precision", "fp8"], "--precision needs f32, bf16, tf32 or fp16")
 expect("bf16 on the reference kernels", [PPRT, "good.plan", data, "--backend", "ref", "--precision", "bf16"],
        "--precision bf16 needs the oneDNN backend")
 
