@@ -14,7 +14,7 @@
 /* Tensor uids of a convolution graph's variant pack. */
 enum { PCU_UID_X = 1, PCU_UID_W = 2, PCU_UID_B = 3, PCU_UID_R = 4, PCU_UID_Y = 5 };
 
-#define PCU_DNN_MAX_DESC 16
+#define PCU_DNN_MAX_DESC 24
 
 typedef struct pcu_dnn {
     cudnnBackendDescriptor_t d[PCU_DNN_MAX_DESC]; /* every descriptor made, freed together */
