@@ -43,6 +43,12 @@ typedef struct pprt_backend {
     bool (*precision)(pprt_precision pr, bool *here);
     /* Extra lines for pprt --version (bf16, ISA ...), or NULL. */
     void (*describe)(FILE *f);
+    /* Its own command-line options (pprt passes it what it does not know):
+     * takes argv[*i] and its value if it is one, advancing *i; returns 1
+     * taken, 0 not its, -1 bad value (msg filled). NULL: none. Their usage
+     * lines in `usage` (backends sharing a parser share the text). */
+    int (*option)(int argc, char **argv, int *i, char *msg, size_t cap);
+    const char *usage;
     /* A host backend that runs single nodes for others (the fallback):
      * node n of stage st over the tensors at ptr[tensor id]; NULL otherwise. */
     pp_status (*run_node)(const pprt_plan *p, const pprt_stage *st, const pprt_node *n, void *const *ptr,

@@ -136,7 +136,8 @@ struct pprt_backend;
  * PPRT_BF16 computes convolutions and matrix products in bfloat16 (inputs
  * and weights rounded to 8 significant bits, sums in f32) and may keep
  * activations between them in bf16. Plans, inputs and outputs stay f32. */
-typedef enum { PPRT_F32 = 0, PPRT_BF16 = 1 } pprt_precision;
+typedef enum { PPRT_F32 = 0, PPRT_BF16 = 1, PPRT_TF32 = 2, PPRT_FP16 = 3 } pprt_precision;
+/* (PPRT_TF32 and PPRT_FP16: the CUDA executor only, runtime/cuda/cuda_backend.h.) */
 
 typedef struct pprt_run_opts {
     int depth;      /* micro-batches in flight per boundary (>= 1) */

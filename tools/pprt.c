@@ -20,7 +20,7 @@ static void usage(FILE *f) {
             "usage: pprt PLAN DATA_DIR [-o OUT_DIR] [--labels FILE.npy] [--depth N]\n"
             "            [--check [--rtol R] [--atol A] [--expected DIR]]\n"
             "            [--stats-json FILE] [--profile FILE] [--trace FILE] [--no-pin] [-q]\n"
-            "            [--backend NAME|list] [--threads N] [--warmup N] [--precision f32|bf16]\n"
+            "            [--backend NAME|list] [--threads N] [--warmup N] [--precision f32|bf16|tf32|fp16]\n"
             "       mpirun -np K*R pprt PLAN DATA_DIR [--replicas R] [--mpi-timeout SECONDS] [...]\n"
             "       pprt --info PLAN [--model FILE]\n"
             "  DATA_DIR          NAME.npy per plan input (N samples on dim 0), or ONNX test data:\n"
@@ -55,11 +55,19 @@ static void usage(FILE *f) {
             "  --precision P     f32 (default) or bf16: oneDNN convolutions and matrix products in\n"
             "                    bfloat16 (8-bit mantissa, f32 sums; fast on CPUs with AVX512_BF16\n"
             "                    or AMX; needs AVX-512, else it warns and runs f32); inputs, outputs\n"
-            "                    and the plan stay f32\n"
+            "                    and the plan stay f32; with --backend cuda also tf32 and fp16 (matrix\n"
+            "                    products and convolutions; f32 is strict there: no TF32)\n"
             "  --warmup N        first run N untimed copies of the first micro-batch through the\n"
             "                    pipeline (outputs dropped; not under mpirun; default 0)\n"
             "  -q                print only errors\n"
             "  -v                errors also name the source line that raised them\n");
+    /* the backends' own options, each text once */
+    for (int i = 0; i < pprt_backend_count(); i++) {
+        const char *u = pprt_backend_at(i)->usage;
+        bool seen = false;
+        for (int j = 0; j < i && u; j++) seen = seen || pprt_backend_at(j)->usage == u;
+        if (u && !seen) fputs(u, f);
+    }
 }
 
 static int bad_usage(const char *msg, const char *arg) {
@@ -205,9 +213,12 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
             if (!v || *end || t < 1 || t > 1024) return bad_usage("--threads needs 1..1024, got ", v ? v : "");
             c->run.threads = (int)t, i++;
         } else if (!strcmp(a, "--precision")) {
-            if (!v || (strcmp(v, "f32") && strcmp(v, "bf16")))
-                return bad_usage("--precision needs f32 or bf16, got ", v ? v : "");
-            c->run.precision = strcmp(v, "bf16") ? PPRT_F32 : PPRT_BF16, i++;
+            static const char *const names[] = {"f32", "bf16", "tf32", "fp16"};
+            static const pprt_precision prs[] = {PPRT_F32, PPRT_BF16, PPRT_TF32, PPRT_FP16};
+            int k = 0;
+            while (k < 4 && (!v || strcmp(v, names[k]))) k++;
+            if (k == 4) return bad_usage("--precision needs f32, bf16, tf32 or fp16, got ", v ? v : "");
+            c->run.precision = prs[k], i++;
         } else if (!strcmp(a, "--warmup")) {
             char *end;
             long t = v ? strtol(v, &end, 10) : -1;
@@ -234,7 +245,17 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
         } else if (!strcmp(a, "-v")) {
             c->verbose = true;
         } else if (a[0] == '-' && a[1]) {
-            return bad_usage("unknown option ", a);
+            /* a backend's own option? */
+            int taken = 0;
+            char msg[160] = "";
+            for (int b = 0; b < pprt_backend_count() && !taken; b++) {
+                const pprt_backend *be = pprt_backend_at(b);
+                for (int j = 0; j < b && be->option; j++)
+                    if (pprt_backend_at(j)->option == be->option) be = NULL; /* asked already */
+                if (be && be->option) taken = be->option(argc, argv, &i, msg, sizeof msg);
+            }
+            if (taken < 0) return bad_usage(msg, NULL);
+            if (!taken) return bad_usage("unknown option ", a);
         } else if (!c->plan) {
             c->plan = a;
         } else if (!c->data) {
@@ -288,13 +309,16 @@ static pp_status check_backends(pprt_cli *c, const pprt_plan *p, pp_err *err) {
     for (int s = 0; s < p->n_stages; s++) {
         const pprt_backend *b;
         PP_TRY(pprt_stage_backend(p, s, c->run.backend, &b, err));
+        static const char *const names[] = {"f32", "bf16", "tf32", "fp16"};
+        const char *pr = names[c->run.precision];
         bool here = c->run.precision == PPRT_F32;
         if (c->run.precision != PPRT_F32 && (!b->precision || !b->precision(c->run.precision, &here)))
-            return PP_FAIL(err, PP_EINVAL, "--precision bf16 needs a backend that computes it (dnnl); stage %d's, '%s', "
-                           "computes in f32 only", s, b->name);
+            return PP_FAIL(err, PP_EINVAL, "--precision %s needs a backend that computes it (%s); stage %d's, '%s', "
+                           "computes in f32 only", pr, c->run.precision == PPRT_BF16 ? "dnnl, cuda" : "cuda", s,
+                           b->name);
         if (!here && !warned) {
-            fprintf(stderr, "pprt: warning: backend '%s' has no bf16 kernels on this CPU (oneDNN's need AVX-512; "
-                            "fast with AVX512_BF16 or AMX): --precision bf16 runs in f32\n", b->name);
+            fprintf(stderr, "pprt: warning: backend '%s' has no %s kernels %s: --precision %s runs in f32\n", b->name, pr,
+                    b->multithreaded ? "on this CPU (oneDNN's need AVX-512; fast with AVX512_BF16 or AMX)" : "here", pr);
             warned = true;
         }
     }

@@ -330,7 +330,7 @@ expect("warmup negative", [PPRT, "good.plan", data, "--warmup", "-1"], "--warmup
 expect("trace needs a file", [PPRT, "good.plan", data, "--trace"], "--trace needs")
 expect("unwritable trace", [PPRT, "good.plan", data, "-o", "tr_out", "--trace", "no/such/dir/t.json"], "cannot create")
 expect("warmup not a number", [PPRT, "good.plan", data, "--warmup", "two"], "--warmup needs")
-expect("unknown precision", [PPRT, "good.plan", data, "--precision", "fp8"], "--precision needs f32 or bf16")
+expect("unknown precision", [PPRT, "good.plan", data, "--precision", "fp8"], "--precision needs f32, bf16, tf32 or fp16")
 expect("bf16 on the reference kernels", [PPRT, "good.plan", data, "--backend", "ref", "--precision", "bf16"],
        "--precision bf16 needs a backend that computes it")
 

@@ -1,0 +1,55 @@
+/* cuda_backend.h: what the rest of pprt sees of the CUDA backend: two
+ * executors (runtime/exec.h), their options, and the library versions.
+ *
+ *   pprt_exec_cuda_emu  the step list run on the host (emu.c): built always,
+ *                       it needs no CUDA;
+ *   pprt_exec_cuda      the step list on a GPU (exec_cuda.c): only in builds
+ *                       with CUDA (PPRT_WITH_CUDA defined).
+ * Until the backend registry lands (issue 24) pprt.c selects them by
+ * pointer and passes the options below through pprt_cuda_config(). */
+#ifndef PPRT_CUDA_BACKEND_H
+#define PPRT_CUDA_BACKEND_H
+
+#include "../pprt.h"
+
+struct pprt_exec_ops;
+struct pprt_exec;
+extern const struct pprt_exec_ops pprt_exec_cuda_emu;
+#ifdef PPRT_WITH_CUDA
+extern const struct pprt_exec_ops pprt_exec_cuda;
+#endif
+
+#define PPRT_CUDA_MAX_DEVICES 64
+
+typedef struct pprt_cuda_cfg {
+    int n_devices;                       /* 0: stage i on device i % (devices visible) */
+    int devices[PPRT_CUDA_MAX_DEVICES];  /* stage i on devices[i % n_devices] */
+    bool graphs;                         /* capture each stage's steps as a CUDA graph after warm-up */
+    bool sync_each;                      /* synchronize after every step (pins an asynchronous fault) */
+    bool host_only;                      /* every node on the host fallback (tests) */
+} pprt_cuda_cfg;
+
+/* The options every CUDA executor reads at create (defaults: graphs on). */
+pprt_cuda_cfg *pprt_cuda_config(void);
+
+/* pprt's command line: takes argv[*i] (and its value) when it is a CUDA
+ * option (--devices LIST, --cuda-graphs on|off, --cuda-sync, --cuda-host-only),
+ * advancing *i; returns 1 when taken, 0 when not a CUDA option, -1 on a bad
+ * value (msg filled). */
+int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap);
+/* The usage lines of those options. */
+extern const char pprt_cuda_usage[];
+
+/* "CUDA runtime 13.0, cuDNN 9.19.0, cuBLASLt 13.1.0, NCCL 2.28.3; driver: ..."
+ * (builds without CUDA: a line saying so). */
+void pprt_cuda_versions(char *buf, size_t cap);
+
+/* Run stage x on messages that are already device buffers of its device
+ * (the staging-free path the links of issue 24 will call): the emulator's
+ * "device" is the host. */
+pp_status pprt_cuda_emu_run_dev(struct pprt_exec *x, void *dev_in, void *dev_out, pp_err *err);
+#ifdef PPRT_WITH_CUDA
+pp_status pprt_cuda_run_dev(struct pprt_exec *x, const void *dev_in, void *dev_out, pp_err *err);
+#endif
+
+#endif

@@ -1,0 +1,164 @@
+/* cuplan.h: the CUDA backend's step list, made by a pure-C planner
+ * (plan_cuda.c) from one stage of a plan, and run two ways: on a GPU by the
+ * engine (exec_cuda.c: own kernels, cuDNN graphs, cuBLASLt, copies, host
+ * fallbacks) and on the host by the emulator (emu.c), which also lints every
+ * step. Neither runs anything the step list does not say.
+ *
+ * Memory is a handful of spaces, each one device buffer per stage:
+ *   ARENA    the plan's arena, every activation at the plan's own offset (one
+ *            compute stream runs the steps in node order, so the lifetimes
+ *            the plan's memory planner assumed hold);
+ *   WEIGHTS  every weight of the stage, packed 256-aligned, uploaded once;
+ *   IN, OUT  the boundary messages, laid out as pprt_stage.in/out;
+ *   WORK     a fixed workspace: the error word of the gather kernels at 0,
+ *            then the cuDNN/cuBLASLt workspace.
+ * A step's operands are regions (space, offset, bytes). */
+#ifndef PPRT_CUDA_CUPLAN_H
+#define PPRT_CUDA_CUPLAN_H
+
+#include "../pprt.h"
+#include "kmath.h"
+
+enum { PCU_SP_ARENA, PCU_SP_WEIGHTS, PCU_SP_IN, PCU_SP_OUT, PCU_SP_WORK, PCU_SP_COUNT };
+
+#define PCU_WORK_ERR 0          /* offset of the error word in WORK */
+#define PCU_WORK_LIB 256        /* offset of the library workspace in WORK */
+#define PCU_LIB_WORKSPACE (32u << 20) /* bytes: fixed, so engine choices never depend on memory */
+#define PCU_BLOCK 256           /* threads per block of every own kernel */
+
+typedef struct pcu_ref {
+    int32_t space;  /* PCU_SP_* */
+    int32_t tensor; /* the stage's tensor id, or -1 */
+    uint64_t off, bytes;
+} pcu_ref;
+
+typedef enum pcu_step_kind {
+    PCU_S_KERNEL, /* an own kernel (kmath.h) */
+    PCU_S_CONV,   /* a cuDNN convolution graph (ConvTranspose: backward data) */
+    PCU_S_MATMUL, /* a cuBLASLt matrix product */
+    PCU_S_COPY,   /* a device-to-device copy of bytes */
+    PCU_S_HOST,   /* download the node's inputs, run its reference kernel, upload its outputs */
+} pcu_step_kind;
+
+typedef enum pcu_kernel_kind {
+    PCU_K_EW, PCU_K_PERM, PCU_K_RED, PCU_K_SOFTMAX, PCU_K_NORM, PCU_K_BN, PCU_K_POOL, PCU_K_EPI,
+    PCU_K_COUNT
+} pcu_kernel_kind;
+
+/* A convolution as cuDNN's graph sees it: NCHW (or NCDHW) tensors, fully
+ * packed, 2 or 3 spatial dims (1-D lifted to 2-D), then bias [1,K,1,1],
+ * residual (Y's shape) and activation as pointwise ops of the same graph.
+ * transpose: the convolution's backward data (ConvTranspose: X is dy, Y is
+ * dx, W is the filter [X's C, Y's C / groups, k...]). */
+typedef struct pcu_conv {
+    int32_t transpose, nsp, groups, act, has_bias, has_res;
+    int64_t x[5], w[5], y[5];
+    int64_t pre[3], post[3], stride[3], dil[3];
+    float lo, hi; /* Clip bounds (act 2) */
+} pcu_conv;
+
+/* A cuBLASLt product, column-major as cuBLASLt sees it:
+ * D[b] = alpha * op(A[b]) op(B[b]) + beta * C[b] (+ bias[row]) (Relu),
+ * op(A) m x k, op(B) k x n, D m x n with leading dims lda, ldb, ldc (C and D
+ * share ldc) and batch strides sa, sb, sc in elements (0: the same matrix in
+ * every batch). A row-major Y = X W is planned as Y^T = W^T X^T. */
+typedef struct pcu_mm {
+    int32_t transa, transb, has_c, bias, relu;
+    int64_t m, n, k, batch, lda, ldb, ldc, sa, sb, sc;
+    float alpha, beta;
+} pcu_mm;
+
+/* Operands by kind (inputs first):
+ *   KERNEL EW      x0 [x1 [x2]] y
+ *          PERM    x [indices] y
+ *          RED, SOFTMAX, POOL      x y
+ *          NORM    x scale [bias] y [mean] [inv_std_dev] (absent: space -1)
+ *          BN      x scale bias mean var y
+ *          EPI     y [bias] [res] (y read and written)
+ *   CONV   x w [bias] [res] y
+ *   MATMUL a b [c] d [bias]
+ *   COPY   src dst
+ *   HOST   the node's inputs then outputs (absent inputs: space -1) */
+typedef struct pcu_step {
+    int32_t kind, kernel; /* pcu_step_kind, pcu_kernel_kind */
+    int32_t node;         /* the stage's node, -1 for a pass-through copy */
+    int32_t n_ops;
+    pcu_ref *ops;
+    int64_t threads;      /* KERNEL: threads launched (PCU_BLOCK per block) */
+    int32_t ptype;        /* KERNEL PERM: element type (Pad's constant) */
+    union {
+        pcu_ew ew;
+        pcu_perm perm;
+        pcu_red red;
+        pcu_softmax sm;
+        pcu_norm norm;
+        pcu_bn bn;
+        pcu_pool pool;
+        pcu_epi epi;
+        pcu_conv conv;
+        pcu_mm mm;
+    } u;
+    char why[96]; /* HOST: why the node falls back */
+} pcu_step;
+
+typedef struct pcu_counts {
+    int nodes, own, cudnn, cublas, copies, host, fused; /* fused: nodes absorbed into another's step */
+} pcu_counts;
+
+typedef struct pcu_plan {
+    const pprt_plan *p;
+    const pprt_stage *st;
+    int n_steps, cap;
+    pcu_step *steps;
+    uint64_t bytes[PCU_SP_COUNT];
+    uint64_t *woff;      /* tensor id -> offset in WEIGHTS (UINT64_MAX: not a weight) */
+    pcu_counts counts;
+} pcu_plan;
+
+typedef struct pcu_plan_opts {
+    bool host_only; /* every node a HOST step (a test of the fallback path) */
+} pcu_plan_opts;
+
+/* The step list of stage st. Fails only on what the plan loader cannot have
+ * let through, or out of memory; anything the planner does not cover becomes
+ * a HOST step that says why. */
+pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_plan_opts *o, pcu_plan *out,
+                         pp_err *err);
+void pcu_plan_free(pcu_plan *pl);
+/* The region of tensor tid of the stage. */
+pcu_ref pcu_tensor_ref(const pcu_plan *pl, int tid);
+/* "Conv", "cuDNN conv", ... for messages. */
+const char *pcu_step_name(const pcu_step *s);
+
+/* Lint of every step (emu.c): each operand inside its space, each access of
+ * an own kernel inside its operand (computed from the parameter block), no
+ * output overlapping an input unless the kernel is elementwise on the same
+ * bytes, launch limits. Returns the first violation. */
+pp_status pcu_lint(const pcu_plan *pl, pp_err *err);
+/* The largest element offset + 1 that kernel step s reads or writes in
+ * operand k, in elements of the operand's type (-1: not known). */
+int64_t pcu_kernel_extent(const pcu_step *s, int k);
+/* Bytes per element of operand k of kernel step s. */
+int pcu_kernel_esize(const pcu_step *s, int k);
+
+/* The emulator's host versions of the library steps (emu.c), over host
+ * pointers: what cuDNN and cuBLASLt are asked to compute. */
+void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float *bias, const float *res,
+                  float *y);
+void pcu_emu_matmul(const pcu_mm *m, const float *a, const float *b, const float *c, float *d,
+                    const float *bias);
+/* Thread `i` of own-kernel step s over operand pointers op[] (one per
+ * operand, NULL where absent); err: the gather kernels' error word. */
+void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i);
+
+/* The parameters of an elementwise kernel: y (shape ys) = op of k inputs of
+ * shapes xs[] broadcast to ys, the output's dims merged where every input
+ * behaves alike. Returns the output's element count. */
+int64_t pcu_ew_make(int op, int k, const pp_shape *const *xs, const pp_shape *ys, int tin, int tout, float p0,
+                    float p1, int mode, pcu_ew *e);
+
+/* A plan's counts as pprt_exec_counts (own: every node not on the host,
+ * post_ops: nodes absorbed into another's step, views: copies). */
+void pprt_cuda_counts_of(const pcu_counts *c, pprt_exec_counts *out);
+
+#endif

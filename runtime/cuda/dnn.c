@@ -1,0 +1,167 @@
+/* dnn.c: cuDNN operation graphs of convolution steps (dnn.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dnn.h"
+
+#define DN(call, what)                                                                                          \
+    do {                                                                                                        \
+        cudnnStatus_t st_ = (call);                                                                             \
+        if (st_ != CUDNN_STATUS_SUCCESS)                                                                        \
+            return PP_FAIL(err, PP_EUNSUP, "cuDNN %s: %s: %s", what, #call, cudnnGetErrorString(st_));          \
+    } while (0)
+
+static pp_status make(pcu_dnn *g, cudnnBackendDescriptorType_t t, cudnnBackendDescriptor_t *out, pp_err *err) {
+    if (g->n == PCU_DNN_MAX_DESC) return PP_FAIL(err, PP_ERUNTIME, "cuDNN graph: too many descriptors");
+    DN(cudnnBackendCreateDescriptor(t, out), "create");
+    g->d[g->n++] = *out;
+    return PP_OK;
+}
+
+/* A packed float tensor of nd dims. */
+static pp_status tensor(pcu_dnn *g, int64_t uid, int nd, const int64_t *dims, bool virt,
+                        cudnnBackendDescriptor_t *out, const char *what, pp_err *err) {
+    int64_t st[5], a = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        st[i] = a;
+        a *= dims[i];
+    }
+    cudnnDataType_t dt = CUDNN_DATA_FLOAT;
+    int64_t align = 16;
+    bool v = virt;
+    PP_TRY(make(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, out, err));
+    DN(cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt), what);
+    DN(cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nd, dims), what);
+    DN(cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nd, st), what);
+    DN(cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid), what);
+    DN(cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align), what);
+    DN(cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &v), what);
+    DN(cudnnBackendFinalize(*out), what);
+    return PP_OK;
+}
+
+/* A pointwise op y = mode(x [, b]) (b may be NULL). */
+static pp_status pointwise(pcu_dnn *g, cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
+                           cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y, const pcu_conv *c,
+                           cudnnBackendDescriptor_t *op, pp_err *err) {
+    cudnnBackendDescriptor_t pw;
+    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    PP_TRY(make(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &pw, err));
+    DN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode), "pointwise");
+    DN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec), "pointwise");
+    if (mode == CUDNN_POINTWISE_RELU_FWD && c->act == 2) {
+        double lo = c->lo, hi = c->hi;
+        DN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &lo), "clip");
+        if (isfinite(hi)) DN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &hi), "clip");
+    }
+    DN(cudnnBackendFinalize(pw), "pointwise");
+    PP_TRY(make(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op, err));
+    DN(cudnnBackendSetAttribute(*op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw),
+       "pointwise op");
+    DN(cudnnBackendSetAttribute(*op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x),
+       "pointwise op");
+    if (b)
+        DN(cudnnBackendSetAttribute(*op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b),
+           "pointwise op");
+    DN(cudnnBackendSetAttribute(*op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y),
+       "pointwise op");
+    DN(cudnnBackendFinalize(*op), "pointwise op");
+    return PP_OK;
+}
+
+pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, pcu_dnn *g, pp_err *err) {
+    memset(g, 0, sizeof *g);
+    fused = fused && !c->transpose && (c->has_bias || c->has_res || c->act);
+    g->fused = fused;
+    const int nd = 2 + c->nsp;
+    cudnnBackendDescriptor_t x, w, y, conv, op[4];
+    int nops = 0;
+    /* forward: X -> Y; backward data: dy (the step's X) -> dx (its Y) */
+    PP_TRY(tensor(g, PCU_UID_X, nd, c->x, false, &x, "tensor X", err));
+    PP_TRY(tensor(g, PCU_UID_W, nd, c->w, false, &w, "tensor W", err));
+    PP_TRY(tensor(g, fused ? 10 : PCU_UID_Y, nd, c->y, fused, &y, "tensor Y", err));
+    int64_t nsp = c->nsp;
+    cudnnDataType_t ct = CUDNN_DATA_FLOAT;
+    cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    PP_TRY(make(g, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &conv, err));
+    DN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &nsp), "convolution");
+    DN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ct), "convolution");
+    DN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode),
+       "convolution");
+    DN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, nsp, c->pre), "convolution");
+    DN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, nsp, c->post),
+       "convolution");
+    DN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, nsp, c->dil), "convolution");
+    DN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, nsp, c->stride),
+       "convolution");
+    DN(cudnnBackendFinalize(conv), "convolution");
+    float alpha = 1, beta = 0;
+    PP_TRY(make(g, c->transpose ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
+                                : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                &op[0], err));
+    if (c->transpose) {
+        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x),
+           "convolution backward data");
+        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w),
+           "convolution backward data");
+        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y),
+           "convolution backward data");
+        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv),
+           "convolution backward data");
+        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha),
+           "convolution backward data");
+        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta),
+           "convolution backward data");
+        DN(cudnnBackendFinalize(op[0]), "convolution backward data (the dims do not fit)");
+    } else {
+        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x),
+           "convolution forward");
+        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w),
+           "convolution forward");
+        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y),
+           "convolution forward");
+        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv),
+           "convolution forward");
+        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha),
+           "convolution forward");
+        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta),
+           "convolution forward");
+        DN(cudnnBackendFinalize(op[0]), "convolution forward (the dims do not fit)");
+    }
+    nops = 1;
+    if (fused) {
+        /* conv -> (+ bias) -> (+ residual) -> (activation) -> Y: each
+         * intermediate virtual, the last the real Y */
+        const int last = c->act ? 3 : c->has_res ? 2 : 1;
+        cudnnBackendDescriptor_t cur = y;
+        int64_t bd[5] = {1, c->y[1], 1, 1, 1};
+        for (int stage = 1; stage <= 3; stage++) {
+            const bool on = stage == 1 ? c->has_bias : stage == 2 ? c->has_res : c->act != 0;
+            if (!on) continue;
+            cudnnBackendDescriptor_t nxt, other = NULL;
+            PP_TRY(tensor(g, stage == last ? PCU_UID_Y : 10 + stage, nd, c->y, stage != last, &nxt, "tensor", err));
+            if (stage == 1) PP_TRY(tensor(g, PCU_UID_B, nd, bd, false, &other, "tensor bias", err));
+            if (stage == 2) PP_TRY(tensor(g, PCU_UID_R, nd, c->y, false, &other, "tensor residual", err));
+            PP_TRY(pointwise(g, stage == 3 ? CUDNN_POINTWISE_RELU_FWD : CUDNN_POINTWISE_ADD, cur, other, nxt, c,
+                             &op[nops++], err));
+            cur = nxt;
+        }
+    }
+    PP_TRY(make(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph, err));
+    DN(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, op),
+       "operation graph");
+    DN(cudnnBackendFinalize(g->graph), "operation graph");
+    int64_t cnt = 0, got = 0;
+    DN(cudnnBackendGetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &got, &cnt),
+       "operation graph engine count");
+    g->engines = cnt;
+    return PP_OK;
+}
+
+void pcu_dnn_free(pcu_dnn *g) {
+    for (int i = g->n - 1; i >= 0; i--) cudnnBackendDestroyDescriptor(g->d[i]);
+    memset(g, 0, sizeof *g);
+}

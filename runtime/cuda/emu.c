@@ -1,0 +1,471 @@
+/* emu.c: the CUDA backend's emulator (pprt --backend cuda-emu) and the lint
+ * of a step list.
+ *
+ * The emulator runs the exact step list the GPU engine issues, on the host:
+ * every space (arena, weights, messages, workspace) is its own host buffer at
+ * the offsets the plan and the planner chose; an own kernel runs as a loop
+ * over its threads calling the same per-thread functions as the CUDA kernels
+ * (kmath.h); a cuDNN convolution and a cuBLASLt product run as host loops
+ * written from their step's descriptor (dims, pads, strides, leading
+ * dimensions, batch strides, epilogue), not by calling the reference
+ * kernels; copies are memcpys between spaces; only HOST steps (the engine's
+ * fallbacks too) call the reference kernel, after a "download" into host
+ * buffers of their own and before an "upload" back. The lint (pcu_lint) runs
+ * once at create over every step: a step the GPU would get wrong (an access
+ * outside its region, a launch beyond the limits) fails the stage before it
+ * runs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../exec.h"
+#include "cuda_backend.h"
+#include "cuplan.h"
+
+/* ---- own kernels: one thread ---------------------------------------------------------------- */
+
+void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i) {
+    switch (s->kernel) {
+    case PCU_K_EW: {
+        const pcu_ew *k = &s->u.ew;
+        pcu_ew_at(k, op[k->nin], op[0], k->nin > 1 ? op[1] : NULL, k->nin > 2 ? op[2] : NULL, i);
+        break;
+    }
+    case PCU_K_PERM:
+        if (s->u.perm.gdim >= 0) pcu_perm_at(&s->u.perm, op[2], op[0], op[1], err, i, s->ptype);
+        else pcu_perm_at(&s->u.perm, op[1], op[0], NULL, err, i, s->ptype);
+        break;
+    case PCU_K_RED: pcu_red_at(&s->u.red, op[1], op[0], i); break;
+    case PCU_K_SOFTMAX: pcu_softmax_at(&s->u.sm, op[1], op[0], i); break;
+    case PCU_K_NORM: pcu_norm_at(&s->u.norm, op[3], op[0], op[1], op[2], op[4], op[5], i); break;
+    case PCU_K_BN: pcu_bn_at(&s->u.bn, op[5], op[0], op[1], op[2], op[3], op[4], i); break;
+    case PCU_K_POOL: pcu_pool_at(&s->u.pool, op[1], op[0], i); break;
+    case PCU_K_EPI: pcu_epi_at(&s->u.epi, op[0], op[1], op[2], i); break;
+    default: break;
+    }
+}
+
+/* ---- cuDNN's convolution, as the descriptor says ---------------------------------------- */
+
+/* Dims of a conv step lifted to 3 spatial dims (2-D: depth 1). */
+typedef struct conv3 {
+    int64_t N, C, K, G, in[3], k[3], out[3], pre[3], st[3], dil[3];
+} conv3;
+
+static conv3 conv3_of(const pcu_conv *c) {
+    conv3 g = {.N = c->x[0], .G = c->groups};
+    const int o = 3 - c->nsp; /* leading unit spatial dims */
+    /* forward: X [N,C,in], W [K,C/G,k], Y [N,K,out]; backward data: X is dy
+     * [N,K,out], W [K,C/G,k], Y is dx [N,C,in] */
+    const int64_t *xin = c->transpose ? c->y : c->x, *xout = c->transpose ? c->x : c->y;
+    g.C = xin[1];
+    g.K = c->w[0];
+    for (int d = 0; d < 3; d++) {
+        const int j = d - o;
+        g.in[d] = j >= 0 ? xin[2 + j] : 1;
+        g.out[d] = j >= 0 ? xout[2 + j] : 1;
+        g.k[d] = j >= 0 ? c->w[2 + j] : 1;
+        g.pre[d] = j >= 0 ? c->pre[j] : 0;
+        g.st[d] = j >= 0 ? c->stride[j] : 1;
+        g.dil[d] = j >= 0 ? c->dil[j] : 1;
+    }
+    return g;
+}
+
+void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float *bias, const float *res,
+                  float *y) {
+    const conv3 g = conv3_of(c);
+    const int64_t Cg = g.C / g.G, Kg = g.K / g.G;
+    const int64_t IN = g.in[0] * g.in[1] * g.in[2], OUT = g.out[0] * g.out[1] * g.out[2];
+    const int64_t KS = g.k[0] * g.k[1] * g.k[2];
+    /* forward: y[n,k,o] = sum_{c,t} x[n,c,o*s-p+t*d] w[k,c,t]; backward data
+     * (transpose): y = dx[n,c,i] = sum over (k,o,t) with o*s-p+t*d = i of
+     * dy[n,k,o] w[k,c,t] (the scatter form of the same sums) */
+    const int64_t ysize = c->transpose ? g.N * g.C * IN : g.N * g.K * OUT;
+    float *acc = y;
+    if (c->transpose) memset(acc, 0, (size_t)ysize * sizeof *acc);
+    for (int64_t n = 0; n < g.N; n++)
+        for (int64_t kk = 0; kk < g.K; kk++) {
+            const int64_t grp = kk / Kg;
+            const float *dy = c->transpose ? x + (n * g.K + kk) * OUT : NULL;
+            float *yo = c->transpose ? NULL : y + (n * g.K + kk) * OUT;
+            if (yo)
+                for (int64_t o = 0; o < OUT; o++) yo[o] = 0;
+            for (int64_t cc = 0; cc < Cg; cc++) {
+                const int64_t ch = grp * Cg + cc;
+                const float *wk = w + (kk * Cg + cc) * KS;
+                const float *xi = c->transpose ? NULL : x + (n * g.C + ch) * IN;
+                float *dx = c->transpose ? acc + (n * g.C + ch) * IN : NULL;
+                for (int64_t t0 = 0; t0 < g.k[0]; t0++)
+                    for (int64_t t1 = 0; t1 < g.k[1]; t1++)
+                        for (int64_t t2 = 0; t2 < g.k[2]; t2++) {
+                            const float wv = wk[(t0 * g.k[1] + t1) * g.k[2] + t2];
+                            for (int64_t o0 = 0; o0 < g.out[0]; o0++) {
+                                const int64_t i0 = o0 * g.st[0] - g.pre[0] + t0 * g.dil[0];
+                                if (i0 < 0 || i0 >= g.in[0]) continue;
+                                for (int64_t o1 = 0; o1 < g.out[1]; o1++) {
+                                    const int64_t i1 = o1 * g.st[1] - g.pre[1] + t1 * g.dil[1];
+                                    if (i1 < 0 || i1 >= g.in[1]) continue;
+                                    const int64_t orow = (o0 * g.out[1] + o1) * g.out[2];
+                                    const int64_t irow = (i0 * g.in[1] + i1) * g.in[2];
+                                    /* o2 with 0 <= o2*s - p + t2*d < in */
+                                    const int64_t off = t2 * g.dil[2] - g.pre[2];
+                                    int64_t lo = off >= 0 ? 0 : (-off + g.st[2] - 1) / g.st[2];
+                                    int64_t hi = g.in[2] - off <= 0 ? 0 : (g.in[2] - off + g.st[2] - 1) / g.st[2];
+                                    if (hi > g.out[2]) hi = g.out[2];
+                                    if (c->transpose) {
+                                        for (int64_t o2 = lo; o2 < hi; o2++)
+                                            dx[irow + o2 * g.st[2] + off] += dy[orow + o2] * wv;
+                                    } else if (g.st[2] == 1) {
+                                        const float *xr = xi + irow + off;
+                                        float *yr = yo + orow;
+                                        for (int64_t o2 = lo; o2 < hi; o2++) yr[o2] += xr[o2] * wv;
+                                    } else {
+                                        for (int64_t o2 = lo; o2 < hi; o2++)
+                                            yo[orow + o2] += xi[irow + o2 * g.st[2] + off] * wv;
+                                    }
+                                }
+                            }
+                        }
+            }
+        }
+    /* the graph's pointwise ops: + bias[k], + residual, activation */
+    const int64_t ch = c->transpose ? g.C : g.K, per = c->transpose ? IN : OUT;
+    pcu_epi e = {.act = c->act, .has_bias = bias != NULL, .has_res = res != NULL, .n = ysize, .c = ch, .s = per,
+                 .lo = c->lo, .hi = c->hi};
+    if (bias || res || c->act)
+        for (int64_t i = 0; i < ysize; i++) pcu_epi_at(&e, y, bias, res, i);
+}
+
+/* ---- cuBLASLt's product, as the descriptor says ------------------------------------------- */
+
+void pcu_emu_matmul(const pcu_mm *m, const float *a, const float *b, const float *c, float *d,
+                    const float *bias) {
+    float *col = malloc((size_t)(m->m > 0 ? m->m : 1) * sizeof *col);
+    if (!col) return; /* the caller checked the sizes; a failed malloc leaves D as it was */
+    for (int64_t bt = 0; bt < m->batch; bt++) {
+        const float *A = a + bt * m->sa, *B = b + bt * m->sb;
+        const float *C = c ? c + bt * m->sc : NULL;
+        float *D = d + bt * m->sc;
+        for (int64_t j = 0; j < m->n; j++) {
+            for (int64_t r = 0; r < m->m; r++) col[r] = 0;
+            for (int64_t q = 0; q < m->k; q++) {
+                const float bv = m->transb ? B[j + q * m->ldb] : B[q + j * m->ldb];
+                if (!m->transa) {
+                    const float *Ac = A + q * m->lda;
+                    for (int64_t r = 0; r < m->m; r++) col[r] += Ac[r] * bv;
+                } else {
+                    for (int64_t r = 0; r < m->m; r++) col[r] += A[q + r * m->lda] * bv;
+                }
+            }
+            for (int64_t r = 0; r < m->m; r++) {
+                float v = m->alpha * col[r];
+                if (C) v += m->beta * C[r + j * m->ldc];
+                if (m->bias) v += bias[r];
+                if (m->relu && v < 0) v = 0;
+                D[r + j * m->ldc] = v;
+            }
+        }
+    }
+    free(col);
+}
+
+/* ---- lint ------------------------------------------------------------------------------------ */
+
+int pcu_kernel_esize(const pcu_step *s, int k) {
+    switch (s->kernel) {
+    case PCU_K_EW: return pcu_tsize(k < s->u.ew.nin ? (s->u.ew.op == PCU_EW_WHERE && k == 0 ? PCU_T_BOOL : s->u.ew.tin)
+                                                    : s->u.ew.tout);
+    case PCU_K_PERM: return s->u.perm.gdim >= 0 && k == 1 ? pcu_tsize(s->u.perm.gidx_t) : s->u.perm.esize;
+    case PCU_K_RED: return k == 1 && (s->u.red.op == PCU_RED_ARGMAX || s->u.red.op == PCU_RED_ARGMIN) ? 8 : 4;
+    default: return 4;
+    }
+}
+
+static int64_t span(int rank, const int64_t *dim, const int64_t *st) {
+    int64_t hi = 0;
+    for (int d = 0; d < rank; d++)
+        if (dim[d] > 0 && st[d] > 0) hi += (dim[d] - 1) * st[d];
+    return hi;
+}
+
+static int64_t low(int rank, const int64_t *dim, const int64_t *st) {
+    int64_t lo = 0;
+    for (int d = 0; d < rank; d++)
+        if (dim[d] > 0 && st[d] < 0) lo += (dim[d] - 1) * st[d];
+    return lo;
+}
+
+int64_t pcu_kernel_extent(const pcu_step *s, int k) {
+    switch (s->kernel) {
+    case PCU_K_EW: {
+        const pcu_ew *e = &s->u.ew;
+        return k < e->nin ? span(e->rank, e->dim, e->st[k]) + 1 : e->n;
+    }
+    case PCU_K_PERM: {
+        const pcu_perm *p = &s->u.perm;
+        const int out = p->gdim >= 0 ? 2 : 1;
+        if (k == out) return p->dst_off + span(p->rank, p->dim, p->dst_st) + 1;
+        if (p->gdim >= 0 && k == 1) return p->dim[p->gdim]; /* indices 0 .. G-1, stride 1 */
+        /* source: lowest and highest element reachable */
+        int64_t dim[PCU_MAXD], st[PCU_MAXD];
+        for (int d = 0; d < p->rank; d++) {
+            dim[d] = d == p->gdim ? p->glen : p->mod[d] > 0 ? p->mod[d] : p->pad ? p->sdim[d] : p->dim[d];
+            st[d] = d == p->gdim ? p->gsrc_st : p->sst[d];
+        }
+        if (p->src_off + low(p->rank, dim, st) < 0) return -1;
+        return p->src_off + span(p->rank, dim, st) + 1;
+    }
+    case PCU_K_RED: {
+        const pcu_red *r = &s->u.red;
+        return k == 0 ? span(r->nk, r->kd, r->ks) + span(r->nr, r->rd, r->rs) + 1 : r->n_out;
+    }
+    case PCU_K_SOFTMAX: return s->u.sm.outer * s->u.sm.n * s->u.sm.inner;
+    case PCU_K_NORM: {
+        const pcu_norm *n = &s->u.norm;
+        if (k == 0 || k == 3) return n->rows * n->n;
+        if (k == 1 || k == 2) return n->cdiv ? (n->groups - 1) * n->cpg + (n->n - 1) / n->cdiv + 1 : n->n;
+        return n->rows;
+    }
+    case PCU_K_BN: return k == 0 || k == 5 ? s->u.bn.n : s->u.bn.c;
+    case PCU_K_POOL: {
+        const pcu_pool *p = &s->u.pool;
+        return k == 0 ? p->nc * p->in[0] * p->in[1] * p->in[2] : p->n;
+    }
+    case PCU_K_EPI: return k == 1 ? s->u.epi.c : s->u.epi.n;
+    default: return -1;
+    }
+}
+
+static bool overlap(const pcu_ref *a, const pcu_ref *b) {
+    return a->space == b->space && a->space >= 0 && a->off < b->off + b->bytes && b->off < a->off + a->bytes;
+}
+
+/* The step's output operands (a bit per operand). */
+static unsigned outputs_of(const pcu_step *s) {
+    switch (s->kind) {
+    case PCU_S_KERNEL:
+        switch (s->kernel) {
+        case PCU_K_EW: return 1u << s->u.ew.nin;
+        case PCU_K_PERM: return 1u << (s->u.perm.gdim >= 0 ? 2 : 1);
+        case PCU_K_NORM: return 7u << 3;
+        case PCU_K_BN: return 1u << 5;
+        case PCU_K_EPI: return 1u;
+        default: return 2u;
+        }
+    case PCU_S_CONV: return 1u << 4;
+    case PCU_S_MATMUL: return 1u << 3;
+    case PCU_S_COPY: return 2u;
+    default: return 0; /* HOST: n_in .. */
+    }
+}
+
+pp_status pcu_lint(const pcu_plan *pl, pp_err *err) {
+    static const char *const space[PCU_SP_COUNT] = {"arena", "weights", "input message", "output message",
+                                                    "workspace"};
+    for (int i = 0; i < pl->n_steps; i++) {
+        const pcu_step *s = &pl->steps[i];
+        const char *node = s->node >= 0 ? pl->st->nodes[s->node].name : "(pass-through)";
+        for (int k = 0; k < s->n_ops; k++) {
+            const pcu_ref *r = &s->ops[k];
+            if (r->space < 0) continue;
+            if (r->space >= PCU_SP_COUNT || r->off > pl->bytes[r->space] || r->bytes > pl->bytes[r->space] - r->off) {
+                char m[160];
+                snprintf(m, sizeof m, "operand %d [%llu, +%llu) lies outside the %s (%llu bytes)", k,
+                         (unsigned long long)r->off, (unsigned long long)r->bytes,
+                         r->space < PCU_SP_COUNT ? space[r->space] : "?",
+                         r->space < PCU_SP_COUNT ? (unsigned long long)pl->bytes[r->space] : 0ull);
+                return PP_FAIL(err, PP_ERUNTIME, "cuda lint: stage %d step %d (%s, node '%s'): %s", pl->st->index, i,
+                               pcu_step_name(s), node, m);
+            }
+        }
+        char m[200] = "";
+        if (s->kind == PCU_S_KERNEL) {
+            /* launch limits: blocks of PCU_BLOCK threads on grid x (2^31 - 1) */
+            const int64_t blocks = (s->threads + PCU_BLOCK - 1) / PCU_BLOCK;
+            if (s->threads < 1 || blocks > 2147483647LL)
+                snprintf(m, sizeof m, "%lld threads: outside 1 .. (2^31-1)*%d", (long long)s->threads, PCU_BLOCK);
+            for (int k = 0; k < s->n_ops && !m[0]; k++) {
+                const pcu_ref *r = &s->ops[k];
+                if (r->space < 0) continue;
+                const int64_t ext = pcu_kernel_extent(s, k);
+                const int es = pcu_kernel_esize(s, k);
+                if (ext < 0 || es <= 0 || (uint64_t)ext * (uint64_t)es > r->bytes || r->off % (uint64_t)es)
+                    snprintf(m, sizeof m, "operand %d: accesses %lld elements of %d bytes, the region holds %llu bytes "
+                             "at offset %llu", k, (long long)ext, es, (unsigned long long)r->bytes,
+                             (unsigned long long)r->off);
+            }
+        }
+        /* outputs overlapping inputs: only an elementwise kernel over the
+         * same bytes (each thread reads its element before writing it) */
+        const unsigned outs = s->kind == PCU_S_HOST ? 0 : outputs_of(s);
+        for (int a = 0; a < s->n_ops && !m[0]; a++) {
+            if (!(outs & (1u << a))) continue;
+            for (int b = 0; b < s->n_ops && !m[0]; b++) {
+                if (a == b || !overlap(&s->ops[a], &s->ops[b])) continue;
+                const bool ew_same = s->kind == PCU_S_KERNEL && (s->kernel == PCU_K_EW || s->kernel == PCU_K_EPI) &&
+                                     s->ops[a].off == s->ops[b].off && s->ops[a].bytes == s->ops[b].bytes;
+                if (!ew_same) snprintf(m, sizeof m, "output operand %d overlaps operand %d", a, b);
+            }
+        }
+        for (int k = 0; k < s->n_ops && !m[0]; k++)
+            if ((s->kind == PCU_S_HOST ? k >= (s->node >= 0 ? pl->st->nodes[s->node].n_in : 0) : (outs >> k) & 1u) &&
+                (s->ops[k].space == PCU_SP_IN || s->ops[k].space == PCU_SP_WEIGHTS))
+                snprintf(m, sizeof m, "operand %d writes the %s", k, space[s->ops[k].space]);
+        if (s->kind == PCU_S_COPY && s->ops[0].bytes != s->ops[1].bytes)
+            snprintf(m, sizeof m, "copies %llu bytes into %llu", (unsigned long long)s->ops[0].bytes,
+                     (unsigned long long)s->ops[1].bytes);
+        if (m[0])
+            return PP_FAIL(err, PP_ERUNTIME, "cuda lint: stage %d step %d (%s, node '%s'): %s", pl->st->index, i,
+                           pcu_step_name(s), node, m);
+    }
+    return PP_OK;
+}
+
+/* ---- the emulator executor ----------------------------------------------------------------- */
+
+struct pprt_exec {
+    const pprt_plan *p;
+    const pprt_stage *st;
+    pcu_plan pl;
+    unsigned char *mem[PCU_SP_COUNT]; /* the "device" buffers; IN and OUT are bound per run */
+    void **ptr;                       /* tensor id -> host staging bytes of HOST steps */
+    unsigned char *stage_buf;         /* host staging of HOST steps */
+    pprt_scratch scratch;
+    pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
+    double *node_s;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *at(pprt_exec *x, const pcu_ref *r) {
+    return r->space < 0 ? NULL : x->mem[r->space] + r->off;
+}
+
+static void emu_destroy(pprt_exec *x) {
+    if (!x) return;
+    for (int i = 0; i < PCU_SP_COUNT; i++)
+        if (i != PCU_SP_IN && i != PCU_SP_OUT) free(x->mem[i]);
+    pcu_plan_free(&x->pl);
+    pprt_scratch_free(&x->scratch);
+    free(x->ptr);
+    free(x->stage_buf);
+    free(x->node_s);
+    free(x);
+}
+
+static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *cfg, pprt_exec **out,
+                            pp_err *err) {
+    (void)cfg;
+    PP_TRY(pprt_stage_weights(p, st->index, err));
+    pprt_exec *x = calloc(1, sizeof *x);
+    if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    x->p = p;
+    x->st = st;
+    pcu_plan_opts po = {.host_only = pprt_cuda_config()->host_only};
+    pp_status s = pcu_plan_build(p, st, &po, &x->pl, err);
+    if (s == PP_OK) s = pcu_lint(&x->pl, err);
+    if (s != PP_OK) {
+        free(x);
+        return s;
+    }
+    /* the workspace: only its error word is used off the GPU */
+    const uint64_t want[PCU_SP_COUNT] = {x->pl.bytes[PCU_SP_ARENA], x->pl.bytes[PCU_SP_WEIGHTS], 0, 0, PCU_WORK_LIB};
+    size_t host_bytes = 0;
+    for (int i = 0; i < st->n_tensors; i++) host_bytes += pp_align_up(st->t[i].nbytes, 64);
+    x->ptr = calloc(pp_count(st->n_tensors), sizeof *x->ptr);
+    x->node_s = calloc(pp_count(st->n_nodes), sizeof *x->node_s);
+    bool ok = x->ptr && x->node_s;
+    for (int i = 0; i < PCU_SP_COUNT && ok; i++) {
+        if (i == PCU_SP_IN || i == PCU_SP_OUT) continue;
+        void *m = NULL;
+        ok = posix_memalign(&m, 256, want[i] ? want[i] : 256) == 0;
+        x->mem[i] = m;
+        /* fresh device memory holds anything: never zeros the plan relies on */
+        if (ok) memset(m, 0xA5, want[i] ? want[i] : 256);
+    }
+    void *hb = NULL;
+    ok = ok && posix_memalign(&hb, 64, host_bytes ? host_bytes : 64) == 0;
+    x->stage_buf = hb;
+    if (!ok) {
+        emu_destroy(x);
+        return PP_FAIL(err, PP_ENOMEM, "stage %d: cannot allocate its emulated device memory", st->index);
+    }
+    for (int i = 0, o = 0; i < st->n_tensors; i++) {
+        x->ptr[i] = x->stage_buf + o;
+        o += (int)pp_align_up(st->t[i].nbytes, 64);
+    }
+    /* the weights, uploaded once (the engine goes through a pinned buffer) */
+    for (int i = 0; i < st->n_tensors; i++)
+        if (st->t[i].kind == PPRT_WEIGHT) memcpy(x->mem[PCU_SP_WEIGHTS] + x->pl.woff[i], st->t[i].data, st->t[i].nbytes);
+    *out = x;
+    return PP_OK;
+}
+
+/* A HOST step: download its inputs, the reference kernel, upload its outputs. */
+static pp_status emu_host(pprt_exec *x, const pcu_step *s, pp_err *err) {
+    const pprt_node *n = &x->st->nodes[s->node];
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0) memcpy(x->ptr[n->in[k]], at(x, &s->ops[k]), s->ops[k].bytes);
+    PP_TRY(pprt_ref_node(x->p, x->st, n, x->ptr, x->tin, x->tout, &x->scratch, err));
+    for (int k = 0; k < n->n_out; k++)
+        memcpy(at(x, &s->ops[n->n_in + k]), x->ptr[n->out[k]], s->ops[n->n_in + k].bytes);
+    return PP_OK;
+}
+
+pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_err *err) {
+    x->mem[PCU_SP_IN] = dev_in;
+    x->mem[PCU_SP_OUT] = dev_out;
+    int *ew = (int *)(x->mem[PCU_SP_WORK] + PCU_WORK_ERR);
+    *ew = 0;
+    for (int i = 0; i < x->pl.n_steps; i++) {
+        const pcu_step *s = &x->pl.steps[i];
+        const double t0 = now_s();
+        void *op[8] = {NULL};
+        for (int k = 0; k < s->n_ops && k < 8; k++) op[k] = at(x, &s->ops[k]);
+        pp_status st = PP_OK;
+        switch (s->kind) {
+        case PCU_S_KERNEL:
+            for (int64_t t = 0; t < s->threads; t++) pcu_kernel_thread(s, op, ew, t);
+            break;
+        case PCU_S_CONV: pcu_emu_conv(&s->u.conv, op[0], op[1], op[2], op[3], op[4]); break;
+        case PCU_S_MATMUL: pcu_emu_matmul(&s->u.mm, op[0], op[1], op[2], op[3], op[4]); break;
+        case PCU_S_COPY: memmove(op[1], op[0], s->ops[0].bytes); break;
+        default: st = emu_host(x, s, err); break;
+        }
+        if (s->node >= 0) x->node_s[s->node] += now_s() - t0;
+        if (st != PP_OK) return st;
+        if (*ew) {
+            const pprt_node *n = &x->st->nodes[s->node];
+            return PP_FAIL(err, PP_EINVAL, "node '%s' (%s): an index is out of range", n->name,
+                           pp_op_table[n->op].name);
+        }
+    }
+    return PP_OK;
+}
+
+/* The staging that device-resident messages (links) will replace: the host
+ * messages are the device buffers here. */
+static pp_status emu_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
+    return pprt_cuda_emu_run_dev(x, (void *)in_msg, out_msg, err);
+}
+
+static const double *emu_node_seconds(const pprt_exec *x) { return x->node_s; }
+
+void pprt_cuda_counts_of(const pcu_counts *c, pprt_exec_counts *out) {
+    memset(out, 0, sizeof *out);
+    out->nodes = c->nodes;
+    out->reference = c->host;
+    out->own = c->nodes - c->host;
+    out->post_ops = c->fused;
+    out->views = c->copies;
+}
+
+static void emu_counts(const pprt_exec *x, pprt_exec_counts *c) { pprt_cuda_counts_of(&x->pl.counts, c); }
+
+const pprt_exec_ops pprt_exec_cuda_emu = {"cuda-emu", emu_create, emu_run, emu_destroy, emu_node_seconds, emu_counts};

@@ -1,0 +1,533 @@
+/* exec_cuda.c: the CUDA engine (pprt --backend cuda): issues a stage's step
+ * list (plan_cuda.c) on one GPU, on one stream of its own.
+ *
+ * NOT YET RUN ON A GPU (docs/cuda.md): it compiles and links here, where
+ * every device call fails with cudaErrorInsufficientDriver, and the
+ * emulator (emu.c) runs the same step list; tests/cuda/run_on_gpu.sh is what
+ * checks this file the first day a GPU is lent.
+ *
+ * At create (on the stage's thread): the device (--devices), a stream, the
+ * spaces of cuplan.h as cudaMallocs, the weights through a pinned buffer,
+ * every own kernel's parameter block in one device block, a cuDNN execution
+ * plan per convolution step (the fused graph, else the convolution alone plus
+ * the own epilogue kernel, else the host fallback) and a cuBLASLt algorithm
+ * per product (else the host fallback). Engines are chosen by heuristics only
+ * (cuDNN mode A's first engine that passes the precision filter, cuBLASLt's
+ * top result), with a fixed workspace, never by timing, so a split never
+ * changes a bit on the same GPU.
+ * Per micro-batch: the received tensors go up through a pinned buffer, the
+ * steps run (replayed as a CUDA graph after the first micro-batch unless the
+ * stage has host steps, --cuda-graphs off or --cuda-sync), the sent tensors
+ * come down through a pinned buffer. pprt_cuda_run_dev is the same without
+ * the staging, for device-resident messages.
+ * Every CUDA, cuDNN and cuBLASLt status is checked; a message names the
+ * stage, the node, the call and the library's status text. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include "../exec.h"
+#include "cuda_backend.h"
+#include "cuplan.h"
+#include "dnn.h"
+
+int pcu_launch(int kind, const void *param, void *const *op, int *err, long long n, int ptype, void *stream);
+
+typedef struct dstep {
+    int mode;                  /* how the step runs: as planned, or its fallbacks below */
+    void *param;               /* KERNEL: its parameter block in device memory */
+    cudnnBackendDescriptor_t plan, vpack_desc;
+    pcu_dnn dnn;
+    pcu_epi epi;               /* CONV without its fused ops: the epilogue kernel's parameters */
+    void *epi_param;
+    cublasLtMatmulDesc_t mm;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+} dstep;
+
+enum { RUN_PLANNED, RUN_CONV_ALONE, RUN_HOST };
+
+struct pprt_exec {
+    const pprt_plan *p;
+    const pprt_stage *st;
+    pcu_plan pl;
+    int device;
+    cudaStream_t stream;
+    cudnnHandle_t dnn;
+    cublasLtHandle_t lt;
+    unsigned char *mem[PCU_SP_COUNT];
+    unsigned char *params;           /* the parameter blocks */
+    unsigned char *pin_in, *pin_out; /* pinned staging of the messages */
+    int *pin_err;
+    dstep *ds;
+    void **hptr;                     /* tensor id -> pinned host bytes of HOST steps */
+    unsigned char *hbuf;
+    pprt_scratch scratch;
+    pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
+    pprt_precision precision;
+    bool graphs, sync_each, has_host;
+    cudaGraphExec_t gexec;
+    const void *g_in;
+    void *g_out;
+    int runs;
+    pcu_counts counts;
+};
+
+/* ---- errors ------------------------------------------------------------------------------------ */
+
+static pp_status cu_fail(pp_err *err, const pprt_exec *x, int node, const char *call, cudaError_t e) {
+    /* no driver, no device: bad input for this machine (exit 2), with the driver's own words */
+    const pp_status code = e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || e == cudaErrorInvalidDevice
+                               ? PP_EUNSUP
+                               : PP_ERUNTIME;
+    const char *nn = node >= 0 ? x->st->nodes[node].name : "";
+    return PP_FAIL(err, code, "%s%s%s%s: %s (%s)", node >= 0 ? "node '" : "", nn, node >= 0 ? "': " : "", call,
+                   cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+#define CU(x_, node, call)                                                                    \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess) return cu_fail(err, (x_), (node), #call, e_);                  \
+    } while (0)
+#define DNN(x_, node, call)                                                                   \
+    do {                                                                                      \
+        cudnnStatus_t s_ = (call);                                                            \
+        if (s_ != CUDNN_STATUS_SUCCESS)                                                       \
+            return PP_FAIL(err, PP_ERUNTIME, "node '%s': %s: %s", (x_)->st->nodes[node].name, #call, \
+                           cudnnGetErrorString(s_));                                          \
+    } while (0)
+#define LT(x_, node, call)                                                                    \
+    do {                                                                                      \
+        cublasStatus_t s_ = (call);                                                           \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                      \
+            return PP_FAIL(err, PP_ERUNTIME, "node '%s': %s: %s", (x_)->st->nodes[node].name, #call, \
+                           cublasLtGetStatusString(s_));                                      \
+    } while (0)
+
+static void *dptr(pprt_exec *x, const pcu_ref *r) { return r->space < 0 ? NULL : x->mem[r->space] + r->off; }
+
+/* ---- cuDNN: heuristics, plan ------------------------------------------------------------------ */
+
+/* Heuristic mode A's engine configs in order; the first whose numerical
+ * notes the precision allows and that finalizes into an execution plan.
+ * Strict f32 refuses engines that convert inputs down (TF32 tensor cores
+ * among them); every precision refuses non-deterministic engines. */
+static pp_status dnn_plan(pprt_exec *x, int node, dstep *d, pp_err *err) {
+    cudnnBackendDescriptor_t heur, cfgs[16];
+    DNN(x, node, cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
+    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    pp_status s = PP_OK;
+    int64_t n = 0;
+    for (int i = 0; i < 16; i++) cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[i]);
+    if (cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 &d->dnn.graph) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendFinalize(heur) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 16, &n, cfgs) !=
+            CUDNN_STATUS_SUCCESS)
+        n = 0;
+    d->plan = NULL;
+    for (int64_t i = 0; i < n && !d->plan; i++) {
+        cudnnBackendDescriptor_t eng;
+        int64_t got = 0, notes[32], nn = 0;
+        if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS) continue;
+        bool ok = cudnnBackendGetAttribute(cfgs[i], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got,
+                                           &eng) == CUDNN_STATUS_SUCCESS &&
+                  cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, 32, &nn,
+                                           notes) == CUDNN_STATUS_SUCCESS;
+        for (int64_t k = 0; k < nn && ok; k++) {
+            const int64_t note = ((cudnnBackendNumericalNote_t *)notes)[k];
+            if (note == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) ok = false;
+            if (x->precision == PPRT_F32 &&
+                (note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS || note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
+                ok = false;
+        }
+        int64_t ws = 0;
+        if (ok && (cudnnBackendGetAttribute(cfgs[i], CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
+                                            &ws) != CUDNN_STATUS_SUCCESS ||
+                   ws > (int64_t)PCU_LIB_WORKSPACE))
+            ok = false;
+        cudnnBackendDescriptor_t plan = NULL;
+        if (ok && cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) == CUDNN_STATUS_SUCCESS) {
+            if (cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &x->dnn) ==
+                    CUDNN_STATUS_SUCCESS &&
+                cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                         1, &cfgs[i]) == CUDNN_STATUS_SUCCESS &&
+                cudnnBackendFinalize(plan) == CUDNN_STATUS_SUCCESS)
+                d->plan = plan;
+            else
+                cudnnBackendDestroyDescriptor(plan);
+        }
+        cudnnBackendDestroyDescriptor(eng);
+    }
+    for (int i = 0; i < 16; i++) cudnnBackendDestroyDescriptor(cfgs[i]);
+    cudnnBackendDestroyDescriptor(heur);
+    if (!d->plan) s = PP_FAIL(err, PP_EUNSUP, "no deterministic cuDNN engine for this graph at this precision");
+    return s;
+}
+
+static pp_status dnn_exec(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err) {
+    void *ptr[5];
+    int64_t uid[5];
+    int n = 0;
+    const pcu_conv *c = &s->u.conv;
+    ptr[n] = dptr(x, &s->ops[0]), uid[n++] = PCU_UID_X;
+    ptr[n] = dptr(x, &s->ops[1]), uid[n++] = PCU_UID_W;
+    ptr[n] = dptr(x, &s->ops[4]), uid[n++] = PCU_UID_Y;
+    if (d->dnn.fused && c->has_bias) ptr[n] = dptr(x, &s->ops[2]), uid[n++] = PCU_UID_B;
+    if (d->dnn.fused && c->has_res) ptr[n] = dptr(x, &s->ops[3]), uid[n++] = PCU_UID_R;
+    cudnnBackendDescriptor_t vp;
+    void *ws = x->mem[PCU_SP_WORK] + PCU_WORK_LIB;
+    DNN(x, s->node, cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp));
+    cudnnStatus_t st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptr);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uid);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(vp);
+    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendExecute(x->dnn, d->plan, vp);
+    cudnnBackendDestroyDescriptor(vp);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return PP_FAIL(err, PP_ERUNTIME, "node '%s': cudnnBackendExecute: %s", x->st->nodes[s->node].name,
+                       cudnnGetErrorString(st));
+    if (d->mode == RUN_CONV_ALONE && (c->has_bias || c->has_res || c->act)) {
+        void *op[8] = {dptr(x, &s->ops[4]), dptr(x, &s->ops[2]), dptr(x, &s->ops[3])};
+        CU(x, s->node, (cudaError_t)pcu_launch(PCU_K_EPI, d->epi_param, op, NULL, d->epi.n, PP_F32, x->stream));
+    }
+    return PP_OK;
+}
+
+/* ---- cuBLASLt -------------------------------------------------------------------------------------- */
+
+static pp_status lt_layout(pprt_exec *x, int node, cublasLtMatrixLayout_t *l, int64_t rows, int64_t cols, int64_t ld,
+                           int64_t batch, int64_t stride, pp_err *err) {
+    LT(x, node, cublasLtMatrixLayoutCreate(l, CUDA_R_32F, (uint64_t)rows, (uint64_t)cols, ld));
+    int32_t b = (int32_t)batch;
+    LT(x, node, cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b));
+    LT(x, node, cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    return PP_OK;
+}
+
+static pp_status lt_plan(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err) {
+    const pcu_mm *m = &s->u.mm;
+    const int node = s->node;
+    const cublasComputeType_t ct = x->precision == PPRT_TF32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                   : x->precision == PPRT_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                   : x->precision == PPRT_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
+                                                               : CUBLAS_COMPUTE_32F;
+    LT(x, node, cublasLtMatmulDescCreate(&d->mm, ct, CUDA_R_32F));
+    cublasOperation_t ta = m->transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = m->transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    LT(x, node, cublasLtMatmulDescSetAttribute(d->mm, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT(x, node, cublasLtMatmulDescSetAttribute(d->mm, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    if (m->bias || m->relu) {
+        cublasLtEpilogue_t ep = m->bias && m->relu ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                : m->bias          ? CUBLASLT_EPILOGUE_BIAS
+                                                   : CUBLASLT_EPILOGUE_RELU;
+        LT(x, node, cublasLtMatmulDescSetAttribute(d->mm, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
+        if (m->bias) {
+            const void *bias = dptr(x, &s->ops[4]);
+            LT(x, node, cublasLtMatmulDescSetAttribute(d->mm, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        }
+    }
+    PP_TRY(lt_layout(x, node, &d->la, m->transa ? m->k : m->m, m->transa ? m->m : m->k, m->lda, m->batch, m->sa, err));
+    PP_TRY(lt_layout(x, node, &d->lb, m->transb ? m->n : m->k, m->transb ? m->k : m->n, m->ldb, m->batch, m->sb, err));
+    PP_TRY(lt_layout(x, node, &d->lc, m->m, m->n, m->ldc, m->batch, m->sc, err));
+    cublasLtMatmulPreference_t pref;
+    LT(x, node, cublasLtMatmulPreferenceCreate(&pref));
+    size_t ws = PCU_LIB_WORKSPACE;
+    cublasLtMatmulHeuristicResult_t res;
+    int got = 0;
+    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulAlgoGetHeuristic(x->lt, d->mm, d->la, d->lb, d->lc, d->lc, pref, 1, &res, &got);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || got < 1)
+        return PP_FAIL(err, PP_EUNSUP, "node '%s': cublasLtMatmulAlgoGetHeuristic: %s", x->st->nodes[node].name,
+                       got < 1 && st == CUBLAS_STATUS_SUCCESS ? "no algorithm" : cublasLtGetStatusString(st));
+    d->algo = res.algo;
+    return PP_OK;
+}
+
+static pp_status lt_exec(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err) {
+    const pcu_mm *m = &s->u.mm;
+    const float beta = m->has_c ? m->beta : 0.0f;
+    void *D = dptr(x, &s->ops[3]);
+    const void *C = m->has_c ? dptr(x, &s->ops[2]) : D;
+    LT(x, s->node, cublasLtMatmul(x->lt, d->mm, &m->alpha, dptr(x, &s->ops[0]), d->la, dptr(x, &s->ops[1]), d->lb, &beta,
+                                  C, d->lc, D, d->lc, &d->algo, x->mem[PCU_SP_WORK] + PCU_WORK_LIB, PCU_LIB_WORKSPACE,
+                                  x->stream));
+    return PP_OK;
+}
+
+/* ---- host fallback ------------------------------------------------------------------------------------ */
+
+static pp_status host_exec(pprt_exec *x, const pcu_step *s, pp_err *err) {
+    const pprt_node *n = &x->st->nodes[s->node];
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0)
+            CU(x, s->node, cudaMemcpyAsync(x->hptr[n->in[k]], dptr(x, &s->ops[k]), s->ops[k].bytes,
+                                           cudaMemcpyDeviceToHost, x->stream));
+    CU(x, s->node, cudaStreamSynchronize(x->stream));
+    PP_TRY(pprt_ref_node(x->p, x->st, n, x->hptr, x->tin, x->tout, &x->scratch, err));
+    for (int k = 0; k < n->n_out; k++)
+        CU(x, s->node, cudaMemcpyAsync(dptr(x, &s->ops[n->n_in + k]), x->hptr[n->out[k]], s->ops[n->n_in + k].bytes,
+                                       cudaMemcpyHostToDevice, x->stream));
+    return PP_OK;
+}
+
+/* ---- create ----------------------------------------------------------------------------------------------- */
+
+static void cuda_destroy(pprt_exec *x) {
+    if (!x) return;
+    if (x->stream) cudaStreamSynchronize(x->stream);
+    if (x->gexec) cudaGraphExecDestroy(x->gexec);
+    for (int i = 0; x->ds && i < x->pl.n_steps; i++) {
+        dstep *d = &x->ds[i];
+        if (d->plan) cudnnBackendDestroyDescriptor(d->plan);
+        pcu_dnn_free(&d->dnn);
+        if (d->mm) cublasLtMatmulDescDestroy(d->mm);
+        if (d->la) cublasLtMatrixLayoutDestroy(d->la);
+        if (d->lb) cublasLtMatrixLayoutDestroy(d->lb);
+        if (d->lc) cublasLtMatrixLayoutDestroy(d->lc);
+    }
+    for (int i = 0; i < PCU_SP_COUNT; i++) cudaFree(x->mem[i]);
+    cudaFree(x->params);
+    cudaFreeHost(x->pin_in);
+    cudaFreeHost(x->pin_out);
+    cudaFreeHost(x->pin_err);
+    cudaFreeHost(x->hbuf);
+    if (x->lt) cublasLtDestroy(x->lt);
+    if (x->dnn) cudnnDestroy(x->dnn);
+    if (x->stream) cudaStreamDestroy(x->stream);
+    pcu_plan_free(&x->pl);
+    pprt_scratch_free(&x->scratch);
+    free(x->ds);
+    free(x->hptr);
+    free(x);
+}
+
+static size_t param_size(const pcu_step *s) {
+    switch (s->kernel) {
+    case PCU_K_EW: return sizeof(pcu_ew);
+    case PCU_K_PERM: return sizeof(pcu_perm);
+    case PCU_K_RED: return sizeof(pcu_red);
+    case PCU_K_SOFTMAX: return sizeof(pcu_softmax);
+    case PCU_K_NORM: return sizeof(pcu_norm);
+    case PCU_K_BN: return sizeof(pcu_bn);
+    case PCU_K_POOL: return sizeof(pcu_pool);
+    default: return sizeof(pcu_epi);
+    }
+}
+
+static pp_status create_in(pprt_exec *x, pp_err *err) {
+    const pprt_stage *st = x->st;
+    const pprt_cuda_cfg *cfg = pprt_cuda_config();
+    int count = 0;
+    CU(x, -1, cudaGetDeviceCount(&count));
+    x->device = cfg->n_devices   ? cfg->devices[st->index % cfg->n_devices]
+                : st->device >= 0 ? st->device /* ppcc --placement STAGE:cuda:DEVICE */
+                                  : st->index % (count > 0 ? count : 1);
+    if (x->device >= count)
+        return PP_FAIL(err, PP_EINVAL, "--devices: stage %d on GPU %d, but this machine has %d", st->index, x->device,
+                       count);
+    CU(x, -1, cudaSetDevice(x->device));
+    CU(x, -1, cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking));
+    cudnnStatus_t ds = cudnnCreate(&x->dnn);
+    if (ds != CUDNN_STATUS_SUCCESS) return PP_FAIL(err, PP_ERUNTIME, "cudnnCreate: %s", cudnnGetErrorString(ds));
+    if ((ds = cudnnSetStream(x->dnn, x->stream)) != CUDNN_STATUS_SUCCESS)
+        return PP_FAIL(err, PP_ERUNTIME, "cudnnSetStream: %s", cudnnGetErrorString(ds));
+    cublasStatus_t ls = cublasLtCreate(&x->lt);
+    if (ls != CUBLAS_STATUS_SUCCESS) return PP_FAIL(err, PP_ERUNTIME, "cublasLtCreate: %s", cublasLtGetStatusString(ls));
+    pcu_plan_opts po = {.host_only = cfg->host_only};
+    PP_TRY(pcu_plan_build(x->p, st, &po, &x->pl, err));
+    PP_TRY(pcu_lint(&x->pl, err));
+    x->counts = x->pl.counts;
+    /* the spaces (IN and OUT too: the staging path's device messages) */
+    for (int i = 0; i < PCU_SP_COUNT; i++)
+        CU(x, -1, cudaMalloc((void **)&x->mem[i], x->pl.bytes[i] ? x->pl.bytes[i] : 256));
+    CU(x, -1, cudaMallocHost((void **)&x->pin_in, st->in.bytes ? st->in.bytes : 64));
+    CU(x, -1, cudaMallocHost((void **)&x->pin_out, st->out.bytes ? st->out.bytes : 64));
+    CU(x, -1, cudaMallocHost((void **)&x->pin_err, sizeof(int)));
+    /* the weights, once, through one pinned buffer */
+    if (x->pl.bytes[PCU_SP_WEIGHTS]) {
+        unsigned char *pin;
+        CU(x, -1, cudaMallocHost((void **)&pin, x->pl.bytes[PCU_SP_WEIGHTS]));
+        for (int i = 0; i < st->n_tensors; i++)
+            if (st->t[i].kind == PPRT_WEIGHT) memcpy(pin + x->pl.woff[i], st->t[i].data, st->t[i].nbytes);
+        cudaError_t e = cudaMemcpyAsync(x->mem[PCU_SP_WEIGHTS], pin, x->pl.bytes[PCU_SP_WEIGHTS], cudaMemcpyHostToDevice,
+                                        x->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(x->stream);
+        cudaFreeHost(pin);
+        if (e != cudaSuccess) return cu_fail(err, x, -1, "uploading the weights", e);
+    }
+    /* parameter blocks, one device block */
+    x->ds = calloc(pp_count(x->pl.n_steps), sizeof *x->ds);
+    if (!x->ds) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    size_t pbytes = 0;
+    for (int i = 0; i < x->pl.n_steps; i++)
+        pbytes += x->pl.steps[i].kind == PCU_S_KERNEL || x->pl.steps[i].kind == PCU_S_CONV ? 256 + sizeof(pcu_perm) : 0;
+    unsigned char *hp = calloc(1, pbytes + 256);
+    if (!hp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    cudaError_t e = cudaMalloc((void **)&x->params, pbytes + 256);
+    size_t at = 0;
+    for (int i = 0; i < x->pl.n_steps && e == cudaSuccess; i++) {
+        pcu_step *s = &x->pl.steps[i];
+        dstep *d = &x->ds[i];
+        pp_err e2 = {0};
+        if (s->kind == PCU_S_KERNEL) {
+            memcpy(hp + at, &s->u, param_size(s));
+            d->param = x->params + at;
+            at += pp_align_up(param_size(s), 256);
+        } else if (s->kind == PCU_S_CONV) {
+            /* the fused graph, else the convolution alone and the epilogue kernel, else the host */
+            const pcu_conv *c = &s->u.conv;
+            d->epi = (pcu_epi){.act = c->act, .has_bias = c->has_bias, .has_res = c->has_res,
+                               .n = c->y[0] * c->y[1] * c->y[2] * c->y[3] * (c->nsp == 3 ? c->y[4] : 1),
+                               .c = c->y[1], .lo = c->lo, .hi = c->hi};
+            d->epi.s = c->y[0] * c->y[1] > 0 ? d->epi.n / (c->y[0] * c->y[1]) : 1;
+            memcpy(hp + at, &d->epi, sizeof d->epi);
+            d->epi_param = x->params + at;
+            at += pp_align_up(sizeof d->epi, 256);
+            d->mode = RUN_PLANNED;
+            if (pcu_dnn_conv(c, true, &d->dnn, &e2) != PP_OK || dnn_plan(x, s->node, d, &e2) != PP_OK) {
+                pcu_dnn_free(&d->dnn);
+                d->mode = RUN_CONV_ALONE;
+                if (pcu_dnn_conv(c, false, &d->dnn, &e2) != PP_OK || dnn_plan(x, s->node, d, &e2) != PP_OK) {
+                    pcu_dnn_free(&d->dnn);
+                    d->mode = RUN_HOST;
+                }
+            }
+        } else if (s->kind == PCU_S_MATMUL) {
+            if (lt_plan(x, s, d, &e2) != PP_OK) d->mode = RUN_HOST;
+        }
+        if (d->mode == RUN_HOST) {
+            fprintf(stderr, "pprt: warning: stage %d node '%s': %s; it runs on the host\n", st->index,
+                    st->nodes[s->node].name, e2.msg);
+            x->counts.host++;
+            if (s->kind == PCU_S_CONV) x->counts.cudnn--;
+            else x->counts.cublas--;
+        }
+        x->has_host = x->has_host || d->mode == RUN_HOST || s->kind == PCU_S_HOST;
+    }
+    if (e == cudaSuccess) e = cudaMemcpy(x->params, hp, at ? at : 1, cudaMemcpyHostToDevice);
+    free(hp);
+    if (e != cudaSuccess) return cu_fail(err, x, -1, "uploading the kernel parameters", e);
+    /* pinned host copies of every tensor a host step touches */
+    size_t hb = 0;
+    for (int i = 0; i < st->n_tensors; i++) hb += pp_align_up(st->t[i].nbytes, 64);
+    x->hptr = calloc(pp_count(st->n_tensors), sizeof *x->hptr);
+    if (!x->hptr) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (x->has_host) {
+        CU(x, -1, cudaMallocHost((void **)&x->hbuf, hb ? hb : 64));
+        for (int i = 0, o = 0; i < st->n_tensors; i++) {
+            x->hptr[i] = x->hbuf + o;
+            o += (int)pp_align_up(st->t[i].nbytes, 64);
+        }
+    }
+    return PP_OK;
+}
+
+static pp_status cuda_create(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *ecfg, pprt_exec **out,
+                             pp_err *err) {
+    PP_TRY(pprt_stage_weights(p, st->index, err));
+    pprt_exec *x = calloc(1, sizeof *x);
+    if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    x->p = p;
+    x->st = st;
+    x->precision = ecfg->precision;
+    x->graphs = pprt_cuda_config()->graphs;
+    x->sync_each = pprt_cuda_config()->sync_each;
+    pp_status s = create_in(x, err);
+    if (s != PP_OK) {
+        cuda_destroy(x);
+        return s;
+    }
+    *out = x;
+    return PP_OK;
+}
+
+/* ---- run ---------------------------------------------------------------------------------------------------- */
+
+static pp_status issue(pprt_exec *x, pp_err *err) {
+    int *ew = (int *)(x->mem[PCU_SP_WORK] + PCU_WORK_ERR);
+    CU(x, -1, cudaMemsetAsync(ew, 0, sizeof(int), x->stream));
+    for (int i = 0; i < x->pl.n_steps; i++) {
+        const pcu_step *s = &x->pl.steps[i];
+        dstep *d = &x->ds[i];
+        if (d->mode == RUN_HOST || s->kind == PCU_S_HOST) {
+            PP_TRY(host_exec(x, s, err));
+        } else if (s->kind == PCU_S_KERNEL) {
+            void *op[8] = {NULL};
+            for (int k = 0; k < s->n_ops && k < 8; k++) op[k] = dptr(x, &s->ops[k]);
+            if (s->kernel == PCU_K_EW) { /* the launcher takes x0, x1, x2, y */
+                void *y = op[s->u.ew.nin];
+                for (int k = s->u.ew.nin; k < 3; k++) op[k] = op[0];
+                op[3] = y;
+            } else if (s->kernel == PCU_K_PERM && s->u.perm.gdim < 0) {
+                op[2] = op[1];
+                op[1] = NULL;
+            }
+            CU(x, s->node, (cudaError_t)pcu_launch(s->kernel, d->param, op, ew, s->threads, s->ptype, x->stream));
+        } else if (s->kind == PCU_S_CONV) {
+            PP_TRY(dnn_exec(x, s, d, err));
+        } else if (s->kind == PCU_S_MATMUL) {
+            PP_TRY(lt_exec(x, s, d, err));
+        } else {
+            CU(x, s->node, cudaMemcpyAsync(dptr(x, &s->ops[1]), dptr(x, &s->ops[0]), s->ops[0].bytes,
+                                           cudaMemcpyDeviceToDevice, x->stream));
+        }
+        if (x->sync_each) CU(x, s->node, cudaStreamSynchronize(x->stream));
+    }
+    CU(x, -1, cudaMemcpyAsync(x->pin_err, ew, sizeof(int), cudaMemcpyDeviceToHost, x->stream));
+    return PP_OK;
+}
+
+pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_err *err) {
+    CU(x, -1, cudaSetDevice(x->device));
+    x->mem[PCU_SP_IN] = (unsigned char *)dev_in; /* callers own these: see cuda_run for the staging ones */
+    x->mem[PCU_SP_OUT] = dev_out;
+    const bool graph = x->graphs && !x->has_host && !x->sync_each && x->runs > 0;
+    if (graph && (!x->gexec || x->g_in != dev_in || x->g_out != dev_out)) {
+        if (x->gexec) cudaGraphExecDestroy(x->gexec), x->gexec = NULL;
+        cudaGraph_t g;
+        CU(x, -1, cudaStreamBeginCapture(x->stream, cudaStreamCaptureModeThreadLocal));
+        pp_status s = issue(x, err);
+        cudaError_t e = cudaStreamEndCapture(x->stream, &g);
+        if (s != PP_OK) return s;
+        if (e != cudaSuccess) return cu_fail(err, x, -1, "cudaStreamEndCapture", e);
+        e = cudaGraphInstantiate(&x->gexec, g, 0);
+        cudaGraphDestroy(g);
+        if (e != cudaSuccess) return cu_fail(err, x, -1, "cudaGraphInstantiate", e);
+        x->g_in = dev_in, x->g_out = dev_out;
+    }
+    if (graph) CU(x, -1, cudaGraphLaunch(x->gexec, x->stream));
+    else PP_TRY(issue(x, err));
+    x->runs++;
+    return PP_OK;
+}
+
+/* The staging path: host messages through pinned buffers. The one place the
+ * links of issue 24 replace (their messages are device buffers already). */
+static pp_status cuda_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
+    const pprt_stage *st = x->st;
+    unsigned char *din = x->mem[PCU_SP_IN] ? x->mem[PCU_SP_IN] : NULL, *dout = x->mem[PCU_SP_OUT];
+    if (st->in.bytes) {
+        memcpy(x->pin_in, in_msg, st->in.bytes);
+        CU(x, -1, cudaMemcpyAsync(din, x->pin_in, st->in.bytes, cudaMemcpyHostToDevice, x->stream));
+    }
+    PP_TRY(pprt_cuda_run_dev(x, din, dout, err));
+    if (st->out.bytes) CU(x, -1, cudaMemcpyAsync(x->pin_out, dout, st->out.bytes, cudaMemcpyDeviceToHost, x->stream));
+    CU(x, -1, cudaStreamSynchronize(x->stream));
+    if (*x->pin_err) return PP_FAIL(err, PP_EINVAL, "stage %d: a Gather index is out of range", st->index);
+    if (st->out.bytes) memcpy(out_msg, x->pin_out, st->out.bytes);
+    return PP_OK;
+}
+
+static void cuda_counts(const pprt_exec *x, pprt_exec_counts *c) { pprt_cuda_counts_of(&x->counts, c); }
+
+const pprt_exec_ops pprt_exec_cuda = {"cuda", cuda_create, cuda_run, cuda_destroy, NULL, cuda_counts};

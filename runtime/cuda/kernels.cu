@@ -1,0 +1,82 @@
+/* kernels.cu: the __global__ wrappers of the own kernels: thread i of a
+ * launch calls the per-thread function of kmath.h that the emulator calls in
+ * its loop, with the step's parameter block in device memory (uploaded once
+ * at create) and its operands as pointers. One launcher for the C engine
+ * (exec_cuda.c). Built by nvcc with warnings as errors and ptxas refusing
+ * spills and local memory (CMakeLists.txt). */
+#include <cuda_runtime.h>
+
+#include "kmath.h"
+
+#define PCU_TID (blockIdx.x * (int64_t)blockDim.x + threadIdx.x)
+
+__global__ void pcu_k_ew(const pcu_ew *__restrict__ k, void *y, const void *x0, const void *x1, const void *x2,
+                         int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_ew_at(k, y, x0, x1, x2, i);
+}
+
+__global__ void pcu_k_perm(const pcu_perm *__restrict__ k, void *y, const void *x, const void *g, int *err, int64_t n,
+                           int ptype) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_perm_at(k, y, x, g, err, i, ptype);
+}
+
+__global__ void pcu_k_red(const pcu_red *__restrict__ k, void *y, const float *x, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_red_at(k, y, x, i);
+}
+
+__global__ void pcu_k_softmax(const pcu_softmax *__restrict__ k, float *y, const float *x, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_softmax_at(k, y, x, i);
+}
+
+__global__ void pcu_k_norm(const pcu_norm *__restrict__ k, float *y, const float *x, const float *s, const float *b,
+                           float *m, float *v, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_norm_at(k, y, x, s, b, m, v, i);
+}
+
+__global__ void pcu_k_bn(const pcu_bn *__restrict__ k, float *y, const float *x, const float *s, const float *b,
+                         const float *m, const float *v, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_bn_at(k, y, x, s, b, m, v, i);
+}
+
+__global__ void pcu_k_pool(const pcu_pool *__restrict__ k, float *y, const float *x, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_pool_at(k, y, x, i);
+}
+
+__global__ void pcu_k_epi(const pcu_epi *__restrict__ k, float *y, const float *b, const float *r, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_epi_at(k, y, b, r, i);
+}
+
+/* Launch own kernel `kind` (pcu_kernel_kind, in the order of cuplan.h) over
+ * n threads, PCU_BLOCK = 256 per block, on stream; param: its parameter block
+ * in device memory; op: its operands (cuplan.h's order, NULL where absent).
+ * Returns the cudaError_t of the launch. */
+extern "C" int pcu_launch(int kind, const void *param, void *const *op, int *err, long long n, int ptype,
+                          void *stream) {
+    const unsigned blocks = (unsigned)((n + 255) / 256);
+    cudaStream_t s = (cudaStream_t)stream;
+    float *const *f = (float *const *)op;
+    switch (kind) {
+    case 0: {
+        const pcu_ew *k = (const pcu_ew *)param; /* nin is in device memory: the engine passes all three */
+        pcu_k_ew<<<blocks, 256, 0, s>>>(k, op[3], op[0], op[1], op[2], n);
+        break;
+    }
+    case 1: pcu_k_perm<<<blocks, 256, 0, s>>>((const pcu_perm *)param, op[2], op[0], op[1], err, n, ptype); break;
+    case 2: pcu_k_red<<<blocks, 256, 0, s>>>((const pcu_red *)param, op[1], f[0], n); break;
+    case 3: pcu_k_softmax<<<blocks, 256, 0, s>>>((const pcu_softmax *)param, f[1], f[0], n); break;
+    case 4: pcu_k_norm<<<blocks, 256, 0, s>>>((const pcu_norm *)param, f[3], f[0], f[1], f[2], f[4], f[5], n); break;
+    case 5: pcu_k_bn<<<blocks, 256, 0, s>>>((const pcu_bn *)param, f[5], f[0], f[1], f[2], f[3], f[4], n); break;
+    case 6: pcu_k_pool<<<blocks, 256, 0, s>>>((const pcu_pool *)param, f[1], f[0], n); break;
+    case 7: pcu_k_epi<<<blocks, 256, 0, s>>>((const pcu_epi *)param, f[0], f[1], f[2], n); break;
+    default: return (int)cudaErrorInvalidValue;
+    }
+    return (int)cudaGetLastError();
+}

@@ -1,0 +1,801 @@
+/* kmath.h: the CUDA backend's own kernels, as the work of one thread.
+ *
+ * Each own kernel is a parameter block (pcu_ew, pcu_perm, ...) and a function
+ * that does the work of thread i of the launch (pcu_ew_at, pcu_perm_at, ...).
+ * The same functions compile three ways:
+ *   - under nvcc (__CUDACC__): __host__ __device__, called by the __global__
+ *     wrappers of kernels.cu, one thread each;
+ *   - as plain C11: static inline, called by the emulator (emu.c), which loops
+ *     i over every thread of the launch, and by the unit tests, which compare
+ *     them with the reference kernels (runtime/cpu).
+ * So the emulator and the GPU run the same per-element and combine logic; what
+ * differs is only the order in which threads run (they never share data: each
+ * thread writes its own outputs) and the device's math library (expf, erff,
+ * ... differ from glibc's in the last ulps).
+ *
+ * Rules that keep this header valid in both languages and free of local
+ * memory on the GPU (ptxas -warn-lmem-usage is an error in this build): no
+ * arrays in a thread's frame, loops over dims read the parameter block
+ * (which lives in device global memory, uploaded once at create), no
+ * recursion, no libc beyond <math.h>.
+ *
+ * Element types are ONNX's numbers (pp_dtype); plan_cuda.c checks that the
+ * PCU_T_* values below equal them. */
+#ifndef PPRT_CUDA_KMATH_H
+#define PPRT_CUDA_KMATH_H
+
+#include <math.h>
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define PCU_HD static __host__ __device__ __forceinline__
+#else
+#define PCU_HD static inline
+#endif
+
+#define PCU_MAXD 8 /* dims of a kernel's index space (PP_MAX_DIMS) */
+
+enum {
+    PCU_T_F32 = 1, PCU_T_U8 = 2, PCU_T_I8 = 3, PCU_T_U16 = 4, PCU_T_I16 = 5, PCU_T_I32 = 6,
+    PCU_T_I64 = 7, PCU_T_BOOL = 9, PCU_T_F16 = 10, PCU_T_F64 = 11, PCU_T_U32 = 12, PCU_T_U64 = 13,
+    PCU_T_BF16 = 16,
+};
+
+/* ---- element types ---------------------------------------------------------------------- */
+
+typedef union { float f; uint32_t u; } pcu_fbits;
+
+PCU_HD int pcu_tsize(int t) {
+    switch (t) {
+    case PCU_T_U8: case PCU_T_I8: case PCU_T_BOOL: return 1;
+    case PCU_T_U16: case PCU_T_I16: case PCU_T_F16: case PCU_T_BF16: return 2;
+    case PCU_T_F32: case PCU_T_I32: case PCU_T_U32: return 4;
+    case PCU_T_I64: case PCU_T_U64: case PCU_T_F64: return 8;
+    default: return 0;
+    }
+}
+PCU_HD int pcu_is_float(int t) { return t == PCU_T_F32 || t == PCU_T_F16 || t == PCU_T_BF16 || t == PCU_T_F64; }
+PCU_HD int pcu_is_signed(int t) { return t == PCU_T_I8 || t == PCU_T_I16 || t == PCU_T_I32 || t == PCU_T_I64; }
+
+/* float16 <-> float32, exact one way and round-to-nearest-even the other
+ * (overflow to infinity, NaN kept NaN), as the reference's Cast does. */
+PCU_HD float pcu_h2f(uint16_t h) {
+    pcu_fbits b;
+    const uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 1023u;
+    if (e == 0) {
+        float v = (float)m * 5.9604644775390625e-8f; /* m * 2^-24, exact */
+        return s ? -v : v;
+    }
+    b.u = e == 31 ? (s | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0)) : (s | ((e + 112u) << 23) | (m << 13));
+    return b.f;
+}
+
+PCU_HD uint16_t pcu_f2h(float f) {
+    pcu_fbits b;
+    b.f = f;
+    const uint32_t s = (b.u >> 16) & 0x8000u, a = b.u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);      /* NaN */
+    if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);     /* rounds to >= 65520: inf */
+    if (a < 0x38800000u) {                                    /* below 2^-14: subnormal or 0 */
+        if (a < 0x33000000u) return (uint16_t)s;              /* below 2^-25: rounds to 0 */
+        const uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;
+        const uint32_t sh = 126u - e;                         /* 14..24: value = m >> sh, in 2^-24 units */
+        uint32_t q = m >> sh;
+        const uint32_t rem = m & ((1u << sh) - 1u), half = 1u << (sh - 1u);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint16_t)(s | q);
+    }
+    uint32_t r = a - 0x38000000u; /* rebias 127 -> 15 */
+    const uint32_t low = r & 0x1fffu;
+    r >>= 13;
+    if (low > 0x1000u || (low == 0x1000u && (r & 1u))) r++;
+    return (uint16_t)(s | r);
+}
+
+PCU_HD float pcu_bf2f(uint16_t h) {
+    pcu_fbits b;
+    b.u = (uint32_t)h << 16;
+    return b.f;
+}
+
+PCU_HD uint16_t pcu_f2bf(float f) {
+    pcu_fbits b;
+    b.f = f;
+    if ((b.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((b.u >> 16) & 0x8000u) | 0x7fc0u);
+    return (uint16_t)((b.u + 0x7fffu + ((b.u >> 16) & 1u)) >> 16);
+}
+
+/* Element i of p (type t) as float / double / int64 (unsigned types as their
+ * bits: callers that care use pcu_ldu). */
+PCU_HD float pcu_ldf(const void *p, int t, int64_t i) {
+    switch (t) {
+    case PCU_T_F32: return ((const float *)p)[i];
+    case PCU_T_F16: return pcu_h2f(((const uint16_t *)p)[i]);
+    case PCU_T_BF16: return pcu_bf2f(((const uint16_t *)p)[i]);
+    case PCU_T_F64: return (float)((const double *)p)[i];
+    default: return 0.0f;
+    }
+}
+
+PCU_HD double pcu_ldd(const void *p, int t, int64_t i) {
+    return t == PCU_T_F64 ? ((const double *)p)[i] : (double)pcu_ldf(p, t, i);
+}
+
+PCU_HD int64_t pcu_ldi(const void *p, int t, int64_t i) {
+    switch (t) {
+    case PCU_T_I8: return ((const int8_t *)p)[i];
+    case PCU_T_I16: return ((const int16_t *)p)[i];
+    case PCU_T_I32: return ((const int32_t *)p)[i];
+    case PCU_T_I64: return ((const int64_t *)p)[i];
+    case PCU_T_U8: case PCU_T_BOOL: return ((const uint8_t *)p)[i];
+    case PCU_T_U16: return ((const uint16_t *)p)[i];
+    case PCU_T_U32: return ((const uint32_t *)p)[i];
+    case PCU_T_U64: return (int64_t)((const uint64_t *)p)[i];
+    default: return 0;
+    }
+}
+
+PCU_HD void pcu_stf(void *p, int t, int64_t i, float v) {
+    switch (t) {
+    case PCU_T_F32: ((float *)p)[i] = v; break;
+    case PCU_T_F16: ((uint16_t *)p)[i] = pcu_f2h(v); break;
+    case PCU_T_BF16: ((uint16_t *)p)[i] = pcu_f2bf(v); break;
+    case PCU_T_F64: ((double *)p)[i] = v; break;
+    default: break;
+    }
+}
+
+/* Integer stores keep the low bits (wrapping, as the reference's unsigned
+ * arithmetic does). */
+PCU_HD void pcu_sti(void *p, int t, int64_t i, int64_t v) {
+    switch (t) {
+    case PCU_T_I8: case PCU_T_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case PCU_T_BOOL: ((uint8_t *)p)[i] = (uint8_t)(v != 0); break;
+    case PCU_T_I16: case PCU_T_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case PCU_T_I32: case PCU_T_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case PCU_T_I64: case PCU_T_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    default: break;
+    }
+}
+
+/* float -> integer as the reference's Cast: truncate toward zero, saturate,
+ * NaN -> 0. */
+PCU_HD int64_t pcu_f2s(double v, int64_t lo, int64_t hi) {
+    if (v != v) return 0;
+    if (v <= (double)lo) return lo;
+    if (v >= (double)hi) return hi;
+    return (int64_t)v;
+}
+PCU_HD uint64_t pcu_f2u(double v, uint64_t hi) {
+    if (v != v || v <= 0) return 0;
+    if (v >= (double)hi) return hi;
+    return (uint64_t)v;
+}
+PCU_HD int64_t pcu_f2int(double v, int t) {
+    switch (t) {
+    case PCU_T_I8: return pcu_f2s(v, INT8_MIN, INT8_MAX);
+    case PCU_T_I16: return pcu_f2s(v, INT16_MIN, INT16_MAX);
+    case PCU_T_I32: return pcu_f2s(v, INT32_MIN, INT32_MAX);
+    case PCU_T_I64: return pcu_f2s(v, INT64_MIN, INT64_MAX);
+    case PCU_T_U8: return (int64_t)pcu_f2u(v, UINT8_MAX);
+    case PCU_T_U16: return (int64_t)pcu_f2u(v, UINT16_MAX);
+    case PCU_T_U32: return (int64_t)pcu_f2u(v, UINT32_MAX);
+    case PCU_T_U64: return (int64_t)pcu_f2u(v, UINT64_MAX);
+    case PCU_T_BOOL: return v != 0;
+    default: return 0;
+    }
+}
+
+/* ---- elementwise with broadcasting ----------------------------------------------------- */
+
+enum {
+    /* unary float (class F: f32/f16/bf16 computed in float, f64 in double) */
+    PCU_EW_RELU, PCU_EW_LEAKYRELU, PCU_EW_ELU, PCU_EW_SELU, PCU_EW_SIGMOID, PCU_EW_HARDSIGMOID,
+    PCU_EW_HARDSWISH, PCU_EW_TANH, PCU_EW_SOFTPLUS, PCU_EW_ERF, PCU_EW_GELU, PCU_EW_GELU_TANH,
+    PCU_EW_SQRT, PCU_EW_EXP, PCU_EW_LOG, PCU_EW_RECIPROCAL, PCU_EW_FLOOR, PCU_EW_CEIL, PCU_EW_SILU,
+    PCU_EW_SCALE, /* v * p0 (Mean's division folded into a multiply is NOT used: p0 divides) */
+    /* unary numeric */
+    PCU_EW_NEG, PCU_EW_ABS, PCU_EW_NOT,
+    /* copy / convert: input type to output type (Cast, Identity) */
+    PCU_EW_CAST,
+    /* binary numeric (output of the inputs' type) */
+    PCU_EW_ADD, PCU_EW_SUB, PCU_EW_MUL, PCU_EW_DIV, PCU_EW_POW, PCU_EW_MOD, PCU_EW_FMOD,
+    PCU_EW_PRELU, PCU_EW_MIN, PCU_EW_MAX,
+    /* comparisons and logic (bool output) */
+    PCU_EW_EQUAL, PCU_EW_LESS, PCU_EW_GREATER, PCU_EW_LE, PCU_EW_GE, PCU_EW_AND, PCU_EW_OR,
+    PCU_EW_XOR,
+    /* three inputs */
+    PCU_EW_WHERE, /* cond ? x1 : x2, any element size */
+    PCU_EW_CLIP,  /* x0 clamped to [x1, x2]; mode bit 1: has lo, bit 2: has hi; bit 4: bounds in p0/p1 */
+    PCU_EW_COUNT
+};
+
+/* y[i] = op(x0[.], x1[.], x2[.]) over the output's dims (merged where every
+ * input behaves alike, at most PCU_MAXD), each input at its own element
+ * strides (0 along broadcast dims). */
+typedef struct pcu_ew {
+    int32_t op, nin, rank, mode;
+    int32_t tin, tout; /* element types of the inputs (x1/x2 of Where: tin) and output */
+    int64_t n;         /* output elements */
+    int64_t dim[PCU_MAXD];
+    int64_t st[3][PCU_MAXD];
+    float p0, p1;      /* attributes (alpha, beta, gamma, clip bounds, divisor) */
+} pcu_ew;
+
+/* Input q's element index for output element i. */
+PCU_HD int64_t pcu_ew_src(const pcu_ew *k, int q, int64_t i) {
+    int64_t off = 0;
+    for (int d = k->rank - 1; d >= 0; d--) {
+        const int64_t n = k->dim[d], c = i % n;
+        i /= n;
+        off += c * k->st[q][d];
+    }
+    return off;
+}
+
+PCU_HD float pcu_unary_f(int op, float v, float p0, float p1) {
+    switch (op) {
+    case PCU_EW_RELU: return v < 0 ? 0.0f : v;
+    case PCU_EW_LEAKYRELU: return v < 0 ? p0 * v : v;
+    case PCU_EW_ELU: return v < 0 ? p0 * expm1f(v) : v;
+    case PCU_EW_SELU: return v <= 0 ? p1 * (p0 * expm1f(v)) : p1 * v;
+    case PCU_EW_SIGMOID: return v >= 0 ? 1.0f / (1.0f + expf(-v)) : expf(v) / (1.0f + expf(v));
+    case PCU_EW_HARDSIGMOID: {
+        const float t = p0 * v + p1;
+        return t < 0 ? 0.0f : t > 1 ? 1.0f : t;
+    }
+    case PCU_EW_HARDSWISH: {
+        const float t = v / 6 + 0.5f;
+        return v * (t < 0 ? 0.0f : t > 1 ? 1.0f : t);
+    }
+    case PCU_EW_TANH: return tanhf(v);
+    case PCU_EW_SOFTPLUS: return v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v));
+    case PCU_EW_ERF: return erff(v);
+    case PCU_EW_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
+    case PCU_EW_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.79788456080286535588f * (v + 0.044715f * v * v * v)));
+    case PCU_EW_SQRT: return sqrtf(v);
+    case PCU_EW_EXP: return expf(v);
+    case PCU_EW_LOG: return logf(v);
+    case PCU_EW_RECIPROCAL: return 1.0f / v;
+    case PCU_EW_FLOOR: return floorf(v);
+    case PCU_EW_CEIL: return ceilf(v);
+    case PCU_EW_SILU: return v * (1.0f / (1.0f + expf(-v)));
+    case PCU_EW_SCALE: return v / p0;
+    case PCU_EW_NEG: return -v;
+    case PCU_EW_ABS: return fabsf(v);
+    default: return v;
+    }
+}
+
+PCU_HD double pcu_unary_d(int op, double v, double p0, double p1) {
+    switch (op) {
+    case PCU_EW_RELU: return v < 0 ? 0.0 : v;
+    case PCU_EW_LEAKYRELU: return v < 0 ? p0 * v : v;
+    case PCU_EW_ELU: return v < 0 ? p0 * expm1(v) : v;
+    case PCU_EW_SELU: return v <= 0 ? p1 * (p0 * expm1(v)) : p1 * v;
+    case PCU_EW_SIGMOID: return v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));
+    case PCU_EW_HARDSIGMOID: {
+        const double t = p0 * v + p1;
+        return t < 0 ? 0.0 : t > 1 ? 1.0 : t;
+    }
+    case PCU_EW_HARDSWISH: {
+        const double t = v / 6 + 0.5;
+        return v * (t < 0 ? 0.0 : t > 1 ? 1.0 : t);
+    }
+    case PCU_EW_TANH: return tanh(v);
+    case PCU_EW_SOFTPLUS: return v > 0 ? v + log1p(exp(-v)) : log1p(exp(v));
+    case PCU_EW_ERF: return erf(v);
+    case PCU_EW_GELU: return 0.5 * v * (1.0 + erf(v * 0.70710678118654752440));
+    case PCU_EW_GELU_TANH: return 0.5 * v * (1.0 + tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v)));
+    case PCU_EW_SQRT: return sqrt(v);
+    case PCU_EW_EXP: return exp(v);
+    case PCU_EW_LOG: return log(v);
+    case PCU_EW_RECIPROCAL: return 1.0 / v;
+    case PCU_EW_FLOOR: return floor(v);
+    case PCU_EW_CEIL: return ceil(v);
+    case PCU_EW_SILU: return v * (1.0 / (1.0 + exp(-v)));
+    case PCU_EW_SCALE: return v / p0;
+    case PCU_EW_NEG: return -v;
+    case PCU_EW_ABS: return fabs(v);
+    default: return v;
+    }
+}
+
+/* Binary arithmetic on floats (computed in double for f64, else float). */
+#define PCU_BIN_FLOAT(T, FMOD, POW)                                                   \
+    switch (op) {                                                                     \
+    case PCU_EW_ADD: return a + b;                                                    \
+    case PCU_EW_SUB: return a - b;                                                    \
+    case PCU_EW_MUL: return a * b;                                                    \
+    case PCU_EW_DIV: return a / b;                                                    \
+    case PCU_EW_POW: return (T)pow((double)a, (double)b);                             \
+    case PCU_EW_FMOD: return FMOD(a, b);                                              \
+    case PCU_EW_PRELU: return a < 0 ? b * a : a;                                      \
+    case PCU_EW_MIN: return (a != a) || a < b ? a : b;                                \
+    case PCU_EW_MAX: return (a != a) || a > b ? a : b;                                \
+    default: return a;                                                                \
+    }
+PCU_HD float pcu_binary_f(int op, float a, float b) { PCU_BIN_FLOAT(float, fmodf, pow) }
+PCU_HD double pcu_binary_d(int op, double a, double b) { PCU_BIN_FLOAT(double, fmod, pow) }
+#undef PCU_BIN_FLOAT
+
+/* Exact wrapping integer power (non-negative exponent). */
+PCU_HD uint64_t pcu_ipow(uint64_t base, int64_t e) {
+    uint64_t r = 1;
+    for (; e > 0; e >>= 1) {
+        if (e & 1) r *= base;
+        base *= base;
+    }
+    return r;
+}
+
+/* Binary arithmetic on signed integers (wrapping: computed on the bits). */
+PCU_HD int64_t pcu_binary_i(int op, int64_t a, int64_t b) {
+    const uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    switch (op) {
+    case PCU_EW_ADD: return (int64_t)(ua + ub);
+    case PCU_EW_SUB: return (int64_t)(ua - ub);
+    case PCU_EW_MUL: return (int64_t)(ua * ub);
+    case PCU_EW_DIV: return b == 0 ? 0 : b == -1 ? (int64_t)(0 - ua) : a / b;
+    case PCU_EW_FMOD: return b == 0 || b == -1 ? 0 : a % b;
+    case PCU_EW_MOD: {
+        const int64_t r = b == 0 || b == -1 ? 0 : a % b;
+        return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
+    case PCU_EW_POW:
+        return b >= 0 ? (int64_t)pcu_ipow(ua, b) : a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    case PCU_EW_PRELU: return a < 0 ? (int64_t)(ua * ub) : a;
+    case PCU_EW_MIN: return a < b ? a : b;
+    case PCU_EW_MAX: return a > b ? a : b;
+    default: return a;
+    }
+}
+
+PCU_HD uint64_t pcu_binary_u(int op, uint64_t a, uint64_t b) {
+    switch (op) {
+    case PCU_EW_ADD: return a + b;
+    case PCU_EW_SUB: return a - b;
+    case PCU_EW_MUL: return a * b;
+    case PCU_EW_DIV: return b == 0 ? 0 : a / b;
+    case PCU_EW_MOD: case PCU_EW_FMOD: return b == 0 ? 0 : a % b;
+    case PCU_EW_POW: return pcu_ipow(a, (int64_t)b);
+    case PCU_EW_MIN: return a < b ? a : b;
+    case PCU_EW_MAX: return a > b ? a : b;
+    default: return a;
+    }
+}
+
+PCU_HD int pcu_compare(int op, double a, double b) {
+    switch (op) {
+    case PCU_EW_EQUAL: return a == b;
+    case PCU_EW_LESS: return a < b;
+    case PCU_EW_GREATER: return a > b;
+    case PCU_EW_LE: return a <= b;
+    case PCU_EW_GE: return a >= b;
+    default: return 0;
+    }
+}
+
+PCU_HD int pcu_compare_i(int op, int64_t a, int64_t b, int is_unsigned) {
+    if (is_unsigned) {
+        const uint64_t x = (uint64_t)a, y = (uint64_t)b;
+        return op == PCU_EW_EQUAL ? x == y : op == PCU_EW_LESS ? x < y : op == PCU_EW_GREATER ? x > y
+                                                                      : op == PCU_EW_LE ? x <= y : x >= y;
+    }
+    return op == PCU_EW_EQUAL ? a == b : op == PCU_EW_LESS ? a < b : op == PCU_EW_GREATER ? a > b
+                                                              : op == PCU_EW_LE ? a <= b : a >= b;
+}
+
+/* Convert element s of x (type ts) into element i of y (type td), as the
+ * reference's Cast between the whole-byte types: int -> f32 in one
+ * rounding, float -> int truncating and saturating. float16/bfloat16
+ * targets take f32 or 16-bit float sources only (plan_cuda.c). */
+PCU_HD void pcu_cast_elem(void *y, int td, int64_t i, const void *x, int ts, int64_t s) {
+    if (pcu_is_float(ts)) {
+        if (pcu_is_float(td)) {
+            if (td == PCU_T_F64) ((double *)y)[i] = pcu_ldd(x, ts, s);
+            else pcu_stf(y, td, i, ts == PCU_T_F64 ? (float)((const double *)x)[s] : pcu_ldf(x, ts, s));
+        } else {
+            pcu_sti(y, td, i, pcu_f2int(pcu_ldd(x, ts, s), td));
+        }
+        return;
+    }
+    const int64_t v = pcu_ldi(x, ts, s);
+    if (!pcu_is_float(td)) {
+        pcu_sti(y, td, i, td == PCU_T_BOOL ? v != 0 : v);
+        return;
+    }
+    const int uns = ts == PCU_T_U64;
+    switch (td) {
+    case PCU_T_F32: ((float *)y)[i] = uns ? (float)(uint64_t)v : (float)v; break;
+    case PCU_T_F64: ((double *)y)[i] = uns ? (double)(uint64_t)v : (double)v; break;
+    default: pcu_stf(y, td, i, uns ? (float)(uint64_t)v : (float)v); break;
+    }
+}
+
+PCU_HD void pcu_ew_at(const pcu_ew *k, void *y, const void *x0, const void *x1, const void *x2, int64_t i) {
+    const int op = k->op, ti = k->tin, to = k->tout;
+    const int64_t a = pcu_ew_src(k, 0, i);
+    if (op == PCU_EW_CAST) {
+        pcu_cast_elem(y, to, i, x0, ti, a);
+        return;
+    }
+    if (op == PCU_EW_WHERE) {
+        const int64_t b = pcu_ew_src(k, 1, i), c = pcu_ew_src(k, 2, i);
+        const int on = ((const uint8_t *)x0)[a] != 0;
+        const void *src = on ? x1 : x2;
+        const int64_t at = on ? b : c;
+        switch (pcu_tsize(to)) {
+        case 1: ((uint8_t *)y)[i] = ((const uint8_t *)src)[at]; break;
+        case 2: ((uint16_t *)y)[i] = ((const uint16_t *)src)[at]; break;
+        case 4: ((uint32_t *)y)[i] = ((const uint32_t *)src)[at]; break;
+        default: ((uint64_t *)y)[i] = ((const uint64_t *)src)[at]; break;
+        }
+        return;
+    }
+    if (op == PCU_EW_CLIP) {
+        const int has_lo = k->mode & 1, has_hi = k->mode & 2, attr = k->mode & 4;
+        if (pcu_is_float(ti)) {
+            double v = pcu_ldd(x0, ti, a);
+            if (has_lo) {
+                const double lo = attr ? (double)k->p0 : pcu_ldd(x1, ti, pcu_ew_src(k, 1, i));
+                if (v < lo) v = lo;
+            }
+            if (has_hi) {
+                const double hi = attr ? (double)k->p1 : pcu_ldd(x2, ti, pcu_ew_src(k, 2, i));
+                if (v > hi) v = hi;
+            }
+            if (to == PCU_T_F64) ((double *)y)[i] = v;
+            else pcu_stf(y, to, i, (float)v);
+        } else {
+            const int uns = !pcu_is_signed(ti);
+            int64_t v = pcu_ldi(x0, ti, a);
+            if (has_lo) {
+                const int64_t lo = attr ? pcu_f2int(k->p0, ti) : pcu_ldi(x1, ti, pcu_ew_src(k, 1, i));
+                if (uns ? (uint64_t)v < (uint64_t)lo : v < lo) v = lo;
+            }
+            if (has_hi) {
+                const int64_t hi = attr ? pcu_f2int(k->p1, ti) : pcu_ldi(x2, ti, pcu_ew_src(k, 2, i));
+                if (uns ? (uint64_t)v > (uint64_t)hi : v > hi) v = hi;
+            }
+            pcu_sti(y, to, i, v);
+        }
+        return;
+    }
+    if (op == PCU_EW_NOT) {
+        ((uint8_t *)y)[i] = ((const uint8_t *)x0)[a] == 0;
+        return;
+    }
+    if (op >= PCU_EW_AND) { /* And, Or, Xor on bools */
+        const int p = ((const uint8_t *)x0)[a] != 0, q = ((const uint8_t *)x1)[pcu_ew_src(k, 1, i)] != 0;
+        ((uint8_t *)y)[i] = (uint8_t)(op == PCU_EW_AND ? (p & q) : op == PCU_EW_OR ? (p | q) : (p ^ q));
+        return;
+    }
+    if (op >= PCU_EW_EQUAL) { /* comparisons */
+        const int64_t b = pcu_ew_src(k, 1, i);
+        int r;
+        if (pcu_is_float(ti)) r = pcu_compare(op, pcu_ldd(x0, ti, a), pcu_ldd(x1, ti, b));
+        else if (ti == PCU_T_BOOL) r = pcu_compare_i(op, pcu_ldi(x0, ti, a) != 0, pcu_ldi(x1, ti, b) != 0, 0);
+        else r = pcu_compare_i(op, pcu_ldi(x0, ti, a), pcu_ldi(x1, ti, b), !pcu_is_signed(ti));
+        ((uint8_t *)y)[i] = (uint8_t)r;
+        return;
+    }
+    if (op >= PCU_EW_ADD) { /* binary arithmetic */
+        const int64_t b = pcu_ew_src(k, 1, i);
+        if (ti == PCU_T_F64) ((double *)y)[i] = pcu_binary_d(op, pcu_ldd(x0, ti, a), pcu_ldd(x1, ti, b));
+        else if (pcu_is_float(ti)) pcu_stf(y, to, i, pcu_binary_f(op, pcu_ldf(x0, ti, a), pcu_ldf(x1, ti, b)));
+        else if (pcu_is_signed(ti)) pcu_sti(y, to, i, pcu_binary_i(op, pcu_ldi(x0, ti, a), pcu_ldi(x1, ti, b)));
+        else pcu_sti(y, to, i, (int64_t)pcu_binary_u(op, (uint64_t)pcu_ldi(x0, ti, a), (uint64_t)pcu_ldi(x1, ti, b)));
+        return;
+    }
+    /* unary */
+    if (ti == PCU_T_F64) {
+        ((double *)y)[i] = pcu_unary_d(op, pcu_ldd(x0, ti, a), k->p0, k->p1);
+    } else if (pcu_is_float(ti)) {
+        pcu_stf(y, to, i, pcu_unary_f(op, pcu_ldf(x0, ti, a), k->p0, k->p1));
+    } else { /* Neg, Abs on integers */
+        const int64_t v = pcu_ldi(x0, ti, a);
+        const int64_t r = op == PCU_EW_NEG ? (int64_t)(0 - (uint64_t)v)
+                          : (op == PCU_EW_ABS && pcu_is_signed(ti) && v < 0) ? (int64_t)(0 - (uint64_t)v) : v;
+        pcu_sti(y, to, i, r);
+    }
+}
+
+/* ---- strided copies: Transpose, Slice, Expand, Tile, Pad, Concat, Split, Gather --------- */
+
+/* For each output element (odometer over dim[], row-major, the output at
+ * dst_off + its index along dst strides), the source element at src_off + sum
+ * of idx * src strides. Tile: a dim with mod[d] > 0 takes idx % mod[d]. Pad:
+ * idx - lo[d] outside [0, src_dim[d]) writes the constant `value` (as f64
+ * converted to the element type). Gather (axis): the output's dim `gdim`
+ * indexes the indices tensor (element gidx_off + idx * gidx_st) whose value
+ * (negative counts from the end, range checked against glen) is the
+ * source's position along that dim (stride gsrc_st). */
+typedef struct pcu_perm {
+    int32_t rank, esize, pad, gdim; /* gdim < 0: no gather */
+    int32_t gidx_t;                 /* the indices' element type */
+    int64_t n;
+    int64_t dim[PCU_MAXD], sst[PCU_MAXD], dst_st[PCU_MAXD], mod[PCU_MAXD], lo[PCU_MAXD],
+        sdim[PCU_MAXD];
+    int64_t src_off, dst_off; /* elements */
+    int64_t gidx_st, glen, gsrc_st;
+    double value;
+} pcu_perm;
+
+/* Copies one element of esize bytes. */
+PCU_HD void pcu_copy_elem(void *y, int64_t i, const void *x, int64_t s, int esize) {
+    switch (esize) {
+    case 1: ((uint8_t *)y)[i] = ((const uint8_t *)x)[s]; break;
+    case 2: ((uint16_t *)y)[i] = ((const uint16_t *)x)[s]; break;
+    case 4: ((uint32_t *)y)[i] = ((const uint32_t *)x)[s]; break;
+    default: ((uint64_t *)y)[i] = ((const uint64_t *)x)[s]; break;
+    }
+}
+
+/* Thread i; err (may be NULL) is set to 1 when a gathered index is out of
+ * range (the element is then written as zero). */
+PCU_HD void pcu_perm_at(const pcu_perm *k, void *y, const void *x, const void *gidx, int *err, int64_t i,
+                        int ptype) {
+    int64_t s = k->src_off, o = k->dst_off, r = i;
+    int outside = 0;
+    for (int d = k->rank - 1; d >= 0; d--) {
+        const int64_t n = k->dim[d];
+        int64_t c = r % n;
+        r /= n;
+        o += c * k->dst_st[d];
+        if (d == k->gdim) {
+            int64_t g = pcu_ldi(gidx, k->gidx_t, c * k->gidx_st);
+            if (g < 0) g += k->glen;
+            if (g < 0 || g >= k->glen) {
+                outside = 2;
+                g = 0;
+            }
+            s += g * k->gsrc_st;
+            continue;
+        }
+        if (k->mod[d] > 0) c %= k->mod[d];
+        if (k->pad) {
+            c -= k->lo[d];
+            if (c < 0 || c >= k->sdim[d]) outside = outside ? outside : 1;
+        }
+        s += c * k->sst[d];
+    }
+    if (outside == 2 && err) *err = 1;
+    if (outside) {
+        /* Pad's constant (or zero for a bad gather index) */
+        const double v = outside == 1 ? k->value : 0.0;
+        switch (ptype) {
+        case PCU_T_F32: case PCU_T_F16: case PCU_T_BF16: pcu_stf(y, ptype, o, (float)v); break;
+        case PCU_T_F64: ((double *)y)[o] = v; break;
+        default: pcu_sti(y, ptype, o, pcu_f2int(v, ptype)); break;
+        }
+        return;
+    }
+    pcu_copy_elem(y, o, x, s, k->esize);
+}
+
+/* ---- reductions, global pools, ArgMax/ArgMin ------------------------------------------- */
+
+enum {
+    PCU_RED_SUM, PCU_RED_MEAN, PCU_RED_MAX, PCU_RED_MIN, PCU_RED_PROD, PCU_RED_L1, PCU_RED_L2,
+    PCU_RED_SUMSQ, PCU_RED_LOGSUM, PCU_RED_LOGSUMEXP, PCU_RED_ARGMAX, PCU_RED_ARGMIN,
+};
+
+/* Output element i (odometer over the kept dims kd[] with input strides ks[])
+ * reduces the input over the reduced dims rd[] (strides rs[]) in row-major
+ * order, accumulating in double; f32 input and output (ArgMax/ArgMin: int64
+ * output, the first extreme, or the last with `last`). */
+typedef struct pcu_red {
+    int32_t op, nk, nr, last;
+    int64_t n_out, n_red;
+    int64_t kd[PCU_MAXD], ks[PCU_MAXD], rd[PCU_MAXD], rs[PCU_MAXD];
+} pcu_red;
+
+PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
+    int64_t base = 0, r = i;
+    for (int d = k->nk - 1; d >= 0; d--) {
+        base += (r % k->kd[d]) * k->ks[d];
+        r /= k->kd[d];
+    }
+    const int op = k->op;
+    double acc = op == PCU_RED_PROD ? 1.0 : op == PCU_RED_MAX ? -INFINITY : op == PCU_RED_MIN ? INFINITY : 0.0;
+    double m = -INFINITY; /* LogSumExp's max */
+    if (op == PCU_RED_LOGSUMEXP)
+        for (int64_t j = 0; j < k->n_red; j++) {
+            int64_t off = base, q = j;
+            for (int d = k->nr - 1; d >= 0; d--) {
+                off += (q % k->rd[d]) * k->rs[d];
+                q /= k->rd[d];
+            }
+            const double v = x[off];
+            if (v > m) m = v;
+        }
+    if (op == PCU_RED_LOGSUMEXP && (m == -INFINITY || m == INFINITY)) m = 0;
+    int64_t best = 0;
+    float bv = 0;
+    for (int64_t j = 0; j < k->n_red; j++) {
+        int64_t off = base, q = j;
+        for (int d = k->nr - 1; d >= 0; d--) {
+            off += (q % k->rd[d]) * k->rs[d];
+            q /= k->rd[d];
+        }
+        const float vf = x[off];
+        const double v = vf;
+        switch (op) {
+        case PCU_RED_SUM: case PCU_RED_MEAN: case PCU_RED_LOGSUM: acc += v; break;
+        case PCU_RED_MAX: if (v > acc || v != v) acc = acc != acc ? acc : v; break;
+        case PCU_RED_MIN: if (v < acc || v != v) acc = acc != acc ? acc : v; break;
+        case PCU_RED_PROD: acc *= v; break;
+        case PCU_RED_L1: acc += fabs(v); break;
+        case PCU_RED_L2: case PCU_RED_SUMSQ: acc += v * v; break;
+        case PCU_RED_LOGSUMEXP: acc += exp(v - m); break;
+        case PCU_RED_ARGMAX: case PCU_RED_ARGMIN: {
+            const int better = j == 0 || (op == PCU_RED_ARGMAX ? (vf > bv || (k->last && vf == bv))
+                                                               : (vf < bv || (k->last && vf == bv)));
+            if (better) {
+                best = j;
+                bv = vf;
+            }
+            break;
+        }
+        default: break;
+        }
+    }
+    if (op == PCU_RED_ARGMAX || op == PCU_RED_ARGMIN) {
+        ((int64_t *)y)[i] = best;
+        return;
+    }
+    if (op == PCU_RED_MEAN) acc = k->n_red ? acc / (double)k->n_red : NAN;
+    else if (op == PCU_RED_L2) acc = sqrt(acc);
+    else if (op == PCU_RED_LOGSUM) acc = log(acc);
+    else if (op == PCU_RED_LOGSUMEXP) acc = log(acc) + m;
+    ((float *)y)[i] = (float)acc;
+}
+
+/* ---- Softmax, LogSoftmax: one thread per row --------------------------------------------- */
+
+typedef struct pcu_softmax {
+    int32_t log;
+    int64_t outer, n, inner; /* rows: outer * inner, each n elements at stride inner */
+} pcu_softmax;
+
+PCU_HD void pcu_softmax_at(const pcu_softmax *k, float *y, const float *x, int64_t row) {
+    const int64_t o = row / k->inner, in = row % k->inner, n = k->n, st = k->inner;
+    const float *xp = x + o * n * st + in;
+    float *yp = y + o * n * st + in;
+    float m = -INFINITY;
+    for (int64_t j = 0; j < n; j++) {
+        const float v = xp[j * st];
+        if (v > m || v != v) m = m != m ? m : v;
+    }
+    double s = 0;
+    for (int64_t j = 0; j < n; j++) {
+        const double e = exp((double)xp[j * st] - (double)m);
+        s += e;
+        if (!k->log) yp[j * st] = (float)e;
+    }
+    if (k->log) {
+        const double ls = log(s) + (double)m;
+        for (int64_t j = 0; j < n; j++) yp[j * st] = (float)((double)xp[j * st] - ls);
+    } else {
+        const double r = 1.0 / s;
+        for (int64_t j = 0; j < n; j++) yp[j * st] = (float)(yp[j * st] * r);
+    }
+}
+
+/* ---- Layer, Instance and Group normalization: one thread per row -------------------------- */
+
+/* Row r: n contiguous floats at x + r * n, mean and 1/sqrt(var + eps) in
+ * double; y = (x - mean) * inv * scale + bias where scale and bias are
+ * indexed by the element's position j in the row (cdiv == 0: LayerNorm,
+ * scale[j]) or by its channel (InstanceNorm/GroupNorm: channel =
+ * (r % groups) * cpg + j / cdiv). */
+typedef struct pcu_norm {
+    int32_t has_bias, groups;
+    int64_t rows, n, cpg, cdiv;
+    double eps;
+} pcu_norm;
+
+PCU_HD void pcu_norm_at(const pcu_norm *k, float *y, const float *x, const float *scale, const float *bias,
+                        float *mean_out, float *inv_out, int64_t r) {
+    const int64_t n = k->n;
+    const float *xp = x + r * n;
+    float *yp = y + r * n;
+    double s = 0;
+    for (int64_t j = 0; j < n; j++) s += xp[j];
+    const double m = n ? s / (double)n : 0.0;
+    double v = 0;
+    for (int64_t j = 0; j < n; j++) {
+        const double d = xp[j] - m;
+        v += d * d;
+    }
+    v = n ? v / (double)n : 0.0;
+    const double inv = 1.0 / sqrt(v + k->eps);
+    for (int64_t j = 0; j < n; j++) {
+        const int64_t c = k->cdiv ? (r % k->groups) * k->cpg + j / k->cdiv : j;
+        const double b = k->has_bias ? (double)bias[c] : 0.0;
+        yp[j] = k->cdiv ? (float)((xp[j] - m) * (inv * scale[c]) + b) : (float)((xp[j] - m) * inv * scale[c] + b);
+    }
+    if (mean_out) mean_out[r] = (float)m;
+    if (inv_out) inv_out[r] = (float)inv;
+}
+
+/* BatchNormalization (inference): element i of x [N, C, S], channel
+ * (i / S) % C. */
+typedef struct pcu_bn {
+    int64_t n, c, s;
+    double eps;
+} pcu_bn;
+
+PCU_HD void pcu_bn_at(const pcu_bn *k, float *y, const float *x, const float *scale, const float *bias,
+                      const float *mean, const float *var, int64_t i) {
+    const int64_t c = (i / k->s) % k->c;
+    const float s = (float)((double)scale[c] / sqrt((double)var[c] + k->eps));
+    y[i] = (x[i] - mean[c]) * s + bias[c];
+}
+
+/* ---- MaxPool, AveragePool (1-3-D lifted to 3-D): one thread per output element ----------- */
+
+typedef struct pcu_pool {
+    int32_t max, count_pad;
+    int64_t n, nc; /* output elements, N * C */
+    int64_t in[3], k[3], s[3], d[3], p[3], p1[3], out[3];
+} pcu_pool;
+
+PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) {
+    const int64_t ow = i % k->out[2], oh = (i / k->out[2]) % k->out[1], od = (i / (k->out[2] * k->out[1])) % k->out[0];
+    const int64_t nc = i / (k->out[2] * k->out[1] * k->out[0]);
+    const float *xp = x + nc * k->in[0] * k->in[1] * k->in[2];
+    double acc = k->max ? -INFINITY : 0.0;
+    int64_t cnt = 0;
+    int nan = 0;
+    for (int64_t a = 0; a < k->k[0]; a++) {
+        const int64_t z = od * k->s[0] - k->p[0] + a * k->d[0];
+        if (z < -k->p[0] || z >= k->in[0] + k->p1[0]) continue;
+        for (int64_t b = 0; b < k->k[1]; b++) {
+            const int64_t h = oh * k->s[1] - k->p[1] + b * k->d[1];
+            if (h < -k->p[1] || h >= k->in[1] + k->p1[1]) continue;
+            for (int64_t c = 0; c < k->k[2]; c++) {
+                const int64_t w = ow * k->s[2] - k->p[2] + c * k->d[2];
+                if (w < -k->p[2] || w >= k->in[2] + k->p1[2]) continue;
+                const int inside = z >= 0 && z < k->in[0] && h >= 0 && h < k->in[1] && w >= 0 && w < k->in[2];
+                if (k->count_pad || inside) cnt++;
+                if (!inside) continue;
+                const float v = xp[(z * k->in[1] + h) * k->in[2] + w];
+                if (k->max) {
+                    if (v != v) nan = 1;
+                    if (v > acc) acc = v;
+                } else {
+                    acc += v;
+                }
+            }
+        }
+    }
+    y[i] = k->max ? (nan ? NAN : (float)acc) : (float)(cnt ? acc / (double)cnt : NAN);
+}
+
+/* ---- the epilogue of a convolution run without its fused ops ----------------------------- */
+
+/* y[i] = act(y[i] + bias[c] + res[i]), c = (i / s) % c: what a cuDNN graph of
+ * convolution, bias, residual and activation computes after the convolution,
+ * for engines that run the convolution alone. act: 0 none, 1 Relu, 2 Clip. */
+typedef struct pcu_epi {
+    int32_t act, has_bias, has_res;
+    int64_t n, c, s;
+    float lo, hi;
+} pcu_epi;
+
+PCU_HD float pcu_act(int act, float v, float lo, float hi) {
+    if (act == 1) return v < 0 ? 0.0f : v;
+    if (act == 2) return v < lo ? lo : v > hi ? hi : v;
+    return v;
+}
+
+PCU_HD void pcu_epi_at(const pcu_epi *k, float *y, const float *bias, const float *res, int64_t i) {
+    float v = y[i];
+    if (k->has_bias) v += bias[(i / k->s) % k->c];
+    if (k->has_res) v += res[i];
+    y[i] = pcu_act(k->act, v, k->lo, k->hi);
+}
+
+#endif

@@ -1,0 +1,85 @@
+/* options.c: the CUDA backend's options (cuda_backend.h) and the versions of
+ * the CUDA libraries this pprt was built with and runs on. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_backend.h"
+
+#ifdef PPRT_WITH_CUDA
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <nccl.h>
+#endif
+
+static pprt_cuda_cfg cfg = {.graphs = true};
+
+pprt_cuda_cfg *pprt_cuda_config(void) { return &cfg; }
+
+const char pprt_cuda_usage[] =
+    "  --devices LIST    --backend cuda: stage i runs on GPU LIST[i % count] (e.g. 0,1; stages may\n"
+    "                    share a GPU, each with its own stream); default: stage i on GPU i % GPUs\n"
+    "  --cuda-graphs on|off  replay each stage as a CUDA graph after its first micro-batch (default on)\n"
+    "  --cuda-sync       synchronize after every step, so an asynchronous fault names its node\n"
+    "  --cuda-host-only  cuda, cuda-emu: every node on the host fallback (a test of that path)\n";
+
+int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
+    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (!strcmp(a, "--cuda-sync")) {
+        cfg.sync_each = true;
+        return 1;
+    }
+    if (!strcmp(a, "--cuda-host-only")) {
+        cfg.host_only = true;
+        return 1;
+    }
+    if (!strcmp(a, "--cuda-graphs")) {
+        if (!v || (strcmp(v, "on") && strcmp(v, "off"))) {
+            snprintf(msg, cap, "--cuda-graphs needs on or off, got %s", v ? v : "nothing");
+            return -1;
+        }
+        cfg.graphs = !strcmp(v, "on");
+        (*i)++;
+        return 1;
+    }
+    if (strcmp(a, "--devices")) return 0;
+    if (!v || !*v) {
+        snprintf(msg, cap, "--devices needs a list of GPU numbers such as 0,1");
+        return -1;
+    }
+    int n = 0;
+    for (const char *p = v; *p;) {
+        char *end;
+        long d = strtol(p, &end, 10);
+        if (end == p || d < 0 || d > 1023 || (*end && *end != ',') || n == PPRT_CUDA_MAX_DEVICES) {
+            snprintf(msg, cap, "--devices needs up to %d GPU numbers 0..1023 separated by commas, got '%s'",
+                     PPRT_CUDA_MAX_DEVICES, v);
+            return -1;
+        }
+        cfg.devices[n++] = (int)d;
+        p = *end ? end + 1 : end;
+    }
+    cfg.n_devices = n;
+    (*i)++;
+    return 1;
+}
+
+void pprt_cuda_versions(char *buf, size_t cap) {
+#ifdef PPRT_WITH_CUDA
+    int rt = 0, drv = 0, nccl = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv); /* 0 where no driver is installed */
+    ncclGetVersion(&nccl);
+    const size_t dnn = cudnnGetVersion();
+    const size_t lt = cublasLtGetVersion();
+    char d[64];
+    if (drv) snprintf(d, sizeof d, "driver supports CUDA %d.%d", drv / 1000, drv % 1000 / 10);
+    else snprintf(d, sizeof d, "no CUDA driver");
+    snprintf(buf, cap, "CUDA runtime %d.%d, cuDNN %zu.%zu.%zu, cuBLASLt %zu.%zu.%zu, NCCL %d.%d.%d; %s", rt / 1000,
+             rt % 1000 / 10, dnn / 10000, dnn % 10000 / 100, dnn % 100, lt / 10000, lt % 10000 / 100, lt % 100,
+             nccl / 10000, nccl % 10000 / 100, nccl % 100, d);
+#else
+    snprintf(buf, cap, "built without CUDA (--backend cuda-emu only)");
+#endif
+}

@@ -1,0 +1,1096 @@
+/* plan_cuda.c: the CUDA backend's planner: one stage of a plan -> a step list
+ * (cuplan.h). Pure C, no CUDA: the engine (exec_cuda.c) issues the steps on
+ * a GPU, the emulator (emu.c) runs them on the host.
+ *
+ * Per node, in node order:
+ *   - Conv, pp.FusedConv (bias, residual, Relu/Clip), ConvTranspose: a cuDNN
+ *     convolution graph (f32);
+ *   - MatMul, Gemm: a cuBLASLt product (f32; broadcast batches through
+ *     strides, a batch over a shared weight folded into the rows); a MatMul
+ *     or Gemm followed, inside the stage, by an Add of a bias vector [N]
+ *     (and a Relu) that reads only it takes them as the product's epilogue
+ *     (ppcc never cuts such a chain, so the split never changes this);
+ *   - elementwise, Where, Cast, Clip, Softmax, reductions, ArgMax/ArgMin,
+ *     global pools, MaxPool/AveragePool, Batch/Layer/Instance/Group
+ *     normalization, Transpose, Slice, Concat, Split, Gather, Expand, Tile,
+ *     Pad (constant): an own kernel (kmath.h);
+ *   - Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: a copy (none
+ *     where the plan gave both the same bytes);
+ *   - anything else, and any of the above with types or attributes the step
+ *     does not cover: a HOST step (download, reference kernel, upload) that
+ *     records why.
+ * Tensors received and sent on unchanged get a copy from IN to OUT. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../ir/op_fns.h"
+#include "../../ir/shape_nn.h"
+#include "../cpu/ref.h" /* pprt_geom3_lift */
+#include "cuplan.h"
+
+_Static_assert((int)PCU_T_F32 == (int)PP_F32 && (int)PCU_T_U8 == (int)PP_U8 && (int)PCU_T_I8 == (int)PP_I8 && (int)PCU_T_U16 == (int)PP_U16 && (int)PCU_T_I16 == (int)PP_I16 && (int)PCU_T_I32 == (int)PP_I32 && (int)PCU_T_I64 == (int)PP_I64 && (int)PCU_T_BOOL == (int)PP_BOOL && (int)PCU_T_F16 == (int)PP_F16 && (int)PCU_T_F64 == (int)PP_F64 && (int)PCU_T_U32 == (int)PP_U32 && (int)PCU_T_U64 == (int)PP_U64 && (int)PCU_T_BF16 == (int)PP_BF16,
+               "kmath.h's element types are ONNX's");
+_Static_assert(PCU_MAXD == PP_MAX_DIMS, "kmath.h's dims are the plan's");
+
+typedef struct planner {
+    pcu_plan *pl;
+    const pprt_plan *p;
+    const pprt_stage *st;
+    int *uses;  /* tensor id -> readers in the stage (+1 when sent) */
+    bool *done; /* node absorbed by an earlier step */
+    pp_err *err;
+} planner;
+
+/* ---- steps and operands -------------------------------------------------------------------- */
+
+pcu_ref pcu_tensor_ref(const pcu_plan *pl, int tid) {
+    if (tid < 0) return (pcu_ref){-1, -1, 0, 0};
+    const pprt_tdesc *t = &pl->st->t[tid];
+    switch (t->kind) {
+    case PPRT_ACTIVATION: return (pcu_ref){PCU_SP_ARENA, tid, t->offset, t->nbytes};
+    case PPRT_WEIGHT: return (pcu_ref){PCU_SP_WEIGHTS, tid, pl->woff[tid], t->nbytes};
+    case PPRT_RECV: return (pcu_ref){PCU_SP_IN, tid, pl->st->in.off[t->offset], t->nbytes};
+    default: return (pcu_ref){PCU_SP_OUT, tid, pl->st->out.off[t->offset], t->nbytes};
+    }
+}
+
+static pcu_step *add_step(planner *P, int kind, int node, int n_ops) {
+    pcu_plan *pl = P->pl;
+    if (pl->n_steps == pl->cap) {
+        int cap = pl->cap ? 2 * pl->cap : 64;
+        pcu_step *s = realloc(pl->steps, (size_t)cap * sizeof *s);
+        if (!s) return NULL;
+        pl->steps = s;
+        pl->cap = cap;
+    }
+    pcu_step *s = &pl->steps[pl->n_steps];
+    memset(s, 0, sizeof *s);
+    s->ops = calloc(pp_count(n_ops), sizeof *s->ops);
+    if (!s->ops) return NULL;
+    pl->n_steps++;
+    s->kind = kind;
+    s->node = node;
+    s->n_ops = n_ops;
+    for (int i = 0; i < n_ops; i++) s->ops[i] = (pcu_ref){-1, -1, 0, 0};
+    return s;
+}
+
+#define NEW_STEP(var, P, kind, node, n_ops)                                           \
+    pcu_step *var = add_step((P), (kind), (node), (n_ops));                           \
+    if (!var) return PP_FAIL((P)->err, PP_ENOMEM, "out of memory")
+
+static const pprt_tdesc *T(const planner *P, int tid) { return tid >= 0 ? &P->st->t[tid] : NULL; }
+static pcu_ref R(const planner *P, int tid) { return pcu_tensor_ref(P->pl, tid); }
+
+static int64_t numel(const pp_shape *s) {
+    int64_t n = 1;
+    for (int i = 0; i < s->rank; i++) n *= s->dim[i];
+    return n;
+}
+
+static void strides_of(const pp_shape *s, int64_t *st) {
+    int64_t a = 1;
+    for (int i = s->rank - 1; i >= 0; i--) {
+        st[i] = a;
+        a *= s->dim[i];
+    }
+}
+
+/* A HOST step: the node on its reference kernel, between a download and an upload. */
+static pp_status host_step(planner *P, int ni, const char *why) {
+    const pprt_node *n = &P->st->nodes[ni];
+    NEW_STEP(s, P, PCU_S_HOST, ni, n->n_in + n->n_out);
+    for (int k = 0; k < n->n_in; k++) s->ops[k] = R(P, n->in[k]);
+    for (int k = 0; k < n->n_out; k++) s->ops[n->n_in + k] = R(P, n->out[k]);
+    snprintf(s->why, sizeof s->why, "%s", why);
+    P->pl->counts.host++;
+    return PP_OK;
+}
+
+static pp_status copy_step(planner *P, int ni, pcu_ref src, pcu_ref dst) {
+    if (src.space == dst.space && src.off == dst.off) return PP_OK; /* the plan gave them the same bytes */
+    NEW_STEP(s, P, PCU_S_COPY, ni, 2);
+    s->ops[0] = src;
+    s->ops[1] = dst;
+    return PP_OK;
+}
+
+/* ---- elementwise --------------------------------------------------------------------------- */
+
+int64_t pcu_ew_make(int op, int k, const pp_shape *const *xs, const pp_shape *ys, int tin, int tout, float p0,
+                    float p1, int mode, pcu_ew *e) {
+    const int r = ys->rank;
+    int64_t dim[PP_MAX_DIMS];
+    bool var[3][PP_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < r; i++) {
+        const int64_t d = ys->dim[i];
+        bool f[3];
+        for (int q = 0; q < k; q++) {
+            const int iq = i - (r - xs[q]->rank);
+            f[q] = (iq >= 0 ? xs[q]->dim[iq] : 1) == d;
+        }
+        if (d == 1) continue;
+        bool same = nd > 0;
+        for (int q = 0; q < k && same; q++) same = var[q][nd - 1] == f[q];
+        if (same) {
+            dim[nd - 1] *= d;
+        } else {
+            dim[nd] = d;
+            for (int q = 0; q < k; q++) var[q][nd] = f[q];
+            nd++;
+        }
+    }
+    *e = (pcu_ew){.op = op, .nin = k, .rank = nd, .mode = mode, .tin = tin, .tout = tout, .n = numel(ys), .p0 = p0,
+                  .p1 = p1};
+    for (int i = 0; i < nd; i++) e->dim[i] = dim[i];
+    for (int q = 0; q < k; q++) {
+        int64_t acc = 1;
+        for (int i = nd - 1; i >= 0; i--) {
+            e->st[q][i] = var[q][i] ? acc : 0;
+            if (var[q][i]) acc *= dim[i];
+        }
+    }
+    return e->n;
+}
+
+/* y (ref yr) = op of k inputs (refs xr[]), as pcu_ew_make. */
+static pp_status ew_step(planner *P, int ni, int op, int k, const pp_shape *const *xs, const pcu_ref *xr,
+                         const pp_shape *ys, pcu_ref yr, int tin, int tout, float p0, float p1, int mode) {
+    pcu_ew e;
+    if (pcu_ew_make(op, k, xs, ys, tin, tout, p0, p1, mode, &e) == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, k + 1);
+    s->kernel = PCU_K_EW;
+    s->u.ew = e;
+    for (int q = 0; q < k; q++) s->ops[q] = xr[q];
+    s->ops[k] = yr;
+    s->threads = e.n;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
+static bool ew_float(pp_dtype t) { return t == PP_F32 || t == PP_F16 || t == PP_BF16 || t == PP_F64; }
+static bool ew_int(pp_dtype t) {
+    return t == PP_I8 || t == PP_I16 || t == PP_I32 || t == PP_I64 || t == PP_U8 || t == PP_U16 || t == PP_U32 ||
+           t == PP_U64;
+}
+
+/* The EW op of a unary/binary/comparison node, or -1. */
+static int ew_op_of(pp_op op) {
+    switch (op) {
+    case PP_OP_RELU: return PCU_EW_RELU;
+    case PP_OP_LEAKYRELU: return PCU_EW_LEAKYRELU;
+    case PP_OP_ELU: return PCU_EW_ELU;
+    case PP_OP_SELU: return PCU_EW_SELU;
+    case PP_OP_SIGMOID: return PCU_EW_SIGMOID;
+    case PP_OP_HARDSIGMOID: return PCU_EW_HARDSIGMOID;
+    case PP_OP_HARDSWISH: return PCU_EW_HARDSWISH;
+    case PP_OP_TANH: return PCU_EW_TANH;
+    case PP_OP_SOFTPLUS: return PCU_EW_SOFTPLUS;
+    case PP_OP_ERF: return PCU_EW_ERF;
+    case PP_OP_GELU: return PCU_EW_GELU;
+    case PP_OP_SQRT: return PCU_EW_SQRT;
+    case PP_OP_EXP: return PCU_EW_EXP;
+    case PP_OP_LOG: return PCU_EW_LOG;
+    case PP_OP_RECIPROCAL: return PCU_EW_RECIPROCAL;
+    case PP_OP_FLOOR: return PCU_EW_FLOOR;
+    case PP_OP_CEIL: return PCU_EW_CEIL;
+    case PP_OP_SILU: return PCU_EW_SILU;
+    case PP_OP_NEG: return PCU_EW_NEG;
+    case PP_OP_ABS: return PCU_EW_ABS;
+    case PP_OP_NOT: return PCU_EW_NOT;
+    case PP_OP_ADD: case PP_OP_SUM: return PCU_EW_ADD;
+    case PP_OP_SUB: return PCU_EW_SUB;
+    case PP_OP_MUL: return PCU_EW_MUL;
+    case PP_OP_DIV: return PCU_EW_DIV;
+    case PP_OP_POW: return PCU_EW_POW;
+    case PP_OP_MOD: return PCU_EW_MOD;
+    case PP_OP_PRELU: return PCU_EW_PRELU;
+    case PP_OP_MIN: return PCU_EW_MIN;
+    case PP_OP_MAX: return PCU_EW_MAX;
+    case PP_OP_MEAN: return PCU_EW_ADD;
+    case PP_OP_EQUAL: return PCU_EW_EQUAL;
+    case PP_OP_LESS: return PCU_EW_LESS;
+    case PP_OP_GREATER: return PCU_EW_GREATER;
+    case PP_OP_LESSOREQUAL: return PCU_EW_LE;
+    case PP_OP_GREATEROREQUAL: return PCU_EW_GE;
+    case PP_OP_AND: return PCU_EW_AND;
+    case PP_OP_OR: return PCU_EW_OR;
+    case PP_OP_XOR: return PCU_EW_XOR;
+    default: return -1;
+    }
+}
+
+static pp_attrs attrs_of(const planner *P, const pprt_node *n) {
+    return (pp_attrs){n->attrs, n->n_attrs, P->p->opset};
+}
+
+static float attr_f(const planner *P, const pprt_node *n, const char *name, float def) {
+    float v = def;
+    (void)pp_attr_float(attrs_of(P, n), name, def, &v, NULL);
+    return v;
+}
+
+static int64_t attr_i(const planner *P, const pprt_node *n, const char *name, int64_t def) {
+    int64_t v = def;
+    (void)pp_attr_int(attrs_of(P, n), name, def, &v, NULL);
+    return v;
+}
+
+/* Unary, binary, variadic, comparison and logic nodes. Returns false (and
+ * plans nothing) for what it does not cover. */
+static pp_status plan_elementwise(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const int op = ew_op_of(n->op);
+    *ok = false;
+    if (op < 0 || n->n_out != 1) return PP_OK;
+    const pprt_tdesc *y = T(P, n->out[0]);
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] < 0) return PP_OK;
+    const pprt_tdesc *x0 = T(P, n->in[0]);
+    const pp_dtype t = x0->dtype;
+    for (int k = 1; k < n->n_in; k++)
+        if (T(P, n->in[k])->dtype != t) return PP_OK; /* Pow with another exponent type, ... */
+    float p0 = 0, p1 = 0;
+    int eop = op;
+    if (op <= PCU_EW_SILU) { /* float math */
+        if (!ew_float(t)) return PP_OK;
+        switch (n->op) {
+        case PP_OP_LEAKYRELU: p0 = attr_f(P, n, "alpha", 0.01f); break;
+        case PP_OP_ELU: p0 = attr_f(P, n, "alpha", 1.0f); break;
+        case PP_OP_SELU:
+            p0 = attr_f(P, n, "alpha", 1.67326319217681884765625f);
+            p1 = attr_f(P, n, "gamma", 1.05070102214813232421875f);
+            break;
+        case PP_OP_HARDSIGMOID:
+            p0 = attr_f(P, n, "alpha", 0.2f);
+            p1 = attr_f(P, n, "beta", 0.5f);
+            break;
+        case PP_OP_GELU: {
+            const char *a = "none";
+            (void)pp_attr_string(attrs_of(P, n), "approximate", "none", &a, NULL);
+            if (!strcmp(a, "tanh")) eop = PCU_EW_GELU_TANH;
+            else if (strcmp(a, "none")) return PP_OK;
+            break;
+        }
+        default: break;
+        }
+    } else if (op == PCU_EW_NEG) {
+        if (!ew_float(t) && t != PP_I8 && t != PP_I16 && t != PP_I32 && t != PP_I64) return PP_OK;
+    } else if (op == PCU_EW_ABS) {
+        if (!ew_float(t) && !ew_int(t)) return PP_OK;
+    } else if (op == PCU_EW_NOT || op >= PCU_EW_AND) {
+        if (t != PP_BOOL) return PP_OK;
+    } else if (op >= PCU_EW_EQUAL) {
+        if (!ew_float(t) && !ew_int(t) && !(t == PP_BOOL && op == PCU_EW_EQUAL)) return PP_OK;
+    } else { /* binary arithmetic */
+        if (!ew_float(t) && !ew_int(t)) return PP_OK;
+        if ((n->op == PP_OP_SUM || n->op == PP_OP_MEAN) && !ew_float(t)) return PP_OK;
+        if (op == PCU_EW_POW && !ew_float(t) && t != PP_I32 && t != PP_I64) return PP_OK;
+        if (op == PCU_EW_PRELU && !ew_float(t) && !ew_int(t)) return PP_OK;
+        if (op == PCU_EW_MOD) {
+            const int64_t fm = attr_i(P, n, "fmod", 0);
+            if (fm == 1) eop = PCU_EW_FMOD;
+            else if (ew_float(t) || fm != 0) return PP_OK;
+        }
+    }
+    const pp_dtype to = y->dtype;
+    if (n->n_in == 1 && op >= PCU_EW_ADD && op <= PCU_EW_MAX) { /* variadic of one: a copy */
+        *ok = true;
+        return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
+    }
+    const int first = n->n_in >= 2 ? 2 : 1;
+    const pp_shape *xs[2] = {&x0->shape, first == 2 ? &T(P, n->in[1])->shape : NULL};
+    pcu_ref xr[2] = {R(P, n->in[0]), first == 2 ? R(P, n->in[1]) : R(P, -1)};
+    PP_TRY(ew_step(P, ni, eop, first, xs, xr, &y->shape, R(P, n->out[0]), t, to, p0, p1, 0));
+    for (int k = 2; k < n->n_in; k++) { /* variadic: y = y op x_k */
+        const pp_shape *cs[2] = {&y->shape, &T(P, n->in[k])->shape};
+        pcu_ref cr[2] = {R(P, n->out[0]), R(P, n->in[k])};
+        PP_TRY(ew_step(P, ni, eop, 2, cs, cr, &y->shape, R(P, n->out[0]), t, to, 0, 0, 0));
+        P->pl->counts.own--; /* one node, several steps */
+    }
+    if (n->op == PP_OP_MEAN) {
+        const pp_shape *cs[1] = {&y->shape};
+        pcu_ref cr[1] = {R(P, n->out[0])};
+        PP_TRY(ew_step(P, ni, PCU_EW_SCALE, 1, cs, cr, &y->shape, R(P, n->out[0]), t, to, (float)n->n_in, 0, 0));
+        P->pl->counts.own--;
+    }
+    *ok = true;
+    return PP_OK;
+}
+
+/* Where, Cast, CastLike, Clip. */
+static pp_status plan_select_cast(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *y = T(P, n->out[0]);
+    *ok = false;
+    if (n->op == PP_OP_WHERE) {
+        const pprt_tdesc *c = T(P, n->in[0]), *a = T(P, n->in[1]), *b = T(P, n->in[2]);
+        if (c->dtype != PP_BOOL || a->dtype != b->dtype || !pcu_tsize(a->dtype)) return PP_OK;
+        const pp_shape *xs[3] = {&c->shape, &a->shape, &b->shape};
+        pcu_ref xr[3] = {R(P, n->in[0]), R(P, n->in[1]), R(P, n->in[2])};
+        *ok = true;
+        return ew_step(P, ni, PCU_EW_WHERE, 3, xs, xr, &y->shape, R(P, n->out[0]), a->dtype, y->dtype, 0, 0, 0);
+    }
+    const pprt_tdesc *x = T(P, n->in[0]);
+    if (n->op == PP_OP_CAST || n->op == PP_OP_CASTLIKE) {
+        const pp_dtype s = x->dtype, d = y->dtype;
+        if (!pcu_tsize(s) || !pcu_tsize(d)) return PP_OK;
+        /* 16-bit float targets from f32 or 16-bit floats only (one rounding) */
+        if ((d == PP_F16 || d == PP_BF16) && s != PP_F32 && s != PP_F16 && s != PP_BF16) return PP_OK;
+        const pp_shape *xs[1] = {&x->shape};
+        pcu_ref xr[1] = {R(P, n->in[0])};
+        *ok = true;
+        return ew_step(P, ni, PCU_EW_CAST, 1, xs, xr, &y->shape, R(P, n->out[0]), s, d, 0, 0, 0);
+    }
+    /* Clip: bounds as scalar inputs (opset >= 11) or attributes */
+    const pp_dtype t = x->dtype;
+    if (!ew_float(t) && !ew_int(t)) return PP_OK;
+    int mode = 0;
+    float p0 = 0, p1 = 0;
+    const pp_shape *xs[3] = {&x->shape, &x->shape, &x->shape};
+    pcu_ref xr[3] = {R(P, n->in[0]), R(P, -1), R(P, -1)};
+    if (P->p->opset < 11) {
+        if (pp_attr_find(attrs_of(P, n), "min")) mode |= 1, p0 = attr_f(P, n, "min", 0);
+        if (pp_attr_find(attrs_of(P, n), "max")) mode |= 2, p1 = attr_f(P, n, "max", 0);
+        mode |= 4;
+        if (!ew_float(t)) return PP_OK;
+    } else {
+        for (int k = 1; k < 3 && k < n->n_in; k++) {
+            if (n->in[k] < 0) continue;
+            const pprt_tdesc *b = T(P, n->in[k]);
+            if (b->dtype != t || numel(&b->shape) != 1) return PP_OK;
+            mode |= k;
+            xs[k] = &b->shape;
+            xr[k] = R(P, n->in[k]);
+        }
+    }
+    /* absent bounds read nothing: any region stands in */
+    for (int k = 1; k < 3; k++)
+        if (xr[k].space < 0) xr[k] = xr[0], xs[k] = &x->shape;
+    *ok = true;
+    return ew_step(P, ni, PCU_EW_CLIP, 3, xs, xr, &y->shape, R(P, n->out[0]), t, y->dtype, p0, p1, mode);
+}
+
+/* ---- strided copies ----------------------------------------------------------------------- */
+
+static pcu_step *perm_step(planner *P, int ni, int n_ops, const pprt_tdesc *y) {
+    pcu_step *s = add_step(P, PCU_S_KERNEL, ni, n_ops);
+    if (!s) return NULL;
+    s->kernel = PCU_K_PERM;
+    s->ptype = y->dtype;
+    s->u.perm = (pcu_perm){.esize = (int32_t)pp_dtype_size(y->dtype), .gdim = -1};
+    return s;
+}
+
+static void perm_finish(pcu_step *s) {
+    pcu_perm *k = &s->u.perm;
+    k->n = 1;
+    for (int d = 0; d < k->rank; d++) k->n *= k->dim[d];
+    s->threads = k->n;
+}
+
+/* Transpose, Slice, Expand, Tile: one output element per thread. */
+static pp_status plan_view_like(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
+    *ok = false;
+    if (!pp_dtype_size(x->dtype) || pp_dtype_size(x->dtype) > 8 || x->dtype != y->dtype) return PP_OK;
+    const int r = y->shape.rank;
+    int64_t xst[PP_MAX_DIMS], yst[PP_MAX_DIMS];
+    strides_of(&x->shape, xst);
+    strides_of(&y->shape, yst);
+    pcu_perm k = {.rank = r, .esize = (int32_t)pp_dtype_size(y->dtype), .gdim = -1};
+    for (int d = 0; d < r; d++) k.dim[d] = y->shape.dim[d], k.dst_st[d] = yst[d];
+    pp_attrs a = attrs_of(P, n);
+    if (n->op == PP_OP_TRANSPOSE) {
+        int64_t perm[PP_MAX_DIMS];
+        if (pp_transpose_perm(a, x->shape.rank, perm, NULL) != PP_OK) return PP_OK;
+        for (int d = 0; d < r; d++) k.sst[d] = xst[perm[d]];
+    } else if (n->op == PP_OP_SLICE) {
+        pp_tinfo tin[5];
+        for (int i = 0; i < n->n_in; i++) {
+            const pprt_tdesc *t = T(P, n->in[i]);
+            if (!t) {
+                tin[i] = (pp_tinfo){PP_UNDEFINED, {0, {0}}, NULL};
+                continue;
+            }
+            if (i > 0 && (t->kind != PPRT_WEIGHT || !t->data)) return PP_OK; /* runtime starts/ends */
+            tin[i] = (pp_tinfo){t->dtype, t->shape, i > 0 ? t->data : NULL};
+        }
+        pp_slice sl;
+        if (pp_slice_parse(a, tin, n->n_in, &sl, NULL) != PP_OK) return PP_OK;
+        for (int d = 0; d < r; d++) {
+            k.sst[d] = xst[d] * sl.step[d];
+            k.src_off += sl.first[d] * xst[d];
+        }
+    } else if (n->op == PP_OP_EXPAND) {
+        for (int d = 0; d < r; d++) {
+            const int xd = d - (r - x->shape.rank);
+            k.sst[d] = xd < 0 || x->shape.dim[xd] == 1 ? 0 : xst[xd];
+        }
+    } else { /* Tile */
+        if (x->shape.rank != r) return PP_OK;
+        for (int d = 0; d < r; d++) k.sst[d] = xst[d], k.mod[d] = x->shape.dim[d];
+    }
+    pcu_step *s = perm_step(P, ni, 2, y);
+    if (!s) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    s->u.perm = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->out[0]);
+    perm_finish(s);
+    if (s->threads == 0) P->pl->n_steps--, free(s->ops);
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
+/* Pad (constant mode, constant pads and value). */
+static pp_status plan_pad(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
+    *ok = false;
+    const char *mode = "constant";
+    (void)pp_attr_string(attrs_of(P, n), "mode", "constant", &mode, NULL);
+    if (strcmp(mode, "constant") || !pp_dtype_size(x->dtype) || pp_dtype_size(x->dtype) > 8) return PP_OK;
+    const int r = x->shape.rank;
+    int64_t pads[2 * PP_MAX_DIMS];
+    double value = 0;
+    if (P->p->opset < 11) {
+        int np = 0;
+        if (pp_attr_ints(attrs_of(P, n), "pads", pads, 2 * PP_MAX_DIMS, &np, NULL) != PP_OK || np != 2 * r) return PP_OK;
+        value = attr_f(P, n, "value", 0);
+    } else {
+        const pprt_tdesc *pt = T(P, n->in[1]);
+        if (!pt || pt->kind != PPRT_WEIGHT || !pt->data || pt->dtype != PP_I64 || numel(&pt->shape) != 2 * r) return PP_OK;
+        if (n->n_in > 3 && n->in[3] >= 0) return PP_OK; /* axes */
+        memcpy(pads, pt->data, (size_t)(2 * r) * sizeof *pads);
+        if (n->n_in > 2 && n->in[2] >= 0) {
+            const pprt_tdesc *vt = T(P, n->in[2]);
+            if (vt->kind != PPRT_WEIGHT || !vt->data || vt->dtype != x->dtype) return PP_OK;
+            value = pcu_is_float(x->dtype) ? pcu_ldd(vt->data, x->dtype, 0) : (double)pcu_ldi(vt->data, x->dtype, 0);
+        }
+    }
+    int64_t xst[PP_MAX_DIMS], yst[PP_MAX_DIMS];
+    strides_of(&x->shape, xst);
+    strides_of(&y->shape, yst);
+    pcu_step *s = perm_step(P, ni, 2, y);
+    if (!s) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    pcu_perm *k = &s->u.perm;
+    k->rank = r;
+    k->pad = 1;
+    k->value = value;
+    for (int d = 0; d < r; d++) {
+        k->dim[d] = y->shape.dim[d];
+        k->dst_st[d] = yst[d];
+        k->sst[d] = xst[d];
+        k->lo[d] = pads[d];
+        k->sdim[d] = x->shape.dim[d];
+    }
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->out[0]);
+    perm_finish(s);
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
+/* Concat (one step per input) and Split (one step per output): each a
+ * strided copy into / out of a window along the axis. */
+static pp_status plan_concat_split(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const bool cat = n->op == PP_OP_CONCAT;
+    const pprt_tdesc *whole = cat ? T(P, n->out[0]) : T(P, n->in[0]);
+    *ok = false;
+    const size_t es = pp_dtype_size(whole->dtype);
+    if (!es || es > 8) return PP_OK;
+    int axis;
+    if (pp_norm_axis(attr_i(P, n, "axis", 0), whole->shape.rank, "axis", &axis, NULL) != PP_OK) return PP_OK;
+    int64_t wst[PP_MAX_DIMS];
+    strides_of(&whole->shape, wst);
+    const int parts = cat ? n->n_in : n->n_out;
+    int64_t at = 0;
+    int made = 0;
+    for (int q = 0; q < parts; q++) {
+        const int tid = cat ? n->in[q] : n->out[q];
+        if (tid < 0) continue;
+        const pprt_tdesc *part = T(P, tid);
+        int64_t pst[PP_MAX_DIMS];
+        strides_of(&part->shape, pst);
+        pcu_step *s = perm_step(P, ni, 2, part);
+        if (!s) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+        pcu_perm *k = &s->u.perm;
+        k->rank = part->shape.rank;
+        for (int d = 0; d < k->rank; d++) {
+            k->dim[d] = part->shape.dim[d];
+            k->sst[d] = cat ? pst[d] : wst[d];
+            k->dst_st[d] = cat ? wst[d] : pst[d];
+        }
+        if (cat) k->dst_off = at * wst[axis];
+        else k->src_off = at * wst[axis];
+        at += part->shape.dim[axis];
+        s->ops[0] = cat ? R(P, tid) : R(P, n->in[0]);
+        s->ops[1] = cat ? R(P, n->out[0]) : R(P, tid);
+        perm_finish(s);
+        if (s->threads == 0) {
+            free(s->ops);
+            P->pl->n_steps--;
+        } else {
+            made++;
+        }
+    }
+    P->pl->counts.own++;
+    (void)made;
+    *ok = true;
+    return PP_OK;
+}
+
+/* Gather along an axis: the output [data dims before axis, indices..., data
+ * dims after] seen as [before..., G, after...], G the indices' count. */
+static pp_status plan_gather(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]), *ix = T(P, n->in[1]), *y = T(P, n->out[0]);
+    *ok = false;
+    if (!pp_dtype_size(x->dtype) || pp_dtype_size(x->dtype) > 8 || (ix->dtype != PP_I64 && ix->dtype != PP_I32))
+        return PP_OK;
+    int axis;
+    if (pp_norm_axis(attr_i(P, n, "axis", 0), x->shape.rank, "axis", &axis, NULL) != PP_OK) return PP_OK;
+    int64_t xst[PP_MAX_DIMS];
+    strides_of(&x->shape, xst);
+    pcu_step *s = perm_step(P, ni, 3, y);
+    if (!s) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    pcu_perm *k = &s->u.perm;
+    const int r = x->shape.rank;
+    pp_shape v = {.rank = r};
+    for (int d = 0; d < r; d++) v.dim[d] = d == axis ? numel(&ix->shape) : x->shape.dim[d];
+    int64_t vst[PP_MAX_DIMS];
+    strides_of(&v, vst);
+    k->rank = r;
+    k->gdim = axis;
+    k->gidx_t = ix->dtype;
+    k->gidx_st = 1;
+    k->glen = x->shape.dim[axis];
+    k->gsrc_st = xst[axis];
+    for (int d = 0; d < r; d++) {
+        k->dim[d] = v.dim[d];
+        k->sst[d] = xst[d];
+        k->dst_st[d] = vst[d];
+    }
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->in[1]);
+    s->ops[2] = R(P, n->out[0]);
+    perm_finish(s);
+    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
+/* ---- reductions, softmax, normalizations, pools -------------------------------------------- */
+
+static pp_status red_step(planner *P, int ni, int op, int last, const pprt_tdesc *x, const bool *mask, pcu_ref yr) {
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
+    s->kernel = PCU_K_RED;
+    pcu_red *k = &s->u.red;
+    *k = (pcu_red){.op = op, .last = last, .n_out = 1, .n_red = 1};
+    int64_t xst[PP_MAX_DIMS];
+    strides_of(&x->shape, xst);
+    for (int d = 0; d < x->shape.rank; d++) {
+        if (x->shape.dim[d] == 1) continue;
+        if (mask[d]) {
+            k->rd[k->nr] = x->shape.dim[d], k->rs[k->nr++] = xst[d];
+            k->n_red *= x->shape.dim[d];
+        } else {
+            k->kd[k->nk] = x->shape.dim[d], k->ks[k->nk++] = xst[d];
+            k->n_out *= x->shape.dim[d];
+        }
+    }
+    s->ops[0] = pcu_tensor_ref(P->pl, (int)(x - P->st->t));
+    s->ops[1] = yr;
+    s->threads = k->n_out;
+    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
+static pp_status plan_reduce(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
+    *ok = false;
+    /* an empty input (a reduction's identity) stays on the host fallback */
+    if (x->dtype != PP_F32 || n->n_out != 1 || numel(&x->shape) == 0) return PP_OK;
+    bool mask[PP_MAX_DIMS] = {false};
+    int op;
+    if (n->op == PP_OP_GLOBALAVGPOOL || n->op == PP_OP_GLOBALMAXPOOL) {
+        if (y->dtype != PP_F32) return PP_OK;
+        for (int d = 2; d < x->shape.rank; d++) mask[d] = true;
+        op = n->op == PP_OP_GLOBALAVGPOOL ? PCU_RED_MEAN : PCU_RED_MAX;
+        *ok = true;
+        return red_step(P, ni, op, 0, x, mask, R(P, n->out[0]));
+    }
+    if (n->op == PP_OP_ARGMAX || n->op == PP_OP_ARGMIN) {
+        int axis;
+        if (y->dtype != PP_I64 ||
+            pp_norm_axis(attr_i(P, n, "axis", 0), x->shape.rank, "axis", &axis, NULL) != PP_OK)
+            return PP_OK;
+        mask[axis] = true;
+        *ok = true;
+        return red_step(P, ni, n->op == PP_OP_ARGMAX ? PCU_RED_ARGMAX : PCU_RED_ARGMIN,
+                        attr_i(P, n, "select_last_index", 0) != 0, x, mask, R(P, n->out[0]));
+    }
+    if (y->dtype != PP_F32) return PP_OK;
+    switch (n->op) {
+    case PP_OP_REDUCEMEAN: op = PCU_RED_MEAN; break;
+    case PP_OP_REDUCESUM: op = PCU_RED_SUM; break;
+    case PP_OP_REDUCEMAX: op = PCU_RED_MAX; break;
+    case PP_OP_REDUCEMIN: op = PCU_RED_MIN; break;
+    case PP_OP_REDUCEPROD: op = PCU_RED_PROD; break;
+    case PP_OP_REDUCEL1: op = PCU_RED_L1; break;
+    case PP_OP_REDUCEL2: op = PCU_RED_L2; break;
+    case PP_OP_REDUCESUMSQUARE: op = PCU_RED_SUMSQ; break;
+    case PP_OP_REDUCELOGSUM: op = PCU_RED_LOGSUM; break;
+    default: op = PCU_RED_LOGSUMEXP; break;
+    }
+    pp_tinfo xi = {x->dtype, x->shape, NULL}, ai = {PP_UNDEFINED, {0, {0}}, NULL};
+    if (n->n_in > 1 && n->in[1] >= 0) {
+        const pprt_tdesc *at = T(P, n->in[1]);
+        if (at->kind != PPRT_WEIGHT || !at->data) return PP_OK;
+        ai = (pp_tinfo){at->dtype, at->shape, at->data};
+    }
+    pp_reduce rd;
+    if (pp_reduce_parse(n->op, attrs_of(P, n), &xi, &ai, &rd, NULL) != PP_OK) return PP_OK;
+    bool any = false;
+    for (int d = 0; d < x->shape.rank; d++) any = any || rd.mask[d];
+    /* no axes reduced: ReduceSum and friends pass x through, except those
+     * that change each element (ReduceL1 = |x|, ...): leave them to the host */
+    if (!any && op != PCU_RED_SUM && op != PCU_RED_MEAN && op != PCU_RED_MAX && op != PCU_RED_MIN &&
+        op != PCU_RED_PROD)
+        return PP_OK;
+    *ok = true;
+    if (!any) return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
+    return red_step(P, ni, op, 0, x, rd.mask, R(P, n->out[0]));
+}
+
+static pp_status plan_softmax(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]);
+    *ok = false;
+    int64_t outer, len, inner;
+    if (x->dtype != PP_F32 || pp_softmax_split(attrs_of(P, n), &x->shape, &outer, &len, &inner, NULL) != PP_OK)
+        return PP_OK;
+    *ok = true;
+    if (outer * len * inner == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
+    s->kernel = PCU_K_SOFTMAX;
+    s->u.sm = (pcu_softmax){.log = n->op == PP_OP_LOGSOFTMAX, .outer = outer, .n = len, .inner = inner};
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->out[0]);
+    s->threads = outer * inner;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
+static bool all_f32(const planner *P, const pprt_node *n) {
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && T(P, n->in[k])->dtype != PP_F32) return false;
+    for (int k = 0; k < n->n_out; k++)
+        if (T(P, n->out[k])->dtype != PP_F32) return false;
+    return true;
+}
+
+static pp_status plan_norm(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]);
+    *ok = false;
+    if (!all_f32(P, n)) return PP_OK;
+    const pp_shape *xs = &x->shape;
+    if (n->op == PP_OP_BATCHNORM) {
+        if (n->n_out != 1 || xs->rank < 2) return PP_OK;
+        NEW_STEP(s, P, PCU_S_KERNEL, ni, 6);
+        s->kernel = PCU_K_BN;
+        int64_t S = 1;
+        for (int d = 2; d < xs->rank; d++) S *= xs->dim[d];
+        s->u.bn = (pcu_bn){.n = numel(xs), .c = xs->dim[1], .s = S, .eps = attr_f(P, n, "epsilon", 1e-5f)};
+        for (int k = 0; k < 5; k++) s->ops[k] = R(P, n->in[k]);
+        s->ops[5] = R(P, n->out[0]);
+        s->threads = s->u.bn.n;
+        if (s->threads == 0) free(s->ops), P->pl->n_steps--;
+        P->pl->counts.own++;
+        *ok = true;
+        return PP_OK;
+    }
+    pcu_norm k = {.has_bias = n->n_in > 2 && n->in[2] >= 0, .eps = attr_f(P, n, "epsilon", 1e-5f)};
+    if (n->op == PP_OP_LAYERNORM) {
+        int axis;
+        if (pp_norm_axis(attr_i(P, n, "axis", -1), xs->rank, "axis", &axis, NULL) != PP_OK) return PP_OK;
+        int64_t inner = 1;
+        for (int d = axis; d < xs->rank; d++) inner *= xs->dim[d];
+        if (numel(&T(P, n->in[1])->shape) != inner || (k.has_bias && numel(&T(P, n->in[2])->shape) != inner))
+            return PP_OK; /* broadcast scale: the host */
+        k.rows = inner ? numel(xs) / inner : 0;
+        k.n = inner;
+    } else { /* InstanceNormalization, GroupNormalization: [N, C, S] */
+        if (xs->rank < 3 || n->n_out != 1) return PP_OK;
+        const int64_t N = xs->dim[0], C = xs->dim[1];
+        int64_t S = 1;
+        for (int d = 2; d < xs->rank; d++) S *= xs->dim[d];
+        const int64_t G = n->op == PP_OP_GROUPNORM ? attr_i(P, n, "num_groups", 1) : C;
+        if (G < 1 || C % G) return PP_OK;
+        const int64_t Cg = C / G;
+        k.groups = (int32_t)G;
+        k.rows = N * G;
+        k.n = Cg * S;
+        if (n->op == PP_OP_GROUPNORM && P->p->opset < 21) k.cpg = 1, k.cdiv = Cg * S; /* per group */
+        else k.cpg = Cg, k.cdiv = S;                                                   /* per channel */
+        k.has_bias = 1;
+    }
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 6);
+    s->kernel = PCU_K_NORM;
+    s->u.norm = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->in[1]);
+    if (k.has_bias) s->ops[2] = R(P, n->in[2]);
+    for (int q = 0; q < n->n_out && q < 3; q++) s->ops[3 + q] = R(P, n->out[q]);
+    s->threads = k.rows;
+    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
+static pp_status plan_pool(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
+    *ok = false;
+    if (n->n_out != 1 || x->dtype != PP_F32 || y->dtype != PP_F32) return PP_OK;
+    pp_geom g;
+    if (pp_geom_make(attrs_of(P, n), &x->shape, NULL, true, &g, NULL) != PP_OK) return PP_OK;
+    const pprt_geom3 g3 = pprt_geom3_lift(&g);
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
+    s->kernel = PCU_K_POOL;
+    pcu_pool *k = &s->u.pool;
+    k->max = n->op == PP_OP_MAXPOOL;
+    k->count_pad = !k->max && attr_i(P, n, "count_include_pad", 0) != 0;
+    k->nc = x->shape.dim[0] * x->shape.dim[1];
+    for (int d = 0; d < 3; d++) {
+        k->in[d] = g3.in[d], k->k[d] = g3.k[d], k->s[d] = g3.s[d], k->d[d] = g3.d[d];
+        k->p[d] = g3.p[d], k->p1[d] = g3.p1[d], k->out[d] = g3.out[d];
+    }
+    k->n = k->nc * k->out[0] * k->out[1] * k->out[2];
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->out[0]);
+    s->threads = k->n;
+    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
+/* ---- convolutions (cuDNN) ------------------------------------------------------------------- */
+
+static pp_status plan_conv(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]), *w = T(P, n->in[1]), *y = T(P, n->out[0]);
+    *ok = false;
+    if (!all_f32(P, n) || x->shape.rank < 3 || x->shape.rank > 5) return PP_OK;
+    pp_attrs a = attrs_of(P, n);
+    pp_geom g;
+    int64_t groups = 1;
+    const bool tr = n->op == PP_OP_CONVTRANSPOSE;
+    if (tr) {
+        if (pp_convt_geom(a, &x->shape, &w->shape, &g, &groups, NULL) != PP_OK) return PP_OK;
+        for (int d = 0; d < g.nsp; d++)
+            if (g.pad0[d] < 0 || g.pad1[d] < 0) return PP_OK; /* output_shape beyond the full output */
+    } else {
+        groups = attr_i(P, n, "group", 1);
+        if (pp_geom_make(a, &x->shape, &w->shape.dim[2], false, &g, NULL) != PP_OK) return PP_OK;
+    }
+    pcu_conv c = {.transpose = tr, .groups = (int32_t)groups, .nsp = g.nsp == 3 ? 3 : 2};
+    if (n->op == PP_OP_FUSEDCONV) {
+        const char *act = "";
+        (void)pp_attr_string(a, "activation", "", &act, NULL);
+        if (!strcmp(act, "Relu")) c.act = 1;
+        else if (!strcmp(act, "Clip")) c.act = 2, c.lo = attr_f(P, n, "clip_min", -INFINITY), c.hi = attr_f(P, n, "clip_max", INFINITY);
+        else if (act[0]) return PP_OK;
+        c.has_res = n->n_in > 3 && n->in[3] >= 0;
+    }
+    c.has_bias = n->n_in > 2 && n->in[2] >= 0;
+    /* dims: [N, C, (D,) H, W]; 1-D lifted with H = 1 */
+    const int lift = g.nsp == 1;
+    const int nd = 2 + c.nsp;
+    const pp_shape *xs = &x->shape, *ws = &w->shape, *ys = &y->shape;
+    for (int i = 0, j = 0; i < nd; i++) {
+        if (lift && i == 2) {
+            c.x[i] = c.w[i] = c.y[i] = 1;
+            continue;
+        }
+        c.x[i] = xs->dim[j], c.w[i] = ws->dim[j], c.y[i] = ys->dim[j];
+        j++;
+    }
+    for (int d = 0, j = 0; d < c.nsp; d++) {
+        if (lift && d == 0) {
+            c.pre[d] = c.post[d] = 0, c.stride[d] = c.dil[d] = 1;
+            continue;
+        }
+        c.pre[d] = g.pad0[j], c.post[d] = g.pad1[j], c.stride[d] = g.stride[j], c.dil[d] = g.dil[j];
+        j++;
+    }
+    NEW_STEP(s, P, PCU_S_CONV, ni, 5);
+    s->u.conv = c;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->in[1]);
+    if (c.has_bias) s->ops[2] = R(P, n->in[2]);
+    if (c.has_res) s->ops[3] = R(P, n->in[3]);
+    s->ops[4] = R(P, n->out[0]);
+    P->pl->counts.cudnn++;
+    *ok = true;
+    return PP_OK;
+}
+
+/* ---- matrix products (cuBLASLt) ------------------------------------------------------------- */
+
+/* The node after ni reads only ni's single output, which nothing else reads
+ * and the stage does not send: it may join ni's step. */
+static bool next_reads_only(const planner *P, int ni, int *next) {
+    const pprt_stage *st = P->st;
+    if (ni + 1 >= st->n_nodes || P->done[ni + 1]) return false;
+    const pprt_node *n = &st->nodes[ni], *m = &st->nodes[ni + 1];
+    const int t = n->out[0];
+    if (n->n_out != 1 || m->n_out != 1 || P->uses[t] != 1 || st->t[t].kind != PPRT_ACTIVATION) return false;
+    bool reads = false;
+    for (int k = 0; k < m->n_in; k++) reads = reads || m->in[k] == t;
+    *next = ni + 1;
+    return reads && pp_shape_eq(&st->t[m->out[0]].shape, &st->t[t].shape);
+}
+
+/* A bias vector for the product's epilogue: a weight of N floats, every dim
+ * but the last 1, added to the product's output. */
+static int bias_of(const planner *P, int mi, int64_t N) {
+    const pprt_node *m = &P->st->nodes[mi];
+    if (m->op != PP_OP_ADD || m->n_in != 2) return -1;
+    const int prod = P->st->nodes[mi - 1].out[0];
+    const int b = m->in[0] == prod ? m->in[1] : m->in[0];
+    const pprt_tdesc *t = T(P, b);
+    if (!t || t->kind != PPRT_WEIGHT || t->dtype != PP_F32 || t->shape.rank < 1 ||
+        t->shape.dim[t->shape.rank - 1] != N || numel(&t->shape) != N)
+        return -1;
+    return b;
+}
+
+/* Whether tensor out's bytes overlap an input of node n. */
+static bool fused_overlaps(const planner *P, const pprt_node *n, int out) {
+    const pcu_ref o = R(P, out);
+    for (int k = 0; k < n->n_in; k++) {
+        const pcu_ref r = R(P, n->in[k]);
+        if (r.space == o.space && r.off < o.off + o.bytes && o.off < r.off + r.bytes) return true;
+    }
+    return false;
+}
+
+static pp_status plan_matmul(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    if (!all_f32(P, n)) return PP_OK;
+    const pprt_tdesc *a = T(P, n->in[0]), *b = T(P, n->in[1]), *y = T(P, n->out[0]);
+    pcu_mm mm = {.alpha = 1, .batch = 1};
+    int64_t M, N, K, sa = 0, sb = 0, batch = 1;
+    int cin = -1;
+    if (n->op == PP_OP_GEMM) {
+        const bool ta = attr_i(P, n, "transA", 0) != 0, tb = attr_i(P, n, "transB", 0) != 0;
+        if (a->shape.rank != 2 || b->shape.rank != 2) return PP_OK;
+        M = ta ? a->shape.dim[1] : a->shape.dim[0];
+        K = ta ? a->shape.dim[0] : a->shape.dim[1];
+        N = tb ? b->shape.dim[0] : b->shape.dim[1];
+        mm.alpha = attr_f(P, n, "alpha", 1.0f);
+        const float beta = attr_f(P, n, "beta", 1.0f);
+        /* column-major: D^T = op(B)^T op(A)^T */
+        mm.transa = tb, mm.lda = tb ? K : N;
+        mm.transb = ta, mm.ldb = ta ? M : K;
+        if (n->n_in > 2 && n->in[2] >= 0 && beta != 0) {
+            const pprt_tdesc *c = T(P, n->in[2]);
+            if (numel(&c->shape) == N && c->shape.dim[c->shape.rank - 1] == N && beta == 1 && c->kind == PPRT_WEIGHT) {
+                mm.bias = 1;
+                cin = n->in[2];
+            } else if (c->shape.rank == 2 && c->shape.dim[0] == M && c->shape.dim[1] == N) {
+                mm.has_c = 1, mm.beta = beta;
+                cin = n->in[2];
+            } else {
+                return PP_OK;
+            }
+        }
+    } else {
+        const pp_shape *as = &a->shape, *bs = &b->shape;
+        if (as->rank < 1 || bs->rank < 1) return PP_OK;
+        M = as->rank >= 2 ? as->dim[as->rank - 2] : 1;
+        K = as->dim[as->rank - 1];
+        N = bs->rank >= 2 ? bs->dim[bs->rank - 1] : 1;
+        const int ob = y->shape.rank - (as->rank >= 2 ? 1 : 0) - (bs->rank >= 2 ? 1 : 0);
+        /* batch dims of the output; each operand's: all equal to them, or all 1 */
+        for (int d = 0; d < ob; d++) batch *= y->shape.dim[d];
+        const int ab = as->rank - 2 > 0 ? as->rank - 2 : 0, bb = bs->rank - 2 > 0 ? bs->rank - 2 : 0;
+        bool a_full = true, a_one = true, b_full = true, b_one = true;
+        for (int d = 0; d < ob; d++) {
+            const int ia = d - (ob - ab), ib = d - (ob - bb);
+            const int64_t da = ia >= 0 ? as->dim[ia] : 1, db = ib >= 0 ? bs->dim[ib] : 1;
+            a_full = a_full && da == y->shape.dim[d], a_one = a_one && da == 1;
+            b_full = b_full && db == y->shape.dim[d], b_one = b_one && db == 1;
+        }
+        if (!(a_full || a_one) || !(b_full || b_one)) return PP_OK;
+        sa = a_one ? 0 : M * K;
+        sb = b_one ? 0 : K * N;
+        if (sb == 0 && sa != 0) { /* one weight for every batch: fold the batch into the rows */
+            M *= batch;
+            batch = 1;
+            sa = 0;
+        }
+        mm.transa = 0, mm.lda = N;
+        mm.transb = 0, mm.ldb = K;
+    }
+    mm.m = N, mm.n = M, mm.k = K, mm.ldc = N, mm.batch = batch;
+    mm.sa = sb, mm.sb = sa, mm.sc = batch > 1 ? M * N : 0;
+    int out = n->out[0], nx, nr0;
+    /* a bias Add (and a Relu) that only this product feeds, where its output
+     * does not lie over the product's inputs (the plan may give the Add's
+     * output the bytes of an input that dies at the product) */
+    if (!mm.bias && !mm.has_c && next_reads_only(P, ni, &nx) && bias_of(P, nx, N) >= 0 &&
+        !fused_overlaps(P, n, P->st->nodes[nx].out[0]) &&
+        !(next_reads_only(P, nx, &nr0) && P->st->nodes[nr0].op == PP_OP_RELU && fused_overlaps(P, n, P->st->nodes[nr0].out[0]))) {
+        cin = bias_of(P, nx, N);
+        mm.bias = 1;
+        P->done[nx] = true;
+        P->pl->counts.fused++;
+        out = P->st->nodes[nx].out[0];
+        int nr;
+        if (next_reads_only(P, nx, &nr) && P->st->nodes[nr].op == PP_OP_RELU) {
+            mm.relu = 1;
+            P->done[nr] = true;
+            P->pl->counts.fused++;
+            out = P->st->nodes[nr].out[0];
+        }
+    }
+    *ok = true;
+    if (M * N == 0) return PP_OK;
+    if (K == 0) return host_step(P, ni, "a product over K = 0");
+    NEW_STEP(s, P, PCU_S_MATMUL, ni, 5);
+    s->u.mm = mm;
+    s->ops[0] = R(P, n->in[1]); /* cuBLASLt's A: the row-major right operand */
+    s->ops[1] = R(P, n->in[0]);
+    if (mm.has_c) s->ops[2] = R(P, cin);
+    s->ops[3] = R(P, out);
+    if (mm.bias) s->ops[4] = R(P, cin);
+    P->pl->counts.cublas++;
+    return PP_OK;
+}
+
+/* ---- the planner ---------------------------------------------------------------------------- */
+
+static pp_status plan_node(planner *P, int ni) {
+    const pprt_node *n = &P->st->nodes[ni];
+    bool ok = false;
+    switch (n->op) {
+    case PP_OP_RESHAPE: case PP_OP_FLATTEN: case PP_OP_SQUEEZE: case PP_OP_UNSQUEEZE: case PP_OP_IDENTITY:
+        P->pl->counts.copies++;
+        return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
+    case PP_OP_DROPOUT:
+        if (n->n_out == 1 && (n->n_in < 3 || n->in[2] < 0)) {
+            P->pl->counts.copies++;
+            return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
+        }
+        break;
+    case PP_OP_CONV: case PP_OP_FUSEDCONV: case PP_OP_CONVTRANSPOSE: PP_TRY(plan_conv(P, ni, &ok)); break;
+    case PP_OP_MATMUL: case PP_OP_GEMM: PP_TRY(plan_matmul(P, ni, &ok)); break;
+    case PP_OP_WHERE: case PP_OP_CAST: case PP_OP_CASTLIKE: case PP_OP_CLIP: PP_TRY(plan_select_cast(P, ni, &ok)); break;
+    case PP_OP_TRANSPOSE: case PP_OP_SLICE: case PP_OP_EXPAND: case PP_OP_TILE: PP_TRY(plan_view_like(P, ni, &ok)); break;
+    case PP_OP_PAD: PP_TRY(plan_pad(P, ni, &ok)); break;
+    case PP_OP_CONCAT: case PP_OP_SPLIT: PP_TRY(plan_concat_split(P, ni, &ok)); break;
+    case PP_OP_GATHER: PP_TRY(plan_gather(P, ni, &ok)); break;
+    case PP_OP_SOFTMAX: case PP_OP_LOGSOFTMAX: PP_TRY(plan_softmax(P, ni, &ok)); break;
+    case PP_OP_BATCHNORM: case PP_OP_LAYERNORM: case PP_OP_INSTANCENORM: case PP_OP_GROUPNORM:
+        PP_TRY(plan_norm(P, ni, &ok));
+        break;
+    case PP_OP_MAXPOOL: case PP_OP_AVGPOOL: PP_TRY(plan_pool(P, ni, &ok)); break;
+    case PP_OP_GLOBALAVGPOOL: case PP_OP_GLOBALMAXPOOL: case PP_OP_ARGMAX: case PP_OP_ARGMIN:
+    case PP_OP_REDUCEMEAN: case PP_OP_REDUCESUM: case PP_OP_REDUCEMAX: case PP_OP_REDUCEMIN: case PP_OP_REDUCEPROD:
+    case PP_OP_REDUCEL1: case PP_OP_REDUCEL2: case PP_OP_REDUCESUMSQUARE: case PP_OP_REDUCELOGSUM:
+    case PP_OP_REDUCELOGSUMEXP:
+        PP_TRY(plan_reduce(P, ni, &ok));
+        break;
+    default: PP_TRY(plan_elementwise(P, ni, &ok)); break;
+    }
+    if (ok) return PP_OK;
+    char why[96];
+    snprintf(why, sizeof why, "%s: no CUDA step for %s", pp_op_table[n->op].name,
+             ew_op_of(n->op) < 0 && n->op != PP_OP_DROPOUT ? "this op" : "these types or attributes");
+    return host_step(P, ni, why);
+}
+
+pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_plan_opts *o, pcu_plan *pl,
+                         pp_err *err) {
+    memset(pl, 0, sizeof *pl);
+    pl->p = p;
+    pl->st = st;
+    pl->woff = malloc(pp_count(st->n_tensors) * sizeof *pl->woff);
+    planner P = {.pl = pl, .p = p, .st = st, .err = err};
+    P.uses = calloc(pp_count(st->n_tensors), sizeof *P.uses);
+    P.done = calloc(pp_count(st->n_nodes), sizeof *P.done);
+    pp_status s = PP_OK;
+    if (!pl->woff || !P.uses || !P.done) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* the weights block: every weight 256-aligned, in tensor order */
+    uint64_t w = 0;
+    for (int i = 0; i < st->n_tensors; i++) {
+        pl->woff[i] = UINT64_MAX;
+        if (st->t[i].kind != PPRT_WEIGHT) continue;
+        pl->woff[i] = w;
+        w = pp_align_up(w + st->t[i].nbytes, 256);
+    }
+    pl->bytes[PCU_SP_ARENA] = st->arena_bytes;
+    pl->bytes[PCU_SP_WEIGHTS] = w;
+    pl->bytes[PCU_SP_IN] = st->in.bytes;
+    pl->bytes[PCU_SP_OUT] = st->out.bytes;
+    pl->bytes[PCU_SP_WORK] = PCU_WORK_LIB + PCU_LIB_WORKSPACE;
+    for (int ni = 0; ni < st->n_nodes; ni++)
+        for (int k = 0; k < st->nodes[ni].n_in; k++)
+            if (st->nodes[ni].in[k] >= 0) P.uses[st->nodes[ni].in[k]]++;
+    for (int i = 0; i < st->out.n; i++) P.uses[st->send[i]]++;
+    pl->counts.nodes = st->n_nodes;
+    for (int ni = 0; ni < st->n_nodes && s == PP_OK; ni++) {
+        if (P.done[ni]) continue;
+        s = o && o->host_only ? host_step(&P, ni, "every node on the host (a test of the fallback)") : plan_node(&P, ni);
+    }
+    /* received tensors sent on unchanged */
+    for (int i = 0; i < st->out.n && s == PP_OK; i++) {
+        const pprt_tdesc *t = st->out.t[i];
+        if (t->kind == PPRT_RECV)
+            s = copy_step(&P, -1, (pcu_ref){PCU_SP_IN, st->recv[t->offset], st->in.off[t->offset], t->nbytes},
+                          (pcu_ref){PCU_SP_OUT, st->send[i], st->out.off[i], t->nbytes});
+    }
+out:
+    free(P.uses);
+    free(P.done);
+    if (s != PP_OK) pcu_plan_free(pl);
+    return s;
+}
+
+void pcu_plan_free(pcu_plan *pl) {
+    for (int i = 0; i < pl->n_steps; i++) free(pl->steps[i].ops);
+    free(pl->steps);
+    free(pl->woff);
+    memset(pl, 0, sizeof *pl);
+}
+
+const char *pcu_step_name(const pcu_step *s) {
+    static const char *const kernels[PCU_K_COUNT] = {"elementwise", "strided copy", "reduction", "softmax",
+                                                     "normalization", "batch normalization", "pool",
+                                                     "convolution epilogue"};
+    switch (s->kind) {
+    case PCU_S_KERNEL: return s->kernel >= 0 && s->kernel < PCU_K_COUNT ? kernels[s->kernel] : "kernel";
+    case PCU_S_CONV: return s->u.conv.transpose ? "cuDNN convolution backward data" : "cuDNN convolution";
+    case PCU_S_MATMUL: return "cuBLASLt matmul";
+    case PCU_S_COPY: return "copy";
+    default: return "host fallback";
+    }
+}

@@ -1,0 +1,126 @@
+/* test_dnn.c: the cuDNN operation graphs of the CUDA backend's convolution
+ * steps, validated without a GPU (cuDNN 9.19 finalizes tensor, convolution,
+ * pointwise and operation descriptors and the operation graph without a
+ * device or handle, checking that the dims, pads, strides, dilations and
+ * groups fit together; engine heuristics finalize too but return no engine
+ * without a device, so they are not tested here).
+ *   test_dnn PLAN...  every convolution step of every stage of each plan:
+ *                     the fused graph and the convolution alone finalize,
+ *                     with engines (ENGINE_GLOBAL_COUNT > 0); and the same
+ *                     step with an output one wider is refused;
+ *   then a sweep: 1-3-D, groups, dilations, strides, asymmetric pads,
+ *   transposed, with and without bias, residual, Relu/Clip. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cuda/dnn.h"
+
+static int failures, graphs;
+
+static void check(const pcu_conv *c, const char *what) {
+    for (int fused = 1; fused >= 0; fused--) {
+        pcu_dnn g;
+        pp_err e = {0};
+        if (pcu_dnn_conv(c, fused, &g, &e) != PP_OK || g.engines < 1) {
+            if (failures++ < 20) fprintf(stderr, "FAIL %s (%s): %s, %lld engines\n", what, fused ? "fused" : "alone", e.msg, (long long)g.engines);
+        }
+        graphs++;
+        pcu_dnn_free(&g);
+    }
+    pcu_conv bad = *c;
+    /* one output column too many (backward data: one dy column, since
+     * several dx widths can give the same dy at a stride > 1) */
+    if (c->transpose) bad.x[2 + bad.nsp - 1] += 1;
+    else bad.y[2 + bad.nsp - 1] += 1;
+    pcu_dnn g;
+    pp_err e = {0};
+    if (pcu_dnn_conv(&bad, false, &g, &e) == PP_OK) {
+        if (failures++ < 20) fprintf(stderr, "FAIL %s: a wrong output width was accepted\n", what);
+    }
+    pcu_dnn_free(&g);
+}
+
+static int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
+    return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
+}
+
+static void sweep(void) {
+    int n = 0;
+    for (int nsp = 1; nsp <= 3; nsp++)
+        for (int groups = 1; groups <= 4; groups *= 2)
+            for (int dil = 1; dil <= 2; dil++)
+                for (int stride = 1; stride <= 2; stride++)
+                    for (int tr = 0; tr <= 1; tr++)
+                        for (int extra = 0; extra < 3; extra++) {
+                            pcu_conv c = {.transpose = tr, .nsp = nsp == 3 ? 3 : 2, .groups = groups};
+                            const int64_t C = 4 * groups, K = 2 * groups, k = 3, in = 9;
+                            const int64_t p0 = 1, p1 = extra == 1 ? 2 : 1; /* asymmetric pads */
+                            const int lift = nsp == 1, nd = 2 + c.nsp;
+                            int64_t sp[3];
+                            for (int d = 0; d < c.nsp; d++) {
+                                const bool unit = lift && d == 0;
+                                c.pre[d] = unit ? 0 : p0;
+                                c.post[d] = unit ? 0 : p1;
+                                c.stride[d] = unit ? 1 : stride;
+                                c.dil[d] = unit ? 1 : dil;
+                                sp[d] = unit ? 1 : in;
+                            }
+                            /* forward dims: X [N, C, in], W [K, C/g, k], Y [N, K, out] */
+                            int64_t x[5] = {2, C}, w[5] = {K, C / groups}, y[5] = {2, K};
+                            for (int d = 0; d < c.nsp; d++) {
+                                const bool unit = lift && d == 0;
+                                x[2 + d] = sp[d];
+                                w[2 + d] = unit ? 1 : k;
+                                y[2 + d] = unit ? 1 : out_dim(sp[d], k, c.stride[d], c.dil[d], c.pre[d], c.post[d]);
+                            }
+                            /* backward data (ConvTranspose): the step's X is dy [N, K, out], its Y dx [N, C, in] */
+                            memcpy(c.x, tr ? y : x, sizeof c.x);
+                            memcpy(c.w, w, sizeof c.w);
+                            memcpy(c.y, tr ? x : y, sizeof c.y);
+                            (void)nd;
+                            c.has_bias = extra >= 1;
+                            c.has_res = extra == 2 && !tr;
+                            c.act = extra == 2 ? 2 : extra;
+                            c.lo = 0, c.hi = 6;
+                            char what[96];
+                            snprintf(what, sizeof what, "sweep %d-D groups %d dil %d stride %d%s extra %d", nsp, groups,
+                                     dil, stride, tr ? " transposed" : "", extra);
+                            check(&c, what);
+                            n++;
+                        }
+    printf("test_dnn: sweep of %d convolutions\n", n);
+}
+
+int main(int argc, char **argv) {
+    for (int a = 1; a < argc; a++) {
+        pprt_plan *p = NULL;
+        pp_err e = {0};
+        if (pprt_plan_load(argv[a], NULL, &p, &e) != PP_OK) {
+            fprintf(stderr, "FAIL %s: %s\n", argv[a], e.msg);
+            return 1;
+        }
+        int convs = 0;
+        for (int s = 0; s < p->n_stages; s++) {
+            pcu_plan pl;
+            if (pcu_plan_build(p, &p->stages[s], NULL, &pl, &e) != PP_OK) {
+                fprintf(stderr, "FAIL %s stage %d: %s\n", argv[a], s, e.msg);
+                failures++;
+                continue;
+            }
+            for (int i = 0; i < pl.n_steps; i++) {
+                if (pl.steps[i].kind != PCU_S_CONV) continue;
+                char what[160];
+                snprintf(what, sizeof what, "%s node '%s'", argv[a], p->stages[s].nodes[pl.steps[i].node].name);
+                check(&pl.steps[i].u.conv, what);
+                convs++;
+            }
+            pcu_plan_free(&pl);
+        }
+        printf("test_dnn: %s: %d convolution steps\n", argv[a], convs);
+        pprt_plan_free(p);
+    }
+    sweep();
+    printf("test_dnn: %d graphs finalized, %d failures\n", graphs, failures);
+    return failures ? 1 : 0;
+}

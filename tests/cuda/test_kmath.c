@@ -1,0 +1,234 @@
+/* test_kmath.c: the CUDA backend's own-kernel math (runtime/cuda/kmath.h,
+ * the functions the GPU kernels and the emulator share) against the
+ * reference kernels (runtime/cpu), which are the oracle:
+ *   - float16 and bfloat16 conversions: every 16-bit code up, and a million
+ *     random floats plus the edge cases (subnormals, ties, overflow, NaN)
+ *     down, bit for bit against the reference Cast;
+ *   - elementwise ops (unary, binary, comparisons, logic, Where, Clip, Cast)
+ *     over random shapes with random broadcasting, every element type each
+ *     op takes: the kernel's threads (pcu_ew_make's merged dims and
+ *     strides, pcu_ew_at per element) against the reference kernel of the
+ *     ONNX op; integers and bit moves exactly, floats within 2 ulp-ish
+ *     (rtol 1e-6, the same libm on both sides here).
+ * Runs in about a second; no GPU, no CUDA needed (label fast, cuda). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cuda/cuplan.h"
+#include "runtime/kernels.h"
+
+static int failures, checks;
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return rng;
+}
+static double unif(void) { return (double)(next() >> 11) / 9007199254740992.0; }
+
+#define FAIL(...)                                   \
+    do {                                            \
+        if (failures++ < 20) fprintf(stderr, __VA_ARGS__); \
+    } while (0)
+
+/* ---- conversions ----------------------------------------------------------------------------- */
+
+static void ref_cast(const void *x, pp_dtype xt, void *y, pp_dtype yt, int64_t n) {
+    pprt_tensor in = {xt, {1, {n}}, (void *)x}, out = {yt, {1, {n}}, y};
+    pp_attr to = {.name = "to", .type = PP_ATTR_INT, .i = yt};
+    pp_err e = {0};
+    if (pprt_ref_kernels[PP_OP_CAST]((pp_attrs){&to, 1, 21}, &in, 1, &out, 1, NULL, &e) != PP_OK) FAIL("cast: %s\n", e.msg);
+}
+
+static void test_conversions(void) {
+    enum { N = 1 << 16 };
+    static uint16_t codes[N];
+    static float want[N];
+    for (int i = 0; i < N; i++) codes[i] = (uint16_t)i;
+    for (int t = 0; t < 2; t++) {
+        const pp_dtype h = t ? PP_BF16 : PP_F16;
+        ref_cast(codes, h, want, PP_F32, N);
+        for (int i = 0; i < N; i++) {
+            const float got = t ? pcu_bf2f(codes[i]) : pcu_h2f(codes[i]);
+            checks++;
+            if (memcmp(&got, &want[i], 4) && !(isnan(got) && isnan(want[i])))
+                FAIL("%s code 0x%04x: got %a, want %a\n", t ? "bf16" : "f16", i, got, want[i]);
+        }
+    }
+    enum { M = 1 << 20 };
+    float *f = malloc(M * sizeof *f);
+    uint16_t *w16 = malloc(M * sizeof *w16);
+    for (int i = 0; i < M; i++) {
+        uint32_t u = (uint32_t)next();
+        if (i % 4 == 1) u = (u & 0x807fffffu) | (uint32_t)(102 + next() % 40) << 23; /* near half's range */
+        if (i % 4 == 2) u &= 0x80001fffu | 0x38000000u;                            /* subnormal halves, ties */
+        memcpy(&f[i], &u, 4);
+    }
+    const float edge[] = {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e-8f, 2.98023224e-8f, 5.96046448e-8f,
+                          INFINITY, -INFINITY, NAN, 3.3895314e38f, 1.0f + 1.0f / 256, 6.1035156e-5f};
+    memcpy(f, edge, sizeof edge);
+    for (int t = 0; t < 2; t++) {
+        const pp_dtype h = t ? PP_BF16 : PP_F16;
+        ref_cast(f, PP_F32, w16, h, M);
+        for (int i = 0; i < M; i++) {
+            const uint16_t got = t ? pcu_f2bf(f[i]) : pcu_f2h(f[i]);
+            checks++;
+            if (got != w16[i]) FAIL("f32 %a -> %s: got 0x%04x, want 0x%04x\n", f[i], t ? "bf16" : "f16", got, w16[i]);
+        }
+    }
+    free(f);
+    free(w16);
+}
+
+/* ---- elementwise ------------------------------------------------------------------------------- */
+
+typedef struct ew_case {
+    pp_op op;
+    int ew, k; /* kmath op, inputs */
+    unsigned types; /* bit per pp_dtype */
+    const char *attr; float a0; /* one float attribute, or NULL */
+} ew_case;
+
+#define B(t) (1u << (t))
+#define FL (B(PP_F32) | B(PP_F64) | B(PP_F16) | B(PP_BF16))
+#define IN (B(PP_I8) | B(PP_I16) | B(PP_I32) | B(PP_I64) | B(PP_U8) | B(PP_U16) | B(PP_U32) | B(PP_U64))
+static const ew_case cases[] = {
+    {PP_OP_RELU, PCU_EW_RELU, 1, FL, NULL, 0}, {PP_OP_LEAKYRELU, PCU_EW_LEAKYRELU, 1, FL, "alpha", 0.3f},
+    {PP_OP_ELU, PCU_EW_ELU, 1, FL, "alpha", 0.7f}, {PP_OP_SIGMOID, PCU_EW_SIGMOID, 1, FL, NULL, 0},
+    {PP_OP_TANH, PCU_EW_TANH, 1, FL, NULL, 0}, {PP_OP_SOFTPLUS, PCU_EW_SOFTPLUS, 1, FL, NULL, 0},
+    {PP_OP_ERF, PCU_EW_ERF, 1, FL, NULL, 0}, {PP_OP_GELU, PCU_EW_GELU, 1, FL, NULL, 0},
+    {PP_OP_EXP, PCU_EW_EXP, 1, FL, NULL, 0}, {PP_OP_HARDSWISH, PCU_EW_HARDSWISH, 1, FL, NULL, 0},
+    {PP_OP_FLOOR, PCU_EW_FLOOR, 1, FL, NULL, 0}, {PP_OP_RECIPROCAL, PCU_EW_RECIPROCAL, 1, FL, NULL, 0},
+    {PP_OP_SILU, PCU_EW_SILU, 1, B(PP_F32), NULL, 0},
+    {PP_OP_NEG, PCU_EW_NEG, 1, FL | B(PP_I8) | B(PP_I32) | B(PP_I64), NULL, 0},
+    {PP_OP_ABS, PCU_EW_ABS, 1, FL | IN, NULL, 0}, {PP_OP_NOT, PCU_EW_NOT, 1, B(PP_BOOL), NULL, 0},
+    {PP_OP_ADD, PCU_EW_ADD, 2, FL | IN, NULL, 0}, {PP_OP_SUB, PCU_EW_SUB, 2, FL | IN, NULL, 0},
+    {PP_OP_MUL, PCU_EW_MUL, 2, FL | IN, NULL, 0}, {PP_OP_DIV, PCU_EW_DIV, 2, FL | IN, NULL, 0},
+    {PP_OP_POW, PCU_EW_POW, 2, FL | B(PP_I32) | B(PP_I64), NULL, 0}, {PP_OP_MOD, PCU_EW_MOD, 2, IN, NULL, 0},
+    {PP_OP_PRELU, PCU_EW_PRELU, 2, FL, NULL, 0}, {PP_OP_MIN, PCU_EW_MIN, 2, FL | IN, NULL, 0},
+    {PP_OP_MAX, PCU_EW_MAX, 2, FL | IN, NULL, 0}, {PP_OP_EQUAL, PCU_EW_EQUAL, 2, FL | IN | B(PP_BOOL), NULL, 0},
+    {PP_OP_LESS, PCU_EW_LESS, 2, FL | IN, NULL, 0}, {PP_OP_GREATEROREQUAL, PCU_EW_GE, 2, FL | IN, NULL, 0},
+    {PP_OP_AND, PCU_EW_AND, 2, B(PP_BOOL), NULL, 0}, {PP_OP_XOR, PCU_EW_XOR, 2, B(PP_BOOL), NULL, 0},
+    {PP_OP_WHERE, PCU_EW_WHERE, 3, FL | IN | B(PP_BOOL), NULL, 0},
+    {PP_OP_CAST, PCU_EW_CAST, 1, B(PP_F32) | B(PP_F64) | IN | B(PP_BOOL), NULL, 0},
+};
+
+static void fill(void *p, pp_dtype t, int64_t n, bool small) {
+    for (int64_t i = 0; i < n; i++) {
+        const double v = small ? (double)(int)(unif() * 7) - 3 : (unif() - 0.5) * 8;
+        switch (t) {
+        case PP_F32: ((float *)p)[i] = (float)v; break;
+        case PP_F64: ((double *)p)[i] = v; break;
+        case PP_F16: ((uint16_t *)p)[i] = pcu_f2h((float)v); break;
+        case PP_BF16: ((uint16_t *)p)[i] = pcu_f2bf((float)v); break;
+        case PP_BOOL: ((uint8_t *)p)[i] = next() & 1; break;
+        default: pcu_sti(p, t, i, (int64_t)(next() % 512) - 256); break;
+        }
+    }
+}
+
+static bool close_enough(const void *a, const void *b, pp_dtype t, int64_t i) {
+    if (!pcu_is_float(t)) return !memcmp((const char *)a + i * pcu_tsize(t), (const char *)b + i * pcu_tsize(t), (size_t)pcu_tsize(t));
+    const double x = pcu_ldd(a, t, i), y = pcu_ldd(b, t, i);
+    if (isnan(x) || isnan(y)) return isnan(x) && isnan(y);
+    const double tol = t == PP_F16 || t == PP_BF16 ? 1e-2 : 1e-6;
+    return x == y || fabs(x - y) <= tol * fabs(y) + 1e-30;
+}
+
+static void random_shapes(int k, pp_shape *xs, pp_shape *ys) {
+    pp_shape o = {.rank = 1 + (int)(next() % 5)};
+    for (int d = 0; d < o.rank; d++) o.dim[d] = 1 + (int64_t)(next() % 5);
+    for (int q = 0; q < k; q++) {
+        xs[q].rank = q == 0 ? o.rank : o.rank - (int)(next() % (o.rank + 1));
+        for (int d = 0; d < xs[q].rank; d++)
+            xs[q].dim[d] = next() % 3 == 0 ? 1 : o.dim[d + o.rank - xs[q].rank];
+    }
+    /* the output: the broadcast of the inputs */
+    *ys = o;
+    for (int d = 0; d < o.rank; d++) {
+        int64_t m = 1;
+        for (int q = 0; q < k; q++) {
+            const int j = d - (o.rank - xs[q].rank);
+            if (j >= 0 && xs[q].dim[j] > m) m = xs[q].dim[j];
+        }
+        ys->dim[d] = m;
+    }
+}
+
+static int64_t count(const pp_shape *s) {
+    int64_t n = 1;
+    for (int d = 0; d < s->rank; d++) n *= s->dim[d];
+    return n;
+}
+
+static void test_elementwise(void) {
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const ew_case *ec = &cases[c];
+        for (pp_dtype t = 1; t <= PP_BF16; t++) {
+            if (!(ec->types & B(t))) continue;
+            for (int trial = 0; trial < 12; trial++) {
+                pp_shape xs[3], ys;
+                random_shapes(ec->k, xs, &ys);
+                pp_dtype xt[3] = {t, t, t}, yt = t;
+                if (ec->ew >= PCU_EW_EQUAL && ec->ew <= PCU_EW_XOR) yt = PP_BOOL;
+                if (ec->ew == PCU_EW_WHERE) xt[0] = PP_BOOL;
+                pp_dtype cast_to = t;
+                if (ec->ew == PCU_EW_CAST) {
+                    static const pp_dtype to[] = {PP_F32, PP_F64, PP_I8, PP_I32, PP_I64, PP_U8, PP_U16, PP_BOOL, PP_F16, PP_BF16};
+                    cast_to = to[next() % (t == PP_F32 ? 10 : 8)];
+                    yt = cast_to;
+                }
+                void *x[3] = {NULL}, *want, *got;
+                for (int q = 0; q < ec->k; q++) {
+                    x[q] = calloc((size_t)count(&xs[q]) + 1, 8);
+                    fill(x[q], xt[q], count(&xs[q]), ec->ew == PCU_EW_POW && q == 1);
+                }
+                const int64_t n = count(&ys);
+                want = calloc((size_t)n + 1, 8);
+                got = calloc((size_t)n + 1, 8);
+                pprt_tensor in[3], out = {yt, ys, want};
+                for (int q = 0; q < ec->k; q++) in[q] = (pprt_tensor){xt[q], xs[q], x[q]};
+                pp_attr at[2];
+                int na = 0;
+                if (ec->attr) at[na++] = (pp_attr){.name = ec->attr, .type = PP_ATTR_FLOAT, .f = ec->a0};
+                if (ec->ew == PCU_EW_CAST) at[na++] = (pp_attr){.name = "to", .type = PP_ATTR_INT, .i = cast_to};
+                if (ec->ew == PCU_EW_MOD && next() % 2) at[na++] = (pp_attr){.name = "fmod", .type = PP_ATTR_INT, .i = 1};
+                if (ec->ew == PCU_EW_CAST || ec->ew == PCU_EW_NOT || ec->k == 1) ys = xs[0], out.shape = xs[0];
+                pp_err e = {0};
+                pprt_scratch sc = {0};
+                if (pprt_ref_kernels[ec->op]((pp_attrs){at, na, 21}, in, ec->k, &out, 1, &sc, &e) != PP_OK) {
+                    FAIL("%s %s: reference: %s\n", pp_op_table[ec->op].name, pp_dtype_name(t), e.msg);
+                } else {
+                    pcu_ew k;
+                    const pp_shape *sp[3] = {&xs[0], &xs[1], &xs[2]};
+                    int op = ec->ew;
+                    if (op == PCU_EW_MOD && na && at[na - 1].i == 1) op = PCU_EW_FMOD;
+                    const int64_t m = pcu_ew_make(op, ec->k, sp, &out.shape, xt[ec->k == 3 ? 1 : 0], yt, ec->a0, 0, 0, &k);
+                    for (int64_t i = 0; i < m; i++) pcu_ew_at(&k, got, x[0], x[1], x[2], i);
+                    for (int64_t i = 0; i < m; i++) {
+                        checks++;
+                        if (!close_enough(got, want, yt, i)) {
+                            FAIL("%s %s -> %s element %lld of %lld: got %g, want %g\n", pp_op_table[ec->op].name,
+                                 pp_dtype_name(t), pp_dtype_name(yt), (long long)i, (long long)m,
+                                 pcu_is_float(yt) ? pcu_ldd(got, yt, i) : (double)pcu_ldi(got, yt, i),
+                                 pcu_is_float(yt) ? pcu_ldd(want, yt, i) : (double)pcu_ldi(want, yt, i));
+                            break;
+                        }
+                    }
+                }
+                pprt_scratch_free(&sc);
+                for (int q = 0; q < 3; q++) free(x[q]);
+                free(want);
+                free(got);
+            }
+        }
+    }
+}
+
+int main(void) {
+    test_conversions();
+    test_elementwise();
+    printf("test_kmath: %d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
