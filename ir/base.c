@@ -24,6 +24,19 @@ pp_status pp_fail_at(pp_err *err, const char *file, int line, pp_status code,
     return code;
 }
 
+pp_status pp_wrap_at(pp_err *err, const pp_err *inner, const char *file, int line, pp_status code, const char *fmt,
+                     ...) {
+    if (!err || err->code != PP_OK) return code;
+    err->code = code;
+    err->file = inner && inner->file ? inner->file : file;
+    err->line = inner && inner->file ? inner->line : line;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
 const char *pp_status_name(pp_status s) {
     switch (s) {
     case PP_OK: return "ok";

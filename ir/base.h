@@ -37,6 +37,12 @@ typedef struct pp_err {
 pp_status pp_fail_at(pp_err *err, const char *file, int line, pp_status code,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 #define PP_FAIL(err, code, ...) pp_fail_at((err), __FILE__, __LINE__, (code), __VA_ARGS__)
+/* The same, for an error that wraps an inner one (`inner`, its message
+ * usually quoted): the source location stays the inner error's, where the
+ * failure began (pprt -v and ppcc -v print it). */
+pp_status pp_wrap_at(pp_err *err, const pp_err *inner, const char *file, int line, pp_status code, const char *fmt,
+                     ...) __attribute__((format(printf, 6, 7)));
+#define PP_WRAP(err, inner, code, ...) pp_wrap_at((err), (inner), __FILE__, __LINE__, (code), __VA_ARGS__)
 
 /* Propagate: evaluate a pp_status expression and return it when not PP_OK. */
 #define PP_TRY(expr)                              \

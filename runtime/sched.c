@@ -191,7 +191,7 @@ static void *stage_main(void *arg) {
     const int s = w->run.stage;
     if (w->be->exec->create(S->p, &S->p->stages[s], &cfg, &w->run.x, &e) != PP_OK) {
         pp_err f = {0};
-        PP_FAIL(&f, e.code, "stage %d: %s", s, e.msg);
+        PP_WRAP(&f, &e, e.code, "stage %d: %s", s, e.msg);
         stop_all(S, &f);
     }
     meet_wait(&S->ready);
@@ -308,7 +308,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     pthread_cond_destroy(&S.ready.cv);
     pthread_mutex_destroy(&S.ready.mu);
     if (S.failed) {
-        s = PP_FAIL(err, S.err.code, "%s", S.err.msg);
+        s = PP_WRAP(err, &S.err, S.err.code, "%s", S.err.msg);
         goto done;
     }
     /* statistics */

@@ -56,7 +56,7 @@ pp_status pprt_stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, 
         else if (r->prev_ns && s == PP_OK) memcpy(r->prev_ns, r->ex->node_seconds(r->x), sizeof(double) * (size_t)r->trace->n_nodes);
         if (s != PP_OK) {
             *own = true;
-            return PP_FAIL(err, s, "stage %d, micro-batch %lld: %s", r->stage, (long long)(r->mb_offset + mb), e.msg);
+            return PP_WRAP(err, &e, s, "stage %d, micro-batch %lld: %s", r->stage, (long long)(r->mb_offset + mb), e.msg);
         }
         PP_TRY(r->in->ops->release(r->in, in, err));
         PP_TRY(r->out->ops->submit(r->out, out, k, err));

@@ -35,6 +35,7 @@ static void usage(FILE *f) {
             "                   every stage as an ONNX model: DIR/stage_K.onnx (+ .onnx.data),\n"
             "                   and DIR/stages.json saying how they connect\n"
             "  -q               print nothing on success\n"
+            "  -v               errors also name the source line that raised them\n"
             "splitting:\n%s", pp_compile_opts_usage());
 }
 
@@ -63,7 +64,7 @@ int main(int argc, char **argv) {
     static pp_import_opts io;
     static pp_compile_opts co;
     pp_compile_opts_init(&co);
-    bool report = false, quiet = false, ref_weights = false;
+    bool report = false, quiet = false, ref_weights = false, verbose = false;
     const char *report_json = NULL, *report_html = NULL, *export_dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -125,6 +126,8 @@ int main(int argc, char **argv) {
             ref_weights = true;
         } else if (!strcmp(a, "-q")) {
             quiet = true;
+        } else if (!strcmp(a, "-v")) {
+            verbose = true;
         } else if (a[0] == '-' && a[1]) {
             return bad_usage("unknown option '%s'", a);
         } else if (!model) {
@@ -191,6 +194,7 @@ int main(int argc, char **argv) {
     pp_compile_opts_free(&co);
     if (s != PP_OK) {
         fprintf(stderr, "ppcc: error: %s\n", err.msg);
+        if (verbose && err.file) fprintf(stderr, "ppcc: (raised at %s:%d)\n", err.file, err.line);
         return pp_exit_code(s);
     }
     return 0;

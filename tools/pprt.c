@@ -371,6 +371,13 @@ static void fit_threads(pprt_cli *c, const pprt_driver *d, const pprt_plan *p, b
     c->run.threads = t;
 }
 
+/* The driver ends the run (printing a failure); -v adds where it began. */
+static int finish(const pprt_cli *c, pprt_driver *d, pp_status s, const pp_err *err) {
+    const int rc = d->ops->finish(d, s, err);
+    if (s != PP_OK && c->verbose && err->file) fprintf(stderr, "pprt: (raised at %s:%d)\n", err->file, err->line);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     pprt_cli c;
     int rc = parse_args(argc, argv, &c);
@@ -439,9 +446,8 @@ int main(int argc, char **argv) {
                      : PP_FAIL(&err, PP_ERUNTIME, "no timeline was recorded");
     if (report && s == PP_OK && !c.quiet) printf("outputs: %s/\n", c.out_dir);
     if (report && s == PP_OK && c.check) s = pprt_check(p, outs, c.data, &c.check_opts, stdout, &err);
-    if (s != PP_OK && c.verbose && err.file) fprintf(stderr, "pprt: (raised at %s:%d)\n", err.file, err.line);
     /* under MPI a failed run's buffers may still be written: the process ends as it is */
-    if (s != PP_OK && launcher) return d->ops->finish(d, s, &err);
+    if (s != PP_OK && launcher) return finish(&c, d, s, &err);
     if (p) {
         for (int i = 0; npys && i < p->n_inputs; i++) pprt_npy_free(&npys[i]);
         for (int i = 0; outs && i < p->n_outputs; i++) free(outs[i].data);
@@ -453,5 +459,5 @@ int main(int argc, char **argv) {
     free(st.node_ms);
     pprt_trace_free(st.trace);
     pprt_plan_free(p);
-    return d->ops->finish(d, s, &err);
+    return finish(&c, d, s, &err);
 }

@@ -2382,7 +2382,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
         if (s != PP_OK) {
             set_threads(caller_threads);
             dnnl_destroy(x);
-            return PP_FAIL(err, s, "stage %d: %s", st->index, e.msg);
+            return PP_WRAP(err, &e, s, "stage %d: %s", st->index, e.msg);
         }
         if (!restart) break;
         teardown(x);

@@ -70,7 +70,7 @@ pp_status pprt_ref_node(const pprt_plan *p, const pprt_stage *st, const pprt_nod
     pp_err e = {0};
     pp_status s = pprt_ref_kernels[n->op]((pp_attrs){n->attrs, n->n_attrs, p->opset}, tin, n->n_in, tout, n->n_out,
                                           scratch, &e);
-    if (s != PP_OK) return PP_FAIL(err, s, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
+    if (s != PP_OK) return PP_WRAP(err, &e, s, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
     return PP_OK;
 }
 

@@ -308,6 +308,7 @@ ver = bytearray(plan)
 ver[8] = 7
 expect("wrong version", [PPRT, write("ver.plan", bytes(ver)), data], "plan format version 7")
 expect("missing data dir", [PPRT, "good.plan", "no-such-dir"], "cannot open data directory")
+expect("where an error began, under -v", [PPRT, "good.plan", "no-such-dir", "-v"], "raised at runtime/data.c:")
 os.makedirs("wrongshape", exist_ok=True)
 np.save("wrongshape/input.npy", np.zeros((5, 1, 8, 9), np.float32))
 expect("wrong data shape", [PPRT, "good.plan", "wrongshape"], "input 'input' expects f32 [?,1,8,8]")

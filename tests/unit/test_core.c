@@ -290,6 +290,28 @@ static void test_corrupt_plan(void) {
     buf[8] = 99;
     CHECK(pprt_plan_load_mem(buf, len, &p, &e) == PP_EINVAL && strstr(e.msg, "version 99"),
           "wrong version message: %s", e.msg);
+    /* format versions (plan_format.h): 1 still loads, with every node chained
+     * and no placement; 3 (a newer ppcc's) is refused; the header's checksum
+     * made right each time, so only the version differs */
+    for (unsigned v = 1; v <= 3; v += 2) {
+        buf[8] = (unsigned char)v;
+        const uint64_t h = XXH3_64bits(buf, 96);
+        for (int k = 0; k < 8; k++) buf[96 + k] = (unsigned char)(h >> (8 * k));
+        e = (pp_err){0};
+        const pp_status st = pprt_plan_load_mem(buf, len, &p, &e);
+        if (v == 1) {
+            CHECK(st == PP_OK, "a version 1 plan is refused: %s", e.msg);
+            bool chained = st == PP_OK;
+            for (int i = 0; st == PP_OK && i < p->n_stages; i++)
+                for (int j = 0; j < p->stages[i].n_nodes; j++)
+                    chained = chained && p->stages[i].nodes[j].chain && !p->stages[i].backend[0] &&
+                              p->stages[i].device == -1;
+            CHECK(chained, "a version 1 plan reads as chained nodes without placement");
+            if (st == PP_OK) pprt_plan_free(p);
+        } else {
+            CHECK(st == PP_EINVAL && strstr(e.msg, "reads versions 1 to 2"), "version 3: %s", e.msg);
+        }
+    }
     free(buf);
 }
 
