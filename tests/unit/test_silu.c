@@ -20,16 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(c, ...)                                                    \
-    do {                                                                 \
-        if (!(c)) {                                                      \
-            failures++;                                                  \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #c); \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fputc('\n', stderr);                                         \
-        }                                                                \
-    } while (0)
+#include "check.h"
 
 static double want_of(float x) { return (double)x / (1.0 + exp(-(double)x)); }
 
@@ -52,7 +43,7 @@ int main(void) {
         const double w = want_of(x[i]), err = fabs((double)y[i] - w);
         if (err > 4e-7 * fabs(w) + 2e-36) {
             CHECK(0, "x = %.9g: got %.9g, want %.9g", x[i], y[i], w);
-            if (failures > 10) break;
+            if (check_failures > 10) break;
         }
         if (fabs(w) > 1e-30 && err / fabs(w) > worst) worst = err / fabs(w);
     }
@@ -83,10 +74,5 @@ int main(void) {
     pprt_silu(y2, y2, N, 2);
     CHECK(memcmp(y, y2, N * sizeof(float)) == 0, "in place differs");
     free(x), free(y), free(y2);
-    if (failures) {
-        fprintf(stderr, "test_silu: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_silu: all passed\n");
-    return 0;
+    return check_summary("test_silu");
 }

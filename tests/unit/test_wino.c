@@ -21,17 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_checks, n_failures;
-
-#define CHECK(cond, ...)                       \
-    do {                                       \
-        n_checks++;                            \
-        if (!(cond)) {                         \
-            n_failures++;                      \
-            printf("FAIL: " __VA_ARGS__);      \
-            printf("\n");                      \
-        }                                      \
-    } while (0)
+#include "check.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static float frand(void) { /* uniform in [-1, 1) */
@@ -179,10 +169,5 @@ int main(void) {
         CHECK(pprt_wino_create(&no[i], wt, NULL, 1, &wn, &err) == PP_EUNSUP && wn == NULL && err.msg[0],
               "refused shape %zu: create should fail with PP_EUNSUP and a message", i);
     }
-    if (n_failures) {
-        printf("test_wino: FAILED (%d of %d checks)\n", n_failures, n_checks);
-        return 1;
-    }
-    printf("test_wino: %d checks passed\n", n_checks);
-    return 0;
+    return check_summary("test_wino");
 }
