@@ -869,13 +869,9 @@ pp_status pp_import_onnx_mem(const void *buf, size_t len, const pp_import_opts *
 
 pp_status pp_import_onnx(const char *path, const pp_import_opts *o, pp_graph *g, pp_err *err) {
     pp_graph_init(g);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return PP_FAIL(err, PP_EIO, "cannot open '%s': %s", path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return PP_FAIL(err, PP_EIO, "cannot read '%s': not a regular file", path);
-    }
+    PP_TRY(pp_open_read(path, NULL, 0, &fd, &sb, err));
     size_t len = (size_t)sb.st_size;
     void *map = NULL;
     if (len > 0) {

@@ -342,8 +342,9 @@ static const char *seq_token(char *line, bool *is_lambda) {
 }
 
 static pp_status cuts_exec_seq(pp_graph *g, const char *path, int *cuts, int *n_cuts, pp_err *err) {
-    FILE *f = fopen(path, "r");
-    if (!f) return PP_FAIL(err, PP_EIO, "--exec-seq: cannot open '%s': %s", path, strerror(errno));
+    FILE *f;
+    pp_err e = {0};
+    if (pp_fopen_read(path, NULL, &f, &e) != PP_OK) return PP_FAIL(err, e.code, "--exec-seq: %s", e.msg);
     char line[1024], hint[512];
     int lineno = 0, listed = 0, prev_first = -1;
     bool pending_split = false;

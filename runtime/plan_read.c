@@ -118,6 +118,7 @@ static pp_status read_io(const Ppplan__IO *m, int64_t batch, pprt_io *io, const 
                          pp_err *err) {
     io->name = m->name;
     io->dtype = (pp_dtype)m->dtype;
+    PP_TRY(pp_data_name_check(m->name, what, err));
     if (pp_dtype_bits(io->dtype) == 0)
         return PP_FAIL(err, PP_EINVAL, "%s '%s': unknown element type %d", what, m->name, m->dtype);
     PP_TRY(read_shape(m->shape, m->n_shape, &io->shape, what, err));
@@ -494,18 +495,12 @@ static pp_status open_source(const Ppplan__Source *ms, int i, const char *model,
     src->path = strdup(path);
     if (!src->path) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     const char *what = *loc ? "external data file" : "model file";
-    /* O_NONBLOCK: a FIFO named here must not hang the open */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return PP_FAIL(err, PP_EIO,
-                       "cannot open the %s '%s' that this --ref-weights plan reads its weights "
-                       "from: %s (pprt --model FILE names where the model is now)",
-                       what, path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return PP_FAIL(err, PP_EIO, "the %s '%s' is not a regular file", what, path);
-    }
+    pp_err e = {0};
+    if (pp_open_read(path, what, 0, &fd, &sb, &e) != PP_OK)
+        return PP_FAIL(err, e.code, "%s: this --ref-weights plan reads its weights from it (pprt --model FILE "
+                       "names where the model is now)", e.msg);
     if ((uint64_t)sb.st_size != ms->size || ms->size == 0) {
         close(fd);
         return PP_FAIL(err, PP_EINVAL,
@@ -654,13 +649,9 @@ pp_status pprt_plan_load_mem(const void *buf, size_t len, pprt_plan **out, pp_er
 
 pp_status pprt_plan_load(const char *path, const char *model, pprt_plan **out, pp_err *err) {
     *out = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return PP_FAIL(err, PP_EIO, "cannot open plan '%s': %s", path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return PP_FAIL(err, PP_EIO, "plan '%s' is not a regular file", path);
-    }
+    PP_TRY(pp_open_read(path, "plan", 0, &fd, &sb, err));
     size_t len = (size_t)sb.st_size;
     if (len < PP_PLAN_HEADER_SIZE) {
         close(fd);

@@ -120,8 +120,12 @@ int main(int argc, char **argv) {
         }
     }
     if (!model) return bad_usage("no model given%s", "");
+    pp_signals_install(); /* an interrupted ppcc leaves no temporary plan */
 
     pp_err err = {0};
+    /* what sits at an output path is refused before the compile, not after */
+    pp_status s = pp_outfile_check(out, false, &err);
+    if (s == PP_OK && report_json) s = pp_outfile_check(report_json, true, &err);
     pp_graph g;
     pp_lowered low = {0};
     char options[4096];
@@ -144,7 +148,7 @@ int main(int argc, char **argv) {
         size_t n = strlen(options);
         snprintf(options + n, sizeof options - n, " --ref-weights");
     }
-    pp_status s = pp_import_onnx(model, &io, &g, &err);
+    if (s == PP_OK) s = pp_import_onnx(model, &io, &g, &err);
     if (s == PP_OK) {
         s = pp_run_passes(&g, &co, &err);
         if (s == PP_OK) s = pp_lower(&g, options, "ppcc " PPRT_VERSION, ref_weights ? model : NULL, &low, &err);

@@ -118,6 +118,15 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
     return pp_outfile_commit(&out, true, err);
 }
 
+/* What sits where the outputs will go is refused before the run, not after it. */
+static pp_status check_outputs(const pprt_plan *p, const char *out_dir, const char *stats_json,
+                               const char *profile, pp_err *err) {
+    PP_TRY(pprt_data_write_check(p, out_dir, err));
+    if (stats_json) PP_TRY(pp_outfile_check(stats_json, true, err));
+    if (profile) PP_TRY(pp_outfile_check(profile, true, err));
+    return PP_OK;
+}
+
 int main(int argc, char **argv) {
     const char *plan_path = NULL, *data = NULL, *out_dir = "out", *labels = NULL, *stats_json = NULL, *model = NULL;
     const char *profile = NULL;
@@ -235,6 +244,7 @@ int main(int argc, char **argv) {
         }
     }
     if (!plan_path) return bad_usage("no plan given", NULL);
+    pp_signals_install(); /* an interrupted run leaves no temporary output */
     if (ro.precision == PPRT_BF16 && ro.executor == &pprt_exec_cpu_ref)
         return bad_usage("--precision bf16 needs the oneDNN backend (--backend dnnl); the reference kernels "
                          "compute in f32 only", NULL);
@@ -273,6 +283,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "pprt: error: %s\n", e.msg);
             return 1;
         }
+        pp_signals_install(); /* again: ours, whatever MPI_Init set */
     }
 #endif
 
@@ -316,6 +327,7 @@ int main(int argc, char **argv) {
     }
 #ifdef PPRT_HAVE_MPI
     if (mpi) { /* rank 0 reads the data, the writer (last rank of replica 0) reports */
+        if (s == PP_OK && pprt_mpi_writes_outputs(mpi)) s = check_outputs(p, out_dir, stats_json, profile, &err);
         if (s == PP_OK && pprt_mpi_reads_data(mpi)) s = pprt_data_load(p, data, npys, ins, &n, &err);
         if (s == PP_OK) s = pprt_run_mpi(mpi, p, ins, &n, outs, &ro, &st, &err);
         if (s != PP_OK) return pprt_mpi_finish(mpi, s, &err); /* ends every rank */
@@ -323,6 +335,7 @@ int main(int argc, char **argv) {
         goto ran;
     }
 #endif
+    if (s == PP_OK) s = check_outputs(p, out_dir, stats_json, profile, &err);
     if (s == PP_OK) s = pprt_data_load(p, data, npys, ins, &n, &err);
     if (s == PP_OK) {
         ro.progress = !quiet && isatty(2);

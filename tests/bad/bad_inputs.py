@@ -22,14 +22,14 @@ failures = []
 count = 0
 
 
-def expect(name, argv, want, code=2):
+def expect(name, argv, want, code=2, timeout=60):
     """Run argv; it must exit with `code` and stderr must contain `want`."""
     global count
     count += 1
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        failures.append(f"{name}: hung (60 s)")
+        failures.append(f"{name}: hung ({timeout} s)")
         return
     err = r.stderr
     bad = [w for w in ("Sanitizer", "runtime error:", "Segmentation", "Aborted") if w in err]
@@ -371,6 +371,133 @@ def ref_weights_cases():
 
 
 ref_weights_cases()
+
+
+# ---- FIFOs (and other special files) wherever a file is opened: refused at once, never a hang ----
+def fifo_cases():
+    import stat
+    import threading
+    d = os.path.join(work, "fifo")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+
+    def fifo(*parts):
+        path = os.path.join(d, *parts)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.mkfifo(path)
+        return path
+
+    def reader(path):
+        """Open the FIFO for reading (without waiting for a writer) and drain it in a thread, up to the
+        writer's close (a read before any writer came also gives b"": wait for data first)."""
+        import time
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        got = []
+
+        def drain():
+            buf, end = b"", time.time() + 20
+            while time.time() < end:
+                try:
+                    b = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    b = None
+                if b:
+                    buf += b
+                elif b == b"" and buf:
+                    break
+                else:
+                    time.sleep(0.01)
+            got.append(buf)
+        t = threading.Thread(target=drain)
+        t.daemon = True
+        t.start()
+        return fd, t, got
+
+    def fifo_expect(name, argv, want, code=2):
+        expect("FIFO: " + name, argv, want, code=code, timeout=20)
+
+    M = os.path.join(DIGITS, "model.onnx")
+    isfifo = "is not a regular file (it is a FIFO)"
+    # ppcc's inputs
+    fifo_expect("model", [PPCC, fifo("model.onnx"), "-o", os.path.join(d, "x.plan")], isfifo)
+    fifo_expect("--profile", [PPCC, M, "--profile", fifo("prof.json"), "-o", os.path.join(d, "x.plan")], isfifo)
+    fifo_expect("--exec-seq", [PPCC, M, "--exec-seq", fifo("seq.txt"), "-o", os.path.join(d, "x.plan")], isfifo)
+    if onnx is not None:
+        fifo_expect("--const", [PPCC, addw, "-b", "0", "--const", "w=" + fifo("w.pb"), "-o", os.path.join(d, "x.plan")],
+                    isfifo)
+        p, n = ext_model("fifo", "w.bin")
+        wpath = os.path.join(work, "ext_fifo", "w.bin")
+        if os.path.lexists(wpath):
+            os.remove(wpath)
+        os.mkfifo(wpath)
+        fifo_expect("external data", [PPCC, p, "-o", os.path.join(d, "x.plan")], isfifo)
+    # ppcc's outputs: a plan is written with seeks, so a FIFO is refused even with a reader, before compiling
+    fifo_expect("ppcc -o, no reader", [PPCC, M, "-o", fifo("p.plan")], "it is a FIFO, and this file is written with seeks")
+    fd, t, got = reader(fifo("p2.plan"))
+    fifo_expect("ppcc -o, a reader", [PPCC, M, "-o", os.path.join(d, "p2.plan")], "written with seeks")
+    os.close(fd)
+    fifo_expect("--report-json, no reader", [PPCC, M, "-o", os.path.join(d, "x.plan"), "--report-json", fifo("r.json")],
+                "it is a FIFO that no process reads")
+    fd, t, got = reader(fifo("r2.json"))
+    r = subprocess.run([PPCC, M, "-o", os.path.join(d, "x.plan"), "-q", "--report-json", os.path.join(d, "r2.json")],
+                       capture_output=True, text=True, timeout=20)
+    t.join(10)
+    os.close(fd)
+    if r.returncode != 0 or not got or b'"stages"' not in got[0]:
+        failures.append(f"FIFO: --report-json to a FIFO with a reader: exit {r.returncode}, {r.stderr.strip()[:300]!r}")
+    r = subprocess.run([PPCC, M, "-o", "/dev/null", "-q"], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        failures.append(f"ppcc -o /dev/null: exit {r.returncode}, {r.stderr.strip()[:300]!r}")
+    # pprt's inputs
+    fifo_expect("plan", [PPRT, fifo("f.plan"), data, "-o", os.path.join(d, "o")], "plan '" + os.path.join(d, "f.plan"))
+    fifo_expect("input.npy", [PPRT, "good.plan", os.path.dirname(fifo("whole", "input.npy")), "-o", os.path.join(d, "o")],
+                isfifo)
+    ps = os.path.join(d, "persample")
+    os.makedirs(ps)
+    np.save(os.path.join(ps, "a.npy"), np.zeros((1, 8, 8), np.float32))
+    fifo("persample", "b.npy")
+    fifo_expect("per-sample .npy", [PPRT, "good.plan", ps, "-o", os.path.join(d, "o")], isfifo)
+    fifo_expect("--labels", [PPRT, "good.plan", data, "-o", os.path.join(d, "o"), "--labels", fifo("labels.npy")], isfifo)
+    if onnx is not None:
+        fifo_expect("input_0.pb", [PPRT, "relu.plan", os.path.dirname(fifo("pb", "input_0.pb")), "-o", os.path.join(d, "o")],
+                    isfifo)
+        ex = os.path.join(d, "pbex")
+        os.makedirs(ex)
+        write(os.path.join(ex, "input_0.pb"), open("pbdata/input_0.pb", "rb").read())
+        fifo("pbex", "output_0.pb")
+        fifo_expect("output_0.pb (--check)", [PPRT, "relu.plan", ex, "--check", "-o", os.path.join(d, "o")], isfifo)
+        fifo("expdir", "y.npy")
+        fifo_expect("--expected", [PPRT, "relu.plan", "pbdata", "--expected", os.path.join(d, "expdir"), "-o",
+                                   os.path.join(d, "o")], isfifo)
+    if os.path.exists("ref.plan"):
+        fifo_expect("--model", [PPRT, "ref.plan", "ref/data", "--model", fifo("model2.onnx"), "-o", os.path.join(d, "o")],
+                    isfifo)
+    # pprt's outputs: a FIFO at an output's name is written in place when a process reads it, refused at once
+    # when none does; other special files are refused before the run
+    fifo_expect("output, no reader", [PPRT, "good.plan", data, "-o", os.path.dirname(fifo("out", "logits.npy"))],
+                "it is a FIFO that no process reads")
+    fd, t, got = reader(os.path.join(d, "out", "logits.npy"))
+    r = subprocess.run([PPRT, "good.plan", data, "-q", "-o", os.path.join(d, "out")], capture_output=True, text=True,
+                       timeout=20)
+    t.join(10)
+    os.close(fd)
+    subprocess.run([PPRT, "good.plan", data, "-q", "-o", os.path.join(d, "ref")], check=True, timeout=60)
+    if r.returncode != 0 or not got or got[0] != open(os.path.join(d, "ref", "logits.npy"), "rb").read():
+        failures.append(f"FIFO: an output FIFO with a reader: exit {r.returncode}, {r.stderr.strip()[:300]!r}")
+    os.makedirs(os.path.join(d, "outdir", "logits.npy"))
+    fifo_expect("output name is a directory", [PPRT, "good.plan", data, "-o", os.path.join(d, "outdir")],
+                "it is a directory")
+    fifo_expect("-o is a FIFO", [PPRT, "good.plan", data, "-o", fifo("odir")], "output directory")
+    fifo_expect("--stats-json, no reader", [PPRT, "good.plan", data, "-q", "-o", os.path.join(d, "o"), "--stats-json",
+                                            fifo("stats.json")], "it is a FIFO that no process reads")
+    fifo_expect("--profile, no reader", [PPRT, "good.plan", data, "-q", "-o", os.path.join(d, "o"), "--profile",
+                                         fifo("prof2.json")], "it is a FIFO that no process reads")
+    for f in os.listdir(d):
+        if ".tmp." in f:
+            failures.append(f"FIFO cases left a temporary file {f}")
+
+
+fifo_cases()
 
 print(f"bad_inputs: {count - len(failures)}/{count} cases rejected cleanly")
 for f in failures:
