@@ -393,10 +393,11 @@ def fifo_cases():
         import time
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         got = []
+        stop = threading.Event()
 
         def drain():
             buf, end = b"", time.time() + 20
-            while time.time() < end:
+            while time.time() < end and not stop.is_set():
                 try:
                     b = os.read(fd, 1 << 16)
                 except BlockingIOError:
@@ -411,7 +412,12 @@ def fifo_cases():
         t = threading.Thread(target=drain)
         t.daemon = True
         t.start()
-        return fd, t, got
+
+        def close():  # the thread ends before the descriptor (whose number may be reused) is closed
+            stop.set()
+            t.join()
+            os.close(fd)
+        return close, t, got
 
     def fifo_expect(name, argv, want, code=2):
         expect("FIFO: " + name, argv, want, code=code, timeout=20)
@@ -433,16 +439,16 @@ def fifo_cases():
         fifo_expect("external data", [PPCC, p, "-o", os.path.join(d, "x.plan")], isfifo)
     # ppcc's outputs: a plan is written with seeks, so a FIFO is refused even with a reader, before compiling
     fifo_expect("ppcc -o, no reader", [PPCC, M, "-o", fifo("p.plan")], "it is a FIFO, and this file is written with seeks")
-    fd, t, got = reader(fifo("p2.plan"))
+    close, t, got = reader(fifo("p2.plan"))
     fifo_expect("ppcc -o, a reader", [PPCC, M, "-o", os.path.join(d, "p2.plan")], "written with seeks")
-    os.close(fd)
+    close()
     fifo_expect("--report-json, no reader", [PPCC, M, "-o", os.path.join(d, "x.plan"), "--report-json", fifo("r.json")],
                 "it is a FIFO that no process reads")
-    fd, t, got = reader(fifo("r2.json"))
+    close, t, got = reader(fifo("r2.json"))
     r = subprocess.run([PPCC, M, "-o", os.path.join(d, "x.plan"), "-q", "--report-json", os.path.join(d, "r2.json")],
                        capture_output=True, text=True, timeout=20)
     t.join(10)
-    os.close(fd)
+    close()
     if r.returncode != 0 or not got or b'"stages"' not in got[0]:
         failures.append(f"FIFO: --report-json to a FIFO with a reader: exit {r.returncode}, {r.stderr.strip()[:300]!r}")
     r = subprocess.run([PPCC, M, "-o", "/dev/null", "-q"], capture_output=True, text=True, timeout=60)
@@ -476,11 +482,11 @@ def fifo_cases():
     # when none does; other special files are refused before the run
     fifo_expect("output, no reader", [PPRT, "good.plan", data, "-o", os.path.dirname(fifo("out", "logits.npy"))],
                 "it is a FIFO that no process reads")
-    fd, t, got = reader(os.path.join(d, "out", "logits.npy"))
+    close, t, got = reader(os.path.join(d, "out", "logits.npy"))
     r = subprocess.run([PPRT, "good.plan", data, "-q", "-o", os.path.join(d, "out")], capture_output=True, text=True,
                        timeout=20)
     t.join(10)
-    os.close(fd)
+    close()
     subprocess.run([PPRT, "good.plan", data, "-q", "-o", os.path.join(d, "ref")], check=True, timeout=60)
     if r.returncode != 0 or not got or got[0] != open(os.path.join(d, "ref", "logits.npy"), "rb").read():
         failures.append(f"FIFO: an output FIFO with a reader: exit {r.returncode}, {r.stderr.strip()[:300]!r}")

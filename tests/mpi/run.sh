@@ -198,6 +198,8 @@ expect_msg e_fifo.txt "^pprt: rank 1( \(stage 1\))?: stopped: rank 0( \(stage 0\
 expect_rc 2 e_fifo2.txt "${M[@]}" -np 2 "$PPRT" d2.plan "$S/data" -o fifo_out -q
 expect_msg e_fifo2.txt "^pprt: rank 1( \(stage 1\))?: error: cannot write 'fifo_out/logits.npy': it is a FIFO that no process reads"
 echo "mpi: wrong -np, unreadable data and FIFOs exit 2 on every rank, with the reason"
+# ranks sent SIGTERM/SIGINT/SIGHUP mid-run (while writing, half the time) leave no temporary output
+"$PY" "$SRC/tests/bad/signals.py" "$out/signals" 8 --mpi "${M[@]}"
 
 # ---- a rank killed mid-run -------------------------------------------------------------
 mkdir -p big
