@@ -279,6 +279,70 @@ if onnx is not None:
     p, n = ext_model("missing", "nothere.bin")
     expect("external: missing file", [PPCC, p, "-o", "x.plan"], "nothere.bin")
 
+# ---- ppcc: messages nested deeper than protobuf-c's recursion can take -------------------
+def varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append(v & 0x7f | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def field(num, payload):  # a length-delimited field
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+
+def nested(levels, inner, head, tail=lambda k: b""):
+    """Bytes of `levels` wrappers around `inner`: wrapper k is head(k) + field(...) + tail(k) as built by
+    head(k, child_len) giving (bytes before the child, bytes after it). Built outside-in in one pass (the
+    lengths first), so 100k levels cost linear time."""
+    sizes = [len(inner)]
+    for k in reversed(range(levels)):
+        pre, post = head(k, sizes[-1])
+        sizes.append(len(pre) + sizes[-1] + len(post))
+    sizes.reverse()
+    out = bytearray()
+    posts = []
+    for k in range(levels):
+        pre, post = head(k, sizes[k + 1])
+        out += pre
+        posts.append(post)
+    out += inner
+    for post in reversed(posts):
+        out += post
+    return bytes(out)
+
+
+def model_bytes(graph):
+    return varint(1 << 3) + varint(8) + field(7, graph) + field(8, varint(2 << 3) + varint(13))
+
+
+relu_node = field(1, field(1, b"x") + field(2, b"y") + field(4, b"Relu"))
+tensor_type = field(1, varint(1 << 3) + varint(1))  # TypeProto{tensor_type{elem_type: FLOAT}}
+# a graph input whose TypeProto is a Sequence of a Sequence of ... 5000 levels (10000 messages)
+deep_type = nested(5000, tensor_type, lambda k, n: (varint(4 << 3 | 2) + varint(n + len(varint(n)) + 1) +
+                                                    varint(1 << 3 | 2) + varint(n), b""))
+vi = field(11, field(1, b"x") + field(2, deep_type)) + field(12, field(1, b"y") + field(2, tensor_type))
+deep = write("deep_type.onnx", model_bytes(relu_node + vi))
+expect(f"type nested 5000 deep ({len(open(deep, 'rb').read()) // 1024} KB)", [PPCC, deep, "-o", "x.plan"],
+       "more than the 100 levels ppcc accepts")
+# 100k If nodes, each in the then_branch of the one before
+if_head = lambda k, n: (varint(1 << 3 | 2) + varint(len(IF_FIXED) + 1 + len(varint(ATTR_FIXED_LEN + 1 + len(varint(n)) + n)) + ATTR_FIXED_LEN + 1 + len(varint(n)) + n) +
+                        IF_FIXED + varint(5 << 3 | 2) + varint(ATTR_FIXED_LEN + 1 + len(varint(n)) + n) + ATTR_FIXED +
+                        varint(6 << 3 | 2) + varint(n), b"")
+IF_FIXED = field(1, b"c") + field(2, b"y") + field(4, b"If")
+ATTR_FIXED = field(1, b"then_branch") + varint(20 << 3) + varint(5)
+ATTR_FIXED_LEN = len(ATTR_FIXED)
+deep_if = write("deep_if.onnx", model_bytes(nested(100000, relu_node, if_head)))
+expect(f"100k nested If ({len(open(deep_if, 'rb').read()) >> 20} MB)", [PPCC, deep_if, "-o", "x.plan"],
+       "more than the 100 levels ppcc accepts")
+if onnx is not None:  # the hand-made bytes are what they claim: onnx parses a shallow one
+    m = onnx.load_from_string(model_bytes(nested(3, relu_node, if_head)))
+    assert m.graph.node[0].op_type == "If" and m.graph.node[0].attribute[0].g.node[0].op_type == "If"
+    t = onnx.load_from_string(model_bytes(relu_node + field(11, field(1, b"x") + field(2, nested(3, tensor_type, lambda k, n: (varint(4 << 3 | 2) + varint(n + len(varint(n)) + 1) + varint(1 << 3 | 2) + varint(n), b""))))))
+    assert t.graph.input[0].type.sequence_type.elem_type.sequence_type.elem_type.sequence_type.elem_type.tensor_type.elem_type == 1
+
 # ---- pprt: plans and data ---------------------------------------------------------------
 subprocess.run([PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "2", "-b", "8", "-o", "good.plan", "-q"], check=True)
 plan = open("good.plan", "rb").read()
