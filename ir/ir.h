@@ -68,6 +68,9 @@ typedef struct pp_node {
     bool recovered;      /* outside every module the split names (report) */
     bool dead;           /* to be removed by pp_graph_compact */
     double prof_s;       /* measured seconds per micro-batch (ppcc --profile), < 0 if none */
+    /* > 0: the inputs are constants, but folding was estimated at this many
+     * operations, over the fold pass's budget: the node runs at run time */
+    double fold_skipped;
 } pp_node;
 
 /* What the cost model says about one stage (filled after memory planning). */

@@ -150,6 +150,33 @@ if onnx is not None:
     expect("fixed batch vs -b", [PPCC, save("fixedb", [helper.make_node("Relu", ["x"], ["y"], name="r")], [x], [y]), "-b", "4"],
            "fixed batch dimension 1")
 
+    # ---- constant folding within a work budget ------------------------------------
+    import time
+    ones6 = np.ones((10,) * 6, np.float32)
+    big_einsum = save("einsum_fold", [helper.make_node("Einsum", ["a", "b"], ["s"], equation="abcdef,ghijkl->", name="/big/Einsum"),
+                                      helper.make_node("Add", ["x1", "s"], ["y1"], name="/add/Add")],
+                      [helper.make_tensor_value_info("x1", F, [1])], [helper.make_tensor_value_info("y1", F, [1])],
+                      inits=[numpy_helper.from_array(ones6, "a"), numpy_helper.from_array(ones6 + 1, "b")])
+    t0 = time.time()
+    r = subprocess.run([PPCC, big_einsum, "-b", "0", "-o", "einsum.plan", "--dump-ir=infer"], capture_output=True,
+                       text=True, timeout=60)
+    dt = time.time() - t0
+    count += 1
+    if r.returncode != 0 or dt > 2 or "unfolded=2e+12-ops-over-budget" not in r.stdout or \
+            "'/big/Einsum' (Einsum), an estimated 2e+12 operations" not in r.stderr:
+        failures.append(f"constant Einsum of 10^12 terms: exit {r.returncode} after {dt:.2f} s (want 0 in under 2 s, "
+                        f"left to run time and said so): {r.stderr.strip()[:300]!r}")
+    small = save("einsum_small", [helper.make_node("Einsum", ["a", "b"], ["s"], equation="ij,jk->ik", name="/small/Einsum"),
+                                  helper.make_node("Add", ["x2", "s"], ["y2"], name="/add/Add")],
+                  [helper.make_tensor_value_info("x2", F, [4, 4])], [helper.make_tensor_value_info("y2", F, [4, 4])],
+                  inits=[numpy_helper.from_array(np.eye(4, dtype=np.float32), "a"),
+                         numpy_helper.from_array(np.ones((4, 4), np.float32), "b")])
+    r = subprocess.run([PPCC, small, "-b", "0", "-q", "-o", "einsum_small.plan", "--dump-ir=infer"], capture_output=True,
+                       text=True, timeout=60)
+    count += 1
+    if r.returncode != 0 or "Einsum" in r.stdout or r.stderr:
+        failures.append(f"a small constant Einsum is still folded: exit {r.returncode}, {r.stdout[:300]!r} {r.stderr[:300]!r}")
+
     # ---- ppcc --const: graph inputs bound to TensorProto files ----------------------
     w_in = helper.make_tensor_value_info("w", F, [4])
     addw = save("addw", [helper.make_node("Add", ["x", "w"], ["y"], name="add")], [x, w_in], [y])
