@@ -19,6 +19,7 @@
 #include <xxhash.h>
 
 #include "plan.pb-c.h"
+#include "plan_format.h"
 
 #define A(n) pp_arena_alloc(&l->arena, (n))
 
@@ -217,7 +218,7 @@ static int find_cand(const pp_graph *g, const pp_value *val, uint64_t *off) {
 /* The plan's sources: the candidate files some weight points into, in
  * candidate order; ext_src[v] becomes an index into pl->sources. */
 static pp_status make_sources(pp_lowered *l, const char *ref_model, Ppplan__Plan *pl, int *ext_src,
-                              pp_err *err) {
+                              const uint64_t *ext_off, pp_err *err) {
     const pp_graph *g = l->g;
     int nc = g->n_maps + 1;
     int *idx = malloc(sizeof(int) * (size_t)nc);
@@ -229,7 +230,8 @@ static pp_status make_sources(pp_lowered *l, const char *ref_model, Ppplan__Plan
     for (int c = 0; c < nc; c++)
         if (idx[c] == 0) idx[c] = n++;
     pl->sources = A(sizeof *pl->sources * pp_count(n));
-    pp_status s = pl->sources ? PP_OK : PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+    pp_range *rs = malloc(sizeof *rs * pp_count(g->n_values));
+    pp_status s = pl->sources && rs ? PP_OK : PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
     for (int c = 0; c < nc && s == PP_OK; c++) {
         if (idx[c] < 0) continue;
         Ppplan__Source *src = A(sizeof *src);
@@ -257,8 +259,13 @@ static pp_status make_sources(pp_lowered *l, const char *ref_model, Ppplan__Plan
         }
         src->path = dup(l, real);
         src->size = len;
+        size_t nr = 0; /* what the plan reads there: checked first at load (pp_ranges_xxh3) */
+        for (int v = 0; v < g->n_values; v++)
+            if (ext_src[v] == c) rs[nr++] = (pp_range){ext_off[v], g->values[v].nbytes};
+        src->used_xxh3 = pp_ranges_xxh3(a, rs, nr);
         pl->sources[pl->n_sources++] = src;
     }
+    free(rs);
     for (int v = 0; v < g->n_values && s == PP_OK; v++)
         if (ext_src[v] >= 0) ext_src[v] = idx[ext_src[v]];
     free(idx);
@@ -305,7 +312,7 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
         }
     }
     l->weights_bytes = off;
-    if (c.ext_src && (s = make_sources(l, ref_model, pl, c.ext_src, err)) != PP_OK) goto done;
+    if (c.ext_src && (s = make_sources(l, ref_model, pl, c.ext_src, c.ext_off, err)) != PP_OK) goto done;
     pl->producer = dup(l, producer);
     pl->model_hash = dup(l, g->model_hash);
     pl->options = dup(l, options);

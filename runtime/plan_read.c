@@ -474,8 +474,10 @@ static pp_status check_link(const pprt_msg_layout *a, const pprt_msg_layout *b, 
     return PP_OK;
 }
 
-/* Map source i of a --ref-weights plan and check it is the file the plan was
- * compiled from: a regular file of the recorded size and XXH3. */
+/* Map source i of a --ref-weights plan: a regular file of the recorded size.
+ * Its hashes are checked by verify_sources, once the whole plan has been
+ * verified (every EXTERNAL tensor inside the recorded size): a plan that
+ * claims a huge file is refused by what is cheap before anything is read. */
 static pp_status open_source(const Ppplan__Source *ms, int i, const char *model, struct pprt_source *src,
                              pp_err *err) {
     char path[4096];
@@ -498,7 +500,7 @@ static pp_status open_source(const Ppplan__Source *ms, int i, const char *model,
     int fd;
     struct stat sb;
     pp_err e = {0};
-    if (pp_open_read(path, what, 0, &fd, &sb, &e) != PP_OK)
+    if (pp_open_read(path, *loc ? "the external data file" : "the model file", 0, &fd, &sb, &e) != PP_OK)
         return PP_FAIL(err, e.code, "%s: this --ref-weights plan reads its weights from it (pprt --model FILE "
                        "names where the model is now)", e.msg);
     if ((uint64_t)sb.st_size != ms->size || ms->size == 0) {
@@ -513,13 +515,44 @@ static pp_status open_source(const Ppplan__Source *ms, int i, const char *model,
     if (map == MAP_FAILED) return PP_FAIL(err, PP_EIO, "cannot map the %s '%s': %s", what, path, strerror(errno));
     src->map = map;
     src->len = (size_t)ms->size;
-    uint64_t h = XXH3_64bits(map, src->len);
-    if (h != ms->xxh3)
-        return PP_FAIL(err, PP_EINVAL,
-                       "the %s '%s' has XXH3 %016llx, the plan was compiled from one with %016llx: "
-                       "the file changed (recompile the plan, or pass pprt --model the original)",
-                       what, path, (unsigned long long)h, (unsigned long long)ms->xxh3);
     return PP_OK;
+}
+
+/* Each source is the file the plan was compiled from: first the bytes the
+ * plan reads there (used_xxh3: their cost is that of the weights, which are
+ * read anyway), so that another file of the same size is refused without
+ * reading the rest of it; then the whole file (xxh3), so a model changed
+ * elsewhere (a small weight the plan copied, the graph) is refused too. */
+static pp_status verify_sources(const pprt_plan *p, const Ppplan__Plan *m, pp_err *err) {
+    size_t cap = 0;
+    for (int s = 0; s < p->n_stages; s++) cap += (size_t)p->stages[s].n_tensors;
+    pp_range *rs = malloc(sizeof *rs * (cap ? cap : 1));
+    if (!rs) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pp_status st = PP_OK;
+    for (int i = 0; i < p->n_sources && st == PP_OK; i++) {
+        const struct pprt_source *src = &p->sources[i];
+        const char *what = m->sources[i]->location && *m->sources[i]->location ? "external data file" : "model file";
+        size_t n = 0;
+        for (int s = 0; s < p->n_stages; s++)
+            for (int k = 0; k < p->stages[s].n_tensors; k++) {
+                const pprt_tdesc *t = &p->stages[s].t[k];
+                if (t->source == i) rs[n++] = (pp_range){t->offset, t->nbytes};
+            }
+        uint64_t want = m->sources[i]->used_xxh3, h;
+        if (want && (h = pp_ranges_xxh3(src->map, rs, n)) != want)
+            st = PP_FAIL(err, PP_EINVAL,
+                         "the %s '%s': the bytes this plan reads there (%zu tensor%s) have XXH3 %016llx, the plan "
+                         "was compiled from ones with %016llx: the file changed, or is another one (recompile the "
+                         "plan, or pass pprt --model the original)",
+                         what, src->path, n, n == 1 ? "" : "s", (unsigned long long)h, (unsigned long long)want);
+        else if ((h = XXH3_64bits(src->map, src->len)) != m->sources[i]->xxh3)
+            st = PP_FAIL(err, PP_EINVAL,
+                         "the %s '%s' has XXH3 %016llx, the plan was compiled from one with %016llx: "
+                         "the file changed (recompile the plan, or pass pprt --model the original)",
+                         what, src->path, (unsigned long long)h, (unsigned long long)m->sources[i]->xxh3);
+    }
+    free(rs);
+    return st;
 }
 
 static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan *p, pp_err *err) {
@@ -594,7 +627,7 @@ static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan
         snprintf(what, sizeof what, "boundary %d -> %d", i - 1, i);
         PP_TRY(check_link(&p->stages[i - 1].out, &p->stages[i].in, what, err));
     }
-    return PP_OK;
+    return verify_sources(p, m, err);
 }
 
 void pprt_plan_free(pprt_plan *p) {

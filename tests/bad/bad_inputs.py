@@ -453,6 +453,15 @@ def ref_weights_cases():
     os.mkfifo("ref/fifo.onnx")
     expect("ref-weights: --model is a FIFO", [PPRT, "ref.plan", "ref/data", "--model", "ref/fifo.onnx"], "is not a regular file")
     expect("ref-weights: --model needs a file", [PPRT, "ref.plan", "ref/data", "--model"], "--model needs")
+    with open("ref/huge.onnx", "wb") as f:  # 64 GiB, sparse: refused by its size, not after hashing it
+        f.truncate(64 << 30)
+    import time
+    t0 = time.time()
+    expect("ref-weights: --model is a 64 GiB sparse file", [PPRT, "ref.plan", "ref/data", "--model", "ref/huge.onnx"],
+           "has 68719476736 bytes, the plan was compiled from one of")
+    if time.time() - t0 > 5:
+        failures.append(f"ref-weights: the 64 GiB --model took {time.time() - t0:.1f} s to refuse")
+    os.remove("ref/huge.onnx")
     # the moved model, named: runs, and gives the same outputs
     r = subprocess.run([PPRT, "ref.plan", "ref/data", "-o", "ref_out2", "-q", "--model", "ref/moved.onnx"],
                        capture_output=True, text=True)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../backend/backend.h"
@@ -310,6 +311,53 @@ static const char *ref_load(const pp_lowered *low, const char *model, pprt_plan 
     return pprt_plan_load("t_ref.plan", model, out, &e) == PP_OK ? NULL : e.msg;
 }
 
+/* A plan that claims a huge weights file (64 GiB, sparse: `truncate -s`) is
+ * refused at once, never after hashing 64 GiB (43 s): by the file's size when
+ * the plan records another, by a tensor outside the recorded size, and by the
+ * bytes the plan reads there (used_xxh3) when only those are read. */
+static void ref_plan_huge(pp_lowered *low, Ppplan__Source *so, Ppplan__Tensor *bt, char *small_path,
+                          const float *bias) {
+    const uint64_t huge = (uint64_t)64 << 30;
+    FILE *f = fopen("t_huge.bin", "wb");
+    bool sparse = f && ftruncate(fileno(f), (off_t)huge) == 0;
+    if (f) fclose(f);
+    if (!sparse) {
+        printf("test_core: no 64 GiB sparse file here (ftruncate failed): huge-source cases skipped\n");
+        remove("t_huge.bin");
+        return;
+    }
+    static char huge_path[4096];
+    CHECK(realpath("t_huge.bin", huge_path) != NULL, "realpath");
+    static const struct {
+        const char *what, *want;
+    } cases[] = {
+        {"the plan records 64 GiB, the file is small", "has 19 bytes, the plan was compiled from one of 68719476736"},
+        {"the plan records the small size, the file is 64 GiB", "has 68719476736 bytes, the plan was compiled from one of 19"},
+        {"a tensor past the recorded 64 GiB", "lie outside"},
+        {"64 GiB recorded and there, other bytes where the plan reads", "the bytes this plan reads there"},
+    };
+    const uint64_t size0 = so->size;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        so->path = i == 0 ? small_path : huge_path;
+        so->size = i == 1 ? size0 : huge;
+        bt->offset = i == 2 ? huge - 8 : 3;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        pprt_plan *p;
+        const char *msg = ref_load(low, NULL, &p);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        CHECK(msg && strstr(msg, cases[i].want), "%s: expected \"%s\", got %s", cases[i].what, cases[i].want,
+              msg ? msg : "a loaded plan");
+        CHECK(s < 1.0, "%s: refused after %.2f s, expected at once", cases[i].what, s);
+        printf("test_core: huge source, %s: refused in %.1f ms\n", cases[i].what, 1e3 * s);
+        pprt_plan_free(p);
+    }
+    (void)bias;
+    so->path = small_path, so->size = size0, bt->offset = 3;
+    remove("t_huge.bin");
+}
+
 /* The chain's bias becomes an EXTERNAL tensor read from a file where it lies
  * at offset 3 (misaligned, so pprt copies it): the plan runs and gives the
  * chain's outputs; a wrong source, offset, size or hash, a missing file, and
@@ -331,6 +379,7 @@ static void test_ref_plan(void) {
     so.location = empty;
     so.size = sizeof src;
     so.xxh3 = XXH3_64bits(src, sizeof src);
+    so.used_xxh3 = XXH3_64bits(bias, sizeof bias); /* the union of the bias's ranges: [3, 19) */
     low.plan->sources = sl;
     low.plan->n_sources = 1;
     Ppplan__Tensor *bt = NULL, *other = NULL;
@@ -380,6 +429,7 @@ static void test_ref_plan(void) {
         {"hash", "the file changed"},
         {"size", "the plan was compiled from one of 20"},
         {"source on a non-external tensor", "on a tensor that is not EXTERNAL"},
+        {"used hash", "the bytes this plan reads there (1 tensor) have XXH3"},
         {"path", "cannot open the model file"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -388,12 +438,14 @@ static void test_ref_plan(void) {
         if (i == 2) so.xxh3 ^= 1;
         if (i == 3) so.size++;
         if (i == 4) other->source = 1;
-        if (i == 5) so.path = gone;
+        if (i == 5) so.used_xxh3 ^= 1;
+        if (i == 6) so.path = gone;
         msg = ref_load(&low, NULL, &p);
         CHECK(msg && strstr(msg, bad[i].want), "%s: expected \"%s\", got %s", bad[i].what, bad[i].want,
               msg ? msg : "a loaded plan");
         pprt_plan_free(p);
         bt->source = 0, bt->offset = 3, so.xxh3 = XXH3_64bits(src, sizeof src), so.size = sizeof src;
+        so.used_xxh3 = XXH3_64bits(bias, sizeof bias);
         other->source = 0;
         /* the missing path stays for the --model case below */
     }
@@ -401,6 +453,7 @@ static void test_ref_plan(void) {
     msg = ref_load(&low, "t_src.bin", &p);
     CHECK(!msg, "--model t_src.bin: %s", msg ? msg : "");
     pprt_plan_free(p);
+    ref_plan_huge(&low, &so, bt, abs, bias);
     low.plan->sources = NULL;
     low.plan->n_sources = 0;
     pp_lowered_free(&low);
