@@ -416,7 +416,12 @@ pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
             return PP_FAIL(err, PP_EINVAL, "-pp %d disagrees with the custom split, which makes %d stages",
                            p, n_cuts + 1);
         p = n_cuts + 1;
-    } else {
+    }
+    for (int k = 0; k < o->n_caps; k++)
+        if (o->cap_stage[k] >= p)
+            return PP_FAIL(err, PP_EINVAL, "--max-memory %d:...: there is no stage %d, the split has %d stage%s "
+                           "(0..%d)", o->cap_stage[k], o->cap_stage[k], p, p == 1 ? "" : "s", p - 1);
+    if (o->policy != PP_POLICY_CUSTOM) {
         if (p < 1) return PP_FAIL(err, PP_EINVAL, "-pp must be at least 1, got %d", p);
         if (p > g->n_nodes)
             return PP_FAIL(err, PP_EINVAL,

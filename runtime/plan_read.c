@@ -24,6 +24,9 @@
 
 #define MAX_STAGES 4096
 #define MAX_COUNT (1 << 24)
+/* A stage's activation arena: 1 TiB, far above any machine pprt runs on,
+ * far below what would overflow a size computation. */
+#define MAX_ARENA ((size_t)1 << 40)
 
 static pp_status check_header(const unsigned char *b, size_t len, pp_plan_section sec[2],
                               uint32_t *flags, pp_err *err) {
@@ -290,6 +293,22 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, const pprt_plan *p, 
                         t->name, mt->source);
     }
     if (s != PP_OK) goto out;
+    /* the arena is what its slots need (ppcc's memory plan: the end of the
+     * highest slot, sizes rounded up to 64), and no more than MAX_ARENA */
+    size_t need = 0;
+    for (int i = 0; i < st->n_tensors; i++)
+        if (st->t[i].kind == PPRT_ACTIVATION) {
+            size_t end = st->t[i].offset + pp_align_up(st->t[i].nbytes, PP_PLAN_ALIGN);
+            if (end > need) need = end;
+        }
+    if (st->arena_bytes != need || need > MAX_ARENA) {
+        s = st->arena_bytes != need
+                ? PP_FAIL(err, PP_EINVAL, "stage %d: arena of %zu bytes, expected %zu (the end of its highest "
+                          "activation slot)", si, st->arena_bytes, need)
+                : PP_FAIL(err, PP_EINVAL, "stage %d: arena of %zu bytes, more than the %llu a stage may have",
+                          si, st->arena_bytes, (unsigned long long)MAX_ARENA);
+        goto out;
+    }
     for (int i = 0; i < st->n_recv && s == PP_OK; i++)
         if (st->recv[i] < 0 || st->recv[i] >= st->n_tensors || st->t[st->recv[i]].kind != PPRT_RECV ||
             st->t[st->recv[i]].offset != (size_t)i)

@@ -64,6 +64,8 @@ expect("missing exec-seq", [PPCC, os.path.join(DIGITS, "model.onnx"), "--exec-se
 expect("unknown module", [PPCC, os.path.join(DIGITS, "model.onnx"), "--split-at", "stem.conv9", "-o", "x.plan"],
        "no module 'stem.conv9' in the model; closest:")
 expect("bad memory cap", [PPCC, os.path.join(DIGITS, "model.onnx"), "--max-memory", "lots"], "is not a size")
+expect("--max-memory for a stage the split lacks", [PPCC, os.path.join(DIGITS, "model.onnx"), "--max-memory", "5:1GiB", "-o", "x.plan"],
+       "--max-memory 5:...: there is no stage 5, the split has 1 stage (0..0)")
 expect("caps too small", [PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "2", "--max-memory", "1KB", "-o", "x.plan"],
        "no split into 2 stages fits the memory caps")
 expect("bad dump pass", [PPCC, os.path.join(DIGITS, "model.onnx"), "--dump-ir=nosuch", "-o", "x.plan"], "no such pass")
@@ -149,6 +151,38 @@ if onnx is not None:
            "inner dimensions differ")
     expect("fixed batch vs -b", [PPCC, save("fixedb", [helper.make_node("Relu", ["x"], ["y"], name="r")], [x], [y]), "-b", "4"],
            "fixed batch dimension 1")
+
+    # ---- refused when compiled, not on every run ------------------------------------
+    x15 = helper.make_tensor_value_info("x", F, [1, 5])
+    idx = numpy_helper.from_array(np.array([0, 7], np.int64), "idx")
+    expect("Gather: constant index out of range", [PPCC, save("gather_oob", [helper.make_node("Gather", ["x", "idx"], ["y"], name="/emb/Gather", axis=1)],
+                                                             [x15], [helper.make_tensor_value_info("y", F, [1, 2])], inits=[idx]), "-o", "x.plan"],
+           "node '/emb/Gather' (#0, Gather): constant input 'indices' holds 7 (element 1), out of range for axis 1 of size 5")
+    idx = numpy_helper.from_array(np.array([[0, -6]], np.int64), "idx")
+    expect("GatherElements: constant index out of range", [PPCC, save("gather_el_oob", [helper.make_node("GatherElements", ["x", "idx"], ["y"], name="ge", axis=1)],
+                                                                      [x15], [helper.make_tensor_value_info("y", F, [1, 2])], inits=[idx]), "-o", "x.plan"],
+           "holds -6 (element 1), out of range for axis 1 of size 5")
+    wt = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
+    expect("ConvTranspose: output_padding >= stride", [PPCC, save("convt_opad", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="/up/ConvTranspose",
+                                                                                                  strides=[2, 2], output_padding=[2, 1])],
+                                                                 [helper.make_tensor_value_info("x", F, [1, 1, 4, 4])], [y4], inits=[wt]), "-o", "x.plan"],
+           "node '/up/ConvTranspose' (#0, ConvTranspose): attribute 'output_padding'[0]=2, expected less than the stride 2")
+    long_out = "logits_" + "o" * 250
+    expect("an output name too long for a file", [PPCC, save("longout", [helper.make_node("Relu", ["x"], [long_out], name="r")], [x],
+                                                                 [helper.make_tensor_value_info(long_out, F, [1, 4])]), "-o", "x.plan"],
+           "graph output 'logits_ooo")
+    expect("an input name too long for a file", [PPCC, save("longin", [helper.make_node("Relu", [long_out], ["y"], name="r")],
+                                                                [helper.make_tensor_value_info(long_out, F, [1, 4])], [y]), "-o", "x.plan"],
+           "has a 257-byte name, too long for its data file")
+    ok_out = "o" * 240  # the longest name that fits: NAME.npy.tmp.XXXXXX in 255 bytes
+    subprocess.run([PPCC, save("okout", [helper.make_node("Relu", ["x"], [ok_out], name="r")], [x],
+                               [helper.make_tensor_value_info(ok_out, F, [1, 4])]), "-o", "okout.plan", "-q"], check=True)
+    os.makedirs("okout_data", exist_ok=True)
+    np.save("okout_data/x.npy", np.ones((3, 4), np.float32))
+    r = subprocess.run([PPRT, "okout.plan", "okout_data", "-o", "okout_o", "-q"], capture_output=True, text=True)
+    count += 1
+    if r.returncode != 0 or not os.path.exists(f"okout_o/{ok_out}.npy"):
+        failures.append(f"a 240-byte output name: exit {r.returncode}, {r.stderr.strip()[:300]!r}")
 
     # ---- constant folding within a work budget ------------------------------------
     import time

@@ -311,6 +311,55 @@ static const char *ref_load(const pp_lowered *low, const char *model, pprt_plan 
     return pprt_plan_load("t_ref.plan", model, out, &e) == PP_OK ? NULL : e.msg;
 }
 
+/* Forged metadata that the checksums let through (the writer computes them):
+ * an arena other than what the slots need (2^63, one block too many), and a
+ * plan input or output whose name cannot be a data file's. */
+static void test_forged_plan(void) {
+    static const float bias[4] = {1, 2, 3, 4};
+    pp_graph g;
+    pp_lowered low;
+    if (!lower_chain(&g, 5, 2, bias, 1, PP_POLICY_UNIFORM, &low)) return;
+    Ppplan__Stage *st = low.plan->stages[0];
+    const uint64_t arena = st->arena_bytes;
+    static char long_name[300];
+    memset(long_name, 'y', sizeof long_name - 1);
+    char *out_name = low.plan->outputs[0]->name, *in_name = low.plan->inputs[0]->name;
+    static const struct {
+        const char *what, *want;
+    } cases[] = {
+        {"arena 2^63", "arena of 9223372036854775808 bytes, expected"},
+        {"arena one block too large", "bytes, expected"},
+        {"arena 2^41, slots there too", "more than the 1099511627776 a stage may have"},
+        {"a 299-byte output name", "has a 299-byte name, too long for its data file"},
+        {"a 299-byte input name", "has a 299-byte name, too long for its data file"},
+    };
+    Ppplan__Tensor *act = NULL;
+    for (size_t k = 0; k < st->n_tensors; k++)
+        if (st->tensors[k]->kind == PPPLAN__TENSOR__KIND__ACTIVATION) act = st->tensors[k];
+    CHECK(act != NULL, "stage 0 has an activation");
+    uint64_t act_off = act ? act->offset : 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] && act; i++) {
+        if (i == 0) st->arena_bytes = (uint64_t)1 << 63;
+        if (i == 1) st->arena_bytes = arena + 64;
+        if (i == 2) act->offset = (uint64_t)1 << 41, st->arena_bytes = act->offset + ((act->nbytes + 63) & ~63ull);
+        if (i == 3) low.plan->outputs[0]->name = long_name;
+        if (i == 4) low.plan->inputs[0]->name = long_name;
+        pprt_plan *p;
+        const char *msg = ref_load(&low, NULL, &p);
+        CHECK(msg && strstr(msg, cases[i].want), "%s: expected \"%s\", got %s", cases[i].what, cases[i].want,
+              msg ? msg : "a loaded plan");
+        pprt_plan_free(p);
+        st->arena_bytes = arena, act->offset = act_off;
+        low.plan->outputs[0]->name = out_name, low.plan->inputs[0]->name = in_name;
+    }
+    pprt_plan *p;
+    const char *msg = ref_load(&low, NULL, &p);
+    CHECK(!msg, "the plan, restored, is refused: %s", msg ? msg : "");
+    pprt_plan_free(p);
+    pp_lowered_free(&low);
+    pp_graph_free(&g);
+}
+
 /* A plan that claims a huge weights file (64 GiB, sparse: `truncate -s`) is
  * refused at once, never after hashing 64 GiB (43 s): by the file's size when
  * the plan records another, by a tensor outside the recorded size, and by the
@@ -644,6 +693,7 @@ int main(void) {
     test_chain_split(12, 2, 8, 3); /* fewer samples than one micro-batch */
     test_corrupt_plan();
     test_ref_plan();
+    test_forged_plan();
     test_minmax_vs_brute();
     test_random_dags();
     if (failures) {
