@@ -509,6 +509,40 @@ static void test_ref_plan(void) {
     pp_graph_free(&g);
 }
 
+/* The loader's sweep over arena slots against every pair, on random slots
+ * (few offsets and sizes, so that overlaps, touching ends, equal offsets and
+ * empty slots all occur). */
+static uint32_t rnd(void);
+static void test_slots_vs_pairs(void) {
+    int found = 0;
+    for (int trial = 0; trial < 20000; trial++) {
+        enum { N = 24 };
+        int n = 1 + (int)(rnd() % N), st[N], en[N], a = -1, b = -1;
+        size_t off[N], sz[N];
+        for (int i = 0; i < n; i++) {
+            st[i] = (int)(rnd() % 20);
+            en[i] = st[i] + (int)(rnd() % 6) - 1; /* sometimes before start: means start */
+            off[i] = 64 * (rnd() % (trial % 2 ? 40u : 8u));
+            sz[i] = rnd() % 5 ? 64 * (1 + rnd() % 3) : 0;
+        }
+        bool want = false;
+        for (int i = 0; i < n && !want; i++)
+            for (int j = i + 1; j < n && !want; j++) {
+                int ei = en[i] > st[i] ? en[i] : st[i], ej = en[j] > st[j] ? en[j] : st[j];
+                want = sz[i] && sz[j] && st[i] <= ej && st[j] <= ei && off[i] < off[j] + sz[j] && off[j] < off[i] + sz[i];
+            }
+        int got = pprt_slots_overlap(n, st, en, off, sz, &a, &b);
+        CHECK(got == (int)want, "trial %d: the sweep says %d, the pairs %d", trial, got, (int)want);
+        if (got == 1) { /* the pair it names does overlap */
+            int ea = en[a] > st[a] ? en[a] : st[a], eb = en[b] > st[b] ? en[b] : st[b];
+            CHECK(a < b && sz[a] && sz[b] && st[a] <= eb && st[b] <= ea && off[a] < off[b] + sz[b] &&
+                  off[b] < off[a] + sz[a], "trial %d: named %d and %d, which do not overlap", trial, a, b);
+        }
+        found += got == 1;
+    }
+    CHECK(found > 1000 && found < 19000, "coverage: %d of 20000 random sets overlap", found);
+}
+
 /* ---- partitioning: exact min-max against brute force ------------------------------- */
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -694,6 +728,7 @@ int main(void) {
     test_corrupt_plan();
     test_ref_plan();
     test_forged_plan();
+    test_slots_vs_pairs();
     test_minmax_vs_brute();
     test_random_dags();
     if (failures) {
