@@ -115,6 +115,93 @@ double pp_minmax_split(int n, int p, pp_range_cost cost, void *ctx, int *cuts) {
     return res;
 }
 
+/* ---- the same, near-linear, for costs that shrink with the range -------------------------- */
+
+/* Index of the first b[i] <= v with i >= from in the min-tree t over b
+ * (leaves at [size, 2 size)), or -1. */
+static int first_at_most(const double *t, int size, int node, int lo, int hi, int from, double v) {
+    if (hi <= from || t[node] > v) return -1;
+    if (hi - lo == 1) return lo;
+    int mid = (lo + hi) / 2;
+    int r = first_at_most(t, size, 2 * node, lo, mid, from, v);
+    return r >= 0 ? r : first_at_most(t, size, 2 * node + 1, mid, hi, from, v);
+}
+
+/* Row k of the DP from row k-1 (b), for j = k..n-1:
+ *   B[k][j] = min over i in [k-1, j-1] of max(b[i], c(i+1, j, k)).
+ * With c nonincreasing in i, an i is never better than a later i' with
+ * b[i'] <= b[i]: the candidates left form a stack along which b rises and c
+ * falls, so max(b, c) falls then rises and one binary search finds its
+ * minimum v. The DP takes the first i reaching v: the first i with
+ * c(i+1, j, k) <= v (a binary search, c being monotone) and, from there, the
+ * first with b[i] <= v (a descent in a min-tree over b). Both use the very
+ * floating-point values the DP compares, so the results are identical. */
+double pp_minmax_split_mono(int n, int p, pp_range_cost cost, void *ctx, int *cuts) {
+    if (p < 1 || n < p) return -1;
+    int size = 1;
+    while (size < n) size *= 2;
+    double *best = malloc(sizeof(double) * (size_t)p * (size_t)n);
+    int *arg = malloc(sizeof(int) * (size_t)p * (size_t)n);
+    int *stk = malloc(sizeof(int) * (size_t)n);
+    double *tree = malloc(sizeof(double) * 2 * (size_t)size);
+    double res = -1;
+    if (!best || !arg || !stk || !tree) goto out;
+#define BEST(k, j) best[(size_t)(k) * (size_t)n + (size_t)(j)]
+#define ARG(k, j) arg[(size_t)(k) * (size_t)n + (size_t)(j)]
+    for (int j = 0; j < n; j++) {
+        BEST(0, j) = cost(ctx, 0, j, 0);
+        ARG(0, j) = -1;
+    }
+    for (int k = 1; k < p; k++) {
+        const double *b = &BEST(k - 1, 0);
+        for (int i = 0; i < size; i++) tree[size + i] = i >= k - 1 && i < n ? b[i] : INFINITY;
+        for (int i = size - 1; i >= 1; i--) tree[i] = fmin(tree[2 * i], tree[2 * i + 1]);
+        for (int j = 0; j < k; j++) BEST(k, j) = -1, ARG(k, j) = -1;
+        int top = 0;
+        for (int j = k; j < n; j++) {
+            int i = j - 1; /* a new candidate: stage k is unit j alone */
+            while (top > 0 && b[stk[top - 1]] >= b[i]) top--;
+            stk[top++] = i;
+            int lo = 0, hi = top; /* first stack entry where b >= c */
+            while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                if (b[stk[mid]] >= cost(ctx, stk[mid] + 1, j, k)) hi = mid;
+                else lo = mid + 1;
+            }
+            double v = lo < top ? b[stk[lo]] : INFINITY;
+            if (lo > 0) {
+                double c = cost(ctx, stk[lo - 1] + 1, j, k);
+                if (c < v) v = c;
+            }
+            int a = k - 1, z = j - 1; /* first i with c(i+1, j, k) <= v */
+            while (a < z) {
+                int mid = (a + z) / 2;
+                if (cost(ctx, mid + 1, j, k) <= v) z = mid;
+                else a = mid + 1;
+            }
+            BEST(k, j) = v;
+            ARG(k, j) = first_at_most(tree, size, 1, 0, size, a, v);
+        }
+    }
+    res = BEST(p - 1, n - 1);
+    if (res >= 0 && cuts) {
+        int j = n - 1;
+        for (int k = p - 1; k > 0; k--) {
+            int i = ARG(k, j);
+            cuts[k - 1] = i + 1;
+            j = i;
+        }
+    }
+#undef BEST
+#undef ARG
+out:
+    free(best);
+    free(arg);
+    free(stk);
+    free(tree);
+    return res;
+}
+
 /* ---- units and their prefix sums --------------------------------------------------------- */
 
 typedef struct {
@@ -441,7 +528,12 @@ pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
             units_free(&u);
             return PP_FAIL(err, PP_EUNSUP, "at most %d stages", PP_MAX_SPLITS + 1);
         }
-        double best = pp_minmax_split(u.n, p, range_cost, &u, ucuts);
+        /* near-linear where the cost only shrinks with the range: no caps (a
+         * range's memory includes what it receives, which a shorter range
+         * may receive more of) and not the memory policy (the same) */
+        bool mono = o->n_caps == 0 && o->cap_all == 0 && o->policy != PP_POLICY_MEMORY;
+        double best = mono ? pp_minmax_split_mono(u.n, p, range_cost, &u, ucuts)
+                           : pp_minmax_split(u.n, p, range_cost, &u, ucuts);
         if (best < 0) {
             /* nothing fits: name the stage that overflows most in the split
              * that comes closest (smallest largest memory-to-cap ratio) */

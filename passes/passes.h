@@ -107,6 +107,10 @@ double pp_node_time(const pp_node *n, const pp_target *t);
  * Returns the bottleneck, or a negative value when nothing is feasible. */
 typedef double (*pp_range_cost)(void *ctx, int i, int j, int stage);
 double pp_minmax_split(int n, int p, pp_range_cost cost, void *ctx, int *cuts);
+/* The same result (bottleneck and cuts, ties broken alike) in O(p n log n)
+ * evaluations, for costs that are never infeasible and, for a fixed end j and
+ * stage, never grow as the range shrinks: cost(i + 1, j, k) <= cost(i, j, k). */
+double pp_minmax_split_mono(int n, int p, pp_range_cost cost, void *ctx, int *cuts);
 
 /* Report (passes/report.c): the per-stage table, imbalance, bubble estimate,
  * recovered ops and the tensors crossing each cut; and the same as JSON. */

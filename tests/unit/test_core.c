@@ -567,6 +567,13 @@ static double toy_cost(void *ctx, int i, int j, int s) {
     return c > t->cap[s] ? -1 : c;
 }
 
+/* prefix sums and a per-end transfer term, as the auto policy's cost */
+static double seq_cost(void *ctx, int i, int j, int s) {
+    (void)s;
+    double *const *q = ctx;
+    return (q[0][j + 1] - q[0][i]) + q[1][j] / 3.0;
+}
+
 /* all ways to place p-1 cuts among n-1 gaps */
 static double brute(const toy *t, int p, int start, int stage, double acc) {
     if (stage == p - 1) {
@@ -610,10 +617,36 @@ static void test_minmax_vs_brute(void) {
             }
             CHECK(worst == got, "cuts give %g, dp says %g", worst, got);
         }
+        if (trial % 3) { /* no caps: the near-linear split gives the same value and cuts */
+            int mc[8];
+            double mono = pp_minmax_split_mono(t.n, p, toy_cost, &t, mc);
+            CHECK(mono == got, "n %d p %d: mono %g, dp %g", t.n, p, mono, got);
+            for (int k = 0; got >= 0 && k < p - 1; k++) CHECK(mc[k] == cuts[k], "n %d p %d: cut %d differs", t.n, p, k);
+        }
         infeasible += want < 0;
         checked++;
     }
     CHECK(checked == 3000 && infeasible > 0, "coverage: %d infeasible cases", infeasible);
+    /* longer sequences, many ties (weights 0..3, cut costs 0..2, in floating
+     * point), every stage count: the near-linear split against the DP */
+    enum { L = 300 };
+    static double w[L + 1], cut[L];
+    struct {
+        double *pre, *cut;
+    } seq = {w, cut};
+    for (int trial = 0; trial < 400; trial++) {
+        int n = 1 + (int)(rnd() % L), p = 1 + (int)(rnd() % 9);
+        if (p > n) p = n;
+        w[0] = 0;
+        for (int k = 0; k < n; k++) {
+            w[k + 1] = w[k] + (double)(rnd() % 4) * (trial % 2 ? 0.1 : 1.0);
+            cut[k] = (double)(rnd() % 3) * 0.7;
+        }
+        int c1[16], c2[16];
+        double a = pp_minmax_split(n, p, seq_cost, &seq, c1), b = pp_minmax_split_mono(n, p, seq_cost, &seq, c2);
+        CHECK(a == b, "n %d p %d: mono %g, dp %g", n, p, b, a);
+        for (int k = 0; k < p - 1; k++) CHECK(c1[k] == c2[k], "n %d p %d: cut %d is %d, the dp's %d", n, p, k, c2[k], c1[k]);
+    }
 }
 
 /* Random DAGs of Relu/Add over [B,4] with random fan-in: every policy at every
