@@ -70,6 +70,7 @@ pp_status pp_fold(pp_graph *g, pp_err *err) {
     pp_op shape_op = PP_OP_COUNT, size_op = PP_OP_COUNT;
     pp_op_lookup("Shape", &shape_op);
     pp_op_lookup("Size", &size_op);
+    s = pp_graph_index_uses(g, err); /* replace_uses then visits only the readers */
     for (int i = 0; i < g->n_nodes && s == PP_OK; i++) {
         if ((s = pp_node_infer(g, i, err)) != PP_OK) break;
         pp_node *n = &g->nodes[i];
