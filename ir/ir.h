@@ -112,6 +112,7 @@ typedef struct pp_graph {
     size_t *stage_arena;     /* arena bytes per stage */
     pp_stage_info *stage_info; /* n_stages entries (passes/stagecost.c) */
     size_t act_total;        /* sum of all activation bytes (memplan's baseline) */
+    double split_cost;       /* a min-max policy's bottleneck (its estimate), -1 for custom splits */
     /* the frontend's storage that constant data points into */
     void *keep;
     void (*keep_free)(void *);

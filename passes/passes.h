@@ -35,6 +35,10 @@ typedef struct pp_compile_opts {
     pp_target target;
     int depth;          /* micro-batches in flight per boundary (memory estimate) */
     int micro_batches;  /* for the bubble estimate in the report */
+    /* under memory caps or the memory policy, splits of up to this many
+     * units use the quadratic DP, longer ones the O(p n log n) probes
+     * (default 2048; tests set 0 or INT_MAX to compare the two) */
+    int dp_max_units;
     /* custom splits: cut before each of these modules */
     int n_split_at;
     const char *split_at[PP_MAX_SPLITS];

@@ -679,6 +679,55 @@ static void build_dag(pp_graph *g, int n, int64_t batch, uint32_t seed) {
     pp_graph_add_output(g, early, &e);
 }
 
+/* Under memory caps and with the memory policy, the O(p n log n) probes and
+ * the quadratic DP find the same bottleneck on random DAGs (and refuse the
+ * same caps). */
+static void test_capped_split(void) {
+    const pp_policy pols[] = {PP_POLICY_MEMORY, PP_POLICY_AUTO, PP_POLICY_UNIFORM, PP_POLICY_FLOPS};
+    int compared = 0, refused = 0;
+    for (uint32_t seed = 0; seed < 40; seed++)
+        for (int pi = 0; pi < 4; pi++) {
+            int n = 8 + (int)(seed * 13 % 50), p = 2 + (int)(seed % 3);
+            double got[2];
+            pp_status st[2];
+            size_t cap = 0;
+            for (int way = 0; way < 2; way++) {
+                pp_graph g;
+                build_dag(&g, n, 2, seed);
+                pp_compile_opts co;
+                pp_compile_opts_init(&co);
+                co.n_stages = p;
+                co.policy = pols[pi];
+                co.dp_max_units = way ? 0 : 1 << 30;
+                co.n_disabled = 1;
+                co.disabled[0] = "simplify";
+                if (seed % 4 == 3) { /* per-stage caps on some stages */
+                    co.n_caps = 1;
+                    co.cap_stage[0] = 1;
+                    co.cap_bytes[0] = 300 + 400 * (seed % 7);
+                } else if (seed % 4) {
+                    co.cap_all = 300 + 400 * (seed % 5);
+                }
+                cap = co.cap_all;
+                pp_err e = {0};
+                st[way] = pp_run_passes(&g, &co, &e);
+                /* refused by the split's estimate, or after it by the real figures (of cuts
+                 * that may differ between equally good splits) */
+                CHECK(st[way] == PP_OK || (st[way] == PP_EINVAL && (strstr(e.msg, "no split into") ||
+                                                                     strstr(e.msg, "against its cap"))),
+                      "seed %u policy %s: %s", seed, pp_policy_name(pols[pi]), e.msg);
+                got[way] = g.split_cost; /* -1: no split fits */
+                pp_graph_free(&g);
+            }
+            (void)cap;
+            CHECK(got[0] == got[1], "seed %u policy %s p %d n %d: the DP gives %g (%d), the probes %g (%d)",
+                  seed, pp_policy_name(pols[pi]), p, n, got[0], (int)st[0], got[1], (int)st[1]);
+            compared += got[0] >= 0;
+            refused += got[0] < 0;
+        }
+    CHECK(compared > 40 && refused > 3, "coverage: %d splits compared, %d refused", compared, refused);
+}
+
 static void test_random_dags(void) {
     const pp_policy pols[] = {PP_POLICY_UNIFORM, PP_POLICY_FLOPS, PP_POLICY_MEMORY, PP_POLICY_AUTO};
     int runs = 0;
@@ -764,6 +813,7 @@ int main(void) {
     test_slots_vs_pairs();
     test_minmax_vs_brute();
     test_random_dags();
+    test_capped_split();
     if (failures) {
         fprintf(stderr, "test_core: %d failure(s)\n", failures);
         return 1;
