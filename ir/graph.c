@@ -265,8 +265,12 @@ pp_status pp_graph_verify(pp_graph *g, pp_err *err) {
 
 /* Bytes of memory this machine has (a budget for any one tensor). */
 static size_t machine_bytes(void) {
-    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : SIZE_MAX;
+    static _Thread_local size_t known; /* asked once: sysconf reads /proc (a sysinfo call) each time */
+    if (!known) {
+        long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+        known = pages > 0 && size > 0 ? (size_t)pages * (size_t)size : SIZE_MAX;
+    }
+    return known;
 }
 
 pp_status pp_node_infer(pp_graph *g, int i, pp_err *err) {
