@@ -72,6 +72,17 @@ double pp_node_time(const pp_node *n, const pp_target *t) {
 
 /* ---- exact min-max split ------------------------------------------------------------- */
 
+/* The cuts of an optimal split from the DP's back-pointers: arg[k n + j] is
+ * the last unit of stage k-1 when stage k ends at unit j. */
+static void cuts_from_args(const int *arg, int n, int p, int *cuts) {
+    int j = n - 1;
+    for (int k = p - 1; k > 0; k--) {
+        int i = arg[(size_t)k * (size_t)n + (size_t)j];
+        cuts[k - 1] = i + 1;
+        j = i;
+    }
+}
+
 double pp_minmax_split(int n, int p, pp_range_cost cost, void *ctx, int *cuts) {
     if (p < 1 || n < p) return -1;
     double *best = malloc(sizeof(double) * (size_t)p * (size_t)n);
@@ -105,14 +116,7 @@ double pp_minmax_split(int n, int p, pp_range_cost cost, void *ctx, int *cuts) {
             }
         }
     double res = BEST(p - 1, n - 1);
-    if (res >= 0 && cuts) {
-        int j = n - 1;
-        for (int k = p - 1; k > 0; k--) {
-            int i = ARG(k, j);
-            cuts[k - 1] = i + 1;
-            j = i;
-        }
-    }
+    if (res >= 0 && cuts) cuts_from_args(arg, n, p, cuts);
 #undef BEST
 #undef ARG
     free(best);
@@ -189,14 +193,7 @@ double pp_minmax_split_mono(int n, int p, pp_range_cost cost, void *ctx, int *cu
         }
     }
     res = BEST(p - 1, n - 1);
-    if (res >= 0 && cuts) {
-        int j = n - 1;
-        for (int k = p - 1; k > 0; k--) {
-            int i = ARG(k, j);
-            cuts[k - 1] = i + 1;
-            j = i;
-        }
-    }
+    if (res >= 0 && cuts) cuts_from_args(arg, n, p, cuts);
 #undef BEST
 #undef ARG
 out:

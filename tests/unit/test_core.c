@@ -311,6 +311,24 @@ static const char *ref_load(const pp_lowered *low, const char *model, pprt_plan 
     return pprt_plan_load("t_ref.plan", model, out, &e) == PP_OK ? NULL : e.msg;
 }
 
+/* A case of a plan that must be refused, and the words the refusal must hold. */
+typedef struct {
+    const char *what, *want;
+} refusal;
+
+/* The plan low, written and loaded (with --model `model`), must be refused
+ * with a message holding `want`; returns the seconds the load took. */
+static double expect_refused(const pp_lowered *low, const char *model, const char *what, const char *want) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pprt_plan *p;
+    const char *msg = ref_load(low, model, &p);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK(msg && strstr(msg, want), "%s: expected \"%s\", got %s", what, want, msg ? msg : "a loaded plan");
+    pprt_plan_free(p);
+    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+}
+
 /* Forged metadata that the checksums let through (the writer computes them):
  * an arena other than what the slots need (2^63, one block too many), and a
  * plan input or output whose name cannot be a data file's. */
@@ -324,9 +342,7 @@ static void test_forged_plan(void) {
     static char long_name[300];
     memset(long_name, 'y', sizeof long_name - 1);
     char *out_name = low.plan->outputs[0]->name, *in_name = low.plan->inputs[0]->name;
-    static const struct {
-        const char *what, *want;
-    } cases[] = {
+    static const refusal cases[] = {
         {"arena 2^63", "arena of 9223372036854775808 bytes, expected"},
         {"arena one block too large", "bytes, expected"},
         {"arena 2^41, slots there too", "more than the 1099511627776 a stage may have"},
@@ -344,11 +360,7 @@ static void test_forged_plan(void) {
         if (i == 2) act->offset = (uint64_t)1 << 41, st->arena_bytes = act->offset + ((act->nbytes + 63) & ~63ull);
         if (i == 3) low.plan->outputs[0]->name = long_name;
         if (i == 4) low.plan->inputs[0]->name = long_name;
-        pprt_plan *p;
-        const char *msg = ref_load(&low, NULL, &p);
-        CHECK(msg && strstr(msg, cases[i].want), "%s: expected \"%s\", got %s", cases[i].what, cases[i].want,
-              msg ? msg : "a loaded plan");
-        pprt_plan_free(p);
+        expect_refused(&low, NULL, cases[i].what, cases[i].want);
         st->arena_bytes = arena, act->offset = act_off;
         low.plan->outputs[0]->name = out_name, low.plan->inputs[0]->name = in_name;
     }
@@ -377,9 +389,7 @@ static void ref_plan_huge(pp_lowered *low, Ppplan__Source *so, Ppplan__Tensor *b
     }
     static char huge_path[4096];
     CHECK(realpath("t_huge.bin", huge_path) != NULL, "realpath");
-    static const struct {
-        const char *what, *want;
-    } cases[] = {
+    static const refusal cases[] = {
         {"the plan records 64 GiB, the file is small", "has 19 bytes, the plan was compiled from one of 68719476736"},
         {"the plan records the small size, the file is 64 GiB", "has 68719476736 bytes, the plan was compiled from one of 19"},
         {"a tensor past the recorded 64 GiB", "lie outside"},
@@ -390,17 +400,9 @@ static void ref_plan_huge(pp_lowered *low, Ppplan__Source *so, Ppplan__Tensor *b
         so->path = i == 0 ? small_path : huge_path;
         so->size = i == 1 ? size0 : huge;
         bt->offset = i == 2 ? huge - 8 : 3;
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        pprt_plan *p;
-        const char *msg = ref_load(low, NULL, &p);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-        CHECK(msg && strstr(msg, cases[i].want), "%s: expected \"%s\", got %s", cases[i].what, cases[i].want,
-              msg ? msg : "a loaded plan");
+        double s = expect_refused(low, NULL, cases[i].what, cases[i].want);
         CHECK(s < 1.0, "%s: refused after %.2f s, expected at once", cases[i].what, s);
         printf("test_core: huge source, %s: refused in %.1f ms\n", cases[i].what, 1e3 * s);
-        pprt_plan_free(p);
     }
     (void)bias;
     so->path = small_path, so->size = size0, bt->offset = 3;
@@ -470,9 +472,7 @@ static void test_ref_plan(void) {
         }
         pprt_plan_free(p);
     }
-    static const struct {
-        const char *what, *want;
-    } bad[] = {
+    static const refusal bad[] = {
         {"source 1", "expected a source below 1"},
         {"offset 4", "lie outside"},
         {"hash", "the file changed"},
@@ -489,10 +489,7 @@ static void test_ref_plan(void) {
         if (i == 4) other->source = 1;
         if (i == 5) so.used_xxh3 ^= 1;
         if (i == 6) so.path = gone;
-        msg = ref_load(&low, NULL, &p);
-        CHECK(msg && strstr(msg, bad[i].want), "%s: expected \"%s\", got %s", bad[i].what, bad[i].want,
-              msg ? msg : "a loaded plan");
-        pprt_plan_free(p);
+        expect_refused(&low, NULL, bad[i].what, bad[i].want);
         bt->source = 0, bt->offset = 3, so.xxh3 = XXH3_64bits(src, sizeof src), so.size = sizeof src;
         so.used_xxh3 = XXH3_64bits(bias, sizeof bias);
         other->source = 0;
@@ -679,6 +676,17 @@ static void build_dag(pp_graph *g, int n, int64_t batch, uint32_t seed) {
     pp_graph_add_output(g, early, &e);
 }
 
+/* A random DAG (build_dag) and options splitting it into p stages under
+ * policy, simplify off (dead nodes kept: these tests are about the split). */
+static void dag_opts(pp_graph *g, int n, uint32_t seed, int p, pp_policy policy, pp_compile_opts *co) {
+    build_dag(g, n, 2, seed);
+    pp_compile_opts_init(co);
+    co->n_stages = p;
+    co->policy = policy;
+    co->n_disabled = 1;
+    co->disabled[0] = "simplify";
+}
+
 /* Under memory caps and with the memory policy, the O(p n log n) probes and
  * the quadratic DP find the same bottleneck on random DAGs (and refuse the
  * same caps). */
@@ -693,14 +701,9 @@ static void test_capped_split(void) {
             size_t cap = 0;
             for (int way = 0; way < 2; way++) {
                 pp_graph g;
-                build_dag(&g, n, 2, seed);
                 pp_compile_opts co;
-                pp_compile_opts_init(&co);
-                co.n_stages = p;
-                co.policy = pols[pi];
+                dag_opts(&g, n, seed, p, pols[pi], &co);
                 co.dp_max_units = way ? 0 : 1 << 30;
-                co.n_disabled = 1;
-                co.disabled[0] = "simplify";
                 if (seed % 4 == 3) { /* per-stage caps on some stages */
                     co.n_caps = 1;
                     co.cap_stage[0] = 1;
@@ -740,13 +743,8 @@ static void test_random_dags(void) {
         for (int pi = 0; pi < 4; pi++)
             for (int p = 1; p <= 4 && p <= n; p++) {
                 pp_graph g;
-                build_dag(&g, n, 2, seed);
                 pp_compile_opts co;
-                pp_compile_opts_init(&co);
-                co.n_stages = p;
-                co.policy = pols[pi];
-                co.n_disabled = 1; /* keep dead nodes: this test is about the split */
-                co.disabled[0] = "simplify";
+                dag_opts(&g, n, seed, p, pols[pi], &co);
                 pp_err e = {0};
                 pp_status s = pp_run_passes(&g, &co, &e);
                 CHECK(s == PP_OK, "seed %u policy %s p %d: %s", seed, pp_policy_name(pols[pi]), p, e.msg);
