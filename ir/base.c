@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <threads.h>
 #include <unistd.h>
 
 pp_status pp_fail_at(pp_err *err, const char *file, int line, pp_status code,
@@ -294,12 +295,32 @@ const pp_op_info pp_op_table[PP_OP_COUNT] = {
 #undef PP_OP
 };
 
+/* The ops by name, for a binary search (a plan loader looks up every node's
+ * op: a linear scan of the table was 5% of loading a 1M-node plan). */
+static pp_op ops_by_name[PP_OP_COUNT];
+static once_flag ops_sorted = ONCE_FLAG_INIT;
+
+static int by_op_name(const void *a, const void *b) {
+    return strcmp(pp_op_table[*(const pp_op *)a].name, pp_op_table[*(const pp_op *)b].name);
+}
+
+static void sort_ops(void) {
+    for (int i = 0; i < PP_OP_COUNT; i++) ops_by_name[i] = (pp_op)i;
+    qsort(ops_by_name, PP_OP_COUNT, sizeof *ops_by_name, by_op_name);
+}
+
 bool pp_op_lookup(const char *name, pp_op *out) {
-    for (int i = 0; i < PP_OP_COUNT; i++)
-        if (strcmp(pp_op_table[i].name, name) == 0) {
-            *out = (pp_op)i;
+    call_once(&ops_sorted, sort_ops);
+    int lo = 0, hi = PP_OP_COUNT;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2, c = strcmp(pp_op_table[ops_by_name[mid]].name, name);
+        if (c == 0) {
+            *out = ops_by_name[mid];
             return true;
         }
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return false;
 }
 

@@ -92,6 +92,7 @@ typedef struct pprt_plan {
     void *map;
     size_t map_len;
     void *meta;   /* unpacked plan.proto message */
+    void *meta_arena; /* the memory it (and the nodes' attributes) lives in */
     void *alloc;  /* one block holding the arrays above */
 } pprt_plan;
 
