@@ -311,6 +311,26 @@ static const char *ref_load(const pp_lowered *low, const char *model, pprt_plan 
     return pprt_plan_load("t_ref.plan", model, out, &e) == PP_OK ? NULL : e.msg;
 }
 
+/* Output files: the temporary name is registered (for the signal handler)
+ * exactly while it exists, and a failed write leaves nothing. */
+static void test_outfile_registry(void) {
+    pp_outfile o;
+    pp_err e = {0};
+    remove("t_reg.out");
+    CHECK(pp_outfile_open(&o, "t_reg.out", &e) == PP_OK, "open: %s", e.msg);
+    CHECK(pp_tmp_files_armed() == 1 && access(o.tmp, F_OK) == 0, "an open output: %d registered", pp_tmp_files_armed());
+    fputs("x", o.f);
+    CHECK(pp_outfile_commit(&o, true, &e) == PP_OK && access("t_reg.out", F_OK) == 0, "commit: %s", e.msg);
+    CHECK(pp_tmp_files_armed() == 0, "after the rename: %d registered", pp_tmp_files_armed());
+    CHECK(pp_outfile_open(&o, "t_reg2.out", &e) == PP_OK, "open: %s", e.msg);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", o.tmp);
+    pp_outfile_commit(&o, false, NULL);
+    CHECK(pp_tmp_files_armed() == 0 && access(tmp, F_OK) != 0 && access("t_reg2.out", F_OK) != 0,
+          "a failed write left %s or a registration", tmp);
+    remove("t_reg.out");
+}
+
 /* A case of a plan that must be refused, and the words the refusal must hold. */
 typedef struct {
     const char *what, *want;
@@ -809,6 +829,7 @@ int main(void) {
     test_ref_plan();
     test_forged_plan();
     test_slots_vs_pairs();
+    test_outfile_registry();
     test_minmax_vs_brute();
     test_random_dags();
     test_capped_split();
