@@ -19,6 +19,7 @@
 #include <xxhash.h>
 
 #include "plan.pb-c.h"
+#include "plan_format.h"
 
 #define A(n) pp_arena_alloc(&l->arena, (n))
 
@@ -204,27 +205,40 @@ static const unsigned char *cand_addr(const pp_graph *g, int c, size_t *len) {
     return c == 0 ? g->model_map : g->maps[c - 1].addr;
 }
 
+/* The candidate files by address (mappings never overlap), for find_cand. */
+typedef struct {
+    uintptr_t base;
+    size_t len;
+    int c;
+} cand_at;
+
+static int by_base(const void *a, const void *b) {
+    const cand_at *x = a, *y = b;
+    return (x->base > y->base) - (x->base < y->base);
+}
+
 /* The candidate file val's bytes lie in, with their offset there; -1: none
- * (or too small to be worth a reference). */
-static int find_cand(const pp_graph *g, const pp_value *val, uint64_t *off) {
-    if (!val->data || val->nbytes < PP_REF_MIN) return -1;
+ * (or too small to be worth a reference). by[0..n) sorted by base. */
+static int find_cand(const cand_at *by, int n, const pp_value *val, uint64_t *off) {
+    if (!val->data || val->nbytes < PP_REF_MIN || n == 0) return -1;
     uintptr_t d = (uintptr_t)val->data;
-    for (int c = 0; c <= g->n_maps; c++) {
-        size_t len;
-        const unsigned char *a = cand_addr(g, c, &len);
-        uintptr_t b = (uintptr_t)a;
-        if (a && d >= b && d - b <= len && val->nbytes <= len - (d - b)) {
-            *off = d - b;
-            return c;
-        }
+    int lo = 0, hi = n; /* the last base <= d: the only mapping that can hold d */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (by[mid].base <= d) lo = mid + 1;
+        else hi = mid;
     }
-    return -1;
+    if (lo == 0) return -1;
+    const cand_at *a = &by[lo - 1];
+    if (d - a->base > a->len || val->nbytes > a->len - (d - a->base)) return -1;
+    *off = d - a->base;
+    return a->c;
 }
 
 /* The plan's sources: the candidate files some weight points into, in
  * candidate order; ext_src[v] becomes an index into pl->sources. */
 static pp_status make_sources(pp_lowered *l, const char *ref_model, Ppplan__Plan *pl, int *ext_src,
-                              pp_err *err) {
+                              const uint64_t *ext_off, pp_err *err) {
     const pp_graph *g = l->g;
     int nc = g->n_maps + 1;
     int *idx = malloc(sizeof(int) * (size_t)nc);
@@ -236,7 +250,17 @@ static pp_status make_sources(pp_lowered *l, const char *ref_model, Ppplan__Plan
     for (int c = 0; c < nc; c++)
         if (idx[c] == 0) idx[c] = n++;
     pl->sources = A(sizeof *pl->sources * pp_count(n));
-    pp_status s = pl->sources ? PP_OK : PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+    /* each candidate's weights' ranges, together: start[c] .. start[c + 1] */
+    pp_range *rs = malloc(sizeof *rs * pp_count(g->n_values));
+    int *start = calloc((size_t)nc + 1, sizeof *start);
+    pp_status s = pl->sources && rs && start ? PP_OK : PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+    for (int v = 0; v < g->n_values && s == PP_OK; v++)
+        if (ext_src[v] >= 0) start[ext_src[v] + 1]++;
+    for (int c = 0; c < nc && s == PP_OK; c++) start[c + 1] += start[c];
+    for (int v = 0, *fill = start; v < g->n_values && s == PP_OK; v++)
+        if (ext_src[v] >= 0) rs[fill[ext_src[v]]++] = (pp_range){ext_off[v], g->values[v].nbytes};
+    for (int c = nc; c > 0 && s == PP_OK; c--) start[c] = start[c - 1]; /* the fill moved each start to the next */
+    if (s == PP_OK) start[0] = 0;
     for (int c = 0; c < nc && s == PP_OK; c++) {
         if (idx[c] < 0) continue;
         Ppplan__Source *src = A(sizeof *src);
@@ -264,8 +288,12 @@ static pp_status make_sources(pp_lowered *l, const char *ref_model, Ppplan__Plan
         }
         src->path = dup(l, real);
         src->size = len;
+        /* what the plan reads there: checked first at load (pp_ranges_xxh3) */
+        src->used_xxh3 = pp_ranges_xxh3(a, rs + start[c], (size_t)(start[c + 1] - start[c]));
         pl->sources[pl->n_sources++] = src;
     }
+    free(rs);
+    free(start);
     for (int v = 0; v < g->n_values && s == PP_OK; v++)
         if (ext_src[v] >= 0) ext_src[v] = idx[ext_src[v]];
     free(idx);
@@ -286,6 +314,8 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
         c.ext_off = malloc(sizeof(uint64_t) * pp_count(g->n_values));
     }
     pp_status s = PP_OK;
+    cand_at *by = NULL; /* the model's files by address (ref_model) */
+    int n_by = 0;
     if (!pl || !l->weight_off || !c.tid || !c.send_slot || (ref_model && (!c.ext_src || !c.ext_off))) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
         goto done;
@@ -295,12 +325,25 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
      * ref_model, the large ones read in place from the model's files are
      * referenced there instead */
     size_t off = 0;
+    if (ref_model) {
+        by = malloc(sizeof *by * ((size_t)g->n_maps + 1));
+        if (!by) {
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+            goto done;
+        }
+        for (int k = 0; k <= g->n_maps; k++) {
+            size_t len;
+            const unsigned char *a = cand_addr(g, k, &len);
+            if (a) by[n_by++] = (cand_at){(uintptr_t)a, len, k};
+        }
+        qsort(by, (size_t)n_by, sizeof *by, by_base);
+    }
     for (int v = 0; v < g->n_values; v++) {
         l->weight_off[v] = -1;
         if (c.ext_src) c.ext_src[v] = -1;
         const pp_value *val = &g->values[v];
         if (!val->is_const || val->n_uses == 0) continue;
-        if (c.ext_src && (c.ext_src[v] = find_cand(g, val, &c.ext_off[v])) >= 0) {
+        if (c.ext_src && (c.ext_src[v] = find_cand(by, n_by, val, &c.ext_off[v])) >= 0) {
             l->ref_bytes += val->nbytes;
             continue;
         }
@@ -312,7 +355,7 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
         }
     }
     l->weights_bytes = off;
-    if (c.ext_src && (s = make_sources(l, ref_model, pl, c.ext_src, err)) != PP_OK) goto done;
+    if (c.ext_src && (s = make_sources(l, ref_model, pl, c.ext_src, c.ext_off, err)) != PP_OK) goto done;
     pl->producer = dup(l, producer);
     pl->model_hash = dup(l, g->model_hash);
     pl->options = dup(l, options);
@@ -353,6 +396,7 @@ done:
     free(c.send_slot);
     free(c.ext_src);
     free(c.ext_off);
+    free(by);
     if (s != PP_OK) pp_lowered_free(l);
     return s;
 }

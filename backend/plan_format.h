@@ -17,6 +17,8 @@
 #define PP_PLAN_FORMAT_H
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <xxhash.h>
 
 #define PP_PLAN_MAGIC "PPCCPLAN"
 #define PP_PLAN_VERSION 2u     /* what ppcc writes: 2 adds Stage.backend/device, Node.chain */
@@ -53,6 +55,35 @@ static inline uint32_t pp_get_u32(const unsigned char *p) {
 static inline uint64_t pp_get_u64(const unsigned char *p) {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+/* A byte range [off, off + len) of a --ref-weights source. */
+typedef struct pp_range {
+    uint64_t off, len;
+} pp_range;
+
+static inline int pp_range_cmp(const void *a, const void *b) {
+    const pp_range *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off ? 1 : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Source.used_xxh3: XXH3-64 (seed 0) of the bytes of base covered by the
+ * union of r[0..n), in file order: the ranges are sorted and merged in
+ * place, then hashed as one stream. Every range must lie inside base. */
+static inline uint64_t pp_ranges_xxh3(const unsigned char *base, pp_range *r, size_t n) {
+    if (n) qsort(r, n, sizeof *r, pp_range_cmp);
+    XXH3_state_t *h = XXH3_createState();
+    if (!h) return 0;
+    XXH3_64bits_reset(h);
+    uint64_t at = 0; /* bytes before this are hashed */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t b = r[i].off > at ? r[i].off : at, e = r[i].off + r[i].len;
+        if (e > b) XXH3_64bits_update(h, base + b, (size_t)(e - b));
+        if (e > at) at = e;
+    }
+    uint64_t v = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
     return v;
 }
 

@@ -157,6 +157,11 @@ pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err) {
         free(meta), free(s.buf), free(s.head), XXH3_freeState(s.h);
         return st;
     }
+    if (out.fifo) { /* a reader may be there, but pwrite needs a seekable file */
+        pp_outfile_commit(&out, false, NULL);
+        free(meta), free(s.buf), free(s.head), XXH3_freeState(s.h);
+        return pp_outfile_check(path, false, err);
+    }
     s.fd = fileno(out.f); /* written with pwrite; the FILE only closes it */
     if (file_size >= DIRECT_MIN && !out.special) {
         int fl = fcntl(s.fd, F_GETFL);

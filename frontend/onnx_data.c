@@ -32,13 +32,9 @@ static void arena_keep(void *arena, void *p) {
 pp_status pp_onnx_read_tensor_file(pp_graph *g, const char *path, pp_tensor_data *out,
                                    pp_err *err) {
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return PP_FAIL(err, PP_EIO, "cannot open '%s': %s", path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return PP_FAIL(err, PP_EIO, "cannot read '%s': not a regular file", path);
-    }
+    PP_TRY(pp_open_read(path, NULL, 0, &fd, &sb, err));
     size_t len = (size_t)sb.st_size;
     if (len == 0) {
         close(fd);
@@ -111,15 +107,11 @@ static pp_status open_location(const pp_graph *g, const char *loc, const char *w
         }
         p += len + (e ? 1 : 0);
     }
-    int fd = open(path, O_RDONLY | O_NOFOLLOW);
-    if (fd < 0)
-        return PP_FAIL(err, PP_EIO, "%s '%s': cannot open external data '%s': %s", what, name, path,
-                       strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return PP_FAIL(err, PP_EINVAL, "%s '%s': external data '%s' is not a regular file", what, name, path);
-    }
+    pp_err e = {0};
+    if (pp_open_read(path, "external data", O_NOFOLLOW, &fd, &sb, &e) != PP_OK)
+        return PP_FAIL(err, e.code, "%s '%s': %s", what, name, e.msg);
     if (sb.st_nlink != 1) {
         close(fd);
         return PP_FAIL(err, PP_EINVAL, "%s '%s': external data '%s' has %lu hard links; refused "

@@ -114,6 +114,75 @@ static uint8_t *put_varint(uint8_t *o, uint64_t v) {
     return o;
 }
 
+/* ---- nesting depth, before protobuf-c recurses ------------------------------------ */
+
+/* protobuf-c unpacks (and frees) nested messages by recursion, one C stack
+ * frame chain per level: a model nested thousands of levels deep (a TypeProto
+ * of Sequences, If subgraphs inside If subgraphs) overflows the stack. The
+ * wire format is walked first with a stack of our own, guided by protobuf-c's
+ * descriptors (a field whose type is a message opens a level), and a model
+ * deeper than this is refused. protobuf's C++ parser (onnx, onnxruntime)
+ * stops at 100 levels by default too. */
+#define MAX_NESTING 100
+
+typedef struct {
+    const ProtobufCMessageDescriptor *d;
+    size_t end;
+} nest_frame;
+
+/* The deepest nesting of messages in b[0..len) read as message type d (the
+ * message itself is level 1), and the type found deepest. A malformed field
+ * ends the walk (protobuf-c then rejects the message). -1: out of memory. */
+static int nesting_depth(const ProtobufCMessageDescriptor *d, const uint8_t *b, size_t len,
+                         const char **deepest) {
+    size_t cap = 64, top = 0, pos = 0, ps = 0, pe = 0;
+    nest_frame *st = malloc(cap * sizeof *st);
+    if (!st) return -1;
+    st[0] = (nest_frame){d, len};
+    int max = 1;
+    *deepest = d->name;
+    for (;;) {
+        if (pos >= st[top].end) {
+            if (top == 0) break;
+            top--;
+            continue;
+        }
+        uint32_t num;
+        int wt;
+        if (!wire_field(b, st[top].end, &pos, &num, &wt, &ps, &pe)) break;
+        if (wt != 2) continue;
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(st[top].d, num);
+        if (!f || f->type != PROTOBUF_C_TYPE_MESSAGE) continue;
+        if (top + 1 == cap) {
+            nest_frame *n = realloc(st, 2 * cap * sizeof *st);
+            if (!n) {
+                free(st);
+                return -1;
+            }
+            st = n, cap *= 2;
+        }
+        st[++top] = (nest_frame){f->descriptor, pe};
+        pos = ps; /* into the submessage */
+        if ((int)top + 1 > max) {
+            max = (int)top + 1;
+            *deepest = ((const ProtobufCMessageDescriptor *)f->descriptor)->name;
+        }
+    }
+    free(st);
+    return max;
+}
+
+static pp_status check_nesting(const uint8_t *buf, size_t len, pp_err *err) {
+    const char *deepest = "";
+    int depth = nesting_depth(&onnx__model_proto__descriptor, buf, len, &deepest);
+    if (depth < 0) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (depth > MAX_NESTING)
+        return PP_FAIL(err, PP_EINVAL, "the model's messages are nested %d levels deep (its deepest: %s), more "
+                       "than the %d levels ppcc accepts (protobuf's own default limit); refused before parsing",
+                       depth, deepest, MAX_NESTING);
+    return PP_OK;
+}
+
 /* Find the large raw_data fields of the initializers. False: leave the
  * message whole (nothing to cut, or a layout the walk does not expect). */
 static bool find_cuts(const uint8_t *b, size_t len, size_t *gks, size_t *gs, size_t *ge,
@@ -200,6 +269,7 @@ static pp_status unpack_model(pp_graph *g, const uint8_t *buf, size_t len, bool 
     size_t gks = 0, gs = 0, ge = 0;
     cut *cuts = NULL;
     size_t n = 0;
+    PP_TRY(check_nesting(buf, len, err));
     if (!find_cuts(buf, len, &gks, &gs, &ge, &cuts, &n)) {
         k->m = onnx__model_proto__unpack(NULL, len, buf);
         return PP_OK;
@@ -870,13 +940,9 @@ pp_status pp_import_onnx_mem(const void *buf, size_t len, const pp_import_opts *
 
 pp_status pp_import_onnx(const char *path, const pp_import_opts *o, pp_graph *g, pp_err *err) {
     pp_graph_init(g);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return PP_FAIL(err, PP_EIO, "cannot open '%s': %s", path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return PP_FAIL(err, PP_EIO, "cannot read '%s': not a regular file", path);
-    }
+    PP_TRY(pp_open_read(path, NULL, 0, &fd, &sb, err));
     size_t len = (size_t)sb.st_size;
     void *map = NULL;
     if (len > 0) {

@@ -151,25 +151,66 @@ static inline bool pp_add_ovf(size_t a, size_t b, size_t *r) { return __builtin_
 static inline size_t pp_count(int n) { return n > 0 ? (size_t)n : 1; }
 static inline size_t pp_align_up(size_t x, size_t a) { return (x + (a - 1)) & ~(a - 1); }
 
-/* ---- files written whole or not at all ------------------------------------- */
+/* ---- opening files (ir/files.c) ----------------------------------------------- */
 
 #include <stdio.h>
+#include <sys/stat.h>
+
+/* Open `path` for reading such that nothing can wait forever: with
+ * O_NONBLOCK, O_NOCTTY and O_CLOEXEC (plus `oflags`, e.g. O_NOFOLLOW), then
+ * fstat; anything but a regular file (a FIFO, a device, a socket, a
+ * directory) is refused with PP_EIO, naming the file and what it is; then
+ * O_NONBLOCK is cleared. `what` ("plan", "--labels file") prefixes the file
+ * in messages, NULL for none. *st (may be NULL) receives the fstat. Every
+ * file either tool reads is opened through this (or pp_fopen_read). */
+pp_status pp_open_read(const char *path, const char *what, int oflags, int *fd, struct stat *st, pp_err *err);
+/* The same as a stdio stream. */
+pp_status pp_fopen_read(const char *path, const char *what, FILE **f, pp_err *err);
+/* "a FIFO", "a directory", ... for an st_mode. */
+const char *pp_file_kind(unsigned mode);
+
+/* ---- files written whole or not at all ------------------------------------------ */
 
 /* An output file written under a temporary name beside `path` and renamed
  * into place by pp_outfile_commit, so readers see the old file or the whole
- * new one, never a part. Any failure removes the temporary file. Where path
- * exists and is not a regular file (/dev/null, a FIFO, a terminal) it is
- * written in place instead: a rename would replace the device node. */
+ * new one, never a part. Any failure removes the temporary file, and so does
+ * a SIGINT, SIGTERM or SIGHUP once pp_signals_install ran (the temporary
+ * names are registered while they exist). Where path exists and is a
+ * character device (/dev/null, a terminal) or a FIFO it is written in place
+ * (a rename would replace the node): a FIFO only when a process already
+ * reads it, else the open fails at once instead of waiting for a reader.
+ * Other special files (block devices, sockets) are refused. */
 typedef struct pp_outfile {
     FILE *f;
     char *tmp;        /* NULL: writing path itself (special) */
     const char *path;
     bool special;     /* path is not a regular file: no sync, no truncate, no rename */
+    bool fifo;        /* special, and a FIFO (not seekable) */
+    int slot;         /* the temporary name's registry slot, -1 none */
 } pp_outfile;
 
 pp_status pp_outfile_open(pp_outfile *o, const char *path, pp_err *err);
 /* Flush, sync, close, rename; `ok` false (an earlier write failed) aborts. */
 pp_status pp_outfile_commit(pp_outfile *o, bool ok, pp_err *err);
+/* Before any work: PP_EIO when pp_outfile_open(path) would refuse what is
+ * there now (a directory, a block device, a socket; a FIFO unless
+ * `stream_ok`). Opens nothing (opening a FIFO would be seen by its reader). */
+pp_status pp_outfile_check(const char *path, bool stream_ok, pp_err *err);
+/* For the tools' mains only: on SIGINT, SIGTERM and SIGHUP (those not
+ * ignored at start, as under nohup), unlink every registered temporary file
+ * and _exit(128 + signal). Async-signal-safe. */
+void pp_signals_install(void);
+/* Temporary files registered now (tests). */
+int pp_tmp_files_armed(void);
+
+/* The longest graph input or output name a plan may have: pprt reads and
+ * writes NAME.npy, and NAME.npy.tmp.XXXXXX while writing (the name mapped
+ * byte for byte, see pprt's data files), which must fit the file system's
+ * NAME_MAX of 255 bytes: 255 - 4 - 11. */
+#define PP_DATA_NAME_MAX 240
+/* PP_EINVAL when `name` is longer than PP_DATA_NAME_MAX, naming `what`
+ * ("graph output") and both lengths. */
+pp_status pp_data_name_check(const char *name, const char *what, pp_err *err);
 /* A JSON string literal of s (quotes, escapes for '"', '\\' and control bytes). */
 void pp_json_str(FILE *f, const char *s);
 

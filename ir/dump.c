@@ -65,9 +65,11 @@ void pp_dump_ir(FILE *f, const pp_graph *g, const char *title) {
         }
         fputs(" |", f);
         for (int k = 0; k < n->n_attrs; k++) dump_attr(f, &n->attrs[k]);
-        fprintf(f, " | scope=%s params=%zu flops=%.0f name=%s\n",
+        fprintf(f, " | scope=%s params=%zu flops=%.0f name=%s",
                 n->n_scope ? n->scope[n->n_scope - 1] : "-", pp_node_param_bytes(g, n), n->cost.flops,
                 n->name);
+        if (n->fold_skipped > 0) fprintf(f, " unfolded=%.3g-ops-over-budget", n->fold_skipped);
+        fputc('\n', f);
     }
     for (int k = 0; k < g->n_outputs; k++) {
         fprintf(f, "output ");

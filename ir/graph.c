@@ -54,6 +54,7 @@ void pp_graph_init(pp_graph *g) {
 }
 
 void pp_graph_free(pp_graph *g) {
+    pp_graph_drop_uses(g);
     for (int i = 0; i < g->n_nodes; i++) {
         free(g->nodes[i].in);
         free(g->nodes[i].out);
@@ -180,6 +181,7 @@ pp_status pp_graph_add_input(pp_graph *g, int v, pp_err *err) {
 pp_status pp_graph_add_output(pp_graph *g, int v, pp_err *err) {
     PP_TRY(grow((void **)&g->outputs, &g->cap_outputs, g->n_outputs + 1, sizeof(int), err));
     g->outputs[g->n_outputs++] = v;
+    g->values[v].is_output = true;
     return PP_OK;
 }
 
@@ -263,8 +265,12 @@ pp_status pp_graph_verify(pp_graph *g, pp_err *err) {
 
 /* Bytes of memory this machine has (a budget for any one tensor). */
 static size_t machine_bytes(void) {
-    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : SIZE_MAX;
+    static _Thread_local size_t known; /* asked once: sysconf reads /proc (a sysinfo call) each time */
+    if (!known) {
+        long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+        known = pages > 0 && size > 0 ? (size_t)pages * (size_t)size : SIZE_MAX;
+    }
+    return known;
 }
 
 pp_status pp_node_infer(pp_graph *g, int i, pp_err *err) {
@@ -342,11 +348,7 @@ pp_status pp_value_align(pp_graph *g, int v, pp_err *err) {
     return PP_OK;
 }
 
-bool pp_graph_is_output(const pp_graph *g, int v) {
-    for (int k = 0; k < g->n_outputs; k++)
-        if (g->outputs[k] == v) return true;
-    return false;
-}
+bool pp_graph_is_output(const pp_graph *g, int v) { return v >= 0 && g->values[v].is_output; }
 
 int pp_graph_count_uses(const pp_graph *g, int v) {
     int n = 0;
@@ -357,28 +359,145 @@ int pp_graph_count_uses(const pp_graph *g, int v) {
     return n;
 }
 
-static void rehash(pp_graph *g) {
-    memset(g->hash, 0xff, (size_t)g->hash_cap * sizeof *g->hash);
-    for (int i = 0; i < g->n_values; i++) hash_insert(g->hash, g->hash_cap, g->values, i);
+/* ---- the use index ------------------------------------------------------------------ */
+
+struct pp_uses {
+    int *head, n_head;   /* value -> its last entry, -1 */
+    int *next, *node;    /* entry -> the value's previous entry; the node */
+    int n, cap;
+};
+
+void pp_graph_drop_uses(pp_graph *g) {
+    if (!g->uses) return;
+    free(g->uses->head), free(g->uses->next), free(g->uses->node), free(g->uses);
+    g->uses = NULL;
+}
+
+pp_status pp_graph_note_use(pp_graph *g, int v, int node, pp_err *err) {
+    struct pp_uses *u = g->uses;
+    if (!u || v < 0) return PP_OK;
+    if (v >= u->n_head) { /* a value added since the index was built */
+        int nh = u->n_head * 2 > g->n_values ? u->n_head * 2 : g->n_values;
+        int *h = realloc(u->head, sizeof(int) * pp_count(nh));
+        if (!h) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        for (int i = u->n_head; i < nh; i++) h[i] = -1;
+        u->head = h, u->n_head = nh;
+    }
+    if (u->n == u->cap) {
+        int nc = u->cap ? 2 * u->cap : 1024;
+        int *nx = realloc(u->next, sizeof(int) * (size_t)nc);
+        if (nx) u->next = nx;
+        int *nd = nx ? realloc(u->node, sizeof(int) * (size_t)nc) : NULL;
+        if (!nd) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        u->node = nd, u->cap = nc;
+    }
+    u->node[u->n] = node;
+    u->next[u->n] = u->head[v];
+    u->head[v] = u->n++;
+    return PP_OK;
+}
+
+pp_status pp_graph_index_uses(pp_graph *g, pp_err *err) {
+    pp_graph_drop_uses(g);
+    struct pp_uses *u = calloc(1, sizeof *u);
+    if (!u) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    g->uses = u;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_in; k++) {
+            pp_status s = pp_graph_note_use(g, g->nodes[i].in[k], i, err);
+            if (s != PP_OK) {
+                pp_graph_drop_uses(g);
+                return s;
+            }
+        }
+    return PP_OK;
+}
+
+static bool reads(const pp_node *n, int v) {
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] == v) return true;
+    return false;
+}
+
+int pp_graph_consumers(const pp_graph *g, int v, int *out, int max) {
+    int n = 0, seen[16];
+    const int cap = max + 1 < 16 ? max + 1 : 16; /* distinct ones kept, to count each once */
+    const struct pp_uses *u = g->uses;
+    if (!u) {
+        for (int i = 0; i < g->n_nodes && n <= max; i++)
+            if (!g->nodes[i].dead && reads(&g->nodes[i], v)) {
+                if (n < max) out[n] = i;
+                n++;
+            }
+        return n;
+    }
+    for (int e = v < u->n_head ? u->head[v] : -1; e >= 0 && n <= max; e = u->next[e]) {
+        int i = u->node[e];
+        if (g->nodes[i].dead || !reads(&g->nodes[i], v)) continue;
+        bool dup = false;
+        for (int k = 0; k < n && k < cap; k++) dup |= seen[k] == i;
+        if (dup) continue;
+        if (n < cap) seen[n] = i;
+        if (n < max) out[n] = i;
+        n++;
+    }
+    return n;
+}
+
+/* Swap two values' entries in the name table (their names were swapped). */
+static void hash_swap(pp_graph *g, int a, int b) {
+    int sa = -1, sb = -1;
+    for (int which = 0; which < 2; which++) {
+        int v = which ? b : a; /* v now holds the other's old name: find the slot naming v's new name */
+        uint64_t h = hash_str(g->values[v].name);
+        for (int probe = 0; probe < g->hash_cap; probe++) {
+            int slot = (int)((h + (uint64_t)probe) & (uint64_t)(g->hash_cap - 1));
+            if (g->hash[slot] < 0) break;
+            if (g->hash[slot] == (which ? a : b)) {
+                *(which ? &sb : &sa) = slot;
+                break;
+            }
+        }
+    }
+    if (sa >= 0) g->hash[sa] = a;
+    if (sb >= 0) g->hash[sb] = b;
 }
 
 void pp_graph_replace_uses(pp_graph *g, int from, int to) {
     if (from == to) return;
-    for (int i = 0; i < g->n_nodes; i++)
-        for (int k = 0; k < g->nodes[i].n_in; k++)
-            if (g->nodes[i].in[k] == from) g->nodes[i].in[k] = to;
-    bool out = false;
-    for (int k = 0; k < g->n_outputs; k++)
-        if (g->outputs[k] == from) g->outputs[k] = to, out = true;
-    if (out) {
-        const char *t = g->values[from].name;
-        g->values[from].name = g->values[to].name;
-        g->values[to].name = t;
-        rehash(g);
+    struct pp_uses *u = g->uses;
+    if (u) { /* only the nodes listed as reading `from` */
+        for (int e = from < u->n_head ? u->head[from] : -1; e >= 0; e = u->next[e]) {
+            pp_node *n = &g->nodes[u->node[e]];
+            bool hit = false;
+            for (int k = 0; k < n->n_in; k++)
+                if (n->in[k] == from) n->in[k] = to, hit = true;
+            if (hit && pp_graph_note_use(g, to, u->node[e], NULL) != PP_OK) { /* no memory: forget the index */
+                pp_graph_drop_uses(g);
+                pp_graph_replace_uses(g, from, to);
+                return;
+            }
+            u = g->uses;
+        }
+        if (from < u->n_head) u->head[from] = -1;
+    } else {
+        for (int i = 0; i < g->n_nodes; i++)
+            for (int k = 0; k < g->nodes[i].n_in; k++)
+                if (g->nodes[i].in[k] == from) g->nodes[i].in[k] = to;
     }
+    if (!g->values[from].is_output) return;
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] == from) g->outputs[k] = to;
+    g->values[from].is_output = false;
+    g->values[to].is_output = true;
+    const char *t = g->values[from].name;
+    g->values[from].name = g->values[to].name;
+    g->values[to].name = t;
+    hash_swap(g, from, to);
 }
 
 void pp_graph_compact(pp_graph *g) {
+    pp_graph_drop_uses(g);
     int w = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         if (g->nodes[i].dead) {

@@ -44,6 +44,7 @@ typedef struct pp_value {
      * plan writer) is allowed until pp_value_align (what reads it typed). */
     bool unaligned;
     int n_uses;          /* consumer count, maintained by pp_graph_link */
+    bool is_output;      /* a graph output (kept by pp_graph_add_output and pp_graph_replace_uses) */
     int64_t arena_off;   /* activation offset in its stage's arena (memplan), -1 none */
 } pp_value;
 
@@ -70,6 +71,9 @@ typedef struct pp_node {
                           * pp_fusion_chains; never the first node of a stage) */
     bool dead;           /* to be removed by pp_graph_compact */
     double prof_s;       /* measured seconds per micro-batch (ppcc --profile), < 0 if none */
+    /* > 0: the inputs are constants, but folding was estimated at this many
+     * operations, over the fold pass's budget: the node runs at run time */
+    double fold_skipped;
 } pp_node;
 
 /* Where a stage runs (ppcc --placement): a backend's name as pprt knows it
@@ -110,12 +114,16 @@ typedef struct pp_graph {
     /* name -> value index (open addressing, power-of-two size) */
     int *hash;
     int hash_cap;
+    /* value -> the nodes reading it, while a rewriting pass has it built
+     * (pp_graph_index_uses); NULL otherwise */
+    struct pp_uses *uses;
     /* filled by partitioning / memplan */
     int n_stages;
     pp_boundary *bounds;     /* n_stages - 1 entries */
     size_t *stage_arena;     /* arena bytes per stage */
     pp_stage_info *stage_info; /* n_stages entries (passes/stagecost.c) */
     size_t act_total;        /* sum of all activation bytes (memplan's baseline) */
+    double split_cost;       /* a min-max policy's bottleneck (its estimate), -1 for custom splits */
     /* the frontend's storage that constant data points into */
     void *keep;
     void (*keep_free)(void *);
@@ -185,11 +193,27 @@ pp_status pp_value_align(pp_graph *g, int v, pp_err *err);
  * keeps the name users know. */
 void pp_graph_replace_uses(pp_graph *g, int from, int to);
 /* Drop the nodes whose `dead` flag is set, keeping the order; producers and
- * use counts are recomputed by pp_graph_verify. */
+ * use counts are recomputed by pp_graph_verify. Drops the use index (node
+ * indices change). */
 void pp_graph_compact(pp_graph *g);
 /* Number of nodes reading value v (any input slot). */
 int pp_graph_count_uses(const pp_graph *g, int v);
 bool pp_graph_is_output(const pp_graph *g, int v);
+
+/* The use index: for each value, the nodes that read it, so that a pass
+ * rewriting the graph finds consumers without scanning every node (which
+ * made simplify and fuse quadratic in nodes). Built in O(nodes + inputs);
+ * pp_graph_replace_uses keeps it; a pass that points a node's inputs at
+ * other values reports each with pp_graph_note_use; pp_graph_compact and
+ * pp_graph_free drop it. Lists may hold stale entries (dead nodes, nodes no
+ * longer reading the value): the readers check each entry. */
+pp_status pp_graph_index_uses(pp_graph *g, pp_err *err);
+void pp_graph_drop_uses(pp_graph *g);
+pp_status pp_graph_note_use(pp_graph *g, int v, int node, pp_err *err);
+/* The live (not dead) nodes reading v, each once: up to max of them into
+ * out[]; returns how many there are, counting at most max + 1. Uses the
+ * index when built, else scans the nodes. */
+int pp_graph_consumers(const pp_graph *g, int v, int *out, int max);
 
 /* Print the IR, one line per op (ir/dump.c; format in docs/ir.md). */
 void pp_dump_ir(FILE *f, const pp_graph *g, const char *title);

@@ -203,6 +203,10 @@ pp_status pp_convt_geom(pp_attrs a, const pp_shape *x, const pp_shape *w, pp_geo
         if (opad < 0 || opad > LIM)
             return PP_FAIL(err, PP_EINVAL, "attribute 'output_padding'[%d]=%lld, expected >= 0",
                            i, (long long)opad);
+        /* onnxruntime refuses it too: the extra rows would lie past every input's reach */
+        if (opad >= g->stride[i])
+            return PP_FAIL(err, PP_EINVAL, "attribute 'output_padding'[%d]=%lld, expected less than the "
+                           "stride %lld", i, (long long)opad, (long long)g->stride[i]);
         const int64_t full = g->stride[i] * (g->in[i] - 1) + opad + g->dil[i] * (g->k[i] - 1) + 1;
         if (nos || mode >= 2) {
             int64_t out;

@@ -502,6 +502,28 @@ ZERO_FLOPS(SLICE)
 
 /* ---- Gather / GatherElements ----------------------------------------------------------- */
 
+/* Constant indices (data known) must lie in [-size, size): refused when the
+ * plan is compiled or loaded, not on every run. */
+static pp_status check_const_indices(const pp_tinfo *ix, int64_t size, int axis, pp_err *err) {
+    int64_t cnt;
+    if (!ix->data || pp_shape_numel(&ix->shape, &cnt, NULL) != PP_OK) return PP_OK;
+    for (int64_t i = 0; i < cnt; i++) {
+        int64_t v;
+        if (ix->dtype == PP_I64) {
+            memcpy(&v, (const char *)ix->data + 8 * i, 8); /* may be unaligned (pp_value) */
+        } else {
+            int32_t w;
+            memcpy(&w, (const char *)ix->data + 4 * i, 4);
+            v = w;
+        }
+        if (v < -size || v >= size)
+            return PP_FAIL(err, PP_EINVAL, "constant input 'indices' holds %lld (element %lld), out of range for "
+                           "axis %d of size %lld (expected %lld..%lld)", (long long)v, (long long)i, axis,
+                           (long long)size, (long long)-size, (long long)size - 1);
+    }
+    return PP_OK;
+}
+
 pp_status shape_GATHER(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                        pp_err *err) {
     (void)n_in, (void)n_out;
@@ -516,6 +538,7 @@ pp_status shape_GATHER(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, 
     int r = x->rank - 1 + ix->rank;
     if (r > PP_MAX_DIMS)
         return PP_FAIL(err, PP_EUNSUP, "output rank %d exceeds %d", r, PP_MAX_DIMS);
+    PP_TRY(check_const_indices(&in[1], x->dim[axis], axis, err));
     pp_shape o = {.rank = r};
     int k = 0;
     for (int d = 0; d < axis; d++) o.dim[k++] = x->dim[d];
@@ -546,6 +569,7 @@ pp_status shape_GATHERELEMENTS(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinf
             return PP_FAIL(err, PP_EINVAL,
                            "input 'indices' dim %d is %lld, larger than the data's %lld", d,
                            (long long)ix->dim[d], (long long)x->dim[d]);
+    PP_TRY(check_const_indices(&in[1], x->dim[axis], axis, err));
     out[0] = (pp_tinfo){in[0].dtype, *ix, NULL};
     return PP_OK;
 }

@@ -6,9 +6,16 @@
  * anything. This turns the Shape -> Gather -> Unsqueeze -> Concat -> Reshape
  * chains exporters emit into plain constants.
  *
- * Bounded: an output above PP_FOLD_MAX_OUTPUT bytes is not folded (a crafted
- * ConstantOfShape cannot make the compiler allocate gigabytes), nor is
- * anything once PP_FOLD_MAX_TOTAL bytes have been folded. */
+ * Bounded in memory: an output above PP_FOLD_MAX_OUTPUT bytes is not folded
+ * (a crafted ConstantOfShape cannot make the compiler allocate gigabytes),
+ * nor is anything once PP_FOLD_MAX_TOTAL bytes have been folded. Bounded in
+ * time: each fold's work is estimated from the cost model before it runs
+ * (its FLOPs, or an Einsum's terms, plus the bytes it touches), and one above
+ * PP_FOLD_MAX_WORK operations, or any once PP_FOLD_MAX_WORK_TOTAL have been
+ * spent, is left to run time and marked (pp_node.fold_skipped; the IR dump
+ * says "unfolded=...", ppcc prints a note). The reference kernels run about
+ * 0.5-5 G such operations a second, so folding costs seconds at most: a
+ * constant Einsum abcdef,ghijkl-> of 10^12 terms used to fold for minutes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +24,8 @@
 
 #define PP_FOLD_MAX_OUTPUT ((size_t)64 << 20)
 #define PP_FOLD_MAX_TOTAL ((size_t)1 << 30)
+#define PP_FOLD_MAX_WORK 1e9
+#define PP_FOLD_MAX_WORK_TOTAL 4e9
 
 /* Shape / Size of a static shape. */
 static pp_status fold_shape_op(pp_graph *g, int i, bool *done, pp_err *err) {
@@ -54,12 +63,14 @@ static pp_status fold_shape_op(pp_graph *g, int i, bool *done, pp_err *err) {
 
 pp_status pp_fold(pp_graph *g, pp_err *err) {
     size_t total = 0;
+    double work_total = 0;
     pprt_scratch scratch = {0};
     pp_status s = PP_OK;
     /* found by name: the op table may or may not have them */
     pp_op shape_op = PP_OP_COUNT, size_op = PP_OP_COUNT;
     pp_op_lookup("Shape", &shape_op);
     pp_op_lookup("Size", &size_op);
+    s = pp_graph_index_uses(g, err); /* replace_uses then visits only the readers */
     for (int i = 0; i < g->n_nodes && s == PP_OK; i++) {
         if ((s = pp_node_infer(g, i, err)) != PP_OK) break;
         pp_node *n = &g->nodes[i];
@@ -80,6 +91,12 @@ pp_status pp_fold(pp_graph *g, pp_err *err) {
         }
         /* a graph output must be computed by the plan (constants cannot be outputs) */
         if (is_out || need > PP_FOLD_MAX_OUTPUT || total + need > PP_FOLD_MAX_TOTAL) continue;
+        double work = n->cost.flops + n->cost.bytes; /* pp_node_infer just set the cost */
+        if (!(work <= PP_FOLD_MAX_WORK && work_total + work <= PP_FOLD_MAX_WORK_TOTAL)) {
+            n->fold_skipped = work > 0 ? work : 1;
+            continue;
+        }
+        work_total += work;
         pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
         void *bufs[PP_MAX_OUTPUTS] = {0};
         for (int k = 0; k < n->n_in; k++) {

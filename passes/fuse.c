@@ -29,18 +29,9 @@ static bool is(const pp_graph *g, int node, const char *name) {
 
 /* The only consumer of value v, or -1 (several, none, or a graph output). */
 static int sole_user(const pp_graph *g, int v) {
-    if (pp_graph_is_output(g, v)) return -1;
-    int user = -1;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const pp_node *n = &g->nodes[i];
-        if (n->dead) continue;
-        for (int k = 0; k < n->n_in; k++)
-            if (n->in[k] == v) {
-                if (user >= 0 && user != i) return -1;
-                user = i;
-            }
-    }
-    return user;
+    if (v < 0 || pp_graph_is_output(g, v)) return -1;
+    int user;
+    return pp_graph_consumers(g, v, &user, 1) == 1 ? user : -1;
 }
 
 static int producer(const pp_graph *g, int v) {
@@ -63,12 +54,15 @@ static bool near(double a, double b) { return fabs(a - b) <= 1e-4 * fabs(b); }
 
 /* Node surgery ---------------------------------------------------------------------------- */
 
-static pp_status set_inputs(pp_node *n, const int *in, int cnt, pp_err *err) {
+/* Node `node` now reads in[0..cnt) (the use index learns it). */
+static pp_status set_inputs(pp_graph *g, int node, const int *in, int cnt, pp_err *err) {
+    pp_node *n = &g->nodes[node];
     int *p = realloc(n->in, sizeof(int) * pp_count(cnt));
     if (!p) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     if (cnt) memcpy(p, in, sizeof(int) * (size_t)cnt);
     n->in = p;
     n->n_in = cnt;
+    for (int k = 0; k < cnt; k++) PP_TRY(pp_graph_note_use(g, in[k], node, err));
     return PP_OK;
 }
 
@@ -178,7 +172,7 @@ static pp_status fuse_bn(pp_graph *g, int bn, bool *changed, pp_err *err) {
     C = &g->nodes[c];
     B = &g->nodes[bn];
     int ins[3] = {C->in[0], vw, vb};
-    PP_TRY(set_inputs(C, ins, 3, err));
+    PP_TRY(set_inputs(g, c, ins, 3, err));
     /* the conv now produces what the BN produced: BN's node dies, the conv
      * moves to its place (the BN output keeps its name if it is an output) */
     int y = B->out[0], x = C->out[0];
@@ -236,7 +230,7 @@ static pp_status fuse_conv(pp_graph *g, int c, bool *changed, pp_err *err) {
     int dead[3] = {c, add, act};
     PP_TRY(become(g, last, c, fused, dead, 3, err));
     pp_node *L = &g->nodes[last];
-    PP_TRY(set_inputs(L, ins, z >= 0 ? 4 : 3, err));
+    PP_TRY(set_inputs(g, last, ins, z >= 0 ? 4 : 3, err));
     L->attrs = (pp_attr *)cattrs;
     L->n_attrs = n_cattrs;
     PP_TRY(add_attrs(g, L, extra, n_extra, err));
@@ -267,7 +261,7 @@ static pp_status fuse_matmul_add(pp_graph *g, int mm, bool *changed, pp_err *err
     int dead[2] = {mm, add};
     PP_TRY(become(g, add, mm, gemm, dead, 2, err));
     pp_node *L = &g->nodes[add];
-    PP_TRY(set_inputs(L, ins, 3, err));
+    PP_TRY(set_inputs(g, add, ins, 3, err));
     L->attrs = NULL;
     L->n_attrs = 0;
     *changed = true;
@@ -288,7 +282,7 @@ static pp_status fuse_silu(pp_graph *g, int sg, bool *changed, pp_err *err) {
     int dead[2] = {sg, mul};
     PP_TRY(become(g, mul, sg, silu, dead, 2, err));
     pp_node *L = &g->nodes[mul];
-    PP_TRY(set_inputs(L, &x, 1, err));
+    PP_TRY(set_inputs(g, mul, &x, 1, err));
     L->attrs = NULL;
     L->n_attrs = 0;
     *changed = true;
@@ -341,7 +335,7 @@ static pp_status fuse_gelu(pp_graph *g, int erf, bool *changed, pp_err *err) {
     int dead[5] = {d, erf, a, m, half};
     PP_TRY(become(g, last, d, gelu, dead, 5, err));
     pp_node *L = &g->nodes[last];
-    PP_TRY(set_inputs(L, &x, 1, err));
+    PP_TRY(set_inputs(g, last, &x, 1, err));
     L->attrs = NULL;
     L->n_attrs = 0;
     *changed = true;
@@ -379,9 +373,11 @@ static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err)
     int sub = sole_user(g, mu);
     if (!is(g, sub, "Sub") || g->nodes[sub].in[0] != x || g->nodes[sub].in[1] != mu) return PP_OK;
     int dv = g->nodes[sub].out[0];
-    int pw = -1, dvn = -1;
-    for (int i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i].dead) continue;
+    int pw = -1, dvn = -1, users[3];
+    int n_users = pp_graph_consumers(g, dv, users, 3);
+    if (n_users > 3) return PP_OK; /* read by more than Pow and Div */
+    for (int u = 0; u < n_users; u++) {
+        int i = users[u];
         for (int k = 0; k < g->nodes[i].n_in; k++)
             if (g->nodes[i].in[k] == dv) {
                 if (is(g, i, "Pow") && k == 0) pw = i;
@@ -416,7 +412,7 @@ static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err)
     PP_TRY(become(g, add2, rm, ln, dead, 9, err));
     pp_node *L = &g->nodes[add2];
     int ins[3] = {x, gamma, beta};
-    PP_TRY(set_inputs(L, ins, 3, err));
+    PP_TRY(set_inputs(g, add2, ins, 3, err));
     L->attrs = NULL;
     L->n_attrs = 0;
     pp_attr at[2] = {{.name = "axis", .type = PP_ATTR_INT, .i = -1},
@@ -478,6 +474,7 @@ pp_status pp_fusion_chains(const pp_graph *g, bool *glued, pp_err *err) {
 
 pp_status pp_fuse(pp_graph *g, pp_err *err) {
     bool changed = false;
+    PP_TRY(pp_graph_index_uses(g, err)); /* consumers without scanning the graph; compact drops it */
     for (int i = 0; i < g->n_nodes; i++)
         if (is(g, i, "BatchNormalization")) PP_TRY(fuse_bn(g, i, &changed, err));
     for (int i = 0; i < g->n_nodes; i++) {

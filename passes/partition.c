@@ -14,9 +14,13 @@
  *   custom   cuts before named modules (--split-at, --exec-seq)
  *
  * All but custom are min-max problems over a sequence of units (ops, or
- * modules for params), solved exactly by dynamic programming in
- * O(stages x units^2) range evaluations; each range cost is O(1) from prefix
- * sums and a sparse table (docs/partitioning.md has the argument). */
+ * modules for params), solved exactly: by the DP's recurrence evaluated in
+ * O(stages x units x log units) where a range's cost only shrinks with it (no
+ * caps: pp_minmax_split_mono), else, past dp_max_units units, by probes of
+ * "can every stage cost at most B?" in O(stages x units x log units) each,
+ * bisected to the exact optimum (minmax_capped); small ones by the plain DP
+ * in O(stages x units^2). Each range cost is O(1) from prefix sums and a
+ * sparse table (docs/partitioning.md has the argument). */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -54,6 +58,7 @@ void pp_compile_opts_init(pp_compile_opts *o) {
     o->verify_each = true;
     o->depth = 2;
     o->micro_batches = 8;
+    o->dp_max_units = 2048;
     /* one core of a current server CPU running the reference kernels, and a
      * memcpy between threads; override with --gflops/--mem-gbps/--link-gbps */
     o->target = (pp_target){.gflops = 25.0, .mem_gbps = 10.0, .link_gbps = 10.0};
@@ -94,6 +99,17 @@ double pp_node_time(const pp_node *n, const pp_target *t) {
 
 /* ---- exact min-max split ------------------------------------------------------------- */
 
+/* The cuts of an optimal split from the DP's back-pointers: arg[k n + j] is
+ * the last unit of stage k-1 when stage k ends at unit j. */
+static void cuts_from_args(const int *arg, int n, int p, int *cuts) {
+    int j = n - 1;
+    for (int k = p - 1; k > 0; k--) {
+        int i = arg[(size_t)k * (size_t)n + (size_t)j];
+        cuts[k - 1] = i + 1;
+        j = i;
+    }
+}
+
 double pp_minmax_split(int n, int p, pp_range_cost cost, void *ctx, int *cuts) {
     if (p < 1 || n < p) return -1;
     double *best = malloc(sizeof(double) * (size_t)p * (size_t)n);
@@ -127,18 +143,91 @@ double pp_minmax_split(int n, int p, pp_range_cost cost, void *ctx, int *cuts) {
             }
         }
     double res = BEST(p - 1, n - 1);
-    if (res >= 0 && cuts) {
-        int j = n - 1;
-        for (int k = p - 1; k > 0; k--) {
-            int i = ARG(k, j);
-            cuts[k - 1] = i + 1;
-            j = i;
-        }
-    }
+    if (res >= 0 && cuts) cuts_from_args(arg, n, p, cuts);
 #undef BEST
 #undef ARG
     free(best);
     free(arg);
+    return res;
+}
+
+/* ---- the same, near-linear, for costs that shrink with the range -------------------------- */
+
+/* Index of the first b[i] <= v with i >= from in the min-tree t over b
+ * (leaves at [size, 2 size)), or -1. */
+static int first_at_most(const double *t, int size, int node, int lo, int hi, int from, double v) {
+    if (hi <= from || t[node] > v) return -1;
+    if (hi - lo == 1) return lo;
+    int mid = (lo + hi) / 2;
+    int r = first_at_most(t, size, 2 * node, lo, mid, from, v);
+    return r >= 0 ? r : first_at_most(t, size, 2 * node + 1, mid, hi, from, v);
+}
+
+/* Row k of the DP from row k-1 (b), for j = k..n-1:
+ *   B[k][j] = min over i in [k-1, j-1] of max(b[i], c(i+1, j, k)).
+ * With c nonincreasing in i, an i is never better than a later i' with
+ * b[i'] <= b[i]: the candidates left form a stack along which b rises and c
+ * falls, so max(b, c) falls then rises and one binary search finds its
+ * minimum v. The DP takes the first i reaching v: the first i with
+ * c(i+1, j, k) <= v (a binary search, c being monotone) and, from there, the
+ * first with b[i] <= v (a descent in a min-tree over b). Both use the very
+ * floating-point values the DP compares, so the results are identical. */
+double pp_minmax_split_mono(int n, int p, pp_range_cost cost, void *ctx, int *cuts) {
+    if (p < 1 || n < p) return -1;
+    int size = 1;
+    while (size < n) size *= 2;
+    double *best = malloc(sizeof(double) * (size_t)p * (size_t)n);
+    int *arg = malloc(sizeof(int) * (size_t)p * (size_t)n);
+    int *stk = malloc(sizeof(int) * (size_t)n);
+    double *tree = malloc(sizeof(double) * 2 * (size_t)size);
+    double res = -1;
+    if (!best || !arg || !stk || !tree) goto out;
+#define BEST(k, j) best[(size_t)(k) * (size_t)n + (size_t)(j)]
+#define ARG(k, j) arg[(size_t)(k) * (size_t)n + (size_t)(j)]
+    for (int j = 0; j < n; j++) {
+        BEST(0, j) = cost(ctx, 0, j, 0);
+        ARG(0, j) = -1;
+    }
+    for (int k = 1; k < p; k++) {
+        const double *b = &BEST(k - 1, 0);
+        for (int i = 0; i < size; i++) tree[size + i] = i >= k - 1 && i < n ? b[i] : INFINITY;
+        for (int i = size - 1; i >= 1; i--) tree[i] = fmin(tree[2 * i], tree[2 * i + 1]);
+        for (int j = 0; j < k; j++) BEST(k, j) = -1, ARG(k, j) = -1;
+        int top = 0;
+        for (int j = k; j < n; j++) {
+            int i = j - 1; /* a new candidate: stage k is unit j alone */
+            while (top > 0 && b[stk[top - 1]] >= b[i]) top--;
+            stk[top++] = i;
+            int lo = 0, hi = top; /* first stack entry where b >= c */
+            while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                if (b[stk[mid]] >= cost(ctx, stk[mid] + 1, j, k)) hi = mid;
+                else lo = mid + 1;
+            }
+            double v = lo < top ? b[stk[lo]] : INFINITY;
+            if (lo > 0) {
+                double c = cost(ctx, stk[lo - 1] + 1, j, k);
+                if (c < v) v = c;
+            }
+            int a = k - 1, z = j - 1; /* first i with c(i+1, j, k) <= v */
+            while (a < z) {
+                int mid = (a + z) / 2;
+                if (cost(ctx, mid + 1, j, k) <= v) z = mid;
+                else a = mid + 1;
+            }
+            BEST(k, j) = v;
+            ARG(k, j) = first_at_most(tree, size, 1, 0, size, a, v);
+        }
+    }
+    res = BEST(p - 1, n - 1);
+    if (res >= 0 && cuts) cuts_from_args(arg, n, p, cuts);
+#undef BEST
+#undef ARG
+out:
+    free(best);
+    free(arg);
+    free(stk);
+    free(tree);
     return res;
 }
 
@@ -191,10 +280,8 @@ static double range_cap_ratio(void *ctx, int i, int j, int stage) {
     return cap ? range_memory(u, i, j) / (double)cap : 0;
 }
 
-static double range_cost(void *ctx, int i, int j, int stage) {
-    const units *u = ctx;
-    size_t cap = stage_cap(u->o, stage);
-    if (cap && range_memory(u, i, j) > (double)cap) return -1;
+/* The policy's cost of units i..j, caps aside. */
+static double range_obj(const units *u, int i, int j, int stage) {
     switch (u->policy) {
     case PP_POLICY_UNIFORM: return u->ops[j + 1] - u->ops[i];
     case PP_POLICY_PARAMS: return u->params[j + 1] - u->params[i];
@@ -203,6 +290,18 @@ static double range_cost(void *ctx, int i, int j, int stage) {
     default: /* auto */
         return (u->time[stage][j + 1] - u->time[stage][i]) + u->cut[j] / u->link[stage];
     }
+}
+
+static double range_cost(void *ctx, int i, int j, int stage) {
+    const units *u = ctx;
+    size_t cap = stage_cap(u->o, stage);
+    if (cap && range_memory(u, i, j) > (double)cap) return -1;
+    return range_obj(u, i, j, stage);
+}
+
+/* The same without the caps (a lower bound on the capped optimum). */
+static double range_cost_free(void *ctx, int i, int j, int stage) {
+    return range_obj(ctx, i, j, stage);
 }
 
 static void units_free(units *u) {
@@ -351,6 +450,235 @@ static pp_status units_build(const pp_graph *g, const pp_compile_opts *o, pp_pol
     return units_times(g, o, p, u, err);
 }
 
+/* ---- min-max under memory caps (and the memory policy) in O(p n log n) per probe ---------- */
+
+/* With caps, or with the memory policy, a range's cost includes what it
+ * receives (the bytes crossing the cut before it), so a shorter range can
+ * cost more and pp_minmax_split_mono does not apply. Instead: is there a
+ * split whose every stage costs at most B and fits its cap? For stage k
+ * ending at unit e, the starts s that qualify are those with
+ *     obj(s, e) <= B                     (s >= lo: obj shrinks with the range,
+ *                                          except for the memory policy)
+ *     F(s) + max(live[s..e]) <= G(e)     (the memory estimate within X)
+ * where F(s) = depth * recv(s) - params[s] and G(e) = X - params[e+1] -
+ * depth * cut[e], X the cap (or floor(B) for the memory policy): every term
+ * is a whole number of bytes, so this rearrangement of range_memory is exact.
+ * A sweep over e keeps F(s) + max(live[s..e]) for every start s whose
+ * previous stage can end at s - 1 in a segment tree (range add, range min):
+ * the running maxima form a stack of blocks, and each block that a new
+ * unit's live bytes overtake is raised by a range add. The smallest B that
+ * passes is found by bisection: over whole bytes for the memory policy, over
+ * the ordered bit patterns of doubles for the others (at most 64 probes, each
+ * exact), starting from the uncapped optimum, often already feasible. */
+typedef struct {
+    int size;
+    double *min, *add;
+    int *arg;
+} seg_tree;
+
+static void seg_pull(seg_tree *t, int x) {
+    int l = 2 * x, r = 2 * x + 1;
+    bool left = t->min[l] <= t->min[r];
+    t->min[x] = (left ? t->min[l] : t->min[r]) + t->add[x];
+    t->arg[x] = left ? t->arg[l] : t->arg[r];
+}
+
+static void seg_range_add(seg_tree *t, int x, int lo, int hi, int a, int b, double v) {
+    if (b <= lo || hi <= a) return;
+    if (a <= lo && hi <= b) {
+        t->min[x] += v, t->add[x] += v;
+        return;
+    }
+    int mid = (lo + hi) / 2;
+    seg_range_add(t, 2 * x, lo, mid, a, b, v);
+    seg_range_add(t, 2 * x + 1, mid, hi, a, b, v);
+    seg_pull(t, x);
+}
+
+/* Leaf i becomes v (the pending adds above it are taken off first). */
+static void seg_set(seg_tree *t, int i, double v) {
+    int x = t->size + i;
+    double above = 0;
+    for (int y = x / 2; y >= 1; y /= 2) above += t->add[y];
+    t->min[x] = v - above;
+    for (x /= 2; x >= 1; x /= 2) seg_pull(t, x);
+}
+
+static void seg_min(const seg_tree *t, int x, int lo, int hi, int a, int b, double acc, double *best, int *arg) {
+    if (b <= lo || hi <= a || t->min[x] + acc >= *best) return;
+    if (a <= lo && hi <= b) {
+        *best = t->min[x] + acc, *arg = t->arg[x];
+        return;
+    }
+    int mid = (lo + hi) / 2;
+    acc += t->add[x];
+    seg_min(t, 2 * x, lo, mid, a, b, acc, best, arg);
+    seg_min(t, 2 * x + 1, mid, hi, a, b, acc, best, arg);
+}
+
+typedef struct {
+    const units *u;
+    int p;
+    bool ratio;     /* the diagnosis: X = ratio * cap, no objective */
+    seg_tree t;
+    double *F;      /* per start */
+    unsigned char *reach; /* p x n: stages 0..k can end at e */
+    int *arg;       /* p x n: the start of stage k ending at e */
+    int *stk_at;    /* the running-maximum blocks: first start, value */
+    double *stk_v;
+} probe_ctx;
+
+/* Can units 0..n-1 be split with every stage's cost <= b (and within its cap)? */
+static bool probe(probe_ctx *c, double b) {
+    const units *u = c->u;
+    const int n = u->n, p = c->p;
+    const bool mem_obj = u->policy == PP_POLICY_MEMORY && !c->ratio;
+    for (int e = 0; e < n; e++) {
+        double v = c->ratio ? 0 : range_cost((void *)u, 0, e, 0);
+        size_t cap = stage_cap(u->o, 0);
+        bool ok = c->ratio ? !cap || range_memory(u, 0, e) <= floor(b * (double)cap) : v >= 0 && v <= b;
+        c->reach[e] = ok;
+        c->arg[e] = 0;
+    }
+    for (int k = 1; k < p; k++) {
+        const unsigned char *prev = c->reach + (size_t)(k - 1) * (size_t)n;
+        unsigned char *cur = c->reach + (size_t)k * (size_t)n;
+        int *arg = c->arg + (size_t)k * (size_t)n;
+        size_t cap = stage_cap(u->o, k);
+        double x = c->ratio ? (cap ? floor(b * (double)cap) : INFINITY)
+                            : mem_obj ? fmin(floor(b), cap ? (double)cap : INFINITY) : cap ? (double)cap : INFINITY;
+        for (int i = 0; i < 2 * c->t.size; i++) c->t.min[i] = INFINITY, c->t.add[i] = 0;
+        for (int i = 0; i < c->t.size; i++) c->t.arg[c->t.size + i] = i;
+        int top = 0;
+        for (int e = 0; e < n; e++) {
+            cur[e] = 0;
+            /* max(live[s..e]) for every earlier s: raise the blocks live[e] overtakes */
+            int from = e;
+            while (top > 0 && c->stk_v[top - 1] <= u->live[e]) {
+                top--;
+                if (c->stk_v[top] < u->live[e])
+                    seg_range_add(&c->t, 1, 0, c->t.size, c->stk_at[top], from, u->live[e] - c->stk_v[top]);
+                from = c->stk_at[top];
+            }
+            c->stk_at[top] = from, c->stk_v[top++] = u->live[e];
+            if (e >= k && prev[e - 1]) seg_set(&c->t, e, c->F[e] + u->live[e]);
+            if (e < k) continue;
+            int lo = k;
+            if (!mem_obj && !c->ratio) { /* the objective shrinks as s grows: the first s within b */
+                if (range_obj(u, e, e, k) > b) continue;
+                int z = e;
+                while (lo < z) {
+                    int mid = (lo + z) / 2;
+                    if (range_obj(u, mid, e, k) <= b) z = mid;
+                    else lo = mid + 1;
+                }
+            }
+            double best = INFINITY;
+            int at = -1;
+            seg_min(&c->t, 1, 0, c->t.size, lo, e + 1, 0, &best, &at);
+            double g = x - u->params[e + 1] - (double)u->o->depth * u->cut[e];
+            if (best < INFINITY && best <= g) cur[e] = 1, arg[e] = at;
+        }
+    }
+    return c->reach[(size_t)(p - 1) * (size_t)n + (size_t)(n - 1)];
+}
+
+/* The split the last passing probe found: its bottleneck (range_cost of the
+ * worst stage, or range_cap_ratio for the diagnosis), and its cuts. */
+static double probed_split(const probe_ctx *c, int *cuts) {
+    const int n = c->u->n;
+    double worst = 0;
+    for (int k = c->p - 1, e = n - 1; k >= 0; k--) {
+        int s = k ? c->arg[(size_t)k * (size_t)n + (size_t)e] : 0;
+        double v = c->ratio ? range_cap_ratio((void *)c->u, s, e, k) : range_cost((void *)c->u, s, e, k);
+        worst = fmax(worst, v);
+        if (k && cuts) cuts[k - 1] = s;
+        e = s - 1;
+    }
+    return worst;
+}
+
+static uint64_t dbits(double d) {
+    uint64_t b;
+    memcpy(&b, &d, sizeof b);
+    return b;
+}
+static double bitsd(uint64_t b) {
+    double d;
+    memcpy(&d, &b, sizeof d);
+    return d;
+}
+
+/* The exact min-max split of units u into p stages under the caps (ratio:
+ * the split with the smallest largest memory/cap ratio, for the diagnosis,
+ * within whole bytes). Returns the bottleneck (range_cost of the worst
+ * stage; for ratio, its range_cap_ratio), -1 when nothing fits, -2 out of
+ * memory; cuts as pp_minmax_split. */
+static double minmax_capped(const units *u, int p, bool ratio, int *cuts) {
+    const int n = u->n;
+    probe_ctx c = {.u = u, .p = p, .ratio = ratio};
+    c.t.size = 1;
+    while (c.t.size < n) c.t.size *= 2;
+    c.t.min = malloc(sizeof(double) * 2 * (size_t)c.t.size);
+    c.t.add = malloc(sizeof(double) * 2 * (size_t)c.t.size);
+    c.t.arg = malloc(sizeof(int) * 2 * (size_t)c.t.size);
+    c.F = malloc(sizeof(double) * (size_t)n);
+    c.reach = malloc((size_t)p * (size_t)n);
+    c.arg = malloc(sizeof(int) * (size_t)p * (size_t)n);
+    c.stk_at = malloc(sizeof(int) * (size_t)n);
+    c.stk_v = malloc(sizeof(double) * (size_t)n);
+    double res = -2;
+    if (!c.t.min || !c.t.add || !c.t.arg || !c.F || !c.reach || !c.arg || !c.stk_at || !c.stk_v) goto out;
+    for (int s = 0; s < n; s++)
+        c.F[s] = (double)u->o->depth * (s == 0 ? u->in_bytes : u->cut[s - 1]) - u->params[s];
+    res = -1;
+    double lo, hi;
+    if (ratio) {
+        lo = 0, hi = 1;
+        while (!probe(&c, hi)) { /* the diagnosis always finds one: ratios grow without bound */
+            lo = hi, hi *= 2;
+            if (hi > 1e30) goto out;
+        }
+        for (int it = 0; it < 64 && hi - lo > 1e-9 * hi; it++) {
+            double mid = (lo + hi) / 2;
+            *(probe(&c, mid) ? &hi : &lo) = mid;
+        }
+    } else {
+        if (!probe(&c, INFINITY)) goto out; /* no split fits the caps */
+        /* each passing probe's split bounds the optimum from above at its
+         * own bottleneck, often well below the probe */
+        hi = probed_split(&c, NULL);
+        lo = -1; /* infeasible */
+        bool done = false;
+        if (u->policy != PP_POLICY_MEMORY) { /* the uncapped optimum: a lower bound, often the answer */
+            double free_opt = pp_minmax_split_mono(n, p, range_cost_free, (void *)u, NULL);
+            if (free_opt >= 0 && free_opt <= hi && probe(&c, free_opt)) hi = free_opt, done = true;
+            else if (free_opt >= 0) lo = free_opt;
+        }
+        if (done) {
+        } else if (u->policy == PP_POLICY_MEMORY || u->policy == PP_POLICY_UNIFORM || u->policy == PP_POLICY_PARAMS) {
+            while (hi - lo > 1) { /* whole bytes, whole ops */
+                double mid = floor((lo + hi) / 2);
+                if (probe(&c, mid)) hi = probed_split(&c, NULL);
+                else lo = mid;
+            }
+        } else { /* the bit patterns of the doubles in (lo, hi]: ordered as their values */
+            uint64_t a = lo >= 0 ? dbits(lo) + 1 : 0, z = dbits(hi);
+            while (a < z) {
+                uint64_t mid = a + (z - a) / 2;
+                if (probe(&c, bitsd(mid))) z = dbits(probed_split(&c, NULL));
+                else a = mid + 1;
+            }
+            hi = bitsd(z);
+        }
+    }
+    probe(&c, hi);
+    res = probed_split(&c, cuts);
+out:
+    free(c.t.min), free(c.t.add), free(c.t.arg), free(c.F), free(c.reach), free(c.arg), free(c.stk_at), free(c.stk_v);
+    return res;
+}
+
 /* ---- custom splits ------------------------------------------------------------------------ */
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -405,8 +733,9 @@ static const char *seq_token(char *line, bool *is_lambda) {
 }
 
 static pp_status cuts_exec_seq(pp_graph *g, const char *path, int *cuts, int *n_cuts, pp_err *err) {
-    FILE *f = fopen(path, "r");
-    if (!f) return PP_FAIL(err, PP_EIO, "--exec-seq: cannot open '%s': %s", path, strerror(errno));
+    FILE *f;
+    pp_err e = {0};
+    if (pp_fopen_read(path, NULL, &f, &e) != PP_OK) return PP_FAIL(err, e.code, "--exec-seq: %s", e.msg);
     char line[1024], hint[512];
     int lineno = 0, listed = 0, prev_first = -1;
     bool pending_split = false;
@@ -492,6 +821,7 @@ static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, const bo
     int cuts[PP_MAX_SPLITS];
     int n_cuts = 0;
     bool scoped = has_scopes(g);
+    g->split_cost = -1;
     for (int i = 0; i < g->n_nodes; i++) g->nodes[i].recovered = scoped && g->nodes[i].n_scope == 0;
     if (o->policy == PP_POLICY_CUSTOM) {
         if (o->exec_seq && o->n_split_at)
@@ -504,7 +834,12 @@ static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, const bo
             return PP_FAIL(err, PP_EINVAL, "-pp %d disagrees with the custom split, which makes %d stages",
                            p, n_cuts + 1);
         p = n_cuts + 1;
-    } else {
+    }
+    for (int k = 0; k < o->n_caps; k++)
+        if (o->cap_stage[k] >= p)
+            return PP_FAIL(err, PP_EINVAL, "--max-memory %d:...: there is no stage %d, the split has %d stage%s "
+                           "(0..%d)", o->cap_stage[k], o->cap_stage[k], p, p == 1 ? "" : "s", p - 1);
+    if (o->policy != PP_POLICY_CUSTOM) {
         if (p < 1) return PP_FAIL(err, PP_EINVAL, "-pp must be at least 1, got %d", p);
         if (p > g->n_nodes)
             return PP_FAIL(err, PP_EINVAL,
@@ -532,11 +867,26 @@ static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, const bo
             units_free(&u);
             return PP_FAIL(err, PP_EUNSUP, "at most %d stages", PP_MAX_SPLITS + 1);
         }
-        double best = pp_minmax_split(u.n, p, range_cost, &u, ucuts);
+        /* near-linear where the cost only shrinks with the range: no caps (a
+         * range's memory includes what it receives, which a shorter range
+         * may receive more of) and not the memory policy (the same) */
+        bool mono = o->n_caps == 0 && o->cap_all == 0 && o->policy != PP_POLICY_MEMORY;
+        bool dp = !mono && u.n <= o->dp_max_units; /* small: the quadratic DP, as ever */
+        double best = mono ? pp_minmax_split_mono(u.n, p, range_cost, &u, ucuts)
+                      : dp ? pp_minmax_split(u.n, p, range_cost, &u, ucuts)
+                           : minmax_capped(&u, p, false, ucuts);
+        if (best < -1.5) {
+            units_free(&u);
+            return PP_FAIL(err, PP_ENOMEM, "out of memory splitting %d units", u.n);
+        }
         if (best < 0) {
             /* nothing fits: name the stage that overflows most in the split
              * that comes closest (smallest largest memory-to-cap ratio) */
-            pp_minmax_split(u.n, p, range_cap_ratio, &u, ucuts);
+            if (dp) pp_minmax_split(u.n, p, range_cap_ratio, &u, ucuts);
+            else if (minmax_capped(&u, p, true, ucuts) < -1.5) {
+                units_free(&u);
+                return PP_FAIL(err, PP_ENOMEM, "out of memory splitting %d units", u.n);
+            }
             int worst = 0;
             double worst_r = -1, worst_mem = 0;
             for (int s = 0; s < p; s++) {
@@ -555,6 +905,7 @@ static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, const bo
         }
         for (int k = 0; k < p - 1; k++) cuts[k] = u.first[ucuts[k]];
         n_cuts = p - 1;
+        g->split_cost = best;
         units_free(&u);
     }
     for (int s = p; s <= PP_MAX_SPLITS; s++)

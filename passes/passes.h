@@ -40,6 +40,10 @@ typedef struct pp_compile_opts {
     unsigned char stage_set[PP_MAX_SPLITS + 1];
     int depth;          /* micro-batches in flight per boundary (memory estimate) */
     int micro_batches;  /* for the bubble estimate in the report */
+    /* under memory caps or the memory policy, splits of up to this many
+     * units use the quadratic DP, longer ones the O(p n log n) probes
+     * (default 2048; tests set 0 or INT_MAX to compare the two) */
+    int dp_max_units;
     /* custom splits: cut before each of these modules */
     int n_split_at;
     const char *split_at[PP_MAX_SPLITS];
@@ -128,6 +132,10 @@ double pp_node_time(const pp_node *n, const pp_target *t);
  * Returns the bottleneck, or a negative value when nothing is feasible. */
 typedef double (*pp_range_cost)(void *ctx, int i, int j, int stage);
 double pp_minmax_split(int n, int p, pp_range_cost cost, void *ctx, int *cuts);
+/* The same result (bottleneck and cuts, ties broken alike) in O(p n log n)
+ * evaluations, for costs that are never infeasible and, for a fixed end j and
+ * stage, never grow as the range shrinks: cost(i + 1, j, k) <= cost(i, j, k). */
+double pp_minmax_split_mono(int n, int p, pp_range_cost cost, void *ctx, int *cuts);
 
 /* Report (passes/report.c): the per-stage table, imbalance, bubble estimate,
  * recovered ops and the tensors crossing each cut; and the same as JSON. */

@@ -60,9 +60,19 @@ static pp_status check_opts(const pp_compile_opts *o, pp_err *err) {
     return PP_OK;
 }
 
+/* pprt keeps each input and output in a file named after it: names that
+ * cannot be file names are refused now, not after a run */
+static pp_status check_io_names(const pp_graph *g, pp_err *err) {
+    for (int i = 0; i < g->n_inputs; i++) PP_TRY(pp_data_name_check(g->values[g->inputs[i]].name, "graph input", err));
+    for (int i = 0; i < g->n_outputs; i++)
+        PP_TRY(pp_data_name_check(g->values[g->outputs[i]].name, "graph output", err));
+    return PP_OK;
+}
+
 pp_status pp_run_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     PP_TRY(check_opts(o, err));
     PP_TRY(pp_graph_verify(g, err));
+    PP_TRY(check_io_names(g, err));
     PP_TRY(pp_scopes(g, err));
     dump(g, o, "import");
 

@@ -39,8 +39,9 @@ static bool read_json_string(const char **p, char *out, size_t n) {
 }
 
 pp_status pp_apply_profile(pp_graph *g, const char *path, int *matched, pp_err *err) {
-    FILE *f = fopen(path, "r");
-    if (!f) return PP_FAIL(err, PP_EIO, "--profile: cannot open '%s': %s", path, strerror(errno));
+    FILE *f;
+    pp_err e = {0};
+    if (pp_fopen_read(path, NULL, &f, &e) != PP_OK) return PP_FAIL(err, e.code, "--profile: %s", e.msg);
     char line[2048], name[1024];
     long long batch = -1;
     int lineno = 0, entries = 0;

@@ -121,7 +121,8 @@ static pp_status share_constants(pp_graph *g, pp_err *err) {
             n++;
         }
     qsort(keys, (size_t)n, 2 * sizeof(uint64_t), cmp_u64);
-    for (int i = 1; i < n; i++) {
+    pp_status s = pp_graph_index_uses(g, err); /* replace_uses then visits only the readers */
+    for (int i = 1; i < n && s == PP_OK; i++) {
         /* walk back over the run of equal hashes to the first true duplicate */
         for (int j = i - 1; j >= 0 && keys[2 * j] == keys[2 * i]; j--) {
             const pp_value *a = &g->values[keys[2 * j + 1]], *b = &g->values[keys[2 * i + 1]];
@@ -134,10 +135,12 @@ static pp_status share_constants(pp_graph *g, pp_err *err) {
     }
     free(keys);
     free(uses);
-    return PP_OK;
+    pp_graph_drop_uses(g);
+    return s;
 }
 
 pp_status pp_simplify(pp_graph *g, pp_err *err) {
+    PP_TRY(pp_graph_index_uses(g, err)); /* replace_uses then visits only the readers */
     for (int i = 0; i < g->n_nodes; i++) {
         pp_node *n = &g->nodes[i];
         if (!is_noop(g, n)) continue;

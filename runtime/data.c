@@ -102,9 +102,10 @@ static pp_status list_pb_inputs(const char *dir, int **ks, int *n, pp_err *err) 
     return s;
 }
 
+/* Not a directory (a FIFO counts: found, then refused by the reader). */
 static bool file_exists(const char *path) {
     struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    return stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode);
 }
 
 /* Input i's data (read from `path`) against the plan: type, rank and all dims
@@ -296,23 +297,40 @@ pp_status pprt_data_load(const pprt_plan *p, const char *dir, pprt_npy *npys, pp
     return s;
 }
 
+/* The path output i is written to, and whether NumPy has its type. */
+static bool output_path(const pprt_plan *p, const char *dir, int i, char *path, size_t n) {
+    char safe[512];
+    pprt_safe_name(p->outputs[i].name, safe, sizeof safe);
+    bool npy = pp_dtype_npy(p->outputs[i].dtype) != NULL;
+    snprintf(path, n, "%s/%s.%s", dir, safe, npy ? "npy" : "pb");
+    return npy;
+}
+
 pp_status pprt_data_write(const pprt_plan *p, const char *dir, const pprt_array *outputs,
                           pp_err *err) {
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         return PP_FAIL(err, PP_EIO, "cannot create output directory '%s': %s", dir, strerror(errno));
-    char path[4096], safe[512];
+    char path[4096];
     for (int i = 0; i < p->n_outputs; i++) {
         const pprt_io *o = &p->outputs[i];
-        pprt_safe_name(o->name, safe, sizeof safe);
         pp_shape sh = o->shape;
         if (p->batch > 0) sh.dim[0] = outputs[i].n;
-        if (pp_dtype_npy(o->dtype)) {
-            snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
+        if (output_path(p, dir, i, path, sizeof path))
             PP_TRY(pprt_npy_write(path, o->dtype, &sh, outputs[i].data, err));
-        } else { /* NumPy has no such type (bf16): an ONNX TensorProto */
-            snprintf(path, sizeof path, "%s/%s.pb", dir, safe);
+        else /* NumPy has no such type (bf16): an ONNX TensorProto */
             PP_TRY(pprt_pb_write(path, o->name, o->dtype, &sh, outputs[i].data, err));
-        }
+    }
+    return PP_OK;
+}
+
+pp_status pprt_data_write_check(const pprt_plan *p, const char *dir, pp_err *err) {
+    struct stat st;
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+        return PP_FAIL(err, PP_EIO, "output directory '%s' is %s", dir, pp_file_kind((unsigned)st.st_mode));
+    char path[4096];
+    for (int i = 0; i < p->n_outputs; i++) {
+        output_path(p, dir, i, path, sizeof path);
+        PP_TRY(pp_outfile_check(path, true, err));
     }
     return PP_OK;
 }

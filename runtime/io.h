@@ -54,6 +54,10 @@ pp_status pprt_data_load(const pprt_plan *p, const char *dir, pprt_npy *npys, pp
  * lacks (bf16) as DIR/NAME.pb, an ONNX TensorProto. */
 pp_status pprt_data_write(const pprt_plan *p, const char *dir, const pprt_array *outputs,
                           pp_err *err);
+/* Before the run: PP_EIO when DIR exists and is not a directory, or when an
+ * output's file name there holds what pprt_data_write would refuse (a
+ * directory, a block device, a socket; pp_outfile_check). */
+pp_status pprt_data_write_check(const pprt_plan *p, const char *dir, pp_err *err);
 /* Top-1 accuracy of output 0 ([N, classes] floats) against labels.npy (int
  * class indices, N of them). */
 pp_status pprt_top1(const pprt_plan *p, const pprt_array *out0, const char *labels_path,

@@ -73,8 +73,8 @@ static pp_status parse_header(const char *h, const char *path, pp_dtype *dt, pp_
 
 pp_status pprt_npy_read(const char *path, pprt_npy *out, pp_err *err) {
     memset(out, 0, sizeof *out);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return PP_FAIL(err, PP_EIO, "cannot open '%s': %s", path, strerror(errno));
+    FILE *fp;
+    PP_TRY(pp_fopen_read(path, NULL, &fp, err));
     unsigned char pre[12];
     pp_status s = PP_OK;
     char *hdr = NULL;

@@ -182,12 +182,13 @@ static pp_status decode(const Onnx__TensorProto *t, const char *path, pprt_npy *
 pp_status pprt_pb_read(const char *path, pprt_npy *out, char **name, pp_err *err) {
     memset(out, 0, sizeof *out);
     if (name) *name = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return PP_FAIL(err, PP_EIO, "cannot open '%s': %s", path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(fp);
-        return PP_FAIL(err, PP_EIO, "cannot read '%s': not a regular file", path);
+    PP_TRY(pp_open_read(path, NULL, 0, &fd, &sb, err));
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        close(fd);
+        return PP_FAIL(err, PP_EIO, "cannot read '%s': %s", path, strerror(errno));
     }
     size_t len = (size_t)sb.st_size;
     if (len == 0) {

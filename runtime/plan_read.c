@@ -10,6 +10,7 @@
  * failure says what was expected and what was found. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,52 @@
 
 #define MAX_STAGES 4096
 #define MAX_COUNT (1 << 24)
+/* A stage's activation arena: 1 TiB, far above any machine pprt runs on,
+ * far below what would overflow a size computation. */
+#define MAX_ARENA ((size_t)1 << 40)
+
+/* ---- the metadata's memory: one arena, freed at once ------------------------------------- */
+
+/* protobuf-c allocates every message, string and array of the metadata on
+ * its own (millions for a 1M-node plan, and as many frees); here they are
+ * cut from large blocks instead, and the node attributes too. */
+typedef struct arena_block {
+    struct arena_block *next;
+    size_t used, cap;
+    max_align_t data[];
+} arena_block;
+
+typedef struct {
+    arena_block *head;
+} meta_arena;
+
+static void *arena_alloc(void *ctx, size_t n) {
+    meta_arena *a = ctx;
+    n = (n + 15) & ~(size_t)15;
+    arena_block *b = a->head;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = b ? 2 * b->cap : (size_t)1 << 20;
+        if (cap > ((size_t)64 << 20)) cap = (size_t)64 << 20;
+        if (cap < n) cap = n;
+        b = malloc(sizeof *b + cap);
+        if (!b) return NULL;
+        b->next = a->head, b->used = 0, b->cap = cap;
+        a->head = b;
+    }
+    void *p = (unsigned char *)b->data + b->used;
+    b->used += n;
+    return p;
+}
+
+static void arena_keep(void *ctx, void *p) {
+    (void)ctx, (void)p; /* freed with the arena */
+}
+
+static void arena_free_all(meta_arena *a) {
+    if (!a) return;
+    for (arena_block *b = a->head, *next; b; b = next) next = b->next, free(b);
+    free(a);
+}
 
 static pp_status check_header(const unsigned char *b, size_t len, pp_plan_section sec[2],
                               uint32_t *flags, uint32_t *version, pp_err *err) {
@@ -119,6 +166,7 @@ static pp_status read_io(const Ppplan__IO *m, int64_t batch, pprt_io *io, const 
                          pp_err *err) {
     io->name = m->name;
     io->dtype = (pp_dtype)m->dtype;
+    PP_TRY(pp_data_name_check(m->name, what, err));
     if (pp_dtype_bits(io->dtype) == 0)
         return PP_FAIL(err, PP_EINVAL, "%s '%s': unknown element type %d", what, m->name, m->dtype);
     PP_TRY(read_shape(m->shape, m->n_shape, &io->shape, what, err));
@@ -176,6 +224,149 @@ static const void *check_data(const pprt_plan *p, const pprt_tdesc *t) {
     return (uintptr_t)d % 8 ? NULL : d;
 }
 
+/* ---- no two live activations share arena bytes, in O(n log n) ---------------------- */
+
+typedef struct {
+    int t;            /* tensor id */
+    int start, end;   /* node indices, inclusive */
+    size_t off, size; /* arena bytes [off, off + size) */
+    int pos;          /* rank of off among the distinct offsets */
+} live_slot;
+
+static int by_start(const void *a, const void *b) {
+    const live_slot *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+static int by_off_then_id(const void *a, const void *b) {
+    const live_slot *x = *(live_slot *const *)a, *y = *(live_slot *const *)b;
+    return x->off < y->off ? -1 : x->off > y->off ? 1 : (x->t > y->t) - (x->t < y->t);
+}
+static int by_end(const void *a, const void *b) {
+    const live_slot *x = *(live_slot *const *)a, *y = *(live_slot *const *)b;
+    return (x->end > y->end) - (x->end < y->end);
+}
+
+/* Fenwick tree over offset ranks: how many live slots start at or below a rank. */
+static void fw_add(int *fw, int n, int i, int d) {
+    for (i++; i <= n; i += i & -i) fw[i] += d;
+}
+static int fw_prefix(const int *fw, int i) { /* ranks 0..i */
+    int s = 0;
+    for (i++; i > 0; i -= i & -i) s += fw[i];
+    return s;
+}
+static int fw_kth(const int *fw, int n, int k) { /* the rank holding the k-th (1-based) live slot */
+    int pos = 0, step = 1;
+    while (step * 2 <= n) step *= 2;
+    for (; step; step /= 2)
+        if (pos + step <= n && fw[pos + step] < k) pos += step, k -= fw[pos];
+    return pos; /* 0-based rank */
+}
+
+/* A sweep over node indices: slots enter in order of their writer and leave
+ * after their last reader; the live ones never overlap (or the plan is
+ * refused), so a new slot overlaps some live one exactly when it overlaps the
+ * live slot starting at or below its offset or the next one above: two
+ * queries on a Fenwick tree over the offsets. Equal to comparing every pair
+ * of activations (which took 27 s at 100k nodes). */
+int pprt_slots_overlap(int n, const int *start, const int *end, const size_t *off, const size_t *size, int *pa,
+                       int *pb) {
+    live_slot *sl = malloc(sizeof *sl * pp_count(n));
+    live_slot **by_o = malloc(sizeof *by_o * pp_count(n)), **by_e = malloc(sizeof *by_e * pp_count(n));
+    live_slot **at = malloc(sizeof *at * pp_count(n)); /* rank -> the live slot starting there */
+    int *fw = calloc((size_t)n + 1, sizeof *fw);
+    int found = -1;
+    if (!sl || !by_o || !by_e || !at || !fw) goto out;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (size[i] > 0) sl[k++] = (live_slot){i, start[i], end[i] > start[i] ? end[i] : start[i], off[i], size[i], 0};
+    n = k;
+    qsort(sl, (size_t)n, sizeof *sl, by_start);
+    for (int i = 0; i < n; i++) by_o[i] = by_e[i] = &sl[i];
+    qsort(by_o, (size_t)n, sizeof *by_o, by_off_then_id);
+    int ranks = 0;
+    for (int i = 0; i < n; i++) {
+        if (i && by_o[i]->off != by_o[i - 1]->off) ranks++;
+        by_o[i]->pos = ranks;
+    }
+    ranks++;
+    qsort(by_e, (size_t)n, sizeof *by_e, by_end);
+    int gone = 0, live = 0;
+    found = 0;
+    for (int i = 0; i < n; i++) {
+        live_slot *a = &sl[i];
+        while (gone < n && by_e[gone]->end < a->start) { /* ended before a starts: entered already */
+            fw_add(fw, ranks, by_e[gone]->pos, -1);
+            at[by_e[gone]->pos] = NULL;
+            gone++, live--;
+        }
+        int below = fw_prefix(fw, a->pos);
+        const live_slot *b = NULL;
+        if (below > 0) { /* the live slot starting at or below a's offset */
+            const live_slot *c = at[fw_kth(fw, ranks, below)];
+            if (c->off + c->size > a->off) b = c;
+        }
+        if (!b && below < live) { /* the next one above */
+            const live_slot *c = at[fw_kth(fw, ranks, below + 1)];
+            if (c->off < a->off + a->size) b = c;
+        }
+        if (b) {
+            *pa = b->t < a->t ? b->t : a->t;
+            *pb = b->t < a->t ? a->t : b->t;
+            found = 1;
+            break;
+        }
+        fw_add(fw, ranks, a->pos, 1);
+        at[a->pos] = a;
+        live++;
+    }
+out:
+    free(sl), free(by_o), free(by_e), free(at), free(fw);
+    return found;
+}
+
+static pp_status check_overlaps(const pprt_stage *st, int si, const int *writer, const int *last, pp_err *err) {
+    int n = 0;
+    for (int i = 0; i < st->n_tensors; i++) n += st->t[i].kind == PPRT_ACTIVATION && writer[i] >= 0;
+    int *id = malloc(sizeof *id * pp_count(n)), *b = malloc(sizeof *b * pp_count(n)),
+        *e = malloc(sizeof *e * pp_count(n));
+    size_t *off = malloc(sizeof *off * pp_count(n)), *size = malloc(sizeof *size * pp_count(n));
+    int found = -1, x = 0, y = 0;
+    if (id && b && e && off && size) {
+        int k = 0;
+        for (int i = 0; i < st->n_tensors; i++)
+            if (st->t[i].kind == PPRT_ACTIVATION && writer[i] >= 0)
+                id[k] = i, b[k] = writer[i], e[k] = last[i], off[k] = st->t[i].offset, size[k++] = st->t[i].nbytes;
+        found = pprt_slots_overlap(n, b, e, off, size, &x, &y);
+    }
+    pp_status s = found < 0   ? PP_FAIL(err, PP_ENOMEM, "out of memory")
+                  : found > 0 ? PP_FAIL(err, PP_EINVAL, "stage %d: arena slots of '%s' and '%s' overlap while both "
+                                        "are live", si, st->t[id[x]].name, st->t[id[y]].name)
+                              : PP_OK;
+    free(id), free(b), free(e), free(off), free(size);
+    return s;
+}
+
+/* "stage SI KIND I" into w (96 bytes), for messages: made for every tensor
+ * and node, so without printf (which cost a tenth of loading a 1M-node plan). */
+static void label(char *w, const char *kind, int si, int i) {
+    char *o = w;
+    const char *parts[3] = {"stage ", kind, NULL};
+    int nums[2] = {si, i};
+    for (int k = 0; k < 2; k++) {
+        for (const char *c = parts[k]; *c; c++) *o++ = *c;
+        if (k) *o++ = ' ';
+        char d[12];
+        int n = 0;
+        unsigned v = (unsigned)nums[k];
+        do d[n++] = (char)('0' + v % 10), v /= 10;
+        while (v);
+        while (n) *o++ = d[--n];
+        if (!k) *o++ = ' ';
+    }
+    *o = 0;
+}
+
 /* Verify one stage and fill st. */
 static pp_status read_stage(const Ppplan__Stage *m, int si, const pprt_plan *p, pprt_stage *st,
                             pp_err *err) {
@@ -219,7 +410,7 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, const pprt_plan *p, 
     for (int i = 0; i < st->n_tensors && s == PP_OK; i++) {
         const Ppplan__Tensor *mt = m->tensors[i];
         pprt_tdesc *t = &st->t[i];
-        snprintf(w, sizeof w, "stage %d tensor %d", si, i);
+        label(w, "tensor", si, i);
         t->name = mt->name;
         t->dtype = (pp_dtype)mt->dtype;
         t->kind = (int)mt->kind;
@@ -300,6 +491,22 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, const pprt_plan *p, 
                         t->name, mt->source);
     }
     if (s != PP_OK) goto out;
+    /* the arena is what its slots need (ppcc's memory plan: the end of the
+     * highest slot, sizes rounded up to 64), and no more than MAX_ARENA */
+    size_t need = 0;
+    for (int i = 0; i < st->n_tensors; i++)
+        if (st->t[i].kind == PPRT_ACTIVATION) {
+            size_t end = st->t[i].offset + pp_align_up(st->t[i].nbytes, PP_PLAN_ALIGN);
+            if (end > need) need = end;
+        }
+    if (st->arena_bytes != need || need > MAX_ARENA) {
+        s = st->arena_bytes != need
+                ? PP_FAIL(err, PP_EINVAL, "stage %d: arena of %zu bytes, expected %zu (the end of its highest "
+                          "activation slot)", si, st->arena_bytes, need)
+                : PP_FAIL(err, PP_EINVAL, "stage %d: arena of %zu bytes, more than the %llu a stage may have",
+                          si, st->arena_bytes, (unsigned long long)MAX_ARENA);
+        goto out;
+    }
     for (int i = 0; i < st->n_recv && s == PP_OK; i++)
         if (st->recv[i] < 0 || st->recv[i] >= st->n_tensors || st->t[st->recv[i]].kind != PPRT_RECV ||
             st->t[st->recv[i]].offset != (size_t)i)
@@ -327,7 +534,7 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, const pprt_plan *p, 
                         "the stage's first", si, mn->name);
             break;
         }
-        snprintf(w, sizeof w, "stage %d node %d", si, ni);
+        label(w, "node", si, ni);
         if (!pp_op_lookup(mn->op, &n->op)) {
             s = PP_FAIL(err, PP_EINVAL, "%s '%s': unknown op '%s'", w, mn->name, mn->op);
             break;
@@ -349,7 +556,8 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, const pprt_plan *p, 
             break;
         }
         n->n_attrs = (int)mn->n_attrs;
-        n->attrs = calloc(mn->n_attrs ? mn->n_attrs : 1, sizeof *n->attrs);
+        n->attrs = arena_alloc(p->meta_arena, sizeof *n->attrs * (mn->n_attrs ? mn->n_attrs : 1));
+        if (n->attrs) memset(n->attrs, 0, sizeof *n->attrs * (mn->n_attrs ? mn->n_attrs : 1));
         if (!n->attrs) {
             s = PP_FAIL(err, PP_ENOMEM, "out of memory");
             break;
@@ -453,25 +661,7 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, const pprt_plan *p, 
             s = PP_FAIL(err, PP_EINVAL, "stage %d: sent tensor '%s' is written by no node", si, st->t[i].name);
             goto out;
         }
-    /* no two live activations share bytes */
-    for (int i = 0; i < st->n_tensors; i++) {
-        const pprt_tdesc *a = &st->t[i];
-        if (a->kind != PPRT_ACTIVATION || writer[i] < 0) continue;
-        int ea = last[i] > writer[i] ? last[i] : writer[i];
-        for (int j = i + 1; j < st->n_tensors; j++) {
-            const pprt_tdesc *b = &st->t[j];
-            if (b->kind != PPRT_ACTIVATION || writer[j] < 0) continue;
-            int eb = last[j] > writer[j] ? last[j] : writer[j];
-            bool live = writer[i] <= eb && writer[j] <= ea;
-            bool mem = a->offset < b->offset + b->nbytes && b->offset < a->offset + a->nbytes;
-            if (live && mem && a->nbytes && b->nbytes) {
-                s = PP_FAIL(err, PP_EINVAL,
-                            "stage %d: arena slots of '%s' and '%s' overlap while both are live",
-                            si, a->name, b->name);
-                goto out;
-            }
-        }
-    }
+    if ((s = check_overlaps(st, si, writer, last, err)) != PP_OK) goto out;
     if ((s = make_layout(st, st->recv, st->n_recv, &st->in, err)) != PP_OK) goto out;
     s = make_layout(st, st->send, st->n_send, &st->out, err);
 out:
@@ -491,8 +681,10 @@ static pp_status check_link(const pprt_msg_layout *a, const pprt_msg_layout *b, 
     return PP_OK;
 }
 
-/* Map source i of a --ref-weights plan and check it is the file the plan was
- * compiled from: a regular file of the recorded size and XXH3. */
+/* Map source i of a --ref-weights plan: a regular file of the recorded size.
+ * Its hashes are checked by verify_sources, once the whole plan has been
+ * verified (every EXTERNAL tensor inside the recorded size): a plan that
+ * claims a huge file is refused by what is cheap before anything is read. */
 static pp_status open_source(const Ppplan__Source *ms, int i, const char *model, struct pprt_source *src,
                              pp_err *err) {
     char path[4096];
@@ -512,18 +704,12 @@ static pp_status open_source(const Ppplan__Source *ms, int i, const char *model,
     src->path = strdup(path);
     if (!src->path) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     const char *what = *loc ? "external data file" : "model file";
-    /* O_NONBLOCK: a FIFO named here must not hang the open */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return PP_FAIL(err, PP_EIO,
-                       "cannot open the %s '%s' that this --ref-weights plan reads its weights "
-                       "from: %s (pprt --model FILE names where the model is now)",
-                       what, path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return PP_FAIL(err, PP_EIO, "the %s '%s' is not a regular file", what, path);
-    }
+    pp_err e = {0};
+    if (pp_open_read(path, *loc ? "the external data file" : "the model file", 0, &fd, &sb, &e) != PP_OK)
+        return PP_FAIL(err, e.code, "%s: this --ref-weights plan reads its weights from it (pprt --model FILE "
+                       "names where the model is now)", e.msg);
     if ((uint64_t)sb.st_size != ms->size || ms->size == 0) {
         close(fd);
         return PP_FAIL(err, PP_EINVAL,
@@ -536,13 +722,44 @@ static pp_status open_source(const Ppplan__Source *ms, int i, const char *model,
     if (map == MAP_FAILED) return PP_FAIL(err, PP_EIO, "cannot map the %s '%s': %s", what, path, strerror(errno));
     src->map = map;
     src->len = (size_t)ms->size;
-    uint64_t h = XXH3_64bits(map, src->len);
-    if (h != ms->xxh3)
-        return PP_FAIL(err, PP_EINVAL,
-                       "the %s '%s' has XXH3 %016llx, the plan was compiled from one with %016llx: "
-                       "the file changed (recompile the plan, or pass pprt --model the original)",
-                       what, path, (unsigned long long)h, (unsigned long long)ms->xxh3);
     return PP_OK;
+}
+
+/* Each source is the file the plan was compiled from: first the bytes the
+ * plan reads there (used_xxh3: their cost is that of the weights, which are
+ * read anyway), so that another file of the same size is refused without
+ * reading the rest of it; then the whole file (xxh3), so a model changed
+ * elsewhere (a small weight the plan copied, the graph) is refused too. */
+static pp_status verify_sources(const pprt_plan *p, const Ppplan__Plan *m, pp_err *err) {
+    size_t cap = 0;
+    for (int s = 0; s < p->n_stages; s++) cap += (size_t)p->stages[s].n_tensors;
+    pp_range *rs = malloc(sizeof *rs * (cap ? cap : 1));
+    if (!rs) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pp_status st = PP_OK;
+    for (int i = 0; i < p->n_sources && st == PP_OK; i++) {
+        const struct pprt_source *src = &p->sources[i];
+        const char *what = m->sources[i]->location && *m->sources[i]->location ? "external data file" : "model file";
+        size_t n = 0;
+        for (int s = 0; s < p->n_stages; s++)
+            for (int k = 0; k < p->stages[s].n_tensors; k++) {
+                const pprt_tdesc *t = &p->stages[s].t[k];
+                if (t->source == i) rs[n++] = (pp_range){t->offset, t->nbytes};
+            }
+        uint64_t want = m->sources[i]->used_xxh3, h;
+        if (want && (h = pp_ranges_xxh3(src->map, rs, n)) != want)
+            st = PP_FAIL(err, PP_EINVAL,
+                         "the %s '%s': the bytes this plan reads there (%zu tensor%s) have XXH3 %016llx, the plan "
+                         "was compiled from ones with %016llx: the file changed, or is another one (recompile the "
+                         "plan, or pass pprt --model the original)",
+                         what, src->path, n, n == 1 ? "" : "s", (unsigned long long)h, (unsigned long long)want);
+        else if ((h = XXH3_64bits(src->map, src->len)) != m->sources[i]->xxh3)
+            st = PP_FAIL(err, PP_EINVAL,
+                         "the %s '%s' has XXH3 %016llx, the plan was compiled from one with %016llx: "
+                         "the file changed (recompile the plan, or pass pprt --model the original)",
+                         what, src->path, (unsigned long long)h, (unsigned long long)m->sources[i]->xxh3);
+    }
+    free(rs);
+    return st;
 }
 
 static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan *p, pp_err *err) {
@@ -550,7 +767,11 @@ static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan
     uint32_t flags = 0, version = 0;
     PP_TRY(check_header(b, len, sec, &flags, &version, err));
     p->version = version;
-    Ppplan__Plan *m = ppplan__plan__unpack(NULL, sec[0].size, b + sec[0].offset);
+    meta_arena *ma = calloc(1, sizeof *ma);
+    if (!ma) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    p->meta_arena = ma;
+    ProtobufCAllocator al = {.alloc = arena_alloc, .free = arena_keep, .allocator_data = ma};
+    Ppplan__Plan *m = ppplan__plan__unpack(&al, sec[0].size, b + sec[0].offset);
     if (!m) return PP_FAIL(err, PP_EINVAL, "metadata at offset %llu: not a valid plan message",
                            (unsigned long long)sec[0].offset);
     p->meta = m;
@@ -618,7 +839,7 @@ static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan
         snprintf(what, sizeof what, "boundary %d -> %d", i - 1, i);
         PP_TRY(check_link(&p->stages[i - 1].out, &p->stages[i].in, what, err));
     }
-    return PP_OK;
+    return verify_sources(p, m, err);
 }
 
 void pprt_plan_free(pprt_plan *p) {
@@ -626,9 +847,7 @@ void pprt_plan_free(pprt_plan *p) {
     if (p->stages)
         for (int i = 0; i < p->n_stages; i++) {
             pprt_stage *st = &p->stages[i];
-            if (st->nodes)
-                for (int k = 0; k < st->n_nodes; k++) free(st->nodes[k].attrs);
-            free(st->nodes);
+            free(st->nodes); /* their attributes live in the metadata's arena */
             for (int k = 0; st->t && k < st->n_tensors; k++)
                 pprt_stage_weight_release(p, i, k);
             free(st->t);
@@ -645,7 +864,7 @@ void pprt_plan_free(pprt_plan *p) {
     free(p->sources);
     free(p->inputs);
     free(p->outputs);
-    if (p->meta) ppplan__plan__free_unpacked(p->meta, NULL);
+    arena_free_all(p->meta_arena); /* the metadata, all of it */
     if (p->map) munmap(p->map, p->map_len);
     free(p->alloc);
     free(p);
@@ -673,13 +892,9 @@ pp_status pprt_plan_load_mem(const void *buf, size_t len, pprt_plan **out, pp_er
 
 pp_status pprt_plan_load(const char *path, const char *model, pprt_plan **out, pp_err *err) {
     *out = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return PP_FAIL(err, PP_EIO, "cannot open plan '%s': %s", path, strerror(errno));
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return PP_FAIL(err, PP_EIO, "plan '%s' is not a regular file", path);
-    }
+    PP_TRY(pp_open_read(path, "plan", 0, &fd, &sb, err));
     size_t len = (size_t)sb.st_size;
     if (len < PP_PLAN_HEADER_SIZE) {
         close(fd);

@@ -96,6 +96,7 @@ typedef struct pprt_plan {
     void *map;
     size_t map_len;
     void *meta;   /* unpacked plan.proto message */
+    void *meta_arena; /* the memory it (and the nodes' attributes) lives in */
     void *alloc;  /* one block holding the arrays above */
 } pprt_plan;
 
@@ -108,6 +109,12 @@ pp_status pprt_plan_load(const char *path, const char *model, pprt_plan **out, p
 /* Same over bytes in memory (copied); used by tests and the fuzz target. */
 pp_status pprt_plan_load_mem(const void *buf, size_t len, pprt_plan **out, pp_err *err);
 void pprt_plan_free(pprt_plan *p);
+/* The loader's arena check (exposed for tests): slot i is live over node
+ * indices [start[i], max(start[i], end[i])] and holds bytes [off[i], off[i] +
+ * size[i]); 1 when two slots overlap in both (*a < *b, the first found), 0
+ * when none do, -1 out of memory. Empty slots overlap nothing. O(n log n). */
+int pprt_slots_overlap(int n, const int *start, const int *end, const size_t *off, const size_t *size, int *a,
+                       int *b);
 /* Make every weight of stage `stage` addressable (tdesc.data set, 64-aligned):
  * EXTERNAL weights that lie misaligned in their file are copied once. Called
  * by the executors at create, on the stage's own thread; idempotent; calls for

@@ -57,6 +57,19 @@ static bool parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     return true;
 }
 
+/* Nodes whose constant inputs were not folded: the fold's work estimate was
+ * over the budget (passes/fold.c), so they run at run time. */
+static void note_unfolded(const pp_graph *g) {
+    int n = 0, first = -1;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].fold_skipped > 0 && n++ == 0) first = i;
+    if (n)
+        fprintf(stderr, "ppcc: note: %d node%s with only constant inputs left to run time, folding %s over the "
+                "compile-time budget: '%s' (%s), an estimated %.3g operations%s\n", n, n == 1 ? "" : "s",
+                n == 1 ? "it is" : "them is", g->nodes[first].name, pp_op_table[g->nodes[first].op].name,
+                g->nodes[first].fold_skipped, n > 1 ? ", and others (--dump-ir marks them 'unfolded')" : "");
+}
+
 int main(int argc, char **argv) {
     const char *model = NULL, *out = "plan.bin";
     /* static: the strdup'ed --dim/--const names stay reachable when a usage
@@ -137,8 +150,12 @@ int main(int argc, char **argv) {
         }
     }
     if (!model) return bad_usage("no model given%s", "");
+    pp_signals_install(); /* an interrupted ppcc leaves no temporary plan */
 
     pp_err err = {0};
+    /* what sits at an output path is refused before the compile, not after */
+    pp_status s = pp_outfile_check(out, false, &err);
+    if (s == PP_OK && report_json) s = pp_outfile_check(report_json, true, &err);
     pp_graph g;
     pp_lowered low = {0};
     char options[4096];
@@ -161,9 +178,10 @@ int main(int argc, char **argv) {
         size_t n = strlen(options);
         snprintf(options + n, sizeof options - n, " --ref-weights");
     }
-    pp_status s = pp_import_onnx(model, &io, &g, &err);
+    if (s == PP_OK) s = pp_import_onnx(model, &io, &g, &err);
     if (s == PP_OK) {
         s = pp_run_passes(&g, &co, &err);
+        if (s == PP_OK && !quiet) note_unfolded(&g);
         if (s == PP_OK) s = pp_lower(&g, options, "ppcc " PPRT_VERSION, ref_weights ? model : NULL, &low, &err);
         if (s == PP_OK) s = pp_plan_write(&low, out, &err);
         if (s == PP_OK && report) pp_report_print(stdout, &g, &co);

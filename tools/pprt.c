@@ -135,6 +135,16 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
     return pp_outfile_commit(&out, true, err);
 }
 
+/* What sits where the outputs will go is refused before the run, not after it. */
+static pp_status check_outputs(const pprt_plan *p, const char *out_dir, const char *stats_json,
+                               const char *profile, const char *trace, pp_err *err) {
+    PP_TRY(pprt_data_write_check(p, out_dir, err));
+    if (stats_json) PP_TRY(pp_outfile_check(stats_json, true, err));
+    if (profile) PP_TRY(pp_outfile_check(profile, true, err));
+    if (trace) PP_TRY(pp_outfile_check(trace, true, err));
+    return PP_OK;
+}
+
 /* Everything pprt's command line says. */
 typedef struct pprt_cli {
     const char *plan, *data, *out_dir, *labels, *stats_json, *profile, *trace, *model, *backend;
@@ -387,6 +397,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if ((rc = choose_backend(&c)) >= 0) return rc;
+    pp_signals_install(); /* an interrupted run leaves no temporary output */
     /* the driver: MPI ranks when a launcher started this process */
     const char *launcher = pprt_mpi_launcher_env();
     if (!launcher && c.mpi_opt) {
@@ -400,9 +411,12 @@ int main(int argc, char **argv) {
     }
     pp_err err = {0};
     pprt_driver *d = pprt_driver_threads();
-    if (launcher && !c.info && pprt_driver_mpi(&argc, &argv, &c.mpi, &d, &err) != PP_OK) {
-        fprintf(stderr, "pprt: error: %s\n", err.msg);
-        return pp_exit_code(err.code);
+    if (launcher && !c.info) {
+        if (pprt_driver_mpi(&argc, &argv, &c.mpi, &d, &err) != PP_OK) {
+            fprintf(stderr, "pprt: error: %s\n", err.msg);
+            return pp_exit_code(err.code);
+        }
+        pp_signals_install(); /* again: ours, whatever MPI_Init set */
     }
     pprt_plan *p = NULL;
     pp_status s = pprt_plan_load(c.plan, c.model, &p, &err);
@@ -424,6 +438,7 @@ int main(int argc, char **argv) {
         if (!npys || !ins || !outs) s = PP_FAIL(&err, PP_ENOMEM, "out of memory");
     }
     if (s == PP_OK) fit_threads(&c, d, p, launcher != NULL);
+    if (s == PP_OK && d->ops->writes_outputs(d)) s = check_outputs(p, c.out_dir, c.stats_json, c.profile, c.trace, &err);
     if (s == PP_OK && d->ops->reads_data(d)) s = pprt_data_load(p, c.data, npys, ins, &n, &err);
     if (s == PP_OK) {
         c.run.progress = !c.quiet && isatty(2) && !launcher;

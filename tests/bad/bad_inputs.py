@@ -22,14 +22,14 @@ failures = []
 count = 0
 
 
-def expect(name, argv, want, code=2):
+def expect(name, argv, want, code=2, timeout=60):
     """Run argv; it must exit with `code` and stderr must contain `want`."""
     global count
     count += 1
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        failures.append(f"{name}: hung (60 s)")
+        failures.append(f"{name}: hung ({timeout} s)")
         return
     err = r.stderr
     bad = [w for w in ("Sanitizer", "runtime error:", "Segmentation", "Aborted") if w in err]
@@ -64,6 +64,8 @@ expect("missing exec-seq", [PPCC, os.path.join(DIGITS, "model.onnx"), "--exec-se
 expect("unknown module", [PPCC, os.path.join(DIGITS, "model.onnx"), "--split-at", "stem.conv9", "-o", "x.plan"],
        "no module 'stem.conv9' in the model; closest:")
 expect("bad memory cap", [PPCC, os.path.join(DIGITS, "model.onnx"), "--max-memory", "lots"], "is not a size")
+expect("--max-memory for a stage the split lacks", [PPCC, os.path.join(DIGITS, "model.onnx"), "--max-memory", "5:1GiB", "-o", "x.plan"],
+       "--max-memory 5:...: there is no stage 5, the split has 1 stage (0..0)")
 expect("caps too small", [PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "2", "--max-memory", "1KB", "-o", "x.plan"],
        "no split into 2 stages fits the memory caps")
 expect("bad dump pass", [PPCC, os.path.join(DIGITS, "model.onnx"), "--dump-ir=nosuch", "-o", "x.plan"], "no such pass")
@@ -159,6 +161,65 @@ if onnx is not None:
            "inner dimensions differ")
     expect("fixed batch vs -b", [PPCC, save("fixedb", [helper.make_node("Relu", ["x"], ["y"], name="r")], [x], [y]), "-b", "4"],
            "fixed batch dimension 1")
+
+    # ---- refused when compiled, not on every run ------------------------------------
+    x15 = helper.make_tensor_value_info("x", F, [1, 5])
+    idx = numpy_helper.from_array(np.array([0, 7], np.int64), "idx")
+    expect("Gather: constant index out of range", [PPCC, save("gather_oob", [helper.make_node("Gather", ["x", "idx"], ["y"], name="/emb/Gather", axis=1)],
+                                                             [x15], [helper.make_tensor_value_info("y", F, [1, 2])], inits=[idx]), "-o", "x.plan"],
+           "node '/emb/Gather' (#0, Gather): constant input 'indices' holds 7 (element 1), out of range for axis 1 of size 5")
+    idx = numpy_helper.from_array(np.array([[0, -6]], np.int64), "idx")
+    expect("GatherElements: constant index out of range", [PPCC, save("gather_el_oob", [helper.make_node("GatherElements", ["x", "idx"], ["y"], name="ge", axis=1)],
+                                                                      [x15], [helper.make_tensor_value_info("y", F, [1, 2])], inits=[idx]), "-o", "x.plan"],
+           "holds -6 (element 1), out of range for axis 1 of size 5")
+    wt = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
+    expect("ConvTranspose: output_padding >= stride", [PPCC, save("convt_opad", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="/up/ConvTranspose",
+                                                                                                  strides=[2, 2], output_padding=[2, 1])],
+                                                                 [helper.make_tensor_value_info("x", F, [1, 1, 4, 4])], [y4], inits=[wt]), "-o", "x.plan"],
+           "node '/up/ConvTranspose' (#0, ConvTranspose): attribute 'output_padding'[0]=2, expected less than the stride 2")
+    long_out = "logits_" + "o" * 250
+    expect("an output name too long for a file", [PPCC, save("longout", [helper.make_node("Relu", ["x"], [long_out], name="r")], [x],
+                                                                 [helper.make_tensor_value_info(long_out, F, [1, 4])]), "-o", "x.plan"],
+           "graph output 'logits_ooo")
+    expect("an input name too long for a file", [PPCC, save("longin", [helper.make_node("Relu", [long_out], ["y"], name="r")],
+                                                                [helper.make_tensor_value_info(long_out, F, [1, 4])], [y]), "-o", "x.plan"],
+           "has a 257-byte name, too long for its data file")
+    ok_out = "o" * 240  # the longest name that fits: NAME.npy.tmp.XXXXXX in 255 bytes
+    subprocess.run([PPCC, save("okout", [helper.make_node("Relu", ["x"], [ok_out], name="r")], [x],
+                               [helper.make_tensor_value_info(ok_out, F, [1, 4])]), "-o", "okout.plan", "-q"], check=True)
+    os.makedirs("okout_data", exist_ok=True)
+    np.save("okout_data/x.npy", np.ones((3, 4), np.float32))
+    r = subprocess.run([PPRT, "okout.plan", "okout_data", "-o", "okout_o", "-q"], capture_output=True, text=True)
+    count += 1
+    if r.returncode != 0 or not os.path.exists(f"okout_o/{ok_out}.npy"):
+        failures.append(f"a 240-byte output name: exit {r.returncode}, {r.stderr.strip()[:300]!r}")
+
+    # ---- constant folding within a work budget ------------------------------------
+    import time
+    ones6 = np.ones((10,) * 6, np.float32)
+    big_einsum = save("einsum_fold", [helper.make_node("Einsum", ["a", "b"], ["s"], equation="abcdef,ghijkl->", name="/big/Einsum"),
+                                      helper.make_node("Add", ["x1", "s"], ["y1"], name="/add/Add")],
+                      [helper.make_tensor_value_info("x1", F, [1])], [helper.make_tensor_value_info("y1", F, [1])],
+                      inits=[numpy_helper.from_array(ones6, "a"), numpy_helper.from_array(ones6 + 1, "b")])
+    t0 = time.time()
+    r = subprocess.run([PPCC, big_einsum, "-b", "0", "-o", "einsum.plan", "--dump-ir=infer"], capture_output=True,
+                       text=True, timeout=60)
+    dt = time.time() - t0
+    count += 1
+    if r.returncode != 0 or dt > 2 or "unfolded=2e+12-ops-over-budget" not in r.stdout or \
+            "'/big/Einsum' (Einsum), an estimated 2e+12 operations" not in r.stderr:
+        failures.append(f"constant Einsum of 10^12 terms: exit {r.returncode} after {dt:.2f} s (want 0 in under 2 s, "
+                        f"left to run time and said so): {r.stderr.strip()[:300]!r}")
+    small = save("einsum_small", [helper.make_node("Einsum", ["a", "b"], ["s"], equation="ij,jk->ik", name="/small/Einsum"),
+                                  helper.make_node("Add", ["x2", "s"], ["y2"], name="/add/Add")],
+                  [helper.make_tensor_value_info("x2", F, [4, 4])], [helper.make_tensor_value_info("y2", F, [4, 4])],
+                  inits=[numpy_helper.from_array(np.eye(4, dtype=np.float32), "a"),
+                         numpy_helper.from_array(np.ones((4, 4), np.float32), "b")])
+    r = subprocess.run([PPCC, small, "-b", "0", "-q", "-o", "einsum_small.plan", "--dump-ir=infer"], capture_output=True,
+                       text=True, timeout=60)
+    count += 1
+    if r.returncode != 0 or "Einsum" in r.stdout or r.stderr:
+        failures.append(f"a small constant Einsum is still folded: exit {r.returncode}, {r.stdout[:300]!r} {r.stderr[:300]!r}")
 
     # ---- ppcc --const: graph inputs bound to TensorProto files ----------------------
     w_in = helper.make_tensor_value_info("w", F, [4])
@@ -289,6 +350,70 @@ if onnx is not None:
     p, n = ext_model("missing", "nothere.bin")
     expect("external: missing file", [PPCC, p, "-o", "x.plan"], "nothere.bin")
 
+# ---- ppcc: messages nested deeper than protobuf-c's recursion can take -------------------
+def varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append(v & 0x7f | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def field(num, payload):  # a length-delimited field
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+
+def nested(levels, inner, head, tail=lambda k: b""):
+    """Bytes of `levels` wrappers around `inner`: wrapper k is head(k) + field(...) + tail(k) as built by
+    head(k, child_len) giving (bytes before the child, bytes after it). Built outside-in in one pass (the
+    lengths first), so 100k levels cost linear time."""
+    sizes = [len(inner)]
+    for k in reversed(range(levels)):
+        pre, post = head(k, sizes[-1])
+        sizes.append(len(pre) + sizes[-1] + len(post))
+    sizes.reverse()
+    out = bytearray()
+    posts = []
+    for k in range(levels):
+        pre, post = head(k, sizes[k + 1])
+        out += pre
+        posts.append(post)
+    out += inner
+    for post in reversed(posts):
+        out += post
+    return bytes(out)
+
+
+def model_bytes(graph):
+    return varint(1 << 3) + varint(8) + field(7, graph) + field(8, varint(2 << 3) + varint(13))
+
+
+relu_node = field(1, field(1, b"x") + field(2, b"y") + field(4, b"Relu"))
+tensor_type = field(1, varint(1 << 3) + varint(1))  # TypeProto{tensor_type{elem_type: FLOAT}}
+# a graph input whose TypeProto is a Sequence of a Sequence of ... 5000 levels (10000 messages)
+deep_type = nested(5000, tensor_type, lambda k, n: (varint(4 << 3 | 2) + varint(n + len(varint(n)) + 1) +
+                                                    varint(1 << 3 | 2) + varint(n), b""))
+vi = field(11, field(1, b"x") + field(2, deep_type)) + field(12, field(1, b"y") + field(2, tensor_type))
+deep = write("deep_type.onnx", model_bytes(relu_node + vi))
+expect(f"type nested 5000 deep ({len(open(deep, 'rb').read()) // 1024} KB)", [PPCC, deep, "-o", "x.plan"],
+       "more than the 100 levels ppcc accepts")
+# 100k If nodes, each in the then_branch of the one before
+if_head = lambda k, n: (varint(1 << 3 | 2) + varint(len(IF_FIXED) + 1 + len(varint(ATTR_FIXED_LEN + 1 + len(varint(n)) + n)) + ATTR_FIXED_LEN + 1 + len(varint(n)) + n) +
+                        IF_FIXED + varint(5 << 3 | 2) + varint(ATTR_FIXED_LEN + 1 + len(varint(n)) + n) + ATTR_FIXED +
+                        varint(6 << 3 | 2) + varint(n), b"")
+IF_FIXED = field(1, b"c") + field(2, b"y") + field(4, b"If")
+ATTR_FIXED = field(1, b"then_branch") + varint(20 << 3) + varint(5)
+ATTR_FIXED_LEN = len(ATTR_FIXED)
+deep_if = write("deep_if.onnx", model_bytes(nested(100000, relu_node, if_head)))
+expect(f"100k nested If ({len(open(deep_if, 'rb').read()) >> 20} MB)", [PPCC, deep_if, "-o", "x.plan"],
+       "more than the 100 levels ppcc accepts")
+if onnx is not None:  # the hand-made bytes are what they claim: onnx parses a shallow one
+    m = onnx.load_from_string(model_bytes(nested(3, relu_node, if_head)))
+    assert m.graph.node[0].op_type == "If" and m.graph.node[0].attribute[0].g.node[0].op_type == "If"
+    t = onnx.load_from_string(model_bytes(relu_node + field(11, field(1, b"x") + field(2, nested(3, tensor_type, lambda k, n: (varint(4 << 3 | 2) + varint(n + len(varint(n)) + 1) + varint(1 << 3 | 2) + varint(n), b""))))))
+    assert t.graph.input[0].type.sequence_type.elem_type.sequence_type.elem_type.sequence_type.elem_type.tensor_type.elem_type == 1
+
 # ---- pprt: plans and data ---------------------------------------------------------------
 subprocess.run([PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "2", "-b", "8", "-o", "good.plan", "-q"], check=True)
 plan = open("good.plan", "rb").read()
@@ -375,6 +500,15 @@ def ref_weights_cases():
     os.mkfifo("ref/fifo.onnx")
     expect("ref-weights: --model is a FIFO", [PPRT, "ref.plan", "ref/data", "--model", "ref/fifo.onnx"], "is not a regular file")
     expect("ref-weights: --model needs a file", [PPRT, "ref.plan", "ref/data", "--model"], "--model needs")
+    with open("ref/huge.onnx", "wb") as f:  # 64 GiB, sparse: refused by its size, not after hashing it
+        f.truncate(64 << 30)
+    import time
+    t0 = time.time()
+    expect("ref-weights: --model is a 64 GiB sparse file", [PPRT, "ref.plan", "ref/data", "--model", "ref/huge.onnx"],
+           "has 68719476736 bytes, the plan was compiled from one of")
+    if time.time() - t0 > 5:
+        failures.append(f"ref-weights: the 64 GiB --model took {time.time() - t0:.1f} s to refuse")
+    os.remove("ref/huge.onnx")
     # the moved model, named: runs, and gives the same outputs
     r = subprocess.run([PPRT, "ref.plan", "ref/data", "-o", "ref_out2", "-q", "--model", "ref/moved.onnx"],
                        capture_output=True, text=True)
@@ -384,6 +518,139 @@ def ref_weights_cases():
 
 
 ref_weights_cases()
+
+
+# ---- FIFOs (and other special files) wherever a file is opened: refused at once, never a hang ----
+def fifo_cases():
+    import stat
+    import threading
+    d = os.path.join(work, "fifo")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+
+    def fifo(*parts):
+        path = os.path.join(d, *parts)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.mkfifo(path)
+        return path
+
+    def reader(path):
+        """Open the FIFO for reading (without waiting for a writer) and drain it in a thread, up to the
+        writer's close (a read before any writer came also gives b"": wait for data first)."""
+        import time
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        got = []
+        stop = threading.Event()
+
+        def drain():
+            buf, end = b"", time.time() + 20
+            while time.time() < end and not stop.is_set():
+                try:
+                    b = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    b = None
+                if b:
+                    buf += b
+                elif b == b"" and buf:
+                    break
+                else:
+                    time.sleep(0.01)
+            got.append(buf)
+        t = threading.Thread(target=drain)
+        t.daemon = True
+        t.start()
+
+        def close():  # the thread ends before the descriptor (whose number may be reused) is closed
+            stop.set()
+            t.join()
+            os.close(fd)
+        return close, t, got
+
+    def fifo_expect(name, argv, want, code=2):
+        expect("FIFO: " + name, argv, want, code=code, timeout=20)
+
+    M = os.path.join(DIGITS, "model.onnx")
+    isfifo = "is not a regular file (it is a FIFO)"
+    # ppcc's inputs
+    fifo_expect("model", [PPCC, fifo("model.onnx"), "-o", os.path.join(d, "x.plan")], isfifo)
+    fifo_expect("--profile", [PPCC, M, "--profile", fifo("prof.json"), "-o", os.path.join(d, "x.plan")], isfifo)
+    fifo_expect("--exec-seq", [PPCC, M, "--exec-seq", fifo("seq.txt"), "-o", os.path.join(d, "x.plan")], isfifo)
+    if onnx is not None:
+        fifo_expect("--const", [PPCC, addw, "-b", "0", "--const", "w=" + fifo("w.pb"), "-o", os.path.join(d, "x.plan")],
+                    isfifo)
+        p, n = ext_model("fifo", "w.bin")
+        wpath = os.path.join(work, "ext_fifo", "w.bin")
+        if os.path.lexists(wpath):
+            os.remove(wpath)
+        os.mkfifo(wpath)
+        fifo_expect("external data", [PPCC, p, "-o", os.path.join(d, "x.plan")], isfifo)
+    # ppcc's outputs: a plan is written with seeks, so a FIFO is refused even with a reader, before compiling
+    fifo_expect("ppcc -o, no reader", [PPCC, M, "-o", fifo("p.plan")], "it is a FIFO, and this file is written with seeks")
+    close, t, got = reader(fifo("p2.plan"))
+    fifo_expect("ppcc -o, a reader", [PPCC, M, "-o", os.path.join(d, "p2.plan")], "written with seeks")
+    close()
+    fifo_expect("--report-json, no reader", [PPCC, M, "-o", os.path.join(d, "x.plan"), "--report-json", fifo("r.json")],
+                "it is a FIFO that no process reads")
+    close, t, got = reader(fifo("r2.json"))
+    r = subprocess.run([PPCC, M, "-o", os.path.join(d, "x.plan"), "-q", "--report-json", os.path.join(d, "r2.json")],
+                       capture_output=True, text=True, timeout=20)
+    t.join(10)
+    close()
+    if r.returncode != 0 or not got or b'"stages"' not in got[0]:
+        failures.append(f"FIFO: --report-json to a FIFO with a reader: exit {r.returncode}, {r.stderr.strip()[:300]!r}")
+    r = subprocess.run([PPCC, M, "-o", "/dev/null", "-q"], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        failures.append(f"ppcc -o /dev/null: exit {r.returncode}, {r.stderr.strip()[:300]!r}")
+    # pprt's inputs
+    fifo_expect("plan", [PPRT, fifo("f.plan"), data, "-o", os.path.join(d, "o")], "plan '" + os.path.join(d, "f.plan"))
+    fifo_expect("input.npy", [PPRT, "good.plan", os.path.dirname(fifo("whole", "input.npy")), "-o", os.path.join(d, "o")],
+                isfifo)
+    ps = os.path.join(d, "persample")
+    os.makedirs(ps)
+    np.save(os.path.join(ps, "a.npy"), np.zeros((1, 8, 8), np.float32))
+    fifo("persample", "b.npy")
+    fifo_expect("per-sample .npy", [PPRT, "good.plan", ps, "-o", os.path.join(d, "o")], isfifo)
+    fifo_expect("--labels", [PPRT, "good.plan", data, "-o", os.path.join(d, "o"), "--labels", fifo("labels.npy")], isfifo)
+    if onnx is not None:
+        fifo_expect("input_0.pb", [PPRT, "relu.plan", os.path.dirname(fifo("pb", "input_0.pb")), "-o", os.path.join(d, "o")],
+                    isfifo)
+        ex = os.path.join(d, "pbex")
+        os.makedirs(ex)
+        write(os.path.join(ex, "input_0.pb"), open("pbdata/input_0.pb", "rb").read())
+        fifo("pbex", "output_0.pb")
+        fifo_expect("output_0.pb (--check)", [PPRT, "relu.plan", ex, "--check", "-o", os.path.join(d, "o")], isfifo)
+        fifo("expdir", "y.npy")
+        fifo_expect("--expected", [PPRT, "relu.plan", "pbdata", "--expected", os.path.join(d, "expdir"), "-o",
+                                   os.path.join(d, "o")], isfifo)
+    if os.path.exists("ref.plan"):
+        fifo_expect("--model", [PPRT, "ref.plan", "ref/data", "--model", fifo("model2.onnx"), "-o", os.path.join(d, "o")],
+                    isfifo)
+    # pprt's outputs: a FIFO at an output's name is written in place when a process reads it, refused at once
+    # when none does; other special files are refused before the run
+    fifo_expect("output, no reader", [PPRT, "good.plan", data, "-o", os.path.dirname(fifo("out", "logits.npy"))],
+                "it is a FIFO that no process reads")
+    close, t, got = reader(os.path.join(d, "out", "logits.npy"))
+    r = subprocess.run([PPRT, "good.plan", data, "-q", "-o", os.path.join(d, "out")], capture_output=True, text=True,
+                       timeout=20)
+    t.join(10)
+    close()
+    subprocess.run([PPRT, "good.plan", data, "-q", "-o", os.path.join(d, "ref")], check=True, timeout=60)
+    if r.returncode != 0 or not got or got[0] != open(os.path.join(d, "ref", "logits.npy"), "rb").read():
+        failures.append(f"FIFO: an output FIFO with a reader: exit {r.returncode}, {r.stderr.strip()[:300]!r}")
+    os.makedirs(os.path.join(d, "outdir", "logits.npy"))
+    fifo_expect("output name is a directory", [PPRT, "good.plan", data, "-o", os.path.join(d, "outdir")],
+                "it is a directory")
+    fifo_expect("-o is a FIFO", [PPRT, "good.plan", data, "-o", fifo("odir")], "output directory")
+    fifo_expect("--stats-json, no reader", [PPRT, "good.plan", data, "-q", "-o", os.path.join(d, "o"), "--stats-json",
+                                            fifo("stats.json")], "it is a FIFO that no process reads")
+    fifo_expect("--profile, no reader", [PPRT, "good.plan", data, "-q", "-o", os.path.join(d, "o"), "--profile",
+                                         fifo("prof2.json")], "it is a FIFO that no process reads")
+    for f in os.listdir(d):
+        if ".tmp." in f:
+            failures.append(f"FIFO cases left a temporary file {f}")
+
+
+fifo_cases()
 
 print(f"bad_inputs: {count - len(failures)}/{count} cases rejected cleanly")
 for f in failures:

@@ -188,7 +188,18 @@ expect_rc 2 e_data.txt "${M[@]}" -np 2 "$PPRT" d2.plan "$out/no-such-dir" -o e_d
 expect_msg e_data.txt "^pprt: rank 0( \(stage 0\))?: error: cannot open data directory"
 expect_msg e_data.txt "^pprt: rank 1( \(stage 1\))?: stopped: rank 0( \(stage 0\))? failed: cannot open data directory"
 [ ! -e e_data ] && [ ! -e e_np ] || { echo "FAIL: a failed run wrote outputs"; exit 1; }
-echo "mpi: wrong -np and unreadable data exit 2 on every rank, with the reason"
+# a FIFO as rank 0's data and as the writer's output: refused at once (rank 0
+# used to block in open() while its heartbeats kept the job alive forever)
+mkdir -p fifo_data fifo_out && rm -f fifo_data/input.npy fifo_out/logits.npy
+mkfifo fifo_data/input.npy fifo_out/logits.npy
+expect_rc 2 e_fifo.txt "${M[@]}" -np 2 "$PPRT" d2.plan fifo_data -o e_fifo -q
+expect_msg e_fifo.txt "^pprt: rank 0( \(stage 0\))?: error: 'fifo_data/input.npy' is not a regular file \(it is a FIFO\)"
+expect_msg e_fifo.txt "^pprt: rank 1( \(stage 1\))?: stopped: rank 0( \(stage 0\))? failed"
+expect_rc 2 e_fifo2.txt "${M[@]}" -np 2 "$PPRT" d2.plan "$S/data" -o fifo_out -q
+expect_msg e_fifo2.txt "^pprt: rank 1( \(stage 1\))?: error: cannot write 'fifo_out/logits.npy': it is a FIFO that no process reads"
+echo "mpi: wrong -np, unreadable data and FIFOs exit 2 on every rank, with the reason"
+# ranks sent SIGTERM/SIGINT/SIGHUP mid-run (while writing, half the time) leave no temporary output
+"$PY" "$SRC/tests/bad/signals.py" "$out/signals" 8 --mpi "${M[@]}"
 
 # ---- a rank killed mid-run -------------------------------------------------------------
 mkdir -p big

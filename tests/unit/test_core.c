@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../backend/backend.h"
@@ -332,6 +333,124 @@ static const char *ref_load(const pp_lowered *low, const char *model, pprt_plan 
     return pprt_plan_load("t_ref.plan", model, out, &e) == PP_OK ? NULL : e.msg;
 }
 
+/* Output files: the temporary name is registered (for the signal handler)
+ * exactly while it exists, and a failed write leaves nothing. */
+static void test_outfile_registry(void) {
+    pp_outfile o;
+    pp_err e = {0};
+    remove("t_reg.out");
+    CHECK(pp_outfile_open(&o, "t_reg.out", &e) == PP_OK, "open: %s", e.msg);
+    CHECK(pp_tmp_files_armed() == 1 && access(o.tmp, F_OK) == 0, "an open output: %d registered", pp_tmp_files_armed());
+    fputs("x", o.f);
+    CHECK(pp_outfile_commit(&o, true, &e) == PP_OK && access("t_reg.out", F_OK) == 0, "commit: %s", e.msg);
+    CHECK(pp_tmp_files_armed() == 0, "after the rename: %d registered", pp_tmp_files_armed());
+    CHECK(pp_outfile_open(&o, "t_reg2.out", &e) == PP_OK, "open: %s", e.msg);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", o.tmp);
+    pp_outfile_commit(&o, false, NULL);
+    CHECK(pp_tmp_files_armed() == 0 && access(tmp, F_OK) != 0 && access("t_reg2.out", F_OK) != 0,
+          "a failed write left %s or a registration", tmp);
+    remove("t_reg.out");
+}
+
+/* A case of a plan that must be refused, and the words the refusal must hold. */
+typedef struct {
+    const char *what, *want;
+} refusal;
+
+/* The plan low, written and loaded (with --model `model`), must be refused
+ * with a message holding `want`; returns the seconds the load took. */
+static double expect_refused(const pp_lowered *low, const char *model, const char *what, const char *want) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pprt_plan *p;
+    const char *msg = ref_load(low, model, &p);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK(msg && strstr(msg, want), "%s: expected \"%s\", got %s", what, want, msg ? msg : "a loaded plan");
+    pprt_plan_free(p);
+    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+}
+
+/* Forged metadata that the checksums let through (the writer computes them):
+ * an arena other than what the slots need (2^63, one block too many), and a
+ * plan input or output whose name cannot be a data file's. */
+static void test_forged_plan(void) {
+    static const float bias[4] = {1, 2, 3, 4};
+    pp_graph g;
+    pp_lowered low;
+    if (!lower_chain(&g, 5, 2, bias, 1, PP_POLICY_UNIFORM, &low)) return;
+    Ppplan__Stage *st = low.plan->stages[0];
+    const uint64_t arena = st->arena_bytes;
+    static char long_name[300];
+    memset(long_name, 'y', sizeof long_name - 1);
+    char *out_name = low.plan->outputs[0]->name, *in_name = low.plan->inputs[0]->name;
+    static const refusal cases[] = {
+        {"arena 2^63", "arena of 9223372036854775808 bytes, expected"},
+        {"arena one block too large", "bytes, expected"},
+        {"arena 2^41, slots there too", "more than the 1099511627776 a stage may have"},
+        {"a 299-byte output name", "has a 299-byte name, too long for its data file"},
+        {"a 299-byte input name", "has a 299-byte name, too long for its data file"},
+    };
+    Ppplan__Tensor *act = NULL;
+    for (size_t k = 0; k < st->n_tensors; k++)
+        if (st->tensors[k]->kind == PPPLAN__TENSOR__KIND__ACTIVATION) act = st->tensors[k];
+    CHECK(act != NULL, "stage 0 has an activation");
+    uint64_t act_off = act ? act->offset : 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] && act; i++) {
+        if (i == 0) st->arena_bytes = (uint64_t)1 << 63;
+        if (i == 1) st->arena_bytes = arena + 64;
+        if (i == 2) act->offset = (uint64_t)1 << 41, st->arena_bytes = act->offset + ((act->nbytes + 63) & ~63ull);
+        if (i == 3) low.plan->outputs[0]->name = long_name;
+        if (i == 4) low.plan->inputs[0]->name = long_name;
+        expect_refused(&low, NULL, cases[i].what, cases[i].want);
+        st->arena_bytes = arena, act->offset = act_off;
+        low.plan->outputs[0]->name = out_name, low.plan->inputs[0]->name = in_name;
+    }
+    pprt_plan *p;
+    const char *msg = ref_load(&low, NULL, &p);
+    CHECK(!msg, "the plan, restored, is refused: %s", msg ? msg : "");
+    pprt_plan_free(p);
+    pp_lowered_free(&low);
+    pp_graph_free(&g);
+}
+
+/* A plan that claims a huge weights file (64 GiB, sparse: `truncate -s`) is
+ * refused at once, never after hashing 64 GiB (43 s): by the file's size when
+ * the plan records another, by a tensor outside the recorded size, and by the
+ * bytes the plan reads there (used_xxh3) when only those are read. */
+static void ref_plan_huge(pp_lowered *low, Ppplan__Source *so, Ppplan__Tensor *bt, char *small_path,
+                          const float *bias) {
+    const uint64_t huge = (uint64_t)64 << 30;
+    FILE *f = fopen("t_huge.bin", "wb");
+    bool sparse = f && ftruncate(fileno(f), (off_t)huge) == 0;
+    if (f) fclose(f);
+    if (!sparse) {
+        printf("test_core: no 64 GiB sparse file here (ftruncate failed): huge-source cases skipped\n");
+        remove("t_huge.bin");
+        return;
+    }
+    static char huge_path[4096];
+    CHECK(realpath("t_huge.bin", huge_path) != NULL, "realpath");
+    static const refusal cases[] = {
+        {"the plan records 64 GiB, the file is small", "has 19 bytes, the plan was compiled from one of 68719476736"},
+        {"the plan records the small size, the file is 64 GiB", "has 68719476736 bytes, the plan was compiled from one of 19"},
+        {"a tensor past the recorded 64 GiB", "lie outside"},
+        {"64 GiB recorded and there, other bytes where the plan reads", "the bytes this plan reads there"},
+    };
+    const uint64_t size0 = so->size;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        so->path = i == 0 ? small_path : huge_path;
+        so->size = i == 1 ? size0 : huge;
+        bt->offset = i == 2 ? huge - 8 : 3;
+        double s = expect_refused(low, NULL, cases[i].what, cases[i].want);
+        CHECK(s < 1.0, "%s: refused after %.2f s, expected at once", cases[i].what, s);
+        printf("test_core: huge source, %s: refused in %.1f ms\n", cases[i].what, 1e3 * s);
+    }
+    (void)bias;
+    so->path = small_path, so->size = size0, bt->offset = 3;
+    remove("t_huge.bin");
+}
+
 /* The chain's bias becomes an EXTERNAL tensor read from a file where it lies
  * at offset 3 (misaligned, so pprt copies it): the plan runs and gives the
  * chain's outputs; a wrong source, offset, size or hash, a missing file, and
@@ -353,6 +472,7 @@ static void test_ref_plan(void) {
     so.location = empty;
     so.size = sizeof src;
     so.xxh3 = XXH3_64bits(src, sizeof src);
+    so.used_xxh3 = XXH3_64bits(bias, sizeof bias); /* the union of the bias's ranges: [3, 19) */
     low.plan->sources = sl;
     low.plan->n_sources = 1;
     Ppplan__Tensor *bt = NULL, *other = NULL;
@@ -394,14 +514,13 @@ static void test_ref_plan(void) {
         }
         pprt_plan_free(p);
     }
-    static const struct {
-        const char *what, *want;
-    } bad[] = {
+    static const refusal bad[] = {
         {"source 1", "expected a source below 1"},
         {"offset 4", "lie outside"},
         {"hash", "the file changed"},
         {"size", "the plan was compiled from one of 20"},
         {"source on a non-external tensor", "on a tensor that is not EXTERNAL"},
+        {"used hash", "the bytes this plan reads there (1 tensor) have XXH3"},
         {"path", "cannot open the model file"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -410,12 +529,11 @@ static void test_ref_plan(void) {
         if (i == 2) so.xxh3 ^= 1;
         if (i == 3) so.size++;
         if (i == 4) other->source = 1;
-        if (i == 5) so.path = gone;
-        msg = ref_load(&low, NULL, &p);
-        CHECK(msg && strstr(msg, bad[i].want), "%s: expected \"%s\", got %s", bad[i].what, bad[i].want,
-              msg ? msg : "a loaded plan");
-        pprt_plan_free(p);
+        if (i == 5) so.used_xxh3 ^= 1;
+        if (i == 6) so.path = gone;
+        expect_refused(&low, NULL, bad[i].what, bad[i].want);
         bt->source = 0, bt->offset = 3, so.xxh3 = XXH3_64bits(src, sizeof src), so.size = sizeof src;
+        so.used_xxh3 = XXH3_64bits(bias, sizeof bias);
         other->source = 0;
         /* the missing path stays for the --model case below */
     }
@@ -423,10 +541,45 @@ static void test_ref_plan(void) {
     msg = ref_load(&low, "t_src.bin", &p);
     CHECK(!msg, "--model t_src.bin: %s", msg ? msg : "");
     pprt_plan_free(p);
+    ref_plan_huge(&low, &so, bt, abs, bias);
     low.plan->sources = NULL;
     low.plan->n_sources = 0;
     pp_lowered_free(&low);
     pp_graph_free(&g);
+}
+
+/* The loader's sweep over arena slots against every pair, on random slots
+ * (few offsets and sizes, so that overlaps, touching ends, equal offsets and
+ * empty slots all occur). */
+static uint32_t rnd(void);
+static void test_slots_vs_pairs(void) {
+    int found = 0;
+    for (int trial = 0; trial < 20000; trial++) {
+        enum { N = 24 };
+        int n = 1 + (int)(rnd() % N), st[N], en[N], a = -1, b = -1;
+        size_t off[N], sz[N];
+        for (int i = 0; i < n; i++) {
+            st[i] = (int)(rnd() % 20);
+            en[i] = st[i] + (int)(rnd() % 6) - 1; /* sometimes before start: means start */
+            off[i] = 64 * (rnd() % (trial % 2 ? 40u : 8u));
+            sz[i] = rnd() % 5 ? 64 * (1 + rnd() % 3) : 0;
+        }
+        bool want = false;
+        for (int i = 0; i < n && !want; i++)
+            for (int j = i + 1; j < n && !want; j++) {
+                int ei = en[i] > st[i] ? en[i] : st[i], ej = en[j] > st[j] ? en[j] : st[j];
+                want = sz[i] && sz[j] && st[i] <= ej && st[j] <= ei && off[i] < off[j] + sz[j] && off[j] < off[i] + sz[i];
+            }
+        int got = pprt_slots_overlap(n, st, en, off, sz, &a, &b);
+        CHECK(got == (int)want, "trial %d: the sweep says %d, the pairs %d", trial, got, (int)want);
+        if (got == 1) { /* the pair it names does overlap */
+            int ea = en[a] > st[a] ? en[a] : st[a], eb = en[b] > st[b] ? en[b] : st[b];
+            CHECK(a < b && sz[a] && sz[b] && st[a] <= eb && st[b] <= ea && off[a] < off[b] + sz[b] &&
+                  off[b] < off[a] + sz[a], "trial %d: named %d and %d, which do not overlap", trial, a, b);
+        }
+        found += got == 1;
+    }
+    CHECK(found > 1000 && found < 19000, "coverage: %d of 20000 random sets overlap", found);
 }
 
 /* ---- partitioning: exact min-max against brute force ------------------------------- */
@@ -451,6 +604,13 @@ static double toy_cost(void *ctx, int i, int j, int s) {
     double c = t->cut[j];
     for (int k = i; k <= j; k++) c += t->w[k];
     return c > t->cap[s] ? -1 : c;
+}
+
+/* prefix sums and a per-end transfer term, as the auto policy's cost */
+static double seq_cost(void *ctx, int i, int j, int s) {
+    (void)s;
+    double *const *q = ctx;
+    return (q[0][j + 1] - q[0][i]) + q[1][j] / 3.0;
 }
 
 /* all ways to place p-1 cuts among n-1 gaps */
@@ -496,10 +656,36 @@ static void test_minmax_vs_brute(void) {
             }
             CHECK(worst == got, "cuts give %g, dp says %g", worst, got);
         }
+        if (trial % 3) { /* no caps: the near-linear split gives the same value and cuts */
+            int mc[8];
+            double mono = pp_minmax_split_mono(t.n, p, toy_cost, &t, mc);
+            CHECK(mono == got, "n %d p %d: mono %g, dp %g", t.n, p, mono, got);
+            for (int k = 0; got >= 0 && k < p - 1; k++) CHECK(mc[k] == cuts[k], "n %d p %d: cut %d differs", t.n, p, k);
+        }
         infeasible += want < 0;
         checked++;
     }
     CHECK(checked == 3000 && infeasible > 0, "coverage: %d infeasible cases", infeasible);
+    /* longer sequences, many ties (weights 0..3, cut costs 0..2, in floating
+     * point), every stage count: the near-linear split against the DP */
+    enum { L = 300 };
+    static double w[L + 1], cut[L];
+    struct {
+        double *pre, *cut;
+    } seq = {w, cut};
+    for (int trial = 0; trial < 400; trial++) {
+        int n = 1 + (int)(rnd() % L), p = 1 + (int)(rnd() % 9);
+        if (p > n) p = n;
+        w[0] = 0;
+        for (int k = 0; k < n; k++) {
+            w[k + 1] = w[k] + (double)(rnd() % 4) * (trial % 2 ? 0.1 : 1.0);
+            cut[k] = (double)(rnd() % 3) * 0.7;
+        }
+        int c1[16], c2[16];
+        double a = pp_minmax_split(n, p, seq_cost, &seq, c1), b = pp_minmax_split_mono(n, p, seq_cost, &seq, c2);
+        CHECK(a == b, "n %d p %d: mono %g, dp %g", n, p, b, a);
+        for (int k = 0; k < p - 1; k++) CHECK(c1[k] == c2[k], "n %d p %d: cut %d is %d, the dp's %d", n, p, k, c2[k], c1[k]);
+    }
 }
 
 /* Random DAGs of Relu/Add over [B,4] with random fan-in: every policy at every
@@ -532,6 +718,61 @@ static void build_dag(pp_graph *g, int n, int64_t batch, uint32_t seed) {
     pp_graph_add_output(g, early, &e);
 }
 
+/* A random DAG (build_dag) and options splitting it into p stages under
+ * policy, simplify off (dead nodes kept: these tests are about the split). */
+static void dag_opts(pp_graph *g, int n, uint32_t seed, int p, pp_policy policy, pp_compile_opts *co) {
+    build_dag(g, n, 2, seed);
+    pp_compile_opts_init(co);
+    co->n_stages = p;
+    co->policy = policy;
+    co->n_disabled = 1;
+    co->disabled[0] = "simplify";
+}
+
+/* Under memory caps and with the memory policy, the O(p n log n) probes and
+ * the quadratic DP find the same bottleneck on random DAGs (and refuse the
+ * same caps). */
+static void test_capped_split(void) {
+    const pp_policy pols[] = {PP_POLICY_MEMORY, PP_POLICY_AUTO, PP_POLICY_UNIFORM, PP_POLICY_FLOPS};
+    int compared = 0, refused = 0;
+    for (uint32_t seed = 0; seed < 40; seed++)
+        for (int pi = 0; pi < 4; pi++) {
+            int n = 8 + (int)(seed * 13 % 50), p = 2 + (int)(seed % 3);
+            double got[2];
+            pp_status st[2];
+            size_t cap = 0;
+            for (int way = 0; way < 2; way++) {
+                pp_graph g;
+                pp_compile_opts co;
+                dag_opts(&g, n, seed, p, pols[pi], &co);
+                co.dp_max_units = way ? 0 : 1 << 30;
+                if (seed % 4 == 3) { /* per-stage caps on some stages */
+                    co.n_caps = 1;
+                    co.cap_stage[0] = 1;
+                    co.cap_bytes[0] = 300 + 400 * (seed % 7);
+                } else if (seed % 4) {
+                    co.cap_all = 300 + 400 * (seed % 5);
+                }
+                cap = co.cap_all;
+                pp_err e = {0};
+                st[way] = pp_run_passes(&g, &co, &e);
+                /* refused by the split's estimate, or after it by the real figures (of cuts
+                 * that may differ between equally good splits) */
+                CHECK(st[way] == PP_OK || (st[way] == PP_EINVAL && (strstr(e.msg, "no split into") ||
+                                                                     strstr(e.msg, "against its cap"))),
+                      "seed %u policy %s: %s", seed, pp_policy_name(pols[pi]), e.msg);
+                got[way] = g.split_cost; /* -1: no split fits */
+                pp_graph_free(&g);
+            }
+            (void)cap;
+            CHECK(got[0] == got[1], "seed %u policy %s p %d n %d: the DP gives %g (%d), the probes %g (%d)",
+                  seed, pp_policy_name(pols[pi]), p, n, got[0], (int)st[0], got[1], (int)st[1]);
+            compared += got[0] >= 0;
+            refused += got[0] < 0;
+        }
+    CHECK(compared > 40 && refused > 3, "coverage: %d splits compared, %d refused", compared, refused);
+}
+
 static void test_random_dags(void) {
     const pp_policy pols[] = {PP_POLICY_UNIFORM, PP_POLICY_FLOPS, PP_POLICY_MEMORY, PP_POLICY_AUTO};
     int runs = 0;
@@ -544,13 +785,8 @@ static void test_random_dags(void) {
         for (int pi = 0; pi < 4; pi++)
             for (int p = 1; p <= 4 && p <= n; p++) {
                 pp_graph g;
-                build_dag(&g, n, 2, seed);
                 pp_compile_opts co;
-                pp_compile_opts_init(&co);
-                co.n_stages = p;
-                co.policy = pols[pi];
-                co.n_disabled = 1; /* keep dead nodes: this test is about the split */
-                co.disabled[0] = "simplify";
+                dag_opts(&g, n, seed, p, pols[pi], &co);
                 pp_err e = {0};
                 pp_status s = pp_run_passes(&g, &co, &e);
                 CHECK(s == PP_OK, "seed %u policy %s p %d: %s", seed, pp_policy_name(pols[pi]), p, e.msg);
@@ -782,10 +1018,14 @@ int main(void) {
     test_chain_split(12, 2, 8, 3); /* fewer samples than one micro-batch */
     test_corrupt_plan();
     test_ref_plan();
+    test_forged_plan();
+    test_slots_vs_pairs();
+    test_outfile_registry();
     test_minmax_vs_brute();
     test_random_dags();
     test_fusion_chains();
     test_layout_and_compare();
+    test_capped_split();
     if (failures) {
         fprintf(stderr, "test_core: %d failure(s)\n", failures);
         return 1;

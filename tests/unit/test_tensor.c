@@ -84,6 +84,9 @@ static void free_outs(void) {
 
 /* Infer and run op; fills outs[0..n_out). Returns the first failing status
  * (shape function or kernel) and its message in *err. */
+/* false: the shape function sees no input's bytes (as for values computed at run time) */
+static bool shape_sees_data = true;
+
 static pp_status run(pp_op op, int opset, const pp_attr *at, int n_at, const tin *in, int n_in,
                      int n_out, pp_err *err) {
     free_outs();
@@ -91,7 +94,7 @@ static pp_status run(pp_op op, int opset, const pp_attr *at, int n_at, const tin
     pp_tinfo ti[8], to[MAX_OUT];
     pprt_tensor tk[8];
     for (int i = 0; i < n_in; i++) {
-        ti[i] = (pp_tinfo){in[i].t, in[i].s, in[i].data};
+        ti[i] = (pp_tinfo){in[i].t, in[i].s, shape_sees_data ? in[i].data : NULL};
         tk[i] = (pprt_tensor){in[i].t, in[i].s, (void *)in[i].data};
     }
     memset(err, 0, sizeof *err);
@@ -272,12 +275,22 @@ static void test_gather(void) {
             1, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(2, 0, 12, 10));
+    cur = "Gather: a constant index out of range fails shape inference";
+    s = run(PP_OP_GATHER, 13, &ax, 1, (tin[]){x, T_I64(SHAPE(1), 3)}, 2, 1, &e);
+    expect_fail(s, &e, PP_EINVAL, "constant input 'indices' holds 3 (element 0), out of range for axis 1 of size 3");
     cur = "Gather: an index out of range fails at run time";
+    shape_sees_data = false; /* indices computed at run time */
     s = run(PP_OP_GATHER, 13, &ax, 1, (tin[]){x, T_I64(SHAPE(1), 3)}, 2, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "index 3 (at 0) is out of range [-3, 3)");
+    shape_sees_data = true;
+    cur = "GatherElements: a constant index out of range fails shape inference";
+    s = run(PP_OP_GATHERELEMENTS, 13, NULL, 0, (tin[]){x, T_I64(SHAPE(1, 2), 0, -3)}, 2, 1, &e);
+    expect_fail(s, &e, PP_EINVAL, "constant input 'indices' holds -3 (element 1), out of range for axis 0 of size 2");
     cur = "GatherElements: an index out of range fails at run time";
+    shape_sees_data = false;
     s = run(PP_OP_GATHERELEMENTS, 13, NULL, 0, (tin[]){x, T_I64(SHAPE(1, 2), 0, -3)}, 2, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "index -3 (at 1) is out of range [-2, 2)");
+    shape_sees_data = true;
     cur = "GatherElements axis 0";
     s = run(PP_OP_GATHERELEMENTS, 13, NULL, 0, (tin[]){x, T_I64(SHAPE(2, 2), 1, 0, -1, 1)}, 2, 1,
             &e);
