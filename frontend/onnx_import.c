@@ -688,8 +688,13 @@ static pp_status import_node(pp_graph *g, const Onnx__NodeProto *np, int index, 
     }
     for (size_t k = 0; k < n_out; k++) {
         const char *out = np->output[k] ? np->output[k] : "";
-        if (!*out)
-            return PP_FAIL(err, PP_EUNSUP, "%s: output %zu is unnamed", desc, k);
+        char unnamed[512];
+        if (!*out) { /* an optional output left out before one that is asked for */
+            snprintf(unnamed, sizeof unnamed, "%s/unused_output_%zu", name, k);
+            for (int j = 1; pp_graph_find(g, unnamed) >= 0; j++)
+                snprintf(unnamed, sizeof unnamed, "%s/unused_output_%zu__%d", name, k, j);
+            out = unnamed;
+        }
         int v;
         pp_err e = {0};
         if (pp_graph_add_value(g, out, &v, &e) != PP_OK)
