@@ -195,8 +195,10 @@ static pp_status instantiate(pp_graph *g, int *self, const pp_subgraph *sg, int 
         if (++*added > PP_UNROLL_MAX_NODES)
             return fail_at(g, *self, err, PP_EUNSUP, "unrolling it would add more than 2^20 nodes");
         int in[PP_MAX_INPUTS];
+        if (sn->n_in > PP_MAX_INPUTS)
+            return fail_at(g, *self, err, PP_EUNSUP, "a subgraph node has more than 1024 inputs");
         const pp_node *owner = &g->nodes[*self];
-        for (int j = 0; j < sn->n_in && j < PP_MAX_INPUTS; j++) {
+        for (int j = 0; j < sn->n_in; j++) {
             const pp_subref r = sn->in[j];
             in[j] = r.kind == PP_SUB_LOCAL ? local[r.idx]
                     : r.kind == PP_SUB_CONST ? r.idx
