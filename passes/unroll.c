@@ -44,8 +44,8 @@ static pp_status fail_at(const pp_graph *g, int i, pp_err *err, pp_status code, 
 /* A new value named after `hint`, made unique. */
 static pp_status new_value(pp_graph *g, const char *hint, int *v, pp_err *err) {
     char name[512];
-    snprintf(name, sizeof name, "%s", hint);
-    for (int k = 1; pp_graph_find(g, name) >= 0; k++) snprintf(name, sizeof name, "%s__%d", hint, k);
+    snprintf(name, sizeof name, "%.480s", hint);
+    for (int k = 1; pp_graph_find(g, name) >= 0; k++) snprintf(name, sizeof name, "%.480s__%d", hint, k);
     return pp_graph_add_value(g, name, v, err);
 }
 
@@ -490,7 +490,7 @@ static pp_status split_to_sequence(pp_graph *g, int i, pp_err *err) {
 }
 
 static pp_status concat_from_sequence(pp_graph *g, int i, pp_err *err) {
-    const pp_value *s;
+    const pp_value *s = NULL;
     PP_TRY(get_seq(g, i, g->nodes[i].in[0], &s, err));
     int64_t axis, new_axis;
     PP_TRY(pp_attr_int(pp_node_attrs(g, &g->nodes[i]), "axis", 0, &axis, err));
@@ -522,8 +522,8 @@ static pp_status concat_from_sequence(pp_graph *g, int i, pp_err *err) {
 
 pp_status pp_unroll_node(pp_graph *g, int i, size_t *added, pp_err *err) {
     pp_node *n = &g->nodes[i];
-    const pp_value *s;
-    int64_t pos;
+    const pp_value *s = NULL;
+    int64_t pos = 0;
     switch (n->op) {
     case PP_OP_LOOP: return unroll_loop(g, i, added, err);
     case PP_OP_IF: return unroll_if(g, i, added, err);
