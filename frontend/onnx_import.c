@@ -856,7 +856,10 @@ static pp_status import_subgraph(pp_graph *g, const Onnx__GraphProto *gp, const 
         pp_subnode *sn = &sg->nodes[sg->n_nodes];
         size_t n_out;
         name_list inner = {0};
-        s = node_head(g, np, nd, &sn->op, &n_out, &sn->attrs, &inner, err);
+        if ((s = node_head(g, np, nd, &sn->op, &n_out, &sn->attrs, &inner, err)) != PP_OK) {
+            free(inner.v);
+            break;
+        }
         sn->n_attrs = (int)np->n_attribute;
         sn->name = pp_arena_strdup(&g->arena, name);
         sn->n_in = (int)np->n_input + inner.n;
