@@ -185,9 +185,19 @@ static const pp_subgraph *graph_attr(const pp_graph *g, const pp_node *n, const 
     return a && a->type == PP_ATTR_GRAPH ? a->graph : NULL;
 }
 
+/* The tag of an instantiation of node n's subgraph: `what` ("iter3",
+ * "then"), after the tags n's own name carries when n itself came from a
+ * subgraph ("Loop_1@iter7" gives "iter7/iter3"), so that the names made in
+ * nested instantiations never repeat. */
+static void make_tag(const pp_node *n, const char *what, char *tag, size_t len) {
+    const char *at = strchr(n->name, '@');
+    if (at) snprintf(tag, len, "%.200s/%s", at + 1, what);
+    else snprintf(tag, len, "%s", what);
+}
+
 /* Instantiate sg before the node at *self: local[0..sg->n_in) are bound by
  * the caller (the rest must be -1); outs[0..sg->n_out) receive the values of
- * its outputs. `tag` ("iter3", "then") is appended to the names. */
+ * its outputs. `tag` (make_tag) is appended to the names. */
 static pp_status instantiate(pp_graph *g, int *self, const pp_subgraph *sg, int *local,
                              const char *tag, int *outs, size_t *added, pp_err *err) {
     int at = *self;
@@ -213,7 +223,7 @@ static pp_status instantiate(pp_graph *g, int *self, const pp_subgraph *sg, int 
                                sg->local_names[r.idx]);
             }
         }
-        snprintf(name, sizeof name, "%s@%s", sn->name, tag);
+        snprintf(name, sizeof name, "%.200s@%s", sn->name, tag);
         int ni;
         PP_TRY(insert(g, &at, self, sn->op, name, sn->n_in, sn->n_out, &ni, err));
         pp_node *n = &g->nodes[ni];
@@ -221,7 +231,7 @@ static pp_status instantiate(pp_graph *g, int *self, const pp_subgraph *sg, int 
         n->attrs = sn->attrs, n->n_attrs = sn->n_attrs;
         for (int j = 0; j < sn->n_out; j++) {
             int v;
-            snprintf(name, sizeof name, "%s@%s", sg->local_names[sn->out[j]], tag);
+            snprintf(name, sizeof name, "%.200s@%s", sg->local_names[sn->out[j]], tag);
             PP_TRY(new_value(g, name, &v, err));
             g->nodes[ni].out[j] = v;
             local[sn->out[j]] = v;
@@ -258,7 +268,9 @@ static pp_status unroll_if(pp_graph *g, int i, size_t *added, pp_err *err) {
     if (s == PP_OK) {
         memset(local, 0xff, pp_count(sg->n_locals) * sizeof *local);
         int self = i;
-        s = instantiate(g, &self, sg, local, c ? "then" : "else", outs, added, err);
+        char tag[256];
+        make_tag(&g->nodes[i], c ? "then" : "else", tag, sizeof tag);
+        s = instantiate(g, &self, sg, local, tag, outs, added, err);
         int at = self;
         for (int k = 0; k < sg->n_out && s == PP_OK; k++)
             s = bind_output(g, &at, &self, g->nodes[self].out[k], outs[k], err);
@@ -311,9 +323,10 @@ static pp_status unroll_loop(pp_graph *g, int i, size_t *added, pp_err *err) {
         int *local = malloc(pp_count(sg->n_locals) * sizeof *local);
         int *outs = malloc(pp_count(sg->n_out) * sizeof *outs);
         pp_status s = local && outs ? PP_OK : PP_FAIL(err, PP_ENOMEM, "out of memory");
-        char tag[32], hint[512];
-        snprintf(tag, sizeof tag, "iter%lld", (long long)st->iter);
-        snprintf(hint, sizeof hint, "%s/%s", n->name, tag);
+        char tag[256], hint[512], what[32];
+        snprintf(what, sizeof what, "iter%lld", (long long)st->iter);
+        make_tag(n, what, tag, sizeof tag);
+        snprintf(hint, sizeof hint, "%.200s/%s", n->name, what);
         int64_t it = st->iter;
         const uint8_t yes = 1;
         const pp_shape scalar = {0, {0}};
