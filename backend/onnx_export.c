@@ -205,6 +205,8 @@ static Onnx__AttributeProto *attr_of(ex *x, const pp_attr *a) {
         p->t = tensor_inline(x, "", a->t_dtype, &a->t_shape, a->t_data, a->t_nbytes);
         if (!p->t) return NULL;
         break;
+    case PP_ATTR_GRAPH: /* a Loop or If body: none is left once the infer pass unrolled them */
+        return NULL;
     }
     return p;
 }

@@ -670,9 +670,11 @@ static pp_status import_attr(pp_graph *g, const Onnx__AttributeProto *ap, pp_att
     }
 }
 
-/* Constant node: its value attribute becomes a constant value. */
+/* Constant node: its value attribute becomes a constant value, named by its
+ * output, or (`sub`: inside a subgraph, whose names may repeat a scope's)
+ * named after it but made unique. *v: its index. */
 static pp_status import_constant(pp_graph *g, const Onnx__NodeProto *np, const char *desc,
-                                 pp_err *err) {
+                                 bool sub, int *v, pp_err *err) {
     if (np->n_output != 1 || !np->output[0] || !*np->output[0])
         return PP_FAIL(err, PP_EINVAL, "%s: a Constant must have exactly one output", desc);
     if (np->n_attribute != 1)
@@ -680,34 +682,286 @@ static pp_status import_constant(pp_graph *g, const Onnx__NodeProto *np, const c
     const Onnx__AttributeProto *ap = np->attribute[0];
     const char *an = ap->name ? ap->name : "";
     const char *out = np->output[0];
-    int v;
-    if (!strcmp(an, "value") && ap->t)
-        return import_tensor(g, ap->t, out, "Constant", &v, err);
-    /* scalar and list forms */
+    if (!strcmp(an, "value") && ap->t && !sub) return import_tensor(g, ap->t, out, "Constant", v, err);
     pp_dtype dt;
-    size_t count;
+    pp_shape sh;
     const void *src;
+    size_t nb;
     float fscalar;
     int64_t iscalar;
-    bool scalar = false;
-    if (!strcmp(an, "value_float")) dt = PP_F32, count = 1, fscalar = ap->f, src = &fscalar, scalar = true;
-    else if (!strcmp(an, "value_int")) dt = PP_I64, count = 1, iscalar = ap->i, src = &iscalar, scalar = true;
-    else if (!strcmp(an, "value_floats")) dt = PP_F32, count = ap->n_floats, src = ap->floats;
-    else if (!strcmp(an, "value_ints")) dt = PP_I64, count = ap->n_ints, src = ap->ints;
-    else
-        return PP_FAIL(err, PP_EUNSUP, "%s: Constant attribute '%s' is not supported", desc, an);
-    size_t nb = count * pp_dtype_size(dt);
+    if (!strcmp(an, "value") && ap->t) {
+        PP_TRY(pp_onnx_decode_tensor(g, ap->t, out, "Constant", &dt, &sh, &src, &nb, err));
+    } else { /* scalar and list forms */
+        size_t count;
+        bool scalar = false;
+        if (!strcmp(an, "value_float")) dt = PP_F32, count = 1, fscalar = ap->f, src = &fscalar, scalar = true;
+        else if (!strcmp(an, "value_int")) dt = PP_I64, count = 1, iscalar = ap->i, src = &iscalar, scalar = true;
+        else if (!strcmp(an, "value_floats")) dt = PP_F32, count = ap->n_floats, src = ap->floats;
+        else if (!strcmp(an, "value_ints")) dt = PP_I64, count = ap->n_ints, src = ap->ints;
+        else
+            return PP_FAIL(err, PP_EUNSUP, "%s: Constant attribute '%s' is not supported", desc, an);
+        nb = count * pp_dtype_size(dt);
+        sh = scalar ? (pp_shape){0, {0}} : (pp_shape){1, {(int64_t)count}};
+    }
+    if (sub) return pp_graph_add_const(g, out, dt, &sh, src, v, err);
     void *buf = pp_arena_alloc(&g->arena, nb);
     if (!buf) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     if (nb) memcpy(buf, src, nb);
-    PP_TRY(pp_graph_add_value(g, out, &v, err));
-    pp_value *val = &g->values[v];
+    PP_TRY(pp_graph_add_value(g, out, v, err));
+    pp_value *val = &g->values[*v];
     val->dtype = dt;
-    val->shape = scalar ? (pp_shape){0, {0}} : (pp_shape){1, {(int64_t)count}};
+    val->shape = sh;
     val->is_const = true;
     val->data = buf;
     val->nbytes = nb;
     return PP_OK;
+}
+
+/* ---- subgraphs ------------------------------------------------------------------------ *
+ * The body of a Loop and the branches of an If are read into pp_subgraph
+ * templates (ir.h) that the infer pass instantiates (passes/unroll.c). Their
+ * constants become constants of the graph; every name a subgraph reads that
+ * it does not define is a free variable, which its node takes as an extra
+ * input (resolved in the enclosing scope, where the node is). */
+
+/* A growable list of names (free variables). */
+typedef struct name_list {
+    const char **v;
+    int n, cap;
+} name_list;
+
+static int name_add(name_list *l, const char *name) {
+    for (int i = 0; i < l->n; i++)
+        if (!strcmp(l->v[i], name)) return i;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 8;
+        const char **nv = realloc(l->v, (size_t)cap * sizeof *nv);
+        if (!nv) return -1;
+        l->v = nv;
+        l->cap = cap;
+    }
+    l->v[l->n] = name;
+    return l->n++;
+}
+
+/* What a subgraph being read knows: its locals, its constants (name ->
+ * value), and the free variables it has met. */
+typedef struct sub_scope {
+    pp_subgraph *sg;
+    int cap_locals;
+    name_list const_names;
+    int *const_vals;
+    name_list *free;     /* the owning node's, shared by all its subgraphs */
+} sub_scope;
+
+static pp_status sub_resolve(pp_graph *g, sub_scope *sc, const char *name, pp_subref *r,
+                             pp_err *err) {
+    if (!name || !*name) {
+        *r = (pp_subref){PP_SUB_NONE, -1};
+        return PP_OK;
+    }
+    for (int i = sc->sg->n_locals - 1; i >= 0; i--)
+        if (!strcmp(sc->sg->local_names[i], name)) {
+            *r = (pp_subref){PP_SUB_LOCAL, i};
+            return PP_OK;
+        }
+    for (int i = 0; i < sc->const_names.n; i++)
+        if (!strcmp(sc->const_names.v[i], name)) {
+            *r = (pp_subref){PP_SUB_CONST, sc->const_vals[i]};
+            return PP_OK;
+        }
+    const char *kept = pp_arena_strdup(&g->arena, name);
+    int k = kept ? name_add(sc->free, kept) : -1;
+    if (k < 0) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    *r = (pp_subref){PP_SUB_FREE, k};
+    return PP_OK;
+}
+
+static pp_status sub_local(pp_graph *g, sub_scope *sc, const char *name, int *slot, pp_err *err) {
+    pp_subgraph *sg = sc->sg;
+    if (sg->n_locals == sc->cap_locals) return PP_FAIL(err, PP_EINVAL, "subgraph '%s': too many values", sg->name);
+    const char *kept = pp_arena_strdup(&g->arena, name);
+    if (!kept) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    sg->local_names[sg->n_locals] = kept;
+    *slot = sg->n_locals++;
+    return PP_OK;
+}
+
+static pp_status import_subgraph(pp_graph *g, const Onnx__GraphProto *gp, const char *desc,
+                                 const char *attr, name_list *fvars, pp_subgraph **out,
+                                 pp_err *err);
+
+/* The op of a node, checked against the op table and its domain; its
+ * attributes, subgraphs read into pp_subgraph (their free variables gathered
+ * in *free). *n_out: its outputs less the trailing omitted ones. */
+static pp_status node_head(pp_graph *g, const Onnx__NodeProto *np, const char *desc, pp_op *op,
+                           size_t *n_out, pp_attr **attrs, name_list *fvars, pp_err *err) {
+    const char *op_type = np->op_type ? np->op_type : "";
+    const char *domain = np->domain ? np->domain : "";
+    if (*domain && strcmp(domain, "ai.onnx") != 0)
+        return PP_FAIL(err, PP_EUNSUP, "%s: domain '%s' is not supported (only ai.onnx)", desc,
+                       domain);
+    /* "pp." ops exist only inside ppcc (the fusion pass makes them) */
+    if (!strncmp(op_type, "pp.", 3) || !pp_op_lookup(op_type, op)) {
+        if (!strcmp(op_type, "Scan"))
+            return PP_FAIL(err, PP_EUNSUP, "%s: control flow (%s) is not supported", desc, op_type);
+        return PP_FAIL(err, PP_EUNSUP, "%s: op '%s' is not supported", desc, op_type);
+    }
+    /* trailing empty outputs are omitted optional outputs */
+    size_t no = np->n_output;
+    while (no > 0 && (!np->output[no - 1] || !*np->output[no - 1])) no--;
+    const pp_op_info *info = &pp_op_table[*op];
+    if (np->n_input > (size_t)info->max_inputs || np->n_input < (size_t)info->min_inputs)
+        return PP_FAIL(err, PP_EINVAL, "%s: %zu inputs, expected %d to %d", desc, np->n_input,
+                       info->min_inputs, info->max_inputs);
+    if (no < 1 || no > (size_t)info->max_outputs)
+        return PP_FAIL(err, no < 1 ? PP_EINVAL : PP_EUNSUP, "%s: %zu outputs, %d supported",
+                       desc, no, info->max_outputs);
+    *n_out = no;
+    *attrs = NULL;
+    if (np->n_attribute > 4096)
+        return PP_FAIL(err, PP_EINVAL, "%s: absurd attribute count %zu", desc, np->n_attribute);
+    if (!np->n_attribute) return PP_OK;
+    pp_attr *as = pp_arena_alloc(&g->arena, np->n_attribute * sizeof *as);
+    if (!as) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pp_subgraph *subs[8];
+    int n_subs = 0;
+    for (size_t k = 0; k < np->n_attribute; k++) {
+        const Onnx__AttributeProto *ap = np->attribute[k];
+        const bool is_graph = ap->has_type ? ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH
+                                           : ap->g != NULL;
+        if (is_graph && ap->g && pp_op_is_control(*op)) {
+            if (n_subs == 8) return PP_FAIL(err, PP_EINVAL, "%s: too many subgraphs", desc);
+            as[k].name = pp_arena_strdup(&g->arena, ap->name ? ap->name : "");
+            if (!as[k].name) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+            as[k].type = PP_ATTR_GRAPH;
+            PP_TRY(import_subgraph(g, ap->g, desc, as[k].name, fvars, &subs[n_subs], err));
+            as[k].graph = subs[n_subs++];
+        } else {
+            PP_TRY(import_attr(g, ap, &as[k], desc, err));
+        }
+        for (size_t j = 0; j < k; j++)
+            if (!strcmp(as[j].name, as[k].name))
+                return PP_FAIL(err, PP_EINVAL, "%s: attribute '%s' appears twice", desc,
+                               as[k].name);
+    }
+    /* every subgraph of the node sees the node's whole list of free variables */
+    const char **fv = pp_arena_alloc(&g->arena, pp_count(fvars->n) * sizeof *fv);
+    if (!fv) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < fvars->n; i++) fv[i] = fvars->v[i];
+    for (int i = 0; i < n_subs; i++) subs[i]->n_free = fvars->n, subs[i]->free_names = fv;
+    *attrs = as;
+    return PP_OK;
+}
+
+/* A name for an omitted optional output that precedes a used one. */
+static const char *unused_output(pp_graph *g, const char *node, size_t k, char *buf, size_t n) {
+    snprintf(buf, n, "%s/unused_output_%zu", node, k);
+    for (int j = 1; pp_graph_find(g, buf) >= 0; j++)
+        snprintf(buf, n, "%s/unused_output_%zu__%d", node, k, j);
+    return buf;
+}
+
+static pp_status import_subgraph(pp_graph *g, const Onnx__GraphProto *gp, const char *desc,
+                                 const char *attr, name_list *fvars, pp_subgraph **out,
+                                 pp_err *err) {
+    char sdesc[512];
+    snprintf(sdesc, sizeof sdesc, "%s, subgraph '%s'", desc, attr);
+    if (gp->n_sparse_initializer)
+        return PP_FAIL(err, PP_EUNSUP, "%s: sparse initializers are not supported", sdesc);
+    pp_subgraph *sg = pp_arena_alloc(&g->arena, sizeof *sg);
+    if (!sg) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    sg->name = pp_arena_strdup(&g->arena, attr);
+    size_t cap = gp->n_input;
+    for (size_t i = 0; i < gp->n_node; i++) cap += gp->node[i]->n_output;
+    if (cap > (1u << 24)) return PP_FAIL(err, PP_EINVAL, "%s: absurdly large", sdesc);
+    sub_scope sc = {.sg = sg, .cap_locals = (int)cap, .free = fvars};
+    sg->local_names = pp_arena_alloc(&g->arena, pp_count((int)cap) * sizeof *sg->local_names);
+    sg->nodes = pp_arena_alloc(&g->arena, pp_count((int)gp->n_node) * sizeof *sg->nodes);
+    sg->out = pp_arena_alloc(&g->arena, pp_count((int)gp->n_output) * sizeof *sg->out);
+    size_t n_consts = gp->n_initializer + gp->n_node;
+    sc.const_vals = malloc(pp_count((int)n_consts) * sizeof *sc.const_vals);
+    pp_status s = PP_OK;
+    if (!sg->name || !sg->local_names || !sg->nodes || !sg->out || !sc.const_vals) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < gp->n_input && s == PP_OK; i++) {
+        int slot;
+        s = sub_local(g, &sc, gp->input[i]->name ? gp->input[i]->name : "", &slot, err);
+    }
+    sg->n_in = (int)gp->n_input;
+    for (size_t i = 0; i < gp->n_initializer && s == PP_OK; i++) {
+        const Onnx__TensorProto *t = gp->initializer[i];
+        const char *name = t->name ? t->name : "";
+        pp_dtype dt;
+        pp_shape sh;
+        const void *data;
+        size_t nb;
+        int v;
+        if ((s = pp_onnx_decode_tensor(g, t, name, "initializer", &dt, &sh, &data, &nb, err)) ||
+            (s = pp_graph_add_const(g, name, dt, &sh, data, &v, err)))
+            break;
+        sc.const_vals[sc.const_names.n] = v;
+        if (name_add(&sc.const_names, name) < 0) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < gp->n_node && s == PP_OK; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        char gen[64], nd[768];
+        const char *op_type = np->op_type ? np->op_type : "";
+        const char *name = np->name && *np->name ? np->name : NULL;
+        if (!name) {
+            snprintf(gen, sizeof gen, "%s_%zu", *op_type ? op_type : "node", i);
+            name = gen;
+        }
+        snprintf(nd, sizeof nd, "node '%s' (#%zu of %s, %s)", name, i, sdesc, op_type);
+        if (!strcmp(op_type, "Constant") && !(np->domain && *np->domain)) {
+            int v;
+            if ((s = import_constant(g, np, nd, true, &v, err))) break;
+            sc.const_vals[sc.const_names.n] = v;
+            if (name_add(&sc.const_names, np->output[0]) < 0)
+                s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+            continue;
+        }
+        pp_subnode *sn = &sg->nodes[sg->n_nodes];
+        size_t n_out;
+        name_list inner = {0};
+        if ((s = node_head(g, np, nd, &sn->op, &n_out, &sn->attrs, &inner, err)) != PP_OK) {
+            free(inner.v);
+            break;
+        }
+        sn->n_attrs = (int)np->n_attribute;
+        sn->name = pp_arena_strdup(&g->arena, name);
+        sn->n_in = (int)np->n_input + inner.n;
+        sn->n_out = (int)n_out;
+        sn->in = pp_arena_alloc(&g->arena, pp_count(sn->n_in) * sizeof *sn->in);
+        sn->out = pp_arena_alloc(&g->arena, pp_count(sn->n_out) * sizeof *sn->out);
+        if (s == PP_OK && (!sn->name || !sn->in || !sn->out)) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+        for (size_t k = 0; k < np->n_input && s == PP_OK; k++)
+            s = sub_resolve(g, &sc, np->input[k], &sn->in[k], err);
+        /* a nested subgraph's free variables: read from this scope */
+        for (int k = 0; k < inner.n && s == PP_OK; k++)
+            s = sub_resolve(g, &sc, inner.v[k], &sn->in[np->n_input + (size_t)k], err);
+        free(inner.v);
+        for (size_t k = 0; k < n_out && s == PP_OK; k++) {
+            char buf[512];
+            const char *o = np->output[k] && *np->output[k] ? np->output[k]
+                                                            : unused_output(g, name, k, buf, sizeof buf);
+            s = sub_local(g, &sc, o, &sn->out[k], err);
+        }
+        if (s == PP_OK) sg->n_nodes++;
+    }
+    for (size_t i = 0; i < gp->n_output && s == PP_OK; i++) {
+        const char *name = gp->output[i]->name ? gp->output[i]->name : "";
+        if (!*name) s = PP_FAIL(err, PP_EINVAL, "%s: output %zu has no name", sdesc, i);
+        else s = sub_resolve(g, &sc, name, &sg->out[i], err);
+    }
+    sg->n_out = (int)gp->n_output;
+done:
+    free(sc.const_vals);
+    free(sc.const_names.v);
+    *out = sg;
+    return s;
 }
 
 /* ---- nodes --------------------------------------------------------------------------- */
@@ -722,44 +976,40 @@ static pp_status import_node(pp_graph *g, const Onnx__NodeProto *np, int index, 
     }
     snprintf(desc, sizeof desc, "node '%s' (#%d, %s)", name, index, op_type);
     const char *domain = np->domain ? np->domain : "";
-    if (*domain && strcmp(domain, "ai.onnx") != 0)
-        return PP_FAIL(err, PP_EUNSUP, "%s: domain '%s' is not supported (only ai.onnx)", desc,
-                       domain);
-    if (!strcmp(op_type, "Constant")) return import_constant(g, np, desc, err);
-    pp_op op;
-    /* "pp." ops exist only inside ppcc (the fusion pass makes them) */
-    if (!strncmp(op_type, "pp.", 3) || !pp_op_lookup(op_type, &op)) {
-        if (!strcmp(op_type, "If") || !strcmp(op_type, "Loop") || !strcmp(op_type, "Scan"))
-            return PP_FAIL(err, PP_EUNSUP, "%s: control flow (%s) is not supported", desc, op_type);
-        return PP_FAIL(err, PP_EUNSUP, "%s: op '%s' is not supported", desc, op_type);
+    if (!strcmp(op_type, "Constant") && !*domain) {
+        int v;
+        return import_constant(g, np, desc, false, &v, err);
     }
-    /* trailing empty outputs are omitted optional outputs */
-    size_t n_out = np->n_output;
-    while (n_out > 0 && (!np->output[n_out - 1] || !*np->output[n_out - 1])) n_out--;
-    const pp_op_info *info = &pp_op_table[op];
-    if (np->n_input > (size_t)info->max_inputs || np->n_input < (size_t)info->min_inputs)
-        return PP_FAIL(err, PP_EINVAL, "%s: %zu inputs, expected %d to %d", desc, np->n_input,
-                       info->min_inputs, info->max_inputs);
-    if (n_out < 1 || n_out > (size_t)info->max_outputs)
-        return PP_FAIL(err, n_out < 1 ? PP_EINVAL : PP_EUNSUP, "%s: %zu outputs, %d supported",
-                       desc, n_out, info->max_outputs);
-    int ni;
-    PP_TRY(pp_graph_add_node(g, op, name, (int)np->n_input, (int)n_out, &ni, err));
-    for (size_t k = 0; k < np->n_input; k++) {
-        const char *in = np->input[k] ? np->input[k] : "";
+    pp_op op;
+    size_t n_out;
+    pp_attr *attrs;
+    name_list free_vars = {0};
+    pp_status s = node_head(g, np, desc, &op, &n_out, &attrs, &free_vars, err);
+    int ni = -1;
+    if (s == PP_OK)
+        s = pp_graph_add_node(g, op, name, (int)np->n_input + free_vars.n, (int)n_out, &ni, err);
+    for (size_t k = 0; k < np->n_input + (size_t)free_vars.n && s == PP_OK; k++) {
+        const bool fv = k >= np->n_input;
+        const char *in = fv ? free_vars.v[k - np->n_input] : np->input[k] ? np->input[k] : "";
         if (!*in) continue; /* absent optional input */
         int v = pp_graph_find(g, in);
-        if (v < 0)
-            return PP_FAIL(err, PP_EINVAL,
-                           "%s: input '%s' is not a graph input, an initializer or the output of "
-                           "an earlier node (dangling input, cycle, or nodes out of order)",
-                           desc, in);
-        g->nodes[ni].in[k] = v;
+        if (v < 0 && fv)
+            s = PP_FAIL(err, PP_EINVAL, "%s: a subgraph reads '%s', which neither it nor an "
+                        "enclosing graph defines", desc, in);
+        else if (v < 0)
+            s = PP_FAIL(err, PP_EINVAL,
+                        "%s: input '%s' is not a graph input, an initializer or the output of "
+                        "an earlier node (dangling input, cycle, or nodes out of order)",
+                        desc, in);
+        else
+            g->nodes[ni].in[k] = v;
     }
+    free(free_vars.v);
+    PP_TRY(s);
     for (size_t k = 0; k < n_out; k++) {
-        const char *out = np->output[k] ? np->output[k] : "";
-        if (!*out)
-            return PP_FAIL(err, PP_EUNSUP, "%s: output %zu is unnamed", desc, k);
+        char unnamed[512];
+        const char *out = np->output[k] && *np->output[k]
+                              ? np->output[k] : unused_output(g, name, k, unnamed, sizeof unnamed);
         int v;
         pp_err e = {0};
         if (pp_graph_add_value(g, out, &v, &e) != PP_OK)
@@ -767,21 +1017,8 @@ static pp_status import_node(pp_graph *g, const Onnx__NodeProto *np, int index, 
         g->nodes[ni].out[k] = v;
         g->values[v].producer = ni;
     }
-    if (np->n_attribute > 4096)
-        return PP_FAIL(err, PP_EINVAL, "%s: absurd attribute count %zu", desc, np->n_attribute);
-    if (np->n_attribute) {
-        pp_attr *as = pp_arena_alloc(&g->arena, np->n_attribute * sizeof *as);
-        if (!as) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-        for (size_t k = 0; k < np->n_attribute; k++) {
-            PP_TRY(import_attr(g, np->attribute[k], &as[k], desc, err));
-            for (size_t j = 0; j < k; j++)
-                if (!strcmp(as[j].name, as[k].name))
-                    return PP_FAIL(err, PP_EINVAL, "%s: attribute '%s' appears twice", desc,
-                                   as[k].name);
-        }
-        g->nodes[ni].attrs = as;
-        g->nodes[ni].n_attrs = (int)np->n_attribute;
-    }
+    g->nodes[ni].attrs = attrs;
+    g->nodes[ni].n_attrs = attrs ? (int)np->n_attribute : 0;
     return PP_OK;
 }
 

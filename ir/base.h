@@ -218,6 +218,9 @@ void pp_json_str(FILE *f, const char *s);
 
 typedef enum pp_attr_type {
     PP_ATTR_INT = 1, PP_ATTR_FLOAT, PP_ATTR_STRING, PP_ATTR_INTS, PP_ATTR_FLOATS, PP_ATTR_TENSOR,
+    /* a subgraph (Loop's body, If's branches): only inside ppcc, between the
+     * frontend and the unrolling in the infer pass; never in a plan */
+    PP_ATTR_GRAPH,
 } pp_attr_type;
 
 typedef struct pp_attr {
@@ -234,6 +237,8 @@ typedef struct pp_attr {
     pp_shape t_shape;
     const void *t_data;
     size_t t_nbytes;
+    /* PP_ATTR_GRAPH: a pp_subgraph (ir/ir.h) */
+    const void *graph;
 } pp_attr;
 
 /* A node's attributes, and the ai.onnx opset the model was exported with

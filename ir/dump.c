@@ -33,6 +33,11 @@ static void dump_attr(FILE *f, const pp_attr *a) {
         fprintf(f, "<%s%s>", pp_dtype_name(a->t_dtype), pp_shape_str(&a->t_shape, sh, sizeof sh));
         break;
     }
+    case PP_ATTR_GRAPH: {
+        const pp_subgraph *sg = a->graph;
+        fprintf(f, "<graph: %d ops, %d inputs, %d outputs>", sg->n_nodes, sg->n_in, sg->n_out);
+        break;
+    }
     }
 }
 

@@ -171,6 +171,29 @@ pp_status pp_graph_add_node(pp_graph *g, pp_op op, const char *name, int n_in, i
     return PP_OK;
 }
 
+pp_status pp_graph_insert_node(pp_graph *g, int at, pp_op op, const char *name, int n_in,
+                               int n_out, int *idx, pp_err *err) {
+    int last;
+    PP_TRY(pp_graph_add_node(g, op, name, n_in, n_out, &last, err));
+    if (at < last) {
+        pp_node n = g->nodes[last];
+        memmove(&g->nodes[at + 1], &g->nodes[at], (size_t)(last - at) * sizeof n);
+        g->nodes[at] = n;
+    }
+    *idx = at < last ? at : last;
+    return PP_OK;
+}
+
+bool pp_op_is_control(pp_op op) {
+    switch (op) {
+    case PP_OP_LOOP: case PP_OP_IF: case PP_OP_SEQUENCEEMPTY: case PP_OP_SEQUENCECONSTRUCT:
+    case PP_OP_SEQUENCEINSERT: case PP_OP_SEQUENCEAT: case PP_OP_SEQUENCEERASE:
+    case PP_OP_SEQUENCELENGTH: case PP_OP_SPLITTOSEQUENCE: case PP_OP_CONCATFROMSEQUENCE:
+        return true;
+    default: return false;
+    }
+}
+
 pp_status pp_graph_add_input(pp_graph *g, int v, pp_err *err) {
     PP_TRY(grow((void **)&g->inputs, &g->cap_inputs, g->n_inputs + 1, sizeof(int), err));
     g->inputs[g->n_inputs++] = v;

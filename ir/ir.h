@@ -46,7 +46,56 @@ typedef struct pp_value {
     int n_uses;          /* consumer count, maintained by pp_graph_link */
     bool is_output;      /* a graph output (kept by pp_graph_add_output and pp_graph_replace_uses) */
     int64_t arena_off;   /* activation offset in its stage's arena (memplan), -1 none */
+    /* an ONNX sequence, known at compile time (passes/unroll.c): its
+     * elements are the values seq[0..n_seq); dtype is theirs. Sequences
+     * exist only while the infer pass unrolls: no op of a plan reads one. */
+    bool is_seq;
+    int n_seq;
+    int *seq;
 } pp_value;
+
+/* A subgraph (a Loop's body, an If's branch) as the frontend read it, kept
+ * until the infer pass instantiates it (passes/unroll.c). Its values are
+ * referred to by pp_subref: a local slot (the subgraph's formal inputs are
+ * slots 0..n_in-1, then each node output in order), a constant of the graph
+ * (the subgraph's initializers and Constant nodes), or a free variable: a
+ * value of an enclosing scope, which the owning node takes as its extra
+ * input in[n_in_node - n_free + idx]. */
+typedef enum pp_subref_kind { PP_SUB_NONE, PP_SUB_LOCAL, PP_SUB_CONST, PP_SUB_FREE } pp_subref_kind;
+typedef struct pp_subref {
+    pp_subref_kind kind;
+    int idx;
+} pp_subref;
+
+typedef struct pp_subnode {
+    pp_op op;
+    const char *name;
+    int n_in, n_out;
+    pp_subref *in;
+    int *out;            /* local slots */
+    pp_attr *attrs;
+    int n_attrs;
+} pp_subnode;
+
+typedef struct pp_subgraph {
+    const char *name;
+    int n_in, n_out;     /* formal inputs (local slots 0..n_in-1), outputs */
+    pp_subref *out;
+    int n_nodes;
+    pp_subnode *nodes;
+    int n_locals;
+    const char **local_names;
+    int n_free;          /* free variables: the owning node's last n_free inputs */
+    const char **free_names;
+} pp_subgraph;
+
+/* Unrolling state of a Loop node (passes/unroll.c). */
+typedef struct pp_loop_state {
+    int64_t iter;        /* iterations instantiated so far */
+    int n_scan;
+    int **scan;          /* per scan output: the value of each iteration */
+    int scan_cap;
+} pp_loop_state;
 
 typedef struct pp_node {
     pp_op op;
@@ -74,6 +123,7 @@ typedef struct pp_node {
     /* > 0: the inputs are constants, but folding was estimated at this many
      * operations, over the fold pass's budget: the node runs at run time */
     double fold_skipped;
+    pp_loop_state *loop; /* a Loop being unrolled (passes/unroll.c), else NULL */
 } pp_node;
 
 /* Where a stage runs (ppcc --placement): a backend's name as pprt knows it
@@ -159,6 +209,13 @@ int pp_graph_find(const pp_graph *g, const char *name); /* -1 when absent */
 /* New node with room for n_in inputs and n_out outputs (filled by the caller). */
 pp_status pp_graph_add_node(pp_graph *g, pp_op op, const char *name, int n_in, int n_out,
                             int *idx, pp_err *err);
+/* The same, placed at position `at` of the node order (the nodes from `at`
+ * on move one place later; producers are refreshed by pp_graph_verify). */
+pp_status pp_graph_insert_node(pp_graph *g, int at, pp_op op, const char *name, int n_in,
+                               int n_out, int *idx, pp_err *err);
+/* Control flow and sequence ops (ops_control.def): unrolled by the infer
+ * pass, never past it. */
+bool pp_op_is_control(pp_op op);
 pp_status pp_graph_add_input(pp_graph *g, int v, pp_err *err);
 pp_status pp_graph_add_output(pp_graph *g, int v, pp_err *err);
 

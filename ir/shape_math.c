@@ -145,7 +145,46 @@ FLOAT_UNARY(LOG, NULL, NULL)
 FLOAT_UNARY(RECIPROCAL, NULL, NULL)
 FLOAT_UNARY(FLOOR, NULL, NULL)
 FLOAT_UNARY(CEIL, NULL, NULL)
+FLOAT_UNARY(ROUND, NULL, NULL)
+FLOAT_UNARY(SIN, NULL, NULL)
+FLOAT_UNARY(COS, NULL, NULL)
+FLOAT_UNARY(TAN, NULL, NULL)
+FLOAT_UNARY(ASIN, NULL, NULL)
+FLOAT_UNARY(ACOS, NULL, NULL)
+FLOAT_UNARY(ATAN, NULL, NULL)
+FLOAT_UNARY(SINH, NULL, NULL)
+FLOAT_UNARY(COSH, NULL, NULL)
+FLOAT_UNARY(ASINH, NULL, NULL)
+FLOAT_UNARY(ACOSH, NULL, NULL)
+FLOAT_UNARY(ATANH, NULL, NULL)
+FLOAT_UNARY(SOFTSIGN, NULL, NULL)
+FLOAT_UNARY(MISH, NULL, NULL)
+FLOAT_UNARY(CELU, "alpha", NULL)
+FLOAT_UNARY(THRESHOLDEDRELU, "alpha", NULL)
+FLOAT_UNARY(SWISH, "alpha", NULL)
 #undef FLOAT_UNARY
+
+/* IsNaN, IsInf: a float tensor in, a bool tensor of its shape out. */
+pp_status shape_ISNAN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                      pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    PP_TRY(unary(in, out, T_FLOAT, err));
+    out[0].dtype = PP_BOOL;
+    return PP_OK;
+}
+
+pp_status shape_ISINF(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                      pp_err *err) {
+    static const char *flags[] = {"detect_negative", "detect_positive"};
+    for (int i = 0; i < 2; i++) {
+        int64_t v;
+        PP_TRY(pp_attr_int(a, flags[i], 1, &v, err));
+        if (v != 0 && v != 1)
+            return PP_FAIL(err, PP_EINVAL, "attribute '%s'=%lld must be 0 or 1", flags[i],
+                           (long long)v);
+    }
+    return shape_ISNAN(a, in, n_in, out, n_out, err);
+}
 
 pp_status shape_GELU(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                      pp_err *err) {
@@ -167,6 +206,20 @@ pp_status shape_NEG(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int
 pp_status shape_ABS(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                     pp_err *err) {
     (void)a, (void)n_in, (void)n_out;
+    return unary(in, out, T_NUM, err);
+}
+
+pp_status shape_SIGN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                     pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    return unary(in, out, T_NUM, err);
+}
+
+/* Shrink(x; bias, lambd): x + bias below -lambd, x - bias above lambd, else 0. */
+pp_status shape_SHRINK(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                       pp_err *err) {
+    (void)n_in, (void)n_out;
+    PP_TRY(float_attrs(a, "bias", "lambd", err));
     return unary(in, out, T_NUM, err);
 }
 
@@ -324,6 +377,35 @@ LOGIC(AND)
 LOGIC(OR)
 LOGIC(XOR)
 #undef LOGIC
+
+#define T_INT (T_SINT | T_UINT)
+pp_status shape_BITWISENOT(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                           pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    return unary(in, out, T_INT, err);
+}
+
+#define BITWISE(E)                                                                       \
+    pp_status shape_##E(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, \
+                        pp_err *err) {                                                   \
+        (void)a, (void)n_in, (void)n_out;                                                \
+        return binary(in, out, T_INT, PP_UNDEFINED, err);                                \
+    }
+BITWISE(BITWISEAND)
+BITWISE(BITWISEOR)
+BITWISE(BITWISEXOR)
+#undef BITWISE
+
+/* BitShift(X, Y; direction): unsigned integer types only (the ONNX schema). */
+pp_status shape_BITSHIFT(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                         pp_err *err) {
+    (void)n_in, (void)n_out;
+    const char *dir;
+    PP_TRY(pp_attr_string(a, "direction", "", &dir, err));
+    if (strcmp(dir, "LEFT") != 0 && strcmp(dir, "RIGHT") != 0)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'direction'='%s' must be 'LEFT' or 'RIGHT'", dir);
+    return binary(in, out, T_UINT, PP_UNDEFINED, err);
+}
 
 /* Where(condition, X, Y): three-way broadcast; X and Y of any one type. */
 pp_status shape_WHERE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
@@ -492,6 +574,32 @@ FLOPS_PER_ELEM(LOG, 8)
 FLOPS_PER_ELEM(RECIPROCAL, 1)
 FLOPS_PER_ELEM(FLOOR, 1)
 FLOPS_PER_ELEM(CEIL, 1)
+FLOPS_PER_ELEM(ROUND, 1)
+FLOPS_PER_ELEM(SIN, 10)
+FLOPS_PER_ELEM(COS, 10)
+FLOPS_PER_ELEM(TAN, 12)
+FLOPS_PER_ELEM(ASIN, 12)
+FLOPS_PER_ELEM(ACOS, 12)
+FLOPS_PER_ELEM(ATAN, 12)
+FLOPS_PER_ELEM(SINH, 10)
+FLOPS_PER_ELEM(COSH, 10)
+FLOPS_PER_ELEM(ASINH, 12)
+FLOPS_PER_ELEM(ACOSH, 12)
+FLOPS_PER_ELEM(ATANH, 12)
+FLOPS_PER_ELEM(SOFTSIGN, 3)
+FLOPS_PER_ELEM(MISH, 20)
+FLOPS_PER_ELEM(CELU, 10)
+FLOPS_PER_ELEM(THRESHOLDEDRELU, 1)
+FLOPS_PER_ELEM(SWISH, 10)
+FLOPS_PER_ELEM(ISNAN, 1)
+FLOPS_PER_ELEM(ISINF, 1)
+FLOPS_PER_ELEM(SIGN, 1)
+FLOPS_PER_ELEM(SHRINK, 2)
+FLOPS_PER_ELEM(BITWISENOT, 1)
+FLOPS_PER_ELEM(BITWISEAND, 1)
+FLOPS_PER_ELEM(BITWISEOR, 1)
+FLOPS_PER_ELEM(BITWISEXOR, 1)
+FLOPS_PER_ELEM(BITSHIFT, 1)
 FLOPS_PER_ELEM(NEG, 1)
 FLOPS_PER_ELEM(ABS, 1)
 FLOPS_PER_ELEM(CLIP, 2)

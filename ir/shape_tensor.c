@@ -1,14 +1,15 @@
 /* shape_tensor.c: shape inference and FLOPs of the ops in ops_tensor.def:
  * the shape and data movement ops (Flatten, Reshape, Transpose, Squeeze,
- * Unsqueeze, Concat, Split, Slice, Gather, GatherElements, ScatterND, Shape,
- * Size, ConstantOfShape, Expand, Tile, Pad, Trilu, Range).
+ * Unsqueeze, Concat, Split, Slice, Gather, GatherElements, ScatterND,
+ * ScatterElements (and its old name Scatter), Shape, Size, ConstantOfShape,
+ * EyeLike, Expand, Tile, Pad, Trilu, Range).
  *
  * These ops move bytes, so they accept every fixed-size element type. Inputs
  * that decide an output's SHAPE (Reshape's shape, Slice's starts/ends/axes/
  * steps, Pad's pads and axes, ...) must be constants known at compile time;
  * runtime/cpu/ref_tensor.c re-reads them from the tensors when it runs, and
  * derives the rest from the output shapes validated here. All of them do no
- * arithmetic worth counting: their FLOPs are 0 (ScatterND's reductions: one
+ * arithmetic worth counting: their FLOPs are 0 (the Scatter reductions: one
  * per updated element). */
 #include "op_fns.h"
 #include "shape_nn.h"
@@ -577,6 +578,16 @@ ZERO_FLOPS(GATHERELEMENTS)
 
 /* ---- ScatterND --------------------------------------------------------------------------- */
 
+/* 'reduction' of ScatterND and ScatterElements: none, add, mul, max, min. */
+static pp_status scatter_reduction(pp_attrs a, const char **red, pp_err *err) {
+    PP_TRY(pp_attr_string(a, "reduction", "none", red, err));
+    if (strcmp(*red, "none") && strcmp(*red, "add") && strcmp(*red, "mul") &&
+        strcmp(*red, "max") && strcmp(*red, "min"))
+        return PP_FAIL(err, PP_EINVAL,
+                       "attribute 'reduction'='%s' is not one of none, add, mul, max, min", *red);
+    return PP_OK;
+}
+
 /* ScatterND(data, indices, updates), attribute 'reduction' (opset 16: none,
  * add, mul; 18: max, min; accepted at any opset). indices (rank q >= 1) holds
  * index tuples of length k = its last dim (k <= rank r of data); updates has
@@ -586,11 +597,7 @@ pp_status shape_SCATTERND(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *ou
                           pp_err *err) {
     (void)n_in, (void)n_out;
     const char *red;
-    PP_TRY(pp_attr_string(a, "reduction", "none", &red, err));
-    if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") &&
-        strcmp(red, "min"))
-        return PP_FAIL(err, PP_EINVAL,
-                       "attribute 'reduction'='%s' is not one of none, add, mul, max, min", red);
+    PP_TRY(scatter_reduction(a, &red, err));
     PP_TRY(need_sized(&in[0], "input 'data'", err));
     PP_TRY(need_index(&in[1], "input 'indices'", err));
     if (in[2].dtype != in[0].dtype)
@@ -630,6 +637,60 @@ double flops_SCATTERND(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo 
     (void)pp_attr_string(a, "reduction", "none", &red, NULL);
     return strcmp(red, "none") ? pp_numel_d(&in[2]) : 0;
 }
+
+/* ---- ScatterElements ---------------------------------------------------------------------- */
+
+/* ScatterElements(data, indices, updates; axis, reduction): indices and
+ * updates of one shape and data's rank, no larger than data off the axis;
+ * element j of updates goes to data's position j with the axis coordinate
+ * replaced by indices[j]. The output is data's. */
+pp_status shape_SCATTERELEMENTS(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
+                                int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    const char *red;
+    PP_TRY(scatter_reduction(a, &red, err));
+    PP_TRY(need_sized(&in[0], "input 'data'", err));
+    PP_TRY(need_index(&in[1], "input 'indices'", err));
+    if (in[2].dtype != in[0].dtype)
+        return PP_FAIL(err, PP_EINVAL, "input 'updates' has element type %s, but 'data' has %s",
+                       pp_dtype_name(in[2].dtype), pp_dtype_name(in[0].dtype));
+    const pp_shape *x = &in[0].shape, *ix = &in[1].shape;
+    if (x->rank < 1)
+        return PP_FAIL(err, PP_EINVAL, "input 'data' is a scalar; ScatterElements needs rank >= 1");
+    if (!pp_shape_eq(ix, &in[2].shape)) {
+        char s1[96], s2[96];
+        return PP_FAIL(err, PP_EINVAL, "input 'updates' has shape %s, but 'indices' has %s",
+                       pp_shape_str(&in[2].shape, s1, sizeof s1), pp_shape_str(ix, s2, sizeof s2));
+    }
+    if (ix->rank != x->rank)
+        return PP_FAIL(err, PP_EINVAL, "input 'indices' has rank %d, expected %d (same as 'data')",
+                       ix->rank, x->rank);
+    int64_t axis64;
+    int axis;
+    PP_TRY(pp_attr_int(a, "axis", 0, &axis64, err));
+    PP_TRY(pp_norm_axis(axis64, x->rank, "attribute 'axis'", &axis, err));
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis && ix->dim[d] > x->dim[d])
+            return PP_FAIL(err, PP_EINVAL,
+                           "input 'indices' dim %d is %lld, larger than the data's %lld", d,
+                           (long long)ix->dim[d], (long long)x->dim[d]);
+    out[0] = (pp_tinfo){in[0].dtype, *x, NULL};
+    return PP_OK;
+}
+
+double flops_SCATTERELEMENTS(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out,
+                             int n_out) {
+    return flops_SCATTERND(a, in, n_in, out, n_out);
+}
+
+/* Scatter (opsets 9-10): ScatterElements without 'reduction'. */
+pp_status shape_SCATTER(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                        pp_err *err) {
+    if (pp_attr_find(a, "reduction"))
+        return PP_FAIL(err, PP_EINVAL, "Scatter has no attribute 'reduction' (ScatterElements has)");
+    return shape_SCATTERELEMENTS(a, in, n_in, out, n_out, err);
+}
+ZERO_FLOPS(SCATTER)
 
 /* ---- Shape / Size ---------------------------------------------------------------------- */
 
@@ -691,6 +752,36 @@ pp_status shape_CONSTANTOFSHAPE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tin
     return PP_OK;
 }
 ZERO_FLOPS(CONSTANTOFSHAPE)
+
+/* EyeLike(input; dtype, k): a 2-D tensor of input's shape, ones on the k-th
+ * diagonal, zeros elsewhere; of type 'dtype' (default input's). */
+static bool eye_type(pp_dtype t) {
+    switch (t) {
+    case PP_F32: case PP_F64: case PP_F16: case PP_BF16: case PP_I8: case PP_I16: case PP_I32:
+    case PP_I64: case PP_U8: case PP_U16: case PP_U32: case PP_U64: case PP_BOOL: return true;
+    default: return false;
+    }
+}
+
+pp_status shape_EYELIKE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                        pp_err *err) {
+    (void)n_in, (void)n_out;
+    if (in[0].shape.rank != 2)
+        return PP_FAIL(err, PP_EINVAL, "input has rank %d; EyeLike takes a 2-D tensor",
+                       in[0].shape.rank);
+    int64_t dt, k;
+    PP_TRY(pp_attr_int(a, "dtype", in[0].dtype, &dt, err));
+    PP_TRY(pp_attr_int(a, "k", 0, &k, err));
+    if (!eye_type(in[0].dtype))
+        return PP_FAIL(err, PP_EUNSUP, "input has element type %s, which EyeLike does not take",
+                       pp_dtype_name(in[0].dtype));
+    if (dt < 0 || dt > 31 || !eye_type((pp_dtype)dt))
+        return PP_FAIL(err, PP_EUNSUP, "attribute 'dtype'=%lld is not a type EyeLike makes",
+                       (long long)dt);
+    out[0] = (pp_tinfo){(pp_dtype)dt, in[0].shape, NULL};
+    return PP_OK;
+}
+ZERO_FLOPS(EYELIKE)
 
 /* ---- Expand / Tile -------------------------------------------------------------------- */
 

@@ -3,7 +3,8 @@
  * constants, it is run once, here, with the reference kernels, and its
  * outputs become constants (so a later Reshape sees its shape as a constant);
  * Shape and Size of a value whose shape is static fold without running
- * anything. This turns the Shape -> Gather -> Unsqueeze -> Concat -> Reshape
+ * anything. Control flow and sequence ops are unrolled as the sweep meets
+ * them (unroll.c), so the nodes they become are inferred and folded too. This turns the Shape -> Gather -> Unsqueeze -> Concat -> Reshape
  * chains exporters emit into plain constants.
  *
  * Bounded in memory: an output above PP_FOLD_MAX_OUTPUT bytes is not folded
@@ -71,7 +72,20 @@ pp_status pp_fold(pp_graph *g, pp_err *err) {
     pp_op_lookup("Shape", &shape_op);
     pp_op_lookup("Size", &size_op);
     s = pp_graph_index_uses(g, err); /* replace_uses then visits only the readers */
+    size_t added = 0;
     for (int i = 0; i < g->n_nodes && s == PP_OK; i++) {
+        if (g->nodes[i].dead) continue;
+        bool seq_in = false;
+        for (int k = 0; k < g->nodes[i].n_in; k++)
+            seq_in |= g->nodes[i].in[k] >= 0 && g->values[g->nodes[i].in[k]].is_seq;
+        if (pp_op_is_control(g->nodes[i].op) || seq_in) { /* unrolled here: look again */
+            s = pp_unroll_node(g, i, &added, err);
+            /* unrolling inserts nodes (moving the ones after them) and rewires
+             * inputs: the use index would miss readers */
+            if (s == PP_OK) s = pp_graph_index_uses(g, err);
+            i--;
+            continue;
+        }
         if ((s = pp_node_infer(g, i, err)) != PP_OK) break;
         pp_node *n = &g->nodes[i];
         bool folded = false;
@@ -131,6 +145,10 @@ pp_status pp_fold(pp_graph *g, pp_err *err) {
     }
     pprt_scratch_free(&scratch);
     if (s != PP_OK) return s;
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->values[g->outputs[k]].is_seq)
+            return PP_FAIL(err, PP_EUNSUP, "graph output '%s' is a sequence; only tensors can be "
+                           "outputs", g->values[g->outputs[k]].name);
     pp_graph_compact(g);
     return PP_OK;
 }

@@ -90,6 +90,11 @@ extern const char *const pp_pass_names[];
 /* Individual passes (each documented in its file). */
 pp_status pp_scopes(pp_graph *g, pp_err *err);
 pp_status pp_fold(pp_graph *g, pp_err *err);
+/* Control flow and sequences (passes/unroll.c): node i (a Loop, an If, a
+ * sequence op, or an op reading a sequence) is rewritten into plain nodes
+ * placed at i and after, or marked dead; the caller (pp_fold's sweep) then
+ * looks at position i again. *added counts the nodes added, for the bound. */
+pp_status pp_unroll_node(pp_graph *g, int i, size_t *added, pp_err *err);
 pp_status pp_simplify(pp_graph *g, pp_err *err);
 pp_status pp_fuse(pp_graph *g, pp_err *err);
 /* The chains that a backend may run as one kernel (passes/fuse.c): a

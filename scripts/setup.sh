@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install what building and testing ppcc/pprt need on Debian 12: the
 # toolchain and libraries from Debian (apt-get), and a Python venv (.venv) that
-# sees Debian's torch/torchvision/sklearn and adds onnx and onnxruntime from
-# PyPI. Idempotent: does nothing when everything is already there.
+# sees Debian's torch/torchvision/sklearn and adds onnx, onnxruntime and
+# transformers from PyPI. Idempotent: does nothing when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,4 +32,12 @@ if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, torch; assert onnx.__
   npv=$(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)')
   # onnx 1.22 is the last release that ships the backend node tests (tests/conformance)
   .venv/bin/pip install -q --disable-pip-version-check "numpy==$npv" "onnx==1.22.*" onnxruntime
+fi
+# Hugging Face transformers for the zoo's transformers (tests/models/zoo.py:
+# random weights from configs, nothing downloaded); 4.40 still supports
+# Debian's torch 1.13
+if ! .venv/bin/python -c "import transformers; assert transformers.__version__ == '4.40.2'" 2>/dev/null; then
+  echo "setup: installing transformers 4.40.2 into .venv"
+  npv=$(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)')
+  .venv/bin/pip install -q --disable-pip-version-check "numpy==$npv" "transformers==4.40.2"
 fi

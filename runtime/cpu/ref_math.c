@@ -663,6 +663,26 @@ FLOAT_UNARY_FN(f_reciprocal, (T)1 / v)
 FLOAT_UNARY_FN(f_floor, floor(v))
 FLOAT_UNARY_FN(f_ceil, ceil(v))
 FLOAT_UNARY_FN(f_divide_by, v / P0)
+FLOAT_UNARY_FN(f_round, nearbyint(v)) /* half to even: the default rounding mode */
+FLOAT_UNARY_FN(f_sin, sin(v))
+FLOAT_UNARY_FN(f_cos, cos(v))
+FLOAT_UNARY_FN(f_tan, tan(v))
+FLOAT_UNARY_FN(f_asin, asin(v))
+FLOAT_UNARY_FN(f_acos, acos(v))
+FLOAT_UNARY_FN(f_atan, atan(v))
+FLOAT_UNARY_FN(f_sinh, sinh(v))
+FLOAT_UNARY_FN(f_cosh, cosh(v))
+FLOAT_UNARY_FN(f_asinh, asinh(v))
+FLOAT_UNARY_FN(f_acosh, acosh(v))
+FLOAT_UNARY_FN(f_atanh, atanh(v))
+FLOAT_UNARY_FN(f_softsign, v / ((T)1 + fabs(v)))
+/* x * tanh(softplus(x)), softplus as in f_softplus */
+FLOAT_UNARY_FN(f_mish, v * tanh(v > 0 ? v + log1p(exp(-v)) : log1p(exp(v))))
+/* max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) */
+FLOAT_UNARY_FN(f_celu, v > 0 ? v : P0 * expm1(v / P0))
+FLOAT_UNARY_FN(f_thresholdedrelu, v > P0 ? v : (T)0)
+/* x * sigmoid(alpha * x), the sigmoid as in f_sigmoid */
+FLOAT_UNARY_FN(f_swish, P0 * v >= 0 ? v / ((T)1 + exp(-P0 * v)) : v * exp(P0 * v) / ((T)1 + exp(P0 * v)))
 #undef P0
 #undef P1
 
@@ -682,6 +702,70 @@ static void f_abs(EW_ARGS) {
     default: break;
     }
 }
+
+/* Sign: -1, 0 or 1 (NaN stays NaN, -0 stays -0: v itself where v == 0). */
+static void f_sign(EW_ARGS) {
+    switch (c->t) {
+        FLOATS(UN_CASE, T, v > 0 ? (T)1 : v < 0 ? (T)-1 : v)
+        SINTS(UN_CASE, T, (T)(v > 0 ? 1 : v < 0 ? -1 : 0))
+        UINTS(UN_CASE, T, (T)(v > 0))
+    default: break;
+    }
+}
+
+/* Shrink: c->p = bias, lambd; integers compute in double and convert back
+ * (truncating, saturating: x - bias or x + bias in x's type, as onnx's
+ * reference casts it) */
+#define SHRINK_EXPR(CONV) \
+    (v < -c->p[1] ? (T)CONV((double)v + c->p[0]) : v > c->p[1] ? (T)CONV((double)v - c->p[0]) : (T)0)
+#define AS_IS(x) (x)
+#define TO_S64(x) f2s((x), INT64_MIN, INT64_MAX)
+#define TO_U64(x) f2u((x), UINT64_MAX)
+static void f_shrink(EW_ARGS) {
+    switch (c->t) {
+        FLOATS(UN_CASE, T, SHRINK_EXPR(AS_IS))
+        SINTS(UN_CASE, T, SHRINK_EXPR(TO_S64))
+        UINTS(UN_CASE, T, SHRINK_EXPR(TO_U64))
+    default: break;
+    }
+}
+#undef SHRINK_EXPR
+#undef AS_IS
+#undef TO_S64
+#undef TO_U64
+
+/* IsNaN / IsInf: a bool per element; c->mode bit 0: detect -inf, bit 1: +inf. */
+static void f_isnan(EW_ARGS) {
+    switch (c->t) {
+        FLOATS(UN_CASE, uint8_t, (uint8_t)(isnan(v) != 0))
+    default: break;
+    }
+}
+
+static void f_isinf(EW_ARGS) {
+    switch (c->t) {
+        FLOATS(UN_CASE, uint8_t, (uint8_t)(isinf(v) && ((c->mode & 1) && v < 0 ? 1 : (c->mode & 2) && v > 0)))
+    default: break;
+    }
+}
+
+/* Bitwise ops on the integer types; shifts by the width or more give 0. */
+static void f_bitwise_not(EW_ARGS) {
+    switch (c->t) {
+        SINTS(UN_CASE, T, (T)~(U)v)
+        UINTS(UN_CASE, T, (T)~(U)v)
+    default: break;
+    }
+}
+
+#define BITWISE_FN(NAME, OP)                                                    \
+    static void NAME(EW_ARGS) {                                                 \
+        switch (c->t) {                                                         \
+            SINTS(BIN_CASE, T, WRAP(OP))                                        \
+            UINTS(BIN_CASE, T, WRAP(OP))                                        \
+        default: break;                                                         \
+        }                                                                       \
+    }
 
 static void f_not(EW_ARGS) {
     switch (c->t) {
@@ -718,6 +802,21 @@ static void f_mul(EW_ARGS) {
         UINTS(BIN_CASE, T, WRAP(*))
     default: break;
     }
+}
+
+BITWISE_FN(f_bitwise_and, &)
+BITWISE_FN(f_bitwise_or, |)
+BITWISE_FN(f_bitwise_xor, ^)
+#undef BITWISE_FN
+
+/* c->mode 0: left, 1: right; b >= the type's width gives 0 */
+static void f_bitshift(EW_ARGS) {
+#define SHIFT_EXPR (b >= sizeof(T) * 8 ? (T)0 : c->mode ? (T)(a >> b) : (T)((U)a << b))
+    switch (c->t) {
+        UINTS(BIN_CASE, T, SHIFT_EXPR)
+    default: break;
+    }
+#undef SHIFT_EXPR
 }
 
 /* integer division truncates; x/0 = 0; MIN/-1 wraps to MIN */
@@ -979,7 +1078,85 @@ UNARY_KERNEL(LOG, "Log", f_log)
 UNARY_KERNEL(RECIPROCAL, "Reciprocal", f_reciprocal)
 UNARY_KERNEL(FLOOR, "Floor", f_floor)
 UNARY_KERNEL(CEIL, "Ceil", f_ceil)
+UNARY_KERNEL(ROUND, "Round", f_round)
+UNARY_KERNEL(SIN, "Sin", f_sin)
+UNARY_KERNEL(COS, "Cos", f_cos)
+UNARY_KERNEL(TAN, "Tan", f_tan)
+UNARY_KERNEL(ASIN, "Asin", f_asin)
+UNARY_KERNEL(ACOS, "Acos", f_acos)
+UNARY_KERNEL(ATAN, "Atan", f_atan)
+UNARY_KERNEL(SINH, "Sinh", f_sinh)
+UNARY_KERNEL(COSH, "Cosh", f_cosh)
+UNARY_KERNEL(ASINH, "Asinh", f_asinh)
+UNARY_KERNEL(ACOSH, "Acosh", f_acosh)
+UNARY_KERNEL(ATANH, "Atanh", f_atanh)
+UNARY_KERNEL(SOFTSIGN, "Softsign", f_softsign)
+UNARY_KERNEL(MISH, "Mish", f_mish)
 #undef UNARY_KERNEL
+
+/* A float op with one float attribute `name` (default def) as c->p[0]. */
+#define UNARY_KERNEL_P(E, NAME, FN, ATTR, DEF)                                                 \
+    pp_status kern_##E(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,      \
+                       int n_out, pprt_scratch *scratch, pp_err *err) {                        \
+        LIFT(kern_##E);                                                                        \
+        ew_ctx c = {0};                                                                        \
+        PP_TRY(attr_f(attrs, ATTR, DEF, &c.p[0], err));                                        \
+        return run_unary(NAME, K_FLOAT, FN, &c, in, n_in, out, n_out, err);                    \
+    }
+UNARY_KERNEL_P(CELU, "Celu", f_celu, "alpha", 1.0f)
+UNARY_KERNEL_P(THRESHOLDEDRELU, "ThresholdedRelu", f_thresholdedrelu, "alpha", 1.0f)
+UNARY_KERNEL_P(SWISH, "Swish", f_swish, "alpha", 1.0f)
+#undef UNARY_KERNEL_P
+
+pp_status kern_SIGN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                    pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_SIGN);
+    ew_ctx c = {0};
+    return run_unary("Sign", K_NUM, f_sign, &c, in, n_in, out, n_out, err);
+}
+
+pp_status kern_SHRINK(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                      int n_out, pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_SHRINK);
+    ew_ctx c = {0};
+    PP_TRY(attr_f(attrs, "bias", 0.0f, &c.p[0], err));
+    PP_TRY(attr_f(attrs, "lambd", 0.5f, &c.p[1], err));
+    return run_unary("Shrink", K_NUM, f_shrink, &c, in, n_in, out, n_out, err);
+}
+
+pp_status kern_BITWISENOT(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                          int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)attrs, (void)scratch;
+    ew_ctx c = {0};
+    return run_unary("BitwiseNot", K_SINT | K_UINT, f_bitwise_not, &c, in, n_in, out, n_out, err);
+}
+
+/* A float tensor in, bools out (IsNaN, IsInf). */
+static pp_status run_test(const char *op, ew_fn *fn, int mode, const pprt_tensor *in, int n_in,
+                          pprt_tensor *out, int n_out, pp_err *err) {
+    PP_TRY(pprt_need_counts(op, n_in, 1, 1, n_out, err));
+    PP_TRY(need_k(&in[0], K_FLOAT, op, "input", err));
+    PP_TRY(need_dtype(&out[0], PP_BOOL, op, "output", err));
+    PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "output", err));
+    ew_ctx c = {.t = in[0].dtype, .mode = mode};
+    const pprt_tensor *xs[1] = {&in[0]};
+    return ew_run(op, xs, 1, &out[0], fn, &c, err);
+}
+
+pp_status kern_ISNAN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                     int n_out, pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_ISNAN);
+    return run_test("IsNaN", f_isnan, 0, in, n_in, out, n_out, err);
+}
+
+pp_status kern_ISINF(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                     int n_out, pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_ISINF);
+    int64_t neg, pos;
+    PP_TRY(pp_attr_int(attrs, "detect_negative", 1, &neg, err));
+    PP_TRY(pp_attr_int(attrs, "detect_positive", 1, &pos, err));
+    return run_test("IsInf", f_isinf, (neg != 0) | (pos != 0) << 1, in, n_in, out, n_out, err);
+}
 
 pp_status kern_LEAKYRELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                          int n_out, pprt_scratch *scratch, pp_err *err) {
@@ -1137,7 +1314,21 @@ BINARY_KERNEL(GREATEROREQUAL, "GreaterOrEqual", K_NUM, PP_BOOL, f_greater_equal)
 BINARY_KERNEL(AND, "And", K_BOOL, PP_BOOL, f_and)
 BINARY_KERNEL(OR, "Or", K_BOOL, PP_BOOL, f_or)
 BINARY_KERNEL(XOR, "Xor", K_BOOL, PP_BOOL, f_xor)
+BINARY_KERNEL(BITWISEAND, "BitwiseAnd", K_SINT | K_UINT, PP_UNDEFINED, f_bitwise_and)
+BINARY_KERNEL(BITWISEOR, "BitwiseOr", K_SINT | K_UINT, PP_UNDEFINED, f_bitwise_or)
+BINARY_KERNEL(BITWISEXOR, "BitwiseXor", K_SINT | K_UINT, PP_UNDEFINED, f_bitwise_xor)
 #undef BINARY_KERNEL
+
+pp_status kern_BITSHIFT(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                        int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    const char *dir;
+    PP_TRY(pp_attr_string(attrs, "direction", "", &dir, err));
+    bool right = strcmp(dir, "RIGHT") == 0;
+    if (!right && strcmp(dir, "LEFT") != 0)
+        return PP_FAIL(err, PP_EINVAL, "BitShift kernel: attribute 'direction'='%s' is unknown", dir);
+    return run_binary("BitShift", K_UINT, PP_UNDEFINED, f_bitshift, right, in, n_in, out, n_out, err);
+}
 
 /* Mod: the attribute 'fmod' selects the inner loop's variant (see f_mod);
  * fmod=0 on floats was refused by shape_MOD, and is again here. */

@@ -425,6 +425,19 @@ static bool scatter_reducible(pp_dtype t) {
 #undef SCATTER_IS
 }
 
+/* The attribute 'reduction' as a scatter_red (its name in *rs). */
+static pp_status scatter_red_attr(const char *op, pp_attrs attrs, const char **rs, int *red,
+                                  pp_err *err) {
+    PP_TRY(pp_attr_string(attrs, "reduction", "none", rs, err));
+    static const char *const red_names[] = {"none", "add", "mul", "max", "min"};
+    *red = -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(*rs, red_names[i])) *red = i;
+    if (*red < 0)
+        return PP_FAIL(err, PP_EINVAL, "%s kernel: attribute 'reduction'='%s'", op, *rs);
+    return PP_OK;
+}
+
 pp_status kern_SCATTERND(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                          int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
@@ -438,12 +451,8 @@ pp_status kern_SCATTERND(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
     if (in[2].dtype != in[0].dtype)
         return PP_FAIL(err, PP_EINVAL, "ScatterND kernel: updates type differs from data type");
     const char *rs;
-    PP_TRY(pp_attr_string(attrs, "reduction", "none", &rs, err));
-    static const char *const red_names[] = {"none", "add", "mul", "max", "min"};
-    int red = -1;
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(rs, red_names[i])) red = i;
-    if (red < 0) return PP_FAIL(err, PP_EINVAL, "ScatterND kernel: attribute 'reduction'='%s'", rs);
+    int red;
+    PP_TRY(scatter_red_attr("ScatterND", attrs, &rs, &red, err));
     const int r = x->rank, q = is->rank;
     const int64_t k = q >= 1 ? is->dim[q - 1] : -1;
     if (r < 1 || k < 0 || k > r || us->rank != q - 1 + r - (int)k)
@@ -486,6 +495,68 @@ pp_status kern_SCATTERND(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
         else scatter_reduce(in[0].dtype, (enum scatter_red)red, d, s, slice);
     }
     return PP_OK;
+}
+
+/* ScatterElements: output = data, then element j of updates (in order: with
+ * repeated positions the last update wins, or they all reduce) goes to data's
+ * position j with the axis coordinate replaced by indices[j]; negative
+ * indices count from the end, out of range fails. Reductions as ScatterND. */
+pp_status kern_SCATTERELEMENTS(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                               int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("ScatterElements", n_in, 3, 3, n_out, err));
+    PP_TRY(same_type("ScatterElements", &in[0], &out[0], err));
+    const pprt_tensor *ix = &in[1];
+    const pp_shape *x = &in[0].shape, *is = &ix->shape;
+    PP_TRY(check_shape("ScatterElements", &out[0], x, err));
+    if (ix->dtype != PP_I64 && ix->dtype != PP_I32)
+        return PP_FAIL(err, PP_EINVAL, "ScatterElements kernel: indices must be int64 or int32");
+    if (in[2].dtype != in[0].dtype || !pp_shape_eq(&in[2].shape, is) || is->rank != x->rank)
+        return PP_FAIL(err, PP_EINVAL, "ScatterElements kernel: input shapes do not fit");
+    const char *rs;
+    int red;
+    PP_TRY(scatter_red_attr("ScatterElements", attrs, &rs, &red, err));
+    if (red != RED_NONE && !scatter_reducible(in[0].dtype))
+        return PP_FAIL(err, PP_EUNSUP, "ScatterElements: reduction '%s' on element type %s is not "
+                       "supported", rs, pp_dtype_name(in[0].dtype));
+    int64_t axis64;
+    int axis = 0;
+    PP_TRY(pp_attr_int(attrs, "axis", 0, &axis64, err));
+    PP_TRY(norm_axis(axis64, x->rank, "ScatterElements kernel: attribute 'axis'", &axis, err));
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis && is->dim[d] > x->dim[d])
+            return PP_FAIL(err, PP_EINVAL, "ScatterElements kernel: indices larger than data");
+    const size_t esz = esize(&in[0]);
+    if (out[0].data != in[0].data) memcpy(out[0].data, in[0].data, (size_t)numel(x) * esz);
+    const int r = x->rank;
+    const int64_t total = numel(is), n = x->dim[axis];
+    int64_t xst[PP_MAX_DIMS], idx[PP_MAX_DIMS] = {0}, off = 0; /* off: data offset without the axis */
+    pp_shape_strides(x, xst);
+    byte *dst = out[0].data;
+    const byte *src = in[2].data;
+    for (int64_t j = 0; j < total; j++) {
+        int64_t v = int_at(ix, j);
+        if (v < -n || v >= n)
+            return PP_FAIL(err, PP_EINVAL,
+                           "ScatterElements: index %lld (at %lld) is out of range [%lld, %lld)",
+                           (long long)v, (long long)j, (long long)-n, (long long)n);
+        if (v < 0) v += n;
+        byte *d = dst + (size_t)(off + v * xst[axis]) * esz;
+        if (red == RED_NONE) memcpy(d, src + (size_t)j * esz, esz);
+        else scatter_reduce(in[0].dtype, (enum scatter_red)red, d, src + (size_t)j * esz, 1);
+        for (int dd = r - 1; dd >= 0; dd--) {
+            if (dd != axis) off += xst[dd];
+            if (++idx[dd] < is->dim[dd]) break;
+            if (dd != axis) off -= idx[dd] * xst[dd];
+            idx[dd] = 0;
+        }
+    }
+    return PP_OK;
+}
+
+pp_status kern_SCATTER(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                       int n_out, pprt_scratch *scratch, pp_err *err) {
+    return kern_SCATTERELEMENTS(attrs, in, n_in, out, n_out, scratch, err);
 }
 
 /* ---- Shape / Size ----------------------------------------------------------------------- */
@@ -559,6 +630,38 @@ pp_status kern_CONSTANTOFSHAPE(pp_attrs attrs, const pprt_tensor *in, int n_in, 
         return PP_FAIL(err, PP_EINVAL, "ConstantOfShape kernel: output type %s, value type %s",
                        pp_dtype_name(out[0].dtype), pp_dtype_name(dt));
     fill(out[0].data, numel(&want), val, pp_dtype_size(dt));
+    return PP_OK;
+}
+
+/* EyeLike: zeros, and one (in the output's type) on the k-th diagonal. */
+pp_status kern_EYELIKE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                       int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("EyeLike", n_in, 1, 1, n_out, err));
+    PP_TRY(check_shape("EyeLike", &out[0], &in[0].shape, err));
+    int64_t k;
+    PP_TRY(pp_attr_int(attrs, "k", 0, &k, err));
+    const size_t esz = esize(&out[0]);
+    union { float f; double d; uint16_t h; int64_t i; byte b[8]; } one = {0};
+    switch (out[0].dtype) {
+    case PP_F32: one.f = 1.0f; break;
+    case PP_F64: one.d = 1.0; break;
+    case PP_F16: one.h = 0x3c00; break;
+    case PP_BF16: one.h = 0x3f80; break;
+    default:
+        if (esz == 0 || esz > 8 || !pp_dtype_size(out[0].dtype))
+            return PP_FAIL(err, PP_EUNSUP, "EyeLike kernel: element type %s",
+                           pp_dtype_name(out[0].dtype));
+        one.b[0] = 1; /* integers and bool, little-endian */
+    }
+    if (out[0].shape.rank != 2) return PP_FAIL(err, PP_EINVAL, "EyeLike kernel: rank is not 2");
+    const int64_t rows = out[0].shape.dim[0], cols = out[0].shape.dim[1];
+    byte *o = out[0].data;
+    memset(o, 0, (size_t)(rows * cols) * esz);
+    for (int64_t i = 0; i < rows; i++) {
+        const int64_t j = i + k;
+        if (j >= 0 && j < cols) memcpy(o + (size_t)(i * cols + j) * esz, one.b, esz);
+    }
     return PP_OK;
 }
 

@@ -111,10 +111,28 @@ if onnx is not None:
     expect("foreign domain", [PPCC, save("msdomain", [helper.make_node("FusedGemm", ["x"], ["y"], name="fg", domain="com.microsoft")],
                                          [x], [y], domain_opsets=[("com.microsoft", 1)])],
            "domain 'com.microsoft' is not supported")
+    # control flow is unrolled at compile time: what it depends on must be known then
     then = helper.make_graph([helper.make_node("Identity", ["x"], ["t"])], "then", [], [helper.make_tensor_value_info("t", F, [1, 4])])
-    cond = helper.make_tensor("c", TensorProto.BOOL, [], [True])
-    expect("control flow", [PPCC, save("iff", [helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=then)],
-                                       [x], [y], inits=[cond])], "control flow (If)")
+    c_in = helper.make_tensor_value_info("c", TensorProto.BOOL, [1])
+    expect("If on data", [PPCC, save("iff", [helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=then)],
+                                     [x, c_in], [y]), "-b", "0", "-o", "x.plan"],
+           "node 'branch' (#0, If): the condition ('c') is not known at compile time")
+    m_in = helper.make_tensor_value_info("m", TensorProto.INT64, [1])
+    body = helper.make_graph([helper.make_node("Identity", ["cin"], ["cout"]), helper.make_node("Relu", ["v"], ["v2"])], "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("cin", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("v", F, [1, 4])],
+                             [helper.make_tensor_value_info("cout", TensorProto.BOOL, []), helper.make_tensor_value_info("v2", F, [1, 4])])
+    expect("Loop on data", [PPCC, save("loop", [helper.make_node("Loop", ["m", "", "x"], ["y"], name="/blk/Loop", body=body)],
+                                       [x, m_in], [y]), "-b", "0", "-o", "x.plan"],
+           "node '/blk/Loop' (#0, Loop): the trip count M ('m') is not known at compile time")
+    expect("Scan", [PPCC, save("scan", [helper.make_node("Scan", ["x"], ["y"], name="sc", body=body, num_scan_inputs=1)], [x], [y])],
+           "control flow (Scan) is not supported")
+    seq_out = helper.make_graph([helper.make_node("SequenceConstruct", ["x", "x"], ["s"], name="mk")], "seqout", [x],
+                                [helper.make_tensor_sequence_value_info("s", F, [1, 4])])
+    m = helper.make_model(seq_out, opset_imports=[helper.make_opsetid("", 13)])
+    with open("seqout.onnx", "wb") as f:
+        f.write(m.SerializeToString())
+    expect("sequence output", [PPCC, "seqout.onnx", "-o", "x.plan"], "graph output 's' is a sequence")
     expect("dangling input", [PPCC, save("dangling", [helper.make_node("Relu", ["nowhere"], ["y"], name="r")], [x], [y])],
            "input 'nowhere' is not a graph input")
     expect("duplicate output", [PPCC, save("dup", [helper.make_node("Relu", ["x"], ["y"], name="a"),

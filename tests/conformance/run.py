@@ -65,6 +65,12 @@ Flatten Reshape Transpose Squeeze Unsqueeze Concat Split Slice Gather GatherElem
 Shape Size Constant ConstantOfShape Expand Tile Where Equal Less Greater LessOrEqual
 GreaterOrEqual Not And Or Cast Range Pad Resize Identity Dropout CumSum TopK ArgMax
 Trilu
+Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh Sign Round Softsign Mish Celu
+ThresholdedRelu Shrink Swish IsNaN IsInf Mod EyeLike ScatterND ScatterElements
+BitwiseNot BitwiseAnd BitwiseOr BitwiseXor BitShift
+RMSNormalization RotaryEmbedding Attention
+Loop If SequenceEmpty SequenceConstruct SequenceInsert SequenceAt SequenceErase
+SequenceLength SplitToSequence ConcatFromSequence
 """.split())
 
 # Input slots whose values decide output shapes (or an axis): a graph input
@@ -78,6 +84,10 @@ SHAPE_SLOTS = {
     "OneHot": (1,),
     # not in the brief's list, same nature
     "Upsample": (1,), "CenterCropPad": (1,), "Col2Im": (1, 2), "AffineGrid": (1,),
+    # control flow and sequence positions: ppcc unrolls them at compile time
+    # (docs/ir.md), so a trip count, condition, split or position must be known
+    "Loop": (0, 1), "If": (0,), "SplitToSequence": (1,), "SequenceAt": (1,),
+    "SequenceInsert": (2,), "SequenceErase": (1,),
     **{op: (1,) for op in REDUCE_OPS},
 }
 # Values computed by these depend on their input's shape only (static).

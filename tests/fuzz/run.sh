@@ -34,6 +34,28 @@ PYEOF
 then
   "$PPCC" ref_model.onnx --ref-weights -q -o seeds_plan/ref_weights.plan
 fi
+# control flow: a Loop building a sequence from a computed trip count (as
+# GPT-J's export does) and an If, for the subgraph reader and the unrolling
+if [ -n "${PY:-}" ]; then
+  "$PY" - <<'PYEOF' || true
+import numpy as np, onnx
+from onnx import TensorProto as TP, helper, numpy_helper
+sv = helper.make_tensor_value_info
+body = helper.make_graph(
+    [helper.make_node("SequenceAt", ["parts", "i"], ["p"]), helper.make_node("SequenceInsert", ["s", "p"], ["s2"]),
+     helper.make_node("Identity", ["c"], ["c2"])], "body",
+    [sv("i", TP.INT64, []), sv("c", TP.BOOL, []), helper.make_tensor_sequence_value_info("s", TP.FLOAT, None)],
+    [sv("c2", TP.BOOL, []), helper.make_tensor_sequence_value_info("s2", TP.FLOAT, None)])
+br = helper.make_graph([helper.make_node("Neg", ["y"], ["z"])], "br", [], [sv("z", TP.FLOAT, [1, 4])])
+g = helper.make_graph(
+    [helper.make_node("SplitToSequence", ["x"], ["parts"], axis=1), helper.make_node("SequenceLength", ["parts"], ["n"]),
+     helper.make_node("SequenceEmpty", [], ["e"]), helper.make_node("Loop", ["n", "", "e"], ["s"], body=body),
+     helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=1),
+     helper.make_node("If", ["t"], ["out"], then_branch=br, else_branch=br)], "cf",
+    [sv("x", TP.FLOAT, ["n", 4])], [sv("out", TP.FLOAT, ["n", 4])], [numpy_helper.from_array(np.array(True), "t")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "seeds_onnx/control_flow.onnx")
+PYEOF
+fi
 cp "$src"/tests/fuzz/regress_onnx/* seeds_onnx/ 2>/dev/null || true
 cp "$src"/tests/fuzz/regress_plan/* seeds_plan/ 2>/dev/null || true
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1

@@ -13,9 +13,15 @@ onnxruntime's outputs as the reference):
   - where pprt has oneDNN (its default backend then), the -pp 1 plan also on
     the reference kernels (--backend ref, the oracle): the oneDNN outputs
     within rtol 1e-3 / atol 1e-4 of them.
-Prints a Markdown table (model, params, ops after the passes, compile time,
--pp 2 imbalance of time and memory under auto and params, max error against
-onnxruntime, result) and exits 1 if any model fails.
+Transformers (zoo kind "transformer": Llama, Mistral, GPT-J, DistilBERT,
+BART) instead as check_transformer says: -pp 1, 2, 4 with -b 2 --dim seq=S,
+each plan on the reference kernels and on oneDNN (default threads and
+--threads 1), every output against onnxruntime (rtol 1e-3 / atol 1e-4); the
+reference kernels, and oneDNN at --threads 1, bit-identical across -pp (what
+pprt promises: the same bits at the same threads per stage).
+Prints Markdown tables (model, params, ops after the passes, compile time,
+-pp 2 imbalance of time and memory, max error against onnxruntime, result)
+and exits 1 if any model fails.
 
 Usage: run_zoo.py WORKDIR [--models a,b,...] [--ci] [--table FILE]
 (env: PPCC, PPRT; the exported models are cached in WORKDIR/NAME)."""
@@ -30,7 +36,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PPCC, PPRT = os.environ["PPCC"], os.environ["PPRT"]
-CI_MODELS = ["resnet50", "vit_b_16", "densenet121", "unet", "gpt"]
+CI_MODELS = ["resnet50", "vit_b_16", "densenet121", "unet", "gpt", "llama", "mistral", "gptj",
+             "distilbert", "bart_small"]
 HAVE_DNNL = subprocess.run([PPRT, "--backend", "dnnl", "--version"], capture_output=True).returncode == 0
 
 
@@ -47,12 +54,14 @@ def check_model(name, work):
     d = os.path.join(work, name)
     row = {"model": name, "result": "FAIL", "notes": []}
     if not os.path.exists(os.path.join(d, "expected")):
-        r = run([sys.executable, os.path.join(HERE, "zoo.py"), "export", name, d, "--batch", "2"])
+        r = run([sys.executable, os.path.join(HERE, "zoo.py"), "export", name, d, "--batch", "2"], timeout=3600)
         if r.returncode != 0:
             row["notes"].append("export failed: " + (r.stderr.strip().splitlines() or ["?"])[-1])
             return row
     meta = json.load(open(os.path.join(d, "meta.json")))
     row["params"] = meta.get("params", 0)
+    if meta.get("kind") == "transformer":
+        return check_transformer(row, d, meta)
     model = os.path.join(d, "model.onnx")
     expected = {f[:-4]: np.load(os.path.join(d, "expected", f)) for f in os.listdir(os.path.join(d, "expected"))}
     ref_out = {}
@@ -107,6 +116,93 @@ def check_model(name, work):
     return row
 
 
+def compare(row, what, out, expected, rtol=1e-3, atol=1e-4):
+    """Every expected output against out/NAME.npy; returns (ok, max abs err, outputs)."""
+    ok, worst, got_all = True, 0.0, {}
+    for oname, want in expected.items():
+        got = np.load(os.path.join(out, oname + ".npy"))
+        got_all[oname] = got
+        if got.shape != want.shape or got.dtype != want.dtype:
+            row["notes"].append(f"{what}: {oname} is {got.dtype}{got.shape}, want {want.dtype}{want.shape}")
+            ok = False
+            continue
+        err = float(np.max(np.abs(got.astype(np.float64) - want))) if got.size else 0.0
+        worst = max(worst, err)
+        if not np.allclose(got, want, rtol=rtol, atol=atol):
+            bad = int((~np.isclose(got, want, rtol=rtol, atol=atol)).sum())
+            row["notes"].append(f"{what}: {oname}: {bad} of {got.size} values beyond rtol {rtol:g} / "
+                                f"atol {atol:g} (max abs error {err:.3g})")
+            ok = False
+    return ok, worst, got_all
+
+
+def same_bits(a, b):
+    return all(np.array_equal(a[k], b[k]) for k in a)
+
+
+# A transformer (tests/models/zoo.py, kind "transformer"): -pp 1, 2, 4 under
+# auto with the export's compile arguments (-b 2 --dim seq=S); each plan on
+# the reference kernels and, with oneDNN, on oneDNN at the default threads
+# and at --threads 1; every output against onnxruntime. The reference
+# kernels, and oneDNN at --threads 1, must give the same bits at every -pp
+# (the "dnnl same bits" column): a cut never changes which kernels run
+# (ppcc's fusion chains; DistilBERT's last MatMul of layer 2 once ran as
+# another kernel at -pp 2).
+TRANSFORMER_PP = (1, 2, 4)
+
+
+def check_transformer(row, d, meta):
+    model = os.path.join(d, "model.onnx")
+    data = os.path.join(d, "data")
+    expected = {f[:-4]: np.load(os.path.join(d, "expected", f)) for f in os.listdir(os.path.join(d, "expected"))}
+    runs = [("ref", ["--backend", "ref"])]
+    if HAVE_DNNL:
+        runs += [("dnnl", ["--backend", "dnnl"]), ("dnnl-t1", ["--backend", "dnnl", "--threads", "1"])]
+    first, ok, err = {}, True, {"ref": 0.0, "dnnl": 0.0}
+    row["dnnl_same"] = {}
+    t_start = time.time()
+    for pp in TRANSFORMER_PP:
+        plan, rep = os.path.join(d, f"pp{pp}.plan"), os.path.join(d, f"pp{pp}.json")
+        t0 = time.time()
+        r = run([PPCC, model, "-pp", str(pp), *meta["compile_args"], "--report-json", rep, "-q", "-o", plan])
+        dt = time.time() - t0
+        if r.returncode != 0:
+            row["notes"].append(f"ppcc -pp {pp}: " + (r.stderr.strip().splitlines() or ["?"])[-1])
+            ok = False
+            continue
+        report = json.load(open(rep))
+        row[f"auto{pp}"] = report["imbalance"]
+        if pp == 1:
+            row["compile_s"], row["ops"] = dt, sum(s["ops"] for s in report["stages"])
+        for tag, args in runs:
+            out = os.path.join(d, f"out_pp{pp}_{tag}")
+            r = run([PPRT, plan, data, "-o", out, "-q", *args])
+            if r.returncode != 0:
+                row["notes"].append(f"pprt -pp {pp} {tag}: " + (r.stderr.strip().splitlines() or ["?"])[-1])
+                ok = False
+                continue
+            good, worst, got = compare(row, f"-pp {pp} {tag}", out, expected)
+            ok = ok and good
+            key = "ref" if tag == "ref" else "dnnl"
+            err[key] = max(err[key], worst)
+            if pp == 1:
+                first[tag] = got
+            elif tag in first:
+                same = same_bits(got, first[tag])
+                if tag == "ref" and not same:
+                    row["notes"].append(f"-pp {pp} ref: not bit-identical to -pp 1")
+                    ok = False
+                if tag == "dnnl-t1":
+                    row["dnnl_same"][pp] = same
+                    if not same:
+                        row["notes"].append(f"-pp {pp} oneDNN --threads 1: not bit-identical to -pp 1")
+                        ok = False
+    row["max_err"], row["ref_err"] = err["ref"], err["dnnl"] if HAVE_DNNL else None
+    row["seconds"] = time.time() - t_start
+    row["result"] = "pass" if ok else "FAIL"
+    return row
+
+
 def against_ref(row, plan, d, out):
     """The default (oneDNN) outputs in `out` against the reference kernels'."""
     ref = os.path.join(d, "out_ref")
@@ -148,11 +244,29 @@ def main():
              "| max abs err vs onnxruntime | oneDNN vs reference kernels | result |",
              "|---|---:|---:|---:|---|---|---:|---:|---|"]
     for r in rows:
+        if "dnnl_same" in r:
+            continue
         lines.append(f"| {r['model']} | {r.get('params', 0) / 1e6:.1f}M | {r.get('ops', '-')} | "
                      f"{r.get('compile_s', 0):.2f} | {fmt_imb(r.get('auto2'))} | {fmt_imb(r.get('params2'))} | "
                      f"{r.get('max_err', float('nan')):.2g} | "
                      f"{'%.2g' % r['ref_err'] if 'ref_err' in r else '-'} | {r['result']} |")
-    text = "\n".join(lines)
+    trows = [r for r in rows if "dnnl_same" in r]
+    if len(trows) == len(rows):
+        lines = []
+    if trows:
+        lines += ["" if lines else None, "Transformers (-b 2, --dim seq, auto policy; same bits: -pp N against -pp 1):", "",
+                  "| model | params | ops | compile s | pp=2 imbalance time / memory | max abs err vs onnxruntime, "
+                  "reference kernels | same, oneDNN | oneDNN same bits at --threads 1, pp 2 / 4 | check s | result |",
+                  "|---|---:|---:|---:|---|---:|---:|---|---:|---|"]
+        for r in trows:
+            same = " / ".join("yes" if r["dnnl_same"].get(p) else "no" if p in r["dnnl_same"] else "-"
+                              for p in TRANSFORMER_PP[1:])
+            lines.append(f"| {r['model']} | {r.get('params', 0) / 1e6:.1f}M | {r.get('ops', '-')} | "
+                         f"{r.get('compile_s', 0):.2f} | {fmt_imb(r.get('auto2'))} | "
+                         f"{r.get('max_err', float('nan')):.2g} | "
+                         f"{'%.2g' % r['ref_err'] if r.get('ref_err') is not None else '-'} | {same} | "
+                         f"{r.get('seconds', 0):.0f} | {r['result']} |")
+    text = "\n".join(l for l in lines if l is not None)
     print(text)
     for r in rows:
         for n in r["notes"]:

@@ -12,17 +12,27 @@ export writes
   OUTDIR/model.onnx              input "input", output "output", dim 0 named
                                  "batch" (dynamic); models whose weights are
                                  over 1.5 GB keep them in OUTDIR/model.onnx.data
-                                 (ONNX external data, one file)
+                                 (ONNX external data, one file). The
+                                 transformers (Hugging Face configs, kind
+                                 "transformer" in meta.json) take input_ids
+                                 and attention_mask [batch, seq], both dims
+                                 dynamic, and name their output as the model
+                                 does (logits, last_hidden_state)
   OUTDIR/data/input.npy          seeded random float32 image batch (int64
-                                 token ids for the GPT)
+                                 token ids for the GPT); the transformers:
+                                 data/input_ids.npy, data/attention_mask.npy
+                                 (4 samples; sample 1 padded over its last
+                                 quarter, sample 3 over its first 2 tokens)
   OUTDIR/expected/output.npy     onnxruntime's output on model.onnx: the
                                  reference for ppcc/pprt (not written with
                                  --no-expected, or when onnxruntime would need
-                                 more than --ort-mem-limit-gb)
+                                 more than --ort-mem-limit-gb); NAME.npy for
+                                 a transformer's output NAME
   OUTDIR/torch/output.npy        PyTorch's output on the same input (not
                                  written with --no-torch)
   OUTDIR/meta.json               name, params, onnx_ops {op: count}, opset,
-                                 input_shape, torch_vs_ort_max_abs_err, plus
+                                 input_shape, torch_vs_ort_max_abs_err,
+                                 (transformers) kind and compile_args, plus
                                  timings, file sizes, output statistics, the
                                  batch-1 check and any export errors
 Exit status 0 on success; on failure meta.json holds "error" and the status
@@ -213,16 +223,21 @@ class GPT(nn.Module):
 
 class Spec:
     def __init__(self, name, tag, source, build, input_shape=(3, 224, 224),
-                 input_kind="image", vocab=None, notes=""):
+                 input_kind="image", vocab=None, notes="", output=None,
+                 samples=None):
         self.name = name
         self.tag = tag              # "fast" | "slow"
         self.source = source        # "torchvision" | "timm" | "zoo.py"
         self.build = build          # () -> nn.Module (random weights)
         # per sample, without batch; None: taken from the built model
         self.input_shape = tuple(input_shape) if input_shape else None
-        self.input_kind = input_kind  # "image" | "tokens"
+        # "image" | "tokens" | "hf" (input_ids + attention_mask, both
+        # [batch, seq] with seq = input_shape[0], dynamic; output `output`)
+        self.input_kind = input_kind
         self.vocab = vocab
         self.notes = notes
+        self.output = output or "output"
+        self.samples = samples      # "hf": samples in data/ (--batch ignored)
 
 
 REGISTRY = collections.OrderedDict()
@@ -260,6 +275,66 @@ register(Spec("gpt", "fast", "zoo.py", lambda: GPT(), input_shape=(32,),
               input_kind="tokens", vocab=512,
               notes="4 pre-LN causal attention blocks, d_model 128, "
                     "4 heads, vocab 512, seq 32"))
+
+
+# Hugging Face transformers (random weights from a config; nothing is
+# downloaded): inputs input_ids and attention_mask [batch, seq], both axes
+# dynamic; 4 samples, one padded at the end and one at the start, compiled
+# by run_zoo.py with -b 2 --dim seq=SEQ.
+class HFWrap(nn.Module):
+    """(input_ids, attention_mask) -> the model's first output."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, input_ids, attention_mask):
+        return self.m(input_ids=input_ids, attention_mask=attention_mask,
+                      return_dict=False)[0]
+
+
+def _hf(cls_name, cfg_name, **cfg):
+    def build():
+        import transformers
+        config = getattr(transformers, cfg_name)(**cfg)
+        config.use_cache = False
+        return HFWrap(getattr(transformers, cls_name)(config))
+    return build
+
+
+_TINY_DEC = dict(vocab_size=2048, hidden_size=256, intermediate_size=688,
+                 num_hidden_layers=4, num_attention_heads=8,
+                 max_position_embeddings=512)
+# BART-large's default config (BartConfig()) and the same with 2+2 layers
+_BART_SMALL = dict(encoder_layers=2, decoder_layers=2)
+for _name, _tag, _cls, _cfg, _kw, _seq, _out, _notes in [
+        ("llama", "fast", "LlamaForCausalLM", "LlamaConfig",
+         dict(_TINY_DEC, num_key_value_heads=4), 32, "logits",
+         "Llama-style decoder: RMSNorm, rotary embedding (Cos/Sin), GQA "
+         "(8 query / 4 key-value heads), SwiGLU; 4 layers, hidden 256"),
+        ("mistral", "fast", "MistralForCausalLM", "MistralConfig",
+         dict(_TINY_DEC, num_key_value_heads=2, sliding_window=16), 32,
+         "logits", "Mistral-style decoder: as llama, 2 key-value heads, "
+                   "sliding-window causal mask (16 of 32 positions)"),
+        ("gptj", "fast", "GPTJForCausalLM", "GPTJConfig",
+         dict(vocab_size=2048, n_embd=256, n_layer=4, n_head=8,
+              rotary_dim=16, n_positions=512), 32, "logits",
+         "GPT-J-style decoder: parallel attention + MLP, partial "
+         "interleaved rotary (its export: Loop, SplitToSequence, "
+         "ConcatFromSequence); 4 layers, hidden 256"),
+        ("distilbert", "fast", "DistilBertModel", "DistilBertConfig", {}, 128,
+         "last_hidden_state", "DistilBERT, default config (6 layers, "
+                              "hidden 768), bool attention mask"),
+        ("bart_small", "fast", "BartForConditionalGeneration", "BartConfig",
+         _BART_SMALL, 32, "logits",
+         "BART encoder-decoder, default config (d_model 1024, vocab 50265) "
+         "with 2+2 layers; decoder inputs shifted from input_ids"),
+        ("bart", "slow", "BartForConditionalGeneration", "BartConfig", {},
+         32, "logits", "BART, default config (12+12 layers, d_model 1024: "
+                       "BART-large's shape, 406M params, external data)")]:
+    register(Spec(_name, _tag, "transformers", _hf(_cls, _cfg, **_kw),
+                  input_shape=(_seq,), input_kind="hf", vocab=2048,
+                  notes=_notes, output=_out, samples=4))
 
 # timm giants (only when timm is importable). Each entry: zoo name, timm
 # names to try in order (names differ between timm versions).
@@ -366,18 +441,16 @@ def make_nontrivial(model, seed):
 # ---------------------------------------------------------------------------
 # export
 
-def _export(model, x, path, opsets):
+def _export(model, args, path, opsets, in_names, out_names, dyn):
     errors = {}
     for opset in opsets:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 torch.onnx.export(
-                    model, x, path, opset_version=opset,
-                    input_names=["input"], output_names=["output"],
-                    dynamic_axes={"input": {0: "batch"},
-                                  "output": {0: "batch"}},
-                    do_constant_folding=True,
+                    model, args, path, opset_version=opset,
+                    input_names=in_names, output_names=out_names,
+                    dynamic_axes=dyn, do_constant_folding=True,
                     training=torch.onnx.TrainingMode.EVAL)
             return opset, errors
         except Exception as e:            # noqa: BLE001 - report and retry
@@ -386,6 +459,20 @@ def _export(model, x, path, opsets):
             print(f"  opset {opset} failed: {msg[:300]}", file=sys.stderr)
     raise RuntimeError("torch.onnx.export failed at every opset "
                        + json.dumps(errors))
+
+
+def _hf_inputs(spec, batch, gen):
+    """input_ids and attention_mask [batch, seq]: sample 1 padded over its
+    last quarter, sample 3 over its first two positions."""
+    seq = spec.input_shape[0]
+    ids = torch.randint(0, spec.vocab, (batch, seq), generator=gen,
+                        dtype=torch.int64)
+    mask = torch.ones((batch, seq), dtype=torch.int64)
+    if batch > 1:
+        mask[1, seq - seq // 4:] = 0
+    if batch > 3:
+        mask[3, :2] = 0
+    return collections.OrderedDict(input_ids=ids, attention_mask=mask)
 
 
 def export_model(name, outdir, batch=2, seed=0, opset=None,
@@ -447,16 +534,32 @@ def export_model(name, outdir, batch=2, seed=0, opset=None,
         progress(f"built, {nparams} params")
 
         gen = torch.Generator().manual_seed(seed + 1)
-        if spec.input_kind == "tokens":
-            x = torch.randint(0, spec.vocab, (batch,) + tuple(in_shape),
-                              generator=gen, dtype=torch.int64)
+        out_name = spec.output
+        if spec.input_kind == "hf":
+            batch = spec.samples or batch
+            feeds = _hf_inputs(spec, batch, gen)
+            dyn = {k: {0: "batch", 1: "seq"} for k in feeds}
+            dyn[out_name] = {0: "batch", 1: "seq"}
+            meta["kind"] = "transformer"
+            meta["compile_args"] = ["-b", "2", "--dim",
+                                    f"seq={spec.input_shape[0]}"]
+            import transformers
+            meta["versions"]["transformers"] = transformers.__version__
         else:
-            x = torch.randn((batch,) + tuple(in_shape), generator=gen)
+            if spec.input_kind == "tokens":
+                x = torch.randint(0, spec.vocab, (batch,) + tuple(in_shape),
+                                  generator=gen, dtype=torch.int64)
+            else:
+                x = torch.randn((batch,) + tuple(in_shape), generator=gen)
+            feeds = collections.OrderedDict(input=x)
+            dyn = {"input": {0: "batch"}, out_name: {0: "batch"}}
+        x = next(iter(feeds.values()))
         meta["input_shape"] = list(x.shape)
         meta["input_dtype"] = str(x.numpy().dtype)
 
         os.makedirs(os.path.join(outdir, "data"))
-        np.save(os.path.join(outdir, "data", "input.npy"), x.numpy())
+        for k, v in feeds.items():
+            np.save(os.path.join(outdir, "data", k + ".npy"), v.numpy())
         y_torch = None
         if no_torch:
             meta["torch_forward"] = "skipped (--no-torch)"
@@ -464,7 +567,7 @@ def export_model(name, outdir, batch=2, seed=0, opset=None,
             progress(f"PyTorch forward on {list(x.shape)}")
             t = time.time()
             with torch.no_grad():
-                y = model(x)
+                y = model(*feeds.values())
             if isinstance(y, (tuple, list)):
                 y = y[0]
             if isinstance(y, dict):
@@ -475,7 +578,7 @@ def export_model(name, outdir, batch=2, seed=0, opset=None,
             meta["output_shape"] = list(y_torch.shape)
             meta["torch_output_stats"] = _stats(y_torch)
             os.makedirs(os.path.join(outdir, "torch"))
-            np.save(os.path.join(outdir, "torch", "output.npy"), y_torch)
+            np.save(os.path.join(outdir, "torch", out_name + ".npy"), y_torch)
 
         # export into a scratch dir: models over 2 GB make torch write one
         # external file per initializer; we re-save as model.onnx(.data)
@@ -497,8 +600,9 @@ def export_model(name, outdir, batch=2, seed=0, opset=None,
             for p in model.parameters():
                 p.requires_grad_(False)
         with torch.set_grad_enabled(mha):
-            used, errs = _export(model, x, os.path.join(tmp, "model.onnx"),
-                                 opsets)
+            used, errs = _export(model, tuple(feeds.values()),
+                                 os.path.join(tmp, "model.onnx"), opsets,
+                                 list(feeds), [out_name], dyn)
         secs["export"] = round(time.time() - t, 2)
         meta["opset"] = used
         if errs:
@@ -558,11 +662,12 @@ def export_model(name, outdir, batch=2, seed=0, opset=None,
             so.inter_op_num_threads = 1
             sess = ort.InferenceSession(model_path, so,
                                         providers=["CPUExecutionProvider"])
-            xin = x.numpy()
-            y_ort = sess.run(["output"], {"input": xin})[0]
+            xin = {k: v.numpy() for k, v in feeds.items()}
+            y_ort = sess.run([out_name], xin)[0]
             secs["ort"] = round(time.time() - t, 2)
             os.makedirs(os.path.join(outdir, "expected"))
-            np.save(os.path.join(outdir, "expected", "output.npy"), y_ort)
+            np.save(os.path.join(outdir, "expected", out_name + ".npy"),
+                    y_ort)
             meta["expected"] = "onnxruntime"
             meta["output_shape"] = list(y_ort.shape)
             meta["output_stats"] = _stats(y_ort)
@@ -575,10 +680,11 @@ def export_model(name, outdir, batch=2, seed=0, opset=None,
             # run again at another batch size (1, or 2 when batch is 1):
             # the batch axis must really be dynamic, pprt runs micro-batches
             b2 = 1 if batch > 1 else 2
-            x2 = xin[:1] if batch > 1 else np.concatenate([xin, xin])
+            x2 = {k: v[:1] if batch > 1 else np.concatenate([v, v])
+                  for k, v in xin.items()}
             rb = {"batch": b2}
             try:
-                y2 = sess.run(["output"], {"input": x2})[0]
+                y2 = sess.run([out_name], x2)[0]
                 ref = y_ort[:1] if batch > 1 else np.concatenate(
                     [y_ort, y_ort])
                 rb["max_abs_err"] = float(np.max(np.abs(

@@ -1,0 +1,223 @@
+/* ref_attn.c: reference kernels of the ops in ir/ops_attn.def:
+ * RMSNormalization, RotaryEmbedding and Attention (opset 23).
+ *
+ * Same rules as the other reference kernels: single-threaded, deterministic
+ * (every sum in an order fixed by the shapes), float32 data; sums of squares
+ * and attention's dot products, softmax sums and weighted sums accumulate in
+ * double. Inputs and attributes are read by the parsers of ir/shape_attn.h,
+ * the very ones shape inference used. Attention follows the ONNX definition
+ * step by step: scores = (Q K^T) * scale, softcap (c * tanh(s / c)), + mask
+ * (bool false, positions past the mask's last dim, the causal upper triangle
+ * and keys past nonpad_kv_seqlen all count as -inf), softmax (a row masked
+ * out entirely gives NaN, as the definition does), times V. */
+#include "ref.h"
+#include "../../ir/op_fns.h" /* pp_norm_axis */
+#include "../../ir/shape_attn.h"
+
+#include <math.h>
+#include <string.h>
+
+static pp_status check_out(const char *op, pp_op o, pp_attrs attrs, const pprt_tensor *in,
+                           int n_in, const pprt_tensor *out, int n_out, pp_err *err) {
+    pp_tinfo ti[8], to[4];
+    if (n_in > 8 || n_out > 4 || n_out < 1)
+        return PP_FAIL(err, PP_EINVAL, "%s kernel: %d inputs, %d outputs", op, n_in, n_out);
+    for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
+    pp_err e = {0};
+    if (pp_infer(o, attrs, ti, n_in, to, n_out, &e) != PP_OK)
+        return PP_FAIL(err, e.code, "%s kernel: %s", op, e.msg);
+    for (int k = 0; k < n_out; k++) {
+        if (out[k].dtype == PP_UNDEFINED) continue; /* an output nobody asked for */
+        if (out[k].dtype != to[k].dtype)
+            return PP_FAIL(err, PP_EINVAL, "%s kernel: output %d has type %s, expected %s", op, k,
+                           pp_dtype_name(out[k].dtype), pp_dtype_name(to[k].dtype));
+        PP_TRY(pprt_need_shape(&out[k], &to[k].shape, "output", err));
+    }
+    return PP_OK;
+}
+
+/* ---- RMSNormalization ------------------------------------------------------------ */
+
+pp_status kern_RMSNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                       int n_out, pprt_scratch *scratch, pp_err *err) {
+    PP_TRY(check_out("RMSNormalization", PP_OP_RMSNORM, attrs, in, n_in, out, n_out, err));
+    const pp_shape *xs = &in[0].shape, *ss = &in[1].shape;
+    int64_t axis64;
+    int axis;
+    float eps;
+    PP_TRY(pp_attr_int(attrs, "axis", -1, &axis64, err));
+    PP_TRY(pp_norm_axis(axis64, xs->rank, "attribute 'axis'", &axis, err));
+    PP_TRY(pp_attr_float(attrs, "epsilon", 1e-5f, &eps, err));
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; i++) outer *= xs->dim[i];
+    for (int i = axis; i < xs->rank; i++) inner *= xs->dim[i];
+    /* the scale expanded to the normalized dims */
+    size_t nb;
+    if (pp_mul_ovf((size_t)inner, sizeof(float), &nb))
+        return PP_FAIL(err, PP_ENOMEM, "RMSNormalization kernel: scratch size overflows");
+    float *sc = pprt_scratch_get(scratch, nb ? nb : 1);
+    if (!sc) return PP_FAIL(err, PP_ENOMEM, "RMSNormalization kernel: out of memory");
+    const int nr = xs->rank - axis;
+    int64_t idx[PP_MAX_DIMS] = {0}, st[PP_MAX_DIMS], acc = 1;
+    for (int i = nr - 1; i >= 0; i--) {
+        int si = i - (nr - ss->rank);
+        int64_t d = si >= 0 ? ss->dim[si] : 1;
+        st[i] = d == 1 ? 0 : acc;
+        acc *= d;
+    }
+    const float *s = in[1].data;
+    for (int64_t k = 0; k < inner; k++) {
+        int64_t off = 0;
+        for (int i = 0; i < nr; i++) off += idx[i] * st[i];
+        sc[k] = s[off];
+        for (int i = nr - 1; i >= 0; i--) {
+            if (++idx[i] < xs->dim[axis + i]) break;
+            idx[i] = 0;
+        }
+    }
+    const float *x = in[0].data;
+    float *y = out[0].data;
+    for (int64_t o = 0; o < outer; o++) {
+        const float *xp = x + o * inner;
+        float *yp = y + o * inner;
+        double ss2 = 0;
+        for (int64_t i = 0; i < inner; i++) ss2 += (double)xp[i] * xp[i];
+        const double inv = 1.0 / sqrt(ss2 / (double)(inner ? inner : 1) + eps);
+        for (int64_t i = 0; i < inner; i++) yp[i] = (float)(xp[i] * inv * sc[i]);
+    }
+    return PP_OK;
+}
+
+/* ---- RotaryEmbedding --------------------------------------------------------------- */
+
+pp_status kern_ROTARYEMBEDDING(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                               int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(check_out("RotaryEmbedding", PP_OP_ROTARYEMBEDDING, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[4];
+    for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
+    pp_rope r;
+    PP_TRY(pp_rope_parse(attrs, ti, n_in, &r, err));
+    const float *x = in[0].data, *cc = in[1].data, *sc = in[2].data;
+    const int64_t *pos = r.has_pos ? in[3].data : NULL;
+    const int64_t half = r.rot / 2, max_pos = r.has_pos ? in[1].shape.dim[0] : 0;
+    float *y = out[0].data;
+    for (int64_t b = 0; b < r.B; b++)
+        for (int64_t s = 0; s < r.S; s++) {
+            int64_t row = b * r.S + s; /* cache row without position_ids */
+            if (pos) {
+                row = pos[b * r.S + s];
+                if (row < 0 || row >= max_pos)
+                    return PP_FAIL(err, PP_EINVAL, "RotaryEmbedding: position_ids[%lld][%lld] = "
+                                   "%lld is out of range [0, %lld)", (long long)b, (long long)s,
+                                   (long long)row, (long long)max_pos);
+            }
+            const float *c = cc + row * half, *sn = sc + row * half;
+            for (int64_t h = 0; h < r.H; h++) {
+                /* [B, H, S, D] or [B, S, H*D] */
+                const int64_t base = r.three_d ? (b * r.S + s) * r.H * r.D + h * r.D
+                                               : ((b * r.H + h) * r.S + s) * r.D;
+                const float *xp = x + base;
+                float *yp = y + base;
+                for (int64_t i = 0; i < half; i++) {
+                    const int64_t i1 = r.interleaved ? 2 * i : i;
+                    const int64_t i2 = r.interleaved ? 2 * i + 1 : i + half;
+                    const float x1 = xp[i1], x2 = xp[i2];
+                    yp[i1] = c[i] * x1 - sn[i] * x2;
+                    yp[i2] = sn[i] * x1 + c[i] * x2;
+                }
+                if (r.rot < r.D) memcpy(yp + r.rot, xp + r.rot, (size_t)(r.D - r.rot) * sizeof(float));
+            }
+        }
+    return PP_OK;
+}
+
+/* ---- Attention ------------------------------------------------------------------- */
+
+/* The mask's value (0 or -inf for a bool mask, the float as it is) at
+ * [b, h, i, j] of [B, Hq, Sq, T]; past its last dim, -inf. */
+static float mask_at(const pp_attn *t, const pprt_tensor *m, int64_t b, int64_t h, int64_t i,
+                     int64_t j) {
+    const pp_shape *s = &t->mask;
+    if (j >= s->dim[3]) return -INFINITY;
+    const int64_t c[4] = {s->dim[0] == 1 ? 0 : b, s->dim[1] == 1 ? 0 : h, s->dim[2] == 1 ? 0 : i, j};
+    const int64_t off = ((c[0] * s->dim[1] + c[1]) * s->dim[2] + c[2]) * s->dim[3] + c[3];
+    if (t->mask_bool) return ((const uint8_t *)m->data)[off] ? 0.0f : -INFINITY;
+    return ((const float *)m->data)[off];
+}
+
+pp_status kern_ATTENTION(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                         int n_out, pprt_scratch *scratch, pp_err *err) {
+    PP_TRY(check_out("Attention", PP_OP_ATTENTION, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[7];
+    for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
+    pp_attn t;
+    PP_TRY(pp_attn_parse(attrs, ti, n_in, &t, err));
+    const float *Q = in[0].data, *K = in[1].data, *V = in[2].data;
+    const float *PK = t.P ? in[4].data : NULL, *PV = t.P ? in[5].data : NULL;
+    const int64_t *nonpad = t.has_nonpad ? in[6].data : NULL;
+    float *Y = out[0].data;
+    float *pres_k = n_out > 1 && out[1].dtype != PP_UNDEFINED ? out[1].data : NULL;
+    float *pres_v = n_out > 2 && out[2].dtype != PP_UNDEFINED ? out[2].data : NULL;
+    float *qk_out = n_out > 3 && out[3].dtype != PP_UNDEFINED ? out[3].data : NULL;
+    size_t nb;
+    if (pp_mul_ovf((size_t)t.T, sizeof(double), &nb))
+        return PP_FAIL(err, PP_ENOMEM, "Attention kernel: scratch size overflows");
+    double *sc = pprt_scratch_get(scratch, nb ? nb : 1);
+    if (!sc) return PP_FAIL(err, PP_ENOMEM, "Attention kernel: out of memory");
+    /* key/value j of head g in batch b: the past first, then K / V */
+    const int64_t group = t.Hq / t.Hkv;
+#define KV_ROW(X, PX, DIM, b, g, j)                                                       \
+    ((j) < t.P ? (PX) + (((b) * t.Hkv + (g)) * t.P + (j)) * (DIM)                         \
+     : t.three_d ? (X) + ((b) * t.Skv + (j) - t.P) * t.Hkv * (DIM) + (g) * (DIM)          \
+                 : (X) + (((b) * t.Hkv + (g)) * t.Skv + (j) - t.P) * (DIM))
+    for (int64_t b = 0; b < t.B; b++)
+        for (int64_t g = 0; g < t.Hkv; g++)
+            for (int64_t j = 0; j < t.T; j++) {
+                const int64_t o = ((b * t.Hkv + g) * t.T + j);
+                if (pres_k) memcpy(pres_k + o * t.D, KV_ROW(K, PK, t.D, b, g, j), (size_t)t.D * sizeof(float));
+                if (pres_v) memcpy(pres_v + o * t.Dv, KV_ROW(V, PV, t.Dv, b, g, j), (size_t)t.Dv * sizeof(float));
+            }
+    const pprt_tensor *m = t.has_mask ? &in[3] : NULL;
+    for (int64_t b = 0; b < t.B; b++)
+        for (int64_t h = 0; h < t.Hq; h++) {
+            const int64_t g = h / group;
+            for (int64_t i = 0; i < t.Sq; i++) {
+                const float *q = t.three_d ? Q + (b * t.Sq + i) * t.Hq * t.D + h * t.D
+                                           : Q + ((b * t.Hq + h) * t.Sq + i) * t.D;
+                float *qk = qk_out ? qk_out + ((b * t.Hq + h) * t.Sq + i) * t.T : NULL;
+                double mx = -INFINITY;
+                for (int64_t j = 0; j < t.T; j++) {
+                    const float *k = KV_ROW(K, PK, t.D, b, g, j);
+                    double d = 0;
+                    for (int64_t e = 0; e < t.D; e++) d += (double)q[e] * k[e];
+                    float s = (float)(d * t.scale);
+                    if (t.softcap > 0) s = t.softcap * tanhf(s / t.softcap);
+                    if (qk && t.qk_mode <= 1) qk[j] = s;
+                    float bias = m ? mask_at(&t, m, b, h, i, j) : 0.0f;
+                    if (t.causal && j >= t.P && j - t.P > i) bias += -INFINITY;
+                    if (nonpad && j >= nonpad[b]) bias += -INFINITY;
+                    s += bias;
+                    if (qk && t.qk_mode == 2) qk[j] = s;
+                    sc[j] = s;
+                    if (s > mx) mx = s;
+                }
+                double sum = 0;
+                for (int64_t j = 0; j < t.T; j++) sum += sc[j] = exp(sc[j] - mx);
+                for (int64_t j = 0; j < t.T; j++) {
+                    sc[j] /= sum;
+                    if (qk && t.qk_mode == 3) qk[j] = (float)sc[j];
+                }
+                /* a row that is -inf everywhere gives NaN (-inf - -inf), as defined */
+                float *y = t.three_d ? Y + (b * t.Sq + i) * t.Hq * t.Dv + h * t.Dv
+                                     : Y + ((b * t.Hq + h) * t.Sq + i) * t.Dv;
+                for (int64_t e = 0; e < t.Dv; e++) {
+                    double a = 0;
+                    for (int64_t j = 0; j < t.T; j++) a += sc[j] * KV_ROW(V, PV, t.Dv, b, g, j)[e];
+                    y[e] = (float)a;
+                }
+            }
+        }
+#undef KV_ROW
+    return PP_OK;
+}

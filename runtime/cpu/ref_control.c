@@ -1,0 +1,21 @@
+/* ref_control.c: the kernels of ops_control.def, which only refuse: control
+ * flow and sequences are unrolled by ppcc and never run (ir/shape_control.c
+ * refuses them first when a plan names one). */
+#include "ref.h"
+
+#define CONTROL(E, NAME)                                                                      \
+    pp_status kern_##E(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,     \
+                       int n_out, pprt_scratch *scratch, pp_err *err) {                       \
+        (void)attrs, (void)in, (void)n_in, (void)out, (void)n_out, (void)scratch;             \
+        return PP_FAIL(err, PP_EUNSUP, NAME " cannot run as an op (ppcc unrolls it)");        \
+    }
+CONTROL(LOOP, "Loop")
+CONTROL(IF, "If")
+CONTROL(SEQUENCEEMPTY, "SequenceEmpty")
+CONTROL(SEQUENCECONSTRUCT, "SequenceConstruct")
+CONTROL(SEQUENCEINSERT, "SequenceInsert")
+CONTROL(SEQUENCEAT, "SequenceAt")
+CONTROL(SEQUENCEERASE, "SequenceErase")
+CONTROL(SEQUENCELENGTH, "SequenceLength")
+CONTROL(SPLITTOSEQUENCE, "SplitToSequence")
+CONTROL(CONCATFROMSEQUENCE, "ConcatFromSequence")

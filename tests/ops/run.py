@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""The ops of issue 22 through ppcc and pprt, against onnxruntime and NumPy.
+
+Each case is a small ONNX model built here with onnx.helper, its inputs
+drawn with a fixed seed (edge values included: 0, -0, NaN, +-inf where the op
+defines them). It is compiled unbatched (ppcc -b 0; control-flow cases also
+at -pp 2) and run on the reference kernels and, where pprt has it, on
+oneDNN; every output must match onnxruntime's within the case's tolerance
+(NaN where onnxruntime has NaN; onnx's reference evaluator for the one form
+onnxruntime 1.32 refuses, an attention mask shorter than the keys), and, for
+the elementwise math, a NumPy formula too. The error cases must exit 2 (ppcc, or pprt for a bad value at
+run time) with a message naming the node and the reason.
+
+Cases: the unary math (trigonometric, hyperbolic, Round, Softsign, Mish,
+Celu, ThresholdedRelu, Swish, Sign, Shrink, IsNaN, IsInf), the bitwise ops,
+EyeLike, ScatterElements with each reduction, RMSNormalization,
+RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
+(causal, bool / float / short masks, GQA in 3-D, scale, softcap, past
+key/value with present outputs), and Loop / If / sequence graphs (constant
+and computed trip counts, a condition that stops the loop early, scan
+outputs, a loop building a sequence, nested loops, SplitToSequence,
+SequenceInsert/Erase/At/Length, ConcatFromSequence with new_axis).
+
+Usage: run.py WORKDIR (env: PPCC, PPRT). About 10 s on 2 busy cores. Exit 0 when every case
+passes, 1 otherwise (each failure printed)."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+PPCC, PPRT = os.environ["PPCC"], os.environ["PPRT"]
+try:
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto as TP
+    from onnx import helper, numpy_helper
+except ImportError as e:
+    print(f"ops: {e}; skipped")
+    sys.exit(77)
+
+WORK = sys.argv[1]
+os.makedirs(WORK, exist_ok=True)
+HAVE_DNNL = subprocess.run([PPRT, "--backend", "dnnl", "--version"], capture_output=True).returncode == 0
+BACKENDS = ["ref"] + (["dnnl"] if HAVE_DNNL else [])
+rng = np.random.default_rng(22)
+failures, n_cases = [], 0
+
+NP2TP = {np.dtype(np.float32): TP.FLOAT, np.dtype(np.float16): TP.FLOAT16, np.dtype(np.float64): TP.DOUBLE, np.dtype(np.int64): TP.INT64,
+         np.dtype(np.int32): TP.INT32, np.dtype(np.int16): TP.INT16, np.dtype(np.int8): TP.INT8,
+         np.dtype(np.uint8): TP.UINT8, np.dtype(np.uint32): TP.UINT32, np.dtype(np.bool_): TP.BOOL}
+
+
+def vi(name, a):
+    return helper.make_tensor_value_info(name, NP2TP[a.dtype], list(a.shape))
+
+
+def model(nodes, feeds, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, "g", [vi(k, v) for k, v in feeds.items()],
+                          [onnx.ValueInfoProto(name=o) for o in outputs],
+                          initializer=[numpy_helper.from_array(v, k) for k, v in dict(inits).items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    # the outputs' types, as onnx's shape inference gives them
+    inferred = {v.name: v for v in onnx.shape_inference.infer_shapes(m).graph.value_info}
+    for o in m.graph.output:
+        if o.name in inferred:
+            o.CopyFrom(inferred[o.name])
+    return m
+
+
+def run_ppcc_pprt(name, m, feeds, pp, backend):
+    d = os.path.join(WORK, name)
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    onnx.save(m, path)
+    for k, v in feeds.items():
+        np.save(os.path.join(d, "data", k + ".npy"), v)
+    plan = os.path.join(d, f"pp{pp}.plan")
+    r = subprocess.run([PPCC, path, "-b", "0", "-pp", str(pp), "-q", "-o", plan], capture_output=True, text=True)
+    if r.returncode:
+        return None, f"ppcc -pp {pp}: exit {r.returncode}: {r.stderr.strip()[-300:]}"
+    out = os.path.join(d, f"out_{pp}_{backend}")
+    r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", out, "-q", "--backend", backend],
+                       capture_output=True, text=True)
+    if r.returncode:
+        return None, f"pprt -pp {pp} --backend {backend}: exit {r.returncode}: {r.stderr.strip()[-300:]}"
+    return out, None
+
+
+def close(got, want, rtol, atol):
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"{got.dtype}{list(got.shape)}, want {want.dtype}{list(want.shape)}"
+    if got.dtype.kind in "fc":
+        ok = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+        if not ok.all():
+            i = np.argwhere(~ok)[0]
+            return (f"{int((~ok).sum())} of {got.size} values off (rtol {rtol:g}, atol {atol:g}); "
+                    f"first at {list(i)}: {got[tuple(i)]!r}, want {want[tuple(i)]!r}")
+        return None
+    if not np.array_equal(got, want):
+        i = np.argwhere(got != want)[0]
+        return f"differs at {list(i)}: {got[tuple(i)]!r}, want {want[tuple(i)]!r}"
+    return None
+
+
+def case(name, nodes, feeds, outputs, inits=(), opset=17, numpy_ref=None, rtol=1e-5, atol=1e-6, pps=(1,),
+         oracle="onnxruntime"):
+    """onnxruntime (or onnx's reference evaluator, for what onnxruntime does
+    not implement) and numpy_ref(feeds) -> list, when given, against
+    ppcc/pprt."""
+    global n_cases
+    n_cases += 1
+    m = model(nodes, feeds, outputs, inits, opset)
+    try:
+        if oracle == "onnxruntime":
+            so = ort.SessionOptions()
+            so.log_severity_level = 3
+            sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            want = sess.run(outputs, feeds)
+        else:
+            from onnx.reference import ReferenceEvaluator
+            want = ReferenceEvaluator(m).run(outputs, feeds)
+    except Exception as e:  # noqa: BLE001
+        failures.append(f"{name}: {oracle} failed: {e}")
+        return
+    if numpy_ref is not None:
+        for o, w, n in zip(outputs, want, numpy_ref(feeds)):
+            bad = close(np.asarray(n, dtype=w.dtype), w, max(rtol, 1e-5), max(atol, 1e-6))
+            if bad:
+                failures.append(f"{name}: onnxruntime and NumPy disagree on {o}: {bad}")
+    for pp in pps:
+        for be in BACKENDS:
+            out, err = run_ppcc_pprt(name, m, feeds, pp, be)
+            if err:
+                failures.append(f"{name}: {err}")
+                continue
+            for o, w in zip(outputs, want):
+                bad = close(np.load(os.path.join(out, o + ".npy")), w, rtol, atol)
+                if bad:
+                    failures.append(f"{name} (-pp {pp}, {be}): {o}: {bad}")
+
+
+def refused(name, nodes, feeds, outputs, want_text, inits=(), opset=17, code=2, tool="ppcc"):
+    """ppcc (or pprt) must exit `code` with want_text in its message."""
+    global n_cases
+    n_cases += 1
+    m = model(nodes, feeds, outputs, inits, opset)
+    d = os.path.join(WORK, name)
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    onnx.save(m, path)
+    for k, v in feeds.items():
+        np.save(os.path.join(d, "data", k + ".npy"), v)
+    plan = os.path.join(d, "p.plan")
+    r = subprocess.run([PPCC, path, "-b", "0", "-q", "-o", plan], capture_output=True, text=True)
+    if tool == "pprt" and r.returncode == 0:
+        r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", os.path.join(d, "out"), "-q",
+                            "--backend", "ref"], capture_output=True, text=True)
+    if r.returncode != code or want_text not in r.stderr:
+        failures.append(f"{name}: {tool} exit {r.returncode} (want {code}), stderr {r.stderr.strip()[-300:]!r}, "
+                        f"want text {want_text!r}")
+
+
+def f32(*shape, lo=-3.0, hi=3.0):
+    return rng.uniform(lo, hi, shape).astype(np.float32)
+
+
+def with_edges(a, edges):
+    a = a.copy().ravel()
+    a[:len(edges)] = edges
+    return a.reshape(-1)
+
+
+# ---- unary math ----------------------------------------------------------------------------
+EDGE = [0.0, -0.0, np.nan, np.inf, -np.inf]
+UNARY = [  # op, input range, edges, numpy formula, attrs, opset
+    ("Sin", (-10, 10), EDGE, np.sin, {}, 7), ("Cos", (-10, 10), EDGE, np.cos, {}, 7),
+    ("Tan", (-1.5, 1.5), EDGE[:3], np.tan, {}, 7), ("Asin", (-1, 1), [0.0, 1.0, -1.0, 2.0], np.arcsin, {}, 7),
+    ("Acos", (-1, 1), [0.0, 1.0, -1.0, 2.0], np.arccos, {}, 7), ("Atan", (-10, 10), EDGE, np.arctan, {}, 7),
+    ("Sinh", (-5, 5), EDGE, np.sinh, {}, 9), ("Cosh", (-5, 5), EDGE, np.cosh, {}, 9),
+    ("Asinh", (-10, 10), EDGE, np.arcsinh, {}, 9), ("Acosh", (1, 10), [1.0, 0.5, np.inf], np.arccosh, {}, 9),
+    ("Atanh", (-0.99, 0.99), [0.0, 1.0, -1.0, 2.0], np.arctanh, {}, 9),
+    ("Round", (-5, 5), [0.5, 1.5, 2.5, -0.5, -2.5, np.nan, np.inf], np.round, {}, 11),
+    ("Softsign", (-5, 5), [0.0, np.inf, -np.inf], lambda x: x / (1 + np.abs(x)), {}, 7),
+    ("Mish", (-10, 10), [0.0, 30.0, -30.0], lambda x: x * np.tanh(np.log1p(np.exp(x.astype(np.float64)))), {}, 18),
+    ("Celu", (-5, 5), [0.0], lambda x: np.maximum(0, x) + np.minimum(0, 0.7 * np.expm1(x / 0.7)), {"alpha": 0.7}, 12),
+    ("ThresholdedRelu", (-2, 2), [0.3, 0.2999], lambda x: np.where(x > 0.3, x, 0), {"alpha": 0.3}, 10),
+    ("Swish", (-10, 10), [0.0], lambda x: x / (1 + np.exp(-1.5 * x.astype(np.float64))), {"alpha": 1.5}, 24),
+]
+for op, (lo, hi), edges, fn, attrs, opset in UNARY:
+    x = with_edges(f32(64, lo=lo, hi=hi), edges).reshape(4, 16)
+    with np.errstate(all="ignore"):
+        case(op.lower(), [helper.make_node(op, ["x"], ["y"], **attrs)], {"x": x}, ["y"], opset=opset,
+             numpy_ref=lambda f, fn=fn: [fn(f["x"])], rtol=2e-6, atol=1e-6)
+
+x = with_edges(f32(3, 8), EDGE)
+case("isnan", [helper.make_node("IsNaN", ["x"], ["y"])], {"x": x.reshape(3, 8)}, ["y"], opset=13,
+     numpy_ref=lambda f: [np.isnan(f["x"])])
+for neg, pos in ((1, 1), (0, 1), (1, 0)):
+    case(f"isinf_{neg}{pos}", [helper.make_node("IsInf", ["x"], ["y"], detect_negative=neg, detect_positive=pos)],
+         {"x": x.reshape(3, 8)}, ["y"], opset=10,
+         numpy_ref=lambda f, n=neg, p=pos: [(np.isneginf(f["x"]) & bool(n)) | (np.isposinf(f["x"]) & bool(p))])
+for dt in (np.float32, np.int32, np.int8, np.uint8):
+    v = (rng.integers(-5, 6, (2, 9)) if dt != np.uint8 else rng.integers(0, 4, (2, 9))).astype(dt)
+    if dt == np.float32:
+        v = with_edges(v.astype(np.float32) + np.float32(0.25), [0.0, -0.0, np.nan, -np.inf]).reshape(2, 9)
+    case(f"sign_{np.dtype(dt).name}", [helper.make_node("Sign", ["x"], ["y"])], {"x": v}, ["y"], opset=13,
+         numpy_ref=lambda f: [np.sign(f["x"])])
+for dt in (np.float32, np.int8):
+    v = (f32(3, 7) * 2).astype(dt)
+    case(f"shrink_{np.dtype(dt).name}", [helper.make_node("Shrink", ["x"], ["y"], bias=1.5, lambd=1.0)], {"x": v}, ["y"],
+         opset=9)
+
+# ---- bitwise -----------------------------------------------------------------------------------
+a16 = rng.integers(-3000, 3000, (2, 3, 4)).astype(np.int16)
+case("bitwise_not", [helper.make_node("BitwiseNot", ["x"], ["y"])], {"x": a16}, ["y"], opset=18,
+     numpy_ref=lambda f: [np.invert(f["x"])])
+a32, b32 = rng.integers(-2**31, 2**31, (3, 5)).astype(np.int32), rng.integers(-2**31, 2**31, (5,)).astype(np.int32)
+for op, fn in (("BitwiseAnd", np.bitwise_and), ("BitwiseOr", np.bitwise_or), ("BitwiseXor", np.bitwise_xor)):
+    case(op.lower(), [helper.make_node(op, ["a", "b"], ["y"])], {"a": a32, "b": b32}, ["y"], opset=18,
+         numpy_ref=lambda f, fn=fn: [fn(f["a"], f["b"])])
+for dt in (np.uint8, np.uint32):
+    a = rng.integers(0, 200, (4, 6)).astype(dt)
+    s = rng.integers(0, 8, (6,)).astype(dt)
+    for direction in ("LEFT", "RIGHT"):
+        case(f"bitshift_{direction.lower()}_{np.dtype(dt).name}",
+             [helper.make_node("BitShift", ["a", "s"], ["y"], direction=direction)], {"a": a, "s": s}, ["y"], opset=11)
+
+# ---- EyeLike, ScatterElements ---------------------------------------------------------------------
+case("eyelike_k1_int32", [helper.make_node("EyeLike", ["x"], ["y"], k=1, dtype=TP.INT32)], {"x": f32(4, 6)}, ["y"],
+     opset=9, numpy_ref=lambda f: [np.eye(4, 6, 1, dtype=np.int32)])
+case("eyelike_km2", [helper.make_node("EyeLike", ["x"], ["y"], k=-2)], {"x": f32(5, 3)}, ["y"], opset=9,
+     numpy_ref=lambda f: [np.eye(5, 3, -2, dtype=np.float32)])
+data = f32(3, 5)
+idx = np.array([[1, -1, 0], [4, 2, 2], [0, 0, 3]], np.int64)  # repeats within rows: reductions combine them
+upd = f32(3, 3)
+for red in ("add", "mul", "max", "min"):
+    case(f"scatter_elements_{red}", [helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], axis=1, reduction=red)],
+         {"d": data, "u": upd}, ["y"], inits={"i": idx}, opset=18)
+case("scatter_elements_none", [helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], axis=0)],
+     {"d": data, "u": upd[:2]}, ["y"], inits={"i": np.array([[2, 0, 1], [0, 1, 2]], np.int64)}, opset=18)
+
+# ---- RMSNormalization, RotaryEmbedding -------------------------------------------------------------
+x = f32(2, 3, 8)
+case("rms_axis_last", [helper.make_node("RMSNormalization", ["x", "s"], ["y"], epsilon=1e-3)], {"x": x, "s": f32(8)},
+     ["y"], opset=23, numpy_ref=lambda f: [f["x"] / np.sqrt((f["x"] ** 2).mean(-1, keepdims=True) + 1e-3) * f["s"]])
+case("rms_axis1_bcast", [helper.make_node("RMSNormalization", ["x", "s"], ["y"], axis=1)], {"x": x, "s": f32(1, 8)},
+     ["y"], opset=23)
+B, H, S, D = 2, 3, 5, 8
+pos = rng.integers(0, 10, (B, S)).astype(np.int64)
+cos, sin = f32(10, D // 2, lo=-1, hi=1), f32(10, D // 2, lo=-1, hi=1)
+for il in (0, 1):
+    case(f"rotary_4d_pos_il{il}", [helper.make_node("RotaryEmbedding", ["x", "c", "s", "p"], ["y"], interleaved=il)],
+         {"x": f32(B, H, S, D), "c": cos, "s": sin, "p": pos}, ["y"], opset=23)
+case("rotary_3d_partial", [helper.make_node("RotaryEmbedding", ["x", "c", "s"], ["y"], num_heads=H,
+                                            rotary_embedding_dim=4)],
+     {"x": f32(B, S, H * D), "c": f32(B, S, 2, lo=-1, hi=1), "s": f32(B, S, 2, lo=-1, hi=1)}, ["y"], opset=23)
+
+# ---- Attention ----------------------------------------------------------------------------------------
+B, Hq, Hkv, Sq, Skv, D = 2, 4, 2, 5, 7, 8
+q4, k4, v4 = f32(B, Hq, Sq, D), f32(B, Hq, Skv, D), f32(B, Hq, Skv, D)
+
+
+def att(name, ins, outs=("y",), oracle="onnxruntime", **attrs):
+    feeds = dict(ins)
+    names = [k if k else "" for k in ["q", "k", "v", "mask" if "mask" in feeds else "", "pk" if "pk" in feeds else "",
+                                      "pv" if "pv" in feeds else ""]]
+    while names and not names[-1]:
+        names.pop()
+    case(name, [helper.make_node("Attention", names, list(outs), **attrs)], feeds,
+         [o for o in outs if o], opset=23, rtol=1e-4, atol=1e-5, oracle=oracle)
+
+
+att("attention_4d", {"q": q4, "k": k4, "v": v4})
+att("attention_4d_causal_scaled", {"q": q4, "k": k4, "v": v4}, is_causal=1, scale=0.2)
+att("attention_bool_mask", {"q": q4, "k": k4, "v": v4, "mask": rng.random((Sq, Skv)) > 0.3})
+att("attention_float_mask_4d", {"q": q4, "k": k4, "v": v4, "mask": f32(B, 1, Sq, Skv)})
+# onnxruntime 1.32 refuses a mask shorter than the keys, which ONNX allows
+att("attention_short_mask_causal", {"q": q4, "k": k4, "v": v4, "mask": f32(Sq, Skv - 2)}, is_causal=1,
+    oracle="onnx.reference")
+att("attention_softcap", {"q": q4 * 4, "k": k4, "v": v4}, softcap=2.0)
+att("attention_gqa_3d", {"q": f32(B, Sq, Hq * D), "k": f32(B, Skv, Hkv * D), "v": f32(B, Skv, Hkv * 6)},
+    q_num_heads=Hq, kv_num_heads=Hkv, is_causal=1)
+att("attention_past_present", {"q": q4, "k": f32(B, Hkv, Skv, D), "v": f32(B, Hkv, Skv, D), "pk": f32(B, Hkv, 3, D),
+                               "pv": f32(B, Hkv, 3, D)}, outs=("y", "present_k", "present_v"), is_causal=1)
+att("attention_qk_output", {"q": q4, "k": k4, "v": v4, "mask": f32(Sq, Skv)}, outs=("y", "", "", "qk"),
+    qk_matmul_output_mode=2)
+
+# ---- control flow and sequences ----------------------------------------------------------------------------
+I64, BOOL, F = TP.INT64, TP.BOOL, TP.FLOAT
+sv = helper.make_tensor_value_info
+T = helper.make_tensor
+x = f32(2, 3)
+
+# Loop, constant trip count: acc = acc * 0.5 + x * i (x from the enclosing graph); scan output acc
+body = helper.make_graph(
+    [helper.make_node("Cast", ["i"], ["fi"], to=F), helper.make_node("Mul", ["x", "fi"], ["xi"]),
+     helper.make_node("Mul", ["acc", "half"], ["ah"]), helper.make_node("Add", ["ah", "xi"], ["acc2"]),
+     helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Identity", ["acc2"], ["scan"])],
+    "body", [sv("i", I64, []), sv("c", BOOL, []), sv("acc", F, [2, 3])],
+    [sv("c2", BOOL, []), sv("acc2", F, [2, 3]), sv("scan", F, [2, 3])],
+    initializer=[numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+case("loop_const_trip", [helper.make_node("Loop", ["m", "", "a0"], ["acc", "stack"], body=body)],
+     {"x": x, "a0": f32(2, 3)}, ["acc", "stack"], inits={"m": np.array(4, np.int64)}, opset=13, pps=(1, 2))
+
+# Loop, trip count computed (Shape of x -> Gather), stopped early by the body's condition (i < 1)
+body2 = helper.make_graph(
+    [helper.make_node("Less", ["i", "one"], ["c2"]), helper.make_node("Add", ["acc", "x"], ["acc2"])],
+    "body2", [sv("i", I64, []), sv("c", BOOL, []), sv("acc", F, [2, 3])], [sv("c2", BOOL, []), sv("acc2", F, [2, 3])],
+    initializer=[numpy_helper.from_array(np.array(1, np.int64), "one")])
+case("loop_computed_trip_early_stop",
+     [helper.make_node("Shape", ["x"], ["shp"]), helper.make_node("Gather", ["shp", "ax"], ["m"], axis=0),
+      helper.make_node("Loop", ["m", "t", "x"], ["acc"], body=body2)],
+     {"x": x}, ["acc"], inits={"ax": np.array(1, np.int64), "t": np.array(True)}, opset=13)
+
+# a Loop building a sequence (as GPT-J's export does), then ConcatFromSequence
+body3 = helper.make_graph(
+    [helper.make_node("SequenceAt", ["parts", "i"], ["p"]), helper.make_node("Unsqueeze", ["p", "ax0"], ["pu"]),
+     helper.make_node("Concat", ["pu", "pu"], ["pp"], axis=0), helper.make_node("SequenceInsert", ["s", "pp"], ["s2"]),
+     helper.make_node("Identity", ["c"], ["c2"])],
+    "body3", [sv("i", I64, []), sv("c", BOOL, []), helper.make_tensor_sequence_value_info("s", F, None)],
+    [sv("c2", BOOL, []), helper.make_tensor_sequence_value_info("s2", F, None)],
+    initializer=[numpy_helper.from_array(np.array([0], np.int64), "ax0")])
+case("loop_builds_sequence",
+     [helper.make_node("SplitToSequence", ["x"], ["parts"], axis=1, keepdims=0),
+      helper.make_node("SequenceLength", ["parts"], ["n"]), helper.make_node("SequenceEmpty", [], ["e"], dtype=F),
+      helper.make_node("Loop", ["n", "", "e"], ["s"], body=body3),
+      helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=1, new_axis=1),
+      helper.make_node("Relu", ["y"], ["out"])],
+     {"x": x}, ["out"], opset=13, pps=(1, 2))
+
+# nested: an inner Loop reads a value of the outer body (a free variable two scopes down)
+inner = helper.make_graph([helper.make_node("Add", ["a", "step"], ["a2"]), helper.make_node("Identity", ["ic"], ["ic2"])],
+                          "inner", [sv("j", I64, []), sv("ic", BOOL, []), sv("a", F, [2, 3])],
+                          [sv("ic2", BOOL, []), sv("a2", F, [2, 3])])
+outer = helper.make_graph(
+    [helper.make_node("Mul", ["x", "acc"], ["step"]),
+     helper.make_node("Loop", ["two", "", "acc"], ["acc2"], body=inner), helper.make_node("Identity", ["c"], ["c2"])],
+    "outer", [sv("i", I64, []), sv("c", BOOL, []), sv("acc", F, [2, 3])], [sv("c2", BOOL, []), sv("acc2", F, [2, 3])],
+    initializer=[numpy_helper.from_array(np.array(2, np.int64), "two")])
+case("loop_nested", [helper.make_node("Loop", ["three", "", "x"], ["y"], body=outer)], {"x": x * 0.3}, ["y"],
+     inits={"three": np.array(3, np.int64)}, opset=13)
+
+# If on a constant condition, its branch reading the enclosing graph
+then_b = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["t"])], "then", [], [sv("t", F, [2, 3])])
+else_b = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [sv("e", F, [2, 3])])
+for c in (True, False):
+    case(f"if_const_{c}", [helper.make_node("If", ["c"], ["y"], then_branch=then_b, else_branch=else_b)], {"x": x},
+         ["y"], inits={"c": np.array(c)}, opset=13)
+
+# sequence ops without a loop
+case("sequence_ops",
+     [helper.make_node("SplitToSequence", ["x", "sp"], ["s"], axis=1),
+      helper.make_node("SequenceConstruct", ["x", "x"], ["s2"]),
+      helper.make_node("SequenceInsert", ["s", "x", "pos"], ["s3"]),
+      helper.make_node("SequenceErase", ["s3", "first"], ["s4"]),
+      helper.make_node("SequenceAt", ["s4", "last"], ["a"]),
+      helper.make_node("SequenceLength", ["s4"], ["n"]),
+      helper.make_node("ConcatFromSequence", ["s4"], ["cat"], axis=1),
+      helper.make_node("ConcatFromSequence", ["s2"], ["stk"], axis=0, new_axis=1)],
+     {"x": f32(2, 5)}, ["a", "n", "cat", "stk"],
+     inits={"sp": np.array([2, 3], np.int64), "pos": np.array(1, np.int64), "first": np.array(0, np.int64),
+            "last": np.array(-1, np.int64)}, opset=13)
+
+# ---- refused ---------------------------------------------------------------------------------------
+refused("attention_f16", [helper.make_node("Attention", ["q", "k", "v"], ["y"], name="att")],
+        {k: f32(1, 2, 3, 4).astype(np.float16) for k in "qkv"}, ["y"],
+        "node 'att' (#0, Attention): input Q has element type f16; only f32 is supported", opset=23)
+refused("rotary_3d_no_heads", [helper.make_node("RotaryEmbedding", ["x", "c", "s"], ["y"], name="rope")],
+        {"x": f32(1, 3, 8), "c": f32(1, 3, 4), "s": f32(1, 3, 4)}, ["y"],
+        "node 'rope' (#0, RotaryEmbedding): attribute 'num_heads' is required for 3-D inputs", opset=23)
+refused("split_to_sequence_data_split", [helper.make_node("SplitToSequence", ["x", "sp"], ["s"], name="sts"),
+                                         helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)],
+        {"x": f32(4, 2), "sp": np.array([1, 3], np.int64)}, ["y"],
+        "node 'sts' (#0, SplitToSequence): input split is not known at compile time")
+refused("scatter_elements_out_of_range", [helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], name="sc")],
+        {"d": f32(2, 2), "i": np.array([[0, 5]], np.int64), "u": f32(1, 2)}, ["y"],
+        "node 'sc' (ScatterElements): ScatterElements: index 5 (at 1) is out of range [-2, 2)", tool="pprt")
+
+print(f"ops: {n_cases} cases on {', '.join(BACKENDS)}, {len(failures)} failure(s)")
+for f in failures:
+    print("FAIL", f)
+sys.exit(1 if failures else 0)
