@@ -303,10 +303,26 @@ pp_status pp_attr_ints(pp_attrs as, const char *name, int64_t *out, int max, int
 /* ---- op table ---------------------------------------------------------------- */
 
 const pp_op_info pp_op_table[PP_OP_COUNT] = {
-#define PP_OP(e, name, mi, ma, no) [PP_OP_##e] = {name, mi, ma, no},
+#define PP_OP(e, name, mi, ma, no, tr) [PP_OP_##e] = {name, mi, ma, no, tr},
 #include "ops.def"
 #undef PP_OP
 };
+
+/* Every row, checked when this file compiles: input counts in order, an
+ * output, traits that agree (a post-op is elementwise and never a view or
+ * control op; a view is unary-shaped, not elementwise math; a head is no
+ * post-op). A row that breaks one fails the build, naming the op. */
+#define PP_OP(e, name, mi, ma, no, tr)                                                                          \
+    _Static_assert((mi) >= 0 && (mi) <= (ma) && (ma) <= PP_MAX_INPUTS && (no) >= 1 && (no) <= PP_MAX_OUTPUTS,   \
+                   #e ": input or output counts out of order");                                                 \
+    _Static_assert(!((tr) & PP_TR_POSTOP) || ((tr) & (PP_TR_UNARY | PP_TR_BINARY)),                           \
+                   #e ": a post-op must be elementwise");                                                       \
+    _Static_assert(!((tr) & PP_TR_VIEW) || !((tr) & (PP_TR_UNARY | PP_TR_BINARY | PP_TR_POSTOP | PP_TR_AXES)), \
+                   #e ": a view computes nothing");                                                             \
+    _Static_assert(!((tr) & PP_TR_HEAD) || !((tr) & PP_TR_POSTOP), #e ": a chain's head is not a post-op");      \
+    _Static_assert(!((tr) & PP_TR_CONTROL) || (tr) == PP_TR_CONTROL, #e ": a control op has no other trait");
+#include "ops.def"
+#undef PP_OP
 
 /* The ops by name, for a binary search (a plan loader looks up every node's
  * op: a linear scan of the table was 5% of loading a 1M-node plan). */

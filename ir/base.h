@@ -262,16 +262,32 @@ pp_status pp_attr_ints(pp_attrs as, const char *name, int64_t *out, int max, int
 /* ---- the op enum, from ops.def ------------------------------------------ */
 
 typedef enum pp_op {
-#define PP_OP(e, name, mi, ma, no) PP_OP_##e,
+#define PP_OP(e, name, mi, ma, no, tr) PP_OP_##e,
 #include "ops.def"
 #undef PP_OP
     PP_OP_COUNT
 } pp_op;
 
+/* What passes and backends may assume of an op (ops.def's last column). */
+enum {
+    PP_TR_UNARY = 1u << 0,   /* elementwise over one tensor: output[i] = f(input[i]), same shape */
+    PP_TR_BINARY = 1u << 1,  /* elementwise over NumPy-broadcast inputs (Where's three included) */
+    PP_TR_VIEW = 1u << 2,    /* the output is the input's bytes under another shape */
+    PP_TR_HEAD = 1u << 3,    /* a kernel that can absorb the elementwise nodes after it (a fusion chain's head) */
+    PP_TR_POSTOP = 1u << 4,  /* may be absorbed so (an activation or arithmetic on floats) */
+    PP_TR_AXES = 1u << 5,    /* combines or moves values along axes its attributes or inputs name: along
+                              * the batch axis it would mix samples */
+    PP_TR_CONTROL = 1u << 6, /* Loop, If, the sequence ops: unrolled by the infer pass, never in a plan */
+};
+
 typedef struct pp_op_info {
     const char *name;
     int min_inputs, max_inputs, max_outputs;
+    unsigned traits; /* PP_TR_* */
 } pp_op_info;
+
+/* Whether op has every trait in `tr`. */
+#define pp_op_has(op, tr) ((pp_op_table[(op)].traits & (tr)) == (unsigned)(tr))
 
 extern const pp_op_info pp_op_table[PP_OP_COUNT];
 /* Op by ONNX name; returns false when unknown. */

@@ -57,7 +57,7 @@ double flops_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out,
 }
 
 static pp_flops_fn *const flops_fns[PP_OP_COUNT] = {
-#define PP_OP(e, name, mi, ma, no) [PP_OP_##e] = flops_##e,
+#define PP_OP(e, name, mi, ma, no, tr) [PP_OP_##e] = flops_##e,
 #include "ops.def"
 #undef PP_OP
 };

@@ -184,15 +184,7 @@ pp_status pp_graph_insert_node(pp_graph *g, int at, pp_op op, const char *name, 
     return PP_OK;
 }
 
-bool pp_op_is_control(pp_op op) {
-    switch (op) {
-    case PP_OP_LOOP: case PP_OP_IF: case PP_OP_SEQUENCEEMPTY: case PP_OP_SEQUENCECONSTRUCT:
-    case PP_OP_SEQUENCEINSERT: case PP_OP_SEQUENCEAT: case PP_OP_SEQUENCEERASE:
-    case PP_OP_SEQUENCELENGTH: case PP_OP_SPLITTOSEQUENCE: case PP_OP_CONCATFROMSEQUENCE:
-        return true;
-    default: return false;
-    }
-}
+bool pp_op_is_control(pp_op op) { return pp_op_has(op, PP_TR_CONTROL); }
 
 pp_status pp_graph_add_input(pp_graph *g, int v, pp_err *err) {
     PP_TRY(grow((void **)&g->inputs, &g->cap_inputs, g->n_inputs + 1, sizeof(int), err));

@@ -17,7 +17,7 @@ typedef pp_status pp_shape_fn(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo
 typedef double pp_flops_fn(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out,
                            int n_out);
 
-#define PP_OP(e, name, mi, ma, no) pp_shape_fn shape_##e; pp_flops_fn flops_##e;
+#define PP_OP(e, name, mi, ma, no, tr) pp_shape_fn shape_##e; pp_flops_fn flops_##e;
 #include "ops.def"
 #undef PP_OP
 

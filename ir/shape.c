@@ -293,7 +293,7 @@ double pp_numel_d(const pp_tinfo *t) {
 /* ---- the table and the entry point -------------------------------------------- */
 
 static pp_shape_fn *const shape_fns[PP_OP_COUNT] = {
-#define PP_OP(e, name, mi, ma, no) [PP_OP_##e] = shape_##e,
+#define PP_OP(e, name, mi, ma, no, tr) [PP_OP_##e] = shape_##e,
 #include "ops.def"
 #undef PP_OP
 };

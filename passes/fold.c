@@ -33,8 +33,7 @@ static pp_status fold_shape_op(pp_graph *g, int i, bool *done, pp_err *err) {
     pp_node *n = &g->nodes[i];
     const pp_value *x = &g->values[n->in[0]];
     int v;
-    pp_op size_op;
-    if (pp_op_lookup("Size", &size_op) && n->op == size_op) {
+    if (n->op == PP_OP_SIZE) {
         int64_t cnt;
         PP_TRY(pp_shape_numel(&x->shape, &cnt, err));
         pp_shape sh = {0, {0}};
@@ -67,10 +66,7 @@ pp_status pp_fold(pp_graph *g, pp_err *err) {
     double work_total = 0;
     pprt_scratch scratch = {0};
     pp_status s = PP_OK;
-    /* found by name: the op table may or may not have them */
-    pp_op shape_op = PP_OP_COUNT, size_op = PP_OP_COUNT;
-    pp_op_lookup("Shape", &shape_op);
-    pp_op_lookup("Size", &size_op);
+    const pp_op shape_op = PP_OP_SHAPE, size_op = PP_OP_SIZE;
     s = pp_graph_index_uses(g, err); /* replace_uses then visits only the readers */
     size_t added = 0;
     for (int i = 0; i < g->n_nodes && s == PP_OK; i++) {

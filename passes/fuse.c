@@ -15,17 +15,15 @@
  * op that carries the module scope: "/layer1/layer1.0/conv1/Conv"). The
  * absorbed nodes' scopes are kept too, so a split can still name them
  * (--exec-seq "bn1"). Patterns only match when the intermediate values have
- * no other use and are not graph outputs. Ops are matched by name, and a
- * fusion whose target op is not in the op table is skipped. */
+ * no other use and are not graph outputs. Ops are matched by their enum
+ * (a misspelt one does not compile), and chains by the op table's traits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "passes.h"
 
-static bool is(const pp_graph *g, int node, const char *name) {
-    return node >= 0 && !g->nodes[node].dead && strcmp(pp_op_table[g->nodes[node].op].name, name) == 0;
-}
+static bool is(const pp_graph *g, int node, pp_op op) { return node >= 0 && !g->nodes[node].dead && g->nodes[node].op == op; }
 
 /* The only consumer of value v, or -1 (several, none, or a graph output). */
 static int sole_user(const pp_graph *g, int v) {
@@ -131,7 +129,7 @@ static pp_status add_attrs(pp_graph *g, pp_node *n, const pp_attr *extra, int cn
 static pp_status fuse_bn(pp_graph *g, int bn, bool *changed, pp_err *err) {
     pp_node *B = &g->nodes[bn];
     int c = producer(g, B->in[0]);
-    if (!is(g, c, "Conv") || sole_user(g, B->in[0]) != bn) return PP_OK;
+    if (!is(g, c, PP_OP_CONV) || sole_user(g, B->in[0]) != bn) return PP_OK;
     pp_node *C = &g->nodes[c];
     const pp_value *w = &g->values[C->in[1]];
     const pp_value *bias = C->n_in > 2 && C->in[2] >= 0 ? &g->values[C->in[2]] : NULL;
@@ -186,12 +184,11 @@ static pp_status fuse_bn(pp_graph *g, int bn, bool *changed, pp_err *err) {
 /* ---- Conv [+ Add] [+ Relu/Clip] ------------------------------------------------------------ */
 
 static pp_status fuse_conv(pp_graph *g, int c, bool *changed, pp_err *err) {
-    pp_op fused;
-    if (!pp_op_lookup("pp.FusedConv", &fused)) return PP_OK;
+    const pp_op fused = PP_OP_FUSEDCONV;
     int y = g->nodes[c].out[0];
     int user = sole_user(g, y);
     int add = -1, act = -1, z = -1, last = c;
-    if (is(g, user, "Add")) {
+    if (is(g, user, PP_OP_ADD)) {
         const pp_node *A = &g->nodes[user];
         int other = A->in[0] == y ? A->in[1] : A->in[0];
         if (A->in[0] != A->in[1] && g->values[other].dtype == g->values[y].dtype &&
@@ -202,10 +199,10 @@ static pp_status fuse_conv(pp_graph *g, int c, bool *changed, pp_err *err) {
     }
     pp_attr extra[3];
     int n_extra = 0;
-    if (is(g, user, "Relu")) {
+    if (is(g, user, PP_OP_RELU)) {
         act = user;
         extra[n_extra++] = (pp_attr){.name = "activation", .type = PP_ATTR_STRING, .s = "Relu"};
-    } else if (is(g, user, "Clip")) {
+    } else if (is(g, user, PP_OP_CLIP)) {
         const pp_node *K = &g->nodes[user];
         double lo = -INFINITY, hi = INFINITY;
         bool ok = true;
@@ -241,13 +238,12 @@ static pp_status fuse_conv(pp_graph *g, int c, bool *changed, pp_err *err) {
 /* ---- MatMul + Add -> Gemm ------------------------------------------------------------------- */
 
 static pp_status fuse_matmul_add(pp_graph *g, int mm, bool *changed, pp_err *err) {
-    pp_op gemm;
-    if (!pp_op_lookup("Gemm", &gemm)) return PP_OK;
+    const pp_op gemm = PP_OP_GEMM;
     const pp_node *M = &g->nodes[mm];
     const pp_value *a = &g->values[M->in[0]], *b = &g->values[M->in[1]];
     if (a->shape.rank != 2 || b->shape.rank != 2 || a->dtype != PP_F32) return PP_OK;
     int add = sole_user(g, M->out[0]);
-    if (!is(g, add, "Add")) return PP_OK;
+    if (!is(g, add, PP_OP_ADD)) return PP_OK;
     const pp_node *A = &g->nodes[add];
     int c = A->in[0] == M->out[0] ? A->in[1] : A->in[0];
     const pp_value *cv = &g->values[c];
@@ -271,11 +267,10 @@ static pp_status fuse_matmul_add(pp_graph *g, int mm, bool *changed, pp_err *err
 /* ---- x * Sigmoid(x) -> SiLU ------------------------------------------------------------------ */
 
 static pp_status fuse_silu(pp_graph *g, int sg, bool *changed, pp_err *err) {
-    pp_op silu;
-    if (!pp_op_lookup("pp.SiLU", &silu)) return PP_OK;
+    const pp_op silu = PP_OP_SILU;
     int x = g->nodes[sg].in[0], s = g->nodes[sg].out[0];
     int mul = sole_user(g, s);
-    if (!is(g, mul, "Mul")) return PP_OK;
+    if (!is(g, mul, PP_OP_MUL)) return PP_OK;
     const pp_node *M = &g->nodes[mul];
     if (!((M->in[0] == x && M->in[1] == s) || (M->in[1] == x && M->in[0] == s))) return PP_OK;
     if (g->values[x].dtype != PP_F32) return PP_OK;
@@ -299,35 +294,34 @@ static int other_in(const pp_graph *g, int n, int v) {
 }
 
 static pp_status fuse_gelu(pp_graph *g, int erf, bool *changed, pp_err *err) {
-    pp_op gelu;
-    if (!pp_op_lookup("Gelu", &gelu)) return PP_OK;
+    const pp_op gelu = PP_OP_GELU;
     /* d = x / sqrt(2) (or x * 1/sqrt(2)); e = Erf(d); a = e + 1; m = x * a; o = m * 0.5
      * (0.5 may also multiply first: m = x * 0.5, o = m * a) */
     int d = producer(g, g->nodes[erf].in[0]);
     double k;
     if (d < 0 || sole_user(g, g->nodes[d].out[0]) != erf) return PP_OK;
     int x = g->nodes[d].in[0];
-    if (is(g, d, "Div") && const_scalar(g, g->nodes[d].in[1], &k) && near(k, sqrt(2.0))) {
-    } else if (is(g, d, "Mul") && ((const_scalar(g, g->nodes[d].in[1], &k) && near(k, 1 / sqrt(2.0))) ||
+    if (is(g, d, PP_OP_DIV) && const_scalar(g, g->nodes[d].in[1], &k) && near(k, sqrt(2.0))) {
+    } else if (is(g, d, PP_OP_MUL) && ((const_scalar(g, g->nodes[d].in[1], &k) && near(k, 1 / sqrt(2.0))) ||
                                    (x = g->nodes[d].in[1], const_scalar(g, g->nodes[d].in[0], &k) && near(k, 1 / sqrt(2.0))))) {
     } else {
         return PP_OK;
     }
     int a = sole_user(g, g->nodes[erf].out[0]);
-    if (!is(g, a, "Add") || !const_scalar(g, other_in(g, a, g->nodes[erf].out[0]), &k) || !near(k, 1.0))
+    if (!is(g, a, PP_OP_ADD) || !const_scalar(g, other_in(g, a, g->nodes[erf].out[0]), &k) || !near(k, 1.0))
         return PP_OK;
     int m = sole_user(g, g->nodes[a].out[0]);
-    if (!is(g, m, "Mul")) return PP_OK;
+    if (!is(g, m, PP_OP_MUL)) return PP_OK;
     int mo = other_in(g, m, g->nodes[a].out[0]);
     int last, half;
     if (mo == x) { /* (x * a) * 0.5 */
         last = sole_user(g, g->nodes[m].out[0]);
-        if (!is(g, last, "Mul") || !const_scalar(g, other_in(g, last, g->nodes[m].out[0]), &k) || !near(k, 0.5))
+        if (!is(g, last, PP_OP_MUL) || !const_scalar(g, other_in(g, last, g->nodes[m].out[0]), &k) || !near(k, 0.5))
             return PP_OK;
         half = -1;
     } else { /* (x * 0.5) * a */
         half = producer(g, mo);
-        if (!is(g, half, "Mul") || sole_user(g, mo) != m || other_in(g, half, x) < 0 ||
+        if (!is(g, half, PP_OP_MUL) || sole_user(g, mo) != m || other_in(g, half, x) < 0 ||
             !const_scalar(g, other_in(g, half, x), &k) || !near(k, 0.5))
             return PP_OK;
         last = m;
@@ -346,7 +340,7 @@ static pp_status fuse_gelu(pp_graph *g, int erf, bool *changed, pp_err *err) {
 
 /* ReduceMean over exactly the last axis, keepdims */
 static bool mean_last(const pp_graph *g, int n) {
-    if (!is(g, n, "ReduceMean")) return false;
+    if (!is(g, n, PP_OP_REDUCEMEAN)) return false;
     const pp_node *N = &g->nodes[n];
     int r = g->values[N->in[0]].shape.rank;
     int64_t axes[PP_MAX_DIMS];
@@ -366,12 +360,12 @@ static bool mean_last(const pp_graph *g, int n) {
 }
 
 static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err) {
-    pp_op ln;
-    if (!pp_op_lookup("LayerNormalization", &ln) || !mean_last(g, rm)) return PP_OK;
+    const pp_op ln = PP_OP_LAYERNORM;
+    if (!mean_last(g, rm)) return PP_OK;
     int x = g->nodes[rm].in[0], mu = g->nodes[rm].out[0];
     /* d = x - mu, used by Pow and Div */
     int sub = sole_user(g, mu);
-    if (!is(g, sub, "Sub") || g->nodes[sub].in[0] != x || g->nodes[sub].in[1] != mu) return PP_OK;
+    if (!is(g, sub, PP_OP_SUB) || g->nodes[sub].in[0] != x || g->nodes[sub].in[1] != mu) return PP_OK;
     int dv = g->nodes[sub].out[0];
     int pw = -1, dvn = -1, users[3];
     int n_users = pp_graph_consumers(g, dv, users, 3);
@@ -380,8 +374,8 @@ static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err)
         int i = users[u];
         for (int k = 0; k < g->nodes[i].n_in; k++)
             if (g->nodes[i].in[k] == dv) {
-                if (is(g, i, "Pow") && k == 0) pw = i;
-                else if (is(g, i, "Div") && k == 0) dvn = i;
+                if (is(g, i, PP_OP_POW) && k == 0) pw = i;
+                else if (is(g, i, PP_OP_DIV) && k == 0) dvn = i;
                 else return PP_OK;
             }
     }
@@ -392,15 +386,15 @@ static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err)
     if (!mean_last(g, rm2)) return PP_OK;
     int ad = sole_user(g, g->nodes[rm2].out[0]);
     double eps;
-    if (!is(g, ad, "Add") || !const_scalar(g, other_in(g, ad, g->nodes[rm2].out[0]), &eps)) return PP_OK;
+    if (!is(g, ad, PP_OP_ADD) || !const_scalar(g, other_in(g, ad, g->nodes[rm2].out[0]), &eps)) return PP_OK;
     int sq = sole_user(g, g->nodes[ad].out[0]);
-    if (!is(g, sq, "Sqrt") || sole_user(g, g->nodes[sq].out[0]) != dvn || g->nodes[dvn].in[1] != g->nodes[sq].out[0])
+    if (!is(g, sq, PP_OP_SQRT) || sole_user(g, g->nodes[sq].out[0]) != dvn || g->nodes[dvn].in[1] != g->nodes[sq].out[0])
         return PP_OK;
     int mul = sole_user(g, g->nodes[dvn].out[0]);
-    if (!is(g, mul, "Mul")) return PP_OK;
+    if (!is(g, mul, PP_OP_MUL)) return PP_OK;
     int gamma = other_in(g, mul, g->nodes[dvn].out[0]);
     int add2 = sole_user(g, g->nodes[mul].out[0]);
-    if (!is(g, add2, "Add")) return PP_OK;
+    if (!is(g, add2, PP_OP_ADD)) return PP_OK;
     int beta = other_in(g, add2, g->nodes[mul].out[0]);
     int64_t last_dim = g->values[x].shape.dim[g->values[x].shape.rank - 1];
     for (int v = 0; v < 2; v++) {
@@ -424,27 +418,12 @@ static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err)
 
 /* ---- chains a backend may run as one kernel ------------------------------------------------ */
 
-/* Ops that open a chain: a backend's kernel for them can apply what follows
- * as post-ops (oneDNN's convolution and matrix products). */
-static bool chain_head(pp_op op) {
-    return op == PP_OP_CONV || op == PP_OP_FUSEDCONV || op == PP_OP_MATMUL || op == PP_OP_GEMM;
-}
-
-/* Ops a chain may absorb: elementwise activations and math of one float
- * tensor, and binary arithmetic (a superset of what any backend absorbs). */
-static bool chain_link(pp_op op) {
-    switch (op) {
-    case PP_OP_RELU: case PP_OP_LEAKYRELU: case PP_OP_ELU: case PP_OP_SELU: case PP_OP_SIGMOID:
-    case PP_OP_HARDSIGMOID: case PP_OP_HARDSWISH: case PP_OP_TANH: case PP_OP_SOFTPLUS: case PP_OP_ERF:
-    case PP_OP_GELU: case PP_OP_SQRT: case PP_OP_EXP: case PP_OP_LOG: case PP_OP_RECIPROCAL: case PP_OP_FLOOR:
-    case PP_OP_CEIL: case PP_OP_NEG: case PP_OP_ABS: case PP_OP_CLIP: case PP_OP_SILU: case PP_OP_ADD:
-    case PP_OP_SUB: case PP_OP_MUL: case PP_OP_DIV: case PP_OP_POW: case PP_OP_PRELU: case PP_OP_MIN:
-    case PP_OP_MAX: case PP_OP_SUM:
-        return true;
-    default:
-        return false;
-    }
-}
+/* Ops that open a chain (PP_TR_HEAD: a backend's kernel for them can apply
+ * what follows as post-ops) and ops a chain may absorb (PP_TR_POSTOP:
+ * elementwise activations and arithmetic, a superset of what any backend
+ * absorbs): the op table's traits column. */
+static bool chain_head(pp_op op) { return pp_op_has(op, PP_TR_HEAD); }
+static bool chain_link(pp_op op) { return pp_op_has(op, PP_TR_POSTOP); }
 
 pp_status pp_fusion_chains(const pp_graph *g, bool *glued, pp_err *err) {
     int *uses = calloc(pp_count(g->n_values) + 1, sizeof *uses);
@@ -476,15 +455,15 @@ pp_status pp_fuse(pp_graph *g, pp_err *err) {
     bool changed = false;
     PP_TRY(pp_graph_index_uses(g, err)); /* consumers without scanning the graph; compact drops it */
     for (int i = 0; i < g->n_nodes; i++)
-        if (is(g, i, "BatchNormalization")) PP_TRY(fuse_bn(g, i, &changed, err));
+        if (is(g, i, PP_OP_BATCHNORM)) PP_TRY(fuse_bn(g, i, &changed, err));
     for (int i = 0; i < g->n_nodes; i++) {
-        if (is(g, i, "ReduceMean")) PP_TRY(fuse_layernorm(g, i, &changed, err));
-        else if (is(g, i, "Erf")) PP_TRY(fuse_gelu(g, i, &changed, err));
-        else if (is(g, i, "Sigmoid")) PP_TRY(fuse_silu(g, i, &changed, err));
-        else if (is(g, i, "MatMul")) PP_TRY(fuse_matmul_add(g, i, &changed, err));
+        if (is(g, i, PP_OP_REDUCEMEAN)) PP_TRY(fuse_layernorm(g, i, &changed, err));
+        else if (is(g, i, PP_OP_ERF)) PP_TRY(fuse_gelu(g, i, &changed, err));
+        else if (is(g, i, PP_OP_SIGMOID)) PP_TRY(fuse_silu(g, i, &changed, err));
+        else if (is(g, i, PP_OP_MATMUL)) PP_TRY(fuse_matmul_add(g, i, &changed, err));
     }
     for (int i = 0; i < g->n_nodes; i++)
-        if (is(g, i, "Conv")) PP_TRY(fuse_conv(g, i, &changed, err));
+        if (is(g, i, PP_OP_CONV)) PP_TRY(fuse_conv(g, i, &changed, err));
     pp_graph_compact(g);
     /* shapes and costs of the new nodes */
     return changed ? pp_graph_infer(g, err) : PP_OK;

@@ -18,9 +18,7 @@
 
 #include "passes.h"
 
-static bool is(const pp_node *n, const char *name) {
-    return strcmp(pp_op_table[n->op].name, name) == 0;
-}
+static bool is(const pp_node *n, pp_op op) { return n->op == op; }
 
 static bool same_tensor(const pp_value *a, const pp_value *b) {
     return a->dtype == b->dtype && pp_shape_eq(&a->shape, &b->shape);
@@ -48,26 +46,26 @@ static bool const_all(const pp_graph *g, const pp_node *n, int k, int64_t want, 
 static bool is_noop(const pp_graph *g, const pp_node *n) {
     if (n->n_in < 1 || n->in[0] < 0) return false;
     const pp_value *x = &g->values[n->in[0]], *y = &g->values[n->out[0]];
-    if (is(n, "Identity")) return true;
-    if (is(n, "Dropout")) { /* inference unless training_mode is given and not a constant false */
+    if (is(n, PP_OP_IDENTITY)) return true;
+    if (is(n, PP_OP_DROPOUT)) { /* inference unless training_mode is given and not a constant false */
         if (n->n_out != 1) return false;
         if (n->n_in < 3 || n->in[2] < 0) return true;
         const pp_value *t = &g->values[n->in[2]];
         return t->is_const && t->dtype == PP_BOOL && t->nbytes == 1 && !*(const uint8_t *)t->data;
     }
     if (!same_tensor(x, y)) return false;
-    if (is(n, "Reshape") || is(n, "Flatten") || is(n, "Squeeze") || is(n, "Unsqueeze") ||
-        is(n, "Expand") || is(n, "Tile") || is(n, "Cast"))
+    /* a view, Expand, Tile or Cast that keeps type and shape keeps everything */
+    if (pp_op_has(n->op, PP_TR_VIEW) || is(n, PP_OP_EXPAND) || is(n, PP_OP_TILE) || is(n, PP_OP_CAST))
         return true;
-    if (is(n, "Concat")) return n->n_in == 1;
-    if (is(n, "Transpose")) {
+    if (is(n, PP_OP_CONCAT)) return n->n_in == 1;
+    if (is(n, PP_OP_TRANSPOSE)) {
         const pp_attr *perm = pp_attr_find(pp_node_attrs(g, n), "perm");
         if (!perm) return x->shape.rank <= 1;
         for (int k = 0; k < perm->n; k++)
             if (perm->ints[k] != k) return false;
         return true;
     }
-    if (is(n, "Pad")) {
+    if (is(n, PP_OP_PAD)) {
         const pp_attr *pads = pp_attr_find(pp_node_attrs(g, n), "pads");
         if (pads) {
             for (int k = 0; k < pads->n; k++)
@@ -76,7 +74,7 @@ static bool is_noop(const pp_graph *g, const pp_node *n) {
         }
         return const_all(g, n, 1, 0, false);
     }
-    if (is(n, "Slice")) /* same shape with unit steps keeps everything */
+    if (is(n, PP_OP_SLICE)) /* same shape with unit steps keeps everything */
         return n->n_in == 1 || const_all(g, n, 4, 1, true);
     return false;
 }

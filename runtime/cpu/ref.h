@@ -7,7 +7,7 @@
 
 typedef pp_status pprt_kernel(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                               int n_out, pprt_scratch *scratch, pp_err *err);
-#define PP_OP(e, name, mi, ma, no) pprt_kernel kern_##e;
+#define PP_OP(e, name, mi, ma, no, tr) pprt_kernel kern_##e;
 #include "../../ir/ops.def"
 #undef PP_OP
 

@@ -686,7 +686,7 @@ void pprt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t a_rs, i
 size_t pprt_sgemm_scratch_bytes(void) { return (size_t)gemm_scratch_floats() * sizeof(float); }
 
 const pprt_kernel_fn pprt_ref_kernels[PP_OP_COUNT] = {
-#define PP_OP(e, name, mi, ma, no) [PP_OP_##e] = kern_##e,
+#define PP_OP(e, name, mi, ma, no, tr) [PP_OP_##e] = kern_##e,
 #include "../../ir/ops.def"
 #undef PP_OP
 };
