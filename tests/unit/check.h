@@ -1,7 +1,8 @@
 /* check.h: the checks every unit test file uses. CHECK(cond, fmt, ...)
- * counts a check and, when cond is false, prints where, the condition and
- * the message, and counts a failure; check_summary(name) prints the tally
- * and gives main's return value (1 after any failure). */
+ * counts a check and, when cond is false, prints where, the case
+ * (check_case), the condition and the message, and counts a failure;
+ * CHECK_FAIL(fmt, ...) reports a failure found otherwise; check_summary(name)
+ * prints the tally and gives main's return value (1 after any failure). */
 #ifndef PP_TEST_CHECK_H
 #define PP_TEST_CHECK_H
 
@@ -9,17 +10,24 @@
 #include <stdio.h>
 
 static int check_count, check_failures;
+/* What the checks are about now (a test case's name), printed with each
+ * failure; "" for nothing. */
+static const char *check_case = "";
 
 __attribute__((format(printf, 4, 5))) static void check_failed(const char *file, int line, const char *cond,
                                                                 const char *fmt, ...) {
     check_failures++;
-    fprintf(stderr, "%s:%d: CHECK(%s) failed: ", file, line, cond);
+    fprintf(stderr, "%s:%d: %s%s%sCHECK(%s) failed: ", file, line, *check_case ? "[" : "", check_case,
+            *check_case ? "] " : "", cond);
     va_list ap;
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
 }
+
+/* A failure found without a CHECK (a helper comparing arrays, say). */
+#define CHECK_FAIL(...) check_failed(__FILE__, __LINE__, "", __VA_ARGS__)
 
 #define CHECK(c, ...)                                                      \
     do {                                                                   \

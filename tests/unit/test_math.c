@@ -32,25 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_checks, n_failures;
-static const char *cur_case = "";
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...) {
-    n_failures++;
-    printf("FAIL [%s]: ", cur_case);
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
-
-#define CHECK(cond, ...)                \
-    do {                                \
-        n_checks++;                     \
-        if (!(cond)) fail(__VA_ARGS__); \
-    } while (0)
+#include "check.h"
 
 static uint64_t rng_state = 0x6d617468ULL;
 static uint64_t rng_next(void) {
@@ -123,7 +105,7 @@ static pp_status run(pp_op op, pp_attrs at, const pprt_tensor *in, int n_in, ppr
 static bool run_ok(pp_op op, pp_attrs at, const pprt_tensor *in, int n_in, pprt_tensor *out) {
     pp_err err = {0};
     pp_status st = run(op, at, in, n_in, out, &err);
-    if (st != PP_OK) fail("%s: %s", pp_status_name(st), err.msg);
+    if (st != PP_OK) CHECK_FAIL("%s: %s", pp_status_name(st), err.msg);
     return st == PP_OK;
 }
 
@@ -154,7 +136,7 @@ static void test_half(void) {
     for (int i = 0; i < 65536; i++) h[i] = (uint16_t)i;
     for (int k = 0; k < 2; k++) {
         pp_dtype t = k ? PP_BF16 : PP_F16;
-        cur_case = k ? "bf16 round trip" : "f16 round trip";
+        check_case = k ? "bf16 round trip" : "f16 round trip";
         if (!cast(t, PP_F32, h, f, 65536) || !cast(PP_F32, t, f, h2, 65536)) continue;
         int bad = 0;
         for (int i = 0; i < 65536; i++) {
@@ -189,11 +171,11 @@ static void test_half(void) {
             CHECK(got[i] == want[i], "f32 %g -> f16 0x%04x, expected 0x%04x", (double)in[i], got[i],
                   want[i]);
     /* f64 -> f16 rounds once: 1 + 2^-11 + 2^-40 is above the tie (via f32 it would be a tie) */
-    cur_case = "f64 -> f16 single rounding";
+    check_case = "f64 -> f16 single rounding";
     double d = 1.0 + ldexp(1, -11) + ldexp(1, -40);
     uint16_t g1;
     if (cast(PP_F64, PP_F16, &d, &g1, 1)) CHECK(g1 == 0x3c01, "got 0x%04x, expected 0x3c01", g1);
-    cur_case = "f32 -> bf16 rounding";
+    check_case = "f32 -> bf16 rounding";
     const float bin[] = {1.0f + ldexpf(1, -8), 1.0f + 3 * ldexpf(1, -8), 3.0e38f, 1.0f};
     const uint16_t bwant[] = {0x3f80, 0x3f82, 0x7f62, 0x3f80};
     uint16_t bgot[4];
@@ -201,7 +183,7 @@ static void test_half(void) {
         for (int i = 0; i < 4; i++)
             CHECK(bgot[i] == bwant[i], "f32 %g -> bf16 0x%04x, expected 0x%04x", (double)bin[i],
                   bgot[i], bwant[i]);
-    cur_case = "f16 Add computes in f32 and rounds";
+    check_case = "f16 Add computes in f32 and rounds";
     uint16_t a[2] = {0x3c00, 0x3c00}, b[2] = {0x1000, 0x3c00}; /* 1 + 2^-11 -> 1 (tie, even), 1 + 1 = 2 */
     pprt_tensor ab[2] = {{PP_F16, {1, {2}}, a}, {PP_F16, {1, {2}}, b}}, y;
     if (run_ok(PP_OP_ADD, (pp_attrs){0}, ab, 2, &y)) {
@@ -313,7 +295,7 @@ static void test_minifloats(void) {
         const unsigned ncodes = 1u << nb;
         /* the table against the formats' published constants */
         snprintf(name, sizeof name, "%s table", f->name);
-        cur_case = name;
+        check_case = name;
         double maxv = 0, minsub = INFINITY;
         int nans = 0;
         for (unsigned c = 0; c < ncodes; c++) {
@@ -328,7 +310,7 @@ static void test_minifloats(void) {
 
         /* every code -> f32 (exact) and -> f64 */
         snprintf(name, sizeof name, "%s -> f32, every code", f->name);
-        cur_case = name;
+        check_case = name;
         uint8_t codes[256];
         for (unsigned c = 0; c < ncodes; c++)
             if (nb == 8) codes[c] = (uint8_t)c;
@@ -341,7 +323,7 @@ static void test_minifloats(void) {
             for (unsigned c = 0; c < ncodes; c++) {
                 double want = lp_decode(f, c);
                 if (!same_double(fv[c], want) || !same_double(dv[c], want)) {
-                    if (bad++ < 4) fail("code 0x%02x -> %g / %g, expected %g", c, (double)fv[c], dv[c], want);
+                    if (bad++ < 4) CHECK_FAIL("code 0x%02x -> %g / %g, expected %g", c, (double)fv[c], dv[c], want);
                 }
             }
             CHECK(bad == 0, "%d codes decoded wrong", bad);
@@ -382,14 +364,14 @@ static void test_minifloats(void) {
         static uint8_t got[8192];
         for (int sat = 0; sat < 2; sat++) {
             snprintf(name, sizeof name, "f32 -> %s, saturate=%d", f->name, sat);
-            cur_case = name;
+            check_case = name;
             pp_attr sa = attr_int("saturate", sat);
             if (!cast_with(PP_F32, f->t, in, got, n, &sa, 1)) continue;
             int bad = 0;
             for (int i = 0; i < n; i++) {
                 unsigned g = lp_code_at(f->t, got, i), w = lp_expect(f, in[i], sat);
                 if (g != w && bad++ < 4)
-                    fail("%a -> 0x%02x, expected 0x%02x", (double)in[i], g, w);
+                    CHECK_FAIL("%a -> 0x%02x, expected 0x%02x", (double)in[i], g, w);
             }
             CHECK(bad == 0, "%d of %d values rounded wrong", bad, n);
             if (nb == 4) { /* packing: n is even here; the bytes are exactly n/2 */
@@ -398,7 +380,7 @@ static void test_minifloats(void) {
         }
         /* every code round trips through f32 */
         snprintf(name, sizeof name, "%s -> f32 -> %s", f->name, f->name);
-        cur_case = name;
+        check_case = name;
         static uint8_t back[256];
         if (cast(PP_F32, f->t, fv, back, ncodes)) {
             int bad = 0;
@@ -407,34 +389,34 @@ static void test_minifloats(void) {
                 /* NaN: the canonical NaN; infinity (e5m2): saturates to the largest */
                 unsigned w = isfinite(fv[c]) ? c : lp_expect(f, fv[c], true);
                 if (f->kind == K_FNUZ && c == 0) w = 0;
-                if (g != w && bad++ < 4) fail("code 0x%02x came back as 0x%02x, expected 0x%02x", c, g, w);
+                if (g != w && bad++ < 4) CHECK_FAIL("code 0x%02x came back as 0x%02x, expected 0x%02x", c, g, w);
             }
             CHECK(bad == 0, "%d codes do not round trip", bad);
         }
     }
 
     /* f64 and f16 sources round once, from the exact value */
-    cur_case = "f64 -> f8e4m3fn single rounding";
+    check_case = "f64 -> f8e4m3fn single rounding";
     double d[2] = {1.0 + 0x1p-4, 1.0 + 0x1p-4 + 0x1p-40}; /* a tie (even: 1.0), above it (1.125) */
     uint8_t g8[2];
     if (cast(PP_F64, PP_F8E4M3FN, d, g8, 2))
         CHECK(g8[0] == 0x38 && g8[1] == 0x39, "got 0x%02x 0x%02x, expected 0x38 0x39", g8[0], g8[1]);
-    cur_case = "f16 -> f8e5m2";
+    check_case = "f16 -> f8e5m2";
     uint16_t h[4] = {0x3c00, 0x3c80 /* 1.125: a tie -> 1.0 */, 0x3c81 /* above: 1.25 */, 0x7c00};
     uint8_t g4[4];
     if (cast(PP_F16, PP_F8E5M2, h, g4, 4))
         CHECK(g4[0] == 0x3c && g4[1] == 0x3c && g4[2] == 0x3d && g4[3] == 0x7b,
               "got %02x %02x %02x %02x", g4[0], g4[1], g4[2], g4[3]);
-    cur_case = "int32 -> f8e4m3fn";
+    check_case = "int32 -> f8e4m3fn";
     int32_t iv[4] = {17, -300, 1000, 0};
     if (cast(PP_I32, PP_F8E4M3FN, iv, g4, 4)) /* 17 -> 16 (tie, even), -300 -> -288, 1000 -> 448 */
         CHECK(g4[0] == 0x58 && g4[1] == 0xf9 && g4[2] == 0x7e && g4[3] == 0x00,
               "got %02x %02x %02x %02x", g4[0], g4[1], g4[2], g4[3]);
-    cur_case = "f8e4m3fn -> f8e5m2 (through the exact value)";
+    check_case = "f8e4m3fn -> f8e5m2 (through the exact value)";
     uint8_t c8[3] = {0x7e /* 448 */, 0x01 /* 2^-9 */, 0xff /* -NaN */}, c5[3];
     if (cast(PP_F8E4M3FN, PP_F8E5M2, c8, c5, 3)) /* 448 -> 448 (1.11 * 2^8); 2^-9 exact */
         CHECK(c5[0] == 0x5f && c5[1] == 0x18 && c5[2] == 0xfe, "got %02x %02x %02x", c5[0], c5[1], c5[2]);
-    cur_case = "f8e4m3fn -> int8 saturates like float -> int";
+    check_case = "f8e4m3fn -> int8 saturates like float -> int";
     uint8_t c3[3] = {0x7e, 0xfe, 0x7f};
     int8_t i3[3];
     if (cast(PP_F8E4M3FN, PP_I8, c3, i3, 3))
@@ -465,7 +447,7 @@ static unsigned e8m0_expect(float x, int mode, bool sat) {
 }
 
 static void test_e8m0(void) {
-    cur_case = "f8e8m0 -> f32 / f16, every code";
+    check_case = "f8e8m0 -> f32 / f16, every code";
     uint8_t codes[256];
     for (int c = 0; c < 256; c++) codes[c] = (uint8_t)c;
     float fv[256];
@@ -500,17 +482,17 @@ static void test_e8m0(void) {
     for (int mode = 0; mode < 3; mode++)
         for (int sat = 0; sat < 2; sat++) {
             snprintf(name, sizeof name, "f32 -> f8e8m0 round_mode=%s saturate=%d", modes[mode], sat);
-            cur_case = name;
+            check_case = name;
             pp_attr ex[2] = {attr_str("round_mode", modes[mode]), attr_int("saturate", sat)};
             if (!cast_with(PP_F32, PP_F8E8M0, in, got, n, ex, 2)) continue;
             int bad = 0;
             for (int i = 0; i < n; i++) {
                 unsigned w = e8m0_expect(in[i], mode, sat);
-                if (got[i] != w && bad++ < 4) fail("%a -> 0x%02x, expected 0x%02x", (double)in[i], got[i], w);
+                if (got[i] != w && bad++ < 4) CHECK_FAIL("%a -> 0x%02x, expected 0x%02x", (double)in[i], got[i], w);
             }
             CHECK(bad == 0, "%d of %d values wrong", bad, n);
         }
-    cur_case = "f16 -> f8e8m0 (default: up, saturate)";
+    check_case = "f16 -> f8e8m0 (default: up, saturate)";
     uint16_t h[3] = {0x3c00, 0x3c01, 0x7bff};
     uint8_t g[3];
     if (cast(PP_F16, PP_F8E8M0, h, g, 3))
@@ -527,7 +509,7 @@ static void test_small_ints(void) {
         const bool sgn = t == PP_I4 || t == PP_I2;
         const int64_t lo = sgn ? -(1 << (bits - 1)) : 0, span = 1 << bits;
         snprintf(name, sizeof name, "%s: every code -> i32 / f32", pp_dtype_name(t));
-        cur_case = name;
+        check_case = name;
         /* 7 elements: the last byte is partly used */
         const int n = (int)span + 3;
         uint8_t packed[16] = {0};
@@ -541,7 +523,7 @@ static void test_small_ints(void) {
                       (long long)c, iv[i], (double)fv[i], (long long)want);
             }
         snprintf(name, sizeof name, "f32 / i32 -> %s (truncate, wrap)", pp_dtype_name(t));
-        cur_case = name;
+        check_case = name;
         float fin[] = {-9.0f, -8.5f, -2.7f, -0.5f, -0.0f, 0.7f, 1.5f, 2.5f, 3.99f, 7.9f, 9.0f,
                        15.0f, 17.25f, 100.0f, -100.7f, 1e10f, NAN, INFINITY, -INFINITY};
         const int nf = (int)(sizeof fin / sizeof fin[0]);
@@ -567,20 +549,20 @@ static void test_small_ints(void) {
             }
         (void)lo;
     }
-    cur_case = "int4 layout: low nibble first, [5] in 3 bytes";
+    check_case = "int4 layout: low nibble first, [5] in 3 bytes";
     int8_t v5[5] = {1, -2, 3, -4, 5};
     uint8_t b5[3];
     if (cast(PP_I8, PP_I4, v5, b5, 5))
         CHECK(b5[0] == 0xe1 && b5[1] == 0xc3 && b5[2] == 0x05, "got %02x %02x %02x", b5[0], b5[1], b5[2]);
-    cur_case = "uint2 layout: [7] in 2 bytes";
+    check_case = "uint2 layout: [7] in 2 bytes";
     uint8_t v7[7] = {0, 1, 2, 3, 3, 2, 1}, b7[2];
     if (cast(PP_U8, PP_U2, v7, b7, 7))
         CHECK(b7[0] == 0xe4 && b7[1] == 0x1b, "got %02x %02x", b7[0], b7[1]);
-    cur_case = "f4e2m1 -> f4e2m1 (same type copies; padding cleared)";
+    check_case = "f4e2m1 -> f4e2m1 (same type copies; padding cleared)";
     uint8_t f4[2] = {0x21, 0xf3}, f4o[2];
     if (cast(PP_F4E2M1, PP_F4E2M1, f4, f4o, 3))
         CHECK(f4o[0] == 0x21 && f4o[1] == 0x03, "got %02x %02x", f4o[0], f4o[1]);
-    cur_case = "sizes of packed tensors";
+    check_case = "sizes of packed tensors";
     size_t nb = 0;
     pp_shape s5 = {2, {5, 1}}, s0 = {1, {0}}, big = {2, {(int64_t)1 << 62, 8}};
     CHECK(pp_shape_nbytes(&s5, PP_I4, &nb, NULL) == PP_OK && nb == 3, "[5,1] int4: %zu bytes", nb);
@@ -600,17 +582,17 @@ static void test_lowp_ops(void) {
     pprt_tensor x8 = {PP_F8E4M3FN, {2, {2, 3}}, b}, x4 = {PP_I4, {2, {3, 3}}, b},
                 x2 = {PP_U2, {1, {6}}, b}, e8 = {PP_F8E8M0, {1, {6}}, b};
     pprt_tensor y;
-    cur_case = "Identity on int4 [3,3]";
+    check_case = "Identity on int4 [3,3]";
     if (run_ok(PP_OP_IDENTITY, (pp_attrs){0}, &x4, 1, &y)) {
         CHECK(memcmp(y.data, b, 5) == 0, "bytes differ");
         free(y.data);
     }
-    cur_case = "Identity on f8e4m3fn";
+    check_case = "Identity on f8e4m3fn";
     if (run_ok(PP_OP_IDENTITY, (pp_attrs){0}, &x8, 1, &y)) {
         CHECK(memcmp(y.data, b, 6) == 0, "bytes differ");
         free(y.data);
     }
-    cur_case = "CastLike f32 -> f8e4m3fn, saturate=0";
+    check_case = "CastLike f32 -> f8e4m3fn, saturate=0";
     float f[3] = {500.0f, -1.0f, 0.3f};
     pprt_tensor cl[2] = {{PP_F32, {1, {3}}, f}, {PP_F8E4M3FN, {1, {0}}, b}};
     pp_attr sa = attr_int("saturate", 0);
@@ -619,7 +601,7 @@ static void test_lowp_ops(void) {
         CHECK(p[0] == 0x7f && p[1] == 0xb8 && p[2] == 0x2a, "got %02x %02x %02x", p[0], p[1], p[2]);
         free(y.data);
     }
-    cur_case = "CastLike f32 -> f8e8m0, round_mode=down";
+    check_case = "CastLike f32 -> f8e8m0, round_mode=down";
     pp_attr rm = attr_str("round_mode", "down");
     cl[1] = (pprt_tensor){PP_F8E8M0, {1, {0}}, b};
     if (run_ok(PP_OP_CASTLIKE, (pp_attrs){&rm, 1, 25}, cl, 2, &y)) {
@@ -627,31 +609,31 @@ static void test_lowp_ops(void) {
         CHECK(p[0] == 135 && p[1] == 127 && p[2] == 125, "got %d %d %d", p[0], p[1], p[2]);
         free(y.data);
     }
-    cur_case = "Add on f8e4m3fn";
+    check_case = "Add on f8e4m3fn";
     pprt_tensor two[2] = {x8, x8};
     expect(PP_EUNSUP, PP_OP_ADD, (pp_attrs){0}, two, 2, "f8e4m3fn");
-    cur_case = "Relu on f8e5m2";
+    check_case = "Relu on f8e5m2";
     pprt_tensor r5 = {PP_F8E5M2, {1, {6}}, b};
     expect(PP_EUNSUP, PP_OP_RELU, (pp_attrs){0}, &r5, 1, "f8e5m2");
-    cur_case = "Neg on int4";
+    check_case = "Neg on int4";
     expect(PP_EUNSUP, PP_OP_NEG, (pp_attrs){0}, &x4, 1, "i4");
-    cur_case = "Abs on uint2";
+    check_case = "Abs on uint2";
     expect(PP_EUNSUP, PP_OP_ABS, (pp_attrs){0}, &x2, 1, "u2");
-    cur_case = "Sum on f8e8m0";
+    check_case = "Sum on f8e8m0";
     expect(PP_EUNSUP, PP_OP_SUM, (pp_attrs){0}, &e8, 1, "f8e8m0");
-    cur_case = "Where on f8e4m3fn";
+    check_case = "Where on f8e4m3fn";
     uint8_t cond[6] = {1, 0, 1, 0, 1, 0};
     pprt_tensor wh[3] = {{PP_BOOL, {2, {2, 3}}, cond}, x8, x8};
     expect(PP_EUNSUP, PP_OP_WHERE, (pp_attrs){0}, wh, 3, "f8e4m3fn");
-    cur_case = "Equal on int4";
+    check_case = "Equal on int4";
     pprt_tensor eq[2] = {x4, x4};
     expect(PP_EUNSUP, PP_OP_EQUAL, (pp_attrs){0}, eq, 2, "i4");
-    cur_case = "Cast with saturate=2";
+    check_case = "Cast with saturate=2";
     pp_attr bad[2] = {attr_int("to", PP_F8E4M3FN), attr_int("saturate", 2)};
     float f6[6] = {0};
     pprt_tensor xf = {PP_F32, {1, {6}}, f6};
     expect(PP_EINVAL, PP_OP_CAST, (pp_attrs){bad, 2, 19}, &xf, 1, "saturate");
-    cur_case = "Cast with round_mode=zero";
+    check_case = "Cast with round_mode=zero";
     bad[1] = attr_str("round_mode", "zero");
     expect(PP_EINVAL, PP_OP_CAST, (pp_attrs){bad, 2, 25}, &xf, 1, "round_mode");
 }
@@ -660,7 +642,7 @@ static void test_lowp_ops(void) {
  * integers by value, padding bits ignored. */
 static void test_lowp_compare(void) {
     pprt_diff d;
-    cur_case = "compare f8e4m3fn";
+    check_case = "compare f8e4m3fn";
     uint8_t a[4] = {0x38, 0x7f, 0x00, 0x40}, b[4] = {0x38, 0x7f, 0x80, 0x40};
     pprt_compare(PP_F8E4M3FN, a, a, 4, 1e-3, 1e-5, &d);
     CHECK(d.bad == 0, "equal codes: %lld bad", (long long)d.bad);
@@ -674,7 +656,7 @@ static void test_lowp_compare(void) {
     pprt_compare(PP_F8E4M3FN, a, e, 4, 1e-3, 1e-5, &d);
     CHECK(d.bad == 1 && d.first_bad == 3 && d.max_abs == 0.25, "2 vs 2.25: %lld bad, max abs %g",
           (long long)d.bad, d.max_abs);
-    cur_case = "compare int4 (padding ignored)";
+    check_case = "compare int4 (padding ignored)";
     uint8_t p[2] = {0xf1, 0x07}, q[2] = {0xf1, 0xa7};
     pprt_compare(PP_I4, p, q, 3, 0, 0, &d);
     CHECK(d.bad == 0, "%lld bad", (long long)d.bad);
@@ -722,7 +704,7 @@ static void test_broadcast(void) {
         char s1[64], s2[64], s3[64];
         snprintf(name, sizeof name, "broadcast %s %s %s", pp_shape_str(&sa, s1, 64),
                  pp_shape_str(&sb, s2, 64), pp_shape_str(&sc, s3, 64));
-        cur_case = name;
+        check_case = name;
         /* Add f32 */
         pprt_tensor x[3] = {tensor(PP_F32, sa), tensor(PP_F32, sb), tensor(PP_BOOL, sc)}, y;
         for (int64_t i = 0; i < numel(&sa); i++) ((float *)x[0].data)[i] = (float)(rng_next() % 1000);
@@ -773,7 +755,7 @@ static void test_broadcast(void) {
 /* ---- integer edge cases ------------------------------------------------------------------ */
 
 static void test_integers(void) {
-    cur_case = "int32 Div edge cases";
+    check_case = "int32 Div edge cases";
     int32_t a[] = {INT32_MIN, 7, -7, 7, -7, 5}, b[] = {-1, 2, 2, -2, -2, 0};
     const int32_t want[] = {INT32_MIN, 3, -3, -3, 3, 0};
     pprt_tensor x[2] = {{PP_I32, {1, {6}}, a}, {PP_I32, {1, {6}}, b}}, y;
@@ -783,7 +765,7 @@ static void test_integers(void) {
                   ((int32_t *)y.data)[i], want[i]);
         free(y.data);
     }
-    cur_case = "int64 Mul wraps";
+    check_case = "int64 Mul wraps";
     int64_t m[] = {INT64_MAX, 3}, m2[] = {2, -5};
     pprt_tensor xm[2] = {{PP_I64, {1, {2}}, m}, {PP_I64, {1, {2}}, m2}};
     if (run_ok(PP_OP_MUL, (pp_attrs){0}, xm, 2, &y)) {
@@ -791,7 +773,7 @@ static void test_integers(void) {
               (long long)((int64_t *)y.data)[0], (long long)((int64_t *)y.data)[1]);
         free(y.data);
     }
-    cur_case = "float -> int Cast saturates";
+    check_case = "float -> int Cast saturates";
     float f[] = {1e10f, -1e10f, NAN, -2.7f, 2.7f, 127.9f, -128.9f};
     int8_t i8[7];
     const int8_t w8[] = {127, -128, 0, -2, 2, 127, -128};
@@ -801,7 +783,7 @@ static void test_integers(void) {
     const uint32_t wu[] = {UINT32_MAX, 0, 0, 0, 2, 127, 0};
     if (cast(PP_F32, PP_U32, f, u32, 7))
         for (int i = 0; i < 7; i++) CHECK(u32[i] == wu[i], "%g -> %u, expected %u", (double)f[i], u32[i], wu[i]);
-    cur_case = "int Pow";
+    check_case = "int Pow";
     int64_t base[] = {3, -2, 2, 1, -1, 5, 0}, ex[] = {4, 3, 62, -3, -3, -1, 0};
     const int64_t wp[] = {81, -8, (int64_t)1 << 62, 1, -1, 0, 1};
     pprt_tensor xp[2] = {{PP_I64, {1, {7}}, base}, {PP_I64, {1, {7}}, ex}};
@@ -850,12 +832,12 @@ static void test_mod(void) {
     char name[64];
     for (int k = 0; k < 4; k++) {
         snprintf(name, sizeof name, "Mod sign rules %s", pp_dtype_name(sints[k]));
-        cur_case = name;
+        check_case = name;
         mod_case(sints[k], 0, a, b, w0, 10);
         mod_case(sints[k], 1, a, b, w1, 10);
     }
     /* MIN mod -1 (C's % traps), MIN mod MAX, MAX mod MIN */
-    cur_case = "Mod int64 extremes";
+    check_case = "Mod int64 extremes";
     {
         const int64_t ea[] = {INT64_MIN, INT64_MIN, INT64_MAX, INT64_MIN, 5};
         const int64_t eb[] = {-1, INT64_MAX, INT64_MIN, 1, -1};
@@ -864,7 +846,7 @@ static void test_mod(void) {
         mod_case(PP_I64, 0, ea, eb, e0, 5);
         mod_case(PP_I64, 1, ea, eb, e1, 5);
     }
-    cur_case = "Mod int8 extremes";
+    check_case = "Mod int8 extremes";
     {
         const int64_t ea[] = {-128, -128, 127, -128};
         const int64_t eb[] = {-1, 127, -128, 3};
@@ -877,7 +859,7 @@ static void test_mod(void) {
     static const pp_dtype uints[] = {PP_U8, PP_U16, PP_U32, PP_U64};
     for (int k = 0; k < 4; k++) {
         snprintf(name, sizeof name, "Mod %s", pp_dtype_name(uints[k]));
-        cur_case = name;
+        check_case = name;
         const uint64_t top = uints[k] == PP_U8 ? UINT8_MAX : uints[k] == PP_U16 ? UINT16_MAX
                              : uints[k] == PP_U32 ? UINT32_MAX : UINT64_MAX;
         int64_t ua[] = {7, 0, 9, 5, 6}, ub[] = {3, 5, 0, (int64_t)top, 4};
@@ -888,7 +870,7 @@ static void test_mod(void) {
         mod_case(uints[k], 0, ua, ub, uw, 5);
         mod_case(uints[k], 1, ua, ub, uw, 5);
     }
-    cur_case = "Mod uint64 top values";
+    check_case = "Mod uint64 top values";
     {
         uint64_t ua[] = {UINT64_MAX, UINT64_MAX - 1, UINT64_MAX}, ub[] = {UINT64_MAX, UINT64_MAX, 2};
         const uint64_t uw[] = {0, UINT64_MAX - 1, 1};
@@ -902,7 +884,7 @@ static void test_mod(void) {
         }
     }
     /* floats, fmod=1: C's fmod, the dividend's sign; x fmod 0 is NaN */
-    cur_case = "Mod float fmod=1";
+    check_case = "Mod float fmod=1";
     {
         float fa[] = {5.5f, -5.5f, 5.5f, -5.5f, 3.0f, 1.0f, -0.0f, INFINITY};
         float fb[] = {2.0f, 2.0f, -2.0f, -2.0f, 0.0f, INFINITY, 1.0f, 2.0f};
@@ -942,7 +924,7 @@ static void test_mod(void) {
         char s1[64], s2[64];
         snprintf(name, sizeof name, "Mod broadcast %s %s", pp_shape_str(&sa, s1, 64),
                  pp_shape_str(&sb, s2, 64));
-        cur_case = name;
+        check_case = name;
         pprt_tensor x[2] = {tensor(PP_I32, sa), tensor(PP_I32, sb)}, y;
         int32_t *pa = x[0].data, *pb = x[1].data;
         for (int64_t i = 0; i < numel(&sa); i++) pa[i] = (int32_t)(rng_next() % 201) - 100;
@@ -972,15 +954,15 @@ static void test_mod(void) {
     int32_t iv[4] = {1, 2, 3, 4};
     pprt_tensor ff[2] = {{PP_F32, {1, {4}}, f}, {PP_F32, {1, {4}}, f}};
     pp_attr at;
-    cur_case = "Mod fmod=0 on float32";
+    check_case = "Mod fmod=0 on float32";
     expect(PP_EINVAL, PP_OP_MOD, mod_attrs(&at, 0), ff, 2, "'fmod'=0");
-    cur_case = "Mod without fmod on float32";
+    check_case = "Mod without fmod on float32";
     expect(PP_EINVAL, PP_OP_MOD, (pp_attrs){NULL, 0, 13}, ff, 2, "'fmod'");
-    cur_case = "Mod fmod=0 on float16";
+    check_case = "Mod fmod=0 on float16";
     uint16_t h[4] = {0};
     pprt_tensor hh[2] = {{PP_F16, {1, {4}}, h}, {PP_F16, {1, {4}}, h}};
     expect(PP_EINVAL, PP_OP_MOD, mod_attrs(&at, 0), hh, 2, "type f16");
-    cur_case = "Mod kernel fmod=0 on float64";
+    check_case = "Mod kernel fmod=0 on float64";
     {
         double d[4] = {0}, o[4];
         pprt_tensor dd[2] = {{PP_F64, {1, {4}}, d}, {PP_F64, {1, {4}}, d}};
@@ -990,13 +972,13 @@ static void test_mod(void) {
         CHECK(st == PP_EINVAL && strstr(err.msg, "'fmod'=0"), "got %s (%s)", pp_status_name(st),
               err.msg);
     }
-    cur_case = "Mod fmod=2";
+    check_case = "Mod fmod=2";
     pprt_tensor ii[2] = {{PP_I32, {1, {4}}, iv}, {PP_I32, {1, {4}}, iv}};
     expect(PP_EINVAL, PP_OP_MOD, mod_attrs(&at, 2), ii, 2, "'fmod'=2");
-    cur_case = "Mod int32 mod float32";
+    check_case = "Mod int32 mod float32";
     pprt_tensor mix[2] = {ii[0], ff[0]};
     expect(PP_EINVAL, PP_OP_MOD, mod_attrs(&at, 1), mix, 2, "input B");
-    cur_case = "Mod on bool";
+    check_case = "Mod on bool";
     uint8_t bv[4] = {1, 1, 1, 1};
     pprt_tensor bb[2] = {{PP_BOOL, {1, {4}}, bv}, {PP_BOOL, {1, {4}}, bv}};
     expect(PP_EUNSUP, PP_OP_MOD, mod_attrs(&at, 0), bb, 2, "bool");
@@ -1014,7 +996,7 @@ static void test_cumsum(void) {
         for (int ex = 0; ex < 2; ex++)
             for (int rev = 0; rev < 2; rev++) {
                 snprintf(name, sizeof name, "CumSum axis %d exclusive %d reverse %d", axis, ex, rev);
-                cur_case = name;
+                check_case = name;
                 int64_t ax = axis;
                 pprt_tensor in[2] = {x, {PP_I64, {0, {0}}, &ax}}, y;
                 pp_attr at[2] = {attr_int("exclusive", ex), attr_int("reverse", rev)};
@@ -1059,43 +1041,43 @@ static void test_errors(void) {
     pprt_tensor xf = {PP_F32, {2, {2, 3}}, f}, xi = {PP_I32, {2, {2, 3}}, i},
                 xb = {PP_BOOL, {2, {2, 3}}, b}, x3 = {PP_F32, {1, {3}}, f},
                 x2 = {PP_F32, {1, {2}}, f};
-    cur_case = "Relu on int32";
+    check_case = "Relu on int32";
     expect(PP_EUNSUP, PP_OP_RELU, (pp_attrs){0}, &xi, 1, "i32");
-    cur_case = "Add f32 + i32";
+    check_case = "Add f32 + i32";
     pprt_tensor mix[2] = {xf, xi};
     expect(PP_EINVAL, PP_OP_ADD, (pp_attrs){0}, mix, 2, "input B");
-    cur_case = "Add [2,3] + [2]";
+    check_case = "Add [2,3] + [2]";
     pprt_tensor nb[2] = {xf, x2};
     expect(PP_EINVAL, PP_OP_ADD, (pp_attrs){0}, nb, 2, "broadcast");
-    cur_case = "PRelu slope wider than X";
+    check_case = "PRelu slope wider than X";
     pprt_tensor pr[2] = {x3, xf};
     expect(PP_EINVAL, PP_OP_PRELU, (pp_attrs){0}, pr, 2, "slope");
-    cur_case = "Where with a float condition";
+    check_case = "Where with a float condition";
     pprt_tensor wh[3] = {xf, xf, xf};
     expect(PP_EUNSUP, PP_OP_WHERE, (pp_attrs){0}, wh, 3, "condition");
-    cur_case = "And on float";
+    check_case = "And on float";
     pprt_tensor an[2] = {xf, xf};
     expect(PP_EUNSUP, PP_OP_AND, (pp_attrs){0}, an, 2, "input A");
-    cur_case = "Not on bool works";
+    check_case = "Not on bool works";
     expect(PP_OK, PP_OP_NOT, (pp_attrs){0}, &xb, 1, NULL);
-    cur_case = "Cast to string";
+    check_case = "Cast to string";
     pp_attr to = attr_int("to", PP_STRING);
     expect(PP_EUNSUP, PP_OP_CAST, (pp_attrs){&to, 1, 13}, &xf, 1, "string");
-    cur_case = "Cast to complex64";
+    check_case = "Cast to complex64";
     to = attr_int("to", PP_C64);
     expect(PP_EUNSUP, PP_OP_CAST, (pp_attrs){&to, 1, 19}, &xf, 1, "complex64");
-    cur_case = "Cast without 'to'";
+    check_case = "Cast without 'to'";
     expect(PP_EINVAL, PP_OP_CAST, (pp_attrs){0}, &xf, 1, "'to'");
-    cur_case = "Gelu approximate=fast";
+    check_case = "Gelu approximate=fast";
     pp_attr ap = attr_str("approximate", "fast");
     expect(PP_EINVAL, PP_OP_GELU, (pp_attrs){&ap, 1, 20}, &xf, 1, "approximate");
-    cur_case = "Clip 'min' attribute at opset 13";
+    check_case = "Clip 'min' attribute at opset 13";
     pp_attr mn = attr_float("min", 0);
     expect(PP_EINVAL, PP_OP_CLIP, (pp_attrs){&mn, 1, 13}, &xf, 1, "min");
-    cur_case = "Clip with a vector bound";
+    check_case = "Clip with a vector bound";
     pprt_tensor cl[2] = {xf, x3};
     expect(PP_EINVAL, PP_OP_CLIP, (pp_attrs){NULL, 0, 13}, cl, 2, "input min");
-    cur_case = "Clip bounds at opset 7";
+    check_case = "Clip bounds at opset 7";
     mn = attr_float("min", 0.5f);
     pprt_tensor y;
     f[0] = -1, f[1] = 2;
@@ -1104,26 +1086,26 @@ static void test_errors(void) {
               (double)((float *)y.data)[0], (double)((float *)y.data)[1]);
         free(y.data);
     }
-    cur_case = "CumSum constant axis out of range";
+    check_case = "CumSum constant axis out of range";
     int64_t ax = 2;
     pp_tinfo ti[2] = {{PP_F32, xf.shape, NULL}, {PP_I64, {0, {0}}, &ax}}, to1[1];
     pp_err err = {0};
     pp_status st = pp_infer(PP_OP_CUMSUM, (pp_attrs){NULL, 0, 14}, ti, 2, to1, 1, &err);
     CHECK(st == PP_EINVAL && strstr(err.msg, "axis"), "got %s (%s)", pp_status_name(st), err.msg);
-    cur_case = "CumSum axis out of range at run time";
+    check_case = "CumSum axis out of range at run time";
     pprt_tensor cs[2] = {xf, {PP_I64, {0, {0}}, &ax}};
     expect(PP_EINVAL, PP_OP_CUMSUM, (pp_attrs){NULL, 0, 14}, cs, 2, "axis");
-    cur_case = "Dropout training_mode with ratio 0.5";
+    check_case = "Dropout training_mode with ratio 0.5";
     uint8_t tr = 1;
     float ratio = 0.5f;
     pprt_tensor dr[3] = {xf, {PP_F32, {0, {0}}, &ratio}, {PP_BOOL, {0, {0}}, &tr}};
     expect(PP_EUNSUP, PP_OP_DROPOUT, (pp_attrs){NULL, 0, 13}, dr, 3, "training");
-    cur_case = "Dropout training_mode with ratio 0";
+    check_case = "Dropout training_mode with ratio 0";
     ratio = 0;
     expect(PP_OK, PP_OP_DROPOUT, (pp_attrs){NULL, 0, 13}, dr, 3, NULL);
-    cur_case = "Sum of one input";
+    check_case = "Sum of one input";
     expect(PP_OK, PP_OP_SUM, (pp_attrs){0}, &xf, 1, NULL);
-    cur_case = "Sum over int32";
+    check_case = "Sum over int32";
     expect(PP_EUNSUP, PP_OP_SUM, (pp_attrs){0}, &xi, 1, "i32");
 }
 
@@ -1140,6 +1122,5 @@ int main(void) {
     test_cumsum();
     test_errors();
     pprt_scratch_free(&scratch);
-    printf("%d checks, %d failures\n", n_checks, n_failures);
-    return n_failures ? 1 : 0;
+    return check_summary("test_math");
 }

@@ -23,25 +23,7 @@
 
 /* ---- bookkeeping --------------------------------------------------------------- */
 
-static int n_checks, n_failures;
-static const char *cur_case = "";
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...) {
-    n_failures++;
-    printf("FAIL [%s]: ", cur_case);
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
-
-#define CHECK(cond, ...)                \
-    do {                                \
-        n_checks++;                     \
-        if (!(cond)) fail(__VA_ARGS__); \
-    } while (0)
+#include "check.h"
 
 static char *shape_s(const pp_shape *s) {
     static char bufs[4][128];
@@ -161,12 +143,12 @@ static bool run(pp_op op, pp_attrs at, const pprt_tensor *in, int n_in, unsigned
     pp_err err = {0};
     pp_status st = pp_infer(op, at, ti, n_in, to, n_out, &err);
     if (st != PP_OK) {
-        fail("pp_infer: %s: %s", pp_status_name(st), err.msg);
+        CHECK_FAIL("pp_infer: %s: %s", pp_status_name(st), err.msg);
         return false;
     }
     for (int k = 0; want && k < n_out; k++)
         if (!pp_shape_eq(&want[k], &to[k].shape)) {
-            fail("pp_infer gives output %d shape %s, expected %s", k, shape_s(&to[k].shape),
+            CHECK_FAIL("pp_infer gives output %d shape %s, expected %s", k, shape_s(&to[k].shape),
                  shape_s(&want[k]));
             return false;
         }
@@ -183,7 +165,7 @@ static bool run(pp_op op, pp_attrs at, const pprt_tensor *in, int n_in, unsigned
         st = pprt_ref_kernels[op](at, in, n_in, o[r], n_out, r ? &fresh : &shared_scratch, &e);
         pprt_scratch_free(&fresh);
         if (st != PP_OK) {
-            fail("kernel (run %d): %s: %s", r + 1, pp_status_name(st), e.msg);
+            CHECK_FAIL("kernel (run %d): %s: %s", r + 1, pp_status_name(st), e.msg);
             for (int q = 0; q <= r; q++) free_all(o[q], n_out);
             return false;
         }
@@ -208,20 +190,20 @@ static void expect_close(const float *got, const double *want, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         if (close_enough(got[i], want[i])) continue;
         if (bad < 5)
-            fail("element %lld: got %.9g, expected %.9g", (long long)i, got[i], want[i]);
+            CHECK_FAIL("element %lld: got %.9g, expected %.9g", (long long)i, got[i], want[i]);
         bad++;
     }
-    n_checks++;
-    if (bad > 5) fail("... %lld of %lld elements differ", (long long)bad, (long long)n);
+    check_count++;
+    if (bad > 5) CHECK_FAIL("... %lld of %lld elements differ", (long long)bad, (long long)n);
 }
 
 static void expect_i64(const int64_t *got, const int64_t *want, int64_t n) {
     int64_t bad = 0;
     for (int64_t i = 0; i < n; i++)
         if (got[i] != want[i] && bad++ < 5)
-            fail("element %lld: got %lld, expected %lld", (long long)i, (long long)got[i],
+            CHECK_FAIL("element %lld: got %lld, expected %lld", (long long)i, (long long)got[i],
                  (long long)want[i]);
-    n_checks++;
+    check_count++;
 }
 
 static double *dbuf(int64_t n) { return alloc_bytes((size_t)(n ? n : 1) * sizeof(double)); }
@@ -320,21 +302,21 @@ static void test_convt_one(const ct_case *c) {
 }
 
 static void test_convts(void) {
-    cur_case = "ConvTranspose 1-D";
+    check_case = "ConvTranspose 1-D";
     test_convt_one(&(ct_case){1, 2, 3, 4, 1, {7}, {3}, {2}, {1}, {1}, {0}, {1}, true, {0}});
-    cur_case = "ConvTranspose 2-D groups, dilations, pads, output_padding";
+    check_case = "ConvTranspose 2-D groups, dilations, pads, output_padding";
     test_convt_one(&(ct_case){2, 2, 4, 6, 2, {5, 4}, {3, 2}, {2, 3}, {2, 1}, {1, 0}, {2, 1},
                               {1, 2}, true, {0}});
-    cur_case = "ConvTranspose 3-D";
+    check_case = "ConvTranspose 3-D";
     test_convt_one(&(ct_case){3, 1, 2, 3, 1, {3, 4, 2}, {2, 3, 2}, {1, 2, 2}, {1, 1, 2},
                               {0, 1, 0}, {1, 0, 0}, {0, 1, 0}, false, {0}});
-    cur_case = "ConvTranspose output_shape";
+    check_case = "ConvTranspose output_shape";
     test_convt_one(&(ct_case){2, 1, 2, 2, 1, {3, 3}, {3, 3}, {3, 2}, {1, 1}, {0}, {0}, {0, 0},
                               false, {10, 6}});
-    cur_case = "ConvTranspose output_shape larger than the full output";
+    check_case = "ConvTranspose output_shape larger than the full output";
     test_convt_one(&(ct_case){2, 1, 1, 2, 1, {3, 3}, {3, 3}, {2, 2}, {1, 1}, {0}, {0}, {0, 0},
                               true, {9, 8}});
-    cur_case = "ConvTranspose depthwise 1x1 many channels";
+    check_case = "ConvTranspose depthwise 1x1 many channels";
     test_convt_one(&(ct_case){2, 2, 16, 16, 16, {6, 5}, {1, 1}, {1, 1}, {1, 1}, {0}, {0}, {0},
                               true, {0}});
 }
@@ -389,25 +371,25 @@ static void test_matmul_one(pp_shape as, pp_shape bs, pp_shape ys) {
 }
 
 static void test_matmuls(void) {
-    cur_case = "MatMul 2-D";
+    check_case = "MatMul 2-D";
     test_matmul_one(SHAPE(37, 70), SHAPE(70, 45), SHAPE(37, 45));
-    cur_case = "MatMul batch x matrix (folded)";
+    check_case = "MatMul batch x matrix (folded)";
     test_matmul_one(SHAPE(2, 3, 9, 33), SHAPE(33, 7), SHAPE(2, 3, 9, 7));
-    cur_case = "MatMul broadcast batch";
+    check_case = "MatMul broadcast batch";
     test_matmul_one(SHAPE(2, 1, 4, 5), SHAPE(3, 5, 6), SHAPE(2, 3, 4, 6));
-    cur_case = "MatMul 1-D x 1-D";
+    check_case = "MatMul 1-D x 1-D";
     test_matmul_one(SHAPE(9), SHAPE(9), SCALAR);
-    cur_case = "MatMul 1-D x 3-D";
+    check_case = "MatMul 1-D x 3-D";
     test_matmul_one(SHAPE(4), SHAPE(2, 4, 3), SHAPE(2, 3));
-    cur_case = "MatMul 3-D x 1-D";
+    check_case = "MatMul 3-D x 1-D";
     test_matmul_one(SHAPE(2, 3, 4), SHAPE(4), SHAPE(2, 3));
-    cur_case = "MatMul K = 0";
+    check_case = "MatMul K = 0";
     test_matmul_one(SHAPE(3, 0), SHAPE(0, 2), SHAPE(3, 2));
 }
 
 static void test_einsum_attention(void) {
     /* 'bhqd,bhkd->bhqk' (GEMM path) against a loop */
-    cur_case = "Einsum bhqd,bhkd->bhqk";
+    check_case = "Einsum bhqd,bhkd->bhqk";
     const int64_t B = 2, H = 3, Q = 5, Kk = 4, D = 8;
     pprt_tensor in[2] = {tensor_f32(SHAPE(B, H, Q, D), FILL_GRID),
                          tensor_f32(SHAPE(B, H, Kk, D), FILL_GRID)};
@@ -431,7 +413,7 @@ static void test_einsum_attention(void) {
         free(y.data);
     }
     /* 'bhqd,bhkd->bqkh': the same products, a permuted output */
-    cur_case = "Einsum bhqd,bhkd->bqkh";
+    check_case = "Einsum bhqd,bhkd->bqkh";
     attrb b2 = ab(12);
     ab_str(&b2, "equation", "bhqd,bhkd->bqkh");
     pprt_tensor y2;
@@ -455,7 +437,7 @@ static void test_einsum_attention(void) {
     free_all(in, 2);
 
     /* one-operand forms through the generic loop: transpose, diagonal, sum */
-    cur_case = "Einsum ...ii->...i, ij->ji, ij->";
+    check_case = "Einsum ...ii->...i, ij->ji, ij->";
     pprt_tensor x = tensor_f32(SHAPE(2, 4, 4), FILL_UNIFORM);
     attrb b3 = ab(12);
     ab_str(&b3, "equation", "...ii->...i");
@@ -522,13 +504,13 @@ static void test_softmax_one(pp_op op, int opset, int64_t axis, pp_shape xs, int
 }
 
 static void test_softmaxes(void) {
-    cur_case = "Softmax opset 13 axis 1";
+    check_case = "Softmax opset 13 axis 1";
     test_softmax_one(PP_OP_SOFTMAX, 13, 1, SHAPE(2, 5, 3), 2, 5, 3);
-    cur_case = "Softmax opset 11 axis 1 (coerced to 2-D)";
+    check_case = "Softmax opset 11 axis 1 (coerced to 2-D)";
     test_softmax_one(PP_OP_SOFTMAX, 11, 1, SHAPE(2, 5, 3), 2, 15, 1);
-    cur_case = "LogSoftmax opset 13 last axis";
+    check_case = "LogSoftmax opset 13 last axis";
     test_softmax_one(PP_OP_LOGSOFTMAX, 13, -1, SHAPE(4, 33), 4, 33, 1);
-    cur_case = "LogSoftmax opset 12 axis 0";
+    check_case = "LogSoftmax opset 12 axis 0";
     test_softmax_one(PP_OP_LOGSOFTMAX, 12, 0, SHAPE(3, 4), 1, 12, 1);
 }
 
@@ -571,20 +553,20 @@ static void test_reduce_one(pp_op op, pp_shape xs, const int64_t *axes, int na, 
 }
 
 static void test_reductions(void) {
-    cur_case = "ReduceSum axes [0, 2] keepdims";
+    check_case = "ReduceSum axes [0, 2] keepdims";
     test_reduce_one(PP_OP_REDUCESUM, SHAPE(3, 4, 5), (int64_t[]){0, 2}, 2, true, SHAPE(1, 4, 1));
-    cur_case = "ReduceMean axis -1";
+    check_case = "ReduceMean axis -1";
     test_reduce_one(PP_OP_REDUCEMEAN, SHAPE(3, 4, 50), (int64_t[]){-1}, 1, false, SHAPE(3, 4));
-    cur_case = "ReduceMax axes [1, 3]";
+    check_case = "ReduceMax axes [1, 3]";
     test_reduce_one(PP_OP_REDUCEMAX, SHAPE(2, 3, 4, 5), (int64_t[]){1, 3}, 2, false, SHAPE(2, 4));
-    cur_case = "ReduceL2 all axes";
+    check_case = "ReduceL2 all axes";
     test_reduce_one(PP_OP_REDUCEL2, SHAPE(2, 3, 4), NULL, 0, true, SHAPE(1, 1, 1));
-    cur_case = "ReduceSum over an empty axis";
+    check_case = "ReduceSum over an empty axis";
     test_reduce_one(PP_OP_REDUCESUM, SHAPE(2, 0, 3), (int64_t[]){1}, 1, true, SHAPE(2, 1, 3));
 }
 
 static void test_topk_argmax(void) {
-    cur_case = "TopK ties keep the lower index first";
+    check_case = "TopK ties keep the lower index first";
     const float xv[2 * 6] = {1, 3, 3, 2, 3, 0, /**/ 5, 5, 5, 5, 5, 5};
     pprt_tensor in[2] = {tensor_floats(SHAPE(2, 6), xv), tensor_i64(SHAPE(1), (int64_t[]){3})};
     pprt_tensor y[2];
@@ -597,7 +579,7 @@ static void test_topk_argmax(void) {
         expect_i64(y[1].data, wi, 6);
         free_all(y, 2);
     }
-    cur_case = "TopK smallest along axis 0";
+    check_case = "TopK smallest along axis 0";
     attrb b2 = ab(11);
     ab_int(&b2, "largest", 0);
     ab_int(&b2, "axis", 0);
@@ -611,7 +593,7 @@ static void test_topk_argmax(void) {
         expect_i64(y[1].data, wi, 4);
         free_all(y, 2);
     }
-    cur_case = "ArgMax select_last_index";
+    check_case = "ArgMax select_last_index";
     attrb b3 = ab(13);
     ab_int(&b3, "axis", 1);
     ab_int(&b3, "select_last_index", 1);
@@ -622,7 +604,7 @@ static void test_topk_argmax(void) {
         expect_i64(y[0].data, wi, 2);
         free(y[0].data);
     }
-    cur_case = "ArgMin first index";
+    check_case = "ArgMin first index";
     attrb b4 = ab(13);
     ab_int(&b4, "axis", -1);
     pp_shape as2 = SHAPE(2, 1);
@@ -654,7 +636,7 @@ static void naive_norm(const float *x, int64_t groups, int64_t n, double eps, do
 }
 
 static void test_norms(void) {
-    cur_case = "LayerNormalization axis 1, all outputs";
+    check_case = "LayerNormalization axis 1, all outputs";
     pp_shape xs = SHAPE(3, 4, 5);
     pprt_tensor in[3] = {tensor_f32(xs, FILL_UNIFORM), tensor_f32(SHAPE(4, 5), FILL_UNIFORM),
                          tensor_f32(SHAPE(5), FILL_UNIFORM)};
@@ -676,7 +658,7 @@ static void test_norms(void) {
     free_all(in, 3);
 
     for (int opset = 18; opset <= 21; opset += 3) {
-        cur_case = opset == 18 ? "GroupNormalization opset 18 (per-group scale)"
+        check_case = opset == 18 ? "GroupNormalization opset 18 (per-group scale)"
                                : "GroupNormalization opset 21 (per-channel scale)";
         const int64_t N = 2, C = 6, G = 3, S = 4, ns = opset == 18 ? G : C;
         pp_shape gs = SHAPE(N, C, 2, 2);
@@ -699,7 +681,7 @@ static void test_norms(void) {
         free_all(gin, 3);
     }
 
-    cur_case = "InstanceNormalization";
+    check_case = "InstanceNormalization";
     pp_shape is = SHAPE(2, 3, 7);
     pprt_tensor iin[3] = {tensor_f32(is, FILL_UNIFORM), tensor_f32(SHAPE(3), FILL_UNIFORM),
                           tensor_f32(SHAPE(3), FILL_UNIFORM)};
@@ -719,7 +701,7 @@ static void test_norms(void) {
 static void test_pools(void) {
     /* 1-D, kernel 3, stride 2, pads 1/2, ceil_mode: windows clipped by input and pads */
     for (int cip = 0; cip <= 1; cip++) {
-        cur_case = cip ? "AveragePool count_include_pad=1" : "AveragePool count_include_pad=0";
+        check_case = cip ? "AveragePool count_include_pad=1" : "AveragePool count_include_pad=0";
         const float xv[6] = {1, 2, 3, 4, 5, 6};
         pprt_tensor x = tensor_floats(SHAPE(1, 1, 6), xv);
         attrb b = ab(19);
@@ -738,7 +720,7 @@ static void test_pools(void) {
         }
         free(x.data);
     }
-    cur_case = "MaxPool Indices, row- and column-major";
+    check_case = "MaxPool Indices, row- and column-major";
     const float xv[12] = {0, 9, 2, 3, /**/ 4, 5, 11, 7, /**/ 8, 1, 10, 6};
     pprt_tensor x = tensor_floats(SHAPE(1, 1, 3, 4), xv);
     for (int so = 0; so <= 1; so++) {
@@ -766,7 +748,7 @@ static void test_resizes(void) {
     pprt_tensor in[4] = {tensor_floats(SHAPE(1, 1, 2, 3), xv), absent,
                          tensor_floats(SHAPE(4), (float[]){1, 1, 2, 2}), absent};
     pprt_tensor y;
-    cur_case = "Resize nearest asymmetric floor x2";
+    check_case = "Resize nearest asymmetric floor x2";
     attrb b = ab(13);
     ab_str(&b, "mode", "nearest");
     ab_str(&b, "coordinate_transformation_mode", "asymmetric");
@@ -779,7 +761,7 @@ static void test_resizes(void) {
         expect_close(y.data, want, 24);
         free(y.data);
     }
-    cur_case = "Resize linear align_corners to sizes [1,1,3,5]";
+    check_case = "Resize linear align_corners to sizes [1,1,3,5]";
     free(in[2].data);
     in[2] = absent;
     in[3] = tensor_i64(SHAPE(4), (int64_t[]){1, 1, 3, 5});
@@ -810,7 +792,7 @@ static void test_resizes(void) {
 /* pp_infer must fail with `code` and a message containing `needle`. */
 static void expect_reject(const char *what, pp_op op, pp_attrs at, const pp_tinfo *in, int n_in,
                           int n_out, pp_status code, const char *needle) {
-    cur_case = what;
+    check_case = what;
     pp_tinfo out[3];
     pp_err err = {0};
     pp_status st = pp_infer(op, at, in, n_in, out, n_out, &err);
@@ -898,10 +880,5 @@ int main(void) {
     test_resizes();
     test_errors();
     pprt_scratch_free(&shared_scratch);
-    if (n_failures) {
-        printf("test_nn: FAILED (%d failure reports, %d checks)\n", n_failures, n_checks);
-        return 1;
-    }
-    printf("test_nn: all %d checks passed\n", n_checks);
-    return 0;
+    return check_summary("test_nn");
 }

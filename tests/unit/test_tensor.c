@@ -19,25 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_checks, n_failures;
-static const char *cur = "";
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...) {
-    n_failures++;
-    printf("FAIL [%s]: ", cur);
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
-
-#define CHECK(cond, ...)                \
-    do {                                \
-        n_checks++;                     \
-        if (!(cond)) fail(__VA_ARGS__); \
-    } while (0)
+#include "check.h"
 
 #define NARG(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
 #define SHAPE(...) ((pp_shape){.rank = NARG(__VA_ARGS__), .dim = {__VA_ARGS__}})
@@ -121,7 +103,7 @@ static void expect_shape(int k, pp_shape want) {
 
 static void expect_i64(int k, const int64_t *want, int n) {
     if (k >= n_outs || outs[k].dtype != PP_I64 || numel(&outs[k].shape) != n) {
-        fail("output %d: not %d int64 values", k, n);
+        CHECK_FAIL("output %d: not %d int64 values", k, n);
         return;
     }
     const int64_t *g = outs[k].data;
@@ -132,7 +114,7 @@ static void expect_i64(int k, const int64_t *want, int n) {
 
 static void expect_f32(int k, const float *want, int n) {
     if (k >= n_outs || outs[k].dtype != PP_F32 || numel(&outs[k].shape) != n) {
-        fail("output %d: not %d f32 values", k, n);
+        CHECK_FAIL("output %d: not %d f32 values", k, n);
         return;
     }
     const float *g = outs[k].data;
@@ -521,6 +503,5 @@ int main(void) {
     test_shapes();
     free_outs();
     pprt_scratch_free(&scratch);
-    printf("%d checks, %d failures\n", n_checks, n_failures);
-    return n_failures ? 1 : 0;
+    return check_summary("test_tensor");
 }
