@@ -137,19 +137,19 @@ static void test_slice(void) {
     pp_err e;
     pp_status s;
     const tin x = T_I64(SHAPE(5), 0, 1, 2, 3, 4);
-    cur = "Slice backwards from the end to INT64_MIN, step -2";
+    check_case = "Slice backwards from the end to INT64_MIN, step -2";
     s = run(PP_OP_SLICE, 13, NULL, 0,
             (tin[]){x, T_I64(SHAPE(1), -1), T_I64(SHAPE(1), INT64_MIN), T_I64(SHAPE(1), 0),
                     T_I64(SHAPE(1), -2)}, 5, 1, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(4, 2, 0));
-    cur = "Slice start past the end with a negative step is clamped to the last element";
+    check_case = "Slice start past the end with a negative step is clamped to the last element";
     s = run(PP_OP_SLICE, 13, NULL, 0,
             (tin[]){x, T_I64(SHAPE(1), 100), T_I64(SHAPE(1), 1), T_I64(SHAPE(1), 0),
                     T_I64(SHAPE(1), -3)}, 5, 1, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(4));
-    cur = "Slice with steps INT64_MAX and INT64_MIN takes one element";
+    check_case = "Slice with steps INT64_MAX and INT64_MIN takes one element";
     s = run(PP_OP_SLICE, 13, NULL, 0,
             (tin[]){x, T_I64(SHAPE(1), 1), T_I64(SHAPE(1), INT64_MAX), T_I64(SHAPE(1), -1),
                     T_I64(SHAPE(1), INT64_MAX)}, 5, 1, &e);
@@ -160,19 +160,19 @@ static void test_slice(void) {
                     T_I64(SHAPE(1), INT64_MIN)}, 5, 1, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(3));
-    cur = "Slice opset 9: attributes, 2-D";
+    check_case = "Slice opset 9: attributes, 2-D";
     const tin m = T_I64(SHAPE(3, 4), 0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23);
     pp_attr at[] = {A_INTS("starts", I64S(1, -1)), A_INTS("ends", I64S(1000, 0)),
                     A_INTS("axes", I64S(0, 1))};
     s = run(PP_OP_SLICE, 9, at, 2, &m, 1, 1, &e); /* no axes: 0, 1 */
     expect_ok(s, &e);
     expect_shape(0, SHAPE(2, 0));
-    cur = "Slice opset 13: step 0 is rejected";
+    check_case = "Slice opset 13: step 0 is rejected";
     s = run(PP_OP_SLICE, 13, NULL, 0,
             (tin[]){x, T_I64(SHAPE(1), 0), T_I64(SHAPE(1), 5), T_I64(SHAPE(1), 0),
                     T_I64(SHAPE(1), 0)}, 5, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "'steps'[0] is 0");
-    cur = "Slice opset 13: the starts must be constant";
+    check_case = "Slice opset 13: the starts must be constant";
     tin var = {PP_I64, SHAPE(1), NULL};
     s = run(PP_OP_SLICE, 13, NULL, 0, (tin[]){x, var, T_I64(SHAPE(1), 5)}, 3, 1, &e);
     expect_fail(s, &e, PP_EUNSUP, "constant known at compile time");
@@ -182,40 +182,40 @@ static void test_pad(void) {
     pp_err e;
     pp_status s;
     const tin x = T_F32(SHAPE(3), 1, 2, 3);
-    cur = "Pad reflect beyond the input's length (periodic, as NumPy)";
+    check_case = "Pad reflect beyond the input's length (periodic, as NumPy)";
     pp_attr refl = A_STR("mode", "reflect");
     s = run(PP_OP_PAD, 13, &refl, 1, (tin[]){x, T_I64(SHAPE(2), 5, 5)}, 2, 1, &e);
     expect_ok(s, &e);
     expect_f32(0, F32S(2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 2));
-    cur = "Pad wrap beyond the input's length";
+    check_case = "Pad wrap beyond the input's length";
     pp_attr wrap = A_STR("mode", "wrap");
     s = run(PP_OP_PAD, 19, &wrap, 1, (tin[]){x, T_I64(SHAPE(2), 4, 2)}, 2, 1, &e);
     expect_ok(s, &e);
     expect_f32(0, F32S(3, 1, 2, 3, 1, 2, 3, 1, 2));
-    cur = "Pad edge";
+    check_case = "Pad edge";
     pp_attr edge = A_STR("mode", "edge");
     s = run(PP_OP_PAD, 13, &edge, 1, (tin[]){x, T_I64(SHAPE(2), 2, 1)}, 2, 1, &e);
     expect_ok(s, &e);
     expect_f32(0, F32S(1, 1, 1, 2, 3, 3));
-    cur = "Pad constant with negative pads crops";
+    check_case = "Pad constant with negative pads crops";
     s = run(PP_OP_PAD, 13, NULL, 0, (tin[]){x, T_I64(SHAPE(2), -1, 2), T_F32(SCALAR, 7)}, 3, 1, &e);
     expect_ok(s, &e);
     expect_f32(0, F32S(2, 3, 7, 7));
-    cur = "Pad opset 18 axes: only the last axis of a [2,2]";
+    check_case = "Pad opset 18 axes: only the last axis of a [2,2]";
     s = run(PP_OP_PAD, 18, NULL, 0,
             (tin[]){T_F32(SHAPE(2, 2), 1, 2, 3, 4), T_I64(SHAPE(2), 1, 0),
                     (tin){PP_UNDEFINED, {0}, NULL}, T_I64(SHAPE(1), -1)}, 4, 1, &e);
     expect_ok(s, &e);
     expect_f32(0, F32S(0, 1, 2, 0, 3, 4));
-    cur = "Pad opset 2: attribute pads and value";
+    check_case = "Pad opset 2: attribute pads and value";
     pp_attr old[] = {A_INTS("pads", I64S(1, 0)), {.name = "value", .type = PP_ATTR_FLOAT, .f = 9}};
     s = run(PP_OP_PAD, 9, old, 2, &x, 1, 1, &e);
     expect_ok(s, &e);
     expect_f32(0, F32S(9, 1, 2, 3));
-    cur = "Pad reflect with negative pads is rejected";
+    check_case = "Pad reflect with negative pads is rejected";
     s = run(PP_OP_PAD, 13, &refl, 1, (tin[]){x, T_I64(SHAPE(2), -1, 1)}, 2, 1, &e);
     expect_fail(s, &e, PP_EUNSUP, "negative 'pads' with mode 'reflect'");
-    cur = "Pad with an unknown mode is rejected";
+    check_case = "Pad with an unknown mode is rejected";
     pp_attr bad = A_STR("mode", "mirror");
     s = run(PP_OP_PAD, 13, &bad, 1, (tin[]){x, T_I64(SHAPE(2), 1, 1)}, 2, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "attribute 'mode'='mirror'");
@@ -225,24 +225,24 @@ static void test_split(void) {
     pp_err e;
     pp_status s;
     const tin x = T_I64(SHAPE(7), 0, 1, 2, 3, 4, 5, 6);
-    cur = "Split opset 18 num_outputs=3 of 7: 3, 3, 1";
+    check_case = "Split opset 18 num_outputs=3 of 7: 3, 3, 1";
     pp_attr num = A_INT("num_outputs", 3);
     s = run(PP_OP_SPLIT, 18, &num, 1, &x, 1, 3, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(0, 1, 2));
     expect_i64(1, I64S(3, 4, 5));
     expect_i64(2, I64S(6));
-    cur = "Split opset 13 of 7 into 2 equal parts is rejected";
+    check_case = "Split opset 13 of 7 into 2 equal parts is rejected";
     s = run(PP_OP_SPLIT, 13, NULL, 0, &x, 1, 2, &e);
     expect_fail(s, &e, PP_EINVAL, "cannot be split into 2 equal parts");
-    cur = "Split opset 11: attribute split, axis -1, 2-D";
+    check_case = "Split opset 11: attribute split, axis -1, 2-D";
     pp_attr at[] = {A_INT("axis", -1), A_INTS("split", I64S(1, 0, 2))};
     s = run(PP_OP_SPLIT, 11, at, 2, (tin[]){T_I64(SHAPE(2, 3), 0, 1, 2, 10, 11, 12)}, 1, 3, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(0, 10));
     expect_shape(1, SHAPE(2, 0));
     expect_i64(2, I64S(1, 2, 11, 12));
-    cur = "Split opset 13: split input summing to the wrong size";
+    check_case = "Split opset 13: split input summing to the wrong size";
     s = run(PP_OP_SPLIT, 13, NULL, 0, (tin[]){x, T_I64(SHAPE(2), 3, 3)}, 2, 2, &e);
     expect_fail(s, &e, PP_EINVAL, "'split' sums to 6");
 }
@@ -251,34 +251,34 @@ static void test_gather(void) {
     pp_err e;
     pp_status s;
     const tin x = T_I64(SHAPE(2, 3), 0, 1, 2, 10, 11, 12);
-    cur = "Gather axis 1 with negative and int32 indices";
+    check_case = "Gather axis 1 with negative and int32 indices";
     pp_attr ax = A_INT("axis", 1);
     s = run(PP_OP_GATHER, 13, &ax, 1, (tin[]){x, {PP_I32, SHAPE(2), (const int32_t[]){-1, 0}}}, 2,
             1, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(2, 0, 12, 10));
-    cur = "Gather: a constant index out of range fails shape inference";
+    check_case = "Gather: a constant index out of range fails shape inference";
     s = run(PP_OP_GATHER, 13, &ax, 1, (tin[]){x, T_I64(SHAPE(1), 3)}, 2, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "constant input 'indices' holds 3 (element 0), out of range for axis 1 of size 3");
-    cur = "Gather: an index out of range fails at run time";
+    check_case = "Gather: an index out of range fails at run time";
     shape_sees_data = false; /* indices computed at run time */
     s = run(PP_OP_GATHER, 13, &ax, 1, (tin[]){x, T_I64(SHAPE(1), 3)}, 2, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "index 3 (at 0) is out of range [-3, 3)");
     shape_sees_data = true;
-    cur = "GatherElements: a constant index out of range fails shape inference";
+    check_case = "GatherElements: a constant index out of range fails shape inference";
     s = run(PP_OP_GATHERELEMENTS, 13, NULL, 0, (tin[]){x, T_I64(SHAPE(1, 2), 0, -3)}, 2, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "constant input 'indices' holds -3 (element 1), out of range for axis 0 of size 2");
-    cur = "GatherElements: an index out of range fails at run time";
+    check_case = "GatherElements: an index out of range fails at run time";
     shape_sees_data = false;
     s = run(PP_OP_GATHERELEMENTS, 13, NULL, 0, (tin[]){x, T_I64(SHAPE(1, 2), 0, -3)}, 2, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "index -3 (at 1) is out of range [-2, 2)");
     shape_sees_data = true;
-    cur = "GatherElements axis 0";
+    check_case = "GatherElements axis 0";
     s = run(PP_OP_GATHERELEMENTS, 13, NULL, 0, (tin[]){x, T_I64(SHAPE(2, 2), 1, 0, -1, 1)}, 2, 1,
             &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(10, 1, 10, 11));
-    cur = "Gather: float indices are rejected";
+    check_case = "Gather: float indices are rejected";
     s = run(PP_OP_GATHER, 13, NULL, 0, (tin[]){x, T_F32(SHAPE(1), 0)}, 2, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "input 'indices' must be int64 or int32");
 }
@@ -287,18 +287,18 @@ static void test_scatternd(void) {
     pp_err e;
     pp_status s;
     const tin x = T_I64(SHAPE(2, 3), 0, 1, 2, 10, 11, 12);
-    cur = "ScatterND: element updates, negative index, repeated tuple (the last wins)";
+    check_case = "ScatterND: element updates, negative index, repeated tuple (the last wins)";
     s = run(PP_OP_SCATTERND, 16, NULL, 0,
             (tin[]){x, T_I64(SHAPE(3, 2), 0, -1, 1, 0, 0, 2), T_I64(SHAPE(3), 7, 8, 9)}, 3, 1, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(0, 1, 9, 8, 11, 12));
-    cur = "ScatterND: row updates (k < rank) with int32 indices";
+    check_case = "ScatterND: row updates (k < rank) with int32 indices";
     s = run(PP_OP_SCATTERND, 13, NULL, 0,
             (tin[]){x, {PP_I32, SHAPE(1, 1), (const int32_t[]){-1}}, T_I64(SHAPE(1, 3), 5, 6, 7)},
             3, 1, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(0, 1, 2, 5, 6, 7));
-    cur = "ScatterND add on int8 wraps, repeated tuples accumulate";
+    check_case = "ScatterND add on int8 wraps, repeated tuples accumulate";
     pp_attr add = A_STR("reduction", "add");
     s = run(PP_OP_SCATTERND, 16, &add, 1,
             (tin[]){{PP_I8, SHAPE(2), (const int8_t[]){120, -5}}, T_I64(SHAPE(3, 1), 0, 0, 1),
@@ -308,7 +308,7 @@ static void test_scatternd(void) {
         const int8_t *g = outs[0].data;
         CHECK(g[0] == -121 && g[1] == -2, "got %d %d, expected -121 -2", g[0], g[1]);
     }
-    cur = "ScatterND max keeps a NaN in data and takes one from updates";
+    check_case = "ScatterND max keeps a NaN in data and takes one from updates";
     pp_attr mx = A_STR("reduction", "max");
     s = run(PP_OP_SCATTERND, 18, &mx, 1,
             (tin[]){T_F32(SHAPE(3), 1, NAN, 5), T_I64(SHAPE(3, 1), 0, 1, 2), T_F32(SHAPE(3), 4, 9, NAN)},
@@ -318,7 +318,7 @@ static void test_scatternd(void) {
         const float *g = outs[0].data;
         CHECK(g[0] == 4 && g[1] != g[1] && g[2] != g[2], "got %g %g %g", g[0], g[1], g[2]);
     }
-    cur = "ScatterND mul and min";
+    check_case = "ScatterND mul and min";
     pp_attr mu = A_STR("reduction", "mul"), mn = A_STR("reduction", "min");
     s = run(PP_OP_SCATTERND, 16, &mu, 1, (tin[]){x, T_I64(SHAPE(1, 1), 1), T_I64(SHAPE(1, 3), 2, -1, 0)},
             3, 1, &e);
@@ -328,19 +328,19 @@ static void test_scatternd(void) {
             3, 1, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(-4, 1, 2, 10, 11, 12));
-    cur = "ScatterND: an index out of range fails at run time";
+    check_case = "ScatterND: an index out of range fails at run time";
     s = run(PP_OP_SCATTERND, 16, NULL, 0,
             (tin[]){x, T_I64(SHAPE(1, 2), 1, 3), T_I64(SHAPE(1), 0)}, 3, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "index 3 (tuple 0, position 1) is out of range [-3, 3)");
-    cur = "ScatterND: updates of the wrong shape";
+    check_case = "ScatterND: updates of the wrong shape";
     s = run(PP_OP_SCATTERND, 16, NULL, 0,
             (tin[]){x, T_I64(SHAPE(2, 1), 0, 1), T_I64(SHAPE(2, 2), 0, 0, 0, 0)}, 3, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "has shape [2,2], expected [2,3]");
-    cur = "ScatterND: index tuples longer than the data's rank";
+    check_case = "ScatterND: index tuples longer than the data's rank";
     s = run(PP_OP_SCATTERND, 16, NULL, 0,
             (tin[]){x, T_I64(SHAPE(1, 3), 0, 0, 0), T_I64(SHAPE(1), 0)}, 3, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "more than the data's rank 2");
-    cur = "ScatterND: unknown reduction, reduction on float16";
+    check_case = "ScatterND: unknown reduction, reduction on float16";
     pp_attr bad = A_STR("reduction", "avg");
     s = run(PP_OP_SCATTERND, 18, &bad, 1, (tin[]){x, T_I64(SHAPE(1, 2), 0, 0), T_I64(SHAPE(1), 0)},
             3, 1, &e);
@@ -349,7 +349,7 @@ static void test_scatternd(void) {
             (tin[]){{PP_F16, SHAPE(2), (const uint16_t[]){0x3c00, 0x3c00}}, T_I64(SHAPE(1, 1), 0),
                     {PP_F16, SHAPE(1), (const uint16_t[]){0x3c00}}}, 3, 1, &e);
     expect_fail(s, &e, PP_EUNSUP, "reduction 'add' on element type f16");
-    cur = "ScatterND: reduction none on float16 moves bytes";
+    check_case = "ScatterND: reduction none on float16 moves bytes";
     s = run(PP_OP_SCATTERND, 16, NULL, 0,
             (tin[]){{PP_F16, SHAPE(2), (const uint16_t[]){0x3c00, 0x3c00}}, T_I64(SHAPE(1, 1), 1),
                     {PP_F16, SHAPE(1), (const uint16_t[]){0xc000}}}, 3, 1, &e);
@@ -364,31 +364,31 @@ static void test_trilu_range(void) {
     pp_err e;
     pp_status s;
     const tin x = T_I64(SHAPE(2, 3), 1, 2, 3, 4, 5, 6);
-    cur = "Trilu upper with k = INT64_MAX zeroes everything";
+    check_case = "Trilu upper with k = INT64_MAX zeroes everything";
     s = run(PP_OP_TRILU, 14, NULL, 0, (tin[]){x, T_I64(SCALAR, INT64_MAX)}, 2, 1, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(0, 0, 0, 0, 0, 0));
-    cur = "Trilu upper with k = INT64_MIN keeps everything";
+    check_case = "Trilu upper with k = INT64_MIN keeps everything";
     s = run(PP_OP_TRILU, 14, NULL, 0, (tin[]){x, T_I64(SCALAR, INT64_MIN)}, 2, 1, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(1, 2, 3, 4, 5, 6));
-    cur = "Trilu lower with k = 1";
+    check_case = "Trilu lower with k = 1";
     pp_attr lo = A_INT("upper", 0);
     s = run(PP_OP_TRILU, 14, &lo, 1, (tin[]){x, T_I64(SCALAR, 1)}, 2, 1, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(1, 2, 0, 4, 5, 6));
-    cur = "Range at the int64 extremes";
+    check_case = "Range at the int64 extremes";
     const int64_t q = (int64_t)1 << 62;
     s = run(PP_OP_RANGE, 11, NULL, 0,
             (tin[]){T_I64(SCALAR, INT64_MIN), T_I64(SCALAR, INT64_MAX), T_I64(SCALAR, q)}, 3, 1, &e);
     expect_ok(s, &e);
     expect_i64(0, I64S(INT64_MIN, -q, 0, q));
-    cur = "Range float, fractional delta";
+    check_case = "Range float, fractional delta";
     s = run(PP_OP_RANGE, 11, NULL, 0,
             (tin[]){T_F32(SCALAR, 1), T_F32(SCALAR, 2), T_F32(SCALAR, 0.25f)}, 3, 1, &e);
     expect_ok(s, &e);
     expect_f32(0, F32S(1, 1.25f, 1.5f, 1.75f));
-    cur = "Range: delta 0 is rejected";
+    check_case = "Range: delta 0 is rejected";
     s = run(PP_OP_RANGE, 11, NULL, 0,
             (tin[]){T_I64(SCALAR, 0), T_I64(SCALAR, 3), T_I64(SCALAR, 0)}, 3, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "input 'delta' is 0");
@@ -398,7 +398,7 @@ static void test_trilu_range(void) {
 static void test_dtypes(void) {
     pp_err e;
     pp_status s;
-    cur = "Transpose of 16-byte elements";
+    check_case = "Transpose of 16-byte elements";
     uint64_t c[12];
     for (int i = 0; i < 12; i++) c[i] = 0x1111111111111111ULL * (uint64_t)(i / 2) + (uint64_t)(i % 2);
     pp_attr perm = A_INTS("perm", I64S(1, 0));
@@ -408,12 +408,12 @@ static void test_dtypes(void) {
     static const int order[6] = {0, 3, 1, 4, 2, 5}; /* element (j, i) of the [2,3] input */
     for (int i = 0; o && i < 6; i++)
         CHECK(!memcmp(o + 2 * i, c + 2 * order[i], 16), "element %d moved wrong", i);
-    cur = "Tile of bool";
+    check_case = "Tile of bool";
     s = run(PP_OP_TILE, 13, NULL, 0,
             (tin[]){{PP_BOOL, SHAPE(2), (const uint8_t[]){1, 0}}, T_I64(SHAPE(1), 3)}, 2, 1, &e);
     expect_ok(s, &e);
     CHECK(n_outs && !memcmp(outs[0].data, (const uint8_t[]){1, 0, 1, 0, 1, 0}, 6), "wrong tiles");
-    cur = "Expand of f16 from [3,1] to [2,3,2]";
+    check_case = "Expand of f16 from [3,1] to [2,3,2]";
     const uint16_t h[3] = {0x3c00, 0x4000, 0x4200}; /* 1, 2, 3 */
     s = run(PP_OP_EXPAND, 13, NULL, 0, (tin[]){{PP_F16, SHAPE(3, 1), h}, T_I64(SHAPE(3), 2, 1, 2)},
             2, 1, &e);
@@ -421,13 +421,13 @@ static void test_dtypes(void) {
     expect_shape(0, SHAPE(2, 3, 2));
     const uint16_t *ho = n_outs ? outs[0].data : NULL;
     for (int i = 0; ho && i < 12; i++) CHECK(ho[i] == h[(i / 2) % 3], "element %d", i);
-    cur = "Concat of int8 along axis 0 with an empty input";
+    check_case = "Concat of int8 along axis 0 with an empty input";
     s = run(PP_OP_CONCAT, 13, (pp_attr[]){A_INT("axis", 0)}, 1,
             (tin[]){{PP_I8, SHAPE(2), (const int8_t[]){-1, 2}}, {PP_I8, SHAPE(0), ""},
                     {PP_I8, SHAPE(1), (const int8_t[]){-3}}}, 3, 1, &e);
     expect_ok(s, &e);
     CHECK(n_outs && !memcmp(outs[0].data, (const int8_t[]){-1, 2, -3}, 3), "wrong concat");
-    cur = "ConstantOfShape with an f16 value";
+    check_case = "ConstantOfShape with an f16 value";
     pp_attr val = {.name = "value", .type = PP_ATTR_TENSOR, .t_dtype = PP_F16,
                    .t_shape = SHAPE(1), .t_data = &h[2], .t_nbytes = 2};
     s = run(PP_OP_CONSTANTOFSHAPE, 20, &val, 1, (tin[]){T_I64(SHAPE(2), 1, 2)}, 1, 1, &e);
@@ -440,26 +440,26 @@ static void test_shapes(void) {
     pp_err e;
     pp_status s;
     const tin x = T_F32(SHAPE(2, 1, 3), 0, 1, 2, 3, 4, 5);
-    cur = "Reshape with 0 and -1";
+    check_case = "Reshape with 0 and -1";
     s = run(PP_OP_RESHAPE, 14, NULL, 0, (tin[]){x, T_I64(SHAPE(2), 0, -1)}, 2, 1, &e);
     expect_ok(s, &e);
     expect_shape(0, SHAPE(2, 3));
-    cur = "Reshape with two -1";
+    check_case = "Reshape with two -1";
     s = run(PP_OP_RESHAPE, 14, NULL, 0, (tin[]){x, T_I64(SHAPE(2), -1, -1)}, 2, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "-1 more than once");
-    cur = "Reshape allowzero with 0 and -1";
+    check_case = "Reshape allowzero with 0 and -1";
     pp_attr az = A_INT("allowzero", 1);
     s = run(PP_OP_RESHAPE, 14, &az, 1, (tin[]){x, T_I64(SHAPE(2), 0, -1)}, 2, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "both 0 and -1");
-    cur = "Transpose with a bad perm";
+    check_case = "Transpose with a bad perm";
     pp_attr perm = A_INTS("perm", I64S(0, 0, 1));
     s = run(PP_OP_TRANSPOSE, 13, &perm, 1, &x, 1, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "attribute 'perm' is not a permutation");
-    cur = "Concat axis out of range";
+    check_case = "Concat axis out of range";
     pp_attr ax = A_INT("axis", 3);
     s = run(PP_OP_CONCAT, 13, &ax, 1, (tin[]){x, x}, 2, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "attribute 'axis'=3 is out of range [-3, 3)");
-    cur = "Squeeze opset 11 (attribute) and 13 (input), all ones by default";
+    check_case = "Squeeze opset 11 (attribute) and 13 (input), all ones by default";
     pp_attr sq = A_INTS("axes", I64S(-2));
     s = run(PP_OP_SQUEEZE, 11, &sq, 1, &x, 1, 1, &e);
     expect_ok(s, &e);
@@ -469,13 +469,13 @@ static void test_shapes(void) {
     expect_shape(0, SHAPE(2, 3));
     s = run(PP_OP_SQUEEZE, 13, &sq, 1, &x, 1, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "attribute 'axes' is not valid at opset 13");
-    cur = "Unsqueeze with unsorted and negative axes";
+    check_case = "Unsqueeze with unsorted and negative axes";
     s = run(PP_OP_UNSQUEEZE, 13, NULL, 0, (tin[]){x, T_I64(SHAPE(2), -1, 0)}, 2, 1, &e);
     expect_ok(s, &e);
     expect_shape(0, SHAPE(1, 2, 1, 3, 1));
     s = run(PP_OP_UNSQUEEZE, 13, NULL, 0, (tin[]){x, T_I64(SHAPE(2), 1, -4)}, 2, 1, &e);
     expect_fail(s, &e, PP_EINVAL, "names axis 1 twice");
-    cur = "Shape with start and end, Size";
+    check_case = "Shape with start and end, Size";
     pp_attr se[] = {A_INT("start", -2), A_INT("end", 100)};
     s = run(PP_OP_SHAPE, 15, se, 2, &x, 1, 1, &e);
     expect_ok(s, &e);
@@ -484,7 +484,7 @@ static void test_shapes(void) {
     expect_ok(s, &e);
     expect_i64(0, I64S(6));
     expect_shape(0, SCALAR);
-    cur = "Flatten of bool at axis 0";
+    check_case = "Flatten of bool at axis 0";
     pp_attr f0 = A_INT("axis", 0);
     s = run(PP_OP_FLATTEN, 13, &f0, 1, (tin[]){{PP_BOOL, SHAPE(2, 2), (const uint8_t[]){1, 0, 0, 1}}},
             1, 1, &e);
