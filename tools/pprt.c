@@ -62,11 +62,25 @@ static int bad_usage(const char *msg, const char *arg) {
     return 2;
 }
 
+/* A plan that mixes samples gives the model's answer only when all the
+ * samples make one micro-batch, unpadded. */
+static void warn_mixing(const pprt_plan *p, int64_t n) {
+    if (!p->batch_mixing || p->batch == 0 || n == p->batch) return;
+    fprintf(stderr, "pprt: warning: this plan mixes samples across the batch axis (%s); %lld samples "
+            "run as %lld micro-batch%s of %lld%s, each computed on its own, so the outputs are not "
+            "the whole batch's (compile with -b %lld for that)\n", p->batch_mixing, (long long)n,
+            (long long)((n + p->batch - 1) / p->batch), n > p->batch ? "es" : "", (long long)p->batch,
+            n % p->batch ? ", the last padded" : "", (long long)n);
+}
+
 static void print_info(const pprt_plan *p) {
     printf("plan: %zu bytes, %s, model %s, options: %s\n", p->file_bytes, p->producer,
            p->model_hash, p->options);
     printf("micro-batch %lld, %d stage%s, %.2f MB of weights\n", (long long)p->batch, p->n_stages,
            p->n_stages == 1 ? "" : "s", (double)p->weights_bytes / 1e6);
+    if (p->batch_mixing)
+        printf("mixes samples across the batch axis (compiled with --allow-batch-mixing): %s\n",
+               p->batch_mixing);
     for (int i = 0; i < p->n_sources; i++)
         printf("weights referenced in: %s (%zu bytes, size and XXH3 checked)\n", p->sources[i].path,
                p->sources[i].len);
@@ -317,6 +331,7 @@ int main(int argc, char **argv) {
 #ifdef PPRT_HAVE_MPI
     if (mpi) { /* rank 0 reads the data, the writer (last rank of replica 0) reports */
         if (s == PP_OK && pprt_mpi_reads_data(mpi)) s = pprt_data_load(p, data, npys, ins, &n, &err);
+        if (s == PP_OK && pprt_mpi_reads_data(mpi)) warn_mixing(p, n);
         if (s == PP_OK) s = pprt_run_mpi(mpi, p, ins, &n, outs, &ro, &st, &err);
         if (s != PP_OK) return pprt_mpi_finish(mpi, s, &err); /* ends every rank */
         if (!pprt_mpi_writes_outputs(mpi)) goto cleanup;
@@ -324,6 +339,7 @@ int main(int argc, char **argv) {
     }
 #endif
     if (s == PP_OK) s = pprt_data_load(p, data, npys, ins, &n, &err);
+    if (s == PP_OK) warn_mixing(p, n);
     if (s == PP_OK) {
         ro.progress = !quiet && isatty(2);
         s = pprt_run(p, ins, n, outs, &ro, &st, &err);
