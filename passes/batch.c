@@ -55,24 +55,24 @@ typedef struct bctx {
     char why[512];
 } bctx;
 
-static int mixes(bctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int mixes(bctx *c, const char *fmt, ...) {
+/* The verdict on the current node, -1 to return: it mixes samples, or
+ * (lost) the analysis cannot follow the batch through it. */
+static int verdict(bctx *c, bool lost, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int verdict(bctx *c, bool lost, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->why, sizeof c->why, fmt, ap);
     va_end(ap);
-    c->lost = false;
+    c->lost = lost;
     return -1;
 }
+#define mixes(c, ...) verdict((c), false, __VA_ARGS__)
+#define lost(c, ...) verdict((c), true, __VA_ARGS__)
 
-static int lost(bctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int lost(bctx *c, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->why, sizeof c->why, fmt, ap);
-    va_end(ap);
-    c->lost = true;
-    return -1;
+/* A parser of the op's attributes and constant inputs (shape_nn.h) failed:
+ * its axes or bounds are unknown, so the batch is lost. */
+static int unread(bctx *c, pp_status s, const pp_err *e) {
+    return s == PP_OK ? 0 : lost(c, "its parameters cannot be read (%s)", e->msg);
 }
 
 static bool carries(const bctx *c, int v) { return v >= 0 && c->st[v].on; }
@@ -318,8 +318,7 @@ static int gemm_rule(bctx *c, const pp_node *n, bax *res) {
 static int einsum_rule(bctx *c, const pp_node *n, bax *res) {
     pp_einsum e;
     pp_err err = {0};
-    if (pp_einsum_parse(pp_node_attrs(c->g, n), c->in, n->n_in, &e, &err) != PP_OK)
-        return lost(c, "its equation cannot be read (%s)", err.msg);
+    if (unread(c, pp_einsum_parse(pp_node_attrs(c->g, n), c->in, n->n_in, &e, &err), &err)) return -1;
     int lab = -1, who = -1;
     res->on = false;
     for (int k = 0; k < e.n_ops; k++) {
@@ -531,6 +530,21 @@ static int concat_rule(bctx *c, const pp_node *n, bax *res) {
     return 0;
 }
 
+/* The ops whose every input may carry samples, and their rules. */
+typedef int multi_fn(bctx *c, const pp_node *n, bax *res);
+static multi_fn *multi_rule(pp_op op) {
+    switch (op) {
+    case PP_OP_CONCAT: return concat_rule;
+    case PP_OP_MATMUL: return matmul_rule;
+    case PP_OP_GEMM: return gemm_rule;
+    case PP_OP_EINSUM: return einsum_rule;
+    case PP_OP_GATHER: return gather_rule;
+    case PP_OP_GATHERELEMENTS: return gather_elements_rule;
+    case PP_OP_SCATTERND: return scatternd_rule;
+    default: return NULL;
+    }
+}
+
 /* ONNX ops newer than the op table that the rules know by name (elementwise
  * math, and ops that treat axis 0 as the batch): classes for the op table's
  * future rows. */
@@ -590,19 +604,18 @@ static int rule(bctx *c, int i) {
     } else if (elementwise(n->op)) {
         if (bcast(c, n, 0, n->n_in, &c->out[0].shape, &res)) return -1;
     } else {
-        /* every other rule reads its data from input 0; parameters carry no samples */
+        /* the other rules read their data from input 0 (those of multi_rule:
+         * from every input); parameters carry no samples */
+        multi_fn *multi = multi_rule(n->op);
         bool params = false;
-        int data_inputs = n->op == PP_OP_MATMUL || n->op == PP_OP_GEMM || n->op == PP_OP_EINSUM ||
-                                  n->op == PP_OP_CONCAT || n->op == PP_OP_GATHER ||
-                                  n->op == PP_OP_GATHERELEMENTS || n->op == PP_OP_SCATTERND ||
-                                  n->op == PP_OP_FUSEDCONV
-                              ? n->n_in : 1;
-        for (int k = data_inputs; k < n->n_in; k++) params |= carries(c, n->in[k]);
-        if (n->op == PP_OP_FUSEDCONV) params = carries(c, n->in[1]) || (n->n_in > 2 && carries(c, n->in[2]));
+        const int last = n->op == PP_OP_FUSEDCONV && n->n_in > 3 ? 3 : n->n_in; /* its input 3: a residual */
+        for (int k = multi ? n->n_in : 1; k < last; k++) params |= carries(c, n->in[k]);
         if (params)
             return lost(c, "a parameter input (weights, shape, axes, bounds, ...) carries sample "
                         "data");
-        switch (n->op) {
+        if (multi) {
+            if (multi(c, n, &res)) return -1;
+        } else switch (n->op) {
         case PP_OP_CONV: case PP_OP_CONVTRANSPOSE: case PP_OP_FUSEDCONV: case PP_OP_MAXPOOL:
         case PP_OP_AVGPOOL: case PP_OP_GLOBALAVGPOOL: case PP_OP_GLOBALMAXPOOL:
         case PP_OP_GROUPNORM:
@@ -656,8 +669,8 @@ static int rule(bctx *c, int i) {
         case PP_OP_REDUCESUMSQUARE: case PP_OP_REDUCELOGSUM: case PP_OP_REDUCELOGSUMEXP: {
             pp_reduce r;
             pp_err e = {0};
-            if (pp_reduce_parse(n->op, a, &c->in[0], n->n_in > 1 ? &c->in[1] : NULL, &r, &e) != PP_OK)
-                return lost(c, "its axes cannot be read (%s)", e.msg);
+            if (unread(c, pp_reduce_parse(n->op, a, &c->in[0], n->n_in > 1 ? &c->in[1] : NULL, &r, &e), &e))
+                return -1;
             if (r.mask[s.axis])
                 return mixes(c, "it reduces over the batch axis (%d)", s.axis);
             int before = 0;
@@ -678,8 +691,7 @@ static int rule(bctx *c, int i) {
         case PP_OP_TOPK: {
             pp_topk t;
             pp_err e = {0};
-            if (pp_topk_parse(a, c->in, n->n_in, &t, &e) != PP_OK)
-                return lost(c, "its parameters cannot be read (%s)", e.msg);
+            if (unread(c, pp_topk_parse(a, c->in, n->n_in, &t, &e), &e)) return -1;
             if (t.axis == s.axis) return mixes(c, "it sorts along the batch axis (%d)", t.axis);
             break;
         }
@@ -701,8 +713,7 @@ static int rule(bctx *c, int i) {
         case PP_OP_RESIZE: {
             pp_resize r;
             pp_err e = {0};
-            if (pp_resize_parse(a, c->in, n->n_in, &r, &e) != PP_OK)
-                return lost(c, "its parameters cannot be read (%s)", e.msg);
+            if (unread(c, pp_resize_parse(a, c->in, n->n_in, &r, &e), &e)) return -1;
             if (r.out[s.axis] != c->in[0].shape.dim[s.axis] || r.scale[s.axis] != 1.0 ||
                 r.coord == PP_RC_TF_CROP_AND_RESIZE)
                 return mixes(c, "it interpolates along the batch axis (%d)", s.axis);
@@ -745,8 +756,7 @@ static int rule(bctx *c, int i) {
         case PP_OP_SLICE: {
             pp_slice sl;
             pp_err e = {0};
-            if (pp_slice_parse(a, c->in, n->n_in, &sl, &e) != PP_OK)
-                return lost(c, "its bounds cannot be read (%s)", e.msg);
+            if (unread(c, pp_slice_parse(a, c->in, n->n_in, &sl, &e), &e)) return -1;
             if (sl.first[s.axis] != 0 || sl.step[s.axis] != 1 ||
                 sl.out.dim[s.axis] != c->in[0].shape.dim[s.axis])
                 return mixes(c, "it takes part of the batch axis (%lld of %lld positions from %lld, "
@@ -763,27 +773,6 @@ static int rule(bctx *c, int i) {
                              "their place in the micro-batch", ax);
             break;
         }
-        case PP_OP_CONCAT:
-            if (concat_rule(c, n, &res)) return -1;
-            break;
-        case PP_OP_MATMUL:
-            if (matmul_rule(c, n, &res)) return -1;
-            break;
-        case PP_OP_GEMM:
-            if (gemm_rule(c, n, &res)) return -1;
-            break;
-        case PP_OP_EINSUM:
-            if (einsum_rule(c, n, &res)) return -1;
-            break;
-        case PP_OP_GATHER:
-            if (gather_rule(c, n, &res)) return -1;
-            break;
-        case PP_OP_GATHERELEMENTS:
-            if (gather_elements_rule(c, n, &res)) return -1;
-            break;
-        case PP_OP_SCATTERND:
-            if (scatternd_rule(c, n, &res)) return -1;
-            break;
         case PP_OP_CONSTANTOFSHAPE: case PP_OP_RANGE:
             return lost(c, "its output's shape or values come from sample data");
         case PP_OP_SHAPE: case PP_OP_SIZE:
