@@ -25,7 +25,13 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 F, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+# other element types that exact values take through casts (and views) across cuts
+OTHER = (TensorProto.INT32, TensorProto.INT8, TensorProto.UINT8, TensorProto.FLOAT16, TensorProto.DOUBLE)
 EXACT_UNARY = ("Relu", "Abs", "Neg", "Identity")
+# normalizations' epsilon: with the default 1e-5, a channel of nearly equal
+# values (saturated sigmoids) scales f32 rounding up to 300 times, past any
+# fair tolerance (both onnxruntime and pprt 1e-4 from the float64 answer)
+EPS = 1e-2
 
 
 class Val:
@@ -222,6 +228,21 @@ class Graph:
         fl = self.op("Floor", [f.name], f.shape, exact=True, mag=f.mag)
         return self.op("Cast", [fl.name], f.shape, dtype=I64, exact=True, mag=f.mag, to=I64)
 
+    def other_types(self):
+        """Exact floats cast to int32, int8, uint8, float16 or double (whole
+        numbers in range), or such a value cast back to float."""
+        v = self.pick(lambda u: u.dtype in OTHER)
+        if v is not None and self.rng.random() < 0.5:
+            return self.op("Cast", [v.name], v.shape, dtype=F, exact=True, mag=v.mag, to=F)
+        f = self.pick(lambda u: u.exact and u.dtype == F)
+        if f is None:
+            return None
+        t = OTHER[int(self.rng.integers(len(OTHER)))]
+        lo = 0.0 if t == TensorProto.UINT8 else -100.0
+        c = self.op("Clip", [f.name, self.const(np.float32(lo)), self.const(np.float32(100))], f.shape, exact=True, mag=100)
+        fl = self.op("Floor", [c.name], f.shape, exact=True, mag=100)
+        return self.op("Cast", [fl.name], f.shape, dtype=t, exact=True, mag=100, to=t)
+
     def embed(self):
         ids = self.pick(lambda u: u.dtype == I64 and u.name.startswith("in"))
         if ids is None:
@@ -242,14 +263,15 @@ class Graph:
                   self.const(self.rng.uniform(0.5, 2, c).astype(np.float32))]
             return self.op("BatchNormalization", [v.name] + ps, v.shape, mag=v.mag * 2 + 1)
         if k == "IN":
-            return self.op("InstanceNormalization", [v.name, self.weight(c, scale=1), self.weight(c, scale=1)], v.shape, mag=4.0)
+            return self.op("InstanceNormalization", [v.name, self.weight(c, scale=1), self.weight(c, scale=1)], v.shape, mag=4.0,
+                           epsilon=EPS)
         if k == "GN":
             return self.op("GroupNormalization", [v.name, self.weight(c, scale=1), self.weight(c, scale=1)], v.shape,
-                           mag=4.0, num_groups=2)
+                           mag=4.0, num_groups=2, epsilon=EPS)
         axis = -int(self.rng.integers(1, v.rank))
         tail = v.shape[axis:]
         return self.op("LayerNormalization", [v.name, self.weight(*tail, scale=1), self.weight(*tail, scale=0.5)],
-                       v.shape, mag=4.0, axis=axis)
+                       v.shape, mag=4.0, axis=axis, epsilon=EPS)
 
     def softmax(self):
         v = self.pick(lambda u: u.dtype == F and u.rank >= 2)
@@ -473,7 +495,7 @@ class Graph:
             reps = [1] * r
             reps[ax] = int(self.choose([2, 3]))
             return self.op("Tile", [v.name, self.ints(*reps)], sh[:ax] + [sh[ax] * reps[ax]] + sh[ax + 1:], **kw)
-        if o == "Trilu" and r >= 3 and self.opset >= 14:
+        if o == "Trilu" and r >= 3 and self.opset >= 14 and v.dtype in (F, I64):
             return self.op("Trilu", [v.name, self.const(np.int64(int(self.rng.integers(-1, 2))))], sh,
                            upper=int(self.rng.integers(2)), **kw)
         return self.op("Identity", [v.name], sh, **kw)
@@ -497,7 +519,7 @@ class Graph:
             self.add_input(list(first.shape), F)
         makers = [(self.unary, 4), (self.binary, 4), (self.norm, 1.5), (self.softmax, 1), (self.reduce, 1.5),
                   (self.image, 6 if kind == "image" else 0.3), (self.matmul, 2), (self.view, 3),
-                  (self.data_movement, 3), (self.compare, 0.7), (self.bool_logic, 0.5), (self.ints_path, 1),
+                  (self.data_movement, 3), (self.compare, 0.7), (self.bool_logic, 0.5), (self.ints_path, 1), (self.other_types, 1.5),
                   (self.embed, 1.5 if self.vocab else 0)]
         w = np.array([m[1] for m in makers], float)
         tries = 0

@@ -87,10 +87,8 @@ def coverage(model, plan, dnnl_stats):
     for k, names in enumerate(sends):
         for t in names:
             feats.add("a tensor crosses a cut")
-            if dtype.get(t) == onnx.TensorProto.INT64:
-                feats.add("an int64 tensor crosses a cut")
-            if dtype.get(t) == onnx.TensorProto.BOOL:
-                feats.add("a bool tensor crosses a cut")
+            if dtype.get(t) not in (None, onnx.TensorProto.FLOAT):
+                feats.add(f"{onnx.TensorProto.DataType.Name(dtype[t]).lower()} tensors cross a cut")
             if t in outs and any(s is not None and s > k for s in read_in.get(t, ())):
                 feats.add("a graph output is read by a later stage")
             if made_in.get(t) == k and k in read_in.get(t, ()):
@@ -144,12 +142,13 @@ def make_data(model, vocab, samples, rng):
     for i in model.graph.input:
         t = i.type.tensor_type
         shape = [samples] + [d.dim_value for d in t.shape.dim[1:]]
-        if t.elem_type == onnx.TensorProto.INT64:
-            data[i.name] = rng.integers(0, max(vocab, 1), shape).astype(np.int64)
-        elif t.elem_type == onnx.TensorProto.BOOL:
+        dt = helper.tensor_dtype_to_np_dtype(t.elem_type)
+        if t.elem_type == onnx.TensorProto.BOOL:
             data[i.name] = rng.random(shape) < 0.5
+        elif dt.kind in "iu":
+            data[i.name] = rng.integers(0, max(vocab, 1), shape).astype(dt)
         else:
-            data[i.name] = rng.standard_normal(shape).astype(np.float32)
+            data[i.name] = rng.standard_normal(shape).astype(dt)
     return data
 
 
