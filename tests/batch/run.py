@@ -23,7 +23,7 @@ compiles every model that keeps its samples apart.
   - BART's shift_tokens_right (ScatterND writing each sample's row from its
     own place) compiles.
 
-Usage: run.py WORKDIR (env: PPCC, PPRT). About 5 s."""
+Usage: run.py WORKDIR (env: PPCC, PPRT). About 2 s."""
 import os
 import subprocess
 import sys
