@@ -513,6 +513,9 @@ static pp_status import_input(pp_graph *g, const Onnx__ValueInfoProto *vi, const
     pp_dtype dt;
     pp_shape sh;
     PP_TRY(input_type(vi, o, false, &dt, &sh, err));
+    const Onnx__TensorShapeProto *ts = vi->type->tensor_type->shape;
+    if (ts->n_dim > 0 && ts->dim[0]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+        g->batch_fixed = true; /* -b cannot change it (input_type checked) */
     const char *name = vi->name;
     int v;
     PP_TRY(pp_graph_add_value(g, name, &v, err));
@@ -988,6 +991,7 @@ static pp_status import_node(pp_graph *g, const Onnx__NodeProto *np, int index, 
     int ni = -1;
     if (s == PP_OK)
         s = pp_graph_add_node(g, op, name, (int)np->n_input + free_vars.n, (int)n_out, &ni, err);
+    if (s == PP_OK) g->nodes[ni].src = index;
     for (size_t k = 0; k < np->n_input + (size_t)free_vars.n && s == PP_OK; k++) {
         const bool fv = k >= np->n_input;
         const char *in = fv ? free_vars.v[k - np->n_input] : np->input[k] ? np->input[k] : "";

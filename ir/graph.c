@@ -77,6 +77,50 @@ void pp_graph_free(pp_graph *g) {
     memset(g, 0, sizeof *g);
 }
 
+pp_status pp_graph_clone(const pp_graph *src, pp_graph *dst, pp_err *err) {
+    pp_graph_init(dst);
+    dst->values = malloc(pp_count(src->n_values) * sizeof *dst->values);
+    dst->nodes = calloc(pp_count(src->n_nodes), sizeof *dst->nodes);
+    dst->inputs = malloc(pp_count(src->n_inputs) * sizeof(int));
+    dst->outputs = malloc(pp_count(src->n_outputs) * sizeof(int));
+    dst->hash = malloc(pp_count(src->hash_cap) * sizeof(int));
+    if (!dst->values || !dst->nodes || !dst->inputs || !dst->outputs || !dst->hash) {
+        pp_graph_free(dst);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory copying the graph");
+    }
+    memcpy(dst->values, src->values, (size_t)src->n_values * sizeof *dst->values);
+    dst->n_values = dst->cap_values = src->n_values;
+    memcpy(dst->inputs, src->inputs, (size_t)src->n_inputs * sizeof(int));
+    dst->n_inputs = dst->cap_inputs = src->n_inputs;
+    memcpy(dst->outputs, src->outputs, (size_t)src->n_outputs * sizeof(int));
+    dst->n_outputs = dst->cap_outputs = src->n_outputs;
+    memcpy(dst->hash, src->hash, (size_t)src->hash_cap * sizeof(int));
+    dst->hash_cap = src->hash_cap;
+    dst->cap_nodes = src->n_nodes;
+    for (int i = 0; i < src->n_nodes; i++) {
+        const pp_node *s = &src->nodes[i];
+        pp_node *d = &dst->nodes[i];
+        *d = *s;
+        d->in = malloc(pp_count(s->n_in) * sizeof(int));
+        d->out = malloc(pp_count(s->n_out) * sizeof(int));
+        dst->n_nodes = i + 1;
+        if (!d->in || !d->out) {
+            pp_graph_free(dst);
+            return PP_FAIL(err, PP_ENOMEM, "out of memory copying the graph");
+        }
+        memcpy(d->in, s->in, (size_t)s->n_in * sizeof(int));
+        memcpy(d->out, s->out, (size_t)s->n_out * sizeof(int));
+    }
+    dst->model_map = src->model_map;
+    dst->model_map_len = src->model_map_len;
+    dst->model_dir = src->model_dir;
+    memcpy(dst->model_hash, src->model_hash, sizeof dst->model_hash);
+    dst->batch = src->batch;
+    dst->batch_fixed = src->batch_fixed;
+    dst->opset = src->opset;
+    return PP_OK;
+}
+
 static uint64_t hash_str(const char *s) {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
@@ -167,6 +211,7 @@ pp_status pp_graph_add_node(pp_graph *g, pp_op op, const char *name, int n_in, i
     n->n_out = n_out;
     n->stage = -1;
     n->prof_s = -1;
+    n->src = -1;
     *idx = g->n_nodes++;
     return PP_OK;
 }

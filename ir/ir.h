@@ -124,6 +124,7 @@ typedef struct pp_node {
      * operations, over the fold pass's budget: the node runs at run time */
     double fold_skipped;
     pp_loop_state *loop; /* a Loop being unrolled (passes/unroll.c), else NULL */
+    int src;             /* index of the node in the model's graph (messages); -1: made by ppcc */
 } pp_node;
 
 /* Where a stage runs (ppcc --placement): a backend's name as pprt knows it
@@ -192,6 +193,10 @@ typedef struct pp_graph {
     /* provenance */
     char model_hash[17];     /* XXH3-64 of the model file, hex */
     int64_t batch;           /* micro-batch size the shapes were fixed to */
+    bool batch_fixed;        /* some input's dim 0 is a number in the model, not a symbol */
+    /* set by pp_batch_check under --allow-batch-mixing: the first node that
+     * mixes samples across the batch axis and why (NULL: none) */
+    const char *batch_mixing;
     int opset;               /* ai.onnx opset of the model */
     int64_t ir_version;      /* the model's ONNX IR version (ppcc --export-stages writes it back) */
 } pp_graph;
@@ -202,6 +207,10 @@ static inline pp_attrs pp_node_attrs(const pp_graph *g, const pp_node *n) {
 
 void pp_graph_init(pp_graph *g);
 void pp_graph_free(pp_graph *g);
+/* A copy of src's values, nodes, inputs and outputs (before partitioning)
+ * to transform on its own: names, attributes and constant bytes stay src's,
+ * so src must outlive it; pp_graph_free frees only what the copy made. */
+pp_status pp_graph_clone(const pp_graph *src, pp_graph *dst, pp_err *err);
 
 /* New value; fails on a duplicate name. *idx receives its index. */
 pp_status pp_graph_add_value(pp_graph *g, const char *name, int *idx, pp_err *err);

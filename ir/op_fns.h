@@ -1,7 +1,8 @@
 /* op_fns.h: prototypes of the per-op functions named by ops.def rows, so the
  * functions can live in one file per op family (shape_*.c / cost in the same
  * files, kernels in runtime/cpu/ref_*.c) while the tables are built in one
- * place. Internal to ir/ and runtime/cpu/. */
+ * place. Internal to ir/ and runtime/cpu/ (passes/batch.c uses the shared
+ * helpers below). */
 #ifndef PP_OP_FNS_H
 #define PP_OP_FNS_H
 

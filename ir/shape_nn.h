@@ -7,8 +7,9 @@
  *
  * Each parser takes pp_tinfo inputs: in ppcc those of the graph (data only
  * for constants), in a kernel those built from its tensors (data always
- * present). Errors name the attribute or input. Internal to ir/ and
- * runtime/cpu/. */
+ * present). Errors name the attribute or input. Internal to ir/,
+ * runtime/cpu/ and passes/batch.c (which reads an op's axes as its kernel
+ * does). */
 #ifndef PP_SHAPE_NN_H
 #define PP_SHAPE_NN_H
 

@@ -26,6 +26,10 @@ const char *pp_compile_opts_usage(void) {
            "  --profile FILE      measured op times from pprt --profile instead of the roofline\n"
            "  --depth N           micro-batches in flight per boundary, for memory (default 2)\n"
            "  --micro-batches M   micro-batches per run, for the bubble estimate (default 8)\n"
+           "  --allow-batch-mixing\n"
+           "                      compile even where the model mixes samples across the batch\n"
+           "                      axis (a Softmax or a reduction over it, ...): the plan is then\n"
+           "                      right only when run on exactly -b samples at once\n"
            "debugging:\n"
            "  --dump-ir[=PASS]    print the IR after the last pass, after PASS (import, infer,\n"
            "                      simplify, fuse, partition) or after each (all); see docs/ir.md\n"
@@ -210,6 +214,9 @@ int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_er
         }
         if (a[2] == 'd') o->depth = (int)d;
         else o->micro_batches = (int)d;
+    } else if (!strcmp(a, "--allow-batch-mixing")) {
+        o->allow_batch_mixing = true;
+        return 1; /* no value */
     } else if (!strcmp(a, "--dump-ir") || !strncmp(a, "--dump-ir=", 10)) {
         o->dump_ir = a[9] == '=' ? a + 10 : "";
         return 1; /* no separate value */
@@ -259,6 +266,7 @@ void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n) {
     for (int s = 0; s <= PP_MAX_SPLITS; s++)
         if (o->place[s].backend[0]) ADD(" --placement %d:%s:%d", s, o->place[s].backend, o->place[s].device);
     for (int d = 0; d < o->n_disabled; d++) ADD(" --disable-pass %s", o->disabled[d]);
+    if (o->allow_batch_mixing) ADD(" --allow-batch-mixing");
 #undef ADD
     if (k >= n && n) buf[n - 1] = 0;
 }

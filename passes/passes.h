@@ -60,6 +60,9 @@ typedef struct pp_compile_opts {
     const char *dump_dot; /* Graphviz file of the staged graph */
     int n_disabled;
     const char *disabled[16];
+    /* compile a graph that mixes samples across the batch axis anyway
+     * (passes/batch.c; the plan records the node) */
+    bool allow_batch_mixing;
 } pp_compile_opts;
 
 /* Defaults: auto policy, 1 stage, depth 2, 8 micro-batches, CPU figures. */
@@ -107,6 +110,10 @@ pp_status pp_fuse(pp_graph *g, pp_err *err);
  * about bits"). */
 #define PP_CHAIN_LINKS 4
 pp_status pp_fusion_chains(const pp_graph *g, bool *glued, pp_err *err);
+/* Follow the batch axis (dim 0 of the inputs) through the graph and fail,
+ * naming the node, where samples are mixed or the axis is lost (passes/batch.c);
+ * with `allow`, record that node in g->batch_mixing instead. No-op at -b 0. */
+pp_status pp_batch_check(pp_graph *g, bool allow, pp_err *err);
 /* Graphviz DOT of the staged graph: stages as clusters, boundary tensors marked. */
 pp_status pp_dump_dot(const char *path, const pp_graph *g, pp_err *err);
 pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err);

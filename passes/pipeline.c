@@ -4,6 +4,8 @@
  * request (--dump-ir=PASS, --dump-ir=all, --dump-ir for the last).
  *
  *   import    the frontend's graph, as read
+ *   batch     no op may mix samples across the batch axis that pprt cuts
+ *             into micro-batches (batch.c; it changes nothing)
  *   infer     shapes and costs, folding constants as it goes ("fold")
  *   simplify  no-op removal, dead code, shared constants
  *   fuse      BN into Conv, Conv+Add+Relu, MatMul+Add, LayerNorm, GELU, SiLU
@@ -75,6 +77,10 @@ pp_status pp_run_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     PP_TRY(check_io_names(g, err));
     PP_TRY(pp_scopes(g, err));
     dump(g, o, "import");
+
+    /* on a copy of the graph at micro-batch 2 or more (batch.c) */
+    PP_TRY(pp_batch_check(g, o->allow_batch_mixing, err));
+    PP_TRY(pp_graph_verify(g, err));
 
     PP_TRY(disabled(o, "fold") ? pp_graph_infer(g, err) : pp_fold(g, err));
     PP_TRY(pp_graph_verify(g, err));

@@ -778,6 +778,7 @@ static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan
     p->producer = m->producer;
     p->model_hash = m->model_hash;
     p->options = m->options;
+    p->batch_mixing = m->batch_mixing && *m->batch_mixing ? m->batch_mixing : NULL;
     p->batch = m->batch;
     p->opset = m->opset;
     p->weights = b + sec[1].offset;

@@ -75,6 +75,9 @@ typedef struct pprt_io {
 typedef struct pprt_plan {
     const char *producer, *model_hash, *options;
     uint32_t version;     /* plan format version (plan_format.h) */
+    /* compiled with ppcc --allow-batch-mixing over a node that mixes samples
+     * across the batch axis: that node and how (NULL: none) */
+    const char *batch_mixing;
     int64_t batch;        /* micro-batch size; 0: unbatched (inputs are whole tensors, one run) */
     int opset;            /* ai.onnx opset: passed to shape functions and kernels */
     int n_inputs, n_outputs;

@@ -195,6 +195,10 @@ int main(int argc, char **argv) {
             if (s == PP_OK) s = pp_report_html(report_html, &g, &co, model, options, rows, n_rows, &err);
             free(rows);
         }
+        if (s == PP_OK && !quiet && g.batch_mixing)
+            fprintf(stderr, "ppcc: warning: %s (allowed by --allow-batch-mixing): the plan gives the "
+                    "whole batch's answer only when run on exactly %lld samples at once\n",
+                    g.batch_mixing, (long long)g.batch);
         if (s == PP_OK && !quiet) {
             size_t w = low.weights_bytes;
             printf("ppcc: %s -> %s: %d ops in %d stage%s, micro-batch %lld, %.2f MB of weights",

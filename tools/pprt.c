@@ -76,11 +76,25 @@ static int bad_usage(const char *msg, const char *arg) {
     return 2;
 }
 
+/* A plan that mixes samples gives the model's answer only when all the
+ * samples make one micro-batch, unpadded. */
+static void warn_mixing(const pprt_plan *p, int64_t n) {
+    if (!p->batch_mixing || p->batch == 0 || n == p->batch) return;
+    fprintf(stderr, "pprt: warning: this plan mixes samples across the batch axis (%s); %lld samples "
+            "run as %lld micro-batch%s of %lld%s, each computed on its own, so the outputs are not "
+            "the whole batch's (compile with -b %lld for that)\n", p->batch_mixing, (long long)n,
+            (long long)((n + p->batch - 1) / p->batch), n > p->batch ? "es" : "", (long long)p->batch,
+            n % p->batch ? ", the last padded" : "", (long long)n);
+}
+
 static void print_info(const pprt_plan *p) {
     printf("plan: %zu bytes, %s, model %s, options: %s\n", p->file_bytes, p->producer,
            p->model_hash, p->options);
     printf("micro-batch %lld, %d stage%s, %.2f MB of weights\n", (long long)p->batch, p->n_stages,
            p->n_stages == 1 ? "" : "s", (double)p->weights_bytes / 1e6);
+    if (p->batch_mixing)
+        printf("mixes samples across the batch axis (compiled with --allow-batch-mixing): %s\n",
+               p->batch_mixing);
     for (int i = 0; i < p->n_sources; i++)
         printf("weights referenced in: %s (%zu bytes, size and XXH3 checked)\n", p->sources[i].path,
                p->sources[i].len);
@@ -440,6 +454,7 @@ int main(int argc, char **argv) {
     if (s == PP_OK) fit_threads(&c, d, p, launcher != NULL);
     if (s == PP_OK && d->ops->writes_outputs(d)) s = check_outputs(p, c.out_dir, c.stats_json, c.profile, c.trace, &err);
     if (s == PP_OK && d->ops->reads_data(d)) s = pprt_data_load(p, c.data, npys, ins, &n, &err);
+    if (s == PP_OK && d->ops->reads_data(d)) warn_mixing(p, n);
     if (s == PP_OK) {
         c.run.progress = !c.quiet && isatty(2) && !launcher;
         s = d->ops->run(d, p, ins, &n, outs, &c.run, &st, &err);

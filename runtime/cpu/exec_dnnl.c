@@ -1563,7 +1563,14 @@ static pp_status build_binary(pprt_exec *x, const pprt_node *n, pp_err *err) {
     dnnl_memory_t a0, a1, dm;
     post out;
     const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    rs = i0 == i1 || ys->rank == 0 ? PP_OK : write_in_place(x, n, i0, &m0, yi, dst_md, err);
+    /* oneDNN 2.6.3's binary, in place over a blocked layout with padded
+     * channels (C not a multiple of the block) and a broadcast second
+     * source, leaves the destination as it was (found by tests/difftest):
+     * such a node writes a buffer of its own */
+    bool padded = false;
+    for (int i = 0; i < m0.ndims; i++) padded |= m0.padded_dims[i] != m0.dims[i];
+    const bool bcast = !pp_shape_eq(&T(x, i1)->shape, ys);
+    rs = i0 == i1 || ys->rank == 0 || (padded && bcast) ? PP_OK : write_in_place(x, n, i0, &m0, yi, dst_md, err);
     if (rs != PP_OK || (rs = bind_output(x, yi, dst_md, &dm, &out, err)) != PP_OK ||
         (rs = tensor_mem(x, i0, &m0, &a0, err)) != PP_OK ||
         (rs = is_weight(x, i1) ? weight_mem(x, i1, &c1, &m1, &a1, err)

@@ -1,0 +1,911 @@
+/* batch.c: does the model compute each sample on its own? pprt cuts the
+ * samples into micro-batches of the plan's batch size (dim 0 of every input)
+ * and runs each micro-batch through the graph by itself, so an op that
+ * combines values of different samples (a Softmax or a reduction over the
+ * batch axis, a MatMul contracting over it, a Gather along it, ...) would be
+ * computed within each micro-batch alone: a silent wrong answer. This pass
+ * follows the batch axis from the inputs to the outputs and refuses such a
+ * graph (unless --allow-batch-mixing), naming the first node that mixes.
+ *
+ * Each value is either free of sample data (constants and what is computed
+ * from them alone) or carries the batch on one axis. That axis may hold the
+ * batch merged with other axes, as a Reshape makes it: its index is then
+ * (o, b, i) in row-major order, o < outer, b < B, i < inner, so the axis has
+ * outer * B * inner elements; a later Reshape can split it out again. Every
+ * op has a rule that moves the axis (Transpose, Reshape, Gather on another
+ * axis, a MatMul's row axis, ...), keeps it, or finds it mixed (reduced,
+ * normalized, contracted, sorted, sliced or gathered along it, broadcast
+ * against itself on another axis). Where the rule cannot follow the axis (a
+ * Reshape that spreads the batch over several axes, an op it does not know,
+ * data-dependent parameters) the pass refuses too: it cannot show that the
+ * samples stay apart. A value free of sample data that meets the batch along
+ * an axis of the same length must be the same at every position of the batch
+ * (a constant [B, ...] of identical rows is fine; one that gives each sample
+ * its own row is not, as micro-batches would all take the first rows).
+ *
+ * Only nodes that reach a graph output count. The pass works on copies of
+ * the graph with the inputs' batch set to 2 or more and constants folded
+ * (pp_batch_check says which): at 1 the batch axis could not be told from
+ * other axes of size 1 where a Reshape places it. A model exported with a
+ * fixed batch is not checked: its outputs are defined for that many samples
+ * only. Not seen: a model that uses its batch size as a number (x /
+ * x.shape[0]), as Shape is folded into a constant. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/op_fns.h"
+#include "../ir/shape_nn.h"
+#include "passes.h"
+
+typedef struct bax {
+    bool on;        /* carries the batch */
+    int axis;
+    int64_t outer, inner;
+} bax;
+
+typedef struct bctx {
+    pp_graph *g;
+    int64_t B;
+    bax *st;            /* per value */
+    bool *live;         /* per value: read by a node that counts, or a graph output */
+    pp_tinfo *in, *out; /* the current node's tensors */
+    bool lost;          /* the failure: lost track (else: mixes samples) */
+    char why[512];
+} bctx;
+
+/* The verdict on the current node, -1 to return: it mixes samples, or
+ * (lost) the analysis cannot follow the batch through it. */
+static int verdict(bctx *c, bool lost, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int verdict(bctx *c, bool lost, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->why, sizeof c->why, fmt, ap);
+    va_end(ap);
+    c->lost = lost;
+    return -1;
+}
+#define mixes(c, ...) verdict((c), false, __VA_ARGS__)
+#define lost(c, ...) verdict((c), true, __VA_ARGS__)
+
+/* A parser of the op's attributes and constant inputs (shape_nn.h) failed:
+ * its axes or bounds are unknown, so the batch is lost. */
+static int unread(bctx *c, pp_status s, const pp_err *e) {
+    return s == PP_OK ? 0 : lost(c, "its parameters cannot be read (%s)", e->msg);
+}
+
+static bool carries(const bctx *c, int v) { return v >= 0 && c->st[v].on; }
+static const pp_shape *shp(const bctx *c, int v) { return &c->g->values[v].shape; }
+static const char *vname(const bctx *c, int v) { return c->g->values[v].name; }
+static bool same_split(bax a, bax b) { return a.outer == b.outer && a.inner == b.inner; }
+static bax moved(bax s, int axis) {
+    s.axis = axis;
+    return s;
+}
+
+static int64_t prod(const pp_shape *s, int from, int to) {
+    int64_t p = 1;
+    for (int d = from; d < to; d++) p *= s->dim[d];
+    return p;
+}
+
+/* ---- values free of sample data: the same at every position of the batch? ---------- */
+
+static bool elementwise(pp_op op);
+
+/* Value v (no sample data) has the same slices at every b of the digit
+ * (outer, B, inner) of its axis `axis`: its constant bytes, or what made it
+ * (ConstantOfShape, an Expand or an elementwise op of such values). */
+static bool uniform(const bctx *c, int v, int axis, int64_t outer, int64_t inner, int depth) {
+    const pp_value *x = &c->g->values[v];
+    const int64_t dim = x->shape.dim[axis];
+    if (c->B == 1 || dim == 1 || prod(&x->shape, 0, x->shape.rank) == 0) return true;
+    if (dim != outer * c->B * inner || depth > 32) return false;
+    if (x->is_const) {
+        unsigned bits = pp_dtype_bits(x->dtype);
+        if (!x->data || bits % 8) return false;
+        const size_t row = (size_t)(prod(&x->shape, axis + 1, x->shape.rank) * inner) * (bits / 8);
+        const int64_t blocks = prod(&x->shape, 0, axis) * outer;
+        const unsigned char *p = x->data;
+        for (int64_t k = 0; k < blocks; k++, p += row * (size_t)c->B)
+            for (int64_t b = 1; b < c->B; b++)
+                if (memcmp(p, p + row * (size_t)b, row)) return false;
+        return true;
+    }
+    if (x->producer < 0) return false;
+    const pp_node *n = &c->g->nodes[x->producer];
+    if (n->op == PP_OP_CONSTANTOFSHAPE) return true;
+    if (n->op != PP_OP_EXPAND && !elementwise(n->op)) return false;
+    const int last = n->op == PP_OP_EXPAND || n->op == PP_OP_CASTLIKE ? 1 : n->n_in;
+    for (int k = 0; k < last; k++) {
+        if (n->in[k] < 0) continue;
+        const pp_shape *s = shp(c, n->in[k]);
+        const int j = axis - (x->shape.rank - s->rank);
+        if (j >= 0 && s->dim[j] != 1 && !uniform(c, n->in[k], j, outer, inner, depth + 1))
+            return false;
+    }
+    return true;
+}
+
+/* Value v (no sample data) meets the batch `b` of another operand at its
+ * axis j (its dims aligned to the output's): fine when j does not exist, has
+ * size 1 (broadcast) or is uniform. */
+static int shared_ok(bctx *c, int v, int j, bax b) {
+    if (v < 0 || j < 0 || shp(c, v)->dim[j] == 1 || uniform(c, v, j, b.outer, b.inner, 0)) return 0;
+    return lost(c, "'%s' holds no sample data but is not the same at every position of the batch "
+                "axis (its axis %d): each micro-batch would take its first slices, not those of "
+                "its samples' places in the whole batch", vname(c, v), j);
+}
+
+/* ---- the rules ------------------------------------------------------------------------ */
+
+/* NumPy broadcasting of inputs [first, last) into the output shape `o`. */
+static int bcast(bctx *c, const pp_node *n, int first, int last, const pp_shape *o, bax *res) {
+    res->on = false;
+    int who = -1;
+    for (int k = first; k < last; k++) {
+        int v = n->in[k];
+        if (!carries(c, v)) continue;
+        bax s = c->st[v];
+        const int a = s.axis + (o->rank - shp(c, v)->rank);
+        if (shp(c, v)->dim[s.axis] != o->dim[a])
+            return lost(c, "it broadcasts the batch axis of '%s' (size %lld) to %lld", vname(c, v),
+                        (long long)shp(c, v)->dim[s.axis], (long long)o->dim[a]);
+        if (res->on && (res->axis != a || !same_split(*res, s)))
+            return mixes(c, "it combines '%s' and '%s', whose samples lie along different axes "
+                         "(%d and %d of the output), so every sample meets every other",
+                         vname(c, who), vname(c, v), res->axis, a);
+        *res = moved(s, a);
+        who = v;
+    }
+    if (!res->on) return 0;
+    for (int k = first; k < last; k++) {
+        int v = n->in[k];
+        if (v < 0 || carries(c, v)) continue;
+        if (shared_ok(c, v, res->axis - (o->rank - shp(c, v)->rank), *res)) return -1;
+    }
+    return 0;
+}
+
+/* The batch digit (stride, size B) of a row-major tensor of shape `in`,
+ * re-read as `out` (Reshape, Flatten): the axis that holds it whole (at
+ * most one does, as B > 1). */
+static int reshape_rule(bctx *c, bax s, const pp_shape *in, const pp_shape *out, bax *res) {
+    const int64_t stride = s.inner * prod(in, s.axis + 1, in->rank), span = stride * c->B;
+    char a[128], b[128];
+    if (span <= 0) { /* an empty tensor: no values to mix */
+        *res = (bax){0};
+        return 0;
+    }
+    for (int k = 0; k < out->rank; k++) {
+        const int64_t p = prod(out, k + 1, out->rank), d = out->dim[k];
+        if (p <= 0 || d <= 0 || stride % p || (p * d) % span) continue;
+        *res = (bax){true, k, p * d / span, stride / p};
+        return 0;
+    }
+    return lost(c, "it reshapes %s to %s, which spreads the batch (axis %d, %lld samples) over "
+                "several axes", pp_shape_str(in, a, sizeof a), pp_shape_str(out, b, sizeof b),
+                s.axis, (long long)c->B);
+}
+
+static int axes_input(bctx *c, const pp_node *n, int slot, int64_t *axes, int *na) {
+    pp_attrs a = pp_node_attrs(c->g, n);
+    pp_err e = {0};
+    *na = 0;
+    if (a.opset < 13) {
+        if (pp_attr_ints(a, "axes", axes, PP_MAX_DIMS, na, &e) == PP_OK) return 0;
+    } else if (n->n_in <= slot || n->in[slot] < 0 ||
+               pp_const_ints(&c->in[slot], "axes", axes, PP_MAX_DIMS, na, &e) == PP_OK) {
+        return 0;
+    }
+    return lost(c, "its axes are not known at compile time (%s)", e.msg);
+}
+
+static int squeeze_rule(bctx *c, const pp_node *n, bax s, bax *res) {
+    int64_t axes[PP_MAX_DIMS];
+    int na;
+    if (axes_input(c, n, 1, axes, &na)) return -1;
+    const pp_shape *x = &c->in[0].shape;
+    bool drop[PP_MAX_DIMS] = {false};
+    for (int k = 0; k < na; k++) drop[axes[k] < 0 ? axes[k] + x->rank : axes[k]] = true;
+    if (na == 0)
+        for (int d = 0; d < x->rank; d++) drop[d] = x->dim[d] == 1;
+    if (drop[s.axis])
+        return lost(c, "it removes the batch axis (size 1 at micro-batch 1), after which the "
+                    "batch cannot be followed; compiling with -b 2 or more shows whether the "
+                    "model handles several samples");
+    int before = 0;
+    for (int d = 0; d < s.axis; d++) before += drop[d];
+    *res = moved(s, s.axis - before);
+    return 0;
+}
+
+static int unsqueeze_rule(bctx *c, const pp_node *n, bax s, bax *res) {
+    int64_t axes[PP_MAX_DIMS];
+    int na;
+    if (axes_input(c, n, 1, axes, &na)) return -1;
+    const int r = c->out[0].shape.rank;
+    bool ins[PP_MAX_DIMS] = {false};
+    for (int k = 0; k < na; k++) ins[axes[k] < 0 ? axes[k] + r : axes[k]] = true;
+    for (int d = 0, k = 0; d < r; d++) {
+        if (ins[d]) continue;
+        if (k++ == s.axis) {
+            *res = moved(s, d);
+            return 0;
+        }
+    }
+    return lost(c, "its axes do not match its output");
+}
+
+/* MatMul: [..., M, K] x [..., K, N] -> [..., M, N] (1-D operands promoted). */
+static int matmul_rule(bctx *c, const pp_node *n, bax *res) {
+    const pp_shape *o = &c->out[0].shape;
+    const int R = o->rank;
+    res->on = false;
+    int who = -1;
+    for (int k = 0; k < 2; k++) {
+        const int v = n->in[k];
+        if (!carries(c, v)) continue;
+        const bax s = c->st[v];
+        const int r = shp(c, v)->rank;
+        int a;
+        if (r == 1 || (k == 0 && s.axis == r - 1) || (k == 1 && s.axis == r - 2))
+            return mixes(c, "it sums products over the batch axis of '%s' (its axis %d, the one "
+                         "the product contracts)", vname(c, v), s.axis);
+        const bool other_1d = shp(c, n->in[1 - k])->rank == 1;
+        if (s.axis >= r - 2) { /* A's rows or B's columns */
+            a = k == 0 && !other_1d ? R - 2 : R - 1;
+        } else { /* a batch dim: the output's batch dims are aligned right before [M, N] */
+            a = other_1d ? s.axis : s.axis + (R - r);
+            if (shp(c, v)->dim[s.axis] != o->dim[a])
+                return lost(c, "it broadcasts the batch axis of '%s' (size %lld) to %lld",
+                            vname(c, v), (long long)shp(c, v)->dim[s.axis], (long long)o->dim[a]);
+        }
+        if (res->on && (res->axis != a || !same_split(*res, s)))
+            return mixes(c, "it multiplies '%s' by '%s' with their samples on different axes (%d "
+                         "and %d of the output): every sample meets every other", vname(c, who),
+                         vname(c, v), res->axis, a);
+        *res = moved(s, a);
+        who = v;
+    }
+    if (!res->on || res->axis >= R - 2) return 0;
+    for (int k = 0; k < 2; k++) { /* a shared operand along a broadcast batch dim */
+        const int v = n->in[k];
+        if (carries(c, v) || shp(c, v)->rank < 3) continue;
+        if (shared_ok(c, v, res->axis - (R - shp(c, v)->rank), *res)) return -1;
+    }
+    return 0;
+}
+
+static int gemm_rule(bctx *c, const pp_node *n, bax *res) {
+    pp_attrs a = pp_node_attrs(c->g, n);
+    int64_t ta = 0, tb = 0;
+    pp_err e = {0};
+    (void)pp_attr_int(a, "transA", 0, &ta, &e);
+    (void)pp_attr_int(a, "transB", 0, &tb, &e);
+    res->on = false;
+    if (carries(c, n->in[0])) {
+        bax s = c->st[n->in[0]];
+        if (s.axis != (ta ? 1 : 0))
+            return mixes(c, "it sums products over the batch axis of '%s' (the one it contracts)",
+                         vname(c, n->in[0]));
+        *res = moved(s, 0);
+    }
+    if (carries(c, n->in[1])) {
+        bax s = c->st[n->in[1]];
+        if (s.axis != (tb ? 0 : 1))
+            return mixes(c, "it sums products over the batch axis of '%s' (the one it contracts)",
+                         vname(c, n->in[1]));
+        if (res->on)
+            return mixes(c, "it multiplies two operands that both carry samples, the rows of one "
+                         "by the columns of the other: every sample meets every other");
+        *res = moved(s, 1);
+    }
+    if (n->n_in > 2 && n->in[2] >= 0) {
+        bax cs;
+        if (bcast(c, n, 2, 3, &c->out[0].shape, &cs)) return -1;
+        if (cs.on && res->on && (cs.axis != res->axis || !same_split(cs, *res)))
+            return mixes(c, "it adds C, whose samples lie along output axis %d, to a product "
+                         "whose samples lie along axis %d", cs.axis, res->axis);
+        if (cs.on) *res = cs;
+        else if (res->on && shared_ok(c, n->in[2], res->axis - (2 - shp(c, n->in[2])->rank), *res))
+            return -1;
+    }
+    return 0;
+}
+
+static int einsum_rule(bctx *c, const pp_node *n, bax *res) {
+    pp_einsum e;
+    pp_err err = {0};
+    if (unread(c, pp_einsum_parse(pp_node_attrs(c->g, n), c->in, n->n_in, &e, &err), &err)) return -1;
+    int lab = -1, who = -1;
+    res->on = false;
+    for (int k = 0; k < e.n_ops; k++) {
+        if (!carries(c, n->in[k])) continue;
+        bax s = c->st[n->in[k]];
+        int l = e.lab[k][s.axis];
+        int times = 0;
+        for (int d = 0; d < e.rank[k]; d++) times += e.lab[k][d] == l;
+        if (times > 1)
+            return lost(c, "'%s' repeats the label of its batch axis (a diagonal)", vname(c, n->in[k]));
+        if (shp(c, n->in[k])->dim[s.axis] != e.size[l])
+            return lost(c, "it broadcasts the batch axis of '%s'", vname(c, n->in[k]));
+        if (lab >= 0 && (l != lab || !same_split(*res, s)))
+            return mixes(c, "it multiplies '%s' and '%s', whose samples lie along different "
+                         "labels: every sample meets every other", vname(c, who), vname(c, n->in[k]));
+        lab = l, who = n->in[k];
+        *res = s;
+    }
+    if (lab < 0) return 0;
+    res->axis = -1;
+    for (int d = 0; d < e.out_rank; d++)
+        if (e.out_lab[d] == lab) res->axis = d;
+    if (res->axis < 0)
+        return mixes(c, "it sums over the batch axis of '%s' (its label is not in the output)",
+                     vname(c, who));
+    for (int k = 0; k < e.n_ops; k++) {
+        if (carries(c, n->in[k])) continue;
+        for (int d = 0; d < e.rank[k]; d++)
+            if (e.lab[k][d] == lab && shared_ok(c, n->in[k], d, *res)) return -1;
+    }
+    return 0;
+}
+
+/* ONNX Pad's pads at axis `axis`: both zero? */
+static int pad_rule(bctx *c, const pp_node *n, bax s) {
+    pp_attrs a = pp_node_attrs(c->g, n);
+    int64_t pads[2 * PP_MAX_DIMS], axes[PP_MAX_DIMS];
+    int np = 0, na = -1;
+    pp_err e = {0};
+    pp_status st = a.opset < 11 ? pp_attr_ints(a, "pads", pads, 2 * PP_MAX_DIMS, &np, &e)
+                                : pp_const_ints(&c->in[1], "pads", pads, 2 * PP_MAX_DIMS, &np, &e);
+    if (st == PP_OK && a.opset >= 11 && n->n_in > 3 && n->in[3] >= 0)
+        st = pp_const_ints(&c->in[3], "axes", axes, PP_MAX_DIMS, &na, &e);
+    if (st != PP_OK) return lost(c, "its pads are not known at compile time (%s)", e.msg);
+    const int r = c->in[0].shape.rank;
+    if (na < 0) {
+        na = np / 2;
+        for (int k = 0; k < na; k++) axes[k] = k;
+    }
+    for (int k = 0; k < na && 2 * na == np; k++)
+        if ((axes[k] < 0 ? axes[k] + r : axes[k]) == s.axis && (pads[k] || pads[na + k]))
+            return mixes(c, "it pads the batch axis (%lld before, %lld after): samples that do "
+                         "not exist, placed within each micro-batch", (long long)pads[k],
+                         (long long)pads[na + k]);
+    return 0;
+}
+
+static int int_axis(bctx *c, const pp_node *n, const char *name, int64_t def, int rank, int *axis) {
+    int64_t v;
+    pp_err e = {0};
+    if (pp_attr_int(pp_node_attrs(c->g, n), name, def, &v, &e) != PP_OK ||
+        pp_norm_axis(v, rank, name, axis, &e) != PP_OK)
+        return lost(c, "its attribute '%s' cannot be read (%s)", name, e.msg);
+    return 0;
+}
+
+/* Is constant index tensor t 0, 1, ..., len-1 (a Gather that keeps every sample in place)? */
+static bool is_iota(const pp_tinfo *t, int64_t len) {
+    int64_t v[64];
+    int n;
+    if (t->shape.rank != 1 || t->shape.dim[0] != len || len > 64 ||
+        pp_const_ints(t, "indices", v, 64, &n, NULL) != PP_OK)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (v[i] != i) return false;
+    return true;
+}
+
+static int gather_rule(bctx *c, const pp_node *n, bax *res) {
+    int axis;
+    if (int_axis(c, n, "axis", 0, c->in[0].shape.rank, &axis)) return -1;
+    const int qi = c->in[1].shape.rank;
+    const bool cd = carries(c, n->in[0]), ci = carries(c, n->in[1]);
+    if (cd && ci)
+        return mixes(c, "both its data and its indices carry samples: each sample's indices pick "
+                     "from every sample's data");
+    if (ci) {
+        *res = moved(c->st[n->in[1]], axis + c->st[n->in[1]].axis);
+        return 0;
+    }
+    bax s = c->st[n->in[0]];
+    if (s.axis == axis) {
+        if (s.outer == 1 && s.inner == 1 && is_iota(&c->in[1], c->B)) {
+            *res = s;
+            return 0;
+        }
+        return mixes(c, "it gathers along the batch axis (axis %d): it picks samples by their "
+                     "place in the micro-batch", axis);
+    }
+    *res = moved(s, s.axis < axis ? s.axis : s.axis + qi - 1);
+    return 0;
+}
+
+static int gather_elements_rule(bctx *c, const pp_node *n, bax *res) {
+    int axis;
+    if (int_axis(c, n, "axis", 0, c->in[0].shape.rank, &axis)) return -1;
+    const bool cd = carries(c, n->in[0]), ci = carries(c, n->in[1]);
+    if (cd && c->st[n->in[0]].axis == axis)
+        return mixes(c, "it gathers along the batch axis (axis %d)", axis);
+    if (cd && ci) {
+        bax a = c->st[n->in[0]], b = c->st[n->in[1]];
+        if (a.axis != b.axis || !same_split(a, b))
+            return mixes(c, "its data and indices carry samples on different axes");
+        *res = a;
+        return 0;
+    }
+    *res = c->st[n->in[cd ? 0 : 1]];
+    if (res->axis == axis) return 0; /* per-sample indices into shared data */
+    if (c->in[0].shape.dim[res->axis] != c->in[1].shape.dim[res->axis])
+        return mixes(c, "its indices cover %lld of the batch axis' %lld positions",
+                     (long long)c->in[1].shape.dim[res->axis], (long long)c->in[0].shape.dim[res->axis]);
+    return shared_ok(c, n->in[cd ? 1 : 0], res->axis, *res);
+}
+
+/* ScatterND's constant index tuples: does component `comp` of every tuple
+ * equal the tuple's own position along axis u of the indices' leading dims
+ * (each sample written from its own place: shifted[:, 1:] = ids[:, :-1])? */
+static bool tuples_follow(const pp_tinfo *ix, int comp, int u, int64_t dim) {
+    const int q = ix->shape.rank;
+    const int64_t k = ix->shape.dim[q - 1], tuples = prod(&ix->shape, 0, q - 1);
+    const int64_t stride = prod(&ix->shape, u + 1, q - 1);
+    if (!ix->data || ix->shape.dim[u] != dim) return false;
+    for (int64_t t = 0; t < tuples; t++) {
+        int64_t v = ix->dtype == PP_I64 ? ((const int64_t *)ix->data)[t * k + comp]
+                                        : ((const int32_t *)ix->data)[t * k + comp];
+        if (v < 0) v += dim;
+        if (v != (t / stride) % ix->shape.dim[u]) return false;
+    }
+    return true;
+}
+
+/* ScatterND(data, indices, updates): updates has shape indices.shape[:-1] +
+ * data.shape[k:], k the tuples' length. The batch may lie along data's
+ * slice axes (>= k: the tuples address other axes) or along an addressed one
+ * when every tuple's component there is the tuple's own position along a
+ * leading axis of the indices. */
+static int scatternd_rule(bctx *c, const pp_node *n, bax *res) {
+    const pp_tinfo *ix = &c->in[1];
+    const int q = ix->shape.rank;
+    const int k = (int)ix->shape.dim[q - 1];
+    if (carries(c, n->in[1]))
+        return lost(c, "its index tuples carry sample data: where a sample's values go depends "
+                    "on data");
+    if (!ix->data || (ix->dtype != PP_I64 && ix->dtype != PP_I32))
+        return lost(c, "its index tuples are not known at compile time");
+    const bool cd = carries(c, n->in[0]), cu = carries(c, n->in[2]);
+    bax d = cd ? c->st[n->in[0]] : (bax){0}, u = cu ? c->st[n->in[2]] : (bax){0};
+    int ua = -1; /* the updates' axis that matches the data's batch axis */
+    if (cd && d.axis >= k) {
+        ua = q - 1 + (d.axis - k);
+    } else if (!cd && u.axis >= q - 1) {
+        d = moved(u, k + (u.axis - (q - 1)));
+        ua = u.axis;
+    } else { /* the tuples address the batch axis */
+        const int64_t dim = c->in[0].shape.dim[cd ? d.axis : 0];
+        for (int a = 0; a < q - 1 && ua < 0; a++) {
+            if (cu && a != u.axis) continue;
+            for (int comp = 0; comp < k && ua < 0; comp++) {
+                if (cd && comp != d.axis) continue;
+                if (tuples_follow(ix, comp, a, cd ? dim : c->in[0].shape.dim[comp])) {
+                    ua = a;
+                    if (!cd) d = (bax){true, comp, 1, 1};
+                }
+            }
+        }
+        if (ua < 0 || d.outer != 1 || d.inner != 1)
+            return mixes(c, "its index tuples address the batch axis other than each at its own "
+                         "place: it writes to samples by their place in the micro-batch");
+    }
+    if (cu && (u.axis != ua || !same_split(u, d)))
+        return mixes(c, "its updates carry samples on another axis than the data");
+    if (!cu && shared_ok(c, n->in[2], ua, d)) return -1;
+    if (!cd && shared_ok(c, n->in[0], d.axis, d)) return -1;
+    *res = d;
+    return 0;
+}
+
+/* Concat: the inputs share every axis but the one joined. */
+static int concat_rule(bctx *c, const pp_node *n, bax *res) {
+    int ax, who = -1;
+    if (int_axis(c, n, "axis", 0, c->out[0].shape.rank, &ax)) return -1;
+    res->on = false;
+    for (int k = 0; k < n->n_in; k++) {
+        const int v = n->in[k];
+        if (!carries(c, v)) continue;
+        const bax s = c->st[v];
+        if (s.axis == ax)
+            return mixes(c, "it concatenates along the batch axis (%d): each micro-batch's samples "
+                         "would sit between other inputs' rows in another order than the whole "
+                         "batch's", ax);
+        if (res->on && (s.axis != res->axis || !same_split(s, *res)))
+            return mixes(c, "it joins '%s' and '%s', whose samples lie along different axes",
+                         vname(c, who), vname(c, v));
+        *res = s, who = v;
+    }
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && !carries(c, n->in[k]) && shared_ok(c, n->in[k], res->axis, *res))
+            return -1;
+    return 0;
+}
+
+/* The ops whose every input may carry samples, and their rules. */
+typedef int multi_fn(bctx *c, const pp_node *n, bax *res);
+static multi_fn *multi_rule(pp_op op) {
+    switch (op) {
+    case PP_OP_CONCAT: return concat_rule;
+    case PP_OP_MATMUL: return matmul_rule;
+    case PP_OP_GEMM: return gemm_rule;
+    case PP_OP_EINSUM: return einsum_rule;
+    case PP_OP_GATHER: return gather_rule;
+    case PP_OP_GATHERELEMENTS: return gather_elements_rule;
+    case PP_OP_SCATTERND: return scatternd_rule;
+    default: return NULL;
+    }
+}
+
+/* ONNX ops newer than the op table that the rules know by name (elementwise
+ * math, and ops that treat axis 0 as the batch): classes for the op table's
+ * future rows. */
+static const char *const elementwise_names[] = {
+    "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+    "Sign", "Round", "IsNaN", "IsInf", "Softsign", "ThresholdedRelu", "Celu", "Mish", "Shrink",
+    "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", NULL};
+
+static bool named(pp_op op, const char *const *names) {
+    for (int k = 0; names[k]; k++)
+        if (!strcmp(pp_op_table[op].name, names[k])) return true;
+    return false;
+}
+
+static bool elementwise(pp_op op) {
+    switch (op) {
+    case PP_OP_IDENTITY: case PP_OP_RELU: case PP_OP_LEAKYRELU: case PP_OP_ELU: case PP_OP_SELU:
+    case PP_OP_SIGMOID: case PP_OP_HARDSIGMOID: case PP_OP_HARDSWISH: case PP_OP_TANH:
+    case PP_OP_SOFTPLUS: case PP_OP_ERF: case PP_OP_GELU: case PP_OP_SQRT: case PP_OP_EXP:
+    case PP_OP_LOG: case PP_OP_RECIPROCAL: case PP_OP_FLOOR: case PP_OP_CEIL: case PP_OP_NEG:
+    case PP_OP_ABS: case PP_OP_CLIP: case PP_OP_ADD: case PP_OP_SUB: case PP_OP_MUL:
+    case PP_OP_DIV: case PP_OP_POW: case PP_OP_MOD: case PP_OP_PRELU: case PP_OP_MIN:
+    case PP_OP_MAX: case PP_OP_SUM: case PP_OP_MEAN: case PP_OP_EQUAL: case PP_OP_LESS:
+    case PP_OP_GREATER: case PP_OP_LESSOREQUAL: case PP_OP_GREATEROREQUAL: case PP_OP_NOT:
+    case PP_OP_AND: case PP_OP_OR: case PP_OP_XOR: case PP_OP_WHERE: case PP_OP_CAST:
+    case PP_OP_CASTLIKE: case PP_OP_DROPOUT: case PP_OP_SILU:
+        return true;
+    default:
+        return named(op, elementwise_names);
+    }
+}
+
+/* The batch must stay on axes before `from` (normalizations over [from, rank)). */
+static int norm_from(bctx *c, bax s, int from, const char *what) {
+    if (s.axis >= from)
+        return mixes(c, "%s over axes %d.. of the input, which include the batch axis (%d)", what,
+                     from, s.axis);
+    return 0;
+}
+
+/* The rule of node i: the states of its outputs, or -1 with c->why. */
+static int rule(bctx *c, int i) {
+    const pp_node *n = &c->g->nodes[i];
+    pp_node_tinfo(c->g, n, c->in, c->out);
+    bool any = false;
+    for (int k = 0; k < n->n_in; k++) any |= carries(c, n->in[k]);
+    for (int k = 0; k < n->n_out; k++) c->st[n->out[k]] = (bax){0};
+    if (!any) return 0; /* computed from constants alone */
+    const int x = n->in[0];
+    const bax s = carries(c, x) ? c->st[x] : (bax){0};
+    const int rank = c->in[0].shape.rank;
+    pp_attrs a = pp_node_attrs(c->g, n);
+    bax res = s;
+    const char *opname = pp_op_table[n->op].name;
+    if (n->op == PP_OP_CASTLIKE) {
+        if (!s.on) return 0; /* only the type of the other input is used */
+    } else if (elementwise(n->op)) {
+        if (bcast(c, n, 0, n->n_in, &c->out[0].shape, &res)) return -1;
+    } else {
+        /* the other rules read their data from input 0 (those of multi_rule:
+         * from every input); parameters carry no samples */
+        multi_fn *multi = multi_rule(n->op);
+        bool params = false;
+        const int last = n->op == PP_OP_FUSEDCONV && n->n_in > 3 ? 3 : n->n_in; /* its input 3: a residual */
+        for (int k = multi ? n->n_in : 1; k < last; k++) params |= carries(c, n->in[k]);
+        if (params)
+            return lost(c, "a parameter input (weights, shape, axes, bounds, ...) carries sample "
+                        "data");
+        if (multi) {
+            if (multi(c, n, &res)) return -1;
+        } else switch (n->op) {
+        case PP_OP_CONV: case PP_OP_CONVTRANSPOSE: case PP_OP_FUSEDCONV: case PP_OP_MAXPOOL:
+        case PP_OP_AVGPOOL: case PP_OP_GLOBALAVGPOOL: case PP_OP_GLOBALMAXPOOL:
+        case PP_OP_GROUPNORM:
+            if (!s.on)
+                return lost(c, "its data input carries no samples but another input does");
+            if (s.axis != 0)
+                return mixes(c, "%s its input across axis %d, which carries the batch",
+                             n->op == PP_OP_GROUPNORM ? "it normalizes" : "it slides a window over",
+                             s.axis);
+            if (n->op == PP_OP_MAXPOOL && n->n_out > 1 && n->out[1] >= 0 && c->live[n->out[1]])
+                return mixes(c, "its Indices output counts positions through the whole batch, "
+                             "so a sample's indices depend on its place in the micro-batch");
+            if (n->op == PP_OP_FUSEDCONV && n->n_in > 3 && n->in[3] >= 0) {
+                bax r;
+                if (bcast(c, n, 3, 4, &c->out[0].shape, &r)) return -1;
+                if (r.on && (r.axis != 0 || !same_split(r, s)))
+                    return mixes(c, "its residual input carries samples on axis %d", r.axis);
+            }
+            break;
+        case PP_OP_INSTANCENORM: case PP_OP_BATCHNORM: {
+            int64_t train = 0;
+            pp_err e = {0};
+            (void)pp_attr_int(a, "training_mode", 0, &train, &e);
+            if (n->op == PP_OP_BATCHNORM && train)
+                return mixes(c, "in training mode it normalizes with the mean and variance of "
+                             "the batch");
+            if (n->op == PP_OP_INSTANCENORM && s.axis > 1)
+                return mixes(c, "it normalizes over axes 2.., which include the batch axis (%d)",
+                             s.axis);
+            if (s.axis == 1)
+                return lost(c, "the batch lies along the channel axis, so each sample would take "
+                            "the parameters of its place in the micro-batch");
+            break;
+        }
+        case PP_OP_LAYERNORM: {
+            int ax;
+            if (int_axis(c, n, "axis", -1, rank, &ax) || norm_from(c, s, ax, "it normalizes")) return -1;
+            break;
+        }
+        case PP_OP_SOFTMAX: case PP_OP_LOGSOFTMAX: {
+            int ax;
+            if (int_axis(c, n, "axis", a.opset >= 13 ? -1 : 1, rank, &ax)) return -1;
+            if (a.opset < 13 && norm_from(c, s, ax, "it normalizes (opset < 13: as a 2-D input)"))
+                return -1;
+            if (s.axis == ax)
+                return mixes(c, "%s normalizes over axis %d, the batch axis", opname, ax);
+            break;
+        }
+        case PP_OP_REDUCEMEAN: case PP_OP_REDUCESUM: case PP_OP_REDUCEMAX: case PP_OP_REDUCEMIN:
+        case PP_OP_REDUCEPROD: case PP_OP_REDUCEL1: case PP_OP_REDUCEL2:
+        case PP_OP_REDUCESUMSQUARE: case PP_OP_REDUCELOGSUM: case PP_OP_REDUCELOGSUMEXP: {
+            pp_reduce r;
+            pp_err e = {0};
+            if (unread(c, pp_reduce_parse(n->op, a, &c->in[0], n->n_in > 1 ? &c->in[1] : NULL, &r, &e), &e))
+                return -1;
+            if (r.mask[s.axis])
+                return mixes(c, "it reduces over the batch axis (%d)", s.axis);
+            int before = 0;
+            for (int d = 0; d < s.axis; d++) before += r.mask[d];
+            res = moved(s, r.keepdims ? s.axis : s.axis - before);
+            break;
+        }
+        case PP_OP_ARGMAX: case PP_OP_ARGMIN: {
+            int ax;
+            int64_t keep = 1;
+            pp_err e = {0};
+            (void)pp_attr_int(a, "keepdims", 1, &keep, &e);
+            if (int_axis(c, n, "axis", 0, rank, &ax)) return -1;
+            if (ax == s.axis) return mixes(c, "it compares along the batch axis (%d)", ax);
+            res = moved(s, !keep && ax < s.axis ? s.axis - 1 : s.axis);
+            break;
+        }
+        case PP_OP_TOPK: {
+            pp_topk t;
+            pp_err e = {0};
+            if (unread(c, pp_topk_parse(a, c->in, n->n_in, &t, &e), &e)) return -1;
+            if (t.axis == s.axis) return mixes(c, "it sorts along the batch axis (%d)", t.axis);
+            break;
+        }
+        case PP_OP_CUMSUM: {
+            int64_t v[1];
+            int cnt, ax;
+            pp_err e = {0};
+            if (pp_const_ints(&c->in[1], "axis", v, 1, &cnt, &e) != PP_OK || cnt != 1 ||
+                pp_norm_axis(v[0], rank, "axis", &ax, &e) != PP_OK)
+                return lost(c, "its axis is not known at compile time");
+            if (ax == s.axis) return mixes(c, "it sums along the batch axis (%d)", ax);
+            break;
+        }
+        case PP_OP_TRILU:
+            if (s.axis >= rank - 2)
+                return mixes(c, "it masks the matrix of its last two axes by row and column, and "
+                             "one of them is the batch axis (%d)", s.axis);
+            break;
+        case PP_OP_RESIZE: {
+            pp_resize r;
+            pp_err e = {0};
+            if (unread(c, pp_resize_parse(a, c->in, n->n_in, &r, &e), &e)) return -1;
+            if (r.out[s.axis] != c->in[0].shape.dim[s.axis] || r.scale[s.axis] != 1.0 ||
+                r.coord == PP_RC_TF_CROP_AND_RESIZE)
+                return mixes(c, "it interpolates along the batch axis (%d)", s.axis);
+            break;
+        }
+        case PP_OP_FLATTEN: case PP_OP_RESHAPE:
+            if (reshape_rule(c, s, &c->in[0].shape, &c->out[0].shape, &res)) return -1;
+            break;
+        case PP_OP_SQUEEZE:
+            if (squeeze_rule(c, n, s, &res)) return -1;
+            break;
+        case PP_OP_UNSQUEEZE:
+            if (unsqueeze_rule(c, n, s, &res)) return -1;
+            break;
+        case PP_OP_TRANSPOSE: {
+            int64_t perm[PP_MAX_DIMS];
+            pp_err e = {0};
+            if (pp_transpose_perm(a, rank, perm, &e) != PP_OK) return lost(c, "%s", e.msg);
+            for (int d = 0; d < rank; d++)
+                if (perm[d] == s.axis) res = moved(s, d);
+            break;
+        }
+        case PP_OP_EXPAND:
+            if (bcast(c, n, 0, 1, &c->out[0].shape, &res)) return -1;
+            break;
+        case PP_OP_TILE: {
+            int64_t rep[PP_MAX_DIMS];
+            int cnt;
+            pp_err e = {0};
+            if (pp_const_ints(&c->in[1], "repeats", rep, PP_MAX_DIMS, &cnt, &e) != PP_OK ||
+                cnt != rank)
+                return lost(c, "its repeats are not known at compile time");
+            if (rep[s.axis] != 1)
+                return mixes(c, "it repeats the batch axis %lld times", (long long)rep[s.axis]);
+            break;
+        }
+        case PP_OP_PAD:
+            if (pad_rule(c, n, s)) return -1;
+            break;
+        case PP_OP_SLICE: {
+            pp_slice sl;
+            pp_err e = {0};
+            if (unread(c, pp_slice_parse(a, c->in, n->n_in, &sl, &e), &e)) return -1;
+            if (sl.first[s.axis] != 0 || sl.step[s.axis] != 1 ||
+                sl.out.dim[s.axis] != c->in[0].shape.dim[s.axis])
+                return mixes(c, "it takes part of the batch axis (%lld of %lld positions from %lld, "
+                             "step %lld): samples chosen by their place in the micro-batch",
+                             (long long)sl.out.dim[s.axis], (long long)c->in[0].shape.dim[s.axis],
+                             (long long)sl.first[s.axis], (long long)sl.step[s.axis]);
+            break;
+        }
+        case PP_OP_SPLIT: {
+            int ax;
+            if (int_axis(c, n, "axis", 0, rank, &ax)) return -1;
+            if (ax == s.axis && n->n_out > 1)
+                return mixes(c, "it splits along the batch axis (%d): samples go to outputs by "
+                             "their place in the micro-batch", ax);
+            break;
+        }
+        case PP_OP_CONSTANTOFSHAPE: case PP_OP_RANGE:
+            return lost(c, "its output's shape or values come from sample data");
+        case PP_OP_SHAPE: case PP_OP_SIZE:
+            return 0; /* the shape alone (see the header: the batch size as a number is not followed) */
+        default:
+            if (!strcmp(opname, "RMSNormalization")) {
+                int ax;
+                if (int_axis(c, n, "axis", -1, rank, &ax) || norm_from(c, s, ax, "it normalizes"))
+                    return -1;
+                break;
+            }
+            return lost(c, "the batch analysis does not know op %s", opname);
+        }
+    }
+    for (int k = 0; k < n->n_out; k++) {
+        if (n->out[k] < 0) continue;
+        const pp_shape *o = shp(c, n->out[k]);
+        /* the rule's answer must fit the output, else the analysis is wrong: refuse */
+        if (res.on && (res.axis < 0 || res.axis >= o->rank || res.outer < 1 || res.inner < 1 ||
+                       o->dim[res.axis] != res.outer * c->B * res.inner))
+            return lost(c, "the analysis lost the batch axis at output '%s'", vname(c, n->out[k]));
+        c->st[n->out[k]] = res;
+    }
+    return 0;
+}
+
+/* ---- the pass ------------------------------------------------------------------------- */
+
+/* The analysis of g (shapes inferred, constants folded); the verdict for
+ * the user's micro-batch `mb` into user->batch_mixing or err. */
+static pp_status analyze(pp_graph *g, pp_graph *user, int64_t mb, bool allow, pp_err *err) {
+    bctx c = {.g = g, .B = g->batch};
+    c.st = calloc(pp_count(g->n_values), sizeof *c.st);
+    c.live = calloc(pp_count(g->n_values), sizeof *c.live);
+    c.in = calloc(PP_MAX_INPUTS, sizeof *c.in);
+    c.out = calloc(PP_MAX_OUTPUTS, sizeof *c.out);
+    bool *node_live = calloc(pp_count(g->n_nodes), sizeof *node_live);
+    pp_status s = PP_OK;
+    if (!c.st || !c.live || !c.in || !c.out || !node_live) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < g->n_outputs; k++) c.live[g->outputs[k]] = true;
+    for (int i = g->n_nodes - 1; i >= 0; i--) {
+        const pp_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_out; k++) node_live[i] |= n->out[k] >= 0 && c.live[n->out[k]];
+        if (node_live[i])
+            for (int k = 0; k < n->n_in; k++)
+                if (n->in[k] >= 0) c.live[n->in[k]] = true;
+    }
+    for (int k = 0; k < g->n_inputs; k++) c.st[g->inputs[k]] = (bax){true, 0, 1, 1};
+    int bad = -1;
+    for (int i = 0; i < g->n_nodes && bad < 0; i++)
+        if (node_live[i] && rule(&c, i)) bad = i;
+    char where[400] = "";
+    if (bad >= 0) {
+        const pp_node *n = &g->nodes[bad];
+        snprintf(where, sizeof where, "node '%s' (#%d, %s)", n->name, n->src >= 0 ? n->src : bad,
+                 pp_op_table[n->op].name);
+    }
+    for (int k = 0; k < g->n_outputs && bad < 0; k++) {
+        const int v = g->outputs[k];
+        const bax b = c.st[v];
+        if (b.on ? b.axis != 0 : !uniform(&c, v, 0, 1, 1, 0)) {
+            snprintf(where, sizeof where, "graph output '%s'", g->values[v].name);
+            if (b.on)
+                lost(&c, "it carries the batch on axis %d, not 0, so pprt would join the "
+                     "micro-batches along the wrong axis", b.axis);
+            else
+                lost(&c, "it holds no sample data but differs along dim 0");
+            bad = g->n_nodes;
+        }
+    }
+    if (bad < 0) goto done;
+    if (allow) {
+        char note[1024];
+        snprintf(note, sizeof note, "%s: %s%s", where, c.lost ? "may mix samples: " : "", c.why);
+        user->batch_mixing = pp_arena_strdup(&user->arena, note);
+        if (!user->batch_mixing) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+        goto done;
+    }
+    char at[64] = "";
+    if (g->batch != mb) snprintf(at, sizeof at, " (seen with the batch at %lld)", (long long)g->batch);
+    if (c.lost)
+        s = PP_FAIL(err, PP_EINVAL,
+                    "%s: the batch axis cannot be followed%s: %s; so it may mix samples, and "
+                    "pprt computes each micro-batch of %lld on its own. If the model computes "
+                    "every sample by itself, compile with --allow-batch-mixing; else compile with "
+                    "-b equal to the number of samples you run at once (the whole batch) and "
+                    "--allow-batch-mixing",
+                    where, at, c.why, (long long)mb);
+    else
+        s = PP_FAIL(err, PP_EINVAL,
+                    "%s mixes samples%s: %s. pprt computes each micro-batch of %lld on its own, "
+                    "so the result would differ from the whole batch's; compile with -b equal "
+                    "to the number of samples you run at once (the whole batch) and "
+                    "--allow-batch-mixing",
+                    where, at, c.why, (long long)mb);
+done:
+    free(c.st);
+    free(c.live);
+    free(c.in);
+    free(c.out);
+    free(node_live);
+    return s;
+}
+
+/* The analysis on a copy of g with the batch at `P`; *ran is false when the
+ * copy cannot be inferred at that batch (the model does not take it). */
+static pp_status probe(pp_graph *g, int64_t P, bool allow, bool *ran, pp_err *err) {
+    pp_graph cp;
+    PP_TRY(pp_graph_clone(g, &cp, err));
+    cp.batch = P;
+    for (int k = 0; k < cp.n_inputs; k++) cp.values[cp.inputs[k]].shape.dim[0] = P;
+    pp_err e = {0};
+    *ran = pp_fold(&cp, &e) == PP_OK && pp_graph_verify(&cp, &e) == PP_OK;
+    pp_status s = *ran ? analyze(&cp, g, g->batch, allow, err) : PP_OK;
+    pp_graph_free(&cp);
+    return s;
+}
+
+/* The graph is analyzed at the user's micro-batch (when 2 or more: at 1 the
+ * batch axis cannot be told from other size-1 axes) and at 7 (5 for -b 7), a
+ * batch the model's own constants are unlikely to hold: a Reshape to [2, -1]
+ * written for an export at batch 2 keeps the samples apart at 2 only. */
+pp_status pp_batch_check(pp_graph *g, bool allow, pp_err *err) {
+    g->batch_mixing = NULL;
+    /* -b 0: no batch axis; a batch fixed in the model: its outputs are defined
+     * for exactly that many samples, and pprt can only run more as several
+     * evaluations */
+    if (g->batch == 0 || g->batch_fixed) return PP_OK;
+    bool ran;
+    if (g->batch > 1) PP_TRY(probe(g, g->batch, allow, &ran, err));
+    if (g->batch_mixing) return PP_OK;
+    return probe(g, g->batch == 7 ? 5 : 7, allow, &ran, err);
+}
