@@ -372,3 +372,52 @@ void pp_json_str(FILE *f, const char *s) {
     }
     fputc('"', f);
 }
+
+/* ---- tensor names as file names ------------------------------------------- */
+
+void pp_file_name(const char *name, char *buf, size_t n) {
+    if (n == 0) return;
+    size_t k = 0;
+    for (; name[k] && k + 1 < n; k++) {
+        char c = name[k];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                  c == '_' || c == '-';
+        buf[k] = ok ? c : '_';
+    }
+    if (k == 0 && n > 1) buf[k++] = '_';
+    if (k > 0 && buf[0] == '.') buf[0] = '_';
+    buf[k] = 0;
+}
+
+typedef struct {
+    char file[PP_FILE_NAME_MAX];
+    int i;
+} file_name_entry;
+
+static int cmp_file_name(const void *a, const void *b) {
+    const file_name_entry *x = a, *y = b;
+    int c = strcmp(x->file, y->file);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+pp_status pp_file_names_check(const char *const *names, int n, const char *what, const char *verb,
+                              pp_err *err) {
+    if (n < 2) return PP_OK;
+    file_name_entry *e = malloc(sizeof *e * (size_t)n);
+    if (!e) return PP_FAIL(err, PP_ENOMEM, "out of memory checking %d file names", n);
+    for (int i = 0; i < n; i++) {
+        pp_file_name(names[i], e[i].file, sizeof e[i].file);
+        e[i].i = i;
+    }
+    qsort(e, (size_t)n, sizeof *e, cmp_file_name);
+    pp_status s = PP_OK;
+    for (int k = 1; k < n && s == PP_OK; k++)
+        if (!strcmp(e[k - 1].file, e[k].file))
+            s = PP_FAIL(err, PP_EINVAL,
+                        "%s '%s' and '%s' would both be %s the file '%s.npy' (pprt's data files name a "
+                        "tensor with '_' for every character outside [A-Za-z0-9._-]): rename one of them in "
+                        "the model",
+                        what, names[e[k - 1].i], names[e[k].i], verb, e[k].file);
+    free(e);
+    return s;
+}

@@ -164,6 +164,22 @@ typedef struct pp_outfile {
 pp_status pp_outfile_open(pp_outfile *o, const char *path, pp_err *err);
 /* Flush, sync, close, rename; `ok` false (an earlier write failed) aborts. */
 pp_status pp_outfile_commit(pp_outfile *o, bool ok, pp_err *err);
+/* ---- tensor names as file names (pprt's NAME.npy) ------------------------ */
+
+/* The bytes of a mapped name: longer names are cut (and may then collide). */
+#define PP_FILE_NAME_MAX 512
+/* The file-name-safe form of a tensor name, as pprt reads and writes its
+ * data files: every byte other than [A-Za-z0-9._-] becomes '_', so does a
+ * leading '.' (no hidden files, no ".."), "" becomes "_", and the result is
+ * cut to n - 1 bytes. Not injective ('y:0' and 'y_0' both give 'y_0'):
+ * pp_file_names_check refuses such pairs. */
+void pp_file_name(const char *name, char *buf, size_t n);
+/* PP_EINVAL when two of names[0..n) map to the same file name
+ * (pp_file_name with PP_FILE_NAME_MAX), naming both; `what` says whose names
+ * they are and what is done with the file ("graph inputs", "read from"). */
+pp_status pp_file_names_check(const char *const *names, int n, const char *what, const char *verb,
+                              pp_err *err);
+
 /* A JSON string literal of s (quotes, escapes for '"', '\\' and control bytes). */
 void pp_json_str(FILE *f, const char *s);
 

@@ -527,6 +527,17 @@ static pp_status open_source(const Ppplan__Source *ms, int i, const char *model,
     return PP_OK;
 }
 
+/* Inputs (and frozen inputs) and outputs whose names map to one data file
+ * (pp_file_name) are refused, as ppcc refuses them. */
+static pp_status check_file_names(const pprt_plan *p, pp_err *err) {
+    const char *names[2048];
+    for (int i = 0; i < p->n_inputs; i++) names[i] = p->inputs[i].name;
+    for (int i = 0; i < p->n_frozen; i++) names[p->n_inputs + i] = p->frozen[i];
+    PP_TRY(pp_file_names_check(names, p->n_inputs + p->n_frozen, "inputs", "read from", err));
+    for (int i = 0; i < p->n_outputs; i++) names[i] = p->outputs[i].name;
+    return pp_file_names_check(names, p->n_outputs, "outputs", "written to", err);
+}
+
 static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan *p, pp_err *err) {
     pp_plan_section sec[2];
     uint32_t flags = 0;
@@ -578,6 +589,11 @@ static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan
     if (!p->inputs || !p->outputs || !p->stages) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     for (int i = 0; i < p->n_inputs; i++) PP_TRY(read_io(m->inputs[i], p->batch, &p->inputs[i], "input", err));
     for (int i = 0; i < p->n_outputs; i++) PP_TRY(read_io(m->outputs[i], p->batch, &p->outputs[i], "output", err));
+    if (m->n_frozen_inputs > 1024)
+        return PP_FAIL(err, PP_EINVAL, "expected at most 1024 frozen inputs, got %zu", m->n_frozen_inputs);
+    p->n_frozen = (int)m->n_frozen_inputs;
+    p->frozen = m->frozen_inputs;
+    PP_TRY(check_file_names(p, err));
     for (int i = 0; i < p->n_stages; i++)
         PP_TRY(read_stage(m->stages[i], i, p, &p->stages[i], err));
     /* links: plan inputs -> stage 0 -> ... -> last stage -> plan outputs */

@@ -75,6 +75,10 @@ typedef struct pprt_plan {
     int opset;            /* ai.onnx opset: passed to shape functions and kernels */
     int n_inputs, n_outputs;
     pprt_io *inputs, *outputs;
+    /* graph inputs ppcc froze to their initializers (the model gave them
+     * one): pprt_data_load refuses data for them */
+    int n_frozen;
+    char *const *frozen;
     int n_stages;
     pprt_stage *stages;
     const unsigned char *weights; /* mmapped, never copied */

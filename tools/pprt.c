@@ -288,7 +288,7 @@ int main(int argc, char **argv) {
     if (mpi && s == PP_OK) s = pprt_mpi_bind(mpi, p, &err);
     if (mpi && s != PP_OK) return pprt_mpi_finish(mpi, s, &err); /* ends every rank */
 #endif
-    pprt_npy *npys = NULL;
+    pprt_npy *npys = NULL, lab = {0};
     pprt_array *ins = NULL, *outs = NULL;
     pprt_stats st = {0};
     int64_t n = 0;
@@ -324,12 +324,14 @@ int main(int argc, char **argv) {
     }
 #endif
     if (s == PP_OK) s = pprt_data_load(p, data, npys, ins, &n, &err);
+    if (s == PP_OK && labels) s = pprt_labels_read(p, labels, n, &lab, &err); /* refused before the run */
     if (s == PP_OK) {
         ro.progress = !quiet && isatty(2);
         s = pprt_run(p, ins, n, outs, &ro, &st, &err);
     }
 #ifdef PPRT_HAVE_MPI
 ran:
+    if (mpi && s == PP_OK && labels) s = pprt_labels_read(p, labels, n, &lab, &err); /* the writer knows n now */
 #endif
     if (s == PP_OK) s = pprt_data_write(p, out_dir, outs, &err);
     if (s == PP_OK && !quiet) {
@@ -361,11 +363,9 @@ ran:
 #endif
     }
     if (s == PP_OK && labels) {
-        int64_t good = 0;
-        s = pprt_top1(p, &outs[0], labels, &good, &err);
-        if (s == PP_OK)
-            printf("accuracy: %.6f (%lld/%lld, top-1 of '%s')\n", (double)good / (double)n,
-                   (long long)good, (long long)n, p->outputs[0].name);
+        int64_t good = pprt_top1(p, &outs[0], &lab);
+        printf("accuracy: %.6f (%lld/%lld, top-1 of '%s')\n", (double)good / (double)n, (long long)good,
+               (long long)n, p->outputs[0].name);
     }
     if (s == PP_OK && stats_json) s = write_stats_json(stats_json, &st, &err);
     if (s == PP_OK && profile) s = pprt_profile_write(profile, p, &st, &err);
@@ -378,6 +378,7 @@ cleanup:
         for (int i = 0; npys && i < p->n_inputs; i++) pprt_npy_free(&npys[i]);
         for (int i = 0; outs && i < p->n_outputs; i++) free(outs[i].data);
     }
+    pprt_npy_free(&lab);
     free(npys);
     free(ins);
     free(outs);
