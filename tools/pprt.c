@@ -268,7 +268,16 @@ int main(int argc, char **argv) {
     pprt_mpi *mpi = NULL;
     if (launcher && !info) {
         pp_err e = {0};
-        pprt_mpi_opts mo = {.replicas = replicas, .timeout_s = mpi_timeout};
+        /* what changes the results or the verdict must be the same on every
+         * rank (paths may differ between machines: only whether one is given) */
+        char agree[320], threads[16] = "default";
+        if (ro.threads > 0) snprintf(threads, sizeof threads, "%d", ro.threads);
+        snprintf(agree, sizeof agree, "--backend %s --precision %s --threads %s --depth %d --replicas %d "
+                 "--mpi-timeout %g --rtol %g --atol %g --expected %s --check %s --labels %s",
+                 ro.executor == &pprt_exec_cpu_ref ? "ref" : "dnnl", ro.precision == PPRT_BF16 ? "bf16" : "f32",
+                 threads, ro.depth, replicas, mpi_timeout, co.rtol, co.atol, co.expected_dir ? "given" : "none",
+                 check ? "yes" : "no", labels ? "given" : "none");
+        pprt_mpi_opts mo = {.replicas = replicas, .timeout_s = mpi_timeout, .agree = agree};
         if (pprt_mpi_start(&argc, &argv, &mo, &mpi, &e) != PP_OK) {
             fprintf(stderr, "pprt: error: %s\n", e.msg);
             return 1;
