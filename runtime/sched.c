@@ -347,6 +347,9 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     double wall = now() - t0;
     pthread_cond_destroy(&S.ready.cv);
     pthread_mutex_destroy(&S.ready.mu);
+    /* a --ref-weights plan's files changed under the run: that explains a
+     * stage's failure too, and makes a success worthless */
+    if (started > 0 && (s = pprt_plan_sources_unchanged(p, err)) != PP_OK) goto done;
     if (S.failed) {
         s = PP_FAIL(err, S.err.code, "%s", S.err.msg);
         goto done;

@@ -438,6 +438,9 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     double t_loop0 = pprt_mpi_now();
     if (st == PP_OK) st = run_loop(m, p, &S, &rr, o, err);
     double t_loop1 = pprt_mpi_now();
+    /* every rank: its --ref-weights files unchanged, before the writer may
+     * write (it waits for every rank's statistics, sent after this) */
+    if (st == PP_OK) st = pprt_plan_sources_unchanged(p, err);
 
     if (st == PP_OK) {
         struct rusage ru;
