@@ -910,8 +910,10 @@ pp_status pp_import_onnx(const char *path, const pp_import_opts *o, pp_graph *g,
     if (len > 0) {
         map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
+            int e = errno;
             close(fd);
-            return PP_FAIL(err, PP_EIO, "cannot map '%s': %s", path, strerror(errno));
+            return PP_FAIL(err, e == ENOMEM ? PP_ENOMEM : PP_EIO, "cannot map '%s' (%zu bytes): %s", path, len,
+                           strerror(e));
         }
     }
     close(fd);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,7 +23,39 @@ pp_status pp_fail_at(pp_err *err, const char *file, int line, pp_status code,
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    /* out of memory: how much was mapped then, and under what limit (once,
+     * however often the message is wrapped) */
+    size_t len = strlen(err->msg);
+    if (code == PP_ENOMEM && !strstr(err->msg, " MiB mapped") && len + 8 < sizeof err->msg) {
+        err->msg[len] = ' ';
+        err->msg[len + 1] = '(';
+        pp_memory_note(err->msg + len + 2, sizeof err->msg - len - 3);
+        strcat(err->msg, ")");
+    }
     return code;
+}
+
+void pp_memory_note(char *buf, size_t n) {
+    /* no stdio: this runs when memory has run out */
+    unsigned long pages = 0;
+    char t[64];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t k = read(fd, t, sizeof t - 1);
+        close(fd);
+        t[k > 0 ? k : 0] = 0;
+        pages = strtoul(t, NULL, 10);
+    }
+    double mapped = (double)pages * (double)sysconf(_SC_PAGESIZE) / 1048576;
+    struct rlimit as, data;
+    bool has_as = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+    bool has_data = getrlimit(RLIMIT_DATA, &data) == 0 && data.rlim_cur != RLIM_INFINITY;
+    if (has_as || has_data)
+        snprintf(buf, n, "%.1f MiB mapped, under a %.1f MiB %s", mapped,
+                 (double)(has_as ? as.rlim_cur : data.rlim_cur) / 1048576,
+                 has_as ? "address-space limit (ulimit -v)" : "data limit (ulimit -d)");
+    else
+        snprintf(buf, n, "%.1f MiB mapped, no address-space limit", mapped);
 }
 
 const char *pp_status_name(pp_status s) {

@@ -37,6 +37,10 @@ typedef struct pp_err {
 pp_status pp_fail_at(pp_err *err, const char *file, int line, pp_status code,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 #define PP_FAIL(err, code, ...) pp_fail_at((err), __FILE__, __LINE__, (code), __VA_ARGS__)
+/* The process's memory for an out-of-memory message: "N MiB mapped, under a
+ * M MiB address-space limit (ulimit -v)" (or the data limit, or "no
+ * address-space limit"). pp_fail_at appends it to every PP_ENOMEM message. */
+void pp_memory_note(char *buf, size_t n);
 
 /* Propagate: evaluate a pp_status expression and return it when not PP_OK. */
 #define PP_TRY(expr)                              \

@@ -634,8 +634,10 @@ static pp_status open_source(const Ppplan__Source *ms, int i, const char *model,
     }
     void *map = mmap(NULL, (size_t)ms->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED) {
+        int e = errno;
         close(fd);
-        return PP_FAIL(err, PP_EIO, "cannot map the %s '%s': %s", what, path, strerror(errno));
+        return PP_FAIL(err, e == ENOMEM ? PP_ENOMEM : PP_EIO, "cannot map the %s '%s' (%llu bytes): %s", what, path,
+                       (unsigned long long)ms->size, strerror(e));
     }
     src->map = map;
     src->len = (size_t)ms->size;
@@ -820,7 +822,9 @@ pp_status pprt_plan_load(const char *path, const char *model, pprt_plan **out, p
     }
     void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (map == MAP_FAILED) return PP_FAIL(err, PP_EIO, "cannot map plan '%s': %s", path, strerror(errno));
+    if (map == MAP_FAILED) /* out of address space (ulimit -v) is a runtime failure, not bad input */
+        return PP_FAIL(err, errno == ENOMEM ? PP_ENOMEM : PP_EIO, "cannot map plan '%s' (%zu bytes): %s", path, len,
+                       strerror(errno));
     pprt_plan *p = calloc(1, sizeof *p);
     if (!p) {
         munmap(map, len);

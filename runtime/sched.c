@@ -8,6 +8,7 @@
  * Any error stops everything: the failing stage records it (with stage and
  * micro-batch), closes every channel, and the blocked threads return. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sched.h>
@@ -276,7 +277,9 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     for (int i = 0; i < p->n_outputs && s == PP_OK; i++) {
         outputs[i].n = n;
         outputs[i].data = malloc((size_t)n * p->outputs[i].sample_bytes + 1);
-        if (!outputs[i].data) s = PP_FAIL(err, PP_ENOMEM, "cannot allocate output '%s'", p->outputs[i].name);
+        if (!outputs[i].data)
+            s = PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for output '%s'",
+                        (size_t)n * p->outputs[i].sample_bytes + 1, p->outputs[i].name);
     }
     /* channels and the buffers that circulate on them */
     for (int b = 0; b < P - 1 && s == PP_OK; b++) {
@@ -286,7 +289,8 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
             void *buf = NULL;
             size_t bytes = p->stages[b].out.bytes;
             if (posix_memalign(&buf, 64, bytes ? bytes : 64) != 0) {
-                s = PP_FAIL(err, PP_ENOMEM, "cannot allocate boundary %d buffers", b);
+                s = PP_FAIL(err, PP_ENOMEM, "cannot allocate the %d buffers of %zu bytes of boundary %d (stage %d -> %d)",
+                            o->depth, bytes, b, b, b + 1);
                 break;
             }
             bufs[n_bufs++] = buf;
@@ -298,7 +302,8 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         if (posix_memalign(&a, 64, p->stages[0].in.bytes ? p->stages[0].in.bytes : 64) != 0 ||
             posix_memalign(&b, 64, p->stages[P - 1].out.bytes ? p->stages[P - 1].out.bytes : 64) != 0) {
             free(a);
-            s = PP_FAIL(err, PP_ENOMEM, "cannot allocate input/output buffers");
+            s = PP_FAIL(err, PP_ENOMEM, "cannot allocate the input and output messages (%zu and %zu bytes)",
+                        p->stages[0].in.bytes, p->stages[P - 1].out.bytes);
         } else {
             bufs[n_bufs++] = a;
             bufs[n_bufs++] = b;
@@ -328,12 +333,19 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     pthread_mutex_init(&S.ready.mu, NULL);
     pthread_cond_init(&S.ready.cv, NULL);
     S.ready.need = P + 1;
-    int started = 0;
+    int started = 0, rc = 0;
     for (; started < P; started++)
-        if (pthread_create(&th[started], NULL, stage_main, &w[started]) != 0) break;
+        if ((rc = pthread_create(&th[started], NULL, stage_main, &w[started])) != 0) break;
     if (started < P) {
         pp_err e = {0};
-        PP_FAIL(&e, PP_ERUNTIME, "cannot start its thread");
+        size_t stack = 0;
+        pthread_attr_t a;
+        if (pthread_attr_init(&a) == 0) {
+            pthread_attr_getstacksize(&a, &stack);
+            pthread_attr_destroy(&a);
+        }
+        PP_FAIL(&e, rc == EAGAIN || rc == ENOMEM ? PP_ENOMEM : PP_ERUNTIME,
+                "cannot start its thread (its stack takes %.1f MiB): %s", (double)stack / 1048576, strerror(rc));
         stop_all(&S, started, -1, &e);
         meet_shrink(&S.ready, started + 1);
     }

@@ -113,6 +113,7 @@
 #include "../../ir/shape_nn.h"
 #include "../exec.h"
 #include "../kernels.h"
+#include "headroom.h"
 #include "silu.h"
 #include "wino.h"
 
@@ -226,6 +227,7 @@ struct pprt_exec {
     /* statistics (PPRT_DNNL_VERBOSE) */
     size_t owned_bytes, weight_bytes;
     int verbose;
+    bool ran; /* a micro-batch ran (its OpenMP threads exist) */
 };
 
 static double now_s(void) {
@@ -2062,6 +2064,8 @@ static void drop_weights(pprt_exec *x, const pprt_node *n, int first_step) {
     }
 }
 
+static pp_status out_steps(pprt_exec *x, pp_err *err);
+
 static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     const pprt_stage *st = x->st;
     *restart = false;
@@ -2085,6 +2089,9 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         mark m = mark_now(x);
         pp_err e = {0};
         x->build_threads = node_threads(x, n, x->threads);
+        /* under ulimit -v: room for what oneDNN allocates (headroom.h) */
+        pp_status hs = pprt_headroom_enter(PPRT_HEADROOM_BYTES + pprt_headroom_team(x->build_threads, false), &e);
+        if (hs != PP_OK) return PP_FAIL(err, hs, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
         set_threads(x->build_threads);
         find_fusable(x, ni);
         pp_status s = have_weights(x, n, &e);
@@ -2102,6 +2109,8 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
             e = (pp_err){0};
             s = builder_of(n->op)(x, n, &e);
         }
+        pprt_headroom_team(x->build_threads, true);
+        pprt_headroom_leave();
         for (int f = 0; f < x->n_fused && s == PP_OK; f++) x->absorbed[x->fused[f]] = true;
         int fused[4], n_fused = s == PP_OK ? x->n_fused : 0;
         memcpy(fused, x->fused, sizeof fused);
@@ -2143,6 +2152,19 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     }
     /* the out steps: each kept SEND tensor, from its layout into the message */
     x->out_first = x->n_steps;
+    pp_err e = {0};
+    pp_status hs = pprt_headroom_enter(PPRT_HEADROOM_BYTES, &e);
+    if (hs != PP_OK) return PP_FAIL(err, hs, "the copies of its outputs into the message: %s", e.msg);
+    hs = out_steps(x, err);
+    pprt_headroom_leave();
+    if (hs != PP_OK) return hs;
+    x->n_out = x->n_steps - x->out_first;
+    return plan_arena(x, err);
+}
+
+/* The reorders of build_all that copy each kept SEND tensor into the message. */
+static pp_status out_steps(pprt_exec *x, pp_err *err) {
+    const pprt_stage *st = x->st;
     for (int t = 0; t < st->n_tensors; t++) {
         if (st->t[t].kind != PPRT_SEND || x->kind[t] != PPRT_ACTIVATION) continue;
         dnnl_memory_desc_t cur, plain;
@@ -2158,8 +2180,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         x->binds[x->n_binds++] = (bind){to, t, true};
         PP_TRY(push_reorder(x, from, to, STEP_REORDER, err));
     }
-    x->n_out = x->n_steps - x->out_first;
-    return plan_arena(x, err);
+    return PP_OK;
 }
 
 static void dnnl_counts(const pprt_exec *x, pprt_exec_counts *c) {
@@ -2333,7 +2354,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
         if (s != PP_OK) {
             set_threads(caller_threads);
             dnnl_destroy(x);
-            return PP_FAIL(err, s, "stage %d: %s", st->index, e.msg);
+            return PP_FAIL(err, s, "%s", e.msg); /* the caller names the stage */
         }
         if (!restart) break;
         teardown(x);
@@ -2349,7 +2370,24 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     return PP_OK;
 }
 
+static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err);
+
 static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
+    if (x->ran) return run_steps(x, in_msg, out_msg, err);
+    /* the first run starts the stage's OpenMP threads: room for them under ulimit -v */
+    pp_err e = {0};
+    pp_status s = pprt_headroom_enter(PPRT_HEADROOM_BYTES + pprt_headroom_team(x->stage_threads, false), &e);
+    if (s != PP_OK)
+        return PP_FAIL(err, s, "starting %d intra-op thread%s: %s", x->stage_threads, x->stage_threads == 1 ? "" : "s",
+                       e.msg); /* the caller names the stage and micro-batch */
+    s = run_steps(x, in_msg, out_msg, err);
+    pprt_headroom_team(x->stage_threads, true);
+    pprt_headroom_leave();
+    x->ran = true;
+    return s;
+}
+
+static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
     const pprt_stage *st = x->st;
     const int stage_threads = x->stage_threads;
     for (int i = 0; i < st->in.n; i++) x->ptr[st->recv[i]] = (unsigned char *)in_msg + st->in.off[i];
