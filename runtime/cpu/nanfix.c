@@ -18,6 +18,14 @@ static void clamp_inplace(float *y, size_t n, float lo, float hi) {
     }
 }
 
+/* Relu over bfloat16 in place: a negative number (sign bit, not NaN) becomes +0. */
+static void relu_bf16(uint16_t *y, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const uint16_t v = y[i];
+        y[i] = (v & 0x8000) && (v & 0x7fff) <= 0x7f80 ? 0 : v;
+    }
+}
+
 static void rows(const pprt_nanfix *f, float *y) {
     for (int64_t o = 0; o < f->outer; o++)
         for (int64_t i = 0; i < f->inner; i++) {
@@ -89,7 +97,8 @@ void pprt_nanfix_run(const pprt_nanfix *f, const float *src, float *dst, int thr
 #pragma omp parallel for num_threads(threads) schedule(static) if (n_chunks > 1 && threads > 1)
         for (size_t c = 0; c < n_chunks; c++) {
             const size_t i = c * chunk, m = f->n - i < chunk ? f->n - i : chunk;
-            if (src == dst) clamp_inplace(dst + i, m, f->lo, f->hi);
+            if (f->bf16) relu_bf16((uint16_t *)dst + i, m); /* in place only */
+            else if (src == dst) clamp_inplace(dst + i, m, f->lo, f->hi);
             else clamp(src + i, dst + i, m, f->lo, f->hi);
         }
         break;

@@ -28,8 +28,9 @@ typedef struct pprt_nanfix_layout {
 
 typedef struct pprt_nanfix {
     int kind;
-    size_t n;                  /* CLAMP: floats */
+    size_t n;                  /* CLAMP: elements */
     float lo, hi;              /* CLAMP */
+    bool bf16;                 /* CLAMP: the elements are bfloat16 (then lo = 0, hi = inf only: Relu) */
     int64_t outer, len, inner; /* ROWS: the rows are [outer][len][inner], along len */
     /* MAXPOOL: N, C, spatial sizes in and out, window, stride, dilation,
      * padding before; the layouts of source and destination */
