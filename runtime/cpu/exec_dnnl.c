@@ -854,7 +854,7 @@ static pp_status push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src,
  * blocked layout's padding too: it stays 0 when lo <= 0 <= hi, which the
  * callers check). */
 static pprt_nanfix clamp_fix(const dnnl_memory_desc_t *md, float lo, float hi) {
-    const bool bf16 = md->data_type == dnnl_bf16; /* Relu only (the callers check) */
+    const bool bf16 = md->data_type == dnnl_bf16;
     return (pprt_nanfix){.kind = PPRT_NANFIX_CLAMP, .n = dnnl_memory_desc_get_size(md) / (bf16 ? 2 : sizeof(float)),
                          .lo = lo, .hi = hi, .bf16 = bf16};
 }
@@ -944,7 +944,6 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * the NaN-keeping post-ops of append_relu (slower: an exp per element,
      * which its Winograd kernels do not take). Clip: oneDNN's gives a bound
      * for NaN, so always such a pass, and nothing absorbed after it. */
-    const bool f32_dst = dst_any.data_type == dnnl_f32; /* the pass reads floats (or, for Relu, bf16) */
     const bool relu = !strcmp(act, "Relu"), relu_pass = relu && !x->n_fused && !x->relu_max;
     dnnl_primitive_attr_t attr;
     PP_TRY(new_attr(&attr, err));
@@ -963,8 +962,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (s == dnnl_success && relu && !relu_pass) s = append_relu(x, po, &idx);
     const bool clamp = !strcmp(act, "Clip") || relu_pass;
     if (relu_pass) lo = 0, hi = INFINITY;
-    if (clamp && (x->n_fused || lo > 0 || hi < 0 || (!f32_dst && !relu_pass)))
-        r = unsup(err, "Clip with post-ops, a bound beyond 0 or a bf16 output");
+    if (clamp && (x->n_fused || lo > 0 || hi < 0)) r = unsup(err, "Clip with post-ops or a bound beyond 0");
     if (s == dnnl_success && r == PP_OK) r = append_fused(x, po, idx, &dst_any, NULL, args, &na, err);
     if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_attr_set_post_ops(attr, po);
     dnnl_primitive_desc_t pd = NULL;
@@ -1149,13 +1147,14 @@ static pp_status build_pool(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * which a pass of ours after it corrects (nanfix.h) */
     pprt_nanfix fix = {0};
     if (alg == dnnl_pooling_max) {
-        fix = (pprt_nanfix){.kind = PPRT_NANFIX_MAXPOOL, .nsp = nsp, .N = xs->dim[0], .C = xs->dim[1],
-                            .dst_n = dnnl_memory_desc_get_size(dst_md) / sizeof(float)};
+        const bool bf16 = src.data_type == dnnl_bf16;
+        fix = (pprt_nanfix){.kind = PPRT_NANFIX_MAXPOOL, .nsp = nsp, .N = xs->dim[0], .C = xs->dim[1], .bf16 = bf16,
+                            .dst_n = dnnl_memory_desc_get_size(dst_md) / (bf16 ? 2 : sizeof(float))};
         for (int i = 0; i < nsp; i++) {
             fix.in[i] = xs->dim[2 + i], fix.out[i] = ys->dim[2 + i], fix.k[i] = kernel[i];
             fix.stride[i] = strides[i], fix.dil[i] = dil[i] + 1, fix.pad[i] = pl[i];
         }
-        if (src.data_type != dnnl_f32 || dst_md->data_type != dnnl_f32 || !fix_layout(&src, &fix.src) ||
+        if ((src.data_type != dnnl_f32 && !bf16) || dst_md->data_type != src.data_type || !fix_layout(&src, &fix.src) ||
             !fix_layout(dst_md, &fix.dst)) {
             dnnl_primitive_desc_destroy(pd);
             return unsup(err, "a layout that the max pooling NaN pass cannot read");
@@ -1391,7 +1390,8 @@ static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(tensor_layout(x, n->in[0], &src, err));
     if (own_clamp && ((lo > 0 || hi < 0) && dnnl_memory_desc_get_size(&src) != T(x, n->in[0])->nbytes))
         return unsup(err, "a clamp that would change a blocked layout's padding");
-    if (own_clamp && src.data_type != dnnl_f32) return unsup(err, "a clamp of bf16 activations");
+    if (own_clamp && src.data_type != dnnl_f32 && src.data_type != dnnl_bf16)
+        return unsup(err, "a clamp of other than f32 or bf16");
     dnnl_eltwise_desc_t d;
     DN(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &src, alpha, beta), "eltwise");
     dnnl_primitive_attr_t attr;

@@ -3,6 +3,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 static void clamp(const float *restrict x, float *restrict y, size_t n, float lo, float hi) {
     for (size_t i = 0; i < n; i++) {
@@ -18,11 +19,21 @@ static void clamp_inplace(float *y, size_t n, float lo, float hi) {
     }
 }
 
-/* Relu over bfloat16 in place: a negative number (sign bit, not NaN) becomes +0. */
-static void relu_bf16(uint16_t *y, size_t n) {
+/* The clamp over bfloat16 in place: a value inside [lo, hi] (and NaN) keeps
+ * its bits, one outside becomes the bound rounded to bfloat16 (to nearest
+ * even, as oneDNN rounds). */
+static uint16_t bf16_of(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+static void clamp_bf16(uint16_t *y, size_t n, float lo, float hi) {
+    const uint16_t blo = bf16_of(lo), bhi = bf16_of(hi);
     for (size_t i = 0; i < n; i++) {
-        const uint16_t v = y[i];
-        y[i] = (v & 0x8000) && (v & 0x7fff) <= 0x7f80 ? 0 : v;
+        uint32_t u = (uint32_t)y[i] << 16;
+        float v;
+        memcpy(&v, &u, sizeof v);
+        y[i] = v < lo ? blo : v > hi ? bhi : y[i];
     }
 }
 
@@ -43,9 +54,28 @@ static int64_t at(const pprt_nanfix_layout *l, int nd, const int64_t *idx) {
     return off + idx[1] % l->cblock;
 }
 
+/* Element i of a float or bfloat16 buffer, as a float (exact), and back
+ * (exact for the values max pooling gives: a source value or NaN). */
+static float get(const pprt_nanfix *f, const void *b, int64_t i) {
+    if (!f->bf16) return ((const float *)b)[i];
+    uint32_t u = (uint32_t)((const uint16_t *)b)[i] << 16;
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+static void set(const pprt_nanfix *f, void *b, int64_t i, float v) {
+    if (!f->bf16) {
+        ((float *)b)[i] = v;
+        return;
+    }
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    ((uint16_t *)b)[i] = v != v ? 0x7fc0 : (uint16_t)(u >> 16);
+}
+
 /* The window of output o (n, c, spatial) over the source: NaN skipped,
  * -inf a value, only NaN (or nothing) gives NaN. */
-static float window_max(const pprt_nanfix *f, const float *x, const int64_t *o) {
+static float window_max(const pprt_nanfix *f, const void *x, const int64_t *o) {
     const int nd = 2 + f->nsp;
     int64_t idx[5] = {o[0], o[1], 0, 0, 0}, e[3] = {0, 0, 0};
     float m = -INFINITY;
@@ -57,7 +87,7 @@ static float window_max(const pprt_nanfix *f, const float *x, const int64_t *o) 
             inside &= idx[2 + d] >= 0 && idx[2 + d] < f->in[d];
         }
         if (inside) {
-            const float v = x[at(&f->src, nd, idx)];
+            const float v = get(f, x, at(&f->src, nd, idx));
             if (v == v && (!any || v > m)) m = v, any = true;
         }
         int d = f->nsp - 1;
@@ -67,17 +97,18 @@ static float window_max(const pprt_nanfix *f, const float *x, const int64_t *o) 
     return any ? m : NAN;
 }
 
-static void maxpool(const pprt_nanfix *f, const float *x, float *y) {
-    /* oneDNN starts every window at -FLT_MAX and skips NaN: only windows
-     * that ended there (rare) can be wrong */
+static void maxpool(const pprt_nanfix *f, const void *x, void *y) {
+    /* oneDNN starts every window at the type's lowest value and skips NaN:
+     * only windows that ended there (rare) can be wrong */
+    const float lowest = f->bf16 ? get(f, &(uint16_t){0xff7f}, 0) : -FLT_MAX;
     bool suspect = false;
-    for (size_t i = 0; i < f->dst_n && !suspect; i++) suspect = y[i] == -FLT_MAX;
+    for (size_t i = 0; i < f->dst_n && !suspect; i++) suspect = get(f, y, (int64_t)i) == lowest;
     if (!suspect) return;
     const int nd = 2 + f->nsp;
     int64_t o[5] = {0, 0, 0, 0, 0};
     for (;;) {
         const int64_t off = at(&f->dst, nd, o);
-        if (y[off] == -FLT_MAX) y[off] = window_max(f, x, o);
+        if (get(f, y, off) == lowest) set(f, y, off, window_max(f, x, o));
         int d = nd - 1;
         while (d >= 0) {
             const int64_t size = d == 0 ? f->N : d == 1 ? f->C : f->out[d - 2];
@@ -97,8 +128,10 @@ void pprt_nanfix_run(const pprt_nanfix *f, const float *src, float *dst, int thr
 #pragma omp parallel for num_threads(threads) schedule(static) if (n_chunks > 1 && threads > 1)
         for (size_t c = 0; c < n_chunks; c++) {
             const size_t i = c * chunk, m = f->n - i < chunk ? f->n - i : chunk;
-            if (f->bf16) relu_bf16((uint16_t *)dst + i, m); /* in place only */
-            else if (src == dst) clamp_inplace(dst + i, m, f->lo, f->hi);
+            if (f->bf16) {
+                if (src != dst) memcpy((uint16_t *)dst + i, (const uint16_t *)src + i, m * sizeof(uint16_t));
+                clamp_bf16((uint16_t *)dst + i, m, f->lo, f->hi);
+            } else if (src == dst) clamp_inplace(dst + i, m, f->lo, f->hi);
             else clamp(src + i, dst + i, m, f->lo, f->hi);
         }
         break;

@@ -30,14 +30,14 @@ typedef struct pprt_nanfix {
     int kind;
     size_t n;                  /* CLAMP: elements */
     float lo, hi;              /* CLAMP */
-    bool bf16;                 /* CLAMP: the elements are bfloat16 (then lo = 0, hi = inf only: Relu) */
+    bool bf16;                 /* CLAMP, MAXPOOL: the elements are bfloat16 */
     int64_t outer, len, inner; /* ROWS: the rows are [outer][len][inner], along len */
     /* MAXPOOL: N, C, spatial sizes in and out, window, stride, dilation,
      * padding before; the layouts of source and destination */
     int nsp;
     int64_t N, C, in[3], out[3], k[3], stride[3], dil[3], pad[3];
     pprt_nanfix_layout src, dst;
-    size_t dst_n; /* floats in the destination buffer (padding included) */
+    size_t dst_n; /* elements in the destination buffer (padding included) */
 } pprt_nanfix;
 
 /* Run f on oneDNN's output dst (CLAMP: from src into dst, which may be the

@@ -63,8 +63,9 @@ def model(name, nodes, x_shape, inits=(), opset=17):
     return path
 
 
-def pprt_outputs(path, x, ppcc_args=()):
-    """{backend: y} from ppcc -b 0 and pprt on each backend (errors recorded)."""
+def pprt_outputs(path, x, ppcc_args=(), backends=None):
+    """{backend: y} from ppcc -b 0 and pprt on each backend (errors recorded);
+    a backend "dnnl bf16" runs oneDNN with --precision bf16."""
     tag = os.path.splitext(path)[0] + "".join(a.replace("-", "") for a in ppcc_args)
     r = subprocess.run([PPCC, path, "-b", "0", "-q", "-o", tag + ".plan", *ppcc_args], capture_output=True, text=True)
     if r.returncode != 0:
@@ -73,9 +74,10 @@ def pprt_outputs(path, x, ppcc_args=()):
     os.makedirs(tag + "_d", exist_ok=True)
     np.save(tag + "_d/x.npy", x)
     out = {}
-    for bk in BACKENDS:
-        r = subprocess.run([PPRT, tag + ".plan", tag + "_d", "-o", f"{tag}_{bk}", "-q", "--backend", bk],
-                           capture_output=True, text=True)
+    for bk in backends or BACKENDS:
+        extra = ["--precision", "bf16"] if bk.endswith("bf16") else []
+        r = subprocess.run([PPRT, tag + ".plan", tag + "_d", "-o", f"{tag}_{bk}", "-q", "--backend", bk.split()[0],
+                            *extra], capture_output=True, text=True)
         bad = [w for w in ("Sanitizer", "runtime error:") if w in r.stderr]
         if r.returncode != 0 or bad:
             failures.append(f"{tag} on {bk}: exit {r.returncode}: {r.stderr.strip()[:300]}")
@@ -278,10 +280,13 @@ nodes += [helper.make_node("GlobalAveragePool", [h], ["gap"]), helper.make_node(
           helper.make_node("Gemm", ["f", "fw"], ["y"], transB=1)]
 I.append(init("fw", rng.standard_normal((10, 32)) / 6))
 cnn = model("cnn", nodes, [2, 3, 32, 32], I)
+# with bf16 activations too, where oneDNN has bf16 kernels (its Relu and pool passes read bf16)
+bf16 = "dnnl" in BACKENDS and "bf16 kernels on this CPU: yes" in subprocess.run(
+    [PPRT, "--version"], capture_output=True, text=True).stdout
 for tag, val in (("NaN", nan), ("+inf", inf), ("-inf", -inf)):
     img = np.full((2, 3, 32, 32), val, np.float32)
     want = ort.InferenceSession(cnn, providers=["CPUExecutionProvider"]).run(None, {"x": img})[0]
-    for bk, got in pprt_outputs(cnn, img).items():
+    for bk, got in pprt_outputs(cnn, img, backends=BACKENDS + (["dnnl bf16"] if bf16 else [])).items():
         checks += 1
         # the Winograd convolution may make NaN of onnxruntime's infinities, never a number
         if not (np.isnan(got) | (np.isinf(want) & ~np.isfinite(got)) | (got == want)).all() or \
