@@ -100,7 +100,11 @@ static float window_max(const pprt_nanfix *f, const void *x, const int64_t *o) {
 static void maxpool(const pprt_nanfix *f, const void *x, void *y) {
     /* oneDNN starts every window at the type's lowest value and skips NaN:
      * only windows that ended there (rare) can be wrong */
-    const float lowest = f->bf16 ? get(f, &(uint16_t){0xff7f}, 0) : -FLT_MAX;
+    float lowest = -FLT_MAX;
+    if (f->bf16) { /* bfloat16's lowest: 0xff7f */
+        const uint32_t u = 0xff7f0000u;
+        memcpy(&lowest, &u, sizeof lowest);
+    }
     bool suspect = false;
     for (size_t i = 0; i < f->dst_n && !suspect; i++) suspect = get(f, y, (int64_t)i) == lowest;
     if (!suspect) return;
