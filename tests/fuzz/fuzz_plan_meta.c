@@ -165,7 +165,11 @@ static void mutate_int32(int32_t *a, size_t n) {
 static void mutate_attr(Ppplan__Attr *a) {
     switch (pick(5)) {
     case 0: a->i = nudge(a->i); break;
-    case 1: a->f = pick(2) ? -a->f * 3 : (float)nudge((int64_t)a->f); break;
+    case 1: {
+        static const float edge[] = {0, -0.0f, 1, -1, 0.5f, 3, 1e30f, -1e30f, NAN, INFINITY, -INFINITY, 1e-40f};
+        a->f = pick(2) ? -a->f * 3 : edge[pick(sizeof edge / sizeof *edge)];
+        break;
+    }
     case 2: mutate_int64(a->ints, a->n_ints); break;
     case 3: a->type = (int32_t)(1 + pick(6)); break;
     default:
