@@ -380,6 +380,15 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
             s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
             goto done;
         }
+    if (g->n_frozen && !(pl->frozen_inputs = A(sizeof *pl->frozen_inputs * (size_t)g->n_frozen))) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+        goto done;
+    }
+    for (int i = 0; i < g->n_frozen; i++)
+        if (!(pl->frozen_inputs[pl->n_frozen_inputs++] = dup(l, g->frozen[i]))) {
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+            goto done;
+        }
     for (int i = 0; i < g->n_stages && s == PP_OK; i++) {
         Ppplan__Stage *st = A(sizeof *st);
         if (!st) {

@@ -42,7 +42,9 @@ pp_status pp_onnx_read_tensor_file(pp_graph *g, const char *path, pp_tensor_data
     }
     void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (map == MAP_FAILED) return PP_FAIL(err, PP_EIO, "cannot map '%s': %s", path, strerror(errno));
+    if (map == MAP_FAILED)
+        return PP_FAIL(err, errno == ENOMEM ? PP_ENOMEM : PP_EIO, "cannot map '%s' (%zu bytes): %s", path, len,
+                       strerror(errno));
     ProtobufCAllocator al = {.alloc = arena_alloc, .free = arena_keep, .allocator_data = &g->arena};
     Onnx__TensorProto *t = onnx__tensor_proto__unpack(&al, len, map);
     munmap(map, len);
@@ -169,9 +171,10 @@ pp_status pp_onnx_external_data(pp_graph *g, const Onnx__TensorProto *t, const c
         if (size) {
             m->addr = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
             if (m->addr == MAP_FAILED) {
+                int e = errno;
                 close(fd);
-                return PP_FAIL(err, PP_EIO, "%s '%s': cannot map external data '%s': %s", what, name,
-                               loc, strerror(errno));
+                return PP_FAIL(err, e == ENOMEM ? PP_ENOMEM : PP_EIO, "%s '%s': cannot map external data '%s' "
+                               "(%zu bytes): %s", what, name, loc, size, strerror(e));
             }
         }
         close(fd);

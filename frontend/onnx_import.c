@@ -1047,6 +1047,23 @@ static pp_status output_from_constant(pp_graph *g, int v, pp_err *err) {
 
 /* ---- model ----------------------------------------------------------------------------- */
 
+/* pprt reads input NAME from NAME.npy and writes output NAME to NAME.npy,
+ * with the bytes of NAME outside [A-Za-z0-9._-] as '_' (pp_file_name): two
+ * inputs (frozen ones included: pprt refuses their files) or two outputs
+ * whose names map to the same file are refused here, naming both. */
+static pp_status check_file_names(const pp_graph *g, pp_err *err) {
+    int n = g->n_inputs + g->n_frozen > g->n_outputs ? g->n_inputs + g->n_frozen : g->n_outputs;
+    const char **names = malloc(sizeof *names * pp_count(n));
+    if (!names) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < g->n_inputs; i++) names[i] = g->values[g->inputs[i]].name;
+    for (int i = 0; i < g->n_frozen; i++) names[g->n_inputs + i] = g->frozen[i];
+    pp_status s = pp_file_names_check(names, g->n_inputs + g->n_frozen, "graph inputs", "read from", err);
+    for (int i = 0; i < g->n_outputs; i++) names[i] = g->values[g->outputs[i]].name;
+    if (s == PP_OK) s = pp_file_names_check(names, g->n_outputs, "graph outputs", "written to", err);
+    free(names);
+    return s;
+}
+
 static pp_status import_model(Onnx__ModelProto *m, const pp_import_opts *o, pp_graph *g,
                               pp_err *err) {
     if (!m->has_ir_version || m->ir_version < 3)
@@ -1084,8 +1101,20 @@ static pp_status import_model(Onnx__ModelProto *m, const pp_import_opts *o, pp_g
             PP_TRY(import_const_input(g, gp->input[i], o->const_path[k], o, err));
             continue;
         }
-        if (pp_graph_find(g, name) >= 0 && g->values[pp_graph_find(g, name)].is_const)
-            continue; /* older exporters list initializers as inputs too */
+        if (pp_graph_find(g, name) >= 0 && g->values[pp_graph_find(g, name)].is_const) {
+            /* an initializer listed as an input too: up to IR version 3 every
+             * initializer had to be, from 4 on it is a default that data may
+             * replace (onnxruntime does). ppcc freezes it (so it folds, fuses
+             * and is reordered once like any weight) and the plan names it, so
+             * pprt refuses data for it; ppcc --const NAME=FILE.pb compiles in
+             * another value. */
+            if (!g->frozen &&
+                !(g->frozen = pp_arena_alloc(&g->arena, sizeof *g->frozen * gp->n_input)))
+                return PP_FAIL(err, PP_ENOMEM, "out of memory");
+            g->frozen[g->n_frozen++] = g->values[pp_graph_find(g, name)].name;
+            g->frozen_default = m->ir_version >= 4;
+            continue;
+        }
         PP_TRY(import_input(g, gp->input[i], o, err));
     }
     /* a graph without runtime inputs (all constants, or all bound with
@@ -1104,7 +1133,7 @@ static pp_status import_model(Onnx__ModelProto *m, const pp_import_opts *o, pp_g
         if (g->values[v].is_const) PP_TRY(output_from_constant(g, v, err));
         PP_TRY(pp_graph_add_output(g, v, err));
     }
-    return PP_OK;
+    return check_file_names(g, err);
 }
 
 /* The micro-batch: -b, else the first input's first dim. Every input must
@@ -1188,8 +1217,10 @@ pp_status pp_import_onnx(const char *path, const pp_import_opts *o, pp_graph *g,
     if (len > 0) {
         map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
+            int e = errno;
             close(fd);
-            return PP_FAIL(err, PP_EIO, "cannot map '%s': %s", path, strerror(errno));
+            return PP_FAIL(err, e == ENOMEM ? PP_ENOMEM : PP_EIO, "cannot map '%s' (%zu bytes): %s", path, len,
+                           strerror(e));
         }
     }
     close(fd);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <threads.h>
 #include <unistd.h>
@@ -22,6 +24,15 @@ pp_status pp_fail_at(pp_err *err, const char *file, int line, pp_status code,
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    /* out of memory: how much was mapped then, and under what limit (once,
+     * however often the message is wrapped) */
+    size_t len = strlen(err->msg);
+    if (code == PP_ENOMEM && !strstr(err->msg, " MiB mapped") && len + 8 < sizeof err->msg) {
+        err->msg[len] = ' ';
+        err->msg[len + 1] = '(';
+        pp_memory_note(err->msg + len + 2, sizeof err->msg - len - 3);
+        strcat(err->msg, ")");
+    }
     return code;
 }
 
@@ -35,7 +46,30 @@ pp_status pp_wrap_at(pp_err *err, const pp_err *inner, const char *file, int lin
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
-    return code;
+    return code; /* (an out-of-memory inner message carries its memory note already) */
+}
+
+void pp_memory_note(char *buf, size_t n) {
+    /* no stdio: this runs when memory has run out */
+    unsigned long pages = 0;
+    char t[64];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t k = read(fd, t, sizeof t - 1);
+        close(fd);
+        t[k > 0 ? k : 0] = 0;
+        pages = strtoul(t, NULL, 10);
+    }
+    double mapped = (double)pages * (double)sysconf(_SC_PAGESIZE) / 1048576;
+    struct rlimit as, data;
+    bool has_as = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+    bool has_data = getrlimit(RLIMIT_DATA, &data) == 0 && data.rlim_cur != RLIM_INFINITY;
+    if (has_as || has_data)
+        snprintf(buf, n, "%.1f MiB mapped, under a %.1f MiB %s", mapped,
+                 (double)(has_as ? as.rlim_cur : data.rlim_cur) / 1048576,
+                 has_as ? "address-space limit (ulimit -v)" : "data limit (ulimit -d)");
+    else
+        snprintf(buf, n, "%.1f MiB mapped, no address-space limit", mapped);
 }
 
 const char *pp_status_name(pp_status s) {
@@ -362,4 +396,53 @@ void pp_json_str(FILE *f, const char *s) {
         else fputc(c, f);
     }
     fputc('"', f);
+}
+
+/* ---- tensor names as file names ------------------------------------------- */
+
+void pp_file_name(const char *name, char *buf, size_t n) {
+    if (n == 0) return;
+    size_t k = 0;
+    for (; name[k] && k + 1 < n; k++) {
+        char c = name[k];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                  c == '_' || c == '-';
+        buf[k] = ok ? c : '_';
+    }
+    if (k == 0 && n > 1) buf[k++] = '_';
+    if (k > 0 && buf[0] == '.') buf[0] = '_';
+    buf[k] = 0;
+}
+
+typedef struct {
+    char file[PP_FILE_NAME_MAX];
+    int i;
+} file_name_entry;
+
+static int cmp_file_name(const void *a, const void *b) {
+    const file_name_entry *x = a, *y = b;
+    int c = strcmp(x->file, y->file);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+pp_status pp_file_names_check(const char *const *names, int n, const char *what, const char *verb,
+                              pp_err *err) {
+    if (n < 2) return PP_OK;
+    file_name_entry *e = malloc(sizeof *e * (size_t)n);
+    if (!e) return PP_FAIL(err, PP_ENOMEM, "out of memory checking %d file names", n);
+    for (int i = 0; i < n; i++) {
+        pp_file_name(names[i], e[i].file, sizeof e[i].file);
+        e[i].i = i;
+    }
+    qsort(e, (size_t)n, sizeof *e, cmp_file_name);
+    pp_status s = PP_OK;
+    for (int k = 1; k < n && s == PP_OK; k++)
+        if (!strcmp(e[k - 1].file, e[k].file))
+            s = PP_FAIL(err, PP_EINVAL,
+                        "%s '%s' and '%s' would both be %s the file '%s.npy' (pprt's data files name a "
+                        "tensor with '_' for every character outside [A-Za-z0-9._-]): rename one of them in "
+                        "the model",
+                        what, names[e[k - 1].i], names[e[k].i], verb, e[k].file);
+    free(e);
+    return s;
 }

@@ -43,6 +43,10 @@ pp_status pp_fail_at(pp_err *err, const char *file, int line, pp_status code,
 pp_status pp_wrap_at(pp_err *err, const pp_err *inner, const char *file, int line, pp_status code, const char *fmt,
                      ...) __attribute__((format(printf, 6, 7)));
 #define PP_WRAP(err, inner, code, ...) pp_wrap_at((err), (inner), __FILE__, __LINE__, (code), __VA_ARGS__)
+/* The process's memory for an out-of-memory message: "N MiB mapped, under a
+ * M MiB address-space limit (ulimit -v)" (or the data limit, or "no
+ * address-space limit"). pp_fail_at appends it to every PP_ENOMEM message. */
+void pp_memory_note(char *buf, size_t n);
 
 /* Propagate: evaluate a pp_status expression and return it when not PP_OK. */
 #define PP_TRY(expr)                              \
@@ -211,6 +215,22 @@ int pp_tmp_files_armed(void);
 /* PP_EINVAL when `name` is longer than PP_DATA_NAME_MAX, naming `what`
  * ("graph output") and both lengths. */
 pp_status pp_data_name_check(const char *name, const char *what, pp_err *err);
+/* ---- tensor names as file names (pprt's NAME.npy) ------------------------ */
+
+/* The bytes of a mapped name: longer names are cut (and may then collide). */
+#define PP_FILE_NAME_MAX 512
+/* The file-name-safe form of a tensor name, as pprt reads and writes its
+ * data files: every byte other than [A-Za-z0-9._-] becomes '_', so does a
+ * leading '.' (no hidden files, no ".."), "" becomes "_", and the result is
+ * cut to n - 1 bytes. Not injective ('y:0' and 'y_0' both give 'y_0'):
+ * pp_file_names_check refuses such pairs. */
+void pp_file_name(const char *name, char *buf, size_t n);
+/* PP_EINVAL when two of names[0..n) map to the same file name
+ * (pp_file_name with PP_FILE_NAME_MAX), naming both; `what` says whose names
+ * they are and what is done with the file ("graph inputs", "read from"). */
+pp_status pp_file_names_check(const char *const *names, int n, const char *what, const char *verb,
+                              pp_err *err);
+
 /* A JSON string literal of s (quotes, escapes for '"', '\\' and control bytes). */
 void pp_json_str(FILE *f, const char *s);
 

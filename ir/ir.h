@@ -190,6 +190,13 @@ typedef struct pp_graph {
         void *addr;
         size_t len;
     } *maps;
+    /* graph inputs that the model also gives an initializer (a default value
+     * in ONNX from IR version 4): ppcc freezes them to it, and records them
+     * in the plan so that pprt refuses data for them; frozen_default: the
+     * model's IR version makes them overridable defaults (ppcc warns) */
+    const char **frozen;
+    int n_frozen;
+    bool frozen_default;
     /* provenance */
     char model_hash[17];     /* XXH3-64 of the model file, hex */
     int64_t batch;           /* micro-batch size the shapes were fixed to */

@@ -17,6 +17,7 @@
  * (--exec-seq "bn1"). Patterns only match when the intermediate values have
  * no other use and are not graph outputs. Ops are matched by their enum
  * (a misspelt one does not compile), and chains by the op table's traits. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,7 +205,7 @@ static pp_status fuse_conv(pp_graph *g, int c, bool *changed, pp_err *err) {
         extra[n_extra++] = (pp_attr){.name = "activation", .type = PP_ATTR_STRING, .s = "Relu"};
     } else if (is(g, user, PP_OP_CLIP)) {
         const pp_node *K = &g->nodes[user];
-        double lo = -INFINITY, hi = INFINITY;
+        double lo = -FLT_MAX, hi = FLT_MAX; /* ONNX's defaults: the float range */
         bool ok = true;
         if (K->n_in > 1 && K->in[1] >= 0) ok &= const_scalar(g, K->in[1], &lo);
         if (K->n_in > 2 && K->in[2] >= 0) ok &= const_scalar(g, K->in[2], &hi);

@@ -151,7 +151,7 @@ static pp_status load_expected(const pprt_plan *p, int k, const char *data_dir,
                                const pprt_check_opts *o, pprt_npy *want, char *src, size_t n,
                                pp_err *err) {
     const char *name = p->outputs[k].name;
-    char safe[512], pb[4096], npy[2][4096];
+    char safe[PP_FILE_NAME_MAX], pb[4096], npy[2][4096];
     pprt_safe_name(name, safe, sizeof safe);
     const char *dir = o->expected_dir ? o->expected_dir : data_dir;
     snprintf(pb, sizeof pb, "%s/output_%d.pb", dir, k);

@@ -10,18 +10,7 @@
 
 #include "io.h"
 
-void pprt_safe_name(const char *name, char *buf, size_t n) {
-    size_t k = 0;
-    for (; name[k] && k + 1 < n; k++) {
-        char c = name[k];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '.' || c == '_' || c == '-';
-        buf[k] = ok ? c : '_';
-    }
-    if (k == 0 && n > 1) buf[k++] = '_';
-    if (k > 0 && buf[0] == '.') buf[0] = '_'; /* no hidden files, no ".." */
-    buf[k] = 0;
-}
+void pprt_safe_name(const char *name, char *buf, size_t n) { pp_file_name(name, buf, n); }
 
 static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -187,12 +176,25 @@ static pp_status load_per_sample(const pprt_plan *p, const char *dir, char **nam
     return PP_OK;
 }
 
+/* Data given for an input that ppcc froze to its initializer (the model
+ * lists it as an input with a default value): refused, never ignored. */
+static pp_status frozen_data(const pprt_plan *p, int f, const char *path, pp_err *err) {
+    return PP_FAIL(err, PP_EINVAL, "%s holds data for '%s', which the model also gives an initializer: ppcc "
+                   "froze it to that value, so pprt cannot take data for it (remove the file, or compile "
+                   "another value in with ppcc --const %s=FILE.pb)", path, p->frozen[f], p->frozen[f]);
+}
+
 static pp_status load_npy_layout(const pprt_plan *p, const char *dir, pprt_npy *npys,
                                  pprt_array *arrays, int64_t *n, pp_err *err) {
+    char path[4096], safe[PP_FILE_NAME_MAX];
+    for (int f = 0; f < p->n_frozen; f++) {
+        pprt_safe_name(p->frozen[f], safe, sizeof safe);
+        snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
+        if (file_exists(path)) return frozen_data(p, f, path, err);
+    }
     char **names = NULL;
     int n_files = 0;
     pp_status s = list_npy(dir, &names, &n_files, err);
-    char path[4096], safe[512];
     if (s == PP_OK && p->n_inputs == 1 && p->batch > 0 && n_files > 1) {
         pprt_safe_name(p->inputs[0].name, safe, sizeof safe);
         snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
@@ -244,6 +246,8 @@ static pp_status load_pb_layout(const pprt_plan *p, const char *dir, const int *
         int i = -1;
         for (int j = 0; *name && j < p->n_inputs && i < 0; j++)
             if (!strcmp(p->inputs[j].name, name)) i = j;
+        for (int j = 0; *name && j < p->n_frozen && s == PP_OK; j++)
+            if (!strcmp(p->frozen[j], name)) s = frozen_data(p, j, path, err);
         if (!*name) {
             if (ks[f] >= p->n_inputs)
                 s = PP_FAIL(err, PP_EINVAL, "%s: the tensor has no name, and its position %d is "
@@ -299,7 +303,7 @@ pp_status pprt_data_load(const pprt_plan *p, const char *dir, pprt_npy *npys, pp
 
 /* The path output i is written to, and whether NumPy has its type. */
 static bool output_path(const pprt_plan *p, const char *dir, int i, char *path, size_t n) {
-    char safe[512];
+    char safe[PP_FILE_NAME_MAX];
     pprt_safe_name(p->outputs[i].name, safe, sizeof safe);
     bool npy = pp_dtype_npy(p->outputs[i].dtype) != NULL;
     snprintf(path, n, "%s/%s.%s", dir, safe, npy ? "npy" : "pb");
@@ -335,32 +339,43 @@ pp_status pprt_data_write_check(const pprt_plan *p, const char *dir, pp_err *err
     return PP_OK;
 }
 
-pp_status pprt_top1(const pprt_plan *p, const pprt_array *out0, const char *labels_path,
-                    int64_t *correct, pp_err *err) {
+pp_status pprt_labels_read(const pprt_plan *p, const char *path, int64_t n, pprt_npy *lab, pp_err *err) {
+    memset(lab, 0, sizeof *lab);
     const pprt_io *o = &p->outputs[0];
     if (o->dtype != PP_F32 || o->shape.rank != 2)
         return PP_FAIL(err, PP_EINVAL, "--labels: output '%s' must be f32 [N, classes] for top-1 accuracy",
                        o->name);
-    pprt_npy lab;
-    PP_TRY(pprt_npy_read(labels_path, &lab, err));
+    PP_TRY(pprt_npy_read(path, lab, err));
     pp_status s = PP_OK;
-    if (lab.shape.rank != 1 || lab.shape.dim[0] != out0->n ||
-        (lab.dtype != PP_I64 && lab.dtype != PP_I32)) {
-        s = PP_FAIL(err, PP_EINVAL, "%s: expected %lld int64 or int32 class indices, shape [N]",
-                    labels_path, (long long)out0->n);
+    int64_t classes = o->shape.dim[1];
+    if (lab->shape.rank != 1 || lab->shape.dim[0] != n || (lab->dtype != PP_I64 && lab->dtype != PP_I32)) {
+        char got[128];
+        s = PP_FAIL(err, PP_EINVAL, "%s: expected %lld int64 or int32 class indices, shape [N], got %s %s",
+                    path, (long long)n, pp_dtype_name(lab->dtype), pp_shape_str(&lab->shape, got, sizeof got));
     } else {
-        int64_t classes = o->shape.dim[1], good = 0;
-        const float *y = out0->data;
-        for (int64_t i = 0; i < out0->n; i++) {
-            int64_t best = 0;
-            for (int64_t c = 1; c < classes; c++)
-                if (y[i * classes + c] > y[i * classes + best]) best = c;
-            int64_t want = lab.dtype == PP_I64 ? ((const int64_t *)lab.data)[i]
-                                               : ((const int32_t *)lab.data)[i];
-            good += best == want;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t c = lab->dtype == PP_I64 ? ((const int64_t *)lab->data)[i] : ((const int32_t *)lab->data)[i];
+            if (c < 0 || c >= classes) {
+                s = PP_FAIL(err, PP_EINVAL, "%s: label %lld is class %lld, expected 0..%lld (output '%s' has %lld "
+                            "classes)", path, (long long)i, (long long)c, (long long)classes - 1, o->name,
+                            (long long)classes);
+                break;
+            }
         }
-        *correct = good;
     }
-    pprt_npy_free(&lab);
+    if (s != PP_OK) pprt_npy_free(lab);
     return s;
+}
+
+int64_t pprt_top1(const pprt_plan *p, const pprt_array *out0, const pprt_npy *lab) {
+    int64_t classes = p->outputs[0].shape.dim[1], good = 0;
+    const float *y = out0->data;
+    for (int64_t i = 0; i < out0->n && i < lab->shape.dim[0]; i++) {
+        int64_t best = 0;
+        for (int64_t c = 1; c < classes; c++)
+            if (y[i * classes + c] > y[i * classes + best]) best = c;
+        int64_t want = lab->dtype == PP_I64 ? ((const int64_t *)lab->data)[i] : ((const int32_t *)lab->data)[i];
+        good += best == want;
+    }
+    return good;
 }

@@ -47,8 +47,9 @@ pprt_driver *pprt_driver_threads(void);
  * initialized (argc, argv may change). A build without MPI refuses, saying
  * how to get it. */
 typedef struct pprt_mpi_cfg {
-    int replicas;     /* data-parallel pipelines (>= 1) */
-    double timeout_s; /* silence from a rank after which it is presumed dead */
+    int replicas;      /* data-parallel pipelines (>= 1) */
+    double timeout_s;  /* silence from a rank after which it is presumed dead */
+    const char *agree; /* the options every rank must share, as text (comm.h), or NULL */
 } pprt_mpi_cfg;
 pp_status pprt_driver_mpi(int *argc, char ***argv, const pprt_mpi_cfg *c, pprt_driver **out, pp_err *err);
 

@@ -58,10 +58,13 @@ pp_status pprt_data_write(const pprt_plan *p, const char *dir, const pprt_array 
  * output's file name there holds what pprt_data_write would refuse (a
  * directory, a block device, a socket; pp_outfile_check). */
 pp_status pprt_data_write_check(const pprt_plan *p, const char *dir, pp_err *err);
-/* Top-1 accuracy of output 0 ([N, classes] floats) against labels.npy (int
- * class indices, N of them). */
-pp_status pprt_top1(const pprt_plan *p, const pprt_array *out0, const char *labels_path,
-                    int64_t *correct, pp_err *err);
+/* Read --labels for a run of n samples: n int64 or int32 class indices,
+ * each in [0, classes) of output 0, which must be f32 [N, classes]; a label
+ * out of range is refused (PP_EINVAL, naming its position and value). */
+pp_status pprt_labels_read(const pprt_plan *p, const char *path, int64_t n, pprt_npy *lab, pp_err *err);
+/* How many of output 0's samples have their largest logit at the class
+ * pprt_labels_read gave them (top-1 hits). */
+int64_t pprt_top1(const pprt_plan *p, const pprt_array *out0, const pprt_npy *lab);
 /* File-name-safe version of a tensor name. */
 void pprt_safe_name(const char *name, char *buf, size_t n);
 

@@ -8,14 +8,19 @@
  * whose lifetimes overlap share arena bytes, and that each stage's incoming
  * message matches the previous stage's outgoing one slot for slot. Every
  * failure says what was expected and what was found. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -681,6 +686,120 @@ static pp_status check_link(const pprt_msg_layout *a, const pprt_msg_layout *b, 
     return PP_OK;
 }
 
+/* ---- weights files that change under a running plan -------------------------
+ *
+ * A --ref-weights plan maps files that pprt does not own. Another process may
+ * cut one short while stages read it: a read past the new end raises SIGBUS
+ * in whichever thread made it (a stage thread, an OpenMP thread of oneDNN's,
+ * a copy at executor create). The handler below maps zeros over the rest of
+ * that file's mapping, records where, and returns, so the read completes and
+ * the run goes on; pprt_plan_sources_unchanged then refuses the run. Faults
+ * elsewhere go to the handler that was there before (or kill as SIGBUS does).
+ * A file overwritten in place is found by the same check (times and XXH3). */
+
+enum { GUARDS = 4096 };
+static struct {
+    _Atomic uintptr_t lo, hi; /* a source's mapping, whole pages; hi 0: a free slot */
+    size_t *_Atomic cut;      /* its pprt_source.cut */
+} guards[GUARDS];
+static pthread_mutex_t guards_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sigaction guard_prev;
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+static long guard_page;
+
+static void on_sigbus(int sig, siginfo_t *si, void *ctx) {
+    int saved = errno;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    for (int i = 0; i < GUARDS; i++) {
+        uintptr_t lo = atomic_load(&guards[i].lo), hi = atomic_load(&guards[i].hi);
+        size_t *cut = atomic_load(&guards[i].cut);
+        if (a < lo || a >= hi || !cut) continue;
+        uintptr_t page = a & ~(uintptr_t)(guard_page - 1);
+        /* the raw system call: async-signal-safe, and no interposer */
+        if (syscall(SYS_mmap, page, hi - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+            (long)MAP_FAILED)
+            break;
+        size_t off = page - lo, old = __atomic_load_n(cut, __ATOMIC_RELAXED);
+        while (off < old && !__atomic_compare_exchange_n(cut, &old, off, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
+        errno = saved;
+        return;
+    }
+    errno = saved;
+    if (guard_prev.sa_flags & SA_SIGINFO) {
+        guard_prev.sa_sigaction(sig, si, ctx);
+    } else if (guard_prev.sa_handler != SIG_DFL && guard_prev.sa_handler != SIG_IGN) {
+        guard_prev.sa_handler(sig);
+    } else { /* the default action: the faulting access repeats, and kills */
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigemptyset(&dfl.sa_mask);
+        sigaction(SIGBUS, &dfl, NULL);
+    }
+}
+
+static void guard_install(void) {
+    guard_page = sysconf(_SC_PAGESIZE);
+    if (guard_page <= 0) guard_page = 4096;
+    struct sigaction sa = {.sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO | SA_NODEFER};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &guard_prev);
+}
+
+static void guard_add(struct pprt_source *src) {
+    pthread_once(&guard_once, guard_install);
+    src->cut = SIZE_MAX;
+    uintptr_t lo = (uintptr_t)src->map, hi = lo + ((src->len + (size_t)guard_page - 1) & ~((size_t)guard_page - 1));
+    pthread_mutex_lock(&guards_mu);
+    for (int i = 0; i < GUARDS; i++)
+        if (!atomic_load(&guards[i].hi)) {
+            atomic_store(&guards[i].cut, &src->cut);
+            atomic_store(&guards[i].lo, lo);
+            atomic_store(&guards[i].hi, hi);
+            break;
+        }
+    pthread_mutex_unlock(&guards_mu);
+}
+
+static void guard_remove(const struct pprt_source *src) {
+    pthread_mutex_lock(&guards_mu);
+    for (int i = 0; i < GUARDS; i++)
+        if (atomic_load(&guards[i].cut) == &src->cut) {
+            atomic_store(&guards[i].hi, 0);
+            atomic_store(&guards[i].lo, 0);
+            atomic_store(&guards[i].cut, NULL);
+        }
+    pthread_mutex_unlock(&guards_mu);
+}
+
+static int64_t ns_of(struct timespec t) { return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec; }
+
+pp_status pprt_plan_sources_unchanged(const pprt_plan *p, pp_err *err) {
+    for (int i = 0; i < p->n_sources; i++) {
+        const struct pprt_source *src = &p->sources[i];
+        size_t cut = __atomic_load_n(&src->cut, __ATOMIC_RELAXED);
+        if (cut != SIZE_MAX)
+            return PP_FAIL(err, PP_ERUNTIME,
+                           "the weights file '%s' was cut short while pprt read it (a read at byte %zu of its "
+                           "%zu failed): the run used weights that are not the plan's, so no outputs are "
+                           "written", src->path, cut, src->len);
+        struct stat sb;
+        if (fstat(src->fd, &sb) != 0 || (uint64_t)sb.st_size != src->size || (uint64_t)sb.st_ino != src->ino ||
+            (uint64_t)sb.st_dev != src->dev || ns_of(sb.st_mtim) != src->mtime_ns || ns_of(sb.st_ctim) != src->ctime_ns)
+            return PP_FAIL(err, PP_ERUNTIME,
+                           "the weights file '%s' changed while pprt ran (now %lld bytes, modification time %+.3f s "
+                           "from the one at load): the run may have read weights that are not the plan's, so no "
+                           "outputs are written", src->path, (long long)sb.st_size,
+                           (double)(ns_of(sb.st_mtim) - src->mtime_ns) / 1e9);
+        uint64_t h = XXH3_64bits(src->map, src->len);
+        if (h != src->xxh3)
+            return PP_FAIL(err, PP_ERUNTIME,
+                           "the weights file '%s' changed while pprt ran (XXH3 %016llx, %016llx at load): the run "
+                           "read weights that are not the plan's, so no outputs are written", src->path,
+                           (unsigned long long)h, (unsigned long long)src->xxh3);
+    }
+    return PP_OK;
+}
+
 /* Map source i of a --ref-weights plan: a regular file of the recorded size.
  * Its hashes are checked by verify_sources, once the whole plan has been
  * verified (every EXTERNAL tensor inside the recorded size): a plan that
@@ -718,10 +837,20 @@ static pp_status open_source(const Ppplan__Source *ms, int i, const char *model,
                        what, path, (long long)sb.st_size, (unsigned long long)ms->size);
     }
     void *map = mmap(NULL, (size_t)ms->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) return PP_FAIL(err, PP_EIO, "cannot map the %s '%s': %s", what, path, strerror(errno));
+    if (map == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return PP_FAIL(err, e == ENOMEM ? PP_ENOMEM : PP_EIO, "cannot map the %s '%s' (%llu bytes): %s", what, path,
+                       (unsigned long long)ms->size, strerror(e));
+    }
     src->map = map;
     src->len = (size_t)ms->size;
+    /* kept open: pprt_plan_sources_unchanged compares the file with this */
+    src->fd = fd;
+    src->dev = (uint64_t)sb.st_dev, src->ino = (uint64_t)sb.st_ino, src->size = (uint64_t)sb.st_size;
+    src->mtime_ns = ns_of(sb.st_mtim), src->ctime_ns = ns_of(sb.st_ctim);
+    src->xxh3 = ms->xxh3;
+    guard_add(src); /* before the first read: the file may be cut short already */
     return PP_OK;
 }
 
@@ -752,7 +881,10 @@ static pp_status verify_sources(const pprt_plan *p, const Ppplan__Plan *m, pp_er
                          "was compiled from ones with %016llx: the file changed, or is another one (recompile the "
                          "plan, or pass pprt --model the original)",
                          what, src->path, n, n == 1 ? "" : "s", (unsigned long long)h, (unsigned long long)want);
-        else if ((h = XXH3_64bits(src->map, src->len)) != m->sources[i]->xxh3)
+        else if ((h = XXH3_64bits(src->map, src->len)), __atomic_load_n(&src->cut, __ATOMIC_RELAXED) != SIZE_MAX)
+            st = PP_FAIL(err, PP_EINVAL, "the %s '%s' was cut short while pprt read it: the file changed "
+                         "(recompile the plan, or pass pprt --model the original)", what, src->path);
+        else if (h != m->sources[i]->xxh3)
             st = PP_FAIL(err, PP_EINVAL,
                          "the %s '%s' has XXH3 %016llx, the plan was compiled from one with %016llx: "
                          "the file changed (recompile the plan, or pass pprt --model the original)",
@@ -760,6 +892,21 @@ static pp_status verify_sources(const pprt_plan *p, const Ppplan__Plan *m, pp_er
     }
     free(rs);
     return st;
+}
+
+/* Inputs (and frozen inputs) and outputs whose names map to one data file
+ * (pp_file_name) are refused, as ppcc refuses them. */
+static pp_status check_file_names(const pprt_plan *p, pp_err *err) {
+    const size_t cap = (size_t)p->n_inputs + (size_t)p->n_frozen + (size_t)p->n_outputs + 1;
+    const char **names = malloc(cap * sizeof *names);
+    if (!names) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < p->n_inputs; i++) names[i] = p->inputs[i].name;
+    for (int i = 0; i < p->n_frozen; i++) names[p->n_inputs + i] = p->frozen[i];
+    pp_status s = pp_file_names_check(names, p->n_inputs + p->n_frozen, "inputs", "read from", err);
+    for (int i = 0; i < p->n_outputs; i++) names[i] = p->outputs[i].name;
+    if (s == PP_OK) s = pp_file_names_check(names, p->n_outputs, "outputs", "written to", err);
+    free(names);
+    return s;
 }
 
 static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan *p, pp_err *err) {
@@ -798,6 +945,7 @@ static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan
     if (m->n_sources) {
         p->sources = calloc(m->n_sources, sizeof *p->sources);
         if (!p->sources) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        for (size_t i = 0; i < m->n_sources; i++) p->sources[i].fd = -1;
         for (size_t i = 0; i < m->n_sources; i++) {
             p->n_sources = (int)i + 1; /* freed with the plan from here on */
             PP_TRY(open_source(m->sources[i], (int)i, model, &p->sources[i], err));
@@ -819,6 +967,11 @@ static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan
     if (!p->inputs || !p->outputs || !p->stages) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     for (int i = 0; i < p->n_inputs; i++) PP_TRY(read_io(m->inputs[i], p->batch, &p->inputs[i], "input", err));
     for (int i = 0; i < p->n_outputs; i++) PP_TRY(read_io(m->outputs[i], p->batch, &p->outputs[i], "output", err));
+    if (m->n_frozen_inputs > 1024)
+        return PP_FAIL(err, PP_EINVAL, "expected at most 1024 frozen inputs, got %zu", m->n_frozen_inputs);
+    p->n_frozen = (int)m->n_frozen_inputs;
+    p->frozen = m->frozen_inputs;
+    PP_TRY(check_file_names(p, err));
     for (int i = 0; i < p->n_stages; i++)
         PP_TRY(read_stage(m->stages[i], i, p, &p->stages[i], err));
     /* links: plan inputs -> stage 0 -> ... -> last stage -> plan outputs */
@@ -859,7 +1012,11 @@ void pprt_plan_free(pprt_plan *p) {
         }
     free(p->stages);
     for (int i = 0; i < p->n_sources; i++) {
-        if (p->sources[i].map) munmap((void *)p->sources[i].map, p->sources[i].len);
+        if (p->sources[i].map) {
+            guard_remove(&p->sources[i]);
+            munmap((void *)p->sources[i].map, p->sources[i].len);
+        }
+        if (p->sources[i].fd >= 0) close(p->sources[i].fd);
         free((char *)p->sources[i].path);
     }
     free(p->sources);
@@ -904,7 +1061,9 @@ pp_status pprt_plan_load(const char *path, const char *model, pprt_plan **out, p
     }
     void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (map == MAP_FAILED) return PP_FAIL(err, PP_EIO, "cannot map plan '%s': %s", path, strerror(errno));
+    if (map == MAP_FAILED) /* out of address space (ulimit -v) is a runtime failure, not bad input */
+        return PP_FAIL(err, errno == ENOMEM ? PP_ENOMEM : PP_EIO, "cannot map plan '%s' (%zu bytes): %s", path, len,
+                       strerror(errno));
     pprt_plan *p = calloc(1, sizeof *p);
     if (!p) {
         munmap(map, len);

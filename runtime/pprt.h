@@ -82,6 +82,10 @@ typedef struct pprt_plan {
     int opset;            /* ai.onnx opset: passed to shape functions and kernels */
     int n_inputs, n_outputs;
     pprt_io *inputs, *outputs;
+    /* graph inputs ppcc froze to their initializers (the model gave them
+     * one): pprt_data_load refuses data for them */
+    int n_frozen;
+    char *const *frozen;
     int n_stages;
     pprt_stage *stages;
     const unsigned char *weights; /* mmapped, never copied */
@@ -94,6 +98,14 @@ typedef struct pprt_plan {
         const char *path; /* where it was read (the plan's path, or under --model) */
         const unsigned char *map;
         size_t len;
+        /* for pprt_plan_sources_unchanged: the open file, its identity and
+         * times at load, its XXH3, and the offset of the first page read
+         * past its end (SIZE_MAX: none; set by pprt's SIGBUS handler, which
+         * maps zeros there so that the run goes on to its end) */
+        int fd;
+        uint64_t dev, ino, size, xxh3;
+        int64_t mtime_ns, ctime_ns;
+        size_t cut;
     } *sources;
     /* ownership */
     void *map;
@@ -109,6 +121,13 @@ typedef struct pprt_plan {
  * paths the plan records, or, with model (NULL: none), at model for the model
  * file and beside it for its external data files. */
 pp_status pprt_plan_load(const char *path, const char *model, pprt_plan **out, pp_err *err);
+/* Whether every file a --ref-weights plan reads weights from is as it was
+ * at load: never cut short under a reading thread (a SIGBUS that pprt's
+ * handler turned into zeros), the same size, modification and change times,
+ * and XXH3. PP_ERUNTIME naming the file otherwise: the run read weights that
+ * are not the plan's, and its outputs must not be written. pprt_run and
+ * pprt_run_mpi call it after the last micro-batch. */
+pp_status pprt_plan_sources_unchanged(const pprt_plan *p, pp_err *err);
 /* Same over bytes in memory (copied); used by tests and the fuzz target. */
 pp_status pprt_plan_load_mem(const void *buf, size_t len, pprt_plan **out, pp_err *err);
 void pprt_plan_free(pprt_plan *p);

@@ -10,6 +10,7 @@
  * Any error stops everything: the failing stage records it (with stage and
  * micro-batch), closes every link, and the blocked threads return. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sched.h>
@@ -245,7 +246,9 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     for (int i = 0; i < p->n_outputs && s == PP_OK; i++) {
         outputs[i].n = n;
         outputs[i].data = malloc((size_t)n * p->outputs[i].sample_bytes + 1);
-        if (!outputs[i].data) s = PP_FAIL(err, PP_ENOMEM, "cannot allocate output '%s'", p->outputs[i].name);
+        if (!outputs[i].data)
+            s = PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for output '%s'",
+                        (size_t)n * p->outputs[i].sample_bytes + 1, p->outputs[i].name);
     }
     /* the links: source, boundaries (each with its buffers), sink */
     if (s == PP_OK) s = pprt_link_source(p, inputs, n, o->warmup, S.t_start, &S.links[0], err);
@@ -288,12 +291,20 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     pthread_mutex_init(&S.ready.mu, NULL);
     pthread_cond_init(&S.ready.cv, NULL);
     S.ready.need = P + 1;
-    int started = 0;
+    int started = 0, rc = 0;
     for (; started < P; started++)
-        if (pthread_create(&th[started], NULL, stage_main, &w[started]) != 0) break;
+        if ((rc = pthread_create(&th[started], NULL, stage_main, &w[started])) != 0) break;
     if (started < P) {
         pp_err e = {0};
-        PP_FAIL(&e, PP_ERUNTIME, "stage %d: cannot start its thread", started);
+        size_t stack = 0;
+        pthread_attr_t a;
+        if (pthread_attr_init(&a) == 0) {
+            pthread_attr_getstacksize(&a, &stack);
+            pthread_attr_destroy(&a);
+        }
+        PP_FAIL(&e, rc == EAGAIN || rc == ENOMEM ? PP_ENOMEM : PP_ERUNTIME,
+                "stage %d: cannot start its thread (its stack takes %.1f MiB): %s", started, (double)stack / 1048576,
+                strerror(rc));
         stop_all(&S, &e);
         meet_shrink(&S.ready, started + 1);
     }
@@ -307,6 +318,9 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     double wall = now() - t0;
     pthread_cond_destroy(&S.ready.cv);
     pthread_mutex_destroy(&S.ready.mu);
+    /* a --ref-weights plan's files changed under the run: that explains a
+     * stage's failure too, and makes a success worthless */
+    if (started > 0 && (s = pprt_plan_sources_unchanged(p, err)) != PP_OK) goto done;
     if (S.failed) {
         s = PP_WRAP(err, &S.err, S.err.code, "%s", S.err.msg);
         goto done;

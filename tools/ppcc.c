@@ -179,6 +179,14 @@ int main(int argc, char **argv) {
         snprintf(options + n, sizeof options - n, " --ref-weights");
     }
     if (s == PP_OK) s = pp_import_onnx(model, &io, &g, &err);
+    if (s == PP_OK && g.frozen_default && !quiet) {
+        fprintf(stderr, "ppcc: warning: graph input%s", g.n_frozen == 1 ? "" : "s");
+        for (int i = 0; i < g.n_frozen && i < 8; i++) fprintf(stderr, "%s '%s'", i ? "," : "", g.frozen[i]);
+        fprintf(stderr, "%s also %s an initializer, a default that ONNX lets data replace: frozen to %s (pprt "
+                "refuses data for %s; ppcc --const NAME=FILE.pb compiles in another value)\n",
+                g.n_frozen > 8 ? ", ..." : "", g.n_frozen == 1 ? "has" : "have", g.n_frozen == 1 ? "it" : "them",
+                g.n_frozen == 1 ? "it" : "them");
+    }
     if (s == PP_OK) {
         s = pp_run_passes(&g, &co, &err);
         if (s == PP_OK && !quiet) note_unfolded(&g);

@@ -426,6 +426,17 @@ int main(int argc, char **argv) {
     pp_err err = {0};
     pprt_driver *d = pprt_driver_threads();
     if (launcher && !c.info) {
+        /* what changes the results or the verdict must be the same on every
+         * rank (paths may differ between machines: only whether one is given) */
+        static const char *const prs[] = {"f32", "bf16", "tf32", "fp16"};
+        char agree[320], threads[16] = "default";
+        if (c.run.threads > 0) snprintf(threads, sizeof threads, "%d", c.run.threads);
+        snprintf(agree, sizeof agree, "--backend %s --precision %s --threads %s --depth %d --replicas %d "
+                 "--mpi-timeout %g --rtol %g --atol %g --expected %s --check %s --labels %s",
+                 c.run.backend ? c.run.backend->name : "(placement)", prs[c.run.precision], threads, c.run.depth,
+                 c.mpi.replicas, c.mpi.timeout_s, c.check_opts.rtol, c.check_opts.atol,
+                 c.check_opts.expected_dir ? "given" : "none", c.check ? "yes" : "no", c.labels ? "given" : "none");
+        c.mpi.agree = agree;
         if (pprt_driver_mpi(&argc, &argv, &c.mpi, &d, &err) != PP_OK) {
             fprintf(stderr, "pprt: error: %s\n", err.msg);
             return pp_exit_code(err.code);
@@ -441,7 +452,7 @@ int main(int argc, char **argv) {
     }
     if (s == PP_OK && d->ops->bind) s = d->ops->bind(d, p, &err);
     if (s == PP_OK) s = check_backends(&c, p, &err);
-    pprt_npy *npys = NULL;
+    pprt_npy *npys = NULL, lab = {0};
     pprt_array *ins = NULL, *outs = NULL;
     pprt_stats st = {0};
     int64_t n = 0;
@@ -455,19 +466,22 @@ int main(int argc, char **argv) {
     if (s == PP_OK && d->ops->writes_outputs(d)) s = check_outputs(p, c.out_dir, c.stats_json, c.profile, c.trace, &err);
     if (s == PP_OK && d->ops->reads_data(d)) s = pprt_data_load(p, c.data, npys, ins, &n, &err);
     if (s == PP_OK && d->ops->reads_data(d)) warn_mixing(p, n);
+    /* --labels refused before the run where the data is (under MPI the writer
+     * learns the sample count only from the run) */
+    if (s == PP_OK && c.labels && d->ops->reads_data(d) && d->ops->writes_outputs(d))
+        s = pprt_labels_read(p, c.labels, n, &lab, &err);
     if (s == PP_OK) {
         c.run.progress = !c.quiet && isatty(2) && !launcher;
         s = d->ops->run(d, p, ins, &n, outs, &c.run, &st, &err);
     }
     const bool report = s == PP_OK && d->ops->writes_outputs(d);
-    if (report) s = pprt_data_write(p, c.out_dir, outs, &err);
+    if (report && c.labels && !lab.data) s = pprt_labels_read(p, c.labels, n, &lab, &err);
+    if (report && s == PP_OK) s = pprt_data_write(p, c.out_dir, outs, &err);
     if (report && s == PP_OK && !c.quiet) print_report(&c, d, p, n, &st);
     if (report && s == PP_OK && c.labels) {
-        int64_t good = 0;
-        s = pprt_top1(p, &outs[0], c.labels, &good, &err);
-        if (s == PP_OK)
-            printf("accuracy: %.6f (%lld/%lld, top-1 of '%s')\n", (double)good / (double)n, (long long)good,
-                   (long long)n, p->outputs[0].name);
+        const int64_t good = pprt_top1(p, &outs[0], &lab);
+        printf("accuracy: %.6f (%lld/%lld, top-1 of '%s')\n", (double)good / (double)n, (long long)good,
+               (long long)n, p->outputs[0].name);
     }
     if (report && s == PP_OK && c.stats_json) s = write_stats_json(c.stats_json, &st, &err);
     if (report && s == PP_OK && c.profile) s = pprt_profile_write(c.profile, p, &st, &err);
@@ -482,6 +496,7 @@ int main(int argc, char **argv) {
         for (int i = 0; npys && i < p->n_inputs; i++) pprt_npy_free(&npys[i]);
         for (int i = 0; outs && i < p->n_outputs; i++) free(outs[i].data);
     }
+    pprt_npy_free(&lab);
     free(npys);
     free(ins);
     free(outs);

@@ -36,6 +36,10 @@ typedef struct pprt_mpi pprt_mpi;
 typedef struct pprt_mpi_opts {
     int replicas;     /* data-parallel pipelines (>= 1) */
     double timeout_s; /* silence from a rank after which it is presumed dead */
+    /* the options that change what a run computes or reports, as text
+     * ("--backend dnnl --precision f32 ..."; NULL: none): rank 0 compares
+     * every rank's with its own, and a difference is an error on every rank */
+    const char *agree;
 } pprt_mpi_opts;
 
 /* MPI_Init_thread, MPI_ERRORS_RETURN on MPI_COMM_WORLD, start the engine. */

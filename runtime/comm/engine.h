@@ -24,7 +24,8 @@ enum {
     PPRT_CTRL_HB = 1, /* heartbeat */
     PPRT_CTRL_ABORT,  /* code, text: the sender failed */
     PPRT_CTRL_ACK,    /* abort received */
-    PPRT_CTRL_HELLO,  /* to rank 0: a[0] plan hash, a[1] depth, a[2] replicas, text host */
+    PPRT_CTRL_HELLO,  /* to rank 0: a[0] plan hash, a[1] depth, a[2] replicas, text host,
+                         text + PPRT_HOST_LEN the options that must agree (pprt_mpi_opts.agree) */
     PPRT_CTRL_GO,     /* from rank 0: a[0] samples, a[1] 1 = same host as the writer */
     PPRT_CTRL_PING,   /* to the writer: t[0] sender's clock */
     PPRT_CTRL_PONG,   /* t[0] echoed, t[1] writer's clock */
@@ -41,13 +42,16 @@ typedef struct pprt_ctrl {
 
 typedef struct pprt_mpi_req pprt_mpi_req;
 
+enum { PPRT_HOST_LEN = 64 };
+
 struct pprt_mpi {
     int rank, size;
     int replicas;       /* asked for */
     int stages;         /* 0 until pprt_mpi_bind */
     int stage, replica, writer;
     double timeout_s, hb_s;
-    char host[64];
+    char host[PPRT_HOST_LEN];
+    char agree[sizeof(((pprt_ctrl *)0)->text) - PPRT_HOST_LEN]; /* pprt_mpi_opts.agree */
     /* engine thread and what it shares with the others, under mu */
     pthread_t th;
     bool th_started;

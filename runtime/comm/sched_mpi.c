@@ -78,6 +78,26 @@ static size_t stats_len(const pprt_plan *p, const shares *S, int q) {
     return len;
 }
 
+/* The first option whose value differs between rank 0's options text and
+ * another rank's ("--name value" pairs, pprt_mpi_opts.agree), as an error. */
+static pp_status compare_options(const char *who, const char *mine, const char *theirs, pp_err *err) {
+    if (!strcmp(mine, theirs)) return PP_OK;
+    char a[sizeof((pprt_ctrl *)0)->text], b[sizeof a];
+    snprintf(a, sizeof a, "%s", mine);
+    snprintf(b, sizeof b, "%s", theirs);
+    char *sa, *sb;
+    char *na = strtok_r(a, " ", &sa), *nb = strtok_r(b, " ", &sb);
+    while (na && nb) {
+        char *va = strtok_r(NULL, " ", &sa), *vb = strtok_r(NULL, " ", &sb);
+        if (strcmp(na, nb) || !va || !vb || strcmp(va, vb))
+            return PP_FAIL(err, PP_EINVAL, "%s runs with %s %s, rank 0 with %s %s: every rank must get the "
+                           "same options", who, nb, vb ? vb : "", na, va ? va : "");
+        na = strtok_r(NULL, " ", &sa), nb = strtok_r(NULL, " ", &sb);
+    }
+    return PP_FAIL(err, PP_EINVAL, "%s runs with the options '%s', rank 0 with '%s': every rank must get the "
+                   "same options", who, theirs, mine);
+}
+
 static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs, int64_t *n,
                            int depth, bool *same_host, pp_err *err) {
     uint64_t hash = plan_hash(p);
@@ -87,7 +107,8 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
         c.a[0] = (int64_t)hash;
         c.a[1] = depth;
         c.a[2] = m->replicas;
-        snprintf(c.text, sizeof c.text, "%s", m->host);
+        snprintf(c.text, PPRT_HOST_LEN, "%s", m->host);
+        snprintf(c.text + PPRT_HOST_LEN, sizeof c.text - PPRT_HOST_LEN, "%s", m->agree);
         PP_TRY(pprt_mpi_send_ctrl(m, 0, PPRT_CTRL_HELLO, &c, err));
         pprt_mpi_describe(m, 0, who, sizeof who);
         char what[128];
@@ -125,6 +146,8 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
             s = PP_FAIL(err, PP_EINVAL, "%s runs with --depth %lld --replicas %lld, rank 0 with --depth %d "
                         "--replicas %d: every rank must get the same options", who, (long long)c.a[1],
                         (long long)c.a[2], depth, m->replicas);
+        else
+            s = compare_options(who, m->agree, c.text + PPRT_HOST_LEN, err);
     }
     for (int q = 1; q < m->size && s == PP_OK; q++) {
         pprt_ctrl c = {0};
@@ -465,6 +488,9 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     double t_loop0 = pprt_mpi_now();
     if (st == PP_OK) st = run_loop(m, p, &S, &rr, err);
     double t_loop1 = pprt_mpi_now();
+    /* every rank: its --ref-weights files unchanged, before the writer may
+     * write (it waits for every rank's statistics, sent after this) */
+    if (st == PP_OK) st = pprt_plan_sources_unchanged(p, err);
 
     if (st == PP_OK) {
         struct rusage ru;

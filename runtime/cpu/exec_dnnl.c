@@ -101,6 +101,7 @@
 
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <dlfcn.h>
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -118,6 +119,8 @@
 #include "../backend.h"
 #include "../kernels.h"
 #include "isa.h"
+#include "headroom.h"
+#include "nanfix.h"
 #include "silu.h"
 #include "wino.h"
 
@@ -136,6 +139,7 @@ typedef struct step {
     pprt_wino *wino;       /* args: SRC, DST, SCRATCHPAD, and SRC_1 (the residual) if any */
     float lo, hi;          /* wino: the clamp after bias and residual */
     size_t silu;           /* > 0: a step of our SiLU kernel over this many floats (args: SRC, DST) */
+    pprt_nanfix fix;       /* kind > 0: a pass of our own for NaN (nanfix.h; args: SRC, DST) */
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */
     int nargs;
@@ -237,6 +241,8 @@ struct pprt_exec {
     /* statistics (PPRT_DNNL_VERBOSE) */
     size_t owned_bytes, weight_bytes;
     int verbose;
+    bool ran; /* a micro-batch ran (its OpenMP threads exist) */
+    bool relu_max; /* PPRT_DNNL_RELU=max: oneDNN's relu post-op, which gives 0 for NaN (A/B timings) */
 };
 
 static double now_s(void) {
@@ -617,6 +623,7 @@ static pp_status eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kin
                             float *beta, pp_err *err);
 static bool binary_alg(pp_op op, dnnl_alg_kind_t *alg, bool *commutes);
 static void align_dims(const pp_shape *s, int r, int64_t *d);
+static dnnl_status_t append_relu(const pprt_exec *x, dnnl_post_ops_t po, int *idx);
 
 /* The output of the node being built: that of its last absorbed node, if any. */
 static int final_out(const pprt_exec *x, const pprt_node *n) {
@@ -705,7 +712,12 @@ static pp_status append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const d
             args[(*nargs)++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1, m};
         } else {
             PP_TRY(eltwise_of(x, b, &alg, &alpha, &beta, err));
-            DN(dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta), "eltwise post-op");
+            if (alg == dnnl_eltwise_relu && alpha == 0) {
+                idx--; /* the loop counts one */
+                DN(append_relu(x, po, &idx), "eltwise post-op");
+            } else {
+                DN(dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta), "eltwise post-op");
+            }
         }
     }
     return PP_OK;
@@ -850,6 +862,50 @@ static dnnl_status_t run_silu(const step *s) {
     return dnnl_success;
 }
 
+/* The same for a NaN pass of ours (nanfix.h; args: SRC, DST). */
+static dnnl_status_t run_fix(const step *s) {
+    void *p[4];
+    dnnl_status_t ds = step_ptrs(s, p);
+    if (ds != dnnl_success) return ds;
+    omp_get_fn *get = omp_getter();
+    pprt_nanfix_run(&s->fix, p[0], p[1], get ? get() : 1);
+    return dnnl_success;
+}
+
+/* Append step f of ours reading src and writing dst (which may be the same memory). */
+static pp_status push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnnl_memory_t dst, pp_err *err) {
+    if (!GROW(x->steps, x->cap_steps, x->n_steps + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    step st = {.kind = STEP_MAIN, .threads = x->build_threads, .nargs = 2, .fix = *f};
+    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, src};
+    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dst};
+    x->steps[x->n_steps++] = st;
+    return PP_OK;
+}
+
+/* A NaN-keeping clamp to [lo, hi] over every float of md's buffer (a
+ * blocked layout's padding too: it stays 0 when lo <= 0 <= hi, which the
+ * callers check). */
+static pprt_nanfix clamp_fix(const dnnl_memory_desc_t *md, float lo, float hi) {
+    const bool bf16 = md->data_type == dnnl_bf16;
+    return (pprt_nanfix){.kind = PPRT_NANFIX_CLAMP, .n = dnnl_memory_desc_get_size(md) / (bf16 ? 2 : sizeof(float)),
+                         .lo = lo, .hi = hi, .bf16 = bf16};
+}
+
+/* Relu as oneDNN post-ops that keep NaN: its relu (and clip) computes
+ * max(x, 0), which gives 0 for NaN; elu with alpha 0 is x > 0 ? x :
+ * 0 * (exp(x) - 1), NaN for NaN and -0 for the rest, and the linear 1x + 0
+ * makes those +0 (docs/design-notes.md, "NaN and infinities"). */
+static dnnl_status_t append_relu(const pprt_exec *x, dnnl_post_ops_t po, int *idx) {
+    if (x->relu_max) { /* PPRT_DNNL_RELU=max: oneDNN's relu, for A/B timings only */
+        (*idx)++;
+        return dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0);
+    }
+    dnnl_status_t s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_elu, 0, 0);
+    if (s == dnnl_success) s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, 1.0f, 0);
+    *idx += 2;
+    return s;
+}
+
 static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pp_attrs a = attrs_of(x, n);
     PP_TRY(need_f32_nonempty(x, n, err));
@@ -915,6 +971,12 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
         if (theirs) dnnl_primitive_desc_destroy(theirs);
         else return build_wino(x, &wsh, xi, wi, bi, zi, yi, !strcmp(act, "Relu") ? 0.0f : lo, hi, err);
     }
+    /* Relu: oneDNN's relu gives 0 for NaN, so a pass of ours clamps after
+     * the primitive (nanfix.h); only when nodes after it are absorbed too,
+     * the NaN-keeping post-ops of append_relu (slower: an exp per element,
+     * which its Winograd kernels do not take). Clip: oneDNN's gives a bound
+     * for NaN, so always such a pass, and nothing absorbed after it. */
+    const bool relu = !strcmp(act, "Relu"), relu_pass = relu && !x->n_fused && !x->relu_max;
     dnnl_primitive_attr_t attr;
     PP_TRY(new_attr(&attr, err));
     dnnl_post_ops_t po = NULL;
@@ -929,10 +991,10 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
         if (s == dnnl_success && (r = tensor_mem(x, zi, &z_md, &zm, err)) == PP_OK)
             args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, zm};
     }
-    if (s == dnnl_success && !strcmp(act, "Relu"))
-        s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0), idx++;
-    if (s == dnnl_success && !strcmp(act, "Clip"))
-        s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, lo, hi), idx++;
+    if (s == dnnl_success && relu && !relu_pass) s = append_relu(x, po, &idx);
+    const bool clamp = !strcmp(act, "Clip") || relu_pass;
+    if (relu_pass) lo = 0, hi = INFINITY;
+    if (clamp && (x->n_fused || lo > 0 || hi < 0)) r = unsup(err, "Clip with post-ops or a bound beyond 0");
     if (s == dnnl_success && r == PP_OK) r = append_fused(x, po, idx, &dst_any, NULL, args, &na, err);
     if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_attr_set_post_ops(attr, po);
     dnnl_primitive_desc_t pd = NULL;
@@ -1000,7 +1062,9 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, wm};
     args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
     if (bi >= 0) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bm};
+    const pprt_nanfix f = clamp ? clamp_fix(dst_md, lo, hi) : (pprt_nanfix){0}; /* dst_md dies with pd */
     if ((r = push_pd(x, pd, STEP_MAIN, args, na, err)) != PP_OK) return r;
+    if (clamp) PP_TRY(push_fix(x, &f, dm, dm, err));
     return push_post(x, &out, err);
 fail:
     dnnl_primitive_desc_destroy(pd);
@@ -1008,6 +1072,16 @@ fail:
 }
 
 /* ---- pooling -------------------------------------------------------------------------- */
+
+/* md as nanfix.h's layout: plain, or blocked on channels (dim 1) only. */
+static bool fix_layout(const dnnl_memory_desc_t *md, pprt_nanfix_layout *l) {
+    if (md->format_kind != dnnl_blocked || md->offset0 != 0 || md->ndims > 5) return false;
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    if (b->inner_nblks > 1 || (b->inner_nblks == 1 && b->inner_idxs[0] != 1)) return false;
+    l->cblock = b->inner_nblks ? b->inner_blks[0] : 1;
+    for (int d = 0; d < md->ndims; d++) l->stride[d] = b->strides[d];
+    return true;
+}
 
 /* Whether primitive descriptor pd runs one of oneDNN's JIT kernels. */
 static bool jit_impl(const_dnnl_primitive_desc_t pd) {
@@ -1109,6 +1183,23 @@ static pp_status build_pool(pprt_exec *x, const pprt_node *n, pp_err *err) {
     dnnl_memory_t sm, dm;
     post out;
     const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    /* max pooling: oneDNN answers a window of only NaN or -inf with -FLT_MAX,
+     * which a pass of ours after it corrects (nanfix.h) */
+    pprt_nanfix fix = {0};
+    if (alg == dnnl_pooling_max) {
+        const bool bf16 = src.data_type == dnnl_bf16;
+        fix = (pprt_nanfix){.kind = PPRT_NANFIX_MAXPOOL, .nsp = nsp, .N = xs->dim[0], .C = xs->dim[1], .bf16 = bf16,
+                            .dst_n = dnnl_memory_desc_get_size(dst_md) / (bf16 ? 2 : sizeof(float))};
+        for (int i = 0; i < nsp; i++) {
+            fix.in[i] = xs->dim[2 + i], fix.out[i] = ys->dim[2 + i], fix.k[i] = kernel[i];
+            fix.stride[i] = strides[i], fix.dil[i] = dil[i] + 1, fix.pad[i] = pl[i];
+        }
+        if ((src.data_type != dnnl_f32 && !bf16) || dst_md->data_type != src.data_type || !fix_layout(&src, &fix.src) ||
+            !fix_layout(dst_md, &fix.dst)) {
+            dnnl_primitive_desc_destroy(pd);
+            return unsup(err, "a layout that the max pooling NaN pass cannot read");
+        }
+    }
     if ((r = bind_output(x, yi, dst_md, &dm, &out, err)) != PP_OK ||
         (r = bind_input(x, xi, &src, SLOT_SRC, &sm, err)) != PP_OK) {
         dnnl_primitive_desc_destroy(pd);
@@ -1116,6 +1207,7 @@ static pp_status build_pool(pprt_exec *x, const pprt_node *n, pp_err *err) {
     }
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}};
     PP_TRY(push_pd(x, pd, STEP_MAIN, args, 2, err));
+    if (fix.kind) PP_TRY(push_fix(x, &fix, sm, dm, err));
     return push_post(x, &out, err);
 }
 
@@ -1260,24 +1352,52 @@ static pp_status build_softmax(pprt_exec *x, const pprt_node *n, pp_err *err) {
         return r;
     }
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}};
-    return push_pd(x, pd, STEP_MAIN, args, 2, err);
+    PP_TRY(push_pd(x, pd, STEP_MAIN, args, 2, err));
+    /* a row with a NaN or +inf is all NaN, as in the reference kernel (oneDNN
+     * gives NaN only where the row had one; nanfix.h) */
+    const pprt_nanfix f = {.kind = PPRT_NANFIX_ROWS, .outer = dims[0], .len = dims[1], .inner = dims[2]};
+    return push_fix(x, &f, dm, dm, err);
 }
 
 /* ---- eltwise ------------------------------------------------------------------------------------ */
 
 /* The eltwise algorithm of a unary op; false when oneDNN has none for it. */
+/* Whether node n clamps (Relu, Clip with constant
+ * bounds; ONNX's default bounds are the float range): then it runs as a
+ * NaN-keeping clamp of ours to [lo, hi], as oneDNN's relu and clip give 0 or
+ * a bound for NaN. */
+static bool clamp_of(const pprt_exec *x, const pprt_node *n, float *lo, float *hi) {
+    pp_attrs a = attrs_of(x, n);
+    *lo = 0, *hi = INFINITY;
+    if (n->op == PP_OP_RELU) return true;
+    if (n->op != PP_OP_CLIP) return false;
+    *lo = -FLT_MAX, *hi = FLT_MAX;
+    if (a.opset < 11)
+        return pp_attr_float(a, "min", -FLT_MAX, lo, NULL) == PP_OK &&
+               pp_attr_float(a, "max", FLT_MAX, hi, NULL) == PP_OK && *lo <= *hi;
+    for (int k = 1; k < 3; k++) {
+        if (!has_in(n, k)) continue;
+        const int b = n->in[k];
+        if (!is_weight(x, b) || numel_of(&T(x, b)->shape) != 1 || !T(x, b)->data) return false;
+        *(k == 1 ? lo : hi) = *(const float *)T(x, b)->data;
+    }
+    return *lo <= *hi; /* also not NaN */
+}
+
 static pp_status eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kind_t *alg, float *alpha,
                             float *beta, pp_err *err) {
     pp_attrs a = attrs_of(x, n);
     *alpha = *beta = 0;
     switch (n->op) {
     case PP_OP_RELU: *alg = dnnl_eltwise_relu; return PP_OK;
-    case PP_OP_LEAKYRELU: *alg = dnnl_eltwise_relu; return pp_attr_float(a, "alpha", 0.01f, alpha, err);
+    case PP_OP_LEAKYRELU: /* alpha 0 is not Relu: 0 * -inf is NaN, which oneDNN's max(x, 0) does not give */
+        *alg = dnnl_eltwise_relu;
+        PP_TRY(pp_attr_float(a, "alpha", 0.01f, alpha, err));
+        return *alpha == 0 ? unsup(err, "LeakyRelu with alpha 0") : PP_OK;
     case PP_OP_ELU: *alg = dnnl_eltwise_elu; return pp_attr_float(a, "alpha", 1.0f, alpha, err);
     case PP_OP_SIGMOID: *alg = dnnl_eltwise_logistic; return PP_OK;
     case PP_OP_TANH: *alg = dnnl_eltwise_tanh; return PP_OK;
     case PP_OP_SILU: *alg = dnnl_eltwise_swish, *alpha = 1.0f; return PP_OK;
-    case PP_OP_EXP: *alg = dnnl_eltwise_exp; return PP_OK;
     case PP_OP_LOG: *alg = dnnl_eltwise_log; return PP_OK;
     case PP_OP_SQRT: *alg = dnnl_eltwise_sqrt; return PP_OK;
     case PP_OP_ABS: *alg = dnnl_eltwise_abs; return PP_OK;
@@ -1292,24 +1412,9 @@ static pp_status eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kin
         else return unsup(err, "approximate");
         return PP_OK;
     }
-    case PP_OP_CLIP: {
-        float lo = -INFINITY, hi = INFINITY;
-        if (a.opset < 11) {
-            PP_TRY(pp_attr_float(a, "min", -INFINITY, &lo, err));
-            PP_TRY(pp_attr_float(a, "max", INFINITY, &hi, err));
-        } else {
-            for (int k = 1; k < 3; k++) {
-                if (!has_in(n, k)) continue;
-                const int b = n->in[k];
-                if (!is_weight(x, b) || numel_of(&T(x, b)->shape) != 1) return unsup(err, "bounds not constant");
-                const float v = *(const float *)T(x, b)->data;
-                *(k == 1 ? &lo : &hi) = v;
-            }
-        }
-        if (!(lo <= hi)) return unsup(err, "clip bounds"); /* also NaN bounds */
-        *alg = dnnl_eltwise_clip, *alpha = lo, *beta = hi;
-        return PP_OK;
-    }
+    /* oneDNN's clip gives a bound for NaN, its exp inf: ours or the reference kernels */
+    case PP_OP_CLIP: return unsup(err, "NaN: oneDNN's clip gives a bound for it");
+    case PP_OP_EXP: return unsup(err, "NaN: oneDNN's exp gives inf for it");
     default: return unsup(err, "op");
     }
 }
@@ -1317,10 +1422,16 @@ static pp_status eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kin
 static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(need_f32_nonempty(x, n, err));
     dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
-    float alpha, beta;
-    PP_TRY(eltwise_of(x, n, &alg, &alpha, &beta, err));
+    float alpha = 1, beta = 0, lo, hi;
+    const bool own_clamp = clamp_of(x, n, &lo, &hi); /* then the primitive only lays out */
+    if (own_clamp) alg = dnnl_eltwise_linear;
+    else PP_TRY(eltwise_of(x, n, &alg, &alpha, &beta, err));
     dnnl_memory_desc_t src;
     PP_TRY(tensor_layout(x, n->in[0], &src, err));
+    if (own_clamp && ((lo > 0 || hi < 0) && dnnl_memory_desc_get_size(&src) != T(x, n->in[0])->nbytes))
+        return unsup(err, "a clamp that would change a blocked layout's padding");
+    if (own_clamp && src.data_type != dnnl_f32 && src.data_type != dnnl_bf16)
+        return unsup(err, "a clamp of other than f32 or bf16");
     dnnl_eltwise_desc_t d;
     DN(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &src, alpha, beta), "eltwise");
     dnnl_primitive_attr_t attr;
@@ -1340,6 +1451,12 @@ static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
         return r;
     }
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}};
+    if (own_clamp) {
+        const pprt_nanfix f = clamp_fix(&src, lo, hi);
+        dnnl_primitive_desc_destroy(pd);
+        PP_TRY(push_fix(x, &f, sm, dm, err));
+        return push_post(x, &out, err);
+    }
     if (n->op == PP_OP_SILU && x->own_silu && src.data_type == dnnl_f32 && dnnl_memory_desc_equal(&src, dst_md)) {
         /* our kernel over every float of the layout (a blocked one's
          * padding included: silu(0) = 0 keeps it zero) */
@@ -1487,8 +1604,7 @@ static bool binary_alg(pp_op op, dnnl_alg_kind_t *alg, bool *commutes) {
     switch (op) {
     case PP_OP_ADD: case PP_OP_SUM: *alg = dnnl_binary_add; return true;
     case PP_OP_MUL: *alg = dnnl_binary_mul; return true;
-    case PP_OP_MAX: *alg = dnnl_binary_max; return true;
-    case PP_OP_MIN: *alg = dnnl_binary_min; return true;
+    /* not Max and Min: oneDNN's give the other operand for a NaN in the first */
     case PP_OP_SUB: *alg = dnnl_binary_sub, *commutes = false; return true;
     case PP_OP_DIV: *alg = dnnl_binary_div, *commutes = false; return true;
     default: return false;
@@ -2116,6 +2232,8 @@ static void drop_weights(pprt_exec *x, const pprt_node *n, int first_step) {
     }
 }
 
+static pp_status out_steps(pprt_exec *x, pp_err *err);
+
 static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     const pprt_stage *st = x->st;
     *restart = false;
@@ -2139,6 +2257,9 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         mark m = mark_now(x);
         pp_err e = {0};
         x->build_threads = node_threads(x, n, x->threads);
+        /* under ulimit -v: room for what oneDNN allocates (headroom.h) */
+        pp_status hs = pprt_headroom_enter(PPRT_HEADROOM_BYTES + pprt_headroom_team(x->build_threads, false), &e);
+        if (hs != PP_OK) return PP_FAIL(err, hs, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
         set_threads(x->build_threads);
         find_fusable(x, ni);
         x->n_whole = 0;
@@ -2157,6 +2278,8 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
             e = (pp_err){0};
             s = builder_of(n->op)(x, n, &e);
         }
+        pprt_headroom_team(x->build_threads, true);
+        pprt_headroom_leave();
         for (int f = 0; f < x->n_fused && s == PP_OK; f++) x->absorbed[x->fused[f]] = true;
         int fused[4], n_fused = s == PP_OK ? x->n_fused : 0;
         memcpy(fused, x->fused, sizeof fused);
@@ -2198,6 +2321,19 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     }
     /* the out steps: each kept SEND tensor, from its layout into the message */
     x->out_first = x->n_steps;
+    pp_err e = {0};
+    pp_status hs = pprt_headroom_enter(PPRT_HEADROOM_BYTES, &e);
+    if (hs != PP_OK) return PP_FAIL(err, hs, "the copies of its outputs into the message: %s", e.msg);
+    hs = out_steps(x, err);
+    pprt_headroom_leave();
+    if (hs != PP_OK) return hs;
+    x->n_out = x->n_steps - x->out_first;
+    return plan_arena(x, err);
+}
+
+/* The reorders of build_all that copy each kept SEND tensor into the message. */
+static pp_status out_steps(pprt_exec *x, pp_err *err) {
+    const pprt_stage *st = x->st;
     for (int t = 0; t < st->n_tensors; t++) {
         if (st->t[t].kind != PPRT_SEND || x->kind[t] != PPRT_ACTIVATION) continue;
         dnnl_memory_desc_t cur, plain;
@@ -2213,8 +2349,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         x->binds[x->n_binds++] = (bind){to, t, true};
         PP_TRY(push_reorder(x, from, to, STEP_REORDER, err));
     }
-    x->n_out = x->n_steps - x->out_first;
-    return plan_arena(x, err);
+    return PP_OK;
 }
 
 static void dnnl_counts(const pprt_exec *x, pprt_exec_counts *c) {
@@ -2271,7 +2406,9 @@ static void report(const pprt_exec *x) {
         for (int k = 0; k < x->nsteps[ni]; k++) {
             const step *s = &x->steps[x->first[ni] + k];
             const_dnnl_primitive_desc_t pd;
+            static const char *fixes[] = {"?", "pprt:clamp", "pprt:nan_rows", "pprt:maxpool_nan"};
             const char *impl = s->silu                       ? "pprt:silu:avx2"
+                               : s->fix.kind                  ? fixes[s->fix.kind]
                                : !s->wino                     ? "?"
                                : pprt_wino_tile(s->wino) == 2 ? "pprt:wino_2x3:avx2"
                                                               : "pprt:wino_4x3:avx2";
@@ -2341,6 +2478,8 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->wino_tile = wt && (!strcmp(wt, "2") || !strcmp(wt, "4")) ? atoi(wt) : 0;
     x->follow = env_flag("PPRT_DNNL_FOLLOW", false);
     x->views = env_flag("PPRT_DNNL_VIEWS", true);
+    const char *rl = getenv("PPRT_DNNL_RELU");
+    x->relu_max = rl && !strcmp(rl, "max");
     const char *rm = getenv("PPRT_DNNL_ROWS_MAX");
     x->rows_max = rm ? atoll(rm) : ROWS_AS_PIXELS_MAX;
     for (int i = 0; i < st->n_tensors; i++) x->writer[i] = x->last[i] = -1;
@@ -2389,7 +2528,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
         if (s != PP_OK) {
             set_threads(caller_threads);
             dnnl_destroy(x);
-            return PP_WRAP(err, &e, s, "stage %d: %s", st->index, e.msg);
+            return PP_WRAP(err, &e, s, "%s", e.msg); /* the caller names the stage */
         }
         if (!restart) break;
         teardown(x);
@@ -2405,7 +2544,24 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     return PP_OK;
 }
 
+static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err);
+
 static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
+    if (x->ran) return run_steps(x, in_msg, out_msg, err);
+    /* the first run starts the stage's OpenMP threads: room for them under ulimit -v */
+    pp_err e = {0};
+    pp_status s = pprt_headroom_enter(PPRT_HEADROOM_BYTES + pprt_headroom_team(x->stage_threads, false), &e);
+    if (s != PP_OK)
+        return PP_FAIL(err, s, "starting %d intra-op thread%s: %s", x->stage_threads, x->stage_threads == 1 ? "" : "s",
+                       e.msg); /* the caller names the stage and micro-batch */
+    s = run_steps(x, in_msg, out_msg, err);
+    pprt_headroom_team(x->stage_threads, true);
+    pprt_headroom_leave();
+    x->ran = true;
+    return s;
+}
+
+static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
     const pprt_stage *st = x->st;
     const int stage_threads = x->stage_threads;
     for (int i = 0; i < st->in.n; i++) x->ptr[st->recv[i]] = (unsigned char *)in_msg + st->in.off[i];
@@ -2432,9 +2588,10 @@ static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
                     set_threads(t);
                     x->threads = t;
                 }
-                dnnl_status_t ds = s->wino   ? run_wino(s)
-                                   : s->silu ? run_silu(s)
-                                             : dnnl_primitive_execute(s->prim, x->strm, s->nargs, s->args);
+                dnnl_status_t ds = s->wino       ? run_wino(s)
+                                   : s->silu     ? run_silu(s)
+                                   : s->fix.kind ? run_fix(s)
+                                                 : dnnl_primitive_execute(s->prim, x->strm, s->nargs, s->args);
                 if (ds != dnnl_success)
                     return PP_FAIL(err, PP_ERUNTIME, "node '%s' (%s): oneDNN: %s", n->name, pp_op_table[n->op].name,
                                    dnnl_status2str(ds));

@@ -40,8 +40,7 @@ static pp_status ref_create(const pprt_plan *p, const pprt_stage *st, const pprt
         free(x->ptr);
         free(x->node_s);
         free(x);
-        return PP_FAIL(err, PP_ENOMEM, "stage %d: cannot allocate its %zu-byte arena", st->index,
-                       st->arena_bytes);
+        return PP_FAIL(err, PP_ENOMEM, "cannot allocate its %zu-byte arena", st->arena_bytes); /* the caller names the stage */
     }
     x->arena = arena;
     for (int i = 0; i < st->n_tensors; i++) {

@@ -464,7 +464,8 @@ pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
 
 /* ---- MaxPool ------------------------------------------------------------------------- *
  * One loop per element type (f32, f64, i8, u8). Each output takes the first
- * maximum in window order; NaN propagates (the first NaN wins). Padding is
+ * maximum in window order; NaN is skipped, and a window of only NaN gives
+ * its first (docs/design-notes.md, "NaN and infinities"). Padding is
  * never selected: a window entirely in the padding (only possible with
  * pads >= window) gives the type's lowest value and index -1. The optional
  * Indices output holds flat indices into X: row-major, or with
@@ -482,11 +483,11 @@ pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
                     for (int64_t o2 = 0; o2 < g->out[2]; o2++) {                              \
                         T m = LOWEST;                                                         \
                         int64_t bi0 = -1, bi1 = 0, bi2 = 0;                                   \
-                        bool isnan_m = false;                                                 \
-                        for (int64_t a = 0; a < g->k[0] && !isnan_m; a++) {                   \
+                        bool isnan_m = false; /* m is a NaN: the window has no number yet */  \
+                        for (int64_t a = 0; a < g->k[0]; a++) {                               \
                             int64_t i0 = o0 * g->s[0] - g->p[0] + a * g->d[0];                \
                             if (i0 < 0 || i0 >= g->in[0]) continue;                           \
-                            for (int64_t b = 0; b < g->k[1] && !isnan_m; b++) {               \
+                            for (int64_t b = 0; b < g->k[1]; b++) {                           \
                                 int64_t i1 = o1 * g->s[1] - g->p[1] + b * g->d[1];            \
                                 if (i1 < 0 || i1 >= g->in[1]) continue;                       \
                                 const T *row = x + (i0 * g->in[1] + i1) * g->in[2];           \
@@ -494,12 +495,12 @@ pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
                                     int64_t i2 = o2 * g->s[2] - g->p[2] + e * g->d[2];        \
                                     if (i2 < 0 || i2 >= g->in[2]) continue;                   \
                                     const T v = row[i2];                                      \
-                                    if (v != v) { /* NaN: it is the result */                 \
-                                        m = v, bi0 = i0, bi1 = i1, bi2 = i2;                  \
-                                        isnan_m = true;                                       \
-                                        break;                                                \
+                                    if (v != v) { /* NaN: only while there is no number */    \
+                                        if (bi0 < 0) m = v, bi0 = i0, bi1 = i1, bi2 = i2, isnan_m = true; \
+                                        continue;                                             \
                                     }                                                         \
-                                    if (v > m || bi0 < 0) m = v, bi0 = i0, bi1 = i1, bi2 = i2; \
+                                    if (v > m || bi0 < 0 || isnan_m)                          \
+                                        m = v, bi0 = i0, bi1 = i1, bi2 = i2, isnan_m = false; \
                                 }                                                             \
                             }                                                                 \
                         }                                                                     \

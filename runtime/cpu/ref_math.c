@@ -26,6 +26,7 @@
 #include "ref.h"
 #include "../../ir/op_fns.h" /* pp_broadcast */
 
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 #include <tgmath.h> /* exp(), tanh(), ... pick the float or double version by type */
@@ -1282,6 +1283,12 @@ pp_status kern_CLIP(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
         }
     }
     (void)scratch;
+    /* a bound not given is the type's range (ONNX: numeric_limits lowest and
+     * max), so an infinity becomes the largest finite value */
+    if (t == PP_F32 && !has_lo) lo_v.f = -FLT_MAX, lo_p = &lo_v, has_lo = true;
+    if (t == PP_F32 && !has_hi) hi_v.f = FLT_MAX, hi_p = &hi_v, has_hi = true;
+    if (t == PP_F64 && !has_lo) lo_v.d = -DBL_MAX, lo_p = &lo_v, has_lo = true;
+    if (t == PP_F64 && !has_hi) hi_v.d = DBL_MAX, hi_p = &hi_v, has_hi = true;
     int64_t n;
     PP_TRY(pprt_numel_of(&in[0], &n, err));
     switch (t) {

@@ -226,13 +226,16 @@ pp_status kern_GLOBALMAXPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pp
     const pp_shape *xs = &in[0].shape;
     const int64_t planes = xs->dim[0] * xs->dim[1], S = numel(xs) / (planes ? planes : 1);
     for (int64_t p = 0; p < planes; p++) {
-        /* NaN propagates; the max of nothing is -inf */
+        /* NaN is skipped, only NaN gives NaN; the max of nothing is -inf */
         double m = -INFINITY;
+        bool num = false, nan = false;
         for (int64_t i = 0; i < S; i++) {
             double v = in[0].dtype == PP_F32 ? ((const float *)in[0].data)[p * S + i]
                                               : ((const double *)in[0].data)[p * S + i];
-            if (v > m || v != v) m = m != m ? m : v;
+            if (v != v) nan = true;
+            else if (num = true, v > m) m = v;
         }
+        if (nan && !num) m = NAN;
         if (out[0].dtype == PP_F32) ((float *)out[0].data)[p] = (float)m;
         else ((double *)out[0].data)[p] = m;
     }
@@ -818,16 +821,19 @@ static double red_float(pp_op op, const red_plan *p, const void *x, pp_dtype t, 
     switch (op) {
     case PP_OP_REDUCEMAX:
     case PP_OP_REDUCEMIN: {
+        /* NaN is skipped; only NaN gives NaN (docs/design-notes.md, "NaN
+         * and infinities") */
         const bool mx = op == PP_OP_REDUCEMAX;
+        bool num = false, nan = false;
         acc = mx ? -INFINITY : INFINITY;
         RED_RUNS(p, base, {
             for (int64_t j = 0; j < run_n; j++) {
                 double v = V(run_off + j * run_s);
-                if (v != v) acc = v;
-                else if (acc == acc && (mx ? v > acc : v < acc)) acc = v;
+                if (v != v) nan = true;
+                else if (num = true, mx ? v > acc : v < acc) acc = v;
             }
         });
-        return acc;
+        return nan && !num ? NAN : acc;
     }
     case PP_OP_REDUCEPROD:
         acc = 1;
@@ -1004,12 +1010,13 @@ static key load_key(const void *p, pp_dtype t, int64_t i) {
     return k;
 }
 
-/* a > b; NaN counts as greater than every number. */
+/* a > b; NaN is never greater, and every number is greater than NaN (so
+ * ArgMax and ArgMin skip NaN, and give the first index for only NaN). */
 static bool key_gt(key_kind kk, key a, key b) {
     switch (kk) {
     case K_I64: return a.i > b.i;
     case K_U64: return a.u > b.u;
-    default: return (a.d != a.d && b.d == b.d) || a.d > b.d;
+    default: return (b.d != b.d && a.d == a.d) || a.d > b.d;
     }
 }
 
@@ -1044,8 +1051,9 @@ static pp_status arg_common(pp_op op, pp_attrs attrs, const pprt_tensor *in, int
             for (int64_t j = 1; j < n; j++) {
                 key v = load_key(in[0].data, in[0].dtype, base + j * inner);
                 bool better = mx ? key_gt(kk, v, best) : key_gt(kk, best, v);
-                if (kk == K_DBL && !mx && v.d != v.d && best.d == best.d) better = true;
-                if (kk == K_DBL && !mx && best.d != best.d && v.d == v.d) better = false;
+                /* ArgMin skips NaN too: a number beats a NaN best, a NaN never wins */
+                if (kk == K_DBL && !mx && v.d != v.d) better = false;
+                if (kk == K_DBL && !mx && best.d != best.d && v.d == v.d) better = true;
                 if (better || (last && key_eq(kk, v, best))) {
                     best = v;
                     bi = j;

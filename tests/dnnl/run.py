@@ -202,9 +202,10 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
                 failures.append(f"{tag}: {slow} ran oneDNN's reference kernel (ref:any)")
             # a pool reading a plain tensor (received at a cut) ran oneDNN's simple_nchw
             # kernel, 14x slower than the JIT one it gets after a reorder into nChw8c
+            # (pprt:maxpool_nan, the NaN pass after max pooling, is ours)
             slow = [l.split()[0] for l in r.stderr.splitlines()
                     if l.startswith("  ") and l.split()[1] in POOL_OPS and
-                    not all(k.startswith("jit") for k in l.split()[2:] if not k.startswith("reorder:"))]
+                    not all(k.startswith("jit") for k in l.split()[2:] if not k.startswith(("reorder:", "pprt:")))]
             if slow:
                 failures.append(f"{tag}: pools {slow} did not run a oneDNN JIT kernel")
             missing = set(must) - dnnl_ops(r.stderr)
@@ -326,8 +327,9 @@ def conv_nd():
     s = m.op("Abs", [m.conv(s, 8, 8, (2, 2), auto_pad="SAME_LOWER")])
     s = m.op("Log", [m.op("Add", [m.op("Sqrt", [s]), m.const(1.0)])])
     s = m.op("Neg", [m.op("Exp", [m.op("Tanh", [s])])])
+    # (Exp runs on the reference kernels: oneDNN's gives inf for NaN; docs/design-notes.md)
     return m.save([a, v, s]), m.data(), ["Conv", "Elu", "LeakyRelu", "MaxPool", "AveragePool", "Relu", "Softplus",
-                                         "GlobalAveragePool", "HardSwish", "Abs", "Sqrt", "Log", "Exp", "Neg", "Add"]
+                                         "GlobalAveragePool", "HardSwish", "Abs", "Sqrt", "Log", "Neg", "Add"]
 
 
 def mlp():
@@ -348,8 +350,8 @@ def mlp():
     o = m.op("LayerNormalization", [o, m.rand(8, 16)], axis=1, epsilon=1e-3)
     b = m.op("MatMul", [m.op("Unsqueeze", [o, m.const_i64([1])]), m.rand(3, 16, 4, scale=0.3)])
     return m.save([m.op("LogSoftmax", [b], axis=1), m.op("Sigmoid", [att])]), m.data(), \
-        ["MatMul", "Add", "Gelu", "LayerNormalization", "Softmax", "Div", "Sub", "Max", "Min", "LogSoftmax",
-         "Sigmoid"]
+        ["MatMul", "Add", "Gelu", "LayerNormalization", "Softmax", "Div", "Sub", "LogSoftmax", "Sigmoid"]
+    # (Max and Min run on the reference kernels: oneDNN's give the other operand for NaN)
 
 
 def const_i64(self, v):

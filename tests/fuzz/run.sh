@@ -1,28 +1,47 @@
 #!/usr/bin/env bash
 # Build the libFuzzer targets (clang, ASan+UBSan) and run each for a bounded
 # time from a seed corpus of real and hand-made inputs; then replay every
-# input that ever crashed (regress_*/, kept forever) and fail if any still does.
+# input that ever crashed or that seeds a target (regress_*/, kept forever)
+# and fail if any still crashes. Targets:
+#   plan       the plan loader on whole files (most mutations die at the checksums)
+#   plan_meta  the plan's metadata message, wrapped in a valid header with
+#              correct checksums, mutated field by field; what loads runs on
+#              the reference kernels (tests/fuzz/fuzz_plan_meta.c)
+#   onnx       the ONNX importer and the passes
+#   data       .npy and TensorProto (.pb) data files
+# Prints each target's executions and edges covered.
 # Usage: run.sh SRC_DIR GEN_DIR WORK_DIR SECONDS_PER_TARGET   (env: PPCC, PY)
 set -euo pipefail
 src=$1 gen=$2 work=$3 secs=$4
 mkdir -p "$work"
 cd "$work"
 CC=${FUZZ_CC:-clang}
+targets="plan plan_meta onnx data"
 flags="-std=c11 -O1 -g -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I$gen -I$src"
-libsrc=$(ls "$src"/ir/*.c "$src"/frontend/*.c "$src"/passes/*.c "$src"/backend/*.c "$src"/runtime/*.c "$src"/runtime/cpu/*.c "$src"/runtime/comm/microbatch.c)
-for t in plan onnx; do
+libsrc=$(ls "$src"/ir/*.c "$src"/frontend/*.c "$src"/passes/*.c "$src"/backend/*.c "$src"/runtime/*.c "$src"/runtime/cpu/*.c "$src"/runtime/comm/microbatch.c "$gen/onnx/onnx.pb-c.c" "$gen/plan.pb-c.c" | grep -v exec_dnnl.c)
+# the library once (instrumented, no main), then one link per target
+rm -rf obj && mkdir -p obj
+for f in $libsrc; do
   # shellcheck disable=SC2086
-  $CC $flags -o fuzz_$t "$src/tests/fuzz/fuzz_$t.c" $libsrc "$gen/onnx/onnx.pb-c.c" "$gen/plan.pb-c.c" -lprotobuf-c -lxxhash -lm -lpthread
+  $CC $flags -fsanitize=fuzzer-no-link -c "$f" -o "obj/$(echo "$f" | tr / _).o" &
+  [ "$(jobs -r | wc -l)" -ge 2 ] && wait -n
+done
+wait
+for t in $targets; do
+  # shellcheck disable=SC2086
+  $CC $flags -o fuzz_$t "$src/tests/fuzz/fuzz_$t.c" obj/*.o -lprotobuf-c -lxxhash -lm -lpthread
 done
 # seeds: valid plans and models, and the bad inputs of the test suite
-rm -rf seeds_plan seeds_onnx && mkdir -p seeds_plan seeds_onnx
+for t in $targets; do rm -rf "seeds_$t" && mkdir -p "seeds_$t"; done
 for m in "$src"/samples/digits/model.onnx "$src"/tests/golden/*.onnx; do
   cp "$m" seeds_onnx/
   for pp in 1 2; do "$PPCC" "$m" -pp $pp -q -o "seeds_plan/$(basename "$m" .onnx)_$pp.plan" 2>/dev/null || true; done
 done
-# a --ref-weights plan: a 128 KiB weight left in its model file (made here;
-# the loader maps and hashes that file for every input that still names it)
+cp "$src"/samples/digits/data/*.npy "$src"/samples/digits/labels.npy seeds_data/ 2>/dev/null || true
 if [ -n "${PY:-}" ] && "$PY" - <<'PYEOF'
+# a --ref-weights plan: a 128 KiB weight left in its model file (the loader
+# maps and hashes that file for every input that still names it); data files
+# of many types and layouts
 import numpy as np, onnx
 from onnx import TensorProto, helper, numpy_helper
 w = np.arange(128 * 256, dtype=np.float32).reshape(128, 256) / 1e4
@@ -30,6 +49,17 @@ g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "ref",
                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 128])],
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 256])], [numpy_helper.from_array(w, "w")])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "ref_model.onnx")
+rng = np.random.default_rng(0)
+for i, (dt, shape) in enumerate([("<f4", (2, 3)), (">f8", (4,)), ("<f2", (1, 2, 2)), ("<i8", ()), ("|b1", (3, 1)),
+                                  ("<u2", (0, 5)), ("|i1", (2, 2, 2)), ("<i4", (7,))]):
+    a = (rng.standard_normal(shape) * 5).astype(dt)
+    np.save(f"seeds_data/s{i}.npy", a)
+    np.save(f"seeds_data/f{i}.npy", np.asfortranarray(a))
+    if dt[1] != "f" or dt == "<f4":
+        t = numpy_helper.from_array(a.astype(dt.replace(">", "<")), f"t{i}")
+        open(f"seeds_data/t{i}.pb", "wb").write(t.SerializeToString())
+typed = TensorProto(name="typed", data_type=TensorProto.FLOAT, dims=[2, 2], float_data=[1, 2, 3, 4])
+open("seeds_data/typed.pb", "wb").write(typed.SerializeToString())
 PYEOF
 then
   "$PPCC" ref_model.onnx --ref-weights -q -o seeds_plan/ref_weights.plan
@@ -56,15 +86,22 @@ g = helper.make_graph(
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "seeds_onnx/control_flow.onnx")
 PYEOF
 fi
-cp "$src"/tests/fuzz/regress_onnx/* seeds_onnx/ 2>/dev/null || true
-cp "$src"/tests/fuzz/regress_plan/* seeds_plan/ 2>/dev/null || true
+# plan_meta's seeds: the metadata section cut out of each seed plan (section 0:
+# offset and size at bytes 40 and 48 of the header, little-endian)
+for p in seeds_plan/*.plan; do
+  off=$(od -An -t u8 -j 40 -N 8 "$p" | tr -d ' ') size=$(od -An -t u8 -j 48 -N 8 "$p" | tr -d ' ')
+  dd if="$p" of="seeds_plan_meta/$(basename "$p" .plan).meta" iflag=skip_bytes,count_bytes skip="$off" count="$size" status=none
+done
+for t in $targets; do cp "$src"/tests/fuzz/regress_$t/* "seeds_$t/" 2>/dev/null || true; done
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 status=0
-for t in plan onnx; do
+for t in $targets; do
   rm -rf "crashes_$t" && mkdir -p "corpus_$t" "crashes_$t"
   ./fuzz_$t -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="crashes_$t/" \
     -print_final_stats=1 "corpus_$t" "seeds_$t" > "fuzz_$t.log" 2>&1 || status=1
-  grep -E "stat::number_of_executed_units|stat::peak_rss" "fuzz_$t.log" | sed "s/^/$t: /" || true
+  execs=$(grep -o "stat::number_of_executed_units: *[0-9]*" "fuzz_$t.log" | grep -o "[0-9]*$" || echo "?")
+  edges=$(grep -o "cov: [0-9]*" "fuzz_$t.log" | tail -1 | grep -o "[0-9]*$" || echo "?")
+  echo "fuzz_$t: $execs executions in ${secs} s, $edges edges covered"
   if ls crashes_$t/* >/dev/null 2>&1; then
     echo "fuzz_$t found crashes (copy them into tests/fuzz/regress_$t/ and fix):"; ls crashes_$t
     tail -30 "fuzz_$t.log"; status=1

@@ -11,6 +11,8 @@
 #     whole plan on threads;
 #   - a rank bound to one core cuts --threads 2 to one thread, with a warning;
 #   - errors: -np that is not stages x replicas (every rank says so, exit 2),
+#     ranks given different options (--backend, --precision, --threads, --depth,
+#     --check and its tolerances, --labels: every rank exits 2 naming it),
 #     rank 0 failing to read the data (the other rank names it, exit 2);
 #   - a rank killed with SIGKILL mid-run (tests/mpi/kill.sh), with mpirun
 #     ending the job and with pprt's own heartbeats finding it.
@@ -200,6 +202,19 @@ expect_msg e_fifo2.txt "^pprt: rank 1( \(stage 1\))?: error: cannot write 'fifo_
 echo "mpi: wrong -np, unreadable data and FIFOs exit 2 on every rank, with the reason"
 # ranks sent SIGTERM/SIGINT/SIGHUP mid-run (while writing, half the time) leave no temporary output
 "$PY" "$SRC/tests/bad/signals.py" "$out/signals" 8 --mpi "${M[@]}"
+# ranks given different options that change results (mpirun's MPMD form gives
+# each rank its own command line): every rank exits 2, naming the option
+diff_opts=("--backend ref" "--threads 1" "--depth 3" "--check" "--rtol 0.1" "--atol 0.5" "--labels $S/labels.npy")
+"$PPRT" --help | grep -q -- --backend || diff_opts=("--threads 1" "--depth 3" "--check" "--rtol 0.1")
+"$PPRT" --version | grep -q "bf16 kernels on this CPU: yes" && diff_opts+=("--precision bf16")
+for opt in "${diff_opts[@]}"; do
+  # shellcheck disable=SC2086
+  expect_rc 2 e_opt.txt "${M[@]}" -np 1 "$PPRT" d2.plan "$S/data" -o e_opt -q : -np 1 "$PPRT" d2.plan "$S/data" -o e_opt -q $opt
+  expect_msg e_opt.txt "^pprt: rank 0 \(stage 0\): error: rank 1 \(stage 1\) runs with ${opt%% *} .*, rank 0 with ${opt%% *} .*: every rank must get the same options"
+  expect_msg e_opt.txt "^pprt: rank 1 \(stage 1\): stopped: rank 0 \(stage 0\) failed: .*every rank must get the same options"
+  [ ! -e e_opt ] || { echo "FAIL: ranks with different options ($opt) wrote outputs"; exit 1; }
+done
+echo "mpi: ranks given different options (${#diff_opts[@]} cases) exit 2 on every rank, naming the option"
 
 # ---- a rank killed mid-run -------------------------------------------------------------
 mkdir -p big

@@ -5,11 +5,13 @@
  * flipped byte of its header and metadata, and the references of a
  * --ref-weights plan that do not hold. */
 #define _GNU_SOURCE /* realpath */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../backend/backend.h"
@@ -314,6 +316,68 @@ static void test_corrupt_plan(void) {
         }
     }
     free(buf);
+}
+
+/* Write low's plan and load it: the status, the message in e. */
+static pp_status load_lowered(const pp_lowered *low, const char *path, pprt_plan **p, pp_err *e) {
+    *e = (pp_err){0};
+    *p = NULL;
+    pp_status s = pp_plan_write(low, path, e);
+    return s != PP_OK ? s : pprt_plan_load(path, NULL, p, e);
+}
+
+/* A plan whose outputs, or inputs and frozen inputs, map to one data file
+ * (made by hand: ppcc refuses such models) is refused at load, naming both;
+ * a file for a frozen input is refused by pprt_data_load. */
+static void test_file_names(void) {
+    static const float bias[4] = {1, 2, 3, 4};
+    pp_graph g;
+    pp_lowered low;
+    pp_err e;
+    pprt_plan *p;
+    if (!lower_chain(&g, 4, 2, bias, 1, PP_POLICY_AUTO, &low)) return;
+    Ppplan__Plan *pl = low.plan;
+    char *o0 = pl->outputs[0]->name, *o1 = pl->outputs[1]->name;
+    static char y0[] = "y:0", y_0[] = "y_0", x0[] = "x:0", x_0[] = "x_0", w[] = "w";
+    pl->outputs[0]->name = y0;
+    pl->outputs[1]->name = y_0;
+    CHECK(load_lowered(&low, "t_names.plan", &p, &e) == PP_EINVAL && strstr(e.msg, "'y:0' and 'y_0' would both be "
+          "written to the file 'y_0.npy'"), "colliding outputs: %s", e.msg);
+    pprt_plan_free(p);
+    pl->outputs[0]->name = o0, pl->outputs[1]->name = o1;
+    char *in0 = pl->inputs[0]->name, *frozen[1] = {x0};
+    pl->inputs[0]->name = x_0;
+    pl->frozen_inputs = frozen, pl->n_frozen_inputs = 1;
+    CHECK(load_lowered(&low, "t_names.plan", &p, &e) == PP_EINVAL && strstr(e.msg, "'x_0' and 'x:0' would both be "
+          "read from the file 'x_0.npy'"), "colliding input and frozen input: %s", e.msg);
+    pprt_plan_free(p);
+    pl->inputs[0]->name = in0;
+    frozen[0] = w;
+    CHECK(load_lowered(&low, "t_names.plan", &p, &e) == PP_OK, "a frozen input 'w': %s", e.msg);
+    if (p) {
+        float xs[3][4] = {{0}};
+        pp_shape sh = {2, {3, 4}};
+        CHECK(mkdir("t_names", 0755) == 0 || errno == EEXIST, "mkdir");
+        pprt_npy_write("t_names/x.npy", PP_F32, &sh, xs, &e);
+        pprt_npy_write("t_names/w.npy", PP_F32, &sh, xs, &e);
+        pprt_npy npys[1];
+        pprt_array arr[1];
+        int64_t n;
+        e = (pp_err){0};
+        CHECK(pprt_data_load(p, "t_names", npys, arr, &n, &e) == PP_EINVAL &&
+              strstr(e.msg, "t_names/w.npy holds data for 'w'"), "data for a frozen input: %s", e.msg);
+        unlink("t_names/w.npy");
+        e = (pp_err){0};
+        CHECK(pprt_data_load(p, "t_names", npys, arr, &n, &e) == PP_OK && n == 3, "without it: %s", e.msg);
+        pprt_npy_free(&npys[0]);
+        unlink("t_names/x.npy");
+        rmdir("t_names");
+    }
+    pprt_plan_free(p);
+    pl->frozen_inputs = NULL, pl->n_frozen_inputs = 0;
+    pp_lowered_free(&low);
+    pp_graph_free(&g);
+    unlink("t_names.plan");
 }
 
 /* ---- a --ref-weights plan, made by hand from a whole one ------------------------------ */
@@ -1017,6 +1081,7 @@ int main(void) {
     test_chain_split(12, 4, 1, 7);
     test_chain_split(12, 2, 8, 3); /* fewer samples than one micro-batch */
     test_corrupt_plan();
+    test_file_names();
     test_ref_plan();
     test_forged_plan();
     test_slots_vs_pairs();

@@ -507,15 +507,17 @@ static void test_maxpools(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) test_maxpool(&cases[i]);
 
-    /* NaN propagates through the max, including after it was seen */
+    /* NaN is skipped, before or after a number; a window of only NaN gives
+     * NaN, one of only -inf gives -inf (docs/design-notes.md, "NaN and
+     * infinities") */
     cur_case = "maxpool NaN";
-    float xv[5] = {1, NAN, 2, 3, -1};
-    pprt_tensor x = {PP_F32, SHAPE(1, 1, 5), xv};
+    float xv[8] = {1, NAN, 2, 3, -1, NAN, NAN, -INFINITY};
+    pprt_tensor x = {PP_F32, SHAPE(1, 1, 8), xv};
     attrb ab = {0};
     ab_ints(&ab, "kernel_shape", (int64_t[]){2}, 1);
     pprt_tensor out;
-    if (run(PP_OP_MAXPOOL, ab_get(&ab), &x, 1, &SHAPE(1, 1, 4), &out)) {
-        expect_close(out.data, (double[]){NAN, NAN, 3, 3}, 4);
+    if (run(PP_OP_MAXPOOL, ab_get(&ab), &x, 1, &SHAPE(1, 1, 7), &out)) {
+        expect_close(out.data, (double[]){1, 2, 3, 3, -1, NAN, -INFINITY}, 7);
         free(out.data);
     }
 }
