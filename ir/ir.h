@@ -105,6 +105,11 @@ typedef struct pp_graph {
     size_t *stage_arena;     /* arena bytes per stage */
     pp_stage_info *stage_info; /* n_stages entries (passes/stagecost.c) */
     size_t act_total;        /* sum of all activation bytes (memplan's baseline) */
+    /* when a split fails its memory caps: the stage that overflows most (in
+     * the closest split), its estimated bytes and its cap; over_stage -1
+     * otherwise (set by partition and stage costs) */
+    int over_stage;
+    double over_need, over_cap;
     /* the frontend's storage that constant data points into */
     void *keep;
     void (*keep_free)(void *);

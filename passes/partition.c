@@ -54,9 +54,22 @@ void pp_compile_opts_init(pp_compile_opts *o) {
     o->verify_each = true;
     o->depth = 2;
     o->micro_batches = 8;
-    /* one core of a current server CPU running the reference kernels, and a
-     * memcpy between threads; override with --gflops/--mem-gbps/--link-gbps */
-    o->target = (pp_target){.gflops = 25.0, .mem_gbps = 10.0, .link_gbps = 10.0};
+    o->replicas = 1;
+    o->samples = 256;
+    /* one core of a current server CPU running the reference kernels, a
+     * memcpy between threads, and 10 Gbit/s Ethernet between hosts; override
+     * with --gflops/--mem-gbps/--link-gbps/--net-gbps */
+    o->target = (pp_target){.gflops = 25.0, .mem_gbps = 10.0, .link_gbps = 10.0, .net_gbps = 1.25};
+}
+
+double pp_cut_link_gbps(const pp_compile_opts *o, int stages, int cut) {
+    int k = o->target.devices_per_host, reps = o->replicas > 0 ? o->replicas : 1;
+    if (k <= 0 || cut < 0 || cut >= stages - 1) return o->target.link_gbps;
+    for (int r = 0; r < reps; r++) {
+        long d = (long)r * stages + cut; /* the sending stage's device; the receiver is d + 1 */
+        if (d / k != (d + 1) / k) return o->target.net_gbps;
+    }
+    return o->target.link_gbps;
 }
 
 double pp_node_time(const pp_node *n, const pp_target *t) {
@@ -140,7 +153,7 @@ static double range_max(const units *u, int i, int j) {
     return a > b ? a : b;
 }
 
-static size_t stage_cap(const pp_compile_opts *o, int stage) {
+size_t pp_stage_cap(const pp_compile_opts *o, int stage) {
     for (int k = 0; k < o->n_caps; k++)
         if (o->cap_stage[k] == stage) return o->cap_bytes[k];
     return o->cap_all;
@@ -156,13 +169,13 @@ static double range_memory(const units *u, int i, int j) {
 /* For the diagnosis of caps that cannot be met: memory over cap. */
 static double range_cap_ratio(void *ctx, int i, int j, int stage) {
     const units *u = ctx;
-    size_t cap = stage_cap(u->o, stage);
+    size_t cap = pp_stage_cap(u->o, stage);
     return cap ? range_memory(u, i, j) / (double)cap : 0;
 }
 
 static double range_cost(void *ctx, int i, int j, int stage) {
     const units *u = ctx;
-    size_t cap = stage_cap(u->o, stage);
+    size_t cap = pp_stage_cap(u->o, stage);
     if (cap && range_memory(u, i, j) > (double)cap) return -1;
     switch (u->policy) {
     case PP_POLICY_UNIFORM: return u->ops[j + 1] - u->ops[i];
@@ -170,7 +183,8 @@ static double range_cost(void *ctx, int i, int j, int stage) {
     case PP_POLICY_FLOPS: return u->flops[j + 1] - u->flops[i];
     case PP_POLICY_MEMORY: return range_memory(u, i, j);
     default: /* auto */
-        return (u->time[j + 1] - u->time[i]) + u->cut[j] / (u->o->target.link_gbps * 1e9);
+        return (u->time[j + 1] - u->time[i]) +
+               u->cut[j] / (pp_cut_link_gbps(u->o, u->o->n_stages, stage) * 1e9);
     }
 }
 
@@ -447,7 +461,10 @@ pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
                 double r = range_cap_ratio(&u, i, j, s);
                 if (r > worst_r) worst_r = r, worst = s, worst_mem = range_memory(&u, i, j);
             }
-            double cap = (double)stage_cap(o, worst);
+            double cap = (double)pp_stage_cap(o, worst);
+            g->over_stage = worst;
+            g->over_need = worst_mem;
+            g->over_cap = cap;
             pp_status s = PP_FAIL(err, PP_EINVAL,
                                   "no split into %d stages fits the memory caps: even the closest "
                                   "split gives stage %d an estimated %.1f MB against its cap of "

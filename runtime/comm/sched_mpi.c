@@ -161,6 +161,8 @@ typedef struct {
     int n_reqs;
     double *stats;                /* this rank's statistics message */
     double **peer_stats;          /* writer: every rank's */
+    int threads;                  /* intra-op threads of this rank's executor */
+    pprt_precision precision;
 } rankrun;
 
 static pp_status add_req(rankrun *rr, pprt_mpi_req *r) {
@@ -271,6 +273,8 @@ static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const shares *S, 
         pprt_exec_counts_unpack((q == m->rank ? rr->stats : rr->peer_stats[q]) + ST_COUNTS, &stats->stages[q].exec);
     if (s == PP_OK) {
         stats->backend = rr->ex->name;
+        stats->threads = rr->threads;
+        stats->precision = rr->precision;
         stats->peak_rss = (size_t)rss;
         stats->node_ms = node_s;
         node_s = NULL;
@@ -390,6 +394,8 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
         /* intra-op threads: --threads, else this rank's cores (pprt_rank_cores) */
         pprt_exec_cfg cfg = {.threads = o->threads > 0 ? o->threads : pprt_rank_cores(pprt_mpi_env_local_size()),
                              .precision = o->precision};
+        rr.threads = cfg.threads;
+        rr.precision = cfg.precision;
         st = rr.ex->create(p, &p->stages[s], &cfg, &rr.x, err);
     }
     if (st == PP_OK && s == 0) {
