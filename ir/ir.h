@@ -110,6 +110,12 @@ typedef struct pp_graph {
      * otherwise (set by partition and stage costs) */
     int over_stage;
     double over_need, over_cap;
+    /* the module paths the model names, as imported (before any pass removed
+     * or fused a node): every node's scopes and the module part of every
+     * dotted initializer name ("layer1.0.bn1" of "layer1.0.bn1.weight");
+     * sorted, distinct (passes/scope.c) */
+    const char **modules;
+    int n_modules;
     /* the frontend's storage that constant data points into */
     void *keep;
     void (*keep_free)(void *);

@@ -355,32 +355,105 @@ static const char *seq_token(char *line, bool *is_lambda) {
     return *s ? s : NULL;
 }
 
-static pp_status cuts_exec_seq(pp_graph *g, const char *path, int *cuts, int *n_cuts, pp_err *err) {
+/* The entries of an exec_seq file: module names, each with its line and
+ * whether a SPLIT_NODE came before it. */
+typedef struct {
+    char **name;
+    int *line, *first, *last;
+    bool *split;
+    int n, cap;
+} seq_list;
+
+static void seq_free(seq_list *q) {
+    for (int k = 0; k < q->n; k++) free(q->name[k]);
+    free(q->name), free(q->line), free(q->first), free(q->last), free(q->split);
+}
+
+static pp_status seq_read(const char *path, seq_list *q, pp_err *err) {
     FILE *f = fopen(path, "r");
     if (!f) return PP_FAIL(err, PP_EIO, "--exec-seq: cannot open '%s': %s", path, strerror(errno));
-    char line[1024], hint[512];
-    int lineno = 0, listed = 0, prev_first = -1;
-    bool pending_split = false;
+    char line[1024];
+    int lineno = 0;
+    bool pending = false;
     pp_status s = PP_OK;
-    *n_cuts = 0;
-    for (int i = 0; i < g->n_nodes; i++) g->nodes[i].recovered = true;
     while (s == PP_OK && fgets(line, sizeof line, f)) {
         lineno++;
         bool lambda;
         const char *tok = seq_token(line, &lambda);
         if (!tok) continue;
         if (!strcmp(tok, "SPLIT_NODE")) {
-            pending_split = true;
+            pending = true;
             continue;
         }
-        int first = pp_module_first_node(g, tok, hint, sizeof hint);
-        if (first < 0) {
-            s = PP_FAIL(err, PP_EINVAL, "%s:%d: no module '%s' in the model; closest: %s", path,
-                        lineno, tok, hint);
+        if (q->n == q->cap) {
+            int cap = q->cap ? 2 * q->cap : 64;
+            char **nm = realloc(q->name, sizeof *nm * (size_t)cap);
+            if (nm) q->name = nm;
+            int *ln = realloc(q->line, sizeof *ln * (size_t)cap);
+            if (ln) q->line = ln;
+            bool *sp = realloc(q->split, sizeof *sp * (size_t)cap);
+            if (sp) q->split = sp;
+            if (!nm || !ln || !sp) {
+                s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+                break;
+            }
+            q->cap = cap;
+        }
+        q->name[q->n] = strdup(tok);
+        if (!q->name[q->n]) {
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory");
             break;
         }
-        for (int i = 0; i < g->n_nodes; i++)
-            if (pp_node_in_module(&g->nodes[i], tok)) g->nodes[i].recovered = false;
+        q->line[q->n] = lineno;
+        q->split[q->n++] = pending;
+        pending = false;
+    }
+    fclose(f);
+    if (s == PP_OK) {
+        q->first = malloc(sizeof *q->first * (size_t)(q->n ? q->n : 1));
+        q->last = malloc(sizeof *q->last * (size_t)(q->n ? q->n : 1));
+        if (!q->first || !q->last) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    return s;
+}
+
+/* Cuts from an exec_seq. A name that matches no module is an error, unless
+ * it is a module that left no op in the graph (pp_module_left_no_op: a
+ * BatchNorm the exporter folded into its Conv, a Dropout): then a warning,
+ * and a SPLIT_NODE before it cuts before the next listed module with ops. */
+static pp_status cuts_exec_seq(pp_graph *g, const pp_compile_opts *o, int *cuts, int *n_cuts, pp_err *err) {
+    const char *path = o->exec_seq;
+    seq_list q = {0};
+    pp_status s = seq_read(path, &q, err);
+    char hint[512], why[768];
+    *n_cuts = 0;
+    for (int k = 0; s == PP_OK && k < q.n; k++) {
+        q.first[k] = pp_module_first_node(g, q.name[k], hint, sizeof hint);
+        q.last[k] = q.first[k] >= 0 ? pp_module_last_node(g, q.name[k]) : -1;
+    }
+    for (int k = 0; s == PP_OK && k < q.n; k++) {
+        if (q.first[k] >= 0) continue;
+        pp_module_first_node(g, q.name[k], hint, sizeof hint);
+        if (pp_module_left_no_op(g, (const char *const *)q.name, q.first, q.last, q.n, k, why, sizeof why)) {
+            if (!o->quiet)
+                fprintf(stderr, "ppcc: warning: %s:%d: module '%s' left no op in the graph: %s; the split goes on "
+                        "without it\n", path, q.line[k], q.name[k], why);
+        } else {
+            s = PP_FAIL(err, PP_EINVAL, "%s:%d: no module '%s' in the model; closest: %s. Not a module that left no op: %s",
+                        path, q.line[k],
+                        q.name[k], hint, why);
+        }
+    }
+    int listed = 0, prev_first = -1;
+    bool pending_split = false;
+    if (s == PP_OK)
+        for (int i = 0; i < g->n_nodes; i++) g->nodes[i].recovered = true;
+    for (int k = 0; s == PP_OK && k < q.n; k++) {
+        pending_split |= q.split[k];
+        int first = q.first[k];
+        if (first < 0) continue; /* left no op: a SPLIT_NODE before it applies to the next */
+        for (int i = first; i <= q.last[k]; i++)
+            if (pp_node_in_module(&g->nodes[i], q.name[k])) g->nodes[i].recovered = false;
         if (pending_split && listed > 0) {
             if (*n_cuts == PP_MAX_SPLITS) {
                 s = PP_FAIL(err, PP_EUNSUP, "%s: more than %d SPLIT_NODE entries", path, PP_MAX_SPLITS);
@@ -390,7 +463,7 @@ static pp_status cuts_exec_seq(pp_graph *g, const char *path, int *cuts, int *n_
                 s = PP_FAIL(err, PP_EINVAL,
                             "%s:%d: SPLIT_NODE before '%s' does not cut forward: that module "
                             "runs before what the list puts ahead of it (the graph's order "
-                            "decides, see ppcc --report)", path, lineno, tok);
+                            "decides, see ppcc --report)", path, q.line[k], q.name[k]);
                 break;
             }
             cuts[(*n_cuts)++] = first;
@@ -399,9 +472,8 @@ static pp_status cuts_exec_seq(pp_graph *g, const char *path, int *cuts, int *n_
         prev_first = first;
         listed++;
     }
-    fclose(f);
-    if (s == PP_OK && listed == 0)
-        s = PP_FAIL(err, PP_EINVAL, "%s: lists no module", path);
+    if (s == PP_OK && listed == 0) s = PP_FAIL(err, PP_EINVAL, "%s: lists no module", path);
+    seq_free(&q);
     return s;
 }
 
@@ -422,7 +494,7 @@ pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     if (o->policy == PP_POLICY_CUSTOM) {
         if (o->exec_seq && o->n_split_at)
             return PP_FAIL(err, PP_EINVAL, "give --split-at or --exec-seq, not both");
-        if (o->exec_seq) PP_TRY(cuts_exec_seq(g, o->exec_seq, cuts, &n_cuts, err));
+        if (o->exec_seq) PP_TRY(cuts_exec_seq(g, o, cuts, &n_cuts, err));
         else if (o->n_split_at) PP_TRY(cuts_split_at(g, o, cuts, &n_cuts, err));
         else return PP_FAIL(err, PP_EINVAL, "--policy custom needs --split-at or --exec-seq");
         if (p > 1 && p != n_cuts + 1)

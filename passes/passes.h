@@ -144,6 +144,21 @@ int pp_value_def_stage(const pp_graph *g, int v);
  * existing module paths ("layer1.1, layer1.2, layer2"). */
 int pp_module_first_node(const pp_graph *g, const char *path, char *hint, size_t hint_len);
 bool pp_node_in_module(const pp_node *n, const char *path);
+/* Last node index inside module `path`, or -1. */
+int pp_module_last_node(const pp_graph *g, const char *path);
+/* Whether the model, as imported, names module `path` (a node's scope or a
+ * parameter's name), whether or not any node of it is left. */
+bool pp_model_names_module(const pp_graph *g, const char *path);
+/* Entry k of a module list (an exec_seq: names[0..n-1], each module's first
+ * and last node, -1 for a name with no op) names no op. Whether it is a module
+ * that existed but left no op (true: msg says why, for a warning) or a name
+ * that matches nothing plausible (false: msg says why not, for the error).
+ * The rule (docs/partitioning.md): its parent module exists; no op of a
+ * module lies between the listed modules around it; and the model names it,
+ * or it is a BatchNorm-like name (bn, norm, a Sequential index) right after a
+ * module ending in a Conv, or a Dropout or Identity. */
+bool pp_module_left_no_op(const pp_graph *g, const char *const *names, const int *first, const int *last, int n,
+                          int k, char *msg, size_t len);
 
 /* Estimated time of one node on the target, seconds (roofline). */
 double pp_node_time(const pp_node *n, const pp_target *t);
