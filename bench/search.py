@@ -6,7 +6,9 @@ weights, exported by tests/models/export_torchvision.py), on this machine's
 two cores taken as two devices of one core each:
 
 1. Profiles: `ppcc -pp 1 -b B`, then `pprt --threads 1 --warmup 1 --profile`
-   on one core, for every micro-batch size B of BATCHES (8 micro-batches each).
+   on one core, for every micro-batch size B of BATCHES (8 micro-batches
+   each), PROFILE_REPS times: each node's time is its least over the runs
+   (on a shared machine the other runs were slowed by other work).
 2. The search: `ppcc --devices 2 --search --samples S --batch-sizes BATCHES
    --profile (all of them)`: its table of estimated throughputs.
 3. Every candidate of that search space measured: pp in {1, 2}, dp = 2 / pp,
@@ -25,10 +27,11 @@ two cores taken as two devices of one core each:
 4. The verdict: the search's pick against the fastest measured (best of the
    rounds): within 5%?
 
-Usage: bench/search.py [BUILD_DIR] [REPS]   (default build/, 3)
+Usage: bench/search.py [BUILD_DIR] [REPS]   (default build/, 5)
 Environment: MODELS (default "resnet50 efficientnet_b0 vit_b_16"), BATCHES
-(default "1 2 4 8"), SAMPLES (default 64), MODEL_DIR (NAME/model.onnx exported
-before is used as it is), JSON (write every figure there too).
+(default "1 2 4 8"), SAMPLES (default 64), PROFILE_REPS (default 3),
+MODEL_DIR (NAME/model.onnx exported before is used as it is), JSON (write
+every figure there too).
 Prints Markdown (the tables of bench/RESULTS.md) on stdout."""
 import json
 import os
@@ -36,14 +39,15 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, cpu_name, each_model, export, sh
+
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
-REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+PROFILE_REPS = int(os.environ.get("PROFILE_REPS", "3"))
 MODELS = os.environ.get("MODELS", "resnet50 efficientnet_b0 vit_b_16").split()
 BATCHES = [int(b) for b in os.environ.get("BATCHES", "1 2 4 8").split()]
 SAMPLES = int(os.environ.get("SAMPLES", "64"))
@@ -51,23 +55,6 @@ PPCC, PPRT = os.path.join(BUILD, "ppcc"), os.path.join(BUILD, "pprt")
 CPUS = sorted(os.sched_getaffinity(0))
 if len(CPUS) < 2:
     sys.exit("bench/search.py: needs two CPUs")
-
-
-def sh(argv, **kw):
-    r = subprocess.run(argv, capture_output=True, text=True, **kw)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr.strip()[-500:]}")
-    return r
-
-
-def export(name, work):
-    mine = os.path.join(os.environ.get("MODEL_DIR", ""), name)
-    if os.environ.get("MODEL_DIR") and os.path.exists(os.path.join(mine, "model.onnx")):
-        return os.path.join(mine, "model.onnx")
-    d = os.path.join(work, name)
-    sh([sys.executable, os.path.join(ROOT, "tests/models/export_torchvision.py"), "--model", name, "--out", d,
-        "--batch", "2"])
-    return os.path.join(d, "model.onnx")
 
 
 def data_dir(work, x, tag):
@@ -79,6 +66,16 @@ def data_dir(work, x, tag):
 
 def stats(path):
     return json.load(open(path))
+
+
+def least_profile(runs, path):
+    """Write the profile (pprt --profile's format, which ppcc reads line by
+    line) whose node times are the least of the runs'."""
+    nodes = {n: min(r["nodes"][n] for r in runs) for n in runs[0]["nodes"]}
+    with open(path, "w") as f:
+        f.write(f'{{"micro_batch": {runs[0]["micro_batch"]}, "device": {json.dumps(runs[0]["device"])}, "nodes": {{\n')
+        f.write(",\n".join(f"  {json.dumps(n)}: {t:.6f}" for n, t in nodes.items()))
+        f.write("\n}}\n")
 
 
 def run_pp2(plan, data, work):
@@ -117,9 +114,14 @@ def bench_model(name, work):
         sh([PPCC, model, "-pp", "1", "-b", str(b), "-o", plan, "-q"])
         n = 8 * b
         d = data_dir(work, np.resize(x, (n,) + x.shape[1:]), f"prof{b}")
+        runs = []
+        for k in range(PROFILE_REPS):
+            one = os.path.join(work, f"{name}_prof_b{b}_{k}.json")
+            sh(["taskset", "-c", str(CPUS[0]), PPRT, plan, d, "--threads", "1", "--warmup", "1", "-q", "-o",
+                os.path.join(work, "o"), "--profile", one])
+            runs.append(json.load(open(one)))
         prof = os.path.join(work, f"{name}_prof_b{b}.json")
-        sh(["taskset", "-c", str(CPUS[0]), PPRT, plan, d, "--threads", "1", "--warmup", "1", "-q", "-o",
-            os.path.join(work, "o"), "--profile", prof])
+        least_profile(runs, prof)
         profiles.append(prof)
     pflags = [a for p in profiles for a in ("--profile", p)]
     # 2. the search
@@ -160,16 +162,9 @@ def main():
     for t in (PPCC, PPRT):
         if not os.access(t, os.X_OK):
             sys.exit(f"bench/search.py: no {t} (build first)")
-    lscpu = sh(["lscpu"]).stdout
-    cpu = next((l.split(":", 1)[1].strip() for l in lscpu.splitlines() if l.startswith("Model name:")), "?")
+    cpu = cpu_name()
     load = os.getloadavg()
-    results = []
-    with tempfile.TemporaryDirectory() as work:
-        for name in MODELS:
-            try:
-                results.append(bench_model(name, work))
-            except RuntimeError as e:
-                print(f"{name}: skipped: {e}", file=sys.stderr)
+    results = each_model(MODELS, bench_model)
     load_end = os.getloadavg()
     print(f"CPU: {cpu}, {len(CPUS)} CPUs; {platform.node()}; {time.strftime('%Y-%m-%d %H:%M')}; "
           f"load average {load[0]:.2f} at the start, {load_end[0]:.2f} at the end")

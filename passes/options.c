@@ -17,6 +17,8 @@ const char *pp_compile_opts_usage(void) {
            "  --split-at P[,P..]  cut before each named module (e.g. layer3 or layer1.2)\n"
            "  --exec-seq FILE     ColossalAI-style list: module names, SPLIT_NODE lines as cuts\n"
            "  --max-memory CAPS   SIZE for every stage, or STAGE:SIZE,... (e.g. 0:10GiB,1:24GiB)\n"
+           "  --reserve SIZE      memory each device holds besides the plan (runtime, data):\n"
+           "                      the plan gets each cap less this (default 0)\n"
            "  --gflops X          target compute, GFLOP/s per stage (default 25)\n"
            "  --mem-gbps X        target memory bandwidth, GB/s (default 10)\n"
            "  --link-gbps X       stage-to-stage bandwidth within a host, GB/s (default 10)\n"
@@ -181,6 +183,11 @@ int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_er
                     PP_MAX_BATCH_SIZES, v ? v : "");
             return -1;
         }
+    } else if (!strcmp(a, "--reserve")) {
+        if (!v || !parse_size(v, &o->reserve)) {
+            PP_FAIL(err, PP_EINVAL, "--reserve: '%s' is not a size like 512MiB", v ? v : "");
+            return -1;
+        }
     } else if (!strcmp(a, "--max-memory")) {
         if (!v) {
             PP_FAIL(err, PP_EINVAL, "--max-memory needs SIZE or STAGE:SIZE,...");
@@ -241,6 +248,7 @@ void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n) {
     for (int f = 0; f < o->n_profiles; f++) ADD(" --profile (file)");
     if (o->cap_all) ADD(" --max-memory %zu", o->cap_all);
     for (int c = 0; c < o->n_caps; c++) ADD("%s%d:%zu", c ? "," : " --max-memory ", o->cap_stage[c], o->cap_bytes[c]);
+    if (o->reserve) ADD(" --reserve %zu", o->reserve);
     ADD(" --gflops %g --mem-gbps %g --link-gbps %g --depth %d", o->target.gflops, o->target.mem_gbps,
         o->target.link_gbps, o->depth);
     /* the replicas matter to the split only through the placement */

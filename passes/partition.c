@@ -154,9 +154,11 @@ static double range_max(const units *u, int i, int j) {
 }
 
 size_t pp_stage_cap(const pp_compile_opts *o, int stage) {
+    size_t cap = o->cap_all;
     for (int k = 0; k < o->n_caps; k++)
-        if (o->cap_stage[k] == stage) return o->cap_bytes[k];
-    return o->cap_all;
+        if (o->cap_stage[k] == stage) cap = o->cap_bytes[k];
+    if (!cap) return 0;
+    return cap > o->reserve ? cap - o->reserve : 1;
 }
 
 /* Estimated memory of units i..j as one stage. */

@@ -55,6 +55,9 @@ typedef struct pp_compile_opts {
     const char *profiles[PP_MAX_PROFILES];
     /* memory caps in bytes; cap_all applies to stages without their own */
     size_t cap_all;
+    /* what each device holds besides the plan (the runtime, a CUDA context,
+     * the data): the plan gets a cap minus this (--reserve) */
+    size_t reserve;
     int n_caps;
     int cap_stage[PP_MAX_SPLITS];
     size_t cap_bytes[PP_MAX_SPLITS];
@@ -126,8 +129,8 @@ pp_status pp_apply_profiles(pp_graph *g, const pp_compile_opts *o, int *matched,
 pp_status pp_profile_header(const char *path, int64_t *batch, char *device, size_t device_len,
                             pp_err *err);
 
-/* The memory cap of `stage` in bytes (its own, else the one for every
- * stage; 0: none). */
+/* The memory cap of `stage` in bytes for the plan: its own, else the one
+ * for every stage, less the --reserve (at least 1 byte); 0: none. */
 size_t pp_stage_cap(const pp_compile_opts *o, int stage);
 
 /* Bandwidth (GB/s) of the cut after stage `cut` of a `stages`-stage pipeline

@@ -201,6 +201,7 @@ static void print_caps(FILE *f, const pp_compile_opts *o) {
     if (o->cap_all) fprintf(f, "%.1f MB per device", (double)o->cap_all / 1e6);
     for (int k = 0; k < o->n_caps; k++)
         fprintf(f, "%sstage %d: %.1f MB", k || o->cap_all ? ", " : "", o->cap_stage[k], (double)o->cap_bytes[k] / 1e6);
+    if (o->reserve) fprintf(f, " less %.1f MB reserved", (double)o->reserve / 1e6);
 }
 
 static void print_timing(FILE *f, const char *device, const pp_compile_opts *o) {
@@ -223,8 +224,8 @@ void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *
     print_caps(f, o);
     fputc('\n', f);
     print_timing(f, r->device, o);
-    fprintf(f, "%4s %3s %3s %6s %8s %12s %10s %7s %9s %12s %7s\n", "rank", "pp", "dp", "mb", "mb_count",
-            "est_samp/s", "est_run_ms", "bubble", "imbalance", "max_mem_MB", "timed");
+    fprintf(f, "%4s %3s %3s %11s %7s %13s %11s %7s %9s %16s %8s\n", "rank", "pp", "dp", "micro_batch", "count",
+            "est_samples/s", "est_run_ms", "bubble", "imbalance", "max_memory_MB", "timed_at");
     for (int k = 0; k < r->n; k++) {
         const pp_candidate *c = &r->c[k];
         if (!c->fits) continue;
@@ -233,7 +234,7 @@ void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *
         char timed[32];
         if (c->timed_at) snprintf(timed, sizeof timed, "b=%lld", (long long)c->timed_at);
         else snprintf(timed, sizeof timed, "roofline");
-        fprintf(f, "%4d %3d %3d %6lld %8lld %12.2f %10.1f %6.1f%% %9.3f %9.1f s%-2d %7s\n", k + 1, c->pp, c->dp,
+        fprintf(f, "%4d %3d %3d %11lld %7lld %13.2f %11.1f %6.1f%% %9.3f %9.1f (s%d) %8s\n", k + 1, c->pp, c->dp,
                 (long long)c->batch, (long long)c->micro_batches, c->samples_per_s, c->run_ms, 100 * c->bubble,
                 c->imbalance, (double)mem / 1e6, st, timed);
     }
@@ -242,7 +243,7 @@ void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *
         for (int k = 0; k < r->n; k++) {
             const pp_candidate *c = &r->c[k];
             if (c->fits) continue;
-            fprintf(f, "   - %3d %3d %6lld  ", c->pp, c->dp, (long long)c->batch);
+            fprintf(f, "   - %3d %3d %11lld  ", c->pp, c->dp, (long long)c->batch);
             if (c->over_stage >= 0)
                 fprintf(f, "stage %d needs %.1f MB against its cap of %.1f MB (over by %.1f MB)\n", c->over_stage,
                         c->over_need / 1e6, c->over_cap / 1e6, (c->over_need - c->over_cap) / 1e6);
@@ -264,7 +265,7 @@ void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *
 }
 
 static void json_caps(FILE *f, const pp_compile_opts *o) {
-    fprintf(f, "\"cap_bytes\": %zu, \"stage_caps\": [", o->cap_all);
+    fprintf(f, "\"cap_bytes\": %zu, \"reserve_bytes\": %zu, \"stage_caps\": [", o->cap_all, o->reserve);
     for (int k = 0; k < o->n_caps; k++)
         fprintf(f, "%s{\"stage\": %d, \"bytes\": %zu}", k ? ", " : "", o->cap_stage[k], o->cap_bytes[k]);
     fprintf(f, "]");
@@ -409,7 +410,7 @@ void pp_max_batch_print(FILE *f, const pp_max_batch_result *r, const pp_compile_
     } else {
         fprintf(f, "largest micro-batch: %lld\n", (long long)r->batch);
         fprintf(f, "%-5s %12s %12s %15s %12s %12s\n", "stage", "memory_MB", "weights_MB", "activations_MB",
-                "buffers_MB", "cap_MB");
+                "buffers_MB", o->reserve ? "cap-res_MB" : "cap_MB");
         for (int s = 0; s < r->at.n_stages; s++) {
             const pp_cand_stage *st = &r->at.stages[s];
             fprintf(f, "%-5d %12.1f %12.1f %15.1f %12.1f %12.1f\n", s, st->memory / 1e6, st->params / 1e6,
