@@ -116,7 +116,7 @@ pp_status pp_apply_profiles(pp_graph *g, const pp_compile_opts *o, int *matched,
     double best_d = 0;
     char first[256], kind[256];
     for (int k = 0; k < o->n_profiles; k++) {
-        int64_t b;
+        int64_t b = 0;
         PP_TRY(pp_profile_header(o->profiles[k], &b, kind, sizeof kind, err));
         if (k == 0) snprintf(first, sizeof first, "%s", kind);
         else if (strcmp(first, kind) != 0)
