@@ -6,8 +6,11 @@ weights, exported by tests/models/export_torchvision.py), on this machine's
 two cores taken as two devices of one core each:
 
 1. Profiles: `ppcc -pp 1 -b B`, then `pprt --threads 1 --warmup 1 --profile`
-   on one core, for every micro-batch size B of BATCHES (8 micro-batches
-   each), PROFILE_REPS times: each node's time is its least over the runs
+   for every micro-batch size B of BATCHES (8 micro-batches each), on both
+   cores at once (two processes, as every candidate keeps both cores busy:
+   they share the memory bandwidth and the last-level cache, which a core
+   profiled alone does not see), PROFILE_REPS rounds in which the sizes take
+   turns: each node's time is its least over the rounds and the two cores
    (on a shared machine the other runs were slowed by other work).
 2. The search: `ppcc --devices 2 --search --samples S --batch-sizes BATCHES
    --profile (all of them)`: its table of estimated throughputs.
@@ -109,19 +112,29 @@ def bench_model(name, work):
     halves = [data_dir(work, x[: SAMPLES // 2], "a"), data_dir(work, x[SAMPLES // 2:], "b")]
     # 1. profiles on one core
     profiles = []
+    plans, dirs, runs = {}, {}, {b: [] for b in BATCHES}
     for b in BATCHES:
-        plan = os.path.join(work, f"{name}_pp1_b{b}.plan")
-        sh([PPCC, model, "-pp", "1", "-b", str(b), "-o", plan, "-q"])
-        n = 8 * b
-        d = data_dir(work, np.resize(x, (n,) + x.shape[1:]), f"prof{b}")
-        runs = []
-        for k in range(PROFILE_REPS):
-            one = os.path.join(work, f"{name}_prof_b{b}_{k}.json")
-            sh(["taskset", "-c", str(CPUS[0]), PPRT, plan, d, "--threads", "1", "--warmup", "1", "-q", "-o",
-                os.path.join(work, "o"), "--profile", one])
-            runs.append(json.load(open(one)))
+        plans[b] = os.path.join(work, f"{name}_pp1_b{b}.plan")
+        sh([PPCC, model, "-pp", "1", "-b", str(b), "-o", plans[b], "-q"])
+        dirs[b] = data_dir(work, np.resize(x, (8 * b,) + x.shape[1:]), f"prof{b}")
+    for k in range(PROFILE_REPS):  # the sizes take turns, so a slow spell hits them alike
+        for b in BATCHES:
+            # both cores at once, as every candidate runs: the cores share the
+            # memory bandwidth and the last-level cache
+            procs = []
+            for c in range(2):
+                one = os.path.join(work, f"{name}_prof_b{b}_{k}_{c}.json")
+                argv = ["taskset", "-c", str(CPUS[c]), PPRT, plans[b], dirs[b], "--threads", "1", "--warmup", "1",
+                        "-q", "-o", os.path.join(work, f"o{c}"), "--profile", one]
+                procs.append((subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), one))
+            for p, one in procs:
+                _, err = p.communicate()
+                if p.returncode != 0:
+                    raise RuntimeError(f"pprt --profile: exit {p.returncode}: {err.strip()[-500:]}")
+                runs[b].append(json.load(open(one)))
+    for b in BATCHES:
         prof = os.path.join(work, f"{name}_prof_b{b}.json")
-        least_profile(runs, prof)
+        least_profile(runs[b], prof)
         profiles.append(prof)
     pflags = [a for p in profiles for a in ("--profile", p)]
     # 2. the search
