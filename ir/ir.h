@@ -175,6 +175,17 @@ typedef struct pp_graph {
     pp_stage_info *stage_info; /* n_stages entries (passes/stagecost.c) */
     size_t act_total;        /* sum of all activation bytes (memplan's baseline) */
     double split_cost;       /* a min-max policy's bottleneck (its estimate), -1 for custom splits */
+    /* when a split fails its memory caps: the stage that overflows most (in
+     * the closest split), its estimated bytes and its cap; over_stage -1
+     * otherwise (set by partition and stage costs) */
+    int over_stage;
+    double over_need, over_cap;
+    /* the module paths the model names, as imported (before any pass removed
+     * or fused a node): every node's scopes and the module part of every
+     * dotted initializer name ("layer1.0.bn1" of "layer1.0.bn1.weight");
+     * sorted, distinct (passes/scope.c) */
+    const char **modules;
+    int n_modules;
     /* the frontend's storage that constant data points into */
     void *keep;
     void (*keep_free)(void *);

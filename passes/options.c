@@ -17,19 +17,35 @@ const char *pp_compile_opts_usage(void) {
            "  --split-at P[,P..]  cut before each named module (e.g. layer3 or layer1.2)\n"
            "  --exec-seq FILE     ColossalAI-style list: module names, SPLIT_NODE lines as cuts\n"
            "  --max-memory CAPS   SIZE for every stage, or STAGE:SIZE,... (e.g. 0:10GiB,1:24GiB)\n"
+           "  --reserve SIZE      memory each device holds besides the plan (runtime, data):\n"
+           "                      the plan gets each cap less this (default 0)\n"
            "  --placement P       where stages run: BACKEND[:DEVICE] for all, or STAGE:BACKEND[:DEVICE],...\n"
            "                      (e.g. 0:dnnl,1:cuda:0); pprt --backend overrides it\n"
            "  --gflops X          target compute, GFLOP/s per stage (default 25; a GPU's 20000),\n"
            "                      or STAGE:X,... per stage (also for the next two)\n"
            "  --mem-gbps X        target memory bandwidth, GB/s (default 10; a GPU's 1500)\n"
-           "  --link-gbps X       stage-to-stage bandwidth, GB/s (default 10; from a GPU 20)\n"
-           "  --profile FILE      measured op times from pprt --profile instead of the roofline\n"
+           "  --link-gbps X       stage-to-stage bandwidth within a host, GB/s (default 10; from a GPU 20)\n"
+           "  --net-gbps X        stage-to-stage bandwidth between hosts, GB/s (default 1.25)\n"
+           "  --devices-per-host K  devices on each host (default: all on one); cuts between\n"
+           "                      hosts cost --net-gbps\n"
+           "  --replicas R        data-parallel copies the plan will run as (pprt --replicas),\n"
+           "                      for the placement of the cuts (default 1)\n"
+           "  --profile FILE      measured op times from pprt --profile instead of the roofline;\n"
+           "                      repeat it with profiles of other micro-batch sizes (one device\n"
+           "                      kind): the nearest one is used\n"
            "  --depth N           micro-batches in flight per boundary, for memory (default 2)\n"
            "  --micro-batches M   micro-batches per run, for the bubble estimate (default 8)\n"
            "  --allow-batch-mixing\n"
            "                      compile even where the model mixes samples across the batch\n"
            "                      axis (a Softmax or a reduction over it, ...): the plan is then\n"
            "                      right only when run on exactly -b samples at once\n"
+           "device budget:\n"
+           "  --devices N         devices for --search: pp stages x N/pp replicas\n"
+           "  --search            try every pipeline depth 1..N (replicas N/pp) and micro-batch\n"
+           "                      size: table of estimated throughput and memory, best plan to -o\n"
+           "  --batch-sizes B,..  micro-batch sizes to try (default 1,2,4,..,64)\n"
+           "  --samples S         samples per run: micro-batch count and bubble (default 256)\n"
+           "  --max-batch         the largest micro-batch that fits -pp N under --max-memory\n"
            "debugging:\n"
            "  --dump-ir[=PASS]    print the IR after the last pass, after PASS (import, infer,\n"
            "                      simplify, fuse, partition) or after each (all); see docs/ir.md\n"
@@ -193,7 +209,53 @@ int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_er
             PP_FAIL(err, PP_EINVAL, "--profile needs a file from pprt --profile");
             return -1;
         }
-        o->profile = v;
+        if (o->n_profiles == PP_MAX_PROFILES) {
+            PP_FAIL(err, PP_EINVAL, "at most %d --profile files", PP_MAX_PROFILES);
+            return -1;
+        }
+        o->profiles[o->n_profiles++] = v;
+    } else if (!strcmp(a, "--search") || !strcmp(a, "--max-batch")) {
+        if (a[2] == 's') o->search = true;
+        else o->max_batch = true;
+        return 1; /* no value */
+    } else if (!strcmp(a, "--devices") || !strcmp(a, "--devices-per-host") || !strcmp(a, "--replicas")) {
+        if (!parse_double(v, 1, 4096, &d) || d != (int)d) {
+            PP_FAIL(err, PP_EINVAL, "%s needs a count 1..4096, got '%s'", a, v ? v : "");
+            return -1;
+        }
+        if (!strcmp(a, "--devices")) o->devices = (int)d;
+        else if (a[2] == 'd') o->target.devices_per_host = (int)d;
+        else o->replicas = (int)d;
+    } else if (!strcmp(a, "--samples")) {
+        if (!parse_double(v, 1, 1e12, &d) || d != (double)(int64_t)d) {
+            PP_FAIL(err, PP_EINVAL, "--samples needs a count >= 1, got '%s'", v ? v : "");
+            return -1;
+        }
+        o->samples = (int64_t)d;
+    } else if (!strcmp(a, "--batch-sizes")) {
+        o->n_batch_sizes = 0;
+        for (const char *p = v ? v : ""; *p;) {
+            char *end;
+            errno = 0;
+            long long b = strtoll(p, &end, 10);
+            if (errno || end == p || b < 1 || b > (1 << 20) || (*end && *end != ',') ||
+                o->n_batch_sizes == PP_MAX_BATCH_SIZES) {
+                o->n_batch_sizes = 0;
+                break;
+            }
+            o->batch_sizes[o->n_batch_sizes++] = b;
+            p = *end ? end + 1 : end;
+        }
+        if (o->n_batch_sizes == 0) {
+            PP_FAIL(err, PP_EINVAL, "--batch-sizes needs up to %d sizes 1..2^20 like 1,2,4,8, got '%s'",
+                    PP_MAX_BATCH_SIZES, v ? v : "");
+            return -1;
+        }
+    } else if (!strcmp(a, "--reserve")) {
+        if (!v || !parse_size(v, &o->reserve)) {
+            PP_FAIL(err, PP_EINVAL, "--reserve: '%s' is not a size like 512MiB", v ? v : "");
+            return -1;
+        }
     } else if (!strcmp(a, "--max-memory")) {
         if (!v) {
             PP_FAIL(err, PP_EINVAL, "--max-memory needs SIZE or STAGE:SIZE,...");
@@ -202,6 +264,12 @@ int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_er
         if (parse_caps(v, o, err) != PP_OK) return -1;
     } else if (!strcmp(a, "--gflops") || !strcmp(a, "--mem-gbps") || !strcmp(a, "--link-gbps")) {
         if (parse_figure(a, v, o, err) != PP_OK) return -1;
+    } else if (!strcmp(a, "--net-gbps")) {
+        if (!parse_double(v, 1e-6, 1e9, &d)) {
+            PP_FAIL(err, PP_EINVAL, "%s needs a positive number, got '%s'", a, v ? v : "");
+            return -1;
+        }
+        o->target.net_gbps = d;
     } else if (!strcmp(a, "--placement")) {
         if (!v || parse_placement(v, o, err) != PP_OK) {
             if (!v) PP_FAIL(err, PP_EINVAL, "--placement needs BACKEND[:DEVICE] or STAGE:BACKEND[:DEVICE],...");
@@ -251,9 +319,10 @@ void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n) {
     ADD("-pp %d --policy %s", o->n_stages, pp_policy_name(o->policy));
     for (int s = 0; s < o->n_split_at; s++) ADD("%s%s", s ? "," : " --split-at ", o->split_at[s]);
     if (o->exec_seq) ADD(" --exec-seq (file)");
-    if (o->profile) ADD(" --profile (file)");
+    for (int f = 0; f < o->n_profiles; f++) ADD(" --profile (file)");
     if (o->cap_all) ADD(" --max-memory %zu", o->cap_all);
     for (int c = 0; c < o->n_caps; c++) ADD("%s%d:%zu", c ? "," : " --max-memory ", o->cap_stage[c], o->cap_bytes[c]);
+    if (o->reserve) ADD(" --reserve %zu", o->reserve);
     ADD(" --gflops %g --mem-gbps %g --link-gbps %g --depth %d", o->target.gflops, o->target.mem_gbps,
         o->target.link_gbps, o->depth);
     for (int s = 0, first = 1; s <= PP_MAX_SPLITS; s++)
@@ -265,6 +334,10 @@ void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n) {
     if (o->place_all.backend[0]) ADD(" --placement %s:%d", o->place_all.backend, o->place_all.device);
     for (int s = 0; s <= PP_MAX_SPLITS; s++)
         if (o->place[s].backend[0]) ADD(" --placement %d:%s:%d", s, o->place[s].backend, o->place[s].device);
+    /* the replicas matter to the split only through the placement */
+    if (o->target.devices_per_host)
+        ADD(" --devices-per-host %d --net-gbps %g --replicas %d", o->target.devices_per_host,
+            o->target.net_gbps, o->replicas);
     for (int d = 0; d < o->n_disabled; d++) ADD(" --disable-pass %s", o->disabled[d]);
     if (o->allow_batch_mixing) ADD(" --allow-batch-mixing");
 #undef ADD

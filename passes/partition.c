@@ -59,9 +59,12 @@ void pp_compile_opts_init(pp_compile_opts *o) {
     o->depth = 2;
     o->micro_batches = 8;
     o->dp_max_units = 2048;
-    /* one core of a current server CPU running the reference kernels, and a
-     * memcpy between threads; override with --gflops/--mem-gbps/--link-gbps */
-    o->target = (pp_target){.gflops = 25.0, .mem_gbps = 10.0, .link_gbps = 10.0};
+    o->replicas = 1;
+    o->samples = 256;
+    /* one core of a current server CPU running the reference kernels, a
+     * memcpy between threads, and 10 Gbit/s Ethernet between hosts; override
+     * with --gflops/--mem-gbps/--link-gbps/--net-gbps */
+    o->target = (pp_target){.gflops = 25.0, .mem_gbps = 10.0, .link_gbps = 10.0, .net_gbps = 1.25};
     o->place_all.device = -1;
     for (int k = 0; k <= PP_MAX_SPLITS; k++) o->place[k].device = -1;
 }
@@ -89,6 +92,19 @@ pp_target pp_stage_target(const pp_compile_opts *o, int s) {
         if (o->stage_set[s] & 4) t.link_gbps = st->link_gbps;
     }
     return t;
+}
+
+/* The bandwidth of the cut after stage `cut`: the network's where it
+ * crosses hosts (--devices-per-host, in any replica), else the sending
+ * stage's link (its target's, which its placement may set). */
+double pp_cut_link_gbps(const pp_compile_opts *o, int stages, int cut) {
+    int k = o->target.devices_per_host, reps = o->replicas > 0 ? o->replicas : 1;
+    if (k > 0 && cut >= 0 && cut < stages - 1)
+        for (int r = 0; r < reps; r++) {
+            long d = (long)r * stages + cut; /* the sending stage's device; the receiver is d + 1 */
+            if (d / k != (d + 1) / k) return o->target.net_gbps;
+        }
+    return pp_stage_target(o, cut).link_gbps;
 }
 
 double pp_node_time(const pp_node *n, const pp_target *t) {
@@ -260,10 +276,12 @@ static double range_max(const units *u, int i, int j) {
     return a > b ? a : b;
 }
 
-static size_t stage_cap(const pp_compile_opts *o, int stage) {
+size_t pp_stage_cap(const pp_compile_opts *o, int stage) {
+    size_t cap = o->cap_all;
     for (int k = 0; k < o->n_caps; k++)
-        if (o->cap_stage[k] == stage) return o->cap_bytes[k];
-    return o->cap_all;
+        if (o->cap_stage[k] == stage) cap = o->cap_bytes[k];
+    if (!cap) return 0;
+    return cap > o->reserve ? cap - o->reserve : 1;
 }
 
 /* Estimated memory of units i..j as one stage. */
@@ -276,7 +294,7 @@ static double range_memory(const units *u, int i, int j) {
 /* For the diagnosis of caps that cannot be met: memory over cap. */
 static double range_cap_ratio(void *ctx, int i, int j, int stage) {
     const units *u = ctx;
-    size_t cap = stage_cap(u->o, stage);
+    size_t cap = pp_stage_cap(u->o, stage);
     return cap ? range_memory(u, i, j) / (double)cap : 0;
 }
 
@@ -294,7 +312,7 @@ static double range_obj(const units *u, int i, int j, int stage) {
 
 static double range_cost(void *ctx, int i, int j, int stage) {
     const units *u = ctx;
-    size_t cap = stage_cap(u->o, stage);
+    size_t cap = pp_stage_cap(u->o, stage);
     if (cap && range_memory(u, i, j) > (double)cap) return -1;
     return range_obj(u, i, j, stage);
 }
@@ -334,7 +352,7 @@ static pp_status units_times(const pp_graph *g, const pp_compile_opts *o, int p,
     if (!u->time || !u->link) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     for (int s = 0; s < p; s++) {
         const pp_target t = pp_stage_target(o, s);
-        u->link[s] = t.link_gbps * 1e9;
+        u->link[s] = pp_cut_link_gbps(o, p, s) * 1e9;
         for (int r = 0; r < s && !u->time[s]; r++) {
             const pp_target q = pp_stage_target(o, r);
             if (q.gflops == t.gflops && q.mem_gbps == t.mem_gbps) u->time[s] = u->time[r];
@@ -535,7 +553,7 @@ static bool probe(probe_ctx *c, double b) {
     const bool mem_obj = u->policy == PP_POLICY_MEMORY && !c->ratio;
     for (int e = 0; e < n; e++) {
         double v = c->ratio ? 0 : range_cost((void *)u, 0, e, 0);
-        size_t cap = stage_cap(u->o, 0);
+        size_t cap = pp_stage_cap(u->o, 0);
         bool ok = c->ratio ? !cap || range_memory(u, 0, e) <= floor(b * (double)cap) : v >= 0 && v <= b;
         c->reach[e] = ok;
         c->arg[e] = 0;
@@ -544,7 +562,7 @@ static bool probe(probe_ctx *c, double b) {
         const unsigned char *prev = c->reach + (size_t)(k - 1) * (size_t)n;
         unsigned char *cur = c->reach + (size_t)k * (size_t)n;
         int *arg = c->arg + (size_t)k * (size_t)n;
-        size_t cap = stage_cap(u->o, k);
+        size_t cap = pp_stage_cap(u->o, k);
         double x = c->ratio ? (cap ? floor(b * (double)cap) : INFINITY)
                             : mem_obj ? fmin(floor(b), cap ? (double)cap : INFINITY) : cap ? (double)cap : INFINITY;
         for (int i = 0; i < 2 * c->t.size; i++) c->t.min[i] = INFINITY, c->t.add[i] = 0;
@@ -732,33 +750,106 @@ static const char *seq_token(char *line, bool *is_lambda) {
     return *s ? s : NULL;
 }
 
-static pp_status cuts_exec_seq(pp_graph *g, const char *path, int *cuts, int *n_cuts, pp_err *err) {
+/* The entries of an exec_seq file: module names, each with its line and
+ * whether a SPLIT_NODE came before it. */
+typedef struct {
+    char **name;
+    int *line, *first, *last;
+    bool *split;
+    int n, cap;
+} seq_list;
+
+static void seq_free(seq_list *q) {
+    for (int k = 0; k < q->n; k++) free(q->name[k]);
+    free(q->name), free(q->line), free(q->first), free(q->last), free(q->split);
+}
+
+static pp_status seq_read(const char *path, seq_list *q, pp_err *err) {
     FILE *f;
     pp_err e = {0};
     if (pp_fopen_read(path, NULL, &f, &e) != PP_OK) return PP_FAIL(err, e.code, "--exec-seq: %s", e.msg);
-    char line[1024], hint[512];
-    int lineno = 0, listed = 0, prev_first = -1;
-    bool pending_split = false;
+    char line[1024];
+    int lineno = 0;
+    bool pending = false;
     pp_status s = PP_OK;
-    *n_cuts = 0;
-    for (int i = 0; i < g->n_nodes; i++) g->nodes[i].recovered = true;
     while (s == PP_OK && fgets(line, sizeof line, f)) {
         lineno++;
         bool lambda;
         const char *tok = seq_token(line, &lambda);
         if (!tok) continue;
         if (!strcmp(tok, "SPLIT_NODE")) {
-            pending_split = true;
+            pending = true;
             continue;
         }
-        int first = pp_module_first_node(g, tok, hint, sizeof hint);
-        if (first < 0) {
-            s = PP_FAIL(err, PP_EINVAL, "%s:%d: no module '%s' in the model; closest: %s", path,
-                        lineno, tok, hint);
+        if (q->n == q->cap) {
+            int cap = q->cap ? 2 * q->cap : 64;
+            char **nm = realloc(q->name, sizeof *nm * (size_t)cap);
+            if (nm) q->name = nm;
+            int *ln = realloc(q->line, sizeof *ln * (size_t)cap);
+            if (ln) q->line = ln;
+            bool *sp = realloc(q->split, sizeof *sp * (size_t)cap);
+            if (sp) q->split = sp;
+            if (!nm || !ln || !sp) {
+                s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+                break;
+            }
+            q->cap = cap;
+        }
+        q->name[q->n] = strdup(tok);
+        if (!q->name[q->n]) {
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory");
             break;
         }
-        for (int i = 0; i < g->n_nodes; i++)
-            if (pp_node_in_module(&g->nodes[i], tok)) g->nodes[i].recovered = false;
+        q->line[q->n] = lineno;
+        q->split[q->n++] = pending;
+        pending = false;
+    }
+    fclose(f);
+    if (s == PP_OK) {
+        q->first = malloc(sizeof *q->first * (size_t)(q->n ? q->n : 1));
+        q->last = malloc(sizeof *q->last * (size_t)(q->n ? q->n : 1));
+        if (!q->first || !q->last) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    return s;
+}
+
+/* Cuts from an exec_seq. A name that matches no module is an error, unless
+ * it is a module that left no op in the graph (pp_module_left_no_op: a
+ * BatchNorm the exporter folded into its Conv, a Dropout): then a warning,
+ * and a SPLIT_NODE before it cuts before the next listed module with ops. */
+static pp_status cuts_exec_seq(pp_graph *g, const pp_compile_opts *o, int *cuts, int *n_cuts, pp_err *err) {
+    const char *path = o->exec_seq;
+    seq_list q = {0};
+    pp_status s = seq_read(path, &q, err);
+    char hint[512], why[768];
+    *n_cuts = 0;
+    for (int k = 0; s == PP_OK && k < q.n; k++) {
+        q.first[k] = pp_module_first_node(g, q.name[k], hint, sizeof hint);
+        q.last[k] = q.first[k] >= 0 ? pp_module_last_node(g, q.name[k]) : -1;
+    }
+    for (int k = 0; s == PP_OK && k < q.n; k++) {
+        if (q.first[k] >= 0) continue;
+        pp_module_first_node(g, q.name[k], hint, sizeof hint);
+        if (pp_module_left_no_op(g, (const char *const *)q.name, q.first, q.last, q.n, k, why, sizeof why)) {
+            if (!o->quiet)
+                fprintf(stderr, "ppcc: warning: %s:%d: module '%s' left no op in the graph: %s; the split goes on "
+                        "without it\n", path, q.line[k], q.name[k], why);
+        } else {
+            s = PP_FAIL(err, PP_EINVAL, "%s:%d: no module '%s' in the model; closest: %s. Not a module that left no op: %s",
+                        path, q.line[k],
+                        q.name[k], hint, why);
+        }
+    }
+    int listed = 0, prev_first = -1;
+    bool pending_split = false;
+    if (s == PP_OK)
+        for (int i = 0; i < g->n_nodes; i++) g->nodes[i].recovered = true;
+    for (int k = 0; s == PP_OK && k < q.n; k++) {
+        pending_split |= q.split[k];
+        int first = q.first[k];
+        if (first < 0) continue; /* left no op: a SPLIT_NODE before it applies to the next */
+        for (int i = first; i <= q.last[k]; i++)
+            if (pp_node_in_module(&g->nodes[i], q.name[k])) g->nodes[i].recovered = false;
         if (pending_split && listed > 0) {
             if (*n_cuts == PP_MAX_SPLITS) {
                 s = PP_FAIL(err, PP_EUNSUP, "%s: more than %d SPLIT_NODE entries", path, PP_MAX_SPLITS);
@@ -768,7 +859,7 @@ static pp_status cuts_exec_seq(pp_graph *g, const char *path, int *cuts, int *n_
                 s = PP_FAIL(err, PP_EINVAL,
                             "%s:%d: SPLIT_NODE before '%s' does not cut forward: that module "
                             "runs before what the list puts ahead of it (the graph's order "
-                            "decides, see ppcc --report)", path, lineno, tok);
+                            "decides, see ppcc --report)", path, q.line[k], q.name[k]);
                 break;
             }
             cuts[(*n_cuts)++] = first;
@@ -777,9 +868,8 @@ static pp_status cuts_exec_seq(pp_graph *g, const char *path, int *cuts, int *n_
         prev_first = first;
         listed++;
     }
-    fclose(f);
-    if (s == PP_OK && listed == 0)
-        s = PP_FAIL(err, PP_EINVAL, "%s: lists no module", path);
+    if (s == PP_OK && listed == 0) s = PP_FAIL(err, PP_EINVAL, "%s: lists no module", path);
+    seq_free(&q);
     return s;
 }
 
@@ -826,7 +916,7 @@ static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, const bo
     if (o->policy == PP_POLICY_CUSTOM) {
         if (o->exec_seq && o->n_split_at)
             return PP_FAIL(err, PP_EINVAL, "give --split-at or --exec-seq, not both");
-        if (o->exec_seq) PP_TRY(cuts_exec_seq(g, o->exec_seq, cuts, &n_cuts, err));
+        if (o->exec_seq) PP_TRY(cuts_exec_seq(g, o, cuts, &n_cuts, err));
         else if (o->n_split_at) PP_TRY(cuts_split_at(g, o, cuts, &n_cuts, err));
         else return PP_FAIL(err, PP_EINVAL, "--policy custom needs --split-at or --exec-seq");
         PP_TRY(snap_cuts(g, glued, cuts, n_cuts, err));
@@ -894,7 +984,10 @@ static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, const bo
                 double r = range_cap_ratio(&u, i, j, s);
                 if (r > worst_r) worst_r = r, worst = s, worst_mem = range_memory(&u, i, j);
             }
-            double cap = (double)stage_cap(o, worst);
+            double cap = (double)pp_stage_cap(o, worst);
+            g->over_stage = worst;
+            g->over_need = worst_mem;
+            g->over_cap = cap;
             pp_status s = PP_FAIL(err, PP_EINVAL,
                                   "no split into %d stages fits the memory caps: even the closest "
                                   "split gives stage %d an estimated %.1f MB against its cap of "

@@ -20,12 +20,20 @@ const char *pp_policy_name(pp_policy p);
 bool pp_policy_parse(const char *s, pp_policy *out);
 
 #define PP_MAX_SPLITS 256
+#define PP_MAX_PROFILES 16
+#define PP_MAX_BATCH_SIZES 32
 
-/* The machine the cost model assumes (docs/partitioning.md). */
+/* The machine the cost model assumes (docs/partitioning.md). Placement: the
+ * devices are numbered host by host, `devices_per_host` on each (0: all on
+ * one host); replica r's stage s runs on device r x stages + s (mpirun's
+ * --map-by slot), so a cut between stages on two hosts goes over the
+ * network (net_gbps), the others over link_gbps. */
 typedef struct pp_target {
-    double gflops;    /* sustained GFLOP/s of one stage's device */
-    double mem_gbps;  /* memory bandwidth, GB/s */
-    double link_gbps; /* stage-to-stage transfer bandwidth, GB/s */
+    double gflops;        /* sustained GFLOP/s of one stage's device */
+    double mem_gbps;      /* memory bandwidth, GB/s */
+    double link_gbps;     /* stage-to-stage bandwidth within a host, GB/s */
+    double net_gbps;      /* stage-to-stage bandwidth between hosts, GB/s */
+    int devices_per_host; /* 0: every device on one host */
 } pp_target;
 
 typedef struct pp_compile_opts {
@@ -44,13 +52,21 @@ typedef struct pp_compile_opts {
      * units use the quadratic DP, longer ones the O(p n log n) probes
      * (default 2048; tests set 0 or INT_MAX to compare the two) */
     int dp_max_units;
+    int replicas;       /* data-parallel copies of the pipeline (pprt --replicas): placement */
     /* custom splits: cut before each of these modules */
     int n_split_at;
     const char *split_at[PP_MAX_SPLITS];
     const char *exec_seq;   /* file with a ColossalAI-style exec_seq list */
-    const char *profile;    /* pprt --profile output: measured node times replace the roofline */
+    /* pprt --profile outputs: measured node times replace the roofline; of
+     * several (one per micro-batch size), the one measured nearest the
+     * graph's micro-batch is used (pp_apply_profiles) */
+    int n_profiles;
+    const char *profiles[PP_MAX_PROFILES];
     /* memory caps in bytes; cap_all applies to stages without their own */
     size_t cap_all;
+    /* what each device holds besides the plan (the runtime, a CUDA context,
+     * the data): the plan gets a cap minus this (--reserve) */
+    size_t reserve;
     int n_caps;
     int cap_stage[PP_MAX_SPLITS];
     size_t cap_bytes[PP_MAX_SPLITS];
@@ -63,6 +79,14 @@ typedef struct pp_compile_opts {
     /* compile a graph that mixes samples across the batch axis anyway
      * (passes/batch.c; the plan records the node) */
     bool allow_batch_mixing;
+    bool quiet;           /* no warnings on stderr */
+    /* --search and --max-batch (passes/search.c); not part of the plan's
+     * options: the plan records the -pp and -b they chose */
+    int devices;          /* --devices N */
+    bool search, max_batch;
+    int64_t samples;      /* samples per run, for the micro-batch count and the bubble */
+    int n_batch_sizes;    /* --batch-sizes; 0: 1, 2, 4, ... up to 64 and the samples */
+    int64_t batch_sizes[PP_MAX_BATCH_SIZES];
 } pp_compile_opts;
 
 /* Defaults: auto policy, 1 stage, depth 2, 8 micro-batches, CPU figures. */
@@ -83,8 +107,16 @@ void pp_compile_opts_free(pp_compile_opts *o);
 void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n);
 
 /* The whole pipeline: verify, infer, scopes, partition, boundaries, memory
- * plan, stage costs; memory caps checked on the result. */
+ * plan, stage costs; memory caps checked on the result. It is the two halves
+ * below, one after the other: the passes that do not depend on the split
+ * (up to fusion, and the profile's times), then the split and what follows
+ * it. pp_run_split_passes may run again on the same graph with other
+ * options after pp_unsplit (the search does). */
 pp_status pp_run_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err);
+pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err);
+pp_status pp_run_split_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err);
+/* Forget the split: stages, boundaries, arenas and stage costs. */
+void pp_unsplit(pp_graph *g);
 
 /* Pass names, in order: import infer simplify fuse partition (infer folds
  * constants as it goes; --disable-pass fold keeps it from folding). */
@@ -123,6 +155,25 @@ pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err);
 /* Read a pprt --profile file and set each node's measured time (passes/profile.c);
  * reports how many nodes it matched. */
 pp_status pp_apply_profile(pp_graph *g, const char *path, int *matched, pp_err *err);
+/* Of o's profiles (which must all name the same device kind), apply the one
+ * measured at the micro-batch nearest g->batch (by ratio; the larger on a
+ * tie), its times scaled linearly to g->batch. *used gets that profile's
+ * micro-batch (0: no profile), device its device kind (may be NULL). */
+pp_status pp_apply_profiles(pp_graph *g, const pp_compile_opts *o, int *matched, int64_t *used,
+                            char *device, size_t device_len, pp_err *err);
+/* The first line of a profile: its micro-batch and device kind ("" when the
+ * file predates device kinds). */
+pp_status pp_profile_header(const char *path, int64_t *batch, char *device, size_t device_len,
+                            pp_err *err);
+
+/* The memory cap of `stage` in bytes for the plan: its own, else the one
+ * for every stage, less the --reserve (at least 1 byte); 0: none. */
+size_t pp_stage_cap(const pp_compile_opts *o, int stage);
+
+/* Bandwidth (GB/s) of the cut after stage `cut` of a `stages`-stage pipeline
+ * run as o->replicas replicas: the slowest over the replicas, by placement
+ * (pp_target). */
+double pp_cut_link_gbps(const pp_compile_opts *o, int stages, int cut);
 
 /* Stage in which value v becomes available: its producer's stage, -1 for
  * graph inputs, -2 for constants (available everywhere). */
@@ -133,6 +184,21 @@ int pp_value_def_stage(const pp_graph *g, int v);
  * existing module paths ("layer1.1, layer1.2, layer2"). */
 int pp_module_first_node(const pp_graph *g, const char *path, char *hint, size_t hint_len);
 bool pp_node_in_module(const pp_node *n, const char *path);
+/* Last node index inside module `path`, or -1. */
+int pp_module_last_node(const pp_graph *g, const char *path);
+/* Whether the model, as imported, names module `path` (a node's scope or a
+ * parameter's name), whether or not any node of it is left. */
+bool pp_model_names_module(const pp_graph *g, const char *path);
+/* Entry k of a module list (an exec_seq: names[0..n-1], each module's first
+ * and last node, -1 for a name with no op) names no op. Whether it is a module
+ * that existed but left no op (true: msg says why, for a warning) or a name
+ * that matches nothing plausible (false: msg says why not, for the error).
+ * The rule (docs/partitioning.md): its parent module exists; no op of a
+ * module lies between the listed modules around it; and the model names it,
+ * or it is a BatchNorm-like name (bn, norm, a Sequential index) right after a
+ * module ending in a Conv, or a Dropout or Identity. */
+bool pp_module_left_no_op(const pp_graph *g, const char *const *names, const int *first, const int *last, int n,
+                          int k, char *msg, size_t len);
 
 /* Estimated time of one node on the target, seconds (roofline). */
 double pp_node_time(const pp_node *n, const pp_target *t);
@@ -148,6 +214,76 @@ double pp_minmax_split(int n, int p, pp_range_cost cost, void *ctx, int *cuts);
  * evaluations, for costs that are never infeasible and, for a fixed end j and
  * stage, never grow as the range shrinks: cost(i + 1, j, k) <= cost(i, j, k). */
 double pp_minmax_split_mono(int n, int p, pp_range_cost cost, void *ctx, int *cuts);
+
+/* ---- search (passes/search.c) ---------------------------------------------------------- */
+
+/* Imports the model with its inputs' micro-batch set to `batch`, into g
+ * (the caller's frontend: passes never read ONNX themselves). */
+typedef pp_status (*pp_import_fn)(void *ctx, int64_t batch, pp_graph *g, pp_err *err);
+
+typedef struct pp_cand_stage {
+    size_t memory, params, arena, buffers; /* buffers: depth x (messages in + out) */
+    double est_ms;                         /* per micro-batch: compute + sending its cut */
+} pp_cand_stage;
+
+/* One configuration: pp stages x dp replicas, micro-batches of `batch`. */
+typedef struct pp_candidate {
+    int pp, dp;
+    int64_t batch;
+    int64_t micro_batches; /* of the busiest replica: ceil(ceil(samples / batch) / dp) */
+    bool fits;
+    char why[512];         /* when it does not fit: which stage needs how much against which cap */
+    double run_ms;         /* estimated time for the run's samples */
+    double samples_per_s;
+    double bubble;         /* idle share of the stages over the run */
+    double imbalance;      /* slowest stage over the mean */
+    int64_t timed_at;      /* the profile's micro-batch used (0: roofline) */
+    int n_stages;
+    pp_cand_stage *stages;
+    /* when it does not fit its caps: the stage that overflows most (-1: not a cap) */
+    int over_stage;
+    double over_need, over_cap;
+} pp_candidate;
+
+typedef struct pp_search_result {
+    pp_candidate *c; /* fitting ones first, fastest first; then the others in search order */
+    int n;
+    int n_fit;
+    char device[256]; /* the profiles' device kind; "" for the roofline */
+    int imports;      /* micro-batch sizes imported and inferred */
+    double seconds;   /* the search's wall time */
+} pp_search_result;
+
+/* Every pp in 1..o->devices with dp = devices / pp replicas, every micro-batch
+ * size: the auto split under the caps, its memory and estimated throughput. */
+pp_status pp_search(const pp_compile_opts *o, pp_import_fn imp, void *ctx, pp_search_result *r,
+                    pp_err *err);
+void pp_search_free(pp_search_result *r);
+void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *o);
+pp_status pp_search_json(const char *path, const pp_search_result *r, const pp_compile_opts *o,
+                         pp_err *err);
+
+typedef struct pp_max_batch_result {
+    int pp;
+    int64_t batch;          /* the largest micro-batch that fits (0: not even 1) */
+    pp_candidate at;        /* the split at `batch` (stages, memory) */
+    int64_t over_batch;     /* batch + 1 */
+    int limit_stage;        /* the stage that does not fit at over_batch (-1: unknown) */
+    double limit_need, limit_cap;
+    char limit_why[512];
+    int probes;
+    double seconds;
+} pp_max_batch_result;
+
+/* The largest micro-batch at which the auto split into o->n_stages stages
+ * fits o's memory caps: doubling, then bisection (fitting is taken to be
+ * monotone in the micro-batch). */
+pp_status pp_max_batch(const pp_compile_opts *o, pp_import_fn imp, void *ctx, pp_max_batch_result *r,
+                       pp_err *err);
+void pp_max_batch_free(pp_max_batch_result *r);
+void pp_max_batch_print(FILE *f, const pp_max_batch_result *r, const pp_compile_opts *o);
+pp_status pp_max_batch_json(const char *path, const pp_max_batch_result *r, const pp_compile_opts *o,
+                            pp_err *err);
 
 /* Report (passes/report.c): the per-stage table, imbalance, bubble estimate,
  * recovered ops and the tensors crossing each cut; and the same as JSON. */

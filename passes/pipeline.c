@@ -11,6 +11,7 @@
  *   fuse      BN into Conv, Conv+Add+Relu, MatMul+Add, LayerNorm, GELU, SiLU
  *   partition scopes, split, boundaries, memory plan, stage costs */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "passes.h"
@@ -71,7 +72,7 @@ static pp_status check_io_names(const pp_graph *g, pp_err *err) {
     return PP_OK;
 }
 
-pp_status pp_run_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
+pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     PP_TRY(check_opts(o, err));
     PP_TRY(pp_graph_verify(g, err));
     PP_TRY(check_io_names(g, err));
@@ -99,13 +100,33 @@ pp_status pp_run_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     }
     dump(g, o, "fuse");
 
-    if (o->profile) {
+    if (o->n_profiles) {
         int matched;
-        PP_TRY(pp_apply_profile(g, o->profile, &matched, err));
-        if (matched < g->n_nodes)
+        int64_t used;
+        PP_TRY(pp_apply_profiles(g, o, &matched, &used, NULL, 0, err));
+        if (matched < g->n_nodes && !o->quiet)
             fprintf(stderr, "ppcc: warning: the profile times %d of %d ops; the others use the "
                     "roofline estimate\n", matched, g->n_nodes);
     }
+    return PP_OK;
+}
+
+void pp_unsplit(pp_graph *g) {
+    if (g->bounds)
+        for (int i = 0; i < g->n_stages - 1; i++) free(g->bounds[i].vals);
+    free(g->bounds);
+    free(g->stage_arena);
+    free(g->stage_info);
+    g->bounds = NULL;
+    g->stage_arena = NULL;
+    g->stage_info = NULL;
+    g->n_stages = 0;
+    for (int i = 0; i < g->n_nodes; i++) g->nodes[i].stage = -1;
+}
+
+pp_status pp_run_split_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
+    if (g->n_stages) pp_unsplit(g);
+    g->over_stage = -1;
     PP_TRY(pp_partition(g, o, err));
     PP_TRY(pp_boundaries(g, err));
     PP_TRY(pp_memplan(g, err));
@@ -114,4 +135,9 @@ pp_status pp_run_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     dump(g, o, "partition");
     if (o->dump_dot) PP_TRY(pp_dump_dot(o->dump_dot, g, err));
     return PP_OK;
+}
+
+pp_status pp_run_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
+    PP_TRY(pp_run_front_passes(g, o, err));
+    return pp_run_split_passes(g, o, err);
 }

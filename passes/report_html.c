@@ -390,7 +390,7 @@ static void stage_table(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
                "activation arena + %d in-flight boundary messages each way. Time: the roofline estimate%s plus "
                "sending the boundary.</p>\n",
             caps ? ", memory against the stage's --max-memory cap" : " (no --max-memory cap given)", o->depth,
-            o->profile ? " from the measured profile" : "");
+            o->n_profiles ? " from the measured profile" : "");
 }
 
 static void policy_table(FILE *f, const pp_graph *g, const pp_compile_opts *o, const pp_policy_row *rows,

@@ -52,15 +52,16 @@ pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
         si->send = s == p - 1 ? msg_bytes(g, g->outputs, g->n_outputs)
                               : msg_bytes(g, g->bounds[s].vals, g->bounds[s].n);
         si->memory = si->params + si->arena + (size_t)o->depth * (si->recv + si->send);
-        if (s < p - 1) si->est_ms += 1e3 * (double)si->send / (pp_stage_target(o, s).link_gbps * 1e9);
+        if (s < p - 1) si->est_ms += 1e3 * (double)si->send / (pp_cut_link_gbps(o, p, s) * 1e9);
         si->place = pp_stage_place(o, s);
     }
     free(seen);
     for (int s = 0; s < p; s++) {
-        size_t cap = o->cap_all;
-        for (int k = 0; k < o->n_caps; k++)
-            if (o->cap_stage[k] == s) cap = o->cap_bytes[k];
-        if (cap && g->stage_info[s].memory > cap)
+        size_t cap = pp_stage_cap(o, s);
+        if (cap && g->stage_info[s].memory > cap) {
+            g->over_stage = s;
+            g->over_need = (double)g->stage_info[s].memory;
+            g->over_cap = (double)cap;
             return PP_FAIL(err, PP_EINVAL,
                            "stage %d needs %.1f MB (weights %.1f, activations %.1f, boundary "
                            "buffers %.1f) against its cap of %.1f MB: over by %.1f MB",
@@ -68,6 +69,7 @@ pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
                            g->stage_info[s].arena / 1e6,
                            (double)o->depth * (double)(g->stage_info[s].recv + g->stage_info[s].send) / 1e6,
                            cap / 1e6, (g->stage_info[s].memory - cap) / 1e6);
+        }
     }
     return PP_OK;
 }

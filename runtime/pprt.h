@@ -217,6 +217,16 @@ typedef struct pprt_stage_stats {
  * them, in increasing order, to ids (which may be NULL when max is 0). */
 int pprt_cpus_allowed(int *ids, int max);
 
+/* What a profile's times were measured on, into buf: the backend, its
+ * precision, the intra-op threads per stage and the CPU's model name, e.g.
+ * "cpu-dnnl f32, 1 thread per stage, AMD EPYC 9B45". ppcc --search treats
+ * profiles with the same text as one device kind. */
+void pprt_device_kind(const char *backend, pprt_precision precision, int threads, char *buf, size_t n);
+
+/* The process's resident set now, bytes (/proc/self/statm; 0 where that
+ * cannot be read). */
+size_t pprt_rss_now(void);
+
 /* The cores one of local_ranks MPI ranks on this machine may use: its share
  * of the machine's online cores, but no more than its affinity mask holds
  * (mpirun --bind-to core leaves it one); >= 1. */
@@ -233,10 +243,17 @@ typedef struct pprt_stats {
     double latency_mean_ms, latency_p99_ms;
     double bubble;           /* 1 - sum(busy) / (stages * wall) */
     size_t peak_rss;         /* bytes: the process's peak resident set so far */
+    /* bytes: the resident set once every stage's executor existed (weights
+     * mapped and reordered, data read), before the first micro-batch; peak_rss
+     * minus this is what running the micro-batches added: the activations
+     * touched, boundary buffers, kernels' scratch (0 under mpirun) */
+    size_t rss_loaded;
     int n_stages;
     pprt_stage_stats *stages; /* n_stages entries, caller frees */
     const char *backend;      /* the executors' name (pprt_exec_ops.name: "cpu-dnnl"), "mixed" when the
                                * stages differ; static */
+    int threads;              /* intra-op threads per stage (of the writing rank under mpirun) */
+    pprt_precision precision; /* --precision */
     /* mean milliseconds per micro-batch of every node, stage by stage in
      * node order (sum of the stages' n_nodes entries); caller frees */
     double *node_ms;
@@ -279,7 +296,8 @@ void pprt_trace_free(pprt_trace *t);
 pp_status pprt_trace_write(const char *path, const pprt_plan *p, const pprt_trace *t, pp_err *err);
 
 /* Write stats->node_ms as the profile `ppcc --profile` reads:
- * {"micro_batch": B, "nodes": {"NAME": MS, ...}}, one node per line. */
+ * {"micro_batch": B, "device": "KIND", "nodes": {"NAME": MS, ...}}, one node
+ * per line; KIND names what the times were measured on (pprt_device_kind). */
 pp_status pprt_profile_write(const char *path, const pprt_plan *p, const pprt_stats *stats,
                              pp_err *err);
 

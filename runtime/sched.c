@@ -125,6 +125,33 @@ static void stage_loop(worker *w, int64_t k0, int64_t k1) {
     if (pprt_stage_loop(&w->run, k0, k1, &own, &e) != PP_OK && (own || !is_failed(w->S))) stop_all(w->S, &e);
 }
 
+void pprt_device_kind(const char *backend, pprt_precision precision, int threads, char *buf, size_t n) {
+    char model[128] = "unknown CPU";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        const char *c = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !c) continue;
+        c++;
+        while (*c == ' ' || *c == '\t') c++;
+        size_t len = strcspn(c, "\n");
+        snprintf(model, sizeof model, "%.*s", (int)(len < sizeof model ? len : sizeof model - 1), c);
+        break;
+    }
+    if (f) fclose(f);
+    snprintf(buf, n, "%s %s, %d thread%s per stage, %s", backend ? backend : "?",
+             precision == PPRT_BF16 ? "bf16" : "f32", threads, threads == 1 ? "" : "s", model);
+}
+
+size_t pprt_rss_now(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, res = 0;
+    bool ok = f && fscanf(f, "%llu %llu", &size, &res) == 2;
+    if (f) fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return ok && page > 0 ? (size_t)res * (size_t)page : 0;
+}
+
 int pprt_cpus_allowed(int *ids, int max) {
     int n = 0;
     cpu_set_t set;
@@ -309,6 +336,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         meet_shrink(&S.ready, started + 1);
     }
     meet_wait(&S.ready); /* every executor created (or failed) */
+    size_t rss_loaded = pprt_rss_now();
     meet_wait(&S.ready); /* the warm-up is through */
     double t0 = now();
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
@@ -336,6 +364,8 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     free(busy);
     if (s != PP_OK) goto done;
     stats->backend = w[0].be->exec->name;
+    stats->threads = threads;
+    stats->precision = o->precision;
     for (int i = 0; i < P; i++) {
         if (w[i].be != w[0].be) stats->backend = "mixed";
         stats->stages[i].backend = w[i].be->exec->name;
@@ -374,6 +404,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
             w[i].tr.t = w[i].tr.node_s = NULL;
         }
     }
+    stats->rss_loaded = rss_loaded;
 done:
     if (w)
         for (int i = 0; i < P; i++) {
@@ -408,7 +439,11 @@ pp_status pprt_profile_write(const char *path, const pprt_plan *p, const pprt_st
     pp_outfile out;
     PP_TRY(pp_outfile_open(&out, path, err));
     FILE *f = out.f;
-    fprintf(f, "{\"micro_batch\": %lld, \"nodes\": {\n", (long long)p->batch);
+    char kind[256];
+    pprt_device_kind(stats->backend, stats->precision, stats->threads, kind, sizeof kind);
+    fprintf(f, "{\"micro_batch\": %lld, \"device\": ", (long long)p->batch);
+    pp_json_str(f, kind);
+    fprintf(f, ", \"nodes\": {\n");
     int k = 0;
     for (int i = 0; i < p->n_stages; i++)
         for (int j = 0; j < p->stages[i].n_nodes; j++, k++) {

@@ -36,7 +36,61 @@ static void usage(FILE *f) {
             "                   and DIR/stages.json saying how they connect\n"
             "  -q               print nothing on success\n"
             "  -v               errors also name the source line that raised them\n"
+            "With --search or --max-batch, a plan is written only when -o is given: the best\n"
+            "configuration's, or the largest micro-batch's.\n"
             "splitting:\n%s", pp_compile_opts_usage());
+}
+
+/* The search imports the model once per micro-batch size it tries. */
+typedef struct {
+    const char *model;
+    const pp_import_opts *io;
+} import_ctx;
+
+static pp_status import_at(void *ctx, int64_t batch, pp_graph *g, pp_err *err) {
+    const import_ctx *c = ctx;
+    pp_import_opts io = *c->io;
+    io.batch = batch;
+    io.no_batch = false;
+    return pp_import_onnx(c->model, &io, g, err);
+}
+
+/* --search / --max-batch: print (and write as JSON) what they found, and set
+ * co and io to the configuration to compile. *compile: whether to go on and
+ * write that plan (-o given). */
+static pp_status budget(const char *model, pp_import_opts *io, pp_compile_opts *co, bool quiet,
+                        const char *report_json, bool out_given, bool *compile, pp_err *err) {
+    import_ctx ctx = {model, io};
+    *compile = false;
+    if (co->search) {
+        pp_search_result r;
+        PP_TRY(pp_search(co, import_at, &ctx, &r, err));
+        if (!quiet) pp_search_print(stdout, &r, co);
+        pp_status s = report_json ? pp_search_json(report_json, &r, co, err) : PP_OK;
+        if (s == PP_OK && r.n_fit == 0)
+            s = PP_FAIL(err, PP_EINVAL, "no configuration of %d device%s fits: %s", co->devices,
+                        co->devices == 1 ? "" : "s", r.n ? r.c[0].why : "no candidates");
+        if (s == PP_OK && out_given) {
+            co->n_stages = r.c[0].pp;
+            co->replicas = r.c[0].dp;
+            io->batch = r.c[0].batch;
+            *compile = true;
+        }
+        pp_search_free(&r);
+        return s;
+    }
+    pp_max_batch_result r;
+    PP_TRY(pp_max_batch(co, import_at, &ctx, &r, err));
+    if (!quiet) pp_max_batch_print(stdout, &r, co);
+    pp_status s = report_json ? pp_max_batch_json(report_json, &r, co, err) : PP_OK;
+    if (s == PP_OK && r.batch == 0)
+        s = PP_FAIL(err, PP_EINVAL, "-pp %d: not even micro-batch 1 fits: %s", r.pp, r.limit_why);
+    if (s == PP_OK && out_given) {
+        io->batch = r.batch;
+        *compile = true;
+    }
+    pp_max_batch_free(&r);
+    return s;
 }
 
 static int bad_usage(const char *fmt, const char *arg) {
@@ -77,7 +131,7 @@ int main(int argc, char **argv) {
     static pp_import_opts io;
     static pp_compile_opts co;
     pp_compile_opts_init(&co);
-    bool report = false, quiet = false, ref_weights = false, verbose = false;
+    bool report = false, quiet = false, ref_weights = false, verbose = false, out_given = false;
     const char *report_json = NULL, *report_html = NULL, *export_dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -120,6 +174,7 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "-o")) {
             if (!v) return bad_usage("-o needs a file name%s", "");
             out = v;
+            out_given = true;
             i++;
         } else if (!strcmp(a, "--report-json")) {
             if (!v) return bad_usage("--report-json needs a file name%s", "");
@@ -150,9 +205,31 @@ int main(int argc, char **argv) {
         }
     }
     if (!model) return bad_usage("no model given%s", "");
-    pp_signals_install(); /* an interrupted ppcc leaves no temporary plan */
+    if (co.search && co.max_batch) return bad_usage("give --search or --max-batch, not both%s", "");
+    if ((co.search || co.max_batch) && io.no_batch)
+        return bad_usage("-b 0 has no micro-batch for --search or --max-batch to choose%s", "");
+    if (co.max_batch && io.batch > 0) return bad_usage("--max-batch chooses the micro-batch: leave out -b%s", "");
+    if (co.search && io.batch > 0) {
+        if (co.n_batch_sizes) return bad_usage("give -b or --batch-sizes, not both%s", "");
+        co.batch_sizes[co.n_batch_sizes++] = io.batch;
+    }
+    if (co.devices && !co.search) return bad_usage("--devices is for --search%s", "");
 
+    pp_signals_install(); /* an interrupted ppcc leaves no temporary plan */
     pp_err err = {0};
+    if (co.search || co.max_batch) {
+        bool compile;
+        pp_status bs = budget(model, &io, &co, quiet, report_json, out_given, &compile, &err);
+        if (bs != PP_OK || !compile) {
+            for (int k = 0; k < io.n_dims; k++) free((char *)io.dim_name[k]);
+            for (int k = 0; k < io.n_consts; k++) free((char *)io.const_name[k]);
+            pp_compile_opts_free(&co);
+            if (bs != PP_OK) fprintf(stderr, "ppcc: error: %s\n", err.msg);
+            return bs == PP_OK ? 0 : pp_exit_code(bs);
+        }
+        report_json = NULL; /* it holds the table */
+    }
+
     /* what sits at an output path is refused before the compile, not after */
     pp_status s = pp_outfile_check(out, false, &err);
     if (s == PP_OK && report_json) s = pp_outfile_check(report_json, true, &err);

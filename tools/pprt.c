@@ -144,8 +144,8 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
                 c->views, c->reference, c->reorders, c->copies, c->in_place, c->blocked, c->weight_bytes,
                 st->stages[i].cpus, st->stages[i].backend ? st->stages[i].backend : "");
     }
-    fprintf(f, "], \"backend\": \"%s\", \"bubble\": %.4f, \"peak_rss_bytes\": %zu}\n",
-            st->backend ? st->backend : "", st->bubble, st->peak_rss);
+    fprintf(f, "], \"backend\": \"%s\", \"bubble\": %.4f, \"peak_rss_bytes\": %zu, \"rss_loaded_bytes\": %zu}\n",
+            st->backend ? st->backend : "", st->bubble, st->peak_rss, st->rss_loaded);
     return pp_outfile_commit(&out, true, err);
 }
 

@@ -199,6 +199,8 @@ typedef struct {
     double *tr;                   /* this rank's timeline message (trace_len) */
     double *prev_ns;              /* the executor's node counters after the last run */
     double **peer_tr;             /* writer: every rank's */
+    int threads;                  /* intra-op threads of this rank's executor */
+    pprt_precision precision;
 } rankrun;
 
 static pp_status add_req(rankrun *rr, pprt_mpi_req *r) {
@@ -284,6 +286,8 @@ static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const shares *S, 
         pprt_exec_counts_unpack((q == m->rank ? rr->stats : rr->peer_stats[q]) + ST_COUNTS, &stats->stages[q].exec);
     if (s == PP_OK) {
         stats->backend = rr->be->exec->name;
+        stats->threads = rr->threads;
+        stats->precision = rr->precision;
         stats->peak_rss = (size_t)rss;
         stats->node_ms = node_s;
         node_s = NULL;
@@ -459,6 +463,8 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
         /* intra-op threads: --threads, else this rank's cores (pprt_rank_cores) */
         pprt_exec_cfg cfg = {.threads = o->threads > 0 ? o->threads : pprt_rank_cores(pprt_mpi_env_local_size()),
                              .precision = o->precision};
+        rr.threads = cfg.threads;
+        rr.precision = cfg.precision;
         st = rr.be->exec->create(p, &p->stages[s], &cfg, &rr.x, err);
     }
     /* the links: this replica's share of the data at the pipeline's ends,

@@ -68,6 +68,20 @@ expect("--max-memory for a stage the split lacks", [PPCC, os.path.join(DIGITS, "
        "--max-memory 5:...: there is no stage 5, the split has 1 stage (0..0)")
 expect("caps too small", [PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "2", "--max-memory", "1KB", "-o", "x.plan"],
        "no split into 2 stages fits the memory caps")
+D = os.path.join(DIGITS, "model.onnx")
+expect("--search without devices", [PPCC, D, "--search"], "--search needs --devices N")
+expect("--devices without --search", [PPCC, D, "--devices", "2"], "--devices is for --search")
+expect("--devices 0", [PPCC, D, "--devices", "0", "--search"], "--devices needs a count")
+expect("--search and --max-batch", [PPCC, D, "--devices", "2", "--search", "--max-batch"], "not both")
+expect("--max-batch without caps", [PPCC, D, "--max-batch"], "--max-batch needs the caps")
+expect("--max-batch with -b", [PPCC, D, "--max-batch", "-b", "4", "--max-memory", "1GB"], "leave out -b")
+expect("--search with -b 0", [PPCC, D, "--devices", "2", "--search", "-b", "0"], "-b 0 has no micro-batch")
+expect("--search with an exec_seq", [PPCC, D, "--devices", "2", "--search", "--split-at", "stem.conv2"],
+       "--search chooses the cuts itself")
+expect("bad --batch-sizes", [PPCC, D, "--devices", "2", "--search", "--batch-sizes", "1,x"], "--batch-sizes needs")
+expect("bad --samples", [PPCC, D, "--devices", "2", "--search", "--samples", "0"], "--samples needs")
+expect("--search, nothing fits", [PPCC, D, "--devices", "2", "--search", "--max-memory", "1KB"],
+       "no configuration of 2 devices fits")
 expect("bad dump pass", [PPCC, os.path.join(DIGITS, "model.onnx"), "--dump-ir=nosuch", "-o", "x.plan"], "no such pass")
 expect("unwritable output", [PPCC, os.path.join(DIGITS, "model.onnx"), "-o", "no/such/dir/p.plan"],
        "cannot create")

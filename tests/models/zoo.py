@@ -6,7 +6,7 @@ Usage:
   zoo.py list                      names, one per line: NAME<TAB>fast|slow
   zoo.py export NAME OUTDIR [--batch B] [--seed S] [--opset N]
                 [--no-expected] [--no-torch] [--ort-mem-limit-gb G]
-                [--threads T]
+                [--threads T] [--input-size C,H,W]
 
 export writes
   OUTDIR/model.onnx              input "input", output "output", dim 0 named
@@ -477,7 +477,7 @@ def _hf_inputs(spec, batch, gen):
 
 def export_model(name, outdir, batch=2, seed=0, opset=None,
                  no_expected=False, ort_mem_limit_gb=20.0, threads=2,
-                 no_torch=False):
+                 no_torch=False, input_size=None):
     spec = REGISTRY[name]
     meta = collections.OrderedDict(name=name, tag=spec.tag,
                                    source=spec.source, notes=spec.notes)
@@ -519,6 +519,8 @@ def export_model(name, outdir, batch=2, seed=0, opset=None,
             in_shape = _timm_input_shape(model)
         else:
             in_shape = spec.input_shape
+        if input_size:
+            in_shape = tuple(input_size)
         if spec.source == "torchvision":
             import torchvision
             meta["versions"]["torchvision"] = torchvision.__version__
@@ -746,6 +748,9 @@ def main():
                     help="skip onnxruntime when 3x the weights exceed this")
     ex.add_argument("--threads", type=int,
                     default=int(os.environ.get("ZOO_THREADS", "2")))
+    ex.add_argument("--input-size", default=None,
+                    help="C,H,W of an image model's input instead of its "
+                         "own (timm: its pretrained_cfg's)")
     args = ap.parse_args()
 
     if args.cmd == "list":
@@ -760,7 +765,9 @@ def main():
                         seed=args.seed, opset=args.opset,
                         no_expected=args.no_expected,
                         ort_mem_limit_gb=args.ort_mem_limit_gb,
-                        threads=args.threads, no_torch=args.no_torch)
+                        threads=args.threads, no_torch=args.no_torch,
+                        input_size=[int(v) for v in args.input_size.split(",")]
+                        if args.input_size else None)
     if "error" in meta:
         print(f"{args.name}: FAILED: {meta['error'][:1000]}", file=sys.stderr)
         return 1

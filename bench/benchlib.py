@@ -1,0 +1,47 @@
+"""benchlib.py: what the Python benchmarks in bench/ share: running a tool,
+exporting a torchvision model (or taking one exported before from
+MODEL_DIR/NAME/model.onnx), the CPU's name."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def sh(argv, code=0):
+    """Run argv; its exit status must be `code`, else RuntimeError with its stderr's end."""
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != code:
+        raise RuntimeError(f"{' '.join(argv)}: exit {r.returncode} (want {code}): {r.stderr.strip()[-500:]}")
+    return r
+
+
+def export(name, work):
+    """The path of NAME's model.onnx: MODEL_DIR's when there, else exported
+    into WORK by tests/models/export_torchvision.py (random weights)."""
+    mine = os.path.join(os.environ.get("MODEL_DIR", ""), name)
+    if os.environ.get("MODEL_DIR") and os.path.exists(os.path.join(mine, "model.onnx")):
+        return os.path.join(mine, "model.onnx")
+    d = os.path.join(work, name)
+    sh([sys.executable, os.path.join(ROOT, "tests/models/export_torchvision.py"), "--model", name, "--out", d,
+        "--batch", "2"])
+    return os.path.join(d, "model.onnx")
+
+
+def cpu_name():
+    lscpu = sh(["lscpu"]).stdout
+    return next((l.split(":", 1)[1].strip() for l in lscpu.splitlines() if l.startswith("Model name:")), "?")
+
+
+def each_model(models, bench_model):
+    """bench_model(name, work) for each model, in one temporary directory;
+    a model whose export or run fails is reported and skipped."""
+    import tempfile
+    out = []
+    with tempfile.TemporaryDirectory() as work:
+        for name in models:
+            try:
+                out.append(bench_model(name, work))
+            except RuntimeError as e:
+                print(f"{name}: skipped: {e}", file=sys.stderr)
+    return out

@@ -1,0 +1,446 @@
+/* search.c: the best plan for a device budget.
+ *
+ * `ppcc MODEL --devices N --search` tries every pipeline depth pp in 1..N
+ * with dp = N / pp data-parallel replicas, at every micro-batch size b of a
+ * list. For each it runs the split passes (the exact min-max partitioner of
+ * the chosen policy, under the memory caps) and prices the result:
+ *
+ *   per stage   memory = weights + activation arena at b + depth x (the
+ *               messages in and out), from the real memory plan; time per
+ *               micro-batch t_s = its nodes' times (measured by pprt
+ *               --profile, else the roofline) + sending its cut over the link
+ *               its placement gives (pp_cut_link_gbps)
+ *   run         S samples make M = ceil(S / b) micro-batches, the busiest
+ *               replica gets m = ceil(M / dp); it takes
+ *               T = sum_s t_s + (m - 1) x max_s t_s (the first micro-batch
+ *               goes through every stage, then one leaves per bottleneck
+ *               time: fill and drain, the bubble); throughput = S / T
+ *
+ * Shapes depend on the micro-batch, so the model is imported and the passes
+ * before the split run once per micro-batch size (the caller's import
+ * function; passes never read ONNX); the split passes then run once per
+ * depth on that graph. `--max-batch` bisects the micro-batch at one depth
+ * the same way. Nothing here is an estimate of its own: every figure is the
+ * one `ppcc -pp P -b B` would report for that configuration. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "passes.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int batch_list(const pp_compile_opts *o, int64_t *b) {
+    if (o->n_batch_sizes) {
+        memcpy(b, o->batch_sizes, sizeof *b * (size_t)o->n_batch_sizes);
+        return o->n_batch_sizes;
+    }
+    int n = 0;
+    for (int64_t v = 1; v <= 64 && (v == 1 || v <= o->samples); v *= 2) b[n++] = v;
+    return n;
+}
+
+static bool has_caps(const pp_compile_opts *o) { return o->cap_all || o->n_caps; }
+
+/* The import and the passes before the split, at micro-batch b; times from
+ * the nearest profile (*timed_at: its micro-batch, 0 for the roofline). */
+static pp_status front(const pp_compile_opts *o, pp_import_fn imp, void *ctx, int64_t b, pp_graph *g,
+                       int64_t *timed_at, char *device, size_t device_len, pp_err *err) {
+    PP_TRY(imp(ctx, b, g, err));
+    pp_compile_opts fo = *o;
+    fo.n_profiles = 0; /* applied below, where the profile used is known */
+    fo.dump_ir = NULL;
+    fo.dump_dot = NULL;
+    pp_status s = pp_run_front_passes(g, &fo, err);
+    int matched;
+    if (s == PP_OK) s = pp_apply_profiles(g, o, &matched, timed_at, device, device_len, err);
+    if (s != PP_OK) pp_graph_free(g);
+    return s;
+}
+
+/* Split g into pp stages for dp replicas and price it into c. A split that
+ * the caps (or the graph's size) rule out is a candidate that does not fit,
+ * with the reason; other failures are errors. */
+static pp_status evaluate(pp_graph *g, const pp_compile_opts *base, int pp, int dp, int64_t timed_at,
+                          pp_candidate *c, pp_err *err) {
+    memset(c, 0, sizeof *c);
+    c->pp = pp;
+    c->dp = dp;
+    c->batch = g->batch;
+    c->timed_at = timed_at;
+    c->over_stage = -1;
+    int64_t b = g->batch > 0 ? g->batch : 1, S = base->samples > 0 ? base->samples : 1;
+    int64_t M = (S + b - 1) / b;
+    c->micro_batches = (M + dp - 1) / dp;
+    pp_compile_opts o = *base;
+    o.n_stages = pp;
+    o.replicas = dp;
+    o.dump_ir = NULL;
+    o.dump_dot = NULL;
+    pp_err e = {0};
+    pp_status s = pp_run_split_passes(g, &o, &e);
+    if (s == PP_EINVAL) {
+        c->fits = false;
+        c->over_stage = g->over_stage;
+        c->over_need = g->over_need;
+        c->over_cap = g->over_cap;
+        snprintf(c->why, sizeof c->why, "%s", e.msg);
+        pp_unsplit(g);
+        return PP_OK;
+    }
+    if (s != PP_OK) {
+        *err = e;
+        pp_unsplit(g);
+        return s;
+    }
+    c->stages = calloc((size_t)pp, sizeof *c->stages);
+    if (!c->stages) {
+        pp_unsplit(g);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    c->n_stages = pp;
+    double sum = 0, mx = 0;
+    for (int k = 0; k < pp; k++) {
+        const pp_stage_info *si = &g->stage_info[k];
+        c->stages[k] = (pp_cand_stage){si->memory, si->params, si->arena, si->memory - si->params - si->arena,
+                                       si->est_ms};
+        sum += si->est_ms;
+        if (si->est_ms > mx) mx = si->est_ms;
+    }
+    double m = (double)c->micro_batches;
+    c->run_ms = sum + (m - 1) * mx;
+    c->samples_per_s = c->run_ms > 0 ? (double)S / (c->run_ms * 1e-3) : 0;
+    c->bubble = c->run_ms > 0 ? 1 - m * sum / ((double)pp * c->run_ms) : 0;
+    c->imbalance = sum > 0 ? mx / (sum / pp) : 1;
+    c->fits = true;
+    pp_unsplit(g);
+    return PP_OK;
+}
+
+static void cand_free(pp_candidate *c) {
+    free(c->stages);
+    c->stages = NULL;
+    c->n_stages = 0;
+}
+
+/* Fitting first, fastest first (ties: fewer stages, then the smaller
+ * micro-batch); then the rest by micro-batch and depth. */
+static int by_rank(const void *a, const void *b) {
+    const pp_candidate *x = a, *y = b;
+    if (x->fits != y->fits) return x->fits ? -1 : 1;
+    if (x->fits && x->samples_per_s != y->samples_per_s) return x->samples_per_s > y->samples_per_s ? -1 : 1;
+    if (!x->fits && x->batch != y->batch) return x->batch < y->batch ? -1 : 1;
+    if (x->pp != y->pp) return x->pp < y->pp ? -1 : 1;
+    return (x->batch > y->batch) - (x->batch < y->batch);
+}
+
+pp_status pp_search(const pp_compile_opts *o, pp_import_fn imp, void *ctx, pp_search_result *r,
+                    pp_err *err) {
+    memset(r, 0, sizeof *r);
+    double t0 = now_s();
+    if (o->devices < 1) return PP_FAIL(err, PP_EINVAL, "--search needs --devices N");
+    if (o->policy == PP_POLICY_CUSTOM)
+        return PP_FAIL(err, PP_EINVAL, "--search chooses the cuts itself: leave out --split-at, "
+                       "--exec-seq and --policy custom");
+    int64_t bs[PP_MAX_BATCH_SIZES + 8];
+    int nb = batch_list(o, bs);
+    r->c = calloc((size_t)nb * (size_t)o->devices, sizeof *r->c);
+    if (!r->c) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < nb; i++) {
+        pp_graph g;
+        int64_t timed_at = 0;
+        char device[256];
+        pp_status s = front(o, imp, ctx, bs[i], &g, &timed_at, device, sizeof device, err);
+        if (s != PP_OK) {
+            pp_search_free(r);
+            return s;
+        }
+        if (i == 0) snprintf(r->device, sizeof r->device, "%s", device);
+        r->imports++;
+        for (int pp = 1; pp <= o->devices && s == PP_OK; pp++) {
+            s = evaluate(&g, o, pp, o->devices / pp, timed_at, &r->c[r->n], err);
+            if (s == PP_OK) r->n++;
+        }
+        pp_graph_free(&g);
+        if (s != PP_OK) {
+            pp_search_free(r);
+            return s;
+        }
+    }
+    qsort(r->c, (size_t)r->n, sizeof *r->c, by_rank);
+    for (int k = 0; k < r->n; k++) r->n_fit += r->c[k].fits;
+    r->seconds = now_s() - t0;
+    return PP_OK;
+}
+
+void pp_search_free(pp_search_result *r) {
+    for (int k = 0; k < r->n; k++) cand_free(&r->c[k]);
+    free(r->c);
+    memset(r, 0, sizeof *r);
+}
+
+static size_t max_memory(const pp_candidate *c, int *stage) {
+    size_t m = 0;
+    *stage = 0;
+    for (int k = 0; k < c->n_stages; k++)
+        if (c->stages[k].memory > m) m = c->stages[k].memory, *stage = k;
+    return m;
+}
+
+static void print_caps(FILE *f, const pp_compile_opts *o) {
+    if (!has_caps(o)) {
+        fprintf(f, "no memory caps");
+        return;
+    }
+    if (o->cap_all) fprintf(f, "%.1f MB per device", (double)o->cap_all / 1e6);
+    for (int k = 0; k < o->n_caps; k++)
+        fprintf(f, "%sstage %d: %.1f MB", k || o->cap_all ? ", " : "", o->cap_stage[k], (double)o->cap_bytes[k] / 1e6);
+    if (o->reserve) fprintf(f, " less %.1f MB reserved", (double)o->reserve / 1e6);
+}
+
+static void print_timing(FILE *f, const char *device, const pp_compile_opts *o) {
+    if (o->n_profiles == 0) {
+        fprintf(f, "timing: the roofline (%.0f GFLOP/s, %.0f GB/s memory); links %.2f GB/s within a host",
+                o->target.gflops, o->target.mem_gbps, o->target.link_gbps);
+    } else {
+        fprintf(f, "timing: %d pprt profile%s of \"%s\" (the one nearest each micro-batch, scaled linearly); "
+                   "links %.2f GB/s within a host", o->n_profiles, o->n_profiles == 1 ? "" : "s",
+                device[0] ? device : "an unnamed device", o->target.link_gbps);
+    }
+    if (o->target.devices_per_host)
+        fprintf(f, ", %.2f GB/s between hosts of %d devices", o->target.net_gbps, o->target.devices_per_host);
+    fputc('\n', f);
+}
+
+void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *o) {
+    fprintf(f, "search: %d device%s, pp x dp with dp = %d / pp; %lld samples per run; depth %d; ", o->devices,
+            o->devices == 1 ? "" : "s", o->devices, (long long)o->samples, o->depth);
+    print_caps(f, o);
+    fputc('\n', f);
+    print_timing(f, r->device, o);
+    fprintf(f, "%4s %3s %3s %11s %7s %13s %11s %7s %9s %16s %8s\n", "rank", "pp", "dp", "micro_batch", "count",
+            "est_samples/s", "est_run_ms", "bubble", "imbalance", "max_memory_MB", "timed_at");
+    for (int k = 0; k < r->n; k++) {
+        const pp_candidate *c = &r->c[k];
+        if (!c->fits) continue;
+        int st;
+        size_t mem = max_memory(c, &st);
+        char timed[32];
+        if (c->timed_at) snprintf(timed, sizeof timed, "b=%lld", (long long)c->timed_at);
+        else snprintf(timed, sizeof timed, "roofline");
+        fprintf(f, "%4d %3d %3d %11lld %7lld %13.2f %11.1f %6.1f%% %9.3f %9.1f (s%d) %8s\n", k + 1, c->pp, c->dp,
+                (long long)c->batch, (long long)c->micro_batches, c->samples_per_s, c->run_ms, 100 * c->bubble,
+                c->imbalance, (double)mem / 1e6, st, timed);
+    }
+    if (r->n_fit < r->n) {
+        fprintf(f, "does not fit:\n");
+        for (int k = 0; k < r->n; k++) {
+            const pp_candidate *c = &r->c[k];
+            if (c->fits) continue;
+            fprintf(f, "   - %3d %3d %11lld  ", c->pp, c->dp, (long long)c->batch);
+            if (c->over_stage >= 0)
+                fprintf(f, "stage %d needs %.1f MB against its cap of %.1f MB (over by %.1f MB)\n", c->over_stage,
+                        c->over_need / 1e6, c->over_cap / 1e6, (c->over_need - c->over_cap) / 1e6);
+            else
+                fprintf(f, "%s\n", c->why);
+        }
+    }
+    if (r->n_fit) {
+        const pp_candidate *c = &r->c[0];
+        fprintf(f, "best: -pp %d -b %lld", c->pp, (long long)c->batch);
+        if (c->dp > 1)
+            fprintf(f, " as %d replicas: mpirun -np %d pprt PLAN DATA --replicas %d", c->dp, c->pp * c->dp, c->dp);
+        fputc('\n', f);
+    } else {
+        fprintf(f, "best: nothing fits\n");
+    }
+    fprintf(f, "search: %d candidates, %d fit; %d micro-batch size%s imported; %.2f s\n", r->n, r->n_fit, r->imports,
+            r->imports == 1 ? "" : "s", r->seconds);
+}
+
+static void json_caps(FILE *f, const pp_compile_opts *o) {
+    fprintf(f, "\"cap_bytes\": %zu, \"reserve_bytes\": %zu, \"stage_caps\": [", o->cap_all, o->reserve);
+    for (int k = 0; k < o->n_caps; k++)
+        fprintf(f, "%s{\"stage\": %d, \"bytes\": %zu}", k ? ", " : "", o->cap_stage[k], o->cap_bytes[k]);
+    fprintf(f, "]");
+}
+
+static void json_stages(FILE *f, const pp_candidate *c) {
+    fprintf(f, "\"stages\": [");
+    for (int s = 0; s < c->n_stages; s++) {
+        const pp_cand_stage *st = &c->stages[s];
+        fprintf(f, "%s{\"index\": %d, \"memory_bytes\": %zu, \"params_bytes\": %zu, \"peak_activation_bytes\": %zu, "
+                   "\"buffer_bytes\": %zu, \"est_time_ms\": %.6f}",
+                s ? ", " : "", s, st->memory, st->params, st->arena, st->buffers, st->est_ms);
+    }
+    fprintf(f, "]");
+}
+
+static void json_candidate(FILE *f, const pp_candidate *c) {
+    fprintf(f, "{\"pp\": %d, \"dp\": %d, \"micro_batch\": %lld, \"micro_batches\": %lld, \"fits\": %s, \"why\": ",
+            c->pp, c->dp, (long long)c->batch, (long long)c->micro_batches, c->fits ? "true" : "false");
+    pp_json_str(f, c->why);
+    fprintf(f, ", \"est_samples_per_s\": %.6f, \"est_run_ms\": %.6f, \"bubble\": %.6f, \"imbalance\": %.6f, "
+               "\"timed_at_micro_batch\": %lld, \"over_stage\": %d, \"over_bytes\": %.0f, \"over_cap_bytes\": %.0f, ",
+            c->samples_per_s, c->run_ms, c->bubble, c->imbalance, (long long)c->timed_at, c->over_stage, c->over_need,
+            c->over_cap);
+    json_stages(f, c);
+    fprintf(f, "}");
+}
+
+pp_status pp_search_json(const char *path, const pp_search_result *r, const pp_compile_opts *o,
+                         pp_err *err) {
+    pp_outfile out;
+    PP_TRY(pp_outfile_open(&out, path, err));
+    FILE *f = out.f;
+    fprintf(f, "{\"search\": {\"devices\": %d, \"samples\": %lld, \"depth\": %d, \"device\": ", o->devices,
+            (long long)o->samples, o->depth);
+    pp_json_str(f, o->n_profiles ? r->device : "roofline");
+    fprintf(f, ", ");
+    json_caps(f, o);
+    fprintf(f, ", \"imports\": %d, \"seconds\": %.6f, \"best\": %d,\n \"candidates\": [", r->imports, r->seconds,
+            r->n_fit ? 0 : -1);
+    for (int k = 0; k < r->n; k++) {
+        fprintf(f, "%s\n  ", k ? "," : "");
+        json_candidate(f, &r->c[k]);
+    }
+    fprintf(f, "]}}\n");
+    return pp_outfile_commit(&out, true, err);
+}
+
+/* ---- the largest micro-batch ------------------------------------------------------------- */
+
+/* Whether micro-batch b fits o->n_stages stages (o->replicas replicas) under
+ * the caps: c gets the candidate. */
+static pp_status probe(const pp_compile_opts *o, pp_import_fn imp, void *ctx, int64_t b, pp_candidate *c,
+                       pp_err *err) {
+    pp_graph g;
+    int64_t timed_at = 0;
+    PP_TRY(front(o, imp, ctx, b, &g, &timed_at, NULL, 0, err));
+    pp_status s = evaluate(&g, o, o->n_stages, o->replicas > 0 ? o->replicas : 1, timed_at, c, err);
+    pp_graph_free(&g);
+    return s;
+}
+
+#define MAX_BATCH_LIMIT ((int64_t)1 << 20) /* -b's own limit */
+
+pp_status pp_max_batch(const pp_compile_opts *o, pp_import_fn imp, void *ctx, pp_max_batch_result *r,
+                       pp_err *err) {
+    memset(r, 0, sizeof *r);
+    r->limit_stage = -1;
+    double t0 = now_s();
+    if (!has_caps(o)) return PP_FAIL(err, PP_EINVAL, "--max-batch needs the caps: --max-memory SIZE");
+    if (o->policy == PP_POLICY_CUSTOM)
+        return PP_FAIL(err, PP_EINVAL, "--max-batch splits with the auto policy: leave out --split-at, "
+                       "--exec-seq and --policy custom");
+    r->pp = o->n_stages;
+    pp_candidate fit = {0}, over = {0};
+    pp_status s = probe(o, imp, ctx, 1, &over, err);
+    r->probes++;
+    int64_t lo = 0, hi = 1;
+    if (s == PP_OK && over.fits) {
+        fit = over;
+        memset(&over, 0, sizeof over);
+        lo = 1;
+        /* doubling until a size does not fit, then bisection between */
+        for (hi = 2; s == PP_OK && hi <= MAX_BATCH_LIMIT; hi *= 2) {
+            pp_candidate c;
+            s = probe(o, imp, ctx, hi, &c, err);
+            r->probes++;
+            if (s != PP_OK) break;
+            if (!c.fits) {
+                over = c;
+                break;
+            }
+            cand_free(&fit);
+            fit = c;
+            lo = hi;
+        }
+        while (s == PP_OK && hi <= MAX_BATCH_LIMIT && hi - lo > 1) {
+            int64_t mid = lo + (hi - lo) / 2;
+            pp_candidate c;
+            s = probe(o, imp, ctx, mid, &c, err);
+            r->probes++;
+            if (s != PP_OK) break;
+            if (c.fits) {
+                cand_free(&fit);
+                fit = c, lo = mid;
+            } else {
+                cand_free(&over);
+                over = c, hi = mid;
+            }
+        }
+    }
+    if (s != PP_OK) {
+        cand_free(&fit);
+        cand_free(&over);
+        return s;
+    }
+    r->batch = lo;
+    r->at = fit;
+    r->over_batch = lo + 1;
+    if (hi <= MAX_BATCH_LIMIT) {
+        r->limit_stage = over.over_stage;
+        r->limit_need = over.over_need;
+        r->limit_cap = over.over_cap;
+        snprintf(r->limit_why, sizeof r->limit_why, "%s", over.why);
+    } else {
+        snprintf(r->limit_why, sizeof r->limit_why, "every micro-batch up to %lld fits (-b's limit)",
+                 (long long)MAX_BATCH_LIMIT);
+    }
+    cand_free(&over);
+    r->seconds = now_s() - t0;
+    return PP_OK;
+}
+
+void pp_max_batch_free(pp_max_batch_result *r) { cand_free(&r->at); }
+
+void pp_max_batch_print(FILE *f, const pp_max_batch_result *r, const pp_compile_opts *o) {
+    fprintf(f, "max-batch: -pp %d, depth %d, ", r->pp, o->depth);
+    print_caps(f, o);
+    fputc('\n', f);
+    if (r->batch == 0) {
+        fprintf(f, "max-batch: not even micro-batch 1 fits: %s\n", r->limit_why);
+    } else {
+        fprintf(f, "largest micro-batch: %lld\n", (long long)r->batch);
+        fprintf(f, "%-5s %12s %12s %15s %12s %12s\n", "stage", "memory_MB", "weights_MB", "activations_MB",
+                "buffers_MB", o->reserve ? "cap-res_MB" : "cap_MB");
+        for (int s = 0; s < r->at.n_stages; s++) {
+            const pp_cand_stage *st = &r->at.stages[s];
+            fprintf(f, "%-5d %12.1f %12.1f %15.1f %12.1f %12.1f\n", s, st->memory / 1e6, st->params / 1e6,
+                    st->arena / 1e6, st->buffers / 1e6, (double)pp_stage_cap(o, s) / 1e6);
+        }
+        if (r->limit_stage >= 0)
+            fprintf(f, "limited by stage %d: at micro-batch %lld it needs %.1f MB against its cap of %.1f MB (over "
+                       "by %.1f MB)\n",
+                    r->limit_stage, (long long)r->over_batch, r->limit_need / 1e6, r->limit_cap / 1e6,
+                    (r->limit_need - r->limit_cap) / 1e6);
+        else
+            fprintf(f, "at micro-batch %lld: %s\n", (long long)r->over_batch, r->limit_why);
+    }
+    fprintf(f, "max-batch: %d probes, %.2f s\n", r->probes, r->seconds);
+}
+
+pp_status pp_max_batch_json(const char *path, const pp_max_batch_result *r, const pp_compile_opts *o,
+                            pp_err *err) {
+    pp_outfile out;
+    PP_TRY(pp_outfile_open(&out, path, err));
+    FILE *f = out.f;
+    fprintf(f, "{\"max_batch\": {\"pp\": %d, \"depth\": %d, ", r->pp, o->depth);
+    json_caps(f, o);
+    fprintf(f, ", \"micro_batch\": %lld, \"probes\": %d, \"seconds\": %.6f,\n \"at\": ", (long long)r->batch,
+            r->probes, r->seconds);
+    json_candidate(f, &r->at);
+    fprintf(f, ",\n \"limit\": {\"micro_batch\": %lld, \"stage\": %d, \"need_bytes\": %.0f, \"cap_bytes\": %.0f, "
+               "\"why\": ",
+            (long long)r->over_batch, r->limit_stage, r->limit_need, r->limit_cap);
+    pp_json_str(f, r->limit_why);
+    fprintf(f, "}}}\n");
+    return pp_outfile_commit(&out, true, err);
+}
