@@ -865,6 +865,13 @@ static const char *unused_output(pp_graph *g, const char *node, size_t k, char *
     return buf;
 }
 
+/* A node's name, or "OPTYPE_INDEX" (into gen) for one without. */
+static const char *node_name(const Onnx__NodeProto *np, long long index, char *gen, size_t gen_len) {
+    if (np->name && *np->name) return np->name;
+    snprintf(gen, gen_len, "%s_%lld", np->op_type && *np->op_type ? np->op_type : "node", index);
+    return gen;
+}
+
 static pp_status import_subgraph(pp_graph *g, const Onnx__GraphProto *gp, const char *desc,
                                  const char *attr, name_list *fvars, pp_subgraph **out,
                                  pp_err *err) {
@@ -912,11 +919,7 @@ static pp_status import_subgraph(pp_graph *g, const Onnx__GraphProto *gp, const 
         const Onnx__NodeProto *np = gp->node[i];
         char gen[64], nd[768];
         const char *op_type = np->op_type ? np->op_type : "";
-        const char *name = np->name && *np->name ? np->name : NULL;
-        if (!name) {
-            snprintf(gen, sizeof gen, "%s_%zu", *op_type ? op_type : "node", i);
-            name = gen;
-        }
+        const char *name = node_name(np, (long long)i, gen, sizeof gen);
         snprintf(nd, sizeof nd, "node '%s' (#%zu of %s, %s)", name, i, sdesc, op_type);
         if (!strcmp(op_type, "Constant") && !(np->domain && *np->domain)) {
             int v;
@@ -972,11 +975,7 @@ done:
 static pp_status import_node(pp_graph *g, const Onnx__NodeProto *np, int index, pp_err *err) {
     char gen[64], desc[384];
     const char *op_type = np->op_type ? np->op_type : "";
-    const char *name = np->name && *np->name ? np->name : NULL;
-    if (!name) {
-        snprintf(gen, sizeof gen, "%s_%d", *op_type ? op_type : "node", index);
-        name = gen;
-    }
+    const char *name = node_name(np, index, gen, sizeof gen);
     snprintf(desc, sizeof desc, "node '%s' (#%d, %s)", name, index, op_type);
     const char *domain = np->domain ? np->domain : "";
     if (!strcmp(op_type, "Constant") && !*domain) {

@@ -25,6 +25,22 @@ typedef double pp_flops_fn(pp_attrs a, const pp_tinfo *in, int n_in, const pp_ti
 /* Shared helpers for shape functions (ir/shape.c). */
 /* NumPy multidirectional broadcasting of a and b into o. */
 pp_status pp_broadcast(const pp_shape *a, const pp_shape *b, pp_shape *o, pp_err *err);
+/* An elementwise loop over merged dims: appends the output's next dim d, along which input q
+ * varies iff f[q] (q < k), to the *nd merged dims dim[] and var[q][]: a dim of 1 is dropped,
+ * one along which the inputs vary as along the last merged dim multiplies it. */
+static inline void pp_bcast_merge(int64_t d, const bool *f, int k, int64_t *dim,
+                                  bool (*var)[PP_MAX_DIMS], int *nd) {
+    if (d == 1) return;
+    bool same = *nd > 0;
+    for (int q = 0; q < k && same; q++) same = var[q][*nd - 1] == f[q];
+    if (same) {
+        dim[*nd - 1] *= d;
+        return;
+    }
+    dim[*nd] = d;
+    for (int q = 0; q < k; q++) var[q][*nd] = f[q];
+    (*nd)++;
+}
 /* Normalize axis in [-rank, rank) to [0, rank); fails naming the attribute. */
 pp_status pp_norm_axis(int64_t axis, int rank, const char *what, int *out, pp_err *err);
 /* Read a constant integer tensor (int64 or int32) of at most max values into

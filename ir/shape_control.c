@@ -17,13 +17,6 @@
         (void)a, (void)in, (void)n_in, (void)out, (void)n_out;                                \
         return 0;                                                                             \
     }
-CONTROL(LOOP, "Loop")
-CONTROL(IF, "If")
-CONTROL(SEQUENCEEMPTY, "SequenceEmpty")
-CONTROL(SEQUENCECONSTRUCT, "SequenceConstruct")
-CONTROL(SEQUENCEINSERT, "SequenceInsert")
-CONTROL(SEQUENCEAT, "SequenceAt")
-CONTROL(SEQUENCEERASE, "SequenceErase")
-CONTROL(SEQUENCELENGTH, "SequenceLength")
-CONTROL(SPLITTOSEQUENCE, "SplitToSequence")
-CONTROL(CONCATFROMSEQUENCE, "ConcatFromSequence")
+#define PP_OP(E, NAME, ...) CONTROL(E, NAME)
+#include "ops_control.def"
+#undef PP_OP

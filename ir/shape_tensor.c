@@ -550,6 +550,24 @@ pp_status shape_GATHER(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, 
 }
 ZERO_FLOPS(GATHER)
 
+/* GatherElements and ScatterElements: indices of the data's rank, no dimension but the
+ * axis's larger than the data's; the normalized axis into *axis. */
+static pp_status elements_axis(pp_attrs a, const pp_shape *x, const pp_shape *ix, int *axis,
+                               pp_err *err) {
+    if (ix->rank != x->rank)
+        return PP_FAIL(err, PP_EINVAL, "input 'indices' has rank %d, expected %d (same as 'data')",
+                       ix->rank, x->rank);
+    int64_t axis64;
+    PP_TRY(pp_attr_int(a, "axis", 0, &axis64, err));
+    PP_TRY(pp_norm_axis(axis64, x->rank, "attribute 'axis'", axis, err));
+    for (int d = 0; d < x->rank; d++)
+        if (d != *axis && ix->dim[d] > x->dim[d])
+            return PP_FAIL(err, PP_EINVAL,
+                           "input 'indices' dim %d is %lld, larger than the data's %lld", d,
+                           (long long)ix->dim[d], (long long)x->dim[d]);
+    return PP_OK;
+}
+
 pp_status shape_GATHERELEMENTS(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                                int n_out, pp_err *err) {
     (void)n_in, (void)n_out;
@@ -558,18 +576,8 @@ pp_status shape_GATHERELEMENTS(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinf
     const pp_shape *x = &in[0].shape, *ix = &in[1].shape;
     if (x->rank < 1)
         return PP_FAIL(err, PP_EINVAL, "input 'data' is a scalar; GatherElements needs rank >= 1");
-    if (ix->rank != x->rank)
-        return PP_FAIL(err, PP_EINVAL, "input 'indices' has rank %d, expected %d (same as 'data')",
-                       ix->rank, x->rank);
-    int64_t axis64;
     int axis;
-    PP_TRY(pp_attr_int(a, "axis", 0, &axis64, err));
-    PP_TRY(pp_norm_axis(axis64, x->rank, "attribute 'axis'", &axis, err));
-    for (int d = 0; d < x->rank; d++)
-        if (d != axis && ix->dim[d] > x->dim[d])
-            return PP_FAIL(err, PP_EINVAL,
-                           "input 'indices' dim %d is %lld, larger than the data's %lld", d,
-                           (long long)ix->dim[d], (long long)x->dim[d]);
+    PP_TRY(elements_axis(a, x, ix, &axis, err));
     PP_TRY(check_const_indices(&in[1], x->dim[axis], axis, err));
     out[0] = (pp_tinfo){in[0].dtype, *ix, NULL};
     return PP_OK;
@@ -662,18 +670,9 @@ pp_status shape_SCATTERELEMENTS(pp_attrs a, const pp_tinfo *in, int n_in, pp_tin
         return PP_FAIL(err, PP_EINVAL, "input 'updates' has shape %s, but 'indices' has %s",
                        pp_shape_str(&in[2].shape, s1, sizeof s1), pp_shape_str(ix, s2, sizeof s2));
     }
-    if (ix->rank != x->rank)
-        return PP_FAIL(err, PP_EINVAL, "input 'indices' has rank %d, expected %d (same as 'data')",
-                       ix->rank, x->rank);
-    int64_t axis64;
     int axis;
-    PP_TRY(pp_attr_int(a, "axis", 0, &axis64, err));
-    PP_TRY(pp_norm_axis(axis64, x->rank, "attribute 'axis'", &axis, err));
-    for (int d = 0; d < x->rank; d++)
-        if (d != axis && ix->dim[d] > x->dim[d])
-            return PP_FAIL(err, PP_EINVAL,
-                           "input 'indices' dim %d is %lld, larger than the data's %lld", d,
-                           (long long)ix->dim[d], (long long)x->dim[d]);
+    PP_TRY(elements_axis(a, x, ix, &axis, err));
+    (void)axis;
     out[0] = (pp_tinfo){in[0].dtype, *x, NULL};
     return PP_OK;
 }

@@ -9,13 +9,6 @@
         (void)attrs, (void)in, (void)n_in, (void)out, (void)n_out, (void)scratch;             \
         return PP_FAIL(err, PP_EUNSUP, NAME " cannot run as an op (ppcc unrolls it)");        \
     }
-CONTROL(LOOP, "Loop")
-CONTROL(IF, "If")
-CONTROL(SEQUENCEEMPTY, "SequenceEmpty")
-CONTROL(SEQUENCECONSTRUCT, "SequenceConstruct")
-CONTROL(SEQUENCEINSERT, "SequenceInsert")
-CONTROL(SEQUENCEAT, "SequenceAt")
-CONTROL(SEQUENCEERASE, "SequenceErase")
-CONTROL(SEQUENCELENGTH, "SequenceLength")
-CONTROL(SPLITTOSEQUENCE, "SplitToSequence")
-CONTROL(CONCATFROMSEQUENCE, "ConcatFromSequence")
+#define PP_OP(E, NAME, ...) CONTROL(E, NAME)
+#include "../../ir/ops_control.def"
+#undef PP_OP

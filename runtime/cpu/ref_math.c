@@ -515,16 +515,7 @@ static pp_status ew_run(const char *op, const pprt_tensor *const *xs, int k, ppr
             }
             f[q] = dq == d;
         }
-        if (d == 1) continue;
-        bool same = nd > 0;
-        for (int q = 0; q < k && same; q++) same = var[q][nd - 1] == f[q];
-        if (same) {
-            dim[nd - 1] *= d;
-        } else {
-            dim[nd] = d;
-            for (int q = 0; q < k; q++) var[q][nd] = f[q];
-            nd++;
-        }
+        pp_bcast_merge(d, f, k, dim, var, &nd);
     }
     if (total == 0) return PP_OK;
     const void *ptr[EW_MAX];

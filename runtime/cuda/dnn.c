@@ -100,37 +100,25 @@ pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, pcu_dnn *g, pp_err *err) {
     PP_TRY(make(g, c->transpose ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
                                 : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
                 &op[0], err));
-    if (c->transpose) {
-        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x),
-           "convolution backward data");
-        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w),
-           "convolution backward data");
-        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y),
-           "convolution backward data");
-        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
-                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv),
-           "convolution backward data");
-        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha),
-           "convolution backward data");
-        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta),
-           "convolution backward data");
-        DN(cudnnBackendFinalize(op[0]), "convolution backward data (the dims do not fit)");
-    } else {
-        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x),
-           "convolution forward");
-        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w),
-           "convolution forward");
-        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y),
-           "convolution forward");
-        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv),
-           "convolution forward");
-        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha),
-           "convolution forward");
-        DN(cudnnBackendSetAttribute(op[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta),
-           "convolution forward");
-        DN(cudnnBackendFinalize(op[0]), "convolution forward (the dims do not fit)");
-    }
+    /* the same six attributes under the two operations' names: source, filter, result, the
+     * convolution, alpha, beta (backward data: dy, w, dx) */
+    static const cudnnBackendAttributeName_t fwd[6] = {
+        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+    static const cudnnBackendAttributeName_t bwd[6] = {
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
+    const cudnnBackendAttributeName_t *at = c->transpose ? bwd : fwd;
+    const char *what = c->transpose ? "convolution backward data" : "convolution forward";
+    cudnnBackendDescriptor_t ends[4] = {x, w, y, conv};
+    for (int k = 0; k < 4; k++)
+        DN(cudnnBackendSetAttribute(op[0], at[k], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ends[k]), what);
+    DN(cudnnBackendSetAttribute(op[0], at[4], CUDNN_TYPE_FLOAT, 1, &alpha), what);
+    DN(cudnnBackendSetAttribute(op[0], at[5], CUDNN_TYPE_FLOAT, 1, &beta), what);
+    DN(cudnnBackendFinalize(op[0]),
+       c->transpose ? "convolution backward data (the dims do not fit)" : "convolution forward (the dims do not fit)");
     nops = 1;
     if (fused) {
         /* conv -> (+ bias) -> (+ residual) -> (activation) -> Y: each

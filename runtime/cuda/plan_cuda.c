@@ -131,16 +131,7 @@ int64_t pcu_ew_make(int op, int k, const pp_shape *const *xs, const pp_shape *ys
             const int iq = i - (r - xs[q]->rank);
             f[q] = (iq >= 0 ? xs[q]->dim[iq] : 1) == d;
         }
-        if (d == 1) continue;
-        bool same = nd > 0;
-        for (int q = 0; q < k && same; q++) same = var[q][nd - 1] == f[q];
-        if (same) {
-            dim[nd - 1] *= d;
-        } else {
-            dim[nd] = d;
-            for (int q = 0; q < k; q++) var[q][nd] = f[q];
-            nd++;
-        }
+        pp_bcast_merge(d, f, k, dim, var, &nd);
     }
     *e = (pcu_ew){.op = op, .nin = k, .rank = nd, .mode = mode, .tin = tin, .tout = tout, .n = numel(ys), .p0 = p0,
                   .p1 = p1};

@@ -93,17 +93,12 @@ def check_model(name, work):
                 row["notes"].append(f"pprt {pol} -pp {pp}: " + r.stderr.strip().splitlines()[-1])
                 ok = False
                 continue
-            for oname, want in expected.items():
-                got = np.load(os.path.join(out, oname + ".npy"))
-                if got.shape != want.shape or got.dtype != want.dtype:
-                    row["notes"].append(f"{pol} -pp {pp}: {oname} is {got.dtype}{got.shape}, want {want.dtype}{want.shape}")
-                    ok = False
+            good, err, got_all = compare(row, f"{pol} -pp {pp}", out, expected)
+            ok = ok and good
+            worst = max(worst, err)
+            for oname, got in got_all.items():
+                if got.shape != expected[oname].shape:
                     continue
-                err = float(np.max(np.abs(got.astype(np.float64) - want))) if got.size else 0.0
-                worst = max(worst, err)
-                if not np.allclose(got, want, rtol=1e-3, atol=1e-4):
-                    row["notes"].append(f"{pol} -pp {pp}: {oname} max abs error {err:.3g} beyond rtol 1e-3/atol 1e-4")
-                    ok = False
                 if oname not in ref_out:
                     ref_out[oname] = got
                 elif not np.array_equal(got, ref_out[oname]):

@@ -68,13 +68,19 @@ def model(nodes, feeds, outputs, inits=(), opset=17):
     return m
 
 
-def run_ppcc_pprt(name, m, feeds, pp, backend):
+def write_case(name, m, feeds):
+    """WORK/name/model.onnx and its inputs as WORK/name/data/NAME.npy; returns (dir, model path)."""
     d = os.path.join(WORK, name)
     os.makedirs(os.path.join(d, "data"), exist_ok=True)
     path = os.path.join(d, "model.onnx")
     onnx.save(m, path)
     for k, v in feeds.items():
         np.save(os.path.join(d, "data", k + ".npy"), v)
+    return d, path
+
+
+def run_ppcc_pprt(name, m, feeds, pp, backend):
+    d, path = write_case(name, m, feeds)
     plan = os.path.join(d, f"pp{pp}.plan")
     r = subprocess.run([PPCC, path, "-b", "0", "-pp", str(pp), "-q", "-o", plan], capture_output=True, text=True)
     if r.returncode:
@@ -145,12 +151,7 @@ def refused(name, nodes, feeds, outputs, want_text, inits=(), opset=17, code=2, 
     global n_cases
     n_cases += 1
     m = model(nodes, feeds, outputs, inits, opset)
-    d = os.path.join(WORK, name)
-    os.makedirs(os.path.join(d, "data"), exist_ok=True)
-    path = os.path.join(d, "model.onnx")
-    onnx.save(m, path)
-    for k, v in feeds.items():
-        np.save(os.path.join(d, "data", k + ".npy"), v)
+    d, path = write_case(name, m, feeds)
     plan = os.path.join(d, "p.plan")
     r = subprocess.run([PPCC, path, "-b", "0", "-q", "-o", plan], capture_output=True, text=True)
     if tool == "pprt" and r.returncode == 0:
