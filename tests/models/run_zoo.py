@@ -108,7 +108,15 @@ def check_model(name, work):
                 ok = against_ref(row, plan, d, out) and ok
     row["max_err"] = worst
     row["result"] = "pass" if ok else "FAIL"
+    drop_plans(d)
     return row
+
+
+def drop_plans(d):
+    """The plans are a copy of the weights each (the zoo's come to 14 GB): gone once checked."""
+    for f in os.listdir(d):
+        if f.endswith(".plan"):
+            os.remove(os.path.join(d, f))
 
 
 def compare(row, what, out, expected, rtol=1e-3, atol=1e-4):
@@ -195,6 +203,7 @@ def check_transformer(row, d, meta):
     row["max_err"], row["ref_err"] = err["ref"], err["dnnl"] if HAVE_DNNL else None
     row["seconds"] = time.time() - t_start
     row["result"] = "pass" if ok else "FAIL"
+    drop_plans(d)
     return row
 
 
