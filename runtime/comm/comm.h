@@ -28,6 +28,8 @@ const char *pprt_mpi_launcher_env(void);
 int pprt_mpi_env_rank(void);
 /* Ranks of the job on this machine, from the launcher's variables (1 when unknown). */
 int pprt_mpi_env_local_size(void);
+/* This process's rank among them (-1 when unknown). */
+int pprt_mpi_env_local_rank(void);
 
 #ifdef PPRT_HAVE_MPI
 

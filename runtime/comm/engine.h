@@ -104,6 +104,7 @@ pp_status pprt_mpi_wait_ctrl(pprt_mpi *m, int type, int src, pprt_ctrl *out, con
 /* ---- the MPI channel (chan_mpi.c) ------------------------------------------ */
 
 #include "../link/chan.h"
+#include "../mem.h"
 
 /* This rank's end of one stage boundary, as the pair of channels the
  * threaded scheduler uses (`full` forward, `free` back):
@@ -113,10 +114,55 @@ pp_status pprt_mpi_wait_ctrl(pprt_mpi *m, int type, int src, pprt_ctrl *out, con
  *   receiver (downstream): full->recv gives the next message, received into
  *     a pre-posted MPI_Irecv; free->send hands its buffer back, which posts
  *     the next MPI_Irecv into it.
- * Each side owns `depth` buffers of `bytes` (64-byte aligned), so up to
- * 2 x depth messages are in flight. `n_msgs` messages pass in all. The tag
+ * Each side owns `depth` buffers of `bytes` (64-byte aligned; pinned by the
+ * device space `pin` when not NULL: a device stage's link then stages
+ * through them, link_stage.c), so up to 2 x depth messages are in flight. `n_msgs` messages pass in all. The tag
  * (micro-batch index) travels in a 64-byte header before the payload. */
 pp_status pprt_mpi_chan_create(pprt_mpi *m, int peer, bool sender, size_t bytes, int depth,
-                               int64_t n_msgs, pprt_chan **full, pprt_chan **free_, pp_err *err);
+                               int64_t n_msgs, const pprt_mem_ops *pin, pprt_chan **full, pprt_chan **free_,
+                               pp_err *err);
+
+/* ---- this rank's boundaries and stage (links_mpi.c) ------------------------- */
+
+#include "../backend.h"
+#include "../link/link.h"
+
+/* What carries a boundary: MPI between host stages; MPI with the device end
+ * staged through pinned memory. */
+enum { PPRT_BK_HOST, PPRT_BK_STAGED };
+
+typedef struct pprt_mpi_transports_t {
+    const pprt_backend *be; /* this rank's stage's (not yet asked whether it runs here) */
+    int in, out;            /* PPRT_BK_* of the boundary before and after it; -1: the pipeline's end */
+} pprt_mpi_transports_t;
+
+/* Before the start-up messages: the backend and boundaries of this rank's
+ * stage (from the plan and --backend). */
+pp_status pprt_mpi_transports(pprt_mpi *m, const pprt_plan *p, const pprt_backend *override, pprt_mpi_transports_t *t,
+                              pp_err *err);
+
+/* The replica's share at the pipeline's ends: inputs (stage 0), outputs
+ * (last stage), its samples and micro-batches, the times to fill. */
+typedef struct pprt_mpi_ends {
+    const pprt_array *in;
+    const pprt_array *out;
+    int64_t n, n_msgs;
+    double *t_start, *t_end;
+} pprt_mpi_ends;
+
+typedef struct pprt_mpi_stage {
+    const pprt_backend *be;
+    pprt_place at;
+    pprt_exec *x;
+    pprt_link *in, *out;
+} pprt_mpi_stage;
+
+/* After them: the stage's place (its device: --devices, else the local
+ * rank), its links (source or boundary before, sink or boundary after), its
+ * backend asked whether it runs on this host, its executor. A failure names
+ * the stage, its backend and its boundaries. */
+pp_status pprt_mpi_stage_setup(pprt_mpi *m, const pprt_plan *p, const pprt_run_opts *o,
+                               const pprt_mpi_transports_t *t, const pprt_mpi_ends *ends, pprt_mpi_stage *out,
+                               pp_err *err);
 
 #endif

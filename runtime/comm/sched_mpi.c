@@ -10,6 +10,9 @@
  *   shares   replica k takes micro-batches [M*k/R, M*(k+1)/R): rank 0 sends
  *            each replica's stage 0 its samples; the writer pre-posts the
  *            receives of every replica's outputs straight into place.
+ *   links    each boundary on its transport (links_mpi.c: MPI, MPI staged
+ *            through pinned memory for a device stage), the source
+ *            and the sink, then the executor.
  *   run      receive (stage > 0), take a free outgoing buffer (stage < K-1),
  *            fill (stage 0), run the stage's executor, hand the incoming
  *            buffer back, send (stage < K-1) or drain (stage K-1).
@@ -319,17 +322,15 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     int64_t n = *n_io;
     bool same_host = true;
     double off = 0;
+    pprt_mpi_transports_t tp; /* what carries this rank's boundaries (links_mpi.c) */
+    PP_TRY(pprt_mpi_transports(m, p, o->backend, &tp, err));
     PP_TRY(handshake(m, p, inputs, &n, o->depth, &same_host, err));
     *n_io = n;
     PP_TRY(clock_offset(m, same_host, &off, err));
     shares S = {pprt_mb_size(p), pprt_mb_count(p, n), n, R};
     int64_t mk = mb_n(&S, k), nk = n_samples(&S, k);
 
-    rankrun rr = {0};
-    PP_TRY(pprt_stage_backend(p, s, o->backend, &rr.be, err));
-    if (rr.be->mem != PPRT_MEM_HOST)
-        return PP_FAIL(err, PP_EUNSUP, "stage %d: backend '%s' keeps its messages on a device, which the MPI driver "
-                       "does not link yet", s, rr.be->name);
+    rankrun rr = {.be = tp.be};
     int max_reqs = 2 + (R + 1) * (p->n_inputs + p->n_outputs) + 2 * m->size + 1;
     rr.reqs = calloc((size_t)max_reqs, sizeof *rr.reqs);
     rr.owned = calloc((size_t)(p->n_inputs + p->n_outputs + 2), sizeof *rr.owned);
@@ -431,30 +432,17 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
                             "receiving the timeline of %s", who);
         if (st == PP_OK) add_req(&rr, r);
     }
-    /* the stage: its executor, its message buffers, its boundaries */
-    if (st == PP_OK) {
-        /* intra-op threads: --threads, else this rank's cores (pprt_rank_cores) */
-        pprt_exec_cfg cfg = {.threads = o->threads > 0 ? o->threads : pprt_rank_cores(pprt_mpi_env_local_size()),
-                             .precision = o->precision};
-        st = rr.be->exec->create(p, &p->stages[s], &cfg, &rr.x, err);
-    }
-    /* the links: this replica's share of the data at the pipeline's ends,
-     * MPI boundaries between ranks */
+    /* the stage: its links (this replica's share of the data at the
+     * pipeline's ends, the boundaries with the ranks beside it, each on its
+     * transport) and its executor (links_mpi.c) */
     double *t_start = rr.stats ? rr.stats + ST_HEAD + p->stages[s].n_nodes : NULL;
     double *t_end = t_start ? t_start + (s == 0 ? mk : 0) : NULL;
-    if (st == PP_OK && s == 0) st = pprt_link_source(p, rr.in_arr, nk, 0, t_start, &rr.in, err);
-    if (st == PP_OK && s == last) st = pprt_link_sink(p, rr.out_arr, nk, 0, t_end, NULL, NULL, &rr.out, err);
-    if (st == PP_OK && s > 0) {
-        pprt_chan *full, *free_;
-        st = pprt_mpi_chan_create(m, me - 1, false, p->stages[s - 1].out.bytes, o->depth, mk, &full, &free_, err);
-        if (st == PP_OK)
-            st = pprt_link_chans(full, free_, NULL, 0, p->stages[s - 1].out.bytes, o->depth, false, &rr.in, err);
-    }
-    if (st == PP_OK && s < last) {
-        pprt_chan *full, *free_;
-        st = pprt_mpi_chan_create(m, me + 1, true, p->stages[s].out.bytes, o->depth, mk, &full, &free_, err);
-        if (st == PP_OK)
-            st = pprt_link_chans(full, free_, NULL, 0, p->stages[s].out.bytes, o->depth, true, &rr.out, err);
+    if (st == PP_OK) {
+        pprt_mpi_ends ends = {rr.in_arr, rr.out_arr, nk, mk, t_start, t_end};
+        pprt_mpi_stage ms;
+        st = pprt_mpi_stage_setup(m, p, o, &tp, &ends, &ms, err);
+        if (ms.be) rr.be = ms.be;
+        rr.x = ms.x, rr.in = ms.in, rr.out = ms.out;
     }
     /* stage 0 of a replica but the first: wait for its share */
     for (int i = 0; st == PP_OK && k > 0 && s == 0 && i < rr.n_reqs; i++) {
