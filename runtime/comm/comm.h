@@ -38,6 +38,7 @@ typedef struct pprt_mpi pprt_mpi;
 typedef struct pprt_mpi_opts {
     int replicas;     /* data-parallel pipelines (>= 1) */
     double timeout_s; /* silence from a rank after which it is presumed dead */
+    int transport;    /* PPRT_TRANSPORT_* (driver.h) */
 } pprt_mpi_opts;
 
 /* MPI_Init_thread, MPI_ERRORS_RETURN on MPI_COMM_WORLD, start the engine. */

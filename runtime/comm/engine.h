@@ -17,26 +17,32 @@
 #include "comm.h"
 
 /* Message tags: control messages, boundary messages, replica input shares,
- * replica output shares, statistics, timelines (pprt --trace). */
-enum { PPRT_TAG_CTRL = 7101, PPRT_TAG_DATA, PPRT_TAG_IN, PPRT_TAG_OUT, PPRT_TAG_STATS, PPRT_TAG_TRACE };
+ * replica output shares, statistics, timelines (pprt --trace), the emulated
+ * NCCL's transfers (p2p_emu.c). */
+enum { PPRT_TAG_CTRL = 7101, PPRT_TAG_DATA, PPRT_TAG_IN, PPRT_TAG_OUT, PPRT_TAG_STATS, PPRT_TAG_TRACE, PPRT_TAG_P2P };
+
+#define PPRT_P2P_ID 128 /* bytes of a transport's id (ncclUniqueId) */
 
 enum {
     PPRT_CTRL_HB = 1, /* heartbeat */
     PPRT_CTRL_ABORT,  /* code, text: the sender failed */
     PPRT_CTRL_ACK,    /* abort received */
-    PPRT_CTRL_HELLO,  /* to rank 0: a[0] plan hash, a[1] depth, a[2] replicas, text host */
-    PPRT_CTRL_GO,     /* from rank 0: a[0] samples, a[1] 1 = same host as the writer */
+    PPRT_CTRL_HELLO,  /* to rank 0: a[0] plan hash, a[1] depth, a[2] replicas, text host, id the
+                       * NCCL id of the boundary after the sender's stage */
+    PPRT_CTRL_GO,     /* from rank 0: a[0] samples, a[1] 1 = same host as the writer, id the NCCL
+                       * id of the boundary before the receiver's stage */
     PPRT_CTRL_PING,   /* to the writer: t[0] sender's clock */
     PPRT_CTRL_PONG,   /* t[0] echoed, t[1] writer's clock */
     PPRT_CTRL_DONE,   /* from the writer: code (exit status of the whole run) */
 };
 
-/* Every control message has this fixed size (512 bytes). */
+/* Every control message has this fixed size (640 bytes). */
 typedef struct pprt_ctrl {
     int32_t type, src, code, pad;
     int64_t a[6];
     double t[2];
     char text[432];
+    unsigned char id[PPRT_P2P_ID];
 } pprt_ctrl;
 
 typedef struct pprt_mpi_req pprt_mpi_req;
@@ -48,6 +54,10 @@ struct pprt_mpi {
     int stage, replica, writer;
     double timeout_s, hb_s;
     char host[64];
+    int transport;      /* PPRT_TRANSPORT_* (driver.h) */
+    /* the NCCL ids of this rank's boundaries (all zero: none): the one after
+     * its stage it made, the one before it as the go-ahead brought it */
+    unsigned char id_out[PPRT_P2P_ID], id_in[PPRT_P2P_ID];
     /* engine thread and what it shares with the others, under mu */
     pthread_t th;
     bool th_started;
@@ -122,14 +132,30 @@ pp_status pprt_mpi_chan_create(pprt_mpi *m, int peer, bool sender, size_t bytes,
                                int64_t n_msgs, const pprt_mem_ops *pin, pprt_chan **full, pprt_chan **free_,
                                pp_err *err);
 
+/* ---- transports of boundaries between device stages (link/p2p.h) ------------ */
+
+#include "../link/p2p.h"
+
+/* The emulated NCCL of cuda-emu (p2p_emu.c): an id, and this rank's end of
+ * the boundary with peer, both ends holding the id. */
+pp_status pprt_p2p_emu_id(unsigned char id[PPRT_P2P_ID], pp_err *err);
+pp_status pprt_p2p_emu_open(pprt_mpi *m, int peer, const unsigned char id[PPRT_P2P_ID], pprt_p2p **out, pp_err *err);
+#ifdef PPRT_WITH_CUDA
+/* NCCL (p2p_nccl.c): ncclGetUniqueId; a two-rank communicator on `device`
+ * (first: this rank sends), initialized within m's timeout. */
+pp_status pprt_nccl_id(unsigned char id[PPRT_P2P_ID], pp_err *err);
+pp_status pprt_nccl_open(pprt_mpi *m, int peer, bool first, const unsigned char id[PPRT_P2P_ID], int device,
+                         pprt_p2p **out, pp_err *err);
+#endif
+
 /* ---- this rank's boundaries and stage (links_mpi.c) ------------------------- */
 
 #include "../backend.h"
 #include "../link/link.h"
 
 /* What carries a boundary: MPI between host stages; MPI with the device end
- * staged through pinned memory. */
-enum { PPRT_BK_HOST, PPRT_BK_STAGED };
+ * staged through pinned memory; NCCL; the emulated NCCL (cuda-emu). */
+enum { PPRT_BK_HOST, PPRT_BK_STAGED, PPRT_BK_NCCL, PPRT_BK_NCCL_EMU };
 
 typedef struct pprt_mpi_transports_t {
     const pprt_backend *be; /* this rank's stage's (not yet asked whether it runs here) */
@@ -137,7 +163,8 @@ typedef struct pprt_mpi_transports_t {
 } pprt_mpi_transports_t;
 
 /* Before the start-up messages: the backend and boundaries of this rank's
- * stage (from the plan and --backend). */
+ * stage (from the plan and --backend, --transport), and m->id_out, the id of
+ * an NCCL boundary after it (ncclGetUniqueId), which they carry on. */
 pp_status pprt_mpi_transports(pprt_mpi *m, const pprt_plan *p, const pprt_backend *override, pprt_mpi_transports_t *t,
                               pp_err *err);
 
@@ -157,10 +184,11 @@ typedef struct pprt_mpi_stage {
     pprt_link *in, *out;
 } pprt_mpi_stage;
 
-/* After them: the stage's place (its device: --devices, else the local
- * rank), its links (source or boundary before, sink or boundary after), its
- * backend asked whether it runs on this host, its executor. A failure names
- * the stage, its backend and its boundaries. */
+/* After them (m->id_in set): the stage's place (its device: --devices,
+ * else the local rank), its links (source or boundary before, sink or
+ * boundary after), its backend asked whether it runs on this host, its
+ * executor. A failure names the stage, its backend and its boundaries
+ * (transport, peer, the NCCL id's fingerprint). */
 pp_status pprt_mpi_stage_setup(pprt_mpi *m, const pprt_plan *p, const pprt_run_opts *o,
                                const pprt_mpi_transports_t *t, const pprt_mpi_ends *ends, pprt_mpi_stage *out,
                                pp_err *err);

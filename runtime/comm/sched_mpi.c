@@ -11,7 +11,7 @@
  *            each replica's stage 0 its samples; the writer pre-posts the
  *            receives of every replica's outputs straight into place.
  *   links    each boundary on its transport (links_mpi.c: MPI, MPI staged
- *            through pinned memory for a device stage), the source
+ *            through pinned memory for a device stage, NCCL), the source
  *            and the sink, then the executor.
  *   run      receive (stage > 0), take a free outgoing buffer (stage < K-1),
  *            fill (stage 0), run the stage's executor, hand the incoming
@@ -91,6 +91,7 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
         c.a[1] = depth;
         c.a[2] = m->replicas;
         snprintf(c.text, sizeof c.text, "%s", m->host);
+        memcpy(c.id, m->id_out, sizeof c.id); /* an NCCL boundary's id, for the next rank */
         PP_TRY(pprt_mpi_send_ctrl(m, 0, PPRT_CTRL_HELLO, &c, err));
         pprt_mpi_describe(m, 0, who, sizeof who);
         char what[128];
@@ -98,6 +99,7 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
         PP_TRY(pprt_mpi_wait_ctrl(m, PPRT_CTRL_GO, 0, &c, what, err));
         *n = c.a[0];
         *same_host = c.a[1] != 0;
+        memcpy(m->id_in, c.id, sizeof c.id);
         return PP_OK;
     }
     /* rank 0: the data, then every rank's hello */
@@ -110,7 +112,12 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
         return PP_FAIL(err, PP_EINVAL, "an unbatched plan (-b 0) runs exactly one set of inputs, got %lld",
                        (long long)*n);
     char(*hosts)[64] = calloc((size_t)m->size, sizeof *hosts);
-    if (!hosts) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    unsigned char(*ids)[PPRT_P2P_ID] = calloc((size_t)m->size, sizeof *ids); /* each rank's id_out */
+    if (!hosts || !ids) {
+        free(hosts), free(ids);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    memcpy(ids[0], m->id_out, sizeof ids[0]);
     snprintf(hosts[0], sizeof hosts[0], "%s", m->host);
     pp_status s = PP_OK;
     for (int q = 1; q < m->size && s == PP_OK; q++) {
@@ -121,6 +128,7 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
         s = pprt_mpi_wait_ctrl(m, PPRT_CTRL_HELLO, q, &c, what, err);
         if (s != PP_OK) break;
         snprintf(hosts[q], sizeof hosts[q], "%.63s", c.text);
+        memcpy(ids[q], c.id, sizeof ids[q]);
         if ((uint64_t)c.a[0] != hash)
             s = PP_FAIL(err, PP_EINVAL, "%s (host %s) loaded a different plan file than rank 0 (host %s): "
                         "every rank must run the same plan", who, hosts[q], m->host);
@@ -133,10 +141,12 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
         pprt_ctrl c = {0};
         c.a[0] = *n;
         c.a[1] = strcmp(hosts[q], hosts[m->writer]) == 0;
+        if (q % m->stages) memcpy(c.id, ids[q - 1], sizeof c.id); /* the boundary before q's stage */
         s = pprt_mpi_send_ctrl(m, q, PPRT_CTRL_GO, &c, err);
     }
     *same_host = strcmp(hosts[0], hosts[m->writer]) == 0;
     free(hosts);
+    free(ids);
     return s;
 }
 

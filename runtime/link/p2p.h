@@ -1,6 +1,6 @@
 /* p2p.h: a point-to-point transport between the two processes of one
  * boundary, moving device buffers on a device stream (link_p2p.c builds the
- * link on it). Implementations: NCCL (comm/nccl.c: a two-rank communicator
+ * link on it). Implementations: NCCL (comm/p2p_nccl.c: a two-rank communicator
  * per boundary, ncclSend/ncclRecv), an emulation of it over the MPI engine
  * for cuda-emu's host-addressable device memory (comm/p2p_emu.c), and the
  * tests' in-process fake (tests/unit/test_links.c).
