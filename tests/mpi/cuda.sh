@@ -42,7 +42,7 @@ same() { cmp "$1" "$2" || fail "$3: $1 and $2 differ"; }
 expect_rc() { # expect_rc WANT LOG COMMAND...
   local want=$1 log=$2 rc=0
   shift 2
-  timeout 120 "$@" > "$log" 2>&1 || rc=$?
+  timeout -k 10 120 "$@" > "$log" 2>&1 || rc=$?
   [ $rc = "$want" ] || { echo "FAIL: exit $rc, expected $want: $*"; sed 's/^/  | /' "$log"; exit 1; }
 }
 now() { date +%s.%N; }
