@@ -334,10 +334,10 @@ static void units_free(units *u) {
     }
     free(u->time);
     free(u->link);
-    memset(u, 0, sizeof *u); /* idempotent */
     free(u->cut);
     free(u->live);
     free(u->sparse);
+    memset(u, 0, sizeof *u); /* idempotent */
 }
 
 /* Units: one per node or fusion chain (glued, see pp_fusion_chains), except

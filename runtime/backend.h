@@ -1,7 +1,7 @@
 /* backend.h: the backend registry. A backend is a table: its name, whether
  * it is built and usable on this machine, which nodes its own kernels run,
  * the executor that runs a stage on it (exec.h), where that executor wants
- * its boundary messages, and, for a backend that runs single nodes for the
+ * its boundary messages (a memory space, mem.h), and, for a backend that runs single nodes for the
  * others (the reference kernels), that entry point. Drivers and pprt's
  * command line ask the registry; nothing else names a backend.
  *
@@ -14,9 +14,7 @@
 #include <stdio.h>
 
 #include "exec.h"
-
-/* Where a backend's messages and arenas live. */
-typedef enum { PPRT_MEM_HOST = 0, PPRT_MEM_DEVICE = 1 } pprt_mem;
+#include "mem.h"
 
 /* What a backend that runs single nodes for others lends them: the
  * reference kernels' scratch and tensor views (one per executor). */
@@ -36,6 +34,7 @@ typedef struct pprt_backend {
     bool (*supports)(const pprt_plan *p, const pprt_stage *st, const pprt_node *n);
     const pprt_exec_ops *exec;
     pprt_mem mem;       /* where its executor reads and writes messages */
+    const pprt_mem_ops *space; /* for PPRT_MEM_DEVICE: that memory space (mem.h); NULL: host */
     bool multithreaded; /* its kernels use the stage's intra-op threads (else one core per stage) */
     /* Whether it takes --precision pr at all (NULL: f32 only), and in *here
      * whether this machine computes it (else the executor computes f32 and
@@ -76,6 +75,18 @@ void pprt_backend_names(char *buf, size_t n);
  * lacks, or a backend this machine cannot run, is an error naming the stage. */
 pp_status pprt_stage_backend(const pprt_plan *p, int s, const pprt_backend *override, const pprt_backend **out,
                              pp_err *err);
+/* The same without asking whether this machine can run it (under MPI a
+ * rank asks only for its own stage, on its own host). */
+pp_status pprt_stage_backend_resolve(const pprt_plan *p, int s, const pprt_backend *override, const pprt_backend **out,
+                                     pp_err *err);
+
+/* Where stage s runs on backend b: host memory, or its space and the
+ * device the space picks (mem.h: the placement, --devices, the stage index
+ * or, under MPI, the local rank local_rank; -1: one process). */
+pp_status pprt_stage_place(const pprt_plan *p, int s, const pprt_backend *b, int local_rank, pprt_place *out,
+                           pp_err *err);
+/* The space of backend b (host for a host backend). */
+const pprt_mem_ops *pprt_backend_space(const pprt_backend *b);
 
 void pprt_node_ctx_free(pprt_node_ctx *c);
 

@@ -63,10 +63,27 @@ void pprt_backend_names(char *buf, size_t n) {
     }
 }
 
+const pprt_mem_ops *pprt_backend_space(const pprt_backend *b) {
+    return b->mem == PPRT_MEM_DEVICE && b->space ? b->space : &pprt_mem_host;
+}
+
+pp_status pprt_stage_place(const pprt_plan *p, int s, const pprt_backend *b, int local_rank, pprt_place *out,
+                           pp_err *err) {
+    *out = pprt_place_host();
+    if (b->mem != PPRT_MEM_DEVICE) return PP_OK;
+    if (!b->space) return PP_FAIL(err, PP_ERUNTIME, "internal: backend '%s' keeps its messages on a device but names "
+                                  "no memory space", b->name);
+    out->mem = b->space;
+    pp_err e = {0};
+    if (b->space->device(&p->stages[s], local_rank, &out->device, &e) != PP_OK)
+        return PP_FAIL(err, e.code, "stage %d on %s: %s", s, b->name, e.msg);
+    return PP_OK;
+}
+
 void pprt_node_ctx_free(pprt_node_ctx *c) { pprt_scratch_free(&c->scratch); }
 
-pp_status pprt_stage_backend(const pprt_plan *p, int s, const pprt_backend *override, const pprt_backend **out,
-                             pp_err *err) {
+pp_status pprt_stage_backend_resolve(const pprt_plan *p, int s, const pprt_backend *override, const pprt_backend **out,
+                                     pp_err *err) {
     const char *name = p->stages[s].backend ? p->stages[s].backend : "";
     const pprt_backend *b = override ? override : !*name || !strcmp(name, "cpu") ? pprt_backend_default()
                                                                                : pprt_backend_find(name);
@@ -78,6 +95,14 @@ pp_status pprt_stage_backend(const pprt_plan *p, int s, const pprt_backend *over
                        "%s); pprt --backend NAME runs every stage on another", s, name, names);
     }
     if (!strcmp(name, "cpu") && !override && b->mem != PPRT_MEM_HOST) b = pprt_backend_fallback();
+    *out = b;
+    return PP_OK;
+}
+
+pp_status pprt_stage_backend(const pprt_plan *p, int s, const pprt_backend *override, const pprt_backend **out,
+                             pp_err *err) {
+    const pprt_backend *b;
+    PP_TRY(pprt_stage_backend_resolve(p, s, override, &b, err));
     const char *why = b->unavailable ? b->unavailable() : NULL;
     if (why)
         return PP_FAIL(err, PP_EUNSUP, "stage %d: backend '%s' is not available here: %s", s, b->name, why);

@@ -46,10 +46,19 @@ pprt_driver *pprt_driver_threads(void);
 /* One stage per rank, when an MPI launcher started this process: MPI is
  * initialized (argc, argv may change). A build without MPI refuses, saying
  * how to get it. */
+/* What carries a boundary between two device stages on two ranks (pprt
+ * --transport): AUTO is NCCL when every stage is on a GPU (backend cuda, a
+ * build with NCCL), else MPI; MPI stages device buffers through pinned host
+ * memory on both sides; NCCL sends them GPU to GPU (cuda-emu: an emulation
+ * of NCCL over MPI, comm/p2p_emu.c). A boundary with a host stage at either
+ * end always goes over MPI. */
+enum { PPRT_TRANSPORT_AUTO = 0, PPRT_TRANSPORT_MPI, PPRT_TRANSPORT_NCCL };
+
 typedef struct pprt_mpi_cfg {
     int replicas;      /* data-parallel pipelines (>= 1) */
     double timeout_s;  /* silence from a rank after which it is presumed dead */
     const char *agree; /* the options every rank must share, as text (comm.h), or NULL */
+    int transport;     /* PPRT_TRANSPORT_* */
 } pprt_mpi_cfg;
 pp_status pprt_driver_mpi(int *argc, char ***argv, const pprt_mpi_cfg *c, pprt_driver **out, pp_err *err);
 

@@ -184,6 +184,10 @@ typedef struct pprt_run_opts {
 typedef struct pprt_exec_cfg {
     int threads;            /* intra-op threads it may use (>= 1) */
     pprt_precision precision;
+    /* a device backend's stage: the device it runs on, its messages in that
+     * device's memory (the links put them there); -1: messages in host
+     * memory (host backends, and tests of a device executor on host messages) */
+    int device;
 } pprt_exec_cfg;
 
 /* What a stage's executor made of its nodes, for pprt's report and

@@ -1,9 +1,12 @@
 /* sched.c: the threaded driver: one thread per stage, the stages joined by
  * in-process links (link.h: `depth` buffers circulate per boundary, which
- * bounds the micro-batches in flight), a source link before stage 0 that
- * cuts micro-batches out of the input arrays (padding the last with zeros)
- * and a sink link after the last stage that copies results into the output
- * arrays, so output order is input order. Each thread runs the stage loop
+ * bounds the micro-batches in flight; host queues between host stages,
+ * device queues between stages on one device, copy links between places:
+ * peer copies, pinned staging), a source link before stage 0 that cuts
+ * micro-batches out of the input arrays (padding the last with zeros) and a
+ * sink link after the last stage that copies results into the output
+ * arrays, so output order is input order (both staged through pinned
+ * memory when their stage is on a device). Each thread runs the stage loop
  * (stage_loop.c) with its stage's executor, made by the run's backend
  * (backend.h).
  *
@@ -62,6 +65,7 @@ static void meet_shrink(meeting *m, int need) {
 typedef struct {
     sched *S;
     const pprt_backend *be; /* the stage's backend */
+    pprt_place at;          /* where it runs: host, or a device of the backend's space */
     pprt_stage_run run;
     double *warm_s; /* node times after the warm-up, subtracted from the profile; NULL: none */
     double t_go;    /* when the timed run began on this thread */
@@ -115,6 +119,35 @@ static void progress(void *ctx, int64_t done) {
             "########################################", width - fill, "", (long long)done,
             (long long)S->m);
     if (done == S->m) fputc('\n', stderr);
+}
+
+/* The source (staged onto stage 0's device if it has one), the links
+ * between stages' places, the sink (staged likewise). */
+static pp_status make_links(sched *S, const worker *w, const pprt_array *inputs, pprt_array *outputs, pp_err *err) {
+    const pprt_plan *p = S->p;
+    const pprt_run_opts *o = S->o;
+    const int P = p->n_stages;
+    const pprt_place *first = &w[0].at, *last = &w[P - 1].at;
+    pprt_link *src = NULL, *sink = NULL;
+    PP_TRY(pprt_link_source(p, inputs, S->n, o->warmup, S->t_start, pprt_place_is_host(first) ? NULL : first->mem,
+                            &src, err));
+    if (pprt_place_is_host(first)) S->links[0] = src;
+    else PP_TRY(pprt_link_staged(src, first, true, "the inputs -> stage 0", &S->links[0], err));
+    for (int b = 0; b < P - 1; b++) {
+        char name[64];
+        snprintf(name, sizeof name, "stage %d -> stage %d", b, b + 1);
+        PP_TRY(pprt_link_between(&w[b].at, &w[b + 1].at, p->stages[b].out.bytes, o->depth, name, &S->links[b + 1],
+                                 err));
+    }
+    PP_TRY(pprt_link_sink(p, outputs, S->n, o->warmup, S->t_end, o->progress ? progress : NULL, S,
+                          pprt_place_is_host(last) ? NULL : last->mem, &sink, err));
+    if (pprt_place_is_host(last)) S->links[P] = sink;
+    else {
+        char name[64];
+        snprintf(name, sizeof name, "stage %d -> the outputs", P - 1);
+        PP_TRY(pprt_link_staged(sink, last, false, name, &S->links[P], err));
+    }
+    return PP_OK;
 }
 
 /* Tags k0 .. k1-1 of the stage's sequence; a failure stops the pipeline
@@ -215,7 +248,8 @@ static void *stage_main(void *arg) {
         pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
     }
     pp_err e = {0};
-    pprt_exec_cfg cfg = {.threads = w->threads, .precision = S->o->precision};
+    pprt_exec_cfg cfg = {.threads = w->threads, .precision = S->o->precision,
+                         .device = pprt_place_is_host(&w->at) ? -1 : w->at.device};
     const int s = w->run.stage;
     if (w->be->exec->create(S->p, &S->p->stages[s], &cfg, &w->run.x, &e) != PP_OK) {
         pp_err f = {0};
@@ -266,9 +300,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     }
     for (int i = 0; i < P && s == PP_OK; i++) {
         s = pprt_stage_backend(p, i, o->backend, &w[i].be, err);
-        if (s == PP_OK && w[i].be->mem != PPRT_MEM_HOST)
-            s = PP_FAIL(err, PP_EUNSUP, "stage %d: backend '%s' keeps its messages on a device, which the threaded "
-                        "driver does not link yet", i, w[i].be->name);
+        if (s == PP_OK) s = pprt_stage_place(p, i, w[i].be, -1, &w[i].at, err);
     }
     for (int i = 0; i < p->n_outputs && s == PP_OK; i++) {
         outputs[i].n = n;
@@ -277,11 +309,9 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
             s = PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for output '%s'",
                         (size_t)n * p->outputs[i].sample_bytes + 1, p->outputs[i].name);
     }
-    /* the links: source, boundaries (each with its buffers), sink */
-    if (s == PP_OK) s = pprt_link_source(p, inputs, n, o->warmup, S.t_start, &S.links[0], err);
-    for (int b = 0; b < P - 1 && s == PP_OK; b++) s = pprt_link_queue(p->stages[b].out.bytes, o->depth, &S.links[b + 1], err);
-    if (s == PP_OK)
-        s = pprt_link_sink(p, outputs, n, o->warmup, S.t_end, o->progress ? progress : NULL, &S, &S.links[P], err);
+    /* the links: source, boundaries (each with its buffers, where its stages
+     * want them), sink */
+    if (s == PP_OK) s = make_links(&S, w, inputs, outputs, err);
     if (s != PP_OK) goto done;
     /* the cores this process may use (under taskset or a cpuset, not the
      * machine's): stage i gets the i-th `threads` of them */

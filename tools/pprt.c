@@ -21,7 +21,8 @@ static void usage(FILE *f) {
             "            [--check [--rtol R] [--atol A] [--expected DIR]]\n"
             "            [--stats-json FILE] [--profile FILE] [--trace FILE] [--no-pin] [-q]\n"
             "            [--backend NAME|list] [--threads N] [--warmup N] [--precision f32|bf16|tf32|fp16]\n"
-            "       mpirun -np K*R pprt PLAN DATA_DIR [--replicas R] [--mpi-timeout SECONDS] [...]\n"
+            "       mpirun -np K*R pprt PLAN DATA_DIR [--replicas R] [--mpi-timeout SECONDS]\n"
+            "            [--transport nccl|mpi] [...]\n"
             "       pprt --info PLAN [--model FILE]\n"
             "  DATA_DIR          NAME.npy per plan input (N samples on dim 0), or ONNX test data:\n"
             "                    input_K.pb TensorProto files, matched by tensor name, else by K\n"
@@ -47,6 +48,9 @@ static void usage(FILE *f) {
             "                    each a contiguous share of the micro-batches (default 1)\n"
             "  --mpi-timeout S   under mpirun: a rank silent for S seconds is presumed dead and\n"
             "                    every rank exits (default 60)\n"
+            "  --transport T     under mpirun, between two device stages: nccl (GPU to GPU; the\n"
+            "                    default when every stage is on a GPU) or mpi (through pinned host\n"
+            "                    memory: any MPI, any ranks per GPU); host stages always use MPI\n"
             "  --backend B       the backend that runs the stages (pprt --backend list shows those\n"
             "                    of this build and whether this machine has what they need);\n"
             "                    default: the first available of dnnl (oneDNN) and ref (the\n"
@@ -259,6 +263,10 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
             if (!v || end == v || *end || !(t >= 0.1 && t <= 1e6))
                 return bad_usage("--mpi-timeout needs seconds in 0.1..1e6, got ", v ? v : "");
             c->mpi.timeout_s = t, c->mpi_opt = a, i++;
+        } else if (!strcmp(a, "--transport")) {
+            if (!v || (strcmp(v, "nccl") && strcmp(v, "mpi"))) return bad_usage("--transport needs nccl or mpi, got ", v ? v : "");
+            c->mpi.transport = !strcmp(v, "nccl") ? PPRT_TRANSPORT_NCCL : PPRT_TRANSPORT_MPI;
+            c->mpi_opt = a, i++;
         } else if (!strcmp(a, "--model")) {
             if (!v) return bad_usage("--model needs the model file a --ref-weights plan was compiled from", NULL);
             c->model = v, i++;
@@ -307,8 +315,9 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
 }
 
 /* The backend --backend names, if any (it then runs every stage): -1 to
- * go on, else the exit code. */
-static int choose_backend(pprt_cli *c) {
+ * go on, else the exit code. Under mpirun each rank asks whether its own
+ * stage's backend runs on its host when it sets the stage up. */
+static int choose_backend(pprt_cli *c, bool ranks) {
     if (!c->backend) return -1;
     const pprt_backend *b = pprt_backend_find(c->backend);
     char names[256];
@@ -317,7 +326,7 @@ static int choose_backend(pprt_cli *c) {
         fprintf(stderr, "pprt: --backend %s: no such backend in this build (it has: %s)\n", c->backend, names);
         return 2;
     }
-    const char *why = b->unavailable ? b->unavailable() : NULL;
+    const char *why = b->unavailable && !ranks ? b->unavailable() : NULL;
     if (why) {
         fprintf(stderr, "pprt: --backend %s: not available here: %s\n", b->name, why);
         return 2;
@@ -328,11 +337,12 @@ static int choose_backend(pprt_cli *c) {
 
 /* Every stage's backend exists here and takes the precision asked for
  * (where one cannot compute it on this machine, pprt warns and it runs f32). */
-static pp_status check_backends(pprt_cli *c, const pprt_plan *p, pp_err *err) {
+static pp_status check_backends(pprt_cli *c, const pprt_plan *p, bool ranks, pp_err *err) {
     bool warned = false;
     for (int s = 0; s < p->n_stages; s++) {
         const pprt_backend *b;
-        PP_TRY(pprt_stage_backend(p, s, c->run.backend, &b, err));
+        PP_TRY(ranks ? pprt_stage_backend_resolve(p, s, c->run.backend, &b, err)
+                     : pprt_stage_backend(p, s, c->run.backend, &b, err));
         static const char *const names[] = {"f32", "bf16", "tf32", "fp16"};
         const char *pr = names[c->run.precision];
         bool here = c->run.precision == PPRT_F32;
@@ -410,10 +420,10 @@ int main(int argc, char **argv) {
         list_backends();
         return 0;
     }
-    if ((rc = choose_backend(&c)) >= 0) return rc;
-    pp_signals_install(); /* an interrupted run leaves no temporary output */
     /* the driver: MPI ranks when a launcher started this process */
     const char *launcher = pprt_mpi_launcher_env();
+    if ((rc = choose_backend(&c, launcher != NULL)) >= 0) return rc;
+    pp_signals_install(); /* an interrupted run leaves no temporary output */
     if (!launcher && c.mpi_opt) {
 #ifdef PPRT_HAVE_MPI
         return bad_usage(c.mpi_opt, " applies only under mpirun (mpirun -np K pprt ...)");
@@ -431,10 +441,11 @@ int main(int argc, char **argv) {
         static const char *const prs[] = {"f32", "bf16", "tf32", "fp16"};
         char agree[320], threads[16] = "default";
         if (c.run.threads > 0) snprintf(threads, sizeof threads, "%d", c.run.threads);
+        static const char *const tps[] = {"(default)", "mpi", "nccl"};
         snprintf(agree, sizeof agree, "--backend %s --precision %s --threads %s --depth %d --replicas %d "
-                 "--mpi-timeout %g --rtol %g --atol %g --expected %s --check %s --labels %s",
+                 "--transport %s --mpi-timeout %g --rtol %g --atol %g --expected %s --check %s --labels %s",
                  c.run.backend ? c.run.backend->name : "(placement)", prs[c.run.precision], threads, c.run.depth,
-                 c.mpi.replicas, c.mpi.timeout_s, c.check_opts.rtol, c.check_opts.atol,
+                 c.mpi.replicas, tps[c.mpi.transport], c.mpi.timeout_s, c.check_opts.rtol, c.check_opts.atol,
                  c.check_opts.expected_dir ? "given" : "none", c.check ? "yes" : "no", c.labels ? "given" : "none");
         c.mpi.agree = agree;
         if (pprt_driver_mpi(&argc, &argv, &c.mpi, &d, &err) != PP_OK) {
@@ -451,7 +462,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (s == PP_OK && d->ops->bind) s = d->ops->bind(d, p, &err);
-    if (s == PP_OK) s = check_backends(&c, p, &err);
+    if (s == PP_OK) s = check_backends(&c, p, launcher != NULL, &err);
     pprt_npy *npys = NULL, lab = {0};
     pprt_array *ins = NULL, *outs = NULL;
     pprt_stats st = {0};

@@ -25,6 +25,7 @@ struct link {
     int depth, refs;
     int64_t n_msgs, posted; /* messages in all; sends / receives posted so far */
     unsigned char **buf;    /* depth buffers of HDR + bytes */
+    const pprt_mem_ops *pin; /* whose pinned memory they are, or NULL (host) */
     pprt_mpi_req **req;     /* the request on each buffer, NULL when none */
     int *ring, head, count; /* buffers with a request, in posting order */
     int fresh;              /* sender: buffers never handed out */
@@ -147,7 +148,10 @@ static void link_close(pprt_chan *c) { ((end *)c)->L->closed = true; }
 
 static void link_free(link *L) {
     if (L->buf)
-        for (int i = 0; i < L->depth; i++) free(L->buf[i]);
+        for (int i = 0; i < L->depth; i++) {
+            if (L->pin) L->pin->free_pinned(L->buf[i]);
+            else free(L->buf[i]);
+        }
     free(L->buf);
     free(L->req);
     free(L->ring);
@@ -168,7 +172,8 @@ static const pprt_chan_ops receiver_full = {refuse_send, full_recv, link_close, 
 static const pprt_chan_ops receiver_free = {free_send, refuse_recv, link_close, link_destroy};
 
 pp_status pprt_mpi_chan_create(pprt_mpi *m, int peer, bool sender, size_t bytes, int depth,
-                               int64_t n_msgs, pprt_chan **full, pprt_chan **free_, pp_err *err) {
+                               int64_t n_msgs, const pprt_mem_ops *pin, pprt_chan **full, pprt_chan **free_,
+                               pp_err *err) {
     *full = *free_ = NULL;
     if (depth < 1) return PP_FAIL(err, PP_EINVAL, "--depth must be >= 1, got %d", depth);
     link *L = calloc(1, sizeof *L);
@@ -181,6 +186,7 @@ pp_status pprt_mpi_chan_create(pprt_mpi *m, int peer, bool sender, size_t bytes,
     L->n_msgs = n_msgs;
     L->fresh = sender ? depth : 0;
     L->refs = 2;
+    L->pin = pin;
     pprt_mpi_describe(m, peer, L->who, sizeof L->who);
     L->buf = calloc((size_t)depth, sizeof *L->buf);
     L->req = calloc((size_t)depth, sizeof *L->req);
@@ -191,7 +197,13 @@ pp_status pprt_mpi_chan_create(pprt_mpi *m, int peer, bool sender, size_t bytes,
     }
     for (int i = 0; i < depth; i++) {
         void *b = NULL;
-        if (posix_memalign(&b, 64, HDR + bytes) != 0) {
+        if (pin) {
+            pp_status s = pin->alloc_pinned(HDR + bytes, &b, err);
+            if (s != PP_OK) {
+                link_free(L);
+                return s;
+            }
+        } else if (posix_memalign(&b, 64, HDR + bytes) != 0) {
             link_free(L);
             return PP_FAIL(err, PP_ENOMEM, "cannot allocate %d buffers of %zu bytes for the boundary with %s",
                            depth, bytes, L->who);

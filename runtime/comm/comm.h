@@ -28,6 +28,8 @@ const char *pprt_mpi_launcher_env(void);
 int pprt_mpi_env_rank(void);
 /* Ranks of the job on this machine, from the launcher's variables (1 when unknown). */
 int pprt_mpi_env_local_size(void);
+/* This process's rank among them (-1 when unknown). */
+int pprt_mpi_env_local_rank(void);
 
 #ifdef PPRT_HAVE_MPI
 
@@ -40,6 +42,7 @@ typedef struct pprt_mpi_opts {
      * ("--backend dnnl --precision f32 ..."; NULL: none): rank 0 compares
      * every rank's with its own, and a difference is an error on every rank */
     const char *agree;
+    int transport;    /* PPRT_TRANSPORT_* (driver.h) */
 } pprt_mpi_opts;
 
 /* MPI_Init_thread, MPI_ERRORS_RETURN on MPI_COMM_WORLD, start the engine. */

@@ -62,7 +62,8 @@ pp_status pprt_driver_mpi(int *argc, char ***argv, const pprt_mpi_cfg *c, pprt_d
     *out = NULL;
     mpi_driver *d = calloc(1, sizeof *d);
     if (!d) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    pprt_mpi_opts mo = {.replicas = c->replicas, .timeout_s = c->timeout_s, .agree = c->agree};
+    pprt_mpi_opts mo = {.replicas = c->replicas, .timeout_s = c->timeout_s, .agree = c->agree,
+                        .transport = c->transport};
     pp_status s = pprt_mpi_start(argc, argv, &mo, &d->m, err);
     if (s != PP_OK) {
         free(d);

@@ -617,6 +617,7 @@ pp_status pprt_mpi_start(int *argc, char ***argv, const pprt_mpi_opts *o, pprt_m
                        strlen(o->agree), sizeof m->agree - 1);
     }
     snprintf(m->agree, sizeof m->agree, "%s", o->agree ? o->agree : "");
+    m->transport = o->transport;
     m->hb_s = o->timeout_s / 5 < 1.0 ? o->timeout_s / 5 : 1.0;
     if (gethostname(m->host, sizeof m->host - 1) != 0) snprintf(m->host, sizeof m->host, "?");
     m->pending_tail = &m->pending;

@@ -17,27 +17,33 @@
 #include "comm.h"
 
 /* Message tags: control messages, boundary messages, replica input shares,
- * replica output shares, statistics, timelines (pprt --trace). */
-enum { PPRT_TAG_CTRL = 7101, PPRT_TAG_DATA, PPRT_TAG_IN, PPRT_TAG_OUT, PPRT_TAG_STATS, PPRT_TAG_TRACE };
+ * replica output shares, statistics, timelines (pprt --trace), the emulated
+ * NCCL's transfers (p2p_emu.c). */
+enum { PPRT_TAG_CTRL = 7101, PPRT_TAG_DATA, PPRT_TAG_IN, PPRT_TAG_OUT, PPRT_TAG_STATS, PPRT_TAG_TRACE, PPRT_TAG_P2P };
+
+#define PPRT_P2P_ID 128 /* bytes of a transport's id (ncclUniqueId) */
 
 enum {
     PPRT_CTRL_HB = 1, /* heartbeat */
     PPRT_CTRL_ABORT,  /* code, text: the sender failed */
     PPRT_CTRL_ACK,    /* abort received */
     PPRT_CTRL_HELLO,  /* to rank 0: a[0] plan hash, a[1] depth, a[2] replicas, text host,
-                         text + PPRT_HOST_LEN the options that must agree (pprt_mpi_opts.agree) */
-    PPRT_CTRL_GO,     /* from rank 0: a[0] samples, a[1] 1 = same host as the writer */
+                       * text + PPRT_HOST_LEN the options that must agree (pprt_mpi_opts.agree),
+                       * id the NCCL id of the boundary after the sender's stage */
+    PPRT_CTRL_GO,     /* from rank 0: a[0] samples, a[1] 1 = same host as the writer, id the NCCL
+                       * id of the boundary before the receiver's stage */
     PPRT_CTRL_PING,   /* to the writer: t[0] sender's clock */
     PPRT_CTRL_PONG,   /* t[0] echoed, t[1] writer's clock */
     PPRT_CTRL_DONE,   /* from the writer: code (exit status of the whole run) */
 };
 
-/* Every control message has this fixed size (512 bytes). */
+/* Every control message has this fixed size (640 bytes). */
 typedef struct pprt_ctrl {
     int32_t type, src, code, pad;
     int64_t a[6];
     double t[2];
     char text[432];
+    unsigned char id[PPRT_P2P_ID];
 } pprt_ctrl;
 
 typedef struct pprt_mpi_req pprt_mpi_req;
@@ -52,6 +58,10 @@ struct pprt_mpi {
     double timeout_s, hb_s;
     char host[PPRT_HOST_LEN];
     char agree[sizeof(((pprt_ctrl *)0)->text) - PPRT_HOST_LEN]; /* pprt_mpi_opts.agree */
+    int transport;      /* PPRT_TRANSPORT_* (driver.h) */
+    /* the NCCL ids of this rank's boundaries (all zero: none): the one after
+     * its stage it made, the one before it as the go-ahead brought it */
+    unsigned char id_out[PPRT_P2P_ID], id_in[PPRT_P2P_ID];
     /* engine thread and what it shares with the others, under mu */
     pthread_t th;
     bool th_started;
@@ -108,6 +118,7 @@ pp_status pprt_mpi_wait_ctrl(pprt_mpi *m, int type, int src, pprt_ctrl *out, con
 /* ---- the MPI channel (chan_mpi.c) ------------------------------------------ */
 
 #include "../link/chan.h"
+#include "../mem.h"
 
 /* This rank's end of one stage boundary, as the pair of channels the
  * threaded scheduler uses (`full` forward, `free` back):
@@ -117,10 +128,73 @@ pp_status pprt_mpi_wait_ctrl(pprt_mpi *m, int type, int src, pprt_ctrl *out, con
  *   receiver (downstream): full->recv gives the next message, received into
  *     a pre-posted MPI_Irecv; free->send hands its buffer back, which posts
  *     the next MPI_Irecv into it.
- * Each side owns `depth` buffers of `bytes` (64-byte aligned), so up to
- * 2 x depth messages are in flight. `n_msgs` messages pass in all. The tag
+ * Each side owns `depth` buffers of `bytes` (64-byte aligned; pinned by the
+ * device space `pin` when not NULL: a device stage's link then stages
+ * through them, link_stage.c), so up to 2 x depth messages are in flight. `n_msgs` messages pass in all. The tag
  * (micro-batch index) travels in a 64-byte header before the payload. */
 pp_status pprt_mpi_chan_create(pprt_mpi *m, int peer, bool sender, size_t bytes, int depth,
-                               int64_t n_msgs, pprt_chan **full, pprt_chan **free_, pp_err *err);
+                               int64_t n_msgs, const pprt_mem_ops *pin, pprt_chan **full, pprt_chan **free_,
+                               pp_err *err);
+
+/* ---- transports of boundaries between device stages (link/p2p.h) ------------ */
+
+#include "../link/p2p.h"
+
+/* The emulated NCCL of cuda-emu (p2p_emu.c): an id, and this rank's end of
+ * the boundary with peer, both ends holding the id. */
+pp_status pprt_p2p_emu_id(unsigned char id[PPRT_P2P_ID], pp_err *err);
+pp_status pprt_p2p_emu_open(pprt_mpi *m, int peer, const unsigned char id[PPRT_P2P_ID], pprt_p2p **out, pp_err *err);
+#ifdef PPRT_WITH_CUDA
+/* NCCL (p2p_nccl.c): ncclGetUniqueId; a two-rank communicator on `device`
+ * (first: this rank sends), initialized within m's timeout. */
+pp_status pprt_nccl_id(unsigned char id[PPRT_P2P_ID], pp_err *err);
+pp_status pprt_nccl_open(pprt_mpi *m, int peer, bool first, const unsigned char id[PPRT_P2P_ID], int device,
+                         pprt_p2p **out, pp_err *err);
+#endif
+
+/* ---- this rank's boundaries and stage (links_mpi.c) ------------------------- */
+
+#include "../backend.h"
+#include "../link/link.h"
+
+/* What carries a boundary: MPI between host stages; MPI with the device end
+ * staged through pinned memory; NCCL; the emulated NCCL (cuda-emu). */
+enum { PPRT_BK_HOST, PPRT_BK_STAGED, PPRT_BK_NCCL, PPRT_BK_NCCL_EMU };
+
+typedef struct pprt_mpi_transports_t {
+    const pprt_backend *be; /* this rank's stage's (not yet asked whether it runs here) */
+    int in, out;            /* PPRT_BK_* of the boundary before and after it; -1: the pipeline's end */
+} pprt_mpi_transports_t;
+
+/* Before the start-up messages: the backend and boundaries of this rank's
+ * stage (from the plan and --backend, --transport), and m->id_out, the id of
+ * an NCCL boundary after it (ncclGetUniqueId), which they carry on. */
+pp_status pprt_mpi_transports(pprt_mpi *m, const pprt_plan *p, const pprt_backend *override, pprt_mpi_transports_t *t,
+                              pp_err *err);
+
+/* The replica's share at the pipeline's ends: inputs (stage 0), outputs
+ * (last stage), its samples and micro-batches, the times to fill. */
+typedef struct pprt_mpi_ends {
+    const pprt_array *in;
+    const pprt_array *out;
+    int64_t n, n_msgs;
+    double *t_start, *t_end;
+} pprt_mpi_ends;
+
+typedef struct pprt_mpi_stage {
+    const pprt_backend *be;
+    pprt_place at;
+    pprt_exec *x;
+    pprt_link *in, *out;
+} pprt_mpi_stage;
+
+/* After them (m->id_in set): the stage's place (its device: --devices,
+ * else the local rank), its links (source or boundary before, sink or
+ * boundary after), its backend asked whether it runs on this host, its
+ * executor. A failure names the stage, its backend and its boundaries
+ * (transport, peer, the NCCL id's fingerprint). */
+pp_status pprt_mpi_stage_setup(pprt_mpi *m, const pprt_plan *p, const pprt_run_opts *o,
+                               const pprt_mpi_transports_t *t, const pprt_mpi_ends *ends, pprt_mpi_stage *out,
+                               pp_err *err);
 
 #endif

@@ -24,24 +24,28 @@ const char *pprt_mpi_launcher_env(void) {
     return NULL;
 }
 
-int pprt_mpi_env_rank(void) {
-    for (int i = 0; rank_vars[i]; i++) {
-        const char *v = getenv(rank_vars[i]);
-        char *end;
-        long r = v && *v ? strtol(v, &end, 10) : -1;
-        if (v && *v && !*end && r >= 0 && r < 1000000) return (int)r;
-    }
-    return -1;
-}
-
-int pprt_mpi_env_local_size(void) {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                                       "MV2_COMM_WORLD_LOCAL_SIZE", "PMI_LOCAL_SIZE", NULL};
+/* The first of vars holding a whole number in lo .. 999999, else -1. */
+static int env_first(const char *const *vars, long lo) {
     for (int i = 0; vars[i]; i++) {
         const char *v = getenv(vars[i]);
         char *end;
         long r = v && *v ? strtol(v, &end, 10) : -1;
-        if (v && *v && !*end && r >= 1 && r < 1000000) return (int)r;
+        if (v && *v && !*end && r >= lo && r < 1000000) return (int)r;
     }
-    return 1;
+    return -1;
+}
+
+int pprt_mpi_env_rank(void) { return env_first(rank_vars, 0); }
+
+int pprt_mpi_env_local_size(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                       "MV2_COMM_WORLD_LOCAL_SIZE", "PMI_LOCAL_SIZE", NULL};
+    const int n = env_first(vars, 1);
+    return n > 0 ? n : 1;
+}
+
+int pprt_mpi_env_local_rank(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
+                                       "PMI_LOCAL_RANK", "SLURM_LOCALID", NULL};
+    return env_first(vars, 0);
 }

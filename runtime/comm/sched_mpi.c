@@ -10,6 +10,9 @@
  *   shares   replica k takes micro-batches [M*k/R, M*(k+1)/R): rank 0 sends
  *            each replica's stage 0 its samples; the writer pre-posts the
  *            receives of every replica's outputs straight into place.
+ *   links    each boundary on its transport (links_mpi.c: MPI, MPI staged
+ *            through pinned memory for a device stage, NCCL), the source
+ *            and the sink, then the executor.
  *   run      receive (stage > 0), take a free outgoing buffer (stage < K-1),
  *            fill (stage 0), run the stage's executor, hand the incoming
  *            buffer back, send (stage < K-1) or drain (stage K-1).
@@ -83,8 +86,8 @@ static size_t stats_len(const pprt_plan *p, const shares *S, int q) {
 static pp_status compare_options(const char *who, const char *mine, const char *theirs, pp_err *err) {
     if (!strcmp(mine, theirs)) return PP_OK;
     char a[sizeof((pprt_ctrl *)0)->text], b[sizeof a];
-    snprintf(a, sizeof a, "%s", mine);
-    snprintf(b, sizeof b, "%s", theirs);
+    snprintf(a, sizeof a, "%.*s", (int)sizeof a - 1, mine);
+    snprintf(b, sizeof b, "%.*s", (int)sizeof b - 1, theirs);
     char *sa, *sb;
     char *na = strtok_r(a, " ", &sa), *nb = strtok_r(b, " ", &sb);
     while (na && nb) {
@@ -109,6 +112,7 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
         c.a[2] = m->replicas;
         snprintf(c.text, PPRT_HOST_LEN, "%s", m->host);
         snprintf(c.text + PPRT_HOST_LEN, sizeof c.text - PPRT_HOST_LEN, "%s", m->agree);
+        memcpy(c.id, m->id_out, sizeof c.id); /* an NCCL boundary's id, for the next rank */
         PP_TRY(pprt_mpi_send_ctrl(m, 0, PPRT_CTRL_HELLO, &c, err));
         pprt_mpi_describe(m, 0, who, sizeof who);
         char what[128];
@@ -116,6 +120,7 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
         PP_TRY(pprt_mpi_wait_ctrl(m, PPRT_CTRL_GO, 0, &c, what, err));
         *n = c.a[0];
         *same_host = c.a[1] != 0;
+        memcpy(m->id_in, c.id, sizeof c.id);
         return PP_OK;
     }
     /* rank 0: the data, then every rank's hello */
@@ -128,7 +133,12 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
         return PP_FAIL(err, PP_EINVAL, "an unbatched plan (-b 0) runs exactly one set of inputs, got %lld",
                        (long long)*n);
     char(*hosts)[64] = calloc((size_t)m->size, sizeof *hosts);
-    if (!hosts) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    unsigned char(*ids)[PPRT_P2P_ID] = calloc((size_t)m->size, sizeof *ids); /* each rank's id_out */
+    if (!hosts || !ids) {
+        free(hosts), free(ids);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    memcpy(ids[0], m->id_out, sizeof ids[0]);
     snprintf(hosts[0], sizeof hosts[0], "%s", m->host);
     pp_status s = PP_OK;
     for (int q = 1; q < m->size && s == PP_OK; q++) {
@@ -138,7 +148,9 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
         snprintf(what, sizeof what, "waiting for the hello of %s", who);
         s = pprt_mpi_wait_ctrl(m, PPRT_CTRL_HELLO, q, &c, what, err);
         if (s != PP_OK) break;
+        c.text[sizeof c.text - 1] = 0;
         snprintf(hosts[q], sizeof hosts[q], "%.63s", c.text);
+        memcpy(ids[q], c.id, sizeof ids[q]);
         if ((uint64_t)c.a[0] != hash)
             s = PP_FAIL(err, PP_EINVAL, "%s (host %s) loaded a different plan file than rank 0 (host %s): "
                         "every rank must run the same plan", who, hosts[q], m->host);
@@ -153,10 +165,12 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
         pprt_ctrl c = {0};
         c.a[0] = *n;
         c.a[1] = strcmp(hosts[q], hosts[m->writer]) == 0;
+        if (q % m->stages) memcpy(c.id, ids[q - 1], sizeof c.id); /* the boundary before q's stage */
         s = pprt_mpi_send_ctrl(m, q, PPRT_CTRL_GO, &c, err);
     }
     *same_host = strcmp(hosts[0], hosts[m->writer]) == 0;
     free(hosts);
+    free(ids);
     return s;
 }
 
@@ -346,17 +360,15 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     int64_t n = *n_io;
     bool same_host = true;
     double off = 0;
+    pprt_mpi_transports_t tp; /* what carries this rank's boundaries (links_mpi.c) */
+    PP_TRY(pprt_mpi_transports(m, p, o->backend, &tp, err));
     PP_TRY(handshake(m, p, inputs, &n, o->depth, &same_host, err));
     *n_io = n;
     PP_TRY(clock_offset(m, same_host, &off, err));
     shares S = {pprt_mb_size(p), pprt_mb_count(p, n), n, R};
     int64_t mk = mb_n(&S, k), nk = n_samples(&S, k);
 
-    rankrun rr = {0};
-    PP_TRY(pprt_stage_backend(p, s, o->backend, &rr.be, err));
-    if (rr.be->mem != PPRT_MEM_HOST)
-        return PP_FAIL(err, PP_EUNSUP, "stage %d: backend '%s' keeps its messages on a device, which the MPI driver "
-                       "does not link yet", s, rr.be->name);
+    rankrun rr = {.be = tp.be};
     int max_reqs = 2 + (R + 1) * (p->n_inputs + p->n_outputs) + 2 * m->size + 1;
     rr.reqs = calloc((size_t)max_reqs, sizeof *rr.reqs);
     rr.owned = calloc((size_t)(p->n_inputs + p->n_outputs + 2), sizeof *rr.owned);
@@ -458,32 +470,20 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
                             "receiving the timeline of %s", who);
         if (st == PP_OK) add_req(&rr, r);
     }
-    /* the stage: its executor, its message buffers, its boundaries */
-    if (st == PP_OK) {
-        /* intra-op threads: --threads, else this rank's cores (pprt_rank_cores) */
-        pprt_exec_cfg cfg = {.threads = o->threads > 0 ? o->threads : pprt_rank_cores(pprt_mpi_env_local_size()),
-                             .precision = o->precision};
-        rr.threads = cfg.threads;
-        rr.precision = cfg.precision;
-        st = rr.be->exec->create(p, &p->stages[s], &cfg, &rr.x, err);
-    }
-    /* the links: this replica's share of the data at the pipeline's ends,
-     * MPI boundaries between ranks */
+    /* the stage: its links (this replica's share of the data at the
+     * pipeline's ends, the boundaries with the ranks beside it, each on its
+     * transport) and its executor (links_mpi.c) */
+    /* intra-op threads: --threads, else this rank's cores (pprt_rank_cores), as links_mpi.c gives them */
+    rr.threads = o->threads > 0 ? o->threads : pprt_rank_cores(pprt_mpi_env_local_size());
+    rr.precision = o->precision;
     double *t_start = rr.stats ? rr.stats + ST_HEAD + p->stages[s].n_nodes : NULL;
     double *t_end = t_start ? t_start + (s == 0 ? mk : 0) : NULL;
-    if (st == PP_OK && s == 0) st = pprt_link_source(p, rr.in_arr, nk, 0, t_start, &rr.in, err);
-    if (st == PP_OK && s == last) st = pprt_link_sink(p, rr.out_arr, nk, 0, t_end, NULL, NULL, &rr.out, err);
-    if (st == PP_OK && s > 0) {
-        pprt_chan *full, *free_;
-        st = pprt_mpi_chan_create(m, me - 1, false, p->stages[s - 1].out.bytes, o->depth, mk, &full, &free_, err);
-        if (st == PP_OK)
-            st = pprt_link_chans(full, free_, NULL, 0, p->stages[s - 1].out.bytes, o->depth, false, &rr.in, err);
-    }
-    if (st == PP_OK && s < last) {
-        pprt_chan *full, *free_;
-        st = pprt_mpi_chan_create(m, me + 1, true, p->stages[s].out.bytes, o->depth, mk, &full, &free_, err);
-        if (st == PP_OK)
-            st = pprt_link_chans(full, free_, NULL, 0, p->stages[s].out.bytes, o->depth, true, &rr.out, err);
+    if (st == PP_OK) {
+        pprt_mpi_ends ends = {rr.in_arr, rr.out_arr, nk, mk, t_start, t_end};
+        pprt_mpi_stage ms;
+        st = pprt_mpi_stage_setup(m, p, o, &tp, &ends, &ms, err);
+        if (ms.be) rr.be = ms.be;
+        rr.x = ms.x, rr.in = ms.in, rr.out = ms.out;
     }
     /* stage 0 of a replica but the first: wait for its share */
     for (int i = 0; st == PP_OK && k > 0 && s == 0 && i < rr.n_reqs; i++) {

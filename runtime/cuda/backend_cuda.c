@@ -3,13 +3,15 @@
  *             always (it needs no CUDA), the oracle of the GPU engine;
  *   cuda      the step list on GPUs (exec_cuda.c), in builds with CUDA;
  *             unavailable where no device answers, with the driver's words.
- * Their command-line options and versions come from options.c. Until device
- * links exist (link.h), the executors take host messages and stage them
- * through pinned memory (docs/cuda.md). */
+ * Their command-line options and versions come from options.c. Both keep
+ * their messages on a device: the links (link/link.h) put them in the
+ * memory spaces of mem_cuda.c (GPUs) and mem_emu.c (the emulated devices,
+ * host memory registered as theirs) and copy them between spaces. */
 #include <stdio.h>
 
 #include "../backend.h"
 #include "cuda_backend.h"
+#include "mem_emu.h"
 
 #ifdef PPRT_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -35,7 +37,8 @@ const pprt_backend pprt_backend_cuda_emu = {
     .name = "cuda-emu",
     .what = "the cuda backend's step list run on the host (docs/cuda.md): how CI checks it without a GPU",
     .exec = &pprt_exec_cuda_emu,
-    .mem = PPRT_MEM_HOST,
+    .mem = PPRT_MEM_DEVICE,
+    .space = &pprt_mem_cuda_emu,
     .precision = emu_precision,
     .describe = cuda_describe,
     .option = cuda_option,
@@ -65,7 +68,8 @@ const pprt_backend pprt_backend_cuda = {
     .what = "GPUs: cuDNN graphs, cuBLASLt matmuls, pprt's kernels, host fallback (docs/cuda.md)",
     .unavailable = cuda_unavailable,
     .exec = &pprt_exec_cuda,
-    .mem = PPRT_MEM_HOST,
+    .mem = PPRT_MEM_DEVICE,
+    .space = &pprt_mem_cuda,
     .precision = cuda_precision,
     .describe = cuda_describe,
     .option = cuda_option,

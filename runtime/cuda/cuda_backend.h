@@ -5,8 +5,9 @@
  *                       it needs no CUDA;
  *   pprt_exec_cuda      the step list on a GPU (exec_cuda.c): only in builds
  *                       with CUDA (PPRT_WITH_CUDA defined).
- * Until the backend registry lands (issue 24) pprt.c selects them by
- * pointer and passes the options below through pprt_cuda_config(). */
+ * The registry's rows (backend_cuda.c) name them and their memory spaces
+ * (mem_cuda.c, mem_emu.c); the options below reach them through
+ * pprt_cuda_config(). */
 #ifndef PPRT_CUDA_BACKEND_H
 #define PPRT_CUDA_BACKEND_H
 
@@ -40,15 +41,21 @@ int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap);
 /* The usage lines of those options. */
 extern const char pprt_cuda_usage[];
 
+/* The device stage st runs on, among `count`: --devices LIST[i % n] (i: the
+ * local rank under mpirun, else the stage index), else the plan's
+ * placement, else i % count; a device past count is an error. */
+pp_status pcu_pick_device(const pprt_stage *st, int local_rank, int count, int *dev, pp_err *err);
+
 /* "CUDA runtime 13.0, cuDNN 9.19.0, cuBLASLt 13.1.0, NCCL 2.28.3; driver: ..."
  * (builds without CUDA: a line saying so). */
 void pprt_cuda_versions(char *buf, size_t cap);
 
-/* Run stage x on messages that are already device buffers of its device
- * (the staging-free path the links of issue 24 will call): the emulator's
- * "device" is the host. */
+/* Queue stage x's steps on messages that are device buffers of its device,
+ * without waiting for them (the executors' run() does this, then waits);
+ * the emulator's "device" memory is host memory (mem_emu.c), run at once. */
 pp_status pprt_cuda_emu_run_dev(struct pprt_exec *x, void *dev_in, void *dev_out, pp_err *err);
 #ifdef PPRT_WITH_CUDA
+extern const struct pprt_mem_ops pprt_mem_cuda;
 pp_status pprt_cuda_run_dev(struct pprt_exec *x, const void *dev_in, void *dev_out, pp_err *err);
 #endif
 

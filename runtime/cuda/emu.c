@@ -22,6 +22,7 @@
 #include "../exec.h"
 #include "cuda_backend.h"
 #include "cuplan.h"
+#include "mem_emu.h"
 
 /* ---- own kernels: one thread ---------------------------------------------------------------- */
 
@@ -335,6 +336,7 @@ struct pprt_exec {
     pprt_scratch scratch;
     pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
     double *node_s;
+    int device; /* its messages are in this emulated device's memory (mem_emu.c); -1: host memory */
 };
 
 static double now_s(void) {
@@ -361,12 +363,12 @@ static void emu_destroy(pprt_exec *x) {
 
 static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *cfg, pprt_exec **out,
                             pp_err *err) {
-    (void)cfg;
     PP_TRY(pprt_stage_weights(p, st->index, err));
     pprt_exec *x = calloc(1, sizeof *x);
     if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     x->p = p;
     x->st = st;
+    x->device = cfg->device;
     pcu_plan_opts po = {.host_only = pprt_cuda_config()->host_only};
     pp_status s = pcu_plan_build(p, st, &po, &x->pl, err);
     if (s == PP_OK) s = pcu_lint(&x->pl, err);
@@ -449,9 +451,17 @@ pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_er
     return PP_OK;
 }
 
-/* The staging that device-resident messages (links) will replace: the host
- * messages are the device buffers here. */
+/* The messages are in the emulated device's memory, as the engine's are in
+ * its GPU's: the links put them there (checked against the space's
+ * registry, so a driver that handed the stage host memory fails here). */
 static pp_status emu_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
+    if (x->device >= 0) {
+        char what[64];
+        snprintf(what, sizeof what, "stage %d's incoming message", x->st->index);
+        if (x->st->in.bytes) PP_TRY(pprt_emu_check(in_msg, x->st->in.bytes, x->device, what, err));
+        snprintf(what, sizeof what, "stage %d's outgoing message", x->st->index);
+        if (x->st->out.bytes) PP_TRY(pprt_emu_check(out_msg, x->st->out.bytes, x->device, what, err));
+    }
     return pprt_cuda_emu_run_dev(x, (void *)in_msg, out_msg, err);
 }
 

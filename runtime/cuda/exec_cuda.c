@@ -6,8 +6,9 @@
  * emulator (emu.c) runs the same step list; tests/cuda/run_on_gpu.sh is what
  * checks this file the first day a GPU is lent.
  *
- * At create (on the stage's thread): the device (--devices), a stream, the
- * spaces of cuplan.h as cudaMallocs, the weights through a pinned buffer,
+ * At create (on the stage's thread): the device the driver placed the stage
+ * on (pprt_exec_cfg.device: the cuda space's pick, mem_cuda.c), a stream, the
+ * spaces of cuplan.h but the messages as cudaMallocs, the weights through a pinned buffer,
  * every own kernel's parameter block in one device block, a cuDNN execution
  * plan per convolution step (the fused graph, else the convolution alone plus
  * the own epilogue kernel, else the host fallback) and a cuBLASLt algorithm
@@ -15,11 +16,13 @@
  * (cuDNN mode A's first engine that passes the precision filter, cuBLASLt's
  * top result), with a fixed workspace, never by timing, so a split never
  * changes a bit on the same GPU.
- * Per micro-batch: the received tensors go up through a pinned buffer, the
- * steps run (replayed as a CUDA graph after the first micro-batch unless the
- * stage has host steps, --cuda-graphs off or --cuda-sync), the sent tensors
- * come down through a pinned buffer. pprt_cuda_run_dev is the same without
- * the staging, for device-resident messages.
+ * Per micro-batch: the messages are device buffers of the stage's device
+ * (the links, link/link.h, put them there and copy them on); the steps run
+ * on them (replayed as a CUDA graph after the first micro-batch unless the
+ * stage has host steps, --cuda-graphs off or --cuda-sync; one graph per pair
+ * of message buffers, as the links circulate `depth` of them), then the
+ * stream is synchronized: the outgoing message is complete and the Gather
+ * error flag known when run() returns (the links' ordering contract).
  * Every CUDA, cuDNN and cuBLASLt status is checked; a message names the
  * stage, the node, the call and the library's status text. */
 #include <stdio.h>
@@ -33,6 +36,8 @@
 #include "cuda_backend.h"
 #include "cuplan.h"
 #include "dnn.h"
+
+#define PCU_GRAPHS 16 /* graphs kept per stage: more than the pairs of buffers the links circulate */
 
 int pcu_launch(int kind, const void *param, void *const *op, int *err, long long n, int ptype, void *stream);
 
@@ -60,7 +65,6 @@ struct pprt_exec {
     cublasLtHandle_t lt;
     unsigned char *mem[PCU_SP_COUNT];
     unsigned char *params;           /* the parameter blocks */
-    unsigned char *pin_in, *pin_out; /* pinned staging of the messages */
     int *pin_err;
     dstep *ds;
     void **hptr;                     /* tensor id -> pinned host bytes of HOST steps */
@@ -69,9 +73,12 @@ struct pprt_exec {
     pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
     pprt_precision precision;
     bool graphs, sync_each, has_host;
-    cudaGraphExec_t gexec;
-    const void *g_in;
-    void *g_out;
+    struct {                          /* the captured graphs, per pair of message buffers */
+        cudaGraphExec_t exec;
+        const void *in;
+        void *out;
+    } g[PCU_GRAPHS];
+    int n_graphs, next_graph;
     int runs;
     pcu_counts counts;
 };
@@ -285,7 +292,7 @@ static pp_status host_exec(pprt_exec *x, const pcu_step *s, pp_err *err) {
 static void cuda_destroy(pprt_exec *x) {
     if (!x) return;
     if (x->stream) cudaStreamSynchronize(x->stream);
-    if (x->gexec) cudaGraphExecDestroy(x->gexec);
+    for (int i = 0; i < x->n_graphs; i++) cudaGraphExecDestroy(x->g[i].exec);
     for (int i = 0; x->ds && i < x->pl.n_steps; i++) {
         dstep *d = &x->ds[i];
         if (d->plan) cudnnBackendDestroyDescriptor(d->plan);
@@ -295,10 +302,9 @@ static void cuda_destroy(pprt_exec *x) {
         if (d->lb) cublasLtMatrixLayoutDestroy(d->lb);
         if (d->lc) cublasLtMatrixLayoutDestroy(d->lc);
     }
-    for (int i = 0; i < PCU_SP_COUNT; i++) cudaFree(x->mem[i]);
+    for (int i = 0; i < PCU_SP_COUNT; i++)
+        if (i != PCU_SP_IN && i != PCU_SP_OUT) cudaFree(x->mem[i]); /* the messages are the links' */
     cudaFree(x->params);
-    cudaFreeHost(x->pin_in);
-    cudaFreeHost(x->pin_out);
     cudaFreeHost(x->pin_err);
     cudaFreeHost(x->hbuf);
     if (x->lt) cublasLtDestroy(x->lt);
@@ -327,14 +333,6 @@ static size_t param_size(const pcu_step *s) {
 static pp_status create_in(pprt_exec *x, pp_err *err) {
     const pprt_stage *st = x->st;
     const pprt_cuda_cfg *cfg = pprt_cuda_config();
-    int count = 0;
-    CU(x, -1, cudaGetDeviceCount(&count));
-    x->device = cfg->n_devices   ? cfg->devices[st->index % cfg->n_devices]
-                : st->device >= 0 ? st->device /* ppcc --placement STAGE:cuda:DEVICE */
-                                  : st->index % (count > 0 ? count : 1);
-    if (x->device >= count)
-        return PP_FAIL(err, PP_EINVAL, "--devices: stage %d on GPU %d, but this machine has %d", st->index, x->device,
-                       count);
     CU(x, -1, cudaSetDevice(x->device));
     CU(x, -1, cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking));
     cudnnStatus_t ds = cudnnCreate(&x->dnn);
@@ -347,11 +345,10 @@ static pp_status create_in(pprt_exec *x, pp_err *err) {
     PP_TRY(pcu_plan_build(x->p, st, &po, &x->pl, err));
     PP_TRY(pcu_lint(&x->pl, err));
     x->counts = x->pl.counts;
-    /* the spaces (IN and OUT too: the staging path's device messages) */
+    /* the spaces but the messages (bound per run to the links' buffers) */
     for (int i = 0; i < PCU_SP_COUNT; i++)
-        CU(x, -1, cudaMalloc((void **)&x->mem[i], x->pl.bytes[i] ? x->pl.bytes[i] : 256));
-    CU(x, -1, cudaMallocHost((void **)&x->pin_in, st->in.bytes ? st->in.bytes : 64));
-    CU(x, -1, cudaMallocHost((void **)&x->pin_out, st->out.bytes ? st->out.bytes : 64));
+        if (i != PCU_SP_IN && i != PCU_SP_OUT)
+            CU(x, -1, cudaMalloc((void **)&x->mem[i], x->pl.bytes[i] ? x->pl.bytes[i] : 256));
     CU(x, -1, cudaMallocHost((void **)&x->pin_err, sizeof(int)));
     /* the weights, once, through one pinned buffer */
     if (x->pl.bytes[PCU_SP_WEIGHTS]) {
@@ -440,6 +437,12 @@ static pp_status cuda_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->p = p;
     x->st = st;
     x->precision = ecfg->precision;
+    x->device = ecfg->device;
+    if (x->device < 0) {
+        free(x);
+        return PP_FAIL(err, PP_ERUNTIME, "stage %d: the cuda executor runs on device messages, and the driver gave it "
+                       "host ones (internal: the backend's memory space was not used)", st->index);
+    }
     x->graphs = pprt_cuda_config()->graphs;
     x->sync_each = pprt_cuda_config()->sync_each;
     pp_status s = create_in(x, err);
@@ -487,44 +490,52 @@ static pp_status issue(pprt_exec *x, pp_err *err) {
     return PP_OK;
 }
 
+/* The graph captured for this pair of message buffers, or NULL. */
+static cudaGraphExec_t graph_for(pprt_exec *x, const void *in, void *out) {
+    for (int i = 0; i < x->n_graphs; i++)
+        if (x->g[i].in == in && x->g[i].out == out) return x->g[i].exec;
+    return NULL;
+}
+
 pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_err *err) {
     CU(x, -1, cudaSetDevice(x->device));
-    x->mem[PCU_SP_IN] = (unsigned char *)dev_in; /* callers own these: see cuda_run for the staging ones */
+    x->mem[PCU_SP_IN] = (unsigned char *)dev_in; /* the links' buffers */
     x->mem[PCU_SP_OUT] = dev_out;
     const bool graph = x->graphs && !x->has_host && !x->sync_each && x->runs > 0;
-    if (graph && (!x->gexec || x->g_in != dev_in || x->g_out != dev_out)) {
-        if (x->gexec) cudaGraphExecDestroy(x->gexec), x->gexec = NULL;
+    cudaGraphExec_t ge = graph ? graph_for(x, dev_in, dev_out) : NULL;
+    if (graph && !ge) {
+        /* a new pair of buffers: capture it (the oldest of PCU_GRAPHS goes) */
         cudaGraph_t g;
         CU(x, -1, cudaStreamBeginCapture(x->stream, cudaStreamCaptureModeThreadLocal));
         pp_status s = issue(x, err);
         cudaError_t e = cudaStreamEndCapture(x->stream, &g);
         if (s != PP_OK) return s;
         if (e != cudaSuccess) return cu_fail(err, x, -1, "cudaStreamEndCapture", e);
-        e = cudaGraphInstantiate(&x->gexec, g, 0);
+        e = cudaGraphInstantiate(&ge, g, 0);
         cudaGraphDestroy(g);
         if (e != cudaSuccess) return cu_fail(err, x, -1, "cudaGraphInstantiate", e);
-        x->g_in = dev_in, x->g_out = dev_out;
+        int k;
+        if (x->n_graphs < PCU_GRAPHS) {
+            k = x->n_graphs++;
+        } else {
+            k = x->next_graph;
+            cudaGraphExecDestroy(x->g[k].exec);
+        }
+        x->next_graph = (k + 1) % PCU_GRAPHS;
+        x->g[k].exec = ge, x->g[k].in = dev_in, x->g[k].out = dev_out;
     }
-    if (graph) CU(x, -1, cudaGraphLaunch(x->gexec, x->stream));
+    if (ge) CU(x, -1, cudaGraphLaunch(ge, x->stream));
     else PP_TRY(issue(x, err));
     x->runs++;
     return PP_OK;
 }
 
-/* The staging path: host messages through pinned buffers. The one place the
- * links of issue 24 replace (their messages are device buffers already). */
+/* Device messages in, device messages out: the steps, then the stream
+ * synchronized (the outgoing message complete, the error flag known). */
 static pp_status cuda_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
-    const pprt_stage *st = x->st;
-    unsigned char *din = x->mem[PCU_SP_IN] ? x->mem[PCU_SP_IN] : NULL, *dout = x->mem[PCU_SP_OUT];
-    if (st->in.bytes) {
-        memcpy(x->pin_in, in_msg, st->in.bytes);
-        CU(x, -1, cudaMemcpyAsync(din, x->pin_in, st->in.bytes, cudaMemcpyHostToDevice, x->stream));
-    }
-    PP_TRY(pprt_cuda_run_dev(x, din, dout, err));
-    if (st->out.bytes) CU(x, -1, cudaMemcpyAsync(x->pin_out, dout, st->out.bytes, cudaMemcpyDeviceToHost, x->stream));
+    PP_TRY(pprt_cuda_run_dev(x, in_msg, out_msg, err));
     CU(x, -1, cudaStreamSynchronize(x->stream));
-    if (*x->pin_err) return PP_FAIL(err, PP_EINVAL, "stage %d: a Gather index is out of range", st->index);
-    if (st->out.bytes) memcpy(out_msg, x->pin_out, st->out.bytes);
+    if (*x->pin_err) return PP_FAIL(err, PP_EINVAL, "stage %d: a Gather index is out of range", x->st->index);
     return PP_OK;
 }
 

@@ -18,8 +18,10 @@ static pprt_cuda_cfg cfg = {.graphs = true};
 pprt_cuda_cfg *pprt_cuda_config(void) { return &cfg; }
 
 const char pprt_cuda_usage[] =
-    "  --devices LIST    --backend cuda: stage i runs on GPU LIST[i % count] (e.g. 0,1; stages may\n"
-    "                    share a GPU, each with its own stream); default: stage i on GPU i % GPUs\n"
+    "  --devices LIST    cuda, cuda-emu: stage i runs on GPU LIST[i % count] (e.g. 0,1; stages may\n"
+    "                    share a GPU, each with its own stream); under mpirun the rank with local\n"
+    "                    rank r on LIST[r % count]; default: stage i (local rank r) on GPU i (r) %\n"
+    "                    GPUs, or where ppcc --placement put it\n"
     "  --cuda-graphs on|off  replay each stage as a CUDA graph after its first micro-batch (default on)\n"
     "  --cuda-sync       synchronize after every step, so an asynchronous fault names its node\n"
     "  --cuda-host-only  cuda, cuda-emu: every node on the host fallback (a test of that path)\n";
@@ -63,6 +65,17 @@ int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
     cfg.n_devices = n;
     (*i)++;
     return 1;
+}
+
+pp_status pcu_pick_device(const pprt_stage *st, int local_rank, int count, int *dev, pp_err *err) {
+    const int idx = local_rank >= 0 ? local_rank : st->index;
+    *dev = cfg.n_devices  ? cfg.devices[idx % cfg.n_devices]
+           : st->device >= 0 ? st->device /* ppcc --placement STAGE:cuda:DEVICE */
+                            : idx % (count > 0 ? count : 1);
+    if (*dev >= count)
+        return PP_FAIL(err, PP_EINVAL, "stage %d is placed on GPU %d (%s), but this machine has %d", st->index, *dev,
+                       cfg.n_devices ? "--devices" : "ppcc --placement", count);
+    return PP_OK;
 }
 
 void pprt_cuda_versions(char *buf, size_t cap) {

@@ -1,8 +1,9 @@
 /* link_chans.c: a link (link.h) over two channels that carry buffer
  * pointers: `full` forward from the producer, `free_` back from the
- * consumer. The in-process link (pprt_link_queue) is two bounded queues and
- * the buffers it owns; an MPI link (comm/link_mpi.c) is one side's pair of
- * MPI channels, which own their buffers. */
+ * consumer. The in-process links (pprt_link_queue, and the device queue of
+ * pprt_link_between when both ends share a device) are two bounded queues
+ * and the buffers they own; an MPI link (comm/chan_mpi.c) is one side's
+ * pair of MPI channels, which own their buffers. */
 #include <stdlib.h>
 
 #include "chan.h"
@@ -11,10 +12,19 @@
 typedef struct {
     pprt_link base;
     pprt_chan *full, *free_;
-    void **bufs; /* owned, freed with free() */
+    void **bufs; /* owned, freed with free() or owner's free */
     int n_bufs;
+    pprt_place owner;
     bool drains; /* drain() waits for every buffer to come back */
 } chan_link;
+
+static void free_bufs(const pprt_place *owner, void **bufs, int n) {
+    for (int i = 0; i < n; i++) {
+        if (pprt_place_is_host(owner)) free(bufs[i]);
+        else owner->mem->free(owner->device, bufs[i]);
+    }
+    free(bufs);
+}
 
 static pp_status no_chan(pp_err *err) {
     return PP_FAIL(err, PP_ERUNTIME, "internal: this side of the link has no such channel");
@@ -61,30 +71,30 @@ static void cl_destroy(pprt_link *l) {
     if (!c) return;
     if (c->full) c->full->ops->destroy(c->full);
     if (c->free_) c->free_->ops->destroy(c->free_);
-    for (int i = 0; i < c->n_bufs; i++) free(c->bufs[i]);
-    free(c->bufs);
+    free_bufs(&c->owner, c->bufs, c->n_bufs);
     free(c);
 }
 
 static const pprt_link_ops chan_link_ops = {cl_acquire, cl_submit, cl_receive, cl_release,
                                             cl_drain,   cl_close,  cl_destroy};
 
-pp_status pprt_link_chans(pprt_chan *full, pprt_chan *free_, void **bufs, int n_bufs, size_t bytes, int depth,
-                          bool drains, pprt_link **out, pp_err *err) {
+pp_status pprt_link_chans(pprt_chan *full, pprt_chan *free_, void **bufs, int n_bufs, const pprt_place *owner,
+                          size_t bytes, int depth, bool drains, pprt_link **out, pp_err *err) {
     *out = NULL;
+    const pprt_place own = owner ? *owner : pprt_place_host();
     chan_link *c = calloc(1, sizeof *c);
     if (!c) {
         if (full) full->ops->destroy(full);
         if (free_) free_->ops->destroy(free_);
-        for (int i = 0; i < n_bufs; i++) free(bufs[i]);
-        free(bufs);
+        free_bufs(&own, bufs, n_bufs);
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
-    c->base = (pprt_link){&chan_link_ops, PPRT_MEM_HOST, PPRT_MEM_HOST, bytes, depth, false};
+    c->base = (pprt_link){&chan_link_ops, own, own, bytes, depth, false};
     c->full = full;
     c->free_ = free_;
     c->bufs = bufs;
     c->n_bufs = n_bufs;
+    c->owner = own;
     c->drains = drains;
     for (int i = 0; i < n_bufs; i++) {
         pp_status s = free_->ops->send(free_, bufs[i], 0, err);
@@ -97,7 +107,8 @@ pp_status pprt_link_chans(pprt_chan *full, pprt_chan *free_, void **bufs, int n_
     return PP_OK;
 }
 
-pp_status pprt_link_queue(size_t bytes, int depth, pprt_link **out, pp_err *err) {
+/* `depth` buffers at `at` (host: 64-byte aligned) on two queues. */
+pp_status pprt_link_queue_at(const pprt_place *at, size_t bytes, int depth, pprt_link **out, pp_err *err) {
     *out = NULL;
     if (depth < 1) return PP_FAIL(err, PP_EINVAL, "a link needs at least one buffer, got depth %d", depth);
     pprt_chan *full = NULL, *free_ = NULL;
@@ -106,17 +117,21 @@ pp_status pprt_link_queue(size_t bytes, int depth, pprt_link **out, pp_err *err)
     pp_status s = pprt_queue_create(depth, &full, err);
     if (s == PP_OK) s = pprt_queue_create(depth, &free_, err);
     int n = 0;
-    for (; s == PP_OK && n < depth; n++)
-        if (posix_memalign(&bufs[n], 64, bytes ? bytes : 64) != 0) {
-            bufs[n] = NULL;
-            s = PP_FAIL(err, PP_ENOMEM, "cannot allocate %d boundary buffers of %zu bytes", depth, bytes);
-        }
+    for (; s == PP_OK && n < depth; n++) {
+        s = pprt_place_is_host(at) ? pprt_mem_host.alloc(0, bytes, &bufs[n], err)
+                                   : at->mem->alloc(at->device, bytes, &bufs[n], err);
+        if (s != PP_OK) bufs[n] = NULL;
+    }
     if (s != PP_OK) {
         if (full) full->ops->destroy(full);
         if (free_) free_->ops->destroy(free_);
-        for (int i = 0; i < n; i++) free(bufs[i]);
-        free(bufs);
+        free_bufs(at, bufs, n);
         return s;
     }
-    return pprt_link_chans(full, free_, bufs, depth, bytes, depth, false, out, err);
+    return pprt_link_chans(full, free_, bufs, depth, at, bytes, depth, false, out, err);
+}
+
+pp_status pprt_link_queue(size_t bytes, int depth, pprt_link **out, pp_err *err) {
+    const pprt_place host = pprt_place_host();
+    return pprt_link_queue_at(&host, bytes, depth, out, err);
 }

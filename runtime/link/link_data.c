@@ -1,7 +1,9 @@
 /* link_data.c: the two ends of a pipeline as links (link.h). The source
  * cuts micro-batches out of the input arrays into stage 0's incoming
  * message; the sink copies the last stage's outgoing message into the
- * output arrays. Each owns the one buffer it lends. */
+ * output arrays. Each owns the one buffer it lends: host memory, pinned by
+ * the device space of the stage it serves when that stage is on a device
+ * (link_stage.c then copies between it and the device). */
 #include <stdlib.h>
 #include <time.h>
 
@@ -19,6 +21,7 @@ typedef struct {
     void *done_ctx;
     int64_t count;
     void *buf;
+    const pprt_mem_ops *pin; /* the space whose pinned memory buf is, or NULL */
     bool closed, lent;
 } data_link;
 
@@ -91,7 +94,8 @@ static void data_close(pprt_link *l) { ((data_link *)l)->closed = true; }
 static void data_destroy(pprt_link *l) {
     data_link *d = (data_link *)l;
     if (!d) return;
-    free(d->buf);
+    if (d->pin) d->pin->free_pinned(d->buf);
+    else free(d->buf);
     free(d);
 }
 
@@ -101,15 +105,23 @@ static const pprt_link_ops sink_ops = {sink_acquire, sink_submit, no_receive, no
                                        data_destroy};
 
 static pp_status data_new(const pprt_link_ops *ops, const pprt_plan *p, const pprt_array *arrays, int64_t n,
-                          int warmup, double *times, size_t bytes, pprt_link **out, pp_err *err) {
+                          int warmup, double *times, size_t bytes, const pprt_mem_ops *pin, pprt_link **out,
+                          pp_err *err) {
     *out = NULL;
     data_link *d = calloc(1, sizeof *d);
     if (!d) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    if (posix_memalign(&d->buf, 64, bytes ? bytes : 64) != 0) {
+    if (pin) {
+        pp_status s = pin->alloc_pinned(bytes, &d->buf, err);
+        if (s != PP_OK) {
+            free(d);
+            return s;
+        }
+    } else if (posix_memalign(&d->buf, 64, bytes ? bytes : 64) != 0) {
         free(d);
         return PP_FAIL(err, PP_ENOMEM, "cannot allocate a %zu-byte message", bytes);
     }
-    d->base = (pprt_link){ops, PPRT_MEM_HOST, PPRT_MEM_HOST, bytes, 1, false};
+    d->pin = pin;
+    d->base = (pprt_link){ops, pprt_place_host(), pprt_place_host(), bytes, 1, false};
     d->p = p;
     d->arrays = arrays;
     d->n = n;
@@ -120,15 +132,16 @@ static pp_status data_new(const pprt_link_ops *ops, const pprt_plan *p, const pp
 }
 
 pp_status pprt_link_source(const pprt_plan *p, const pprt_array *inputs, int64_t n, int warmup, double *t_start,
-                           pprt_link **out, pp_err *err) {
-    PP_TRY(data_new(&source_ops, p, inputs, n, warmup, t_start, p->stages[0].in.bytes, out, err));
+                           const pprt_mem_ops *pin, pprt_link **out, pp_err *err) {
+    PP_TRY(data_new(&source_ops, p, inputs, n, warmup, t_start, p->stages[0].in.bytes, pin, out, err));
     (*out)->fills = true;
     return PP_OK;
 }
 
 pp_status pprt_link_sink(const pprt_plan *p, const pprt_array *outputs, int64_t n, int warmup, double *t_end,
-                         void (*done)(void *ctx, int64_t count), void *done_ctx, pprt_link **out, pp_err *err) {
-    PP_TRY(data_new(&sink_ops, p, outputs, n, warmup, t_end, p->stages[p->n_stages - 1].out.bytes, out, err));
+                         void (*done)(void *ctx, int64_t count), void *done_ctx, const pprt_mem_ops *pin,
+                         pprt_link **out, pp_err *err) {
+    PP_TRY(data_new(&sink_ops, p, outputs, n, warmup, t_end, p->stages[p->n_stages - 1].out.bytes, pin, out, err));
     data_link *d = (data_link *)*out;
     d->done = done;
     d->done_ctx = done_ctx;

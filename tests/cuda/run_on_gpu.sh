@@ -11,7 +11,15 @@
 #      against off;
 #   4. throughput at -b 1, 8, 32 for -pp 1 and -pp 2 against PyTorch eager on
 #      the same GPU (bench/cuda_vs_torch.py), a Markdown table for
-#      bench/RESULTS.md.
+#      bench/RESULTS.md;
+#   5. device links (issue 26): CPU and GPU stages in one pipeline on
+#      threads (pinned staging both ways) against ref; three stages on one
+#      GPU (device queues) against -pp 1; and, where this machine has
+#      mpirun and build_carry.sh made .gpu/bin/mpi/pprt (PP_CARRY_MPI=1):
+#      2 ranks on the one GPU with --transport mpi, bit-identical to threads,
+#      a CPU rank and a GPU rank, and --transport nccl on the one GPU, which
+#      NCCL refuses: the refusal must be a message naming
+#      ncclCommInitRankConfig on both ranks within --mpi-timeout, not a hang.
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-${OUT:-/tmp/gpu_day}}
@@ -70,6 +78,39 @@ done
 
 note "ONNX node tests on cuda"
 PPRT_EXTRA_ARGS="--backend cuda" python3 "$src/tests/conformance/run.py" || bad "conformance on cuda"
+
+note "device links: CPU and GPU stages on threads; three stages on one GPU"
+"$PPRT" d3.plan "$S/data" -o cu_d3_one --backend cuda --devices 0 -q || bad "digits -pp 3 on GPU 0"
+cmp cu_d1/logits.npy cu_d3_one/logits.npy || bad "digits -pp 3 on one GPU (device queues): other bits than -pp 1"
+for pl in 0:cpu,1:cuda 0:cuda,1:cpu,2:cuda 0:cpu,1:cuda,2:cpu; do
+  n=$(echo $pl | tr ',' '\n' | wc -l)
+  "$PPCC" "$S/model.onnx" -pp $n -b 16 --placement $pl -o het.plan -q
+  "$PPRT" het.plan "$S/data" -o het_${pl//[:,]/_} -q --stats-json het.json || { bad "placement $pl"; continue; }
+  $CMP het_${pl//[:,]/_}/logits.npy ref_d/logits.npy --rtol 1e-3 --atol 1e-4 || bad "placement $pl vs ref"
+done
+
+MPIPPRT=$bin/mpi/pprt
+if ! command -v mpirun >/dev/null 2>&1; then
+  note "skip: no mpirun on this machine: the MPI device transports were not run on a GPU"
+elif [ ! -x "$MPIPPRT" ] || ldd "$MPIPPRT" | grep -q "not found"; then
+  note "skip: no loadable .gpu/bin/mpi/pprt (build_carry.sh with PP_CARRY_MPI=1, and this machine's MPI): MPI not run"
+else
+  note "MPI on one GPU: 2 ranks over --transport mpi; a CPU rank and a GPU rank; NCCL's refusal"
+  MR=(mpirun --oversubscribe --allow-run-as-root)
+  "${MR[@]}" -np 2 "$MPIPPRT" d2.plan "$S/data" -o mpi_d2 --backend cuda --transport mpi -q || bad "2 ranks, --transport mpi"
+  cmp cu_d2/logits.npy mpi_d2/logits.npy || bad "2 ranks on one GPU over MPI: other bits than threads"
+  "$PPCC" "$S/model.onnx" -pp 2 -b 16 --placement 0:cpu,1:cuda -o het2.plan -q
+  "$PPRT" het2.plan "$S/data" -o het2_thr -q
+  "${MR[@]}" -np 2 "$MPIPPRT" het2.plan "$S/data" -o het2_mpi -q || bad "CPU rank + GPU rank"
+  cmp het2_thr/logits.npy het2_mpi/logits.npy || bad "CPU rank + GPU rank: other bits than threads"
+  t0=$(date +%s)
+  timeout 300 "${MR[@]}" -np 2 "$MPIPPRT" d2.plan "$S/data" -o nccl_one --backend cuda --transport nccl -q \
+    --mpi-timeout 60 > nccl_one.txt 2>&1; rc=$?
+  cat nccl_one.txt
+  echo "NCCL with 2 ranks on one GPU: exit $rc after $(( $(date +%s) - t0 )) s"
+  [ $rc != 0 ] && [ $rc != 124 ] || bad "NCCL on one GPU: exit $rc (0: NCCL took two ranks on one GPU after all; 124: a hang)"
+  grep -q "ncclCommInitRankConfig" nccl_one.txt || bad "NCCL on one GPU: no message names ncclCommInitRankConfig"
+fi
 
 note "throughput against PyTorch eager (same GPU)"
 python3 "$src/bench/cuda_vs_torch.py" --pprt "$PPRT" --ppcc "$PPCC" --zoo zoo --out "$out/throughput.md" \

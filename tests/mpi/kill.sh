@@ -3,7 +3,8 @@
 # others are gone, nonzero, within the bound, with a message naming the dead
 # rank.
 #
-# usage: kill.sh PLAN DATA_DIR WORK_DIR MODE     (env: PPRT, MPIRUN, MPIFLAGS)
+# usage: kill.sh PLAN DATA_DIR WORK_DIR MODE     (env: PPRT, MPIRUN, MPIFLAGS,
+#        KILL_ARGS: pprt's backend options, default --backend ref)
 #   MODE default:  plain mpirun. Open MPI itself ends the job when a rank
 #                  dies; mpirun's exit status must be nonzero, its message
 #                  names the rank, every rank gone within the bound.
@@ -18,6 +19,7 @@ set -euo pipefail
 plan=$1 data=$2 work=$3 mode=$4
 timeout_s=10 bound=13 # --mpi-timeout 10, plus up to 3 s for the abort exchange
 read -r -a flags <<< "${MPIFLAGS:-}"
+read -r -a args <<< "${KILL_ARGS:---backend ref}"
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 
 now() { date +%s.%N; }
@@ -36,9 +38,9 @@ ranks_of_job() {
 if [ "$mode" = recovery ]; then
   "$MPIRUN" "${flags[@]}" --enable-recovery -np 3 sh -c \
     '"$0" "$@"; echo $? > rc.$OMPI_COMM_WORLD_RANK' \
-    "$PPRT" "$plan" "$data" -o out -q --backend ref --mpi-timeout $timeout_s > log 2>&1 &
+    "$PPRT" "$plan" "$data" -o out -q "${args[@]}" --mpi-timeout $timeout_s > log 2>&1 &
 else
-  "$MPIRUN" "${flags[@]}" -np 3 "$PPRT" "$plan" "$data" -o out -q --backend ref --mpi-timeout $timeout_s > log 2>&1 &
+  "$MPIRUN" "${flags[@]}" -np 3 "$PPRT" "$plan" "$data" -o out -q "${args[@]}" --mpi-timeout $timeout_s > log 2>&1 &
 fi
 job=$!
 
@@ -86,7 +88,7 @@ if [ "$mode" = recovery ]; then
     grep -q "^pprt: rank $r (stage $r): .*rank 1 (stage 1)" log || fail "rank $r did not name rank 1"
   done
   grep -q "rank 1 (stage 1) is not responding" log || fail "no rank reported rank 1 as not responding"
-  echo "kill ($mode): rank 1 killed; ranks 0 and 2 exited $(cat rc.0) and $(cat rc.2) after $took s, naming rank 1"
+  echo "kill ($mode${KILL_ARGS:+, $KILL_ARGS}): rank 1 killed; ranks 0 and 2 exited $(cat rc.0) and $(cat rc.2) after $took s, naming rank 1"
 else
   [ $rc != 0 ] || fail "mpirun exited 0 after rank 1 died"
   grep -Eq "rank 1[ (]|rank 1$" log || fail "no message names rank 1"

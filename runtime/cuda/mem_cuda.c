@@ -1,0 +1,146 @@
+/* mem_cuda.c: GPU memory as a space (mem.h): cudaMalloc on the stage's
+ * device, cudaHostAlloc (portable) for pinned staging, copies with
+ * cudaMemcpyAsync (cudaMemcpyPeerAsync between two devices) on non-blocking
+ * streams, events without timing. A pprt_stream is a cudaStream_t and a
+ * pprt_event a cudaEvent_t (the NCCL transport, comm/nccl.c, relies on it).
+ *
+ * NOT YET RUN ON A GPU (docs/cuda.md): the links run these calls only where
+ * a device answers; without one every call fails with the driver's words. */
+#include <stdio.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda_backend.h"
+#include "../mem.h"
+
+static pp_status cu_err(pp_err *err, const char *call, cudaError_t e) {
+    const pp_status code = e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || e == cudaErrorInvalidDevice
+                               ? PP_EUNSUP
+                               : e == cudaErrorMemoryAllocation ? PP_ENOMEM : PP_ERUNTIME;
+    return PP_FAIL(err, code, "%s: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+#define CU(call)                                                   \
+    do {                                                           \
+        cudaError_t e_ = (call);                                   \
+        if (e_ != cudaSuccess) return cu_err(err, #call, e_);      \
+    } while (0)
+
+static pp_status mc_device(const pprt_stage *st, int local_rank, int *dev, pp_err *err) {
+    int count = 0;
+    CU(cudaGetDeviceCount(&count));
+    return pcu_pick_device(st, local_rank, count, dev, err);
+}
+
+static pp_status mc_alloc(int dev, size_t bytes, void **p, pp_err *err) {
+    *p = NULL;
+    CU(cudaSetDevice(dev));
+    CU(cudaMalloc(p, bytes ? bytes : 256));
+    return PP_OK;
+}
+
+static void mc_free(int dev, void *p) {
+    if (!p) return;
+    cudaSetDevice(dev);
+    cudaFree(p);
+}
+
+static pp_status mc_alloc_pinned(size_t bytes, void **p, pp_err *err) {
+    *p = NULL;
+    CU(cudaHostAlloc(p, bytes ? bytes : 64, cudaHostAllocPortable));
+    return PP_OK;
+}
+
+static void mc_free_pinned(void *p) {
+    if (p) cudaFreeHost(p);
+}
+
+static pp_status mc_stream_new(int dev, pprt_stream **s, pp_err *err) {
+    cudaStream_t cs = NULL;
+    *s = NULL;
+    CU(cudaSetDevice(dev));
+    CU(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+    *s = (pprt_stream *)cs;
+    return PP_OK;
+}
+
+static void mc_stream_free(pprt_stream *s) {
+    if (!s) return;
+    cudaStreamSynchronize((cudaStream_t)s);
+    cudaStreamDestroy((cudaStream_t)s);
+}
+
+static pp_status mc_copy(pprt_stream *s, void *dst, int dst_dev, const void *src, int src_dev, size_t n, pp_err *err) {
+    if (n == 0) return PP_OK;
+    if (dst_dev >= 0 && src_dev >= 0 && dst_dev != src_dev)
+        CU(cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, n, (cudaStream_t)s));
+    else
+        CU(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, (cudaStream_t)s));
+    return PP_OK;
+}
+
+/* Peer access lets cudaMemcpyPeerAsync go over NVLink or PCIe directly
+ * instead of through the host; it is an optimization, so failures are
+ * ignored (cudaGetLastError clears them). */
+static void mc_peer(int a, int b) {
+    int can = 0;
+    if (a == b || cudaDeviceCanAccessPeer(&can, b, a) != cudaSuccess || !can) {
+        cudaGetLastError();
+        return;
+    }
+    int cur = 0;
+    cudaGetDevice(&cur);
+    if (cudaSetDevice(b) == cudaSuccess) cudaDeviceEnablePeerAccess(a, 0);
+    cudaGetLastError(); /* cudaErrorPeerAccessAlreadyEnabled is fine */
+    cudaSetDevice(cur);
+}
+
+static pp_status mc_event_new(int dev, pprt_event **e, pp_err *err) {
+    cudaEvent_t ce = NULL;
+    *e = NULL;
+    CU(cudaSetDevice(dev));
+    CU(cudaEventCreateWithFlags(&ce, cudaEventDisableTiming));
+    *e = (pprt_event *)ce;
+    return PP_OK;
+}
+
+static void mc_event_free(pprt_event *e) {
+    if (e) cudaEventDestroy((cudaEvent_t)e);
+}
+
+static pp_status mc_record(pprt_event *e, pprt_stream *s, pp_err *err) {
+    CU(cudaEventRecord((cudaEvent_t)e, (cudaStream_t)s));
+    return PP_OK;
+}
+
+static pp_status mc_query(pprt_event *e, bool *done, pp_err *err) {
+    cudaError_t r = cudaEventQuery((cudaEvent_t)e);
+    *done = r == cudaSuccess;
+    if (r == cudaSuccess || r == cudaErrorNotReady) return PP_OK;
+    return cu_err(err, "cudaEventQuery", r);
+}
+
+static pp_status mc_wait(pprt_event *e, pp_err *err) {
+    CU(cudaEventSynchronize((cudaEvent_t)e));
+    return PP_OK;
+}
+
+const pprt_mem_ops pprt_mem_cuda = {
+    .name = "cuda",
+    .kind = PPRT_MEM_DEVICE,
+    .nccl = true,
+    .device = mc_device,
+    .alloc = mc_alloc,
+    .free = mc_free,
+    .alloc_pinned = mc_alloc_pinned,
+    .free_pinned = mc_free_pinned,
+    .stream_new = mc_stream_new,
+    .stream_free = mc_stream_free,
+    .copy = mc_copy,
+    .peer = mc_peer,
+    .event_new = mc_event_new,
+    .event_free = mc_event_free,
+    .record = mc_record,
+    .query = mc_query,
+    .wait = mc_wait,
+};
