@@ -30,7 +30,7 @@ S=$SRC/samples/digits
 expect_rc() { # expect_rc WANT LOG COMMAND...: run it, its exit status must be WANT
   local want=$1 log=$2 rc=0
   shift 2
-  timeout 120 "$@" > "$log" 2>&1 || rc=$?
+  timeout -k 10 120 "$@" > "$log" 2>&1 || rc=$?
   if [ $rc != "$want" ]; then
     echo "FAIL: exit $rc, expected $want: $*"; sed 's/^/  | /' "$log"; exit 1
   fi
