@@ -23,6 +23,7 @@
 #include <xxhash.h>
 
 #include "../../backend/plan_format.h"
+#include "../../runtime/backend.h"
 #include "../../runtime/pprt.h"
 #include "plan.pb-c.h"
 
@@ -107,7 +108,7 @@ static void run(const pprt_plan *p) {
         ins[i] = (pprt_array){d, n};
     }
     if (ok) {
-        pprt_run_opts o = {.depth = 1, .pin = false, .executor = &pprt_exec_cpu_ref, .threads = 1};
+        pprt_run_opts o = {.depth = 1, .pin = false, .backend = pprt_backend_find("ref"), .threads = 1};
         pprt_stats st;
         pp_err err = {0};
         if (pprt_run(p, ins, n, outs, &o, &st, &err) == PP_OK)
