@@ -28,13 +28,18 @@ typedef struct pprt_cuda_cfg {
     bool graphs;                         /* capture each stage's steps as a CUDA graph after warm-up */
     bool sync_each;                      /* synchronize after every step (pins an asynchronous fault) */
     bool host_only;                      /* every node on the host fallback (tests) */
+    char host_ops[256];                  /* --cuda-host-ops: op types run on the host fallback (tests) */
 } pprt_cuda_cfg;
+
+/* Per node of st: 1 where --cuda-host-only or --cuda-host-ops puts it on the
+ * host fallback. NULL when out of memory; free() it. */
+unsigned char *pprt_cuda_host_nodes(const pprt_stage *st);
 
 /* The options every CUDA executor reads at create (defaults: graphs on). */
 pprt_cuda_cfg *pprt_cuda_config(void);
 
 /* pprt's command line: takes argv[*i] (and its value) when it is a CUDA
- * option (--devices LIST, --cuda-graphs on|off, --cuda-sync, --cuda-host-only),
+ * option (--devices LIST, --cuda-graphs on|off, --cuda-sync, --cuda-host-only, --cuda-host-ops LIST),
  * advancing *i; returns 1 when taken, 0 when not a CUDA option, -1 on a bad
  * value (msg filled). */
 int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap);

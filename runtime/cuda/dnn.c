@@ -70,7 +70,7 @@ static pp_status pointwise(pcu_dnn *g, cudnnPointwiseMode_t mode, cudnnBackendDe
     return PP_OK;
 }
 
-pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, pcu_dnn *g, pp_err *err) {
+pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_dnn *g, pp_err *err) {
     memset(g, 0, sizeof *g);
     fused = fused && !c->transpose && (c->has_bias || c->has_res || c->act);
     g->fused = fused;
@@ -141,6 +141,9 @@ pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, pcu_dnn *g, pp_err *err) {
     PP_TRY(make(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph, err));
     DN(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, op),
        "operation graph");
+    if (handle)
+        DN(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle),
+           "operation graph handle");
     DN(cudnnBackendFinalize(g->graph), "operation graph");
     int64_t cnt = 0, got = 0;
     DN(cudnnBackendGetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &got, &cnt),

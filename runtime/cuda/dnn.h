@@ -28,9 +28,14 @@ typedef struct pcu_dnn {
  * data for ConvTranspose) and, with fused (forward only), bias, residual and
  * activation as pointwise ops. tf32: let the convolution's math be TF32
  * (only where the caller asked for --precision tf32; the engine filter in
- * exec_cuda.c enforces strict f32 otherwise). On failure the message names
+ * exec_cuda.c enforces strict f32 otherwise). handle: the cuDNN handle of the
+ * device that will run the graph, or NULL (tests without a GPU). A graph
+ * made without one finalizes, and heuristics give it engines, but on an
+ * H200 (cuDNN 9.x from the nvidia-cudnn-cu13 wheel) executing such an
+ * engine failed with CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH: the handle
+ * tells cuDNN which GPU the engines are for. On failure the message names
  * the descriptor and the cuDNN status. */
-pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, pcu_dnn *g, pp_err *err);
+pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_dnn *g, pp_err *err);
 void pcu_dnn_free(pcu_dnn *g);
 
 #endif

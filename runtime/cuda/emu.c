@@ -369,8 +369,10 @@ static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt
     x->p = p;
     x->st = st;
     x->device = cfg->device;
-    pcu_plan_opts po = {.host_only = pprt_cuda_config()->host_only};
-    pp_status s = pcu_plan_build(p, st, &po, &x->pl, err);
+    unsigned char *hn = pprt_cuda_host_nodes(st);
+    pcu_plan_opts po = {.host_only = pprt_cuda_config()->host_only, .host_node = hn};
+    pp_status s = hn ? pcu_plan_build(p, st, &po, &x->pl, err) : PP_FAIL(err, PP_ENOMEM, "out of memory");
+    free(hn);
     if (s == PP_OK) s = pcu_lint(&x->pl, err);
     if (s != PP_OK) {
         free(x);

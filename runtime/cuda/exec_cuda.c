@@ -119,15 +119,13 @@ static void *dptr(pprt_exec *x, const pcu_ref *r) { return r->space < 0 ? NULL :
 
 /* ---- cuDNN: heuristics, plan ------------------------------------------------------------------ */
 
-/* Heuristic mode A's engine configs in order; the first whose numerical
+/* One heuristic mode's engine configs in order; the first whose numerical
  * notes the precision allows and that finalizes into an execution plan.
  * Strict f32 refuses engines that convert inputs down (TF32 tensor cores
  * among them); every precision refuses non-deterministic engines. */
-static pp_status dnn_plan(pprt_exec *x, int node, dstep *d, pp_err *err) {
+static pp_status dnn_plan_mode(pprt_exec *x, int node, dstep *d, cudnnBackendHeurMode_t mode, pp_err *err) {
     cudnnBackendDescriptor_t heur, cfgs[16];
     DNN(x, node, cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
-    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-    pp_status s = PP_OK;
     int64_t n = 0;
     for (int i = 0; i < 16; i++) cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[i]);
     if (cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
@@ -174,8 +172,15 @@ static pp_status dnn_plan(pprt_exec *x, int node, dstep *d, pp_err *err) {
     }
     for (int i = 0; i < 16; i++) cudnnBackendDestroyDescriptor(cfgs[i]);
     cudnnBackendDestroyDescriptor(heur);
-    if (!d->plan) s = PP_FAIL(err, PP_EUNSUP, "no deterministic cuDNN engine for this graph at this precision");
-    return s;
+    return PP_OK;
+}
+
+/* Mode A's list first, then the fallback list (engines mode A may leave out). */
+static pp_status dnn_plan(pprt_exec *x, int node, dstep *d, pp_err *err) {
+    PP_TRY(dnn_plan_mode(x, node, d, CUDNN_HEUR_MODE_A, err));
+    if (!d->plan) PP_TRY(dnn_plan_mode(x, node, d, CUDNN_HEUR_MODE_FALLBACK, err));
+    if (!d->plan) return PP_FAIL(err, PP_EUNSUP, "no deterministic cuDNN engine for this graph at this precision");
+    return PP_OK;
 }
 
 static pp_status dnn_exec(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err) {
@@ -202,7 +207,11 @@ static pp_status dnn_exec(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err
     if (st != CUDNN_STATUS_SUCCESS)
         return PP_FAIL(err, PP_ERUNTIME, "node '%s': cudnnBackendExecute: %s", x->st->nodes[s->node].name,
                        cudnnGetErrorString(st));
-    if (d->mode == RUN_CONV_ALONE && (c->has_bias || c->has_res || c->act)) {
+    /* the epilogue wherever the graph does not hold it: the convolution alone
+     * after a fused graph found no engine, and every ConvTranspose (backward
+     * data graphs are never fused; on an H200 a ConvTranspose's bias was lost
+     * while this tested the mode instead) */
+    if (!d->dnn.fused && (c->has_bias || c->has_res || c->act)) {
         void *op[8] = {dptr(x, &s->ops[4]), dptr(x, &s->ops[2]), dptr(x, &s->ops[3])};
         CU(x, s->node, (cudaError_t)pcu_launch(PCU_K_EPI, d->epi_param, op, NULL, d->epi.n, PP_F32, x->stream));
     }
@@ -289,10 +298,8 @@ static pp_status host_exec(pprt_exec *x, const pcu_step *s, pp_err *err) {
 
 /* ---- create ----------------------------------------------------------------------------------------------- */
 
-static void cuda_destroy(pprt_exec *x) {
-    if (!x) return;
-    if (x->stream) cudaStreamSynchronize(x->stream);
-    for (int i = 0; i < x->n_graphs; i++) cudaGraphExecDestroy(x->g[i].exec);
+/* What create_steps() made: the step list and everything sized by it. */
+static void release_steps(pprt_exec *x) {
     for (int i = 0; x->ds && i < x->pl.n_steps; i++) {
         dstep *d = &x->ds[i];
         if (d->plan) cudnnBackendDestroyDescriptor(d->plan);
@@ -302,18 +309,29 @@ static void cuda_destroy(pprt_exec *x) {
         if (d->lb) cublasLtMatrixLayoutDestroy(d->lb);
         if (d->lc) cublasLtMatrixLayoutDestroy(d->lc);
     }
-    for (int i = 0; i < PCU_SP_COUNT; i++)
+    for (int i = 0; i < PCU_SP_COUNT; i++) {
         if (i != PCU_SP_IN && i != PCU_SP_OUT) cudaFree(x->mem[i]); /* the messages are the links' */
+        x->mem[i] = NULL;
+    }
     cudaFree(x->params);
     cudaFreeHost(x->pin_err);
     cudaFreeHost(x->hbuf);
+    pcu_plan_free(&x->pl);
+    free(x->ds);
+    free(x->hptr);
+    x->params = NULL, x->pin_err = NULL, x->hbuf = NULL, x->ds = NULL, x->hptr = NULL;
+    x->has_host = false;
+}
+
+static void cuda_destroy(pprt_exec *x) {
+    if (!x) return;
+    if (x->stream) cudaStreamSynchronize(x->stream);
+    for (int i = 0; i < x->n_graphs; i++) cudaGraphExecDestroy(x->g[i].exec);
+    release_steps(x);
     if (x->lt) cublasLtDestroy(x->lt);
     if (x->dnn) cudnnDestroy(x->dnn);
     if (x->stream) cudaStreamDestroy(x->stream);
-    pcu_plan_free(&x->pl);
     pprt_scratch_free(&x->scratch);
-    free(x->ds);
-    free(x->hptr);
     free(x);
 }
 
@@ -330,6 +348,8 @@ static size_t param_size(const pcu_step *s) {
     }
 }
 
+static pp_status create_steps(pprt_exec *x, const pprt_cuda_cfg *cfg, unsigned char *hn, int *failed, pp_err *err);
+
 static pp_status create_in(pprt_exec *x, pp_err *err) {
     const pprt_stage *st = x->st;
     const pprt_cuda_cfg *cfg = pprt_cuda_config();
@@ -341,7 +361,31 @@ static pp_status create_in(pprt_exec *x, pp_err *err) {
         return PP_FAIL(err, PP_ERUNTIME, "cudnnSetStream: %s", cudnnGetErrorString(ds));
     cublasStatus_t ls = cublasLtCreate(&x->lt);
     if (ls != CUBLAS_STATUS_SUCCESS) return PP_FAIL(err, PP_ERUNTIME, "cublasLtCreate: %s", cublasLtGetStatusString(ls));
-    pcu_plan_opts po = {.host_only = cfg->host_only};
+    /* A convolution or product for which cuDNN or cuBLASLt has no engine goes
+     * to the host: its node becomes a HOST step and the stage is planned
+     * again (a HOST step's operands are its node's tensors, which a library
+     * step's fixed operand slots are not; a product that had absorbed a bias
+     * Add hands it back to its own kernel). A second round has nothing new to
+     * fail: the steps it keeps are the ones that found engines. */
+    unsigned char *hn = pprt_cuda_host_nodes(st);
+    if (!hn) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pp_status s = PP_OK;
+    for (int round = 0; s == PP_OK; round++) {
+        int failed = 0;
+        s = create_steps(x, cfg, hn, &failed, err);
+        if (s != PP_OK || !failed) break;
+        release_steps(x);
+        if (round == 1)
+            s = PP_FAIL(err, PP_ERUNTIME, "stage %d: %d steps found no library engine after a replanning "
+                        "(internal)", st->index, failed);
+    }
+    free(hn);
+    return s;
+}
+
+static pp_status create_steps(pprt_exec *x, const pprt_cuda_cfg *cfg, unsigned char *hn, int *failed, pp_err *err) {
+    const pprt_stage *st = x->st;
+    pcu_plan_opts po = {.host_only = cfg->host_only, .host_node = hn};
     PP_TRY(pcu_plan_build(x->p, st, &po, &x->pl, err));
     PP_TRY(pcu_lint(&x->pl, err));
     x->counts = x->pl.counts;
@@ -391,10 +435,10 @@ static pp_status create_in(pprt_exec *x, pp_err *err) {
             d->epi_param = x->params + at;
             at += pp_align_up(sizeof d->epi, 256);
             d->mode = RUN_PLANNED;
-            if (pcu_dnn_conv(c, true, &d->dnn, &e2) != PP_OK || dnn_plan(x, s->node, d, &e2) != PP_OK) {
+            if (pcu_dnn_conv(c, true, x->dnn, &d->dnn, &e2) != PP_OK || dnn_plan(x, s->node, d, &e2) != PP_OK) {
                 pcu_dnn_free(&d->dnn);
                 d->mode = RUN_CONV_ALONE;
-                if (pcu_dnn_conv(c, false, &d->dnn, &e2) != PP_OK || dnn_plan(x, s->node, d, &e2) != PP_OK) {
+                if (pcu_dnn_conv(c, false, x->dnn, &d->dnn, &e2) != PP_OK || dnn_plan(x, s->node, d, &e2) != PP_OK) {
                     pcu_dnn_free(&d->dnn);
                     d->mode = RUN_HOST;
                 }
@@ -402,14 +446,13 @@ static pp_status create_in(pprt_exec *x, pp_err *err) {
         } else if (s->kind == PCU_S_MATMUL) {
             if (lt_plan(x, s, d, &e2) != PP_OK) d->mode = RUN_HOST;
         }
-        if (d->mode == RUN_HOST) {
+        if (d->mode == RUN_HOST) { /* create_in() plans again with this node on the host */
             fprintf(stderr, "pprt: warning: stage %d node '%s': %s; it runs on the host\n", st->index,
                     st->nodes[s->node].name, e2.msg);
-            x->counts.host++;
-            if (s->kind == PCU_S_CONV) x->counts.cudnn--;
-            else x->counts.cublas--;
+            hn[s->node] = 1;
+            ++*failed;
         }
-        x->has_host = x->has_host || d->mode == RUN_HOST || s->kind == PCU_S_HOST;
+        x->has_host = x->has_host || s->kind == PCU_S_HOST;
     }
     if (e == cudaSuccess) e = cudaMemcpy(x->params, hp, at ? at : 1, cudaMemcpyHostToDevice);
     free(hp);
@@ -462,7 +505,7 @@ static pp_status issue(pprt_exec *x, pp_err *err) {
     for (int i = 0; i < x->pl.n_steps; i++) {
         const pcu_step *s = &x->pl.steps[i];
         dstep *d = &x->ds[i];
-        if (d->mode == RUN_HOST || s->kind == PCU_S_HOST) {
+        if (s->kind == PCU_S_HOST) {
             PP_TRY(host_exec(x, s, err));
         } else if (s->kind == PCU_S_KERNEL) {
             void *op[8] = {NULL};

@@ -24,7 +24,9 @@ const char pprt_cuda_usage[] =
     "                    GPUs, or where ppcc --placement put it\n"
     "  --cuda-graphs on|off  replay each stage as a CUDA graph after its first micro-batch (default on)\n"
     "  --cuda-sync       synchronize after every step, so an asynchronous fault names its node\n"
-    "  --cuda-host-only  cuda, cuda-emu: every node on the host fallback (a test of that path)\n";
+    "  --cuda-host-only  cuda, cuda-emu: every node on the host fallback (a test of that path)\n"
+    "  --cuda-host-ops LIST  cuda, cuda-emu: the nodes of these op types (e.g. Conv,MatMul) on the host\n"
+    "                    fallback, as when cuDNN or cuBLASLt has no engine for them (a test of that path)\n";
 
 int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
@@ -34,6 +36,23 @@ int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
     }
     if (!strcmp(a, "--cuda-host-only")) {
         cfg.host_only = true;
+        return 1;
+    }
+    if (!strcmp(a, "--cuda-host-ops")) {
+        pp_op op;
+        char buf[sizeof cfg.host_ops];
+        if (!v || !*v || strlen(v) >= sizeof buf) {
+            snprintf(msg, cap, "--cuda-host-ops needs a list of op types such as Conv,MatMul");
+            return -1;
+        }
+        snprintf(buf, sizeof buf, "%s", v);
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            if (!pp_op_lookup(t, &op)) {
+                snprintf(msg, cap, "--cuda-host-ops: '%s' is not an op type pprt knows", t);
+                return -1;
+            }
+        snprintf(cfg.host_ops, sizeof cfg.host_ops, "%s", v);
+        (*i)++;
         return 1;
     }
     if (!strcmp(a, "--cuda-graphs")) {
@@ -65,6 +84,21 @@ int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
     cfg.n_devices = n;
     (*i)++;
     return 1;
+}
+
+unsigned char *pprt_cuda_host_nodes(const pprt_stage *st) {
+    unsigned char *hn = calloc(pp_count(st->n_nodes) + 1, 1);
+    if (!hn) return NULL;
+    char buf[sizeof cfg.host_ops];
+    snprintf(buf, sizeof buf, "%s", cfg.host_ops);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        pp_op op;
+        if (!pp_op_lookup(t, &op)) continue;
+        for (int i = 0; i < st->n_nodes; i++)
+            if (st->nodes[i].op == op) hn[i] = 1;
+    }
+    if (cfg.host_only) memset(hn, 1, pp_count(st->n_nodes));
+    return hn;
 }
 
 pp_status pcu_pick_device(const pprt_stage *st, int local_rank, int count, int *dev, pp_err *err) {

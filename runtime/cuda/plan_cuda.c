@@ -1050,7 +1050,9 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     pl->counts.nodes = st->n_nodes;
     for (int ni = 0; ni < st->n_nodes && s == PP_OK; ni++) {
         if (P.done[ni]) continue;
-        s = o && o->host_only ? host_step(&P, ni, "every node on the host (a test of the fallback)") : plan_node(&P, ni);
+        s = o && o->host_only ? host_step(&P, ni, "every node on the host (a test of the fallback)")
+            : o && o->host_node && o->host_node[ni] ? host_step(&P, ni, "no cuDNN or cuBLASLt engine (or --cuda-host-ops)")
+                                                     : plan_node(&P, ni);
     }
     /* received tensors sent on unchanged */
     for (int i = 0; i < st->out.n && s == PP_OK; i++) {

@@ -94,6 +94,22 @@ assert sum(x['reference_kernels'] for x in s['stages']) == allowed, [x['referenc
   echo "ok: $m on cuda-emu at -pp 1, 2, 3"
 done
 
+# a convolution or product without a library engine goes to the host and the
+# stage is planned again (its node a HOST step over its own tensors): the
+# U-Net (ConvTranspose, fused and plain Conv) and GPT (MatMul with a bias Add
+# joined to its step) with those ops forced there, against ref
+for m in unet gpt; do
+  "$PPRT" $m.2.plan "$ZOO/$m/data" -o emu_hostops_$m --backend cuda-emu -q --stats-json hostops_$m.json \
+    --cuda-host-ops Conv,pp.FusedConv,ConvTranspose,MatMul,Gemm || fail "$m --cuda-host-ops"
+  for f in ref_$m/*.npy; do $CMP emu_hostops_$m/$(basename $f) $f --rtol 1e-3 --atol 1e-4 >/dev/null || fail "$m --cuda-host-ops: $($CMP emu_hostops_$m/$(basename $f) $f --rtol 1e-3 --atol 1e-4)"; done
+  "$PY" -c "
+import json, sys; s = json.load(open(sys.argv[1]))
+assert sum(x['reference_kernels'] for x in s['stages']) > 1, s" hostops_$m.json || fail "$m --cuda-host-ops: nothing on the host"
+done
+set +e; "$PPRT" d2.plan "$S/data" -o x --backend cuda-emu --cuda-host-ops NoSuchOp -q 2>err.txt; rc=$?; set -e
+[ $rc = 2 ] && grep -q "NoSuchOp" err.txt || fail "--cuda-host-ops NoSuchOp: exit $rc, $(cat err.txt)"
+echo "ok: library fallback (--cuda-host-ops) on cuda-emu"
+
 # the ONNX node tests that pass on ref must pass on cuda-emu
 PPRT_EXTRA_ARGS="--backend cuda-emu" "$PY" "$SRC/tests/conformance/run.py" || fail "conformance on cuda-emu"
 echo "cuda: all checks passed"

@@ -22,7 +22,7 @@ static void check(const pcu_conv *c, const char *what) {
     for (int fused = 1; fused >= 0; fused--) {
         pcu_dnn g;
         pp_err e = {0};
-        if (pcu_dnn_conv(c, fused, &g, &e) != PP_OK || g.engines < 1) {
+        if (pcu_dnn_conv(c, fused, NULL, &g, &e) != PP_OK || g.engines < 1) {
             if (failures++ < 20) fprintf(stderr, "FAIL %s (%s): %s, %lld engines\n", what, fused ? "fused" : "alone", e.msg, (long long)g.engines);
         }
         graphs++;
@@ -35,7 +35,7 @@ static void check(const pcu_conv *c, const char *what) {
     else bad.y[2 + bad.nsp - 1] += 1;
     pcu_dnn g;
     pp_err e = {0};
-    if (pcu_dnn_conv(&bad, false, &g, &e) == PP_OK) {
+    if (pcu_dnn_conv(&bad, false, NULL, &g, &e) == PP_OK) {
         if (failures++ < 20) fprintf(stderr, "FAIL %s: a wrong output width was accepted\n", what);
     }
     pcu_dnn_free(&g);
