@@ -56,6 +56,7 @@ import argparse
 import collections
 import gc
 import importlib.util
+import inspect
 import json
 import math
 import os
@@ -447,11 +448,17 @@ def _export(model, args, path, opsets, in_names, out_names, dyn):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
+                kw = {}
+                # torch 2.9+ exports through dynamo by default; the zoo's
+                # graphs (and their expected outputs) come from the
+                # TorchScript exporter, which torch 1.13 has alone
+                if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+                    kw["dynamo"] = False
                 torch.onnx.export(
                     model, args, path, opset_version=opset,
                     input_names=in_names, output_names=out_names,
                     dynamic_axes=dyn, do_constant_folding=True,
-                    training=torch.onnx.TrainingMode.EVAL)
+                    training=torch.onnx.TrainingMode.EVAL, **kw)
             return opset, errors
         except Exception as e:            # noqa: BLE001 - report and retry
             msg = f"{type(e).__name__}: {e}".strip()
