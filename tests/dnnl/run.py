@@ -568,7 +568,7 @@ except RuntimeError as e:
     failures.append(f"slices: {e}")
 
 # mlp: matrix products with constant weights and few rows run as oneDNN 1x1
-# convolutions (ROWS_AS_PIXELS_MAX in exec_dnnl.c) where oneDNN has a JIT
+# convolutions (ROWS_AS_PIXELS_MAX in runtime/dnnl/) where oneDNN has a JIT
 # kernel for them (every x86 CPU with AVX2); the checks above compared them
 try:
     r = run([PPRT, os.path.join(work, "mlp_fused_1.plan"), os.path.join(work, "mlp_data"), "--backend", "dnnl", "-q",

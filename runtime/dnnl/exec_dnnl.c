@@ -118,11 +118,11 @@
 #include "../../ir/shape_nn.h"
 #include "../backend.h"
 #include "../kernels.h"
-#include "isa.h"
-#include "headroom.h"
-#include "nanfix.h"
-#include "silu.h"
-#include "wino.h"
+#include "../cpu/isa.h"
+#include "../cpu/headroom.h"
+#include "../cpu/nanfix.h"
+#include "../cpu/silu.h"
+#include "../cpu/wino.h"
 
 #define MAX_ARGS 10
 
