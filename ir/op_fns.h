@@ -34,6 +34,12 @@ pp_status pp_const_ints(const pp_tinfo *t, const char *what, int64_t *out, int m
 /* Fail unless t is float32 / has rank in [lo, hi]; `what` names it. */
 pp_status pp_need_float(const pp_tinfo *t, const char *what, pp_err *err);
 pp_status pp_need_rank(const pp_tinfo *t, int lo, int hi, const char *what, pp_err *err);
+/* Gemm's attributes: transA, transB (0 or not), alpha, beta. */
+typedef struct pp_gemm {
+    int64_t ta, tb;
+    float alpha, beta;
+} pp_gemm;
+pp_status pp_gemm_attrs(pp_attrs a, pp_gemm *g, pp_err *err);
 /* Element count as double (for cost functions). */
 double pp_numel_d(const pp_tinfo *t);
 

@@ -232,14 +232,10 @@ pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
     PP_TRY(pp_need_float(&in[1], "input B", err));
     PP_TRY(pp_need_rank(&in[0], 2, 2, "input A", err));
     PP_TRY(pp_need_rank(&in[1], 2, 2, "input B", err));
-    int64_t ta, tb;
-    float alpha, beta;
-    PP_TRY(pp_attr_int(a, "transA", 0, &ta, err));
-    PP_TRY(pp_attr_int(a, "transB", 0, &tb, err));
-    PP_TRY(pp_attr_float(a, "alpha", 1.0f, &alpha, err));
-    PP_TRY(pp_attr_float(a, "beta", 1.0f, &beta, err));
-    int64_t m = in[0].shape.dim[ta ? 1 : 0], k = in[0].shape.dim[ta ? 0 : 1];
-    int64_t kb = in[1].shape.dim[tb ? 1 : 0], n = in[1].shape.dim[tb ? 0 : 1];
+    pp_gemm g;
+    PP_TRY(pp_gemm_attrs(a, &g, err));
+    int64_t m = in[0].shape.dim[g.ta ? 1 : 0], k = in[0].shape.dim[g.ta ? 0 : 1];
+    int64_t kb = in[1].shape.dim[g.tb ? 1 : 0], n = in[1].shape.dim[g.tb ? 0 : 1];
     if (k != kb)
         return PP_FAIL(err, PP_EINVAL, "inner dimensions differ: A gives K=%lld, B gives K=%lld",
                        (long long)k, (long long)kb);
@@ -254,6 +250,13 @@ pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
                            (long long)m, (long long)n);
     }
     return PP_OK;
+}
+
+pp_status pp_gemm_attrs(pp_attrs a, pp_gemm *g, pp_err *err) {
+    PP_TRY(pp_attr_int(a, "transA", 0, &g->ta, err));
+    PP_TRY(pp_attr_int(a, "transB", 0, &g->tb, err));
+    PP_TRY(pp_attr_float(a, "alpha", 1.0f, &g->alpha, err));
+    return pp_attr_float(a, "beta", 1.0f, &g->beta, err);
 }
 
 pp_status pp_norm_axis(int64_t axis, int rank, const char *what, int *out, pp_err *err) {

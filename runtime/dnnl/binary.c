@@ -96,12 +96,8 @@ static pp_status build_binary(pprt_exec *x, const pprt_node *n, pp_err *err) {
     }
     dnnl_binary_desc_t d;
     DN(dnnl_binary_desc_init(&d, alg, &m0, &m1, &dst), "binary");
-    dnnl_primitive_attr_t attr;
-    PP_TRY(dn_new_attr(&attr, err));
     dnnl_primitive_desc_t pd;
-    dnnl_status_t s = dnnl_primitive_desc_create(&pd, &d, attr, x->eng, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    DN(s, "binary");
+    PP_TRY(dn_plain_pd(x, &d, "binary", &pd, err));
     pp_status rs;
     dnnl_memory_t a0, a1, dm;
     post out;

@@ -300,6 +300,9 @@ pp_status dn_new_attr(dnnl_primitive_attr_t *a, pp_err *err);
  * the primitive). */
 pp_status dn_finish_pd(pprt_exec *x, const_dnnl_op_desc_t d, dnnl_primitive_attr_t attr, dnnl_post_ops_t po,
                        dnnl_status_t s, pp_status r, const char *what, dnnl_primitive_desc_t *pd, pp_err *err);
+/* *pd for op descriptor d with attributes of a user scratchpad only (what names the primitive). */
+pp_status dn_plain_pd(pprt_exec *x, const_dnnl_op_desc_t d, const char *what, dnnl_primitive_desc_t *pd,
+                      pp_err *err);
 /* Whether primitive descriptor pd runs one of oneDNN's JIT kernels. */
 bool dn_jit_impl(const_dnnl_primitive_desc_t pd);
 /* Output yi of node n takes over the bytes of its input xi where allowed

@@ -82,12 +82,8 @@ static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
         return unsup(err, "a clamp of other than f32 or bf16");
     dnnl_eltwise_desc_t d;
     DN(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &src, alpha, beta), "eltwise");
-    dnnl_primitive_attr_t attr;
-    PP_TRY(dn_new_attr(&attr, err));
     dnnl_primitive_desc_t pd;
-    dnnl_status_t s = dnnl_primitive_desc_create(&pd, &d, attr, x->eng, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    DN(s, "eltwise");
+    PP_TRY(dn_plain_pd(x, &d, "eltwise", &pd, err));
     pp_status r;
     dnnl_memory_t sm, dm;
     post out;

@@ -97,45 +97,24 @@ static double now_s(void) {
 
 /* ---- OpenMP team size of the calling thread ------------------------------------------ */
 
-typedef void omp_set_fn(int);
-typedef int omp_get_fn(void);
-
 /* omp_set_num_threads and omp_get_max_threads of the OpenMP runtime oneDNN
  * was linked with (found at run time, so this file needs no OpenMP flags of
  * its own); NULL when there is none. */
-static omp_set_fn *omp_setter(void) {
-    static omp_set_fn *fn;
-    static bool looked;
-    if (!looked) {
-        union {
-            void *p;
-            omp_set_fn *f;
-        } u = {.p = dlsym(RTLD_DEFAULT, "omp_set_num_threads")};
-        fn = u.f;
-        looked = true; /* benign race: every thread finds the same symbol */
-    }
-    return fn;
-}
+static void (*omp_set)(int);
+static int (*omp_get)(void);
+static pthread_once_t omp_once = PTHREAD_ONCE_INIT;
 
-static omp_get_fn *omp_getter(void) {
-    static omp_get_fn *fn;
-    static bool looked;
-    if (!looked) {
-        union {
-            void *p;
-            omp_get_fn *f;
-        } u = {.p = dlsym(RTLD_DEFAULT, "omp_get_max_threads")};
-        fn = u.f;
-        looked = true;
-    }
-    return fn;
+static void omp_find(void) {
+    void *set = dlsym(RTLD_DEFAULT, "omp_set_num_threads"), *get = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+    if (set) memcpy(&omp_set, &set, sizeof set); /* POSIX: data and function pointers convert */
+    if (get) memcpy(&omp_get, &get, sizeof get);
 }
 
 /* Set the calling thread's OpenMP team size (oneDNN reads it when it creates
  * and runs primitives); t <= 0: leave it. */
 static void set_threads(int t) {
-    omp_set_fn *set = omp_setter();
-    if (t > 0 && set) set(t);
+    pthread_once(&omp_once, omp_find);
+    if (t > 0 && omp_set) omp_set(t);
 }
 
 /* Threads for node n's primitives: one for work so small that waking more
@@ -175,8 +154,8 @@ static bool accepts_any(const pprt_node *n, int k) {
 }
 
 int dn_team(void) {
-    omp_get_fn *get = omp_getter();
-    return get ? get() : 1;
+    pthread_once(&omp_once, omp_find);
+    return omp_get ? omp_get() : 1;
 }
 
 mark dn_mark_now(const pprt_exec *x) {
@@ -463,8 +442,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     }
     /* primitives are created for the stage's threads (oneDNN sizes some
      * kernels' work split then); the caller's setting is restored after */
-    omp_get_fn *get = omp_getter();
-    const int caller_threads = get ? get() : 0;
+    const int caller_threads = dn_team();
     x->stage_threads = cfg->threads > 0 ? cfg->threads : 1;
     x->bf16 = cfg->precision == PPRT_BF16 && dnnl_has_bf16(); /* else f32: pprt warns */
     x->own_silu = !x->bf16 && pprt_silu_wins() && env_flag("PPRT_DNNL_SILU", true);

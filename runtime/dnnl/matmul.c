@@ -2,6 +2,7 @@
  * broadcast; Gemm's C as a binary-add post-op, alpha as output scale; the
  * nodes after it as post-ops, postops.c), or, with constant weights and few
  * rows, as a 1x1 convolution (ROWS_AS_PIXELS_MAX). */
+#include "../../ir/op_fns.h"
 #include "dnnl_exec.h"
 
 /* dst = alpha * (A x B) [+ C]: the common part of MatMul and Gemm. A, B: the
@@ -202,12 +203,10 @@ static pp_status build_gemm(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int ai = n->in[0], bi = n->in[1], ci = has_in(n, 2) ? n->in[2] : -1, yi = final_out(x, n);
     const pp_shape *as = &T(x, ai)->shape, *bs = &T(x, bi)->shape;
     if (as->rank != 2 || bs->rank != 2) return unsup(err, "rank");
-    int64_t ta, tb;
-    float alpha, beta;
-    PP_TRY(pp_attr_int(at, "transA", 0, &ta, err));
-    PP_TRY(pp_attr_int(at, "transB", 0, &tb, err));
-    PP_TRY(pp_attr_float(at, "alpha", 1.0f, &alpha, err));
-    PP_TRY(pp_attr_float(at, "beta", 1.0f, &beta, err));
+    pp_gemm g;
+    PP_TRY(pp_gemm_attrs(at, &g, err));
+    const int64_t ta = g.ta, tb = g.tb;
+    const float alpha = g.alpha, beta = g.beta;
     const int64_t M = ta ? as->dim[1] : as->dim[0], K = ta ? as->dim[0] : as->dim[1];
     const int64_t N = tb ? bs->dim[0] : bs->dim[1];
     if ((tb ? bs->dim[1] : bs->dim[0]) != K) return unsup(err, "inner dims");

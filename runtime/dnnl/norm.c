@@ -22,12 +22,8 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     DN(dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_inference, &src, eps,
                                                   dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift),
        "batch normalization");
-    dnnl_primitive_attr_t attr;
-    PP_TRY(dn_new_attr(&attr, err));
     dnnl_primitive_desc_t pd;
-    dnnl_status_t s = dnnl_primitive_desc_create(&pd, &d, attr, x->eng, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    DN(s, "batch normalization");
+    PP_TRY(dn_plain_pd(x, &d, "batch normalization", &pd, err));
     pp_status r;
     dnnl_memory_t sm, dm, m[4];
     post out;
@@ -75,12 +71,8 @@ static pp_status build_ln(pprt_exec *x, const pprt_node *n, pp_err *err) {
     DN(dnnl_layer_normalization_forward_desc_init(&d, dnnl_forward_inference, &data, &stat, eps,
                                                   dnnl_use_scale | (bi >= 0 ? dnnl_use_shift : 0)),
        "layer normalization");
-    dnnl_primitive_attr_t attr;
-    PP_TRY(dn_new_attr(&attr, err));
     dnnl_primitive_desc_t pd;
-    dnnl_status_t s = dnnl_primitive_desc_create(&pd, &d, attr, x->eng, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    DN(s, "layer normalization");
+    PP_TRY(dn_plain_pd(x, &d, "layer normalization", &pd, err));
     pp_status r = PP_OK;
     dnnl_exec_arg_t args[6];
     int na = 0;

@@ -24,12 +24,7 @@ static pp_status pool_pd(pprt_exec *x, dnnl_alg_kind_t alg, const dnnl_memory_de
     dnnl_pooling_v2_desc_t d;
     DN(dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, src, dst, strides, kernel, dil, pl, pr),
        "pooling");
-    dnnl_primitive_attr_t attr;
-    PP_TRY(dn_new_attr(&attr, err));
-    dnnl_status_t s = dnnl_primitive_desc_create(pd, &d, attr, x->eng, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    DN(s, "pooling");
-    return PP_OK;
+    return dn_plain_pd(x, &d, "pooling", pd, err);
 }
 
 static pp_status build_pool(pprt_exec *x, const pprt_node *n, pp_err *err) {

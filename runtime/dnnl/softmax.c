@@ -15,12 +15,8 @@ static pp_status build_softmax(pprt_exec *x, const pprt_node *n, pp_err *err) {
                                          n->op == PP_OP_LOGSOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate, &md,
                                          &md, 1),
        "softmax");
-    dnnl_primitive_attr_t attr;
-    PP_TRY(dn_new_attr(&attr, err));
     dnnl_primitive_desc_t pd;
-    dnnl_status_t s = dnnl_primitive_desc_create(&pd, &d, attr, x->eng, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    DN(s, "softmax");
+    PP_TRY(dn_plain_pd(x, &d, "softmax", &pd, err));
     pp_status r;
     dnnl_memory_t sm, dm;
     if ((r = dn_plain_view(x, n->in[0], &md, &sm, err)) != PP_OK ||

@@ -223,11 +223,8 @@ pp_status dn_plain_view(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, dnn
  * when want is md. */
 pp_status dn_cast_view(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *want,
                        int slot, dnnl_memory_t *out, pp_err *err) {
-    if (dnnl_memory_desc_equal(md, want)) return dn_plain_view(x, tid, md, out, err);
-    dnnl_memory_t src;
-    PP_TRY(dn_plain_view(x, tid, md, &src, err));
-    PP_TRY(dn_slot_mem(x, want, slot, out, err));
-    return dn_push_reorder(x, src, *out, STEP_REORDER, err);
+    if (x->blocked[tid]) return PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, tid)->name);
+    return dn_bind_view(x, tid, md, want, slot, out, err);
 }
 
 pp_status dn_bind_output(pprt_exec *x, int tid, const dnnl_memory_desc_t *have, dnnl_memory_t *out, post *po,
@@ -271,6 +268,13 @@ pp_status dn_need_f32_nonempty(const pprt_exec *x, const pprt_node *n, pp_err *e
     for (int k = 1; k < n->n_out; k++)
         if (!unused(x, n->out[k])) return unsup(err, "an optional output is used");
     return PP_OK;
+}
+
+pp_status dn_plain_pd(pprt_exec *x, const_dnnl_op_desc_t d, const char *what, dnnl_primitive_desc_t *pd,
+                      pp_err *err) {
+    dnnl_primitive_attr_t attr;
+    PP_TRY(dn_new_attr(&attr, err));
+    return dn_finish_pd(x, d, attr, NULL, dnnl_success, PP_OK, what, pd, err);
 }
 
 /* Whether primitive descriptor pd runs one of oneDNN's JIT kernels. */
