@@ -104,7 +104,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (nd < 3 || nd > 5 || ws->rank != nd) return unsup(err, "rank");
     /* the residual: added by a binary post-op reading Z, or copied into the
      * destination for a sum post-op */
-    const bool zsum = zi >= 0 && x->residual_sum;
+    const bool zsum = zi >= 0 && x->o.residual_sum;
     dnnl_memory_desc_t z_md;
     /* bf16: sources and weights in bf16; the output too where it stays
      * between oneDNN nodes (else f32, as the reference kernels read it) */
@@ -144,14 +144,14 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_plain_md(wd, wn, &w_plain, err));
     PP_TRY(dn_plain_md(&OC, 1, &b_md, err));
     const dnnl_memory_desc_t *bias = bi >= 0 ? &b_md : NULL;
-    const bool wino_shape = x->wino && !x->bf16 && nd == 4 && group == 1 && ws->dim[2] == 3 && ws->dim[3] == 3 &&
+    const bool wino_shape = x->o.wino && !x->bf16 && nd == 4 && group == 1 && ws->dim[2] == 3 && ws->dim[3] == 3 &&
                             g.stride[0] == 1 && g.stride[1] == 1 && g.dil[0] == 1 && g.dil[1] == 1;
     /* our own Winograd kernel where oneDNN has none (below AVX-512), for a
      * node absorbing nothing, with constant weights and bias. The choice
      * depends on the node alone (never on its neighbours' layouts), so
      * outputs do not depend on where the stages are cut. */
     const pprt_wino_shape wsh = {xs->dim[0], C, OC, xs->dim[2], xs->dim[3], ys->dim[2], ys->dim[3],
-                                 g.pad0[0],  g.pad0[1], x->wino_tile};
+                                 g.pad0[0],  g.pad0[1], x->o.wino_tile};
     if (wino_shape && x->n_fused == 0 && is_weight(x, wi) && (bi < 0 || is_weight(x, bi)) && pprt_wino_cpu() &&
         pprt_wino_fits(&wsh)) {
         dnnl_primitive_desc_t theirs = NULL;
@@ -164,7 +164,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * the NaN-keeping post-ops of dn_append_relu (slower: an exp per element,
      * which its Winograd kernels do not take). Clip: oneDNN's gives a bound
      * for NaN, so always such a pass, and nothing absorbed after it. */
-    const bool relu = !strcmp(act, "Relu"), relu_pass = relu && !x->n_fused && !x->relu_max;
+    const bool relu = !strcmp(act, "Relu"), relu_pass = relu && !x->n_fused && !x->o.relu_max;
     dnnl_primitive_attr_t attr;
     PP_TRY(dn_new_attr(&attr, err));
     dnnl_post_ops_t po = NULL;
@@ -191,7 +191,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const bool wino = pd != NULL;
     if (s == dnnl_success && r == PP_OK && !pd)
         s = conv_pd(&pd, dnnl_convolution_direct, &src_any, &w_any, bias, &dst_any, &g, attr, x->eng);
-    if (s == dnnl_success && r == PP_OK && x->follow && !wino && x->blocked[xi]) {
+    if (s == dnnl_success && r == PP_OK && x->o.follow && !wino && x->blocked[xi]) {
         /* a source already in a blocked layout: take it as it is when a
          * non-reference kernel reads that layout (saves a reorder) */
         const dnnl_memory_desc_t *cur = &x->lay[xi];

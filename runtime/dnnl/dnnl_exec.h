@@ -26,17 +26,29 @@
 
 #define MAX_ARGS 10
 
-/* Rows below which a product A (M x K) * B (K x N) with constant B runs as a
- * 1x1 convolution over NHWC [1, K, M, 1] (the rows as pixels: A's and the
- * output's plain bytes as they are) instead of a matmul. On AVX2, oneDNN
- * 2.6's gemm-based matmul is uneven at few rows (ViT-B/16 at micro-batch 1,
- * 197 rows, two threads: 177 GFLOP/s for N = 2304 but 91 for N = 3072, and 46
- * on one thread), where its 1x1 convolution kernel holds 180-195 (90-95 on
- * one thread) for every shape; at 1576 rows (micro-batch 8) single products
- * are level, and the whole ViT-B/16 runs 5-10% faster with the convolution.
- * Larger row counts are not measured, so they keep the matmul.
- * PPRT_DNNL_ROWS_MAX overrides it (0: never). */
-#define ROWS_AS_PIXELS_MAX 4096
+/* The settings from PPRT_DNNL_* environment variables (options.c lists
+ * them with their defaults and meanings). */
+typedef struct pprt_dnnl_opts {
+    int64_t verbose;    /* PPRT_DNNL_VERBOSE: 0, 1, 2 */
+    bool propagate;     /* PPRT_DNNL_LAYOUT=blocked: tensors between oneDNN nodes in their producer's layout */
+    bool fuse;          /* PPRT_DNNL_FUSE: look for nodes to absorb as post-ops */
+    bool residual_sum;  /* PPRT_DNNL_RESIDUAL=sum: residual Z by a sum post-op (copied first unless in place),
+                         * else (binary) by a binary add */
+    bool inplace;       /* PPRT_DNNL_INPLACE: an output may take over a dying input's bytes */
+    double small_us;    /* PPRT_DNNL_SMALL_US: work below which a primitive runs on one thread */
+    bool wino;          /* PPRT_DNNL_WINO: 3x3 stride-1 f32 convolutions by Winograd */
+    int64_t wino_tile;  /* PPRT_DNNL_WINO_TILE: our kernel's tile: 0 chosen per node, 2 or 4 */
+    bool follow;        /* PPRT_DNNL_FOLLOW: convolutions read a blocked source as it is where they can */
+    bool views;         /* PPRT_DNNL_VIEWS: Reshape and its kin alias their input */
+    bool relu_max;      /* PPRT_DNNL_RELU=max: oneDNN's relu post-op, which gives 0 for NaN (A/B timings) */
+    int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions */
+    bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
+    bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
+} pprt_dnnl_opts;
+
+/* The settings, read from the environment at the first call (a malformed
+ * value: PP_EINVAL naming the variable and the value, at every call). */
+pp_status pprt_dnnl_opts_read(pprt_dnnl_opts *o, pp_err *err);
 
 enum { STEP_MAIN, STEP_REORDER, STEP_COPY };
 /* shared buffers: reorder targets of a node's source and destination, and the scratchpad */
@@ -126,31 +138,19 @@ struct pprt_exec {
     int fused_other[4];       /* per absorbed node: its other operand (binary ops), else -1 */
     int n_whole;              /* binary post-op operands of the node being built with the */
     dnnl_memory_desc_t whole[4]; /* destination's dims (no broadcast), as dn_append_fused gave them */
-    bool fuse;                /* look for nodes to absorb (PPRT_DNNL_FUSE=0: never) */
     bool *flex;               /* per tensor: may be stored in a oneDNN layout */
     bool *blocked;            /* per tensor: stored in lay[] (not plain) */
     dnnl_memory_desc_t *lay;
-    bool propagate;
-    bool inplace;             /* a residual's bytes may be taken over by the output (PPRT_DNNL_INPLACE=0: never) */
-    bool residual_sum;        /* residual Z by a sum post-op (copied first unless in place), or
-                               * a binary add (PPRT_DNNL_RESIDUAL=binary) */
     int stage_threads;        /* the stage's intra-op threads (pprt_exec_cfg) */
     bool bf16;                /* convolutions and matrix products in bf16 (pprt_exec_cfg) */
     int threads;              /* OpenMP threads last set in the stage thread */
     int build_threads;        /* threads of the primitives being created (0: unknown) */
-    double small_us;          /* work below which a primitive runs on one thread (PPRT_DNNL_SMALL_US) */
-    bool follow;              /* convolutions read a blocked source as it is where they can (PPRT_DNNL_FOLLOW) */
-    bool views;               /* Reshape and its kin alias their input (PPRT_DNNL_VIEWS) */
-    bool wino;                /* 3x3 stride-1 f32 convolutions by Winograd where oneDNN has it (PPRT_DNNL_WINO) */
     bool own_silu;            /* SiLU on our kernel (runtime/cpu/silu.c), not absorbed by the node
                                * before: f32 on AVX2 CPUs without AVX-512 (PPRT_DNNL_SILU=0: never) */
-    int wino_tile;            /* our kernel's tile: 0 chosen per node, 2 or 4 (PPRT_DNNL_WINO_TILE) */
-    int64_t rows_max;         /* matrix products with fewer rows as 1x1 convolutions (PPRT_DNNL_ROWS_MAX) */
+    pprt_dnnl_opts o;         /* the PPRT_DNNL_* settings */
     /* statistics (PPRT_DNNL_VERBOSE) */
     size_t owned_bytes, weight_bytes;
-    int verbose;
     bool ran; /* a micro-batch ran (its OpenMP threads exist) */
-    bool relu_max; /* PPRT_DNNL_RELU=max: oneDNN's relu post-op, which gives 0 for NaN (A/B timings) */
 };
 
 /* ---- the op table (exec.c, families.def) ---------------------------------------------- */

@@ -120,7 +120,7 @@ static void set_threads(int t) {
 /* Threads for node n's primitives: one for work so small that waking more
  * threads costs more than it saves (estimated from the node's FLOPs and the
  * bytes it touches, weights included (a matrix-vector product is all
- * weights): under x->small_us microseconds on one core), else the
+ * weights): under x->o.small_us microseconds on one core), else the
  * stage's. On the 2-core machine of bench/RESULTS.md a parallel region costs
  * about 1 us while libgomp's threads spin, 50-80 us once they sleep (as they
  * did when primitives were created on another thread, which made 500 us the
@@ -133,7 +133,7 @@ static int node_threads(const pprt_exec *x, const pprt_node *n, int stage_thread
         if (n->in[k] >= 0) bytes += (double)T(x, n->in[k])->nbytes;
     for (int k = 0; k < n->n_out; k++) bytes += (double)T(x, n->out[k])->nbytes;
     const double us = n->flops / 40e3 + bytes / 8e3; /* ~40 GFLOP/s, ~8 GB/s */
-    return us < x->small_us ? 1 : stage_threads;
+    return us < x->o.small_us ? 1 : stage_threads;
 }
 
 /* ---- the op table ---------------------------------------------------------------------------- */
@@ -240,8 +240,8 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     *restart = false;
     x->n_out = 0;
     for (int i = 0; i < st->n_tensors; i++)
-        x->flex[i] = x->propagate && x->kind[i] == PPRT_ACTIVATION && x->cons[i] > 0;
-    if (x->propagate)
+        x->flex[i] = x->o.propagate && x->kind[i] == PPRT_ACTIVATION && x->cons[i] > 0;
+    if (x->o.propagate)
         for (int ni = 0; ni < st->n_nodes; ni++) {
             const pprt_node *n = &st->nodes[ni];
             for (int k = 0; k < n->n_in; k++)
@@ -272,7 +272,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
             dn_rollback(x, m);
             for (int f = 0; f < x->n_fused; f++) reset_tensor(x, st->nodes[x->fused[f]].out[0]);
             for (int k = 0; k < n->n_out; k++) reset_tensor(x, n->out[k]);
-            if (x->verbose >= 2)
+            if (x->o.verbose >= 2)
                 fprintf(stderr, "pprt dnnl: stage %d: node '%s' (%s) absorbs no post-ops: %s\n", st->index, n->name,
                         pp_op_table[n->op].name, e.msg);
             x->n_fused = 0;
@@ -292,7 +292,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
             dn_rollback(x, m);
             for (int k = 0; k < n->n_out; k++) reset_tensor(x, n->out[k]);
             x->on_dnnl[ni] = false;
-            if (x->verbose >= 2)
+            if (x->o.verbose >= 2)
                 fprintf(stderr, "pprt dnnl: stage %d: node '%s' (%s) on the reference kernel: %s\n", st->index,
                         n->name, pp_op_table[n->op].name, e.msg);
             for (int k = 0; k < n->n_in; k++)
@@ -357,16 +357,13 @@ static pp_status out_steps(pprt_exec *x, pp_err *err) {
 
 static void dnnl_destroy(pprt_exec *x);
 
-/* An on/off setting from the environment: unset gives dflt, "0" off, anything else on. */
-static bool env_flag(const char *name, bool dflt) {
-    const char *v = getenv(name);
-    return v ? strcmp(v, "0") != 0 : dflt;
-}
-
 static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *cfg, pprt_exec **out,
                              pp_err *err) {
+    pprt_dnnl_opts o;
+    PP_TRY(pprt_dnnl_opts_read(&o, err));
     pprt_exec *x = calloc(1, sizeof *x);
     if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    x->o = o;
     x->p = p;
     x->st = st;
     x->fallback = pprt_backend_fallback();
@@ -395,25 +392,6 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
         dnnl_destroy(x);
         return PP_FAIL(err, PP_ENOMEM, "stage %d: out of memory", st->index);
     }
-    const char *v = getenv("PPRT_DNNL_VERBOSE");
-    x->verbose = v ? atoi(v) : 0;
-    const char *lay = getenv("PPRT_DNNL_LAYOUT");
-    x->propagate = !(lay && !strcmp(lay, "plain"));
-    const char *rs = getenv("PPRT_DNNL_RESIDUAL");
-    x->fuse = env_flag("PPRT_DNNL_FUSE", true);
-    x->residual_sum = !(rs && !strcmp(rs, "binary"));
-    x->inplace = env_flag("PPRT_DNNL_INPLACE", true);
-    const char *su = getenv("PPRT_DNNL_SMALL_US");
-    x->small_us = su ? atof(su) : 100;
-    x->wino = env_flag("PPRT_DNNL_WINO", true);
-    const char *wt = getenv("PPRT_DNNL_WINO_TILE");
-    x->wino_tile = wt && (!strcmp(wt, "2") || !strcmp(wt, "4")) ? atoi(wt) : 0;
-    x->follow = env_flag("PPRT_DNNL_FOLLOW", false);
-    x->views = env_flag("PPRT_DNNL_VIEWS", true);
-    const char *rl = getenv("PPRT_DNNL_RELU");
-    x->relu_max = rl && !strcmp(rl, "max");
-    const char *rm = getenv("PPRT_DNNL_ROWS_MAX");
-    x->rows_max = rm ? atoll(rm) : ROWS_AS_PIXELS_MAX;
     for (int i = 0; i < st->n_tensors; i++) x->writer[i] = x->last[i] = -1;
     for (int i = 0; i < st->n_tensors; i++) x->kind[i] = (unsigned char)st->t[i].kind;
     for (int ni = 0; ni < st->n_nodes; ni++) {
@@ -425,7 +403,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
         for (int k = 0; k < n->n_out; k++) x->writer[n->out[k]] = ni;
     }
     /* a sent tensor this stage also reads stays in the arena (PPRT_DNNL_KEEP_SEND=0: never) */
-    if (x->propagate && env_flag("PPRT_DNNL_KEEP_SEND", true))
+    if (x->o.propagate && x->o.keep_send)
         for (int i = 0; i < st->n_tensors; i++)
             if (st->t[i].kind == PPRT_SEND && x->cons[i] > 0 && x->writer[i] >= 0 && st->t[i].dtype == PP_F32) {
                 x->kind[i] = PPRT_ACTIVATION;
@@ -445,7 +423,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     const int caller_threads = dn_team();
     x->stage_threads = cfg->threads > 0 ? cfg->threads : 1;
     x->bf16 = cfg->precision == PPRT_BF16 && dnnl_has_bf16(); /* else f32: pprt warns */
-    x->own_silu = !x->bf16 && pprt_silu_wins() && env_flag("PPRT_DNNL_SILU", true);
+    x->own_silu = !x->bf16 && pprt_silu_wins() && x->o.silu;
     x->threads = x->stage_threads;
     x->build_threads = x->threads;
     set_threads(x->threads);
@@ -466,7 +444,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     }
     set_threads(caller_threads);
     x->threads = 0; /* the stage thread's setting is not known yet */
-    if (x->verbose) { /* stages create their executors at once: one report at a time */
+    if (x->o.verbose) { /* stages create their executors at once: one report at a time */
         flockfile(stderr);
         dn_report(x);
         funlockfile(stderr);

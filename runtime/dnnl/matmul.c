@@ -1,7 +1,7 @@
 /* matmul.c: MatMul and Gemm on oneDNN's matmul (batched, batch dims
  * broadcast; Gemm's C as a binary-add post-op, alpha as output scale; the
  * nodes after it as post-ops, postops.c), or, with constant weights and few
- * rows, as a 1x1 convolution (ROWS_AS_PIXELS_MAX). */
+ * rows, as a 1x1 convolution (matmul_rows). */
 #include "../../ir/op_fns.h"
 #include "dnnl_exec.h"
 
@@ -76,17 +76,25 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
     return dn_push_pd(x, pd, STEP_MAIN, args, na, err);
 }
 
-/* A matrix product with constant weights and fewer rows than x->rows_max
- * (ROWS_AS_PIXELS_MAX, dnnl_exec.h) as a 1x1 convolution. */
+/* Rows below which a product A (M x K) * B (K x N) with constant B runs as a
+ * 1x1 convolution over NHWC [1, K, M, 1] (the rows as pixels: A's and the
+ * output's plain bytes as they are) instead of a matmul. On AVX2, oneDNN
+ * 2.6's gemm-based matmul is uneven at few rows (ViT-B/16 at micro-batch 1,
+ * 197 rows, two threads: 177 GFLOP/s for N = 2304 but 91 for N = 3072, and 46
+ * on one thread), where its 1x1 convolution kernel holds 180-195 (90-95 on
+ * one thread) for every shape; at 1576 rows (micro-batch 8) single products
+ * are level, and the whole ViT-B/16 runs 5-10% faster with the convolution.
+ * Larger row counts are not measured, so they keep the matmul.
+ * PPRT_DNNL_ROWS_MAX sets the row count (default 4096; 0: never). */
 
 /* y (M x N, plain) = A (tensor ai, plain M x K) * B (constant tensor bi seen
  * through bm, K x N with any strides) + the bias ci (-1: none; a row of N,
  * or whole M x N), then the absorbed nodes, as a 1x1 convolution (see
- * ROWS_AS_PIXELS_MAX). f32 only. PP_EUNSUP where it does not apply (the
+ * the comment above). f32 only. PP_EUNSUP where it does not apply (the
  * caller rolls back and builds a matmul). */
 static pp_status matmul_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_desc_t *bm, int ci, int yi, int64_t M,
                              int64_t K, int64_t N, pp_err *err) {
-    if (x->bf16 || !is_weight(x, bi) || M >= x->rows_max || x->blocked[ai]) return unsup(err, "not rows");
+    if (x->bf16 || !is_weight(x, bi) || M >= x->o.rows_max || x->blocked[ai]) return unsup(err, "not rows");
     int64_t n_c = 0;
     if (ci >= 0) {
         const pp_shape *cs = &T(x, ci)->shape;

@@ -75,7 +75,7 @@ static pp_status build_pool(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_any_md(ys->dim, nd, src.data_type, &dst_any, err));
     dnnl_primitive_desc_t pd;
     PP_TRY(pool_pd(x, alg, &src, &dst_any, strides, kernel, dil, pl, pr, &pd, err));
-    if (nd >= 4 && x->propagate && !dn_jit_impl(pd)) {
+    if (nd >= 4 && x->o.propagate && !dn_jit_impl(pd)) {
         /* a source in a layout no JIT kernel takes gets oneDNN's simple_nchw
          * or ref kernel, 14x slower than its JIT ones on digits' first pool
          * after a cut: a plain one (a received tensor, a plan input), or one

@@ -53,7 +53,7 @@ pp_status dn_operand_md(const pprt_exec *x, int o, const pp_shape *ys, const dnn
 
 /* Descriptor of tensor o as the second source of a binary post-op of a
  * matrix product run as a 1x1 convolution over NHWC [1, N, M, 1] (rows as
- * pixels, see ROWS_AS_PIXELS_MAX): o is read as NHWC too, so it must be
+ * pixels, see matmul.c): o is read as NHWC too, so it must be
  * plain and either whole (its last dim N, M x N elements), a row of N, or a
  * scalar. */
 static pp_status rows_operand_md(const pprt_exec *x, int o, int64_t M, int64_t N, dnnl_memory_desc_t *md,
@@ -128,7 +128,7 @@ bool dn_whole_operands_fit(const pprt_exec *x, const_dnnl_primitive_desc_t pd) {
  * 0 * (exp(x) - 1), NaN for NaN and -0 for the rest, and the linear 1x + 0
  * makes those +0 (docs/design-notes.md, "NaN and infinities"). */
 dnnl_status_t dn_append_relu(const pprt_exec *x, dnnl_post_ops_t po, int *idx) {
-    if (x->relu_max) { /* PPRT_DNNL_RELU=max: oneDNN's relu, for A/B timings only */
+    if (x->o.relu_max) { /* PPRT_DNNL_RELU=max: oneDNN's relu, for A/B timings only */
         (*idx)++;
         return dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0);
     }
@@ -150,7 +150,7 @@ void dn_find_fusable(pprt_exec *x, int ni) {
     x->n_fused = 0;
     const pprt_stage *st = x->st;
     const pp_op op = st->nodes[ni].op;
-    if (!x->fuse || !pp_op_has(op, PP_TR_HEAD)) return; /* Conv, pp.FusedConv, MatMul, Gemm */
+    if (!x->o.fuse || !pp_op_has(op, PP_TR_HEAD)) return; /* Conv, pp.FusedConv, MatMul, Gemm */
     int cur = st->nodes[ni].out[0];
     for (int bi = ni + 1; bi < st->n_nodes && x->n_fused < 4; bi++) {
         const pprt_node *b = &st->nodes[bi];

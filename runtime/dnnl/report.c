@@ -54,7 +54,7 @@ void dn_report(const pprt_exec *x) {
             (double)x->arena_bytes / 1e6, (double)st->arena_bytes / 1e6, (double)x->weight_bytes / 1e6,
             (double)(x->owned_bytes - x->weight_bytes) / 1e6,
             (double)(x->slot_bytes[0] + x->slot_bytes[1] + x->slot_bytes[2] + x->slot_bytes[3]) / 1e6);
-    if (x->verbose < 2) return;
+    if (x->o.verbose < 2) return;
     for (int ni = 0; ni < st->n_nodes; ni++) {
         if (x->absorbed[ni])
             fprintf(stderr, "  %-24s %-14s post-op\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);

@@ -294,7 +294,7 @@ pp_status dn_write_in_place(pprt_exec *x, const pprt_node *n, int xi, const dnnl
                             const dnnl_memory_desc_t *dst_md, pp_err *err) {
     dnnl_memory_desc_t yp;
     PP_TRY(dn_tensor_plain(x, yi, &yp, err));
-    if (x->inplace && x->last[xi] == (int)(n - x->st->nodes) && x->kind[xi] == PPRT_ACTIVATION &&
+    if (x->o.inplace && x->last[xi] == (int)(n - x->st->nodes) && x->kind[xi] == PPRT_ACTIVATION &&
         x->kind[yi] == PPRT_ACTIVATION && !x->ghost[xi] && x->alias[yi] < 0 && dnnl_memory_desc_equal(xmd, dst_md) &&
         (x->flex[yi] || dnnl_memory_desc_equal(dst_md, &yp)))
         x->alias[yi] = xi;

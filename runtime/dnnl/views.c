@@ -50,7 +50,7 @@ static pp_status build_transpose(pprt_exec *x, const pprt_node *n, const int64_t
  * (a received input, a sent output, an input read later) the reference
  * kernel copies. A Transpose that moves bytes is a reorder. */
 static pp_status build_view(pprt_exec *x, const pprt_node *n, pp_err *err) {
-    if (!x->views) return unsup(err, "views are off (PPRT_DNNL_VIEWS=0)");
+    if (!x->o.views) return unsup(err, "views are off (PPRT_DNNL_VIEWS=0)");
     const int in = n->in[0], out = n->out[0], ni = (int)(n - x->st->nodes);
     if (!f32(x, in) || !f32(x, out) || numel_of(&T(x, in)->shape) == 0)
         return unsup(err, "not a non-empty f32 tensor");
