@@ -21,6 +21,7 @@
 
 #include "../backend.h"
 #include "../kernels.h"
+#include "../nodes.h"
 #include "../cpu/nanfix.h"
 #include "../cpu/wino.h"
 
@@ -94,9 +95,7 @@ struct pprt_exec {
                           * its producer's layout) and copied into the message
                           * once, at the end of the run (the out steps) */
     int out_first, n_out; /* the out steps */
-    const pprt_backend *fallback; /* runs the nodes left to it (backend.h: the reference kernels) */
-    pprt_node_ctx fb;
-    double *node_s;
+    pprt_node_runner nodes; /* runs the nodes in order, timed; those without steps on the fallback */
     /* oneDNN */
     dnnl_engine_t eng;
     dnnl_stream_t strm;

@@ -76,24 +76,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <dnnl_debug.h>
 
 #include "../cpu/headroom.h"
 #include "../cpu/isa.h"
 #include "../cpu/silu.h"
+#include "../nodes.h"
 #include "dnnl_exec.h"
 
 /* Whether oneDNN computes bf16 on this CPU (AVX-512 and up); where it does
  * not, --precision bf16 runs in f32 (and pprt warns). */
 static bool dnnl_has_bf16(void);
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- OpenMP team size of the calling thread ------------------------------------------ */
 
@@ -199,36 +193,32 @@ static void teardown(pprt_exec *x) {
 }
 
 /* Weights of a --ref-weights plan that lie misaligned in the model file are
- * copied as the nodes reading them are built (pprt_stage_weight), and a copy
- * that only one node reads is freed once that node is built on oneDNN without
- * a step that reads it at run time (oneDNN reordered it into its own layout):
- * the stage holds one copy of its weights, at no time two. */
-static pp_status have_weights(pprt_exec *x, const pprt_node *n, pp_err *err) {
-    for (int k = 0; k < n->n_in; k++) {
-        const int tid = n->in[k];
-        if (tid < 0 || T(x, tid)->kind != PPRT_WEIGHT || x->ptr[tid]) continue;
-        PP_TRY(pprt_stage_weight(x->p, x->st->index, tid, err));
-        x->ptr[tid] = (void *)T(x, tid)->data;
-    }
-    return PP_OK;
+ * copied as the nodes reading them are built (nodes.h), and a copy that only
+ * one node reads is freed once that node is built on oneDNN without a step
+ * that reads it at run time (oneDNN reordered it into its own layout): the
+ * stage holds one copy of its weights, at no time two. */
+typedef struct steps_since {
+    const pprt_exec *x;
+    int first; /* the node's first step */
+} steps_since;
+
+/* Whether a step of the node being built reads [bytes, bytes + n) (or its handle is unknown). */
+static bool steps_read(void *ctx, const void *bytes, size_t n) {
+    const steps_since *c = ctx;
+    const uintptr_t lo = (uintptr_t)bytes, hi = lo + n;
+    for (int i = c->first; i < c->x->n_steps; i++)
+        for (int a = 0; a < c->x->steps[i].nargs; a++) {
+            void *h = NULL;
+            if (dnnl_memory_get_data_handle(c->x->steps[i].args[a].memory, &h) != dnnl_success ||
+                ((uintptr_t)h >= lo && (uintptr_t)h < hi))
+                return true;
+        }
+    return false;
 }
 
 static void drop_weights(pprt_exec *x, const pprt_node *n, int first_step) {
-    for (int k = 0; k < n->n_in; k++) {
-        const int tid = n->in[k];
-        if (tid < 0 || !T(x, tid)->copy || x->cons[tid] != 1) continue;
-        const uintptr_t lo = (uintptr_t)T(x, tid)->data, hi = lo + T(x, tid)->nbytes;
-        bool read = false;
-        for (int i = first_step; i < x->n_steps && !read; i++)
-            for (int a = 0; a < x->steps[i].nargs && !read; a++) {
-                void *h = NULL;
-                read = dnnl_memory_get_data_handle(x->steps[i].args[a].memory, &h) != dnnl_success ||
-                       ((uintptr_t)h >= lo && (uintptr_t)h < hi);
-            }
-        if (read) continue;
-        pprt_stage_weight_release(x->p, x->st->index, tid);
-        x->ptr[tid] = NULL;
-    }
+    steps_since c = {x, first_step};
+    pprt_node_weights_release(x->p, x->st, n, x->ptr, x->cons, steps_read, &c);
 }
 
 static pp_status out_steps(pprt_exec *x, pp_err *err);
@@ -264,8 +254,8 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         set_threads(x->build_threads);
         dn_find_fusable(x, ni);
         x->n_whole = 0;
-        pp_status s = have_weights(x, n, &e);
-        for (int f = 0; f < x->n_fused && s == PP_OK; f++) s = have_weights(x, &st->nodes[x->fused[f]], &e);
+        pp_status s = pprt_node_weights(x->p, st, n, x->ptr, &e);
+        for (int f = 0; f < x->n_fused && s == PP_OK; f++) s = pprt_node_weights(x->p, st, &st->nodes[x->fused[f]], x->ptr, &e);
         if (s == PP_OK) s = dn_family_of(n->op)->build(x, n, &e);
         if (s != PP_OK && s != PP_ENOMEM && x->n_fused) {
             /* again without absorbing the nodes after it */
@@ -307,7 +297,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     }
     /* the reference nodes read their weights as they are */
     for (int ni = 0; ni < st->n_nodes; ni++)
-        if (x->first[ni] < 0 && !x->absorbed[ni]) PP_TRY(have_weights(x, &st->nodes[ni], err));
+        if (x->first[ni] < 0 && !x->absorbed[ni]) PP_TRY(pprt_node_weights(x->p, st, &st->nodes[ni], x->ptr, err));
     /* the shared buffers, now that their sizes are known */
     for (int i = 0; i < N_SLOTS; i++) {
         if (!x->slot_bytes[i]) continue;
@@ -357,6 +347,27 @@ static pp_status out_steps(pprt_exec *x, pp_err *err) {
 
 static void dnnl_destroy(pprt_exec *x);
 
+/* Node ni's steps, if it has any (else the runner hands it to the fallback). */
+static pp_status run_node(void *ctx, int ni, bool *ran, pp_err *err) {
+    pprt_exec *x = ctx;
+    *ran = x->first[ni] >= 0;
+    for (int k = 0; k < x->nsteps[ni] && *ran; k++) {
+        const step *s = &x->steps[x->first[ni] + k];
+        const int t = s->threads > 0 && x->stage_threads > 0 ? s->threads : x->stage_threads;
+        if (t > 0 && t != x->threads) {
+            set_threads(t);
+            x->threads = t;
+        }
+        dnnl_status_t ds = dn_run_step(s, x->strm);
+        if (ds != dnnl_success) {
+            const pprt_node *n = &x->st->nodes[ni];
+            return PP_FAIL(err, PP_ERUNTIME, "node '%s' (%s): oneDNN: %s", n->name, pp_op_table[n->op].name,
+                           dnnl_status2str(ds));
+        }
+    }
+    return PP_OK;
+}
+
 static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *cfg, pprt_exec **out,
                              pp_err *err) {
     pprt_dnnl_opts o;
@@ -366,12 +377,10 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->o = o;
     x->p = p;
     x->st = st;
-    x->fallback = pprt_backend_fallback();
     const size_t nt = pp_count(st->n_tensors), nn = pp_count(st->n_nodes);
     x->ptr = calloc(nt, sizeof *x->ptr);
     x->msg = calloc(nt, sizeof *x->msg);
     x->kind = calloc(nt, sizeof *x->kind);
-    x->node_s = calloc(nn, sizeof *x->node_s);
     x->on_dnnl = calloc(nn, sizeof *x->on_dnnl);
     x->absorbed = calloc(nn, sizeof *x->absorbed);
     x->writer = calloc(nt, sizeof *x->writer);
@@ -386,12 +395,15 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->flex = calloc(nt, sizeof *x->flex);
     x->blocked = calloc(nt, sizeof *x->blocked);
     x->lay = calloc(nt, sizeof *x->lay);
-    if (!x->ptr || !x->msg || !x->kind || !x->node_s || !x->on_dnnl || !x->absorbed || !x->writer || !x->last ||
+    if (!x->ptr || !x->msg || !x->kind || !x->on_dnnl || !x->absorbed || !x->writer || !x->last ||
         !x->born || !x->need || !x->alias || !x->ghost || !x->first || !x->nsteps || !x->cons || !x->flex ||
-        !x->blocked || !x->lay) {
+        !x->blocked || !x->lay || pprt_node_runner_init(&x->nodes, p, st, x->ptr, err) != PP_OK) {
         dnnl_destroy(x);
         return PP_FAIL(err, PP_ENOMEM, "stage %d: out of memory", st->index);
     }
+    x->nodes.own = run_node;
+    x->nodes.ctx = x;
+    x->nodes.skip = x->absorbed;
     for (int i = 0; i < st->n_tensors; i++) x->writer[i] = x->last[i] = -1;
     for (int i = 0; i < st->n_tensors; i++) x->kind[i] = (unsigned char)st->t[i].kind;
     for (int ni = 0; ni < st->n_nodes; ni++) {
@@ -455,6 +467,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
 
 static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err);
 
+
 static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
     if (x->ran) return run_steps(x, in_msg, out_msg, err);
     /* the first run starts the stage's OpenMP threads: room for them under ulimit -v */
@@ -472,7 +485,6 @@ static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
 
 static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
     const pprt_stage *st = x->st;
-    const int stage_threads = x->stage_threads;
     for (int i = 0; i < st->in.n; i++) x->ptr[st->recv[i]] = (unsigned char *)in_msg + st->in.off[i];
     for (int i = 0; i < st->out.n; i++)
         if (st->out.t[i]->kind == PPRT_SEND) {
@@ -485,30 +497,7 @@ static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_e
         dnnl_status_t s = dnnl_memory_set_data_handle(b->m, b->msg ? x->msg[b->tid] : x->ptr[b->tid]);
         if (s != dnnl_success) return dn_fail(err, "memory", s);
     }
-    for (int ni = 0; ni < st->n_nodes; ni++) {
-        const pprt_node *n = &st->nodes[ni];
-        if (x->absorbed[ni]) continue;
-        double t0 = now_s();
-        if (x->first[ni] >= 0) {
-            for (int k = 0; k < x->nsteps[ni]; k++) {
-                step *s = &x->steps[x->first[ni] + k];
-                const int t = s->threads > 0 && stage_threads > 0 ? s->threads : stage_threads;
-                if (t > 0 && t != x->threads) {
-                    set_threads(t);
-                    x->threads = t;
-                }
-                dnnl_status_t ds = dn_run_step(s, x->strm);
-                if (ds != dnnl_success)
-                    return PP_FAIL(err, PP_ERUNTIME, "node '%s' (%s): oneDNN: %s", n->name, pp_op_table[n->op].name,
-                                   dnnl_status2str(ds));
-            }
-            x->node_s[ni] += now_s() - t0;
-            continue;
-        }
-        pp_status s = x->fallback->run_node(x->p, st, n, x->ptr, &x->fb, err);
-        x->node_s[ni] += now_s() - t0;
-        if (s != PP_OK) return s;
-    }
+    PP_TRY(pprt_run_nodes(&x->nodes, err));
     for (int k = 0; k < x->n_out; k++) {
         step *s = &x->steps[x->out_first + k];
         dnnl_status_t ds = dnnl_primitive_execute(s->prim, x->strm, s->nargs, s->args);
@@ -534,12 +523,11 @@ static void dnnl_destroy(pprt_exec *x) {
     if (x->attr_reorder) dnnl_primitive_attr_destroy(x->attr_reorder);
     if (x->strm) dnnl_stream_destroy(x->strm);
     if (x->eng) dnnl_engine_destroy(x->eng);
-    pprt_node_ctx_free(&x->fb);
+    pprt_node_runner_free(&x->nodes);
     free(x->arena);
     free(x->ptr);
     free(x->msg);
     free(x->kind);
-    free(x->node_s);
     free(x->on_dnnl);
     free(x->absorbed);
     free(x->writer);
@@ -558,7 +546,7 @@ static void dnnl_destroy(pprt_exec *x) {
     free(x);
 }
 
-static const double *dnnl_node_seconds(const pprt_exec *x) { return x->node_s; }
+static const double *dnnl_node_seconds(const pprt_exec *x) { return x->nodes.node_s; }
 
 /* Whether oneDNN has bf16 convolutions and matrix products on this CPU: it
  * has them from AVX-512 up (emulated on plain AVX-512, in hardware with
