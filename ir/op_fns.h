@@ -27,6 +27,11 @@ typedef double pp_flops_fn(pp_attrs a, const pp_tinfo *in, int n_in, const pp_ti
 pp_status pp_broadcast(const pp_shape *a, const pp_shape *b, pp_shape *o, pp_err *err);
 /* Normalize axis in [-rank, rank) to [0, rank); fails naming the attribute. */
 pp_status pp_norm_axis(int64_t axis, int rank, const char *what, int *out, pp_err *err);
+/* A normalization over the dims of x from attribute 'axis' (default -1) on:
+ * that axis, outer rows of inner elements, and attribute 'epsilon' (default
+ * 1e-5); shared by LayerNormalization's and RMSNormalization's kernels. */
+pp_status pp_norm_rows(pp_attrs a, const pp_shape *x, int *axis, float *eps, int64_t *outer, int64_t *inner,
+                       pp_err *err);
 /* Read a constant integer tensor (int64 or int32) of at most max values into
  * out; fails with PP_EUNSUP when t is not a constant (data == NULL). */
 pp_status pp_const_ints(const pp_tinfo *t, const char *what, int64_t *out, int max, int *n,

@@ -259,6 +259,18 @@ pp_status pp_gemm_attrs(pp_attrs a, pp_gemm *g, pp_err *err) {
     return pp_attr_float(a, "beta", 1.0f, &g->beta, err);
 }
 
+pp_status pp_norm_rows(pp_attrs a, const pp_shape *x, int *axis, float *eps, int64_t *outer, int64_t *inner,
+                       pp_err *err) {
+    int64_t axis64;
+    PP_TRY(pp_attr_int(a, "axis", -1, &axis64, err));
+    PP_TRY(pp_norm_axis(axis64, x->rank, "attribute 'axis'", axis, err));
+    PP_TRY(pp_attr_float(a, "epsilon", 1e-5f, eps, err));
+    *outer = *inner = 1;
+    for (int i = 0; i < *axis; i++) *outer *= x->dim[i];
+    for (int i = *axis; i < x->rank; i++) *inner *= x->dim[i];
+    return PP_OK;
+}
+
 pp_status pp_norm_axis(int64_t axis, int rank, const char *what, int *out, pp_err *err) {
     if (axis < -rank || axis >= rank)
         return PP_FAIL(err, PP_EINVAL, "%s=%lld is out of range [%d, %d)", what, (long long)axis,

@@ -28,6 +28,13 @@ pp_status pprt_numel_of(const pprt_tensor *t, int64_t *n, pp_err *err);
 pp_status pprt_copy_bytes(const char *op, const pprt_tensor *in, int n_in, pprt_tensor *out,
                           int n_out, pp_err *err);
 
+/* y[m * P + p] += b[m] for m < M, p < P: the bias of M channels over P
+ * positions each (Conv, ConvTranspose). */
+static inline void pprt_add_bias(float *restrict y, const float *restrict b, int64_t M, int64_t P) {
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t p = 0; p < P; p++) y[m * P + p] += b[m];
+}
+
 /* A kernel tensor as the pp_tinfo the shared parsers of ir/shape_nn.h take
  * (its data always present). */
 static inline pp_tinfo pprt_tinfo_of(const pprt_tensor *t) { return (pp_tinfo){t->dtype, t->shape, t->data}; }

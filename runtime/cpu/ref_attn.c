@@ -11,7 +11,7 @@
  * and keys past nonpad_kv_seqlen all count as -inf), softmax (a row masked
  * out entirely gives NaN, as the definition does), times V. */
 #include "ref.h"
-#include "../../ir/op_fns.h" /* pp_norm_axis */
+#include "../../ir/op_fns.h" /* pp_norm_rows */
 #include "../../ir/shape_attn.h"
 
 #include <math.h>
@@ -42,15 +42,10 @@ pp_status kern_RMSNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
                        int n_out, pprt_scratch *scratch, pp_err *err) {
     PP_TRY(check_out("RMSNormalization", PP_OP_RMSNORM, attrs, in, n_in, out, n_out, err));
     const pp_shape *xs = &in[0].shape, *ss = &in[1].shape;
-    int64_t axis64;
     int axis;
     float eps;
-    PP_TRY(pp_attr_int(attrs, "axis", -1, &axis64, err));
-    PP_TRY(pp_norm_axis(axis64, xs->rank, "attribute 'axis'", &axis, err));
-    PP_TRY(pp_attr_float(attrs, "epsilon", 1e-5f, &eps, err));
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < axis; i++) outer *= xs->dim[i];
-    for (int i = axis; i < xs->rank; i++) inner *= xs->dim[i];
+    int64_t outer, inner;
+    PP_TRY(pp_norm_rows(attrs, xs, &axis, &eps, &outer, &inner, err));
     /* the scale expanded to the normalized dims */
     size_t nb;
     if (pp_mul_ovf((size_t)inner, sizeof(float), &nb))

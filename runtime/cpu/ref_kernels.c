@@ -414,12 +414,7 @@ pp_status kern_CONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
                     gemm(Mg, nl * OW, K, A, (mat){col, nl * OW, 1}, yg + l0 * OW, P, packs);
                 }
             }
-            if (bd)
-                for (int64_t m = 0; m < Mg; m++) {
-                    const float b = bd[gi * Mg + m];
-                    float *restrict y = yg + m * P;
-                    for (int64_t p = 0; p < P; p++) y[p] += b;
-                }
+            if (bd) pprt_add_bias(yg, bd + gi * Mg, Mg, P);
         }
     return PP_OK;
 }

@@ -49,17 +49,12 @@ static pp_status build_ln(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_need_f32_nonempty(x, n, err));
     const int xi = n->in[0], si = n->in[1], bi = has_in(n, 2) ? n->in[2] : -1, yi = n->out[0];
     const pp_shape *xs = &T(x, xi)->shape;
-    int64_t axis64, stash;
+    int64_t stash, dims[2];
     int axis;
     float eps;
-    PP_TRY(pp_attr_int(a, "axis", -1, &axis64, err));
-    PP_TRY(pp_norm_axis(axis64, xs->rank, "attribute 'axis'", &axis, err));
-    PP_TRY(pp_attr_float(a, "epsilon", 1e-5f, &eps, err));
+    PP_TRY(pp_norm_rows(a, xs, &axis, &eps, &dims[0], &dims[1], err));
     PP_TRY(pp_attr_int(a, "stash_type", 1, &stash, err));
     if (stash != 1) return unsup(err, "stash_type");
-    int64_t dims[2] = {1, 1};
-    for (int i = 0; i < axis; i++) dims[0] *= xs->dim[i];
-    for (int i = axis; i < xs->rank; i++) dims[1] *= xs->dim[i];
     /* scale and bias must cover the normalized extent (no broadcasting) */
     if (numel_of(&T(x, si)->shape) != dims[1] || (bi >= 0 && numel_of(&T(x, bi)->shape) != dims[1]))
         return unsup(err, "broadcast scale or bias");
