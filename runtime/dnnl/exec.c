@@ -1,9 +1,10 @@
-/* exec_dnnl.c: the oneDNN stage executor. Same contract as the reference
+/* exec.c: the oneDNN stage executor. Same contract as the reference
  * executor (exec_ref.c): it binds every tensor of a stage to its bytes and
  * runs the nodes in order; but each node that oneDNN covers runs as oneDNN
  * primitives, created once in create(), and every other node (op, attribute
  * or element type outside the list below, or a primitive oneDNN declines)
- * runs its reference kernel. The decision is per node, at create time.
+ * runs its reference kernel (the registry's fallback, through the node loop
+ * of runtime/nodes.c). The decision is per node, at create time.
  *
  * On oneDNN (f32 tensors; computed in f32, or bf16 on request, see Precision),
  * one family of ops a file (dnnl_exec.h lists the files; families.def is the
