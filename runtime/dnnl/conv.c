@@ -227,7 +227,8 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     bool in_place = false;
     if (zsum && zi != xi && zi != wi && zi != bi) {
         dnnl_memory_desc_t zl;
-        if ((r = dn_tensor_layout(x, zi, &zl, err)) != PP_OK || (r = dn_write_in_place(x, n, zi, &zl, yi, dst_md, err)) != PP_OK)
+        if ((r = dn_tensor_layout(x, zi, &zl, err)) != PP_OK ||
+            (r = dn_write_in_place(x, n, zi, &zl, yi, dst_md, err)) != PP_OK)
             goto fail;
         in_place = x->alias[yi] == zi;
     }

@@ -256,7 +256,8 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         dn_find_fusable(x, ni);
         x->n_whole = 0;
         pp_status s = pprt_node_weights(x->p, st, n, x->ptr, &e);
-        for (int f = 0; f < x->n_fused && s == PP_OK; f++) s = pprt_node_weights(x->p, st, &st->nodes[x->fused[f]], x->ptr, &e);
+        for (int f = 0; f < x->n_fused && s == PP_OK; f++)
+            s = pprt_node_weights(x->p, st, &st->nodes[x->fused[f]], x->ptr, &e);
         if (s == PP_OK) s = dn_family_of(n->op)->build(x, n, &e);
         if (s != PP_OK && s != PP_ENOMEM && x->n_fused) {
             /* again without absorbing the nodes after it */

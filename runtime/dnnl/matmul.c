@@ -65,7 +65,8 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
     dnnl_memory_t a, b, y;
     const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     if ((r = dn_cast_view(x, ai, am, &a_c, SLOT_SRC, &a, err)) != PP_OK ||
-        (r = wconst ? dn_weight_mem(x, bi, bm, w_md, &b, err) : dn_cast_view(x, bi, bm, &b_c, SLOT_WEI, &b, err)) != PP_OK ||
+        (r = wconst ? dn_weight_mem(x, bi, bm, w_md, &b, err)
+                    : dn_cast_view(x, bi, bm, &b_c, SLOT_WEI, &b, err)) != PP_OK ||
         (r = dn_tensor_mem(x, yi, ym, &y, err)) != PP_OK) {
         dnnl_primitive_desc_destroy(pd);
         return r;
@@ -141,8 +142,10 @@ static pp_status matmul_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_des
     }
     dnnl_memory_t a, b, y, bm_ = NULL;
     const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    if ((r = dn_plain_view(x, ai, &s4, &a, err)) != PP_OK || (r = dn_weight_mem(x, bi, &wfrom, w_md, &b, err)) != PP_OK ||
-        (r = dn_tensor_mem(x, yi, &d4, &y, err)) != PP_OK || (bias && (r = dn_plain_view(x, ci, &b1, &bm_, err)) != PP_OK)) {
+    if ((r = dn_plain_view(x, ai, &s4, &a, err)) != PP_OK ||
+        (r = dn_weight_mem(x, bi, &wfrom, w_md, &b, err)) != PP_OK ||
+        (r = dn_tensor_mem(x, yi, &d4, &y, err)) != PP_OK ||
+        (bias && (r = dn_plain_view(x, ci, &b1, &bm_, err)) != PP_OK)) {
         dnnl_primitive_desc_destroy(pd);
         return r;
     }

@@ -112,7 +112,9 @@ static bool parse(const opt *o, const char *v, pprt_dnnl_opts *out) {
 static void takes(const opt *o, char *buf, size_t n) {
     switch (o->kind) {
     case OPT_FLAG: snprintf(buf, n, "0 or 1"); break;
-    case OPT_WORD: snprintf(buf, n, "%.*s or %s", (int)strcspn(o->words, "|"), o->words, strchr(o->words, '|') + 1); break;
+    case OPT_WORD:
+        snprintf(buf, n, "%.*s or %s", (int)strcspn(o->words, "|"), o->words, strchr(o->words, '|') + 1);
+        break;
     case OPT_INT:
         if (o->words) { /* "0|2|4" as "0, 2 or 4" */
             size_t k = 0;

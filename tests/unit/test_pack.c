@@ -120,7 +120,8 @@ int main(void) {
     CHECK(pp_pack(bad, 2, 64, PP_PACK_FIRST_FIT, &total, &err) == PP_EINVAL && strstr(err.msg, "buffer 1"),
           "a backwards lifetime: %s", err.msg);
     /* sizes whose sum overflows */
-    pp_pack_item big[2] = {{.start = 0, .end = 0, .size = SIZE_MAX / 2 + 64}, {.start = 0, .end = 0, .size = SIZE_MAX / 2}};
+    pp_pack_item big[2] = {{.start = 0, .end = 0, .size = SIZE_MAX / 2 + 64},
+                           {.start = 0, .end = 0, .size = SIZE_MAX / 2}};
     err = (pp_err){0};
     CHECK(pp_pack(big, 2, 64, PP_PACK_BEST_FIT, &total, &err) == PP_EINVAL && strstr(err.msg, "overflow"),
           "an overflowing arena: %s", err.msg);
