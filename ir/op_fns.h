@@ -43,6 +43,11 @@ static inline void pp_bcast_merge(int64_t d, const bool *f, int k, int64_t *dim,
 }
 /* Normalize axis in [-rank, rank) to [0, rank); fails naming the attribute. */
 pp_status pp_norm_axis(int64_t axis, int rank, const char *what, int *out, pp_err *err);
+/* A normalization over the dims of x from attribute 'axis' (default -1) on:
+ * that axis, outer rows of inner elements, and attribute 'epsilon' (default
+ * 1e-5); shared by LayerNormalization's and RMSNormalization's kernels. */
+pp_status pp_norm_rows(pp_attrs a, const pp_shape *x, int *axis, float *eps, int64_t *outer, int64_t *inner,
+                       pp_err *err);
 /* Read a constant integer tensor (int64 or int32) of at most max values into
  * out; fails with PP_EUNSUP when t is not a constant (data == NULL). */
 pp_status pp_const_ints(const pp_tinfo *t, const char *what, int64_t *out, int max, int *n,
@@ -50,6 +55,12 @@ pp_status pp_const_ints(const pp_tinfo *t, const char *what, int64_t *out, int m
 /* Fail unless t is float32 / has rank in [lo, hi]; `what` names it. */
 pp_status pp_need_float(const pp_tinfo *t, const char *what, pp_err *err);
 pp_status pp_need_rank(const pp_tinfo *t, int lo, int hi, const char *what, pp_err *err);
+/* Gemm's attributes: transA, transB (0 or not), alpha, beta. */
+typedef struct pp_gemm {
+    int64_t ta, tb;
+    float alpha, beta;
+} pp_gemm;
+pp_status pp_gemm_attrs(pp_attrs a, pp_gemm *g, pp_err *err);
 /* Element count as double (for cost functions). */
 double pp_numel_d(const pp_tinfo *t);
 

@@ -232,14 +232,10 @@ pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
     PP_TRY(pp_need_float(&in[1], "input B", err));
     PP_TRY(pp_need_rank(&in[0], 2, 2, "input A", err));
     PP_TRY(pp_need_rank(&in[1], 2, 2, "input B", err));
-    int64_t ta, tb;
-    float alpha, beta;
-    PP_TRY(pp_attr_int(a, "transA", 0, &ta, err));
-    PP_TRY(pp_attr_int(a, "transB", 0, &tb, err));
-    PP_TRY(pp_attr_float(a, "alpha", 1.0f, &alpha, err));
-    PP_TRY(pp_attr_float(a, "beta", 1.0f, &beta, err));
-    int64_t m = in[0].shape.dim[ta ? 1 : 0], k = in[0].shape.dim[ta ? 0 : 1];
-    int64_t kb = in[1].shape.dim[tb ? 1 : 0], n = in[1].shape.dim[tb ? 0 : 1];
+    pp_gemm g;
+    PP_TRY(pp_gemm_attrs(a, &g, err));
+    int64_t m = in[0].shape.dim[g.ta ? 1 : 0], k = in[0].shape.dim[g.ta ? 0 : 1];
+    int64_t kb = in[1].shape.dim[g.tb ? 1 : 0], n = in[1].shape.dim[g.tb ? 0 : 1];
     if (k != kb)
         return PP_FAIL(err, PP_EINVAL, "inner dimensions differ: A gives K=%lld, B gives K=%lld",
                        (long long)k, (long long)kb);
@@ -253,6 +249,25 @@ pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
             return PP_FAIL(err, PP_EINVAL, "input C does not broadcast to [%lld,%lld]",
                            (long long)m, (long long)n);
     }
+    return PP_OK;
+}
+
+pp_status pp_gemm_attrs(pp_attrs a, pp_gemm *g, pp_err *err) {
+    PP_TRY(pp_attr_int(a, "transA", 0, &g->ta, err));
+    PP_TRY(pp_attr_int(a, "transB", 0, &g->tb, err));
+    PP_TRY(pp_attr_float(a, "alpha", 1.0f, &g->alpha, err));
+    return pp_attr_float(a, "beta", 1.0f, &g->beta, err);
+}
+
+pp_status pp_norm_rows(pp_attrs a, const pp_shape *x, int *axis, float *eps, int64_t *outer, int64_t *inner,
+                       pp_err *err) {
+    int64_t axis64;
+    PP_TRY(pp_attr_int(a, "axis", -1, &axis64, err));
+    PP_TRY(pp_norm_axis(axis64, x->rank, "attribute 'axis'", axis, err));
+    PP_TRY(pp_attr_float(a, "epsilon", 1e-5f, eps, err));
+    *outer = *inner = 1;
+    for (int i = 0; i < *axis; i++) *outer *= x->dim[i];
+    for (int i = *axis; i < x->rank; i++) *inner *= x->dim[i];
     return PP_OK;
 }
 

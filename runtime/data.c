@@ -16,8 +16,30 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Sorted list of the *.npy names in dir. */
-static pp_status list_npy(const char *dir, char ***names, int *n, pp_err *err) {
+/* K of "input_K.pb" (K in canonical decimal), else -1. */
+static int pb_input_index(const char *fname) {
+    if (strncmp(fname, "input_", 6) != 0) return -1;
+    const char *p = fname + 6;
+    if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return -1;
+    long k = 0;
+    while (*p >= '0' && *p <= '9' && k < 1000000) k = k * 10 + (*p++ - '0');
+    return strcmp(p, ".pb") == 0 && k < 1000000 ? (int)k : -1;
+}
+
+static bool is_npy(const char *name) {
+    size_t len = strlen(name);
+    return len >= 5 && strcmp(name + len - 4, ".npy") == 0 && name[0] != '.';
+}
+
+static bool is_pb_input(const char *name) { return pb_input_index(name) >= 0; }
+
+static void free_names(char **names, int n) {
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+/* Sorted list of the names in dir that keep() takes. */
+static pp_status list_dir(const char *dir, bool (*keep)(const char *), char ***names, int *n, pp_err *err) {
     *names = NULL;
     *n = 0;
     DIR *d = opendir(dir);
@@ -26,8 +48,7 @@ static pp_status list_npy(const char *dir, char ***names, int *n, pp_err *err) {
     struct dirent *e;
     pp_status s = PP_OK;
     while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 5 || strcmp(e->d_name + len - 4, ".npy") != 0 || e->d_name[0] == '.') continue;
+        if (!keep(e->d_name)) continue;
         if (*n == cap) {
             cap = cap ? cap * 2 : 8;
             char **nn = realloc(*names, sizeof *nn * (size_t)cap);
@@ -48,16 +69,6 @@ static pp_status list_npy(const char *dir, char ***names, int *n, pp_err *err) {
     return s;
 }
 
-/* K of "input_K.pb" (K in canonical decimal), else -1. */
-static int pb_input_index(const char *fname) {
-    if (strncmp(fname, "input_", 6) != 0) return -1;
-    const char *p = fname + 6;
-    if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return -1;
-    long k = 0;
-    while (*p >= '0' && *p <= '9' && k < 1000000) k = k * 10 + (*p++ - '0');
-    return strcmp(p, ".pb") == 0 && k < 1000000 ? (int)k : -1;
-}
-
 static int cmp_int(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
@@ -65,29 +76,14 @@ static int cmp_int(const void *a, const void *b) {
 
 /* Sorted K of the input_K.pb files in dir (none: *n = 0). */
 static pp_status list_pb_inputs(const char *dir, int **ks, int *n, pp_err *err) {
+    char **names;
     *ks = NULL;
-    *n = 0;
-    DIR *d = opendir(dir);
-    if (!d) return PP_FAIL(err, PP_EIO, "cannot open data directory '%s': %s", dir, strerror(errno));
-    int cap = 0;
-    struct dirent *e;
-    pp_status s = PP_OK;
-    while ((e = readdir(d))) {
-        int k = pb_input_index(e->d_name);
-        if (k < 0) continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            int *nk = realloc(*ks, sizeof *nk * (size_t)cap);
-            if (!nk) {
-                s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-                break;
-            }
-            *ks = nk;
-        }
-        (*ks)[(*n)++] = k;
-    }
-    closedir(d);
-    if (*n) qsort(*ks, (size_t)*n, sizeof **ks, cmp_int);
+    pp_status s = list_dir(dir, is_pb_input, &names, n, err);
+    if (s == PP_OK && *n && !(*ks = malloc(sizeof **ks * (size_t)*n))) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; s == PP_OK && i < *n; i++) (*ks)[i] = pb_input_index(names[i]);
+    if (s == PP_OK && *n) qsort(*ks, (size_t)*n, sizeof **ks, cmp_int);
+    free_names(names, *n);
+    if (s != PP_OK) *n = 0;
     return s;
 }
 
@@ -194,14 +190,13 @@ static pp_status load_npy_layout(const pprt_plan *p, const char *dir, pprt_npy *
     }
     char **names = NULL;
     int n_files = 0;
-    pp_status s = list_npy(dir, &names, &n_files, err);
+    pp_status s = list_dir(dir, is_npy, &names, &n_files, err);
     if (s == PP_OK && p->n_inputs == 1 && p->batch > 0 && n_files > 1) {
         pprt_safe_name(p->inputs[0].name, safe, sizeof safe);
         snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
         if (!file_exists(path)) {
             s = load_per_sample(p, dir, names, n_files, &npys[0], &arrays[0], n, err);
-            for (int i = 0; i < n_files; i++) free(names[i]);
-            free(names);
+            free_names(names, n_files);
             return s;
         }
     }
@@ -223,8 +218,7 @@ static pp_status load_npy_layout(const pprt_plan *p, const char *dir, pprt_npy *
         if ((s = pprt_npy_read(path, &npys[i], err)) != PP_OK) break;
         s = check_input(p, i, path, &npys[i], &arrays[i], n, err);
     }
-    for (int i = 0; i < n_files; i++) free(names[i]);
-    free(names);
+    free_names(names, n_files);
     return s;
 }
 

@@ -3,7 +3,7 @@
  * stage's kernels from an incoming message into an outgoing one.
  *
  * Each backend (backend.h) has one: runtime/cpu/exec_ref.c (the reference
- * kernels), runtime/cpu/exec_dnnl.c (oneDNN). Drivers see only this table,
+ * kernels), runtime/dnnl/exec.c (oneDNN). Drivers see only this table,
  * through the registry. */
 #ifndef PPRT_EXEC_H
 #define PPRT_EXEC_H

@@ -20,11 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
 #include "microbatch.h"
+#include "nodes.h"
 #include "pprt.h"
 #include "stage_loop.h"
 
@@ -86,11 +86,6 @@ struct sched {
     bool failed;
 };
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Record the first failure and close every link, which wakes every waiter. */
 static void stop_all(sched *S, const pp_err *e) {
@@ -264,7 +259,7 @@ static void *stage_main(void *arg) {
     if (ns && S->o->warmup > 0 && (w->warm_s = malloc(pp_count(nn) * sizeof *w->warm_s)))
         memcpy(w->warm_s, ns, (size_t)nn * sizeof *ns);
     meet_wait(&S->ready);
-    w->t_go = now();
+    w->t_go = pprt_now_s();
     if (!is_failed(S)) stage_loop(w, S->o->warmup, S->o->warmup + S->m);
     return NULL;
 }
@@ -368,12 +363,12 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     meet_wait(&S.ready); /* every executor created (or failed) */
     size_t rss_loaded = pprt_rss_now();
     meet_wait(&S.ready); /* the warm-up is through */
-    double t0 = now();
+    double t0 = pprt_now_s();
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
     /* from the first stage thread let go (this thread may wake later) */
     for (int i = 0; i < started; i++)
         if (w[i].t_go > 0 && w[i].t_go < t0) t0 = w[i].t_go;
-    double wall = now() - t0;
+    double wall = pprt_now_s() - t0;
     pthread_cond_destroy(&S.ready.cv);
     pthread_mutex_destroy(&S.ready.mu);
     /* a --ref-weights plan's files changed under the run: that explains a

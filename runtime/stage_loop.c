@@ -1,14 +1,9 @@
 /* stage_loop.c: see stage_loop.h. */
 #include <string.h>
-#include <time.h>
 
+#include "nodes.h"
 #include "stage_loop.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* The timeline of micro-batch mb: stores only (pprt.h, PPRT_TRACE_T). */
 static void record(pprt_stage_run *r, int64_t mb, double ready, double start, double kernels, double end) {
@@ -33,13 +28,13 @@ pp_status pprt_stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, 
         double ready, start;
         if (r->in->fills) {
             PP_TRY(r->out->ops->acquire(r->out, &out, err));
-            ready = start = now();
+            ready = start = pprt_now_s();
             PP_TRY(r->in->ops->receive(r->in, &in, &tag, err));
         } else {
             PP_TRY(r->in->ops->receive(r->in, &in, &tag, err));
-            ready = now();
+            ready = pprt_now_s();
             PP_TRY(r->out->ops->acquire(r->out, &out, err));
-            start = now();
+            start = pprt_now_s();
         }
         if (tag != k) {
             *own = true;
@@ -47,10 +42,10 @@ pp_status pprt_stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, 
                            r->stage, (long long)(r->mb_offset + tag - (tag < r->warmup ? tag : r->warmup)),
                            (long long)(r->mb_offset + mb));
         }
-        const double kernels = r->in->fills ? now() : start;
+        const double kernels = r->in->fills ? pprt_now_s() : start;
         pp_err e = {0};
         const pp_status s = r->ex->run(r->x, in, out, &e);
-        const double end = now();
+        const double end = pprt_now_s();
         if (k >= r->warmup) r->busy += end - start;
         if (r->trace && s == PP_OK && k >= r->warmup) record(r, mb, ready, start, kernels, end);
         else if (r->prev_ns && s == PP_OK) memcpy(r->prev_ns, r->ex->node_seconds(r->x), sizeof(double) * (size_t)r->trace->n_nodes);

@@ -4,25 +4,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../backend.h"
 #include "../kernels.h"
+#include "../nodes.h"
 
 struct pprt_exec {
     const pprt_plan *p;
     const pprt_stage *st;
     unsigned char *arena;
     void **ptr; /* tensor id -> bytes, refreshed per message for RECV/SEND */
-    pprt_scratch scratch;
-    pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
-    double *node_s; /* time per node, summed over runs (pprt --profile) */
+    pprt_node_runner nodes; /* every node on ref_node, timed (pprt --profile) */
 };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+static pp_status ref_node(void *ctx, int ni, bool *ran, pp_err *err) {
+    pprt_exec *x = ctx;
+    pprt_node_ctx *c = &x->nodes.fb;
+    *ran = true;
+    return pprt_ref_node(x->p, x->st, &x->st->nodes[ni], x->ptr, c->tin, c->tout, &c->scratch, err);
 }
 
 static pp_status ref_create(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *cfg, pprt_exec **out,
@@ -34,15 +33,18 @@ static pp_status ref_create(const pprt_plan *p, const pprt_stage *st, const pprt
     x->p = p;
     x->st = st;
     x->ptr = calloc(pp_count(st->n_tensors), sizeof *x->ptr);
-    x->node_s = calloc(pp_count(st->n_nodes), sizeof *x->node_s);
     void *arena = NULL;
-    if (!x->ptr || !x->node_s || posix_memalign(&arena, 64, st->arena_bytes ? st->arena_bytes : 64) != 0) {
+    pp_err e = {0};
+    if (!x->ptr || pprt_node_runner_init(&x->nodes, p, st, x->ptr, &e) != PP_OK ||
+        posix_memalign(&arena, 64, st->arena_bytes ? st->arena_bytes : 64) != 0) {
+        pprt_node_runner_free(&x->nodes);
         free(x->ptr);
-        free(x->node_s);
         free(x);
         return PP_FAIL(err, PP_ENOMEM, "cannot allocate its %zu-byte arena", st->arena_bytes); /* the caller names the stage */
     }
     x->arena = arena;
+    x->nodes.own = ref_node;
+    x->nodes.ctx = x;
     for (int i = 0; i < st->n_tensors; i++) {
         const pprt_tdesc *t = &st->t[i];
         if (t->kind == PPRT_WEIGHT) x->ptr[i] = (void *)t->data;
@@ -87,26 +89,20 @@ static pp_status ref_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err
     for (int i = 0; i < st->in.n; i++) x->ptr[st->recv[i]] = (unsigned char *)in_msg + st->in.off[i];
     for (int i = 0; i < st->out.n; i++)
         if (st->out.t[i]->kind == PPRT_SEND) x->ptr[st->send[i]] = (unsigned char *)out_msg + st->out.off[i];
-    for (int ni = 0; ni < st->n_nodes; ni++) {
-        double t0 = now_s();
-        pp_status s = pprt_ref_node(x->p, st, &st->nodes[ni], x->ptr, x->tin, x->tout, &x->scratch, err);
-        x->node_s[ni] += now_s() - t0;
-        if (s != PP_OK) return s;
-    }
+    PP_TRY(pprt_run_nodes(&x->nodes, err));
     pprt_pass_through(st, in_msg, out_msg);
     return PP_OK;
 }
 
 static void ref_destroy(pprt_exec *x) {
     if (!x) return;
-    pprt_scratch_free(&x->scratch);
+    pprt_node_runner_free(&x->nodes);
     free(x->arena);
     free(x->ptr);
-    free(x->node_s);
     free(x);
 }
 
-static const double *ref_node_seconds(const pprt_exec *x) { return x->node_s; }
+static const double *ref_node_seconds(const pprt_exec *x) { return x->nodes.node_s; }
 
 static const pprt_exec_ops exec_ref = {"cpu-ref", ref_create, ref_run, ref_destroy, ref_node_seconds, NULL};
 

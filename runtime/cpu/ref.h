@@ -24,13 +24,16 @@ pp_status pprt_need_f32(const pprt_tensor *t, const char *what, pp_err *err);
 pp_status pprt_need_counts(const char *op, int n_in, int lo, int hi, int n_out, pp_err *err);
 pp_status pprt_need_shape(const pprt_tensor *t, const pp_shape *want, const char *what, pp_err *err);
 pp_status pprt_numel_of(const pprt_tensor *t, int64_t *n, pp_err *err);
-/* LayerNormalization and RMSNormalization: attributes 'axis' (default -1, normalized) and
- * 'epsilon' (default 1e-5); outer: the product of the dims before the axis, inner: from it. */
-pp_status pprt_norm_attrs(pp_attrs attrs, const pp_shape *xs, int *axis, float *eps, int64_t *outer,
-                          int64_t *inner, pp_err *err);
 /* out[0] = bytes of in[0] (same type and byte size). */
 pp_status pprt_copy_bytes(const char *op, const pprt_tensor *in, int n_in, pprt_tensor *out,
                           int n_out, pp_err *err);
+
+/* y[m * P + p] += b[m] for m < M, p < P: the bias of M channels over P
+ * positions each (Conv, ConvTranspose). */
+static inline void pprt_add_bias(float *restrict y, const float *restrict b, int64_t M, int64_t P) {
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t p = 0; p < P; p++) y[m * P + p] += b[m];
+}
 
 /* A kernel tensor as the pp_tinfo the shared parsers of ir/shape_nn.h take
  * (its data always present). */

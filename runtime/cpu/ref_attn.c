@@ -11,7 +11,7 @@
  * and keys past nonpad_kv_seqlen all count as -inf), softmax (a row masked
  * out entirely gives NaN, as the definition does), times V. */
 #include "ref.h"
-#include "../../ir/op_fns.h" /* pp_norm_axis */
+#include "../../ir/op_fns.h" /* pp_norm_rows */
 #include "../../ir/shape_attn.h"
 
 #include <math.h>
@@ -45,7 +45,7 @@ pp_status kern_RMSNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
     int axis;
     float eps;
     int64_t outer, inner;
-    PP_TRY(pprt_norm_attrs(attrs, xs, &axis, &eps, &outer, &inner, err));
+    PP_TRY(pp_norm_rows(attrs, xs, &axis, &eps, &outer, &inner, err));
     /* the scale expanded to the normalized dims */
     size_t nb;
     if (pp_mul_ovf((size_t)inner, sizeof(float), &nb))

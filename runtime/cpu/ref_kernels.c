@@ -20,6 +20,7 @@
  * fail with a pp_status instead of aborting. */
 #include "ref.h"
 #include "../../ir/geom.h"
+#include "../../ir/op_fns.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -413,12 +414,7 @@ pp_status kern_CONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
                     gemm(Mg, nl * OW, K, A, (mat){col, nl * OW, 1}, yg + l0 * OW, P, packs);
                 }
             }
-            if (bd)
-                for (int64_t m = 0; m < Mg; m++) {
-                    const float b = bd[gi * Mg + m];
-                    float *restrict y = yg + m * P;
-                    for (int64_t p = 0; p < P; p++) y[p] += b;
-                }
+            if (bd) pprt_add_bias(yg, bd + gi * Mg, Mg, P);
         }
     return PP_OK;
 }
@@ -618,12 +614,10 @@ pp_status kern_GEMM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
     if (Ct) PP_TRY(pprt_need_f32(Ct, "Gemm input C", err));
     if (in[0].shape.rank != 2 || in[1].shape.rank != 2)
         return PP_FAIL(err, PP_EINVAL, "Gemm kernel: A and B must be matrices");
-    int64_t ta, tb;
-    float alpha, beta;
-    PP_TRY(pp_attr_int(attrs, "transA", 0, &ta, err));
-    PP_TRY(pp_attr_int(attrs, "transB", 0, &tb, err));
-    PP_TRY(pp_attr_float(attrs, "alpha", 1.0f, &alpha, err));
-    PP_TRY(pp_attr_float(attrs, "beta", 1.0f, &beta, err));
+    pp_gemm g;
+    PP_TRY(pp_gemm_attrs(attrs, &g, err));
+    const int64_t ta = g.ta, tb = g.tb;
+    const float alpha = g.alpha, beta = g.beta;
     const int64_t *ad = in[0].shape.dim, *bd = in[1].shape.dim;
     const int64_t M = ta ? ad[1] : ad[0], K = ta ? ad[0] : ad[1];
     const int64_t N = tb ? bd[0] : bd[1], Kb = tb ? bd[1] : bd[0];

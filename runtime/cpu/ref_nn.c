@@ -151,12 +151,7 @@ pp_status kern_CONVTRANSPOSE(pp_attrs attrs, const pprt_tensor *in, int n_in, pp
                     }
                 }
             }
-            if (bd)
-                for (int64_t m = 0; m < Mg; m++) {
-                    const float b = bd[gi * Mg + m];
-                    float *restrict y = yg + m * P;
-                    for (int64_t p = 0; p < P; p++) y[p] += b;
-                }
+            if (bd) pprt_add_bias(yg, bd + gi * Mg, Mg, P);
         }
     return PP_OK;
 }
@@ -307,18 +302,6 @@ static void expand_tail(const pprt_tensor *t, const pp_shape *x, int axis, float
     }
 }
 
-pp_status pprt_norm_attrs(pp_attrs attrs, const pp_shape *xs, int *axis, float *eps, int64_t *outer,
-                          int64_t *inner, pp_err *err) {
-    int64_t axis64;
-    PP_TRY(pp_attr_int(attrs, "axis", -1, &axis64, err));
-    PP_TRY(pp_norm_axis(axis64, xs->rank, "attribute 'axis'", axis, err));
-    PP_TRY(pp_attr_float(attrs, "epsilon", 1e-5f, eps, err));
-    *outer = 1, *inner = 1;
-    for (int i = 0; i < *axis; i++) *outer *= xs->dim[i];
-    for (int i = *axis; i < xs->rank; i++) *inner *= xs->dim[i];
-    return PP_OK;
-}
-
 pp_status kern_LAYERNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                          int n_out, pprt_scratch *scratch, pp_err *err) {
     PP_TRY(check_outputs(PP_OP_LAYERNORM, attrs, in, n_in, out, n_out, err));
@@ -326,7 +309,7 @@ pp_status kern_LAYERNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
     int axis;
     float eps;
     int64_t outer, inner;
-    PP_TRY(pprt_norm_attrs(attrs, xs, &axis, &eps, &outer, &inner, err));
+    PP_TRY(pp_norm_rows(attrs, xs, &axis, &eps, &outer, &inner, err));
     const bool has_b = present(in, n_in, 2);
     size_t nb = 0;
     PP_TRY(nbytes(2 * inner, sizeof(float), &nb, "LayerNormalization", err));

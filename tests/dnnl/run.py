@@ -568,7 +568,7 @@ except RuntimeError as e:
     failures.append(f"slices: {e}")
 
 # mlp: matrix products with constant weights and few rows run as oneDNN 1x1
-# convolutions (ROWS_AS_PIXELS_MAX in exec_dnnl.c) where oneDNN has a JIT
+# convolutions (matmul_rows in runtime/dnnl/matmul.c) where oneDNN has a JIT
 # kernel for them (every x86 CPU with AVX2); the checks above compared them
 try:
     r = run([PPRT, os.path.join(work, "mlp_fused_1.plan"), os.path.join(work, "mlp_data"), "--backend", "dnnl", "-q",
@@ -578,6 +578,27 @@ try:
         failures.append(f"mlp: no MatMul ran as a 1x1 convolution:\n{r.stderr}")
 except RuntimeError as e:
     failures.append(f"mlp: {e}")
+
+# settings (runtime/dnnl/options.c): a malformed PPRT_DNNL_* value is bad
+# input, exit 2, the message naming the variable and the value; an empty one
+# is the default, and a documented non-default value runs and matches the
+# reference kernels (the others, LAYOUT FUSE INPLACE VIEWS RESIDUAL SILU, are
+# modes of check_plan above)
+for var, val in (("PPRT_DNNL_WINO_TILE", "3"), ("PPRT_DNNL_SMALL_US", "abc"), ("PPRT_DNNL_FUSE", "yes"),
+                 ("PPRT_DNNL_LAYOUT", "nhwc"), ("PPRT_DNNL_ROWS_MAX", "-1"), ("PPRT_DNNL_VERBOSE", "9")):
+    r = subprocess.run([PPRT, os.path.join(work, "mlp_fused_1.plan"), os.path.join(work, "mlp_data"), "--backend",
+                        "dnnl", "-q", "-o", os.path.join(work, "bad_setting")], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, var: val})
+    if r.returncode != 2 or f"{var}={val}" not in r.stderr:
+        failures.append(f"settings: {var}={val} gave exit {r.returncode} (expected 2 naming it): {r.stderr.strip()}")
+for var, val in (("PPRT_DNNL_WINO_TILE", ""), ("PPRT_DNNL_WINO_TILE", "2"), ("PPRT_DNNL_SMALL_US", "0.5"),
+                 ("PPRT_DNNL_RELU", "max"), ("PPRT_DNNL_ROWS_MAX", "0"), ("PPRT_DNNL_KEEP_SEND", "0")):
+    try:
+        run([PPRT, os.path.join(work, "mlp_fused_1.plan"), os.path.join(work, "mlp_data"), "--backend", "dnnl", "-q",
+             "-o", os.path.join(work, "good_setting")], env={var: val})
+        compare(f"settings: {var}={val}", os.path.join(work, "good_setting"), os.path.join(work, "mlp_fused_pp1_ref"))
+    except RuntimeError as e:
+        failures.append(f"settings: {var}={val}: {e}")
 
 # digits: -pp 1, 2, 3 at micro-batch 16 and 7, accuracy as recorded
 digits = os.path.join(SRC, "samples", "digits")

@@ -21,16 +21,7 @@
 #include "plan.pb-c.h"
 #include <xxhash.h>
 
-static int failures;
-#define CHECK(c, ...)                                                     \
-    do {                                                                  \
-        if (!(c)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #c); \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-            failures++;                                                   \
-        }                                                                 \
-    } while (0)
+#include "check.h"
 
 static void test_sizes(void) {
     pp_err e = {0};
@@ -1091,10 +1082,5 @@ int main(void) {
     test_fusion_chains();
     test_layout_and_compare();
     test_capped_split();
-    if (failures) {
-        fprintf(stderr, "test_core: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_core: all passed\n");
-    return 0;
+    return check_summary("test_core");
 }

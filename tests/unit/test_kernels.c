@@ -18,32 +18,11 @@
 #include "runtime/kernels.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- bookkeeping --------------------------------------------------------------- */
-
-static int n_checks, n_failures;
-static const char *cur_case = "";
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...) {
-    n_failures++;
-    printf("FAIL [%s]: ", cur_case);
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
-
-#define CHECK(cond, ...)                \
-    do {                                \
-        n_checks++;                     \
-        if (!(cond)) fail(__VA_ARGS__); \
-    } while (0)
+#include "check.h"
 
 static char *shape_s(const pp_shape *s) {
     static char bufs[4][128];
@@ -120,11 +99,11 @@ static bool run(pp_op op, pp_attrs at, const pprt_tensor *in, int n_in, const pp
     pp_err err = {0};
     pp_status st = pp_infer(op, at, ti, n_in, to, 1, &err);
     if (st != PP_OK) {
-        fail("pp_infer: %s: %s", pp_status_name(st), err.msg);
+        CHECK_FAIL("pp_infer: %s: %s", pp_status_name(st), err.msg);
         return false;
     }
     if (want && !pp_shape_eq(want, &to[0].shape)) {
-        fail("pp_infer gives shape %s, expected %s", shape_s(&to[0].shape), shape_s(want));
+        CHECK_FAIL("pp_infer gives shape %s, expected %s", shape_s(&to[0].shape), shape_s(want));
         return false;
     }
     size_t nb = (size_t)numel(&to[0].shape) * pp_dtype_size(to[0].dtype);
@@ -137,7 +116,7 @@ static bool run(pp_op op, pp_attrs at, const pprt_tensor *in, int n_in, const pp
         st = pprt_ref_kernels[op](at, in, n_in, &o[r], 1, r ? &fresh : &shared_scratch, &e);
         pprt_scratch_free(&fresh);
         if (st != PP_OK) {
-            fail("kernel (run %d): %s: %s", r + 1, pp_status_name(st), e.msg);
+            CHECK_FAIL("kernel (run %d): %s: %s", r + 1, pp_status_name(st), e.msg);
             free(o[0].data);
             if (r) free(o[1].data);
             return false;
@@ -160,12 +139,12 @@ static void expect_close(const float *got, const double *want, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         if (close_enough(got[i], want[i])) continue;
         if (bad < 5)
-            fail("element %lld: got %.9g, expected %.9g (diff %.3g)", (long long)i, got[i],
+            CHECK_FAIL("element %lld: got %.9g, expected %.9g (diff %.3g)", (long long)i, got[i],
                  want[i], fabs((double)got[i] - want[i]));
         bad++;
     }
-    n_checks++;
-    if (bad > 5) fail("... %lld of %lld elements differ", (long long)bad, (long long)n);
+    check_count++;
+    if (bad > 5) CHECK_FAIL("... %lld of %lld elements differ", (long long)bad, (long long)n);
 }
 
 /* ---- attribute builder ------------------------------------------------------------ */
@@ -298,7 +277,7 @@ static void naive_conv(const conv_case *cc, const lifted *L, const float *x, con
 }
 
 static void test_conv(const conv_case *cc) {
-    cur_case = cc->name;
+    check_case = cc->name;
     const win *w = &cc->w;
     pp_shape xs = {.rank = 2 + w->nsp, .dim = {cc->N, cc->C}};
     pp_shape ws = {.rank = 2 + w->nsp, .dim = {cc->M, cc->C / cc->group}};
@@ -448,7 +427,7 @@ typedef struct pool_case {
 } pool_case;
 
 static void test_maxpool(const pool_case *pc) {
-    cur_case = pc->name;
+    check_case = pc->name;
     const win *w = &pc->w;
     pp_shape xs = {.rank = 2 + w->nsp, .dim = {pc->N, pc->C}};
     for (int i = 0; i < w->nsp; i++) xs.dim[2 + i] = w->in[i];
@@ -510,7 +489,7 @@ static void test_maxpools(void) {
     /* NaN is skipped, before or after a number; a window of only NaN gives
      * NaN, one of only -inf gives -inf (docs/design-notes.md, "NaN and
      * infinities") */
-    cur_case = "maxpool NaN";
+    check_case = "maxpool NaN";
     float xv[8] = {1, NAN, 2, 3, -1, NAN, NAN, -INFINITY};
     pprt_tensor x = {PP_F32, SHAPE(1, 1, 8), xv};
     attrb ab = {0};
@@ -532,7 +511,7 @@ static void test_gemm_one(int64_t M, int64_t N, int64_t K, int ta, int tb, float
     char name[160];
     snprintf(name, sizeof name, "gemm M=%lld N=%lld K=%lld tA=%d tB=%d alpha=%g beta=%g C=%s",
              (long long)M, (long long)N, (long long)K, ta, tb, alpha, beta, cnames[cmode]);
-    cur_case = name;
+    check_case = name;
     pp_shape cs[] = {{0}, SHAPE(M, N), SHAPE(N), SHAPE(1, N), SHAPE(M, 1), SHAPE(1, 1), {0}};
     pprt_tensor in[3] = {tensor_f32(ta ? SHAPE(K, M) : SHAPE(M, K), FILL_GRID),
                          tensor_f32(tb ? SHAPE(N, K) : SHAPE(K, N), FILL_GRID), absent};
@@ -592,7 +571,7 @@ static void test_gemms(void) {
 static void test_add_one(pp_shape as, pp_shape bs) {
     char name[300];
     snprintf(name, sizeof name, "add %s + %s", shape_s(&as), shape_s(&bs));
-    cur_case = name;
+    check_case = name;
     /* broadcast shape, computed here */
     int r = as.rank > bs.rank ? as.rank : bs.rank;
     pp_shape os = {.rank = r};
@@ -658,7 +637,7 @@ static void test_adds(void) {
 static void test_batchnorm_one(pp_shape xs, bool set_eps, float eps) {
     char name[200];
     snprintf(name, sizeof name, "batchnorm %s eps=%s", shape_s(&xs), set_eps ? "set" : "default");
-    cur_case = name;
+    check_case = name;
     int64_t C = xs.dim[1];
     pprt_tensor in[5] = {tensor_f32(xs, FILL_UNIFORM), tensor_f32(SHAPE(C), FILL_UNIFORM),
                          tensor_f32(SHAPE(C), FILL_UNIFORM), tensor_f32(SHAPE(C), FILL_UNIFORM),
@@ -689,7 +668,7 @@ static void test_elementwise(void) {
     test_batchnorm_one(SHAPE(2, 4, 5, 6), false, 0);
     test_batchnorm_one(SHAPE(1, 3, 2, 3, 4), true, 0.5f);
 
-    cur_case = "relu";
+    check_case = "relu";
     pprt_tensor x = tensor_f32(SHAPE(3, 4, 5, 7), FILL_UNIFORM), out;
     ((float *)x.data)[3] = -0.0f;
     ((float *)x.data)[4] = NAN;
@@ -711,7 +690,7 @@ static void test_elementwise(void) {
     for (size_t t = 0; t < sizeof gaps / sizeof gaps[0]; t++) {
         char name[100];
         snprintf(name, sizeof name, "globalaveragepool %s", shape_s(&gaps[t]));
-        cur_case = name;
+        check_case = name;
         x = tensor_f32(gaps[t], FILL_UNIFORM);
         pp_shape want = gaps[t];
         int64_t S = 1;
@@ -733,14 +712,14 @@ static void test_elementwise(void) {
     }
 
     /* Identity and Flatten copy bytes of any dtype */
-    cur_case = "identity i64";
+    check_case = "identity i64";
     int64_t iv[6] = {1, -2, 3, INT64_MAX, INT64_MIN, 0};
     pprt_tensor xi = {PP_I64, SHAPE(2, 3), iv};
     if (run(PP_OP_IDENTITY, (pp_attrs){0}, &xi, 1, &xi.shape, &out)) {
         CHECK(out.dtype == PP_I64 && memcmp(out.data, iv, sizeof iv) == 0, "bytes differ");
         free(out.data);
     }
-    cur_case = "identity f32";
+    check_case = "identity f32";
     x = tensor_f32(SHAPE(4, 5, 6), FILL_UNIFORM);
     if (run(PP_OP_IDENTITY, (pp_attrs){0}, &x, 1, &x.shape, &out)) {
         CHECK(memcmp(out.data, x.data, 4 * 5 * 6 * sizeof(float)) == 0, "bytes differ");
@@ -755,7 +734,7 @@ static void test_elementwise(void) {
     for (size_t t = 0; t < sizeof fl / sizeof fl[0]; t++) {
         char name[64];
         snprintf(name, sizeof name, "flatten axis %lld", (long long)fl[t].axis);
-        cur_case = name;
+        check_case = name;
         attrb ab = {0};
         if (fl[t].axis != 1) ab_int(&ab, "axis", fl[t].axis);
         if (run(PP_OP_FLATTEN, ab_get(&ab), &x, 1, &fl[t].want, &out)) {
@@ -764,7 +743,7 @@ static void test_elementwise(void) {
         }
     }
     free(x.data);
-    cur_case = "flatten u8";
+    check_case = "flatten u8";
     uint8_t bv[12] = {0, 1, 2, 3, 4, 5, 250, 251, 252, 253, 254, 255};
     pprt_tensor xb = {PP_U8, SHAPE(2, 2, 3), bv};
     if (run(PP_OP_FLATTEN, (pp_attrs){0}, &xb, 1, &SHAPE(2, 6), &out)) {
@@ -776,11 +755,11 @@ static void test_elementwise(void) {
 /* ---- errors, scratch, the table --------------------------------------------------------------- */
 
 static void test_errors(void) {
-    cur_case = "kernel table";
+    check_case = "kernel table";
     for (int i = 0; i < PP_OP_COUNT; i++)
         CHECK(pprt_ref_kernels[i] != NULL, "no kernel for op %d (%s)", i, pp_op_table[i].name);
 
-    cur_case = "scratch";
+    check_case = "scratch";
     pprt_scratch s = {0};
     void *p = pprt_scratch_get(&s, 100);
     CHECK(p && ((uintptr_t)p % 64) == 0 && s.cap >= 100, "first get: %p cap %zu", p, s.cap);
@@ -801,33 +780,33 @@ static void test_errors(void) {
     pprt_tensor o = tensor_f32(SHAPE(1, 3, 3, 3), FILL_UNIFORM); /* should be [1,3,2,2] */
     pprt_tensor in[2] = {x, w};
 
-    cur_case = "conv with a wrong output shape";
+    check_case = "conv with a wrong output shape";
     pp_status st = pprt_ref_kernels[PP_OP_CONV]((pp_attrs){0}, in, 2, &o, 1, &shared_scratch, &err);
     CHECK(st == PP_EINVAL && err.code == PP_EINVAL && err.msg[0], "got %s (%s)",
           pp_status_name(st), err.msg);
 
-    cur_case = "relu on i32";
+    check_case = "relu on i32";
     err = (pp_err){0};
     int32_t iv[4] = {1, 2, 3, 4}, ov[4];
     pprt_tensor xi = {PP_I32, SHAPE(4), iv}, oi = {PP_I32, SHAPE(4), ov};
     st = pprt_ref_kernels[PP_OP_RELU]((pp_attrs){0}, &xi, 1, &oi, 1, &shared_scratch, &err);
     CHECK(st == PP_EUNSUP && err.code == PP_EUNSUP, "got %s (%s)", pp_status_name(st), err.msg);
 
-    cur_case = "add with a non-broadcast output shape";
+    check_case = "add with a non-broadcast output shape";
     err = (pp_err){0};
     pprt_tensor a2[2] = {tensor_f32(SHAPE(2, 3), FILL_UNIFORM), tensor_f32(SHAPE(3), FILL_UNIFORM)};
     pprt_tensor o2 = tensor_f32(SHAPE(2, 4), FILL_UNIFORM);
     st = pprt_ref_kernels[PP_OP_ADD]((pp_attrs){0}, a2, 2, &o2, 1, &shared_scratch, &err);
     CHECK(st == PP_EINVAL, "got %s (%s)", pp_status_name(st), err.msg);
 
-    cur_case = "gemm with two outputs";
+    check_case = "gemm with two outputs";
     err = (pp_err){0};
     pprt_tensor o3[2] = {tensor_f32(SHAPE(2, 3), FILL_UNIFORM), tensor_f32(SHAPE(2, 3), FILL_UNIFORM)};
     pprt_tensor g2[2] = {tensor_f32(SHAPE(2, 3), FILL_UNIFORM), tensor_f32(SHAPE(3, 3), FILL_UNIFORM)};
     st = pprt_ref_kernels[PP_OP_GEMM]((pp_attrs){0}, g2, 2, o3, 2, &shared_scratch, &err);
     CHECK(st != PP_OK && err.code != PP_OK, "got %s", pp_status_name(st));
 
-    cur_case = "maxpool without kernel_shape";
+    check_case = "maxpool without kernel_shape";
     err = (pp_err){0};
     st = pprt_ref_kernels[PP_OP_MAXPOOL]((pp_attrs){0}, &x, 1, &o, 1, &shared_scratch, &err);
     CHECK(st == PP_EINVAL, "got %s (%s)", pp_status_name(st), err.msg);
@@ -844,10 +823,5 @@ int main(void) {
     test_adds();
     test_elementwise();
     pprt_scratch_free(&shared_scratch);
-    if (n_failures) {
-        printf("test_kernels: FAILED (%d failure reports, %d checks)\n", n_failures, n_checks);
-        return 1;
-    }
-    printf("test_kernels: all %d checks passed\n", n_checks);
-    return 0;
+    return check_summary("test_kernels");
 }

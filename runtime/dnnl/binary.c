@@ -1,0 +1,126 @@
+/* binary.c: Add Sub Mul Div Sum (two inputs) on oneDNN's binary, the second
+ * operand broadcast (the first too where the op commutes). Not Max and Min:
+ * oneDNN's give the other operand for a NaN in the first. */
+#include "dnnl_exec.h"
+
+/* Shape s right-aligned to rank r (leading 1s). */
+void dn_align_dims(const pp_shape *s, int r, int64_t *d) {
+    for (int i = 0; i < r; i++) {
+        int k = i - (r - s->rank);
+        d[i] = k >= 0 ? s->dim[k] : 1;
+    }
+}
+
+/* The format tag of a plain, channels-last or channel-blocked descriptor; undef for others. */
+static dnnl_format_tag_t tag_of(const dnnl_memory_desc_t *md) {
+    static const dnnl_format_tag_t t3[] = {dnnl_acb, dnnl_aBc16b, dnnl_aBc8b, dnnl_aBc4b, dnnl_abc},
+                                   t4[] = {dnnl_acdb, dnnl_aBcd16b, dnnl_aBcd8b, dnnl_aBcd4b, dnnl_abcd},
+                                   t5[] = {dnnl_acdeb, dnnl_aBcde16b, dnnl_aBcde8b, dnnl_aBcde4b, dnnl_abcde};
+    const dnnl_format_tag_t *c = md->ndims == 3 ? t3 : md->ndims == 4 ? t4 : md->ndims == 5 ? t5 : NULL;
+    for (int i = 0; c && i < 5; i++) {
+        dnnl_memory_desc_t t;
+        if (dnnl_memory_desc_init_by_tag(&t, md->ndims, md->dims, md->data_type, c[i]) == dnnl_success &&
+            dnnl_memory_desc_equal(&t, md))
+            return c[i];
+    }
+    return dnnl_format_tag_undef;
+}
+
+bool dn_binary_alg(pp_op op, dnnl_alg_kind_t *alg, bool *commutes) {
+    *commutes = true;
+    switch (op) {
+    case PP_OP_ADD: case PP_OP_SUM: *alg = dnnl_binary_add; return true;
+    case PP_OP_MUL: *alg = dnnl_binary_mul; return true;
+    /* not Max and Min: oneDNN's give the other operand for a NaN in the first */
+    case PP_OP_SUB: *alg = dnnl_binary_sub, *commutes = false; return true;
+    case PP_OP_DIV: *alg = dnnl_binary_div, *commutes = false; return true;
+    default: return false;
+    }
+}
+
+static bool full_operand(const pprt_exec *x, const pprt_node *n, int k) {
+    return pp_shape_eq(&T(x, n->in[k])->shape, &T(x, n->out[0])->shape);
+}
+
+static pp_status build_binary(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    if (n->n_in != 2) return unsup(err, "not two inputs");
+    PP_TRY(dn_need_f32_nonempty(x, n, err));
+    dnnl_alg_kind_t alg;
+    bool commutes;
+    if (!dn_binary_alg(n->op, &alg, &commutes)) return unsup(err, "op");
+    int i0 = n->in[0], i1 = n->in[1];
+    const int yi = n->out[0];
+    const pp_shape *ys = &T(x, yi)->shape;
+    /* oneDNN broadcasts the second source only */
+    if (!full_operand(x, n, 0)) {
+        if (!commutes || !full_operand(x, n, 1)) return unsup(err, "first operand broadcast");
+        int t = i0;
+        i0 = i1, i1 = t;
+    }
+    const int r = ys->rank > 0 ? ys->rank : 1;
+    int64_t d1[PP_MAX_DIMS], dy[PP_MAX_DIMS];
+    pp_shape ys1 = *ys;
+    if (ys1.rank == 0) ys1.rank = 1, ys1.dim[0] = 1;
+    dn_align_dims(&ys1, r, dy);
+    pp_shape s1 = T(x, i1)->shape;
+    dn_align_dims(&s1, r, d1);
+    for (int i = 0; i < r; i++)
+        if (d1[i] != dy[i] && d1[i] != 1) return unsup(err, "broadcast");
+    /* m0: the full operand as stored; c1: the other as stored (dims aligned
+     * to the output's rank); m1: the other as the primitive reads it: in m0's
+     * format where either is blocked (oneDNN's fast binary kernels want one
+     * format; mixed, as where a plain tensor received at a cut meets a
+     * blocked one, it runs ref:any, hundreds of times slower), else as stored */
+    dnnl_memory_desc_t m0, c1, m1, dst;
+    PP_TRY(dn_tensor_layout(x, i0, &m0, err));
+    if (x->blocked[i1]) {
+        if (T(x, i1)->shape.rank != r) return unsup(err, "blocked operand of another rank");
+        c1 = x->lay[i1];
+    } else {
+        PP_TRY(dn_plain_md(d1, r, &c1, err));
+    }
+    m1 = c1;
+    if (pp_shape_eq(&T(x, i1)->shape, ys) && (x->blocked[i0] || x->blocked[i1])) {
+        m1 = m0;
+    } else if (x->blocked[i0] || x->blocked[i1]) {
+        dnnl_format_tag_t tag = tag_of(&m0);
+        dnnl_dims_t dd;
+        for (int i = 0; i < r; i++) dd[i] = d1[i];
+        if (tag == dnnl_format_tag_undef) return unsup(err, "layout of the full operand");
+        DN(dnnl_memory_desc_init_by_tag(&m1, r, dd, c1.data_type, tag), "memory descriptor");
+    }
+    dst = m0; /* the output takes the first source's layout */
+    if (ys->rank == 0) { /* scalars: one-element vectors */
+        PP_TRY(dn_plain_md(dy, 1, &m0, err));
+        c1 = m1 = dst = m0;
+    }
+    dnnl_binary_desc_t d;
+    DN(dnnl_binary_desc_init(&d, alg, &m0, &m1, &dst), "binary");
+    dnnl_primitive_desc_t pd;
+    PP_TRY(dn_plain_pd(x, &d, "binary", &pd, err));
+    pp_status rs;
+    dnnl_memory_t a0, a1, dm;
+    post out;
+    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    /* oneDNN 2.6.3's binary, in place over a blocked layout with padded
+     * channels (C not a multiple of the block) and a broadcast second
+     * source, leaves the destination as it was (found by tests/difftest):
+     * such a node writes a buffer of its own */
+    bool padded = false;
+    for (int i = 0; i < m0.ndims; i++) padded |= m0.padded_dims[i] != m0.dims[i];
+    const bool bcast = !pp_shape_eq(&T(x, i1)->shape, ys);
+    rs = i0 == i1 || ys->rank == 0 || (padded && bcast) ? PP_OK : dn_write_in_place(x, n, i0, &m0, yi, dst_md, err);
+    if (rs != PP_OK || (rs = dn_bind_output(x, yi, dst_md, &dm, &out, err)) != PP_OK ||
+        (rs = dn_tensor_mem(x, i0, &m0, &a0, err)) != PP_OK ||
+        (rs = is_weight(x, i1) ? dn_weight_mem(x, i1, &c1, &m1, &a1, err)
+                               : dn_bind_view(x, i1, &c1, &m1, SLOT_SRC, &a1, err)) != PP_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return rs;
+    }
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC_0, a0}, {DNNL_ARG_SRC_1, a1}, {DNNL_ARG_DST, dm}};
+    PP_TRY(dn_push_pd(x, pd, STEP_MAIN, args, 3, err));
+    return dn_push_post(x, &out, err);
+}
+
+/* both inputs in any layout, when there are two */
+const dn_family dn_binary = {.build = build_binary, .any_in = 1u << 0 | 1u << 1, .n_in = 2};

@@ -1,0 +1,264 @@
+/* conv.c: Conv and pp.FusedConv on oneDNN's convolution (1-3 spatial dims,
+ * groups, dilations): bias; the residual Z by a sum post-op (or a binary
+ * add, PPRT_DNNL_RESIDUAL=binary); relu / clip; the nodes after it as
+ * post-ops (postops.c).
+ *
+ * Winograd. An f32 2-D 3x3 stride-1 convolution without groups or dilation
+ * uses oneDNN's Winograd kernel where it has one (F(2x2,3x3) or F(4x4,3x3),
+ * AVX-512; in a channel-blocked layout, so with a reorder in and out): on
+ * ResNet-50's shapes 1.2-1.8x faster than the direct kernel, within the same
+ * tolerances (PPRT_DNNL_WINO=0: direct only). Where oneDNN has none (AVX2)
+ * and the node absorbs nothing, our own kernel runs it (wino.h: nChw8c in
+ * and out, F(4x4,3x3) or F(2x2,3x3) per node; PPRT_DNNL_WINO_TILE=2 or 4
+ * forces one), 2-3x faster than oneDNN's direct AVX2 kernel. The choice
+ * depends on the node alone, so outputs stay bit-identical whatever the
+ * split and thread count.
+ *
+ * PPRT_DNNL_FOLLOW=1 (off by default) lets a convolution read a source stored
+ * in another layout as it is, where a non-reference kernel takes it: fewer
+ * reorders (2-4% on ResNet-50), but the kernel then depends on the producer's
+ * layout, so on where the stages are cut, and -pp N outputs are no longer
+ * bit-identical to -pp 1's. */
+#include <math.h>
+#include <string.h>
+
+#include "../../ir/geom.h"
+#include "dnnl_exec.h"
+
+/* A convolution primitive descriptor: algorithm alg reading src, over the
+ * weights, bias (NULL: none) and destination descriptors and g's geometry. */
+static dnnl_status_t conv_pd(dnnl_primitive_desc_t *pd, dnnl_alg_kind_t alg, const dnnl_memory_desc_t *src,
+                             const dnnl_memory_desc_t *w, const dnnl_memory_desc_t *b, const dnnl_memory_desc_t *dst,
+                             const pp_geom *g, const_dnnl_primitive_attr_t attr, dnnl_engine_t eng) {
+    dnnl_dims_t strides, dil, pl, pr;
+    for (int i = 0; i < g->nsp; i++) {
+        strides[i] = g->stride[i];
+        dil[i] = g->dil[i] - 1;
+        pl[i] = g->pad0[i];
+        pr[i] = g->pad1[i];
+    }
+    dnnl_convolution_desc_t cd;
+    dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, alg, src, w, b, dst,
+                                                                 strides, dil, pl, pr);
+    *pd = NULL;
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &cd, attr, eng, NULL);
+    if (s != dnnl_success) *pd = NULL;
+    return s;
+}
+
+/* nChw8c (oneDNN's aBcd8b) over 4-D dims: what oneDNN's AVX2 kernels keep
+ * between nodes, and what our Winograd kernel reads and writes. */
+static pp_status blk8_md(const int64_t *dims, dnnl_memory_desc_t *md, pp_err *err) {
+    dnnl_dims_t d = {dims[0], dims[1], dims[2], dims[3]};
+    DN(dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, dnnl_aBcd8b), "memory descriptor");
+    return PP_OK;
+}
+
+/* Node n (a 3x3 stride-1 2-D convolution, f32, no groups or dilation, with
+ * constant weights and bias, absorbing no other node) as a step of our own
+ * Winograd kernel (wino.h) over nChw8c source and destination, for a CPU
+ * where oneDNN has no Winograd kernel. Z (or -1) is the residual, read as it
+ * is when stored as nChw8c, else reordered into a shared buffer first (as
+ * the source is); the output never takes over Z's bytes. */
+static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int wi, int bi, int zi, int yi,
+                            float lo, float hi, pp_err *err) {
+    dnnl_memory_desc_t xmd, ymd, scmd;
+    PP_TRY(blk8_md(T(x, xi)->shape.dim, &xmd, err));
+    PP_TRY(blk8_md(T(x, yi)->shape.dim, &ymd, err));
+    pprt_wino *wn;
+    PP_TRY(pprt_wino_create(sh, x->ptr[wi], bi >= 0 ? x->ptr[bi] : NULL, x->stage_threads, &wn, err));
+    const dnnl_dims_t scb = {(dnnl_dim_t)pprt_wino_scratch_bytes(wn)};
+    dnnl_memory_t sm, dm, scm, zm = NULL;
+    post out;
+    pp_status r;
+    dnnl_status_t ds = dnnl_memory_desc_init_by_tag(&scmd, 1, scb, dnnl_u8, dnnl_a);
+    if (ds != dnnl_success) r = dn_fail(err, "memory descriptor", ds);
+    else if ((r = dn_bind_input(x, xi, &xmd, SLOT_SRC, &sm, err)) == PP_OK &&
+             (r = dn_bind_output(x, yi, &ymd, &dm, &out, err)) == PP_OK &&
+             (r = dn_slot_mem(x, &scmd, SLOT_SCRATCH, &scm, err)) == PP_OK && zi >= 0)
+        r = dn_bind_input(x, zi, &ymd, SLOT_WEI, &zm, err); /* SLOT_WEI: the weights here are constant */
+    if (r == PP_OK) {
+        step s = {.kind = STEP_MAIN, .wino = wn, .lo = lo, .hi = hi, .nargs = 3};
+        s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+        s.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+        s.args[2] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scm};
+        if (zm) s.args[s.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_1, zm};
+        r = dn_push_own(x, s, err);
+    }
+    if (r != PP_OK) {
+        pprt_wino_free(wn);
+        return r;
+    }
+    x->weight_bytes += pprt_wino_weight_bytes(wn);
+    x->owned_bytes += pprt_wino_weight_bytes(wn);
+    return dn_push_post(x, &out, err);
+}
+
+static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    pp_attrs a = attrs_of(x, n);
+    PP_TRY(dn_need_f32_nonempty(x, n, err));
+    const int xi = n->in[0], wi = n->in[1], yi = final_out(x, n);
+    const int bi = has_in(n, 2) ? n->in[2] : -1, zi = has_in(n, 3) ? n->in[3] : -1;
+    const pp_shape *xs = &T(x, xi)->shape, *ws = &T(x, wi)->shape, *ys = &T(x, yi)->shape;
+    const int nd = xs->rank;
+    if (nd < 3 || nd > 5 || ws->rank != nd) return unsup(err, "rank");
+    /* the residual: added by a binary post-op reading Z, or copied into the
+     * destination for a sum post-op */
+    const bool zsum = zi >= 0 && x->o.residual_sum;
+    dnnl_memory_desc_t z_md;
+    /* bf16: sources and weights in bf16; the output too where it stays
+     * between oneDNN nodes (else f32, as the reference kernels read it) */
+    const dnnl_data_type_t cdt = x->bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_t dst_any;
+    PP_TRY(dn_any_md(ys->dim, nd, x->flex[yi] ? cdt : dnnl_f32, &dst_any, err));
+
+    if (zi >= 0 && !zsum) PP_TRY(dn_operand_md(x, zi, ys, &dst_any, &z_md, err));
+    int64_t group;
+    PP_TRY(pp_attr_int(a, "group", 1, &group, err));
+    const int64_t C = xs->dim[1], OC = ws->dim[0];
+    if (group < 1 || C % group || OC % group || ws->dim[1] * group != C) return unsup(err, "group");
+    pp_geom g;
+    PP_TRY(pp_geom_make(a, xs, &ws->dim[2], false, &g, err));
+    for (int i = 0; i < g.nsp; i++)
+        if (g.out[i] != ys->dim[2 + i]) return unsup(err, "geometry");
+    if (zi >= 0 && !pp_shape_eq(&T(x, zi)->shape, ys)) return unsup(err, "residual shape");
+    const char *act = "";
+    float lo = -INFINITY, hi = INFINITY;
+    if (n->op == PP_OP_FUSEDCONV) {
+        PP_TRY(pp_attr_string(a, "activation", "", &act, err));
+        PP_TRY(pp_attr_float(a, "clip_min", -INFINITY, &lo, err));
+        PP_TRY(pp_attr_float(a, "clip_max", INFINITY, &hi, err));
+        if (strcmp(act, "") && strcmp(act, "Relu") && strcmp(act, "Clip")) return unsup(err, "activation");
+        if (!strcmp(act, "Clip") && !(lo <= hi)) return unsup(err, "clip bounds");
+    }
+
+    dnnl_memory_desc_t src_any, w_any, w_plain, b_md;
+    int64_t wd[6];
+    int wn = 0;
+    if (group > 1) wd[wn++] = group;
+    wd[wn++] = OC / group;
+    wd[wn++] = ws->dim[1];
+    for (int i = 2; i < nd; i++) wd[wn++] = ws->dim[i];
+    PP_TRY(dn_any_md(xs->dim, nd, cdt, &src_any, err));
+    PP_TRY(dn_any_md(wd, wn, cdt, &w_any, err));
+    PP_TRY(dn_plain_md(wd, wn, &w_plain, err));
+    PP_TRY(dn_plain_md(&OC, 1, &b_md, err));
+    const dnnl_memory_desc_t *bias = bi >= 0 ? &b_md : NULL;
+    const bool wino_shape = x->o.wino && !x->bf16 && nd == 4 && group == 1 && ws->dim[2] == 3 && ws->dim[3] == 3 &&
+                            g.stride[0] == 1 && g.stride[1] == 1 && g.dil[0] == 1 && g.dil[1] == 1;
+    /* our own Winograd kernel where oneDNN has none (below AVX-512), for a
+     * node absorbing nothing, with constant weights and bias. The choice
+     * depends on the node alone (never on its neighbours' layouts), so
+     * outputs do not depend on where the stages are cut. */
+    const pprt_wino_shape wsh = {xs->dim[0], C, OC, xs->dim[2], xs->dim[3], ys->dim[2], ys->dim[3],
+                                 g.pad0[0],  g.pad0[1], x->o.wino_tile};
+    if (wino_shape && x->n_fused == 0 && is_weight(x, wi) && (bi < 0 || is_weight(x, bi)) && pprt_wino_cpu() &&
+        pprt_wino_fits(&wsh)) {
+        dnnl_primitive_desc_t theirs = NULL;
+        conv_pd(&theirs, dnnl_convolution_winograd, &src_any, &w_any, bias, &dst_any, &g, NULL, x->eng);
+        if (theirs) dnnl_primitive_desc_destroy(theirs);
+        else return build_wino(x, &wsh, xi, wi, bi, zi, yi, !strcmp(act, "Relu") ? 0.0f : lo, hi, err);
+    }
+    /* Relu: oneDNN's relu gives 0 for NaN, so a pass of ours clamps after
+     * the primitive (nanfix.h); only when nodes after it are absorbed too,
+     * the NaN-keeping post-ops of dn_append_relu (slower: an exp per element,
+     * which its Winograd kernels do not take). Clip: oneDNN's gives a bound
+     * for NaN, so always such a pass, and nothing absorbed after it. */
+    const bool relu = !strcmp(act, "Relu"), relu_pass = relu && !x->n_fused && !x->o.relu_max;
+    dnnl_primitive_attr_t attr;
+    PP_TRY(dn_new_attr(&attr, err));
+    dnnl_post_ops_t po = NULL;
+    dnnl_exec_arg_t args[MAX_ARGS];
+    int na = 0, idx = 0;
+    dnnl_memory_t zm;
+    pp_status r = PP_OK;
+    dnnl_status_t s = dnnl_post_ops_create(&po);
+    if (s == dnnl_success && zsum) s = dnnl_post_ops_append_sum(po, 1.0f), idx++;
+    if (s == dnnl_success && zi >= 0 && !zsum) {
+        s = dnnl_post_ops_append_binary(po, dnnl_binary_add, &z_md), idx++;
+        if (s == dnnl_success && (r = dn_tensor_mem(x, zi, &z_md, &zm, err)) == PP_OK)
+            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, zm};
+    }
+    if (s == dnnl_success && relu && !relu_pass) s = dn_append_relu(x, po, &idx);
+    const bool clamp = !strcmp(act, "Clip") || relu_pass;
+    if (relu_pass) lo = 0, hi = INFINITY;
+    if (clamp && (x->n_fused || lo > 0 || hi < 0)) r = unsup(err, "Clip with post-ops or a bound beyond 0");
+    if (s == dnnl_success && r == PP_OK) r = dn_append_fused(x, po, idx, &dst_any, NULL, args, &na, err);
+    if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_attr_set_post_ops(attr, po);
+    dnnl_primitive_desc_t pd = NULL;
+    if (s == dnnl_success && r == PP_OK && wino_shape) /* none where oneDNN has no such kernel: direct below */
+        conv_pd(&pd, dnnl_convolution_winograd, &src_any, &w_any, bias, &dst_any, &g, attr, x->eng);
+    const bool wino = pd != NULL;
+    if (s == dnnl_success && r == PP_OK && !pd)
+        s = conv_pd(&pd, dnnl_convolution_direct, &src_any, &w_any, bias, &dst_any, &g, attr, x->eng);
+    if (s == dnnl_success && r == PP_OK && x->o.follow && !wino && x->blocked[xi]) {
+        /* a source already in a blocked layout: take it as it is when a
+         * non-reference kernel reads that layout (saves a reorder) */
+        const dnnl_memory_desc_t *cur = &x->lay[xi];
+        dnnl_primitive_desc_t fpd = NULL;
+        const char *impl = "ref";
+        if (cur->data_type == cdt &&
+            !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), cur) &&
+            conv_pd(&fpd, dnnl_convolution_direct, cur, &w_any, bias, &dst_any, &g, attr, x->eng) == dnnl_success &&
+            dnnl_primitive_desc_query(fpd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+            strncmp(impl, "ref", 3) && strncmp(impl, "gemm", 4)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = fpd;
+        } else if (fpd)
+            dnnl_primitive_desc_destroy(fpd);
+    }
+    if (po) dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    PP_TRY(r);
+    DN(s, "convolution");
+    if (!dn_whole_operands_fit(x, pd)) {
+        dnnl_primitive_desc_destroy(pd);
+        return unsup(err, "a binary post-op operand in another layout than the output");
+    }
+
+    dnnl_memory_t sm, wm, bm = NULL, dm;
+    post out;
+    const dnnl_memory_desc_t *src_md = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    /* the sum in place: when this node is Z's last reader and Z is stored as
+     * the primitive writes its output (an arena activation both), the output
+     * takes over Z's bytes and Z is not copied */
+    bool in_place = false;
+    if (zsum && zi != xi && zi != wi && zi != bi) {
+        dnnl_memory_desc_t zl;
+        if ((r = dn_tensor_layout(x, zi, &zl, err)) != PP_OK ||
+            (r = dn_write_in_place(x, n, zi, &zl, yi, dst_md, err)) != PP_OK)
+            goto fail;
+        in_place = x->alias[yi] == zi;
+    }
+    /* a constant W is reordered once; a computed one every run */
+    if (is_weight(x, wi)) r = dn_weight_mem(x, wi, &w_plain, w_md, &wm, err);
+    else if (x->blocked[wi]) r = PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, wi)->name);
+    else r = dn_bind_view(x, wi, &w_plain, w_md, SLOT_WEI, &wm, err);
+    if (r != PP_OK) goto fail;
+    if (bi >= 0 && (r = dn_plain_view(x, bi, &b_md, &bm, err)) != PP_OK) goto fail;
+    if ((r = dn_bind_output(x, yi, dst_md, &dm, &out, err)) != PP_OK) goto fail;
+    if ((r = dn_bind_input(x, xi, src_md, SLOT_SRC, &sm, err)) != PP_OK) goto fail;
+    if (zsum && !in_place) {
+        /* the sum post-op accumulates into the destination: copy Z there first */
+        dnnl_memory_desc_t zl;
+        if ((r = dn_tensor_layout(x, zi, &zl, err)) != PP_OK || (r = dn_tensor_mem(x, zi, &zl, &zm, err)) != PP_OK ||
+            (r = dn_push_reorder(x, zm, dm, STEP_COPY, err)) != PP_OK)
+            goto fail;
+    }
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, wm};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+    if (bi >= 0) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bm};
+    const pprt_nanfix f = clamp ? dn_clamp_fix(dst_md, lo, hi) : (pprt_nanfix){0}; /* dst_md dies with pd */
+    if ((r = dn_push_pd(x, pd, STEP_MAIN, args, na, err)) != PP_OK) return r;
+    if (clamp) PP_TRY(dn_push_fix(x, &f, dm, dm, err));
+    return dn_push_post(x, &out, err);
+fail:
+    dnnl_primitive_desc_destroy(pd);
+    return r;
+}
+
+/* input 0 (the source) and 3 (the residual) in any layout */
+const dn_family dn_conv = {.build = build_conv, .any_in = 1u << 0 | 1u << 3};

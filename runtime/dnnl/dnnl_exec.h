@@ -1,0 +1,344 @@
+/* dnnl_exec.h: internal to runtime/dnnl/, the oneDNN executor's pieces.
+ *
+ *   exec.c      the executor: create (build every node, restart on a
+ *               declined layout), run, destroy; the op table; the backend
+ *   steps.c     the step list and the memories steps read and write:
+ *               descriptors, tensors seen through them, shared buffers,
+ *               reorders, weights reordered once, steps of pprt's own kernels
+ *   postops.c   the nodes a primitive absorbs as post-ops
+ *   arena.c     the activations' arena, by lifetime in each tensor's layout
+ *   report.c    the counts (pprt --stats-json) and PPRT_DNNL_VERBOSE
+ *   conv.c matmul.c pool.c norm.c softmax.c eltwise.c binary.c views.c
+ *               one family of ops each: its build function and table row
+ *   families.def  which family builds each op
+ *
+ * A family's build function turns node n into steps (dn_push_pd and kin)
+ * or declines it (PP_EUNSUP: the node runs on the reference kernels). */
+#ifndef PPRT_DNNL_EXEC_H
+#define PPRT_DNNL_EXEC_H
+
+#include <dnnl.h>
+
+#include "../backend.h"
+#include "../kernels.h"
+#include "../nodes.h"
+#include "../cpu/nanfix.h"
+#include "../cpu/wino.h"
+
+#define MAX_ARGS 10
+
+/* The settings from PPRT_DNNL_* environment variables (options.c lists
+ * them with their defaults and meanings). */
+typedef struct pprt_dnnl_opts {
+    int64_t verbose;    /* PPRT_DNNL_VERBOSE: 0, 1, 2 */
+    bool propagate;     /* PPRT_DNNL_LAYOUT=blocked: tensors between oneDNN nodes in their producer's layout */
+    bool fuse;          /* PPRT_DNNL_FUSE: look for nodes to absorb as post-ops */
+    bool residual_sum;  /* PPRT_DNNL_RESIDUAL=sum: residual Z by a sum post-op (copied first unless in place),
+                         * else (binary) by a binary add */
+    bool inplace;       /* PPRT_DNNL_INPLACE: an output may take over a dying input's bytes */
+    double small_us;    /* PPRT_DNNL_SMALL_US: work below which a primitive runs on one thread */
+    bool wino;          /* PPRT_DNNL_WINO: 3x3 stride-1 f32 convolutions by Winograd */
+    int64_t wino_tile;  /* PPRT_DNNL_WINO_TILE: our kernel's tile: 0 chosen per node, 2 or 4 */
+    bool follow;        /* PPRT_DNNL_FOLLOW: convolutions read a blocked source as it is where they can */
+    bool views;         /* PPRT_DNNL_VIEWS: Reshape and its kin alias their input */
+    bool relu_max;      /* PPRT_DNNL_RELU=max: oneDNN's relu post-op, which gives 0 for NaN (A/B timings) */
+    int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions */
+    bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
+    bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
+} pprt_dnnl_opts;
+
+/* The settings, read from the environment at the first call (a malformed
+ * value: PP_EINVAL naming the variable and the value, at every call). */
+pp_status pprt_dnnl_opts_read(pprt_dnnl_opts *o, pp_err *err);
+
+enum { STEP_MAIN, STEP_REORDER, STEP_COPY };
+/* shared buffers: reorder targets of a node's source and destination, and the scratchpad */
+enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, N_SLOTS };
+
+typedef struct step {
+    dnnl_primitive_t prim; /* NULL for a step of our own kernels (the three below) */
+    pprt_wino *wino;       /* our Winograd kernel; args: SRC, DST, SCRATCHPAD, and SRC_1 (the residual) if any */
+    float lo, hi;          /* wino: the clamp after bias and residual */
+    size_t silu;           /* > 0: a step of our SiLU kernel over this many floats (args: SRC, DST) */
+    pprt_nanfix fix;       /* kind > 0: a pass of our own for NaN (nanfix.h; args: SRC, DST) */
+    int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
+    int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */
+    int nargs;
+    dnnl_exec_arg_t args[MAX_ARGS];
+} step;
+
+typedef struct bind {
+    dnnl_memory_t m;
+    int tid; /* the memory's handle is ptr[tid]: set per run (received and sent
+              * tensors) or once the arena is planned (activations); for a
+              * kept sent tensor's message, msg[tid] (set per run) */
+    bool msg;
+} bind;
+
+typedef struct patch {
+    dnnl_memory_t m;
+    int slot; /* the memory lives in shared buffer `slot` (set once it is allocated) */
+} patch;
+
+typedef struct mark {
+    int steps, mems, binds, patches, owned, abinds;
+} mark;
+
+struct pprt_exec {
+    const pprt_plan *p;
+    const pprt_stage *st;
+    unsigned char *arena;
+    void **ptr; /* tensor id -> bytes, refreshed per message for RECV/SEND */
+    void **msg; /* tensor id -> its place in the outgoing message (kept SEND tensors) */
+    unsigned char *kind; /* tensor id -> its kind here: a SEND tensor that this stage
+                          * also reads is kept as an ACTIVATION (in the arena, in
+                          * its producer's layout) and copied into the message
+                          * once, at the end of the run (the out steps) */
+    int out_first, n_out; /* the out steps */
+    pprt_node_runner nodes; /* runs the nodes in order, timed; those without steps on the fallback */
+    /* oneDNN */
+    dnnl_engine_t eng;
+    dnnl_stream_t strm;
+    dnnl_primitive_attr_t attr_reorder;
+    bool *on_dnnl;   /* per node: try oneDNN (false after a primitive was declined) */
+    bool *absorbed;  /* per node: runs as post-ops of the primitive before it */
+    int *first;      /* per node: first step, -1 for a reference or absorbed node */
+    int *nsteps;
+    step *steps;
+    int n_steps, cap_steps;
+    dnnl_memory_t *mems;
+    int n_mems, cap_mems;
+    bind *binds;
+    int n_binds, cap_binds;
+    patch *patches;
+    int n_patches, cap_patches;
+    void **owned;
+    int n_owned, cap_owned;
+    size_t slot_bytes[N_SLOTS];
+    void *slot_buf[N_SLOTS];
+    /* layouts */
+    int *cons;                /* per tensor: number of consuming inputs in this stage */
+    int *writer;              /* per tensor: the node writing it, -1 for weights and received tensors */
+    int *last;                /* per tensor: the last node reading it, -1 for none */
+    /* The arena is this executor's own, planned once every node is built
+     * (dn_plan_arena), from when each activation is actually written and read
+     * and how large it is in its layout: */
+    int *born;                /* per tensor: the node that writes it (writer, or the absorbing primitive) */
+    size_t *need;             /* per tensor: bytes (plain, or its oneDNN layout's) */
+    bool *ghost;              /* per tensor: never written (the output of an absorbed node's input) */
+    int *alias;               /* per tensor: the tensor whose bytes it takes over (a residual
+                               * summed in place), or -1 */
+    int n_abinds, cap_abinds;
+    bind *abinds;             /* memories over activations, handles set by dn_plan_arena */
+    size_t arena_bytes;
+    /* the nodes the node being built absorbs as post-ops (build_all sets them) */
+    int n_fused;
+    int fused[4];
+    int fused_other[4];       /* per absorbed node: its other operand (binary ops), else -1 */
+    int n_whole;              /* binary post-op operands of the node being built with the */
+    dnnl_memory_desc_t whole[4]; /* destination's dims (no broadcast), as dn_append_fused gave them */
+    bool *flex;               /* per tensor: may be stored in a oneDNN layout */
+    bool *blocked;            /* per tensor: stored in lay[] (not plain) */
+    dnnl_memory_desc_t *lay;
+    int stage_threads;        /* the stage's intra-op threads (pprt_exec_cfg) */
+    bool bf16;                /* convolutions and matrix products in bf16 (pprt_exec_cfg) */
+    int threads;              /* OpenMP threads last set in the stage thread */
+    int build_threads;        /* threads of the primitives being created (0: unknown) */
+    bool own_silu;            /* SiLU on our kernel (runtime/cpu/silu.c), not absorbed by the node
+                               * before: f32 on AVX2 CPUs without AVX-512 (PPRT_DNNL_SILU=0: never) */
+    pprt_dnnl_opts o;         /* the PPRT_DNNL_* settings */
+    /* statistics (PPRT_DNNL_VERBOSE) */
+    size_t owned_bytes, weight_bytes;
+    bool ran; /* a micro-batch ran (its OpenMP threads exist) */
+};
+
+/* ---- the op table (exec.c, families.def) ---------------------------------------------- */
+
+typedef pp_status dn_build_fn(pprt_exec *x, const pprt_node *n, pp_err *err);
+
+typedef struct dn_family {
+    dn_build_fn *build;
+    unsigned any_in; /* bit k: reads input k in whatever layout it is stored in */
+    int n_in;        /* > 0: any_in holds only for nodes with this many inputs */
+    bool postop;     /* may be absorbed as an eltwise post-op by the node before (dn_find_fusable) */
+    bool view;       /* an aliased output counts as a view, not an output in place (report.c) */
+} dn_family;
+
+#define DN_FAMILY(name) extern const dn_family dn_##name;
+DN_FAMILY(conv)
+DN_FAMILY(matmul)
+DN_FAMILY(gemm)
+DN_FAMILY(pool)
+DN_FAMILY(batchnorm)
+DN_FAMILY(layernorm)
+DN_FAMILY(softmax)
+DN_FAMILY(eltwise)
+DN_FAMILY(binary)
+DN_FAMILY(view)
+DN_FAMILY(slice)
+#undef DN_FAMILY
+
+/* The family that builds op, or NULL: the reference kernels run it. */
+const dn_family *dn_family_of(pp_op op);
+
+/* ---- errors and small helpers --------------------------------------------------------- */
+
+pp_status dn_fail(pp_err *err, const char *what, dnnl_status_t s);
+
+#define DN(call, what)                                             \
+    do {                                                           \
+        dnnl_status_t dn_s_ = (call);                              \
+        if (dn_s_ != dnnl_success) return dn_fail(err, what, dn_s_); \
+    } while (0)
+
+bool dn_grow(void **a, int *cap, int need, size_t elem);
+#define GROW(arr, cap, need) dn_grow((void **)&(arr), &(cap), (need), sizeof *(arr))
+
+static inline const pprt_tdesc *T(const pprt_exec *x, int tid) { return &x->st->t[tid]; }
+
+static inline int64_t numel_of(const pp_shape *s) {
+    int64_t n = 1;
+    for (int i = 0; i < s->rank; i++) n *= s->dim[i];
+    return n;
+}
+
+static inline pp_attrs attrs_of(const pprt_exec *x, const pprt_node *n) {
+    return (pp_attrs){n->attrs, n->n_attrs, x->p->opset};
+}
+
+static inline bool has_in(const pprt_node *n, int k) { return k < n->n_in && n->in[k] >= 0; }
+
+static inline bool f32(const pprt_exec *x, int tid) { return T(x, tid)->dtype == PP_F32; }
+
+static inline bool is_weight(const pprt_exec *x, int tid) { return T(x, tid)->kind == PPRT_WEIGHT; }
+
+/* An output nobody reads: an arena tensor without consumers. */
+static inline bool unused(const pprt_exec *x, int tid) {
+    return x->kind[tid] == PPRT_ACTIVATION && x->cons[tid] == 0;
+}
+
+static inline pp_status unsup(pp_err *err, const char *why) { return PP_FAIL(err, PP_EUNSUP, "%s", why); }
+
+/* The output of the node being built: that of its last absorbed node, if any. */
+static inline int final_out(const pprt_exec *x, const pprt_node *n) {
+    return x->n_fused ? x->st->nodes[x->fused[x->n_fused - 1]].out[0] : n->out[0];
+}
+
+/* Every tensor of the node is f32 (absent inputs aside) and non-empty. */
+pp_status dn_need_f32_nonempty(const pprt_exec *x, const pprt_node *n, pp_err *err);
+
+/* ---- the executor (exec.c) ------------------------------------------------------------ */
+
+/* OpenMP threads of the calling thread's team (1 without OpenMP). */
+int dn_team(void);
+mark dn_mark_now(const pprt_exec *x);
+/* Undo what was created since m (a node oneDNN declined halfway). */
+void dn_rollback(pprt_exec *x, mark m);
+
+/* ---- descriptors, memories and steps (steps.c) ------------------------------------------ */
+
+/* Plain row-major f32 descriptor over dims (rank 0: one element). */
+pp_status dn_plain_md(const int64_t *dims, int nd, dnnl_memory_desc_t *md, pp_err *err);
+/* A descriptor of element type dt whose layout the primitive picks. */
+pp_status dn_any_md(const int64_t *dims, int nd, dnnl_data_type_t dt, dnnl_memory_desc_t *md, pp_err *err);
+/* The plain f32 descriptor of tensor tid (an error for other element types). */
+pp_status dn_tensor_plain(const pprt_exec *x, int tid, dnnl_memory_desc_t *md, pp_err *err);
+/* The layout tensor tid is stored in. */
+pp_status dn_tensor_layout(const pprt_exec *x, int tid, dnnl_memory_desc_t *md, pp_err *err);
+pp_status dn_new_mem(pprt_exec *x, const dnnl_memory_desc_t *md, void *handle, dnnl_memory_t *out, pp_err *err);
+/* A memory over tensor tid's bytes, seen through md. */
+pp_status dn_tensor_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, dnnl_memory_t *out, pp_err *err);
+/* A memory in shared buffer `slot` (its handle is set once the buffers are allocated). */
+pp_status dn_slot_mem(pprt_exec *x, const dnnl_memory_desc_t *md, int slot, dnnl_memory_t *out, pp_err *err);
+/* A zeroed, 64-aligned buffer the executor owns (NULL: out of memory). */
+void *dn_own_alloc(pprt_exec *x, size_t bytes);
+/* Create the primitive of pd as a step of kind `kind`; pd is destroyed either way. */
+pp_status dn_push_pd(pprt_exec *x, dnnl_primitive_desc_t pd, int kind, const dnnl_exec_arg_t *args, int nargs,
+                     pp_err *err);
+pp_status dn_push_reorder(pprt_exec *x, dnnl_memory_t src, dnnl_memory_t dst, int kind, pp_err *err);
+/* Append s, a step of our own kernels (its kind, kernel and args set). */
+pp_status dn_push_own(pprt_exec *x, step s, pp_err *err);
+/* Append a NaN pass f of ours reading src and writing dst (which may be the same memory). */
+pp_status dn_push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnnl_memory_t dst, pp_err *err);
+/* A NaN-keeping clamp to [lo, hi] over every float of md's buffer. */
+pprt_nanfix dn_clamp_fix(const dnnl_memory_desc_t *md, float lo, float hi);
+/* Run step s (a primitive on stream strm, or one of our own kernels). */
+dnnl_status_t dn_run_step(const step *s, dnnl_stream_t strm);
+/* A weight (constant) tensor in the layout `want`: reordered now, once, into an owned buffer. */
+pp_status dn_weight_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,
+                        dnnl_memory_t *out, pp_err *err);
+/* Input tensor tid, seen through `cur`, as the primitive wants it: its own
+ * memory when `cur` is `want`, else a reorder (every run) into shared buffer `slot`. */
+pp_status dn_bind_view(pprt_exec *x, int tid, const dnnl_memory_desc_t *cur, const dnnl_memory_desc_t *want,
+                       int slot, dnnl_memory_t *out, pp_err *err);
+/* dn_bind_view from the layout tid is stored in. */
+pp_status dn_bind_input(pprt_exec *x, int tid, const dnnl_memory_desc_t *want, int slot, dnnl_memory_t *out,
+                        pp_err *err);
+/* Plain input tensor tid read through md, a view of its plain bytes with other dims. */
+pp_status dn_plain_view(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, dnnl_memory_t *out, pp_err *err);
+/* Plain input tensor tid seen through md, converted to want (md with another element type). */
+pp_status dn_cast_view(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *want,
+                       int slot, dnnl_memory_t *out, pp_err *err);
+
+/* Output tensor tid written by a primitive in layout `have`. A tensor that
+ * may take any layout is stored in `have`; otherwise it is plain and, when
+ * `have` is not, the primitive writes shared buffer SLOT_DST and *post (to
+ * push after the primitive) reorders that into the tensor. */
+typedef struct post {
+    dnnl_memory_t src, dst; /* src NULL: nothing to do */
+} post;
+
+pp_status dn_bind_output(pprt_exec *x, int tid, const dnnl_memory_desc_t *have, dnnl_memory_t *out, post *po,
+                         pp_err *err);
+pp_status dn_push_post(pprt_exec *x, const post *po, pp_err *err);
+/* Primitive attributes with a user scratchpad. */
+pp_status dn_new_attr(dnnl_primitive_attr_t *a, pp_err *err);
+/* The end of a primitive's set-up: when it went well so far (s, r), attach
+ * po (NULL: none) to attr and create *pd for op descriptor d; po and attr
+ * are destroyed either way, and the first failure is reported (what names
+ * the primitive). */
+pp_status dn_finish_pd(pprt_exec *x, const_dnnl_op_desc_t d, dnnl_primitive_attr_t attr, dnnl_post_ops_t po,
+                       dnnl_status_t s, pp_status r, const char *what, dnnl_primitive_desc_t *pd, pp_err *err);
+/* *pd for op descriptor d with attributes of a user scratchpad only (what names the primitive). */
+pp_status dn_plain_pd(pprt_exec *x, const_dnnl_op_desc_t d, const char *what, dnnl_primitive_desc_t *pd,
+                      pp_err *err);
+/* Whether primitive descriptor pd runs one of oneDNN's JIT kernels. */
+bool dn_jit_impl(const_dnnl_primitive_desc_t pd);
+/* Output yi of node n takes over the bytes of its input xi where allowed
+ * (an alias in the arena plan; PPRT_DNNL_INPLACE=0: never). */
+pp_status dn_write_in_place(pprt_exec *x, const pprt_node *n, int xi, const dnnl_memory_desc_t *xmd, int yi,
+                            const dnnl_memory_desc_t *dst_md, pp_err *err);
+
+/* ---- post-ops (postops.c) ----------------------------------------------------------------- */
+
+/* The nodes right after node ni that its primitive can absorb (x->fused). */
+void dn_find_fusable(pprt_exec *x, int ni);
+/* Descriptor of tensor o as the second source of a binary post-op of a
+ * primitive whose destination is dst, for an op whose output has shape ys. */
+pp_status dn_operand_md(const pprt_exec *x, int o, const pp_shape *ys, const dnnl_memory_desc_t *dst,
+                        dnnl_memory_desc_t *md, pp_err *err);
+/* Append the absorbed nodes' post-ops to po (see postops.c). */
+pp_status dn_append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_memory_desc_t *dst,
+                          const int64_t *rows, dnnl_exec_arg_t *args, int *nargs, pp_err *err);
+/* Whether every whole binary post-op operand lies in the layout pd writes. */
+bool dn_whole_operands_fit(const pprt_exec *x, const_dnnl_primitive_desc_t pd);
+/* Relu as oneDNN post-ops that keep NaN; *idx counts the post-ops appended. */
+dnnl_status_t dn_append_relu(const pprt_exec *x, dnnl_post_ops_t po, int *idx);
+
+/* ---- shared by families ---------------------------------------------------------------------- */
+
+/* The eltwise algorithm of a unary op (eltwise.c); PP_EUNSUP when oneDNN has none for it. */
+pp_status dn_eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kind_t *alg, float *alpha, float *beta,
+                        pp_err *err);
+/* The binary algorithm of op (binary.c); false when oneDNN has none for it. */
+bool dn_binary_alg(pp_op op, dnnl_alg_kind_t *alg, bool *commutes);
+/* Shape s right-aligned to rank r (leading 1s). */
+void dn_align_dims(const pp_shape *s, int r, int64_t *d);
+
+/* ---- the arena (arena.c) and the report (report.c) ----------------------------------------- */
+
+pp_status dn_plan_arena(pprt_exec *x, pp_err *err);
+void dn_counts(const pprt_exec *x, pprt_exec_counts *c);
+void dn_report(const pprt_exec *x);
+
+#endif

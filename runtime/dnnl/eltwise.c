@@ -1,0 +1,119 @@
+/* eltwise.c: unary ops on oneDNN's eltwise: Relu LeakyRelu Elu Sigmoid Tanh
+ * Gelu pp.SiLU Log Sqrt Abs Neg Clip HardSwish Softplus. Relu and Clip with
+ * constant bounds are a NaN-keeping clamp of ours (oneDNN's give 0 or a
+ * bound for NaN); SiLU runs on our kernel (runtime/cpu/silu.c) where that
+ * wins (f32 on AVX2 CPUs without AVX-512; PPRT_DNNL_SILU=0: never). */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "dnnl_exec.h"
+
+/* Whether node n clamps (Relu, Clip with constant
+ * bounds; ONNX's default bounds are the float range): then it runs as a
+ * NaN-keeping clamp of ours to [lo, hi], as oneDNN's relu and clip give 0 or
+ * a bound for NaN. */
+static bool clamp_of(const pprt_exec *x, const pprt_node *n, float *lo, float *hi) {
+    pp_attrs a = attrs_of(x, n);
+    *lo = 0, *hi = INFINITY;
+    if (n->op == PP_OP_RELU) return true;
+    if (n->op != PP_OP_CLIP) return false;
+    *lo = -FLT_MAX, *hi = FLT_MAX;
+    if (a.opset < 11)
+        return pp_attr_float(a, "min", -FLT_MAX, lo, NULL) == PP_OK &&
+               pp_attr_float(a, "max", FLT_MAX, hi, NULL) == PP_OK && *lo <= *hi;
+    for (int k = 1; k < 3; k++) {
+        if (!has_in(n, k)) continue;
+        const int b = n->in[k];
+        if (!is_weight(x, b) || numel_of(&T(x, b)->shape) != 1 || !T(x, b)->data) return false;
+        *(k == 1 ? lo : hi) = *(const float *)T(x, b)->data;
+    }
+    return *lo <= *hi; /* also not NaN */
+}
+
+/* The eltwise algorithm of a unary op; PP_EUNSUP when oneDNN has none for it. */
+pp_status dn_eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kind_t *alg, float *alpha,
+                        float *beta, pp_err *err) {
+    pp_attrs a = attrs_of(x, n);
+    *alpha = *beta = 0;
+    switch (n->op) {
+    case PP_OP_RELU: *alg = dnnl_eltwise_relu; return PP_OK;
+    case PP_OP_LEAKYRELU: /* alpha 0 is not Relu: 0 * -inf is NaN, which oneDNN's max(x, 0) does not give */
+        *alg = dnnl_eltwise_relu;
+        PP_TRY(pp_attr_float(a, "alpha", 0.01f, alpha, err));
+        return *alpha == 0 ? unsup(err, "LeakyRelu with alpha 0") : PP_OK;
+    case PP_OP_ELU: *alg = dnnl_eltwise_elu; return pp_attr_float(a, "alpha", 1.0f, alpha, err);
+    case PP_OP_SIGMOID: *alg = dnnl_eltwise_logistic; return PP_OK;
+    case PP_OP_TANH: *alg = dnnl_eltwise_tanh; return PP_OK;
+    case PP_OP_SILU: *alg = dnnl_eltwise_swish, *alpha = 1.0f; return PP_OK;
+    case PP_OP_LOG: *alg = dnnl_eltwise_log; return PP_OK;
+    case PP_OP_SQRT: *alg = dnnl_eltwise_sqrt; return PP_OK;
+    case PP_OP_ABS: *alg = dnnl_eltwise_abs; return PP_OK;
+    case PP_OP_NEG: *alg = dnnl_eltwise_linear, *alpha = -1.0f; return PP_OK;
+    case PP_OP_HARDSWISH: *alg = dnnl_eltwise_hardswish; return PP_OK;
+    case PP_OP_SOFTPLUS: *alg = dnnl_eltwise_soft_relu; return PP_OK;
+    case PP_OP_GELU: {
+        const char *ap;
+        PP_TRY(pp_attr_string(a, "approximate", "none", &ap, err));
+        if (!strcmp(ap, "none")) *alg = dnnl_eltwise_gelu_erf;
+        else if (!strcmp(ap, "tanh")) *alg = dnnl_eltwise_gelu_tanh;
+        else return unsup(err, "approximate");
+        return PP_OK;
+    }
+    /* oneDNN's clip gives a bound for NaN, its exp inf: ours or the reference kernels */
+    case PP_OP_CLIP: return unsup(err, "NaN: oneDNN's clip gives a bound for it");
+    case PP_OP_EXP: return unsup(err, "NaN: oneDNN's exp gives inf for it");
+    default: return unsup(err, "op");
+    }
+}
+
+static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    PP_TRY(dn_need_f32_nonempty(x, n, err));
+    dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
+    float alpha = 1, beta = 0, lo, hi;
+    const bool own_clamp = clamp_of(x, n, &lo, &hi); /* then the primitive only lays out */
+    if (own_clamp) alg = dnnl_eltwise_linear;
+    else PP_TRY(dn_eltwise_of(x, n, &alg, &alpha, &beta, err));
+    dnnl_memory_desc_t src;
+    PP_TRY(dn_tensor_layout(x, n->in[0], &src, err));
+    if (own_clamp && ((lo > 0 || hi < 0) && dnnl_memory_desc_get_size(&src) != T(x, n->in[0])->nbytes))
+        return unsup(err, "a clamp that would change a blocked layout's padding");
+    if (own_clamp && src.data_type != dnnl_f32 && src.data_type != dnnl_bf16)
+        return unsup(err, "a clamp of other than f32 or bf16");
+    dnnl_eltwise_desc_t d;
+    DN(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &src, alpha, beta), "eltwise");
+    dnnl_primitive_desc_t pd;
+    PP_TRY(dn_plain_pd(x, &d, "eltwise", &pd, err));
+    pp_status r;
+    dnnl_memory_t sm, dm;
+    post out;
+    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    if ((r = dn_write_in_place(x, n, n->in[0], &src, n->out[0], dst_md, err)) != PP_OK ||
+        (r = dn_bind_output(x, n->out[0], dst_md, &dm, &out, err)) != PP_OK ||
+        (r = dn_bind_input(x, n->in[0], &src, SLOT_SRC, &sm, err)) != PP_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return r;
+    }
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}};
+    if (own_clamp) {
+        const pprt_nanfix f = dn_clamp_fix(&src, lo, hi);
+        dnnl_primitive_desc_destroy(pd);
+        PP_TRY(dn_push_fix(x, &f, sm, dm, err));
+        return dn_push_post(x, &out, err);
+    }
+    if (n->op == PP_OP_SILU && x->own_silu && src.data_type == dnnl_f32 && dnnl_memory_desc_equal(&src, dst_md)) {
+        /* our kernel over every float of the layout (a blocked one's
+         * padding included: silu(0) = 0 keeps it zero) */
+        step st = {.kind = STEP_MAIN, .nargs = 2, .silu = dnnl_memory_desc_get_size(&src) / sizeof(float)};
+        dnnl_primitive_desc_destroy(pd);
+        if (!st.silu) return unsup(err, "empty");
+        st.args[0] = args[0], st.args[1] = args[1];
+        PP_TRY(dn_push_own(x, st, err));
+        return dn_push_post(x, &out, err);
+    }
+    PP_TRY(dn_push_pd(x, pd, STEP_MAIN, args, 2, err));
+    return dn_push_post(x, &out, err);
+}
+
+/* input 0 in any layout; may be absorbed as a post-op */
+const dn_family dn_eltwise = {.build = build_eltwise, .any_in = 1u << 0, .postop = true};

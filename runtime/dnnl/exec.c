@@ -1,0 +1,624 @@
+/* exec.c: the oneDNN stage executor. Same contract as the reference
+ * executor (exec_ref.c): it binds every tensor of a stage to its bytes and
+ * runs the nodes in order; but each node that oneDNN covers runs as oneDNN
+ * primitives, created once in create(), and every other node (op, attribute
+ * or element type outside the list below, or a primitive oneDNN declines)
+ * runs its reference kernel (the registry's fallback, through the node loop
+ * of runtime/nodes.c). The decision is per node, at create time.
+ *
+ * On oneDNN (f32 tensors; computed in f32, or bf16 on request, see Precision),
+ * one family of ops a file (dnnl_exec.h lists the files; families.def is the
+ * op table):
+ *   Conv, pp.FusedConv     convolution (1-3 spatial dims, groups, dilations);
+ *                          bias; the residual Z by a sum post-op; relu / clip
+ *   Gemm, MatMul           matmul (batched, batch dims broadcast); Gemm's C as
+ *                          a binary-add post-op, alpha as output scale
+ *   MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool     pooling (a
+ *                          source in a layout without a JIT kernel, plain or
+ *                          another ISA's blocks, reordered into one with)
+ *   BatchNormalization     inference, global statistics
+ *   LayerNormalization     scale over the whole normalized extent
+ *   Softmax, LogSoftmax    softmax (accurate / log)
+ *   Relu LeakyRelu Elu Sigmoid Tanh Gelu pp.SiLU Exp Log Sqrt Abs Neg Clip
+ *   HardSwish Softplus     eltwise
+ *   Add Sub Mul Div Max Min Sum (two inputs)   binary, one operand broadcast
+ *   Reshape Flatten Squeeze Unsqueeze Transpose   views (no step) or a reorder
+ *   Slice (unit steps)     reorder from a sub-memory of the plain input
+ *
+ * Layouts. A tensor whose consumers are all oneDNN nodes that take any
+ * layout (convolution source and residual, pooling, BatchNormalization,
+ * eltwise, binary) is stored in the layout its producer prefers (NHWC or
+ * channel-blocked, as oneDNN picks) instead of the plain row-major one;
+ * everywhere else tensors are plain, and a reorder converts on the way in or
+ * out of a primitive (into a few shared temporary buffers).
+ * PPRT_DNNL_LAYOUT=plain keeps every tensor plain.
+ *
+ * Post-ops (postops.c): a convolution, MatMul or Gemm absorbs the eltwise and
+ * binary nodes after it inside one of ppcc's fusion chains.
+ *
+ * Memory. Weights are reordered once, at create time, into the layout each
+ * primitive asks for (owned copies). Primitives use a user scratchpad: one
+ * buffer per stage, sized for the largest. Activations get this executor's
+ * own arena, planned once every node is built (arena.c): from when each
+ * is written (early, for an absorbed node's output; never, for what an
+ * absorbed node read) to its last reader, at its size in its layout; and a
+ * pp.FusedConv whose residual Z dies there takes over Z's bytes and sums in
+ * place instead of copying Z (PPRT_DNNL_INPLACE=0: always copy). Messages
+ * stay where the scheduler puts them; a tensor the stage sends and also reads
+ * is kept in the arena like an activation (in its producer's layout, so its
+ * readers need no reorder and a residual can be summed in place) and copied
+ * into the outgoing message once, after the last node (the out steps;
+ * PPRT_DNNL_KEEP_SEND=0: written straight into the message, plain).
+ *
+ * Threads: oneDNN here runs on OpenMP. The executor is created on the stage's
+ * own thread (so the OpenMP team it starts belongs to that thread: libgomp
+ * spins only while its threads do not outnumber the cores, and a team made by
+ * another thread would count), and primitives are created and run with the
+ * stage's threads (pprt_exec_cfg, pprt --threads) as the thread's OpenMP team
+ * size; but a primitive with less than about 100 us of work
+ * (PPRT_DNNL_SMALL_US) is created for and runs on one thread: waking a team
+ * costs more than it saves there.
+ *
+ * Precision (pprt_exec_cfg, pprt --precision bf16): convolutions read bf16
+ * sources and weights and write bf16 where the output stays between oneDNN
+ * nodes (else f32); pooling, eltwise and binary nodes keep the element type
+ * of what they read; matrix products read bf16 copies of A and B (B's made
+ * once when constant) and write f32. Weights are converted once, at create
+ * time; activations by the reorders that already change layouts.
+ *
+ * PPRT_DNNL_VERBOSE=1 prints, per stage, the nodes on oneDNN, absorbed and on
+ * the reference kernels, the reorders and copies per micro-batch and the
+ * memory taken; =2 adds each node's primitive implementations and why a
+ * node was declined. */
+
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dnnl_debug.h>
+
+#include "../cpu/headroom.h"
+#include "../cpu/isa.h"
+#include "../cpu/silu.h"
+#include "../nodes.h"
+#include "dnnl_exec.h"
+
+/* Whether oneDNN computes bf16 on this CPU (AVX-512 and up); where it does
+ * not, --precision bf16 runs in f32 (and pprt warns). */
+static bool dnnl_has_bf16(void);
+
+/* ---- OpenMP team size of the calling thread ------------------------------------------ */
+
+/* omp_set_num_threads and omp_get_max_threads of the OpenMP runtime oneDNN
+ * was linked with (found at run time, so this file needs no OpenMP flags of
+ * its own); NULL when there is none. */
+static void (*omp_set)(int);
+static int (*omp_get)(void);
+static pthread_once_t omp_once = PTHREAD_ONCE_INIT;
+
+static void omp_find(void) {
+    void *set = dlsym(RTLD_DEFAULT, "omp_set_num_threads"), *get = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+    if (set) memcpy(&omp_set, &set, sizeof set); /* POSIX: data and function pointers convert */
+    if (get) memcpy(&omp_get, &get, sizeof get);
+}
+
+/* Set the calling thread's OpenMP team size (oneDNN reads it when it creates
+ * and runs primitives); t <= 0: leave it. */
+static void set_threads(int t) {
+    pthread_once(&omp_once, omp_find);
+    if (t > 0 && omp_set) omp_set(t);
+}
+
+/* Threads for node n's primitives: one for work so small that waking more
+ * threads costs more than it saves (estimated from the node's FLOPs and the
+ * bytes it touches, weights included (a matrix-vector product is all
+ * weights): under x->o.small_us microseconds on one core), else the
+ * stage's. On the 2-core machine of bench/RESULTS.md a parallel region costs
+ * about 1 us while libgomp's threads spin, 50-80 us once they sleep (as they
+ * did when primitives were created on another thread, which made 500 us the
+ * best threshold then); with the executor on the stage thread EfficientNet-B0
+ * at -b 1 runs best with 30-100 us and ResNet-50 does not care. */
+static int node_threads(const pprt_exec *x, const pprt_node *n, int stage_threads) {
+    if (stage_threads <= 1) return stage_threads;
+    double bytes = 0;
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0) bytes += (double)T(x, n->in[k])->nbytes;
+    for (int k = 0; k < n->n_out; k++) bytes += (double)T(x, n->out[k])->nbytes;
+    const double us = n->flops / 40e3 + bytes / 8e3; /* ~40 GFLOP/s, ~8 GB/s */
+    return us < x->o.small_us ? 1 : stage_threads;
+}
+
+/* ---- the op table ---------------------------------------------------------------------------- */
+
+/* op -> the family that builds it (families.def); a row given twice does not compile */
+static const dn_family *const families[PP_OP_COUNT] = {
+#define DN_OP(op, family) [PP_OP_##op] = &dn_##family,
+#include "families.def"
+#undef DN_OP
+};
+
+const dn_family *dn_family_of(pp_op op) { return (unsigned)op < PP_OP_COUNT ? families[op] : NULL; }
+
+/* Whether node n reads its input k in whatever layout it is stored in. */
+static bool accepts_any(const pprt_node *n, int k) {
+    const dn_family *f = dn_family_of(n->op);
+    return f && (f->n_in == 0 || n->n_in == f->n_in) && k < 32 && (f->any_in >> k & 1u);
+}
+
+int dn_team(void) {
+    pthread_once(&omp_once, omp_find);
+    return omp_get ? omp_get() : 1;
+}
+
+mark dn_mark_now(const pprt_exec *x) {
+    return (mark){x->n_steps, x->n_mems, x->n_binds, x->n_patches, x->n_owned, x->n_abinds};
+}
+
+void dn_rollback(pprt_exec *x, mark m) {
+    for (int i = m.steps; i < x->n_steps; i++) {
+        if (x->steps[i].prim) dnnl_primitive_destroy(x->steps[i].prim);
+        pprt_wino_free(x->steps[i].wino);
+    }
+    for (int i = m.mems; i < x->n_mems; i++) dnnl_memory_destroy(x->mems[i]);
+    for (int i = m.owned; i < x->n_owned; i++) free(x->owned[i]);
+    x->n_steps = m.steps, x->n_mems = m.mems, x->n_binds = m.binds, x->n_patches = m.patches,
+    x->n_owned = m.owned, x->n_abinds = m.abinds;
+}
+
+static void reset_tensor(pprt_exec *x, int tid) {
+    const pprt_tdesc *t = T(x, tid);
+    x->blocked[tid] = false;
+    x->born[tid] = x->writer[tid];
+    x->need[tid] = t->nbytes;
+    x->ghost[tid] = false;
+    x->alias[tid] = -1;
+    if (t->kind == PPRT_WEIGHT) x->ptr[tid] = (void *)t->data;
+    else if (x->kind[tid] == PPRT_ACTIVATION) x->ptr[tid] = NULL; /* dn_plan_arena */
+}
+
+static void teardown(pprt_exec *x) {
+    dn_rollback(x, (mark){0, 0, 0, 0, 0, 0});
+    free(x->arena);
+    x->arena = NULL;
+    x->arena_bytes = 0;
+    for (int i = 0; i < N_SLOTS; i++) {
+        free(x->slot_buf[i]);
+        x->slot_buf[i] = NULL;
+        x->slot_bytes[i] = 0;
+    }
+    for (int i = 0; i < x->st->n_tensors; i++) reset_tensor(x, i);
+    x->owned_bytes = x->weight_bytes = 0;
+}
+
+/* Weights of a --ref-weights plan that lie misaligned in the model file are
+ * copied as the nodes reading them are built (nodes.h), and a copy that only
+ * one node reads is freed once that node is built on oneDNN without a step
+ * that reads it at run time (oneDNN reordered it into its own layout): the
+ * stage holds one copy of its weights, at no time two. */
+typedef struct steps_since {
+    const pprt_exec *x;
+    int first; /* the node's first step */
+} steps_since;
+
+/* Whether a step of the node being built reads [bytes, bytes + n) (or its handle is unknown). */
+static bool steps_read(void *ctx, const void *bytes, size_t n) {
+    const steps_since *c = ctx;
+    const uintptr_t lo = (uintptr_t)bytes, hi = lo + n;
+    for (int i = c->first; i < c->x->n_steps; i++)
+        for (int a = 0; a < c->x->steps[i].nargs; a++) {
+            void *h = NULL;
+            if (dnnl_memory_get_data_handle(c->x->steps[i].args[a].memory, &h) != dnnl_success ||
+                ((uintptr_t)h >= lo && (uintptr_t)h < hi))
+                return true;
+        }
+    return false;
+}
+
+static void drop_weights(pprt_exec *x, const pprt_node *n, int first_step) {
+    steps_since c = {x, first_step};
+    pprt_node_weights_release(x->p, x->st, n, x->ptr, x->cons, steps_read, &c);
+}
+
+static pp_status out_steps(pprt_exec *x, pp_err *err);
+
+/* One attempt at building every node. *restart: a node was declined whose
+ * input another node had already stored in a oneDNN layout (build again). */
+static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
+    const pprt_stage *st = x->st;
+    *restart = false;
+    x->n_out = 0;
+    for (int i = 0; i < st->n_tensors; i++)
+        x->flex[i] = x->o.propagate && x->kind[i] == PPRT_ACTIVATION && x->cons[i] > 0;
+    if (x->o.propagate)
+        for (int ni = 0; ni < st->n_nodes; ni++) {
+            const pprt_node *n = &st->nodes[ni];
+            for (int k = 0; k < n->n_in; k++)
+                if (n->in[k] >= 0 && !(x->on_dnnl[ni] && accepts_any(n, k))) x->flex[n->in[k]] = false;
+        }
+    for (int ni = 0; ni < st->n_nodes; ni++) {
+        x->first[ni] = -1;
+        x->nsteps[ni] = 0;
+        x->absorbed[ni] = false;
+    }
+    for (int ni = 0; ni < st->n_nodes; ni++) {
+        const pprt_node *n = &st->nodes[ni];
+        if (!x->on_dnnl[ni] || x->absorbed[ni]) continue;
+        mark m = dn_mark_now(x);
+        pp_err e = {0};
+        x->build_threads = node_threads(x, n, x->threads);
+        /* under ulimit -v: room for what oneDNN allocates (headroom.h) */
+        pp_status hs = pprt_headroom_enter(PPRT_HEADROOM_BYTES + pprt_headroom_team(x->build_threads, false), &e);
+        if (hs != PP_OK) return PP_FAIL(err, hs, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
+        set_threads(x->build_threads);
+        dn_find_fusable(x, ni);
+        x->n_whole = 0;
+        pp_status s = pprt_node_weights(x->p, st, n, x->ptr, &e);
+        for (int f = 0; f < x->n_fused && s == PP_OK; f++)
+            s = pprt_node_weights(x->p, st, &st->nodes[x->fused[f]], x->ptr, &e);
+        if (s == PP_OK) s = dn_family_of(n->op)->build(x, n, &e);
+        if (s != PP_OK && s != PP_ENOMEM && x->n_fused) {
+            /* again without absorbing the nodes after it */
+            dn_rollback(x, m);
+            for (int f = 0; f < x->n_fused; f++) reset_tensor(x, st->nodes[x->fused[f]].out[0]);
+            for (int k = 0; k < n->n_out; k++) reset_tensor(x, n->out[k]);
+            if (x->o.verbose >= 2)
+                fprintf(stderr, "pprt dnnl: stage %d: node '%s' (%s) absorbs no post-ops: %s\n", st->index, n->name,
+                        pp_op_table[n->op].name, e.msg);
+            x->n_fused = 0;
+            e = (pp_err){0};
+            s = dn_family_of(n->op)->build(x, n, &e);
+        }
+        pprt_headroom_team(x->build_threads, true);
+        pprt_headroom_leave();
+        for (int f = 0; f < x->n_fused && s == PP_OK; f++) x->absorbed[x->fused[f]] = true;
+        int fused[4], n_fused = s == PP_OK ? x->n_fused : 0;
+        memcpy(fused, x->fused, sizeof fused);
+        x->n_fused = 0;
+        set_threads(x->threads);
+        x->build_threads = x->threads;
+        if (s == PP_ENOMEM) return PP_FAIL(err, s, "node '%s': %s", n->name, e.msg);
+        if (s != PP_OK) {
+            dn_rollback(x, m);
+            for (int k = 0; k < n->n_out; k++) reset_tensor(x, n->out[k]);
+            x->on_dnnl[ni] = false;
+            if (x->o.verbose >= 2)
+                fprintf(stderr, "pprt dnnl: stage %d: node '%s' (%s) on the reference kernel: %s\n", st->index,
+                        n->name, pp_op_table[n->op].name, e.msg);
+            for (int k = 0; k < n->n_in; k++)
+                if (n->in[k] >= 0 && x->flex[n->in[k]]) *restart = true;
+            if (*restart) return PP_OK;
+            continue;
+        }
+        x->first[ni] = m.steps;
+        x->nsteps[ni] = x->n_steps - m.steps;
+        drop_weights(x, n, m.steps);
+        for (int f = 0; f < n_fused; f++) drop_weights(x, &st->nodes[fused[f]], m.steps);
+    }
+    /* the reference nodes read their weights as they are */
+    for (int ni = 0; ni < st->n_nodes; ni++)
+        if (x->first[ni] < 0 && !x->absorbed[ni]) PP_TRY(pprt_node_weights(x->p, st, &st->nodes[ni], x->ptr, err));
+    /* the shared buffers, now that their sizes are known */
+    for (int i = 0; i < N_SLOTS; i++) {
+        if (!x->slot_bytes[i]) continue;
+        if (posix_memalign(&x->slot_buf[i], 64, x->slot_bytes[i]) != 0) {
+            x->slot_buf[i] = NULL;
+            return PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes of oneDNN buffers", x->slot_bytes[i]);
+        }
+    }
+    for (int i = 0; i < x->n_patches; i++) {
+        dnnl_status_t s = dnnl_memory_set_data_handle(x->patches[i].m, x->slot_buf[x->patches[i].slot]);
+        if (s != dnnl_success) return dn_fail(err, "memory", s);
+    }
+    /* the out steps: each kept SEND tensor, from its layout into the message */
+    x->out_first = x->n_steps;
+    pp_err e = {0};
+    pp_status hs = pprt_headroom_enter(PPRT_HEADROOM_BYTES, &e);
+    if (hs != PP_OK) return PP_FAIL(err, hs, "the copies of its outputs into the message: %s", e.msg);
+    hs = out_steps(x, err);
+    pprt_headroom_leave();
+    if (hs != PP_OK) return hs;
+    x->n_out = x->n_steps - x->out_first;
+    return dn_plan_arena(x, err);
+}
+
+/* The reorders of build_all that copy each kept SEND tensor into the message. */
+static pp_status out_steps(pprt_exec *x, pp_err *err) {
+    const pprt_stage *st = x->st;
+    for (int t = 0; t < st->n_tensors; t++) {
+        if (st->t[t].kind != PPRT_SEND || x->kind[t] != PPRT_ACTIVATION) continue;
+        dnnl_memory_desc_t cur, plain;
+        dnnl_memory_t from, to;
+        PP_TRY(dn_tensor_layout(x, t, &cur, err));
+        PP_TRY(dn_tensor_plain(x, t, &plain, err));
+        PP_TRY(dn_tensor_mem(x, t, &cur, &from, err));
+        if (dnnl_memory_desc_get_size(&plain) > st->t[t].nbytes)
+            return PP_FAIL(err, PP_ERUNTIME, "sent tensor '%s': %zu bytes plain, %zu in its message slot",
+                           st->t[t].name, dnnl_memory_desc_get_size(&plain), st->t[t].nbytes);
+        PP_TRY(dn_new_mem(x, &plain, DNNL_MEMORY_NONE, &to, err));
+        if (!GROW(x->binds, x->cap_binds, x->n_binds + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        x->binds[x->n_binds++] = (bind){to, t, true};
+        PP_TRY(dn_push_reorder(x, from, to, STEP_REORDER, err));
+    }
+    return PP_OK;
+}
+
+/* ---- the executor ------------------------------------------------------------------------------------ */
+
+static void dnnl_destroy(pprt_exec *x);
+
+/* Node ni's steps, if it has any (else the runner hands it to the fallback). */
+static pp_status run_node(void *ctx, int ni, bool *ran, pp_err *err) {
+    pprt_exec *x = ctx;
+    *ran = x->first[ni] >= 0;
+    for (int k = 0; k < x->nsteps[ni] && *ran; k++) {
+        const step *s = &x->steps[x->first[ni] + k];
+        const int t = s->threads > 0 && x->stage_threads > 0 ? s->threads : x->stage_threads;
+        if (t > 0 && t != x->threads) {
+            set_threads(t);
+            x->threads = t;
+        }
+        dnnl_status_t ds = dn_run_step(s, x->strm);
+        if (ds != dnnl_success) {
+            const pprt_node *n = &x->st->nodes[ni];
+            return PP_FAIL(err, PP_ERUNTIME, "node '%s' (%s): oneDNN: %s", n->name, pp_op_table[n->op].name,
+                           dnnl_status2str(ds));
+        }
+    }
+    return PP_OK;
+}
+
+static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *cfg, pprt_exec **out,
+                             pp_err *err) {
+    pprt_dnnl_opts o;
+    PP_TRY(pprt_dnnl_opts_read(&o, err));
+    pprt_exec *x = calloc(1, sizeof *x);
+    if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    x->o = o;
+    x->p = p;
+    x->st = st;
+    const size_t nt = pp_count(st->n_tensors), nn = pp_count(st->n_nodes);
+    x->ptr = calloc(nt, sizeof *x->ptr);
+    x->msg = calloc(nt, sizeof *x->msg);
+    x->kind = calloc(nt, sizeof *x->kind);
+    x->on_dnnl = calloc(nn, sizeof *x->on_dnnl);
+    x->absorbed = calloc(nn, sizeof *x->absorbed);
+    x->writer = calloc(nt, sizeof *x->writer);
+    x->last = calloc(nt, sizeof *x->last);
+    x->born = calloc(nt, sizeof *x->born);
+    x->need = calloc(nt, sizeof *x->need);
+    x->alias = calloc(nt, sizeof *x->alias);
+    x->ghost = calloc(nt, sizeof *x->ghost);
+    x->first = calloc(nn, sizeof *x->first);
+    x->nsteps = calloc(nn, sizeof *x->nsteps);
+    x->cons = calloc(nt, sizeof *x->cons);
+    x->flex = calloc(nt, sizeof *x->flex);
+    x->blocked = calloc(nt, sizeof *x->blocked);
+    x->lay = calloc(nt, sizeof *x->lay);
+    if (!x->ptr || !x->msg || !x->kind || !x->on_dnnl || !x->absorbed || !x->writer || !x->last ||
+        !x->born || !x->need || !x->alias || !x->ghost || !x->first || !x->nsteps || !x->cons || !x->flex ||
+        !x->blocked || !x->lay || pprt_node_runner_init(&x->nodes, p, st, x->ptr, err) != PP_OK) {
+        dnnl_destroy(x);
+        return PP_FAIL(err, PP_ENOMEM, "stage %d: out of memory", st->index);
+    }
+    x->nodes.own = run_node;
+    x->nodes.ctx = x;
+    x->nodes.skip = x->absorbed;
+    for (int i = 0; i < st->n_tensors; i++) x->writer[i] = x->last[i] = -1;
+    for (int i = 0; i < st->n_tensors; i++) x->kind[i] = (unsigned char)st->t[i].kind;
+    for (int ni = 0; ni < st->n_nodes; ni++) {
+        const pprt_node *n = &st->nodes[ni];
+        x->on_dnnl[ni] = dn_family_of(n->op) != NULL;
+        x->first[ni] = -1;
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0) x->cons[n->in[k]]++, x->last[n->in[k]] = ni;
+        for (int k = 0; k < n->n_out; k++) x->writer[n->out[k]] = ni;
+    }
+    /* a sent tensor this stage also reads stays in the arena (PPRT_DNNL_KEEP_SEND=0: never) */
+    if (x->o.propagate && x->o.keep_send)
+        for (int i = 0; i < st->n_tensors; i++)
+            if (st->t[i].kind == PPRT_SEND && x->cons[i] > 0 && x->writer[i] >= 0 && st->t[i].dtype == PP_F32) {
+                x->kind[i] = PPRT_ACTIVATION;
+                x->last[i] = st->n_nodes; /* until the out steps */
+            }
+    for (int i = 0; i < st->n_tensors; i++) reset_tensor(x, i);
+    dnnl_status_t ds = dnnl_engine_create(&x->eng, dnnl_cpu, 0);
+    if (ds == dnnl_success) ds = dnnl_stream_create(&x->strm, x->eng, dnnl_stream_default_flags);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_create(&x->attr_reorder);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scratchpad_mode(x->attr_reorder, dnnl_scratchpad_mode_user);
+    if (ds != dnnl_success) {
+        dnnl_destroy(x);
+        return dn_fail(err, "engine", ds);
+    }
+    /* primitives are created for the stage's threads (oneDNN sizes some
+     * kernels' work split then); the caller's setting is restored after */
+    const int caller_threads = dn_team();
+    x->stage_threads = cfg->threads > 0 ? cfg->threads : 1;
+    x->bf16 = cfg->precision == PPRT_BF16 && dnnl_has_bf16(); /* else f32: pprt warns */
+    x->own_silu = !x->bf16 && pprt_silu_wins() && x->o.silu;
+    x->threads = x->stage_threads;
+    x->build_threads = x->threads;
+    set_threads(x->threads);
+    /* Build; a declined node whose input was already laid out for it turns
+     * into a reference node and the build starts over (each round declines
+     * at least one more node, so this ends). */
+    for (;;) {
+        bool restart;
+        pp_err e = {0};
+        pp_status s = build_all(x, &restart, &e);
+        if (s != PP_OK) {
+            set_threads(caller_threads);
+            dnnl_destroy(x);
+            return PP_WRAP(err, &e, s, "%s", e.msg); /* the caller names the stage */
+        }
+        if (!restart) break;
+        teardown(x);
+    }
+    set_threads(caller_threads);
+    x->threads = 0; /* the stage thread's setting is not known yet */
+    if (x->o.verbose) { /* stages create their executors at once: one report at a time */
+        flockfile(stderr);
+        dn_report(x);
+        funlockfile(stderr);
+    }
+    *out = x;
+    return PP_OK;
+}
+
+static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err);
+
+
+static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
+    if (x->ran) return run_steps(x, in_msg, out_msg, err);
+    /* the first run starts the stage's OpenMP threads: room for them under ulimit -v */
+    pp_err e = {0};
+    pp_status s = pprt_headroom_enter(PPRT_HEADROOM_BYTES + pprt_headroom_team(x->stage_threads, false), &e);
+    if (s != PP_OK)
+        return PP_FAIL(err, s, "starting %d intra-op thread%s: %s", x->stage_threads, x->stage_threads == 1 ? "" : "s",
+                       e.msg); /* the caller names the stage and micro-batch */
+    s = run_steps(x, in_msg, out_msg, err);
+    pprt_headroom_team(x->stage_threads, true);
+    pprt_headroom_leave();
+    x->ran = true;
+    return s;
+}
+
+static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
+    const pprt_stage *st = x->st;
+    for (int i = 0; i < st->in.n; i++) x->ptr[st->recv[i]] = (unsigned char *)in_msg + st->in.off[i];
+    for (int i = 0; i < st->out.n; i++)
+        if (st->out.t[i]->kind == PPRT_SEND) {
+            void *at = (unsigned char *)out_msg + st->out.off[i];
+            if (x->kind[st->send[i]] == PPRT_SEND) x->ptr[st->send[i]] = at;
+            else x->msg[st->send[i]] = at;
+        }
+    for (int i = 0; i < x->n_binds; i++) {
+        const bind *b = &x->binds[i];
+        dnnl_status_t s = dnnl_memory_set_data_handle(b->m, b->msg ? x->msg[b->tid] : x->ptr[b->tid]);
+        if (s != dnnl_success) return dn_fail(err, "memory", s);
+    }
+    PP_TRY(pprt_run_nodes(&x->nodes, err));
+    for (int k = 0; k < x->n_out; k++) {
+        step *s = &x->steps[x->out_first + k];
+        dnnl_status_t ds = dnnl_primitive_execute(s->prim, x->strm, s->nargs, s->args);
+        if (ds != dnnl_success)
+            return PP_FAIL(err, PP_ERUNTIME, "copying a sent tensor into the message: oneDNN: %s",
+                           dnnl_status2str(ds));
+    }
+    dnnl_status_t ds = dnnl_stream_wait(x->strm);
+    if (ds != dnnl_success) return dn_fail(err, "stream", ds);
+    pprt_pass_through(st, in_msg, out_msg);
+    return PP_OK;
+}
+
+static void dnnl_destroy(pprt_exec *x) {
+    if (!x) return;
+    dn_rollback(x, (mark){0, 0, 0, 0, 0, 0});
+    for (int i = 0; i < N_SLOTS; i++) free(x->slot_buf[i]);
+    free(x->steps);
+    free(x->mems);
+    free(x->binds);
+    free(x->patches);
+    free(x->owned);
+    if (x->attr_reorder) dnnl_primitive_attr_destroy(x->attr_reorder);
+    if (x->strm) dnnl_stream_destroy(x->strm);
+    if (x->eng) dnnl_engine_destroy(x->eng);
+    pprt_node_runner_free(&x->nodes);
+    free(x->arena);
+    free(x->ptr);
+    free(x->msg);
+    free(x->kind);
+    free(x->on_dnnl);
+    free(x->absorbed);
+    free(x->writer);
+    free(x->last);
+    free(x->born);
+    free(x->need);
+    free(x->alias);
+    free(x->abinds);
+    free(x->ghost);
+    free(x->first);
+    free(x->nsteps);
+    free(x->cons);
+    free(x->flex);
+    free(x->blocked);
+    free(x->lay);
+    free(x);
+}
+
+static const double *dnnl_node_seconds(const pprt_exec *x) { return x->nodes.node_s; }
+
+/* Whether oneDNN has bf16 convolutions and matrix products on this CPU: it
+ * has them from AVX-512 up (emulated on plain AVX-512, in hardware with
+ * AVX512_BF16 or AMX), not on AVX2, where every such node would fall back
+ * to the reference kernels. Asked once, of a small convolution and matmul. */
+static bool has_bf16;
+static pthread_once_t bf16_once = PTHREAD_ONCE_INIT;
+
+static bool bf16_pd(const_dnnl_op_desc_t d, dnnl_engine_t eng) {
+    dnnl_primitive_desc_t pd;
+    if (dnnl_primitive_desc_create(&pd, d, NULL, eng, NULL) != dnnl_success) return false;
+    dnnl_primitive_desc_destroy(pd);
+    return true;
+}
+
+static void probe_bf16(void) {
+    dnnl_engine_t eng;
+    if (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success) return;
+    dnnl_memory_desc_t src, wei, dst, a, b, c;
+    const dnnl_dims_t sd = {1, 16, 8, 8}, wd = {16, 16, 3, 3}, st = {1, 1}, pad = {1, 1}, md = {16, 16};
+    dnnl_convolution_desc_t cd;
+    dnnl_matmul_desc_t mmd;
+    has_bf16 = dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_bf16, dnnl_format_tag_any) == dnnl_success &&
+               dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_bf16, dnnl_format_tag_any) == dnnl_success &&
+               dnnl_memory_desc_init_by_tag(&dst, 4, sd, dnnl_bf16, dnnl_format_tag_any) == dnnl_success &&
+               dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &src, &wei,
+                                                  NULL, &dst, st, pad, pad) == dnnl_success &&
+               bf16_pd(&cd, eng) &&
+               dnnl_memory_desc_init_by_tag(&a, 2, md, dnnl_bf16, dnnl_ab) == dnnl_success &&
+               dnnl_memory_desc_init_by_tag(&b, 2, md, dnnl_bf16, dnnl_ab) == dnnl_success &&
+               dnnl_memory_desc_init_by_tag(&c, 2, md, dnnl_f32, dnnl_ab) == dnnl_success &&
+               dnnl_matmul_desc_init(&mmd, &a, &b, NULL, &c) == dnnl_success && bf16_pd(&mmd, eng);
+    dnnl_engine_destroy(eng);
+}
+
+static bool dnnl_has_bf16(void) {
+    pthread_once(&bf16_once, probe_bf16);
+    return has_bf16;
+}
+
+static const pprt_exec_ops exec_dnnl = {"cpu-dnnl", dnnl_create, dnnl_run, dnnl_destroy, dnnl_node_seconds,
+                                        dn_counts};
+
+static void dnnl_describe(FILE *f) {
+    fprintf(f, "  dnnl: bf16 kernels on this CPU: %s; vector ISA: %s%s\n",
+            dnnl_has_bf16() ? "yes" : "no, --precision bf16 runs in f32", pprt_isa_name(pprt_cpu_isa()),
+            pprt_isa_capped() ? ", capped by ONEDNN_MAX_CPU_ISA" : "");
+}
+
+/* The ops build_all may put on oneDNN (families.def), f32 (the rest fall back). */
+static bool dnnl_supports(const pprt_plan *p, const pprt_stage *st, const pprt_node *n) {
+    (void)p;
+    if (!dn_family_of(n->op)) return false;
+    for (int k = 0; k < n->n_out; k++)
+        if (st->t[n->out[k]].dtype != PP_F32) return false;
+    return true;
+}
+
+static bool dnnl_precision(pprt_precision pr, bool *here) {
+    *here = pr == PPRT_F32 || dnnl_has_bf16();
+    return pr == PPRT_F32 || pr == PPRT_BF16;
+}
+
+const pprt_backend pprt_backend_dnnl = {
+    .name = "dnnl",
+    .what = "oneDNN primitives (Debian's libdnnl), the rest on the reference kernels",
+    .supports = dnnl_supports,
+    .exec = &exec_dnnl,
+    .mem = PPRT_MEM_HOST,
+    .multithreaded = true,
+    .precision = dnnl_precision,
+    .describe = dnnl_describe,
+};

@@ -1,0 +1,259 @@
+/* matmul.c: MatMul and Gemm on oneDNN's matmul (batched, batch dims
+ * broadcast; Gemm's C as a binary-add post-op, alpha as output scale; the
+ * nodes after it as post-ops, postops.c), or, with constant weights and few
+ * rows, as a 1x1 convolution (matmul_rows). */
+#include "../../ir/op_fns.h"
+#include "dnnl_exec.h"
+
+/* dst = alpha * (A x B) [+ C]: the common part of MatMul and Gemm. A, B: the
+ * descriptors to read the inputs through (B reordered once when constant);
+ * cmd: C's descriptor (NULL: none) with its memory cm. */
+static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *am, int bi,
+                               const dnnl_memory_desc_t *bm, int yi, const dnnl_memory_desc_t *ym, float alpha,
+                               const dnnl_memory_desc_t *cmd, dnnl_memory_t cm, pp_err *err) {
+    const bool wconst = is_weight(x, bi);
+    /* bf16: A and B read as bf16 copies (B's made once when constant), the
+     * output and the post-ops stay f32 */
+    const dnnl_data_type_t cdt = x->bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_t a_c = *am, b_c = *bm, b_any;
+    if (x->bf16) {
+        DN(dnnl_memory_desc_init_by_strides(&a_c, am->ndims, am->dims, cdt, am->format_desc.blocking.strides),
+           "memory descriptor");
+        DN(dnnl_memory_desc_init_by_strides(&b_c, bm->ndims, bm->dims, cdt, bm->format_desc.blocking.strides),
+           "memory descriptor");
+    }
+    b_any = b_c;
+    if (wconst) {
+        dnnl_dims_t d;
+        for (int i = 0; i < bm->ndims; i++) d[i] = bm->dims[i];
+        DN(dnnl_memory_desc_init_by_tag(&b_any, bm->ndims, d, cdt, dnnl_format_tag_any), "matmul weights");
+        /* A single row makes this a matrix-vector product. With B stored
+         * K x N (what oneDNN picks) its gemv splits K between threads and
+         * sums the parts, so the output's last bits depend on the thread
+         * count, and -pp 2 (one thread a stage) stops matching -pp 1 (two):
+         * seen on AVX2. Stored N x K the gemv splits the outputs instead,
+         * each dot product on one thread, as fast or faster. */
+        if (bm->ndims == 2 && am->ndims == 2 && am->dims[0] == 1) {
+            dnnl_dims_t st = {1, d[0]};
+            DN(dnnl_memory_desc_init_by_strides(&b_any, 2, d, cdt, st), "matmul weights");
+        }
+    }
+    dnnl_matmul_desc_t d;
+    DN(dnnl_matmul_desc_init(&d, &a_c, &b_any, NULL, ym), "matmul");
+    dnnl_primitive_attr_t attr;
+    PP_TRY(dn_new_attr(&attr, err));
+    dnnl_status_t s = dnnl_success;
+    dnnl_post_ops_t po = NULL;
+    dnnl_exec_arg_t args[MAX_ARGS];
+    int na = 0;
+    pp_status r = PP_OK;
+    if (alpha != 1.0f) s = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha);
+    if (s == dnnl_success && (cmd || x->n_fused)) {
+        s = dnnl_post_ops_create(&po);
+        if (s == dnnl_success && cmd) {
+            s = dnnl_post_ops_append_binary(po, dnnl_binary_add, cmd);
+            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, cm};
+        }
+        if (s == dnnl_success) r = dn_append_fused(x, po, cmd ? 1 : 0, ym, NULL, args, &na, err);
+    }
+    dnnl_primitive_desc_t pd;
+    PP_TRY(dn_finish_pd(x, &d, attr, po, s, r, "matmul", &pd, err));
+    if (!dn_whole_operands_fit(x, pd)) {
+        dnnl_primitive_desc_destroy(pd);
+        return unsup(err, "a binary post-op operand in another layout than the output");
+    }
+    dnnl_memory_t a, b, y;
+    const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    if ((r = dn_cast_view(x, ai, am, &a_c, SLOT_SRC, &a, err)) != PP_OK ||
+        (r = wconst ? dn_weight_mem(x, bi, bm, w_md, &b, err)
+                    : dn_cast_view(x, bi, bm, &b_c, SLOT_WEI, &b, err)) != PP_OK ||
+        (r = dn_tensor_mem(x, yi, ym, &y, err)) != PP_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return r;
+    }
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, a};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, b};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, y};
+    return dn_push_pd(x, pd, STEP_MAIN, args, na, err);
+}
+
+/* Rows below which a product A (M x K) * B (K x N) with constant B runs as a
+ * 1x1 convolution over NHWC [1, K, M, 1] (the rows as pixels: A's and the
+ * output's plain bytes as they are) instead of a matmul. On AVX2, oneDNN
+ * 2.6's gemm-based matmul is uneven at few rows (ViT-B/16 at micro-batch 1,
+ * 197 rows, two threads: 177 GFLOP/s for N = 2304 but 91 for N = 3072, and 46
+ * on one thread), where its 1x1 convolution kernel holds 180-195 (90-95 on
+ * one thread) for every shape; at 1576 rows (micro-batch 8) single products
+ * are level, and the whole ViT-B/16 runs 5-10% faster with the convolution.
+ * Larger row counts are not measured, so they keep the matmul.
+ * PPRT_DNNL_ROWS_MAX sets the row count (default 4096; 0: never). */
+
+/* y (M x N, plain) = A (tensor ai, plain M x K) * B (constant tensor bi seen
+ * through bm, K x N with any strides) + the bias ci (-1: none; a row of N,
+ * or whole M x N), then the absorbed nodes, as a 1x1 convolution (see
+ * the comment above). f32 only. PP_EUNSUP where it does not apply (the
+ * caller rolls back and builds a matmul). */
+static pp_status matmul_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_desc_t *bm, int ci, int yi, int64_t M,
+                             int64_t K, int64_t N, pp_err *err) {
+    if (x->bf16 || !is_weight(x, bi) || M >= x->o.rows_max || x->blocked[ai]) return unsup(err, "not rows");
+    int64_t n_c = 0;
+    if (ci >= 0) {
+        const pp_shape *cs = &T(x, ci)->shape;
+        n_c = numel_of(cs);
+        if (x->blocked[ci] || (cs->rank && cs->dim[cs->rank - 1] != N) || (n_c != N && n_c != M * N))
+            return unsup(err, "bias shape");
+    }
+    const dnnl_dims_t sd = {1, K, M, 1}, wd = {N, K, 1, 1}, dd = {1, N, M, 1}, bd = {N};
+    const dnnl_dims_t wst = {bm->format_desc.blocking.strides[1], bm->format_desc.blocking.strides[0], 1, 1};
+    const dnnl_dims_t one = {1, 1}, zero = {0, 0};
+    dnnl_memory_desc_t s4, w4, wfrom, d4, b1;
+    DN(dnnl_memory_desc_init_by_tag(&s4, 4, sd, dnnl_f32, dnnl_nhwc), "memory descriptor");
+    DN(dnnl_memory_desc_init_by_tag(&d4, 4, dd, dnnl_f32, dnnl_nhwc), "memory descriptor");
+    DN(dnnl_memory_desc_init_by_tag(&w4, 4, wd, dnnl_f32, dnnl_format_tag_any), "memory descriptor");
+    DN(dnnl_memory_desc_init_by_strides(&wfrom, 4, wd, dnnl_f32, wst), "memory descriptor");
+    DN(dnnl_memory_desc_init_by_tag(&b1, 1, bd, dnnl_f32, dnnl_a), "memory descriptor");
+    const bool bias = ci >= 0 && n_c == N; /* a whole M x N C is a binary post-op instead */
+    dnnl_convolution_desc_t cd;
+    DN(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &s4, &w4,
+                                                  bias ? &b1 : NULL, &d4, one, zero, zero, zero),
+       "convolution");
+    dnnl_primitive_attr_t attr;
+    PP_TRY(dn_new_attr(&attr, err));
+    dnnl_post_ops_t po = NULL;
+    dnnl_exec_arg_t args[MAX_ARGS];
+    int na = 0, idx = 0;
+    pp_status r = PP_OK;
+    dnnl_status_t s = dnnl_post_ops_create(&po);
+    if (s == dnnl_success && ci >= 0 && !bias) {
+        dnnl_memory_desc_t cmd;
+        dnnl_memory_t cm;
+        s = dnnl_memory_desc_init_by_tag(&cmd, 4, dd, dnnl_f32, dnnl_nhwc);
+        if (s == dnnl_success) s = dnnl_post_ops_append_binary(po, dnnl_binary_add, &cmd), idx++;
+        if (s == dnnl_success && (r = dn_tensor_mem(x, ci, &cmd, &cm, err)) == PP_OK)
+            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, cm};
+    }
+    const int64_t rows[2] = {M, N};
+    if (s == dnnl_success && r == PP_OK) r = dn_append_fused(x, po, idx, NULL, rows, args, &na, err);
+    dnnl_primitive_desc_t pd;
+    PP_TRY(dn_finish_pd(x, &cd, attr, po, s, r, "convolution", &pd, err));
+    if (!dn_jit_impl(pd)) { /* only a JIT kernel beats the matmul */
+        dnnl_primitive_desc_destroy(pd);
+        return unsup(err, "no JIT 1x1 convolution");
+    }
+    dnnl_memory_t a, b, y, bm_ = NULL;
+    const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    if ((r = dn_plain_view(x, ai, &s4, &a, err)) != PP_OK ||
+        (r = dn_weight_mem(x, bi, &wfrom, w_md, &b, err)) != PP_OK ||
+        (r = dn_tensor_mem(x, yi, &d4, &y, err)) != PP_OK ||
+        (bias && (r = dn_plain_view(x, ci, &b1, &bm_, err)) != PP_OK)) {
+        dnnl_primitive_desc_destroy(pd);
+        return r;
+    }
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, a};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, b};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, y};
+    if (bias) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bm_};
+    return dn_push_pd(x, pd, STEP_MAIN, args, na, err);
+}
+
+/* matmul_rows where it applies, else nothing built (*done false). */
+static pp_status try_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_desc_t *bm, int ci, int yi, int64_t M,
+                          int64_t K, int64_t N, bool *done, pp_err *err) {
+    mark m = dn_mark_now(x);
+    pp_err e = {0};
+    pp_status r = matmul_rows(x, ai, bi, bm, ci, yi, M, K, N, &e);
+    *done = r == PP_OK;
+    if (r == PP_OK || r == PP_EUNSUP) {
+        if (!*done) dn_rollback(x, m);
+        return PP_OK;
+    }
+    *err = e;
+    return r;
+}
+
+static pp_status build_matmul(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    PP_TRY(dn_need_f32_nonempty(x, n, err));
+    const int ai = n->in[0], bi = n->in[1], yi = final_out(x, n);
+    pp_shape as = T(x, ai)->shape, bs = T(x, bi)->shape;
+    if (as.rank < 1 || bs.rank < 1) return unsup(err, "rank");
+    if (as.rank == 1) as = (pp_shape){2, {1, as.dim[0]}};
+    if (bs.rank == 1) bs = (pp_shape){2, {bs.dim[0], 1}};
+    const int64_t M = as.dim[as.rank - 2], K = as.dim[as.rank - 1], N = bs.dim[bs.rank - 1];
+    if (bs.dim[bs.rank - 2] != K) return unsup(err, "inner dims");
+    dnnl_memory_desc_t am, bm, ym;
+    if (bs.rank == 2) {
+        /* one right-hand matrix: A's batch dims fold into its rows */
+        int64_t ad[2] = {numel_of(&as) / K, K}, yd[2] = {ad[0], N};
+        PP_TRY(dn_plain_md(ad, 2, &am, err));
+        PP_TRY(dn_plain_md(bs.dim, 2, &bm, err));
+        PP_TRY(dn_plain_md(yd, 2, &ym, err));
+        bool done;
+        PP_TRY(try_rows(x, ai, bi, &bm, -1, yi, ad[0], K, N, &done, err));
+        if (done) return PP_OK;
+    } else {
+        const int r = as.rank > bs.rank ? as.rank : bs.rank;
+        if (r > DNNL_MAX_NDIMS) return unsup(err, "rank");
+        int64_t ad[PP_MAX_DIMS], bd[PP_MAX_DIMS], yd[PP_MAX_DIMS];
+        dn_align_dims(&as, r, ad);
+        dn_align_dims(&bs, r, bd);
+        for (int i = 0; i < r - 2; i++) {
+            if (ad[i] != bd[i] && ad[i] != 1 && bd[i] != 1) return unsup(err, "batch broadcast");
+            yd[i] = ad[i] > bd[i] ? ad[i] : bd[i];
+        }
+        yd[r - 2] = M, yd[r - 1] = N;
+        PP_TRY(dn_plain_md(ad, r, &am, err));
+        PP_TRY(dn_plain_md(bd, r, &bm, err));
+        PP_TRY(dn_plain_md(yd, r, &ym, err));
+    }
+    return matmul_common(x, ai, &am, bi, &bm, yi, &ym, 1.0f, NULL, NULL, err);
+}
+
+static pp_status build_gemm(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    pp_attrs at = attrs_of(x, n);
+    PP_TRY(dn_need_f32_nonempty(x, n, err));
+    const int ai = n->in[0], bi = n->in[1], ci = has_in(n, 2) ? n->in[2] : -1, yi = final_out(x, n);
+    const pp_shape *as = &T(x, ai)->shape, *bs = &T(x, bi)->shape;
+    if (as->rank != 2 || bs->rank != 2) return unsup(err, "rank");
+    pp_gemm g;
+    PP_TRY(pp_gemm_attrs(at, &g, err));
+    const int64_t ta = g.ta, tb = g.tb;
+    const float alpha = g.alpha, beta = g.beta;
+    const int64_t M = ta ? as->dim[1] : as->dim[0], K = ta ? as->dim[0] : as->dim[1];
+    const int64_t N = tb ? bs->dim[0] : bs->dim[1];
+    if ((tb ? bs->dim[1] : bs->dim[0]) != K) return unsup(err, "inner dims");
+    dnnl_memory_desc_t am, bm, ym, cmd;
+    dnnl_dims_t ad = {M, K}, as_ = {ta ? 1 : K, ta ? M : 1}, bd = {K, N}, bs_ = {tb ? 1 : N, tb ? K : 1};
+    DN(dnnl_memory_desc_init_by_strides(&am, 2, ad, dnnl_f32, as_), "memory descriptor");
+    DN(dnnl_memory_desc_init_by_strides(&bm, 2, bd, dnnl_f32, bs_), "memory descriptor");
+    int64_t yd[2] = {M, N};
+    PP_TRY(dn_plain_md(yd, 2, &ym, err));
+    if (!ta && alpha == 1.0f && (ci < 0 || beta == 0.0f || beta == 1.0f)) {
+        bool done;
+        PP_TRY(try_rows(x, ai, bi, &bm, beta != 0.0f ? ci : -1, yi, M, K, N, &done, err));
+        if (done) return PP_OK;
+    }
+    dnnl_memory_t cm = NULL;
+    if (ci >= 0 && beta != 0.0f) {
+        /* C broadcasts to [M, N] (BLAS and onnxruntime ignore it when beta is 0) */
+        const pp_shape *cs = &T(x, ci)->shape;
+        if (cs->rank > 2) return unsup(err, "C rank");
+        int64_t cd[2] = {cs->rank >= 2 ? cs->dim[0] : 1, cs->rank >= 1 ? cs->dim[cs->rank - 1] : 1};
+        if ((cd[0] != M && cd[0] != 1) || (cd[1] != N && cd[1] != 1)) return unsup(err, "C shape");
+        PP_TRY(dn_plain_md(cd, 2, &cmd, err));
+        if (beta == 1.0f) {
+            PP_TRY(dn_plain_view(x, ci, &cmd, &cm, err));
+        } else {
+            if (!is_weight(x, ci)) return unsup(err, "beta with a computed C");
+            const int64_t cn = cd[0] * cd[1];
+            float *c = dn_own_alloc(x, (size_t)cn * sizeof(float));
+            if (!c) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+            const float *src = (const float *)T(x, ci)->data;
+            for (int64_t i = 0; i < cn; i++) c[i] = beta * src[i];
+            PP_TRY(dn_new_mem(x, &cmd, c, &cm, err));
+        }
+    }
+    return matmul_common(x, ai, &am, bi, &bm, yi, &ym, alpha, cm ? &cmd : NULL, cm, err);
+}
+
+const dn_family dn_matmul = {.build = build_matmul};
+const dn_family dn_gemm = {.build = build_gemm};

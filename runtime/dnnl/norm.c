@@ -1,0 +1,106 @@
+/* norm.c: BatchNormalization and LayerNormalization on oneDNN's batch and
+ * layer normalization. */
+#include "../../ir/op_fns.h"
+#include "dnnl_exec.h"
+
+/* BatchNormalization: inference, global statistics. */
+static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    pp_attrs a = attrs_of(x, n);
+    PP_TRY(dn_need_f32_nonempty(x, n, err));
+    const int xi = n->in[0], yi = n->out[0];
+    const pp_shape *xs = &T(x, xi)->shape;
+    if (xs->rank < 2 || xs->rank > 5) return unsup(err, "rank");
+    for (int k = 1; k < 5; k++)
+        if (T(x, n->in[k])->shape.rank != 1 || T(x, n->in[k])->shape.dim[0] != xs->dim[1])
+            return unsup(err, "statistics shape");
+    float eps;
+    PP_TRY(pp_attr_float(a, "epsilon", 1e-5f, &eps, err));
+    dnnl_memory_desc_t src, cmd;
+    PP_TRY(dn_tensor_layout(x, xi, &src, err));
+    PP_TRY(dn_plain_md(&xs->dim[1], 1, &cmd, err));
+    dnnl_batch_normalization_desc_t d;
+    DN(dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_inference, &src, eps,
+                                                  dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift),
+       "batch normalization");
+    dnnl_primitive_desc_t pd;
+    PP_TRY(dn_plain_pd(x, &d, "batch normalization", &pd, err));
+    pp_status r;
+    dnnl_memory_t sm, dm, m[4];
+    post out;
+    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    const dnnl_memory_desc_t *src_md = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    for (int k = 0; k < 4; k++)
+        if ((r = dn_tensor_mem(x, n->in[1 + k], &cmd, &m[k], err)) != PP_OK) goto fail;
+    if ((r = dn_bind_output(x, yi, dst_md, &dm, &out, err)) != PP_OK ||
+        (r = dn_bind_input(x, xi, src_md, SLOT_SRC, &sm, err)) != PP_OK)
+        goto fail;
+    dnnl_exec_arg_t args[6] = {{DNNL_ARG_SRC, sm},       {DNNL_ARG_DST, dm},      {DNNL_ARG_SCALE, m[0]},
+                               {DNNL_ARG_SHIFT, m[1]},   {DNNL_ARG_MEAN, m[2]},   {DNNL_ARG_VARIANCE, m[3]}};
+    PP_TRY(dn_push_pd(x, pd, STEP_MAIN, args, 6, err));
+    return dn_push_post(x, &out, err);
+fail:
+    dnnl_primitive_desc_destroy(pd);
+    return r;
+}
+
+/* LayerNormalization: scale over the whole normalized extent. */
+static pp_status build_ln(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    pp_attrs a = attrs_of(x, n);
+    PP_TRY(dn_need_f32_nonempty(x, n, err));
+    const int xi = n->in[0], si = n->in[1], bi = has_in(n, 2) ? n->in[2] : -1, yi = n->out[0];
+    const pp_shape *xs = &T(x, xi)->shape;
+    int64_t stash, dims[2];
+    int axis;
+    float eps;
+    PP_TRY(pp_norm_rows(a, xs, &axis, &eps, &dims[0], &dims[1], err));
+    PP_TRY(pp_attr_int(a, "stash_type", 1, &stash, err));
+    if (stash != 1) return unsup(err, "stash_type");
+    /* scale and bias must cover the normalized extent (no broadcasting) */
+    if (numel_of(&T(x, si)->shape) != dims[1] || (bi >= 0 && numel_of(&T(x, bi)->shape) != dims[1]))
+        return unsup(err, "broadcast scale or bias");
+    dnnl_memory_desc_t data, stat, vec;
+    PP_TRY(dn_plain_md(dims, 2, &data, err));
+    PP_TRY(dn_plain_md(dims, 1, &stat, err));
+    PP_TRY(dn_plain_md(&dims[1], 1, &vec, err));
+    dnnl_layer_normalization_desc_t d;
+    DN(dnnl_layer_normalization_forward_desc_init(&d, dnnl_forward_inference, &data, &stat, eps,
+                                                  dnnl_use_scale | (bi >= 0 ? dnnl_use_shift : 0)),
+       "layer normalization");
+    dnnl_primitive_desc_t pd;
+    PP_TRY(dn_plain_pd(x, &d, "layer normalization", &pd, err));
+    pp_status r = PP_OK;
+    dnnl_exec_arg_t args[6];
+    int na = 0;
+    dnnl_memory_t m;
+    if ((r = dn_plain_view(x, xi, &data, &m, err)) != PP_OK) goto fail;
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m};
+    if ((r = dn_tensor_mem(x, yi, &data, &m, err)) != PP_OK) goto fail;
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, m};
+    if ((r = dn_tensor_mem(x, si, &vec, &m, err)) != PP_OK) goto fail;
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCALE, m};
+    if (bi >= 0) {
+        if ((r = dn_tensor_mem(x, bi, &vec, &m, err)) != PP_OK) goto fail;
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SHIFT, m};
+    }
+    /* statistics the primitive computes on the side, when it asks for memory for them */
+    static const int stat_args[2] = {DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+    for (int k = 0; k < 2; k++) {
+        const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, stat_args[k]);
+        if (!md || md->ndims == 0) continue;
+        void *buf = dn_own_alloc(x, dnnl_memory_desc_get_size(md));
+        if (!buf) {
+            r = PP_FAIL(err, PP_ENOMEM, "out of memory");
+            goto fail;
+        }
+        if ((r = dn_new_mem(x, md, buf, &m, err)) != PP_OK) goto fail;
+        args[na++] = (dnnl_exec_arg_t){stat_args[k], m};
+    }
+    return dn_push_pd(x, pd, STEP_MAIN, args, na, err);
+fail:
+    dnnl_primitive_desc_destroy(pd);
+    return r;
+}
+
+/* BatchNormalization reads its input 0 in any layout; LayerNormalization plain */
+const dn_family dn_batchnorm = {.build = build_bn, .any_in = 1u << 0};
+const dn_family dn_layernorm = {.build = build_ln};

@@ -1,0 +1,162 @@
+/* options.c: the oneDNN executor's settings, from PPRT_DNNL_* environment
+ * variables, read once per process (pprt_dnnl_opts in dnnl_exec.h). The
+ * table below is the one list of them: name, default, the values taken and
+ * what they do; docs/dnnl.md repeats it for users. An unset or empty
+ * variable takes the default; any other value outside what the row takes is
+ * an error naming the variable and the value (pprt exits 2). Most exist for
+ * A/B measurements of one optimization against its absence. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dnnl_exec.h"
+
+typedef enum {
+    OPT_FLAG, /* 0 or 1 (bool) */
+    OPT_WORD, /* one of two words: the first sets the bool, the second clears it */
+    OPT_INT,  /* a whole number in [lo, hi] (int64_t) */
+    OPT_NUM,  /* a finite number in [lo, hi] (double) */
+} opt_kind;
+
+typedef struct opt {
+    const char *name;
+    opt_kind kind;
+    size_t off; /* of the field in pprt_dnnl_opts */
+    const char *dflt;
+    const char *words; /* OPT_WORD: "first|second"; OPT_INT: the only values taken, if not a range ("0|2|4") */
+    double lo, hi;
+    const char *meaning;
+} opt;
+
+#define F(field) offsetof(pprt_dnnl_opts, field)
+static const opt opts[] = {
+    {"PPRT_DNNL_VERBOSE", OPT_INT, F(verbose), "0", NULL, 0, 2,
+     "1: per stage, the nodes on oneDNN, absorbed and on the reference kernels, the reorders and copies per "
+     "micro-batch and the memory taken; 2: also each node's kernels and why a node was declined"},
+    {"PPRT_DNNL_LAYOUT", OPT_WORD, F(propagate), "blocked", "blocked|plain", 0, 0,
+     "blocked: a tensor that only oneDNN nodes read stays in the layout its producer prefers; plain: every tensor "
+     "row-major"},
+    {"PPRT_DNNL_FUSE", OPT_FLAG, F(fuse), "1", NULL, 0, 0,
+     "a convolution or matrix product absorbs the chained eltwise and binary nodes after it as post-ops"},
+    {"PPRT_DNNL_RESIDUAL", OPT_WORD, F(residual_sum), "sum", "sum|binary", 0, 0,
+     "pp.FusedConv's residual by a sum post-op (in place where it dies there) or by a binary add post-op"},
+    {"PPRT_DNNL_INPLACE", OPT_FLAG, F(inplace), "1", NULL, 0, 0,
+     "an output takes over the bytes of an input that dies there (residual sums, eltwise, binary)"},
+    {"PPRT_DNNL_SMALL_US", OPT_NUM, F(small_us), "100", NULL, 0, 1e9,
+     "microseconds of estimated work below which a primitive runs on one thread"},
+    {"PPRT_DNNL_WINO", OPT_FLAG, F(wino), "1", NULL, 0, 0,
+     "3x3 stride-1 f32 convolutions by Winograd (oneDNN's on AVX-512, pprt's own below)"},
+    {"PPRT_DNNL_WINO_TILE", OPT_INT, F(wino_tile), "0", "0|2|4", 0, 4,
+     "pprt's Winograd kernel: 0 picks F(2x2,3x3) or F(4x4,3x3) per node, 2 or 4 forces one"},
+    {"PPRT_DNNL_FOLLOW", OPT_FLAG, F(follow), "0", NULL, 0, 0,
+     "1: a convolution reads a blocked source as it is where a fast kernel takes it (fewer reorders, but -pp N "
+     "is no longer bit-identical to -pp 1)"},
+    {"PPRT_DNNL_VIEWS", OPT_FLAG, F(views), "1", NULL, 0, 0,
+     "Reshape, Flatten, Squeeze, Unsqueeze and byte-preserving Transposes take over their input's bytes"},
+    {"PPRT_DNNL_RELU", OPT_WORD, F(relu_max), "nan", "max|nan", 0, 0,
+     "nan: Relu post-ops that keep NaN; max: oneDNN's relu, which gives 0 for NaN (for timings only)"},
+    {"PPRT_DNNL_ROWS_MAX", OPT_INT, F(rows_max), "4096", NULL, 0, 1e15,
+     "matrix products with constant weights and fewer rows run as 1x1 convolutions (0: never; matmul.c)"},
+    {"PPRT_DNNL_KEEP_SEND", OPT_FLAG, F(keep_send), "1", NULL, 0, 0,
+     "a tensor the stage sends and also reads stays in the arena in its layout, copied into the message once"},
+    {"PPRT_DNNL_SILU", OPT_FLAG, F(silu), "1", NULL, 0, 0,
+     "pp.SiLU on pprt's own kernel where it wins (f32 on AVX2 CPUs without AVX-512), else oneDNN's swish"},
+};
+#undef F
+
+/* The value v of row o into *out; false when o does not take it. */
+static bool parse(const opt *o, const char *v, pprt_dnnl_opts *out) {
+    char *field = (char *)out + o->off, *end;
+    switch (o->kind) {
+    case OPT_FLAG:
+        if (strcmp(v, "0") && strcmp(v, "1")) return false;
+        *(bool *)field = v[0] == '1';
+        return true;
+    case OPT_WORD: {
+        const char *bar = strchr(o->words, '|');
+        const size_t n1 = (size_t)(bar - o->words);
+        const bool first = strlen(v) == n1 && !strncmp(v, o->words, n1);
+        if (!first && strcmp(v, bar + 1)) return false;
+        *(bool *)field = first;
+        return true;
+    }
+    case OPT_INT: {
+        errno = 0;
+        const long long n = strtoll(v, &end, 10);
+        if (errno || end == v || *end || n < o->lo || n > o->hi) return false;
+        if (o->words) { /* one of a list, as written there */
+            char list[64], item[64];
+            snprintf(list, sizeof list, "|%s|", o->words);
+            snprintf(item, sizeof item, "|%s|", v);
+            if (!strstr(list, item)) return false;
+        }
+        *(int64_t *)field = n;
+        return true;
+    }
+    case OPT_NUM: {
+        errno = 0;
+        const double d = strtod(v, &end);
+        if (errno || end == v || *end || !isfinite(d) || d < o->lo || d > o->hi) return false;
+        *(double *)field = d;
+        return true;
+    }
+    }
+    return false;
+}
+
+/* What row o takes, for the error message. */
+static void takes(const opt *o, char *buf, size_t n) {
+    switch (o->kind) {
+    case OPT_FLAG: snprintf(buf, n, "0 or 1"); break;
+    case OPT_WORD:
+        snprintf(buf, n, "%.*s or %s", (int)strcspn(o->words, "|"), o->words, strchr(o->words, '|') + 1);
+        break;
+    case OPT_INT:
+        if (o->words) { /* "0|2|4" as "0, 2 or 4" */
+            size_t k = 0;
+            for (const char *c = o->words; *c && k + 5 < n; c++)
+                if (*c != '|') buf[k++] = *c;
+                else k += (size_t)snprintf(buf + k, n - k, "%s", strchr(c + 1, '|') ? ", " : " or ");
+            buf[k] = '\0';
+        }
+        else snprintf(buf, n, "a whole number from %.0f to %.0f", o->lo, o->hi);
+        break;
+    case OPT_NUM: snprintf(buf, n, "a number from %.0f to %.0f", o->lo, o->hi); break;
+    }
+}
+
+static pprt_dnnl_opts parsed;
+static pp_status parsed_status;
+static pp_err parsed_err;
+static pthread_once_t parsed_once = PTHREAD_ONCE_INIT;
+
+static void read_env(void) {
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        const opt *o = &opts[i];
+        if (!parse(o, o->dflt, &parsed)) { /* a row whose default it does not take: a bug here */
+            parsed_status = PP_FAIL(&parsed_err, PP_ERUNTIME, "%s: its default '%s' is not valid", o->name, o->dflt);
+            return;
+        }
+        const char *v = getenv(o->name);
+        if (!v || !*v || parse(o, v, &parsed)) continue;
+        char t[96];
+        takes(o, t, sizeof t);
+        parsed_status = PP_FAIL(&parsed_err, PP_EINVAL, "environment variable %s=%s: expected %s (default %s: %s)",
+                                o->name, v, t, o->dflt, o->meaning);
+        return;
+    }
+}
+
+pp_status pprt_dnnl_opts_read(pprt_dnnl_opts *o, pp_err *err) {
+    pthread_once(&parsed_once, read_env);
+    if (parsed_status != PP_OK) {
+        if (err) *err = parsed_err;
+        return parsed_status;
+    }
+    *o = parsed;
+    return PP_OK;
+}

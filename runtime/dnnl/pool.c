@@ -1,0 +1,137 @@
+/* pool.c: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool on oneDNN's
+ * pooling. A source in a layout without a JIT kernel (plain, or another
+ * ISA's blocks) is reordered into one with; max pooling gets a NaN pass of
+ * ours after it (nanfix.h). */
+#include <string.h>
+
+#include "../../ir/geom.h"
+#include "dnnl_exec.h"
+
+/* md as nanfix.h's layout: plain, or blocked on channels (dim 1) only. */
+static bool fix_layout(const dnnl_memory_desc_t *md, pprt_nanfix_layout *l) {
+    if (md->format_kind != dnnl_blocked || md->offset0 != 0 || md->ndims > 5) return false;
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    if (b->inner_nblks > 1 || (b->inner_nblks == 1 && b->inner_idxs[0] != 1)) return false;
+    l->cblock = b->inner_nblks ? b->inner_blks[0] : 1;
+    for (int d = 0; d < md->ndims; d++) l->stride[d] = b->strides[d];
+    return true;
+}
+
+static pp_status pool_pd(pprt_exec *x, dnnl_alg_kind_t alg, const dnnl_memory_desc_t *src,
+                         const dnnl_memory_desc_t *dst, const dnnl_dim_t *strides, const dnnl_dim_t *kernel,
+                         const dnnl_dim_t *dil, const dnnl_dim_t *pl, const dnnl_dim_t *pr, dnnl_primitive_desc_t *pd,
+                         pp_err *err) {
+    dnnl_pooling_v2_desc_t d;
+    DN(dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, src, dst, strides, kernel, dil, pl, pr),
+       "pooling");
+    return dn_plain_pd(x, &d, "pooling", pd, err);
+}
+
+static pp_status build_pool(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    pp_attrs a = attrs_of(x, n);
+    PP_TRY(dn_need_f32_nonempty(x, n, err));
+    const int xi = n->in[0], yi = n->out[0];
+    const pp_shape *xs = &T(x, xi)->shape, *ys = &T(x, yi)->shape;
+    const int nd = xs->rank;
+    if (nd < 3 || nd > 5) return unsup(err, "rank");
+    dnnl_alg_kind_t alg = dnnl_pooling_max;
+    dnnl_dims_t strides, kernel, dil, pl, pr;
+    const int nsp = nd - 2;
+    if (n->op == PP_OP_GLOBALAVGPOOL || n->op == PP_OP_GLOBALMAXPOOL) {
+        alg = n->op == PP_OP_GLOBALAVGPOOL ? dnnl_pooling_avg_exclude_padding : dnnl_pooling_max;
+        for (int i = 0; i < nsp; i++) {
+            strides[i] = 1;
+            kernel[i] = xs->dim[2 + i];
+            dil[i] = pl[i] = pr[i] = 0;
+        }
+    } else {
+        pp_geom g;
+        PP_TRY(pp_geom_make(a, xs, NULL, true, &g, err));
+        int64_t cip = 0;
+        if (n->op == PP_OP_AVGPOOL) {
+            PP_TRY(pp_attr_int(a, "count_include_pad", 0, &cip, err));
+            alg = cip ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
+        }
+        for (int i = 0; i < nsp; i++) {
+            const int64_t ext = g.dil[i] * (g.k[i] - 1) + 1;
+            if (g.out[i] != ys->dim[2 + i]) return unsup(err, "geometry");
+            strides[i] = g.stride[i];
+            kernel[i] = g.k[i];
+            dil[i] = g.dil[i] - 1;
+            pl[i] = g.pad0[i];
+            /* right padding that gives out[i] windows (more than pad1 under ceil_mode) */
+            int64_t r = g.pad1[i];
+            if ((g.in[i] + g.pad0[i] + r - ext) / g.stride[i] + 1 != g.out[i])
+                r = (g.out[i] - 1) * g.stride[i] + ext - g.in[i] - g.pad0[i];
+            pr[i] = r;
+            /* windows entirely in the padding, and padding counted beyond the
+             * explicit pads, differ from the ONNX definition */
+            if (pl[i] >= ext || pr[i] >= ext || pr[i] < 0) return unsup(err, "padding as large as the window");
+            if (cip && pr[i] > g.pad1[i]) return unsup(err, "count_include_pad with ceil_mode padding");
+        }
+    }
+    dnnl_memory_desc_t src, dst_any;
+    PP_TRY(dn_tensor_layout(x, xi, &src, err));
+    PP_TRY(dn_any_md(ys->dim, nd, src.data_type, &dst_any, err));
+    dnnl_primitive_desc_t pd;
+    PP_TRY(pool_pd(x, alg, &src, &dst_any, strides, kernel, dil, pl, pr, &pd, err));
+    if (nd >= 4 && x->o.propagate && !dn_jit_impl(pd)) {
+        /* a source in a layout no JIT kernel takes gets oneDNN's simple_nchw
+         * or ref kernel, 14x slower than its JIT ones on digits' first pool
+         * after a cut: a plain one (a received tensor, a plan input), or one
+         * blocked by a producer whose kernel is for another ISA (AVX2's 8
+         * channels on an AVX-512 CPU). Read it reordered into the first
+         * layout a JIT kernel takes: AVX-512's 16-channel blocks, AVX2's 8,
+         * channels last. */
+        static const dnnl_format_tag_t tags[2][3] = {{dnnl_aBcd16b, dnnl_aBcd8b, dnnl_acdb},
+                                                     {dnnl_aBcde16b, dnnl_aBcde8b, dnnl_acdeb}};
+        for (int k = 0; k < 3; k++) {
+            dnnl_memory_desc_t blk;
+            dnnl_primitive_desc_t bpd = NULL;
+            if (dnnl_memory_desc_init_by_tag(&blk, nd, src.dims, src.data_type, tags[nd - 4][k]) != dnnl_success)
+                continue;
+            if (pool_pd(x, alg, &blk, &dst_any, strides, kernel, dil, pl, pr, &bpd, err) != PP_OK) continue;
+            if (!dn_jit_impl(bpd)) {
+                dnnl_primitive_desc_destroy(bpd);
+                continue;
+            }
+            dnnl_primitive_desc_destroy(pd);
+            pd = bpd;
+            src = blk;
+            break;
+        }
+    }
+    pp_status r;
+    dnnl_memory_t sm, dm;
+    post out;
+    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    /* max pooling: oneDNN answers a window of only NaN or -inf with -FLT_MAX,
+     * which a pass of ours after it corrects (nanfix.h) */
+    pprt_nanfix fix = {0};
+    if (alg == dnnl_pooling_max) {
+        const bool bf16 = src.data_type == dnnl_bf16;
+        fix = (pprt_nanfix){.kind = PPRT_NANFIX_MAXPOOL, .nsp = nsp, .N = xs->dim[0], .C = xs->dim[1], .bf16 = bf16,
+                            .dst_n = dnnl_memory_desc_get_size(dst_md) / (bf16 ? 2 : sizeof(float))};
+        for (int i = 0; i < nsp; i++) {
+            fix.in[i] = xs->dim[2 + i], fix.out[i] = ys->dim[2 + i], fix.k[i] = kernel[i];
+            fix.stride[i] = strides[i], fix.dil[i] = dil[i] + 1, fix.pad[i] = pl[i];
+        }
+        if ((src.data_type != dnnl_f32 && !bf16) || dst_md->data_type != src.data_type || !fix_layout(&src, &fix.src) ||
+            !fix_layout(dst_md, &fix.dst)) {
+            dnnl_primitive_desc_destroy(pd);
+            return unsup(err, "a layout that the max pooling NaN pass cannot read");
+        }
+    }
+    if ((r = dn_bind_output(x, yi, dst_md, &dm, &out, err)) != PP_OK ||
+        (r = dn_bind_input(x, xi, &src, SLOT_SRC, &sm, err)) != PP_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return r;
+    }
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}};
+    PP_TRY(dn_push_pd(x, pd, STEP_MAIN, args, 2, err));
+    if (fix.kind) PP_TRY(dn_push_fix(x, &fix, sm, dm, err));
+    return dn_push_post(x, &out, err);
+}
+
+/* input 0 in any layout */
+const dn_family dn_pool = {.build = build_pool, .any_in = 1u << 0};

@@ -1,0 +1,190 @@
+/* postops.c: the nodes a primitive absorbs as post-ops (dnnl_exec.h).
+ *
+ * A convolution, MatMul or Gemm absorbs the eltwise and binary nodes right
+ * after it that only refine its output (bias Add, Gelu, SiLU, a scale ...):
+ * they become post-ops and are skipped when the stage runs
+ * (PPRT_DNNL_FUSE=0: never). What it may absorb stays inside the chains of
+ * passes/fuse.c's pp_fusion_chains, which ppcc never cuts, so the split
+ * never changes a kernel. A binary operand of the output's shape is read in
+ * the layout the primitive writes its output in, or the node absorbs
+ * nothing (dn_whole_operands_fit). */
+#include <string.h>
+
+#include "dnnl_exec.h"
+
+/* Descriptor of tensor o as the second source of a binary post-op of a
+ * primitive whose destination is `dst`, for an op whose output has shape ys
+ * (o broadcasts to it: dims right-aligned, broadcast dims 1). When dst has
+ * ys's dims: o's layout if it is stored in a oneDNN layout, else a plain
+ * view. When the primitive sees the output reshaped (a matrix product's
+ * folded rows), only a whole plain operand, a scalar or one along the last
+ * dim can follow. */
+pp_status dn_operand_md(const pprt_exec *x, int o, const pp_shape *ys, const dnnl_memory_desc_t *dst,
+                        dnnl_memory_desc_t *md, pp_err *err) {
+    const int r = ys->rank > 0 ? ys->rank : 1;
+    int64_t d[PP_MAX_DIMS], yd[PP_MAX_DIMS];
+    pp_shape os = T(x, o)->shape, y1 = *ys;
+    if (y1.rank == 0) y1.rank = 1, y1.dim[0] = 1;
+    dn_align_dims(&os, r, d);
+    dn_align_dims(&y1, r, yd);
+    bool same = dst->ndims == r, whole = true, last = true;
+    for (int i = 0; i < r; i++) {
+        same = same && dst->dims[i] == yd[i];
+        whole = whole && d[i] == yd[i];
+        last = last && (i == r - 1 ? d[i] == yd[i] : d[i] == 1);
+    }
+    if (same) {
+        if (!x->blocked[o]) return dn_plain_md(d, r, md, err);
+        if (os.rank != r) return unsup(err, "blocked operand of another rank");
+        *md = x->lay[o];
+        return PP_OK;
+    }
+    if (x->blocked[o]) return unsup(err, "blocked operand of a reshaped output");
+    const int nd = dst->ndims;
+    int64_t v[DNNL_MAX_NDIMS];
+    int64_t n_o = numel_of(&T(x, o)->shape);
+    for (int i = 0; i < nd; i++) v[i] = whole ? dst->dims[i] : 1;
+    if (!whole && n_o != 1) {
+        if (!last || dst->dims[nd - 1] != yd[r - 1]) return unsup(err, "operand broadcast across folded rows");
+        v[nd - 1] = yd[r - 1];
+    }
+    return dn_plain_md(v, nd, md, err);
+}
+
+/* Descriptor of tensor o as the second source of a binary post-op of a
+ * matrix product run as a 1x1 convolution over NHWC [1, N, M, 1] (rows as
+ * pixels, see matmul.c): o is read as NHWC too, so it must be
+ * plain and either whole (its last dim N, M x N elements), a row of N, or a
+ * scalar. */
+static pp_status rows_operand_md(const pprt_exec *x, int o, int64_t M, int64_t N, dnnl_memory_desc_t *md,
+                                 pp_err *err) {
+    const pp_shape *os = &T(x, o)->shape;
+    const int64_t n_o = numel_of(os), last = os->rank ? os->dim[os->rank - 1] : 1;
+    dnnl_dims_t d = {1, 1, 1, 1};
+    if (x->blocked[o]) return unsup(err, "blocked operand");
+    if (n_o == M * N && last == N) d[1] = N, d[2] = M;
+    else if (n_o == N && last == N) d[1] = N;
+    else if (n_o != 1) return unsup(err, "operand broadcast across rows");
+    DN(dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, dnnl_nhwc), "memory descriptor");
+    return PP_OK;
+}
+
+/* Append the absorbed nodes' post-ops to po (whose first one is post-op
+ * number `idx`) for a primitive with destination `dst`, or, where rows is
+ * not NULL, for a matrix product of rows[0] x rows[1] run as a 1x1
+ * convolution (rows_operand_md); the memories of binary operands go to args. */
+pp_status dn_append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_memory_desc_t *dst,
+                          const int64_t *rows, dnnl_exec_arg_t *args, int *nargs, pp_err *err) {
+    x->n_whole = 0;
+    for (int f = 0; f < x->n_fused; f++, idx++) {
+        const pprt_node *b = &x->st->nodes[x->fused[f]];
+        dnnl_alg_kind_t alg;
+        float alpha, beta;
+        bool commutes;
+        if (dn_binary_alg(b->op, &alg, &commutes)) {
+            const int o = x->fused_other[f];
+            dnnl_memory_desc_t md;
+            dnnl_memory_t m;
+            if (rows) PP_TRY(rows_operand_md(x, o, rows[0], rows[1], &md, err));
+            else PP_TRY(dn_operand_md(x, o, &T(x, b->out[0])->shape, dst, &md, err));
+            if (!rows && dst && md.ndims == dst->ndims && !memcmp(md.dims, dst->dims, sizeof(md.dims[0]) * (size_t)md.ndims))
+                x->whole[x->n_whole++] = md;
+            DN(dnnl_post_ops_append_binary(po, alg, &md), "binary post-op");
+            PP_TRY(dn_tensor_mem(x, o, &md, &m, err));
+            args[(*nargs)++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1, m};
+        } else {
+            PP_TRY(dn_eltwise_of(x, b, &alg, &alpha, &beta, err));
+            if (alg == dnnl_eltwise_relu && alpha == 0) {
+                idx--; /* the loop counts one */
+                DN(dn_append_relu(x, po, &idx), "eltwise post-op");
+            } else {
+                DN(dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta), "eltwise post-op");
+            }
+        }
+    }
+    return PP_OK;
+}
+
+/* Whether every whole binary post-op operand of the node being built (see
+ * dn_append_fused) lies in the layout of the destination that primitive pd
+ * writes (element types aside). oneDNN 2.6 takes an operand in another
+ * layout without complaint, and some kernels then read it as if it had the
+ * destination's: a gemm convolution on an AVX-512 CPU in bf16, adding a
+ * residual stored channel-blocked, gave errors of 0.8 of the output's
+ * largest magnitude. Such a node absorbs nothing instead (the binary op
+ * runs on its own primitive, which reads each operand in its layout). */
+bool dn_whole_operands_fit(const pprt_exec *x, const_dnnl_primitive_desc_t pd) {
+    const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    for (int k = 0; k < x->n_whole; k++) {
+        dnnl_memory_desc_t md = x->whole[k];
+        md.data_type = dst->data_type;
+        if (!dnnl_memory_desc_equal(&md, dst)) return false;
+    }
+    return true;
+}
+
+/* Relu as oneDNN post-ops that keep NaN: its relu (and clip) computes
+ * max(x, 0), which gives 0 for NaN; elu with alpha 0 is x > 0 ? x :
+ * 0 * (exp(x) - 1), NaN for NaN and -0 for the rest, and the linear 1x + 0
+ * makes those +0 (docs/design-notes.md, "NaN and infinities"). */
+dnnl_status_t dn_append_relu(const pprt_exec *x, dnnl_post_ops_t po, int *idx) {
+    if (x->o.relu_max) { /* PPRT_DNNL_RELU=max: oneDNN's relu, for A/B timings only */
+        (*idx)++;
+        return dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0);
+    }
+    dnnl_status_t s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_elu, 0, 0);
+    if (s == dnnl_success) s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, 1.0f, 0);
+    *idx += 2;
+    return s;
+}
+
+/* The nodes right after node ni that its primitive can absorb as post-ops:
+ * each an eltwise op on the running result, or a binary op of it (whole)
+ * and a tensor that exists before node ni runs; the running result read by
+ * that node only and never sent. Only the very next nodes, so that nothing
+ * runs in between (the last output is written when node ni runs: the
+ * arena plan knows, see dn_plan_arena). Only nodes the plan marks as chained
+ * to the one before (ppcc's pp_fusion_chains, which no cut splits; every
+ * node of a version 1 plan). */
+void dn_find_fusable(pprt_exec *x, int ni) {
+    x->n_fused = 0;
+    const pprt_stage *st = x->st;
+    const pp_op op = st->nodes[ni].op;
+    if (!x->o.fuse || !pp_op_has(op, PP_TR_HEAD)) return; /* Conv, pp.FusedConv, MatMul, Gemm */
+    int cur = st->nodes[ni].out[0];
+    for (int bi = ni + 1; bi < st->n_nodes && x->n_fused < 4; bi++) {
+        const pprt_node *b = &st->nodes[bi];
+        /* only within one of ppcc's chains; (the plan's kind: a sent tensor
+         * must be written even when kept) */
+        if (!b->chain || !x->on_dnnl[bi] || T(x, cur)->kind != PPRT_ACTIVATION || x->cons[cur] != 1 || b->n_out != 1 ||
+            !f32(x, b->out[0]) || !pp_shape_eq(&T(x, b->out[0])->shape, &T(x, cur)->shape))
+            break;
+        dnnl_alg_kind_t alg;
+        float al, be;
+        bool comm;
+        int other = -1;
+        if (dn_binary_alg(b->op, &alg, &comm)) {
+            if (b->n_in != 2) break;
+            if (b->in[0] == cur) other = b->in[1];
+            else if (b->in[1] == cur && comm) other = b->in[0];
+            else break;
+            if (other < 0 || other == cur || !f32(x, other) || x->born[other] >= ni) break;
+        } else {
+            pp_err e = {0};
+            const dn_family *fam = dn_family_of(b->op);
+            if (!fam || !fam->postop || b->in[0] != cur || !f32(x, cur) ||
+                dn_eltwise_of(x, b, &alg, &al, &be, &e) != PP_OK || (b->op == PP_OP_SILU && x->own_silu))
+                break;
+        }
+        x->fused_other[x->n_fused] = other;
+        x->fused[x->n_fused++] = bi;
+        cur = b->out[0];
+    }
+    /* the intermediates are never written; the last output is, from node ni on */
+    for (int f = 0; f < x->n_fused; f++) {
+        const int o = st->nodes[x->fused[f]].out[0];
+        if (f < x->n_fused - 1) x->ghost[o] = true;
+        else x->born[o] = ni;
+    }
+    if (x->n_fused) x->ghost[st->nodes[ni].out[0]] = true;
+}

@@ -1,0 +1,79 @@
+/* report.c: what the oneDNN executor made of its stage: the counts
+ * (pprt --stats-json) and, with PPRT_DNNL_VERBOSE=1, one line per stage
+ * (nodes on oneDNN, absorbed and on the reference kernels, the reorders and
+ * copies per micro-batch, the memory taken); =2 adds each node's primitive
+ * implementations. */
+#include <stdio.h>
+#include <string.h>
+
+#include "dnnl_exec.h"
+
+void dn_counts(const pprt_exec *x, pprt_exec_counts *c) {
+    const pprt_stage *st = x->st;
+    *c = (pprt_exec_counts){.nodes = st->n_nodes, .weight_bytes = (double)x->weight_bytes};
+    for (int ni = 0; ni < st->n_nodes; ni++) {
+        bool own = x->first[ni] >= 0 || x->absorbed[ni];
+        c->own += own;
+        c->reference += !own;
+        c->post_ops += x->absorbed[ni];
+    }
+    for (int i = 0; i < x->n_steps; i++) {
+        c->reorders += x->steps[i].kind == STEP_REORDER;
+        c->copies += x->steps[i].kind == STEP_COPY;
+    }
+    for (int i = 0; i < st->n_tensors; i++) {
+        c->blocked += x->blocked[i];
+        if (x->alias[i] < 0) continue;
+        const dn_family *f = dn_family_of(st->nodes[x->writer[i]].op);
+        if (f && f->view) c->views++;
+        else c->in_place++;
+    }
+}
+
+void dn_report(const pprt_exec *x) {
+    const pprt_stage *st = x->st;
+    pprt_exec_counts c;
+    dn_counts(x, &c);
+    char refs[512] = "";
+    size_t len = 0;
+    for (int ni = 0; ni < st->n_nodes; ni++) {
+        if (x->first[ni] >= 0 || x->absorbed[ni]) continue;
+        const char *name = pp_op_table[st->nodes[ni].op].name;
+        if (len < sizeof refs - 1 && !strstr(refs, name)) {
+            int w = snprintf(refs + len, sizeof refs - len, "%s%s", len ? " " : "", name);
+            if (w > 0) len += (size_t)w;
+        }
+    }
+    fprintf(stderr,
+            "pprt dnnl: stage %d: %d of %d nodes on oneDNN (%d as post-ops)%s%s; %d reorders and %d residual copies "
+            "per micro-batch (%d outputs in place of their input); %d tensors in oneDNN layouts, %d views of their input's "
+            "bytes; arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights, %.1f MB other buffers, %.1f MB "
+            "shared\n",
+            st->index, c.own, st->n_nodes, c.post_ops, len ? ", reference: " : "", refs, c.reorders, c.copies,
+            c.in_place, c.blocked, c.views,
+            (double)x->arena_bytes / 1e6, (double)st->arena_bytes / 1e6, (double)x->weight_bytes / 1e6,
+            (double)(x->owned_bytes - x->weight_bytes) / 1e6,
+            (double)(x->slot_bytes[0] + x->slot_bytes[1] + x->slot_bytes[2] + x->slot_bytes[3]) / 1e6);
+    if (x->o.verbose < 2) return;
+    for (int ni = 0; ni < st->n_nodes; ni++) {
+        if (x->absorbed[ni])
+            fprintf(stderr, "  %-24s %-14s post-op\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
+        if (x->first[ni] < 0) continue;
+        fprintf(stderr, "  %-24s %-14s", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
+        for (int k = 0; k < x->nsteps[ni]; k++) {
+            const step *s = &x->steps[x->first[ni] + k];
+            const_dnnl_primitive_desc_t pd;
+            static const char *fixes[] = {"?", "pprt:clamp", "pprt:nan_rows", "pprt:maxpool_nan"};
+            const char *impl = s->silu                       ? "pprt:silu:avx2"
+                               : s->fix.kind                  ? fixes[s->fix.kind]
+                               : !s->wino                     ? "?"
+                               : pprt_wino_tile(s->wino) == 2 ? "pprt:wino_2x3:avx2"
+                                                              : "pprt:wino_4x3:avx2";
+            if (s->prim && dnnl_primitive_get_primitive_desc(s->prim, &pd) == dnnl_success)
+                dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+            fprintf(stderr, " %s%s", s->kind == STEP_REORDER ? "reorder:" : s->kind == STEP_COPY ? "copy:" : "",
+                    impl);
+        }
+        fputc('\n', stderr);
+    }
+}

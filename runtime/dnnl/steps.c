@@ -1,0 +1,366 @@
+/* steps.c: the step list of the oneDNN executor and the memories its steps
+ * read and write (dnnl_exec.h). A node becomes steps: its primitive, the
+ * reorders that bring a source into the layout the primitive wants or its
+ * output out of it, residual copies, and steps of pprt's own kernels
+ * (Winograd, SiLU, NaN passes). Memories over tensors get their bytes per
+ * run (received and sent tensors), once the arena is planned (activations),
+ * or at once (weights); shared buffers hold reorder targets and the
+ * scratchpad, sized for the largest. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <dnnl_debug.h>
+
+#include "../cpu/silu.h"
+#include "dnnl_exec.h"
+
+pp_status dn_fail(pp_err *err, const char *what, dnnl_status_t s) {
+    return PP_FAIL(err, s == dnnl_unimplemented ? PP_EUNSUP : PP_ERUNTIME, "oneDNN %s: %s", what,
+                   dnnl_status2str(s));
+}
+
+bool dn_grow(void **a, int *cap, int need, size_t elem) {
+    if (need <= *cap) return true;
+    int nc = *cap ? *cap * 2 : 16;
+    while (nc < need) nc *= 2;
+    void *n = realloc(*a, (size_t)nc * elem);
+    if (!n) return false;
+    *a = n;
+    *cap = nc;
+    return true;
+}
+
+/* Plain row-major f32 descriptor over dims (rank 0: one element). */
+pp_status dn_plain_md(const int64_t *dims, int nd, dnnl_memory_desc_t *md, pp_err *err) {
+    dnnl_dims_t d, s;
+    if (nd == 0) {
+        d[0] = 1;
+        nd = 1;
+    } else {
+        for (int i = 0; i < nd; i++) d[i] = dims[i];
+    }
+    dnnl_dim_t st = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        s[i] = st;
+        st *= d[i] > 0 ? d[i] : 1;
+    }
+    DN(dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, s), "memory descriptor");
+    return PP_OK;
+}
+
+/* A descriptor of element type dt whose layout the primitive picks. */
+pp_status dn_any_md(const int64_t *dims, int nd, dnnl_data_type_t dt, dnnl_memory_desc_t *md, pp_err *err) {
+    dnnl_dims_t d;
+    for (int i = 0; i < nd; i++) d[i] = dims[i];
+    DN(dnnl_memory_desc_init_by_tag(md, nd, d, dt, dnnl_format_tag_any), "memory descriptor");
+    return PP_OK;
+}
+
+/* The plain f32 descriptor of tensor tid. Every descriptor this executor
+ * makes is f32: a tensor of another element type never gets one (a reorder
+ * through it would move 4 bytes per element whatever its size). */
+pp_status dn_tensor_plain(const pprt_exec *x, int tid, dnnl_memory_desc_t *md, pp_err *err) {
+    if (T(x, tid)->dtype != PP_F32)
+        return PP_FAIL(err, PP_EUNSUP, "tensor '%s' is %s, not f32", T(x, tid)->name,
+                       pp_dtype_name(T(x, tid)->dtype));
+    return dn_plain_md(T(x, tid)->shape.dim, T(x, tid)->shape.rank, md, err);
+}
+
+/* The layout tensor tid is stored in. */
+pp_status dn_tensor_layout(const pprt_exec *x, int tid, dnnl_memory_desc_t *md, pp_err *err) {
+    if (x->blocked[tid]) {
+        *md = x->lay[tid];
+        return PP_OK;
+    }
+    return dn_tensor_plain(x, tid, md, err);
+}
+
+pp_status dn_new_mem(pprt_exec *x, const dnnl_memory_desc_t *md, void *handle, dnnl_memory_t *out,
+                     pp_err *err) {
+    if (!GROW(x->mems, x->cap_mems, x->n_mems + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    DN(dnnl_memory_create(out, md, x->eng, handle), "memory");
+    x->mems[x->n_mems++] = *out;
+    return PP_OK;
+}
+
+/* A memory over tensor tid's bytes, seen through md. */
+pp_status dn_tensor_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, dnnl_memory_t *out,
+                        pp_err *err) {
+    const int kind = x->kind[tid];
+    const bool varies = kind == PPRT_RECV || kind == PPRT_SEND;
+    /* Every oneDNN memory over a tensor's own bytes is f32 (bf16 copies go
+     * through shared buffers); one over a message slot or a weight must not
+     * reach past the tensor's bytes, which its neighbours own. */
+    if (T(x, tid)->dtype != PP_F32)
+        return PP_FAIL(err, PP_EUNSUP, "tensor '%s' is %s, not f32", T(x, tid)->name, pp_dtype_name(T(x, tid)->dtype));
+    if (kind != PPRT_ACTIVATION && dnnl_memory_desc_get_size(md) > T(x, tid)->nbytes)
+        return PP_FAIL(err, PP_ERUNTIME, "tensor '%s': a %zu-byte oneDNN memory over its %zu bytes", T(x, tid)->name,
+                       dnnl_memory_desc_get_size(md), T(x, tid)->nbytes);
+    PP_TRY(dn_new_mem(x, md, kind == PPRT_WEIGHT ? x->ptr[tid] : DNNL_MEMORY_NONE, out, err));
+    if (varies) {
+        if (!GROW(x->binds, x->cap_binds, x->n_binds + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        x->binds[x->n_binds++] = (bind){*out, tid, false};
+    } else if (kind == PPRT_ACTIVATION) {
+        if (!GROW(x->abinds, x->cap_abinds, x->n_abinds + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        x->abinds[x->n_abinds++] = (bind){*out, tid, false};
+        size_t b = dnnl_memory_desc_get_size(md);
+        if (b > x->need[tid]) x->need[tid] = b;
+    }
+    return PP_OK;
+}
+
+/* A memory in shared buffer `slot` (its handle is set once the buffers are allocated). */
+pp_status dn_slot_mem(pprt_exec *x, const dnnl_memory_desc_t *md, int slot, dnnl_memory_t *out,
+                      pp_err *err) {
+    PP_TRY(dn_new_mem(x, md, DNNL_MEMORY_NONE, out, err));
+    if (!GROW(x->patches, x->cap_patches, x->n_patches + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    x->patches[x->n_patches++] = (patch){*out, slot};
+    size_t b = dnnl_memory_desc_get_size(md);
+    if (b > x->slot_bytes[slot]) x->slot_bytes[slot] = b;
+    return PP_OK;
+}
+
+void *dn_own_alloc(pprt_exec *x, size_t bytes) {
+    void *b = NULL;
+    if (!GROW(x->owned, x->cap_owned, x->n_owned + 1)) return NULL;
+    if (posix_memalign(&b, 64, bytes ? bytes : 64) != 0) return NULL;
+    memset(b, 0, bytes);
+    x->owned[x->n_owned++] = b;
+    x->owned_bytes += bytes;
+    return b;
+}
+
+/* ---- steps ------------------------------------------------------------------------------ */
+
+static pp_status push_step(pprt_exec *x, dnnl_primitive_desc_t pd, int kind, const dnnl_exec_arg_t *args,
+                           int nargs, pp_err *err) {
+    if (!GROW(x->steps, x->cap_steps, x->n_steps + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    step s = {.kind = kind, .nargs = nargs, .threads = x->build_threads};
+    memcpy(s.args, args, (size_t)nargs * sizeof *args);
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    if (sp && dnnl_memory_desc_get_size(sp) > 0) {
+        dnnl_memory_t m;
+        PP_TRY(dn_slot_mem(x, sp, SLOT_SCRATCH, &m, err));
+        s.args[s.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m};
+    }
+    DN(dnnl_primitive_create(&s.prim, pd), "primitive");
+    x->steps[x->n_steps++] = s;
+    return PP_OK;
+}
+
+/* Create the primitive of pd (then destroyed) as a step; pd is destroyed either way. */
+pp_status dn_push_pd(pprt_exec *x, dnnl_primitive_desc_t pd, int kind, const dnnl_exec_arg_t *args,
+                     int nargs, pp_err *err) {
+    pp_status s = push_step(x, pd, kind, args, nargs, err);
+    dnnl_primitive_desc_destroy(pd);
+    return s;
+}
+
+pp_status dn_push_reorder(pprt_exec *x, dnnl_memory_t src, dnnl_memory_t dst, int kind, pp_err *err) {
+    const dnnl_memory_desc_t *smd, *dmd;
+    DN(dnnl_memory_get_memory_desc(src, &smd), "memory query");
+    DN(dnnl_memory_get_memory_desc(dst, &dmd), "memory query");
+    dnnl_primitive_desc_t pd;
+    DN(dnnl_reorder_primitive_desc_create(&pd, smd, x->eng, dmd, x->eng, x->attr_reorder), "reorder");
+    dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+    return dn_push_pd(x, pd, kind, a, 2, err);
+}
+
+/* A weight (constant) tensor in the layout `want`: reordered now, once, into an owned buffer. */
+pp_status dn_weight_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,
+                        dnnl_memory_t *out, pp_err *err) {
+    if (dnnl_memory_desc_equal(from, want)) return dn_tensor_mem(x, tid, want, out, err);
+    size_t bytes = dnnl_memory_desc_get_size(want);
+    void *buf = dn_own_alloc(x, bytes);
+    if (!buf) return PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for a reordered weight", bytes);
+    x->weight_bytes += bytes;
+    dnnl_memory_t src;
+    PP_TRY(dn_tensor_mem(x, tid, from, &src, err));
+    PP_TRY(dn_new_mem(x, want, buf, out, err));
+    dnnl_primitive_desc_t pd;
+    DN(dnnl_reorder_primitive_desc_create(&pd, from, x->eng, want, x->eng, NULL), "weight reorder");
+    dnnl_primitive_t r;
+    dnnl_status_t s = dnnl_primitive_create(&r, pd);
+    dnnl_primitive_desc_destroy(pd);
+    DN(s, "weight reorder");
+    dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, *out}};
+    s = dnnl_primitive_execute(r, x->strm, 2, a);
+    if (s == dnnl_success) s = dnnl_stream_wait(x->strm);
+    dnnl_primitive_destroy(r);
+    DN(s, "weight reorder");
+    return PP_OK;
+}
+
+/* Input tensor tid, seen through `cur` (its layout, or a view of its plain
+ * bytes), as the primitive wants it: its own memory when `cur` is `want`,
+ * else a reorder (every run) into shared buffer `slot`. */
+pp_status dn_bind_view(pprt_exec *x, int tid, const dnnl_memory_desc_t *cur, const dnnl_memory_desc_t *want,
+                       int slot, dnnl_memory_t *out, pp_err *err) {
+    if (dnnl_memory_desc_equal(cur, want)) return dn_tensor_mem(x, tid, want, out, err);
+    dnnl_memory_t src;
+    PP_TRY(dn_tensor_mem(x, tid, cur, &src, err));
+    PP_TRY(dn_slot_mem(x, want, slot, out, err));
+    return dn_push_reorder(x, src, *out, STEP_REORDER, err);
+}
+
+pp_status dn_bind_input(pprt_exec *x, int tid, const dnnl_memory_desc_t *want, int slot, dnnl_memory_t *out,
+                        pp_err *err) {
+    dnnl_memory_desc_t cur;
+    PP_TRY(dn_tensor_layout(x, tid, &cur, err));
+    return dn_bind_view(x, tid, &cur, want, slot, out, err);
+}
+
+/* Input tensor tid read through md, a view of its plain bytes with other
+ * dims (matrices, [outer, n, inner]): for consumers that never let the
+ * tensor take another layout, so it is plain. */
+pp_status dn_plain_view(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, dnnl_memory_t *out, pp_err *err) {
+    if (x->blocked[tid]) return PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, tid)->name);
+    return dn_tensor_mem(x, tid, md, out, err);
+}
+
+/* Plain input tensor tid seen through md, converted to want (md with another
+ * element type) by a reorder into shared buffer `slot` every run, or itself
+ * when want is md. */
+pp_status dn_cast_view(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *want,
+                       int slot, dnnl_memory_t *out, pp_err *err) {
+    if (x->blocked[tid]) return PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, tid)->name);
+    return dn_bind_view(x, tid, md, want, slot, out, err);
+}
+
+pp_status dn_bind_output(pprt_exec *x, int tid, const dnnl_memory_desc_t *have, dnnl_memory_t *out, post *po,
+                         pp_err *err) {
+    po->src = NULL;
+    dnnl_memory_desc_t plain;
+    PP_TRY(dn_tensor_plain(x, tid, &plain, err));
+    if (x->flex[tid] && !dnnl_memory_desc_equal(have, &plain)) {
+        x->blocked[tid] = true;
+        x->lay[tid] = *have;
+        return dn_tensor_mem(x, tid, have, out, err);
+    }
+    if (dnnl_memory_desc_equal(have, &plain)) return dn_tensor_mem(x, tid, &plain, out, err);
+    PP_TRY(dn_slot_mem(x, have, SLOT_DST, out, err));
+    po->src = *out;
+    return dn_tensor_mem(x, tid, &plain, &po->dst, err);
+}
+
+pp_status dn_push_post(pprt_exec *x, const post *po, pp_err *err) {
+    return po->src ? dn_push_reorder(x, po->src, po->dst, STEP_REORDER, err) : PP_OK;
+}
+
+pp_status dn_new_attr(dnnl_primitive_attr_t *a, pp_err *err) {
+    DN(dnnl_primitive_attr_create(a), "attributes");
+    dnnl_status_t s = dnnl_primitive_attr_set_scratchpad_mode(*a, dnnl_scratchpad_mode_user);
+    if (s != dnnl_success) {
+        dnnl_primitive_attr_destroy(*a);
+        *a = NULL;
+        return dn_fail(err, "attributes", s);
+    }
+    return PP_OK;
+}
+
+/* Every tensor of the node is f32 (absent inputs aside) and non-empty. */
+pp_status dn_need_f32_nonempty(const pprt_exec *x, const pprt_node *n, pp_err *err) {
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && (!f32(x, n->in[k]) || numel_of(&T(x, n->in[k])->shape) == 0))
+            return unsup(err, "an input is not a non-empty f32 tensor");
+    if (!f32(x, n->out[0]) || numel_of(&T(x, n->out[0])->shape) == 0)
+        return unsup(err, "the output is not a non-empty f32 tensor");
+    for (int k = 1; k < n->n_out; k++)
+        if (!unused(x, n->out[k])) return unsup(err, "an optional output is used");
+    return PP_OK;
+}
+
+pp_status dn_plain_pd(pprt_exec *x, const_dnnl_op_desc_t d, const char *what, dnnl_primitive_desc_t *pd,
+                      pp_err *err) {
+    dnnl_primitive_attr_t attr;
+    PP_TRY(dn_new_attr(&attr, err));
+    return dn_finish_pd(x, d, attr, NULL, dnnl_success, PP_OK, what, pd, err);
+}
+
+/* Whether primitive descriptor pd runs one of oneDNN's JIT kernels. */
+bool dn_jit_impl(const_dnnl_primitive_desc_t pd) {
+    const char *impl = "ref";
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    return strncmp(impl, "jit", 3) == 0;
+}
+
+/* Output yi of node n takes over the bytes of its input xi (stored as xmd)
+ * where n is xi's last reader and yi will be stored as the primitive writes
+ * it (dst_md equal to xmd; arena activations both): no second buffer to
+ * fill, so fewer bytes through the caches. For primitives that allow dst ==
+ * src (oneDNN's eltwise, binary with src0, and a convolution's sum post-op
+ * with its residual). PPRT_DNNL_INPLACE=0: never. */
+pp_status dn_write_in_place(pprt_exec *x, const pprt_node *n, int xi, const dnnl_memory_desc_t *xmd, int yi,
+                            const dnnl_memory_desc_t *dst_md, pp_err *err) {
+    dnnl_memory_desc_t yp;
+    PP_TRY(dn_tensor_plain(x, yi, &yp, err));
+    if (x->o.inplace && x->last[xi] == (int)(n - x->st->nodes) && x->kind[xi] == PPRT_ACTIVATION &&
+        x->kind[yi] == PPRT_ACTIVATION && !x->ghost[xi] && x->alias[yi] < 0 && dnnl_memory_desc_equal(xmd, dst_md) &&
+        (x->flex[yi] || dnnl_memory_desc_equal(dst_md, &yp)))
+        x->alias[yi] = xi;
+    return PP_OK;
+}
+
+
+/* ---- steps of our own kernels ------------------------------------------------------------ */
+
+pp_status dn_push_own(pprt_exec *x, step s, pp_err *err) {
+    if (!GROW(x->steps, x->cap_steps, x->n_steps + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    s.threads = x->build_threads;
+    x->steps[x->n_steps++] = s;
+    return PP_OK;
+}
+
+pp_status dn_push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnnl_memory_t dst, pp_err *err) {
+    step s = {.kind = STEP_MAIN, .nargs = 2, .fix = *f};
+    s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, src};
+    s.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dst};
+    return dn_push_own(x, s, err);
+}
+
+/* A NaN-keeping clamp to [lo, hi] over every float of md's buffer (a
+ * blocked layout's padding too: it stays 0 when lo <= 0 <= hi, which the
+ * callers check). */
+pprt_nanfix dn_clamp_fix(const dnnl_memory_desc_t *md, float lo, float hi) {
+    const bool bf16 = md->data_type == dnnl_bf16;
+    return (pprt_nanfix){.kind = PPRT_NANFIX_CLAMP, .n = dnnl_memory_desc_get_size(md) / (bf16 ? 2 : sizeof(float)),
+                         .lo = lo, .hi = hi, .bf16 = bf16};
+}
+
+
+/* A step of our own kernels, on the bytes its memories point at now and on
+ * the calling thread's OpenMP team (set for the step by the run loop). */
+static dnnl_status_t run_own(const step *s) {
+    void *p[4] = {NULL, NULL, NULL, NULL}; /* source, destination, scratch, residual */
+    for (int i = 0; i < s->nargs; i++) {
+        const int a = s->args[i].arg;
+        const int k = a == DNNL_ARG_SRC ? 0 : a == DNNL_ARG_DST ? 1 : a == DNNL_ARG_SCRATCHPAD ? 2 : 3;
+        dnnl_status_t ds = dnnl_memory_get_data_handle(s->args[i].memory, &p[k]);
+        if (ds != dnnl_success) return ds;
+    }
+    const int team = dn_team();
+    if (s->wino) pprt_wino_run(s->wino, p[0], p[1], p[3], s->lo, s->hi, p[2], team);
+    else if (s->silu) pprt_silu(p[0], p[1], s->silu, team);
+    else pprt_nanfix_run(&s->fix, p[0], p[1], team);
+    return dnnl_success;
+}
+
+dnnl_status_t dn_run_step(const step *s, dnnl_stream_t strm) {
+    return s->prim ? dnnl_primitive_execute(s->prim, strm, s->nargs, s->args) : run_own(s);
+}
+
+/* The end of a primitive's set-up: when it went well so far (s, r), attach
+ * po (NULL: none) to attr and create *pd for op descriptor d; po and attr
+ * are destroyed either way, and the first failure is reported (what names
+ * the primitive). */
+pp_status dn_finish_pd(pprt_exec *x, const_dnnl_op_desc_t d, dnnl_primitive_attr_t attr, dnnl_post_ops_t po,
+                       dnnl_status_t s, pp_status r, const char *what, dnnl_primitive_desc_t *pd, pp_err *err) {
+    *pd = NULL;
+    if (s == dnnl_success && r == PP_OK && po) s = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_desc_create(pd, d, attr, x->eng, NULL);
+    if (po) dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    PP_TRY(r);
+    DN(s, what);
+    return PP_OK;
+}

@@ -1,0 +1,115 @@
+/* views.c: nodes that move bytes without arithmetic.
+ *
+ * Views. Reshape, Flatten, Squeeze, Unsqueeze and a Transpose that moves
+ * only 1-long axes rename bytes: where the input is a plain arena tensor
+ * that dies there, the output takes over its bytes (an alias in the arena
+ * plan) and the node runs as nothing; elsewhere (a received input, a sent
+ * output, an input read again later) the reference kernel copies. A
+ * Transpose that moves the last axis is a oneDNN reorder, threaded; one
+ * that keeps it stays on the reference kernel, which copies whole rows.
+ * PPRT_DNNL_VIEWS=0: always copy.
+ * Slice (unit steps): a reorder from a sub-memory of the plain input. */
+#include "../../ir/shape_nn.h"
+#include "dnnl_exec.h"
+
+/* Whether Transpose perm of shape s keeps the bytes in place: the axes
+ * longer than 1 keep their order, so only 1-long axes move. */
+static bool moves_no_bytes(const pp_shape *s, const int64_t *perm) {
+    int64_t prev = -1;
+    for (int i = 0; i < s->rank; i++) {
+        if (s->dim[perm[i]] == 1) continue;
+        if (perm[i] < prev) return false;
+        prev = perm[i];
+    }
+    return true;
+}
+
+/* A Transpose that does move bytes: one oneDNN reorder from a strided view
+ * of the (plain) input to the plain output, threaded like the other nodes
+ * (the reference kernel copies element by element on one thread). */
+static pp_status build_transpose(pprt_exec *x, const pprt_node *n, const int64_t *perm, pp_err *err) {
+    const pp_shape *s = &T(x, n->in[0])->shape;
+    dnnl_dims_t d, st;
+    int64_t ist[PP_MAX_DIMS];
+    pp_shape_strides(s, ist);
+    for (int i = 0; i < s->rank; i++) d[i] = s->dim[perm[i]], st[i] = ist[perm[i]];
+    dnnl_memory_desc_t from, to;
+    DN(dnnl_memory_desc_init_by_strides(&from, s->rank, d, dnnl_f32, st), "memory descriptor");
+    PP_TRY(dn_tensor_plain(x, n->out[0], &to, err));
+    dnnl_memory_t sm, dm;
+    post po;
+    PP_TRY(dn_plain_view(x, n->in[0], &from, &sm, err));
+    PP_TRY(dn_bind_output(x, n->out[0], &to, &dm, &po, err));
+    PP_TRY(dn_push_reorder(x, sm, dm, STEP_MAIN, err));
+    return dn_push_post(x, &po, err);
+}
+
+/* A node that only renames the bytes of its input runs as nothing: its
+ * output takes over the input's arena bytes (an alias, see dn_plan_arena)
+ * where the input is a plain arena tensor that dies there. Elsewhere
+ * (a received input, a sent output, an input read later) the reference
+ * kernel copies. A Transpose that moves bytes is a reorder. */
+static pp_status build_view(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    if (!x->o.views) return unsup(err, "views are off (PPRT_DNNL_VIEWS=0)");
+    const int in = n->in[0], out = n->out[0], ni = (int)(n - x->st->nodes);
+    if (!f32(x, in) || !f32(x, out) || numel_of(&T(x, in)->shape) == 0)
+        return unsup(err, "not a non-empty f32 tensor");
+    if (T(x, in)->nbytes != T(x, out)->nbytes) return unsup(err, "input and output sizes differ");
+    if (n->op == PP_OP_TRANSPOSE) {
+        const pp_shape *s = &T(x, in)->shape;
+        int64_t perm[PP_MAX_DIMS];
+        /* a bad perm is the reference kernel's to report */
+        if (pp_transpose_perm(attrs_of(x, n), s->rank, perm, err) != PP_OK) return unsup(err, "bad 'perm'");
+        if (!moves_no_bytes(s, perm)) {
+            /* rows stay whole: the reference kernel copies them as fast */
+            if (perm[s->rank - 1] == s->rank - 1) return unsup(err, "the last axis stays (copied by rows)");
+            return build_transpose(x, n, perm, err);
+        }
+    }
+    if (x->kind[in] != PPRT_ACTIVATION || x->kind[out] != PPRT_ACTIVATION || x->blocked[in] || x->ghost[in] ||
+        x->last[in] != ni || x->alias[out] >= 0)
+        return unsup(err, "its input is not an arena tensor that dies here (copied)");
+    x->alias[out] = in;
+    return PP_OK;
+}
+
+/* A Slice with unit steps: one oneDNN reorder from a sub-memory of the
+ * plain input (the window at its offset, the input's strides) to the plain
+ * output, threaded (the reference kernel copies on one thread). ViT's three
+ * per layer take the query, key and value out of one [197, 1, 2304] product. */
+static pp_status build_slice(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    const int in = n->in[0], out = n->out[0];
+    if (!f32(x, in) || !f32(x, out) || numel_of(&T(x, out)->shape) == 0)
+        return unsup(err, "not a non-empty f32 tensor");
+    if (x->blocked[in]) return unsup(err, "its input is in a blocked layout");
+    pp_tinfo ti[5];
+    if (n->n_in > 5) return unsup(err, "more than 5 inputs");
+    for (int k = 0; k < n->n_in; k++) {
+        const int t = n->in[k];
+        ti[k] = t < 0 ? (pp_tinfo){.dtype = PP_UNDEFINED}
+                      : (pp_tinfo){T(x, t)->dtype, T(x, t)->shape, is_weight(x, t) ? x->ptr[t] : NULL};
+    }
+    pp_slice sl;
+    /* starts and ends are constants in every plan ppcc writes; anything else is the reference kernel's */
+    if (pp_slice_parse(attrs_of(x, n), ti, n->n_in, &sl, err) != PP_OK) return unsup(err, "not a constant window");
+    const pp_shape *s = &T(x, in)->shape;
+    if (!pp_shape_eq(&sl.out, &T(x, out)->shape)) return unsup(err, "the window is not the output's shape");
+    dnnl_dims_t dims, offs;
+    for (int d = 0; d < s->rank; d++) {
+        if (sl.step[d] != 1) return unsup(err, "a step other than 1");
+        dims[d] = sl.out.dim[d], offs[d] = sl.first[d];
+    }
+    dnnl_memory_desc_t whole, part, to;
+    PP_TRY(dn_tensor_plain(x, in, &whole, err));
+    DN(dnnl_memory_desc_init_submemory(&part, &whole, dims, offs), "sub-memory descriptor");
+    PP_TRY(dn_tensor_plain(x, out, &to, err));
+    dnnl_memory_t sm, dm;
+    post po;
+    PP_TRY(dn_plain_view(x, in, &part, &sm, err));
+    PP_TRY(dn_bind_output(x, out, &to, &dm, &po, err));
+    PP_TRY(dn_push_reorder(x, sm, dm, STEP_MAIN, err));
+    return dn_push_post(x, &po, err);
+}
+
+const dn_family dn_view = {.build = build_view, .view = true};
+const dn_family dn_slice = {.build = build_slice};
