@@ -32,6 +32,10 @@ typedef struct pprt_backend {
      * op, element types and attributes; an executor may still decline it at
      * create and run it on the fallback). NULL: every node. */
     bool (*supports)(const pprt_plan *p, const pprt_stage *st, const pprt_node *n);
+    /* How it runs nodes of op, in a few words for pprt --ops ("oneDNN conv",
+     * "cuDNN", "own kernel"); NULL from it: the reference kernels (the
+     * fallback). A NULL function: every op on its own kernels. */
+    const char *(*route)(pp_op op);
     const pprt_exec_ops *exec;
     pprt_mem mem;       /* where its executor reads and writes messages */
     const pprt_mem_ops *space; /* for PPRT_MEM_DEVICE: that memory space (mem.h); NULL: host */

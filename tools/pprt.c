@@ -24,6 +24,7 @@ static void usage(FILE *f) {
             "       mpirun -np K*R pprt PLAN DATA_DIR [--replicas R] [--mpi-timeout SECONDS]\n"
             "            [--transport nccl|mpi] [...]\n"
             "       pprt --info PLAN [--model FILE]\n"
+            "       pprt --ops        how each op runs on each backend of this build (Markdown)\n"
             "  DATA_DIR          NAME.npy per plan input (N samples on dim 0), or ONNX test data:\n"
             "                    input_K.pb TensorProto files, matched by tensor name, else by K\n"
             "  -o OUT_DIR        where outputs go, one NAME.npy each (default out)\n"
@@ -166,7 +167,7 @@ static pp_status check_outputs(const pprt_plan *p, const char *out_dir, const ch
 /* Everything pprt's command line says. */
 typedef struct pprt_cli {
     const char *plan, *data, *out_dir, *labels, *stats_json, *profile, *trace, *model, *backend;
-    bool info, quiet, verbose, check, list_backends, version;
+    bool info, quiet, verbose, check, list_backends, version, ops;
     pprt_run_opts run;
     pprt_check_opts check_opts;
     pprt_mpi_cfg mpi;
@@ -185,6 +186,38 @@ static void print_version(void) {
     }
 }
 
+/* The op table: a row per op a plan can hold (ppcc unrolls the control
+ * ops), a column per backend's route (backend.h); backends that share a
+ * route (cuda, cuda-emu) share a column. */
+static void print_ops(void) {
+    const pprt_backend *col[16];
+    int n = 0;
+    printf("| op |");
+    for (int i = 0; i < pprt_backend_count() && n < 16; i++) {
+        const pprt_backend *b = pprt_backend_at(i);
+        bool seen = false;
+        for (int k = 0; k < n; k++) seen |= b->route && col[k]->route == b->route;
+        if (seen) continue;
+        col[n++] = b;
+        printf(" %s", b->name);
+        for (int j = i + 1; j < pprt_backend_count(); j++)
+            if (b->route && pprt_backend_at(j)->route == b->route) printf(", %s", pprt_backend_at(j)->name);
+        printf(" |");
+    }
+    printf("\n|---|");
+    for (int k = 0; k < n; k++) printf("---|");
+    printf("\n");
+    for (int op = 0; op < PP_OP_COUNT; op++) {
+        if (pp_op_has((pp_op)op, PP_TR_CONTROL)) continue;
+        printf("| %s |", pp_op_table[op].name);
+        for (int k = 0; k < n; k++) {
+            const char *r = col[k]->route ? col[k]->route((pp_op)op) : "reference";
+            printf(" %s |", r ? r : "reference");
+        }
+        printf("\n");
+    }
+}
+
 /* Parse argv into *c: -1 to go on, else the exit code (help, version, bad usage). */
 static int parse_args(int argc, char **argv, pprt_cli *c) {
     *c = (pprt_cli){.out_dir = "out", .run = {.depth = 2, .pin = true}, .check_opts = {.rtol = 1e-3, .atol = 1e-5},
@@ -196,6 +229,8 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
             return 0;
         } else if (!strcmp(a, "--version")) {
             c->version = true;
+        } else if (!strcmp(a, "--ops")) {
+            c->ops = true;
         } else if (!strcmp(a, "--info")) {
             c->info = true;
         } else if (!strcmp(a, "-o")) {
@@ -295,6 +330,10 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
         } else {
             return bad_usage("unexpected argument ", a);
         }
+    }
+    if (c->ops) {
+        print_ops();
+        return 0;
     }
     if (c->version) { /* with --backend B: whether this build has B */
         if (c->backend && !c->list_backends && !pprt_backend_find(c->backend)) {

@@ -11,6 +11,7 @@
 
 #include "../backend.h"
 #include "cuda_backend.h"
+#include "cuplan.h"
 #include "mem_emu.h"
 
 #ifdef PPRT_WITH_CUDA
@@ -36,6 +37,7 @@ static bool emu_precision(pprt_precision pr, bool *here) {
 const pprt_backend pprt_backend_cuda_emu = {
     .name = "cuda-emu",
     .what = "the cuda backend's step list run on the host (docs/cuda.md): how CI checks it without a GPU",
+    .route = pcu_op_route,
     .exec = &pprt_exec_cuda_emu,
     .mem = PPRT_MEM_DEVICE,
     .space = &pprt_mem_cuda_emu,
@@ -67,6 +69,7 @@ const pprt_backend pprt_backend_cuda = {
     .name = "cuda",
     .what = "GPUs: cuDNN graphs, cuBLASLt matmuls, pprt's kernels, host fallback (docs/cuda.md)",
     .unavailable = cuda_unavailable,
+    .route = pcu_op_route,
     .exec = &pprt_exec_cuda,
     .mem = PPRT_MEM_DEVICE,
     .space = &pprt_mem_cuda,

@@ -129,6 +129,10 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
 void pcu_plan_free(pcu_plan *pl);
 /* The region of tensor tid of the stage. */
 pcu_ref pcu_tensor_ref(const pcu_plan *pl, int tid);
+/* How op's nodes run on the GPU: "cuDNN", "cuBLASLt", "own kernel", "copy"
+ * or "host fallback" (a node whose types or attributes its route does not
+ * take runs on the host fallback as well); NULL for an op out of range. */
+const char *pcu_op_route(pp_op op);
 /* "Conv", "cuDNN conv", ... for messages. */
 const char *pcu_step_name(const pcu_step *s);
 

@@ -193,6 +193,9 @@ enum {
     PCU_EW_RELU, PCU_EW_LEAKYRELU, PCU_EW_ELU, PCU_EW_SELU, PCU_EW_SIGMOID, PCU_EW_HARDSIGMOID,
     PCU_EW_HARDSWISH, PCU_EW_TANH, PCU_EW_SOFTPLUS, PCU_EW_ERF, PCU_EW_GELU, PCU_EW_GELU_TANH,
     PCU_EW_SQRT, PCU_EW_EXP, PCU_EW_LOG, PCU_EW_RECIPROCAL, PCU_EW_FLOOR, PCU_EW_CEIL, PCU_EW_SILU,
+    PCU_EW_ROUND, PCU_EW_ASIN, PCU_EW_ACOS, PCU_EW_ATAN, PCU_EW_SINH,
+    PCU_EW_COSH, PCU_EW_ASINH, PCU_EW_ACOSH, PCU_EW_ATANH, PCU_EW_SOFTSIGN, PCU_EW_MISH,
+    PCU_EW_CELU, PCU_EW_THRESHOLDEDRELU, PCU_EW_SWISH, /* p0: alpha */
     PCU_EW_SCALE, /* v * p0 (Mean's division folded into a multiply is NOT used: p0 divides) */
     /* unary numeric */
     PCU_EW_NEG, PCU_EW_ABS, PCU_EW_NOT,
@@ -260,6 +263,25 @@ PCU_HD float pcu_unary_f(int op, float v, float p0, float p1) {
     case PCU_EW_FLOOR: return floorf(v);
     case PCU_EW_CEIL: return ceilf(v);
     case PCU_EW_SILU: return v * (1.0f / (1.0f + expf(-v)));
+    case PCU_EW_ROUND: return nearbyintf(v); /* half to even */
+    /* no Sin, Cos, Tan: their large-argument reduction takes local memory,
+     * which kernels.cu's build refuses; they run on the host fallback */
+    case PCU_EW_ASIN: return asinf(v);
+    case PCU_EW_ACOS: return acosf(v);
+    case PCU_EW_ATAN: return atanf(v);
+    case PCU_EW_SINH: return sinhf(v);
+    case PCU_EW_COSH: return coshf(v);
+    case PCU_EW_ASINH: return asinhf(v);
+    case PCU_EW_ACOSH: return acoshf(v);
+    case PCU_EW_ATANH: return atanhf(v);
+    case PCU_EW_SOFTSIGN: return v / (1.0f + fabsf(v));
+    case PCU_EW_MISH: return v * tanhf(v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v)));
+    case PCU_EW_CELU: return v > 0 ? v : p0 * expm1f(v / p0);
+    case PCU_EW_THRESHOLDEDRELU: return v > p0 ? v : 0.0f;
+    case PCU_EW_SWISH: {
+        const float a = p0 * v;
+        return a >= 0 ? v / (1.0f + expf(-a)) : v * expf(a) / (1.0f + expf(a));
+    }
     case PCU_EW_SCALE: return v / p0;
     case PCU_EW_NEG: return -v;
     case PCU_EW_ABS: return fabsf(v);
@@ -294,6 +316,23 @@ PCU_HD double pcu_unary_d(int op, double v, double p0, double p1) {
     case PCU_EW_FLOOR: return floor(v);
     case PCU_EW_CEIL: return ceil(v);
     case PCU_EW_SILU: return v * (1.0 / (1.0 + exp(-v)));
+    case PCU_EW_ROUND: return nearbyint(v);
+    case PCU_EW_ASIN: return asin(v);
+    case PCU_EW_ACOS: return acos(v);
+    case PCU_EW_ATAN: return atan(v);
+    case PCU_EW_SINH: return sinh(v);
+    case PCU_EW_COSH: return cosh(v);
+    case PCU_EW_ASINH: return asinh(v);
+    case PCU_EW_ACOSH: return acosh(v);
+    case PCU_EW_ATANH: return atanh(v);
+    case PCU_EW_SOFTSIGN: return v / (1.0 + fabs(v));
+    case PCU_EW_MISH: return v * tanh(v > 0 ? v + log1p(exp(-v)) : log1p(exp(v)));
+    case PCU_EW_CELU: return v > 0 ? v : p0 * expm1(v / p0);
+    case PCU_EW_THRESHOLDEDRELU: return v > p0 ? v : 0.0;
+    case PCU_EW_SWISH: {
+        const double a = p0 * v;
+        return a >= 0 ? v / (1.0 + exp(-a)) : v * exp(a) / (1.0 + exp(a));
+    }
     case PCU_EW_SCALE: return v / p0;
     case PCU_EW_NEG: return -v;
     case PCU_EW_ABS: return fabs(v);
@@ -691,7 +730,7 @@ PCU_HD void pcu_softmax_at(const pcu_softmax *k, float *y, const float *x, int64
  * scale[j]) or by its channel (InstanceNorm/GroupNorm: channel =
  * (r % groups) * cpg + j / cdiv). */
 typedef struct pcu_norm {
-    int32_t has_bias, groups;
+    int32_t has_bias, groups, rms, pad_; /* rms: RMSNormalization (no mean, no bias) */
     int64_t rows, n, cpg, cdiv;
     double eps;
 } pcu_norm;
@@ -701,6 +740,13 @@ PCU_HD void pcu_norm_at(const pcu_norm *k, float *y, const float *x, const float
     const int64_t n = k->n;
     const float *xp = x + r * n;
     float *yp = y + r * n;
+    if (k->rms) { /* as the reference kernel: the mean square, then x * inv * scale */
+        double q = 0;
+        for (int64_t j = 0; j < n; j++) q += (double)xp[j] * xp[j];
+        const double inv = 1.0 / sqrt(q / (double)(n ? n : 1) + k->eps);
+        for (int64_t j = 0; j < n; j++) yp[j] = (float)(xp[j] * inv * scale[j]);
+        return;
+    }
     double s = 0;
     for (int64_t j = 0; j < n; j++) s += xp[j];
     const double m = n ? s / (double)n : 0.0;

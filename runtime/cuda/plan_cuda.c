@@ -188,6 +188,20 @@ static int ew_op_of(pp_op op) {
     case PP_OP_FLOOR: return PCU_EW_FLOOR;
     case PP_OP_CEIL: return PCU_EW_CEIL;
     case PP_OP_SILU: return PCU_EW_SILU;
+    case PP_OP_ROUND: return PCU_EW_ROUND;
+    case PP_OP_ASIN: return PCU_EW_ASIN;
+    case PP_OP_ACOS: return PCU_EW_ACOS;
+    case PP_OP_ATAN: return PCU_EW_ATAN;
+    case PP_OP_SINH: return PCU_EW_SINH;
+    case PP_OP_COSH: return PCU_EW_COSH;
+    case PP_OP_ASINH: return PCU_EW_ASINH;
+    case PP_OP_ACOSH: return PCU_EW_ACOSH;
+    case PP_OP_ATANH: return PCU_EW_ATANH;
+    case PP_OP_SOFTSIGN: return PCU_EW_SOFTSIGN;
+    case PP_OP_MISH: return PCU_EW_MISH;
+    case PP_OP_CELU: return PCU_EW_CELU;
+    case PP_OP_THRESHOLDEDRELU: return PCU_EW_THRESHOLDEDRELU;
+    case PP_OP_SWISH: return PCU_EW_SWISH;
     case PP_OP_NEG: return PCU_EW_NEG;
     case PP_OP_ABS: return PCU_EW_ABS;
     case PP_OP_NOT: return PCU_EW_NOT;
@@ -245,11 +259,13 @@ static pp_status plan_elementwise(planner *P, int ni, bool *ok) {
         if (T(P, n->in[k])->dtype != t) return PP_OK; /* Pow with another exponent type, ... */
     float p0 = 0, p1 = 0;
     int eop = op;
-    if (op <= PCU_EW_SILU) { /* float math */
+    if (op < PCU_EW_SCALE) { /* float math */
         if (!ew_float(t)) return PP_OK;
         switch (n->op) {
         case PP_OP_LEAKYRELU: p0 = attr_f(P, n, "alpha", 0.01f); break;
-        case PP_OP_ELU: p0 = attr_f(P, n, "alpha", 1.0f); break;
+        case PP_OP_ELU: case PP_OP_CELU: case PP_OP_THRESHOLDEDRELU: case PP_OP_SWISH:
+            p0 = attr_f(P, n, "alpha", 1.0f);
+            break;
         case PP_OP_SELU:
             p0 = attr_f(P, n, "alpha", 1.67326319217681884765625f);
             p1 = attr_f(P, n, "gamma", 1.05070102214813232421875f);
@@ -712,8 +728,10 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
         return PP_OK;
     }
     pcu_norm k = {.has_bias = n->n_in > 2 && n->in[2] >= 0, .eps = attr_f(P, n, "epsilon", 1e-5f)};
-    if (n->op == PP_OP_LAYERNORM) {
+    if (n->op == PP_OP_LAYERNORM || n->op == PP_OP_RMSNORM) {
         int axis;
+        k.rms = n->op == PP_OP_RMSNORM;
+        if (k.rms) k.has_bias = 0;
         if (pp_norm_axis(attr_i(P, n, "axis", -1), xs->rank, "axis", &axis, NULL) != PP_OK) return PP_OK;
         int64_t inner = 1;
         for (int d = axis; d < xs->rank; d++) inner *= xs->dim[d];
@@ -976,43 +994,67 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
 
 /* ---- the planner ---------------------------------------------------------------------------- */
 
+/* Reshape and the other views: a device copy (none when the plan gave both
+ * the same bytes); Dropout only without a mask output or training input. */
+static pp_status plan_copy(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = n->op != PP_OP_DROPOUT || (n->n_out == 1 && (n->n_in < 3 || n->in[2] < 0));
+    if (!*ok) return PP_OK;
+    P->pl->counts.copies++;
+    return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
+}
+
+/* The op table of the planner: each op's planning function and the route
+ * pprt --ops (and the README's op table) shows for it. An op without a row
+ * goes to plan_elementwise: an own kernel where the elementwise kernel has
+ * it (ew_op_of), else the host fallback. A function that declines a node
+ * (its types or attributes) leaves it to the host fallback too. */
+typedef pp_status plan_fn(planner *P, int ni, bool *ok);
+static const struct {
+    plan_fn *fn;
+    const char *route;
+} plan_table[PP_OP_COUNT] = {
+#define ROW(op, f, r) [PP_OP_##op] = {f, r},
+    ROW(RESHAPE, plan_copy, "copy") ROW(FLATTEN, plan_copy, "copy") ROW(SQUEEZE, plan_copy, "copy")
+    ROW(UNSQUEEZE, plan_copy, "copy") ROW(IDENTITY, plan_copy, "copy") ROW(DROPOUT, plan_copy, "copy")
+    ROW(CONV, plan_conv, "cuDNN") ROW(FUSEDCONV, plan_conv, "cuDNN") ROW(CONVTRANSPOSE, plan_conv, "cuDNN")
+    ROW(MATMUL, plan_matmul, "cuBLASLt") ROW(GEMM, plan_matmul, "cuBLASLt")
+    ROW(WHERE, plan_select_cast, "own kernel") ROW(CAST, plan_select_cast, "own kernel")
+    ROW(CASTLIKE, plan_select_cast, "own kernel") ROW(CLIP, plan_select_cast, "own kernel")
+    ROW(TRANSPOSE, plan_view_like, "own kernel") ROW(SLICE, plan_view_like, "own kernel")
+    ROW(EXPAND, plan_view_like, "own kernel") ROW(TILE, plan_view_like, "own kernel")
+    ROW(PAD, plan_pad, "own kernel") ROW(CONCAT, plan_concat_split, "own kernel")
+    ROW(SPLIT, plan_concat_split, "own kernel") ROW(GATHER, plan_gather, "own kernel")
+    ROW(SOFTMAX, plan_softmax, "own kernel") ROW(LOGSOFTMAX, plan_softmax, "own kernel")
+    ROW(BATCHNORM, plan_norm, "own kernel") ROW(LAYERNORM, plan_norm, "own kernel")
+    ROW(INSTANCENORM, plan_norm, "own kernel") ROW(GROUPNORM, plan_norm, "own kernel")
+    ROW(RMSNORM, plan_norm, "own kernel")
+    ROW(MAXPOOL, plan_pool, "own kernel") ROW(AVGPOOL, plan_pool, "own kernel")
+    ROW(GLOBALAVGPOOL, plan_reduce, "own kernel") ROW(GLOBALMAXPOOL, plan_reduce, "own kernel")
+    ROW(ARGMAX, plan_reduce, "own kernel") ROW(ARGMIN, plan_reduce, "own kernel")
+    ROW(REDUCEMEAN, plan_reduce, "own kernel") ROW(REDUCESUM, plan_reduce, "own kernel")
+    ROW(REDUCEMAX, plan_reduce, "own kernel") ROW(REDUCEMIN, plan_reduce, "own kernel")
+    ROW(REDUCEPROD, plan_reduce, "own kernel") ROW(REDUCEL1, plan_reduce, "own kernel")
+    ROW(REDUCEL2, plan_reduce, "own kernel") ROW(REDUCESUMSQUARE, plan_reduce, "own kernel")
+    ROW(REDUCELOGSUM, plan_reduce, "own kernel") ROW(REDUCELOGSUMEXP, plan_reduce, "own kernel")
+#undef ROW
+};
+
+const char *pcu_op_route(pp_op op) {
+    if ((unsigned)op >= PP_OP_COUNT) return NULL;
+    if (plan_table[op].fn) return plan_table[op].route;
+    return ew_op_of(op) >= 0 ? "own kernel" : "host fallback";
+}
+
 static pp_status plan_node(planner *P, int ni) {
     const pprt_node *n = &P->st->nodes[ni];
     bool ok = false;
-    switch (n->op) {
-    case PP_OP_RESHAPE: case PP_OP_FLATTEN: case PP_OP_SQUEEZE: case PP_OP_UNSQUEEZE: case PP_OP_IDENTITY:
-        P->pl->counts.copies++;
-        return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
-    case PP_OP_DROPOUT:
-        if (n->n_out == 1 && (n->n_in < 3 || n->in[2] < 0)) {
-            P->pl->counts.copies++;
-            return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
-        }
-        break;
-    case PP_OP_CONV: case PP_OP_FUSEDCONV: case PP_OP_CONVTRANSPOSE: PP_TRY(plan_conv(P, ni, &ok)); break;
-    case PP_OP_MATMUL: case PP_OP_GEMM: PP_TRY(plan_matmul(P, ni, &ok)); break;
-    case PP_OP_WHERE: case PP_OP_CAST: case PP_OP_CASTLIKE: case PP_OP_CLIP: PP_TRY(plan_select_cast(P, ni, &ok)); break;
-    case PP_OP_TRANSPOSE: case PP_OP_SLICE: case PP_OP_EXPAND: case PP_OP_TILE: PP_TRY(plan_view_like(P, ni, &ok)); break;
-    case PP_OP_PAD: PP_TRY(plan_pad(P, ni, &ok)); break;
-    case PP_OP_CONCAT: case PP_OP_SPLIT: PP_TRY(plan_concat_split(P, ni, &ok)); break;
-    case PP_OP_GATHER: PP_TRY(plan_gather(P, ni, &ok)); break;
-    case PP_OP_SOFTMAX: case PP_OP_LOGSOFTMAX: PP_TRY(plan_softmax(P, ni, &ok)); break;
-    case PP_OP_BATCHNORM: case PP_OP_LAYERNORM: case PP_OP_INSTANCENORM: case PP_OP_GROUPNORM:
-        PP_TRY(plan_norm(P, ni, &ok));
-        break;
-    case PP_OP_MAXPOOL: case PP_OP_AVGPOOL: PP_TRY(plan_pool(P, ni, &ok)); break;
-    case PP_OP_GLOBALAVGPOOL: case PP_OP_GLOBALMAXPOOL: case PP_OP_ARGMAX: case PP_OP_ARGMIN:
-    case PP_OP_REDUCEMEAN: case PP_OP_REDUCESUM: case PP_OP_REDUCEMAX: case PP_OP_REDUCEMIN: case PP_OP_REDUCEPROD:
-    case PP_OP_REDUCEL1: case PP_OP_REDUCEL2: case PP_OP_REDUCESUMSQUARE: case PP_OP_REDUCELOGSUM:
-    case PP_OP_REDUCELOGSUMEXP:
-        PP_TRY(plan_reduce(P, ni, &ok));
-        break;
-    default: PP_TRY(plan_elementwise(P, ni, &ok)); break;
-    }
+    plan_fn *fn = plan_table[n->op].fn ? plan_table[n->op].fn : plan_elementwise;
+    PP_TRY(fn(P, ni, &ok));
     if (ok) return PP_OK;
     char why[96];
     snprintf(why, sizeof why, "%s: no CUDA step for %s", pp_op_table[n->op].name,
-             ew_op_of(n->op) < 0 && n->op != PP_OP_DROPOUT ? "this op" : "these types or attributes");
+             !strcmp(pcu_op_route(n->op), "host fallback") ? "this op" : "these types or attributes");
     return host_step(P, ni, why);
 }
 

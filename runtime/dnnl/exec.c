@@ -142,6 +142,23 @@ static const dn_family *const families[PP_OP_COUNT] = {
 
 const dn_family *dn_family_of(pp_op op) { return (unsigned)op < PP_OP_COUNT ? families[op] : NULL; }
 
+/* pprt --ops: each family in words, through the same table */
+static const char *dnnl_route(pp_op op) {
+    static const struct {
+        const dn_family *f;
+        const char *words;
+    } said[] = {{&dn_conv, "oneDNN convolution"},        {&dn_matmul, "oneDNN matmul"},
+                {&dn_gemm, "oneDNN matmul"},             {&dn_pool, "oneDNN pooling"},
+                {&dn_batchnorm, "oneDNN batch norm"},    {&dn_layernorm, "oneDNN layer norm"},
+                {&dn_softmax, "oneDNN softmax"},         {&dn_eltwise, "oneDNN eltwise"},
+                {&dn_binary, "oneDNN binary"},           {&dn_view, "view (no copy) or reorder"},
+                {&dn_slice, "oneDNN reorder"}};
+    const dn_family *f = dn_family_of(op);
+    for (size_t i = 0; f && i < sizeof said / sizeof *said; i++)
+        if (said[i].f == f) return said[i].words;
+    return f ? "oneDNN" : NULL;
+}
+
 /* Whether node n reads its input k in whatever layout it is stored in. */
 static bool accepts_any(const pprt_node *n, int k) {
     const dn_family *f = dn_family_of(n->op);
@@ -616,6 +633,7 @@ const pprt_backend pprt_backend_dnnl = {
     .name = "dnnl",
     .what = "oneDNN primitives (Debian's libdnnl), the rest on the reference kernels",
     .supports = dnnl_supports,
+    .route = dnnl_route,
     .exec = &exec_dnnl,
     .mem = PPRT_MEM_HOST,
     .multithreaded = true,
