@@ -43,6 +43,7 @@ void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i) 
     case PCU_K_BN: pcu_bn_at(&s->u.bn, op[5], op[0], op[1], op[2], op[3], op[4], i); break;
     case PCU_K_POOL: pcu_pool_at(&s->u.pool, op[1], op[0], i); break;
     case PCU_K_EPI: pcu_epi_at(&s->u.epi, op[0], op[1], op[2], i); break;
+    case PCU_K_RESIZE: pcu_resize_at(&s->u.rs, op[1], op[0], i); break;
     default: break;
     }
 }
@@ -235,6 +236,12 @@ int64_t pcu_kernel_extent(const pcu_step *s, int k) {
         return k == 0 ? p->nc * p->in[0] * p->in[1] * p->in[2] : p->n;
     }
     case PCU_K_EPI: return k == 1 ? s->u.epi.c : s->u.epi.n;
+    case PCU_K_RESIZE: {
+        const pcu_resize *r = &s->u.rs;
+        int64_t n = 1;
+        for (int d = 0; d < r->rank; d++) n *= r->in[d];
+        return k == 0 ? n : r->n;
+    }
     default: return -1;
     }
 }

@@ -344,6 +344,7 @@ static size_t param_size(const pcu_step *s) {
     case PCU_K_NORM: return sizeof(pcu_norm);
     case PCU_K_BN: return sizeof(pcu_bn);
     case PCU_K_POOL: return sizeof(pcu_pool);
+    case PCU_K_RESIZE: return sizeof(pcu_resize);
     default: return sizeof(pcu_epi);
     }
 }
@@ -411,7 +412,7 @@ static pp_status create_steps(pprt_exec *x, const pprt_cuda_cfg *cfg, unsigned c
     if (!x->ds) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     size_t pbytes = 0;
     for (int i = 0; i < x->pl.n_steps; i++)
-        pbytes += x->pl.steps[i].kind == PCU_S_KERNEL || x->pl.steps[i].kind == PCU_S_CONV ? 256 + sizeof(pcu_perm) : 0;
+        pbytes += x->pl.steps[i].kind == PCU_S_KERNEL || x->pl.steps[i].kind == PCU_S_CONV ? 256 + sizeof x->pl.steps[i].u : 0;
     unsigned char *hp = calloc(1, pbytes + 256);
     if (!hp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     cudaError_t e = cudaMalloc((void **)&x->params, pbytes + 256);

@@ -49,6 +49,11 @@ __global__ void pcu_k_pool(const pcu_pool *__restrict__ k, float *y, const float
     if (i < n) pcu_pool_at(k, y, x, i);
 }
 
+__global__ void pcu_k_resize(const pcu_resize *__restrict__ k, float *y, const float *x, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_resize_at(k, y, x, i);
+}
+
 __global__ void pcu_k_epi(const pcu_epi *__restrict__ k, float *y, const float *b, const float *r, int64_t n) {
     const int64_t i = PCU_TID;
     if (i < n) pcu_epi_at(k, y, b, r, i);
@@ -76,6 +81,7 @@ extern "C" int pcu_launch(int kind, const void *param, void *const *op, int *err
     case 5: pcu_k_bn<<<blocks, 256, 0, s>>>((const pcu_bn *)param, f[5], f[0], f[1], f[2], f[3], f[4], n); break;
     case 6: pcu_k_pool<<<blocks, 256, 0, s>>>((const pcu_pool *)param, f[1], f[0], n); break;
     case 7: pcu_k_epi<<<blocks, 256, 0, s>>>((const pcu_epi *)param, f[0], f[1], f[2], n); break;
+    case 8: pcu_k_resize<<<blocks, 256, 0, s>>>((const pcu_resize *)param, f[1], f[0], n); break;
     default: return (int)cudaErrorInvalidValue;
     }
     return (int)cudaGetLastError();

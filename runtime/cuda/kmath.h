@@ -820,6 +820,105 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) 
     y[i] = k->max ? (nan ? NAN : (float)acc) : (float)(cnt ? acc / (double)cnt : NAN);
 }
 
+/* ---- Resize (nearest, linear) over at most two axes: one thread per output element -------- */
+
+/* As the reference kernel (ref_nn.c): per resized axis, the source
+ * coordinate of the output position (coord: pp_resize_coord's numbering,
+ * crop-and-resize excluded), then one tap (nearest: floor, rounded by
+ * `nearest`, pp_resize_nearest's numbering) or two (linear: 1 - |i - x|),
+ * indices clamped to the input. The axes are applied one after the other,
+ * the lower first, each result rounded to float, as the reference's passes
+ * do. a < b: the resized axes (b = -1: one axis); every other axis keeps
+ * its size. */
+typedef struct pcu_resize {
+    int32_t rank, linear, coord, nearest, a, b;
+    int32_t sum_a, sum_b; /* the pass is over an innermost axis (nothing after it longer than 1) */
+    int64_t n; /* output elements */
+    int64_t in[PCU_MAXD], out[PCU_MAXD];
+    double scale[PCU_MAXD];
+} pcu_resize;
+
+PCU_HD double pcu_resize_coord(const pcu_resize *k, int d, int64_t o) {
+    const double s = k->scale[d], in = (double)k->in[d], ow = s * in, on = (double)k->out[d], x = (double)o;
+    switch (k->coord) {
+    case 0: return (x + 0.5) / s - 0.5; /* half_pixel */
+    case 1: return in / 2.0 * (1 - on / ow) + (x + 0.5) / s - 0.5; /* half_pixel_symmetric */
+    case 2: return k->out[d] > 1 ? (x + 0.5) / s - 0.5 : 0.0; /* pytorch_half_pixel */
+    case 3: return ow == 1 ? 0.0 : x * (in - 1) / (ow - 1); /* align_corners */
+    case 4: return x / s; /* asymmetric */
+    default: return (x + 0.5) / s; /* tf_half_pixel_for_nn */
+    }
+}
+
+/* The taps of output position o on axis d: indices *i0, *i1, weights *w0, *w1. */
+PCU_HD void pcu_resize_taps(const pcu_resize *k, int d, int64_t o, int64_t *i0, int64_t *i1, double *w0,
+                            double *w1) {
+    const double x = pcu_resize_coord(k, d, o), fl = floor(x);
+    const int integral = x == fl;
+    const int64_t in = k->in[d];
+    if (!k->linear) {
+        int64_t i = (int64_t)fl;
+        if (!integral) {
+            const double frac = x - fl;
+            i += k->nearest == 0 ? frac > 0.5 : k->nearest == 1 ? frac >= 0.5 : k->nearest == 2 ? 0 : 1;
+        }
+        *i0 = *i1 = i < 0 ? 0 : i >= in ? in - 1 : i;
+        *w0 = 1.0, *w1 = 0.0;
+        return;
+    }
+    const double ratio = integral ? 1.0 : x - fl;
+    const int64_t first = integral ? (int64_t)x - 1 : (int64_t)fl;
+    const double a0 = fabs(0.0 - ratio), a1 = fabs(1.0 - ratio);
+    *w0 = a0 < 1 ? 1 - a0 : 0.0;
+    *w1 = a1 < 1 ? 1 - a1 : 0.0;
+    *i0 = first < 0 ? 0 : first >= in ? in - 1 : first;
+    *i1 = first + 1 < 0 ? 0 : first + 1 >= in ? in - 1 : first + 1;
+}
+
+/* One pass's value: the taps i0, i1 (weights w0, w1) at stride st from p;
+ * as the reference: nearest copies; linear sums from 0.0, over every tap on
+ * an innermost axis (sum), else over the taps of nonzero weight. */
+PCU_HD float pcu_resize_pass(const pcu_resize *k, int sum, const float *p, int64_t i0, int64_t i1, int64_t st,
+                             double w0, double w1) {
+    if (!k->linear) return p[i0 * st];
+    double acc = 0.0;
+    if (sum || w0 != 0) acc += w0 * p[i0 * st];
+    if (sum || w1 != 0) acc += w1 * p[i1 * st];
+    return (float)acc;
+}
+
+PCU_HD void pcu_resize_at(const pcu_resize *k, float *y, const float *x, int64_t i) {
+    /* the output coordinates on a and b, and the input offset of the other axes */
+    int64_t rem = i, base = 0, st = 1, oa = 0, ob = 0, sa = 0, sb = 0;
+    for (int d = k->rank - 1; d >= 0; d--) {
+        const int64_t c = rem % k->out[d];
+        rem /= k->out[d];
+        if (d == k->a) oa = c, sa = st;
+        else if (d == k->b) ob = c, sb = st;
+        else base += c * st;
+        st *= k->in[d];
+    }
+    int64_t a0, a1, b0, b1;
+    double wa0, wa1, wb0, wb1;
+    pcu_resize_taps(k, k->a, oa, &a0, &a1, &wa0, &wa1);
+    if (k->b < 0) {
+        y[i] = pcu_resize_pass(k, k->sum_a, x + base, a0, a1, sa, wa0, wa1);
+        return;
+    }
+    pcu_resize_taps(k, k->b, ob, &b0, &b1, &wb0, &wb1);
+    /* the pass over a at the two b taps, then the pass over b */
+    const float t0 = pcu_resize_pass(k, k->sum_a, x + base + b0 * sb, a0, a1, sa, wa0, wa1);
+    const float t1 = pcu_resize_pass(k, k->sum_a, x + base + b1 * sb, a0, a1, sa, wa0, wa1);
+    if (!k->linear) {
+        y[i] = t0;
+        return;
+    }
+    double acc = 0.0;
+    if (k->sum_b || wb0 != 0) acc += wb0 * t0;
+    if (k->sum_b || wb1 != 0) acc += wb1 * t1;
+    y[i] = (float)acc;
+}
+
 /* ---- the epilogue of a convolution run without its fused ops ----------------------------- */
 
 /* y[i] = act(y[i] + bias[c] + res[i]), c = (i / s) % c: what a cuDNN graph of

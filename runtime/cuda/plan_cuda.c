@@ -796,6 +796,63 @@ static pp_status plan_pool(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* Resize, f32, nearest or linear, over at most two axes, without
+ * antialiasing, exclude_outside or crop-and-resize (pcu_resize_at); its
+ * scales or sizes must be constants. The rest: the host. */
+static pp_status plan_resize(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
+    *ok = false;
+    if (x->dtype != PP_F32 || y->dtype != PP_F32 || n->n_in > 4 || x->shape.rank > PCU_MAXD) return PP_OK;
+    pp_tinfo tin[4];
+    for (int i = 0; i < n->n_in; i++) {
+        const pprt_tdesc *t = n->in[i] >= 0 ? T(P, n->in[i]) : NULL;
+        if (!t) {
+            tin[i] = (pp_tinfo){PP_UNDEFINED, {0, {0}}, NULL};
+            continue;
+        }
+        if (i > 0 && (t->kind != PPRT_WEIGHT || !t->data)) return PP_OK; /* computed scales or sizes */
+        tin[i] = (pp_tinfo){t->dtype, t->shape, i > 0 ? t->data : NULL};
+    }
+    pp_resize r;
+    if (pp_resize_parse(attrs_of(P, n), tin, n->n_in, &r, NULL) != PP_OK) return PP_OK;
+    if (r.mode == PP_RS_CUBIC || r.antialias || r.exclude_outside || r.coord == PP_RC_TF_CROP_AND_RESIZE) return PP_OK;
+    const pp_shape *xs = &x->shape;
+    pcu_resize k = {.rank = xs->rank, .linear = r.mode == PP_RS_LINEAR, .coord = (int32_t)r.coord,
+                    .nearest = (int32_t)r.nearest, .a = -1, .b = -1, .n = numel(&y->shape)};
+    for (int d = 0; d < xs->rank; d++) {
+        k.in[d] = xs->dim[d], k.out[d] = r.out[d], k.scale[d] = r.scale[d];
+        if (r.out[d] != y->shape.dim[d]) return PP_OK;
+        /* the axes the reference resizes (ref_nn.c's resize_identity) */
+        if (r.out[d] == xs->dim[d] && fabs(r.scale[d] - 1.0) <= 1e-9) continue;
+        if (k.a < 0) k.a = d;
+        else if (k.b < 0) k.b = d;
+        else return PP_OK; /* three or more axes: the host */
+    }
+    if (k.n == 0) {
+        *ok = true;
+        return PP_OK;
+    }
+    if (k.a < 0) { /* nothing resized: a copy */
+        *ok = true;
+        P->pl->counts.copies++;
+        return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
+    }
+    int64_t after_a = 1, after_b = 1;
+    for (int d = k.a + 1; d < xs->rank; d++) after_a *= xs->dim[d];
+    for (int d = k.b + 1; k.b >= 0 && d < xs->rank; d++) after_b *= xs->dim[d];
+    k.sum_a = after_a == 1, k.sum_b = after_b == 1;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
+    s->kernel = PCU_K_RESIZE;
+    s->u.rs = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->out[0]);
+    s->threads = k.n;
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
 /* ---- convolutions (cuDNN) ------------------------------------------------------------------- */
 
 static pp_status plan_conv(planner *P, int ni, bool *ok) {
@@ -1028,7 +1085,7 @@ static const struct {
     ROW(SOFTMAX, plan_softmax, "own kernel") ROW(LOGSOFTMAX, plan_softmax, "own kernel")
     ROW(BATCHNORM, plan_norm, "own kernel") ROW(LAYERNORM, plan_norm, "own kernel")
     ROW(INSTANCENORM, plan_norm, "own kernel") ROW(GROUPNORM, plan_norm, "own kernel")
-    ROW(RMSNORM, plan_norm, "own kernel")
+    ROW(RMSNORM, plan_norm, "own kernel") ROW(RESIZE, plan_resize, "own kernel")
     ROW(MAXPOOL, plan_pool, "own kernel") ROW(AVGPOOL, plan_pool, "own kernel")
     ROW(GLOBALAVGPOOL, plan_reduce, "own kernel") ROW(GLOBALMAXPOOL, plan_reduce, "own kernel")
     ROW(ARGMAX, plan_reduce, "own kernel") ROW(ARGMIN, plan_reduce, "own kernel")
@@ -1120,7 +1177,7 @@ void pcu_plan_free(pcu_plan *pl) {
 const char *pcu_step_name(const pcu_step *s) {
     static const char *const kernels[PCU_K_COUNT] = {"elementwise", "strided copy", "reduction", "softmax",
                                                      "normalization", "batch normalization", "pool",
-                                                     "convolution epilogue"};
+                                                     "convolution epilogue", "resize"};
     switch (s->kind) {
     case PCU_S_KERNEL: return s->kernel >= 0 && s->kernel < PCU_K_COUNT ? kernels[s->kernel] : "kernel";
     case PCU_S_CONV: return s->u.conv.transpose ? "cuDNN convolution backward data" : "cuDNN convolution";
