@@ -148,8 +148,22 @@ int64_t pcu_kernel_extent(const pcu_step *s, int k);
 /* Bytes per element of operand k of kernel step s. */
 int pcu_kernel_esize(const pcu_step *s, int k);
 
+/* Whether the cuDNN graph of conv step c holds its bias, residual and
+ * activation: a forward convolution that has any (backward data, i.e.
+ * ConvTranspose, is never fused). dnn.c builds its fused graph by this. */
+bool pcu_conv_graph_fuses(const pcu_conv *c);
+/* Whether the epilogue kernel must follow the convolution: c has bias,
+ * residual or activation and the graph that ran (graph_fused) lacks them.
+ * The engine (a fused graph, or the convolution alone when the fused one
+ * found no engine) and the emulator both ask this, so the emulator runs
+ * the epilogue exactly where the GPU does. */
+bool pcu_conv_epilogue(const pcu_conv *c, bool graph_fused);
+/* The epilogue kernel's parameters for conv step c. */
+pcu_epi pcu_conv_epi(const pcu_conv *c);
+
 /* The emulator's host versions of the library steps (emu.c), over host
- * pointers: what cuDNN and cuBLASLt are asked to compute. */
+ * pointers: what cuDNN and cuBLASLt are asked to compute (a convolution's
+ * graph: with its bias, residual and activation where it fuses them). */
 void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float *bias, const float *res,
                   float *y);
 void pcu_emu_matmul(const pcu_mm *m, const float *a, const float *b, const float *c, float *d,

@@ -72,7 +72,7 @@ static pp_status pointwise(pcu_dnn *g, cudnnPointwiseMode_t mode, cudnnBackendDe
 
 pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_dnn *g, pp_err *err) {
     memset(g, 0, sizeof *g);
-    fused = fused && !c->transpose && (c->has_bias || c->has_res || c->act);
+    fused = fused && pcu_conv_graph_fuses(c);
     g->fused = fused;
     const int nd = 2 + c->nsp;
     cudnnBackendDescriptor_t x, w, y, conv, op[4];

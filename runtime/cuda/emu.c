@@ -132,12 +132,13 @@ void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float
                         }
             }
         }
-    /* the graph's pointwise ops: + bias[k], + residual, activation */
-    const int64_t ch = c->transpose ? g.C : g.K, per = c->transpose ? IN : OUT;
-    pcu_epi e = {.act = c->act, .has_bias = bias != NULL, .has_res = res != NULL, .n = ysize, .c = ch, .s = per,
-                 .lo = c->lo, .hi = c->hi};
-    if (bias || res || c->act)
-        for (int64_t i = 0; i < ysize; i++) pcu_epi_at(&e, y, bias, res, i);
+    /* the graph's pointwise ops (+ bias[k], + residual, activation) where
+     * the graph holds them; elsewhere the epilogue kernel follows (the
+     * step loop below, as the engine does) */
+    if (pcu_conv_graph_fuses(c)) {
+        const pcu_epi e = pcu_conv_epi(c);
+        for (int64_t i = 0; i < ysize && i < e.n; i++) pcu_epi_at(&e, y, bias, res, i);
+    }
 }
 
 /* ---- cuBLASLt's product, as the descriptor says ------------------------------------------- */
@@ -444,7 +445,15 @@ pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_er
         case PCU_S_KERNEL:
             for (int64_t t = 0; t < s->threads; t++) pcu_kernel_thread(s, op, ew, t);
             break;
-        case PCU_S_CONV: pcu_emu_conv(&s->u.conv, op[0], op[1], op[2], op[3], op[4]); break;
+        case PCU_S_CONV: {
+            const pcu_conv *c = &s->u.conv;
+            pcu_emu_conv(c, op[0], op[1], op[2], op[3], op[4]);
+            if (pcu_conv_epilogue(c, pcu_conv_graph_fuses(c))) {
+                const pcu_epi e = pcu_conv_epi(c);
+                for (int64_t t = 0; t < e.n; t++) pcu_epi_at(&e, op[4], op[2], op[3], t);
+            }
+            break;
+        }
         case PCU_S_MATMUL: pcu_emu_matmul(&s->u.mm, op[0], op[1], op[2], op[3], op[4]); break;
         case PCU_S_COPY: memmove(op[1], op[0], s->ops[0].bytes); break;
         default: st = emu_host(x, s, err); break;

@@ -211,7 +211,7 @@ static pp_status dnn_exec(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err
      * after a fused graph found no engine, and every ConvTranspose (backward
      * data graphs are never fused; on an H200 a ConvTranspose's bias was lost
      * while this tested the mode instead) */
-    if (!d->dnn.fused && (c->has_bias || c->has_res || c->act)) {
+    if (pcu_conv_epilogue(c, d->dnn.fused)) {
         void *op[8] = {dptr(x, &s->ops[4]), dptr(x, &s->ops[2]), dptr(x, &s->ops[3])};
         CU(x, s->node, (cudaError_t)pcu_launch(PCU_K_EPI, d->epi_param, op, NULL, d->epi.n, PP_F32, x->stream));
     }
@@ -428,10 +428,7 @@ static pp_status create_steps(pprt_exec *x, const pprt_cuda_cfg *cfg, unsigned c
         } else if (s->kind == PCU_S_CONV) {
             /* the fused graph, else the convolution alone and the epilogue kernel, else the host */
             const pcu_conv *c = &s->u.conv;
-            d->epi = (pcu_epi){.act = c->act, .has_bias = c->has_bias, .has_res = c->has_res,
-                               .n = c->y[0] * c->y[1] * c->y[2] * c->y[3] * (c->nsp == 3 ? c->y[4] : 1),
-                               .c = c->y[1], .lo = c->lo, .hi = c->hi};
-            d->epi.s = c->y[0] * c->y[1] > 0 ? d->epi.n / (c->y[0] * c->y[1]) : 1;
+            d->epi = pcu_conv_epi(c);
             memcpy(hp + at, &d->epi, sizeof d->epi);
             d->epi_param = x->params + at;
             at += pp_align_up(sizeof d->epi, 256);

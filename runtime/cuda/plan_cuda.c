@@ -853,6 +853,20 @@ static pp_status plan_resize(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+bool pcu_conv_graph_fuses(const pcu_conv *c) { return !c->transpose && (c->has_bias || c->has_res || c->act); }
+
+bool pcu_conv_epilogue(const pcu_conv *c, bool graph_fused) {
+    return !graph_fused && (c->has_bias || c->has_res || c->act);
+}
+
+pcu_epi pcu_conv_epi(const pcu_conv *c) {
+    pcu_epi e = {.act = c->act, .has_bias = c->has_bias, .has_res = c->has_res,
+                 .n = c->y[0] * c->y[1] * c->y[2] * c->y[3] * (c->nsp == 3 ? c->y[4] : 1), .c = c->y[1],
+                 .lo = c->lo, .hi = c->hi};
+    e.s = c->y[0] * c->y[1] > 0 ? e.n / (c->y[0] * c->y[1]) : 1;
+    return e;
+}
+
 /* ---- convolutions (cuDNN) ------------------------------------------------------------------- */
 
 static pp_status plan_conv(planner *P, int ni, bool *ok) {
