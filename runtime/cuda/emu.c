@@ -44,6 +44,8 @@ void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i) 
     case PCU_K_POOL: pcu_pool_at(&s->u.pool, op[1], op[0], i); break;
     case PCU_K_EPI: pcu_epi_at(&s->u.epi, op[0], op[1], op[2], i); break;
     case PCU_K_RESIZE: pcu_resize_at(&s->u.rs, op[1], op[0], i); break;
+    case PCU_K_CUMSUM: pcu_cumsum_at(&s->u.cs, op[1], op[0], i); break;
+    case PCU_K_GATHER_EL: pcu_gather_el_at(&s->u.ge, op[2], op[0], op[1], err, i); break;
     default: break;
     }
 }
@@ -182,6 +184,8 @@ int pcu_kernel_esize(const pcu_step *s, int k) {
                                                     : s->u.ew.tout);
     case PCU_K_PERM: return s->u.perm.gdim >= 0 && k == 1 ? pcu_tsize(s->u.perm.gidx_t) : s->u.perm.esize;
     case PCU_K_RED: return k == 1 && (s->u.red.op == PCU_RED_ARGMAX || s->u.red.op == PCU_RED_ARGMIN) ? 8 : 4;
+    case PCU_K_CUMSUM: return pcu_tsize(s->u.cs.t);
+    case PCU_K_GATHER_EL: return k == 1 ? pcu_tsize(s->u.ge.idx_t) : s->u.ge.esize;
     default: return 4;
     }
 }
@@ -237,6 +241,14 @@ int64_t pcu_kernel_extent(const pcu_step *s, int k) {
         return k == 0 ? p->nc * p->in[0] * p->in[1] * p->in[2] : p->n;
     }
     case PCU_K_EPI: return k == 1 ? s->u.epi.c : s->u.epi.n;
+    case PCU_K_CUMSUM: return s->u.cs.outer * s->u.cs.len * s->u.cs.inner;
+    case PCU_K_GATHER_EL: {
+        const pcu_gather_el *g = &s->u.ge;
+        if (k == 1 || k == 2) return g->n;
+        int64_t hi = 0; /* x: the largest offset any index may reach */
+        for (int d = 0; d < g->rank; d++) hi += ((d == g->axis ? g->len : g->dim[d]) - 1) * g->xst[d];
+        return hi + 1;
+    }
     case PCU_K_RESIZE: {
         const pcu_resize *r = &s->u.rs;
         int64_t n = 1;
@@ -261,6 +273,7 @@ static unsigned outputs_of(const pcu_step *s) {
         case PCU_K_NORM: return 7u << 3;
         case PCU_K_BN: return 1u << 5;
         case PCU_K_EPI: return 1u;
+        case PCU_K_GATHER_EL: return 1u << 2;
         default: return 2u;
         }
     case PCU_S_CONV: return 1u << 4;

@@ -345,6 +345,8 @@ static size_t param_size(const pcu_step *s) {
     case PCU_K_BN: return sizeof(pcu_bn);
     case PCU_K_POOL: return sizeof(pcu_pool);
     case PCU_K_RESIZE: return sizeof(pcu_resize);
+    case PCU_K_CUMSUM: return sizeof(pcu_cumsum);
+    case PCU_K_GATHER_EL: return sizeof(pcu_gather_el);
     default: return sizeof(pcu_epi);
     }
 }

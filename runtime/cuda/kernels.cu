@@ -54,6 +54,17 @@ __global__ void pcu_k_resize(const pcu_resize *__restrict__ k, float *y, const f
     if (i < n) pcu_resize_at(k, y, x, i);
 }
 
+__global__ void pcu_k_cumsum(const pcu_cumsum *__restrict__ k, void *y, const void *x, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_cumsum_at(k, y, x, i);
+}
+
+__global__ void pcu_k_gather_el(const pcu_gather_el *__restrict__ k, void *y, const void *x, const void *idx, int *err,
+                                int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_gather_el_at(k, y, x, idx, err, i);
+}
+
 __global__ void pcu_k_epi(const pcu_epi *__restrict__ k, float *y, const float *b, const float *r, int64_t n) {
     const int64_t i = PCU_TID;
     if (i < n) pcu_epi_at(k, y, b, r, i);
@@ -82,6 +93,8 @@ extern "C" int pcu_launch(int kind, const void *param, void *const *op, int *err
     case 6: pcu_k_pool<<<blocks, 256, 0, s>>>((const pcu_pool *)param, f[1], f[0], n); break;
     case 7: pcu_k_epi<<<blocks, 256, 0, s>>>((const pcu_epi *)param, f[0], f[1], f[2], n); break;
     case 8: pcu_k_resize<<<blocks, 256, 0, s>>>((const pcu_resize *)param, f[1], f[0], n); break;
+    case 9: pcu_k_cumsum<<<blocks, 256, 0, s>>>((const pcu_cumsum *)param, op[1], op[0], n); break;
+    case 10: pcu_k_gather_el<<<blocks, 256, 0, s>>>((const pcu_gather_el *)param, op[2], op[0], op[1], err, n); break;
     default: return (int)cudaErrorInvalidValue;
     }
     return (int)cudaGetLastError();

@@ -919,6 +919,71 @@ PCU_HD void pcu_resize_at(const pcu_resize *k, float *y, const float *x, int64_t
     y[i] = (float)acc;
 }
 
+/* ---- CumSum: one thread per line along the axis ------------------------------------------ */
+
+/* As the reference kernel: floats summed in their own type (f32 in float,
+ * f64 in double), integers in 64-bit unsigned arithmetic (wrapping), in
+ * order along the axis (reversed with reverse), each output before its own
+ * element with exclusive. t: the element type (f32, f64, i32, i64). */
+typedef struct pcu_cumsum {
+    int32_t t, exclusive, reverse, pad_;
+    int64_t outer, len, inner;
+} pcu_cumsum;
+
+PCU_HD void pcu_cumsum_at(const pcu_cumsum *k, void *y, const void *x, int64_t line) {
+    const int64_t o = line / k->inner, in = line % k->inner;
+    float af = 0.0f;
+    double ad = 0.0;
+    uint64_t ai = 0;
+    for (int64_t s = 0; s < k->len; s++) {
+        const int64_t at = (o * k->len + (k->reverse ? k->len - 1 - s : s)) * k->inner + in;
+        if (k->t == PCU_T_F32) {
+            const float v = ((const float *)x)[at];
+            if (!k->exclusive) af += v;
+            ((float *)y)[at] = af;
+            if (k->exclusive) af += v;
+        } else if (k->t == PCU_T_F64) {
+            const double v = ((const double *)x)[at];
+            if (!k->exclusive) ad += v;
+            ((double *)y)[at] = ad;
+            if (k->exclusive) ad += v;
+        } else {
+            const uint64_t v = (uint64_t)pcu_ldi(x, k->t, at);
+            if (!k->exclusive) ai += v;
+            pcu_sti(y, k->t, at, (int64_t)ai);
+            if (k->exclusive) ai += v;
+        }
+    }
+}
+
+/* ---- GatherElements: one thread per output element ----------------------------------------- */
+
+/* y[i] = x at i's coordinates with the axis coordinate replaced by
+ * indices[i] (negative from the end); out of range sets *err (the stage
+ * fails, as the reference kernel does). dim: the output's (the indices')
+ * dims; xst: x's strides in elements. */
+typedef struct pcu_gather_el {
+    int32_t rank, axis, esize, idx_t;
+    int64_t n, len; /* output elements; x's length along the axis */
+    int64_t dim[PCU_MAXD], xst[PCU_MAXD];
+} pcu_gather_el;
+
+PCU_HD void pcu_gather_el_at(const pcu_gather_el *k, void *y, const void *x, const void *idx, int *err, int64_t i) {
+    int64_t rem = i, off = 0;
+    for (int d = k->rank - 1; d >= 0; d--) {
+        const int64_t c = rem % k->dim[d];
+        rem /= k->dim[d];
+        if (d != k->axis) off += c * k->xst[d];
+    }
+    int64_t v = pcu_ldi(idx, k->idx_t, i);
+    if (v < -k->len || v >= k->len) {
+        if (err) *err = 1;
+        return;
+    }
+    if (v < 0) v += k->len;
+    pcu_copy_elem(y, i, x, off + v * k->xst[k->axis], k->esize);
+}
+
 /* ---- the epilogue of a convolution run without its fused ops ----------------------------- */
 
 /* y[i] = act(y[i] + bias[c] + res[i]), c = (i / s) % c: what a cuDNN graph of

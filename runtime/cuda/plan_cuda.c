@@ -853,6 +853,70 @@ static pp_status plan_resize(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* CumSum of f32, f64, i32 or i64 along a constant axis (pcu_cumsum_at). */
+static pp_status plan_cumsum(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]), *ax = n->n_in > 1 ? T(P, n->in[1]) : NULL, *y = T(P, n->out[0]);
+    *ok = false;
+    const pp_dtype t = x->dtype;
+    if ((t != PP_F32 && t != PP_F64 && t != PP_I32 && t != PP_I64) || y->dtype != t) return PP_OK;
+    if (!ax || ax->kind != PPRT_WEIGHT || !ax->data || numel(&ax->shape) != 1 ||
+        (ax->dtype != PP_I32 && ax->dtype != PP_I64))
+        return PP_OK;
+    const int r = x->shape.rank;
+    int64_t axis = ax->dtype == PP_I64 ? *(const int64_t *)ax->data : *(const int32_t *)ax->data;
+    if (axis < -r || axis >= r) return PP_OK; /* the reference kernel says why */
+    if (axis < 0) axis += r;
+    pcu_cumsum k = {.t = (int32_t)t, .exclusive = attr_i(P, n, "exclusive", 0) != 0,
+                    .reverse = attr_i(P, n, "reverse", 0) != 0, .outer = 1, .len = x->shape.dim[axis], .inner = 1};
+    for (int d = 0; d < axis; d++) k.outer *= x->shape.dim[d];
+    for (int d = (int)axis + 1; d < r; d++) k.inner *= x->shape.dim[d];
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
+    s->kernel = PCU_K_CUMSUM;
+    s->u.cs = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->out[0]);
+    s->threads = k.outer * k.inner;
+    if (s->threads == 0 || k.len == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
+/* GatherElements of any element type up to 8 bytes, int32 or int64
+ * indices (pcu_gather_el_at); an index out of range fails the stage. */
+static pp_status plan_gather_elements(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]), *ix = T(P, n->in[1]), *y = T(P, n->out[0]);
+    *ok = false;
+    const int r = x->shape.rank;
+    const int es = (int)pp_dtype_size(x->dtype);
+    if (es < 1 || es > 8 || y->dtype != x->dtype || (ix->dtype != PP_I32 && ix->dtype != PP_I64) ||
+        ix->shape.rank != r || r < 1 || r > PCU_MAXD)
+        return PP_OK;
+    int axis;
+    if (pp_norm_axis(attr_i(P, n, "axis", 0), r, "axis", &axis, NULL) != PP_OK) return PP_OK;
+    pcu_gather_el k = {.rank = r, .axis = axis, .esize = es, .idx_t = (int32_t)ix->dtype, .n = numel(&ix->shape),
+                       .len = x->shape.dim[axis]};
+    int64_t xst[PP_MAX_DIMS];
+    strides_of(&x->shape, xst);
+    for (int d = 0; d < r; d++) {
+        if (d != axis && ix->shape.dim[d] > x->shape.dim[d]) return PP_OK; /* the reference kernel says why */
+        k.dim[d] = ix->shape.dim[d], k.xst[d] = xst[d];
+    }
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 3);
+    s->kernel = PCU_K_GATHER_EL;
+    s->u.ge = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->in[1]);
+    s->ops[2] = R(P, n->out[0]);
+    s->threads = k.n;
+    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
 bool pcu_conv_graph_fuses(const pcu_conv *c) { return !c->transpose && (c->has_bias || c->has_res || c->act); }
 
 bool pcu_conv_epilogue(const pcu_conv *c, bool graph_fused) {
@@ -1100,6 +1164,7 @@ static const struct {
     ROW(BATCHNORM, plan_norm, "own kernel") ROW(LAYERNORM, plan_norm, "own kernel")
     ROW(INSTANCENORM, plan_norm, "own kernel") ROW(GROUPNORM, plan_norm, "own kernel")
     ROW(RMSNORM, plan_norm, "own kernel") ROW(RESIZE, plan_resize, "own kernel")
+    ROW(CUMSUM, plan_cumsum, "own kernel") ROW(GATHERELEMENTS, plan_gather_elements, "own kernel")
     ROW(MAXPOOL, plan_pool, "own kernel") ROW(AVGPOOL, plan_pool, "own kernel")
     ROW(GLOBALAVGPOOL, plan_reduce, "own kernel") ROW(GLOBALMAXPOOL, plan_reduce, "own kernel")
     ROW(ARGMAX, plan_reduce, "own kernel") ROW(ARGMIN, plan_reduce, "own kernel")
@@ -1191,7 +1256,8 @@ void pcu_plan_free(pcu_plan *pl) {
 const char *pcu_step_name(const pcu_step *s) {
     static const char *const kernels[PCU_K_COUNT] = {"elementwise", "strided copy", "reduction", "softmax",
                                                      "normalization", "batch normalization", "pool",
-                                                     "convolution epilogue", "resize"};
+                                                     "convolution epilogue", "resize", "cumsum",
+                                                     "gather elements"};
     switch (s->kind) {
     case PCU_S_KERNEL: return s->kernel >= 0 && s->kernel < PCU_K_COUNT ? kernels[s->kernel] : "kernel";
     case PCU_S_CONV: return s->u.conv.transpose ? "cuDNN convolution backward data" : "cuDNN convolution";
