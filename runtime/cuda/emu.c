@@ -46,6 +46,7 @@ void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i) 
     case PCU_K_RESIZE: pcu_resize_at(&s->u.rs, op[1], op[0], i); break;
     case PCU_K_CUMSUM: pcu_cumsum_at(&s->u.cs, op[1], op[0], i); break;
     case PCU_K_GATHER_EL: pcu_gather_el_at(&s->u.ge, op[2], op[0], op[1], err, i); break;
+    case PCU_K_TOPK: pcu_topk_at(&s->u.tk, op[1], op[2], op[0], i); break;
     default: break;
     }
 }
@@ -186,6 +187,7 @@ int pcu_kernel_esize(const pcu_step *s, int k) {
     case PCU_K_RED: return k == 1 && (s->u.red.op == PCU_RED_ARGMAX || s->u.red.op == PCU_RED_ARGMIN) ? 8 : 4;
     case PCU_K_CUMSUM: return pcu_tsize(s->u.cs.t);
     case PCU_K_GATHER_EL: return k == 1 ? pcu_tsize(s->u.ge.idx_t) : s->u.ge.esize;
+    case PCU_K_TOPK: return k == 2 ? 8 : pcu_tsize(s->u.tk.t);
     default: return 4;
     }
 }
@@ -242,6 +244,7 @@ int64_t pcu_kernel_extent(const pcu_step *s, int k) {
     }
     case PCU_K_EPI: return k == 1 ? s->u.epi.c : s->u.epi.n;
     case PCU_K_CUMSUM: return s->u.cs.outer * s->u.cs.len * s->u.cs.inner;
+    case PCU_K_TOPK: return s->u.tk.outer * (k == 0 ? s->u.tk.len : s->u.tk.k) * s->u.tk.inner;
     case PCU_K_GATHER_EL: {
         const pcu_gather_el *g = &s->u.ge;
         if (k == 1 || k == 2) return g->n;
@@ -274,6 +277,7 @@ static unsigned outputs_of(const pcu_step *s) {
         case PCU_K_BN: return 1u << 5;
         case PCU_K_EPI: return 1u;
         case PCU_K_GATHER_EL: return 1u << 2;
+        case PCU_K_TOPK: return 6u;
         default: return 2u;
         }
     case PCU_S_CONV: return 1u << 4;

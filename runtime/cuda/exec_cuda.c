@@ -347,6 +347,7 @@ static size_t param_size(const pcu_step *s) {
     case PCU_K_RESIZE: return sizeof(pcu_resize);
     case PCU_K_CUMSUM: return sizeof(pcu_cumsum);
     case PCU_K_GATHER_EL: return sizeof(pcu_gather_el);
+    case PCU_K_TOPK: return sizeof(pcu_topk);
     default: return sizeof(pcu_epi);
     }
 }

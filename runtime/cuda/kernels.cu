@@ -65,6 +65,11 @@ __global__ void pcu_k_gather_el(const pcu_gather_el *__restrict__ k, void *y, co
     if (i < n) pcu_gather_el_at(k, y, x, idx, err, i);
 }
 
+__global__ void pcu_k_topk(const pcu_topk *__restrict__ k, void *yv, int64_t *yi, const void *x, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_topk_at(k, yv, yi, x, i);
+}
+
 __global__ void pcu_k_epi(const pcu_epi *__restrict__ k, float *y, const float *b, const float *r, int64_t n) {
     const int64_t i = PCU_TID;
     if (i < n) pcu_epi_at(k, y, b, r, i);
@@ -94,6 +99,7 @@ extern "C" int pcu_launch(int kind, const void *param, void *const *op, int *err
     case 7: pcu_k_epi<<<blocks, 256, 0, s>>>((const pcu_epi *)param, f[0], f[1], f[2], n); break;
     case 8: pcu_k_resize<<<blocks, 256, 0, s>>>((const pcu_resize *)param, f[1], f[0], n); break;
     case 9: pcu_k_cumsum<<<blocks, 256, 0, s>>>((const pcu_cumsum *)param, op[1], op[0], n); break;
+    case 11: pcu_k_topk<<<blocks, 256, 0, s>>>((const pcu_topk *)param, op[1], (int64_t *)op[2], op[0], n); break;
     case 10: pcu_k_gather_el<<<blocks, 256, 0, s>>>((const pcu_gather_el *)param, op[2], op[0], op[1], err, n); break;
     default: return (int)cudaErrorInvalidValue;
     }

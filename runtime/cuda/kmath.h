@@ -984,6 +984,54 @@ PCU_HD void pcu_gather_el_at(const pcu_gather_el *k, void *y, const void *x, con
     pcu_copy_elem(y, i, x, off + v * k->xst[k->axis], k->esize);
 }
 
+/* ---- TopK: one thread per line, k selections ----------------------------------------------- */
+
+/* The order of the reference kernel's stable sort: by value (descending
+ * when largest), NaN below every number, equal values by index; the j-th
+ * output is the first element after the (j-1)-th in that order (k scans of
+ * the line, no local memory). t: f32, f64, i32 or i64. yi: NULL when the
+ * indices are not wanted. */
+typedef struct pcu_topk {
+    int32_t t, largest, pad_[2];
+    int64_t outer, len, inner, k;
+} pcu_topk;
+
+/* x[a] > x[b] as the reference's key_gt: a number beats NaN, NaN beats nothing. */
+PCU_HD int pcu_topk_gt(const pcu_topk *k, const void *x, int64_t a, int64_t b) {
+    if (k->t == PCU_T_F32 || k->t == PCU_T_F64) {
+        const double va = pcu_ldd(x, k->t, a), vb = pcu_ldd(x, k->t, b);
+        return (vb != vb && va == va) || va > vb;
+    }
+    return pcu_ldi(x, k->t, a) > pcu_ldi(x, k->t, b);
+}
+
+/* Element ea of the line before element eb. */
+PCU_HD int pcu_topk_before(const pcu_topk *k, const void *x, int64_t base, int64_t ea, int64_t eb) {
+    const int64_t pa = base + ea * k->inner, pb = base + eb * k->inner;
+    const int64_t hi = k->largest ? pa : pb, lo = k->largest ? pb : pa;
+    if (pcu_topk_gt(k, x, hi, lo)) return 1;
+    if (pcu_topk_gt(k, x, lo, hi)) return 0;
+    return ea < eb;
+}
+
+PCU_HD void pcu_topk_at(const pcu_topk *k, void *yv, int64_t *yi, const void *x, int64_t line) {
+    const int64_t o = line / k->inner, in = line % k->inner;
+    const int64_t base = o * k->len * k->inner + in, obase = o * k->k * k->inner + in;
+    const int es = pcu_tsize(k->t);
+    int64_t prev = -1;
+    for (int64_t j = 0; j < k->k; j++) {
+        int64_t best = -1;
+        for (int64_t e = 0; e < k->len; e++) {
+            if (prev >= 0 && !pcu_topk_before(k, x, base, prev, e)) continue;
+            if (best < 0 || pcu_topk_before(k, x, base, e, best)) best = e;
+        }
+        if (best < 0) return; /* k > len: the planner never asks */
+        pcu_copy_elem(yv, obase + j * k->inner, x, base + best * k->inner, es);
+        if (yi) yi[obase + j * k->inner] = best;
+        prev = best;
+    }
+}
+
 /* ---- the epilogue of a convolution run without its fused ops ----------------------------- */
 
 /* y[i] = act(y[i] + bias[c] + res[i]), c = (i / s) % c: what a cuDNN graph of

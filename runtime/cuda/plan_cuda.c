@@ -917,6 +917,36 @@ static pp_status plan_gather_elements(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* TopK of f32, f64, i32 or i64 with a constant K (pcu_topk_at). */
+static pp_status plan_topk(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]), *kt = n->n_in > 1 ? T(P, n->in[1]) : NULL;
+    *ok = false;
+    const pp_dtype t = x->dtype;
+    if (t != PP_F32 && t != PP_F64 && t != PP_I32 && t != PP_I64) return PP_OK;
+    if (kt && (kt->kind != PPRT_WEIGHT || !kt->data)) return PP_OK; /* a computed K */
+    pp_tinfo tin[2] = {{x->dtype, x->shape, NULL}, {PP_UNDEFINED, {0, {0}}, NULL}};
+    if (kt) tin[1] = (pp_tinfo){kt->dtype, kt->shape, kt->data};
+    pp_topk tk;
+    if (pp_topk_parse(attrs_of(P, n), tin, n->n_in, &tk, NULL) != PP_OK) return PP_OK;
+    const pp_shape *xs = &x->shape;
+    if (tk.k > xs->dim[tk.axis]) return PP_OK; /* the reference kernel says why */
+    pcu_topk k = {.t = (int32_t)t, .largest = tk.largest, .outer = 1, .len = xs->dim[tk.axis], .inner = 1, .k = tk.k};
+    for (int d = 0; d < tk.axis; d++) k.outer *= xs->dim[d];
+    for (int d = tk.axis + 1; d < xs->rank; d++) k.inner *= xs->dim[d];
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 3);
+    s->kernel = PCU_K_TOPK;
+    s->u.tk = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->out[0]);
+    s->ops[2] = R(P, n->n_out > 1 ? n->out[1] : -1);
+    s->threads = k.outer * k.inner;
+    if (s->threads == 0 || k.k == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
 bool pcu_conv_graph_fuses(const pcu_conv *c) { return !c->transpose && (c->has_bias || c->has_res || c->act); }
 
 bool pcu_conv_epilogue(const pcu_conv *c, bool graph_fused) {
@@ -1165,6 +1195,7 @@ static const struct {
     ROW(INSTANCENORM, plan_norm, "own kernel") ROW(GROUPNORM, plan_norm, "own kernel")
     ROW(RMSNORM, plan_norm, "own kernel") ROW(RESIZE, plan_resize, "own kernel")
     ROW(CUMSUM, plan_cumsum, "own kernel") ROW(GATHERELEMENTS, plan_gather_elements, "own kernel")
+    ROW(TOPK, plan_topk, "own kernel")
     ROW(MAXPOOL, plan_pool, "own kernel") ROW(AVGPOOL, plan_pool, "own kernel")
     ROW(GLOBALAVGPOOL, plan_reduce, "own kernel") ROW(GLOBALMAXPOOL, plan_reduce, "own kernel")
     ROW(ARGMAX, plan_reduce, "own kernel") ROW(ARGMIN, plan_reduce, "own kernel")
@@ -1257,7 +1288,7 @@ const char *pcu_step_name(const pcu_step *s) {
     static const char *const kernels[PCU_K_COUNT] = {"elementwise", "strided copy", "reduction", "softmax",
                                                      "normalization", "batch normalization", "pool",
                                                      "convolution epilogue", "resize", "cumsum",
-                                                     "gather elements"};
+                                                     "gather elements", "topk"};
     switch (s->kind) {
     case PCU_S_KERNEL: return s->kernel >= 0 && s->kernel < PCU_K_COUNT ? kernels[s->kernel] : "kernel";
     case PCU_S_CONV: return s->u.conv.transpose ? "cuDNN convolution backward data" : "cuDNN convolution";

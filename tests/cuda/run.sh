@@ -110,6 +110,39 @@ set +e; "$PPRT" d2.plan "$S/data" -o x --backend cuda-emu --cuda-host-ops NoSuch
 [ $rc = 2 ] && grep -q "NoSuchOp" err.txt || fail "--cuda-host-ops NoSuchOp: exit $rc, $(cat err.txt)"
 echo "ok: library fallback (--cuda-host-ops) on cuda-emu"
 
+# TopK's own kernel against the reference kernel's order, NaN and ties
+# included (the ONNX node tests have neither NaN nor ties across rows):
+# every axis and direction, values and indices bit for bit
+"$PY" - <<'PY'
+import numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper
+for largest in (0, 1):
+    for axis in (0, 1):
+        g = helper.make_graph(
+            [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 17])],
+            [helper.make_tensor_value_info("v", TensorProto.FLOAT, None),
+             helper.make_tensor_value_info("i", TensorProto.INT64, None)],
+            [numpy_helper.from_array(np.array([5], np.int64), "k")])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"topk_{largest}_{axis}.onnx")
+rng = np.random.default_rng(1)
+x = rng.integers(-3, 4, size=(6, 17)).astype(np.float32)
+x[rng.random((6, 17)) < 0.2] = np.nan
+x[0, :] = np.nan
+import os
+os.makedirs("topk_data", exist_ok=True)
+np.save("topk_data/x.npy", x)
+PY
+for f in topk_*.onnx; do
+  "$PPCC" $f -b 0 -o topk.plan -q
+  "$PPRT" topk.plan topk_data -o topk_ref --backend ref -q
+  "$PPRT" topk.plan topk_data -o topk_emu --backend cuda-emu -q --stats-json topk.json
+  cmp topk_ref/v.npy topk_emu/v.npy && cmp topk_ref/i.npy topk_emu/i.npy || fail "$f: TopK on cuda-emu differs from ref"
+  "$PY" -c "import json; assert sum(s['reference_kernels'] for s in json.load(open('topk.json'))['stages']) == 0" \
+    || fail "$f: TopK not on its own kernel"
+done
+echo "ok: TopK with NaN and ties: the own kernel gives the reference's bits"
+
 # the ONNX node tests that pass on ref must pass on cuda-emu
 PPRT_EXTRA_ARGS="--backend cuda-emu" "$PY" "$SRC/tests/conformance/run.py" || fail "conformance on cuda-emu"
 echo "cuda: all checks passed"
