@@ -21,7 +21,7 @@ trap 'rm -rf "$work"' EXIT
 flags=(--oversubscribe)
 [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
 bk=()
-"$build/pprt" --help | grep -q -- --backend && bk=(--backend ref)
+"$build/pprt" --help > /tmp/pprt_help.$$ && grep -q -- --backend /tmp/pprt_help.$$ && bk=(--backend ref); rm -f /tmp/pprt_help.$$
 
 "$py" "$root/tests/models/export_torchvision.py" --model resnet50 --out "$work/r50" --batch 16 >/dev/null
 "$build/ppcc" "$work/r50/model.onnx" -pp 2 -b 1 -q -o "$work/r50.plan"
