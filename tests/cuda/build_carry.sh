@@ -8,7 +8,7 @@
 # no MPI: the GPU machine has neither. PP_CARRY_MPI=1 also builds an MPI
 # pprt into DIR/bin/mpi, for a GPU machine that has an MPI compatible with
 # this one's (run_on_gpu.sh runs its MPI part only where it loads).
-# usage: tests/cuda/build_carry.sh [DIR]   (default .gpu, which .gitignore lists)
+# usage: [PP_CARRY_ZOO=1] tests/cuda/build_carry.sh [DIR]   (default .gpu, which .gitignore lists)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:-$src/.gpu}
@@ -26,5 +26,25 @@ if [ "${PP_CARRY_MPI:-0}" = 1 ]; then
   mkdir -p "$dir/bin/mpi"
   cp "$dir/build/pprt" "$dir/bin/mpi/"
   rm -rf "$dir/build"
+fi
+# PP_CARRY_ZOO=1: what tests/cuda/gpu_quick.sh runs on, from this machine's
+# CI zoo (ctest model_zoo exports it into build/tests/zoo): -pp 1 and -pp 2
+# plans compiled by the carried ppcc, data and onnxruntime outputs of U-Net, GPT and
+# MobileNetV3-small, Llama's model.onnx, and the onnx package's node tests
+# (newer onnx wheels ship none), about 55 MB: under the device tool's 64 MiB
+if [ "${PP_CARRY_ZOO:-0}" = 1 ]; then
+  zoo=${ZOO:-$src/build/tests/zoo}
+  for m in unet gpt mobilenet_v3_small; do
+    [ -f "$zoo/$m/model.onnx" ] || { echo "build_carry: no $zoo/$m/model.onnx (run ctest -R model_zoo first)" >&2; exit 2; }
+    mkdir -p "$dir/zoo/$m"
+    for pp in 1 2; do "$dir/bin/ppcc" "$zoo/$m/model.onnx" -pp $pp -o "$dir/zoo/$m/auto_$pp.plan" -q; done
+    cp -r "$zoo/$m/data" "$zoo/$m/expected" "$dir/zoo/$m/"
+  done
+  if [ -f "$zoo/llama/model.onnx" ]; then
+    mkdir -p "$dir/zoo/llama"
+    cp -r "$zoo/llama/model.onnx" "$zoo/llama/data" "$zoo/llama/expected" "$zoo/llama/meta.json" "$dir/zoo/llama/"
+  fi
+  node=$("${PY:-$src/.venv/bin/python}" -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend', 'test', 'data'))")
+  tar czf "$dir/node.tgz" -C "$node" node
 fi
 du -sh "$dir"

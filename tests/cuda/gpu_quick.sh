@@ -4,9 +4,12 @@
 # of value, each part under its own timeout, with models carried from here
 # (torch 1.13 exports, their onnxruntime outputs) in .gpu/zoo so nothing
 # depends on the GPU machine's exporter.
-# Here: tests/cuda/build_carry.sh, then copy auto_1/auto_2 plans, data and
-# expected of unet, gpt and mobilenet_v3_small and llama's model.onnx from
-# build/tests/zoo into .gpu/zoo/NAME. There: bash tests/cuda/gpu_quick.sh
+# Here: PP_CARRY_ZOO=1 tests/cuda/build_carry.sh (after ctest -R model_zoo).
+# There (device tool, carry .gpu): bash tests/cuda/gpu_quick.sh
+# The first lease (2026-11-26, H200) took about 4 minutes for all but the
+# node tests; run the node tests in --filter subsets, or with a longer
+# timeout, once one test's time is known (1309 at 32 in parallel did not
+# end within 270 s).
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/gpu_quick}; mkdir -p "$out"
