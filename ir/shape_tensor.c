@@ -587,12 +587,21 @@ ZERO_FLOPS(GATHERELEMENTS)
 /* ---- ScatterND --------------------------------------------------------------------------- */
 
 /* 'reduction' of ScatterND and ScatterElements: none, add, mul, max, min. */
-static pp_status scatter_reduction(pp_attrs a, const char **red, pp_err *err) {
-    PP_TRY(pp_attr_string(a, "reduction", "none", red, err));
-    if (strcmp(*red, "none") && strcmp(*red, "add") && strcmp(*red, "mul") &&
-        strcmp(*red, "max") && strcmp(*red, "min"))
+/* What ScatterND and ScatterElements check alike: attribute 'reduction' one
+ * of none, add, mul, max, min; data of a known element size; indices int32
+ * or int64; updates of data's element type. */
+static pp_status scatter_inputs(pp_attrs a, const pp_tinfo *in, pp_err *err) {
+    const char *red;
+    PP_TRY(pp_attr_string(a, "reduction", "none", &red, err));
+    if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") &&
+        strcmp(red, "min"))
         return PP_FAIL(err, PP_EINVAL,
-                       "attribute 'reduction'='%s' is not one of none, add, mul, max, min", *red);
+                       "attribute 'reduction'='%s' is not one of none, add, mul, max, min", red);
+    PP_TRY(need_sized(&in[0], "input 'data'", err));
+    PP_TRY(need_index(&in[1], "input 'indices'", err));
+    if (in[2].dtype != in[0].dtype)
+        return PP_FAIL(err, PP_EINVAL, "input 'updates' has element type %s, but 'data' has %s",
+                       pp_dtype_name(in[2].dtype), pp_dtype_name(in[0].dtype));
     return PP_OK;
 }
 
@@ -604,13 +613,7 @@ static pp_status scatter_reduction(pp_attrs a, const char **red, pp_err *err) {
 pp_status shape_SCATTERND(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                           pp_err *err) {
     (void)n_in, (void)n_out;
-    const char *red;
-    PP_TRY(scatter_reduction(a, &red, err));
-    PP_TRY(need_sized(&in[0], "input 'data'", err));
-    PP_TRY(need_index(&in[1], "input 'indices'", err));
-    if (in[2].dtype != in[0].dtype)
-        return PP_FAIL(err, PP_EINVAL, "input 'updates' has element type %s, but 'data' has %s",
-                       pp_dtype_name(in[2].dtype), pp_dtype_name(in[0].dtype));
+    PP_TRY(scatter_inputs(a, in, err));
     const pp_shape *x = &in[0].shape, *ix = &in[1].shape, *u = &in[2].shape;
     if (x->rank < 1) return PP_FAIL(err, PP_EINVAL, "input 'data' is a scalar; ScatterND needs rank >= 1");
     if (ix->rank < 1) return PP_FAIL(err, PP_EINVAL, "input 'indices' is a scalar; ScatterND needs rank >= 1");
@@ -655,13 +658,7 @@ double flops_SCATTERND(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo 
 pp_status shape_SCATTERELEMENTS(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                                 int n_out, pp_err *err) {
     (void)n_in, (void)n_out;
-    const char *red;
-    PP_TRY(scatter_reduction(a, &red, err));
-    PP_TRY(need_sized(&in[0], "input 'data'", err));
-    PP_TRY(need_index(&in[1], "input 'indices'", err));
-    if (in[2].dtype != in[0].dtype)
-        return PP_FAIL(err, PP_EINVAL, "input 'updates' has element type %s, but 'data' has %s",
-                       pp_dtype_name(in[2].dtype), pp_dtype_name(in[0].dtype));
+    PP_TRY(scatter_inputs(a, in, err));
     const pp_shape *x = &in[0].shape, *ix = &in[1].shape;
     if (x->rank < 1)
         return PP_FAIL(err, PP_EINVAL, "input 'data' is a scalar; ScatterElements needs rank >= 1");

@@ -28,11 +28,12 @@ typedef struct pprt_cuda_cfg {
     bool graphs;                         /* capture each stage's steps as a CUDA graph after warm-up */
     bool sync_each;                      /* synchronize after every step (pins an asynchronous fault) */
     bool host_only;                      /* every node on the host fallback (tests) */
-    char host_ops[256];                  /* --cuda-host-ops: op types run on the host fallback (tests) */
+    bool host_op[PP_OP_COUNT];           /* --cuda-host-ops: op types run on the host fallback (tests) */
 } pprt_cuda_cfg;
 
-/* Per node of st: 1 where --cuda-host-only or --cuda-host-ops puts it on the
- * host fallback. NULL when out of memory; free() it. */
+/* Per node of st: 1 where --cuda-host-ops puts it on the host fallback
+ * (--cuda-host-only is the planner's own switch). NULL when out of memory;
+ * free() it. */
 unsigned char *pprt_cuda_host_nodes(const pprt_stage *st);
 
 /* The options every CUDA executor reads at create (defaults: graphs on). */

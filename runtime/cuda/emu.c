@@ -78,6 +78,13 @@ static conv3 conv3_of(const pcu_conv *c) {
     return g;
 }
 
+/* Bias, residual and activation over conv step c's output y: as a fused
+ * graph's pointwise ops, or as the epilogue kernel after the convolution. */
+static void emu_epilogue(const pcu_conv *c, float *y, const float *bias, const float *res) {
+    const pcu_epi e = pcu_conv_epi(c);
+    for (int64_t i = 0; i < e.n; i++) pcu_epi_at(&e, y, bias, res, i);
+}
+
 void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float *bias, const float *res,
                   float *y) {
     const conv3 g = conv3_of(c);
@@ -138,10 +145,7 @@ void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float
     /* the graph's pointwise ops (+ bias[k], + residual, activation) where
      * the graph holds them; elsewhere the epilogue kernel follows (the
      * step loop below, as the engine does) */
-    if (pcu_conv_graph_fuses(c)) {
-        const pcu_epi e = pcu_conv_epi(c);
-        for (int64_t i = 0; i < ysize && i < e.n; i++) pcu_epi_at(&e, y, bias, res, i);
-    }
+    if (pcu_conv_graph_fuses(c)) emu_epilogue(c, y, bias, res);
 }
 
 /* ---- cuBLASLt's product, as the descriptor says ------------------------------------------- */
@@ -465,10 +469,7 @@ pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_er
         case PCU_S_CONV: {
             const pcu_conv *c = &s->u.conv;
             pcu_emu_conv(c, op[0], op[1], op[2], op[3], op[4]);
-            if (pcu_conv_epilogue(c, pcu_conv_graph_fuses(c))) {
-                const pcu_epi e = pcu_conv_epi(c);
-                for (int64_t t = 0; t < e.n; t++) pcu_epi_at(&e, op[4], op[2], op[3], t);
-            }
+            if (pcu_conv_epilogue(c, pcu_conv_graph_fuses(c))) emu_epilogue(c, op[4], op[2], op[3]);
             break;
         }
         case PCU_S_MATMUL: pcu_emu_matmul(&s->u.mm, op[0], op[1], op[2], op[3], op[4]); break;

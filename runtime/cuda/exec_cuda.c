@@ -13,7 +13,8 @@
  * plan per convolution step (the fused graph, else the convolution alone plus
  * the own epilogue kernel, else the host fallback) and a cuBLASLt algorithm
  * per product (else the host fallback). Engines are chosen by heuristics only
- * (cuDNN mode A's first engine that passes the precision filter, cuBLASLt's
+ * (cuDNN's first engine of mode A's list, then of the fallback list, that
+ * passes the precision filter, cuBLASLt's
  * top result), with a fixed workspace, never by timing, so a split never
  * changes a bit on the same GPU.
  * Per micro-batch: the messages are device buffers of the stage's device
@@ -42,7 +43,6 @@
 int pcu_launch(int kind, const void *param, void *const *op, int *err, long long n, int ptype, void *stream);
 
 typedef struct dstep {
-    int mode;                  /* how the step runs: as planned, or its fallbacks below */
     void *param;               /* KERNEL: its parameter block in device memory */
     cudnnBackendDescriptor_t plan, vpack_desc;
     pcu_dnn dnn;
@@ -53,7 +53,6 @@ typedef struct dstep {
     cublasLtMatmulAlgo_t algo;
 } dstep;
 
-enum { RUN_PLANNED, RUN_CONV_ALONE, RUN_HOST };
 
 struct pprt_exec {
     const pprt_plan *p;
@@ -424,6 +423,7 @@ static pp_status create_steps(pprt_exec *x, const pprt_cuda_cfg *cfg, unsigned c
         pcu_step *s = &x->pl.steps[i];
         dstep *d = &x->ds[i];
         pp_err e2 = {0};
+        bool no_engine = false; /* a library step without an engine: its node goes to the host */
         if (s->kind == PCU_S_KERNEL) {
             memcpy(hp + at, &s->u, param_size(s));
             d->param = x->params + at;
@@ -435,19 +435,17 @@ static pp_status create_steps(pprt_exec *x, const pprt_cuda_cfg *cfg, unsigned c
             memcpy(hp + at, &d->epi, sizeof d->epi);
             d->epi_param = x->params + at;
             at += pp_align_up(sizeof d->epi, 256);
-            d->mode = RUN_PLANNED;
             if (pcu_dnn_conv(c, true, x->dnn, &d->dnn, &e2) != PP_OK || dnn_plan(x, s->node, d, &e2) != PP_OK) {
                 pcu_dnn_free(&d->dnn);
-                d->mode = RUN_CONV_ALONE;
                 if (pcu_dnn_conv(c, false, x->dnn, &d->dnn, &e2) != PP_OK || dnn_plan(x, s->node, d, &e2) != PP_OK) {
                     pcu_dnn_free(&d->dnn);
-                    d->mode = RUN_HOST;
+                    no_engine = true;
                 }
             }
         } else if (s->kind == PCU_S_MATMUL) {
-            if (lt_plan(x, s, d, &e2) != PP_OK) d->mode = RUN_HOST;
+            no_engine = lt_plan(x, s, d, &e2) != PP_OK;
         }
-        if (d->mode == RUN_HOST) { /* create_in() plans again with this node on the host */
+        if (no_engine) { /* create_in() plans again with this node on the host */
             fprintf(stderr, "pprt: warning: stage %d node '%s': %s; it runs on the host\n", st->index,
                     st->nodes[s->node].name, e2.msg);
             hn[s->node] = 1;

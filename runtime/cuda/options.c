@@ -39,19 +39,20 @@ int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
         return 1;
     }
     if (!strcmp(a, "--cuda-host-ops")) {
-        pp_op op;
-        char buf[sizeof cfg.host_ops];
+        char buf[256];
         if (!v || !*v || strlen(v) >= sizeof buf) {
             snprintf(msg, cap, "--cuda-host-ops needs a list of op types such as Conv,MatMul");
             return -1;
         }
         snprintf(buf, sizeof buf, "%s", v);
-        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            pp_op op;
             if (!pp_op_lookup(t, &op)) {
                 snprintf(msg, cap, "--cuda-host-ops: '%s' is not an op type pprt knows", t);
                 return -1;
             }
-        snprintf(cfg.host_ops, sizeof cfg.host_ops, "%s", v);
+            cfg.host_op[op] = true;
+        }
         (*i)++;
         return 1;
     }
@@ -88,16 +89,7 @@ int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
 
 unsigned char *pprt_cuda_host_nodes(const pprt_stage *st) {
     unsigned char *hn = calloc(pp_count(st->n_nodes) + 1, 1);
-    if (!hn) return NULL;
-    char buf[sizeof cfg.host_ops];
-    snprintf(buf, sizeof buf, "%s", cfg.host_ops);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        pp_op op;
-        if (!pp_op_lookup(t, &op)) continue;
-        for (int i = 0; i < st->n_nodes; i++)
-            if (st->nodes[i].op == op) hn[i] = 1;
-    }
-    if (cfg.host_only) memset(hn, 1, pp_count(st->n_nodes));
+    for (int i = 0; hn && i < st->n_nodes; i++) hn[i] = cfg.host_op[st->nodes[i].op];
     return hn;
 }
 

@@ -227,6 +227,25 @@ static int ew_op_of(pp_op op) {
     }
 }
 
+/* Node n's inputs as shape inference reads them: the first without its
+ * bytes, the others with their constant bytes, absent ones (and those past
+ * n_in, up to cap) undefined. False when n has more than cap inputs or one
+ * after the first is computed at run time (the planner leaves such a node to
+ * the host). */
+static bool const_inputs(const planner *P, const pprt_node *n, pp_tinfo *tin, int cap) {
+    if (n->n_in > cap) return false;
+    for (int i = 0; i < cap; i++) {
+        const pprt_tdesc *t = i < n->n_in ? T(P, n->in[i]) : NULL;
+        if (!t) {
+            tin[i] = (pp_tinfo){PP_UNDEFINED, {0, {0}}, NULL};
+            continue;
+        }
+        if (i > 0 && (t->kind != PPRT_WEIGHT || !t->data)) return false;
+        tin[i] = (pp_tinfo){t->dtype, t->shape, i > 0 ? t->data : NULL};
+    }
+    return true;
+}
+
 static pp_attrs attrs_of(const planner *P, const pprt_node *n) {
     return (pp_attrs){n->attrs, n->n_attrs, P->p->opset};
 }
@@ -417,15 +436,7 @@ static pp_status plan_view_like(planner *P, int ni, bool *ok) {
         for (int d = 0; d < r; d++) k.sst[d] = xst[perm[d]];
     } else if (n->op == PP_OP_SLICE) {
         pp_tinfo tin[5];
-        for (int i = 0; i < n->n_in; i++) {
-            const pprt_tdesc *t = T(P, n->in[i]);
-            if (!t) {
-                tin[i] = (pp_tinfo){PP_UNDEFINED, {0, {0}}, NULL};
-                continue;
-            }
-            if (i > 0 && (t->kind != PPRT_WEIGHT || !t->data)) return PP_OK; /* runtime starts/ends */
-            tin[i] = (pp_tinfo){t->dtype, t->shape, i > 0 ? t->data : NULL};
-        }
+        if (!const_inputs(P, n, tin, 5)) return PP_OK; /* runtime starts/ends */
         pp_slice sl;
         if (pp_slice_parse(a, tin, n->n_in, &sl, NULL) != PP_OK) return PP_OK;
         for (int d = 0; d < r; d++) {
@@ -659,14 +670,10 @@ static pp_status plan_reduce(planner *P, int ni, bool *ok) {
     case PP_OP_REDUCELOGSUM: op = PCU_RED_LOGSUM; break;
     default: op = PCU_RED_LOGSUMEXP; break;
     }
-    pp_tinfo xi = {x->dtype, x->shape, NULL}, ai = {PP_UNDEFINED, {0, {0}}, NULL};
-    if (n->n_in > 1 && n->in[1] >= 0) {
-        const pprt_tdesc *at = T(P, n->in[1]);
-        if (at->kind != PPRT_WEIGHT || !at->data) return PP_OK;
-        ai = (pp_tinfo){at->dtype, at->shape, at->data};
-    }
+    pp_tinfo tin[2];
+    if (!const_inputs(P, n, tin, 2)) return PP_OK; /* computed axes */
     pp_reduce rd;
-    if (pp_reduce_parse(n->op, attrs_of(P, n), &xi, &ai, &rd, NULL) != PP_OK) return PP_OK;
+    if (pp_reduce_parse(n->op, attrs_of(P, n), &tin[0], &tin[1], &rd, NULL) != PP_OK) return PP_OK;
     bool any = false;
     for (int d = 0; d < x->shape.rank; d++) any = any || rd.mask[d];
     /* no axes reduced: ReduceSum and friends pass x through, except those
@@ -803,17 +810,9 @@ static pp_status plan_resize(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
     *ok = false;
-    if (x->dtype != PP_F32 || y->dtype != PP_F32 || n->n_in > 4 || x->shape.rank > PCU_MAXD) return PP_OK;
     pp_tinfo tin[4];
-    for (int i = 0; i < n->n_in; i++) {
-        const pprt_tdesc *t = n->in[i] >= 0 ? T(P, n->in[i]) : NULL;
-        if (!t) {
-            tin[i] = (pp_tinfo){PP_UNDEFINED, {0, {0}}, NULL};
-            continue;
-        }
-        if (i > 0 && (t->kind != PPRT_WEIGHT || !t->data)) return PP_OK; /* computed scales or sizes */
-        tin[i] = (pp_tinfo){t->dtype, t->shape, i > 0 ? t->data : NULL};
-    }
+    if (x->dtype != PP_F32 || y->dtype != PP_F32 || x->shape.rank > PCU_MAXD || !const_inputs(P, n, tin, 4))
+        return PP_OK; /* computed scales or sizes: the host */
     pp_resize r;
     if (pp_resize_parse(attrs_of(P, n), tin, n->n_in, &r, NULL) != PP_OK) return PP_OK;
     if (r.mode == PP_RS_CUBIC || r.antialias || r.exclude_outside || r.coord == PP_RC_TF_CROP_AND_RESIZE) return PP_OK;
@@ -920,13 +919,12 @@ static pp_status plan_gather_elements(planner *P, int ni, bool *ok) {
 /* TopK of f32, f64, i32 or i64 with a constant K (pcu_topk_at). */
 static pp_status plan_topk(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
-    const pprt_tdesc *x = T(P, n->in[0]), *kt = n->n_in > 1 ? T(P, n->in[1]) : NULL;
+    const pprt_tdesc *x = T(P, n->in[0]);
     *ok = false;
     const pp_dtype t = x->dtype;
-    if (t != PP_F32 && t != PP_F64 && t != PP_I32 && t != PP_I64) return PP_OK;
-    if (kt && (kt->kind != PPRT_WEIGHT || !kt->data)) return PP_OK; /* a computed K */
-    pp_tinfo tin[2] = {{x->dtype, x->shape, NULL}, {PP_UNDEFINED, {0, {0}}, NULL}};
-    if (kt) tin[1] = (pp_tinfo){kt->dtype, kt->shape, kt->data};
+    pp_tinfo tin[2];
+    if ((t != PP_F32 && t != PP_F64 && t != PP_I32 && t != PP_I64) || !const_inputs(P, n, tin, 2))
+        return PP_OK; /* a computed K: the host */
     pp_topk tk;
     if (pp_topk_parse(attrs_of(P, n), tin, n->n_in, &tk, NULL) != PP_OK) return PP_OK;
     const pp_shape *xs = &x->shape;
