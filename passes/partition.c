@@ -882,20 +882,36 @@ static bool has_scopes(const pp_graph *g) {
 }
 
 /* A custom cut before a glued node moves on to the end of its chain (the
- * chain's nodes stay with its head), so that a split never cuts a chain. */
-static pp_status snap_cuts(const pp_graph *g, const bool *glued, int *cuts, int n_cuts, pp_err *err) {
+ * chain's nodes stay with its head, so the backend can still run them as
+ * one kernel). Where that would leave a stage empty (the next cut, or the
+ * graph's end, lies inside the same chain), the cut stays where the user put
+ * it and the chain is broken there instead: the split asked for wins over a
+ * fusion the backend may or may not have done (the node after the cut runs
+ * as its own kernel). */
+static pp_status snap_cuts(const pp_graph *g, const pp_compile_opts *o, bool *glued, int *cuts, int n_cuts,
+                           pp_err *err) {
     for (int k = 0; k < n_cuts; k++) {
-        while (cuts[k] < g->n_nodes && glued[cuts[k]]) cuts[k]++;
-        if (cuts[k] >= g->n_nodes || (k && cuts[k] <= cuts[k - 1]))
-            return PP_FAIL(err, PP_EINVAL,
-                           "split point %d falls inside a chain of ops that run as one kernel (from '%s'), and "
-                           "moving it past the chain leaves a stage empty",
-                           k + 1, g->nodes[cuts[k] < g->n_nodes ? cuts[k] - 1 : g->n_nodes - 1].name);
+        int c = cuts[k];
+        while (c < g->n_nodes && glued[c]) c++;
+        const int next = k + 1 < n_cuts ? cuts[k + 1] : g->n_nodes;
+        if (c < next) {
+            cuts[k] = c;
+            continue;
+        }
+        if (cuts[k] <= 0 || cuts[k] >= g->n_nodes || (k && cuts[k] <= cuts[k - 1]))
+            return PP_FAIL(err, PP_EINVAL, "split point %d (before node %d of %d) leaves a stage empty", k + 1,
+                           cuts[k], g->n_nodes);
+        glued[cuts[k]] = false;
+        if (!o->quiet)
+            fprintf(stderr, "ppcc: warning: split point %d falls inside a chain of ops that could run as one "
+                    "kernel ('%s' then '%s'), and moving it past the chain would leave a stage empty: the chain "
+                    "is cut there and '%s' runs as its own kernel\n", k + 1, g->nodes[cuts[k] - 1].name,
+                    g->nodes[cuts[k]].name, g->nodes[cuts[k]].name);
     }
     return PP_OK;
 }
 
-static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, const bool *glued, pp_err *err);
+static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, bool *glued, pp_err *err);
 
 pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     bool *glued = malloc(pp_count(g->n_nodes) * sizeof *glued);
@@ -906,7 +922,7 @@ pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     return s;
 }
 
-static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, const bool *glued, pp_err *err) {
+static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, bool *glued, pp_err *err) {
     int p = o->n_stages;
     int cuts[PP_MAX_SPLITS];
     int n_cuts = 0;
@@ -919,7 +935,7 @@ static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, const bo
         if (o->exec_seq) PP_TRY(cuts_exec_seq(g, o, cuts, &n_cuts, err));
         else if (o->n_split_at) PP_TRY(cuts_split_at(g, o, cuts, &n_cuts, err));
         else return PP_FAIL(err, PP_EINVAL, "--policy custom needs --split-at or --exec-seq");
-        PP_TRY(snap_cuts(g, glued, cuts, n_cuts, err));
+        PP_TRY(snap_cuts(g, o, glued, cuts, n_cuts, err));
         if (p > 1 && p != n_cuts + 1)
             return PP_FAIL(err, PP_EINVAL, "-pp %d disagrees with the custom split, which makes %d stages",
                            p, n_cuts + 1);
