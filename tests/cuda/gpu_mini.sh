@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The shortest useful GPU check (about 10 s on an H200, then node-test
+# subsets until SECS seconds have passed): for a lease with only a few
+# minutes left. Carried zoo against onnxruntime at -pp 1 and 2 and bit
+# identity across the split; compute-sanitizer synccheck and initcheck on
+# digits -pp 2; then ONNX node tests on cuda in --filter subsets.
+# Here: PP_CARRY_ZOO=1 tests/cuda/build_carry.sh. There (carry .gpu):
+#   SECS=120 bash tests/cuda/gpu_mini.sh [FILTER...]
+set -uo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+bin=$src/.gpu/bin; Z=$src/.gpu/zoo
+libs=$(python3 -c "
+import glob, os, site
+d = [p for s in site.getsitepackages() for p in glob.glob(os.path.join(s, 'nvidia', '**', 'lib'), recursive=True)]
+print(':'.join(sorted(set(d))))")
+export LD_LIBRARY_PATH=$bin:$libs:${LD_LIBRARY_PATH:-}
+export PPCC=$bin/ppcc PPRT=$bin/pprt
+CMP="python3 $src/tests/tools/compare_npy.py"; S=$src/samples/digits
+end=$((SECONDS + ${SECS:-120}))
+w=/tmp/gmini; rm -rf $w; mkdir -p $w; cd $w; date -u; nvidia-smi -L
+status=0
+for m in unet mobilenet_v3_small gpt; do
+  for pp in 1 2; do
+    timeout 40 "$PPRT" $Z/$m/auto_$pp.plan $Z/$m/data -o cu_${m}_$pp --backend cuda -q || { echo "FAIL: $m -pp $pp"; status=1; }
+    for f in $Z/$m/expected/*.npy; do
+      $CMP cu_${m}_$pp/$(basename $f) $f --rtol 1e-3 --atol 1e-4 || { echo "FAIL: $m -pp $pp vs onnxruntime"; status=1; }
+    done
+  done
+  for f in cu_${m}_1/*.npy; do cmp $f cu_${m}_2/$(basename $f) || { echo "FAIL: $m: -pp 2 other bits"; status=1; }; done
+done
+"$PPCC" $S/model.onnx -pp 2 -b 16 -o d2.plan -q
+for tool in synccheck initcheck; do
+  timeout 45 compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" d2.plan $S/data -o san_$tool --backend cuda \
+    --cuda-graphs off -q > san_$tool.txt 2>&1 || { echo "FAIL: compute-sanitizer $tool"; status=1; }
+  tail -1 san_$tool.txt
+done
+mkdir -p node && tar xzf $src/.gpu/node.tgz -C node
+filters=("$@"); [ ${#filters[@]} -gt 0 ] || filters=(test_top_k pad test_sin test_cos test_tan test_sign shrink test_einsum \
+  test_mul test_add test_sub test_div test_pow test_sqrt test_exp test_log test_gelu test_elu test_selu test_hard test_leaky)
+for f in "${filters[@]}"; do
+  [ $SECONDS -lt $end ] || { echo "out of time before $f"; break; }
+  r=$(PPRT_EXTRA_ARGS="--backend cuda" timeout $((end - SECONDS)) python3 $src/tests/conformance/run.py -j 16 \
+      --node-dir node/node --filter "$f" --timeout 20 2>&1 | grep -E "listed-op tests:|regression" | tr '\n' ' ')
+  echo "$f: ${r:-(no test, or out of time)}"
+  case "$r" in *"no regression"*|"") ;; *) status=1 ;; esac
+done
+date -u; echo "gpu mini: $([ $status = 0 ] && echo all passed || echo FAILURES above)"; exit $status
