@@ -196,14 +196,21 @@ enum {
     PCU_EW_ROUND, PCU_EW_ASIN, PCU_EW_ACOS, PCU_EW_ATAN, PCU_EW_SINH,
     PCU_EW_COSH, PCU_EW_ASINH, PCU_EW_ACOSH, PCU_EW_ATANH, PCU_EW_SOFTSIGN, PCU_EW_MISH,
     PCU_EW_CELU, PCU_EW_THRESHOLDEDRELU, PCU_EW_SWISH, /* p0: alpha */
+    PCU_EW_SIN, PCU_EW_COS, PCU_EW_TAN, /* f32/f16/bf16 only (pcu_trig); f64 runs on the host */
     PCU_EW_SCALE, /* v * p0 (Mean's division folded into a multiply is NOT used: p0 divides) */
     /* unary numeric */
     PCU_EW_NEG, PCU_EW_ABS, PCU_EW_NOT,
+    PCU_EW_SIGN,   /* floats and integers */
+    PCU_EW_SHRINK, /* p0: bias, p1: lambd; floats and integers */
+    PCU_EW_ISNAN, PCU_EW_ISINF, /* floats -> bool; IsInf mode bit 1: detect -inf, bit 2: +inf */
+    PCU_EW_BITNOT, /* integers */
     /* copy / convert: input type to output type (Cast, Identity) */
     PCU_EW_CAST,
     /* binary numeric (output of the inputs' type) */
     PCU_EW_ADD, PCU_EW_SUB, PCU_EW_MUL, PCU_EW_DIV, PCU_EW_POW, PCU_EW_MOD, PCU_EW_FMOD,
     PCU_EW_PRELU, PCU_EW_MIN, PCU_EW_MAX,
+    PCU_EW_BITAND, PCU_EW_BITOR, PCU_EW_BITXOR, /* integers */
+    PCU_EW_SHL, PCU_EW_SHR,                     /* unsigned integers; by the width or more: 0 */
     /* comparisons and logic (bool output) */
     PCU_EW_EQUAL, PCU_EW_LESS, PCU_EW_GREATER, PCU_EW_LE, PCU_EW_GE, PCU_EW_AND, PCU_EW_OR,
     PCU_EW_XOR,
@@ -236,6 +243,98 @@ PCU_HD int64_t pcu_ew_src(const pcu_ew *k, int q, int64_t i) {
     return off;
 }
 
+/* ---- Sin, Cos, Tan of a float, without local memory -------------------------------------
+
+ * The device's sinf/cosf/tanf take local memory for their large-argument
+ * reduction (an indexed array), which this build refuses; these reduce by
+ * scalar code, evaluate in double and round once, so the result is the
+ * correctly rounded value but for rare ties of double rounding (checked
+ * against glibc's double sin/cos/tan over every exponent in test_kmath).
+ *   |x| < 2^22: Cody-Waite, n = nearest integer to x * 2/pi, r = x - n*pi/2
+ *     with pi/2 in three parts (24, 24 and 53 bits): n*P1 and n*P2 are
+ *     exact in double (n < 2^22), so are the first two subtractions.
+ *   |x| >= 2^22: Payne-Hanek. x = m * 2^e (m: 24 bits, e >= -1); of the bits
+ *     of 2/pi, those of weight 2^-k for k < e-1 only add multiples of 4 to
+ *     x * 2/pi (nothing to sin), so 96 bits from 2^-(e-1) on suffice: m times
+ *     them is a 120-bit product S, and x * 2/pi = S * 2^-94 (mod 4): the
+ *     quadrant and 64 bits of fraction, with an error under 2^-70.
+ * Then sin and cos of r in [-pi/4, pi/4] by their Taylor series to r^17 and
+ * r^18 (the next terms are under 1e-18). */
+
+/* Word j (bits 32j-31 .. 32j of the fraction, most significant first) of
+ * 2/pi, word 0 being zero: the table the reduction reads, as a switch so
+ * that no array lives in a thread's frame. (Computed from pi by Machin's
+ * formula in big integers; the first word is the well-known 0xa2f9836e.) */
+PCU_HD uint32_t pcu_2opi_word(int j) {
+    switch (j) {
+    case 1: return 0xa2f9836eu;
+    case 2: return 0x4e441529u;
+    case 3: return 0xfc2757d1u;
+    case 4: return 0xf534ddc0u;
+    case 5: return 0xdb629599u;
+    case 6: return 0x3c439041u;
+    case 7: return 0xfe5163abu;
+    case 8: return 0xdebbc561u;
+    default: return 0;
+    }
+}
+
+/* 32 bits of 2/pi from bit offset p of the table (word 0 included). */
+PCU_HD uint32_t pcu_2opi_bits(int p) {
+    const int w = p >> 5, sh = p & 31;
+    const uint32_t a = pcu_2opi_word(w);
+    return sh ? (a << sh) | (pcu_2opi_word(w + 1) >> (32 - sh)) : a;
+}
+
+/* |x| (finite) = n * pi/2 + r, r in about [-pi/4, pi/4]; returns r, sets *q = n mod 4. */
+PCU_HD double pcu_trig_reduce(float ax, int *q) {
+    if (ax < 4194304.0f) { /* 2^22 */
+        const double x = ax, n = nearbyint(x * 0x1.45f306dc9c883p-1);
+        const double P1 = 0x1.921fb4p0, P2 = 0x1.4442dp-24, P3 = 0x1.8469898cc517p-48; /* P1+P2+P3: pi/2 */
+        *q = (int)((int64_t)n & 3);
+        return ((x - n * P1) - n * P2) - n * P3;
+    }
+    pcu_fbits b;
+    b.f = ax;
+    const int e = (int)((b.u >> 23) & 255u) - 150; /* ax = m * 2^e, e >= -1 here */
+    const uint64_t m = (b.u & 0x7fffffu) | 0x800000u;
+    const int p = e + 30; /* the offset of bit 2^-(e-1) in the table with its zero word */
+    const uint64_t c0 = pcu_2opi_bits(p), c1 = pcu_2opi_bits(p + 32), c2 = pcu_2opi_bits(p + 64);
+    const uint64_t lo = m * c2, mid = m * c1, hi = m * c0;
+    const uint64_t low = (mid << 32) + lo;
+    const uint64_t high = hi + (mid >> 32) + (low < lo ? 1u : 0u);
+    /* m * 2^e * C * 2^-(e-1+95) = S * 2^-94: the integer part is S >> 94 */
+    const uint64_t f = (high << 34) | (low >> 30); /* the fraction, 64 bits */
+    *q = (int)(((high >> 30) + (f >> 63)) & 3u); /* a fraction of a half or more: the next quadrant */
+    return (double)(int64_t)f * 0x1p-64 * 0x1.921fb54442d18p0; /* f * 2^-64 * pi/2 */
+}
+
+PCU_HD double pcu_sin_poly(double r) {
+    const double z = r * r;
+    return r * (1.0 + z * (-1.0 / 6 + z * (1.0 / 120 + z * (-1.0 / 5040 + z * (1.0 / 362880 + z * (-1.0 / 39916800 +
+           z * (1.0 / 6227020800.0 + z * (-1.0 / 1307674368000.0 + z * (1.0 / 355687428096000.0)))))))));
+}
+
+PCU_HD double pcu_cos_poly(double r) {
+    const double z = r * r;
+    return 1.0 + z * (-1.0 / 2 + z * (1.0 / 24 + z * (-1.0 / 720 + z * (1.0 / 40320 + z * (-1.0 / 3628800 +
+           z * (1.0 / 479001600 + z * (-1.0 / 87178291200.0 + z * (1.0 / 20922789888000.0 +
+           z * (-1.0 / 6402373705728000.0)))))))));
+}
+
+/* Sin, Cos or Tan of x in double (the caller rounds to its type). */
+PCU_HD double pcu_trig(int op, float x) {
+    if (x != x || x - x != 0.0f) return (double)(x - x); /* NaN, or inf - inf: NaN */
+    if (x == 0.0f) return op == PCU_EW_COS ? 1.0 : (double)x; /* keeps -0 */
+    int q;
+    const float ax = fabsf(x);
+    const double r = pcu_trig_reduce(ax, &q), s = pcu_sin_poly(r), c = pcu_cos_poly(r);
+    const double neg = x < 0 ? -1.0 : 1.0;
+    if (op == PCU_EW_COS) return q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s;
+    if (op == PCU_EW_SIN) return neg * (q == 0 ? s : q == 1 ? c : q == 2 ? -s : -c);
+    return neg * ((q & 1) ? -c / s : s / c);
+}
+
 PCU_HD float pcu_unary_f(int op, float v, float p0, float p1) {
     switch (op) {
     case PCU_EW_RELU: return v < 0 ? 0.0f : v;
@@ -264,8 +363,7 @@ PCU_HD float pcu_unary_f(int op, float v, float p0, float p1) {
     case PCU_EW_CEIL: return ceilf(v);
     case PCU_EW_SILU: return v * (1.0f / (1.0f + expf(-v)));
     case PCU_EW_ROUND: return nearbyintf(v); /* half to even */
-    /* no Sin, Cos, Tan: their large-argument reduction takes local memory,
-     * which kernels.cu's build refuses; they run on the host fallback */
+    case PCU_EW_SIN: case PCU_EW_COS: case PCU_EW_TAN: return (float)pcu_trig(op, v);
     case PCU_EW_ASIN: return asinf(v);
     case PCU_EW_ACOS: return acosf(v);
     case PCU_EW_ATAN: return atanf(v);
@@ -386,6 +484,9 @@ PCU_HD int64_t pcu_binary_i(int op, int64_t a, int64_t b) {
     case PCU_EW_PRELU: return a < 0 ? (int64_t)(ua * ub) : a;
     case PCU_EW_MIN: return a < b ? a : b;
     case PCU_EW_MAX: return a > b ? a : b;
+    case PCU_EW_BITAND: return (int64_t)(ua & ub);
+    case PCU_EW_BITOR: return (int64_t)(ua | ub);
+    case PCU_EW_BITXOR: return (int64_t)(ua ^ ub);
     default: return a;
     }
 }
@@ -400,6 +501,13 @@ PCU_HD uint64_t pcu_binary_u(int op, uint64_t a, uint64_t b) {
     case PCU_EW_POW: return pcu_ipow(a, (int64_t)b);
     case PCU_EW_MIN: return a < b ? a : b;
     case PCU_EW_MAX: return a > b ? a : b;
+    case PCU_EW_BITAND: return a & b;
+    case PCU_EW_BITOR: return a | b;
+    case PCU_EW_BITXOR: return a ^ b;
+    /* the store keeps the type's low bits: a shift by its width or more
+     * (below 64) leaves none of a's */
+    case PCU_EW_SHL: return b >= 64 ? 0 : a << b;
+    case PCU_EW_SHR: return b >= 64 ? 0 : a >> b;
     default: return a;
     }
 }
@@ -528,6 +636,41 @@ PCU_HD void pcu_ew_at(const pcu_ew *k, void *y, const void *x0, const void *x1, 
         return;
     }
     /* unary */
+    if (op == PCU_EW_ISNAN || op == PCU_EW_ISINF) {
+        const double v = pcu_ldd(x0, ti, a);
+        const int inf = v - v != 0.0 && v == v;
+        ((uint8_t *)y)[i] = (uint8_t)(op == PCU_EW_ISNAN ? v != v : inf && (v < 0 ? (k->mode & 1) : (k->mode & 2)) != 0);
+        return;
+    }
+    if (op == PCU_EW_SIGN || op == PCU_EW_SHRINK || op == PCU_EW_BITNOT) {
+        if (pcu_is_float(ti)) { /* Sign: NaN stays NaN, -0 stays -0; Shrink in double, rounded once */
+            const double v = pcu_ldd(x0, ti, a);
+            double r;
+            if (op == PCU_EW_SIGN) r = v > 0 ? 1.0 : v < 0 ? -1.0 : v;
+            else if (ti == PCU_T_F64) r = v < -(double)k->p1 ? v + k->p0 : v > (double)k->p1 ? v - k->p0 : 0.0;
+            else r = (float)v < -k->p1 ? (double)(float)((double)v + k->p0)
+                     : (float)v > k->p1 ? (double)(float)((double)v - k->p0) : 0.0;
+            if (to == PCU_T_F64) ((double *)y)[i] = r;
+            else pcu_stf(y, to, i, (float)r);
+            return;
+        }
+        const int sgn = pcu_is_signed(ti);
+        const int64_t v = pcu_ldi(x0, ti, a);
+        int64_t r;
+        if (op == PCU_EW_BITNOT) {
+            r = (int64_t)~(uint64_t)v;
+        } else if (op == PCU_EW_SIGN) {
+            r = sgn ? (v > 0) - (v < 0) : v != 0;
+        } else { /* Shrink on integers, as the reference: compare as float, shift in double, saturate */
+            const double dv = sgn ? (double)v : (double)(uint64_t)v;
+            const float fv = sgn ? (float)v : (float)(uint64_t)v;
+            if (fv < -k->p1) r = sgn ? pcu_f2s(dv + k->p0, INT64_MIN, INT64_MAX) : (int64_t)pcu_f2u(dv + k->p0, UINT64_MAX);
+            else if (fv > k->p1) r = sgn ? pcu_f2s(dv - k->p0, INT64_MIN, INT64_MAX) : (int64_t)pcu_f2u(dv - k->p0, UINT64_MAX);
+            else r = 0;
+        }
+        pcu_sti(y, to, i, r);
+        return;
+    }
     if (ti == PCU_T_F64) {
         ((double *)y)[i] = pcu_unary_d(op, pcu_ldd(x0, ti, a), k->p0, k->p1);
     } else if (pcu_is_float(ti)) {

@@ -10,7 +10,8 @@
  *     or Gemm followed, inside the stage, by an Add of a bias vector [N]
  *     (and a Relu) that reads only it takes them as the product's epilogue
  *     (ppcc never cuts such a chain, so the split never changes this);
- *   - elementwise, Where, Cast, Clip, Softmax, reductions, ArgMax/ArgMin,
+ *   - elementwise (with Sin/Cos/Tan by kmath.h's own argument reduction,
+ *     Sign, Shrink, IsNaN/IsInf, the bitwise ops and BitShift), Where, Cast, Clip, Softmax, reductions, ArgMax/ArgMin,
  *     global pools, MaxPool/AveragePool, Batch/Layer/Instance/Group
  *     normalization, Transpose, Slice, Concat, Split, Gather, Expand, Tile,
  *     Pad (constant): an own kernel (kmath.h);
@@ -202,6 +203,18 @@ static int ew_op_of(pp_op op) {
     case PP_OP_CELU: return PCU_EW_CELU;
     case PP_OP_THRESHOLDEDRELU: return PCU_EW_THRESHOLDEDRELU;
     case PP_OP_SWISH: return PCU_EW_SWISH;
+    case PP_OP_SIN: return PCU_EW_SIN;
+    case PP_OP_COS: return PCU_EW_COS;
+    case PP_OP_TAN: return PCU_EW_TAN;
+    case PP_OP_SIGN: return PCU_EW_SIGN;
+    case PP_OP_SHRINK: return PCU_EW_SHRINK;
+    case PP_OP_ISNAN: return PCU_EW_ISNAN;
+    case PP_OP_ISINF: return PCU_EW_ISINF;
+    case PP_OP_BITWISENOT: return PCU_EW_BITNOT;
+    case PP_OP_BITWISEAND: return PCU_EW_BITAND;
+    case PP_OP_BITWISEOR: return PCU_EW_BITOR;
+    case PP_OP_BITWISEXOR: return PCU_EW_BITXOR;
+    case PP_OP_BITSHIFT: return PCU_EW_SHL; /* direction: plan_elementwise */
     case PP_OP_NEG: return PCU_EW_NEG;
     case PP_OP_ABS: return PCU_EW_ABS;
     case PP_OP_NOT: return PCU_EW_NOT;
@@ -277,9 +290,10 @@ static pp_status plan_elementwise(planner *P, int ni, bool *ok) {
     for (int k = 1; k < n->n_in; k++)
         if (T(P, n->in[k])->dtype != t) return PP_OK; /* Pow with another exponent type, ... */
     float p0 = 0, p1 = 0;
-    int eop = op;
+    int eop = op, mode = 0;
     if (op < PCU_EW_SCALE) { /* float math */
         if (!ew_float(t)) return PP_OK;
+        if ((op == PCU_EW_SIN || op == PCU_EW_COS || op == PCU_EW_TAN) && t == PP_F64) return PP_OK;
         switch (n->op) {
         case PP_OP_LEAKYRELU: p0 = attr_f(P, n, "alpha", 0.01f); break;
         case PP_OP_ELU: case PP_OP_CELU: case PP_OP_THRESHOLDEDRELU: case PP_OP_SWISH:
@@ -306,6 +320,24 @@ static pp_status plan_elementwise(planner *P, int ni, bool *ok) {
         if (!ew_float(t) && t != PP_I8 && t != PP_I16 && t != PP_I32 && t != PP_I64) return PP_OK;
     } else if (op == PCU_EW_ABS) {
         if (!ew_float(t) && !ew_int(t)) return PP_OK;
+    } else if (op == PCU_EW_SIGN || op == PCU_EW_SHRINK) {
+        if (!ew_float(t) && !ew_int(t)) return PP_OK;
+        if (op == PCU_EW_SHRINK) {
+            p0 = attr_f(P, n, "bias", 0.0f);
+            p1 = attr_f(P, n, "lambd", 0.5f);
+        }
+    } else if (op == PCU_EW_ISNAN || op == PCU_EW_ISINF) {
+        if (!ew_float(t) || y->dtype != PP_BOOL) return PP_OK;
+        if (op == PCU_EW_ISINF)
+            mode = (attr_i(P, n, "detect_negative", 1) != 0) | (attr_i(P, n, "detect_positive", 1) != 0) << 1;
+    } else if (op == PCU_EW_BITNOT || (op >= PCU_EW_BITAND && op <= PCU_EW_BITXOR)) {
+        if (!ew_int(t)) return PP_OK;
+    } else if (op == PCU_EW_SHL) {
+        if (t != PP_U8 && t != PP_U16 && t != PP_U32 && t != PP_U64) return PP_OK;
+        const char *dir = "";
+        (void)pp_attr_string(attrs_of(P, n), "direction", "", &dir, NULL);
+        if (!strcmp(dir, "RIGHT")) eop = PCU_EW_SHR;
+        else if (strcmp(dir, "LEFT")) return PP_OK;
     } else if (op == PCU_EW_NOT || op >= PCU_EW_AND) {
         if (t != PP_BOOL) return PP_OK;
     } else if (op >= PCU_EW_EQUAL) {
@@ -329,7 +361,7 @@ static pp_status plan_elementwise(planner *P, int ni, bool *ok) {
     const int first = n->n_in >= 2 ? 2 : 1;
     const pp_shape *xs[2] = {&x0->shape, first == 2 ? &T(P, n->in[1])->shape : NULL};
     pcu_ref xr[2] = {R(P, n->in[0]), first == 2 ? R(P, n->in[1]) : R(P, -1)};
-    PP_TRY(ew_step(P, ni, eop, first, xs, xr, &y->shape, R(P, n->out[0]), t, to, p0, p1, 0));
+    PP_TRY(ew_step(P, ni, eop, first, xs, xr, &y->shape, R(P, n->out[0]), t, to, p0, p1, mode));
     for (int k = 2; k < n->n_in; k++) { /* variadic: y = y op x_k */
         const pp_shape *cs[2] = {&y->shape, &T(P, n->in[k])->shape};
         pcu_ref cr[2] = {R(P, n->out[0]), R(P, n->in[k])};

@@ -9,7 +9,10 @@
  *     op takes: the kernel's threads (pcu_ew_make's merged dims and
  *     strides, pcu_ew_at per element) against the reference kernel of the
  *     ONNX op; integers and bit moves exactly, floats within 2 ulp-ish
- *     (rtol 1e-6, the same libm on both sides here).
+ *     (rtol 1e-6, the same libm on both sides here), with NaN, infinities
+ *     and signed zeros among the float inputs;
+ *   - Sin, Cos and Tan (kmath.h's own argument reduction) against glibc's
+ *     double functions over a million floats of every exponent.
  * Runs in about a second; no GPU, no CUDA needed (label fast, cuda). */
 #include <math.h>
 #include <stdio.h>
@@ -88,39 +91,49 @@ typedef struct ew_case {
     int ew, k; /* kmath op, inputs */
     unsigned types; /* bit per pp_dtype */
     const char *attr; float a0; /* one float attribute, or NULL */
+    const char *attr1; float a1; /* a second one (kmath's p1), or NULL */
 } ew_case;
 
 #define B(t) (1u << (t))
 #define FL (B(PP_F32) | B(PP_F64) | B(PP_F16) | B(PP_BF16))
 #define IN (B(PP_I8) | B(PP_I16) | B(PP_I32) | B(PP_I64) | B(PP_U8) | B(PP_U16) | B(PP_U32) | B(PP_U64))
 static const ew_case cases[] = {
-    {PP_OP_RELU, PCU_EW_RELU, 1, FL, NULL, 0}, {PP_OP_LEAKYRELU, PCU_EW_LEAKYRELU, 1, FL, "alpha", 0.3f},
-    {PP_OP_ELU, PCU_EW_ELU, 1, FL, "alpha", 0.7f}, {PP_OP_SIGMOID, PCU_EW_SIGMOID, 1, FL, NULL, 0},
-    {PP_OP_TANH, PCU_EW_TANH, 1, FL, NULL, 0}, {PP_OP_SOFTPLUS, PCU_EW_SOFTPLUS, 1, FL, NULL, 0},
-    {PP_OP_ERF, PCU_EW_ERF, 1, FL, NULL, 0}, {PP_OP_GELU, PCU_EW_GELU, 1, FL, NULL, 0},
-    {PP_OP_EXP, PCU_EW_EXP, 1, FL, NULL, 0}, {PP_OP_HARDSWISH, PCU_EW_HARDSWISH, 1, FL, NULL, 0},
-    {PP_OP_FLOOR, PCU_EW_FLOOR, 1, FL, NULL, 0}, {PP_OP_RECIPROCAL, PCU_EW_RECIPROCAL, 1, FL, NULL, 0},
-    {PP_OP_SILU, PCU_EW_SILU, 1, B(PP_F32), NULL, 0},
-    {PP_OP_ROUND, PCU_EW_ROUND, 1, FL, NULL, 0},
-    {PP_OP_ASIN, PCU_EW_ASIN, 1, FL, NULL, 0}, {PP_OP_ACOS, PCU_EW_ACOS, 1, FL, NULL, 0},
-    {PP_OP_ATAN, PCU_EW_ATAN, 1, FL, NULL, 0}, {PP_OP_SINH, PCU_EW_SINH, 1, FL, NULL, 0},
-    {PP_OP_COSH, PCU_EW_COSH, 1, FL, NULL, 0}, {PP_OP_ASINH, PCU_EW_ASINH, 1, FL, NULL, 0},
-    {PP_OP_ACOSH, PCU_EW_ACOSH, 1, FL, NULL, 0}, {PP_OP_ATANH, PCU_EW_ATANH, 1, FL, NULL, 0},
-    {PP_OP_SOFTSIGN, PCU_EW_SOFTSIGN, 1, FL, NULL, 0}, {PP_OP_MISH, PCU_EW_MISH, 1, FL, NULL, 0},
-    {PP_OP_CELU, PCU_EW_CELU, 1, FL, "alpha", 0.6f},
-    {PP_OP_THRESHOLDEDRELU, PCU_EW_THRESHOLDEDRELU, 1, FL, "alpha", 0.4f},
-    {PP_OP_SWISH, PCU_EW_SWISH, 1, FL, "alpha", 1.7f},
-    {PP_OP_NEG, PCU_EW_NEG, 1, FL | B(PP_I8) | B(PP_I32) | B(PP_I64), NULL, 0},
-    {PP_OP_ABS, PCU_EW_ABS, 1, FL | IN, NULL, 0}, {PP_OP_NOT, PCU_EW_NOT, 1, B(PP_BOOL), NULL, 0},
-    {PP_OP_ADD, PCU_EW_ADD, 2, FL | IN, NULL, 0}, {PP_OP_SUB, PCU_EW_SUB, 2, FL | IN, NULL, 0},
-    {PP_OP_MUL, PCU_EW_MUL, 2, FL | IN, NULL, 0}, {PP_OP_DIV, PCU_EW_DIV, 2, FL | IN, NULL, 0},
-    {PP_OP_POW, PCU_EW_POW, 2, FL | B(PP_I32) | B(PP_I64), NULL, 0}, {PP_OP_MOD, PCU_EW_MOD, 2, IN, NULL, 0},
-    {PP_OP_PRELU, PCU_EW_PRELU, 2, FL, NULL, 0}, {PP_OP_MIN, PCU_EW_MIN, 2, FL | IN, NULL, 0},
-    {PP_OP_MAX, PCU_EW_MAX, 2, FL | IN, NULL, 0}, {PP_OP_EQUAL, PCU_EW_EQUAL, 2, FL | IN | B(PP_BOOL), NULL, 0},
-    {PP_OP_LESS, PCU_EW_LESS, 2, FL | IN, NULL, 0}, {PP_OP_GREATEROREQUAL, PCU_EW_GE, 2, FL | IN, NULL, 0},
-    {PP_OP_AND, PCU_EW_AND, 2, B(PP_BOOL), NULL, 0}, {PP_OP_XOR, PCU_EW_XOR, 2, B(PP_BOOL), NULL, 0},
-    {PP_OP_WHERE, PCU_EW_WHERE, 3, FL | IN | B(PP_BOOL), NULL, 0},
-    {PP_OP_CAST, PCU_EW_CAST, 1, B(PP_F32) | B(PP_F64) | IN | B(PP_BOOL), NULL, 0},
+    {PP_OP_RELU, PCU_EW_RELU, 1, FL, NULL, 0, NULL, 0}, {PP_OP_LEAKYRELU, PCU_EW_LEAKYRELU, 1, FL, "alpha", 0.3f, NULL, 0},
+    {PP_OP_ELU, PCU_EW_ELU, 1, FL, "alpha", 0.7f, NULL, 0}, {PP_OP_SIGMOID, PCU_EW_SIGMOID, 1, FL, NULL, 0, NULL, 0},
+    {PP_OP_TANH, PCU_EW_TANH, 1, FL, NULL, 0, NULL, 0}, {PP_OP_SOFTPLUS, PCU_EW_SOFTPLUS, 1, FL, NULL, 0, NULL, 0},
+    {PP_OP_ERF, PCU_EW_ERF, 1, FL, NULL, 0, NULL, 0}, {PP_OP_GELU, PCU_EW_GELU, 1, FL, NULL, 0, NULL, 0},
+    {PP_OP_EXP, PCU_EW_EXP, 1, FL, NULL, 0, NULL, 0}, {PP_OP_HARDSWISH, PCU_EW_HARDSWISH, 1, FL, NULL, 0, NULL, 0},
+    {PP_OP_FLOOR, PCU_EW_FLOOR, 1, FL, NULL, 0, NULL, 0}, {PP_OP_RECIPROCAL, PCU_EW_RECIPROCAL, 1, FL, NULL, 0, NULL, 0},
+    {PP_OP_SILU, PCU_EW_SILU, 1, B(PP_F32), NULL, 0, NULL, 0},
+    {PP_OP_ROUND, PCU_EW_ROUND, 1, FL, NULL, 0, NULL, 0},
+    {PP_OP_ASIN, PCU_EW_ASIN, 1, FL, NULL, 0, NULL, 0}, {PP_OP_ACOS, PCU_EW_ACOS, 1, FL, NULL, 0, NULL, 0},
+    {PP_OP_ATAN, PCU_EW_ATAN, 1, FL, NULL, 0, NULL, 0}, {PP_OP_SINH, PCU_EW_SINH, 1, FL, NULL, 0, NULL, 0},
+    {PP_OP_COSH, PCU_EW_COSH, 1, FL, NULL, 0, NULL, 0}, {PP_OP_ASINH, PCU_EW_ASINH, 1, FL, NULL, 0, NULL, 0},
+    {PP_OP_ACOSH, PCU_EW_ACOSH, 1, FL, NULL, 0, NULL, 0}, {PP_OP_ATANH, PCU_EW_ATANH, 1, FL, NULL, 0, NULL, 0},
+    {PP_OP_SOFTSIGN, PCU_EW_SOFTSIGN, 1, FL, NULL, 0, NULL, 0}, {PP_OP_MISH, PCU_EW_MISH, 1, FL, NULL, 0, NULL, 0},
+    {PP_OP_CELU, PCU_EW_CELU, 1, FL, "alpha", 0.6f, NULL, 0},
+    {PP_OP_THRESHOLDEDRELU, PCU_EW_THRESHOLDEDRELU, 1, FL, "alpha", 0.4f, NULL, 0},
+    {PP_OP_SWISH, PCU_EW_SWISH, 1, FL, "alpha", 1.7f, NULL, 0},
+    {PP_OP_NEG, PCU_EW_NEG, 1, FL | B(PP_I8) | B(PP_I32) | B(PP_I64), NULL, 0, NULL, 0},
+    {PP_OP_ABS, PCU_EW_ABS, 1, FL | IN, NULL, 0, NULL, 0}, {PP_OP_NOT, PCU_EW_NOT, 1, B(PP_BOOL), NULL, 0, NULL, 0},
+    {PP_OP_ADD, PCU_EW_ADD, 2, FL | IN, NULL, 0, NULL, 0}, {PP_OP_SUB, PCU_EW_SUB, 2, FL | IN, NULL, 0, NULL, 0},
+    {PP_OP_MUL, PCU_EW_MUL, 2, FL | IN, NULL, 0, NULL, 0}, {PP_OP_DIV, PCU_EW_DIV, 2, FL | IN, NULL, 0, NULL, 0},
+    {PP_OP_POW, PCU_EW_POW, 2, FL | B(PP_I32) | B(PP_I64), NULL, 0, NULL, 0}, {PP_OP_MOD, PCU_EW_MOD, 2, IN, NULL, 0, NULL, 0},
+    {PP_OP_PRELU, PCU_EW_PRELU, 2, FL, NULL, 0, NULL, 0}, {PP_OP_MIN, PCU_EW_MIN, 2, FL | IN, NULL, 0, NULL, 0},
+    {PP_OP_MAX, PCU_EW_MAX, 2, FL | IN, NULL, 0, NULL, 0}, {PP_OP_EQUAL, PCU_EW_EQUAL, 2, FL | IN | B(PP_BOOL), NULL, 0, NULL, 0},
+    {PP_OP_LESS, PCU_EW_LESS, 2, FL | IN, NULL, 0, NULL, 0}, {PP_OP_GREATEROREQUAL, PCU_EW_GE, 2, FL | IN, NULL, 0, NULL, 0},
+    {PP_OP_AND, PCU_EW_AND, 2, B(PP_BOOL), NULL, 0, NULL, 0}, {PP_OP_XOR, PCU_EW_XOR, 2, B(PP_BOOL), NULL, 0, NULL, 0},
+    {PP_OP_WHERE, PCU_EW_WHERE, 3, FL | IN | B(PP_BOOL), NULL, 0, NULL, 0},
+    {PP_OP_CAST, PCU_EW_CAST, 1, B(PP_F32) | B(PP_F64) | IN | B(PP_BOOL), NULL, 0, NULL, 0},
+    {PP_OP_SIN, PCU_EW_SIN, 1, B(PP_F32) | B(PP_F16) | B(PP_BF16), NULL, 0, NULL, 0},
+    {PP_OP_COS, PCU_EW_COS, 1, B(PP_F32) | B(PP_F16) | B(PP_BF16), NULL, 0, NULL, 0},
+    {PP_OP_TAN, PCU_EW_TAN, 1, B(PP_F32) | B(PP_F16) | B(PP_BF16), NULL, 0, NULL, 0},
+    {PP_OP_SIGN, PCU_EW_SIGN, 1, FL | IN, NULL, 0, NULL, 0},
+    {PP_OP_SHRINK, PCU_EW_SHRINK, 1, FL | IN, "bias", 1.5f, "lambd", 2.25f},
+    {PP_OP_ISNAN, PCU_EW_ISNAN, 1, FL, NULL, 0, NULL, 0}, {PP_OP_ISINF, PCU_EW_ISINF, 1, FL, NULL, 0, NULL, 0},
+    {PP_OP_BITWISENOT, PCU_EW_BITNOT, 1, IN, NULL, 0, NULL, 0}, {PP_OP_BITWISEAND, PCU_EW_BITAND, 2, IN, NULL, 0, NULL, 0},
+    {PP_OP_BITWISEOR, PCU_EW_BITOR, 2, IN, NULL, 0, NULL, 0}, {PP_OP_BITWISEXOR, PCU_EW_BITXOR, 2, IN, NULL, 0, NULL, 0},
+    {PP_OP_BITSHIFT, PCU_EW_SHL, 2, B(PP_U8) | B(PP_U16) | B(PP_U32) | B(PP_U64), NULL, 0, NULL, 0},
 };
 
 static void fill(void *p, pp_dtype t, int64_t n, bool small) {
@@ -180,7 +193,8 @@ static void test_elementwise(void) {
                 pp_shape xs[3], ys;
                 random_shapes(ec->k, xs, &ys);
                 pp_dtype xt[3] = {t, t, t}, yt = t;
-                if (ec->ew >= PCU_EW_EQUAL && ec->ew <= PCU_EW_XOR) yt = PP_BOOL;
+                if ((ec->ew >= PCU_EW_EQUAL && ec->ew <= PCU_EW_XOR) || ec->ew == PCU_EW_ISNAN || ec->ew == PCU_EW_ISINF)
+                    yt = PP_BOOL;
                 if (ec->ew == PCU_EW_WHERE) xt[0] = PP_BOOL;
                 pp_dtype cast_to = t;
                 if (ec->ew == PCU_EW_CAST) {
@@ -192,15 +206,38 @@ static void test_elementwise(void) {
                 for (int q = 0; q < ec->k; q++) {
                     x[q] = calloc((size_t)count(&xs[q]) + 1, 8);
                     fill(x[q], xt[q], count(&xs[q]), ec->ew == PCU_EW_POW && q == 1);
+                    if (ec->ew == PCU_EW_SHL) /* shift counts around the widths */
+                        for (int64_t j = 0; j < count(&xs[q]); j++)
+                            if (q == 1) pcu_sti(x[q], xt[q], j, (int64_t)(next() % 70));
+                    if (pcu_is_float(xt[q])) /* NaN, infinities, signed zeros now and then */
+                        for (int64_t j = 0; j < count(&xs[q]); j++)
+                            if (next() % 8 == 0) {
+                                static const double sp[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e30, -3e7};
+                                const double v = sp[next() % 7];
+                                if (xt[q] == PP_F64) ((double *)x[q])[j] = v;
+                                else pcu_stf(x[q], xt[q], j, (float)v);
+                            }
                 }
+                int mode = 0, op = ec->ew;
                 const int64_t n = count(&ys);
                 want = calloc((size_t)n + 1, 8);
                 got = calloc((size_t)n + 1, 8);
                 pprt_tensor in[3], out = {yt, ys, want};
                 for (int q = 0; q < ec->k; q++) in[q] = (pprt_tensor){xt[q], xs[q], x[q]};
-                pp_attr at[2];
+                pp_attr at[4];
                 int na = 0;
                 if (ec->attr) at[na++] = (pp_attr){.name = ec->attr, .type = PP_ATTR_FLOAT, .f = ec->a0};
+                if (ec->attr1) at[na++] = (pp_attr){.name = ec->attr1, .type = PP_ATTR_FLOAT, .f = ec->a1};
+                if (ec->ew == PCU_EW_ISINF) {
+                    mode = 1 + (int)(next() % 3); /* -inf, +inf or both */
+                    at[na++] = (pp_attr){.name = "detect_negative", .type = PP_ATTR_INT, .i = mode & 1};
+                    at[na++] = (pp_attr){.name = "detect_positive", .type = PP_ATTR_INT, .i = (mode & 2) != 0};
+                }
+                if (ec->ew == PCU_EW_SHL) {
+                    const bool right = next() % 2;
+                    at[na++] = (pp_attr){.name = "direction", .type = PP_ATTR_STRING, .s = right ? "RIGHT" : "LEFT"};
+                    if (right) op = PCU_EW_SHR;
+                }
                 if (ec->ew == PCU_EW_CAST) at[na++] = (pp_attr){.name = "to", .type = PP_ATTR_INT, .i = cast_to};
                 if (ec->ew == PCU_EW_MOD && next() % 2) at[na++] = (pp_attr){.name = "fmod", .type = PP_ATTR_INT, .i = 1};
                 if (ec->ew == PCU_EW_CAST || ec->ew == PCU_EW_NOT || ec->k == 1) ys = xs[0], out.shape = xs[0];
@@ -211,9 +248,8 @@ static void test_elementwise(void) {
                 } else {
                     pcu_ew k;
                     const pp_shape *sp[3] = {&xs[0], &xs[1], &xs[2]};
-                    int op = ec->ew;
                     if (op == PCU_EW_MOD && na && at[na - 1].i == 1) op = PCU_EW_FMOD;
-                    const int64_t m = pcu_ew_make(op, ec->k, sp, &out.shape, xt[ec->k == 3 ? 1 : 0], yt, ec->a0, 0, 0, &k);
+                    const int64_t m = pcu_ew_make(op, ec->k, sp, &out.shape, xt[ec->k == 3 ? 1 : 0], yt, ec->a0, ec->a1, mode, &k);
                     for (int64_t i = 0; i < m; i++) pcu_ew_at(&k, got, x[0], x[1], x[2], i);
                     for (int64_t i = 0; i < m; i++) {
                         checks++;
@@ -235,8 +271,45 @@ static void test_elementwise(void) {
     }
 }
 
+/* Sin, Cos, Tan (pcu_trig: scalar argument reduction, double polynomials)
+ * against glibc's double sin, cos and tan of the same float, over random
+ * bit patterns of every exponent (most of them huge: the Payne-Hanek path)
+ * and the floats nearest to multiples of pi/2, where cancellation is worst:
+ * relative error under 1e-12 (the result is rounded to float after). */
+static void test_trig(void) {
+    enum { M = 1 << 20 };
+    double worst = 0;
+    for (int i = 0; i < M; i++) {
+        pcu_fbits b;
+        b.u = (uint32_t)next();
+        if (i % 3 == 0) b.f = (float)((unif() - 0.5) * 100);
+        if (i % 3 == 1) b.f = nextafterf((float)((double)(int64_t)(next() % 20000000) * 1.57079632679489661923),
+                                         i & 4 ? INFINITY : -INFINITY) ;
+        if (isnan(b.f) || isinf(b.f)) continue;
+        for (int op = PCU_EW_SIN; op <= PCU_EW_TAN; op++) {
+            const double got = pcu_trig(op, b.f), x = b.f;
+            const double want = op == PCU_EW_SIN ? sin(x) : op == PCU_EW_COS ? cos(x) : tan(x);
+            const double err = fabs(got - want) / (fabs(want) + 1e-300);
+            if (err > worst) worst = err;
+            checks++;
+            if (!(err < 1e-12) && !(got == want))
+                FAIL("%s(%a): got %.17g, want %.17g\n", op == PCU_EW_SIN ? "sin" : op == PCU_EW_COS ? "cos" : "tan",
+                     b.f, got, want);
+        }
+    }
+    const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};
+    for (int k = 0; k < 5; k++) {
+        checks++;
+        const double s0 = pcu_trig(PCU_EW_SIN, sp[k]), c0 = pcu_trig(PCU_EW_COS, sp[k]);
+        if (k < 2 ? (s0 != 0 || !signbit(s0) != !signbit(sp[k]) || c0 != 1) : !(isnan(s0) && isnan(c0)))
+            FAIL("sin/cos(%g): got %g, %g\n", sp[k], s0, c0);
+    }
+    printf("test_kmath: sin/cos/tan worst relative error against glibc (double): %.2e\n", worst);
+}
+
 int main(void) {
     test_conversions();
+    test_trig();
     test_elementwise();
     printf("test_kmath: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
