@@ -327,6 +327,21 @@ pp_status pcu_lint(const pcu_plan *pl, pp_err *err) {
                              (unsigned long long)r->off);
             }
         }
+        if (s->kind == PCU_S_MATMUL) { /* each matrix as cuBLASLt reads it, in its operand */
+            const pcu_mm *mm = &s->u.mm;
+            const int64_t rows[3] = {mm->transa ? mm->k : mm->m, mm->transb ? mm->n : mm->k, mm->m},
+                          cols[3] = {mm->transa ? mm->m : mm->k, mm->transb ? mm->k : mm->n, mm->n},
+                          ld[3] = {mm->lda, mm->ldb, mm->ldc}, bst[3] = {mm->sa, mm->sb, mm->sc};
+            static const int opnd[3] = {0, 1, 3};
+            for (int q = 0; q < 3 && !m[0]; q++) {
+                const int64_t ext = (mm->batch - 1) * bst[q] + (cols[q] - 1) * ld[q] + rows[q];
+                if (mm->batch < 1 || rows[q] < 1 || cols[q] < 1 || ld[q] < rows[q] || bst[q] < 0 ||
+                    (uint64_t)ext * 4 > s->ops[opnd[q]].bytes)
+                    snprintf(m, sizeof m, "matrix %c: %lld x %lld, ld %lld, %lld batches %lld apart: outside its %llu "
+                             "bytes", "ABD"[q], (long long)rows[q], (long long)cols[q], (long long)ld[q],
+                             (long long)mm->batch, (long long)bst[q], (unsigned long long)s->ops[opnd[q]].bytes);
+            }
+        }
         /* outputs overlapping inputs: only an elementwise kernel over the
          * same bytes (each thread reads its element before writing it) */
         const unsigned outs = s->kind == PCU_S_HOST ? 0 : outputs_of(s);

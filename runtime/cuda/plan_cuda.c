@@ -5,7 +5,7 @@
  * Per node, in node order:
  *   - Conv, pp.FusedConv (bias, residual, Relu/Clip), ConvTranspose: a cuDNN
  *     convolution graph (f32);
- *   - MatMul, Gemm: a cuBLASLt product (f32; broadcast batches through
+ *   - MatMul, Gemm, and Einsum where it is a matrix product: a cuBLASLt product (f32; broadcast batches through
  *     strides, a batch over a shared weight folded into the rows); a MatMul
  *     or Gemm followed, inside the stage, by an Add of a bias vector [N]
  *     (and a Relu) that reads only it takes them as the product's epilogue
@@ -1187,6 +1187,114 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* An operand of a product as cuBLASLt takes it: op(X) is rows x cols with
+ * element (r, c) at r * s_rows + c * s_cols (a stride < 0: the dim is 1 and
+ * its stride free). Stored column-major as is (trans 0, ld = s_cols) or
+ * transposed (trans 1, ld = s_rows); false when neither stride is 1. */
+static bool lt_operand(int64_t s_rows, int64_t s_cols, int64_t rows, int64_t cols, int32_t *trans, int64_t *ld) {
+    if (s_rows == 1 || s_rows < 0) {
+        *trans = 0, *ld = s_cols < 0 ? rows : s_cols;
+        return *ld >= rows;
+    }
+    if (s_cols == 1 || s_cols < 0) {
+        *trans = 1, *ld = s_rows;
+        return *ld >= cols;
+    }
+    return false;
+}
+
+/* Labels of one role (batch, M, N or K), in a given order, as one dim of an
+ * operand: its extent and the stride of the last (innermost) label, each
+ * label's stride being the next one's times its extent; -1 for no label. */
+static bool merge_labels(const int *lab, int n, const int64_t *size, const int64_t *st, int64_t *ext, int64_t *stride) {
+    *ext = 1, *stride = -1;
+    for (int i = 0; i < n; i++) {
+        if (i + 1 < n && st[lab[i]] != st[lab[i + 1]] * size[lab[i + 1]]) return false;
+        *ext *= size[lab[i]];
+    }
+    if (n) *stride = st[lab[n - 1]];
+    return true;
+}
+
+/* Einsum of two f32 operands that is a matrix product (batched): every label
+ * of extent > 1 is in both operands and the output (batch), one operand and
+ * the output (M for the first, N for the second), or both operands and not
+ * the output (K); each role's labels merge into one dim of every tensor that
+ * has them, and each operand and the output has a unit stride in one of its
+ * two matrix dims. Diagonals, sums over one operand's label and other
+ * layouts stay on the host. */
+static pp_status plan_einsum(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    if (n->n_in != 2 || n->n_out != 1 || n->in[0] < 0 || n->in[1] < 0 || !all_f32(P, n)) return PP_OK;
+    const pprt_tdesc *x[2] = {T(P, n->in[0]), T(P, n->in[1])}, *y = T(P, n->out[0]);
+    pp_tinfo tin[2] = {{PP_F32, x[0]->shape, NULL}, {PP_F32, x[1]->shape, NULL}};
+    pp_einsum e;
+    if (pp_einsum_parse(attrs_of(P, n), tin, 2, &e, NULL) != PP_OK || e.out_rank != y->shape.rank) return PP_OK;
+    enum { L = PP_EINSUM_LABELS };
+    int64_t st[3][L], size[L];
+    bool in[3][L];
+    memset(in, 0, sizeof in);
+    for (int l = 0; l < L; l++) size[l] = 1;
+    for (int q = 0; q < 3; q++) { /* a, b, y: each label's stride where its extent is > 1 */
+        const pp_shape *sh = q < 2 ? &x[q]->shape : &y->shape;
+        const int8_t *lab = q < 2 ? e.lab[q] : e.out_lab;
+        int64_t acc = 1;
+        for (int d = sh->rank - 1; d >= 0; d--) {
+            const int l = lab[d];
+            if (sh->dim[d] == 0) return PP_OK;
+            if (sh->dim[d] > 1) {
+                if (in[q][l] || (size[l] > 1 && size[l] != sh->dim[d])) return PP_OK; /* a diagonal */
+                in[q][l] = true, st[q][l] = acc, size[l] = sh->dim[d];
+            }
+            acc *= sh->dim[d];
+        }
+    }
+    int role[4][PP_MAX_DIMS * 2], nr[4] = {0}; /* batch, M, N, K */
+    for (int q = 0; q < 3; q++) { /* batch, M, N in the output's order; K in the first operand's */
+        const int8_t *lab = q < 2 ? e.lab[q] : e.out_lab;
+        const int rank = q < 2 ? x[q]->shape.rank : y->shape.rank;
+        for (int d = 0; d < rank; d++) {
+            const int l = lab[d];
+            if (!in[q][l]) continue;
+            const int r = in[0][l] && in[1][l] ? (in[2][l] ? 0 : 3) : in[0][l] && in[2][l] ? 1 : in[1][l] && in[2][l] ? 2 : -1;
+            if (r < 0) return PP_OK; /* summed over one operand only */
+            if ((q == 2 && r != 3) || (q == 0 && r == 3)) role[r][nr[r]++] = l;
+        }
+    }
+    int64_t B, M, N, K, sab, sbb, syb, sam, sym, sbn, syn, sak, sbk;
+    if (!merge_labels(role[0], nr[0], size, st[0], &B, &sab) || !merge_labels(role[0], nr[0], size, st[1], &B, &sbb) ||
+        !merge_labels(role[0], nr[0], size, st[2], &B, &syb) || !merge_labels(role[1], nr[1], size, st[0], &M, &sam) ||
+        !merge_labels(role[1], nr[1], size, st[2], &M, &sym) || !merge_labels(role[2], nr[2], size, st[1], &N, &sbn) ||
+        !merge_labels(role[2], nr[2], size, st[2], &N, &syn) || !merge_labels(role[3], nr[3], size, st[0], &K, &sak) ||
+        !merge_labels(role[3], nr[3], size, st[1], &K, &sbk))
+        return PP_OK;
+    pcu_mm mm = {.alpha = 1, .batch = B, .k = K};
+    int first; /* the node's input cuBLASLt takes as its A */
+    int32_t tc;
+    if (lt_operand(syn, sym, N, M, &tc, &mm.ldc) && !tc && lt_operand(sbn, sbk, N, K, &mm.transa, &mm.lda) &&
+        lt_operand(sak, sam, K, M, &mm.transb, &mm.ldb)) {
+        first = 1, mm.m = N, mm.n = M; /* D = Y^T, column-major N x M: B^T A^T */
+    } else if (lt_operand(sym, syn, M, N, &tc, &mm.ldc) && !tc && lt_operand(sam, sak, M, K, &mm.transa, &mm.lda) &&
+               lt_operand(sbk, sbn, K, N, &mm.transb, &mm.ldb)) {
+        first = 0, mm.m = M, mm.n = N; /* D = Y, column-major M x N: A B */
+    } else {
+        return PP_OK;
+    }
+    if (B > 1) {
+        mm.sa = first ? sbb : sab, mm.sb = first ? sab : sbb, mm.sc = syb;
+    }
+    *ok = true;
+    if (M * N == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_MATMUL, ni, 5);
+    s->u.mm = mm;
+    s->ops[0] = R(P, n->in[first]);
+    s->ops[1] = R(P, n->in[1 - first]);
+    s->ops[3] = R(P, n->out[0]);
+    P->pl->counts.cublas++;
+    return PP_OK;
+}
+
 /* ---- the planner ---------------------------------------------------------------------------- */
 
 /* Reshape and the other views: a device copy (none when the plan gave both
@@ -1214,6 +1322,7 @@ static const struct {
     ROW(UNSQUEEZE, plan_copy, "copy") ROW(IDENTITY, plan_copy, "copy") ROW(DROPOUT, plan_copy, "copy")
     ROW(CONV, plan_conv, "cuDNN") ROW(FUSEDCONV, plan_conv, "cuDNN") ROW(CONVTRANSPOSE, plan_conv, "cuDNN")
     ROW(MATMUL, plan_matmul, "cuBLASLt") ROW(GEMM, plan_matmul, "cuBLASLt")
+    ROW(EINSUM, plan_einsum, "cuBLASLt (matrix products)")
     ROW(WHERE, plan_select_cast, "own kernel") ROW(CAST, plan_select_cast, "own kernel")
     ROW(CASTLIKE, plan_select_cast, "own kernel") ROW(CLIP, plan_select_cast, "own kernel")
     ROW(TRANSPOSE, plan_view_like, "own kernel") ROW(SLICE, plan_view_like, "own kernel")

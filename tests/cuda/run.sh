@@ -12,7 +12,8 @@
 #      splits, the recorded accuracy), every node on the host fallback, the
 #      CI zoo models at -pp 1, 2, 3 (rtol 1e-3, atol 1e-4), and the ONNX node
 #      tests listed as passing (tests/conformance/run.py with
-#      PPRT_EXTRA_ARGS=--backend cuda-emu).
+#      PPRT_EXTRA_ARGS=--backend cuda-emu); TopK with NaN and ties; Einsum
+#      equations on cuBLASLt or the host (tests/cuda/einsum.py).
 # 1-3 need a CUDA build (PP_CUDA=ON), else they say so and are skipped; 4
 # runs in every build (the emulator is plain C). About 4 minutes on 2 cores
 # with the zoo exports cached in $ZOO (the model_zoo test's cache).
@@ -142,6 +143,10 @@ for f in topk_*.onnx; do
     || fail "$f: TopK not on its own kernel"
 done
 echo "ok: TopK with NaN and ties: the own kernel gives the reference's bits"
+
+# Einsum: matrix products on cuBLASLt steps, the rest on the host, all right
+"$PY" "$SRC/tests/cuda/einsum.py" einsum > einsum.txt 2>&1 || { cat einsum.txt; fail "einsum"; }
+tail -1 einsum.txt
 
 # the ONNX node tests that pass on ref must pass on cuda-emu
 PPRT_EXTRA_ARGS="--backend cuda-emu" "$PY" "$SRC/tests/conformance/run.py" || fail "conformance on cuda-emu"
