@@ -47,6 +47,7 @@ void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i) 
     case PCU_K_CUMSUM: pcu_cumsum_at(&s->u.cs, op[1], op[0], i); break;
     case PCU_K_GATHER_EL: pcu_gather_el_at(&s->u.ge, op[2], op[0], op[1], err, i); break;
     case PCU_K_TOPK: pcu_topk_at(&s->u.tk, op[1], op[2], op[0], i); break;
+    case PCU_K_SCATTER: pcu_scatter_at(&s->u.sc, op[2], op[0], op[1], err, i); break;
     default: break;
     }
 }
@@ -192,6 +193,7 @@ int pcu_kernel_esize(const pcu_step *s, int k) {
     case PCU_K_CUMSUM: return pcu_tsize(s->u.cs.t);
     case PCU_K_GATHER_EL: return k == 1 ? pcu_tsize(s->u.ge.idx_t) : s->u.ge.esize;
     case PCU_K_TOPK: return k == 2 ? 8 : pcu_tsize(s->u.tk.t);
+    case PCU_K_SCATTER: return k == 0 ? pcu_tsize(s->u.sc.idx_t) : s->u.sc.esize;
     default: return 4;
     }
 }
@@ -249,6 +251,11 @@ int64_t pcu_kernel_extent(const pcu_step *s, int k) {
     case PCU_K_EPI: return k == 1 ? s->u.epi.c : s->u.epi.n;
     case PCU_K_CUMSUM: return s->u.cs.outer * s->u.cs.len * s->u.cs.inner;
     case PCU_K_TOPK: return s->u.tk.outer * (k == 0 ? s->u.tk.len : s->u.tk.k) * s->u.tk.inner;
+    case PCU_K_SCATTER: { /* indices, updates: every one read; y: its elements */
+        const pcu_scatter *c = &s->u.sc;
+        const int64_t n_upd = c->nd ? c->run * c->slice : c->threads * c->run;
+        return k == 0 ? (c->nd ? c->run * c->q : n_upd) : k == 1 ? n_upd : c->yn;
+    }
     case PCU_K_GATHER_EL: {
         const pcu_gather_el *g = &s->u.ge;
         if (k == 1 || k == 2) return g->n;
@@ -282,6 +289,7 @@ static unsigned outputs_of(const pcu_step *s) {
         case PCU_K_EPI: return 1u;
         case PCU_K_GATHER_EL: return 1u << 2;
         case PCU_K_TOPK: return 6u;
+        case PCU_K_SCATTER: return 1u << 2;
         default: return 2u;
         }
     case PCU_S_CONV: return 1u << 4;

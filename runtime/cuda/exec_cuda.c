@@ -347,6 +347,7 @@ static size_t param_size(const pcu_step *s) {
     case PCU_K_CUMSUM: return sizeof(pcu_cumsum);
     case PCU_K_GATHER_EL: return sizeof(pcu_gather_el);
     case PCU_K_TOPK: return sizeof(pcu_topk);
+    case PCU_K_SCATTER: return sizeof(pcu_scatter);
     default: return sizeof(pcu_epi);
     }
 }
@@ -577,7 +578,9 @@ pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_
 static pp_status cuda_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
     PP_TRY(pprt_cuda_run_dev(x, in_msg, out_msg, err));
     CU(x, -1, cudaStreamSynchronize(x->stream));
-    if (*x->pin_err) return PP_FAIL(err, PP_EINVAL, "stage %d: a Gather index is out of range", x->st->index);
+    if (*x->pin_err)
+        return PP_FAIL(err, PP_EINVAL, "stage %d: a Gather, GatherElements or Scatter index is out of range",
+                       x->st->index);
     return PP_OK;
 }
 

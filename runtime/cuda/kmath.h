@@ -1199,4 +1199,93 @@ PCU_HD void pcu_epi_at(const pcu_epi *k, float *y, const float *bias, const floa
     y[i] = pcu_act(k->act, v, k->lo, k->hi);
 }
 
+/* ---- ScatterElements and ScatterND: one thread per run of updates that may meet --------- */
+
+/* y holds the data already (a copy step before); each thread applies, in
+ * the reference kernel's order, the updates that can land on the same
+ * elements, so repeated positions end as the reference leaves them (the
+ * last wins, or they reduce in order) and threads never share an element.
+ *   ScatterElements (nd 0): thread = a line of updates along the axis (its
+ *     other coordinates), run = the updates' extent along the axis; the
+ *     update at flat index u goes to y at its coordinates with the axis one
+ *     replaced by indices[u].
+ *   ScatterND (nd 1): thread j = the j-th element of every slice, run = the
+ *     index tuples (q numbers each, into y's first q dims); tuple t's slice
+ *     starts at sum of indices * yst. Out of range sets *err (the stage
+ *     fails, as the reference does). red: PCU_SC_*; not NONE only for f32,
+ *     f64 and integers (integers wrap; max/min of floats keep a NaN of y). */
+enum { PCU_SC_NONE, PCU_SC_ADD, PCU_SC_MUL, PCU_SC_MAX, PCU_SC_MIN };
+typedef struct pcu_scatter {
+    int32_t nd, rank, axis, t, esize, idx_t, red, q;
+    int64_t threads, run, slice, yn; /* yn: y's elements */
+    int64_t dim[PCU_MAXD];           /* nd 0: the updates' dims; nd 1: y's first q dims */
+    int64_t ust[PCU_MAXD];           /* nd 0: the updates' strides */
+    int64_t yst[PCU_MAXD];           /* y's strides */
+} pcu_scatter;
+
+PCU_HD void pcu_scatter_put(const pcu_scatter *k, void *y, int64_t o, const void *u, int64_t s) {
+    if (k->red == PCU_SC_NONE) {
+        pcu_copy_elem(y, o, u, s, k->esize);
+        return;
+    }
+    if (k->t == PCU_T_F32 || k->t == PCU_T_F64) {
+        const double a = pcu_ldd(y, k->t, o), b = pcu_ldd(u, k->t, s);
+        double r = k->red == PCU_SC_ADD ? a + b : k->red == PCU_SC_MUL ? a * b
+                   : k->red == PCU_SC_MAX ? (a != a || a > b ? a : b) : (a != a || a < b ? a : b);
+        if (k->t == PCU_T_F32) { /* in float, as the reference */
+            const float fa = (float)a, fb = (float)b;
+            r = k->red == PCU_SC_ADD ? (double)(fa + fb) : k->red == PCU_SC_MUL ? (double)(fa * fb) : r;
+            ((float *)y)[o] = (float)r;
+        } else {
+            ((double *)y)[o] = r;
+        }
+        return;
+    }
+    const int64_t a = pcu_ldi(y, k->t, o), b = pcu_ldi(u, k->t, s);
+    const int sgn = pcu_is_signed(k->t);
+    int64_t r;
+    if (k->red == PCU_SC_ADD) r = (int64_t)((uint64_t)a + (uint64_t)b);
+    else if (k->red == PCU_SC_MUL) r = (int64_t)((uint64_t)a * (uint64_t)b);
+    else {
+        const int gt = sgn ? a > b : (uint64_t)a > (uint64_t)b;
+        r = (k->red == PCU_SC_MAX) == gt ? a : b;
+    }
+    pcu_sti(y, k->t, o, r);
+}
+
+PCU_HD void pcu_scatter_at(const pcu_scatter *k, void *y, const void *idx, const void *upd, int *err, int64_t i) {
+    if (k->nd) {
+        for (int64_t t = 0; t < k->run; t++) {
+            int64_t off = 0;
+            for (int c = 0; c < k->q; c++) {
+                int64_t v = pcu_ldi(idx, k->idx_t, t * k->q + c);
+                if (v < -k->dim[c] || v >= k->dim[c]) {
+                    if (err) *err = 1;
+                    return;
+                }
+                off += (v < 0 ? v + k->dim[c] : v) * k->yst[c];
+            }
+            pcu_scatter_put(k, y, off + i, upd, t * k->slice + i);
+        }
+        return;
+    }
+    int64_t rem = i, u0 = 0, base = 0;
+    for (int d = k->rank - 1; d >= 0; d--) {
+        if (d == k->axis) continue;
+        const int64_t c = rem % k->dim[d];
+        rem /= k->dim[d];
+        u0 += c * k->ust[d], base += c * k->yst[d];
+    }
+    const int64_t len = k->slice; /* nd 0: y's extent along the axis */
+    for (int64_t j = 0; j < k->run; j++) {
+        const int64_t u = u0 + j * k->ust[k->axis];
+        int64_t v = pcu_ldi(idx, k->idx_t, u);
+        if (v < -len || v >= len) {
+            if (err) *err = 1;
+            return;
+        }
+        pcu_scatter_put(k, y, base + (v < 0 ? v + len : v) * k->yst[k->axis], upd, u);
+    }
+}
+
 #endif

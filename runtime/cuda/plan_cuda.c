@@ -14,7 +14,7 @@
  *     Sign, Shrink, IsNaN/IsInf, the bitwise ops and BitShift), Where, Cast, Clip, Softmax, reductions, ArgMax/ArgMin,
  *     global pools, MaxPool/AveragePool, Batch/Layer/Instance/Group
  *     normalization, Transpose, Slice, Concat, Split, Gather, Expand, Tile,
- *     Pad (constant): an own kernel (kmath.h);
+ *     Pad (constant), ScatterND/ScatterElements: an own kernel (kmath.h);
  *   - Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: a copy (none
  *     where the plan gave both the same bytes);
  *   - anything else, and any of the above with types or attributes the step
@@ -948,6 +948,83 @@ static pp_status plan_gather_elements(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* Whether two regions share bytes without being the same. */
+static bool partly_same(pcu_ref a, pcu_ref b) {
+    const bool meet = a.space == b.space && a.off < b.off + b.bytes && b.off < a.off + a.bytes;
+    return meet && !(a.off == b.off && a.bytes == b.bytes);
+}
+
+/* ScatterElements, Scatter and ScatterND (pcu_scatter_at): a copy of the data
+ * into the output (none where the plan gave them the same bytes), then the
+ * updates. Shapes the reference kernel refuses, reductions on types it does
+ * not reduce, and an output over the indices or updates stay on the host. */
+static pp_status plan_scatter(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    if (n->n_in != 3 || n->n_out != 1 || n->in[0] < 0 || n->in[1] < 0 || n->in[2] < 0) return PP_OK;
+    const pprt_tdesc *x = T(P, n->in[0]), *ix = T(P, n->in[1]), *u = T(P, n->in[2]), *y = T(P, n->out[0]);
+    const pp_dtype t = x->dtype;
+    const int es = (int)pp_dtype_size(t), r = x->shape.rank;
+    if (es < 1 || es > 8 || y->dtype != t || u->dtype != t || (ix->dtype != PP_I32 && ix->dtype != PP_I64) || r < 1 ||
+        r > PCU_MAXD || !pp_shape_eq(&y->shape, &x->shape))
+        return PP_OK;
+    const char *rs = "none";
+    (void)pp_attr_string(attrs_of(P, n), "reduction", "none", &rs, NULL);
+    static const char *const reds[] = {"none", "add", "mul", "max", "min"};
+    int red = -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(rs, reds[i])) red = i;
+    if (red < 0 || (red != PCU_SC_NONE && (t == PP_F16 || t == PP_BF16 || t == PP_BOOL))) return PP_OK;
+    const pcu_ref yr = R(P, n->out[0]), xr = R(P, n->in[0]);
+    if (partly_same(yr, xr) || partly_same(yr, R(P, n->in[1])) || partly_same(yr, R(P, n->in[2])) ||
+        (yr.space == R(P, n->in[1]).space && yr.off == R(P, n->in[1]).off) ||
+        (yr.space == R(P, n->in[2]).space && yr.off == R(P, n->in[2]).off))
+        return PP_OK;
+    pcu_scatter k = {.rank = r, .t = (int32_t)t, .esize = es, .idx_t = (int32_t)ix->dtype, .red = red,
+                     .yn = numel(&x->shape)};
+    strides_of(&x->shape, k.yst);
+    const pp_shape *is = &ix->shape, *us = &u->shape;
+    if (n->op == PP_OP_SCATTERND) {
+        const int q = is->rank;
+        const int64_t kq = q >= 1 ? is->dim[q - 1] : -1;
+        if (kq < 0 || kq > r || us->rank != q - 1 + r - (int)kq) return PP_OK;
+        k.nd = 1, k.q = (int32_t)kq, k.run = 1, k.slice = 1;
+        for (int d = 0; d < q - 1; d++) {
+            if (us->dim[d] != is->dim[d]) return PP_OK;
+            k.run *= is->dim[d];
+        }
+        for (int d = (int)kq; d < r; d++) {
+            if (us->dim[q - 1 + d - (int)kq] != x->shape.dim[d]) return PP_OK;
+            k.slice *= x->shape.dim[d];
+        }
+        for (int d = 0; d < (int)kq; d++) k.dim[d] = x->shape.dim[d];
+        k.threads = k.run ? k.slice : 0;
+    } else {
+        if (!pp_shape_eq(us, is) || is->rank != r) return PP_OK;
+        int axis;
+        if (pp_norm_axis(attr_i(P, n, "axis", 0), r, "axis", &axis, NULL) != PP_OK) return PP_OK;
+        k.axis = axis, k.run = is->dim[axis], k.slice = x->shape.dim[axis];
+        strides_of(is, k.ust);
+        k.threads = k.run ? numel(is) / k.run : 0;
+        for (int d = 0; d < r; d++) {
+            if (d != axis && is->dim[d] > x->shape.dim[d]) return PP_OK; /* the reference kernel says why */
+            k.dim[d] = is->dim[d];
+        }
+    }
+    *ok = true;
+    PP_TRY(copy_step(P, ni, xr, yr));
+    if (k.threads == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 3);
+    s->kernel = PCU_K_SCATTER;
+    s->u.sc = k;
+    s->ops[0] = R(P, n->in[1]);
+    s->ops[1] = R(P, n->in[2]);
+    s->ops[2] = yr;
+    s->threads = k.threads;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
 /* TopK of f32, f64, i32 or i64 with a constant K (pcu_topk_at). */
 static pp_status plan_topk(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
@@ -1334,7 +1411,8 @@ static const struct {
     ROW(INSTANCENORM, plan_norm, "own kernel") ROW(GROUPNORM, plan_norm, "own kernel")
     ROW(RMSNORM, plan_norm, "own kernel") ROW(RESIZE, plan_resize, "own kernel")
     ROW(CUMSUM, plan_cumsum, "own kernel") ROW(GATHERELEMENTS, plan_gather_elements, "own kernel")
-    ROW(TOPK, plan_topk, "own kernel")
+    ROW(TOPK, plan_topk, "own kernel") ROW(SCATTERND, plan_scatter, "own kernel")
+    ROW(SCATTERELEMENTS, plan_scatter, "own kernel") ROW(SCATTER, plan_scatter, "own kernel")
     ROW(MAXPOOL, plan_pool, "own kernel") ROW(AVGPOOL, plan_pool, "own kernel")
     ROW(GLOBALAVGPOOL, plan_reduce, "own kernel") ROW(GLOBALMAXPOOL, plan_reduce, "own kernel")
     ROW(ARGMAX, plan_reduce, "own kernel") ROW(ARGMIN, plan_reduce, "own kernel")
@@ -1427,7 +1505,7 @@ const char *pcu_step_name(const pcu_step *s) {
     static const char *const kernels[PCU_K_COUNT] = {"elementwise", "strided copy", "reduction", "softmax",
                                                      "normalization", "batch normalization", "pool",
                                                      "convolution epilogue", "resize", "cumsum",
-                                                     "gather elements", "topk"};
+                                                     "gather elements", "topk", "scatter"};
     switch (s->kind) {
     case PCU_S_KERNEL: return s->kernel >= 0 && s->kernel < PCU_K_COUNT ? kernels[s->kernel] : "kernel";
     case PCU_S_CONV: return s->u.conv.transpose ? "cuDNN convolution backward data" : "cuDNN convolution";

@@ -13,7 +13,8 @@
 #      CI zoo models at -pp 1, 2, 3 (rtol 1e-3, atol 1e-4), and the ONNX node
 #      tests listed as passing (tests/conformance/run.py with
 #      PPRT_EXTRA_ARGS=--backend cuda-emu); TopK with NaN and ties; Einsum
-#      equations on cuBLASLt or the host (tests/cuda/einsum.py).
+#      equations on cuBLASLt or the host (tests/cuda/einsum.py); ScatterND
+#      and ScatterElements on their own kernel (tests/cuda/scatter.py).
 # 1-3 need a CUDA build (PP_CUDA=ON), else they say so and are skipped; 4
 # runs in every build (the emulator is plain C). About 4 minutes on 2 cores
 # with the zoo exports cached in $ZOO (the model_zoo test's cache).
@@ -147,6 +148,9 @@ echo "ok: TopK with NaN and ties: the own kernel gives the reference's bits"
 # Einsum: matrix products on cuBLASLt steps, the rest on the host, all right
 "$PY" "$SRC/tests/cuda/einsum.py" einsum > einsum.txt 2>&1 || { cat einsum.txt; fail "einsum"; }
 tail -1 einsum.txt
+# ScatterElements and ScatterND on their own kernel: onnxruntime, the reference's bits, every reduction
+"$PY" "$SRC/tests/cuda/scatter.py" scatter > scatter.txt 2>&1 || { cat scatter.txt; fail "scatter"; }
+tail -1 scatter.txt
 
 # the ONNX node tests that pass on ref must pass on cuda-emu
 PPRT_EXTRA_ARGS="--backend cuda-emu" "$PY" "$SRC/tests/conformance/run.py" || fail "conformance on cuda-emu"
