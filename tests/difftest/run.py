@@ -6,10 +6,10 @@ and on onnxruntime, compared.
 For each case: a random model, micro-batch (-b 1..3), sample count (1..7,
 so the last micro-batch is often padded), -pp 1..4 with a random policy (or
 --split-at modules, or --disable-pass fuse), pprt's --depth and --threads.
-Checked:
+Checked (the CUDA backend's step list through its emulator, cuda-emu, too):
   - ppcc compiles it (the graph is valid, its ops supported and its samples
     independent: a refusal is a finding) and nothing crashes or hangs;
-  - pprt --backend dnnl and --backend ref, -pp N, each within rtol 1e-3 /
+  - pprt --backend dnnl, ref and cuda-emu, -pp N, each within rtol 1e-3 /
     atol 1e-4 of onnxruntime run on all samples at once (integers and bools
     exactly), and within the same tolerance of each other;
   - --backend ref at -pp N bit-identical to --backend ref at -pp 1.
@@ -209,7 +209,7 @@ def run_case(model_path, data_dir, o, work):
             return ("ppcc: " + norm_msg(r.stderr), r.stderr.strip()[-600:])
         plans[pp] = plan
     outs = {}
-    for pp, backend in ((1, "ref"), (o["pp"], "ref"), (o["pp"], "dnnl" if HAVE_DNNL else "ref")):
+    for pp, backend in ((1, "ref"), (o["pp"], "ref"), (o["pp"], "dnnl" if HAVE_DNNL else "ref"), (o["pp"], "cuda-emu")):
         key = (pp, backend)
         if key in outs:
             continue
@@ -218,8 +218,8 @@ def run_case(model_path, data_dir, o, work):
         argv = [PPRT, plans[pp], data_dir, "-q", "-o", d, "--backend", backend, "--depth", str(o["depth"])]
         if o["threads"] and backend == "dnnl":
             argv += ["--threads", str(o["threads"])]
-        if backend == "dnnl":
-            argv += ["--stats-json", os.path.join(work, "stats.json")]
+        if backend in ("dnnl", "cuda-emu"):
+            argv += ["--stats-json", os.path.join(work, f"stats_{backend}.json")]
         stats["runs"] += 1
         r = sh(argv)
         if r is None:
@@ -231,12 +231,17 @@ def run_case(model_path, data_dir, o, work):
         outs[key] = {k: np.load(os.path.join(d, k + ".npy")) for k in want}
     ref1, ref = outs[(1, "ref")], outs[(o["pp"], "ref")]
     dnnl = outs[(o["pp"], "dnnl")] if HAVE_DNNL else ref
-    st = json.load(open(os.path.join(work, "stats.json")))["stages"] if HAVE_DNNL else []
+    emu = outs[(o["pp"], "cuda-emu")]
+    st = json.load(open(os.path.join(work, "stats_dnnl.json")))["stages"] if HAVE_DNNL else []
     coverage(model, plans[o["pp"]], st)
+    emu_st = json.load(open(os.path.join(work, "stats_cuda-emu.json")))["stages"]
+    if any(x["reference_kernels"] for x in emu_st):
+        covered["nodes on cuda-emu's host fallback"] = covered.get("nodes on cuda-emu's host fallback", 0) + 1
     for k, w in want.items():
         for kind, got, exp, exact in (("ref vs onnxruntime", ref[k], w, False),
                                       ("dnnl vs onnxruntime", dnnl[k], w, False),
                                       ("dnnl vs ref", dnnl[k], ref[k], False),
+                                      ("cuda-emu vs onnxruntime", emu[k], w, False),
                                       ("ref -pp N vs -pp 1 bits", ref[k], ref1[k], True)):
             why = compare(got, exp, exact)
             if why:
