@@ -42,7 +42,7 @@ typedef enum pcu_step_kind {
 
 typedef enum pcu_kernel_kind {
     PCU_K_EW, PCU_K_PERM, PCU_K_RED, PCU_K_SOFTMAX, PCU_K_NORM, PCU_K_BN, PCU_K_POOL, PCU_K_EPI, PCU_K_RESIZE,
-    PCU_K_CUMSUM, PCU_K_GATHER_EL, PCU_K_TOPK, PCU_K_SCATTER,
+    PCU_K_CUMSUM, PCU_K_GATHER_EL, PCU_K_TOPK, PCU_K_SCATTER, PCU_K_TRILU,
     PCU_K_COUNT
 } pcu_kernel_kind;
 
@@ -76,6 +76,7 @@ typedef struct pcu_mm {
  *          GATHER_EL       x indices y
  *          TOPK    x values [indices]
  *          SCATTER indices updates y (y holds the data: read and written)
+ *          TRILU   x y
  *          NORM    x scale [bias] y [mean] [inv_std_dev] (absent: space -1)
  *          BN      x scale bias mean var y
  *          EPI     y [bias] [res] (y read and written)
@@ -104,6 +105,7 @@ typedef struct pcu_step {
         pcu_gather_el ge;
         pcu_topk tk;
         pcu_scatter sc;
+        pcu_trilu tri;
         pcu_conv conv;
         pcu_mm mm;
     } u;

@@ -48,6 +48,7 @@ void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i) 
     case PCU_K_GATHER_EL: pcu_gather_el_at(&s->u.ge, op[2], op[0], op[1], err, i); break;
     case PCU_K_TOPK: pcu_topk_at(&s->u.tk, op[1], op[2], op[0], i); break;
     case PCU_K_SCATTER: pcu_scatter_at(&s->u.sc, op[2], op[0], op[1], err, i); break;
+    case PCU_K_TRILU: pcu_trilu_at(&s->u.tri, op[1], op[0], i); break;
     default: break;
     }
 }
@@ -194,6 +195,7 @@ int pcu_kernel_esize(const pcu_step *s, int k) {
     case PCU_K_GATHER_EL: return k == 1 ? pcu_tsize(s->u.ge.idx_t) : s->u.ge.esize;
     case PCU_K_TOPK: return k == 2 ? 8 : pcu_tsize(s->u.tk.t);
     case PCU_K_SCATTER: return k == 0 ? pcu_tsize(s->u.sc.idx_t) : s->u.sc.esize;
+    case PCU_K_TRILU: return s->u.tri.esize;
     default: return 4;
     }
 }
@@ -251,6 +253,7 @@ int64_t pcu_kernel_extent(const pcu_step *s, int k) {
     case PCU_K_EPI: return k == 1 ? s->u.epi.c : s->u.epi.n;
     case PCU_K_CUMSUM: return s->u.cs.outer * s->u.cs.len * s->u.cs.inner;
     case PCU_K_TOPK: return s->u.tk.outer * (k == 0 ? s->u.tk.len : s->u.tk.k) * s->u.tk.inner;
+    case PCU_K_TRILU: return s->u.tri.n;
     case PCU_K_SCATTER: { /* indices, updates: every one read; y: its elements */
         const pcu_scatter *c = &s->u.sc;
         const int64_t n_upd = c->nd ? c->run * c->slice : c->threads * c->run;
@@ -350,14 +353,15 @@ pp_status pcu_lint(const pcu_plan *pl, pp_err *err) {
                              (long long)mm->batch, (long long)bst[q], (unsigned long long)s->ops[opnd[q]].bytes);
             }
         }
-        /* outputs overlapping inputs: only an elementwise kernel over the
+        /* outputs overlapping inputs: only an elementwise kernel (or Trilu) over the
          * same bytes (each thread reads its element before writing it) */
         const unsigned outs = s->kind == PCU_S_HOST ? 0 : outputs_of(s);
         for (int a = 0; a < s->n_ops && !m[0]; a++) {
             if (!(outs & (1u << a))) continue;
             for (int b = 0; b < s->n_ops && !m[0]; b++) {
                 if (a == b || !overlap(&s->ops[a], &s->ops[b])) continue;
-                const bool ew_same = s->kind == PCU_S_KERNEL && (s->kernel == PCU_K_EW || s->kernel == PCU_K_EPI) &&
+                const bool ew_same = s->kind == PCU_S_KERNEL &&
+                                     (s->kernel == PCU_K_EW || s->kernel == PCU_K_EPI || s->kernel == PCU_K_TRILU) &&
                                      s->ops[a].off == s->ops[b].off && s->ops[a].bytes == s->ops[b].bytes;
                 if (!ew_same) snprintf(m, sizeof m, "output operand %d overlaps operand %d", a, b);
             }

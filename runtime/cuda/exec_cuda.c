@@ -348,6 +348,7 @@ static size_t param_size(const pcu_step *s) {
     case PCU_K_GATHER_EL: return sizeof(pcu_gather_el);
     case PCU_K_TOPK: return sizeof(pcu_topk);
     case PCU_K_SCATTER: return sizeof(pcu_scatter);
+    case PCU_K_TRILU: return sizeof(pcu_trilu);
     default: return sizeof(pcu_epi);
     }
 }

@@ -76,6 +76,11 @@ __global__ void pcu_k_scatter(const pcu_scatter *__restrict__ k, void *y, const 
     if (i < n) pcu_scatter_at(k, y, idx, upd, err, i);
 }
 
+__global__ void pcu_k_trilu(const pcu_trilu *__restrict__ k, void *y, const void *x, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_trilu_at(k, y, x, i);
+}
+
 __global__ void pcu_k_epi(const pcu_epi *__restrict__ k, float *y, const float *b, const float *r, int64_t n) {
     const int64_t i = PCU_TID;
     if (i < n) pcu_epi_at(k, y, b, r, i);
@@ -107,6 +112,7 @@ extern "C" int pcu_launch(int kind, const void *param, void *const *op, int *err
     case 9: pcu_k_cumsum<<<blocks, 256, 0, s>>>((const pcu_cumsum *)param, op[1], op[0], n); break;
     case 11: pcu_k_topk<<<blocks, 256, 0, s>>>((const pcu_topk *)param, op[1], (int64_t *)op[2], op[0], n); break;
     case 12: pcu_k_scatter<<<blocks, 256, 0, s>>>((const pcu_scatter *)param, op[2], op[0], op[1], err, n); break;
+    case 13: pcu_k_trilu<<<blocks, 256, 0, s>>>((const pcu_trilu *)param, op[1], op[0], n); break;
     case 10: pcu_k_gather_el<<<blocks, 256, 0, s>>>((const pcu_gather_el *)param, op[2], op[0], op[1], err, n); break;
     default: return (int)cudaErrorInvalidValue;
     }

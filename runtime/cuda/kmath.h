@@ -1288,4 +1288,28 @@ PCU_HD void pcu_scatter_at(const pcu_scatter *k, void *y, const void *idx, const
     }
 }
 
+/* ---- Trilu: one thread per element --------------------------------------------------------- */
+
+/* y = x where column - row >= k (upper) or <= k (lower) in each rows x cols
+ * matrix of the last two dims, zero bytes elsewhere (as the reference). */
+typedef struct pcu_trilu {
+    int32_t upper, esize;
+    int64_t rows, cols, k, n;
+} pcu_trilu;
+
+PCU_HD void pcu_trilu_at(const pcu_trilu *k, void *y, const void *x, int64_t i) {
+    const int64_t c = i % k->cols, r = (i / k->cols) % k->rows;
+    const int keep = k->upper ? c - r >= k->k : c - r <= k->k;
+    if (keep) {
+        pcu_copy_elem(y, i, x, i, k->esize);
+        return;
+    }
+    switch (k->esize) {
+    case 1: ((uint8_t *)y)[i] = 0; break;
+    case 2: ((uint16_t *)y)[i] = 0; break;
+    case 4: ((uint32_t *)y)[i] = 0; break;
+    default: ((uint64_t *)y)[i] = 0; break;
+    }
+}
+
 #endif

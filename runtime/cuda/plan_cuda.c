@@ -14,7 +14,7 @@
  *     Sign, Shrink, IsNaN/IsInf, the bitwise ops and BitShift), Where, Cast, Clip, Softmax, reductions, ArgMax/ArgMin,
  *     global pools, MaxPool/AveragePool, Batch/Layer/Instance/Group
  *     normalization, Transpose, Slice, Concat, Split, Gather, Expand, Tile,
- *     Pad (constant), ScatterND/ScatterElements: an own kernel (kmath.h);
+ *     Pad (constant), ScatterND/ScatterElements, Trilu: an own kernel (kmath.h);
  *   - Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: a copy (none
  *     where the plan gave both the same bytes);
  *   - anything else, and any of the above with types or attributes the step
@@ -1025,6 +1025,36 @@ static pp_status plan_scatter(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* Trilu with a constant k (pcu_trilu_at); its output not over its input
+ * unless on the same bytes (each thread reads its own element first). */
+static pp_status plan_trilu(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
+    *ok = false;
+    pp_tinfo tin[2];
+    const int es = (int)pp_dtype_size(x->dtype), r = x->shape.rank;
+    if (es < 1 || es > 8 || y->dtype != x->dtype || r < 2 || !const_inputs(P, n, tin, 2) ||
+        partly_same(R(P, n->out[0]), R(P, n->in[0])))
+        return PP_OK;
+    int64_t kk = 0;
+    if (tin[1].data) {
+        if ((tin[1].dtype != PP_I64 && tin[1].dtype != PP_I32) || numel(&tin[1].shape) != 1) return PP_OK;
+        kk = tin[1].dtype == PP_I64 ? *(const int64_t *)tin[1].data : *(const int32_t *)tin[1].data;
+    }
+    pcu_trilu k = {.upper = attr_i(P, n, "upper", 1) != 0, .esize = es, .rows = x->shape.dim[r - 2],
+                   .cols = x->shape.dim[r - 1], .k = kk, .n = numel(&x->shape)};
+    *ok = true;
+    if (k.n == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
+    s->kernel = PCU_K_TRILU;
+    s->u.tri = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->out[0]);
+    s->threads = k.n;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
 /* TopK of f32, f64, i32 or i64 with a constant K (pcu_topk_at). */
 static pp_status plan_topk(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
@@ -1413,6 +1443,7 @@ static const struct {
     ROW(CUMSUM, plan_cumsum, "own kernel") ROW(GATHERELEMENTS, plan_gather_elements, "own kernel")
     ROW(TOPK, plan_topk, "own kernel") ROW(SCATTERND, plan_scatter, "own kernel")
     ROW(SCATTERELEMENTS, plan_scatter, "own kernel") ROW(SCATTER, plan_scatter, "own kernel")
+    ROW(TRILU, plan_trilu, "own kernel")
     ROW(MAXPOOL, plan_pool, "own kernel") ROW(AVGPOOL, plan_pool, "own kernel")
     ROW(GLOBALAVGPOOL, plan_reduce, "own kernel") ROW(GLOBALMAXPOOL, plan_reduce, "own kernel")
     ROW(ARGMAX, plan_reduce, "own kernel") ROW(ARGMIN, plan_reduce, "own kernel")
@@ -1505,7 +1536,7 @@ const char *pcu_step_name(const pcu_step *s) {
     static const char *const kernels[PCU_K_COUNT] = {"elementwise", "strided copy", "reduction", "softmax",
                                                      "normalization", "batch normalization", "pool",
                                                      "convolution epilogue", "resize", "cumsum",
-                                                     "gather elements", "topk", "scatter"};
+                                                     "gather elements", "topk", "scatter", "trilu"};
     switch (s->kind) {
     case PCU_S_KERNEL: return s->kernel >= 0 && s->kernel < PCU_K_COUNT ? kernels[s->kernel] : "kernel";
     case PCU_S_CONV: return s->u.conv.transpose ? "cuDNN convolution backward data" : "cuDNN convolution";

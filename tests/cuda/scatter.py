@@ -4,8 +4,10 @@ cuda-emu: against onnxruntime (floats within rtol 1e-6, integers exactly)
 and bit for bit against pprt's reference kernels, with no host step:
 every reduction (repeated positions: the reference's order), negative
 indices, each axis, int32 and int64 indices (ScatterElements), float, double, float16 and
-integer data; a KV-cache-like update of whole slices; and an index out of
-range fails the run with exit 2 and a message saying so.
+integer data; a KV-cache-like update of whole slices; an index out of
+range fails the run with exit 2 and a message saying so. And Trilu with a
+constant k (upper and lower, k inside and beyond the matrix; float, double,
+int64: onnxruntime's types) on its own kernel the same way.
 Usage: scatter.py WORKDIR   (env: PPCC, PPRT)"""
 import json
 import os
@@ -62,11 +64,17 @@ def main():
     cases.append(elements_case((6, 7), -1, "none", np.float16, np.int64, False))
     cases.append(nd_case((2, 16, 8), 2, 3, "none", np.float32, np.int64, False))  # a KV cache: rows of a [b, t, d] cache
     cases.append(nd_case((5, 4), 2, 20, "add", np.float32, np.int64, True))  # many small updates, repeated
+    for upper in (0, 1):  # Trilu with a constant k (its own kernel too)
+        for kk, dt in ((0, np.float32), (2, np.int64), (-1, np.float64), (-9, np.float32), (7, np.int64)):
+            x = (rng.standard_normal((3, 4, 6)) * 4).astype(dt)
+            node = helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)
+            cases.append((node, {"x": x}, numpy_helper.from_array(np.array(kk, np.int64), "k")))
     bad = 0
-    for c, (node, data) in enumerate(cases):
+    for c, (node, data, *init) in enumerate(cases):
         g = helper.make_graph([node], "g", [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
                                             for k, v in data.items()],
-                              [helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(data["x"].dtype), None)])
+                              [helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(data["x"].dtype), None)],
+                              init)
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), f"s{c}.onnx")
         os.makedirs(f"s{c}_data", exist_ok=True)
         for k, v in data.items():
@@ -104,7 +112,7 @@ def main():
     if r.returncode != 2 or "out of range" not in r.stderr:
         print(f"FAIL: an index out of range: exit {r.returncode}: {r.stderr.strip()}")
         bad += 1
-    print(f"scatter: {len(cases) + 1 - bad} of {len(cases) + 1} cases as expected ({len(cases)} on the own kernel, "
+    print(f"scatter, trilu: {len(cases) + 1 - bad} of {len(cases) + 1} cases as expected ({len(cases)} on own kernels, "
           f"one index out of range)")
     return 1 if bad else 0
 
