@@ -963,22 +963,24 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) 
     y[i] = k->max ? (nan ? NAN : (float)acc) : (float)(cnt ? acc / (double)cnt : NAN);
 }
 
-/* ---- Resize (nearest, linear) over at most two axes: one thread per output element -------- */
+/* ---- Resize: one thread per output element, at most two resized axes ------------------------ */
 
-/* As the reference kernel (ref_nn.c): per resized axis, the source
- * coordinate of the output position (coord: pp_resize_coord's numbering,
- * crop-and-resize excluded), then one tap (nearest: floor, rounded by
- * `nearest`, pp_resize_nearest's numbering) or two (linear: 1 - |i - x|),
- * indices clamped to the input. The axes are applied one after the other,
- * the lower first, each result rounded to float, as the reference's passes
- * do. a < b: the resized axes (b = -1: one axis); every other axis keeps
- * its size. */
+/* As the reference (ref_nn.c): the resized axes a < b in passes, a first
+ * (each pass's value rounded to float, as its intermediate buffer), every
+ * pass a sum over taps j of weight(j) * x[index(j)] in double; nearest takes
+ * one tap. Linear and cubic taps j = start .. -start+1 around the source
+ * coordinate, weight K((j - ratio) * s) with s = scale when antialiasing a
+ * downscale (else 1), taps outside the input clamped (exclude_outside: weight
+ * 0), the weights divided by their sum with antialias or exclude_outside;
+ * tf_crop_and_resize positions outside the input take `extrap`. A pass over
+ * an innermost axis (sum_*) adds every tap, the others skip zero weights. */
 typedef struct pcu_resize {
-    int32_t rank, linear, coord, nearest, a, b;
-    int32_t sum_a, sum_b; /* the pass is over an innermost axis (nothing after it longer than 1) */
+    int32_t rank, mode, coord, nearest, a, b; /* mode: 0 nearest, 1 linear, 2 cubic */
+    int32_t sum_a, sum_b, exclude, antialias;
+    float cubic_a, extrap;
     int64_t n; /* output elements */
     int64_t in[PCU_MAXD], out[PCU_MAXD];
-    double scale[PCU_MAXD];
+    double scale[PCU_MAXD], roi0[PCU_MAXD], roi1[PCU_MAXD];
 } pcu_resize;
 
 PCU_HD double pcu_resize_coord(const pcu_resize *k, int d, int64_t o) {
@@ -989,44 +991,95 @@ PCU_HD double pcu_resize_coord(const pcu_resize *k, int d, int64_t o) {
     case 2: return k->out[d] > 1 ? (x + 0.5) / s - 0.5 : 0.0; /* pytorch_half_pixel */
     case 3: return ow == 1 ? 0.0 : x * (in - 1) / (ow - 1); /* align_corners */
     case 4: return x / s; /* asymmetric */
+    case 5: { /* tf_crop_and_resize */
+        const double r0 = k->roi0[d], r1 = k->roi1[d];
+        return k->out[d] > 1 ? r0 * (in - 1) + x * (r1 - r0) * (in - 1) / (on - 1) : 0.5 * (r0 + r1) * (in - 1);
+    }
     default: return (x + 0.5) / s; /* tf_half_pixel_for_nn */
     }
 }
 
-/* The taps of output position o on axis d: indices *i0, *i1, weights *w0, *w1. */
-PCU_HD void pcu_resize_taps(const pcu_resize *k, int d, int64_t o, int64_t *i0, int64_t *i1, double *w0,
-                            double *w1) {
+/* The taps of axis d: their count, the first one's offset *start and the
+ * kernel's stretch *s. */
+PCU_HD int64_t pcu_resize_ntaps(const pcu_resize *k, int d, int64_t *start, double *s) {
+    if (k->mode == 0) {
+        *start = 0, *s = 1.0;
+        return 1;
+    }
+    const double support = k->mode == 1 ? 1.0 : 2.0;
+    *s = k->antialias && k->scale[d] < 1.0 ? k->scale[d] : 1.0;
+    *start = (int64_t)floor(-support / *s) + 1;
+    return 2 - 2 * *start;
+}
+
+PCU_HD double pcu_cubic_w(double x, double A) {
+    x = fabs(x);
+    if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
+    if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+    return 0;
+}
+
+/* Tap j of output position o on axis d: its input index, and its weight
+ * before the division by the sum (nearest: weight 1). */
+PCU_HD double pcu_resize_tap(const pcu_resize *k, int d, int64_t o, int64_t j, int64_t *idx) {
     const double x = pcu_resize_coord(k, d, o), fl = floor(x);
     const int integral = x == fl;
     const int64_t in = k->in[d];
-    if (!k->linear) {
-        int64_t i = (int64_t)fl;
+    int64_t i;
+    double w = 1.0;
+    if (k->mode == 0) {
+        i = (int64_t)fl;
         if (!integral) {
             const double frac = x - fl;
             i += k->nearest == 0 ? frac > 0.5 : k->nearest == 1 ? frac >= 0.5 : k->nearest == 2 ? 0 : 1;
         }
-        *i0 = *i1 = i < 0 ? 0 : i >= in ? in - 1 : i;
-        *w0 = 1.0, *w1 = 0.0;
-        return;
+    } else {
+        int64_t start;
+        double s;
+        (void)pcu_resize_ntaps(k, d, &start, &s);
+        const double ratio = integral ? 1.0 : x - fl;
+        i = (integral ? (int64_t)x - 1 : (int64_t)fl) + start + j;
+        const double arg = ((double)(start + j) - ratio) * s;
+        w = k->mode == 1 ? (fabs(arg) < 1 ? 1 - fabs(arg) : 0) : pcu_cubic_w(arg, k->cubic_a);
+        if (k->exclude && (i < 0 || i >= in)) w = 0;
     }
-    const double ratio = integral ? 1.0 : x - fl;
-    const int64_t first = integral ? (int64_t)x - 1 : (int64_t)fl;
-    const double a0 = fabs(0.0 - ratio), a1 = fabs(1.0 - ratio);
-    *w0 = a0 < 1 ? 1 - a0 : 0.0;
-    *w1 = a1 < 1 ? 1 - a1 : 0.0;
-    *i0 = first < 0 ? 0 : first >= in ? in - 1 : first;
-    *i1 = first + 1 < 0 ? 0 : first + 1 >= in ? in - 1 : first + 1;
+    *idx = i < 0 ? 0 : i >= in ? in - 1 : i;
+    return w;
 }
 
-/* One pass's value: the taps i0, i1 (weights w0, w1) at stride st from p;
- * as the reference: nearest copies; linear sums from 0.0, over every tap on
- * an innermost axis (sum), else over the taps of nonzero weight. */
-PCU_HD float pcu_resize_pass(const pcu_resize *k, int sum, const float *p, int64_t i0, int64_t i1, int64_t st,
-                             double w0, double w1) {
-    if (!k->linear) return p[i0 * st];
-    double acc = 0.0;
-    if (sum || w0 != 0) acc += w0 * p[i0 * st];
-    if (sum || w1 != 0) acc += w1 * p[i1 * st];
+/* What the weights of output position o on axis d are divided by. */
+PCU_HD double pcu_resize_norm(const pcu_resize *k, int d, int64_t o) {
+    if (k->mode == 0 || !(k->antialias || k->exclude)) return 1.0;
+    int64_t start, idx;
+    double s, sum = 0;
+    const int64_t n = pcu_resize_ntaps(k, d, &start, &s);
+    for (int64_t j = 0; j < n; j++) sum += pcu_resize_tap(k, d, o, j, &idx);
+    return sum != 0 ? sum : 1.0;
+}
+
+/* Whether output position o on axis d lies outside a tf_crop_and_resize input. */
+PCU_HD int pcu_resize_ext(const pcu_resize *k, int d, int64_t o) {
+    if (k->coord != 5) return 0;
+    const double x = pcu_resize_coord(k, d, o);
+    return x < 0 || x > (double)(k->in[d] - 1);
+}
+
+/* The pass over axis a at output position oa, from p (stride sa), as a float. */
+PCU_HD float pcu_resize_pass(const pcu_resize *k, int d, int sum, const float *p, int64_t o, int64_t st) {
+    if (pcu_resize_ext(k, d, o)) return k->extrap;
+    int64_t start, idx;
+    double s, acc = 0.0;
+    const int64_t n = pcu_resize_ntaps(k, d, &start, &s);
+    const double norm = pcu_resize_norm(k, d, o);
+    if (n == 1) {
+        (void)pcu_resize_tap(k, d, o, 0, &idx);
+        return p[idx * st];
+    }
+    for (int64_t j = 0; j < n; j++) {
+        double w = pcu_resize_tap(k, d, o, j, &idx);
+        w = norm != 1.0 ? w / norm : w;
+        if (sum || w != 0) acc += w * p[idx * st];
+    }
     return (float)acc;
 }
 
@@ -1041,24 +1094,29 @@ PCU_HD void pcu_resize_at(const pcu_resize *k, float *y, const float *x, int64_t
         else base += c * st;
         st *= k->in[d];
     }
-    int64_t a0, a1, b0, b1;
-    double wa0, wa1, wb0, wb1;
-    pcu_resize_taps(k, k->a, oa, &a0, &a1, &wa0, &wa1);
     if (k->b < 0) {
-        y[i] = pcu_resize_pass(k, k->sum_a, x + base, a0, a1, sa, wa0, wa1);
+        y[i] = pcu_resize_pass(k, k->a, k->sum_a, x + base, oa, sa);
         return;
     }
-    pcu_resize_taps(k, k->b, ob, &b0, &b1, &wb0, &wb1);
-    /* the pass over a at the two b taps, then the pass over b */
-    const float t0 = pcu_resize_pass(k, k->sum_a, x + base + b0 * sb, a0, a1, sa, wa0, wa1);
-    const float t1 = pcu_resize_pass(k, k->sum_a, x + base + b1 * sb, a0, a1, sa, wa0, wa1);
-    if (!k->linear) {
-        y[i] = t0;
+    /* the pass over b, each of its taps the pass over a at that position */
+    if (pcu_resize_ext(k, k->b, ob)) {
+        y[i] = k->extrap;
         return;
     }
-    double acc = 0.0;
-    if (k->sum_b || wb0 != 0) acc += wb0 * t0;
-    if (k->sum_b || wb1 != 0) acc += wb1 * t1;
+    int64_t start, idx;
+    double s, acc = 0.0;
+    const int64_t n = pcu_resize_ntaps(k, k->b, &start, &s);
+    if (n == 1) {
+        (void)pcu_resize_tap(k, k->b, ob, 0, &idx);
+        y[i] = pcu_resize_pass(k, k->a, k->sum_a, x + base + idx * sb, oa, sa);
+        return;
+    }
+    const double norm = pcu_resize_norm(k, k->b, ob);
+    for (int64_t j = 0; j < n; j++) {
+        double w = pcu_resize_tap(k, k->b, ob, j, &idx);
+        w = norm != 1.0 ? w / norm : w;
+        if (k->sum_b || w != 0) acc += w * (double)pcu_resize_pass(k, k->a, k->sum_a, x + base + idx * sb, oa, sa);
+    }
     y[i] = (float)acc;
 }
 

@@ -847,15 +847,23 @@ static pp_status plan_resize(planner *P, int ni, bool *ok) {
         return PP_OK; /* computed scales or sizes: the host */
     pp_resize r;
     if (pp_resize_parse(attrs_of(P, n), tin, n->n_in, &r, NULL) != PP_OK) return PP_OK;
-    if (r.mode == PP_RS_CUBIC || r.antialias || r.exclude_outside || r.coord == PP_RC_TF_CROP_AND_RESIZE) return PP_OK;
     const pp_shape *xs = &x->shape;
-    pcu_resize k = {.rank = xs->rank, .linear = r.mode == PP_RS_LINEAR, .coord = (int32_t)r.coord,
-                    .nearest = (int32_t)r.nearest, .a = -1, .b = -1, .n = numel(&y->shape)};
+    pcu_resize k = {.rank = xs->rank, .mode = r.mode == PP_RS_NEAREST ? 0 : r.mode == PP_RS_LINEAR ? 1 : 2,
+                    .coord = (int32_t)r.coord, .nearest = (int32_t)r.nearest, .a = -1, .b = -1,
+                    .exclude = r.exclude_outside, .antialias = r.antialias, .cubic_a = r.cubic_a,
+                    .extrap = r.extrapolation, .n = numel(&y->shape)};
+    _Static_assert(PP_RC_TF_CROP_AND_RESIZE == 5 && PP_RS_CUBIC == 2, "pcu_resize's numbering");
     for (int d = 0; d < xs->rank; d++) {
-        k.in[d] = xs->dim[d], k.out[d] = r.out[d], k.scale[d] = r.scale[d];
+        k.in[d] = xs->dim[d], k.out[d] = r.out[d], k.scale[d] = r.scale[d], k.roi0[d] = r.roi0[d],
+        k.roi1[d] = r.roi1[d];
         if (r.out[d] != y->shape.dim[d]) return PP_OK;
         /* the axes the reference resizes (ref_nn.c's resize_identity) */
-        if (r.out[d] == xs->dim[d] && fabs(r.scale[d] - 1.0) <= 1e-9) continue;
+        if (r.out[d] == xs->dim[d] && (r.coord == PP_RC_TF_CROP_AND_RESIZE ? r.roi0[d] == 0.0 && r.roi1[d] == 1.0
+                                                                           : fabs(r.scale[d] - 1.0) <= 1e-9))
+            continue;
+        int64_t start;
+        double st;
+        if (pcu_resize_ntaps(&k, d, &start, &st) > 64) return PP_OK; /* a strong antialiased downscale: the host */
         if (k.a < 0) k.a = d;
         else if (k.b < 0) k.b = d;
         else return PP_OK; /* three or more axes: the host */
