@@ -694,7 +694,7 @@ PCU_HD void pcu_ew_at(const pcu_ew *k, void *y, const void *x0, const void *x1, 
  * (negative counts from the end, range checked against glen) is the
  * source's position along that dim (stride gsrc_st). */
 typedef struct pcu_perm {
-    int32_t rank, esize, pad, gdim; /* gdim < 0: no gather */
+    int32_t rank, esize, pad, gdim; /* pad: 0 none, 1 constant, 2 reflect, 3 edge, 4 wrap; gdim < 0: no gather */
     int32_t gidx_t;                 /* the indices' element type */
     int64_t n;
     int64_t dim[PCU_MAXD], sst[PCU_MAXD], dst_st[PCU_MAXD], mod[PCU_MAXD], lo[PCU_MAXD],
@@ -736,9 +736,19 @@ PCU_HD void pcu_perm_at(const pcu_perm *k, void *y, const void *x, const void *g
             continue;
         }
         if (k->mod[d] > 0) c %= k->mod[d];
-        if (k->pad) {
+        if (k->pad) { /* 1 constant, 2 reflect, 3 edge, 4 wrap (as the reference's pad_src) */
             c -= k->lo[d];
-            if (c < 0 || c >= k->sdim[d]) outside = outside ? outside : 1;
+            const int64_t n = k->sdim[d];
+            if (c < 0 || c >= n) {
+                if (k->pad == 1) outside = outside ? outside : 1;
+                else if (k->pad == 3) c = c < 0 ? 0 : n - 1;
+                else if (k->pad == 4) c = ((c % n) + n) % n;
+                else if (n == 1) c = 0;
+                else {
+                    const int64_t p = 2 * (n - 1), q = ((c % p) + p) % p;
+                    c = q < n ? q : p - q;
+                }
+            }
         }
         s += c * k->sst[d];
     }

@@ -14,7 +14,7 @@
  *     Sign, Shrink, IsNaN/IsInf, the bitwise ops and BitShift), Where, Cast, Clip, Softmax, reductions, ArgMax/ArgMin,
  *     global pools, MaxPool/AveragePool, Batch/Layer/Instance/Group
  *     normalization, Transpose, Slice, Concat, Split, Gather, Expand, Tile,
- *     Pad (constant), ScatterND/ScatterElements, Trilu: an own kernel (kmath.h);
+ *     Pad (every mode), ScatterND/ScatterElements, Trilu: an own kernel (kmath.h);
  *   - Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: a copy (none
  *     where the plan gave both the same bytes);
  *   - anything else, and any of the above with types or attributes the step
@@ -503,7 +503,9 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
     *ok = false;
     const char *mode = "constant";
     (void)pp_attr_string(attrs_of(P, n), "mode", "constant", &mode, NULL);
-    if (strcmp(mode, "constant") || !pp_dtype_size(x->dtype) || pp_dtype_size(x->dtype) > 8) return PP_OK;
+    const int pmode = !strcmp(mode, "constant") ? 1 : !strcmp(mode, "reflect") ? 2 : !strcmp(mode, "edge") ? 3
+                      : !strcmp(mode, "wrap")   ? 4 : 0;
+    if (!pmode || !pp_dtype_size(x->dtype) || pp_dtype_size(x->dtype) > 8) return PP_OK;
     const int r = x->shape.rank;
     int64_t pads[2 * PP_MAX_DIMS];
     double value = 0;
@@ -512,16 +514,42 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
         if (pp_attr_ints(attrs_of(P, n), "pads", pads, 2 * PP_MAX_DIMS, &np, NULL) != PP_OK || np != 2 * r) return PP_OK;
         value = attr_f(P, n, "value", 0);
     } else {
-        const pprt_tdesc *pt = T(P, n->in[1]);
-        if (!pt || pt->kind != PPRT_WEIGHT || !pt->data || pt->dtype != PP_I64 || numel(&pt->shape) != 2 * r) return PP_OK;
-        if (n->n_in > 3 && n->in[3] >= 0) return PP_OK; /* axes */
-        memcpy(pads, pt->data, (size_t)(2 * r) * sizeof *pads);
+        const pprt_tdesc *pt = T(P, n->in[1]), *at = n->n_in > 3 && n->in[3] >= 0 ? T(P, n->in[3]) : NULL;
+        int na = r;
+        int64_t axes[PP_MAX_DIMS];
+        for (int d = 0; d < r; d++) axes[d] = d;
+        if (at) { /* axes: constant, each once */
+            if (at->kind != PPRT_WEIGHT || !at->data || (at->dtype != PP_I64 && at->dtype != PP_I32) ||
+                numel(&at->shape) > r)
+                return PP_OK;
+            na = (int)numel(&at->shape);
+            for (int i = 0; i < na; i++) {
+                int64_t a = 0;
+                if (at->dtype == PP_I64) memcpy(&a, at->data + 8 * i, 8);
+                else {
+                    int32_t a32;
+                    memcpy(&a32, at->data + 4 * i, 4);
+                    a = a32;
+                }
+                if (a < -r || a >= r) return PP_OK;
+                axes[i] = a < 0 ? a + r : a;
+                for (int j = 0; j < i; j++)
+                    if (axes[j] == axes[i]) return PP_OK;
+            }
+        }
+        if (!pt || pt->kind != PPRT_WEIGHT || !pt->data || pt->dtype != PP_I64 || numel(&pt->shape) != 2 * na) return PP_OK;
+        int64_t pv[2 * PP_MAX_DIMS];
+        memcpy(pv, pt->data, (size_t)(2 * na) * sizeof *pv);
+        for (int d = 0; d < 2 * r; d++) pads[d] = 0;
+        for (int i = 0; i < na; i++) pads[axes[i]] = pv[i], pads[r + axes[i]] = pv[na + i];
         if (n->n_in > 2 && n->in[2] >= 0) {
             const pprt_tdesc *vt = T(P, n->in[2]);
             if (vt->kind != PPRT_WEIGHT || !vt->data || vt->dtype != x->dtype) return PP_OK;
             value = pcu_is_float(x->dtype) ? pcu_ldd(vt->data, x->dtype, 0) : (double)pcu_ldi(vt->data, x->dtype, 0);
         }
     }
+    for (int d = 0; d < r && pmode != 1; d++) /* the reference refuses these; it says why */
+        if (pads[d] < 0 || pads[r + d] < 0 || (x->shape.dim[d] == 0 && (pads[d] || pads[r + d]))) return PP_OK;
     int64_t xst[PP_MAX_DIMS], yst[PP_MAX_DIMS];
     strides_of(&x->shape, xst);
     strides_of(&y->shape, yst);
@@ -529,7 +557,7 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
     if (!s) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
     pcu_perm *k = &s->u.perm;
     k->rank = r;
-    k->pad = 1;
+    k->pad = pmode;
     k->value = value;
     for (int d = 0; d < r; d++) {
         k->dim[d] = y->shape.dim[d];
