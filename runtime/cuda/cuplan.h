@@ -25,6 +25,7 @@ enum { PCU_SP_ARENA, PCU_SP_WEIGHTS, PCU_SP_IN, PCU_SP_OUT, PCU_SP_WORK, PCU_SP_
 #define PCU_WORK_LIB 256        /* offset of the library workspace in WORK */
 #define PCU_LIB_WORKSPACE (32u << 20) /* bytes: fixed, so engine choices never depend on memory */
 #define PCU_BLOCK 256           /* threads per block of every own kernel */
+#define PCU_KERNEL_OPS 12       /* operands of an own kernel at most (Attention's 10) */
 
 typedef struct pcu_ref {
     int32_t space;  /* PCU_SP_* */
@@ -42,7 +43,7 @@ typedef enum pcu_step_kind {
 
 typedef enum pcu_kernel_kind {
     PCU_K_EW, PCU_K_PERM, PCU_K_RED, PCU_K_SOFTMAX, PCU_K_NORM, PCU_K_BN, PCU_K_POOL, PCU_K_EPI, PCU_K_RESIZE,
-    PCU_K_CUMSUM, PCU_K_GATHER_EL, PCU_K_TOPK, PCU_K_SCATTER, PCU_K_TRILU,
+    PCU_K_CUMSUM, PCU_K_GATHER_EL, PCU_K_TOPK, PCU_K_SCATTER, PCU_K_TRILU, PCU_K_ROPE, PCU_K_ATTN,
     PCU_K_COUNT
 } pcu_kernel_kind;
 
@@ -77,6 +78,8 @@ typedef struct pcu_mm {
  *          TOPK    x values [indices]
  *          SCATTER indices updates y (y holds the data: read and written)
  *          TRILU   x y
+ *          ROPE    x cos sin [position_ids] y
+ *          ATTN    Q K V [mask] [past_key] [past_value] [nonpad] Y [qk] scratch (WORK)
  *          NORM    x scale [bias] y [mean] [inv_std_dev] (absent: space -1)
  *          BN      x scale bias mean var y
  *          EPI     y [bias] [res] (y read and written)
@@ -106,6 +109,8 @@ typedef struct pcu_step {
         pcu_topk tk;
         pcu_scatter sc;
         pcu_trilu tri;
+        pcu_rope rope;
+        pcu_attn attn;
         pcu_conv conv;
         pcu_mm mm;
     } u;

@@ -49,6 +49,8 @@ void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i) 
     case PCU_K_TOPK: pcu_topk_at(&s->u.tk, op[1], op[2], op[0], i); break;
     case PCU_K_SCATTER: pcu_scatter_at(&s->u.sc, op[2], op[0], op[1], err, i); break;
     case PCU_K_TRILU: pcu_trilu_at(&s->u.tri, op[1], op[0], i); break;
+    case PCU_K_ROPE: pcu_rope_at(&s->u.rope, op[4], op[0], op[1], op[2], op[3], err, i); break;
+    case PCU_K_ATTN: pcu_attn_at(&s->u.attn, op[7], op[8], op[9], op[0], op[1], op[2], op[3], op[4], op[5], op[6], i); break;
     default: break;
     }
 }
@@ -196,6 +198,8 @@ int pcu_kernel_esize(const pcu_step *s, int k) {
     case PCU_K_TOPK: return k == 2 ? 8 : pcu_tsize(s->u.tk.t);
     case PCU_K_SCATTER: return k == 0 ? pcu_tsize(s->u.sc.idx_t) : s->u.sc.esize;
     case PCU_K_TRILU: return s->u.tri.esize;
+    case PCU_K_ROPE: return k == 3 ? 8 : 4;
+    case PCU_K_ATTN: return k == 3 && s->u.attn.mask_bool ? 1 : k == 6 || k == 9 ? 8 : 4;
     default: return 4;
     }
 }
@@ -254,6 +258,18 @@ int64_t pcu_kernel_extent(const pcu_step *s, int k) {
     case PCU_K_CUMSUM: return s->u.cs.outer * s->u.cs.len * s->u.cs.inner;
     case PCU_K_TOPK: return s->u.tk.outer * (k == 0 ? s->u.tk.len : s->u.tk.k) * s->u.tk.inner;
     case PCU_K_TRILU: return s->u.tri.n;
+    case PCU_K_ROPE: {
+        const pcu_rope *r = &s->u.rope;
+        return k == 0 || k == 4 ? r->n : k == 3 ? r->B * r->S : (r->has_pos ? r->max_pos : r->B * r->S) * (r->rot / 2);
+    }
+    case PCU_K_ATTN: {
+        const pcu_attn *t = &s->u.attn;
+        const int64_t e[10] = {t->B * t->Hq * t->Sq * t->D, t->B * t->Hkv * t->Skv * t->D, t->B * t->Hkv * t->Skv * t->Dv,
+                               t->mdim[0] * t->mdim[1] * t->mdim[2] * t->mdim[3], t->B * t->Hkv * t->P * t->D,
+                               t->B * t->Hkv * t->P * t->Dv, t->B, t->B * t->Hq * t->Sq * t->Dv, t->rows * t->T,
+                               t->rows * t->T};
+        return k < 10 ? e[k] : -1;
+    }
     case PCU_K_SCATTER: { /* indices, updates: every one read; y: its elements */
         const pcu_scatter *c = &s->u.sc;
         const int64_t n_upd = c->nd ? c->run * c->slice : c->threads * c->run;
@@ -293,6 +309,8 @@ static unsigned outputs_of(const pcu_step *s) {
         case PCU_K_GATHER_EL: return 1u << 2;
         case PCU_K_TOPK: return 6u;
         case PCU_K_SCATTER: return 1u << 2;
+        case PCU_K_ROPE: return 1u << 4;
+        case PCU_K_ATTN: return 7u << 7;
         default: return 2u;
         }
     case PCU_S_CONV: return 1u << 4;
@@ -434,8 +452,11 @@ static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt
         free(x);
         return s;
     }
-    /* the workspace: only its error word is used off the GPU */
-    const uint64_t want[PCU_SP_COUNT] = {x->pl.bytes[PCU_SP_ARENA], x->pl.bytes[PCU_SP_WEIGHTS], 0, 0, PCU_WORK_LIB};
+    /* the workspace: off the GPU its error word and the own kernels' scratch
+     * after the library workspace, which stays untouched (never paged in) */
+    const uint64_t want[PCU_SP_COUNT] = {x->pl.bytes[PCU_SP_ARENA], x->pl.bytes[PCU_SP_WEIGHTS], 0, 0,
+                                         x->pl.bytes[PCU_SP_WORK]};
+    const uint64_t lib_end = PCU_WORK_LIB + PCU_LIB_WORKSPACE;
     size_t host_bytes = 0;
     for (int i = 0; i < st->n_tensors; i++) host_bytes += pp_align_up(st->t[i].nbytes, 64);
     x->ptr = calloc(pp_count(st->n_tensors), sizeof *x->ptr);
@@ -447,7 +468,11 @@ static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt
         ok = posix_memalign(&m, 256, want[i] ? want[i] : 256) == 0;
         x->mem[i] = m;
         /* fresh device memory holds anything: never zeros the plan relies on */
-        if (ok) memset(m, 0xA5, want[i] ? want[i] : 256);
+        if (ok && i != PCU_SP_WORK) memset(m, 0xA5, want[i] ? want[i] : 256);
+        if (ok && i == PCU_SP_WORK) {
+            memset(m, 0xA5, PCU_WORK_LIB);
+            if (want[i] > lib_end) memset((unsigned char *)m + lib_end, 0xA5, want[i] - lib_end);
+        }
     }
     void *hb = NULL;
     ok = ok && posix_memalign(&hb, 64, host_bytes ? host_bytes : 64) == 0;
@@ -486,8 +511,8 @@ pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_er
     for (int i = 0; i < x->pl.n_steps; i++) {
         const pcu_step *s = &x->pl.steps[i];
         const double t0 = now_s();
-        void *op[8] = {NULL};
-        for (int k = 0; k < s->n_ops && k < 8; k++) op[k] = at(x, &s->ops[k]);
+        void *op[PCU_KERNEL_OPS] = {NULL};
+        for (int k = 0; k < s->n_ops && k < PCU_KERNEL_OPS; k++) op[k] = at(x, &s->ops[k]);
         pp_status st = PP_OK;
         switch (s->kind) {
         case PCU_S_KERNEL:

@@ -349,6 +349,8 @@ static size_t param_size(const pcu_step *s) {
     case PCU_K_TOPK: return sizeof(pcu_topk);
     case PCU_K_SCATTER: return sizeof(pcu_scatter);
     case PCU_K_TRILU: return sizeof(pcu_trilu);
+    case PCU_K_ROPE: return sizeof(pcu_rope);
+    case PCU_K_ATTN: return sizeof(pcu_attn);
     default: return sizeof(pcu_epi);
     }
 }
@@ -509,8 +511,8 @@ static pp_status issue(pprt_exec *x, pp_err *err) {
         if (s->kind == PCU_S_HOST) {
             PP_TRY(host_exec(x, s, err));
         } else if (s->kind == PCU_S_KERNEL) {
-            void *op[8] = {NULL};
-            for (int k = 0; k < s->n_ops && k < 8; k++) op[k] = dptr(x, &s->ops[k]);
+            void *op[PCU_KERNEL_OPS] = {NULL};
+            for (int k = 0; k < s->n_ops && k < PCU_KERNEL_OPS; k++) op[k] = dptr(x, &s->ops[k]);
             if (s->kernel == PCU_K_EW) { /* the launcher takes x0, x1, x2, y */
                 void *y = op[s->u.ew.nin];
                 for (int k = s->u.ew.nin; k < 3; k++) op[k] = op[0];

@@ -81,6 +81,19 @@ __global__ void pcu_k_trilu(const pcu_trilu *__restrict__ k, void *y, const void
     if (i < n) pcu_trilu_at(k, y, x, i);
 }
 
+__global__ void pcu_k_rope(const pcu_rope *__restrict__ k, float *y, const float *x, const float *c, const float *s,
+                           const int64_t *pos, int *err, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_rope_at(k, y, x, c, s, pos, err, i);
+}
+
+__global__ void pcu_k_attn(const pcu_attn *__restrict__ k, float *y, float *qk, double *sc, const float *q,
+                           const float *kk, const float *v, const void *m, const float *pk, const float *pv,
+                           const int64_t *nonpad, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_attn_at(k, y, qk, sc, q, kk, v, m, pk, pv, nonpad, i);
+}
+
 __global__ void pcu_k_epi(const pcu_epi *__restrict__ k, float *y, const float *b, const float *r, int64_t n) {
     const int64_t i = PCU_TID;
     if (i < n) pcu_epi_at(k, y, b, r, i);
@@ -88,7 +101,8 @@ __global__ void pcu_k_epi(const pcu_epi *__restrict__ k, float *y, const float *
 
 /* Launch own kernel `kind` (pcu_kernel_kind, in the order of cuplan.h) over
  * n threads, PCU_BLOCK = 256 per block, on stream; param: its parameter block
- * in device memory; op: its operands (cuplan.h's order, NULL where absent).
+ * in device memory; op: its operands (cuplan.h's order, NULL where absent;
+ * PCU_KERNEL_OPS at most).
  * Returns the cudaError_t of the launch. */
 extern "C" int pcu_launch(int kind, const void *param, void *const *op, int *err, long long n, int ptype,
                           void *stream) {
@@ -113,6 +127,13 @@ extern "C" int pcu_launch(int kind, const void *param, void *const *op, int *err
     case 11: pcu_k_topk<<<blocks, 256, 0, s>>>((const pcu_topk *)param, op[1], (int64_t *)op[2], op[0], n); break;
     case 12: pcu_k_scatter<<<blocks, 256, 0, s>>>((const pcu_scatter *)param, op[2], op[0], op[1], err, n); break;
     case 13: pcu_k_trilu<<<blocks, 256, 0, s>>>((const pcu_trilu *)param, op[1], op[0], n); break;
+    case 14:
+        pcu_k_rope<<<blocks, 256, 0, s>>>((const pcu_rope *)param, f[4], f[0], f[1], f[2], (const int64_t *)op[3], err, n);
+        break;
+    case 15:
+        pcu_k_attn<<<blocks, 256, 0, s>>>((const pcu_attn *)param, f[7], f[8], (double *)op[9], f[0], f[1], f[2], op[3],
+                                          f[4], f[5], (const int64_t *)op[6], n);
+        break;
     case 10: pcu_k_gather_el<<<blocks, 256, 0, s>>>((const pcu_gather_el *)param, op[2], op[0], op[1], err, n); break;
     default: return (int)cudaErrorInvalidValue;
     }

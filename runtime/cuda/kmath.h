@@ -1380,4 +1380,113 @@ PCU_HD void pcu_trilu_at(const pcu_trilu *k, void *y, const void *x, int64_t i) 
     }
 }
 
+/* ---- RotaryEmbedding: one thread per output element -------------------------------------- */
+
+/* As the reference (ref_attn.c): x [B, H, S, D] or [B, S, H*D] (three_d);
+ * the pair (i1, i2) of rotated element e (interleaved: 2i, 2i+1; else i,
+ * i + rot/2) turned by the cache's cos and sin at row b*S + s, or at
+ * position_ids[b, s] (out of [0, max_pos): *err); elements past rot copied.
+ * y must not share bytes with x (a thread reads its pair partner). */
+typedef struct pcu_rope {
+    int32_t three_d, interleaved, has_pos, pad_;
+    int64_t B, H, S, D, rot, max_pos, n;
+} pcu_rope;
+
+PCU_HD void pcu_rope_at(const pcu_rope *k, float *y, const float *x, const float *cc, const float *sc,
+                        const int64_t *pos, int *err, int64_t i) {
+    const int64_t e = i % k->D;
+    int64_t r = i / k->D, b, s;
+    if (k->three_d) {
+        r /= k->H; /* [B, S, H, D] */
+        s = r % k->S, b = r / k->S;
+    } else {
+        s = r % k->S; /* [B, H, S, D] */
+        b = r / k->S / k->H;
+    }
+    if (e >= k->rot) {
+        y[i] = x[i];
+        return;
+    }
+    int64_t row = b * k->S + s;
+    if (k->has_pos) {
+        row = pos[b * k->S + s];
+        if (row < 0 || row >= k->max_pos) {
+            if (err) *err = 1;
+            return;
+        }
+    }
+    const int64_t half = k->rot / 2, base = i - e;
+    const int64_t pi = k->interleaved ? e / 2 : e < half ? e : e - half;
+    const int first = k->interleaved ? (e & 1) == 0 : e < half;
+    const int64_t i1 = k->interleaved ? 2 * pi : pi, i2 = k->interleaved ? 2 * pi + 1 : pi + half;
+    const float x1 = x[base + i1], x2 = x[base + i2], c = cc[row * half + pi], sn = sc[row * half + pi];
+    y[i] = first ? c * x1 - sn * x2 : sn * x1 + c * x2;
+}
+
+/* ---- Attention: one thread per query row ---------------------------------------------------- */
+
+/* As the reference (ref_attn.c), step for step and in its order: scores
+ * s_j = float(q . k_j in double * scale), softcap, + mask (bool false,
+ * positions past the mask's last dim, the causal triangle and keys past
+ * nonpad_kv_seqlen: -inf), softmax in double (the row's T values in the
+ * scratch operand), y_e = sum_j p_j v_j[e] in double. Key/value row j of
+ * head g: past_key/past_value for j < P, then K/V. The present outputs
+ * are strided copies the planner adds before. qk: the optional
+ * scores/probabilities output (qk_mode 0..3 as the reference). */
+typedef struct pcu_attn {
+    int32_t three_d, causal, has_mask, mask_bool, has_nonpad, qk_mode;
+    int64_t B, Hq, Hkv, Sq, Skv, P, T, D, Dv, rows;
+    int64_t mdim[4];
+    float scale, softcap;
+} pcu_attn;
+
+PCU_HD const float *pcu_attn_kv(const pcu_attn *t, const float *X, const float *PX, int64_t dim, int64_t b, int64_t g,
+                                int64_t j) {
+    if (j < t->P) return PX + ((b * t->Hkv + g) * t->P + j) * dim;
+    return t->three_d ? X + (b * t->Skv + j - t->P) * t->Hkv * dim + g * dim : X + ((b * t->Hkv + g) * t->Skv + j - t->P) * dim;
+}
+
+PCU_HD float pcu_attn_mask(const pcu_attn *t, const void *m, int64_t b, int64_t h, int64_t i, int64_t j) {
+    const int64_t *s = t->mdim;
+    if (j >= s[3]) return -INFINITY;
+    const int64_t off = (((s[0] == 1 ? 0 : b) * s[1] + (s[1] == 1 ? 0 : h)) * s[2] + (s[2] == 1 ? 0 : i)) * s[3] + j;
+    if (t->mask_bool) return ((const uint8_t *)m)[off] ? 0.0f : -INFINITY;
+    return ((const float *)m)[off];
+}
+
+PCU_HD void pcu_attn_at(const pcu_attn *t, float *Y, float *qk_out, double *scratch, const float *Q, const float *K,
+                        const float *V, const void *mask, const float *PK, const float *PV, const int64_t *nonpad,
+                        int64_t r) {
+    const int64_t i = r % t->Sq, h = (r / t->Sq) % t->Hq, b = r / t->Sq / t->Hq, g = h / (t->Hq / t->Hkv);
+    const float *q = t->three_d ? Q + (b * t->Sq + i) * t->Hq * t->D + h * t->D : Q + ((b * t->Hq + h) * t->Sq + i) * t->D;
+    float *qk = qk_out ? qk_out + ((b * t->Hq + h) * t->Sq + i) * t->T : 0;
+    double *sc = scratch + r * t->T, mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < t->T; j++) {
+        const float *kr = pcu_attn_kv(t, K, PK, t->D, b, g, j);
+        double d = 0;
+        for (int64_t e = 0; e < t->D; e++) d += (double)q[e] * kr[e];
+        float s = (float)(d * t->scale);
+        if (t->softcap > 0) s = t->softcap * tanhf(s / t->softcap);
+        if (qk && t->qk_mode <= 1) qk[j] = s;
+        float bias = t->has_mask ? pcu_attn_mask(t, mask, b, h, i, j) : 0.0f;
+        if (t->causal && j >= t->P && j - t->P > i) bias += -INFINITY;
+        if (t->has_nonpad && j >= nonpad[b]) bias += -INFINITY;
+        s += bias;
+        if (qk && t->qk_mode == 2) qk[j] = s;
+        sc[j] = s;
+        if (s > mx) mx = s;
+    }
+    for (int64_t j = 0; j < t->T; j++) sum += sc[j] = exp(sc[j] - mx);
+    for (int64_t j = 0; j < t->T; j++) {
+        sc[j] /= sum;
+        if (qk && t->qk_mode == 3) qk[j] = (float)sc[j];
+    }
+    float *y = t->three_d ? Y + (b * t->Sq + i) * t->Hq * t->Dv + h * t->Dv : Y + ((b * t->Hq + h) * t->Sq + i) * t->Dv;
+    for (int64_t e = 0; e < t->Dv; e++) {
+        double a = 0;
+        for (int64_t j = 0; j < t->T; j++) a += sc[j] * pcu_attn_kv(t, V, PV, t->Dv, b, g, j)[e];
+        y[e] = (float)a;
+    }
+}
+
 #endif

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "../../ir/op_fns.h"
+#include "../../ir/shape_attn.h"
 #include "../../ir/shape_nn.h"
 #include "../cpu/ref.h" /* pprt_geom3_lift */
 #include "cuplan.h"
@@ -1091,6 +1092,119 @@ static pp_status plan_trilu(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* Whether output region o shares bytes with any input of node n, or with
+ * another of its outputs. */
+static bool meets_any(const planner *P, const pprt_node *n, pcu_ref o, int self) {
+    for (int k = 0; k < n->n_in + n->n_out; k++) {
+        const int tid = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+        if (tid < 0 || k == self) continue;
+        const pcu_ref r = R(P, tid);
+        if (r.space == o.space && r.off < o.off + o.bytes && o.off < r.off + r.bytes) return true;
+    }
+    return false;
+}
+
+/* RotaryEmbedding of f32 (pcu_rope_at); its output on bytes of its own. */
+static pp_status plan_rope(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    if (n->n_in < 3 || n->n_out != 1) return PP_OK;
+    pp_tinfo tin[4];
+    for (int k = 0; k < 4; k++) {
+        const pprt_tdesc *t = k < n->n_in ? T(P, n->in[k]) : NULL;
+        tin[k] = t ? (pp_tinfo){t->dtype, t->shape, NULL} : (pp_tinfo){PP_UNDEFINED, {0, {0}}, NULL};
+        if (k < 3 && (!t || t->dtype != PP_F32)) return PP_OK;
+    }
+    pp_rope r;
+    if (pp_rope_parse(attrs_of(P, n), tin, n->n_in, &r, NULL) != PP_OK || T(P, n->out[0])->dtype != PP_F32 ||
+        (r.has_pos && tin[3].dtype != PP_I64) || meets_any(P, n, R(P, n->out[0]), n->n_in))
+        return PP_OK;
+    pcu_rope k = {.three_d = r.three_d, .interleaved = r.interleaved, .has_pos = r.has_pos, .B = r.B, .H = r.H,
+                  .S = r.S, .D = r.D, .rot = r.rot, .max_pos = r.has_pos ? tin[1].shape.dim[0] : 0,
+                  .n = numel(&T(P, n->in[0])->shape)};
+    *ok = true;
+    if (k.n == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 5);
+    s->kernel = PCU_K_ROPE;
+    s->u.rope = k;
+    for (int q = 0; q < 4; q++) s->ops[q] = R(P, q < n->n_in ? n->in[q] : -1);
+    s->ops[4] = R(P, n->out[0]);
+    s->threads = k.n;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
+/* A strided copy of rows [B, H, len, dim] (source strides sst, element
+ * offset soff) into dst at rows off .. off+len of [B, H, T, dim]. */
+static pp_status rows_copy(planner *P, int ni, int src, int dst, int64_t B, int64_t H, int64_t len, int64_t dim,
+                           const int64_t *sst, int64_t T_, int64_t off) {
+    if (B * H * len * dim == 0) return PP_OK;
+    pcu_step *s = perm_step(P, ni, 2, T(P, dst));
+    if (!s) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    pcu_perm *k = &s->u.perm;
+    k->rank = 4;
+    const int64_t dim4[4] = {B, H, len, dim}, dst4[4] = {H * T_ * dim, T_ * dim, dim, 1};
+    for (int d = 0; d < 4; d++) k->dim[d] = dim4[d], k->sst[d] = sst[d], k->dst_st[d] = dst4[d];
+    k->dst_off = off * dim;
+    s->ops[0] = R(P, src);
+    s->ops[1] = R(P, dst);
+    perm_finish(s);
+    return PP_OK;
+}
+
+/* Attention of f32 (pcu_attn_at), with the present outputs as strided copies
+ * and the softmax rows in WORK after the library workspace (at most
+ * 256 MiB; longer rows stay on the host). Outputs on bytes of their own. */
+static pp_status plan_attention(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    if (n->n_in < 3 || n->n_in > 7 || n->n_out < 1 || n->n_out > 4) return PP_OK;
+    pp_tinfo tin[7];
+    for (int k = 0; k < 7; k++) {
+        const pprt_tdesc *t = k < n->n_in && n->in[k] >= 0 ? T(P, n->in[k]) : NULL;
+        tin[k] = t ? (pp_tinfo){t->dtype, t->shape, NULL} : (pp_tinfo){PP_UNDEFINED, {0, {0}}, NULL};
+        if (t && k != 3 && k != 6 && t->dtype != PP_F32) return PP_OK;
+    }
+    pp_attn t;
+    if (pp_attn_parse(attrs_of(P, n), tin, n->n_in, &t, NULL) != PP_OK || (t.has_mask && !t.mask_bool && tin[3].dtype != PP_F32))
+        return PP_OK;
+    for (int k = 0; k < n->n_out; k++)
+        if (n->out[k] >= 0 && (T(P, n->out[k])->dtype != PP_F32 || meets_any(P, n, R(P, n->out[k]), n->n_in + k)))
+            return PP_OK;
+    const int64_t rows = t.B * t.Hq * t.Sq, scratch = rows * t.T * 8;
+    if (scratch > ((int64_t)256 << 20)) return PP_OK;
+    pcu_attn k = {.three_d = t.three_d, .causal = t.causal, .has_mask = t.has_mask, .mask_bool = t.mask_bool,
+                  .has_nonpad = t.has_nonpad, .qk_mode = t.qk_mode, .B = t.B, .Hq = t.Hq, .Hkv = t.Hkv, .Sq = t.Sq,
+                  .Skv = t.Skv, .P = t.P, .T = t.T, .D = t.D, .Dv = t.Dv, .rows = rows, .scale = t.scale,
+                  .softcap = t.softcap};
+    for (int d = 0; d < 4; d++) k.mdim[d] = t.has_mask ? t.mask.dim[d] : 1;
+    *ok = true;
+    /* present_key / present_value: the past rows, then K / V's */
+    for (int w = 0; w < 2; w++) {
+        const int out = n->n_out > 1 + w ? n->out[1 + w] : -1;
+        if (out < 0) continue;
+        const int64_t dim = w ? t.Dv : t.D;
+        const int64_t past[4] = {t.Hkv * t.P * dim, t.P * dim, dim, 1};
+        const int64_t cur[4] = {t.three_d ? t.Skv * t.Hkv * dim : t.Hkv * t.Skv * dim, t.three_d ? dim : t.Skv * dim,
+                                t.three_d ? t.Hkv * dim : dim, 1};
+        if (t.P) PP_TRY(rows_copy(P, ni, n->in[4 + w], out, t.B, t.Hkv, t.P, dim, past, t.T, 0));
+        PP_TRY(rows_copy(P, ni, n->in[1 + w], out, t.B, t.Hkv, t.Skv, dim, cur, t.T, t.P));
+    }
+    if (rows == 0 || n->out[0] < 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 10);
+    s->kernel = PCU_K_ATTN;
+    s->u.attn = k;
+    for (int q = 0; q < 7; q++) s->ops[q] = R(P, q < n->n_in ? n->in[q] : -1);
+    s->ops[7] = R(P, n->out[0]);
+    s->ops[8] = R(P, n->n_out > 3 ? n->out[3] : -1);
+    const uint64_t at = PCU_WORK_LIB + PCU_LIB_WORKSPACE;
+    s->ops[9] = (pcu_ref){PCU_SP_WORK, -1, at, (uint64_t)(scratch ? scratch : 8)};
+    if (P->pl->bytes[PCU_SP_WORK] < at + s->ops[9].bytes) P->pl->bytes[PCU_SP_WORK] = at + s->ops[9].bytes;
+    s->threads = rows;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
 /* TopK of f32, f64, i32 or i64 with a constant K (pcu_topk_at). */
 static pp_status plan_topk(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
@@ -1479,7 +1593,8 @@ static const struct {
     ROW(CUMSUM, plan_cumsum, "own kernel") ROW(GATHERELEMENTS, plan_gather_elements, "own kernel")
     ROW(TOPK, plan_topk, "own kernel") ROW(SCATTERND, plan_scatter, "own kernel")
     ROW(SCATTERELEMENTS, plan_scatter, "own kernel") ROW(SCATTER, plan_scatter, "own kernel")
-    ROW(TRILU, plan_trilu, "own kernel")
+    ROW(TRILU, plan_trilu, "own kernel") ROW(ROTARYEMBEDDING, plan_rope, "own kernel")
+    ROW(ATTENTION, plan_attention, "own kernel")
     ROW(MAXPOOL, plan_pool, "own kernel") ROW(AVGPOOL, plan_pool, "own kernel")
     ROW(GLOBALAVGPOOL, plan_reduce, "own kernel") ROW(GLOBALMAXPOOL, plan_reduce, "own kernel")
     ROW(ARGMAX, plan_reduce, "own kernel") ROW(ARGMIN, plan_reduce, "own kernel")
@@ -1572,7 +1687,8 @@ const char *pcu_step_name(const pcu_step *s) {
     static const char *const kernels[PCU_K_COUNT] = {"elementwise", "strided copy", "reduction", "softmax",
                                                      "normalization", "batch normalization", "pool",
                                                      "convolution epilogue", "resize", "cumsum",
-                                                     "gather elements", "topk", "scatter", "trilu"};
+                                                     "gather elements", "topk", "scatter", "trilu",
+                                                     "rotary embedding", "attention"};
     switch (s->kind) {
     case PCU_S_KERNEL: return s->kernel >= 0 && s->kernel < PCU_K_COUNT ? kernels[s->kernel] : "kernel";
     case PCU_S_CONV: return s->u.conv.transpose ? "cuDNN convolution backward data" : "cuDNN convolution";
