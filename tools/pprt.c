@@ -522,6 +522,7 @@ int main(int argc, char **argv) {
         s = pprt_labels_read(p, c.labels, n, &lab, &err);
     if (s == PP_OK) {
         c.run.progress = !c.quiet && isatty(2) && !launcher;
+        c.run.quiet = c.quiet;
         s = d->ops->run(d, p, ins, &n, outs, &c.run, &st, &err);
     }
     const bool report = s == PP_OK && d->ops->writes_outputs(d);

@@ -16,6 +16,8 @@
 #ifndef PPRT_CUDA_CUPLAN_H
 #define PPRT_CUDA_CUPLAN_H
 
+#include <stdio.h>
+
 #include "../pprt.h"
 #include "kmath.h"
 
@@ -149,6 +151,9 @@ pcu_ref pcu_tensor_ref(const pcu_plan *pl, int tid);
  * or "host fallback" (a node whose types or attributes its route does not
  * take runs on the host fallback as well); NULL for an op out of range. */
 const char *pcu_op_route(pp_op op);
+/* One line on f naming the stage's nodes on the host fallback and why (at
+ * most four, then how many more); nothing when there are none. */
+void pcu_plan_explain(const pcu_plan *pl, const char *backend, FILE *f);
 /* "Conv", "cuDNN conv", ... for messages. */
 const char *pcu_step_name(const pcu_step *s);
 

@@ -448,6 +448,7 @@ static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt
     pp_status s = hn ? pcu_plan_build(p, st, &po, &x->pl, err) : PP_FAIL(err, PP_ENOMEM, "out of memory");
     free(hn);
     if (s == PP_OK) s = pcu_lint(&x->pl, err);
+    if (s == PP_OK && !cfg->quiet && !pprt_cuda_config()->host_only) pcu_plan_explain(&x->pl, "cuda-emu", stderr);
     if (s != PP_OK) {
         free(x);
         return s;

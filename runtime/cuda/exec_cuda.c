@@ -496,6 +496,7 @@ static pp_status cuda_create(const pprt_plan *p, const pprt_stage *st, const ppr
         cuda_destroy(x);
         return s;
     }
+    if (!ecfg->quiet && !pprt_cuda_config()->host_only) pcu_plan_explain(&x->pl, "cuda", stderr);
     *out = x;
     return PP_OK;
 }

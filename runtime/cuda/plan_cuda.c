@@ -1683,6 +1683,21 @@ void pcu_plan_free(pcu_plan *pl) {
     memset(pl, 0, sizeof *pl);
 }
 
+void pcu_plan_explain(const pcu_plan *pl, const char *backend, FILE *f) {
+    if (!pl->counts.host) return;
+    fprintf(f, "pprt: stage %d (%s): %d node%s on the host fallback:", pl->st->index, backend, pl->counts.host,
+            pl->counts.host == 1 ? "" : "s");
+    int shown = 0;
+    for (int i = 0; i < pl->n_steps; i++) {
+        const pcu_step *s = &pl->steps[i];
+        if (s->kind != PCU_S_HOST || s->node < 0) continue;
+        if (shown++ == 4) break;
+        fprintf(f, "%s '%s' (%s)", shown > 1 ? "," : "", pl->st->nodes[s->node].name, s->why);
+    }
+    if (pl->counts.host > 4) fprintf(f, " and %d more", pl->counts.host - 4);
+    fprintf(f, "\n");
+}
+
 const char *pcu_step_name(const pcu_step *s) {
     static const char *const kernels[PCU_K_COUNT] = {"elementwise", "strided copy", "reduction", "softmax",
                                                      "normalization", "batch normalization", "pool",
