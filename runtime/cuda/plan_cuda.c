@@ -1555,10 +1555,24 @@ static pp_status plan_einsum(planner *P, int ni, bool *ok) {
 /* ---- the planner ---------------------------------------------------------------------------- */
 
 /* Reshape and the other views: a device copy (none when the plan gave both
- * the same bytes); Dropout only without a mask output or training input. */
+ * the same bytes); Dropout in inference (no training_mode input, or a
+ * constant false one) or with a constant ratio 0, whose mask output nothing
+ * reads. */
 static pp_status plan_copy(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
-    *ok = n->op != PP_OP_DROPOUT || (n->n_out == 1 && (n->n_in < 3 || n->in[2] < 0));
+    *ok = true;
+    if (n->op == PP_OP_DROPOUT) {
+        /* the mask output only where nothing reads or receives it; training_mode absent or a
+         * constant false (as PyTorch exports F.dropout in eval) */
+        const pprt_tdesc *tm = n->n_in > 2 && n->in[2] >= 0 ? T(P, n->in[2]) : NULL;
+        const pprt_tdesc *ra = n->n_in > 1 && n->in[1] >= 0 ? T(P, n->in[1]) : NULL;
+        const bool eval = !tm || (tm->kind == PPRT_WEIGHT && tm->data && tm->dtype == PP_BOOL &&
+                                  numel(&tm->shape) == 1 && !tm->data[0]);
+        /* training with a constant ratio 0 keeps every element, unscaled (torchvision's Swin exports that) */
+        const bool keep_all = ra && ra->kind == PPRT_WEIGHT && ra->data && pcu_is_float(ra->dtype) &&
+                              numel(&ra->shape) == 1 && pcu_ldd(ra->data, ra->dtype, 0) == 0.0;
+        *ok = (n->n_out == 1 || n->out[1] < 0 || P->uses[n->out[1]] == 0) && (eval || keep_all);
+    }
     if (!*ok) return PP_OK;
     P->pl->counts.copies++;
     return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));

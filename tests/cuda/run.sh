@@ -10,7 +10,9 @@
 #      (at -pp 2) and of a sweep finalizes, a wrong dim is refused;
 #   4. cuda-emu against ref: digits at -pp 1, 2, 3 (bit-identical across
 #      splits, the recorded accuracy), every node on the host fallback, the
-#      CI zoo models at -pp 1, 2, 3 (rtol 1e-3, atol 1e-4), and the ONNX node
+#      CI zoo models at -pp 1, 2, 3 (rtol 1e-3, atol 1e-4), the rest of the
+#      zoo model_zoo exported at -pp 2 against onnxruntime with no node on
+#      the host fallback, and the ONNX node
 #      tests listed as passing (tests/conformance/run.py with
 #      PPRT_EXTRA_ARGS=--backend cuda-emu); TopK with NaN and ties; Einsum
 #      equations on cuBLASLt or the host (tests/cuda/einsum.py); ScatterND
@@ -95,6 +97,27 @@ assert sum(x['reference_kernels'] for x in s['stages']) == 0, [x['reference_kern
   done
   echo "ok: $m on cuda-emu at -pp 1, 2, 3"
 done
+
+# the rest of the zoo that model_zoo exported (transformers: Llama, Mistral,
+# GPT-J, DistilBERT, BART; Swin-T, ConvNeXt, EfficientNet, MobileNetV3,
+# RegNet): -pp 2 on cuda-emu against onnxruntime's outputs, no host fallback
+more=0
+for m in llama mistral gptj distilbert bart_small swin_t convnext_tiny efficientnet_b0 mobilenet_v3_small regnet_y_400mf; do
+  [ -f "$ZOO/$m/meta.json" ] && [ -d "$ZOO/$m/expected" ] || { echo "skip: $m (not exported by model_zoo here)"; continue; }
+  args=$("$PY" -c "import json, sys; print(' '.join(json.load(open(sys.argv[1])).get('compile_args', [])))" "$ZOO/$m/meta.json")
+  # shellcheck disable=SC2086
+  "$PPCC" "$ZOO/$m/model.onnx" -pp 2 $args -o more_$m.plan -q
+  "$PPRT" more_$m.plan "$ZOO/$m/data" -o emu_more_$m --backend cuda-emu -q --stats-json more_$m.json
+  for f in "$ZOO/$m"/expected/*.npy; do
+    $CMP emu_more_$m/$(basename $f) $f --rtol 1e-3 --atol 1e-4 >/dev/null || fail "$m -pp 2 on cuda-emu vs onnxruntime: $($CMP emu_more_$m/$(basename $f) $f --rtol 1e-3 --atol 1e-4)"
+  done
+  "$PY" -c "
+import json, sys; s = json.load(open(sys.argv[1]))
+assert sum(x['reference_kernels'] for x in s['stages']) == 0, [x['reference_kernels'] for x in s['stages']]" \
+    more_$m.json || fail "$m -pp 2: nodes on the host fallback"
+  more=$((more + 1))
+done
+echo "ok: $more more zoo models on cuda-emu at -pp 2 against onnxruntime, none on the host fallback"
 
 # a convolution or product without a library engine goes to the host and the
 # stage is planned again (its node a HOST step over its own tensors): the
