@@ -5,7 +5,8 @@
  * 1 MiB) and correct XXH3 checksums, so mutations reach the checks behind
  * the checksums instead of dying at them (fuzz_plan, which mutates whole
  * files, rarely gets past them). A plan that loads runs on the reference
- * kernels when its work is bounded (every node's cost, from the shared cost
+ * kernels, then through the CUDA backend's planner, lint and emulator
+ * (cuda-emu), when its work is bounded (every node's cost, from the shared cost
  * functions, under 2e6 operations and 64 MiB, the plan's under 8e6): no crash, leak, hang or
  * undefined behaviour, whatever the message says.
  *
@@ -107,9 +108,12 @@ static void run(const pprt_plan *p) {
         for (size_t k = 0; d && k < bytes; k++) d[k] = (unsigned char)(k % 3);
         ins[i] = (pprt_array){d, n};
     }
-    if (ok) {
-        pprt_run_opts o = {.depth = 1, .pin = false, .backend = pprt_backend_find("ref"), .threads = 1};
-        pprt_stats st;
+    /* the reference kernels, then the CUDA backend's planner, lint and emulator */
+    static const char *const backends[] = {"ref", "cuda-emu"};
+    for (int b = 0; ok && b < 2; b++) {
+        pprt_run_opts o = {.depth = 1, .pin = false, .backend = pprt_backend_find(backends[b]), .threads = 1,
+                           .quiet = true};
+        pprt_stats st = {0};
         pp_err err = {0};
         if (pprt_run(p, ins, n, outs, &o, &st, &err) == PP_OK)
             for (int i = 0; i < p->n_outputs; i++) free(outs[i].data);
