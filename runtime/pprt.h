@@ -175,6 +175,7 @@ typedef struct pprt_run_opts {
     bool pin;       /* pin stage threads to distinct cores when there are enough */
     bool progress;  /* progress bar on stderr */
     bool quiet;     /* no notes on stderr (pprt -q): errors only */
+    bool node_times; /* per-node times are wanted (--profile): executors that pay for them measure them */
     const struct pprt_backend *backend; /* runs each stage; NULL: the reference kernels */
     int threads;    /* intra-op threads per stage, for executors that use them; 0: cores / stages */
     int warmup;     /* untimed micro-batches (copies of the first) run before the timed ones */
@@ -189,7 +190,8 @@ typedef struct pprt_exec_cfg {
      * device's memory (the links put them there); -1: messages in host
      * memory (host backends, and tests of a device executor on host messages) */
     int device;
-    bool quiet; /* no notes on stderr (pprt -q) */
+    bool quiet;      /* no notes on stderr (pprt -q) */
+    bool node_times; /* measure each node's time even where that costs (the CUDA executor: events, no graphs) */
 } pprt_exec_cfg;
 
 /* What a stage's executor made of its nodes, for pprt's report and

@@ -244,7 +244,8 @@ static void *stage_main(void *arg) {
     }
     pp_err e = {0};
     pprt_exec_cfg cfg = {.threads = w->threads, .precision = S->o->precision,
-                         .device = pprt_place_is_host(&w->at) ? -1 : w->at.device, .quiet = S->o->quiet};
+                         .device = pprt_place_is_host(&w->at) ? -1 : w->at.device, .quiet = S->o->quiet,
+                         .node_times = S->o->node_times};
     const int s = w->run.stage;
     if (w->be->exec->create(S->p, &S->p->stages[s], &cfg, &w->run.x, &e) != PP_OK) {
         pp_err f = {0};

@@ -350,6 +350,7 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
     if (!c->info && !c->data) return bad_usage("no data directory given", NULL);
     c->run.trace = c->trace != NULL;
     c->run.trace_nodes = c->trace && c->profile;
+    c->run.node_times = c->profile != NULL;
     return -1;
 }
 

@@ -173,7 +173,8 @@ static pp_status setup(pprt_mpi *m, const pprt_plan *p, const pprt_run_opts *o, 
     PP_TRY(pprt_stage_backend(p, s, o->backend, &out->be, err));
     /* intra-op threads: --threads, else this rank's cores (pprt_rank_cores) */
     pprt_exec_cfg cfg = {.threads = o->threads > 0 ? o->threads : pprt_rank_cores(pprt_mpi_env_local_size()),
-                         .precision = o->precision, .device = pin ? out->at.device : -1, .quiet = o->quiet};
+                         .precision = o->precision, .device = pin ? out->at.device : -1, .quiet = o->quiet,
+                         .node_times = o->node_times};
     return out->be->exec->create(p, &p->stages[s], &cfg, &out->x, err);
 }
 

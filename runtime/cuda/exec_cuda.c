@@ -65,6 +65,10 @@ struct pprt_exec {
     unsigned char *mem[PCU_SP_COUNT];
     unsigned char *params;           /* the parameter blocks */
     int *pin_err;
+    /* --profile: an event before the first step and after each (no graphs then), each node's seconds */
+    bool prof;
+    cudaEvent_t *ev;
+    double *node_s;
     dstep *ds;
     void **hptr;                     /* tensor id -> pinned host bytes of HOST steps */
     unsigned char *hbuf;
@@ -326,6 +330,10 @@ static void cuda_destroy(pprt_exec *x) {
     if (!x) return;
     if (x->stream) cudaStreamSynchronize(x->stream);
     for (int i = 0; i < x->n_graphs; i++) cudaGraphExecDestroy(x->g[i].exec);
+    for (int i = 0; x->ev && i <= x->pl.n_steps; i++)
+        if (x->ev[i]) cudaEventDestroy(x->ev[i]);
+    free(x->ev);
+    free(x->node_s);
     release_steps(x);
     if (x->lt) cublasLtDestroy(x->lt);
     if (x->dnn) cudnnDestroy(x->dnn);
@@ -497,6 +505,18 @@ static pp_status cuda_create(const pprt_plan *p, const pprt_stage *st, const ppr
         return s;
     }
     if (!ecfg->quiet && !pprt_cuda_config()->host_only) pcu_plan_explain(&x->pl, "cuda", stderr);
+    if (ecfg->node_times) { /* the events every run records (pprt --profile) */
+        x->prof = true;
+        x->ev = calloc(pp_count(x->pl.n_steps + 1), sizeof *x->ev);
+        x->node_s = calloc(pp_count(st->n_nodes), sizeof *x->node_s);
+        cudaError_t e = x->ev && x->node_s ? cudaSuccess : cudaErrorMemoryAllocation;
+        for (int i = 0; e == cudaSuccess && i <= x->pl.n_steps; i++) e = cudaEventCreate(&x->ev[i]);
+        if (e != cudaSuccess) {
+            s = cu_fail(err, x, -1, "cudaEventCreate (--profile)", e);
+            cuda_destroy(x);
+            return s;
+        }
+    }
     *out = x;
     return PP_OK;
 }
@@ -506,9 +526,11 @@ static pp_status cuda_create(const pprt_plan *p, const pprt_stage *st, const ppr
 static pp_status issue(pprt_exec *x, pp_err *err) {
     int *ew = (int *)(x->mem[PCU_SP_WORK] + PCU_WORK_ERR);
     CU(x, -1, cudaMemsetAsync(ew, 0, sizeof(int), x->stream));
+    if (x->prof) CU(x, -1, cudaEventRecord(x->ev[0], x->stream));
     for (int i = 0; i < x->pl.n_steps; i++) {
         const pcu_step *s = &x->pl.steps[i];
         dstep *d = &x->ds[i];
+        if (x->prof && i) CU(x, s->node, cudaEventRecord(x->ev[i], x->stream));
         if (s->kind == PCU_S_HOST) {
             PP_TRY(host_exec(x, s, err));
         } else if (s->kind == PCU_S_KERNEL) {
@@ -533,6 +555,7 @@ static pp_status issue(pprt_exec *x, pp_err *err) {
         }
         if (x->sync_each) CU(x, s->node, cudaStreamSynchronize(x->stream));
     }
+    if (x->prof) CU(x, -1, cudaEventRecord(x->ev[x->pl.n_steps], x->stream));
     CU(x, -1, cudaMemcpyAsync(x->pin_err, ew, sizeof(int), cudaMemcpyDeviceToHost, x->stream));
     return PP_OK;
 }
@@ -548,7 +571,7 @@ pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_
     CU(x, -1, cudaSetDevice(x->device));
     x->mem[PCU_SP_IN] = (unsigned char *)dev_in; /* the links' buffers */
     x->mem[PCU_SP_OUT] = dev_out;
-    const bool graph = x->graphs && !x->has_host && !x->sync_each && x->runs > 0;
+    const bool graph = x->graphs && !x->has_host && !x->sync_each && !x->prof && x->runs > 0;
     cudaGraphExec_t ge = graph ? graph_for(x, dev_in, dev_out) : NULL;
     if (graph && !ge) {
         /* a new pair of buffers: capture it (the oldest of PCU_GRAPHS goes) */
@@ -582,6 +605,11 @@ pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_
 static pp_status cuda_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
     PP_TRY(pprt_cuda_run_dev(x, in_msg, out_msg, err));
     CU(x, -1, cudaStreamSynchronize(x->stream));
+    for (int i = 0; x->prof && i < x->pl.n_steps; i++) { /* step i lies between events i and i + 1 */
+        float ms = 0;
+        CU(x, x->pl.steps[i].node, cudaEventElapsedTime(&ms, x->ev[i], x->ev[i + 1]));
+        if (x->pl.steps[i].node >= 0) x->node_s[x->pl.steps[i].node] += ms / 1e3;
+    }
     if (*x->pin_err)
         return PP_FAIL(err, PP_EINVAL, "stage %d: a Gather, GatherElements or Scatter index is out of range",
                        x->st->index);
@@ -590,4 +618,7 @@ static pp_status cuda_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
 
 static void cuda_counts(const pprt_exec *x, pprt_exec_counts *c) { pprt_cuda_counts_of(&x->counts, c); }
 
-const pprt_exec_ops pprt_exec_cuda = {"cuda", cuda_create, cuda_run, cuda_destroy, NULL, cuda_counts};
+/* Measured only under --profile (events between steps, no graphs): else none. */
+static const double *cuda_node_seconds(const pprt_exec *x) { return x->prof ? x->node_s : NULL; }
+
+const pprt_exec_ops pprt_exec_cuda = {"cuda", cuda_create, cuda_run, cuda_destroy, cuda_node_seconds, cuda_counts};

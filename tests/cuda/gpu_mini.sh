@@ -28,6 +28,10 @@ for m in unet mobilenet_v3_small gpt; do
   done
   for f in cu_${m}_1/*.npy; do cmp $f cu_${m}_2/$(basename $f) || { echo "FAIL: $m: -pp 2 other bits"; status=1; }; done
 done
+# --profile: per-node GPU times from events between steps (never run on a GPU before)
+timeout 40 "$PPRT" $Z/gpt/auto_2.plan $Z/gpt/data -o prof --backend cuda -q --profile gpt.prof \
+  && python3 -c "import json; t = json.load(open('gpt.prof'))['nodes']; print('profile:', sum(v > 0 for v in t.values()), 'of', len(t), 'nodes timed')" \
+  || { echo "FAIL: --profile on cuda"; status=1; }
 "$PPCC" $S/model.onnx -pp 2 -b 16 -o d2.plan -q
 for tool in synccheck initcheck; do
   timeout 45 compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" d2.plan $S/data -o san_$tool --backend cuda \
