@@ -2,8 +2,10 @@
 # The shortest useful GPU check (about 10 s on an H200, then node-test
 # subsets until SECS seconds have passed): for a lease with only a few
 # minutes left. Carried zoo against onnxruntime at -pp 1 and 2 and bit
-# identity across the split; compute-sanitizer synccheck and initcheck on
-# digits -pp 2; then ONNX node tests on cuda in --filter subsets.
+# identity across the split; --profile's GPU node times; compute-sanitizer
+# synccheck and initcheck on digits -pp 2; tests/cuda/einsum.py on cuda
+# (scatter.py too when SECS > 240); then ONNX node tests on cuda in
+# --filter subsets.
 # Here: PP_CARRY_ZOO=1 tests/cuda/build_carry.sh. There (carry .gpu):
 #   SECS=120 bash tests/cuda/gpu_mini.sh [FILTER...]
 set -uo pipefail
@@ -38,6 +40,14 @@ for tool in synccheck initcheck; do
     --cuda-graphs off -q > san_$tool.txt 2>&1 || { echo "FAIL: compute-sanitizer $tool"; status=1; }
   tail -1 san_$tool.txt
 done
+# Einsum's cuBLASLt layouts (transposed operands and outputs, batches, outer and inner products) on the GPU
+PP_BACKEND=cuda timeout 90 python3 $src/tests/cuda/einsum.py einsum > einsum.txt 2>&1 || { echo "FAIL: einsum.py"; status=1; }
+tail -1 einsum.txt; grep FAIL einsum.txt
+# the scatter and trilu kernels (about 100 s): with a longer lease
+if [ "${SECS:-120}" -gt 240 ]; then
+  PP_BACKEND=cuda timeout 200 python3 $src/tests/cuda/scatter.py scatter > scatter.txt 2>&1 || { echo "FAIL: scatter.py"; status=1; }
+  tail -1 scatter.txt; grep FAIL scatter.txt
+fi
 mkdir -p node && tar xzf $src/.gpu/node.tgz -C node
 # first the kernels that have never run on a GPU (added after the 2026-11-26 leases), then the rest
 filters=("$@"); [ ${#filters[@]} -gt 0 ] || filters=(test_attention test_rotary test_resize_ test_einsum test_scatter \
