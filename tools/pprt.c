@@ -410,9 +410,13 @@ static void list_backends(void) {
 
 static void print_report(const pprt_cli *c, const pprt_driver *d, const pprt_plan *p, int64_t n,
                          const pprt_stats *st) {
-    printf("pprt: %lld samples, %lld micro-batches of %lld, %d stage%s, depth %d\n", (long long)n,
-           (long long)st->micro_batches, (long long)p->batch, p->n_stages, p->n_stages == 1 ? "" : "s",
-           c->run.depth);
+    if (p->batch > 0)
+        printf("pprt: %lld samples, %lld micro-batches of %lld, %d stage%s, depth %d\n", (long long)n,
+               (long long)st->micro_batches, (long long)p->batch, p->n_stages, p->n_stages == 1 ? "" : "s",
+               c->run.depth);
+    else /* ppcc -b 0: the model's inputs as they are, one run */
+        printf("pprt: the inputs as they are (a plan without a batch dim), %d stage%s\n", p->n_stages,
+               p->n_stages == 1 ? "" : "s");
     printf("throughput: %.1f samples/s (steady state %.1f)  wall %.3f s  latency per micro-batch: mean %.3f ms, "
            "p99 %.3f ms\n",
            st->samples_per_s, st->steady_samples_per_s, st->wall_s, st->latency_mean_ms, st->latency_p99_ms);
