@@ -49,7 +49,9 @@ pp_status dn_eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kind_t 
     case PP_OP_LOG: *alg = dnnl_eltwise_log; return PP_OK;
     case PP_OP_SQRT: *alg = dnnl_eltwise_sqrt; return PP_OK;
     case PP_OP_ABS: *alg = dnnl_eltwise_abs; return PP_OK;
-    case PP_OP_NEG: *alg = dnnl_eltwise_linear, *alpha = -1.0f; return PP_OK;
+    /* -x as -1 * x + beta with beta -0, not 0: -(+0) is -0, and -0 + 0 would be +0 (then
+     * 1 / -x gave +inf where -inf is right; found by the difftest, seed 909090) */
+    case PP_OP_NEG: *alg = dnnl_eltwise_linear, *alpha = -1.0f, *beta = -0.0f; return PP_OK;
     case PP_OP_HARDSWISH: *alg = dnnl_eltwise_hardswish; return PP_OK;
     case PP_OP_SOFTPLUS: *alg = dnnl_eltwise_soft_relu; return PP_OK;
     case PP_OP_GELU: {

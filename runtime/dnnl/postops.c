@@ -8,6 +8,7 @@
  * never changes a kernel. A binary operand of the output's shape is read in
  * the layout the primitive writes its output in, or the node absorbs
  * nothing (dn_whole_operands_fit). */
+#include <math.h>
 #include <string.h>
 
 #include "dnnl_exec.h"
@@ -146,12 +147,50 @@ dnnl_status_t dn_append_relu(const pprt_exec *x, dnnl_post_ops_t po, int *idx) {
  * arena plan knows, see dn_plan_arena). Only nodes the plan marks as chained
  * to the one before (ppcc's pp_fusion_chains, which no cut splits; every
  * node of a version 1 plan). */
+/* oneDNN 2.6's JIT kernels (brgemm matmul, convolutions; AVX2 and AVX-512)
+ * run every eltwise post-op of one algorithm with the alpha and beta of the
+ * first of that algorithm in the chain: MatMul, Relu (elu 0 and linear 1),
+ * Neg (linear -1) gave Relu's output; Elu(0.5), Neg, Elu(2) and two
+ * LeakyRelus likewise (found by the difftest, seed 909090). So a chain takes
+ * an eltwise node only when its algorithms are new to it or come with the
+ * same parameters; else the node runs on its own primitive. */
+typedef struct elt_seen {
+    int n;
+    dnnl_alg_kind_t alg[12];
+    float alpha[12], beta[12];
+} elt_seen;
+
+/* Whether (alg, alpha, beta) may join the chain seen so far; adds it when so. */
+static bool elt_fits(elt_seen *s, dnnl_alg_kind_t alg, float alpha, float beta) {
+    for (int i = 0; i < s->n; i++)
+        if (s->alg[i] == alg) return s->alpha[i] == alpha && s->beta[i] == beta && signbit(s->beta[i]) == signbit(beta);
+    if (s->n == 12) return false;
+    s->alg[s->n] = alg, s->alpha[s->n] = alpha, s->beta[s->n] = beta;
+    s->n++;
+    return true;
+}
+
+/* The post-ops Relu appends (dn_append_relu). */
+static bool relu_fits(const pprt_exec *x, elt_seen *s) {
+    if (x->o.relu_max) return elt_fits(s, dnnl_eltwise_relu, 0, 0);
+    elt_seen t = *s;
+    if (!elt_fits(&t, dnnl_eltwise_elu, 0, 0) || !elt_fits(&t, dnnl_eltwise_linear, 1.0f, 0)) return false;
+    *s = t;
+    return true;
+}
+
 void dn_find_fusable(pprt_exec *x, int ni) {
     x->n_fused = 0;
     const pprt_stage *st = x->st;
     const pp_op op = st->nodes[ni].op;
     if (!x->o.fuse || !pp_op_has(op, PP_TR_HEAD)) return; /* Conv, pp.FusedConv, MatMul, Gemm */
     int cur = st->nodes[ni].out[0];
+    elt_seen seen = {0};
+    if (op == PP_OP_FUSEDCONV) { /* its own activation comes first (conv.c); Clip runs as a pass of ours */
+        const char *act = "";
+        (void)pp_attr_string(attrs_of(x, &st->nodes[ni]), "activation", "", &act, NULL);
+        if (!strcmp(act, "Relu")) (void)relu_fits(x, &seen);
+    }
     for (int bi = ni + 1; bi < st->n_nodes && x->n_fused < 4; bi++) {
         const pprt_node *b = &st->nodes[bi];
         /* only within one of ppcc's chains; (the plan's kind: a sent tensor
@@ -175,6 +214,7 @@ void dn_find_fusable(pprt_exec *x, int ni) {
             if (!fam || !fam->postop || b->in[0] != cur || !f32(x, cur) ||
                 dn_eltwise_of(x, b, &alg, &al, &be, &e) != PP_OK || (b->op == PP_OP_SILU && x->own_silu))
                 break;
+            if (alg == dnnl_eltwise_relu && al == 0 ? !relu_fits(x, &seen) : !elt_fits(&seen, alg, al, be)) break;
         }
         x->fused_other[x->n_fused] = other;
         x->fused[x->n_fused++] = bi;
