@@ -35,6 +35,11 @@ typedef struct pcu_ref {
     uint64_t off, bytes;
 } pcu_ref;
 
+/* Whether two regions share bytes (an absent operand, space -1, meets none). */
+static inline bool pcu_ref_meet(pcu_ref a, pcu_ref b) {
+    return a.space == b.space && a.space >= 0 && a.off < b.off + b.bytes && b.off < a.off + a.bytes;
+}
+
 typedef enum pcu_step_kind {
     PCU_S_KERNEL, /* an own kernel (kmath.h) */
     PCU_S_CONV,   /* a cuDNN convolution graph (ConvTranspose: backward data) */

@@ -292,10 +292,6 @@ int64_t pcu_kernel_extent(const pcu_step *s, int k) {
     }
 }
 
-static bool overlap(const pcu_ref *a, const pcu_ref *b) {
-    return a->space == b->space && a->space >= 0 && a->off < b->off + b->bytes && b->off < a->off + a->bytes;
-}
-
 /* The step's output operands (a bit per operand). */
 static unsigned outputs_of(const pcu_step *s) {
     switch (s->kind) {
@@ -377,7 +373,7 @@ pp_status pcu_lint(const pcu_plan *pl, pp_err *err) {
         for (int a = 0; a < s->n_ops && !m[0]; a++) {
             if (!(outs & (1u << a))) continue;
             for (int b = 0; b < s->n_ops && !m[0]; b++) {
-                if (a == b || !overlap(&s->ops[a], &s->ops[b])) continue;
+                if (a == b || !pcu_ref_meet(s->ops[a], s->ops[b])) continue;
                 const bool ew_same = s->kind == PCU_S_KERNEL &&
                                      (s->kernel == PCU_K_EW || s->kernel == PCU_K_EPI || s->kernel == PCU_K_TRILU) &&
                                      s->ops[a].off == s->ops[b].off && s->ops[a].bytes == s->ops[b].bytes;

@@ -1296,29 +1296,13 @@ PCU_HD void pcu_scatter_put(const pcu_scatter *k, void *y, int64_t o, const void
         pcu_copy_elem(y, o, u, s, k->esize);
         return;
     }
-    if (k->t == PCU_T_F32 || k->t == PCU_T_F64) {
-        const double a = pcu_ldd(y, k->t, o), b = pcu_ldd(u, k->t, s);
-        double r = k->red == PCU_SC_ADD ? a + b : k->red == PCU_SC_MUL ? a * b
-                   : k->red == PCU_SC_MAX ? (a != a || a > b ? a : b) : (a != a || a < b ? a : b);
-        if (k->t == PCU_T_F32) { /* in float, as the reference */
-            const float fa = (float)a, fb = (float)b;
-            r = k->red == PCU_SC_ADD ? (double)(fa + fb) : k->red == PCU_SC_MUL ? (double)(fa * fb) : r;
-            ((float *)y)[o] = (float)r;
-        } else {
-            ((double *)y)[o] = r;
-        }
-        return;
-    }
-    const int64_t a = pcu_ldi(y, k->t, o), b = pcu_ldi(u, k->t, s);
-    const int sgn = pcu_is_signed(k->t);
-    int64_t r;
-    if (k->red == PCU_SC_ADD) r = (int64_t)((uint64_t)a + (uint64_t)b);
-    else if (k->red == PCU_SC_MUL) r = (int64_t)((uint64_t)a * (uint64_t)b);
-    else {
-        const int gt = sgn ? a > b : (uint64_t)a > (uint64_t)b;
-        r = (k->red == PCU_SC_MAX) == gt ? a : b;
-    }
-    pcu_sti(y, k->t, o, r);
+    /* the elementwise kernel's arithmetic: floats in their type, integers wrapping */
+    const int op = k->red == PCU_SC_ADD ? PCU_EW_ADD : k->red == PCU_SC_MUL ? PCU_EW_MUL
+                   : k->red == PCU_SC_MAX ? PCU_EW_MAX : PCU_EW_MIN;
+    if (k->t == PCU_T_F32) ((float *)y)[o] = pcu_binary_f(op, ((const float *)y)[o], ((const float *)u)[s]);
+    else if (k->t == PCU_T_F64) ((double *)y)[o] = pcu_binary_d(op, ((const double *)y)[o], ((const double *)u)[s]);
+    else if (pcu_is_signed(k->t)) pcu_sti(y, k->t, o, pcu_binary_i(op, pcu_ldi(y, k->t, o), pcu_ldi(u, k->t, s)));
+    else pcu_sti(y, k->t, o, (int64_t)pcu_binary_u(op, (uint64_t)pcu_ldi(y, k->t, o), (uint64_t)pcu_ldi(u, k->t, s)));
 }
 
 PCU_HD void pcu_scatter_at(const pcu_scatter *k, void *y, const void *idx, const void *upd, int *err, int64_t i) {

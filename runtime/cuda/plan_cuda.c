@@ -260,6 +260,13 @@ static bool const_inputs(const planner *P, const pprt_node *n, pp_tinfo *tin, in
     return true;
 }
 
+/* Input k of node n as shape inference sees it without bytes (absent:
+ * undefined). */
+static pp_tinfo shape_info(const planner *P, const pprt_node *n, int k) {
+    const pprt_tdesc *t = k < n->n_in ? T(P, n->in[k]) : NULL;
+    return t ? (pp_tinfo){t->dtype, t->shape, NULL} : (pp_tinfo){PP_UNDEFINED, {0, {0}}, NULL};
+}
+
 static pp_attrs attrs_of(const planner *P, const pprt_node *n) {
     return (pp_attrs){n->attrs, n->n_attrs, P->p->opset};
 }
@@ -525,13 +532,7 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
                 return PP_OK;
             na = (int)numel(&at->shape);
             for (int i = 0; i < na; i++) {
-                int64_t a = 0;
-                if (at->dtype == PP_I64) memcpy(&a, at->data + 8 * i, 8);
-                else {
-                    int32_t a32;
-                    memcpy(&a32, at->data + 4 * i, 4);
-                    a = a32;
-                }
+                const int64_t a = pcu_ldi(at->data, at->dtype, i);
                 if (a < -r || a >= r) return PP_OK;
                 axes[i] = a < 0 ? a + r : a;
                 for (int j = 0; j < i; j++)
@@ -539,10 +540,9 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
             }
         }
         if (!pt || pt->kind != PPRT_WEIGHT || !pt->data || pt->dtype != PP_I64 || numel(&pt->shape) != 2 * na) return PP_OK;
-        int64_t pv[2 * PP_MAX_DIMS];
-        memcpy(pv, pt->data, (size_t)(2 * na) * sizeof *pv);
         for (int d = 0; d < 2 * r; d++) pads[d] = 0;
-        for (int i = 0; i < na; i++) pads[axes[i]] = pv[i], pads[r + axes[i]] = pv[na + i];
+        for (int i = 0; i < na; i++)
+            pads[axes[i]] = pcu_ldi(pt->data, PP_I64, i), pads[r + axes[i]] = pcu_ldi(pt->data, PP_I64, na + i);
         if (n->n_in > 2 && n->in[2] >= 0) {
             const pprt_tdesc *vt = T(P, n->in[2]);
             if (vt->kind != PPRT_WEIGHT || !vt->data || vt->dtype != x->dtype) return PP_OK;
@@ -864,9 +864,9 @@ static pp_status plan_pool(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
-/* Resize, f32, nearest or linear, over at most two axes, without
- * antialiasing, exclude_outside or crop-and-resize (pcu_resize_at); its
- * scales or sizes must be constants. The rest: the host. */
+/* Resize of f32 over at most two axes, every mode and coordinate transform
+ * (pcu_resize_at); its scales or sizes must be constants, and an antialiased
+ * downscale at most 64 taps per axis. The rest: the host. */
 static pp_status plan_resize(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
@@ -932,7 +932,7 @@ static pp_status plan_cumsum(planner *P, int ni, bool *ok) {
         (ax->dtype != PP_I32 && ax->dtype != PP_I64))
         return PP_OK;
     const int r = x->shape.rank;
-    int64_t axis = ax->dtype == PP_I64 ? *(const int64_t *)ax->data : *(const int32_t *)ax->data;
+    int64_t axis = pcu_ldi(ax->data, ax->dtype, 0);
     if (axis < -r || axis >= r) return PP_OK; /* the reference kernel says why */
     if (axis < 0) axis += r;
     pcu_cumsum k = {.t = (int32_t)t, .exclusive = attr_i(P, n, "exclusive", 0) != 0,
@@ -987,8 +987,7 @@ static pp_status plan_gather_elements(planner *P, int ni, bool *ok) {
 
 /* Whether two regions share bytes without being the same. */
 static bool partly_same(pcu_ref a, pcu_ref b) {
-    const bool meet = a.space == b.space && a.off < b.off + b.bytes && b.off < a.off + a.bytes;
-    return meet && !(a.off == b.off && a.bytes == b.bytes);
+    return pcu_ref_meet(a, b) && !(a.off == b.off && a.bytes == b.bytes);
 }
 
 /* ScatterElements, Scatter and ScatterND (pcu_scatter_at): a copy of the data
@@ -1013,9 +1012,7 @@ static pp_status plan_scatter(planner *P, int ni, bool *ok) {
         if (!strcmp(rs, reds[i])) red = i;
     if (red < 0 || (red != PCU_SC_NONE && (t == PP_F16 || t == PP_BF16 || t == PP_BOOL))) return PP_OK;
     const pcu_ref yr = R(P, n->out[0]), xr = R(P, n->in[0]);
-    if (partly_same(yr, xr) || partly_same(yr, R(P, n->in[1])) || partly_same(yr, R(P, n->in[2])) ||
-        (yr.space == R(P, n->in[1]).space && yr.off == R(P, n->in[1]).off) ||
-        (yr.space == R(P, n->in[2]).space && yr.off == R(P, n->in[2]).off))
+    if (partly_same(yr, xr) || pcu_ref_meet(yr, R(P, n->in[1])) || pcu_ref_meet(yr, R(P, n->in[2])))
         return PP_OK;
     pcu_scatter k = {.rank = r, .t = (int32_t)t, .esize = es, .idx_t = (int32_t)ix->dtype, .red = red,
                      .yn = numel(&x->shape)};
@@ -1076,7 +1073,7 @@ static pp_status plan_trilu(planner *P, int ni, bool *ok) {
     int64_t kk = 0;
     if (tin[1].data) {
         if ((tin[1].dtype != PP_I64 && tin[1].dtype != PP_I32) || numel(&tin[1].shape) != 1) return PP_OK;
-        kk = tin[1].dtype == PP_I64 ? *(const int64_t *)tin[1].data : *(const int32_t *)tin[1].data;
+        kk = pcu_ldi(tin[1].data, tin[1].dtype, 0);
     }
     pcu_trilu k = {.upper = attr_i(P, n, "upper", 1) != 0, .esize = es, .rows = x->shape.dim[r - 2],
                    .cols = x->shape.dim[r - 1], .k = kk, .n = numel(&x->shape)};
@@ -1097,9 +1094,7 @@ static pp_status plan_trilu(planner *P, int ni, bool *ok) {
 static bool meets_any(const planner *P, const pprt_node *n, pcu_ref o, int self) {
     for (int k = 0; k < n->n_in + n->n_out; k++) {
         const int tid = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
-        if (tid < 0 || k == self) continue;
-        const pcu_ref r = R(P, tid);
-        if (r.space == o.space && r.off < o.off + o.bytes && o.off < r.off + r.bytes) return true;
+        if (tid >= 0 && k != self && pcu_ref_meet(R(P, tid), o)) return true;
     }
     return false;
 }
@@ -1111,9 +1106,8 @@ static pp_status plan_rope(planner *P, int ni, bool *ok) {
     if (n->n_in < 3 || n->n_out != 1) return PP_OK;
     pp_tinfo tin[4];
     for (int k = 0; k < 4; k++) {
-        const pprt_tdesc *t = k < n->n_in ? T(P, n->in[k]) : NULL;
-        tin[k] = t ? (pp_tinfo){t->dtype, t->shape, NULL} : (pp_tinfo){PP_UNDEFINED, {0, {0}}, NULL};
-        if (k < 3 && (!t || t->dtype != PP_F32)) return PP_OK;
+        tin[k] = shape_info(P, n, k);
+        if (k < 3 && tin[k].dtype != PP_F32) return PP_OK;
     }
     pp_rope r;
     if (pp_rope_parse(attrs_of(P, n), tin, n->n_in, &r, NULL) != PP_OK || T(P, n->out[0])->dtype != PP_F32 ||
@@ -1161,9 +1155,8 @@ static pp_status plan_attention(planner *P, int ni, bool *ok) {
     if (n->n_in < 3 || n->n_in > 7 || n->n_out < 1 || n->n_out > 4) return PP_OK;
     pp_tinfo tin[7];
     for (int k = 0; k < 7; k++) {
-        const pprt_tdesc *t = k < n->n_in && n->in[k] >= 0 ? T(P, n->in[k]) : NULL;
-        tin[k] = t ? (pp_tinfo){t->dtype, t->shape, NULL} : (pp_tinfo){PP_UNDEFINED, {0, {0}}, NULL};
-        if (t && k != 3 && k != 6 && t->dtype != PP_F32) return PP_OK;
+        tin[k] = shape_info(P, n, k);
+        if (tin[k].dtype != PP_UNDEFINED && k != 3 && k != 6 && tin[k].dtype != PP_F32) return PP_OK;
     }
     pp_attn t;
     if (pp_attn_parse(attrs_of(P, n), tin, n->n_in, &t, NULL) != PP_OK || (t.has_mask && !t.mask_bool && tin[3].dtype != PP_F32))
@@ -1341,11 +1334,8 @@ static int bias_of(const planner *P, int mi, int64_t N) {
 
 /* Whether tensor out's bytes overlap an input of node n. */
 static bool fused_overlaps(const planner *P, const pprt_node *n, int out) {
-    const pcu_ref o = R(P, out);
-    for (int k = 0; k < n->n_in; k++) {
-        const pcu_ref r = R(P, n->in[k]);
-        if (r.space == o.space && r.off < o.off + o.bytes && o.off < r.off + r.bytes) return true;
-    }
+    for (int k = 0; k < n->n_in; k++)
+        if (pcu_ref_meet(R(P, n->in[k]), R(P, out))) return true;
     return false;
 }
 

@@ -10,13 +10,7 @@
 #   SECS=120 bash tests/cuda/gpu_mini.sh [FILTER...]
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
-bin=$src/.gpu/bin; Z=$src/.gpu/zoo
-libs=$(python3 -c "
-import glob, os, site
-d = [p for s in site.getsitepackages() for p in glob.glob(os.path.join(s, 'nvidia', '**', 'lib'), recursive=True)]
-print(':'.join(sorted(set(d))))")
-export LD_LIBRARY_PATH=$bin:$libs:${LD_LIBRARY_PATH:-}
-export PPCC=$bin/ppcc PPRT=$bin/pprt
+. "$src/tests/cuda/gpu_env.sh"
 CMP="python3 $src/tests/tools/compare_npy.py"; S=$src/samples/digits
 end=$((SECONDS + ${SECS:-120}))
 w=/tmp/gmini; rm -rf $w; mkdir -p $w; cd $w; date -u; nvidia-smi -L

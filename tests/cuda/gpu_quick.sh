@@ -13,13 +13,7 @@
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/gpu_quick}; mkdir -p "$out"
-bin=$src/.gpu/bin; Z=$src/.gpu/zoo
-libs=$(python3 -c "
-import glob, os, site
-d = [p for s in site.getsitepackages() for p in glob.glob(os.path.join(s, 'nvidia', '**', 'lib'), recursive=True)]
-print(':'.join(sorted(set(d))))")
-export LD_LIBRARY_PATH=$bin:$libs:${LD_LIBRARY_PATH:-}
-export PPCC=$bin/ppcc PPRT=$bin/pprt
+. "$src/tests/cuda/gpu_env.sh"
 exec > >(tee "$out/gpu.log") 2>&1
 date -u; nvidia-smi -L; "$PPRT" --version; ldd "$PPRT" | grep -E "cud|nccl|cublas|not found"
 w=/tmp/gq; rm -rf $w; mkdir -p $w; cd $w

@@ -24,14 +24,8 @@ set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-${OUT:-/tmp/gpu_day}}
 mkdir -p "$out"
-bin=$src/.gpu/bin
-export PPCC=$bin/ppcc PPRT=$bin/pprt PY=python3 SRC=$src
-# the CUDA libraries of the machine's Python packages (nvidia-*-cu13)
-libs=$(python3 -c "
-import glob, os, site
-d = [p for s in site.getsitepackages() for p in glob.glob(os.path.join(s, 'nvidia', '**', 'lib'), recursive=True)]
-print(':'.join(sorted(set(d))))")
-export LD_LIBRARY_PATH=$bin:$libs:${LD_LIBRARY_PATH:-}
+. "$src/tests/cuda/gpu_env.sh"
+export PY=python3 SRC=$src
 log=$out/gpu_day.log
 exec > >(tee "$log") 2>&1
 date -u; nvidia-smi -L; "$PPRT" --version
