@@ -38,8 +38,8 @@ void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i) 
         else pcu_perm_at(&s->u.perm, op[1], op[0], NULL, err, i, s->ptype);
         break;
     case PCU_K_RED: pcu_red_at(&s->u.red, op[1], op[0], i); break;
-    case PCU_K_SOFTMAX: pcu_softmax_at(&s->u.sm, op[1], op[0], i); break;
-    case PCU_K_NORM: pcu_norm_at(&s->u.norm, op[3], op[0], op[1], op[2], op[4], op[5], i); break;
+    case PCU_K_SOFTMAX: pcu_softmax_at(&s->u.sm, op[1], op[0], op[2], i); break;
+    case PCU_K_NORM: pcu_norm_at(&s->u.norm, op[3], op[0], op[1], op[2], op[4], op[5], op[6], i); break;
     case PCU_K_BN: pcu_bn_at(&s->u.bn, op[5], op[0], op[1], op[2], op[3], op[4], i); break;
     case PCU_K_POOL: pcu_pool_at(&s->u.pool, op[1], op[0], i); break;
     case PCU_K_EPI: pcu_epi_at(&s->u.epi, op[0], op[1], op[2], i); break;
@@ -200,6 +200,8 @@ int pcu_kernel_esize(const pcu_step *s, int k) {
     case PCU_K_TRILU: return s->u.tri.esize;
     case PCU_K_ROPE: return k == 3 ? 8 : 4;
     case PCU_K_ATTN: return k == 3 && s->u.attn.mask_bool ? 1 : k == 6 || k == 9 ? 8 : 4;
+    case PCU_K_SOFTMAX: return k == 2 ? 8 : 4;
+    case PCU_K_NORM: return k == 6 ? 8 : 4;
     default: return 4;
     }
 }
@@ -242,9 +244,10 @@ int64_t pcu_kernel_extent(const pcu_step *s, int k) {
         const pcu_red *r = &s->u.red;
         return k == 0 ? span(r->nk, r->kd, r->ks) + span(r->nr, r->rd, r->rs) + 1 : r->n_out;
     }
-    case PCU_K_SOFTMAX: return s->u.sm.outer * s->u.sm.n * s->u.sm.inner;
+    case PCU_K_SOFTMAX: return k == 2 ? 2 * s->u.sm.outer * s->u.sm.lanes : s->u.sm.outer * s->u.sm.n * s->u.sm.inner;
     case PCU_K_NORM: {
         const pcu_norm *n = &s->u.norm;
+        if (k == 6) return 2 * n->rows * n->lanes;
         if (k == 0 || k == 3) return n->rows * n->n;
         if (k == 1 || k == 2) return n->cdiv ? (n->groups - 1) * n->cpg + (n->n - 1) / n->cdiv + 1 : n->n;
         return n->rows;
@@ -299,7 +302,9 @@ static unsigned outputs_of(const pcu_step *s) {
         switch (s->kernel) {
         case PCU_K_EW: return 1u << s->u.ew.nin;
         case PCU_K_PERM: return 1u << (s->u.perm.gdim >= 0 ? 2 : 1);
-        case PCU_K_NORM: return 7u << 3;
+        case PCU_K_SOFTMAX: /* rows in lanes: phases 0 and 1 write the partials (kmath.h) */
+            return s->u.sm.lanes && s->u.sm.phase < 2 ? 1u << 2 : 2u;
+        case PCU_K_NORM: return s->u.norm.lanes && s->u.norm.phase < (s->u.norm.rms ? 1 : 2) ? 1u << 6 : 7u << 3;
         case PCU_K_BN: return 1u << 5;
         case PCU_K_EPI: return 1u;
         case PCU_K_GATHER_EL: return 1u << 2;

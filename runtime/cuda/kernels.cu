@@ -27,15 +27,15 @@ __global__ void pcu_k_red(const pcu_red *__restrict__ k, void *y, const float *x
     if (i < n) pcu_red_at(k, y, x, i);
 }
 
-__global__ void pcu_k_softmax(const pcu_softmax *__restrict__ k, float *y, const float *x, int64_t n) {
+__global__ void pcu_k_softmax(const pcu_softmax *__restrict__ k, float *y, const float *x, double *part, int64_t n) {
     const int64_t i = PCU_TID;
-    if (i < n) pcu_softmax_at(k, y, x, i);
+    if (i < n) pcu_softmax_at(k, y, x, part, i);
 }
 
 __global__ void pcu_k_norm(const pcu_norm *__restrict__ k, float *y, const float *x, const float *s, const float *b,
-                           float *m, float *v, int64_t n) {
+                           float *m, float *v, double *part, int64_t n) {
     const int64_t i = PCU_TID;
-    if (i < n) pcu_norm_at(k, y, x, s, b, m, v, i);
+    if (i < n) pcu_norm_at(k, y, x, s, b, m, v, part, i);
 }
 
 __global__ void pcu_k_bn(const pcu_bn *__restrict__ k, float *y, const float *x, const float *s, const float *b,
@@ -117,8 +117,10 @@ extern "C" int pcu_launch(int kind, const void *param, void *const *op, int *err
     }
     case 1: pcu_k_perm<<<blocks, 256, 0, s>>>((const pcu_perm *)param, op[2], op[0], op[1], err, n, ptype); break;
     case 2: pcu_k_red<<<blocks, 256, 0, s>>>((const pcu_red *)param, op[1], f[0], n); break;
-    case 3: pcu_k_softmax<<<blocks, 256, 0, s>>>((const pcu_softmax *)param, f[1], f[0], n); break;
-    case 4: pcu_k_norm<<<blocks, 256, 0, s>>>((const pcu_norm *)param, f[3], f[0], f[1], f[2], f[4], f[5], n); break;
+    case 3: pcu_k_softmax<<<blocks, 256, 0, s>>>((const pcu_softmax *)param, f[1], f[0], (double *)op[2], n); break;
+    case 4:
+        pcu_k_norm<<<blocks, 256, 0, s>>>((const pcu_norm *)param, f[3], f[0], f[1], f[2], f[4], f[5], (double *)op[6], n);
+        break;
     case 5: pcu_k_bn<<<blocks, 256, 0, s>>>((const pcu_bn *)param, f[5], f[0], f[1], f[2], f[3], f[4], n); break;
     case 6: pcu_k_pool<<<blocks, 256, 0, s>>>((const pcu_pool *)param, f[1], f[0], n); break;
     case 7: pcu_k_epi<<<blocks, 256, 0, s>>>((const pcu_epi *)param, f[0], f[1], f[2], n); break;

@@ -844,22 +844,73 @@ PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
     ((float *)y)[i] = (float)acc;
 }
 
-/* ---- Softmax, LogSoftmax: one thread per row --------------------------------------------- */
+/* ---- Rows in lanes: softmax and normalizations ------------------------------------------ */
+
+/* A row kernel either gives each row to one thread (lanes 0: rows that are
+ * short, or strided so that neighbouring threads already read neighbouring
+ * floats), or spreads each row over `lanes` threads in three launches
+ * (phase 0, 1, 2) that share nothing but a double workspace of two halves,
+ * part[rows * lanes] and part2[rows * lanes]: thread i is lane l = i % lanes
+ * of row r = i / lanes and walks the row's elements l, l + lanes, ..., so a
+ * warp's loads are consecutive floats (coalesced) and a row of 768 floats
+ * keeps 32 threads busy instead of one. Each later phase combines its row's
+ * partials in lane order, the same in every lane, so the result does not
+ * depend on which thread ran first; sums are in double as in the one-thread
+ * form, so only their order differs from the reference kernels'. */
+PCU_HD double pcu_lane_sum(const double *part, int64_t r, int64_t lanes) {
+    double s = 0;
+    for (int64_t l = 0; l < lanes; l++) s += part[r * lanes + l];
+    return s;
+}
+
+/* NaN-keeping max, as the reference's Softmax takes it. */
+PCU_HD float pcu_nanmax(float m, float v) { return (v > m || v != v) ? (m != m ? m : v) : m; }
+
+/* ---- Softmax, LogSoftmax ------------------------------------------------------------------ */
 
 typedef struct pcu_softmax {
     int32_t log;
+    int32_t lanes, phase; /* lanes 0: one thread per row (threads outer * inner); else inner is 1 and
+                           * threads outer * lanes: phase 0 each lane's max into part, 1 the row's max
+                           * and each lane's sum of exp into part2, 2 the outputs */
     int64_t outer, n, inner; /* rows: outer * inner, each n elements at stride inner */
 } pcu_softmax;
 
-PCU_HD void pcu_softmax_at(const pcu_softmax *k, float *y, const float *x, int64_t row) {
-    const int64_t o = row / k->inner, in = row % k->inner, n = k->n, st = k->inner;
+PCU_HD void pcu_softmax_at(const pcu_softmax *k, float *y, const float *x, double *part, int64_t i) {
+    if (k->lanes) {
+        const int64_t L = k->lanes, r = i / L, l = i % L, n = k->n;
+        const float *xp = x + r * n;
+        double *part2 = part + k->outer * L;
+        if (k->phase == 0) {
+            float m = -INFINITY;
+            for (int64_t j = l; j < n; j += L) m = pcu_nanmax(m, xp[j]);
+            part[i] = m;
+            return;
+        }
+        float m = -INFINITY;
+        for (int64_t q = 0; q < L; q++) m = pcu_nanmax(m, (float)part[r * L + q]);
+        if (k->phase == 1) {
+            double s = 0;
+            for (int64_t j = l; j < n; j += L) s += exp((double)xp[j] - (double)m);
+            part2[i] = s;
+            return;
+        }
+        const double s = pcu_lane_sum(part2, r, L);
+        float *yp = y + r * n;
+        if (k->log) {
+            const double ls = log(s) + (double)m;
+            for (int64_t j = l; j < n; j += L) yp[j] = (float)((double)xp[j] - ls);
+        } else {
+            const double rs = 1.0 / s;
+            for (int64_t j = l; j < n; j += L) yp[j] = (float)((double)(float)exp((double)xp[j] - (double)m) * rs);
+        }
+        return;
+    }
+    const int64_t o = i / k->inner, in = i % k->inner, n = k->n, st = k->inner;
     const float *xp = x + o * n * st + in;
     float *yp = y + o * n * st + in;
     float m = -INFINITY;
-    for (int64_t j = 0; j < n; j++) {
-        const float v = xp[j * st];
-        if (v > m || v != v) m = m != m ? m : v;
-    }
+    for (int64_t j = 0; j < n; j++) m = pcu_nanmax(m, xp[j * st]);
     double s = 0;
     for (int64_t j = 0; j < n; j++) {
         const double e = exp((double)xp[j * st] - (double)m);
@@ -875,48 +926,87 @@ PCU_HD void pcu_softmax_at(const pcu_softmax *k, float *y, const float *x, int64
     }
 }
 
-/* ---- Layer, Instance and Group normalization: one thread per row -------------------------- */
+/* ---- Layer, Instance, Group and RMS normalization ----------------------------------------- */
 
 /* Row r: n contiguous floats at x + r * n, mean and 1/sqrt(var + eps) in
  * double; y = (x - mean) * inv * scale + bias where scale and bias are
  * indexed by the element's position j in the row (cdiv == 0: LayerNorm,
  * scale[j]) or by its channel (InstanceNorm/GroupNorm: channel =
- * (r % groups) * cpg + j / cdiv). */
+ * (r % groups) * cpg + j / cdiv). lanes 0: one thread per row; else the
+ * rows in lanes: phase 0 each lane's sum (RMS: of squares) into part, 1 the
+ * row's mean and each lane's sum of squared deviations into part2 (RMS: the
+ * outputs), 2 the outputs. */
 typedef struct pcu_norm {
-    int32_t has_bias, groups, rms, pad_; /* rms: RMSNormalization (no mean, no bias) */
+    int32_t has_bias, groups, rms, lanes, phase, pad_; /* rms: RMSNormalization (no mean, no bias) */
     int64_t rows, n, cpg, cdiv;
     double eps;
 } pcu_norm;
 
-PCU_HD void pcu_norm_at(const pcu_norm *k, float *y, const float *x, const float *scale, const float *bias,
-                        float *mean_out, float *inv_out, int64_t r) {
+/* y over the elements j0, j0 + step, ... of row r, given its mean and inv. */
+PCU_HD void pcu_norm_out(const pcu_norm *k, float *y, const float *x, const float *scale, const float *bias,
+                         int64_t r, int64_t j0, int64_t step, double m, double inv) {
     const int64_t n = k->n;
     const float *xp = x + r * n;
     float *yp = y + r * n;
-    if (k->rms) { /* as the reference kernel: the mean square, then x * inv * scale */
-        double q = 0;
-        for (int64_t j = 0; j < n; j++) q += (double)xp[j] * xp[j];
-        const double inv = 1.0 / sqrt(q / (double)(n ? n : 1) + k->eps);
-        for (int64_t j = 0; j < n; j++) yp[j] = (float)(xp[j] * inv * scale[j]);
+    if (k->rms) { /* as the reference kernel: x * inv * scale */
+        for (int64_t j = j0; j < n; j += step) yp[j] = (float)(xp[j] * inv * scale[j]);
         return;
     }
-    double s = 0;
-    for (int64_t j = 0; j < n; j++) s += xp[j];
-    const double m = n ? s / (double)n : 0.0;
-    double v = 0;
-    for (int64_t j = 0; j < n; j++) {
-        const double d = xp[j] - m;
-        v += d * d;
-    }
-    v = n ? v / (double)n : 0.0;
-    const double inv = 1.0 / sqrt(v + k->eps);
-    for (int64_t j = 0; j < n; j++) {
+    for (int64_t j = j0; j < n; j += step) {
         const int64_t c = k->cdiv ? (r % k->groups) * k->cpg + j / k->cdiv : j;
         const double b = k->has_bias ? (double)bias[c] : 0.0;
         yp[j] = k->cdiv ? (float)((xp[j] - m) * (inv * scale[c]) + b) : (float)((xp[j] - m) * inv * scale[c] + b);
     }
-    if (mean_out) mean_out[r] = (float)m;
-    if (inv_out) inv_out[r] = (float)inv;
+}
+
+PCU_HD void pcu_norm_at(const pcu_norm *k, float *y, const float *x, const float *scale, const float *bias,
+                        float *mean_out, float *inv_out, double *part, int64_t i) {
+    const int64_t n = k->n, L = k->lanes ? k->lanes : 1, r = k->lanes ? i / L : i, l = k->lanes ? i % L : 0;
+    const float *xp = x + r * n;
+    const double dn = (double)(n ? n : 1);
+    double m = 0, inv;
+    if (k->lanes && k->phase == 0) {
+        double s = 0;
+        for (int64_t j = l; j < n; j += L) s += k->rms ? (double)xp[j] * xp[j] : (double)xp[j];
+        part[i] = s;
+        return;
+    }
+    if (k->rms) {
+        double q = 0;
+        if (k->lanes) q = pcu_lane_sum(part, r, L);
+        else
+            for (int64_t j = 0; j < n; j++) q += (double)xp[j] * xp[j];
+        inv = 1.0 / sqrt(q / dn + k->eps);
+        pcu_norm_out(k, y, x, scale, bias, r, l, L, 0, inv);
+        return;
+    }
+    double *part2 = part + k->rows * L;
+    if (k->lanes) m = n ? pcu_lane_sum(part, r, L) / (double)n : 0.0;
+    else {
+        double s = 0;
+        for (int64_t j = 0; j < n; j++) s += xp[j];
+        m = n ? s / (double)n : 0.0;
+    }
+    double v = 0;
+    if (k->lanes && k->phase == 1) {
+        for (int64_t j = l; j < n; j += L) {
+            const double d = xp[j] - m;
+            v += d * d;
+        }
+        part2[i] = v;
+        return;
+    }
+    if (k->lanes) v = pcu_lane_sum(part2, r, L);
+    else
+        for (int64_t j = 0; j < n; j++) {
+            const double d = xp[j] - m;
+            v += d * d;
+        }
+    v = n ? v / (double)n : 0.0;
+    inv = 1.0 / sqrt(v + k->eps);
+    pcu_norm_out(k, y, x, scale, bias, r, l, L, m, inv);
+    if (l == 0 && mean_out) mean_out[r] = (float)m;
+    if (l == 0 && inv_out) inv_out[r] = (float)inv;
 }
 
 /* BatchNormalization (inference): element i of x [N, C, S], channel

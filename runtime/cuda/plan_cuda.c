@@ -747,6 +747,38 @@ static pp_status plan_reduce(planner *P, int ni, bool *ok) {
     return red_step(P, ni, op, 0, x, rd.mask, R(P, n->out[0]));
 }
 
+/* The own kernels' scratch in WORK, after the library workspace: one region
+ * that every step needing scratch reuses (one stream runs the steps in order). */
+static pcu_ref work_scratch(planner *P, uint64_t bytes) {
+    const uint64_t at = PCU_WORK_LIB + PCU_LIB_WORKSPACE;
+    const pcu_ref r = {PCU_SP_WORK, -1, at, bytes ? bytes : 8};
+    if (P->pl->bytes[PCU_SP_WORK] < at + r.bytes) P->pl->bytes[PCU_SP_WORK] = at + r.bytes;
+    return r;
+}
+
+/* Lanes per row for a row kernel over rows of n contiguous floats (kmath.h,
+ * "Rows in lanes"): 32 (a warp) where a row has at least two elements per
+ * lane and the partials fit the 256 MiB the scratch may take; else 0, one
+ * thread per row. */
+static int32_t row_lanes(int64_t rows, int64_t n) {
+    return n >= 64 && rows <= ((int64_t)256 << 20) / (32 * 2 * 8) ? 32 : 0;
+}
+
+/* The phases of row-kernel step *t (a template whose parameter block's
+ * phase is set here) as consecutive steps of node ni: phases 0 .. count-1. */
+static pp_status row_phases(planner *P, int ni, const pcu_step *t, int count) {
+    for (int ph = 0; ph < count; ph++) {
+        NEW_STEP(s, P, PCU_S_KERNEL, ni, t->n_ops);
+        pcu_ref *ops = s->ops;
+        *s = *t;
+        s->ops = ops;
+        memcpy(s->ops, t->ops, sizeof *ops * (size_t)t->n_ops);
+        if (t->kernel == PCU_K_SOFTMAX) s->u.sm.phase = ph;
+        else s->u.norm.phase = ph;
+    }
+    return PP_OK;
+}
+
 static pp_status plan_softmax(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]);
@@ -756,12 +788,13 @@ static pp_status plan_softmax(planner *P, int ni, bool *ok) {
         return PP_OK;
     *ok = true;
     if (outer * len * inner == 0) return PP_OK;
-    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
-    s->kernel = PCU_K_SOFTMAX;
-    s->u.sm = (pcu_softmax){.log = n->op == PP_OP_LOGSOFTMAX, .outer = outer, .n = len, .inner = inner};
-    s->ops[0] = R(P, n->in[0]);
-    s->ops[1] = R(P, n->out[0]);
-    s->threads = outer * inner;
+    const int32_t lanes = inner == 1 ? row_lanes(outer, len) : 0;
+    pcu_ref ops[3] = {R(P, n->in[0]), R(P, n->out[0]), {-1, -1, 0, 0}};
+    pcu_step t = {.kind = PCU_S_KERNEL, .kernel = PCU_K_SOFTMAX, .node = ni, .n_ops = 3, .ops = ops,
+                  .threads = lanes ? outer * lanes : outer * inner};
+    t.u.sm = (pcu_softmax){.log = n->op == PP_OP_LOGSOFTMAX, .lanes = lanes, .outer = outer, .n = len, .inner = inner};
+    if (lanes) ops[2] = work_scratch(P, (uint64_t)(outer * lanes) * 2 * sizeof(double));
+    PP_TRY(row_phases(P, ni, &t, lanes ? 3 : 1));
     P->pl->counts.own++;
     return PP_OK;
 }
@@ -822,17 +855,21 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
         else k.cpg = Cg, k.cdiv = S;                                                   /* per channel */
         k.has_bias = 1;
     }
-    NEW_STEP(s, P, PCU_S_KERNEL, ni, 6);
-    s->kernel = PCU_K_NORM;
-    s->u.norm = k;
-    s->ops[0] = R(P, n->in[0]);
-    s->ops[1] = R(P, n->in[1]);
-    if (k.has_bias) s->ops[2] = R(P, n->in[2]);
-    for (int q = 0; q < n->n_out && q < 3; q++) s->ops[3 + q] = R(P, n->out[q]);
-    s->threads = k.rows;
-    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
-    P->pl->counts.own++;
     *ok = true;
+    if (k.rows == 0) return PP_OK;
+    k.lanes = row_lanes(k.rows, k.n);
+    pcu_ref ops[7];
+    for (int q = 0; q < 7; q++) ops[q] = (pcu_ref){-1, -1, 0, 0};
+    ops[0] = R(P, n->in[0]);
+    ops[1] = R(P, n->in[1]);
+    if (k.has_bias) ops[2] = R(P, n->in[2]);
+    for (int q = 0; q < n->n_out && q < 3; q++) ops[3 + q] = R(P, n->out[q]);
+    if (k.lanes) ops[6] = work_scratch(P, (uint64_t)(k.rows * k.lanes) * 2 * sizeof(double));
+    pcu_step t = {.kind = PCU_S_KERNEL, .kernel = PCU_K_NORM, .node = ni, .n_ops = 7, .ops = ops,
+                  .threads = k.lanes ? k.rows * k.lanes : k.rows};
+    t.u.norm = k;
+    PP_TRY(row_phases(P, ni, &t, !k.lanes ? 1 : k.rms ? 2 : 3));
+    P->pl->counts.own++;
     return PP_OK;
 }
 
@@ -1190,9 +1227,7 @@ static pp_status plan_attention(planner *P, int ni, bool *ok) {
     for (int q = 0; q < 7; q++) s->ops[q] = R(P, q < n->n_in ? n->in[q] : -1);
     s->ops[7] = R(P, n->out[0]);
     s->ops[8] = R(P, n->n_out > 3 ? n->out[3] : -1);
-    const uint64_t at = PCU_WORK_LIB + PCU_LIB_WORKSPACE;
-    s->ops[9] = (pcu_ref){PCU_SP_WORK, -1, at, (uint64_t)(scratch ? scratch : 8)};
-    if (P->pl->bytes[PCU_SP_WORK] < at + s->ops[9].bytes) P->pl->bytes[PCU_SP_WORK] = at + s->ops[9].bytes;
+    s->ops[9] = work_scratch(P, (uint64_t)scratch);
     s->threads = rows;
     P->pl->counts.own++;
     return PP_OK;

@@ -12,7 +12,13 @@
  *     (rtol 1e-6, the same libm on both sides here), with NaN, infinities
  *     and signed zeros among the float inputs;
  *   - Sin, Cos and Tan (kmath.h's own argument reduction) against glibc's
- *     double functions over a million floats of every exponent.
+ *     double functions over a million floats of every exponent;
+ *   - the row kernels in lanes (Softmax, LogSoftmax, Layer/Group/RMS
+ *     normalization with mean and inv_std_dev: three launches sharing a
+ *     workspace of partials) against their one-thread-per-row form, which
+ *     the node tests hold to the reference kernels: within 2 ulp, NaN where
+ *     it is, over rows with NaN, infinities, huge and tiny values, lane
+ *     threads run in reverse order.
  * Runs in about a second; no GPU, no CUDA needed (label fast, cuda). */
 #include <math.h>
 #include <stdio.h>
@@ -307,10 +313,99 @@ static void test_trig(void) {
     printf("test_kmath: sin/cos/tan worst relative error against glibc (double): %.2e\n", worst);
 }
 
+/* ---- row kernels in lanes ------------------------------------------------------------------ */
+
+static int64_t ulps(float a, float b) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) ? 0 : INT64_MAX;
+    if (a == b) return 0;
+    pcu_fbits x = {.f = a}, y = {.f = b};
+    const int64_t ia = x.u & 0x80000000u ? -(int64_t)(x.u & 0x7fffffffu) : (int64_t)x.u;
+    const int64_t ib = y.u & 0x80000000u ? -(int64_t)(y.u & 0x7fffffffu) : (int64_t)y.u;
+    return ia > ib ? ia - ib : ib - ia;
+}
+
+/* rows x n floats: normal values, and per row kind (r % 7): a NaN, +inf,
+ * all -inf, values near FLT_MAX, tiny values, a constant row, plain. */
+static void fill_rows(float *x, int64_t rows, int64_t n) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < n; j++) {
+            float v = (float)((unif() - 0.5) * 8);
+            switch (r % 7) {
+            case 0: if (j == n / 3) v = NAN; break;
+            case 1: if (j == n - 1) v = INFINITY; break;
+            case 2: v = -INFINITY; break;
+            case 3: v *= 3e37f; break;
+            case 4: v *= 1e-30f; break;
+            case 5: v = 1.5f; break;
+            default: break;
+            }
+            x[r * n + j] = v;
+        }
+}
+
+static void compare_rows(const char *what, const float *a, const float *b, int64_t count) {
+    int64_t worst = 0;
+    for (int64_t i = 0; i < count; i++) {
+        const int64_t u = ulps(a[i], b[i]);
+        checks++;
+        if (u > worst) worst = u;
+        if (u > 2) {
+            FAIL("%s: element %lld: lanes %.9g, one thread %.9g\n", what, (long long)i, a[i], b[i]);
+            return;
+        }
+    }
+}
+
+static void test_rows(void) {
+    static const int64_t shapes[][2] = {{14, 64}, {7, 65}, {21, 197}, {7, 768}, {3, 1000}, {14, 4096}};
+    for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++) {
+        const int64_t rows = shapes[c][0], n = shapes[c][1], L = 32;
+        float *x = malloc(sizeof(float) * (size_t)(rows * n)), *y1 = malloc(sizeof(float) * (size_t)(rows * n)),
+              *y2 = malloc(sizeof(float) * (size_t)(rows * n)), *sc = malloc(sizeof(float) * (size_t)n),
+              *bi = malloc(sizeof(float) * (size_t)n), *m1 = malloc(sizeof(float) * (size_t)rows),
+              *m2 = malloc(sizeof(float) * (size_t)rows), *v1 = malloc(sizeof(float) * (size_t)rows),
+              *v2 = malloc(sizeof(float) * (size_t)rows);
+        double *part = malloc(sizeof(double) * (size_t)(2 * rows * L));
+        fill_rows(x, rows, n);
+        for (int64_t j = 0; j < n; j++) sc[j] = (float)(unif() + 0.5), bi[j] = (float)(unif() - 0.5);
+        for (int log = 0; log < 2; log++) {
+            pcu_softmax k = {.log = log, .outer = rows, .n = n, .inner = 1};
+            for (int64_t r = 0; r < rows; r++) pcu_softmax_at(&k, y1, x, NULL, r);
+            k.lanes = (int32_t)L;
+            for (k.phase = 0; k.phase < 3; k.phase++)
+                for (int64_t i = rows * L - 1; i >= 0; i--) pcu_softmax_at(&k, y2, x, part, i);
+            char what[64];
+            snprintf(what, sizeof what, "%s %lldx%lld", log ? "LogSoftmax" : "Softmax", (long long)rows, (long long)n);
+            compare_rows(what, y2, y1, rows * n);
+        }
+        /* LayerNorm (scale, bias), GroupNorm of 2 groups per 4 channels (cdiv), RMS */
+        for (int kind = 0; kind < 3; kind++) {
+            pcu_norm k = {.has_bias = kind != 2, .rms = kind == 2, .rows = rows, .n = n, .eps = 1e-5};
+            if (kind == 1 && n % 2 == 0) k.groups = 2, k.cpg = 2, k.cdiv = n / 2;
+            else if (kind == 1) continue;
+            memset(m1, 0, sizeof(float) * (size_t)rows), memset(m2, 0, sizeof(float) * (size_t)rows);
+            for (int64_t r = 0; r < rows; r++) pcu_norm_at(&k, y1, x, sc, bi, m1, v1, NULL, r);
+            k.lanes = (int32_t)L;
+            for (k.phase = 0; k.phase < (k.rms ? 2 : 3); k.phase++)
+                for (int64_t i = rows * L - 1; i >= 0; i--) pcu_norm_at(&k, y2, x, sc, bi, m2, v2, part, i);
+            char what[64];
+            snprintf(what, sizeof what, "%s %lldx%lld", kind == 0 ? "LayerNorm" : kind == 1 ? "GroupNorm" : "RMSNorm",
+                     (long long)rows, (long long)n);
+            compare_rows(what, y2, y1, rows * n);
+            if (!k.rms) {
+                compare_rows("mean", m2, m1, rows);
+                compare_rows("inv_std_dev", v2, v1, rows);
+            }
+        }
+        free(x), free(y1), free(y2), free(sc), free(bi), free(m1), free(m2), free(v1), free(v2), free(part);
+    }
+}
+
 int main(void) {
     test_conversions();
     test_trig();
     test_elementwise();
+    test_rows();
     printf("test_kmath: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }
