@@ -59,7 +59,7 @@ def main():
         ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in zip(names, shapes)]
         g = helper.make_graph([helper.make_node("Einsum", names, ["y"], equation=eq)], "g", ins,
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
         onnx.save(m, f"e{c}.onnx")
         data = {n: rng.standard_normal(s).astype(np.float32) for n, s in zip(names, shapes)}
         os.makedirs(f"e{c}_data", exist_ok=True)

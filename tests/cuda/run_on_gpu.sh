@@ -107,7 +107,7 @@ else
 fi
 
 note "throughput against PyTorch eager (same GPU)"
-python3 "$src/bench/cuda_vs_torch.py" --pprt "$PPRT" --ppcc "$PPCC" --zoo zoo --out "$out/throughput.md" \
+python3 "$src/bench/cuda_vs_torch.py" --pprt "$PPRT" --ppcc "$PPCC" --work bench_work --out "$out/throughput.md" \
   || bad "throughput"
 cat "$out/throughput.md" 2>/dev/null
 echo "gpu day: $([ $status = 0 ] && echo all passed || echo FAILURES above)"

@@ -81,7 +81,7 @@ def main():
                                             for k, v in data.items()],
                               [helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(data["x"].dtype), None)],
                               init)
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), f"s{c}.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8), f"s{c}.onnx")
         os.makedirs(f"s{c}_data", exist_ok=True)
         for k, v in data.items():
             np.save(f"s{c}_data/{k}.npy", v)
@@ -108,7 +108,7 @@ def main():
     data["i"][1, 0] = 9
     g = helper.make_graph([node], "g", [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
                                         for k, v in data.items()], [helper.make_tensor_value_info("y", 1, None)])
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), "oor.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8), "oor.onnx")
     os.makedirs("oor_data", exist_ok=True)
     for k, v in data.items():
         np.save(f"oor_data/{k}.npy", v)

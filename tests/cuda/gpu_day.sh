@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# One device call that does what a GPU day owes, in order of value, within
+# SECS seconds (default 540: the device tool allows 600 a call): gpu_mini.sh's
+# checks (carried zoo against onnxruntime and across the split, --profile,
+# compute-sanitizer synccheck and initcheck, Einsum on cuBLASLt), then
+# bench/cuda_vs_torch.py (ResNet-50 and ViT-B/16 exported there, pprt at
+# -pp 1, 2, 3 against PyTorch eager on the same GPU, outputs compared; their
+# --profile by op type; GPT under compute-sanitizer memcheck and initcheck), then
+# the ONNX node tests that tests/conformance/expected_pass.txt lists, the
+# kernels never run on a GPU first, in chunks so a chunk cut short loses
+# only itself. Everything it finds goes to $OUT.
+# Here: PP_CARRY_ZOO=1 tests/cuda/build_carry.sh. There (carry .gpu):
+#   SECS=540 BENCH_SECS=240 bash tests/cuda/gpu_day.sh
+set -uo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+out=${OUT:-/tmp/gday}; mkdir -p "$out"
+exec > >(tee "$out/day.log") 2>&1
+t0=$SECONDS; budget=${SECS:-540}
+left() { echo $((budget - (SECONDS - t0))); }
+status=0
+be=${PP_BACKEND:-cuda}   # cuda-emu, with MINI=0: a dry run here
+[ "${MINI:-1}" = 0 ] || SECS=1 bash "$src/tests/cuda/gpu_mini.sh" || status=1
+. "$src/tests/cuda/gpu_env.sh"
+
+echo "== bench/cuda_vs_torch.py ($(date +%T), $(left) s left)"
+bs=${BENCH_SECS:-240}; [ "$bs" -lt "$(left)" ] || bs=$(($(left) - 30))
+timeout "$bs" python3 "$src/bench/cuda_vs_torch.py" --pprt "$PPRT" --ppcc "$PPCC" --work /tmp/cvt \
+  --backend $be --out "$out/cuda_vs_torch.md" ${BENCH_ARGS:-} --runs "${BENCH_RUNS:-2}" 2> "$out/bench.err" || { echo "bench: rc $?"; tail -5 "$out/bench.err"; status=1; }
+cat "$out/cuda_vs_torch.md" 2>/dev/null
+# where the GPU time goes: --profile at batch 8, -pp 1, summed by op type
+for m in resnet50 vit_b_16; do
+  d=/tmp/cvt/$m; [ -f $d/b8_pp1.plan ] || continue
+  timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/prof_out --backend $be -q --warmup 4 --profile "$out/prof_$m.json" &&
+    python3 -c "
+import collections, json
+t = json.load(open('$out/prof_$m.json'))['nodes']; agg = collections.Counter()
+for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
+tot = sum(agg.values()); print('$m profile, ms per micro-batch of 8: %.2f;' % tot, ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))"
+done
+# the row kernels in lanes (GPT's LayerNorms) under compute-sanitizer
+if [ "$be" = cuda ]; then
+  for tool in memcheck initcheck; do
+    timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $Z/gpt/auto_2.plan $Z/gpt/data -o /tmp/gday_san \
+      --backend cuda --cuda-graphs off -q > "$out/san_gpt_$tool.txt" 2>&1 || { echo "FAIL: compute-sanitizer $tool on GPT"; status=1; }
+    echo "GPT -pp 2 $tool: $(tail -1 "$out/san_gpt_$tool.txt")"
+  done
+fi
+
+echo "== ONNX node tests on $be ($(date +%T), $(left) s left)"
+w=/tmp/gday_nt; rm -rf $w; mkdir -p $w/all && tar xzf "$src/.gpu/node.tgz" -C $w/all
+python3 - "$src" $w <<'EOF'
+import os, shutil, sys
+src, w = sys.argv[1:]
+listed = [t.strip() for t in open(os.path.join(src, "tests/conformance/expected_pass.txt")) if t.strip()]
+first = ("attention", "rotary", "resize", "einsum", "scatter", "tril", "triu", "_pad", "test_sin", "test_cos",
+         "test_tan", "sign", "shrink", "isnan", "isinf", "bitwise", "bitshift", "top_k", "dropout")
+new = [t for t in listed if any(k in t for k in first)]
+rest = [t for t in listed if t not in new]
+chunks = [new] + [rest[i::4] for i in range(4)]
+for i, ts in enumerate(chunks):
+    os.makedirs(os.path.join(w, f"c{i}"))
+    for t in ts:
+        if os.path.isdir(os.path.join(w, "all/node", t)):
+            shutil.move(os.path.join(w, "all/node", t), os.path.join(w, f"c{i}", t))
+    print(f"chunk {i}: {len(ts)} tests")
+EOF
+for i in 0 1 2 3 4; do
+  [ "$(left)" -gt 20 ] || { echo "out of time before chunk $i"; break; }
+  PPRT_EXTRA_ARGS="--backend $be" timeout $(($(left) - 5)) python3 "$src/tests/conformance/run.py" -j 16 \
+    --node-dir $w/c$i --filter test_ --timeout 30 --list-failures --json "$out/conf_c$i.json" > "$out/conf_c$i.txt" 2>&1
+  rc=$?; echo "chunk $i: rc $rc: $(grep -E 'listed-op tests:|regression|did not pass|tests in' "$out/conf_c$i.txt" | tr '\n' ' ')"
+  [ $rc = 0 ] || { status=1; grep -A30 "did not pass" "$out/conf_c$i.txt" | head -30; }
+done
+date -u; echo "gpu day: $([ $status = 0 ] && echo all passed || echo FAILURES above) ($((SECONDS - t0)) s)"; exit $status
