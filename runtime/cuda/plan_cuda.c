@@ -856,6 +856,7 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
         k.has_bias = 1;
     }
     *ok = true;
+    P->pl->counts.own++;
     if (k.rows == 0) return PP_OK;
     k.lanes = row_lanes(k.rows, k.n);
     pcu_ref ops[7];
@@ -868,9 +869,7 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
     pcu_step t = {.kind = PCU_S_KERNEL, .kernel = PCU_K_NORM, .node = ni, .n_ops = 7, .ops = ops,
                   .threads = k.lanes ? k.rows * k.lanes : k.rows};
     t.u.norm = k;
-    PP_TRY(row_phases(P, ni, &t, !k.lanes ? 1 : k.rms ? 2 : 3));
-    P->pl->counts.own++;
-    return PP_OK;
+    return row_phases(P, ni, &t, !k.lanes ? 1 : k.rms ? 2 : 3);
 }
 
 static pp_status plan_pool(planner *P, int ni, bool *ok) {

@@ -11,6 +11,7 @@
 # only itself. Everything it finds goes to $OUT.
 # Here: PP_CARRY_ZOO=1 tests/cuda/build_carry.sh. There (carry .gpu):
 #   SECS=540 BENCH_SECS=240 bash tests/cuda/gpu_day.sh
+# (MINI=0 BENCH_SECS=0 SAN=memcheck: only the node tests, each under compute-sanitizer)
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/gday}; mkdir -p "$out"
@@ -24,7 +25,7 @@ be=${PP_BACKEND:-cuda}   # cuda-emu, with MINI=0: a dry run here
 
 echo "== bench/cuda_vs_torch.py ($(date +%T), $(left) s left)"
 bs=${BENCH_SECS:-240}; [ "$bs" -lt "$(left)" ] || bs=$(($(left) - 30))
-timeout "$bs" python3 "$src/bench/cuda_vs_torch.py" --pprt "$PPRT" --ppcc "$PPCC" --work /tmp/cvt \
+[ "$bs" -le 0 ] || timeout "$bs" python3 "$src/bench/cuda_vs_torch.py" --pprt "$PPRT" --ppcc "$PPCC" --work /tmp/cvt \
   --backend $be --out "$out/cuda_vs_torch.md" ${BENCH_ARGS:-} --runs "${BENCH_RUNS:-2}" 2> "$out/bench.err" || { echo "bench: rc $?"; tail -5 "$out/bench.err"; status=1; }
 cat "$out/cuda_vs_torch.md" 2>/dev/null
 # where the GPU time goes: --profile at batch 8, -pp 1, summed by op type
@@ -64,6 +65,11 @@ for i, ts in enumerate(chunks):
             shutil.move(os.path.join(w, "all/node", t), os.path.join(w, f"c{i}", t))
     print(f"chunk {i}: {len(ts)} tests")
 EOF
+# SAN=memcheck (or racecheck, initcheck, synccheck): every node test's pprt under compute-sanitizer
+if [ -n "${SAN:-}" ]; then
+  printf '#!/bin/sh\nexec compute-sanitizer --tool %s --error-exitcode 9 %s "$@"\n' "$SAN" "$PPRT" > $w/pprt_san
+  chmod +x $w/pprt_san; export PPRT=$w/pprt_san
+fi
 for i in 0 1 2 3 4; do
   [ "$(left)" -gt 20 ] || { echo "out of time before chunk $i"; break; }
   PPRT_EXTRA_ARGS="--backend $be" timeout $(($(left) - 5)) python3 "$src/tests/conformance/run.py" -j 16 \
