@@ -57,6 +57,23 @@ PCU_HD int pcu_tsize(int t) {
 PCU_HD int pcu_is_float(int t) { return t == PCU_T_F32 || t == PCU_T_F16 || t == PCU_T_BF16 || t == PCU_T_F64; }
 PCU_HD int pcu_is_signed(int t) { return t == PCU_T_I8 || t == PCU_T_I16 || t == PCU_T_I32 || t == PCU_T_I64; }
 
+/* Index arithmetic on a non-negative a and a positive b: in 32 bits where
+ * both fit (a GPU divides 64-bit integers in software, several times slower
+ * than 32-bit ones; the odometers below divide once or twice per dim per
+ * element). Exactly a / b and a % b either way. */
+PCU_HD int64_t pcu_div(int64_t a, int64_t b) {
+    return ((uint64_t)a | (uint64_t)b) <= 0xffffffffu ? (int64_t)((uint32_t)a / (uint32_t)b) : a / b;
+}
+PCU_HD int64_t pcu_mod(int64_t a, int64_t b) {
+    return ((uint64_t)a | (uint64_t)b) <= 0xffffffffu ? (int64_t)((uint32_t)a % (uint32_t)b) : a % b;
+}
+/* c = *r % b, *r /= b (one division). */
+PCU_HD int64_t pcu_divmod(int64_t *r, int64_t b) {
+    const int64_t q = pcu_div(*r, b), c = *r - q * b;
+    *r = q;
+    return c;
+}
+
 /* float16 <-> float32, exact one way and round-to-nearest-even the other
  * (overflow to infinity, NaN kept NaN), as the reference's Cast does. */
 PCU_HD float pcu_h2f(uint16_t h) {
@@ -236,8 +253,7 @@ typedef struct pcu_ew {
 PCU_HD int64_t pcu_ew_src(const pcu_ew *k, int q, int64_t i) {
     int64_t off = 0;
     for (int d = k->rank - 1; d >= 0; d--) {
-        const int64_t n = k->dim[d], c = i % n;
-        i /= n;
+        const int64_t c = pcu_divmod(&i, k->dim[d]);
         off += c * k->st[q][d];
     }
     return off;
@@ -721,9 +737,7 @@ PCU_HD void pcu_perm_at(const pcu_perm *k, void *y, const void *x, const void *g
     int64_t s = k->src_off, o = k->dst_off, r = i;
     int outside = 0;
     for (int d = k->rank - 1; d >= 0; d--) {
-        const int64_t n = k->dim[d];
-        int64_t c = r % n;
-        r /= n;
+        int64_t c = pcu_divmod(&r, k->dim[d]);
         o += c * k->dst_st[d];
         if (d == k->gdim) {
             int64_t g = pcu_ldi(gidx, k->gidx_t, c * k->gidx_st);
@@ -786,8 +800,7 @@ typedef struct pcu_red {
 PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
     int64_t base = 0, r = i;
     for (int d = k->nk - 1; d >= 0; d--) {
-        base += (r % k->kd[d]) * k->ks[d];
-        r /= k->kd[d];
+        base += pcu_divmod(&r, k->kd[d]) * k->ks[d];
     }
     const int op = k->op;
     double acc = op == PCU_RED_PROD ? 1.0 : op == PCU_RED_MAX ? -INFINITY : op == PCU_RED_MIN ? INFINITY : 0.0;
@@ -796,8 +809,7 @@ PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
         for (int64_t j = 0; j < k->n_red; j++) {
             int64_t off = base, q = j;
             for (int d = k->nr - 1; d >= 0; d--) {
-                off += (q % k->rd[d]) * k->rs[d];
-                q /= k->rd[d];
+                off += pcu_divmod(&q, k->rd[d]) * k->rs[d];
             }
             const double v = x[off];
             if (v > m) m = v;
@@ -808,8 +820,7 @@ PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
     for (int64_t j = 0; j < k->n_red; j++) {
         int64_t off = base, q = j;
         for (int d = k->nr - 1; d >= 0; d--) {
-            off += (q % k->rd[d]) * k->rs[d];
-            q /= k->rd[d];
+            off += pcu_divmod(&q, k->rd[d]) * k->rs[d];
         }
         const float vf = x[off];
         const double v = vf;
@@ -906,7 +917,7 @@ PCU_HD void pcu_softmax_at(const pcu_softmax *k, float *y, const float *x, doubl
         }
         return;
     }
-    const int64_t o = i / k->inner, in = i % k->inner, n = k->n, st = k->inner;
+    const int64_t o = pcu_div(i, k->inner), in = i - o * k->inner, n = k->n, st = k->inner;
     const float *xp = x + o * n * st + in;
     float *yp = y + o * n * st + in;
     float m = -INFINITY;
@@ -1018,7 +1029,7 @@ typedef struct pcu_bn {
 
 PCU_HD void pcu_bn_at(const pcu_bn *k, float *y, const float *x, const float *scale, const float *bias,
                       const float *mean, const float *var, int64_t i) {
-    const int64_t c = (i / k->s) % k->c;
+    const int64_t c = pcu_mod(pcu_div(i, k->s), k->c);
     const float s = (float)((double)scale[c] / sqrt((double)var[c] + k->eps));
     y[i] = (x[i] - mean[c]) * s + bias[c];
 }
@@ -1187,8 +1198,7 @@ PCU_HD void pcu_resize_at(const pcu_resize *k, float *y, const float *x, int64_t
     /* the output coordinates on a and b, and the input offset of the other axes */
     int64_t rem = i, base = 0, st = 1, oa = 0, ob = 0, sa = 0, sb = 0;
     for (int d = k->rank - 1; d >= 0; d--) {
-        const int64_t c = rem % k->out[d];
-        rem /= k->out[d];
+        const int64_t c = pcu_divmod(&rem, k->out[d]);
         if (d == k->a) oa = c, sa = st;
         else if (d == k->b) ob = c, sb = st;
         else base += c * st;
@@ -1272,8 +1282,7 @@ typedef struct pcu_gather_el {
 PCU_HD void pcu_gather_el_at(const pcu_gather_el *k, void *y, const void *x, const void *idx, int *err, int64_t i) {
     int64_t rem = i, off = 0;
     for (int d = k->rank - 1; d >= 0; d--) {
-        const int64_t c = rem % k->dim[d];
-        rem /= k->dim[d];
+        const int64_t c = pcu_divmod(&rem, k->dim[d]);
         if (d != k->axis) off += c * k->xst[d];
     }
     int64_t v = pcu_ldi(idx, k->idx_t, i);
@@ -1352,7 +1361,7 @@ PCU_HD float pcu_act(int act, float v, float lo, float hi) {
 
 PCU_HD void pcu_epi_at(const pcu_epi *k, float *y, const float *bias, const float *res, int64_t i) {
     float v = y[i];
-    if (k->has_bias) v += bias[(i / k->s) % k->c];
+    if (k->has_bias) v += bias[pcu_mod(pcu_div(i, k->s), k->c)];
     if (k->has_res) v += res[i];
     y[i] = pcu_act(k->act, v, k->lo, k->hi);
 }
@@ -1414,8 +1423,7 @@ PCU_HD void pcu_scatter_at(const pcu_scatter *k, void *y, const void *idx, const
     int64_t rem = i, u0 = 0, base = 0;
     for (int d = k->rank - 1; d >= 0; d--) {
         if (d == k->axis) continue;
-        const int64_t c = rem % k->dim[d];
-        rem /= k->dim[d];
+        const int64_t c = pcu_divmod(&rem, k->dim[d]);
         u0 += c * k->ust[d], base += c * k->yst[d];
     }
     const int64_t len = k->slice; /* nd 0: y's extent along the axis */
@@ -1440,7 +1448,8 @@ typedef struct pcu_trilu {
 } pcu_trilu;
 
 PCU_HD void pcu_trilu_at(const pcu_trilu *k, void *y, const void *x, int64_t i) {
-    const int64_t c = i % k->cols, r = (i / k->cols) % k->rows;
+    int64_t q = i;
+    const int64_t c = pcu_divmod(&q, k->cols), r = pcu_mod(q, k->rows);
     const int keep = k->upper ? c - r >= k->k : c - r <= k->k;
     if (keep) {
         pcu_copy_elem(y, i, x, i, k->esize);

@@ -13,6 +13,8 @@
  *     and signed zeros among the float inputs;
  *   - Sin, Cos and Tan (kmath.h's own argument reduction) against glibc's
  *     double functions over a million floats of every exponent;
+ *   - the kernels' 32-bit index arithmetic against 64-bit division over
+ *     operands on both sides of 2^32;
  *   - the row kernels in lanes (Softmax, LogSoftmax, Layer/Group/RMS
  *     normalization with mean and inv_std_dev: three launches sharing a
  *     workspace of partials) against their one-thread-per-row form, which
@@ -313,6 +315,23 @@ static void test_trig(void) {
     printf("test_kmath: sin/cos/tan worst relative error against glibc (double): %.2e\n", worst);
 }
 
+/* ---- index arithmetic ------------------------------------------------------------------------ */
+
+/* pcu_div/pcu_mod/pcu_divmod (32-bit where both fit) against C's 64-bit / and %. */
+static void test_index_math(void) {
+    for (int i = 0; i < 1 << 20; i++) {
+        const int sh = (int)(next() % 4);
+        const int64_t a = (int64_t)(next() >> (sh == 0 ? 1 : sh == 1 ? 24 : sh == 2 ? 32 : 40));
+        int64_t b = (int64_t)(next() >> (i % 3 == 0 ? 30 : i % 3 == 1 ? 50 : 62));
+        if (b == 0) b = 1;
+        int64_t r = a;
+        const int64_t c = pcu_divmod(&r, b);
+        checks++;
+        if (pcu_div(a, b) != a / b || pcu_mod(a, b) != a % b || c != a % b || r != a / b)
+            FAIL("index math: %lld, %lld\n", (long long)a, (long long)b);
+    }
+}
+
 /* ---- row kernels in lanes ------------------------------------------------------------------ */
 
 static int64_t ulps(float a, float b) {
@@ -406,6 +425,7 @@ int main(void) {
     test_trig();
     test_elementwise();
     test_rows();
+    test_index_math();
     printf("test_kmath: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }
