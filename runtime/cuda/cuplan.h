@@ -5,9 +5,13 @@
  * step. Neither runs anything the step list does not say.
  *
  * Memory is a handful of spaces, each one device buffer per stage:
- *   ARENA    the plan's arena, every activation at the plan's own offset (one
- *            compute stream runs the steps in node order, so the lifetimes
- *            the plan's memory planner assumed hold);
+ *   ARENA    the stage's activations, packed again by the planner from the
+ *            steps (plan_cuda.c, repack_arena): a tensor has bytes from the
+ *            first step that touches it to the last (one compute stream runs
+ *            the steps in order), a view's output has its source's bytes, and
+ *            the output of a node absorbed into another's step has none, so a
+ *            product may write its bias Add's output although the plan put
+ *            that over the product's input;
  *   WEIGHTS  every weight of the stage, packed 256-aligned, uploaded once;
  *   IN, OUT  the boundary messages, laid out as pprt_stage.in/out;
  *   WORK     a fixed workspace: the error word of the gather kernels at 0,
@@ -135,6 +139,7 @@ typedef struct pcu_plan {
     pcu_step *steps;
     uint64_t bytes[PCU_SP_COUNT];
     uint64_t *woff;      /* tensor id -> offset in WEIGHTS (UINT64_MAX: not a weight) */
+    int *root;           /* tensor id -> the arena tensor whose bytes it has (itself, or a view's source) */
     pcu_counts counts;
 } pcu_plan;
 
@@ -165,7 +170,9 @@ const char *pcu_step_name(const pcu_step *s);
 /* Lint of every step (emu.c): each operand inside its space, each access of
  * an own kernel inside its operand (computed from the parameter block), no
  * output overlapping an input unless the kernel is elementwise on the same
- * bytes, launch limits. Returns the first violation. */
+ * bytes, launch limits, and no two arena tensors (views one with their
+ * source) sharing bytes over a step where both are live. Returns the first
+ * violation. */
 pp_status pcu_lint(const pcu_plan *pl, pp_err *err);
 /* The largest element offset + 1 that kernel step s reads or writes in
  * operand k, in elements of the operand's type (-1: not known). */

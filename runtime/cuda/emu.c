@@ -321,6 +321,39 @@ static unsigned outputs_of(const pcu_step *s) {
     }
 }
 
+/* No two arena tensors (a view one with its source) share bytes over a step
+ * where both are live: each tensor's bytes are the span of its operands'
+ * regions, its lifetime the steps from the first that touches it to the last. */
+static pp_status lint_arena(const pcu_plan *pl, pp_err *err) {
+    const int nt = pl->st->n_tensors;
+    int *b = malloc(pp_count(nt) * sizeof *b), *e = malloc(pp_count(nt) * sizeof *e);
+    int *id = malloc(pp_count(nt) * sizeof *id);
+    size_t *off = malloc(pp_count(nt) * sizeof *off), *end = malloc(pp_count(nt) * sizeof *end);
+    pp_status s = PP_OK;
+    if (!b || !e || !id || !off || !end) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int t = 0; s == PP_OK && t < nt; t++) b[t] = -1, e[t] = -1, off[t] = SIZE_MAX, end[t] = 0;
+    for (int i = 0; s == PP_OK && i < pl->n_steps; i++)
+        for (int k = 0; k < pl->steps[i].n_ops; k++) {
+            const pcu_ref *r = &pl->steps[i].ops[k];
+            if (r->space != PCU_SP_ARENA || r->tensor < 0 || r->tensor >= nt) continue;
+            const int t = pl->root ? pl->root[r->tensor] : r->tensor;
+            if (b[t] < 0) b[t] = i;
+            e[t] = i;
+            if (r->off < off[t]) off[t] = r->off;
+            if (r->off + r->bytes > end[t]) end[t] = r->off + r->bytes;
+        }
+    int n = 0, x = 0, y = 0;
+    for (int t = 0; s == PP_OK && t < nt; t++)
+        if (b[t] >= 0) id[n] = t, b[n] = b[t], e[n] = e[t], off[n] = off[t], end[n] = end[t] - off[t], n++;
+    const int found = s == PP_OK ? pprt_slots_overlap(n, b, e, off, end, &x, &y) : 0; /* end: now sizes */
+    if (found < 0) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (found > 0)
+        s = PP_FAIL(err, PP_ERUNTIME, "cuda lint: stage %d: arena tensors '%s' and '%s' share bytes while both are "
+                    "live", pl->st->index, pl->st->t[id[x]].name, pl->st->t[id[y]].name);
+    free(b), free(e), free(id), free(off), free(end);
+    return s;
+}
+
 pp_status pcu_lint(const pcu_plan *pl, pp_err *err) {
     static const char *const space[PCU_SP_COUNT] = {"arena", "weights", "input message", "output message",
                                                     "workspace"};
@@ -396,7 +429,7 @@ pp_status pcu_lint(const pcu_plan *pl, pp_err *err) {
             return PP_FAIL(err, PP_ERUNTIME, "cuda lint: stage %d step %d (%s, node '%s'): %s", pl->st->index, i,
                            pcu_step_name(s), node, m);
     }
-    return PP_OK;
+    return lint_arena(pl, err);
 }
 
 /* ---- the emulator executor ----------------------------------------------------------------- */

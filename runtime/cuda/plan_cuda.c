@@ -15,17 +15,20 @@
  *     global pools, MaxPool/AveragePool, Batch/Layer/Instance/Group
  *     normalization, Transpose, Slice, Concat, Split, Gather, Expand, Tile,
  *     Pad (every mode), ScatterND/ScatterElements, Trilu: an own kernel (kmath.h);
- *   - Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: a copy (none
- *     where the plan gave both the same bytes);
+ *   - Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: nothing
+ *     between two arena tensors (the stage's own arena gives the output its
+ *     source's bytes: repack_arena), else a copy;
  *   - anything else, and any of the above with types or attributes the step
  *     does not cover: a HOST step (download, reference kernel, upload) that
  *     records why.
- * Tensors received and sent on unchanged get a copy from IN to OUT. */
+ * Tensors received and sent on unchanged get a copy from IN to OUT. Then the
+ * arena is packed again from the steps (repack_arena). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../ir/op_fns.h"
+#include "../../ir/pack.h"
 #include "../../ir/shape_attn.h"
 #include "../../ir/shape_nn.h"
 #include "../cpu/ref.h" /* pprt_geom3_lift */
@@ -41,6 +44,7 @@ typedef struct planner {
     const pprt_stage *st;
     int *uses;  /* tensor id -> readers in the stage (+1 when sent) */
     bool *done; /* node absorbed by an earlier step */
+    int *alias; /* tensor id -> the arena tensor whose bytes it is (a view's output), or -1 */
     pp_err *err;
 } planner;
 
@@ -1366,13 +1370,6 @@ static int bias_of(const planner *P, int mi, int64_t N) {
     return b;
 }
 
-/* Whether tensor out's bytes overlap an input of node n. */
-static bool fused_overlaps(const planner *P, const pprt_node *n, int out) {
-    for (int k = 0; k < n->n_in; k++)
-        if (pcu_ref_meet(R(P, n->in[k]), R(P, out))) return true;
-    return false;
-}
-
 static pp_status plan_matmul(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     *ok = false;
@@ -1434,13 +1431,11 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
     }
     mm.m = N, mm.n = M, mm.k = K, mm.ldc = N, mm.batch = batch;
     mm.sa = sb, mm.sb = sa, mm.sc = batch > 1 ? M * N : 0;
-    int out = n->out[0], nx, nr0;
-    /* a bias Add (and a Relu) that only this product feeds, where its output
-     * does not lie over the product's inputs (the plan may give the Add's
-     * output the bytes of an input that dies at the product) */
-    if (!mm.bias && !mm.has_c && next_reads_only(P, ni, &nx) && bias_of(P, nx, N) >= 0 &&
-        !fused_overlaps(P, n, P->st->nodes[nx].out[0]) &&
-        !(next_reads_only(P, nx, &nr0) && P->st->nodes[nr0].op == PP_OP_RELU && fused_overlaps(P, n, P->st->nodes[nr0].out[0]))) {
+    int out = n->out[0], nx;
+    /* a bias Add (and a Relu) that only this product feeds: the product writes the last one's
+     * output (which the plan may have put over the product's inputs, dead after it: the stage's
+     * own arena, repack_arena, gives every tensor bytes from its first step) */
+    if (!mm.bias && !mm.has_c && next_reads_only(P, ni, &nx) && bias_of(P, nx, N) >= 0) {
         cin = bias_of(P, nx, N);
         mm.bias = 1;
         P->done[nx] = true;
@@ -1578,8 +1573,8 @@ static pp_status plan_einsum(planner *P, int ni, bool *ok) {
 
 /* ---- the planner ---------------------------------------------------------------------------- */
 
-/* Reshape and the other views: a device copy (none when the plan gave both
- * the same bytes); Dropout in inference (no training_mode input, or a
+/* Reshape and the other views: no step between two arena tensors (one
+ * tensor in the own arena), else a device copy; Dropout in inference (no training_mode input, or a
  * constant false one) or with a constant ratio 0, whose mask output nothing
  * reads. */
 static pp_status plan_copy(planner *P, int ni, bool *ok) {
@@ -1599,6 +1594,13 @@ static pp_status plan_copy(planner *P, int ni, bool *ok) {
     }
     if (!*ok) return PP_OK;
     P->pl->counts.copies++;
+    /* an arena tensor viewed as another arena tensor of the same bytes: the same bytes in the
+     * stage's own arena (repack_arena), no step */
+    const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
+    if (x->kind == PPRT_ACTIVATION && y->kind == PPRT_ACTIVATION && x->nbytes == y->nbytes) {
+        P->alias[n->out[0]] = n->in[0];
+        return PP_OK;
+    }
     return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
 }
 
@@ -1662,6 +1664,63 @@ static pp_status plan_node(planner *P, int ni) {
     return host_step(P, ni, why);
 }
 
+/* The tensor whose bytes t's are (views followed to their source). */
+static int alias_root(const planner *P, int t) {
+    for (int hops = 0; P->alias[t] >= 0 && hops < P->st->n_tensors; hops++) t = P->alias[t];
+    return t;
+}
+
+/* The stage's own arena (cuplan.h): every arena tensor that a step touches
+ * gets bytes for the steps from its first to its last (a view's output and
+ * its source are one tensor; a node absorbed into another's step leaves
+ * its output untouched, so that output gets none), packed by ir/pack.h as
+ * ppcc packs the plan's; every arena operand moves with its tensor. */
+static pp_status repack_arena(planner *P) {
+    pcu_plan *pl = P->pl;
+    const int nt = P->st->n_tensors;
+    pp_pack_item *it = malloc(pp_count(nt) * sizeof *it);
+    if (!it) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    for (int t = 0; t < nt; t++) it[t] = (pp_pack_item){.start = -1, .end = -1, .key = t};
+    for (int i = 0; i < pl->n_steps; i++)
+        for (int k = 0; k < pl->steps[i].n_ops; k++) {
+            const pcu_ref *r = &pl->steps[i].ops[k];
+            if (r->space != PCU_SP_ARENA) continue;
+            if (r->tensor < 0 || r->tensor >= nt || P->st->t[r->tensor].kind != PPRT_ACTIVATION) {
+                free(it);
+                return PP_FAIL(P->err, PP_ERUNTIME, "cuda planner: step %d operand %d lies in the arena but names no "
+                               "activation (internal)", i, k);
+            }
+            pp_pack_item *g = &it[alias_root(P, r->tensor)];
+            if (g->start < 0) g->start = i;
+            g->end = i;
+            const size_t need = (size_t)(r->off - P->st->t[r->tensor].offset + r->bytes);
+            if (need > g->size) g->size = need;
+        }
+    int m = 0;
+    for (int t = 0; t < nt; t++)
+        if (it[t].start >= 0) it[m++] = it[t];
+    size_t total = 0;
+    pp_status s = pp_pack(it, m, 256, PP_PACK_BEST_FIT, &total, P->err);
+    if (s == PP_OK) {
+        uint64_t *base = malloc(pp_count(nt) * sizeof *base);
+        if (!base) s = PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+        for (int j = 0; base && j < m; j++) base[it[j].key] = it[j].off;
+        for (int i = 0; base && i < pl->n_steps; i++)
+            for (int k = 0; k < pl->steps[i].n_ops; k++) {
+                pcu_ref *r = &pl->steps[i].ops[k];
+                if (r->space == PCU_SP_ARENA)
+                    r->off = base[alias_root(P, r->tensor)] + (r->off - P->st->t[r->tensor].offset);
+            }
+        free(base);
+        pl->bytes[PCU_SP_ARENA] = total ? total : 256;
+        pl->root = malloc(pp_count(nt) * sizeof *pl->root);
+        if (!pl->root) s = PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+        for (int t = 0; pl->root && t < nt; t++) pl->root[t] = alias_root(P, t);
+    }
+    free(it);
+    return s;
+}
+
 pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_plan_opts *o, pcu_plan *pl,
                          pp_err *err) {
     memset(pl, 0, sizeof *pl);
@@ -1671,8 +1730,9 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     planner P = {.pl = pl, .p = p, .st = st, .err = err};
     P.uses = calloc(pp_count(st->n_tensors), sizeof *P.uses);
     P.done = calloc(pp_count(st->n_nodes), sizeof *P.done);
+    P.alias = malloc(pp_count(st->n_tensors) * sizeof *P.alias);
     pp_status s = PP_OK;
-    if (!pl->woff || !P.uses || !P.done) {
+    if (!pl->woff || !P.uses || !P.done || !P.alias) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
         goto out;
     }
@@ -1689,6 +1749,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     pl->bytes[PCU_SP_IN] = st->in.bytes;
     pl->bytes[PCU_SP_OUT] = st->out.bytes;
     pl->bytes[PCU_SP_WORK] = PCU_WORK_LIB + PCU_LIB_WORKSPACE;
+    for (int i = 0; i < st->n_tensors; i++) P.alias[i] = -1;
     for (int ni = 0; ni < st->n_nodes; ni++)
         for (int k = 0; k < st->nodes[ni].n_in; k++)
             if (st->nodes[ni].in[k] >= 0) P.uses[st->nodes[ni].in[k]]++;
@@ -1707,9 +1768,11 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
             s = copy_step(&P, -1, (pcu_ref){PCU_SP_IN, st->recv[t->offset], st->in.off[t->offset], t->nbytes},
                           (pcu_ref){PCU_SP_OUT, st->send[i], st->out.off[i], t->nbytes});
     }
+    if (s == PP_OK) s = repack_arena(&P);
 out:
     free(P.uses);
     free(P.done);
+    free(P.alias);
     if (s != PP_OK) pcu_plan_free(pl);
     return s;
 }
@@ -1718,6 +1781,7 @@ void pcu_plan_free(pcu_plan *pl) {
     for (int i = 0; i < pl->n_steps; i++) free(pl->steps[i].ops);
     free(pl->steps);
     free(pl->woff);
+    free(pl->root);
     memset(pl, 0, sizeof *pl);
 }
 
