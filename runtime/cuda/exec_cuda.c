@@ -140,6 +140,8 @@ static pp_status dnn_plan_mode(pprt_exec *x, int node, dstep *d, cudnnBackendHeu
             CUDNN_STATUS_SUCCESS)
         n = 0;
     d->plan = NULL;
+    int refused[4] = {0, 0, 0, 0}; /* non-deterministic, reduced precision, workspace, no plan */
+    int64_t took = -1, gidx = -1, took_ws = 0;
     for (int64_t i = 0; i < n && !d->plan; i++) {
         cudnnBackendDescriptor_t eng;
         int64_t got = 0, notes[32], nn = 0;
@@ -150,31 +152,44 @@ static pp_status dnn_plan_mode(pprt_exec *x, int node, dstep *d, cudnnBackendHeu
                                            notes) == CUDNN_STATUS_SUCCESS;
         for (int64_t k = 0; k < nn && ok; k++) {
             const int64_t note = ((cudnnBackendNumericalNote_t *)notes)[k];
-            if (note == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) ok = false;
-            if (x->precision == PPRT_F32 &&
-                (note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS || note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
-                ok = false;
+            if (note == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) ok = false, refused[0]++;
+            else if (x->precision == PPRT_F32 &&
+                     (note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS || note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
+                ok = false, refused[1]++;
         }
         int64_t ws = 0;
         if (ok && (cudnnBackendGetAttribute(cfgs[i], CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
                                             &ws) != CUDNN_STATUS_SUCCESS ||
                    ws > (int64_t)PCU_LIB_WORKSPACE))
-            ok = false;
+            ok = false, refused[2]++;
         cudnnBackendDescriptor_t plan = NULL;
         if (ok && cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) == CUDNN_STATUS_SUCCESS) {
             if (cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &x->dnn) ==
                     CUDNN_STATUS_SUCCESS &&
                 cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                                          1, &cfgs[i]) == CUDNN_STATUS_SUCCESS &&
-                cudnnBackendFinalize(plan) == CUDNN_STATUS_SUCCESS)
+                cudnnBackendFinalize(plan) == CUDNN_STATUS_SUCCESS) {
                 d->plan = plan;
-            else
+                took = i, took_ws = ws;
+                if (cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &got, &gidx) !=
+                    CUDNN_STATUS_SUCCESS)
+                    gidx = -1;
+            } else {
                 cudnnBackendDestroyDescriptor(plan);
+                refused[3]++;
+            }
         }
         cudnnBackendDestroyDescriptor(eng);
     }
     for (int i = 0; i < 16; i++) cudnnBackendDestroyDescriptor(cfgs[i]);
     cudnnBackendDestroyDescriptor(heur);
+    if (pprt_cuda_config()->explain)
+        fprintf(stderr, "pprt: cuda: stage %d node '%s': cuDNN %s graph, heuristics %s: %lld configs; %s engine %lld "
+                "(config %lld, workspace %lld bytes); refused %d non-deterministic, %d reduced-precision, %d over the "
+                "workspace, %d without a plan\n", x->st->index, x->st->nodes[node].name,
+                d->dnn.fused ? "fused" : "convolution-alone", mode == CUDNN_HEUR_MODE_A ? "A" : "fallback",
+                (long long)n, d->plan ? "took" : "no", (long long)gidx, (long long)took, (long long)took_ws,
+                refused[0], refused[1], refused[2], refused[3]);
     return PP_OK;
 }
 
@@ -269,6 +284,18 @@ static pp_status lt_plan(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err)
         return PP_FAIL(err, PP_EUNSUP, "node '%s': cublasLtMatmulAlgoGetHeuristic: %s", x->st->nodes[node].name,
                        got < 1 && st == CUBLAS_STATUS_SUCCESS ? "no algorithm" : cublasLtGetStatusString(st));
     d->algo = res.algo;
+    if (pprt_cuda_config()->explain) {
+        uint32_t id = 0, tile = 0;
+        size_t w = 0;
+        cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
+        cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
+        fprintf(stderr, "pprt: cuda: stage %d node '%s': cuBLASLt %lld x %lld x %lld (batch %lld), compute %s, "
+                "epilogue %s%s: algorithm %u, tile %u, workspace %zu bytes, waves %.2f\n", x->st->index,
+                x->st->nodes[node].name, (long long)m->m, (long long)m->n, (long long)m->k, (long long)m->batch,
+                ct == CUBLAS_COMPUTE_32F_FAST_TF32 ? "32F_FAST_TF32" : ct == CUBLAS_COMPUTE_32F_FAST_16BF ? "32F_FAST_16BF"
+                : ct == CUBLAS_COMPUTE_32F_FAST_16F ? "32F_FAST_16F" : "32F",
+                m->bias ? "bias" : "none", m->relu ? "+relu" : "", id, tile, res.workspaceSize, (double)res.wavesCount);
+    }
     return PP_OK;
 }
 

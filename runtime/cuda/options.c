@@ -24,6 +24,8 @@ const char pprt_cuda_usage[] =
     "                    GPUs, or where ppcc --placement put it\n"
     "  --cuda-graphs on|off  replay each stage as a CUDA graph after its first micro-batch (default on)\n"
     "  --cuda-sync       synchronize after every step, so an asynchronous fault names its node\n"
+    "  --cuda-explain    cuda: one line per convolution and product on stderr: the cuDNN engine or\n"
+    "                    cuBLASLt algorithm it took, fused or not, and the engines refused and why\n"
     "  --cuda-host-only  cuda, cuda-emu: every node on the host fallback (a test of that path)\n"
     "  --cuda-host-ops LIST  cuda, cuda-emu: the nodes of these op types (e.g. Conv,MatMul) on the host\n"
     "                    fallback, as when cuDNN or cuBLASLt has no engine for them (a test of that path)\n";
@@ -36,6 +38,10 @@ int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
     }
     if (!strcmp(a, "--cuda-host-only")) {
         cfg.host_only = true;
+        return 1;
+    }
+    if (!strcmp(a, "--cuda-explain")) {
+        cfg.explain = true;
         return 1;
     }
     if (!strcmp(a, "--cuda-host-ops")) {

@@ -5,7 +5,7 @@
 # compute-sanitizer synccheck and initcheck, Einsum on cuBLASLt), then
 # bench/cuda_vs_torch.py (ResNet-50 and ViT-B/16 exported there, pprt at
 # -pp 1, 2, 3 against PyTorch eager on the same GPU, outputs compared; their
-# --profile by op type; GPT under compute-sanitizer memcheck and initcheck), then
+# --profile by op type, with --cuda-explain's engine choices; GPT under compute-sanitizer memcheck and initcheck), then
 # the ONNX node tests that tests/conformance/expected_pass.txt lists, the
 # kernels never run on a GPU first, in chunks so a chunk cut short loses
 # only itself. Everything it finds goes to $OUT.
@@ -32,8 +32,9 @@ cat "$out/cuda_vs_torch.md" 2>/dev/null
 # (and ViT at --precision tf32: on 2026-11-26 it ran only 9 % faster than f32, as if its products took no TF32)
 for mp in resnet50:f32 vit_b_16:f32 vit_b_16:tf32; do
   m=${mp%:*} pr=${mp#*:}; d=/tmp/cvt/$m; [ -f $d/b8_pp1.plan ] || continue
+  ex=(); [ "$be" != cuda ] || ex=(--cuda-explain)   # which cuDNN engine / cuBLASLt algorithm each step took
   timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/prof_out --backend $be -q --warmup 4 --precision $pr \
-    --profile "$out/prof_${m}_$pr.json" && python3 -c "
+    "${ex[@]}" --profile "$out/prof_${m}_$pr.json" 2> "$out/explain_${m}_$pr.txt" && python3 -c "
 import collections, json
 t = json.load(open('$out/prof_${m}_$pr.json'))['nodes']; agg = collections.Counter()
 for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
