@@ -991,7 +991,7 @@ PCU_HD void pcu_norm_at(const pcu_norm *k, float *y, const float *x, const float
         pcu_norm_out(k, y, x, scale, bias, r, l, L, 0, inv);
         return;
     }
-    double *part2 = part + k->rows * L;
+    double *part2 = k->lanes ? part + k->rows * L : NULL; /* no arithmetic on the one-thread form's NULL */
     if (k->lanes) m = n ? pcu_lane_sum(part, r, L) / (double)n : 0.0;
     else {
         double s = 0;
