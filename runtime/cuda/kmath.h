@@ -797,6 +797,12 @@ typedef struct pcu_red {
     int64_t kd[PCU_MAXD], ks[PCU_MAXD], rd[PCU_MAXD], rs[PCU_MAXD];
 } pcu_red;
 
+/* The input offset of reduced element j (row-major over rd[]) of the output at base. */
+PCU_HD int64_t pcu_red_off(const pcu_red *k, int64_t base, int64_t j) {
+    for (int d = k->nr - 1; d >= 0; d--) base += pcu_divmod(&j, k->rd[d]) * k->rs[d];
+    return base;
+}
+
 PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
     int64_t base = 0, r = i;
     for (int d = k->nk - 1; d >= 0; d--) {
@@ -807,22 +813,14 @@ PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
     double m = -INFINITY; /* LogSumExp's max */
     if (op == PCU_RED_LOGSUMEXP)
         for (int64_t j = 0; j < k->n_red; j++) {
-            int64_t off = base, q = j;
-            for (int d = k->nr - 1; d >= 0; d--) {
-                off += pcu_divmod(&q, k->rd[d]) * k->rs[d];
-            }
-            const double v = x[off];
+            const double v = x[pcu_red_off(k, base, j)];
             if (v > m) m = v;
         }
     if (op == PCU_RED_LOGSUMEXP && (m == -INFINITY || m == INFINITY)) m = 0;
     int64_t best = 0;
     float bv = 0;
     for (int64_t j = 0; j < k->n_red; j++) {
-        int64_t off = base, q = j;
-        for (int d = k->nr - 1; d >= 0; d--) {
-            off += pcu_divmod(&q, k->rd[d]) * k->rs[d];
-        }
-        const float vf = x[off];
+        const float vf = x[pcu_red_off(k, base, j)];
         const double v = vf;
         switch (op) {
         case PCU_RED_SUM: case PCU_RED_MEAN: case PCU_RED_LOGSUM: acc += v; break;
@@ -889,7 +887,9 @@ typedef struct pcu_softmax {
 
 PCU_HD void pcu_softmax_at(const pcu_softmax *k, float *y, const float *x, double *part, int64_t i) {
     if (k->lanes) {
-        const int64_t L = k->lanes, r = i / L, l = i % L, n = k->n;
+        const int64_t L = k->lanes, n = k->n;
+        int64_t r = i;
+        const int64_t l = pcu_divmod(&r, L);
         const float *xp = x + r * n;
         double *part2 = part + k->outer * L;
         if (k->phase == 0) {
@@ -964,7 +964,7 @@ PCU_HD void pcu_norm_out(const pcu_norm *k, float *y, const float *x, const floa
         return;
     }
     for (int64_t j = j0; j < n; j += step) {
-        const int64_t c = k->cdiv ? (r % k->groups) * k->cpg + j / k->cdiv : j;
+        const int64_t c = k->cdiv ? pcu_mod(r, k->groups) * k->cpg + pcu_div(j, k->cdiv) : j;
         const double b = k->has_bias ? (double)bias[c] : 0.0;
         yp[j] = k->cdiv ? (float)((xp[j] - m) * (inv * scale[c]) + b) : (float)((xp[j] - m) * inv * scale[c] + b);
     }
@@ -972,7 +972,9 @@ PCU_HD void pcu_norm_out(const pcu_norm *k, float *y, const float *x, const floa
 
 PCU_HD void pcu_norm_at(const pcu_norm *k, float *y, const float *x, const float *scale, const float *bias,
                         float *mean_out, float *inv_out, double *part, int64_t i) {
-    const int64_t n = k->n, L = k->lanes ? k->lanes : 1, r = k->lanes ? i / L : i, l = k->lanes ? i % L : 0;
+    const int64_t n = k->n, L = k->lanes ? k->lanes : 1;
+    int64_t r = i;
+    const int64_t l = pcu_divmod(&r, L);
     const float *xp = x + r * n;
     const double dn = (double)(n ? n : 1);
     double m = 0, inv;

@@ -1678,9 +1678,16 @@ static int alias_root(const planner *P, int t) {
 static pp_status repack_arena(planner *P) {
     pcu_plan *pl = P->pl;
     const int nt = P->st->n_tensors;
+    pl->root = malloc(pp_count(nt) * sizeof *pl->root);
     pp_pack_item *it = malloc(pp_count(nt) * sizeof *it);
-    if (!it) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
-    for (int t = 0; t < nt; t++) it[t] = (pp_pack_item){.start = -1, .end = -1, .key = t};
+    if (!it || !pl->root) {
+        free(it);
+        return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    }
+    for (int t = 0; t < nt; t++) {
+        it[t] = (pp_pack_item){.start = -1, .end = -1, .key = t};
+        pl->root[t] = alias_root(P, t);
+    }
     for (int i = 0; i < pl->n_steps; i++)
         for (int k = 0; k < pl->steps[i].n_ops; k++) {
             const pcu_ref *r = &pl->steps[i].ops[k];
@@ -1690,7 +1697,7 @@ static pp_status repack_arena(planner *P) {
                 return PP_FAIL(P->err, PP_ERUNTIME, "cuda planner: step %d operand %d lies in the arena but names no "
                                "activation (internal)", i, k);
             }
-            pp_pack_item *g = &it[alias_root(P, r->tensor)];
+            pp_pack_item *g = &it[pl->root[r->tensor]];
             if (g->start < 0) g->start = i;
             g->end = i;
             const size_t need = (size_t)(r->off - P->st->t[r->tensor].offset + r->bytes);
@@ -1709,13 +1716,10 @@ static pp_status repack_arena(planner *P) {
             for (int k = 0; k < pl->steps[i].n_ops; k++) {
                 pcu_ref *r = &pl->steps[i].ops[k];
                 if (r->space == PCU_SP_ARENA)
-                    r->off = base[alias_root(P, r->tensor)] + (r->off - P->st->t[r->tensor].offset);
+                    r->off = base[pl->root[r->tensor]] + (r->off - P->st->t[r->tensor].offset);
             }
         free(base);
         pl->bytes[PCU_SP_ARENA] = total ? total : 256;
-        pl->root = malloc(pp_count(nt) * sizeof *pl->root);
-        if (!pl->root) s = PP_FAIL(P->err, PP_ENOMEM, "out of memory");
-        for (int t = 0; pl->root && t < nt; t++) pl->root[t] = alias_root(P, t);
     }
     free(it);
     return s;
