@@ -21,8 +21,10 @@
 #    one thread (and core) per stage, on 32 micro-batches (fill and drain of
 #    the pipeline: 1/33 of the run), taking turns PP_ROUNDS times; each ratio
 #    is the median of the rounds' ratios, with their range; -pp 2 split twice:
-#    by ppcc's roofline estimates (the default), and by measured op times
-#    (pprt --profile of the -pp 1 plan on one thread, then ppcc --profile).
+#    by ppcc's roofline estimates (the default), by measured op times
+#    (pprt --profile of the -pp 1 plan on one thread, then ppcc --profile),
+#    and by ppcc --measure (which does the same by itself on random inputs;
+#    its compile time is in the last column).
 #    Also each run's steady-state rate (pprt's steady_samples_per_s: from the
 #    first micro-batch out to the last, so without the fill and drain).
 # 3. bf16 accuracy: the digits sample at f32 and bf16: top-1 agreement, the
@@ -233,7 +235,7 @@ for name in (MODELS if "2" in SECTIONS else []):
     for b in BATCHES:
         n = 32 * b
         data, _ = images(d, n, f"pp{n}")
-        runs, steady = {}, {1: [], 2: [], "2p": []}
+        runs, steady = {}, {1: [], 2: [], "2p": [], "2m": []}
         for pp, t in ((1, 2), (2, 1)):
             plan = os.path.join(W, f"{name}_{b}_{pp}.plan")
             sh([f"{B}/ppcc", model, "-b", str(b), "-pp", str(pp), "-q", "-o", plan])
@@ -243,29 +245,37 @@ for name in (MODELS if "2" in SECTIONS else []):
             "-o", os.path.join(W, "out"), "--profile", prof])
         sh([f"{B}/ppcc", model, "-b", str(b), "-pp", "2", "--profile", prof, "-q", "-o", plan])
         runs["2p"] = pprt_runner(plan, data, 1, steady=steady["2p"])
-        got = {1: [], 2: [], "2p": []}
+        plan = os.path.join(W, f"{name}_{b}_2m.plan")
+        t0 = time.time()
+        sh([f"{B}/ppcc", model, "-b", str(b), "-pp", "2", "--measure", "-q", "-o", plan])
+        measure_s = time.time() - t0
+        runs["2m"] = pprt_runner(plan, data, 1, steady=steady["2m"])
+        got = {1: [], 2: [], "2p": [], "2m": []}
         for _ in range(PP_ROUNDS):
-            for pp in (1, 2, "2p"):
+            for pp in (1, 2, "2p", "2m"):
                 got[pp].append(runs[pp]())
         # ratios within a round (runs seconds apart), then their median: the
         # host's slow spells, minutes long here, shift both sides of a ratio
         ratio = lambda num, den: [x / y for x, y in zip(num, den)]
-        r = {"roof": ratio(got[2], got[1]), "meas": ratio(got["2p"], got[1]),
-             "steady": ratio(steady["2p"], steady[1])}
+        r = {"roof": ratio(got[2], got[1]), "meas": ratio(got["2p"], got[1]), "auto": ratio(got["2m"], got[1]),
+             "steady": ratio(steady["2p"], steady[1]), "steady_auto": ratio(steady["2m"], steady[1])}
         rows.append((name, b, n, {k: statistics.median(v) for k, v in got.items()},
-                     {k: (statistics.median(v), min(v), max(v)) for k, v in r.items()}))
+                     {k: (statistics.median(v), min(v), max(v)) for k, v in r.items()}, measure_s))
         print(f"{name} -b {b} x 32: " + ", ".join(f"pp{k} {[round(v, 2) for v in got[k]]}" for k in got) +
-              f"; steady pp1 {[round(v, 2) for v in steady[1]]}, pp2p {[round(v, 2) for v in steady['2p']]}",
+              f"; steady pp1 {[round(v, 2) for v in steady[1]]}, pp2p {[round(v, 2) for v in steady['2p']]}, "
+              f"pp2m {[round(v, 2) for v in steady['2m']]}",
               file=sys.stderr)
 if rows:
     rng = lambda t: f"{t[0]:.2f} ({t[1]:.2f}-{t[2]:.2f})"
     print(f"\n{PP_ROUNDS} rounds; ratios: the median of the rounds' ratios (their range in brackets)")
     print("\n| model | batch | samples | -pp 1, 2 threads | -pp 2, 1 thread per stage, roofline split | pp 2 / pp 1 "
-          "| -pp 2, measured split | pp 2 / pp 1 | steady state, measured split: pp 2 / pp 1 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, b, n, m, r in rows:
+          "| -pp 2, hand-measured split | pp 2 / pp 1 | -pp 2, `ppcc --measure` split | pp 2 / pp 1 "
+          "| steady state: hand-measured, `--measure` (pp 2 / pp 1) | ppcc --measure s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, b, n, m, r, ms in rows:
         print(f"| {name} | {b} | {n} | {m[1]:.2f} | {m[2]:.2f} | {rng(r['roof'])} | {m['2p']:.2f} | "
-              f"{rng(r['meas'])} | {rng(r['steady'])} |")
+              f"{rng(r['meas'])} | {m['2m']:.2f} | {rng(r['auto'])} | {rng(r['steady'])}, {rng(r['steady_auto'])} "
+              f"| {ms:.1f} |")
 
 # ---- 3. bf16 accuracy on digits ------------------------------------------------------------------
 if "3" in SECTIONS and not BF16:

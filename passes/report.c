@@ -27,11 +27,22 @@ static size_t arena_sum(const pp_graph *g) {
     return a;
 }
 
+/* Nodes whose time the cost model took from a profile (--profile, --measure). */
+static int measured_ops(const pp_graph *g) {
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) n += g->nodes[i].prof_s >= 0;
+    return n;
+}
+
 void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
     fprintf(f, "policy %s, %d stage%s, micro-batch %lld; target %.0f GFLOP/s, %.0f GB/s memory, "
                "%.0f GB/s link\n",
             pp_policy_name(o->policy), g->n_stages, g->n_stages == 1 ? "" : "s",
             (long long)g->batch, o->target.gflops, o->target.mem_gbps, o->target.link_gbps);
+    const int measured = measured_ops(g);
+    if (measured)
+        fprintf(f, "op times: %d of %d ops measured (--profile or --measure), the rest estimated at the target's "
+                "rates\n", measured, g->n_nodes);
     fprintf(f, "%-5s %5s %10s %9s %12s %10s %9s %8s  %s\n", "stage", "ops", "params_MB", "GFLOPs",
             "peak_act_MB", "memory_MB", "send_MB", "est_ms", "first node .. last node");
     for (int s = 0; s < g->n_stages; s++) {
@@ -72,8 +83,8 @@ pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_o
     pp_outfile out;
     PP_TRY(pp_outfile_open(&out, path, err));
     FILE *f = out.f;
-    fprintf(f, "{\"policy\": \"%s\", \"micro_batch\": %lld, \"stages\": [", pp_policy_name(o->policy),
-            (long long)g->batch);
+    fprintf(f, "{\"policy\": \"%s\", \"micro_batch\": %lld, \"measured_ops\": %d, \"stages\": [",
+            pp_policy_name(o->policy), (long long)g->batch, measured_ops(g));
     for (int s = 0; s < g->n_stages; s++) {
         const pp_stage_info *si = &g->stage_info[s];
         fprintf(f,

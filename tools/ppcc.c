@@ -9,13 +9,14 @@
 #include "../frontend/frontend.h"
 #include "../passes/passes.h"
 #include "../runtime/pprt.h"
+#include "measure.h"
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: ppcc MODEL.onnx [-pp N] [-b N] [--dim NAME=VALUE]... [--const NAME=FILE.pb]...\n"
             "            [-o PLAN] [--policy NAME] [--split-at P,..] [--exec-seq FILE]\n"
             "            [--max-memory CAPS] [--ref-weights] [--report] [--report-json FILE]\n"
-            "            [--report-html FILE] [--export-stages DIR] [-q]\n"
+            "            [--report-html FILE] [--export-stages DIR] [--measure] [-q]\n"
             "  -b N             micro-batch size: value of the inputs' symbolic first dim (default:\n"
             "                   the model's, else 1); -b 0: no batch axis, inputs are whole tensors\n"
             "  --dim NAME=VALUE value of another symbolic input dim\n"
@@ -34,6 +35,14 @@ static void usage(FILE *f) {
             "  --export-stages DIR\n"
             "                   every stage as an ONNX model: DIR/stage_K.onnx (+ .onnx.data),\n"
             "                   and DIR/stages.json saying how they connect\n"
+            "  --measure        split by measured op times: ppcc runs the model as one stage with\n"
+            "                   pprt --profile on random inputs (at -b, with the threads a stage of\n"
+            "                   the split gets: the cores this process may use / stages) and uses\n"
+            "                   them as --profile would; pprt: $PPCC_PPRT, else the one beside ppcc,\n"
+            "                   else PATH's\n"
+            "  --measure-args A more pprt arguments for --measure, e.g. '--backend cuda' or\n"
+            "                   '--precision bf16' (a --threads here replaces ppcc's)\n"
+            "  --measure-runs N timed micro-batches for --measure (default 3; one untimed before)\n"
             "  -q               print nothing on success\n"
             "  -v               errors also name the source line that raised them\n"
             "With --search or --max-batch, a plan is written only when -o is given: the best\n"
@@ -131,7 +140,8 @@ int main(int argc, char **argv) {
     static pp_import_opts io;
     static pp_compile_opts co;
     pp_compile_opts_init(&co);
-    bool report = false, quiet = false, ref_weights = false, verbose = false, out_given = false;
+    bool report = false, quiet = false, ref_weights = false, verbose = false, out_given = false, measure = false;
+    ppcc_measure_opts mo = {.runs = 3};
     const char *report_json = NULL, *report_html = NULL, *export_dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -188,6 +198,16 @@ int main(int argc, char **argv) {
             if (!v) return bad_usage("--export-stages needs a directory%s", "");
             export_dir = v;
             i++;
+        } else if (!strcmp(a, "--measure")) {
+            measure = true;
+        } else if (!strcmp(a, "--measure-args")) {
+            if (!v) return bad_usage("--measure-args needs pprt's arguments in one word, e.g. '--backend cuda'%s", "");
+            mo.args = v;
+            i++;
+        } else if (!strcmp(a, "--measure-runs")) {
+            if (!parse_int(v, 1, 1000, &x)) return bad_usage("--measure-runs needs a count 1..1000, got '%s'", v ? v : "");
+            mo.runs = (int)x;
+            i++;
         } else if (!strcmp(a, "--report")) {
             report = true;
         } else if (!strcmp(a, "--ref-weights")) {
@@ -214,6 +234,10 @@ int main(int argc, char **argv) {
         co.batch_sizes[co.n_batch_sizes++] = io.batch;
     }
     if (co.devices && !co.search) return bad_usage("--devices is for --search%s", "");
+    if (measure && (co.search || co.max_batch))
+        return bad_usage("--measure profiles one micro-batch size: give it with -b, not with --search or --max-batch%s", "");
+    if (measure && co.n_profiles) return bad_usage("give --profile or --measure, not both%s", "");
+    if ((mo.args || mo.runs != 3) && !measure) return bad_usage("--measure-args and --measure-runs are for --measure%s", "");
 
     pp_signals_install(); /* an interrupted ppcc leaves no temporary plan */
     pp_err err = {0};
@@ -255,6 +279,12 @@ int main(int argc, char **argv) {
         size_t n = strlen(options);
         snprintf(options + n, sizeof options - n, " --ref-weights");
     }
+    if (measure) { /* what the one-stage plan records, then what this plan does */
+        mo.model = model;
+        mo.quiet = quiet;
+        size_t n = strlen(options);
+        snprintf(options + n, sizeof options - n, " --measure");
+    }
     if (s == PP_OK) s = pp_import_onnx(model, &io, &g, &err);
     if (s == PP_OK && g.frozen_default && !quiet) {
         fprintf(stderr, "ppcc: warning: graph input%s", g.n_frozen == 1 ? "" : "s");
@@ -265,7 +295,17 @@ int main(int argc, char **argv) {
                 g.n_frozen == 1 ? "it" : "them");
     }
     if (s == PP_OK) {
-        s = pp_run_passes(&g, &co, &err);
+        if (measure) {
+            char one[sizeof options];
+            snprintf(one, sizeof one, "%.*s (ppcc --measure's one stage)", (int)(strlen(options) - strlen(" --measure")),
+                     options);
+            mo.options = one;
+            s = pp_run_front_passes(&g, &co, &err);
+            if (s == PP_OK) s = ppcc_measure(&g, &co, &mo, &err);
+            if (s == PP_OK) s = pp_run_split_passes(&g, &co, &err);
+        } else {
+            s = pp_run_passes(&g, &co, &err);
+        }
         if (s == PP_OK && !quiet) note_unfolded(&g);
         if (s == PP_OK) s = pp_lower(&g, options, "ppcc " PPRT_VERSION, ref_weights ? model : NULL, &low, &err);
         if (s == PP_OK) s = pp_plan_write(&low, out, &err);

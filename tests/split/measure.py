@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""ppcc --measure on the digits sample (about 5 s).
+
+With the real pprt: the split compiles from measured times (the report says
+every op was measured), runs, and gives -pp 1's outputs bit for bit; the
+temporary directory is gone afterwards, also when pprt fails.
+
+With a stand-in pprt ($PPCC_PPRT, this script with --fake): what ppcc asks
+of it (a one-stage plan, 3 micro-batches of random inputs shaped like the
+model's input with values in (-1, 1), one untimed, a thread count of the
+cores over the stages unless --measure-args gives one) and what ppcc does
+with the profile it writes back: node k of the profile costs 2^k ms (or
+2^(7-k)), so the min-max split has one unique answer (the heaviest node
+alone in its stage), and each stage's estimate is the sum of its nodes'
+times plus its message over the link.
+
+Errors: no pprt, a pprt that fails, --measure with --profile or --search,
+--measure-runs 0, --measure-args without --measure: exit 2 with a message.
+
+Usage: measure.py WORKDIR (env: PPCC, PPRT, SRC)."""
+import json
+import os
+import subprocess
+import sys
+
+if len(sys.argv) > 1 and sys.argv[1] == "--fake":
+    # pprt PLAN DATA -o OUT -q --warmup 1 --profile PROF [--threads T] ...
+    import numpy as np
+    args = sys.argv[2:]
+    rec = {"argv": args}
+    data = args[1]
+    rec["files"] = {f: [list(a.shape), str(a.dtype), float(a.min()), float(a.max())]
+                    for f in sorted(os.listdir(data)) for a in [np.load(os.path.join(data, f))]}
+    with open(os.environ["FAKE_LOG"], "w") as f:
+        json.dump(rec, f)
+    names = json.load(open(os.environ["FAKE_NAMES"]))
+    rev = os.environ.get("FAKE_REVERSE") == "1"
+    prof = args[args.index("--profile") + 1]
+    with open(prof, "w") as f:
+        f.write('{"micro_batch": 16, "device": "fake", "nodes": {\n')
+        f.write(",\n".join(f'  "{n}": {2.0 ** ((len(names) - 1 - k) if rev else k):.6f}' for k, n in enumerate(names)))
+        f.write("\n}}\n")
+    sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
+
+PPCC, PPRT, SRC = os.environ["PPCC"], os.environ["PPRT"], os.environ["SRC"]
+work = os.path.abspath(sys.argv[1])
+os.makedirs(work, exist_ok=True)
+os.chdir(work)
+MODEL = os.path.join(SRC, "samples/digits/model.onnx")
+DATA = os.path.join(SRC, "samples/digits/data")
+TMP = os.path.join(work, "tmp")
+os.makedirs(TMP, exist_ok=True)
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def run(argv, code=0, env=None):
+    e = dict(os.environ, TMPDIR=TMP, **(env or {}))
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=e)
+    if r.returncode != code:
+        failures.append(f"{' '.join(argv)}: exit {r.returncode} (want {code}): {r.stderr.strip()[:600]}")
+    check(os.listdir(TMP) == [], f"{' '.join(argv)}: left {os.listdir(TMP)} in TMPDIR")
+    return r
+
+
+def report_stages(text):
+    """(ops, est_ms, send_MB, first, last) per stage row of ppcc --report."""
+    rows = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 11 and f[0].isdigit() and f[9] == "..":
+            rows.append((int(f[1]), float(f[7]), float(f[6]), f[8], f[10]))
+    return rows
+
+
+# the real pprt
+run([PPCC, MODEL, "-pp", "1", "-b", "16", "-q", "-o", "one.plan"])
+run([PPRT, "one.plan", DATA, "-q", "-o", "out1", "--profile", "real.json"])
+names = list(json.load(open("real.json"))["nodes"])
+check(len(names) == 8, f"digits' profile names {len(names)} nodes, want 8: {names}")
+r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--report", "-o", "m.plan"])
+check("op times: 8 of 8 ops measured" in r.stdout, f"--measure's report: {r.stdout[:600]}")
+check("--measure: pprt timed 8 of 8 ops" in r.stderr, f"--measure's note: {r.stderr[:600]}")
+run([PPRT, "m.plan", DATA, "-q", "-o", "out2", "--threads", "1"])
+for f in ("logits.npy",):
+    with open(os.path.join("out1", f), "rb") as a, open(os.path.join("out2", f), "rb") as b:
+        check(a.read() == b.read(), f"--measure's split gives other outputs than -pp 1 ({f})")
+r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--measure-args", "--backend nosuch", "-q", "-o", "x.plan"], 2)
+check("pprt exited with status 2" in r.stderr and "nosuch" in r.stderr, f"a failing pprt: {r.stderr[:600]}")
+check(not os.path.exists("x.plan"), "a failed --measure wrote a plan")
+
+# a stand-in pprt
+with open("names.json", "w") as f:
+    json.dump(names, f)
+fake = os.path.join(work, "fake_pprt")
+with open(fake, "w") as f:
+    f.write(f"#!/bin/sh\nexec {sys.executable} {os.path.abspath(__file__)} --fake \"$@\"\n")
+os.chmod(fake, 0o755)
+cores = len(os.sched_getaffinity(0))
+import numpy as np
+sample = list(np.load(os.path.join(DATA, "input.npy")).shape[1:])
+for rev in ("0", "1"):
+    env = {"PPCC_PPRT": fake, "FAKE_LOG": os.path.join(work, "fake.json"), "FAKE_NAMES": os.path.join(work, "names.json"),
+           "FAKE_REVERSE": rev}
+    r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--report", "-o", f"f{rev}.plan"], env=env)
+    rec = json.load(open("fake.json"))
+    a = rec["argv"]
+    want_t = str(max(1, cores // 2))
+    check(a[2:9] == ["-o", a[3], "-q", "--warmup", "1", "--profile", a[8]] and a.count("--threads") == 1 and
+          a[a.index("--threads") + 1] == want_t, f"pprt's arguments: {a} (want --threads {want_t})")
+    check(list(rec["files"]) == ["input.npy"] and rec["files"]["input.npy"][0] == [48] + sample and
+          rec["files"]["input.npy"][1] == "float32" and -1 < rec["files"]["input.npy"][2] < 0 <
+          rec["files"]["input.npy"][3] < 1, f"the inputs ppcc wrote: {rec['files']}")
+    rows = report_stages(r.stdout)
+    t = [2.0 ** ((7 - k) if rev == "1" else k) for k in range(8)]
+    # the heaviest node (2^7 ms) alone; every other split has a stage over 2^7 + 2^6
+    want = (1, names[0], names[0]) if rev == "1" else (7, names[0], names[-2])
+    check(len(rows) == 2 and (rows[0][0], rows[0][3], rows[0][4]) == want, f"split by the fake times ({rev}): {rows}")
+    if len(rows) == 2:
+        first = 1 if rev == "1" else 7
+        sums = [sum(t[:first]), sum(t[first:])]
+        for s in range(2):
+            link_ms = rows[s][2] * 1e6 / 10e9 * 1e3  # the report's send_MB over the default 10 GB/s link
+            check(abs(rows[s][1] - sums[s] - link_ms) < 0.002, f"stage {s} est_ms {rows[s][1]}: want the profile's "
+                  f"{sums[s]} ms + {link_ms:.4f} ms sending ({rev})")
+r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--measure-args", "--threads 3 --backend ref",
+         "--measure-runs", "2", "-q", "-o", "f.plan"], env=env)
+a = json.load(open("fake.json"))
+check(a["argv"].count("--threads") == 1 and a["argv"][-4:] == ["--threads", "3", "--backend", "ref"],
+      f"--measure-args: {a['argv']}")
+check(a["files"]["input.npy"][0] == [32] + sample, f"--measure-runs 2: inputs {a['files']}")
+r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "-q", "-o", "y.plan"], 2, env=dict(env, FAKE_EXIT="3"))
+check("pprt exited with status 3" in r.stderr, f"a failing pprt: {r.stderr[:400]}")
+
+# bad usage
+r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "-q", "-o", "z.plan"], 2,
+        env={"PPCC_PPRT": os.path.join(work, "no-such-pprt")})
+check("cannot run pprt" in r.stderr and "no-such-pprt" in r.stderr, f"no pprt: {r.stderr[:400]}")
+for argv, msg in ((["--measure", "--profile", "real.json"], "not both"), (["--measure", "--search"], "--measure"),
+                  (["--measure", "--measure-runs", "0"], "--measure-runs"), (["--measure-args", "-q"], "for --measure")):
+    r = run([PPCC, MODEL, "-pp", "2", "-q", "-o", "z.plan"] + argv, 2)
+    check(msg in r.stderr, f"{argv}: {r.stderr[:300]}")
+check(not os.path.exists("z.plan"), "bad usage wrote a plan")
+
+if failures:
+    print("\n".join("FAIL: " + f for f in failures))
+    sys.exit(1)
+print("measure: OK")

@@ -1,0 +1,246 @@
+/* measure.c: ppcc --measure. A roofline prices every op at one compute rate
+ * and one memory bandwidth; real kernels do not run so (oneDNN's dense
+ * convolutions at 100-150 GFLOP/s a core, depthwise ones at about 25,
+ * docs/partitioning.md), and a split balanced on the roofline can leave one
+ * stage 10-20% longer than the other. A profile of the model (pprt
+ * --profile) fixes that; this does by itself what a user would do by hand:
+ * lower the graph as one stage, run it with pprt on random inputs at the
+ * micro-batch and the threads per stage the split will run with, and take
+ * the profile's node times into the cost model.
+ *
+ * ppcc links no runtime (no oneDNN, no CUDA): pprt runs as a child process,
+ * and its messages go where ppcc's go. */
+#define _GNU_SOURCE
+#include "measure.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <sched.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../backend/backend.h"
+#include "../runtime/io.h"
+#include "../runtime/pprt.h"
+
+extern char **environ;
+
+#define MAX_ARGS 64
+
+/* The cores this process may use (its affinity mask), at least 1. */
+static int cores_allowed(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long k = sysconf(_SC_NPROCESSORS_ONLN);
+    return k > 0 ? (int)k : 1;
+}
+
+/* $PPCC_PPRT, else the pprt in this executable's directory, else "pprt"
+ * (looked up on PATH). */
+static void find_pprt(char *buf, size_t n) {
+    const char *e = getenv("PPCC_PPRT");
+    if (e && *e) {
+        snprintf(buf, n, "%s", e);
+        return;
+    }
+    char self[4096];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (k > 0) {
+        self[k] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = 0;
+            const int k2 = snprintf(buf, n, "%s/pprt", self);
+            if (k2 > 0 && (size_t)k2 < n && access(buf, X_OK) == 0) return;
+        }
+    }
+    snprintf(buf, n, "pprt");
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void rm_tree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* xorshift64*: the same inputs on every run */
+static uint64_t next_rand(uint64_t *s) {
+    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+/* Values that keep every kernel on its ordinary path: floats in (-1, 1)
+ * (no denormals, no NaN), integers and booleans 0 (a valid index for any
+ * Gather, an empty mask). */
+static void fill(void *data, pp_dtype dt, size_t count, uint64_t *seed) {
+    for (size_t i = 0; i < count; i++) {
+        const uint64_t r = next_rand(seed);
+        const float f = (float)((double)(r >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+        if (dt == PP_F32) {
+            ((float *)data)[i] = f;
+        } else if (dt == PP_F64) {
+            ((double *)data)[i] = f;
+        } else if (dt == PP_BF16) {
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            ((uint16_t *)data)[i] = (uint16_t)(u >> 16);
+        } else if (dt == PP_F16) { /* +-[0.5, 1): exponent 14, a random mantissa */
+            ((uint16_t *)data)[i] = (uint16_t)(((r >> 63) << 15) | (14u << 10) | ((r >> 20) & 0x3ff));
+        }
+    }
+}
+
+/* One NAME.npy per graph input: `runs` micro-batches of the graph's
+ * micro-batch (one whole tensor when the graph has no batch axis). */
+static pp_status write_inputs(const pp_graph *g, const char *dir, int runs, pp_err *err) {
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const pp_value *v = &g->values[g->inputs[i]];
+        pp_shape sh = v->shape;
+        if (g->batch > 0 && sh.rank > 0) sh.dim[0] *= runs;
+        size_t nbytes;
+        PP_TRY(pp_shape_nbytes(&sh, v->dtype, &nbytes, err));
+        const size_t esize = pp_dtype_size(v->dtype);
+        void *data = calloc(1, nbytes ? nbytes : 1);
+        if (!data) return PP_FAIL(err, PP_ENOMEM, "--measure: out of memory for %zu bytes of input '%s'", nbytes, v->name);
+        fill(data, v->dtype, esize ? nbytes / esize : 0, &seed);
+        char safe[PP_FILE_NAME_MAX], path[4096];
+        pp_file_name(v->name, safe, sizeof safe);
+        if ((size_t)snprintf(path, sizeof path, "%s/%s.npy", dir, safe) >= sizeof path) {
+            free(data);
+            return PP_FAIL(err, PP_EIO, "--measure: the temporary directory's name is too long (%s)", dir);
+        }
+        pp_status s = pprt_npy_write(path, v->dtype, &sh, data, err);
+        free(data);
+        PP_TRY(s);
+    }
+    return PP_OK;
+}
+
+/* Run argv[0] with argv; PP_OK when it exits 0. */
+static pp_status run_child(char **argv, pp_err *err) {
+    pid_t pid;
+    const int e = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], NULL, NULL, argv, environ)
+                                       : posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+    if (e)
+        return PP_FAIL(err, PP_EIO, "--measure: cannot run pprt '%s': %s (set PPCC_PPRT to pprt's path)", argv[0],
+                       strerror(e));
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return PP_FAIL(err, PP_EIO, "--measure: waiting for pprt: %s", strerror(errno));
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return PP_OK;
+    char cmd[1024];
+    size_t k = 0;
+    for (int i = 0; argv[i] && k + 1 < sizeof cmd; i++)
+        k += (size_t)snprintf(cmd + k, sizeof cmd - k, "%s%s", i ? " " : "", argv[i]);
+    if (WIFEXITED(st))
+        return PP_FAIL(err, PP_EINVAL, "--measure: pprt exited with status %d while profiling the model as one stage "
+                       "(its messages are above; the command was: %s)", WEXITSTATUS(st), cmd);
+    return PP_FAIL(err, PP_EINVAL, "--measure: pprt was killed by signal %d while profiling the model as one stage "
+                   "(the command was: %s)", WTERMSIG(st), cmd);
+}
+
+static pp_status measure_in(pp_graph *g, const pp_compile_opts *co, const ppcc_measure_opts *m, const char *dir,
+                            int *threads, double *secs, int *matched, pp_err *err) {
+    char plan[4096], data[4096], out[4096], prof[4096], pprt[4096], tbuf[16];
+    snprintf(plan, sizeof plan, "%s/one.plan", dir);
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(prof, sizeof prof, "%s/profile.json", dir);
+    if (mkdir(data, 0700) != 0) return PP_FAIL(err, PP_EIO, "--measure: %s: %s", data, strerror(errno));
+
+    /* the graph as one stage, over the model's own weights */
+    pp_compile_opts one = *co;
+    one.n_stages = 1;
+    one.n_split_at = 0;
+    one.exec_seq = NULL;
+    one.cap_all = 0;
+    one.n_caps = 0;
+    one.policy = PP_POLICY_AUTO;
+    one.replicas = 1;
+    one.dump_ir = NULL;
+    one.dump_dot = NULL;
+    one.quiet = true;
+    one.search = one.max_batch = false;
+    for (int k = 0; k <= PP_MAX_SPLITS; k++) one.place[k] = one.place_all, one.stage_set[k] = 0;
+    PP_TRY(pp_run_split_passes(g, &one, err));
+    pp_lowered low = {0};
+    pp_status s = pp_lower(g, m->options, "ppcc " PPRT_VERSION " --measure", m->model, &low, err);
+    if (s == PP_OK) s = pp_plan_write(&low, plan, err);
+    pp_lowered_free(&low);
+    pp_unsplit(g);
+    PP_TRY(s);
+    PP_TRY(write_inputs(g, data, m->runs, err));
+
+    /* pprt ONE.plan DATA -o OUT -q --warmup 1 --profile PROF [--threads T] ARGS... */
+    char *argv[MAX_ARGS + 16];
+    int n = 0;
+    find_pprt(pprt, sizeof pprt);
+    argv[n++] = pprt, argv[n++] = plan, argv[n++] = data, argv[n++] = "-o", argv[n++] = out, argv[n++] = "-q";
+    argv[n++] = "--warmup", argv[n++] = "1", argv[n++] = "--profile", argv[n++] = prof;
+    char *args = m->args ? strdup(m->args) : NULL;
+    if (m->args && !args) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    bool own_threads = false;
+    const int n_fixed = n;
+    n += 2; /* room for --threads T */
+    for (char *save = NULL, *t = args ? strtok_r(args, " \t", &save) : NULL; t; t = strtok_r(NULL, " \t", &save)) {
+        if (n - n_fixed - 2 == MAX_ARGS) {
+            free(args);
+            return PP_FAIL(err, PP_EINVAL, "--measure-args: more than %d arguments", MAX_ARGS);
+        }
+        own_threads = own_threads || !strcmp(t, "--threads");
+        argv[n++] = t;
+    }
+    const int stages = co->n_stages > 0 ? co->n_stages : co->n_split_at > 0 ? co->n_split_at + 1 : 1;
+    *threads = own_threads ? 0 : cores_allowed() / stages > 1 ? cores_allowed() / stages : 1;
+    if (own_threads) { /* close the gap */
+        memmove(argv + n_fixed, argv + n_fixed + 2, sizeof *argv * (size_t)(n - n_fixed - 2));
+        n -= 2;
+    } else {
+        snprintf(tbuf, sizeof tbuf, "%d", *threads);
+        argv[n_fixed] = "--threads", argv[n_fixed + 1] = tbuf;
+    }
+    argv[n] = NULL;
+    if (!m->quiet) {
+        fprintf(stderr, "ppcc: --measure: profiling the model as one stage with pprt: %d micro-batch%s of %lld after "
+                "1 untimed", m->runs, m->runs == 1 ? "" : "es", (long long)g->batch);
+        if (*threads) fprintf(stderr, ", %d thread%s (%d cores / %d stages)", *threads, *threads == 1 ? "" : "s",
+                              cores_allowed(), stages);
+        if (m->args) fprintf(stderr, ", pprt %s", m->args);
+        fprintf(stderr, "\n");
+    }
+    fflush(stderr);
+    fflush(stdout);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    s = run_child(argv, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    free(args);
+    PP_TRY(s);
+    *secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    for (int i = 0; i < g->n_nodes; i++) g->nodes[i].prof_s = -1;
+    return pp_apply_profile(g, prof, matched, err);
+}
+
+pp_status ppcc_measure(pp_graph *g, const pp_compile_opts *co, const ppcc_measure_opts *m, pp_err *err) {
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/ppcc-measure-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) return PP_FAIL(err, PP_EIO, "--measure: cannot make a directory like %s: %s", dir, strerror(errno));
+    int threads = 0, matched = 0;
+    double secs = 0;
+    pp_status s = measure_in(g, co, m, dir, &threads, &secs, &matched, err);
+    rm_tree(dir);
+    if (s != PP_OK) return s;
+    if (!m->quiet)
+        fprintf(stderr, "ppcc: --measure: pprt timed %d of %d ops in %.1f s%s\n", matched, g->n_nodes, secs,
+                matched < g->n_nodes ? "; the others use the roofline estimate" : "");
+    return PP_OK;
+}
