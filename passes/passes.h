@@ -20,7 +20,7 @@ const char *pp_policy_name(pp_policy p);
 bool pp_policy_parse(const char *s, pp_policy *out);
 
 #define PP_MAX_SPLITS 256
-#define PP_MAX_PROFILES 16
+#define PP_MAX_PROFILES 32 /* as many as --search tries micro-batch sizes (ppcc --measure) */
 #define PP_MAX_BATCH_SIZES 32
 
 /* The machine the cost model assumes (docs/partitioning.md). Placement: the
@@ -259,6 +259,9 @@ typedef struct pp_search_result {
 pp_status pp_search(const pp_compile_opts *o, pp_import_fn imp, void *ctx, pp_search_result *r,
                     pp_err *err);
 void pp_search_free(pp_search_result *r);
+/* The micro-batch sizes the search tries: --batch-sizes, else 1, 2, 4, ...
+ * up to 64 and the samples; into b (PP_MAX_BATCH_SIZES entries), the count. */
+int pp_search_batch_sizes(const pp_compile_opts *o, int64_t *b);
 void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *o);
 pp_status pp_search_json(const char *path, const pp_search_result *r, const pp_compile_opts *o,
                          pp_err *err);

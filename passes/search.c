@@ -36,7 +36,7 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int batch_list(const pp_compile_opts *o, int64_t *b) {
+int pp_search_batch_sizes(const pp_compile_opts *o, int64_t *b) {
     if (o->n_batch_sizes) {
         memcpy(b, o->batch_sizes, sizeof *b * (size_t)o->n_batch_sizes);
         return o->n_batch_sizes;
@@ -149,7 +149,7 @@ pp_status pp_search(const pp_compile_opts *o, pp_import_fn imp, void *ctx, pp_se
         return PP_FAIL(err, PP_EINVAL, "--search chooses the cuts itself: leave out --split-at, "
                        "--exec-seq and --policy custom");
     int64_t bs[PP_MAX_BATCH_SIZES + 8];
-    int nb = batch_list(o, bs);
+    int nb = pp_search_batch_sizes(o, bs);
     r->c = calloc((size_t)nb * (size_t)o->devices, sizeof *r->c);
     if (!r->c) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     for (int i = 0; i < nb; i++) {

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -147,14 +148,15 @@ static pp_status run_child(char **argv, pp_err *err) {
                    "(the command was: %s)", WTERMSIG(st), cmd);
 }
 
-static pp_status measure_in(pp_graph *g, const pp_compile_opts *co, const ppcc_measure_opts *m, const char *dir,
-                            int *threads, double *secs, int *matched, pp_err *err) {
-    char plan[4096], data[4096], out[4096], prof[4096], pprt[4096], tbuf[16];
+/* Profile g (front passes done, not split) as one stage into prof, using
+ * dir for the plan, the inputs and the outputs (made as needed). */
+static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc_measure_opts *m, int stages,
+                              const char *dir, const char *prof, int *matched, pp_err *err) {
+    char plan[4096], data[4096], out[4096], pprt[4096], tbuf[16];
     snprintf(plan, sizeof plan, "%s/one.plan", dir);
     snprintf(data, sizeof data, "%s/data", dir);
     snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(prof, sizeof prof, "%s/profile.json", dir);
-    if (mkdir(data, 0700) != 0) return PP_FAIL(err, PP_EIO, "--measure: %s: %s", data, strerror(errno));
+    if (mkdir(data, 0700) != 0 && errno != EEXIST) return PP_FAIL(err, PP_EIO, "--measure: %s: %s", data, strerror(errno));
 
     /* the graph as one stage, over the model's own weights */
     pp_compile_opts one = *co;
@@ -163,6 +165,7 @@ static pp_status measure_in(pp_graph *g, const pp_compile_opts *co, const ppcc_m
     one.exec_seq = NULL;
     one.cap_all = 0;
     one.n_caps = 0;
+    one.n_profiles = 0;
     one.policy = PP_POLICY_AUTO;
     one.replicas = 1;
     one.dump_ir = NULL;
@@ -184,7 +187,7 @@ static pp_status measure_in(pp_graph *g, const pp_compile_opts *co, const ppcc_m
     int n = 0;
     find_pprt(pprt, sizeof pprt);
     argv[n++] = pprt, argv[n++] = plan, argv[n++] = data, argv[n++] = "-o", argv[n++] = out, argv[n++] = "-q";
-    argv[n++] = "--warmup", argv[n++] = "1", argv[n++] = "--profile", argv[n++] = prof;
+    argv[n++] = "--warmup", argv[n++] = "1", argv[n++] = "--profile", argv[n++] = (char *)prof;
     char *args = m->args ? strdup(m->args) : NULL;
     if (m->args && !args) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     bool own_threads = false;
@@ -198,21 +201,22 @@ static pp_status measure_in(pp_graph *g, const pp_compile_opts *co, const ppcc_m
         own_threads = own_threads || !strcmp(t, "--threads");
         argv[n++] = t;
     }
-    const int stages = co->n_stages > 0 ? co->n_stages : co->n_split_at > 0 ? co->n_split_at + 1 : 1;
-    *threads = own_threads ? 0 : cores_allowed() / stages > 1 ? cores_allowed() / stages : 1;
+    const int cores = cores_allowed(), threads = cores / stages > 1 ? cores / stages : 1;
     if (own_threads) { /* close the gap */
         memmove(argv + n_fixed, argv + n_fixed + 2, sizeof *argv * (size_t)(n - n_fixed - 2));
         n -= 2;
     } else {
-        snprintf(tbuf, sizeof tbuf, "%d", *threads);
+        snprintf(tbuf, sizeof tbuf, "%d", threads);
         argv[n_fixed] = "--threads", argv[n_fixed + 1] = tbuf;
     }
     argv[n] = NULL;
     if (!m->quiet) {
         fprintf(stderr, "ppcc: --measure: profiling the model as one stage with pprt: %d micro-batch%s of %lld after "
                 "1 untimed", m->runs, m->runs == 1 ? "" : "es", (long long)g->batch);
-        if (*threads) fprintf(stderr, ", %d thread%s (%d cores / %d stages)", *threads, *threads == 1 ? "" : "s",
-                              cores_allowed(), stages);
+        if (!own_threads)
+            fprintf(stderr, ", %d thread%s (%d core%s / %d %s)", threads, threads == 1 ? "" : "s", cores,
+                    cores == 1 ? "" : "s", stages, co->search ? (stages == 1 ? "device" : "devices")
+                                                              : (stages == 1 ? "stage" : "stages"));
         if (m->args) fprintf(stderr, ", pprt %s", m->args);
         fprintf(stderr, "\n");
     }
@@ -224,23 +228,67 @@ static pp_status measure_in(pp_graph *g, const pp_compile_opts *co, const ppcc_m
     clock_gettime(CLOCK_MONOTONIC, &t1);
     free(args);
     PP_TRY(s);
-    *secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    const double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     for (int i = 0; i < g->n_nodes; i++) g->nodes[i].prof_s = -1;
-    return pp_apply_profile(g, prof, matched, err);
+    PP_TRY(pp_apply_profile(g, prof, matched, err));
+    if (!m->quiet)
+        fprintf(stderr, "ppcc: --measure: pprt timed %d of %d ops in %.1f s%s\n", *matched, g->n_nodes, secs,
+                *matched < g->n_nodes ? "; the others use the roofline estimate" : "");
+    return PP_OK;
+}
+
+static pp_status make_dir(char *dir, size_t n, pp_err *err) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, n, "%s/ppcc-measure-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) return PP_FAIL(err, PP_EIO, "--measure: cannot make a directory like %s: %s", dir, strerror(errno));
+    return PP_OK;
 }
 
 pp_status ppcc_measure(pp_graph *g, const pp_compile_opts *co, const ppcc_measure_opts *m, pp_err *err) {
-    const char *tmp = getenv("TMPDIR");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/ppcc-measure-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) return PP_FAIL(err, PP_EIO, "--measure: cannot make a directory like %s: %s", dir, strerror(errno));
-    int threads = 0, matched = 0;
-    double secs = 0;
-    pp_status s = measure_in(g, co, m, dir, &threads, &secs, &matched, err);
+    char dir[4096], prof[4200];
+    PP_TRY(make_dir(dir, sizeof dir, err));
+    snprintf(prof, sizeof prof, "%s/profile.json", dir);
+    const int stages = co->n_stages > 0 ? co->n_stages : co->n_split_at > 0 ? co->n_split_at + 1 : 1;
+    int matched = 0;
+    pp_status s = profile_into(g, co, m, stages, dir, prof, &matched, err);
     rm_tree(dir);
-    if (s != PP_OK) return s;
-    if (!m->quiet)
-        fprintf(stderr, "ppcc: --measure: pprt timed %d of %d ops in %.1f s%s\n", matched, g->n_nodes, secs,
-                matched < g->n_nodes ? "; the others use the roofline estimate" : "");
-    return PP_OK;
+    return s;
+}
+
+pp_status ppcc_measure_search(pp_compile_opts *co, pp_import_fn imp, void *ctx, const ppcc_measure_opts *m,
+                              ppcc_measured *out, pp_err *err) {
+    memset(out, 0, sizeof *out);
+    int64_t b[PP_MAX_BATCH_SIZES];
+    const int nb = pp_search_batch_sizes(co, b);
+    if (nb > PP_MAX_PROFILES)
+        return PP_FAIL(err, PP_EINVAL, "--measure: at most %d micro-batch sizes (--batch-sizes has %d)", PP_MAX_PROFILES,
+                       nb);
+    PP_TRY(make_dir(out->dir, sizeof out->dir, err));
+    pp_compile_opts fo = *co;
+    fo.n_profiles = 0;
+    fo.dump_ir = NULL;
+    fo.dump_dot = NULL;
+    pp_status s = PP_OK;
+    for (int k = 0; k < nb && s == PP_OK; k++) {
+        snprintf(out->paths[k], sizeof out->paths[k], "%s/profile_%lld.json", out->dir, (long long)b[k]);
+        pp_graph g;
+        s = imp(ctx, b[k], &g, err);
+        if (s != PP_OK) break;
+        s = pp_run_front_passes(&g, &fo, err);
+        int matched = 0;
+        if (s == PP_OK) s = profile_into(&g, &fo, m, co->devices > 0 ? co->devices : 1, out->dir, out->paths[k],
+                                         &matched, err);
+        pp_graph_free(&g);
+        if (s == PP_OK) co->profiles[out->n++] = out->paths[k];
+    }
+    co->n_profiles = out->n;
+    if (s != PP_OK) ppcc_measured_free(out, co);
+    return s;
+}
+
+void ppcc_measured_free(ppcc_measured *m, pp_compile_opts *co) {
+    if (m->dir[0]) rm_tree(m->dir);
+    m->dir[0] = 0;
+    if (co) co->n_profiles = 0;
+    m->n = 0;
 }

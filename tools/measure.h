@@ -21,4 +21,16 @@ typedef struct ppcc_measure_opts {
  * else the pprt beside this ppcc, else the one on PATH. */
 pp_status ppcc_measure(pp_graph *g, const pp_compile_opts *co, const ppcc_measure_opts *m, pp_err *err);
 
+/* --search: a profile at every micro-batch size the search will try (each
+ * with the cores over --devices threads), kept in out's temporary directory
+ * and named in co->profiles until ppcc_measured_free removes them. */
+typedef struct ppcc_measured {
+    char dir[4096];
+    char paths[PP_MAX_PROFILES][4200];
+    int n;
+} ppcc_measured;
+pp_status ppcc_measure_search(pp_compile_opts *co, pp_import_fn imp, void *ctx, const ppcc_measure_opts *m,
+                              ppcc_measured *out, pp_err *err);
+void ppcc_measured_free(ppcc_measured *m, pp_compile_opts *co);
+
 #endif

@@ -39,7 +39,8 @@ static void usage(FILE *f) {
             "                   pprt --profile on random inputs (at -b, with the threads a stage of\n"
             "                   the split gets: the cores this process may use / stages) and uses\n"
             "                   them as --profile would; pprt: $PPCC_PPRT, else the one beside ppcc,\n"
-            "                   else PATH's\n"
+            "                   else PATH's; with --search, at every micro-batch size it tries\n"
+            "                   (threads: the cores / --devices)\n"
             "  --measure-args A more pprt arguments for --measure, e.g. '--backend cuda' or\n"
             "                   '--precision bf16' (a --threads here replaces ppcc's)\n"
             "  --measure-runs N timed micro-batches for --measure (default 3; one untimed before)\n"
@@ -234,17 +235,29 @@ int main(int argc, char **argv) {
         co.batch_sizes[co.n_batch_sizes++] = io.batch;
     }
     if (co.devices && !co.search) return bad_usage("--devices is for --search%s", "");
-    if (measure && (co.search || co.max_batch))
-        return bad_usage("--measure profiles one micro-batch size: give it with -b, not with --search or --max-batch%s", "");
+    if (measure && co.max_batch)
+        return bad_usage("--max-batch sizes by memory alone: --measure has nothing to time there%s", "");
     if (measure && co.n_profiles) return bad_usage("give --profile or --measure, not both%s", "");
     if ((mo.args || mo.runs != 3) && !measure) return bad_usage("--measure-args and --measure-runs are for --measure%s", "");
 
     pp_signals_install(); /* an interrupted ppcc leaves no temporary plan */
     pp_err err = {0};
+    /* --search --measure: a profile per micro-batch size, for the search and
+     * then the plan it picks; removed at the end */
+    static ppcc_measured searched;
     if (co.search || co.max_batch) {
-        bool compile;
-        pp_status bs = budget(model, &io, &co, quiet, report_json, out_given, &compile, &err);
+        bool compile = false;
+        pp_status bs = PP_OK;
+        if (measure) {
+            import_ctx ictx = {model, &io};
+            mo.model = model;
+            mo.options = "(ppcc --search --measure)";
+            mo.quiet = quiet;
+            bs = ppcc_measure_search(&co, import_at, &ictx, &mo, &searched, &err);
+        }
+        if (bs == PP_OK) bs = budget(model, &io, &co, quiet, report_json, out_given, &compile, &err);
         if (bs != PP_OK || !compile) {
+            ppcc_measured_free(&searched, &co);
             for (int k = 0; k < io.n_dims; k++) free((char *)io.dim_name[k]);
             for (int k = 0; k < io.n_consts; k++) free((char *)io.const_name[k]);
             pp_compile_opts_free(&co);
@@ -260,7 +273,12 @@ int main(int argc, char **argv) {
     pp_graph g;
     pp_lowered low = {0};
     char options[4096];
-    pp_compile_opts_text(&co, options, sizeof options);
+    {
+        const int np = co.n_profiles; /* --search --measure's profiles are --measure's */
+        if (searched.n) co.n_profiles = 0;
+        pp_compile_opts_text(&co, options, sizeof options);
+        co.n_profiles = np;
+    }
     {
         size_t n = strlen(options);
         snprintf(options + n, sizeof options - n, " -b %lld", (long long)io.batch);
@@ -278,6 +296,11 @@ int main(int argc, char **argv) {
     if (ref_weights) {
         size_t n = strlen(options);
         snprintf(options + n, sizeof options - n, " --ref-weights");
+    }
+    if (searched.n) {
+        size_t n = strlen(options);
+        snprintf(options + n, sizeof options - n, " --measure");
+        measure = false; /* measured above */
     }
     if (measure) { /* what the one-stage plan records, then what this plan does */
         mo.model = model;
@@ -336,6 +359,7 @@ int main(int argc, char **argv) {
         pp_lowered_free(&low);
         pp_graph_free(&g);
     }
+    ppcc_measured_free(&searched, &co);
     for (int k = 0; k < io.n_dims; k++) free((char *)io.dim_name[k]);
     for (int k = 0; k < io.n_consts; k++) free((char *)io.const_name[k]);
     pp_compile_opts_free(&co);

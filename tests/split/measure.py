@@ -14,7 +14,10 @@ with the profile it writes back: node k of the profile costs 2^k ms (or
 alone in its stage), and each stage's estimate is the sum of its nodes'
 times plus its message over the link.
 
-Errors: no pprt, a pprt that fails, --measure with --profile or --search,
+--search --measure: a profile at each micro-batch size, the plan's options
+say --measure.
+
+Errors: no pprt, a pprt that fails, --measure with --profile or --max-batch,
 --measure-runs 0, --measure-args without --measure: exit 2 with a message.
 
 Usage: measure.py WORKDIR (env: PPCC, PPRT, SRC)."""
@@ -33,11 +36,14 @@ if len(sys.argv) > 1 and sys.argv[1] == "--fake":
                     for f in sorted(os.listdir(data)) for a in [np.load(os.path.join(data, f))]}
     with open(os.environ["FAKE_LOG"], "w") as f:
         json.dump(rec, f)
+    with open(os.environ["FAKE_LOG"] + ".calls", "a") as f:
+        f.write(json.dumps(rec["files"]["input.npy"][0]) + "\n")
+    batch = rec["files"]["input.npy"][0][0] // int(os.environ.get("FAKE_RUNS", "3"))
     names = json.load(open(os.environ["FAKE_NAMES"]))
     rev = os.environ.get("FAKE_REVERSE") == "1"
     prof = args[args.index("--profile") + 1]
     with open(prof, "w") as f:
-        f.write('{"micro_batch": 16, "device": "fake", "nodes": {\n')
+        f.write('{"micro_batch": %d, "device": "fake", "nodes": {\n' % batch)
         f.write(",\n".join(f'  "{n}": {2.0 ** ((len(names) - 1 - k) if rev else k):.6f}' for k, n in enumerate(names)))
         f.write("\n}}\n")
     sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
@@ -128,11 +134,24 @@ for rev in ("0", "1"):
             check(abs(rows[s][1] - sums[s] - link_ms) < 0.002, f"stage {s} est_ms {rows[s][1]}: want the profile's "
                   f"{sums[s]} ms + {link_ms:.4f} ms sending ({rev})")
 r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--measure-args", "--threads 3 --backend ref",
-         "--measure-runs", "2", "-q", "-o", "f.plan"], env=env)
+         "--measure-runs", "2", "-q", "-o", "f.plan"], env=dict(env, FAKE_RUNS="2"))
 a = json.load(open("fake.json"))
 check(a["argv"].count("--threads") == 1 and a["argv"][-4:] == ["--threads", "3", "--backend", "ref"],
       f"--measure-args: {a['argv']}")
 check(a["files"]["input.npy"][0] == [32] + sample, f"--measure-runs 2: inputs {a['files']}")
+# --search: one profile per micro-batch size, each with the cores over --devices threads
+calls = os.path.join(work, "fake.json.calls")
+if os.path.exists(calls):
+    os.remove(calls)
+r = run([PPCC, MODEL, "--devices", "2", "--search", "--batch-sizes", "4,16", "--samples", "64", "--measure", "-o",
+         "s.plan"], env=env)
+got = [json.loads(x) for x in open(calls)] if os.path.exists(calls) else []
+check(got == [[12] + sample, [48] + sample], f"--search --measure profiled inputs {got}, want micro-batches 4 and 16")
+check('timing: 2 pprt profiles of "fake"' in r.stdout, f"--search --measure: {r.stdout[:500]}")
+a = json.load(open("fake.json"))["argv"]
+check(a[a.index("--threads") + 1] == str(max(1, cores // 2)), f"--search --measure's threads: {a}")
+r = run([PPRT, "--info", "s.plan"])
+check("--measure" in r.stdout and "--profile" not in r.stdout, f"the searched plan's options: {r.stdout[:800]}")
 r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "-q", "-o", "y.plan"], 2, env=dict(env, FAKE_EXIT="3"))
 check("pprt exited with status 3" in r.stderr, f"a failing pprt: {r.stderr[:400]}")
 
@@ -140,7 +159,8 @@ check("pprt exited with status 3" in r.stderr, f"a failing pprt: {r.stderr[:400]
 r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "-q", "-o", "z.plan"], 2,
         env={"PPCC_PPRT": os.path.join(work, "no-such-pprt")})
 check("cannot run pprt" in r.stderr and "no-such-pprt" in r.stderr, f"no pprt: {r.stderr[:400]}")
-for argv, msg in ((["--measure", "--profile", "real.json"], "not both"), (["--measure", "--search"], "--measure"),
+for argv, msg in ((["--measure", "--profile", "real.json"], "not both"),
+                  (["--measure", "--max-batch", "--max-memory", "1MB"], "nothing to time"),
                   (["--measure", "--measure-runs", "0"], "--measure-runs"), (["--measure-args", "-q"], "for --measure")):
     r = run([PPCC, MODEL, "-pp", "2", "-q", "-o", "z.plan"] + argv, 2)
     check(msg in r.stderr, f"{argv}: {r.stderr[:300]}")
