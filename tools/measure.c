@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <sched.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,17 +126,70 @@ static pp_status write_inputs(const pp_graph *g, const char *dir, int runs, pp_e
     return PP_OK;
 }
 
-/* Run argv[0] with argv; PP_OK when it exits 0. */
+/* ---- signals ----
+ * ppcc's handler (pp_signals_install) removes temporary files and exits; it
+ * cannot remove a directory tree. While the measuring directory exists,
+ * SIGINT, SIGTERM and SIGHUP are blocked: one that comes while pprt runs is
+ * passed on to pprt (which stops), the directory is removed, and then the
+ * signal is raised again for ppcc's handler. */
+static sigset_t saved_mask;
+static bool blocked;
+static int caught; /* a signal taken from the pending set while pprt ran */
+
+static void signals_block(void) {
+    if (blocked) return;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT), sigaddset(&set, SIGTERM), sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, &saved_mask);
+    blocked = true;
+}
+
+static void signals_restore(void) {
+    if (!blocked) return;
+    blocked = false;
+    sigprocmask(SIG_SETMASK, &saved_mask, NULL); /* a pending one is delivered here */
+    if (caught) raise(caught);
+}
+
+static int signal_pending(void) {
+    sigset_t p;
+    if (caught) return caught;
+    if (sigpending(&p) != 0) return 0;
+    return sigismember(&p, SIGINT) ? SIGINT : sigismember(&p, SIGTERM) ? SIGTERM : sigismember(&p, SIGHUP) ? SIGHUP : 0;
+}
+
+/* Run argv[0] with argv (with the signal mask ppcc had before blocking);
+ * PP_OK when it exits 0. */
 static pp_status run_child(char **argv, pp_err *err) {
     pid_t pid;
-    const int e = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], NULL, NULL, argv, environ)
-                                       : posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &saved_mask);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    const int e = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], NULL, &attr, argv, environ)
+                                       : posix_spawnp(&pid, argv[0], NULL, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
     if (e)
         return PP_FAIL(err, PP_EIO, "--measure: cannot run pprt '%s': %s (set PPCC_PPRT to pprt's path)", argv[0],
                        strerror(e));
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT), sigaddset(&set, SIGTERM), sigaddset(&set, SIGHUP);
     int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return PP_FAIL(err, PP_EIO, "--measure: waiting for pprt: %s", strerror(errno));
+    for (;;) {
+        const pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) return PP_FAIL(err, PP_EIO, "--measure: waiting for pprt: %s", strerror(errno));
+        const struct timespec tick = {0, 50 * 1000 * 1000};
+        const int sig = sigtimedwait(&set, NULL, &tick);
+        if (sig > 0) {
+            kill(pid, sig);
+            caught = sig;
+        }
+    }
+    if (caught)
+        return PP_FAIL(err, PP_ERUNTIME, "--measure: interrupted (signal %d) while pprt profiled the model", caught);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return PP_OK;
     char cmd[1024];
     size_t k = 0;
@@ -246,12 +300,18 @@ static pp_status make_dir(char *dir, size_t n, pp_err *err) {
 
 pp_status ppcc_measure(pp_graph *g, const pp_compile_opts *co, const ppcc_measure_opts *m, pp_err *err) {
     char dir[4096], prof[4200];
-    PP_TRY(make_dir(dir, sizeof dir, err));
+    signals_block();
+    pp_status s = make_dir(dir, sizeof dir, err);
+    if (s != PP_OK) {
+        signals_restore();
+        return s;
+    }
     snprintf(prof, sizeof prof, "%s/profile.json", dir);
     const int stages = co->n_stages > 0 ? co->n_stages : co->n_split_at > 0 ? co->n_split_at + 1 : 1;
     int matched = 0;
-    pp_status s = profile_into(g, co, m, stages, dir, prof, &matched, err);
+    s = profile_into(g, co, m, stages, dir, prof, &matched, err);
     rm_tree(dir);
+    signals_restore();
     return s;
 }
 
@@ -263,12 +323,17 @@ pp_status ppcc_measure_search(pp_compile_opts *co, pp_import_fn imp, void *ctx, 
     if (nb > PP_MAX_PROFILES)
         return PP_FAIL(err, PP_EINVAL, "--measure: at most %d micro-batch sizes (--batch-sizes has %d)", PP_MAX_PROFILES,
                        nb);
-    PP_TRY(make_dir(out->dir, sizeof out->dir, err));
+    signals_block(); /* until ppcc_measured_free */
+    pp_status s = make_dir(out->dir, sizeof out->dir, err);
+    if (s != PP_OK) {
+        out->dir[0] = 0;
+        signals_restore();
+        return s;
+    }
     pp_compile_opts fo = *co;
     fo.n_profiles = 0;
     fo.dump_ir = NULL;
     fo.dump_dot = NULL;
-    pp_status s = PP_OK;
     for (int k = 0; k < nb && s == PP_OK; k++) {
         snprintf(out->paths[k], sizeof out->paths[k], "%s/profile_%lld.json", out->dir, (long long)b[k]);
         pp_graph g;
@@ -286,9 +351,15 @@ pp_status ppcc_measure_search(pp_compile_opts *co, pp_import_fn imp, void *ctx, 
     return s;
 }
 
+pp_status ppcc_measured_check(pp_err *err) {
+    const int sig = signal_pending();
+    return sig ? PP_FAIL(err, PP_ERUNTIME, "interrupted (signal %d)", sig) : PP_OK;
+}
+
 void ppcc_measured_free(ppcc_measured *m, pp_compile_opts *co) {
     if (m->dir[0]) rm_tree(m->dir);
     m->dir[0] = 0;
     if (co) co->n_profiles = 0;
     m->n = 0;
+    signals_restore();
 }

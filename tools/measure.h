@@ -23,7 +23,11 @@ pp_status ppcc_measure(pp_graph *g, const pp_compile_opts *co, const ppcc_measur
 
 /* --search: a profile at every micro-batch size the search will try (each
  * with the cores over --devices threads), kept in out's temporary directory
- * and named in co->profiles until ppcc_measured_free removes them. */
+ * and named in co->profiles until ppcc_measured_free removes them. Both this
+ * and ppcc_measure hold SIGINT, SIGTERM and SIGHUP back while their
+ * directory exists (one that comes while pprt runs stops pprt); they are
+ * delivered, to ppcc's handler, once it is removed. ppcc_measured_check:
+ * PP_ERUNTIME when one is waiting (before writing a plan). */
 typedef struct ppcc_measured {
     char dir[4096];
     char paths[PP_MAX_PROFILES][4200];
@@ -31,6 +35,7 @@ typedef struct ppcc_measured {
 } ppcc_measured;
 pp_status ppcc_measure_search(pp_compile_opts *co, pp_import_fn imp, void *ctx, const ppcc_measure_opts *m,
                               ppcc_measured *out, pp_err *err);
+pp_status ppcc_measured_check(pp_err *err);
 void ppcc_measured_free(ppcc_measured *m, pp_compile_opts *co);
 
 #endif

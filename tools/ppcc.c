@@ -256,6 +256,7 @@ int main(int argc, char **argv) {
             bs = ppcc_measure_search(&co, import_at, &ictx, &mo, &searched, &err);
         }
         if (bs == PP_OK) bs = budget(model, &io, &co, quiet, report_json, out_given, &compile, &err);
+        if (bs == PP_OK && searched.n) bs = ppcc_measured_check(&err);
         if (bs != PP_OK || !compile) {
             ppcc_measured_free(&searched, &co);
             for (int k = 0; k < io.n_dims; k++) free((char *)io.dim_name[k]);

@@ -15,7 +15,8 @@ alone in its stage), and each stage's estimate is the sum of its nodes'
 times plus its message over the link.
 
 --search --measure: a profile at each micro-batch size, the plan's options
-say --measure.
+say --measure. A SIGTERM or SIGINT to ppcc while pprt runs stops pprt,
+removes the directory and exits 128 + the signal, with no plan.
 
 Errors: no pprt, a pprt that fails, --measure with --profile or --max-batch,
 --measure-runs 0, --measure-args without --measure: exit 2 with a message.
@@ -46,6 +47,10 @@ if len(sys.argv) > 1 and sys.argv[1] == "--fake":
         f.write('{"micro_batch": %d, "device": "fake", "nodes": {\n' % batch)
         f.write(",\n".join(f'  "{n}": {2.0 ** ((len(names) - 1 - k) if rev else k):.6f}' for k, n in enumerate(names)))
         f.write("\n}}\n")
+    if os.environ.get("FAKE_SLEEP"):
+        import time
+        open(os.environ["FAKE_LOG"] + ".sleeping", "w").close()
+        time.sleep(float(os.environ["FAKE_SLEEP"]))
     sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
 
 PPCC, PPRT, SRC = os.environ["PPCC"], os.environ["PPRT"], os.environ["SRC"]
@@ -154,6 +159,30 @@ r = run([PPRT, "--info", "s.plan"])
 check("--measure" in r.stdout and "--profile" not in r.stdout, f"the searched plan's options: {r.stdout[:800]}")
 r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "-q", "-o", "y.plan"], 2, env=dict(env, FAKE_EXIT="3"))
 check("pprt exited with status 3" in r.stderr, f"a failing pprt: {r.stderr[:400]}")
+
+# a signal while pprt runs: pprt is stopped, the directory removed, ppcc exits 128 + signal, no plan
+import signal
+import time
+for argv, sig in (([], signal.SIGTERM), (["--devices", "2", "--search", "--batch-sizes", "4"], signal.SIGINT)):
+    flag = os.path.join(work, "fake.json.sleeping")
+    if os.path.exists(flag):
+        os.remove(flag)
+    cmd = [PPCC, MODEL, "--measure", "-q", "-o", "sig.plan"] + (argv or ["-pp", "2", "-b", "16"])
+    p = subprocess.Popen(cmd, env=dict(os.environ, TMPDIR=TMP, FAKE_SLEEP="60", **env), stderr=subprocess.PIPE)
+    t0 = time.time()
+    while not os.path.exists(flag) and time.time() - t0 < 30:
+        time.sleep(0.05)
+    check(os.path.exists(flag), f"{cmd}: the stand-in pprt never started")
+    os.kill(p.pid, sig)
+    try:
+        rc = p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = None
+    check(rc == 128 + sig, f"{cmd}: signal {int(sig)} while pprt ran: exit {rc}, want {128 + sig}")
+    check(time.time() - t0 < 25, f"{cmd}: ppcc waited for pprt's sleep after a signal")
+    check(os.listdir(TMP) == [], f"{cmd}: a signal left {os.listdir(TMP)} in TMPDIR")
+    check(not os.path.exists("sig.plan"), f"{cmd}: an interrupted --measure wrote a plan")
 
 # bad usage
 r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "-q", "-o", "z.plan"], 2,
