@@ -29,6 +29,13 @@ timeout 40 "$PPRT" $Z/gpt/auto_2.plan $Z/gpt/data -o prof --backend cuda -q --pr
   && python3 -c "import json; t = json.load(open('gpt.prof'))['nodes']; print('profile:', sum(v > 0 for v in t.values()), 'of', len(t), 'nodes timed')" \
   || { echo "FAIL: --profile on cuda"; status=1; }
 "$PPCC" $S/model.onnx -pp 2 -b 16 -o d2.plan -q
+# ppcc --measure with a GPU profile (never run on a GPU before)
+PPCC_PPRT="$PPRT" timeout 60 "$PPCC" $S/model.onnx -pp 2 -b 16 --measure --measure-args "--backend cuda" --report \
+    -o dm.plan > measure.txt 2>&1 \
+  && grep -q "op times: 8 of 8 ops measured" measure.txt \
+  && timeout 40 "$PPRT" dm.plan $S/data -o cu_dm --backend cuda -q \
+  && $CMP cu_dm/logits.npy $S/expected/logits.npy --rtol 1e-3 --atol 1e-4 \
+  || { echo "FAIL: ppcc --measure on cuda"; cat measure.txt; status=1; }
 for tool in synccheck initcheck; do
   timeout 45 compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" d2.plan $S/data -o san_$tool --backend cuda \
     --cuda-graphs off -q > san_$tool.txt 2>&1 || { echo "FAIL: compute-sanitizer $tool"; status=1; }
