@@ -145,7 +145,7 @@ struct pprt_exec {
     int threads;              /* OpenMP threads last set in the stage thread */
     int build_threads;        /* threads of the primitives being created (0: unknown) */
     bool own_silu;            /* SiLU on our kernel (runtime/cpu/silu.c), not absorbed by the node
-                               * before: f32 on AVX2 CPUs without AVX-512 (PPRT_DNNL_SILU=0: never) */
+                               * before: f32 on AVX2 and AVX-512 CPUs (PPRT_DNNL_SILU=0: never) */
     pprt_dnnl_opts o;         /* the PPRT_DNNL_* settings */
     /* statistics (PPRT_DNNL_VERBOSE) */
     size_t owned_bytes, weight_bytes;

@@ -64,7 +64,7 @@ static const opt opts[] = {
     {"PPRT_DNNL_KEEP_SEND", OPT_FLAG, F(keep_send), "1", NULL, 0, 0,
      "a tensor the stage sends and also reads stays in the arena in its layout, copied into the message once"},
     {"PPRT_DNNL_SILU", OPT_FLAG, F(silu), "1", NULL, 0, 0,
-     "pp.SiLU on pprt's own kernel where it wins (f32 on AVX2 CPUs without AVX-512), else oneDNN's swish"},
+     "pp.SiLU on pprt's own kernel where it wins (f32 on AVX2 and AVX-512 CPUs), else oneDNN's swish"},
 };
 #undef F
 
