@@ -202,6 +202,31 @@ static pp_status run_child(char **argv, pp_err *err) {
                    "(the command was: %s)", WTERMSIG(st), cmd);
 }
 
+/* The placement every stage has (the first stage's device), or where they
+ * differ, an empty name (check_places refuses that). */
+static pp_place place_of(const pp_compile_opts *co, int stages) {
+    pp_place p = pp_stage_place(co, 0);
+    for (int s = 1; s < stages && s <= PP_MAX_SPLITS; s++)
+        if (strcmp(pp_stage_place(co, s).backend, p.backend) != 0) return (pp_place){.device = -1};
+    return p;
+}
+
+/* A profile times one kind of device, and the cost model takes a node's
+ * measured time wherever the node goes: stages placed on different backends
+ * cannot be priced from one profile. */
+static pp_status check_places(const pp_compile_opts *co, int stages, pp_err *err) {
+    const pp_place p0 = pp_stage_place(co, 0);
+    for (int s = 1; s < stages && s <= PP_MAX_SPLITS; s++) {
+        const pp_place p = pp_stage_place(co, s);
+        if (strcmp(p.backend, p0.backend) != 0)
+            return PP_FAIL(err, PP_EINVAL, "--measure times one kind of device, and --placement puts stage 0 on %s "
+                           "and stage %d on %s: a profile of either would misprice the other (leave out --measure, "
+                           "or place every stage on one backend)", p0.backend[0] ? p0.backend : "pprt's default",
+                           s, p.backend[0] ? p.backend : "pprt's default");
+    }
+    return PP_OK;
+}
+
 /* Profile g (front passes done, not split) as one stage into prof, using
  * dir for the plan, the inputs and the outputs (made as needed). */
 static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc_measure_opts *m, int stages,
@@ -226,7 +251,9 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
     one.dump_dot = NULL;
     one.quiet = true;
     one.search = one.max_batch = false;
-    for (int k = 0; k <= PP_MAX_SPLITS; k++) one.place[k] = one.place_all, one.stage_set[k] = 0;
+    /* on the kind of device the stages will run on (checked by place_of) */
+    one.place_all = place_of(co, stages);
+    for (int k = 0; k <= PP_MAX_SPLITS; k++) one.place[k] = (pp_place){.device = -1}, one.stage_set[k] = 0;
     PP_TRY(pp_run_split_passes(g, &one, err));
     pp_lowered low = {0};
     pp_status s = pp_lower(g, m->options, "ppcc " PPRT_VERSION " --measure", m->model, &low, err);
@@ -309,7 +336,8 @@ pp_status ppcc_measure(pp_graph *g, const pp_compile_opts *co, const ppcc_measur
     snprintf(prof, sizeof prof, "%s/profile.json", dir);
     const int stages = co->n_stages > 0 ? co->n_stages : co->n_split_at > 0 ? co->n_split_at + 1 : 1;
     int matched = 0;
-    s = profile_into(g, co, m, stages, dir, prof, &matched, err);
+    s = check_places(co, stages, err);
+    if (s == PP_OK) s = profile_into(g, co, m, stages, dir, prof, &matched, err);
     rm_tree(dir);
     signals_restore();
     return s;

@@ -100,6 +100,10 @@ run([PPRT, "m.plan", DATA, "-q", "-o", "out2", "--threads", "1"])
 for f in ("logits.npy",):
     with open(os.path.join("out1", f), "rb") as a, open(os.path.join("out2", f), "rb") as b:
         check(a.read() == b.read(), f"--measure's split gives other outputs than -pp 1 ({f})")
+# stages placed on one backend: profiled there; on two: refused (one profile cannot price both)
+run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--placement", "0:ref,1:ref", "-q", "-o", "pl.plan"])
+r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--placement", "0:ref,1:dnnl", "-q", "-o", "x.plan"], 2)
+check("times one kind of device" in r.stderr and "stage 1 on dnnl" in r.stderr, f"mixed placement: {r.stderr[:400]}")
 r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--measure-args", "--backend nosuch", "-q", "-o", "x.plan"], 2)
 check("pprt exited with status 2" in r.stderr and "nosuch" in r.stderr, f"a failing pprt: {r.stderr[:600]}")
 check(not os.path.exists("x.plan"), "a failed --measure wrote a plan")
