@@ -195,10 +195,13 @@ static pp_status run_child(char **argv, pp_err *err) {
     size_t k = 0;
     for (int i = 0; argv[i] && k + 1 < sizeof cmd; i++)
         k += (size_t)snprintf(cmd + k, sizeof cmd - k, "%s%s", i ? " " : "", argv[i]);
+    /* pprt's exit 2 is bad input (an op its backend refuses, say): ppcc's too;
+     * anything else failed while running */
     if (WIFEXITED(st))
-        return PP_FAIL(err, PP_EINVAL, "--measure: pprt exited with status %d while profiling the model as one stage "
-                       "(its messages are above; the command was: %s)", WEXITSTATUS(st), cmd);
-    return PP_FAIL(err, PP_EINVAL, "--measure: pprt was killed by signal %d while profiling the model as one stage "
+        return PP_FAIL(err, WEXITSTATUS(st) == 2 ? PP_EINVAL : PP_ERUNTIME, "--measure: pprt exited with status %d "
+                       "while profiling the model as one stage (its messages are above; the command was: %s)",
+                       WEXITSTATUS(st), cmd);
+    return PP_FAIL(err, PP_ERUNTIME, "--measure: pprt was killed by signal %d while profiling the model as one stage "
                    "(the command was: %s)", WTERMSIG(st), cmd);
 }
 
@@ -251,7 +254,7 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
     one.dump_dot = NULL;
     one.quiet = true;
     one.search = one.max_batch = false;
-    /* on the kind of device the stages will run on (checked by place_of) */
+    /* on the backend the stages will run on (check_places refused two) */
     one.place_all = place_of(co, stages);
     for (int k = 0; k <= PP_MAX_SPLITS; k++) one.place[k] = (pp_place){.device = -1}, one.stage_set[k] = 0;
     PP_TRY(pp_run_split_passes(g, &one, err));
@@ -292,8 +295,11 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
     }
     argv[n] = NULL;
     if (!m->quiet) {
-        fprintf(stderr, "ppcc: --measure: profiling the model as one stage with pprt: %d micro-batch%s of %lld after "
-                "1 untimed", m->runs, m->runs == 1 ? "" : "es", (long long)g->batch);
+        if (g->batch > 0)
+            fprintf(stderr, "ppcc: --measure: profiling the model as one stage with pprt: %d micro-batch%s of %lld "
+                    "after 1 untimed", m->runs, m->runs == 1 ? "" : "es", (long long)g->batch);
+        else /* no batch axis: the inputs are whole tensors, one run */
+            fprintf(stderr, "ppcc: --measure: profiling the model as one stage with pprt: one run after 1 untimed");
         if (!own_threads)
             fprintf(stderr, ", %d thread%s (%d core%s / %d %s)", threads, threads == 1 ? "" : "s", cores,
                     cores == 1 ? "" : "s", stages, co->search ? (stages == 1 ? "device" : "devices")
@@ -365,7 +371,8 @@ pp_status ppcc_measure_search(pp_compile_opts *co, pp_import_fn imp, void *ctx, 
     for (int k = 0; k < nb && s == PP_OK; k++) {
         snprintf(out->paths[k], sizeof out->paths[k], "%s/profile_%lld.json", out->dir, (long long)b[k]);
         pp_graph g;
-        s = imp(ctx, b[k], &g, err);
+        s = check_places(co, co->devices > 0 ? co->devices : 1, err);
+        if (s == PP_OK) s = imp(ctx, b[k], &g, err);
         if (s != PP_OK) break;
         s = pp_run_front_passes(&g, &fo, err);
         int matched = 0;

@@ -18,7 +18,8 @@ times plus its message over the link.
 say --measure. A SIGTERM or SIGINT to ppcc while pprt runs stops pprt,
 removes the directory and exits 128 + the signal, with no plan.
 
-Errors: no pprt, a pprt that fails, --measure with --profile or --max-batch,
+Errors: no pprt, a pprt that fails (its exit 2, bad input, is ppcc's exit 2;
+another status is exit 1), --measure with --profile or --max-batch,
 --measure-runs 0, --measure-args without --measure: exit 2 with a message.
 
 Usage: measure.py WORKDIR (env: PPCC, PPRT, SRC)."""
@@ -161,7 +162,7 @@ a = json.load(open("fake.json"))["argv"]
 check(a[a.index("--threads") + 1] == str(max(1, cores // 2)), f"--search --measure's threads: {a}")
 r = run([PPRT, "--info", "s.plan"])
 check("--measure" in r.stdout and "--profile" not in r.stdout, f"the searched plan's options: {r.stdout[:800]}")
-r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "-q", "-o", "y.plan"], 2, env=dict(env, FAKE_EXIT="3"))
+r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "-q", "-o", "y.plan"], 1, env=dict(env, FAKE_EXIT="3"))
 check("pprt exited with status 3" in r.stderr, f"a failing pprt: {r.stderr[:400]}")
 
 # a signal while pprt runs: pprt is stopped, the directory removed, ppcc exits 128 + signal, no plan
