@@ -107,6 +107,16 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
         if (matched < g->n_nodes && !o->quiet)
             fprintf(stderr, "ppcc: warning: the profile times %d of %d ops; the others use the "
                     "roofline estimate\n", matched, g->n_nodes);
+        /* a node's measured time is used in whichever stage it lands */
+        const pp_place p0 = pp_stage_place(o, 0);
+        for (int s = 1; s < o->n_stages && s <= PP_MAX_SPLITS && !o->quiet; s++)
+            if (strcmp(pp_stage_place(o, s).backend, p0.backend) != 0) {
+                fprintf(stderr, "ppcc: warning: --placement puts stage 0 on %s and stage %d on %s, and the profile "
+                        "times one kind of device: every node is priced at its profiled time on either\n",
+                        p0.backend[0] ? p0.backend : "pprt's default", s,
+                        pp_stage_place(o, s).backend[0] ? pp_stage_place(o, s).backend : "pprt's default");
+                break;
+            }
     }
     return PP_OK;
 }

@@ -105,6 +105,9 @@ for f in ("logits.npy",):
 run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--placement", "0:ref,1:ref", "-q", "-o", "pl.plan"])
 r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--placement", "0:ref,1:dnnl", "-q", "-o", "x.plan"], 2)
 check("times one kind of device" in r.stderr and "stage 1 on dnnl" in r.stderr, f"mixed placement: {r.stderr[:400]}")
+r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--profile", "real.json", "--placement", "0:ref,1:dnnl", "-o", "pw.plan"])
+check("warning: --placement puts stage 0 on ref and stage 1 on dnnl" in r.stderr, f"--profile, mixed placement: "
+      f"{r.stderr[:400]}")
 r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--measure-args", "--backend nosuch", "-q", "-o", "x.plan"], 2)
 check("pprt exited with status 2" in r.stderr and "nosuch" in r.stderr, f"a failing pprt: {r.stderr[:600]}")
 check(not os.path.exists("x.plan"), "a failed --measure wrote a plan")
