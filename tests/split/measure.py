@@ -101,6 +101,13 @@ run([PPRT, "m.plan", DATA, "-q", "-o", "out2", "--threads", "1"])
 for f in ("logits.npy",):
     with open(os.path.join("out1", f), "rb") as a, open(os.path.join("out2", f), "rb") as b:
         check(a.read() == b.read(), f"--measure's split gives other outputs than -pp 1 ({f})")
+# pprt names an unbalanced roofline split and the remedy; not a measured one
+run([PPCC, MODEL, "-pp", "2", "-b", "16", "--gflops", "0:100000,1:0.001", "-q", "-o", "skew.plan"])
+r = run([PPRT, "skew.plan", DATA, "-o", "out_skew", "--threads", "1"])
+check("imbalance: stage 0 was busy" in r.stdout and "ppcc --measure" in r.stdout, f"a skewed split's run: {r.stdout}")
+r = run([PPRT, "m.plan", DATA, "-o", "out_m", "--threads", "1"])
+check("imbalance:" not in r.stdout, f"a measured split's run: {r.stdout}")
+
 # stages placed on one backend: profiled there; on two: refused (one profile cannot price both)
 run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--placement", "0:ref,1:ref", "-q", "-o", "pl.plan"])
 r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--placement", "0:ref,1:dnnl", "-q", "-o", "x.plan"], 2)
