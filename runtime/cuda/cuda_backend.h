@@ -29,6 +29,8 @@ typedef struct pprt_cuda_cfg {
     bool sync_each;                      /* synchronize after every step (pins an asynchronous fault) */
     bool host_only;                      /* every node on the host fallback (tests) */
     bool explain;                        /* --cuda-explain: each library step's engine or algorithm on stderr */
+    bool conv_alone;                     /* --cuda-conv-fusion off: convolutions without their fused ops in
+                                          * cuDNN's graph (the epilogue kernel adds bias, residual, ReLU) */
     bool host_op[PP_OP_COUNT];           /* --cuda-host-ops: op types run on the host fallback (tests) */
 } pprt_cuda_cfg;
 
@@ -41,7 +43,8 @@ unsigned char *pprt_cuda_host_nodes(const pprt_stage *st);
 pprt_cuda_cfg *pprt_cuda_config(void);
 
 /* pprt's command line: takes argv[*i] (and its value) when it is a CUDA
- * option (--devices LIST, --cuda-graphs on|off, --cuda-sync, --cuda-host-only, --cuda-host-ops LIST, --cuda-explain),
+ * option (--devices LIST, --cuda-graphs on|off, --cuda-sync, --cuda-host-only, --cuda-host-ops LIST, --cuda-explain,
+ * --cuda-conv-fusion on|off),
  * advancing *i; returns 1 when taken, 0 when not a CUDA option, -1 on a bad
  * value (msg filled). */
 int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap);

@@ -26,6 +26,9 @@ const char pprt_cuda_usage[] =
     "  --cuda-sync       synchronize after every step, so an asynchronous fault names its node\n"
     "  --cuda-explain    cuda: one line per convolution and product on stderr: the cuDNN engine or\n"
     "                    cuBLASLt algorithm it took, fused or not, and the engines refused and why\n"
+    "  --cuda-conv-fusion on|off  cuda: a convolution's bias, residual Add and ReLU in its cuDNN graph\n"
+    "                    (on, the default) or in pprt's epilogue kernel after the convolution alone\n"
+    "                    (off: other engines, for comparing)\n"
     "  --cuda-host-only  cuda, cuda-emu: every node on the host fallback (a test of that path)\n"
     "  --cuda-host-ops LIST  cuda, cuda-emu: the nodes of these op types (e.g. Conv,MatMul) on the host\n"
     "                    fallback, as when cuDNN or cuBLASLt has no engine for them (a test of that path)\n";
@@ -59,6 +62,15 @@ int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
             }
             cfg.host_op[op] = true;
         }
+        (*i)++;
+        return 1;
+    }
+    if (!strcmp(a, "--cuda-conv-fusion")) {
+        if (!v || (strcmp(v, "on") && strcmp(v, "off"))) {
+            snprintf(msg, cap, "--cuda-conv-fusion needs on or off, got %s", v ? v : "nothing");
+            return -1;
+        }
+        cfg.conv_alone = !strcmp(v, "off");
         (*i)++;
         return 1;
     }

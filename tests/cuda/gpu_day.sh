@@ -40,6 +40,16 @@ t = json.load(open('$out/prof_${m}_$pr.json'))['nodes']; agg = collections.Count
 for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
 tot = sum(agg.values()); print('$m $pr profile, ms per micro-batch of 8: %.2f;' % tot, ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))"
 done
+# ResNet-50's convolutions at 1.6-2.3x PyTorch's time (2026-11-26): fused cuDNN graphs (conv + bias +
+# residual + ReLU, runtime-fusion engines in f32) against the convolution alone + pprt's epilogue kernel
+d=/tmp/cvt/resnet50
+if [ "$be" = cuda ] && [ -f $d/b8_pp1.plan ]; then
+  for r in 1 2; do for f in on off; do
+    timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/fus_out --backend cuda -q --warmup 4 --cuda-conv-fusion $f \
+      --stats-json /tmp/cvt/fus_$f.json $([ $r = 1 ] && echo --cuda-explain) 2> "$out/explain_resnet50_fusion_$f.txt" \
+      && echo "ResNet-50 -b 8 --cuda-conv-fusion $f: $(python3 -c "import json; print(round(json.load(open('/tmp/cvt/fus_$f.json'))['steady_samples_per_s'], 1))") samples/s"
+  done; done
+fi
 # the row kernels in lanes (GPT's LayerNorms) under compute-sanitizer
 if [ "$be" = cuda ]; then
   for tool in memcheck initcheck; do

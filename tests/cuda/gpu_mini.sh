@@ -36,6 +36,10 @@ PPCC_PPRT="$PPRT" timeout 60 "$PPCC" $S/model.onnx -pp 2 -b 16 --measure --measu
   && timeout 40 "$PPRT" dm.plan $S/data -o cu_dm --backend cuda -q \
   && $CMP cu_dm/logits.npy $S/expected/logits.npy --rtol 1e-3 --atol 1e-4 \
   || { echo "FAIL: ppcc --measure on cuda"; cat measure.txt; status=1; }
+# every convolution alone plus the epilogue kernel (--cuda-conv-fusion off): the same answers
+timeout 40 "$PPRT" d2.plan $S/data -o cu_d2_alone --backend cuda -q --cuda-conv-fusion off \
+  && $CMP cu_d2_alone/logits.npy $S/expected/logits.npy --rtol 1e-3 --atol 1e-4 \
+  || { echo "FAIL: --cuda-conv-fusion off"; status=1; }
 for tool in synccheck initcheck; do
   timeout 45 compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" d2.plan $S/data -o san_$tool --backend cuda \
     --cuda-graphs off -q > san_$tool.txt 2>&1 || { echo "FAIL: compute-sanitizer $tool"; status=1; }
