@@ -33,6 +33,7 @@
 extern char **environ;
 
 #define MAX_ARGS 64
+#define MAX_PROCS 64 /* pprt processes side by side */
 
 /* The cores this process may use (its affinity mask), at least 1. */
 static int cores_allowed(void) {
@@ -159,50 +160,73 @@ static int signal_pending(void) {
     return sigismember(&p, SIGINT) ? SIGINT : sigismember(&p, SIGTERM) ? SIGTERM : sigismember(&p, SIGHUP) ? SIGHUP : 0;
 }
 
-/* Run argv[0] with argv (with the signal mask ppcc had before blocking);
- * PP_OK when it exits 0. */
-static pp_status run_child(char **argv, pp_err *err) {
-    pid_t pid;
+/* Run n copies of pprt side by side, copy k with argv[k] and, where sets is
+ * given, on the CPUs of sets[k] (ppcc's own affinity while it starts the
+ * child, which inherits it; pprt pins its threads inside it), all with the
+ * signal mask ppcc had before blocking; PP_OK when every one exits 0. A
+ * signal is passed on to every copy still running. */
+static pp_status run_children(char ***argv, const cpu_set_t *sets, int n, pp_err *err) {
+    pid_t pid[MAX_PROCS];
+    int st[MAX_PROCS], live = 0;
+    bool done[MAX_PROCS] = {false};
+    cpu_set_t mine;
+    const bool pin = sets && sched_getaffinity(0, sizeof mine, &mine) == 0;
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     posix_spawnattr_setsigmask(&attr, &saved_mask);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    const int e = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], NULL, &attr, argv, environ)
-                                       : posix_spawnp(&pid, argv[0], NULL, &attr, argv, environ);
+    int e = 0;
+    for (int k = 0; k < n && !e; k++) {
+        if (pin) sched_setaffinity(0, sizeof sets[k], &sets[k]);
+        e = strchr(argv[k][0], '/') ? posix_spawn(&pid[k], argv[k][0], NULL, &attr, argv[k], environ)
+                                    : posix_spawnp(&pid[k], argv[k][0], NULL, &attr, argv[k], environ);
+        if (!e) live++;
+    }
+    if (pin) sched_setaffinity(0, sizeof mine, &mine);
     posix_spawnattr_destroy(&attr);
-    if (e)
-        return PP_FAIL(err, PP_EIO, "--measure: cannot run pprt '%s': %s (set PPCC_PPRT to pprt's path)", argv[0],
+    if (e) { /* stop the ones started, then say why */
+        for (int k = 0; k < live; k++) kill(pid[k], SIGTERM), waitpid(pid[k], &st[k], 0);
+        return PP_FAIL(err, PP_EIO, "--measure: cannot run pprt '%s': %s (set PPCC_PPRT to pprt's path)", argv[0][0],
                        strerror(e));
+    }
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT), sigaddset(&set, SIGTERM), sigaddset(&set, SIGHUP);
-    int st;
-    for (;;) {
-        const pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w == pid) break;
-        if (w < 0 && errno != EINTR) return PP_FAIL(err, PP_EIO, "--measure: waiting for pprt: %s", strerror(errno));
+    while (live > 0) {
+        for (int k = 0; k < n; k++) {
+            if (done[k]) continue;
+            const pid_t w = waitpid(pid[k], &st[k], WNOHANG);
+            if (w == pid[k]) done[k] = true, live--;
+            else if (w < 0 && errno != EINTR) done[k] = true, live--, st[k] = -1;
+        }
+        if (!live) break;
         const struct timespec tick = {0, 50 * 1000 * 1000};
         const int sig = sigtimedwait(&set, NULL, &tick);
         if (sig > 0) {
-            kill(pid, sig);
+            for (int k = 0; k < n; k++)
+                if (!done[k]) kill(pid[k], sig);
             caught = sig;
         }
     }
     if (caught)
         return PP_FAIL(err, PP_ERUNTIME, "--measure: interrupted (signal %d) while pprt profiled the model", caught);
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return PP_OK;
-    char cmd[1024];
-    size_t k = 0;
-    for (int i = 0; argv[i] && k + 1 < sizeof cmd; i++)
-        k += (size_t)snprintf(cmd + k, sizeof cmd - k, "%s%s", i ? " " : "", argv[i]);
-    /* pprt's exit 2 is bad input (an op its backend refuses, say): ppcc's too;
-     * anything else failed while running */
-    if (WIFEXITED(st))
-        return PP_FAIL(err, WEXITSTATUS(st) == 2 ? PP_EINVAL : PP_ERUNTIME, "--measure: pprt exited with status %d "
-                       "while profiling the model as one stage (its messages are above; the command was: %s)",
-                       WEXITSTATUS(st), cmd);
-    return PP_FAIL(err, PP_ERUNTIME, "--measure: pprt was killed by signal %d while profiling the model as one stage "
-                   "(the command was: %s)", WTERMSIG(st), cmd);
+    for (int k = 0; k < n; k++) {
+        if (st[k] != -1 && WIFEXITED(st[k]) && WEXITSTATUS(st[k]) == 0) continue;
+        char cmd[1024];
+        size_t c = 0;
+        for (int i = 0; argv[k][i] && c + 1 < sizeof cmd; i++)
+            c += (size_t)snprintf(cmd + c, sizeof cmd - c, "%s%s", i ? " " : "", argv[k][i]);
+        /* pprt's exit 2 is bad input (an op its backend refuses, say): ppcc's
+         * too; anything else failed while running */
+        if (st[k] == -1) return PP_FAIL(err, PP_EIO, "--measure: waiting for pprt: %s", strerror(errno));
+        if (WIFEXITED(st[k]))
+            return PP_FAIL(err, WEXITSTATUS(st[k]) == 2 ? PP_EINVAL : PP_ERUNTIME, "--measure: pprt exited with "
+                           "status %d while profiling the model as one stage (its messages are above; the command "
+                           "was: %s)", WEXITSTATUS(st[k]), cmd);
+        return PP_FAIL(err, PP_ERUNTIME, "--measure: pprt was killed by signal %d while profiling the model as one "
+                       "stage (the command was: %s)", WTERMSIG(st[k]), cmd);
+    }
+    return PP_OK;
 }
 
 /* The placement every stage has (the first stage's device), or where they
@@ -230,11 +254,39 @@ static pp_status check_places(const pp_compile_opts *co, int stages, pp_err *err
     return PP_OK;
 }
 
+/* The nodes' times (their mean over `procs` copies) as a profile file like
+ * pprt's, for --search, which reads profiles by path: the micro-batch and
+ * device of the first copy's file, the device marked as measured so. */
+static pp_status write_mean(const pp_graph *g, const char *first, int procs, const char *path, pp_err *err) {
+    int64_t batch = 0;
+    char device[256];
+    PP_TRY(pp_profile_header(first, &batch, device, sizeof device, err));
+    FILE *f = fopen(path, "w");
+    if (!f) return PP_FAIL(err, PP_EIO, "--measure: cannot write %s: %s", path, strerror(errno));
+    char dev[400];
+    snprintf(dev, sizeof dev, "%s, %d side by side", device, procs);
+    fprintf(f, "{\"micro_batch\": %lld, \"device\": ", (long long)batch);
+    pp_json_str(f, dev);
+    fprintf(f, ", \"nodes\": {");
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].prof_s < 0) continue;
+        fprintf(f, "%s\n  ", n++ ? "," : "");
+        pp_json_str(f, g->nodes[i].name);
+        fprintf(f, ": %.6f", g->nodes[i].prof_s * 1e3);
+    }
+    fprintf(f, "\n}}\n");
+    const bool ok = !ferror(f);
+    if (fclose(f) != 0 || !ok) return PP_FAIL(err, PP_EIO, "--measure: writing %s failed", path);
+    return PP_OK;
+}
+
 /* Profile g (front passes done, not split) as one stage into prof, using
  * dir for the plan, the inputs and the outputs (made as needed). */
 static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc_measure_opts *m, int stages,
                               const char *dir, const char *prof, int *matched, pp_err *err) {
     char plan[4096], data[4096], out[4096], pprt[4096], tbuf[16];
+    pp_status s = PP_OK;
     snprintf(plan, sizeof plan, "%s/one.plan", dir);
     snprintf(data, sizeof data, "%s/data", dir);
     snprintf(out, sizeof out, "%s/out", dir);
@@ -259,51 +311,77 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
     for (int k = 0; k <= PP_MAX_SPLITS; k++) one.place[k] = (pp_place){.device = -1}, one.stage_set[k] = 0;
     PP_TRY(pp_run_split_passes(g, &one, err));
     pp_lowered low = {0};
-    pp_status s = pp_lower(g, m->options, "ppcc " PPRT_VERSION " --measure", m->model, &low, err);
+    s = pp_lower(g, m->options, "ppcc " PPRT_VERSION " --measure", m->model, &low, err);
     if (s == PP_OK) s = pp_plan_write(&low, plan, err);
     pp_lowered_free(&low);
     pp_unsplit(g);
     PP_TRY(s);
     PP_TRY(write_inputs(g, data, m->runs, err));
 
+    /* Copies side by side, each on its own cores with a stage's threads, as
+     * many as stages will share this host's cores, so that each is timed with
+     * the others busy as the stages will be (cores share the memory bandwidth
+     * and the last-level cache); one where the stages run on a GPU. */
+    const bool gpu = !strncmp(one.place_all.backend, "cuda", 4) || (m->args && strstr(m->args, "cuda"));
+    const int cores = cores_allowed();
+    int procs = m->procs > 0 ? m->procs : gpu ? 1 : stages < cores ? stages : cores;
+    if (procs > MAX_PROCS) procs = MAX_PROCS;
+    const int threads = cores / stages > 1 ? cores / stages : 1;
+
     /* pprt ONE.plan DATA -o OUT -q --warmup 1 --profile PROF [--threads T] ARGS... */
-    char *argv[MAX_ARGS + 16];
-    int n = 0;
-    find_pprt(pprt, sizeof pprt);
-    argv[n++] = pprt, argv[n++] = plan, argv[n++] = data, argv[n++] = "-o", argv[n++] = out, argv[n++] = "-q";
-    argv[n++] = "--warmup", argv[n++] = "1", argv[n++] = "--profile", argv[n++] = (char *)prof;
     char *args = m->args ? strdup(m->args) : NULL;
-    if (m->args && !args) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    char **argv = calloc((size_t)procs * (MAX_ARGS + 16), sizeof *argv), ***argvs = calloc((size_t)procs, sizeof *argvs);
+    char(*paths)[2][4200] = calloc((size_t)procs, sizeof *paths);
+    cpu_set_t *sets = calloc((size_t)procs, sizeof *sets);
+    int *ids = calloc((size_t)CPU_SETSIZE, sizeof *ids);
+    if ((m->args && !args) || !argv || !argvs || !paths || !sets || !ids) {
+        free(args), free(argv), free(argvs), free(paths), free(sets), free(ids);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    find_pprt(pprt, sizeof pprt);
     bool own_threads = false;
-    const int n_fixed = n;
-    n += 2; /* room for --threads T */
-    for (char *save = NULL, *t = args ? strtok_r(args, " \t", &save) : NULL; t; t = strtok_r(NULL, " \t", &save)) {
-        if (n - n_fixed - 2 == MAX_ARGS) {
-            free(args);
-            return PP_FAIL(err, PP_EINVAL, "--measure-args: more than %d arguments", MAX_ARGS);
-        }
-        own_threads = own_threads || !strcmp(t, "--threads");
-        argv[n++] = t;
+    int n_extra = 0;
+    char *extra[MAX_ARGS];
+    for (char *save = NULL, *t = args ? strtok_r(args, " \t", &save) : NULL; t && s == PP_OK;
+         t = strtok_r(NULL, " \t", &save)) {
+        if (n_extra == MAX_ARGS) s = PP_FAIL(err, PP_EINVAL, "--measure-args: more than %d arguments", MAX_ARGS);
+        else own_threads = own_threads || !strcmp(t, "--threads"), extra[n_extra++] = t;
     }
-    const int cores = cores_allowed(), threads = cores / stages > 1 ? cores / stages : 1;
-    if (own_threads) { /* close the gap */
-        memmove(argv + n_fixed, argv + n_fixed + 2, sizeof *argv * (size_t)(n - n_fixed - 2));
-        n -= 2;
-    } else {
-        snprintf(tbuf, sizeof tbuf, "%d", threads);
-        argv[n_fixed] = "--threads", argv[n_fixed + 1] = tbuf;
+    snprintf(tbuf, sizeof tbuf, "%d", threads);
+    for (int k = 0; k < procs; k++) {
+        char **v = argvs[k] = argv + (size_t)k * (MAX_ARGS + 16);
+        if (procs == 1) snprintf(paths[k][0], sizeof paths[k][0], "%s", prof);
+        else snprintf(paths[k][0], sizeof paths[k][0], "%s.%d", prof, k);
+        snprintf(paths[k][1], sizeof paths[k][1], "%s%d", out, k);
+        int n = 0;
+        v[n++] = pprt, v[n++] = plan, v[n++] = data, v[n++] = "-o", v[n++] = paths[k][1], v[n++] = "-q";
+        v[n++] = "--warmup", v[n++] = "1", v[n++] = "--profile", v[n++] = paths[k][0];
+        if (!own_threads) v[n++] = "--threads", v[n++] = tbuf;
+        for (int j = 0; j < n_extra; j++) v[n++] = extra[j];
+        v[n] = NULL;
     }
-    argv[n] = NULL;
-    if (!m->quiet) {
+    /* copy k on the allowed CPUs k*threads .. (k+1)*threads - 1, where they go round */
+    cpu_set_t mine;
+    int n_ids = 0;
+    if (sched_getaffinity(0, sizeof mine, &mine) == 0)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &mine)) ids[n_ids++] = c;
+    const bool pin = procs > 1 && !own_threads && n_ids >= procs * threads;
+    for (int k = 0; pin && k < procs; k++) {
+        CPU_ZERO(&sets[k]);
+        for (int j = 0; j < threads; j++) CPU_SET(ids[k * threads + j], &sets[k]);
+    }
+    if (!m->quiet && s == PP_OK) {
         if (g->batch > 0)
             fprintf(stderr, "ppcc: --measure: profiling the model as one stage with pprt: %d micro-batch%s of %lld "
                     "after 1 untimed", m->runs, m->runs == 1 ? "" : "es", (long long)g->batch);
         else /* no batch axis: the inputs are whole tensors, one run */
             fprintf(stderr, "ppcc: --measure: profiling the model as one stage with pprt: one run after 1 untimed");
+        if (procs > 1) fprintf(stderr, ", %d copies side by side%s", procs, pin ? " on their own cores" : "");
         if (!own_threads)
-            fprintf(stderr, ", %d thread%s (%d core%s / %d %s)", threads, threads == 1 ? "" : "s", cores,
-                    cores == 1 ? "" : "s", stages, co->search ? (stages == 1 ? "device" : "devices")
-                                                              : (stages == 1 ? "stage" : "stages"));
+            fprintf(stderr, ", %d thread%s%s (%d core%s / %d %s)", threads, threads == 1 ? "" : "s",
+                    procs > 1 ? " each" : "", cores, cores == 1 ? "" : "s", stages,
+                    co->search ? (stages == 1 ? "device" : "devices") : (stages == 1 ? "stage" : "stages"));
         if (m->args) fprintf(stderr, ", pprt %s", m->args);
         fprintf(stderr, "\n");
     }
@@ -311,13 +389,29 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
     fflush(stdout);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    s = run_child(argv, err);
+    if (s == PP_OK) s = run_children(argvs, pin ? sets : NULL, procs, err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    free(args);
+    /* each node's mean over the copies, into the nodes and into prof */
+    double *sum = s == PP_OK ? calloc((size_t)g->n_nodes + 1, sizeof *sum) : NULL;
+    int *cnt = s == PP_OK ? calloc((size_t)g->n_nodes + 1, sizeof *cnt) : NULL;
+    if (s == PP_OK && (!sum || !cnt)) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int k = 0; k < procs && s == PP_OK; k++) {
+        for (int i = 0; i < g->n_nodes; i++) g->nodes[i].prof_s = -1;
+        int mk = 0;
+        s = pp_apply_profile(g, paths[k][0], &mk, err);
+        for (int i = 0; i < g->n_nodes && s == PP_OK; i++)
+            if (g->nodes[i].prof_s >= 0) sum[i] += g->nodes[i].prof_s, cnt[i]++;
+    }
+    *matched = 0;
+    for (int i = 0; i < g->n_nodes && s == PP_OK; i++) {
+        g->nodes[i].prof_s = cnt[i] ? sum[i] / cnt[i] : -1;
+        *matched += cnt[i] > 0;
+    }
+    if (s == PP_OK && procs > 1) s = write_mean(g, paths[0][0], procs, prof, err);
+    free(sum), free(cnt);
+    free(args), free(argv), free(argvs), free(paths), free(sets), free(ids);
     PP_TRY(s);
     const double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    for (int i = 0; i < g->n_nodes; i++) g->nodes[i].prof_s = -1;
-    PP_TRY(pp_apply_profile(g, prof, matched, err));
     if (!m->quiet)
         fprintf(stderr, "ppcc: --measure: pprt timed %d of %d ops in %.1f s%s\n", *matched, g->n_nodes, secs,
                 *matched < g->n_nodes ? "; the others use the roofline estimate" : "");

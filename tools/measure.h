@@ -10,6 +10,8 @@ typedef struct ppcc_measure_opts {
     const char *options; /* provenance text for that plan */
     const char *args;    /* more pprt arguments, split at blanks (--measure-args); NULL: none */
     int runs;            /* timed micro-batches (--measure-runs) */
+    int procs;           /* copies of pprt side by side (--measure-procs); 0: as many as stages share the
+                          * cores (one on a GPU) */
     bool quiet;
 } ppcc_measure_opts;
 

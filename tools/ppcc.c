@@ -44,6 +44,9 @@ static void usage(FILE *f) {
             "  --measure-args A more pprt arguments for --measure, e.g. '--backend cuda' or\n"
             "                   '--precision bf16' (a --threads here replaces ppcc's)\n"
             "  --measure-runs N timed micro-batches for --measure (default 3; one untimed before)\n"
+            "  --measure-procs N copies of pprt side by side, each on its own cores, their times\n"
+            "                   averaged (default: as many as stages share the cores, so each is\n"
+            "                   timed with the others busy; 1 on a GPU)\n"
             "  -q               print nothing on success\n"
             "  -v               errors also name the source line that raised them\n"
             "With --search or --max-batch, a plan is written only when -o is given: the best\n"
@@ -205,6 +208,10 @@ int main(int argc, char **argv) {
             if (!v) return bad_usage("--measure-args needs pprt's arguments in one word, e.g. '--backend cuda'%s", "");
             mo.args = v;
             i++;
+        } else if (!strcmp(a, "--measure-procs")) {
+            if (!parse_int(v, 1, 64, &x)) return bad_usage("--measure-procs needs a count 1..64, got '%s'", v ? v : "");
+            mo.procs = (int)x;
+            i++;
         } else if (!strcmp(a, "--measure-runs")) {
             if (!parse_int(v, 1, 1000, &x)) return bad_usage("--measure-runs needs a count 1..1000, got '%s'", v ? v : "");
             mo.runs = (int)x;
@@ -238,7 +245,8 @@ int main(int argc, char **argv) {
     if (measure && co.max_batch)
         return bad_usage("--max-batch sizes by memory alone: --measure has nothing to time there%s", "");
     if (measure && co.n_profiles) return bad_usage("give --profile or --measure, not both%s", "");
-    if ((mo.args || mo.runs != 3) && !measure) return bad_usage("--measure-args and --measure-runs are for --measure%s", "");
+    if ((mo.args || mo.runs != 3 || mo.procs) && !measure)
+        return bad_usage("--measure-args, --measure-runs and --measure-procs are for --measure%s", "");
 
     pp_signals_install(); /* an interrupted ppcc leaves no temporary plan */
     pp_err err = {0};
