@@ -1,5 +1,5 @@
-/* silu.c: SiLU on AVX2 and FMA (16 lanes on AVX-512), as the graph it comes from computes it:
- * y = x * sigmoid(x), sigmoid(x) = 1 / (1 + e^-x). e^-x = 2^t with
+/* silu.c: SiLU on AVX2 and FMA (16 lanes on AVX-512), as the graph it comes
+ * from computes it: y = x * sigmoid(x), sigmoid(x) = 1 / (1 + e^-x). e^-x = 2^t with
  * t = -x log2(e), 2^t = 2^round(t) * 2^f, f in [-1/2, 1/2], 2^f by its
  * degree-6 Taylor polynomial (truncation error 1.2e-7 relative). x is clamped to [-87.3, 87.3] so the exponent trick stays
  * in range; below -87.3 (where e^-x nearly overflows f32) sigmoid is 0, as in
