@@ -418,6 +418,22 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
     return PP_OK;
 }
 
+/* An --exec-seq file's stages: one more than its SPLIT_NODE entries (the
+ * split may merge a cut that lands on no op; this is for the thread count
+ * only). 1 when the file cannot be read (the split will say why). */
+static int exec_seq_stages(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 1;
+    int n = 1, c, k = 0;
+    static const char word[] = "SPLIT_NODE";
+    while ((c = fgetc(f)) != EOF) {
+        k = c == word[k] ? k + 1 : c == word[0] ? 1 : 0;
+        if (k == (int)sizeof word - 1) n++, k = 0;
+    }
+    fclose(f);
+    return n;
+}
+
 static pp_status make_dir(char *dir, size_t n, pp_err *err) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, n, "%s/ppcc-measure-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -434,7 +450,11 @@ pp_status ppcc_measure(pp_graph *g, const pp_compile_opts *co, const ppcc_measur
         return s;
     }
     snprintf(prof, sizeof prof, "%s/profile.json", dir);
-    const int stages = co->n_stages > 0 ? co->n_stages : co->n_split_at > 0 ? co->n_split_at + 1 : 1;
+    /* a custom split's cuts give the stages (-pp keeps its default then) */
+    const int stages = co->n_split_at > 0 ? co->n_split_at + 1
+                       : co->exec_seq     ? exec_seq_stages(co->exec_seq)
+                       : co->n_stages > 0 ? co->n_stages
+                                          : 1;
     int matched = 0;
     s = check_places(co, stages, err);
     if (s == PP_OK) s = profile_into(g, co, m, stages, dir, prof, &matched, err);

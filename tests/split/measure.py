@@ -190,6 +190,19 @@ check("--measure" in r.stdout and "--profile" not in r.stdout, f"the searched pl
 r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "-q", "-o", "y.plan"], 1, env=dict(env, FAKE_EXIT="3"))
 check("pprt exited with status 3" in r.stderr, f"a failing pprt: {r.stderr[:400]}")
 
+# custom splits: the stages of --exec-seq's SPLIT_NODE entries or of --split-at set the threads and copies
+with open("seq.txt", "w") as f:
+    f.write("stem\nSPLIT_NODE\nblock\nSPLIT_NODE\nhead\n")
+for split in (["--exec-seq", "seq.txt"], ["--split-at", "block,head"]):
+    if os.path.exists(calls):
+        os.remove(calls)
+    r = run([PPCC, MODEL, "-b", "16", "--measure", "-q", "-o", "seq.plan"] + split, env=env)
+    got = [json.loads(x) for x in open(calls)] if os.path.exists(calls) else []
+    a = json.load(open("fake.json"))["argv"]
+    check(len(got) == min(3, cores) and a[a.index("--threads") + 1] == str(max(1, cores // 3)),
+          f"{split} (3 stages): {len(got)} copies, argv {a}; want {min(3, cores)} copies of {max(1, cores // 3)} "
+          "threads")
+
 # a signal while pprt runs: pprt is stopped, the directory removed, ppcc exits 128 + signal, no plan
 import signal
 import time
