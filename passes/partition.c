@@ -74,6 +74,13 @@ pp_place pp_stage_place(const pp_compile_opts *o, int s) {
     return o->place_all;
 }
 
+int pp_stage_other_backend(const pp_compile_opts *o, int n) {
+    const char *b0 = pp_stage_place(o, 0).backend;
+    for (int s = 1; s < n && s <= PP_MAX_SPLITS; s++)
+        if (strcmp(pp_stage_place(o, s).backend, b0) != 0) return s;
+    return 0;
+}
+
 pp_target pp_stage_target(const pp_compile_opts *o, int s) {
     pp_target t = o->target;
     const pp_place pl = pp_stage_place(o, s);

@@ -96,6 +96,9 @@ void pp_compile_opts_init(pp_compile_opts *o);
  * device where the command line gave none (a GPU's for cuda), else the
  * common ones. */
 pp_place pp_stage_place(const pp_compile_opts *o, int s);
+/* The first of stages 1..n-1 placed on another backend than stage 0, or 0
+ * when all n share one (a profile times one kind of device). */
+int pp_stage_other_backend(const pp_compile_opts *o, int n);
 pp_target pp_stage_target(const pp_compile_opts *o, int s);
 /* Command-line parsing (passes/options.c): if argv[*i] is one of the options
  * of pp_compile_opts_usage(), consume it (and its value, advancing *i) and

@@ -108,16 +108,14 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
             fprintf(stderr, "ppcc: warning: the profile times %d of %d ops; the others use the "
                     "roofline estimate\n", matched, g->n_nodes);
         /* a node's measured time is used in whichever stage it lands */
-        const pp_place p0 = pp_stage_place(o, 0);
         const int stages = o->n_split_at > 0 ? o->n_split_at + 1 : o->exec_seq ? PP_MAX_SPLITS + 1 : o->n_stages;
-        for (int s = 1; s < stages && s <= PP_MAX_SPLITS && !o->quiet; s++)
-            if (strcmp(pp_stage_place(o, s).backend, p0.backend) != 0) {
-                fprintf(stderr, "ppcc: warning: --placement puts stage 0 on %s and stage %d on %s, and the profile "
-                        "times one kind of device: every node is priced at its profiled time on either\n",
-                        p0.backend[0] ? p0.backend : "pprt's default", s,
-                        pp_stage_place(o, s).backend[0] ? pp_stage_place(o, s).backend : "pprt's default");
-                break;
-            }
+        const int s = pp_stage_other_backend(o, stages);
+        if (s && !o->quiet) {
+            const char *b0 = pp_stage_place(o, 0).backend, *bs = pp_stage_place(o, s).backend;
+            fprintf(stderr, "ppcc: warning: --placement puts stage 0 on %s and stage %d on %s, and the profile "
+                    "times one kind of device: every node is priced at its profiled time on either\n",
+                    b0[0] ? b0 : "pprt's default", s, bs[0] ? bs : "pprt's default");
+        }
     }
     return PP_OK;
 }

@@ -35,14 +35,6 @@ extern char **environ;
 #define MAX_ARGS 64
 #define MAX_PROCS 64 /* pprt processes side by side */
 
-/* The cores this process may use (its affinity mask), at least 1. */
-static int cores_allowed(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-    long k = sysconf(_SC_NPROCESSORS_ONLN);
-    return k > 0 ? (int)k : 1;
-}
-
 /* $PPCC_PPRT, else the pprt in this executable's directory, else "pprt"
  * (looked up on PATH). */
 static void find_pprt(char *buf, size_t n) {
@@ -229,29 +221,16 @@ static pp_status run_children(char ***argv, const cpu_set_t *sets, int n, pp_err
     return PP_OK;
 }
 
-/* The placement every stage has (the first stage's device), or where they
- * differ, an empty name (check_places refuses that). */
-static pp_place place_of(const pp_compile_opts *co, int stages) {
-    pp_place p = pp_stage_place(co, 0);
-    for (int s = 1; s < stages && s <= PP_MAX_SPLITS; s++)
-        if (strcmp(pp_stage_place(co, s).backend, p.backend) != 0) return (pp_place){.device = -1};
-    return p;
-}
-
 /* A profile times one kind of device, and the cost model takes a node's
  * measured time wherever the node goes: stages placed on different backends
  * cannot be priced from one profile. */
 static pp_status check_places(const pp_compile_opts *co, int stages, pp_err *err) {
-    const pp_place p0 = pp_stage_place(co, 0);
-    for (int s = 1; s < stages && s <= PP_MAX_SPLITS; s++) {
-        const pp_place p = pp_stage_place(co, s);
-        if (strcmp(p.backend, p0.backend) != 0)
-            return PP_FAIL(err, PP_EINVAL, "--measure times one kind of device, and --placement puts stage 0 on %s "
-                           "and stage %d on %s: a profile of either would misprice the other (leave out --measure, "
-                           "or place every stage on one backend)", p0.backend[0] ? p0.backend : "pprt's default",
-                           s, p.backend[0] ? p.backend : "pprt's default");
-    }
-    return PP_OK;
+    const int s = pp_stage_other_backend(co, stages);
+    if (!s) return PP_OK;
+    const char *b0 = pp_stage_place(co, 0).backend, *bs = pp_stage_place(co, s).backend;
+    return PP_FAIL(err, PP_EINVAL, "--measure times one kind of device, and --placement puts stage 0 on %s and stage "
+                   "%d on %s: a profile of either would misprice the other (leave out --measure, or place every "
+                   "stage on one backend)", b0[0] ? b0 : "pprt's default", s, bs[0] ? bs : "pprt's default");
 }
 
 /* The nodes' times (their mean over `procs` copies) as a profile file like
@@ -307,7 +286,7 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
     one.quiet = true;
     one.search = one.max_batch = false;
     /* on the backend the stages will run on (check_places refused two) */
-    one.place_all = place_of(co, stages);
+    one.place_all = pp_stage_place(co, 0);
     for (int k = 0; k <= PP_MAX_SPLITS; k++) one.place[k] = (pp_place){.device = -1}, one.stage_set[k] = 0;
     PP_TRY(pp_run_split_passes(g, &one, err));
     pp_lowered low = {0};
@@ -323,7 +302,11 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
      * the others busy as the stages will be (cores share the memory bandwidth
      * and the last-level cache); one where the stages run on a GPU. */
     const bool gpu = !strncmp(one.place_all.backend, "cuda", 4) || (m->args && strstr(m->args, "cuda"));
-    const int cores = cores_allowed();
+    /* the cores this process may use (its affinity mask), at least 1 */
+    cpu_set_t mine;
+    const bool have_mask = sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) > 0;
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    const int cores = have_mask ? CPU_COUNT(&mine) : online > 0 ? (int)online : 1;
     int procs = m->procs > 0 ? m->procs : gpu ? 1 : stages < cores ? stages : cores;
     if (procs > MAX_PROCS) procs = MAX_PROCS;
     const int threads = cores / stages > 1 ? cores / stages : 1;
@@ -333,9 +316,8 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
     char **argv = calloc((size_t)procs * (MAX_ARGS + 16), sizeof *argv), ***argvs = calloc((size_t)procs, sizeof *argvs);
     char(*paths)[2][4200] = calloc((size_t)procs, sizeof *paths);
     cpu_set_t *sets = calloc((size_t)procs, sizeof *sets);
-    int *ids = calloc((size_t)CPU_SETSIZE, sizeof *ids);
-    if ((m->args && !args) || !argv || !argvs || !paths || !sets || !ids) {
-        free(args), free(argv), free(argvs), free(paths), free(sets), free(ids);
+    if ((m->args && !args) || !argv || !argvs || !paths || !sets) {
+        free(args), free(argv), free(argvs), free(paths), free(sets);
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
     find_pprt(pprt, sizeof pprt);
@@ -360,17 +342,11 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
         for (int j = 0; j < n_extra; j++) v[n++] = extra[j];
         v[n] = NULL;
     }
-    /* copy k on the allowed CPUs k*threads .. (k+1)*threads - 1, where they go round */
-    cpu_set_t mine;
-    int n_ids = 0;
-    if (sched_getaffinity(0, sizeof mine, &mine) == 0)
-        for (int c = 0; c < CPU_SETSIZE; c++)
-            if (CPU_ISSET(c, &mine)) ids[n_ids++] = c;
-    const bool pin = procs > 1 && !own_threads && n_ids >= procs * threads;
-    for (int k = 0; pin && k < procs; k++) {
-        CPU_ZERO(&sets[k]);
-        for (int j = 0; j < threads; j++) CPU_SET(ids[k * threads + j], &sets[k]);
-    }
+    /* copy k on allowed CPUs k*threads .. (k+1)*threads - 1 (counted in the mask), where they go round */
+    const bool pin = have_mask && procs > 1 && !own_threads && cores >= procs * threads;
+    for (int k = 0; pin && k < procs; k++) CPU_ZERO(&sets[k]);
+    for (int c = 0, j = 0; pin && c < CPU_SETSIZE && j < procs * threads; c++)
+        if (CPU_ISSET(c, &mine)) CPU_SET(c, &sets[j++ / threads]);
     if (!m->quiet && s == PP_OK) {
         if (g->batch > 0)
             fprintf(stderr, "ppcc: --measure: profiling the model as one stage with pprt: %d micro-batch%s of %lld "
@@ -409,7 +385,7 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
     }
     if (s == PP_OK && procs > 1) s = write_mean(g, paths[0][0], procs, prof, err);
     free(sum), free(cnt);
-    free(args), free(argv), free(argvs), free(paths), free(sets), free(ids);
+    free(args), free(argv), free(argvs), free(paths), free(sets);
     PP_TRY(s);
     const double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (!m->quiet)
@@ -482,11 +458,11 @@ pp_status ppcc_measure_search(pp_compile_opts *co, pp_import_fn imp, void *ctx, 
     fo.n_profiles = 0;
     fo.dump_ir = NULL;
     fo.dump_dot = NULL;
+    s = check_places(co, co->devices > 0 ? co->devices : 1, err);
     for (int k = 0; k < nb && s == PP_OK; k++) {
         snprintf(out->paths[k], sizeof out->paths[k], "%s/profile_%lld.json", out->dir, (long long)b[k]);
         pp_graph g;
-        s = check_places(co, co->devices > 0 ? co->devices : 1, err);
-        if (s == PP_OK) s = imp(ctx, b[k], &g, err);
+        s = imp(ctx, b[k], &g, err);
         if (s != PP_OK) break;
         s = pp_run_front_passes(&g, &fo, err);
         int matched = 0;

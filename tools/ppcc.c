@@ -306,16 +306,15 @@ int main(int argc, char **argv) {
         size_t n = strlen(options);
         snprintf(options + n, sizeof options - n, " --ref-weights");
     }
-    if (searched.n) {
-        size_t n = strlen(options);
-        snprintf(options + n, sizeof options - n, " --measure");
-        measure = false; /* measured above */
-    }
+    char one[sizeof options + 64];
     if (measure) { /* what the one-stage plan records, then what this plan does */
+        snprintf(one, sizeof one, "%s (ppcc --measure's one stage)", options);
         mo.model = model;
         mo.quiet = quiet;
+        mo.options = one;
         size_t n = strlen(options);
         snprintf(options + n, sizeof options - n, " --measure");
+        if (searched.n) measure = false; /* measured for the search */
     }
     if (s == PP_OK) s = pp_import_onnx(model, &io, &g, &err);
     if (s == PP_OK && g.frozen_default && !quiet) {
@@ -328,10 +327,6 @@ int main(int argc, char **argv) {
     }
     if (s == PP_OK) {
         if (measure) {
-            char one[sizeof options];
-            snprintf(one, sizeof one, "%.*s (ppcc --measure's one stage)", (int)(strlen(options) - strlen(" --measure")),
-                     options);
-            mo.options = one;
             s = pp_run_front_passes(&g, &co, &err);
             if (s == PP_OK) s = ppcc_measure(&g, &co, &mo, &err);
             if (s == PP_OK) s = pp_run_split_passes(&g, &co, &err);

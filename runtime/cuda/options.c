@@ -33,6 +33,16 @@ const char pprt_cuda_usage[] =
     "  --cuda-host-ops LIST  cuda, cuda-emu: the nodes of these op types (e.g. Conv,MatMul) on the host\n"
     "                    fallback, as when cuDNN or cuBLASLt has no engine for them (a test of that path)\n";
 
+/* An on|off option's value into *flag (true for on); -1 with msg filled when it is neither. */
+static int on_off(const char *name, const char *v, bool *flag, char *msg, size_t cap) {
+    if (!v || (strcmp(v, "on") && strcmp(v, "off"))) {
+        snprintf(msg, cap, "%s needs on or off, got %s", name, v ? v : "nothing");
+        return -1;
+    }
+    *flag = !strcmp(v, "on");
+    return 1;
+}
+
 int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     if (!strcmp(a, "--cuda-sync")) {
@@ -65,21 +75,11 @@ int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
         (*i)++;
         return 1;
     }
-    if (!strcmp(a, "--cuda-conv-fusion")) {
-        if (!v || (strcmp(v, "on") && strcmp(v, "off"))) {
-            snprintf(msg, cap, "--cuda-conv-fusion needs on or off, got %s", v ? v : "nothing");
-            return -1;
-        }
-        cfg.conv_alone = !strcmp(v, "off");
-        (*i)++;
-        return 1;
-    }
-    if (!strcmp(a, "--cuda-graphs")) {
-        if (!v || (strcmp(v, "on") && strcmp(v, "off"))) {
-            snprintf(msg, cap, "--cuda-graphs needs on or off, got %s", v ? v : "nothing");
-            return -1;
-        }
-        cfg.graphs = !strcmp(v, "on");
+    if (!strcmp(a, "--cuda-conv-fusion") || !strcmp(a, "--cuda-graphs")) {
+        bool on;
+        if (on_off(a, v, &on, msg, cap) < 0) return -1;
+        if (!strcmp(a, "--cuda-graphs")) cfg.graphs = on;
+        else cfg.conv_alone = !on;
         (*i)++;
         return 1;
     }
