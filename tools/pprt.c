@@ -433,12 +433,13 @@ static void print_report(const pprt_cli *c, const pprt_driver *d, const pprt_pla
         printf("\n");
     }
     printf("bubble: %.1f%%  peak RSS: %.1f MB\n", 100 * st->bubble, (double)st->peak_rss / 1e6);
-    /* a split ppcc balanced on its roofline and that ran unbalanced: say so,
+    /* a split ppcc balanced on its roofline (the auto policy: the others do
+     * not balance time, and --measure would not move them) and that ran unbalanced: say so,
      * and what balances it (enough micro-batches that busy time is the
      * stages' own, not the pipeline's fill and drain) */
     if (st->n_stages > 1 && st->micro_batches >= 4 * (int64_t)st->n_stages && p->options &&
-        !strstr(p->options, "--profile") && !strstr(p->options, "--measure") && !strstr(p->options, "--split-at") &&
-        !strstr(p->options, "--exec-seq")) {
+        strstr(p->options, "--policy auto") && !strstr(p->options, "--profile") && !strstr(p->options, "--measure") &&
+        !strstr(p->options, "--split-at") && !strstr(p->options, "--exec-seq")) {
         double sum = 0, mx = 0;
         int at = 0;
         for (int i = 0; i < st->n_stages; i++) {
