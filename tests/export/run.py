@@ -68,9 +68,11 @@ def check(name, d, pp, problems, model=None, want_ops=None):
     model = model or os.path.join(d, "model.onnx")
     out = os.path.join(d, f"stages_pp{pp}")
     rep = os.path.join(d, f"stages_pp{pp}.json")
+    plan = os.path.join(d, "stages.plan")
     shutil.rmtree(out, ignore_errors=True)
+    found = len(problems)
     t0 = time.time()
-    r = subprocess.run([PPCC, model, "-pp", str(pp), "-b", "1", "-q", "-o", os.path.join(d, "stages.plan"),
+    r = subprocess.run([PPCC, model, "-pp", str(pp), "-b", "1", "-q", "-o", plan,
                         "--report-json", rep, "--export-stages", out], capture_output=True, text=True)
     t_compile = time.time() - t0
     if r.returncode != 0:
@@ -148,6 +150,9 @@ def check(name, d, pp, problems, model=None, want_ops=None):
             problems.append(f"{name} -pp {pp}: output {o} differs from onnxruntime on the whole model: max abs "
                             f"error {err.max():.3g} (at {g.flat[i]:.6g}, expected {w.flat[i]:.6g}), tolerance "
                             f"rtol {RTOL} atol {ATOL}")
+    if len(problems) == found:  # passed: the stages and the plan (ViT-B/16's: 1 GB) go, failures keep theirs
+        shutil.rmtree(out, ignore_errors=True)
+        os.remove(plan)
     return {"stages": n, "ops": ops, "err": worst, "compile_s": t_compile}
 
 

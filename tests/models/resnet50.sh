@@ -25,6 +25,7 @@ for variant in folded keep-bn; do
     "$PY" "$SRC/tests/tools/compare_npy.py" $variant/out$pp/output.npy $variant/expected/output.npy --rtol 1e-3 --atol 1e-4
     cmp $variant/out1/output.npy $variant/out$pp/output.npy || { echo "FAIL: $variant -pp $pp differs from -pp 1"; exit 1; }
   done
+  rm -f $variant/r1.plan $variant/r4.plan # (each holds the 97 MB of weights; r2.plan stays for the size check below)
 done
 
 # the same model with its weights in an external file: same plan outputs
@@ -37,6 +38,7 @@ onnx.save(m, sys.argv[2], save_as_external_data=True, all_tensors_to_one_file=Tr
 "$PPCC" ext/model.onnx -pp 2 -b 1 -q -o ext.plan
 "$PPRT" ext.plan folded/data -o ext_out -q --threads 1
 cmp folded/out2/output.npy ext_out/output.npy || { echo "FAIL: external data gives other outputs"; exit 1; }
+rm -f ext.plan
 
 # --ref-weights: weights read in place from the model's files give the
 # outputs of the self-contained plan, bit for bit, on both backends; the plan
@@ -50,6 +52,7 @@ for variant in folded keep-bn; do
   "$PPRT" $variant/self.plan $variant/data -o $variant/self_ref -q --threads 1 --backend ref
   "$PPRT" $variant/ref.plan $variant/data -o $variant/ref_ref -q --threads 1 --backend ref
   cmp $variant/self_ref/output.npy $variant/ref_ref/output.npy || { echo "FAIL: $variant --ref-weights differs on the reference kernels"; exit 1; }
+  rm -f $variant/self.plan
 done
 "$PY" - <<'PY'
 import os, sys
@@ -69,8 +72,10 @@ grep -q "weights.bin" moved.err || { echo "FAIL: the error should name weights.b
 "$PPRT" ext_ref.plan folded/data -o ext_ref_out -q --threads 1 --model ext_moved/model.onnx
 cmp folded/out2/output.npy ext_ref_out/output.npy || { echo "FAIL: external data with --ref-weights gives other outputs"; exit 1; }
 mv ext_moved ext
+rm -f folded/r2.plan keep-bn/r2.plan
 
 "$PPCC" keep-bn/model.onnx -b 1 --dump-ir -q -o ir.plan > final.ir
+rm -f ir.plan
 for op in " BatchNormalization " " Identity " " Relu " " Add "; do
   if grep -q "$op" final.ir; then echo "FAIL:$op left after the passes"; exit 1; fi
 done
@@ -79,6 +84,7 @@ if grep -q "?" final.ir; then echo "FAIL: a shape is not static"; exit 1; fi
 
 for pol in flops auto params; do
   "$PPCC" folded/model.onnx -pp 2 -b 1 --policy $pol --report-json $pol.json -q -o $pol.plan
+  rm -f $pol.plan
 done
 "$PY" - <<'PY'
 import json, sys
@@ -104,4 +110,6 @@ if ("/Flatten", 1) not in rec or len(r["stages"]) != 2:
 if not r["stages"][1]["first_node"].startswith("/layer3/"):
     sys.exit("FAIL: the cut should fall before layer3")
 PY
+# passed: the exports and plans go (about 0.5 GB; a failure keeps them to look at)
+rm -rf seq.plan ext ./*/ref.plan ./*/model.onnx
 echo "resnet50: -pp 1,2,4 match PyTorch (BN folded and kept), splits bit-identical, passes and policies as expected"

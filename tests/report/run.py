@@ -299,6 +299,7 @@ def main():
             if r.returncode != 0:
                 problems.append(f"{name}: ppcc failed: {r.stderr.strip()}")
                 continue
+            os.remove(os.path.join(a.work, f"{name}.plan"))  # only the pages are checked; the plan holds the weights
             res = check_page(browser, name, html, json.load(open(rep)), problems,
                              a.screenshot if name == "resnet50" else None)
             print(f"{name:10s} -pp 4: {res['ops']:5d} ops, page {res['bytes'] / 1e6:.2f} MB, script done at "
