@@ -98,6 +98,10 @@ static pp_status build_binary(pprt_exec *x, const pprt_node *n, pp_err *err) {
     DN(dnnl_binary_desc_init(&d, alg, &m0, &m1, &dst), "binary");
     dnnl_primitive_desc_t pd;
     PP_TRY(dn_plain_pd(x, &d, "binary", &pd, err));
+    if (dn_ref_impl(pd)) {
+        dnnl_primitive_desc_destroy(pd);
+        return unsup(err, "oneDNN has only its reference implementation for this broadcast");
+    }
     pp_status rs;
     dnnl_memory_t a0, a1, dm;
     post out;

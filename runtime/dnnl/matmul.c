@@ -58,6 +58,10 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
     }
     dnnl_primitive_desc_t pd;
     PP_TRY(dn_finish_pd(x, &d, attr, po, s, r, "matmul", &pd, err));
+    if (dn_ref_impl(pd)) {
+        dnnl_primitive_desc_destroy(pd);
+        return unsup(err, "oneDNN has only its reference implementation for this product (or its post-ops)");
+    }
     if (!dn_whole_operands_fit(x, pd)) {
         dnnl_primitive_desc_destroy(pd);
         return unsup(err, "a binary post-op operand in another layout than the output");

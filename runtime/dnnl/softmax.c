@@ -17,6 +17,10 @@ static pp_status build_softmax(pprt_exec *x, const pprt_node *n, pp_err *err) {
        "softmax");
     dnnl_primitive_desc_t pd;
     PP_TRY(dn_plain_pd(x, &d, "softmax", &pd, err));
+    if (dn_ref_impl(pd)) { /* an axis other than the last (inner > 1) */
+        dnnl_primitive_desc_destroy(pd);
+        return unsup(err, "oneDNN has only its reference implementation for this axis");
+    }
     pp_status r;
     dnnl_memory_t sm, dm;
     if ((r = dn_plain_view(x, n->in[0], &md, &sm, err)) != PP_OK ||

@@ -284,6 +284,22 @@ bool dn_jit_impl(const_dnnl_primitive_desc_t pd) {
     return strncmp(impl, "jit", 3) == 0;
 }
 
+/* Whether pd runs oneDNN's reference implementation ("ref:any"): a loop
+ * that recomputes every element's offsets, hundreds of times slower than its
+ * JIT kernels (on AMD Zen 5 with one thread: Swin-T's attention products
+ * with their bias post-op broadcast over the windows, 1.6 s against 2 ms;
+ * RegNetY's per-sample, per-channel scales (a binary Mul over a channel
+ * block of 8) 250 ms against 0.75 ms on pprt's kernel for the model's 16;
+ * a Softmax over an axis before the last, 15 ms against 1.7 ms). The binary,
+ * matmul and softmax builders refuse it: the node runs without its
+ * post-ops, else on pprt's own kernel. tests/dnnl checks that no node of its
+ * models runs one. */
+bool dn_ref_impl(const_dnnl_primitive_desc_t pd) {
+    const char *impl = "ref";
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    return strncmp(impl, "ref", 3) == 0;
+}
+
 /* Output yi of node n takes over the bytes of its input xi (stored as xmd)
  * where n is xi's last reader and yi will be stored as the primitive writes
  * it (dst_md equal to xmd; arena activations both): no second buffer to
