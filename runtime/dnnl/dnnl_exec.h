@@ -25,7 +25,9 @@
 #include "../cpu/nanfix.h"
 #include "../cpu/wino.h"
 
-#define MAX_ARGS 10
+/* a step's arguments: a Concat's inputs and its output (DenseNet-201's
+ * widest takes 49 inputs) */
+#define MAX_ARGS 66
 
 /* The settings from PPRT_DNNL_* environment variables (options.c lists
  * them with their defaults and meanings). */
@@ -176,6 +178,7 @@ DN_FAMILY(eltwise)
 DN_FAMILY(binary)
 DN_FAMILY(view)
 DN_FAMILY(slice)
+DN_FAMILY(concat)
 #undef DN_FAMILY
 
 /* The family that builds op, or NULL: the reference kernels run it. */
