@@ -4,9 +4,11 @@
  * concatenates its convolution's output to the block's features, that put
  * each BatchNormalization on oneDNN's plain-layout kernel and cost two
  * reorders per layer (182 a micro-batch); blocked, the features stay in the
- * convolutions' layout from end to end. A Concat of inputs in mixed layouts
- * (a plain tensor received at a cut beside a blocked one), which oneDNN
- * has only its reference implementation for, stays on pprt's kernel. */
+ * convolutions' layout from end to end. Inputs in mixed layouts (a plain
+ * tensor received at a cut beside a blocked one) are fine: oneDNN's concat,
+ * named ref:any, reorders each input into its window of the output with its
+ * JIT reorders, so unlike the other families it is not refused for that
+ * name (steps.c, dn_ref_impl). */
 #include "dnnl_exec.h"
 
 static pp_status build_concat(pprt_exec *x, const pprt_node *n, pp_err *err) {
