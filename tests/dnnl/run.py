@@ -516,7 +516,7 @@ for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
-        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices") else \
+        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices", "windows") else \
             (1, 2, 3, 4) if name == "cut_types" else (1,)
         for pp in pps:
             plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
@@ -540,7 +540,10 @@ for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices
 # all six convolutions of the fused plan run on pprt's own kernel
 # views: likewise (a view where the input dies in the stage, a copy where it
 # crosses a cut: the same bytes)
-for name, pp in ((n, k) for n in ("wino", "views", "slices") for k in (2, 3)):
+# windows: a BatchNormalization after a Concat whose inputs a cut leaves
+# plain: its kernel (and so its bits) must not depend on the split (the
+# zoo's DenseNet-121 at -pp 4 is the model that showed it: tests/models)
+for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows") for k in (2, 3)):
     d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_blocked_t1") for k in (1, pp))
     if os.path.isdir(d1) and os.path.isdir(dn):
         for f in sorted(x for x in os.listdir(d1) if x.endswith(".npy")):
