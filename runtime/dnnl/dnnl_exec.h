@@ -308,6 +308,11 @@ pp_status dn_plain_pd(pprt_exec *x, const_dnnl_op_desc_t d, const char *what, dn
 /* Whether primitive descriptor pd runs one of oneDNN's JIT kernels. */
 bool dn_jit_impl(const_dnnl_primitive_desc_t pd);
 bool dn_ref_impl(const_dnnl_primitive_desc_t pd);
+/* Builds a primitive descriptor reading its source in layout src. */
+typedef pp_status dn_pd_make(pprt_exec *x, const dnnl_memory_desc_t *src, void *ctx, dnnl_primitive_desc_t *pd,
+                             pp_err *err);
+void dn_fast_layout(pprt_exec *x, dnnl_memory_desc_t *src, bool unpadded, dn_pd_make *make, void *ctx,
+                    bool (*fast)(const_dnnl_primitive_desc_t), dnnl_primitive_desc_t *pd);
 /* Output yi of node n takes over the bytes of its input xi where allowed
  * (an alias in the arena plan; PPRT_DNNL_INPLACE=0: never). */
 pp_status dn_write_in_place(pprt_exec *x, const pprt_node *n, int xi, const dnnl_memory_desc_t *xmd, int yi,

@@ -5,10 +5,11 @@
 #include "../../ir/op_fns.h"
 #include "dnnl_exec.h"
 
-static pp_status bn_pd(pprt_exec *x, const dnnl_memory_desc_t *src, float eps, dnnl_primitive_desc_t *pd,
+/* ctx: the epsilon (a float) */
+static pp_status bn_pd(pprt_exec *x, const dnnl_memory_desc_t *src, void *ctx, dnnl_primitive_desc_t *pd,
                        pp_err *err) {
     dnnl_batch_normalization_desc_t d;
-    DN(dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_inference, src, eps,
+    DN(dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_inference, src, *(const float *)ctx,
                                                   dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift),
        "batch normalization");
     return dn_plain_pd(x, &d, "batch normalization", pd, err);
@@ -37,40 +38,18 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_tensor_layout(x, xi, &src, err));
     PP_TRY(dn_plain_md(&xs->dim[1], 1, &cmd, err));
     dnnl_primitive_desc_t pd;
-    PP_TRY(bn_pd(x, &src, eps, &pd, err));
-    if (xs->rank >= 4 && x->o.propagate && !bn_jit(pd)) {
-        /* oneDNN's plain-layout kernel (ncsp_bnorm) and its JIT one give
-         * other bits, and which one a node gets must not depend on the split:
-         * after a Concat on oneDNN the features are blocked (JIT), but a
-         * Concat's inputs received at a cut are plain and so may be its
-         * output (DenseNet-121 at -pp 4 lost bit identity so). A plain or
-         * otherwise non-JIT source is read reordered into the first layout
-         * a JIT kernel takes, as pools do (pool.c); the JIT kernel's
-         * arithmetic is the same in every layout it takes. Not a blocked
-         * layout that would pad the channels: its consumers' eltwise kernels
-         * have only oneDNN's reference implementation for those (24
-         * channels in blocks of 16, tests/dnnl's cnn model). */
-        static const dnnl_format_tag_t tags[2][3] = {{dnnl_aBcd16b, dnnl_aBcd8b, dnnl_acdb},
-                                                     {dnnl_aBcde16b, dnnl_aBcde8b, dnnl_acdeb}};
-        static const int block[3] = {16, 8, 1};
-        for (int k = 0; k < 3; k++) {
-            dnnl_memory_desc_t blk;
-            dnnl_primitive_desc_t bpd = NULL;
-            if (xs->dim[1] % block[k] != 0) continue;
-            if (dnnl_memory_desc_init_by_tag(&blk, xs->rank, src.dims, src.data_type, tags[xs->rank - 4][k]) !=
-                    dnnl_success ||
-                bn_pd(x, &blk, eps, &bpd, err) != PP_OK)
-                continue;
-            if (!bn_jit(bpd)) {
-                dnnl_primitive_desc_destroy(bpd);
-                continue;
-            }
-            dnnl_primitive_desc_destroy(pd);
-            pd = bpd;
-            src = blk;
-            break;
-        }
-    }
+    PP_TRY(bn_pd(x, &src, &eps, &pd, err));
+    /* oneDNN's plain-layout kernel (ncsp_bnorm) and its JIT one give other
+     * bits, and which one a node gets must not depend on the split: after a
+     * Concat on oneDNN the features are blocked (JIT), but a Concat's inputs
+     * received at a cut are plain and so may be its output (DenseNet-121 at
+     * -pp 4 lost bit identity so). A plain or otherwise non-JIT source is
+     * read reordered into the first layout a JIT kernel takes, as pools do;
+     * the JIT kernel's arithmetic is the same in every layout it takes. Not
+     * a blocked layout that would pad the channels: its consumers' eltwise
+     * kernels have only oneDNN's reference implementation for those (24
+     * channels in blocks of 16, tests/dnnl's cnn model). */
+    if (x->o.propagate && !bn_jit(pd)) dn_fast_layout(x, &src, true, bn_pd, &eps, bn_jit, &pd);
     pp_status r;
     dnnl_memory_t sm, dm, m[4];
     post out;

@@ -17,12 +17,19 @@ static bool fix_layout(const dnnl_memory_desc_t *md, pprt_nanfix_layout *l) {
     return true;
 }
 
-static pp_status pool_pd(pprt_exec *x, dnnl_alg_kind_t alg, const dnnl_memory_desc_t *src,
-                         const dnnl_memory_desc_t *dst, const dnnl_dim_t *strides, const dnnl_dim_t *kernel,
-                         const dnnl_dim_t *dil, const dnnl_dim_t *pl, const dnnl_dim_t *pr, dnnl_primitive_desc_t *pd,
+/* A pooling's parameters but its source (pool_pd's ctx). */
+typedef struct pool_args {
+    dnnl_alg_kind_t alg;
+    const dnnl_memory_desc_t *dst;
+    const dnnl_dim_t *strides, *kernel, *dil, *pl, *pr;
+} pool_args;
+
+static pp_status pool_pd(pprt_exec *x, const dnnl_memory_desc_t *src, void *ctx, dnnl_primitive_desc_t *pd,
                          pp_err *err) {
+    const pool_args *p = ctx;
     dnnl_pooling_v2_desc_t d;
-    DN(dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, src, dst, strides, kernel, dil, pl, pr),
+    DN(dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, p->alg, src, p->dst, p->strides, p->kernel,
+                                         p->dil, p->pl, p->pr),
        "pooling");
     return dn_plain_pd(x, &d, "pooling", pd, err);
 }
@@ -74,33 +81,15 @@ static pp_status build_pool(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_tensor_layout(x, xi, &src, err));
     PP_TRY(dn_any_md(ys->dim, nd, src.data_type, &dst_any, err));
     dnnl_primitive_desc_t pd;
-    PP_TRY(pool_pd(x, alg, &src, &dst_any, strides, kernel, dil, pl, pr, &pd, err));
-    if (nd >= 4 && x->o.propagate && !dn_jit_impl(pd)) {
-        /* a source in a layout no JIT kernel takes gets oneDNN's simple_nchw
-         * or ref kernel, 14x slower than its JIT ones on digits' first pool
-         * after a cut: a plain one (a received tensor, a plan input), or one
-         * blocked by a producer whose kernel is for another ISA (AVX2's 8
-         * channels on an AVX-512 CPU). Read it reordered into the first
-         * layout a JIT kernel takes: AVX-512's 16-channel blocks, AVX2's 8,
-         * channels last. */
-        static const dnnl_format_tag_t tags[2][3] = {{dnnl_aBcd16b, dnnl_aBcd8b, dnnl_acdb},
-                                                     {dnnl_aBcde16b, dnnl_aBcde8b, dnnl_acdeb}};
-        for (int k = 0; k < 3; k++) {
-            dnnl_memory_desc_t blk;
-            dnnl_primitive_desc_t bpd = NULL;
-            if (dnnl_memory_desc_init_by_tag(&blk, nd, src.dims, src.data_type, tags[nd - 4][k]) != dnnl_success)
-                continue;
-            if (pool_pd(x, alg, &blk, &dst_any, strides, kernel, dil, pl, pr, &bpd, err) != PP_OK) continue;
-            if (!dn_jit_impl(bpd)) {
-                dnnl_primitive_desc_destroy(bpd);
-                continue;
-            }
-            dnnl_primitive_desc_destroy(pd);
-            pd = bpd;
-            src = blk;
-            break;
-        }
-    }
+    pool_args pa = {alg, &dst_any, strides, kernel, dil, pl, pr};
+    PP_TRY(pool_pd(x, &src, &pa, &pd, err));
+    /* a source in a layout no JIT kernel takes gets oneDNN's simple_nchw or
+     * ref kernel, 14x slower than its JIT ones on digits' first pool after a
+     * cut: a plain one (a received tensor, a plan input), or one blocked by a
+     * producer whose kernel is for another ISA (AVX2's 8 channels on an
+     * AVX-512 CPU). Read it reordered into the first layout a JIT kernel
+     * takes. */
+    if (x->o.propagate && !dn_jit_impl(pd)) dn_fast_layout(x, &src, false, pool_pd, &pa, dn_jit_impl, &pd);
     pp_status r;
     dnnl_memory_t sm, dm;
     post out;

@@ -300,6 +300,38 @@ bool dn_ref_impl(const_dnnl_primitive_desc_t pd) {
     return strncmp(impl, "ref", 3) == 0;
 }
 
+/* The first of the layouts oneDNN's JIT kernels read (AVX-512's 16-channel
+ * blocks, AVX2's 8, channels last; `unpadded`: only those whose blocks divide
+ * the channels) in which make() builds a descriptor that `fast` accepts: it
+ * replaces *pd, and *src becomes that layout. Nothing changes where none
+ * does. For a 4-D or 5-D source whose own layout gets a slow kernel (pools,
+ * BatchNormalization). */
+void dn_fast_layout(pprt_exec *x, dnnl_memory_desc_t *src, bool unpadded, dn_pd_make *make, void *ctx,
+                    bool (*fast)(const_dnnl_primitive_desc_t), dnnl_primitive_desc_t *pd) {
+    static const dnnl_format_tag_t tags[2][3] = {{dnnl_aBcd16b, dnnl_aBcd8b, dnnl_acdb},
+                                                 {dnnl_aBcde16b, dnnl_aBcde8b, dnnl_acdeb}};
+    static const int block[3] = {16, 8, 1};
+    const int nd = src->ndims;
+    if (nd < 4 || nd > 5) return;
+    for (int k = 0; k < 3; k++) {
+        dnnl_memory_desc_t blk;
+        dnnl_primitive_desc_t bpd = NULL;
+        pp_err e = {0};
+        if ((unpadded && src->dims[1] % block[k] != 0) ||
+            dnnl_memory_desc_init_by_tag(&blk, nd, src->dims, src->data_type, tags[nd - 4][k]) != dnnl_success ||
+            make(x, &blk, ctx, &bpd, &e) != PP_OK)
+            continue;
+        if (!fast(bpd)) {
+            dnnl_primitive_desc_destroy(bpd);
+            continue;
+        }
+        dnnl_primitive_desc_destroy(*pd);
+        *pd = bpd;
+        *src = blk;
+        return;
+    }
+}
+
 /* Output yi of node n takes over the bytes of its input xi (stored as xmd)
  * where n is xi's last reader and yi will be stored as the primitive writes
  * it (dst_md equal to xmd; arena activations both): no second buffer to
