@@ -94,6 +94,92 @@ static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int
     return dn_push_post(x, &out, err);
 }
 
+/* What a convolution adds after its sum of products: the residual Z
+ * (zi >= 0; by a sum post-op, else a binary add reading z_md), NaN-keeping
+ * relu post-ops, then the absorbed nodes (postops.c). */
+typedef struct conv_ops {
+    bool zsum;
+    int zi;
+    const dnnl_memory_desc_t *z_md;
+    bool relu;
+    const dnnl_memory_desc_t *dst_any;
+} conv_ops;
+
+/* The primitives a convolution may take: Winograd where the shape allows,
+ * else direct; a source already blocked as it is where PPRT_DNNL_FOLLOW. */
+typedef struct conv_cands {
+    bool wino_shape;
+    int xi;
+    const dnnl_memory_desc_t *src, *w, *bias, *dst;
+    const pp_geom *g;
+} conv_cands;
+
+/* The attributes of ops: their post-ops, the memories of their operands to
+ * args (args NULL: the probe of dn_append_fused, no memories). */
+static pp_status conv_attr(pprt_exec *x, const conv_ops *c, const dnnl_memory_desc_t *whole_as,
+                           dnnl_exec_arg_t *args, int *na, dnnl_primitive_attr_t *out, pp_err *err) {
+    dnnl_primitive_attr_t attr;
+    PP_TRY(dn_new_attr(&attr, err));
+    dnnl_post_ops_t po = NULL;
+    int idx = 0;
+    dnnl_memory_t zm;
+    pp_status r = PP_OK;
+    dnnl_status_t s = dnnl_post_ops_create(&po);
+    if (s == dnnl_success && c->zsum) s = dnnl_post_ops_append_sum(po, 1.0f), idx++;
+    if (s == dnnl_success && c->zi >= 0 && !c->zsum) {
+        s = dnnl_post_ops_append_binary(po, dnnl_binary_add, c->z_md), idx++;
+        if (s == dnnl_success && args && (r = dn_tensor_mem(x, c->zi, c->z_md, &zm, err)) == PP_OK)
+            args[(*na)++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, zm};
+    }
+    if (s == dnnl_success && r == PP_OK && c->relu) s = dn_append_relu(x, po, &idx);
+    if (s == dnnl_success && r == PP_OK) r = dn_append_fused(x, po, idx, c->dst_any, NULL, whole_as, args, na, err);
+    if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (po) dnnl_post_ops_destroy(po);
+    if (r == PP_OK && s != dnnl_success) r = dn_fail(err, "post-ops", s);
+    if (r != PP_OK) {
+        dnnl_primitive_attr_destroy(attr);
+        return r;
+    }
+    *out = attr;
+    return PP_OK;
+}
+
+/* The convolution's primitive descriptor with ops' attributes (conv_attr's
+ * arguments). */
+static pp_status conv_choose(pprt_exec *x, const conv_cands *k, const conv_ops *ops,
+                             const dnnl_memory_desc_t *whole_as, dnnl_exec_arg_t *args, int *na,
+                             dnnl_primitive_desc_t *out, pp_err *err) {
+    dnnl_primitive_attr_t attr;
+    PP_TRY(conv_attr(x, ops, whole_as, args, na, &attr, err));
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t s = dnnl_success;
+    if (k->wino_shape) /* none where oneDNN has no such kernel: direct below */
+        conv_pd(&pd, dnnl_convolution_winograd, k->src, k->w, k->bias, k->dst, k->g, attr, x->eng);
+    const bool wino = pd != NULL;
+    if (!pd) s = conv_pd(&pd, dnnl_convolution_direct, k->src, k->w, k->bias, k->dst, k->g, attr, x->eng);
+    if (s == dnnl_success && x->o.follow && !wino && x->blocked[k->xi]) {
+        /* a source already in a blocked layout: take it as it is when a
+         * non-reference kernel reads that layout (saves a reorder) */
+        const dnnl_memory_desc_t *cur = &x->lay[k->xi];
+        const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+        dnnl_data_type_t cdt = want->data_type;
+        dnnl_primitive_desc_t fpd = NULL;
+        const char *impl = "ref";
+        if (cur->data_type == cdt && !dnnl_memory_desc_equal(want, cur) &&
+            conv_pd(&fpd, dnnl_convolution_direct, cur, k->w, k->bias, k->dst, k->g, attr, x->eng) == dnnl_success &&
+            dnnl_primitive_desc_query(fpd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+            strncmp(impl, "ref", 3) && strncmp(impl, "gemm", 4)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = fpd;
+        } else if (fpd)
+            dnnl_primitive_desc_destroy(fpd);
+    }
+    dnnl_primitive_attr_destroy(attr);
+    DN(s, "convolution");
+    *out = pd;
+    return PP_OK;
+}
+
 static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pp_attrs a = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
@@ -165,52 +251,29 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * which its Winograd kernels do not take). Clip: oneDNN's gives a bound
      * for NaN, so always such a pass, and nothing absorbed after it. */
     const bool relu = !strcmp(act, "Relu"), relu_pass = relu && !x->n_fused && !x->o.relu_max;
-    dnnl_primitive_attr_t attr;
-    PP_TRY(dn_new_attr(&attr, err));
-    dnnl_post_ops_t po = NULL;
-    dnnl_exec_arg_t args[MAX_ARGS];
-    int na = 0, idx = 0;
-    dnnl_memory_t zm;
-    pp_status r = PP_OK;
-    dnnl_status_t s = dnnl_post_ops_create(&po);
-    if (s == dnnl_success && zsum) s = dnnl_post_ops_append_sum(po, 1.0f), idx++;
-    if (s == dnnl_success && zi >= 0 && !zsum) {
-        s = dnnl_post_ops_append_binary(po, dnnl_binary_add, &z_md), idx++;
-        if (s == dnnl_success && (r = dn_tensor_mem(x, zi, &z_md, &zm, err)) == PP_OK)
-            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, zm};
-    }
-    if (s == dnnl_success && relu && !relu_pass) s = dn_append_relu(x, po, &idx);
     const bool clamp = !strcmp(act, "Clip") || relu_pass;
     if (relu_pass) lo = 0, hi = INFINITY;
-    if (clamp && (x->n_fused || lo > 0 || hi < 0)) r = unsup(err, "Clip with post-ops or a bound beyond 0");
-    if (s == dnnl_success && r == PP_OK) r = dn_append_fused(x, po, idx, &dst_any, NULL, args, &na, err);
-    if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (clamp && (x->n_fused || lo > 0 || hi < 0)) return unsup(err, "Clip with post-ops or a bound beyond 0");
+    const conv_ops ops = {zsum, zi, &z_md, relu && !relu_pass, &dst_any};
+    const conv_cands cands = {wino_shape, xi, &src_any, &w_any, bias, &dst_any, &g};
+    dnnl_exec_arg_t args[MAX_ARGS];
+    int na = 0;
+    pp_status r = PP_OK;
+    dnnl_memory_t zm;
     dnnl_primitive_desc_t pd = NULL;
-    if (s == dnnl_success && r == PP_OK && wino_shape) /* none where oneDNN has no such kernel: direct below */
-        conv_pd(&pd, dnnl_convolution_winograd, &src_any, &w_any, bias, &dst_any, &g, attr, x->eng);
-    const bool wino = pd != NULL;
-    if (s == dnnl_success && r == PP_OK && !pd)
-        s = conv_pd(&pd, dnnl_convolution_direct, &src_any, &w_any, bias, &dst_any, &g, attr, x->eng);
-    if (s == dnnl_success && r == PP_OK && x->o.follow && !wino && x->blocked[xi]) {
-        /* a source already in a blocked layout: take it as it is when a
-         * non-reference kernel reads that layout (saves a reorder) */
-        const dnnl_memory_desc_t *cur = &x->lay[xi];
-        dnnl_primitive_desc_t fpd = NULL;
-        const char *impl = "ref";
-        if (cur->data_type == cdt &&
-            !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), cur) &&
-            conv_pd(&fpd, dnnl_convolution_direct, cur, &w_any, bias, &dst_any, &g, attr, x->eng) == dnnl_success &&
-            dnnl_primitive_desc_query(fpd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
-            strncmp(impl, "ref", 3) && strncmp(impl, "gemm", 4)) {
-            dnnl_primitive_desc_destroy(pd);
-            pd = fpd;
-        } else if (fpd)
-            dnnl_primitive_desc_destroy(fpd);
+    dnnl_memory_desc_t dst_own;
+    const dnnl_memory_desc_t *whole_as = NULL;
+    if (x->n_fused) {
+        /* the probe: the destination it picks without the residuals among
+         * the absorbed nodes' operands (postops.c) */
+        PP_TRY(conv_choose(x, &cands, &ops, NULL, NULL, &na, &pd, err));
+        dst_own = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+        dnnl_primitive_desc_destroy(pd);
+        pd = NULL;
+        if (x->n_whole) whole_as = &dst_own;
+        na = 0;
     }
-    if (po) dnnl_post_ops_destroy(po);
-    dnnl_primitive_attr_destroy(attr);
-    PP_TRY(r);
-    DN(s, "convolution");
+    PP_TRY(conv_choose(x, &cands, &ops, whole_as, args, &na, &pd, err));
     if (!dn_whole_operands_fit(x, pd)) {
         dnnl_primitive_desc_destroy(pd);
         return unsup(err, "a binary post-op operand in another layout than the output");

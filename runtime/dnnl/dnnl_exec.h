@@ -54,8 +54,9 @@ typedef struct pprt_dnnl_opts {
 pp_status pprt_dnnl_opts_read(pprt_dnnl_opts *o, pp_err *err);
 
 enum { STEP_MAIN, STEP_REORDER, STEP_COPY };
-/* shared buffers: reorder targets of a node's source and destination, and the scratchpad */
-enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, N_SLOTS };
+/* shared buffers: reorder targets of a node's source, destination and computed weights, the
+ * scratchpad, and up to four residuals read as post-op operands (dn_append_fused) */
+enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, SLOT_OP0, N_SLOTS = SLOT_OP0 + 4 };
 
 typedef struct step {
     dnnl_primitive_t prim; /* NULL for a step of our own kernels (the three below) */
@@ -311,8 +312,8 @@ bool dn_ref_impl(const_dnnl_primitive_desc_t pd);
 /* Builds a primitive descriptor reading its source in layout src. */
 typedef pp_status dn_pd_make(pprt_exec *x, const dnnl_memory_desc_t *src, void *ctx, dnnl_primitive_desc_t *pd,
                              pp_err *err);
-void dn_fast_layout(pprt_exec *x, dnnl_memory_desc_t *src, bool unpadded, dn_pd_make *make, void *ctx,
-                    bool (*fast)(const_dnnl_primitive_desc_t), dnnl_primitive_desc_t *pd);
+bool dn_fast_layout(pprt_exec *x, dnnl_memory_desc_t *src, bool unpadded, bool conv_first, dn_pd_make *make,
+                    void *ctx, bool (*fast)(const_dnnl_primitive_desc_t), dnnl_primitive_desc_t *pd);
 /* Output yi of node n takes over the bytes of its input xi where allowed
  * (an alias in the arena plan; PPRT_DNNL_INPLACE=0: never). */
 pp_status dn_write_in_place(pprt_exec *x, const pprt_node *n, int xi, const dnnl_memory_desc_t *xmd, int yi,
@@ -328,7 +329,8 @@ pp_status dn_operand_md(const pprt_exec *x, int o, const pp_shape *ys, const dnn
                         dnnl_memory_desc_t *md, pp_err *err);
 /* Append the absorbed nodes' post-ops to po (see postops.c). */
 pp_status dn_append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_memory_desc_t *dst,
-                          const int64_t *rows, dnnl_exec_arg_t *args, int *nargs, pp_err *err);
+                          const int64_t *rows, const dnnl_memory_desc_t *whole_as, dnnl_exec_arg_t *args,
+                          int *nargs, pp_err *err);
 /* Whether every whole binary post-op operand lies in the layout pd writes. */
 bool dn_whole_operands_fit(const pprt_exec *x, const_dnnl_primitive_desc_t pd);
 /* Relu as oneDNN post-ops that keep NaN; *idx counts the post-ops appended. */

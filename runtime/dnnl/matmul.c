@@ -54,7 +54,7 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
             s = dnnl_post_ops_append_binary(po, dnnl_binary_add, cmd);
             args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, cm};
         }
-        if (s == dnnl_success) r = dn_append_fused(x, po, cmd ? 1 : 0, ym, NULL, args, &na, err);
+        if (s == dnnl_success) r = dn_append_fused(x, po, cmd ? 1 : 0, ym, NULL, ym, args, &na, err);
     }
     dnnl_primitive_desc_t pd;
     PP_TRY(dn_finish_pd(x, &d, attr, po, s, r, "matmul", &pd, err));
@@ -137,7 +137,7 @@ static pp_status matmul_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_des
             args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, cm};
     }
     const int64_t rows[2] = {M, N};
-    if (s == dnnl_success && r == PP_OK) r = dn_append_fused(x, po, idx, NULL, rows, args, &na, err);
+    if (s == dnnl_success && r == PP_OK) r = dn_append_fused(x, po, idx, NULL, rows, NULL, args, &na, err);
     dnnl_primitive_desc_t pd;
     PP_TRY(dn_finish_pd(x, &cd, attr, po, s, r, "convolution", &pd, err));
     if (!dn_jit_impl(pd)) { /* only a JIT kernel beats the matmul */

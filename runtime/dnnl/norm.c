@@ -35,21 +35,23 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     float eps;
     PP_TRY(pp_attr_float(a, "epsilon", 1e-5f, &eps, err));
     dnnl_memory_desc_t src, cmd;
-    PP_TRY(dn_tensor_layout(x, xi, &src, err));
+    PP_TRY(dn_tensor_plain(x, xi, &src, err));
     PP_TRY(dn_plain_md(&xs->dim[1], 1, &cmd, err));
     dnnl_primitive_desc_t pd;
     PP_TRY(bn_pd(x, &src, &eps, &pd, err));
-    /* oneDNN's plain-layout kernel (ncsp_bnorm) and its JIT one give other
-     * bits, and which one a node gets must not depend on the split: after a
-     * Concat on oneDNN the features are blocked (JIT), but a Concat's inputs
-     * received at a cut are plain and so may be its output (DenseNet-121 at
-     * -pp 4 lost bit identity so). A plain or otherwise non-JIT source is
-     * read reordered into the first layout a JIT kernel takes, as pools do;
-     * the JIT kernel's arithmetic is the same in every layout it takes. Not
-     * a blocked layout that would pad the channels: its consumers' eltwise
+    /* oneDNN's kernels for a plain layout (ncsp_bnorm), for blocked ones
+     * (bnorm_jit) and for channels last (bnorm_tbb_jit) give other bits, and
+     * which one a node gets must not depend on the split: a source stored
+     * blocked or channels last in one stage is plain where it was received
+     * from another (DenseNet-121 at -pp 4, after a Concat; tf_mixnet_s of the
+     * timm sweep at -pp 4, channels last against blocks). So the layout is
+     * chosen from the shape and the CPU alone: the one convolutions pick on
+     * this CPU where a JIT kernel takes it, else the first other JIT one, else
+     * plain; the source is reordered into it where stored otherwise. Not a
+     * blocked layout that would pad the channels: its consumers' eltwise
      * kernels have only oneDNN's reference implementation for those (24
      * channels in blocks of 16, tests/dnnl's cnn model). */
-    if (x->o.propagate && !bn_jit(pd)) dn_fast_layout(x, &src, true, bn_pd, &eps, bn_jit, &pd);
+    if (x->o.propagate) dn_fast_layout(x, &src, true, true, bn_pd, &eps, bn_jit, &pd);
     pp_status r;
     dnnl_memory_t sm, dm, m[4];
     post out;

@@ -89,7 +89,7 @@ static pp_status build_pool(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * producer whose kernel is for another ISA (AVX2's 8 channels on an
      * AVX-512 CPU). Read it reordered into the first layout a JIT kernel
      * takes. */
-    if (x->o.propagate && !dn_jit_impl(pd)) dn_fast_layout(x, &src, false, pool_pd, &pa, dn_jit_impl, &pd);
+    if (x->o.propagate && !dn_jit_impl(pd)) dn_fast_layout(x, &src, false, false, pool_pd, &pa, dn_jit_impl, &pd);
     pp_status r;
     dnnl_memory_t sm, dm;
     post out;

@@ -5,9 +5,16 @@
  * they become post-ops and are skipped when the stage runs
  * (PPRT_DNNL_FUSE=0: never). What it may absorb stays inside the chains of
  * passes/fuse.c's pp_fusion_chains, which ppcc never cuts, so the split
- * never changes a kernel. A binary operand of the output's shape is read in
- * the layout the primitive writes its output in, or the node absorbs
- * nothing (dn_whole_operands_fit). */
+ * never changes a kernel. A binary operand of the output's shape (a
+ * residual) is read in the layout the primitive writes its output in, or the
+ * node absorbs nothing (dn_whole_operands_fit). Which layout that is must
+ * not depend on the operand's own layout: a tensor received from another
+ * stage is plain where, made in the same stage, it may be blocked, and a
+ * primitive picked for a plain residual (oneDNN's gemm convolution) or one
+ * refused for a blocked one computes other bits. So convolutions and
+ * products pick their destination without the residuals (dn_append_fused's
+ * probe) and read each residual reordered into it where it is stored
+ * otherwise (efficientformer_l1: -pp 2 lost bit identity with -pp 1). */
 #include <math.h>
 #include <string.h>
 
@@ -54,15 +61,17 @@ pp_status dn_operand_md(const pprt_exec *x, int o, const pp_shape *ys, const dnn
 
 /* Descriptor of tensor o as the second source of a binary post-op of a
  * matrix product run as a 1x1 convolution over NHWC [1, N, M, 1] (rows as
- * pixels, see matmul.c): o is read as NHWC too, so it must be
- * plain and either whole (its last dim N, M x N elements), a row of N, or a
- * scalar. */
+ * pixels, see matmul.c): o's plain bytes are read as NHWC too, so it must
+ * be whole (its last dim N, M x N elements), a row of N, or a scalar. One
+ * stored in a blocked layout is read from a plain copy (dn_append_fused):
+ * refusing it would run the product on another kernel where the operand
+ * comes from a node of the same stage than where it comes from another
+ * stage (plain), and the bits would depend on the split. */
 static pp_status rows_operand_md(const pprt_exec *x, int o, int64_t M, int64_t N, dnnl_memory_desc_t *md,
                                  pp_err *err) {
     const pp_shape *os = &T(x, o)->shape;
     const int64_t n_o = numel_of(os), last = os->rank ? os->dim[os->rank - 1] : 1;
     dnnl_dims_t d = {1, 1, 1, 1};
-    if (x->blocked[o]) return unsup(err, "blocked operand");
     if (n_o == M * N && last == N) d[1] = N, d[2] = M;
     else if (n_o == N && last == N) d[1] = N;
     else if (n_o != 1) return unsup(err, "operand broadcast across rows");
@@ -73,9 +82,16 @@ static pp_status rows_operand_md(const pprt_exec *x, int o, int64_t M, int64_t N
 /* Append the absorbed nodes' post-ops to po (whose first one is post-op
  * number `idx`) for a primitive with destination `dst`, or, where rows is
  * not NULL, for a matrix product of rows[0] x rows[1] run as a 1x1
- * convolution (rows_operand_md); the memories of binary operands go to args. */
+ * convolution (rows_operand_md); the memories of binary operands go to args.
+ * A whole operand (the destination's dims, a residual) is read through
+ * whole_as where that is not NULL (reordered into shared buffer
+ * SLOT_OP0 + k every run when stored otherwise), else in its own layout.
+ * args NULL is the probe: whole operands are left out (and counted in
+ * x->n_whole), and no memory is made, so that the primitive created with po
+ * shows the destination layout it picks for itself. */
 pp_status dn_append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_memory_desc_t *dst,
-                          const int64_t *rows, dnnl_exec_arg_t *args, int *nargs, pp_err *err) {
+                          const int64_t *rows, const dnnl_memory_desc_t *whole_as, dnnl_exec_arg_t *args,
+                          int *nargs, pp_err *err) {
     x->n_whole = 0;
     for (int f = 0; f < x->n_fused; f++, idx++) {
         const pprt_node *b = &x->st->nodes[x->fused[f]];
@@ -88,10 +104,32 @@ pp_status dn_append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_
             dnnl_memory_t m;
             if (rows) PP_TRY(rows_operand_md(x, o, rows[0], rows[1], &md, err));
             else PP_TRY(dn_operand_md(x, o, &T(x, b->out[0])->shape, dst, &md, err));
-            if (!rows && dst && md.ndims == dst->ndims && !memcmp(md.dims, dst->dims, sizeof(md.dims[0]) * (size_t)md.ndims))
-                x->whole[x->n_whole++] = md;
+            const bool whole = !rows && dst && md.ndims == dst->ndims &&
+                               !memcmp(md.dims, dst->dims, sizeof(md.dims[0]) * (size_t)md.ndims);
+            if (whole && !args) {
+                x->n_whole++;
+                idx--; /* left out: the loop counts one */
+                continue;
+            }
+            if (whole && whole_as) {
+                const dnnl_data_type_t t = md.data_type;
+                md = *whole_as;
+                md.data_type = t;
+            }
+            if (whole) x->whole[x->n_whole++] = md;
             DN(dnnl_post_ops_append_binary(po, alg, &md), "binary post-op");
-            PP_TRY(dn_tensor_mem(x, o, &md, &m, err));
+            if (!args) continue;
+            if (whole && whole_as) {
+                PP_TRY(dn_bind_input(x, o, &md, SLOT_OP0 + f, &m, err));
+            } else if (rows && x->blocked[o]) { /* a plain copy, seen as md */
+                dnnl_memory_desc_t plain;
+                dnnl_memory_t copy;
+                PP_TRY(dn_tensor_plain(x, o, &plain, err));
+                PP_TRY(dn_bind_input(x, o, &plain, SLOT_OP0 + f, &copy, err));
+                PP_TRY(dn_slot_mem(x, &md, SLOT_OP0 + f, &m, err));
+            } else {
+                PP_TRY(dn_tensor_mem(x, o, &md, &m, err));
+            }
             args[(*nargs)++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1, m};
         } else {
             PP_TRY(dn_eltwise_of(x, b, &alg, &alpha, &beta, err));

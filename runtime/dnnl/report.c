@@ -35,7 +35,8 @@ void dn_report(const pprt_exec *x) {
     pprt_exec_counts c;
     dn_counts(x, &c);
     char refs[512] = "";
-    size_t len = 0;
+    size_t len = 0, shared = 0;
+    for (int i = 0; i < N_SLOTS; i++) shared += x->slot_bytes[i];
     for (int ni = 0; ni < st->n_nodes; ni++) {
         if (x->first[ni] >= 0 || x->absorbed[ni]) continue;
         const char *name = pp_op_table[st->nodes[ni].op].name;
@@ -53,7 +54,7 @@ void dn_report(const pprt_exec *x) {
             c.in_place, c.blocked, c.views,
             (double)x->arena_bytes / 1e6, (double)st->arena_bytes / 1e6, (double)x->weight_bytes / 1e6,
             (double)(x->owned_bytes - x->weight_bytes) / 1e6,
-            (double)(x->slot_bytes[0] + x->slot_bytes[1] + x->slot_bytes[2] + x->slot_bytes[3]) / 1e6);
+            (double)shared / 1e6);
     if (x->o.verbose < 2) return;
     for (int ni = 0; ni < st->n_nodes; ni++) {
         if (x->absorbed[ni])

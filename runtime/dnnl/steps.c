@@ -300,20 +300,59 @@ bool dn_ref_impl(const_dnnl_primitive_desc_t pd) {
     return strncmp(impl, "ref", 3) == 0;
 }
 
+/* The layout oneDNN's convolutions pick on this CPU for a source of nd
+ * (4 or 5) dims (a 64-channel 3x3 convolution over 28 pixels a side, any
+ * layout): channels last on AVX-512's brgconv kernels, 8-channel blocks on
+ * AVX2's. A fixed probe, so the answer depends on the CPU (and
+ * ONEDNN_MAX_CPU_ISA) alone; dnnl_format_tag_undef where it is none of
+ * dn_fast_layout's. */
+static dnnl_format_tag_t conv_tag(pprt_exec *x, int nd) {
+    static const dnnl_format_tag_t tags[2][3] = {{dnnl_aBcd16b, dnnl_aBcd8b, dnnl_acdb},
+                                                 {dnnl_aBcde16b, dnnl_aBcde8b, dnnl_acdeb}};
+    dnnl_memory_desc_t src, w, dst, cand;
+    const dnnl_dims_t sd = {1, 64, 28, 28, 28}, wd = {64, 64, 3, 3, 3}, one = {1, 1, 1}, pad = {1, 1, 1};
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_format_tag_t tag = dnnl_format_tag_undef;
+    if (dnnl_memory_desc_init_by_tag(&src, nd, sd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&w, nd, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&dst, nd, sd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &src, &w, NULL,
+                                           &dst, one, pad, pad) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &cd, NULL, x->eng, NULL) != dnnl_success)
+        return tag;
+    const dnnl_memory_desc_t *got = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    for (int k = 0; k < 3 && tag == dnnl_format_tag_undef; k++)
+        if (dnnl_memory_desc_init_by_tag(&cand, nd, sd, dnnl_f32, tags[nd - 4][k]) == dnnl_success &&
+            dnnl_memory_desc_equal(&cand, got))
+            tag = tags[nd - 4][k];
+    dnnl_primitive_desc_destroy(pd);
+    return tag;
+}
+
 /* The first of the layouts oneDNN's JIT kernels read (AVX-512's 16-channel
  * blocks, AVX2's 8, channels last; `unpadded`: only those whose blocks divide
- * the channels) in which make() builds a descriptor that `fast` accepts: it
- * replaces *pd, and *src becomes that layout. Nothing changes where none
- * does. For a 4-D or 5-D source whose own layout gets a slow kernel (pools,
- * BatchNormalization). */
-void dn_fast_layout(pprt_exec *x, dnnl_memory_desc_t *src, bool unpadded, dn_pd_make *make, void *ctx,
-                    bool (*fast)(const_dnnl_primitive_desc_t), dnnl_primitive_desc_t *pd) {
+ * the channels; `conv_first`: the one convolutions pick on this CPU before
+ * the others) in which make() builds a descriptor that `fast` accepts: it
+ * replaces *pd, and *src becomes that layout; the return value says whether
+ * one did. For a 4-D or 5-D source whose own layout gets a slow kernel
+ * (pools), or whose kernel must not depend on its source's layout
+ * (BatchNormalization). */
+bool dn_fast_layout(pprt_exec *x, dnnl_memory_desc_t *src, bool unpadded, bool conv_first, dn_pd_make *make,
+                    void *ctx, bool (*fast)(const_dnnl_primitive_desc_t), dnnl_primitive_desc_t *pd) {
     static const dnnl_format_tag_t tags[2][3] = {{dnnl_aBcd16b, dnnl_aBcd8b, dnnl_acdb},
                                                  {dnnl_aBcde16b, dnnl_aBcde8b, dnnl_acdeb}};
     static const int block[3] = {16, 8, 1};
     const int nd = src->ndims;
-    if (nd < 4 || nd > 5) return;
-    for (int k = 0; k < 3; k++) {
+    if (nd < 4 || nd > 5) return false;
+    int order[4] = {0, 1, 2, -1};
+    if (conv_first) {
+        const dnnl_format_tag_t first = conv_tag(x, nd);
+        for (int k = 0; k < 3; k++)
+            if (tags[nd - 4][k] == first) order[0] = k, order[k] = 0;
+    }
+    for (int j = 0; j < 3; j++) {
+        const int k = order[j];
         dnnl_memory_desc_t blk;
         dnnl_primitive_desc_t bpd = NULL;
         pp_err e = {0};
@@ -328,8 +367,9 @@ void dn_fast_layout(pprt_exec *x, dnnl_memory_desc_t *src, bool unpadded, dn_pd_
         dnnl_primitive_desc_destroy(*pd);
         *pd = bpd;
         *src = blk;
-        return;
+        return true;
     }
+    return false;
 }
 
 /* Output yi of node n takes over the bytes of its input xi (stored as xmd)

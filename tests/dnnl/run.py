@@ -510,13 +510,40 @@ def windows():
         ["MatMul", "Softmax", "Conv", "Mul", "Concat", "BatchNormalization"]
 
 
+def metaformer():
+    """EfficientFormer's and PoolFormer's blocks: y = x + ls1 * (AvgPool(x) -
+    x); z = y + ls2 * Conv(Gelu(Conv(y))), the last two absorbed by the second
+    convolution as post-ops with the residual y as a whole operand; then a
+    product whose residual is a convolution's (blocked) output. At -pp 2 and
+    3 a cut leaves some residual plain that -pp 1 has blocked: the kernel a
+    node takes and which nodes it absorbs must not depend on that
+    (efficientformer_l1 of the timm sweep lost bit identity so). Last a
+    BatchNormalization after a Concat of a convolution's output and one made
+    early, which a cut leaves plain: its kernel must not depend on the
+    Concat's layout either (tf_mixnet_s at -pp 4)."""
+    m = Model("metaformer", [("x", (3, 16, 16))])
+    x = m.op("Relu", [m.conv("x", 3, 32, (3, 3), pads=[1, 1, 1, 1])])
+    early = m.conv(x, 32, 16, (1, 1))
+    for _ in range(3):
+        p = m.op("AveragePool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1],
+                 count_include_pad=0)
+        y = m.op("Add", [x, m.op("Mul", [m.op("Sub", [p, x]), m.rand(32, 1, 1)])])
+        h = m.conv(m.op("Gelu", [m.conv(y, 32, 64, (1, 1))]), 64, 32, (1, 1))
+        x = m.op("Add", [y, m.op("Mul", [h, m.rand(32, 1, 1)])])
+    r = m.conv(x, 32, 32, (1, 1))
+    t = m.op("Add", [m.op("MatMul", [x, m.rand(16, 16, scale=0.3)]), r])
+    c = m.op("Relu", [m.bn(m.op("Concat", [early, m.conv(x, 32, 24, (1, 1))], axis=1), 40)])
+    return m.save([t, c]), m.data(), ["Conv", "AveragePool", "MatMul", "BatchNormalization"]
+
+
 # ---- run everything --------------------------------------------------------------------------------
 
-for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices, cut_types, windows):
+for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices, cut_types, windows,
+             metaformer):
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
-        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices", "windows") else \
+        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices", "windows", "metaformer") else \
             (1, 2, 3, 4) if name == "cut_types" else (1,)
         for pp in pps:
             plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
@@ -543,7 +570,8 @@ for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices
 # windows: a BatchNormalization after a Concat whose inputs a cut leaves
 # plain: its kernel (and so its bits) must not depend on the split (the
 # zoo's DenseNet-121 at -pp 4 is the model that showed it: tests/models)
-for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows") for k in (2, 3)):
+# metaformer: likewise for a residual absorbed as a post-op (see the model)
+for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows", "metaformer") for k in (2, 3)):
     d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_blocked_t1") for k in (1, pp))
     if os.path.isdir(d1) and os.path.isdir(dn):
         for f in sorted(x for x in os.listdir(d1) if x.endswith(".npy")):

@@ -23,7 +23,7 @@ Prints Markdown tables (model, params, ops after the passes, compile time,
 -pp 2 imbalance of time and memory, max error against onnxruntime, result)
 and exits 1 if any model fails.
 
-Usage: run_zoo.py WORKDIR [--models a,b,...] [--ci] [--table FILE]
+Usage: run_zoo.py WORKDIR [--models a,b,...] [--ci] [--tag fast|slow|sweep] [--table FILE]
 (env: PPCC, PPRT; the exported models are cached in WORKDIR/NAME)."""
 import argparse
 import json
@@ -239,11 +239,17 @@ def main():
     ap.add_argument("work")
     ap.add_argument("--models")
     ap.add_argument("--ci", action="store_true", help="the subset CI runs")
+    ap.add_argument("--tag", default="fast", help="the zoo's models of this tag (default fast)")
     ap.add_argument("--table")
     a = ap.parse_args()
-    names = a.models.split(",") if a.models else CI_MODELS if a.ci else zoo_models("fast")
+    names = a.models.split(",") if a.models else CI_MODELS if a.ci else zoo_models(a.tag)
     os.makedirs(a.work, exist_ok=True)
-    rows = [check_model(n, a.work) for n in names]
+    rows = []
+    for n in names:
+        t0 = time.time()
+        rows.append(check_model(n, a.work))
+        print(f"[run_zoo] {n}: {rows[-1]['result']} ({time.time() - t0:.0f} s)"
+              + "".join(f"\n    {x}" for x in rows[-1]["notes"]), file=sys.stderr, flush=True)
     lines = ["| model | params | ops | compile s | pp=2 imbalance time / memory, auto | same, params "
              "| max abs err vs onnxruntime | oneDNN vs reference kernels | result |",
              "|---|---:|---:|---:|---|---|---:|---:|---|"]

@@ -375,11 +375,45 @@ def _timm_build(candidates):
     return build
 
 
+# The timm sweep (tag "sweep", not run by CI): the smallest model of nearly
+# every architecture family timm 0.9.2 has, at its native input size, to
+# find the ops and patterns the CI zoo does not hold (attention variants,
+# relative positions, LSTMs, Fold, SAME padding, odd normalizations).
+# `run_zoo.py WORK --tag sweep` checks them; docs/design-notes.md has the
+# results.
+TIMM_SWEEP = """
+    volo_d1_224 sequencer2d_s levit_128s eva02_tiny_patch14_224 mvitv2_tiny
+    botnet26t_256 halonet26t lambda_resnet26t haloregnetz_b coatnet_nano_rw_224
+    maxvit_nano_rw_256 maxxvit_rmlp_nano_rw_256 coat_lite_tiny crossvit_tiny_240
+    convit_tiny cait_xxs24_224 tnt_s_patch16_224 xcit_nano_12_p16_224
+    efficientformer_l1 efficientformerv2_s0 edgenext_xx_small mobilevit_xxs
+    mobilevitv2_050 focalnet_tiny_srf gcvit_xxtiny davit_tiny nest_tiny
+    pit_ti_224 pvt_v2_b0 twins_svt_small twins_pcpvt_small visformer_tiny
+    swinv2_cr_tiny_224 swinv2_tiny_window8_256 vit_relpos_small_patch16_224
+    beit_base_patch16_224 deit3_small_patch16_224
+    deit_tiny_distilled_patch16_224 flexivit_small vit_tiny_r_s16_p8_224
+    mixer_s32_224 gmlp_ti16_224 resmlp_12_224 poolformer_s12 caformer_s18
+    convnext_atto convnextv2_atto convmixer_768_32 tresnet_m
+    tf_efficientnet_b0 tf_mixnet_s efficientnet_b0_gn efficientnetv2_rw_t
+    gc_efficientnetv2_rw_t tinynet_e fbnetv3_b mobilenetv3_small_050
+    tf_mobilenetv3_small_minimal_100 ghostnet_050 rexnet_100 eca_nfnet_l0
+    nf_regnet_b0 resnetv2_50d_gn resnetv2_50x1_bit gernet_s repvgg_a2
+    regnetz_b16 gcresnext26ts eca_resnext26ts bat_resnext26ts regnetx_002
+    regnety_002 res2net50_14w_8s resnest14d skresnet18 seresnext26d_32x4d
+    ecaresnet26t resnet18d legacy_seresnet18 dpn48b ese_vovnet19b_dw dla34
+    dla46x_c hrnet_w18_small cspresnet50 cspdarknet53 cs3darknet_focus_s
+    densenetblur121d inception_v3 inception_v4 legacy_xception
+""".split()
+
 if importlib.util.find_spec("timm") is not None:
     for _name, _cands in TIMM_GIANTS:
         register(Spec(_name, "slow", "timm", _timm_build(_cands),
                       input_shape=None,   # native size, from pretrained_cfg
                       notes="timm, num_classes=10, random weights"))
+    for _name in TIMM_SWEEP:
+        register(Spec(_name, "sweep", "timm", _timm_build([_name]),
+                      input_shape=None,
+                      notes="timm sweep, num_classes=10, random weights"))
 
 
 # ---------------------------------------------------------------------------
