@@ -26,6 +26,15 @@ pp_status pp_convt_geom(pp_attrs a, const pp_shape *x, const pp_shape *w, pp_geo
  * reversed); fails unless it is a permutation of 0..rank-1. */
 pp_status pp_transpose_perm(pp_attrs a, int rank, int64_t *perm, pp_err *err);
 
+/* DepthToSpace and SpaceToDepth (op) over x [N, C, H, W]: the output seen
+ * as six dims, dim[6] (row-major, the output's own order), and for each the
+ * stride in elements of the input it reads (sst[6]). DepthToSpace: output
+ * [N, C/b^2, H, b, W, b], from the input seen as [N, b, b, C/b^2, H, W]
+ * (mode DCR, the default) or [N, C/b^2, b, b, H, W] (CRD). SpaceToDepth:
+ * output [N, b, b, C, H/b, W/b] from the input seen as [N, C, H/b, b, W/b,
+ * b]. Fails naming the attribute or dim that does not fit. */
+pp_status pp_space_depth(pp_op op, pp_attrs a, const pp_shape *x, int64_t *dim, int64_t *sst, pp_err *err);
+
 /* Slice: from the attributes (opset < 10) or the constant inputs starts,
  * ends, axes and steps, per axis of the input the first element taken and
  * the step between elements (axes not sliced: 0 and 1), and the output

@@ -234,6 +234,76 @@ pp_status shape_TRANSPOSE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *ou
 }
 ZERO_FLOPS(TRANSPOSE)
 
+/* ---- DepthToSpace / SpaceToDepth --------------------------------------------------- */
+
+pp_status pp_space_depth(pp_op op, pp_attrs a, const pp_shape *x, int64_t *dim, int64_t *sst, pp_err *err) {
+    const char *name = pp_op_table[op].name;
+    if (x->rank != 4)
+        return PP_FAIL(err, PP_EUNSUP, "input 'input' has rank %d; %s takes [N, C, H, W]", x->rank, name);
+    int64_t b;
+    PP_TRY(pp_attr_int(a, "blocksize", 0, &b, err));
+    if (b < 1) return PP_FAIL(err, PP_EINVAL, "attribute 'blocksize'=%lld must be at least 1", (long long)b);
+    const int64_t N = x->dim[0], C = x->dim[1], H = x->dim[2], W = x->dim[3];
+    const int64_t sN = C * H * W, sC = H * W, sH = W; /* the input's strides */
+    if (op == PP_OP_DEPTHTOSPACE) {
+        const char *mode;
+        PP_TRY(pp_attr_string(a, "mode", "DCR", &mode, err));
+        const bool crd = !strcmp(mode, "CRD");
+        if (!crd && strcmp(mode, "DCR"))
+            return PP_FAIL(err, PP_EINVAL, "attribute 'mode'='%s' is neither DCR nor CRD", mode);
+        if (C % (b * b))
+            return PP_FAIL(err, PP_EINVAL, "input 'input' has %lld channels, not a multiple of blocksize^2 = %lld",
+                           (long long)C, (long long)(b * b));
+        const int64_t c = C / (b * b);
+        const int64_t d[6] = {N, c, H, b, W, b};
+        /* output (n, k, h, i, w, j) reads channel i*b*c + j*c + k (DCR) or k*b*b + i*b + j (CRD) */
+        const int64_t st[6] = {sN, crd ? b * b * sC : sC, sH, crd ? b * sC : b * c * sC, 1, crd ? sC : c * sC};
+        memcpy(dim, d, sizeof d);
+        memcpy(sst, st, sizeof st);
+        return PP_OK;
+    }
+    if (H % b || W % b)
+        return PP_FAIL(err, PP_EINVAL, "input 'input' is %lld x %lld, not a multiple of blocksize %lld",
+                       (long long)H, (long long)W, (long long)b);
+    /* output (n, i, j, k, h, w): channel (i*b + j)*C + k reads input (n, k, h*b + i, w*b + j) */
+    const int64_t d[6] = {N, b, b, C, H / b, W / b};
+    const int64_t st[6] = {sN, sH, 1, sC, b * sH, b};
+    memcpy(dim, d, sizeof d);
+    memcpy(sst, st, sizeof st);
+    return PP_OK;
+}
+
+static pp_status shape_space_depth(pp_op op, pp_attrs a, const pp_tinfo *in, pp_tinfo *out, pp_err *err) {
+    PP_TRY(need_sized(&in[0], "input 'input'", err));
+    int64_t d[6], st[6];
+    PP_TRY(pp_space_depth(op, a, &in[0].shape, d, st, err));
+    out[0].dtype = in[0].dtype;
+    out[0].shape.rank = 4;
+    out[0].shape.dim[0] = d[0];
+    if (op == PP_OP_DEPTHTOSPACE) {
+        out[0].shape.dim[1] = d[1];
+        out[0].shape.dim[2] = d[2] * d[3];
+        out[0].shape.dim[3] = d[4] * d[5];
+    } else {
+        out[0].shape.dim[1] = d[1] * d[2] * d[3];
+        out[0].shape.dim[2] = d[4];
+        out[0].shape.dim[3] = d[5];
+    }
+    return PP_OK;
+}
+
+pp_status shape_DEPTHTOSPACE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    return shape_space_depth(PP_OP_DEPTHTOSPACE, a, in, out, err);
+}
+ZERO_FLOPS(DEPTHTOSPACE)
+
+pp_status shape_SPACETODEPTH(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    return shape_space_depth(PP_OP_SPACETODEPTH, a, in, out, err);
+}
+ZERO_FLOPS(SPACETODEPTH)
+
 /* ---- Squeeze / Unsqueeze ------------------------------------------------------------- */
 
 /* axes: attribute before opset 13, optional input 1 from 13; *n = 0 when absent. */

@@ -635,6 +635,11 @@ static int rule(bctx *c, int i) {
                     return mixes(c, "its residual input carries samples on axis %d", r.axis);
             }
             break;
+        case PP_OP_DEPTHTOSPACE: case PP_OP_SPACETODEPTH:
+            if (s.axis != 0)
+                return mixes(c, "it moves values between its input's channel and spatial axes, and "
+                             "axis %d carries the batch", s.axis);
+            break;
         case PP_OP_INSTANCENORM: case PP_OP_BATCHNORM: {
             int64_t train = 0;
             pp_err e = {0};

@@ -179,6 +179,35 @@ pp_status kern_TRANSPOSE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
     return PP_OK;
 }
 
+/* ---- DepthToSpace / SpaceToDepth: a six-dim strided copy (pp_space_depth) ------------- */
+
+static pp_status space_depth(pp_op op, pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                             int n_out, pp_err *err) {
+    const char *name = pp_op_table[op].name;
+    PP_TRY(pprt_need_counts(name, n_in, 1, 1, n_out, err));
+    PP_TRY(same_type(name, &in[0], &out[0], err));
+    int64_t d[6], st[6];
+    PP_TRY(pp_space_depth(op, attrs, &in[0].shape, d, st, err));
+    pp_shape want = {.rank = 4, .dim = {d[0], 0, 0, 0}};
+    if (op == PP_OP_DEPTHTOSPACE) want.dim[1] = d[1], want.dim[2] = d[2] * d[3], want.dim[3] = d[4] * d[5];
+    else want.dim[1] = d[1] * d[2] * d[3], want.dim[2] = d[4], want.dim[3] = d[5];
+    PP_TRY(check_shape(name, &out[0], &want, err));
+    strided_copy(esize(&in[0]), 6, d, st, in[0].data, out[0].data);
+    return PP_OK;
+}
+
+pp_status kern_DEPTHTOSPACE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                            pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    return space_depth(PP_OP_DEPTHTOSPACE, attrs, in, n_in, out, n_out, err);
+}
+
+pp_status kern_SPACETODEPTH(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                            pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    return space_depth(PP_OP_SPACETODEPTH, attrs, in, n_in, out, n_out, err);
+}
+
 /* ---- Concat / Split ----------------------------------------------------------------- */
 
 pp_status kern_CONCAT(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,

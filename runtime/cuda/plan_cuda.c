@@ -492,6 +492,14 @@ static pp_status plan_view_like(planner *P, int ni, bool *ok) {
             const int xd = d - (r - x->shape.rank);
             k.sst[d] = xd < 0 || x->shape.dim[xd] == 1 ? 0 : xst[xd];
         }
+    } else if (n->op == PP_OP_DEPTHTOSPACE || n->op == PP_OP_SPACETODEPTH) {
+        /* the output seen as six dims, each reading the input at its stride */
+        int64_t d6[6], s6[6];
+        if (pp_space_depth(n->op, a, &x->shape, d6, s6, NULL) != PP_OK) return PP_OK;
+        int64_t o6[6] = {[5] = 1};
+        for (int d = 4; d >= 0; d--) o6[d] = o6[d + 1] * d6[d + 1];
+        k.rank = 6;
+        for (int d = 0; d < 6; d++) k.dim[d] = d6[d], k.dst_st[d] = o6[d], k.sst[d] = s6[d];
     } else { /* Tile */
         if (x->shape.rank != r) return PP_OK;
         for (int d = 0; d < r; d++) k.sst[d] = xst[d], k.mod[d] = x->shape.dim[d];
@@ -1624,6 +1632,7 @@ static const struct {
     ROW(CASTLIKE, plan_select_cast, "own kernel") ROW(CLIP, plan_select_cast, "own kernel")
     ROW(TRANSPOSE, plan_view_like, "own kernel") ROW(SLICE, plan_view_like, "own kernel")
     ROW(EXPAND, plan_view_like, "own kernel") ROW(TILE, plan_view_like, "own kernel")
+    ROW(DEPTHTOSPACE, plan_view_like, "own kernel") ROW(SPACETODEPTH, plan_view_like, "own kernel")
     ROW(PAD, plan_pad, "own kernel") ROW(CONCAT, plan_concat_split, "own kernel")
     ROW(SPLIT, plan_concat_split, "own kernel") ROW(GATHER, plan_gather, "own kernel")
     ROW(SOFTMAX, plan_softmax, "own kernel") ROW(LOGSOFTMAX, plan_softmax, "own kernel")

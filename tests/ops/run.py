@@ -13,7 +13,7 @@ run time) with a message naming the node and the reason.
 
 Cases: the unary math (trigonometric, hyperbolic, Round, Softsign, Mish,
 Celu, ThresholdedRelu, Swish, Sign, Shrink, IsNaN, IsInf), the bitwise ops,
-EyeLike, ScatterElements with each reduction, RMSNormalization,
+DepthToSpace (both modes) and SpaceToDepth, EyeLike, ScatterElements with each reduction, RMSNormalization,
 RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
 (causal, bool / float / short masks, GQA in 3-D, scale, softcap, past
 key/value with present outputs), and Loop / If / sequence graphs (constant
@@ -226,6 +226,21 @@ for dt in (np.uint8, np.uint32):
     for direction in ("LEFT", "RIGHT"):
         case(f"bitshift_{direction.lower()}_{np.dtype(dt).name}",
              [helper.make_node("BitShift", ["a", "s"], ["y"], direction=direction)], {"a": a, "s": s}, ["y"], opset=11)
+
+# ---- DepthToSpace, SpaceToDepth (MobileViT-v2's and TResNet's pixel shuffles) ---------------------
+for mode in ("DCR", "CRD"):
+    case(f"depthtospace_{mode}_b3", [helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=3, mode=mode)],
+         {"x": f32(2, 18, 4, 5)}, ["y"], opset=13, rtol=0, atol=0)
+case("depthtospace_int64_b2", [helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2)],
+     {"x": rng.integers(-9, 9, (1, 8, 3, 2)).astype(np.int64)}, ["y"], opset=11, rtol=0, atol=0,
+     oracle="reference")
+for b in (2, 3):
+    case(f"spacetodepth_b{b}", [helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=b)],
+         {"x": f32(2, 3, 6, 12)}, ["y"], opset=13, rtol=0, atol=0)
+refused("depthtospace_channels", [helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2, name="d2s")],
+        {"x": f32(1, 6, 2, 2)}, ["y"], "not a multiple of blocksize^2")
+refused("spacetodepth_size", [helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2, name="s2d")],
+        {"x": f32(1, 3, 5, 4)}, ["y"], "not a multiple of blocksize 2")
 
 # ---- EyeLike, ScatterElements ---------------------------------------------------------------------
 case("eyelike_k1_int32", [helper.make_node("EyeLike", ["x"], ["y"], k=1, dtype=TP.INT32)], {"x": f32(4, 6)}, ["y"],
