@@ -23,6 +23,11 @@ typedef double pp_flops_fn(pp_attrs a, const pp_tinfo *in, int n_in, const pp_ti
 #undef PP_OP
 
 /* Shared helpers for shape functions (ir/shape.c). */
+/* Whether a BatchNormalization node normalizes with the statistics of its
+ * input (training) rather than its input_mean and input_var: training_mode=1
+ * from opset 14; before it, any output beyond Y (the running and saved
+ * statistics exist only in training). Every backend asks this one function. */
+bool pp_bn_training(pp_attrs a, int n_out);
 /* NumPy multidirectional broadcasting of a and b into o. */
 pp_status pp_broadcast(const pp_shape *a, const pp_shape *b, pp_shape *o, pp_err *err);
 /* An elementwise loop over merged dims: appends the output's next dim d, along which input q

@@ -150,6 +150,21 @@ pp_status shape_CONV(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
     return PP_OK;
 }
 
+bool pp_bn_training(pp_attrs a, int n_out) {
+    int64_t training = 0;
+    pp_err e = {0};
+    if (a.opset >= 14) return pp_attr_int(a, "training_mode", 0, &training, &e) == PP_OK && training != 0;
+    return n_out > 1;
+}
+
+/* Training mode (pp_bn_training) normalizes with the input's own mean and
+ * (population) variance per channel, as PyTorch and onnxruntime do; the
+ * other outputs, where the node has them, are as onnxruntime gives them:
+ * the running mean and variance (input_mean * momentum + batch mean * (1 -
+ * momentum), the same for the variance), then before opset 14 the saved
+ * mean (the batch's) and the saved inverse standard deviation, 1 / sqrt(var
+ * + epsilon). timm's weight-standardized convolutions (BiT, NFNet) export
+ * their weights' standardization so; on constant weights it folds. */
 pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                                  int n_out, pp_err *err) {
     (void)n_in;
@@ -158,10 +173,14 @@ pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *ou
     int64_t training = 0, spatial = 1;
     PP_TRY(pp_attr_int(a, "training_mode", 0, &training, err));
     PP_TRY(pp_attr_int(a, "spatial", 1, &spatial, err));
-    if (training) return PP_FAIL(err, PP_EUNSUP, "attribute 'training_mode'=1 (training) is not supported");
-    if (n_out > 1)
-        return PP_FAIL(err, PP_EUNSUP, "%d outputs: the running and saved mean/variance outputs "
-                       "exist only in training, which is not supported", n_out);
+    if (training != 0 && training != 1)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'training_mode'=%lld must be 0 or 1", (long long)training);
+    const bool train = pp_bn_training(a, n_out);
+    if (a.opset >= 14 && !train && n_out > 1)
+        return PP_FAIL(err, PP_EINVAL, "%d outputs with training_mode=0: the running mean and variance "
+                       "exist only in training", n_out);
+    if (a.opset >= 14 && n_out > 3)
+        return PP_FAIL(err, PP_EINVAL, "%d outputs; from opset 14 there are at most 3", n_out);
     if (spatial != 1) return PP_FAIL(err, PP_EUNSUP, "attribute 'spatial'=0 is not supported");
     static const char *names[] = {"", "scale", "B", "input_mean", "input_var"};
     for (int i = 1; i < 5; i++) {
@@ -171,6 +190,7 @@ pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *ou
                            (long long)in[0].shape.dim[1]);
     }
     out[0] = (pp_tinfo){PP_F32, in[0].shape, NULL};
+    for (int k = 1; k < n_out; k++) out[k] = (pp_tinfo){PP_F32, in[1].shape, NULL};
     return PP_OK;
 }
 

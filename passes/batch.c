@@ -641,10 +641,7 @@ static int rule(bctx *c, int i) {
                              "axis %d carries the batch", s.axis);
             break;
         case PP_OP_INSTANCENORM: case PP_OP_BATCHNORM: {
-            int64_t train = 0;
-            pp_err e = {0};
-            (void)pp_attr_int(a, "training_mode", 0, &train, &e);
-            if (n->op == PP_OP_BATCHNORM && train)
+            if (n->op == PP_OP_BATCHNORM && pp_bn_training(a, n->n_out))
                 return mixes(c, "in training mode it normalizes with the mean and variance of "
                              "the batch");
             if (n->op == PP_OP_INSTANCENORM && s.axis > 1)

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/op_fns.h"
 #include "passes.h"
 
 static bool is(const pp_graph *g, int node, pp_op op) { return node >= 0 && !g->nodes[node].dead && g->nodes[node].op == op; }
@@ -130,7 +131,8 @@ static pp_status add_attrs(pp_graph *g, pp_node *n, const pp_attr *extra, int cn
 static pp_status fuse_bn(pp_graph *g, int bn, bool *changed, pp_err *err) {
     pp_node *B = &g->nodes[bn];
     int c = producer(g, B->in[0]);
-    if (!is(g, c, PP_OP_CONV) || sole_user(g, B->in[0]) != bn) return PP_OK;
+    if (!is(g, c, PP_OP_CONV) || sole_user(g, B->in[0]) != bn || pp_bn_training(pp_node_attrs(g, B), B->n_out))
+        return PP_OK;
     pp_node *C = &g->nodes[c];
     const pp_value *w = &g->values[C->in[1]];
     const pp_value *bias = C->n_in > 2 && C->in[2] >= 0 ? &g->values[C->in[2]] : NULL;

@@ -424,7 +424,9 @@ pp_status kern_CONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
 pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                                 int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
-    PP_TRY(pprt_need_counts("BatchNormalization", n_in, 5, 5, n_out, err));
+    PP_TRY(pprt_need_counts("BatchNormalization", n_in, 5, 5, 1, err));
+    if (n_out < 1 || n_out > 5)
+        return PP_FAIL(err, PP_EINVAL, "BatchNormalization kernel: %d outputs, expected 1..5", n_out);
     static const char *names[] = {"input X", "scale", "B", "input_mean", "input_var"};
     for (int i = 0; i < 5; i++) PP_TRY(pprt_need_f32(&in[i], names[i], err));
     PP_TRY(pprt_need_f32(&out[0], "BatchNormalization output", err));
@@ -436,8 +438,14 @@ pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
             return PP_FAIL(err, PP_EINVAL, "BatchNormalization kernel: %s must have shape [%lld]",
                            names[i], (long long)xs->dim[1]);
     PP_TRY(pprt_need_shape(&out[0], xs, "BatchNormalization output", err));
-    float eps;
+    const bool train = pp_bn_training(attrs, n_out);
+    for (int k = 1; k < n_out; k++) {
+        PP_TRY(pprt_need_f32(&out[k], "BatchNormalization statistics output", err));
+        PP_TRY(pprt_need_shape(&out[k], &in[1].shape, "BatchNormalization statistics output", err));
+    }
+    float eps, momentum;
     PP_TRY(pp_attr_float(attrs, "epsilon", 1e-5f, &eps, err));
+    PP_TRY(pp_attr_float(attrs, "momentum", 0.9f, &momentum, err));
 
     const int64_t N = xs->dim[0], C = xs->dim[1];
     int64_t inner = 1;
@@ -446,9 +454,28 @@ pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
                 *var = in[4].data;
     float *y = out[0].data;
     for (int64_t c = 0; c < C; c++) {
+        double mu = mean[c], v = var[c];
+        if (train) { /* the channel's own statistics, in double: mean, then the population variance */
+            double sum = 0, sq = 0;
+            const double cnt = (double)(N * inner);
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t i = 0; i < inner; i++) sum += x[(n * C + c) * inner + i];
+            mu = sum / cnt;
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t i = 0; i < inner; i++) {
+                    const double d = x[(n * C + c) * inner + i] - mu;
+                    sq += d * d;
+                }
+            v = sq / cnt;
+            const double keep = momentum, take = 1.0 - (double)momentum;
+            const double stats[4] = {mean[c] * keep + mu * take, var[c] * keep + v * take, mu,
+                                     1.0 / sqrt(v + (double)eps)};
+            for (int k = 1; k < n_out && k <= 4; k++)
+                ((float *)out[k].data)[c] = (float)stats[k - 1];
+        }
         /* y = (x - mean) * (scale / sqrt(var + eps)) + B */
-        const float s = (float)((double)scale[c] / sqrt((double)var[c] + (double)eps));
-        const float m = mean[c], b = B[c];
+        const float s = (float)((double)scale[c] / sqrt(v + (double)eps));
+        const float m = (float)mu, b = B[c];
         for (int64_t n = 0; n < N; n++) {
             const float *restrict xp = x + (n * C + c) * inner;
             float *restrict yp = y + (n * C + c) * inner;

@@ -826,7 +826,7 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
     if (!all_f32(P, n)) return PP_OK;
     const pp_shape *xs = &x->shape;
     if (n->op == PP_OP_BATCHNORM) {
-        if (n->n_out != 1 || xs->rank < 2) return PP_OK;
+        if (n->n_out != 1 || xs->rank < 2 || pp_bn_training(attrs_of(P, n), n->n_out)) return PP_OK;
         NEW_STEP(s, P, PCU_S_KERNEL, ni, 6);
         s->kernel = PCU_K_BN;
         int64_t S = 1;

@@ -29,6 +29,7 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int xi = n->in[0], yi = n->out[0];
     const pp_shape *xs = &T(x, xi)->shape;
     if (xs->rank < 2 || xs->rank > 5) return unsup(err, "rank");
+    if (pp_bn_training(a, n->n_out)) return unsup(err, "training mode (the statistics of its input)");
     for (int k = 1; k < 5; k++)
         if (T(x, n->in[k])->shape.rank != 1 || T(x, n->in[k])->shape.dim[0] != xs->dim[1])
             return unsup(err, "statistics shape");

@@ -13,7 +13,9 @@ run time) with a message naming the node and the reason.
 
 Cases: the unary math (trigonometric, hyperbolic, Round, Softsign, Mish,
 Celu, ThresholdedRelu, Swish, Sign, Shrink, IsNaN, IsInf), the bitwise ops,
-DepthToSpace (both modes) and SpaceToDepth, EyeLike, ScatterElements with each reduction, RMSNormalization,
+DepthToSpace (both modes) and SpaceToDepth, BatchNormalization in training mode
+(five outputs before opset 14, three from it, a weight standardization folded by ppcc,
+refused over batched samples), EyeLike, ScatterElements with each reduction, RMSNormalization,
 RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
 (causal, bool / float / short masks, GQA in 3-D, scale, softcap, past
 key/value with present outputs), and Loop / If / sequence graphs (constant
@@ -241,6 +243,52 @@ refused("depthtospace_channels", [helper.make_node("DepthToSpace", ["x"], ["y"],
         {"x": f32(1, 6, 2, 2)}, ["y"], "not a multiple of blocksize^2")
 refused("spacetodepth_size", [helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2, name="s2d")],
         {"x": f32(1, 3, 5, 4)}, ["y"], "not a multiple of blocksize 2")
+
+# ---- BatchNormalization in training mode (timm's weight-standardized convolutions: BiT, NFNet) -----
+# the statistics of the input itself; before opset 14 five outputs (running mean and variance, saved
+# mean and inverse standard deviation, as onnxruntime gives them), from 14 training_mode=1 and three
+C3 = {"s": np.linspace(0.5, 1.5, 3).astype(np.float32), "b": np.linspace(-1, 1, 3).astype(np.float32),
+      "m": np.full(3, 0.5, np.float32), "v": np.full(3, 2.0, np.float32)}
+case("batchnorm_training_opset13", [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                                                     ["y", "rm", "rv", "sm", "sv"], epsilon=1e-3, momentum=0.7)],
+     {"x": f32(4, 3, 5, 2, lo=-2, hi=6)}, ["y", "rm", "rv", "sm", "sv"], inits=C3, opset=13, rtol=1e-5, atol=1e-5)
+case("batchnorm_training_opset15", [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                                                     ["y", "rm", "rv"], training_mode=1, momentum=0.2)],
+     {"x": f32(2, 3, 7, lo=-2, hi=6)}, ["y", "rm", "rv"], inits=C3, opset=15, rtol=1e-5, atol=1e-5,
+     oracle="reference")
+# the standardization of constant weights, folded by ppcc: no BatchNormalization left in the plan
+W = rng.normal(0, 0.2, (4, 3, 3, 3)).astype(np.float32)
+std_nodes = [helper.make_node("Reshape", ["w", "wshape"], ["w3"]),
+             helper.make_node("BatchNormalization", ["w3", "ones", "zeros", "m4", "v4"],
+                              ["wn", "o1", "o2", "o3", "o4"], epsilon=1e-6, momentum=1.0),
+             helper.make_node("Reshape", ["wn", "wfull"], ["ws"]),
+             helper.make_node("Conv", ["x", "ws"], ["y"], pads=[1, 1, 1, 1])]
+std_inits = {"w": W, "wshape": np.array([1, 4, 27], np.int64), "wfull": np.array([4, 3, 3, 3], np.int64),
+             "ones": np.ones(4, np.float32), "zeros": np.zeros(4, np.float32),
+             "m4": W.reshape(4, -1).mean(1), "v4": W.reshape(4, -1).var(1)}
+case("batchnorm_training_weight_standardization", std_nodes, {"x": f32(2, 3, 6, 6)}, ["y"], inits=std_inits,
+     opset=13, rtol=1e-4, atol=1e-5)
+def batch_dynamic(m):
+    """m with dim 0 of its first input named, so ppcc -b may cut it into micro-batches."""
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+    return m
+
+
+d, path = write_case("batchnorm_training_weight_standardization", batch_dynamic(
+    model(std_nodes, {"x": f32(2, 3, 6, 6)}, ["y"], std_inits, 13)), {"x": f32(2, 3, 6, 6)})
+r = subprocess.run([PPCC, path, "-b", "1", "--dump-ir", "-q", "-o", os.path.join(d, "b1.plan")],
+                   capture_output=True, text=True)
+if r.returncode or "BatchNormalization" in r.stdout:
+    failures.append(f"batchnorm_training_weight_standardization: not folded at -b 1 (exit {r.returncode}): "
+                    f"{r.stderr.strip()[-300:]}")
+# over the samples themselves it mixes them: refused when cut into micro-batches
+n_cases += 1
+d, path = write_case("batchnorm_training_batched", batch_dynamic(model(
+    [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], training_mode=1, name="bn")],
+    {"x": f32(2, 3, 4)}, ["y"], C3, 15)), {"x": f32(2, 3, 4)})
+r = subprocess.run([PPCC, path, "-b", "1", "-q", "-o", os.path.join(d, "b1.plan")], capture_output=True, text=True)
+if r.returncode != 2 or "normalizes with the mean and variance of the batch" not in r.stderr:
+    failures.append(f"batchnorm_training_batched: ppcc -b 1 exit {r.returncode} (want 2): {r.stderr.strip()[-300:]}")
 
 # ---- EyeLike, ScatterElements ---------------------------------------------------------------------
 case("eyelike_k1_int32", [helper.make_node("EyeLike", ["x"], ["y"], k=1, dtype=TP.INT32)], {"x": f32(4, 6)}, ["y"],
