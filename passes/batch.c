@@ -443,19 +443,95 @@ static int gather_elements_rule(bctx *c, const pp_node *n, bax *res) {
     return shared_ok(c, n->in[cd ? 1 : 0], res->axis, *res);
 }
 
-/* ScatterND's constant index tuples: does component `comp` of every tuple
- * equal the tuple's own position along axis u of the indices' leading dims
- * (each sample written from its own place: shifted[:, 1:] = ids[:, :-1])? */
-static bool tuples_follow(const pp_tinfo *ix, int comp, int u, int64_t dim) {
-    const int q = ix->shape.rank;
-    const int64_t k = ix->shape.dim[q - 1], tuples = prod(&ix->shape, 0, q - 1);
-    const int64_t stride = prod(&ix->shape, u + 1, q - 1);
-    if (!ix->data || ix->shape.dim[u] != dim) return false;
-    for (int64_t t = 0; t < tuples; t++) {
-        int64_t v = ix->dtype == PP_I64 ? ((const int64_t *)ix->data)[t * k + comp]
-                                        : ((const int32_t *)ix->data)[t * k + comp];
+/* Component `comp` of ScatterND's index tuples (indices ix, of rank q) as
+ * a constant broadcast over the tuples' q-1 leading dims: *src, its dims
+ * right-aligned with them. From the folded indices themselves (a view of
+ * every comp-th element), or, when they were too large to fold, from the
+ * graph that builds them as torch exports an assignment to slices
+ * (x[:, :, a:, b:] = u, index_put): a Concat along the last axis of one
+ * component each, a folded constant [..., 1] or an Unsqueeze (or Reshape)
+ * to [..., 1] of an Expand of a small constant, a Range reshaped to lie
+ * along one axis (mvitv2_tiny's relative-position update: its tuples take
+ * 137 MB at the analysis' batch of 7, over the folding's 64 MB). False where
+ * it is neither. */
+typedef struct comp_view {
+    const void *data;
+    pp_dtype dtype;
+    int64_t dim[PP_MAX_DIMS], stride[PP_MAX_DIMS]; /* in elements; over the q-1 leading dims */
+} comp_view;
+
+static bool index_component(const bctx *c, int ix_v, const pp_tinfo *ix, int comp, comp_view *cv) {
+    const int q = ix->shape.rank, k = (int)ix->shape.dim[q - 1];
+    if (ix->data) {
+        cv->data = (const char *)ix->data + (size_t)comp * pp_dtype_size(ix->dtype);
+        cv->dtype = ix->dtype;
+        int64_t st = k;
+        for (int d = q - 2; d >= 0; d--) cv->dim[d] = ix->shape.dim[d], cv->stride[d] = st, st *= ix->shape.dim[d];
+        return true;
+    }
+    const pp_graph *g = c->g;
+    const int cat = g->values[ix_v].producer;
+    if (cat < 0 || g->nodes[cat].op != PP_OP_CONCAT || g->nodes[cat].n_in != k) return false;
+    int v = g->nodes[cat].in[comp];
+    if (v < 0) return false;
+    const pp_value *cvv = &g->values[v];
+    if (cvv->is_const && cvv->data && cvv->dtype == ix->dtype && cvv->shape.rank == q &&
+        cvv->shape.dim[q - 1] == 1) { /* folded: a constant of the tuples' dims */
+        int64_t st = 1;
+        for (int d = q - 2; d >= 0; d--) {
+            if (cvv->shape.dim[d] != ix->shape.dim[d]) return false;
+            cv->dim[d] = cvv->shape.dim[d], cv->stride[d] = st, st *= cvv->shape.dim[d];
+        }
+        cv->data = cvv->data;
+        cv->dtype = cvv->dtype;
+        return true;
+    }
+    const int un = g->values[v].producer;
+    if (un < 0 || (g->nodes[un].op != PP_OP_UNSQUEEZE && g->nodes[un].op != PP_OP_RESHAPE)) return false;
+    const int u = g->nodes[un].in[0];
+    const pp_shape *us = &g->values[u].shape, *vs = &g->values[v].shape;
+    if (vs->rank != q || us->rank != q - 1 || vs->dim[q - 1] != 1) return false;
+    for (int d = 0; d < q - 1; d++)
+        if (us->dim[d] != vs->dim[d] || us->dim[d] != ix->shape.dim[d]) return false;
+    const int ex = g->values[u].producer;
+    if (ex < 0 || g->nodes[ex].op != PP_OP_EXPAND) return false;
+    const pp_value *src = &g->values[g->nodes[ex].in[0]];
+    if (!src->is_const || !src->data || src->dtype != ix->dtype || src->shape.rank > q - 1) return false;
+    const int lead = q - 1 - src->shape.rank;
+    int64_t st = 1;
+    for (int d = q - 2; d >= 0; d--) {
+        const int64_t sd = d < lead ? 1 : src->shape.dim[d - lead];
+        if (sd != 1 && sd != us->dim[d]) return false;
+        cv->dim[d] = us->dim[d];
+        cv->stride[d] = sd == 1 ? 0 : st;
+        st *= sd;
+    }
+    cv->data = src->data;
+    cv->dtype = src->dtype;
+    return true;
+}
+
+/* Does component `comp` of every index tuple (cv) equal the tuple's own
+ * position along axis u of the indices' leading dims (each sample written
+ * from its own place: shifted[:, 1:] = ids[:, :-1])? Only the positions
+ * along u are read where the component does not vary along the other axes. */
+static bool tuples_follow(const comp_view *cv, int q, int u, int64_t dim) {
+    if (cv->dim[u] != dim) return false;
+    bool flat = true;
+    for (int d = 0; d < q - 1; d++) flat = flat && (d == u || cv->dim[d] == 1 || cv->stride[d] == 0);
+    int64_t idx[PP_MAX_DIMS] = {0}, total = 1;
+    for (int d = 0; d < q - 1; d++) total *= flat && d != u ? 1 : cv->dim[d];
+    for (int64_t t = 0; t < total; t++) {
+        int64_t off = 0, rest = t;
+        for (int d = q - 2; d >= 0; d--) {
+            const int64_t n = flat && d != u ? 1 : cv->dim[d];
+            idx[d] = rest % n;
+            rest /= n;
+            off += idx[d] * cv->stride[d];
+        }
+        int64_t v = cv->dtype == PP_I64 ? ((const int64_t *)cv->data)[off] : ((const int32_t *)cv->data)[off];
         if (v < 0) v += dim;
-        if (v != (t / stride) % ix->shape.dim[u]) return false;
+        if (v != idx[u]) return false;
     }
     return true;
 }
@@ -464,7 +540,8 @@ static bool tuples_follow(const pp_tinfo *ix, int comp, int u, int64_t dim) {
  * data.shape[k:], k the tuples' length. The batch may lie along data's
  * slice axes (>= k: the tuples address other axes) or along an addressed one
  * when every tuple's component there is the tuple's own position along a
- * leading axis of the indices. */
+ * leading axis of the indices (index_component: their values folded, or
+ * built as torch builds them for an assignment to slices). */
 static int scatternd_rule(bctx *c, const pp_node *n, bax *res) {
     const pp_tinfo *ix = &c->in[1];
     const int q = ix->shape.rank;
@@ -472,8 +549,8 @@ static int scatternd_rule(bctx *c, const pp_node *n, bax *res) {
     if (carries(c, n->in[1]))
         return lost(c, "its index tuples carry sample data: where a sample's values go depends "
                     "on data");
-    if (!ix->data || (ix->dtype != PP_I64 && ix->dtype != PP_I32))
-        return lost(c, "its index tuples are not known at compile time");
+    if (ix->dtype != PP_I64 && ix->dtype != PP_I32)
+        return lost(c, "its index tuples are not int64 or int32");
     const bool cd = carries(c, n->in[0]), cu = carries(c, n->in[2]);
     bax d = cd ? c->st[n->in[0]] : (bax){0}, u = cu ? c->st[n->in[2]] : (bax){0};
     int ua = -1; /* the updates' axis that matches the data's batch axis */
@@ -484,16 +561,24 @@ static int scatternd_rule(bctx *c, const pp_node *n, bax *res) {
         ua = u.axis;
     } else { /* the tuples address the batch axis */
         const int64_t dim = c->in[0].shape.dim[cd ? d.axis : 0];
+        bool known = true;
         for (int a = 0; a < q - 1 && ua < 0; a++) {
             if (cu && a != u.axis) continue;
             for (int comp = 0; comp < k && ua < 0; comp++) {
                 if (cd && comp != d.axis) continue;
-                if (tuples_follow(ix, comp, a, cd ? dim : c->in[0].shape.dim[comp])) {
+                comp_view cv;
+                if (!index_component(c, n->in[1], ix, comp, &cv)) {
+                    known = false;
+                    continue;
+                }
+                if (tuples_follow(&cv, q, a, cd ? dim : c->in[0].shape.dim[comp])) {
                     ua = a;
                     if (!cd) d = (bax){true, comp, 1, 1};
                 }
             }
         }
+        if (ua < 0 && !known)
+            return lost(c, "its index tuples are not known at compile time");
         if (ua < 0 || d.outer != 1 || d.inner != 1)
             return mixes(c, "its index tuples address the batch axis other than each at its own "
                          "place: it writes to samples by their place in the micro-batch");

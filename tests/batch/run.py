@@ -21,7 +21,9 @@ compiles every model that keeps its samples apart.
     --allow-batch-mixing, 4 samples match PyTorch and onnxruntime, `pprt
     --info` names the node, and 5 samples run with a warning;
   - BART's shift_tokens_right (ScatterND writing each sample's row from its
-    own place) compiles.
+    own place) compiles; an assignment to slices over every sample
+    (x[:, :, 1:, 1:] = ..., MViT-v2's) runs at -pp 1 and 2 and matches
+    onnxruntime, with index tuples small enough to fold and too large to.
 
 Usage: run.py WORKDIR (env: PPCC, PPRT). About 2 s."""
 import os
@@ -312,6 +314,31 @@ if torch is not None:
         r = subprocess.run([PPCC, "shift.onnx", "-b", b, "--dim", "seq=7", "-q", "-o", "shift.plan"], capture_output=True, text=True)
         if r.returncode:
             failures.append(f"shift_tokens_right -b {b} refused: {r.stderr.strip()[:400]}")
+
+    class SliceAdd(torch.nn.Module):  # MViT-v2's relative positions: attn[:, :, 1:, 1:] += rel
+        def forward(self, x):
+            a = x * 2.0
+            a[:, :, 1:, 1:] = a[:, :, 1:, 1:] + torch.tanh(x[:, :, :-1, :-1])
+            return a
+
+    # torch exports the assignment as ScatterND over index tuples built from
+    # Range, Expand and Concat; at 600 x 600 they take 80 MB at the analysis'
+    # batch of 7, more than ppcc folds, so the batch rule reads them from the
+    # graph that builds them (at 8 x 8 they fold)
+    for side in (8, 601):
+        torch.onnx.export(SliceAdd().eval(), torch.randn(2, 1, side, side), f"slice_add{side}.onnx", input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=14)
+        runs(f"slice assignment {side}x{side} (ScatterND)", f"slice_add{side}.onnx", [("x", (5, 1, side, side))])
+
+    class SliceShift(torch.nn.Module):  # all samples but the first written: depends on the place
+        def forward(self, x):
+            a = x * 2.0
+            a[1:, :, 1:, 1:] = 0.5
+            return a
+
+    torch.onnx.export(SliceShift().eval(), torch.randn(3, 1, 601, 601), "slice_shift.onnx", input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=14)
+    refused("slice assignment along the batch (ScatterND, not folded)", "slice_shift.onnx", ["ScatterND"])
 
 for f in failures:
     print("FAIL:", f)
