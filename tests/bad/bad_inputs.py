@@ -178,9 +178,9 @@ if onnx is not None:
     x4 = helper.make_tensor_value_info("x", F, [1, 3, 8, 8])
     y4 = helper.make_tensor_value_info("y", F, None)
     bnp = [helper.make_tensor(k, F, [3], np.ones(3, np.float32).tobytes(), raw=True) for k in ("s", "bb", "m", "v")]
-    expect("unsupported attribute value", [PPCC, save("bntrain", [helper.make_node(
-        "BatchNormalization", ["x", "s", "bb", "m", "v"], ["y"], name="/bn/BatchNormalization", training_mode=1)],
-        [x4], [y4], inits=bnp, opset=15)], "attribute 'training_mode'=1 (training) is not supported")
+    expect("unsupported attribute value", [PPCC, save("bnspatial", [helper.make_node(
+        "BatchNormalization", ["x", "s", "bb", "m", "v"], ["y"], name="/bn/BatchNormalization", spatial=0)],
+        [x4], [y4], inits=bnp, opset=7)], "attribute 'spatial'=0 is not supported")
     w = helper.make_tensor("w", F, [8, 2, 3, 3], np.zeros(8 * 2 * 9, np.float32).tobytes(), raw=True)
     expect("conv channels", [PPCC, save("convch", [helper.make_node("Conv", ["x", "w"], ["y"], name="/c/Conv")], [x4], [y4], inits=[w])],
            "node '/c/Conv' (#0, Conv): weight W has 2 input channels per group, expected 3")

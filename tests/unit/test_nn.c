@@ -830,10 +830,17 @@ static void test_errors(void) {
     expect_reject("LayerNormalization stash_type double", PP_OP_LAYERNORM, ab_get(&b),
                   (pp_tinfo[]){x, {PP_F32, SHAPE(4), NULL}}, 2, 1, PP_EUNSUP, "stash_type");
     b = ab(15);
-    ab_int(&b, "training_mode", 1);
+    ab_int(&b, "training_mode", 2);
     pp_tinfo v3 = {PP_F32, SHAPE(3), NULL};
-    expect_reject("BatchNormalization training", PP_OP_BATCHNORM, ab_get(&b),
-                  (pp_tinfo[]){x, v3, v3, v3, v3}, 5, 1, PP_EUNSUP, "training");
+    expect_reject("BatchNormalization training_mode 2", PP_OP_BATCHNORM, ab_get(&b),
+                  (pp_tinfo[]){x, v3, v3, v3, v3}, 5, 1, PP_EINVAL, "must be 0 or 1");
+    b = ab(15);
+    expect_reject("BatchNormalization running statistics in inference", PP_OP_BATCHNORM, ab_get(&b),
+                  (pp_tinfo[]){x, v3, v3, v3, v3}, 5, 3, PP_EINVAL, "exist only in training");
+    b = ab(7);
+    ab_int(&b, "spatial", 0);
+    expect_reject("BatchNormalization spatial 0", PP_OP_BATCHNORM, ab_get(&b),
+                  (pp_tinfo[]){x, v3, v3, v3, v3}, 5, 1, PP_EUNSUP, "'spatial'=0");
     b = ab(17);
     ab_int(&b, "group", 2);
     expect_reject("ConvTranspose group not dividing", PP_OP_CONVTRANSPOSE, ab_get(&b),
