@@ -69,6 +69,12 @@ static Ppplan__Attr *make_attr(pp_lowered *l, const pp_attr *a) {
         pa->floats = A(sizeof(float) * pp_count(a->n));
         if (!pa->floats) return NULL;
         if (a->n) memcpy(pa->floats, a->floats, sizeof(float) * (size_t)a->n);
+    } else if (a->type == PP_ATTR_STRINGS) {
+        pa->n_strs = (size_t)a->n;
+        pa->strs = A(sizeof(char *) * pp_count(a->n));
+        if (!pa->strs) return NULL;
+        for (int k = 0; k < a->n; k++)
+            if (!(pa->strs[k] = dup(l, a->strs[k]))) return NULL;
     }
     return pa;
 }

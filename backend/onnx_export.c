@@ -200,6 +200,14 @@ static Onnx__AttributeProto *attr_of(ex *x, const pp_attr *a) {
         p->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
         p->n_floats = (size_t)a->n, p->floats = (float *)a->floats;
         break;
+    case PP_ATTR_STRINGS:
+        p->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+        p->n_strings = (size_t)a->n;
+        p->strings = A(sizeof *p->strings * pp_count(a->n));
+        if (!p->strings) return NULL;
+        for (int k = 0; k < a->n; k++)
+            p->strings[k] = (ProtobufCBinaryData){strlen(a->strs[k]), (uint8_t *)a->strs[k]};
+        break;
     case PP_ATTR_TENSOR:
         p->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
         p->t = tensor_inline(x, "", a->t_dtype, &a->t_shape, a->t_data, a->t_nbytes);

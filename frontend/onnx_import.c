@@ -616,6 +616,7 @@ static pp_status import_attr(pp_graph *g, const Onnx__AttributeProto *ap, pp_att
         else if (ap->has_s) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
         else if (ap->n_ints) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
         else if (ap->n_floats) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+        else if (ap->n_strings) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
         else if (ap->g) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
         else if (ap->t) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
     }
@@ -653,6 +654,26 @@ static pp_status import_attr(pp_graph *g, const Onnx__AttributeProto *ap, pp_att
         a->floats = ap->floats;
         a->n = (int)ap->n_floats;
         return PP_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
+        if (ap->n_strings > (1u << 16))
+            return PP_FAIL(err, PP_EINVAL, "%s: attribute '%s' is absurdly long", node_desc, an);
+        char **strs = pp_arena_alloc(&g->arena, sizeof(char *) * (ap->n_strings ? ap->n_strings : 1));
+        if (!strs) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        for (size_t k = 0; k < ap->n_strings; k++) {
+            const ProtobufCBinaryData *b = &ap->strings[k];
+            strs[k] = pp_arena_alloc(&g->arena, b->len + 1);
+            if (!strs[k]) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+            if (b->len) memcpy(strs[k], b->data, b->len);
+            strs[k][b->len] = '\0';
+            if (strlen(strs[k]) != b->len)
+                return PP_FAIL(err, PP_EINVAL, "%s: attribute '%s' holds a string with a NUL byte "
+                               "(string %zu)", node_desc, an, k);
+        }
+        a->type = PP_ATTR_STRINGS;
+        a->strs = (const char *const *)strs;
+        a->n = (int)ap->n_strings;
+        return PP_OK;
+    }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
         if (!ap->t)
             return PP_FAIL(err, PP_EINVAL, "%s: tensor attribute '%s' holds no tensor", node_desc, an);

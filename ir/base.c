@@ -334,6 +334,25 @@ pp_status pp_attr_ints(pp_attrs as, const char *name, int64_t *out, int max, int
     return PP_OK;
 }
 
+pp_status pp_attr_floats(pp_attrs as, const char *name, const float **out, int *n, pp_err *err) {
+    const pp_attr *a = pp_attr_find(as, name);
+    *out = NULL, *n = 0;
+    if (!a) return PP_OK;
+    if (a->type != PP_ATTR_FLOATS) return wrong_type(err, name, "a list of floats");
+    *out = a->floats, *n = a->n;
+    return PP_OK;
+}
+
+pp_status pp_attr_strings(pp_attrs as, const char *name, const char *const **out, int *n,
+                          pp_err *err) {
+    const pp_attr *a = pp_attr_find(as, name);
+    *out = NULL, *n = 0;
+    if (!a) return PP_OK;
+    if (a->type != PP_ATTR_STRINGS) return wrong_type(err, name, "a list of strings");
+    *out = a->strs, *n = a->n;
+    return PP_OK;
+}
+
 /* ---- op table ---------------------------------------------------------------- */
 
 const pp_op_info pp_op_table[PP_OP_COUNT] = {

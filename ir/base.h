@@ -241,6 +241,7 @@ typedef enum pp_attr_type {
     /* a subgraph (Loop's body, If's branches): only inside ppcc, between the
      * frontend and the unrolling in the infer pass; never in a plan */
     PP_ATTR_GRAPH,
+    PP_ATTR_STRINGS = 8, /* a list of strings (LSTM's activations) */
 } pp_attr_type;
 
 typedef struct pp_attr {
@@ -251,7 +252,8 @@ typedef struct pp_attr {
     const char *s;
     const int64_t *ints;
     const float *floats;
-    int n; /* length of ints/floats */
+    const char *const *strs; /* PP_ATTR_STRINGS: n NUL-terminated strings */
+    int n; /* length of ints/floats/strs */
     /* PP_ATTR_TENSOR (e.g. ConstantOfShape's value): type, shape, bytes */
     pp_dtype t_dtype;
     pp_shape t_shape;
@@ -278,6 +280,9 @@ pp_status pp_attr_float(pp_attrs as, const char *name, float def, float *out, pp
 pp_status pp_attr_string(pp_attrs as, const char *name, const char *def, const char **out, pp_err *err);
 /* INTS into out[max]; *n = count (0 when absent). Fails if more than max. */
 pp_status pp_attr_ints(pp_attrs as, const char *name, int64_t *out, int max, int *n, pp_err *err);
+/* FLOATS / STRINGS: *out points at the attribute's n values (NULL, 0 when absent). */
+pp_status pp_attr_floats(pp_attrs as, const char *name, const float **out, int *n, pp_err *err);
+pp_status pp_attr_strings(pp_attrs as, const char *name, const char *const **out, int *n, pp_err *err);
 
 /* ---- the op enum, from ops.def ------------------------------------------ */
 

@@ -28,6 +28,11 @@ static void dump_attr(FILE *f, const pp_attr *a) {
         for (int k = 0; k < a->n; k++) fprintf(f, "%s%g", k ? "," : "", (double)a->floats[k]);
         fputc(']', f);
         break;
+    case PP_ATTR_STRINGS:
+        fputc('[', f);
+        for (int k = 0; k < a->n; k++) fprintf(f, "%s\"%s\"", k ? "," : "", a->strs[k]);
+        fputc(']', f);
+        break;
     case PP_ATTR_TENSOR: {
         char sh[128];
         fprintf(f, "<%s%s>", pp_dtype_name(a->t_dtype), pp_shape_str(&a->t_shape, sh, sizeof sh));

@@ -615,6 +615,56 @@ static int concat_rule(bctx *c, const pp_node *n, bax *res) {
     return 0;
 }
 
+/* LSTM, GRU, RNN: each sample's sequence runs by itself. The batch lies on
+ * X's axis 1 (layout 1: 0), sequence_lens' axis 0, initial_h's and
+ * initial_c's axis 1 (layout 1: 0); W, R, B and P hold no sample data. *res:
+ * Y's state (axis 2, layout 1: 0); out_state moves it for Y_h and Y_c. */
+static int rnn_rule(bctx *c, const pp_node *n, bax *res) {
+    static const char *const names[] = {"X", "W", "R", "B", "sequence_lens", "initial_h",
+                                        "initial_c", "P"};
+    int64_t layout = 0;
+    pp_err e = {0};
+    if (pp_attr_int(pp_node_attrs(c->g, n), "layout", 0, &layout, &e) != PP_OK)
+        return lost(c, "its attribute 'layout' cannot be read (%s)", e.msg);
+    const int nb = layout ? 0 : 1; /* the batch axis of X, initial_h, initial_c */
+    const int want[8] = {nb, -1, -1, -1, 0, nb, nb, -1};
+    int who = -1;
+    res->on = false;
+    for (int k = 0; k < n->n_in && k < 8; k++) {
+        const int v = n->in[k];
+        if (!carries(c, v)) continue;
+        const bax s = c->st[v];
+        if (want[k] < 0)
+            return lost(c, "its input %s ('%s') carries sample data", names[k], vname(c, v));
+        if (k == 0 && s.axis != nb)
+            return mixes(c, "its input X carries the batch on axis %d, the %s axis: %s", s.axis,
+                         s.axis == 2 ? "input features'" : "sequence's",
+                         s.axis == 2 ? "every sample meets every other in the products with W"
+                                     : "the state flows from sample to sample");
+        if (s.axis != want[k])
+            return mixes(c, "its input %s carries the batch on axis %d, not on axis %d with the "
+                         "sequences", names[k], s.axis, want[k]);
+        if (res->on && !same_split(*res, s))
+            return mixes(c, "'%s' and '%s' hold their samples in different orders", vname(c, who),
+                         vname(c, v));
+        *res = s, who = v;
+    }
+    for (int k = 0; k < n->n_in && k < 8; k++)
+        if (want[k] >= 0 && n->in[k] >= 0 && !carries(c, n->in[k]) &&
+            shared_ok(c, n->in[k], want[k], *res))
+            return -1;
+    res->axis = layout ? 0 : 2;
+    return 0;
+}
+
+/* Output k's state, where an op's outputs hold the batch on different axes:
+ * the recurrent ops' Y_h and Y_c ([D, N, H]) have no sequence axis before Y's
+ * ([S, D, N, H]; layout 1: the batch first in all). */
+static bax out_state(const pp_node *n, int k, bax res) {
+    const bool rnn = n->op == PP_OP_LSTM || n->op == PP_OP_GRU || n->op == PP_OP_RNN;
+    return rnn && k > 0 && res.on && res.axis == 2 ? moved(res, 1) : res;
+}
+
 /* The ops whose every input may carry samples, and their rules. */
 typedef int multi_fn(bctx *c, const pp_node *n, bax *res);
 static multi_fn *multi_rule(pp_op op) {
@@ -626,6 +676,7 @@ static multi_fn *multi_rule(pp_op op) {
     case PP_OP_GATHER: return gather_rule;
     case PP_OP_GATHERELEMENTS: return gather_elements_rule;
     case PP_OP_SCATTERND: return scatternd_rule;
+    case PP_OP_LSTM: case PP_OP_GRU: case PP_OP_RNN: return rnn_rule;
     default: return NULL;
     }
 }
@@ -877,11 +928,12 @@ static int rule(bctx *c, int i) {
     for (int k = 0; k < n->n_out; k++) {
         if (n->out[k] < 0) continue;
         const pp_shape *o = shp(c, n->out[k]);
+        const bax r = out_state(n, k, res);
         /* the rule's answer must fit the output, else the analysis is wrong: refuse */
-        if (res.on && (res.axis < 0 || res.axis >= o->rank || res.outer < 1 || res.inner < 1 ||
-                       o->dim[res.axis] != res.outer * c->B * res.inner))
+        if (r.on && (r.axis < 0 || r.axis >= o->rank || r.outer < 1 || r.inner < 1 ||
+                     o->dim[r.axis] != r.outer * c->B * r.inner))
             return lost(c, "the analysis lost the batch axis at output '%s'", vname(c, n->out[k]));
-        c->st[n->out[k]] = res;
+        c->st[n->out[k]] = r;
     }
     return 0;
 }

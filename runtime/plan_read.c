@@ -581,6 +581,9 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, const pprt_plan *p, 
             } else if (a->type == PP_ATTR_FLOATS) {
                 a->floats = ma->floats;
                 a->n = (int)(ma->n_floats > MAX_COUNT ? MAX_COUNT : ma->n_floats);
+            } else if (a->type == PP_ATTR_STRINGS) {
+                a->strs = (const char *const *)ma->strs;
+                a->n = (int)(ma->n_strs > MAX_COUNT ? MAX_COUNT : ma->n_strs);
             } else if (a->type == PP_ATTR_TENSOR) {
                 char what[160];
                 snprintf(what, sizeof what, "%s attribute '%s'", w, ma->name);
@@ -597,7 +600,7 @@ static pp_status read_stage(const Ppplan__Stage *m, int si, const pprt_plan *p, 
                 a->t_data = ma->t_data.data;
                 a->t_nbytes = nb;
             } else if (a->type < PP_ATTR_INT || a->type > PP_ATTR_FLOATS) {
-                s = PP_FAIL(err, PP_EINVAL, "%s attribute '%s': expected type 1..6, got %d", w, ma->name, ma->type);
+                s = PP_FAIL(err, PP_EINVAL, "%s attribute '%s': expected type 1..6 or 8, got %d", w, ma->name, ma->type);
             }
         }
         if (s != PP_OK) break;

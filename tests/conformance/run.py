@@ -68,7 +68,7 @@ Trilu DepthToSpace SpaceToDepth
 Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh Sign Round Softsign Mish Celu
 ThresholdedRelu Shrink Swish IsNaN IsInf Mod EyeLike ScatterND ScatterElements
 BitwiseNot BitwiseAnd BitwiseOr BitwiseXor BitShift
-RMSNormalization RotaryEmbedding Attention
+RMSNormalization RotaryEmbedding Attention LSTM GRU RNN
 Loop If SequenceEmpty SequenceConstruct SequenceInsert SequenceAt SequenceErase
 SequenceLength SplitToSequence ConcatFromSequence
 """.split())

@@ -21,9 +21,16 @@ RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
 key/value with present outputs), and Loop / If / sequence graphs (constant
 and computed trip counts, a condition that stops the loop early, scan
 outputs, a loop building a sequence, nested loops, SplitToSequence,
-SequenceInsert/Erase/At/Length, ConcatFromSequence with new_axis).
+SequenceInsert/Erase/At/Length, ConcatFromSequence with new_axis), and
+LSTM, GRU and RNN (bidirectional, reverse, sequence_lens with a 0,
+initial states, peepholes, clip, input_forget, linear_before_reset, other
+activations, an absent Y, layout 1 against onnxruntime's layout 0, opsets 7,
+14 and 22), their batch analysis (layout 1 cut into micro-batches gives the
+bytes of the whole batch; the batch on X's sequence axis is refused), and
+PyTorch's nn.LSTM exported with a dynamic batch through ppcc -b 2 at -pp 1
+and 2 (skipped without torch).
 
-Usage: run.py WORKDIR (env: PPCC, PPRT). About 10 s on 2 busy cores. Exit 0 when every case
+Usage: run.py WORKDIR (env: PPCC, PPRT). About 15 s on 2 busy cores. Exit 0 when every case
 passes, 1 otherwise (each failure printed)."""
 import os
 import subprocess
@@ -114,13 +121,15 @@ def close(got, want, rtol, atol):
 def case(name, nodes, feeds, outputs, inits=(), opset=17, numpy_ref=None, rtol=1e-5, atol=1e-6, pps=(1,),
          oracle="onnxruntime"):
     """onnxruntime (or onnx's reference evaluator, for what onnxruntime does
-    not implement) and numpy_ref(feeds) -> list, when given, against
-    ppcc/pprt."""
+    not implement, or oracle(feeds) -> list, a function) and
+    numpy_ref(feeds) -> list, when given, against ppcc/pprt."""
     global n_cases
     n_cases += 1
     m = model(nodes, feeds, outputs, inits, opset)
     try:
-        if oracle == "onnxruntime":
+        if callable(oracle):
+            want = oracle(feeds)
+        elif oracle == "onnxruntime":
             so = ort.SessionOptions()
             so.log_severity_level = 3
             sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
@@ -426,6 +435,174 @@ case("sequence_ops",
      inits={"sp": np.array([2, 3], np.int64), "pos": np.array(1, np.int64), "first": np.array(0, np.int64),
             "last": np.array(-1, np.int64)}, opset=13)
 
+# ---- LSTM, GRU, RNN ------------------------------------------------------------------------------
+RNN_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+
+
+def rnn_case(name, op, S=5, N=3, I=4, H=6, D=1, opset=14, lens=None, h0=False, c0=False, peep=False,
+             layout=0, outs=None, oracle="onnxruntime", **attrs):
+    """op over X [S, N, I] (layout 1: [N, S, I]), H values per gate and D
+    directions: W, R, B (and P) initializers; X, sequence_lens, initial_h and
+    initial_c graph inputs. outs: the node's outputs ("" for an absent one).
+    oracle "layout0": onnxruntime (which refuses layout 1; onnx's reference
+    evaluator mistakes the batch size there) on the same node with layout 0,
+    its inputs and outputs transposed."""
+    G = RNN_GATES[op]
+    w = lambda *s: rng.uniform(-0.6, 0.6, s).astype(np.float32)  # noqa: E731
+    feeds = {"X": f32(N, S, I) if layout else f32(S, N, I)}
+    inits = {"W": w(D, G * H, I), "R": w(D, G * H, H), "B": w(D, 2 * G * H)}
+    ins = ["X", "W", "R", "B", "", "", "", ""]
+    hs = (N, D, H) if layout else (D, N, H)
+    if lens is not None:
+        feeds["sequence_lens"], ins[4] = np.array(lens, np.int32), "sequence_lens"
+    if h0:
+        feeds["initial_h"], ins[5] = f32(*hs, lo=-1, hi=1), "initial_h"
+    if c0:
+        feeds["initial_c"], ins[6] = f32(*hs, lo=-1, hi=1), "initial_c"
+    if peep:
+        inits["P"], ins[7] = w(D, 3 * H), "P"
+    while not ins[-1]:
+        ins.pop()
+    outs = outs or (["Y", "Y_h", "Y_c"] if op == "LSTM" else ["Y", "Y_h"])
+    if D == 2:
+        attrs["direction"] = "bidirectional"
+    if layout:
+        attrs["layout"] = 1
+    named = [o for o in outs if o]
+    if oracle == "layout0":
+        def oracle(f, attrs=dict(attrs)):
+            f = {k: np.ascontiguousarray(v.transpose(1, 0, 2)) if v.ndim == 3 else v for k, v in f.items()}
+            attrs.pop("layout")
+            m0 = model([helper.make_node(op, ins, outs, hidden_size=H, **attrs)], f, named, inits, opset)
+            so = ort.SessionOptions()
+            so.log_severity_level = 3
+            got = ort.InferenceSession(m0.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(named, f)
+            return [g.transpose(2, 0, 1, 3) if g.ndim == 4 else g.transpose(1, 0, 2) for g in got]
+    case(name, [helper.make_node(op, ins, outs, name=name, hidden_size=H, **attrs)], feeds, named,
+         inits=inits, opset=opset, rtol=1e-4, atol=1e-5, oracle=oracle)
+
+
+rnn_case("lstm_bidir_all", "LSTM", D=2, opset=7, lens=[5, 2, 4], h0=True, c0=True, peep=True)
+rnn_case("lstm_bidir_len0", "LSTM", D=2, opset=22, lens=[3, 0, 5], h0=True, c0=True)
+rnn_case("lstm_layout1", "LSTM", opset=22, layout=1, peep=True, outs=["Y", "Y_h"], oracle="layout0")
+rnn_case("lstm_layout1_bidir", "LSTM", D=2, layout=1, lens=[5, 2, 4], h0=True, c0=True, peep=True,
+         oracle="layout0")
+rnn_case("lstm_reverse_clip_forget", "LSTM", direction="reverse", clip=0.5, input_forget=1, peep=True,
+         h0=True, c0=True)
+rnn_case("lstm_acts", "LSTM", D=2, outs=["", "Y_h", "Y_c"],
+         activations=["HardSigmoid", "LeakyRelu", "Tanh", "Sigmoid", "Elu", "Softsign"],
+         activation_alpha=[0.3, 0.1, 0.4], activation_beta=[0.4])
+rnn_case("gru_bidir_lens", "GRU", D=2, lens=[5, 2, 4], h0=True, linear_before_reset=0)
+rnn_case("gru_bidir_lens_lbr", "GRU", D=2, opset=7, lens=[5, 0, 4], h0=True, linear_before_reset=1)
+rnn_case("gru_layout1", "GRU", layout=1, linear_before_reset=1, oracle="layout0")
+rnn_case("gru_acts_clip", "GRU", direction="reverse", clip=0.7, outs=["", "Y_h"],
+         activations=["HardSigmoid", "Softplus"], activation_alpha=[0.3], activation_beta=[0.6])
+rnn_case("rnn_relu_bidir", "RNN", D=2, opset=22, lens=[5, 2, 4], h0=True, activations=["Relu", "Tanh"])
+rnn_case("rnn_layout1_bidir", "RNN", D=2, layout=1, lens=[1, 5, 3], h0=True, oracle="layout0",
+         activations=["LeakyRelu", "ThresholdedRelu"], activation_alpha=[0.2, 0.1])
+
+# the batch analysis: with layout 1 X, Y and Y_h hold the batch on axis 0 (micro-batches of 2 give
+# the bytes of one of 4); with layout 0 an X of [N, S, I] runs the recurrence across the samples
+n_cases += 2
+lstm_w = {"W": f32(1, 16, 3, lo=-0.5, hi=0.5), "R": f32(1, 16, 4, lo=-0.5, hi=0.5), "B": f32(1, 32, lo=-0.5, hi=0.5)}
+lx = {"x": f32(4, 5, 3)}
+d, path = write_case("lstm_layout1_batched", batch_dynamic(model(
+    [helper.make_node("LSTM", ["x", "W", "R", "B"], ["y", "yh"], hidden_size=4, layout=1)], lx, ["y", "yh"],
+    lstm_w, 14)), lx)
+outs = []
+for b in ("4", "2"):
+    plan, out = os.path.join(d, f"b{b}.plan"), os.path.join(d, f"out_b{b}")
+    r = subprocess.run([PPCC, path, "-b", b, "-q", "-o", plan], capture_output=True, text=True)
+    if r.returncode == 0:
+        r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", out, "-q"], capture_output=True, text=True)
+    if r.returncode:
+        failures.append(f"lstm_layout1_batched -b {b}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+        break
+    outs.append([np.load(os.path.join(out, o + ".npy")).tobytes() for o in ("y", "yh")])
+if len(outs) == 2 and outs[0] != outs[1]:
+    failures.append("lstm_layout1_batched: micro-batches of 2 differ from one batch of 4")
+d, path = write_case("lstm_batch_on_seq", batch_dynamic(model(
+    [helper.make_node("LSTM", ["x", "W", "R", "B"], ["y"], hidden_size=4, name="lstm")], lx, ["y"], lstm_w, 14)), lx)
+r = subprocess.run([PPCC, path, "-b", "2", "-q", "-o", os.path.join(d, "b2.plan")], capture_output=True, text=True)
+if r.returncode != 2 or "its input X carries the batch on axis 0, the sequence's axis" not in r.stderr:
+    failures.append(f"lstm_batch_on_seq: ppcc exit {r.returncode} (want 2): {r.stderr.strip()[-300:]}")
+
+# PyTorch's nn.LSTM (2 layers, bidirectional, batch_first) exported with a dynamic batch: ppcc
+# -b 2 follows the batch through it (the batch analysis), -pp 2 gives the bytes of -pp 1, and 6
+# samples match onnxruntime and PyTorch. Once with zero initial states (constants), once with
+# initial states computed from a second input, [N, 4, 16].
+try:
+    import warnings
+
+    import torch
+except ImportError:
+    torch = None
+    print("ops: torch is not importable: the PyTorch LSTM cases are skipped")
+
+
+def torch_lstm(name, with_h0):
+    global n_cases
+    n_cases += 1
+    torch.manual_seed(0)
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(8, 16, num_layers=2, bidirectional=True, batch_first=True)
+
+        def forward(self, x, h0=None):
+            st = None
+            if h0 is not None:
+                h = h0.permute(1, 0, 2).contiguous()
+                st = (h, torch.tanh(h))
+            y, (hn, _) = self.lstm(x, st)
+            return y, hn.permute(1, 0, 2).reshape(x.shape[0], -1)
+
+    m = M().eval()
+    feeds = {"x": rng.standard_normal((6, 10, 8)).astype(np.float32)}
+    if with_h0:
+        feeds["h0"] = rng.uniform(-1, 1, (6, 4, 16)).astype(np.float32)
+    d = os.path.join(WORK, name)
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    args = tuple(torch.from_numpy(v[:2]) for v in feeds.values())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(m, args, path, input_names=list(feeds), output_names=["y", "h"], opset_version=14,
+                          dynamic_axes={**{k: {0: "N"} for k in feeds}, "y": {0: "N"}, "h": {0: "N"}})
+    for k, v in feeds.items():
+        np.save(os.path.join(d, "data", k + ".npy"), v)
+    with torch.no_grad():
+        ref = [t.numpy() for t in m(*(torch.from_numpy(v) for v in feeds.values()))]
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    want = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(["y", "h"], feeds)
+    got = {}
+    for pp in (1, 2):
+        plan, out = os.path.join(d, f"pp{pp}.plan"), os.path.join(d, f"out{pp}")
+        r = subprocess.run([PPCC, path, "-b", "2", "-pp", str(pp), "-q", "-o", plan], capture_output=True, text=True)
+        if r.returncode == 0:
+            r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", out, "-q"], capture_output=True, text=True)
+        if r.returncode:
+            failures.append(f"{name} -pp {pp}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+            return
+        got[pp] = [np.load(os.path.join(out, o + ".npy")) for o in ("y", "h")]
+    for o, g1, g2, w, t in zip(("y", "h"), got[1], got[2], want, ref):
+        for who, x in (("onnxruntime", w), ("PyTorch", t)):
+            bad = close(g1, x, 1e-4, 1e-5)
+            if bad:
+                failures.append(f"{name}: {o} against {who}: {bad}")
+        if g1.tobytes() != g2.tobytes():
+            failures.append(f"{name}: {o} at -pp 2 differs from -pp 1")
+    print(f"ops: {name}: max |pprt - onnxruntime| " +
+          ", ".join(f"{o} {np.abs(g - w).max():.2g}" for o, g, w in zip("yh", got[1], want)) +
+          "; |pprt - PyTorch| " + ", ".join(f"{o} {np.abs(g - t).max():.2g}" for o, g, t in zip("yh", got[1], ref)))
+
+
+if torch is not None:
+    torch_lstm("lstm_torch", False)
+    torch_lstm("lstm_torch_h0", True)
+
 # ---- refused ---------------------------------------------------------------------------------------
 refused("attention_f16", [helper.make_node("Attention", ["q", "k", "v"], ["y"], name="att")],
         {k: f32(1, 2, 3, 4).astype(np.float16) for k in "qkv"}, ["y"],
@@ -440,6 +617,17 @@ refused("split_to_sequence_data_split", [helper.make_node("SplitToSequence", ["x
 refused("scatter_elements_out_of_range", [helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], name="sc")],
         {"d": f32(2, 2), "i": np.array([[0, 5]], np.int64), "u": f32(1, 2)}, ["y"],
         "node 'sc' (ScatterElements): ScatterElements: index 5 (at 1) is out of range [-2, 2)", tool="pprt")
+refused("lstm_bad_activation", [helper.make_node("LSTM", ["x", "w", "r"], ["y"], name="lstm", hidden_size=2,
+                                             activations=["Sigmoid", "Gelu", "Tanh"])],
+        {"x": f32(3, 1, 2), "w": f32(1, 8, 2), "r": f32(1, 8, 2)}, ["y"],
+        "node 'lstm' (#0, LSTM): attribute 'activations': 'Gelu' (name 1) is not supported")
+refused("gru_bad_w", [helper.make_node("GRU", ["x", "w", "r"], ["y"], name="gru", hidden_size=2,
+                                      direction="bidirectional")],
+        {"x": f32(3, 1, 2), "w": f32(1, 6, 2), "r": f32(2, 6, 2)}, ["y"],
+        "node 'gru' (#0, GRU): input W (bidirectional, hidden_size 2) has shape [1,6,2], expected [2,6,2]")
+refused("rnn_bad_lens", [helper.make_node("RNN", ["x", "w", "r", "", "n"], ["y"], name="rnn", hidden_size=2)],
+        {"x": f32(3, 2, 2), "w": f32(1, 2, 2), "r": f32(1, 2, 2), "n": np.array([3, 4], np.int32)}, ["y"],
+        "node 'rnn' (RNN): input sequence_lens[1] = 4 is outside [0, 3] (the sequence length)", tool="pprt")
 
 print(f"ops: {n_cases} cases on {', '.join(BACKENDS)}, {len(failures)} failure(s)")
 for f in failures:

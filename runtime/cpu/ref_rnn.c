@@ -1,0 +1,213 @@
+/* ref_rnn.c: reference kernels of the ops in ir/ops_rnn.def: LSTM, GRU and
+ * RNN (shapes and attributes as ir/shape_rnn.h describes them, read by its
+ * parser, the very one shape inference used).
+ *
+ * Same rules as the other reference kernels: single-threaded, deterministic
+ * (every sum in an order fixed by the shapes), float32 data; the gates'
+ * products with x and h accumulate in double, the states are float. Each
+ * sample's sequence runs by itself: per direction and sample, step by step,
+ * one matrix-vector product per gate row. The equations are ONNX's (gate
+ * order i, o, f, c for LSTM, z, r, h for GRU; peepholes i, o, f), with what
+ * the definition leaves open done as onnxruntime does it: `clip` bounds the
+ * input of every activation but not the cell state that h() reads;
+ * input_forget makes f = 1 - i; the reverse direction of a sample with
+ * sequence_lens L runs over its steps L-1 .. 0; steps at or past L give Y = 0;
+ * Y_h and Y_c are the state after the sample's last step, 0 where L = 0. */
+#include "ref.h"
+#include "../../ir/shape_rnn.h"
+
+#include <math.h>
+#include <string.h>
+
+static pp_status check_out(const char *op, pp_op o, pp_attrs attrs, const pprt_tensor *in,
+                           int n_in, const pprt_tensor *out, int n_out, pp_err *err) {
+    pp_tinfo ti[8], to[3];
+    if (n_in > 8 || n_out > 3 || n_out < 1)
+        return PP_FAIL(err, PP_EINVAL, "%s kernel: %d inputs, %d outputs", op, n_in, n_out);
+    for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
+    pp_err e = {0};
+    if (pp_infer(o, attrs, ti, n_in, to, n_out, &e) != PP_OK)
+        return PP_FAIL(err, e.code, "%s kernel: %s", op, e.msg);
+    for (int k = 0; k < n_out; k++) {
+        if (out[k].dtype == PP_UNDEFINED) continue; /* an output nobody asked for */
+        if (out[k].dtype != to[k].dtype)
+            return PP_FAIL(err, PP_EINVAL, "%s kernel: output %d has type %s, expected %s", op, k,
+                           pp_dtype_name(out[k].dtype), pp_dtype_name(to[k].dtype));
+        PP_TRY(pprt_need_shape(&out[k], &to[k].shape, "output", err));
+    }
+    return PP_OK;
+}
+
+static inline float act(const pp_rnn_act *a, float x) {
+    switch (a->fn) {
+    case PP_RNN_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case PP_RNN_TANH: return tanhf(x);
+    case PP_RNN_RELU: return x > 0.0f ? x : 0.0f;
+    case PP_RNN_HARDSIGMOID: {
+        const float y = a->alpha * x + a->beta;
+        return y > 1.0f ? 1.0f : y > 0.0f ? y : 0.0f;
+    }
+    case PP_RNN_AFFINE: return a->alpha * x + a->beta;
+    case PP_RNN_LEAKYRELU: return x >= 0.0f ? x : a->alpha * x;
+    case PP_RNN_THRESHOLDEDRELU: return x > a->alpha ? x : 0.0f;
+    case PP_RNN_SCALEDTANH: return a->alpha * tanhf(a->beta * x);
+    case PP_RNN_ELU: return x >= 0.0f ? x : a->alpha * expm1f(x);
+    case PP_RNN_SOFTSIGN: return x / (1.0f + fabsf(x));
+    case PP_RNN_SOFTPLUS: return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+    }
+    return x;
+}
+
+/* x bounded to [-c, c] (NaN stays NaN; c = INFINITY: no bound). */
+static inline float clipf(float x, float c) { return x > c ? c : x < -c ? -c : x; }
+
+/* sum of a[i] * b[i] in double, four lanes (an order fixed by n). */
+static inline double dot(const float *restrict a, const float *restrict b, int64_t n) {
+    double s[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int l = 0; l < 4; l++) s[l] += (double)a[i + l] * b[i + l];
+    for (; i < n; i++) s[0] += (double)a[i] * b[i];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+typedef struct rnn_run {
+    pp_op op;
+    const pp_rnn *r;
+    const float *X, *W, *R, *B, *h0, *c0, *P;
+    const int32_t *lens;
+    float *Y, *Yh, *Yc;
+    double *g;          /* [G*H]: the gates' sums */
+    float *h, *c, *tmp; /* [H] each: the state, and GRU's r (.) h or RNN's new h */
+} rnn_run;
+
+/* One step of direction d with input x: the state h (and c) updated. */
+static void step(const rnn_run *u, int d, const float *x) {
+    const pp_rnn *r = u->r;
+    const int64_t H = r->H, I = r->I, GH = r->G * H;
+    const float *W = u->W + d * GH * I, *R = u->R + d * GH * H;
+    const float *wb = u->B ? u->B + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
+    const pp_rnn_act *f = r->act[d];
+    const float cl = r->clip;
+    float *h = u->h, *c = u->c, *t = u->tmp;
+    double *g = u->g;
+    /* the gates whose sum is x W^T + h R^T + biases (GRU's h gate: apart) */
+    const int64_t full = u->op == PP_OP_GRU ? 2 * H : GH;
+    for (int64_t j = 0; j < full; j++)
+        g[j] = dot(W + j * I, x, I) + dot(R + j * H, h, H) + (wb ? (double)wb[j] + rb[j] : 0.0);
+    if (u->op == PP_OP_LSTM) {
+        const float *p = u->P ? u->P + d * 3 * H : NULL;
+        for (int64_t k = 0; k < H; k++) {
+            const float cp = c[k];
+            const float pi = p ? p[k] * cp : 0.0f, pf = p ? p[2 * H + k] * cp : 0.0f;
+            const float i = act(&f[0], clipf((float)g[k] + pi, cl));
+            const float fg = r->input_forget ? 1.0f - i : act(&f[0], clipf((float)g[2 * H + k] + pf, cl));
+            const float cc = act(&f[1], clipf((float)g[3 * H + k], cl));
+            const float cn = fg * cp + i * cc;
+            const float o = act(&f[0], clipf((float)g[H + k] + (p ? p[H + k] * cn : 0.0f), cl));
+            c[k] = cn;
+            h[k] = o * act(&f[2], cn);
+        }
+    } else if (u->op == PP_OP_GRU) {
+        /* z in g[0, H), r in g[H, 2H); t: r, then r (.) h */
+        for (int64_t k = 0; k < 2 * H; k++) g[k] = act(&f[0], clipf((float)g[k], cl));
+        const float *Wh = W + 2 * H * I, *Rh = R + 2 * H * H;
+        const float *wbh = wb ? wb + 2 * H : NULL, *rbh = rb ? rb + 2 * H : NULL;
+        if (!r->linear_before_reset)
+            for (int64_t k = 0; k < H; k++) t[k] = (float)g[H + k] * h[k];
+        for (int64_t k = 0; k < H; k++) {
+            const double xw = dot(Wh + k * I, x, I) + (wbh ? wbh[k] : 0.0f);
+            const double rbk = rbh ? rbh[k] : 0.0f;
+            const double hr = r->linear_before_reset
+                                  ? g[H + k] * (dot(Rh + k * H, h, H) + rbk)
+                                  : dot(Rh + k * H, t, H) + rbk;
+            g[2 * H + k] = act(&f[1], clipf((float)(xw + hr), cl));
+        }
+        for (int64_t k = 0; k < H; k++) {
+            const float z = (float)g[k];
+            h[k] = (1.0f - z) * (float)g[2 * H + k] + z * h[k];
+        }
+    } else {
+        for (int64_t k = 0; k < H; k++) t[k] = act(&f[0], clipf((float)g[k], cl));
+        memcpy(h, t, (size_t)H * sizeof(float));
+    }
+}
+
+/* Direction d of sample b. */
+static pp_status run_seq(const rnn_run *u, int d, int64_t b, pp_err *err) {
+    const pp_rnn *r = u->r;
+    const int64_t S = r->S, N = r->N, D = r->D, H = r->H, I = r->I;
+    const bool rev = r->reverse || d == 1;
+    int64_t L = S;
+    if (u->lens) {
+        L = u->lens[b];
+        if (L < 0 || L > S)
+            return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld] "
+                           "(the sequence length)", (long long)b, (long long)L, (long long)S);
+    }
+    /* [D, N, H] (layout 1: [N, D, H]) offset of (d, b) */
+    const int64_t st = (r->layout ? b * D + d : d * N + b) * H;
+    const size_t hb = (size_t)H * sizeof(float);
+    if (u->h0 && L > 0) memcpy(u->h, u->h0 + st, hb);
+    else memset(u->h, 0, hb);
+    if (u->c0 && L > 0) memcpy(u->c, u->c0 + st, hb);
+    else memset(u->c, 0, hb);
+    for (int64_t s = 0; s < S; s++) {
+        const int64_t t = s >= L ? s : rev ? L - 1 - s : s;
+        float *y = u->Y ? u->Y + (r->layout ? (b * S + t) * D + d : (t * D + d) * N + b) * H : NULL;
+        if (s >= L) {
+            if (y) memset(y, 0, hb);
+            continue;
+        }
+        step(u, d, u->X + (r->layout ? b * S + t : t * N + b) * I);
+        if (y) memcpy(y, u->h, hb);
+    }
+    if (u->Yh) memcpy(u->Yh + st, u->h, hb);
+    if (u->Yc) memcpy(u->Yc + st, u->c, hb);
+    return PP_OK;
+}
+
+static pp_status kern_rnn(const char *name, pp_op op, pp_attrs attrs, const pprt_tensor *in,
+                          int n_in, pprt_tensor *out, int n_out, pprt_scratch *scratch,
+                          pp_err *err) {
+    PP_TRY(check_out(name, op, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[8];
+    for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
+    pp_rnn r;
+    PP_TRY(pp_rnn_parse(op, attrs, ti, n_in, &r, err));
+    const int64_t GH = r.G * r.H;
+    size_t nb;
+    if (pp_mul_ovf((size_t)GH, sizeof(double), &nb) ||
+        nb > SIZE_MAX - 3 * (size_t)r.H * sizeof(float))
+        return PP_FAIL(err, PP_ENOMEM, "%s kernel: scratch size overflows", name);
+    double *g = pprt_scratch_get(scratch, nb + 3 * (size_t)r.H * sizeof(float));
+    if (!g) return PP_FAIL(err, PP_ENOMEM, "%s kernel: out of memory", name);
+    float *h = (float *)(g + GH);
+#define OUT(k) (n_out > (k) && out[k].dtype != PP_UNDEFINED ? (float *)out[k].data : NULL)
+    const rnn_run u = {
+        .op = op, .r = &r, .X = in[0].data, .W = in[1].data, .R = in[2].data,
+        .B = r.has_b ? in[3].data : NULL, .lens = r.has_lens ? in[4].data : NULL,
+        .h0 = r.has_h0 ? in[5].data : NULL, .c0 = r.has_c0 ? in[6].data : NULL,
+        .P = r.has_p ? in[7].data : NULL, .Y = OUT(0), .Yh = OUT(1), .Yc = OUT(2),
+        .g = g, .h = h, .c = h + r.H, .tmp = h + 2 * r.H,
+    };
+#undef OUT
+    for (int d = 0; d < r.D; d++)
+        for (int64_t b = 0; b < r.N; b++) PP_TRY(run_seq(&u, d, b, err));
+    return PP_OK;
+}
+
+pp_status kern_LSTM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                    pprt_scratch *scratch, pp_err *err) {
+    return kern_rnn("LSTM", PP_OP_LSTM, attrs, in, n_in, out, n_out, scratch, err);
+}
+
+pp_status kern_GRU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                   pprt_scratch *scratch, pp_err *err) {
+    return kern_rnn("GRU", PP_OP_GRU, attrs, in, n_in, out, n_out, scratch, err);
+}
+
+pp_status kern_RNN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                   pprt_scratch *scratch, pp_err *err) {
+    return kern_rnn("RNN", PP_OP_RNN, attrs, in, n_in, out, n_out, scratch, err);
+}
