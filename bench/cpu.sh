@@ -16,7 +16,8 @@
 #    creation and the one warm-up micro-batch excluded); onnxruntime and
 #    PyTorch get one untimed warm-up batch. PyTorch (Debian's build, generic
 #    BLAS) runs the first of the batches that fit in about 10 s (at least one),
-#    and is left out where its warm-up batch takes more than 20 s.
+#    and is left out where its warm-up batch takes more than 20 s, or where
+#    the model is not torchvision's (MODEL_DIR's timm sweep models).
 # 2. Pipeline cost: the same model at -pp 1 with 2 threads against -pp 2 with
 #    one thread (and core) per stage, on 32 micro-batches (fill and drain of
 #    the pipeline: 1/33 of the run), taking turns PP_ROUNDS times; each ratio
@@ -115,6 +116,9 @@ def torch_runner(name, x, b):
     from export_torchvision import randomize_batchnorm
     torch.set_num_threads(2)
     torch.manual_seed(0)
+    if not hasattr(torchvision.models, name):  # a model of MODEL_DIR from elsewhere (the timm sweep)
+        print(f"{name}: not a torchvision model, PyTorch left out", file=sys.stderr)
+        return None
     m = getattr(torchvision.models, name)(weights=None)
     randomize_batchnorm(m, 0)
     m.eval()
@@ -203,7 +207,8 @@ for name in (MODELS if "1" in SECTIONS else []):
         runners["ort"] = ort_runner(model, x, b)
         runners["torch"] = torch_runner(name, x, b)
         if runners["torch"] is None:
-            print(f"{name} -b {b}: PyTorch takes more than 20 s per batch, left out", file=sys.stderr)
+            print(f"{name} -b {b}: PyTorch left out (more than 20 s per batch, or no such torchvision model)",
+                  file=sys.stderr)
             del runners["torch"]
         got = {k: [] for k in runners}
         for _ in range(REPS):
