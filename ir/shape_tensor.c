@@ -275,7 +275,7 @@ pp_status pp_space_depth(pp_op op, pp_attrs a, const pp_shape *x, int64_t *dim, 
 
 static pp_status shape_space_depth(pp_op op, pp_attrs a, const pp_tinfo *in, pp_tinfo *out, pp_err *err) {
     PP_TRY(need_sized(&in[0], "input 'input'", err));
-    int64_t d[6], st[6];
+    int64_t d[6] = {0}, st[6] = {0};
     PP_TRY(pp_space_depth(op, a, &in[0].shape, d, st, err));
     out[0].dtype = in[0].dtype;
     out[0].shape.rank = 4;

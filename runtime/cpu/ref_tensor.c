@@ -186,7 +186,7 @@ static pp_status space_depth(pp_op op, pp_attrs attrs, const pprt_tensor *in, in
     const char *name = pp_op_table[op].name;
     PP_TRY(pprt_need_counts(name, n_in, 1, 1, n_out, err));
     PP_TRY(same_type(name, &in[0], &out[0], err));
-    int64_t d[6], st[6];
+    int64_t d[6] = {0}, st[6] = {0};
     PP_TRY(pp_space_depth(op, attrs, &in[0].shape, d, st, err));
     pp_shape want = {.rank = 4, .dim = {d[0], 0, 0, 0}};
     if (op == PP_OP_DEPTHTOSPACE) want.dim[1] = d[1], want.dim[2] = d[2] * d[3], want.dim[3] = d[4] * d[5];

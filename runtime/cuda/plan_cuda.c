@@ -494,7 +494,7 @@ static pp_status plan_view_like(planner *P, int ni, bool *ok) {
         }
     } else if (n->op == PP_OP_DEPTHTOSPACE || n->op == PP_OP_SPACETODEPTH) {
         /* the output seen as six dims, each reading the input at its stride */
-        int64_t d6[6], s6[6];
+        int64_t d6[6] = {0}, s6[6] = {0};
         if (pp_space_depth(n->op, a, &x->shape, d6, s6, NULL) != PP_OK) return PP_OK;
         int64_t o6[6] = {[5] = 1};
         for (int d = 4; d >= 0; d--) o6[d] = o6[d + 1] * d6[d + 1];
