@@ -1,7 +1,9 @@
 /* fuse.c: pattern fusions that matter for speed and for cost estimates.
  *
  *  - BatchNormalization after a Conv with constant weights is folded into the
- *    Conv's weights and bias;
+ *    Conv's weights and bias, and so is a Mul by a constant per output
+ *    channel (a layer scale: ConvNeXt's and EfficientFormer's gamma), which
+ *    leaves the residual Add after it to the next fusion;
  *  - Conv [+ Add of a same-shaped residual] [+ Relu or Clip] becomes one
  *    pp.FusedConv;
  *  - 2-D MatMul + Add of a constant bias becomes Gemm;
@@ -180,6 +182,93 @@ static pp_status fuse_bn(pp_graph *g, int bn, bool *changed, pp_err *err) {
     pp_graph_replace_uses(g, y, x);
     PP_TRY(absorb_scopes(g, C, B, err));
     B->dead = true;
+    *changed = true;
+    return PP_OK;
+}
+
+/* ---- a layer scale into Conv ----------------------------------------------------------- */
+
+/* Mul node mu: Conv output * s, s a constant float32 of one value per
+ * output channel ([C, 1, ...] or [1, C, 1, ...] against the Conv's [N, C,
+ * ...]) or a scalar, every value finite and nonzero (so no infinity or NaN
+ * appears or vanishes: x * W * 0 is NaN for an infinite x, x * (W * 0) is
+ * not). Folded as BatchNormalization is: W[o] * s[o], bias[o] * s[o], each
+ * product rounded once; the Conv takes the Mul's output. */
+static pp_status fuse_conv_scale(pp_graph *g, int mu, bool *changed, pp_err *err) {
+    pp_node *M = &g->nodes[mu];
+    int c = -1, sv = -1;
+    for (int k = 0; k < 2 && c < 0; k++) {
+        const int p = producer(g, M->in[k]);
+        if (is(g, p, PP_OP_CONV) && sole_user(g, M->in[k]) == mu) c = p, sv = M->in[1 - k];
+    }
+    if (c < 0 || sv < 0 || !g->values[sv].is_const || g->values[sv].dtype != PP_F32) return PP_OK;
+    pp_node *C = &g->nodes[c];
+    const pp_value *w = &g->values[C->in[1]], *y = &g->values[C->out[0]];
+    const pp_value *bias = C->n_in > 2 && C->in[2] >= 0 ? &g->values[C->in[2]] : NULL;
+    if (!w->is_const || w->dtype != PP_F32 || (bias && (!bias->is_const || bias->dtype != PP_F32)) ||
+        y->shape.rank < 2)
+        return PP_OK;
+    const int64_t m = w->shape.dim[0];
+    const pp_shape *ss = &g->values[sv].shape;
+    int64_t cnt;
+    PP_TRY(pp_shape_numel(ss, &cnt, err));
+    if (cnt != 1) { /* one per channel: every dim 1 but the channel axis, aligned with the output's */
+        const int lead = y->shape.rank - ss->rank;
+        if (lead < 0 || cnt != m) return PP_OK;
+        for (int d = 0; d < ss->rank; d++)
+            if (ss->dim[d] != (d + lead == 1 ? m : 1)) return PP_OK;
+    }
+    if (!pp_shape_eq(&g->values[M->out[0]].shape, &y->shape)) return PP_OK;
+    PP_TRY(pp_value_align(g, sv, err));
+    PP_TRY(pp_value_align(g, C->in[1], err));
+    if (bias) PP_TRY(pp_value_align(g, C->in[2], err));
+    w = &g->values[C->in[1]];
+    bias = C->n_in > 2 && C->in[2] >= 0 ? &g->values[C->in[2]] : NULL;
+    const float *sc = g->values[sv].data;
+    for (int64_t o = 0; o < cnt; o++)
+        if (!isfinite(sc[o]) || sc[o] == 0.0f) return PP_OK;
+    const size_t per = (size_t)(w->nbytes / sizeof(float) / (size_t)m);
+    float *nw = malloc(w->nbytes), *nb = bias ? malloc(sizeof(float) * (size_t)m) : NULL;
+    if (!nw || (bias && !nb)) {
+        free(nw), free(nb);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    const float *ow = w->data;
+    bool finite = true;
+    for (int64_t o = 0; o < m; o++) {
+        const float f = sc[cnt == 1 ? 0 : o];
+        for (size_t k = 0; k < per; k++) {
+            const float v = ow[(size_t)o * per + k];
+            nw[(size_t)o * per + k] = v * f;
+            finite = finite && (!isfinite(v) || isfinite(v * f));
+        }
+        if (bias) {
+            nb[o] = ((const float *)bias->data)[o] * f;
+            finite = finite && (!isfinite(((const float *)bias->data)[o]) || isfinite(nb[o]));
+        }
+    }
+    if (!finite) { /* a product overflowed: leave the Mul */
+        free(nw), free(nb);
+        return PP_OK;
+    }
+    char hint[512];
+    int vw, vb = -1;
+    snprintf(hint, sizeof hint, "%s.weight_scaled", C->name);
+    pp_shape wshape = w->shape, bshape = {1, {m}};
+    pp_status s = pp_graph_add_const(g, hint, PP_F32, &wshape, nw, &vw, err);
+    if (s == PP_OK && nb) {
+        snprintf(hint, sizeof hint, "%s.bias_scaled", g->nodes[c].name);
+        s = pp_graph_add_const(g, hint, PP_F32, &bshape, nb, &vb, err);
+    }
+    free(nw), free(nb);
+    PP_TRY(s);
+    C = &g->nodes[c];
+    M = &g->nodes[mu];
+    int ins[3] = {C->in[0], vw, vb};
+    PP_TRY(set_inputs(g, c, ins, nb ? 3 : 2, err));
+    pp_graph_replace_uses(g, M->out[0], C->out[0]);
+    PP_TRY(absorb_scopes(g, C, M, err));
+    M->dead = true;
     *changed = true;
     return PP_OK;
 }
@@ -459,6 +548,8 @@ pp_status pp_fuse(pp_graph *g, pp_err *err) {
     PP_TRY(pp_graph_index_uses(g, err)); /* consumers without scanning the graph; compact drops it */
     for (int i = 0; i < g->n_nodes; i++)
         if (is(g, i, PP_OP_BATCHNORM)) PP_TRY(fuse_bn(g, i, &changed, err));
+    for (int i = 0; i < g->n_nodes; i++)
+        if (is(g, i, PP_OP_MUL)) PP_TRY(fuse_conv_scale(g, i, &changed, err));
     for (int i = 0; i < g->n_nodes; i++) {
         if (is(g, i, PP_OP_REDUCEMEAN)) PP_TRY(fuse_layernorm(g, i, &changed, err));
         else if (is(g, i, PP_OP_ERF)) PP_TRY(fuse_gelu(g, i, &changed, err));

@@ -13,7 +13,8 @@ run time) with a message naming the node and the reason.
 
 Cases: the unary math (trigonometric, hyperbolic, Round, Softsign, Mish,
 Celu, ThresholdedRelu, Swish, Sign, Shrink, IsNaN, IsInf), the bitwise ops,
-DepthToSpace (both modes) and SpaceToDepth, BatchNormalization in training mode
+DepthToSpace (both modes) and SpaceToDepth, a Conv's layer scale (folded into its
+weights unless a scale is 0), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
 refused over batched samples), EyeLike, ScatterElements with each reduction, RMSNormalization,
 RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
@@ -298,6 +299,29 @@ d, path = write_case("batchnorm_training_batched", batch_dynamic(model(
 r = subprocess.run([PPCC, path, "-b", "1", "-q", "-o", os.path.join(d, "b1.plan")], capture_output=True, text=True)
 if r.returncode != 2 or "normalizes with the mean and variance of the batch" not in r.stderr:
     failures.append(f"batchnorm_training_batched: ppcc -b 1 exit {r.returncode} (want 2): {r.stderr.strip()[-300:]}")
+
+# ---- a layer scale after a Conv (ConvNeXt's, EfficientFormer's gamma), folded into its weights ------
+# (a pointwise convolution, as in those blocks: a 3x3 one may run Winograd, which spreads an infinity over
+# its tile, docs/design-notes.md "NaN and infinities")
+Wc = rng.normal(0, 0.3, (4, 3, 1, 1)).astype(np.float32)
+for tag, scale in (("per_channel", np.array([0.5, -2.0, 1e-3, 3.0], np.float32).reshape(4, 1, 1)),
+                   ("scalar", np.array(0.25, np.float32)),
+                   ("with_zero", np.array([0.5, 0.0, 1.0, 2.0], np.float32).reshape(1, 4, 1, 1))):
+    xs = f32(2, 3, 6, 6)
+    xs[0, 1, 2, 2] = np.inf  # an infinity through the convolution: x * (W * 0) must not hide x * W * 0's NaN
+    ls_nodes = [helper.make_node("Conv", ["x", "w", "b"], ["h"]),
+                helper.make_node("Mul", ["h", "s"], ["t"]), helper.make_node("Add", ["t", "r"], ["y"])]
+    ls_inits = {"w": Wc, "b": np.linspace(-1, 1, 4).astype(np.float32), "s": scale}
+    case(f"conv_layer_scale_{tag}", ls_nodes, {"x": xs, "r": f32(2, 4, 6, 6)}, ["y"], inits=ls_inits, opset=13,
+         rtol=1e-5, atol=1e-5)
+    d, path = write_case(f"conv_layer_scale_{tag}", model(ls_nodes, {"x": xs, "r": f32(2, 4, 6, 6)}, ["y"], ls_inits, 13),
+                         {"x": xs, "r": f32(2, 4, 6, 6)})
+    r = subprocess.run([PPCC, path, "-b", "0", "--dump-ir", "-q", "-o", os.path.join(d, "ir.plan")],
+                       capture_output=True, text=True)
+    folded = " Mul " not in r.stdout
+    if r.returncode or folded != (tag != "with_zero"):
+        failures.append(f"conv_layer_scale_{tag}: the Mul {'was' if folded else 'was not'} folded into the Conv "
+                        f"(exit {r.returncode})")
 
 # ---- EyeLike, ScatterElements ---------------------------------------------------------------------
 case("eyelike_k1_int32", [helper.make_node("EyeLike", ["x"], ["y"], k=1, dtype=TP.INT32)], {"x": f32(4, 6)}, ["y"],
