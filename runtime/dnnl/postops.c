@@ -119,8 +119,11 @@ pp_status dn_append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_
             if (whole) x->whole[x->n_whole++] = md;
             DN(dnnl_post_ops_append_binary(po, alg, &md), "binary post-op");
             if (!args) continue;
-            if (whole && whole_as) {
-                PP_TRY(dn_bind_input(x, o, &md, SLOT_OP0 + f, &m, err));
+            if (whole && whole_as) { /* its layout, or its plain bytes seen with the output's dims */
+                dnnl_memory_desc_t cur;
+                if (x->blocked[o]) cur = x->lay[o];
+                else PP_TRY(dn_plain_md(md.dims, md.ndims, &cur, err));
+                PP_TRY(dn_bind_view(x, o, &cur, &md, SLOT_OP0 + f, &m, err));
             } else if (rows && x->blocked[o]) { /* a plain copy, seen as md */
                 dnnl_memory_desc_t plain;
                 dnnl_memory_t copy;
