@@ -59,6 +59,18 @@ static const struct {
     {"Softplus", PP_RNN_SOFTPLUS, false, false, false, 0, 0},
 };
 
+/* The next of attribute attr's n values (vals[*i], then *i moves on) into
+ * *out, for activation fn; none left: *out keeps its default, unless `need`
+ * (no agreed default), which is refused. */
+static pp_status take_param(const char *fn, const char *attr, const float *vals, int n, int *i, bool need,
+                            float *out, pp_err *err) {
+    if (*i < n) *out = vals[(*i)++];
+    else if (need)
+        return PP_FAIL(err, PP_EUNSUP, "activation %s needs a value in attribute '%s' (it has %d, all "
+                       "taken by the functions before it): its default is not agreed on", fn, attr, n);
+    return PP_OK;
+}
+
 /* The activations of both directions into r->act (r->D, r->n_act set). */
 static pp_status parse_acts(pp_op op, pp_attrs a, pp_rnn *r, pp_err *err) {
     static const char *const lstm_def[] = {"Sigmoid", "Tanh", "Tanh"};
@@ -94,22 +106,12 @@ static pp_status parse_acts(pp_op op, pp_attrs a, pp_rnn *r, pp_err *err) {
             pp_rnn_act *t = &r->act[d][k];
             t->fn = act_names[e].fn;
             t->alpha = act_names[e].alpha, t->beta = act_names[e].beta;
-            if (act_names[e].uses_a) {
-                if (ia < na) t->alpha = alphas[ia++];
-                else if (act_names[e].need)
-                    return PP_FAIL(err, PP_EUNSUP, "activation %s needs a value in attribute "
-                                   "'activation_alpha' (it has %d, all taken by the functions "
-                                   "before it): its default is not agreed on", act_names[e].name,
-                                   na);
-            }
-            if (act_names[e].uses_b) {
-                if (ib < nb) t->beta = betas[ib++];
-                else if (act_names[e].need)
-                    return PP_FAIL(err, PP_EUNSUP, "activation %s needs a value in attribute "
-                                   "'activation_beta' (it has %d, all taken by the functions "
-                                   "before it): its default is not agreed on", act_names[e].name,
-                                   nb);
-            }
+            if (act_names[e].uses_a)
+                PP_TRY(take_param(act_names[e].name, "activation_alpha", alphas, na, &ia,
+                                  act_names[e].need, &t->alpha, err));
+            if (act_names[e].uses_b)
+                PP_TRY(take_param(act_names[e].name, "activation_beta", betas, nb, &ib,
+                                  act_names[e].need, &t->beta, err));
             if (!isfinite(t->alpha) || !isfinite(t->beta))
                 return PP_FAIL(err, PP_EINVAL, "activation %s: alpha %g and beta %g must be finite",
                                act_names[e].name, (double)t->alpha, (double)t->beta);

@@ -23,6 +23,12 @@ size_t pprt_sgemm_scratch_bytes(void);
 pp_status pprt_need_f32(const pprt_tensor *t, const char *what, pp_err *err);
 pp_status pprt_need_counts(const char *op, int n_in, int lo, int hi, int n_out, pp_err *err);
 pp_status pprt_need_shape(const pprt_tensor *t, const pp_shape *want, const char *what, pp_err *err);
+/* Op o's inputs (at most 8) infer, as at compile time, the types and shapes
+ * of its outputs (at most 4), and out[] has them; an output of type
+ * PP_UNDEFINED (one nobody asked for) is not checked. For the kernels that
+ * take their shapes from the shared parsers (ref_attn.c, ref_rnn.c). */
+pp_status pprt_check_outputs(pp_op o, pp_attrs attrs, const pprt_tensor *in, int n_in, const pprt_tensor *out,
+                             int n_out, pp_err *err);
 pp_status pprt_numel_of(const pprt_tensor *t, int64_t *n, pp_err *err);
 /* out[0] = bytes of in[0] (same type and byte size). */
 pp_status pprt_copy_bytes(const char *op, const pprt_tensor *in, int n_in, pprt_tensor *out,

@@ -17,30 +17,11 @@
 #include <math.h>
 #include <string.h>
 
-static pp_status check_out(const char *op, pp_op o, pp_attrs attrs, const pprt_tensor *in,
-                           int n_in, const pprt_tensor *out, int n_out, pp_err *err) {
-    pp_tinfo ti[8], to[4];
-    if (n_in > 8 || n_out > 4 || n_out < 1)
-        return PP_FAIL(err, PP_EINVAL, "%s kernel: %d inputs, %d outputs", op, n_in, n_out);
-    for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
-    pp_err e = {0};
-    if (pp_infer(o, attrs, ti, n_in, to, n_out, &e) != PP_OK)
-        return PP_FAIL(err, e.code, "%s kernel: %s", op, e.msg);
-    for (int k = 0; k < n_out; k++) {
-        if (out[k].dtype == PP_UNDEFINED) continue; /* an output nobody asked for */
-        if (out[k].dtype != to[k].dtype)
-            return PP_FAIL(err, PP_EINVAL, "%s kernel: output %d has type %s, expected %s", op, k,
-                           pp_dtype_name(out[k].dtype), pp_dtype_name(to[k].dtype));
-        PP_TRY(pprt_need_shape(&out[k], &to[k].shape, "output", err));
-    }
-    return PP_OK;
-}
-
 /* ---- RMSNormalization ------------------------------------------------------------ */
 
 pp_status kern_RMSNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                        int n_out, pprt_scratch *scratch, pp_err *err) {
-    PP_TRY(check_out("RMSNormalization", PP_OP_RMSNORM, attrs, in, n_in, out, n_out, err));
+    PP_TRY(pprt_check_outputs(PP_OP_RMSNORM, attrs, in, n_in, out, n_out, err));
     const pp_shape *xs = &in[0].shape, *ss = &in[1].shape;
     int axis;
     float eps;
@@ -88,7 +69,7 @@ pp_status kern_RMSNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
 pp_status kern_ROTARYEMBEDDING(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                                int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
-    PP_TRY(check_out("RotaryEmbedding", PP_OP_ROTARYEMBEDDING, attrs, in, n_in, out, n_out, err));
+    PP_TRY(pprt_check_outputs(PP_OP_ROTARYEMBEDDING, attrs, in, n_in, out, n_out, err));
     pp_tinfo ti[4];
     for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
     pp_rope r;
@@ -143,7 +124,7 @@ static float mask_at(const pp_attn *t, const pprt_tensor *m, int64_t b, int64_t 
 
 pp_status kern_ATTENTION(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                          int n_out, pprt_scratch *scratch, pp_err *err) {
-    PP_TRY(check_out("Attention", PP_OP_ATTENTION, attrs, in, n_in, out, n_out, err));
+    PP_TRY(pprt_check_outputs(PP_OP_ATTENTION, attrs, in, n_in, out, n_out, err));
     pp_tinfo ti[7];
     for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
     pp_attn t;

@@ -71,6 +71,26 @@ pp_status pprt_need_counts(const char *op, int n_in, int lo, int hi, int n_out, 
     return PP_OK;
 }
 
+pp_status pprt_check_outputs(pp_op o, pp_attrs attrs, const pprt_tensor *in, int n_in, const pprt_tensor *out,
+                             int n_out, pp_err *err) {
+    const char *op = pp_op_table[o].name;
+    pp_tinfo ti[8], to[4];
+    if (n_in > 8 || n_out > 4 || n_out < 1)
+        return PP_FAIL(err, PP_EINVAL, "%s kernel: %d inputs, %d outputs", op, n_in, n_out);
+    for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
+    pp_err e = {0};
+    if (pp_infer(o, attrs, ti, n_in, to, n_out, &e) != PP_OK)
+        return PP_FAIL(err, e.code, "%s kernel: %s", op, e.msg);
+    for (int k = 0; k < n_out; k++) {
+        if (out[k].dtype == PP_UNDEFINED) continue; /* an output nobody asked for */
+        if (out[k].dtype != to[k].dtype)
+            return PP_FAIL(err, PP_EINVAL, "%s kernel: output %d has type %s, expected %s", op, k,
+                           pp_dtype_name(out[k].dtype), pp_dtype_name(to[k].dtype));
+        PP_TRY(pprt_need_shape(&out[k], &to[k].shape, "output", err));
+    }
+    return PP_OK;
+}
+
 pp_status pprt_need_shape(const pprt_tensor *t, const pp_shape *want, const char *what,
                             pp_err *err) {
     if (!pp_shape_eq(&t->shape, want)) {

@@ -19,25 +19,6 @@
 #include <math.h>
 #include <string.h>
 
-static pp_status check_out(const char *op, pp_op o, pp_attrs attrs, const pprt_tensor *in,
-                           int n_in, const pprt_tensor *out, int n_out, pp_err *err) {
-    pp_tinfo ti[8], to[3];
-    if (n_in > 8 || n_out > 3 || n_out < 1)
-        return PP_FAIL(err, PP_EINVAL, "%s kernel: %d inputs, %d outputs", op, n_in, n_out);
-    for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
-    pp_err e = {0};
-    if (pp_infer(o, attrs, ti, n_in, to, n_out, &e) != PP_OK)
-        return PP_FAIL(err, e.code, "%s kernel: %s", op, e.msg);
-    for (int k = 0; k < n_out; k++) {
-        if (out[k].dtype == PP_UNDEFINED) continue; /* an output nobody asked for */
-        if (out[k].dtype != to[k].dtype)
-            return PP_FAIL(err, PP_EINVAL, "%s kernel: output %d has type %s, expected %s", op, k,
-                           pp_dtype_name(out[k].dtype), pp_dtype_name(to[k].dtype));
-        PP_TRY(pprt_need_shape(&out[k], &to[k].shape, "output", err));
-    }
-    return PP_OK;
-}
-
 static inline float act(const pp_rnn_act *a, float x) {
     switch (a->fn) {
     case PP_RNN_SIGMOID: return 1.0f / (1.0f + expf(-x));
@@ -167,10 +148,11 @@ static pp_status run_seq(const rnn_run *u, int d, int64_t b, pp_err *err) {
     return PP_OK;
 }
 
-static pp_status kern_rnn(const char *name, pp_op op, pp_attrs attrs, const pprt_tensor *in,
+static pp_status kern_rnn(pp_op op, pp_attrs attrs, const pprt_tensor *in,
                           int n_in, pprt_tensor *out, int n_out, pprt_scratch *scratch,
                           pp_err *err) {
-    PP_TRY(check_out(name, op, attrs, in, n_in, out, n_out, err));
+    const char *name = pp_op_table[op].name;
+    PP_TRY(pprt_check_outputs(op, attrs, in, n_in, out, n_out, err));
     pp_tinfo ti[8];
     for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
     pp_rnn r;
@@ -199,15 +181,15 @@ static pp_status kern_rnn(const char *name, pp_op op, pp_attrs attrs, const pprt
 
 pp_status kern_LSTM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                     pprt_scratch *scratch, pp_err *err) {
-    return kern_rnn("LSTM", PP_OP_LSTM, attrs, in, n_in, out, n_out, scratch, err);
+    return kern_rnn(PP_OP_LSTM, attrs, in, n_in, out, n_out, scratch, err);
 }
 
 pp_status kern_GRU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                    pprt_scratch *scratch, pp_err *err) {
-    return kern_rnn("GRU", PP_OP_GRU, attrs, in, n_in, out, n_out, scratch, err);
+    return kern_rnn(PP_OP_GRU, attrs, in, n_in, out, n_out, scratch, err);
 }
 
 pp_status kern_RNN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                    pprt_scratch *scratch, pp_err *err) {
-    return kern_rnn("RNN", PP_OP_RNN, attrs, in, n_in, out, n_out, scratch, err);
+    return kern_rnn(PP_OP_RNN, attrs, in, n_in, out, n_out, scratch, err);
 }
