@@ -125,20 +125,38 @@ static void *dptr(pprt_exec *x, const pcu_ref *r) { return r->space < 0 ? NULL :
 /* One heuristic mode's engine configs in order; the first whose numerical
  * notes the precision allows and that finalizes into an execution plan.
  * Strict f32 refuses engines that convert inputs down (TF32 tensor cores
- * among them); every precision refuses non-deterministic engines. */
+ * among them); every precision refuses non-deterministic engines. The whole
+ * list is read (up to PCU_DNN_MAX_CFGS), not a fixed first few: on an H100
+ * the first 16 configs mode A gives a 3x3 f32 convolution are all tensor-core
+ * engines, which strict f32 refuses, and the fallback list's engines are
+ * slower (2026-11-26, docs/cuda.md). */
+#define PCU_DNN_MAX_CFGS 256
 static pp_status dnn_plan_mode(pprt_exec *x, int node, dstep *d, cudnnBackendHeurMode_t mode, pp_err *err) {
-    cudnnBackendDescriptor_t heur, cfgs[16];
+    cudnnBackendDescriptor_t heur, *cfgs = NULL;
     DNN(x, node, cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
-    int64_t n = 0;
-    for (int i = 0; i < 16; i++) cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[i]);
+    int64_t n = 0, avail = 0;
     if (cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                                  &d->dnn.graph) != CUDNN_STATUS_SUCCESS ||
         cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode) !=
             CUDNN_STATUS_SUCCESS ||
         cudnnBackendFinalize(heur) != CUDNN_STATUS_SUCCESS ||
-        cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 16, &n, cfgs) !=
-            CUDNN_STATUS_SUCCESS)
+        cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &avail,
+                                 NULL) != CUDNN_STATUS_SUCCESS)
+        avail = 0;
+    if (avail > PCU_DNN_MAX_CFGS) avail = PCU_DNN_MAX_CFGS;
+    if (avail > 0 && !(cfgs = calloc((size_t)avail, sizeof *cfgs))) {
+        cudnnBackendDestroyDescriptor(heur);
+        return PP_FAIL(err, PP_ENOMEM, "node '%s': %lld cuDNN engine configs", x->st->nodes[node].name,
+                       (long long)avail);
+    }
+    int64_t made = 0;
+    while (made < avail &&
+           cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[made]) == CUDNN_STATUS_SUCCESS)
+        made++;
+    if (made == 0 || cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                              made, &n, cfgs) != CUDNN_STATUS_SUCCESS)
         n = 0;
+    if (n > made) n = made;
     d->plan = NULL;
     int refused[4] = {0, 0, 0, 0}; /* non-deterministic, reduced precision, workspace, no plan */
     int64_t took = -1, gidx = -1, took_ws = 0;
@@ -181,7 +199,8 @@ static pp_status dnn_plan_mode(pprt_exec *x, int node, dstep *d, cudnnBackendHeu
         }
         cudnnBackendDestroyDescriptor(eng);
     }
-    for (int i = 0; i < 16; i++) cudnnBackendDestroyDescriptor(cfgs[i]);
+    for (int64_t i = 0; i < made; i++) cudnnBackendDestroyDescriptor(cfgs[i]);
+    free(cfgs);
     cudnnBackendDestroyDescriptor(heur);
     if (pprt_cuda_config()->explain)
         fprintf(stderr, "pprt: cuda: stage %d node '%s': cuDNN %s graph, heuristics %s: %lld configs; %s engine %lld "
