@@ -1,5 +1,5 @@
-/* norm.c: BatchNormalization and LayerNormalization on oneDNN's batch and
- * layer normalization. */
+/* norm.c: BatchNormalization, LayerNormalization, InstanceNormalization and
+ * GroupNormalization on oneDNN's batch and layer normalization. */
 #include <string.h>
 
 #include "../../ir/op_fns.h"
@@ -72,28 +72,19 @@ fail:
     return r;
 }
 
-/* LayerNormalization: scale over the whole normalized extent. */
-static pp_status build_ln(pprt_exec *x, const pprt_node *n, pp_err *err) {
-    pp_attrs a = attrs_of(x, n);
-    PP_TRY(dn_need_f32_nonempty(x, n, err));
-    const int xi = n->in[0], si = n->in[1], bi = has_in(n, 2) ? n->in[2] : -1, yi = n->out[0];
-    const pp_shape *xs = &T(x, xi)->shape;
-    int64_t stash, dims[2];
-    int axis;
-    float eps;
-    PP_TRY(pp_norm_rows(a, xs, &axis, &eps, &dims[0], &dims[1], err));
-    PP_TRY(pp_attr_int(a, "stash_type", 1, &stash, err));
-    if (stash != 1) return unsup(err, "stash_type");
-    /* scale and bias must cover the normalized extent (no broadcasting) */
-    if (numel_of(&T(x, si)->shape) != dims[1] || (bi >= 0 && numel_of(&T(x, bi)->shape) != dims[1]))
-        return unsup(err, "broadcast scale or bias");
+/* oneDNN's layer normalization of x's bytes viewed plain as [rows, len]
+ * into y's, with scale si and shift bi over the len elements of a row (-1:
+ * none). */
+static pp_status push_lnorm(pprt_exec *x, int xi, int yi, int64_t rows, int64_t len, float eps, int si, int bi,
+                            pp_err *err) {
+    const int64_t dims[2] = {rows, len};
     dnnl_memory_desc_t data, stat, vec;
     PP_TRY(dn_plain_md(dims, 2, &data, err));
     PP_TRY(dn_plain_md(dims, 1, &stat, err));
     PP_TRY(dn_plain_md(&dims[1], 1, &vec, err));
     dnnl_layer_normalization_desc_t d;
     DN(dnnl_layer_normalization_forward_desc_init(&d, dnnl_forward_inference, &data, &stat, eps,
-                                                  dnnl_use_scale | (bi >= 0 ? dnnl_use_shift : 0)),
+                                                  (si >= 0 ? dnnl_use_scale : 0) | (bi >= 0 ? dnnl_use_shift : 0)),
        "layer normalization");
     dnnl_primitive_desc_t pd;
     PP_TRY(dn_plain_pd(x, &d, "layer normalization", &pd, err));
@@ -105,8 +96,10 @@ static pp_status build_ln(pprt_exec *x, const pprt_node *n, pp_err *err) {
     args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m};
     if ((r = dn_tensor_mem(x, yi, &data, &m, err)) != PP_OK) goto fail;
     args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, m};
-    if ((r = dn_tensor_mem(x, si, &vec, &m, err)) != PP_OK) goto fail;
-    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCALE, m};
+    if (si >= 0) {
+        if ((r = dn_tensor_mem(x, si, &vec, &m, err)) != PP_OK) goto fail;
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCALE, m};
+    }
     if (bi >= 0) {
         if ((r = dn_tensor_mem(x, bi, &vec, &m, err)) != PP_OK) goto fail;
         args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SHIFT, m};
@@ -130,6 +123,88 @@ fail:
     return r;
 }
 
+/* LayerNormalization: scale over the whole normalized extent. */
+static pp_status build_ln(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    pp_attrs a = attrs_of(x, n);
+    PP_TRY(dn_need_f32_nonempty(x, n, err));
+    const int xi = n->in[0], si = n->in[1], bi = has_in(n, 2) ? n->in[2] : -1, yi = n->out[0];
+    const pp_shape *xs = &T(x, xi)->shape;
+    int64_t stash, rows, len;
+    int axis;
+    float eps;
+    PP_TRY(pp_norm_rows(a, xs, &axis, &eps, &rows, &len, err));
+    PP_TRY(pp_attr_int(a, "stash_type", 1, &stash, err));
+    if (stash != 1) return unsup(err, "stash_type");
+    /* scale and bias must cover the normalized extent (no broadcasting) */
+    if (numel_of(&T(x, si)->shape) != len || (bi >= 0 && numel_of(&T(x, bi)->shape) != len))
+        return unsup(err, "broadcast scale or bias");
+    return push_lnorm(x, xi, yi, rows, len, eps, si, bi, err);
+}
+
+/* Whether tid is a constant whose every element is v. */
+static bool all_equal(const pprt_exec *x, int tid, float v) {
+    if (!is_weight(x, tid) || !f32(x, tid)) return false;
+    const float *p = x->ptr[tid];
+    for (int64_t i = 0, n = numel_of(&T(x, tid)->shape); i < n; i++)
+        if (p[i] != v) return false;
+    return true;
+}
+
+/* InstanceNormalization, and GroupNormalization of num_groups G: each
+ * sample's channel (group of C/G channels) normalized on oneDNN's layer
+ * normalization over [N*C, S] ([N*G, C/G*S]) without scale or shift, then,
+ * unless the scale is all ones and the bias all zeros (torch's GroupNorm
+ * exports an InstanceNormalization so), y = y * scale + bias in place by one
+ * binary primitive over [N, P, Q] with the P scales and biases broadcast
+ * (P: C; GroupNormalization before opset 21: G), the bias a post-op. The
+ * reference kernel normalizes in double; oneDNN in float (docs/dnnl.md). */
+static pp_status build_gn(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    pp_attrs a = attrs_of(x, n);
+    PP_TRY(dn_need_f32_nonempty(x, n, err));
+    const int xi = n->in[0], si = n->in[1], bi = n->in[2], yi = n->out[0];
+    const pp_shape *xs = &T(x, xi)->shape;
+    if (xs->rank < 3) return unsup(err, "rank");
+    float eps;
+    PP_TRY(pp_attr_float(a, "epsilon", 1e-5f, &eps, err));
+    const int64_t N = xs->dim[0], C = xs->dim[1], total = numel_of(xs);
+    int64_t G = C;
+    if (n->op == PP_OP_GROUPNORM) {
+        int64_t stash;
+        PP_TRY(pp_attr_int(a, "num_groups", 1, &G, err));
+        PP_TRY(pp_attr_int(a, "stash_type", 1, &stash, err));
+        if (stash != 1) return unsup(err, "stash_type");
+        if (G < 1 || C % G) return unsup(err, "num_groups");
+    }
+    const int64_t P = n->op == PP_OP_GROUPNORM && a.opset < 21 ? G : C;
+    if (numel_of(&T(x, si)->shape) != P || numel_of(&T(x, bi)->shape) != P) return unsup(err, "scale or bias size");
+    PP_TRY(push_lnorm(x, xi, yi, N * G, total / (N * G), eps, -1, -1, err));
+    if (all_equal(x, si, 1.0f) && all_equal(x, bi, 0.0f)) return PP_OK;
+    const int64_t dy[3] = {N, P, total / (N * P)}, dv[3] = {1, P, 1};
+    dnnl_memory_desc_t ymd, vmd;
+    PP_TRY(dn_plain_md(dy, 3, &ymd, err));
+    PP_TRY(dn_plain_md(dv, 3, &vmd, err));
+    dnnl_binary_desc_t d;
+    DN(dnnl_binary_desc_init(&d, dnnl_binary_mul, &ymd, &vmd, &ymd), "binary");
+    dnnl_primitive_attr_t attr;
+    PP_TRY(dn_new_attr(&attr, err));
+    dnnl_post_ops_t po = NULL;
+    dnnl_status_t s = dnnl_post_ops_create(&po);
+    if (s == dnnl_success) s = dnnl_post_ops_append_binary(po, dnnl_binary_add, &vmd);
+    dnnl_primitive_desc_t pd;
+    PP_TRY(dn_finish_pd(x, &d, attr, po, s, PP_OK, "normalization scale and bias", &pd, err));
+    dnnl_memory_t ym, sm, bm;
+    pp_status r;
+    if ((r = dn_tensor_mem(x, yi, &ymd, &ym, err)) != PP_OK || (r = dn_tensor_mem(x, si, &vmd, &sm, err)) != PP_OK ||
+        (r = dn_tensor_mem(x, bi, &vmd, &bm, err)) != PP_OK) {
+        dnnl_primitive_desc_destroy(pd);
+        return r;
+    }
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC_0, ym}, {DNNL_ARG_SRC_1, sm}, {DNNL_ARG_DST, ym},
+                               {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, bm}};
+    return dn_push_pd(x, pd, STEP_MAIN, args, 4, err);
+}
+
 /* BatchNormalization reads its input 0 in any layout; LayerNormalization plain */
 const dn_family dn_batchnorm = {.build = build_bn, .any_in = 1u << 0};
 const dn_family dn_layernorm = {.build = build_ln};
+const dn_family dn_groupnorm = {.build = build_gn};

@@ -536,14 +536,43 @@ def metaformer():
     return m.save([t, c]), m.data(), ["Conv", "AveragePool", "MatMul", "BatchNormalization"]
 
 
+def norms():
+    """InstanceNormalization and GroupNormalization on oneDNN's layer
+    normalization, then the scale and bias by a binary primitive: an instance
+    norm with a scale and bias per channel; torch's GroupNorm export (Reshape
+    to one group, an InstanceNormalization with scale 1 and bias 0, which
+    needs no binary step, Reshape back, Mul, Add); a 1-D one whose scale is
+    all ones but bias is not; GroupNormalization before opset 21 (a scale
+    and bias per group)."""
+    m = Model("norms", [("x", (8, 6, 6))])
+    c = m.conv("x", 8, 8, (3, 3), pads=[1, 1, 1, 1])
+    a = m.op("InstanceNormalization", [c, m.const(m.rng.uniform(0.5, 1.5, 8)), m.rand(8, scale=0.1)], epsilon=1e-5)
+    r = m.op("Reshape", [a, m.const_i64([0, 1, -1])])
+    i = m.op("InstanceNormalization", [r, m.const(np.ones(1)), m.const(np.zeros(1))], epsilon=1e-5)
+    b = m.op("Add", [m.op("Mul", [m.op("Reshape", [i, m.const_i64([0, 8, 6, 6])]), m.rand(8, 1, 1)]), m.rand(8, 1, 1)])
+    l = m.op("InstanceNormalization", [m.op("Reshape", [b, m.const_i64([0, 8, 36])]), m.const(np.ones(8)),
+                                       m.rand(8, scale=0.1)], epsilon=1e-3)
+    g = m.op("GroupNormalization", [m.op("Relu", [c]), m.const(m.rng.uniform(0.5, 1.5, 4)), m.rand(4, scale=0.1)],
+             num_groups=4, epsilon=1e-5)
+    return m.save([l, g]), m.data(), ["InstanceNormalization", "GroupNormalization"]
+
+
+def norms21():
+    """GroupNormalization from opset 21: a scale and bias per channel."""
+    m = Model("norms21", [("x", (8, 5, 7))], opset=21)
+    g = m.op("GroupNormalization", ["x", m.const(m.rng.uniform(0.5, 1.5, 8)), m.rand(8, scale=0.1)],
+             num_groups=2, epsilon=1e-5)
+    return m.save([g]), m.data(), ["GroupNormalization"]
+
+
 # ---- run everything --------------------------------------------------------------------------------
 
 for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices, cut_types, windows,
-             metaformer):
+             metaformer, norms, norms21):
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
-        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices", "windows", "metaformer") else \
+        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices", "windows", "metaformer", "norms") else \
             (1, 2, 3, 4) if name == "cut_types" else (1,)
         for pp in pps:
             plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
@@ -571,7 +600,7 @@ for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices
 # plain: its kernel (and so its bits) must not depend on the split (the
 # zoo's DenseNet-121 at -pp 4 is the model that showed it: tests/models)
 # metaformer: likewise for a residual absorbed as a post-op (see the model)
-for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows", "metaformer") for k in (2, 3)):
+for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows", "metaformer", "norms") for k in (2, 3)):
     d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_blocked_t1") for k in (1, pp))
     if os.path.isdir(d1) and os.path.isdir(dn):
         for f in sorted(x for x in os.listdir(d1) if x.endswith(".npy")):
