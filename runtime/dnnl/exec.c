@@ -151,6 +151,7 @@ static const char *dnnl_route(pp_op op) {
                 {&dn_gemm, "oneDNN matmul"},             {&dn_pool, "oneDNN pooling"},
                 {&dn_batchnorm, "oneDNN batch norm"},    {&dn_layernorm, "oneDNN layer norm"},
                 {&dn_groupnorm, "oneDNN layer norm (+ binary for scale and bias)"},
+                {&dn_resample, "oneDNN resampling (linear, half_pixel; else reference)"},
                 {&dn_softmax, "oneDNN softmax"},         {&dn_eltwise, "oneDNN eltwise"},
                 {&dn_binary, "oneDNN binary"},           {&dn_view, "view (no copy) or reorder"},
                 {&dn_slice, "oneDNN reorder"}};

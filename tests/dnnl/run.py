@@ -565,14 +565,35 @@ def norms21():
     return m.save([g]), m.data(), ["GroupNormalization"]
 
 
+def resize():
+    """Resize on oneDNN's resampling (linear, half_pixel or
+    pytorch_half_pixel): 2x up from a convolution's output (blocked where
+    the convolution is in the same stage), 2x down, 1.5x up, 1-D; and one
+    with align_corners, which oneDNN does not compute, on the reference
+    kernel in between."""
+    m = Model("resize", [("x", (8, 6, 6))])
+    c = m.conv("x", 8, 8, (3, 3), pads=[1, 1, 1, 1])
+    e = ""
+    up = m.op("Resize", [c, e, m.const([1, 1, 2, 2])], mode="linear", coordinate_transformation_mode="half_pixel")
+    mid = m.op("Resize", [m.op("Relu", [c]), e, m.const([1, 1, 1.5, 1.5])], mode="linear",
+               coordinate_transformation_mode="pytorch_half_pixel")
+    down = m.op("Resize", [up, e, m.const([1, 1, 0.5, 0.5])], mode="linear",
+                coordinate_transformation_mode="half_pixel")
+    corners = m.op("Resize", [mid, e, m.const([1, 1, 2, 2])], mode="linear",
+                   coordinate_transformation_mode="align_corners")
+    one = m.op("Resize", [m.op("Reshape", [corners, m.const_i64([0, 8, 324])]), e, m.const([1, 1, 2])],
+               mode="linear", coordinate_transformation_mode="half_pixel")
+    return m.save([down, one]), m.data(), ["Resize"]
+
+
 # ---- run everything --------------------------------------------------------------------------------
 
 for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices, cut_types, windows,
-             metaformer, norms, norms21):
+             metaformer, norms, norms21, resize):
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
-        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices", "windows", "metaformer", "norms") else \
+        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices", "windows", "metaformer", "norms", "resize") else \
             (1, 2, 3, 4) if name == "cut_types" else (1,)
         for pp in pps:
             plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
@@ -600,7 +621,8 @@ for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices
 # plain: its kernel (and so its bits) must not depend on the split (the
 # zoo's DenseNet-121 at -pp 4 is the model that showed it: tests/models)
 # metaformer: likewise for a residual absorbed as a post-op (see the model)
-for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows", "metaformer", "norms") for k in (2, 3)):
+for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows", "metaformer", "norms", "resize")
+                                  for k in (2, 3)):
     d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_blocked_t1") for k in (1, pp))
     if os.path.isdir(d1) and os.path.isdir(dn):
         for f in sorted(x for x in os.listdir(d1) if x.endswith(".npy")):
