@@ -15,8 +15,9 @@
  * fusion pass made are written back as standard ops of that opset:
  * pp.FusedConv as Conv [+ Add] [+ Relu or Clip], pp.SiLU as Sigmoid + Mul,
  * Gemm (from MatMul + Add) as Gemm, which every opset has, and
- * LayerNormalization (opset 17) and Gelu (opset 20) as themselves where the
- * opset has them, else as the decomposition the fusion matched. Folded
+ * LayerNormalization (opset 17), Gelu (opset 20) and HardSwish (opset 14)
+ * as themselves where the opset has them, else as the decomposition the
+ * fusion matched. Folded
  * constants and BatchNormalization folded into a Conv's weights are plain
  * initializers.
  *
@@ -311,6 +312,17 @@ static pp_status emit_silu(ex *x, const pp_node *n, char **in) {
     return emit(x, "Mul", nm, mi, 2, &out, 1, NULL, 0, NULL);
 }
 
+/* HardSwish(X) -> X * HardSigmoid(X; alpha 1/6, beta 0.5), for opsets before 14 */
+static pp_status emit_hardswish_ops(ex *x, const pp_node *n, char **in) {
+    char *out = vname(x, n->out[0]);
+    char *s = fresh_name(x, out, "hardsigmoid"), *nm = fresh_name(x, n->name, "Mul");
+    if (!s || !nm) return oom(x);
+    const pp_attr at[2] = {attr_float("alpha", (float)(1.0 / 6.0)), attr_float("beta", 0.5f)};
+    PP_TRY(emit(x, "HardSigmoid", n->name, in, 1, &s, 1, at, 2, NULL));
+    char *mi[2] = {in[0], s};
+    return emit(x, "Mul", nm, mi, 2, &out, 1, NULL, 0, NULL);
+}
+
 /* One step of a decomposition: op over in[0..n_in) into a fresh value (or
  * `out` when given); its name in *res. */
 static pp_status step(ex *x, const pp_node *n, const char *op, char *const *in, int n_in, char *out,
@@ -396,6 +408,7 @@ static pp_status emit_node(ex *x, const pp_node *n) {
     if (n->op == PP_OP_SILU) return emit_silu(x, n, in);
     if (!strcmp(op, "LayerNormalization") && x->g->opset < 17) return emit_layernorm_ops(x, n, in);
     if (!strcmp(op, "Gelu") && x->g->opset < 20) return emit_gelu_ops(x, n, in);
+    if (n->op == PP_OP_HARDSWISH && x->g->opset < 14) return emit_hardswish_ops(x, n, in);
     if (!strncmp(op, "pp.", 3))
         return PP_FAIL(x->err, PP_EUNSUP, "node '%s': op %s has no ONNX form", n->name, op);
     return emit(x, op, n->name, in, n->n_in, out, n->n_out, n->attrs, n->n_attrs, NULL);

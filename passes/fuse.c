@@ -10,7 +10,8 @@
  *  - the decomposed LayerNorm (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
  *    Div, Mul, Add) becomes LayerNormalization;
  *  - the Erf GELU (Div by sqrt 2, Erf, Add 1, Mul x, Mul 0.5) becomes Gelu;
- *  - x * Sigmoid(x) becomes pp.SiLU.
+ *  - x * Sigmoid(x) becomes pp.SiLU, and x * HardSigmoid(x) with alpha 1/6
+ *    and beta 0.5 HardSwish.
  *
  * A fused node takes the place of the LAST node of its pattern (so every
  * value it reads is already defined there) and the name of the FIRST (the
@@ -385,6 +386,30 @@ static int other_in(const pp_graph *g, int n, int v) {
     return N->in[0] == v ? N->in[1] : N->in[1] == v ? N->in[0] : -1;
 }
 
+/* ---- x * HardSigmoid(x; 1/6, 0.5) -> HardSwish ------------------------------------------------ */
+
+/* torch exports hardswish before opset 14 so; ONNX defines HardSwish as
+ * exactly this product (alpha 1/6, beta 0.5). As one op a convolution's
+ * kernel can take it as a post-op. */
+static pp_status fuse_hardswish(pp_graph *g, int hs, bool *changed, pp_err *err) {
+    float alpha, beta;
+    pp_attrs a = pp_node_attrs(g, &g->nodes[hs]);
+    if (pp_attr_float(a, "alpha", 0.2f, &alpha, NULL) != PP_OK || pp_attr_float(a, "beta", 0.5f, &beta, NULL) != PP_OK ||
+        alpha != (float)(1.0 / 6.0) || beta != 0.5f)
+        return PP_OK;
+    int x = g->nodes[hs].in[0], s = g->nodes[hs].out[0];
+    int mul = sole_user(g, s);
+    if (!is(g, mul, PP_OP_MUL) || other_in(g, mul, s) != x || g->values[x].dtype != PP_F32) return PP_OK;
+    int dead[2] = {hs, mul};
+    PP_TRY(become(g, mul, hs, PP_OP_HARDSWISH, dead, 2, err));
+    pp_node *L = &g->nodes[mul];
+    PP_TRY(set_inputs(g, mul, &x, 1, err));
+    L->attrs = NULL;
+    L->n_attrs = 0;
+    *changed = true;
+    return PP_OK;
+}
+
 static pp_status fuse_gelu(pp_graph *g, int erf, bool *changed, pp_err *err) {
     const pp_op gelu = PP_OP_GELU;
     /* d = x / sqrt(2) (or x * 1/sqrt(2)); e = Erf(d); a = e + 1; m = x * a; o = m * 0.5
@@ -554,6 +579,7 @@ pp_status pp_fuse(pp_graph *g, pp_err *err) {
         if (is(g, i, PP_OP_REDUCEMEAN)) PP_TRY(fuse_layernorm(g, i, &changed, err));
         else if (is(g, i, PP_OP_ERF)) PP_TRY(fuse_gelu(g, i, &changed, err));
         else if (is(g, i, PP_OP_SIGMOID)) PP_TRY(fuse_silu(g, i, &changed, err));
+        else if (is(g, i, PP_OP_HARDSIGMOID)) PP_TRY(fuse_hardswish(g, i, &changed, err));
         else if (is(g, i, PP_OP_MATMUL)) PP_TRY(fuse_matmul_add(g, i, &changed, err));
     }
     for (int i = 0; i < g->n_nodes; i++)

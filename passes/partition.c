@@ -965,15 +965,16 @@ static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, bool *gl
             return us;
         }
         if (p > u.n) {
+            const int nu = u.n; /* units_free clears it */
             units_free(&u);
             if (o->policy == PP_POLICY_PARAMS)
                 return PP_FAIL(err, PP_EINVAL,
                                "-pp %d asks for more stages than the params policy has units (%d top-level "
-                               "modules and glue ops); use another policy or fewer stages", p, u.n);
+                               "modules and glue ops); use another policy or fewer stages", p, nu);
             return PP_FAIL(err, PP_EINVAL,
                            "-pp %d asks for more stages than the graph can be cut into (%d units: its %d ops, "
                            "each chain of ops that run as one kernel counted once): a stage would be empty",
-                           p, u.n, g->n_nodes);
+                           p, nu, g->n_nodes);
         }
         int ucuts[PP_MAX_SPLITS];
         if (p - 1 > PP_MAX_SPLITS) {

@@ -12,9 +12,9 @@
 #include "dnnl_exec.h"
 
 static pp_status build_resample(pprt_exec *x, const pprt_node *n, pp_err *err) {
-    PP_TRY(dn_need_f32_nonempty(x, n, err));
     const int xi = n->in[0], yi = n->out[0];
     const pp_shape *xs = &T(x, xi)->shape, *ys = &T(x, yi)->shape;
+    if (!f32(x, xi) || !f32(x, yi) || numel_of(ys) == 0) return unsup(err, "not a non-empty f32 tensor");
     if (xs->rank < 3 || xs->rank > 5) return unsup(err, "rank");
     pp_tinfo ti[4];
     if (n->n_in > 4) return unsup(err, "more than 4 inputs");

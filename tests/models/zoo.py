@@ -268,6 +268,46 @@ for _name, _notes in [
                      "attention matmuls")]:
     register(Spec(_name, "fast", "torchvision", _tv(_name), notes=_notes))
 
+class SegOut(nn.Module):
+    """A torchvision segmentation model's 'out' map (its own forward returns
+    a dict), computed as that forward does, with the backbone and the
+    classifier as this module's own top-level modules (what the `params`
+    policy splits)."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.backbone, self.classifier = m.backbone, m.classifier
+        self.lraspp = type(m).__name__ == "LRASPP"   # its head takes the backbone's whole dict
+
+    def forward(self, x):
+        f = self.backbone(x)
+        y = self.classifier(f if self.lraspp else f["out"])
+        return nn.functional.interpolate(y, size=x.shape[-2:], mode="bilinear", align_corners=False)
+
+
+def _tv_seg(name):
+    def build():
+        import torchvision
+        return SegOut(getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None,
+                                                                      num_classes=21, aux_loss=False))
+    return build
+
+
+# The torchvision sweep (tag "tvsweep", not in CI: run_zoo.py WORK --tag
+# tvsweep): the classification families the fast tag leaves out, and the
+# semantic segmentation models (bilinear Resize back to the input's size).
+for _name, _shape in [("alexnet", None), ("vgg11_bn", None), ("squeezenet1_1", None), ("googlenet", None),
+                      ("inception_v3", (3, 299, 299)), ("shufflenet_v2_x0_5", None), ("mnasnet0_5", None),
+                      ("mobilenet_v2", None), ("mobilenet_v3_large", None), ("resnext50_32x4d", None),
+                      ("wide_resnet50_2", None), ("regnet_x_400mf", None), ("efficientnet_v2_s", None),
+                      ("vit_b_32", None), ("swin_v2_t", None), ("maxvit_t", None)]:
+    register(Spec("tv_" + _name, "tvsweep", "torchvision", _tv(_name), input_shape=_shape or (3, 224, 224),
+                  notes="torchvision sweep, random weights"))
+for _name in ("fcn_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"):
+    register(Spec("tv_" + _name, "tvsweep", "torchvision", _tv_seg(_name), input_shape=(3, 224, 224),
+                  notes="torchvision segmentation, 21 classes, random weights"))
+
+
 register(Spec("unet", "fast", "zoo.py", lambda: UNet(),
               input_shape=(3, 64, 64),
               notes="3 down / 3 up levels, concat skips, ConvTranspose and "

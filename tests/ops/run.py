@@ -323,6 +323,38 @@ for tag, scale in (("per_channel", np.array([0.5, -2.0, 1e-3, 3.0], np.float32).
         failures.append(f"conv_layer_scale_{tag}: the Mul {'was' if folded else 'was not'} folded into the Conv "
                         f"(exit {r.returncode})")
 
+# ---- x * HardSigmoid(x; 1/6, 0.5) (torch's hardswish before opset 14) becomes HardSwish -------------------
+# after a Conv, whose oneDNN kernel then takes it as a post-op; a HardSigmoid of other parameters stays
+Wh = rng.normal(0, 0.5, (4, 3, 1, 1)).astype(np.float32)
+for tag, alpha, fuses in (("hardswish", 1.0 / 6.0, True), ("other_alpha", 0.2, False)):
+    xs = f32(2, 3, 5, 5, lo=-8, hi=8)
+    xs[0, :, 0, :3] = [[np.nan, np.inf, -np.inf]] * 3  # NaN stays NaN, x * 1 for +inf, -inf * 0 is NaN
+    hs_nodes = [helper.make_node("Conv", ["x", "w"], ["h"]),
+                helper.make_node("HardSigmoid", ["h"], ["g"], alpha=alpha, beta=0.5),
+                helper.make_node("Mul", ["h", "g"], ["y"])]
+    feeds = {"x": xs}
+    case(f"conv_{tag}", hs_nodes, feeds, ["y"], inits={"w": Wh}, opset=13, rtol=1e-5, atol=1e-6)
+    d, path = write_case(f"conv_{tag}_ir", model(hs_nodes, feeds, ["y"], {"w": Wh}, 13), feeds)
+    r = subprocess.run([PPCC, path, "-b", "0", "--dump-ir", "-q", "-o", os.path.join(d, "ir.plan"),
+                        "--export-stages", os.path.join(d, "stages")], capture_output=True, text=True)
+    if r.returncode or (" HardSwish " in r.stdout) != fuses:
+        failures.append(f"conv_{tag}: HardSwish {'missing' if fuses else 'made'} (exit {r.returncode})")
+    # Conv and HardSwish are one chain (one kernel), so one unit: -pp 2 is refused and says so
+    r = subprocess.run([PPCC, path, "-b", "0", "-pp", "2", "-q", "-o", os.path.join(d, "pp2.plan")],
+                       capture_output=True, text=True)
+    if fuses and (r.returncode != 2 or "(1 units: its 2 ops" not in r.stderr):
+        failures.append(f"conv_{tag}: ppcc -pp 2 exit {r.returncode} (want 2 naming 1 unit of 2 ops): {r.stderr.strip()}")
+    elif fuses:
+        # --export-stages writes it back for opset 13 (no HardSwish there): onnxruntime runs the stage
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        st = ort.InferenceSession(os.path.join(d, "stages", "stage_0.onnx"), so, providers=["CPUExecutionProvider"])
+        got = st.run(None, feeds)[0]
+        want = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        bad = close(got, want, 1e-6, 1e-7)
+        if bad:
+            failures.append(f"conv_{tag}: the exported stage: {bad}")
+
 # ---- EyeLike, ScatterElements ---------------------------------------------------------------------
 case("eyelike_k1_int32", [helper.make_node("EyeLike", ["x"], ["y"], k=1, dtype=TP.INT32)], {"x": f32(4, 6)}, ["y"],
      opset=9, numpy_ref=lambda f: [np.eye(4, 6, 1, dtype=np.int32)])
