@@ -300,7 +300,9 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     }
     for (int i = 0; i < p->n_outputs && s == PP_OK; i++) {
         outputs[i].n = n;
-        outputs[i].data = malloc((size_t)n * p->outputs[i].sample_bytes + 1);
+        /* 64-byte aligned: the sink may lend places in it to the last stage (link_data.c) */
+        if (posix_memalign(&outputs[i].data, 64, (size_t)n * p->outputs[i].sample_bytes + 1) != 0)
+            outputs[i].data = NULL;
         if (!outputs[i].data)
             s = PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for output '%s'",
                         (size_t)n * p->outputs[i].sample_bytes + 1, p->outputs[i].name);
