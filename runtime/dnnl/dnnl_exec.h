@@ -22,6 +22,7 @@
 #include "../backend.h"
 #include "../kernels.h"
 #include "../nodes.h"
+#include "../cpu/bnorm.h"
 #include "../cpu/nanfix.h"
 #include "../cpu/wino.h"
 
@@ -47,6 +48,7 @@ typedef struct pprt_dnnl_opts {
     int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions */
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
+    bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/cpu/bnorm.h) */
 } pprt_dnnl_opts;
 
 /* The settings, read from the environment at the first call (a malformed
@@ -63,6 +65,7 @@ typedef struct step {
     pprt_wino *wino;       /* our Winograd kernel; args: SRC, DST, SCRATCHPAD, and SRC_1 (the residual) if any */
     float lo, hi;          /* wino: the clamp after bias and residual */
     size_t silu;           /* > 0: a step of our SiLU kernel over this many floats (args: SRC, DST) */
+    pprt_bnorm *bnorm;     /* our BatchNormalization kernel (args: SRC, DST) */
     pprt_nanfix fix;       /* kind > 0: a pass of our own for NaN (nanfix.h; args: SRC, DST) */
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */

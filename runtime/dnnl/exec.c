@@ -180,6 +180,7 @@ void dn_rollback(pprt_exec *x, mark m) {
     for (int i = m.steps; i < x->n_steps; i++) {
         if (x->steps[i].prim) dnnl_primitive_destroy(x->steps[i].prim);
         pprt_wino_free(x->steps[i].wino);
+        pprt_bnorm_free(x->steps[i].bnorm);
     }
     for (int i = m.mems; i < x->n_mems; i++) dnnl_memory_destroy(x->mems[i]);
     for (int i = m.owned; i < x->n_owned; i++) free(x->owned[i]);

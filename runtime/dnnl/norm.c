@@ -22,11 +22,36 @@ static bool bn_jit(const_dnnl_primitive_desc_t pd) {
     return strstr(impl, "jit") != NULL;
 }
 
-/* BatchNormalization: inference, global statistics. */
+/* md as our kernel's layout (bnorm.h): f32; plain, channels last or
+ * blocked on channels only; the spatial dims packed, innermost. */
+static bool bn_layout(const dnnl_memory_desc_t *md, pprt_bnorm_layout *l) {
+    if (md->data_type != dnnl_f32 || md->format_kind != dnnl_blocked || md->offset0 != 0 || md->ndims < 2 ||
+        md->ndims > 5)
+        return false;
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    const int nd = md->ndims;
+    int64_t S = 1;
+    for (int d = 2; d < nd; d++) S *= md->dims[d];
+    *l = (pprt_bnorm_layout){.N = md->dims[0], .C = md->dims[1], .S = S, .stride_n = b->strides[0],
+                             .stride_c = b->strides[1]};
+    if (b->inner_nblks == 1 && b->inner_idxs[0] == 1) l->vec = b->inner_blks[0];
+    else if (b->inner_nblks == 0) l->vec = b->strides[1] == 1 ? l->C : 1;
+    else return false;
+    /* the spatial dims packed, the innermost with the stride of one channel vector (plain: 1) */
+    int64_t want = l->vec;
+    for (int d = nd - 1; d >= 2; want *= md->dims[d], d--)
+        if (md->dims[d] > 1 && b->strides[d] != want) return false;
+    return l->vec == 1 ? l->stride_c >= S : true;
+}
+
+/* BatchNormalization: inference, global statistics. On our kernel
+ * (bnorm.h; PPRT_DNNL_BNORM=0: oneDNN's), with a Relu of ppcc's chain after
+ * it in the same pass (oneDNN's batch normalization takes no post-ops);
+ * oneDNN's where ours cannot read the layout (bf16, other blockings). */
 static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pp_attrs a = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
-    const int xi = n->in[0], yi = n->out[0];
+    const int xi = n->in[0], yi = final_out(x, n);
     const pp_shape *xs = &T(x, xi)->shape;
     if (xs->rank < 2 || xs->rank > 5) return unsup(err, "rank");
     if (pp_bn_training(a, n->n_out)) return unsup(err, "training mode (the statistics of its input)");
@@ -35,6 +60,38 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
             return unsup(err, "statistics shape");
     float eps;
     PP_TRY(pp_attr_float(a, "epsilon", 1e-5f, &eps, err));
+    /* our kernel reads the source in the layout it is stored in and writes
+     * that layout: its bits do not depend on the layout (bnorm.h), so no
+     * reorder is needed to keep them independent of the split */
+    dnnl_memory_desc_t cur;
+    pprt_bnorm_layout bl;
+    PP_TRY(dn_tensor_layout(x, xi, &cur, err));
+    bool own = x->o.own_bnorm && bn_layout(&cur, &bl);
+    for (int k = 1; k < 5; k++) own = own && is_weight(x, n->in[k]) && x->ptr[n->in[k]];
+    if (x->n_fused && !(own && x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_RELU))
+        return unsup(err, "post-ops other than one Relu after pprt's kernel");
+    if (own) {
+        pprt_bnorm *bn;
+        dnnl_memory_t sm, dm;
+        post out;
+        PP_TRY(pprt_bnorm_create(&bl, x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]], x->ptr[n->in[4]], eps,
+                                 x->n_fused == 1, &bn, err));
+        step st = {.kind = STEP_MAIN, .nargs = 2, .bnorm = bn};
+        pp_status r;
+        if ((r = dn_bind_output(x, yi, &cur, &dm, &out, err)) != PP_OK ||
+            (r = dn_bind_input(x, xi, &cur, SLOT_SRC, &sm, err)) != PP_OK) {
+            pprt_bnorm_free(bn);
+            return r;
+        }
+        st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+        st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+        if ((r = dn_push_own(x, st, err)) != PP_OK) {
+            pprt_bnorm_free(bn);
+            return r;
+        }
+        x->owned_bytes += pprt_bnorm_bytes(bn);
+        return dn_push_post(x, &out, err);
+    }
     dnnl_memory_desc_t src, cmd;
     PP_TRY(dn_tensor_plain(x, xi, &src, err));
     PP_TRY(dn_plain_md(&xs->dim[1], 1, &cmd, err));

@@ -65,6 +65,8 @@ static const opt opts[] = {
      "a tensor the stage sends and also reads stays in the arena in its layout, copied into the message once"},
     {"PPRT_DNNL_SILU", OPT_FLAG, F(silu), "1", NULL, 0, 0,
      "pp.SiLU on pprt's own kernel where it wins (f32 on AVX2 and AVX-512 CPUs), else oneDNN's swish"},
+    {"PPRT_DNNL_BNORM", OPT_FLAG, F(own_bnorm), "1", NULL, 0, 0,
+     "BatchNormalization (f32) on pprt's own kernel, a Relu after it in the same pass; 0: oneDNN's"},
 };
 #undef F
 

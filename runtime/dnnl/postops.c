@@ -224,7 +224,7 @@ void dn_find_fusable(pprt_exec *x, int ni) {
     x->n_fused = 0;
     const pprt_stage *st = x->st;
     const pp_op op = st->nodes[ni].op;
-    if (!x->o.fuse || !pp_op_has(op, PP_TR_HEAD)) return; /* Conv, pp.FusedConv, MatMul, Gemm */
+    if (!x->o.fuse || !pp_op_has(op, PP_TR_HEAD)) return; /* Conv, pp.FusedConv, MatMul, Gemm, BatchNormalization */
     int cur = st->nodes[ni].out[0];
     elt_seen seen = {0};
     if (op == PP_OP_FUSEDCONV) { /* its own activation comes first (conv.c); Clip runs as a pass of ours */
