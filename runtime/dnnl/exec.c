@@ -149,7 +149,7 @@ static const char *dnnl_route(pp_op op) {
         const char *words;
     } said[] = {{&dn_conv, "oneDNN convolution"},        {&dn_matmul, "oneDNN matmul"},
                 {&dn_gemm, "oneDNN matmul"},             {&dn_pool, "oneDNN pooling"},
-                {&dn_batchnorm, "oneDNN batch norm"},    {&dn_layernorm, "oneDNN layer norm"},
+                {&dn_batchnorm, "pprt's kernel (else oneDNN batch norm)"},    {&dn_layernorm, "oneDNN layer norm"},
                 {&dn_groupnorm, "oneDNN layer norm (+ binary for scale and bias)"},
                 {&dn_resample, "oneDNN resampling (linear, half_pixel; else reference)"},
                 {&dn_softmax, "oneDNN softmax"},         {&dn_eltwise, "oneDNN eltwise"},
