@@ -14,7 +14,7 @@ struct pprt_bnorm {
 pp_status pprt_bnorm_create(const pprt_bnorm_layout *l, const float *scale, const float *bias, const float *mean,
                             const float *var, float eps, bool relu, pprt_bnorm **out, pp_err *err) {
     *out = NULL;
-    if (l->N < 1 || l->C < 1 || l->S < 1 || l->vec < 1 || (l->vec > 1 && l->vec != l->C && l->vec % 8))
+    if (l->N < 1 || l->C < 1 || l->S < 1 || l->vec < 1)
         return PP_FAIL(err, PP_EUNSUP, "BatchNormalization kernel: layout");
     pprt_bnorm *b = calloc(1, sizeof *b);
     const int64_t cp = l->vec > 1 ? (l->C + l->vec - 1) / l->vec * l->vec : l->C;

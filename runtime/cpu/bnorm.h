@@ -18,7 +18,7 @@ typedef struct pprt_bnorm pprt_bnorm;
 
 /* The geometry of a layout: N samples, C channels, S spatial elements; a
  * channel vector of `vec` channels stored contiguously (1: plain, the S
- * elements of one channel contiguous; C: channels last; 8 or 16: blocked,
+ * elements of one channel contiguous; C: channels last; another: blocked (oneDNN: 4, 8, 16),
  * channels padded to a multiple of it), the stride of a sample and of a
  * channel block (blocked; plain: of a channel), in elements. */
 typedef struct pprt_bnorm_layout {
