@@ -72,6 +72,16 @@ static pp_status take_param(const char *fn, const char *attr, const float *vals,
 }
 
 /* The activations of both directions into r->act (r->D, r->n_act set). */
+/* An int attribute that must be 0 or 1 (absent: 0). */
+static pp_status flag_attr(pp_attrs a, const char *name, bool *out, pp_err *err) {
+    int64_t v;
+    PP_TRY(pp_attr_int(a, name, 0, &v, err));
+    if (v != 0 && v != 1)
+        return PP_FAIL(err, PP_EINVAL, "attribute '%s'=%lld must be 0 or 1", name, (long long)v);
+    *out = v;
+    return PP_OK;
+}
+
 static pp_status parse_acts(pp_op op, pp_attrs a, pp_rnn *r, pp_err *err) {
     static const char *const lstm_def[] = {"Sigmoid", "Tanh", "Tanh"};
     static const char *const gru_def[] = {"Sigmoid", "Tanh"};
@@ -190,21 +200,9 @@ pp_status pp_rnn_parse(pp_op op, pp_attrs a, const pp_tinfo *in, int n_in, pp_rn
             const int64_t ps[2] = {r->D, 3 * r->H};
             PP_TRY(need_f32_dims(&in[7], ps, 2, "input P", err));
         }
-        int64_t f;
-        PP_TRY(pp_attr_int(a, "input_forget", 0, &f, err));
-        if (f != 0 && f != 1)
-            return PP_FAIL(err, PP_EINVAL, "attribute 'input_forget'=%lld must be 0 or 1",
-                           (long long)f);
-        r->input_forget = f;
+        PP_TRY(flag_attr(a, "input_forget", &r->input_forget, err));
     }
-    if (op == PP_OP_GRU) {
-        int64_t l;
-        PP_TRY(pp_attr_int(a, "linear_before_reset", 0, &l, err));
-        if (l != 0 && l != 1)
-            return PP_FAIL(err, PP_EINVAL, "attribute 'linear_before_reset'=%lld must be 0 or 1",
-                           (long long)l);
-        r->linear_before_reset = l;
-    }
+    if (op == PP_OP_GRU) PP_TRY(flag_attr(a, "linear_before_reset", &r->linear_before_reset, err));
     PP_TRY(pp_attr_float(a, "clip", INFINITY, &r->clip, err));
     if (!(r->clip > 0.0f))
         return PP_FAIL(err, PP_EINVAL, "attribute 'clip'=%g must be positive", (double)r->clip);

@@ -357,28 +357,6 @@ static pp_status fuse_matmul_add(pp_graph *g, int mm, bool *changed, pp_err *err
     return PP_OK;
 }
 
-/* ---- x * Sigmoid(x) -> SiLU ------------------------------------------------------------------ */
-
-static pp_status fuse_silu(pp_graph *g, int sg, bool *changed, pp_err *err) {
-    const pp_op silu = PP_OP_SILU;
-    int x = g->nodes[sg].in[0], s = g->nodes[sg].out[0];
-    int mul = sole_user(g, s);
-    if (!is(g, mul, PP_OP_MUL)) return PP_OK;
-    const pp_node *M = &g->nodes[mul];
-    if (!((M->in[0] == x && M->in[1] == s) || (M->in[1] == x && M->in[0] == s))) return PP_OK;
-    if (g->values[x].dtype != PP_F32) return PP_OK;
-    int dead[2] = {sg, mul};
-    PP_TRY(become(g, mul, sg, silu, dead, 2, err));
-    pp_node *L = &g->nodes[mul];
-    PP_TRY(set_inputs(g, mul, &x, 1, err));
-    L->attrs = NULL;
-    L->n_attrs = 0;
-    *changed = true;
-    return PP_OK;
-}
-
-/* ---- Erf GELU -> Gelu ------------------------------------------------------------------------- */
-
 /* the other input of binary node n, given one of them */
 static int other_in(const pp_graph *g, int n, int v) {
     const pp_node *N = &g->nodes[n];
@@ -386,29 +364,42 @@ static int other_in(const pp_graph *g, int n, int v) {
     return N->in[0] == v ? N->in[1] : N->in[1] == v ? N->in[0] : -1;
 }
 
-/* ---- x * HardSigmoid(x; 1/6, 0.5) -> HardSwish ------------------------------------------------ */
+/* The pattern from node `first` to node `last` (dead[0..n) its nodes)
+ * becomes the unary `op` of x, in last's place: no attributes. */
+static pp_status become_unary(pp_graph *g, int last, int first, pp_op op, int x, const int *dead, int n, pp_err *err) {
+    PP_TRY(become(g, last, first, op, dead, n, err));
+    PP_TRY(set_inputs(g, last, &x, 1, err));
+    g->nodes[last].attrs = NULL;
+    g->nodes[last].n_attrs = 0;
+    return PP_OK;
+}
 
-/* torch exports hardswish before opset 14 so; ONNX defines HardSwish as
- * exactly this product (alpha 1/6, beta 0.5). As one op a convolution's
- * kernel can take it as a post-op. */
+/* ---- x * Sigmoid(x) -> SiLU, x * HardSigmoid(x; 1/6, 0.5) -> HardSwish ------------------------ */
+
+/* x * f(x), f node `f` (f32), becomes the unary `op` of x. */
+static pp_status fuse_self_gate(pp_graph *g, int f, pp_op op, bool *changed, pp_err *err) {
+    int x = g->nodes[f].in[0], s = g->nodes[f].out[0];
+    int mul = sole_user(g, s);
+    if (!is(g, mul, PP_OP_MUL) || other_in(g, mul, s) != x || g->values[x].dtype != PP_F32) return PP_OK;
+    int dead[2] = {f, mul};
+    PP_TRY(become_unary(g, mul, f, op, x, dead, 2, err));
+    *changed = true;
+    return PP_OK;
+}
+
+/* torch exports hardswish before opset 14 as x * HardSigmoid(x); ONNX
+ * defines HardSwish as exactly that product with alpha 1/6 and beta 0.5.
+ * As one op a convolution's kernel can take it as a post-op. */
 static pp_status fuse_hardswish(pp_graph *g, int hs, bool *changed, pp_err *err) {
     float alpha, beta;
     pp_attrs a = pp_node_attrs(g, &g->nodes[hs]);
     if (pp_attr_float(a, "alpha", 0.2f, &alpha, NULL) != PP_OK || pp_attr_float(a, "beta", 0.5f, &beta, NULL) != PP_OK ||
         alpha != (float)(1.0 / 6.0) || beta != 0.5f)
         return PP_OK;
-    int x = g->nodes[hs].in[0], s = g->nodes[hs].out[0];
-    int mul = sole_user(g, s);
-    if (!is(g, mul, PP_OP_MUL) || other_in(g, mul, s) != x || g->values[x].dtype != PP_F32) return PP_OK;
-    int dead[2] = {hs, mul};
-    PP_TRY(become(g, mul, hs, PP_OP_HARDSWISH, dead, 2, err));
-    pp_node *L = &g->nodes[mul];
-    PP_TRY(set_inputs(g, mul, &x, 1, err));
-    L->attrs = NULL;
-    L->n_attrs = 0;
-    *changed = true;
-    return PP_OK;
+    return fuse_self_gate(g, hs, PP_OP_HARDSWISH, changed, err);
 }
+
+/* ---- Erf GELU -> Gelu ------------------------------------------------------------------------- */
 
 static pp_status fuse_gelu(pp_graph *g, int erf, bool *changed, pp_err *err) {
     const pp_op gelu = PP_OP_GELU;
@@ -444,11 +435,7 @@ static pp_status fuse_gelu(pp_graph *g, int erf, bool *changed, pp_err *err) {
         last = m;
     }
     int dead[5] = {d, erf, a, m, half};
-    PP_TRY(become(g, last, d, gelu, dead, 5, err));
-    pp_node *L = &g->nodes[last];
-    PP_TRY(set_inputs(g, last, &x, 1, err));
-    L->attrs = NULL;
-    L->n_attrs = 0;
+    PP_TRY(become_unary(g, last, d, gelu, x, dead, 5, err));
     *changed = true;
     return PP_OK;
 }
@@ -578,7 +565,7 @@ pp_status pp_fuse(pp_graph *g, pp_err *err) {
     for (int i = 0; i < g->n_nodes; i++) {
         if (is(g, i, PP_OP_REDUCEMEAN)) PP_TRY(fuse_layernorm(g, i, &changed, err));
         else if (is(g, i, PP_OP_ERF)) PP_TRY(fuse_gelu(g, i, &changed, err));
-        else if (is(g, i, PP_OP_SIGMOID)) PP_TRY(fuse_silu(g, i, &changed, err));
+        else if (is(g, i, PP_OP_SIGMOID)) PP_TRY(fuse_self_gate(g, i, PP_OP_SILU, &changed, err));
         else if (is(g, i, PP_OP_HARDSIGMOID)) PP_TRY(fuse_hardswish(g, i, &changed, err));
         else if (is(g, i, PP_OP_MATMUL)) PP_TRY(fuse_matmul_add(g, i, &changed, err));
     }
