@@ -23,7 +23,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # the downloaded packages (torch's alone are hundreds of MB) are not needed
+  # once installed, and the suite needs the disk
+  $sudo apt-get clean
 fi
+# no wheel cache either (onnxruntime, transformers and their dependencies)
+export PIP_NO_CACHE_DIR=1
 
 if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, torch; assert onnx.__version__.startswith('1.22.')" 2>/dev/null; then
   echo "setup: creating .venv (onnx, onnxruntime from PyPI; torch from Debian)"
