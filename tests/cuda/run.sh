@@ -60,7 +60,7 @@ done
 if [ "${PP_CUDA:-OFF}" = ON ]; then
   "$TEST_DNN" *.2.plan || fail "test_dnn"
 fi
-for m in resnet50 vit_b_16 densenet121; do rm -f $m.2.plan; done # (compiled again below, one plan at a time)
+for m in $ZOO_MODELS; do rm -f $m.2.plan; done # (compiled again below, one plan at a time)
 
 # cuda-emu against ref: digits
 S=$SRC/samples/digits
@@ -87,7 +87,7 @@ echo "ok: digits on cuda-emu at -pp 1, 2, 3 and on the host fallback"
 # CI's disk is finite)
 for m in $ZOO_MODELS; do
   for pp in 1 2 3; do
-    [ -f $m.$pp.plan ] || "$PPCC" "$ZOO/$m/model.onnx" -pp $pp -o $m.$pp.plan -q
+    "$PPCC" "$ZOO/$m/model.onnx" -pp $pp -o $m.$pp.plan -q
     [ $pp = 1 ] && "$PPRT" $m.1.plan "$ZOO/$m/data" -o ref_$m --backend ref -q --threads 1
     "$PPRT" $m.$pp.plan "$ZOO/$m/data" -o emu_${m}_$pp --backend cuda-emu -q --stats-json $m.$pp.json
     for f in ref_$m/*.npy; do $CMP emu_${m}_$pp/$(basename $f) $f --rtol 1e-3 --atol 1e-4 >/dev/null || fail "$m -pp $pp: $($CMP emu_${m}_$pp/$(basename $f) $f --rtol 1e-3 --atol 1e-4)"; done

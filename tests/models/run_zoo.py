@@ -115,7 +115,7 @@ def check_model(name, work):
 
 
 def drop(plan, *outs):
-    """A plan is a copy of the weights (ViT-B/16's 330 MB, BART's 630 MB) and
+    """A plan is a copy of the weights (ViT-B/16's 330 MB, BART-large's 1.6 GB) and
     BART's outputs are 25 MB a run: each goes as soon as it is checked, so the
     test needs the disk of one model and one plan, not of every plan at once
     (CI's disk is finite: keeping ViT's eight plans to the end of the model
