@@ -4,6 +4,12 @@
 #include <float.h>
 #include <math.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(_OPENMP)
+#include <xmmintrin.h>
+#define FPGUARD 1
+#else
+#define FPGUARD 0
+#endif
 
 static void clamp(const float *restrict x, float *restrict y, size_t n, float lo, float hi) {
     for (size_t i = 0; i < n; i++) {
@@ -144,4 +150,27 @@ void pprt_nanfix_run(const pprt_nanfix *f, const float *src, float *dst, int thr
     case PPRT_NANFIX_MAXPOOL: maxpool(f, src, dst); break;
     default: break;
     }
+}
+
+bool pprt_fpguard_built(void) { return FPGUARD; }
+
+void pprt_fpguard_clear(int threads) {
+#if FPGUARD
+#pragma omp parallel num_threads(threads > 0 ? threads : 1)
+    _mm_setcsr(_mm_getcsr() & ~(unsigned)_MM_EXCEPT_INVALID);
+#else
+    (void)threads;
+#endif
+}
+
+bool pprt_fpguard_raised(int threads) {
+#if FPGUARD
+    unsigned flags = 0;
+#pragma omp parallel num_threads(threads > 0 ? threads : 1) reduction(| : flags)
+    flags |= _mm_getcsr() & _MM_EXCEPT_INVALID;
+    return flags != 0;
+#else
+    (void)threads;
+    return true;
+#endif
 }

@@ -11,6 +11,7 @@
 #ifndef PPRT_NANFIX_H
 #define PPRT_NANFIX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,5 +44,19 @@ typedef struct pprt_nanfix {
 /* Run f on oneDNN's output dst (CLAMP: from src into dst, which may be the
  * same buffer), on `threads` OpenMP threads for CLAMP. */
 void pprt_nanfix_run(const pprt_nanfix *f, const float *src, float *dst, int threads);
+
+/* The guard of a fast Relu or Clip (docs/design-notes.md, "NaN and
+ * infinities"): oneDNN's relu and clip post-ops compute max(x, lo), which
+ * gives lo for NaN, and x86's max raises the invalid-operation flag
+ * (MXCSR.IE) for a NaN operand, as does every operation that makes a NaN.
+ * clear: the flag cleared in each of `threads` OpenMP threads of the calling
+ * thread's team (the threads oneDNN's primitives run on, the same libgomp
+ * pool); raised: whether any of them has it set. Only where pprt is built
+ * with OpenMP on x86-64 (pprt_fpguard_built); elsewhere raised() is always
+ * true, so a guarded step always takes its exact path. Whether the flags do
+ * reach here is checked at run time by the executor (exec.c). */
+bool pprt_fpguard_built(void);
+void pprt_fpguard_clear(int threads);
+bool pprt_fpguard_raised(int threads);
 
 #endif

@@ -103,6 +103,8 @@ typedef struct conv_ops {
     const dnnl_memory_desc_t *z_md;
     bool relu;
     const dnnl_memory_desc_t *dst_any;
+    bool fast_clamp; /* oneDNN's relu (lo 0, hi inf) or clip post-op to [lo, hi]: a guard's fast primitive */
+    float lo, hi;
 } conv_ops;
 
 /* The primitives a convolution may take: Winograd where the shape allows,
@@ -132,6 +134,9 @@ static pp_status conv_attr(pprt_exec *x, const conv_ops *c, const dnnl_memory_de
             args[(*na)++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, zm};
     }
     if (s == dnnl_success && r == PP_OK && c->relu) s = dn_append_relu(x, po, &idx);
+    if (s == dnnl_success && r == PP_OK && c->fast_clamp)
+        s = c->lo == 0 && isinf(c->hi) ? dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0)
+                                       : dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, c->lo, c->hi);
     if (s == dnnl_success && r == PP_OK) r = dn_append_fused(x, po, idx, c->dst_any, NULL, whole_as, args, na, err);
     if (s == dnnl_success && r == PP_OK) s = dnnl_primitive_attr_set_post_ops(attr, po);
     if (po) dnnl_post_ops_destroy(po);
@@ -178,6 +183,37 @@ static pp_status conv_choose(pprt_exec *x, const conv_cands *k, const conv_ops *
     DN(s, "convolution");
     *out = pd;
     return PP_OK;
+}
+
+/* The fast primitive of a guarded Relu or Clip (dnnl_exec.h, GUARD_*): the
+ * convolution of exact (its primitive without the clamp) with oneDNN's relu
+ * or clip post-op instead, or NULL where it is not to be used: the guard off,
+ * a residual (the exact path would add it twice), another kernel or other
+ * layouts than exact's (the two share their memories), or a reference or
+ * gemm kernel (their post-ops are C code whose comparisons need not raise
+ * the invalid flag; the JIT ones compute max with vmaxps, which does). */
+static dnnl_primitive_desc_t guard_fast(pprt_exec *x, const conv_cands *k, const conv_ops *ops,
+                                        const_dnnl_primitive_desc_t exact, float lo, float hi) {
+    if (!x->o.guard || !pprt_fpguard_built() || ops->zsum || ops->zi >= 0 || ops->relu || x->n_fused) return NULL;
+    conv_ops fo = *ops;
+    fo.fast_clamp = true, fo.lo = lo, fo.hi = hi;
+    pp_err e = {0};
+    int na = 0;
+    dnnl_primitive_desc_t pd = NULL;
+    if (conv_choose(x, k, &fo, NULL, NULL, &na, &pd, &e) != PP_OK) return NULL;
+    const char *a = "", *b = "";
+    bool same = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &a) == dnnl_success &&
+                dnnl_primitive_desc_query(exact, dnnl_query_impl_info_str, 0, &b) == dnnl_success &&
+                !strcmp(a, b) && strncmp(a, "ref", 3) && strncmp(a, "gemm", 4) && !strstr(a, ":gemm");
+    static const dnnl_query_t q[] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md};
+    for (int i = 0; same && i < 3; i++)
+        same = dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd, q[i], 0),
+                                      dnnl_primitive_desc_query_md(exact, q[i], 0));
+    if (!same) {
+        dnnl_primitive_desc_destroy(pd);
+        return NULL;
+    }
+    return pd;
 }
 
 static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
@@ -254,7 +290,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const bool clamp = !strcmp(act, "Clip") || relu_pass;
     if (relu_pass) lo = 0, hi = INFINITY;
     if (clamp && (x->n_fused || lo > 0 || hi < 0)) return unsup(err, "Clip with post-ops or a bound beyond 0");
-    const conv_ops ops = {zsum, zi, &z_md, relu && !relu_pass, &dst_any};
+    const conv_ops ops = {zsum, zi, &z_md, relu && !relu_pass, &dst_any, false, 0, 0};
     const conv_cands cands = {wino_shape, xi, &src_any, &w_any, bias, &dst_any, &g};
     dnnl_exec_arg_t args[MAX_ARGS];
     int na = 0;
@@ -279,6 +315,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
         return unsup(err, "a binary post-op operand in another layout than the output");
     }
 
+    dnnl_primitive_desc_t fast = clamp ? guard_fast(x, &cands, &ops, pd, lo, hi) : NULL;
     dnnl_memory_t sm, wm, bm = NULL, dm;
     post out;
     const dnnl_memory_desc_t *src_md = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -315,10 +352,22 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
     if (bi >= 0) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bm};
     const pprt_nanfix f = clamp ? dn_clamp_fix(dst_md, lo, hi) : (pprt_nanfix){0}; /* dst_md dies with pd */
+    const int guard = fast ? GUARD_EXACT : GUARD_NONE;
+    if (fast) { /* the same memories: guard_fast checked that it reads and writes the same layouts */
+        r = dn_push_pd(x, fast, STEP_MAIN, args, na, err);
+        fast = NULL;
+        if (r != PP_OK) goto fail;
+        x->steps[x->n_steps - 1].guard = GUARD_FAST;
+    }
     if ((r = dn_push_pd(x, pd, STEP_MAIN, args, na, err)) != PP_OK) return r;
-    if (clamp) PP_TRY(dn_push_fix(x, &f, dm, dm, err));
+    x->steps[x->n_steps - 1].guard = guard;
+    if (clamp) {
+        PP_TRY(dn_push_fix(x, &f, dm, dm, err));
+        x->steps[x->n_steps - 1].guard = guard;
+    }
     return dn_push_post(x, &out, err);
 fail:
+    if (fast) dnnl_primitive_desc_destroy(fast);
     dnnl_primitive_desc_destroy(pd);
     return r;
 }

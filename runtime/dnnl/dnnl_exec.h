@@ -45,6 +45,7 @@ typedef struct pprt_dnnl_opts {
     bool follow;        /* PPRT_DNNL_FOLLOW: convolutions read a blocked source as it is where they can */
     bool views;         /* PPRT_DNNL_VIEWS: Reshape and its kin alias their input */
     bool relu_max;      /* PPRT_DNNL_RELU=max: oneDNN's relu post-op, which gives 0 for NaN (A/B timings) */
+    bool guard;         /* PPRT_DNNL_GUARD: a convolution's Relu or Clip as a fast post-op behind MXCSR's invalid flag */
     int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions */
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
@@ -56,6 +57,12 @@ typedef struct pprt_dnnl_opts {
 pp_status pprt_dnnl_opts_read(pprt_dnnl_opts *o, pp_err *err);
 
 enum { STEP_MAIN, STEP_REORDER, STEP_COPY };
+/* A convolution's Relu or Clip as oneDNN's fast post-op (which gives the
+ * bound for NaN) between clearing and reading MXCSR's invalid flag; where
+ * the flag is raised, or the guard is off, the exact path (the primitive
+ * without it, then the NaN-keeping clamp) runs after it over the same
+ * untouched source (nanfix.h, conv.c) */
+enum { GUARD_NONE, GUARD_FAST, GUARD_EXACT };
 /* shared buffers: reorder targets of a node's source, destination and computed weights, the
  * scratchpad, and up to four residuals read as post-op operands (dn_append_fused) */
 enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, SLOT_OP0, N_SLOTS = SLOT_OP0 + 4 };
@@ -68,6 +75,7 @@ typedef struct step {
     pprt_bnorm *bnorm;     /* our BatchNormalization kernel (args: SRC, DST) */
     pprt_nanfix fix;       /* kind > 0: a pass of our own for NaN (nanfix.h; args: SRC, DST) */
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
+    int guard; /* GUARD_*: a guarded Relu or Clip's fast primitive, or a step of its exact path */
     int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */
     int nargs;
     dnnl_exec_arg_t args[MAX_ARGS];
@@ -156,6 +164,7 @@ struct pprt_exec {
     /* statistics (PPRT_DNNL_VERBOSE) */
     size_t owned_bytes, weight_bytes;
     bool ran; /* a micro-batch ran (its OpenMP threads exist) */
+    bool guard_on; /* GUARD_FAST steps run (the self-check of the first run passed; PPRT_DNNL_GUARD) */
 };
 
 /* ---- the op table (exec.c, families.def) ---------------------------------------------- */

@@ -73,6 +73,7 @@
 
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,14 +374,19 @@ static void dnnl_destroy(pprt_exec *x);
 static pp_status run_node(void *ctx, int ni, bool *ran, pp_err *err) {
     pprt_exec *x = ctx;
     *ran = x->first[ni] >= 0;
+    bool exact = true; /* whether a guard's exact path runs */
     for (int k = 0; k < x->nsteps[ni] && *ran; k++) {
         const step *s = &x->steps[x->first[ni] + k];
+        if (s->guard == GUARD_FAST && !x->guard_on) continue;
+        if (s->guard == GUARD_EXACT && !exact) continue;
         const int t = s->threads > 0 && x->stage_threads > 0 ? s->threads : x->stage_threads;
         if (t > 0 && t != x->threads) {
             set_threads(t);
             x->threads = t;
         }
+        if (s->guard == GUARD_FAST) pprt_fpguard_clear(x->stage_threads);
         dnnl_status_t ds = dn_run_step(s, x->strm);
+        if (s->guard == GUARD_FAST) exact = pprt_fpguard_raised(x->stage_threads);
         if (ds != dnnl_success) {
             const pprt_node *n = &x->st->nodes[ni];
             return PP_FAIL(err, PP_ERUNTIME, "node '%s' (%s): oneDNN: %s", n->name, pp_op_table[n->op].name,
@@ -489,6 +495,49 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
 
 static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err);
 
+/* Whether this stage's guarded steps may take their fast path (dnnl_exec.h,
+ * GUARD_*): on the stage's thread and team, oneDNN's relu over n floats,
+ * once without a NaN (the flag must stay clear) and once with a NaN in the
+ * middle of each thread's share of the work in turn, and at the last
+ * element (each must raise it). Any failure, a CPU or OpenMP runtime whose
+ * flags do not reach pprt_fpguard_raised among them, turns the guard off:
+ * the exact path then always runs. */
+static bool guard_check(pprt_exec *x) {
+    if (!x->o.guard || !pprt_fpguard_built()) return false;
+    const int team = x->stage_threads > 0 ? x->stage_threads : 1;
+    const int64_t n = (int64_t)team << 16;
+    float *buf = malloc((size_t)n * sizeof *buf);
+    dnnl_memory_desc_t md;
+    dnnl_eltwise_desc_t ed;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_memory_t m = NULL;
+    const dnnl_dims_t dims = {n};
+    bool ok = buf && dnnl_memory_desc_init_by_tag(&md, 1, dims, dnnl_f32, dnnl_a) == dnnl_success &&
+              dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, dnnl_eltwise_relu, &md, 0, 0) ==
+                  dnnl_success &&
+              dnnl_primitive_desc_create(&pd, &ed, NULL, x->eng, NULL) == dnnl_success &&
+              dnnl_primitive_create(&prim, pd) == dnnl_success &&
+              dnnl_memory_create(&m, &md, x->eng, buf) == dnnl_success;
+    set_threads(team);
+    x->threads = team;
+    for (int k = -1; ok && k <= team; k++) {
+        for (int64_t i = 0; i < n; i++) buf[i] = (i & 1) ? 1.0f : -1.0f;
+        if (k >= 0) buf[k < team ? k * (n / team) + n / team / 2 : n - 1] = NAN;
+        pprt_fpguard_clear(team);
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, m}, {DNNL_ARG_DST, m}};
+        ok = dnnl_primitive_execute(prim, x->strm, 2, args) == dnnl_success &&
+             dnnl_stream_wait(x->strm) == dnnl_success && pprt_fpguard_raised(team) == (k >= 0);
+    }
+    if (m) dnnl_memory_destroy(m);
+    if (prim) dnnl_primitive_destroy(prim);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    free(buf);
+    if (x->o.verbose) fprintf(stderr, "pprt: dnnl: the Relu/Clip guard is %s on this stage's %d thread%s\n",
+                              ok ? "on" : "off (the exact path always)", team, team == 1 ? "" : "s");
+    return ok;
+}
+
 
 static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
     if (x->ran) return run_steps(x, in_msg, out_msg, err);
@@ -498,6 +547,7 @@ static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
     if (s != PP_OK)
         return PP_FAIL(err, s, "starting %d intra-op thread%s: %s", x->stage_threads, x->stage_threads == 1 ? "" : "s",
                        e.msg); /* the caller names the stage and micro-batch */
+    x->guard_on = guard_check(x);
     s = run_steps(x, in_msg, out_msg, err);
     pprt_headroom_team(x->stage_threads, true);
     pprt_headroom_leave();

@@ -24,6 +24,7 @@ infinity where onnxruntime is infinite, equal elsewhere".
 
 About 15 s (ASan build: 60 s). Usage: run.py WORKDIR (env: PPCC, PPRT)."""
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -166,6 +167,35 @@ w = (rng.standard_normal((16, 16, 1, 1)) / 4).astype(np.float32)
 path = model("conv_res", [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Add", ["c", "x"], ["s"]),
                           helper.make_node("Relu", ["s"], ["y"])], list(x16.shape), [init("w", w)])
 against_ort("conv+add+relu, NaN and inf", path, sprinkle(x16))
+
+# the guard of a convolution's Relu or Clip (runtime/dnnl/conv.c, GUARD_*:
+# oneDNN's max-based post-op, the exact path only where MXCSR's invalid flag
+# says a NaN met it): convolutions large enough that both threads work, a
+# single NaN or infinity at a time at the start, the middle and the end of
+# the batch, so each thread in turn meets it while the other does not
+xg = rng.standard_normal((4, 32, 28, 28)).astype(np.float32)
+for k, group in ((1, 1), (3, 32)):
+    w = (rng.standard_normal((32, 32 // group, k, k)) / (2 * k)).astype(np.float32)
+    conv = helper.make_node("Conv", ["x", "w"], ["c"], pads=[k // 2] * 4, group=group)
+    for act, nodes, extra in (("relu", [helper.make_node("Relu", ["c"], ["y"])], []),
+                              ("clip", [helper.make_node("Clip", ["c", "lo", "hi"], ["y"])],
+                               [init("lo", 0.0), init("hi", 6.0)])):
+        tag = f"guard_{k}x{k}g{group}_{act}"
+        path = model(tag, [conv] + nodes, list(xg.shape), [init("w", w)] + extra)
+        if act == "relu" and k == 1 and "dnnl" in BACKENDS and platform.machine() in ("x86_64", "AMD64"):
+            r = subprocess.run([PPCC, path, "-b", "0", "-q", "-o", tag + "_v.plan"], capture_output=True, text=True)
+            os.makedirs(tag + "_vd", exist_ok=True)
+            np.save(tag + "_vd/x.npy", xg)
+            r = subprocess.run([PPRT, tag + "_v.plan", tag + "_vd", "-o", tag + "_vo", "-q", "--threads", "2"],
+                               capture_output=True, text=True, env=dict(os.environ, PPRT_DNNL_VERBOSE="1"))
+            checks += 1
+            if "guard is on" not in r.stderr:
+                failures.append(f"{tag}: the guard is not on (pprt: {r.stderr.strip()[-300:]})")
+        for at in (0, xg.size // 2, xg.size - 1):
+            for val in (nan, inf, -inf):
+                x = xg.copy()
+                x.reshape(-1)[at] = val
+                against_ort(f"{tag}, {val} at {at}", path, x)
 
 # ---- elementwise: Relu, LeakyRelu, Clip, Max, Min ----------------------------------------------
 v = np.tile(np.array([nan, 1, -2, inf, -inf, 0.5, -0.0, 3], np.float32), 64).reshape(2, 16, 4, 4)
