@@ -501,9 +501,11 @@ static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_e
  * middle of each thread's share of the work in turn, and at the last
  * element (each must raise it). Any failure, a CPU or OpenMP runtime whose
  * flags do not reach pprt_fpguard_raised among them, turns the guard off:
- * the exact path then always runs. */
+ * the exact path then always runs. Only for a stage that has such steps. */
 static bool guard_check(pprt_exec *x) {
-    if (!x->o.guard || !pprt_fpguard_built()) return false;
+    bool guarded = false; /* a stage without a guarded step has nothing to check */
+    for (int i = 0; i < x->n_steps && !guarded; i++) guarded = x->steps[i].guard == GUARD_FAST;
+    if (!guarded || !x->o.guard || !pprt_fpguard_built()) return false;
     const int team = x->stage_threads > 0 ? x->stage_threads : 1;
     const int64_t n = (int64_t)team << 16;
     float *buf = malloc((size_t)n * sizeof *buf);
