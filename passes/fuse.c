@@ -1,5 +1,6 @@
 /* fuse.c: pattern fusions that matter for speed and for cost estimates.
  *
+ *  - a Pad by zero before a Conv or AveragePool becomes their padding;
  *  - BatchNormalization after a Conv with constant weights is folded into the
  *    Conv's weights and bias, and so is a Mul by a constant per output
  *    channel (a layer scale: ConvNeXt's and EfficientFormer's gamma), which
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/geom.h"
 #include "../ir/op_fns.h"
 #include "passes.h"
 
@@ -270,6 +272,142 @@ static pp_status fuse_conv_scale(pp_graph *g, int mu, bool *changed, pp_err *err
     pp_graph_replace_uses(g, M->out[0], C->out[0]);
     PP_TRY(absorb_scopes(g, C, M, err));
     M->dead = true;
+    *changed = true;
+    return PP_OK;
+}
+
+/* ---- a zero Pad into the Conv or AveragePool after it ------------------------------------------ */
+
+/* A constant integer list (int64 or int32) of at most max values into out. */
+static bool const_ints(const pp_graph *g, int v, int64_t *out, int max, int *n) {
+    if (v < 0 || !g->values[v].is_const) return false;
+    const pp_value *c = &g->values[v];
+    if (c->dtype != PP_I64 && c->dtype != PP_I32) return false;
+    const size_t es = pp_dtype_size(c->dtype), cnt = c->nbytes / es;
+    if (cnt > (size_t)max) return false;
+    for (size_t i = 0; i < cnt; i++) { /* byte-wise: the constant may be unaligned (pp_value) */
+        if (c->dtype == PP_I64) memcpy(&out[i], (const char *)c->data + 8 * i, 8);
+        else {
+            int32_t y;
+            memcpy(&y, (const char *)c->data + 4 * i, 4);
+            out[i] = y;
+        }
+    }
+    *n = (int)cnt;
+    return true;
+}
+
+/* Pad node p, whose only user is a Conv or an AveragePool reading it as its
+ * data: torch exports avg_pool2d(padding=1) (count_include_pad, Inception's
+ * branch_pool) as Pad + AveragePool, and TensorFlow converters put an
+ * explicit Pad before strided convolutions. The Pad then costs as much as a
+ * copy of the activation (Inception-v3 at -b 8 on oneDNN: 64 of 462 ms).
+ * Folded where the result is the same by definition: mode constant with
+ * value +0 (all bits zero, any float type), constant pads >= 0 on the
+ * spatial axes only; the user has explicit pads (auto_pad NOTSET), and the
+ * pool no ceil_mode and either count_include_pad or no pads of its own (the
+ * padded zeros count in the average, so it must count its own pads too).
+ * Each side's total stays below the window's extent, as oneDNN's kernels
+ * require (a window wholly in the padding). The user takes the Pad's input,
+ * the pads added to its own; its name stays, the Pad's scopes are kept. */
+static pp_status fuse_pad(pp_graph *g, int p, bool *changed, pp_err *err) {
+    const pp_node *P = &g->nodes[p];
+    if (P->n_out != 1 || P->n_in < 1 || P->in[0] < 0) return PP_OK;
+    const int u = sole_user(g, P->out[0]);
+    const bool pool = is(g, u, PP_OP_AVGPOOL);
+    if (!pool && !is(g, u, PP_OP_CONV)) return PP_OK;
+    const pp_node *U = &g->nodes[u];
+    if (U->in[0] != P->out[0] || U->n_in > 3) return PP_OK;
+    for (int k = 1; k < U->n_in; k++)
+        if (U->in[k] == P->out[0]) return PP_OK;
+    const pp_value *x = &g->values[P->in[0]];
+    const int r = x->shape.rank, nsp = r - 2;
+    if (nsp < 1 || nsp > PP_MAX_SPATIAL) return PP_OK;
+    const pp_attrs pa = pp_node_attrs(g, P);
+    const char *mode;
+    if (pp_attr_string(pa, "mode", "constant", &mode, NULL) != PP_OK || strcmp(mode, "constant")) return PP_OK;
+    int64_t pads[2 * PP_MAX_DIMS], axes[PP_MAX_DIMS];
+    int np = 0, na = r;
+    if (pa.opset < 11) {
+        float value;
+        if (pp_attr_ints(pa, "pads", pads, 2 * PP_MAX_DIMS, &np, NULL) != PP_OK ||
+            pp_attr_float(pa, "value", 0.0f, &value, NULL) != PP_OK || value != 0.0f || signbit(value))
+            return PP_OK;
+        for (int i = 0; i < r; i++) axes[i] = i;
+    } else {
+        if (P->n_in < 2 || !const_ints(g, P->in[1], pads, 2 * PP_MAX_DIMS, &np)) return PP_OK;
+        if (P->n_in > 2 && P->in[2] >= 0) { /* the value: a constant of all-zero bytes is +0 */
+            const pp_value *c = &g->values[P->in[2]];
+            if (!c->is_const) return PP_OK;
+            for (size_t b = 0; b < c->nbytes; b++)
+                if (((const unsigned char *)c->data)[b]) return PP_OK;
+        }
+        if (P->n_in > 3 && P->in[3] >= 0) {
+            if (!const_ints(g, P->in[3], axes, PP_MAX_DIMS, &na)) return PP_OK;
+        } else {
+            for (int i = 0; i < r; i++) axes[i] = i;
+        }
+    }
+    if (np != 2 * na) return PP_OK;
+    int64_t full[2 * PP_MAX_DIMS] = {0};
+    for (int i = 0; i < na; i++) {
+        const int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+        if (a < 0 || a >= r) return PP_OK;
+        full[a] += pads[i], full[r + a] += pads[na + i];
+    }
+    if (full[0] || full[1] || full[r] || full[r + 1]) return PP_OK;
+    for (int i = 0; i < 2 * r; i++)
+        if (full[i] < 0 || full[i] > (1 << 20)) return PP_OK;
+    /* the user's own geometry */
+    const pp_attrs ua = pp_node_attrs(g, U);
+    const char *auto_pad;
+    int64_t own[2 * PP_MAX_SPATIAL] = {0}, kern[PP_MAX_SPATIAL], dil[PP_MAX_SPATIAL];
+    int n_own, nk, nd;
+    if (pp_attr_string(ua, "auto_pad", "NOTSET", &auto_pad, NULL) != PP_OK || strcmp(auto_pad, "NOTSET") ||
+        pp_attr_ints(ua, "pads", own, 2 * PP_MAX_SPATIAL, &n_own, NULL) != PP_OK ||
+        (n_own && n_own != 2 * nsp) ||
+        pp_attr_ints(ua, "kernel_shape", kern, PP_MAX_SPATIAL, &nk, NULL) != PP_OK ||
+        pp_attr_ints(ua, "dilations", dil, PP_MAX_SPATIAL, &nd, NULL) != PP_OK || (nd && nd != nsp))
+        return PP_OK;
+    if (!pool) { /* the kernel is the weight's spatial shape */
+        const pp_value *w = &g->values[U->in[1]];
+        if (w->shape.rank != r) return PP_OK;
+        for (int i = 0; i < nsp; i++) kern[i] = w->shape.dim[2 + i];
+    } else {
+        int64_t ceil_mode, cip;
+        if (nk != nsp || pp_attr_int(ua, "ceil_mode", 0, &ceil_mode, NULL) != PP_OK || ceil_mode ||
+            pp_attr_int(ua, "count_include_pad", 0, &cip, NULL) != PP_OK)
+            return PP_OK;
+        for (int i = 0; i < 2 * nsp && !cip; i++)
+            if (own[i]) return PP_OK;
+    }
+    int64_t *sum = pp_arena_alloc(&g->arena, sizeof *sum * (size_t)(2 * nsp));
+    if (!sum) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < nsp; i++) {
+        const int64_t ext = (nd ? dil[i] : 1) * (kern[i] - 1) + 1;
+        sum[i] = own[i] + full[2 + i];
+        sum[nsp + i] = own[nsp + i] + full[r + 2 + i];
+        if (own[i] < 0 || own[nsp + i] < 0 || sum[i] >= ext || sum[nsp + i] >= ext) return PP_OK;
+    }
+    /* the user's attributes with pads (and count_include_pad) replaced */
+    pp_attr *at = pp_arena_alloc(&g->arena, sizeof *at * (size_t)(U->n_attrs + 2));
+    if (!at) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    int n_at = 0;
+    for (int k = 0; k < U->n_attrs; k++)
+        if (strcmp(U->attrs[k].name, "pads") && (!pool || strcmp(U->attrs[k].name, "count_include_pad")))
+            at[n_at++] = U->attrs[k];
+    at[n_at++] = (pp_attr){.name = "pads", .type = PP_ATTR_INTS, .ints = sum, .n = 2 * nsp};
+    if (pool) at[n_at++] = (pp_attr){.name = "count_include_pad", .type = PP_ATTR_INT, .i = 1};
+    int ins[3];
+    for (int k = 0; k < U->n_in; k++) ins[k] = U->in[k];
+    ins[0] = P->in[0];
+    const int n_in = U->n_in;
+    PP_TRY(set_inputs(g, u, ins, n_in, err));
+    pp_node *W = &g->nodes[u];
+    W->attrs = at;
+    W->n_attrs = n_at;
+    PP_TRY(absorb_scopes(g, W, &g->nodes[p], err));
+    g->nodes[p].dead = true;
     *changed = true;
     return PP_OK;
 }
@@ -569,6 +707,8 @@ pp_status pp_fuse(pp_graph *g, pp_err *err) {
         else if (is(g, i, PP_OP_HARDSIGMOID)) PP_TRY(fuse_hardswish(g, i, &changed, err));
         else if (is(g, i, PP_OP_MATMUL)) PP_TRY(fuse_matmul_add(g, i, &changed, err));
     }
+    for (int i = 0; i < g->n_nodes; i++)
+        if (is(g, i, PP_OP_PAD)) PP_TRY(fuse_pad(g, i, &changed, err));
     for (int i = 0; i < g->n_nodes; i++)
         if (is(g, i, PP_OP_CONV)) PP_TRY(fuse_conv(g, i, &changed, err));
     pp_graph_compact(g);

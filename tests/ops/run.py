@@ -14,7 +14,8 @@ run time) with a message naming the node and the reason.
 Cases: the unary math (trigonometric, hyperbolic, Round, Softsign, Mish,
 Celu, ThresholdedRelu, Swish, Sign, Shrink, IsNaN, IsInf), the bitwise ops,
 DepthToSpace (both modes) and SpaceToDepth, a Conv's layer scale (folded into its
-weights unless a scale is 0), BatchNormalization in training mode
+weights unless a scale is 0), a Pad by zero before a Conv or AveragePool (folded into their
+padding where that is the same by definition; the cases that must stay unfolded), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
 refused over batched samples), EyeLike, ScatterElements with each reduction, RMSNormalization,
 RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
@@ -322,6 +323,74 @@ for tag, scale in (("per_channel", np.array([0.5, -2.0, 1e-3, 3.0], np.float32).
     if r.returncode or folded != (tag != "with_zero"):
         failures.append(f"conv_layer_scale_{tag}: the Mul {'was' if folded else 'was not'} folded into the Conv "
                         f"(exit {r.returncode})")
+
+# ---- a Pad by zero before a Conv or AveragePool becomes their padding --------------------------------------
+# (torch's avg_pool2d(padding=1) exports as Pad + AveragePool, TensorFlow-style "same" convolutions as Pad +
+# Conv): folded only where the result is the same by definition; onnxruntime runs the model as written
+def pad_fold(name, pad_in, pads, user, feeds, want_folded, opset=13, value=None, axes=None, mode=None, also_out=False,
+             inits=None):
+    nodes, inits = [], dict(inits or {})
+    pin = [pad_in]
+    if opset >= 11:
+        inits["pads"] = np.array(pads, np.int64)
+        pin.append("pads")
+        if value is not None or axes is not None:
+            if value is not None:
+                inits["cv"] = np.array(value, np.float32)
+            pin.append("cv" if value is not None else "")
+        if axes is not None:
+            inits["axes"] = np.array(axes, np.int64)
+            pin.append("axes")
+        pad = helper.make_node("Pad", pin, ["p"], **({"mode": mode} if mode else {}))
+    else:
+        pad = helper.make_node("Pad", [pad_in], ["p"], pads=pads, **({"value": value} if value is not None else {}),
+                               **({"mode": mode} if mode else {}))
+    nodes = [pad, user]
+    outs = ["y"] + (["p"] if also_out else [])
+    case(name, nodes, feeds, outs, inits=inits, opset=opset, rtol=1e-5, atol=1e-5)
+    d, path = write_case(name + "_ir", model(nodes, feeds, outs, inits, opset), feeds)
+    r = subprocess.run([PPCC, path, "-b", "0", "--dump-ir", "-q", "-o", os.path.join(d, "ir.plan")],
+                       capture_output=True, text=True)
+    folded = " Pad " not in r.stdout
+    if r.returncode or folded != want_folded:
+        failures.append(f"{name}: the Pad {'was' if folded else 'was not'} folded (exit {r.returncode}; want "
+                        f"{'folded' if want_folded else 'kept'})")
+
+
+xp = f32(2, 5, 9, 8)
+xp[1, 2, 0, 0] = np.nan  # a NaN at the border stays in every window that reads it
+def avgpool(**kw):
+    return helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=kw.pop("k", [3, 3]), **kw)
+pad_fold("pad_avgpool_inception", "x", [0, 0, 1, 1, 0, 0, 1, 1], avgpool(strides=[1, 1]), {"x": xp}, True)
+pad_fold("pad_avgpool_own_pads_include", "x", [0, 0, 1, 0, 0, 0, 0, 1],
+         avgpool(pads=[0, 1, 1, 0], count_include_pad=1, strides=[2, 1]), {"x": xp}, True)
+pad_fold("pad_avgpool_own_pads_exclude", "x", [0, 0, 1, 1, 0, 0, 1, 1], avgpool(pads=[1, 0, 0, 1]), {"x": xp}, False)
+pad_fold("pad_avgpool_ceil_mode", "x", [0, 0, 1, 1, 0, 0, 1, 1], avgpool(strides=[2, 2], ceil_mode=1), {"x": xp}, False)
+pad_fold("pad_avgpool_window_in_padding", "x", [0, 0, 3, 0, 0, 0, 0, 0], avgpool(), {"x": xp}, False)
+pad_fold("pad_avgpool_opset10", "x", [0, 0, 1, 1, 0, 0, 1, 1], avgpool(), {"x": xp}, True, opset=10)
+pad_fold("pad_avgpool_3d_axes", "x", [1, 0, 2, 1, 2, 0], avgpool(k=[3, 3, 3]), {"x": f32(1, 2, 5, 6, 7)}, True,
+         opset=18, axes=[-3, -2, -1])
+pad_fold("pad_avgpool_channel_axis", "x", [0, 1, 1, 1, 0, 0, 1, 1], avgpool(), {"x": xp}, False)
+pad_fold("pad_avgpool_reflect", "x", [0, 0, 1, 1, 0, 0, 1, 1], avgpool(), {"x": xp}, False, mode="reflect")
+pad_fold("pad_avgpool_value_one", "x", [0, 0, 1, 1, 0, 0, 1, 1], avgpool(), {"x": xp}, False, value=1.0)
+pad_fold("pad_avgpool_value_minus_zero", "x", [0, 0, 1, 1, 0, 0, 1, 1], avgpool(), {"x": xp}, False, value=-0.0)
+pad_fold("pad_avgpool_pad_is_output", "x", [0, 0, 1, 1, 0, 0, 1, 1], avgpool(), {"x": xp}, False, also_out=True)
+Wp = rng.normal(0, 0.3, (6, 5, 3, 3)).astype(np.float32)
+bp = np.linspace(-1, 1, 6).astype(np.float32)
+conv = helper.make_node("Conv", ["p", "w", "b"], ["y"], strides=[2, 2])
+xc = f32(2, 5, 9, 8)
+pad_fold("pad_conv_same_stride2", "x", [0, 0, 0, 0, 0, 0, 1, 1], conv, {"x": xc}, True, value=0.0,
+         inits={"w": Wp, "b": bp})
+pad_fold("pad_conv_own_pads_dilated", "x", [0, 0, 2, 1, 0, 0, 0, 3],
+         helper.make_node("Conv", ["p", "w"], ["y"], pads=[1, 0, 1, 0], dilations=[2, 2]), {"x": xc}, True,
+         inits={"w": Wp})
+pad_fold("pad_conv_negative", "x", [0, 0, -1, 0, 0, 0, 1, 0], conv, {"x": xc}, False, inits={"w": Wp, "b": bp})
+pad_fold("pad_conv_1x1_no_room", "x", [0, 0, 1, 1, 0, 0, 1, 1], helper.make_node("Conv", ["p", "w"], ["y"]),
+         {"x": xc}, False, inits={"w": Wp[:, :, :1, :1].copy()})
+pad_fold("pad_conv_auto_pad", "x", [0, 0, 1, 1, 0, 0, 1, 1],
+         helper.make_node("Conv", ["p", "w"], ["y"], auto_pad="SAME_UPPER"), {"x": xc}, False, inits={"w": Wp})
+pad_fold("pad_conv_1d_grouped", "x", [0, 0, 2, 0, 0, 1], helper.make_node("Conv", ["p", "w"], ["y"], group=2),
+         {"x": f32(2, 4, 11)}, True, inits={"w": rng.normal(0, 0.3, (6, 2, 4)).astype(np.float32)})
 
 # ---- x * HardSigmoid(x; 1/6, 0.5) (torch's hardswish before opset 14) becomes HardSwish -------------------
 # after a Conv, whose oneDNN kernel then takes it as a post-op; a HardSigmoid of other parameters stays
