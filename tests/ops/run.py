@@ -15,7 +15,8 @@ Cases: the unary math (trigonometric, hyperbolic, Round, Softsign, Mish,
 Celu, ThresholdedRelu, Swish, Sign, Shrink, IsNaN, IsInf), the bitwise ops,
 DepthToSpace (both modes) and SpaceToDepth, a Conv's layer scale (folded into its
 weights unless a scale is 0), a Pad by zero before a Conv or AveragePool (folded into their
-padding where that is the same by definition; the cases that must stay unfolded), BatchNormalization in training mode
+padding where that is the same by definition; the cases that must stay unfolded), ReduceMean over
+every spatial axis (GlobalAveragePool by ppcc, and the reductions that must stay), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
 refused over batched samples), EyeLike, ScatterElements with each reduction, RMSNormalization,
 RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
@@ -35,6 +36,7 @@ and 2 (skipped without torch).
 Usage: run.py WORKDIR (env: PPCC, PPRT). About 15 s on 2 busy cores. Exit 0 when every case
 passes, 1 otherwise (each failure printed)."""
 import os
+import re
 import subprocess
 import sys
 
@@ -391,6 +393,39 @@ pad_fold("pad_conv_auto_pad", "x", [0, 0, 1, 1, 0, 0, 1, 1],
          helper.make_node("Conv", ["p", "w"], ["y"], auto_pad="SAME_UPPER"), {"x": xc}, False, inits={"w": Wp})
 pad_fold("pad_conv_1d_grouped", "x", [0, 0, 2, 0, 0, 1], helper.make_node("Conv", ["p", "w"], ["y"], group=2),
          {"x": f32(2, 4, 11)}, True, inits={"w": rng.normal(0, 0.3, (6, 2, 4)).astype(np.float32)})
+
+# ---- ReduceMean over every spatial axis (timm's squeeze-and-excitation) becomes GlobalAveragePool -----------
+def spatial_mean(name, shape, want_gap, opset=13, axes=None, keepdims=None):
+    feeds = {"x": f32(*shape)}
+    feeds["x"].flat[3] = np.nan
+    feeds["x"].flat[-1] = np.inf
+    inits, ins, kw = {}, ["x"], {}
+    if keepdims is not None:
+        kw["keepdims"] = keepdims
+    if axes is not None and opset >= 18:
+        inits["axes"] = np.array(axes, np.int64)
+        ins.append("axes")
+    elif axes is not None:
+        kw["axes"] = axes
+    nodes = [helper.make_node("ReduceMean", ins, ["y"], **kw)]
+    case(name, nodes, feeds, ["y"], inits=inits, opset=opset, rtol=1e-5, atol=1e-6)
+    d, path = write_case(name + "_ir", model(nodes, feeds, ["y"], inits, opset), feeds)
+    r = subprocess.run([PPCC, path, "-b", "0", "--dump-ir", "-q", "-o", os.path.join(d, "ir.plan")],
+                       capture_output=True, text=True)
+    gap = re.search(r" s\d+ GlobalAveragePool ", r.stdout) is not None
+    if r.returncode or gap != want_gap:
+        failures.append(f"{name}: the ReduceMean {'became' if gap else 'did not become'} GlobalAveragePool "
+                        f"(exit {r.returncode})")
+
+
+spatial_mean("mean_spatial_se", (2, 5, 7, 6), True, axes=[2, 3])
+spatial_mean("mean_spatial_opset18_negative", (2, 5, 7, 6), True, opset=18, axes=[-1, -2], keepdims=1)
+spatial_mean("mean_spatial_5d", (2, 3, 4, 5, 3), True, axes=[4, 2, 3])
+spatial_mean("mean_spatial_no_keepdims", (2, 5, 7, 6), False, axes=[2, 3], keepdims=0)
+spatial_mean("mean_spatial_with_channels", (2, 5, 7, 6), False, axes=[1, 2, 3])
+spatial_mean("mean_spatial_one_axis", (2, 5, 7, 6), False, axes=[3])
+spatial_mean("mean_spatial_rank3", (2, 5, 7), False, axes=[2])
+spatial_mean("mean_spatial_all_axes", (2, 5, 7, 6), False, opset=18)
 
 # ---- x * HardSigmoid(x; 1/6, 0.5) (torch's hardswish before opset 14) becomes HardSwish -------------------
 # after a Conv, whose oneDNN kernel then takes it as a post-op; a HardSigmoid of other parameters stays
