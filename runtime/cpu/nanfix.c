@@ -103,7 +103,32 @@ static float window_max(const pprt_nanfix *f, const void *x, const int64_t *o) {
     return any ? m : NAN;
 }
 
-static void maxpool(const pprt_nanfix *f, const void *x, void *y) {
+/* Whether any of y's n values has the bits of the type's lowest finite
+ * value: a branch-free pass over chunks (so it vectorizes), the chunks
+ * shared by `threads` OpenMP threads. It reads every output of every max
+ * pool, so it must cost no more than a copy: as a scalar loop with an
+ * early exit it took 5 of Inception-v3's 9 ms of max pooling (-b 8). */
+static bool any_lowest(const pprt_nanfix *f, const void *y, size_t n, int threads) {
+    const size_t chunk = 1u << 14, n_chunks = (n + chunk - 1) / chunk;
+    int hit = 0;
+    (void)threads;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : hit) if (n_chunks > 4 && threads > 1)
+    for (size_t c = 0; c < n_chunks; c++) {
+        const size_t i0 = c * chunk, m = n - i0 < chunk ? n - i0 : chunk;
+        int h = 0;
+        if (f->bf16) {
+            const uint16_t *p = (const uint16_t *)y + i0;
+            for (size_t i = 0; i < m; i++) h |= p[i] == 0xff7f;
+        } else {
+            const uint32_t *p = (const uint32_t *)y + i0; /* -FLT_MAX: 0xff7fffff */
+            for (size_t i = 0; i < m; i++) h |= p[i] == 0xff7fffffu;
+        }
+        hit |= h;
+    }
+    return hit != 0;
+}
+
+static void maxpool(const pprt_nanfix *f, const void *x, void *y, int threads) {
     /* oneDNN starts every window at the type's lowest value and skips NaN:
      * only windows that ended there (rare) can be wrong */
     float lowest = -FLT_MAX;
@@ -111,9 +136,7 @@ static void maxpool(const pprt_nanfix *f, const void *x, void *y) {
         const uint32_t u = 0xff7f0000u;
         memcpy(&lowest, &u, sizeof lowest);
     }
-    bool suspect = false;
-    for (size_t i = 0; i < f->dst_n && !suspect; i++) suspect = get(f, y, (int64_t)i) == lowest;
-    if (!suspect) return;
+    if (!any_lowest(f, y, f->dst_n, threads)) return;
     const int nd = 2 + f->nsp;
     int64_t o[5] = {0, 0, 0, 0, 0};
     for (;;) {
@@ -147,7 +170,7 @@ void pprt_nanfix_run(const pprt_nanfix *f, const float *src, float *dst, int thr
         break;
     }
     case PPRT_NANFIX_ROWS: rows(f, dst); break;
-    case PPRT_NANFIX_MAXPOOL: maxpool(f, src, dst); break;
+    case PPRT_NANFIX_MAXPOOL: maxpool(f, src, dst, threads); break;
     default: break;
     }
 }

@@ -42,7 +42,7 @@ typedef struct pprt_nanfix {
 } pprt_nanfix;
 
 /* Run f on oneDNN's output dst (CLAMP: from src into dst, which may be the
- * same buffer), on `threads` OpenMP threads for CLAMP. */
+ * same buffer), on `threads` OpenMP threads for CLAMP and for MAXPOOL's scan. */
 void pprt_nanfix_run(const pprt_nanfix *f, const float *src, float *dst, int threads);
 
 /* The guard of a fast Relu or Clip (docs/design-notes.md, "NaN and
