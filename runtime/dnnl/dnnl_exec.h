@@ -24,6 +24,7 @@
 #include "../nodes.h"
 #include "../cpu/bnorm.h"
 #include "../cpu/nanfix.h"
+#include "../cpu/permute.h"
 #include "../cpu/wino.h"
 
 /* a step's arguments: a Concat's inputs and its output (DenseNet-201's
@@ -74,6 +75,7 @@ typedef struct step {
     size_t silu;           /* > 0: a step of our SiLU kernel over this many floats (args: SRC, DST) */
     pprt_bnorm *bnorm;     /* our BatchNormalization kernel (args: SRC, DST) */
     pprt_nanfix fix;       /* kind > 0: a pass of our own for NaN (nanfix.h; args: SRC, DST) */
+    pprt_permute perm;     /* rows > 0: our row copies of a Transpose that keeps the last axis (args: SRC, DST) */
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int guard; /* GUARD_*: a guarded Relu or Clip's fast primitive, or a step of its exact path */
     int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */

@@ -66,6 +66,7 @@ void dn_report(const pprt_exec *x) {
             const_dnnl_primitive_desc_t pd;
             static const char *fixes[] = {"?", "pprt:clamp", "pprt:nan_rows", "pprt:maxpool_nan"};
             const char *impl = s->silu                       ? "pprt:silu:avx2"
+                               : s->perm.rows                 ? "pprt:permute_rows"
                                : s->bnorm                     ? (pprt_bnorm_relu(s->bnorm) ? "pprt:bnorm_relu" : "pprt:bnorm")
                                : s->fix.kind                  ? fixes[s->fix.kind]
                                : !s->wino                     ? "?"

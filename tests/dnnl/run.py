@@ -420,7 +420,8 @@ def views():
     arena bytes where the input dies there, and copy elsewhere: an input read
     again later, the stage's received input, a graph output. A view feeds a
     residual summed in place (aliases of aliases). A Transpose that moves the
-    last axis is a oneDNN reorder; one that keeps it, the reference kernel."""
+    last axis is a oneDNN reorder; one that keeps it, pprt's row copies (a
+    small one, and one large enough for the threads to share)."""
     m = Model("views", [("x", (4, 6, 6)), ("y", (6, 8))])
     a = m.conv("x", 4, 8, (3, 3), pads=[1, 1, 1, 1])
     f = m.op("Flatten", [a], axis=1)                                     # a dies here: a view
@@ -435,8 +436,10 @@ def views():
     yr = m.op("Reshape", ["y", m.const_i64([0, 48])])                      # a received input: a copy
     yt = m.op("Transpose", [m.op("MatMul", ["y", m.rand(8, 5, scale=0.3)])], perm=[0, 2, 1])  # last axis moves
     yk = m.op("Transpose", [m.op("Reshape", [yt, m.const_i64([0, 5, 2, 3])])], perm=[0, 2, 1, 3])  # rows stay
+    yb = m.op("Reshape", [m.op("MatMul", ["y", m.rand(8, 4096, scale=0.3)]), m.const_i64([0, 6, 64, 8, 8])])
+    yb = m.op("Relu", [m.op("Transpose", [yb], perm=[0, 3, 1, 2, 4])])   # rows of 8 floats, 196 KiB a sample
     out = m.op("Flatten", [m.op("Sigmoid", [h])], axis=1)                  # a graph output
-    return m.save([out, m.op("Mul", [yr, m.const(2.0)]), yk]), m.data(), \
+    return m.save([out, m.op("Mul", [yr, m.const(2.0)]), yk, yb]), m.data(), \
         ["Flatten", "Reshape", "Unsqueeze", "Squeeze", "Transpose", "MatMul"]
 
 
@@ -649,18 +652,23 @@ if ISA == "avx2":
     except RuntimeError as e:
         failures.append(f"cnn: {e}")
 
-# views: at -pp 1 (fused) seven nodes are views: Flatten(a), the Reshape
+# views: at -pp 1 (fused) eight nodes are views: Flatten(a), the Reshape
 # after it, Unsqueeze, the Transpose of a 1-long axis, Squeeze, the Reshape
-# of the copy `kept` and the one of yt; the other three copy (an input read
-# again, a received input, a graph output)
+# of the copy `kept`, the one of yt and the one of yb's product; the other
+# three copy (an input read again, a received input, a graph output)
 try:
     vs = os.path.join(work, "views_stats.json")
     r = run([PPRT, os.path.join(work, "views_fused_1.plan"), os.path.join(work, "views_data"), "--backend", "dnnl",
              "-q", "-o", os.path.join(work, "views_verbose"), "--stats-json", vs], env={"PPRT_DNNL_VERBOSE": "1"})
-    if counts(r.stderr)[2] != 7:
-        failures.append(f"views: {counts(r.stderr)[2]} views at -pp 1, expected 7:\n{r.stderr}")
-    if json.load(open(vs))["stages"][0]["views"] != 7:
-        failures.append(f"views: --stats-json: {json.load(open(vs))['stages']}, expected 7 views")
+    if counts(r.stderr)[2] != 8:
+        failures.append(f"views: {counts(r.stderr)[2]} views at -pp 1, expected 8:\n{r.stderr}")
+    if json.load(open(vs))["stages"][0]["views"] != 8:
+        failures.append(f"views: --stats-json: {json.load(open(vs))['stages']}, expected 8 views")
+    r = run([PPRT, os.path.join(work, "views_fused_1.plan"), os.path.join(work, "views_data"), "--backend", "dnnl",
+             "-q", "-o", os.path.join(work, "views_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
+    rows = len(re.findall(r"Transpose\s+pprt:permute_rows", r.stderr))
+    if rows != 2:
+        failures.append(f"views: {rows} Transposes on pprt's row copies, expected 2:\n{r.stderr}")
 except RuntimeError as e:
     failures.append(f"views: {e}")
 
