@@ -51,6 +51,7 @@ typedef struct pprt_dnnl_opts {
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
     bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/cpu/bnorm.h) */
+    bool rnn;           /* PPRT_DNNL_RNN: LSTM, GRU and RNN by matrix products (runtime/cpu/rnn_gemm.h) */
 } pprt_dnnl_opts;
 
 /* The settings, read from the environment at the first call (a malformed
@@ -278,6 +279,8 @@ pp_status dn_push_pd(pprt_exec *x, dnnl_primitive_desc_t pd, int kind, const dnn
 pp_status dn_push_reorder(pprt_exec *x, dnnl_memory_t src, dnnl_memory_t dst, int kind, pp_err *err);
 /* Append s, a step of our own kernels (its kind, kernel and args set). */
 pp_status dn_push_own(pprt_exec *x, step s, pp_err *err);
+/* Whether node n (on no oneDNN primitive) runs on runtime/cpu/rnn_gemm.h rather than the reference kernel. */
+bool dn_rnn_by_gemm(const pprt_exec *x, const pprt_node *n);
 /* Append a NaN pass f of ours reading src and writing dst (which may be the same memory). */
 pp_status dn_push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnnl_memory_t dst, pp_err *err);
 /* A NaN-keeping clamp to [lo, hi] over every float of md's buffer. */

@@ -84,6 +84,7 @@
 #include "../cpu/headroom.h"
 #include "../cpu/isa.h"
 #include "../cpu/silu.h"
+#include "../cpu/rnn_gemm.h"
 #include "../nodes.h"
 #include "dnnl_exec.h"
 
@@ -371,9 +372,46 @@ static pp_status out_steps(pprt_exec *x, pp_err *err) {
 static void dnnl_destroy(pprt_exec *x);
 
 /* Node ni's steps, if it has any (else the runner hands it to the fallback). */
+/* oneDNN's sgemm as rnn_gemm.h takes it */
+static int dn_sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    return dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) != dnnl_success;
+}
+
+/* Whether node n is an LSTM, GRU or RNN over float32 (rnn_gemm.h); the
+ * node stays a reference node to the executor (plain tensors in and out). */
+bool dn_rnn_by_gemm(const pprt_exec *x, const pprt_node *n) {
+    if (!x->o.rnn || (n->op != PP_OP_LSTM && n->op != PP_OP_GRU && n->op != PP_OP_RNN)) return false;
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && k != 4 && x->st->t[n->in[k]].dtype != PP_F32) return false;
+    return true;
+}
+
+static pp_status run_rnn(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    pprt_node_ctx *c = &x->nodes.fb;
+    for (int k = 0; k < n->n_in; k++)
+        c->tin[k] = n->in[k] < 0 ? (pprt_tensor){PP_UNDEFINED, {0, {0}}, NULL}
+                                 : (pprt_tensor){x->st->t[n->in[k]].dtype, x->st->t[n->in[k]].shape, x->ptr[n->in[k]]};
+    for (int k = 0; k < n->n_out; k++)
+        c->tout[k] = (pprt_tensor){x->st->t[n->out[k]].dtype, x->st->t[n->out[k]].shape, x->ptr[n->out[k]]};
+    if (x->stage_threads > 0 && x->threads != x->stage_threads) {
+        set_threads(x->stage_threads);
+        x->threads = x->stage_threads;
+    }
+    pp_err e = {0};
+    pp_status s = pprt_rnn_gemm(n->op, (pp_attrs){n->attrs, n->n_attrs, x->p->opset}, c->tin, n->n_in, c->tout, n->n_out,
+                                &c->scratch, dn_sgemm, &e);
+    if (s != PP_OK) return PP_WRAP(err, &e, s, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
+    return PP_OK;
+}
+
 static pp_status run_node(void *ctx, int ni, bool *ran, pp_err *err) {
     pprt_exec *x = ctx;
     *ran = x->first[ni] >= 0;
+    if (!*ran && dn_rnn_by_gemm(x, &x->st->nodes[ni])) {
+        *ran = true;
+        return run_rnn(x, &x->st->nodes[ni], err);
+    }
     bool exact = true; /* whether a guard's exact path runs */
     for (int k = 0; k < x->nsteps[ni] && *ran; k++) {
         const step *s = &x->steps[x->first[ni] + k];

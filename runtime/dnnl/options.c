@@ -70,6 +70,8 @@ static const opt opts[] = {
      "pp.SiLU on pprt's own kernel where it wins (f32 on AVX2 and AVX-512 CPUs), else oneDNN's swish"},
     {"PPRT_DNNL_BNORM", OPT_FLAG, F(own_bnorm), "1", NULL, 0, 0,
      "BatchNormalization (f32) on pprt's own kernel, a Relu after it in the same pass; 0: oneDNN's"},
+    {"PPRT_DNNL_RNN", OPT_FLAG, F(rnn), "1", NULL, 0, 0,
+     "LSTM, GRU and RNN by oneDNN's sgemm over the whole batch, each step one product (0: the reference kernels)"},
 };
 #undef F
 

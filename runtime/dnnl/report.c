@@ -12,7 +12,7 @@ void dn_counts(const pprt_exec *x, pprt_exec_counts *c) {
     const pprt_stage *st = x->st;
     *c = (pprt_exec_counts){.nodes = st->n_nodes, .weight_bytes = (double)x->weight_bytes};
     for (int ni = 0; ni < st->n_nodes; ni++) {
-        bool own = x->first[ni] >= 0 || x->absorbed[ni];
+        bool own = x->first[ni] >= 0 || x->absorbed[ni] || dn_rnn_by_gemm(x, &st->nodes[ni]);
         c->own += own;
         c->reference += !own;
         c->post_ops += x->absorbed[ni];
@@ -38,7 +38,7 @@ void dn_report(const pprt_exec *x) {
     size_t len = 0, shared = 0;
     for (int i = 0; i < N_SLOTS; i++) shared += x->slot_bytes[i];
     for (int ni = 0; ni < st->n_nodes; ni++) {
-        if (x->first[ni] >= 0 || x->absorbed[ni]) continue;
+        if (x->first[ni] >= 0 || x->absorbed[ni] || dn_rnn_by_gemm(x, &st->nodes[ni])) continue;
         const char *name = pp_op_table[st->nodes[ni].op].name;
         if (len < sizeof refs - 1 && !strstr(refs, name)) {
             int w = snprintf(refs + len, sizeof refs - len, "%s%s", len ? " " : "", name);
@@ -59,6 +59,8 @@ void dn_report(const pprt_exec *x) {
     for (int ni = 0; ni < st->n_nodes; ni++) {
         if (x->absorbed[ni])
             fprintf(stderr, "  %-24s %-14s post-op\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
+        if (x->first[ni] < 0 && dn_rnn_by_gemm(x, &st->nodes[ni]))
+            fprintf(stderr, "  %-24s %-14s pprt:rnn_gemm\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
         if (x->first[ni] < 0) continue;
         fprintf(stderr, "  %-24s %-14s", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
         for (int k = 0; k < x->nsteps[ni]; k++) {
