@@ -13,6 +13,7 @@ typedef struct rnn_gemm_run {
     float *Y, *Yh, *Yc;
     float *xw, *hr, *h, *c, *t; /* [S*N, GH], [N, GH], [N, H] x 3 */
     pprt_sgemm_fn gemm;
+    int threads; /* OpenMP threads for the per-sample gate arithmetic */
 } rnn_gemm_run;
 
 /* The step's gate arithmetic for sample b of direction d, its x products
@@ -97,6 +98,10 @@ static pp_status direction(const rnn_gemm_run *u, int d, const char *name, pp_er
                 u->gemm('N', 'T', N, H, H, 1.0f, u->t, H, R + 2 * H * H, H, 0.0f, u->hr + 2 * H, GH))
                 return PP_FAIL(err, PP_ERUNTIME, "%s kernel: the product (r h) R_h^T failed", name);
         }
+        /* the samples' gates by themselves: shared by the threads where there is enough of them */
+        const int nt = N * GH >= 8192 ? u->threads : 1;
+        (void)nt;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
         for (int64_t b = 0; b < N; b++) {
             const int64_t L = u->lens ? u->lens[b] : S;
             const int64_t t = s >= L ? s : rev ? L - 1 - s : s;
@@ -118,7 +123,7 @@ static pp_status direction(const rnn_gemm_run *u, int d, const char *name, pp_er
 }
 
 pp_status pprt_rnn_gemm(pp_op op, pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
-                        pprt_scratch *scratch, pprt_sgemm_fn gemm, pp_err *err) {
+                        pprt_scratch *scratch, pprt_sgemm_fn gemm, int threads, pp_err *err) {
     const char *name = pp_op_table[op].name;
     PP_TRY(pprt_check_outputs(op, attrs, in, n_in, out, n_out, err));
     pp_tinfo ti[8];
@@ -144,7 +149,7 @@ pp_status pprt_rnn_gemm(pp_op op, pp_attrs attrs, const pprt_tensor *in, int n_i
         .h0 = r.has_h0 ? in[5].data : NULL, .c0 = r.has_c0 ? in[6].data : NULL,
         .P = r.has_p ? in[7].data : NULL, .Y = OUT(0), .Yh = OUT(1), .Yc = OUT(2),
         .xw = xw, .hr = xw + a, .h = xw + a + b, .c = xw + a + b + (size_t)(r.N * r.H),
-        .t = xw + a + b + 2 * (size_t)(r.N * r.H), .gemm = gemm,
+        .t = xw + a + b + 2 * (size_t)(r.N * r.H), .gemm = gemm, .threads = threads > 1 ? threads : 1,
     };
 #undef OUT
     for (int d = 0; d < r.D; d++) PP_TRY(direction(&u, d, name, err));

@@ -20,8 +20,10 @@ typedef int (*pprt_sgemm_fn)(char ta, char tb, int64_t M, int64_t N, int64_t K, 
                              int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* Node `op` (LSTM, GRU or RNN) over in[n_in] into out[n_out], as the
- * reference kernel's signature; scratch holds the products. */
+ * reference kernel's signature; scratch holds the products; the samples'
+ * gate arithmetic on `threads` OpenMP threads (the same bits at any count:
+ * each sample's by itself). */
 pp_status pprt_rnn_gemm(pp_op op, pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
-                        pprt_scratch *scratch, pprt_sgemm_fn gemm, pp_err *err);
+                        pprt_scratch *scratch, pprt_sgemm_fn gemm, int threads, pp_err *err);
 
 #endif

@@ -157,6 +157,8 @@ static const char *dnnl_route(pp_op op) {
                 {&dn_softmax, "oneDNN softmax"},         {&dn_eltwise, "oneDNN eltwise"},
                 {&dn_binary, "oneDNN binary"},           {&dn_view, "view (no copy) or reorder"},
                 {&dn_slice, "oneDNN reorder"}};
+    if (op == PP_OP_LSTM || op == PP_OP_GRU || op == PP_OP_RNN) return "pprt's kernel on oneDNN's sgemm";
+    if (op == PP_OP_TRANSPOSE) return "view (no copy), oneDNN reorder, or pprt's row copies (last axis kept)";
     const dn_family *f = dn_family_of(op);
     for (size_t i = 0; f && i < sizeof said / sizeof *said; i++)
         if (said[i].f == f) return said[i].words;
@@ -400,7 +402,7 @@ static pp_status run_rnn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     }
     pp_err e = {0};
     pp_status s = pprt_rnn_gemm(n->op, (pp_attrs){n->attrs, n->n_attrs, x->p->opset}, c->tin, n->n_in, c->tout, n->n_out,
-                                &c->scratch, dn_sgemm, &e);
+                                &c->scratch, dn_sgemm, dn_team(), &e);
     if (s != PP_OK) return PP_WRAP(err, &e, s, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
     return PP_OK;
 }
