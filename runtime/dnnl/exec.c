@@ -373,7 +373,6 @@ static pp_status out_steps(pprt_exec *x, pp_err *err) {
 
 static void dnnl_destroy(pprt_exec *x);
 
-/* Node ni's steps, if it has any (else the runner hands it to the fallback). */
 /* oneDNN's sgemm as rnn_gemm.h takes it */
 static int dn_sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                     const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
@@ -407,6 +406,8 @@ static pp_status run_rnn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     return PP_OK;
 }
 
+/* Node ni's steps, if it has any, or the RNNs' kernel (else the runner
+ * hands it to the fallback). */
 static pp_status run_node(void *ctx, int ni, bool *ran, pp_err *err) {
     pprt_exec *x = ctx;
     *ran = x->first[ni] >= 0;
