@@ -15,7 +15,7 @@
  * Y_h and Y_c are the state after the sample's last step, 0 where L = 0. */
 #include "ref.h"
 #include "../../ir/shape_rnn.h"
-#include "rnn_act.h"
+#include "rnn_common.h"
 
 #include <math.h>
 #include <string.h>
@@ -33,9 +33,7 @@ static inline double dot(const float *restrict a, const float *restrict b, int64
 typedef struct rnn_run {
     pp_op op;
     const pp_rnn *r;
-    const float *X, *W, *R, *B, *h0, *c0, *P;
-    const int32_t *lens;
-    float *Y, *Yh, *Yc;
+    pprt_rnn_io io;
     double *g;          /* [G*H]: the gates' sums */
     float *h, *c, *tmp; /* [H] each: the state, and GRU's r (.) h or RNN's new h */
 } rnn_run;
@@ -44,8 +42,8 @@ typedef struct rnn_run {
 static void step(const rnn_run *u, int d, const float *x) {
     const pp_rnn *r = u->r;
     const int64_t H = r->H, I = r->I, GH = r->G * H;
-    const float *W = u->W + d * GH * I, *R = u->R + d * GH * H;
-    const float *wb = u->B ? u->B + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
+    const float *W = u->io.W + d * GH * I, *R = u->io.R + d * GH * H;
+    const float *wb = u->io.B ? u->io.B + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
     const pp_rnn_act *f = r->act[d];
     const float cl = r->clip;
     float *h = u->h, *c = u->c, *t = u->tmp;
@@ -55,7 +53,7 @@ static void step(const rnn_run *u, int d, const float *x) {
     for (int64_t j = 0; j < full; j++)
         g[j] = dot(W + j * I, x, I) + dot(R + j * H, h, H) + (wb ? (double)wb[j] + rb[j] : 0.0);
     if (u->op == PP_OP_LSTM) {
-        const float *p = u->P ? u->P + d * 3 * H : NULL;
+        const float *p = u->io.P ? u->io.P + d * 3 * H : NULL;
         for (int64_t k = 0; k < H; k++) {
             const float cp = c[k];
             const float pi = p ? p[k] * cp : 0.0f, pf = p ? p[2 * H + k] * cp : 0.0f;
@@ -93,36 +91,48 @@ static void step(const rnn_run *u, int d, const float *x) {
 }
 
 /* Direction d of sample b. */
-static pp_status run_seq(const rnn_run *u, int d, int64_t b, pp_err *err) {
+static void run_seq(const rnn_run *u, int d, int64_t b) {
     const pp_rnn *r = u->r;
-    const int64_t S = r->S, N = r->N, D = r->D, H = r->H, I = r->I;
+    const pprt_rnn_io *io = &u->io;
+    const int64_t S = r->S, H = r->H, I = r->I, L = rnn_len(r, io, b), st = rnn_state_at(r, d, b);
     const bool rev = r->reverse || d == 1;
-    int64_t L = S;
-    if (u->lens) {
-        L = u->lens[b];
-        if (L < 0 || L > S)
-            return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld] "
-                           "(the sequence length)", (long long)b, (long long)L, (long long)S);
-    }
-    /* [D, N, H] (layout 1: [N, D, H]) offset of (d, b) */
-    const int64_t st = (r->layout ? b * D + d : d * N + b) * H;
     const size_t hb = (size_t)H * sizeof(float);
-    if (u->h0 && L > 0) memcpy(u->h, u->h0 + st, hb);
+    if (io->h0 && L > 0) memcpy(u->h, io->h0 + st, hb);
     else memset(u->h, 0, hb);
-    if (u->c0 && L > 0) memcpy(u->c, u->c0 + st, hb);
+    if (io->c0 && L > 0) memcpy(u->c, io->c0 + st, hb);
     else memset(u->c, 0, hb);
     for (int64_t s = 0; s < S; s++) {
-        const int64_t t = s >= L ? s : rev ? L - 1 - s : s;
-        float *y = u->Y ? u->Y + (r->layout ? (b * S + t) * D + d : (t * D + d) * N + b) * H : NULL;
+        const int64_t t = rnn_time(s, L, rev);
+        float *y = io->Y ? io->Y + rnn_y_at(r, t, d, b) : NULL;
         if (s >= L) {
             if (y) memset(y, 0, hb);
             continue;
         }
-        step(u, d, u->X + (r->layout ? b * S + t : t * N + b) * I);
+        step(u, d, io->X + rnn_x_row(r, t, b) * I);
         if (y) memcpy(y, u->h, hb);
     }
-    if (u->Yh) memcpy(u->Yh + st, u->h, hb);
-    if (u->Yc) memcpy(u->Yc + st, u->c, hb);
+    if (io->Yh) memcpy(io->Yh + st, u->h, hb);
+    if (io->Yc) memcpy(io->Yc + st, u->c, hb);
+}
+
+pp_status pprt_rnn_read(pp_op op, pp_attrs attrs, const pprt_tensor *in, int n_in, const pprt_tensor *out, int n_out,
+                        pp_rnn *r, pprt_rnn_io *io, pp_err *err) {
+    PP_TRY(pprt_check_outputs(op, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[8];
+    for (int i = 0; i < n_in && i < 8; i++) ti[i] = pprt_tinfo_of(&in[i]);
+    PP_TRY(pp_rnn_parse(op, attrs, ti, n_in, r, err));
+    const int32_t *lens = r->has_lens ? in[4].data : NULL;
+    for (int64_t b = 0; lens && b < r->N; b++)
+        if (lens[b] < 0 || lens[b] > r->S)
+            return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld] "
+                           "(the sequence length)", (long long)b, (long long)lens[b], (long long)r->S);
+#define OUT(k) (n_out > (k) && out[k].dtype != PP_UNDEFINED ? (float *)out[k].data : NULL)
+    *io = (pprt_rnn_io){
+        .X = in[0].data, .W = in[1].data, .R = in[2].data, .B = r->has_b ? in[3].data : NULL, .lens = lens,
+        .h0 = r->has_h0 ? in[5].data : NULL, .c0 = r->has_c0 ? in[6].data : NULL, .P = r->has_p ? in[7].data : NULL,
+        .Y = OUT(0), .Yh = OUT(1), .Yc = OUT(2),
+    };
+#undef OUT
     return PP_OK;
 }
 
@@ -130,11 +140,9 @@ static pp_status kern_rnn(pp_op op, pp_attrs attrs, const pprt_tensor *in,
                           int n_in, pprt_tensor *out, int n_out, pprt_scratch *scratch,
                           pp_err *err) {
     const char *name = pp_op_table[op].name;
-    PP_TRY(pprt_check_outputs(op, attrs, in, n_in, out, n_out, err));
-    pp_tinfo ti[8];
-    for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
     pp_rnn r;
-    PP_TRY(pp_rnn_parse(op, attrs, ti, n_in, &r, err));
+    pprt_rnn_io io;
+    PP_TRY(pprt_rnn_read(op, attrs, in, n_in, out, n_out, &r, &io, err));
     const int64_t GH = r.G * r.H;
     size_t nb;
     if (pp_mul_ovf((size_t)GH, sizeof(double), &nb) ||
@@ -143,17 +151,9 @@ static pp_status kern_rnn(pp_op op, pp_attrs attrs, const pprt_tensor *in,
     double *g = pprt_scratch_get(scratch, nb + 3 * (size_t)r.H * sizeof(float));
     if (!g) return PP_FAIL(err, PP_ENOMEM, "%s kernel: out of memory", name);
     float *h = (float *)(g + GH);
-#define OUT(k) (n_out > (k) && out[k].dtype != PP_UNDEFINED ? (float *)out[k].data : NULL)
-    const rnn_run u = {
-        .op = op, .r = &r, .X = in[0].data, .W = in[1].data, .R = in[2].data,
-        .B = r.has_b ? in[3].data : NULL, .lens = r.has_lens ? in[4].data : NULL,
-        .h0 = r.has_h0 ? in[5].data : NULL, .c0 = r.has_c0 ? in[6].data : NULL,
-        .P = r.has_p ? in[7].data : NULL, .Y = OUT(0), .Yh = OUT(1), .Yc = OUT(2),
-        .g = g, .h = h, .c = h + r.H, .tmp = h + 2 * r.H,
-    };
-#undef OUT
+    const rnn_run u = {.op = op, .r = &r, .io = io, .g = g, .h = h, .c = h + r.H, .tmp = h + 2 * r.H};
     for (int d = 0; d < r.D; d++)
-        for (int64_t b = 0; b < r.N; b++) PP_TRY(run_seq(&u, d, b, err));
+        for (int64_t b = 0; b < r.N; b++) run_seq(&u, d, b);
     return PP_OK;
 }
 

@@ -3,14 +3,12 @@
 #include <string.h>
 
 #include "ref.h"
-#include "rnn_act.h"
+#include "rnn_common.h"
 
 typedef struct rnn_gemm_run {
     pp_op op;
     const pp_rnn *r;
-    const float *X, *W, *R, *B, *h0, *c0, *P;
-    const int32_t *lens;
-    float *Y, *Yh, *Yc;
+    pprt_rnn_io io;
     float *xw, *hr, *h, *c, *t; /* [S*N, GH], [N, GH], [N, H] x 3 */
     pprt_sgemm_fn gemm;
     int threads; /* OpenMP threads for the per-sample gate arithmetic */
@@ -25,7 +23,7 @@ static void gates(const rnn_gemm_run *u, int d, int64_t b, const float *xg, cons
     const float cl = r->clip;
     float *h = u->h + b * H, *c = u->c + b * H;
     if (u->op == PP_OP_LSTM) {
-        const float *p = u->P ? u->P + d * 3 * H : NULL;
+        const float *p = u->io.P ? u->io.P + d * 3 * H : NULL;
         for (int64_t k = 0; k < H; k++) {
             const float cp = c[k];
             const float pi = p ? p[k] * cp : 0.0f, pf = p ? p[2 * H + k] * cp : 0.0f;
@@ -38,7 +36,7 @@ static void gates(const rnn_gemm_run *u, int d, int64_t b, const float *xg, cons
             h[k] = o * act(&f[2], cn);
         }
     } else if (u->op == PP_OP_GRU) {
-        const float *rbh = u->B ? u->B + d * 2 * r->G * H + r->G * H + 2 * H : NULL;
+        const float *rbh = u->io.B ? u->io.B + d * 2 * r->G * H + r->G * H + 2 * H : NULL;
         for (int64_t k = 0; k < H; k++) {
             const float z = hg[k], rg = hg[H + k], hh = hg[2 * H + k] + (rbh ? rbh[k] : 0.0f);
             const float hn = act(&f[1], clipf(xg[2 * H + k] + (r->linear_before_reset ? rg * hh : hh), cl));
@@ -51,15 +49,16 @@ static void gates(const rnn_gemm_run *u, int d, int64_t b, const float *xg, cons
 
 static pp_status direction(const rnn_gemm_run *u, int d, const char *name, pp_err *err) {
     const pp_rnn *r = u->r;
-    const int64_t S = r->S, N = r->N, D = r->D, H = r->H, I = r->I, GH = r->G * H;
+    const pprt_rnn_io *io = &u->io;
+    const int64_t S = r->S, N = r->N, H = r->H, I = r->I, GH = r->G * H;
     const bool rev = r->reverse || d == 1, gru = u->op == PP_OP_GRU;
-    const float *W = u->W + d * GH * I, *R = u->R + d * GH * H;
-    const float *wb = u->B ? u->B + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
+    const float *W = io->W + d * GH * I, *R = io->R + d * GH * H;
+    const float *wb = io->B ? io->B + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
     const pp_rnn_act *f = r->act[d];
     const size_t hb = (size_t)H * sizeof(float);
     /* x W^T for every row of X (layout 0: t * N + b, layout 1: b * S + t), with the biases */
     if (I > 0 && S * N > 0 && GH > 0) {
-        if (u->gemm('N', 'T', S * N, GH, I, 1.0f, u->X, I, W, I, 0.0f, u->xw, GH))
+        if (u->gemm('N', 'T', S * N, GH, I, 1.0f, io->X, I, W, I, 0.0f, u->xw, GH))
             return PP_FAIL(err, PP_ERUNTIME, "%s kernel: the product x W^T failed", name);
     } else {
         memset(u->xw, 0, (size_t)(S * N * GH) * sizeof(float));
@@ -70,10 +69,10 @@ static pp_status direction(const rnn_gemm_run *u, int d, const char *name, pp_er
             for (int64_t j = 0; j < GH; j++) g[j] += gru && j >= 2 * H ? wb[j] : wb[j] + rb[j];
         }
     for (int64_t b = 0; b < N; b++) {
-        const int64_t L = u->lens ? u->lens[b] : S, st = (r->layout ? b * D + d : d * N + b) * H;
-        if (u->h0 && L > 0) memcpy(u->h + b * H, u->h0 + st, hb);
+        const int64_t L = rnn_len(r, io, b), st = rnn_state_at(r, d, b);
+        if (io->h0 && L > 0) memcpy(u->h + b * H, io->h0 + st, hb);
         else memset(u->h + b * H, 0, hb);
-        if (u->c0 && L > 0) memcpy(u->c + b * H, u->c0 + st, hb);
+        if (io->c0 && L > 0) memcpy(u->c + b * H, io->c0 + st, hb);
         else memset(u->c + b * H, 0, hb);
     }
     /* the columns of h R^T taken as they are (GRU without linear_before_reset: z and r only) */
@@ -83,14 +82,13 @@ static pp_status direction(const rnn_gemm_run *u, int d, const char *name, pp_er
             return PP_FAIL(err, PP_ERUNTIME, "%s kernel: the product h R^T failed", name);
         if (gru) { /* z and r through f; r (.) h for the h gate's product */
             for (int64_t b = 0; b < N; b++) {
-                const int64_t L = u->lens ? u->lens[b] : S;
+                const int64_t L = rnn_len(r, io, b);
                 float *hg = u->hr + b * GH, *t = u->t + b * H;
                 if (s >= L) {
                     memset(t, 0, hb);
                     continue;
                 }
-                const int64_t tt = rev ? L - 1 - s : s;
-                const float *xg = u->xw + (r->layout ? b * S + tt : tt * N + b) * GH;
+                const float *xg = u->xw + rnn_x_row(r, rnn_time(s, L, rev), b) * GH;
                 for (int64_t k = 0; k < 2 * H; k++) hg[k] = act(&f[0], clipf(xg[k] + hg[k], r->clip));
                 for (int64_t k = 0; k < H; k++) t[k] = hg[H + k] * u->h[b * H + k];
             }
@@ -103,21 +101,20 @@ static pp_status direction(const rnn_gemm_run *u, int d, const char *name, pp_er
         (void)nt;
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
         for (int64_t b = 0; b < N; b++) {
-            const int64_t L = u->lens ? u->lens[b] : S;
-            const int64_t t = s >= L ? s : rev ? L - 1 - s : s;
-            float *y = u->Y ? u->Y + (r->layout ? (b * S + t) * D + d : (t * D + d) * N + b) * H : NULL;
+            const int64_t L = rnn_len(r, io, b), t = rnn_time(s, L, rev);
+            float *y = io->Y ? io->Y + rnn_y_at(r, t, d, b) : NULL;
             if (s >= L) {
                 if (y) memset(y, 0, hb);
                 continue;
             }
-            gates(u, d, b, u->xw + (r->layout ? b * S + t : t * N + b) * GH, u->hr + b * GH);
+            gates(u, d, b, u->xw + rnn_x_row(r, t, b) * GH, u->hr + b * GH);
             if (y) memcpy(y, u->h + b * H, hb);
         }
     }
     for (int64_t b = 0; b < N; b++) {
-        const int64_t st = (r->layout ? b * D + d : d * N + b) * H;
-        if (u->Yh) memcpy(u->Yh + st, u->h + b * H, hb);
-        if (u->Yc) memcpy(u->Yc + st, u->c + b * H, hb);
+        const int64_t st = rnn_state_at(r, d, b);
+        if (io->Yh) memcpy(io->Yh + st, u->h + b * H, hb);
+        if (io->Yc) memcpy(io->Yc + st, u->c + b * H, hb);
     }
     return PP_OK;
 }
@@ -125,33 +122,20 @@ static pp_status direction(const rnn_gemm_run *u, int d, const char *name, pp_er
 pp_status pprt_rnn_gemm(pp_op op, pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                         pprt_scratch *scratch, pprt_sgemm_fn gemm, int threads, pp_err *err) {
     const char *name = pp_op_table[op].name;
-    PP_TRY(pprt_check_outputs(op, attrs, in, n_in, out, n_out, err));
-    pp_tinfo ti[8];
-    for (int i = 0; i < n_in && i < 8; i++) ti[i] = pprt_tinfo_of(&in[i]);
     pp_rnn r;
-    PP_TRY(pp_rnn_parse(op, attrs, ti, n_in, &r, err));
+    pprt_rnn_io io;
+    PP_TRY(pprt_rnn_read(op, attrs, in, n_in, out, n_out, &r, &io, err));
     const int64_t GH = r.G * r.H;
-    const int32_t *lens = r.has_lens ? in[4].data : NULL;
-    for (int64_t b = 0; b < r.N && lens; b++)
-        if (lens[b] < 0 || lens[b] > r.S)
-            return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld] "
-                           "(the sequence length)", (long long)b, (long long)lens[b], (long long)r.S);
     size_t a, b, n;
     if (pp_mul_ovf((size_t)(r.S * r.N), (size_t)GH, &a) || pp_mul_ovf((size_t)r.N, (size_t)GH, &b) ||
         pp_mul_ovf((size_t)r.N, 3 * (size_t)r.H, &n) || a > SIZE_MAX / 8 - b - n)
         return PP_FAIL(err, PP_ENOMEM, "%s kernel: scratch size overflows", name);
     float *xw = pprt_scratch_get(scratch, (a + b + n) * sizeof(float) + 64);
     if (!xw) return PP_FAIL(err, PP_ENOMEM, "%s kernel: out of memory", name);
-#define OUT(k) (n_out > (k) && out[k].dtype != PP_UNDEFINED ? (float *)out[k].data : NULL)
     const rnn_gemm_run u = {
-        .op = op, .r = &r, .X = in[0].data, .W = in[1].data, .R = in[2].data,
-        .B = r.has_b ? in[3].data : NULL, .lens = lens,
-        .h0 = r.has_h0 ? in[5].data : NULL, .c0 = r.has_c0 ? in[6].data : NULL,
-        .P = r.has_p ? in[7].data : NULL, .Y = OUT(0), .Yh = OUT(1), .Yc = OUT(2),
-        .xw = xw, .hr = xw + a, .h = xw + a + b, .c = xw + a + b + (size_t)(r.N * r.H),
+        .op = op, .r = &r, .io = io, .xw = xw, .hr = xw + a, .h = xw + a + b, .c = xw + a + b + (size_t)(r.N * r.H),
         .t = xw + a + b + 2 * (size_t)(r.N * r.H), .gemm = gemm, .threads = threads > 1 ? threads : 1,
     };
-#undef OUT
     for (int d = 0; d < r.D; d++) PP_TRY(direction(&u, d, name, err));
     return PP_OK;
 }

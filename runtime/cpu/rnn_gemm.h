@@ -4,7 +4,7 @@
  * (ref_rnn.c) run each sample's sequence by itself with one dot product in
  * double per gate value; here x W^T for every step and sample is one
  * product, then each step one product h R^T for all samples, in float, and
- * the same gate arithmetic (rnn_act.h) per sample, so the results agree
+ * the same gate arithmetic (rnn_common.h) per sample, so the results agree
  * with the reference within float rounding of the sums (tests/ops: within
  * rtol 1e-4 of onnxruntime on both). sequencer2d_s at -b 8: its LSTMs took
  * 7.2 s per micro-batch on the reference kernels. */
