@@ -157,6 +157,8 @@ static int signal_pending(void) {
  * child, which inherits it; pprt pins its threads inside it), all with the
  * signal mask ppcc had before blocking; PP_OK when every one exits 0. A
  * signal is passed on to every copy still running. */
+enum { KILL_TICKS = 60 }; /* 3 s after a signal passed on, the copies left are killed */
+
 static pp_status run_children(char ***argv, const cpu_set_t *sets, int n, pp_err *err) {
     pid_t pid[MAX_PROCS];
     int st[MAX_PROCS], live = 0;
@@ -184,6 +186,7 @@ static pp_status run_children(char ***argv, const cpu_set_t *sets, int n, pp_err
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT), sigaddset(&set, SIGTERM), sigaddset(&set, SIGHUP);
+    int ticks_since = -1; /* 50 ms ticks since a signal was passed on */
     while (live > 0) {
         for (int k = 0; k < n; k++) {
             if (done[k]) continue;
@@ -197,7 +200,14 @@ static pp_status run_children(char ***argv, const cpu_set_t *sets, int n, pp_err
         if (sig > 0) {
             for (int k = 0; k < n; k++)
                 if (!done[k]) kill(pid[k], sig);
+            if (!caught) ticks_since = 0;
             caught = sig;
+        } else if (ticks_since >= 0 && ++ticks_since == KILL_TICKS) {
+            /* pprt exits at once on these signals, but a copy that was still
+             * starting may have missed it (or a stand-in may treat it as it
+             * likes): an interrupted ppcc must not wait for its whole run */
+            for (int k = 0; k < n; k++)
+                if (!done[k]) kill(pid[k], SIGKILL);
         }
     }
     if (caught)

@@ -25,6 +25,7 @@ another status is exit 1), --measure with --profile or --max-batch,
 Usage: measure.py WORKDIR (env: PPCC, PPRT, SRC)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -53,7 +54,11 @@ if len(sys.argv) > 1 and sys.argv[1] == "--fake":
                             for k, n in enumerate(names)))
         f.write("\n}}\n")
     if os.environ.get("FAKE_SLEEP"):
+        import signal
         import time
+        if os.environ.get("FAKE_DEAF") == "1":  # a copy that misses the signal passed on
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         open(os.environ["FAKE_LOG"] + ".sleeping", "w").close()
         time.sleep(float(os.environ["FAKE_SLEEP"]))
     sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
@@ -65,7 +70,8 @@ os.chdir(work)
 MODEL = os.path.join(SRC, "samples/digits/model.onnx")
 DATA = os.path.join(SRC, "samples/digits/data")
 TMP = os.path.join(work, "tmp")
-os.makedirs(TMP, exist_ok=True)
+shutil.rmtree(TMP, ignore_errors=True)  # what a failed run left must not fail this one
+os.makedirs(TMP)
 failures = []
 
 
@@ -207,15 +213,17 @@ for split in (["--exec-seq", "seq.txt"], ["--split-at", "block,head"]):
           f"{split} (3 stages): {len(got)} copies, argv {a}; want {min(3, cores)} copies of {max(1, cores // 3)} "
           "threads")
 
-# a signal while pprt runs: pprt is stopped, the directory removed, ppcc exits 128 + signal, no plan
+# a signal while pprt runs: pprt is stopped, the directory removed, ppcc exits 128 + signal, no plan;
+# copies that ignore the signal passed on are killed a few seconds later
 import signal
 import time
-for argv, sig in (([], signal.SIGTERM), (["--devices", "2", "--search", "--batch-sizes", "4"], signal.SIGINT)):
+for argv, sig, deaf in (([], signal.SIGTERM, "0"), (["--devices", "2", "--search", "--batch-sizes", "4"], signal.SIGINT, "0"),
+                        (["-pp", "2", "-b", "16"], signal.SIGINT, "1")):
     flag = os.path.join(work, "fake.json.sleeping")
     if os.path.exists(flag):
         os.remove(flag)
     cmd = [PPCC, MODEL, "--measure", "-q", "-o", "sig.plan"] + (argv or ["-pp", "2", "-b", "16"])
-    p = subprocess.Popen(cmd, env=dict(os.environ, TMPDIR=TMP, FAKE_SLEEP="60", **env), stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, env=dict(os.environ, TMPDIR=TMP, FAKE_SLEEP="60", FAKE_DEAF=deaf, **env), stderr=subprocess.PIPE)
     t0 = time.time()
     while not os.path.exists(flag) and time.time() - t0 < 30:
         time.sleep(0.05)
