@@ -1,8 +1,7 @@
 /* silu.c: SiLU on AVX2 and FMA (16 lanes on AVX-512), as the graph it comes
- * from computes it: y = x * sigmoid(x), sigmoid(x) = 1 / (1 + e^-x). e^-x = 2^t with
- * t = -x log2(e), 2^t = 2^round(t) * 2^f, f in [-1/2, 1/2], 2^f by its
- * degree-6 Taylor polynomial (truncation error 1.2e-7 relative). x is clamped to [-87.3, 87.3] so the exponent trick stays
- * in range; below -87.3 (where e^-x nearly overflows f32) sigmoid is 0, as in
+ * from computes it: y = x * sigmoid(x), sigmoid(x) = 1 / (1 + e^-x), e^-x by
+ * vexp.h (truncation error 1.2e-7 relative; the argument clamped to
+ * [-87.3, 87.3]); below -87.3 (where e^-x nearly overflows f32) sigmoid is 0, as in
  * the reference kernel once e^-x overflows, so -inf gives NaN, and a NaN
  * stays NaN.
  *
@@ -22,29 +21,14 @@
 #endif
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
+#include "vexp.h"
 #define AVX2 __attribute__((target("avx2,fma")))
 
+/* e^-x by vexp.h (-x clamped as x would be: negation is exact) */
 AVX2 static inline __m256 silu8(__m256 x) {
-    /* x clamped to [-87.3, 87.3], so |t| < 126; t's fraction f with
-     * log2(e) in two parts (Cody and Waite), so f keeps its precision for
-     * large |x| */
-    const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(87.3f));
-    const __m256 hi = _mm256_set1_ps(-1.44269502162933349609375f), lo = _mm256_set1_ps(-1.925963033500011079e-8f);
-    const __m256 r = _mm256_round_ps(_mm256_mul_ps(xc, hi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256 f = _mm256_fmadd_ps(xc, lo, _mm256_fmsub_ps(xc, hi, r));
-    __m256 p = _mm256_set1_ps(1.5403530393e-4f);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146e-3f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.6181291076e-3f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.5504108665e-2f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022650696e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718056e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
-    /* times 2^r: r added to the exponent field (p in [0.7, 1.42], |r| <= 126) */
-    const __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(r), 23);
-    const __m256 ex = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
+    const __m256 ex = pprt_exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
     __m256 sig = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_add_ps(ex, _mm256_set1_ps(1.0f)));
-    sig = _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ), sig);
+    sig = _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(PPRT_VEXP_LO), _CMP_LT_OQ), sig);
     return _mm256_mul_ps(x, sig);
 }
 
@@ -65,22 +49,10 @@ AVX2 static void silu_block(const float *x, float *y, size_t n) {
 #define AVX512 __attribute__((target("avx512f")))
 
 AVX512 static inline __m512 silu16(__m512 x) {
-    const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(87.3f));
-    const __m512 hi = _mm512_set1_ps(-1.44269502162933349609375f), lo = _mm512_set1_ps(-1.925963033500011079e-8f);
-    const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(xc, hi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 f = _mm512_fmadd_ps(xc, lo, _mm512_fmsub_ps(xc, hi, r));
-    __m512 p = _mm512_set1_ps(1.5403530393e-4f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108665e-2f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650696e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718056e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_cvtps_epi32(r), 23);
-    const __m512 ex = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), e));
+    const __m512 ex = pprt_exp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
     const __m512 sig = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(ex, _mm512_set1_ps(1.0f)));
     /* sigmoid 0 below -87.3 (a NaN x compares false and keeps its NaN) */
-    const __mmask16 below = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
+    const __mmask16 below = _mm512_cmp_ps_mask(x, _mm512_set1_ps(PPRT_VEXP_LO), _CMP_LT_OQ);
     return _mm512_mul_ps(x, _mm512_maskz_mov_ps((__mmask16)~below, sig));
 }
 

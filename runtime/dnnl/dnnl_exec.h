@@ -25,6 +25,7 @@
 #include "../cpu/bnorm.h"
 #include "../cpu/nanfix.h"
 #include "../cpu/permute.h"
+#include "../cpu/softmax.h"
 #include "../cpu/wino.h"
 
 /* a step's arguments: a Concat's inputs and its output (DenseNet-201's
@@ -52,6 +53,7 @@ typedef struct pprt_dnnl_opts {
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
     bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/cpu/bnorm.h) */
     bool rnn;           /* PPRT_DNNL_RNN: LSTM, GRU and RNN by matrix products (runtime/cpu/rnn_gemm.h) */
+    bool own_softmax;   /* PPRT_DNNL_SOFTMAX: Softmax over a middle axis on runtime/cpu/softmax.h */
 } pprt_dnnl_opts;
 
 /* The settings, read from the environment at the first call (a malformed
@@ -77,6 +79,7 @@ typedef struct step {
     pprt_bnorm *bnorm;     /* our BatchNormalization kernel (args: SRC, DST) */
     pprt_nanfix fix;       /* kind > 0: a pass of our own for NaN (nanfix.h; args: SRC, DST) */
     pprt_permute perm;     /* rows > 0: our row copies of a Transpose that keeps the last axis (args: SRC, DST) */
+    pprt_softmax softmax;  /* n > 0: our Softmax over a middle axis (args: SRC, DST) */
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int guard; /* GUARD_*: a guarded Relu or Clip's fast primitive, or a step of its exact path */
     int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */

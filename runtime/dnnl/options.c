@@ -72,6 +72,9 @@ static const opt opts[] = {
      "BatchNormalization (f32) on pprt's own kernel, a Relu after it in the same pass; 0: oneDNN's"},
     {"PPRT_DNNL_RNN", OPT_FLAG, F(rnn), "1", NULL, 0, 0,
      "LSTM, GRU and RNN by oneDNN's sgemm over the whole batch, each step one product (0: the reference kernels)"},
+    {"PPRT_DNNL_SOFTMAX", OPT_FLAG, F(own_softmax), "1", NULL, 0, 0,
+     "Softmax and LogSoftmax (f32) over an axis before the last on pprt's own kernel (AVX2 and AVX-512 CPUs; "
+     "0: the reference kernel, as oneDNN has only its reference implementation for them)"},
 };
 #undef F
 

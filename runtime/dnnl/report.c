@@ -69,6 +69,7 @@ void dn_report(const pprt_exec *x) {
             static const char *fixes[] = {"?", "pprt:clamp", "pprt:nan_rows", "pprt:maxpool_nan"};
             const char *impl = s->silu                       ? "pprt:silu:avx2"
                                : s->perm.rows                 ? "pprt:permute_rows"
+                               : s->softmax.n                 ? "pprt:softmax_cols"
                                : s->bnorm                     ? (pprt_bnorm_relu(s->bnorm) ? "pprt:bnorm_relu" : "pprt:bnorm")
                                : s->fix.kind                  ? fixes[s->fix.kind]
                                : !s->wino                     ? "?"

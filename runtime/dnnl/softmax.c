@@ -1,7 +1,22 @@
-/* softmax.c: Softmax and LogSoftmax on oneDNN's softmax (accurate / log),
- * over plain [outer, n, inner] views, with a NaN pass of ours after it. */
+/* softmax.c: Softmax and LogSoftmax over plain [outer, n, inner] views: on
+ * oneDNN's softmax (accurate / log) with a NaN pass of ours after it where
+ * the axis is the last (inner 1), on our own kernel (runtime/cpu/softmax.h)
+ * where it is not. */
 #include "../../ir/shape_nn.h"
 #include "dnnl_exec.h"
+
+/* over a middle axis: our kernel, which keeps NaN as the reference does */
+static pp_status build_cols(pprt_exec *x, const pprt_node *n, const dnnl_memory_desc_t *md, const int64_t *dims,
+                            pp_err *err) {
+    step st = {.kind = STEP_MAIN, .nargs = 2};
+    st.softmax = (pprt_softmax){.outer = dims[0], .n = dims[1], .inner = dims[2], .log = n->op == PP_OP_LOGSOFTMAX};
+    dnnl_memory_t sm, dm;
+    PP_TRY(dn_plain_view(x, n->in[0], md, &sm, err));
+    PP_TRY(dn_tensor_mem(x, n->out[0], md, &dm, err));
+    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+    return dn_push_own(x, st, err);
+}
 
 static pp_status build_softmax(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pp_attrs a = attrs_of(x, n);
@@ -10,6 +25,7 @@ static pp_status build_softmax(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(pp_softmax_split(a, &T(x, n->in[0])->shape, &dims[0], &dims[1], &dims[2], err));
     dnnl_memory_desc_t md;
     PP_TRY(dn_plain_md(dims, 3, &md, err));
+    if (dims[2] > 1 && x->o.own_softmax && pprt_softmax_cpu()) return build_cols(x, n, &md, dims, err);
     dnnl_softmax_v2_desc_t d;
     DN(dnnl_softmax_v2_forward_desc_init(&d, dnnl_forward_inference,
                                          n->op == PP_OP_LOGSOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate, &md,

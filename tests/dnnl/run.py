@@ -496,20 +496,22 @@ def windows():
     layout's; none may run oneDNN's reference kernel (check_plan). Then
     DenseNet's concatenation of features in blocked layouts, and of a
     blocked tensor with a plain one."""
-    m = Model("windows", [("x", (4, 6, 8)), ("y", (24, 5, 5))])
+    m = Model("windows", [("x", (4, 6, 8)), ("y", (24, 5, 5)), ("z", (8, 196, 16))])
     s = m.op("MatMul", [m.op("Mul", ["x", m.const(0.35)]), m.op("Transpose", ["x"], perm=[0, 1, 3, 2])])
     s = m.op("Add", [s, m.rand(1, 4, 6, 6)])
     s5 = m.op("Add", [m.op("Reshape", [s, m.const_i64([0, 2, 2, 6, 6])]), m.rand(1, 2, 1, 6, 6, scale=3.0)])
     a = m.op("MatMul", [m.op("Softmax", [m.op("Reshape", [s5, m.const_i64([0, 4, 6, 6])])], axis=-1), "x"])
     c = m.op("Relu", [m.conv("y", 24, 24, (3, 3), group=3, pads=[1, 1, 1, 1])])
     e = m.op("Sigmoid", [m.conv(m.op("GlobalAveragePool", [c]), 24, 24, (1, 1))])
-    # (a LogSoftmax over the heads: not the last axis, which oneDNN has only
-    # its reference kernel for, so pprt's kernel takes it)
+    # (a LogSoftmax over the heads and a Softmax over CoaT's tokens: not the
+    # last axis, which oneDNN has only its reference kernel for, so pprt's
+    # kernel takes them; the second large enough for two threads to share)
     # DenseNet's feature concatenation: blocked outputs of convolutions, and
     # one beside a plain model input
     f = m.op("Concat", [m.op("Mul", [c, e]), c, m.op("Relu", [m.conv(c, 24, 16, (1, 1))])], axis=1)
     g = m.op("Concat", [m.op("Relu", [m.bn(f, 64)]), "y"], axis=1)
-    return m.save([m.op("LogSoftmax", [a], axis=1), g]), m.data(), \
+    return m.save([m.op("LogSoftmax", [a], axis=1), g, m.op("Softmax", [m.op("Mul", ["z", m.const(4.0)])], axis=2)]), \
+        m.data(), \
         ["MatMul", "Softmax", "Conv", "Mul", "Concat", "BatchNormalization"]
 
 
@@ -671,6 +673,18 @@ try:
         failures.append(f"views: {rows} Transposes on pprt's row copies, expected 2:\n{r.stderr}")
 except RuntimeError as e:
     failures.append(f"views: {e}")
+
+# windows: on AVX2 and AVX-512 the LogSoftmax over the heads and the Softmax
+# over the tokens run on pprt's kernel (runtime/cpu/softmax.c)
+if ISA in ("avx2", "avx512"):
+    try:
+        r = run([PPRT, os.path.join(work, "windows_fused_1.plan"), os.path.join(work, "windows_data"), "--backend",
+                 "dnnl", "-q", "-o", os.path.join(work, "windows_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
+        cols = len(re.findall(r"Softmax\s+pprt:softmax_cols", r.stderr))
+        if cols != 2:
+            failures.append(f"windows: {cols} of 2 middle-axis softmaxes on pprt's kernel:\n{r.stderr}")
+    except RuntimeError as e:
+        failures.append(f"windows: {e}")
 
 # slices: at -pp 1 (fused) the Add of query and key, the Mul by the value and
 # the Tanh write over their (first) input, which dies there (binary and
