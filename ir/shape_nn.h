@@ -45,6 +45,18 @@ typedef struct pp_slice {
 } pp_slice;
 pp_status pp_slice_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_slice *s, pp_err *err);
 
+/* Pad: from the attributes (opset < 11) or the constant inputs pads and
+ * axes, the mode (constant or not), per axis of the input the pad before it
+ * (negative: elements cut off), the output shape, and the constant value
+ * where it is a known float (the default 0 included). */
+typedef struct pp_pad {
+    int64_t begin[PP_MAX_DIMS];
+    pp_shape out;
+    bool constant, value_known;
+    float value;
+} pp_pad;
+pp_status pp_pad_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_pad *p, pp_err *err);
+
 /* Reductions (ReduceMean, ReduceSum, ...): the reduced axes of x, from the
  * 'axes' attribute or input (by opset), keepdims and noop_with_empty_axes.
  * axes_in: the optional axes input (NULL or dtype PP_UNDEFINED when absent).

@@ -890,9 +890,7 @@ ZERO_FLOPS(TILE)
 
 /* ---- Pad ---------------------------------------------------------------------------- */
 
-pp_status shape_PAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
-                    pp_err *err) {
-    (void)n_out;
+pp_status pp_pad_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_pad *pd, pp_err *err) {
     PP_TRY(need_sized(&in[0], "input 'data'", err));
     const pp_shape *x = &in[0].shape;
     const int r = x->rank;
@@ -902,6 +900,8 @@ pp_status shape_PAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int
     if (!constant && strcmp(mode, "reflect") && strcmp(mode, "edge") && strcmp(mode, "wrap"))
         return PP_FAIL(err, PP_EINVAL,
                        "attribute 'mode'='%s' is not one of constant, reflect, edge, wrap", mode);
+    memset(pd, 0, sizeof *pd);
+    pd->constant = constant;
     int64_t pads[2 * PP_MAX_DIMS], axes[PP_MAX_DIMS];
     int np, na = -1;
     PP_TRY(attr_moved(a, "pads", 11, err));
@@ -913,10 +913,12 @@ pp_status shape_PAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int
         PP_TRY(pp_attr_ints(a, "pads", pads, 2 * PP_MAX_DIMS, &np, err));
         float value;
         PP_TRY(pp_attr_float(a, "value", 0.0f, &value, err));
+        pd->value = value, pd->value_known = true;
     } else {
         if (!present(in, n_in, 1)) return PP_FAIL(err, PP_EINVAL, "input 'pads' is required");
         PP_TRY(input_too_new(in, n_in, 3, "axes", a, 18, err));
         PP_TRY(const_list(&in[1], "input 'pads'", pads, 2 * PP_MAX_DIMS, &np, err));
+        pd->value_known = true; /* 0 unless given */
         if (present(in, n_in, 2)) {
             int64_t cnt;
             PP_TRY(pp_shape_numel(&in[2].shape, &cnt, err));
@@ -926,6 +928,8 @@ pp_status shape_PAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int
                                pp_dtype_name(in[2].dtype), pp_dtype_name(in[0].dtype));
             if (cnt != 1 || in[2].shape.rank > 1)
                 return PP_FAIL(err, PP_EINVAL, "input 'constant_value' must be a scalar");
+            pd->value_known = in[2].data && in[2].dtype == PP_F32;
+            if (pd->value_known) memcpy(&pd->value, in[2].data, sizeof(float));
         }
         if (present(in, n_in, 3))
             PP_TRY(const_list(&in[3], "input 'axes'", axes, PP_MAX_DIMS, &na, err));
@@ -956,10 +960,21 @@ pp_status shape_PAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int
             return PP_FAIL(err, PP_EINVAL, "'pads' (%lld, %lld) remove more than axis %d's %lld elements",
                            (long long)b, (long long)e, ax[i], (long long)dim);
         o.dim[ax[i]] = v;
+        pd->begin[ax[i]] = b;
     }
-    out[0] = (pp_tinfo){in[0].dtype, o, NULL};
+    pd->out = o;
     return PP_OK;
 }
+
+pp_status shape_PAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                    pp_err *err) {
+    (void)n_out;
+    pp_pad pd;
+    PP_TRY(pp_pad_parse(a, in, n_in, &pd, err));
+    out[0] = (pp_tinfo){in[0].dtype, pd.out, NULL};
+    return PP_OK;
+}
+
 ZERO_FLOPS(PAD)
 
 /* ---- Trilu ---------------------------------------------------------------------------- */

@@ -25,6 +25,7 @@
 #include "../cpu/bnorm.h"
 #include "../cpu/nanfix.h"
 #include "../cpu/permute.h"
+#include "../cpu/pad.h"
 #include "../cpu/softmax.h"
 #include "../cpu/wino.h"
 
@@ -80,6 +81,7 @@ typedef struct step {
     pprt_nanfix fix;       /* kind > 0: a pass of our own for NaN (nanfix.h; args: SRC, DST) */
     pprt_permute perm;     /* rows > 0: our row copies of a Transpose that keeps the last axis (args: SRC, DST) */
     pprt_softmax softmax;  /* n > 0: our Softmax over a middle axis (args: SRC, DST) */
+    pprt_pad pad;          /* units > 0: our constant-mode Pad (args: SRC, DST) */
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int guard; /* GUARD_*: a guarded Relu or Clip's fast primitive, or a step of its exact path */
     int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */
@@ -199,6 +201,7 @@ DN_FAMILY(eltwise)
 DN_FAMILY(binary)
 DN_FAMILY(view)
 DN_FAMILY(slice)
+DN_FAMILY(pad)
 DN_FAMILY(concat)
 #undef DN_FAMILY
 

@@ -154,9 +154,10 @@ static const char *dnnl_route(pp_op op) {
                 {&dn_batchnorm, "pprt's kernel (else oneDNN batch norm)"},    {&dn_layernorm, "oneDNN layer norm"},
                 {&dn_groupnorm, "oneDNN layer norm (+ binary for scale and bias)"},
                 {&dn_resample, "oneDNN resampling (linear, half_pixel; else reference)"},
-                {&dn_softmax, "oneDNN softmax"},         {&dn_eltwise, "oneDNN eltwise"},
+                {&dn_softmax, "oneDNN softmax (pprt's kernel over a middle axis)"},
+                {&dn_eltwise, "oneDNN eltwise"},
                 {&dn_binary, "oneDNN binary"},           {&dn_view, "view (no copy) or reorder"},
-                {&dn_slice, "oneDNN reorder"}};
+                {&dn_slice, "oneDNN reorder"},           {&dn_pad, "pprt's row copies (constant mode)"}};
     if (op == PP_OP_LSTM || op == PP_OP_GRU || op == PP_OP_RNN) return "pprt's kernel on oneDNN's sgemm";
     if (op == PP_OP_TRANSPOSE) return "view (no copy), oneDNN reorder, or pprt's row copies (last axis kept)";
     const dn_family *f = dn_family_of(op);

@@ -132,5 +132,41 @@ static pp_status build_slice(pprt_exec *x, const pprt_node *n, pp_err *err) {
     return dn_push_post(x, &po, err);
 }
 
+/* Pad in constant mode: pprt's row copies and fills (runtime/cpu/pad.h) on
+ * the stage's threads; other modes, a computed value or pads: the
+ * reference kernel. */
+static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    const int in = n->in[0], out = n->out[0];
+    if (!f32(x, in) || !f32(x, out) || numel_of(&T(x, out)->shape) == 0)
+        return unsup(err, "not a non-empty f32 output");
+    if (x->blocked[in]) return unsup(err, "its input is in a blocked layout");
+    pp_tinfo ti[4];
+    if (n->n_in > 4) return unsup(err, "more than 4 inputs");
+    for (int k = 0; k < n->n_in; k++) {
+        const int t = n->in[k];
+        ti[k] = t < 0 ? (pp_tinfo){.dtype = PP_UNDEFINED}
+                      : (pp_tinfo){T(x, t)->dtype, T(x, t)->shape, is_weight(x, t) ? x->ptr[t] : NULL};
+    }
+    pp_pad pd;
+    if (pp_pad_parse(attrs_of(x, n), ti, n->n_in, &pd, err) != PP_OK) return unsup(err, "not constant pads");
+    if (!pd.constant || !pd.value_known) return unsup(err, "not the constant mode with a constant value");
+    const pp_shape *s = &T(x, in)->shape;
+    if (!pp_shape_eq(&pd.out, &T(x, out)->shape)) return unsup(err, "the pads do not give the output's shape");
+    step st = {.kind = STEP_MAIN, .nargs = 2};
+    if (!pprt_pad_plan(s->dim, pd.out.dim, pd.begin, s->rank, pd.value, &st.pad)) return unsup(err, "rank");
+    dnnl_memory_desc_t from, to;
+    PP_TRY(dn_tensor_plain(x, in, &from, err));
+    PP_TRY(dn_tensor_plain(x, out, &to, err));
+    dnnl_memory_t sm, dm;
+    post po;
+    PP_TRY(dn_plain_view(x, in, &from, &sm, err));
+    PP_TRY(dn_bind_output(x, out, &to, &dm, &po, err));
+    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+    PP_TRY(dn_push_own(x, st, err));
+    return dn_push_post(x, &po, err);
+}
+
 const dn_family dn_view = {.build = build_view, .view = true};
+const dn_family dn_pad = {.build = build_pad};
 const dn_family dn_slice = {.build = build_slice};

@@ -506,13 +506,16 @@ def windows():
     # (a LogSoftmax over the heads and a Softmax over CoaT's tokens: not the
     # last axis, which oneDNN has only its reference kernel for, so pprt's
     # kernel takes them; the second large enough for two threads to share)
+    # CoaT's pad of one token in front (and one cut off the end of the
+    # channels): pprt's row copies
+    zp = m.op("Pad", ["z", m.const_i64([0, 0, 1, 0, 0, 0, 0, -1])], mode="constant")
     # DenseNet's feature concatenation: blocked outputs of convolutions, and
     # one beside a plain model input
     f = m.op("Concat", [m.op("Mul", [c, e]), c, m.op("Relu", [m.conv(c, 24, 16, (1, 1))])], axis=1)
     g = m.op("Concat", [m.op("Relu", [m.bn(f, 64)]), "y"], axis=1)
-    return m.save([m.op("LogSoftmax", [a], axis=1), g, m.op("Softmax", [m.op("Mul", ["z", m.const(4.0)])], axis=2)]), \
+    return m.save([m.op("LogSoftmax", [a], axis=1), g, m.op("Softmax", [m.op("Mul", [zp, m.const(4.0)])], axis=2)]), \
         m.data(), \
-        ["MatMul", "Softmax", "Conv", "Mul", "Concat", "BatchNormalization"]
+        ["MatMul", "Softmax", "Conv", "Mul", "Concat", "BatchNormalization", "Pad"]
 
 
 def metaformer():
@@ -675,7 +678,8 @@ except RuntimeError as e:
     failures.append(f"views: {e}")
 
 # windows: on AVX2 and AVX-512 the LogSoftmax over the heads and the Softmax
-# over the tokens run on pprt's kernel (runtime/cpu/softmax.c)
+# over the tokens run on pprt's kernel (runtime/cpu/softmax.c); the Pad on
+# pprt's row copies (runtime/cpu/pad.c)
 if ISA in ("avx2", "avx512"):
     try:
         r = run([PPRT, os.path.join(work, "windows_fused_1.plan"), os.path.join(work, "windows_data"), "--backend",
@@ -683,6 +687,8 @@ if ISA in ("avx2", "avx512"):
         cols = len(re.findall(r"Softmax\s+pprt:softmax_cols", r.stderr))
         if cols != 2:
             failures.append(f"windows: {cols} of 2 middle-axis softmaxes on pprt's kernel:\n{r.stderr}")
+        if not re.search(r"Pad\s+pprt:pad", r.stderr):
+            failures.append(f"windows: the Pad is not on pprt's row copies:\n{r.stderr}")
     except RuntimeError as e:
         failures.append(f"windows: {e}")
 

@@ -1,0 +1,83 @@
+/* test_pad.c: our constant-mode Pad (runtime/cpu/pad.c) against the
+ * definition, out[o] = in[o - begin] where that index is inside the input,
+ * else the value, element by element here.
+ *
+ * - 500 random cases: rank 1 to 5, dims 0 to 6 (an empty input axis
+ *   padded included), each axis padded or cut at either end by -2 to 3 (as
+ *   far as the output stays non-empty), values 0, -0 and 1.5, on 1, 2 and 3
+ *   threads (the threads share units only past 64 KiB, so these run on
+ *   one);
+ * - large ones that the threads share: CoaT's one-token pad of
+ *   [8, 8, 3136, 8] on axis 2, an image's [4, 16, 56, 56] padded by 1 on H
+ *   and W and cut by 1 at the end of C;
+ * - the plan refuses an empty output.
+ * Exit 0 when all pass, 1 otherwise. */
+#include "runtime/cpu/pad.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+static uint32_t rnd(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+
+static void one(const int64_t *dims, const int64_t *begin, const int64_t *end, int rank, float value, const char *what) {
+    int64_t od[8], total_in = 1, total = 1;
+    for (int i = 0; i < rank; i++) od[i] = dims[i] + begin[i] + end[i], total_in *= dims[i], total *= od[i];
+    float *in = malloc((size_t)(total_in ? total_in : 1) * sizeof(float)), *want = malloc((size_t)total * sizeof(float)),
+          *got = malloc((size_t)total * sizeof(float));
+    for (int64_t i = 0; i < total_in; i++) in[i] = (float)(rnd() % 1000) - 500.0f;
+    for (int64_t o = 0; o < total; o++) { /* the definition */
+        int64_t q = o, j = 0, st = 1;
+        bool inside = true;
+        for (int k = rank - 1; k >= 0; k--) {
+            const int64_t ik = q % od[k] - begin[k];
+            q /= od[k];
+            inside &= ik >= 0 && ik < dims[k];
+            j += ik * st;
+            st *= dims[k];
+        }
+        want[o] = inside ? in[j] : value;
+    }
+    pprt_pad p;
+    check_case = what;
+    CHECK(pprt_pad_plan(dims, od, begin, rank, value, &p), "the plan refused a non-empty output");
+    for (int t = 1; t <= 3; t++) {
+        memset(got, 0x7f, (size_t)total * sizeof(float));
+        pprt_pad_run(&p, in, got, t);
+        CHECK(memcmp(got, want, (size_t)total * sizeof(float)) == 0, "%d threads: other bytes", t);
+    }
+    free(in), free(want), free(got);
+}
+
+int main(void) {
+    char what[160];
+    const float values[3] = {0.0f, -0.0f, 1.5f};
+    for (int c = 0; c < 500; c++) {
+        const int rank = 1 + (int)(rnd() % 5);
+        int64_t dims[8], begin[8], end[8];
+        for (int i = 0; i < rank; i++) {
+            dims[i] = (int64_t)(rnd() % 7);
+            do {
+                begin[i] = rnd() % 3 ? (int64_t)(rnd() % 6) - 2 : 0;
+                end[i] = rnd() % 3 ? (int64_t)(rnd() % 6) - 2 : 0;
+            } while (dims[i] + begin[i] + end[i] <= 0 || (dims[i] == 0 && (begin[i] < 0 || end[i] < 0)));
+        }
+        int n = snprintf(what, sizeof what, "case %d: dims", c);
+        for (int i = 0; i < rank; i++) n += snprintf(what + n, sizeof what - (size_t)n, " %lld(%+lld,%+lld)",
+                                                     (long long)dims[i], (long long)begin[i], (long long)end[i]);
+        one(dims, begin, end, rank, values[c % 3], what);
+    }
+    one((int64_t[]){8, 8, 3136, 8}, (int64_t[]){0, 0, 1, 0}, (int64_t[]){0, 0, 0, 0}, 4, 0.0f, "CoaT [8, 8, 3136, 8]");
+    one((int64_t[]){4, 16, 56, 56}, (int64_t[]){0, 0, 1, 1}, (int64_t[]){0, -1, 1, 1}, 4, -1.0f, "[4, 16, 56, 56]");
+    pprt_pad p;
+    check_case = "empty output";
+    CHECK(!pprt_pad_plan((int64_t[]){2, 3}, (int64_t[]){2, 0}, (int64_t[]){0, -3}, 2, 0.0f, &p), "planned an empty output");
+    return check_summary("test_pad");
+}
