@@ -26,6 +26,7 @@
 #include "../cpu/nanfix.h"
 #include "../cpu/permute.h"
 #include "../cpu/pad.h"
+#include "../cpu/reduce.h"
 #include "../cpu/softmax.h"
 #include "../cpu/wino.h"
 
@@ -55,6 +56,7 @@ typedef struct pprt_dnnl_opts {
     bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/cpu/bnorm.h) */
     bool rnn;           /* PPRT_DNNL_RNN: LSTM, GRU and RNN by matrix products (runtime/cpu/rnn_gemm.h) */
     bool own_softmax;   /* PPRT_DNNL_SOFTMAX: Softmax over a middle axis on runtime/cpu/softmax.h */
+    bool own_reduce;    /* PPRT_DNNL_REDUCE: reductions on runtime/cpu/reduce.h */
 } pprt_dnnl_opts;
 
 /* The settings, read from the environment at the first call (a malformed
@@ -82,6 +84,7 @@ typedef struct step {
     pprt_permute perm;     /* rows > 0: our row copies of a Transpose that keeps the last axis (args: SRC, DST) */
     pprt_softmax softmax;  /* n > 0: our Softmax over a middle axis (args: SRC, DST) */
     pprt_pad pad;          /* units > 0: our constant-mode Pad (args: SRC, DST) */
+    pprt_reduce reduce;    /* kind > 0: our reduction (args: SRC, DST) */
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int guard; /* GUARD_*: a guarded Relu or Clip's fast primitive, or a step of its exact path */
     int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */
@@ -202,6 +205,7 @@ DN_FAMILY(binary)
 DN_FAMILY(view)
 DN_FAMILY(slice)
 DN_FAMILY(pad)
+DN_FAMILY(reduce)
 DN_FAMILY(concat)
 #undef DN_FAMILY
 

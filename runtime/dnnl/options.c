@@ -72,6 +72,9 @@ static const opt opts[] = {
      "BatchNormalization (f32) on pprt's own kernel, a Relu after it in the same pass; 0: oneDNN's"},
     {"PPRT_DNNL_RNN", OPT_FLAG, F(rnn), "1", NULL, 0, 0,
      "LSTM, GRU and RNN by oneDNN's sgemm over the whole batch, each step one product (0: the reference kernels)"},
+    {"PPRT_DNNL_REDUCE", OPT_FLAG, F(own_reduce), "1", NULL, 0, 0,
+     "ReduceSum, Mean, L1, L2, SumSquare, Max and Min (f32) over neighbouring axes on pprt's own kernel "
+     "(0: the reference kernel)"},
     {"PPRT_DNNL_SOFTMAX", OPT_FLAG, F(own_softmax), "1", NULL, 0, 0,
      "Softmax and LogSoftmax (f32) over an axis before the last on pprt's own kernel (AVX2 and AVX-512 CPUs; "
      "0: the reference kernel, as oneDNN has only its reference implementation for them)"},

@@ -71,6 +71,7 @@ void dn_report(const pprt_exec *x) {
                                : s->perm.rows                 ? "pprt:permute_rows"
                                : s->softmax.n                 ? "pprt:softmax_cols"
                                : s->pad.units                 ? "pprt:pad"
+                               : s->reduce.kind               ? "pprt:reduce"
                                : s->bnorm                     ? (pprt_bnorm_relu(s->bnorm) ? "pprt:bnorm_relu" : "pprt:bnorm")
                                : s->fix.kind                  ? fixes[s->fix.kind]
                                : !s->wino                     ? "?"

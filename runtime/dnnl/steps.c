@@ -433,6 +433,7 @@ static dnnl_status_t run_own(const step *s) {
     else if (s->perm.rows) pprt_permute_run(&s->perm, p[0], p[1], team);
     else if (s->softmax.n) pprt_softmax_run(&s->softmax, p[0], p[1], team);
     else if (s->pad.units) pprt_pad_run(&s->pad, p[0], p[1], team);
+    else if (s->reduce.kind) pprt_reduce_run(&s->reduce, p[0], p[1], team);
     else pprt_nanfix_run(&s->fix, p[0], p[1], team);
     return dnnl_success;
 }

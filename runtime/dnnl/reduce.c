@@ -1,0 +1,55 @@
+/* reduce.c: ReduceSum, ReduceMean, ReduceL1, ReduceL2, ReduceSumSquare,
+ * ReduceMax and ReduceMin of float tensors on pprt's own kernel
+ * (runtime/cpu/reduce.h), where the reduced axes are one run of neighbours
+ * and the axes are constants; the others (ReduceProd, the logarithmic ones,
+ * other element types) stay on the reference kernels. */
+#include "../../ir/shape_nn.h"
+#include "dnnl_exec.h"
+
+static int kind_of(pp_op op) {
+    switch (op) {
+    case PP_OP_REDUCESUM: return PPRT_RED_SUM;
+    case PP_OP_REDUCEMEAN: return PPRT_RED_MEAN;
+    case PP_OP_REDUCEL1: return PPRT_RED_L1;
+    case PP_OP_REDUCEL2: return PPRT_RED_L2;
+    case PP_OP_REDUCESUMSQUARE: return PPRT_RED_SUMSQUARE;
+    case PP_OP_REDUCEMAX: return PPRT_RED_MAX;
+    case PP_OP_REDUCEMIN: return PPRT_RED_MIN;
+    default: return PPRT_RED_NONE;
+    }
+}
+
+static pp_status build_reduce(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    const int in = n->in[0], out = n->out[0];
+    if (!x->o.own_reduce) return unsup(err, "PPRT_DNNL_REDUCE=0");
+    if (T(x, in)->dtype != PP_F32 || T(x, out)->dtype != PP_F32) return unsup(err, "not float32");
+    if (x->blocked[in]) return unsup(err, "its input is in a blocked layout");
+    const pp_tinfo xt = {T(x, in)->dtype, T(x, in)->shape, NULL};
+    pp_tinfo at = {.dtype = PP_UNDEFINED};
+    if (n->n_in > 1 && n->in[1] >= 0) {
+        const int t = n->in[1];
+        if (!is_weight(x, t)) return unsup(err, "computed axes");
+        at = (pp_tinfo){T(x, t)->dtype, T(x, t)->shape, x->ptr[t]};
+    }
+    pp_reduce r;
+    if (pp_reduce_parse(n->op, attrs_of(x, n), &xt, n->n_in > 1 ? &at : NULL, &r, err) != PP_OK)
+        return unsup(err, "not constant axes");
+    const pp_shape *s = &T(x, in)->shape;
+    step st = {.kind = STEP_MAIN, .nargs = 2};
+    if (!pprt_reduce_plan(s->dim, s->rank, r.mask, kind_of(n->op), &st.reduce))
+        return unsup(err, "the reduced axes are not neighbours, or it is empty");
+    if (st.reduce.outer * st.reduce.inner != numel_of(&T(x, out)->shape)) return unsup(err, "the output's size");
+    dnnl_memory_desc_t from, to;
+    PP_TRY(dn_tensor_plain(x, in, &from, err));
+    PP_TRY(dn_tensor_plain(x, out, &to, err));
+    dnnl_memory_t sm, dm;
+    post po;
+    PP_TRY(dn_plain_view(x, in, &from, &sm, err));
+    PP_TRY(dn_bind_output(x, out, &to, &dm, &po, err));
+    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+    PP_TRY(dn_push_own(x, st, err));
+    return dn_push_post(x, &po, err);
+}
+
+const dn_family dn_reduce = {.build = build_reduce};
