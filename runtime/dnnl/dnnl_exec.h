@@ -27,6 +27,7 @@
 #include "../cpu/permute.h"
 #include "../cpu/pad.h"
 #include "../cpu/reduce.h"
+#include "../cpu/rowcopy.h"
 #include "../cpu/softmax.h"
 #include "../cpu/wino.h"
 
@@ -85,6 +86,7 @@ typedef struct step {
     pprt_softmax softmax;  /* n > 0: our Softmax over a middle axis (args: SRC, DST) */
     pprt_pad pad;          /* units > 0: our constant-mode Pad (args: SRC, DST) */
     pprt_reduce reduce;    /* kind > 0: our reduction (args: SRC, DST) */
+    pprt_rowcopy rows;     /* rows > 0: our strided row copies, a Split's output (args: SRC, DST) */
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int guard; /* GUARD_*: a guarded Relu or Clip's fast primitive, or a step of its exact path */
     int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */
@@ -205,6 +207,7 @@ DN_FAMILY(binary)
 DN_FAMILY(view)
 DN_FAMILY(slice)
 DN_FAMILY(pad)
+DN_FAMILY(split)
 DN_FAMILY(reduce)
 DN_FAMILY(concat)
 #undef DN_FAMILY

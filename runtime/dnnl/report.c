@@ -72,6 +72,7 @@ void dn_report(const pprt_exec *x) {
                                : s->softmax.n                 ? "pprt:softmax_cols"
                                : s->pad.units                 ? "pprt:pad"
                                : s->reduce.kind               ? "pprt:reduce"
+                               : s->rows.rows                 ? "pprt:rowcopy"
                                : s->bnorm                     ? (pprt_bnorm_relu(s->bnorm) ? "pprt:bnorm_relu" : "pprt:bnorm")
                                : s->fix.kind                  ? fixes[s->fix.kind]
                                : !s->wino                     ? "?"

@@ -434,6 +434,7 @@ static dnnl_status_t run_own(const step *s) {
     else if (s->softmax.n) pprt_softmax_run(&s->softmax, p[0], p[1], team);
     else if (s->pad.units) pprt_pad_run(&s->pad, p[0], p[1], team);
     else if (s->reduce.kind) pprt_reduce_run(&s->reduce, p[0], p[1], team);
+    else if (s->rows.rows) pprt_rowcopy_run(&s->rows, p[0], p[1], team);
     else pprt_nanfix_run(&s->fix, p[0], p[1], team);
     return dnnl_success;
 }

@@ -12,6 +12,7 @@
  * PPRT_DNNL_VIEWS=0: always copy.
  * Slice (unit steps): a reorder from a sub-memory of the plain input. */
 #include "../../ir/shape_nn.h"
+#include "../../ir/op_fns.h"
 #include "dnnl_exec.h"
 
 /* Whether Transpose perm of shape s keeps the bytes in place: the axes
@@ -167,6 +168,58 @@ static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
     return dn_push_post(x, &po, err);
 }
 
+/* Split: each output its window along the axis of every outer index of the
+ * input, pprt's strided row copies (runtime/cpu/rowcopy.h) on the stage's
+ * threads. The outputs' shapes (checked by ppcc) give the windows. */
+static pp_status build_split(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    const int in = n->in[0];
+    if (!f32(x, in)) return unsup(err, "not a f32 tensor");
+    if (x->blocked[in]) return unsup(err, "its input is in a blocked layout");
+    const pp_shape *s = &T(x, in)->shape;
+    int64_t axis64;
+    int axis;
+    if (pp_attr_int(attrs_of(x, n), "axis", 0, &axis64, err) != PP_OK ||
+        pp_norm_axis(axis64, s->rank, "attribute 'axis'", &axis, err) != PP_OK)
+        return unsup(err, "its axis");
+    int64_t outer = 1, inner = 1, at = 0;
+    for (int d = 0; d < axis; d++) outer *= s->dim[d];
+    for (int d = axis + 1; d < s->rank; d++) inner *= s->dim[d];
+    for (int k = 0; k < n->n_out; k++) {
+        const pp_shape *o = &T(x, n->out[k])->shape;
+        if (!f32(x, n->out[k]) || o->rank != s->rank) return unsup(err, "an output's type or rank");
+        for (int d = 0; d < s->rank; d++)
+            if (d != axis && o->dim[d] != s->dim[d]) return unsup(err, "an output's shape");
+        at += o->dim[axis];
+    }
+    if (at != s->dim[axis]) return unsup(err, "the outputs do not cover the axis");
+    dnnl_memory_desc_t from;
+    PP_TRY(dn_tensor_plain(x, in, &from, err));
+    at = 0;
+    for (int k = 0; k < n->n_out; k++) {
+        const int out = n->out[k];
+        const int64_t len = T(x, out)->shape.dim[axis];
+        if (outer * len * inner == 0) continue;
+        step st = {.kind = STEP_MAIN, .nargs = 2};
+        st.rows = (pprt_rowcopy){.rows = (size_t)outer, .row_bytes = (size_t)(len * inner) * sizeof(float),
+                                 .src_stride = (size_t)(s->dim[axis] * inner) * sizeof(float),
+                                 .dst_stride = (size_t)(len * inner) * sizeof(float),
+                                 .src_off = (size_t)(at * inner) * sizeof(float)};
+        at += len;
+        dnnl_memory_desc_t to;
+        PP_TRY(dn_tensor_plain(x, out, &to, err));
+        dnnl_memory_t sm, dm;
+        post po;
+        PP_TRY(dn_plain_view(x, in, &from, &sm, err));
+        PP_TRY(dn_bind_output(x, out, &to, &dm, &po, err));
+        st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+        st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+        PP_TRY(dn_push_own(x, st, err));
+        PP_TRY(dn_push_post(x, &po, err));
+    }
+    return PP_OK;
+}
+
 const dn_family dn_view = {.build = build_view, .view = true};
+const dn_family dn_split = {.build = build_split};
 const dn_family dn_pad = {.build = build_pad};
 const dn_family dn_slice = {.build = build_slice};

@@ -509,16 +509,18 @@ def windows():
     # CoaT's pad of one token in front (and one cut off the end of the
     # channels): pprt's row copies
     zp = m.op("Pad", ["z", m.const_i64([0, 0, 1, 0, 0, 0, 0, -1])], mode="constant")
-    # (reductions over the heads, the tokens and channels, the channels: pprt's kernel)
+    # (reductions over the heads, the tokens and channels, the channels: pprt's
+    # kernel; a Split of the channels, 4 and 12: pprt's row copies)
+    zs = m.op("Split", ["z", m.const_i64([4, 12])], n_out=2, axis=-1)
     # DenseNet's feature concatenation: blocked outputs of convolutions, and
     # one beside a plain model input
     f = m.op("Concat", [m.op("Mul", [c, e]), c, m.op("Relu", [m.conv(c, 24, 16, (1, 1))])], axis=1)
     g = m.op("Concat", [m.op("Relu", [m.bn(f, 64)]), "y"], axis=1)
     return m.save([m.op("LogSoftmax", [a], axis=1), g, m.op("Softmax", [m.op("Mul", [zp, m.const(4.0)])], axis=2),
                    m.op("ReduceMean", ["z", m.const_i64([1])]), m.op("ReduceL2", ["z", m.const_i64([2, 3])], keepdims=0),
-                   m.op("ReduceMax", ["z", m.const_i64([-1])])]), \
+                   m.op("ReduceMax", ["z", m.const_i64([-1])])] + zs), \
         m.data(), \
-        ["MatMul", "Softmax", "Conv", "Mul", "Concat", "BatchNormalization", "Pad", "ReduceMean", "ReduceL2", "ReduceMax"]
+        ["MatMul", "Softmax", "Conv", "Mul", "Concat", "BatchNormalization", "Pad", "ReduceMean", "ReduceL2", "ReduceMax", "Split"]
 
 
 def metaformer():
@@ -683,7 +685,7 @@ except RuntimeError as e:
 # windows: on AVX2 and AVX-512 the LogSoftmax over the heads and the Softmax
 # over the tokens run on pprt's kernel (runtime/cpu/softmax.c); the Pad on
 # pprt's row copies (runtime/cpu/pad.c), the reductions on its kernel
-# (runtime/cpu/reduce.c)
+# (runtime/cpu/reduce.c), the Split on its row copies (runtime/cpu/rowcopy.c)
 if ISA in ("avx2", "avx512"):
     try:
         r = run([PPRT, os.path.join(work, "windows_fused_1.plan"), os.path.join(work, "windows_data"), "--backend",
@@ -693,6 +695,8 @@ if ISA in ("avx2", "avx512"):
             failures.append(f"windows: {cols} of 2 middle-axis softmaxes on pprt's kernel:\n{r.stderr}")
         if not re.search(r"Pad\s+pprt:pad", r.stderr):
             failures.append(f"windows: the Pad is not on pprt's row copies:\n{r.stderr}")
+        if not re.search(r"Split\s+pprt:rowcopy pprt:rowcopy", r.stderr):
+            failures.append(f"windows: the Split is not on pprt's row copies:\n{r.stderr}")
         red = len(re.findall(r"Reduce\w+\s+pprt:reduce", r.stderr))
         if red != 3:
             failures.append(f"windows: {red} of 3 reductions on pprt's kernel:\n{r.stderr}")
