@@ -5,6 +5,9 @@
  *    Squeeze, Unsqueeze, Expand, Tile to the same shape; Transpose with the
  *    identity permutation; Cast to the same type; Pad by zero; Slice that
  *    keeps everything; Concat of one input;
+ *  - an Expand whose readers are all elementwise ops that broadcast and give
+ *    the same output from its input (a NumPy broadcast of a broadcast is
+ *    the broadcast: ECA's and F.normalize's expand_as before a Mul or Div);
  *  - dead code: nodes none of whose outputs is used or is a graph output;
  *  - duplicate constants (same type, shape and bytes) share one value.
  *
@@ -16,6 +19,7 @@
 
 #include <xxhash.h>
 
+#include "../ir/op_fns.h"
 #include "passes.h"
 
 static bool is(const pp_node *n, pp_op op) { return n->op == op; }
@@ -77,6 +81,36 @@ static bool is_noop(const pp_graph *g, const pp_node *n) {
     if (is(n, PP_OP_SLICE)) /* same shape with unit steps keeps everything */
         return n->n_in == 1 || const_all(g, n, 4, 1, true);
     return false;
+}
+
+/* Whether every reader of Expand n's output broadcasts its inputs (PRelu's
+ * one-way broadcast aside) and gets its own output shape with the Expand's
+ * input read instead; the output is not a graph output. */
+static bool expand_absorbed(const pp_graph *g, const pp_node *n) {
+    if (!is(n, PP_OP_EXPAND) || n->n_in < 1 || n->in[0] < 0 || pp_graph_is_output(g, n->out[0])) return false;
+    const int x = n->in[0], y = n->out[0];
+    if (g->values[x].dtype != g->values[y].dtype) return false;
+    int readers = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pp_node *r = &g->nodes[i];
+        if (r->dead) continue;
+        bool reads = false;
+        for (int k = 0; k < r->n_in; k++) reads |= r->in[k] == y;
+        if (!reads) continue;
+        if (!pp_op_has(r->op, PP_TR_BINARY) || is(r, PP_OP_PRELU) || r->n_out != 1) return false;
+        pp_shape o = {0};
+        for (int k = 0; k < r->n_in; k++) {
+            if (r->in[k] < 0) return false;
+            const pp_shape *sk = &g->values[r->in[k] == y ? x : r->in[k]].shape;
+            pp_shape b;
+            pp_err e = {0};
+            if (pp_broadcast(k ? &o : sk, sk, &b, &e) != PP_OK) return false;
+            o = b;
+        }
+        if (!pp_shape_eq(&o, &g->values[r->out[0]].shape)) return false;
+        readers++;
+    }
+    return readers > 0;
 }
 
 /* XXH3 of a constant's bytes, mixed with its type and shape */
@@ -141,6 +175,11 @@ pp_status pp_simplify(pp_graph *g, pp_err *err) {
     PP_TRY(pp_graph_index_uses(g, err)); /* replace_uses then visits only the readers */
     for (int i = 0; i < g->n_nodes; i++) {
         pp_node *n = &g->nodes[i];
+        if (expand_absorbed(g, n)) {
+            pp_graph_replace_uses(g, n->out[0], n->in[0]);
+            n->dead = true;
+            continue;
+        }
         if (!is_noop(g, n)) continue;
         int x = n->in[0], y = n->out[0];
         if (pp_graph_is_output(g, y)) {

@@ -16,7 +16,8 @@ Celu, ThresholdedRelu, Swish, Sign, Shrink, IsNaN, IsInf), the bitwise ops,
 DepthToSpace (both modes) and SpaceToDepth, a Conv's layer scale (folded into its
 weights unless a scale is 0), a Pad by zero before a Conv or AveragePool (folded into their
 padding where that is the same by definition; the cases that must stay unfolded), ReduceMean over
-every spatial axis (GlobalAveragePool by ppcc, and the reductions that must stay), BatchNormalization in training mode
+every spatial axis (GlobalAveragePool by ppcc, and the reductions that must stay), an Expand read only by
+ops that broadcast anyway (removed by ppcc where that gives the same shapes; the cases that keep it), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
 refused over batched samples), EyeLike, ScatterElements with each reduction, RMSNormalization,
 RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
@@ -426,6 +427,37 @@ spatial_mean("mean_spatial_with_channels", (2, 5, 7, 6), False, axes=[1, 2, 3])
 spatial_mean("mean_spatial_one_axis", (2, 5, 7, 6), False, axes=[3])
 spatial_mean("mean_spatial_rank3", (2, 5, 7), False, axes=[2])
 spatial_mean("mean_spatial_all_axes", (2, 5, 7, 6), False, opset=18)
+
+# ---- an Expand that its readers' own broadcasting makes redundant (ECA's and F.normalize's expand_as) ------
+def expand_absorbed(name, xshape, eshape, shape, readers, want_gone):
+    feeds = {"x": f32(*xshape), "e": f32(*eshape, lo=0.5, hi=2.0)}
+    feeds["e"].flat[0] = np.nan
+    inits = {"shape": np.array(shape, np.int64)}
+    nodes = [helper.make_node("Expand", ["e", "shape"], ["big"])] + readers
+    outs = [n.output[0] for n in readers]
+    case(name, nodes, feeds, outs, inits=inits, opset=13, rtol=1e-5, atol=1e-6)
+    d, path = write_case(name + "_ir", model(nodes, feeds, outs, inits, 13), feeds)
+    r = subprocess.run([PPCC, path, "-b", "0", "--dump-ir", "-q", "-o", os.path.join(d, "ir.plan")],
+                       capture_output=True, text=True)
+    gone = " Expand " not in r.stdout
+    if r.returncode or gone != want_gone:
+        failures.append(f"{name}: the Expand {'was' if gone else 'was not'} removed (exit {r.returncode})")
+
+
+M = helper.make_node
+# ECA: a per-channel scale expanded to the feature map, then Mul: removed
+expand_absorbed("expand_eca_mul", (2, 6, 5, 4), (2, 6, 1, 1), [2, 6, 5, 4], [M("Mul", ["x", "big"], ["y"])], True)
+# F.normalize: x / norm.expand_as(x); and a Max reading it beside the Div
+expand_absorbed("expand_normalize_div", (3, 4, 7), (3, 4, 1), [3, 4, 7], [M("Div", ["x", "big"], ["y"]),
+                M("Max", ["big", "x"], ["w"])], True)
+# the expanded shape is wider than the other operand's: the result needs it, kept
+expand_absorbed("expand_needed_shape", (1, 6, 1, 4), (2, 6, 1, 1), [2, 6, 5, 4], [M("Add", ["x", "big"], ["y"])], False)
+# a reader that does not broadcast (Relu) keeps it, the Mul beside it too
+expand_absorbed("expand_relu_reader", (2, 6, 5, 4), (2, 6, 1, 1), [2, 6, 5, 4], [M("Mul", ["x", "big"], ["y"]),
+                M("Relu", ["big"], ["r"])], False)
+# a graph output keeps it
+expand_absorbed("expand_graph_output", (2, 6, 5, 4), (2, 6, 1, 1), [2, 6, 5, 4], [M("Mul", ["x", "big"], ["y"]),
+                M("Identity", ["big"], ["big_out"])], False)
 
 # ---- x * HardSigmoid(x; 1/6, 0.5) (torch's hardswish before opset 14) becomes HardSwish -------------------
 # after a Conv, whose oneDNN kernel then takes it as a post-op; a HardSigmoid of other parameters stays
