@@ -1,7 +1,9 @@
-/* pad.c: constant-mode Pad as rows copied and filled (pad.h). Trailing axes
- * that are neither padded nor cut merge into the span, the element count
- * per index of the innermost padded axis; each unit (an index of the axes
- * before it) is then at most three runs: a fill, one copy, a fill. */
+/* pad.c: Pad as rows copied and filled (pad.h). Trailing axes that are
+ * neither padded nor cut merge into the span, the element count per index
+ * of the innermost padded axis; each unit (an index of the axes before it)
+ * is then the padded indices before, one copy of the input's segment, the
+ * padded indices after: fills in constant mode, else each padded index a
+ * copy of the span it reads. */
 #include "pad.h"
 
 #include <math.h>
@@ -10,12 +12,15 @@
 #include <omp.h>
 #endif
 
-bool pprt_pad_plan(const int64_t *dims, const int64_t *out_dims, const int64_t *begin, int rank, float value,
+bool pprt_pad_plan(const int64_t *dims, const int64_t *out_dims, const int64_t *begin, int rank, int mode, float value,
                    pprt_pad *p) {
     memset(p, 0, sizeof *p);
-    if (rank < 1 || rank > PPRT_PAD_MAX + 1) return false;
-    for (int i = 0; i < rank; i++)
+    if (rank < 1 || rank > PPRT_PAD_MAX + 1 || mode < PPRT_PAD_CONSTANT || mode > PPRT_PAD_WRAP) return false;
+    for (int i = 0; i < rank; i++) {
         if (out_dims[i] <= 0 || dims[i] < 0) return false;
+        if (mode != PPRT_PAD_CONSTANT && (dims[i] == 0 || begin[i] < 0 || out_dims[i] < dims[i] + begin[i]))
+            return false;
+    }
     /* the span: trailing axes where input and output agree */
     int last = rank - 1;
     int64_t span = 1;
@@ -26,9 +31,10 @@ bool pprt_pad_plan(const int64_t *dims, const int64_t *out_dims, const int64_t *
         p->stride[i] = st;
         st *= dims[i];
     }
-    p->n = last;
+    p->n = last, p->mode = mode;
     p->span = span;
     p->seg_out = out_dims[last] * span, p->seg_in = dims[last] * span;
+    p->n_in = dims[last], p->b_in = begin[last];
     /* output index o reads input o - begin: o from max(begin, 0), input from max(-begin, 0) */
     const int64_t b = begin[last], first_in = b < 0 ? -b : 0;
     const int64_t first_out = b <= 0 ? 0 : b < out_dims[last] ? b : out_dims[last]; /* a cut end may leave no copy */
@@ -47,23 +53,35 @@ static void fill(float *d, int64_t n, float v) {
     else for (int64_t i = 0; i < n; i++) d[i] = v;
 }
 
+/* output indices [k0, k1) of the segment: fills, or the spans they read */
+static void padded(const pprt_pad *p, const float *src, float *d, int64_t k0, int64_t k1) {
+    if (p->mode == PPRT_PAD_CONSTANT) {
+        fill(d + k0 * p->span, (k1 - k0) * p->span, p->value);
+        return;
+    }
+    for (int64_t k = k0; k < k1; k++)
+        memcpy(d + k * p->span, src + pprt_pad_src(p->mode, k, p->b_in, p->n_in) * p->span,
+               (size_t)p->span * sizeof(float));
+}
+
 static void run_unit(const pprt_pad *p, const float *src, float *dst, size_t u) {
     float *d = dst + (int64_t)u * p->seg_out;
     int64_t off = 0;
     size_t q = u;
     for (int i = p->n - 1; i >= 0; i--) {
-        const int64_t o = (int64_t)(q % (size_t)p->out[i]) - p->begin[i];
+        const int64_t o = pprt_pad_src(p->mode, (int64_t)(q % (size_t)p->out[i]), p->begin[i], p->in[i]);
         q /= (size_t)p->out[i];
-        if (o < 0 || o >= p->in[i]) {
+        if (o < 0) { /* constant mode, outside the input */
             fill(d, p->seg_out, p->value);
             return;
         }
         off += o * p->stride[i];
     }
-    const int64_t a = p->before * p->span, c = p->len * p->span;
-    fill(d, a, p->value);
-    if (c > 0) memcpy(d + a, src + off + p->skip * p->span, (size_t)c * sizeof(float));
-    fill(d + a + c, p->seg_out - a - c, p->value);
+    const float *s = src + off;
+    const int64_t out_n = p->seg_out / p->span;
+    padded(p, s, d, 0, p->before);
+    if (p->len > 0) memcpy(d + p->before * p->span, s + p->skip * p->span, (size_t)(p->len * p->span) * sizeof(float));
+    padded(p, s, d, p->before + p->len, out_n);
 }
 
 void pprt_pad_run(const pprt_pad *p, const float *src, float *dst, int threads) {

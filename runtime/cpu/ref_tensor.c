@@ -14,6 +14,7 @@
  * are data: one out of range fails cleanly. */
 #include "ref.h"
 #include "../../ir/shape_nn.h"
+#include "pad.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -805,26 +806,6 @@ static bool store_number(pp_dtype t, double v, byte *dst) {
     }
 }
 
-enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
-
-/* Source index along one axis for output index o (begin padding b, input
- * size n), or -1 for the constant. */
-static int64_t pad_src(enum pad_mode m, int64_t o, int64_t b, int64_t n) {
-    int64_t i = o - b;
-    if (i >= 0 && i < n) return i;
-    switch (m) {
-    case PAD_CONSTANT: return -1;
-    case PAD_EDGE: return i < 0 ? 0 : n - 1;
-    case PAD_WRAP: return ((i % n) + n) % n;
-    case PAD_REFLECT: {
-        if (n == 1) return 0;
-        int64_t p = 2 * (n - 1), k = ((i % p) + p) % p;
-        return k < n ? k : p - k;
-    }
-    }
-    return -1;
-}
-
 pp_status kern_PAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                    pprt_scratch *scratch, pp_err *err) {
     PP_TRY(pprt_need_counts("Pad", n_in, 1, 4, n_out, err));
@@ -834,10 +815,10 @@ pp_status kern_PAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor 
     const size_t esz = esize(&in[0]);
     const char *ms;
     PP_TRY(pp_attr_string(attrs, "mode", "constant", &ms, err));
-    enum pad_mode mode = !strcmp(ms, "reflect") ? PAD_REFLECT
-                         : !strcmp(ms, "edge")  ? PAD_EDGE
-                         : !strcmp(ms, "wrap")  ? PAD_WRAP
-                                                : PAD_CONSTANT;
+    const int mode = !strcmp(ms, "reflect") ? PPRT_PAD_REFLECT
+                     : !strcmp(ms, "edge")  ? PPRT_PAD_EDGE
+                     : !strcmp(ms, "wrap")  ? PPRT_PAD_WRAP
+                                            : PPRT_PAD_CONSTANT;
     int64_t pads[2 * PP_MAX_DIMS], axes[PP_MAX_DIMS];
     int np, na = -1;
     byte value[16] = {0};
@@ -870,7 +851,7 @@ pp_status kern_PAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor 
         PP_TRY(norm_axis(axes[i], r, "Pad kernel: axes", &a, err));
         begin[a] = pads[i];
         want.dim[a] = x->dim[a] + pads[i] + pads[na + i];
-        if (mode != PAD_CONSTANT && (pads[i] < 0 || pads[na + i] < 0 ||
+        if (mode != PPRT_PAD_CONSTANT && (pads[i] < 0 || pads[na + i] < 0 ||
                                      (x->dim[a] == 0 && (pads[i] || pads[na + i]))))
             return PP_FAIL(err, PP_EUNSUP, "Pad kernel: mode '%s' with these pads", ms);
     }
@@ -890,7 +871,7 @@ pp_status kern_PAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor 
     size_t at = 0;
     for (int d = 0; d < r; d++) {
         mp[d] = map + at;
-        for (int64_t o = 0; o < want.dim[d]; o++) mp[d][o] = pad_src(mode, o, begin[d], x->dim[d]);
+        for (int64_t o = 0; o < want.dim[d]; o++) mp[d][o] = pprt_pad_src(mode, o, begin[d], x->dim[d]);
         at += (size_t)want.dim[d];
     }
     pp_shape_strides(x, ist);

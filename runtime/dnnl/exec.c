@@ -157,7 +157,7 @@ static const char *dnnl_route(pp_op op) {
                 {&dn_softmax, "oneDNN softmax (pprt's kernel over a middle axis)"},
                 {&dn_eltwise, "oneDNN eltwise"},
                 {&dn_binary, "oneDNN binary"},           {&dn_view, "view (no copy) or reorder"},
-                {&dn_slice, "oneDNN reorder"},           {&dn_pad, "pprt's row copies (constant mode)"},
+                {&dn_slice, "oneDNN reorder"},           {&dn_pad, "pprt's row copies"},
                 {&dn_reduce, "pprt's kernel (neighbouring axes)"}, {&dn_split, "pprt's row copies"}};
     if (op == PP_OP_LSTM || op == PP_OP_GRU || op == PP_OP_RNN) return "pprt's kernel on oneDNN's sgemm";
     if (op == PP_OP_TRANSPOSE) return "view (no copy), oneDNN reorder, or pprt's row copies (last axis kept)";

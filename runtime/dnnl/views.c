@@ -133,9 +133,8 @@ static pp_status build_slice(pprt_exec *x, const pprt_node *n, pp_err *err) {
     return dn_push_post(x, &po, err);
 }
 
-/* Pad in constant mode: pprt's row copies and fills (runtime/cpu/pad.h) on
- * the stage's threads; other modes, a computed value or pads: the
- * reference kernel. */
+/* Pad: pprt's row copies and fills (runtime/cpu/pad.h) on the stage's
+ * threads; a computed value or pads: the reference kernel. */
 static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int in = n->in[0], out = n->out[0];
     if (!f32(x, in) || !f32(x, out) || numel_of(&T(x, out)->shape) == 0)
@@ -150,11 +149,12 @@ static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
     }
     pp_pad pd;
     if (pp_pad_parse(attrs_of(x, n), ti, n->n_in, &pd, err) != PP_OK) return unsup(err, "not constant pads");
-    if (!pd.constant || !pd.value_known) return unsup(err, "not the constant mode with a constant value");
+    if (pd.constant && !pd.value_known) return unsup(err, "a computed constant value");
     const pp_shape *s = &T(x, in)->shape;
     if (!pp_shape_eq(&pd.out, &T(x, out)->shape)) return unsup(err, "the pads do not give the output's shape");
     step st = {.kind = STEP_MAIN, .nargs = 2};
-    if (!pprt_pad_plan(s->dim, pd.out.dim, pd.begin, s->rank, pd.value, &st.pad)) return unsup(err, "rank");
+    if (!pprt_pad_plan(s->dim, pd.out.dim, pd.begin, s->rank, pd.mode, pd.value, &st.pad))
+        return unsup(err, "its rank or pads");
     dnnl_memory_desc_t from, to;
     PP_TRY(dn_tensor_plain(x, in, &from, err));
     PP_TRY(dn_tensor_plain(x, out, &to, err));

@@ -1,6 +1,8 @@
-/* test_pad.c: our constant-mode Pad (runtime/cpu/pad.c) against the
- * definition, out[o] = in[o - begin] where that index is inside the input,
- * else the value, element by element here.
+/* test_pad.c: our Pad (runtime/cpu/pad.c) against the definition,
+ * out[o] = in[o - begin] where that index is inside the input, else the
+ * value (constant mode), the nearest edge (edge), the index reflected at
+ * the ends without repeating them, again and again (reflect, as NumPy's),
+ * the index modulo the axis (wrap), element by element here.
  *
  * - 500 random cases: rank 1 to 5, dims 0 to 6 (an empty input axis
  *   padded included), each axis padded or cut at either end by -2 to 3 (as
@@ -10,12 +12,16 @@
  * - large ones that the threads share: CoaT's one-token pad of
  *   [8, 8, 3136, 8] on axis 2, an image's [4, 16, 56, 56] padded by 1 on H
  *   and W and cut by 1 at the end of C;
- * - the plan refuses an empty output.
+ * - 300 random cases in each of the other modes: pads 0 to 5 (past the
+ *   axis' length included), dims 1 to 6;
+ * - the plan refuses an empty output, and a negative pad outside constant
+ *   mode.
  * Exit 0 when all pass, 1 otherwise. */
 #include "runtime/cpu/pad.h"
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +33,23 @@ static uint32_t rnd(void) {
     return (uint32_t)(rng >> 11);
 }
 
-static void one(const int64_t *dims, const int64_t *begin, const int64_t *end, int rank, float value, const char *what) {
+/* the source index of output index o along an axis, or -1 for the value */
+static int64_t source(int mode, int64_t o, int64_t b, int64_t n) {
+    int64_t i = o - b;
+    if (i >= 0 && i < n) return i;
+    if (mode == PPRT_PAD_CONSTANT) return -1;
+    if (mode == PPRT_PAD_EDGE) return i < 0 ? 0 : n - 1;
+    if (mode == PPRT_PAD_WRAP) {
+        while (i < 0) i += n;
+        return i % n;
+    }
+    if (n == 1) return 0;
+    while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
+    return i;
+}
+
+static void one(const int64_t *dims, const int64_t *begin, const int64_t *end, int rank, int mode, float value,
+                const char *what) {
     int64_t od[8], total_in = 1, total = 1;
     for (int i = 0; i < rank; i++) od[i] = dims[i] + begin[i] + end[i], total_in *= dims[i], total *= od[i];
     float *in = malloc((size_t)(total_in ? total_in : 1) * sizeof(float)), *want = malloc((size_t)total * sizeof(float)),
@@ -37,9 +59,9 @@ static void one(const int64_t *dims, const int64_t *begin, const int64_t *end, i
         int64_t q = o, j = 0, st = 1;
         bool inside = true;
         for (int k = rank - 1; k >= 0; k--) {
-            const int64_t ik = q % od[k] - begin[k];
+            const int64_t ik = source(mode, q % od[k], begin[k], dims[k]);
             q /= od[k];
-            inside &= ik >= 0 && ik < dims[k];
+            inside &= ik >= 0;
             j += ik * st;
             st *= dims[k];
         }
@@ -47,7 +69,7 @@ static void one(const int64_t *dims, const int64_t *begin, const int64_t *end, i
     }
     pprt_pad p;
     check_case = what;
-    CHECK(pprt_pad_plan(dims, od, begin, rank, value, &p), "the plan refused a non-empty output");
+    CHECK(pprt_pad_plan(dims, od, begin, rank, mode, value, &p), "the plan refused a non-empty output");
     for (int t = 1; t <= 3; t++) {
         memset(got, 0x7f, (size_t)total * sizeof(float));
         pprt_pad_run(&p, in, got, t);
@@ -72,12 +94,35 @@ int main(void) {
         int n = snprintf(what, sizeof what, "case %d: dims", c);
         for (int i = 0; i < rank; i++) n += snprintf(what + n, sizeof what - (size_t)n, " %lld(%+lld,%+lld)",
                                                      (long long)dims[i], (long long)begin[i], (long long)end[i]);
-        one(dims, begin, end, rank, values[c % 3], what);
+        one(dims, begin, end, rank, PPRT_PAD_CONSTANT, values[c % 3], what);
     }
-    one((int64_t[]){8, 8, 3136, 8}, (int64_t[]){0, 0, 1, 0}, (int64_t[]){0, 0, 0, 0}, 4, 0.0f, "CoaT [8, 8, 3136, 8]");
-    one((int64_t[]){4, 16, 56, 56}, (int64_t[]){0, 0, 1, 1}, (int64_t[]){0, -1, 1, 1}, 4, -1.0f, "[4, 16, 56, 56]");
+    static const char *modes[] = {"constant", "reflect", "edge", "wrap"};
+    for (int mode = PPRT_PAD_REFLECT; mode <= PPRT_PAD_WRAP; mode++)
+        for (int c = 0; c < 300; c++) {
+            const int rank = 1 + (int)(rnd() % 4);
+            int64_t dims[8], begin[8], end[8];
+            for (int i = 0; i < rank; i++) {
+                dims[i] = 1 + (int64_t)(rnd() % 6);
+                begin[i] = rnd() % 2 ? (int64_t)(rnd() % 6) : 0;
+                end[i] = rnd() % 2 ? (int64_t)(rnd() % 6) : 0;
+            }
+            int n = snprintf(what, sizeof what, "%s %d: dims", modes[mode], c);
+            for (int i = 0; i < rank; i++) n += snprintf(what + n, sizeof what - (size_t)n, " %lld(+%lld,+%lld)",
+                                                         (long long)dims[i], (long long)begin[i], (long long)end[i]);
+            one(dims, begin, end, rank, mode, 0.0f, what);
+        }
+    one((int64_t[]){8, 8, 3136, 8}, (int64_t[]){0, 0, 1, 0}, (int64_t[]){0, 0, 0, 0}, 4, PPRT_PAD_CONSTANT, 0.0f,
+        "CoaT [8, 8, 3136, 8]");
+    one((int64_t[]){4, 16, 56, 56}, (int64_t[]){0, 0, 1, 1}, (int64_t[]){0, -1, 1, 1}, 4, PPRT_PAD_CONSTANT, -1.0f,
+        "[4, 16, 56, 56]");
+    one((int64_t[]){8, 64, 56, 56}, (int64_t[]){0, 0, 1, 1}, (int64_t[]){0, 0, 1, 1}, 4, PPRT_PAD_REFLECT, 0.0f,
+        "a blur pool's reflect pad of [8, 64, 56, 56]");
     pprt_pad p;
     check_case = "empty output";
-    CHECK(!pprt_pad_plan((int64_t[]){2, 3}, (int64_t[]){2, 0}, (int64_t[]){0, -3}, 2, 0.0f, &p), "planned an empty output");
+    CHECK(!pprt_pad_plan((int64_t[]){2, 3}, (int64_t[]){2, 0}, (int64_t[]){0, -3}, 2, PPRT_PAD_CONSTANT, 0.0f, &p),
+          "planned an empty output");
+    check_case = "reflect with a negative pad";
+    CHECK(!pprt_pad_plan((int64_t[]){2, 3}, (int64_t[]){2, 2}, (int64_t[]){0, -1}, 2, PPRT_PAD_REFLECT, 0.0f, &p),
+          "planned a cut in reflect mode");
     return check_summary("test_pad");
 }
