@@ -83,20 +83,18 @@ static bool is_noop(const pp_graph *g, const pp_node *n) {
     return false;
 }
 
-/* Whether every reader of Expand n's output broadcasts its inputs (PRelu's
- * one-way broadcast aside) and gets its own output shape with the Expand's
- * input read instead; the output is not a graph output. */
+/* Whether every reader of Expand n's output (at most 16 of them) broadcasts
+ * its inputs (PRelu's one-way broadcast aside) and gets its own output shape
+ * with the Expand's input read instead; the output is not a graph output. */
 static bool expand_absorbed(const pp_graph *g, const pp_node *n) {
     if (!is(n, PP_OP_EXPAND) || n->n_in < 1 || n->in[0] < 0 || pp_graph_is_output(g, n->out[0])) return false;
     const int x = n->in[0], y = n->out[0];
     if (g->values[x].dtype != g->values[y].dtype) return false;
-    int readers = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const pp_node *r = &g->nodes[i];
-        if (r->dead) continue;
-        bool reads = false;
-        for (int k = 0; k < r->n_in; k++) reads |= r->in[k] == y;
-        if (!reads) continue;
+    int who[16];
+    const int readers = pp_graph_consumers(g, y, who, 16); /* the use index */
+    if (readers < 1 || readers > 16) return false;
+    for (int i = 0; i < readers; i++) {
+        const pp_node *r = &g->nodes[who[i]];
         if (!pp_op_has(r->op, PP_TR_BINARY) || is(r, PP_OP_PRELU) || r->n_out != 1) return false;
         pp_shape o = {0};
         for (int k = 0; k < r->n_in; k++) {
@@ -108,9 +106,8 @@ static bool expand_absorbed(const pp_graph *g, const pp_node *n) {
             o = b;
         }
         if (!pp_shape_eq(&o, &g->values[r->out[0]].shape)) return false;
-        readers++;
     }
-    return readers > 0;
+    return true;
 }
 
 /* XXH3 of a constant's bytes, mixed with its type and shape */
