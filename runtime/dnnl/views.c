@@ -137,8 +137,8 @@ static pp_status build_slice(pprt_exec *x, const pprt_node *n, pp_err *err) {
  * threads; a computed value or pads: the reference kernel. */
 static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int in = n->in[0], out = n->out[0];
-    if (!f32(x, in) || !f32(x, out) || numel_of(&T(x, out)->shape) == 0)
-        return unsup(err, "not a non-empty f32 output");
+    if (!f32(x, in) || !f32(x, out) || numel_of(&T(x, out)->shape) == 0 || numel_of(&T(x, in)->shape) == 0)
+        return unsup(err, "not non-empty f32 tensors");
     if (x->blocked[in]) return unsup(err, "its input is in a blocked layout");
     pp_tinfo ti[4];
     if (n->n_in > 4) return unsup(err, "more than 4 inputs");
@@ -173,7 +173,7 @@ static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
  * threads. The outputs' shapes (checked by ppcc) give the windows. */
 static pp_status build_split(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int in = n->in[0];
-    if (!f32(x, in)) return unsup(err, "not a f32 tensor");
+    if (!f32(x, in) || numel_of(&T(x, in)->shape) == 0) return unsup(err, "not a non-empty f32 tensor");
     if (x->blocked[in]) return unsup(err, "its input is in a blocked layout");
     const pp_shape *s = &T(x, in)->shape;
     int64_t axis64;
