@@ -47,12 +47,12 @@ pp_status pp_slice_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_slice *s, 
 
 /* Pad: from the attributes (opset < 11) or the constant inputs pads and
  * axes, the mode (constant or not), per axis of the input the pad before it
- * (negative: elements cut off), the output shape, and the constant value
- * where it is a known float (the default 0 included). */
+ * (negative: elements cut off), the output shape, the mode, and the
+ * constant value where it is a known float (the default 0 included). */
 typedef struct pp_pad {
     int64_t begin[PP_MAX_DIMS];
     pp_shape out;
-    bool constant, value_known;
+    bool value_known;
     int mode; /* 0 constant, 1 reflect, 2 edge, 3 wrap (runtime/cpu/pad.h's order) */
     float value;
 } pp_pad;

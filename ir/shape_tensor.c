@@ -901,7 +901,6 @@ pp_status pp_pad_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_pad *pd, pp_
         return PP_FAIL(err, PP_EINVAL,
                        "attribute 'mode'='%s' is not one of constant, reflect, edge, wrap", mode);
     memset(pd, 0, sizeof *pd);
-    pd->constant = constant;
     pd->mode = constant ? 0 : !strcmp(mode, "reflect") ? 1 : !strcmp(mode, "edge") ? 2 : 3;
     int64_t pads[2 * PP_MAX_DIMS], axes[PP_MAX_DIMS];
     int np, na = -1;

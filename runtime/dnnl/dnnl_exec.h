@@ -245,6 +245,12 @@ static inline bool has_in(const pprt_node *n, int k) { return k < n->n_in && n->
 static inline bool f32(const pprt_exec *x, int tid) { return T(x, tid)->dtype == PP_F32; }
 
 static inline bool is_weight(const pprt_exec *x, int tid) { return T(x, tid)->kind == PPRT_WEIGHT; }
+/* Tensor tid as shape inference reads a node's input: its bytes only where
+ * it is a weight (a constant); dtype PP_UNDEFINED for an absent input (-1). */
+static inline pp_tinfo dn_tinfo(const pprt_exec *x, int tid) {
+    return tid < 0 ? (pp_tinfo){.dtype = PP_UNDEFINED}
+                   : (pp_tinfo){T(x, tid)->dtype, T(x, tid)->shape, is_weight(x, tid) ? x->ptr[tid] : NULL};
+}
 
 /* An output nobody reads: an arena tensor without consumers. */
 static inline bool unused(const pprt_exec *x, int tid) {
@@ -292,6 +298,10 @@ pp_status dn_push_pd(pprt_exec *x, dnnl_primitive_desc_t pd, int kind, const dnn
 pp_status dn_push_reorder(pprt_exec *x, dnnl_memory_t src, dnnl_memory_t dst, int kind, pp_err *err);
 /* Append s, a step of our own kernels (its kind, kernel and args set). */
 pp_status dn_push_own(pprt_exec *x, step s, pp_err *err);
+/* Push step s of our own kernels reading plain tensor `in` (SRC) and writing
+ * tensor `out` (DST) through dn_bind_output, with its reorder after it where
+ * `out` is stored in another layout. */
+pp_status dn_push_own_io(pprt_exec *x, step s, int in, int out, pp_err *err);
 /* Whether node n (on no oneDNN primitive) runs on runtime/cpu/rnn_gemm.h rather than the reference kernel. */
 bool dn_rnn_by_gemm(const pprt_exec *x, const pprt_node *n);
 /* Append a NaN pass f of ours reading src and writing dst (which may be the same memory). */

@@ -25,31 +25,18 @@ static pp_status build_reduce(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (T(x, in)->dtype != PP_F32 || T(x, out)->dtype != PP_F32) return unsup(err, "not float32");
     if (x->blocked[in]) return unsup(err, "its input is in a blocked layout");
     const pp_tinfo xt = {T(x, in)->dtype, T(x, in)->shape, NULL};
-    pp_tinfo at = {.dtype = PP_UNDEFINED};
-    if (n->n_in > 1 && n->in[1] >= 0) {
-        const int t = n->in[1];
-        if (!is_weight(x, t)) return unsup(err, "computed axes");
-        at = (pp_tinfo){T(x, t)->dtype, T(x, t)->shape, x->ptr[t]};
-    }
+    const int ax = n->n_in > 1 ? n->in[1] : -1;
+    if (ax >= 0 && !is_weight(x, ax)) return unsup(err, "computed axes");
+    const pp_tinfo at = dn_tinfo(x, ax);
     pp_reduce r;
     if (pp_reduce_parse(n->op, attrs_of(x, n), &xt, n->n_in > 1 ? &at : NULL, &r, err) != PP_OK)
         return unsup(err, "not constant axes");
     const pp_shape *s = &T(x, in)->shape;
-    step st = {.kind = STEP_MAIN, .nargs = 2};
+    step st = {.kind = STEP_MAIN};
     if (!pprt_reduce_plan(s->dim, s->rank, r.mask, kind_of(n->op), &st.reduce))
         return unsup(err, "the reduced axes are not neighbours, or it is empty");
     if (st.reduce.outer * st.reduce.inner != numel_of(&T(x, out)->shape)) return unsup(err, "the output's size");
-    dnnl_memory_desc_t from, to;
-    PP_TRY(dn_tensor_plain(x, in, &from, err));
-    PP_TRY(dn_tensor_plain(x, out, &to, err));
-    dnnl_memory_t sm, dm;
-    post po;
-    PP_TRY(dn_plain_view(x, in, &from, &sm, err));
-    PP_TRY(dn_bind_output(x, out, &to, &dm, &po, err));
-    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
-    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
-    PP_TRY(dn_push_own(x, st, err));
-    return dn_push_post(x, &po, err);
+    return dn_push_own_io(x, st, in, out, err);
 }
 
 const dn_family dn_reduce = {.build = build_reduce};

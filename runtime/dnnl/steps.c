@@ -399,6 +399,21 @@ pp_status dn_push_own(pprt_exec *x, step s, pp_err *err) {
     return PP_OK;
 }
 
+pp_status dn_push_own_io(pprt_exec *x, step s, int in, int out, pp_err *err) {
+    dnnl_memory_desc_t from, to;
+    PP_TRY(dn_tensor_plain(x, in, &from, err));
+    PP_TRY(dn_tensor_plain(x, out, &to, err));
+    dnnl_memory_t sm, dm;
+    post po;
+    PP_TRY(dn_plain_view(x, in, &from, &sm, err));
+    PP_TRY(dn_bind_output(x, out, &to, &dm, &po, err));
+    s.nargs = 2;
+    s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+    s.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+    PP_TRY(dn_push_own(x, s, err));
+    return dn_push_post(x, &po, err);
+}
+
 pp_status dn_push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnnl_memory_t dst, pp_err *err) {
     step s = {.kind = STEP_MAIN, .nargs = 2, .fix = *f};
     s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, src};

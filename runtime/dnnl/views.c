@@ -51,19 +51,9 @@ static pp_status build_transpose(pprt_exec *x, const pprt_node *n, const int64_t
  * (runtime/cpu/permute.h) on the stage's threads. */
 static pp_status build_rows(pprt_exec *x, const pprt_node *n, const int64_t *perm, pp_err *err) {
     const pp_shape *s = &T(x, n->in[0])->shape;
-    step st = {.kind = STEP_MAIN, .nargs = 2};
+    step st = {.kind = STEP_MAIN};
     if (!pprt_permute_plan(s->dim, s->rank, perm, sizeof(float), &st.perm)) return unsup(err, "not a row copy");
-    dnnl_memory_desc_t from, to;
-    PP_TRY(dn_tensor_plain(x, n->in[0], &from, err));
-    PP_TRY(dn_tensor_plain(x, n->out[0], &to, err));
-    dnnl_memory_t sm, dm;
-    post po;
-    PP_TRY(dn_plain_view(x, n->in[0], &from, &sm, err));
-    PP_TRY(dn_bind_output(x, n->out[0], &to, &dm, &po, err));
-    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
-    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
-    PP_TRY(dn_push_own(x, st, err));
-    return dn_push_post(x, &po, err);
+    return dn_push_own_io(x, st, n->in[0], n->out[0], err);
 }
 
 /* A node that only renames the bytes of its input runs as nothing: its
@@ -106,11 +96,7 @@ static pp_status build_slice(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (x->blocked[in]) return unsup(err, "its input is in a blocked layout");
     pp_tinfo ti[5];
     if (n->n_in > 5) return unsup(err, "more than 5 inputs");
-    for (int k = 0; k < n->n_in; k++) {
-        const int t = n->in[k];
-        ti[k] = t < 0 ? (pp_tinfo){.dtype = PP_UNDEFINED}
-                      : (pp_tinfo){T(x, t)->dtype, T(x, t)->shape, is_weight(x, t) ? x->ptr[t] : NULL};
-    }
+    for (int k = 0; k < n->n_in; k++) ti[k] = dn_tinfo(x, n->in[k]);
     pp_slice sl;
     /* starts and ends are constants in every plan ppcc writes; anything else is the reference kernel's */
     if (pp_slice_parse(attrs_of(x, n), ti, n->n_in, &sl, err) != PP_OK) return unsup(err, "not a constant window");
@@ -142,30 +128,16 @@ static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (x->blocked[in]) return unsup(err, "its input is in a blocked layout");
     pp_tinfo ti[4];
     if (n->n_in > 4) return unsup(err, "more than 4 inputs");
-    for (int k = 0; k < n->n_in; k++) {
-        const int t = n->in[k];
-        ti[k] = t < 0 ? (pp_tinfo){.dtype = PP_UNDEFINED}
-                      : (pp_tinfo){T(x, t)->dtype, T(x, t)->shape, is_weight(x, t) ? x->ptr[t] : NULL};
-    }
+    for (int k = 0; k < n->n_in; k++) ti[k] = dn_tinfo(x, n->in[k]);
     pp_pad pd;
     if (pp_pad_parse(attrs_of(x, n), ti, n->n_in, &pd, err) != PP_OK) return unsup(err, "not constant pads");
-    if (pd.constant && !pd.value_known) return unsup(err, "a computed constant value");
+    if (pd.mode == PPRT_PAD_CONSTANT && !pd.value_known) return unsup(err, "a computed constant value");
     const pp_shape *s = &T(x, in)->shape;
     if (!pp_shape_eq(&pd.out, &T(x, out)->shape)) return unsup(err, "the pads do not give the output's shape");
-    step st = {.kind = STEP_MAIN, .nargs = 2};
+    step st = {.kind = STEP_MAIN};
     if (!pprt_pad_plan(s->dim, pd.out.dim, pd.begin, s->rank, pd.mode, pd.value, &st.pad))
         return unsup(err, "its rank or pads");
-    dnnl_memory_desc_t from, to;
-    PP_TRY(dn_tensor_plain(x, in, &from, err));
-    PP_TRY(dn_tensor_plain(x, out, &to, err));
-    dnnl_memory_t sm, dm;
-    post po;
-    PP_TRY(dn_plain_view(x, in, &from, &sm, err));
-    PP_TRY(dn_bind_output(x, out, &to, &dm, &po, err));
-    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
-    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
-    PP_TRY(dn_push_own(x, st, err));
-    return dn_push_post(x, &po, err);
+    return dn_push_own_io(x, st, in, out, err);
 }
 
 /* Split: each output its window along the axis of every outer index of the
@@ -192,29 +164,18 @@ static pp_status build_split(pprt_exec *x, const pprt_node *n, pp_err *err) {
         at += o->dim[axis];
     }
     if (at != s->dim[axis]) return unsup(err, "the outputs do not cover the axis");
-    dnnl_memory_desc_t from;
-    PP_TRY(dn_tensor_plain(x, in, &from, err));
     at = 0;
     for (int k = 0; k < n->n_out; k++) {
         const int out = n->out[k];
         const int64_t len = T(x, out)->shape.dim[axis];
         if (outer * len * inner == 0) continue;
-        step st = {.kind = STEP_MAIN, .nargs = 2};
+        step st = {.kind = STEP_MAIN};
         st.rows = (pprt_rowcopy){.rows = (size_t)outer, .row_bytes = (size_t)(len * inner) * sizeof(float),
                                  .src_stride = (size_t)(s->dim[axis] * inner) * sizeof(float),
                                  .dst_stride = (size_t)(len * inner) * sizeof(float),
                                  .src_off = (size_t)(at * inner) * sizeof(float)};
         at += len;
-        dnnl_memory_desc_t to;
-        PP_TRY(dn_tensor_plain(x, out, &to, err));
-        dnnl_memory_t sm, dm;
-        post po;
-        PP_TRY(dn_plain_view(x, in, &from, &sm, err));
-        PP_TRY(dn_bind_output(x, out, &to, &dm, &po, err));
-        st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
-        st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
-        PP_TRY(dn_push_own(x, st, err));
-        PP_TRY(dn_push_post(x, &po, err));
+        PP_TRY(dn_push_own_io(x, st, in, out, err));
     }
     return PP_OK;
 }
