@@ -335,7 +335,7 @@ static pp_status step(ex *x, const pp_node *n, const char *op, char *const *in, 
     return PP_OK;
 }
 
-/* LayerNormalization(X, gamma, beta) over the last axis, as the ops the
+/* LayerNormalization(X, gamma[, beta]) over the last axis, as the ops the
  * fusion pass matched (for opsets before 17, which have no LayerNormalization). */
 static pp_status emit_layernorm_ops(ex *x, const pp_node *n, char **in) {
     float eps;
@@ -347,9 +347,7 @@ static pp_status emit_layernorm_ops(ex *x, const pp_node *n, char **in) {
     if (axis != -1 && axis != rank - 1)
         return PP_FAIL(x->err, PP_EUNSUP, "node '%s': LayerNormalization over axis %lld cannot be written for "
                        "opset %d", n->name, (long long)axis, x->g->opset);
-    if (n->n_in < 3 || n->in[2] < 0)
-        return PP_FAIL(x->err, PP_EUNSUP, "node '%s': LayerNormalization without a bias cannot be written for "
-                       "opset %d", n->name, x->g->opset);
+    const bool shift = n->n_in > 2 && n->in[2] >= 0; /* none: the pattern ended at Mul */
     pp_dtype dt = x->g->values[n->in[0]].dtype;
     int64_t *last = A(sizeof *last); /* the written attribute points at it until the model is packed */
     if (!last) return oom(x);
@@ -370,7 +368,8 @@ static pp_status emit_layernorm_ops(ex *x, const pp_node *n, char **in) {
     char *a4[2] = {d, sd};
     PP_TRY(step(x, n, "Div", a4, 2, NULL, NULL, 0, &nrm));
     char *a5[2] = {nrm, in[1]};
-    PP_TRY(step(x, n, "Mul", a5, 2, NULL, NULL, 0, &m));
+    PP_TRY(step(x, n, "Mul", a5, 2, shift ? NULL : vname(x, n->out[0]), NULL, 0, &m));
+    if (!shift) return PP_OK;
     char *a6[2] = {m, in[2]};
     return step(x, n, "Add", a6, 2, vname(x, n->out[0]), NULL, 0, &m);
 }

@@ -641,6 +641,13 @@ static bool mean_last(const pp_graph *g, int n) {
     return na == 1 && (axes[0] == -1 || axes[0] == r - 1) && keep;
 }
 
+/* A LayerNormalization scale or shift: a constant f32 vector of the normalized length */
+static bool ln_param(const pp_graph *g, int v, int64_t len) {
+    if (v < 0) return false;
+    const pp_value *p = &g->values[v];
+    return p->is_const && p->dtype == PP_F32 && p->shape.rank == 1 && p->shape.dim[0] == len;
+}
+
 static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err) {
     const pp_op ln = PP_OP_LAYERNORM;
     if (!mean_last(g, rm)) return PP_OK;
@@ -674,21 +681,20 @@ static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err)
         return PP_OK;
     int mul = sole_user(g, g->nodes[dvn].out[0]);
     if (!is(g, mul, PP_OP_MUL)) return PP_OK;
+    const int64_t last_dim = g->values[x].shape.dim[g->values[x].shape.rank - 1];
     int gamma = other_in(g, mul, g->nodes[dvn].out[0]);
+    if (!ln_param(g, gamma, last_dim)) return PP_OK;
+    /* the shift is optional (timm's LayerNorm2dNoBias, caformer's): an Add of
+     * anything but a constant of the last dim's length ends the pattern at Mul */
     int add2 = sole_user(g, g->nodes[mul].out[0]);
-    if (!is(g, add2, PP_OP_ADD)) return PP_OK;
-    int beta = other_in(g, add2, g->nodes[mul].out[0]);
-    int64_t last_dim = g->values[x].shape.dim[g->values[x].shape.rank - 1];
-    for (int v = 0; v < 2; v++) {
-        const pp_value *p = &g->values[v ? beta : gamma];
-        if (!p->is_const || p->dtype != PP_F32 || p->shape.rank != 1 || p->shape.dim[0] != last_dim)
-            return PP_OK;
-    }
+    int beta = is(g, add2, PP_OP_ADD) ? other_in(g, add2, g->nodes[mul].out[0]) : -1;
+    if (beta < 0 || !ln_param(g, beta, last_dim)) add2 = beta = -1;
+    const int last = add2 >= 0 ? add2 : mul;
     int dead[9] = {rm, sub, pw, rm2, ad, sq, dvn, mul, add2};
-    PP_TRY(become(g, add2, rm, ln, dead, 9, err));
-    pp_node *L = &g->nodes[add2];
+    PP_TRY(become(g, last, rm, ln, dead, 9, err));
+    pp_node *L = &g->nodes[last];
     int ins[3] = {x, gamma, beta};
-    PP_TRY(set_inputs(g, add2, ins, 3, err));
+    PP_TRY(set_inputs(g, last, ins, beta >= 0 ? 3 : 2, err));
     L->attrs = NULL;
     L->n_attrs = 0;
     pp_attr at[2] = {{.name = "axis", .type = PP_ATTR_INT, .i = -1},

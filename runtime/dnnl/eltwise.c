@@ -1,5 +1,6 @@
 /* eltwise.c: unary ops on oneDNN's eltwise: Relu LeakyRelu Elu Sigmoid Tanh
- * Gelu pp.SiLU Log Sqrt Abs Neg Clip HardSwish Softplus. Relu and Clip with
+ * Gelu pp.SiLU Log Sqrt Abs Neg Clip HardSwish Softplus, and Pow by a
+ * constant 2 (square). Relu and Clip with
  * constant bounds are a NaN-keeping clamp of ours (oneDNN's give 0 or a
  * bound for NaN); SiLU runs on our kernel (runtime/cpu/silu.c) where that
  * wins (f32 on AVX2 and AVX-512 CPUs; PPRT_DNNL_SILU=0: never). */
@@ -60,6 +61,14 @@ pp_status dn_eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kind_t 
         if (!strcmp(ap, "none")) *alg = dnnl_eltwise_gelu_erf;
         else if (!strcmp(ap, "tanh")) *alg = dnnl_eltwise_gelu_tanh;
         else return unsup(err, "approximate");
+        return PP_OK;
+    }
+    case PP_OP_POW: { /* x^2 as oneDNN's square x * x: the bits of the reference's (float)pow(x, 2.0) */
+        const pp_tinfo e = n->n_in == 2 && n->in[1] >= 0 ? dn_tinfo(x, n->in[1]) : (pp_tinfo){0};
+        if (!e.data || e.dtype != PP_F32 || numel_of(&e.shape) != 1) return unsup(err, "exponent not a constant f32 scalar");
+        if (*(const float *)e.data != 2.0f) return unsup(err, "exponent other than 2");
+        if (!pp_shape_eq(&T(x, n->in[0])->shape, &T(x, n->out[0])->shape)) return unsup(err, "a broadcast base");
+        *alg = dnnl_eltwise_square;
         return PP_OK;
     }
     /* oneDNN's clip gives a bound for NaN, its exp inf: ours or the reference kernels */

@@ -17,7 +17,9 @@ DepthToSpace (both modes) and SpaceToDepth, a Conv's layer scale (folded into it
 weights unless a scale is 0), a Pad by zero before a Conv or AveragePool (folded into their
 padding where that is the same by definition; the cases that must stay unfolded), ReduceMean over
 every spatial axis (GlobalAveragePool by ppcc, and the reductions that must stay), an Expand read only by
-ops that broadcast anyway (removed by ppcc where that gives the same shapes; the cases that keep it), BatchNormalization in training mode
+ops that broadcast anyway (removed by ppcc where that gives the same shapes; the cases that keep it), a LayerNorm
+written out (one LayerNormalization from ppcc, with or without a shift; the cases it must leave), Pow by 2 and 3
+(edge values, overflow), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
 refused over batched samples), EyeLike, ScatterElements with each reduction, RMSNormalization,
 RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
@@ -490,6 +492,65 @@ for tag, alpha, fuses in (("hardswish", 1.0 / 6.0, True), ("other_alpha", 0.2, F
         bad = close(got, want, 1e-6, 1e-7)
         if bad:
             failures.append(f"conv_{tag}: the exported stage: {bad}")
+
+# ---- LayerNorm written out (torch before opset 17) becomes LayerNormalization, with or without a shift ------
+# (timm's LayerNorm2d of caformer: no bias, so the pattern ends at Mul); Pow by 2 runs on oneDNN as a square
+def layernorm_fused(name, tail, want_inputs, exp=2.0, shape=(2, 3, 5, 8), opset=18):
+    """x -> ReduceMean, Sub, Pow(exp), ReduceMean, Add eps, Sqrt, Div, Mul gamma, then `tail` nodes reading
+    'm'; want_inputs: the LayerNormalization's input count after ppcc, 0 for none. Before opset 17 (no
+    LayerNormalization in ONNX) ppcc --export-stages writes it back as these ops: onnxruntime runs the stage"""
+    x = f32(*shape)
+    x[0, 0, 0, :3] = [np.nan, 1.0, 2.0]  # a row with NaN is NaN
+    x[0, 0, 1, :] = 5.0  # a constant row: zero variance, eps alone
+    feeds = {"x": x, "r": f32(*shape)}
+    inits = {"two": np.array(exp, np.float32), "eps": np.array(1e-6, np.float32),
+             "gamma": f32(shape[-1], lo=0.5, hi=1.5), "beta": f32(shape[-1], lo=-0.5, hi=0.5)}
+    if opset >= 18:
+        inits["axes"] = np.array([-1], np.int64)
+        mean = lambda a, y: M("ReduceMean", [a, "axes"], [y])  # noqa: E731
+    else:
+        mean = lambda a, y: M("ReduceMean", [a], [y], axes=[-1])  # noqa: E731
+    nodes = [mean("x", "mu"), M("Sub", ["x", "mu"], ["d"]), M("Pow", ["d", "two"], ["p"]),
+             mean("p", "var"), M("Add", ["var", "eps"], ["ve"]), M("Sqrt", ["ve"], ["sd"]),
+             M("Div", ["d", "sd"], ["n"]), M("Mul", ["n", "gamma"], ["m"])] + tail
+    outs = [t.output[0] for t in tail] or ["m"]
+    outs += ["m"] if tail and any(t.op_type == "Identity" for t in tail) else []
+    case(name, nodes, feeds, outs, inits=inits, opset=opset, rtol=1e-4, atol=1e-5)
+    d, path = write_case(name + "_ir", model(nodes, feeds, outs, inits, opset), feeds)
+    r = subprocess.run([PPCC, path, "-b", "0", "--dump-ir", "-q", "-o", os.path.join(d, "ir.plan"),
+                        "--export-stages", os.path.join(d, "stages")], capture_output=True, text=True)
+    ln = [l for l in r.stdout.splitlines() if " LayerNormalization " in l]
+    got = len(ln[0].split(" <- ")[1].split(" | ")[0].split(", ")) if ln else 0
+    if r.returncode or got != want_inputs:
+        failures.append(f"{name}: LayerNormalization with {got} inputs, want {want_inputs} (exit {r.returncode}):"
+                        f" {r.stdout.strip()[-600:]} {r.stderr.strip()[-300:]}")
+        return
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    stage = ort.InferenceSession(os.path.join(d, "stages", "stage_0.onnx"), so, providers=["CPUExecutionProvider"])
+    whole = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    for o, got_o, want_o in zip(outs, stage.run(outs, feeds), whole.run(outs, feeds)):
+        # (from opset 17 the stage holds onnxruntime's LayerNormalization: another order of sums)
+        bad = close(got_o, want_o, 1e-6, 1e-7) if opset < 17 else close(got_o, want_o, 1e-4, 1e-5)
+        if bad:
+            failures.append(f"{name}: the exported stage: {o}: {bad}")
+
+
+layernorm_fused("ln_written_shift", [M("Add", ["m", "beta"], ["y"])], 3)
+layernorm_fused("ln_written_no_shift", [], 2)
+# an Add of a computed tensor (a residual) is no shift: the pattern ends at Mul, the Add stays
+layernorm_fused("ln_written_residual_after", [M("Add", ["m", "r"], ["y"])], 2)
+# Mul's output read twice (a graph output too): still one LayerNormalization ending there
+layernorm_fused("ln_written_mul_read_twice", [M("Add", ["m", "beta"], ["y"]), M("Identity", ["m"], ["m_copy"])], 2)
+layernorm_fused("ln_written_cube", [], 0, exp=3.0)
+layernorm_fused("ln_written_no_shift_opset13", [], 2, opset=13)
+layernorm_fused("ln_written_shift_opset13", [M("Add", ["m", "beta"], ["y"])], 3, opset=13)
+# Pow by a constant 2 on oneDNN's square (x * x: the reference's bits), and by 3 on the reference kernel
+for tag, e in (("square", 2.0), ("cube", 3.0)):
+    xs = with_edges(f32(4, 7, lo=-20, hi=20), EDGE + [3e19, -3e19, 1e-30, -1e-30, 1.5]).reshape(4, 7)
+    case(f"pow_{tag}", [M("Pow", ["x", "e"], ["y"])], {"x": xs}, ["y"], inits={"e": np.array(e, np.float32)},
+         opset=15, numpy_ref=lambda f, e=e: [np.power(f["x"].astype(np.float64), e).astype(np.float32)],
+         rtol=1e-7 if e == 2.0 else 1e-6, atol=0.0)
 
 # ---- EyeLike, ScatterElements ---------------------------------------------------------------------
 case("eyelike_k1_int32", [helper.make_node("EyeLike", ["x"], ["y"], k=1, dtype=TP.INT32)], {"x": f32(4, 6)}, ["y"],
