@@ -194,6 +194,7 @@ typedef struct dn_family {
 
 #define DN_FAMILY(name) extern const dn_family dn_##name;
 DN_FAMILY(conv)
+DN_FAMILY(transpose)
 DN_FAMILY(matmul)
 DN_FAMILY(gemm)
 DN_FAMILY(pool)

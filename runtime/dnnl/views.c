@@ -47,6 +47,69 @@ static pp_status build_transpose(pprt_exec *x, const pprt_node *n, const int64_t
     return dn_push_post(x, &po, err);
 }
 
+/* A Transpose whose input is stored in a oneDNN layout, or whose output may
+ * be (its readers take any layout): the input's bytes seen with the
+ * output's dims (the layout's axes permuted) are a layout of the output.
+ * Where the output may be stored so and the input dies here, it takes over
+ * the input's bytes and the node runs as nothing (timm's LayerNorm2d,
+ * [N, C, H, W] stored channels-last, permuted to [N, H, W, C] before a
+ * layer normalization, and back before a convolution: a plain tensor, then
+ * channels-last again); elsewhere one reorder into the output (plain, or
+ * that layout where it may be stored in one). A blocked input with inner
+ * blocks is first reordered to plain in a shared buffer: reorders from such
+ * a permuted layout need not have a JIT kernel. */
+static pp_status build_transpose_laid(pprt_exec *x, const pprt_node *n, const int64_t *perm, pp_err *err) {
+    const int in = n->in[0], out = n->out[0], ni = (int)(n - x->st->nodes);
+    const int rank = T(x, in)->shape.rank;
+    int inv[DNNL_MAX_NDIMS];
+    for (int i = 0; i < rank; i++) inv[perm[i]] = i;
+    dnnl_memory_desc_t cur, seen, plain;
+    PP_TRY(dn_tensor_layout(x, in, &cur, err));
+    PP_TRY(dn_tensor_plain(x, out, &plain, err));
+    const bool inner = cur.format_kind == dnnl_blocked && cur.format_desc.blocking.inner_nblks > 0;
+    if (inner) PP_TRY(dn_tensor_plain(x, in, &cur, err)); /* through a plain copy (below) */
+    DN(dnnl_memory_desc_permute_axes(&seen, &cur, inv), "permuted memory descriptor");
+    const bool keep = dnnl_memory_desc_equal(&seen, &plain) || x->flex[out];
+    if (!inner && keep && x->kind[in] == PPRT_ACTIVATION && x->kind[out] == PPRT_ACTIVATION && !x->ghost[in] &&
+        x->last[in] == ni && x->alias[out] < 0) {
+        x->alias[out] = in;
+        if (!dnnl_memory_desc_equal(&seen, &plain)) x->blocked[out] = true, x->lay[out] = seen;
+        return PP_OK;
+    }
+    dnnl_memory_t sm, dm;
+    post po;
+    if (inner) {
+        dnnl_memory_t copy;
+        PP_TRY(dn_bind_input(x, in, &cur, SLOT_SRC, &copy, err));
+        PP_TRY(dn_slot_mem(x, &seen, SLOT_SRC, &sm, err));
+    } else {
+        PP_TRY(dn_tensor_mem(x, in, &seen, &sm, err));
+    }
+    PP_TRY(dn_bind_output(x, out, keep ? &seen : &plain, &dm, &po, err));
+    if (keep && !inner) { /* the same layout: its bytes copied by our row copy, threaded */
+        step st = {.kind = STEP_MAIN, .nargs = 2};
+        st.rows = (pprt_rowcopy){.rows = 1, .row_bytes = dnnl_memory_desc_get_size(&seen)};
+        st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+        st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+        PP_TRY(dn_push_own(x, st, err));
+    } else {
+        PP_TRY(dn_push_reorder(x, sm, dm, STEP_MAIN, err));
+    }
+    return dn_push_post(x, &po, err);
+}
+
+/* Whether a Transpose of a plain input should leave its output in the
+ * permuted layout: where every reader takes any layout and the layout is
+ * channels-last (the axis moved to the end is the second, a convolution's
+ * channels), the one its readers are likely to want. */
+static bool channels_last(const pprt_exec *x, const pprt_node *n, const int64_t *perm) {
+    const int r = T(x, n->in[0])->shape.rank;
+    if (!x->flex[n->out[0]] || r < 3 || perm[0] != 0 || perm[1] != r - 1) return false;
+    for (int i = 2; i < r; i++)
+        if (perm[i] != i - 1) return false;
+    return true;
+}
+
 /* A Transpose that keeps the last axis: whole rows copied by our kernel
  * (runtime/cpu/permute.h) on the stage's threads. */
 static pp_status build_rows(pprt_exec *x, const pprt_node *n, const int64_t *perm, pp_err *err) {
@@ -72,6 +135,8 @@ static pp_status build_view(pprt_exec *x, const pprt_node *n, pp_err *err) {
         int64_t perm[PP_MAX_DIMS];
         /* a bad perm is the reference kernel's to report */
         if (pp_transpose_perm(attrs_of(x, n), s->rank, perm, err) != PP_OK) return unsup(err, "bad 'perm'");
+        if (x->blocked[in] || channels_last(x, n, perm))
+            return build_transpose_laid(x, n, perm, err);
         if (!moves_no_bytes(s, perm)) {
             /* rows stay whole: our row copies, threaded (oneDNN's reorder of such a view is slower) */
             if (perm[s->rank - 1] == s->rank - 1) return build_rows(x, n, perm, err);
@@ -181,6 +246,8 @@ static pp_status build_split(pprt_exec *x, const pprt_node *n, pp_err *err) {
 }
 
 const dn_family dn_view = {.build = build_view, .view = true};
+/* a Transpose reads its input in any layout (build_transpose_laid) */
+const dn_family dn_transpose = {.build = build_view, .any_in = 1u << 0, .view = true};
 const dn_family dn_split = {.build = build_split};
 const dn_family dn_pad = {.build = build_pad};
 const dn_family dn_slice = {.build = build_slice};

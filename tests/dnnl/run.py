@@ -549,6 +549,47 @@ def metaformer():
     return m.save([t, c]), m.data(), ["Conv", "AveragePool", "MatMul", "BatchNormalization"]
 
 
+def convformer():
+    """ConvFormer's and CAFormer's blocks as timm exports them before opset
+    17: a LayerNorm2d without shift written out between two Transposes
+    ([N, C, H, W] -> [N, H, W, C] and back; ppcc makes it one
+    LayerNormalization of two inputs), StarReLU (Relu, Pow by 2, a scale and
+    a bias; a convolution absorbs all four), a depthwise 7x7 convolution and
+    the residual Add. A Transpose reads a convolution's output in the layout
+    the convolution wrote: where that input dies there, the Transpose takes
+    over its bytes; where it is read again (the residual), one copy. The
+    Transpose after the normalization leaves its output channels-last for
+    the convolution (a view). Then a Transpose of a model input feeding an
+    Add with a convolution's output, one that moves the last axis of a
+    convolution's output before a Softmax (plain), and a Pow by 3
+    (the reference kernel)."""
+    m = Model("convformer", [("x", (3, 10, 10)), ("z", (10, 10, 24))], opset=13)
+
+    def ln2d(t, c):
+        h = m.op("Transpose", [t], perm=[0, 2, 3, 1])
+        d = m.op("Sub", [h, m.op("ReduceMean", [h], axes=[-1])])
+        v = m.op("ReduceMean", [m.op("Pow", [d, m.const(2.0)])], axes=[-1])
+        n = m.op("Div", [d, m.op("Sqrt", [m.op("Add", [v, m.const(1e-6)])])])
+        return m.op("Transpose", [m.op("Mul", [n, m.const(m.rng.uniform(0.5, 1.5, c))])], perm=[0, 3, 1, 2])
+
+    def star_relu(t):
+        r = m.op("Pow", [m.op("Relu", [t]), m.const(2.0)])
+        return m.op("Add", [m.op("Mul", [m.const(0.8), r]), m.const(-0.1)])
+
+    x0 = m.conv("x", 3, 24, (2, 2), pads=[1, 1, 0, 0])  # (no Winograd: its output layout has inner blocks)
+    h = star_relu(m.conv(ln2d(x0, 24), 24, 48, (1, 1), bias=False))
+    h = m.conv(h, 48, 48, (7, 7), group=48, pads=[3, 3, 3, 3], bias=False)
+    x1 = m.op("Add", [x0, m.conv(h, 48, 24, (1, 1), bias=False)])
+    y = m.conv(star_relu(m.conv(ln2d(x1, 24), 24, 32, (1, 1))), 32, 24, (1, 1))
+    zt = m.op("Add", [m.op("Transpose", ["z"], perm=[0, 3, 1, 2]), m.conv(y, 24, 24, (1, 1))])
+    # (scaled down, and the cube of the first convolution's output: bf16's errors through five
+    # convolutions and two squares, then a cube, passed its 5%)
+    s = m.op("Softmax", [m.op("Transpose", [m.op("Mul", [m.conv(zt, 24, 16, (1, 1)), m.const(0.25)])],
+                              perm=[0, 1, 3, 2])], axis=-1)
+    c = m.op("Pow", [m.op("Tanh", [x0]), m.const(3.0)])
+    return m.save([s, c]), m.data(), ["Conv", "Pow", "Transpose", "Softmax", "Tanh"]
+
+
 def norms():
     """InstanceNormalization and GroupNormalization on oneDNN's layer
     normalization, then the scale and bias by a binary primitive: an instance
@@ -602,11 +643,12 @@ def resize():
 # ---- run everything --------------------------------------------------------------------------------
 
 for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices, cut_types, windows,
-             metaformer, norms, norms21, resize):
+             metaformer, convformer, norms, norms21, resize):
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
-        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices", "windows", "metaformer", "norms", "resize") else \
+        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices", "windows", "metaformer",
+                                                                 "convformer", "norms", "resize") else \
             (1, 2, 3, 4) if name == "cut_types" else (1,)
         for pp in pps:
             plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
@@ -634,7 +676,7 @@ for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices
 # plain: its kernel (and so its bits) must not depend on the split (the
 # zoo's DenseNet-121 at -pp 4 is the model that showed it: tests/models)
 # metaformer: likewise for a residual absorbed as a post-op (see the model)
-for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows", "metaformer", "norms", "resize")
+for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows", "metaformer", "convformer", "norms", "resize")
                                   for k in (2, 3)):
     d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_blocked_t1") for k in (1, pp))
     if os.path.isdir(d1) and os.path.isdir(dn):
@@ -702,6 +744,23 @@ if ISA in ("avx2", "avx512"):
             failures.append(f"windows: {red} of 3 reductions on pprt's kernel:\n{r.stderr}")
     except RuntimeError as e:
         failures.append(f"windows: {e}")
+
+# convformer: ppcc made each written-out LayerNorm2d one LayerNormalization
+# (no shift); StarReLU's Pow is a post-op of the convolution before it; the
+# Transposes after the normalizations (a plain input that dies there, read
+# by a convolution) are views, on every ISA
+try:
+    r = run([PPRT, os.path.join(work, "convformer_fused_1.plan"), os.path.join(work, "convformer_data"), "--backend",
+             "dnnl", "-q", "-o", os.path.join(work, "convformer_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
+    lines = [l.split() for l in r.stderr.splitlines() if l.startswith("  ")]
+    ln = sum(1 for l in lines if l[1] == "LayerNormalization")
+    pow_post = sum(1 for l in lines if l[1] == "Pow" and l[2:] == ["post-op"])
+    t_views = sum(1 for l in lines if l[1] == "Transpose" and len(l) == 2)
+    if ln != 2 or pow_post != 2 or t_views < 2:
+        failures.append(f"convformer: {ln} LayerNormalizations (want 2), {pow_post} Pows as post-ops (want 2), "
+                        f"{t_views} Transposes as views (want 2 or more):\n{r.stderr}")
+except RuntimeError as e:
+    failures.append(f"convformer: {e}")
 
 # slices: at -pp 1 (fused) the Add of query and key, the Mul by the value and
 # the Tanh write over their (first) input, which dies there (binary and
