@@ -216,6 +216,34 @@ static dnnl_primitive_desc_t guard_fast(pprt_exec *x, const conv_cands *k, const
     return pd;
 }
 
+/* Whether pd runs oneDNN's gemm (im2col) or reference convolution. */
+static bool slow_kernel(const_dnnl_primitive_desc_t pd) {
+    const char *impl = "ref";
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success) return true;
+    return !strncmp(impl, "ref", 3) || !strncmp(impl, "gemm", 4) || strstr(impl, ":gemm") != NULL;
+}
+
+/* Whether the convolution alone, absorbing none of the nodes after it, gets
+ * a gemm or reference kernel too. Some post-ops take the JIT kernels out of
+ * the running: PiT's patch embedding (16x16, stride 8, 3 to 64 channels)
+ * with its position embedding [1, 64, 27, 27] added as a binary post-op ran
+ * as a gemm convolution over plain tensors, 13-40 ms a micro-batch of 8,
+ * against 2.7 ms for the brgemm convolution and 0.1 ms for the Add apart
+ * (AMD Zen 4). Then the node absorbs nothing (build_all builds it again). */
+static bool bare_is_slow(pprt_exec *x, const conv_cands *k, const conv_ops *ops) {
+    const int n_fused = x->n_fused, n_whole = x->n_whole;
+    conv_ops o = *ops;
+    o.relu = false; /* (relu is a post-op only beside absorbed nodes) */
+    x->n_fused = 0;
+    pp_err e = {0};
+    int na = 0;
+    dnnl_primitive_desc_t pd = NULL;
+    const bool slow = conv_choose(x, k, &o, NULL, NULL, &na, &pd, &e) != PP_OK || slow_kernel(pd);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    x->n_fused = n_fused, x->n_whole = n_whole;
+    return slow;
+}
+
 static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pp_attrs a = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
@@ -313,6 +341,10 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (!dn_whole_operands_fit(x, pd)) {
         dnnl_primitive_desc_destroy(pd);
         return unsup(err, "a binary post-op operand in another layout than the output");
+    }
+    if (x->n_fused && slow_kernel(pd) && !bare_is_slow(x, &cands, &ops)) {
+        dnnl_primitive_desc_destroy(pd);
+        return unsup(err, "its post-ops leave oneDNN only a gemm or reference kernel, which it has not without them");
     }
 
     dnnl_primitive_desc_t fast = clamp ? guard_fast(x, &cands, &ops, pd, lo, hi) : NULL;
