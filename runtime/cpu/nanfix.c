@@ -58,7 +58,8 @@ static inline int is_nan_bits(const float *x) {
 static void rows(const pprt_nanfix *f, float *y, int threads) {
     const int64_t outer = f->outer, len = f->len, inner = f->inner;
     (void)threads;
-#pragma omp parallel for num_threads(threads) schedule(static) if (outer > 1 && outer * len * inner > (1 << 15) && threads > 1)
+    const bool share = outer > 1 && outer * len * inner > (1 << 15) && threads > 1;
+#pragma omp parallel for num_threads(threads) schedule(static) if (share)
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             float *r = y + o * len * inner + i;

@@ -78,7 +78,7 @@ static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int
              (r = dn_slot_mem(x, &scmd, SLOT_SCRATCH, &scm, err)) == PP_OK && zi >= 0)
         r = dn_bind_input(x, zi, &ymd, SLOT_WEI, &zm, err); /* SLOT_WEI: the weights here are constant */
     if (r == PP_OK) {
-        step s = {.kind = STEP_MAIN, .wino = wn, .lo = lo, .hi = hi, .nargs = 3};
+        step s = {.kind = STEP_MAIN, .own = OWN_WINO, .wino = wn, .lo = lo, .hi = hi, .nargs = 3};
         s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
         s.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
         s.args[2] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scm};

@@ -75,18 +75,27 @@ enum { GUARD_NONE, GUARD_FAST, GUARD_EXACT };
  * scratchpad, and up to four residuals read as post-op operands (dn_append_fused) */
 enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, SLOT_OP0, N_SLOTS = SLOT_OP0 + 4 };
 
+/* Which of pprt's own kernels a step without a primitive runs: its member of step's union */
+typedef enum own_kind { OWN_NONE, OWN_WINO, OWN_SILU, OWN_BNORM, OWN_FIX, OWN_PERM, OWN_SOFTMAX, OWN_PAD,
+                        OWN_REDUCE, OWN_ROWS } own_kind;
+
 typedef struct step {
-    dnnl_primitive_t prim; /* NULL for a step of our own kernels (the three below) */
-    pprt_wino *wino;       /* our Winograd kernel; args: SRC, DST, SCRATCHPAD, and SRC_1 (the residual) if any */
-    float lo, hi;          /* wino: the clamp after bias and residual */
-    size_t silu;           /* > 0: a step of our SiLU kernel over this many floats (args: SRC, DST) */
-    pprt_bnorm *bnorm;     /* our BatchNormalization kernel (args: SRC, DST) */
-    pprt_nanfix fix;       /* kind > 0: a pass of our own for NaN (nanfix.h; args: SRC, DST) */
-    pprt_permute perm;     /* rows > 0: our row copies of a Transpose that keeps the last axis (args: SRC, DST) */
-    pprt_softmax softmax;  /* n > 0: our Softmax over a middle axis (args: SRC, DST) */
-    pprt_pad pad;          /* units > 0: our constant-mode Pad (args: SRC, DST) */
-    pprt_reduce reduce;    /* kind > 0: our reduction (args: SRC, DST) */
-    pprt_rowcopy rows;     /* rows > 0: our strided row copies, a Split's output (args: SRC, DST) */
+    dnnl_primitive_t prim; /* NULL for a step of our own kernels: `own` says which */
+    own_kind own;
+    union { /* own's member; args SRC and DST unless said */
+        struct {
+            pprt_wino *wino; /* Winograd; args: SRC, DST, SCRATCHPAD, and SRC_1 (the residual) if any */
+            float lo, hi;    /* the clamp after bias and residual */
+        };
+        size_t silu;          /* SiLU over this many floats */
+        pprt_bnorm *bnorm;    /* BatchNormalization */
+        pprt_nanfix fix;      /* a pass for NaN (nanfix.h) */
+        pprt_permute perm;    /* row copies of a Transpose that keeps the last axis */
+        pprt_softmax softmax; /* Softmax over a middle axis */
+        pprt_pad pad;         /* Pad */
+        pprt_reduce reduce;   /* a reduction */
+        pprt_rowcopy rows;    /* strided row copies (a Split's output, a Transpose's copy) */
+    };
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int guard; /* GUARD_*: a guarded Relu or Clip's fast primitive, or a step of its exact path */
     int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */

@@ -65,7 +65,8 @@ pp_status dn_eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kind_t 
     }
     case PP_OP_POW: { /* x^2 as oneDNN's square x * x: the bits of the reference's (float)pow(x, 2.0) */
         const pp_tinfo e = n->n_in == 2 && n->in[1] >= 0 ? dn_tinfo(x, n->in[1]) : (pp_tinfo){0};
-        if (!e.data || e.dtype != PP_F32 || numel_of(&e.shape) != 1) return unsup(err, "exponent not a constant f32 scalar");
+        if (!e.data || e.dtype != PP_F32 || numel_of(&e.shape) != 1)
+            return unsup(err, "exponent not a constant f32 scalar");
         if (*(const float *)e.data != 2.0f) return unsup(err, "exponent other than 2");
         if (!pp_shape_eq(&T(x, n->in[0])->shape, &T(x, n->out[0])->shape)) return unsup(err, "a broadcast base");
         *alg = dnnl_eltwise_square;
@@ -115,7 +116,8 @@ static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (n->op == PP_OP_SILU && x->own_silu && src.data_type == dnnl_f32 && dnnl_memory_desc_equal(&src, dst_md)) {
         /* our kernel over every float of the layout (a blocked one's
          * padding included: silu(0) = 0 keeps it zero) */
-        step st = {.kind = STEP_MAIN, .nargs = 2, .silu = dnnl_memory_desc_get_size(&src) / sizeof(float)};
+        step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_SILU,
+                   .silu = dnnl_memory_desc_get_size(&src) / sizeof(float)};
         dnnl_primitive_desc_destroy(pd);
         if (!st.silu) return unsup(err, "empty");
         st.args[0] = args[0], st.args[1] = args[1];

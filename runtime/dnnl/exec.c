@@ -185,8 +185,8 @@ mark dn_mark_now(const pprt_exec *x) {
 void dn_rollback(pprt_exec *x, mark m) {
     for (int i = m.steps; i < x->n_steps; i++) {
         if (x->steps[i].prim) dnnl_primitive_destroy(x->steps[i].prim);
-        pprt_wino_free(x->steps[i].wino);
-        pprt_bnorm_free(x->steps[i].bnorm);
+        if (x->steps[i].own == OWN_WINO) pprt_wino_free(x->steps[i].wino);
+        if (x->steps[i].own == OWN_BNORM) pprt_bnorm_free(x->steps[i].bnorm);
     }
     for (int i = m.mems; i < x->n_mems; i++) dnnl_memory_destroy(x->mems[i]);
     for (int i = m.owned; i < x->n_owned; i++) free(x->owned[i]);

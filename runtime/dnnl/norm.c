@@ -76,7 +76,7 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
         post out;
         PP_TRY(pprt_bnorm_create(&bl, x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]], x->ptr[n->in[4]], eps,
                                  x->n_fused == 1, &bn, err));
-        step st = {.kind = STEP_MAIN, .nargs = 2, .bnorm = bn};
+        step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_BNORM, .bnorm = bn};
         pp_status r;
         if ((r = dn_bind_output(x, yi, &cur, &dm, &out, err)) != PP_OK ||
             (r = dn_bind_input(x, xi, &cur, SLOT_SRC, &sm, err)) != PP_OK) {

@@ -32,7 +32,7 @@ static pp_status build_reduce(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (pp_reduce_parse(n->op, attrs_of(x, n), &xt, n->n_in > 1 ? &at : NULL, &r, err) != PP_OK)
         return unsup(err, "not constant axes");
     const pp_shape *s = &T(x, in)->shape;
-    step st = {.kind = STEP_MAIN};
+    step st = {.kind = STEP_MAIN, .own = OWN_REDUCE};
     if (!pprt_reduce_plan(s->dim, s->rank, r.mask, kind_of(n->op), &st.reduce))
         return unsup(err, "the reduced axes are not neighbours, or it is empty");
     if (st.reduce.outer * st.reduce.inner != numel_of(&T(x, out)->shape)) return unsup(err, "the output's size");

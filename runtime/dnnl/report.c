@@ -67,17 +67,19 @@ void dn_report(const pprt_exec *x) {
             const step *s = &x->steps[x->first[ni] + k];
             const_dnnl_primitive_desc_t pd;
             static const char *fixes[] = {"?", "pprt:clamp", "pprt:nan_rows", "pprt:maxpool_nan"};
-            const char *impl = s->silu                       ? "pprt:silu:avx2"
-                               : s->perm.rows                 ? "pprt:permute_rows"
-                               : s->softmax.n                 ? "pprt:softmax_cols"
-                               : s->pad.units                 ? "pprt:pad"
-                               : s->reduce.kind               ? "pprt:reduce"
-                               : s->rows.rows                 ? "pprt:rowcopy"
-                               : s->bnorm                     ? (pprt_bnorm_relu(s->bnorm) ? "pprt:bnorm_relu" : "pprt:bnorm")
-                               : s->fix.kind                  ? fixes[s->fix.kind]
-                               : !s->wino                     ? "?"
-                               : pprt_wino_tile(s->wino) == 2 ? "pprt:wino_2x3:avx2"
-                                                              : "pprt:wino_4x3:avx2";
+            const char *impl = "?";
+            switch (s->own) {
+            case OWN_SILU: impl = "pprt:silu:avx2"; break;
+            case OWN_PERM: impl = "pprt:permute_rows"; break;
+            case OWN_SOFTMAX: impl = "pprt:softmax_cols"; break;
+            case OWN_PAD: impl = "pprt:pad"; break;
+            case OWN_REDUCE: impl = "pprt:reduce"; break;
+            case OWN_ROWS: impl = "pprt:rowcopy"; break;
+            case OWN_BNORM: impl = pprt_bnorm_relu(s->bnorm) ? "pprt:bnorm_relu" : "pprt:bnorm"; break;
+            case OWN_FIX: impl = s->fix.kind > 0 && s->fix.kind < 4 ? fixes[s->fix.kind] : "?"; break;
+            case OWN_WINO: impl = pprt_wino_tile(s->wino) == 2 ? "pprt:wino_2x3:avx2" : "pprt:wino_4x3:avx2"; break;
+            case OWN_NONE: break;
+            }
             if (s->prim && dnnl_primitive_get_primitive_desc(s->prim, &pd) == dnnl_success)
                 dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
             fprintf(stderr, " %s%s", s->kind == STEP_REORDER ? "reorder:" : s->kind == STEP_COPY ? "copy:" : "",

@@ -8,7 +8,7 @@
 /* over a middle axis: our kernel, which keeps NaN as the reference does */
 static pp_status build_cols(pprt_exec *x, const pprt_node *n, const dnnl_memory_desc_t *md, const int64_t *dims,
                             pp_err *err) {
-    step st = {.kind = STEP_MAIN, .nargs = 2};
+    step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_SOFTMAX};
     st.softmax = (pprt_softmax){.outer = dims[0], .n = dims[1], .inner = dims[2], .log = n->op == PP_OP_LOGSOFTMAX};
     dnnl_memory_t sm, dm;
     PP_TRY(dn_plain_view(x, n->in[0], md, &sm, err));

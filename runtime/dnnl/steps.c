@@ -393,6 +393,7 @@ pp_status dn_write_in_place(pprt_exec *x, const pprt_node *n, int xi, const dnnl
 /* ---- steps of our own kernels ------------------------------------------------------------ */
 
 pp_status dn_push_own(pprt_exec *x, step s, pp_err *err) {
+    if (s.prim || s.own == OWN_NONE) return PP_FAIL(err, PP_ERUNTIME, "internal: a step of pprt's kernels names none");
     if (!GROW(x->steps, x->cap_steps, x->n_steps + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     s.threads = x->build_threads;
     x->steps[x->n_steps++] = s;
@@ -415,7 +416,7 @@ pp_status dn_push_own_io(pprt_exec *x, step s, int in, int out, pp_err *err) {
 }
 
 pp_status dn_push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnnl_memory_t dst, pp_err *err) {
-    step s = {.kind = STEP_MAIN, .nargs = 2, .fix = *f};
+    step s = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_FIX, .fix = *f};
     s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, src};
     s.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dst};
     return dn_push_own(x, s, err);
@@ -442,15 +443,18 @@ static dnnl_status_t run_own(const step *s) {
         if (ds != dnnl_success) return ds;
     }
     const int team = dn_team();
-    if (s->wino) pprt_wino_run(s->wino, p[0], p[1], p[3], s->lo, s->hi, p[2], team);
-    else if (s->bnorm) pprt_bnorm_run(s->bnorm, p[0], p[1], team);
-    else if (s->silu) pprt_silu(p[0], p[1], s->silu, team);
-    else if (s->perm.rows) pprt_permute_run(&s->perm, p[0], p[1], team);
-    else if (s->softmax.n) pprt_softmax_run(&s->softmax, p[0], p[1], team);
-    else if (s->pad.units) pprt_pad_run(&s->pad, p[0], p[1], team);
-    else if (s->reduce.kind) pprt_reduce_run(&s->reduce, p[0], p[1], team);
-    else if (s->rows.rows) pprt_rowcopy_run(&s->rows, p[0], p[1], team);
-    else pprt_nanfix_run(&s->fix, p[0], p[1], team);
+    switch (s->own) {
+    case OWN_WINO: pprt_wino_run(s->wino, p[0], p[1], p[3], s->lo, s->hi, p[2], team); break;
+    case OWN_BNORM: pprt_bnorm_run(s->bnorm, p[0], p[1], team); break;
+    case OWN_SILU: pprt_silu(p[0], p[1], s->silu, team); break;
+    case OWN_PERM: pprt_permute_run(&s->perm, p[0], p[1], team); break;
+    case OWN_SOFTMAX: pprt_softmax_run(&s->softmax, p[0], p[1], team); break;
+    case OWN_PAD: pprt_pad_run(&s->pad, p[0], p[1], team); break;
+    case OWN_REDUCE: pprt_reduce_run(&s->reduce, p[0], p[1], team); break;
+    case OWN_ROWS: pprt_rowcopy_run(&s->rows, p[0], p[1], team); break;
+    case OWN_FIX: pprt_nanfix_run(&s->fix, p[0], p[1], team); break;
+    case OWN_NONE: return dnnl_runtime_error; /* dn_push_own refuses such a step */
+    }
     return dnnl_success;
 }
 

@@ -87,7 +87,7 @@ static pp_status build_transpose_laid(pprt_exec *x, const pprt_node *n, const in
     }
     PP_TRY(dn_bind_output(x, out, keep ? &seen : &plain, &dm, &po, err));
     if (keep && !inner) { /* the same layout: its bytes copied by our row copy, threaded */
-        step st = {.kind = STEP_MAIN, .nargs = 2};
+        step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_ROWS};
         st.rows = (pprt_rowcopy){.rows = 1, .row_bytes = dnnl_memory_desc_get_size(&seen)};
         st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
         st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
@@ -114,7 +114,7 @@ static bool channels_last(const pprt_exec *x, const pprt_node *n, const int64_t 
  * (runtime/cpu/permute.h) on the stage's threads. */
 static pp_status build_rows(pprt_exec *x, const pprt_node *n, const int64_t *perm, pp_err *err) {
     const pp_shape *s = &T(x, n->in[0])->shape;
-    step st = {.kind = STEP_MAIN};
+    step st = {.kind = STEP_MAIN, .own = OWN_PERM};
     if (!pprt_permute_plan(s->dim, s->rank, perm, sizeof(float), &st.perm)) return unsup(err, "not a row copy");
     return dn_push_own_io(x, st, n->in[0], n->out[0], err);
 }
@@ -199,7 +199,7 @@ static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (pd.mode == PPRT_PAD_CONSTANT && !pd.value_known) return unsup(err, "a computed constant value");
     const pp_shape *s = &T(x, in)->shape;
     if (!pp_shape_eq(&pd.out, &T(x, out)->shape)) return unsup(err, "the pads do not give the output's shape");
-    step st = {.kind = STEP_MAIN};
+    step st = {.kind = STEP_MAIN, .own = OWN_PAD};
     if (!pprt_pad_plan(s->dim, pd.out.dim, pd.begin, s->rank, pd.mode, pd.value, &st.pad))
         return unsup(err, "its rank or pads");
     return dn_push_own_io(x, st, in, out, err);
@@ -234,7 +234,7 @@ static pp_status build_split(pprt_exec *x, const pprt_node *n, pp_err *err) {
         const int out = n->out[k];
         const int64_t len = T(x, out)->shape.dim[axis];
         if (outer * len * inner == 0) continue;
-        step st = {.kind = STEP_MAIN};
+        step st = {.kind = STEP_MAIN, .own = OWN_ROWS};
         st.rows = (pprt_rowcopy){.rows = (size_t)outer, .row_bytes = (size_t)(len * inner) * sizeof(float),
                                  .src_stride = (size_t)(s->dim[axis] * inner) * sizeof(float),
                                  .dst_stride = (size_t)(len * inner) * sizeof(float),
