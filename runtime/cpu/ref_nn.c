@@ -12,6 +12,7 @@
  *   - Resize is separable: one 1-D pass per resized axis, each output
  *     coordinate a short list of (input index, weight) taps. */
 #include "ref.h"
+#include "nearest.h"
 #include "../../ir/op_fns.h"
 #include "../../ir/shape_nn.h"
 
@@ -1228,6 +1229,22 @@ static bool resize_identity(const pp_resize *r, int d, int64_t in) {
     if (r->out[d] != in) return false;
     if (r->coord == PP_RC_TF_CROP_AND_RESIZE) return r->roi0[d] == 0.0 && r->roi1[d] == 1.0;
     return fabs(r->scale[d] - 1.0) <= 1e-9;
+}
+
+bool pprt_resize_nearest_map(const pp_resize *r, int d, int64_t in, int64_t *idx) {
+    const int64_t n = r->out[d];
+    if (r->mode != PP_RS_NEAREST || n <= 0 || in <= 0) return false;
+    if (resize_identity(r, d, in)) {
+        for (int64_t o = 0; o < n; o++) idx[o] = o;
+        return true;
+    }
+    double *w = malloc((size_t)n * sizeof *w);
+    bool *ext = malloc((size_t)n * sizeof *ext), ok = w && ext;
+    if (ok) resize_table(r, d, in, idx, w, ext);
+    for (int64_t o = 0; ok && o < n; o++) ok = !ext[o];
+    free(w);
+    free(ext);
+    return ok;
 }
 
 /* dst[outer, out_d, inner] = the taps of axis d applied to src[outer, in_d, inner]. */

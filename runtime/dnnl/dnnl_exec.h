@@ -28,6 +28,7 @@
 #include "../cpu/pad.h"
 #include "../cpu/reduce.h"
 #include "../cpu/rowcopy.h"
+#include "../cpu/nearest.h"
 #include "../cpu/softmax.h"
 #include "../cpu/wino.h"
 
@@ -77,7 +78,7 @@ enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, SLOT_OP0, N_SLOTS = SLOT_OP0 
 
 /* Which of pprt's own kernels a step without a primitive runs: its member of step's union */
 typedef enum own_kind { OWN_NONE, OWN_WINO, OWN_SILU, OWN_BNORM, OWN_FIX, OWN_PERM, OWN_SOFTMAX, OWN_PAD,
-                        OWN_REDUCE, OWN_ROWS } own_kind;
+                        OWN_REDUCE, OWN_ROWS, OWN_NEAREST } own_kind;
 
 typedef struct step {
     dnnl_primitive_t prim; /* NULL for a step of our own kernels: `own` says which */
@@ -95,6 +96,7 @@ typedef struct step {
         pprt_pad pad;         /* Pad */
         pprt_reduce reduce;   /* a reduction */
         pprt_rowcopy rows;    /* strided row copies (a Split's output, a Transpose's copy) */
+        pprt_nearest nearest; /* Resize by nearest neighbour */
     };
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int guard; /* GUARD_*: a guarded Relu or Clip's fast primitive, or a step of its exact path */

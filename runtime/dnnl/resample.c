@@ -3,7 +3,9 @@
  * half_pixel coordinate transform (pytorch_half_pixel where every resized
  * axis has more than one output), no antialiasing, each axis's scale equal
  * to its output over its input extent (oneDNN maps coordinates with that
- * ratio), N and C kept. Source and destination are plain whatever the
+ * ratio), N and C kept. Nearest, every coordinate transform and rounding:
+ * pprt's gather (runtime/cpu/nearest.h) with the reference kernel's index
+ * maps, so its elements. Source and destination are plain whatever the
  * neighbours' layouts, so the kernel, and so the bits, do not depend on
  * where a cut falls. Everything else runs on the reference kernel. */
 #include <math.h>
@@ -11,11 +13,27 @@
 #include "../../ir/shape_nn.h"
 #include "dnnl_exec.h"
 
+/* Nearest: each axis's index map (the reference kernel's), then a gather */
+static pp_status build_nearest(pprt_exec *x, const pprt_node *n, const pp_resize *r, pp_err *err) {
+    const int xi = n->in[0], yi = n->out[0];
+    const pp_shape *xs = &T(x, xi)->shape, *ys = &T(x, yi)->shape;
+    if (xs->rank < 1 || xs->rank > PPRT_NEAREST_RANK || numel_of(xs) == 0) return unsup(err, "rank, or empty");
+    step st = {.kind = STEP_MAIN, .own = OWN_NEAREST};
+    st.nearest.rank = xs->rank;
+    for (int d = 0; d < xs->rank; d++) {
+        if (r->out[d] != ys->dim[d]) return unsup(err, "output shape");
+        int64_t *map = dn_own_alloc(x, (size_t)r->out[d] * sizeof *map);
+        if (!map) return PP_FAIL(err, PP_ENOMEM, "out of memory for a Resize's index map");
+        if (!pprt_resize_nearest_map(r, d, xs->dim[d], map)) return unsup(err, "a position outside the input");
+        st.nearest.in[d] = xs->dim[d], st.nearest.out[d] = ys->dim[d], st.nearest.map[d] = map;
+    }
+    return dn_push_own_io(x, st, xi, yi, err);
+}
+
 static pp_status build_resample(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int xi = n->in[0], yi = n->out[0];
     const pp_shape *xs = &T(x, xi)->shape, *ys = &T(x, yi)->shape;
     if (!f32(x, xi) || !f32(x, yi) || numel_of(ys) == 0) return unsup(err, "not a non-empty f32 tensor");
-    if (xs->rank < 3 || xs->rank > 5) return unsup(err, "rank");
     pp_tinfo ti[4];
     if (n->n_in > 4) return unsup(err, "more than 4 inputs");
     for (int k = 0; k < n->n_in; k++) {
@@ -26,7 +44,9 @@ static pp_status build_resample(pprt_exec *x, const pprt_node *n, pp_err *err) {
     }
     pp_resize r;
     if (pp_resize_parse(attrs_of(x, n), ti, n->n_in, &r, err) != PP_OK) return unsup(err, "its attributes");
-    if (r.mode != PP_RS_LINEAR) return unsup(err, "a mode other than linear");
+    if (r.mode == PP_RS_NEAREST) return build_nearest(x, n, &r, err);
+    if (xs->rank < 3 || xs->rank > 5) return unsup(err, "rank");
+    if (r.mode != PP_RS_LINEAR) return unsup(err, "a mode other than linear or nearest");
     if (r.antialias) return unsup(err, "antialias");
     if (r.coord != PP_RC_HALF_PIXEL && r.coord != PP_RC_PYTORCH_HALF_PIXEL)
         return unsup(err, "a coordinate transform other than half_pixel");

@@ -452,6 +452,7 @@ static dnnl_status_t run_own(const step *s) {
     case OWN_PAD: pprt_pad_run(&s->pad, p[0], p[1], team); break;
     case OWN_REDUCE: pprt_reduce_run(&s->reduce, p[0], p[1], team); break;
     case OWN_ROWS: pprt_rowcopy_run(&s->rows, p[0], p[1], team); break;
+    case OWN_NEAREST: pprt_nearest_run(&s->nearest, p[0], p[1], team); break;
     case OWN_FIX: pprt_nanfix_run(&s->fix, p[0], p[1], team); break;
     case OWN_NONE: return dnnl_runtime_error; /* dn_push_own refuses such a step */
     }

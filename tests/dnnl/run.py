@@ -635,7 +635,8 @@ def resize():
     pytorch_half_pixel): 2x up from a convolution's output (blocked where
     the convolution is in the same stage), 2x down, 1.5x up, 1-D; and one
     with align_corners, which oneDNN does not compute, on the reference
-    kernel in between."""
+    kernel in between. Nearest on pprt's gather (three coordinate
+    transforms and roundings)."""
     m = Model("resize", [("x", (8, 6, 6))])
     c = m.conv("x", 8, 8, (3, 3), pads=[1, 1, 1, 1])
     e = ""
@@ -648,7 +649,17 @@ def resize():
                    coordinate_transformation_mode="align_corners")
     one = m.op("Resize", [m.op("Reshape", [corners, m.const_i64([0, 8, 324])]), e, m.const([1, 1, 2])],
                mode="linear", coordinate_transformation_mode="half_pixel")
-    return m.save([down, one]), m.data(), ["Resize"]
+    # nearest (pprt's gather with the reference kernel's index maps): torch's nn.Upsample (asymmetric,
+    # floor), 1.5x with half_pixel rounding half down, 0.6x down with align_corners rounding half up
+    # (tf_crop_and_resize, whose extrapolation keeps it on the reference kernel, is refused over
+    # micro-batches: the conformance tests run it)
+    near = m.op("Resize", [c, e, m.const([1, 1, 2, 2])], mode="nearest",
+                coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    near = m.op("Resize", [near, e, m.const([1, 1, 1.5, 1.5])], mode="nearest",
+                coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_floor")
+    near = m.op("Resize", [near, e, m.const([1, 1, 0.6, 0.6])], mode="nearest",
+                coordinate_transformation_mode="align_corners", nearest_mode="round_prefer_ceil")
+    return m.save([down, one, near]), m.data(), ["Resize"]
 
 
 # ---- run everything --------------------------------------------------------------------------------
@@ -784,6 +795,16 @@ if ISA == "avx512":
             failures.append(f"patch_embed: the convolution ran oneDNN's gemm or reference kernel:\n{r.stderr}")
     except RuntimeError as e:
         failures.append(f"patch_embed: {e}")
+
+# resize: the three nearest Resizes run on pprt's gather
+try:
+    r = run([PPRT, os.path.join(work, "resize_fused_1.plan"), os.path.join(work, "resize_data"), "--backend",
+             "dnnl", "-q", "-o", os.path.join(work, "resize_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
+    near = len(re.findall(r"Resize\s+pprt:nearest", r.stderr))
+    if near != 3:
+        failures.append(f"resize: {near} of 3 nearest Resizes on pprt's gather:\n{r.stderr}")
+except RuntimeError as e:
+    failures.append(f"resize: {e}")
 
 # slices: at -pp 1 (fused) the Add of query and key, the Mul by the value and
 # the Tanh write over their (first) input, which dies there (binary and

@@ -19,7 +19,8 @@ padding where that is the same by definition; the cases that must stay unfolded)
 every spatial axis (GlobalAveragePool by ppcc, and the reductions that must stay), an Expand read only by
 ops that broadcast anyway (removed by ppcc where that gives the same shapes; the cases that keep it), a LayerNorm
 written out (one LayerNormalization from ppcc, with or without a shift; the cases it must leave), Pow by 2 and 3
-(edge values, overflow), BatchNormalization in training mode
+(edge values, overflow), Resize by nearest neighbour (four coordinate transforms, four roundings, ranks 3 to
+5), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
 refused over batched samples), EyeLike, ScatterElements with each reduction, RMSNormalization,
 RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
@@ -551,6 +552,23 @@ for tag, e in (("square", 2.0), ("cube", 3.0)):
     case(f"pow_{tag}", [M("Pow", ["x", "e"], ["y"])], {"x": xs}, ["y"], inits={"e": np.array(e, np.float32)},
          opset=15, numpy_ref=lambda f, e=e: [np.power(f["x"].astype(np.float64), e).astype(np.float32)],
          rtol=1e-7 if e == 2.0 else 1e-6, atol=0.0)
+
+# ---- Resize by nearest neighbour (pprt's gather on oneDNN builds) against onnxruntime --------------------------
+for tag, shape, scales, ct, nm in (("up2_asymmetric_floor", (2, 3, 5, 7), [1, 1, 2, 2], "asymmetric", "floor"),
+                                   ("up17_half_pixel_ceil", (2, 3, 5, 7), [1, 1, 1.7, 1.3], "half_pixel",
+                                    "round_prefer_ceil"),
+                                   ("down_align_corners", (1, 2, 10, 8), [1, 1, 0.6, 0.5], "align_corners",
+                                    "round_prefer_floor"),
+                                   ("rank3_pytorch_half_pixel", (2, 4, 11), [1, 1, 2.5], "pytorch_half_pixel",
+                                    "round_prefer_floor"),
+                                   ("rank5_asymmetric_ceil", (1, 2, 3, 4, 5), [1, 1, 2, 1.5, 0.8], "asymmetric",
+                                    "ceil")):
+    xr = with_edges(f32(*shape), EDGE).reshape(shape)
+    # (align_corners at whole output lengths: where scale * input length is fractional, onnxruntime
+    # divides by the output length less one and pprt, as ONNX's reference, by scale * length less one)
+    case(f"resize_nearest_{tag}", [M("Resize", ["x", "", "scales"], ["y"], mode="nearest",
+                                     coordinate_transformation_mode=ct, nearest_mode=nm)],
+         {"x": xr}, ["y"], inits={"scales": np.array(scales, np.float32)}, opset=13, rtol=0.0, atol=0.0)
 
 # ---- EyeLike, ScatterElements ---------------------------------------------------------------------
 case("eyelike_k1_int32", [helper.make_node("EyeLike", ["x"], ["y"], k=1, dtype=TP.INT32)], {"x": f32(4, 6)}, ["y"],
