@@ -689,6 +689,12 @@ for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices
             except RuntimeError as e:
                 failures.append(f"{name} {variant} -pp {pp}: {e}")
 
+def verbose_run(name, level="2"):
+    """NAME's fused -pp 1 plan on oneDNN with PPRT_DNNL_VERBOSE=level (its report on stderr)"""
+    return run([PPRT, os.path.join(work, f"{name}_fused_1.plan"), os.path.join(work, f"{name}_data"), "--backend",
+                "dnnl", "-q", "-o", os.path.join(work, f"{name}_verbose")], env={"PPRT_DNNL_VERBOSE": level})
+
+
 # wino: the kernel of a node never depends on the split, so -pp 2 and 3 give
 # -pp 1's bits; on an AVX2 CPU without AVX-512 (where oneDNN has no Winograd)
 # all six convolutions of the fused plan run on pprt's own kernel
@@ -707,8 +713,7 @@ for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows", "metafor
                 failures.append(f"{name}: {f}: -pp {pp} gave other bits than -pp 1")
 if ISA == "avx2":
     try:
-        r = run([PPRT, os.path.join(work, "wino_fused_1.plan"), os.path.join(work, "wino_data"), "--backend", "dnnl",
-                 "-q", "-o", os.path.join(work, "wino_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
+        r = verbose_run("wino")
         own = len(re.findall(r"pprt:wino_[24]x3:avx2", r.stderr))
         if own != 6:
             failures.append(f"wino: {own} of 6 convolutions on pprt's Winograd kernel:\n{r.stderr}")
@@ -719,8 +724,7 @@ if ISA == "avx2":
 # it, not absorbed by the convolution before it
 if ISA == "avx2":
     try:
-        r = run([PPRT, os.path.join(work, "cnn_fused_1.plan"), os.path.join(work, "cnn_data"), "--backend", "dnnl",
-                 "-q", "-o", os.path.join(work, "cnn_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
+        r = verbose_run("cnn")
         if not re.search(r"pp\.SiLU\s+pprt:silu:avx2", r.stderr):
             failures.append(f"cnn: pp.SiLU is not on pprt's SiLU kernel:\n{r.stderr}")
     except RuntimeError as e:
@@ -738,8 +742,7 @@ try:
         failures.append(f"views: {counts(r.stderr)[2]} views at -pp 1, expected 8:\n{r.stderr}")
     if json.load(open(vs))["stages"][0]["views"] != 8:
         failures.append(f"views: --stats-json: {json.load(open(vs))['stages']}, expected 8 views")
-    r = run([PPRT, os.path.join(work, "views_fused_1.plan"), os.path.join(work, "views_data"), "--backend", "dnnl",
-             "-q", "-o", os.path.join(work, "views_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
+    r = verbose_run("views")
     rows = len(re.findall(r"Transpose\s+pprt:permute_rows", r.stderr))
     if rows != 2:
         failures.append(f"views: {rows} Transposes on pprt's row copies, expected 2:\n{r.stderr}")
@@ -752,8 +755,7 @@ except RuntimeError as e:
 # (runtime/cpu/reduce.c), the Split on its row copies (runtime/cpu/rowcopy.c)
 if ISA in ("avx2", "avx512"):
     try:
-        r = run([PPRT, os.path.join(work, "windows_fused_1.plan"), os.path.join(work, "windows_data"), "--backend",
-                 "dnnl", "-q", "-o", os.path.join(work, "windows_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
+        r = verbose_run("windows")
         cols = len(re.findall(r"Softmax\s+pprt:softmax_cols", r.stderr))
         if cols != 2:
             failures.append(f"windows: {cols} of 2 middle-axis softmaxes on pprt's kernel:\n{r.stderr}")
@@ -772,37 +774,33 @@ if ISA in ("avx2", "avx512"):
 # Transposes after the normalizations (a plain input that dies there, read
 # by a convolution) are views, on every ISA
 try:
-    r = run([PPRT, os.path.join(work, "convformer_fused_1.plan"), os.path.join(work, "convformer_data"), "--backend",
-             "dnnl", "-q", "-o", os.path.join(work, "convformer_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
-    lines = [l.split() for l in r.stderr.splitlines() if l.startswith("  ")]
+    err = verbose_run("convformer").stderr
+    lines = [l.split() for l in err.splitlines() if l.startswith("  ")]
     ln = sum(1 for l in lines if l[1] == "LayerNormalization")
     pow_post = sum(1 for l in lines if l[1] == "Pow" and l[2:] == ["post-op"])
     t_views = sum(1 for l in lines if l[1] == "Transpose" and len(l) == 2)
     if ln != 2 or pow_post != 2 or t_views < 2:
         failures.append(f"convformer: {ln} LayerNormalizations (want 2), {pow_post} Pows as post-ops (want 2), "
-                        f"{t_views} Transposes as views (want 2 or more):\n{r.stderr}")
+                        f"{t_views} Transposes as views (want 2 or more):\n{err}")
 except RuntimeError as e:
     failures.append(f"convformer: {e}")
 
 # patch_embed: on AVX-512 the convolution runs a JIT kernel, not oneDNN's gemm one
 if ISA == "avx512":
     try:
-        r = run([PPRT, os.path.join(work, "patch_embed_fused_1.plan"), os.path.join(work, "patch_embed_data"),
-                 "--backend", "dnnl", "-q", "-o", os.path.join(work, "patch_embed_verbose")],
-                env={"PPRT_DNNL_VERBOSE": "2"})
-        conv = [l for l in r.stderr.splitlines() if l.startswith("  ") and l.split()[1] == "Conv"]
+        err = verbose_run("patch_embed").stderr
+        conv = [l for l in err.splitlines() if l.startswith("  ") and l.split()[1] == "Conv"]
         if len(conv) != 1 or "gemm" in conv[0] or "ref" in conv[0]:
-            failures.append(f"patch_embed: the convolution ran oneDNN's gemm or reference kernel:\n{r.stderr}")
+            failures.append(f"patch_embed: the convolution ran oneDNN's gemm or reference kernel:\n{err}")
     except RuntimeError as e:
         failures.append(f"patch_embed: {e}")
 
 # resize: the three nearest Resizes run on pprt's gather
 try:
-    r = run([PPRT, os.path.join(work, "resize_fused_1.plan"), os.path.join(work, "resize_data"), "--backend",
-             "dnnl", "-q", "-o", os.path.join(work, "resize_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
-    near = len(re.findall(r"Resize\s+pprt:nearest", r.stderr))
+    err = verbose_run("resize").stderr
+    near = len(re.findall(r"Resize\s+pprt:nearest", err))
     if near != 3:
-        failures.append(f"resize: {near} of 3 nearest Resizes on pprt's gather:\n{r.stderr}")
+        failures.append(f"resize: {near} of 3 nearest Resizes on pprt's gather:\n{err}")
 except RuntimeError as e:
     failures.append(f"resize: {e}")
 
@@ -811,8 +809,7 @@ except RuntimeError as e:
 # eltwise ops in place); the other nodes' outputs are graph outputs (in the
 # outgoing message) or have no input that dies at them
 try:
-    r = run([PPRT, os.path.join(work, "slices_fused_1.plan"), os.path.join(work, "slices_data"), "--backend", "dnnl",
-             "-q", "-o", os.path.join(work, "slices_verbose")], env={"PPRT_DNNL_VERBOSE": "1"})
+    r = verbose_run("slices", "1")
     if counts(r.stderr)[1] != 3:
         failures.append(f"slices: {counts(r.stderr)[1]} outputs in place at -pp 1, expected 3:\n{r.stderr}")
 except RuntimeError as e:
