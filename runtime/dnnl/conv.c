@@ -185,6 +185,13 @@ static pp_status conv_choose(pprt_exec *x, const conv_cands *k, const conv_ops *
     return PP_OK;
 }
 
+/* Whether pd runs oneDNN's gemm (im2col) or reference convolution. */
+static bool slow_kernel(const_dnnl_primitive_desc_t pd) {
+    const char *impl = "ref";
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success) return true;
+    return !strncmp(impl, "ref", 3) || !strncmp(impl, "gemm", 4) || strstr(impl, ":gemm") != NULL;
+}
+
 /* The fast primitive of a guarded Relu or Clip (dnnl_exec.h, GUARD_*): the
  * convolution of exact (its primitive without the clamp) with oneDNN's relu
  * or clip post-op instead, or NULL where it is not to be used: the guard off,
@@ -204,7 +211,7 @@ static dnnl_primitive_desc_t guard_fast(pprt_exec *x, const conv_cands *k, const
     const char *a = "", *b = "";
     bool same = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &a) == dnnl_success &&
                 dnnl_primitive_desc_query(exact, dnnl_query_impl_info_str, 0, &b) == dnnl_success &&
-                !strcmp(a, b) && strncmp(a, "ref", 3) && strncmp(a, "gemm", 4) && !strstr(a, ":gemm");
+                !strcmp(a, b) && !slow_kernel(pd);
     static const dnnl_query_t q[] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md};
     for (int i = 0; same && i < 3; i++)
         same = dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd, q[i], 0),
@@ -214,13 +221,6 @@ static dnnl_primitive_desc_t guard_fast(pprt_exec *x, const conv_cands *k, const
         return NULL;
     }
     return pd;
-}
-
-/* Whether pd runs oneDNN's gemm (im2col) or reference convolution. */
-static bool slow_kernel(const_dnnl_primitive_desc_t pd) {
-    const char *impl = "ref";
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success) return true;
-    return !strncmp(impl, "ref", 3) || !strncmp(impl, "gemm", 4) || strstr(impl, ":gemm") != NULL;
 }
 
 /* Whether the convolution alone, absorbing none of the nodes after it, gets

@@ -37,10 +37,8 @@ static pp_status build_resample(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pp_tinfo ti[4];
     if (n->n_in > 4) return unsup(err, "more than 4 inputs");
     for (int k = 0; k < n->n_in; k++) {
-        const int t = n->in[k];
-        if (t >= 0 && k > 0 && !is_weight(x, t)) return unsup(err, "computed roi, scales or sizes");
-        ti[k] = t < 0 ? (pp_tinfo){.dtype = PP_UNDEFINED}
-                      : (pp_tinfo){T(x, t)->dtype, T(x, t)->shape, k > 0 ? x->ptr[t] : NULL};
+        if (k > 0 && n->in[k] >= 0 && !is_weight(x, n->in[k])) return unsup(err, "computed roi, scales or sizes");
+        ti[k] = dn_tinfo(x, n->in[k]);
     }
     pp_resize r;
     if (pp_resize_parse(attrs_of(x, n), ti, n->n_in, &r, err) != PP_OK) return unsup(err, "its attributes");
