@@ -14,6 +14,7 @@
  * Each model keeps the source model's IR version and ai.onnx opset. Ops the
  * fusion pass made are written back as standard ops of that opset:
  * pp.FusedConv as Conv [+ Add] [+ Relu or Clip], pp.SiLU as Sigmoid + Mul,
+ * pp.GroupNorm as Reshape, InstanceNormalization, Reshape, Mul and Add,
  * Gemm (from MatMul + Add) as Gemm, which every opset has, and
  * LayerNormalization (opset 17), Gelu (opset 20) and HardSwish (opset 14)
  * as themselves where the opset has them, else as the decomposition the
@@ -167,6 +168,23 @@ static pp_status add_scalar(ex *x, const char *base, const char *what, pp_dtype 
     *name = fresh_name(x, base, what);
     pp_shape sh = {rank, {1}};
     Onnx__TensorProto *t = *name ? tensor_inline(x, *name, dt, &sh, d, pp_dtype_size(dt)) : NULL;
+    if (!t || !grow(x, (void ***)&x->inits, &x->n_inits, &x->cap_inits)) return oom(x);
+    x->inits[x->n_inits++] = t;
+    return PP_OK;
+}
+
+/* A generated constant of type dt and shape sh from `data` (copied), as an
+ * initializer; its name into *name. */
+static pp_status add_array(ex *x, const char *base, const char *what, pp_dtype dt, const pp_shape *sh,
+                           const void *data, char **name) {
+    int64_t n = 1;
+    for (int d = 0; d < sh->rank; d++) n *= sh->dim[d];
+    const size_t nb = (size_t)n * pp_dtype_size(dt);
+    void *d = A(nb ? nb : 1);
+    if (!d) return oom(x);
+    if (nb) memcpy(d, data, nb);
+    *name = fresh_name(x, base, what);
+    Onnx__TensorProto *t = *name ? tensor_inline(x, *name, dt, sh, d, nb) : NULL;
     if (!t || !grow(x, (void ***)&x->inits, &x->n_inits, &x->cap_inits)) return oom(x);
     x->inits[x->n_inits++] = t;
     return PP_OK;
@@ -374,6 +392,56 @@ static pp_status emit_layernorm_ops(ex *x, const pp_node *n, char **in) {
     return step(x, n, "Add", a6, 2, vname(x, n->out[0]), NULL, 0, &m);
 }
 
+/* pp.GroupNorm(X, scale, bias) -> the nodes the fusion pass matched:
+ * Reshape to [N, G, -1], InstanceNormalization (scale 1, bias 0), Reshape
+ * back, Mul by scale and Add of bias as [C, 1, ...]. Valid in every opset. */
+static pp_status emit_groupnorm_ops(ex *x, const pp_node *n) {
+    char *in[1] = {vname(x, n->in[0])}; /* scale and bias are written reshaped, not as they are */
+    if (x->g->values[n->in[0]].is_const) PP_TRY(add_const(x, n->in[0]));
+    pp_attrs as = pp_node_attrs(x->g, n);
+    int64_t G;
+    float eps;
+    PP_TRY(pp_attr_int(as, "num_groups", 1, &G, x->err));
+    PP_TRY(pp_attr_float(as, "epsilon", 1e-5f, &eps, x->err));
+    const pp_value *xv = &x->g->values[n->in[0]];
+    const pp_shape *xs = &xv->shape;
+    const pp_dtype dt = xv->dtype;
+    char *base = vname(x, n->out[0]);
+    /* the shapes: [0, G, -1] and X's with 0 (copy) for the batch */
+    const int64_t grouped[3] = {0, G, -1};
+    int64_t back[PP_MAX_DIMS];
+    back[0] = 0;
+    for (int d = 1; d < xs->rank; d++) back[d] = xs->dim[d];
+    const pp_shape s3 = {1, {3}}, sr = {1, {xs->rank}}, sg = {1, {G}};
+    pp_shape sc = {xs->rank - 1, {0}};
+    sc.dim[0] = xs->dim[1];
+    for (int d = 1; d < sc.rank; d++) sc.dim[d] = 1;
+    float *ones = A(sizeof(float) * (size_t)G), *zeros = A(sizeof(float) * (size_t)G);
+    if (!ones || !zeros) return oom(x);
+    for (int64_t k = 0; k < G; k++) ones[k] = 1.0f, zeros[k] = 0.0f;
+    char *shp1, *shp2, *one, *zero, *scale, *bias, *r1, *nrm, *r2, *m;
+    if (dt != PP_F32)
+        return PP_FAIL(x->err, PP_EUNSUP, "node '%s': pp.GroupNorm of type %s cannot be written", n->name,
+                       pp_dtype_name(dt));
+    PP_TRY(add_array(x, base, "groups_shape", PP_I64, &s3, grouped, &shp1));
+    PP_TRY(add_array(x, base, "shape", PP_I64, &sr, back, &shp2));
+    PP_TRY(add_array(x, base, "ones", dt, &sg, ones, &one));
+    PP_TRY(add_array(x, base, "zeros", dt, &sg, zeros, &zero));
+    PP_TRY(add_array(x, base, "scale", dt, &sc, x->g->values[n->in[1]].data, &scale));
+    PP_TRY(add_array(x, base, "bias", dt, &sc, x->g->values[n->in[2]].data, &bias));
+    char *a1[2] = {in[0], shp1};
+    PP_TRY(step(x, n, "Reshape", a1, 2, NULL, NULL, 0, &r1));
+    char *a2[3] = {r1, one, zero};
+    const pp_attr ea = attr_float("epsilon", eps);
+    PP_TRY(step(x, n, "InstanceNormalization", a2, 3, NULL, &ea, 1, &nrm));
+    char *a3[2] = {nrm, shp2};
+    PP_TRY(step(x, n, "Reshape", a3, 2, NULL, NULL, 0, &r2));
+    char *a4[2] = {r2, scale};
+    PP_TRY(step(x, n, "Mul", a4, 2, NULL, NULL, 0, &m));
+    char *a5[2] = {m, bias};
+    return step(x, n, "Add", a5, 2, vname(x, n->out[0]), NULL, 0, &m);
+}
+
 /* Gelu(X) = X * (Erf(X / sqrt 2) + 1) * 0.5, for opsets before 20. */
 static pp_status emit_gelu_ops(ex *x, const pp_node *n, char **in) {
     const char *approx = "none";
@@ -398,6 +466,7 @@ static pp_status emit_gelu_ops(ex *x, const pp_node *n, char **in) {
 }
 
 static pp_status emit_node(ex *x, const pp_node *n) {
+    if (n->op == PP_OP_FUSEDGN) return emit_groupnorm_ops(x, n);
     char **in = A(sizeof(char *) * pp_count(n->n_in)), **out = A(sizeof(char *) * pp_count(n->n_out));
     if (!in || !out) return oom(x);
     PP_TRY(node_inputs(x, n, in));

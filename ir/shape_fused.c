@@ -37,3 +37,15 @@ double flops_SILU(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out,
     (void)a, (void)in, (void)n_in, (void)n_out;
     return 4 * pp_numel_d(&out[0]);
 }
+
+/* GroupNormalization's checks with one scale and bias per channel (its form
+ * from opset 21) */
+pp_status shape_FUSEDGN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    pp_attrs per_channel = a;
+    per_channel.opset = 21;
+    return shape_GROUPNORM(per_channel, in, n_in, out, n_out, err);
+}
+
+double flops_FUSEDGN(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    return flops_GROUPNORM(a, in, n_in, out, n_out) + 2 * pp_numel_d(&out[0]);
+}

@@ -754,12 +754,12 @@ static int rule(bctx *c, int i) {
         } else switch (n->op) {
         case PP_OP_CONV: case PP_OP_CONVTRANSPOSE: case PP_OP_FUSEDCONV: case PP_OP_MAXPOOL:
         case PP_OP_AVGPOOL: case PP_OP_GLOBALAVGPOOL: case PP_OP_GLOBALMAXPOOL:
-        case PP_OP_GROUPNORM:
+        case PP_OP_GROUPNORM: case PP_OP_FUSEDGN:
             if (!s.on)
                 return lost(c, "its data input carries no samples but another input does");
             if (s.axis != 0)
                 return mixes(c, "%s its input across axis %d, which carries the batch",
-                             n->op == PP_OP_GROUPNORM ? "it normalizes" : "it slides a window over",
+                             n->op == PP_OP_GROUPNORM || n->op == PP_OP_FUSEDGN ? "it normalizes" : "it slides a window over",
                              s.axis);
             if (n->op == PP_OP_MAXPOOL && n->n_out > 1 && n->out[1] >= 0 && c->live[n->out[1]])
                 return mixes(c, "its Indices output counts positions through the whole batch, "

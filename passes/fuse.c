@@ -12,6 +12,9 @@
  *  - the decomposed LayerNorm (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
  *    Div, Mul, Add) becomes LayerNormalization;
  *  - the Erf GELU (Div by sqrt 2, Erf, Add 1, Mul x, Mul 0.5) becomes Gelu;
+ *  - InstanceNormalization between two Reshapes that group the channels
+ *    (torch's GroupNorm), with the Mul and Add of a per-channel scale and
+ *    bias after it, becomes pp.GroupNorm;
  *  - x * Sigmoid(x) becomes pp.SiLU, and x * HardSigmoid(x) with alpha 1/6
  *    and beta 0.5 HardSwish.
  *
@@ -704,6 +707,101 @@ static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err)
     return PP_OK;
 }
 
+/* ---- GroupNorm as torch exports it ----------------------------------------------------------- */
+
+/* Whether v is a constant f32 whose every element is `want`. */
+static pp_status all_equal(pp_graph *g, int v, float want, bool *yes, pp_err *err) {
+    *yes = false;
+    if (v < 0 || !g->values[v].is_const || g->values[v].dtype != PP_F32) return PP_OK;
+    PP_TRY(pp_value_align(g, v, err));
+    const float *p = g->values[v].data;
+    for (size_t i = 0; i < g->values[v].nbytes / sizeof(float); i++)
+        if (p[i] != want) return PP_OK;
+    *yes = true;
+    return PP_OK;
+}
+
+/* Whether v is a constant f32 with one element per channel of a value of
+ * rank r with C channels on axis 1: shape [C, 1, ...] (rank r - 1) or [1,
+ * C, 1, ...] (rank r). */
+static bool per_channel(const pp_graph *g, int v, int64_t C, int r) {
+    if (v < 0 || !g->values[v].is_const || g->values[v].dtype != PP_F32) return false;
+    const pp_shape *s = &g->values[v].shape;
+    const int lead = r - s->rank;
+    if (lead != 0 && lead != 1) return false;
+    for (int d = 0; d < s->rank; d++)
+        if (s->dim[d] != (d + lead == 1 ? C : 1)) return false;
+    return true;
+}
+
+/* A new [C] constant: v's elements, or C copies of `fill` where v < 0. */
+static pp_status channel_const(pp_graph *g, int v, int64_t C, float fill, const char *hint, int *out, pp_err *err) {
+    float *d = malloc(sizeof(float) * (size_t)C);
+    if (!d) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (v >= 0) memcpy(d, g->values[v].data, sizeof(float) * (size_t)C);
+    else
+        for (int64_t c = 0; c < C; c++) d[c] = fill;
+    const pp_shape sh = {1, {C}};
+    pp_status s = pp_graph_add_const(g, hint, PP_F32, &sh, d, out, err);
+    free(d);
+    return s;
+}
+
+/* Node `in`, an InstanceNormalization with scale 1 and bias 0 between two
+ * Reshapes, [N, C, ...] -> [N, G, ...] -> back: GroupNormalization of G
+ * groups (each (sample, group) slice of the middle value is C/G whole
+ * channels). A Mul by a constant per channel after it, then an Add of one,
+ * are its scale and bias (absent: 1 and 0). Becomes pp.GroupNorm, which
+ * backends can run in any layout of X; its reference kernel gives the bits
+ * of the nodes it replaces. */
+static pp_status fuse_groupnorm(pp_graph *g, int in, bool *changed, pp_err *err) {
+    const int r1 = producer(g, g->nodes[in].in[0]);
+    if (!is(g, r1, PP_OP_RESHAPE) || sole_user(g, g->nodes[in].in[0]) != in) return PP_OK;
+    const int x = g->nodes[r1].in[0];
+    const pp_shape *xs = &g->values[x].shape, *gs = &g->values[g->nodes[in].in[0]].shape;
+    if (g->values[x].dtype != PP_F32 || xs->rank < 2 || gs->rank < 3 || gs->dim[0] != xs->dim[0]) return PP_OK;
+    const int64_t C = xs->dim[1], G = gs->dim[1];
+    if (G < 1 || C % G) return PP_OK;
+    const int r2 = sole_user(g, g->nodes[in].out[0]);
+    if (!is(g, r2, PP_OP_RESHAPE) || g->nodes[r2].in[0] != g->nodes[in].out[0] ||
+        !pp_shape_eq(&g->values[g->nodes[r2].out[0]].shape, xs))
+        return PP_OK;
+    bool ones, zeros;
+    PP_TRY(all_equal(g, g->nodes[in].in[1], 1.0f, &ones, err));
+    PP_TRY(all_equal(g, g->nodes[in].in[2], 0.0f, &zeros, err));
+    if (!ones || !zeros) return PP_OK;
+    float eps;
+    PP_TRY(pp_attr_float(pp_node_attrs(g, &g->nodes[in]), "epsilon", 1e-5f, &eps, err));
+    /* the affine after it, each step optional */
+    int y = g->nodes[r2].out[0], last = r2, sv = -1, bv = -1, nodes[5] = {r1, in, r2, -1, -1};
+    const pp_op steps[2] = {PP_OP_MUL, PP_OP_ADD};
+    for (int k = 0; k < 2; k++) {
+        const int u = sole_user(g, y), o = is(g, u, steps[k]) ? other_in(g, u, y) : -1;
+        if (o < 0 || !per_channel(g, o, C, xs->rank) || !pp_shape_eq(&g->values[g->nodes[u].out[0]].shape, xs))
+            continue;
+        PP_TRY(pp_value_align(g, o, err));
+        *(k == 0 ? &sv : &bv) = o;
+        nodes[3 + k] = last = u;
+        y = g->nodes[u].out[0];
+    }
+    char hint[512];
+    int ins[3] = {x, -1, -1};
+    snprintf(hint, sizeof hint, "%s.gn_scale", g->nodes[in].name);
+    PP_TRY(channel_const(g, sv, C, 1.0f, hint, &ins[1], err));
+    snprintf(hint, sizeof hint, "%s.gn_bias", g->nodes[in].name);
+    PP_TRY(channel_const(g, bv, C, 0.0f, hint, &ins[2], err));
+    PP_TRY(become(g, last, in, PP_OP_FUSEDGN, nodes, 5, err));
+    PP_TRY(set_inputs(g, last, ins, 3, err));
+    pp_node *L = &g->nodes[last];
+    L->attrs = NULL;
+    L->n_attrs = 0;
+    const pp_attr at[2] = {{.name = "num_groups", .type = PP_ATTR_INT, .i = G},
+                           {.name = "epsilon", .type = PP_ATTR_FLOAT, .f = eps}};
+    PP_TRY(add_attrs(g, L, at, 2, err));
+    *changed = true;
+    return PP_OK;
+}
+
 /* ---- chains a backend may run as one kernel ------------------------------------------------ */
 
 /* Ops that open a chain (PP_TR_HEAD: a backend's kernel for them can apply
@@ -752,6 +850,7 @@ pp_status pp_fuse(pp_graph *g, pp_err *err) {
         else if (is(g, i, PP_OP_SIGMOID)) PP_TRY(fuse_self_gate(g, i, PP_OP_SILU, &changed, err));
         else if (is(g, i, PP_OP_HARDSIGMOID)) PP_TRY(fuse_hardswish(g, i, &changed, err));
         else if (is(g, i, PP_OP_MATMUL)) PP_TRY(fuse_matmul_add(g, i, &changed, err));
+        else if (is(g, i, PP_OP_INSTANCENORM)) PP_TRY(fuse_groupnorm(g, i, &changed, err));
     }
     for (int i = 0; i < g->n_nodes; i++)
         if (is(g, i, PP_OP_PAD)) PP_TRY(fuse_pad(g, i, &changed, err));

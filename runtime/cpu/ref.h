@@ -45,6 +45,16 @@ static inline void pprt_add_bias(float *restrict y, const float *restrict b, int
  * (its data always present). */
 static inline pp_tinfo pprt_tinfo_of(const pprt_tensor *t) { return (pp_tinfo){t->dtype, t->shape, t->data}; }
 
+/* GroupNormalization of x [N, C, S] in G groups into y (ref_nn.c): each
+ * group's mean and variance in double, then per element, by `how`: (x -
+ * mean) / sqrt(var + eps) * scale + bias rounded once, scale and bias per
+ * group (opset < 21) or per channel (opset 21); or (pp.GroupNorm) the
+ * normalized value rounded to float, then * scale[c] and + bias[c] in float,
+ * as the Mul and Add after an InstanceNormalization compute them. */
+typedef enum { PPRT_GN_PER_GROUP, PPRT_GN_PER_CHANNEL, PPRT_GN_AFTER } pprt_gn_affine;
+void pprt_ref_groupnorm(const float *x, float *y, int64_t N, int64_t C, int64_t S, int64_t G, float eps,
+                        const float *sc, const float *b, pprt_gn_affine how);
+
 /* Conv/pool window geometry lifted to exactly three spatial dims (leading
  * unit dims: kernel 1, stride 1, no padding), so 1-D, 2-D and 3-D share one
  * code path (ref_kernels.c, ref_nn.c). p: padding before, p1: after. */

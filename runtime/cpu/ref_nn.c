@@ -335,6 +335,29 @@ pp_status kern_LAYERNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
     return PP_OK;
 }
 
+void pprt_ref_groupnorm(const float *x, float *y, int64_t N, int64_t C, int64_t S, int64_t G, float eps,
+                        const float *sc, const float *b, pprt_gn_affine how) {
+    const int64_t Cg = C / G;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t gi = 0; gi < G; gi++) {
+            const int64_t base = (n * C + gi * Cg) * S;
+            double m, inv;
+            moments(x + base, Cg * S, eps, &m, &inv);
+            for (int64_t c = 0; c < Cg; c++) {
+                const int64_t ch = gi * Cg + c, pi = how == PPRT_GN_PER_GROUP ? gi : ch;
+                const float *xp = x + base + c * S;
+                float *yp = y + base + c * S;
+                if (how == PPRT_GN_AFTER) {
+                    const float s = sc[ch], bb = b[ch];
+                    for (int64_t i = 0; i < S; i++) yp[i] = (float)((xp[i] - m) * inv) * s + bb;
+                    continue;
+                }
+                const double s = inv * sc[pi], bb = b[pi];
+                for (int64_t i = 0; i < S; i++) yp[i] = (float)((xp[i] - m) * s + bb);
+            }
+        }
+}
+
 pp_status kern_GROUPNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                          int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
@@ -344,25 +367,10 @@ pp_status kern_GROUPNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
     float eps;
     PP_TRY(pp_attr_int(attrs, "num_groups", 1, &G, err));
     PP_TRY(pp_attr_float(attrs, "epsilon", 1e-5f, &eps, err));
-    const int64_t N = xs->dim[0], C = xs->dim[1], Cg = C / G;
     int64_t S = 1;
     for (int i = 2; i < xs->rank; i++) S *= xs->dim[i];
-    const bool per_channel = attrs.opset >= 21;
-    const float *x = in[0].data, *sc = in[1].data, *b = in[2].data;
-    float *y = out[0].data;
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t gi = 0; gi < G; gi++) {
-            const int64_t base = (n * C + gi * Cg) * S;
-            double m, inv;
-            moments(x + base, Cg * S, eps, &m, &inv);
-            for (int64_t c = 0; c < Cg; c++) {
-                const int64_t ch = gi * Cg + c, pi = per_channel ? ch : gi;
-                const double s = inv * sc[pi], bb = b[pi];
-                const float *xp = x + base + c * S;
-                float *yp = y + base + c * S;
-                for (int64_t i = 0; i < S; i++) yp[i] = (float)((xp[i] - m) * s + bb);
-            }
-        }
+    pprt_ref_groupnorm(in[0].data, out[0].data, xs->dim[0], xs->dim[1], S, G, eps, in[1].data, in[2].data,
+                       attrs.opset >= 21 ? PPRT_GN_PER_CHANNEL : PPRT_GN_PER_GROUP);
     return PP_OK;
 }
 

@@ -852,12 +852,12 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
             return PP_OK; /* broadcast scale: the host */
         k.rows = inner ? numel(xs) / inner : 0;
         k.n = inner;
-    } else { /* InstanceNormalization, GroupNormalization: [N, C, S] */
+    } else { /* InstanceNormalization, GroupNormalization, pp.GroupNorm (per channel): [N, C, S] */
         if (xs->rank < 3 || n->n_out != 1) return PP_OK;
         const int64_t N = xs->dim[0], C = xs->dim[1];
         int64_t S = 1;
         for (int d = 2; d < xs->rank; d++) S *= xs->dim[d];
-        const int64_t G = n->op == PP_OP_GROUPNORM ? attr_i(P, n, "num_groups", 1) : C;
+        const int64_t G = n->op == PP_OP_GROUPNORM || n->op == PP_OP_FUSEDGN ? attr_i(P, n, "num_groups", 1) : C;
         if (G < 1 || C % G) return PP_OK;
         const int64_t Cg = C / G;
         k.groups = (int32_t)G;
@@ -1638,6 +1638,7 @@ static const struct {
     ROW(SOFTMAX, plan_softmax, "own kernel") ROW(LOGSOFTMAX, plan_softmax, "own kernel")
     ROW(BATCHNORM, plan_norm, "own kernel") ROW(LAYERNORM, plan_norm, "own kernel")
     ROW(INSTANCENORM, plan_norm, "own kernel") ROW(GROUPNORM, plan_norm, "own kernel")
+    ROW(FUSEDGN, plan_norm, "own kernel")
     ROW(RMSNORM, plan_norm, "own kernel") ROW(RESIZE, plan_resize, "own kernel")
     ROW(CUMSUM, plan_cumsum, "own kernel") ROW(GATHERELEMENTS, plan_gather_elements, "own kernel")
     ROW(TOPK, plan_topk, "own kernel") ROW(SCATTERND, plan_scatter, "own kernel")

@@ -553,6 +553,90 @@ for tag, e in (("square", 2.0), ("cube", 3.0)):
          opset=15, numpy_ref=lambda f, e=e: [np.power(f["x"].astype(np.float64), e).astype(np.float32)],
          rtol=1e-7 if e == 2.0 else 1e-6, atol=0.0)
 
+# ---- GroupNorm as torch exports it (Reshape, InstanceNormalization, Reshape, Mul, Add) becomes pp.GroupNorm ----
+def groupnorm_fused(name, shape, groups, want, affine=("scale", "bias"), in_scale=1.0, shape_op=False, mul_full=False,
+                    opset=17):
+    """x [N, C, ...] -> Reshape [0, G, -1] -> InstanceNormalization(in_scale, 0) -> Reshape back (through
+    Shape(x) when shape_op, as torch writes it) -> Mul by a [C, 1, ...] scale -> Add of a [C, 1, ...] bias
+    (`affine`: which of the two; mul_full: the Mul's operand has x's whole shape, so it is no scale).
+    want: the pp.GroupNorm node's num_groups after ppcc, 0 for none. Against onnxruntime on every backend;
+    the reference kernels must give the bits of the unfused nodes (ppcc --disable-pass fuse); the
+    exported stage (the nodes written back) runs in onnxruntime as the model does."""
+    x = f32(*shape)
+    x[0, 0].flat[:2] = [np.nan, 1.0]  # a NaN makes its sample's group NaN
+    x[-1, -1] = 7.5  # a constant channel; with groups == C a constant group: zero variance, eps alone
+    x[0, -1].flat[0] = 1e4  # an outlier far from the group's mean
+    C, rank = shape[1], len(shape)
+    pshape = [C] + [1] * (rank - 2)
+    inits = {"grp": np.array([0, groups, -1], np.int64), "ones": np.full(groups, in_scale, np.float32),
+             "zeros": np.zeros(groups, np.float32), "scale": f32(*pshape, lo=0.5, hi=1.5),
+             "bias": f32(*pshape, lo=-0.5, hi=0.5), "full": f32(*shape, lo=0.5, hi=1.5)}
+    nodes = [M("Reshape", ["x", "grp"], ["g"]), M("InstanceNormalization", ["g", "ones", "zeros"], ["n"], epsilon=1e-5)]
+    if shape_op:
+        nodes += [M("Shape", ["x"], ["xs"]), M("Reshape", ["n", "xs"], ["r"])]
+    else:
+        inits["back"] = np.array([0] + list(shape[1:]), np.int64)
+        nodes += [M("Reshape", ["n", "back"], ["r"])]
+    cur = "r"
+    if "scale" in affine:
+        nodes.append(M("Mul", [cur, "full" if mul_full else "scale"], ["m"]))
+        cur = "m"
+    if "bias" in affine:
+        nodes.append(M("Add", ["bias", cur], ["y"]))  # the constant first: the Add is matched either way round
+        cur = "y"
+    nodes.append(M("Relu", [cur], ["out"]))
+    feeds, outs = {"x": x}, ["out"]
+    case(name, nodes, feeds, outs, inits=inits, opset=opset, rtol=1e-5, atol=1e-5, pps=(1, 2))
+    m = model(nodes, feeds, outs, inits, opset)
+    d, path = write_case(name + "_ir", m, feeds)
+    r = subprocess.run([PPCC, path, "-b", "0", "--dump-ir", "-q", "-o", os.path.join(d, "ir.plan"),
+                        "--export-stages", os.path.join(d, "stages")], capture_output=True, text=True)
+    gn = [l for l in r.stdout.splitlines() if " pp.GroupNorm " in l]
+    got = int(re.search(r"num_groups=(\d+)", gn[0]).group(1)) if gn else 0
+    if r.returncode or got != want or len(gn) > 1:
+        failures.append(f"{name}: {len(gn)} pp.GroupNorm of {got} groups, want one of {want} (exit {r.returncode}): "
+                        f"{r.stdout.strip()[-600:]} {r.stderr.strip()[-300:]}")
+        return
+    # the reference kernels: the same bits with the fusion as without it
+    outs_ref = []
+    for extra in ([], ["--disable-pass", "fuse"]):
+        plan = os.path.join(d, f"ref{len(extra)}.plan")
+        o = os.path.join(d, f"ref{len(extra)}")
+        r = subprocess.run([PPCC, path, "-b", "0", "-q", "-o", plan] + extra, capture_output=True, text=True)
+        if not r.returncode:
+            r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", o, "-q", "--backend", "ref"],
+                               capture_output=True, text=True)
+        if r.returncode:
+            failures.append(f"{name}: ref run {extra}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+            return
+        outs_ref.append(np.load(os.path.join(o, "out.npy")))
+    if outs_ref[0].tobytes() != outs_ref[1].tobytes():
+        failures.append(f"{name}: the reference kernels give other bits with pp.GroupNorm than without: "
+                        f"{close(outs_ref[0], outs_ref[1], 0, 0)}")
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    stage = ort.InferenceSession(os.path.join(d, "stages", "stage_0.onnx"), so, providers=["CPUExecutionProvider"])
+    whole = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    bad = close(stage.run(outs, feeds)[0], whole.run(outs, feeds)[0], 1e-6, 1e-7)
+    if bad:
+        failures.append(f"{name}: the exported stage: {bad}")
+
+
+groupnorm_fused("gn_written", (2, 8, 5, 7), 4, 4)
+groupnorm_fused("gn_written_shape_op", (3, 6, 4, 4), 3, 3, shape_op=True)
+groupnorm_fused("gn_written_no_affine", (2, 8, 5, 7), 2, 2, affine=())
+groupnorm_fused("gn_written_scale_only", (2, 8, 5, 7), 2, 2, affine=("scale",))
+groupnorm_fused("gn_written_bias_only", (2, 8, 5, 7), 2, 2, affine=("bias",))
+groupnorm_fused("gn_written_one_group", (2, 12, 6, 5), 1, 1)  # poolformer's GroupNorm1
+groupnorm_fused("gn_written_per_channel", (2, 5, 6, 5), 5, 5)  # groups == channels
+groupnorm_fused("gn_written_rank3", (2, 6, 33), 3, 3)
+groupnorm_fused("gn_written_rank5", (1, 4, 3, 4, 5), 2, 2)
+groupnorm_fused("gn_written_many_parts", (2, 16, 40, 41), 4, 4)  # 1640 pixels: several parts of pprt's kernel
+# an InstanceNormalization scale other than 1 is not this pattern: left as it is
+groupnorm_fused("gn_written_in_scale", (2, 8, 5, 7), 4, 0, in_scale=1.5)
+# a Mul by a whole tensor is no per-channel scale: the pattern ends before it (no scale, the Add not reached)
+groupnorm_fused("gn_written_mul_full", (2, 8, 5, 7), 4, 4, mul_full=True)
+
 # ---- Resize by nearest neighbour (pprt's gather on oneDNN builds) against onnxruntime --------------------------
 for tag, shape, scales, ct, nm in (("up2_asymmetric_floor", (2, 3, 5, 7), [1, 1, 2, 2], "asymmetric", "floor"),
                                    ("up17_half_pixel_ceil", (2, 3, 5, 7), [1, 1, 1.7, 1.3], "half_pixel",
