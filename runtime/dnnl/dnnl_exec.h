@@ -23,6 +23,7 @@
 #include "../kernels.h"
 #include "../nodes.h"
 #include "../cpu/bnorm.h"
+#include "../cpu/gnorm.h"
 #include "../cpu/nanfix.h"
 #include "../cpu/permute.h"
 #include "../cpu/pad.h"
@@ -56,6 +57,7 @@ typedef struct pprt_dnnl_opts {
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
     bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/cpu/bnorm.h) */
+    bool own_gnorm;     /* PPRT_DNNL_GNORM: pp.GroupNorm on our kernel (runtime/cpu/gnorm.h) */
     bool rnn;           /* PPRT_DNNL_RNN: LSTM, GRU and RNN by matrix products (runtime/cpu/rnn_gemm.h) */
     bool own_softmax;   /* PPRT_DNNL_SOFTMAX: Softmax over a middle axis on runtime/cpu/softmax.h */
     bool own_reduce;    /* PPRT_DNNL_REDUCE: reductions on runtime/cpu/reduce.h */
@@ -78,7 +80,7 @@ enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, SLOT_OP0, N_SLOTS = SLOT_OP0 
 
 /* Which of pprt's own kernels a step without a primitive runs: its member of step's union */
 typedef enum own_kind { OWN_NONE, OWN_WINO, OWN_SILU, OWN_BNORM, OWN_FIX, OWN_PERM, OWN_SOFTMAX, OWN_PAD,
-                        OWN_REDUCE, OWN_ROWS, OWN_NEAREST } own_kind;
+                        OWN_REDUCE, OWN_ROWS, OWN_NEAREST, OWN_GNORM } own_kind;
 
 typedef struct step {
     dnnl_primitive_t prim; /* NULL for a step of our own kernels: `own` says which */
@@ -90,6 +92,7 @@ typedef struct step {
         };
         size_t silu;          /* SiLU over this many floats */
         pprt_bnorm *bnorm;    /* BatchNormalization */
+        pprt_gnorm *gnorm;    /* pp.GroupNorm */
         pprt_nanfix fix;      /* a pass for NaN (nanfix.h) */
         pprt_permute perm;    /* row copies of a Transpose that keeps the last axis */
         pprt_softmax softmax; /* Softmax over a middle axis */
@@ -212,6 +215,7 @@ DN_FAMILY(pool)
 DN_FAMILY(batchnorm)
 DN_FAMILY(layernorm)
 DN_FAMILY(groupnorm)
+DN_FAMILY(fusedgn)
 DN_FAMILY(resample)
 DN_FAMILY(softmax)
 DN_FAMILY(eltwise)

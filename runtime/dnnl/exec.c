@@ -153,6 +153,7 @@ static const char *dnnl_route(pp_op op) {
                 {&dn_gemm, "oneDNN matmul"},             {&dn_pool, "oneDNN pooling"},
                 {&dn_batchnorm, "pprt's kernel (else oneDNN batch norm)"},    {&dn_layernorm, "oneDNN layer norm"},
                 {&dn_groupnorm, "oneDNN layer norm (+ binary for scale and bias)"},
+                {&dn_fusedgn, "pprt's kernel (else oneDNN layer norm + binary)"},
                 {&dn_resample, "oneDNN resampling (linear, half_pixel; else reference)"},
                 {&dn_softmax, "oneDNN softmax (pprt's kernel over a middle axis)"},
                 {&dn_eltwise, "oneDNN eltwise"},
@@ -187,6 +188,7 @@ void dn_rollback(pprt_exec *x, mark m) {
         if (x->steps[i].prim) dnnl_primitive_destroy(x->steps[i].prim);
         if (x->steps[i].own == OWN_WINO) pprt_wino_free(x->steps[i].wino);
         if (x->steps[i].own == OWN_BNORM) pprt_bnorm_free(x->steps[i].bnorm);
+        if (x->steps[i].own == OWN_GNORM) pprt_gnorm_free(x->steps[i].gnorm);
     }
     for (int i = m.mems; i < x->n_mems; i++) dnnl_memory_destroy(x->mems[i]);
     for (int i = m.owned; i < x->n_owned; i++) free(x->owned[i]);

@@ -225,7 +225,7 @@ static pp_status build_gn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(pp_attr_float(a, "epsilon", 1e-5f, &eps, err));
     const int64_t N = xs->dim[0], C = xs->dim[1], total = numel_of(xs);
     int64_t G = C;
-    if (n->op == PP_OP_GROUPNORM) {
+    if (n->op == PP_OP_GROUPNORM || n->op == PP_OP_FUSEDGN) {
         int64_t stash;
         PP_TRY(pp_attr_int(a, "num_groups", 1, &G, err));
         PP_TRY(pp_attr_int(a, "stash_type", 1, &stash, err));
@@ -261,7 +261,55 @@ static pp_status build_gn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     return dn_push_pd(x, pd, STEP_MAIN, args, 4, err);
 }
 
-/* BatchNormalization reads its input 0 in any layout; LayerNormalization plain */
+/* pp.GroupNorm on pprt's kernel (gnorm.h) in the layout its input is stored
+ * in (plain where our kernel cannot read that one): its bits do not depend
+ * on the layout, so none is forced on the convolutions around it. With
+ * PPRT_DNNL_GNORM=0, as GroupNormalization above (plain, other bits). */
+static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    if (!x->o.own_gnorm) return build_gn(x, n, err);
+    pp_attrs a = attrs_of(x, n);
+    PP_TRY(dn_need_f32_nonempty(x, n, err));
+    const int xi = n->in[0], si = n->in[1], bi = n->in[2], yi = n->out[0];
+    const pp_shape *xs = &T(x, xi)->shape;
+    if (xs->rank < 2 || xs->rank > 5) return unsup(err, "rank");
+    int64_t G;
+    float eps;
+    PP_TRY(pp_attr_int(a, "num_groups", 1, &G, err));
+    PP_TRY(pp_attr_float(a, "epsilon", 1e-5f, &eps, err));
+    if (G < 1 || xs->dim[1] % G) return unsup(err, "num_groups");
+    if (!is_weight(x, si) || !is_weight(x, bi) || !x->ptr[si] || !x->ptr[bi] ||
+        numel_of(&T(x, si)->shape) != xs->dim[1] || numel_of(&T(x, bi)->shape) != xs->dim[1])
+        return unsup(err, "scale or bias not a constant per channel");
+    dnnl_memory_desc_t cur;
+    pprt_bnorm_layout l;
+    PP_TRY(dn_tensor_layout(x, xi, &cur, err));
+    if (!bn_layout(&cur, &l)) {
+        PP_TRY(dn_tensor_plain(x, xi, &cur, err));
+        if (!bn_layout(&cur, &l)) return unsup(err, "layout");
+    }
+    pprt_gnorm *gn;
+    PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], x->build_threads, &gn, err));
+    step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_GNORM, .gnorm = gn};
+    dnnl_memory_t sm, dm;
+    post out;
+    pp_status r;
+    if ((r = dn_bind_output(x, yi, &cur, &dm, &out, err)) != PP_OK ||
+        (r = dn_bind_input(x, xi, &cur, SLOT_SRC, &sm, err)) != PP_OK) {
+        pprt_gnorm_free(gn);
+        return r;
+    }
+    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+    if ((r = dn_push_own(x, st, err)) != PP_OK) {
+        pprt_gnorm_free(gn);
+        return r;
+    }
+    x->owned_bytes += pprt_gnorm_bytes(gn);
+    return dn_push_post(x, &out, err);
+}
+
+/* BatchNormalization and pp.GroupNorm read their input 0 in any layout; LayerNormalization plain */
 const dn_family dn_batchnorm = {.build = build_bn, .any_in = 1u << 0};
 const dn_family dn_layernorm = {.build = build_ln};
 const dn_family dn_groupnorm = {.build = build_gn};
+const dn_family dn_fusedgn = {.build = build_fgn, .any_in = 1u << 0};

@@ -70,6 +70,9 @@ static const opt opts[] = {
      "pp.SiLU on pprt's own kernel where it wins (f32 on AVX2 and AVX-512 CPUs), else oneDNN's swish"},
     {"PPRT_DNNL_BNORM", OPT_FLAG, F(own_bnorm), "1", NULL, 0, 0,
      "BatchNormalization (f32) on pprt's own kernel, a Relu after it in the same pass; 0: oneDNN's"},
+    {"PPRT_DNNL_GNORM", OPT_FLAG, F(own_gnorm), "1", NULL, 0, 0,
+     "pp.GroupNorm (f32) on pprt's own kernel in the layout its input is stored in; 0: oneDNN's layer "
+     "normalization over the plain layout, then a binary for the scale and bias"},
     {"PPRT_DNNL_RNN", OPT_FLAG, F(rnn), "1", NULL, 0, 0,
      "LSTM, GRU and RNN by oneDNN's sgemm over the whole batch, each step one product (0: the reference kernels)"},
     {"PPRT_DNNL_REDUCE", OPT_FLAG, F(own_reduce), "1", NULL, 0, 0,

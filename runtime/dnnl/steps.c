@@ -446,6 +446,7 @@ static dnnl_status_t run_own(const step *s) {
     switch (s->own) {
     case OWN_WINO: pprt_wino_run(s->wino, p[0], p[1], p[3], s->lo, s->hi, p[2], team); break;
     case OWN_BNORM: pprt_bnorm_run(s->bnorm, p[0], p[1], team); break;
+    case OWN_GNORM: pprt_gnorm_run(s->gnorm, p[0], p[1], team); break;
     case OWN_SILU: pprt_silu(p[0], p[1], s->silu, team); break;
     case OWN_PERM: pprt_permute_run(&s->perm, p[0], p[1], team); break;
     case OWN_SOFTMAX: pprt_softmax_run(&s->softmax, p[0], p[1], team); break;

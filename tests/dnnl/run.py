@@ -605,8 +605,9 @@ def norms():
     """InstanceNormalization and GroupNormalization on oneDNN's layer
     normalization, then the scale and bias by a binary primitive: an instance
     norm with a scale and bias per channel; torch's GroupNorm export (Reshape
-    to one group, an InstanceNormalization with scale 1 and bias 0, which
-    needs no binary step, Reshape back, Mul, Add); a 1-D one whose scale is
+    to one group, an InstanceNormalization with scale 1 and bias 0, Reshape
+    back, Mul, Add: ppcc's pp.GroupNorm, on pprt's kernel; unfused, the
+    InstanceNormalization needs no binary step); a 1-D one whose scale is
     all ones but bias is not; GroupNormalization before opset 21 (a scale
     and bias per group)."""
     m = Model("norms", [("x", (8, 6, 6))])
@@ -620,6 +621,36 @@ def norms():
     g = m.op("GroupNormalization", [m.op("Relu", [c]), m.const(m.rng.uniform(0.5, 1.5, 4)), m.rand(4, scale=0.1)],
              num_groups=4, epsilon=1e-5)
     return m.save([l, g]), m.data(), ["InstanceNormalization", "GroupNormalization"]
+
+
+def groupnorm():
+    """timm's GroupNorm as torch exports it (Reshape to [N, G, -1], an
+    InstanceNormalization with scale 1 and bias 0, Reshape back, Mul, Add)
+    after convolutions, as in efficientnet_b0_gn and ResNetV2: ppcc makes
+    each one pp.GroupNorm, which runs on pprt's kernel in the layout the
+    convolution wrote, so no convolution after the first needs a reorder
+    (the written-out form read plain: 98 reorders per micro-batch in
+    efficientnet_b0_gn). Four, three and one groups, one without the affine
+    step, SiLU after two of them."""
+    m = Model("groupnorm", [("x", (3, 12, 12))], opset=17)
+
+    def gn(t, c, g, affine=True):
+        r = m.op("Reshape", [t, m.const_i64([0, g, -1])])
+        i = m.op("InstanceNormalization", [r, m.const(np.ones(g)), m.const(np.zeros(g))], epsilon=1e-5)
+        b = m.op("Reshape", [i, m.const_i64([0, c, 12, 12])])
+        if not affine:
+            return b
+        return m.op("Add", [m.op("Mul", [b, m.const(m.rng.uniform(0.5, 1.5, (c, 1, 1)))]), m.rand(c, 1, 1, scale=0.1)])
+
+    def silu(t):
+        return m.op("Mul", [t, m.op("Sigmoid", [t])])
+
+    # (2x2, not 3x3: no Winograd, whose output layout has inner blocks that the depthwise convolution reorders)
+    a = silu(gn(m.conv("x", 3, 24, (2, 2), pads=[1, 1, 0, 0]), 24, 4))
+    b = silu(gn(m.conv(a, 24, 24, (3, 3), group=24, pads=[1, 1, 1, 1]), 24, 3))
+    c = gn(m.conv(b, 24, 32, (1, 1)), 32, 1)
+    d = gn(m.conv(c, 32, 32, (1, 1)), 32, 4, affine=False)
+    return m.save([m.conv(d, 32, 8, (1, 1))]), m.data(), ["Conv"]
 
 
 def norms21():
@@ -665,12 +696,13 @@ def resize():
 # ---- run everything --------------------------------------------------------------------------------
 
 for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices, cut_types, windows,
-             metaformer, convformer, patch_embed, norms, norms21, resize):
+             metaformer, convformer, patch_embed, norms, groupnorm, norms21, resize):
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
         pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices", "windows", "metaformer",
-                                                                 "convformer", "norms", "resize") else \
+                                                                 "convformer", "norms", "groupnorm",
+                                                                 "resize") else \
             (1, 2, 3, 4) if name == "cut_types" else (1,)
         for pp in pps:
             plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
@@ -704,8 +736,8 @@ def verbose_run(name, level="2"):
 # plain: its kernel (and so its bits) must not depend on the split (the
 # zoo's DenseNet-121 at -pp 4 is the model that showed it: tests/models)
 # metaformer: likewise for a residual absorbed as a post-op (see the model)
-for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows", "metaformer", "convformer", "norms", "resize")
-                                  for k in (2, 3)):
+for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows", "metaformer", "convformer", "norms",
+                                  "groupnorm", "resize") for k in (2, 3)):
     d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_blocked_t1") for k in (1, pp))
     if os.path.isdir(d1) and os.path.isdir(dn):
         for f in sorted(x for x in os.listdir(d1) if x.endswith(".npy")):
@@ -784,6 +816,21 @@ try:
                         f"{t_views} Transposes as views (want 2 or more):\n{err}")
 except RuntimeError as e:
     failures.append(f"convformer: {e}")
+
+# groupnorm: four pp.GroupNorm, each on pprt's kernel with no reorder before
+# it, and no convolution after the first reorders its source (the last one
+# its output, into the model's plain output)
+try:
+    err = verbose_run("groupnorm").stderr
+    lines = [l.split() for l in err.splitlines() if l.startswith("  ")]
+    gn = [l for l in lines if l[1] == "pp.GroupNorm"]
+    convs = [l for l in lines if l[1] == "Conv"]
+    if len(gn) != 4 or any(l[2:] != ["pprt:gnorm"] for l in gn) or len(convs) != 5 or \
+            any(l[2].startswith("reorder:") for l in convs[1:]):
+        failures.append(f"groupnorm: want 4 pp.GroupNorm on pprt:gnorm alone and 4 convolutions without a "
+                        f"reorder of their source:\n{err}")
+except RuntimeError as e:
+    failures.append(f"groupnorm: {e}")
 
 # patch_embed: on AVX-512 the convolution runs a JIT kernel, not oneDNN's gemm one
 if ISA == "avx512":

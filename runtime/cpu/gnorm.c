@@ -1,0 +1,220 @@
+/* gnorm.c: see gnorm.h. Three passes over a round of samples (as many as
+ * fit in about 4 MiB, at least one, so that the second and third passes
+ * read from the cache): the sums of x, the sums of (x - mean)^2, the
+ * output. A task is one sample's part of P pixels, all channels. Plain C
+ * loops that the compiler vectorizes (built for AVX-512, AVX2 and the
+ * baseline); nothing is reassociated, so every build gives the bits of the
+ * C source. */
+#include "gnorm.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
+#endif
+
+#define LANES 8                  /* the interleaved partial sums of a channel's part */
+#define ROUND_BYTES (4u << 20)   /* samples per round: about this many bytes of x */
+
+struct pprt_gnorm {
+    pprt_bnorm_layout l;
+    int64_t G, Cg, cp, P, parts, round;
+    int threads;
+    double eps;
+    float *sc, *bi;       /* cp each; 0 for the padding channels */
+    double *part;         /* round * parts * cp: each part's sum per channel */
+    double *mean, *inv;   /* round * cp: the channel's group's */
+    double *acc;          /* threads * LANES * cp: a task's partial sums */
+};
+
+int64_t pprt_gnorm_part(int64_t S) {
+    int64_t p = (S + 31) / 32;
+    p = (p + LANES - 1) / LANES * LANES;
+    return p < 64 ? 64 : p;
+}
+
+pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float eps, const float *scale,
+                            const float *bias, int threads, pprt_gnorm **out, pp_err *err) {
+    *out = NULL;
+    if (l->N < 1 || l->C < 1 || l->S < 1 || l->vec < 1 || groups < 1 || l->C % groups)
+        return PP_FAIL(err, PP_EUNSUP, "GroupNormalization kernel: layout");
+    if (threads < 1) threads = 1;
+    const int64_t cp = l->vec > 1 ? (l->C + l->vec - 1) / l->vec * l->vec : l->C, P = pprt_gnorm_part(l->S);
+    const int64_t parts = (l->S + P - 1) / P, bytes = cp * l->S * (int64_t)sizeof(float);
+    int64_t round = bytes >= (int64_t)ROUND_BYTES ? 1 : (int64_t)ROUND_BYTES / bytes;
+    if (round > l->N) round = l->N;
+    pprt_gnorm *g = calloc(1, sizeof *g);
+    if (g) {
+        g->sc = calloc((size_t)cp * 2, sizeof(float));
+        g->part = calloc((size_t)(round * parts * cp + 2 * round * cp + (int64_t)threads * LANES * cp),
+                         sizeof(double));
+    }
+    if (!g || !g->sc || !g->part) {
+        if (g) free(g->sc), free(g->part);
+        free(g);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    *g = (pprt_gnorm){.l = *l, .G = groups, .Cg = l->C / groups, .cp = cp, .P = P, .parts = parts,
+                      .round = round, .threads = threads, .eps = eps, .sc = g->sc, .bi = g->sc + cp,
+                      .part = g->part};
+    g->mean = g->part + round * parts * cp;
+    g->inv = g->mean + round * cp;
+    g->acc = g->inv + round * cp;
+    memcpy(g->sc, scale, sizeof(float) * (size_t)l->C);
+    memcpy(g->bi, bias, sizeof(float) * (size_t)l->C);
+    *out = g;
+    return PP_OK;
+}
+
+/* ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) */
+static inline double fold(const double *a, int64_t stride) {
+    return ((a[0] + a[stride]) + (a[2 * stride] + a[3 * stride])) +
+           ((a[4 * stride] + a[5 * stride]) + (a[6 * stride] + a[7 * stride]));
+}
+
+/* The terms of the two sums: x, and (x - mean)^2 (m: the channel's mean);
+ * the mean of channel c in each: none, m[c] */
+#define TERM_X(v, mc) ((double)(v))
+#define TERM_D2(v, mc) (((double)(v) - (mc)) * ((double)(v) - (mc)))
+#define MEAN_X(c) 0.0
+#define MEAN_D2(c) m[c]
+
+/* Sample n's part p: into out[c] for every channel, the sum of TERM over
+ * its pixels in the order of gnorm.h; m: the channel means (TERM_D2). */
+#define PART_SUMS(TERM, MEAN)                                                                                    \
+    const pprt_bnorm_layout *l = &g->l;                                                                      \
+    const int64_t s0 = p * g->P, s1 = s0 + g->P < l->S ? s0 + g->P : l->S;                                  \
+    if (l->vec == 1) {                                                                                       \
+        for (int64_t c = 0; c < l->C; c++) {                                                                 \
+            const float *xc = x + n * l->stride_n + c * l->stride_c;                                         \
+            const double mc = MEAN(c);                                                                       \
+            (void)mc;                                                                                        \
+            double a[LANES] = {0};                                                                           \
+            int64_t s = s0;                                                                                  \
+            for (; s + LANES <= s1; s += LANES)                                                              \
+                for (int k = 0; k < LANES; k++) a[k] += TERM(xc[s + k], mc);                                 \
+            for (; s < s1; s++) a[s % LANES] += TERM(xc[s], mc);                                             \
+            out[c] = fold(a, 1);                                                                             \
+        }                                                                                                    \
+        return;                                                                                              \
+    }                                                                                                        \
+    const int64_t cp = g->cp, v = l->vec;                                                                    \
+    memset(acc, 0, sizeof(double) * (size_t)(LANES * cp));                                                   \
+    for (int64_t c0 = 0; c0 < cp; c0 += v) {                                                                 \
+        const float *xb = x + n * l->stride_n + c0 / v * l->stride_c;                                        \
+        for (int64_t s = s0; s < s1; s++) {                                                                  \
+            double *a = acc + (s % LANES) * cp + c0;                                                         \
+            const float *xs = xb + s * v;                                                                    \
+            for (int64_t j = 0; j < v; j++) a[j] += TERM(xs[j], MEAN(c0 + j));                               \
+        }                                                                                                    \
+    }                                                                                                        \
+    for (int64_t c = 0; c < l->C; c++) out[c] = fold(acc + c, cp);
+
+CLONES static void sums_x(const pprt_gnorm *g, const float *x, int64_t n, int64_t p, double *acc, double *out) {
+    PART_SUMS(TERM_X, MEAN_X)
+}
+
+CLONES static void sums_d2(const pprt_gnorm *g, const float *x, int64_t n, int64_t p, const double *m,
+                           double *acc, double *out) {
+    PART_SUMS(TERM_D2, MEAN_D2)
+}
+
+/* Sample n's part p of the output; m, iv: per channel */
+CLONES static void outputs(const pprt_gnorm *g, const float *x, float *y, int64_t n, int64_t p, const double *m,
+                           const double *iv) {
+    const pprt_bnorm_layout *l = &g->l;
+    const int64_t s0 = p * g->P, s1 = s0 + g->P < l->S ? s0 + g->P : l->S;
+    const float *sc = g->sc, *bi = g->bi;
+    if (l->vec == 1) {
+        for (int64_t c = 0; c < l->C; c++) {
+            const int64_t off = n * l->stride_n + c * l->stride_c;
+            const float *xc = x + off;
+            float *yc = y + off;
+            const double mc = m[c], ic = iv[c];
+            const float s = sc[c], b = bi[c];
+            for (int64_t i = s0; i < s1; i++) yc[i] = (float)(((double)xc[i] - mc) * ic) * s + b;
+        }
+        return;
+    }
+    const int64_t v = l->vec;
+    for (int64_t c0 = 0; c0 < g->cp; c0 += v) {
+        const int64_t off = n * l->stride_n + c0 / v * l->stride_c;
+        const int64_t real = l->C - c0 < v ? l->C - c0 : v; /* channels of this block that are not padding */
+        for (int64_t s = s0; s < s1; s++) {
+            const float *xs = x + off + s * v;
+            float *ys = y + off + s * v;
+            for (int64_t j = 0; j < v; j++)
+                ys[j] = (float)(((double)xs[j] - m[c0 + j]) * iv[c0 + j]) * sc[c0 + j] + bi[c0 + j];
+            for (int64_t j = real; j < v; j++) ys[j] = 0.0f;
+        }
+    }
+}
+
+/* Round sample i: from the parts' sums, per channel its group's mean (var:
+ * false) or 1 / sqrt(variance + eps) (var: true) into dst. */
+static void finish(const pprt_gnorm *g, int64_t i, bool var, double *dst) {
+    const double count = (double)(g->Cg * g->l.S);
+    const double *part = g->part + i * g->parts * g->cp;
+    for (int64_t gi = 0; gi < g->G; gi++) {
+        double t = 0;
+        for (int64_t c = gi * g->Cg; c < (gi + 1) * g->Cg; c++) {
+            double s = 0;
+            for (int64_t p = 0; p < g->parts; p++) s += part[p * g->cp + c];
+            t += s;
+        }
+        const double r = var ? 1.0 / sqrt(t / count + g->eps) : t / count;
+        for (int64_t c = gi * g->Cg; c < (gi + 1) * g->Cg; c++) dst[c] = r;
+    }
+}
+
+void pprt_gnorm_run(pprt_gnorm *g, const float *x, float *y, int threads) {
+    const int64_t N = g->l.N, parts = g->parts, cp = g->cp;
+    if (threads > g->threads) threads = g->threads;
+    if (threads < 1) threads = 1;
+    for (int64_t n0 = 0; n0 < N; n0 += g->round) {
+        const int64_t nb = N - n0 < g->round ? N - n0 : g->round, tasks = nb * parts;
+        const int t = tasks > 1 ? threads : 1;
+        for (int pass = 0; pass < 3; pass++) {
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(t) schedule(static)
+#endif
+            for (int64_t k = 0; k < tasks; k++) {
+                int me = 0;
+#ifdef _OPENMP
+                me = omp_get_thread_num();
+#endif
+                const int64_t i = k / parts, p = k % parts;
+                double *acc = g->acc + (int64_t)me * LANES * cp, *out = g->part + k * cp;
+                if (pass == 0) sums_x(g, x, n0 + i, p, acc, out);
+                else if (pass == 1) sums_d2(g, x, n0 + i, p, g->mean + i * cp, acc, out);
+                else outputs(g, x, y, n0 + i, p, g->mean + i * cp, g->inv + i * cp);
+            }
+            for (int64_t i = 0; pass < 2 && i < nb; i++) finish(g, i, pass == 1, (pass ? g->inv : g->mean) + i * cp);
+        }
+    }
+}
+
+void pprt_gnorm_stats(const pprt_gnorm *g, int64_t i, int64_t c, double *mean, double *inv) {
+    *mean = g->mean[i * g->cp + c];
+    *inv = g->inv[i * g->cp + c];
+}
+
+size_t pprt_gnorm_bytes(const pprt_gnorm *g) {
+    return sizeof *g + sizeof(float) * (size_t)(2 * g->cp) +
+           sizeof(double) * (size_t)(g->round * g->parts * g->cp + 2 * g->round * g->cp +
+                                     (int64_t)g->threads * LANES * g->cp);
+}
+
+void pprt_gnorm_free(pprt_gnorm *g) {
+    if (!g) return;
+    free(g->sc);
+    free(g->part);
+    free(g);
+}

@@ -1,0 +1,45 @@
+/* gnorm.h: pp.GroupNorm (GroupNormalization with a scale and bias per
+ * channel after it, as the fusion pass makes it of torch's export) over f32
+ * tensors in the layouts of bnorm.h (plain, channels last, blocked on
+ * channels): the oneDNN executor's own kernel for it (runtime/dnnl/norm.c).
+ *
+ * The group's mean and variance are summed in double in one fixed order,
+ * the same in every layout, for every thread count and vector width: each
+ * channel's pixels of a part of P pixels (P from S alone) in 8 interleaved
+ * partial sums (pixel s into sum s mod 8, in pixel order), added up in a
+ * fixed tree; a channel's parts in order; the group's channels in order.
+ * Then, per element, as the reference kernel: t = (x - mean) / sqrt(var +
+ * eps) rounded to float, y = t * scale[c] + bias[c] in float. So a node's
+ * bits never depend on the layout a cut leaves its input in. They are not
+ * the reference kernel's bits, which sum each group from its first element
+ * to its last in one double; the two differ by double rounding in the
+ * moments (about 1e-16 relative), and so by at most an ulp or so in y. */
+#ifndef PPRT_GNORM_H
+#define PPRT_GNORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bnorm.h"
+
+typedef struct pprt_gnorm pprt_gnorm;
+
+/* The kernel for layout l (pprt_bnorm_layout: its geometry) in `groups`
+ * groups (dividing l->C), epsilon eps, scale and bias (C each), for up to
+ * `threads` OpenMP threads. */
+pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float eps, const float *scale,
+                            const float *bias, int threads, pprt_gnorm **out, pp_err *err);
+/* y may be x; on at most the `threads` of create. Padding channels of a
+ * blocked layout are written 0. */
+void pprt_gnorm_run(pprt_gnorm *g, const float *x, float *y, int threads);
+/* The part size in pixels for S pixels: a multiple of 8 (the order of the
+ * sums above). */
+int64_t pprt_gnorm_part(int64_t S);
+/* For tests: channel c's mean and 1 / sqrt(var + eps) in sample i of the
+ * last run's last round (a round holds min(N, about 4 MiB / sample)
+ * samples). */
+void pprt_gnorm_stats(const pprt_gnorm *g, int64_t i, int64_t c, double *mean, double *inv);
+size_t pprt_gnorm_bytes(const pprt_gnorm *g);
+void pprt_gnorm_free(pprt_gnorm *g);
+
+#endif

@@ -1,0 +1,186 @@
+/* test_gnorm.c: our pp.GroupNorm kernel (runtime/cpu/gnorm.c) against the
+ * normalization computed here in double, and against the reference kernel.
+ *
+ * Three shapes: N 3, C 21 in 3 groups over 5 x 7 pixels (one part, a tail
+ * of 3 pixels after the 8-pixel steps, 21 channels: not a multiple of 8 or
+ * 16); N 2, C 12 in 4 groups over 37 x 41 pixels (24 parts of 64, the last
+ * of 45); N 2, C 32 in one group over 10 x 10. Values with some channels
+ * offset by 1000 (a mean far from zero: the variance must not cancel), one
+ * group with a NaN, one with +inf, one sample's group constant (variance 0,
+ * eps alone). Checks:
+ * - every finite result within 2e-6 of (float)((x - mean) / sqrt(var +
+ *   eps)) * scale + bias (moments in double here, two passes) relative to
+ *   |t * scale| + |bias|; a group with NaN or inf all NaN;
+ * - the reference kernel (pprt_ref_groupnorm, PPRT_GN_AFTER) within the
+ *   same bound;
+ * - the same values laid out plain, channels last, and in blocks of 8 and
+ *   16 channels: the same bits for every element, mean and inverse
+ *   deviation in every layout, on 1, 2 and 3 threads, in place and not
+ *   (some channels mix magnitudes from 1e-6 to 1e6, so that another order
+ *   of the sums shows in the moments' bits); blocked padding channels
+ *   written 0.
+ * Exit 0 when all pass, 1 otherwise. */
+#include "runtime/cpu/gnorm.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "runtime/cpu/ref.h"
+
+typedef struct {
+    int64_t N, C, G, S;
+} shape;
+
+/* element (n, c, s) of layout `vec` (1 plain, C channels last, 8 or 16 blocked) */
+static int64_t at(const shape *h, int64_t vec, int64_t n, int64_t c, int64_t s) {
+    if (vec == 1) return (n * h->C + c) * h->S + s;
+    if (vec == h->C) return (n * h->S + s) * h->C + c;
+    const int64_t cp = (h->C + vec - 1) / vec * vec;
+    return ((n * (cp / vec) + c / vec) * h->S + s) * vec + c % vec;
+}
+
+static int64_t padded(const shape *h, int64_t vec) {
+    return vec == 1 || vec == h->C ? h->C : (h->C + vec - 1) / vec * vec;
+}
+
+static pprt_bnorm_layout layout(const shape *h, int64_t vec) {
+    const int64_t cp = padded(h, vec);
+    if (vec == 1) return (pprt_bnorm_layout){h->N, h->C, h->S, 1, h->C * h->S, h->S};
+    return (pprt_bnorm_layout){h->N, h->C, h->S, vec, cp * h->S, vec == h->C ? 0 : h->S * vec};
+}
+
+static uint32_t bits(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+
+static uint64_t rs = 0x9E3779B97F4A7C15ull;
+static double rnd(void) {
+    rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
+    return (double)(rs >> 11) / 9007199254740992.0;
+}
+
+static void run_shape(const shape *h) {
+    const int64_t N = h->N, C = h->C, G = h->G, S = h->S, Cg = C / G, total = N * C * S;
+    const float eps = 1e-5f;
+    float *x = malloc(sizeof(float) * (size_t)total), *sc = malloc(sizeof(float) * (size_t)C),
+          *bi = malloc(sizeof(float) * (size_t)C), *want = malloc(sizeof(float) * (size_t)total),
+          *ref = malloc(sizeof(float) * (size_t)total), *first = malloc(sizeof(float) * (size_t)total);
+    for (int64_t c = 0; c < C; c++) sc[c] = (float)(rnd() * 4 - 2), bi[c] = (float)(rnd() * 2 - 1);
+    /* magnitudes from 1e-6 to 1e6 in some channels, so that the order of the sums shows in their bits */
+    for (int64_t i = 0; i < total; i++) {
+        const int64_t c = i / S % C;
+        x[i] = (float)(rnd() * 6 - 3) + (c % 5 == 1 ? 1000.0f : 0.0f);
+        if (c % 4 == 2) x[i] *= i % 3 == 0 ? 1e-6f : i % 3 == 1 ? 1e6f : 1.0f;
+    }
+    /* sample 0: a NaN in group 0, +inf in the last group (when there are two); the last sample's group 0 constant */
+    x[S / 2] = NAN;
+    if (G > 1) x[(C - 1) * S] = INFINITY;
+    for (int64_t i = 0; i < Cg * S; i++) x[(N - 1) * C * S + i] = 2.5f;
+    /* the double reference, plain order */
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t g = 0; g < G; g++) {
+            const float *xg = x + (n * C + g * Cg) * S;
+            double m = 0, v = 0;
+            for (int64_t i = 0; i < Cg * S; i++) m += xg[i];
+            m /= (double)(Cg * S);
+            for (int64_t i = 0; i < Cg * S; i++) v += ((double)xg[i] - m) * ((double)xg[i] - m);
+            const double inv = 1.0 / sqrt(v / (double)(Cg * S) + eps);
+            for (int64_t i = 0; i < Cg * S; i++) {
+                const int64_t c = g * Cg + i / S;
+                want[(n * C + g * Cg) * S + i] = (float)((xg[i] - m) * inv) * sc[c] + bi[c];
+            }
+        }
+    pprt_ref_groupnorm(x, ref, N, C, S, G, eps, sc, bi, PPRT_GN_AFTER);
+    bool have_first = false;
+    double *stats = malloc(sizeof(double) * 2 * (size_t)(N * C)); /* the first run's mean and inv */
+    const int64_t vecs[4] = {1, C, 8, 16};
+    for (int v = 0; v < 4; v++) {
+        const int64_t vec = vecs[v], n_el = N * padded(h, vec) * S;
+        pprt_bnorm_layout l = layout(h, vec);
+        pprt_gnorm *gn;
+        pp_err e = {0};
+        if (pprt_gnorm_create(&l, G, eps, sc, bi, 3, &gn, &e) != PP_OK) {
+            CHECK_FAIL("create (C %lld, vec %lld): %s", (long long)C, (long long)vec, e.msg);
+            continue;
+        }
+        float *in = calloc((size_t)n_el, sizeof(float)), *out = malloc(sizeof(float) * (size_t)n_el);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t s = 0; s < S; s++) in[at(h, vec, n, c, s)] = x[(n * C + c) * S + s];
+        for (int threads = 1; threads <= 3; threads++)
+            for (int inplace = 0; inplace < 2; inplace++) {
+                float *y = inplace ? malloc(sizeof(float) * (size_t)n_el) : out;
+                if (inplace) memcpy(y, in, sizeof(float) * (size_t)n_el);
+                else memset(y, 0x7f, sizeof(float) * (size_t)n_el); /* padding must be written */
+                pprt_gnorm_run(gn, inplace ? y : in, y, threads);
+                int bad = 0;
+                for (int64_t n = 0; n < N && bad < 3; n++)
+                    for (int64_t c = 0; c < C && bad < 3; c++)
+                        for (int64_t s = 0; s < S && bad < 3; s++) {
+                            const int64_t p = (n * C + c) * S + s;
+                            const float got = y[at(h, vec, n, c, s)];
+                            if (!have_first) {
+                                const float w = want[p];
+                                const double t = fabs((double)(w - bi[c]));
+                                const double tol = 2e-6 * (t + fabs(bi[c])) + 1e-30;
+                                bool ok = isnan(w) ? isnan(got) : fabs((double)got - w) <= tol;
+                                bool ok_ref = isnan(w) ? isnan(ref[p]) : fabs((double)ref[p] - w) <= tol;
+                                if (!ok || !ok_ref) {
+                                    CHECK_FAIL("C %lld (%lld,%lld,%lld): %.9g, reference kernel %.9g, want %.9g",
+                                               (long long)C, (long long)n, (long long)c, (long long)s, got, ref[p], w);
+                                    bad++;
+                                }
+                                first[p] = got;
+                            } else if (bits(got) != bits(first[p]) && !(isnan(got) && isnan(first[p]))) {
+                                CHECK_FAIL("C %lld vec %lld, %d threads%s, (%lld,%lld,%lld): %.9g, plain gave %.9g",
+                                           (long long)C, (long long)vec, threads, inplace ? ", in place" : "",
+                                           (long long)n, (long long)c, (long long)s, got, first[p]);
+                                bad++;
+                            } else {
+                                check_count++;
+                            }
+                        }
+                for (int64_t n = 0; n < N; n++)
+                    for (int64_t c = 0; c < C; c++) {
+                        double m, iv, *f = stats + 2 * (n * C + c);
+                        pprt_gnorm_stats(gn, n, c, &m, &iv);
+                        if (!have_first) f[0] = m, f[1] = iv;
+                        else if (memcmp(&m, &f[0], sizeof m) || memcmp(&iv, &f[1], sizeof iv))
+                            CHECK_FAIL("C %lld vec %lld, %d threads: sample %lld channel %lld: mean %.17g inv %.17g, "
+                                       "plain gave %.17g %.17g", (long long)C, (long long)vec, threads, (long long)n,
+                                       (long long)c, m, iv, f[0], f[1]);
+                    }
+                have_first = true;
+                if (vec == 8 || vec == 16)
+                    for (int64_t i = 0; i < n_el; i++)
+                        if (i % vec + (i / (S * vec)) % (padded(h, vec) / vec) * vec >= C && y[i] != 0) {
+                            CHECK_FAIL("C %lld vec %lld: padding element %lld is %g", (long long)C, (long long)vec,
+                                       (long long)i, y[i]);
+                            break;
+                        }
+                if (inplace) free(y);
+            }
+        free(in);
+        free(out);
+        pprt_gnorm_free(gn);
+    }
+    /* the NaN group and the inf group are all NaN, the constant group is bias alone */
+    CHECK(isnan(first[Cg * S - 1]), "sample 0 group 0 (a NaN in it): %g", first[Cg * S - 1]);
+    if (G > 1) CHECK(isnan(first[C * S - 1]), "sample 0's last group (+inf in it): %g", first[C * S - 1]);
+    CHECK(first[(N - 1) * C * S] == bi[0], "a constant group: %g, want its bias %g", first[(N - 1) * C * S], bi[0]);
+    free(x), free(sc), free(bi), free(want), free(ref), free(first), free(stats);
+}
+
+int main(void) {
+    const shape shapes[3] = {{3, 21, 3, 35}, {2, 12, 4, 37 * 41}, {2, 32, 1, 100}};
+    CHECK(pprt_gnorm_part(35) == 64 && pprt_gnorm_part(37 * 41) == 64 && pprt_gnorm_part(12544) == 392,
+          "part sizes %lld %lld %lld", (long long)pprt_gnorm_part(35), (long long)pprt_gnorm_part(37 * 41),
+          (long long)pprt_gnorm_part(12544));
+    for (int k = 0; k < 3; k++) run_shape(&shapes[k]);
+    return check_summary("gnorm");
+}
