@@ -18,7 +18,8 @@ weights unless a scale is 0), a Pad by zero before a Conv or AveragePool (folded
 padding where that is the same by definition; the cases that must stay unfolded), ReduceMean over
 every spatial axis (GlobalAveragePool by ppcc, and the reductions that must stay), an Expand read only by
 ops that broadcast anyway (removed by ppcc where that gives the same shapes; the cases that keep it), a LayerNorm
-written out (one LayerNormalization from ppcc, with or without a shift; the cases it must leave), Pow by 2 and 3
+written out (one LayerNormalization from ppcc, with or without a shift; the cases it must leave), torch's GroupNorm
+written out (one pp.GroupNorm; the cases it must leave), Pow by 2 and 3
 (edge values, overflow), Resize by nearest neighbour (four coordinate transforms, four roundings, ranks 3 to
 5), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
@@ -560,8 +561,9 @@ def groupnorm_fused(name, shape, groups, want, affine=("scale", "bias"), in_scal
     Shape(x) when shape_op, as torch writes it) -> Mul by a [C, 1, ...] scale -> Add of a [C, 1, ...] bias
     (`affine`: which of the two; mul_full: the Mul's operand has x's whole shape, so it is no scale).
     want: the pp.GroupNorm node's num_groups after ppcc, 0 for none. Against onnxruntime on every backend;
-    the reference kernels must give the bits of the unfused nodes (ppcc --disable-pass fuse); the
-    exported stage (the nodes written back) runs in onnxruntime as the model does."""
+    the reference kernels must give the bits of the unfused nodes (ppcc --disable-pass fuse); cuda-emu
+    within rtol 1e-5 of them; the exported stage (the nodes written back) runs in onnxruntime as the
+    model does."""
     x = f32(*shape)
     x[0, 0].flat[:2] = [np.nan, 1.0]  # a NaN makes its sample's group NaN
     x[-1, -1] = 7.5  # a constant channel; with groups == C a constant group: zero variance, eps alone
@@ -613,6 +615,14 @@ def groupnorm_fused(name, shape, groups, want, affine=("scale", "bias"), in_scal
     if outs_ref[0].tobytes() != outs_ref[1].tobytes():
         failures.append(f"{name}: the reference kernels give other bits with pp.GroupNorm than without: "
                         f"{close(outs_ref[0], outs_ref[1], 0, 0)}")
+    # the CUDA backend's step list (its normalization kernel, per channel) on the host
+    o = os.path.join(d, "emu")
+    r = subprocess.run([PPRT, os.path.join(d, "ref0.plan"), os.path.join(d, "data"), "-o", o, "-q", "--backend",
+                        "cuda-emu"], capture_output=True, text=True)
+    bad = f"exit {r.returncode}: {r.stderr.strip()[-300:]}" if r.returncode else \
+        close(np.load(os.path.join(o, "out.npy")), outs_ref[0], 1e-5, 1e-5)
+    if bad:
+        failures.append(f"{name}: cuda-emu: {bad}")
     so = ort.SessionOptions()
     so.log_severity_level = 3
     stage = ort.InferenceSession(os.path.join(d, "stages", "stage_0.onnx"), so, providers=["CPUExecutionProvider"])
