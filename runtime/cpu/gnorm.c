@@ -20,32 +20,29 @@
 #define CLONES
 #endif
 
-#define LANES 8                  /* the interleaved partial sums of a channel's part */
+#define CH 8                     /* plain: channels summed side by side */
 #define ROUND_BYTES (4u << 20)   /* samples per round: about this many bytes of x */
 
 struct pprt_gnorm {
     pprt_bnorm_layout l;
     int64_t G, Cg, cp, P, parts, round;
-    int threads;
     double eps;
     float *sc, *bi;       /* cp each; 0 for the padding channels */
     double *part;         /* round * parts * cp: each part's sum per channel */
     double *mean, *inv;   /* round * cp: the channel's group's */
-    double *acc;          /* threads * LANES * cp: a task's partial sums */
 };
 
 int64_t pprt_gnorm_part(int64_t S) {
     int64_t p = (S + 31) / 32;
-    p = (p + LANES - 1) / LANES * LANES;
+    p = (p + 7) / 8 * 8;
     return p < 64 ? 64 : p;
 }
 
 pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float eps, const float *scale,
-                            const float *bias, int threads, pprt_gnorm **out, pp_err *err) {
+                            const float *bias, pprt_gnorm **out, pp_err *err) {
     *out = NULL;
     if (l->N < 1 || l->C < 1 || l->S < 1 || l->vec < 1 || groups < 1 || l->C % groups)
         return PP_FAIL(err, PP_EUNSUP, "GroupNormalization kernel: layout");
-    if (threads < 1) threads = 1;
     const int64_t cp = l->vec > 1 ? (l->C + l->vec - 1) / l->vec * l->vec : l->C, P = pprt_gnorm_part(l->S);
     const int64_t parts = (l->S + P - 1) / P, bytes = cp * l->S * (int64_t)sizeof(float);
     int64_t round = bytes >= (int64_t)ROUND_BYTES ? 1 : (int64_t)ROUND_BYTES / bytes;
@@ -53,8 +50,7 @@ pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float ep
     pprt_gnorm *g = calloc(1, sizeof *g);
     if (g) {
         g->sc = calloc((size_t)cp * 2, sizeof(float));
-        g->part = calloc((size_t)(round * parts * cp + 2 * round * cp + (int64_t)threads * LANES * cp),
-                         sizeof(double));
+        g->part = calloc((size_t)(round * parts * cp + 2 * round * cp), sizeof(double));
     }
     if (!g || !g->sc || !g->part) {
         if (g) free(g->sc), free(g->part);
@@ -62,24 +58,17 @@ pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float ep
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
     *g = (pprt_gnorm){.l = *l, .G = groups, .Cg = l->C / groups, .cp = cp, .P = P, .parts = parts,
-                      .round = round, .threads = threads, .eps = eps, .sc = g->sc, .bi = g->sc + cp,
+                      .round = round, .eps = eps, .sc = g->sc, .bi = g->sc + cp,
                       .part = g->part};
     g->mean = g->part + round * parts * cp;
     g->inv = g->mean + round * cp;
-    g->acc = g->inv + round * cp;
     memcpy(g->sc, scale, sizeof(float) * (size_t)l->C);
     memcpy(g->bi, bias, sizeof(float) * (size_t)l->C);
     *out = g;
     return PP_OK;
 }
 
-/* ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) */
-static inline double fold(const double *a, int64_t stride) {
-    return ((a[0] + a[stride]) + (a[2 * stride] + a[3 * stride])) +
-           ((a[4 * stride] + a[5 * stride]) + (a[6 * stride] + a[7 * stride]));
-}
-
-/* The terms of the two sums: x, and (x - mean)^2 (m: the channel's mean);
+/* The terms of the two sums: x, and (x - mean)^2 (mc: the channel's mean);
  * the mean of channel c in each: none, m[c] */
 #define TERM_X(v, mc) ((double)(v))
 #define TERM_D2(v, mc) (((double)(v) - (mc)) * ((double)(v) - (mc)))
@@ -87,42 +76,49 @@ static inline double fold(const double *a, int64_t stride) {
 #define MEAN_D2(c) m[c]
 
 /* Sample n's part p: into out[c] for every channel, the sum of TERM over
- * its pixels in the order of gnorm.h; m: the channel means (TERM_D2). */
-#define PART_SUMS(TERM, MEAN)                                                                                    \
+ * its pixels one after another (gnorm.h). Plain: eight channels at a time,
+ * each its own sum (a vector of neighbouring pixels would split a channel's
+ * sum); the other layouts hold a pixel's channels side by side. */
+#define PART_SUMS(TERM, MEAN)                                                                                \
     const pprt_bnorm_layout *l = &g->l;                                                                      \
     const int64_t s0 = p * g->P, s1 = s0 + g->P < l->S ? s0 + g->P : l->S;                                  \
+    const float *xn = x + n * l->stride_n;                                                                   \
     if (l->vec == 1) {                                                                                       \
-        for (int64_t c = 0; c < l->C; c++) {                                                                 \
-            const float *xc = x + n * l->stride_n + c * l->stride_c;                                         \
+        int64_t c = 0;                                                                                       \
+        for (; c + CH <= l->C; c += CH) {                                                                    \
+            double a[CH] = {0}, mc[CH];                                                                      \
+            (void)mc;                                                                                        \
+            for (int k = 0; k < CH; k++) mc[k] = MEAN(c + k);                                                \
+            for (int64_t s = s0; s < s1; s++)                                                                \
+                for (int k = 0; k < CH; k++) a[k] += TERM(xn[(c + k) * l->stride_c + s], mc[k]);             \
+            for (int k = 0; k < CH; k++) out[c + k] = a[k];                                                  \
+        }                                                                                                    \
+        for (; c < l->C; c++) {                                                                              \
+            double a = 0;                                                                                    \
             const double mc = MEAN(c);                                                                       \
             (void)mc;                                                                                        \
-            double a[LANES] = {0};                                                                           \
-            int64_t s = s0;                                                                                  \
-            for (; s + LANES <= s1; s += LANES)                                                              \
-                for (int k = 0; k < LANES; k++) a[k] += TERM(xc[s + k], mc);                                 \
-            for (; s < s1; s++) a[s % LANES] += TERM(xc[s], mc);                                             \
-            out[c] = fold(a, 1);                                                                             \
+            for (int64_t s = s0; s < s1; s++) a += TERM(xn[c * l->stride_c + s], mc);                        \
+            out[c] = a;                                                                                      \
         }                                                                                                    \
         return;                                                                                              \
     }                                                                                                        \
-    const int64_t cp = g->cp, v = l->vec;                                                                    \
-    memset(acc, 0, sizeof(double) * (size_t)(LANES * cp));                                                   \
-    for (int64_t c0 = 0; c0 < cp; c0 += v) {                                                                 \
-        const float *xb = x + n * l->stride_n + c0 / v * l->stride_c;                                        \
+    const int64_t v = l->vec;                                                                                \
+    memset(out, 0, sizeof(double) * (size_t)g->cp);                                                          \
+    for (int64_t c0 = 0; c0 < g->cp; c0 += v) {                                                              \
+        const float *xb = xn + c0 / v * l->stride_c;                                                         \
+        double *a = out + c0;                                                                                \
         for (int64_t s = s0; s < s1; s++) {                                                                  \
-            double *a = acc + (s % LANES) * cp + c0;                                                         \
             const float *xs = xb + s * v;                                                                    \
             for (int64_t j = 0; j < v; j++) a[j] += TERM(xs[j], MEAN(c0 + j));                               \
         }                                                                                                    \
-    }                                                                                                        \
-    for (int64_t c = 0; c < l->C; c++) out[c] = fold(acc + c, cp);
+    }
 
-CLONES static void sums_x(const pprt_gnorm *g, const float *x, int64_t n, int64_t p, double *acc, double *out) {
+CLONES static void sums_x(const pprt_gnorm *g, const float *x, int64_t n, int64_t p, double *out) {
     PART_SUMS(TERM_X, MEAN_X)
 }
 
 CLONES static void sums_d2(const pprt_gnorm *g, const float *x, int64_t n, int64_t p, const double *m,
-                           double *acc, double *out) {
+                           double *out) {
     PART_SUMS(TERM_D2, MEAN_D2)
 }
 
@@ -176,7 +172,6 @@ static void finish(const pprt_gnorm *g, int64_t i, bool var, double *dst) {
 
 void pprt_gnorm_run(pprt_gnorm *g, const float *x, float *y, int threads) {
     const int64_t N = g->l.N, parts = g->parts, cp = g->cp;
-    if (threads > g->threads) threads = g->threads;
     if (threads < 1) threads = 1;
     for (int64_t n0 = 0; n0 < N; n0 += g->round) {
         const int64_t nb = N - n0 < g->round ? N - n0 : g->round, tasks = nb * parts;
@@ -186,14 +181,10 @@ void pprt_gnorm_run(pprt_gnorm *g, const float *x, float *y, int threads) {
 #pragma omp parallel for num_threads(t) schedule(static)
 #endif
             for (int64_t k = 0; k < tasks; k++) {
-                int me = 0;
-#ifdef _OPENMP
-                me = omp_get_thread_num();
-#endif
                 const int64_t i = k / parts, p = k % parts;
-                double *acc = g->acc + (int64_t)me * LANES * cp, *out = g->part + k * cp;
-                if (pass == 0) sums_x(g, x, n0 + i, p, acc, out);
-                else if (pass == 1) sums_d2(g, x, n0 + i, p, g->mean + i * cp, acc, out);
+                double *out = g->part + k * cp;
+                if (pass == 0) sums_x(g, x, n0 + i, p, out);
+                else if (pass == 1) sums_d2(g, x, n0 + i, p, g->mean + i * cp, out);
                 else outputs(g, x, y, n0 + i, p, g->mean + i * cp, g->inv + i * cp);
             }
             for (int64_t i = 0; pass < 2 && i < nb; i++) finish(g, i, pass == 1, (pass ? g->inv : g->mean) + i * cp);
@@ -208,8 +199,7 @@ void pprt_gnorm_stats(const pprt_gnorm *g, int64_t i, int64_t c, double *mean, d
 
 size_t pprt_gnorm_bytes(const pprt_gnorm *g) {
     return sizeof *g + sizeof(float) * (size_t)(2 * g->cp) +
-           sizeof(double) * (size_t)(g->round * g->parts * g->cp + 2 * g->round * g->cp +
-                                     (int64_t)g->threads * LANES * g->cp);
+           sizeof(double) * (size_t)(g->round * g->parts * g->cp + 2 * g->round * g->cp);
 }
 
 void pprt_gnorm_free(pprt_gnorm *g) {

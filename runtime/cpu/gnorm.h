@@ -5,9 +5,11 @@
  *
  * The group's mean and variance are summed in double in one fixed order,
  * the same in every layout, for every thread count and vector width: each
- * channel's pixels of a part of P pixels (P from S alone) in 8 interleaved
- * partial sums (pixel s into sum s mod 8, in pixel order), added up in a
- * fixed tree; a channel's parts in order; the group's channels in order.
+ * channel's pixels of a part of P pixels (P from S alone) one after
+ * another; a channel's parts in order; the group's channels in order.
+ * Layouts that hold a pixel's channels side by side (channels last,
+ * blocked: what convolutions write) sum a vector of channels per pixel;
+ * plain sums eight channels side by side, one pixel at a time.
  * Then, per element, as the reference kernel: t = (x - mean) / sqrt(var +
  * eps) rounded to float, y = t * scale[c] + bias[c] in float. So a node's
  * bits never depend on the layout a cut leaves its input in. They are not
@@ -25,15 +27,14 @@
 typedef struct pprt_gnorm pprt_gnorm;
 
 /* The kernel for layout l (pprt_bnorm_layout: its geometry) in `groups`
- * groups (dividing l->C), epsilon eps, scale and bias (C each), for up to
- * `threads` OpenMP threads. */
+ * groups (dividing l->C), epsilon eps, scale and bias (C each). */
 pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float eps, const float *scale,
-                            const float *bias, int threads, pprt_gnorm **out, pp_err *err);
-/* y may be x; on at most the `threads` of create. Padding channels of a
- * blocked layout are written 0. */
+                            const float *bias, pprt_gnorm **out, pp_err *err);
+/* y may be x; on `threads` OpenMP threads. Padding channels of a blocked
+ * layout are written 0. */
 void pprt_gnorm_run(pprt_gnorm *g, const float *x, float *y, int threads);
-/* The part size in pixels for S pixels: a multiple of 8 (the order of the
- * sums above). */
+/* The part size in pixels for S pixels (a multiple of 8, at least 64, at
+ * most 32 parts): part of the order of the sums above. */
 int64_t pprt_gnorm_part(int64_t S);
 /* For tests: channel c's mean and 1 / sqrt(var + eps) in sample i of the
  * last run's last round (a round holds min(N, about 4 MiB / sample)

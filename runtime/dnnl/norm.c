@@ -288,7 +288,7 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
         if (!bn_layout(&cur, &l)) return unsup(err, "layout");
     }
     pprt_gnorm *gn;
-    PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], x->build_threads, &gn, err));
+    PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], &gn, err));
     step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_GNORM, .gnorm = gn};
     dnnl_memory_t sm, dm;
     post out;

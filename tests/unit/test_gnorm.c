@@ -104,7 +104,7 @@ static void run_shape(const shape *h) {
         pprt_bnorm_layout l = layout(h, vec);
         pprt_gnorm *gn;
         pp_err e = {0};
-        if (pprt_gnorm_create(&l, G, eps, sc, bi, 3, &gn, &e) != PP_OK) {
+        if (pprt_gnorm_create(&l, G, eps, sc, bi, &gn, &e) != PP_OK) {
             CHECK_FAIL("create (C %lld, vec %lld): %s", (long long)C, (long long)vec, e.msg);
             continue;
         }
