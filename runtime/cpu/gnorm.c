@@ -7,6 +7,8 @@
  * C source. */
 #include "gnorm.h"
 
+#include "silu.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@
 struct pprt_gnorm {
     pprt_bnorm_layout l;
     int64_t G, Cg, cp, P, parts, round;
+    pprt_gn_act act;
     double eps;
     float *sc, *bi;       /* cp each; 0 for the padding channels */
     double *part;         /* round * parts * cp: each part's sum per channel */
@@ -39,10 +42,12 @@ int64_t pprt_gnorm_part(int64_t S) {
 }
 
 pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float eps, const float *scale,
-                            const float *bias, pprt_gnorm **out, pp_err *err) {
+                            const float *bias, pprt_gn_act act, pprt_gnorm **out, pp_err *err) {
     *out = NULL;
     if (l->N < 1 || l->C < 1 || l->S < 1 || l->vec < 1 || groups < 1 || l->C % groups)
         return PP_FAIL(err, PP_EUNSUP, "GroupNormalization kernel: layout");
+    if (act == PPRT_GN_ACT_SILU && !pprt_silu_cpu())
+        return PP_FAIL(err, PP_EUNSUP, "GroupNormalization kernel: SiLU needs AVX2 and FMA");
     const int64_t cp = l->vec > 1 ? (l->C + l->vec - 1) / l->vec * l->vec : l->C, P = pprt_gnorm_part(l->S);
     const int64_t parts = (l->S + P - 1) / P, bytes = cp * l->S * (int64_t)sizeof(float);
     int64_t round = bytes >= (int64_t)ROUND_BYTES ? 1 : (int64_t)ROUND_BYTES / bytes;
@@ -58,7 +63,7 @@ pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float ep
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
     *g = (pprt_gnorm){.l = *l, .G = groups, .Cg = l->C / groups, .cp = cp, .P = P, .parts = parts,
-                      .round = round, .eps = eps, .sc = g->sc, .bi = g->sc + cp,
+                      .round = round, .act = act, .eps = eps, .sc = g->sc, .bi = g->sc + cp,
                       .part = g->part};
     g->mean = g->part + round * parts * cp;
     g->inv = g->mean + round * cp;
@@ -122,7 +127,14 @@ CLONES static void sums_d2(const pprt_gnorm *g, const float *x, int64_t n, int64
     PART_SUMS(TERM_D2, MEAN_D2)
 }
 
-/* Sample n's part p of the output; m, iv: per channel */
+/* act over n floats of y in place */
+static void activate(pprt_gn_act act, float *y, int64_t n) {
+    if (act == PPRT_GN_ACT_SILU) pprt_silu_serial(y, y, (size_t)n);
+    else if (act == PPRT_GN_ACT_RELU)
+        for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0.0f ? 0.0f : y[i];
+}
+
+/* Sample n's part p of the output, then act; m, iv: per channel */
 CLONES static void outputs(const pprt_gnorm *g, const float *x, float *y, int64_t n, int64_t p, const double *m,
                            const double *iv) {
     const pprt_bnorm_layout *l = &g->l;
@@ -136,6 +148,7 @@ CLONES static void outputs(const pprt_gnorm *g, const float *x, float *y, int64_
             const double mc = m[c], ic = iv[c];
             const float s = sc[c], b = bi[c];
             for (int64_t i = s0; i < s1; i++) yc[i] = (float)(((double)xc[i] - mc) * ic) * s + b;
+            activate(g->act, yc + s0, s1 - s0);
         }
         return;
     }
@@ -150,6 +163,7 @@ CLONES static void outputs(const pprt_gnorm *g, const float *x, float *y, int64_
                 ys[j] = (float)(((double)xs[j] - m[c0 + j]) * iv[c0 + j]) * sc[c0 + j] + bi[c0 + j];
             for (int64_t j = real; j < v; j++) ys[j] = 0.0f;
         }
+        activate(g->act, y + off + s0 * v, (s1 - s0) * v); /* the padding: Relu(0) = SiLU(0) = 0 */
     }
 }
 
@@ -191,6 +205,8 @@ void pprt_gnorm_run(pprt_gnorm *g, const float *x, float *y, int threads) {
         }
     }
 }
+
+pprt_gn_act pprt_gnorm_act(const pprt_gnorm *g) { return g->act; }
 
 void pprt_gnorm_stats(const pprt_gnorm *g, int64_t i, int64_t c, double *mean, double *inv) {
     *mean = g->mean[i * g->cp + c];

@@ -26,10 +26,16 @@
 
 typedef struct pprt_gnorm pprt_gnorm;
 
+/* What the kernel applies to its output: nothing, a Relu (y < 0 ? 0 : y,
+ * which keeps NaN and -0), or SiLU on silu.h's kernel (only where
+ * pprt_silu_cpu()). Either gives the bits it gives as a step of its own. */
+typedef enum { PPRT_GN_ACT_NONE, PPRT_GN_ACT_RELU, PPRT_GN_ACT_SILU } pprt_gn_act;
+
 /* The kernel for layout l (pprt_bnorm_layout: its geometry) in `groups`
- * groups (dividing l->C), epsilon eps, scale and bias (C each). */
+ * groups (dividing l->C), epsilon eps, scale and bias (C each), then act. */
 pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float eps, const float *scale,
-                            const float *bias, pprt_gnorm **out, pp_err *err);
+                            const float *bias, pprt_gn_act act, pprt_gnorm **out, pp_err *err);
+pprt_gn_act pprt_gnorm_act(const pprt_gnorm *g);
 /* y may be x; on `threads` OpenMP threads. Padding channels of a blocked
  * layout are written 0. */
 void pprt_gnorm_run(pprt_gnorm *g, const float *x, float *y, int threads);

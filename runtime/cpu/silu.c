@@ -91,10 +91,20 @@ void pprt_silu(const float *x, float *y, size_t n, int threads) {
     pprt_silu_lanes(x, y, n, threads, pprt_cpu_isa() >= PPRT_ISA_AVX512 ? 16 : 8);
 }
 
+void pprt_silu_serial(const float *x, float *y, size_t n) {
+    const bool wide = pprt_cpu_isa() >= PPRT_ISA_AVX512;
+    for (size_t lo = 0; lo < n; lo += BLOCK) {
+        const size_t len = n - lo < BLOCK ? n - lo : BLOCK;
+        if (wide) silu_block16(x + lo, y + lo, len);
+        else silu_block(x + lo, y + lo, len);
+    }
+}
+
 #else
 bool pprt_silu_cpu(void) { return false; }
 bool pprt_silu_wins(void) { return false; }
 void pprt_silu(const float *x, float *y, size_t n, int threads) { (void)x, (void)y, (void)n, (void)threads; }
+void pprt_silu_serial(const float *x, float *y, size_t n) { (void)x, (void)y, (void)n; }
 void pprt_silu_lanes(const float *x, float *y, size_t n, int threads, int lanes) {
     (void)x, (void)y, (void)n, (void)threads, (void)lanes;
 }

@@ -19,6 +19,8 @@ bool pprt_silu_wins(void);
  * (tests/unit/test_silu.c bounds its error and compares the two). Only where
  * pprt_silu_cpu(). */
 void pprt_silu(const float *x, float *y, size_t n, int threads);
+/* The same on the calling thread alone (inside another kernel's threads). */
+void pprt_silu_serial(const float *x, float *y, size_t n);
 /* The same on 8 or 16 lanes as asked (16: only where pprt_cpu_isa() has
  * AVX-512; for tests). */
 void pprt_silu_lanes(const float *x, float *y, size_t n, int threads, int lanes);

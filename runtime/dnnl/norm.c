@@ -216,6 +216,7 @@ static bool all_equal(const pprt_exec *x, int tid, float v) {
  * (P: C; GroupNormalization before opset 21: G), the bias a post-op. The
  * reference kernel normalizes in double; oneDNN in float (docs/dnnl.md). */
 static pp_status build_gn(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    if (x->n_fused) return unsup(err, "post-ops (pprt's kernel only)");
     pp_attrs a = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
     const int xi = n->in[0], si = n->in[1], bi = n->in[2], yi = n->out[0];
@@ -263,13 +264,15 @@ static pp_status build_gn(pprt_exec *x, const pprt_node *n, pp_err *err) {
 
 /* pp.GroupNorm on pprt's kernel (gnorm.h) in the layout its input is stored
  * in (plain where our kernel cannot read that one): its bits do not depend
- * on the layout, so none is forced on the convolutions around it. With
+ * on the layout, so none is forced on the convolutions around it. A Relu
+ * or SiLU of ppcc's chain after it runs in its last pass, on the output
+ * while it is in the cache (the bits of its own step). With
  * PPRT_DNNL_GNORM=0, as GroupNormalization above (plain, other bits). */
 static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (!x->o.own_gnorm) return build_gn(x, n, err);
     pp_attrs a = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
-    const int xi = n->in[0], si = n->in[1], bi = n->in[2], yi = n->out[0];
+    const int xi = n->in[0], si = n->in[1], bi = n->in[2], yi = final_out(x, n);
     const pp_shape *xs = &T(x, xi)->shape;
     if (xs->rank < 2 || xs->rank > 5) return unsup(err, "rank");
     int64_t G;
@@ -288,7 +291,11 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
         if (!bn_layout(&cur, &l)) return unsup(err, "layout");
     }
     pprt_gnorm *gn;
-    PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], &gn, err));
+    pprt_gn_act act = PPRT_GN_ACT_NONE;
+    if (x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_RELU) act = PPRT_GN_ACT_RELU;
+    else if (x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_SILU && x->own_silu) act = PPRT_GN_ACT_SILU;
+    else if (x->n_fused) return unsup(err, "post-ops other than one Relu or SiLU after pprt's kernel");
+    PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], act, &gn, err));
     step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_GNORM, .gnorm = gn};
     dnnl_memory_t sm, dm;
     post out;

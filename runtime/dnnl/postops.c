@@ -224,7 +224,8 @@ void dn_find_fusable(pprt_exec *x, int ni) {
     x->n_fused = 0;
     const pprt_stage *st = x->st;
     const pp_op op = st->nodes[ni].op;
-    if (!x->o.fuse || !pp_op_has(op, PP_TR_HEAD)) return; /* Conv, pp.FusedConv, MatMul, Gemm, BatchNormalization */
+    if (!x->o.fuse || !pp_op_has(op, PP_TR_HEAD)) return; /* Conv, pp.FusedConv, MatMul, Gemm, BatchNormalization,
+                                                            * pp.GroupNorm */
     int cur = st->nodes[ni].out[0];
     elt_seen seen = {0};
     if (op == PP_OP_FUSEDCONV) { /* its own activation comes first (conv.c); Clip runs as a pass of ours */
@@ -239,6 +240,11 @@ void dn_find_fusable(pprt_exec *x, int ni) {
         if (!b->chain || !x->on_dnnl[bi] || T(x, cur)->kind != PPRT_ACTIVATION || x->cons[cur] != 1 || b->n_out != 1 ||
             !f32(x, b->out[0]) || !pp_shape_eq(&T(x, b->out[0])->shape, &T(x, cur)->shape))
             break;
+        if (op == PP_OP_FUSEDGN) { /* pprt's kernel applies one Relu or SiLU in its last pass (norm.c) */
+            if ((b->op == PP_OP_RELU || (b->op == PP_OP_SILU && x->own_silu)) && b->in[0] == cur)
+                x->fused_other[x->n_fused] = -1, x->fused[x->n_fused++] = bi;
+            break;
+        }
         dnnl_alg_kind_t alg;
         float al, be;
         bool comm;

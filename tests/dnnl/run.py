@@ -631,7 +631,8 @@ def groupnorm():
     convolution wrote, so no convolution after the first needs a reorder
     (the written-out form read plain: 98 reorders per micro-batch in
     efficientnet_b0_gn). Four, three and one groups, one without the affine
-    step, SiLU after two of them."""
+    step; SiLU after two of them and a Relu after one, which pprt's kernel
+    applies in its last pass."""
     m = Model("groupnorm", [("x", (3, 12, 12))], opset=17)
 
     def gn(t, c, g, affine=True):
@@ -648,7 +649,7 @@ def groupnorm():
     # (2x2, not 3x3: no Winograd, whose output layout has inner blocks that the depthwise convolution reorders)
     a = silu(gn(m.conv("x", 3, 24, (2, 2), pads=[1, 1, 0, 0]), 24, 4))
     b = silu(gn(m.conv(a, 24, 24, (3, 3), group=24, pads=[1, 1, 1, 1]), 24, 3))
-    c = gn(m.conv(b, 24, 32, (1, 1)), 32, 1)
+    c = m.op("Relu", [gn(m.conv(b, 24, 32, (1, 1)), 32, 1)])
     d = gn(m.conv(c, 32, 32, (1, 1)), 32, 4, affine=False)
     return m.save([m.conv(d, 32, 8, (1, 1))]), m.data(), ["Conv"]
 
@@ -818,17 +819,18 @@ except RuntimeError as e:
     failures.append(f"convformer: {e}")
 
 # groupnorm: four pp.GroupNorm, each on pprt's kernel with no reorder before
-# it, and no convolution after the first reorders its source (the last one
-# its output, into the model's plain output)
+# it, the two SiLUs and the Relu after them applied by it, and no
+# convolution after the first reorders its source (the last one its output,
+# into the model's plain output)
 try:
     err = verbose_run("groupnorm").stderr
     lines = [l.split() for l in err.splitlines() if l.startswith("  ")]
-    gn = [l for l in lines if l[1] == "pp.GroupNorm"]
+    gn = [l[2:] for l in lines if l[1] == "pp.GroupNorm"]
     convs = [l for l in lines if l[1] == "Conv"]
-    if len(gn) != 4 or any(l[2:] != ["pprt:gnorm"] for l in gn) or len(convs) != 5 or \
-            any(l[2].startswith("reorder:") for l in convs[1:]):
-        failures.append(f"groupnorm: want 4 pp.GroupNorm on pprt:gnorm alone and 4 convolutions without a "
-                        f"reorder of their source:\n{err}")
+    want = [["pprt:gnorm_silu"], ["pprt:gnorm_silu"], ["pprt:gnorm_relu"], ["pprt:gnorm"]]
+    if gn != want or len(convs) != 5 or any(l[2].startswith("reorder:") for l in convs[1:]):
+        failures.append(f"groupnorm: want pp.GroupNorm on {want} and 4 convolutions without a reorder of their "
+                        f"source:\n{err}")
 except RuntimeError as e:
     failures.append(f"groupnorm: {e}")
 

@@ -19,6 +19,8 @@
  *   (some channels mix magnitudes from 1e-6 to 1e6, so that another order
  *   of the sums shows in the moments' bits); blocked padding channels
  *   written 0.
+ * - with a Relu or SiLU after it (plain, channels last, blocks of 16): the
+ *   bits of the plain run's outputs with the activation applied after.
  * Exit 0 when all pass, 1 otherwise. */
 #include "runtime/cpu/gnorm.h"
 
@@ -29,6 +31,7 @@
 
 #include "check.h"
 #include "runtime/cpu/ref.h"
+#include "runtime/cpu/silu.h"
 
 typedef struct {
     int64_t N, C, G, S;
@@ -104,7 +107,7 @@ static void run_shape(const shape *h) {
         pprt_bnorm_layout l = layout(h, vec);
         pprt_gnorm *gn;
         pp_err e = {0};
-        if (pprt_gnorm_create(&l, G, eps, sc, bi, &gn, &e) != PP_OK) {
+        if (pprt_gnorm_create(&l, G, eps, sc, bi, PPRT_GN_ACT_NONE, &gn, &e) != PP_OK) {
             CHECK_FAIL("create (C %lld, vec %lld): %s", (long long)C, (long long)vec, e.msg);
             continue;
         }
@@ -168,6 +171,47 @@ static void run_shape(const shape *h) {
         free(in);
         free(out);
         pprt_gnorm_free(gn);
+    }
+    /* with a Relu or SiLU after it: exactly those of the plain run's outputs (silu.h's kernel), in
+     * three layouts, on 2 threads */
+    for (int act = PPRT_GN_ACT_RELU; act <= PPRT_GN_ACT_SILU; act++) {
+        if (act == PPRT_GN_ACT_SILU && !pprt_silu_cpu()) continue;
+        float *fx = malloc(sizeof(float) * (size_t)total);
+        memcpy(fx, first, sizeof(float) * (size_t)total);
+        if (act == PPRT_GN_ACT_SILU) pprt_silu_serial(fx, fx, (size_t)total);
+        else
+            for (int64_t i = 0; i < total; i++) fx[i] = fx[i] < 0.0f ? 0.0f : fx[i];
+        const int64_t avecs[3] = {1, C, 16};
+        for (int v = 0; v < 3; v++) {
+            const int64_t vec = avecs[v], n_el = N * padded(h, vec) * S;
+            pprt_bnorm_layout l = layout(h, vec);
+            pprt_gnorm *gn;
+            pp_err e = {0};
+            if (pprt_gnorm_create(&l, G, eps, sc, bi, (pprt_gn_act)act, &gn, &e) != PP_OK) {
+                CHECK_FAIL("create (act %d): %s", act, e.msg);
+                continue;
+            }
+            CHECK(pprt_gnorm_act(gn) == (pprt_gn_act)act, "act %d", (int)pprt_gnorm_act(gn));
+            float *in = calloc((size_t)n_el, sizeof(float)), *y = malloc(sizeof(float) * (size_t)n_el);
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t c = 0; c < C; c++)
+                    for (int64_t s = 0; s < S; s++) in[at(h, vec, n, c, s)] = x[(n * C + c) * S + s];
+            pprt_gnorm_run(gn, in, y, 2);
+            int bad = 0;
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t c = 0; c < C; c++)
+                    for (int64_t s = 0; s < S; s++) {
+                        const int64_t p = (n * C + c) * S + s;
+                        const float got = y[at(h, vec, n, c, s)];
+                        if (bits(got) != bits(fx[p]) && !(isnan(got) && isnan(fx[p])) && bad++ < 3)
+                            CHECK_FAIL("C %lld vec %lld act %d (%lld,%lld,%lld): %.9g, want %.9g", (long long)C,
+                                       (long long)vec, act, (long long)n, (long long)c, (long long)s, got, fx[p]);
+                    }
+            CHECK(bad == 0, "C %lld vec %lld act %d: %d outputs differ", (long long)C, (long long)vec, act, bad);
+            free(in), free(y);
+            pprt_gnorm_free(gn);
+        }
+        free(fx);
     }
     /* the NaN group and the inf group are all NaN, the constant group is bias alone */
     CHECK(isnan(first[Cg * S - 1]), "sample 0 group 0 (a NaN in it): %g", first[Cg * S - 1]);
