@@ -29,6 +29,7 @@ struct pprt_gnorm {
     pprt_bnorm_layout l;
     int64_t G, Cg, cp, P, parts, round;
     pprt_gn_act act;
+    bool bf16;
     double eps;
     float *sc, *bi;       /* cp each; 0 for the padding channels */
     double *part;         /* round * parts * cp: each part's sum per channel */
@@ -42,7 +43,7 @@ int64_t pprt_gnorm_part(int64_t S) {
 }
 
 pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float eps, const float *scale,
-                            const float *bias, pprt_gn_act act, pprt_gnorm **out, pp_err *err) {
+                            const float *bias, pprt_gn_act act, bool bf16, pprt_gnorm **out, pp_err *err) {
     *out = NULL;
     if (l->N < 1 || l->C < 1 || l->S < 1 || l->vec < 1 || groups < 1 || l->C % groups)
         return PP_FAIL(err, PP_EUNSUP, "GroupNormalization kernel: layout");
@@ -63,7 +64,7 @@ pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float ep
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
     *g = (pprt_gnorm){.l = *l, .G = groups, .Cg = l->C / groups, .cp = cp, .P = P, .parts = parts,
-                      .round = round, .act = act, .eps = eps, .sc = g->sc, .bi = g->sc + cp,
+                      .round = round, .act = act, .bf16 = bf16, .eps = eps, .sc = g->sc, .bi = g->sc + cp,
                       .part = g->part};
     g->mean = g->part + round * parts * cp;
     g->inv = g->mean + round * cp;
@@ -84,10 +85,10 @@ pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float ep
  * its pixels one after another (gnorm.h). Plain: eight channels at a time,
  * each its own sum (a vector of neighbouring pixels would split a channel's
  * sum); the other layouts hold a pixel's channels side by side. */
-#define PART_SUMS(TERM, MEAN)                                                                                \
+#define PART_SUMS(TERM, MEAN, T)                                                                              \
     const pprt_bnorm_layout *l = &g->l;                                                                      \
     const int64_t s0 = p * g->P, s1 = s0 + g->P < l->S ? s0 + g->P : l->S;                                  \
-    const float *xn = x + n * l->stride_n;                                                                   \
+    const T *xn = (const T *)x + n * l->stride_n;                                                            \
     if (l->vec == 1) {                                                                                       \
         int64_t c = 0;                                                                                       \
         for (; c + CH <= l->C; c += CH) {                                                                    \
@@ -95,14 +96,14 @@ pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float ep
             (void)mc;                                                                                        \
             for (int k = 0; k < CH; k++) mc[k] = MEAN(c + k);                                                \
             for (int64_t s = s0; s < s1; s++)                                                                \
-                for (int k = 0; k < CH; k++) a[k] += TERM(xn[(c + k) * l->stride_c + s], mc[k]);             \
+                for (int k = 0; k < CH; k++) a[k] += TERM(LD(xn[(c + k) * l->stride_c + s]), mc[k]);         \
             for (int k = 0; k < CH; k++) out[c + k] = a[k];                                                  \
         }                                                                                                    \
         for (; c < l->C; c++) {                                                                              \
             double a = 0;                                                                                    \
             const double mc = MEAN(c);                                                                       \
             (void)mc;                                                                                        \
-            for (int64_t s = s0; s < s1; s++) a += TERM(xn[c * l->stride_c + s], mc);                        \
+            for (int64_t s = s0; s < s1; s++) a += TERM(LD(xn[c * l->stride_c + s]), mc);                    \
             out[c] = a;                                                                                      \
         }                                                                                                    \
         return;                                                                                              \
@@ -110,22 +111,13 @@ pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float ep
     const int64_t v = l->vec;                                                                                \
     memset(out, 0, sizeof(double) * (size_t)g->cp);                                                          \
     for (int64_t c0 = 0; c0 < g->cp; c0 += v) {                                                              \
-        const float *xb = xn + c0 / v * l->stride_c;                                                         \
+        const T *xb = xn + c0 / v * l->stride_c;                                                             \
         double *a = out + c0;                                                                                \
         for (int64_t s = s0; s < s1; s++) {                                                                  \
-            const float *xs = xb + s * v;                                                                    \
-            for (int64_t j = 0; j < v; j++) a[j] += TERM(xs[j], MEAN(c0 + j));                               \
+            const T *xs = xb + s * v;                                                                        \
+            for (int64_t j = 0; j < v; j++) a[j] += TERM(LD(xs[j]), MEAN(c0 + j));                           \
         }                                                                                                    \
     }
-
-CLONES static void sums_x(const pprt_gnorm *g, const float *x, int64_t n, int64_t p, double *out) {
-    PART_SUMS(TERM_X, MEAN_X)
-}
-
-CLONES static void sums_d2(const pprt_gnorm *g, const float *x, int64_t n, int64_t p, const double *m,
-                           double *out) {
-    PART_SUMS(TERM_D2, MEAN_D2)
-}
 
 /* act over n floats of y in place */
 static void activate(pprt_gn_act act, float *y, int64_t n) {
@@ -135,37 +127,71 @@ static void activate(pprt_gn_act act, float *y, int64_t n) {
 }
 
 /* Sample n's part p of the output, then act; m, iv: per channel */
-CLONES static void outputs(const pprt_gnorm *g, const float *x, float *y, int64_t n, int64_t p, const double *m,
-                           const double *iv) {
-    const pprt_bnorm_layout *l = &g->l;
-    const int64_t s0 = p * g->P, s1 = s0 + g->P < l->S ? s0 + g->P : l->S;
-    const float *sc = g->sc, *bi = g->bi;
-    if (l->vec == 1) {
-        for (int64_t c = 0; c < l->C; c++) {
-            const int64_t off = n * l->stride_n + c * l->stride_c;
-            const float *xc = x + off;
-            float *yc = y + off;
-            const double mc = m[c], ic = iv[c];
-            const float s = sc[c], b = bi[c];
-            for (int64_t i = s0; i < s1; i++) yc[i] = (float)(((double)xc[i] - mc) * ic) * s + b;
-            activate(g->act, yc + s0, s1 - s0);
-        }
-        return;
+#define OUTPUTS(T)                                                                                           \
+    const pprt_bnorm_layout *l = &g->l;                                                                      \
+    const int64_t s0 = p * g->P, s1 = s0 + g->P < l->S ? s0 + g->P : l->S;                                  \
+    const float *sc = g->sc, *bi = g->bi;                                                                    \
+    const T *xt = (const T *)x;                                                                              \
+    if (l->vec == 1) {                                                                                       \
+        for (int64_t c = 0; c < l->C; c++) {                                                                 \
+            const int64_t off = n * l->stride_n + c * l->stride_c;                                           \
+            const T *xc = xt + off;                                                                          \
+            float *yc = y + off;                                                                             \
+            const double mc = m[c], ic = iv[c];                                                              \
+            const float s = sc[c], b = bi[c];                                                                \
+            for (int64_t i = s0; i < s1; i++) yc[i] = (float)(((double)LD(xc[i]) - mc) * ic) * s + b;        \
+            activate(g->act, yc + s0, s1 - s0);                                                              \
+        }                                                                                                    \
+        return;                                                                                              \
+    }                                                                                                        \
+    const int64_t v = l->vec;                                                                                \
+    for (int64_t c0 = 0; c0 < g->cp; c0 += v) {                                                              \
+        const int64_t off = n * l->stride_n + c0 / v * l->stride_c;                                          \
+        const int64_t real = l->C - c0 < v ? l->C - c0 : v; /* channels of this block that are not padding */ \
+        for (int64_t s = s0; s < s1; s++) {                                                                  \
+            const T *xs = xt + off + s * v;                                                                  \
+            float *ys = y + off + s * v;                                                                     \
+            for (int64_t j = 0; j < v; j++)                                                                  \
+                ys[j] = (float)(((double)LD(xs[j]) - m[c0 + j]) * iv[c0 + j]) * sc[c0 + j] + bi[c0 + j];     \
+            for (int64_t j = real; j < v; j++) ys[j] = 0.0f;                                                 \
+        }                                                                                                    \
+        activate(g->act, y + off + s0 * v, (s1 - s0) * v); /* the padding: Relu(0) = SiLU(0) = 0 */          \
     }
-    const int64_t v = l->vec;
-    for (int64_t c0 = 0; c0 < g->cp; c0 += v) {
-        const int64_t off = n * l->stride_n + c0 / v * l->stride_c;
-        const int64_t real = l->C - c0 < v ? l->C - c0 : v; /* channels of this block that are not padding */
-        for (int64_t s = s0; s < s1; s++) {
-            const float *xs = x + off + s * v;
-            float *ys = y + off + s * v;
-            for (int64_t j = 0; j < v; j++)
-                ys[j] = (float)(((double)xs[j] - m[c0 + j]) * iv[c0 + j]) * sc[c0 + j] + bi[c0 + j];
-            for (int64_t j = real; j < v; j++) ys[j] = 0.0f;
-        }
-        activate(g->act, y + off + s0 * v, (s1 - s0) * v); /* the padding: Relu(0) = SiLU(0) = 0 */
-    }
+
+/* The three passes' functions for f32 and for bf16 sources */
+#define LD(v) (v)
+CLONES static void sums_x(const pprt_gnorm *g, const void *x, int64_t n, int64_t p, double *out) {
+    PART_SUMS(TERM_X, MEAN_X, float)
 }
+CLONES static void sums_d2(const pprt_gnorm *g, const void *x, int64_t n, int64_t p, const double *m, double *out) {
+    PART_SUMS(TERM_D2, MEAN_D2, float)
+}
+CLONES static void outputs(const pprt_gnorm *g, const void *x, float *y, int64_t n, int64_t p, const double *m,
+                           const double *iv) {
+    OUTPUTS(float)
+}
+#undef LD
+
+/* a bf16 as the float it is (its bits the float's upper half) */
+static inline float bf16f(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+#define LD(v) bf16f(v)
+CLONES static void sums_x_bf16(const pprt_gnorm *g, const void *x, int64_t n, int64_t p, double *out) {
+    PART_SUMS(TERM_X, MEAN_X, uint16_t)
+}
+CLONES static void sums_d2_bf16(const pprt_gnorm *g, const void *x, int64_t n, int64_t p, const double *m,
+                                double *out) {
+    PART_SUMS(TERM_D2, MEAN_D2, uint16_t)
+}
+CLONES static void outputs_bf16(const pprt_gnorm *g, const void *x, float *y, int64_t n, int64_t p, const double *m,
+                                const double *iv) {
+    OUTPUTS(uint16_t)
+}
+#undef LD
 
 /* Round sample i: from the parts' sums, per channel its group's mean (var:
  * false) or 1 / sqrt(variance + eps) (var: true) into dst. */
@@ -184,7 +210,7 @@ static void finish(const pprt_gnorm *g, int64_t i, bool var, double *dst) {
     }
 }
 
-void pprt_gnorm_run(pprt_gnorm *g, const float *x, float *y, int threads) {
+void pprt_gnorm_run(pprt_gnorm *g, const void *x, float *y, int threads) {
     const int64_t N = g->l.N, parts = g->parts, cp = g->cp;
     if (threads < 1) threads = 1;
     for (int64_t n0 = 0; n0 < N; n0 += g->round) {
@@ -197,9 +223,9 @@ void pprt_gnorm_run(pprt_gnorm *g, const float *x, float *y, int threads) {
             for (int64_t k = 0; k < tasks; k++) {
                 const int64_t i = k / parts, p = k % parts;
                 double *out = g->part + k * cp;
-                if (pass == 0) sums_x(g, x, n0 + i, p, out);
-                else if (pass == 1) sums_d2(g, x, n0 + i, p, g->mean + i * cp, out);
-                else outputs(g, x, y, n0 + i, p, g->mean + i * cp, g->inv + i * cp);
+                if (pass == 0) (g->bf16 ? sums_x_bf16 : sums_x)(g, x, n0 + i, p, out);
+                else if (pass == 1) (g->bf16 ? sums_d2_bf16 : sums_d2)(g, x, n0 + i, p, g->mean + i * cp, out);
+                else (g->bf16 ? outputs_bf16 : outputs)(g, x, y, n0 + i, p, g->mean + i * cp, g->inv + i * cp);
             }
             for (int64_t i = 0; pass < 2 && i < nb; i++) finish(g, i, pass == 1, (pass ? g->inv : g->mean) + i * cp);
         }

@@ -19,6 +19,7 @@
 #ifndef PPRT_GNORM_H
 #define PPRT_GNORM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,13 +33,15 @@ typedef struct pprt_gnorm pprt_gnorm;
 typedef enum { PPRT_GN_ACT_NONE, PPRT_GN_ACT_RELU, PPRT_GN_ACT_SILU } pprt_gn_act;
 
 /* The kernel for layout l (pprt_bnorm_layout: its geometry) in `groups`
- * groups (dividing l->C), epsilon eps, scale and bias (C each), then act. */
+ * groups (dividing l->C), epsilon eps, scale and bias (C each), then act;
+ * bf16: the source holds bfloat16 values (--precision bf16), read as the
+ * floats they are (so the bits of a conversion to f32 first). */
 pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float eps, const float *scale,
-                            const float *bias, pprt_gn_act act, pprt_gnorm **out, pp_err *err);
+                            const float *bias, pprt_gn_act act, bool bf16, pprt_gnorm **out, pp_err *err);
 pprt_gn_act pprt_gnorm_act(const pprt_gnorm *g);
-/* y may be x; on `threads` OpenMP threads. Padding channels of a blocked
- * layout are written 0. */
-void pprt_gnorm_run(pprt_gnorm *g, const float *x, float *y, int threads);
+/* y (f32, in x's layout) may be x when x is f32; on `threads` OpenMP
+ * threads. Padding channels of a blocked layout are written 0. */
+void pprt_gnorm_run(pprt_gnorm *g, const void *x, float *y, int threads);
 /* The part size in pixels for S pixels (a multiple of 8, at least 64, at
  * most 32 parts): part of the order of the sums above. */
 int64_t pprt_gnorm_part(int64_t S);

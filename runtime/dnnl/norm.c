@@ -283,11 +283,16 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (!is_weight(x, si) || !is_weight(x, bi) || !x->ptr[si] || !x->ptr[bi] ||
         numel_of(&T(x, si)->shape) != xs->dim[1] || numel_of(&T(x, bi)->shape) != xs->dim[1])
         return unsup(err, "scale or bias not a constant per channel");
-    dnnl_memory_desc_t cur;
+    /* a bf16 source (--precision bf16) is read as it is, the output f32 in its layout */
+    dnnl_memory_desc_t cur, src;
     pprt_bnorm_layout l;
-    PP_TRY(dn_tensor_layout(x, xi, &cur, err));
+    PP_TRY(dn_tensor_layout(x, xi, &src, err));
+    cur = src;
+    const bool bf16 = src.data_type == dnnl_bf16;
+    if (bf16) cur.data_type = dnnl_f32;
     if (!bn_layout(&cur, &l)) {
         PP_TRY(dn_tensor_plain(x, xi, &cur, err));
+        src = cur;
         if (!bn_layout(&cur, &l)) return unsup(err, "layout");
     }
     pprt_gnorm *gn;
@@ -295,13 +300,13 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_RELU) act = PPRT_GN_ACT_RELU;
     else if (x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_SILU && x->own_silu) act = PPRT_GN_ACT_SILU;
     else if (x->n_fused) return unsup(err, "post-ops other than one Relu or SiLU after pprt's kernel");
-    PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], act, &gn, err));
+    PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], act, bf16 && src.data_type == dnnl_bf16, &gn, err));
     step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_GNORM, .gnorm = gn};
     dnnl_memory_t sm, dm;
     post out;
     pp_status r;
     if ((r = dn_bind_output(x, yi, &cur, &dm, &out, err)) != PP_OK ||
-        (r = dn_bind_input(x, xi, &cur, SLOT_SRC, &sm, err)) != PP_OK) {
+        (r = dn_bind_input(x, xi, &src, SLOT_SRC, &sm, err)) != PP_OK) {
         pprt_gnorm_free(gn);
         return r;
     }

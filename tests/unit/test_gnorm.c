@@ -20,7 +20,9 @@
  *   of the sums shows in the moments' bits); blocked padding channels
  *   written 0.
  * - with a Relu or SiLU after it (plain, channels last, blocks of 16): the
- *   bits of the plain run's outputs with the activation applied after.
+ *   bits of the plain run's outputs with the activation applied after;
+ * - a bf16 source (the values rounded to bf16): the bits the same values
+ *   give as f32.
  * Exit 0 when all pass, 1 otherwise. */
 #include "runtime/cpu/gnorm.h"
 
@@ -107,7 +109,7 @@ static void run_shape(const shape *h) {
         pprt_bnorm_layout l = layout(h, vec);
         pprt_gnorm *gn;
         pp_err e = {0};
-        if (pprt_gnorm_create(&l, G, eps, sc, bi, PPRT_GN_ACT_NONE, &gn, &e) != PP_OK) {
+        if (pprt_gnorm_create(&l, G, eps, sc, bi, PPRT_GN_ACT_NONE, false, &gn, &e) != PP_OK) {
             CHECK_FAIL("create (C %lld, vec %lld): %s", (long long)C, (long long)vec, e.msg);
             continue;
         }
@@ -187,7 +189,7 @@ static void run_shape(const shape *h) {
             pprt_bnorm_layout l = layout(h, vec);
             pprt_gnorm *gn;
             pp_err e = {0};
-            if (pprt_gnorm_create(&l, G, eps, sc, bi, (pprt_gn_act)act, &gn, &e) != PP_OK) {
+            if (pprt_gnorm_create(&l, G, eps, sc, bi, (pprt_gn_act)act, false, &gn, &e) != PP_OK) {
                 CHECK_FAIL("create (act %d): %s", act, e.msg);
                 continue;
             }
@@ -212,6 +214,46 @@ static void run_shape(const shape *h) {
             pprt_gnorm_free(gn);
         }
         free(fx);
+    }
+    /* a bf16 source: the bits of the same values as f32 (plain, channels last, blocks of 16; SiLU after) */
+    {
+        const int64_t bvecs[3] = {1, C, 16};
+        for (int v = 0; v < 3; v++) {
+            const int64_t vec = bvecs[v], n_el = N * padded(h, vec) * S;
+            pprt_bnorm_layout l = layout(h, vec);
+            const pprt_gn_act act = pprt_silu_cpu() ? PPRT_GN_ACT_SILU : PPRT_GN_ACT_RELU;
+            pprt_gnorm *g16, *g32;
+            pp_err e = {0};
+            if (pprt_gnorm_create(&l, G, eps, sc, bi, act, true, &g16, &e) != PP_OK ||
+                pprt_gnorm_create(&l, G, eps, sc, bi, act, false, &g32, &e) != PP_OK) {
+                CHECK_FAIL("create (bf16): %s", e.msg);
+                continue;
+            }
+            uint16_t *in16 = calloc((size_t)n_el, sizeof(uint16_t));
+            float *in32 = calloc((size_t)n_el, sizeof(float)), *y16 = malloc(sizeof(float) * (size_t)n_el),
+                  *y32 = malloc(sizeof(float) * (size_t)n_el);
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t c = 0; c < C; c++)
+                    for (int64_t s = 0; s < S; s++) {
+                        const int64_t i = at(h, vec, n, c, s);
+                        uint32_t u = bits(x[(n * C + c) * S + s]);
+                        u = isnan(x[(n * C + c) * S + s]) ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u);
+                        in16[i] = (uint16_t)(u >> 16);
+                        u = (uint32_t)in16[i] << 16;
+                        memcpy(&in32[i], &u, sizeof u);
+                    }
+            pprt_gnorm_run(g16, in16, y16, 2);
+            pprt_gnorm_run(g32, in32, y32, 2);
+            int bad = 0;
+            for (int64_t i = 0; i < n_el; i++)
+                if (bits(y16[i]) != bits(y32[i]) && !(isnan(y16[i]) && isnan(y32[i])) && bad++ < 3)
+                    CHECK_FAIL("C %lld vec %lld bf16 source: element %lld: %.9g, its f32 copy gives %.9g",
+                               (long long)C, (long long)vec, (long long)i, y16[i], y32[i]);
+            CHECK(bad == 0, "C %lld vec %lld: %d outputs differ with a bf16 source", (long long)C, (long long)vec, bad);
+            free(in16), free(in32), free(y16), free(y32);
+            pprt_gnorm_free(g16);
+            pprt_gnorm_free(g32);
+        }
     }
     /* the NaN group and the inf group are all NaN, the constant group is bias alone */
     CHECK(isnan(first[Cg * S - 1]), "sample 0 group 0 (a NaN in it): %g", first[Cg * S - 1]);
