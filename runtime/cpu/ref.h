@@ -54,6 +54,10 @@ static inline pp_tinfo pprt_tinfo_of(const pprt_tensor *t) { return (pp_tinfo){t
 typedef enum { PPRT_GN_PER_GROUP, PPRT_GN_PER_CHANNEL, PPRT_GN_AFTER } pprt_gn_affine;
 void pprt_ref_groupnorm(const float *x, float *y, int64_t N, int64_t C, int64_t S, int64_t G, float eps,
                         const float *sc, const float *b, pprt_gn_affine how);
+/* The kernel of op (GroupNormalization, pp.GroupNorm) over its tensors:
+ * the outputs checked, num_groups and epsilon read, then the above. */
+pp_status pprt_groupnorm_kernel(pp_op op, pprt_gn_affine how, pp_attrs attrs, const pprt_tensor *in, int n_in,
+                                pprt_tensor *out, int n_out, pp_err *err);
 
 /* Conv/pool window geometry lifted to exactly three spatial dims (leading
  * unit dims: kernel 1, stride 1, no padding), so 1-D, 2-D and 3-D share one

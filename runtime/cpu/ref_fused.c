@@ -51,15 +51,5 @@ pp_status kern_SILU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
 pp_status kern_FUSEDGN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                        pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
-    PP_TRY(pprt_check_outputs(PP_OP_FUSEDGN, attrs, in, n_in, out, n_out, err));
-    const pp_shape *xs = &in[0].shape;
-    int64_t G;
-    float eps;
-    PP_TRY(pp_attr_int(attrs, "num_groups", 1, &G, err));
-    PP_TRY(pp_attr_float(attrs, "epsilon", 1e-5f, &eps, err));
-    int64_t S = 1;
-    for (int i = 2; i < xs->rank; i++) S *= xs->dim[i];
-    pprt_ref_groupnorm(in[0].data, out[0].data, xs->dim[0], xs->dim[1], S, G, eps, in[1].data, in[2].data,
-                       PPRT_GN_AFTER);
-    return PP_OK;
+    return pprt_groupnorm_kernel(PP_OP_FUSEDGN, PPRT_GN_AFTER, attrs, in, n_in, out, n_out, err);
 }

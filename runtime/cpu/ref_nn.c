@@ -358,10 +358,9 @@ void pprt_ref_groupnorm(const float *x, float *y, int64_t N, int64_t C, int64_t 
         }
 }
 
-pp_status kern_GROUPNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
-                         int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)scratch;
-    PP_TRY(check_outputs(PP_OP_GROUPNORM, attrs, in, n_in, out, n_out, err));
+pp_status pprt_groupnorm_kernel(pp_op op, pprt_gn_affine how, pp_attrs attrs, const pprt_tensor *in, int n_in,
+                                pprt_tensor *out, int n_out, pp_err *err) {
+    PP_TRY(check_outputs(op, attrs, in, n_in, out, n_out, err));
     const pp_shape *xs = &in[0].shape;
     int64_t G;
     float eps;
@@ -369,9 +368,15 @@ pp_status kern_GROUPNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
     PP_TRY(pp_attr_float(attrs, "epsilon", 1e-5f, &eps, err));
     int64_t S = 1;
     for (int i = 2; i < xs->rank; i++) S *= xs->dim[i];
-    pprt_ref_groupnorm(in[0].data, out[0].data, xs->dim[0], xs->dim[1], S, G, eps, in[1].data, in[2].data,
-                       attrs.opset >= 21 ? PPRT_GN_PER_CHANNEL : PPRT_GN_PER_GROUP);
+    pprt_ref_groupnorm(in[0].data, out[0].data, xs->dim[0], xs->dim[1], S, G, eps, in[1].data, in[2].data, how);
     return PP_OK;
+}
+
+pp_status kern_GROUPNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                         int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    return pprt_groupnorm_kernel(PP_OP_GROUPNORM, attrs.opset >= 21 ? PPRT_GN_PER_CHANNEL : PPRT_GN_PER_GROUP,
+                                 attrs, in, n_in, out, n_out, err);
 }
 
 /* ---- MatMul --------------------------------------------------------------------------------- */

@@ -44,6 +44,22 @@ static bool bn_layout(const dnnl_memory_desc_t *md, pprt_bnorm_layout *l) {
     return l->vec == 1 ? l->stride_c >= S : true;
 }
 
+/* Step st of pprt's kernels (its kernel made, in st's union) from input xi
+ * read as src_md to output yi written as dst_md, then the output's reorder
+ * if it is stored otherwise. The caller frees its kernel on failure. */
+static pp_status push_own_norm(pprt_exec *x, step st, int xi, const dnnl_memory_desc_t *src_md, int yi,
+                               const dnnl_memory_desc_t *dst_md, pp_err *err) {
+    dnnl_memory_t sm, dm;
+    post out;
+    PP_TRY(dn_bind_output(x, yi, dst_md, &dm, &out, err));
+    PP_TRY(dn_bind_input(x, xi, src_md, SLOT_SRC, &sm, err));
+    st.nargs = 2;
+    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+    PP_TRY(dn_push_own(x, st, err));
+    return dn_push_post(x, &out, err);
+}
+
 /* BatchNormalization: inference, global statistics. On our kernel
  * (bnorm.h; PPRT_DNNL_BNORM=0: oneDNN's), with a Relu of ppcc's chain after
  * it in the same pass (oneDNN's batch normalization takes no post-ops);
@@ -72,25 +88,14 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
         return unsup(err, "post-ops other than one Relu after pprt's kernel");
     if (own) {
         pprt_bnorm *bn;
-        dnnl_memory_t sm, dm;
-        post out;
         PP_TRY(pprt_bnorm_create(&bl, x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]], x->ptr[n->in[4]], eps,
                                  x->n_fused == 1, &bn, err));
-        step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_BNORM, .bnorm = bn};
-        pp_status r;
-        if ((r = dn_bind_output(x, yi, &cur, &dm, &out, err)) != PP_OK ||
-            (r = dn_bind_input(x, xi, &cur, SLOT_SRC, &sm, err)) != PP_OK) {
-            pprt_bnorm_free(bn);
-            return r;
-        }
-        st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
-        st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
-        if ((r = dn_push_own(x, st, err)) != PP_OK) {
-            pprt_bnorm_free(bn);
-            return r;
-        }
-        x->owned_bytes += pprt_bnorm_bytes(bn);
-        return dn_push_post(x, &out, err);
+        const size_t bytes = pprt_bnorm_bytes(bn);
+        const pp_status r =
+            push_own_norm(x, (step){.kind = STEP_MAIN, .own = OWN_BNORM, .bnorm = bn}, xi, &cur, yi, &cur, err);
+        if (r != PP_OK) pprt_bnorm_free(bn);
+        else x->owned_bytes += bytes;
+        return r;
     }
     dnnl_memory_desc_t src, cmd;
     PP_TRY(dn_tensor_plain(x, xi, &src, err));
@@ -301,23 +306,12 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     else if (x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_SILU && x->own_silu) act = PPRT_GN_ACT_SILU;
     else if (x->n_fused) return unsup(err, "post-ops other than one Relu or SiLU after pprt's kernel");
     PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], act, bf16 && src.data_type == dnnl_bf16, &gn, err));
-    step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_GNORM, .gnorm = gn};
-    dnnl_memory_t sm, dm;
-    post out;
-    pp_status r;
-    if ((r = dn_bind_output(x, yi, &cur, &dm, &out, err)) != PP_OK ||
-        (r = dn_bind_input(x, xi, &src, SLOT_SRC, &sm, err)) != PP_OK) {
-        pprt_gnorm_free(gn);
-        return r;
-    }
-    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
-    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
-    if ((r = dn_push_own(x, st, err)) != PP_OK) {
-        pprt_gnorm_free(gn);
-        return r;
-    }
-    x->owned_bytes += pprt_gnorm_bytes(gn);
-    return dn_push_post(x, &out, err);
+    const size_t bytes = pprt_gnorm_bytes(gn);
+    const pp_status r =
+        push_own_norm(x, (step){.kind = STEP_MAIN, .own = OWN_GNORM, .gnorm = gn}, xi, &src, yi, &cur, err);
+    if (r != PP_OK) pprt_gnorm_free(gn);
+    else x->owned_bytes += bytes;
+    return r;
 }
 
 /* BatchNormalization and pp.GroupNorm read their input 0 in any layout; LayerNormalization plain */
