@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../cpu/isa.h"
 #include "dnnl_exec.h"
 
 void dn_counts(const pprt_exec *x, pprt_exec_counts *c) {
@@ -69,7 +70,7 @@ void dn_report(const pprt_exec *x) {
             static const char *fixes[] = {"?", "pprt:clamp", "pprt:nan_rows", "pprt:maxpool_nan"};
             const char *impl = "?";
             switch (s->own) {
-            case OWN_SILU: impl = "pprt:silu:avx2"; break;
+            case OWN_SILU: impl = pprt_cpu_isa() >= PPRT_ISA_AVX512 ? "pprt:silu:avx512" : "pprt:silu:avx2"; break;
             case OWN_PERM: impl = "pprt:permute_rows"; break;
             case OWN_SOFTMAX: impl = "pprt:softmax_cols"; break;
             case OWN_PAD: impl = "pprt:pad"; break;
