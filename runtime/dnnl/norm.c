@@ -44,19 +44,23 @@ static bool bn_layout(const dnnl_memory_desc_t *md, pprt_bnorm_layout *l) {
     return l->vec == 1 ? l->stride_c >= S : true;
 }
 
-/* Step st of pprt's kernels (its kernel made, in st's union) from input xi
- * read as src_md to output yi written as dst_md, then the output's reorder
- * if it is stored otherwise. The caller frees its kernel on failure. */
-static pp_status push_own_norm(pprt_exec *x, step st, int xi, const dnnl_memory_desc_t *src_md, int yi,
-                               const dnnl_memory_desc_t *dst_md, pp_err *err) {
+/* Step st of pprt's kernels (its kernel made, in st's union, `bytes` of
+ * it) from input xi read as src_md to output yi written as dst_md, then the
+ * output's reorder if it is stored otherwise. *taken: the step list holds
+ * the kernel now (dn_rollback frees it); where false the caller frees it. */
+static pp_status push_own_norm(pprt_exec *x, step st, size_t bytes, int xi, const dnnl_memory_desc_t *src_md,
+                               int yi, const dnnl_memory_desc_t *dst_md, bool *taken, pp_err *err) {
     dnnl_memory_t sm, dm;
     post out;
+    *taken = false;
     PP_TRY(dn_bind_output(x, yi, dst_md, &dm, &out, err));
     PP_TRY(dn_bind_input(x, xi, src_md, SLOT_SRC, &sm, err));
     st.nargs = 2;
     st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
     st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
     PP_TRY(dn_push_own(x, st, err));
+    *taken = true;
+    x->owned_bytes += bytes;
     return dn_push_post(x, &out, err);
 }
 
@@ -90,11 +94,10 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
         pprt_bnorm *bn;
         PP_TRY(pprt_bnorm_create(&bl, x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]], x->ptr[n->in[4]], eps,
                                  x->n_fused == 1, &bn, err));
-        const size_t bytes = pprt_bnorm_bytes(bn);
-        const pp_status r =
-            push_own_norm(x, (step){.kind = STEP_MAIN, .own = OWN_BNORM, .bnorm = bn}, xi, &cur, yi, &cur, err);
-        if (r != PP_OK) pprt_bnorm_free(bn);
-        else x->owned_bytes += bytes;
+        bool taken;
+        const pp_status r = push_own_norm(x, (step){.kind = STEP_MAIN, .own = OWN_BNORM, .bnorm = bn},
+                                          pprt_bnorm_bytes(bn), xi, &cur, yi, &cur, &taken, err);
+        if (!taken) pprt_bnorm_free(bn);
         return r;
     }
     dnnl_memory_desc_t src, cmd;
@@ -293,8 +296,7 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pprt_bnorm_layout l;
     PP_TRY(dn_tensor_layout(x, xi, &src, err));
     cur = src;
-    const bool bf16 = src.data_type == dnnl_bf16;
-    if (bf16) cur.data_type = dnnl_f32;
+    if (src.data_type == dnnl_bf16) cur.data_type = dnnl_f32; /* any other type: bn_layout refuses it */
     if (!bn_layout(&cur, &l)) {
         PP_TRY(dn_tensor_plain(x, xi, &cur, err));
         src = cur;
@@ -305,12 +307,11 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_RELU) act = PPRT_GN_ACT_RELU;
     else if (x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_SILU && x->own_silu) act = PPRT_GN_ACT_SILU;
     else if (x->n_fused) return unsup(err, "post-ops other than one Relu or SiLU after pprt's kernel");
-    PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], act, bf16 && src.data_type == dnnl_bf16, &gn, err));
-    const size_t bytes = pprt_gnorm_bytes(gn);
-    const pp_status r =
-        push_own_norm(x, (step){.kind = STEP_MAIN, .own = OWN_GNORM, .gnorm = gn}, xi, &src, yi, &cur, err);
-    if (r != PP_OK) pprt_gnorm_free(gn);
-    else x->owned_bytes += bytes;
+    PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], act, src.data_type == dnnl_bf16, &gn, err));
+    bool taken;
+    const pp_status r = push_own_norm(x, (step){.kind = STEP_MAIN, .own = OWN_GNORM, .gnorm = gn},
+                                      pprt_gnorm_bytes(gn), xi, &src, yi, &cur, &taken, err);
+    if (!taken) pprt_gnorm_free(gn);
     return r;
 }
 
