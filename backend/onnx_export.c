@@ -154,25 +154,6 @@ static pp_status add_const(ex *x, int v) {
     return PP_OK;
 }
 
-/* A generated scalar constant (Clip bounds, the decompositions' numbers) of
- * float type dt, as an initializer; its name into *name. */
-static pp_status add_scalar(ex *x, const char *base, const char *what, pp_dtype dt, double v, int rank,
-                            char **name) {
-    void *d = A(8);
-    if (!d) return oom(x);
-    if (dt == PP_F32) *(float *)d = (float)v;
-    else if (dt == PP_F64) *(double *)d = v;
-    else
-        return PP_FAIL(x->err, PP_EUNSUP, "'%s': a %s constant of type %s cannot be written", base, what,
-                       pp_dtype_name(dt));
-    *name = fresh_name(x, base, what);
-    pp_shape sh = {rank, {1}};
-    Onnx__TensorProto *t = *name ? tensor_inline(x, *name, dt, &sh, d, pp_dtype_size(dt)) : NULL;
-    if (!t || !grow(x, (void ***)&x->inits, &x->n_inits, &x->cap_inits)) return oom(x);
-    x->inits[x->n_inits++] = t;
-    return PP_OK;
-}
-
 /* A generated constant of type dt and shape sh from `data` (copied), as an
  * initializer; its name into *name. */
 static pp_status add_array(ex *x, const char *base, const char *what, pp_dtype dt, const pp_shape *sh,
@@ -188,6 +169,18 @@ static pp_status add_array(ex *x, const char *base, const char *what, pp_dtype d
     if (!t || !grow(x, (void ***)&x->inits, &x->n_inits, &x->cap_inits)) return oom(x);
     x->inits[x->n_inits++] = t;
     return PP_OK;
+}
+
+/* A generated scalar constant (Clip bounds, the decompositions' numbers) of
+ * float type dt, as an initializer; its name into *name. */
+static pp_status add_scalar(ex *x, const char *base, const char *what, pp_dtype dt, double v, int rank,
+                            char **name) {
+    const float f = (float)v;
+    if (dt != PP_F32 && dt != PP_F64)
+        return PP_FAIL(x->err, PP_EUNSUP, "'%s': a %s constant of type %s cannot be written", base, what,
+                       pp_dtype_name(dt));
+    const pp_shape sh = {rank, {1}};
+    return add_array(x, base, what, dt, &sh, dt == PP_F32 ? (const void *)&f : (const void *)&v, name);
 }
 
 /* ---- nodes -------------------------------------------------------------------------------- */

@@ -61,6 +61,19 @@ static bool const_scalar(const pp_graph *g, int v, double *out) {
 
 static bool near(double a, double b) { return fabs(a - b) <= 1e-4 * fabs(b); }
 
+/* Whether v is a constant f32 with one element per channel of a value of
+ * rank r with C channels on axis 1: shape [C, 1, ...] (rank r - 1) or [1,
+ * C, 1, ...] (rank r). */
+static bool per_channel(const pp_graph *g, int v, int64_t C, int r) {
+    if (v < 0 || !g->values[v].is_const || g->values[v].dtype != PP_F32) return false;
+    const pp_shape *s = &g->values[v].shape;
+    const int lead = r - s->rank;
+    if (lead != 0 && lead != 1) return false;
+    for (int d = 0; d < s->rank; d++)
+        if (s->dim[d] != (d + lead == 1 ? C : 1)) return false;
+    return true;
+}
+
 /* Node surgery ---------------------------------------------------------------------------- */
 
 /* Node `node` now reads in[0..cnt) (the use index learns it). */
@@ -219,12 +232,7 @@ static pp_status fuse_conv_scale(pp_graph *g, int mu, bool *changed, pp_err *err
     const pp_shape *ss = &g->values[sv].shape;
     int64_t cnt;
     PP_TRY(pp_shape_numel(ss, &cnt, err));
-    if (cnt != 1) { /* one per channel: every dim 1 but the channel axis, aligned with the output's */
-        const int lead = y->shape.rank - ss->rank;
-        if (lead < 0 || cnt != m) return PP_OK;
-        for (int d = 0; d < ss->rank; d++)
-            if (ss->dim[d] != (d + lead == 1 ? m : 1)) return PP_OK;
-    }
+    if (cnt != 1 && !per_channel(g, sv, m, y->shape.rank)) return PP_OK; /* else one per channel */
     if (!pp_shape_eq(&g->values[M->out[0]].shape, &y->shape)) return PP_OK;
     PP_TRY(pp_value_align(g, sv, err));
     PP_TRY(pp_value_align(g, C->in[1], err));
@@ -719,19 +727,6 @@ static pp_status all_equal(pp_graph *g, int v, float want, bool *yes, pp_err *er
         if (p[i] != want) return PP_OK;
     *yes = true;
     return PP_OK;
-}
-
-/* Whether v is a constant f32 with one element per channel of a value of
- * rank r with C channels on axis 1: shape [C, 1, ...] (rank r - 1) or [1,
- * C, 1, ...] (rank r). */
-static bool per_channel(const pp_graph *g, int v, int64_t C, int r) {
-    if (v < 0 || !g->values[v].is_const || g->values[v].dtype != PP_F32) return false;
-    const pp_shape *s = &g->values[v].shape;
-    const int lead = r - s->rank;
-    if (lead != 0 && lead != 1) return false;
-    for (int d = 0; d < s->rank; d++)
-        if (s->dim[d] != (d + lead == 1 ? C : 1)) return false;
-    return true;
 }
 
 /* A new [C] constant: v's elements, or C copies of `fill` where v < 0. */

@@ -97,13 +97,15 @@ def write_case(name, m, feeds):
     return d, path
 
 
-def run_ppcc_pprt(name, m, feeds, pp, backend):
+def run_ppcc_pprt(name, m, feeds, pp, backend, ppcc_args=()):
     d, path = write_case(name, m, feeds)
-    plan = os.path.join(d, f"pp{pp}.plan")
-    r = subprocess.run([PPCC, path, "-b", "0", "-pp", str(pp), "-q", "-o", plan], capture_output=True, text=True)
+    tag = "_".join(a.strip("-") for a in ppcc_args)
+    plan = os.path.join(d, f"pp{pp}{tag}.plan")
+    r = subprocess.run([PPCC, path, "-b", "0", "-pp", str(pp), "-q", "-o", plan, *ppcc_args], capture_output=True,
+                       text=True)
     if r.returncode:
-        return None, f"ppcc -pp {pp}: exit {r.returncode}: {r.stderr.strip()[-300:]}"
-    out = os.path.join(d, f"out_{pp}_{backend}")
+        return None, f"ppcc -pp {pp} {' '.join(ppcc_args)}: exit {r.returncode}: {r.stderr.strip()[-300:]}"
+    out = os.path.join(d, f"out_{pp}_{backend}{tag}")
     r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", out, "-q", "--backend", backend],
                        capture_output=True, text=True)
     if r.returncode:
@@ -600,28 +602,20 @@ def groupnorm_fused(name, shape, groups, want, affine=("scale", "bias"), in_scal
         failures.append(f"{name}: {len(gn)} pp.GroupNorm of {got} groups, want one of {want} (exit {r.returncode}): "
                         f"{r.stdout.strip()[-600:]} {r.stderr.strip()[-300:]}")
         return
-    # the reference kernels: the same bits with the fusion as without it
-    outs_ref = []
-    for extra in ([], ["--disable-pass", "fuse"]):
-        plan = os.path.join(d, f"ref{len(extra)}.plan")
-        o = os.path.join(d, f"ref{len(extra)}")
-        r = subprocess.run([PPCC, path, "-b", "0", "-q", "-o", plan] + extra, capture_output=True, text=True)
-        if not r.returncode:
-            r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", o, "-q", "--backend", "ref"],
-                               capture_output=True, text=True)
-        if r.returncode:
-            failures.append(f"{name}: ref run {extra}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    # the reference kernels: the same bits with the fusion as without it; the CUDA backend's step
+    # list (its normalization kernel, per channel) on the host within rtol 1e-5 of them
+    res = {}
+    for key, backend, args in (("ref", "ref", ()), ("unfused", "ref", ("--disable-pass", "fuse")),
+                               ("emu", "cuda-emu", ())):
+        o, e = run_ppcc_pprt(name + "_ir", m, feeds, 1, backend, args)
+        if e:
+            failures.append(f"{name}: {e}")
             return
-        outs_ref.append(np.load(os.path.join(o, "out.npy")))
-    if outs_ref[0].tobytes() != outs_ref[1].tobytes():
+        res[key] = np.load(os.path.join(o, "out.npy"))
+    if res["ref"].tobytes() != res["unfused"].tobytes():
         failures.append(f"{name}: the reference kernels give other bits with pp.GroupNorm than without: "
-                        f"{close(outs_ref[0], outs_ref[1], 0, 0)}")
-    # the CUDA backend's step list (its normalization kernel, per channel) on the host
-    o = os.path.join(d, "emu")
-    r = subprocess.run([PPRT, os.path.join(d, "ref0.plan"), os.path.join(d, "data"), "-o", o, "-q", "--backend",
-                        "cuda-emu"], capture_output=True, text=True)
-    bad = f"exit {r.returncode}: {r.stderr.strip()[-300:]}" if r.returncode else \
-        close(np.load(os.path.join(o, "out.npy")), outs_ref[0], 1e-5, 1e-5)
+                        f"{close(res['ref'], res['unfused'], 0, 0)}")
+    bad = close(res["emu"], res["ref"], 1e-5, 1e-5)
     if bad:
         failures.append(f"{name}: cuda-emu: {bad}")
     so = ort.SessionOptions()
