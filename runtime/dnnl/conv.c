@@ -94,6 +94,49 @@ static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int
     return dn_push_post(x, &out, err);
 }
 
+/* A 4-D f32 descriptor over dims: channels last where vec is the channel
+ * count, else blocked on vec (8 or 16) channels. */
+static pp_status own_md(const int64_t *dims, int64_t vec, dnnl_memory_desc_t *md, pp_err *err) {
+    const dnnl_dims_t d = {dims[0], dims[1], dims[2], dims[3]};
+    const dnnl_format_tag_t tag = vec == dims[1] ? dnnl_acdb : vec == 16 ? dnnl_aBcd16b : dnnl_aBcd8b;
+    DN(dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, tag), "memory descriptor");
+    return PP_OK;
+}
+
+/* Node n (2-D, f32, few channels a group: gs; constant weights and bias,
+ * no residual, absorbing nothing) as a step of our kernel (gconv.h). It
+ * reads the source in the layout it is stored in where the kernel takes
+ * that (channels last or blocked on a multiple of its lanes; its bits are
+ * the same in every layout and width), else channels last (blocked on 8
+ * where 8 do not divide the channels), and writes the same kind of layout. */
+static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, int wi, int bi, int yi, float lo,
+                             float hi, pp_err *err) {
+    /* 8 lanes where 16 do not divide the channels: channels last then, as
+     * the next node most likely wants (a padded blocked layout left an
+     * eltwise after it on oneDNN's reference kernel); the same bits */
+    const int lanes = gs->C % pprt_gconv_lanes() ? 8 : pprt_gconv_lanes();
+    dnnl_memory_desc_t src, dst;
+    pprt_bnorm_layout li, lo_;
+    PP_TRY(dn_tensor_layout(x, xi, &src, err));
+    int64_t vec;
+    if (dn_own_layout(&src, &li) && pprt_gconv_layout_ok(&li, lanes)) vec = li.vec;
+    else {
+        vec = gs->C % lanes == 0 ? gs->C : lanes;
+        PP_TRY(own_md(T(x, xi)->shape.dim, vec, &src, err));
+        if (!dn_own_layout(&src, &li)) return unsup(err, "layout");
+    }
+    PP_TRY(own_md(T(x, yi)->shape.dim, vec, &dst, err));
+    if (!dn_own_layout(&dst, &lo_)) return unsup(err, "layout");
+    pprt_gconv *gc;
+    PP_TRY(pprt_gconv_create(gs, &li, &lo_, x->ptr[wi], bi >= 0 ? x->ptr[bi] : NULL, lo, hi, lanes, &gc, err));
+    bool taken;
+    const pp_status r = dn_push_own_any(x, (step){.kind = STEP_MAIN, .own = OWN_GCONV, .gconv = gc},
+                                        pprt_gconv_bytes(gc), xi, &src, yi, &dst, &taken, err);
+    if (!taken) pprt_gconv_free(gc);
+    else x->weight_bytes += pprt_gconv_bytes(gc);
+    return r;
+}
+
 /* What a convolution adds after its sum of products: the residual Z
  * (zi >= 0; by a sum post-op, else a binary add reading z_md), NaN-keeping
  * relu post-ops, then the absorbed nodes (postops.c). */
@@ -308,6 +351,19 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
         conv_pd(&theirs, dnnl_convolution_winograd, &src_any, &w_any, bias, &dst_any, &g, NULL, x->eng);
         if (theirs) dnnl_primitive_desc_destroy(theirs);
         else return build_wino(x, &wsh, xi, wi, bi, zi, yi, !strcmp(act, "Relu") ? 0.0f : lo, hi, err);
+    }
+    /* few channels a group (2 a group: oneDNN's im2col gemm, 5x slower):
+     * our kernel, which takes no post-ops (the node is built again without
+     * them); the choice depends on the node alone */
+    if (x->o.gconv && !x->bf16 && nd == 4 && group > 1 && OC == C && C / group <= x->o.gconv && zi < 0 &&
+        is_weight(x, wi) && (bi < 0 || is_weight(x, bi)) && pprt_gconv_cpu()) {
+        const pprt_gconv_shape gs = {xs->dim[0], C,          C / group,   xs->dim[2],  xs->dim[3],
+                                     ys->dim[2], ys->dim[3], ws->dim[2],  ws->dim[3],  g.stride[0],
+                                     g.stride[1], g.dil[0],  g.dil[1],    g.pad0[0],   g.pad0[1]};
+        if (pprt_gconv_fits(&gs)) {
+            if (x->n_fused) return unsup(err, "pprt's grouped convolution kernel absorbs no nodes after it");
+            return build_gconv(x, &gs, xi, wi, bi, yi, !strcmp(act, "Relu") ? 0.0f : lo, hi, err);
+        }
     }
     /* Relu: oneDNN's relu gives 0 for NaN, so a pass of ours clamps after
      * the primitive (nanfix.h); only when nodes after it are absorbed too,

@@ -23,6 +23,7 @@
 #include "../kernels.h"
 #include "../nodes.h"
 #include "../cpu/bnorm.h"
+#include "../cpu/gconv.h"
 #include "../cpu/gnorm.h"
 #include "../cpu/nanfix.h"
 #include "../cpu/permute.h"
@@ -58,6 +59,7 @@ typedef struct pprt_dnnl_opts {
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
     bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/cpu/bnorm.h) */
     bool own_gnorm;     /* PPRT_DNNL_GNORM: pp.GroupNorm on our kernel (runtime/cpu/gnorm.h) */
+    int64_t gconv;      /* PPRT_DNNL_GCONV: convolutions of up to this many channels a group on our kernel (gconv.h; 0: none) */
     bool rnn;           /* PPRT_DNNL_RNN: LSTM, GRU and RNN by matrix products (runtime/cpu/rnn_gemm.h) */
     bool own_softmax;   /* PPRT_DNNL_SOFTMAX: Softmax over a middle axis on runtime/cpu/softmax.h */
     bool own_reduce;    /* PPRT_DNNL_REDUCE: reductions on runtime/cpu/reduce.h */
@@ -80,7 +82,7 @@ enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, SLOT_OP0, N_SLOTS = SLOT_OP0 
 
 /* Which of pprt's own kernels a step without a primitive runs: its member of step's union */
 typedef enum own_kind { OWN_NONE, OWN_WINO, OWN_SILU, OWN_BNORM, OWN_FIX, OWN_PERM, OWN_SOFTMAX, OWN_PAD,
-                        OWN_REDUCE, OWN_ROWS, OWN_NEAREST, OWN_GNORM } own_kind;
+                        OWN_REDUCE, OWN_ROWS, OWN_NEAREST, OWN_GNORM, OWN_GCONV } own_kind;
 
 typedef struct step {
     dnnl_primitive_t prim; /* NULL for a step of our own kernels: `own` says which */
@@ -93,6 +95,7 @@ typedef struct step {
         size_t silu;          /* SiLU over this many floats */
         pprt_bnorm *bnorm;    /* BatchNormalization */
         pprt_gnorm *gnorm;    /* pp.GroupNorm */
+        pprt_gconv *gconv;    /* a convolution of few channels a group */
         pprt_nanfix fix;      /* a pass for NaN (nanfix.h) */
         pprt_permute perm;    /* row copies of a Transpose that keeps the last axis */
         pprt_softmax softmax; /* Softmax over a middle axis */
@@ -318,6 +321,16 @@ pp_status dn_push_own(pprt_exec *x, step s, pp_err *err);
  * tensor `out` (DST) through dn_bind_output, with its reorder after it where
  * `out` is stored in another layout. */
 pp_status dn_push_own_io(pprt_exec *x, step s, int in, int out, pp_err *err);
+/* md as the layout of pprt's kernels that read any layout (runtime/cpu/bnorm.h):
+ * f32; plain, channels last or blocked on channels only; the spatial dims
+ * packed, innermost. */
+bool dn_own_layout(const dnnl_memory_desc_t *md, pprt_bnorm_layout *l);
+/* Step st of pprt's kernels (its kernel made, in st's union, `bytes` of
+ * it) from input xi read as src_md to output yi written as dst_md, then the
+ * output's reorder if it is stored otherwise. *taken: the step list holds
+ * the kernel now (dn_rollback frees it); where false the caller frees it. */
+pp_status dn_push_own_any(pprt_exec *x, step st, size_t bytes, int xi, const dnnl_memory_desc_t *src_md, int yi,
+                          const dnnl_memory_desc_t *dst_md, bool *taken, pp_err *err);
 /* Whether node n (on no oneDNN primitive) runs on runtime/cpu/rnn_gemm.h rather than the reference kernel. */
 bool dn_rnn_by_gemm(const pprt_exec *x, const pprt_node *n);
 /* Append a NaN pass f of ours reading src and writing dst (which may be the same memory). */

@@ -189,6 +189,7 @@ void dn_rollback(pprt_exec *x, mark m) {
         if (x->steps[i].own == OWN_WINO) pprt_wino_free(x->steps[i].wino);
         if (x->steps[i].own == OWN_BNORM) pprt_bnorm_free(x->steps[i].bnorm);
         if (x->steps[i].own == OWN_GNORM) pprt_gnorm_free(x->steps[i].gnorm);
+        if (x->steps[i].own == OWN_GCONV) pprt_gconv_free(x->steps[i].gconv);
     }
     for (int i = m.mems; i < x->n_mems; i++) dnnl_memory_destroy(x->mems[i]);
     for (int i = m.owned; i < x->n_owned; i++) free(x->owned[i]);

@@ -22,48 +22,6 @@ static bool bn_jit(const_dnnl_primitive_desc_t pd) {
     return strstr(impl, "jit") != NULL;
 }
 
-/* md as our kernel's layout (bnorm.h): f32; plain, channels last or
- * blocked on channels only; the spatial dims packed, innermost. */
-static bool bn_layout(const dnnl_memory_desc_t *md, pprt_bnorm_layout *l) {
-    if (md->data_type != dnnl_f32 || md->format_kind != dnnl_blocked || md->offset0 != 0 || md->ndims < 2 ||
-        md->ndims > 5)
-        return false;
-    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
-    const int nd = md->ndims;
-    int64_t S = 1;
-    for (int d = 2; d < nd; d++) S *= md->dims[d];
-    *l = (pprt_bnorm_layout){.N = md->dims[0], .C = md->dims[1], .S = S, .stride_n = b->strides[0],
-                             .stride_c = b->strides[1]};
-    if (b->inner_nblks == 1 && b->inner_idxs[0] == 1) l->vec = b->inner_blks[0];
-    else if (b->inner_nblks == 0) l->vec = b->strides[1] == 1 ? l->C : 1;
-    else return false;
-    /* the spatial dims packed, the innermost with the stride of one channel vector (plain: 1) */
-    int64_t want = l->vec;
-    for (int d = nd - 1; d >= 2; want *= md->dims[d], d--)
-        if (md->dims[d] > 1 && b->strides[d] != want) return false;
-    return l->vec == 1 ? l->stride_c >= S : true;
-}
-
-/* Step st of pprt's kernels (its kernel made, in st's union, `bytes` of
- * it) from input xi read as src_md to output yi written as dst_md, then the
- * output's reorder if it is stored otherwise. *taken: the step list holds
- * the kernel now (dn_rollback frees it); where false the caller frees it. */
-static pp_status push_own_norm(pprt_exec *x, step st, size_t bytes, int xi, const dnnl_memory_desc_t *src_md,
-                               int yi, const dnnl_memory_desc_t *dst_md, bool *taken, pp_err *err) {
-    dnnl_memory_t sm, dm;
-    post out;
-    *taken = false;
-    PP_TRY(dn_bind_output(x, yi, dst_md, &dm, &out, err));
-    PP_TRY(dn_bind_input(x, xi, src_md, SLOT_SRC, &sm, err));
-    st.nargs = 2;
-    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
-    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
-    PP_TRY(dn_push_own(x, st, err));
-    *taken = true;
-    x->owned_bytes += bytes;
-    return dn_push_post(x, &out, err);
-}
-
 /* BatchNormalization: inference, global statistics. On our kernel
  * (bnorm.h; PPRT_DNNL_BNORM=0: oneDNN's), with a Relu of ppcc's chain after
  * it in the same pass (oneDNN's batch normalization takes no post-ops);
@@ -86,7 +44,7 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     dnnl_memory_desc_t cur;
     pprt_bnorm_layout bl;
     PP_TRY(dn_tensor_layout(x, xi, &cur, err));
-    bool own = x->o.own_bnorm && bn_layout(&cur, &bl);
+    bool own = x->o.own_bnorm && dn_own_layout(&cur, &bl);
     for (int k = 1; k < 5; k++) own = own && is_weight(x, n->in[k]) && x->ptr[n->in[k]];
     if (x->n_fused && !(own && x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_RELU))
         return unsup(err, "post-ops other than one Relu after pprt's kernel");
@@ -95,7 +53,7 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
         PP_TRY(pprt_bnorm_create(&bl, x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]], x->ptr[n->in[4]], eps,
                                  x->n_fused == 1, &bn, err));
         bool taken;
-        const pp_status r = push_own_norm(x, (step){.kind = STEP_MAIN, .own = OWN_BNORM, .bnorm = bn},
+        const pp_status r = dn_push_own_any(x, (step){.kind = STEP_MAIN, .own = OWN_BNORM, .bnorm = bn},
                                           pprt_bnorm_bytes(bn), xi, &cur, yi, &cur, &taken, err);
         if (!taken) pprt_bnorm_free(bn);
         return r;
@@ -297,10 +255,10 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_tensor_layout(x, xi, &src, err));
     cur = src;
     if (src.data_type == dnnl_bf16) cur.data_type = dnnl_f32; /* any other type: bn_layout refuses it */
-    if (!bn_layout(&cur, &l)) {
+    if (!dn_own_layout(&cur, &l)) {
         PP_TRY(dn_tensor_plain(x, xi, &cur, err));
         src = cur;
-        if (!bn_layout(&cur, &l)) return unsup(err, "layout");
+        if (!dn_own_layout(&cur, &l)) return unsup(err, "layout");
     }
     pprt_gnorm *gn;
     pprt_gn_act act = PPRT_GN_ACT_NONE;
@@ -309,7 +267,7 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     else if (x->n_fused) return unsup(err, "post-ops other than one Relu or SiLU after pprt's kernel");
     PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], act, src.data_type == dnnl_bf16, &gn, err));
     bool taken;
-    const pp_status r = push_own_norm(x, (step){.kind = STEP_MAIN, .own = OWN_GNORM, .gnorm = gn},
+    const pp_status r = dn_push_own_any(x, (step){.kind = STEP_MAIN, .own = OWN_GNORM, .gnorm = gn},
                                       pprt_gnorm_bytes(gn), xi, &src, yi, &cur, &taken, err);
     if (!taken) pprt_gnorm_free(gn);
     return r;

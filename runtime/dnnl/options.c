@@ -73,6 +73,10 @@ static const opt opts[] = {
     {"PPRT_DNNL_GNORM", OPT_FLAG, F(own_gnorm), "1", NULL, 0, 0,
      "pp.GroupNorm (f32) on pprt's own kernel in the layout its input is stored in; 0: oneDNN's layer "
      "normalization over the plain layout, then a binary for the scale and bias"},
+    {"PPRT_DNNL_GCONV", OPT_INT, F(gconv), "4", "0|2|4|8", 0, 8,
+     "f32 2-D convolutions of up to this many channels a group (2, 4 or 8; 0: none) on pprt's own kernel, in "
+     "the channels-last or blocked layout its input is stored in (oneDNN runs 2 a group as an im2col gemm, 4 "
+     "slower than ours, 8 faster)"},
     {"PPRT_DNNL_RNN", OPT_FLAG, F(rnn), "1", NULL, 0, 0,
      "LSTM, GRU and RNN by oneDNN's sgemm over the whole batch, each step one product (0: the reference kernels)"},
     {"PPRT_DNNL_REDUCE", OPT_FLAG, F(own_reduce), "1", NULL, 0, 0,

@@ -82,6 +82,11 @@ void dn_report(const pprt_exec *x) {
                        : pprt_gnorm_act(s->gnorm) == PPRT_GN_ACT_SILU ? "pprt:gnorm_silu"
                                                                        : "pprt:gnorm";
                 break;
+            case OWN_GCONV:
+                impl = pprt_gconv_width(s->gconv) == 16  ? "pprt:gconv:avx512"
+                       : pprt_gconv_width(s->gconv) == 8 ? "pprt:gconv:avx2"
+                                                         : "pprt:gconv";
+                break;
             case OWN_BNORM: impl = pprt_bnorm_relu(s->bnorm) ? "pprt:bnorm_relu" : "pprt:bnorm"; break;
             case OWN_FIX: impl = s->fix.kind > 0 && s->fix.kind < 4 ? fixes[s->fix.kind] : "?"; break;
             case OWN_WINO: impl = pprt_wino_tile(s->wino) == 2 ? "pprt:wino_2x3:avx2" : "pprt:wino_4x3:avx2"; break;

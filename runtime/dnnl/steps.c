@@ -415,6 +415,44 @@ pp_status dn_push_own_io(pprt_exec *x, step s, int in, int out, pp_err *err) {
     return dn_push_post(x, &po, err);
 }
 
+/* (dnnl_exec.h) */
+bool dn_own_layout(const dnnl_memory_desc_t *md, pprt_bnorm_layout *l) {
+    if (md->data_type != dnnl_f32 || md->format_kind != dnnl_blocked || md->offset0 != 0 || md->ndims < 2 ||
+        md->ndims > 5)
+        return false;
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    const int nd = md->ndims;
+    int64_t S = 1;
+    for (int d = 2; d < nd; d++) S *= md->dims[d];
+    *l = (pprt_bnorm_layout){.N = md->dims[0], .C = md->dims[1], .S = S, .stride_n = b->strides[0],
+                             .stride_c = b->strides[1]};
+    if (b->inner_nblks == 1 && b->inner_idxs[0] == 1) l->vec = b->inner_blks[0];
+    else if (b->inner_nblks == 0) l->vec = b->strides[1] == 1 ? l->C : 1;
+    else return false;
+    /* the spatial dims packed, the innermost with the stride of one channel vector (plain: 1) */
+    int64_t want = l->vec;
+    for (int d = nd - 1; d >= 2; want *= md->dims[d], d--)
+        if (md->dims[d] > 1 && b->strides[d] != want) return false;
+    return l->vec == 1 ? l->stride_c >= S : true;
+}
+
+/* (dnnl_exec.h) */
+pp_status dn_push_own_any(pprt_exec *x, step st, size_t bytes, int xi, const dnnl_memory_desc_t *src_md, int yi,
+                          const dnnl_memory_desc_t *dst_md, bool *taken, pp_err *err) {
+    dnnl_memory_t sm, dm;
+    post out;
+    *taken = false;
+    PP_TRY(dn_bind_output(x, yi, dst_md, &dm, &out, err));
+    PP_TRY(dn_bind_input(x, xi, src_md, SLOT_SRC, &sm, err));
+    st.nargs = 2;
+    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+    PP_TRY(dn_push_own(x, st, err));
+    *taken = true;
+    x->owned_bytes += bytes;
+    return dn_push_post(x, &out, err);
+}
+
 pp_status dn_push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnnl_memory_t dst, pp_err *err) {
     step s = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_FIX, .fix = *f};
     s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, src};
@@ -447,6 +485,7 @@ static dnnl_status_t run_own(const step *s) {
     case OWN_WINO: pprt_wino_run(s->wino, p[0], p[1], p[3], s->lo, s->hi, p[2], team); break;
     case OWN_BNORM: pprt_bnorm_run(s->bnorm, p[0], p[1], team); break;
     case OWN_GNORM: pprt_gnorm_run(s->gnorm, p[0], p[1], team); break;
+    case OWN_GCONV: pprt_gconv_run(s->gconv, p[0], p[1], team); break;
     case OWN_SILU: pprt_silu(p[0], p[1], s->silu, team); break;
     case OWN_PERM: pprt_permute_run(&s->perm, p[0], p[1], team); break;
     case OWN_SOFTMAX: pprt_softmax_run(&s->softmax, p[0], p[1], team); break;

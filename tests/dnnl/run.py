@@ -654,6 +654,26 @@ def groupnorm():
     return m.save([m.conv(d, 32, 8, (1, 1))]), m.data(), ["Conv"]
 
 
+def grouped():
+    """Convolutions of few channels a group (ResNeXt, DLA-X): 2 a group
+    with a Relu, 4 a group at stride 2 with a Clip, 2 a group dilated
+    without a bias, 2 a group over 24 channels (not a multiple of 16) with
+    a Sigmoid after it that a convolution would absorb: on pprt's kernel
+    (runtime/cpu/gconv.c), which absorbs nothing. Left to oneDNN: 8 a group
+    (its JIT kernel is faster), and 2 a group whose residual Add becomes
+    part of pp.FusedConv."""
+    m = Model("grouped", [("x", (3, 14, 13))])
+    a = m.op("Relu", [m.conv(m.conv("x", 3, 16, (1, 1)), 16, 16, (3, 3), group=8, pads=[1, 1, 1, 1])])
+    b = m.op("Clip", [m.conv(a, 16, 32, (1, 1)), m.const(np.float32(0.0)), m.const(np.float32(6.0))])
+    b = m.op("Clip", [m.conv(b, 32, 32, (3, 3), group=8, strides=[2, 2], pads=[1, 0, 1, 1]),
+                      m.const(np.float32(0.0)), m.const(np.float32(6.0))])
+    c = m.conv(b, 32, 32, (3, 3), group=16, bias=False, dilations=[2, 2], pads=[2, 2, 2, 2])
+    d = m.op("Sigmoid", [m.conv(m.conv(c, 32, 24, (1, 1)), 24, 24, (3, 3), group=12, pads=[1, 1, 1, 1])])
+    e = m.conv(m.conv(d, 24, 32, (1, 1)), 32, 32, (3, 3), group=4, pads=[1, 1, 1, 1])
+    f = m.op("Add", [m.conv(e, 32, 32, (3, 3), group=16, pads=[1, 1, 1, 1]), e])
+    return m.save([f]), m.data(), ["Conv"]
+
+
 def norms21():
     """GroupNormalization from opset 21: a scale and bias per channel."""
     m = Model("norms21", [("x", (8, 5, 7))], opset=21)
@@ -697,13 +717,13 @@ def resize():
 # ---- run everything --------------------------------------------------------------------------------
 
 for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices, cut_types, windows,
-             metaformer, convformer, patch_embed, norms, groupnorm, norms21, resize):
+             metaformer, convformer, patch_embed, norms, groupnorm, grouped, norms21, resize):
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
         pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices", "windows", "metaformer",
                                                                  "convformer", "norms", "groupnorm",
-                                                                 "resize") else \
+                                                                 "grouped", "resize") else \
             (1, 2, 3, 4) if name == "cut_types" else (1,)
         for pp in pps:
             plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
@@ -738,7 +758,7 @@ def verbose_run(name, level="2"):
 # zoo's DenseNet-121 at -pp 4 is the model that showed it: tests/models)
 # metaformer: likewise for a residual absorbed as a post-op (see the model)
 for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows", "metaformer", "convformer", "norms",
-                                  "groupnorm", "resize") for k in (2, 3)):
+                                  "groupnorm", "grouped", "resize") for k in (2, 3)):
     d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_blocked_t1") for k in (1, pp))
     if os.path.isdir(d1) and os.path.isdir(dn):
         for f in sorted(x for x in os.listdir(d1) if x.endswith(".npy")):
@@ -833,6 +853,20 @@ try:
                         f"source:\n{err}")
 except RuntimeError as e:
     failures.append(f"groupnorm: {e}")
+
+# grouped: four convolutions on pprt's kernel (16 lanes on AVX-512 where 16
+# divide the channels, else 8), the one of 8 a group and the one with the
+# residual on oneDNN's
+if ISA in ("avx2", "avx512"):
+    try:
+        err = verbose_run("grouped").stderr
+        want = ["avx512", "avx512", "avx512", "avx2"] if ISA == "avx512" else ["avx2"] * 4
+        got = re.findall(r"(?:Conv|pp\.FusedConv)\s+(?:reorder:\S+ )?pprt:gconv:(\w+)\s*$", err, re.M)
+        absorbed = [l for l in err.splitlines() if "Sigmoid" in l and "post-op" in l]
+        if got != want or absorbed:
+            failures.append(f"grouped: want convolutions on pprt:gconv:{want}, the Sigmoid not absorbed:\n{err}")
+    except RuntimeError as e:
+        failures.append(f"grouped: {e}")
 
 # patch_embed: on AVX-512 the convolution runs a JIT kernel, not oneDNN's gemm one
 if ISA == "avx512":

@@ -401,6 +401,41 @@ pad_fold("pad_conv_auto_pad", "x", [0, 0, 1, 1, 0, 0, 1, 1],
 pad_fold("pad_conv_1d_grouped", "x", [0, 0, 2, 0, 0, 1], helper.make_node("Conv", ["p", "w"], ["y"], group=2),
          {"x": f32(2, 4, 11)}, True, inits={"w": rng.normal(0, 0.3, (6, 2, 4)).astype(np.float32)})
 
+# ---- convolutions of few channels a group (pprt's kernel on oneDNN: runtime/cpu/gconv.c) -------------------
+def grouped_conv(name, xshape, group, k, act=None, bias=True, edges=(), pps=(1, 2), **attrs):
+    """A Conv of xshape[1] channels in and out in `group` groups, k x k,
+    then act (Relu, or Clip to [0, 6]; ppcc makes them one pp.FusedConv)
+    and a Sigmoid (which pprt's kernel does not absorb), against
+    onnxruntime; edges: values written into the input (NaN or an infinity
+    stays in its group's outputs)."""
+    C = xshape[1]
+    x = with_edges(f32(*xshape), list(edges)).reshape(xshape) if edges else f32(*xshape)
+    inits = {"w": rng.normal(0, 0.4, (C, C // group, k, k)).astype(np.float32)}
+    ins = ["x", "w"]
+    if bias:
+        inits["b"] = f32(C, lo=-0.2, hi=0.2)
+        ins.append("b")
+    nodes = [helper.make_node("Conv", ins, ["c"], group=group, kernel_shape=[k, k], **attrs)]
+    last = "c"
+    if act == "Relu":
+        nodes.append(helper.make_node("Relu", ["c"], ["a"]))
+        last = "a"
+    elif act == "Clip":
+        inits["lo"], inits["hi"] = np.array(0.0, np.float32), np.array(6.0, np.float32)
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["a"]))
+        last = "a"
+    nodes.append(helper.make_node("Sigmoid", [last], ["y"]))
+    case(name, nodes, {"x": x}, ["y", last], inits=inits, rtol=1e-5, atol=1e-5, pps=pps)
+
+
+grouped_conv("gconv_2_relu", (2, 16, 9, 11), 8, 3, "Relu", pads=[1, 1, 1, 1],
+             edges=[np.nan, 0, 0, np.inf])  # a NaN and an inf in channel 0's group (channels 0 and 1)
+grouped_conv("gconv_4_s2_clip", (2, 32, 10, 9), 8, 3, "Clip", strides=[2, 2], pads=[1, 0, 1, 1])
+grouped_conv("gconv_2_dilated_no_bias", (1, 32, 12, 12), 16, 3, bias=False, dilations=[2, 2], pads=[2, 2, 2, 2])
+grouped_conv("gconv_2_24ch", (2, 24, 7, 8), 12, 3, "Relu", auto_pad="SAME_UPPER")
+grouped_conv("gconv_2_5x5_s2", (1, 16, 15, 13), 8, 5, strides=[2, 2], pads=[2, 2, 2, 2])
+grouped_conv("gconv_8", (1, 32, 6, 6), 4, 3, "Relu", pads=[1, 1, 1, 1])  # oneDNN's JIT kernel
+
 # ---- ReduceMean over every spatial axis (timm's squeeze-and-excitation) becomes GlobalAveragePool -----------
 def spatial_mean(name, shape, want_gap, opset=13, axes=None, keepdims=None):
     feeds = {"x": f32(*shape)}
