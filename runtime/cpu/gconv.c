@@ -20,7 +20,7 @@ struct pprt_gconv {
     int64_t nch;          /* vectors of channels (padding included) */
     int64_t cp;           /* the output's channels, padding included */
     int64_t ow_lo, ow_hi; /* the output columns whose taps are all inside the input */
-    bool clamp;
+    bool clamp, bf16;     /* bf16: the source holds bfloat16 values */
     float lo, hi;
     float *wv, *bv;       /* repacked (vector kernel) */
     float *w, *b;         /* as given, bias 0 where none (portable loop) */
@@ -34,6 +34,7 @@ struct pprt_gconv {
 #define GC_V __m512
 #define GC_TARGET __attribute__((target("avx512f")))
 #define GC_LD _mm512_loadu_ps
+#define GC_LDBF(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
 #define GC_ST _mm512_storeu_ps
 #define GC_FMA _mm512_fmadd_ps
 #define GC_SET1 _mm512_set1_ps
@@ -50,6 +51,7 @@ struct pprt_gconv {
 #undef GC_V
 #undef GC_TARGET
 #undef GC_LD
+#undef GC_LDBF
 #undef GC_ST
 #undef GC_FMA
 #undef GC_SET1
@@ -64,6 +66,7 @@ struct pprt_gconv {
 #define GC_V __m256
 #define GC_TARGET __attribute__((target("avx2,fma")))
 #define GC_LD _mm256_loadu_ps
+#define GC_LDBF(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
 #define GC_ST _mm256_storeu_ps
 #define GC_FMA _mm256_fmadd_ps
 #define GC_SET1 _mm256_set1_ps
@@ -108,8 +111,8 @@ static int64_t padded(const pprt_bnorm_layout *l) {
 }
 
 pp_status pprt_gconv_create(const pprt_gconv_shape *s, const pprt_bnorm_layout *in, const pprt_bnorm_layout *out,
-                            const float *w, const float *bias, float lo, float hi, int lanes, pprt_gconv **out_g,
-                            pp_err *err) {
+                            const float *w, const float *bias, float lo, float hi, bool bf16, int lanes,
+                            pprt_gconv **out_g, pp_err *err) {
     *out_g = NULL;
     if (!lanes) lanes = pprt_gconv_lanes();
     if (!pprt_gconv_fits(s) || in->N != s->N || out->N != s->N || in->C != s->C || out->C != s->C ||
@@ -135,7 +138,7 @@ pp_status pprt_gconv_create(const pprt_gconv_shape *s, const pprt_bnorm_layout *
     }
     memset(buf, 0, floats * sizeof(float));
     *g = (pprt_gconv){.s = *s, .in = *in, .out = *out, .lanes = lanes, .nch = nch, .cp = cp,
-                      .clamp = !(isinf(lo) && lo < 0 && isinf(hi) && hi > 0),
+                      .clamp = !(isinf(lo) && lo < 0 && isinf(hi) && hi > 0), .bf16 = bf16,
                       .lo = lo, .hi = hi, .wv = buf, .bv = buf + nwv, .w = buf + nwv + nbv, .b = buf + nwv + nbv + nw,
                       .bytes = sizeof *g + floats * sizeof(float)};
     memcpy(g->w, w, nw * sizeof(float));
@@ -161,7 +164,15 @@ pp_status pprt_gconv_create(const pprt_gconv_shape *s, const pprt_bnorm_layout *
 
 /* The portable loop: output row oh of sample n, every channel (padding 0),
  * in gconv.h's order with fmaf, so the bits of the vector kernel. */
-static void row_portable(const pprt_gconv *g, const float *x, float *y, int64_t n, int64_t oh) {
+static inline float src_at(const pprt_gconv *g, const void *x, int64_t i) {
+    if (!g->bf16) return ((const float *)x)[i];
+    const uint32_t u = (uint32_t)((const uint16_t *)x)[i] << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static void row_portable(const pprt_gconv *g, const void *x, float *y, int64_t n, int64_t oh) {
     const pprt_gconv_shape *s = &g->s;
     const int64_t cpg = s->cpg;
     for (int64_t ow = 0; ow < s->OW; ow++)
@@ -181,7 +192,7 @@ static void row_portable(const pprt_gconv *g, const float *x, float *y, int64_t 
                     for (int64_t m = 0; m < cpg; m++) {
                         const int64_t j = (c % cpg) ^ m;
                         a = fmaf(g->w[((c * cpg + j) * s->KH + kh) * s->KW + kw],
-                                 x[at(&g->in, n, c - c % cpg + j, ih * s->W + iw)], a);
+                                 src_at(g, x, at(&g->in, n, c - c % cpg + j, ih * s->W + iw)), a);
                     }
                 }
             }
@@ -190,7 +201,7 @@ static void row_portable(const pprt_gconv *g, const float *x, float *y, int64_t 
         }
 }
 
-void pprt_gconv_run(const pprt_gconv *g, const float *x, float *y, int threads) {
+void pprt_gconv_run(const pprt_gconv *g, const void *x, float *y, int threads) {
     const int64_t rows = g->s.N * g->s.OH, items = rows * g->nch;
     if (threads < 1) threads = 1;
     if (threads > items) threads = (int)items;

@@ -50,15 +50,17 @@ bool pprt_gconv_layout_ok(const pprt_bnorm_layout *l, int lanes);
 
 /* The kernel for s from layout in to layout out (the same N and C; their
  * S = H * W and OH * OW), weights w [C][cpg][KH][KW], bias (C, or NULL),
- * clamp [lo, hi] (-inf, inf: none); lanes 0: this CPU's, 8 or 16 (16 only
+ * clamp [lo, hi] (-inf, inf: none); bf16: the source holds bfloat16 values
+ * (--precision bf16), read as the floats they are (so the bits of a
+ * conversion to f32 first), the output f32; lanes 0: this CPU's, 8 or 16 (16 only
  * on AVX-512), or 1: the portable loop (any layout, any CPU; for tests and
  * CPUs without AVX2), each giving the same bits. */
 pp_status pprt_gconv_create(const pprt_gconv_shape *s, const pprt_bnorm_layout *in, const pprt_bnorm_layout *out,
-                            const float *w, const float *bias, float lo, float hi, int lanes, pprt_gconv **g,
-                            pp_err *err);
+                            const float *w, const float *bias, float lo, float hi, bool bf16, int lanes,
+                            pprt_gconv **g, pp_err *err);
 /* y must not overlap x; on `threads` OpenMP threads. Padding channels of a
  * blocked output are written 0. */
-void pprt_gconv_run(const pprt_gconv *g, const float *x, float *y, int threads);
+void pprt_gconv_run(const pprt_gconv *g, const void *x, float *y, int threads);
 /* Its lanes: 16, 8, or 1 (the portable loop). */
 int pprt_gconv_width(const pprt_gconv *g);
 size_t pprt_gconv_bytes(const pprt_gconv *g);

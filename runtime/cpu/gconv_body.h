@@ -1,7 +1,7 @@
 /* gconv_body.h: the vector kernel of gconv.c on GC_L lanes, included by it
  * once per width with GC_L, GC_V (the vector type) and GC_TARGET defined,
  * and these operations on GC_V: GC_LD, GC_ST, GC_FMA(a, b, c) = a * b + c
- * rounded once, GC_SET1, GC_XOR1/2/3 (lane i takes lane i ^ m within each
+ * rounded once, GC_LDBF (GC_L bf16 as floats), GC_SET1, GC_XOR1/2/3 (lane i takes lane i ^ m within each
  * four), GC_SWAP4 (lane i takes lane i ^ 4; GC_L >= 8), GC_CLAMP(v, lo, hi)
  * (v < lo ? lo : v > hi ? hi : v, lane by lane, NaN kept), GC_KEEP(v, k)
  * (lanes k and above set to 0). Not a header of its own. */
@@ -28,17 +28,25 @@ GC_TARGET __attribute__((always_inline)) static inline void GC_NM(gc_put)(const 
     GC_ST(p, v);
 }
 
+/* GC_L source elements at element offset i: floats, or bf16 (the floats
+ * they are: their bits the upper half) */
+GC_TARGET __attribute__((always_inline)) static inline GC_V GC_NM(gc_ldx)(const void *x, int64_t i, const bool bf16) {
+    return bf16 ? GC_LDBF((const uint16_t *)x + i) : GC_LD((const float *)x + i);
+}
+
 /* Output row oh of sample n, channels [k * GC_L, (k + 1) * GC_L), for
- * groups of cpg (a constant once inlined); four pixels at a time where
- * every tap of the row is inside the input, else one. */
-GC_TARGET __attribute__((always_inline)) static inline void GC_NM(gc_row_cpg)(const pprt_gconv *g, const float *x,
+ * groups of cpg and a bf16 source or not (constants once inlined); four
+ * pixels at a time where every tap of the row is inside the input, else
+ * one. */
+GC_TARGET __attribute__((always_inline)) static inline void GC_NM(gc_row_cpg)(const pprt_gconv *g, const void *x,
                                                                               float *y, int64_t n, int64_t oh,
-                                                                              int64_t k, const int cpg) {
+                                                                              int64_t k, const int cpg,
+                                                                              const bool bf16) {
     const pprt_gconv_shape *s = &g->s;
     const int64_t c0 = k * GC_L, iv = g->in.vec, ov = g->out.vec, KW = s->KW;
     const int64_t xs = s->sw * iv; /* from one output pixel's taps to the next one's */
     const float *wk = g->wv + k * s->KH * KW * cpg * GC_L;
-    const float *xb = x + n * g->in.stride_n + (c0 / iv) * g->in.stride_c + c0 % iv;
+    const int64_t xb = n * g->in.stride_n + (c0 / iv) * g->in.stride_c + c0 % iv; /* element offsets in x */
     float *yb = y + n * g->out.stride_n + (c0 / ov) * g->out.stride_c + c0 % ov + oh * s->OW * ov;
     const int64_t valid = s->C - c0; /* channels of the vector before the padding */
     if (valid <= 0) { /* all padding */
@@ -54,11 +62,12 @@ GC_TARGET __attribute__((always_inline)) static inline void GC_NM(gc_row_cpg)(co
             for (int64_t kh = 0; kh < s->KH; kh++) {
                 const int64_t ih = oh * s->sh - s->ph + kh * s->dh;
                 if (ih < 0 || ih >= s->H) continue;
-                const float *xr = xb + (ih * s->W + ow * s->sw - s->pw) * iv;
+                const int64_t xr = xb + (ih * s->W + ow * s->sw - s->pw) * iv;
                 const float *wt = wk + kh * KW * cpg * GC_L;
                 for (int64_t kw = 0; kw < KW; kw++, wt += cpg * GC_L) {
-                    const float *xp = xr + kw * s->dw * iv;
-                    const GC_V x0 = GC_LD(xp), x1 = GC_LD(xp + xs), x2 = GC_LD(xp + 2 * xs), x3 = GC_LD(xp + 3 * xs);
+                    const int64_t xp = xr + kw * s->dw * iv;
+                    const GC_V x0 = GC_NM(gc_ldx)(x, xp, bf16), x1 = GC_NM(gc_ldx)(x, xp + xs, bf16),
+                               x2 = GC_NM(gc_ldx)(x, xp + 2 * xs, bf16), x3 = GC_NM(gc_ldx)(x, xp + 3 * xs, bf16);
                     for (int m = 0; m < cpg; m++) {
                         const GC_V wm = GC_LD(wt + m * GC_L);
                         a0 = GC_FMA(wm, GC_NM(gc_shuf)(x0, m), a0);
@@ -83,7 +92,7 @@ GC_TARGET __attribute__((always_inline)) static inline void GC_NM(gc_row_cpg)(co
             for (int64_t kw = 0; kw < KW; kw++, wt += cpg * GC_L) {
                 const int64_t iw = ow * s->sw - s->pw + kw * s->dw;
                 if (iw < 0 || iw >= s->W) continue;
-                const GC_V xv = GC_LD(xb + (ih * s->W + iw) * iv);
+                const GC_V xv = GC_NM(gc_ldx)(x, xb + (ih * s->W + iw) * iv, bf16);
                 for (int m = 0; m < cpg; m++) a = GC_FMA(GC_LD(wt + m * GC_L), GC_NM(gc_shuf)(xv, m), a);
             }
         }
@@ -92,11 +101,15 @@ GC_TARGET __attribute__((always_inline)) static inline void GC_NM(gc_row_cpg)(co
     }
 }
 
-GC_TARGET static void GC_NM(gc_row)(const pprt_gconv *g, const float *x, float *y, int64_t n, int64_t oh, int64_t k) {
-    switch (g->s.cpg) {
-    case 2: GC_NM(gc_row_cpg)(g, x, y, n, oh, k, 2); break;
-    case 4: GC_NM(gc_row_cpg)(g, x, y, n, oh, k, 4); break;
-    default: GC_NM(gc_row_cpg)(g, x, y, n, oh, k, 8); break;
+GC_TARGET static void GC_NM(gc_row)(const pprt_gconv *g, const void *x, float *y, int64_t n, int64_t oh, int64_t k) {
+    const int c = (int)g->s.cpg + (g->bf16 ? 100 : 0);
+    switch (c) {
+    case 2: GC_NM(gc_row_cpg)(g, x, y, n, oh, k, 2, false); break;
+    case 4: GC_NM(gc_row_cpg)(g, x, y, n, oh, k, 4, false); break;
+    case 8: GC_NM(gc_row_cpg)(g, x, y, n, oh, k, 8, false); break;
+    case 102: GC_NM(gc_row_cpg)(g, x, y, n, oh, k, 2, true); break;
+    case 104: GC_NM(gc_row_cpg)(g, x, y, n, oh, k, 4, true); break;
+    default: GC_NM(gc_row_cpg)(g, x, y, n, oh, k, 8, true); break;
     }
 }
 

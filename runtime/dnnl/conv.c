@@ -94,12 +94,12 @@ static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int
     return dn_push_post(x, &out, err);
 }
 
-/* A 4-D f32 descriptor over dims: channels last where vec is the channel
- * count, else blocked on vec (8 or 16) channels. */
-static pp_status own_md(const int64_t *dims, int64_t vec, dnnl_memory_desc_t *md, pp_err *err) {
+/* A 4-D descriptor of type dt over dims: channels last where vec is the
+ * channel count, else blocked on vec (8 or 16) channels. */
+static pp_status own_md(const int64_t *dims, int64_t vec, dnnl_data_type_t dt, dnnl_memory_desc_t *md, pp_err *err) {
     const dnnl_dims_t d = {dims[0], dims[1], dims[2], dims[3]};
     const dnnl_format_tag_t tag = vec == dims[1] ? dnnl_acdb : vec == 16 ? dnnl_aBcd16b : dnnl_aBcd8b;
-    DN(dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, tag), "memory descriptor");
+    DN(dnnl_memory_desc_init_by_tag(md, 4, d, dt, tag), "memory descriptor");
     return PP_OK;
 }
 
@@ -108,27 +108,35 @@ static pp_status own_md(const int64_t *dims, int64_t vec, dnnl_memory_desc_t *md
  * reads the source in the layout it is stored in where the kernel takes
  * that (channels last or blocked on a multiple of its lanes; its bits are
  * the same in every layout and width), else channels last (blocked on 8
- * where 8 do not divide the channels), and writes the same kind of layout. */
+ * where 8 do not divide the channels), and writes the same kind of layout,
+ * f32. A bf16 source (--precision bf16) is read as it is. */
 static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, int wi, int bi, int yi, float lo,
                              float hi, pp_err *err) {
     /* 8 lanes where 16 do not divide the channels: channels last then, as
      * the next node most likely wants (a padded blocked layout left an
      * eltwise after it on oneDNN's reference kernel); the same bits */
     const int lanes = gs->C % pprt_gconv_lanes() ? 8 : pprt_gconv_lanes();
-    dnnl_memory_desc_t src, dst;
+    dnnl_memory_desc_t src, dst, geom;
     pprt_bnorm_layout li, lo_;
     PP_TRY(dn_tensor_layout(x, xi, &src, err));
+    const dnnl_data_type_t dt = src.data_type;
+    if (dt != dnnl_f32 && dt != dnnl_bf16) return unsup(err, "source type");
+    geom = src;
+    geom.data_type = dnnl_f32; /* dn_own_layout reads f32 descriptors; the strides count elements */
     int64_t vec;
-    if (dn_own_layout(&src, &li) && pprt_gconv_layout_ok(&li, lanes)) vec = li.vec;
+    if (dn_own_layout(&geom, &li) && pprt_gconv_layout_ok(&li, lanes)) vec = li.vec;
     else {
         vec = gs->C % lanes == 0 ? gs->C : lanes;
-        PP_TRY(own_md(T(x, xi)->shape.dim, vec, &src, err));
-        if (!dn_own_layout(&src, &li)) return unsup(err, "layout");
+        PP_TRY(own_md(T(x, xi)->shape.dim, vec, dt, &src, err));
+        geom = src;
+        geom.data_type = dnnl_f32;
+        if (!dn_own_layout(&geom, &li)) return unsup(err, "layout");
     }
-    PP_TRY(own_md(T(x, yi)->shape.dim, vec, &dst, err));
+    PP_TRY(own_md(T(x, yi)->shape.dim, vec, dnnl_f32, &dst, err));
     if (!dn_own_layout(&dst, &lo_)) return unsup(err, "layout");
     pprt_gconv *gc;
-    PP_TRY(pprt_gconv_create(gs, &li, &lo_, x->ptr[wi], bi >= 0 ? x->ptr[bi] : NULL, lo, hi, lanes, &gc, err));
+    PP_TRY(pprt_gconv_create(gs, &li, &lo_, x->ptr[wi], bi >= 0 ? x->ptr[bi] : NULL, lo, hi, dt == dnnl_bf16, lanes,
+                             &gc, err));
     bool taken;
     const pp_status r = dn_push_own_any(x, (step){.kind = STEP_MAIN, .own = OWN_GCONV, .gconv = gc},
                                         pprt_gconv_bytes(gc), xi, &src, yi, &dst, &taken, err);
@@ -355,7 +363,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     /* few channels a group (2 a group: oneDNN's im2col gemm, 5x slower):
      * our kernel, which takes no post-ops (the node is built again without
      * them); the choice depends on the node alone */
-    if (x->o.gconv && !x->bf16 && nd == 4 && group > 1 && OC == C && C / group <= x->o.gconv && zi < 0 &&
+    if (x->o.gconv && nd == 4 && group > 1 && OC == C && C / group <= x->o.gconv && zi < 0 &&
         is_weight(x, wi) && (bi < 0 || is_weight(x, bi)) && pprt_gconv_cpu()) {
         const pprt_gconv_shape gs = {xs->dim[0], C,          C / group,   xs->dim[2],  xs->dim[3],
                                      ys->dim[2], ys->dim[3], ws->dim[2],  ws->dim[3],  g.stride[0],

@@ -149,7 +149,7 @@ static const char *dnnl_route(pp_op op) {
     static const struct {
         const dn_family *f;
         const char *words;
-    } said[] = {{&dn_conv, "oneDNN convolution"},        {&dn_matmul, "oneDNN matmul"},
+    } said[] = {{&dn_conv, "oneDNN convolution (2 or 4 channels a group: pprt's kernel)"},        {&dn_matmul, "oneDNN matmul"},
                 {&dn_gemm, "oneDNN matmul"},             {&dn_pool, "oneDNN pooling"},
                 {&dn_batchnorm, "pprt's kernel (else oneDNN batch norm)"},    {&dn_layernorm, "oneDNN layer norm"},
                 {&dn_groupnorm, "oneDNN layer norm (+ binary for scale and bias)"},

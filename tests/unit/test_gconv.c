@@ -17,6 +17,8 @@
  *   first);
  * - Relu [0, inf) and Clip [-0.5, 0.75]: the clamp of the unclamped bits,
  *   a NaN kept;
+ * - a bf16 source (values exact in bf16): the bits of the same values as
+ *   f32, in plain, channels-last and 16-blocked layouts, every width;
  * - an infinity in one input channel: NaN or infinity only in outputs of
  *   that channel's group, every other output the same bits as without it.
  * Exit 0 when all pass, 1 otherwise. */
@@ -68,14 +70,19 @@ static float *lay(const float *x, int64_t N, int64_t C, int64_t S, int64_t vec) 
 
 /* the kernel over plain x (laid out as vec_in), y read back as plain; NULL
  * where the kernel refuses the combination. *pad_ok: padding written 0. */
-static float *run(const pprt_gconv_shape *s, const float *x, const float *w, const float *b, float lo, float hi,
-                  int64_t vec_in, int64_t vec_out, int lanes, int threads, bool *pad_ok) {
+static float *run_src(const pprt_gconv_shape *s, const float *x, const float *w, const float *b, float lo, float hi,
+                      int64_t vec_in, int64_t vec_out, int lanes, int threads, bool bf16, bool *pad_ok) {
     const int64_t S = s->H * s->W, OS = s->OH * s->OW, C = s->C;
     const pprt_bnorm_layout li = layout(s->N, C, S, vec_in), lo_ = layout(s->N, C, OS, vec_out);
     pprt_gconv *g;
     pp_err e = {0};
-    if (pprt_gconv_create(s, &li, &lo_, w, b, lo, hi, lanes, &g, &e) != PP_OK) return NULL;
+    if (pprt_gconv_create(s, &li, &lo_, w, b, lo, hi, bf16, lanes, &g, &e) != PP_OK) return NULL;
     float *xi = lay(x, s->N, C, S, vec_in);
+    if (bf16) { /* the upper halves (x holds values exact in bf16), in place */
+        const size_t nx = (size_t)(s->N * padded(C, vec_in) * S);
+        uint16_t *h = (uint16_t *)xi;
+        for (size_t i = 0; i < nx; i++) h[i] = (uint16_t)(bits(xi[i]) >> 16);
+    }
     const size_t ny = (size_t)(s->N * padded(C, vec_out) * OS);
     float *yo = malloc(ny * sizeof(float));
     for (size_t i = 0; i < ny; i++) yo[i] = NAN;
@@ -92,6 +99,11 @@ static float *run(const pprt_gconv_shape *s, const float *x, const float *w, con
     free(xi);
     free(yo);
     return y;
+}
+
+static float *run(const pprt_gconv_shape *s, const float *x, const float *w, const float *b, float lo, float hi,
+                  int64_t vec_in, int64_t vec_out, int lanes, int threads, bool *pad_ok) {
+    return run_src(s, x, w, b, lo, hi, vec_in, vec_out, lanes, threads, false, pad_ok);
 }
 
 static void run_shape(const char *name, const pprt_gconv_shape *s) {
@@ -178,6 +190,25 @@ static void run_shape(const char *name, const pprt_gconv_shape *s) {
         CHECK(nans > 0, "clamp [%g, %g]: the NaN was lost", lo, hi);
         free(y);
     }
+    /* a bf16 source: the bits its values give as f32 (x rounded to bf16 by truncation: exact either way) */
+    float *xh = malloc(nx * sizeof(float));
+    for (size_t i = 0; i < nx; i++) {
+        const uint32_t u = bits(x[i]) & 0xFFFF0000u;
+        memcpy(&xh[i], &u, 4);
+    }
+    float *want = run(s, xh, w, b, 0.0f, INFINITY, 1, 1, 1, 1, &pad_ok);
+    const int64_t vh[] = {1, C, 16};
+    for (int k = 0; k < 3; k++)
+        for (int lanes = 1; lanes <= best; lanes *= (lanes == 1 ? 8 : 2)) {
+            float *y = run_src(s, xh, w, b, 0.0f, INFINITY, vh[k], vh[k], lanes, 2, true, &pad_ok);
+            if (!y) continue;
+            size_t diff = 0;
+            for (size_t i = 0; i < ny; i++) diff += bits(y[i]) != bits(want[i]);
+            CHECK(diff == 0, "bf16 source, layout %lld, lanes %d: %zu outputs differ from the f32 source's", (long long)vh[k],
+                  lanes, diff);
+            free(y);
+        }
+    free(want), free(xh);
     /* an infinity stays in its group */
     float *xi = malloc(nx * sizeof(float));
     memcpy(xi, x, nx * sizeof(float));
