@@ -879,6 +879,9 @@ def rnn_case(name, op, S=5, N=3, I=4, H=6, D=1, opset=14, lens=None, h0=False, c
 
 rnn_case("lstm_bidir_all", "LSTM", D=2, opset=7, lens=[5, 2, 4], h0=True, c0=True, peep=True)
 rnn_case("lstm_bidir_len0", "LSTM", D=2, opset=22, lens=[3, 0, 5], h0=True, c0=True)
+# 21 hidden values: two vectors of 8 of the gates on vact.h (oneDNN backend, AVX2 and up) and 5 after them
+rnn_case("lstm_h21_vector", "LSTM", D=2, H=21, I=7, lens=[5, 1, 4], h0=True, c0=True, peep=True)
+rnn_case("lstm_h16_vector_acts", "LSTM", H=16, outs=["Y", "Y_h", "Y_c"], activations=["HardSigmoid", "Tanh", "Tanh"])
 rnn_case("lstm_layout1", "LSTM", opset=22, layout=1, peep=True, outs=["Y", "Y_h"], oracle="layout0")
 rnn_case("lstm_layout1_bidir", "LSTM", D=2, layout=1, lens=[5, 2, 4], h0=True, c0=True, peep=True,
          oracle="layout0")
