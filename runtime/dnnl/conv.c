@@ -200,6 +200,13 @@ static pp_status conv_attr(pprt_exec *x, const conv_ops *c, const dnnl_memory_de
     return PP_OK;
 }
 
+/* Whether pd runs oneDNN's gemm (im2col) or reference convolution. */
+static bool slow_kernel(const_dnnl_primitive_desc_t pd) {
+    const char *impl = "ref";
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success) return true;
+    return !strncmp(impl, "ref", 3) || !strncmp(impl, "gemm", 4) || strstr(impl, ":gemm") != NULL;
+}
+
 /* The convolution's primitive descriptor with ops' attributes (conv_attr's
  * arguments). */
 static pp_status conv_choose(pprt_exec *x, const conv_cands *k, const conv_ops *ops,
@@ -220,11 +227,9 @@ static pp_status conv_choose(pprt_exec *x, const conv_cands *k, const conv_ops *
         const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
         dnnl_data_type_t cdt = want->data_type;
         dnnl_primitive_desc_t fpd = NULL;
-        const char *impl = "ref";
         if (cur->data_type == cdt && !dnnl_memory_desc_equal(want, cur) &&
             conv_pd(&fpd, dnnl_convolution_direct, cur, k->w, k->bias, k->dst, k->g, attr, x->eng) == dnnl_success &&
-            dnnl_primitive_desc_query(fpd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
-            strncmp(impl, "ref", 3) && strncmp(impl, "gemm", 4)) {
+            !slow_kernel(fpd)) {
             dnnl_primitive_desc_destroy(pd);
             pd = fpd;
         } else if (fpd)
@@ -234,13 +239,6 @@ static pp_status conv_choose(pprt_exec *x, const conv_cands *k, const conv_ops *
     DN(s, "convolution");
     *out = pd;
     return PP_OK;
-}
-
-/* Whether pd runs oneDNN's gemm (im2col) or reference convolution. */
-static bool slow_kernel(const_dnnl_primitive_desc_t pd) {
-    const char *impl = "ref";
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success) return true;
-    return !strncmp(impl, "ref", 3) || !strncmp(impl, "gemm", 4) || strstr(impl, ":gemm") != NULL;
 }
 
 /* The fast primitive of a guarded Relu or Clip (dnnl_exec.h, GUARD_*): the
