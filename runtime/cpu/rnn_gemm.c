@@ -38,6 +38,33 @@ __attribute__((target("avx2,fma"))) static int64_t lstm_gates8(const float *xg, 
     }
     return k;
 }
+
+/* GRU's z and r (default sigmoid, no clip): g[k] = sigmoid(xg[k] + g[k])
+ * for k below n, 8 at a time; returns how many it did. */
+__attribute__((target("avx2,fma"))) static int64_t sigmoid_sum8(const float *xg, float *g, int64_t n) {
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        _mm256_storeu_ps(g + k, pprt_sigmoid8(_mm256_add_ps(_mm256_loadu_ps(xg + k), _mm256_loadu_ps(g + k))));
+    return k;
+}
+
+/* GRU's new state (default tanh, no clip), 8 values at a time, as the
+ * scalar loop computes it; returns how many it did. */
+__attribute__((target("avx2,fma"))) static int64_t gru_state8(const float *xg, const float *hg, const float *rbh,
+                                                                float *h, int64_t H, bool lbr) {
+    int64_t k = 0;
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (; k + 8 <= H; k += 8) {
+        const __m256 z = _mm256_loadu_ps(hg + k), rg = _mm256_loadu_ps(hg + H + k);
+        __m256 hh = _mm256_loadu_ps(hg + 2 * H + k);
+        if (rbh) hh = _mm256_add_ps(hh, _mm256_loadu_ps(rbh + k));
+        else hh = _mm256_add_ps(hh, _mm256_setzero_ps());
+        const __m256 hn = pprt_tanh8(_mm256_add_ps(_mm256_loadu_ps(xg + 2 * H + k), lbr ? _mm256_mul_ps(rg, hh) : hh));
+        _mm256_storeu_ps(h + k, _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(one, z), hn),
+                                              _mm256_mul_ps(z, _mm256_loadu_ps(h + k))));
+    }
+    return k;
+}
 #endif
 
 typedef struct rnn_gemm_run {
@@ -47,7 +74,7 @@ typedef struct rnn_gemm_run {
     float *xw, *hr, *h, *c, *t; /* [S*N, GH], [N, GH], [N, H] x 3 */
     pprt_sgemm_fn gemm;
     int threads; /* OpenMP threads for the per-sample gate arithmetic */
-    bool vector; /* LSTM's default gates on vact.h (AVX2 and FMA) */
+    bool vector; /* LSTM's and GRU's default activations on vact.h (AVX2 and FMA) */
 } rnn_gemm_run;
 
 /* The step's gate arithmetic for sample b of direction d, its x products
@@ -79,7 +106,11 @@ static void gates(const rnn_gemm_run *u, int d, int64_t b, const float *xg, cons
         }
     } else if (u->op == PP_OP_GRU) {
         const float *rbh = u->io.B ? u->io.B + d * 2 * r->G * H + r->G * H + 2 * H : NULL;
-        for (int64_t k = 0; k < H; k++) {
+        int64_t k0 = 0;
+#ifdef VACT
+        if (u->vector && f[1].fn == PP_RNN_TANH && isinf(cl)) k0 = gru_state8(xg, hg, rbh, h, H, r->linear_before_reset);
+#endif
+        for (int64_t k = k0; k < H; k++) {
             const float z = hg[k], rg = hg[H + k], hh = hg[2 * H + k] + (rbh ? rbh[k] : 0.0f);
             const float hn = act(&f[1], clipf(xg[2 * H + k] + (r->linear_before_reset ? rg * hh : hh), cl));
             h[k] = (1.0f - z) * hn + z * h[k];
@@ -131,7 +162,11 @@ static pp_status direction(const rnn_gemm_run *u, int d, const char *name, pp_er
                     continue;
                 }
                 const float *xg = u->xw + rnn_x_row(r, rnn_time(s, L, rev), b) * GH;
-                for (int64_t k = 0; k < 2 * H; k++) hg[k] = act(&f[0], clipf(xg[k] + hg[k], r->clip));
+                int64_t k0 = 0;
+#ifdef VACT
+                if (u->vector && f[0].fn == PP_RNN_SIGMOID && isinf(r->clip)) k0 = sigmoid_sum8(xg, hg, 2 * H);
+#endif
+                for (int64_t k = k0; k < 2 * H; k++) hg[k] = act(&f[0], clipf(xg[k] + hg[k], r->clip));
                 for (int64_t k = 0; k < H; k++) t[k] = hg[H + k] * u->h[b * H + k];
             }
             if (!r->linear_before_reset && H > 0 && N > 0 &&

@@ -893,6 +893,9 @@ rnn_case("lstm_acts", "LSTM", D=2, outs=["", "Y_h", "Y_c"],
 rnn_case("gru_bidir_lens", "GRU", D=2, lens=[5, 2, 4], h0=True, linear_before_reset=0)
 rnn_case("gru_bidir_lens_lbr", "GRU", D=2, opset=7, lens=[5, 0, 4], h0=True, linear_before_reset=1)
 rnn_case("gru_layout1", "GRU", layout=1, linear_before_reset=1, oracle="layout0")
+# 19 hidden values: z, r and the new state 8 at a time on vact.h (oneDNN backend, AVX2 and up), 3 after
+rnn_case("gru_h19_vector", "GRU", D=2, H=19, I=5, lens=[5, 2, 4], h0=True, linear_before_reset=0)
+rnn_case("gru_h19_vector_lbr", "GRU", H=19, I=5, h0=True, linear_before_reset=1)
 rnn_case("gru_acts_clip", "GRU", direction="reverse", clip=0.7, outs=["", "Y_h"],
          activations=["HardSigmoid", "Softplus"], activation_alpha=[0.3], activation_beta=[0.6])
 rnn_case("rnn_relu_bidir", "RNN", D=2, opset=22, lens=[5, 2, 4], h0=True, activations=["Relu", "Tanh"])
