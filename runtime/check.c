@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cpu/bf16.h"
 #include "io.h"
 
 /* ---- element access ---------------------------------------------------------------- */
@@ -31,12 +32,7 @@ static double half_to_double(uint16_t h) {
 static double float_at(pp_dtype dt, const void *p, int64_t i) {
     switch (dt) {
     case PP_F16: return half_to_double(((const uint16_t *)p)[i]);
-    case PP_BF16: {
-        uint32_t bits = (uint32_t)((const uint16_t *)p)[i] << 16;
-        float f;
-        memcpy(&f, &bits, sizeof f);
-        return f;
-    }
+    case PP_BF16: return pprt_bf16_float(((const uint16_t *)p)[i]);
     case PP_F32: case PP_C64: return ((const float *)p)[i];
     default: return ((const double *)p)[i];
     }

@@ -4,14 +4,12 @@
  * its group), the bias as one vector per chunk, 0 in padding lanes. */
 #include "gconv.h"
 
+#include "bf16.h"
 #include "isa.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 struct pprt_gconv {
     pprt_gconv_shape s;
@@ -121,8 +119,7 @@ pp_status pprt_gconv_create(const pprt_gconv_shape *s, const pprt_bnorm_layout *
 #ifndef GC_VECTOR
     if (lanes != 1) return PP_FAIL(err, PP_EUNSUP, "grouped convolution kernel: %d lanes on this build", lanes);
 #endif
-    if (lanes != 1 && (lanes != 8 && lanes != 16 ? true : lanes == 16 ? pprt_cpu_isa() < PPRT_ISA_AVX512
-                                                                      : !pprt_gconv_cpu()))
+    if (!(lanes == 1 || (lanes == 8 && pprt_gconv_cpu()) || (lanes == 16 && pprt_cpu_isa() >= PPRT_ISA_AVX512)))
         return PP_FAIL(err, PP_EUNSUP, "grouped convolution kernel: %d lanes on this CPU", lanes);
     if (!pprt_gconv_layout_ok(in, lanes) || !pprt_gconv_layout_ok(out, lanes))
         return PP_FAIL(err, PP_EUNSUP, "grouped convolution kernel: layout");
@@ -165,11 +162,7 @@ pp_status pprt_gconv_create(const pprt_gconv_shape *s, const pprt_bnorm_layout *
 /* The portable loop: output row oh of sample n, every channel (padding 0),
  * in gconv.h's order with fmaf, so the bits of the vector kernel. */
 static inline float src_at(const pprt_gconv *g, const void *x, int64_t i) {
-    if (!g->bf16) return ((const float *)x)[i];
-    const uint32_t u = (uint32_t)((const uint16_t *)x)[i] << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+    return g->bf16 ? pprt_bf16_float(((const uint16_t *)x)[i]) : ((const float *)x)[i];
 }
 
 static void row_portable(const pprt_gconv *g, const void *x, float *y, int64_t n, int64_t oh) {
@@ -217,7 +210,6 @@ void pprt_gconv_run(const pprt_gconv *g, const void *x, float *y, int threads) {
 #endif
             row_portable(g, x, y, n, oh);
     }
-    (void)threads;
 }
 
 int pprt_gconv_width(const pprt_gconv *g) { return g->lanes; }

@@ -7,6 +7,7 @@
  * C source. */
 #include "gnorm.h"
 
+#include "bf16.h"
 #include "silu.h"
 
 #include <math.h>
@@ -172,14 +173,7 @@ CLONES static void outputs(const pprt_gnorm *g, const void *x, float *y, int64_t
 }
 #undef LD
 
-/* a bf16 as the float it is (its bits the float's upper half) */
-static inline float bf16f(uint16_t h) {
-    const uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-#define LD(v) bf16f(v)
+#define LD(v) pprt_bf16_float(v)
 CLONES static void sums_x_bf16(const pprt_gnorm *g, const void *x, int64_t n, int64_t p, double *out) {
     PART_SUMS(TERM_X, MEAN_X, uint16_t)
 }

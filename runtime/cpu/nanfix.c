@@ -1,6 +1,8 @@
 /* nanfix.c: NaN-faithful passes for the oneDNN executor (nanfix.h). */
 #include "nanfix.h"
 
+#include "bf16.h"
+
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -36,9 +38,7 @@ static uint16_t bf16_of(float v) {
 static void clamp_bf16(uint16_t *y, size_t n, float lo, float hi) {
     const uint16_t blo = bf16_of(lo), bhi = bf16_of(hi);
     for (size_t i = 0; i < n; i++) {
-        uint32_t u = (uint32_t)y[i] << 16;
-        float v;
-        memcpy(&v, &u, sizeof v);
+        const float v = pprt_bf16_float(y[i]);
         y[i] = v < lo ? blo : v > hi ? bhi : y[i];
     }
 }
@@ -82,11 +82,7 @@ static int64_t at(const pprt_nanfix_layout *l, int nd, const int64_t *idx) {
 /* Element i of a float or bfloat16 buffer, as a float (exact), and back
  * (exact for the values max pooling gives: a source value or NaN). */
 static float get(const pprt_nanfix *f, const void *b, int64_t i) {
-    if (!f->bf16) return ((const float *)b)[i];
-    uint32_t u = (uint32_t)((const uint16_t *)b)[i] << 16;
-    float v;
-    memcpy(&v, &u, sizeof v);
-    return v;
+    return f->bf16 ? pprt_bf16_float(((const uint16_t *)b)[i]) : ((const float *)b)[i];
 }
 static void set(const pprt_nanfix *f, void *b, int64_t i, float v) {
     if (!f->bf16) {

@@ -23,6 +23,7 @@
  *     (see "low-precision types" below).
  * Plain C, single-threaded, deterministic; shapes and attributes were
  * validated by ir/shape_math.c, the kernels re-check what is cheap. */
+#include "bf16.h"
 #include "ref.h"
 #include "../../ir/op_fns.h" /* pp_broadcast */
 
@@ -76,12 +77,6 @@ static float half_to_float(uint16_t h) {
     return (h & 0x8000) ? -v : v;
 }
 
-static float bf16_to_float(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 /* v (finite, >= 0) rounded to nearest-even with p significant bits, the
  * quantum never below 2^qmin (gradual underflow). */
@@ -130,7 +125,7 @@ static uint64_t f2u(double v, uint64_t hi) {
 /* Sources: X(ENUM, storage type, is floating, load expression of the stored v). */
 #define CAST_SRC(X)                                                                     \
     X(PP_F32, float, 1, v) X(PP_F64, double, 1, v)                                      \
-    X(PP_F16, uint16_t, 1, half_to_float(v)) X(PP_BF16, uint16_t, 1, bf16_to_float(v))  \
+    X(PP_F16, uint16_t, 1, half_to_float(v)) X(PP_BF16, uint16_t, 1, pprt_bf16_float(v))  \
     X(PP_I8, int8_t, 0, v) X(PP_I16, int16_t, 0, v) X(PP_I32, int32_t, 0, v)            \
     X(PP_I64, int64_t, 0, v) X(PP_U8, uint8_t, 0, v) X(PP_U16, uint16_t, 0, v)          \
     X(PP_U32, uint32_t, 0, v) X(PP_U64, uint64_t, 0, v) X(PP_BOOL, uint8_t, 0, (v != 0))
@@ -290,7 +285,7 @@ static bool load_elem(const void *src, pp_dtype t, int64_t i, cval *v) {
     case PP_F32: *v = (cval){.k = V_F, .f = ((const float *)src)[i]}; return true;
     case PP_F64: *v = (cval){.k = V_F, .f = ((const double *)src)[i]}; return true;
     case PP_F16: *v = (cval){.k = V_F, .f = half_to_float(((const uint16_t *)src)[i])}; return true;
-    case PP_BF16: *v = (cval){.k = V_F, .f = bf16_to_float(((const uint16_t *)src)[i])}; return true;
+    case PP_BF16: *v = (cval){.k = V_F, .f = pprt_bf16_float(((const uint16_t *)src)[i])}; return true;
     case PP_I8: *v = (cval){.k = V_S, .s = ((const int8_t *)src)[i]}; return true;
     case PP_I16: *v = (cval){.k = V_S, .s = ((const int16_t *)src)[i]}; return true;
     case PP_I32: *v = (cval){.k = V_S, .s = ((const int32_t *)src)[i]}; return true;

@@ -14,6 +14,7 @@
  * are data: one out of range fails cleanly. */
 #include "ref.h"
 #include "../../ir/shape_nn.h"
+#include "bf16.h"
 #include "pad.h"
 
 #include <math.h>
@@ -954,14 +955,7 @@ static pp_status scalar_of(const pprt_tensor *t, double *d, int64_t *i, pp_err *
     case PP_F32: { float v; memcpy(&v, p, 4); *d = v; return PP_OK; }
     case PP_F64: memcpy(d, p, 8); return PP_OK;
     case PP_F16: memcpy(&h, p, 2); *d = half_to_double(h); return PP_OK;
-    case PP_BF16: {
-        memcpy(&h, p, 2);
-        uint32_t u = (uint32_t)h << 16;
-        float v;
-        memcpy(&v, &u, 4);
-        *d = v;
-        return PP_OK;
-    }
+    case PP_BF16: memcpy(&h, p, 2); *d = pprt_bf16_float(h); return PP_OK;
     case PP_I8: { int8_t v; memcpy(&v, p, 1); *i = v; break; }
     case PP_U8: { uint8_t v; memcpy(&v, p, 1); *i = v; break; }
     case PP_I16: { int16_t v; memcpy(&v, p, 2); *i = v; break; }

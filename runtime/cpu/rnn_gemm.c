@@ -58,7 +58,7 @@ __attribute__((target("avx2,fma"))) static int64_t gru_state8(const float *xg, c
         const __m256 z = _mm256_loadu_ps(hg + k), rg = _mm256_loadu_ps(hg + H + k);
         __m256 hh = _mm256_loadu_ps(hg + 2 * H + k);
         if (rbh) hh = _mm256_add_ps(hh, _mm256_loadu_ps(rbh + k));
-        else hh = _mm256_add_ps(hh, _mm256_setzero_ps());
+        else hh = _mm256_add_ps(hh, _mm256_setzero_ps()); /* the scalar loop's + 0.0f: -0 becomes +0 */
         const __m256 hn = pprt_tanh8(_mm256_add_ps(_mm256_loadu_ps(xg + 2 * H + k), lbr ? _mm256_mul_ps(rg, hh) : hh));
         _mm256_storeu_ps(h + k, _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(one, z), hn),
                                               _mm256_mul_ps(z, _mm256_loadu_ps(h + k))));
