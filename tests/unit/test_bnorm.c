@@ -22,33 +22,9 @@
 #include <string.h>
 
 #include "check.h"
+#include "layouts.h"
 
 enum { N = 3, C = 21, H = 5, W = 7, S = H * W };
-
-/* element (n, c, s) of layout `vec` (1 plain, C channels last, 8 or 16 blocked) */
-static int64_t at(int vec, int64_t n, int64_t c, int64_t s) {
-    if (vec == 1) return (n * C + c) * S + s;
-    if (vec == C) return (n * S + s) * C + c;
-    const int64_t cp = (C + vec - 1) / vec * vec;
-    return ((n * (cp / vec) + c / vec) * S + s) * vec + c % vec;
-}
-
-static int64_t total(int vec) {
-    const int64_t cp = vec == 1 || vec == C ? C : (C + vec - 1) / vec * vec;
-    return N * cp * S;
-}
-
-static pprt_bnorm_layout layout(int vec) {
-    const int64_t cp = vec == 1 || vec == C ? C : (C + vec - 1) / vec * vec;
-    if (vec == 1) return (pprt_bnorm_layout){N, C, S, 1, C * S, S};
-    return (pprt_bnorm_layout){N, C, S, vec, cp * S, vec == C ? 0 : S * vec};
-}
-
-static uint32_t bits(float v) {
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    return u;
-}
 
 int main(void) {
     float scale[C], bias[C], mean[C], var[C], x[N * C * S];
@@ -69,18 +45,18 @@ int main(void) {
         const int vecs[] = {1, C, 8, 16};
         for (int v = 0; v < 4; v++) {
             const int vec = vecs[v];
-            pprt_bnorm_layout l = layout(vec);
+            pprt_bnorm_layout l = lay_layout(N, C, S, vec);
             pprt_bnorm *bn;
             pp_err e = {0};
             if (pprt_bnorm_create(&l, scale, bias, mean, var, eps, relu, &bn, &e) != PP_OK) {
                 CHECK_FAIL("create (vec %d): %s", vec, e.msg);
                 continue;
             }
-            const int64_t n_el = total(vec);
+            const int64_t n_el = N * lay_padded(C, vec) * S;
             float *in = calloc((size_t)n_el, sizeof(float)), *out = calloc((size_t)n_el, sizeof(float));
             for (int64_t n = 0; n < N; n++)
                 for (int64_t c = 0; c < C; c++)
-                    for (int64_t s = 0; s < S; s++) in[at(vec, n, c, s)] = x[(n * C + c) * S + s];
+                    for (int64_t s = 0; s < S; s++) in[lay_at(C, S, vec, n, c, s)] = x[(n * C + c) * S + s];
             for (int threads = 1; threads <= 3; threads++)
                 for (int inplace = 0; inplace < 2; inplace++) {
                     float *y = inplace ? malloc(sizeof(float) * (size_t)n_el) : out;
@@ -90,7 +66,7 @@ int main(void) {
                         for (int64_t c = 0; c < C; c++)
                             for (int64_t s = 0; s < S; s++) {
                                 const int64_t p = (n * C + c) * S + s;
-                                const float got = y[at(vec, n, c, s)];
+                                const float got = y[lay_at(C, S, vec, n, c, s)];
                                 if (!first) { /* the first layout's: against double */
                                     const double k = (double)scale[c] / sqrt((double)var[c] + eps);
                                     double w = ((double)x[p] - mean[c]) * k + bias[c];
@@ -104,7 +80,7 @@ int main(void) {
                                                (long long)c, (long long)s, got, w);
                                     want32[p] = got;
                                 } else {
-                                    CHECK(bits(got) == bits(want32[p]) || (isnan(got) && isnan(want32[p])),
+                                    CHECK(lay_bits(got) == lay_bits(want32[p]) || (isnan(got) && isnan(want32[p])),
                                           "vec %d, %d threads%s, (%lld,%lld,%lld): %.9g, the first layout %.9g", vec,
                                           threads, inplace ? ", in place" : "", (long long)n, (long long)c,
                                           (long long)s, got, want32[p]);
@@ -112,7 +88,7 @@ int main(void) {
                                 if (!relu && !first) plain[p] = got;
                                 if (relu) {
                                     const float clamped = plain[p] < 0 ? 0.0f : plain[p]; /* NaN and -0 kept */
-                                    CHECK(bits(got) == bits(clamped) || (isnan(got) && isnan(clamped)),
+                                    CHECK(lay_bits(got) == lay_bits(clamped) || (isnan(got) && isnan(clamped)),
                                           "relu gave %g where the normalization gave %g", got, plain[p]);
                                 }
                             }

@@ -30,28 +30,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "layouts.h"
 #include "runtime/cpu/isa.h"
-
-static int64_t padded(int64_t C, int64_t vec) { return vec == 1 || vec == C ? C : (C + vec - 1) / vec * vec; }
-
-static pprt_bnorm_layout layout(int64_t N, int64_t C, int64_t S, int64_t vec) {
-    const int64_t cp = padded(C, vec);
-    if (vec == 1) return (pprt_bnorm_layout){N, C, S, 1, C * S, S};
-    return (pprt_bnorm_layout){N, C, S, vec, cp * S, vec == C ? 0 : S * vec};
-}
-
-static int64_t at(int64_t C, int64_t S, int64_t vec, int64_t n, int64_t c, int64_t s) {
-    if (vec == 1) return (n * C + c) * S + s;
-    if (vec == C) return (n * S + s) * C + c;
-    const int64_t cp = padded(C, vec);
-    return ((n * (cp / vec) + c / vec) * S + s) * vec + c % vec;
-}
-
-static uint32_t bits(float v) {
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    return u;
-}
 
 static uint64_t rs = 0x2545F4914F6CDD1Dull;
 static double rnd(void) { /* uniform in [-1, 1) */
@@ -61,10 +41,10 @@ static double rnd(void) { /* uniform in [-1, 1) */
 
 /* x (plain) into layout vec, padding channels 0 */
 static float *lay(const float *x, int64_t N, int64_t C, int64_t S, int64_t vec) {
-    float *y = calloc((size_t)(N * padded(C, vec) * S), sizeof(float));
+    float *y = calloc((size_t)(N * lay_padded(C, vec) * S), sizeof(float));
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < C; c++)
-            for (int64_t s = 0; s < S; s++) y[at(C, S, vec, n, c, s)] = x[(n * C + c) * S + s];
+            for (int64_t s = 0; s < S; s++) y[lay_at(C, S, vec, n, c, s)] = x[(n * C + c) * S + s];
     return y;
 }
 
@@ -73,28 +53,28 @@ static float *lay(const float *x, int64_t N, int64_t C, int64_t S, int64_t vec) 
 static float *run_src(const pprt_gconv_shape *s, const float *x, const float *w, const float *b, float lo, float hi,
                       int64_t vec_in, int64_t vec_out, int lanes, int threads, bool bf16, bool *pad_ok) {
     const int64_t S = s->H * s->W, OS = s->OH * s->OW, C = s->C;
-    const pprt_bnorm_layout li = layout(s->N, C, S, vec_in), lo_ = layout(s->N, C, OS, vec_out);
+    const pprt_bnorm_layout li = lay_layout(s->N, C, S, vec_in), lo_ = lay_layout(s->N, C, OS, vec_out);
     pprt_gconv *g;
     pp_err e = {0};
     if (pprt_gconv_create(s, &li, &lo_, w, b, lo, hi, bf16, lanes, &g, &e) != PP_OK) return NULL;
     float *xi = lay(x, s->N, C, S, vec_in);
     if (bf16) { /* the upper halves (x holds values exact in bf16), in place */
-        const size_t nx = (size_t)(s->N * padded(C, vec_in) * S);
+        const size_t nx = (size_t)(s->N * lay_padded(C, vec_in) * S);
         uint16_t *h = (uint16_t *)xi;
-        for (size_t i = 0; i < nx; i++) h[i] = (uint16_t)(bits(xi[i]) >> 16);
+        for (size_t i = 0; i < nx; i++) h[i] = (uint16_t)(lay_bits(xi[i]) >> 16);
     }
-    const size_t ny = (size_t)(s->N * padded(C, vec_out) * OS);
+    const size_t ny = (size_t)(s->N * lay_padded(C, vec_out) * OS);
     float *yo = malloc(ny * sizeof(float));
     for (size_t i = 0; i < ny; i++) yo[i] = NAN;
     pprt_gconv_run(g, xi, yo, threads);
     float *y = malloc((size_t)(s->N * C * OS) * sizeof(float));
     for (int64_t n = 0; n < s->N; n++)
         for (int64_t c = 0; c < C; c++)
-            for (int64_t p = 0; p < OS; p++) y[(n * C + c) * OS + p] = yo[at(C, OS, vec_out, n, c, p)];
+            for (int64_t p = 0; p < OS; p++) y[(n * C + c) * OS + p] = yo[lay_at(C, OS, vec_out, n, c, p)];
     *pad_ok = true;
     for (int64_t n = 0; n < s->N; n++)
-        for (int64_t c = C; c < padded(C, vec_out); c++)
-            for (int64_t p = 0; p < OS; p++) *pad_ok = *pad_ok && bits(yo[at(C, OS, vec_out, n, c, p)]) == 0;
+        for (int64_t c = C; c < lay_padded(C, vec_out); c++)
+            for (int64_t p = 0; p < OS; p++) *pad_ok = *pad_ok && lay_bits(yo[lay_at(C, OS, vec_out, n, c, p)]) == 0;
     pprt_gconv_free(g);
     free(xi);
     free(yo);
@@ -159,7 +139,7 @@ static void run_shape(const char *name, const pprt_gconv_shape *s) {
                     if (!y) continue;
                     runs++;
                     size_t diff = 0;
-                    for (size_t i = 0; i < ny; i++) diff += bits(y[i]) != bits(base[i]);
+                    for (size_t i = 0; i < ny; i++) diff += lay_bits(y[i]) != lay_bits(base[i]);
                     CHECK(diff == 0, "lanes %d, in %lld, out %lld, %d threads: %zu outputs differ in bits", lanes,
                           (long long)vecs[vi], (long long)vecs[vo], t, diff);
                     CHECK(pad_ok, "lanes %d, out %lld: padding not 0", lanes, (long long)vecs[vo]);
@@ -183,7 +163,7 @@ static void run_shape(const char *name, const pprt_gconv_shape *s) {
         size_t diff = 0, nans = 0;
         for (size_t i = 0; y && i < ny; i++) {
             const float u = un[i], want = u < lo ? lo : u > hi ? hi : u;
-            diff += bits(y[i]) != bits(want);
+            diff += lay_bits(y[i]) != lay_bits(want);
             nans += isnan(y[i]);
         }
         CHECK(diff == 0, "clamp [%g, %g]: %zu outputs are not the clamp of the unclamped bits", lo, hi, diff);
@@ -193,7 +173,7 @@ static void run_shape(const char *name, const pprt_gconv_shape *s) {
     /* a bf16 source: the bits its values give as f32 (x rounded to bf16 by truncation: exact either way) */
     float *xh = malloc(nx * sizeof(float));
     for (size_t i = 0; i < nx; i++) {
-        const uint32_t u = bits(x[i]) & 0xFFFF0000u;
+        const uint32_t u = lay_bits(x[i]) & 0xFFFF0000u;
         memcpy(&xh[i], &u, 4);
     }
     float *want = run(s, xh, w, b, 0.0f, INFINITY, 1, 1, 1, 1, &pad_ok);
@@ -203,7 +183,7 @@ static void run_shape(const char *name, const pprt_gconv_shape *s) {
             float *y = run_src(s, xh, w, b, 0.0f, INFINITY, vh[k], vh[k], lanes, 2, true, &pad_ok);
             if (!y) continue;
             size_t diff = 0;
-            for (size_t i = 0; i < ny; i++) diff += bits(y[i]) != bits(want[i]);
+            for (size_t i = 0; i < ny; i++) diff += lay_bits(y[i]) != lay_bits(want[i]);
             CHECK(diff == 0, "bf16 source, layout %lld, lanes %d: %zu outputs differ from the f32 source's", (long long)vh[k],
                   lanes, diff);
             free(y);
@@ -221,7 +201,7 @@ static void run_shape(const char *name, const pprt_gconv_shape *s) {
             for (int64_t p = 0; p < OS; p++) {
                 const size_t i = (size_t)((n * C + c) * OS + p);
                 if (n == 0 && c / cpg == cinf / cpg) nonfinite += !isfinite(yi[i]);
-                else leaked += bits(yi[i]) != bits(base[i]);
+                else leaked += lay_bits(yi[i]) != lay_bits(base[i]);
             }
     CHECK(leaked == 0, "an infinity in channel %lld changed %zu outputs of other groups", (long long)cinf, leaked);
     CHECK(nonfinite > 0, "the infinity reached no output of its group");

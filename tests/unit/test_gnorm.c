@@ -32,36 +32,13 @@
 #include <string.h>
 
 #include "check.h"
+#include "layouts.h"
 #include "runtime/cpu/ref.h"
 #include "runtime/cpu/silu.h"
 
 typedef struct {
     int64_t N, C, G, S;
 } shape;
-
-/* element (n, c, s) of layout `vec` (1 plain, C channels last, 8 or 16 blocked) */
-static int64_t at(const shape *h, int64_t vec, int64_t n, int64_t c, int64_t s) {
-    if (vec == 1) return (n * h->C + c) * h->S + s;
-    if (vec == h->C) return (n * h->S + s) * h->C + c;
-    const int64_t cp = (h->C + vec - 1) / vec * vec;
-    return ((n * (cp / vec) + c / vec) * h->S + s) * vec + c % vec;
-}
-
-static int64_t padded(const shape *h, int64_t vec) {
-    return vec == 1 || vec == h->C ? h->C : (h->C + vec - 1) / vec * vec;
-}
-
-static pprt_bnorm_layout layout(const shape *h, int64_t vec) {
-    const int64_t cp = padded(h, vec);
-    if (vec == 1) return (pprt_bnorm_layout){h->N, h->C, h->S, 1, h->C * h->S, h->S};
-    return (pprt_bnorm_layout){h->N, h->C, h->S, vec, cp * h->S, vec == h->C ? 0 : h->S * vec};
-}
-
-static uint32_t bits(float v) {
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    return u;
-}
 
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
 static double rnd(void) {
@@ -105,8 +82,8 @@ static void run_shape(const shape *h) {
     double *stats = malloc(sizeof(double) * 2 * (size_t)(N * C)); /* the first run's mean and inv */
     const int64_t vecs[4] = {1, C, 8, 16};
     for (int v = 0; v < 4; v++) {
-        const int64_t vec = vecs[v], n_el = N * padded(h, vec) * S;
-        pprt_bnorm_layout l = layout(h, vec);
+        const int64_t vec = vecs[v], n_el = N * lay_padded(h->C, vec) * S;
+        pprt_bnorm_layout l = lay_layout(h->N, h->C, h->S, vec);
         pprt_gnorm *gn;
         pp_err e = {0};
         if (pprt_gnorm_create(&l, G, eps, sc, bi, PPRT_GN_ACT_NONE, false, &gn, &e) != PP_OK) {
@@ -116,7 +93,7 @@ static void run_shape(const shape *h) {
         float *in = calloc((size_t)n_el, sizeof(float)), *out = malloc(sizeof(float) * (size_t)n_el);
         for (int64_t n = 0; n < N; n++)
             for (int64_t c = 0; c < C; c++)
-                for (int64_t s = 0; s < S; s++) in[at(h, vec, n, c, s)] = x[(n * C + c) * S + s];
+                for (int64_t s = 0; s < S; s++) in[lay_at(h->C, h->S, vec, n, c, s)] = x[(n * C + c) * S + s];
         for (int threads = 1; threads <= 3; threads++)
             for (int inplace = 0; inplace < 2; inplace++) {
                 float *y = inplace ? malloc(sizeof(float) * (size_t)n_el) : out;
@@ -128,7 +105,7 @@ static void run_shape(const shape *h) {
                     for (int64_t c = 0; c < C && bad < 3; c++)
                         for (int64_t s = 0; s < S && bad < 3; s++) {
                             const int64_t p = (n * C + c) * S + s;
-                            const float got = y[at(h, vec, n, c, s)];
+                            const float got = y[lay_at(h->C, h->S, vec, n, c, s)];
                             if (!have_first) {
                                 const float w = want[p];
                                 const double t = fabs((double)(w - bi[c]));
@@ -141,7 +118,7 @@ static void run_shape(const shape *h) {
                                     bad++;
                                 }
                                 first[p] = got;
-                            } else if (bits(got) != bits(first[p]) && !(isnan(got) && isnan(first[p]))) {
+                            } else if (lay_bits(got) != lay_bits(first[p]) && !(isnan(got) && isnan(first[p]))) {
                                 CHECK_FAIL("C %lld vec %lld, %d threads%s, (%lld,%lld,%lld): %.9g, plain gave %.9g",
                                            (long long)C, (long long)vec, threads, inplace ? ", in place" : "",
                                            (long long)n, (long long)c, (long long)s, got, first[p]);
@@ -163,7 +140,7 @@ static void run_shape(const shape *h) {
                 have_first = true;
                 if (vec == 8 || vec == 16)
                     for (int64_t i = 0; i < n_el; i++)
-                        if (i % vec + (i / (S * vec)) % (padded(h, vec) / vec) * vec >= C && y[i] != 0) {
+                        if (i % vec + (i / (S * vec)) % (lay_padded(h->C, vec) / vec) * vec >= C && y[i] != 0) {
                             CHECK_FAIL("C %lld vec %lld: padding element %lld is %g", (long long)C, (long long)vec,
                                        (long long)i, y[i]);
                             break;
@@ -185,8 +162,8 @@ static void run_shape(const shape *h) {
             for (int64_t i = 0; i < total; i++) fx[i] = fx[i] < 0.0f ? 0.0f : fx[i];
         const int64_t avecs[3] = {1, C, 16};
         for (int v = 0; v < 3; v++) {
-            const int64_t vec = avecs[v], n_el = N * padded(h, vec) * S;
-            pprt_bnorm_layout l = layout(h, vec);
+            const int64_t vec = avecs[v], n_el = N * lay_padded(h->C, vec) * S;
+            pprt_bnorm_layout l = lay_layout(h->N, h->C, h->S, vec);
             pprt_gnorm *gn;
             pp_err e = {0};
             if (pprt_gnorm_create(&l, G, eps, sc, bi, (pprt_gn_act)act, false, &gn, &e) != PP_OK) {
@@ -197,15 +174,15 @@ static void run_shape(const shape *h) {
             float *in = calloc((size_t)n_el, sizeof(float)), *y = malloc(sizeof(float) * (size_t)n_el);
             for (int64_t n = 0; n < N; n++)
                 for (int64_t c = 0; c < C; c++)
-                    for (int64_t s = 0; s < S; s++) in[at(h, vec, n, c, s)] = x[(n * C + c) * S + s];
+                    for (int64_t s = 0; s < S; s++) in[lay_at(h->C, h->S, vec, n, c, s)] = x[(n * C + c) * S + s];
             pprt_gnorm_run(gn, in, y, 2);
             int bad = 0;
             for (int64_t n = 0; n < N; n++)
                 for (int64_t c = 0; c < C; c++)
                     for (int64_t s = 0; s < S; s++) {
                         const int64_t p = (n * C + c) * S + s;
-                        const float got = y[at(h, vec, n, c, s)];
-                        if (bits(got) != bits(fx[p]) && !(isnan(got) && isnan(fx[p])) && bad++ < 3)
+                        const float got = y[lay_at(h->C, h->S, vec, n, c, s)];
+                        if (lay_bits(got) != lay_bits(fx[p]) && !(isnan(got) && isnan(fx[p])) && bad++ < 3)
                             CHECK_FAIL("C %lld vec %lld act %d (%lld,%lld,%lld): %.9g, want %.9g", (long long)C,
                                        (long long)vec, act, (long long)n, (long long)c, (long long)s, got, fx[p]);
                     }
@@ -219,8 +196,8 @@ static void run_shape(const shape *h) {
     {
         const int64_t bvecs[3] = {1, C, 16};
         for (int v = 0; v < 3; v++) {
-            const int64_t vec = bvecs[v], n_el = N * padded(h, vec) * S;
-            pprt_bnorm_layout l = layout(h, vec);
+            const int64_t vec = bvecs[v], n_el = N * lay_padded(h->C, vec) * S;
+            pprt_bnorm_layout l = lay_layout(h->N, h->C, h->S, vec);
             const pprt_gn_act act = pprt_silu_cpu() ? PPRT_GN_ACT_SILU : PPRT_GN_ACT_RELU;
             pprt_gnorm *g16, *g32;
             pp_err e = {0};
@@ -235,8 +212,8 @@ static void run_shape(const shape *h) {
             for (int64_t n = 0; n < N; n++)
                 for (int64_t c = 0; c < C; c++)
                     for (int64_t s = 0; s < S; s++) {
-                        const int64_t i = at(h, vec, n, c, s);
-                        uint32_t u = bits(x[(n * C + c) * S + s]);
+                        const int64_t i = lay_at(h->C, h->S, vec, n, c, s);
+                        uint32_t u = lay_bits(x[(n * C + c) * S + s]);
                         u = isnan(x[(n * C + c) * S + s]) ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u);
                         in16[i] = (uint16_t)(u >> 16);
                         u = (uint32_t)in16[i] << 16;
@@ -246,7 +223,7 @@ static void run_shape(const shape *h) {
             pprt_gnorm_run(g32, in32, y32, 2);
             int bad = 0;
             for (int64_t i = 0; i < n_el; i++)
-                if (bits(y16[i]) != bits(y32[i]) && !(isnan(y16[i]) && isnan(y32[i])) && bad++ < 3)
+                if (lay_bits(y16[i]) != lay_bits(y32[i]) && !(isnan(y16[i]) && isnan(y32[i])) && bad++ < 3)
                     CHECK_FAIL("C %lld vec %lld bf16 source: element %lld: %.9g, its f32 copy gives %.9g",
                                (long long)C, (long long)vec, (long long)i, y16[i], y32[i]);
             CHECK(bad == 0, "C %lld vec %lld: %d outputs differ with a bf16 source", (long long)C, (long long)vec, bad);
