@@ -116,21 +116,17 @@ static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, i
      * the next node most likely wants (a padded blocked layout left an
      * eltwise after it on oneDNN's reference kernel); the same bits */
     const int lanes = gs->C % pprt_gconv_lanes() ? 8 : pprt_gconv_lanes();
-    dnnl_memory_desc_t src, dst, geom;
+    dnnl_memory_desc_t src, dst;
     pprt_bnorm_layout li, lo_;
     PP_TRY(dn_tensor_layout(x, xi, &src, err));
     const dnnl_data_type_t dt = src.data_type;
     if (dt != dnnl_f32 && dt != dnnl_bf16) return unsup(err, "source type");
-    geom = src;
-    geom.data_type = dnnl_f32; /* dn_own_layout reads f32 descriptors; the strides count elements */
     int64_t vec;
-    if (dn_own_layout(&geom, &li) && pprt_gconv_layout_ok(&li, lanes)) vec = li.vec;
+    if (dn_own_layout(&src, &li) && pprt_gconv_layout_ok(&li, lanes)) vec = li.vec;
     else {
         vec = gs->C % lanes == 0 ? gs->C : lanes;
         PP_TRY(own_md(T(x, xi)->shape.dim, vec, dt, &src, err));
-        geom = src;
-        geom.data_type = dnnl_f32;
-        if (!dn_own_layout(&geom, &li)) return unsup(err, "layout");
+        if (!dn_own_layout(&src, &li)) return unsup(err, "layout");
     }
     PP_TRY(own_md(T(x, yi)->shape.dim, vec, dnnl_f32, &dst, err));
     if (!dn_own_layout(&dst, &lo_)) return unsup(err, "layout");

@@ -44,7 +44,7 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     dnnl_memory_desc_t cur;
     pprt_bnorm_layout bl;
     PP_TRY(dn_tensor_layout(x, xi, &cur, err));
-    bool own = x->o.own_bnorm && dn_own_layout(&cur, &bl);
+    bool own = x->o.own_bnorm && cur.data_type == dnnl_f32 && dn_own_layout(&cur, &bl);
     for (int k = 1; k < 5; k++) own = own && is_weight(x, n->in[k]) && x->ptr[n->in[k]];
     if (x->n_fused && !(own && x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_RELU))
         return unsup(err, "post-ops other than one Relu after pprt's kernel");
@@ -250,16 +250,15 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
         numel_of(&T(x, si)->shape) != xs->dim[1] || numel_of(&T(x, bi)->shape) != xs->dim[1])
         return unsup(err, "scale or bias not a constant per channel");
     /* a bf16 source (--precision bf16) is read as it is, the output f32 in its layout */
-    dnnl_memory_desc_t cur, src;
+    dnnl_memory_desc_t src, dst;
     pprt_bnorm_layout l;
     PP_TRY(dn_tensor_layout(x, xi, &src, err));
-    cur = src;
-    if (src.data_type == dnnl_bf16) cur.data_type = dnnl_f32; /* any other type: bn_layout refuses it */
-    if (!dn_own_layout(&cur, &l)) {
-        PP_TRY(dn_tensor_plain(x, xi, &cur, err));
-        src = cur;
-        if (!dn_own_layout(&cur, &l)) return unsup(err, "layout");
+    if (!dn_own_layout(&src, &l)) { /* another layout or type: plain f32 */
+        PP_TRY(dn_tensor_plain(x, xi, &src, err));
+        if (!dn_own_layout(&src, &l)) return unsup(err, "layout");
     }
+    dst = src;
+    dst.data_type = dnnl_f32;
     pprt_gnorm *gn;
     pprt_gn_act act = PPRT_GN_ACT_NONE;
     if (x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_RELU) act = PPRT_GN_ACT_RELU;
@@ -268,7 +267,7 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], act, src.data_type == dnnl_bf16, &gn, err));
     bool taken;
     const pp_status r = dn_push_own_any(x, (step){.kind = STEP_MAIN, .own = OWN_GNORM, .gnorm = gn},
-                                      pprt_gnorm_bytes(gn), xi, &src, yi, &cur, &taken, err);
+                                      pprt_gnorm_bytes(gn), xi, &src, yi, &dst, &taken, err);
     if (!taken) pprt_gnorm_free(gn);
     return r;
 }

@@ -417,8 +417,8 @@ pp_status dn_push_own_io(pprt_exec *x, step s, int in, int out, pp_err *err) {
 
 /* (dnnl_exec.h) */
 bool dn_own_layout(const dnnl_memory_desc_t *md, pprt_bnorm_layout *l) {
-    if (md->data_type != dnnl_f32 || md->format_kind != dnnl_blocked || md->offset0 != 0 || md->ndims < 2 ||
-        md->ndims > 5)
+    if ((md->data_type != dnnl_f32 && md->data_type != dnnl_bf16) || md->format_kind != dnnl_blocked ||
+        md->offset0 != 0 || md->ndims < 2 || md->ndims > 5)
         return false;
     const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
     const int nd = md->ndims;
