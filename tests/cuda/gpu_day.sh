@@ -8,7 +8,7 @@
 # --profile by op type, with --cuda-explain's engine choices; GPT under compute-sanitizer memcheck and initcheck), then
 # the ONNX node tests that tests/conformance/expected_pass.txt lists, the
 # kernels never run on a GPU first, in chunks so a chunk cut short loses
-# only itself. Everything it finds goes to $OUT.
+# only itself; between them tests/ops's cases on the GPU (OPS_SECS). Everything it finds goes to $OUT.
 # Here: PP_CARRY_ZOO=1 tests/cuda/build_carry.sh. There (carry .gpu):
 #   SECS=540 BENCH_SECS=240 bash tests/cuda/gpu_day.sh
 # (MINI=0 BENCH_SECS=0 SAN=memcheck: only the node tests, each under compute-sanitizer)
@@ -57,6 +57,17 @@ if [ "$be" = cuda ]; then
       --backend cuda --cuda-graphs off -q > "$out/san_gpt_$tool.txt" 2>&1 || { echo "FAIL: compute-sanitizer $tool on GPT"; status=1; }
     echo "GPT -pp 2 $tool: $(tail -1 "$out/san_gpt_$tool.txt")"
   done
+fi
+
+# tests/ops's cases (the fusions ppcc added after the last lease: pp.GroupNorm on the norm kernel per
+# channel, LayerNorm without shift, HardSwish, Pow by 2, layer scales; the RNNs on the host fallback)
+# on $be against onnxruntime, within OPS_SECS (default 150; 0 skips)
+os=${OPS_SECS:-150}; [ "$os" -lt "$(($(left) - 20))" ] || os=$(($(left) - 20))
+if [ "$os" -gt 0 ]; then
+  echo "== tests/ops on $be ($(date +%T), $(left) s left)"
+  PP_OPS_BACKENDS=$be PP_OPS_IR=10 PP_OPS_ONLY=${OPS_ONLY:-.} timeout "$os" python3 "$src/tests/ops/run.py" /tmp/gday_ops \
+    > "$out/ops.txt" 2>&1 || { echo "ops: rc $?"; status=1; }
+  grep -E "^ops: [0-9]+ cases|^FAIL" "$out/ops.txt" | head -30
 fi
 
 echo "== ONNX node tests on $be ($(date +%T), $(left) s left)"

@@ -39,7 +39,10 @@ PyTorch's nn.LSTM exported with a dynamic batch through ppcc -b 2 at -pp 1
 and 2 (skipped without torch).
 
 Usage: run.py WORKDIR (env: PPCC, PPRT). About 15 s on 2 busy cores. Exit 0 when every case
-passes, 1 otherwise (each failure printed)."""
+passes, 1 otherwise (each failure printed). On a GPU machine (tests/cuda/gpu_day.sh):
+PP_OPS_BACKENDS=cuda (the backends each case runs on, comma-separated, instead of ref and dnnl),
+PP_OPS_ONLY=REGEX (only the cases whose name it matches run pprt; the PyTorch cases are skipped),
+PP_OPS_IR=N (the models' IR version at most N, for an older onnxruntime than the onnx package)."""
 import os
 import re
 import subprocess
@@ -61,6 +64,14 @@ WORK = sys.argv[1]
 os.makedirs(WORK, exist_ok=True)
 HAVE_DNNL = subprocess.run([PPRT, "--backend", "dnnl", "--version"], capture_output=True).returncode == 0
 BACKENDS = ["ref"] + (["dnnl"] if HAVE_DNNL else [])
+if os.environ.get("PP_OPS_BACKENDS"):
+    BACKENDS = os.environ["PP_OPS_BACKENDS"].split(",")
+ONLY = re.compile(os.environ["PP_OPS_ONLY"]) if os.environ.get("PP_OPS_ONLY") else None
+MAX_IR = int(os.environ.get("PP_OPS_IR", "0"))
+
+
+def wanted(name):
+    return ONLY is None or ONLY.search(name) is not None
 rng = np.random.default_rng(22)
 failures, n_cases = [], 0
 
@@ -83,6 +94,8 @@ def model(nodes, feeds, outputs, inits=(), opset=17):
     for o in m.graph.output:
         if o.name in inferred:
             o.CopyFrom(inferred[o.name])
+    if MAX_IR:
+        m.ir_version = min(m.ir_version, MAX_IR)
     return m
 
 
@@ -135,6 +148,8 @@ def case(name, nodes, feeds, outputs, inits=(), opset=17, numpy_ref=None, rtol=1
     not implement, or oracle(feeds) -> list, a function) and
     numpy_ref(feeds) -> list, when given, against ppcc/pprt."""
     global n_cases
+    if not wanted(name):
+        return
     n_cases += 1
     m = model(nodes, feeds, outputs, inits, opset)
     try:
@@ -171,6 +186,8 @@ def case(name, nodes, feeds, outputs, inits=(), opset=17, numpy_ref=None, rtol=1
 def refused(name, nodes, feeds, outputs, want_text, inits=(), opset=17, code=2, tool="ppcc"):
     """ppcc (or pprt) must exit `code` with want_text in its message."""
     global n_cases
+    if not wanted(name):
+        return
     n_cases += 1
     m = model(nodes, feeds, outputs, inits, opset)
     d, path = write_case(name, m, feeds)
@@ -627,6 +644,8 @@ def groupnorm_fused(name, shape, groups, want, affine=("scale", "bias"), in_scal
     nodes += [M("Relu", [cur], ["act"]), M("Flatten", ["act"], ["out"], axis=1)]
     feeds, outs = {"x": x}, ["out"]
     case(name, nodes, feeds, outs, inits=inits, opset=opset, rtol=1e-5, atol=1e-5, pps=(1, 2))
+    if not wanted(name):
+        return
     m = model(nodes, feeds, outs, inits, opset)
     d, path = write_case(name + "_ir", m, feeds)
     r = subprocess.run([PPCC, path, "-b", "0", "--dump-ir", "-q", "-o", os.path.join(d, "ir.plan"),
@@ -912,7 +931,7 @@ lx = {"x": f32(4, 5, 3)}
 d, path = write_case("lstm_layout1_batched", batch_dynamic(model(
     [helper.make_node("LSTM", ["x", "W", "R", "B"], ["y", "yh"], hidden_size=4, layout=1)], lx, ["y", "yh"],
     lstm_w, 14)), lx)
-for be in BACKENDS:
+for be in BACKENDS if wanted("lstm_layout1_batched") else ():
     outs = []
     for b in ("4", "2"):
         plan, out = os.path.join(d, f"b{b}.plan"), os.path.join(d, f"out_b{b}_{be}")
@@ -953,6 +972,8 @@ except ImportError:
 
 def torch_lstm(name, with_h0):
     global n_cases
+    if ONLY is not None:
+        return
     n_cases += 1
     torch.manual_seed(0)
 
