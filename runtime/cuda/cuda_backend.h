@@ -29,8 +29,9 @@ typedef struct pprt_cuda_cfg {
     bool sync_each;                      /* synchronize after every step (pins an asynchronous fault) */
     bool host_only;                      /* every node on the host fallback (tests) */
     bool explain;                        /* --cuda-explain: each library step's engine or algorithm on stderr */
-    bool conv_alone;                     /* --cuda-conv-fusion off: convolutions without their fused ops in
-                                          * cuDNN's graph (the epilogue kernel adds bias, residual, ReLU) */
+    bool conv_fusion;                    /* --cuda-conv-fusion on: a convolution's bias, residual and ReLU in
+                                          * its cuDNN graph; off (default): the convolution alone, then the
+                                          * epilogue kernel (fused engines dropped NaN on an H200) */
     bool host_op[PP_OP_COUNT];           /* --cuda-host-ops: op types run on the host fallback (tests) */
 } pprt_cuda_cfg;
 
@@ -39,7 +40,7 @@ typedef struct pprt_cuda_cfg {
  * free() it. */
 unsigned char *pprt_cuda_host_nodes(const pprt_stage *st);
 
-/* The options every CUDA executor reads at create (defaults: graphs on). */
+/* The options every CUDA executor reads at create (defaults: graphs on, conv fusion off). */
 pprt_cuda_cfg *pprt_cuda_config(void);
 
 /* pprt's command line: takes argv[*i] (and its value) when it is a CUDA

@@ -493,7 +493,7 @@ static pp_status create_steps(pprt_exec *x, const pprt_cuda_cfg *cfg, unsigned c
             memcpy(hp + at, &d->epi, sizeof d->epi);
             d->epi_param = x->params + at;
             at += pp_align_up(sizeof d->epi, 256);
-            const bool fuse = !pprt_cuda_config()->conv_alone;
+            const bool fuse = pprt_cuda_config()->conv_fusion;
             if (!fuse || pcu_dnn_conv(c, true, x->dnn, &d->dnn, &e2) != PP_OK ||
                 dnn_plan(x, s->node, d, &e2) != PP_OK) {
                 pcu_dnn_free(&d->dnn);

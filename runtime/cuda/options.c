@@ -13,7 +13,7 @@
 #include <nccl.h>
 #endif
 
-static pprt_cuda_cfg cfg = {.graphs = true};
+static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false};
 
 pprt_cuda_cfg *pprt_cuda_config(void) { return &cfg; }
 
@@ -26,9 +26,9 @@ const char pprt_cuda_usage[] =
     "  --cuda-sync       synchronize after every step, so an asynchronous fault names its node\n"
     "  --cuda-explain    cuda: one line per convolution and product on stderr: the cuDNN engine or\n"
     "                    cuBLASLt algorithm it took, fused or not, and the engines refused and why\n"
-    "  --cuda-conv-fusion on|off  cuda: a convolution's bias, residual Add and ReLU in its cuDNN graph\n"
-    "                    (on, the default) or in pprt's epilogue kernel after the convolution alone\n"
-    "                    (off: other engines, for comparing)\n"
+    "  --cuda-conv-fusion on|off  cuda: a convolution's bias, residual Add and ReLU in pprt's epilogue\n"
+    "                    kernel after the convolution alone (off, the default) or in its cuDNN graph\n"
+    "                    (on: other engines; on an H200 some dropped NaN inputs, docs/cuda.md)\n"
     "  --cuda-host-only  cuda, cuda-emu: every node on the host fallback (a test of that path)\n"
     "  --cuda-host-ops LIST  cuda, cuda-emu: the nodes of these op types (e.g. Conv,MatMul) on the host\n"
     "                    fallback, as when cuDNN or cuBLASLt has no engine for them (a test of that path)\n";
@@ -79,7 +79,7 @@ int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
         bool on;
         if (on_off(a, v, &on, msg, cap) < 0) return -1;
         if (!strcmp(a, "--cuda-graphs")) cfg.graphs = on;
-        else cfg.conv_alone = !on;
+        else cfg.conv_fusion = on;
         (*i)++;
         return 1;
     }

@@ -16,7 +16,8 @@
 #      tests listed as passing (tests/conformance/run.py with
 #      PPRT_EXTRA_ARGS=--backend cuda-emu); TopK with NaN and ties; Einsum
 #      equations on cuBLASLt or the host (tests/cuda/einsum.py); ScatterND
-#      and ScatterElements on their own kernel (tests/cuda/scatter.py).
+#      and ScatterElements on their own kernel (tests/cuda/scatter.py);
+#      NaN and inf through convolutions (tests/cuda/nan_conv.py).
 # 1-3 need a CUDA build (PP_CUDA=ON), else they say so and are skipped; 4
 # runs in every build (the emulator is plain C). About 4 minutes on 2 cores
 # with the zoo exports cached in $ZOO (the model_zoo test's cache).
@@ -179,6 +180,9 @@ tail -1 einsum.txt
 # ScatterElements and ScatterND on their own kernel: onnxruntime, the reference's bits, every reduction
 "$PY" "$SRC/tests/cuda/scatter.py" scatter > scatter.txt 2>&1 || { cat scatter.txt; fail "scatter"; }
 tail -1 scatter.txt
+# NaN and inf through convolutions (the GPU script; here the emulator's step list, both fusion modes)
+PP_BACKEND=cuda-emu "$PY" "$SRC/tests/cuda/nan_conv.py" nan_conv > nan_conv.txt 2>&1 || { cat nan_conv.txt; fail "nan_conv"; }
+tail -1 nan_conv.txt
 
 # the ONNX node tests that pass on ref must pass on cuda-emu
 PPRT_EXTRA_ARGS="--backend cuda-emu" "$PY" "$SRC/tests/conformance/run.py" || fail "conformance on cuda-emu"
