@@ -14,8 +14,11 @@
 # (MINI=0 BENCH_SECS=0 SAN=memcheck: only the node tests, each under compute-sanitizer)
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
-out=${OUT:-/tmp/gday}; mkdir -p "$out"
-exec > >(tee "$out/day.log") 2>&1
+# the device tool brings back 8 files of $OUT at most: the log there, everything else in
+# /tmp/gday_files, packed into $OUT/gday.tgz on the way out (a timeout of the script's own included)
+dest=${OUT:-/tmp/gday}; out=/tmp/gday_files; rm -rf "$out"; mkdir -p "$dest" "$out"
+exec > >(tee "$dest/day.log") 2>&1
+trap 'tar czf "$dest/gday.tgz" -C "$out" . 2>/dev/null' EXIT
 t0=$SECONDS; budget=${SECS:-540}
 left() { echo $((budget - (SECONDS - t0))); }
 status=0
