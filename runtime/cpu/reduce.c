@@ -1,8 +1,9 @@
 /* reduce.c: reductions over [outer, n, inner] (reduce.h). A task is one
  * output row (inner 1: n neighbouring floats, 16 partial sums) or one block
  * of up to COLS columns of an outer index (n rows of them, a sum per
- * column). Plain C loops that the compiler vectorizes; no reassociation, so
- * the bits are those of the C source whatever the ISA. */
+ * column; with `lanes`, 16 partial sums per column as in a row). Plain C
+ * loops that the compiler vectorizes; no reassociation, so the bits are those
+ * of the C source whatever the ISA. */
 #include "reduce.h"
 
 #include <math.h>
@@ -36,6 +37,14 @@ bool pprt_reduce_plan(const int64_t *dims, int rank, const bool *mask, int kind,
         }
     }
     *p = (pprt_reduce){.kind = kind, .outer = outer, .n = n, .inner = inner};
+    return true;
+}
+
+bool pprt_reduce_channels(pprt_reduce *p, int64_t N, int64_t C, int64_t vec) {
+    if (p->inner != 1 || p->n < 2 || p->outer != N * C || vec < 2 || C % vec) return false;
+    p->outer = N * (C / vec);
+    p->inner = vec;
+    p->lanes = true;
     return true;
 }
 
@@ -97,8 +106,9 @@ CLONES static float row(int kind, const float *x, int64_t n) {
     return finish(kind, s, n);
 }
 
-/* w columns of n rows at stride inner, one output each */
-CLONES static void cols(int kind, const float *x, float *y, int64_t n, int64_t inner, int w) {
+/* w columns of n rows at stride inner, one output each; lanes: each summed
+ * in row()'s order */
+CLONES static void cols(int kind, const float *x, float *y, int64_t n, int64_t inner, int w, bool lanes) {
     if (kind == PPRT_RED_MAX || kind == PPRT_RED_MIN) {
         const bool mx = kind == PPRT_RED_MAX;
         float m[COLS];
@@ -112,6 +122,28 @@ CLONES static void cols(int kind, const float *x, float *y, int64_t n, int64_t i
                 for (int i = 0; i < w; i++) num[i] |= r[i] == r[i], m[i] = r[i] < m[i] ? r[i] : m[i];
         }
         for (int i = 0; i < w; i++) y[i] = num[i] ? m[i] : NAN;
+        return;
+    }
+    if (lanes) {
+        /* column i's term j in acc16[j % LANES][i]: the partials of row() */
+        double acc16[LANES][COLS];
+        memset(acc16, 0, sizeof acc16);
+#define COL16(T)                                                                                             \
+    for (int64_t j = 0; j < n; j++) {                                                                        \
+        const float *r = x + j * inner;                                                                      \
+        double *a = acc16[j % LANES];                                                                        \
+        for (int i = 0; i < w; i++) {                                                                        \
+            const float v = r[i];                                                                            \
+            a[i] += T;                                                                                       \
+        }                                                                                                    \
+    }
+        BY_TERM(kind, COL16)
+#undef COL16
+        for (int i = 0; i < w; i++) {
+            double s = 0;
+            for (int l = 0; l < LANES; l++) s += acc16[l][i];
+            y[i] = finish(kind, s, n);
+        }
         return;
     }
     double acc[COLS] = {0};
@@ -141,6 +173,6 @@ void pprt_reduce_run(const pprt_reduce *p, const float *x, float *y, int threads
         }
         const int64_t o = t / nb, c = (t % nb) * COLS;
         const int w = (int)(p->inner - c < COLS ? p->inner - c : COLS);
-        cols(p->kind, x + o * p->n * p->inner + c, y + o * p->inner + c, p->n, p->inner, w);
+        cols(p->kind, x + o * p->n * p->inner + c, y + o * p->inner + c, p->n, p->inner, w, p->lanes);
     }
 }

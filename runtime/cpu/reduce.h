@@ -32,6 +32,11 @@ typedef enum {
 typedef struct pprt_reduce {
     int kind; /* pprt_red_kind */
     int64_t outer, n, inner;
+    /* inner > 1 only: sum each column in 16 interleaved partials (term j in
+     * partial j % 16), the order of an inner-1 row, so that a tensor stored
+     * channels last or channels-blocked gives the bits its plain copy gives
+     * (pprt_reduce_channels) */
+    bool lanes;
 } pprt_reduce;
 
 /* Plan reduction `kind` of a float tensor of dims[rank] over the axes where
@@ -39,6 +44,14 @@ typedef struct pprt_reduce {
  * asks); false where the reduced axes (1-long ones aside) are not one run of
  * neighbours, or the tensor or the reduction is empty. */
 bool pprt_reduce_plan(const int64_t *dims, int rank, const bool *mask, int kind, pprt_reduce *p);
+/* The plain plan p of a reduction over every spatial axis (inner 1, outer
+ * N x C: the spatial axes of more than one element all reduced, N and C
+ * not) rewritten for the same tensor stored with its channels in vectors of
+ * vec (C: channels last; else blocked on channels, C a multiple of vec), the
+ * spatial axes packed inside them: [N, C / vec, S, vec] with the columns
+ * summed in p's row order. The output is the plain [N, C]. False where p is
+ * not such a plan or C is not a multiple of vec. */
+bool pprt_reduce_channels(pprt_reduce *p, int64_t N, int64_t C, int64_t vec);
 /* y[outer * inner] from x on `threads` OpenMP threads. */
 void pprt_reduce_run(const pprt_reduce *p, const float *x, float *y, int threads);
 

@@ -674,6 +674,30 @@ def grouped():
     return m.save([f]), m.data(), ["Conv"]
 
 
+def grn():
+    """ConvNeXt-V2's global response normalization between two 1x1
+    convolutions: ReduceL2 over the spatial axes, its mean over the
+    channels, a Div, then gamma * (x * Nx) + beta + x. The ReduceL2 reads
+    the convolution's output in the layout oneDNN wrote (channels last or
+    blocked on channels), so the Muls and Adds stay in it and neither
+    convolution reorders (the ReduceL2 had read a plain copy, which turned
+    the rest plain: 5 ms a block in convnextv2_atto's first stage). A second
+    one over 24 channels (not a multiple of 16: a padded 16-block is read
+    through a plain copy) after a Relu that the convolution absorbs."""
+    m = Model("grn", [("x", (8, 9, 7))], opset=17)
+
+    def block(t, c):
+        gx = m.op("ReduceL2", [t], axes=[2, 3], keepdims=1)
+        nx = m.op("Div", [gx, m.op("Add", [m.op("ReduceMean", [gx], axes=[1], keepdims=1), m.const(np.float32(1e-6))])])
+        y = m.op("Mul", [m.rand(1, c, 1, 1), m.op("Mul", [t, nx])])
+        return m.op("Add", [m.op("Add", [y, m.rand(1, c, 1, 1, scale=0.1)]), t])
+
+    a = m.conv(m.conv("x", 8, 16, (3, 3), pads=[1, 1, 1, 1]), 16, 32, (1, 1))
+    b = m.conv(block(a, 32), 32, 24, (1, 1))
+    c = m.conv(block(m.op("Relu", [b]), 24), 24, 8, (1, 1))
+    return m.save([c]), m.data(), ["Conv", "ReduceL2", "ReduceMean"]
+
+
 def norms21():
     """GroupNormalization from opset 21: a scale and bias per channel."""
     m = Model("norms21", [("x", (8, 5, 7))], opset=21)
@@ -717,13 +741,13 @@ def resize():
 # ---- run everything --------------------------------------------------------------------------------
 
 for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices, cut_types, windows,
-             metaformer, convformer, patch_embed, norms, groupnorm, grouped, norms21, resize):
+             metaformer, convformer, patch_embed, norms, groupnorm, grouped, grn, norms21, resize):
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
         pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices", "windows", "metaformer",
                                                                  "convformer", "norms", "groupnorm",
-                                                                 "grouped", "resize") else \
+                                                                 "grouped", "grn", "resize") else \
             (1, 2, 3, 4) if name == "cut_types" else (1,)
         for pp in pps:
             plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
@@ -758,7 +782,7 @@ def verbose_run(name, level="2"):
 # zoo's DenseNet-121 at -pp 4 is the model that showed it: tests/models)
 # metaformer: likewise for a residual absorbed as a post-op (see the model)
 for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows", "metaformer", "convformer", "norms",
-                                  "groupnorm", "grouped", "resize") for k in (2, 3)):
+                                  "groupnorm", "grouped", "grn", "resize") for k in (2, 3)):
     d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_blocked_t1") for k in (1, pp))
     if os.path.isdir(d1) and os.path.isdir(dn):
         for f in sorted(x for x in os.listdir(d1) if x.endswith(".npy")):
@@ -1009,6 +1033,24 @@ if bf16["outputs"] and not bf16["differ"]:
 for what, n in seen.items():
     if n == 0:
         failures.append(f"no node ran {what} in the default mode: those paths went untested")
+# grn: the first ReduceL2 reads the convolution's output as oneDNN wrote it
+# (no reorder after the convolution, none before the next one)
+if ISA in ("avx2", "avx512"):
+    try:
+        err = verbose_run("grn").stderr
+        lines = [l.split() for l in err.splitlines() if l.startswith("  ")]
+        i = next(k for k, l in enumerate(lines) if l[1] == "ReduceL2")
+        prod = max(k for k in range(i) if lines[k][1] in ("Conv", "pp.FusedConv"))
+        cons = next(k for k in range(i, len(lines)) if lines[k][1] in ("Conv", "pp.FusedConv"))
+        ps, cs = lines[prod][2:], lines[cons][2:]
+        kp = next(k for k, s in enumerate(ps) if not s.startswith("reorder"))
+        kc = max(k for k, s in enumerate(cs) if not s.startswith("reorder"))
+        after, before = ps[kp + 1:], cs[:kc]  # the producer's steps after its kernel, the consumer's before its
+        if lines[i][2:] != ["pprt:reduce"] or any("reorder" in s for s in after + before):
+            failures.append(f"grn: want the ReduceL2 on pprt:reduce and no reorder around it:\n{err}")
+    except (RuntimeError, StopIteration, ValueError) as e:
+        failures.append(f"grn: {e}")
+
 if failures:
     print("\n".join("FAIL: " + f for f in failures))
     sys.exit(1)

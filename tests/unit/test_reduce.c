@@ -14,7 +14,12 @@
  *   last axis, convnextv2's ReduceL2 over the spatial axes of
  *   [8, 160, 14, 14];
  * - the same bytes on 1, 2 and 3 threads;
- * - the plan refuses axes that are not neighbours (0 and 2 of [3, 4, 5]).
+ * - the plan refuses axes that are not neighbours (0 and 2 of [3, 4, 5]);
+ * - a reduction over the spatial axes of a tensor stored channels last or
+ *   blocked on 8 or 16 channels (pprt_reduce_channels): every kind, NaN,
+ *   inf and -0 among the values, the same bits as from its plain copy on 1
+ *   and 3 threads; refused where C is not a multiple of the block, where a
+ *   channel or sample axis is reduced, or where the plan is not spatial.
  * Exit 0 when all pass, 1 otherwise. */
 #include "runtime/cpu/reduce.h"
 
@@ -95,6 +100,57 @@ static void one(const int64_t *dims, int rank, const bool *mask, int kind, bool 
     free(x), free(y), free(z);
 }
 
+/* x [N, C, S] plain stored with channels in vectors of vec (vec == C:
+ * channels last), the spatial axes inside them: [N, C / vec, S, vec] */
+static void store(const float *x, float *s, int64_t N, int64_t C, int64_t S, int64_t vec) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t j = 0; j < S; j++)
+                s[((n * (C / vec) + c / vec) * S + j) * vec + c % vec] = x[(n * C + c) * S + j];
+}
+
+static void channels(const int64_t *dims, int rank, int kind, int64_t vec, const char *what) {
+    int64_t total = 1, S = 1;
+    for (int i = 0; i < rank; i++) total *= dims[i];
+    for (int i = 2; i < rank; i++) S *= dims[i];
+    const int64_t N = dims[0], C = dims[1];
+    float *x = malloc((size_t)total * sizeof(float)), *s = malloc((size_t)total * sizeof(float));
+    for (int64_t i = 0; i < total; i++) x[i] = (float)(rnd() % 16001) / 1000.0f - 8.0f;
+    /* each channel's sum holds +L and -L (L up to 2^40): a double partial that
+     * holds L rounds the small terms added to it to 2^-12, so the sum, small
+     * again once -L comes, has other bits in another order of the terms */
+    for (int64_t nc = 0; nc < N * C && S > 1; nc++) {
+        const int64_t j1 = rnd() % S, j2 = (j1 + 1 + rnd() % (S - 1)) % S;
+        const float L = (float)(1 + rnd() % 1000) * 0x1p30f;
+        x[nc * S + j1] = L, x[nc * S + j2] = -L;
+    }
+    for (int i = 0; i < 3; i++) { /* three outputs NaN or inf */
+        const float sp[4] = {NAN, INFINITY, -INFINITY, -0.0f};
+        x[rnd() % total] = sp[rnd() % 4];
+    }
+    store(x, s, N, C, S, vec);
+    bool mask[8] = {false};
+    for (int i = 2; i < rank; i++) mask[i] = true;
+    pprt_reduce p, q;
+    check_case = what;
+    if (!pprt_reduce_plan(dims, rank, mask, kind, &p) || !pprt_reduce_plan(dims, rank, mask, kind, &q) ||
+        !pprt_reduce_channels(&q, N, C, vec)) {
+        CHECK_FAIL("refused a reduction over the spatial axes");
+        free(x), free(s);
+        return;
+    }
+    float *y = malloc((size_t)(N * C) * sizeof(float)), *z = malloc((size_t)(N * C) * sizeof(float));
+    pprt_reduce_run(&p, x, y, 1);
+    for (int t = 1; t <= 3; t += 2) {
+        pprt_reduce_run(&q, s, z, t);
+        int bad = 0;
+        for (int64_t i = 0; i < N * C; i++) bad += memcmp(&y[i], &z[i], 4) != 0;
+        CHECK(bad == 0, "%s, %d thread(s): %d of %lld outputs other bits than from the plain copy", names[kind], t, bad,
+              (long long)(N * C));
+    }
+    free(x), free(s), free(y), free(z);
+}
+
 int main(void) {
     char what[160];
     for (int c = 0; c < 400; c++) {
@@ -121,6 +177,26 @@ int main(void) {
     check_case = "axes 0 and 2";
     CHECK(!pprt_reduce_plan((int64_t[]){3, 4, 5}, 3, (bool[]){true, false, true}, PPRT_RED_SUM, &p),
           "planned axes that are not neighbours");
+    for (int kind = 1; kind <= 7; kind++) {
+        snprintf(what, sizeof what, "%s over H, W of [3, 24, 5, 7] channels last", names[kind]);
+        channels((int64_t[]){3, 24, 5, 7}, 4, kind, 24, what);
+        snprintf(what, sizeof what, "%s over H, W of [2, 32, 9, 4] in 16-blocks", names[kind]);
+        channels((int64_t[]){2, 32, 9, 4}, 4, kind, 16, what);
+        snprintf(what, sizeof what, "%s over D, H, W of [2, 16, 3, 1, 6] in 8-blocks", names[kind]);
+        channels((int64_t[]){2, 16, 3, 1, 6}, 5, kind, 8, what);
+        snprintf(what, sizeof what, "%s over the 37 of [1, 80, 37] channels last", names[kind]);
+        channels((int64_t[]){1, 80, 37}, 3, kind, 80, what);
+    }
+    channels((int64_t[]){8, 160, 56, 56}, 4, PPRT_RED_L2, 160, "convnextv2's spatial L2 at 56 x 56, channels last");
+    check_case = "channels: refusals";
+    pprt_reduce_plan((int64_t[]){2, 24, 5, 7}, 4, (bool[]){false, false, true, true}, PPRT_RED_SUM, &p);
+    CHECK(!pprt_reduce_channels(&p, 2, 24, 16), "took 24 channels in blocks of 16");
+    pprt_reduce_plan((int64_t[]){2, 24, 5, 7}, 4, (bool[]){false, true, true, true}, PPRT_RED_SUM, &p);
+    CHECK(!pprt_reduce_channels(&p, 2, 24, 24), "took a reduction over the channels too");
+    pprt_reduce_plan((int64_t[]){2, 24, 5, 7}, 4, (bool[]){false, false, false, true}, PPRT_RED_SUM, &p);
+    CHECK(!pprt_reduce_channels(&p, 2, 24, 24), "took a reduction over W alone");
+    pprt_reduce_plan((int64_t[]){2, 24, 5, 7}, 4, (bool[]){false, true, false, false}, PPRT_RED_SUM, &p);
+    CHECK(!pprt_reduce_channels(&p, 2, 24, 24), "took a reduction over the channels");
     printf("worst relative error over the last axes: %.2g\n", worst);
     return check_summary("test_reduce");
 }
