@@ -7,6 +7,8 @@
 #include "reduce.h"
 
 #include <math.h>
+
+#include "bf16.h"
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -40,11 +42,12 @@ bool pprt_reduce_plan(const int64_t *dims, int rank, const bool *mask, int kind,
     return true;
 }
 
-bool pprt_reduce_channels(pprt_reduce *p, int64_t N, int64_t C, int64_t vec) {
+bool pprt_reduce_channels(pprt_reduce *p, int64_t N, int64_t C, int64_t vec, bool bf16) {
     if (p->inner != 1 || p->n < 2 || p->outer != N * C || vec < 2 || C % vec) return false;
     p->outer = N * (C / vec);
     p->inner = vec;
     p->lanes = true;
+    p->bf16 = bf16;
     return true;
 }
 
@@ -106,16 +109,26 @@ CLONES static float row(int kind, const float *x, int64_t n) {
     return finish(kind, s, n);
 }
 
+/* the w floats of x's row j (stride inner): where x holds bfloat16, their
+ * floats in tmp */
+static inline const float *at(const void *x, int64_t j, int64_t inner, int w, bool bf16, float *tmp) {
+    if (!bf16) return (const float *)x + j * inner;
+    const uint16_t *h = (const uint16_t *)x + j * inner;
+    for (int i = 0; i < w; i++) tmp[i] = pprt_bf16_float(h[i]);
+    return tmp;
+}
+
 /* w columns of n rows at stride inner, one output each; lanes: each summed
- * in row()'s order */
-CLONES static void cols(int kind, const float *x, float *y, int64_t n, int64_t inner, int w, bool lanes) {
+ * in row()'s order; bf16: x holds bfloat16 */
+CLONES static void cols(int kind, const void *x, float *y, int64_t n, int64_t inner, int w, bool lanes, bool bf16) {
+    float tmp[COLS];
     if (kind == PPRT_RED_MAX || kind == PPRT_RED_MIN) {
         const bool mx = kind == PPRT_RED_MAX;
         float m[COLS];
         bool num[COLS];
         for (int i = 0; i < w; i++) m[i] = mx ? -INFINITY : INFINITY, num[i] = false;
         for (int64_t j = 0; j < n; j++) {
-            const float *r = x + j * inner;
+            const float *r = at(x, j, inner, w, bf16, tmp);
             if (mx)
                 for (int i = 0; i < w; i++) num[i] |= r[i] == r[i], m[i] = r[i] > m[i] ? r[i] : m[i];
             else
@@ -130,7 +143,7 @@ CLONES static void cols(int kind, const float *x, float *y, int64_t n, int64_t i
         memset(acc16, 0, sizeof acc16);
 #define COL16(T)                                                                                             \
     for (int64_t j = 0; j < n; j++) {                                                                        \
-        const float *r = x + j * inner;                                                                      \
+        const float *r = at(x, j, inner, w, bf16, tmp);                                                      \
         double *a = acc16[j % LANES];                                                                        \
         for (int i = 0; i < w; i++) {                                                                        \
             const float v = r[i];                                                                            \
@@ -149,7 +162,7 @@ CLONES static void cols(int kind, const float *x, float *y, int64_t n, int64_t i
     double acc[COLS] = {0};
 #define COL(T)                                                                                               \
     for (int64_t j = 0; j < n; j++) {                                                                        \
-        const float *r = x + j * inner;                                                                      \
+        const float *r = at(x, j, inner, w, bf16, tmp);                                                      \
         for (int i = 0; i < w; i++) {                                                                        \
             const float v = r[i];                                                                            \
             acc[i] += T;                                                                                     \
@@ -160,7 +173,9 @@ CLONES static void cols(int kind, const float *x, float *y, int64_t n, int64_t i
     for (int i = 0; i < w; i++) y[i] = finish(kind, acc[i], n);
 }
 
-void pprt_reduce_run(const pprt_reduce *p, const float *x, float *y, int threads) {
+void pprt_reduce_run(const pprt_reduce *p, const void *xv, float *y, int threads) {
+    const float *x = xv;
+    const uint16_t *h = xv;
     const int64_t nb = p->inner == 1 ? 1 : (p->inner + COLS - 1) / COLS, tasks = p->outer * nb;
     if (threads < 1 || tasks < 2 || (double)p->outer * (double)p->n * (double)p->inner < 32768) threads = 1;
 #ifdef _OPENMP
@@ -173,6 +188,8 @@ void pprt_reduce_run(const pprt_reduce *p, const float *x, float *y, int threads
         }
         const int64_t o = t / nb, c = (t % nb) * COLS;
         const int w = (int)(p->inner - c < COLS ? p->inner - c : COLS);
-        cols(p->kind, x + o * p->n * p->inner + c, y + o * p->inner + c, p->n, p->inner, w, p->lanes);
+        const int64_t off = o * p->n * p->inner + c;
+        cols(p->kind, p->bf16 ? (const void *)(h + off) : (const void *)(x + off), y + o * p->inner + c, p->n,
+             p->inner, w, p->lanes, p->bf16);
     }
 }

@@ -37,6 +37,7 @@ typedef struct pprt_reduce {
      * channels last or channels-blocked gives the bits its plain copy gives
      * (pprt_reduce_channels) */
     bool lanes;
+    bool bf16; /* lanes only: x holds bfloat16 (--precision bf16 activations), summed as their floats */
 } pprt_reduce;
 
 /* Plan reduction `kind` of a float tensor of dims[rank] over the axes where
@@ -49,10 +50,12 @@ bool pprt_reduce_plan(const int64_t *dims, int rank, const bool *mask, int kind,
  * not) rewritten for the same tensor stored with its channels in vectors of
  * vec (C: channels last; else blocked on channels, C a multiple of vec), the
  * spatial axes packed inside them: [N, C / vec, S, vec] with the columns
- * summed in p's row order. The output is the plain [N, C]. False where p is
- * not such a plan or C is not a multiple of vec. */
-bool pprt_reduce_channels(pprt_reduce *p, int64_t N, int64_t C, int64_t vec);
-/* y[outer * inner] from x on `threads` OpenMP threads. */
-void pprt_reduce_run(const pprt_reduce *p, const float *x, float *y, int threads);
+ * summed in p's row order. The output is the plain [N, C] (float); bf16: the
+ * input holds bfloat16, summed as the floats they are (the bits of a float
+ * copy). False where p is not such a plan or C is not a multiple of vec. */
+bool pprt_reduce_channels(pprt_reduce *p, int64_t N, int64_t C, int64_t vec, bool bf16);
+/* y[outer * inner] (float) from x (float, or bfloat16 where p->bf16) on
+ * `threads` OpenMP threads. */
+void pprt_reduce_run(const pprt_reduce *p, const void *x, float *y, int threads);
 
 #endif

@@ -4,9 +4,10 @@
  * and the axes are constants; the others (ReduceProd, the logarithmic ones,
  * other element types) stay on the reference kernels. A reduction over the
  * spatial axes reads its input channels last or blocked on channels as it is
- * stored (ConvNeXt-V2's GRN: the ReduceL2 after a convolution had turned its
- * output plain, and the Muls after it, and the next convolution reordered it
- * back: 5 ms a block at 56 x 56); any other reads a plain copy. */
+ * stored, f32 or --precision bf16's bfloat16 (ConvNeXt-V2's GRN: the
+ * ReduceL2 after a convolution had turned its output plain, and the Muls
+ * after it, and the next convolution reordered it back: 5 ms a block at
+ * 56 x 56); any other reads a plain f32 copy. */
 #include "../../ir/shape_nn.h"
 #include "dnnl_exec.h"
 
@@ -45,9 +46,9 @@ static pp_status build_reduce(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_tensor_plain(x, in, &src, err));
     PP_TRY(dn_tensor_plain(x, out, &dst, err));
     pprt_bnorm_layout l;
-    if (x->blocked[in] && x->lay[in].data_type == dnnl_f32 && dn_own_layout(&x->lay[in], &l) && l.vec > 1 &&
-        l.stride_n == l.C * l.S && (l.vec == l.C || l.stride_c == l.S * l.vec) &&
-        pprt_reduce_channels(&st.reduce, l.N, l.C, l.vec))
+    if (x->blocked[in] && dn_own_layout(&x->lay[in], &l) && l.vec > 1 && l.stride_n == l.C * l.S &&
+        (l.vec == l.C || l.stride_c == l.S * l.vec) &&
+        pprt_reduce_channels(&st.reduce, l.N, l.C, l.vec, x->lay[in].data_type == dnnl_bf16))
         src = x->lay[in];
     bool taken;
     return dn_push_own_any(x, st, 0, in, &src, out, &dst, &taken, err);

@@ -16,12 +16,14 @@
  * - the same bytes on 1, 2 and 3 threads;
  * - the plan refuses axes that are not neighbours (0 and 2 of [3, 4, 5]);
  * - a reduction over the spatial axes of a tensor stored channels last or
- *   blocked on 8 or 16 channels (pprt_reduce_channels): every kind, NaN,
- *   inf and -0 among the values, the same bits as from its plain copy on 1
- *   and 3 threads; refused where C is not a multiple of the block, where a
+ *   blocked on 8 or 16 channels (pprt_reduce_channels), float or bfloat16:
+ *   every kind, NaN, inf and -0 among the values, the same bits as from its
+ *   plain float copy on 1 and 3 threads; refused where C is not a multiple of the block, where a
  *   channel or sample axis is reduced, or where the plan is not spatial.
  * Exit 0 when all pass, 1 otherwise. */
 #include "runtime/cpu/reduce.h"
+
+#include "runtime/cpu/bf16.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -101,15 +103,22 @@ static void one(const int64_t *dims, int rank, const bool *mask, int kind, bool 
 }
 
 /* x [N, C, S] plain stored with channels in vectors of vec (vec == C:
- * channels last), the spatial axes inside them: [N, C / vec, S, vec] */
-static void store(const float *x, float *s, int64_t N, int64_t C, int64_t S, int64_t vec) {
+ * channels last), the spatial axes inside them: [N, C / vec, S, vec];
+ * bf16: as bfloat16 (x's values are bfloat16 ones), else float */
+static void store(const float *x, void *s, int64_t N, int64_t C, int64_t S, int64_t vec, bool bf16) {
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < C; c++)
-            for (int64_t j = 0; j < S; j++)
-                s[((n * (C / vec) + c / vec) * S + j) * vec + c % vec] = x[(n * C + c) * S + j];
+            for (int64_t j = 0; j < S; j++) {
+                const int64_t to = ((n * (C / vec) + c / vec) * S + j) * vec + c % vec;
+                const float v = x[(n * C + c) * S + j];
+                uint32_t u;
+                memcpy(&u, &v, 4);
+                if (bf16) ((uint16_t *)s)[to] = (uint16_t)(u >> 16);
+                else ((float *)s)[to] = v;
+            }
 }
 
-static void channels(const int64_t *dims, int rank, int kind, int64_t vec, const char *what) {
+static void channels(const int64_t *dims, int rank, int kind, int64_t vec, bool bf16, const char *what) {
     int64_t total = 1, S = 1;
     for (int i = 0; i < rank; i++) total *= dims[i];
     for (int i = 2; i < rank; i++) S *= dims[i];
@@ -128,13 +137,19 @@ static void channels(const int64_t *dims, int rank, int kind, int64_t vec, const
         const float sp[4] = {NAN, INFINITY, -INFINITY, -0.0f};
         x[rnd() % total] = sp[rnd() % 4];
     }
-    store(x, s, N, C, S, vec);
+    if (bf16) /* x's values rounded to bfloat16 (towards zero: its upper half), as floats */
+        for (int64_t i = 0; i < total; i++) {
+            uint32_t u;
+            memcpy(&u, &x[i], 4);
+            x[i] = pprt_bf16_float((uint16_t)(u >> 16));
+        }
+    store(x, s, N, C, S, vec, bf16);
     bool mask[8] = {false};
     for (int i = 2; i < rank; i++) mask[i] = true;
     pprt_reduce p, q;
     check_case = what;
     if (!pprt_reduce_plan(dims, rank, mask, kind, &p) || !pprt_reduce_plan(dims, rank, mask, kind, &q) ||
-        !pprt_reduce_channels(&q, N, C, vec)) {
+        !pprt_reduce_channels(&q, N, C, vec, bf16)) {
         CHECK_FAIL("refused a reduction over the spatial axes");
         free(x), free(s);
         return;
@@ -177,26 +192,29 @@ int main(void) {
     check_case = "axes 0 and 2";
     CHECK(!pprt_reduce_plan((int64_t[]){3, 4, 5}, 3, (bool[]){true, false, true}, PPRT_RED_SUM, &p),
           "planned axes that are not neighbours");
-    for (int kind = 1; kind <= 7; kind++) {
-        snprintf(what, sizeof what, "%s over H, W of [3, 24, 5, 7] channels last", names[kind]);
-        channels((int64_t[]){3, 24, 5, 7}, 4, kind, 24, what);
-        snprintf(what, sizeof what, "%s over H, W of [2, 32, 9, 4] in 16-blocks", names[kind]);
-        channels((int64_t[]){2, 32, 9, 4}, 4, kind, 16, what);
-        snprintf(what, sizeof what, "%s over D, H, W of [2, 16, 3, 1, 6] in 8-blocks", names[kind]);
-        channels((int64_t[]){2, 16, 3, 1, 6}, 5, kind, 8, what);
-        snprintf(what, sizeof what, "%s over the 37 of [1, 80, 37] channels last", names[kind]);
-        channels((int64_t[]){1, 80, 37}, 3, kind, 80, what);
-    }
-    channels((int64_t[]){8, 160, 56, 56}, 4, PPRT_RED_L2, 160, "convnextv2's spatial L2 at 56 x 56, channels last");
+    for (int kind = 1; kind <= 7; kind++)
+        for (int b = 0; b < 2; b++) {
+            const char *t = b ? "bfloat16" : "float";
+            snprintf(what, sizeof what, "%s over H, W of [3, 24, 5, 7] channels last, %s", names[kind], t);
+            channels((int64_t[]){3, 24, 5, 7}, 4, kind, 24, b, what);
+            snprintf(what, sizeof what, "%s over H, W of [2, 32, 9, 4] in 16-blocks, %s", names[kind], t);
+            channels((int64_t[]){2, 32, 9, 4}, 4, kind, 16, b, what);
+            snprintf(what, sizeof what, "%s over D, H, W of [2, 16, 3, 1, 6] in 8-blocks, %s", names[kind], t);
+            channels((int64_t[]){2, 16, 3, 1, 6}, 5, kind, 8, b, what);
+            snprintf(what, sizeof what, "%s over the 37 of [1, 80, 37] channels last, %s", names[kind], t);
+            channels((int64_t[]){1, 80, 37}, 3, kind, 80, b, what);
+        }
+    channels((int64_t[]){8, 160, 56, 56}, 4, PPRT_RED_L2, 160, false, "convnextv2's spatial L2 at 56 x 56, channels last");
+    channels((int64_t[]){8, 160, 56, 56}, 4, PPRT_RED_L2, 160, true, "the same in bfloat16");
     check_case = "channels: refusals";
     pprt_reduce_plan((int64_t[]){2, 24, 5, 7}, 4, (bool[]){false, false, true, true}, PPRT_RED_SUM, &p);
-    CHECK(!pprt_reduce_channels(&p, 2, 24, 16), "took 24 channels in blocks of 16");
+    CHECK(!pprt_reduce_channels(&p, 2, 24, 16, false), "took 24 channels in blocks of 16");
     pprt_reduce_plan((int64_t[]){2, 24, 5, 7}, 4, (bool[]){false, true, true, true}, PPRT_RED_SUM, &p);
-    CHECK(!pprt_reduce_channels(&p, 2, 24, 24), "took a reduction over the channels too");
+    CHECK(!pprt_reduce_channels(&p, 2, 24, 24, false), "took a reduction over the channels too");
     pprt_reduce_plan((int64_t[]){2, 24, 5, 7}, 4, (bool[]){false, false, false, true}, PPRT_RED_SUM, &p);
-    CHECK(!pprt_reduce_channels(&p, 2, 24, 24), "took a reduction over W alone");
+    CHECK(!pprt_reduce_channels(&p, 2, 24, 24, false), "took a reduction over W alone");
     pprt_reduce_plan((int64_t[]){2, 24, 5, 7}, 4, (bool[]){false, true, false, false}, PPRT_RED_SUM, &p);
-    CHECK(!pprt_reduce_channels(&p, 2, 24, 24), "took a reduction over the channels");
+    CHECK(!pprt_reduce_channels(&p, 2, 24, 24, false), "took a reduction over the channels");
     printf("worst relative error over the last axes: %.2g\n", worst);
     return check_summary("test_reduce");
 }
