@@ -7,12 +7,12 @@
 #include "reduce.h"
 
 #include <math.h>
-
-#include "bf16.h"
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+
+#include "bf16.h"
 
 #define LANES 16
 #define COLS 64
