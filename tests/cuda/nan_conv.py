@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Convolutions with NaN and inf in their input on a GPU: does each keep them?
 
-A sweep of small Conv (+ bias, + residual Add, + Relu) models, 16 or 64
-channels, groups 1 to depthwise, a NaN and an inf in the input: pprt on
+A sweep of small Conv (+ bias, + residual Add, + Relu) models, 16 to 96
+channels, groups 1 to depthwise, 1x1 to 7x7 kernels, a NaN and infinities
+in the input: pprt on
 PP_BACKEND (default cuda) against the reference kernels (`--backend ref`,
 which follow onnxruntime's NaN semantics). The default mode (each
 convolution alone in cuDNN, then pprt's epilogue kernel) must give the
@@ -50,20 +51,26 @@ def differs(got, want):
     return None
 
 
-for name, group, bias, act, resid, C in (("g1_bias_relu", 1, 1, "Relu", 0, 16), ("g1_bias", 1, 1, None, 0, 16),
-                                         ("g1_nobias_relu", 1, 0, "Relu", 0, 16), ("g1_resid_relu", 1, 1, "Relu", 1, 16),
-                                         ("g2_bias_relu", 2, 1, "Relu", 0, 16), ("cpg2_bias", 8, 1, None, 0, 16),
-                                         ("cpg2_bias_relu", 8, 1, "Relu", 0, 16), ("dw_bias_relu", 16, 1, "Relu", 0, 16),
-                                         ("dw_bias", 16, 1, None, 0, 16), ("g1_c64_bias_relu", 1, 1, "Relu", 0, 64)):
-    x = rng.standard_normal((2, C, 9, 11)).astype(np.float32)
-    x[0, 0, 0, 0], x[0, 1, 4, 4], x[1, C - 1, 8, 10] = np.nan, np.inf, -np.inf
-    inits = [NH.from_array(rng.standard_normal((C, C // group, 3, 3)).astype(np.float32), "w")]
+# name, groups, bias, activation, residual, channels, kernel, stride, height x width (other sizes and
+# kernels reach other engines: 1x1, 5x5 at stride 2, ConvNeXt's 7x7 depthwise, 56 x 56)
+CASES = (("g1_bias_relu", 1, 1, "Relu", 0, 16, 3, 1, (9, 11)), ("g1_bias", 1, 1, None, 0, 16, 3, 1, (9, 11)),
+         ("g1_nobias_relu", 1, 0, "Relu", 0, 16, 3, 1, (9, 11)), ("g1_resid_relu", 1, 1, "Relu", 1, 16, 3, 1, (9, 11)),
+         ("g2_bias_relu", 2, 1, "Relu", 0, 16, 3, 1, (9, 11)), ("cpg2_bias", 8, 1, None, 0, 16, 3, 1, (9, 11)),
+         ("cpg2_bias_relu", 8, 1, "Relu", 0, 16, 3, 1, (9, 11)), ("dw_bias_relu", 16, 1, "Relu", 0, 16, 3, 1, (9, 11)),
+         ("dw_bias", 16, 1, None, 0, 16, 3, 1, (9, 11)), ("g1_c64_bias_relu", 1, 1, "Relu", 0, 64, 3, 1, (9, 11)),
+         ("k1_c64_bias_relu", 1, 1, "Relu", 0, 64, 1, 1, (14, 14)), ("k5_s2_bias", 1, 1, None, 0, 32, 5, 2, (17, 17)),
+         ("dw7_c96_bias", 96, 1, None, 0, 96, 7, 1, (14, 14)), ("g1_c64_56_bias_relu", 1, 1, "Relu", 0, 64, 3, 1, (56, 56)))
+for name, group, bias, act, resid, C, k, s, (hh, ww) in CASES:
+    x = rng.standard_normal((2, C, hh, ww)).astype(np.float32)
+    x[0, 0, 0, 0], x[0, 1, hh // 2, ww // 2], x[1, C - 1, hh - 1, ww - 1] = np.nan, np.inf, -np.inf
+    inits = [NH.from_array(rng.standard_normal((C, C // group, k, k)).astype(np.float32), "w")]
     ins = ["x", "w"]
     if bias:
         inits.append(NH.from_array(np.full(C, 0.5, np.float32), "b"))
         ins.append("b")
-    nodes, cur = [H.make_node("Conv", ins, ["y"], group=group, pads=[1, 1, 1, 1])], "y"
-    if resid:
+    p = k // 2
+    nodes, cur = [H.make_node("Conv", ins, ["y"], group=group, pads=[p] * 4, strides=[s, s])], "y"
+    if resid and s == 1:
         nodes.append(H.make_node("Add", [cur, "x"], ["r"]))
         cur = "r"
     if act:
@@ -71,7 +78,7 @@ for name, group, bias, act, resid, C in (("g1_bias_relu", 1, 1, "Relu", 0, 16), 
         cur = "a"
     nodes.append(H.make_node("Identity", [cur], ["out"]))
     g = H.make_graph(nodes, "g", [H.make_tensor_value_info("x", TP.FLOAT, list(x.shape))],
-                     [H.make_tensor_value_info("out", TP.FLOAT, list(x.shape))], initializer=inits)
+                     [H.make_tensor_value_info("out", TP.FLOAT, None)], initializer=inits)
     m = H.make_model(g, opset_imports=[H.make_opsetid("", 17)])
     m.ir_version = 8
     d = os.path.join(WORK, name)
