@@ -137,40 +137,27 @@ CLONES static void cols(int kind, const void *x, float *y, int64_t n, int64_t in
         for (int i = 0; i < w; i++) y[i] = num[i] ? m[i] : NAN;
         return;
     }
-    if (lanes) {
-        /* column i's term j in acc16[j % LANES][i]: the partials of row() */
-        double acc16[LANES][COLS];
-        memset(acc16, 0, sizeof acc16);
-#define COL16(T)                                                                                             \
+    /* column i's term j in acc[j % LANES][i] (lanes: the partials of row()),
+     * else all in acc[0][i], one sum in index order (the reference's) */
+    const int np = lanes ? LANES : 1;
+    double acc[LANES][COLS];
+    memset(acc, 0, (size_t)np * sizeof acc[0]);
+#define COL(T)                                                                                               \
     for (int64_t j = 0; j < n; j++) {                                                                        \
         const float *r = at(x, j, inner, w, bf16, tmp);                                                      \
-        double *a = acc16[j % LANES];                                                                        \
+        double *a = acc[lanes ? j % LANES : 0];                                                              \
         for (int i = 0; i < w; i++) {                                                                        \
             const float v = r[i];                                                                            \
             a[i] += T;                                                                                       \
         }                                                                                                    \
     }
-        BY_TERM(kind, COL16)
-#undef COL16
-        for (int i = 0; i < w; i++) {
-            double s = 0;
-            for (int l = 0; l < LANES; l++) s += acc16[l][i];
-            y[i] = finish(kind, s, n);
-        }
-        return;
-    }
-    double acc[COLS] = {0};
-#define COL(T)                                                                                               \
-    for (int64_t j = 0; j < n; j++) {                                                                        \
-        const float *r = at(x, j, inner, w, bf16, tmp);                                                      \
-        for (int i = 0; i < w; i++) {                                                                        \
-            const float v = r[i];                                                                            \
-            acc[i] += T;                                                                                     \
-        }                                                                                                    \
-    }
     BY_TERM(kind, COL)
 #undef COL
-    for (int i = 0; i < w; i++) y[i] = finish(kind, acc[i], n);
+    for (int i = 0; i < w; i++) {
+        double sum = 0;
+        for (int l = 0; l < np; l++) sum += acc[l][i];
+        y[i] = finish(kind, sum, n);
+    }
 }
 
 void pprt_reduce_run(const pprt_reduce *p, const void *xv, float *y, int threads) {
