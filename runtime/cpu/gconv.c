@@ -20,8 +20,8 @@ struct pprt_gconv {
     int64_t ow_lo, ow_hi; /* the output columns whose taps are all inside the input */
     bool clamp, bf16;     /* bf16: the source holds bfloat16 values */
     float lo, hi;
-    float *wv, *bv;       /* repacked (vector kernel) */
-    float *w, *b;         /* as given, bias 0 where none (portable loop) */
+    float *wv, *bv;       /* repacked, bias 0 where none (vector kernel; NULL for the portable loop) */
+    float *w, *b;         /* as given, bias 0 where none (portable loop; NULL for the vector kernel) */
     size_t bytes;
 };
 
@@ -126,7 +126,8 @@ pp_status pprt_gconv_create(const pprt_gconv_shape *s, const pprt_bnorm_layout *
     const int64_t T = s->KH * s->KW, C = s->C, cpg = s->cpg, cp = padded(out);
     const int64_t nch = lanes == 1 ? 1 : (cp + lanes - 1) / lanes;
     const size_t nwv = lanes == 1 ? 0 : (size_t)(nch * T * cpg * lanes), nbv = lanes == 1 ? 0 : (size_t)(nch * lanes);
-    const size_t nw = (size_t)(C * cpg * T), floats = nwv + nbv + nw + (size_t)C;
+    const size_t nw = lanes == 1 ? (size_t)(C * cpg * T) : 0, nb = lanes == 1 ? (size_t)C : 0;
+    const size_t floats = nwv + nbv + nw + nb;
     pprt_gconv *g = calloc(1, sizeof *g);
     float *buf = g ? aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64) : NULL;
     if (!buf) {
@@ -136,10 +137,10 @@ pp_status pprt_gconv_create(const pprt_gconv_shape *s, const pprt_bnorm_layout *
     memset(buf, 0, floats * sizeof(float));
     *g = (pprt_gconv){.s = *s, .in = *in, .out = *out, .lanes = lanes, .nch = nch, .cp = cp,
                       .clamp = !(isinf(lo) && lo < 0 && isinf(hi) && hi > 0), .bf16 = bf16,
-                      .lo = lo, .hi = hi, .wv = buf, .bv = buf + nwv, .w = buf + nwv + nbv, .b = buf + nwv + nbv + nw,
-                      .bytes = sizeof *g + floats * sizeof(float)};
-    memcpy(g->w, w, nw * sizeof(float));
-    if (bias) memcpy(g->b, bias, (size_t)C * sizeof(float));
+                      .lo = lo, .hi = hi, .wv = nwv ? buf : NULL, .bv = nwv ? buf + nwv : NULL,
+                      .w = nw ? buf : NULL, .b = nw ? buf + nw : NULL, .bytes = sizeof *g + floats * sizeof(float)};
+    if (nw) memcpy(g->w, w, nw * sizeof(float));
+    if (nw && bias) memcpy(g->b, bias, (size_t)C * sizeof(float));
     for (int64_t k = 0; k < nch && lanes > 1; k++)
         for (int64_t t = 0; t < T; t++)
             for (int64_t m = 0; m < cpg; m++)
@@ -149,7 +150,7 @@ pp_status pprt_gconv_create(const pprt_gconv_shape *s, const pprt_bnorm_layout *
                     const int64_t j = (c % cpg) ^ m;
                     g->wv[((k * T + t) * cpg + m) * lanes + l] = w[(c * cpg + j) * T + t];
                 }
-    for (int64_t c = 0; c < C && lanes > 1; c++) g->bv[c] = g->b[c];
+    for (int64_t c = 0; c < C && lanes > 1 && bias; c++) g->bv[c] = bias[c];
     /* columns whose taps are all inside: ow * sw - pw >= 0 and ow * sw - pw + (KW - 1) * dw <= W - 1 */
     g->ow_lo = (s->pw + s->sw - 1) / s->sw;
     const int64_t top = s->W - 1 - (s->KW - 1) * s->dw + s->pw;
@@ -218,6 +219,6 @@ size_t pprt_gconv_bytes(const pprt_gconv *g) { return g ? g->bytes : 0; }
 
 void pprt_gconv_free(pprt_gconv *g) {
     if (!g) return;
-    free(g->wv);
+    free(g->wv ? g->wv : g->w);
     free(g);
 }
