@@ -67,10 +67,28 @@ cmp d_16_2.plan again.plan || { echo "FAIL: recompiling gave a different plan"; 
 "$PPCC" "$S/model.onnx" -pp 2 -b 16 -o /dev/null -q
 "$PPRT" d_16_2.plan "$S/data" -o out_null -q --stats-json /dev/null --profile /dev/null
 [ -c /dev/null ] || { echo "FAIL: /dev/null is no longer a character device"; exit 1; }
+# The shell holds the FIFO open read-write (fd 3) before pprt starts: pprt
+# refuses a FIFO that no process reads, and a reader started in the
+# background may not have reached its open() yet on a loaded machine (CI
+# failed that way once, 2026-11-27). The JSON fits the pipe's buffer; it is
+# read back without blocking (fd 3 is also a writer, so no EOF would come).
 rm -f fifo && mkfifo fifo
-timeout 60 cat fifo > from_fifo.json &
+exec 3<>fifo
 "$PPRT" d_16_2.plan "$S/data" -o out_fifo -q --stats-json fifo
-wait
+"$PY" -c "
+import os, sys
+os.set_blocking(3, False)
+data = b''
+while True:
+    try:
+        chunk = os.read(3, 65536)
+    except BlockingIOError:
+        break
+    if not chunk:
+        break
+    data += chunk
+sys.stdout.buffer.write(data)" > from_fifo.json
+exec 3<&-
 [ -p fifo ] && grep -q '"samples": 360' from_fifo.json || { echo "FAIL: --stats-json into a FIFO"; exit 1; }
 # stage threads are pinned inside the CPUs the process may use (taskset, a
 # cpuset), never to CPUs outside them; with fewer CPUs than stages x
