@@ -32,6 +32,8 @@ typedef struct pprt_cuda_cfg {
     bool conv_fusion;                    /* --cuda-conv-fusion on: a convolution's bias, residual and ReLU in
                                           * its cuDNN graph; off (default): the convolution alone, then the
                                           * epilogue kernel (fused engines dropped NaN on an H200) */
+    bool wide_copies;                    /* --cuda-wide-copies (default on): strided copies with their dims
+                                          * merged, 16 bytes a thread where aligned (plan_cuda.c) */
     bool host_op[PP_OP_COUNT];           /* --cuda-host-ops: op types run on the host fallback (tests) */
 } pprt_cuda_cfg;
 
@@ -45,7 +47,7 @@ pprt_cuda_cfg *pprt_cuda_config(void);
 
 /* pprt's command line: takes argv[*i] (and its value) when it is a CUDA
  * option (--devices LIST, --cuda-graphs on|off, --cuda-sync, --cuda-host-only, --cuda-host-ops LIST, --cuda-explain,
- * --cuda-conv-fusion on|off),
+ * --cuda-conv-fusion on|off, --cuda-wide-copies on|off),
  * advancing *i; returns 1 when taken, 0 when not a CUDA option, -1 on a bad
  * value (msg filled). */
 int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap);

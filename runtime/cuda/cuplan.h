@@ -147,6 +147,7 @@ typedef struct pcu_plan_opts {
     bool host_only; /* every node a HOST step (a test of the fallback path) */
     const unsigned char *host_node; /* per node (NULL: none): 1 makes it a HOST step; the executor sets it
                                      * for a node whose library step found no engine, and replans */
+    bool narrow_copies;             /* --cuda-wide-copies off: strided copies an element a thread, as given */
 } pcu_plan_opts;
 
 /* The step list of stage st. Fails only on what the plan loader cannot have

@@ -478,7 +478,8 @@ static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt
     x->st = st;
     x->device = cfg->device;
     unsigned char *hn = pprt_cuda_host_nodes(st);
-    pcu_plan_opts po = {.host_only = pprt_cuda_config()->host_only, .host_node = hn};
+    pcu_plan_opts po = {.host_only = pprt_cuda_config()->host_only, .host_node = hn,
+                        .narrow_copies = !pprt_cuda_config()->wide_copies};
     pp_status s = hn ? pcu_plan_build(p, st, &po, &x->pl, err) : PP_FAIL(err, PP_ENOMEM, "out of memory");
     free(hn);
     if (s == PP_OK) s = pcu_lint(&x->pl, err);
@@ -539,6 +540,9 @@ static pp_status emu_host(pprt_exec *x, const pcu_step *s, pp_err *err) {
 }
 
 pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_err *err) {
+    if (((uintptr_t)dev_in | (uintptr_t)dev_out) % 16) /* a widened copy moves 16 aligned bytes (plan_cuda.c) */
+        return PP_FAIL(err, PP_ERUNTIME, "stage %d: message buffers %p, %p not 16-byte aligned (internal)",
+                       x->st->index, dev_in, dev_out);
     x->mem[PCU_SP_IN] = dev_in;
     x->mem[PCU_SP_OUT] = dev_out;
     int *ew = (int *)(x->mem[PCU_SP_WORK] + PCU_WORK_ERR);

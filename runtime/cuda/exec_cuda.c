@@ -446,7 +446,7 @@ static pp_status create_in(pprt_exec *x, pp_err *err) {
 
 static pp_status create_steps(pprt_exec *x, const pprt_cuda_cfg *cfg, unsigned char *hn, int *failed, pp_err *err) {
     const pprt_stage *st = x->st;
-    pcu_plan_opts po = {.host_only = cfg->host_only, .host_node = hn};
+    pcu_plan_opts po = {.host_only = cfg->host_only, .host_node = hn, .narrow_copies = !cfg->wide_copies};
     PP_TRY(pcu_plan_build(x->p, st, &po, &x->pl, err));
     PP_TRY(pcu_lint(&x->pl, err));
     x->counts = x->pl.counts;
@@ -617,6 +617,9 @@ static cudaGraphExec_t graph_for(pprt_exec *x, const void *in, void *out) {
 
 pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_err *err) {
     CU(x, -1, cudaSetDevice(x->device));
+    if (((uintptr_t)dev_in | (uintptr_t)dev_out) % 16) /* a widened copy moves 16 aligned bytes (plan_cuda.c) */
+        return PP_FAIL(err, PP_ERUNTIME, "stage %d: message buffers %p, %p not 16-byte aligned (internal)",
+                       x->st->index, dev_in, (void *)dev_out);
     x->mem[PCU_SP_IN] = (unsigned char *)dev_in; /* the links' buffers */
     x->mem[PCU_SP_OUT] = dev_out;
     const bool graph = x->graphs && !x->has_host && !x->sync_each && !x->prof && x->runs > 0;

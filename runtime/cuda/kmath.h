@@ -720,13 +720,22 @@ typedef struct pcu_perm {
     double value;
 } pcu_perm;
 
-/* Copies one element of esize bytes. */
+/* 16 bytes, the unit of a widened strided copy (plan_cuda.c's perm_widen):
+ * one 128-bit load and store on the GPU (16-byte aligned there). */
+#ifdef __CUDACC__
+typedef uint4 pcu_u128;
+#else
+typedef struct { uint64_t lo, hi; } pcu_u128;
+#endif
+
+/* Copies one element of esize bytes (1, 2, 4, 8 or 16). */
 PCU_HD void pcu_copy_elem(void *y, int64_t i, const void *x, int64_t s, int esize) {
     switch (esize) {
     case 1: ((uint8_t *)y)[i] = ((const uint8_t *)x)[s]; break;
     case 2: ((uint16_t *)y)[i] = ((const uint16_t *)x)[s]; break;
     case 4: ((uint32_t *)y)[i] = ((const uint32_t *)x)[s]; break;
-    default: ((uint64_t *)y)[i] = ((const uint64_t *)x)[s]; break;
+    case 8: ((uint64_t *)y)[i] = ((const uint64_t *)x)[s]; break;
+    default: ((pcu_u128 *)y)[i] = ((const pcu_u128 *)x)[s]; break;
     }
 }
 
@@ -766,10 +775,20 @@ PCU_HD void pcu_perm_at(const pcu_perm *k, void *y, const void *x, const void *g
         }
         s += c * k->sst[d];
     }
-    if (outside == 2 && err) *err = 1;
+    if (outside == 2) { /* a bad gather index: the element (of any width) all zero bits, which is 0 in every type */
+        if (err) *err = 1;
+        switch (k->esize) {
+        case 1: ((uint8_t *)y)[o] = 0; break;
+        case 2: ((uint16_t *)y)[o] = 0; break;
+        case 4: ((uint32_t *)y)[o] = 0; break;
+        case 8: ((uint64_t *)y)[o] = 0; break;
+        default: ((uint64_t *)y)[2 * o] = 0, ((uint64_t *)y)[2 * o + 1] = 0; break;
+        }
+        return;
+    }
     if (outside) {
-        /* Pad's constant (or zero for a bad gather index) */
-        const double v = outside == 1 ? k->value : 0.0;
+        /* Pad's constant (a widened copy has no pad) */
+        const double v = k->value;
         switch (ptype) {
         case PCU_T_F32: case PCU_T_F16: case PCU_T_BF16: pcu_stf(y, ptype, o, (float)v); break;
         case PCU_T_F64: ((double *)y)[o] = v; break;

@@ -13,7 +13,7 @@
 #include <nccl.h>
 #endif
 
-static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false};
+static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false, .wide_copies = true};
 
 pprt_cuda_cfg *pprt_cuda_config(void) { return &cfg; }
 
@@ -29,6 +29,9 @@ const char pprt_cuda_usage[] =
     "  --cuda-conv-fusion on|off  cuda: a convolution's bias, residual Add and ReLU in pprt's epilogue\n"
     "                    kernel after the convolution alone (off, the default) or in its cuDNN graph\n"
     "                    (on: other engines; on an H200 some dropped NaN inputs, docs/cuda.md)\n"
+    "  --cuda-wide-copies on|off  cuda, cuda-emu: strided copies (Transpose, Slice, Concat, Gather, ...)\n"
+    "                    with their dims merged and 16 bytes a thread where aligned (on, the default),\n"
+    "                    or an element a thread over the dims as given (off)\n"
     "  --cuda-host-only  cuda, cuda-emu: every node on the host fallback (a test of that path)\n"
     "  --cuda-host-ops LIST  cuda, cuda-emu: the nodes of these op types (e.g. Conv,MatMul) on the host\n"
     "                    fallback, as when cuDNN or cuBLASLt has no engine for them (a test of that path)\n";
@@ -75,10 +78,11 @@ int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
         (*i)++;
         return 1;
     }
-    if (!strcmp(a, "--cuda-conv-fusion") || !strcmp(a, "--cuda-graphs")) {
+    if (!strcmp(a, "--cuda-conv-fusion") || !strcmp(a, "--cuda-graphs") || !strcmp(a, "--cuda-wide-copies")) {
         bool on;
         if (on_off(a, v, &on, msg, cap) < 0) return -1;
         if (!strcmp(a, "--cuda-graphs")) cfg.graphs = on;
+        else if (!strcmp(a, "--cuda-wide-copies")) cfg.wide_copies = on;
         else cfg.conv_fusion = on;
         (*i)++;
         return 1;

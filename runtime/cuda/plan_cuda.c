@@ -45,6 +45,7 @@ typedef struct planner {
     int *uses;  /* tensor id -> readers in the stage (+1 when sent) */
     bool *done; /* node absorbed by an earlier step */
     int *alias; /* tensor id -> the arena tensor whose bytes it is (a view's output), or -1 */
+    bool narrow; /* --cuda-wide-copies off: perm_widen leaves copies as given */
     pp_err *err;
 } planner;
 
@@ -454,8 +455,65 @@ static pcu_step *perm_step(planner *P, int ni, int n_ops, const pprt_tdesc *y) {
     return s;
 }
 
-static void perm_finish(pcu_step *s) {
+/* Fewer index steps per element, and wider elements: a thread of the copy
+ * divides its index once per dim, so dims of one element go (but a
+ * gathered dim) and each pair of neighbouring dims that both sides walk as
+ * one (outer stride = inner stride x inner dim, on the source and the
+ * destination; no Tile modulus, no gather) becomes one dim; then, when the
+ * innermost dim is contiguous on both sides and every stride, offset and
+ * operand falls on 16 bytes, the element becomes 16 bytes (a 128-bit load
+ * and store on the GPU: a quarter of the threads for f32). The same bytes
+ * move either way; Pad keeps its dims (its bounds are per dim).
+ * --cuda-wide-copies off (narrow) leaves the copy as given. */
+static void perm_widen(const planner *P, pcu_step *s) {
     pcu_perm *k = &s->u.perm;
+    if (P->narrow || k->pad || k->n == 0) return;
+    int r = 0;
+    for (int d = 0; d < k->rank; d++) {
+        if (k->dim[d] == 1 && d != k->gdim) continue; /* index always 0 */
+        const int p = r - 1;                         /* the kept dim just outside d */
+        if (p >= 0 && p != k->gdim && d != k->gdim && !k->mod[p] && !k->mod[d] &&
+            k->sst[p] == k->sst[d] * k->dim[d] && k->dst_st[p] == k->dst_st[d] * k->dim[d]) {
+            k->dim[p] *= k->dim[d];
+            k->sst[p] = k->sst[d];
+            k->dst_st[p] = k->dst_st[d];
+            continue;
+        }
+        if (d == k->gdim) k->gdim = r;
+        k->dim[r] = k->dim[d], k->sst[r] = k->sst[d], k->dst_st[r] = k->dst_st[d], k->mod[r] = k->mod[d];
+        k->lo[r] = k->lo[d], k->sdim[r] = k->sdim[d];
+        r++;
+    }
+    for (int d = r; d < k->rank; d++) k->dim[d] = 1, k->sst[d] = k->dst_st[d] = k->mod[d] = k->lo[d] = k->sdim[d] = 0;
+    k->rank = r;
+    /* 16 bytes a thread */
+    const int last = r - 1, x = 0, y = k->gdim >= 0 ? 2 : 1;
+    if (last < 0 || last == k->gdim || k->mod[last] || k->esize <= 0 || k->esize >= 16 || k->sst[last] != 1 ||
+        k->dst_st[last] != 1)
+        return;
+    const int64_t w = 16 / k->esize;
+    bool ok = k->dim[last] % w == 0 && k->src_off % w == 0 && k->dst_off % w == 0 &&
+              (k->gdim < 0 || k->gsrc_st % w == 0);
+    for (int d = 0; d < last && ok; d++) ok = d == k->gdim ? true : k->sst[d] % w == 0 && k->dst_st[d] % w == 0;
+    for (int q = 0; q < 2 && ok; q++) { /* operands on 16 bytes of a space whose base is (run_dev checks the messages') */
+        const pcu_ref *o = &s->ops[q ? y : x];
+        ok = o->space >= 0 && o->space != PCU_SP_WORK && o->off % 16 == 0;
+    }
+    if (k->gdim >= 0 && ok) ok = k->dst_st[k->gdim] % w == 0;
+    if (!ok) return;
+    k->dim[last] /= w;
+    for (int d = 0; d < last; d++)
+        if (d != k->gdim) k->sst[d] /= w, k->dst_st[d] /= w;
+    if (k->gdim >= 0) k->gsrc_st /= w, k->dst_st[k->gdim] /= w;
+    k->src_off /= w, k->dst_off /= w;
+    k->esize = 16;
+}
+
+static void perm_finish(const planner *P, pcu_step *s) {
+    pcu_perm *k = &s->u.perm;
+    k->n = 1;
+    for (int d = 0; d < k->rank; d++) k->n *= k->dim[d];
+    perm_widen(P, s);
     k->n = 1;
     for (int d = 0; d < k->rank; d++) k->n *= k->dim[d];
     s->threads = k->n;
@@ -509,7 +567,7 @@ static pp_status plan_view_like(planner *P, int ni, bool *ok) {
     s->u.perm = k;
     s->ops[0] = R(P, n->in[0]);
     s->ops[1] = R(P, n->out[0]);
-    perm_finish(s);
+    perm_finish(P, s);
     if (s->threads == 0) P->pl->n_steps--, free(s->ops);
     P->pl->counts.own++;
     *ok = true;
@@ -581,7 +639,7 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
     }
     s->ops[0] = R(P, n->in[0]);
     s->ops[1] = R(P, n->out[0]);
-    perm_finish(s);
+    perm_finish(P, s);
     P->pl->counts.own++;
     *ok = true;
     return PP_OK;
@@ -623,7 +681,7 @@ static pp_status plan_concat_split(planner *P, int ni, bool *ok) {
         at += part->shape.dim[axis];
         s->ops[0] = cat ? R(P, tid) : R(P, n->in[0]);
         s->ops[1] = cat ? R(P, n->out[0]) : R(P, tid);
-        perm_finish(s);
+        perm_finish(P, s);
         if (s->threads == 0) {
             free(s->ops);
             P->pl->n_steps--;
@@ -671,7 +729,7 @@ static pp_status plan_gather(planner *P, int ni, bool *ok) {
     s->ops[0] = R(P, n->in[0]);
     s->ops[1] = R(P, n->in[1]);
     s->ops[2] = R(P, n->out[0]);
-    perm_finish(s);
+    perm_finish(P, s);
     if (s->threads == 0) free(s->ops), P->pl->n_steps--;
     P->pl->counts.own++;
     *ok = true;
@@ -1190,7 +1248,7 @@ static pp_status rows_copy(planner *P, int ni, int src, int dst, int64_t B, int6
     k->dst_off = off * dim;
     s->ops[0] = R(P, src);
     s->ops[1] = R(P, dst);
-    perm_finish(s);
+    perm_finish(P, s);
     return PP_OK;
 }
 
@@ -1741,7 +1799,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     pl->p = p;
     pl->st = st;
     pl->woff = malloc(pp_count(st->n_tensors) * sizeof *pl->woff);
-    planner P = {.pl = pl, .p = p, .st = st, .err = err};
+    planner P = {.pl = pl, .p = p, .st = st, .narrow = o && o->narrow_copies, .err = err};
     P.uses = calloc(pp_count(st->n_tensors), sizeof *P.uses);
     P.done = calloc(pp_count(st->n_nodes), sizeof *P.done);
     P.alias = malloc(pp_count(st->n_tensors) * sizeof *P.alias);

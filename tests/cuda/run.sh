@@ -17,12 +17,14 @@
 #      PPRT_EXTRA_ARGS=--backend cuda-emu); TopK with NaN and ties; Einsum
 #      equations on cuBLASLt or the host (tests/cuda/einsum.py); ScatterND
 #      and ScatterElements on their own kernel (tests/cuda/scatter.py);
-#      NaN and inf through convolutions (tests/cuda/nan_conv.py).
+#      NaN and inf through convolutions (tests/cuda/nan_conv.py); the
+#      widened strided copies against the copies as given (test_copies.c
+#      on the zoo plans and on tests/cuda/copies_models.py's models).
 # 1-3 need a CUDA build (PP_CUDA=ON), else they say so and are skipped; 4
 # runs in every build (the emulator is plain C). About 4 minutes on 2 cores
 # with the zoo exports cached in $ZOO (the model_zoo test's cache).
 set -euo pipefail
-: "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
+: "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}" "${TEST_COPIES:?}"
 out=$1
 mkdir -p "$out" && cd "$out"
 ZOO=${ZOO:-$out/zoo}
@@ -98,6 +100,7 @@ for m in $ZOO_MODELS; do
 import json, sys; s = json.load(open(sys.argv[1]))
 assert sum(x['reference_kernels'] for x in s['stages']) == 0, [x['reference_kernels'] for x in s['stages']]" \
       $m.$pp.json || fail "$m -pp $pp: nodes on the host fallback"
+    [ $pp != 2 ] || "$TEST_COPIES" $m.2.plan >> copies.txt 2>&1 || fail "$m -pp 2: widened strided copies: $(grep FAIL copies.txt | head -3)"
     case "$pp $m" in "2 unet" | "2 gpt") ;; *) rm -f $m.$pp.plan ;; esac # (those two: the --cuda-host-ops runs below)
   done
   echo "ok: $m on cuda-emu at -pp 1, 2, 3"
@@ -120,6 +123,7 @@ for m in llama mistral gptj distilbert bart_small swin_t convnext_tiny efficient
 import json, sys; s = json.load(open(sys.argv[1]))
 assert sum(x['reference_kernels'] for x in s['stages']) == 0, [x['reference_kernels'] for x in s['stages']]" \
     more_$m.json || fail "$m -pp 2: nodes on the host fallback"
+  "$TEST_COPIES" more_$m.plan >> copies.txt 2>&1 || fail "$m -pp 2: widened strided copies: $(grep FAIL copies.txt | head -3)"
   rm -f more_$m.plan
   more=$((more + 1))
 done
@@ -183,6 +187,18 @@ tail -1 scatter.txt
 # NaN and inf through convolutions (the GPU script; here the emulator's step list, both fusion modes)
 PP_BACKEND=cuda-emu "$PY" "$SRC/tests/cuda/nan_conv.py" nan_conv > nan_conv.txt 2>&1 || { cat nan_conv.txt; fail "nan_conv"; }
 tail -1 nan_conv.txt
+
+# the strided copies widened (dims merged, 16 bytes a thread: plan_cuda.c's
+# perm_widen) against the copies as given, byte for byte over random data:
+# the zoo plans above, and 120 generated models of the copy ops
+# (tests/cuda/copies_models.py: random shapes, windows, steps, gathers,
+# broadcasts, four element types, in the arena and on the messages); at
+# least 30 of those widened (48 of 141 copies when written)
+rm -rf copies && "$PY" "$SRC/tests/cuda/copies_models.py" copies 120
+for f in copies/*.onnx; do "$PPCC" "$f" -b 0 -o "${f%.onnx}.plan" -q || fail "ppcc $f"; done
+"$TEST_COPIES" --min-wide 30 copies/*.plan >> copies.txt 2>&1 || fail "widened strided copies: $(grep FAIL copies.txt | head -3)"
+echo "ok: widened strided copies as the copies given: $(grep -c 'strided copies,' copies.txt) plans, $(grep -o '[0-9]* widened' copies.txt | awk '{w += $1} END {print w}') copies widened"
+rm -rf copies
 
 # the ONNX node tests that pass on ref must pass on cuda-emu
 PPRT_EXTRA_ARGS="--backend cuda-emu" "$PY" "$SRC/tests/conformance/run.py" || fail "conformance on cuda-emu"
