@@ -53,6 +53,23 @@ if [ "$be" = cuda ] && [ -f $d/b8_pp1.plan ]; then
       && echo "ResNet-50 -b 8 --cuda-conv-fusion $f: $(python3 -c "import json; print(round(json.load(open('/tmp/cvt/fus_$f.json'))['steady_samples_per_s'], 1))") samples/s"
   done; done
 fi
+# strided copies widened (the default since 2026-11-27, not yet timed on a GPU) against as given:
+# ViT-B/16's Transposes and Gathers were 3.2 of 14.3 ms a micro-batch of 8 on the sixth lease
+d=/tmp/cvt/vit_b_16
+if [ -f $d/b8_pp1.plan ]; then
+  for r in 1 2; do for w in on off; do
+    timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/wide_out_$w --backend $be -q --warmup 4 --cuda-wide-copies $w \
+      --stats-json /tmp/cvt/wide_$w.json && echo "ViT-B/16 -b 8 --cuda-wide-copies $w: $(python3 -c "import json; print(round(json.load(open('/tmp/cvt/wide_$w.json'))['steady_samples_per_s'], 1))") samples/s"
+  done; done
+  cmp /tmp/cvt/wide_out_on/*.npy /tmp/cvt/wide_out_off/*.npy && echo "ViT-B/16: the same output bytes with copies widened and as given" \
+    || { echo "FAIL: ViT-B/16's output differs with --cuda-wide-copies off"; status=1; }
+  timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/prof_out --backend $be -q --warmup 4 --cuda-wide-copies off \
+    --profile "$out/prof_vit_b_16_narrow.json" && python3 -c "
+import collections, json
+t = json.load(open('$out/prof_vit_b_16_narrow.json'))['nodes']; agg = collections.Counter()
+for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
+print('vit_b_16 f32 --cuda-wide-copies off, ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '.join('%s %.2f' % kv for kv in agg.most_common(6)))"
+fi
 # the row kernels in lanes (GPT's LayerNorms) under compute-sanitizer
 if [ "$be" = cuda ]; then
   for tool in memcheck initcheck; do
