@@ -39,6 +39,16 @@ typedef struct pcu_ref {
     uint64_t off, bytes;
 } pcu_ref;
 
+/* The message buffers a stage runs on must be 16-byte aligned: a widened
+ * strided copy (plan_cuda.c's perm_widen) moves 16 aligned bytes a thread
+ * (every allocator of the links gives 64 or 256). Both executors check. */
+static inline pp_status pcu_check_msgs(int stage, const void *in, const void *out, pp_err *err) {
+    if (((uintptr_t)in | (uintptr_t)out) % 16)
+        return PP_FAIL(err, PP_ERUNTIME, "stage %d: message buffers %p, %p not 16-byte aligned (internal)", stage, in,
+                       out);
+    return PP_OK;
+}
+
 /* Whether two regions share bytes (an absent operand, space -1, meets none). */
 static inline bool pcu_ref_meet(pcu_ref a, pcu_ref b) {
     return a.space == b.space && a.space >= 0 && a.off < b.off + b.bytes && b.off < a.off + a.bytes;

@@ -540,9 +540,7 @@ static pp_status emu_host(pprt_exec *x, const pcu_step *s, pp_err *err) {
 }
 
 pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_err *err) {
-    if (((uintptr_t)dev_in | (uintptr_t)dev_out) % 16) /* a widened copy moves 16 aligned bytes (plan_cuda.c) */
-        return PP_FAIL(err, PP_ERUNTIME, "stage %d: message buffers %p, %p not 16-byte aligned (internal)",
-                       x->st->index, dev_in, dev_out);
+    PP_TRY(pcu_check_msgs(x->st->index, dev_in, dev_out, err));
     x->mem[PCU_SP_IN] = dev_in;
     x->mem[PCU_SP_OUT] = dev_out;
     int *ew = (int *)(x->mem[PCU_SP_WORK] + PCU_WORK_ERR);

@@ -617,9 +617,7 @@ static cudaGraphExec_t graph_for(pprt_exec *x, const void *in, void *out) {
 
 pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_err *err) {
     CU(x, -1, cudaSetDevice(x->device));
-    if (((uintptr_t)dev_in | (uintptr_t)dev_out) % 16) /* a widened copy moves 16 aligned bytes (plan_cuda.c) */
-        return PP_FAIL(err, PP_ERUNTIME, "stage %d: message buffers %p, %p not 16-byte aligned (internal)",
-                       x->st->index, dev_in, (void *)dev_out);
+    PP_TRY(pcu_check_msgs(x->st->index, dev_in, dev_out, err));
     x->mem[PCU_SP_IN] = (unsigned char *)dev_in; /* the links' buffers */
     x->mem[PCU_SP_OUT] = dev_out;
     const bool graph = x->graphs && !x->has_host && !x->sync_each && !x->prof && x->runs > 0;

@@ -467,7 +467,7 @@ static pcu_step *perm_step(planner *P, int ni, int n_ops, const pprt_tdesc *y) {
  * --cuda-wide-copies off (narrow) leaves the copy as given. */
 static void perm_widen(const planner *P, pcu_step *s) {
     pcu_perm *k = &s->u.perm;
-    if (P->narrow || k->pad || k->n == 0) return;
+    if (P->narrow || k->pad) return; /* (an empty copy, merged or not, is dropped by its caller) */
     int r = 0;
     for (int d = 0; d < k->rank; d++) {
         if (k->dim[d] == 1 && d != k->gdim) continue; /* index always 0 */
@@ -511,8 +511,6 @@ static void perm_widen(const planner *P, pcu_step *s) {
 
 static void perm_finish(const planner *P, pcu_step *s) {
     pcu_perm *k = &s->u.perm;
-    k->n = 1;
-    for (int d = 0; d < k->rank; d++) k->n *= k->dim[d];
     perm_widen(P, s);
     k->n = 1;
     for (int d = 0; d < k->rank; d++) k->n *= k->dim[d];

@@ -33,15 +33,23 @@ bs=${BENCH_SECS:-240}; [ "$bs" -lt "$(left)" ] || bs=$(($(left) - 30))
 cat "$out/cuda_vs_torch.md" 2>/dev/null
 # where the GPU time goes: --profile at batch 8, -pp 1, summed by op type
 # (and ViT at --precision tf32: on 2026-11-26 it ran only 9 % faster than f32, as if its products took no TF32)
-for mp in resnet50:f32 vit_b_16:f32 vit_b_16:tf32; do
-  m=${mp%:*} pr=${mp#*:}; d=/tmp/cvt/$m; [ -f $d/b8_pp1.plan ] || continue
-  ex=(); [ "$be" != cuda ] || ex=(--cuda-explain)   # which cuDNN engine / cuBLASLt algorithm each step took
-  timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/prof_out --backend $be -q --warmup 4 --precision $pr \
-    "${ex[@]}" --profile "$out/prof_${m}_$pr.json" 2> "$out/explain_${m}_$pr.txt" && python3 -c "
-import collections, json
-t = json.load(open('$out/prof_${m}_$pr.json'))['nodes']; agg = collections.Counter()
+# rate STATS_JSON: the steady-state samples/s; by_op PROFILE_JSON LABEL: its ms summed by op type
+rate() { python3 -c "import json, sys; print(round(json.load(open(sys.argv[1]))['steady_samples_per_s'], 1))" "$1"; }
+by_op() {
+  python3 -c "
+import collections, json, sys
+t = json.load(open(sys.argv[1]))['nodes']; agg = collections.Counter()
 for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
-tot = sum(agg.values()); print('$m $pr profile, ms per micro-batch of 8: %.2f;' % tot, ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))"
+print(sys.argv[2] + ', ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))" "$1" "$2"
+}
+# MODEL:PRECISION[:narrow] (narrow: --cuda-wide-copies off, the copies as given)
+for mp in resnet50:f32 vit_b_16:f32 vit_b_16:tf32 vit_b_16:f32:narrow; do
+  IFS=: read -r m pr nar <<< "$mp"; d=/tmp/cvt/$m; [ -f $d/b8_pp1.plan ] || continue
+  ex=(); [ "$be" != cuda ] || ex=(--cuda-explain)   # which cuDNN engine / cuBLASLt algorithm each step took
+  [ -z "$nar" ] || ex+=(--cuda-wide-copies off)
+  tag=${m}_$pr${nar:+_$nar}
+  timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/prof_out --backend $be -q --warmup 4 --precision $pr \
+    "${ex[@]}" --profile "$out/prof_$tag.json" 2> "$out/explain_$tag.txt" && by_op "$out/prof_$tag.json" "$m $pr${nar:+ $nar} profile"
 done
 # ResNet-50's convolutions at 1.6-2.3x PyTorch's time (2026-11-26): fused cuDNN graphs (conv + bias +
 # residual + ReLU, runtime-fusion engines in f32) against the convolution alone + pprt's epilogue kernel
@@ -50,25 +58,20 @@ if [ "$be" = cuda ] && [ -f $d/b8_pp1.plan ]; then
   for r in 1 2; do for f in on off; do
     timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/fus_out --backend cuda -q --warmup 4 --cuda-conv-fusion $f \
       --stats-json /tmp/cvt/fus_$f.json $([ $r = 1 ] && echo --cuda-explain) 2> "$out/explain_resnet50_fusion_$f.txt" \
-      && echo "ResNet-50 -b 8 --cuda-conv-fusion $f: $(python3 -c "import json; print(round(json.load(open('/tmp/cvt/fus_$f.json'))['steady_samples_per_s'], 1))") samples/s"
+      && echo "ResNet-50 -b 8 --cuda-conv-fusion $f: $(rate /tmp/cvt/fus_$f.json) samples/s"
   done; done
 fi
-# strided copies widened (the default since 2026-11-27, not yet timed on a GPU) against as given:
-# ViT-B/16's Transposes and Gathers were 3.2 of 14.3 ms a micro-batch of 8 on the sixth lease
+# strided copies widened (the default since 2026-11-27, not yet timed on a GPU) against as given
+# (its profile: vit_b_16 f32 narrow above): ViT-B/16's Transposes and Gathers were 3.2 of 14.3 ms a
+# micro-batch of 8 on the sixth lease
 d=/tmp/cvt/vit_b_16
 if [ -f $d/b8_pp1.plan ]; then
   for r in 1 2; do for w in on off; do
     timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/wide_out_$w --backend $be -q --warmup 4 --cuda-wide-copies $w \
-      --stats-json /tmp/cvt/wide_$w.json && echo "ViT-B/16 -b 8 --cuda-wide-copies $w: $(python3 -c "import json; print(round(json.load(open('/tmp/cvt/wide_$w.json'))['steady_samples_per_s'], 1))") samples/s"
+      --stats-json /tmp/cvt/wide_$w.json && echo "ViT-B/16 -b 8 --cuda-wide-copies $w: $(rate /tmp/cvt/wide_$w.json) samples/s"
   done; done
   cmp /tmp/cvt/wide_out_on/*.npy /tmp/cvt/wide_out_off/*.npy && echo "ViT-B/16: the same output bytes with copies widened and as given" \
     || { echo "FAIL: ViT-B/16's output differs with --cuda-wide-copies off"; status=1; }
-  timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/prof_out --backend $be -q --warmup 4 --cuda-wide-copies off \
-    --profile "$out/prof_vit_b_16_narrow.json" && python3 -c "
-import collections, json
-t = json.load(open('$out/prof_vit_b_16_narrow.json'))['nodes']; agg = collections.Counter()
-for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
-print('vit_b_16 f32 --cuda-wide-copies off, ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '.join('%s %.2f' % kv for kv in agg.most_common(6)))"
 fi
 # the row kernels in lanes (GPT's LayerNorms) under compute-sanitizer
 if [ "$be" = cuda ]; then
