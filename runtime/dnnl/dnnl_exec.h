@@ -205,6 +205,7 @@ typedef struct dn_family {
     dn_build_fn *build;
     unsigned any_in; /* bit k: reads input k in whatever layout it is stored in */
     int n_in;        /* > 0: any_in holds only for nodes with this many inputs */
+    bool (*any_if)(const pprt_exec *x, const pprt_node *n); /* non-NULL: any_in holds only where it holds */
     bool postop;     /* may be absorbed as an eltwise post-op by the node before (dn_find_fusable) */
     bool view;       /* an aliased output counts as a view, not an output in place (report.c) */
 } dn_family;

@@ -169,9 +169,10 @@ static const char *dnnl_route(pp_op op) {
 }
 
 /* Whether node n reads its input k in whatever layout it is stored in. */
-static bool accepts_any(const pprt_node *n, int k) {
+static bool accepts_any(const pprt_exec *x, const pprt_node *n, int k) {
     const dn_family *f = dn_family_of(n->op);
-    return f && (f->n_in == 0 || n->n_in == f->n_in) && k < 32 && (f->any_in >> k & 1u);
+    return f && (f->n_in == 0 || n->n_in == f->n_in) && k < 32 && (f->any_in >> k & 1u) &&
+           (!f->any_if || f->any_if(x, n));
 }
 
 int dn_team(void) {
@@ -260,12 +261,12 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     *restart = false;
     x->n_out = 0;
     for (int i = 0; i < st->n_tensors; i++)
-        x->flex[i] = x->o.propagate && x->kind[i] == PPRT_ACTIVATION && x->cons[i] > 0;
+        x->flex[i] = x->o.propagate && x->kind[i] == PPRT_ACTIVATION && x->cons[i] > 0 && f32(x, i);
     if (x->o.propagate)
         for (int ni = 0; ni < st->n_nodes; ni++) {
             const pprt_node *n = &st->nodes[ni];
             for (int k = 0; k < n->n_in; k++)
-                if (n->in[k] >= 0 && !(x->on_dnnl[ni] && accepts_any(n, k))) x->flex[n->in[k]] = false;
+                if (n->in[k] >= 0 && !(x->on_dnnl[ni] && accepts_any(x, n, k))) x->flex[n->in[k]] = false;
         }
     for (int ni = 0; ni < st->n_nodes; ni++) {
         x->first[ni] = -1;

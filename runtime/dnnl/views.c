@@ -1,10 +1,12 @@
 /* views.c: nodes that move bytes without arithmetic.
  *
  * Views. Reshape, Flatten, Squeeze, Unsqueeze and a Transpose that moves
- * only 1-long axes rename bytes: where the input is a plain arena tensor
- * that dies there, the output takes over its bytes (an alias in the arena
- * plan) and the node runs as nothing; elsewhere (a received input, a sent
- * output, an input read again later) the reference kernel copies. A
+ * only 1-long axes rename bytes: where the input is an arena tensor that
+ * dies there, the output takes over its bytes (an alias in the arena plan)
+ * and the node runs as nothing; elsewhere (a received input, a sent
+ * output, an input read again later) one copy of the bytes, threaded. An
+ * input in a oneDNN layout stays in it where the reshape allows
+ * (build_view_laid). A
  * Transpose that moves the last axis is a oneDNN reorder, threaded; one
  * that keeps it is whole rows copied by our kernel (runtime/cpu/permute.h),
  * threaded too (oneDNN's reorder of that view is slower still: cait_xxs24
@@ -67,17 +69,36 @@ static pp_status build_transpose_laid(pprt_exec *x, const pprt_node *n, const in
     PP_TRY(dn_tensor_layout(x, in, &cur, err));
     PP_TRY(dn_tensor_plain(x, out, &plain, err));
     const bool inner = cur.format_kind == dnnl_blocked && cur.format_desc.blocking.inner_nblks > 0;
+    const dnnl_memory_desc_t blk = cur;
+    const bool dies = x->kind[in] == PPRT_ACTIVATION && x->kind[out] == PPRT_ACTIVATION && !x->ghost[in] &&
+                      x->last[in] == ni && x->alias[out] < 0;
+    if (inner && x->flex[out] && dies && moves_no_bytes(&T(x, in)->shape, perm)) {
+        /* only 1-long axes move: the blocked layout permuted holds the same bytes */
+        DN(dnnl_memory_desc_permute_axes(&seen, &blk, inv), "permuted memory descriptor");
+        x->alias[out] = in;
+        x->blocked[out] = true, x->lay[out] = seen;
+        return PP_OK;
+    }
     if (inner) PP_TRY(dn_tensor_plain(x, in, &cur, err)); /* through a plain copy (below) */
     DN(dnnl_memory_desc_permute_axes(&seen, &cur, inv), "permuted memory descriptor");
     const bool keep = dnnl_memory_desc_equal(&seen, &plain) || x->flex[out];
-    if (!inner && keep && x->kind[in] == PPRT_ACTIVATION && x->kind[out] == PPRT_ACTIVATION && !x->ghost[in] &&
-        x->last[in] == ni && x->alias[out] < 0) {
+    if (!inner && keep && dies) {
         x->alias[out] = in;
         if (!dnnl_memory_desc_equal(&seen, &plain)) x->blocked[out] = true, x->lay[out] = seen;
         return PP_OK;
     }
     dnnl_memory_t sm, dm;
     post po;
+    if (inner && keep) {
+        /* the output in that layout holds the input's plain bytes: one reorder
+         * of the input into them (a view of a depthwise convolution's
+         * nChw8c output on AVX2, PVT-v2's tokens on the way back) */
+        PP_TRY(dn_tensor_mem(x, in, &blk, &sm, err));
+        PP_TRY(dn_bind_output(x, out, &seen, &dm, &po, err)); /* stored as seen: nothing after */
+        PP_TRY(dn_tensor_mem(x, out, &cur, &dm, err));
+        PP_TRY(dn_push_reorder(x, sm, dm, STEP_MAIN, err));
+        return dn_push_post(x, &po, err);
+    }
     if (inner) {
         dnnl_memory_t copy;
         PP_TRY(dn_bind_input(x, in, &cur, SLOT_SRC, &copy, err));
@@ -119,11 +140,84 @@ static pp_status build_rows(pprt_exec *x, const pprt_node *n, const int64_t *per
     return dn_push_own_io(x, st, n->in[0], n->out[0], err);
 }
 
+/* Whether md holds the bytes of plain (same dims) in the same places: no
+ * inner blocks or padding, no offset, and every axis longer than 1 at its
+ * plain stride (a reshaped layout may give a 1-long axis any stride). */
+static bool same_as_plain(const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *plain) {
+    if (dnnl_memory_desc_equal(md, plain)) return true;
+    if (md->format_kind != dnnl_blocked || md->ndims != plain->ndims || md->data_type != plain->data_type ||
+        md->offset0 != 0 || md->format_desc.blocking.inner_nblks != 0)
+        return false;
+    for (int i = 0; i < md->ndims; i++)
+        if (md->dims[i] != plain->dims[i] || md->padded_dims[i] != md->dims[i] || md->padded_offsets[i] != 0 ||
+            (md->dims[i] > 1 && md->format_desc.blocking.strides[i] != plain->format_desc.blocking.strides[i]))
+            return false;
+    return true;
+}
+
+/* A view whose input is stored in a oneDNN layout (view_any): the input's
+ * layout reshaped to the output's dims (dnnl_memory_desc_reshape: axes
+ * split, merged where dense, 1-long ones added or dropped) is a layout of
+ * the output. Where the output may be stored so (its readers take any
+ * layout, or it is plain) and the input dies here, the output takes over
+ * the input's bytes and the node runs as nothing: PVT-v2's [N, C, H*W]
+ * tokens, permuted from a product's [N, H*W, C] (a view, channels last),
+ * seen as [N, C, H, W] for the depthwise convolution, which reads and
+ * writes channels-last as they are, then back. Elsewhere one copy into
+ * that layout (our row copy), or one reorder into plain; where no layout
+ * of the output is the input's reshaped (channel blocks merged with the
+ * spatial axes), a reorder of the input into plain, over the output's
+ * bytes. */
+static pp_status build_view_laid(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    const int in = n->in[0], out = n->out[0], ni = (int)(n - x->st->nodes);
+    const pp_shape *os = &T(x, out)->shape;
+    dnnl_memory_desc_t cur, seen, plain;
+    PP_TRY(dn_tensor_layout(x, in, &cur, err));
+    PP_TRY(dn_tensor_plain(x, out, &plain, err));
+    dnnl_dims_t d;
+    for (int i = 0; i < os->rank; i++) d[i] = os->dim[i];
+    const bool ok = os->rank > 0 && dnnl_memory_desc_reshape(&seen, &cur, os->rank, d) == dnnl_success;
+    const bool is_plain = ok && same_as_plain(&seen, &plain);
+    if (is_plain) seen = plain;
+    const bool take = ok && (is_plain || x->flex[out]);
+    if (take && x->kind[out] == PPRT_ACTIVATION && !x->ghost[in] && x->last[in] == ni && x->alias[out] < 0) {
+        x->alias[out] = in;
+        if (!is_plain) x->blocked[out] = true, x->lay[out] = seen;
+        return PP_OK;
+    }
+    dnnl_memory_t sm, dm;
+    post po;
+    if (take) { /* the same bytes in the same layout: our row copy, threaded */
+        PP_TRY(dn_tensor_mem(x, in, &seen, &sm, err));
+        PP_TRY(dn_bind_output(x, out, &seen, &dm, &po, err));
+        step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_ROWS};
+        st.rows = (pprt_rowcopy){.rows = 1, .row_bytes = dnnl_memory_desc_get_size(&seen)};
+        st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+        st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+        PP_TRY(dn_push_own(x, st, err));
+        return dn_push_post(x, &po, err);
+    }
+    if (ok) { /* into plain */
+        PP_TRY(dn_tensor_mem(x, in, &seen, &sm, err));
+        PP_TRY(dn_bind_output(x, out, &plain, &dm, &po, err));
+        PP_TRY(dn_push_reorder(x, sm, dm, STEP_MAIN, err));
+        return dn_push_post(x, &po, err);
+    }
+    /* the input's dims in plain order are the output's bytes */
+    dnnl_memory_desc_t in_plain;
+    PP_TRY(dn_tensor_plain(x, in, &in_plain, err));
+    PP_TRY(dn_tensor_mem(x, in, &cur, &sm, err));
+    PP_TRY(dn_tensor_mem(x, out, &in_plain, &dm, err)); /* the output stays plain */
+    return dn_push_reorder(x, sm, dm, STEP_MAIN, err);
+}
+
 /* A node that only renames the bytes of its input runs as nothing: its
  * output takes over the input's arena bytes (an alias, see dn_plan_arena)
  * where the input is a plain arena tensor that dies there. Elsewhere
- * (a received input, a sent output, an input read later) the reference
- * kernel copies. A Transpose that moves bytes is a reorder. */
+ * (a received input, a sent output, an input read later) one copy of the
+ * bytes (our row copy, threaded). A Transpose that moves bytes is a
+ * reorder or our row copies; an input stored in a oneDNN layout,
+ * build_view_laid or build_transpose_laid. */
 static pp_status build_view(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (!x->o.views) return unsup(err, "views are off (PPRT_DNNL_VIEWS=0)");
     const int in = n->in[0], out = n->out[0], ni = (int)(n - x->st->nodes);
@@ -142,12 +236,45 @@ static pp_status build_view(pprt_exec *x, const pprt_node *n, pp_err *err) {
             if (perm[s->rank - 1] == s->rank - 1) return build_rows(x, n, perm, err);
             return build_transpose(x, n, perm, err);
         }
+    } else if (x->blocked[in]) {
+        return build_view_laid(x, n, err);
     }
-    if (x->kind[in] != PPRT_ACTIVATION || x->kind[out] != PPRT_ACTIVATION || x->blocked[in] || x->ghost[in] ||
-        x->last[in] != ni || x->alias[out] >= 0)
-        return unsup(err, "its input is not an arena tensor that dies here (copied)");
+    if (x->kind[in] != PPRT_ACTIVATION || x->kind[out] != PPRT_ACTIVATION || x->ghost[in] || x->last[in] != ni ||
+        x->alias[out] >= 0) {
+        /* the same bytes, copied */
+        dnnl_memory_desc_t plain;
+        dnnl_memory_t sm, dm;
+        post po;
+        PP_TRY(dn_tensor_plain(x, out, &plain, err));
+        PP_TRY(dn_plain_view(x, in, &plain, &sm, err));
+        PP_TRY(dn_bind_output(x, out, &plain, &dm, &po, err));
+        step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_ROWS};
+        st.rows = (pprt_rowcopy){.rows = 1, .row_bytes = T(x, out)->nbytes};
+        st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+        st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+        return dn_push_own(x, st, err);
+    }
     x->alias[out] = in;
     return PP_OK;
+}
+
+/* Whether a Reshape, Flatten, Squeeze or Unsqueeze reads its input in any
+ * layout: where it keeps the first two axes longer than 1 (batch and
+ * channels) as they are and only splits, merges, adds or drops later ones
+ * or 1-long ones, so that a
+ * channels-last or channel-blocked layout of the input, reshaped, is a
+ * layout of the output (build_view_laid); others (a Flatten into [N,
+ * C*H*W]) read it plain, as their producer then writes it. */
+static bool view_any(const pprt_exec *x, const pprt_node *n) {
+    const pp_shape *a = &T(x, n->in[0])->shape, *b = &T(x, n->out[0])->shape;
+    if (!x->o.views || a->rank < 3 || b->rank < 3) return false;
+    /* the first two axes longer than 1 (1-long ones come and go as Unsqueeze and Squeeze move them) */
+    int64_t ka[2] = {0, 0}, kb[2] = {0, 0};
+    for (int i = 0, k = 0; i < a->rank && k < 2; i++)
+        if (a->dim[i] != 1) ka[k++] = a->dim[i];
+    for (int i = 0, k = 0; i < b->rank && k < 2; i++)
+        if (b->dim[i] != 1) kb[k++] = b->dim[i];
+    return ka[0] == kb[0] && ka[1] == kb[1];
 }
 
 /* A Slice with unit steps: one oneDNN reorder from a sub-memory of the
@@ -245,7 +372,8 @@ static pp_status build_split(pprt_exec *x, const pprt_node *n, pp_err *err) {
     return PP_OK;
 }
 
-const dn_family dn_view = {.build = build_view, .view = true};
+/* a Reshape and its kin read a oneDNN layout where view_any says so (build_view_laid) */
+const dn_family dn_view = {.build = build_view, .any_in = 1u << 0, .any_if = view_any, .view = true};
 /* a Transpose reads its input in any layout (build_transpose_laid) */
 const dn_family dn_transpose = {.build = build_view, .any_in = 1u << 0, .view = true};
 const dn_family dn_split = {.build = build_split};

@@ -435,12 +435,51 @@ def views():
     h = m.op("Add", [m.op("Reshape", [kept, m.const_i64([0, 8, 6, 6])]), g])
     yr = m.op("Reshape", ["y", m.const_i64([0, 48])])                      # a received input: a copy
     yt = m.op("Transpose", [m.op("MatMul", ["y", m.rand(8, 5, scale=0.3)])], perm=[0, 2, 1])  # last axis moves
-    yk = m.op("Transpose", [m.op("Reshape", [yt, m.const_i64([0, 5, 2, 3])])], perm=[0, 2, 1, 3])  # rows stay
+    # rows stay (the Reshape moves the second axis's extent: its input is read plain, as `tokens` does not)
+    yk = m.op("Transpose", [m.op("Reshape", [yt, m.const_i64([0, 2, 5, 3])])], perm=[0, 2, 1, 3])
     yb = m.op("Reshape", [m.op("MatMul", ["y", m.rand(8, 4096, scale=0.3)]), m.const_i64([0, 6, 64, 8, 8])])
     yb = m.op("Relu", [m.op("Transpose", [yb], perm=[0, 3, 1, 2, 4])])   # rows of 8 floats, 196 KiB a sample
     out = m.op("Flatten", [m.op("Sigmoid", [h])], axis=1)                  # a graph output
     return m.save([out, m.op("Mul", [yr, m.const(2.0)]), yk, yb]), m.data(), \
         ["Flatten", "Reshape", "Unsqueeze", "Squeeze", "Transpose", "MatMul"]
+
+
+def tokens():
+    """PVT-v2's and SegFormer's token blocks: a product's [N, H*W, C] tokens
+    permuted to [N, C, H*W] and reshaped to [N, C, H, W] for a depthwise
+    convolution (the MLP) or a strided one (the attention's spatial
+    reduction), then reshaped and permuted back for a Gelu or a
+    LayerNormalization. The Transpose leaves its output channels-last, the
+    Reshape keeps that layout, the convolution reads and writes it as it is,
+    and the way back is views too: no reorder (ran as 37 reorders a
+    micro-batch of pvt_v2_b0, 1.6x slower). Then Reshapes of convolutions'
+    outputs in their layouts: merging the spatial axes of a channel-blocked
+    layout (a view), of one whose channels are padded (24 in blocks of 16),
+    of an output read again later (a copy), an Unsqueeze and Squeeze around a
+    Relu, a Reshape into a graph output, and a Flatten that merges the
+    channels (read plain)."""
+    m = Model("tokens", [("x", (36, 16)), ("y", (8, 6, 6))])
+    h = m.op("Add", [m.op("MatMul", ["x", m.rand(16, 32, scale=0.3)]), m.rand(32, scale=0.1)])
+    img = m.op("Reshape", [m.op("Transpose", [h], perm=[0, 2, 1]), m.const_i64([0, 32, 6, 6])])
+    dw = m.conv(img, 32, 32, (3, 3), group=32, pads=[1, 1, 1, 1])
+    t = m.op("Gelu", [m.op("Transpose", [m.op("Reshape", [dw, m.const_i64([0, 32, 36])])], perm=[0, 2, 1])])
+    mlp = m.op("Add", [m.op("MatMul", [t, m.rand(32, 16, scale=0.2)]), "x"])
+    img2 = m.op("Reshape", [m.op("Transpose", [mlp], perm=[0, 2, 1]), m.const_i64([0, 16, 6, 6])])
+    sr = m.op("Reshape", [m.conv(img2, 16, 16, (2, 2), strides=[2, 2]), m.const_i64([0, 16, 9])])
+    kv = m.op("LayerNormalization", [m.op("Transpose", [sr], perm=[0, 2, 1]), m.rand(16), m.rand(16, scale=0.1)],
+              axis=-1, epsilon=1e-5)
+    c = m.op("Relu", [m.conv("y", 8, 32, (3, 3), pads=[1, 1, 1, 1])])
+    merged = m.op("Tanh", [m.op("Reshape", [c, m.const_i64([0, 32, 36])])])       # c dies here: a view
+    c24 = m.conv("y", 8, 24, (1, 1))
+    padded = m.op("Softmax", [m.op("Reshape", [c24, m.const_i64([0, 24, 36])])], axis=-1)  # read plain
+    c2 = m.conv("y", 8, 16, (3, 3), pads=[1, 1, 1, 1])
+    again = m.op("Sigmoid", [m.op("Reshape", [c2, m.const_i64([0, 16, 3, 12])])])  # c2 is read again: a copy
+    u = m.op("Squeeze", [m.op("Relu", [m.op("Unsqueeze", [c2, m.const_i64([2])])]), m.const_i64([2])])
+    back = m.conv(m.op("Add", [u, c2]), 16, 16, (1, 1))
+    out = m.op("Reshape", [m.conv(back, 16, 16, (1, 1)), m.const_i64([0, 16, 36])])  # a graph output
+    flat = m.op("Flatten", [m.op("Relu", [m.conv("y", 8, 16, (1, 1))])])          # channels merged: plain
+    return m.save([mlp, kv, merged, padded, again, out, flat]), m.data(), \
+        ["MatMul", "Transpose", "Reshape", "Conv", "Gelu", "LayerNormalization", "Unsqueeze", "Squeeze", "Flatten"]
 
 
 def slices():
@@ -740,12 +779,13 @@ def resize():
 
 # ---- run everything --------------------------------------------------------------------------------
 
-for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices, cut_types, windows,
+for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, tokens, slices, cut_types, windows,
              metaformer, convformer, patch_embed, norms, groupnorm, grouped, grn, norms21, resize):
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
-        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "slices", "windows", "metaformer",
+        pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "tokens", "slices", "windows",
+                                                                 "metaformer",
                                                                  "convformer", "norms", "groupnorm",
                                                                  "grouped", "grn", "resize") else \
             (1, 2, 3, 4) if name == "cut_types" else (1,)
@@ -760,7 +800,7 @@ for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, slices
                 # the fused ops replace some of the listed ones
                 req = must if variant == "unfused" else [o for o in must if o not in (
                     "Relu", "Add", "Clip", "Sigmoid", "Mul", "Gelu")]
-                if name in ("views", "slices") and pp > 1:  # a view whose input or output crosses a cut copies
+                if name in ("views", "tokens", "slices") and pp > 1:  # a view whose input or output crosses a cut copies
                     req = ["MatMul"]
                 check_plan(f"{name}_{variant}_pp{pp}", plan, data, req, extra_runs=True)
             except RuntimeError as e:
@@ -781,7 +821,7 @@ def verbose_run(name, level="2"):
 # plain: its kernel (and so its bits) must not depend on the split (the
 # zoo's DenseNet-121 at -pp 4 is the model that showed it: tests/models)
 # metaformer: likewise for a residual absorbed as a post-op (see the model)
-for name, pp in ((n, k) for n in ("wino", "views", "slices", "windows", "metaformer", "convformer", "norms",
+for name, pp in ((n, k) for n in ("wino", "views", "tokens", "slices", "windows", "metaformer", "convformer", "norms",
                                   "groupnorm", "grouped", "grn", "resize") for k in (2, 3)):
     d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_blocked_t1") for k in (1, pp))
     if os.path.isdir(d1) and os.path.isdir(dn):
