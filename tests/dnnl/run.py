@@ -866,6 +866,27 @@ try:
 except RuntimeError as e:
     failures.append(f"views: {e}")
 
+# tokens: PVT's MLP permutes the product's tokens and reshapes them into an
+# image for the depthwise convolution: the first Transpose and the Reshapes
+# on both sides of the convolution are views on every ISA; on AVX-512,
+# where oneDNN's depthwise kernel reads and writes channels-last, the
+# convolution reorders nothing and the Transpose back is a view too (before:
+# a copy, a reorder in and one out of the convolution, one after the Gelu)
+try:
+    err = verbose_run("tokens").stderr
+    lines = [l.split() for l in err.splitlines() if l.startswith("  ")]
+    first = {}
+    for l in lines:
+        first.setdefault(l[1], []).append(l[2:])
+    ok = first["Transpose"][0] == [] and first["Reshape"][0] == [] and first["Reshape"][1] == []
+    if ISA == "avx512":
+        ok = ok and first["Transpose"][1] == [] and not any(k.startswith("reorder:") for k in first["Conv"][0])
+    if not ok:
+        failures.append(f"tokens: the tokens' Transposes and Reshapes around the depthwise convolution are not "
+                        f"views, or the convolution reorders:\n{err}")
+except (RuntimeError, KeyError, IndexError) as e:
+    failures.append(f"tokens: {e}")
+
 # windows: on AVX2 and AVX-512 the LogSoftmax over the heads and the Softmax
 # over the tokens run on pprt's kernel (runtime/cpu/softmax.c); the Pad on
 # pprt's row copies (runtime/cpu/pad.c), the reductions on its kernel
