@@ -1114,3 +1114,63 @@ double flops_RESIZE(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *ou
     double per = !strcmp(mode, "cubic") ? 8.0 : !strcmp(mode, "linear") ? 4.0 : 0.0;
     return per * pp_numel_d(&out[0]);
 }
+
+/* ---- GridSample ---------------------------------------------------------------------------- */
+
+pp_status pp_gridsample_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_gridsample *g, pp_err *err) {
+    (void)n_in;
+    PP_TRY(need_dtype(&in[0], "input X", T_F, NT(T_F), err));
+    PP_TRY(need_dtype(&in[1], "input grid", T_F, NT(T_F), err));
+    const bool old = a.opset < 20;
+    PP_TRY(pp_need_rank(&in[0], old ? 4 : 3, old ? 4 : PP_MAX_DIMS, "input X", err));
+    const pp_shape *x = &in[0].shape, *gr = &in[1].shape;
+    char s1[96], s2[96];
+    if (gr->rank != x->rank || gr->dim[0] != x->dim[0] || gr->dim[gr->rank - 1] != x->rank - 2)
+        return PP_FAIL(err, PP_EINVAL,
+                       "input grid has shape %s; with X of shape %s it must be [%lld, ..., %d] of rank %d "
+                       "(a point of %d coordinates per sample and output position)",
+                       pp_shape_str(gr, s1, sizeof s1), pp_shape_str(x, s2, sizeof s2), (long long)x->dim[0],
+                       x->rank - 2, x->rank, x->rank - 2);
+    int64_t align;
+    PP_TRY(pp_attr_int(a, "align_corners", 0, &align, err));
+    if (align != 0 && align != 1)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'align_corners'=%lld is not 0 or 1", (long long)align);
+    const char *mode, *pad;
+    PP_TRY(pp_attr_string(a, "mode", old ? "bilinear" : "linear", &mode, err));
+    PP_TRY(pp_attr_string(a, "padding_mode", "zeros", &pad, err));
+    if (!strcmp(mode, old ? "bilinear" : "linear")) g->mode = PP_GS_LINEAR;
+    else if (!strcmp(mode, "nearest")) g->mode = PP_GS_NEAREST;
+    else if (!strcmp(mode, old ? "bicubic" : "cubic")) g->mode = PP_GS_CUBIC;
+    else
+        return PP_FAIL(err, PP_EINVAL, "attribute 'mode'='%s' is not one of %s (opset %d)", mode,
+                       old ? "bilinear, nearest, bicubic" : "linear, nearest, cubic", a.opset);
+    if (!strcmp(pad, "zeros")) g->pad = PP_GS_ZEROS;
+    else if (!strcmp(pad, "border")) g->pad = PP_GS_BORDER;
+    else if (!strcmp(pad, "reflection")) g->pad = PP_GS_REFLECTION;
+    else
+        return PP_FAIL(err, PP_EINVAL, "attribute 'padding_mode'='%s' is not one of zeros, border, reflection",
+                       pad);
+    g->align_corners = align == 1;
+    g->k = x->rank - 2;
+    return PP_OK;
+}
+
+pp_status shape_GRIDSAMPLE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_out;
+    pp_gridsample g;
+    PP_TRY(pp_gridsample_parse(a, in, n_in, &g, err));
+    out[0].dtype = in[0].dtype;
+    out[0].shape = in[1].shape;
+    out[0].shape.dim[1] = in[0].shape.dim[1];
+    for (int d = 2; d < in[0].shape.rank; d++) out[0].shape.dim[d] = in[1].shape.dim[d - 1];
+    return PP_OK;
+}
+
+double flops_GRIDSAMPLE(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)in, (void)n_in, (void)n_out;
+    const char *mode = "linear";
+    pp_attr_string(a, "mode", "linear", &mode, NULL);
+    const int k = out[0].shape.rank - 2;
+    const double taps = !strcmp(mode, "nearest") ? 1.0 : pow(strstr(mode, "cubic") ? 4.0 : 2.0, k);
+    return 2.0 * taps * pp_numel_d(&out[0]);
+}

@@ -120,4 +120,18 @@ typedef struct pp_resize {
 } pp_resize;
 pp_status pp_resize_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_resize *r, pp_err *err);
 
+/* GridSample: X [N, C, D1..Dk] sampled at grid [N, O1..Ok, k] (each point's
+ * coordinates in [-1, 1], the last axis's first) into [N, C, O1..Ok]. Modes
+ * bilinear, nearest, bicubic before opset 20 (4-D X only), linear, nearest,
+ * cubic from 20 (any k >= 1). */
+typedef enum pp_gs_mode { PP_GS_LINEAR, PP_GS_NEAREST, PP_GS_CUBIC } pp_gs_mode;
+typedef enum pp_gs_pad { PP_GS_ZEROS, PP_GS_BORDER, PP_GS_REFLECTION } pp_gs_pad;
+typedef struct pp_gridsample {
+    pp_gs_mode mode;
+    pp_gs_pad pad;
+    bool align_corners;
+    int k; /* spatial axes */
+} pp_gridsample;
+pp_status pp_gridsample_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_gridsample *g, pp_err *err);
+
 #endif

@@ -443,6 +443,22 @@ static int gather_elements_rule(bctx *c, const pp_node *n, bax *res) {
     return shared_ok(c, n->in[cd ? 1 : 0], res->axis, *res);
 }
 
+/* GridSample: sample n of X read at sample n's grid points, so both carry
+ * the samples on axis 0 (as the output does); one of them alone may, where
+ * the other is the same at every position of axis 0. Samples on any other
+ * axis (a spatial one is interpolated over) mix. */
+static int gridsample_rule(bctx *c, const pp_node *n, bax *res) {
+    const bool cx = carries(c, n->in[0]), cg = carries(c, n->in[1]);
+    for (int k = 0; k < 2; k++)
+        if ((k ? cg : cx) && c->st[n->in[k]].axis != 0)
+            return mixes(c, "its input %s carries samples on axis %d, not on axis 0 (where X and grid pair them)",
+                         k ? "grid" : "X", c->st[n->in[k]].axis);
+    *res = c->st[n->in[cx ? 0 : 1]];
+    if (cx && cg)
+        return same_split(c->st[n->in[0]], c->st[n->in[1]]) ? 0 : mixes(c, "X and grid split their samples differently");
+    return shared_ok(c, n->in[cx ? 1 : 0], 0, *res);
+}
+
 /* Component `comp` of ScatterND's index tuples (indices ix, of rank q) as
  * a constant broadcast over the tuples' q-1 leading dims: *src, its dims
  * right-aligned with them. From the folded indices themselves (a view of
@@ -675,6 +691,7 @@ static multi_fn *multi_rule(pp_op op) {
     case PP_OP_EINSUM: return einsum_rule;
     case PP_OP_GATHER: return gather_rule;
     case PP_OP_GATHERELEMENTS: return gather_elements_rule;
+    case PP_OP_GRIDSAMPLE: return gridsample_rule;
     case PP_OP_SCATTERND: return scatternd_rule;
     case PP_OP_LSTM: case PP_OP_GRU: case PP_OP_RNN: return rnn_rule;
     default: return NULL;

@@ -1377,3 +1377,161 @@ pp_status kern_RESIZE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tens
     }
     return PP_OK;
 }
+
+/* ---- GridSample ------------------------------------------------------------------------------ */
+
+/* x mirrored at the nearer bound until it lies in [lo, hi] (the ONNX
+ * reference's and PyTorch's rule); lo where the range is empty. */
+static double gs_reflect(double x, double lo, double hi) {
+    const double rng = hi - lo;
+    if (!(rng > 0)) return lo;
+    if (x < lo) {
+        const double dx = lo - x, n = floor(dx / rng), r = dx - n * rng;
+        return fmod(n, 2.0) == 0 ? lo + r : hi - r;
+    }
+    if (x > hi) {
+        const double dx = x - hi, n = floor(dx / rng), r = dx - n * rng;
+        return fmod(n, 2.0) == 0 ? hi - r : lo + r;
+    }
+    return x;
+}
+
+/* One axis's taps: input indices (-1: outside, a zero) and weights. */
+typedef struct gs_taps {
+    int n;
+    int64_t idx[4];
+    double w[4];
+} gs_taps;
+
+/* Integer position i of an axis of len through the padding rule. */
+static int64_t gs_pixel(const pp_gridsample *g, int64_t i, int64_t len, double lo, double hi) {
+    switch (g->pad) {
+    case PP_GS_ZEROS: return i < 0 || i >= len ? -1 : i;
+    case PP_GS_BORDER: return i < 0 ? 0 : i >= len ? len - 1 : i;
+    case PP_GS_REFLECTION: {
+        const int64_t r = (int64_t)gs_reflect((double)i, lo, hi);
+        return r < 0 ? 0 : r >= len ? len - 1 : r;
+    }
+    }
+    return -1;
+}
+
+/* Keys' cubic convolution weights (a = -0.75, as PyTorch and the ONNX
+ * reference) of the taps at x0-1 .. x0+2 for fraction f = x - x0. */
+static void gs_cubic(double f, double *c) {
+    const double a = -0.75, x1 = f + 1, x2 = 1 - f, x3 = 2 - f;
+    c[0] = ((a * x1 - 5 * a) * x1 + 8 * a) * x1 - 4 * a;
+    c[1] = ((a + 2) * f - (a + 3)) * f * f + 1;
+    c[2] = ((a + 2) * x2 - (a + 3)) * x2 * x2 + 1;
+    c[3] = ((a * x3 - 5 * a) * x3 + 8 * a) * x3 - 4 * a;
+}
+
+/* The taps along an axis of len for normalized coordinate v; false where
+ * the coordinate is NaN (or becomes NaN: reflection of an infinity). As
+ * PyTorch and onnxruntime: the coordinate in float arithmetic, the padding
+ * rule applied to each tap's integer position (for linear and nearest the
+ * same values as the ONNX reference's clamp or reflection of the
+ * coordinate first; for cubic PyTorch's, which the reference does not
+ * follow under border and reflection padding). */
+static bool gs_axis(const pp_gridsample *g, float v, int64_t len, gs_taps *t) {
+    const float Lf = (float)len;
+    const float xf = g->align_corners ? (v + 1.0f) / 2.0f * (Lf - 1.0f) : ((v + 1.0f) * Lf - 1.0f) / 2.0f;
+    const double L = (double)len, lo = g->align_corners ? 0.0 : -0.5, hi = g->align_corners ? L - 1 : L - 0.5;
+    double x = g->mode == PP_GS_NEAREST ? nearbyint((double)xf) : (double)xf; /* halves to even, as PyTorch */
+    if (isnan(x)) return false;
+    if (x < -8 || x > L + 7) { /* far outside: a place whose taps give the same pixels */
+        if (g->pad == PP_GS_ZEROS) {
+            t->n = 1, t->idx[0] = -1, t->w[0] = 1;
+            return true;
+        }
+        if (g->pad == PP_GS_BORDER) x = x < 0 ? -8 : L + 7;
+        else x = lo + fmod(fmod(x - lo, 2 * (hi - lo)) + 2 * (hi - lo), 2 * (hi - lo)); /* whole periods */
+        if (isnan(x)) return false;
+    }
+    const double x0 = floor(x), f = x - x0;
+    const int64_t i0 = (int64_t)x0;
+    if (g->mode == PP_GS_NEAREST) {
+        t->n = 1, t->idx[0] = gs_pixel(g, i0, len, lo, hi), t->w[0] = 1;
+    } else if (g->mode == PP_GS_LINEAR) {
+        t->n = 2;
+        t->idx[0] = gs_pixel(g, i0, len, lo, hi), t->w[0] = 1 - f;
+        t->idx[1] = gs_pixel(g, i0 + 1, len, lo, hi), t->w[1] = f;
+    } else {
+        t->n = 4;
+        gs_cubic(f, t->w);
+        for (int j = 0; j < 4; j++) t->idx[j] = gs_pixel(g, i0 - 1 + j, len, lo, hi);
+    }
+    return true;
+}
+
+/* Each output point: the taps of every axis, their combinations as (offset
+ * into one channel's image, weight product; a zero tap contributes
+ * nothing), then every channel's weighted sum in double. A NaN coordinate
+ * gives NaN in every channel. */
+pp_status kern_GRIDSAMPLE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                          pprt_scratch *scratch, pp_err *err) {
+    PP_TRY(check_outputs(PP_OP_GRIDSAMPLE, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[2] = {pprt_tinfo_of(&in[0]), pprt_tinfo_of(&in[1])};
+    pp_gridsample g;
+    PP_TRY(pp_gridsample_parse(attrs, ti, n_in, &g, err));
+    const pp_shape *xs = &in[0].shape;
+    const int k = g.k;
+    const int64_t N = xs->dim[0], C = xs->dim[1];
+    int64_t S = 1, P = 1, combos = 1;
+    for (int d = 0; d < k; d++) {
+        S *= xs->dim[2 + d];
+        P *= out[0].shape.dim[2 + d];
+        combos *= g.mode == PP_GS_CUBIC ? 4 : g.mode == PP_GS_LINEAR ? 2 : 1;
+    }
+    if (N * C * P == 0) return PP_OK;
+    size_t b_off, b_w, total;
+    PP_TRY(nbytes(combos, sizeof(int64_t), &b_off, "GridSample", err));
+    PP_TRY(nbytes(combos, sizeof(double), &b_w, "GridSample", err));
+    if (pp_add_ovf(pp_align_up(b_off, 64), b_w, &total))
+        return PP_FAIL(err, PP_ENOMEM, "GridSample kernel: scratch size overflows");
+    unsigned char *sc = pprt_scratch_get(scratch, total);
+    if (!sc) return PP_FAIL(err, PP_ENOMEM, "GridSample kernel: cannot get %zu bytes", total);
+    int64_t *off = (int64_t *)sc;
+    double *w = (double *)(sc + pp_align_up(b_off, 64));
+    const float *x = in[0].data, *grid = in[1].data;
+    float *y = out[0].data;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t p = 0; p < P; p++) {
+            const float *pt = grid + (n * P + p) * k;
+            gs_taps t[PP_MAX_DIMS];
+            bool ok = true;
+            /* spatial axis d (X's axis 2 + d) takes the point's coordinate k - 1 - d */
+            for (int d = 0; d < k && ok; d++) ok = gs_axis(&g, pt[k - 1 - d], xs->dim[2 + d], &t[d]);
+            float *yp = y + n * C * P + p;
+            if (!ok) {
+                for (int64_t c = 0; c < C; c++) yp[c * P] = NAN;
+                continue;
+            }
+            /* the combinations, the last axis fastest */
+            int64_t m = 0;
+            int pick[PP_MAX_DIMS] = {0};
+            for (;;) {
+                int64_t o = 0;
+                double wt = 1;
+                bool zero = false;
+                for (int d = 0; d < k; d++) {
+                    const int64_t i = t[d].idx[pick[d]];
+                    if (i < 0) zero = true;
+                    o = o * xs->dim[2 + d] + (i < 0 ? 0 : i);
+                    wt *= t[d].w[pick[d]];
+                }
+                if (!zero) off[m] = o, w[m] = wt, m++;
+                int d = k - 1;
+                while (d >= 0 && ++pick[d] == t[d].n) pick[d--] = 0;
+                if (d < 0) break;
+            }
+            const float *xn = x + n * C * S;
+            for (int64_t c = 0; c < C; c++) {
+                const float *xc = xn + c * S;
+                double acc = 0;
+                for (int64_t j = 0; j < m; j++) acc += w[j] * (double)xc[off[j]];
+                yp[c * P] = (float)acc;
+            }
+        }
+    return PP_OK;
+}

@@ -23,7 +23,8 @@ written out (one pp.GroupNorm; the cases it must leave), Pow by 2 and 3
 (edge values, overflow), Resize by nearest neighbour (four coordinate transforms, four roundings, ranks 3 to
 5), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
-refused over batched samples), EyeLike, ScatterElements with each reduction, RMSNormalization,
+refused over batched samples), GridSample (every mode, padding and align_corners in 2-D, 3-D volumes, a
+1-D line, exact pixel centres and halves, a NaN point, the batch in micro-batches at -pp 1 and 2), EyeLike, ScatterElements with each reduction, RMSNormalization,
 RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
 (causal, bool / float / short masks, GQA in 3-D, scale, softcap, past
 key/value with present outputs), and Loop / If / sequence graphs (constant
@@ -712,6 +713,92 @@ for tag, shape, scales, ct, nm in (("up2_asymmetric_floor", (2, 3, 5, 7), [1, 1,
     case(f"resize_nearest_{tag}", [M("Resize", ["x", "", "scales"], ["y"], mode="nearest",
                                      coordinate_transformation_mode=ct, nearest_mode=nm)],
          {"x": xr}, ["y"], inits={"scales": np.array(scales, np.float32)}, opset=13, rtol=0.0, atol=0.0)
+
+# ---- GridSample ------------------------------------------------------------------------------------------
+# Every mode, padding and align_corners at opset 16 (4-D) against onnxruntime, on points reaching past the image
+# (the padding rules) and points landing on pixel centres and halfway between them (nearest's rounding to even);
+# opset 20's names, 3-D volumes and 1-D lines; the batch cut into micro-batches at -pp 1 and 2; the refusals
+def gs_grid(shape, align, lengths):
+    """grid values in [-1.4, 1.4], the first ones on exact pixel centres and halves along each axis"""
+    g = rng.uniform(-1.4, 1.4, shape).astype(np.float32)
+    flat = g.reshape(-1, shape[-1])
+    for j in range(min(len(flat), 12)):
+        for a, L in enumerate(lengths):  # coordinate a is the axis of length L
+            pos = (j - 2) / 2.0  # -1, -0.5, 0, 0.5, ... in pixels
+            flat[j, a] = 2 * pos / (L - 1) - 1 if align else (2 * pos + 1) / L - 1
+    return g
+
+
+for mode in ("bilinear", "nearest", "bicubic"):
+    for pad in ("zeros", "border", "reflection"):
+        for align in (0, 1):
+            case(f"gridsample_{mode}_{pad}_a{align}",
+                 [helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode=pad, align_corners=align)],
+                 {"x": f32(2, 3, 5, 6), "grid": gs_grid((2, 4, 7, 2), align, (6, 5))}, ["y"], opset=16,
+                 rtol=1e-5, atol=1e-5)
+for mode, pad, shape, gshape in (("linear", "reflection", (2, 2, 4, 5, 6), (2, 3, 4, 2, 3)),
+                                 ("nearest", "border", (2, 2, 4, 5, 6), (2, 3, 4, 2, 3)),
+                                 ("linear", "zeros", (1, 3, 9), (1, 7, 1)), ("cubic", "border", (1, 2, 6, 7), (1, 5, 3, 2))):
+    for align in (0, 1):
+        # (onnxruntime 1.32 samples 4-D and 5-D inputs only: onnx's reference evaluator for the 1-D line)
+        case(f"gridsample20_{mode}_{pad}_{len(shape) - 2}d_a{align}",
+             [helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode=pad, align_corners=align)],
+             {"x": f32(*shape), "grid": gs_grid(gshape, align, shape[:1:-1])}, ["y"], opset=20, rtol=1e-5, atol=1e-5,
+             oracle="onnxruntime" if len(shape) > 3 else "reference")
+# a NaN coordinate: NaN in every channel at that point (onnxruntime casts floor(NaN) to an integer, undefined
+# behaviour in C++); elsewhere onnxruntime's values
+gs_nan = gs_grid((1, 3, 4, 2), 0, (6, 5))
+gs_nan[0, 1, 2, 0] = np.nan
+
+
+def gs_nan_oracle(feeds):
+    g = feeds["grid"].copy()
+    g[0, 1, 2, 0] = 0
+    m = model([helper.make_node("GridSample", ["x", "grid"], ["y"])], feeds, ["y"], (), 16)
+    y = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(["y"], {**feeds, "grid": g})[0]
+    y[0, :, 1, 2] = np.nan
+    return [y]
+
+
+case("gridsample_nan_point", [helper.make_node("GridSample", ["x", "grid"], ["y"])],
+     {"x": f32(1, 3, 5, 6), "grid": gs_nan}, ["y"], opset=16, oracle=gs_nan_oracle)
+refused("gridsample_bad_grid", [helper.make_node("GridSample", ["x", "grid"], ["y"], name="gs")],
+        {"x": f32(2, 3, 5, 6), "grid": f32(2, 4, 7, 3)}, ["y"], "input grid has shape [2,4,7,3]", opset=16)
+refused("gridsample_mode_of_opset20_at_16", [helper.make_node("GridSample", ["x", "grid"], ["y"], mode="linear")],
+        {"x": f32(2, 3, 5, 6), "grid": f32(2, 4, 7, 2)}, ["y"], "attribute 'mode'='linear' is not one of bilinear",
+        opset=16)
+# samples in micro-batches: X and grid both carry them (-b 2 of 4, at -pp 1 and 2); a constant grid of the
+# whole batch's 4 samples cannot pair with micro-batches of 2: refused, naming the grid
+gs_x, gs_g = f32(4, 3, 5, 6), gs_grid((4, 4, 7, 2), 0, (6, 5))
+gs_nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("GridSample", ["r", "grid"], ["s"], name="gs"),
+            helper.make_node("Mul", ["s", "two"], ["y"])]
+for tag, feeds, inits, want in (("both", {"x": gs_x, "grid": gs_g}, {"two": np.float32(2)}, None),
+                                ("constant_grid", {"x": gs_x}, {"two": np.float32(2), "grid": gs_g},
+                                 "input grid has shape [4,4,7,2]")):
+    n_cases += 1
+    m = model(gs_nodes, feeds, ["y"], inits, 16)
+    for i in m.graph.input:
+        i.type.tensor_type.shape.dim[0].dim_param = "N"
+    d, path = write_case(f"gridsample_batched_{tag}", m, feeds)
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(["y"], feeds)[0]
+    for pp in (1, 2):
+        plan = os.path.join(d, f"b2_pp{pp}.plan")
+        r = subprocess.run([PPCC, path, "-b", "2", "-pp", str(pp), "-q", "-o", plan], capture_output=True, text=True)
+        if want is not None:
+            if r.returncode != 2 or want not in r.stderr:
+                failures.append(f"gridsample_batched_{tag}: ppcc -b 2 exit {r.returncode} (want 2, {want!r}): "
+                                f"{r.stderr.strip()[-300:]}")
+            break
+        if r.returncode:
+            failures.append(f"gridsample_batched_{tag}: ppcc -b 2 -pp {pp}: {r.stderr.strip()[-300:]}")
+            continue
+        for be in BACKENDS:
+            out = os.path.join(d, f"out{pp}_{be}")
+            r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", out, "-q", "--backend", be],
+                               capture_output=True, text=True)
+            bad = r.stderr.strip()[-300:] if r.returncode else close(np.load(os.path.join(out, "y.npy")), ref, 1e-5, 1e-5)
+            if bad:
+                failures.append(f"gridsample_batched_{tag} (-pp {pp}, {be}): {bad}")
 
 # ---- EyeLike, ScatterElements ---------------------------------------------------------------------
 case("eyelike_k1_int32", [helper.make_node("EyeLike", ["x"], ["y"], k=1, dtype=TP.INT32)], {"x": f32(4, 6)}, ["y"],
