@@ -69,4 +69,18 @@ pp_status pp_gemm_attrs(pp_attrs a, pp_gemm *g, pp_err *err);
 /* Element count as double (for cost functions). */
 double pp_numel_d(const pp_tinfo *t);
 
+/* QuantizeLinear and DequantizeLinear (ir/shape_math.c): how the scale and
+ * zero point (inputs 1 and 2) map onto x. Quantized types int8, uint8,
+ * int16, uint16 (and int32 input to Dequantize, without a zero point);
+ * scale f32; per tensor, per axis (opset 13) or in blocks along one axis
+ * (opset 21). */
+typedef struct pp_quant {
+    bool per_tensor;
+    int axis;      /* per axis or blocked: the axis of x the scale runs along */
+    int64_t block; /* blocked: elements of that axis per scale; 0: per axis or per tensor */
+    bool has_zp;
+    pp_dtype q;    /* the quantized type: Quantize's output, Dequantize's input */
+} pp_quant;
+pp_status pp_quant_parse(pp_op op, pp_attrs a, const pp_tinfo *in, int n_in, pp_quant *q, pp_err *err);
+
 #endif

@@ -1,7 +1,7 @@
 /* shape_math.c: shape inference and FLOPs of the ops in ops_math.def
  * (elementwise math and activations, broadcasting binary and variadic ops,
  * comparisons and logic, Where, Cast/CastLike, inference-mode Dropout,
- * CumSum).
+ * CumSum, QuantizeLinear and DequantizeLinear).
  *
  * Element types: each op accepts the types its ONNX schema allows, except
  * string and complex (rejected with PP_EUNSUP); float16 and bfloat16 are
@@ -547,6 +547,107 @@ pp_status shape_CUMSUM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, 
     return PP_OK;
 }
 
+/* ---- QuantizeLinear, DequantizeLinear ------------------------------------------------ */
+
+#define T_QUANT (TB(PP_I8) | TB(PP_U8) | TB(PP_I16) | TB(PP_U16))
+
+pp_status pp_quant_parse(pp_op op, pp_attrs a, const pp_tinfo *in, int n_in, pp_quant *q, pp_err *err) {
+    const bool quant = op == PP_OP_QUANTIZELINEAR;
+    const pp_tinfo *x = &in[0], *sc = &in[1], *zp = present(in, n_in, 2) ? &in[2] : NULL;
+    *q = (pp_quant){.has_zp = zp != NULL};
+    PP_TRY(need_type(sc, TB(PP_F32), quant ? "input y_scale" : "input x_scale", err));
+    int64_t odt, block, axis;
+    PP_TRY(pp_attr_int(a, "output_dtype", 0, &odt, err));
+    PP_TRY(pp_attr_int(a, "block_size", 0, &block, err));
+    PP_TRY(pp_attr_int(a, "axis", 1, &axis, err));
+    if (quant) {
+        int64_t sat, prec;
+        PP_TRY(pp_attr_int(a, "saturate", 1, &sat, err));
+        PP_TRY(pp_attr_int(a, "precision", 0, &prec, err));
+        if (sat != 0 && sat != 1)
+            return PP_FAIL(err, PP_EINVAL, "attribute 'saturate'=%lld must be 0 or 1", (long long)sat);
+        if (prec != 0 && prec != PP_F32)
+            return PP_FAIL(err, PP_EUNSUP, "attribute 'precision'=%lld: only float32 (1) arithmetic is supported",
+                           (long long)prec);
+        PP_TRY(need_type(x, TB(PP_F32), "input x", err));
+        q->q = zp ? zp->dtype : odt ? (pp_dtype)odt : PP_U8;
+        if (zp && odt && odt != zp->dtype)
+            return PP_FAIL(err, PP_EINVAL, "attribute 'output_dtype'=%lld is not the type of y_zero_point (%s)",
+                           (long long)odt, pp_dtype_name(zp->dtype));
+        if (odt < 0 || odt >= 32 || !in_set(q->q, T_QUANT))
+            return PP_FAIL(err, PP_EUNSUP, "quantized type %s (%lld) is not supported; supported: int8, uint8, "
+                           "int16, uint16", (odt < 0 || odt >= 32) ? "unknown" : pp_dtype_name(q->q), (long long)q->q);
+    } else {
+        PP_TRY(need_type(x, T_QUANT | TB(PP_I32), "input x", err));
+        if (zp) PP_TRY(need_same_type(zp, x, "input x_zero_point", "input x", err));
+        if (odt != 0 && odt != PP_F32)
+            return PP_FAIL(err, PP_EUNSUP, "attribute 'output_dtype'=%lld: only float32 (1) is supported",
+                           (long long)odt);
+        q->q = x->dtype;
+    }
+    if (zp) {
+        PP_TRY(need_type(zp, T_QUANT | (quant ? 0u : TB(PP_I32)), quant ? "input y_zero_point" : "input x_zero_point",
+                         err));
+        if (!pp_shape_eq(&zp->shape, &sc->shape)) {
+            char s1[96], s2[96];
+            return PP_FAIL(err, PP_EINVAL, "the zero point has shape %s, the scale %s: they must be the same",
+                           pp_shape_str(&zp->shape, s1, sizeof s1), pp_shape_str(&sc->shape, s2, sizeof s2));
+        }
+    }
+    const pp_shape *xs = &x->shape, *ss = &sc->shape;
+    char s1[96], s2[96];
+    if (block < 0) return PP_FAIL(err, PP_EINVAL, "attribute 'block_size'=%lld is negative", (long long)block);
+    if (block == 0 && (ss->rank == 0 || (ss->rank == 1 && ss->dim[0] == 1))) {
+        q->per_tensor = true;
+        return PP_OK;
+    }
+    int ax;
+    if (xs->rank == 0)
+        return PP_FAIL(err, PP_EINVAL, "the scale has shape %s but x is a scalar", pp_shape_str(ss, s1, sizeof s1));
+    PP_TRY(pp_norm_axis(axis, xs->rank, "attribute 'axis'", &ax, err));
+    q->axis = ax;
+    if (block == 0) {
+        if (ss->rank != 1 || ss->dim[0] != xs->dim[ax])
+            return PP_FAIL(err, PP_EINVAL, "the scale has shape %s; per axis %d of x %s it must be [%lld]",
+                           pp_shape_str(ss, s1, sizeof s1), ax, pp_shape_str(xs, s2, sizeof s2),
+                           (long long)xs->dim[ax]);
+        return PP_OK;
+    }
+    bool ok = ss->rank == xs->rank;
+    for (int d = 0; ok && d < xs->rank; d++)
+        ok = ss->dim[d] == (d == ax ? (xs->dim[d] + block - 1) / block : xs->dim[d]);
+    if (!ok)
+        return PP_FAIL(err, PP_EINVAL, "the scale has shape %s; in blocks of %lld along axis %d of x %s it must be "
+                       "x's shape with ceil(%lld / %lld) on that axis", pp_shape_str(ss, s1, sizeof s1),
+                       (long long)block, ax, pp_shape_str(xs, s2, sizeof s2), (long long)xs->dim[ax],
+                       (long long)block);
+    q->block = block;
+    return PP_OK;
+}
+
+pp_status shape_QUANTIZELINEAR(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_out;
+    pp_quant q;
+    PP_TRY(pp_quant_parse(PP_OP_QUANTIZELINEAR, a, in, n_in, &q, err));
+    out[0] = (pp_tinfo){.dtype = q.q, .shape = in[0].shape};
+    return PP_OK;
+}
+
+pp_status shape_DEQUANTIZELINEAR(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_out;
+    pp_quant q;
+    PP_TRY(pp_quant_parse(PP_OP_DEQUANTIZELINEAR, a, in, n_in, &q, err));
+    if (q.q == PP_I32 && q.has_zp && in[2].data) {
+        /* int32 input: a zero point, where given, must be 0 (checked where constant) */
+        const int64_t n = (int64_t)pp_numel_d(&in[2]);
+        for (int64_t i = 0; i < n; i++)
+            if (((const int32_t *)in[2].data)[i] != 0)
+                return PP_FAIL(err, PP_EINVAL, "input x_zero_point of an int32 x must be 0");
+    }
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = in[0].shape};
+    return PP_OK;
+}
+
 /* ---- FLOPs --------------------------------------------------------------------------- */
 
 /* Per output element: 1 for simple arithmetic, more for transcendental math. */
@@ -557,6 +658,8 @@ pp_status shape_CUMSUM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, 
         return (K) * pp_numel_d(&out[0]);                                                  \
     }
 FLOPS_PER_ELEM(IDENTITY, 0)
+FLOPS_PER_ELEM(QUANTIZELINEAR, 3)
+FLOPS_PER_ELEM(DEQUANTIZELINEAR, 2)
 FLOPS_PER_ELEM(RELU, 1)
 FLOPS_PER_ELEM(LEAKYRELU, 2)
 FLOPS_PER_ELEM(ELU, 8)

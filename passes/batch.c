@@ -788,6 +788,15 @@ static int rule(bctx *c, int i) {
                     return mixes(c, "its residual input carries samples on axis %d", r.axis);
             }
             break;
+        case PP_OP_QUANTIZELINEAR: case PP_OP_DEQUANTIZELINEAR: {
+            pp_quant q;
+            pp_err e = {0};
+            if (unread(c, pp_quant_parse(n->op, a, c->in, n->n_in, &q, &e), &e)) return -1;
+            if (!q.per_tensor && q.axis == s.axis)
+                return lost(c, "its scale runs along the batch axis (%d): each sample would take the scale of its "
+                            "place in the micro-batch", s.axis);
+            break;
+        }
         case PP_OP_DEPTHTOSPACE: case PP_OP_SPACETODEPTH:
             if (s.axis != 0)
                 return mixes(c, "it moves values between its input's channel and spatial axes, and "

@@ -1597,3 +1597,92 @@ pp_status kern_CUMSUM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tens
     }
     return PP_OK;
 }
+
+/* ---- QuantizeLinear, DequantizeLinear ------------------------------------------------------------------- */
+
+/* Index into the scale (and zero point) of x's element i, for x's shape s. */
+static int64_t quant_index(const pp_quant *q, const pp_shape *s, int64_t i) {
+    if (q->per_tensor) return 0;
+    int64_t inner = 1;
+    for (int d = q->axis + 1; d < s->rank; d++) inner *= s->dim[d];
+    const int64_t len = s->dim[q->axis], a = i / inner % len;
+    if (!q->block) return a;
+    const int64_t nb = (len + q->block - 1) / q->block, o = i / (inner * len);
+    return (o * nb + a / q->block) * inner + i % inner;
+}
+
+static int64_t quant_zp(const pprt_tensor *zp, int64_t j) {
+    if (!zp) return 0;
+    switch (zp->dtype) {
+    case PP_I8: return ((const int8_t *)zp->data)[j];
+    case PP_U8: return ((const uint8_t *)zp->data)[j];
+    case PP_I16: return ((const int16_t *)zp->data)[j];
+    case PP_U16: return ((const uint16_t *)zp->data)[j];
+    case PP_I32: return ((const int32_t *)zp->data)[j];
+    default: return 0;
+    }
+}
+
+/* y = saturate(round_half_even(x / scale) + zero_point), the division in
+ * float as onnxruntime and the ONNX reference do it. A NaN quantizes to the
+ * zero point (integers have no NaN; onnxruntime's cast of NaN is undefined). */
+pp_status kern_QUANTIZELINEAR(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                              pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("QuantizeLinear", n_in, 2, 3, n_out, err));
+    pp_tinfo ti[3];
+    for (int k = 0; k < n_in; k++) ti[k] = pprt_tinfo_of(&in[k]);
+    pp_quant q;
+    PP_TRY(pp_quant_parse(PP_OP_QUANTIZELINEAR, attrs, ti, n_in, &q, err));
+    PP_TRY(need_dtype(&out[0], q.q, "QuantizeLinear", "output", err));
+    PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "QuantizeLinear output", err));
+    const pprt_tensor *zp = q.has_zp ? &in[2] : NULL;
+    int64_t n, lo, hi;
+    PP_TRY(pprt_numel_of(&in[0], &n, err));
+    switch (q.q) {
+    case PP_I8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case PP_U8: lo = 0, hi = UINT8_MAX; break;
+    case PP_I16: lo = INT16_MIN, hi = INT16_MAX; break;
+    default: lo = 0, hi = UINT16_MAX; break;
+    }
+    const float *x = in[0].data, *sc = in[1].data;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t j = quant_index(&q, &in[0].shape, i);
+        const float r = nearbyint(x[i] / sc[j]);
+        const int64_t z = quant_zp(zp, j);
+        /* clamp in float first: no cast of an out-of-range value */
+        const double v = isnan(r) ? (double)z : fmin(fmax((double)r + (double)z, (double)lo), (double)hi);
+        const int64_t y = (int64_t)v;
+        switch (q.q) {
+        case PP_I8: ((int8_t *)out[0].data)[i] = (int8_t)y; break;
+        case PP_U8: ((uint8_t *)out[0].data)[i] = (uint8_t)y; break;
+        case PP_I16: ((int16_t *)out[0].data)[i] = (int16_t)y; break;
+        default: ((uint16_t *)out[0].data)[i] = (uint16_t)y; break;
+        }
+    }
+    return PP_OK;
+}
+
+/* y = (x - zero_point) * scale in float. */
+pp_status kern_DEQUANTIZELINEAR(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                                pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("DequantizeLinear", n_in, 2, 3, n_out, err));
+    pp_tinfo ti[3];
+    for (int k = 0; k < n_in; k++) ti[k] = pprt_tinfo_of(&in[k]);
+    pp_quant q;
+    PP_TRY(pp_quant_parse(PP_OP_DEQUANTIZELINEAR, attrs, ti, n_in, &q, err));
+    PP_TRY(need_dtype(&out[0], PP_F32, "DequantizeLinear", "output", err));
+    PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "DequantizeLinear output", err));
+    const pprt_tensor *zp = q.has_zp ? &in[2] : NULL;
+    int64_t n;
+    PP_TRY(pprt_numel_of(&in[0], &n, err));
+    const float *sc = in[1].data;
+    float *y = out[0].data;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t j = quant_index(&q, &in[0].shape, i);
+        const int64_t v = quant_zp(&in[0], i) - quant_zp(zp, j);
+        y[i] = (float)v * sc[j];
+    }
+    return PP_OK;
+}

@@ -23,7 +23,8 @@ written out (one pp.GroupNorm; the cases it must leave), Pow by 2 and 3
 (edge values, overflow), Resize by nearest neighbour (four coordinate transforms, four roundings, ranks 3 to
 5), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
-refused over batched samples), GridSample (every mode, padding and align_corners in 2-D, 3-D volumes, a
+refused over batched samples), QuantizeLinear and DequantizeLinear (int8, uint8, int16, uint16 per tensor, axis
+and block; halves, saturation, infinities; a Q-DQ Conv in micro-batches), GridSample (every mode, padding and align_corners in 2-D, 3-D volumes, a
 1-D line, exact pixel centres and halves, a NaN point, the batch in micro-batches at -pp 1 and 2), EyeLike, ScatterElements with each reduction, RMSNormalization,
 RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
 (causal, bool / float / short masks, GQA in 3-D, scale, softcap, past
@@ -78,7 +79,7 @@ failures, n_cases = [], 0
 
 NP2TP = {np.dtype(np.float32): TP.FLOAT, np.dtype(np.float16): TP.FLOAT16, np.dtype(np.float64): TP.DOUBLE, np.dtype(np.int64): TP.INT64,
          np.dtype(np.int32): TP.INT32, np.dtype(np.int16): TP.INT16, np.dtype(np.int8): TP.INT8,
-         np.dtype(np.uint8): TP.UINT8, np.dtype(np.uint32): TP.UINT32, np.dtype(np.bool_): TP.BOOL}
+         np.dtype(np.uint8): TP.UINT8, np.dtype(np.uint16): TP.UINT16, np.dtype(np.uint32): TP.UINT32, np.dtype(np.bool_): TP.BOOL}
 
 
 def vi(name, a):
@@ -713,6 +714,72 @@ for tag, shape, scales, ct, nm in (("up2_asymmetric_floor", (2, 3, 5, 7), [1, 1,
     case(f"resize_nearest_{tag}", [M("Resize", ["x", "", "scales"], ["y"], mode="nearest",
                                      coordinate_transformation_mode=ct, nearest_mode=nm)],
          {"x": xr}, ["y"], inits={"scales": np.array(scales, np.float32)}, opset=13, rtol=0.0, atol=0.0)
+
+# ---- QuantizeLinear, DequantizeLinear --------------------------------------------------------------------
+# int8, uint8, int16, uint16 per tensor, per axis and in blocks; halves (to even), saturation, NaN and the
+# infinities; a Q-DQ pair around a Conv (a quantized model's pattern) cut into micro-batches at -pp 1 and 2
+def qx(*shape, s=0.5):
+    """values in [-80 s, 80 s], the first ones halfway between quantization steps of s, huge, infinite"""
+    x = f32(*shape, lo=-80 * s, hi=80 * s)
+    return with_edges(x, [0.5 * s, 1.5 * s, 2.5 * s, -0.5 * s, -2.5 * s, 1e9, -1e9, np.inf, -np.inf]).reshape(shape)
+
+
+QT = {"int8": (TP.INT8, np.int8), "uint8": (TP.UINT8, np.uint8), "int16": (TP.INT16, np.int16),
+      "uint16": (TP.UINT16, np.uint16)}
+for qt, (tp, npt) in QT.items():
+    zp0 = np.array(3 if npt in (np.uint8, np.uint16) else -2, npt)
+    sq = 0.5 if qt.endswith("8") else 2.0 ** -7
+    case(f"quantize_{qt}_tensor", [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])],
+         {"x": qx(2, 3, 4, s=sq)}, ["y"], inits={"s": np.float32(sq), "z": zp0}, opset=21)
+    case(f"dequantize_{qt}_axis", [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], axis=1)],
+         {"x": np.iinfo(npt).min + rng.integers(0, np.iinfo(npt).max - np.iinfo(npt).min, (2, 3, 4)).astype(npt)},
+         ["y"], inits={"s": np.array([0.5, 0.25, 2.0], np.float32), "z": np.array([0, 1, 2], npt)}, opset=21)
+case("quantize_int8_axis_no_zp", [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], axis=-1, output_dtype=TP.INT8)],
+     {"x": qx(3, 5)}, ["y"], inits={"s": np.linspace(0.1, 2, 5).astype(np.float32)}, opset=21)
+case("quantize_uint8_blocked", [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=1, block_size=2)],
+     {"x": qx(2, 5, 3)}, ["y"], inits={"s": rng.uniform(0.1, 1, (2, 3, 3)).astype(np.float32),
+                                       "z": rng.integers(0, 255, (2, 3, 3)).astype(np.uint8)}, opset=21)
+case("dequantize_int16_blocked", [helper.make_node("DequantizeLinear", ["x", "s"], ["y"], axis=0, block_size=3)],
+     {"x": rng.integers(-30000, 30000, (7, 2)).astype(np.int16)}, ["y"],
+     inits={"s": rng.uniform(0.1, 1, (3, 2)).astype(np.float32)}, opset=21)
+case("dequantize_int32", [helper.make_node("DequantizeLinear", ["x", "s"], ["y"])],
+     {"x": rng.integers(-2 ** 31, 2 ** 31 - 1, (4, 5)).astype(np.int32)}, ["y"], inits={"s": np.float32(1e-3)},
+     opset=13)
+refused("quantize_float8", [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="q")],
+        {"x": qx(3, 4)}, ["y"], "quantized type f8e4m3fn (17) is not supported",
+        inits={"s": np.float32(1), "z": numpy_helper.to_array(helper.make_tensor("z", TP.FLOAT8E4M3FN, [], [0]))},
+        opset=21)
+refused("quantize_scale_shape", [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], axis=1, name="q")],
+        {"x": qx(3, 4)}, ["y"], "it must be [4]", inits={"s": np.ones(2, np.float32)}, opset=21)
+# a quantized model's pattern: activations and weights through Q-DQ pairs around a Conv, in micro-batches
+qdq_nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "sw"], ["wd"], axis=0),
+             helper.make_node("Conv", ["xd", "wd"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "sy", "zy"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "sy", "zy"], ["y"])]
+qdq_inits = {"sx": np.float32(0.05), "zx": np.uint8(128), "wq": rng.integers(-127, 127, (4, 3, 3, 3)).astype(np.int8),
+             "sw": rng.uniform(0.002, 0.01, 4).astype(np.float32), "sy": np.float32(0.1), "zy": np.uint8(0)}
+qdq_x = f32(4, 3, 6, 6)
+case("qdq_conv", qdq_nodes, {"x": qdq_x}, ["y"], inits=qdq_inits, opset=13, pps=(1, 2))
+n_cases += 1
+m = batch_dynamic(model(qdq_nodes, {"x": qdq_x}, ["y"], qdq_inits, 13))
+d, path = write_case("qdq_conv_batched", m, {"x": qdq_x})
+want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(["y"], {"x": qdq_x})[0]
+for pp in (1, 2):
+    plan = os.path.join(d, f"b2_pp{pp}.plan")
+    r = subprocess.run([PPCC, path, "-b", "2", "-pp", str(pp), "-q", "-o", plan], capture_output=True, text=True)
+    if r.returncode:
+        failures.append(f"qdq_conv_batched: ppcc -b 2 -pp {pp}: {r.stderr.strip()[-300:]}")
+        continue
+    for be in BACKENDS:
+        out = os.path.join(d, f"out{pp}_{be}")
+        r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", out, "-q", "--backend", be],
+                           capture_output=True, text=True)
+        bad = r.stderr.strip()[-300:] if r.returncode else close(np.load(os.path.join(out, "y.npy")), want, 0, 0.1 + 1e-6)
+        if bad:
+            failures.append(f"qdq_conv_batched (-pp {pp}, {be}): {bad}")
 
 # ---- GridSample ------------------------------------------------------------------------------------------
 # Every mode, padding and align_corners at opset 16 (4-D) against onnxruntime, on points reaching past the image
