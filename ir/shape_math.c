@@ -547,6 +547,11 @@ pp_status shape_CUMSUM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, 
     return PP_OK;
 }
 
+/* CumProd (opset 26): CumSum's inputs and attributes, products for sums. */
+pp_status shape_CUMPROD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    return shape_CUMSUM(a, in, n_in, out, n_out, err);
+}
+
 /* ---- QuantizeLinear, DequantizeLinear ------------------------------------------------ */
 
 #define T_QUANT (TB(PP_I8) | TB(PP_U8) | TB(PP_I16) | TB(PP_U16))
@@ -727,6 +732,7 @@ FLOPS_PER_ELEM(CAST, 1)
 FLOPS_PER_ELEM(CASTLIKE, 1)
 FLOPS_PER_ELEM(DROPOUT, 0)
 FLOPS_PER_ELEM(CUMSUM, 1)
+FLOPS_PER_ELEM(CUMPROD, 1)
 #undef FLOPS_PER_ELEM
 
 /* Variadic: one operation per extra input per output element (Mean: +1 divide). */

@@ -742,6 +742,41 @@ double flops_LOGSOFTMAX(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo
     return flops_SOFTMAX(a, in, n_in, out, n_out);
 }
 
+/* Hardmax: Softmax's axis (coerced to 2-D before opset 13). */
+pp_status shape_HARDMAX(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    return shape_SOFTMAX(a, in, n_in, out, n_out, err);
+}
+
+double flops_HARDMAX(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_in, (void)n_out;
+    return pp_numel_d(&out[0]);
+}
+
+pp_status pp_lpnorm_parse(pp_attrs a, const pp_shape *x, int *axis, int *p, pp_err *err) {
+    int64_t ax, pv;
+    PP_TRY(pp_attr_int(a, "axis", -1, &ax, err));
+    PP_TRY(pp_attr_int(a, "p", 2, &pv, err));
+    if (pv != 1 && pv != 2) return PP_FAIL(err, PP_EINVAL, "attribute 'p'=%lld is not 1 or 2", (long long)pv);
+    if (x->rank == 0) return PP_FAIL(err, PP_EINVAL, "input is a scalar; LpNormalization needs rank >= 1");
+    PP_TRY(pp_norm_axis(ax, x->rank, "attribute 'axis'", axis, err));
+    *p = (int)pv;
+    return PP_OK;
+}
+
+pp_status shape_LPNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    PP_TRY(need_dtype(&in[0], "input", T_FD, NT(T_FD), err));
+    int axis, p;
+    PP_TRY(pp_lpnorm_parse(a, &in[0].shape, &axis, &p, err));
+    out[0] = (pp_tinfo){in[0].dtype, in[0].shape, NULL};
+    return PP_OK;
+}
+
+double flops_LPNORM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_in, (void)n_out;
+    return 3.0 * pp_numel_d(&out[0]);
+}
+
 /* ---- reductions ------------------------------------------------------------------------------ */
 
 static const char *reduce_name(pp_op op) { return pp_op_table[op].name; }

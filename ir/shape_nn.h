@@ -73,6 +73,8 @@ pp_status pp_reduce_parse(pp_op op, pp_attrs a, const pp_tinfo *x, const pp_tinf
  * n (opset >= 13: one axis; before: the input coerced to 2-D at 'axis'). */
 pp_status pp_softmax_split(pp_attrs a, const pp_shape *x, int64_t *outer, int64_t *n,
                            int64_t *inner, pp_err *err);
+/* LpNormalization: the axis (normalized) and p (1 or 2). */
+pp_status pp_lpnorm_parse(pp_attrs a, const pp_shape *x, int *axis, int *p, pp_err *err);
 
 /* Einsum: labels 0..51 are the letters a-z, A-Z; 52.. the dims covered by
  * '...' (right-aligned across operands, which broadcast there). */

@@ -455,7 +455,8 @@ static int gridsample_rule(bctx *c, const pp_node *n, bax *res) {
                          k ? "grid" : "X", c->st[n->in[k]].axis);
     *res = c->st[n->in[cx ? 0 : 1]];
     if (cx && cg)
-        return same_split(c->st[n->in[0]], c->st[n->in[1]]) ? 0 : mixes(c, "X and grid split their samples differently");
+        return same_split(c->st[n->in[0]], c->st[n->in[1]]) ? 0
+                                                              : mixes(c, "X and grid split their samples differently");
     return shared_ok(c, n->in[cx ? 1 : 0], 0, *res);
 }
 
@@ -819,7 +820,14 @@ static int rule(bctx *c, int i) {
             if (int_axis(c, n, "axis", -1, rank, &ax) || norm_from(c, s, ax, "it normalizes")) return -1;
             break;
         }
-        case PP_OP_SOFTMAX: case PP_OP_LOGSOFTMAX: {
+        case PP_OP_LPNORM: {
+            int ax, p;
+            pp_err e = {0};
+            if (unread(c, pp_lpnorm_parse(a, &c->in[0].shape, &ax, &p, &e), &e)) return -1;
+            if (ax == s.axis) return mixes(c, "it normalizes along the batch axis (%d)", ax);
+            break;
+        }
+        case PP_OP_SOFTMAX: case PP_OP_LOGSOFTMAX: case PP_OP_HARDMAX: {
             int ax;
             if (int_axis(c, n, "axis", a.opset >= 13 ? -1 : 1, rank, &ax)) return -1;
             if (a.opset < 13 && norm_from(c, s, ax, "it normalizes (opset < 13: as a 2-D input)"))
@@ -859,14 +867,15 @@ static int rule(bctx *c, int i) {
             if (t.axis == s.axis) return mixes(c, "it sorts along the batch axis (%d)", t.axis);
             break;
         }
-        case PP_OP_CUMSUM: {
+        case PP_OP_CUMSUM: case PP_OP_CUMPROD: {
             int64_t v[1];
             int cnt, ax;
             pp_err e = {0};
             if (pp_const_ints(&c->in[1], "axis", v, 1, &cnt, &e) != PP_OK || cnt != 1 ||
                 pp_norm_axis(v[0], rank, "axis", &ax, &e) != PP_OK)
                 return lost(c, "its axis is not known at compile time");
-            if (ax == s.axis) return mixes(c, "it sums along the batch axis (%d)", ax);
+            if (ax == s.axis)
+                return mixes(c, "it %s along the batch axis (%d)", n->op == PP_OP_CUMSUM ? "sums" : "multiplies", ax);
             break;
         }
         case PP_OP_TRILU:

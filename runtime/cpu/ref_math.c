@@ -1538,7 +1538,7 @@ pp_status kern_DROPOUT(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
 
 /* ---- CumSum ------------------------------------------------------------------------------------------ */
 
-/* Running sums along one axis; integers wrap (accumulated in U). */
+/* Running sums (products: PROD) along one axis; integers wrap (accumulated in U). */
 #define CUMSUM_CASE(E, T_, UT_, A, ACC)                                               \
     case E: {                                                                         \
         typedef T_ T;                                                                 \
@@ -1547,39 +1547,35 @@ pp_status kern_DROPOUT(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
         T *py = out[0].data;                                                          \
         for (int64_t o = 0; o < outer; o++)                                           \
             for (int64_t i = 0; i < inner; i++) {                                     \
-                ACC acc = 0;                                                          \
+                ACC acc = prod ? (ACC)1 : (ACC)0;                                     \
                 for (int64_t s = 0; s < len; s++) {                                   \
                     int64_t k = reverse ? len - 1 - s : s;                            \
                     int64_t at = (o * len + k) * inner + i;                           \
-                    if (exclusive) {                                                  \
-                        py[at] = (T)acc;                                              \
-                        acc += (ACC)px[at];                                           \
-                    } else {                                                          \
-                        acc += (ACC)px[at];                                           \
-                        py[at] = (T)acc;                                              \
-                    }                                                                 \
+                    if (exclusive) py[at] = (T)acc;                                   \
+                    if (prod) acc *= (ACC)px[at];                                     \
+                    else acc += (ACC)px[at];                                          \
+                    if (!exclusive) py[at] = (T)acc;                                  \
                 }                                                                     \
             }                                                                         \
     } break;
 
-pp_status kern_CUMSUM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
-                      int n_out, pprt_scratch *scratch, pp_err *err) {
-    LIFT(kern_CUMSUM);
-    PP_TRY(pprt_need_counts("CumSum", n_in, 2, 2, n_out, err));
-    PP_TRY(need_k(&in[0], K_NUM, "CumSum", "input x", err));
-    PP_TRY(need_dtype(&out[0], in[0].dtype, "CumSum", "output", err));
-    PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "CumSum output", err));
-    PP_TRY(need_k(&in[1], KB(PP_I32) | KB(PP_I64), "CumSum", "input axis", err));
+static pp_status cumulate(const char *name, bool prod, pp_attrs attrs, const pprt_tensor *in, int n_in,
+                         pprt_tensor *out, int n_out, pp_err *err) {
+    PP_TRY(pprt_need_counts(name, n_in, 2, 2, n_out, err));
+    PP_TRY(need_k(&in[0], K_NUM, name, "input x", err));
+    PP_TRY(need_dtype(&out[0], in[0].dtype, name, "output", err));
+    PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "output", err));
+    PP_TRY(need_k(&in[1], KB(PP_I32) | KB(PP_I64), name, "input axis", err));
     int64_t cnt;
     PP_TRY(pprt_numel_of(&in[1], &cnt, err));
     if (cnt != 1)
-        return PP_FAIL(err, PP_EINVAL, "CumSum kernel: input axis has %lld elements, expected 1",
+        return PP_FAIL(err, PP_EINVAL, "%s kernel: input axis has %lld elements, expected 1", name,
                        (long long)cnt);
     int64_t axis = in[1].dtype == PP_I64 ? *(const int64_t *)in[1].data
                                          : *(const int32_t *)in[1].data;
     const int r = in[0].shape.rank;
     if (axis < -r || axis >= r)
-        return PP_FAIL(err, PP_EINVAL, "CumSum: input axis=%lld is out of range [%d, %d)",
+        return PP_FAIL(err, PP_EINVAL, "%s: input axis=%lld is out of range [%d, %d)", name,
                        (long long)axis, -r, r);
     if (axis < 0) axis += r;
     int64_t exclusive, reverse;
@@ -1592,10 +1588,22 @@ pp_status kern_CUMSUM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tens
         FLOATS(CUMSUM_CASE, 0, T)
         SINTS(CUMSUM_CASE, 0, U)
         UINTS(CUMSUM_CASE, 0, U)
-    default: return PP_FAIL(err, PP_EUNSUP, "CumSum kernel: element type %s",
+    default: return PP_FAIL(err, PP_EUNSUP, "%s kernel: element type %s", name,
                             pp_dtype_name(in[0].dtype));
     }
     return PP_OK;
+}
+
+pp_status kern_CUMSUM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                      pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_CUMSUM);
+    return cumulate("CumSum", false, attrs, in, n_in, out, n_out, err);
+}
+
+pp_status kern_CUMPROD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                       pprt_scratch *scratch, pp_err *err) {
+    LIFT(kern_CUMPROD);
+    return cumulate("CumProd", true, attrs, in, n_in, out, n_out, err);
 }
 
 /* ---- QuantizeLinear, DequantizeLinear ------------------------------------------------------------------- */

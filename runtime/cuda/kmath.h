@@ -1258,32 +1258,32 @@ PCU_HD void pcu_resize_at(const pcu_resize *k, float *y, const float *x, int64_t
  * order along the axis (reversed with reverse), each output before its own
  * element with exclusive. t: the element type (f32, f64, i32, i64). */
 typedef struct pcu_cumsum {
-    int32_t t, exclusive, reverse, pad_;
+    int32_t t, exclusive, reverse, prod; /* prod: CumProd */
     int64_t outer, len, inner;
 } pcu_cumsum;
 
 PCU_HD void pcu_cumsum_at(const pcu_cumsum *k, void *y, const void *x, int64_t line) {
     const int64_t o = line / k->inner, in = line % k->inner;
-    float af = 0.0f;
-    double ad = 0.0;
-    uint64_t ai = 0;
+    float af = k->prod ? 1.0f : 0.0f;
+    double ad = k->prod ? 1.0 : 0.0;
+    uint64_t ai = k->prod ? 1u : 0u;
     for (int64_t s = 0; s < k->len; s++) {
         const int64_t at = (o * k->len + (k->reverse ? k->len - 1 - s : s)) * k->inner + in;
         if (k->t == PCU_T_F32) {
             const float v = ((const float *)x)[at];
-            if (!k->exclusive) af += v;
-            ((float *)y)[at] = af;
-            if (k->exclusive) af += v;
+            if (k->exclusive) ((float *)y)[at] = af;
+            af = k->prod ? af * v : af + v;
+            if (!k->exclusive) ((float *)y)[at] = af;
         } else if (k->t == PCU_T_F64) {
             const double v = ((const double *)x)[at];
-            if (!k->exclusive) ad += v;
-            ((double *)y)[at] = ad;
-            if (k->exclusive) ad += v;
+            if (k->exclusive) ((double *)y)[at] = ad;
+            ad = k->prod ? ad * v : ad + v;
+            if (!k->exclusive) ((double *)y)[at] = ad;
         } else {
             const uint64_t v = (uint64_t)pcu_ldi(x, k->t, at);
-            if (!k->exclusive) ai += v;
-            pcu_sti(y, k->t, at, (int64_t)ai);
-            if (k->exclusive) ai += v;
+            if (k->exclusive) pcu_sti(y, k->t, at, (int64_t)ai);
+            ai = k->prod ? ai * v : ai + v;
+            if (!k->exclusive) pcu_sti(y, k->t, at, (int64_t)ai);
         }
     }
 }

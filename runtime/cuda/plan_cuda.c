@@ -1025,7 +1025,7 @@ static pp_status plan_resize(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
-/* CumSum of f32, f64, i32 or i64 along a constant axis (pcu_cumsum_at). */
+/* CumSum and CumProd of f32, f64, i32 or i64 along a constant axis (pcu_cumsum_at). */
 static pp_status plan_cumsum(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]), *ax = n->n_in > 1 ? T(P, n->in[1]) : NULL, *y = T(P, n->out[0]);
@@ -1040,7 +1040,8 @@ static pp_status plan_cumsum(planner *P, int ni, bool *ok) {
     if (axis < -r || axis >= r) return PP_OK; /* the reference kernel says why */
     if (axis < 0) axis += r;
     pcu_cumsum k = {.t = (int32_t)t, .exclusive = attr_i(P, n, "exclusive", 0) != 0,
-                    .reverse = attr_i(P, n, "reverse", 0) != 0, .outer = 1, .len = x->shape.dim[axis], .inner = 1};
+                    .reverse = attr_i(P, n, "reverse", 0) != 0, .prod = n->op == PP_OP_CUMPROD,
+                    .outer = 1, .len = x->shape.dim[axis], .inner = 1};
     for (int d = 0; d < axis; d++) k.outer *= x->shape.dim[d];
     for (int d = (int)axis + 1; d < r; d++) k.inner *= x->shape.dim[d];
     NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
@@ -1696,7 +1697,8 @@ static const struct {
     ROW(INSTANCENORM, plan_norm, "own kernel") ROW(GROUPNORM, plan_norm, "own kernel")
     ROW(FUSEDGN, plan_norm, "own kernel")
     ROW(RMSNORM, plan_norm, "own kernel") ROW(RESIZE, plan_resize, "own kernel")
-    ROW(CUMSUM, plan_cumsum, "own kernel") ROW(GATHERELEMENTS, plan_gather_elements, "own kernel")
+    ROW(CUMSUM, plan_cumsum, "own kernel") ROW(CUMPROD, plan_cumsum, "own kernel")
+    ROW(GATHERELEMENTS, plan_gather_elements, "own kernel")
     ROW(TOPK, plan_topk, "own kernel") ROW(SCATTERND, plan_scatter, "own kernel")
     ROW(SCATTERELEMENTS, plan_scatter, "own kernel") ROW(SCATTER, plan_scatter, "own kernel")
     ROW(TRILU, plan_trilu, "own kernel") ROW(ROTARYEMBEDDING, plan_rope, "own kernel")

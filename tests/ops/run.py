@@ -23,7 +23,8 @@ written out (one pp.GroupNorm; the cases it must leave), Pow by 2 and 3
 (edge values, overflow), Resize by nearest neighbour (four coordinate transforms, four roundings, ranks 3 to
 5), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
-refused over batched samples), QuantizeLinear and DequantizeLinear (int8, uint8, int16, uint16 per tensor, axis
+refused over batched samples), Hardmax (ties, a NaN), LpNormalization (a line of zeros), CumProd (NumPy's
+cumprod), QuantizeLinear and DequantizeLinear (int8, uint8, int16, uint16 per tensor, axis
 and block; halves, saturation, infinities; a Q-DQ Conv in micro-batches), GridSample (every mode, padding and align_corners in 2-D, 3-D volumes, a
 1-D line, exact pixel centres and halves, a NaN point, the batch in micro-batches at -pp 1 and 2), EyeLike, ScatterElements with each reduction, RMSNormalization,
 RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
@@ -780,6 +781,54 @@ for pp in (1, 2):
         bad = r.stderr.strip()[-300:] if r.returncode else close(np.load(os.path.join(out, "y.npy")), want, 0, 0.1 + 1e-6)
         if bad:
             failures.append(f"qdq_conv_batched (-pp {pp}, {be}): {bad}")
+
+# ---- Hardmax, LpNormalization, CumProd ----------------------------------------------------------------------
+hx = f32(2, 5, 4)
+hx[0, 2, 1] = hx[0, 4, 1] = 9.0  # a tie: the first wins
+for opset, axis in ((11, 1), (13, 1), (13, -1), (13, 0)):
+    case(f"hardmax_opset{opset}_axis{axis}", [helper.make_node("Hardmax", ["x"], ["y"], axis=axis)], {"x": hx}, ["y"],
+         opset=opset)
+hn = f32(2, 5)
+hn[1, 3] = np.nan
+
+
+def hardmax_nan(feeds):  # a line holding a NaN is NaN (onnxruntime gives it zeros, or a 1 past the NaN)
+    x = feeds["x"]
+    y = (np.arange(5)[None, :] == np.nanargmax(x, axis=1)[:, None]).astype(np.float32)
+    y[np.isnan(x).any(axis=1)] = np.nan
+    return [y]
+
+
+case("hardmax_nan", [helper.make_node("Hardmax", ["x"], ["y"])], {"x": hn}, ["y"], opset=13, oracle=hardmax_nan)
+lx = f32(3, 4, 5)
+lx[1, :, 2] = 0  # a line of zeros along axis 1 stays zeros
+for p_ in (1, 2):
+    for axis in (1, -1):
+        case(f"lpnorm_p{p_}_axis{axis}", [helper.make_node("LpNormalization", ["x"], ["y"], axis=axis, p=p_)],
+             {"x": lx}, ["y"], opset=22)
+refused("lpnorm_p3", [helper.make_node("LpNormalization", ["x"], ["y"], p=3, name="lp")], {"x": lx}, ["y"],
+        "attribute 'p'=3 is not 1 or 2", opset=22)
+
+
+def cumprod_ref(axis, exclusive, reverse):
+    def f(feeds):
+        x = feeds["x"]
+        if reverse:
+            x = np.flip(x, axis)
+        if exclusive:
+            x = np.concatenate([np.ones_like(np.take(x, [0], axis)), np.delete(x, -1, axis)], axis)
+        y = np.cumprod(x, axis, dtype=x.dtype)
+        return [np.flip(y, axis) if reverse else y]
+    return f
+
+
+for dt, xs in (("f32", rng.uniform(0.5, 1.5, (3, 6)).astype(np.float32)),
+               ("i64", rng.integers(-3, 4, (3, 6)).astype(np.int64))):
+    for exclusive in (0, 1):
+        for reverse in (0, 1):
+            case(f"cumprod_{dt}_e{exclusive}_r{reverse}",
+                 [helper.make_node("CumProd", ["x", "ax"], ["y"], exclusive=exclusive, reverse=reverse)], {"x": xs},
+                 ["y"], inits={"ax": np.array(1, np.int64)}, opset=26, oracle=cumprod_ref(1, exclusive, reverse))
 
 # ---- GridSample ------------------------------------------------------------------------------------------
 # Every mode, padding and align_corners at opset 16 (4-D) against onnxruntime, on points reaching past the image
