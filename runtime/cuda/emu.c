@@ -51,6 +51,7 @@ void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i) 
     case PCU_K_TRILU: pcu_trilu_at(&s->u.tri, op[1], op[0], i); break;
     case PCU_K_ROPE: pcu_rope_at(&s->u.rope, op[4], op[0], op[1], op[2], op[3], err, i); break;
     case PCU_K_ATTN: pcu_attn_at(&s->u.attn, op[7], op[8], op[9], op[0], op[1], op[2], op[3], op[4], op[5], op[6], i); break;
+    case PCU_K_QUANT: pcu_quant_at(&s->u.q, op[3], op[0], op[1], op[2], i); break;
     default: break;
     }
 }
@@ -194,6 +195,8 @@ int pcu_kernel_esize(const pcu_step *s, int k) {
     case PCU_K_PERM: return s->u.perm.gdim >= 0 && k == 1 ? pcu_tsize(s->u.perm.gidx_t) : s->u.perm.esize;
     case PCU_K_RED: return k == 1 && (s->u.red.op == PCU_RED_ARGMAX || s->u.red.op == PCU_RED_ARGMIN) ? 8 : 4;
     case PCU_K_CUMSUM: return pcu_tsize(s->u.cs.t);
+    case PCU_K_QUANT: /* the scale and the float side 4 bytes, x or y on the quantized side and the zero point its type */
+        return k == 1 || (k == 0 && !s->u.q.dequant) || (k == 3 && s->u.q.dequant) ? 4 : pcu_tsize(s->u.q.qt);
     case PCU_K_GATHER_EL: return k == 1 ? pcu_tsize(s->u.ge.idx_t) : s->u.ge.esize;
     case PCU_K_TOPK: return k == 2 ? 8 : pcu_tsize(s->u.tk.t);
     case PCU_K_SCATTER: return k == 0 ? pcu_tsize(s->u.sc.idx_t) : s->u.sc.esize;
@@ -259,6 +262,10 @@ int64_t pcu_kernel_extent(const pcu_step *s, int k) {
     }
     case PCU_K_EPI: return k == 1 ? s->u.epi.c : s->u.epi.n;
     case PCU_K_CUMSUM: return s->u.cs.outer * s->u.cs.len * s->u.cs.inner;
+    case PCU_K_QUANT: { /* x, y: every element; scale, zero point: as many as the mapping reaches */
+        const pcu_quant *q = &s->u.q;
+        return k == 0 || k == 3 ? q->n : q->per_tensor ? 1 : pcu_quant_index(q, q->n - 1) + 1;
+    }
     case PCU_K_TOPK: return s->u.tk.outer * (k == 0 ? s->u.tk.len : s->u.tk.k) * s->u.tk.inner;
     case PCU_K_TRILU: return s->u.tri.n;
     case PCU_K_ROPE: {
@@ -312,6 +319,7 @@ static unsigned outputs_of(const pcu_step *s) {
         case PCU_K_SCATTER: return 1u << 2;
         case PCU_K_ROPE: return 1u << 4;
         case PCU_K_ATTN: return 7u << 7;
+        case PCU_K_QUANT: return 1u << 3;
         default: return 2u;
         }
     case PCU_S_CONV: return 1u << 4;

@@ -405,6 +405,7 @@ static size_t param_size(const pcu_step *s) {
     case PCU_K_TRILU: return sizeof(pcu_trilu);
     case PCU_K_ROPE: return sizeof(pcu_rope);
     case PCU_K_ATTN: return sizeof(pcu_attn);
+    case PCU_K_QUANT: return sizeof(pcu_quant);
     default: return sizeof(pcu_epi);
     }
 }

@@ -54,6 +54,12 @@ __global__ void pcu_k_resize(const pcu_resize *__restrict__ k, float *y, const f
     if (i < n) pcu_resize_at(k, y, x, i);
 }
 
+__global__ void pcu_k_quant(const pcu_quant *__restrict__ k, void *y, const void *x, const float *scale, const void *zp,
+                            int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_quant_at(k, y, x, scale, zp, i);
+}
+
 __global__ void pcu_k_cumsum(const pcu_cumsum *__restrict__ k, void *y, const void *x, int64_t n) {
     const int64_t i = PCU_TID;
     if (i < n) pcu_cumsum_at(k, y, x, i);
@@ -136,6 +142,7 @@ extern "C" int pcu_launch(int kind, const void *param, void *const *op, int *err
         pcu_k_attn<<<blocks, 256, 0, s>>>((const pcu_attn *)param, f[7], f[8], (double *)op[9], f[0], f[1], f[2], op[3],
                                           f[4], f[5], (const int64_t *)op[6], n);
         break;
+    case 16: pcu_k_quant<<<blocks, 256, 0, s>>>((const pcu_quant *)param, op[3], op[0], f[1], op[2], n); break;
     case 10: pcu_k_gather_el<<<blocks, 256, 0, s>>>((const pcu_gather_el *)param, op[2], op[0], op[1], err, n); break;
     default: return (int)cudaErrorInvalidValue;
     }

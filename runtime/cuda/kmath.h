@@ -1593,4 +1593,37 @@ PCU_HD void pcu_attn_at(const pcu_attn *t, float *Y, float *qk_out, double *scra
     }
 }
 
+/* ---- QuantizeLinear, DequantizeLinear: one thread per element ------------------------------ */
+
+/* The scale (and zero point) of element i: per tensor, per axis (len
+ * entries along it, inner elements apart), or in blocks of `block` along
+ * it (ir/op_fns.h pp_quant; the reference kernel's quant_index). */
+typedef struct pcu_quant {
+    int32_t dequant, qt, has_zp, per_tensor; /* qt: the quantized type (PCU_T_*) */
+    int64_t n, inner, len, block;
+    int32_t lo, hi; /* Quantize: the type's range */
+} pcu_quant;
+
+PCU_HD int64_t pcu_quant_index(const pcu_quant *q, int64_t i) {
+    if (q->per_tensor) return 0;
+    const int64_t a = i / q->inner % q->len;
+    if (!q->block) return a;
+    const int64_t nb = (q->len + q->block - 1) / q->block, o = i / (q->inner * q->len);
+    return (o * nb + a / q->block) * q->inner + i % q->inner;
+}
+
+/* Quantize: y = clamp(rint(x / scale) + zero_point) (the division in float, a
+ * NaN to the zero point); Dequantize: y = (x - zero_point) * scale. */
+PCU_HD void pcu_quant_at(const pcu_quant *q, void *y, const void *x, const float *scale, const void *zp, int64_t i) {
+    const int64_t j = pcu_quant_index(q, i);
+    const int64_t z = q->has_zp ? pcu_ldi(zp, q->qt, j) : 0;
+    if (q->dequant) {
+        ((float *)y)[i] = (float)(pcu_ldi(x, q->qt, i) - z) * scale[j];
+        return;
+    }
+    const float r = rintf(((const float *)x)[i] / scale[j]);
+    const double v = r != r ? (double)z : fmin(fmax((double)r + (double)z, (double)q->lo), (double)q->hi);
+    pcu_sti(y, q->qt, i, (int64_t)v);
+}
+
 #endif

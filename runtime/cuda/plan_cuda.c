@@ -1056,6 +1056,46 @@ static pp_status plan_cumsum(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* QuantizeLinear and DequantizeLinear as the reference parses them (ir/op_fns.h
+ * pp_quant; pcu_quant_at): any scale and zero point, constant or computed. */
+static pp_status plan_quant(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    pp_tinfo tin[3];
+    for (int k = 0; k < 3; k++) tin[k] = shape_info(P, n, k);
+    if (n->n_in > 2 && n->in[2] >= 0 && T(P, n->in[2])->kind == PPRT_WEIGHT) tin[2].data = T(P, n->in[2])->data;
+    pp_quant q;
+    if (pp_quant_parse(n->op, attrs_of(P, n), tin, n->n_in, &q, NULL) != PP_OK) return PP_OK;
+    const pp_shape *xs = &T(P, n->in[0])->shape;
+    pcu_quant k = {.dequant = n->op == PP_OP_DEQUANTIZELINEAR, .qt = (int32_t)q.q, .has_zp = q.has_zp,
+                   .per_tensor = q.per_tensor, .n = numel(xs), .inner = 1, .len = 1, .block = q.block};
+    if (!q.per_tensor) {
+        k.len = xs->dim[q.axis];
+        for (int d = q.axis + 1; d < xs->rank; d++) k.inner *= xs->dim[d];
+    }
+    switch (q.q) {
+    case PP_I8: k.lo = INT8_MIN, k.hi = INT8_MAX; break;
+    case PP_U8: k.lo = 0, k.hi = UINT8_MAX; break;
+    case PP_I16: k.lo = INT16_MIN, k.hi = INT16_MAX; break;
+    case PP_U16: k.lo = 0, k.hi = UINT16_MAX; break;
+    default: k.lo = INT32_MIN, k.hi = INT32_MAX; break; /* Dequantize's int32: unused */
+    }
+    _Static_assert(PCU_T_I8 == (int)PP_I8 && PCU_T_U16 == (int)PP_U16 && PCU_T_I32 == (int)PP_I32,
+                   "pcu types are ONNX's numbering");
+    *ok = true;
+    if (k.n == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 4);
+    s->kernel = PCU_K_QUANT;
+    s->u.q = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->in[1]);
+    if (q.has_zp) s->ops[2] = R(P, n->in[2]);
+    s->ops[3] = R(P, n->out[0]);
+    s->threads = k.n;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
 /* GatherElements of any element type up to 8 bytes, int32 or int64
  * indices (pcu_gather_el_at); an index out of range fails the stage. */
 static pp_status plan_gather_elements(planner *P, int ni, bool *ok) {
@@ -1699,6 +1739,7 @@ static const struct {
     ROW(RMSNORM, plan_norm, "own kernel") ROW(RESIZE, plan_resize, "own kernel")
     ROW(CUMSUM, plan_cumsum, "own kernel") ROW(CUMPROD, plan_cumsum, "own kernel")
     ROW(GATHERELEMENTS, plan_gather_elements, "own kernel")
+    ROW(QUANTIZELINEAR, plan_quant, "own kernel") ROW(DEQUANTIZELINEAR, plan_quant, "own kernel")
     ROW(TOPK, plan_topk, "own kernel") ROW(SCATTERND, plan_scatter, "own kernel")
     ROW(SCATTERELEMENTS, plan_scatter, "own kernel") ROW(SCATTER, plan_scatter, "own kernel")
     ROW(TRILU, plan_trilu, "own kernel") ROW(ROTARYEMBEDDING, plan_rope, "own kernel")
