@@ -65,7 +65,7 @@ typedef enum pcu_step_kind {
 typedef enum pcu_kernel_kind {
     PCU_K_EW, PCU_K_PERM, PCU_K_RED, PCU_K_SOFTMAX, PCU_K_NORM, PCU_K_BN, PCU_K_POOL, PCU_K_EPI, PCU_K_RESIZE,
     PCU_K_CUMSUM, PCU_K_GATHER_EL, PCU_K_TOPK, PCU_K_SCATTER, PCU_K_TRILU, PCU_K_ROPE, PCU_K_ATTN, PCU_K_QUANT,
-    PCU_K_COUNT
+    PCU_K_GRIDSAMPLE, PCU_K_COUNT
 } pcu_kernel_kind;
 
 /* A convolution as cuDNN's graph sees it: NCHW (or NCDHW) tensors, fully
@@ -102,6 +102,7 @@ typedef struct pcu_mm {
  *          ROPE    x cos sin [position_ids] y
  *          ATTN    Q K V [mask] [past_key] [past_value] [nonpad] Y [qk] scratch (WORK)
  *          QUANT   x scale [zero_point] y
+ *          GRIDSAMPLE      x grid y
  *          NORM    x scale [bias] y [mean] [inv_std_dev] (absent: space -1)
  *          BN      x scale bias mean var y
  *          EPI     y [bias] [res] (y read and written)
@@ -134,6 +135,7 @@ typedef struct pcu_step {
         pcu_rope rope;
         pcu_attn attn;
         pcu_quant q;
+        pcu_gridsample gs;
         pcu_conv conv;
         pcu_mm mm;
     } u;

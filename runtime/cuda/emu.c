@@ -52,6 +52,7 @@ void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i) 
     case PCU_K_ROPE: pcu_rope_at(&s->u.rope, op[4], op[0], op[1], op[2], op[3], err, i); break;
     case PCU_K_ATTN: pcu_attn_at(&s->u.attn, op[7], op[8], op[9], op[0], op[1], op[2], op[3], op[4], op[5], op[6], i); break;
     case PCU_K_QUANT: pcu_quant_at(&s->u.q, op[3], op[0], op[1], op[2], i); break;
+    case PCU_K_GRIDSAMPLE: pcu_gridsample_at(&s->u.gs, op[2], op[0], op[1], i); break;
     default: break;
     }
 }
@@ -262,6 +263,11 @@ int64_t pcu_kernel_extent(const pcu_step *s, int k) {
     }
     case PCU_K_EPI: return k == 1 ? s->u.epi.c : s->u.epi.n;
     case PCU_K_CUMSUM: return s->u.cs.outer * s->u.cs.len * s->u.cs.inner;
+    case PCU_K_GRIDSAMPLE: {
+        const pcu_gridsample *g = &s->u.gs;
+        const int64_t N = g->n / (g->C * g->P);
+        return k == 0 ? N * g->C * g->S : k == 1 ? N * g->P * g->k : g->n;
+    }
     case PCU_K_QUANT: { /* x, y: every element; scale, zero point: as many as the mapping reaches */
         const pcu_quant *q = &s->u.q;
         return k == 0 || k == 3 ? q->n : q->per_tensor ? 1 : pcu_quant_index(q, q->n - 1) + 1;
@@ -320,6 +326,7 @@ static unsigned outputs_of(const pcu_step *s) {
         case PCU_K_ROPE: return 1u << 4;
         case PCU_K_ATTN: return 7u << 7;
         case PCU_K_QUANT: return 1u << 3;
+        case PCU_K_GRIDSAMPLE: return 1u << 2;
         default: return 2u;
         }
     case PCU_S_CONV: return 1u << 4;

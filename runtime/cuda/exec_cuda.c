@@ -406,6 +406,7 @@ static size_t param_size(const pcu_step *s) {
     case PCU_K_ROPE: return sizeof(pcu_rope);
     case PCU_K_ATTN: return sizeof(pcu_attn);
     case PCU_K_QUANT: return sizeof(pcu_quant);
+    case PCU_K_GRIDSAMPLE: return sizeof(pcu_gridsample);
     default: return sizeof(pcu_epi);
     }
 }

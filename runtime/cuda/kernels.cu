@@ -60,6 +60,12 @@ __global__ void pcu_k_quant(const pcu_quant *__restrict__ k, void *y, const void
     if (i < n) pcu_quant_at(k, y, x, scale, zp, i);
 }
 
+__global__ void pcu_k_gridsample(const pcu_gridsample *__restrict__ k, float *y, const float *x, const float *grid,
+                                 int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_gridsample_at(k, y, x, grid, i);
+}
+
 __global__ void pcu_k_cumsum(const pcu_cumsum *__restrict__ k, void *y, const void *x, int64_t n) {
     const int64_t i = PCU_TID;
     if (i < n) pcu_cumsum_at(k, y, x, i);
@@ -143,6 +149,7 @@ extern "C" int pcu_launch(int kind, const void *param, void *const *op, int *err
                                           f[4], f[5], (const int64_t *)op[6], n);
         break;
     case 16: pcu_k_quant<<<blocks, 256, 0, s>>>((const pcu_quant *)param, op[3], op[0], f[1], op[2], n); break;
+    case 17: pcu_k_gridsample<<<blocks, 256, 0, s>>>((const pcu_gridsample *)param, f[2], f[0], f[1], n); break;
     case 10: pcu_k_gather_el<<<blocks, 256, 0, s>>>((const pcu_gather_el *)param, op[2], op[0], op[1], err, n); break;
     default: return (int)cudaErrorInvalidValue;
     }

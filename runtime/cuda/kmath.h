@@ -1626,4 +1626,122 @@ PCU_HD void pcu_quant_at(const pcu_quant *q, void *y, const void *x, const float
     pcu_sti(y, q->qt, i, (int64_t)v);
 }
 
+/* ---- GridSample: one thread per output element ----------------------------------------------- */
+
+/* X [N, C, in...] sampled at grid [N, P points, k] (k <= 3 spatial axes,
+ * each point's coordinates the last axis's first) into Y [N, C, P]. mode:
+ * 0 linear, 1 nearest, 2 cubic; pad: 0 zeros, 1 border, 2 reflection (ir's
+ * pp_gs_mode and pp_gs_pad). The reference kernel's taps and order
+ * (runtime/cpu/ref_nn.c kern_GRIDSAMPLE), so the emulator gives its bits. */
+#define PCU_GS_MAXK 3
+typedef struct pcu_gridsample {
+    int32_t mode, pad, align, k;
+    int64_t C, P, S, n;        /* channels, output points a sample, input points a channel, outputs */
+    int64_t in[PCU_GS_MAXK];   /* input spatial dims (1 past k) */
+} pcu_gridsample;
+
+/* a * b rounded once: no fused multiply-add on the GPU, so the coordinate is
+ * the float the CPU computes (a point halfway between pixels rounds alike) */
+#ifdef __CUDA_ARCH__
+#define PCU_FMUL(a, b) __fmul_rn((a), (b))
+#else
+#define PCU_FMUL(a, b) ((a) * (b))
+#endif
+/* a loop of constant trip count unrolled on the GPU, so the small arrays it
+ * indexes stay in registers (ptxas refuses local memory here) */
+#ifdef __CUDACC__
+#define PCU_UNROLL _Pragma("unroll")
+#else
+#define PCU_UNROLL
+#endif
+
+PCU_HD double pcu_gs_reflect(double x, double lo, double hi) {
+    const double rng = hi - lo;
+    if (!(rng > 0)) return lo;
+    if (x < lo) {
+        const double dx = lo - x, n = floor(dx / rng), r = dx - n * rng;
+        return fmod(n, 2.0) == 0 ? lo + r : hi - r;
+    }
+    if (x > hi) {
+        const double dx = x - hi, n = floor(dx / rng), r = dx - n * rng;
+        return fmod(n, 2.0) == 0 ? hi - r : lo + r;
+    }
+    return x;
+}
+
+PCU_HD int64_t pcu_gs_pixel(int pad, int64_t i, int64_t len, double lo, double hi) {
+    if (pad == 0) return i < 0 || i >= len ? -1 : i;
+    if (pad == 1) return i < 0 ? 0 : i >= len ? len - 1 : i;
+    const int64_t r = (int64_t)pcu_gs_reflect((double)i, lo, hi);
+    return r < 0 ? 0 : r >= len ? len - 1 : r;
+}
+
+/* The taps of one axis of len for normalized coordinate v: their count (0:
+ * a NaN coordinate), input indices (-1: a zero) and weights. */
+PCU_HD int pcu_gs_axis(const pcu_gridsample *g, float v, int64_t len, int64_t *idx, double *w) {
+    const float Lf = (float)len;
+    const float xf = g->align ? PCU_FMUL((v + 1.0f) / 2.0f, Lf - 1.0f) : (PCU_FMUL(v + 1.0f, Lf) - 1.0f) / 2.0f;
+    const double L = (double)len, lo = g->align ? 0.0 : -0.5, hi = g->align ? L - 1 : L - 0.5;
+    double x = g->mode == 1 ? rint((double)xf) : (double)xf;
+    if (x != x) return 0;
+    if (x < -8 || x > L + 7) {
+        if (g->pad == 0) {
+            idx[0] = -1, w[0] = 1;
+            return 1;
+        }
+        if (g->pad == 1) x = x < 0 ? -8 : L + 7;
+        else x = lo + fmod(fmod(x - lo, 2 * (hi - lo)) + 2 * (hi - lo), 2 * (hi - lo));
+        if (x != x) return 0;
+    }
+    const double x0 = floor(x), f = x - x0;
+    const int64_t i0 = (int64_t)x0;
+    if (g->mode == 1) {
+        idx[0] = pcu_gs_pixel(g->pad, i0, len, lo, hi), w[0] = 1;
+        return 1;
+    }
+    if (g->mode == 0) {
+        idx[0] = pcu_gs_pixel(g->pad, i0, len, lo, hi), w[0] = 1 - f;
+        idx[1] = pcu_gs_pixel(g->pad, i0 + 1, len, lo, hi), w[1] = f;
+        return 2;
+    }
+    const double a = -0.75, x1 = f + 1, x2 = 1 - f, x3 = 2 - f;
+    w[0] = ((a * x1 - 5 * a) * x1 + 8 * a) * x1 - 4 * a;
+    w[1] = ((a + 2) * f - (a + 3)) * f * f + 1;
+    w[2] = ((a + 2) * x2 - (a + 3)) * x2 * x2 + 1;
+    w[3] = ((a * x3 - 5 * a) * x3 + 8 * a) * x3 - 4 * a;
+    PCU_UNROLL
+    for (int j = 0; j < 4; j++) idx[j] = pcu_gs_pixel(g->pad, i0 - 1 + j, len, lo, hi);
+    return 4;
+}
+
+PCU_HD void pcu_gridsample_at(const pcu_gridsample *g, float *y, const float *x, const float *grid, int64_t i) {
+    const int64_t p = i % g->P, nc = i / g->P, n = nc / g->C;
+    const float *pt = grid + (n * g->P + p) * g->k;
+    int64_t idx[PCU_GS_MAXK][4];
+    double w[PCU_GS_MAXK][4];
+    int nt[PCU_GS_MAXK];
+    PCU_UNROLL
+    for (int d = 0; d < PCU_GS_MAXK; d++) {
+        nt[d] = 1, idx[d][0] = 0, w[d][0] = 1; /* an axis past k: one tap at 0 */
+        if (d < g->k && !(nt[d] = pcu_gs_axis(g, pt[g->k - 1 - d], g->in[d], idx[d], w[d]))) {
+            y[i] = NAN;
+            return;
+        }
+    }
+    const float *xc = x + nc * g->S;
+    double acc = 0;
+    /* the combinations, the last axis fastest, as the reference kernel sums them */
+    PCU_UNROLL
+    for (int a = 0; a < 4; a++)
+        PCU_UNROLL
+        for (int b = 0; b < 4; b++)
+            PCU_UNROLL
+            for (int c = 0; c < 4; c++)
+                if (a < nt[0] && b < nt[1] && c < nt[2] && idx[0][a] >= 0 && idx[1][b] >= 0 && idx[2][c] >= 0) {
+                    const int64_t at = (idx[0][a] * g->in[1] + idx[1][b]) * g->in[2] + idx[2][c];
+                    acc += w[0][a] * w[1][b] * w[2][c] * (double)xc[at];
+                }
+    y[i] = (float)acc;
+}
+
 #endif

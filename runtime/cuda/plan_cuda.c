@@ -1096,6 +1096,32 @@ static pp_status plan_quant(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* GridSample of f32 over 1 to 3 spatial axes (pcu_gridsample_at); more: the host. */
+static pp_status plan_gridsample(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    pp_tinfo tin[2] = {shape_info(P, n, 0), shape_info(P, n, 1)};
+    pp_gridsample g;
+    if (pp_gridsample_parse(attrs_of(P, n), tin, n->n_in, &g, NULL) != PP_OK || g.k > PCU_GS_MAXK) return PP_OK;
+    const pp_shape *xs = &tin[0].shape, *ys = &T(P, n->out[0])->shape;
+    pcu_gridsample k = {.mode = (int32_t)g.mode, .pad = (int32_t)g.pad, .align = g.align_corners, .k = g.k,
+                        .C = xs->dim[1], .P = 1, .S = 1, .n = numel(ys), .in = {1, 1, 1}};
+    _Static_assert(PP_GS_LINEAR == 0 && PP_GS_NEAREST == 1 && PP_GS_CUBIC == 2 && PP_GS_ZEROS == 0 &&
+                   PP_GS_BORDER == 1 && PP_GS_REFLECTION == 2, "pcu_gridsample's numbering");
+    for (int d = 0; d < g.k; d++) k.in[d] = xs->dim[2 + d], k.S *= xs->dim[2 + d], k.P *= ys->dim[2 + d];
+    *ok = true;
+    if (k.n == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 3);
+    s->kernel = PCU_K_GRIDSAMPLE;
+    s->u.gs = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->in[1]);
+    s->ops[2] = R(P, n->out[0]);
+    s->threads = k.n;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
 /* GatherElements of any element type up to 8 bytes, int32 or int64
  * indices (pcu_gather_el_at); an index out of range fails the stage. */
 static pp_status plan_gather_elements(planner *P, int ni, bool *ok) {
@@ -1740,6 +1766,7 @@ static const struct {
     ROW(CUMSUM, plan_cumsum, "own kernel") ROW(CUMPROD, plan_cumsum, "own kernel")
     ROW(GATHERELEMENTS, plan_gather_elements, "own kernel")
     ROW(QUANTIZELINEAR, plan_quant, "own kernel") ROW(DEQUANTIZELINEAR, plan_quant, "own kernel")
+    ROW(GRIDSAMPLE, plan_gridsample, "own kernel (1-3 spatial axes)")
     ROW(TOPK, plan_topk, "own kernel") ROW(SCATTERND, plan_scatter, "own kernel")
     ROW(SCATTERELEMENTS, plan_scatter, "own kernel") ROW(SCATTER, plan_scatter, "own kernel")
     ROW(TRILU, plan_trilu, "own kernel") ROW(ROTARYEMBEDDING, plan_rope, "own kernel")
