@@ -1209,3 +1209,52 @@ double flops_GRIDSAMPLE(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo
     const double taps = !strcmp(mode, "nearest") ? 1.0 : pow(strstr(mode, "cubic") ? 4.0 : 2.0, k);
     return 2.0 * taps * pp_numel_d(&out[0]);
 }
+
+/* ---- AffineGrid ---------------------------------------------------------------------------- */
+
+pp_status pp_affinegrid_parse(pp_attrs a, const pp_tinfo *in, pp_affinegrid *g, pp_err *err) {
+    PP_TRY(need_dtype(&in[0], "input theta", T_FD, NT(T_FD), err));
+    if (in[1].dtype != PP_I64)
+        return PP_FAIL(err, PP_EINVAL, "input size has element type %s, not int64", pp_dtype_name(in[1].dtype));
+    if (!in[1].data)
+        return PP_FAIL(err, PP_EUNSUP, "input size decides the output's shape and is not known at compile time");
+    int64_t sz[5];
+    int cnt;
+    PP_TRY(pp_const_ints(&in[1], "input size", sz, 5, &cnt, err));
+    if (in[1].shape.rank != 1 || (cnt != 4 && cnt != 5))
+        return PP_FAIL(err, PP_EINVAL, "input size holds %d values; it must be [N, C, H, W] or [N, C, D, H, W]", cnt);
+    int64_t align;
+    PP_TRY(pp_attr_int(a, "align_corners", 0, &align, err));
+    if (align != 0 && align != 1)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'align_corners'=%lld is not 0 or 1", (long long)align);
+    g->k = cnt - 2;
+    g->align_corners = align == 1;
+    g->n = sz[0];
+    for (int d = 0; d < cnt; d++)
+        if (sz[d] < 0) return PP_FAIL(err, PP_EINVAL, "input size holds %lld at %d", (long long)sz[d], d);
+    for (int d = 0; d < g->k; d++) g->out[d] = sz[2 + d];
+    const pp_shape *t = &in[0].shape;
+    if (t->rank != 3 || t->dim[0] != sz[0] || t->dim[1] != g->k || t->dim[2] != g->k + 1) {
+        char s1[96];
+        return PP_FAIL(err, PP_EINVAL, "input theta has shape %s; with size's %d values it must be [%lld, %d, %d]",
+                       pp_shape_str(t, s1, sizeof s1), cnt, (long long)sz[0], g->k, g->k + 1);
+    }
+    return PP_OK;
+}
+
+pp_status shape_AFFINEGRID(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    pp_affinegrid g;
+    PP_TRY(pp_affinegrid_parse(a, in, &g, err));
+    out[0].dtype = in[0].dtype;
+    out[0].shape.rank = g.k + 2;
+    out[0].shape.dim[0] = g.n;
+    for (int d = 0; d < g.k; d++) out[0].shape.dim[1 + d] = g.out[d];
+    out[0].shape.dim[g.k + 1] = g.k;
+    return PP_OK;
+}
+
+double flops_AFFINEGRID(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_in, (void)n_out;
+    return 8.0 * pp_numel_d(&out[0]);
+}

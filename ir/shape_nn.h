@@ -136,4 +136,13 @@ typedef struct pp_gridsample {
 } pp_gridsample;
 pp_status pp_gridsample_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_gridsample *g, pp_err *err);
 
+/* AffineGrid: theta [N, 2, 3] (or [N, 3, 4]) and the constant size [N, C, H, W]
+ * (or [N, C, D, H, W]): k = 2 (3) spatial axes, their extents in out[]. */
+typedef struct pp_affinegrid {
+    int k;
+    bool align_corners;
+    int64_t n, out[3];
+} pp_affinegrid;
+pp_status pp_affinegrid_parse(pp_attrs a, const pp_tinfo *in, pp_affinegrid *g, pp_err *err);
+
 #endif

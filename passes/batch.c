@@ -789,6 +789,9 @@ static int rule(bctx *c, int i) {
                     return mixes(c, "its residual input carries samples on axis %d", r.axis);
             }
             break;
+        case PP_OP_AFFINEGRID:
+            if (s.axis != 0) return mixes(c, "its theta carries samples on axis %d, not 0", s.axis);
+            break;
         case PP_OP_QUANTIZELINEAR: case PP_OP_DEQUANTIZELINEAR: {
             pp_quant q;
             pp_err e = {0};

@@ -1604,3 +1604,50 @@ pp_status kern_GRIDSAMPLE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_
         }
     return PP_OK;
 }
+
+/* ---- AffineGrid ------------------------------------------------------------------------------ */
+
+/* Point i of an axis of len in [-1, 1]: pixel centres (align_corners 0) or
+ * the first and last pixels at -1 and 1 (1; a single pixel at 0, as PyTorch
+ * and onnxruntime, where the ONNX reference puts it at -1: no node test has
+ * one). */
+static double affine_base(bool align, int64_t i, int64_t len) {
+    if (align) return len > 1 ? -1.0 + 2.0 * (double)i / (double)(len - 1) : 0.0;
+    return -1.0 + (2.0 * (double)i + 1.0) / (double)len;
+}
+
+/* grid[n, point, r] = theta[n, r, :] . (x, y[, z], 1), x along the last axis;
+ * sums in double. */
+pp_status kern_AFFINEGRID(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                          pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(check_outputs(PP_OP_AFFINEGRID, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[2] = {pprt_tinfo_of(&in[0]), pprt_tinfo_of(&in[1])};
+    pp_affinegrid g;
+    PP_TRY(pp_affinegrid_parse(attrs, ti, &g, err));
+    const int k = g.k;
+    int64_t P = 1;
+    for (int d = 0; d < k; d++) P *= g.out[d];
+    const bool f64 = in[0].dtype == PP_F64;
+    for (int64_t n = 0; n < g.n; n++)
+        for (int64_t p = 0; p < P; p++) {
+            double base[4] = {0, 0, 0, 1}; /* x, y[, z], 1: the last spatial axis first */
+            int64_t rest = p;
+            for (int d = k - 1; d >= 0; d--) {
+                base[k - 1 - d] = affine_base(g.align_corners, rest % g.out[d], g.out[d]);
+                rest /= g.out[d];
+            }
+            base[k] = 1;
+            for (int r = 0; r < k; r++) {
+                double acc = 0;
+                for (int c = 0; c <= k; c++) {
+                    const int64_t at = (n * k + r) * (k + 1) + c;
+                    acc += (f64 ? ((const double *)in[0].data)[at] : (double)((const float *)in[0].data)[at]) * base[c];
+                }
+                const int64_t o = (n * P + p) * k + r;
+                if (f64) ((double *)out[0].data)[o] = acc;
+                else ((float *)out[0].data)[o] = (float)acc;
+            }
+        }
+    return PP_OK;
+}

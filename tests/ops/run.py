@@ -23,7 +23,8 @@ written out (one pp.GroupNorm; the cases it must leave), Pow by 2 and 3
 (edge values, overflow), Resize by nearest neighbour (four coordinate transforms, four roundings, ranks 3 to
 5), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
-refused over batched samples), Hardmax (ties, a NaN), LpNormalization (a line of zeros), CumProd (NumPy's
+refused over batched samples), AffineGrid (2-D, 3-D, axes of one pixel) and a spatial transformer (AffineGrid
+of the input's Shape, then GridSample; in micro-batches at -pp 1 and 2), Hardmax (ties, a NaN), LpNormalization (a line of zeros), CumProd (NumPy's
 cumprod), QuantizeLinear and DequantizeLinear (int8, uint8, int16, uint16 per tensor, axis
 and block; halves, saturation, infinities; a Q-DQ Conv in micro-batches), GridSample (every mode, padding and align_corners in 2-D, 3-D volumes, a
 1-D line, exact pixel centres and halves, a NaN point, the batch in micro-batches at -pp 1 and 2), EyeLike, ScatterElements with each reduction, RMSNormalization,
@@ -781,6 +782,54 @@ for pp in (1, 2):
         bad = r.stderr.strip()[-300:] if r.returncode else close(np.load(os.path.join(out, "y.npy")), want, 0, 0.1 + 1e-6)
         if bad:
             failures.append(f"qdq_conv_batched (-pp {pp}, {be}): {bad}")
+
+# ---- AffineGrid, and a spatial transformer (AffineGrid then GridSample) ----------------------------------
+# an axis of one pixel under align_corners: PyTorch puts it at 0, onnxruntime at 1, the ONNX reference at -1 (no
+# node test has one); pprt follows PyTorch, which trained the model, checked against PyTorch's formula in NumPy
+def affine_torch(dims, align):
+    def f(feeds):
+        k = len(dims) - 2
+        axes = [(np.linspace(-1, 1, L) if L > 1 else np.zeros(1)) if align else (2 * np.arange(L) + 1) / L - 1
+                for L in dims[2:]]
+        mesh = np.meshgrid(*axes, indexing="ij")
+        base = np.stack([m.ravel() for m in mesh[::-1]] + [np.ones(mesh[0].size)], 1)  # x first, then 1
+        g = np.einsum("nrc,pc->npr", feeds["theta"].astype(np.float64), base)
+        return [g.reshape(dims[0], *dims[2:], k).astype(np.float32)]
+    return f
+
+
+for dims, align in (((2, 3, 5, 7), 0), ((2, 3, 5, 7), 1), ((2, 1, 4, 1, 6), 0), ((2, 1, 4, 1, 6), 1),
+                    ((3, 2, 1, 4), 1), ((3, 2, 1, 4), 0)):
+    k = len(dims) - 2
+    case(f"affinegrid_{k}d_{'x'.join(map(str, dims[2:]))}_a{align}",
+         [helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=align)],
+         {"theta": f32(dims[0], k, k + 1, lo=-1.5, hi=1.5)}, ["grid"], inits={"size": np.array(dims, np.int64)},
+         opset=20, oracle=affine_torch(dims, align) if align and 1 in dims[2:] else "onnxruntime")
+stn_nodes = [helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("AffineGrid", ["theta", "xs"], ["grid"]),
+             helper.make_node("GridSample", ["x", "grid"], ["y"], mode="linear", padding_mode="border")]
+stn_x, stn_t = f32(4, 3, 6, 5), f32(4, 2, 3, lo=-1.2, hi=1.2)
+case("stn", stn_nodes, {"x": stn_x, "theta": stn_t}, ["y"], opset=20)
+n_cases += 1
+m = model(stn_nodes, {"x": stn_x, "theta": stn_t}, ["y"], (), 20)
+for i in m.graph.input:
+    i.type.tensor_type.shape.dim[0].dim_param = "N"
+d, path = write_case("stn_batched", m, {"x": stn_x, "theta": stn_t})
+want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(["y"], {"x": stn_x,
+                                                                                                  "theta": stn_t})[0]
+for pp in (1, 2):
+    plan = os.path.join(d, f"b2_pp{pp}.plan")
+    r = subprocess.run([PPCC, path, "-b", "2", "-pp", str(pp), "-q", "-o", plan], capture_output=True, text=True)
+    if r.returncode:
+        failures.append(f"stn_batched: ppcc -b 2 -pp {pp}: {r.stderr.strip()[-300:]}")
+        continue
+    for be in BACKENDS:
+        out = os.path.join(d, f"out{pp}_{be}")
+        r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", out, "-q", "--backend", be],
+                           capture_output=True, text=True)
+        bad = r.stderr.strip()[-300:] if r.returncode else close(np.load(os.path.join(out, "y.npy")), want, 1e-5, 1e-5)
+        if bad:
+            failures.append(f"stn_batched (-pp {pp}, {be}): {bad}")
 
 # ---- Hardmax, LpNormalization, CumProd ----------------------------------------------------------------------
 hx = f32(2, 5, 4)
