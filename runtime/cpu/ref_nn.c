@@ -758,25 +758,35 @@ pp_status kern_LOGSOFTMAX(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_
 
 /* ---- Hardmax, LpNormalization ---------------------------------------------------------------------- */
 
-/* 1 at the first largest element of each line along the axis, 0 elsewhere;
- * a line holding a NaN is NaN throughout (its largest is undefined). */
-#define HARDMAX_LINES(T)                                                                   \
-    do {                                                                                   \
-        const T *x = in[0].data;                                                           \
-        T *y = out[0].data;                                                                \
-        for (int64_t o = 0; o < outer; o++)                                                \
-            for (int64_t i = 0; i < inner; i++) {                                          \
-                const T *xl = x + o * n * inner + i;                                       \
-                T *yl = y + o * n * inner + i;                                             \
-                int64_t best = 0;                                                          \
-                bool nan = false;                                                          \
-                for (int64_t k = 0; k < n; k++) {                                          \
-                    if (isnan(xl[k * inner])) nan = true;                                  \
-                    else if (xl[k * inner] > xl[best * inner]) best = k;                   \
-                }                                                                          \
-                for (int64_t k = 0; k < n; k++) yl[k * inner] = nan ? (T)NAN : (T)(k == best); \
-            }                                                                              \
-    } while (0)
+static double ld_fd(const void *p, bool f64, int64_t i) { return f64 ? ((const double *)p)[i] : ((const float *)p)[i]; }
+
+static void st_fd(void *p, bool f64, int64_t i, double v) {
+    if (f64) ((double *)p)[i] = v;
+    else ((float *)p)[i] = (float)v;
+}
+
+/* One line of n elements, `inner` apart, from offset at of x into y. */
+typedef void line_fn(const void *x, void *y, bool f64, int64_t at, int64_t n, int64_t inner, int p);
+
+static void each_line(const pprt_tensor *x, pprt_tensor *y, int64_t outer, int64_t n, int64_t inner, line_fn *f,
+                      int p) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) f(x->data, y->data, x->dtype == PP_F64, o * n * inner + i, n, inner, p);
+}
+
+/* 1 at the first largest element of the line, 0 elsewhere; a line holding a
+ * NaN is NaN throughout (its largest is undefined). */
+static void hardmax_line(const void *x, void *y, bool f64, int64_t at, int64_t n, int64_t inner, int p) {
+    (void)p;
+    int64_t best = 0;
+    bool nan = false;
+    for (int64_t k = 0; k < n; k++) {
+        const double v = ld_fd(x, f64, at + k * inner);
+        if (isnan(v)) nan = true;
+        else if (v > ld_fd(x, f64, at + best * inner)) best = k;
+    }
+    for (int64_t k = 0; k < n; k++) st_fd(y, f64, at + k * inner, nan ? NAN : (double)(k == best));
+}
 
 pp_status kern_HARDMAX(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                        pprt_scratch *scratch, pp_err *err) {
@@ -784,31 +794,21 @@ pp_status kern_HARDMAX(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
     PP_TRY(check_outputs(PP_OP_HARDMAX, attrs, in, n_in, out, n_out, err));
     int64_t outer, n, inner;
     PP_TRY(pp_softmax_split(attrs, &in[0].shape, &outer, &n, &inner, err));
-    if (in[0].dtype == PP_F64) HARDMAX_LINES(double);
-    else HARDMAX_LINES(float);
+    each_line(&in[0], &out[0], outer, n, inner, hardmax_line, 0);
     return PP_OK;
 }
 
-/* x / ||x||_p along the axis, the norm summed in double; a line of zeros
+/* x / ||x||_p along the line, the norm summed in double; a line of zeros
  * stays zeros (as onnxruntime), a NaN in a line makes it NaN. */
-#define LPNORM_LINES(T)                                                                    \
-    do {                                                                                   \
-        const T *x = in[0].data;                                                           \
-        T *y = out[0].data;                                                                \
-        for (int64_t o = 0; o < outer; o++)                                                \
-            for (int64_t i = 0; i < inner; i++) {                                          \
-                const T *xl = x + o * n * inner + i;                                       \
-                T *yl = y + o * n * inner + i;                                             \
-                double s = 0;                                                              \
-                for (int64_t k = 0; k < n; k++) {                                          \
-                    const double v = (double)xl[k * inner];                                \
-                    s += p == 1 ? fabs(v) : v * v;                                         \
-                }                                                                          \
-                const double norm = p == 1 ? s : sqrt(s);                                  \
-                for (int64_t k = 0; k < n; k++)                                            \
-                    yl[k * inner] = norm == 0 ? (T)0 : (T)((double)xl[k * inner] / norm);  \
-            }                                                                              \
-    } while (0)
+static void lpnorm_line(const void *x, void *y, bool f64, int64_t at, int64_t n, int64_t inner, int p) {
+    double s = 0;
+    for (int64_t k = 0; k < n; k++) {
+        const double v = ld_fd(x, f64, at + k * inner);
+        s += p == 1 ? fabs(v) : v * v;
+    }
+    const double norm = p == 1 ? s : sqrt(s);
+    for (int64_t k = 0; k < n; k++) st_fd(y, f64, at + k * inner, norm == 0 ? 0 : ld_fd(x, f64, at + k * inner) / norm);
+}
 
 pp_status kern_LPNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                       pprt_scratch *scratch, pp_err *err) {
@@ -817,11 +817,10 @@ pp_status kern_LPNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tens
     int axis, p;
     PP_TRY(pp_lpnorm_parse(attrs, &in[0].shape, &axis, &p, err));
     const pp_shape *s = &in[0].shape;
-    int64_t outer = 1, n = s->dim[axis], inner = 1;
+    int64_t outer = 1, inner = 1;
     for (int d = 0; d < axis; d++) outer *= s->dim[d];
     for (int d = axis + 1; d < s->rank; d++) inner *= s->dim[d];
-    if (in[0].dtype == PP_F64) LPNORM_LINES(double);
-    else LPNORM_LINES(float);
+    each_line(&in[0], &out[0], outer, s->dim[axis], inner, lpnorm_line, p);
     return PP_OK;
 }
 
