@@ -771,7 +771,7 @@ static int rule(bctx *c, int i) {
             if (multi(c, n, &res)) return -1;
         } else switch (n->op) {
         case PP_OP_CONV: case PP_OP_CONVTRANSPOSE: case PP_OP_FUSEDCONV: case PP_OP_MAXPOOL:
-        case PP_OP_AVGPOOL: case PP_OP_GLOBALAVGPOOL: case PP_OP_GLOBALMAXPOOL:
+        case PP_OP_AVGPOOL: case PP_OP_LPPOOL: case PP_OP_GLOBALAVGPOOL: case PP_OP_GLOBALMAXPOOL:
         case PP_OP_GROUPNORM: case PP_OP_FUSEDGN:
             if (!s.on)
                 return lost(c, "its data input carries no samples but another input does");

@@ -159,6 +159,30 @@ pp_status kern_CONVTRANSPOSE(pp_attrs attrs, const pprt_tensor *in, int n_in, pp
 
 /* ---- AveragePool -------------------------------------------------------------------------- */
 
+/* The window of output (o0, o1, o2) over the taps inside the input, in
+ * order: the sum of x (p 0) or of |x|^p, and the taps' count. */
+static double pool_window(const pprt_geom3 *g, const float *x, int64_t o0, int64_t o1, int64_t o2, int64_t p,
+                          int64_t *cnt) {
+    double sum = 0;
+    *cnt = 0;
+    for (int64_t a = 0; a < g->k[0]; a++) {
+        int64_t i0 = o0 * g->s[0] - g->p[0] + a * g->d[0];
+        if (i0 < 0 || i0 >= g->in[0]) continue;
+        for (int64_t b = 0; b < g->k[1]; b++) {
+            int64_t i1 = o1 * g->s[1] - g->p[1] + b * g->d[1];
+            if (i1 < 0 || i1 >= g->in[1]) continue;
+            const float *row = x + (i0 * g->in[1] + i1) * g->in[2];
+            for (int64_t e = 0; e < g->k[2]; e++) {
+                int64_t i2 = o2 * g->s[2] - g->p[2] + e * g->d[2];
+                if (i2 < 0 || i2 >= g->in[2]) continue;
+                sum += p ? pow(fabs((double)row[i2]), (double)p) : (double)row[i2];
+                (*cnt)++;
+            }
+        }
+    }
+    return sum;
+}
+
 pp_status kern_AVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                        int n_out, pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
@@ -189,27 +213,38 @@ pp_status kern_AVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
                         }
                         padded *= c;
                     }
-                    double sum = 0;
-                    int64_t cnt = 0;
-                    for (int64_t a = 0; a < g.k[0]; a++) {
-                        int64_t i0 = o0 * g.s[0] - g.p[0] + a * g.d[0];
-                        if (i0 < 0 || i0 >= g.in[0]) continue;
-                        for (int64_t b = 0; b < g.k[1]; b++) {
-                            int64_t i1 = o1 * g.s[1] - g.p[1] + b * g.d[1];
-                            if (i1 < 0 || i1 >= g.in[1]) continue;
-                            const float *row = x + (i0 * g.in[1] + i1) * g.in[2];
-                            for (int64_t e = 0; e < g.k[2]; e++) {
-                                int64_t i2 = o2 * g.s[2] - g.p[2] + e * g.d[2];
-                                if (i2 < 0 || i2 >= g.in[2]) continue;
-                                sum += row[i2];
-                                cnt++;
-                            }
-                        }
-                    }
+                    int64_t cnt;
+                    const double sum = pool_window(&g, x, o0, o1, o2, 0, &cnt);
                     int64_t div = cip ? padded : cnt;
                     *y++ = (float)(div ? sum / (double)div : NAN);
                 }
     }
+    return PP_OK;
+}
+
+/* ---- LpPool ---------------------------------------------------------------------------------- */
+
+/* (sum of |x|^p over the window)^(1/p), in double; pads add nothing. */
+pp_status kern_LPPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                      pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(check_outputs(PP_OP_LPPOOL, attrs, in, n_in, out, n_out, err));
+    pp_geom pg;
+    PP_TRY(pp_geom_make(attrs, &in[0].shape, NULL, true, &pg, err));
+    int64_t p;
+    PP_TRY(pp_attr_int(attrs, "p", 2, &p, err));
+    const pprt_geom3 g = pprt_geom3_lift(&pg);
+    const int64_t planes = in[0].shape.dim[0] * in[0].shape.dim[1];
+    const int64_t Pin = g.in[0] * g.in[1] * g.in[2];
+    float *y = out[0].data;
+    for (int64_t pl = 0; pl < planes; pl++)
+        for (int64_t o0 = 0; o0 < g.out[0]; o0++)
+            for (int64_t o1 = 0; o1 < g.out[1]; o1++)
+                for (int64_t o2 = 0; o2 < g.out[2]; o2++) {
+                    int64_t cnt;
+                    const double sum = pool_window(&g, (const float *)in[0].data + pl * Pin, o0, o1, o2, p, &cnt);
+                    *y++ = (float)pow(sum, 1.0 / (double)p);
+                }
     return PP_OK;
 }
 

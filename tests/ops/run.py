@@ -23,7 +23,8 @@ written out (one pp.GroupNorm; the cases it must leave), Pow by 2 and 3
 (edge values, overflow), Resize by nearest neighbour (four coordinate transforms, four roundings, ranks 3 to
 5), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
-refused over batched samples), AffineGrid (2-D, 3-D, axes of one pixel) and a spatial transformer (AffineGrid
+refused over batched samples), LpPool (p 1, 2, 3; 1-D to 3-D; pads, dilations, ceil_mode, SAME_UPPER), AffineGrid
+(2-D, 3-D, axes of one pixel) and a spatial transformer (AffineGrid
 of the input's Shape, then GridSample; in micro-batches at -pp 1 and 2), Hardmax (ties, a NaN), LpNormalization (a line of zeros), CumProd (NumPy's
 cumprod), QuantizeLinear and DequantizeLinear (int8, uint8, int16, uint16 per tensor, axis
 and block; halves, saturation, infinities; a Q-DQ Conv in micro-batches), GridSample (every mode, padding and align_corners in 2-D, 3-D volumes, a
@@ -829,6 +830,16 @@ stn_nodes = [helper.make_node("Shape", ["x"], ["xs"]),
 stn_x, stn_t = f32(4, 3, 6, 5), f32(4, 2, 3, lo=-1.2, hi=1.2)
 case("stn", stn_nodes, {"x": stn_x, "theta": stn_t}, ["y"], opset=20)
 batched("stn_batched", stn_nodes, {"x": stn_x, "theta": stn_t}, ["y"], opset=20)
+
+# ---- LpPool --------------------------------------------------------------------------------------------------
+for name, shape, attrs, opset in (("p2_2d", (2, 3, 7, 6), dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1]), 18),
+                                  ("p1_1d", (2, 3, 9), dict(kernel_shape=[3], p=1), 18),
+                                  ("p3_dil_ceil", (1, 2, 8, 9), dict(kernel_shape=[2, 3], dilations=[2, 1], strides=[2, 2],
+                                                                     ceil_mode=1, p=3), 18),
+                                  ("same_upper_3d", (1, 2, 4, 5, 6), dict(kernel_shape=[2, 2, 3], auto_pad="SAME_UPPER"), 18),
+                                  ("opset11", (2, 3, 6, 6), dict(kernel_shape=[2, 2], strides=[2, 2]), 11)):
+    case(f"lppool_{name}", [helper.make_node("LpPool", ["x"], ["y"], **attrs)], {"x": f32(*shape)}, ["y"], opset=opset,
+         rtol=1e-5, atol=1e-5)
 
 # ---- Hardmax, LpNormalization, CumProd ----------------------------------------------------------------------
 hx = f32(2, 5, 4)
