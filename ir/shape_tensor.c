@@ -1042,8 +1042,8 @@ static pp_status range_scalar(const pp_tinfo *t, const char *what, double *d, in
     case PP_U32: { uint32_t v; memcpy(&v, p, 4); *i = v; break; }
     case PP_I64: memcpy(i, p, 8); break;
     default:
-        return PP_FAIL(err, PP_EUNSUP, "%s has element type %s; Range supports numeric types",
-                       what, pp_dtype_name(t->dtype));
+        return PP_FAIL(err, PP_EUNSUP, "%s has element type %s; a numeric type is needed", what,
+                       pp_dtype_name(t->dtype));
     }
     *d = (double)*i;
     return PP_OK;
@@ -1093,3 +1093,42 @@ pp_status shape_RANGE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, i
     return PP_OK;
 }
 ZERO_FLOPS(RANGE)
+
+/* ---- OneHot ---------------------------------------------------------------------------------- */
+
+/* OneHot(indices, depth, values): indices of an integer or float type (floats
+ * cut toward zero), depth a constant scalar > 0 (it decides the shape),
+ * values [off, on] of any fixed-size type; the new axis of depth at
+ * 'axis' of the output. */
+pp_status shape_ONEHOT(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    const pp_dtype it = in[0].dtype;
+    const bool int_t = it == PP_I8 || it == PP_U8 || it == PP_I16 || it == PP_U16 || it == PP_I32 || it == PP_U32 ||
+                       it == PP_I64 || it == PP_U64;
+    if (!(int_t || it == PP_F32 || it == PP_F64))
+        return PP_FAIL(err, PP_EUNSUP, "input indices has element type %s; integer, float32 or float64 are supported",
+                       pp_dtype_name(it));
+    double d;
+    int64_t di;
+    PP_TRY(range_scalar(&in[1], "input depth", &d, &di, err));
+    if (!(d >= 1) || d > 9.0e15)
+        return PP_FAIL(err, PP_EINVAL, "input depth is %g; it must be a positive number of classes", d);
+    PP_TRY(need_sized(&in[2], "input values", err));
+    if (in[2].shape.rank != 1 || in[2].shape.dim[0] != 2) {
+        char s1[96];
+        return PP_FAIL(err, PP_EINVAL, "input values has shape %s; it must be [2] (off, on)",
+                       pp_shape_str(&in[2].shape, s1, sizeof s1));
+    }
+    const int r = in[0].shape.rank;
+    if (r + 1 > PP_MAX_DIMS) return PP_FAIL(err, PP_EUNSUP, "indices of rank %d: the output's rank exceeds %d", r,
+                                            PP_MAX_DIMS);
+    int64_t ax;
+    int axis;
+    PP_TRY(pp_attr_int(a, "axis", -1, &ax, err));
+    PP_TRY(pp_norm_axis(ax, r + 1, "attribute 'axis'", &axis, err));
+    out[0].dtype = in[2].dtype;
+    out[0].shape.rank = r + 1;
+    for (int i = 0, j = 0; i <= r; i++) out[0].shape.dim[i] = i == axis ? (int64_t)d : in[0].shape.dim[j++];
+    return PP_OK;
+}
+ZERO_FLOPS(ONEHOT)

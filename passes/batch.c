@@ -789,6 +789,14 @@ static int rule(bctx *c, int i) {
                     return mixes(c, "its residual input carries samples on axis %d", r.axis);
             }
             break;
+        case PP_OP_ONEHOT: {
+            int64_t ax;
+            if (pp_attr_int(a, "axis", -1, &ax, NULL) != PP_OK || ax < -(rank + 1) || ax > rank)
+                return lost(c, "its axis cannot be read");
+            if (ax < 0) ax += rank + 1;
+            res = moved(s, s.axis < ax ? s.axis : s.axis + 1);
+            break;
+        }
         case PP_OP_AFFINEGRID:
             if (s.axis != 0) return mixes(c, "its theta carries samples on axis %d, not 0", s.axis);
             break;

@@ -1001,3 +1001,54 @@ pp_status kern_RANGE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tenso
     }
     return PP_OK;
 }
+
+/* ---- OneHot ---------------------------------------------------------------------------------- */
+
+/* Index k of t as int64: floats cut toward zero, NaN and out-of-range
+ * floats as -huge (no class). */
+static int64_t onehot_index(const pprt_tensor *t, int64_t k) {
+    double v;
+    switch (t->dtype) {
+    case PP_F32: v = ((const float *)t->data)[k]; break;
+    case PP_F64: v = ((const double *)t->data)[k]; break;
+    case PP_I8: return ((const int8_t *)t->data)[k];
+    case PP_U8: return ((const uint8_t *)t->data)[k];
+    case PP_I16: return ((const int16_t *)t->data)[k];
+    case PP_U16: return ((const uint16_t *)t->data)[k];
+    case PP_I32: return ((const int32_t *)t->data)[k];
+    case PP_U32: return ((const uint32_t *)t->data)[k];
+    case PP_U64: { const uint64_t u = ((const uint64_t *)t->data)[k]; return u > INT64_MAX ? INT64_MIN : (int64_t)u; }
+    default: return ((const int64_t *)t->data)[k];
+    }
+    return v > -9.0e18 && v < 9.0e18 ? (int64_t)v : INT64_MIN;
+}
+
+/* values[1] where the index (plus depth, if negative) names the class, else
+ * values[0]; depth and axis as the output's shape says. */
+pp_status kern_ONEHOT(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                      pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_need_counts("OneHot", n_in, 3, 3, n_out, err));
+    const int r = in[0].shape.rank;
+    if (out[0].shape.rank != r + 1 || out[0].dtype != in[2].dtype || numel(&in[2].shape) != 2)
+        return PP_FAIL(err, PP_EINVAL, "OneHot kernel: output of rank %d for indices of rank %d", out[0].shape.rank, r);
+    int64_t ax;
+    int axis = 0;
+    PP_TRY(pp_attr_int(attrs, "axis", -1, &ax, err));
+    PP_TRY(norm_axis(ax, r + 1, "attribute 'axis'", &axis, err));
+    const int64_t depth = out[0].shape.dim[axis];
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; i++) outer *= out[0].shape.dim[i];
+    for (int i = axis + 1; i <= r; i++) inner *= out[0].shape.dim[i];
+    const size_t esz = esize(&out[0]);
+    const byte *off = in[2].data, *on = (const byte *)in[2].data + esz;
+    byte *o = out[0].data;
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t c = 0; c < depth; c++)
+            for (int64_t b = 0; b < inner; b++) {
+                int64_t k = onehot_index(&in[0], a * inner + b);
+                if (k < 0 && k >= -depth) k += depth;
+                memcpy(o + (size_t)((a * depth + c) * inner + b) * esz, k == c ? on : off, esz);
+            }
+    return PP_OK;
+}

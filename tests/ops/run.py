@@ -23,7 +23,8 @@ written out (one pp.GroupNorm; the cases it must leave), Pow by 2 and 3
 (edge values, overflow), Resize by nearest neighbour (four coordinate transforms, four roundings, ranks 3 to
 5), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
-refused over batched samples), LpPool (p 1, 2, 3; 1-D to 3-D; pads, dilations, ceil_mode, SAME_UPPER), AffineGrid
+refused over batched samples), OneHot (negative and out-of-range indices, float indices, each axis, in
+micro-batches), LpPool (p 1, 2, 3; 1-D to 3-D; pads, dilations, ceil_mode, SAME_UPPER), AffineGrid
 (2-D, 3-D, axes of one pixel) and a spatial transformer (AffineGrid
 of the input's Shape, then GridSample; in micro-batches at -pp 1 and 2), Hardmax (ties, a NaN), LpNormalization (a line of zeros), CumProd (NumPy's
 cumprod), QuantizeLinear and DequantizeLinear (int8, uint8, int16, uint16 per tensor, axis
@@ -840,6 +841,19 @@ for name, shape, attrs, opset in (("p2_2d", (2, 3, 7, 6), dict(kernel_shape=[3, 
                                   ("opset11", (2, 3, 6, 6), dict(kernel_shape=[2, 2], strides=[2, 2]), 11)):
     case(f"lppool_{name}", [helper.make_node("LpPool", ["x"], ["y"], **attrs)], {"x": f32(*shape)}, ["y"], opset=opset,
          rtol=1e-5, atol=1e-5)
+
+# ---- OneHot --------------------------------------------------------------------------------------------------
+oh_i = np.array([[0, 3, -1, 5], [-5, -6, 2, 4]], np.int64)  # -6 and 5: no class for depth 5
+for axis in (-1, 0, 1):
+    case(f"onehot_axis{axis}", [helper.make_node("OneHot", ["i", "depth", "values"], ["y"], axis=axis)], {"i": oh_i},
+         ["y"], inits={"depth": np.array(5, np.int64), "values": np.array([-1, 7], np.int64)}, opset=11)
+case("onehot_float_indices", [helper.make_node("OneHot", ["i", "depth", "values"], ["y"])],
+     {"i": np.array([0.0, 1.7, -1.5, 2.9, 3.0], np.float32)}, ["y"],
+     inits={"depth": np.array(4.0, np.float32), "values": np.array([0.5, 2.0], np.float32)}, opset=11)
+batched("onehot_batched", [helper.make_node("OneHot", ["i", "depth", "values"], ["h"], axis=1),
+                           helper.make_node("Cast", ["h"], ["y"], to=TP.FLOAT)],
+        {"i": np.array([[1, 2], [0, 0], [2, -1], [1, 1]], np.int64)}, ["y"],
+        {"depth": np.array(3, np.int64), "values": np.array([0, 1], np.int64)}, 11)
 
 # ---- Hardmax, LpNormalization, CumProd ----------------------------------------------------------------------
 hx = f32(2, 5, 4)
