@@ -274,13 +274,11 @@ double flops_CONVTRANSPOSE(pp_attrs a, const pp_tinfo *in, int n_in, const pp_ti
 
 /* ---- AveragePool, GlobalMaxPool ------------------------------------------------------ */
 
-pp_status shape_AVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
-                        pp_err *err) {
-    (void)n_in, (void)n_out;
+/* AveragePool's and LpPool's output: X (f32, 1-3 spatial axes) through the
+ * window the attributes give. */
+static pp_status window_pool_shape(pp_attrs a, const pp_tinfo *in, pp_tinfo *out, pp_err *err) {
     PP_TRY(need_dtype(&in[0], "input X", T_F, NT(T_F), err));
     PP_TRY(pp_need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
-    bool cip;
-    PP_TRY(bool_attr(a, "count_include_pad", 0, &cip, err));
     pp_geom g;
     PP_TRY(pp_geom_make(a, &in[0].shape, NULL, true, &g, err));
     out[0].dtype = in[0].dtype;
@@ -289,21 +287,22 @@ pp_status shape_AVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
     return PP_OK;
 }
 
+pp_status shape_AVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                        pp_err *err) {
+    (void)n_in, (void)n_out;
+    bool cip;
+    PP_TRY(bool_attr(a, "count_include_pad", 0, &cip, err));
+    return window_pool_shape(a, in, out, err);
+}
+
 /* LpPool: AveragePool's window (auto_pad, pads, strides, dilations and
  * ceil_mode from opset 18), p >= 1. */
 pp_status shape_LPPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
     (void)n_in, (void)n_out;
-    PP_TRY(need_dtype(&in[0], "input X", T_F, NT(T_F), err));
-    PP_TRY(pp_need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
     int64_t p;
     PP_TRY(pp_attr_int(a, "p", 2, &p, err));
     if (p < 1) return PP_FAIL(err, PP_EINVAL, "attribute 'p'=%lld is not a positive integer", (long long)p);
-    pp_geom g;
-    PP_TRY(pp_geom_make(a, &in[0].shape, NULL, true, &g, err));
-    out[0].dtype = in[0].dtype;
-    out[0].shape = in[0].shape;
-    for (int i = 0; i < g.nsp; i++) out[0].shape.dim[2 + i] = g.out[i];
-    return PP_OK;
+    return window_pool_shape(a, in, out, err);
 }
 
 double flops_LPPOOL(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
