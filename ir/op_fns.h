@@ -78,8 +78,10 @@ typedef struct pp_quant {
     bool per_tensor;
     int axis;      /* per axis or blocked: the axis of x the scale runs along */
     int64_t block; /* blocked: elements of that axis per scale; 0: per axis or per tensor */
+    int64_t len, inner; /* per axis or blocked: x's extent on the axis, elements after it (per tensor: 1, 1) */
     bool has_zp;
     pp_dtype q;    /* the quantized type: Quantize's output, Dequantize's input */
+    int64_t lo, hi; /* the quantized type's range (Quantize saturates to it) */
 } pp_quant;
 pp_status pp_quant_parse(pp_op op, pp_attrs a, const pp_tinfo *in, int n_in, pp_quant *q, pp_err *err);
 

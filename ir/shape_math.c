@@ -559,7 +559,7 @@ pp_status shape_CUMPROD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
 pp_status pp_quant_parse(pp_op op, pp_attrs a, const pp_tinfo *in, int n_in, pp_quant *q, pp_err *err) {
     const bool quant = op == PP_OP_QUANTIZELINEAR;
     const pp_tinfo *x = &in[0], *sc = &in[1], *zp = present(in, n_in, 2) ? &in[2] : NULL;
-    *q = (pp_quant){.has_zp = zp != NULL};
+    *q = (pp_quant){.has_zp = zp != NULL, .len = 1, .inner = 1};
     PP_TRY(need_type(sc, TB(PP_F32), quant ? "input y_scale" : "input x_scale", err));
     int64_t odt, block, axis;
     PP_TRY(pp_attr_int(a, "output_dtype", 0, &odt, err));
@@ -590,6 +590,13 @@ pp_status pp_quant_parse(pp_op op, pp_attrs a, const pp_tinfo *in, int n_in, pp_
                            (long long)odt);
         q->q = x->dtype;
     }
+    switch (q->q) {
+    case PP_I8: q->lo = INT8_MIN, q->hi = INT8_MAX; break;
+    case PP_U8: q->lo = 0, q->hi = UINT8_MAX; break;
+    case PP_I16: q->lo = INT16_MIN, q->hi = INT16_MAX; break;
+    case PP_U16: q->lo = 0, q->hi = UINT16_MAX; break;
+    default: q->lo = INT32_MIN, q->hi = INT32_MAX; break; /* Dequantize's int32 */
+    }
     if (zp) {
         PP_TRY(need_type(zp, T_QUANT | (quant ? 0u : TB(PP_I32)), quant ? "input y_zero_point" : "input x_zero_point",
                          err));
@@ -611,6 +618,8 @@ pp_status pp_quant_parse(pp_op op, pp_attrs a, const pp_tinfo *in, int n_in, pp_
         return PP_FAIL(err, PP_EINVAL, "the scale has shape %s but x is a scalar", pp_shape_str(ss, s1, sizeof s1));
     PP_TRY(pp_norm_axis(axis, xs->rank, "attribute 'axis'", &ax, err));
     q->axis = ax;
+    q->len = xs->dim[ax];
+    for (int d = ax + 1; d < xs->rank; d++) q->inner *= xs->dim[d];
     if (block == 0) {
         if (ss->rank != 1 || ss->dim[0] != xs->dim[ax])
             return PP_FAIL(err, PP_EINVAL, "the scale has shape %s; per axis %d of x %s it must be [%lld]",

@@ -789,11 +789,9 @@ static int rule(bctx *c, int i) {
                     return mixes(c, "its residual input carries samples on axis %d", r.axis);
             }
             break;
-        case PP_OP_ONEHOT: {
-            int64_t ax;
-            if (pp_attr_int(a, "axis", -1, &ax, NULL) != PP_OK || ax < -(rank + 1) || ax > rank)
-                return lost(c, "its axis cannot be read");
-            if (ax < 0) ax += rank + 1;
+        case PP_OP_ONEHOT: { /* the class axis, new at 'axis' of the output, moves the samples' axis after it */
+            int ax;
+            if (int_axis(c, n, "axis", -1, rank + 1, &ax)) return -1;
             res = moved(s, s.axis < ax ? s.axis : s.axis + 1);
             break;
         }

@@ -1608,15 +1608,13 @@ pp_status kern_CUMPROD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
 
 /* ---- QuantizeLinear, DequantizeLinear ------------------------------------------------------------------- */
 
-/* Index into the scale (and zero point) of x's element i, for x's shape s. */
-static int64_t quant_index(const pp_quant *q, const pp_shape *s, int64_t i) {
+/* Index into the scale (and zero point) of x's element i. */
+static int64_t quant_index(const pp_quant *q, int64_t i) {
     if (q->per_tensor) return 0;
-    int64_t inner = 1;
-    for (int d = q->axis + 1; d < s->rank; d++) inner *= s->dim[d];
-    const int64_t len = s->dim[q->axis], a = i / inner % len;
+    const int64_t a = i / q->inner % q->len;
     if (!q->block) return a;
-    const int64_t nb = (len + q->block - 1) / q->block, o = i / (inner * len);
-    return (o * nb + a / q->block) * inner + i % inner;
+    const int64_t nb = (q->len + q->block - 1) / q->block, o = i / (q->inner * q->len);
+    return (o * nb + a / q->block) * q->inner + i % q->inner;
 }
 
 static int64_t quant_zp(const pprt_tensor *zp, int64_t j) {
@@ -1645,21 +1643,15 @@ pp_status kern_QUANTIZELINEAR(pp_attrs attrs, const pprt_tensor *in, int n_in, p
     PP_TRY(need_dtype(&out[0], q.q, "QuantizeLinear", "output", err));
     PP_TRY(pprt_need_shape(&out[0], &in[0].shape, "QuantizeLinear output", err));
     const pprt_tensor *zp = q.has_zp ? &in[2] : NULL;
-    int64_t n, lo, hi;
+    int64_t n;
     PP_TRY(pprt_numel_of(&in[0], &n, err));
-    switch (q.q) {
-    case PP_I8: lo = INT8_MIN, hi = INT8_MAX; break;
-    case PP_U8: lo = 0, hi = UINT8_MAX; break;
-    case PP_I16: lo = INT16_MIN, hi = INT16_MAX; break;
-    default: lo = 0, hi = UINT16_MAX; break;
-    }
     const float *x = in[0].data, *sc = in[1].data;
     for (int64_t i = 0; i < n; i++) {
-        const int64_t j = quant_index(&q, &in[0].shape, i);
+        const int64_t j = quant_index(&q, i);
         const float r = nearbyint(x[i] / sc[j]);
         const int64_t z = quant_zp(zp, j);
-        /* clamp in float first: no cast of an out-of-range value */
-        const double v = isnan(r) ? (double)z : fmin(fmax((double)r + (double)z, (double)lo), (double)hi);
+        /* clamped in double first: no cast of an out-of-range value */
+        const double v = isnan(r) ? (double)z : fmin(fmax((double)r + (double)z, (double)q.lo), (double)q.hi);
         const int64_t y = (int64_t)v;
         switch (q.q) {
         case PP_I8: ((int8_t *)out[0].data)[i] = (int8_t)y; break;
@@ -1688,7 +1680,7 @@ pp_status kern_DEQUANTIZELINEAR(pp_attrs attrs, const pprt_tensor *in, int n_in,
     const float *sc = in[1].data;
     float *y = out[0].data;
     for (int64_t i = 0; i < n; i++) {
-        const int64_t j = quant_index(&q, &in[0].shape, i);
+        const int64_t j = quant_index(&q, i);
         const int64_t v = quant_zp(&in[0], i) - quant_zp(zp, j);
         y[i] = (float)v * sc[j];
     }

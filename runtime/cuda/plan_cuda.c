@@ -1066,20 +1066,9 @@ static pp_status plan_quant(planner *P, int ni, bool *ok) {
     if (n->n_in > 2 && n->in[2] >= 0 && T(P, n->in[2])->kind == PPRT_WEIGHT) tin[2].data = T(P, n->in[2])->data;
     pp_quant q;
     if (pp_quant_parse(n->op, attrs_of(P, n), tin, n->n_in, &q, NULL) != PP_OK) return PP_OK;
-    const pp_shape *xs = &T(P, n->in[0])->shape;
     pcu_quant k = {.dequant = n->op == PP_OP_DEQUANTIZELINEAR, .qt = (int32_t)q.q, .has_zp = q.has_zp,
-                   .per_tensor = q.per_tensor, .n = numel(xs), .inner = 1, .len = 1, .block = q.block};
-    if (!q.per_tensor) {
-        k.len = xs->dim[q.axis];
-        for (int d = q.axis + 1; d < xs->rank; d++) k.inner *= xs->dim[d];
-    }
-    switch (q.q) {
-    case PP_I8: k.lo = INT8_MIN, k.hi = INT8_MAX; break;
-    case PP_U8: k.lo = 0, k.hi = UINT8_MAX; break;
-    case PP_I16: k.lo = INT16_MIN, k.hi = INT16_MAX; break;
-    case PP_U16: k.lo = 0, k.hi = UINT16_MAX; break;
-    default: k.lo = INT32_MIN, k.hi = INT32_MAX; break; /* Dequantize's int32: unused */
-    }
+                   .per_tensor = q.per_tensor, .n = numel(&T(P, n->in[0])->shape), .inner = q.inner, .len = q.len,
+                   .block = q.block, .lo = (int32_t)q.lo, .hi = (int32_t)q.hi};
     _Static_assert(PCU_T_I8 == (int)PP_I8 && PCU_T_U16 == (int)PP_U16 && PCU_T_I32 == (int)PP_I32,
                    "pcu types are ONNX's numbering");
     *ok = true;

@@ -6,11 +6,11 @@
  * and the node runs as nothing; elsewhere (a received input, a sent
  * output, an input read again later) one copy of the bytes, threaded. An
  * input in a oneDNN layout stays in it where the reshape allows
- * (build_view_laid). A
- * Transpose that moves the last axis is a oneDNN reorder, threaded; one
- * that keeps it is whole rows copied by our kernel (runtime/cpu/permute.h),
- * threaded too (oneDNN's reorder of that view is slower still: cait_xxs24
- * at -b 8 ran at 5-7 samples/s with it, 10 on the reference kernel).
+ * (build_view_laid). A Transpose that moves the last axis is a oneDNN
+ * reorder, threaded; one that keeps it is whole rows copied by our kernel
+ * (runtime/cpu/permute.h), threaded too (oneDNN's reorder of that view is
+ * slower still: cait_xxs24 at -b 8 ran at 5-7 samples/s with it, 10 on the
+ * reference kernel).
  * PPRT_DNNL_VIEWS=0: always copy.
  * Slice (unit steps): a reorder from a sub-memory of the plain input. */
 #include "../../ir/shape_nn.h"
@@ -27,6 +27,23 @@ static bool moves_no_bytes(const pp_shape *s, const int64_t *perm) {
         prev = perm[i];
     }
     return true;
+}
+
+/* Whether output out of node ni may take over input in's arena bytes: both
+ * arena tensors, the input written and read last here, the output no alias
+ * yet (the node then runs as nothing). */
+static bool takes_over(const pprt_exec *x, int in, int out, int ni) {
+    return x->kind[in] == PPRT_ACTIVATION && x->kind[out] == PPRT_ACTIVATION && !x->ghost[in] && x->last[in] == ni &&
+           x->alias[out] < 0;
+}
+
+/* A step copying `bytes` from sm to dm as they lie: our row copy, threaded. */
+static pp_status push_copy(pprt_exec *x, dnnl_memory_t sm, dnnl_memory_t dm, size_t bytes, pp_err *err) {
+    step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_ROWS};
+    st.rows = (pprt_rowcopy){.rows = 1, .row_bytes = bytes};
+    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+    return dn_push_own(x, st, err);
 }
 
 /* A Transpose that does move bytes: one oneDNN reorder from a strided view
@@ -70,8 +87,7 @@ static pp_status build_transpose_laid(pprt_exec *x, const pprt_node *n, const in
     PP_TRY(dn_tensor_plain(x, out, &plain, err));
     const bool inner = cur.format_kind == dnnl_blocked && cur.format_desc.blocking.inner_nblks > 0;
     const dnnl_memory_desc_t blk = cur;
-    const bool dies = x->kind[in] == PPRT_ACTIVATION && x->kind[out] == PPRT_ACTIVATION && !x->ghost[in] &&
-                      x->last[in] == ni && x->alias[out] < 0;
+    const bool dies = takes_over(x, in, out, ni);
     if (inner && x->flex[out] && dies && moves_no_bytes(&T(x, in)->shape, perm)) {
         /* only 1-long axes move: the blocked layout permuted holds the same bytes */
         DN(dnnl_memory_desc_permute_axes(&seen, &blk, inv), "permuted memory descriptor");
@@ -107,15 +123,9 @@ static pp_status build_transpose_laid(pprt_exec *x, const pprt_node *n, const in
         PP_TRY(dn_tensor_mem(x, in, &seen, &sm, err));
     }
     PP_TRY(dn_bind_output(x, out, keep ? &seen : &plain, &dm, &po, err));
-    if (keep && !inner) { /* the same layout: its bytes copied by our row copy, threaded */
-        step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_ROWS};
-        st.rows = (pprt_rowcopy){.rows = 1, .row_bytes = dnnl_memory_desc_get_size(&seen)};
-        st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
-        st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
-        PP_TRY(dn_push_own(x, st, err));
-    } else {
-        PP_TRY(dn_push_reorder(x, sm, dm, STEP_MAIN, err));
-    }
+    /* (keep is an input without inner blocks here) the same layout: its bytes copied */
+    if (keep) PP_TRY(push_copy(x, sm, dm, dnnl_memory_desc_get_size(&seen), err));
+    else PP_TRY(dn_push_reorder(x, sm, dm, STEP_MAIN, err));
     return dn_push_post(x, &po, err);
 }
 
@@ -180,7 +190,7 @@ static pp_status build_view_laid(pprt_exec *x, const pprt_node *n, pp_err *err) 
     const bool is_plain = ok && same_as_plain(&seen, &plain);
     if (is_plain) seen = plain;
     const bool take = ok && (is_plain || x->flex[out]);
-    if (take && x->kind[out] == PPRT_ACTIVATION && !x->ghost[in] && x->last[in] == ni && x->alias[out] < 0) {
+    if (take && takes_over(x, in, out, ni)) {
         x->alias[out] = in;
         if (!is_plain) x->blocked[out] = true, x->lay[out] = seen;
         return PP_OK;
@@ -190,11 +200,7 @@ static pp_status build_view_laid(pprt_exec *x, const pprt_node *n, pp_err *err) 
     if (take) { /* the same bytes in the same layout: our row copy, threaded */
         PP_TRY(dn_tensor_mem(x, in, &seen, &sm, err));
         PP_TRY(dn_bind_output(x, out, &seen, &dm, &po, err));
-        step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_ROWS};
-        st.rows = (pprt_rowcopy){.rows = 1, .row_bytes = dnnl_memory_desc_get_size(&seen)};
-        st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
-        st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
-        PP_TRY(dn_push_own(x, st, err));
+        PP_TRY(push_copy(x, sm, dm, dnnl_memory_desc_get_size(&seen), err));
         return dn_push_post(x, &po, err);
     }
     if (ok) { /* into plain */
@@ -239,20 +245,14 @@ static pp_status build_view(pprt_exec *x, const pprt_node *n, pp_err *err) {
     } else if (x->blocked[in]) {
         return build_view_laid(x, n, err);
     }
-    if (x->kind[in] != PPRT_ACTIVATION || x->kind[out] != PPRT_ACTIVATION || x->ghost[in] || x->last[in] != ni ||
-        x->alias[out] >= 0) {
-        /* the same bytes, copied */
+    if (!takes_over(x, in, out, ni)) { /* the same bytes, copied */
         dnnl_memory_desc_t plain;
         dnnl_memory_t sm, dm;
         post po;
         PP_TRY(dn_tensor_plain(x, out, &plain, err));
         PP_TRY(dn_plain_view(x, in, &plain, &sm, err));
         PP_TRY(dn_bind_output(x, out, &plain, &dm, &po, err));
-        step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_ROWS};
-        st.rows = (pprt_rowcopy){.rows = 1, .row_bytes = T(x, out)->nbytes};
-        st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
-        st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
-        return dn_push_own(x, st, err);
+        return push_copy(x, sm, dm, T(x, out)->nbytes, err);
     }
     x->alias[out] = in;
     return PP_OK;
@@ -261,10 +261,9 @@ static pp_status build_view(pprt_exec *x, const pprt_node *n, pp_err *err) {
 /* Whether a Reshape, Flatten, Squeeze or Unsqueeze reads its input in any
  * layout: where it keeps the first two axes longer than 1 (batch and
  * channels) as they are and only splits, merges, adds or drops later ones
- * or 1-long ones, so that a
- * channels-last or channel-blocked layout of the input, reshaped, is a
- * layout of the output (build_view_laid); others (a Flatten into [N,
- * C*H*W]) read it plain, as their producer then writes it. */
+ * or 1-long ones, so that a channels-last or channel-blocked layout of the
+ * input, reshaped, is a layout of the output (build_view_laid); others (a
+ * Flatten into [N, C*H*W]) read it plain, as their producer then writes it. */
 static bool view_any(const pprt_exec *x, const pprt_node *n) {
     const pp_shape *a = &T(x, n->in[0])->shape, *b = &T(x, n->out[0])->shape;
     if (!x->o.views || a->rank < 3 || b->rank < 3) return false;
