@@ -53,6 +53,13 @@ void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i) 
     case PCU_K_ATTN: pcu_attn_at(&s->u.attn, op[7], op[8], op[9], op[0], op[1], op[2], op[3], op[4], op[5], op[6], i); break;
     case PCU_K_QUANT: pcu_quant_at(&s->u.q, op[3], op[0], op[1], op[2], i); break;
     case PCU_K_GRIDSAMPLE: pcu_gridsample_at(&s->u.gs, op[2], op[0], op[1], i); break;
+    case PCU_K_LINE: pcu_line_at(&s->u.line, op[1], op[0], i); break;
+    case PCU_K_ONEHOT: pcu_onehot_at(&s->u.oh, op[2], op[0], op[1], i); break;
+    case PCU_K_AFFGRID: pcu_affgrid_at(&s->u.ag, op[1], op[0], i); break;
+    case PCU_K_RNN:
+        pcu_rnn_at(&s->u.rnn, op[0], op[1], op[2], op[3], op[4], op[5], op[6], op[7], op[8], op[9], op[10], op[11],
+                   op[12], op[13], op[14], op[15], err, i);
+        break;
     default: break;
     }
 }
@@ -206,6 +213,10 @@ int pcu_kernel_esize(const pcu_step *s, int k) {
     case PCU_K_ATTN: return k == 3 && s->u.attn.mask_bool ? 1 : k == 6 || k == 9 ? 8 : 4;
     case PCU_K_SOFTMAX: return k == 2 ? 8 : 4;
     case PCU_K_NORM: return k == 6 ? 8 : 4;
+    case PCU_K_LINE: return s->u.line.f64 ? 8 : 4;
+    case PCU_K_AFFGRID: return s->u.ag.f64 ? 8 : 4;
+    case PCU_K_RNN: return 4; /* floats, sequence_lens int32 */
+    case PCU_K_ONEHOT: return k == 0 ? pcu_tsize(s->u.oh.it) : s->u.oh.esize;
     default: return 4;
     }
 }
@@ -268,6 +279,19 @@ int64_t pcu_kernel_extent(const pcu_step *s, int k) {
         const int64_t N = g->n / (g->C * g->P);
         return k == 0 ? N * g->C * g->S : k == 1 ? N * g->P * g->k : g->n;
     }
+    case PCU_K_LINE: return s->u.line.lines * s->u.line.n;
+    case PCU_K_RNN: {
+        const pcu_rnn *r = &s->u.rnn;
+        const int64_t GH = r->G * r->H, dnh = r->D * r->N * r->H;
+        const int64_t e[16] = {r->S * r->N * r->I, r->D * GH * r->I, r->D * GH * r->H, r->D * 2 * GH, r->N, dnh, dnh,
+                               r->D * 3 * r->H, r->S * dnh, dnh, dnh, dnh, dnh, dnh, 2 * dnh, dnh};
+        return k < 16 ? e[k] : -1;
+    }
+    case PCU_K_ONEHOT: { /* indices: one per depth outputs; values: off and on */
+        const pcu_onehot *o = &s->u.oh;
+        return k == 0 ? o->n / o->depth : k == 1 ? 2 : o->n;
+    }
+    case PCU_K_AFFGRID: return k == 0 ? s->u.ag.n / (s->u.ag.P * s->u.ag.k) * s->u.ag.k * (s->u.ag.k + 1) : s->u.ag.n;
     case PCU_K_QUANT: { /* x, y: every element; scale, zero point: as many as the mapping reaches */
         const pcu_quant *q = &s->u.q;
         return k == 0 || k == 3 ? q->n : q->per_tensor ? 1 : pcu_quant_index(q, q->n - 1) + 1;
@@ -327,6 +351,10 @@ static unsigned outputs_of(const pcu_step *s) {
         case PCU_K_ATTN: return 7u << 7;
         case PCU_K_QUANT: return 1u << 3;
         case PCU_K_GRIDSAMPLE: return 1u << 2;
+        case PCU_K_ONEHOT: return 1u << 2;
+        case PCU_K_RNN: /* the initial state, a step's gates, a step, Y_h and Y_c */
+            return s->u.rnn.phase == PCU_RNN_INIT ? 3u << 12 : s->u.rnn.phase == PCU_RNN_GATES ? 3u << 14
+                   : s->u.rnn.phase == PCU_RNN_STEP ? (1u << 8) | (3u << 12) : 3u << 9;
         default: return 2u;
         }
     case PCU_S_CONV: return 1u << 4;
@@ -584,6 +612,9 @@ pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_er
         if (st != PP_OK) return st;
         if (*ew) {
             const pprt_node *n = &x->st->nodes[s->node];
+            if (s->kind == PCU_S_KERNEL && s->kernel == PCU_K_RNN)
+                return PP_FAIL(err, PP_EINVAL, "node '%s' (%s): a sequence_lens value is outside [0, %lld] (the "
+                               "sequence length)", n->name, pp_op_table[n->op].name, (long long)s->u.rnn.S);
             return PP_FAIL(err, PP_EINVAL, "node '%s' (%s): an index is out of range", n->name,
                            pp_op_table[n->op].name);
         }

@@ -407,6 +407,10 @@ static size_t param_size(const pcu_step *s) {
     case PCU_K_ATTN: return sizeof(pcu_attn);
     case PCU_K_QUANT: return sizeof(pcu_quant);
     case PCU_K_GRIDSAMPLE: return sizeof(pcu_gridsample);
+    case PCU_K_LINE: return sizeof(pcu_line);
+    case PCU_K_ONEHOT: return sizeof(pcu_onehot);
+    case PCU_K_AFFGRID: return sizeof(pcu_affgrid);
+    case PCU_K_RNN: return sizeof(pcu_rnn);
     default: return sizeof(pcu_epi);
     }
 }
@@ -662,8 +666,8 @@ static pp_status cuda_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
         if (x->pl.steps[i].node >= 0) x->node_s[x->pl.steps[i].node] += ms / 1e3;
     }
     if (*x->pin_err)
-        return PP_FAIL(err, PP_EINVAL, "stage %d: a Gather, GatherElements or Scatter index is out of range",
-                       x->st->index);
+        return PP_FAIL(err, PP_EINVAL, "stage %d: an index is out of range (of a Gather, GatherElements, Scatter or "
+                       "RotaryEmbedding, or an LSTM's, GRU's or RNN's sequence_lens)", x->st->index);
     return PP_OK;
 }
 

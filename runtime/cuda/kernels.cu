@@ -66,6 +66,28 @@ __global__ void pcu_k_gridsample(const pcu_gridsample *__restrict__ k, float *y,
     if (i < n) pcu_gridsample_at(k, y, x, grid, i);
 }
 
+__global__ void pcu_k_line(const pcu_line *__restrict__ k, void *y, const void *x, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_line_at(k, y, x, i);
+}
+
+__global__ void pcu_k_onehot(const pcu_onehot *__restrict__ k, void *y, const void *idx, const void *values, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_onehot_at(k, y, idx, values, i);
+}
+
+__global__ void pcu_k_affgrid(const pcu_affgrid *__restrict__ k, void *y, const void *theta, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_affgrid_at(k, y, theta, i);
+}
+
+__global__ void pcu_k_rnn(const pcu_rnn *__restrict__ k, const float *X, const float *W, const float *R, const float *B,
+                          const int32_t *lens, const float *h0, const float *c0, const float *P, float *Y, float *Yh,
+                          float *Yc, const float *hin, float *hout, float *c, float *zr, float *t, int *err, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_rnn_at(k, X, W, R, B, lens, h0, c0, P, Y, Yh, Yc, hin, hout, c, zr, t, err, i);
+}
+
 __global__ void pcu_k_cumsum(const pcu_cumsum *__restrict__ k, void *y, const void *x, int64_t n) {
     const int64_t i = PCU_TID;
     if (i < n) pcu_cumsum_at(k, y, x, i);
@@ -150,6 +172,13 @@ extern "C" int pcu_launch(int kind, const void *param, void *const *op, int *err
         break;
     case 16: pcu_k_quant<<<blocks, 256, 0, s>>>((const pcu_quant *)param, op[3], op[0], f[1], op[2], n); break;
     case 17: pcu_k_gridsample<<<blocks, 256, 0, s>>>((const pcu_gridsample *)param, f[2], f[0], f[1], n); break;
+    case 18: pcu_k_line<<<blocks, 256, 0, s>>>((const pcu_line *)param, op[1], op[0], n); break;
+    case 19: pcu_k_onehot<<<blocks, 256, 0, s>>>((const pcu_onehot *)param, op[2], op[0], op[1], n); break;
+    case 20: pcu_k_affgrid<<<blocks, 256, 0, s>>>((const pcu_affgrid *)param, op[1], op[0], n); break;
+    case 21:
+        pcu_k_rnn<<<blocks, 256, 0, s>>>((const pcu_rnn *)param, f[0], f[1], f[2], f[3], (const int32_t *)op[4], f[5],
+                                         f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13], f[14], f[15], err, n);
+        break;
     case 10: pcu_k_gather_el<<<blocks, 256, 0, s>>>((const pcu_gather_el *)param, op[2], op[0], op[1], err, n); break;
     default: return (int)cudaErrorInvalidValue;
     }

@@ -1055,10 +1055,10 @@ PCU_HD void pcu_bn_at(const pcu_bn *k, float *y, const float *x, const float *sc
     y[i] = (x[i] - mean[c]) * s + bias[c];
 }
 
-/* ---- MaxPool, AveragePool (1-3-D lifted to 3-D): one thread per output element ----------- */
+/* ---- MaxPool, AveragePool, LpPool (1-3-D lifted to 3-D): one thread per output element ----------- */
 
 typedef struct pcu_pool {
-    int32_t max, count_pad;
+    int32_t max, count_pad, lp; /* lp: LpPool's p (>= 1), 0 for the others */
     int64_t n, nc; /* output elements, N * C */
     int64_t in[3], k[3], s[3], d[3], p[3], p1[3], out[3];
 } pcu_pool;
@@ -1083,7 +1083,9 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) 
                 if (k->count_pad || inside) cnt++;
                 if (!inside) continue;
                 const float v = xp[(z * k->in[1] + h) * k->in[2] + w];
-                if (k->max) {
+                if (k->lp) {
+                    acc += pow(fabs((double)v), (double)k->lp);
+                } else if (k->max) {
                     if (v != v) nan = 1;
                     if (v > acc) acc = v;
                 } else {
@@ -1092,7 +1094,8 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) 
             }
         }
     }
-    y[i] = k->max ? (nan ? NAN : (float)acc) : (float)(cnt ? acc / (double)cnt : NAN);
+    if (k->lp) y[i] = (float)pow(acc, 1.0 / (double)k->lp); /* (sum of |x|^p)^(1/p); pads add nothing */
+    else y[i] = k->max ? (nan ? NAN : (float)acc) : (float)(cnt ? acc / (double)cnt : NAN);
 }
 
 /* ---- Resize: one thread per output element, at most two resized axes ------------------------ */
@@ -1742,6 +1745,268 @@ PCU_HD void pcu_gridsample_at(const pcu_gridsample *g, float *y, const float *x,
                     acc += w[0][a] * w[1][b] * w[2][c] * (double)xc[at];
                 }
     y[i] = (float)acc;
+}
+
+/* ---- Hardmax, LpNormalization: one thread per line ---------------------------------------- */
+
+/* A line of n elements `inner` apart (the reference's each_line): line i
+ * starts at (i / inner) * n * inner + i % inner. f32 or f64, read as double. */
+typedef struct pcu_line {
+    int32_t lpnorm, p, f64; /* lpnorm 0: Hardmax; p: LpNormalization's 1 or 2 */
+    int64_t lines, n, inner;
+} pcu_line;
+
+PCU_HD double pcu_line_ld(const pcu_line *k, const void *x, int64_t i) {
+    return k->f64 ? ((const double *)x)[i] : (double)((const float *)x)[i];
+}
+
+PCU_HD void pcu_line_st(const pcu_line *k, void *y, int64_t i, double v) {
+    if (k->f64) ((double *)y)[i] = v;
+    else ((float *)y)[i] = (float)v;
+}
+
+/* Hardmax: 1 at the first largest element, 0 elsewhere, a line holding NaN
+ * NaN throughout; LpNormalization: x / ||x||_p, the norm summed in double in
+ * order, a line of zeros zeros. As runtime/cpu/ref_nn.c, so the same bits. */
+PCU_HD void pcu_line_at(const pcu_line *k, void *y, const void *x, int64_t i) {
+    const int64_t at = pcu_div(i, k->inner) * k->n * k->inner + pcu_mod(i, k->inner);
+    if (!k->lpnorm) {
+        int64_t best = 0;
+        int nan = 0;
+        for (int64_t j = 0; j < k->n; j++) {
+            const double v = pcu_line_ld(k, x, at + j * k->inner);
+            if (v != v) nan = 1;
+            else if (v > pcu_line_ld(k, x, at + best * k->inner)) best = j;
+        }
+        for (int64_t j = 0; j < k->n; j++) pcu_line_st(k, y, at + j * k->inner, nan ? NAN : (double)(j == best));
+        return;
+    }
+    double s = 0;
+    for (int64_t j = 0; j < k->n; j++) {
+        const double v = pcu_line_ld(k, x, at + j * k->inner);
+        s += k->p == 1 ? fabs(v) : v * v;
+    }
+    const double norm = k->p == 1 ? s : sqrt(s);
+    for (int64_t j = 0; j < k->n; j++)
+        pcu_line_st(k, y, at + j * k->inner, norm == 0 ? 0 : pcu_line_ld(k, x, at + j * k->inner) / norm);
+}
+
+/* ---- OneHot: one thread per output element --------------------------------------------------- */
+
+/* y [outer, depth, inner] = values[1] where index (outer, inner), plus depth
+ * if negative, is the class, else values[0]; values of esize bytes. */
+typedef struct pcu_onehot {
+    int32_t it, esize; /* the indices' type (PCU_T_*) */
+    int64_t n, depth, inner;
+} pcu_onehot;
+
+/* An index as int64: floats cut toward zero, NaN and floats out of range
+ * no class (INT64_MIN), as the reference kernel's onehot_index. */
+PCU_HD int64_t pcu_onehot_index(int t, const void *x, int64_t i) {
+    if (t == PCU_T_F32 || t == PCU_T_F64) {
+        const double v = t == PCU_T_F64 ? ((const double *)x)[i] : (double)((const float *)x)[i];
+        return v > -9.0e18 && v < 9.0e18 ? (int64_t)v : INT64_MIN;
+    }
+    if (t == PCU_T_U64) {
+        const uint64_t u = ((const uint64_t *)x)[i];
+        return u > (uint64_t)INT64_MAX ? INT64_MIN : (int64_t)u;
+    }
+    return pcu_ldi(x, t, i);
+}
+
+PCU_HD void pcu_onehot_at(const pcu_onehot *k, void *y, const void *idx, const void *values, int64_t i) {
+    const int64_t b = pcu_mod(i, k->inner), c = pcu_mod(pcu_div(i, k->inner), k->depth);
+    const int64_t a = pcu_div(i, k->inner * k->depth);
+    int64_t v = pcu_onehot_index(k->it, idx, a * k->inner + b);
+    if (v < 0 && v >= -k->depth) v += k->depth;
+    const unsigned char *src = (const unsigned char *)values + (v == c ? k->esize : 0);
+    unsigned char *dst = (unsigned char *)y + i * k->esize;
+    for (int e = 0; e < k->esize; e++) dst[e] = src[e];
+}
+
+/* ---- AffineGrid: one thread per output element ----------------------------------------------- */
+
+/* grid [N, points, k] (k = 2 or 3) from theta [N, k, k + 1]: element r of a
+ * point is theta[n, r, :] . (x, y[, z], 1), x the last axis's position; the
+ * sum in double in the reference kernel's order. */
+typedef struct pcu_affgrid {
+    int32_t k, align, f64;
+    int64_t n, P; /* outputs, points a sample */
+    int64_t out[3]; /* the spatial extents, k of them */
+} pcu_affgrid;
+
+/* position i of an axis of len in [-1, 1] (the reference's affine_base) */
+PCU_HD double pcu_affine_base(int align, int64_t i, int64_t len) {
+    if (align) return len > 1 ? -1.0 + 2.0 * (double)i / (double)(len - 1) : 0.0;
+    return -1.0 + (2.0 * (double)i + 1.0) / (double)len;
+}
+
+PCU_HD void pcu_affgrid_at(const pcu_affgrid *g, void *y, const void *theta, int64_t i) {
+    const int k = g->k;
+    const int64_t r = i % k, p = (i / k) % g->P, n = i / (k * g->P);
+    /* x, y[, z]: the last spatial axis's position first (scalars: an index
+     * computed at run time would put an array in local memory) */
+    const int64_t last = p % g->out[k - 1], mid = (p / g->out[k - 1]) % g->out[k - 2];
+    const double bx = pcu_affine_base(g->align, last, g->out[k - 1]);
+    const double by = pcu_affine_base(g->align, mid, g->out[k - 2]);
+    const double bz = k == 3 ? pcu_affine_base(g->align, p / (g->out[2] * g->out[1]), g->out[0]) : 1.0;
+    const int64_t row = (n * k + r) * (k + 1);
+    double acc = 0;
+    for (int c = 0; c <= k; c++) {
+        const double t = g->f64 ? ((const double *)theta)[row + c] : (double)((const float *)theta)[row + c];
+        acc += t * (c == 0 ? bx : c == 1 ? by : c == 2 ? bz : 1.0);
+    }
+    if (g->f64) ((double *)y)[i] = acc;
+    else ((float *)y)[i] = (float)acc;
+}
+
+/* ---- LSTM, GRU, RNN: one thread per (direction, sample, hidden unit), a launch per phase ---- */
+
+/* The reference kernel's recurrence (runtime/cpu/ref_rnn.c) spread over the
+ * hidden units: every step a launch, each thread computing its unit's gates
+ * from the input row and the whole previous state, in the reference's order
+ * of sums (four double lanes per product, exact products), so the emulator
+ * gives its bits. The state lives in scratch operands laid out [D, N, H]:
+ * h_in (read) and h_out (written) swap between steps, c is each thread's
+ * own; GRU computes z and r (and r (.) h) in a launch of their own first, as
+ * its h gate reads r of every unit. Phases: 0 the initial state into h_out
+ * and c, 1 step s (GRU: its h gate and the new state), 2 GRU's z and r of
+ * step s, 3 Y_h and Y_c from h_in and c. Operands (cuplan.h): X W R B lens
+ * h0 c0 P Y Y_h Y_c h_in h_out c zr t, absent ones NULL. */
+enum { PCU_RNN_LSTM, PCU_RNN_GRU, PCU_RNN_RNN };
+enum { PCU_RNN_INIT, PCU_RNN_STEP, PCU_RNN_GATES, PCU_RNN_FINAL };
+typedef struct pcu_rnn {
+    int32_t op, phase, D, G, layout, reverse, input_forget, lbr; /* lbr: GRU's linear_before_reset */
+    float clip;                                                  /* INFINITY: none */
+    int32_t fn[2][3];                                            /* ir's pp_rnn_fn per direction */
+    float alpha[2][3], beta[2][3];
+    int64_t S, N, I, H, s; /* s: the step of phases 1 and 2 */
+} pcu_rnn;
+
+/* a * b rounded once, in double: not fused into a following add on the GPU */
+#ifdef __CUDA_ARCH__
+#define PCU_DMUL(a, b) __dmul_rn((a), (b))
+#else
+#define PCU_DMUL(a, b) ((a) * (b))
+#endif
+
+/* sum of a[i] * b[i] in double, four lanes (the reference's dot; each
+ * product is exact, so a fused multiply-add gives the same sum) */
+PCU_HD double pcu_rnn_dot(const float *a, const float *b, int64_t n) {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += (double)a[i] * b[i];
+        s1 += (double)a[i + 1] * b[i + 1];
+        s2 += (double)a[i + 2] * b[i + 2];
+        s3 += (double)a[i + 3] * b[i + 3];
+    }
+    for (; i < n; i++) s0 += (double)a[i] * b[i];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* activation j of direction d (runtime/cpu/rnn_common.h's act) */
+PCU_HD float pcu_rnn_act(const pcu_rnn *k, int d, int j, float x) {
+    const float a = k->alpha[d][j], b = k->beta[d][j];
+    switch (k->fn[d][j]) {
+    case 0: return 1.0f / (1.0f + expf(-x));
+    case 1: return tanhf(x);
+    case 2: return x > 0.0f ? x : 0.0f;
+    case 3: {
+        const float y = PCU_FMUL(a, x) + b;
+        return y > 1.0f ? 1.0f : y > 0.0f ? y : 0.0f;
+    }
+    case 4: return PCU_FMUL(a, x) + b;
+    case 5: return x >= 0.0f ? x : a * x;
+    case 6: return x > a ? x : 0.0f;
+    case 7: return a * tanhf(b * x);
+    case 8: return x >= 0.0f ? x : a * expm1f(x);
+    case 9: return x / (1.0f + fabsf(x));
+    case 10: return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+    default: return x;
+    }
+}
+
+PCU_HD float pcu_rnn_clip(float x, float c) { return x > c ? c : x < -c ? -c : x; }
+
+/* gate row j of direction d: x W[j]^T + h R[j]^T + the two biases */
+PCU_HD double pcu_rnn_gate(const pcu_rnn *k, const float *W, const float *R, const float *B, const float *x,
+                           const float *h, int d, int64_t j) {
+    const int64_t GH = k->G * k->H;
+    const double s = pcu_rnn_dot(W + (d * GH + j) * k->I, x, k->I) + pcu_rnn_dot(R + (d * GH + j) * k->H, h, k->H);
+    return s + (B ? (double)B[d * 2 * GH + j] + B[d * 2 * GH + GH + j] : 0.0);
+}
+
+PCU_HD void pcu_rnn_at(const pcu_rnn *k, const float *X, const float *W, const float *R, const float *B,
+                       const int32_t *lens, const float *h0, const float *c0, const float *P, float *Y, float *Yh,
+                       float *Yc, const float *hin, float *hout, float *c, float *zr, float *t, int *err, int64_t i) {
+    const int64_t H = k->H, N = k->N, u = pcu_mod(i, H), b = pcu_mod(pcu_div(i, H), N);
+    const int d = (int)pcu_div(i, H * N);
+    const int64_t st = (d * N + b) * H, io = (k->layout ? b * k->D + d : d * N + b) * H; /* scratch, I/O state */
+    const int64_t L = lens ? lens[b] : k->S;
+    if (L < 0 || L > k->S) {
+        if (err) *err = 1;
+        return;
+    }
+    if (k->phase == PCU_RNN_INIT) {
+        hout[st + u] = h0 && L > 0 ? h0[io + u] : 0.0f;
+        c[st + u] = c0 && L > 0 ? c0[io + u] : 0.0f;
+        return;
+    }
+    if (k->phase == PCU_RNN_FINAL) {
+        if (Yh) Yh[io + u] = hin[st + u];
+        if (Yc) Yc[io + u] = c[st + u];
+        return;
+    }
+    const int64_t s = k->s;
+    const int rev = k->reverse || d == 1;
+    if (s >= L) { /* past the sample's end: Y 0, the state kept */
+        if (k->phase == PCU_RNN_GATES) return;
+        if (Y) Y[(k->layout ? (b * k->S + s) * k->D + d : (s * k->D + d) * N + b) * H + u] = 0.0f;
+        hout[st + u] = hin[st + u];
+        return;
+    }
+    const int64_t tm = rev ? L - 1 - s : s;
+    const float *x = X + (k->layout ? b * k->S + tm : tm * N + b) * k->I;
+    const float *h = hin + st;
+    const float cl = k->clip;
+    float hn;
+    if (k->op == PCU_RNN_GRU && k->phase == PCU_RNN_GATES) {
+        const float z = pcu_rnn_act(k, d, 0, pcu_rnn_clip((float)pcu_rnn_gate(k, W, R, B, x, h, d, u), cl));
+        const float r = pcu_rnn_act(k, d, 0, pcu_rnn_clip((float)pcu_rnn_gate(k, W, R, B, x, h, d, H + u), cl));
+        zr[2 * st + u] = z, zr[2 * st + H + u] = r;
+        if (!k->lbr) t[st + u] = r * h[u];
+        return;
+    }
+    if (k->op == PCU_RNN_LSTM) {
+        const float *p = P ? P + d * 3 * H : NULL;
+        const float cp = c[st + u];
+        const float pi = p ? PCU_FMUL(p[u], cp) : 0.0f, pf = p ? PCU_FMUL(p[2 * H + u], cp) : 0.0f;
+        const float ig = pcu_rnn_act(k, d, 0, pcu_rnn_clip((float)pcu_rnn_gate(k, W, R, B, x, h, d, u) + pi, cl));
+        const float fg = k->input_forget ? 1.0f - ig
+                                         : pcu_rnn_act(k, d, 0,
+                                                       pcu_rnn_clip((float)pcu_rnn_gate(k, W, R, B, x, h, d, 2 * H + u) + pf,
+                                                                    cl));
+        const float cc = pcu_rnn_act(k, d, 1, pcu_rnn_clip((float)pcu_rnn_gate(k, W, R, B, x, h, d, 3 * H + u), cl));
+        const float cn = PCU_FMUL(fg, cp) + PCU_FMUL(ig, cc);
+        const float po = p ? PCU_FMUL(p[H + u], cn) : 0.0f;
+        const float o = pcu_rnn_act(k, d, 0, pcu_rnn_clip((float)pcu_rnn_gate(k, W, R, B, x, h, d, H + u) + po, cl));
+        c[st + u] = cn;
+        hn = o * pcu_rnn_act(k, d, 2, cn);
+    } else if (k->op == PCU_RNN_GRU) {
+        const int64_t GH = 3 * H, j = 2 * H + u;
+        const double xw = pcu_rnn_dot(W + (d * GH + j) * k->I, x, k->I) + (B ? B[d * 2 * GH + j] : 0.0f);
+        const double rb = B ? B[d * 2 * GH + GH + j] : 0.0f;
+        const double hr = k->lbr ? PCU_DMUL((double)zr[2 * st + H + u], pcu_rnn_dot(R + (d * GH + j) * H, h, H) + rb)
+                                 : pcu_rnn_dot(R + (d * GH + j) * H, t + st, H) + rb;
+        const float hg = pcu_rnn_act(k, d, 1, pcu_rnn_clip((float)(xw + hr), cl));
+        const float z = zr[2 * st + u];
+        hn = PCU_FMUL(1.0f - z, hg) + PCU_FMUL(z, h[u]);
+    } else {
+        hn = pcu_rnn_act(k, d, 0, pcu_rnn_clip((float)pcu_rnn_gate(k, W, R, B, x, h, d, u), cl));
+    }
+    hout[st + u] = hn;
+    if (Y) Y[(k->layout ? (b * k->S + tm) * k->D + d : (tm * k->D + d) * N + b) * H + u] = hn;
 }
 
 #endif

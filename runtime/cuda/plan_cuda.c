@@ -31,6 +31,7 @@
 #include "../../ir/pack.h"
 #include "../../ir/shape_attn.h"
 #include "../../ir/shape_nn.h"
+#include "../../ir/shape_rnn.h"
 #include "../cpu/ref.h" /* pprt_geom3_lift */
 #include "cuplan.h"
 
@@ -948,11 +949,14 @@ static pp_status plan_pool(planner *P, int ni, bool *ok) {
     pp_geom g;
     if (pp_geom_make(attrs_of(P, n), &x->shape, NULL, true, &g, NULL) != PP_OK) return PP_OK;
     const pprt_geom3 g3 = pprt_geom3_lift(&g);
+    const int64_t lp = n->op == PP_OP_LPPOOL ? attr_i(P, n, "p", 2) : 0;
+    if (n->op == PP_OP_LPPOOL && (lp < 1 || lp > INT32_MAX)) return PP_OK; /* the reference kernel says why */
     NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
     s->kernel = PCU_K_POOL;
     pcu_pool *k = &s->u.pool;
     k->max = n->op == PP_OP_MAXPOOL;
-    k->count_pad = !k->max && attr_i(P, n, "count_include_pad", 0) != 0;
+    k->lp = (int32_t)lp;
+    k->count_pad = n->op == PP_OP_AVGPOOL && attr_i(P, n, "count_include_pad", 0) != 0;
     k->nc = x->shape.dim[0] * x->shape.dim[1];
     for (int d = 0; d < 3; d++) {
         k->in[d] = g3.in[d], k->k[d] = g3.k[d], k->s[d] = g3.s[d], k->d[d] = g3.d[d];
@@ -1107,6 +1111,155 @@ static pp_status plan_gridsample(planner *P, int ni, bool *ok) {
     s->ops[1] = R(P, n->in[1]);
     s->ops[2] = R(P, n->out[0]);
     s->threads = k.n;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
+/* Hardmax and LpNormalization of f32 or f64, a thread per line (pcu_line_at). */
+static pp_status plan_line(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
+    *ok = false;
+    if ((x->dtype != PP_F32 && x->dtype != PP_F64) || y->dtype != x->dtype) return PP_OK;
+    pcu_line k = {.lpnorm = n->op == PP_OP_LPNORM, .f64 = x->dtype == PP_F64};
+    if (k.lpnorm) {
+        int axis, p;
+        if (pp_lpnorm_parse(attrs_of(P, n), &x->shape, &axis, &p, NULL) != PP_OK) return PP_OK;
+        k.p = p, k.lines = 1, k.n = x->shape.dim[axis], k.inner = 1;
+        for (int d = 0; d < x->shape.rank; d++)
+            if (d != axis) *(d < axis ? &k.lines : &k.inner) *= x->shape.dim[d];
+        k.lines *= k.inner;
+    } else {
+        int64_t outer;
+        if (pp_softmax_split(attrs_of(P, n), &x->shape, &outer, &k.n, &k.inner, NULL) != PP_OK) return PP_OK;
+        k.lines = outer * k.inner;
+    }
+    *ok = true;
+    if (k.lines == 0 || k.n == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
+    s->kernel = PCU_K_LINE;
+    s->u.line = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->out[0]);
+    s->threads = k.lines;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
+/* OneHot: any index type the reference reads, values of up to 8 bytes; depth
+ * and axis as the output's shape says (pcu_onehot_at). */
+static pp_status plan_onehot(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    if (n->n_in != 3 || n->in[0] < 0 || n->in[2] < 0) return PP_OK;
+    const pprt_tdesc *ix = T(P, n->in[0]), *v = T(P, n->in[2]), *y = T(P, n->out[0]);
+    const int r = ix->shape.rank, es = (int)pp_dtype_size(y->dtype), it = (int)ix->dtype;
+    if (y->shape.rank != r + 1 || v->dtype != y->dtype || numel(&v->shape) != 2 || es < 1 || es > 8 ||
+        !(it == PP_F32 || it == PP_F64 || (pcu_tsize(it) > 0 && !pcu_is_float(it) && it != PP_BOOL)))
+        return PP_OK;
+    int axis;
+    if (pp_norm_axis(attr_i(P, n, "axis", -1), r + 1, "axis", &axis, NULL) != PP_OK) return PP_OK;
+    pcu_onehot k = {.it = it, .esize = es, .n = numel(&y->shape), .depth = y->shape.dim[axis], .inner = 1};
+    for (int d = axis + 1; d <= r; d++) k.inner *= y->shape.dim[d];
+    *ok = true;
+    if (k.n == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 3);
+    s->kernel = PCU_K_ONEHOT;
+    s->u.oh = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->in[2]);
+    s->ops[2] = R(P, n->out[0]);
+    s->threads = k.n;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
+/* AffineGrid of f32 or f64 theta [N, k, k + 1] into [N, spatial..., k], k 2
+ * or 3 (pcu_affgrid_at); the constant size input only shaped the output. */
+static pp_status plan_affinegrid(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *t = T(P, n->in[0]), *y = T(P, n->out[0]);
+    *ok = false;
+    const pp_shape *ts = &t->shape, *ys = &y->shape;
+    if ((t->dtype != PP_F32 && t->dtype != PP_F64) || y->dtype != t->dtype || ts->rank != 3) return PP_OK;
+    const int k = (int)ts->dim[1];
+    if ((k != 2 && k != 3) || ts->dim[2] != k + 1 || ys->rank != k + 2 || ys->dim[0] != ts->dim[0] ||
+        ys->dim[k + 1] != k)
+        return PP_OK;
+    pcu_affgrid g = {.k = k, .align = attr_i(P, n, "align_corners", 0) != 0, .f64 = t->dtype == PP_F64,
+                     .n = numel(ys), .P = 1};
+    for (int d = 0; d < k; d++) g.out[d] = ys->dim[1 + d], g.P *= ys->dim[1 + d];
+    *ok = true;
+    if (g.n == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
+    s->kernel = PCU_K_AFFGRID;
+    s->u.ag = g;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->out[0]);
+    s->threads = g.n;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
+/* LSTM, GRU and RNN of f32 (pcu_rnn_at): a launch for the initial state,
+ * one per step (two for GRU), one for Y_h and Y_c; the state in the
+ * workspace, h in two halves that swap between steps. */
+static pp_status plan_rnn(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    pp_tinfo ti[8];
+    const int nin = n->n_in < 8 ? n->n_in : 8;
+    for (int k = 0; k < nin; k++) ti[k] = shape_info(P, n, k);
+    pp_rnn r;
+    if (pp_rnn_parse(n->op, attrs_of(P, n), ti, nin, &r, NULL) != PP_OK) return PP_OK;
+    for (int k = 0; k < n->n_out; k++)
+        if (n->out[k] >= 0 && T(P, n->out[k])->dtype != PP_F32) return PP_OK;
+    const uint64_t dnh = (uint64_t)(r.D * r.N * r.H);
+    if (dnh * 6 * sizeof(float) > ((uint64_t)256 << 20)) return PP_OK; /* the state past the scratch's 256 MiB */
+    pcu_rnn k = {.op = n->op == PP_OP_LSTM ? PCU_RNN_LSTM : n->op == PP_OP_GRU ? PCU_RNN_GRU : PCU_RNN_RNN,
+                 .D = r.D, .G = r.G, .layout = r.layout, .reverse = r.reverse, .input_forget = r.input_forget,
+                 .lbr = r.linear_before_reset, .clip = r.clip, .S = r.S, .N = r.N, .I = r.I, .H = r.H};
+    _Static_assert(PP_RNN_SIGMOID == 0 && PP_RNN_TANH == 1 && PP_RNN_HARDSIGMOID == 3 && PP_RNN_SCALEDTANH == 7 &&
+                   PP_RNN_SOFTPLUS == 10, "pcu_rnn_act's numbering");
+    for (int d = 0; d < 2; d++)
+        for (int j = 0; j < 3; j++)
+            k.fn[d][j] = (int32_t)r.act[d][j].fn, k.alpha[d][j] = r.act[d][j].alpha, k.beta[d][j] = r.act[d][j].beta;
+    *ok = true;
+    if (dnh == 0) return PP_OK;
+    pcu_ref ops[16];
+    for (int q = 0; q < 16; q++) ops[q] = (pcu_ref){-1, -1, 0, 0};
+    static const int in_at[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    const bool has[8] = {true, true, true, r.has_b, r.has_lens, r.has_h0, r.has_c0, r.has_p};
+    for (int q = 0; q < nin; q++)
+        if (has[q] && n->in[q] >= 0) ops[in_at[q]] = R(P, n->in[q]);
+    for (int q = 0; q < n->n_out && q < 3; q++)
+        if (n->out[q] >= 0) ops[8 + q] = R(P, n->out[q]);
+    /* the workspace: h (two halves), c, GRU's z and r, r (.) h */
+    const pcu_ref w = work_scratch(P, dnh * 6 * sizeof(float));
+    pcu_ref half[2], *cs = &ops[13];
+    for (int q = 0; q < 2; q++) half[q] = (pcu_ref){w.space, -1, w.off + q * dnh * 4, dnh * 4};
+    *cs = (pcu_ref){w.space, -1, w.off + 2 * dnh * 4, dnh * 4};
+    if (k.op == PCU_RNN_GRU) ops[14] = (pcu_ref){w.space, -1, w.off + 3 * dnh * 4, 2 * dnh * 4};
+    if (k.op == PCU_RNN_GRU && !k.lbr) ops[15] = (pcu_ref){w.space, -1, w.off + 5 * dnh * 4, dnh * 4};
+    int cur = 0; /* the half that holds the state */
+    for (int64_t s = -1; s <= r.S; s++) {
+        const int phases = s < 0 || s == r.S || k.op != PCU_RNN_GRU ? 1 : 2;
+        for (int ph = 0; ph < phases; ph++) {
+            NEW_STEP(st, P, PCU_S_KERNEL, ni, 16);
+            memcpy(st->ops, ops, sizeof ops);
+            st->kernel = PCU_K_RNN;
+            st->u.rnn = k;
+            st->u.rnn.s = s < 0 ? 0 : s;
+            st->u.rnn.phase = s < 0 ? PCU_RNN_INIT : s == r.S ? PCU_RNN_FINAL : phases == 2 && ph == 0 ? PCU_RNN_GATES
+                                                                                                    : PCU_RNN_STEP;
+            /* h_in: the state; h_out: the other half (the initial state: the current one) */
+            st->ops[11] = s < 0 ? (pcu_ref){-1, -1, 0, 0} : half[cur];
+            st->ops[12] = s < 0 ? half[cur] : s == r.S || st->u.rnn.phase == PCU_RNN_GATES ? (pcu_ref){-1, -1, 0, 0}
+                                                                                             : half[1 - cur];
+            st->threads = (int64_t)dnh;
+        }
+        if (s >= 0 && s < r.S) cur = 1 - cur;
+    }
     P->pl->counts.own++;
     return PP_OK;
 }
@@ -1760,7 +1913,10 @@ static const struct {
     ROW(SCATTERELEMENTS, plan_scatter, "own kernel") ROW(SCATTER, plan_scatter, "own kernel")
     ROW(TRILU, plan_trilu, "own kernel") ROW(ROTARYEMBEDDING, plan_rope, "own kernel")
     ROW(ATTENTION, plan_attention, "own kernel")
-    ROW(MAXPOOL, plan_pool, "own kernel") ROW(AVGPOOL, plan_pool, "own kernel")
+    ROW(MAXPOOL, plan_pool, "own kernel") ROW(AVGPOOL, plan_pool, "own kernel") ROW(LPPOOL, plan_pool, "own kernel")
+    ROW(HARDMAX, plan_line, "own kernel") ROW(LPNORM, plan_line, "own kernel")
+    ROW(ONEHOT, plan_onehot, "own kernel") ROW(LSTM, plan_rnn, "own kernel (a launch per step)")
+    ROW(GRU, plan_rnn, "own kernel (two launches per step)") ROW(RNN, plan_rnn, "own kernel (a launch per step)") ROW(AFFINEGRID, plan_affinegrid, "own kernel")
     ROW(GLOBALAVGPOOL, plan_reduce, "own kernel") ROW(GLOBALMAXPOOL, plan_reduce, "own kernel")
     ROW(ARGMAX, plan_reduce, "own kernel") ROW(ARGMIN, plan_reduce, "own kernel")
     ROW(REDUCEMEAN, plan_reduce, "own kernel") ROW(REDUCESUM, plan_reduce, "own kernel")
@@ -1934,7 +2090,9 @@ const char *pcu_step_name(const pcu_step *s) {
                                                      "normalization", "batch normalization", "pool",
                                                      "convolution epilogue", "resize", "cumsum",
                                                      "gather elements", "topk", "scatter", "trilu",
-                                                     "rotary embedding", "attention"};
+                                                     "rotary embedding", "attention", "quantize", "grid sample",
+                                                     "line", "one-hot", "affine grid", "recurrence"};
+    _Static_assert(PCU_K_COUNT == 22, "a name for every kernel");
     switch (s->kind) {
     case PCU_S_KERNEL: return s->kernel >= 0 && s->kernel < PCU_K_COUNT ? kernels[s->kernel] : "kernel";
     case PCU_S_CONV: return s->u.conv.transpose ? "cuDNN convolution backward data" : "cuDNN convolution";
