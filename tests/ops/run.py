@@ -46,7 +46,8 @@ and 2 (skipped without torch).
 
 Usage: run.py WORKDIR (env: PPCC, PPRT). About 15 s on 2 busy cores. Exit 0 when every case
 passes, 1 otherwise (each failure printed). On a GPU machine (tests/cuda/gpu_day.sh):
-PP_OPS_BACKENDS=cuda (the backends each case runs on, comma-separated, instead of ref and dnnl),
+PP_OPS_BACKENDS=cuda (the backends each case runs on, comma-separated, instead of ref, dnnl and
+cuda-emu where the build has them),
 PP_OPS_ONLY=REGEX (only the cases whose name it matches run pprt; the PyTorch cases are skipped),
 PP_OPS_IR=N (the models' IR version at most N, for an older onnxruntime than the onnx package)."""
 import os
@@ -69,7 +70,10 @@ except ImportError as e:
 WORK = sys.argv[1]
 os.makedirs(WORK, exist_ok=True)
 HAVE_DNNL = subprocess.run([PPRT, "--backend", "dnnl", "--version"], capture_output=True).returncode == 0
-BACKENDS = ["ref"] + (["dnnl"] if HAVE_DNNL else [])
+# cuda-emu where pprt was built with the CUDA backend: the CUDA step list (own kernels, cuDNN's and
+# cuBLASLt's operations as the descriptors say, host fallbacks) on the host, against the same oracles
+HAVE_EMU = subprocess.run([PPRT, "--backend", "cuda-emu", "--version"], capture_output=True).returncode == 0
+BACKENDS = ["ref"] + (["dnnl"] if HAVE_DNNL else []) + (["cuda-emu"] if HAVE_EMU else [])
 if os.environ.get("PP_OPS_BACKENDS"):
     BACKENDS = os.environ["PP_OPS_BACKENDS"].split(",")
 ONLY = re.compile(os.environ["PP_OPS_ONLY"]) if os.environ.get("PP_OPS_ONLY") else None
@@ -189,8 +193,8 @@ def case(name, nodes, feeds, outputs, inits=(), opset=17, numpy_ref=None, rtol=1
                     failures.append(f"{name} (-pp {pp}, {be}): {o}: {bad}")
 
 
-def refused(name, nodes, feeds, outputs, want_text, inits=(), opset=17, code=2, tool="ppcc"):
-    """ppcc (or pprt) must exit `code` with want_text in its message."""
+def refused(name, nodes, feeds, outputs, want_text, inits=(), opset=17, code=2, tool="ppcc", backend="ref"):
+    """ppcc (or pprt on `backend`) must exit `code` with want_text in its message."""
     global n_cases
     if not wanted(name):
         return
@@ -201,7 +205,7 @@ def refused(name, nodes, feeds, outputs, want_text, inits=(), opset=17, code=2, 
     r = subprocess.run([PPCC, path, "-b", "0", "-q", "-o", plan], capture_output=True, text=True)
     if tool == "pprt" and r.returncode == 0:
         r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", os.path.join(d, "out"), "-q",
-                            "--backend", "ref"], capture_output=True, text=True)
+                            "--backend", backend], capture_output=True, text=True)
     if r.returncode != code or want_text not in r.stderr:
         failures.append(f"{name}: {tool} exit {r.returncode} (want {code}), stderr {r.stderr.strip()[-300:]!r}, "
                         f"want text {want_text!r}")
@@ -879,6 +883,27 @@ for p_ in (1, 2):
     for axis in (1, -1):
         case(f"lpnorm_p{p_}_axis{axis}", [helper.make_node("LpNormalization", ["x"], ["y"], axis=axis, p=p_)],
              {"x": lx}, ["y"], opset=22)
+# f64 lines and grids (values no float holds), other index and value types: the CUDA kernels' other branches
+hx64 = rng.uniform(-3, 3, (3, 4, 5))
+hx64[1, 2, 3] = hx64[0, 2, 3] + 1e-12  # larger only in f64
+case("hardmax_f64_axis0", [helper.make_node("Hardmax", ["x"], ["y"], axis=0)], {"x": hx64}, ["y"],
+     opset=13, oracle=lambda f: [(np.arange(3)[:, None, None] == np.argmax(f["x"], 0)[None]).astype(np.float64)])
+lx64 = rng.uniform(-3, 3, (3, 4, 5))
+lx64[:, 1, 2] = 0
+case("lpnorm_f64_p2_axis0", [helper.make_node("LpNormalization", ["x"], ["y"], axis=0, p=2)],
+     {"x": lx64}, ["y"], opset=22, rtol=1e-12, atol=1e-14)
+case("affinegrid_f64_2d", [helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=0)],
+     {"theta": rng.uniform(-1.5, 1.5, (2, 2, 3))}, ["grid"],
+     inits={"size": np.array((2, 3, 4, 5), np.int64)}, opset=20, rtol=1e-12, atol=1e-14)
+for it, vt in ((np.int32, np.float64), (np.uint8, np.int8), (np.float64, np.float32), (np.int8, np.int32)):
+    ix = np.array([[0, 3, 2], [1, 4, 0]]).astype(it) if it != np.int8 else np.array([[0, -1, 2], [-4, 5, 1]], it)
+    case(f"onehot_{np.dtype(it).name}_{np.dtype(vt).name}",
+         [helper.make_node("OneHot", ["i", "depth", "values"], ["y"], axis=0)], {"i": ix}, ["y"],
+         inits={"depth": np.array(4, np.int64), "values": np.array([3, -2], vt)}, opset=11,
+         oracle=lambda f, vt=vt: [np.where(np.arange(4)[:, None, None] == np.where(f["i"].astype(np.int64) < 0,
+                                                                                    f["i"].astype(np.int64) + 4,
+                                                                                    f["i"].astype(np.int64))[None],
+                                           vt(-2), vt(3)).astype(vt)])
 refused("lpnorm_p3", [helper.make_node("LpNormalization", ["x"], ["y"], p=3, name="lp")], {"x": lx}, ["y"],
         "attribute 'p'=3 is not 1 or 2", opset=22)
 
@@ -1312,6 +1337,10 @@ refused("gru_bad_w", [helper.make_node("GRU", ["x", "w", "r"], ["y"], name="gru"
 refused("rnn_bad_lens", [helper.make_node("RNN", ["x", "w", "r", "", "n"], ["y"], name="rnn", hidden_size=2)],
         {"x": f32(3, 2, 2), "w": f32(1, 2, 2), "r": f32(1, 2, 2), "n": np.array([3, 4], np.int32)}, ["y"],
         "node 'rnn' (RNN): input sequence_lens[1] = 4 is outside [0, 3] (the sequence length)", tool="pprt")
+if "cuda-emu" in BACKENDS:  # the recurrence's own kernel checks the lengths on the device
+    refused("rnn_bad_lens_cuda", [helper.make_node("RNN", ["x", "w", "r", "", "n"], ["y"], name="rnn", hidden_size=2)],
+            {"x": f32(3, 2, 2), "w": f32(1, 2, 2), "r": f32(1, 2, 2), "n": np.array([3, -1], np.int32)}, ["y"],
+            "node 'rnn' (RNN): a sequence_lens value is outside [0, 3]", tool="pprt", backend="cuda-emu")
 
 print(f"ops: {n_cases} cases on {', '.join(BACKENDS)}, {len(failures)} failure(s)")
 for f in failures:
