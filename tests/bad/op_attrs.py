@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Random attributes and shapes for single-op models, valid and not: ppcc and
+pprt must exit 0 or 2 (2 with an 'error:' line), never crash, hang or trip a
+sanitizer; where both ppcc/pprt and onnxruntime run a model, their outputs
+must agree (rtol 1e-4, atol 1e-5; NaN where the other has NaN).
+
+The models are built with onnx.helper without onnx.checker (many are invalid
+on purpose); inputs are finite random values. Every case runs on each backend
+pprt has (ref, dnnl, cuda-emu): the CUDA planner must hand what it cannot
+take to the host fallback, whose reference kernel then says why. A fixed seed
+(--seed), so a failure reproduces; each failing case's folder is kept.
+Usage: op_attrs.py WORKDIR [--per-op N] [--seed S] [--only OP]
+(env: PPCC, PPRT). Exit 0: no failure; 1: failures (listed); 77: no onnx."""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+try:
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto as TP
+    from onnx import helper, numpy_helper
+except ImportError as e:
+    print(f"op_attrs: {e}; skipped")
+    sys.exit(77)
+
+ap = argparse.ArgumentParser()
+ap.add_argument("work")
+ap.add_argument("--per-op", type=int, default=int(os.environ.get("PP_ATTRS_PER_OP", "14")))
+ap.add_argument("--seed", type=int, default=20261127)
+ap.add_argument("--only", default=None)
+args = ap.parse_args()
+PPCC, PPRT = os.environ["PPCC"], os.environ["PPRT"]
+os.makedirs(args.work, exist_ok=True)
+rng = np.random.default_rng(args.seed)
+BACKENDS = [b for b in ("ref", "dnnl", "cuda-emu")
+            if subprocess.run([PPRT, "--backend", b, "--version"], capture_output=True).returncode == 0]
+NP = {TP.FLOAT: np.float32, TP.DOUBLE: np.float64, TP.INT64: np.int64, TP.INT32: np.int32, TP.INT8: np.int8,
+      TP.UINT8: np.uint8}
+failures, counts = [], {"cases": 0, "ran": 0, "refused": 0, "compared": 0, "ort_shape": 0}
+
+
+def pick(*xs):
+    return xs[int(rng.integers(len(xs)))]
+
+
+def shape(lo_rank, hi_rank, lo=1, hi=5):
+    return [int(d) for d in rng.integers(lo, hi + 1, int(rng.integers(lo_rank, hi_rank + 1)))]
+
+
+def fvals(shp, dt=np.float32):
+    return rng.uniform(-3, 3, shp).astype(dt)
+
+
+def inferred_shape(m):
+    """y's shape by ONNX's shape inference, or None where it has none."""
+    try:
+        t = onnx.shape_inference.infer_shapes(m).graph.output[0].type.tensor_type
+        if not t.HasField("shape") or any(not d.HasField("dim_value") for d in t.shape.dim):
+            return None
+        return tuple(d.dim_value for d in t.shape.dim)
+    except Exception:
+        return None
+
+
+def run_case(name, node, feeds, inits, out_type, opset, compare=True):
+    """One model: node over graph inputs `feeds` (name -> array) and
+    initializers `inits`; one output 'y' of element type out_type. compare:
+    False where pprt departs from onnxruntime on purpose (docs/design-notes.md)."""
+    counts["cases"] += 1
+    d = os.path.join(args.work, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(os.path.join(d, "data"))
+    ins = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+           for k, v in feeds.items()]
+    g = helper.make_graph([node], name, ins, [helper.make_tensor_value_info("y", out_type, None)],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    path = os.path.join(d, "model.onnx")
+    onnx.save(m, path)
+    for k, v in feeds.items():
+        np.save(os.path.join(d, "data", k + ".npy"), v)
+    bad = []
+
+    def check(tool, r):
+        if r is None:
+            bad.append(f"{tool}: hung")
+            return False
+        crash = [w for w in ("Sanitizer", "runtime error:", "Segmentation", "Aborted") if w in r.stderr]
+        if r.returncode not in (0, 2) or crash or (r.returncode == 2 and "error:" not in r.stderr):
+            bad.append(f"{tool}: exit {r.returncode}: {r.stderr.strip()[-300:]!r}")
+            return False
+        return r.returncode == 0
+
+    def run(argv):
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            return None
+
+    plan = os.path.join(d, "p.plan")
+    ok = check("ppcc", run([PPCC, path, "-b", "0", "-q", "-o", plan]))
+    want = None
+    try:
+        if not compare:
+            raise ValueError("not compared")
+        so = ort.SessionOptions()
+        so.log_severity_level = 4
+        want = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    except Exception:
+        want = None
+    if ok:
+        counts["ran"] += 1
+        for be in BACKENDS:
+            out = os.path.join(d, "out_" + be)
+            if not check(f"pprt --backend {be}", run([PPRT, plan, os.path.join(d, "data"), "-q", "-o", out,
+                                                       "--backend", be])):
+                continue
+            if want is None or not os.path.exists(os.path.join(out, "y.npy")):
+                continue
+            got = np.load(os.path.join(out, "y.npy"))
+            counts["compared"] += 1
+            w = np.asarray(want)
+            if got.shape != w.shape:
+                if got.shape == inferred_shape(m):  # onnxruntime's kernel against ONNX's own shape inference
+                    counts["ort_shape"] += 1
+                    continue
+                bad.append(f"{be}: shape {got.shape}, onnxruntime {w.shape}")
+            elif got.dtype.kind == "f":
+                if not np.allclose(got, w.astype(got.dtype), rtol=1e-4, atol=1e-5, equal_nan=True):
+                    i = np.unravel_index(np.argmax(np.abs(np.nan_to_num(got - w))), got.shape)
+                    bad.append(f"{be}: differs from onnxruntime, first large at {i}: {got[i]} vs {w[i]}")
+            elif not np.array_equal(got, w):
+                bad.append(f"{be}: differs from onnxruntime")
+    else:
+        counts["refused"] += 1
+    if bad:
+        failures.append(f"{name}: " + "; ".join(bad))
+    else:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def axis_in(rank):
+    return int(rng.integers(-rank - 1, rank + 1))  # one past either end: refused
+
+
+def case_hardmax(i):
+    s = shape(1, 4)
+    run_case(f"hardmax_{i}", helper.make_node("Hardmax", ["x"], ["y"], axis=axis_in(len(s))), {"x": fvals(s)}, {},
+             TP.FLOAT, pick(11, 13))
+
+
+def case_lpnorm(i):
+    s = shape(1, 4)
+    dt = pick(np.float32, np.float64)
+    run_case(f"lpnorm_{i}", helper.make_node("LpNormalization", ["x"], ["y"], axis=axis_in(len(s)), p=pick(0, 1, 2, 3)),
+             {"x": fvals(s, dt)}, {}, TP.FLOAT if dt == np.float32 else TP.DOUBLE, pick(1, 22))
+
+
+def pool_attrs(k):
+    a = {"kernel_shape": [int(v) for v in rng.integers(0, 5, k)]}
+    if rng.random() < 0.5:
+        a["strides"] = [int(v) for v in rng.integers(0, 4, k)]
+    if rng.random() < 0.4:
+        a["auto_pad"] = pick("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "BOGUS")
+    elif rng.random() < 0.6:
+        a["pads"] = [int(v) for v in rng.integers(0, 4, 2 * k)]
+    if rng.random() < 0.4:
+        a["dilations"] = [int(v) for v in rng.integers(0, 3, k)]
+    if rng.random() < 0.3:
+        a["ceil_mode"] = 1
+    return a
+
+
+def case_lppool(i):
+    k = int(rng.integers(1, 4))
+    s = shape(2, 2, 1, 3) + shape(k, k, 1, 7)
+    a = pool_attrs(k if rng.random() < 0.9 else k + 1)
+    a["p"] = pick(0, 1, 2, 3)
+    run_case(f"lppool_{i}", helper.make_node("LpPool", ["x"], ["y"], **a), {"x": fvals(s)}, {}, TP.FLOAT, pick(11, 18))
+
+
+def case_onehot(i):
+    s = shape(0, 3)
+    it = pick(np.int64, np.int32, np.float32, np.int8)
+    idx = rng.integers(-6, 7, s).astype(it)
+    depth = np.array(pick(-1, 0, 1, 3, 5, 6), pick(np.int64, np.float32))
+    vt = pick(np.float32, np.int64, np.int32)
+    vals = np.array([0, 1] if rng.random() < 0.9 else [0, 1, 2], vt)
+    r = len(s) + 1
+    run_case(f"onehot_{i}", helper.make_node("OneHot", ["i", "depth", "values"], ["y"], axis=axis_in(r)),
+             {"i": idx}, {"depth": depth, "values": vals}, helper.np_dtype_to_tensor_dtype(np.dtype(vt)), 11)
+
+
+def case_affinegrid(i):
+    k = pick(2, 3)
+    n = int(rng.integers(1, 4))
+    size = [n, int(rng.integers(1, 4))] + [int(v) for v in rng.integers(-1, 6, k)]
+    if rng.random() < 0.2:
+        size = size[:-1]
+    tshape = [n if rng.random() < 0.9 else n + 1, k, k + 1] if rng.random() < 0.9 else [n, k + 1, k]
+    align = pick(0, 1)
+    # a one-pixel axis under align_corners: at 0 as PyTorch, where onnxruntime puts it at 1 (design notes)
+    run_case(f"affinegrid_{i}", helper.make_node("AffineGrid", ["theta", "size"], ["y"], align_corners=align),
+             {"theta": fvals(tshape)}, {"size": np.array(size, np.int64)}, TP.FLOAT, 20,
+             compare=not (align and 1 in size[2:]))
+
+
+def case_gridsample(i):
+    k = pick(1, 2, 3)
+    n, c = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    x = [n, c] + shape(k, k, 1, 5)
+    g = [n if rng.random() < 0.9 else n + 1] + shape(k, k, 1, 4) + [k if rng.random() < 0.9 else k + 1]
+    mode = pick("linear", "nearest", "cubic", "bilinear", "bicubic", "nope")
+    a = dict(mode=mode, padding_mode=pick("zeros", "border", "reflection", "nope"), align_corners=pick(0, 1))
+    run_case(f"gridsample_{i}", helper.make_node("GridSample", ["x", "grid"], ["y"], **a),
+             {"x": fvals(x), "grid": fvals(g) / 2}, {}, TP.FLOAT, 20 if k != 2 or mode in ("linear", "cubic") else 16)
+
+
+def case_cumprod(i):
+    s = shape(1, 3)
+    run_case(f"cumprod_{i}", helper.make_node("CumProd", ["x", "axis"], ["y"], exclusive=pick(0, 1), reverse=pick(0, 1)),
+             {"x": fvals(s) / 2}, {"axis": np.array(axis_in(len(s)), pick(np.int64, np.int32))}, TP.FLOAT, 26)
+
+
+def case_quant(i):
+    s = shape(1, 3, 1, 6)
+    axis = axis_in(len(s))
+    a = {"axis": axis}
+    sshape = [] if rng.random() < 0.3 else [int(rng.integers(1, 7))]
+    if rng.random() < 0.3:
+        a["block_size"] = int(rng.integers(0, 4))
+        sshape = list(s)
+        ax = axis % len(s) if -len(s) <= axis < len(s) else 0
+        sshape[ax] = int(rng.integers(1, 4))
+    scale = rng.uniform(0.05, 1, sshape).astype(np.float32)
+    zt = pick(np.int8, np.uint8)
+    zp = rng.integers(0, 20, sshape).astype(zt)
+    if rng.random() < 0.5:
+        run_case(f"quantize_{i}", helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], **a), {"x": fvals(s)},
+                 {"s": scale, "z": zp}, helper.np_dtype_to_tensor_dtype(np.dtype(zt)), 21)
+    else:
+        run_case(f"dequantize_{i}", helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], **a),
+                 {"x": rng.integers(0, 100, s).astype(zt)}, {"s": scale, "z": zp}, TP.FLOAT, 21)
+
+
+CASES = {"Hardmax": case_hardmax, "LpNormalization": case_lpnorm, "LpPool": case_lppool, "OneHot": case_onehot,
+         "AffineGrid": case_affinegrid, "GridSample": case_gridsample, "CumProd": case_cumprod,
+         "QuantizeLinear": case_quant}
+for op, fn in CASES.items():
+    if args.only and args.only != op:
+        continue
+    for i in range(args.per_op):
+        fn(i)
+for f in failures:
+    print("FAIL", f)
+print(f"op_attrs: {counts['cases']} models ({counts['ran']} compiled, {counts['refused']} refused by ppcc), "
+      f"{counts['compared']} outputs compared with onnxruntime on {', '.join(BACKENDS)} ({counts['ort_shape']} where "
+      f"onnxruntime's output shape is not ONNX's inferred one, as pprt's is); {len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
