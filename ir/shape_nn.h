@@ -57,6 +57,10 @@ typedef struct pp_pad {
     float value;
 } pp_pad;
 pp_status pp_pad_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_pad *p, pp_err *err);
+/* CenterCropPad: the constant input shape and attribute axes as a Pad of
+ * zeros (constant mode, value 0): begin[a] is where the input starts in the
+ * output, negative where it is cropped (at floor((dim - size) / 2)). */
+pp_status pp_centercrop_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_pad *p, pp_err *err);
 
 /* Reductions (ReduceMean, ReduceSum, ...): the reduced axes of x, from the
  * 'axes' attribute or input (by opset), keepdims and noop_with_empty_axes.

@@ -24,7 +24,9 @@ written out (one pp.GroupNorm; the cases it must leave), Pow by 2 and 3
 5), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
 refused over batched samples), OneHot (negative and out-of-range indices, float indices, each axis, in
-micro-batches), LpPool (p 1, 2, 3; 1-D to 3-D; pads, dilations, ceil_mode, SAME_UPPER), AffineGrid
+micro-batches), CenterCropPad (odd crops and pads, crop and pad on different axes, 1-D to 4-D, integer and bool
+data, in micro-batches; the batch axis cropped or padded refused),
+LpPool (p 1, 2, 3; 1-D to 3-D; pads, dilations, ceil_mode, SAME_UPPER), AffineGrid
 (2-D, 3-D, axes of one pixel) and a spatial transformer (AffineGrid
 of the input's Shape, then GridSample; in micro-batches at -pp 1 and 2), Hardmax (ties, a NaN), LpNormalization (a line of zeros), CumProd (NumPy's
 cumprod), QuantizeLinear and DequantizeLinear (int8, uint8, int16, uint16 per tensor, axis
@@ -854,6 +856,39 @@ batched("onehot_batched", [helper.make_node("OneHot", ["i", "depth", "values"], 
                            helper.make_node("Cast", ["h"], ["y"], to=TP.FLOAT)],
         {"i": np.array([[1, 2], [0, 0], [2, -1], [1, 1]], np.int64)}, ["y"],
         {"depth": np.array(3, np.int64), "values": np.array([0, 1], np.int64)}, 11)
+
+# ---- CenterCropPad (onnxruntime runs it as its function body: Slice and Pad) ---------------------------------
+def ccp(axes=None):
+    return helper.make_node("CenterCropPad", ["x", "shape"], ["y"], name="ccp", **({} if axes is None else {"axes": axes}))
+
+
+for name, x, shape, axes in (
+        ("crop_odd", f32(2, 7, 9), [4, 6], [1, 2]),          # 3 and 3 cut: one before, two after
+        ("pad_odd", f32(2, 3, 4), [6, 7], [-2, -1]),         # 3 and 3 added: one before, two after
+        ("crop_and_pad", f32(3, 8, 5), [5, 8], [1, -1]),     # crop one axis, pad another
+        ("all_axes", f32(2, 5, 6), [2, 4, 9], None),         # no axes: every axis, one left as it is
+        ("axes_unsorted", f32(4, 6, 3), [5, 2], [2, 0]),
+        ("1d", f32(7), [4], None),
+        ("4d_int8", rng.integers(-100, 100, (2, 3, 5, 4)).astype(np.int8), [1, 6, 3], [1, 2, -1]),
+        ("int64", rng.integers(-9, 9, (5, 4)).astype(np.int64), [2, 7], [0, 1]),
+        ("bool", rng.integers(0, 2, (3, 6)).astype(np.bool_), [5, 3], None)):
+    case(f"centercroppad_{name}", [ccp(axes)], {"x": x}, ["y"], inits={"shape": np.array(shape, np.int64)},
+         opset=18, rtol=0, atol=0)
+case("centercroppad_int32_shape", [ccp([-1])], {"x": f32(2, 9)}, ["y"], inits={"shape": np.array([4], np.int32)},
+     opset=18, rtol=0, atol=0, oracle="reference")  # onnxruntime 1.32's function body mixes int32 and int64
+batched("centercroppad_batched", [ccp([2, 3]), helper.make_node("Relu", ["y"], ["z"])], {"x": f32(4, 3, 7, 6)}, ["z"],
+        {"shape": np.array([4, 9], np.int64)}, 18)
+batched("centercroppad_batch_axis", [ccp([0, 2]), helper.make_node("Relu", ["y"], ["z"])], {"x": f32(4, 3, 7)}, ["z"],
+        {"shape": np.array([2, 4], np.int64)}, 18, refuse="crops the batch axis (0)")
+batched("centercroppad_batch_axis_kept", [ccp([0, 2]), helper.make_node("Relu", ["y"], ["z"])], {"x": f32(4, 3, 7)},
+        ["z"], {"shape": np.array([4, 4], np.int64)}, 18, refuse="the batch axis (0)")
+refused("centercroppad_shape_input", [ccp([1])], {"x": f32(2, 5), "shape": np.array([3], np.int64)}, ["y"],
+        "node 'ccp' (#0, CenterCropPad): input 'shape' must be a constant known at compile time", opset=18)
+refused("centercroppad_shape_count", [ccp([0, 1])], {"x": f32(2, 5)}, ["y"],
+        "node 'ccp' (#0, CenterCropPad): input 'shape' has 3 values for 2 axes", inits={"shape": np.array([1, 2, 3], np.int64)},
+        opset=18)
+refused("centercroppad_axis_twice", [ccp([1, -1])], {"x": f32(2, 5)}, ["y"],
+        "attribute 'axes' names axis 1 twice", inits={"shape": np.array([2, 3], np.int64)}, opset=18)
 
 # ---- Hardmax, LpNormalization, CumProd ----------------------------------------------------------------------
 hx = f32(2, 5, 4)
