@@ -798,6 +798,11 @@ static int rule(bctx *c, int i) {
         case PP_OP_AFFINEGRID:
             if (s.axis != 0) return mixes(c, "its theta carries samples on axis %d, not 0", s.axis);
             break;
+        case PP_OP_COL2IM: /* [N, C * block, L] -> [N, C, image...]: the samples stay on axis 0 */
+            if (s.axis != 0)
+                return mixes(c, "it sums the blocks of its input's axes 1 and 2 into an image, and axis %d carries "
+                             "the batch", s.axis);
+            break;
         case PP_OP_QUANTIZELINEAR: case PP_OP_DEQUANTIZELINEAR: {
             pp_quant q;
             pp_err e = {0};
