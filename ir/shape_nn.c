@@ -1,5 +1,5 @@
 /* shape_nn.c: shape inference and FLOPs of the ops in ops_nn.def:
- * ConvTranspose, AveragePool, GlobalMaxPool, InstanceNormalization,
+ * ConvTranspose, Col2Im, AveragePool, GlobalMaxPool, InstanceNormalization,
  * LayerNormalization, GroupNormalization, MatMul, Einsum, Softmax,
  * LogSoftmax, the Reduce* family, ArgMax/ArgMin, TopK and Resize.
  * (Conv, BatchNormalization, MaxPool, GlobalAveragePool and Gemm live in
@@ -270,6 +270,103 @@ double flops_CONVTRANSPOSE(pp_attrs a, const pp_tinfo *in, int n_in, const pp_ti
     double kvol = 1;
     for (int i = 1; i < in[1].shape.rank; i++) kvol *= (double)in[1].shape.dim[i];
     return 2.0 * pp_numel_d(&in[0]) * kvol;
+}
+
+/* ---- Col2Im ------------------------------------------------------------------------------- */
+
+/* Col2Im's attribute `name`: k values (pads: 2k) of at least lo, into
+ * out[2 * PP_MAX_DIMS]; absent: def each. */
+static pp_status col2im_attr(pp_attrs a, const char *name, int k, int64_t def, int64_t lo, int64_t *out, pp_err *err) {
+    int n;
+    PP_TRY(pp_attr_ints(a, name, out, 2 * PP_MAX_DIMS, &n, err));
+    const int want = !strcmp(name, "pads") ? 2 * k : k;
+    if (!pp_attr_find(a, name)) {
+        for (int i = 0; i < want; i++) out[i] = def;
+        return PP_OK;
+    }
+    if (n != want)
+        return PP_FAIL(err, PP_EINVAL, "attribute '%s' has %d values; the image has %d spatial axes, so %d are needed",
+                       name, n, k, want);
+    for (int i = 0; i < n; i++)
+        if (out[i] < lo)
+            return PP_FAIL(err, PP_EINVAL, "attribute '%s' holds %lld at %d; its values must be >= %lld", name,
+                           (long long)out[i], i, (long long)lo);
+    return PP_OK;
+}
+
+pp_status pp_col2im_parse(pp_attrs a, const pp_tinfo *in, pp_col2im *g, pp_err *err) {
+    PP_TRY(need_dtype(&in[0], "input 'input'", T_FD, NT(T_FD), err));
+    PP_TRY(pp_need_rank(&in[0], 3, 3, "input 'input'", err));
+    int ni, nb;
+    int64_t img[PP_MAX_DIMS], blk[PP_MAX_DIMS];
+    PP_TRY(const_ints0(&in[1], "input 'image_shape'", img, PP_MAX_DIMS, &ni, err));
+    PP_TRY(const_ints0(&in[2], "input 'block_shape'", blk, PP_MAX_DIMS, &nb, err));
+    if (in[1].shape.rank != 1 || in[2].shape.rank != 1)
+        return PP_FAIL(err, PP_EINVAL, "inputs 'image_shape' and 'block_shape' must be 1-D, have ranks %d and %d",
+                       in[1].shape.rank, in[2].shape.rank);
+    if (ni < 1 || ni > PP_MAX_DIMS - 2)
+        return PP_FAIL(err, PP_EUNSUP, "input 'image_shape' has %d values; 1 to %d spatial axes are supported", ni,
+                       PP_MAX_DIMS - 2);
+    if (nb != ni)
+        return PP_FAIL(err, PP_EINVAL, "input 'block_shape' has %d values, input 'image_shape' %d", nb, ni);
+    const int k = g->k = ni;
+    int64_t dil[2 * PP_MAX_DIMS], str[2 * PP_MAX_DIMS], pads[2 * PP_MAX_DIMS];
+    PP_TRY(col2im_attr(a, "dilations", k, 1, 1, dil, err));
+    PP_TRY(col2im_attr(a, "strides", k, 1, 1, str, err));
+    PP_TRY(col2im_attr(a, "pads", k, 0, 0, pads, err));
+    const pp_shape *x = &in[0].shape;
+    g->n = x->dim[0];
+    g->kvol = 1;
+    g->L = 1;
+    for (int d = 0; d < k; d++) {
+        if (img[d] < 1 || blk[d] < 1)
+            return PP_FAIL(err, PP_EINVAL, "axis %d: image_shape %lld and block_shape %lld must be positive", d,
+                           (long long)img[d], (long long)blk[d]);
+        int64_t span, room; /* the block's extent with dilations; the padded image */
+        if (__builtin_mul_overflow(dil[d], blk[d] - 1, &span) || __builtin_add_overflow(span, 1, &span) ||
+            __builtin_add_overflow(img[d], pads[d], &room) || __builtin_add_overflow(room, pads[k + d], &room))
+            return PP_FAIL(err, PP_EINVAL, "axis %d: the block or the padded image overflows", d);
+        if (span > room)
+            return PP_FAIL(err, PP_EINVAL, "axis %d: a block spans %lld (block_shape %lld, dilation %lld), more than "
+                           "the padded image's %lld", d, (long long)span, (long long)blk[d], (long long)dil[d],
+                           (long long)room);
+        g->img[d] = img[d], g->blk[d] = blk[d], g->dil[d] = dil[d], g->stride[d] = str[d];
+        g->pad0[d] = pads[d];
+        g->nb[d] = (room - span) / str[d] + 1;
+        if (__builtin_mul_overflow(g->kvol, blk[d], &g->kvol) || __builtin_mul_overflow(g->L, g->nb[d], &g->L))
+            return PP_FAIL(err, PP_EINVAL, "the block's or the blocks' count overflows");
+    }
+    if (x->dim[1] % g->kvol)
+        return PP_FAIL(err, PP_EINVAL, "input 'input' has %lld values a block (axis 1), not a multiple of the "
+                       "block's %lld (block_shape's product)", (long long)x->dim[1], (long long)g->kvol);
+    g->c = x->dim[1] / g->kvol;
+    if (x->dim[2] != g->L) {
+        char s1[96] = "";
+        size_t len = 0;
+        for (int d = 0; d < k && len < sizeof s1; d++)
+            len += (size_t)snprintf(s1 + len, sizeof s1 - len, "%s%lld", d ? " x " : "", (long long)g->nb[d]);
+        return PP_FAIL(err, PP_EINVAL, "input 'input' has %lld blocks (axis 2); image_shape, block_shape, dilations, "
+                       "pads and strides make %s = %lld", (long long)x->dim[2], s1, (long long)g->L);
+    }
+    return PP_OK;
+}
+
+pp_status shape_COL2IM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    pp_col2im g;
+    PP_TRY(pp_col2im_parse(a, in, &g, err));
+    out[0].dtype = in[0].dtype;
+    out[0].shape.rank = g.k + 2;
+    out[0].shape.dim[0] = g.n;
+    out[0].shape.dim[1] = g.c;
+    for (int d = 0; d < g.k; d++) out[0].shape.dim[2 + d] = g.img[d];
+    return PP_OK;
+}
+
+/* one add per input value */
+double flops_COL2IM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)n_in, (void)out, (void)n_out;
+    return pp_numel_d(&in[0]);
 }
 
 /* ---- AveragePool, GlobalMaxPool ------------------------------------------------------ */

@@ -22,6 +22,19 @@
 pp_status pp_convt_geom(pp_attrs a, const pp_shape *x, const pp_shape *w, pp_geom *g,
                         int64_t *group, pp_err *err);
 
+/* Col2Im: input [N, C * prod(block_shape), L] of float or double, the
+ * constant image_shape and block_shape (k values each, 1 <= k <= 6), the
+ * attributes dilations, pads (begin values, then end values) and strides.
+ * nb[d]: the blocks along spatial axis d, whose product L must be input
+ * dim 2; the output [N, C, image_shape...]. */
+typedef struct pp_col2im {
+    int k;
+    int64_t n, c, kvol, L;
+    int64_t img[PP_MAX_DIMS], blk[PP_MAX_DIMS], dil[PP_MAX_DIMS], stride[PP_MAX_DIMS], pad0[PP_MAX_DIMS],
+        nb[PP_MAX_DIMS];
+} pp_col2im;
+pp_status pp_col2im_parse(pp_attrs a, const pp_tinfo *in, pp_col2im *g, pp_err *err);
+
 /* Transpose: perm[rank] from the 'perm' attribute (absent: the axes
  * reversed); fails unless it is a permutation of 0..rank-1. */
 pp_status pp_transpose_perm(pp_attrs a, int rank, int64_t *perm, pp_err *err);
@@ -57,6 +70,10 @@ typedef struct pp_pad {
     float value;
 } pp_pad;
 pp_status pp_pad_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_pad *p, pp_err *err);
+/* CenterCropPad: the constant input shape and attribute axes as a Pad of
+ * zeros (constant mode, value 0): begin[a] is where the input starts in the
+ * output, negative where it is cropped (at floor((dim - size) / 2)). */
+pp_status pp_centercrop_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_pad *p, pp_err *err);
 
 /* Reductions (ReduceMean, ReduceSum, ...): the reduced axes of x, from the
  * 'axes' attribute or input (by opset), keepdims and noop_with_empty_axes.

@@ -2,7 +2,7 @@
  * the shape and data movement ops (Flatten, Reshape, Transpose, Squeeze,
  * Unsqueeze, Concat, Split, Slice, Gather, GatherElements, ScatterND,
  * ScatterElements (and its old name Scatter), Shape, Size, ConstantOfShape,
- * EyeLike, Expand, Tile, Pad, Trilu, Range).
+ * EyeLike, Expand, Tile, Pad, CenterCropPad, Trilu, Range, OneHot).
  *
  * These ops move bytes, so they accept every fixed-size element type. Inputs
  * that decide an output's SHAPE (Reshape's shape, Slice's starts/ends/axes/
@@ -976,6 +976,60 @@ pp_status shape_PAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int
 }
 
 ZERO_FLOPS(PAD)
+
+/* ---- CenterCropPad ---------------------------------------------------------------------- */
+
+/* CenterCropPad(input_data, shape), attribute axes (default: every axis, in
+ * order; negative ones counted from the end): each axis named cut or padded
+ * with zeros to its value in the constant shape, centred. Where the
+ * difference is odd the extra element goes at the end, as in the ONNX
+ * reference: the crop starts at floor((dim - size) / 2), the input starts
+ * floor((size - dim) / 2) into the padded output. Seen as a Pad of zeros:
+ * begin = that start, negative when cropping. */
+pp_status pp_centercrop_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_pad *pd, pp_err *err) {
+    (void)n_in;
+    PP_TRY(need_sized(&in[0], "input 'input_data'", err));
+    PP_TRY(need_index(&in[1], "input 'shape'", err));
+    const pp_shape *x = &in[0].shape;
+    const int r = x->rank;
+    int64_t size[PP_MAX_DIMS], axes[PP_MAX_DIMS];
+    int ns, na;
+    PP_TRY(const_list(&in[1], "input 'shape'", size, PP_MAX_DIMS, &ns, err));
+    PP_TRY(pp_attr_ints(a, "axes", axes, PP_MAX_DIMS, &na, err));
+    int ax[PP_MAX_DIMS];
+    if (!pp_attr_find(a, "axes")) {
+        na = r;
+        for (int i = 0; i < r; i++) ax[i] = i;
+    } else {
+        PP_TRY(norm_axes(axes, na, r, "attribute 'axes'", ax, err));
+    }
+    if (ns != na)
+        return PP_FAIL(err, PP_EINVAL, "input 'shape' has %d values for %d axes (%s)", ns, na,
+                       pp_attr_find(a, "axes") ? "attribute 'axes'" : "the input's rank");
+    memset(pd, 0, sizeof *pd);
+    pd->value_known = true; /* zeros */
+    pd->out = *x;
+    for (int i = 0; i < na; i++) {
+        const int64_t dim = x->dim[ax[i]], want = size[i];
+        if (want < 0)
+            return PP_FAIL(err, PP_EINVAL, "input 'shape' asks for %lld elements along axis %d",
+                           (long long)want, ax[i]);
+        pd->out.dim[ax[i]] = want;
+        pd->begin[ax[i]] = want >= dim ? (want - dim) / 2 : -((dim - want) / 2);
+    }
+    return PP_OK;
+}
+
+pp_status shape_CENTERCROPPAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
+                              pp_err *err) {
+    (void)n_out;
+    pp_pad pd;
+    PP_TRY(pp_centercrop_parse(a, in, n_in, &pd, err));
+    out[0] = (pp_tinfo){in[0].dtype, pd.out, NULL};
+    return PP_OK;
+}
+
+ZERO_FLOPS(CENTERCROPPAD)
 
 /* ---- Trilu ---------------------------------------------------------------------------- */
 

@@ -798,6 +798,11 @@ static int rule(bctx *c, int i) {
         case PP_OP_AFFINEGRID:
             if (s.axis != 0) return mixes(c, "its theta carries samples on axis %d, not 0", s.axis);
             break;
+        case PP_OP_COL2IM: /* [N, C * block, L] -> [N, C, image...]: the samples stay on axis 0 */
+            if (s.axis != 0)
+                return mixes(c, "it sums the blocks of its input's axes 1 and 2 into an image, and axis %d carries "
+                             "the batch", s.axis);
+            break;
         case PP_OP_QUANTIZELINEAR: case PP_OP_DEQUANTIZELINEAR: {
             pp_quant q;
             pp_err e = {0};
@@ -935,6 +940,17 @@ static int rule(bctx *c, int i) {
         case PP_OP_PAD:
             if (pad_rule(c, n, s)) return -1;
             break;
+        case PP_OP_CENTERCROPPAD: {
+            pp_pad pd;
+            pp_err e = {0};
+            if (unread(c, pp_centercrop_parse(a, c->in, n->n_in, &pd, &e), &e)) return -1;
+            const int64_t from = c->in[0].shape.dim[s.axis], to = pd.out.dim[s.axis];
+            if (to != from)
+                return mixes(c, "it %s the batch axis (%d) from %lld to %lld positions: samples chosen, or "
+                             "made up, by their place in the micro-batch", to < from ? "crops" : "pads", s.axis,
+                             (long long)from, (long long)to);
+            break;
+        }
         case PP_OP_SLICE: {
             pp_slice sl;
             pp_err e = {0};

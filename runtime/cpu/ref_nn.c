@@ -1,4 +1,4 @@
-/* ref_nn.c: reference kernels of the ops in ir/ops_nn.def (ConvTranspose,
+/* ref_nn.c: reference kernels of the ops in ir/ops_nn.def (ConvTranspose, Col2Im,
  * AveragePool, GlobalMaxPool, the normalizations, MatMul, Einsum,
  * Softmax/LogSoftmax, the reductions, ArgMax/ArgMin, TopK, Resize).
  *
@@ -154,6 +154,61 @@ pp_status kern_CONVTRANSPOSE(pp_attrs attrs, const pprt_tensor *in, int n_in, pp
             }
             if (bd) pprt_add_bias(yg, bd + gi * Mg, Mg, P);
         }
+    return PP_OK;
+}
+
+/* ---- Col2Im -------------------------------------------------------------------------------- */
+
+/* y[n, c, p] = the sum of x[n, c * kvol + t, b] over the block offsets t
+ * (row-major over block_shape) whose block b covers image point p (p = b *
+ * stride - pad + t * dilation on every axis: at most one b for each t). A
+ * gather: each point sums its contributions in double, in the order of t,
+ * and is rounded once (the ONNX reference and onnxruntime scatter in float,
+ * in that order too). */
+pp_status kern_COL2IM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                      pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(check_outputs(PP_OP_COL2IM, attrs, in, n_in, out, n_out, err));
+    const pp_tinfo ti[3] = {pprt_tinfo_of(&in[0]), pprt_tinfo_of(&in[1]), pprt_tinfo_of(&in[2])};
+    pp_col2im g;
+    PP_TRY(pp_col2im_parse(attrs, ti, &g, err));
+    const int k = g.k;
+    int64_t P = 1;
+    for (int d = 0; d < k; d++) P *= g.img[d];
+    const bool f64 = in[0].dtype == PP_F64;
+    const float *xf = in[0].data;
+    const double *xd = in[0].data;
+    for (int64_t pl = 0; pl < g.n * g.c; pl++) {
+        const int64_t base = pl * g.kvol * g.L; /* x[n, c * kvol + t, b] = base + t * L + b */
+        int64_t o[PP_MAX_DIMS] = {0};
+        for (int64_t p = 0; p < P; p++) {
+            double acc = 0;
+            int64_t t[PP_MAX_DIMS] = {0};
+            for (int64_t tt = 0; tt < g.kvol; tt++) {
+                int64_t b = 0;
+                bool hit = true;
+                for (int d = 0; d < k && hit; d++) {
+                    const int64_t q = o[d] + g.pad0[d] - t[d] * g.dil[d];
+                    hit = q >= 0 && q % g.stride[d] == 0 && q / g.stride[d] < g.nb[d];
+                    b = b * g.nb[d] + q / g.stride[d];
+                }
+                if (hit) {
+                    const int64_t at = base + tt * g.L + b;
+                    acc += f64 ? xd[at] : (double)xf[at];
+                }
+                for (int d = k - 1; d >= 0; d--) { /* the next offset */
+                    if (++t[d] < g.blk[d]) break;
+                    t[d] = 0;
+                }
+            }
+            if (f64) ((double *)out[0].data)[pl * P + p] = acc;
+            else ((float *)out[0].data)[pl * P + p] = (float)acc;
+            for (int d = k - 1; d >= 0; d--) { /* the next image point */
+                if (++o[d] < g.img[d]) break;
+                o[d] = 0;
+            }
+        }
+    }
     return PP_OK;
 }
 

@@ -1,7 +1,8 @@
 /* ref_tensor.c: reference kernels of the ops in ir/ops_tensor.def (shape and
  * data movement: Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Concat,
  * Split, Slice, Gather, GatherElements, ScatterND, Shape, Size,
- * ConstantOfShape, Expand, Tile, Pad, Trilu, Range).
+ * ConstantOfShape, Expand, Tile, Pad, CenterCropPad (a Pad of zeros), Trilu,
+ * Range, OneHot).
  *
  * They are generic over the element type: they move elements of 1, 2, 4, 8 or
  * 16 bytes and never look at the values, except Range (which computes them),
@@ -807,6 +808,57 @@ static bool store_number(pp_dtype t, double v, byte *dst) {
     }
 }
 
+/* out = x padded by begin[d] elements before axis d (negative: cut off) in
+ * pad.h's mode, the constant `value` (esize bytes) where no input element
+ * falls; out's shape is the padded one. One output row at a time, each
+ * element's source from a per-axis map (scratch). */
+static pp_status pad_rows(const char *op, const pprt_tensor *x, pprt_tensor *out, const int64_t *begin, int mode,
+                          const byte *value, pprt_scratch *scratch, pp_err *err) {
+    const pp_shape *want = &out->shape;
+    const int r = x->shape.rank;
+    const size_t esz = esize(x);
+    const int64_t total = numel(want);
+    if (total == 0) return PP_OK;
+    if (r == 0) {
+        memcpy(out->data, x->data, esz);
+        return PP_OK;
+    }
+    /* map[d][o]: source index along dim d for output index o, -1 = constant */
+    size_t nmap = 0;
+    for (int d = 0; d < r; d++) nmap += (size_t)want->dim[d];
+    int64_t *map = pprt_scratch_get(scratch, nmap * sizeof(int64_t));
+    if (!map) return PP_FAIL(err, PP_ENOMEM, "%s kernel: out of scratch memory", op);
+    int64_t *mp[PP_MAX_DIMS], ist[PP_MAX_DIMS], idx[PP_MAX_DIMS] = {0};
+    size_t at = 0;
+    for (int d = 0; d < r; d++) {
+        mp[d] = map + at;
+        for (int64_t o = 0; o < want->dim[d]; o++) mp[d][o] = pprt_pad_src(mode, o, begin[d], x->shape.dim[d]);
+        at += (size_t)want->dim[d];
+    }
+    pp_shape_strides(&x->shape, ist);
+    const int64_t inner = want->dim[r - 1];
+    const byte *src = x->data;
+    byte *dst = out->data;
+    for (int64_t row = 0; row < total / inner; row++) {
+        int64_t off = 0;
+        bool pad_row = false;
+        for (int d = 0; d < r - 1; d++) {
+            if (mp[d][idx[d]] < 0) pad_row = true;
+            else off += mp[d][idx[d]] * ist[d];
+        }
+        for (int64_t o = 0; o < inner; o++) {
+            int64_t s = pad_row ? -1 : mp[r - 1][o];
+            memcpy(dst + (size_t)o * esz, s < 0 ? value : src + (size_t)(off + s) * esz, esz);
+        }
+        dst += (size_t)inner * esz;
+        for (int d = r - 2; d >= 0; d--) {
+            if (++idx[d] < want->dim[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return PP_OK;
+}
+
 pp_status kern_PAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                    pprt_scratch *scratch, pp_err *err) {
     PP_TRY(pprt_need_counts("Pad", n_in, 1, 4, n_out, err));
@@ -857,46 +909,23 @@ pp_status kern_PAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor 
             return PP_FAIL(err, PP_EUNSUP, "Pad kernel: mode '%s' with these pads", ms);
     }
     PP_TRY(check_shape("Pad", &out[0], &want, err));
-    const int64_t total = numel(&want);
-    if (total == 0) return PP_OK;
-    if (r == 0) {
-        memcpy(out[0].data, in[0].data, esz);
-        return PP_OK;
-    }
-    /* map[d][o]: source index along dim d for output index o, -1 = constant */
-    size_t nmap = 0;
-    for (int d = 0; d < r; d++) nmap += (size_t)want.dim[d];
-    int64_t *map = pprt_scratch_get(scratch, nmap * sizeof(int64_t));
-    if (!map) return PP_FAIL(err, PP_ENOMEM, "Pad kernel: out of scratch memory");
-    int64_t *mp[PP_MAX_DIMS], ist[PP_MAX_DIMS], idx[PP_MAX_DIMS] = {0};
-    size_t at = 0;
-    for (int d = 0; d < r; d++) {
-        mp[d] = map + at;
-        for (int64_t o = 0; o < want.dim[d]; o++) mp[d][o] = pprt_pad_src(mode, o, begin[d], x->dim[d]);
-        at += (size_t)want.dim[d];
-    }
-    pp_shape_strides(x, ist);
-    const int64_t inner = want.dim[r - 1];
-    const byte *src = in[0].data;
-    byte *dst = out[0].data;
-    for (int64_t row = 0; row < total / inner; row++) {
-        int64_t off = 0;
-        bool pad_row = false;
-        for (int d = 0; d < r - 1; d++) {
-            if (mp[d][idx[d]] < 0) pad_row = true;
-            else off += mp[d][idx[d]] * ist[d];
-        }
-        for (int64_t o = 0; o < inner; o++) {
-            int64_t s = pad_row ? -1 : mp[r - 1][o];
-            memcpy(dst + (size_t)o * esz, s < 0 ? value : src + (size_t)(off + s) * esz, esz);
-        }
-        dst += (size_t)inner * esz;
-        for (int d = r - 2; d >= 0; d--) {
-            if (++idx[d] < want.dim[d]) break;
-            idx[d] = 0;
-        }
-    }
-    return PP_OK;
+    return pad_rows("Pad", &in[0], &out[0], begin, mode, value, scratch, err);
+}
+
+/* ---- CenterCropPad ---------------------------------------------------------------------- */
+
+/* A Pad of zeros whose pads, negative where it crops, pp_centercrop_parse
+ * works out from the constant shape and the axes, as shape inference did. */
+pp_status kern_CENTERCROPPAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                             pprt_scratch *scratch, pp_err *err) {
+    PP_TRY(pprt_need_counts("CenterCropPad", n_in, 2, 2, n_out, err));
+    PP_TRY(same_type("CenterCropPad", &in[0], &out[0], err));
+    const pp_tinfo ti[2] = {pprt_tinfo_of(&in[0]), pprt_tinfo_of(&in[1])};
+    pp_pad pd;
+    PP_TRY(pp_centercrop_parse(attrs, ti, n_in, &pd, err));
+    PP_TRY(check_shape("CenterCropPad", &out[0], &pd.out, err));
+    static const byte zero[16];
+    return pad_rows("CenterCropPad", &in[0], &out[0], pd.begin, PPRT_PAD_CONSTANT, zero, scratch, err);
 }
 
 /* ---- Trilu ---------------------------------------------------------------------------- */

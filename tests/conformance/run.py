@@ -64,7 +64,7 @@ GlobalMaxPool ReduceMean ReduceSum ReduceMax ReduceMin ReduceL2 Softmax LogSoftm
 Flatten Reshape Transpose Squeeze Unsqueeze Concat Split Slice Gather GatherElements
 Shape Size Constant ConstantOfShape Expand Tile Where Equal Less Greater LessOrEqual
 GreaterOrEqual Not And Or Cast Range Pad Resize GridSample Identity Dropout CumSum TopK ArgMax
-QuantizeLinear DequantizeLinear CumProd Hardmax LpNormalization AffineGrid LpPool OneHot
+QuantizeLinear DequantizeLinear CumProd Hardmax LpNormalization AffineGrid LpPool OneHot CenterCropPad Col2Im
 Trilu DepthToSpace SpaceToDepth
 Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh Sign Round Softsign Mish Celu
 ThresholdedRelu Shrink Swish IsNaN IsInf Mod EyeLike ScatterND ScatterElements

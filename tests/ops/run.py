@@ -24,7 +24,10 @@ written out (one pp.GroupNorm; the cases it must leave), Pow by 2 and 3
 5), BatchNormalization in training mode
 (five outputs before opset 14, three from it, a weight standardization folded by ppcc,
 refused over batched samples), OneHot (negative and out-of-range indices, float indices, each axis, in
-micro-batches), LpPool (p 1, 2, 3; 1-D to 3-D; pads, dilations, ceil_mode, SAME_UPPER), AffineGrid
+micro-batches), CenterCropPad (odd crops and pads, crop and pad on different axes, 1-D to 4-D, integer and bool
+data, in micro-batches; the batch axis cropped or padded refused), Col2Im (1-D to 3-D; dilations, strides and
+pads; float and double; in micro-batches at -pp 1 and 2, the batch on the blocks' axes refused; also against
+NumPy's formula), LpPool (p 1, 2, 3; 1-D to 3-D; pads, dilations, ceil_mode, SAME_UPPER), AffineGrid
 (2-D, 3-D, axes of one pixel) and a spatial transformer (AffineGrid
 of the input's Shape, then GridSample; in micro-batches at -pp 1 and 2), Hardmax (ties, a NaN), LpNormalization (a line of zeros), CumProd (NumPy's
 cumprod), QuantizeLinear and DequantizeLinear (int8, uint8, int16, uint16 per tensor, axis
@@ -858,6 +861,108 @@ batched("onehot_batched", [helper.make_node("OneHot", ["i", "depth", "values"], 
                            helper.make_node("Cast", ["h"], ["y"], to=TP.FLOAT)],
         {"i": np.array([[1, 2], [0, 0], [2, -1], [1, 1]], np.int64)}, ["y"],
         {"depth": np.array(3, np.int64), "values": np.array([0, 1], np.int64)}, 11)
+
+# ---- CenterCropPad (onnxruntime runs it as its function body: Slice and Pad) ---------------------------------
+def ccp(axes=None):
+    return helper.make_node("CenterCropPad", ["x", "shape"], ["y"], name="ccp", **({} if axes is None else {"axes": axes}))
+
+
+for name, x, shape, axes in (
+        ("crop_odd", f32(2, 7, 9), [4, 6], [1, 2]),          # 3 and 3 cut: one before, two after
+        ("pad_odd", f32(2, 3, 4), [6, 7], [-2, -1]),         # 3 and 3 added: one before, two after
+        ("crop_and_pad", f32(3, 8, 5), [5, 8], [1, -1]),     # crop one axis, pad another
+        ("all_axes", f32(2, 5, 6), [2, 4, 9], None),         # no axes: every axis, one left as it is
+        ("axes_unsorted", f32(4, 6, 3), [5, 2], [2, 0]),
+        ("1d", f32(7), [4], None),
+        ("4d_int8", rng.integers(-100, 100, (2, 3, 5, 4)).astype(np.int8), [1, 6, 3], [1, 2, -1]),
+        ("int64", rng.integers(-9, 9, (5, 4)).astype(np.int64), [2, 7], [0, 1]),
+        ("bool", rng.integers(0, 2, (3, 6)).astype(np.bool_), [5, 3], None)):
+    case(f"centercroppad_{name}", [ccp(axes)], {"x": x}, ["y"], inits={"shape": np.array(shape, np.int64)},
+         opset=18, rtol=0, atol=0)
+case("centercroppad_int32_shape", [ccp([-1])], {"x": f32(2, 9)}, ["y"], inits={"shape": np.array([4], np.int32)},
+     opset=18, rtol=0, atol=0, oracle="reference")  # onnxruntime 1.32's function body mixes int32 and int64
+batched("centercroppad_batched", [ccp([2, 3]), helper.make_node("Relu", ["y"], ["z"])], {"x": f32(4, 3, 7, 6)}, ["z"],
+        {"shape": np.array([4, 9], np.int64)}, 18)
+batched("centercroppad_batch_axis", [ccp([0, 2]), helper.make_node("Relu", ["y"], ["z"])], {"x": f32(4, 3, 7)}, ["z"],
+        {"shape": np.array([2, 4], np.int64)}, 18, refuse="crops the batch axis (0)")
+batched("centercroppad_batch_axis_kept", [ccp([0, 2]), helper.make_node("Relu", ["y"], ["z"])], {"x": f32(4, 3, 7)},
+        ["z"], {"shape": np.array([4, 4], np.int64)}, 18, refuse="the batch axis (0)")
+refused("centercroppad_shape_input", [ccp([1])], {"x": f32(2, 5), "shape": np.array([3], np.int64)}, ["y"],
+        "node 'ccp' (#0, CenterCropPad): input 'shape' must be a constant known at compile time", opset=18)
+refused("centercroppad_shape_count", [ccp([0, 1])], {"x": f32(2, 5)}, ["y"],
+        "node 'ccp' (#0, CenterCropPad): input 'shape' has 3 values for 2 axes", inits={"shape": np.array([1, 2, 3], np.int64)},
+        opset=18)
+refused("centercroppad_axis_twice", [ccp([1, -1])], {"x": f32(2, 5)}, ["y"],
+        "attribute 'axes' names axis 1 twice", inits={"shape": np.array([2, 3], np.int64)}, opset=18)
+
+# ---- Col2Im ----------------------------------------------------------------------------------------------------
+def col2im(**attrs):
+    return helper.make_node("Col2Im", ["x", "image_shape", "block_shape"], ["y"], name="c2i", **attrs)
+
+
+def col2im_blocks(image, block, dil=None, pads=None, strides=None):
+    """The blocks along each spatial axis (ONNX's formula)."""
+    k = len(image)
+    dil, strides, pads = dil or [1] * k, strides or [1] * k, pads or [0] * (2 * k)
+    return [(image[d] + pads[d] + pads[k + d] - dil[d] * (block[d] - 1) - 1) // strides[d] + 1 for d in range(k)]
+
+
+def col2im_np(x, image, block, dil=None, pads=None, strides=None):
+    """Col2Im by its definition: block b's offset t lands on image point b * stride - pad + t * dilation."""
+    k = len(image)
+    dil, strides, pads = dil or [1] * k, strides or [1] * k, pads or [0] * (2 * k)
+    nb = col2im_blocks(image, block, dil, pads, strides)
+    xr = x.astype(np.float64).reshape(x.shape[0], -1, *block, *nb)
+    y = np.zeros((x.shape[0], xr.shape[1], *image))
+    for t in np.ndindex(*block):
+        for b in np.ndindex(*nb):
+            p = [b[d] * strides[d] - pads[d] + t[d] * dil[d] for d in range(k)]
+            if all(0 <= p[d] < image[d] for d in range(k)):
+                y[(slice(None), slice(None), *p)] += xr[(slice(None), slice(None), *t, *b)]
+    return y.astype(x.dtype)
+
+
+# oracle: onnxruntime, but the ONNX reference where onnxruntime 1.32 has no kernel (double) or places 3-D blocks
+# with dilations elsewhere than the definition (its Col2imNd; 2-D and 1-D dilations agree); NumPy's formula in all
+for name, n, c, image, block, attrs, dt, oracle in (
+        ("2d", 2, 3, [5, 5], [2, 2], {}, np.float32, "onnxruntime"),
+        ("2d_dil_stride_pads", 2, 2, [7, 6], [3, 2], dict(dilations=[2, 1], strides=[2, 3], pads=[1, 0, 2, 1]),
+         np.float32, "onnxruntime"),
+        ("2d_overlap_f64", 1, 2, [6, 5], [3, 3], dict(pads=[1, 1, 1, 1]), np.float64, "reference"),
+        ("1d", 3, 2, [9], [3], dict(strides=[2], pads=[1, 1]), np.float32, "onnxruntime"),
+        ("1d_dilation", 1, 1, [10], [3], dict(dilations=[3], pads=[0, 2]), np.float32, "onnxruntime"),
+        ("3d_stride_pads", 2, 2, [4, 5, 3], [2, 3, 2], dict(strides=[1, 2, 1], pads=[0, 1, 1, 1, 0, 0]), np.float32,
+         "onnxruntime"),
+        ("3d_dilation", 2, 2, [5, 4, 6], [2, 2, 3], dict(dilations=[2, 1, 2], strides=[2, 1, 3], pads=[1, 0, 2, 0, 1, 1]),
+         np.float32, "reference")):
+    L = int(np.prod(col2im_blocks(image, block, attrs.get("dilations"), attrs.get("pads"), attrs.get("strides"))))
+    x = rng.uniform(-3, 3, (n, c * int(np.prod(block)), L)).astype(dt)
+    case(f"col2im_{name}", [col2im(**attrs)], {"x": x}, ["y"], opset=18, rtol=1e-5, atol=1e-5, oracle=oracle,
+         inits={"image_shape": np.array(image, np.int64), "block_shape": np.array(block, np.int64)},
+         numpy_ref=lambda f, i=image, b=block, a=attrs: [col2im_np(f["x"], i, b, a.get("dilations"), a.get("pads"),
+                                                                   a.get("strides"))])
+batched("col2im_batched", [col2im(strides=[2, 1], pads=[1, 0, 0, 1]), helper.make_node("Relu", ["y"], ["z"])],
+        {"x": f32(4, 3 * 4, int(np.prod(col2im_blocks([5, 4], [2, 2], None, [1, 0, 0, 1], [2, 1]))))}, ["z"],
+        {"image_shape": np.array([5, 4], np.int64), "block_shape": np.array([2, 2], np.int64)}, 18)
+batched("col2im_batch_on_channels", [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),  # blocks of 1
+                                     helper.make_node("Col2Im", ["t", "image_shape", "block_shape"], ["y"])],
+        {"x": f32(4, 2, 9)}, ["y"], {"image_shape": np.array([3, 3], np.int64),
+                                     "block_shape": np.array([1, 1], np.int64)}, 18,
+        refuse="it sums the blocks of its input's axes 1 and 2 into an image, and axis 1 carries the batch")
+C2I = {"image_shape": np.array([4, 4], np.int64), "block_shape": np.array([2, 2], np.int64)}
+refused("col2im_image_shape_input", [col2im()], {"x": f32(1, 4, 9), "image_shape": C2I["image_shape"]}, ["y"],
+        "node 'c2i' (#0, Col2Im): input 'image_shape' must be a constant known at compile time",
+        inits={"block_shape": C2I["block_shape"]}, opset=18)
+refused("col2im_blocks_count", [col2im()], {"x": f32(1, 4, 8)}, ["y"],
+        "node 'c2i' (#0, Col2Im): input 'input' has 8 blocks (axis 2); image_shape, block_shape, dilations, pads and "
+        "strides make 3 x 3 = 9", inits=C2I, opset=18)
+refused("col2im_channels", [col2im()], {"x": f32(1, 6, 9)}, ["y"],
+        "input 'input' has 6 values a block (axis 1), not a multiple of the block's 4", inits=C2I, opset=18)
+refused("col2im_pads_count", [col2im(pads=[1, 1])], {"x": f32(1, 4, 9)}, ["y"],
+        "attribute 'pads' has 2 values; the image has 2 spatial axes, so 4 are needed", inits=C2I, opset=18)
+refused("col2im_block_too_big", [col2im(dilations=[4, 1])], {"x": f32(1, 4, 9)}, ["y"],
+        "axis 0: a block spans 5 (block_shape 2, dilation 4), more than the padded image's 4", inits=C2I,
+        opset=18)
 
 # ---- Hardmax, LpNormalization, CumProd ----------------------------------------------------------------------
 hx = f32(2, 5, 4)
