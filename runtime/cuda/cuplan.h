@@ -65,7 +65,7 @@ typedef enum pcu_step_kind {
 typedef enum pcu_kernel_kind {
     PCU_K_EW, PCU_K_PERM, PCU_K_RED, PCU_K_SOFTMAX, PCU_K_NORM, PCU_K_BN, PCU_K_POOL, PCU_K_EPI, PCU_K_RESIZE,
     PCU_K_CUMSUM, PCU_K_GATHER_EL, PCU_K_TOPK, PCU_K_SCATTER, PCU_K_TRILU, PCU_K_ROPE, PCU_K_ATTN, PCU_K_QUANT,
-    PCU_K_GRIDSAMPLE, PCU_K_LINE, PCU_K_ONEHOT, PCU_K_AFFGRID, PCU_K_RNN, PCU_K_COUNT
+    PCU_K_GRIDSAMPLE, PCU_K_LINE, PCU_K_ONEHOT, PCU_K_AFFGRID, PCU_K_RNN, PCU_K_COL2IM, PCU_K_COUNT
 } pcu_kernel_kind;
 
 /* A convolution as cuDNN's graph sees it: NCHW (or NCDHW) tensors, fully
@@ -103,7 +103,7 @@ typedef struct pcu_mm {
  *          ATTN    Q K V [mask] [past_key] [past_value] [nonpad] Y [qk] scratch (WORK)
  *          QUANT   x scale [zero_point] y
  *          GRIDSAMPLE      x grid y
- *          LINE, AFFGRID   x y
+ *          LINE, AFFGRID, COL2IM   x y
  *          ONEHOT  indices values y
  *          RNN     X W R [B] [lens] [h0] [c0] [P] [Y] [Y_h] [Y_c] [h_in] [h_out] c [zr] [t]
  *          NORM    x scale [bias] y [mean] [inv_std_dev] (absent: space -1)
@@ -143,6 +143,7 @@ typedef struct pcu_step {
         pcu_onehot oh;
         pcu_affgrid ag;
         pcu_rnn rnn;
+        pcu_col2im c2i;
         pcu_conv conv;
         pcu_mm mm;
     } u;

@@ -56,6 +56,7 @@ void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i) 
     case PCU_K_LINE: pcu_line_at(&s->u.line, op[1], op[0], i); break;
     case PCU_K_ONEHOT: pcu_onehot_at(&s->u.oh, op[2], op[0], op[1], i); break;
     case PCU_K_AFFGRID: pcu_affgrid_at(&s->u.ag, op[1], op[0], i); break;
+    case PCU_K_COL2IM: pcu_col2im_at(&s->u.c2i, op[1], op[0], i); break;
     case PCU_K_RNN:
         pcu_rnn_at(&s->u.rnn, op[0], op[1], op[2], op[3], op[4], op[5], op[6], op[7], op[8], op[9], op[10], op[11],
                    op[12], op[13], op[14], op[15], err, i);
@@ -216,6 +217,7 @@ int pcu_kernel_esize(const pcu_step *s, int k) {
     case PCU_K_LINE: return s->u.line.f64 ? 8 : 4;
     case PCU_K_AFFGRID: return s->u.ag.f64 ? 8 : 4;
     case PCU_K_RNN: return 4; /* floats, sequence_lens int32 */
+    case PCU_K_COL2IM: return s->u.c2i.f64 ? 8 : 4;
     case PCU_K_ONEHOT: return k == 0 ? pcu_tsize(s->u.oh.it) : s->u.oh.esize;
     default: return 4;
     }
@@ -280,6 +282,7 @@ int64_t pcu_kernel_extent(const pcu_step *s, int k) {
         return k == 0 ? N * g->C * g->S : k == 1 ? N * g->P * g->k : g->n;
     }
     case PCU_K_LINE: return s->u.line.lines * s->u.line.n;
+    case PCU_K_COL2IM: return k == 0 ? s->u.c2i.n / s->u.c2i.P * s->u.c2i.kvol * s->u.c2i.L : s->u.c2i.n;
     case PCU_K_RNN: {
         const pcu_rnn *r = &s->u.rnn;
         const int64_t GH = r->G * r->H, dnh = r->D * r->N * r->H;

@@ -411,6 +411,7 @@ static size_t param_size(const pcu_step *s) {
     case PCU_K_ONEHOT: return sizeof(pcu_onehot);
     case PCU_K_AFFGRID: return sizeof(pcu_affgrid);
     case PCU_K_RNN: return sizeof(pcu_rnn);
+    case PCU_K_COL2IM: return sizeof(pcu_col2im);
     default: return sizeof(pcu_epi);
     }
 }

@@ -81,6 +81,11 @@ __global__ void pcu_k_affgrid(const pcu_affgrid *__restrict__ k, void *y, const 
     if (i < n) pcu_affgrid_at(k, y, theta, i);
 }
 
+__global__ void pcu_k_col2im(const pcu_col2im *__restrict__ k, void *y, const void *x, int64_t n) {
+    const int64_t i = PCU_TID;
+    if (i < n) pcu_col2im_at(k, y, x, i);
+}
+
 __global__ void pcu_k_rnn(const pcu_rnn *__restrict__ k, const float *X, const float *W, const float *R, const float *B,
                           const int32_t *lens, const float *h0, const float *c0, const float *P, float *Y, float *Yh,
                           float *Yc, const float *hin, float *hout, float *c, float *zr, float *t, int *err, int64_t n) {
@@ -179,6 +184,7 @@ extern "C" int pcu_launch(int kind, const void *param, void *const *op, int *err
         pcu_k_rnn<<<blocks, 256, 0, s>>>((const pcu_rnn *)param, f[0], f[1], f[2], f[3], (const int32_t *)op[4], f[5],
                                          f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13], f[14], f[15], err, n);
         break;
+    case 22: pcu_k_col2im<<<blocks, 256, 0, s>>>((const pcu_col2im *)param, op[1], op[0], n); break;
     case 10: pcu_k_gather_el<<<blocks, 256, 0, s>>>((const pcu_gather_el *)param, op[2], op[0], op[1], err, n); break;
     default: return (int)cudaErrorInvalidValue;
     }

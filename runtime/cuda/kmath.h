@@ -2009,4 +2009,36 @@ PCU_HD void pcu_rnn_at(const pcu_rnn *k, const float *X, const float *W, const f
     if (Y) Y[(k->layout ? (b * k->S + tm) * k->D + d : (tm * k->D + d) * N + b) * H + u] = hn;
 }
 
+/* ---- Col2Im: one thread per image point ------------------------------------------------------ */
+
+/* y[n, c, p] = the sum in double of x[n, c * kvol + t, b] over the block
+ * offsets t in order (row-major over blk) whose block b covers p, rounded
+ * once: the reference kernel's gather (runtime/cpu/ref_nn.c kern_COL2IM).
+ * The odometers as divisions by the per-axis strides (no arrays in a
+ * thread's frame). */
+typedef struct pcu_col2im {
+    int32_t k, f64;
+    int64_t n, P, kvol, L; /* outputs, image points, block offsets, blocks */
+    int64_t img[PCU_MAXD], blk[PCU_MAXD], dil[PCU_MAXD], stride[PCU_MAXD], pad0[PCU_MAXD], nb[PCU_MAXD];
+    int64_t imgst[PCU_MAXD], blkst[PCU_MAXD]; /* row-major strides of img and blk */
+} pcu_col2im;
+
+PCU_HD void pcu_col2im_at(const pcu_col2im *g, void *y, const void *x, int64_t i) {
+    const int64_t pl = pcu_div(i, g->P), p = pcu_mod(i, g->P), base = pl * g->kvol * g->L;
+    double acc = 0;
+    for (int64_t tt = 0; tt < g->kvol; tt++) {
+        int64_t b = 0;
+        int hit = 1;
+        for (int d = 0; d < g->k && hit; d++) {
+            const int64_t o = pcu_mod(pcu_div(p, g->imgst[d]), g->img[d]), t = pcu_mod(pcu_div(tt, g->blkst[d]), g->blk[d]);
+            const int64_t q = o + g->pad0[d] - t * g->dil[d];
+            hit = q >= 0 && q % g->stride[d] == 0 && q / g->stride[d] < g->nb[d];
+            b = b * g->nb[d] + q / g->stride[d];
+        }
+        if (hit) acc += g->f64 ? ((const double *)x)[base + tt * g->L + b] : (double)((const float *)x)[base + tt * g->L + b];
+    }
+    if (g->f64) ((double *)y)[i] = acc;
+    else ((float *)y)[i] = (float)acc;
+}
+
 #endif

@@ -586,7 +586,14 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
     const int r = x->shape.rank;
     int64_t pads[2 * PP_MAX_DIMS];
     double value = 0;
-    if (P->p->opset < 11) {
+    if (n->op == PP_OP_CENTERCROPPAD) { /* a Pad of zeros, negative where it crops (ir's pp_centercrop_parse) */
+        pp_tinfo tin[2];
+        pp_pad cp;
+        if (!const_inputs(P, n, tin, 2) || pp_centercrop_parse(attrs_of(P, n), tin, n->n_in, &cp, NULL) != PP_OK ||
+            !pp_shape_eq(&cp.out, &y->shape))
+            return PP_OK;
+        for (int d = 0; d < r; d++) pads[d] = cp.begin[d], pads[r + d] = y->shape.dim[d] - x->shape.dim[d] - cp.begin[d];
+    } else if (P->p->opset < 11) {
         int np = 0;
         if (pp_attr_ints(attrs_of(P, n), "pads", pads, 2 * PP_MAX_DIMS, &np, NULL) != PP_OK || np != 2 * r) return PP_OK;
         value = attr_f(P, n, "value", 0);
@@ -639,6 +646,7 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
     s->ops[0] = R(P, n->in[0]);
     s->ops[1] = R(P, n->out[0]);
     perm_finish(P, s);
+    if (s->threads == 0) free(s->ops), P->pl->n_steps--; /* an empty output (a crop to nothing) */
     P->pl->counts.own++;
     *ok = true;
     return PP_OK;
@@ -1260,6 +1268,36 @@ static pp_status plan_rnn(planner *P, int ni, bool *ok) {
         }
         if (s >= 0 && s < r.S) cur = 1 - cur;
     }
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
+/* Col2Im of f32 or f64 over up to PCU_MAXD spatial axes (pcu_col2im_at). */
+static pp_status plan_col2im(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
+    *ok = false;
+    pp_tinfo tin[3];
+    pp_col2im g;
+    if ((x->dtype != PP_F32 && x->dtype != PP_F64) || y->dtype != x->dtype || !const_inputs(P, n, tin, 3) ||
+        pp_col2im_parse(attrs_of(P, n), tin, &g, NULL) != PP_OK || g.k > PCU_MAXD)
+        return PP_OK;
+    pcu_col2im k = {.k = g.k, .f64 = x->dtype == PP_F64, .n = numel(&y->shape), .P = 1, .kvol = g.kvol, .L = g.L};
+    for (int d = g.k - 1; d >= 0; d--) {
+        k.img[d] = g.img[d], k.blk[d] = g.blk[d], k.dil[d] = g.dil[d], k.stride[d] = g.stride[d];
+        k.pad0[d] = g.pad0[d], k.nb[d] = g.nb[d];
+        k.imgst[d] = d == g.k - 1 ? 1 : k.imgst[d + 1] * g.img[d + 1];
+        k.blkst[d] = d == g.k - 1 ? 1 : k.blkst[d + 1] * g.blk[d + 1];
+        k.P *= g.img[d];
+    }
+    *ok = true;
+    if (k.n == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
+    s->kernel = PCU_K_COL2IM;
+    s->u.c2i = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->out[0]);
+    s->threads = k.n;
     P->pl->counts.own++;
     return PP_OK;
 }
@@ -1898,7 +1936,7 @@ static const struct {
     ROW(TRANSPOSE, plan_view_like, "own kernel") ROW(SLICE, plan_view_like, "own kernel")
     ROW(EXPAND, plan_view_like, "own kernel") ROW(TILE, plan_view_like, "own kernel")
     ROW(DEPTHTOSPACE, plan_view_like, "own kernel") ROW(SPACETODEPTH, plan_view_like, "own kernel")
-    ROW(PAD, plan_pad, "own kernel") ROW(CONCAT, plan_concat_split, "own kernel")
+    ROW(PAD, plan_pad, "own kernel") ROW(CENTERCROPPAD, plan_pad, "own kernel") ROW(CONCAT, plan_concat_split, "own kernel")
     ROW(SPLIT, plan_concat_split, "own kernel") ROW(GATHER, plan_gather, "own kernel")
     ROW(SOFTMAX, plan_softmax, "own kernel") ROW(LOGSOFTMAX, plan_softmax, "own kernel")
     ROW(BATCHNORM, plan_norm, "own kernel") ROW(LAYERNORM, plan_norm, "own kernel")
@@ -1916,7 +1954,8 @@ static const struct {
     ROW(MAXPOOL, plan_pool, "own kernel") ROW(AVGPOOL, plan_pool, "own kernel") ROW(LPPOOL, plan_pool, "own kernel")
     ROW(HARDMAX, plan_line, "own kernel") ROW(LPNORM, plan_line, "own kernel")
     ROW(ONEHOT, plan_onehot, "own kernel") ROW(LSTM, plan_rnn, "own kernel (a launch per step)")
-    ROW(GRU, plan_rnn, "own kernel (two launches per step)") ROW(RNN, plan_rnn, "own kernel (a launch per step)") ROW(AFFINEGRID, plan_affinegrid, "own kernel")
+    ROW(GRU, plan_rnn, "own kernel (two launches per step)") ROW(RNN, plan_rnn, "own kernel (a launch per step)")
+    ROW(COL2IM, plan_col2im, "own kernel") ROW(AFFINEGRID, plan_affinegrid, "own kernel")
     ROW(GLOBALAVGPOOL, plan_reduce, "own kernel") ROW(GLOBALMAXPOOL, plan_reduce, "own kernel")
     ROW(ARGMAX, plan_reduce, "own kernel") ROW(ARGMIN, plan_reduce, "own kernel")
     ROW(REDUCEMEAN, plan_reduce, "own kernel") ROW(REDUCESUM, plan_reduce, "own kernel")
@@ -2091,8 +2130,8 @@ const char *pcu_step_name(const pcu_step *s) {
                                                      "convolution epilogue", "resize", "cumsum",
                                                      "gather elements", "topk", "scatter", "trilu",
                                                      "rotary embedding", "attention", "quantize", "grid sample",
-                                                     "line", "one-hot", "affine grid", "recurrence"};
-    _Static_assert(PCU_K_COUNT == 22, "a name for every kernel");
+                                                     "line", "one-hot", "affine grid", "recurrence", "col2im"};
+    _Static_assert(PCU_K_COUNT == 23, "a name for every kernel");
     switch (s->kind) {
     case PCU_S_KERNEL: return s->kernel >= 0 && s->kernel < PCU_K_COUNT ? kernels[s->kernel] : "kernel";
     case PCU_S_CONV: return s->u.conv.transpose ? "cuDNN convolution backward data" : "cuDNN convolution";
