@@ -219,7 +219,18 @@ pp_status pp_convt_geom(pp_attrs a, const pp_shape *x, const pp_shape *w, pp_geo
                 out = g->in[i] * g->stride[i];
             }
             int64_t total = full - out;
-            if (total < 0) { /* more output than the full result: zeros (plus bias) at the end */
+            /* more output than the full result: an output_shape less than a stride past it gets zeros
+             * (plus bias) at the end, as output_padding would (the node tests, onnxruntime); further,
+             * or from auto_pad SAME, no one agrees: onnxruntime refuses such an output_shape and
+             * shrinks a SAME output to the full result, the ONNX reference refuses the former and
+             * puts a SAME_UPPER output's extra zeros first */
+            if (total < 0 && (!nos || -total >= g->stride[i]))
+                return PP_FAIL(err, PP_EUNSUP, "spatial dim %d: the output asked for (%lld, by %s) is larger than "
+                               "the full transposed convolution (%lld) by %lld, not less than the stride %lld; "
+                               "implementations disagree on where the extra zeros go, so it is refused", i,
+                               (long long)out, nos ? "attribute 'output_shape'" : "auto_pad SAME: input x stride",
+                               (long long)full, (long long)-total, (long long)g->stride[i]);
+            if (total < 0) {
                 g->pad0[i] = 0;
             } else if (mode == 2) { /* SAME_UPPER: the extra padding goes at the end */
                 g->pad0[i] = total / 2;

@@ -209,6 +209,12 @@ if onnx is not None:
                                                                                                   strides=[2, 2], output_padding=[2, 1])],
                                                                  [helper.make_tensor_value_info("x", F, [1, 1, 4, 4])], [y4], inits=[wt]), "-o", "x.plan"],
            "node '/up/ConvTranspose' (#0, ConvTranspose): attribute 'output_padding'[0]=2, expected less than the stride 2")
+    w1 = numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "w")
+    expect("ConvTranspose: SAME output past the full result", [PPCC, save("convt_same", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up",
+                                                                                                          strides=[3, 1], auto_pad="SAME_UPPER")],
+                                                                          [helper.make_tensor_value_info("x", F, [1, 1, 4, 4])], [y4], inits=[w1]), "-o", "x.plan"],
+           "node 'up' (#0, ConvTranspose): spatial dim 0: the output asked for (12, by auto_pad SAME: input x stride) is larger than the full "
+           "transposed convolution (10) by 2, not less than the stride 3")
     long_out = "logits_" + "o" * 250
     expect("an output name too long for a file", [PPCC, save("longout", [helper.make_node("Relu", ["x"], [long_out], name="r")], [x],
                                                                  [helper.make_tensor_value_info(long_out, F, [1, 4])]), "-o", "x.plan"],
