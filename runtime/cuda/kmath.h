@@ -1650,6 +1650,13 @@ typedef struct pcu_gridsample {
 #else
 #define PCU_FMUL(a, b) ((a) * (b))
 #endif
+/* the same in double (a product added to a sum: without it the GPU fuses
+ * the two, rounding once where the reference rounds twice) */
+#ifdef __CUDA_ARCH__
+#define PCU_DMUL(a, b) __dmul_rn((a), (b))
+#else
+#define PCU_DMUL(a, b) ((a) * (b))
+#endif
 /* a loop of constant trip count unrolled on the GPU, so the small arrays it
  * indexes stay in registers (ptxas refuses local memory here) */
 #ifdef __CUDACC__
@@ -1742,7 +1749,7 @@ PCU_HD void pcu_gridsample_at(const pcu_gridsample *g, float *y, const float *x,
             for (int c = 0; c < 4; c++)
                 if (a < nt[0] && b < nt[1] && c < nt[2] && idx[0][a] >= 0 && idx[1][b] >= 0 && idx[2][c] >= 0) {
                     const int64_t at = (idx[0][a] * g->in[1] + idx[1][b]) * g->in[2] + idx[2][c];
-                    acc += w[0][a] * w[1][b] * w[2][c] * (double)xc[at];
+                    acc += PCU_DMUL(PCU_DMUL(PCU_DMUL(w[0][a], w[1][b]), w[2][c]), (double)xc[at]);
                 }
     y[i] = (float)acc;
 }
@@ -1784,7 +1791,7 @@ PCU_HD void pcu_line_at(const pcu_line *k, void *y, const void *x, int64_t i) {
     double s = 0;
     for (int64_t j = 0; j < k->n; j++) {
         const double v = pcu_line_ld(k, x, at + j * k->inner);
-        s += k->p == 1 ? fabs(v) : v * v;
+        s += k->p == 1 ? fabs(v) : PCU_DMUL(v, v);
     }
     const double norm = k->p == 1 ? s : sqrt(s);
     for (int64_t j = 0; j < k->n; j++)
@@ -1854,7 +1861,7 @@ PCU_HD void pcu_affgrid_at(const pcu_affgrid *g, void *y, const void *theta, int
     double acc = 0;
     for (int c = 0; c <= k; c++) {
         const double t = g->f64 ? ((const double *)theta)[row + c] : (double)((const float *)theta)[row + c];
-        acc += t * (c == 0 ? bx : c == 1 ? by : c == 2 ? bz : 1.0);
+        acc += PCU_DMUL(t, c == 0 ? bx : c == 1 ? by : c == 2 ? bz : 1.0);
     }
     if (g->f64) ((double *)y)[i] = acc;
     else ((float *)y)[i] = (float)acc;
@@ -1874,6 +1881,7 @@ PCU_HD void pcu_affgrid_at(const pcu_affgrid *g, void *y, const void *theta, int
  * step s, 3 Y_h and Y_c from h_in and c. Operands (cuplan.h): X W R B lens
  * h0 c0 P Y Y_h Y_c h_in h_out c zr t, absent ones NULL. */
 enum { PCU_RNN_LSTM, PCU_RNN_GRU, PCU_RNN_RNN };
+#define PCU_RNN_MAX_STEPS 16384 /* launches of one node at most; longer sequences run on the host */
 enum { PCU_RNN_INIT, PCU_RNN_STEP, PCU_RNN_GATES, PCU_RNN_FINAL };
 typedef struct pcu_rnn {
     int32_t op, phase, D, G, layout, reverse, input_forget, lbr; /* lbr: GRU's linear_before_reset */
@@ -1883,12 +1891,6 @@ typedef struct pcu_rnn {
     int64_t S, N, I, H, s; /* s: the step of phases 1 and 2 */
 } pcu_rnn;
 
-/* a * b rounded once, in double: not fused into a following add on the GPU */
-#ifdef __CUDA_ARCH__
-#define PCU_DMUL(a, b) __dmul_rn((a), (b))
-#else
-#define PCU_DMUL(a, b) ((a) * (b))
-#endif
 
 /* sum of a[i] * b[i] in double, four lanes (the reference's dot; each
  * product is exact, so a fused multiply-add gives the same sum) */

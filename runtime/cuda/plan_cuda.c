@@ -580,8 +580,9 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
     *ok = false;
     const char *mode = "constant";
     (void)pp_attr_string(attrs_of(P, n), "mode", "constant", &mode, NULL);
-    const int pmode = !strcmp(mode, "constant") ? 1 : !strcmp(mode, "reflect") ? 2 : !strcmp(mode, "edge") ? 3
-                      : !strcmp(mode, "wrap")   ? 4 : 0;
+    const int pmode = n->op == PP_OP_CENTERCROPPAD ? 1 /* zeros, whatever stray attribute it carries */
+                      : !strcmp(mode, "constant") ? 1 : !strcmp(mode, "reflect") ? 2 : !strcmp(mode, "edge") ? 3
+                      : !strcmp(mode, "wrap")     ? 4 : 0;
     if (!pmode || !pp_dtype_size(x->dtype) || pp_dtype_size(x->dtype) > 8) return PP_OK;
     const int r = x->shape.rank;
     int64_t pads[2 * PP_MAX_DIMS];
@@ -643,7 +644,7 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
         k->lo[d] = pads[d];
         k->sdim[d] = x->shape.dim[d];
     }
-    s->ops[0] = R(P, n->in[0]);
+    s->ops[0] = numel(&x->shape) ? R(P, n->in[0]) : (pcu_ref){-1, -1, 0, 0}; /* empty: only the constant */
     s->ops[1] = R(P, n->out[0]);
     perm_finish(P, s);
     if (s->threads == 0) free(s->ops), P->pl->n_steps--; /* an empty output (a crop to nothing) */
@@ -1222,8 +1223,12 @@ static pp_status plan_rnn(planner *P, int ni, bool *ok) {
     if (pp_rnn_parse(n->op, attrs_of(P, n), ti, nin, &r, NULL) != PP_OK) return PP_OK;
     for (int k = 0; k < n->n_out; k++)
         if (n->out[k] >= 0 && T(P, n->out[k])->dtype != PP_F32) return PP_OK;
-    const uint64_t dnh = (uint64_t)(r.D * r.N * r.H);
-    if (dnh * 6 * sizeof(float) > ((uint64_t)256 << 20)) return PP_OK; /* the state past the scratch's 256 MiB */
+    /* on the host: a state past the scratch's 256 MiB, and sequences of more than PCU_RNN_MAX_STEPS
+     * launches (each step a record and a parameter block: a million steps would take a GB) */
+    if (r.N > ((int64_t)1 << 31) || r.H > ((int64_t)1 << 31)) return PP_OK;
+    const uint64_t dnh = (uint64_t)r.D * (uint64_t)r.N * (uint64_t)r.H;
+    if (dnh * 6 * sizeof(float) > ((uint64_t)256 << 20)) return PP_OK;
+    if ((uint64_t)r.S * (n->op == PP_OP_GRU ? 2 : 1) > PCU_RNN_MAX_STEPS) return PP_OK;
     pcu_rnn k = {.op = n->op == PP_OP_LSTM ? PCU_RNN_LSTM : n->op == PP_OP_GRU ? PCU_RNN_GRU : PCU_RNN_RNN,
                  .D = r.D, .G = r.G, .layout = r.layout, .reverse = r.reverse, .input_forget = r.input_forget,
                  .lbr = r.linear_before_reset, .clip = r.clip, .S = r.S, .N = r.N, .I = r.I, .H = r.H};

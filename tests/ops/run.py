@@ -879,6 +879,15 @@ for name, x, shape, axes in (
         ("bool", rng.integers(0, 2, (3, 6)).astype(np.bool_), [5, 3], None)):
     case(f"centercroppad_{name}", [ccp(axes)], {"x": x}, ["y"], inits={"shape": np.array(shape, np.int64)},
          opset=18, rtol=0, atol=0)
+# a stray 'mode' attribute changes nothing (the CUDA route once took it for Pad's); an empty input padded
+ccp_mode = ccp([1])
+ccp_mode.attribute.append(helper.make_attribute("mode", "edge"))
+case("centercroppad_stray_mode", [ccp_mode], {"x": f32(2, 4)}, ["y"], inits={"shape": np.array([8], np.int64)},
+     opset=18, rtol=0, atol=0, oracle=lambda f: [np.pad(f["x"], ((0, 0), (2, 2)))])
+case("centercroppad_empty_input", [ccp([0])], {"x": f32(0, 3)}, ["y"], inits={"shape": np.array([2], np.int64)},
+     opset=18, rtol=0, atol=0, oracle=lambda f: [np.zeros((2, 3), np.float32)])
+case("pad_empty_input", [helper.make_node("Pad", ["x", "p"], ["y"])], {"x": f32(2, 0)}, ["y"],
+     inits={"p": np.array([0, 1, 0, 2], np.int64)}, opset=18, rtol=0, atol=0)
 case("centercroppad_int32_shape", [ccp([-1])], {"x": f32(2, 9)}, ["y"], inits={"shape": np.array([4], np.int32)},
      opset=18, rtol=0, atol=0, oracle="reference")  # onnxruntime 1.32's function body mixes int32 and int64
 batched("centercroppad_batched", [ccp([2, 3]), helper.make_node("Relu", ["y"], ["z"])], {"x": f32(4, 3, 7, 6)}, ["z"],
