@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../../ir/geom.h"
+#include "../cpu/isa.h"
 #include "dnnl_exec.h"
 
 /* A convolution primitive descriptor: algorithm alg reading src, over the
@@ -289,6 +290,30 @@ static bool bare_is_slow(pprt_exec *x, const conv_cands *k, const conv_ops *ops)
     return slow;
 }
 
+static bool is_wino(const_dnnl_primitive_desc_t pd) {
+    const char *impl = "";
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && strstr(impl, "wino");
+}
+
+/* Whether the convolution alone, absorbing none of the nodes after it, gets
+ * oneDNN's Winograd kernel, which post-ops such as a residual binary or a
+ * leaky relu take away: CSPDarkNet-53's 3x3 convolutions with their
+ * LeakyRelu and residual Add ran 2.5x slower as a direct kernel with the
+ * post-ops than by Winograd with the two nodes apart (AMD Zen 4). */
+static bool bare_is_wino(pprt_exec *x, const conv_cands *k, const conv_ops *ops) {
+    const int n_fused = x->n_fused, n_whole = x->n_whole;
+    conv_ops o = *ops;
+    o.relu = false;
+    x->n_fused = 0;
+    pp_err e = {0};
+    int na = 0;
+    dnnl_primitive_desc_t pd = NULL;
+    const bool wino = conv_choose(x, k, &o, NULL, NULL, &na, &pd, &e) == PP_OK && is_wino(pd);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    x->n_fused = n_fused, x->n_whole = n_whole;
+    return wino;
+}
+
 static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pp_attrs a = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
@@ -338,6 +363,23 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_any_md(wd, wn, cdt, &w_any, err));
     PP_TRY(dn_plain_md(wd, wn, &w_plain, err));
     PP_TRY(dn_plain_md(&OC, 1, &b_md, err));
+    if (x->o.conv_blocked && cdt == dnnl_f32 && !x->bf16 && nd == 4) {
+        /* both sides in channel blocks where oneDNN has a JIT kernel for that (a choice of the node
+         * alone: the same kernel whatever the split) */
+        const int64_t blk = pprt_cpu_isa() >= PPRT_ISA_AVX512 ? 16 : 8;
+        const dnnl_format_tag_t tag = blk == 16 ? dnnl_aBcd16b : dnnl_aBcd8b;
+        dnnl_memory_desc_t sb, db;
+        dnnl_dims_t sd = {xs->dim[0], xs->dim[1], xs->dim[2], xs->dim[3]}, dd = {ys->dim[0], ys->dim[1], ys->dim[2],
+                                                                                 ys->dim[3]};
+        dnnl_primitive_desc_t probe = NULL;
+        if (C % blk == 0 && OC % blk == 0 && dnnl_memory_desc_init_by_tag(&sb, 4, sd, dnnl_f32, tag) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&db, 4, dd, dnnl_f32, tag) == dnnl_success &&
+            conv_pd(&probe, dnnl_convolution_direct, &sb, &w_any, NULL, &db, &g, NULL, x->eng) ==
+                dnnl_success &&
+            !slow_kernel(probe))
+            src_any = sb, dst_any = db;
+        if (probe) dnnl_primitive_desc_destroy(probe);
+    }
     const dnnl_memory_desc_t *bias = bi >= 0 ? &b_md : NULL;
     const bool wino_shape = x->o.wino && !x->bf16 && nd == 4 && group == 1 && ws->dim[2] == 3 && ws->dim[3] == 3 &&
                             g.stride[0] == 1 && g.stride[1] == 1 && g.dil[0] == 1 && g.dil[1] == 1;
@@ -403,6 +445,10 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (x->n_fused && slow_kernel(pd) && !bare_is_slow(x, &cands, &ops)) {
         dnnl_primitive_desc_destroy(pd);
         return unsup(err, "its post-ops leave oneDNN only a gemm or reference kernel, which it has not without them");
+    }
+    if (x->n_fused && wino_shape && !is_wino(pd) && bare_is_wino(x, &cands, &ops)) {
+        dnnl_primitive_desc_destroy(pd);
+        return unsup(err, "its post-ops take oneDNN's Winograd kernel away");
     }
 
     dnnl_primitive_desc_t fast = clamp ? guard_fast(x, &cands, &ops, pd, lo, hi) : NULL;

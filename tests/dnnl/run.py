@@ -151,7 +151,8 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
              ("simple_t1", {"PPRT_DNNL_FUSE": "0", "PPRT_DNNL_INPLACE": "0", "PPRT_DNNL_VIEWS": "0"},
               ["--threads", "1"]),
              ("binres_t1", {"PPRT_DNNL_RESIDUAL": "binary"}, ["--threads", "1"]),
-             ("swish_t1", {"PPRT_DNNL_SILU": "0"}, ["--threads", "1"])]
+             ("swish_t1", {"PPRT_DNNL_SILU": "0"}, ["--threads", "1"]),
+             ("convblk_t1", {"PPRT_DNNL_CONV_BLOCKED": "1"}, ["--threads", "1"])]
     if not extra_runs:
         modes = modes[:1]
     else:
@@ -821,13 +822,15 @@ def verbose_run(name, level="2"):
 # plain: its kernel (and so its bits) must not depend on the split (the
 # zoo's DenseNet-121 at -pp 4 is the model that showed it: tests/models)
 # metaformer: likewise for a residual absorbed as a post-op (see the model)
-for name, pp in ((n, k) for n in ("wino", "views", "tokens", "slices", "windows", "metaformer", "convformer", "norms",
-                                  "groupnorm", "grouped", "grn", "resize") for k in (2, 3)):
-    d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_blocked_t1") for k in (1, pp))
+for name, pp, mode in ((n, k, m) for n in ("wino", "views", "tokens", "slices", "windows", "metaformer", "convformer",
+                                           "norms", "groupnorm", "grouped", "grn", "resize") for k in (2, 3)
+                       for m in ("blocked_t1", "convblk_t1")):
+    # convblk: PPRT_DNNL_CONV_BLOCKED=1 chooses a convolution's layout from the node alone too
+    d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_{mode}") for k in (1, pp))
     if os.path.isdir(d1) and os.path.isdir(dn):
         for f in sorted(x for x in os.listdir(d1) if x.endswith(".npy")):
             if not np.array_equal(np.load(os.path.join(d1, f)), np.load(os.path.join(dn, f))):
-                failures.append(f"{name}: {f}: -pp {pp} gave other bits than -pp 1")
+                failures.append(f"{name} [{mode}]: {f}: -pp {pp} gave other bits than -pp 1")
 if ISA == "avx2":
     try:
         r = verbose_run("wino")
@@ -886,6 +889,31 @@ try:
                         f"views, or the convolution reorders:\n{err}")
 except (RuntimeError, KeyError, IndexError) as e:
     failures.append(f"tokens: {e}")
+
+# CSPDarkNet's block: a 3x3 stride-1 convolution, a LeakyRelu and a residual Add. On AVX-512 the
+# convolution keeps oneDNN's Winograd kernel and absorbs nothing, in oneDNN's layouts and with
+# PPRT_DNNL_CONV_BLOCKED=1 (whose matching layouts would let it absorb both as post-ops, which take
+# Winograd away: 2.5x slower on CSPDarkNet-53's shapes); the outputs against the reference kernels
+if ISA == "avx512":
+    try:
+        m = Model("csp", [("x", (16, 12, 12))])
+        a = m.op("LeakyRelu", [m.conv("x", 16, 32, (1, 1))], alpha=0.1)
+        b = m.op("Add", [m.op("LeakyRelu", [m.conv(a, 32, 32, (3, 3), pads=[1, 1, 1, 1])], alpha=0.1), a])
+        cm, cd = m.save([m.conv(b, 32, 16, (1, 1))]), m.data()
+        cp = os.path.join(work, "csp.plan")
+        run([PPCC, cm, "-b", "2", "-q", "-o", cp])
+        run([PPRT, cp, cd, "--backend", "ref", "-q", "-o", os.path.join(work, "csp_ref")])
+        for v in ("0", "1"):
+            out = os.path.join(work, f"csp_blk{v}")
+            r = run([PPRT, cp, cd, "--backend", "dnnl", "-q", "--threads", "1", "-o", out],
+                    env={"PPRT_DNNL_VERBOSE": "2", "PPRT_DNNL_CONV_BLOCKED": v})
+            conv3 = [l for l in r.stderr.splitlines() if l.startswith("  ") and " Conv " in l][1]
+            if "wino" not in conv3:
+                failures.append(f"csp [PPRT_DNNL_CONV_BLOCKED={v}]: the 3x3 convolution is not on Winograd:\n"
+                                f"{r.stderr}")
+            compare(f"csp [PPRT_DNNL_CONV_BLOCKED={v}]", out, os.path.join(work, "csp_ref"))
+    except (RuntimeError, IndexError) as e:
+        failures.append(f"csp: {e}")
 
 # windows: on AVX2 and AVX-512 the LogSoftmax over the heads and the Softmax
 # over the tokens run on pprt's kernel (runtime/cpu/softmax.c); the Pad on
