@@ -20,6 +20,7 @@
  * layout, so on where the stages are cut, and -pp N outputs are no longer
  * bit-identical to -pp 1's. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../ir/geom.h"
@@ -290,6 +291,109 @@ static bool bare_is_slow(pprt_exec *x, const conv_cands *k, const conv_ops *ops)
     return slow;
 }
 
+/* ---- which convolutions may sit in channel blocks (PPRT_DNNL_CONV_BLOCKED) -------------------- */
+
+/* Ops that run in whatever layout their input is stored in (or absorb into
+ * a convolution): their tensors may stay in channel blocks. */
+static bool any_layout_op(const pprt_plan *p, const pprt_node *n) {
+    if (n->op == PP_OP_CONCAT) { /* along the channels of 4-D tensors: oneDNN's concat, inputs as stored */
+        int64_t axis = 0;
+        return pp_attr_int((pp_attrs){n->attrs, n->n_attrs, p->opset}, "axis", 0, &axis, NULL) == PP_OK &&
+               (axis == 1 || axis == -3);
+    }
+    switch (n->op) {
+    case PP_OP_CONV: case PP_OP_FUSEDCONV: case PP_OP_RELU: case PP_OP_LEAKYRELU: case PP_OP_CLIP:
+    case PP_OP_SIGMOID: case PP_OP_TANH: case PP_OP_SILU: case PP_OP_HARDSWISH: case PP_OP_HARDSIGMOID:
+    case PP_OP_ELU: case PP_OP_ADD: case PP_OP_MUL: case PP_OP_SUB: case PP_OP_DIV: case PP_OP_BATCHNORM:
+    case PP_OP_MAXPOOL: case PP_OP_AVGPOOL: case PP_OP_GLOBALAVGPOOL: case PP_OP_GLOBALMAXPOOL:
+    case PP_OP_FUSEDGN: case PP_OP_IDENTITY:
+        return true;
+    default: return false;
+    }
+}
+
+typedef struct blk_ref {
+    const char *name;
+    int gid;
+} blk_ref;
+
+static int blk_ref_cmp(const void *a, const void *b) {
+    const blk_ref *x = a, *y = b;
+    const int c = strcmp(x->name, y->name);
+    return c ? c : (x->gid > y->gid) - (x->gid < y->gid);
+}
+
+static int uf_find(int *par, int i) {
+    while (par[i] != i) i = par[i] = par[par[i]];
+    return i;
+}
+
+/* Over the whole plan (every stage: a tensor crossing a cut is one name in
+ * both), the nodes joined by the activation tensors between them; a group
+ * that any other op touches (a Transpose to channels-last, a MatMul, a
+ * LayerNormalization, a Reshape...) keeps oneDNN's own choices. A global
+ * pool's output does not join its group (a [N, C, 1, 1] tensor's layout
+ * costs nothing to convert). */
+pp_status dn_conv_blocked_nodes(const pprt_plan *p, const pprt_stage *st, bool *out, pp_err *err) {
+    int total = 0, refs = 0, base = 0;
+    for (int s = 0; s < p->n_stages; s++) {
+        if (p->stages[s].index == st->index) base = total;
+        total += p->stages[s].n_nodes;
+        for (int i = 0; i < p->stages[s].n_nodes; i++) refs += p->stages[s].nodes[i].n_in + p->stages[s].nodes[i].n_out;
+    }
+    const int64_t blk = pprt_cpu_isa() >= PPRT_ISA_AVX512 ? 16 : 8;
+    int *par = malloc(pp_count(total) * sizeof *par);
+    bool *bad = calloc(pp_count(total), sizeof *bad), *neutral = calloc(pp_count(total), sizeof *neutral);
+    blk_ref *r = malloc(pp_count(refs) * sizeof *r);
+    if (!par || !bad || !neutral || !r) {
+        free(par), free(bad), free(neutral), free(r);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    int nr = 0, g = 0;
+    for (int s = 0; s < p->n_stages; s++) {
+        const pprt_stage *q = &p->stages[s];
+        for (int i = 0; i < q->n_nodes; i++, g++) {
+            const pprt_node *n = &q->nodes[i];
+            par[g] = g;
+            bad[g] = !any_layout_op(p, n);
+            if ((n->op == PP_OP_CONV || n->op == PP_OP_FUSEDCONV) && n->n_in > 1 && n->in[0] >= 0 && n->in[1] >= 0) {
+                /* a convolution that cannot take whole channel blocks (other ranks, channels that do not
+                 * fill blocks) keeps its group on oneDNN's choices, unless it runs over a 1x1 image (a
+                 * squeeze-excite's, whose tensors cost nothing to reorder): that one keeps its own */
+                const pp_shape *xs = &q->t[n->in[0]].shape, *ws = &q->t[n->in[1]].shape;
+                const bool one = xs->rank == 4 && xs->dim[2] == 1 && xs->dim[3] == 1;
+                const int64_t C = xs->rank > 1 ? xs->dim[1] : 0, OC = ws->rank > 0 ? ws->dim[0] : 0;
+                const bool unfit = xs->rank != 4 || OC % blk != 0 || (C >= blk && C % blk != 0);
+                bad[g] = unfit && !one;
+                neutral[g] = unfit && one;
+            }
+            for (int k = 0; k < n->n_in + n->n_out; k++) {
+                const int t = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+                if (t < 0 || q->t[t].kind == PPRT_WEIGHT) continue;
+                if (k >= n->n_in && (n->op == PP_OP_GLOBALAVGPOOL || n->op == PP_OP_GLOBALMAXPOOL)) continue;
+                r[nr++] = (blk_ref){q->t[t].name, g};
+            }
+        }
+    }
+    qsort(r, pp_count(nr), sizeof *r, blk_ref_cmp);
+    for (int i = 0; i < nr;) {
+        int j = i + 1;
+        while (j < nr && !strcmp(r[j].name, r[i].name)) j++;
+        for (int k = i + 1; k < j; k++) {
+            const int a = uf_find(par, r[i].gid), b = uf_find(par, r[k].gid);
+            if (a != b) par[b] = a, bad[a] = bad[a] || bad[b];
+        }
+        i = j;
+    }
+    for (int i = 0; i < st->n_nodes; i++) {
+        const pprt_node *n = &st->nodes[i];
+        out[i] = (n->op == PP_OP_CONV || n->op == PP_OP_FUSEDCONV) && !neutral[base + i] &&
+                 !bad[uf_find(par, base + i)];
+    }
+    free(par), free(bad), free(neutral), free(r);
+    return PP_OK;
+}
+
 static bool is_wino(const_dnnl_primitive_desc_t pd) {
     const char *impl = "";
     return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && strstr(impl, "wino");
@@ -363,19 +467,22 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_any_md(wd, wn, cdt, &w_any, err));
     PP_TRY(dn_plain_md(wd, wn, &w_plain, err));
     PP_TRY(dn_plain_md(&OC, 1, &b_md, err));
-    if (x->o.conv_blocked && cdt == dnnl_f32 && !x->bf16 && nd == 4) {
-        /* both sides in channel blocks where oneDNN has a JIT kernel for that (a choice of the node
-         * alone: the same kernel whatever the split) */
+    if (x->o.conv_blocked && x->conv_blk[n - x->st->nodes] && cdt == dnnl_f32 && !x->bf16 && nd == 4) {
+        /* in channel blocks where the channels fill them (padded blocks send oneDNN's eltwise
+         * primitives to their reference kernels) and oneDNN has a JIT kernel for that; the
+         * source left to oneDNN where it has fewer channels than a block, as a network's first
+         * convolution. A choice of the node and the whole plan's graph (dn_conv_blocked_nodes),
+         * the same whatever the split */
         const int64_t blk = pprt_cpu_isa() >= PPRT_ISA_AVX512 ? 16 : 8;
         const dnnl_format_tag_t tag = blk == 16 ? dnnl_aBcd16b : dnnl_aBcd8b;
-        dnnl_memory_desc_t sb, db;
+        dnnl_memory_desc_t sb = src_any, db;
         dnnl_dims_t sd = {xs->dim[0], xs->dim[1], xs->dim[2], xs->dim[3]}, dd = {ys->dim[0], ys->dim[1], ys->dim[2],
                                                                                  ys->dim[3]};
         dnnl_primitive_desc_t probe = NULL;
-        if (C % blk == 0 && OC % blk == 0 && dnnl_memory_desc_init_by_tag(&sb, 4, sd, dnnl_f32, tag) == dnnl_success &&
+        if (OC % blk == 0 && (C < blk || C % blk == 0) &&
+            (C < blk || dnnl_memory_desc_init_by_tag(&sb, 4, sd, dnnl_f32, tag) == dnnl_success) &&
             dnnl_memory_desc_init_by_tag(&db, 4, dd, dnnl_f32, tag) == dnnl_success &&
-            conv_pd(&probe, dnnl_convolution_direct, &sb, &w_any, NULL, &db, &g, NULL, x->eng) ==
-                dnnl_success &&
+            conv_pd(&probe, dnnl_convolution_direct, &sb, &w_any, NULL, &db, &g, NULL, x->eng) == dnnl_success &&
             !slow_kernel(probe))
             src_any = sb, dst_any = db;
         if (probe) dnnl_primitive_desc_destroy(probe);

@@ -184,6 +184,7 @@ struct pprt_exec {
     dnnl_memory_desc_t whole[4]; /* destination's dims (no broadcast), as dn_append_fused gave them */
     bool *flex;               /* per tensor: may be stored in a oneDNN layout */
     bool *blocked;            /* per tensor: stored in lay[] (not plain) */
+    bool *conv_blk;           /* per node: a convolution PPRT_DNNL_CONV_BLOCKED may put in channel blocks */
     dnnl_memory_desc_t *lay;
     int stage_threads;        /* the stage's intra-op threads (pprt_exec_cfg) */
     bool bf16;                /* convolutions and matrix products in bf16 (pprt_exec_cfg) */
@@ -301,6 +302,11 @@ void dn_rollback(pprt_exec *x, mark m);
 /* Plain row-major f32 descriptor over dims (rank 0: one element). */
 pp_status dn_plain_md(const int64_t *dims, int nd, dnnl_memory_desc_t *md, pp_err *err);
 /* A descriptor of element type dt whose layout the primitive picks. */
+/* Which of stage st's nodes are convolutions whose tensors, over the whole
+ * plan, meet only convolutions and ops that run in any layout (conv.c):
+ * out[ni] for each of st's nodes. A function of the plan alone, so every
+ * split gives the same answer. */
+pp_status dn_conv_blocked_nodes(const pprt_plan *p, const pprt_stage *st, bool *out, pp_err *err);
 pp_status dn_any_md(const int64_t *dims, int nd, dnnl_data_type_t dt, dnnl_memory_desc_t *md, pp_err *err);
 /* The plain f32 descriptor of tensor tid (an error for other element types). */
 pp_status dn_tensor_plain(const pprt_exec *x, int tid, dnnl_memory_desc_t *md, pp_err *err);

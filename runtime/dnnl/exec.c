@@ -469,16 +469,24 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->cons = calloc(nt, sizeof *x->cons);
     x->flex = calloc(nt, sizeof *x->flex);
     x->blocked = calloc(nt, sizeof *x->blocked);
+    x->conv_blk = calloc(nn ? nn : 1, sizeof *x->conv_blk);
     x->lay = calloc(nt, sizeof *x->lay);
     if (!x->ptr || !x->msg || !x->kind || !x->on_dnnl || !x->absorbed || !x->writer || !x->last ||
         !x->born || !x->need || !x->alias || !x->ghost || !x->first || !x->nsteps || !x->cons || !x->flex ||
-        !x->blocked || !x->lay || pprt_node_runner_init(&x->nodes, p, st, x->ptr, err) != PP_OK) {
+        !x->blocked || !x->conv_blk || !x->lay || pprt_node_runner_init(&x->nodes, p, st, x->ptr, err) != PP_OK) {
         dnnl_destroy(x);
         return PP_FAIL(err, PP_ENOMEM, "stage %d: out of memory", st->index);
     }
     x->nodes.own = run_node;
     x->nodes.ctx = x;
     x->nodes.skip = x->absorbed;
+    if (x->o.conv_blocked) {
+        pp_status cs = dn_conv_blocked_nodes(p, st, x->conv_blk, err);
+        if (cs != PP_OK) {
+            dnnl_destroy(x);
+            return cs;
+        }
+    }
     for (int i = 0; i < st->n_tensors; i++) x->writer[i] = x->last[i] = -1;
     for (int i = 0; i < st->n_tensors; i++) x->kind[i] = (unsigned char)st->t[i].kind;
     for (int ni = 0; ni < st->n_nodes; ni++) {
@@ -663,6 +671,7 @@ static void dnnl_destroy(pprt_exec *x) {
     free(x->cons);
     free(x->flex);
     free(x->blocked);
+    free(x->conv_blk);
     free(x->lay);
     free(x);
 }

@@ -55,7 +55,7 @@ static const opt opts[] = {
     {"PPRT_DNNL_FOLLOW", OPT_FLAG, F(follow), "0", NULL, 0, 0,
      "1: a convolution reads a blocked source as it is where a fast kernel takes it (fewer reorders, but -pp N "
      "is no longer bit-identical to -pp 1)"},
-    {"PPRT_DNNL_CONV_BLOCKED", OPT_FLAG, F(conv_blocked), "0", NULL, 0, 0,
+    {"PPRT_DNNL_CONV_BLOCKED", OPT_FLAG, F(conv_blocked), "1", NULL, 0, 0,
      "1: 2-D f32 convolutions whose channels fill whole blocks read and write the channel-blocked layout "
      "(nChw16c on AVX-512, nChw8c below) where a JIT kernel takes it, not the layout oneDNN would pick for "
      "the node alone (a choice of the node alone, so splits stay bit-identical; not the default: models that "

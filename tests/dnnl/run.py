@@ -714,6 +714,22 @@ def grouped():
     return m.save([f]), m.data(), ["Conv"]
 
 
+def regblock():
+    """RegNetZ's block: a 1x1 convolution, a grouped 3x3 one (16 channels a group, which oneDNN runs
+    in channel blocks), a squeeze-excite gate, a 1x1 convolution and the residual Add, twice. With
+    PPRT_DNNL_CONV_BLOCKED (the default) the 1x1 convolutions take channel blocks too, as nothing
+    in their group of tensors needs another layout: no reorder between the convolutions."""
+    m = Model("regblock", [("x", (32, 10, 10))])
+    t = "x"
+    for _ in range(2):
+        a = m.op("Relu", [m.conv(t, 32, 64, (1, 1))])
+        b = m.op("Relu", [m.conv(a, 64, 64, (3, 3), group=4, pads=[1, 1, 1, 1])])
+        se = m.op("Sigmoid", [m.conv(m.op("Relu", [m.conv(m.op("GlobalAveragePool", [b]), 64, 8, (1, 1))]),
+                                     8, 64, (1, 1))])
+        t = m.op("Add", [m.conv(m.op("Mul", [b, se]), 64, 32, (1, 1)), t])
+    return m.save([t]), m.data(), ["Conv"]
+
+
 def grn():
     """ConvNeXt-V2's global response normalization between two 1x1
     convolutions: ReduceL2 over the spatial axes, its mean over the
@@ -781,14 +797,14 @@ def resize():
 # ---- run everything --------------------------------------------------------------------------------
 
 for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, tokens, slices, cut_types, windows,
-             metaformer, convformer, patch_embed, norms, groupnorm, grouped, grn, norms21, resize):
+             metaformer, convformer, patch_embed, norms, groupnorm, grouped, regblock, grn, norms21, resize):
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
         pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "tokens", "slices", "windows",
                                                                  "metaformer",
                                                                  "convformer", "norms", "groupnorm",
-                                                                 "grouped", "grn", "resize") else \
+                                                                 "grouped", "regblock", "grn", "resize") else \
             (1, 2, 3, 4) if name == "cut_types" else (1,)
         for pp in pps:
             plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
@@ -823,7 +839,8 @@ def verbose_run(name, level="2"):
 # zoo's DenseNet-121 at -pp 4 is the model that showed it: tests/models)
 # metaformer: likewise for a residual absorbed as a post-op (see the model)
 for name, pp, mode in ((n, k, m) for n in ("wino", "views", "tokens", "slices", "windows", "metaformer", "convformer",
-                                           "norms", "groupnorm", "grouped", "grn", "resize") for k in (2, 3)
+                                           "norms", "groupnorm", "grouped", "regblock", "grn", "resize")
+                       for k in (2, 3)
                        for m in ("blocked_t1", "convblk_t1")):
     # convblk: PPRT_DNNL_CONV_BLOCKED=1 chooses a convolution's layout from the node alone too
     d1, dn = (os.path.join(work, f"{name}_fused_pp{k}_{mode}") for k in (1, pp))
@@ -889,6 +906,28 @@ try:
                         f"views, or the convolution reorders:\n{err}")
 except (RuntimeError, KeyError, IndexError) as e:
     failures.append(f"tokens: {e}")
+
+# regblock: on AVX-512 the convolutions share channel blocks (no reorder between them: one for the
+# plain input, one for the plain output at most), where oneDNN's own choices (PPRT_DNNL_CONV_BLOCKED=0)
+# put the 1x1 convolutions in nhwc beside the grouped ones in blocks
+if ISA == "avx512":
+    try:
+        got, err = {}, {}
+        for v in ("1", "0"):
+            r = run([PPRT, os.path.join(work, "regblock_fused_1.plan"), os.path.join(work, "regblock_data"), "--backend",
+                     "dnnl", "-q", "-o", os.path.join(work, f"regblock_blk{v}"), "--threads", "1"],
+                    env={"PPRT_DNNL_VERBOSE": "2", "PPRT_DNNL_CONV_BLOCKED": v})
+            got[v], err[v] = int(re.search(r"(\d+) reorders", r.stderr).group(1)), r.stderr
+        # the grouped convolutions and the gated products read their sources as stored (the squeeze-excite's
+        # [N, C, 1, 1] tensors may reorder: they cost nothing)
+        lines = [l.split() for l in err["1"].splitlines() if l.startswith("  ")]
+        bad = [l[0] for l in lines if (l[1] == "Mul" or (l[1] == "pp.FusedConv" and "jit:avx512_core" in l[2:]))
+               and any(k.startswith("reorder:") for k in l[2:])]
+        if bad or got["0"] <= got["1"]:
+            failures.append(f"regblock: {bad} reorder their source in channel blocks; {got['1']} reorders a "
+                            f"micro-batch against {got['0']} on oneDNN's own choices:\n{err['1']}")
+    except (RuntimeError, AttributeError) as e:
+        failures.append(f"regblock: {e}")
 
 # CSPDarkNet's block: a 3x3 stride-1 convolution, a LeakyRelu and a residual Add. On AVX-512 the
 # convolution keeps oneDNN's Winograd kernel and absorbs nothing, in oneDNN's layouts and with
