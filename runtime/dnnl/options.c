@@ -56,10 +56,9 @@ static const opt opts[] = {
      "1: a convolution reads a blocked source as it is where a fast kernel takes it (fewer reorders, but -pp N "
      "is no longer bit-identical to -pp 1)"},
     {"PPRT_DNNL_CONV_BLOCKED", OPT_FLAG, F(conv_blocked), "1", NULL, 0, 0,
-     "1: 2-D f32 convolutions whose channels fill whole blocks read and write the channel-blocked layout "
-     "(nChw16c on AVX-512, nChw8c below) where a JIT kernel takes it, not the layout oneDNN would pick for "
-     "the node alone (a choice of the node alone, so splits stay bit-identical; not the default: models that "
-     "permute convolution outputs to channels-last for LayerNorm-like ops then reorder)"},
+     "2-D f32 convolutions in channel blocks (nChw16c on AVX-512, nChw8c below) where their channels fill "
+     "blocks, a JIT kernel takes it, and the plan's group of tensors around them meets only layout-free ops "
+     "(the same on every stage, so splits stay bit-identical); 0: oneDNN's choice for each node alone"},
     {"PPRT_DNNL_VIEWS", OPT_FLAG, F(views), "1", NULL, 0, 0,
      "Reshape, Flatten, Squeeze, Unsqueeze and byte-preserving Transposes take over their input's bytes"},
     {"PPRT_DNNL_RELU", OPT_WORD, F(relu_max), "nan", "max|nan", 0, 0,
