@@ -91,6 +91,24 @@ static pcu_step *add_step(planner *P, int kind, int node, int n_ops) {
 static const pprt_tdesc *T(const planner *P, int tid) { return tid >= 0 ? &P->st->t[tid] : NULL; }
 static pcu_ref R(const planner *P, int tid) { return pcu_tensor_ref(P->pl, tid); }
 
+/* The step of an own kernel over node ni's first input and first output (x
+ * y) in `threads` threads, counted; the caller sets its parameter block.
+ * NULL: out of memory. */
+static pcu_step *xy_kernel(planner *P, int ni, int kernel, int64_t threads) {
+    const pprt_node *n = &P->st->nodes[ni];
+    pcu_step *s = add_step(P, PCU_S_KERNEL, ni, 2);
+    if (!s) return NULL;
+    s->kernel = kernel;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->out[0]);
+    s->threads = threads;
+    P->pl->counts.own++;
+    return s;
+}
+#define XY_STEP(var, P, ni, kernel, threads)                                          \
+    pcu_step *var = xy_kernel((P), (ni), (kernel), (threads));                        \
+    if (!var) return PP_FAIL((P)->err, PP_ENOMEM, "out of memory")
+
 static int64_t numel(const pp_shape *s) {
     int64_t n = 1;
     for (int i = 0; i < s->rank; i++) n *= s->dim[i];
@@ -1027,13 +1045,8 @@ static pp_status plan_resize(planner *P, int ni, bool *ok) {
     for (int d = k.a + 1; d < xs->rank; d++) after_a *= xs->dim[d];
     for (int d = k.b + 1; k.b >= 0 && d < xs->rank; d++) after_b *= xs->dim[d];
     k.sum_a = after_a == 1, k.sum_b = after_b == 1;
-    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
-    s->kernel = PCU_K_RESIZE;
+    XY_STEP(s, P, ni, PCU_K_RESIZE, k.n);
     s->u.rs = k;
-    s->ops[0] = R(P, n->in[0]);
-    s->ops[1] = R(P, n->out[0]);
-    s->threads = k.n;
-    P->pl->counts.own++;
     *ok = true;
     return PP_OK;
 }
@@ -1145,13 +1158,8 @@ static pp_status plan_line(planner *P, int ni, bool *ok) {
     }
     *ok = true;
     if (k.lines == 0 || k.n == 0) return PP_OK;
-    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
-    s->kernel = PCU_K_LINE;
+    XY_STEP(s, P, ni, PCU_K_LINE, k.lines);
     s->u.line = k;
-    s->ops[0] = R(P, n->in[0]);
-    s->ops[1] = R(P, n->out[0]);
-    s->threads = k.lines;
-    P->pl->counts.own++;
     return PP_OK;
 }
 
@@ -1200,13 +1208,8 @@ static pp_status plan_affinegrid(planner *P, int ni, bool *ok) {
     for (int d = 0; d < k; d++) g.out[d] = ys->dim[1 + d], g.P *= ys->dim[1 + d];
     *ok = true;
     if (g.n == 0) return PP_OK;
-    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
-    s->kernel = PCU_K_AFFGRID;
+    XY_STEP(s, P, ni, PCU_K_AFFGRID, g.n);
     s->u.ag = g;
-    s->ops[0] = R(P, n->in[0]);
-    s->ops[1] = R(P, n->out[0]);
-    s->threads = g.n;
-    P->pl->counts.own++;
     return PP_OK;
 }
 
@@ -1241,10 +1244,9 @@ static pp_status plan_rnn(planner *P, int ni, bool *ok) {
     if (dnh == 0) return PP_OK;
     pcu_ref ops[16];
     for (int q = 0; q < 16; q++) ops[q] = (pcu_ref){-1, -1, 0, 0};
-    static const int in_at[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     const bool has[8] = {true, true, true, r.has_b, r.has_lens, r.has_h0, r.has_c0, r.has_p};
-    for (int q = 0; q < nin; q++)
-        if (has[q] && n->in[q] >= 0) ops[in_at[q]] = R(P, n->in[q]);
+    for (int q = 0; q < nin; q++) /* operands 0-7: the node's inputs in their order */
+        if (has[q] && n->in[q] >= 0) ops[q] = R(P, n->in[q]);
     for (int q = 0; q < n->n_out && q < 3; q++)
         if (n->out[q] >= 0) ops[8 + q] = R(P, n->out[q]);
     /* the workspace: h (two halves), c, GRU's z and r, r (.) h */
@@ -1297,13 +1299,8 @@ static pp_status plan_col2im(planner *P, int ni, bool *ok) {
     }
     *ok = true;
     if (k.n == 0) return PP_OK;
-    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
-    s->kernel = PCU_K_COL2IM;
+    XY_STEP(s, P, ni, PCU_K_COL2IM, k.n);
     s->u.c2i = k;
-    s->ops[0] = R(P, n->in[0]);
-    s->ops[1] = R(P, n->out[0]);
-    s->threads = k.n;
-    P->pl->counts.own++;
     return PP_OK;
 }
 
@@ -1435,13 +1432,8 @@ static pp_status plan_trilu(planner *P, int ni, bool *ok) {
                    .cols = x->shape.dim[r - 1], .k = kk, .n = numel(&x->shape)};
     *ok = true;
     if (k.n == 0) return PP_OK;
-    NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
-    s->kernel = PCU_K_TRILU;
+    XY_STEP(s, P, ni, PCU_K_TRILU, k.n);
     s->u.tri = k;
-    s->ops[0] = R(P, n->in[0]);
-    s->ops[1] = R(P, n->out[0]);
-    s->threads = k.n;
-    P->pl->counts.own++;
     return PP_OK;
 }
 

@@ -270,14 +270,9 @@ static dnnl_primitive_desc_t guard_fast(pprt_exec *x, const conv_cands *k, const
     return pd;
 }
 
-/* Whether the convolution alone, absorbing none of the nodes after it, gets
- * a gemm or reference kernel too. Some post-ops take the JIT kernels out of
- * the running: PiT's patch embedding (16x16, stride 8, 3 to 64 channels)
- * with its position embedding [1, 64, 27, 27] added as a binary post-op ran
- * as a gemm convolution over plain tensors, 13-40 ms a micro-batch of 8,
- * against 2.7 ms for the brgemm convolution and 0.1 ms for the Add apart
- * (AMD Zen 4). Then the node absorbs nothing (build_all builds it again). */
-static bool bare_is_slow(pprt_exec *x, const conv_cands *k, const conv_ops *ops) {
+/* The convolution's primitive descriptor alone, absorbing none of the nodes
+ * after it (NULL where oneDNN has none). */
+static dnnl_primitive_desc_t bare_pd(pprt_exec *x, const conv_cands *k, const conv_ops *ops) {
     const int n_fused = x->n_fused, n_whole = x->n_whole;
     conv_ops o = *ops;
     o.relu = false; /* (relu is a post-op only beside absorbed nodes) */
@@ -285,9 +280,22 @@ static bool bare_is_slow(pprt_exec *x, const conv_cands *k, const conv_ops *ops)
     pp_err e = {0};
     int na = 0;
     dnnl_primitive_desc_t pd = NULL;
-    const bool slow = conv_choose(x, k, &o, NULL, NULL, &na, &pd, &e) != PP_OK || slow_kernel(pd);
-    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (conv_choose(x, k, &o, NULL, NULL, &na, &pd, &e) != PP_OK) pd = NULL;
     x->n_fused = n_fused, x->n_whole = n_whole;
+    return pd;
+}
+
+/* Whether the convolution alone gets a gemm or reference kernel too. Some
+ * post-ops take the JIT kernels out of the running: PiT's patch embedding
+ * (16x16, stride 8, 3 to 64 channels) with its position embedding [1, 64,
+ * 27, 27] added as a binary post-op ran as a gemm convolution over plain
+ * tensors, 13-40 ms a micro-batch of 8, against 2.7 ms for the brgemm
+ * convolution and 0.1 ms for the Add apart (AMD Zen 4). Then the node
+ * absorbs nothing (build_all builds it again). */
+static bool bare_is_slow(pprt_exec *x, const conv_cands *k, const conv_ops *ops) {
+    dnnl_primitive_desc_t pd = bare_pd(x, k, ops);
+    const bool slow = !pd || slow_kernel(pd);
+    if (pd) dnnl_primitive_desc_destroy(pd);
     return slow;
 }
 
@@ -405,16 +413,9 @@ static bool is_wino(const_dnnl_primitive_desc_t pd) {
  * LeakyRelu and residual Add ran 2.5x slower as a direct kernel with the
  * post-ops than by Winograd with the two nodes apart (AMD Zen 4). */
 static bool bare_is_wino(pprt_exec *x, const conv_cands *k, const conv_ops *ops) {
-    const int n_fused = x->n_fused, n_whole = x->n_whole;
-    conv_ops o = *ops;
-    o.relu = false;
-    x->n_fused = 0;
-    pp_err e = {0};
-    int na = 0;
-    dnnl_primitive_desc_t pd = NULL;
-    const bool wino = conv_choose(x, k, &o, NULL, NULL, &na, &pd, &e) == PP_OK && is_wino(pd);
+    dnnl_primitive_desc_t pd = bare_pd(x, k, ops);
+    const bool wino = pd && is_wino(pd);
     if (pd) dnnl_primitive_desc_destroy(pd);
-    x->n_fused = n_fused, x->n_whole = n_whole;
     return wino;
 }
 
