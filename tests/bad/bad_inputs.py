@@ -215,6 +215,11 @@ if onnx is not None:
                                                                           [helper.make_tensor_value_info("x", F, [1, 1, 4, 4])], [y4], inits=[w1]), "-o", "x.plan"],
            "node 'up' (#0, ConvTranspose): spatial dim 0: the output asked for (12, by auto_pad SAME: input x stride) is larger than the full "
            "transposed convolution (10) by 2, not less than the stride 3")
+    expect("ConvTranspose: output_shape a stride past the full result", [PPCC, save("convt_oshape", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up",
+                                                                                                              strides=[2, 2], output_shape=[9, 8])],
+                                                                              [helper.make_tensor_value_info("x", F, [1, 1, 3, 3])], [y4], inits=[wt]), "-o", "x.plan"],
+           "node 'up' (#0, ConvTranspose): spatial dim 0: the output asked for (9, by attribute 'output_shape') is larger than the full "
+           "transposed convolution (7) by 2, not less than the stride 2")
     long_out = "logits_" + "o" * 250
     expect("an output name too long for a file", [PPCC, save("longout", [helper.make_node("Relu", ["x"], [long_out], name="r")], [x],
                                                                  [helper.make_tensor_value_info(long_out, F, [1, 4])]), "-o", "x.plan"],
