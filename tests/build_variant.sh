@@ -14,6 +14,9 @@ cmake -S "$src" -B "$build" -DPP_PYTHON="$py" "$@" >/dev/null
 cmake --build "$build" -j "$(nproc)" >/dev/null
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# fewer random single-op models than the main build draws (tests/bad/op_attrs.py): the variants are
+# there for memory errors and -O3 warnings, the main build's run for coverage (82 s under ASan at 8)
+export PP_ATTRS_PER_OP=${PP_ATTRS_PER_OP:-3}
 ctest --test-dir "$build" -L fast --output-on-failure
 # passed: the tests' work directories (plans, inputs, outputs: about 250 MB a
 # variant) go, the build stays for the next run (CI's disk is finite)
