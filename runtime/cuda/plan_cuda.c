@@ -611,7 +611,7 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
         if (!const_inputs(P, n, tin, 2) || pp_centercrop_parse(attrs_of(P, n), tin, n->n_in, &cp, NULL) != PP_OK ||
             !pp_shape_eq(&cp.out, &y->shape))
             return PP_OK;
-        for (int d = 0; d < r; d++) pads[d] = cp.begin[d], pads[r + d] = y->shape.dim[d] - x->shape.dim[d] - cp.begin[d];
+        for (int d = 0; d < r; d++) pads[d] = cp.begin[d]; /* (the ends: only other modes read them) */
     } else if (P->p->opset < 11) {
         int np = 0;
         if (pp_attr_ints(attrs_of(P, n), "pads", pads, 2 * PP_MAX_DIMS, &np, NULL) != PP_OK || np != 2 * r) return PP_OK;
@@ -1251,9 +1251,9 @@ static pp_status plan_rnn(planner *P, int ni, bool *ok) {
         if (n->out[q] >= 0) ops[8 + q] = R(P, n->out[q]);
     /* the workspace: h (two halves), c, GRU's z and r, r (.) h */
     const pcu_ref w = work_scratch(P, dnh * 6 * sizeof(float));
-    pcu_ref half[2], *cs = &ops[13];
+    pcu_ref half[2];
     for (int q = 0; q < 2; q++) half[q] = (pcu_ref){w.space, -1, w.off + q * dnh * 4, dnh * 4};
-    *cs = (pcu_ref){w.space, -1, w.off + 2 * dnh * 4, dnh * 4};
+    ops[13] = (pcu_ref){w.space, -1, w.off + 2 * dnh * 4, dnh * 4};
     if (k.op == PCU_RNN_GRU) ops[14] = (pcu_ref){w.space, -1, w.off + 3 * dnh * 4, 2 * dnh * 4};
     if (k.op == PCU_RNN_GRU && !k.lbr) ops[15] = (pcu_ref){w.space, -1, w.off + 5 * dnh * 4, dnh * 4};
     int cur = 0; /* the half that holds the state */

@@ -301,6 +301,10 @@ static bool bare_is_slow(pprt_exec *x, const conv_cands *k, const conv_ops *ops)
 
 /* ---- which convolutions may sit in channel blocks (PPRT_DNNL_CONV_BLOCKED) -------------------- */
 
+/* The channels of a block of the layout oneDNN's kernels keep on this CPU
+ * (nChw16c on AVX-512, nChw8c below). */
+static int64_t conv_block(void) { return pprt_cpu_isa() >= PPRT_ISA_AVX512 ? 16 : 8; }
+
 /* Ops that run in whatever layout their input is stored in (or absorb into
  * a convolution): their tensors may stay in channel blocks. */
 static bool any_layout_op(const pprt_plan *p, const pprt_node *n) {
@@ -349,7 +353,7 @@ pp_status dn_conv_blocked_nodes(const pprt_plan *p, const pprt_stage *st, bool *
         total += p->stages[s].n_nodes;
         for (int i = 0; i < p->stages[s].n_nodes; i++) refs += p->stages[s].nodes[i].n_in + p->stages[s].nodes[i].n_out;
     }
-    const int64_t blk = pprt_cpu_isa() >= PPRT_ISA_AVX512 ? 16 : 8;
+    const int64_t blk = conv_block();
     int *par = malloc(pp_count(total) * sizeof *par);
     bool *bad = calloc(pp_count(total), sizeof *bad), *neutral = calloc(pp_count(total), sizeof *neutral);
     blk_ref *r = malloc(pp_count(refs) * sizeof *r);
@@ -468,20 +472,19 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_any_md(wd, wn, cdt, &w_any, err));
     PP_TRY(dn_plain_md(wd, wn, &w_plain, err));
     PP_TRY(dn_plain_md(&OC, 1, &b_md, err));
-    if (x->o.conv_blocked && x->conv_blk[n - x->st->nodes] && cdt == dnnl_f32 && !x->bf16 && nd == 4) {
-        /* in channel blocks where the channels fill them (padded blocks send oneDNN's eltwise
-         * primitives to their reference kernels) and oneDNN has a JIT kernel for that; the
-         * source left to oneDNN where it has fewer channels than a block, as a network's first
-         * convolution. A choice of the node and the whole plan's graph (dn_conv_blocked_nodes),
-         * the same whatever the split */
-        const int64_t blk = pprt_cpu_isa() >= PPRT_ISA_AVX512 ? 16 : 8;
+    if (x->o.conv_blocked && x->conv_blk[n - x->st->nodes] && cdt == dnnl_f32 && !x->bf16) {
+        /* in channel blocks where oneDNN has a JIT kernel for that: a 2-D convolution whose
+         * channels fill the blocks (padded blocks send oneDNN's eltwise primitives to their
+         * reference kernels), as dn_conv_blocked_nodes chose it over the whole plan's graph, the
+         * same whatever the split; the source left to oneDNN where it has fewer channels than a
+         * block, as a network's first convolution */
+        const int64_t blk = conv_block();
         const dnnl_format_tag_t tag = blk == 16 ? dnnl_aBcd16b : dnnl_aBcd8b;
         dnnl_memory_desc_t sb = src_any, db;
         dnnl_dims_t sd = {xs->dim[0], xs->dim[1], xs->dim[2], xs->dim[3]}, dd = {ys->dim[0], ys->dim[1], ys->dim[2],
                                                                                  ys->dim[3]};
         dnnl_primitive_desc_t probe = NULL;
-        if (OC % blk == 0 && (C < blk || C % blk == 0) &&
-            (C < blk || dnnl_memory_desc_init_by_tag(&sb, 4, sd, dnnl_f32, tag) == dnnl_success) &&
+        if ((C < blk || dnnl_memory_desc_init_by_tag(&sb, 4, sd, dnnl_f32, tag) == dnnl_success) &&
             dnnl_memory_desc_init_by_tag(&db, 4, dd, dnnl_f32, tag) == dnnl_success &&
             conv_pd(&probe, dnnl_convolution_direct, &sb, &w_any, NULL, &db, &g, NULL, x->eng) == dnnl_success &&
             !slow_kernel(probe))
