@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Whether this CPU runs the kernel (AVX2 and FMA; isa.h, so not under
  * ONEDNN_MAX_CPU_ISA=SSE41). */
@@ -24,5 +25,18 @@ void pprt_silu_serial(const float *x, float *y, size_t n);
 /* The same on 8 or 16 lanes as asked (16: only where pprt_cpu_isa() has
  * AVX-512; for tests). */
 void pprt_silu_lanes(const float *x, float *y, size_t n, int threads, int lanes);
+
+/* bf16 arrays (--precision bf16; bf16 as the upper half of an f32), 16
+ * lanes: sigmoid within 1.4e-4 of exact (no division), the product rounded
+ * to bf16 to nearest even (so within 2^-8 + 1.4e-4 of exact, relative);
+ * NaN and infinities as the reference kernel gives them (silu.c); the same
+ * bits whatever n and the thread count. Only where pprt_silu_bf16_cpu()
+ * (AVX-512 F and BW). */
+bool pprt_silu_bf16_cpu(void);
+void pprt_silu_bf16(const uint16_t *x, uint16_t *y, size_t n, int threads);
+/* Whether it converts to bf16 by AVX512_BF16's instruction (else by
+ * integer steps that give the same bits); _how picks (tests). */
+bool pprt_silu_bf16_native(void);
+void pprt_silu_bf16_how(const uint16_t *x, uint16_t *y, size_t n, int threads, bool native);
 
 #endif

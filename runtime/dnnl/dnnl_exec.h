@@ -82,7 +82,7 @@ enum { GUARD_NONE, GUARD_FAST, GUARD_EXACT };
 enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, SLOT_OP0, N_SLOTS = SLOT_OP0 + 4 };
 
 /* Which of pprt's own kernels a step without a primitive runs: its member of step's union */
-typedef enum own_kind { OWN_NONE, OWN_WINO, OWN_SILU, OWN_BNORM, OWN_FIX, OWN_PERM, OWN_SOFTMAX, OWN_PAD,
+typedef enum own_kind { OWN_NONE, OWN_WINO, OWN_SILU, OWN_SILU_BF16, OWN_BNORM, OWN_FIX, OWN_PERM, OWN_SOFTMAX, OWN_PAD,
                         OWN_REDUCE, OWN_ROWS, OWN_NEAREST, OWN_GNORM, OWN_GCONV } own_kind;
 
 typedef struct step {
@@ -93,7 +93,7 @@ typedef struct step {
             pprt_wino *wino; /* Winograd; args: SRC, DST, SCRATCHPAD, and SRC_1 (the residual) if any */
             float lo, hi;    /* the clamp after bias and residual */
         };
-        size_t silu;          /* SiLU over this many floats */
+        size_t silu;          /* SiLU over this many floats (OWN_SILU_BF16: bf16 values) */
         pprt_bnorm *bnorm;    /* BatchNormalization */
         pprt_gnorm *gnorm;    /* pp.GroupNorm */
         pprt_gconv *gconv;    /* a convolution of few channels a group */
@@ -191,7 +191,8 @@ struct pprt_exec {
     int threads;              /* OpenMP threads last set in the stage thread */
     int build_threads;        /* threads of the primitives being created (0: unknown) */
     bool own_silu;            /* SiLU on our kernel (runtime/cpu/silu.c), not absorbed by the node
-                               * before: f32 on AVX2 and AVX-512 CPUs (PPRT_DNNL_SILU=0: never) */
+                               * before: f32 on AVX2 and AVX-512 CPUs, bf16 on AVX-512 ones
+                               * (PPRT_DNNL_SILU=0: never) */
     pprt_dnnl_opts o;         /* the PPRT_DNNL_* settings */
     /* statistics (PPRT_DNNL_VERBOSE) */
     size_t owned_bytes, weight_bytes;

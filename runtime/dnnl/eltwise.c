@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dnnl_exec.h"
+#include "../cpu/silu.h"
 
 /* Whether node n clamps (Relu, Clip with constant
  * bounds; ONNX's default bounds are the float range): then it runs as a
@@ -113,11 +114,13 @@ static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
         PP_TRY(dn_push_fix(x, &f, sm, dm, err));
         return dn_push_post(x, &out, err);
     }
-    if (n->op == PP_OP_SILU && x->own_silu && src.data_type == dnnl_f32 && dnnl_memory_desc_equal(&src, dst_md)) {
-        /* our kernel over every float of the layout (a blocked one's
+    const bool silu16 = src.data_type == dnnl_bf16 && pprt_silu_bf16_cpu();
+    if (n->op == PP_OP_SILU && x->own_silu && (src.data_type == dnnl_f32 || silu16) &&
+        dnnl_memory_desc_equal(&src, dst_md)) {
+        /* our kernel over every value of the layout (a blocked one's
          * padding included: silu(0) = 0 keeps it zero) */
-        step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_SILU,
-                   .silu = dnnl_memory_desc_get_size(&src) / sizeof(float)};
+        step st = {.kind = STEP_MAIN, .nargs = 2, .own = silu16 ? OWN_SILU_BF16 : OWN_SILU,
+                   .silu = dnnl_memory_desc_get_size(&src) / (silu16 ? 2 : sizeof(float))};
         dnnl_primitive_desc_destroy(pd);
         if (!st.silu) return unsup(err, "empty");
         st.args[0] = args[0], st.args[1] = args[1];

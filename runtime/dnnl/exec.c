@@ -518,7 +518,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     const int caller_threads = dn_team();
     x->stage_threads = cfg->threads > 0 ? cfg->threads : 1;
     x->bf16 = cfg->precision == PPRT_BF16 && dnnl_has_bf16(); /* else f32: pprt warns */
-    x->own_silu = !x->bf16 && pprt_silu_wins() && x->o.silu;
+    x->own_silu = (x->bf16 ? pprt_silu_bf16_cpu() : pprt_silu_wins()) && x->o.silu;
     x->threads = x->stage_threads;
     x->build_threads = x->threads;
     set_threads(x->threads);

@@ -71,6 +71,7 @@ void dn_report(const pprt_exec *x) {
             const char *impl = "?";
             switch (s->own) {
             case OWN_SILU: impl = pprt_cpu_isa() >= PPRT_ISA_AVX512 ? "pprt:silu:avx512" : "pprt:silu:avx2"; break;
+            case OWN_SILU_BF16: impl = "pprt:silu:avx512_bf16"; break;
             case OWN_PERM: impl = "pprt:permute_rows"; break;
             case OWN_SOFTMAX: impl = "pprt:softmax_cols"; break;
             case OWN_PAD: impl = "pprt:pad"; break;

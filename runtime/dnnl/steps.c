@@ -487,6 +487,7 @@ static dnnl_status_t run_own(const step *s) {
     case OWN_GNORM: pprt_gnorm_run(s->gnorm, p[0], p[1], team); break;
     case OWN_GCONV: pprt_gconv_run(s->gconv, p[0], p[1], team); break;
     case OWN_SILU: pprt_silu(p[0], p[1], s->silu, team); break;
+    case OWN_SILU_BF16: pprt_silu_bf16(p[0], p[1], s->silu, team); break;
     case OWN_PERM: pprt_permute_run(&s->perm, p[0], p[1], team); break;
     case OWN_SOFTMAX: pprt_softmax_run(&s->softmax, p[0], p[1], team); break;
     case OWN_PAD: pprt_pad_run(&s->pad, p[0], p[1], team); break;

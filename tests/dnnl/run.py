@@ -10,7 +10,7 @@ as post-ops and the outputs written in place of an input (residual sums,
 binary ops) (the default, and neither:
 PPRT_DNNL_FUSE=0 PPRT_DNNL_INPLACE=0), the residual of pp.FusedConv as a
 binary post-op (PPRT_DNNL_RESIDUAL=binary), SiLU on oneDNN's swish rather
-than pprt's own kernel (PPRT_DNNL_SILU=0, as on AVX-512 CPUs) and the
+than pprt's own kernel (PPRT_DNNL_SILU=0) and the
 pipeline split, on:
   - small models written here, one per family of covered ops, each compiled
     with all passes (fused ops: pp.FusedConv with residual and Relu/Clip,
