@@ -56,6 +56,7 @@ typedef struct pprt_dnnl_opts {
     bool relu_max;      /* PPRT_DNNL_RELU=max: oneDNN's relu post-op, which gives 0 for NaN (A/B timings) */
     bool guard;         /* PPRT_DNNL_GUARD: a convolution's Relu or Clip as a fast post-op behind MXCSR's invalid flag */
     int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions */
+    bool rows_by_isa;   /* PPRT_DNNL_ROWS_MAX unset: rows_max below AVX-512, none on AVX-512 (matmul.c) */
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
     bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/cpu/bnorm.h) */

@@ -67,7 +67,8 @@ static const opt opts[] = {
      "a convolution's Relu or Clip as oneDNN's post-op, its exact NaN-keeping path run only where the CPU's "
      "invalid-operation flag says a NaN met it (0: the exact path always)"},
     {"PPRT_DNNL_ROWS_MAX", OPT_INT, F(rows_max), "4096", NULL, 0, 1e15,
-     "matrix products with constant weights and fewer rows run as 1x1 convolutions (0: never; matmul.c)"},
+     "matrix products with constant weights and fewer rows run as 1x1 convolutions (0: never; unset: 4096 "
+     "below AVX-512, 0 on AVX-512 CPUs; matmul.c)"},
     {"PPRT_DNNL_KEEP_SEND", OPT_FLAG, F(keep_send), "1", NULL, 0, 0,
      "a tensor the stage sends and also reads stays in the arena in its layout, copied into the message once"},
     {"PPRT_DNNL_SILU", OPT_FLAG, F(silu), "1", NULL, 0, 0,
@@ -166,6 +167,7 @@ static void read_env(void) {
             return;
         }
         const char *v = getenv(o->name);
+        if (o->off == offsetof(pprt_dnnl_opts, rows_max)) parsed.rows_by_isa = !v || !*v;
         if (!v || !*v || parse(o, v, &parsed)) continue;
         char t[96];
         takes(o, t, sizeof t);

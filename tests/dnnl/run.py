@@ -1052,15 +1052,19 @@ except RuntimeError as e:
 
 # mlp: matrix products with constant weights and few rows run as oneDNN 1x1
 # convolutions (matmul_rows in runtime/dnnl/matmul.c) where oneDNN has a JIT
-# kernel for them (every x86 CPU with AVX2); the checks above compared them
-try:
-    r = run([PPRT, os.path.join(work, "mlp_fused_1.plan"), os.path.join(work, "mlp_data"), "--backend", "dnnl", "-q",
-             "-o", os.path.join(work, "mlp_verbose")], env={"PPRT_DNNL_VERBOSE": "2"})
-    rows = len(re.findall(r"^  \S+\s+MatMul\s+jit_1x1", r.stderr, re.M))
-    if ISA in ("avx2", "avx512") and rows == 0:
-        failures.append(f"mlp: no MatMul ran as a 1x1 convolution:\n{r.stderr}")
-except RuntimeError as e:
-    failures.append(f"mlp: {e}")
+# kernel for them, by default on AVX2 CPUs only (on AVX-512 its brgemm matmul
+# is faster), with PPRT_DNNL_ROWS_MAX set on AVX-512 ones too; the checks
+# above compared them (and the settings below the AVX-512 route)
+for env, want in (({}, ISA == "avx2"), ({"PPRT_DNNL_ROWS_MAX": "4096"}, ISA in ("avx2", "avx512"))):
+    try:
+        r = run([PPRT, os.path.join(work, "mlp_fused_1.plan"), os.path.join(work, "mlp_data"), "--backend", "dnnl",
+                 "-q", "-o", os.path.join(work, "mlp_verbose")], env={"PPRT_DNNL_VERBOSE": "2", **env})
+        rows = len(re.findall(r"^  \S+\s+MatMul\s+jit_1x1", r.stderr, re.M))
+        if want != (rows > 0):
+            failures.append(f"mlp {env} on {ISA}: {rows} MatMuls ran as 1x1 convolutions, expected "
+                            f"{'some' if want else 'none'}:\n{r.stderr}")
+    except RuntimeError as e:
+        failures.append(f"mlp: {e}")
 
 # settings (runtime/dnnl/options.c): a malformed PPRT_DNNL_* value is bad
 # input, exit 2, the message naming the variable and the value; an empty one
@@ -1075,7 +1079,8 @@ for var, val in (("PPRT_DNNL_WINO_TILE", "3"), ("PPRT_DNNL_SMALL_US", "abc"), ("
     if r.returncode != 2 or f"{var}={val}" not in r.stderr:
         failures.append(f"settings: {var}={val} gave exit {r.returncode} (expected 2 naming it): {r.stderr.strip()}")
 for var, val in (("PPRT_DNNL_WINO_TILE", ""), ("PPRT_DNNL_WINO_TILE", "2"), ("PPRT_DNNL_SMALL_US", "0.5"),
-                 ("PPRT_DNNL_RELU", "max"), ("PPRT_DNNL_ROWS_MAX", "0"), ("PPRT_DNNL_KEEP_SEND", "0")):
+                 ("PPRT_DNNL_RELU", "max"), ("PPRT_DNNL_ROWS_MAX", "0"), ("PPRT_DNNL_ROWS_MAX", "4096"),
+                 ("PPRT_DNNL_KEEP_SEND", "0")):
     try:
         run([PPRT, os.path.join(work, "mlp_fused_1.plan"), os.path.join(work, "mlp_data"), "--backend", "dnnl", "-q",
              "-o", os.path.join(work, "good_setting")], env={var: val})
