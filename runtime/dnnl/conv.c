@@ -242,13 +242,15 @@ static pp_status conv_choose(pprt_exec *x, const conv_cands *k, const conv_ops *
 /* The fast primitive of a guarded Relu or Clip (dnnl_exec.h, GUARD_*): the
  * convolution of exact (its primitive without the clamp) with oneDNN's relu
  * or clip post-op instead, or NULL where it is not to be used: the guard off,
- * a residual (the exact path would add it twice), another kernel or other
- * layouts than exact's (the two share their memories), or a reference or
- * gemm kernel (their post-ops are C code whose comparisons need not raise
- * the invalid flag; the JIT ones compute max with vmaxps, which does). */
+ * another kernel or other layouts than exact's (the two share their
+ * memories), or a reference or gemm kernel (their post-ops are C code whose
+ * comparisons need not raise the invalid flag; the JIT ones compute max
+ * with vmaxps, which does). With a residual the exact path cannot follow
+ * the fast one (a sum would add it twice): GUARD_FAST_RUN, the micro-batch
+ * runs again instead. */
 static dnnl_primitive_desc_t guard_fast(pprt_exec *x, const conv_cands *k, const conv_ops *ops,
                                         const_dnnl_primitive_desc_t exact, float lo, float hi) {
-    if (!x->o.guard || !pprt_fpguard_built() || ops->zsum || ops->zi >= 0 || ops->relu || x->n_fused) return NULL;
+    if (!x->o.guard || !pprt_fpguard_built() || ops->relu || x->n_fused) return NULL;
     conv_ops fo = *ops;
     fo.fast_clamp = true, fo.lo = lo, fo.hi = hi;
     pp_err e = {0};
@@ -599,12 +601,13 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
     if (bi >= 0) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bm};
     const pprt_nanfix f = clamp ? dn_clamp_fix(dst_md, lo, hi) : (pprt_nanfix){0}; /* dst_md dies with pd */
-    const int guard = fast ? GUARD_EXACT : GUARD_NONE;
+    /* a residual: the whole micro-batch again where the fast path met a NaN */
+    const int guard = !fast ? GUARD_NONE : zi >= 0 ? GUARD_EXACT_RUN : GUARD_EXACT;
     if (fast) { /* the same memories: guard_fast checked that it reads and writes the same layouts */
         r = dn_push_pd(x, fast, STEP_MAIN, args, na, err);
         fast = NULL;
         if (r != PP_OK) goto fail;
-        x->steps[x->n_steps - 1].guard = GUARD_FAST;
+        x->steps[x->n_steps - 1].guard = zi >= 0 ? GUARD_FAST_RUN : GUARD_FAST;
     }
     if ((r = dn_push_pd(x, pd, STEP_MAIN, args, na, err)) != PP_OK) return r;
     x->steps[x->n_steps - 1].guard = guard;

@@ -76,8 +76,12 @@ enum { STEP_MAIN, STEP_REORDER, STEP_COPY };
  * bound for NaN) between clearing and reading MXCSR's invalid flag; where
  * the flag is raised, or the guard is off, the exact path (the primitive
  * without it, then the NaN-keeping clamp) runs after it over the same
- * untouched source (nanfix.h, conv.c) */
-enum { GUARD_NONE, GUARD_FAST, GUARD_EXACT };
+ * untouched source (nanfix.h, conv.c). A convolution with a residual
+ * (GUARD_*_RUN) cannot run again where its fast primitive ran, which may
+ * have summed into the residual's bytes: where its flag is raised, the
+ * micro-batch runs again from the stage's input with the exact paths of
+ * such steps (run_steps in exec.c). */
+enum { GUARD_NONE, GUARD_FAST, GUARD_EXACT, GUARD_FAST_RUN, GUARD_EXACT_RUN };
 /* shared buffers: reorder targets of a node's source, destination and computed weights, the
  * scratchpad, and up to four residuals read as post-op operands (dn_append_fused) */
 enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, SLOT_OP0, N_SLOTS = SLOT_OP0 + 4 };
@@ -199,6 +203,9 @@ struct pprt_exec {
     size_t owned_bytes, weight_bytes;
     bool ran; /* a micro-batch ran (its OpenMP threads exist) */
     bool guard_on; /* GUARD_FAST steps run (the self-check of the first run passed; PPRT_DNNL_GUARD) */
+    bool run_exact;     /* this pass over the nodes runs GUARD_EXACT_RUN steps, not GUARD_FAST_RUN ones */
+    bool redo;          /* a GUARD_FAST_RUN step raised the flag: the micro-batch runs again */
+    int64_t exact_runs; /* micro-batches that ran again so (PPRT_DNNL_VERBOSE) */
 };
 
 /* ---- the op table (exec.c, families.def) ---------------------------------------------- */

@@ -424,16 +424,20 @@ static pp_status run_node(void *ctx, int ni, bool *ran, pp_err *err) {
     bool exact = true; /* whether a guard's exact path runs */
     for (int k = 0; k < x->nsteps[ni] && *ran; k++) {
         const step *s = &x->steps[x->first[ni] + k];
-        if (s->guard == GUARD_FAST && !x->guard_on) continue;
-        if (s->guard == GUARD_EXACT && !exact) continue;
+        if ((s->guard == GUARD_FAST && !x->guard_on) || (s->guard == GUARD_EXACT && !exact)) continue;
+        if ((s->guard == GUARD_FAST_RUN && (!x->guard_on || x->run_exact)) ||
+            (s->guard == GUARD_EXACT_RUN && x->guard_on && !x->run_exact))
+            continue;
         const int t = s->threads > 0 && x->stage_threads > 0 ? s->threads : x->stage_threads;
         if (t > 0 && t != x->threads) {
             set_threads(t);
             x->threads = t;
         }
-        if (s->guard == GUARD_FAST) pprt_fpguard_clear(x->stage_threads);
+        const bool fast = s->guard == GUARD_FAST || s->guard == GUARD_FAST_RUN;
+        if (fast) pprt_fpguard_clear(x->stage_threads);
         dnnl_status_t ds = dn_run_step(s, x->strm);
         if (s->guard == GUARD_FAST) exact = pprt_fpguard_raised(x->stage_threads);
+        if (s->guard == GUARD_FAST_RUN && pprt_fpguard_raised(x->stage_threads)) x->redo = true;
         if (ds != dnnl_success) {
             const pprt_node *n = &x->st->nodes[ni];
             return PP_FAIL(err, PP_ERUNTIME, "node '%s' (%s): oneDNN: %s", n->name, pp_op_table[n->op].name,
@@ -559,7 +563,8 @@ static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_e
  * the exact path then always runs. Only for a stage that has such steps. */
 static bool guard_check(pprt_exec *x) {
     bool guarded = false; /* a stage without a guarded step has nothing to check */
-    for (int i = 0; i < x->n_steps && !guarded; i++) guarded = x->steps[i].guard == GUARD_FAST;
+    for (int i = 0; i < x->n_steps && !guarded; i++)
+        guarded = x->steps[i].guard == GUARD_FAST || x->steps[i].guard == GUARD_FAST_RUN;
     if (!guarded || !x->o.guard || !pprt_fpguard_built()) return false;
     const int team = x->stage_threads > 0 ? x->stage_threads : 1;
     const int64_t n = (int64_t)team << 16;
@@ -626,7 +631,18 @@ static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_e
         dnnl_status_t s = dnnl_memory_set_data_handle(b->m, b->msg ? x->msg[b->tid] : x->ptr[b->tid]);
         if (s != dnnl_success) return dn_fail(err, "memory", s);
     }
+    x->redo = x->run_exact = false;
     PP_TRY(pprt_run_nodes(&x->nodes, err));
+    if (x->redo) {
+        /* a NaN met a residual convolution's fast Relu or Clip (GUARD_FAST_RUN):
+         * everything again from the stage's input, which no step writes (in-place
+         * outputs take only arena activations' bytes), those steps exactly */
+        x->run_exact = true;
+        x->exact_runs++;
+        const pp_status s = pprt_run_nodes(&x->nodes, err);
+        x->run_exact = false;
+        PP_TRY(s);
+    }
     for (int k = 0; k < x->n_out; k++) {
         step *s = &x->steps[x->out_first + k];
         dnnl_status_t ds = dnnl_primitive_execute(s->prim, x->strm, s->nargs, s->args);
@@ -642,6 +658,9 @@ static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_e
 
 static void dnnl_destroy(pprt_exec *x) {
     if (!x) return;
+    if (x->o.verbose && x->exact_runs)
+        fprintf(stderr, "pprt: dnnl: %lld micro-batch%s ran again on the exact paths (a NaN met a residual "
+                        "convolution's Relu or Clip)\n", (long long)x->exact_runs, x->exact_runs == 1 ? "" : "es");
     dn_rollback(x, (mark){0, 0, 0, 0, 0, 0});
     for (int i = 0; i < N_SLOTS; i++) free(x->slot_buf[i]);
     free(x->steps);

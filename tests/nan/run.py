@@ -197,6 +197,37 @@ for k, group in ((1, 1), (3, 32)):
                 x.reshape(-1)[at] = val
                 against_ort(f"{tag}, {val} at {at}", path, x)
 
+# the same with a residual (Conv + Add + Relu/Clip: one pp.FusedConv whose sum post-op may write into
+# the residual's bytes, so the exact path cannot follow the fast one: GUARD_FAST_RUN, the micro-batch
+# runs again), a NaN or an infinity at a time as above; with PPRT_DNNL_VERBOSE a NaN must make the
+# micro-batch run again, finite inputs must not (an infinity may: inf - inf in the sum is NaN)
+w = (rng.standard_normal((32, 32, 1, 1)) / 2).astype(np.float32)
+for act, nodes, extra in (("relu", [helper.make_node("Relu", ["s"], ["y"])], []),
+                          ("clip", [helper.make_node("Clip", ["s", "lo", "hi"], ["y"])],
+                           [init("lo", 0.0), init("hi", 6.0)])):
+    tag = f"guard_res_{act}"
+    path = model(tag, [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Add", ["c", "x"], ["s"])] + nodes,
+                 list(xg.shape), [init("w", w)] + extra)
+    for at in (0, xg.size // 2, xg.size - 1):
+        for val in (nan, inf, -inf):
+            x = xg.copy()
+            x.reshape(-1)[at] = val
+            against_ort(f"{tag}, {val} at {at}", path, x)
+    if "dnnl" in BACKENDS and platform.machine() in ("x86_64", "AMD64"):
+        subprocess.run([PPCC, path, "-b", "0", "-q", "-o", tag + "_v.plan"], check=True)
+        for val, again in ((nan, True), (1.0, False)):
+            x = xg.copy()
+            x[3, 5, 7, 9] = val
+            os.makedirs(tag + "_vd", exist_ok=True)
+            np.save(tag + "_vd/x.npy", x)
+            r = subprocess.run([PPRT, tag + "_v.plan", tag + "_vd", "-o", tag + "_vo", "-q", "--threads", "2"],
+                               capture_output=True, text=True, env=dict(os.environ, PPRT_DNNL_VERBOSE="1"))
+            checks += 1
+            said = "1 micro-batch ran again" in r.stderr
+            if r.returncode != 0 or "guard is on" not in r.stderr or said != again:
+                failures.append(f"{tag}: {val} in the input: exit {r.returncode}, expected the guard on "
+                                f"and {'one' if again else 'no'} micro-batch run again (pprt: {r.stderr.strip()[-400:]})")
+
 # ---- elementwise: Relu, LeakyRelu, Clip, Max, Min ----------------------------------------------
 v = np.tile(np.array([nan, 1, -2, inf, -inf, 0.5, -0.0, 3], np.float32), 64).reshape(2, 16, 4, 4)
 one = init("one", np.ones((2, 16, 4, 4)))
