@@ -146,8 +146,13 @@ void pprt_silu_bf16(const uint16_t *x, uint16_t *y, size_t n, int threads) {
     pprt_silu_bf16_how(x, y, n, threads, native_bf16());
 }
 
-void pprt_silu_bf16_how(const uint16_t *x, uint16_t *y, size_t n, int threads, bool lanes_native) {
-    const size_t blk = 2 * BLOCK; /* the same bytes a task as f32's */
+/* The kernels by the blocks threads take (BLOCK floats, or as many bytes of
+ * bf16 values), whole blocks a thread. */
+enum { F32_8, F32_16, BF16_INT, BF16_NATIVE };
+
+static void by_blocks(const void *x, void *y, size_t n, int threads, int kind) {
+    const bool bf16 = kind == BF16_INT || kind == BF16_NATIVE;
+    const size_t blk = bf16 ? 2 * BLOCK : BLOCK;
     const long nb = (long)((n + blk - 1) / blk);
     if (threads < 1 || nb < 2) threads = 1;
 #ifdef _OPENMP
@@ -155,9 +160,17 @@ void pprt_silu_bf16_how(const uint16_t *x, uint16_t *y, size_t n, int threads, b
 #endif
     for (long b = 0; b < nb; b++) {
         const size_t lo = (size_t)b * blk, len = n - lo < blk ? n - lo : blk;
-        if (lanes_native) silu_block_bf16_native(x + lo, y + lo, len);
-        else silu_block_bf16(x + lo, y + lo, len);
+        switch (kind) {
+        case F32_8: silu_block((const float *)x + lo, (float *)y + lo, len); break;
+        case F32_16: silu_block16((const float *)x + lo, (float *)y + lo, len); break;
+        case BF16_INT: silu_block_bf16((const uint16_t *)x + lo, (uint16_t *)y + lo, len); break;
+        default: silu_block_bf16_native((const uint16_t *)x + lo, (uint16_t *)y + lo, len); break;
+        }
     }
+}
+
+void pprt_silu_bf16_how(const uint16_t *x, uint16_t *y, size_t n, int threads, bool native) {
+    by_blocks(x, y, n, threads, native ? BF16_NATIVE : BF16_INT);
 }
 
 bool pprt_silu_cpu(void) { return pprt_cpu_isa() >= PPRT_ISA_AVX2; }
@@ -166,16 +179,7 @@ bool pprt_silu_cpu(void) { return pprt_cpu_isa() >= PPRT_ISA_AVX2; }
 bool pprt_silu_wins(void) { return pprt_cpu_isa() >= PPRT_ISA_AVX2; }
 
 void pprt_silu_lanes(const float *x, float *y, size_t n, int threads, int lanes) {
-    const long nb = (long)((n + BLOCK - 1) / BLOCK);
-    if (threads < 1 || nb < 2) threads = 1;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static)
-#endif
-    for (long b = 0; b < nb; b++) {
-        const size_t lo = (size_t)b * BLOCK, len = n - lo < BLOCK ? n - lo : BLOCK;
-        if (lanes == 16) silu_block16(x + lo, y + lo, len);
-        else silu_block(x + lo, y + lo, len);
-    }
+    by_blocks(x, y, n, threads, lanes == 16 ? F32_16 : F32_8);
 }
 
 void pprt_silu(const float *x, float *y, size_t n, int threads) {
