@@ -55,8 +55,8 @@ typedef struct pprt_dnnl_opts {
     bool views;         /* PPRT_DNNL_VIEWS: Reshape and its kin alias their input */
     bool relu_max;      /* PPRT_DNNL_RELU=max: oneDNN's relu post-op, which gives 0 for NaN (A/B timings) */
     bool guard;         /* PPRT_DNNL_GUARD: a convolution's Relu or Clip as a fast post-op behind MXCSR's invalid flag */
-    int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions */
-    bool rows_by_isa;   /* PPRT_DNNL_ROWS_MAX unset: rows_max below AVX-512, none on AVX-512 (matmul.c) */
+    int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions (unset:
+                         * 4096 below AVX-512, 0 on AVX-512; matmul.c) */
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
     bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/cpu/bnorm.h) */
@@ -311,12 +311,12 @@ void dn_rollback(pprt_exec *x, mark m);
 /* Plain row-major f32 descriptor over dims (rank 0: one element). */
 pp_status dn_plain_md(const int64_t *dims, int nd, dnnl_memory_desc_t *md, pp_err *err);
 /* A descriptor of element type dt whose layout the primitive picks. */
+pp_status dn_any_md(const int64_t *dims, int nd, dnnl_data_type_t dt, dnnl_memory_desc_t *md, pp_err *err);
 /* Which of stage st's nodes are convolutions whose tensors, over the whole
  * plan, meet only convolutions and ops that run in any layout (conv.c):
  * out[ni] for each of st's nodes. A function of the plan alone, so every
  * split gives the same answer. */
 pp_status dn_conv_blocked_nodes(const pprt_plan *p, const pprt_stage *st, bool *out, pp_err *err);
-pp_status dn_any_md(const int64_t *dims, int nd, dnnl_data_type_t dt, dnnl_memory_desc_t *md, pp_err *err);
 /* The plain f32 descriptor of tensor tid (an error for other element types). */
 pp_status dn_tensor_plain(const pprt_exec *x, int tid, dnnl_memory_desc_t *md, pp_err *err);
 /* The layout tensor tid is stored in. */

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "dnnl_exec.h"
-#include "../cpu/silu.h"
 
 /* Whether node n clamps (Relu, Clip with constant
  * bounds; ONNX's default bounds are the float range): then it runs as a
@@ -114,7 +113,7 @@ static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
         PP_TRY(dn_push_fix(x, &f, sm, dm, err));
         return dn_push_post(x, &out, err);
     }
-    const bool silu16 = src.data_type == dnnl_bf16 && pprt_silu_bf16_cpu();
+    const bool silu16 = src.data_type == dnnl_bf16; /* (own_silu: a CPU that runs the bf16 kernel) */
     if (n->op == PP_OP_SILU && x->own_silu && (src.data_type == dnnl_f32 || silu16) &&
         dnnl_memory_desc_equal(&src, dst_md)) {
         /* our kernel over every value of the layout (a blocked one's

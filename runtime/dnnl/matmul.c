@@ -3,7 +3,6 @@
  * nodes after it as post-ops, postops.c), or, with constant weights and few
  * rows, as a 1x1 convolution (matmul_rows). */
 #include "../../ir/op_fns.h"
-#include "../cpu/isa.h"
 #include "dnnl_exec.h"
 
 /* dst = alpha * (A x B) [+ C]: the common part of MatMul and Gemm. A, B: the
@@ -96,7 +95,7 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
  * the 1x1 convolution kernel (jit_1x1:avx512_core) the MLP's second product
  * (197 x 3072 x 768) at 230; the whole model ran 1.14-1.23x as fast with
  * the route off (alternating runs, -b 1 and -b 8, 2026-11-28). So on
- * AVX-512 CPUs the route is off unless PPRT_DNNL_ROWS_MAX is set.
+ * AVX-512 CPUs the route is off unless PPRT_DNNL_ROWS_MAX is set (options.c).
  * PPRT_DNNL_ROWS_MAX sets the row count (default 4096 below AVX-512; 0:
  * never). */
 
@@ -107,8 +106,7 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
  * caller rolls back and builds a matmul). */
 static pp_status matmul_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_desc_t *bm, int ci, int yi, int64_t M,
                              int64_t K, int64_t N, pp_err *err) {
-    const int64_t rows_max = x->o.rows_by_isa && pprt_cpu_isa() >= PPRT_ISA_AVX512 ? 0 : x->o.rows_max;
-    if (x->bf16 || !is_weight(x, bi) || M >= rows_max || x->blocked[ai]) return unsup(err, "not rows");
+    if (x->bf16 || !is_weight(x, bi) || M >= x->o.rows_max || x->blocked[ai]) return unsup(err, "not rows");
     int64_t n_c = 0;
     if (ci >= 0) {
         const pp_shape *cs = &T(x, ci)->shape;

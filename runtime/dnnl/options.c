@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cpu/isa.h"
 #include "dnnl_exec.h"
 
 typedef enum {
@@ -167,7 +168,9 @@ static void read_env(void) {
             return;
         }
         const char *v = getenv(o->name);
-        if (o->off == offsetof(pprt_dnnl_opts, rows_max)) parsed.rows_by_isa = !v || !*v;
+        /* unset, the route of matrix products as convolutions is off on AVX-512 CPUs (matmul.c) */
+        if (o->off == offsetof(pprt_dnnl_opts, rows_max) && (!v || !*v) && pprt_cpu_isa() >= PPRT_ISA_AVX512)
+            parsed.rows_max = 0;
         if (!v || !*v || parse(o, v, &parsed)) continue;
         char t[96];
         takes(o, t, sizeof t);
