@@ -23,6 +23,7 @@
 #define BLOCK 4096 /* elements per task: 16 KiB in, 16 KiB out */
 
 #if defined(__x86_64__) || defined(__i386__)
+#include "bf16x16.h"
 #include "vexp.h"
 #define AVX2 __attribute__((target("avx2,fma")))
 
@@ -80,11 +81,11 @@ AVX512 static void silu_block16(const float *x, float *y, size_t n) {
  * a quiet NaN). No division: oneDNN's swish post-op divides, and in bf16,
  * where AMX makes the convolutions cheap, that division was most of
  * EfficientNet-B0's time (bench/RESULTS.md). */
-#define AVX512BW __attribute__((target("avx512f,avx512bw")))
+#define AVX512BW PPRT_AVX512BW
 
 /* silu of 16 bf16 values, in f32 */
 AVX512BW static inline __m512 silu16_of_bf16(__m256i h) {
-    const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    const __m512 x = pprt_f32x16_of_bf16(h);
     __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(-1.44269502f));
     t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-150.0f)), _mm512_set1_ps(150.0f)); /* NaN: comes back by x */
     const __m512 r = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -95,20 +96,6 @@ AVX512BW static inline __m512 silu16_of_bf16(__m256i h) {
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.9992806e-1f));
     const __m512 e = _mm512_scalef_ps(p, r);
     return _mm512_mul_ps(x, _mm512_rcp14_ps(_mm512_add_ps(e, _mm512_set1_ps(1.0f))));
-}
-
-/* to bf16 as AVX512_BF16's vcvtneps2bf16 rounds: to nearest even (+ 0x7fff
- * + the kept part's lowest bit), a denormal to a zero of its sign, a NaN
- * quiet with its top bits */
-AVX512BW static inline __m256i bf16_of(__m512 y) {
-    const __m512i b = _mm512_castps_si512(y);
-    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-    __m512i rb = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
-    const __mmask16 nan = _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
-    rb = _mm512_mask_or_epi32(rb, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
-    const __mmask16 tiny = _mm512_testn_epi32_mask(b, _mm512_set1_epi32(0x7f800000));
-    rb = _mm512_mask_mov_epi32(rb, tiny, _mm512_srli_epi32(_mm512_and_si512(b, _mm512_set1_epi32((int)0x80000000u)), 16));
-    return _mm512_cvtepi32_epi16(rb);
 }
 
 #define SILU_BF16_BLOCK(name, attr, store)                                                                  \
@@ -125,13 +112,12 @@ AVX512BW static inline __m256i bf16_of(__m512 y) {
         }                                                                                                 \
     }
 
-#define AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
-AVX512BF16 static inline __m256i bf16_native(__m512 y) { return (__m256i)_mm512_cvtneps_pbh(y); }
-SILU_BF16_BLOCK(silu_block_bf16, AVX512BW, bf16_of)
-SILU_BF16_BLOCK(silu_block_bf16_native, AVX512BF16, bf16_native)
+#define AVX512BF16 PPRT_AVX512BF16
+SILU_BF16_BLOCK(silu_block_bf16, AVX512BW, pprt_bf16x16_of)
+SILU_BF16_BLOCK(silu_block_bf16_native, AVX512BF16, pprt_bf16x16_native)
 
 /* the AVX512_BF16 conversion where the CPU has it: one instruction for
- * bf16_of's ten, the pass 25% faster in cache (Intel Xeon with AMX,
+ * pprt_bf16x16_of's ten, the pass 25% faster in cache (Intel Xeon with AMX,
  * 0.29 -> 0.21 ns per element on one core), the same bits */
 static bool native_bf16(void) {
     static int has = -1; /* benign race: every thread computes the same */
@@ -186,6 +172,11 @@ void pprt_silu(const float *x, float *y, size_t n, int threads) {
     pprt_silu_lanes(x, y, n, threads, pprt_cpu_isa() >= PPRT_ISA_AVX512 ? 16 : 8);
 }
 
+void pprt_silu_bf16_serial(const uint16_t *x, uint16_t *y, size_t n) {
+    if (native_bf16()) silu_block_bf16_native(x, y, n);
+    else silu_block_bf16(x, y, n);
+}
+
 void pprt_silu_serial(const float *x, float *y, size_t n) {
     const bool wide = pprt_cpu_isa() >= PPRT_ISA_AVX512;
     for (size_t lo = 0; lo < n; lo += BLOCK) {
@@ -208,6 +199,7 @@ bool pprt_silu_cpu(void) { return false; }
 bool pprt_silu_wins(void) { return false; }
 void pprt_silu(const float *x, float *y, size_t n, int threads) { (void)x, (void)y, (void)n, (void)threads; }
 void pprt_silu_serial(const float *x, float *y, size_t n) { (void)x, (void)y, (void)n; }
+void pprt_silu_bf16_serial(const uint16_t *x, uint16_t *y, size_t n) { (void)x, (void)y, (void)n; }
 void pprt_silu_lanes(const float *x, float *y, size_t n, int threads, int lanes) {
     (void)x, (void)y, (void)n, (void)threads, (void)lanes;
 }

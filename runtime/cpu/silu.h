@@ -34,6 +34,8 @@ void pprt_silu_lanes(const float *x, float *y, size_t n, int threads, int lanes)
  * (AVX-512 F and BW). */
 bool pprt_silu_bf16_cpu(void);
 void pprt_silu_bf16(const uint16_t *x, uint16_t *y, size_t n, int threads);
+/* The same on the calling thread alone. */
+void pprt_silu_bf16_serial(const uint16_t *x, uint16_t *y, size_t n);
 /* Whether it converts to bf16 by AVX512_BF16's instruction (else by
  * integer steps that give the same bits); _how picks (tests). */
 bool pprt_silu_bf16_native(void);

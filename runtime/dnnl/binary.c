@@ -42,6 +42,52 @@ static bool full_operand(const pprt_exec *x, const pprt_node *n, int k) {
     return pp_shape_eq(&T(x, n->in[k])->shape, &T(x, n->out[0])->shape);
 }
 
+/* A Mul of x (stored as m0) by s of dims ds (those of the output dy, right
+ * aligned; rank r >= 3) that is 1 but for the channel and perhaps the sample:
+ * squeeze-and-excitation's end, on pprt's kernel (cscale.h) in x's layout,
+ * in place where x dies here. *done false: not that case, or not a layout
+ * the kernel reads (the caller goes on to oneDNN's binary). */
+static pp_status try_cscale(pprt_exec *x, const pprt_node *n, int xi, int si, const dnnl_memory_desc_t *m0,
+                            const int64_t *ds, const int64_t *dy, int r, bool *done, pp_err *err) {
+    *done = false;
+    if (n->op != PP_OP_MUL || !x->o.cscale || r < 3 || ds[1] != dy[1] || (ds[0] != 1 && ds[0] != dy[0])) return PP_OK;
+    for (int i = 2; i < r; i++)
+        if (ds[i] != 1) return PP_OK;
+    pprt_cscale c = {.bf16 = m0->data_type == dnnl_bf16};
+    pprt_bnorm_layout kl;
+    dnnl_memory_desc_t sm;
+    if (!dn_own_layout(m0, &c.l) || (c.bf16 && !pprt_cscale_bf16_cpu())) return PP_OK;
+    /* s as stored: channel c of sample n at n * stride + c (one pixel, so
+     * plain, channels last and blocked all store it so) */
+    if (x->blocked[si]) {
+        if (T(x, si)->shape.rank != r) return PP_OK;
+        sm = x->lay[si];
+    } else {
+        PP_TRY(dn_plain_md(ds, r, &sm, err));
+    }
+    if (!dn_own_layout(&sm, &kl) || kl.S != 1 || (kl.vec == 1 && kl.C > 1 && kl.stride_c != 1)) return PP_OK;
+    c.k_bf16 = sm.data_type == dnnl_bf16, c.k_stride_n = ds[0] == 1 ? 0 : kl.stride_n;
+    const int yi = n->out[0];
+    dnnl_memory_t a0, a1, dm;
+    post out;
+    /* in place only on one thread: on two cores of the Intel Xeon of
+     * bench/RESULTS.md an in-place pass over a tensor that another node
+     * (the pool of the squeeze) has just read on one core ran at 0.3-0.45 ns
+     * an element, one into a buffer of its own at 0.1; on one thread in
+     * place is the faster (0.08 against 0.24) */
+    if (x->build_threads == 1) PP_TRY(dn_write_in_place(x, n, xi, m0, yi, m0, err));
+    PP_TRY(dn_bind_output(x, yi, m0, &dm, &out, err));
+    PP_TRY(dn_tensor_mem(x, xi, m0, &a0, err));
+    PP_TRY(is_weight(x, si) ? dn_weight_mem(x, si, &sm, &sm, &a1, err) : dn_bind_view(x, si, &sm, &sm, SLOT_SRC, &a1, err));
+    step st = {.kind = STEP_MAIN, .own = OWN_CSCALE, .cscale = c, .nargs = 3};
+    st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, a0};
+    st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+    st.args[2] = (dnnl_exec_arg_t){DNNL_ARG_SRC_1, a1};
+    PP_TRY(dn_push_own(x, st, err));
+    *done = true;
+    return dn_push_post(x, &out, err);
+}
+
 static pp_status build_binary(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (n->n_in != 2) return unsup(err, "not two inputs");
     PP_TRY(dn_need_f32_nonempty(x, n, err));
@@ -73,6 +119,9 @@ static pp_status build_binary(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * blocked one, it runs ref:any, hundreds of times slower), else as stored */
     dnnl_memory_desc_t m0, c1, m1, dst;
     PP_TRY(dn_tensor_layout(x, i0, &m0, err));
+    bool done;
+    PP_TRY(try_cscale(x, n, i0, i1, &m0, d1, dy, r, &done, err));
+    if (done) return PP_OK;
     if (x->blocked[i1]) {
         if (T(x, i1)->shape.rank != r) return unsup(err, "blocked operand of another rank");
         c1 = x->lay[i1];

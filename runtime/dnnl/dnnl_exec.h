@@ -23,6 +23,8 @@
 #include "../kernels.h"
 #include "../nodes.h"
 #include "../cpu/bnorm.h"
+#include "../cpu/cscale.h"
+#include "../cpu/gap.h"
 #include "../cpu/gconv.h"
 #include "../cpu/gnorm.h"
 #include "../cpu/nanfix.h"
@@ -59,6 +61,8 @@ typedef struct pprt_dnnl_opts {
                          * 4096 below AVX-512, 0 on AVX-512; matmul.c) */
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
+    bool cscale;        /* PPRT_DNNL_CSCALE: a Mul by a per-channel scale on our kernel */
+    bool gap;           /* PPRT_DNNL_GAP: GlobalAveragePool on our kernel, after a SiLU in its pass */
     bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/cpu/bnorm.h) */
     bool own_gnorm;     /* PPRT_DNNL_GNORM: pp.GroupNorm on our kernel (runtime/cpu/gnorm.h) */
     int64_t gconv;      /* PPRT_DNNL_GCONV: convolutions of up to this many channels a group on our kernel (gconv.h; 0: none) */
@@ -88,7 +92,8 @@ enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, SLOT_OP0, N_SLOTS = SLOT_OP0 
 
 /* Which of pprt's own kernels a step without a primitive runs: its member of step's union */
 typedef enum own_kind { OWN_NONE, OWN_WINO, OWN_SILU, OWN_SILU_BF16, OWN_BNORM, OWN_FIX, OWN_PERM, OWN_SOFTMAX, OWN_PAD,
-                        OWN_REDUCE, OWN_ROWS, OWN_NEAREST, OWN_GNORM, OWN_GCONV } own_kind;
+                        OWN_REDUCE, OWN_ROWS, OWN_NEAREST, OWN_GNORM, OWN_GCONV,
+                        OWN_CSCALE, OWN_GAP } own_kind;
 
 typedef struct step {
     dnnl_primitive_t prim; /* NULL for a step of our own kernels: `own` says which */
@@ -109,6 +114,9 @@ typedef struct step {
         pprt_reduce reduce;   /* a reduction */
         pprt_rowcopy rows;    /* strided row copies (a Split's output, a Transpose's copy) */
         pprt_nearest nearest; /* Resize by nearest neighbour */
+        pprt_cscale cscale;   /* a Mul by a per-sample, per-channel scale; args SRC, DST, SRC_1 (the scale) */
+        pprt_gap gap;         /* GlobalAveragePool: args SRC, DST (the means), SCRATCHPAD; after a SiLU
+                               * (gap.silu): SRC, DST (the SiLU's output), SCRATCHPAD, DST_1 (the means) */
     };
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int guard; /* GUARD_*: a guarded Relu or Clip's fast primitive, or a step of its exact path */
@@ -427,6 +435,13 @@ dnnl_status_t dn_append_relu(const pprt_exec *x, dnnl_post_ops_t po, int *idx);
 
 /* ---- shared by families ---------------------------------------------------------------------- */
 
+/* GlobalAveragePool node g on pprt's kernel (pool.c, gap.h) reading its
+ * input stored as src: alone (silu NULL), or in the pass of SiLU node silu
+ * (on pprt's kernel, its output g's input, src its input's layout and its
+ * output's; *dst its output's memory, bound by the caller). *done false:
+ * not a case the kernel takes (nothing pushed). */
+pp_status dn_push_gap(pprt_exec *x, const pprt_node *g, const dnnl_memory_desc_t *src, const pprt_node *silu,
+                      dnnl_memory_t silu_src, dnnl_memory_t silu_dst, bool *done, pp_err *err);
 /* The eltwise algorithm of a unary op (eltwise.c); PP_EUNSUP when oneDNN has none for it. */
 pp_status dn_eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kind_t *alg, float *alpha, float *beta,
                         pp_err *err);

@@ -79,6 +79,19 @@ pp_status dn_eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kind_t 
     }
 }
 
+/* The first GlobalAveragePool after node n in the stage that reads n's
+ * output and is still to be built on oneDNN, else -1. */
+static int pooled_after(const pprt_exec *x, const pprt_node *n) {
+    const pprt_stage *st = x->st;
+    for (int gi = (int)(n - st->nodes) + 1; gi < st->n_nodes; gi++) {
+        const pprt_node *g = &st->nodes[gi];
+        if (g->op == PP_OP_GLOBALAVGPOOL && g->n_in == 1 && g->in[0] == n->out[0] && x->on_dnnl[gi] &&
+            !x->absorbed[gi] && x->first[gi] < 0)
+            return gi;
+    }
+    return -1;
+}
+
 static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_need_f32_nonempty(x, n, err));
     dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
@@ -122,6 +135,18 @@ static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
                    .silu = dnnl_memory_desc_get_size(&src) / (silu16 ? 2 : sizeof(float))};
         dnnl_primitive_desc_destroy(pd);
         if (!st.silu) return unsup(err, "empty");
+        /* a GlobalAveragePool of the output later in the stage: in this pass (gap.h) */
+        const int gi = pooled_after(x, n);
+        if (gi >= 0) {
+            bool done;
+            PP_TRY(dn_push_gap(x, &x->st->nodes[gi], &src, n, sm, dm, &done, err));
+            if (done) {
+                x->born[x->st->nodes[gi].out[0]] = (int)(n - x->st->nodes);
+                PP_TRY(dn_push_post(x, &out, err));
+                x->absorbed[gi] = true; /* (the build loop clears it before each attempt) */
+                return PP_OK;
+            }
+        }
         st.args[0] = args[0], st.args[1] = args[1];
         PP_TRY(dn_push_own(x, st, err));
         return dn_push_post(x, &out, err);

@@ -74,6 +74,12 @@ static const opt opts[] = {
      "a tensor the stage sends and also reads stays in the arena in its layout, copied into the message once"},
     {"PPRT_DNNL_SILU", OPT_FLAG, F(silu), "1", NULL, 0, 0,
      "pp.SiLU on pprt's own kernel where it wins (f32 on AVX2 and AVX-512 CPUs), else oneDNN's swish"},
+    {"PPRT_DNNL_CSCALE", OPT_FLAG, F(cscale), "1", NULL, 0, 0,
+     "a Mul of an f32 or bf16 tensor by a per-channel (and per-sample) scale, as squeeze-and-excitation "
+     "blocks end, on pprt's own kernel in the layout it is stored in; 0: oneDNN's binary"},
+    {"PPRT_DNNL_GAP", OPT_FLAG, F(gap), "1", NULL, 0, 0,
+     "GlobalAveragePool of an f32 or bf16 tensor on pprt's own kernel in the layout it is stored in, in the "
+     "same pass as the SiLU whose output it pools where that SiLU is on pprt's kernel; 0: oneDNN's pooling"},
     {"PPRT_DNNL_BNORM", OPT_FLAG, F(own_bnorm), "1", NULL, 0, 0,
      "BatchNormalization (f32) on pprt's own kernel, a Relu after it in the same pass; 0: oneDNN's"},
     {"PPRT_DNNL_GNORM", OPT_FLAG, F(own_gnorm), "1", NULL, 0, 0,

@@ -34,6 +34,51 @@ static pp_status pool_pd(pprt_exec *x, const dnnl_memory_desc_t *src, void *ctx,
     return dn_plain_pd(x, &d, "pooling", pd, err);
 }
 
+/* (dnnl_exec.h) */
+pp_status dn_push_gap(pprt_exec *x, const pprt_node *g, const dnnl_memory_desc_t *src, const pprt_node *silu,
+                      dnnl_memory_t silu_src, dnnl_memory_t silu_dst, bool *done, pp_err *err) {
+    *done = false;
+    const int xi = g->in[0], yi = g->out[0];
+    const pp_shape *ys = &T(x, yi)->shape;
+    pprt_gap k = {.bf16 = src->data_type == dnnl_bf16, .silu = silu != NULL};
+    if (!x->o.gap || g->op != PP_OP_GLOBALAVGPOOL || g->n_in != 1 || ys->rank < 3 || ys->rank > 5 ||
+        !dn_own_layout(src, &k.l) || !f32(x, yi))
+        return PP_OK;
+    k.out_bf16 = k.bf16; /* the means in the element type oneDNN's pooling would give */
+    /* the means as N x C, channels contiguous: plain */
+    static const dnnl_format_tag_t plain[] = {dnnl_abc, dnnl_abcd, dnnl_abcde};
+    dnnl_memory_desc_t om, scm;
+    dnnl_dims_t od;
+    for (int i = 0; i < ys->rank; i++) od[i] = ys->dim[i];
+    DN(dnnl_memory_desc_init_by_tag(&om, ys->rank, od, k.out_bf16 ? dnnl_bf16 : dnnl_f32, plain[ys->rank - 3]),
+       "memory descriptor");
+    const int64_t floats = (int64_t)(pprt_gap_scratch(&k) / sizeof(float));
+    PP_TRY(dn_plain_md(&floats, 1, &scm, err));
+    void *buf = dn_own_alloc(x, pprt_gap_scratch(&k));
+    if (!buf) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    dnnl_memory_t mm, sm, scr;
+    post out;
+    PP_TRY(dn_new_mem(x, &scm, buf, &scr, err));
+    PP_TRY(dn_bind_output(x, yi, &om, &mm, &out, err));
+    step st = {.kind = STEP_MAIN, .own = OWN_GAP, .gap = k};
+    if (silu) {
+        st.nargs = 4;
+        st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, silu_src};
+        st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, silu_dst};
+        st.args[2] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scr};
+        st.args[3] = (dnnl_exec_arg_t){DNNL_ARG_DST_1, mm};
+    } else {
+        PP_TRY(dn_bind_input(x, xi, src, SLOT_SRC, &sm, err));
+        st.nargs = 3;
+        st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+        st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, mm};
+        st.args[2] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scr};
+    }
+    PP_TRY(dn_push_own(x, st, err));
+    *done = true;
+    return dn_push_post(x, &out, err);
+}
+
 static pp_status build_pool(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pp_attrs a = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
@@ -79,6 +124,9 @@ static pp_status build_pool(pprt_exec *x, const pprt_node *n, pp_err *err) {
     }
     dnnl_memory_desc_t src, dst_any;
     PP_TRY(dn_tensor_layout(x, xi, &src, err));
+    bool done;
+    PP_TRY(dn_push_gap(x, n, &src, NULL, NULL, NULL, &done, err));
+    if (done) return PP_OK;
     PP_TRY(dn_any_md(ys->dim, nd, src.data_type, &dst_any, err));
     dnnl_primitive_desc_t pd;
     pool_args pa = {alg, &dst_any, strides, kernel, dil, pl, pr};

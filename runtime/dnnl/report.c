@@ -78,6 +78,8 @@ void dn_report(const pprt_exec *x) {
             case OWN_REDUCE: impl = "pprt:reduce"; break;
             case OWN_ROWS: impl = "pprt:rowcopy"; break;
             case OWN_NEAREST: impl = "pprt:nearest"; break;
+            case OWN_GAP: impl = s->gap.silu ? "pprt:silu_gap" : "pprt:gap"; break;
+            case OWN_CSCALE: impl = s->cscale.bf16 ? "pprt:cscale:bf16" : "pprt:cscale"; break;
             case OWN_GNORM:
                 impl = pprt_gnorm_act(s->gnorm) == PPRT_GN_ACT_RELU   ? "pprt:gnorm_relu"
                        : pprt_gnorm_act(s->gnorm) == PPRT_GN_ACT_SILU ? "pprt:gnorm_silu"

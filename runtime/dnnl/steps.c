@@ -494,6 +494,8 @@ static dnnl_status_t run_own(const step *s) {
     case OWN_REDUCE: pprt_reduce_run(&s->reduce, p[0], p[1], team); break;
     case OWN_ROWS: pprt_rowcopy_run(&s->rows, p[0], p[1], team); break;
     case OWN_NEAREST: pprt_nearest_run(&s->nearest, p[0], p[1], team); break;
+    case OWN_GAP: pprt_gap_run(&s->gap, p[0], p[1], s->gap.silu ? p[3] : p[1], p[2], team); break;
+    case OWN_CSCALE: pprt_cscale_run(&s->cscale, p[0], p[1], p[3], team); break;
     case OWN_FIX: pprt_nanfix_run(&s->fix, p[0], p[1], team); break;
     case OWN_NONE: return dnnl_runtime_error; /* dn_push_own refuses such a step */
     }

@@ -205,9 +205,11 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
             # a pool reading a plain tensor (received at a cut) ran oneDNN's simple_nchw
             # kernel, 14x slower than the JIT one it gets after a reorder into nChw8c
             # (pprt:maxpool_nan, the NaN pass after max pooling, is ours)
+            # (a GlobalAveragePool absorbed into the pass of the SiLU before it, "post-op", is pprt's)
             slow = [l.split()[0] for l in r.stderr.splitlines()
                     if l.startswith("  ") and l.split()[1] in POOL_OPS and
-                    not all(k.startswith("jit") for k in l.split()[2:] if not k.startswith(("reorder:", "pprt:")))]
+                    not all(k.startswith("jit") for k in l.split()[2:]
+                            if not k.startswith(("reorder:", "pprt:")) and k != "post-op")]
             if slow:
                 failures.append(f"{tag}: pools {slow} did not run a oneDNN JIT kernel")
             missing = set(must) - dnnl_ops(r.stderr)
@@ -762,6 +764,40 @@ def norms21():
     return m.save([g]), m.data(), ["GroupNormalization"]
 
 
+def mbconv():
+    """EfficientNet's MBConv block twice: 1x1 expansion, SiLU, depthwise 3x3,
+    SiLU, squeeze-and-excitation (GlobalAveragePool of that SiLU's output,
+    1x1 down, SiLU, 1x1 up, Sigmoid, Mul), 1x1 projection, residual; 32
+    expanded channels (whole 16-channel blocks) in the first, 24 in the
+    second. The squeeze-excite nodes are named in module bN.se, so
+    --split-at b1.se cuts between the SiLU and the pool that pprt runs in one
+    pass (runtime/cpu/gap.h)."""
+    m = Model("mbconv", [("x", (16, 12, 12))])
+
+    def named(t, name):  # rename the node that made t
+        m.nodes[-1].name = name
+        return t
+
+    def silu(t, name=None):
+        sg = m.op("Sigmoid", [t])
+        y = m.op("Mul", [t, sg])
+        return named(y, name) if name else y
+
+    def block(x, ce, tag):
+        e = silu(m.conv(x, 16, ce, (1, 1)))
+        d = silu(m.conv(e, ce, ce, (3, 3), group=ce, pads=[1, 1, 1, 1]))
+        s = named(m.op("GlobalAveragePool", [d]), f"/{tag}/se/GlobalAveragePool")
+        s = silu(m.conv(s, ce, 8, (1, 1)))
+        s = m.op("Sigmoid", [m.conv(s, 8, ce, (1, 1))])
+        z = named(m.op("Mul", [d, s]), f"/{tag}/se/Mul")
+        return m.op("Add", [m.conv(z, ce, 16, (1, 1)), x])
+
+    b = block(block("x", 32, "b1"), 24, "b2")
+    y = m.op("Gemm", [m.op("Flatten", [m.op("GlobalAveragePool", [b])]), m.rand(10, 16, scale=0.3), m.rand(10)],
+             transB=1)
+    return m.save([y, b]), m.data(), ["Conv", "GlobalAveragePool", "Mul", "Gemm"]
+
+
 def resize():
     """Resize on oneDNN's resampling (linear, half_pixel or
     pytorch_half_pixel): 2x up from a convolution's output (blocked where
@@ -797,14 +833,15 @@ def resize():
 # ---- run everything --------------------------------------------------------------------------------
 
 for make in (cnn, wino, conv_nd, mlp, gemm, gemv, fallback, mixed, views, tokens, slices, cut_types, windows,
-             metaformer, convformer, patch_embed, norms, groupnorm, grouped, regblock, grn, norms21, resize):
+             metaformer, convformer, patch_embed, norms, groupnorm, grouped, regblock, grn, norms21, resize, mbconv):
     model, data, must = make()
     name = os.path.basename(model)[:-5]
     for variant, flags in (("fused", []), ("unfused", ["--disable-pass", "fuse"])):
         pps = (1, 3) if name == "cnn" else (1, 2, 3) if name in ("wino", "views", "tokens", "slices", "windows",
                                                                  "metaformer",
                                                                  "convformer", "norms", "groupnorm",
-                                                                 "grouped", "regblock", "grn", "resize") else \
+                                                                 "grouped", "regblock", "grn", "resize",
+                                                                 "mbconv") else \
             (1, 2, 3, 4) if name == "cut_types" else (1,)
         for pp in pps:
             plan = os.path.join(work, f"{name}_{variant}_{pp}.plan")
@@ -839,7 +876,7 @@ def verbose_run(name, level="2"):
 # zoo's DenseNet-121 at -pp 4 is the model that showed it: tests/models)
 # metaformer: likewise for a residual absorbed as a post-op (see the model)
 for name, pp, mode in ((n, k, m) for n in ("wino", "views", "tokens", "slices", "windows", "metaformer", "convformer",
-                                           "norms", "groupnorm", "grouped", "regblock", "grn", "resize")
+                                           "norms", "groupnorm", "grouped", "regblock", "grn", "resize", "mbconv")
                        for k in (2, 3)
                        for m in ("blocked_t1", "convblk_t1")):
     # convblk: PPRT_DNNL_CONV_BLOCKED=1 chooses a convolution's layout from the node alone too
@@ -848,6 +885,35 @@ for name, pp, mode in ((n, k, m) for n in ("wino", "views", "tokens", "slices", 
         for f in sorted(x for x in os.listdir(d1) if x.endswith(".npy")):
             if not np.array_equal(np.load(os.path.join(d1, f)), np.load(os.path.join(dn, f))):
                 failures.append(f"{name} [{mode}]: {f}: -pp {pp} gave other bits than -pp 1")
+# mbconv: each block's squeeze-excite on pprt's kernels: the GlobalAveragePool
+# in the pass of the SiLU whose output it pools (pprt:silu_gap; the pool a
+# "post-op") where that SiLU is on pprt's kernel (AVX2 and up), the Mul by
+# the scale on pprt:cscale. A cut between the SiLU and the pool (--split-at
+# b1.se,b2.se: the pools alone on pprt:gap, reading a received plain
+# tensor) changes no bit of the outputs: the sums' order is the shape's
+# (gap.h); in bf16 too (the means rounded once either way)
+try:
+    r = verbose_run("mbconv")
+    fused = len(re.findall(r"pp\.SiLU\s+pprt:silu_gap", r.stderr))
+    scaled = len(re.findall(r"\sMul\s+pprt:cscale", r.stderr))
+    if (ISA in ("avx2", "avx512") and fused != 2) or scaled != 2:
+        failures.append(f"mbconv: {fused} SiLU+pool passes, {scaled} Muls on pprt:cscale (want 2 and 2):\n{r.stderr}")
+    cut = os.path.join(work, "mbconv_cut.plan")
+    run([PPCC, os.path.join(work, "mbconv.onnx"), "-b", "2", "-pp", "3", "--split-at", "b1.se,b2.se", "-q", "-o", cut])
+    for prec in (["f32"] + (["bf16"] if HAVE_BF16 else [])):
+        outs = {}
+        for tag, plan in (("one", os.path.join(work, "mbconv_fused_1.plan")), ("cut", cut)):
+            outs[tag] = os.path.join(work, f"mbconv_{tag}_{prec}")
+            rr = run([PPRT, plan, os.path.join(work, "mbconv_data"), "--backend", "dnnl", "-q", "--no-pin",
+                      "--threads", "1", "--precision", prec, "-o", outs[tag]], env={"PPRT_DNNL_VERBOSE": "2"})
+            if tag == "cut" and len(re.findall(r"GlobalAveragePool\s+pprt:gap", rr.stderr)) < 2:
+                failures.append(f"mbconv cut [{prec}]: the pools after the cut are not on pprt:gap:\n{rr.stderr}")
+        for f in sorted(x for x in os.listdir(outs["one"]) if x.endswith(".npy")):
+            if not np.array_equal(np.load(os.path.join(outs["one"], f)), np.load(os.path.join(outs["cut"], f))):
+                failures.append(f"mbconv [{prec}]: {f}: the cut between SiLU and pool gave other bits than -pp 1")
+except RuntimeError as e:
+    failures.append(f"mbconv: {e}")
+
 if ISA == "avx2":
     try:
         r = verbose_run("wino")
@@ -862,7 +928,7 @@ if ISA == "avx2":
 if ISA == "avx2":
     try:
         r = verbose_run("cnn")
-        if not re.search(r"pp\.SiLU\s+pprt:silu:avx2", r.stderr):
+        if not re.search(r"pp\.SiLU\s+pprt:silu(:avx2|_gap)", r.stderr):
             failures.append(f"cnn: pp.SiLU is not on pprt's SiLU kernel:\n{r.stderr}")
     except RuntimeError as e:
         failures.append(f"cnn: {e}")
