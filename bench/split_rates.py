@@ -10,6 +10,9 @@ makes from the profile itself (--profile). A model of the split: no pipeline
 runs, so no noise from the host, but no transfer or contention either.
 
 Usage: bench/split_rates.py [--ppcc PATH] [--rates G/M,G/M,...] CASE...
+  CASE: model.onnx:batch:profile.json, optionally @ and more ppcc arguments
+  (model.onnx:8:prof.json@--dim seq=32); bench/split_profiles.sh writes
+  the profiles of the CI zoo's models and prints the cases.
 """
 import argparse
 import json
@@ -21,9 +24,10 @@ import tempfile
 
 
 def imbalance(ppcc, model, batch, prof, extra):
+    model, _, more = model.partition("@")
     with tempfile.TemporaryDirectory() as d:
         r = subprocess.run([ppcc, model, "-b", str(batch), "-pp", "2", "-o", os.path.join(d, "p.plan"), "--dump-ir"]
-                           + extra, capture_output=True, text=True)
+                           + more.split() + extra, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"split_rates: ppcc failed on {model}: {r.stderr.strip()}")
     times = json.load(open(prof))["nodes"]
@@ -41,10 +45,14 @@ def main():
     ap.add_argument("--rates", default="25/10,40/8,55/6,60/10,100/10,40/4,80/6,120/8")
     ap.add_argument("cases", nargs="+", help="model.onnx:batch:profile.json")
     a = ap.parse_args()
-    cases = [c.rsplit(":", 2) for c in a.cases]
+    cases = []
+    for c in a.cases:
+        c, _, more = c.partition("@")
+        m, b, p = c.rsplit(":", 2)
+        cases.append((m + ("@" + more if more else ""), b, p))
     rows = [(f"--gflops {g} --mem-gbps {m}", ["--gflops", g, "--mem-gbps", m])
             for g, m in (r.split("/") for r in a.rates.split(","))]
-    print("| rates | " + " | ".join(f"{c[0].split('/')[-2]} -b {c[1]}" for c in cases) + " |")
+    print("| rates | " + " | ".join(f"{c[0].split('@')[0].split('/')[-2]} -b {c[1]}" for c in cases) + " |")
     print("|---|" + "---:|" * len(cases))
     for name, extra in rows:
         got = [imbalance(a.ppcc, m, b, p, extra) for m, b, p in cases]

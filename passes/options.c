@@ -21,7 +21,7 @@ const char *pp_compile_opts_usage(void) {
            "                      the plan gets each cap less this (default 0)\n"
            "  --placement P       where stages run: BACKEND[:DEVICE] for all, or STAGE:BACKEND[:DEVICE],...\n"
            "                      (e.g. 0:dnnl,1:cuda:0); pprt --backend overrides it\n"
-           "  --gflops X          target compute, GFLOP/s per stage (default 25; a GPU's 20000),\n"
+           "  --gflops X          target compute, GFLOP/s per stage (default 100; a GPU's 20000),\n"
            "                      or STAGE:X,... per stage (also for the next two)\n"
            "  --mem-gbps X        target memory bandwidth, GB/s (default 10; a GPU's 1500)\n"
            "  --link-gbps X       stage-to-stage bandwidth within a host, GB/s (default 10; from a GPU 20)\n"
