@@ -44,9 +44,10 @@ static bool full_operand(const pprt_exec *x, const pprt_node *n, int k) {
 
 /* A Mul of x (stored as m0) by s of dims ds (those of the output dy, right
  * aligned; rank r >= 3) that is 1 but for the channel and perhaps the sample:
- * squeeze-and-excitation's end, on pprt's kernel (cscale.h) in x's layout,
- * in place where x dies here. *done false: not that case, or not a layout
- * the kernel reads (the caller goes on to oneDNN's binary). */
+ * squeeze-and-excitation's end, on pprt's kernel (cscale.h) in x's layout
+ * (in place where x dies here and the step runs on one thread). *done
+ * false: not that case, or not a layout the kernel reads (the caller goes
+ * on to oneDNN's binary). */
 static pp_status try_cscale(pprt_exec *x, const pprt_node *n, int xi, int si, const dnnl_memory_desc_t *m0,
                             const int64_t *ds, const int64_t *dy, int r, bool *done, pp_err *err) {
     *done = false;

@@ -437,9 +437,9 @@ dnnl_status_t dn_append_relu(const pprt_exec *x, dnnl_post_ops_t po, int *idx);
 
 /* GlobalAveragePool node g on pprt's kernel (pool.c, gap.h) reading its
  * input stored as src: alone (silu NULL), or in the pass of SiLU node silu
- * (on pprt's kernel, its output g's input, src its input's layout and its
- * output's; *dst its output's memory, bound by the caller). *done false:
- * not a case the kernel takes (nothing pushed). */
+ * (on pprt's kernel, its output g's input, src the layout of its input and
+ * output; silu_src and silu_dst their memories, bound by the caller).
+ * *done false: not a case the kernel takes (nothing pushed). */
 pp_status dn_push_gap(pprt_exec *x, const pprt_node *g, const dnnl_memory_desc_t *src, const pprt_node *silu,
                       dnnl_memory_t silu_src, dnnl_memory_t silu_dst, bool *done, pp_err *err);
 /* The eltwise algorithm of a unary op (eltwise.c); PP_EUNSUP when oneDNN has none for it. */
