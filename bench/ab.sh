@@ -30,14 +30,7 @@ for m in $MODELS; do
   d=$ZOO/$m
   [ -f "$d/model.onnx" ] || { echo "| $m | | not exported at $d (run the zoo first) | | | | |"; continue; }
   mkdir -p "$w/$m/data"
-  "$PY" - "$d/data" "$w/$m/data" "$SAMPLES" <<'PYEOF'
-import os, sys, numpy as np
-src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-for f in os.listdir(src):
-    if f.endswith(".npy"):
-        a = np.load(os.path.join(src, f))
-        np.save(os.path.join(dst, f), np.concatenate([a] * (-(-n // a.shape[0])))[:n])
-PYEOF
+  "$PY" "$src/bench/benchlib.py" tile "$d/data" "$w/$m/data" "$SAMPLES"
   for pp in 1 2; do
     "$new/ppcc" "$d/model.onnx" -pp $pp -b "$BATCH" -o "$w/$m/new$pp.plan" -q
     "$old/ppcc" "$d/model.onnx" -pp $pp -b "$BATCH" -o "$w/$m/old$pp.plan" -q

@@ -1,6 +1,7 @@
 """benchlib.py: what the Python benchmarks in bench/ share: running a tool,
 exporting a torchvision model (or taking one exported before from
-MODEL_DIR/NAME/model.onnx), the CPU's name."""
+MODEL_DIR/NAME/model.onnx), the CPU's name, input data tiled to a sample
+count (also from the shell scripts: `benchlib.py tile SRC DST N`)."""
 import os
 import subprocess
 import sys
@@ -45,3 +46,19 @@ def each_model(models, bench_model):
             except RuntimeError as e:
                 print(f"{name}: skipped: {e}", file=sys.stderr)
     return out
+
+
+def tile(src, dst, n):
+    """Each .npy of directory src repeated along its first axis and cut to n rows, into directory dst."""
+    import numpy as np
+    os.makedirs(dst, exist_ok=True)
+    for f in os.listdir(src):
+        if f.endswith(".npy"):
+            a = np.load(os.path.join(src, f))
+            np.save(os.path.join(dst, f), np.concatenate([a] * (-(-n // a.shape[0])))[:n])
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["tile"] or len(sys.argv) != 5:
+        sys.exit("usage: benchlib.py tile SRC DST N")
+    tile(sys.argv[2], sys.argv[3], int(sys.argv[4]))

@@ -37,14 +37,7 @@ PYEOF
 )
     w=$(mktemp -d)
     mkdir -p "$w/data"
-    "$PY" - "$d/data" "$w/data" $((3 * BATCH)) <<'PYEOF'
-import os, sys, numpy as np
-src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-for f in os.listdir(src):
-    if f.endswith(".npy"):
-        a = np.load(os.path.join(src, f))
-        np.save(os.path.join(dst, f), np.concatenate([a] * (-(-n // a.shape[0])))[:n])
-PYEOF
+    "$PY" "$root/bench/benchlib.py" tile "$d/data" "$w/data" $((3 * BATCH))
     # shellcheck disable=SC2086 # args: ppcc's words
     if "$B/ppcc" "$d/model.onnx" -pp 1 -b "$BATCH" $args -q -o "$w/p.plan"; then
       taskset -c 0 "$B/pprt" "$w/p.plan" "$w/data" --threads 1 --warmup 1 -q --profile "$w/a.json" -o "$w/oa" &

@@ -91,11 +91,6 @@ PPRT_AVX512BW static void part_f32(const float *x, float *y, int64_t ns, int64_t
 PART_BF16(part_bf16, PPRT_AVX512BW, pprt_bf16x16_of)
 PART_BF16(part_bf16_native, PPRT_AVX512BF16, pprt_bf16x16_native)
 
-static bool native_bf16(void) {
-    static int has = -1; /* benign race: every thread computes the same */
-    if (has < 0) has = __builtin_cpu_supports("avx512bf16");
-    return has;
-}
 bool pprt_cscale_bf16_cpu(void) { return pprt_cpu_isa() >= PPRT_ISA_AVX512; }
 #else
 bool pprt_cscale_bf16_cpu(void) { return false; }
@@ -109,7 +104,7 @@ void pprt_cscale_run(const pprt_cscale *c, const void *x, void *y, const void *k
     const int64_t parts = (l->S + chunk - 1) / chunk, tasks = l->N * blocks * parts;
     const size_t esz = c->bf16 ? 2 : 4;
 #if defined(__x86_64__) || defined(__i386__)
-    const bool wide = pprt_cpu_isa() >= PPRT_ISA_AVX512, native = c->bf16 && native_bf16();
+    const bool wide = pprt_cpu_isa() >= PPRT_ISA_AVX512, native = c->bf16 && pprt_cpu_avx512bf16();
 #endif
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && tasks > 1)

@@ -51,6 +51,16 @@ bool pprt_isa_capped(void) {
     return capped;
 }
 
+bool pprt_cpu_avx512bf16(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    static int has = -1; /* benign race: every thread computes the same */
+    if (has < 0) has = __builtin_cpu_supports("avx512bf16");
+    return has;
+#else
+    return false;
+#endif
+}
+
 const char *pprt_isa_name(pprt_isa isa) {
     switch (isa) {
     case PPRT_ISA_AVX512: return "avx512";

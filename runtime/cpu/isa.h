@@ -21,5 +21,9 @@ pprt_isa pprt_cpu_isa(void);
 const char *pprt_isa_name(pprt_isa isa);
 /* Whether the cap variable lowered what the CPU has. */
 bool pprt_isa_capped(void);
+/* Whether the CPU has AVX512_BF16's conversion (vcvtneps2bf16), for the
+ * kernels that round to bf16 (bf16x16.h); not capped: the other way gives
+ * the same bits. */
+bool pprt_cpu_avx512bf16(void);
 
 #endif
