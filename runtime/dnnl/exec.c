@@ -162,6 +162,8 @@ static const char *dnnl_route(pp_op op) {
                 {&dn_reduce, "pprt's kernel (neighbouring axes)"}, {&dn_split, "pprt's row copies"}};
     if (op == PP_OP_LSTM || op == PP_OP_GRU || op == PP_OP_RNN) return "pprt's kernel on oneDNN's sgemm";
     if (op == PP_OP_TRANSPOSE) return "view (no copy), oneDNN reorder, or pprt's row copies (last axis kept)";
+    if (op == PP_OP_GLOBALAVGPOOL) return "pprt's kernel (after a SiLU on pprt's kernel: in its pass)";
+    if (op == PP_OP_MUL) return "oneDNN binary (by a scale per channel: pprt's kernel)";
     const dn_family *f = dn_family_of(op);
     for (size_t i = 0; f && i < sizeof said / sizeof *said; i++)
         if (said[i].f == f) return said[i].words;
