@@ -16,6 +16,15 @@ enum { GROUP = 256 }; /* channels last: channels a task */
 
 static int64_t runs_of(const pprt_gap *g) { return (g->l.S + PPRT_GAP_RUN - 1) / PPRT_GAP_RUN; }
 
+/* channels last (one vector of all C channels a pixel), where tasks take GROUP channels of each pixel */
+static bool last_of(const pprt_gap *g) { return g->l.vec > 1 && g->l.vec == g->l.C; }
+
+/* channel groups a sample: channels (plain), GROUPs (channels last), blocks */
+static int64_t groups_of(const pprt_gap *g) {
+    const pprt_bnorm_layout *l = &g->l;
+    return l->vec == 1 ? l->C : last_of(g) ? (l->C + GROUP - 1) / GROUP : (l->C + l->vec - 1) / l->vec;
+}
+
 size_t pprt_gap_scratch(const pprt_gap *g) { return (size_t)(g->l.N * runs_of(g) * g->l.C) * sizeof(float); }
 
 /* acc[k] = the sum of v[p * stride + k] over p < ns in a fixed order (gap.h):
@@ -65,8 +74,8 @@ static void silu_run(const pprt_gap *g, const void *x, void *y, int64_t n) {
 
 static void task(const pprt_gap *g, const void *x, void *y, float *part, int64_t t, bool wide) {
     const pprt_bnorm_layout *l = &g->l;
-    const int64_t J = runs_of(g), vec = l->vec, last = vec > 1 && vec == l->C;
-    const int64_t groups = vec == 1 ? l->C : last ? (l->C + GROUP - 1) / GROUP : (l->C + vec - 1) / vec;
+    const int64_t J = runs_of(g), vec = l->vec, groups = groups_of(g);
+    const bool last = last_of(g);
     int64_t n, grp, j;
     if (last) n = t / (J * groups), j = t / groups % J, grp = t % groups; /* pixels outer: memory order */
     else n = t / (groups * J), grp = t / J % groups, j = t % J;
@@ -109,9 +118,7 @@ static void task(const pprt_gap *g, const void *x, void *y, float *part, int64_t
 
 void pprt_gap_run(const pprt_gap *g, const void *x, void *y, void *mean, void *scratch, int threads) {
     const pprt_bnorm_layout *l = &g->l;
-    const int64_t J = runs_of(g), vec = l->vec, last = vec > 1 && vec == l->C;
-    const int64_t groups = vec == 1 ? l->C : last ? (l->C + GROUP - 1) / GROUP : (l->C + vec - 1) / vec;
-    const int64_t tasks = l->N * groups * J, NC = l->N * l->C;
+    const int64_t J = runs_of(g), tasks = l->N * groups_of(g) * J, NC = l->N * l->C;
     float *part = scratch;
     const float S = (float)l->S;
     const bool wide = pprt_cpu_isa() >= PPRT_ISA_AVX512;
