@@ -10,6 +10,9 @@
 #      ort        onnxruntime (PyPI, .venv), CPUExecutionProvider,
 #                 intra_op_num_threads=2, inter_op_num_threads=1, batches of B
 #      torch      PyTorch eager, torch.set_num_threads(2), no_grad, batches of B
+#      pprt 2 replicas  the same plan, pprt --replicas 2 --threads 1 (f32 and bf16;
+#                 REPLICAS=0 leaves them out): two pipelines of one thread, a
+#                 second table
 #    The runners take turns (pprt, ort, torch, pprt bf16, pprt, ...) REPS times;
 #    the table shows each one's median samples/s and the ratios. pprt's figure
 #    is its own (--stats-json: wall time of the run; plan loading, primitive
@@ -43,7 +46,8 @@
 # Environment: MODELS (default "resnet50 efficientnet_b0 vit_b_16"), BATCHES (default "1 8"),
 #              SAMPLES (images per throughput run, default 32; ViT-B/16 runs half as many),
 #              COMPILE_MODELS (default "resnet50 vit_l_16"), SECTIONS (default "1 2 3 4"),
-#              PP_ROUNDS (rounds of section 2, default the larger of REPS and 5),
+#              PP_ROUNDS (rounds of section 2, default the larger of REPS and 5), REPLICAS (0: no
+#              --replicas 2 runs in section 1),
 #              MODEL_DIR (models exported before: NAME/model.onnx and NAME/data are
 #              used as they are, else exported into a temporary directory)
 set -euo pipefail
@@ -67,6 +71,7 @@ B, W, SRC = os.environ["BUILD"], os.environ["WORK"], os.environ["SRC"]
 REPS, SAMPLES = int(os.environ["REPS"]), int(os.environ["SAMPLES"])
 PP_ROUNDS = int(os.environ["PP_ROUNDS"])
 MODELS, BATCHES = os.environ["MODELS"].split(), [int(b) for b in os.environ["BATCHES"].split()]
+REPLICAS = os.environ.get("REPLICAS", "1") != "0"
 PY = sys.executable
 # oneDNN has bf16 kernels from AVX-512 up; elsewhere pprt runs bf16 in f32
 # and there is nothing to measure
@@ -78,12 +83,13 @@ def sh(argv, **kw):
     return subprocess.run(argv, check=True, capture_output=True, text=True, **kw)
 
 
-def pprt_runner(plan, data, threads, precision="f32", steady=None):
+def pprt_runner(plan, data, threads, precision="f32", steady=None, replicas=1):
     """Runs pprt, returns its samples/s; appends its steady-state rate to `steady` if given."""
     def run():
         s = os.path.join(W, "stats.json")
         sh([f"{B}/pprt", plan, data, "--backend", "dnnl", "--threads", str(threads), "--warmup", "1", "-q",
-            "--precision", precision, "-o", os.path.join(W, "out"), "--stats-json", s])
+            "--precision", precision, "-o", os.path.join(W, "out"), "--stats-json", s]
+           + (["--replicas", str(replicas)] if replicas > 1 else []))
         st = json.load(open(s))
         if steady is not None:
             steady.append(st["steady_samples_per_s"])
@@ -206,6 +212,10 @@ for name in (MODELS if "1" in SECTIONS else []):
             if BF16:
                 runners["pprt_bf16"] = pprt_runner(plan, data, 2, "bf16")
                 runners["pprt_bf16"]()
+            if REPLICAS:  # the same cores as two pipelines of one thread (--replicas 2)
+                runners["pprt_r2"] = pprt_runner(plan, data, 1, replicas=2)
+                if BF16:
+                    runners["pprt_bf16_r2"] = pprt_runner(plan, data, 1, "bf16", replicas=2)
         except subprocess.CalledProcessError as e:
             print(f"{name} -b {b}: ppcc/pprt failed, skipped: {e.stderr.strip()[-300:]}", file=sys.stderr)
             continue
@@ -217,7 +227,7 @@ for name in (MODELS if "1" in SECTIONS else []):
             del runners["torch"]
         got = {k: [] for k in runners}
         for _ in range(REPS):
-            for k in ("pprt", "ort", "torch", "pprt_bf16"):
+            for k in ("pprt", "ort", "torch", "pprt_bf16", "pprt_r2", "pprt_bf16_r2"):
                 if k in runners:
                     got[k].append(runners[k]())
         med = {k: statistics.median(v) for k, v in got.items()}
@@ -234,6 +244,16 @@ if rows:
               f"{fmt(t and m['pprt'] / t)} | {fmt(h)} | {fmt(h and h / m['ort'])} |")
     if not BF16:
         print("(bf16: oneDNN has no bf16 kernels on this CPU, not measured)")
+    if REPLICAS:
+        print("\nThe same plans as two pipelines of one thread each on the same two cores (pprt --replicas 2 "
+              "--threads 1), against the same onnxruntime runs:\n")
+        print("| model | batch | pprt f32, 2 replicas | / ort | / pprt f32 | pprt bf16, 2 replicas | / ort f32 "
+              "| / pprt bf16 |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for name, b, n, m in rows:
+            r, rh, h = m.get("pprt_r2"), m.get("pprt_bf16_r2"), m.get("pprt_bf16")
+            print(f"| {name} | {b} | {fmt(r)} | {fmt(r and r / m['ort'])} | {fmt(r and r / m['pprt'])} | {fmt(rh)} "
+                  f"| {fmt(rh and rh / m['ort'])} | {fmt(rh and h and rh / h)} |")
 
 # ---- 2. pipeline cost ----------------------------------------------------------------------------
 rows = []

@@ -180,6 +180,10 @@ typedef struct pprt_run_opts {
     int threads;    /* intra-op threads per stage, for executors that use them; 0: cores / stages */
     int warmup;     /* untimed micro-batches (copies of the first) run before the timed ones */
     pprt_precision precision;
+    /* data-parallel pipelines of the plan's stages, each on a contiguous share
+     * of the micro-batches (threaded driver; 0 or 1: one; the MPI driver takes
+     * pprt_mpi_cfg.replicas) */
+    int replicas;
 } pprt_run_opts;
 
 /* What a stage executor is created with (runtime/exec.h). */

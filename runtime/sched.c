@@ -1,4 +1,7 @@
-/* sched.c: the threaded driver: one thread per stage, the stages joined by
+/* sched.c: the threaded driver: one thread per stage (per stage of each
+ * replica: --replicas R runs R pipelines of the plan's stages side by side,
+ * replica k on the k-th contiguous share of the micro-batches, as the MPI
+ * driver shares them), the stages joined by
  * in-process links (link.h: `depth` buffers circulate per boundary, which
  * bounds the micro-batches in flight; host queues between host stages,
  * device queues between stages on one device, copy links between places:
@@ -64,6 +67,7 @@ static void meet_shrink(meeting *m, int need) {
 
 typedef struct {
     sched *S;
+    int replica;
     const pprt_backend *be; /* the stage's backend */
     pprt_place at;          /* where it runs: host, or a device of the backend's space */
     pprt_stage_run run;
@@ -78,8 +82,10 @@ struct sched {
     const pprt_plan *p;
     const pprt_run_opts *o;
     int64_t n, m;      /* samples, micro-batches */
-    pprt_link **links; /* P + 1: the source, the P - 1 boundaries, the sink */
+    int R;             /* replicas */
+    pprt_link **links; /* R x (P + 1): each replica's source, P - 1 boundaries, sink */
     double *t_start, *t_end; /* per micro-batch */
+    int64_t *done;     /* per replica: micro-batches its sink has (the progress bar) */
     pthread_mutex_t err_mu;
     meeting ready; /* the stage threads and the main thread */
     pp_err err;
@@ -95,7 +101,7 @@ static void stop_all(sched *S, const pp_err *e) {
         S->err = *e;
     }
     pthread_mutex_unlock(&S->err_mu);
-    for (int b = 0; b <= S->p->n_stages; b++)
+    for (int b = 0; b < S->R * (S->p->n_stages + 1); b++)
         if (S->links[b]) S->links[b]->ops->close(S->links[b]);
 }
 
@@ -106,9 +112,23 @@ static bool is_failed(sched *S) {
     return f;
 }
 
-/* The sink's progress: a bar on stderr. */
-static void progress(void *ctx, int64_t done) {
-    sched *S = ctx;
+/* Replica k's share of the micro-batches: [mb_lo(k), mb_lo(k + 1)). */
+static int64_t mb_lo(const sched *S, int k) { return S->m * k / S->R; }
+
+/* A sink's progress: a bar on stderr over every replica's. */
+typedef struct {
+    sched *S;
+    int replica;
+} prog_ctx;
+
+static void progress(void *ctx, int64_t count) {
+    const prog_ctx *c = ctx;
+    sched *S = c->S;
+    pthread_mutex_lock(&S->err_mu);
+    S->done[c->replica] = count;
+    int64_t done = 0;
+    for (int k = 0; k < S->R; k++) done += S->done[k];
+    pthread_mutex_unlock(&S->err_mu);
     int width = 40, fill = (int)(done * width / S->m);
     fprintf(stderr, "\r[%.*s%*s] %lld/%lld micro-batches", fill,
             "########################################", width - fill, "", (long long)done,
@@ -116,31 +136,37 @@ static void progress(void *ctx, int64_t done) {
     if (done == S->m) fputc('\n', stderr);
 }
 
-/* The source (staged onto stage 0's device if it has one), the links
- * between stages' places, the sink (staged likewise). */
-static pp_status make_links(sched *S, const worker *w, const pprt_array *inputs, pprt_array *outputs, pp_err *err) {
+/* Replica k's links: the source over its share of the inputs (staged onto
+ * stage 0's device if it has one), the links between stages' places, the
+ * sink into its share of the outputs (staged likewise); w: its P workers,
+ * in and out: its shares (n samples), pc: its progress context. */
+static pp_status make_links(sched *S, int k, const worker *w, const pprt_array *in, pprt_array *out, int64_t n,
+                            prog_ctx *pc, pp_err *err) {
     const pprt_plan *p = S->p;
     const pprt_run_opts *o = S->o;
     const int P = p->n_stages;
+    pprt_link **L = S->links + (size_t)k * (size_t)(P + 1);
+    const int64_t mb0 = mb_lo(S, k);
     const pprt_place *first = &w[0].at, *last = &w[P - 1].at;
     pprt_link *src = NULL, *sink = NULL;
-    PP_TRY(pprt_link_source(p, inputs, S->n, o->warmup, S->t_start, pprt_place_is_host(first) ? NULL : first->mem,
+    char rep[32] = "";
+    if (S->R > 1) snprintf(rep, sizeof rep, " (replica %d)", k);
+    PP_TRY(pprt_link_source(p, in, n, o->warmup, S->t_start + mb0, pprt_place_is_host(first) ? NULL : first->mem,
                             &src, err));
-    if (pprt_place_is_host(first)) S->links[0] = src;
-    else PP_TRY(pprt_link_staged(src, first, true, "the inputs -> stage 0", &S->links[0], err));
+    if (pprt_place_is_host(first)) L[0] = src;
+    else PP_TRY(pprt_link_staged(src, first, true, "the inputs -> stage 0", &L[0], err));
     for (int b = 0; b < P - 1; b++) {
-        char name[64];
-        snprintf(name, sizeof name, "stage %d -> stage %d", b, b + 1);
-        PP_TRY(pprt_link_between(&w[b].at, &w[b + 1].at, p->stages[b].out.bytes, o->depth, name, &S->links[b + 1],
-                                 err));
+        char name[96];
+        snprintf(name, sizeof name, "stage %d -> stage %d%s", b, b + 1, rep);
+        PP_TRY(pprt_link_between(&w[b].at, &w[b + 1].at, p->stages[b].out.bytes, o->depth, name, &L[b + 1], err));
     }
-    PP_TRY(pprt_link_sink(p, outputs, S->n, o->warmup, S->t_end, o->progress ? progress : NULL, S,
+    PP_TRY(pprt_link_sink(p, out, n, o->warmup, S->t_end + mb0, o->progress ? progress : NULL, pc,
                           pprt_place_is_host(last) ? NULL : last->mem, &sink, err));
-    if (pprt_place_is_host(last)) S->links[P] = sink;
+    if (pprt_place_is_host(last)) L[P] = sink;
     else {
         char name[64];
         snprintf(name, sizeof name, "stage %d -> the outputs", P - 1);
-        PP_TRY(pprt_link_staged(sink, last, false, name, &S->links[P], err));
+        PP_TRY(pprt_link_staged(sink, last, false, name, &L[P], err));
     }
     return PP_OK;
 }
@@ -261,7 +287,7 @@ static void *stage_main(void *arg) {
         memcpy(w->warm_s, ns, (size_t)nn * sizeof *ns);
     meet_wait(&S->ready);
     w->t_go = pprt_now_s();
-    if (!is_failed(S)) stage_loop(w, S->o->warmup, S->o->warmup + S->m);
+    if (!is_failed(S)) stage_loop(w, S->o->warmup, S->o->warmup + mb_lo(S, w->replica + 1) - mb_lo(S, w->replica));
     return NULL;
 }
 
@@ -276,27 +302,41 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         if (inputs[i].n != n)
             return PP_FAIL(err, PP_EINVAL, "input '%s' has %lld samples, expected %lld like the first",
                            p->inputs[i].name, (long long)inputs[i].n, (long long)n);
-    int P = p->n_stages;
-    sched S = {.p = p, .o = o, .n = n};
+    const int P = p->n_stages, R = o->replicas > 1 ? o->replicas : 1, W = R * P;
+    sched S = {.p = p, .o = o, .n = n, .R = R};
     if (p->batch == 0 && n != 1)
         return PP_FAIL(err, PP_EINVAL, "an unbatched plan (-b 0) runs exactly one set of inputs, got %lld",
                        (long long)n);
     S.m = pprt_mb_count(p, n);
+    if (R > S.m)
+        return PP_FAIL(err, PP_EINVAL, "--replicas %d: the run has only %lld micro-batches (%lld samples of %lld), "
+                                       "so some replica would have none; at most %lld",
+                       R, (long long)S.m, (long long)n, (long long)pprt_mb_size(p), (long long)S.m);
     pthread_mutex_init(&S.err_mu, NULL);
-    worker *w = calloc((size_t)P, sizeof *w);
-    pthread_t *th = calloc((size_t)P, sizeof *th);
-    S.links = calloc((size_t)P + 1, sizeof *S.links);
+    worker *w = calloc((size_t)W, sizeof *w);
+    pthread_t *th = calloc((size_t)W, sizeof *th);
+    S.links = calloc((size_t)R * (size_t)(P + 1), sizeof *S.links);
     S.t_start = calloc((size_t)S.m, sizeof(double));
     S.t_end = calloc((size_t)S.m, sizeof(double));
+    S.done = calloc((size_t)R, sizeof *S.done);
+    prog_ctx *pcs = calloc((size_t)R, sizeof *pcs);
+    /* each replica's share of the inputs and outputs: views into the arrays */
+    const int NI = p->n_inputs, NO = p->n_outputs;
+    pprt_array *ins = calloc((size_t)R * (size_t)(NI > 0 ? NI : 1), sizeof *ins);
+    pprt_array *outs = calloc((size_t)R * (size_t)(NO > 0 ? NO : 1), sizeof *outs);
     int *cpus = NULL;
     pp_status s = PP_OK;
-    if (!w || !th || !S.links || !S.t_start || !S.t_end) {
+    if (!w || !th || !S.links || !S.t_start || !S.t_end || !S.done || !pcs || !ins || !outs) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
         goto done;
     }
     for (int i = 0; i < P && s == PP_OK; i++) {
         s = pprt_stage_backend(p, i, o->backend, &w[i].be, err);
         if (s == PP_OK) s = pprt_stage_place(p, i, w[i].be, -1, &w[i].at, err);
+        if (s == PP_OK && R > 1 && !pprt_place_is_host(&w[i].at))
+            s = PP_FAIL(err, PP_EUNSUP, "--replicas %d: stage %d runs on %s, a device backend; the threaded runtime "
+                                        "runs replicas of host stages only (under mpirun, each replica's stages "
+                                        "take their own devices)", R, i, w[i].be->name);
     }
     for (int i = 0; i < p->n_outputs && s == PP_OK; i++) {
         outputs[i].n = n;
@@ -307,12 +347,34 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
             s = PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for output '%s'",
                         (size_t)n * p->outputs[i].sample_bytes + 1, p->outputs[i].name);
     }
-    /* the links: source, boundaries (each with its buffers, where its stages
-     * want them), sink */
-    if (s == PP_OK) s = make_links(&S, w, inputs, outputs, err);
+    if (s != PP_OK) goto done;
+    for (int k = 0; k < R; k++)
+        for (int i = 0; i < P; i++) {
+            worker *x = &w[k * P + i];
+            x->be = w[i].be, x->at = w[i].at, x->replica = k;
+        }
+    /* the links of each replica: source, boundaries (each with its buffers,
+     * where its stages want them), sink */
+    const int64_t b = pprt_mb_size(p);
+    for (int k = 0; k < R && s == PP_OK; k++) {
+        const int64_t first = mb_lo(&S, k) * b, last = mb_lo(&S, k + 1) * b < n ? mb_lo(&S, k + 1) * b : n;
+        pprt_array *in = ins + (size_t)k * (size_t)NI, *out = outs + (size_t)k * (size_t)NO;
+        for (int i = 0; i < NI; i++) {
+            in[i] = inputs[i];
+            in[i].data = (char *)inputs[i].data + (size_t)first * p->inputs[i].sample_bytes;
+            in[i].n = last - first;
+        }
+        for (int i = 0; i < NO; i++) {
+            out[i] = outputs[i];
+            out[i].data = (char *)outputs[i].data + (size_t)first * p->outputs[i].sample_bytes;
+            out[i].n = last - first;
+        }
+        pcs[k] = (prog_ctx){&S, k};
+        s = make_links(&S, k, w + (size_t)k * (size_t)P, in, out, last - first, &pcs[k], err);
+    }
     if (s != PP_OK) goto done;
     /* the cores this process may use (under taskset or a cpuset, not the
-     * machine's): stage i gets the i-th `threads` of them */
+     * machine's): stage i of replica k gets the (k P + i)-th `threads` of them */
     cpus = malloc(CPU_SETSIZE * sizeof *cpus);
     if (!cpus) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -320,36 +382,42 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     }
     int cores = pprt_cpus_allowed(cpus, CPU_SETSIZE); /* >= 1 */
     /* a backend whose kernels are single-threaded takes one core per stage */
-    int threads = o->threads > 0 ? o->threads : cores / P > 1 ? cores / P : 1;
-    for (int i = 0; i < P; i++) {
-        w[i].S = &S;
-        w[i].run = (pprt_stage_run){.stage = i, .ex = w[i].be->exec, .in = S.links[i], .out = S.links[i + 1],
-                                    .warmup = o->warmup};
-        w[i].threads = w[i].be->multithreaded || o->threads > 0 ? threads : 1;
-        /* stage i pinned to the i-th `threads` cores where every stage has its own */
-        w[i].cpu = (o->pin && (long)cores >= (long)P * threads) ? cpus + (size_t)i * (size_t)threads : NULL;
-    }
-    for (int i = 0; i < P && s == PP_OK && o->trace; i++) {
-        pprt_trace_track *t = &w[i].tr;
-        *t = (pprt_trace_track){.stage = i, .rank = -1, .n = S.m, .n_nodes = p->stages[i].n_nodes};
-        t->t = calloc((size_t)S.m * PPRT_TRACE_T, sizeof(double));
-        if (o->trace_nodes && w[i].be->exec->node_seconds) {
-            t->n_node_mb = pprt_trace_node_mbs(t->n_nodes, S.m);
+    int threads = o->threads > 0 ? o->threads : cores / W > 1 ? cores / W : 1;
+    for (int k = 0; k < R; k++)
+        for (int i = 0; i < P; i++) {
+            worker *x = &w[k * P + i];
+            x->S = &S;
+            const pprt_link *const *L = (const pprt_link *const *)S.links + (size_t)k * (size_t)(P + 1);
+            x->run = (pprt_stage_run){.stage = i, .ex = x->be->exec, .in = (pprt_link *)L[i],
+                                      .out = (pprt_link *)L[i + 1], .warmup = o->warmup, .mb_offset = mb_lo(&S, k)};
+            x->threads = x->be->multithreaded || o->threads > 0 ? threads : 1;
+            /* pinned to its own `threads` cores where every stage thread has its own */
+            x->cpu = (o->pin && (long)cores >= (long)W * threads) ? cpus + (size_t)(k * P + i) * (size_t)threads
+                                                                   : NULL;
+        }
+    for (int wi = 0; wi < W && s == PP_OK && o->trace; wi++) {
+        const int k = wi / P, i = wi % P;
+        pprt_trace_track *t = &w[wi].tr;
+        *t = (pprt_trace_track){.stage = i, .replica = k, .rank = -1, .mb0 = mb_lo(&S, k),
+                                .n = mb_lo(&S, k + 1) - mb_lo(&S, k), .n_nodes = p->stages[i].n_nodes};
+        t->t = calloc((size_t)t->n * PPRT_TRACE_T, sizeof(double));
+        if (o->trace_nodes && w[wi].be->exec->node_seconds) {
+            t->n_node_mb = pprt_trace_node_mbs(t->n_nodes, t->n);
             t->node_s = calloc(pp_count((int)(t->n_node_mb * t->n_nodes)), sizeof(double));
-            w[i].run.prev_ns = calloc(pp_count(t->n_nodes), sizeof(double));
-            if (!t->node_s || !w[i].run.prev_ns) s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
+            w[wi].run.prev_ns = calloc(pp_count(t->n_nodes), sizeof(double));
+            if (!t->node_s || !w[wi].run.prev_ns) s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
         }
         if (!t->t) s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
-        w[i].run.trace = t;
+        w[wi].run.trace = t;
     }
     if (s != PP_OK) goto done;
     pthread_mutex_init(&S.ready.mu, NULL);
     pthread_cond_init(&S.ready.cv, NULL);
-    S.ready.need = P + 1;
+    S.ready.need = W + 1;
     int started = 0, rc = 0;
-    for (; started < P; started++)
+    for (; started < W; started++)
         if ((rc = pthread_create(&th[started], NULL, stage_main, &w[started])) != 0) break;
-    if (started < P) {
+    if (started < W) {
         pp_err e = {0};
         size_t stack = 0;
         pthread_attr_t a;
@@ -358,8 +426,8 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
             pthread_attr_destroy(&a);
         }
         PP_FAIL(&e, rc == EAGAIN || rc == ENOMEM ? PP_ENOMEM : PP_ERUNTIME,
-                "stage %d: cannot start its thread (its stack takes %.1f MiB): %s", started, (double)stack / 1048576,
-                strerror(rc));
+                "stage %d%s: cannot start its thread (its stack takes %.1f MiB): %s", started % P,
+                R > 1 ? " of a replica" : "", (double)stack / 1048576, strerror(rc));
         stop_all(&S, &e);
         meet_shrink(&S.ready, started + 1);
     }
@@ -381,14 +449,14 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         s = PP_WRAP(err, &S.err, S.err.code, "%s", S.err.msg);
         goto done;
     }
-    /* statistics */
+    /* statistics: busy time per stage summed over the replicas */
     double *busy = calloc((size_t)P, sizeof *busy);
     if (!busy) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
         goto done;
     }
-    for (int i = 0; i < P; i++) busy[i] = w[i].run.busy;
-    s = pprt_stats_fill(stats, n, S.m, p->batch, wall, P, 1, busy, S.t_start, S.t_end, err);
+    for (int wi = 0; wi < W; wi++) busy[wi % P] += w[wi].run.busy;
+    s = pprt_stats_fill(stats, n, S.m, p->batch, wall, P, R, busy, S.t_start, S.t_end, err);
     free(busy);
     if (s != PP_OK) goto done;
     stats->backend = w[0].be->exec->name;
@@ -404,30 +472,35 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     for (int i = 0; i < P; i++) total_nodes += p->stages[i].n_nodes;
     stats->node_ms = calloc(pp_count(total_nodes), sizeof(double));
     if (stats->node_ms) {
-        int k = 0;
+        /* each node's time over every replica's micro-batches */
+        int k0 = 0;
         for (int i = 0; i < P; i++) {
-            const double *ns = w[i].be->exec->node_seconds ? w[i].be->exec->node_seconds(w[i].run.x) : NULL;
-            const double *ws = w[i].warm_s;
-            for (int j = 0; j < p->stages[i].n_nodes; j++, k++)
-                stats->node_ms[k] = !ns ? 0
-                                    : ws ? 1e3 * (ns[j] - ws[j]) / (double)S.m
-                                         : 1e3 * ns[j] / (double)(S.m + o->warmup);
+            for (int r = 0; r < R; r++) {
+                const worker *x = &w[r * P + i];
+                const double *ns = x->be->exec->node_seconds ? x->be->exec->node_seconds(x->run.x) : NULL;
+                const double *ws = x->warm_s;
+                for (int j = 0; j < p->stages[i].n_nodes; j++)
+                    stats->node_ms[k0 + j] += !ns ? 0
+                                              : ws ? 1e3 * (ns[j] - ws[j]) / (double)S.m
+                                                   : 1e3 * ns[j] / (double)(S.m + (int64_t)R * o->warmup);
+            }
+            k0 += p->stages[i].n_nodes;
         }
     }
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) stats->peak_rss = (size_t)ru.ru_maxrss * 1024; /* KiB */
     if (o->trace) { /* the tracks move into the statistics */
         pprt_trace *tr = calloc(1, sizeof *tr);
-        pprt_trace_track *tracks = calloc((size_t)P, sizeof *tracks);
+        pprt_trace_track *tracks = calloc((size_t)W, sizeof *tracks);
         if (!tr || !tracks) {
             free(tr), free(tracks);
             s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
             goto done;
         }
-        *tr = (pprt_trace){.n_tracks = P, .tracks = tracks, .t0 = t0, .wall_s = wall, .bubble = stats->bubble,
-                           .replicas = 1};
+        *tr = (pprt_trace){.n_tracks = W, .tracks = tracks, .t0 = t0, .wall_s = wall, .bubble = stats->bubble,
+                           .replicas = R};
         stats->trace = tr;
-        for (int i = 0; i < P; i++) {
+        for (int i = 0; i < W; i++) {
             tracks[i] = w[i].tr;
             w[i].tr.t = w[i].tr.node_s = NULL;
         }
@@ -435,7 +508,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     stats->rss_loaded = rss_loaded;
 done:
     if (w)
-        for (int i = 0; i < P; i++) {
+        for (int i = 0; i < W; i++) {
             if (w[i].run.x) w[i].be->exec->destroy(w[i].run.x);
             free(w[i].warm_s);
             free(w[i].tr.t);
@@ -443,8 +516,8 @@ done:
             free(w[i].run.prev_ns);
         }
     if (S.links)
-        for (int b = 0; b <= P; b++)
-            if (S.links[b]) S.links[b]->ops->destroy(S.links[b]);
+        for (int k = 0; k < R * (P + 1); k++)
+            if (S.links[k]) S.links[k]->ops->destroy(S.links[k]);
     if (s != PP_OK)
         for (int i = 0; i < p->n_outputs; i++) {
             free(outputs[i].data);
@@ -456,6 +529,10 @@ done:
     free(S.links);
     free(S.t_start);
     free(S.t_end);
+    free(S.done);
+    free(pcs);
+    free(ins);
+    free(outs);
     pthread_mutex_destroy(&S.err_mu);
     return s;
 }

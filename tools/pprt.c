@@ -21,6 +21,7 @@ static void usage(FILE *f) {
             "            [--check [--rtol R] [--atol A] [--expected DIR]]\n"
             "            [--stats-json FILE] [--profile FILE] [--trace FILE] [--no-pin] [-q]\n"
             "            [--backend NAME|list] [--threads N] [--warmup N] [--precision f32|bf16|tf32|fp16]\n"
+            "       pprt PLAN DATA_DIR --replicas R [...]\n"
             "       mpirun -np K*R pprt PLAN DATA_DIR [--replicas R] [--mpi-timeout SECONDS]\n"
             "            [--transport nccl|mpi] [...]\n"
             "       pprt --info PLAN [--model FILE]\n"
@@ -45,8 +46,10 @@ static void usage(FILE *f) {
             "  --model FILE      a ppcc --ref-weights plan: read its weights from FILE (and its\n"
             "                    external data beside it) instead of the path the plan recorded;\n"
             "                    the file must be the one compiled from (size and XXH3 checked)\n"
-            "  --replicas R      under mpirun: R pipelines of the plan's K stages on K*R ranks,\n"
-            "                    each a contiguous share of the micro-batches (default 1)\n"
+            "  --replicas R      R pipelines of the plan's K stages side by side, each a contiguous\n"
+            "                    share of the micro-batches (default 1): K*R stage threads (each with\n"
+            "                    cores / (K*R) intra-op threads unless --threads), every replica's\n"
+            "                    executors their own (weights prepared R times); under mpirun K*R ranks\n"
             "  --mpi-timeout S   under mpirun: a rank silent for S seconds is presumed dead and\n"
             "                    every rank exits (default 60)\n"
             "  --transport T     under mpirun, between two device stages: nccl (GPU to GPU; the\n"
@@ -291,7 +294,7 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
             char *end;
             long r = v ? strtol(v, &end, 10) : 0;
             if (!v || *end || r < 1 || r > 4096) return bad_usage("--replicas needs 1..4096, got ", v ? v : "");
-            c->mpi.replicas = (int)r, c->mpi_opt = a, i++;
+            c->mpi.replicas = c->run.replicas = (int)r, i++;
         } else if (!strcmp(a, "--mpi-timeout")) {
             char *end;
             double t = v ? strtod(v, &end) : 0;
@@ -458,11 +461,14 @@ static void fit_threads(pprt_cli *c, const pprt_driver *d, const pprt_plan *p, b
     if (c->run.threads <= 1) return;
     long cores, sharers;
     d->ops->cores(d, p, &cores, &sharers);
+    const bool reps = !ranks && c->run.replicas > 1; /* --replicas: each replica's stages share them too */
+    if (reps) sharers *= c->run.replicas;
     if ((long)c->run.threads * sharers <= cores) return;
     int t = cores / sharers > 1 ? (int)(cores / sharers) : 1;
     fprintf(stderr, "pprt: warning: %ld %s x %d threads exceed the %ld cores %s; using %d thread%s per %s\n",
-            sharers, ranks ? "rank" : sharers == 1 ? "stage" : "stages", c->run.threads, cores,
-            ranks ? "this rank may use" : "this process may use", t, t == 1 ? "" : "s", ranks ? "rank" : "stage");
+            sharers, ranks ? "rank" : reps ? "stage threads of the replicas" : sharers == 1 ? "stage" : "stages",
+            c->run.threads, cores, ranks ? "this rank may use" : "this process may use", t, t == 1 ? "" : "s",
+            ranks ? "rank" : "stage");
     c->run.threads = t;
 }
 

@@ -112,4 +112,49 @@ free = json.load(open('pin3.json'))['stages']
 want = [str(mine[0]), str(mine[1])] if n >= 2 else ['', '']
 assert [x['cpus'] for x in free] == want, (free, mine)" "$last" "$n_cpu" ||
   { echo "FAIL: stage threads pinned outside the affinity mask"; cat pin1.json pin2.json pin3.json; exit 1; }
-echo "digits: accuracy $want_acc at -pp 1,2,3 and -b 16,7; logits within tolerance; splits bit-identical"
+# --replicas R: R pipelines side by side on shares of the micro-batches
+# (at -b 16 the 360 samples are 23 micro-batches, the last padded: shares
+# of 11/12 and 7/8/8), outputs in input order and bit-identical to one
+# pipeline, every replica through its own warm-up; the statistics count every
+# sample and micro-batch, the profile every node once
+for b in 16 7; do
+  for pp in 1 2; do
+    for r in 2 3; do
+      "$PPRT" d_${b}_$pp.plan "$S/data" -o out_r${r}_${b}_$pp -q --threads 1 --replicas $r --warmup 2 \
+        --labels "$S/labels.npy" --stats-json rs.json --profile rp.json > rrun.txt
+      cmp out_${b}_1/logits.npy out_r${r}_${b}_$pp/logits.npy ||
+        { echo "FAIL: -b $b -pp $pp --replicas $r differs from one pipeline"; exit 1; }
+      acc=$(awk '/^accuracy:/ {print $2}' rrun.txt)
+      [ "$acc" = "$want_acc" ] || { echo "FAIL: --replicas $r accuracy $acc, want $want_acc"; exit 1; }
+      "$PY" -c "
+import json, math, sys
+b, pp = int(sys.argv[1]), int(sys.argv[2])
+s, p = json.load(open('rs.json')), json.load(open('rp.json'))
+assert s['samples'] == 360 and s['micro_batches'] == math.ceil(360 / b), s
+assert len(s['stages']) == pp and all(x['busy_s'] > 0 for x in s['stages']), s
+assert len(p['nodes']) == sum(x['nodes'] for x in s['stages']), (p, s)
+assert all(v >= 0 for v in p['nodes'].values()), p" $b $pp ||
+        { echo "FAIL: --replicas $r statistics or profile"; cat rs.json; exit 1; }
+    done
+  done
+done
+# a replica with no micro-batch is refused before the run, naming the count
+set +e
+"$PPRT" d_16_1.plan "$S/data" -o out_rbad -q --replicas 24 2> rbad.txt; rc=$?
+set -e
+[ $rc = 2 ] && grep -q "replicas 24: the run has only 23 micro-batches" rbad.txt ||
+  { echo "FAIL: --replicas beyond the micro-batches: exit $rc"; cat rbad.txt; exit 1; }
+[ ! -e out_rbad/logits.npy ] || { echo "FAIL: outputs written by a refused run"; exit 1; }
+set +e
+"$PPRT" d_16_1.plan "$S/data" -o out_rbad -q --replicas 0 2> rbad.txt; rc=$?
+set -e
+[ $rc = 2 ] && grep -q "replicas needs 1..4096" rbad.txt || { echo "FAIL: --replicas 0: exit $rc"; cat rbad.txt; exit 1; }
+# device stages are not replicated by threads (cuda-emu's messages live in its device space)
+if "$PPRT" --backend list 2>/dev/null | grep "^cuda-emu " | grep -vq unavailable; then
+  set +e
+  "$PPRT" d_16_1.plan "$S/data" -o out_rbad -q --replicas 2 --backend cuda-emu 2> rbad.txt; rc=$?
+  set -e
+  [ $rc = 2 ] && grep -q "replicas of host stages only" rbad.txt ||
+    { echo "FAIL: --replicas with cuda-emu: exit $rc"; cat rbad.txt; exit 1; }
+fi
+echo "digits: accuracy $want_acc at -pp 1,2,3 and -b 16,7; logits within tolerance; splits bit-identical; replicas bit-identical"

@@ -22,7 +22,7 @@ Object Format that chrome://tracing and Perfetto read):
     its first micro-batch only after stage 0 finished it (the fill), and
     every micro-batch reaches the last stage after it left the first.
 Runs the digits sample at -pp 2 and -pp 3 on the threaded runtime, with and
-without --profile; with --mpi instead under mpirun (-np 2 with --profile;
+without --profile, and as two replicas (--replicas 2); with --mpi instead under mpirun (-np 2 with --profile;
 -np 4 with --replicas 2), exit 77 (skipped) when pprt was built without MPI.
 Usage: run.py WORKDIR [--mpi] (env: PPCC, PPRT, SRC; for --mpi MPIRUN and
 PP_MPI=ON)."""
@@ -175,6 +175,8 @@ def main():
         for prof in (False, True):
             if not mpi_only:
                 cases.append((f"threads -pp {pp}{' --profile' if prof else ''}", plan, pp, 1, prof, names, []))
+        if not mpi_only:  # two pipelines of threads: a track per stage of each replica
+            cases.append((f"threads -pp {pp} --replicas 2", plan, pp, 2, pp == 3, names, []))
     if mpi_only:
         if os.environ.get("PP_MPI") != "ON" or not os.environ.get("MPIRUN"):
             print("trace: pprt built without MPI (or no mpirun): skipped")
