@@ -5,13 +5,13 @@
 #include <stdlib.h>
 
 struct pprt_bnorm {
-    pprt_bnorm_layout l;
+    pprt_layout l;
     bool relu;
     int64_t cp; /* channels padded to a multiple of vec */
     float *m, *k, *b; /* cp each; 0 for the padding channels, which so stay 0 */
 };
 
-pp_status pprt_bnorm_create(const pprt_bnorm_layout *l, const float *scale, const float *bias, const float *mean,
+pp_status pprt_bnorm_create(const pprt_layout *l, const float *scale, const float *bias, const float *mean,
                             const float *var, float eps, bool relu, pprt_bnorm **out, pp_err *err) {
     *out = NULL;
     if (l->N < 1 || l->C < 1 || l->S < 1 || l->vec < 1)
@@ -52,7 +52,7 @@ static void vectors_inplace(float *y, int64_t n, int64_t v, const float *restric
 }
 
 void pprt_bnorm_run(const pprt_bnorm *bn, const float *x, float *y, int threads) {
-    const pprt_bnorm_layout *l = &bn->l;
+    const pprt_layout *l = &bn->l;
     const bool relu = bn->relu;
     (void)threads;
     if (l->vec == 1) { /* plain: a channel's S elements contiguous */

@@ -13,21 +13,13 @@
 #include <stdint.h>
 
 #include "../../ir/base.h"
+#include "layout.h"
 
 typedef struct pprt_bnorm pprt_bnorm;
 
-/* The geometry of a layout: N samples, C channels, S spatial elements; a
- * channel vector of `vec` channels stored contiguously (1: plain, the S
- * elements of one channel contiguous; C: channels last; another: blocked (oneDNN: 4, 8, 16),
- * channels padded to a multiple of it), the stride of a sample and of a
- * channel block (blocked; plain: of a channel), in elements. */
-typedef struct pprt_bnorm_layout {
-    int64_t N, C, S, vec, stride_n, stride_c;
-} pprt_bnorm_layout;
-
 /* The kernel for layout l with the node's scale, bias, mean and var (C
  * each) and epsilon; relu: a ReLU after it. */
-pp_status pprt_bnorm_create(const pprt_bnorm_layout *l, const float *scale, const float *bias, const float *mean,
+pp_status pprt_bnorm_create(const pprt_layout *l, const float *scale, const float *bias, const float *mean,
                             const float *var, float eps, bool relu, pprt_bnorm **out, pp_err *err);
 /* y may be x; on `threads` OpenMP threads. */
 void pprt_bnorm_run(const pprt_bnorm *b, const float *x, float *y, int threads);

@@ -97,7 +97,7 @@ bool pprt_cscale_bf16_cpu(void) { return false; }
 #endif
 
 void pprt_cscale_run(const pprt_cscale *c, const void *x, void *y, const void *k, int threads) {
-    const pprt_bnorm_layout *l = &c->l;
+    const pprt_layout *l = &c->l;
     const int64_t vec = l->vec, blocks = vec == 1 ? l->C : (l->C + vec - 1) / vec;
     /* pixels a task: a plain row cut into TASK elements, else TASK / vec pixels (at least one) */
     const int64_t chunk = vec == 1 ? TASK : TASK / vec > 0 ? TASK / vec : 1;

@@ -1,6 +1,6 @@
 /* cscale.h: a tensor scaled per sample and channel, y[n, c, s] = x[n, c, s]
  * * k[n, c]: the squeeze-and-excitation Mul (x [N, C, spatial...] times k
- * [N or 1, C, 1...]) over f32 or bf16 tensors in the layouts of bnorm.h,
+ * [N or 1, C, 1...]) over f32 or bf16 tensors in the layouts of layout.h,
  * the oneDNN executor's own kernel for it (docs/dnnl.md). oneDNN's binary
  * with that broadcast took 0.3-0.4 ns an element in f32 on two cores of the
  * Intel Xeon of bench/RESULTS.md, twice what pprt's SiLU takes.
@@ -15,10 +15,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "bnorm.h"
+#include "layout.h"
 
 typedef struct pprt_cscale {
-    pprt_bnorm_layout l; /* x's and y's layout */
+    pprt_layout l; /* x's and y's layout */
     int64_t k_stride_n;  /* elements from one sample's k to the next's (0: one k for all); channel c at + c */
     bool bf16;           /* x and y bf16 (else f32) */
     bool k_bf16;         /* k bf16 (else f32) */

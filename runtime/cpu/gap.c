@@ -21,7 +21,7 @@ static bool last_of(const pprt_gap *g) { return g->l.vec > 1 && g->l.vec == g->l
 
 /* channel groups a sample: channels (plain), GROUPs (channels last), blocks */
 static int64_t groups_of(const pprt_gap *g) {
-    const pprt_bnorm_layout *l = &g->l;
+    const pprt_layout *l = &g->l;
     return l->vec == 1 ? l->C : last_of(g) ? (l->C + GROUP - 1) / GROUP : (l->C + l->vec - 1) / l->vec;
 }
 
@@ -73,7 +73,7 @@ static void silu_run(const pprt_gap *g, const void *x, void *y, int64_t n) {
 }
 
 static void task(const pprt_gap *g, const void *x, void *y, float *part, int64_t t, bool wide) {
-    const pprt_bnorm_layout *l = &g->l;
+    const pprt_layout *l = &g->l;
     const int64_t J = runs_of(g), vec = l->vec, groups = groups_of(g);
     const bool last = last_of(g);
     int64_t n, grp, j;
@@ -117,7 +117,7 @@ static void task(const pprt_gap *g, const void *x, void *y, float *part, int64_t
 }
 
 void pprt_gap_run(const pprt_gap *g, const void *x, void *y, void *mean, void *scratch, int threads) {
-    const pprt_bnorm_layout *l = &g->l;
+    const pprt_layout *l = &g->l;
     const int64_t J = runs_of(g), tasks = l->N * groups_of(g) * J, NC = l->N * l->C;
     float *part = scratch;
     const float S = (float)l->S;

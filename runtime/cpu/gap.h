@@ -1,5 +1,5 @@
 /* gap.h: GlobalAveragePool over f32 or bf16 tensors in the layouts of
- * bnorm.h, alone or after a SiLU in the same pass (y = silu(x) written, the
+ * layout.h, alone or after a SiLU in the same pass (y = silu(x) written, the
  * means taken of y as written): the oneDNN executor's own kernel for it
  * (docs/dnnl.md). EfficientNet's squeeze-and-excitation blocks pool the
  * output of a SiLU; one pass saves reading that tensor again (0.2-0.3 ms of
@@ -19,12 +19,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bnorm.h"
+#include "layout.h"
 
 enum { PPRT_GAP_RUN = 64 };
 
 typedef struct pprt_gap {
-    pprt_bnorm_layout l; /* x's (and y's) */
+    pprt_layout l; /* x's (and y's) */
     bool bf16;           /* x (and y) bf16, else f32 */
     bool out_bf16;       /* the means bf16, else f32; N x C, channels contiguous */
     bool silu;           /* y = silu(x) first (silu.h: f32 where pprt_silu_cpu, bf16 where pprt_silu_bf16_cpu) */

@@ -13,7 +13,7 @@
 
 struct pprt_gconv {
     pprt_gconv_shape s;
-    pprt_bnorm_layout in, out;
+    pprt_layout in, out;
     int lanes;            /* 16, 8, or 1 (the portable loop) */
     int64_t nch;          /* vectors of channels (padding included) */
     int64_t cp;           /* the output's channels, padding included */
@@ -94,21 +94,21 @@ bool pprt_gconv_fits(const pprt_gconv_shape *s) {
            s->dw > 0 && s->ph >= 0 && s->pw >= 0;
 }
 
-bool pprt_gconv_layout_ok(const pprt_bnorm_layout *l, int lanes) {
+bool pprt_gconv_layout_ok(const pprt_layout *l, int lanes) {
     if (lanes == 1) return l->vec >= 1;
     return l->vec > 1 && l->vec % lanes == 0;
 }
 
-/* element (n, c, pixel p) of layout l (bnorm.h) */
-static inline int64_t at(const pprt_bnorm_layout *l, int64_t n, int64_t c, int64_t p) {
+/* element (n, c, pixel p) of layout l (layout.h) */
+static inline int64_t at(const pprt_layout *l, int64_t n, int64_t c, int64_t p) {
     return n * l->stride_n + (c / l->vec) * l->stride_c + p * l->vec + c % l->vec;
 }
 
-static int64_t padded(const pprt_bnorm_layout *l) {
+static int64_t padded(const pprt_layout *l) {
     return l->vec > 1 && l->vec != l->C ? (l->C + l->vec - 1) / l->vec * l->vec : l->C;
 }
 
-pp_status pprt_gconv_create(const pprt_gconv_shape *s, const pprt_bnorm_layout *in, const pprt_bnorm_layout *out,
+pp_status pprt_gconv_create(const pprt_gconv_shape *s, const pprt_layout *in, const pprt_layout *out,
                             const float *w, const float *bias, float lo, float hi, bool bf16, int lanes,
                             pprt_gconv **out_g, pp_err *err) {
     *out_g = NULL;

@@ -24,7 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bnorm.h"
+#include "../../ir/base.h"
+#include "layout.h"
 
 /* N samples of C channels (input and output alike) in groups of cpg, H x W
  * to OH x OW by a KH x KW kernel with strides, dilations and the padding at
@@ -44,9 +45,9 @@ int pprt_gconv_lanes(void);
  * input. */
 bool pprt_gconv_fits(const pprt_gconv_shape *s);
 /* Whether the vector kernel on `lanes` lanes reads or writes layout l
- * (bnorm.h): channels last with C a multiple of the lanes, or blocked on
+ * (layout.h): channels last with C a multiple of the lanes, or blocked on
  * a multiple of them. */
-bool pprt_gconv_layout_ok(const pprt_bnorm_layout *l, int lanes);
+bool pprt_gconv_layout_ok(const pprt_layout *l, int lanes);
 
 /* The kernel for s from layout in to layout out (the same N and C; their
  * S = H * W and OH * OW), weights w [C][cpg][KH][KW], bias (C, or NULL),
@@ -55,7 +56,7 @@ bool pprt_gconv_layout_ok(const pprt_bnorm_layout *l, int lanes);
  * conversion to f32 first), the output f32; lanes 0: this CPU's, 8 or 16 (16 only
  * on AVX-512), or 1: the portable loop (any layout, any CPU; for tests and
  * CPUs without AVX2), each giving the same bits. */
-pp_status pprt_gconv_create(const pprt_gconv_shape *s, const pprt_bnorm_layout *in, const pprt_bnorm_layout *out,
+pp_status pprt_gconv_create(const pprt_gconv_shape *s, const pprt_layout *in, const pprt_layout *out,
                             const float *w, const float *bias, float lo, float hi, bool bf16, int lanes,
                             pprt_gconv **g, pp_err *err);
 /* y must not overlap x; on `threads` OpenMP threads. Padding channels of a

@@ -27,7 +27,7 @@
 #define ROUND_BYTES (4u << 20)   /* samples per round: about this many bytes of x */
 
 struct pprt_gnorm {
-    pprt_bnorm_layout l;
+    pprt_layout l;
     int64_t G, Cg, cp, P, parts, round;
     pprt_gn_act act;
     bool bf16;
@@ -43,7 +43,7 @@ int64_t pprt_gnorm_part(int64_t S) {
     return p < 64 ? 64 : p;
 }
 
-pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float eps, const float *scale,
+pp_status pprt_gnorm_create(const pprt_layout *l, int64_t groups, float eps, const float *scale,
                             const float *bias, pprt_gn_act act, bool bf16, pprt_gnorm **out, pp_err *err) {
     *out = NULL;
     if (l->N < 1 || l->C < 1 || l->S < 1 || l->vec < 1 || groups < 1 || l->C % groups)
@@ -87,7 +87,7 @@ pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float ep
  * each its own sum (a vector of neighbouring pixels would split a channel's
  * sum); the other layouts hold a pixel's channels side by side. */
 #define PART_SUMS(TERM, MEAN, T)                                                                              \
-    const pprt_bnorm_layout *l = &g->l;                                                                      \
+    const pprt_layout *l = &g->l;                                                                      \
     const int64_t s0 = p * g->P, s1 = s0 + g->P < l->S ? s0 + g->P : l->S;                                  \
     const T *xn = (const T *)x + n * l->stride_n;                                                            \
     if (l->vec == 1) {                                                                                       \
@@ -129,7 +129,7 @@ static void activate(pprt_gn_act act, float *y, int64_t n) {
 
 /* Sample n's part p of the output, then act; m, iv: per channel */
 #define OUTPUTS(T)                                                                                           \
-    const pprt_bnorm_layout *l = &g->l;                                                                      \
+    const pprt_layout *l = &g->l;                                                                      \
     const int64_t s0 = p * g->P, s1 = s0 + g->P < l->S ? s0 + g->P : l->S;                                  \
     const float *sc = g->sc, *bi = g->bi;                                                                    \
     const T *xt = (const T *)x;                                                                              \

@@ -1,6 +1,6 @@
 /* gnorm.h: pp.GroupNorm (GroupNormalization with a scale and bias per
  * channel after it, as the fusion pass makes it of torch's export) over f32
- * tensors in the layouts of bnorm.h (plain, channels last, blocked on
+ * tensors in the layouts of layout.h (plain, channels last, blocked on
  * channels): the oneDNN executor's own kernel for it (runtime/dnnl/norm.c).
  *
  * The group's mean and variance are summed in double in one fixed order,
@@ -23,7 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bnorm.h"
+#include "../../ir/base.h"
+#include "layout.h"
 
 typedef struct pprt_gnorm pprt_gnorm;
 
@@ -32,11 +33,11 @@ typedef struct pprt_gnorm pprt_gnorm;
  * pprt_silu_cpu()). Either gives the bits it gives as a step of its own. */
 typedef enum { PPRT_GN_ACT_NONE, PPRT_GN_ACT_RELU, PPRT_GN_ACT_SILU } pprt_gn_act;
 
-/* The kernel for layout l (pprt_bnorm_layout: its geometry) in `groups`
+/* The kernel for layout l (pprt_layout: its geometry) in `groups`
  * groups (dividing l->C), epsilon eps, scale and bias (C each), then act;
  * bf16: the source holds bfloat16 values (--precision bf16), read as the
  * floats they are (so the bits of a conversion to f32 first). */
-pp_status pprt_gnorm_create(const pprt_bnorm_layout *l, int64_t groups, float eps, const float *scale,
+pp_status pprt_gnorm_create(const pprt_layout *l, int64_t groups, float eps, const float *scale,
                             const float *bias, pprt_gn_act act, bool bf16, pprt_gnorm **out, pp_err *err);
 pprt_gn_act pprt_gnorm_act(const pprt_gnorm *g);
 /* y (f32, in x's layout) may be x when x is f32; on `threads` OpenMP

@@ -55,7 +55,7 @@ static pp_status try_cscale(pprt_exec *x, const pprt_node *n, int xi, int si, co
     for (int i = 2; i < r; i++)
         if (ds[i] != 1) return PP_OK;
     pprt_cscale c = {.bf16 = m0->data_type == dnnl_bf16};
-    pprt_bnorm_layout kl;
+    pprt_layout kl;
     dnnl_memory_desc_t sm;
     if (!dn_own_layout(m0, &c.l) || (c.bf16 && !pprt_cscale_bf16_cpu())) return PP_OK;
     /* s as stored: channel c of sample n at n * stride + c (one pixel, so

@@ -119,7 +119,7 @@ static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, i
      * eltwise after it on oneDNN's reference kernel); the same bits */
     const int lanes = gs->C % pprt_gconv_lanes() ? 8 : pprt_gconv_lanes();
     dnnl_memory_desc_t src, dst;
-    pprt_bnorm_layout li, lo_;
+    pprt_layout li, lo_;
     PP_TRY(dn_tensor_layout(x, xi, &src, err));
     const dnnl_data_type_t dt = src.data_type;
     if (dt != dnnl_f32 && dt != dnnl_bf16) return unsup(err, "source type");

@@ -346,11 +346,11 @@ pp_status dn_push_own(pprt_exec *x, step s, pp_err *err);
  * tensor `out` (DST) through dn_bind_output, with its reorder after it where
  * `out` is stored in another layout. */
 pp_status dn_push_own_io(pprt_exec *x, step s, int in, int out, pp_err *err);
-/* md as the layout of pprt's kernels that read any layout (runtime/cpu/bnorm.h):
+/* md as the layout of pprt's kernels that read any layout (runtime/cpu/layout.h):
  * f32 or bf16 (the strides count elements; which types a kernel reads is
  * its builder's test); plain, channels last or blocked on channels only;
  * the spatial dims packed, innermost. */
-bool dn_own_layout(const dnnl_memory_desc_t *md, pprt_bnorm_layout *l);
+bool dn_own_layout(const dnnl_memory_desc_t *md, pprt_layout *l);
 /* Step st of pprt's kernels (its kernel made, in st's union, `bytes` of
  * it) from input xi read as src_md to output yi written as dst_md, then the
  * output's reorder if it is stored otherwise. *taken: the step list holds

@@ -42,7 +42,7 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * that layout: its bits do not depend on the layout (bnorm.h), so no
      * reorder is needed to keep them independent of the split */
     dnnl_memory_desc_t cur;
-    pprt_bnorm_layout bl;
+    pprt_layout bl;
     PP_TRY(dn_tensor_layout(x, xi, &cur, err));
     bool own = x->o.own_bnorm && cur.data_type == dnnl_f32 && dn_own_layout(&cur, &bl);
     for (int k = 1; k < 5; k++) own = own && is_weight(x, n->in[k]) && x->ptr[n->in[k]];
@@ -251,7 +251,7 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
         return unsup(err, "scale or bias not a constant per channel");
     /* a bf16 source (--precision bf16) is read as it is, the output f32 in its layout */
     dnnl_memory_desc_t src, dst;
-    pprt_bnorm_layout l;
+    pprt_layout l;
     PP_TRY(dn_tensor_layout(x, xi, &src, err));
     if (!dn_own_layout(&src, &l)) { /* another layout or type: plain f32 */
         PP_TRY(dn_tensor_plain(x, xi, &src, err));

@@ -45,7 +45,7 @@ static pp_status build_reduce(pprt_exec *x, const pprt_node *n, pp_err *err) {
     dnnl_memory_desc_t src, dst;
     PP_TRY(dn_tensor_plain(x, in, &src, err));
     PP_TRY(dn_tensor_plain(x, out, &dst, err));
-    pprt_bnorm_layout l;
+    pprt_layout l;
     if (x->blocked[in] && dn_own_layout(&x->lay[in], &l) && l.vec > 1 && l.stride_n == l.C * l.S &&
         (l.vec == l.C || l.stride_c == l.S * l.vec) &&
         pprt_reduce_channels(&st.reduce, l.N, l.C, l.vec, x->lay[in].data_type == dnnl_bf16))

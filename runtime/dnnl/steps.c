@@ -416,7 +416,7 @@ pp_status dn_push_own_io(pprt_exec *x, step s, int in, int out, pp_err *err) {
 }
 
 /* (dnnl_exec.h) */
-bool dn_own_layout(const dnnl_memory_desc_t *md, pprt_bnorm_layout *l) {
+bool dn_own_layout(const dnnl_memory_desc_t *md, pprt_layout *l) {
     if ((md->data_type != dnnl_f32 && md->data_type != dnnl_bf16) || md->format_kind != dnnl_blocked ||
         md->offset0 != 0 || md->ndims < 2 || md->ndims > 5)
         return false;
@@ -424,7 +424,7 @@ bool dn_own_layout(const dnnl_memory_desc_t *md, pprt_bnorm_layout *l) {
     const int nd = md->ndims;
     int64_t S = 1;
     for (int d = 2; d < nd; d++) S *= md->dims[d];
-    *l = (pprt_bnorm_layout){.N = md->dims[0], .C = md->dims[1], .S = S, .stride_n = b->strides[0],
+    *l = (pprt_layout){.N = md->dims[0], .C = md->dims[1], .S = S, .stride_n = b->strides[0],
                              .stride_c = b->strides[1]};
     if (b->inner_nblks == 1 && b->inner_idxs[0] == 1) l->vec = b->inner_blks[0];
     else if (b->inner_nblks == 0) l->vec = b->strides[1] == 1 ? l->C : 1;

@@ -1,4 +1,4 @@
-/* layouts.h: the layouts of runtime/cpu/bnorm.h that the unit tests of
+/* layouts.h: the layouts of runtime/cpu/layout.h that the unit tests of
  * pprt's kernels reading any layout (bnorm, gnorm, gconv) lay values out
  * in: vec 1 plain, vec == C channels last, another vec (8, 16) blocked on
  * channels with the channel count padded to a multiple of it. */
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "runtime/cpu/bnorm.h"
+#include "runtime/cpu/layout.h"
 
 /* channels stored per pixel, padding included */
 static inline int64_t lay_padded(int64_t C, int64_t vec) {
@@ -24,9 +24,9 @@ static inline int64_t lay_at(int64_t C, int64_t S, int64_t vec, int64_t n, int64
 }
 
 /* the kernels' description of it */
-static inline pprt_bnorm_layout lay_layout(int64_t N, int64_t C, int64_t S, int64_t vec) {
-    if (vec == 1) return (pprt_bnorm_layout){N, C, S, 1, C * S, S};
-    return (pprt_bnorm_layout){N, C, S, vec, lay_padded(C, vec) * S, vec == C ? 0 : S * vec};
+static inline pprt_layout lay_layout(int64_t N, int64_t C, int64_t S, int64_t vec) {
+    if (vec == 1) return (pprt_layout){N, C, S, 1, C * S, S};
+    return (pprt_layout){N, C, S, vec, lay_padded(C, vec) * S, vec == C ? 0 : S * vec};
 }
 
 static inline uint32_t lay_bits(float v) {

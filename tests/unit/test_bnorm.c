@@ -45,7 +45,7 @@ int main(void) {
         const int vecs[] = {1, C, 8, 16};
         for (int v = 0; v < 4; v++) {
             const int vec = vecs[v];
-            pprt_bnorm_layout l = lay_layout(N, C, S, vec);
+            pprt_layout l = lay_layout(N, C, S, vec);
             pprt_bnorm *bn;
             pp_err e = {0};
             if (pprt_bnorm_create(&l, scale, bias, mean, var, eps, relu, &bn, &e) != PP_OK) {

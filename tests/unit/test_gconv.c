@@ -53,7 +53,7 @@ static float *lay(const float *x, int64_t N, int64_t C, int64_t S, int64_t vec) 
 static float *run_src(const pprt_gconv_shape *s, const float *x, const float *w, const float *b, float lo, float hi,
                       int64_t vec_in, int64_t vec_out, int lanes, int threads, bool bf16, bool *pad_ok) {
     const int64_t S = s->H * s->W, OS = s->OH * s->OW, C = s->C;
-    const pprt_bnorm_layout li = lay_layout(s->N, C, S, vec_in), lo_ = lay_layout(s->N, C, OS, vec_out);
+    const pprt_layout li = lay_layout(s->N, C, S, vec_in), lo_ = lay_layout(s->N, C, OS, vec_out);
     pprt_gconv *g;
     pp_err e = {0};
     if (pprt_gconv_create(s, &li, &lo_, w, b, lo, hi, bf16, lanes, &g, &e) != PP_OK) return NULL;

@@ -83,7 +83,7 @@ static void run_shape(const shape *h) {
     const int64_t vecs[4] = {1, C, 8, 16};
     for (int v = 0; v < 4; v++) {
         const int64_t vec = vecs[v], n_el = N * lay_padded(h->C, vec) * S;
-        pprt_bnorm_layout l = lay_layout(h->N, h->C, h->S, vec);
+        pprt_layout l = lay_layout(h->N, h->C, h->S, vec);
         pprt_gnorm *gn;
         pp_err e = {0};
         if (pprt_gnorm_create(&l, G, eps, sc, bi, PPRT_GN_ACT_NONE, false, &gn, &e) != PP_OK) {
@@ -163,7 +163,7 @@ static void run_shape(const shape *h) {
         const int64_t avecs[3] = {1, C, 16};
         for (int v = 0; v < 3; v++) {
             const int64_t vec = avecs[v], n_el = N * lay_padded(h->C, vec) * S;
-            pprt_bnorm_layout l = lay_layout(h->N, h->C, h->S, vec);
+            pprt_layout l = lay_layout(h->N, h->C, h->S, vec);
             pprt_gnorm *gn;
             pp_err e = {0};
             if (pprt_gnorm_create(&l, G, eps, sc, bi, (pprt_gn_act)act, false, &gn, &e) != PP_OK) {
@@ -197,7 +197,7 @@ static void run_shape(const shape *h) {
         const int64_t bvecs[3] = {1, C, 16};
         for (int v = 0; v < 3; v++) {
             const int64_t vec = bvecs[v], n_el = N * lay_padded(h->C, vec) * S;
-            pprt_bnorm_layout l = lay_layout(h->N, h->C, h->S, vec);
+            pprt_layout l = lay_layout(h->N, h->C, h->S, vec);
             const pprt_gn_act act = pprt_silu_cpu() ? PPRT_GN_ACT_SILU : PPRT_GN_ACT_RELU;
             pprt_gnorm *g16, *g32;
             pp_err e = {0};
