@@ -309,8 +309,8 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
                        (long long)n);
     S.m = pprt_mb_count(p, n);
     if (R > S.m)
-        return PP_FAIL(err, PP_EINVAL, "--replicas %d: the run has only %lld micro-batches (%lld samples of %lld), "
-                                       "so some replica would have none; at most %lld",
+        return PP_FAIL(err, PP_EINVAL, "--replicas %d: the run has only %lld micro-batches (%lld samples, %lld a "
+                                       "micro-batch), so some replica would have none; at most %lld",
                        R, (long long)S.m, (long long)n, (long long)pprt_mb_size(p), (long long)S.m);
     pthread_mutex_init(&S.err_mu, NULL);
     worker *w = calloc((size_t)W, sizeof *w);
