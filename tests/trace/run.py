@@ -22,8 +22,9 @@ Object Format that chrome://tracing and Perfetto read):
     its first micro-batch only after stage 0 finished it (the fill), and
     every micro-batch reaches the last stage after it left the first.
 Runs the digits sample at -pp 2 and -pp 3 on the threaded runtime, with and
-without --profile, and as two replicas (--replicas 2); with --mpi instead under mpirun (-np 2 with --profile;
--np 4 with --replicas 2), exit 77 (skipped) when pprt was built without MPI.
+without --profile, and as two replicas (--replicas 2); with --mpi instead
+under mpirun (-np 2 with --profile; -np 4 with --replicas 2), exit 77
+(skipped) when pprt was built without MPI.
 Usage: run.py WORKDIR [--mpi] (env: PPCC, PPRT, SRC; for --mpi MPIRUN and
 PP_MPI=ON)."""
 import json
