@@ -50,6 +50,7 @@ pp_status pprt_stats_fill(pprt_stats *st, int64_t n, int64_t m, int64_t batch, d
                           pp_err *err) {
     st->samples = n;
     st->micro_batches = m;
+    st->replicas = replicas;
     st->wall_s = wall_s;
     st->samples_per_s = wall_s > 0 ? (double)n / wall_s : 0;
     st->n_stages = stages;

@@ -246,6 +246,7 @@ int pprt_rank_cores(int local_ranks);
 
 typedef struct pprt_stats {
     int64_t samples, micro_batches;
+    int replicas;            /* pipelines that shared the micro-batches (--replicas) */
     double wall_s;
     double samples_per_s;
     /* from the first micro-batch out to the last: the samples finished in

@@ -137,9 +137,9 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err
     PP_TRY(pp_outfile_open(&out, path, err));
     FILE *f = out.f;
     fprintf(f,
-            "{\"samples\": %lld, \"micro_batches\": %lld, \"wall_s\": %.6f, \"samples_per_s\": %.3f, "
+            "{\"samples\": %lld, \"micro_batches\": %lld, \"replicas\": %d, \"wall_s\": %.6f, \"samples_per_s\": %.3f, "
             "\"steady_samples_per_s\": %.3f, \"latency_ms\": {\"mean\": %.4f, \"p99\": %.4f}, \"stages\": [",
-            (long long)st->samples, (long long)st->micro_batches, st->wall_s, st->samples_per_s,
+            (long long)st->samples, (long long)st->micro_batches, st->replicas, st->wall_s, st->samples_per_s,
             st->steady_samples_per_s, st->latency_mean_ms, st->latency_p99_ms);
     for (int i = 0; i < st->n_stages; i++) {
         const pprt_exec_counts *c = &st->stages[i].exec;

@@ -20,7 +20,7 @@ for b in 16 7; do
     fi
     "$PY" "$SRC/tests/tools/compare_npy.py" out_${b}_$pp/logits.npy "$S/expected/logits.npy" --rtol 1e-3 --atol 1e-4
     cmp out_${b}_1/logits.npy out_${b}_$pp/logits.npy || { echo "FAIL: -pp $pp differs from -pp 1"; exit 1; }
-    grep -q '"samples": 360' s.json || { echo "FAIL: stats json"; cat s.json; exit 1; }
+    grep -q '"samples": 360, "micro_batches": [0-9]*, "replicas": 1,' s.json || { echo "FAIL: stats json"; cat s.json; exit 1; }
     # the steady rate counts the samples after the first micro-batch out over
     # at most the wall time: at least (360 - b) / wall
     "$PY" -c "
@@ -128,12 +128,12 @@ for b in 16 7; do
       [ "$acc" = "$want_acc" ] || { echo "FAIL: --replicas $r accuracy $acc, want $want_acc"; exit 1; }
       "$PY" -c "
 import json, math, sys
-b, pp = int(sys.argv[1]), int(sys.argv[2])
+b, pp, r = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 s, p = json.load(open('rs.json')), json.load(open('rp.json'))
-assert s['samples'] == 360 and s['micro_batches'] == math.ceil(360 / b), s
+assert s['samples'] == 360 and s['micro_batches'] == math.ceil(360 / b) and s['replicas'] == r, s
 assert len(s['stages']) == pp and all(x['busy_s'] > 0 for x in s['stages']), s
 assert len(p['nodes']) == sum(x['nodes'] for x in s['stages']), (p, s)
-assert all(v >= 0 for v in p['nodes'].values()), p" $b $pp ||
+assert all(v >= 0 for v in p['nodes'].values()), p" $b $pp $r ||
         { echo "FAIL: --replicas $r statistics or profile"; cat rs.json; exit 1; }
     done
   done

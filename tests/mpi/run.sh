@@ -17,7 +17,8 @@
 #   - a rank killed with SIGKILL mid-run (tests/mpi/kill.sh), with mpirun
 #     ending the job and with pprt's own heartbeats finding it.
 # Built without MPI: pprt must refuse mpirun's environment and the MPI
-# options with exit 2; then the test is skipped (exit 77).
+# options with exit 2 (--replicas is not one of them any more: it runs on
+# threads); then the test is skipped (exit 77).
 #
 # usage: run.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC, PP_MPI=ON|OFF, MPIRUN)
 set -euo pipefail
@@ -46,8 +47,8 @@ expect_msg() { # expect_msg LOG REGEX [COUNT]
 if [ "${PP_MPI:-OFF}" != ON ]; then
   expect_rc 2 nompi1.txt env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 "$PPRT" d2.plan "$S/data" -o x
   expect_msg nompi1.txt "built without MPI.*OMPI_COMM_WORLD_SIZE=2"
-  expect_rc 2 nompi2.txt "$PPRT" d2.plan "$S/data" -o x --replicas 2
-  expect_msg nompi2.txt "built without MPI.*--replicas"
+  expect_rc 2 nompi2.txt "$PPRT" d2.plan "$S/data" -o x --transport mpi
+  expect_msg nompi2.txt "built without MPI.*--transport"
   expect_rc 2 nompi3.txt env PMI_SIZE=2 "$PPRT" d2.plan "$S/data" -o x --mpi-timeout 5
   expect_msg nompi3.txt "built without MPI"
   echo "mpi: pprt was built without MPI and refuses mpirun and the MPI options; skipping the MPI runs"
