@@ -14,6 +14,30 @@ int64_t pprt_mb_size(const pprt_plan *p);
 /* Micro-batches needed for n samples. */
 int64_t pprt_mb_count(const pprt_plan *p, int64_t n);
 
+/* R data-parallel pipelines (--replicas) over a run of n samples in M
+ * micro-batches of b: replica k takes micro-batches [pprt_share_lo(s, k),
+ * pprt_share_lo(s, k + 1)), contiguous, the counts differing by one at most;
+ * the same shares for the threaded and the MPI driver. */
+typedef struct pprt_shares {
+    int64_t b, M; /* micro-batch size, micro-batches in all */
+    int64_t n;    /* samples */
+    int R;
+} pprt_shares;
+
+static inline int64_t pprt_share_lo(const pprt_shares *s, int k) { return s->M * k / s->R; }
+/* replica k's micro-batches */
+static inline int64_t pprt_share_mbs(const pprt_shares *s, int k) {
+    return pprt_share_lo(s, k + 1) - pprt_share_lo(s, k);
+}
+/* replica k's first sample and its samples (the padding of the last micro-batch not counted) */
+static inline int64_t pprt_share_first(const pprt_shares *s, int k) { return pprt_share_lo(s, k) * s->b; }
+static inline int64_t pprt_share_samples(const pprt_shares *s, int k) {
+    int64_t end = pprt_share_lo(s, k + 1) * s->b;
+    if (end > s->n) end = s->n;
+    const int64_t c = end - pprt_share_first(s, k);
+    return c > 0 ? c : 0;
+}
+
 /* inputs[i] holds n samples of plan input i; msg is laid out as
  * p->stages[0].in. Copies samples [mb*B, mb*B+B) (those that exist) and
  * zeroes the rest. */

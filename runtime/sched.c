@@ -83,6 +83,7 @@ struct sched {
     const pprt_run_opts *o;
     int64_t n, m;      /* samples, micro-batches */
     int R;             /* replicas */
+    pprt_shares sh;    /* their shares of the micro-batches (microbatch.h) */
     pprt_link **links; /* R x (P + 1): each replica's source, P - 1 boundaries, sink */
     double *t_start, *t_end; /* per micro-batch */
     int64_t *done;     /* per replica: micro-batches its sink has (the progress bar) */
@@ -112,9 +113,6 @@ static bool is_failed(sched *S) {
     return f;
 }
 
-/* Replica k's share of the micro-batches: [mb_lo(k), mb_lo(k + 1)). */
-static int64_t mb_lo(const sched *S, int k) { return S->m * k / S->R; }
-
 /* A sink's progress: a bar on stderr over every replica's. */
 typedef struct {
     sched *S;
@@ -136,7 +134,7 @@ static void progress(void *ctx, int64_t count) {
     if (done == S->m) fputc('\n', stderr);
 }
 
-/* Replica k's links: the source over its share of the inputs (staged onto
+/* Replica k's links (its share S->sh): the source over its share of the inputs (staged onto
  * stage 0's device if it has one), the links between stages' places, the
  * sink into its share of the outputs (staged likewise); w: its P workers,
  * in and out: its shares (n samples), pc: its progress context. */
@@ -146,7 +144,7 @@ static pp_status make_links(sched *S, int k, const worker *w, const pprt_array *
     const pprt_run_opts *o = S->o;
     const int P = p->n_stages;
     pprt_link **L = S->links + (size_t)k * (size_t)(P + 1);
-    const int64_t mb0 = mb_lo(S, k);
+    const int64_t mb0 = pprt_share_lo(&S->sh, k);
     const pprt_place *first = &w[0].at, *last = &w[P - 1].at;
     pprt_link *src = NULL, *sink = NULL;
     char rep[32] = "";
@@ -287,7 +285,7 @@ static void *stage_main(void *arg) {
         memcpy(w->warm_s, ns, (size_t)nn * sizeof *ns);
     meet_wait(&S->ready);
     w->t_go = pprt_now_s();
-    if (!is_failed(S)) stage_loop(w, S->o->warmup, S->o->warmup + mb_lo(S, w->replica + 1) - mb_lo(S, w->replica));
+    if (!is_failed(S)) stage_loop(w, S->o->warmup, S->o->warmup + pprt_share_mbs(&S->sh, w->replica));
     return NULL;
 }
 
@@ -308,6 +306,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         return PP_FAIL(err, PP_EINVAL, "an unbatched plan (-b 0) runs exactly one set of inputs, got %lld",
                        (long long)n);
     S.m = pprt_mb_count(p, n);
+    S.sh = (pprt_shares){pprt_mb_size(p), S.m, n, R};
     if (R > S.m)
         return PP_FAIL(err, PP_EINVAL, "--replicas %d: the run has only %lld micro-batches (%lld samples, %lld a "
                                        "micro-batch), so some replica would have none; at most %lld",
@@ -355,22 +354,15 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         }
     /* the links of each replica: source, boundaries (each with its buffers,
      * where its stages want them), sink */
-    const int64_t b = pprt_mb_size(p);
     for (int k = 0; k < R && s == PP_OK; k++) {
-        const int64_t first = mb_lo(&S, k) * b, last = mb_lo(&S, k + 1) * b < n ? mb_lo(&S, k + 1) * b : n;
+        const int64_t first = pprt_share_first(&S.sh, k), nk = pprt_share_samples(&S.sh, k);
         pprt_array *in = ins + (size_t)k * (size_t)NI, *out = outs + (size_t)k * (size_t)NO;
-        for (int i = 0; i < NI; i++) {
-            in[i] = inputs[i];
-            in[i].data = (char *)inputs[i].data + (size_t)first * p->inputs[i].sample_bytes;
-            in[i].n = last - first;
-        }
-        for (int i = 0; i < NO; i++) {
-            out[i] = outputs[i];
-            out[i].data = (char *)outputs[i].data + (size_t)first * p->outputs[i].sample_bytes;
-            out[i].n = last - first;
-        }
+        for (int i = 0; i < NI; i++)
+            in[i] = (pprt_array){(char *)inputs[i].data + (size_t)first * p->inputs[i].sample_bytes, nk};
+        for (int i = 0; i < NO; i++)
+            out[i] = (pprt_array){(char *)outputs[i].data + (size_t)first * p->outputs[i].sample_bytes, nk};
         pcs[k] = (prog_ctx){&S, k};
-        s = make_links(&S, k, w + (size_t)k * (size_t)P, in, out, last - first, &pcs[k], err);
+        s = make_links(&S, k, w + (size_t)k * (size_t)P, in, out, nk, &pcs[k], err);
     }
     if (s != PP_OK) goto done;
     /* the cores this process may use (under taskset or a cpuset, not the
@@ -387,9 +379,9 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         for (int i = 0; i < P; i++) {
             worker *x = &w[k * P + i];
             x->S = &S;
-            const pprt_link *const *L = (const pprt_link *const *)S.links + (size_t)k * (size_t)(P + 1);
-            x->run = (pprt_stage_run){.stage = i, .ex = x->be->exec, .in = (pprt_link *)L[i],
-                                      .out = (pprt_link *)L[i + 1], .warmup = o->warmup, .mb_offset = mb_lo(&S, k)};
+            pprt_link **L = S.links + (size_t)k * (size_t)(P + 1);
+            x->run = (pprt_stage_run){.stage = i, .ex = x->be->exec, .in = L[i], .out = L[i + 1], .warmup = o->warmup,
+                                      .mb_offset = pprt_share_lo(&S.sh, k)};
             x->threads = x->be->multithreaded || o->threads > 0 ? threads : 1;
             /* pinned to its own `threads` cores where every stage thread has its own */
             x->cpu = (o->pin && (long)cores >= (long)W * threads) ? cpus + (size_t)(k * P + i) * (size_t)threads
@@ -398,8 +390,8 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     for (int wi = 0; wi < W && s == PP_OK && o->trace; wi++) {
         const int k = wi / P, i = wi % P;
         pprt_trace_track *t = &w[wi].tr;
-        *t = (pprt_trace_track){.stage = i, .replica = k, .rank = -1, .mb0 = mb_lo(&S, k),
-                                .n = mb_lo(&S, k + 1) - mb_lo(&S, k), .n_nodes = p->stages[i].n_nodes};
+        *t = (pprt_trace_track){.stage = i, .replica = k, .rank = -1, .mb0 = pprt_share_lo(&S.sh, k),
+                                .n = pprt_share_mbs(&S.sh, k), .n_nodes = p->stages[i].n_nodes};
         t->t = calloc((size_t)t->n * PPRT_TRACE_T, sizeof(double));
         if (o->trace_nodes && w[wi].be->exec->node_seconds) {
             t->n_node_mb = pprt_trace_node_mbs(t->n_nodes, t->n);

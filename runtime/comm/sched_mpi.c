@@ -46,38 +46,22 @@ static uint64_t plan_hash(const pprt_plan *p) {
     return XXH3_64bits(buf, (size_t)(len > 0 ? (len < (int)sizeof buf ? len : (int)sizeof buf - 1) : 0));
 }
 
-typedef struct {
-    int64_t b, M;   /* micro-batch size, micro-batches in all */
-    int64_t n;      /* samples */
-    int R;
-} shares;
-
-static int64_t mb_lo(const shares *S, int k) { return S->M * k / S->R; }
-static int64_t mb_n(const shares *S, int k) { return mb_lo(S, k + 1) - mb_lo(S, k); }
-static int64_t first_sample(const shares *S, int k) { return mb_lo(S, k) * S->b; }
-static int64_t n_samples(const shares *S, int k) {
-    int64_t end = mb_lo(S, k + 1) * S->b;
-    if (end > S->n) end = S->n;
-    int64_t c = end - first_sample(S, k);
-    return c > 0 ? c : 0;
-}
-
 /* Length (doubles) of rank q's timeline message (--trace): PPRT_TRACE_T per
  * micro-batch, then its node times; *node_mbs: micro-batches with node times. */
-static size_t trace_len(const pprt_plan *p, const shares *S, int q, bool nodes, int64_t *node_mbs) {
+static size_t trace_len(const pprt_plan *p, const pprt_shares *S, int q, bool nodes, int64_t *node_mbs) {
     int K = p->n_stages, nn = p->stages[q % K].n_nodes;
-    int64_t mq = mb_n(S, q / K);
+    int64_t mq = pprt_share_mbs(S, q / K);
     *node_mbs = nodes ? pprt_trace_node_mbs(nn, mq) : 0;
     return (size_t)mq * PPRT_TRACE_T + (size_t)*node_mbs * (size_t)nn;
 }
 
 /* Length (doubles) of rank q's statistics message. */
 enum { ST_BUSY, ST_RSS, ST_START, ST_END, ST_MBS, ST_COUNTS, ST_HEAD = ST_COUNTS + PPRT_EXEC_COUNTS };
-static size_t stats_len(const pprt_plan *p, const shares *S, int q) {
+static size_t stats_len(const pprt_plan *p, const pprt_shares *S, int q) {
     int K = p->n_stages, s = q % K;
     size_t len = ST_HEAD + (size_t)p->stages[s].n_nodes;
-    if (s == 0) len += (size_t)mb_n(S, q / K);
-    if (s == K - 1) len += (size_t)mb_n(S, q / K);
+    if (s == 0) len += (size_t)pprt_share_mbs(S, q / K);
+    if (s == K - 1) len += (size_t)pprt_share_mbs(S, q / K);
     return len;
 }
 
@@ -227,9 +211,9 @@ static void *alloc64(size_t bytes) {
     return posix_memalign(&b, 64, bytes ? bytes : 64) == 0 ? b : NULL;
 }
 
-static pp_status run_loop(pprt_mpi *m, const pprt_plan *p, const shares *S, rankrun *rr, pp_err *err) {
+static pp_status run_loop(pprt_mpi *m, const pprt_plan *p, const pprt_shares *S, rankrun *rr, pp_err *err) {
     int s = m->stage, k = m->replica;
-    int64_t mk = mb_n(S, k);
+    int64_t mk = pprt_share_mbs(S, k);
     double *st = rr->stats;
     pprt_trace_track tr = {0};
     if (rr->tr) { /* a view of the timeline message: times, then node times */
@@ -239,7 +223,7 @@ static pp_status run_loop(pprt_mpi *m, const pprt_plan *p, const shares *S, rank
                                 .node_s = rr->tr + (size_t)mk * PPRT_TRACE_T};
     }
     pprt_stage_run run = {.stage = s, .ex = rr->be->exec, .x = rr->x, .in = rr->in, .out = rr->out,
-                          .mb_offset = mb_lo(S, k), .trace = rr->tr ? &tr : NULL, .prev_ns = rr->prev_ns};
+                          .mb_offset = pprt_share_lo(S, k), .trace = rr->tr ? &tr : NULL, .prev_ns = rr->prev_ns};
     bool own;
     PP_TRY(pprt_stage_loop(&run, 0, mk, &own, err));
     /* every send completed: all buffers back */
@@ -255,7 +239,7 @@ static pp_status run_loop(pprt_mpi *m, const pprt_plan *p, const shares *S, rank
 }
 
 /* Writer: every rank's statistics into *stats. */
-static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const shares *S, rankrun *rr,
+static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const pprt_shares *S, rankrun *rr,
                               pprt_stats *stats, pp_err *err) {
     int K = p->n_stages, total_nodes = 0;
     int *base = calloc((size_t)K, sizeof *base);
@@ -274,7 +258,7 @@ static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const shares *S, 
     for (int q = 0; q < m->size && s == PP_OK; q++) {
         const double *st = q == m->rank ? rr->stats : rr->peer_stats[q];
         int sq = q % K, kq = q / K;
-        int64_t mq = mb_n(S, kq), lo = mb_lo(S, kq);
+        int64_t mq = pprt_share_mbs(S, kq), lo = pprt_share_lo(S, kq);
         if (st[ST_MBS] != (double)mq) {
             s = PP_FAIL(err, PP_ERUNTIME, "rank %d ran %.0f micro-batches, expected %lld", q, st[ST_MBS],
                         (long long)mq);
@@ -316,7 +300,7 @@ static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const shares *S, 
 }
 
 /* Writer: every rank's timeline into stats->trace, one track per rank. */
-static pp_status gather_trace(pprt_mpi *m, const pprt_plan *p, const shares *S, rankrun *rr, pprt_stats *stats,
+static pp_status gather_trace(pprt_mpi *m, const pprt_plan *p, const pprt_shares *S, rankrun *rr, pprt_stats *stats,
                               pp_err *err) {
     int K = p->n_stages;
     pprt_trace *t = calloc(1, sizeof *t);
@@ -338,8 +322,9 @@ static pp_status gather_trace(pprt_mpi *m, const pprt_plan *p, const shares *S, 
         int64_t node_mbs;
         size_t len = trace_len(p, S, q, rr->trace_nodes, &node_mbs);
         pprt_trace_track *k = &t->tracks[q];
-        *k = (pprt_trace_track){.stage = q % K, .replica = q / K, .rank = q, .mb0 = mb_lo(S, q / K),
-                                .n = mb_n(S, q / K), .n_nodes = p->stages[q % K].n_nodes, .n_node_mb = node_mbs};
+        *k = (pprt_trace_track){.stage = q % K, .replica = q / K, .rank = q, .mb0 = pprt_share_lo(S, q / K),
+                                .n = pprt_share_mbs(S, q / K), .n_nodes = p->stages[q % K].n_nodes,
+                                .n_node_mb = node_mbs};
         k->t = malloc(sizeof(double) * (size_t)k->n * PPRT_TRACE_T + 1);
         k->node_s = malloc(sizeof(double) * (size_t)node_mbs * (size_t)k->n_nodes + 1);
         if (!k->t || !k->node_s) return PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
@@ -365,8 +350,8 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     PP_TRY(handshake(m, p, inputs, &n, o->depth, &same_host, err));
     *n_io = n;
     PP_TRY(clock_offset(m, same_host, &off, err));
-    shares S = {pprt_mb_size(p), pprt_mb_count(p, n), n, R};
-    int64_t mk = mb_n(&S, k), nk = n_samples(&S, k);
+    pprt_shares S = {pprt_mb_size(p), pprt_mb_count(p, n), n, R};
+    int64_t mk = pprt_share_mbs(&S, k), nk = pprt_share_samples(&S, k);
 
     rankrun rr = {.be = tp.be};
     int max_reqs = 2 + (R + 1) * (p->n_inputs + p->n_outputs) + 2 * m->size + 1;
@@ -413,12 +398,12 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
             add_req(&rr, r);
     }
     for (int q = 1; me == 0 && q < R && st == PP_OK; q++)
-        for (int i = 0; i < p->n_inputs && st == PP_OK && n_samples(&S, q) > 0; i++) {
+        for (int i = 0; i < p->n_inputs && st == PP_OK && pprt_share_samples(&S, q) > 0; i++) {
             size_t sb = p->inputs[i].sample_bytes;
             pprt_mpi_req *r;
             pprt_mpi_describe(m, q * K, who, sizeof who);
-            st = pprt_mpi_isend(m, (const unsigned char *)inputs[i].data + (size_t)first_sample(&S, q) * sb,
-                                (size_t)n_samples(&S, q) * sb, q * K, PPRT_TAG_IN, &r, err,
+            st = pprt_mpi_isend(m, (const unsigned char *)inputs[i].data + (size_t)pprt_share_first(&S, q) * sb,
+                                (size_t)pprt_share_samples(&S, q) * sb, q * K, PPRT_TAG_IN, &r, err,
                                 "sending replica %d's share of input '%s' to %s", q, p->inputs[i].name, who);
             if (st == PP_OK) add_req(&rr, r);
         }
@@ -435,13 +420,13 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
         rr.out_arr[i] = (pprt_array){buf, nk};
     }
     for (int q = 1; writer && q < R && st == PP_OK; q++)
-        for (int i = 0; i < p->n_outputs && st == PP_OK && n_samples(&S, q) > 0; i++) {
+        for (int i = 0; i < p->n_outputs && st == PP_OK && pprt_share_samples(&S, q) > 0; i++) {
             size_t sb = p->outputs[i].sample_bytes;
             pprt_mpi_req *r;
             int src = q * K + last;
             pprt_mpi_describe(m, src, who, sizeof who);
-            st = pprt_mpi_irecv(m, (unsigned char *)outputs[i].data + (size_t)first_sample(&S, q) * sb,
-                                (size_t)n_samples(&S, q) * sb, src, PPRT_TAG_OUT, &r, err,
+            st = pprt_mpi_irecv(m, (unsigned char *)outputs[i].data + (size_t)pprt_share_first(&S, q) * sb,
+                                (size_t)pprt_share_samples(&S, q) * sb, src, PPRT_TAG_OUT, &r, err,
                                 "receiving replica %d's share of output '%s' from %s", q,
                                 p->outputs[i].name, who);
             if (st == PP_OK) add_req(&rr, r);
