@@ -255,8 +255,8 @@ void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *
         const pp_candidate *c = &r->c[0];
         fprintf(f, "best: -pp %d -b %lld", c->pp, (long long)c->batch);
         if (c->dp > 1)
-            fprintf(f, " as %d replicas: pprt PLAN DATA --replicas %d (on ranks: mpirun -np %d pprt PLAN DATA --replicas %d)",
-                    c->dp, c->dp, c->pp * c->dp, c->dp);
+            fprintf(f, " as %d replicas: pprt PLAN DATA --replicas %d (on ranks: mpirun -np %d pprt PLAN DATA "
+                       "--replicas %d)", c->dp, c->dp, c->pp * c->dp, c->dp);
         fputc('\n', f);
     } else {
         fprintf(f, "best: nothing fits\n");

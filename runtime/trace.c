@@ -59,10 +59,10 @@ pp_status pprt_trace_write(const char *path, const pprt_plan *p, const pprt_trac
     for (int i = 0; i < t->n_tracks; i++) {
         const pprt_trace_track *k = &t->tracks[i];
         char name[96];
-        if (k->rank < 0 && t->replicas > 1) snprintf(name, sizeof name, "stage %d, replica %d", k->stage, k->replica);
-        else if (k->rank < 0) snprintf(name, sizeof name, "stage %d", k->stage);
-        else if (t->replicas > 1) snprintf(name, sizeof name, "rank %d: stage %d, replica %d", k->rank, k->stage, k->replica);
-        else snprintf(name, sizeof name, "rank %d: stage %d", k->rank, k->stage);
+        /* "[rank R: ]stage S[, replica K]" (a rank under mpirun; replicas when there are several) */
+        int len = k->rank < 0 ? 0 : snprintf(name, sizeof name, "rank %d: ", k->rank);
+        len += snprintf(name + len, sizeof name - (size_t)len, "stage %d", k->stage);
+        if (t->replicas > 1) snprintf(name + len, sizeof name - (size_t)len, ", replica %d", k->replica);
         fprintf(f, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"args\": {\"name\": \"%s\"}}",
                 i + 1, name);
         fprintf(f, ",\n{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"args\": "
