@@ -61,6 +61,17 @@ bool pprt_cpu_avx512bf16(void) {
 #endif
 }
 
+bool pprt_isa_amx_allowed(void) {
+    const char *v = getenv("ONEDNN_MAX_CPU_ISA");
+    if (!v || !*v) v = getenv("DNNL_MAX_CPU_ISA");
+    if (!v || !*v) return true;
+    char u[32];
+    size_t n = 0;
+    for (; v[n] && n < sizeof u - 1; n++) u[n] = (char)toupper((unsigned char)v[n]);
+    u[n] = 0;
+    return !strcmp(u, "ALL") || !strcmp(u, "DEFAULT") || strstr(u, "AMX") != NULL;
+}
+
 const char *pprt_isa_name(pprt_isa isa) {
     switch (isa) {
     case PPRT_ISA_AVX512: return "avx512";

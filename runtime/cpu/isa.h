@@ -25,5 +25,9 @@ bool pprt_isa_capped(void);
  * kernels that round to bf16 (bf16x16.h); not capped: the other way gives
  * the same bits. */
 bool pprt_cpu_avx512bf16(void);
+/* Whether the cap variable leaves AMX to kernels that use it: unset, ALL,
+ * DEFAULT or a name with AMX in it (AVX512_CORE_AMX...); AVX512_CORE_BF16
+ * and below do not. (What the CPU has is the kernel's own check.) */
+bool pprt_isa_amx_allowed(void);
 
 #endif

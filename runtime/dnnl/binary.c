@@ -68,6 +68,12 @@ static pp_status try_cscale(pprt_exec *x, const pprt_node *n, int xi, int si, co
     }
     if (!dn_own_layout(&sm, &kl) || kl.S != 1 || (kl.vec == 1 && kl.C > 1 && kl.stride_c != 1)) return PP_OK;
     c.k_bf16 = sm.data_type == dnnl_bf16, c.k_stride_n = ds[0] == 1 ? 0 : kl.stride_n;
+    /* channels contiguous: the pointwise convolution after it may scale as it reads */
+    if ((kl.vec == 1 ? kl.stride_c == 1 || kl.C == 1 : kl.vec >= kl.C || kl.stride_c == kl.vec) && c.bf16 &&
+        dn_pw_pre_scale(x, n, xi, si, m0, &sm, c.k_stride_n)) {
+        *done = true;
+        return PP_OK;
+    }
     const int yi = n->out[0];
     dnnl_memory_t a0, a1, dm;
     post out;

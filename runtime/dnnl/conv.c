@@ -143,6 +143,119 @@ static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, i
     return r;
 }
 
+/* Whether node n (bf16 run) is a 1x1 convolution pwconv.h takes: one
+ * group, stride and dilation 1, no padding, constant weights and bias,
+ * channel counts it fits, and no activation of its own (a residual it
+ * adds; a SiLU after it, it absorbs: postops.c). Depends on the node alone,
+ * so the same nodes take it whatever the split. */
+bool dn_pw_takes(const pprt_exec *x, const pprt_node *n) {
+    if (!x->bf16 || !x->o.pw || (n->op != PP_OP_CONV && n->op != PP_OP_FUSEDCONV) || !pprt_pw_cpu()) return false;
+    if (n->n_in < 2 || n->in[0] < 0 || n->in[1] < 0 || !is_weight(x, n->in[1]) ||
+        (has_in(n, 2) && !is_weight(x, n->in[2])))
+        return false;
+    const pp_attrs a = attrs_of(x, n);
+    const pp_shape *xs = &T(x, n->in[0])->shape, *ws = &T(x, n->in[1])->shape, *ys = &T(x, n->out[0])->shape;
+    if (xs->rank != 4 || ws->rank != 4 || ys->rank != 4 || ws->dim[2] != 1 || ws->dim[3] != 1) return false;
+    int64_t group = 1;
+    const char *act = "";
+    if (pp_attr_int(a, "group", 1, &group, NULL) != PP_OK || group != 1) return false;
+    if (n->op == PP_OP_FUSEDCONV && (pp_attr_string(a, "activation", "", &act, NULL) != PP_OK || strcmp(act, "")))
+        return false;
+    pp_geom g;
+    if (pp_geom_make(a, xs, &ws->dim[2], false, &g, NULL) != PP_OK) return false;
+    for (int i = 0; i < 2; i++)
+        if (g.stride[i] != 1 || g.dil[i] != 1 || g.pad0[i] || g.pad1[i] || g.out[i] != xs->dim[2 + i]) return false;
+    const pprt_pw_shape sh = {.rows = xs->dim[0] * xs->dim[2] * xs->dim[3], .K = xs->dim[1], .N = ws->dim[0]};
+    return ws->dim[1] == xs->dim[1] && pp_shape_eq(ys, &(pp_shape){4, {xs->dim[0], ws->dim[0], xs->dim[2], xs->dim[3]}}) &&
+           pprt_pw_fits(&sh);
+}
+
+bool dn_pw_pre_scale(pprt_exec *x, const pprt_node *n, int xi, int si, const dnnl_memory_desc_t *xmd,
+                     const dnnl_memory_desc_t *k_md, int64_t k_stride) {
+    const int ni = (int)(n - x->st->nodes), yi = n->out[0];
+    if (ni + 1 >= x->st->n_nodes) return false;
+    const pprt_node *c = &x->st->nodes[ni + 1];
+    dnnl_memory_desc_t cl;
+    /* the convolution right after it in the stage, its only reader (the plan's kind: a sent tensor must
+     * be written), reading it as source only; the bits are those of the Mul's output either way */
+    if (!x->on_dnnl[ni + 1] || !dn_pw_takes(x, c) || c->in[0] != yi || c->in[1] == yi ||
+        (has_in(c, 2) && c->in[2] == yi) || (has_in(c, 3) && c->in[3] == yi) || T(x, yi)->kind != PPRT_ACTIVATION ||
+        x->cons[yi] != 1)
+        return false;
+    const pp_shape *ys = &T(x, yi)->shape;
+    if (own_md(ys->dim, ys->dim[1], dnnl_bf16, &cl, NULL) != PP_OK || !dnnl_memory_desc_equal(xmd, &cl) ||
+        (k_md->data_type != dnnl_bf16 && k_md->data_type != dnnl_f32))
+        return false;
+    x->pre[ni + 1] = (dn_pre){xi, si, *k_md, k_md->data_type == dnnl_bf16, k_stride};
+    x->ghost[yi] = true;
+    x->absorbed[ni] = true;
+    /* x and k live until the convolution reads them */
+    if (x->kind[xi] == PPRT_ACTIVATION && x->last[xi] < ni + 1) x->last[xi] = ni + 1;
+    if (x->kind[si] == PPRT_ACTIVATION && x->last[si] < ni + 1) x->last[si] = ni + 1;
+    return true;
+}
+
+/* Node n (dn_pw_takes) as a step of pwconv.h's kernel, channels-last bf16
+ * source, destination and residual (zi, or -1; the output takes over its
+ * bytes where it dies here), the SiLU or Sigmoid it absorbed, if any, and
+ * the Mul before it whose scaling it took over (x->pre), if any. */
+static pp_status build_pw(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    const dn_pre *pre = &x->pre[n - x->st->nodes];
+    const int xi = pre->xi >= 0 ? pre->xi : n->in[0], wi = n->in[1], yi = final_out(x, n);
+    const int bi = has_in(n, 2) ? n->in[2] : -1, zi = has_in(n, 3) ? n->in[3] : -1;
+    const pp_op after = x->n_fused ? x->st->nodes[x->fused[0]].op : PP_OP_CONV;
+    if (x->n_fused > 1 || (x->n_fused == 1 && after != PP_OP_SILU && after != PP_OP_SIGMOID))
+        return unsup(err, "pprt's pointwise kernel absorbs one SiLU or Sigmoid only");
+    if (x->n_fused && zi >= 0) return unsup(err, "pprt's pointwise kernel takes an activation or a residual, not both");
+    const pp_shape *xs = &T(x, xi)->shape, *ys = &T(x, yi)->shape;
+    if (zi >= 0 && !pp_shape_eq(&T(x, zi)->shape, ys)) return unsup(err, "residual shape");
+    const pprt_pw_shape sh = {.rows = xs->dim[0] * xs->dim[2] * xs->dim[3],
+                              .K = xs->dim[1],
+                              .N = ys->dim[1],
+                              .act = !x->n_fused            ? PPRT_PW_NONE
+                                     : after == PP_OP_SILU ? PPRT_PW_SILU
+                                                           : PPRT_PW_SIGMOID,
+                              .scale = pre->xi >= 0,
+                              .k_bf16 = pre->k_bf16,
+                              .rows_per_sample = xs->dim[2] * xs->dim[3],
+                              .k_stride = pre->k_stride};
+    dnnl_memory_desc_t xmd, ymd;
+    PP_TRY(own_md(xs->dim, xs->dim[1], dnnl_bf16, &xmd, err));
+    PP_TRY(own_md(ys->dim, ys->dim[1], dnnl_bf16, &ymd, err));
+    pprt_pw *pw;
+    PP_TRY(pprt_pw_create(&sh, x->ptr[wi], bi >= 0 ? x->ptr[bi] : NULL, x->stage_threads, &pw, err));
+    dnnl_memory_t sm, dm, zm = NULL, km = NULL;
+    post out;
+    pp_status r = PP_OK;
+    if (pre->xi >= 0) {
+        dnnl_memory_desc_t kmd = pre->k_md;
+        r = is_weight(x, pre->si) ? dn_weight_mem(x, pre->si, &kmd, &kmd, &km, err)
+                                  : dn_bind_view(x, pre->si, &kmd, &kmd, SLOT_OP0, &km, err);
+    }
+    if (r == PP_OK && zi >= 0 && zi != xi) {
+        dnnl_memory_desc_t zl;
+        if ((r = dn_tensor_layout(x, zi, &zl, err)) == PP_OK) r = dn_write_in_place(x, n, zi, &zl, yi, &ymd, err);
+    }
+    if (r == PP_OK && (r = dn_bind_input(x, xi, &xmd, SLOT_SRC, &sm, err)) == PP_OK &&
+        (r = dn_bind_output(x, yi, &ymd, &dm, &out, err)) == PP_OK && zi >= 0)
+        r = dn_bind_input(x, zi, &ymd, SLOT_WEI, &zm, err); /* SLOT_WEI: the weights are the kernel's own */
+    if (r == PP_OK) {
+        step s = {.kind = STEP_MAIN, .own = OWN_PW, .pw = pw, .nargs = 2};
+        s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
+        s.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
+        if (zm) s.args[s.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_1, zm};
+        if (km) s.args[s.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_2, km};
+        r = dn_push_own(x, s, err);
+    }
+    if (r != PP_OK) {
+        pprt_pw_free(pw);
+        return r;
+    }
+    x->weight_bytes += pprt_pw_bytes(pw);
+    x->owned_bytes += pprt_pw_bytes(pw);
+    return dn_push_post(x, &out, err);
+}
+
 /* What a convolution adds after its sum of products: the residual Z
  * (zi >= 0; by a sum post-op, else a binary add reading z_md), NaN-keeping
  * relu post-ops, then the absorbed nodes (postops.c). */
@@ -453,6 +566,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
     for (int i = 0; i < g.nsp; i++)
         if (g.out[i] != ys->dim[2 + i]) return unsup(err, "geometry");
     if (zi >= 0 && !pp_shape_eq(&T(x, zi)->shape, ys)) return unsup(err, "residual shape");
+    if (dn_pw_takes(x, n)) return build_pw(x, n, err);
     const char *act = "";
     float lo = -INFINITY, hi = INFINITY;
     if (n->op == PP_OP_FUSEDCONV) {

@@ -30,6 +30,7 @@
 #include "../cpu/nanfix.h"
 #include "../cpu/permute.h"
 #include "../cpu/pad.h"
+#include "../cpu/pwconv.h"
 #include "../cpu/reduce.h"
 #include "../cpu/rowcopy.h"
 #include "../cpu/nearest.h"
@@ -39,6 +40,17 @@
 /* a step's arguments: a Concat's inputs and its output (DenseNet-201's
  * widest takes 49 inputs) */
 #define MAX_ARGS 66
+
+/* A squeeze-and-excitation Mul (x times a per-sample, per-channel scale
+ * k) that the pointwise convolution after it applies as it stages its
+ * source (pwconv.h): the Mul writes nothing, the convolution reads x and
+ * k. */
+typedef struct dn_pre {
+    int xi, si;            /* x and k; xi -1: none */
+    dnnl_memory_desc_t k_md; /* k as stored */
+    bool k_bf16;
+    int64_t k_stride;      /* elements from one sample's k to the next's (0: one for all) */
+} dn_pre;
 
 /* The settings from PPRT_DNNL_* environment variables (options.c lists
  * them with their defaults and meanings). */
@@ -69,6 +81,7 @@ typedef struct pprt_dnnl_opts {
     bool rnn;           /* PPRT_DNNL_RNN: LSTM, GRU and RNN by matrix products (runtime/cpu/rnn_gemm.h) */
     bool own_softmax;   /* PPRT_DNNL_SOFTMAX: Softmax over a middle axis on runtime/cpu/softmax.h */
     bool own_reduce;    /* PPRT_DNNL_REDUCE: reductions on runtime/cpu/reduce.h */
+    bool pw;            /* PPRT_DNNL_PW: bf16 pointwise convolutions on runtime/cpu/pwconv.h where AMX is */
 } pprt_dnnl_opts;
 
 /* The settings, read from the environment at the first call (a malformed
@@ -93,7 +106,7 @@ enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, SLOT_OP0, N_SLOTS = SLOT_OP0 
 /* Which of pprt's own kernels a step without a primitive runs: its member of step's union */
 typedef enum own_kind { OWN_NONE, OWN_WINO, OWN_SILU, OWN_SILU_BF16, OWN_BNORM, OWN_FIX, OWN_PERM, OWN_SOFTMAX, OWN_PAD,
                         OWN_REDUCE, OWN_ROWS, OWN_NEAREST, OWN_GNORM, OWN_GCONV,
-                        OWN_CSCALE, OWN_GAP } own_kind;
+                        OWN_CSCALE, OWN_GAP, OWN_PW } own_kind;
 
 typedef struct step {
     dnnl_primitive_t prim; /* NULL for a step of our own kernels: `own` says which */
@@ -107,6 +120,7 @@ typedef struct step {
         pprt_bnorm *bnorm;    /* BatchNormalization */
         pprt_gnorm *gnorm;    /* pp.GroupNorm */
         pprt_gconv *gconv;    /* a convolution of few channels a group */
+        pprt_pw *pw;          /* a pointwise convolution on AMX; args SRC, DST, SRC_1 (the residual) if any */
         pprt_nanfix fix;      /* a pass for NaN (nanfix.h) */
         pprt_permute perm;    /* row copies of a Transpose that keeps the last axis */
         pprt_softmax softmax; /* Softmax over a middle axis */
@@ -159,7 +173,9 @@ struct pprt_exec {
     dnnl_stream_t strm;
     dnnl_primitive_attr_t attr_reorder;
     bool *on_dnnl;   /* per node: try oneDNN (false after a primitive was declined) */
-    bool *absorbed;  /* per node: runs as post-ops of the primitive before it */
+    bool *absorbed;  /* per node: runs as post-ops of the primitive before it (or, a Mul, in the
+                      * staging of the pointwise convolution after it: pre) */
+    dn_pre *pre;     /* per node: the Mul whose scaling a pointwise convolution takes over (xi -1: none) */
     int *first;      /* per node: first step, -1 for a reference or absorbed node */
     int *nsteps;
     step *steps;
@@ -418,6 +434,13 @@ pp_status dn_write_in_place(pprt_exec *x, const pprt_node *n, int xi, const dnnl
 
 /* ---- post-ops (postops.c) ----------------------------------------------------------------- */
 
+/* Whether node n runs on pwconv.h's kernel (conv.c), which absorbs a SiLU after it. */
+bool dn_pw_takes(const pprt_exec *x, const pprt_node *n);
+/* Whether Mul n (x xi in layout xmd, times k si stored as k_md, per
+ * channel and contiguous) leaves its scaling to the pointwise convolution
+ * right after it (dn_pre); if so it is set up to. */
+bool dn_pw_pre_scale(pprt_exec *x, const pprt_node *n, int xi, int si, const dnnl_memory_desc_t *xmd,
+                     const dnnl_memory_desc_t *k_md, int64_t k_stride);
 /* The nodes right after node ni that its primitive can absorb (x->fused). */
 void dn_find_fusable(pprt_exec *x, int ni);
 /* Descriptor of tensor o as the second source of a binary post-op of a

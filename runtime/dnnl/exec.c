@@ -193,6 +193,7 @@ void dn_rollback(pprt_exec *x, mark m) {
         if (x->steps[i].own == OWN_BNORM) pprt_bnorm_free(x->steps[i].bnorm);
         if (x->steps[i].own == OWN_GNORM) pprt_gnorm_free(x->steps[i].gnorm);
         if (x->steps[i].own == OWN_GCONV) pprt_gconv_free(x->steps[i].gconv);
+        if (x->steps[i].own == OWN_PW) pprt_pw_free(x->steps[i].pw);
     }
     for (int i = m.mems; i < x->n_mems; i++) dnnl_memory_destroy(x->mems[i]);
     for (int i = m.owned; i < x->n_owned; i++) free(x->owned[i]);
@@ -274,6 +275,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         x->first[ni] = -1;
         x->nsteps[ni] = 0;
         x->absorbed[ni] = false;
+        x->pre[ni].xi = -1;
     }
     for (int ni = 0; ni < st->n_nodes; ni++) {
         const pprt_node *n = &st->nodes[ni];
@@ -321,6 +323,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
                         n->name, pp_op_table[n->op].name, e.msg);
             for (int k = 0; k < n->n_in; k++)
                 if (n->in[k] >= 0 && x->flex[n->in[k]]) *restart = true;
+            if (x->pre[ni].xi >= 0) *restart = true; /* the Mul before it wrote nothing: build it again */
             if (*restart) return PP_OK;
             continue;
         }
@@ -464,6 +467,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->kind = calloc(nt, sizeof *x->kind);
     x->on_dnnl = calloc(nn, sizeof *x->on_dnnl);
     x->absorbed = calloc(nn, sizeof *x->absorbed);
+    x->pre = calloc(nn, sizeof *x->pre);
     x->writer = calloc(nt, sizeof *x->writer);
     x->last = calloc(nt, sizeof *x->last);
     x->born = calloc(nt, sizeof *x->born);
@@ -477,7 +481,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->blocked = calloc(nt, sizeof *x->blocked);
     x->conv_blk = calloc(nn ? nn : 1, sizeof *x->conv_blk);
     x->lay = calloc(nt, sizeof *x->lay);
-    if (!x->ptr || !x->msg || !x->kind || !x->on_dnnl || !x->absorbed || !x->writer || !x->last ||
+    if (!x->ptr || !x->msg || !x->kind || !x->on_dnnl || !x->absorbed || !x->pre || !x->writer || !x->last ||
         !x->born || !x->need || !x->alias || !x->ghost || !x->first || !x->nsteps || !x->cons || !x->flex ||
         !x->blocked || !x->conv_blk || !x->lay || pprt_node_runner_init(&x->nodes, p, st, x->ptr, err) != PP_OK) {
         dnnl_destroy(x);
@@ -680,6 +684,7 @@ static void dnnl_destroy(pprt_exec *x) {
     free(x->kind);
     free(x->on_dnnl);
     free(x->absorbed);
+    free(x->pre);
     free(x->writer);
     free(x->last);
     free(x->born);
@@ -742,9 +747,10 @@ static const pprt_exec_ops exec_dnnl = {"cpu-dnnl", dnnl_create, dnnl_run, dnnl_
                                         dn_counts};
 
 static void dnnl_describe(FILE *f) {
-    fprintf(f, "  dnnl: bf16 kernels on this CPU: %s; vector ISA: %s%s\n",
+    fprintf(f, "  dnnl: bf16 kernels on this CPU: %s; vector ISA: %s%s; AMX pointwise kernel: %s\n",
             dnnl_has_bf16() ? "yes" : "no, --precision bf16 runs in f32", pprt_isa_name(pprt_cpu_isa()),
-            pprt_isa_capped() ? ", capped by ONEDNN_MAX_CPU_ISA" : "");
+            pprt_isa_capped() ? ", capped by ONEDNN_MAX_CPU_ISA" : "",
+            dnnl_has_bf16() && pprt_pw_cpu() ? "yes" : "no");
 }
 
 /* The ops build_all may put on oneDNN (families.def), f32 (the rest fall back). */

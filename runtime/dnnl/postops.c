@@ -240,6 +240,11 @@ void dn_find_fusable(pprt_exec *x, int ni) {
         if (!b->chain || !x->on_dnnl[bi] || T(x, cur)->kind != PPRT_ACTIVATION || x->cons[cur] != 1 || b->n_out != 1 ||
             !f32(x, b->out[0]) || !pp_shape_eq(&T(x, b->out[0])->shape, &T(x, cur)->shape))
             break;
+        if (dn_pw_takes(x, &st->nodes[ni])) { /* pwconv.h applies one SiLU or sigmoid in its epilogue */
+            if ((b->op == PP_OP_SILU || b->op == PP_OP_SIGMOID) && b->in[0] == cur)
+                x->fused_other[x->n_fused] = -1, x->fused[x->n_fused++] = bi;
+            break;
+        }
         if (op == PP_OP_FUSEDGN) { /* pprt's kernel applies one Relu or SiLU in its last pass (norm.c) */
             if ((b->op == PP_OP_RELU || (b->op == PP_OP_SILU && x->own_silu)) && b->in[0] == cur)
                 x->fused_other[x->n_fused] = -1, x->fused[x->n_fused++] = bi;

@@ -58,11 +58,12 @@ void dn_report(const pprt_exec *x) {
             (double)shared / 1e6);
     if (x->o.verbose < 2) return;
     for (int ni = 0; ni < st->n_nodes; ni++) {
-        if (x->absorbed[ni])
-            fprintf(stderr, "  %-24s %-14s post-op\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
+        if (x->absorbed[ni]) /* pre-op: a Mul the next node's pointwise kernel applies (dn_pre) */
+            fprintf(stderr, "  %-24s %-14s %s\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name,
+                    x->first[ni] >= 0 ? "pre-op" : "post-op");
         if (x->first[ni] < 0 && dn_rnn_by_gemm(x, &st->nodes[ni]))
             fprintf(stderr, "  %-24s %-14s pprt:rnn_gemm\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
-        if (x->first[ni] < 0) continue;
+        if (x->first[ni] < 0 || x->absorbed[ni]) continue;
         fprintf(stderr, "  %-24s %-14s", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
         for (int k = 0; k < x->nsteps[ni]; k++) {
             const step *s = &x->steps[x->first[ni] + k];
@@ -89,6 +90,11 @@ void dn_report(const pprt_exec *x) {
                 impl = pprt_gconv_width(s->gconv) == 16  ? "pprt:gconv:avx512"
                        : pprt_gconv_width(s->gconv) == 8 ? "pprt:gconv:avx2"
                                                          : "pprt:gconv";
+                break;
+            case OWN_PW:
+                impl = pprt_pw_act_of(s->pw) == PPRT_PW_SILU      ? "pprt:pw_silu:amx"
+                       : pprt_pw_act_of(s->pw) == PPRT_PW_SIGMOID ? "pprt:pw_sigmoid:amx"
+                                                                  : "pprt:pw:amx";
                 break;
             case OWN_BNORM: impl = pprt_bnorm_relu(s->bnorm) ? "pprt:bnorm_relu" : "pprt:bnorm"; break;
             case OWN_FIX: impl = s->fix.kind > 0 && s->fix.kind < 4 ? fixes[s->fix.kind] : "?"; break;

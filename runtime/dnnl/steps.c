@@ -473,10 +473,10 @@ pprt_nanfix dn_clamp_fix(const dnnl_memory_desc_t *md, float lo, float hi) {
 /* A step of our own kernels, on the bytes its memories point at now and on
  * the calling thread's OpenMP team (set for the step by the run loop). */
 static dnnl_status_t run_own(const step *s) {
-    void *p[4] = {NULL, NULL, NULL, NULL}; /* source, destination, scratch, residual */
+    void *p[5] = {NULL, NULL, NULL, NULL, NULL}; /* source, destination, scratch, residual, scale */
     for (int i = 0; i < s->nargs; i++) {
         const int a = s->args[i].arg;
-        const int k = a == DNNL_ARG_SRC ? 0 : a == DNNL_ARG_DST ? 1 : a == DNNL_ARG_SCRATCHPAD ? 2 : 3;
+        const int k = a == DNNL_ARG_SRC ? 0 : a == DNNL_ARG_DST ? 1 : a == DNNL_ARG_SCRATCHPAD ? 2 : a == DNNL_ARG_SRC_2 ? 4 : 3;
         dnnl_status_t ds = dnnl_memory_get_data_handle(s->args[i].memory, &p[k]);
         if (ds != dnnl_success) return ds;
     }
@@ -486,6 +486,7 @@ static dnnl_status_t run_own(const step *s) {
     case OWN_BNORM: pprt_bnorm_run(s->bnorm, p[0], p[1], team); break;
     case OWN_GNORM: pprt_gnorm_run(s->gnorm, p[0], p[1], team); break;
     case OWN_GCONV: pprt_gconv_run(s->gconv, p[0], p[1], team); break;
+    case OWN_PW: pprt_pw_run(s->pw, p[0], p[1], p[4], p[3], team); break;
     case OWN_SILU: pprt_silu(p[0], p[1], s->silu, team); break;
     case OWN_SILU_BF16: pprt_silu_bf16(p[0], p[1], s->silu, team); break;
     case OWN_PERM: pprt_permute_run(&s->perm, p[0], p[1], team); break;

@@ -55,6 +55,8 @@ HAVE_BF16 = "bf16 kernels on this CPU: yes" in ver.stdout
 # CPU's, capped by ONEDNN_MAX_CPU_ISA as oneDNN caps itself (ctest's
 # dnnl_avx2 runs this file so on AVX-512 machines)
 ISA = re.search(r"vector ISA: (\w+)", ver.stdout).group(1)
+# pprt's AMX kernel for bf16 pointwise convolutions (runtime/cpu/pwconv.h): Intel Xeons with AMX
+HAVE_AMX = "AMX pointwise kernel: yes" in ver.stdout
 print(f"dnnl: {ver.stdout.strip()}")
 if os.environ.get("ONEDNN_MAX_CPU_ISA") and "capped by" not in ver.stdout:
     print(f"SKIP: ONEDNN_MAX_CPU_ISA={os.environ['ONEDNN_MAX_CPU_ISA']} caps nothing on this CPU ({ISA}): "
@@ -908,6 +910,14 @@ try:
                       "--threads", "1", "--precision", prec, "-o", outs[tag]], env={"PPRT_DNNL_VERBOSE": "2"})
             if tag == "cut" and len(re.findall(r"GlobalAveragePool\s+pprt:gap", rr.stderr)) < 2:
                 failures.append(f"mbconv cut [{prec}]: the pools after the cut are not on pprt:gap:\n{rr.stderr}")
+            # bf16 on AMX: every 1x1 convolution on pprt:pw, the expansions and the squeeze's
+            # first with their SiLU, its second with the Sigmoid, the projections applying the
+            # Mul before them as they read (the Mul a "pre-op") and adding the residual
+            if prec == "bf16" and HAVE_AMX:
+                want = {r"pprt:pw_silu:amx": 4, r"pprt:pw_sigmoid:amx": 2, r"\sMul\s+pre-op": 2}
+                got = {k: len(re.findall(k, rr.stderr)) for k in want}
+                if (tag == "one" and got != want) or (tag == "cut" and got[r"pprt:pw_silu:amx"] < 2):
+                    failures.append(f"mbconv {tag} [bf16]: {got} on pprt's AMX kernel (want {want}):\n{rr.stderr}")
         for f in sorted(x for x in os.listdir(outs["one"]) if x.endswith(".npy")):
             if not np.array_equal(np.load(os.path.join(outs["one"], f)), np.load(os.path.join(outs["cut"], f))):
                 failures.append(f"mbconv [{prec}]: {f}: the cut between SiLU and pool gave other bits than -pp 1")
