@@ -145,9 +145,12 @@ static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, i
 
 /* Whether node n (bf16 run) is a 1x1 convolution pwconv.h takes: one
  * group, stride and dilation 1, no padding, constant weights and bias,
- * channel counts it fits, and no activation of its own (a residual it
- * adds; a SiLU after it, it absorbs: postops.c). Depends on the node alone,
- * so the same nodes take it whatever the split. */
+ * channel counts it fits, and no activation of its own; and one it does
+ * more for than oneDNN: a residual it adds, a SiLU or Sigmoid right after
+ * it that it absorbs (postops.c), or a Mul right before it whose scaling it
+ * may take over (dn_pw_pre_scale); a bare 1x1 convolution, or one with a
+ * Relu after it, stays on oneDNN. Depends on the plan's graph around the
+ * node alone, so the same nodes take it whatever the split. */
 bool dn_pw_takes(const pprt_exec *x, const pprt_node *n) {
     if (!x->bf16 || !x->o.pw || (n->op != PP_OP_CONV && n->op != PP_OP_FUSEDCONV) || !pprt_pw_cpu()) return false;
     if (n->n_in < 2 || n->in[0] < 0 || n->in[1] < 0 || !is_weight(x, n->in[1]) ||
@@ -166,8 +169,15 @@ bool dn_pw_takes(const pprt_exec *x, const pprt_node *n) {
     for (int i = 0; i < 2; i++)
         if (g.stride[i] != 1 || g.dil[i] != 1 || g.pad0[i] || g.pad1[i] || g.out[i] != xs->dim[2 + i]) return false;
     const pprt_pw_shape sh = {.rows = xs->dim[0] * xs->dim[2] * xs->dim[3], .K = xs->dim[1], .N = ws->dim[0]};
-    return ws->dim[1] == xs->dim[1] && pp_shape_eq(ys, &(pp_shape){4, {xs->dim[0], ws->dim[0], xs->dim[2], xs->dim[3]}}) &&
-           pprt_pw_fits(&sh);
+    if (ws->dim[1] != xs->dim[1] || !pp_shape_eq(ys, &(pp_shape){4, {xs->dim[0], ws->dim[0], xs->dim[2], xs->dim[3]}}) ||
+        !pprt_pw_fits(&sh))
+        return false;
+    const int ni = (int)(n - x->st->nodes);
+    const pprt_node *next = ni + 1 < x->st->n_nodes ? &x->st->nodes[ni + 1] : NULL;
+    const pprt_node *prev = ni > 0 ? &x->st->nodes[ni - 1] : NULL;
+    return has_in(n, 3) ||
+           (next && next->chain && (next->op == PP_OP_SILU || next->op == PP_OP_SIGMOID) && next->in[0] == n->out[0]) ||
+           (prev && prev->op == PP_OP_MUL && prev->n_out == 1 && prev->out[0] == n->in[0]);
 }
 
 bool dn_pw_pre_scale(pprt_exec *x, const pprt_node *n, int xi, int si, const dnnl_memory_desc_t *xmd,
