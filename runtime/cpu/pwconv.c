@@ -81,7 +81,8 @@ static bool amx_granted(void) {
 
 bool pprt_pw_cpu(void) {
     static int ok = -1; /* benign race: every thread computes the same */
-    if (ok < 0) ok = pprt_cpu_isa() >= PPRT_ISA_AVX512 && pprt_isa_amx_allowed() && pprt_cpu_avx512bf16() && amx_granted();
+    if (ok < 0)
+        ok = pprt_cpu_isa() >= PPRT_ISA_AVX512 && pprt_isa_amx_allowed() && pprt_cpu_avx512bf16() && amx_granted();
     return ok;
 }
 
@@ -116,10 +117,10 @@ AMX static void stage_rows(const pprt_pw *p, const run_args *a, int64_t r0, int 
             for (int64_t c = 0; c < K; c += 16) {
                 const __mmask16 m = K - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - c)) - 1);
                 const __m512 xv = pprt_f32x16_of_bf16(_mm256_maskz_loadu_epi16(m, src + c));
-                __m512 kv;
-                if (p->s.k_bf16)
-                    kv = pprt_f32x16_of_bf16(_mm256_maskz_loadu_epi16(m, (const uint16_t *)a->k + s * p->s.k_stride + c));
-                else kv = _mm512_maskz_loadu_ps(m, (const float *)a->k + s * p->s.k_stride + c);
+                const int64_t at = s * p->s.k_stride + c;
+                const __m512 kv = p->s.k_bf16
+                                      ? pprt_f32x16_of_bf16(_mm256_maskz_loadu_epi16(m, (const uint16_t *)a->k + at))
+                                      : _mm512_maskz_loadu_ps(m, (const float *)a->k + at);
                 _mm256_mask_storeu_epi16(dst + c, m, pprt_bf16x16_native(_mm512_mul_ps(xv, kv)));
             }
         }

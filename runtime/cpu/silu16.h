@@ -28,7 +28,9 @@ PPRT_AVX512BW static inline __m512 pprt_sigmoid16_for_bf16(__m512 x) {
     return _mm512_rcp14_ps(_mm512_add_ps(e, _mm512_set1_ps(1.0f)));
 }
 
-PPRT_AVX512BW static inline __m512 pprt_silu16_for_bf16(__m512 x) { return _mm512_mul_ps(x, pprt_sigmoid16_for_bf16(x)); }
+PPRT_AVX512BW static inline __m512 pprt_silu16_for_bf16(__m512 x) {
+    return _mm512_mul_ps(x, pprt_sigmoid16_for_bf16(x));
+}
 
 #endif
 #endif

@@ -169,21 +169,21 @@ bool dn_pw_takes(const pprt_exec *x, const pprt_node *n) {
     for (int i = 0; i < 2; i++)
         if (g.stride[i] != 1 || g.dil[i] != 1 || g.pad0[i] || g.pad1[i] || g.out[i] != xs->dim[2 + i]) return false;
     const pprt_pw_shape sh = {.rows = xs->dim[0] * xs->dim[2] * xs->dim[3], .K = xs->dim[1], .N = ws->dim[0]};
-    if (ws->dim[1] != xs->dim[1] || !pp_shape_eq(ys, &(pp_shape){4, {xs->dim[0], ws->dim[0], xs->dim[2], xs->dim[3]}}) ||
-        !pprt_pw_fits(&sh))
-        return false;
+    const pp_shape want = {4, {xs->dim[0], ws->dim[0], xs->dim[2], xs->dim[3]}};
+    if (ws->dim[1] != xs->dim[1] || !pp_shape_eq(ys, &want) || !pprt_pw_fits(&sh)) return false;
     const int ni = (int)(n - x->st->nodes);
     const pprt_node *next = ni + 1 < x->st->n_nodes ? &x->st->nodes[ni + 1] : NULL;
     const pprt_node *prev = ni > 0 ? &x->st->nodes[ni - 1] : NULL;
-    return has_in(n, 3) ||
-           (next && next->chain && (next->op == PP_OP_SILU || next->op == PP_OP_SIGMOID) && next->in[0] == n->out[0]) ||
-           (prev && prev->op == PP_OP_MUL && prev->n_out == 1 && prev->out[0] == n->in[0]);
+    return has_in(n, 3) || /* the rest are fusions, which PPRT_DNNL_FUSE=0 turns off */
+           (x->o.fuse && next && next->chain && (next->op == PP_OP_SILU || next->op == PP_OP_SIGMOID) &&
+            next->in[0] == n->out[0]) ||
+           (x->o.fuse && prev && prev->op == PP_OP_MUL && prev->n_out == 1 && prev->out[0] == n->in[0]);
 }
 
 bool dn_pw_pre_scale(pprt_exec *x, const pprt_node *n, int xi, int si, const dnnl_memory_desc_t *xmd,
                      const dnnl_memory_desc_t *k_md, int64_t k_stride) {
     const int ni = (int)(n - x->st->nodes), yi = n->out[0];
-    if (ni + 1 >= x->st->n_nodes) return false;
+    if (!x->o.fuse || ni + 1 >= x->st->n_nodes) return false; /* a fusion: PPRT_DNNL_FUSE=0 leaves it */
     const pprt_node *c = &x->st->nodes[ni + 1];
     dnnl_memory_desc_t cl;
     /* the convolution right after it in the stage, its only reader (the plan's kind: a sent tensor must

@@ -476,7 +476,11 @@ static dnnl_status_t run_own(const step *s) {
     void *p[5] = {NULL, NULL, NULL, NULL, NULL}; /* source, destination, scratch, residual, scale */
     for (int i = 0; i < s->nargs; i++) {
         const int a = s->args[i].arg;
-        const int k = a == DNNL_ARG_SRC ? 0 : a == DNNL_ARG_DST ? 1 : a == DNNL_ARG_SCRATCHPAD ? 2 : a == DNNL_ARG_SRC_2 ? 4 : 3;
+        const int k = a == DNNL_ARG_SRC          ? 0
+                      : a == DNNL_ARG_DST        ? 1
+                      : a == DNNL_ARG_SCRATCHPAD ? 2
+                      : a == DNNL_ARG_SRC_2      ? 4
+                                                 : 3;
         dnnl_status_t ds = dnnl_memory_get_data_handle(s->args[i].memory, &p[k]);
         if (ds != dnnl_success) return ds;
     }
