@@ -141,7 +141,7 @@ AMX static void epilogue(const pprt_pw *p, const run_args *a, const float *cb, i
             const __mmask16 m = N - n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (N - n)) - 1);
             __m512 v = _mm512_add_ps(_mm512_loadu_ps(cb + r * 2 * NC + cc), _mm512_loadu_ps(p->bias + n));
             if (p->act == PPRT_PW_SILU) v = pprt_silu16_for_bf16(v);
-            else if (p->act == PPRT_PW_SIGMOID) v = pprt_sigmoid16_for_bf16(v);
+            else if (p->act == PPRT_PW_SIGMOID) v = pprt_sigmoid16_nan_for_bf16(v);
             if (a->z) v = _mm512_add_ps(v, pprt_f32x16_of_bf16(_mm256_maskz_loadu_epi16(m, a->z + row * N + n)));
             _mm256_mask_storeu_epi16(a->y + row * N + n, m, pprt_bf16x16_native(v));
         }

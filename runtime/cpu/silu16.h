@@ -28,6 +28,12 @@ PPRT_AVX512BW static inline __m512 pprt_sigmoid16_for_bf16(__m512 x) {
     return _mm512_rcp14_ps(_mm512_add_ps(e, _mm512_set1_ps(1.0f)));
 }
 
+/* the sigmoid alone, a NaN kept (pprt_sigmoid16_for_bf16 gives 1 for it:
+ * the clamp's max takes -150 over a NaN) */
+PPRT_AVX512BW static inline __m512 pprt_sigmoid16_nan_for_bf16(__m512 x) {
+    return _mm512_mask_mov_ps(pprt_sigmoid16_for_bf16(x), _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+}
+
 PPRT_AVX512BW static inline __m512 pprt_silu16_for_bf16(__m512 x) {
     return _mm512_mul_ps(x, pprt_sigmoid16_for_bf16(x));
 }
