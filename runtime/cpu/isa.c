@@ -18,17 +18,22 @@ static pprt_isa hw_isa(void) {
 #endif
 }
 
+/* The cap variable's value in upper case ("" where unset), cut at 31. */
+static void cap_name(char u[32]) {
+    const char *v = getenv("ONEDNN_MAX_CPU_ISA");
+    if (!v || !*v) v = getenv("DNNL_MAX_CPU_ISA");
+    size_t n = 0;
+    for (; v && v[n] && n < 31; n++) u[n] = (char)toupper((unsigned char)v[n]);
+    u[n] = 0;
+}
+
 /* The highest ISA the cap allows (oneDNN's names, any case): AVX512_* and
  * AVX10_* leave AVX-512; AVX2 and AVX2_VNNI* stop at AVX2; SSE41 and AVX at
  * the base; ALL, DEFAULT, unset or unknown: no cap. */
 static pprt_isa cap_isa(void) {
-    const char *v = getenv("ONEDNN_MAX_CPU_ISA");
-    if (!v || !*v) v = getenv("DNNL_MAX_CPU_ISA");
-    if (!v || !*v) return PPRT_ISA_AVX512;
     char u[32];
-    size_t n = 0;
-    for (; v[n] && n < sizeof u - 1; n++) u[n] = (char)toupper((unsigned char)v[n]);
-    u[n] = 0;
+    cap_name(u);
+    if (!*u) return PPRT_ISA_AVX512;
     if (!strncmp(u, "AVX512", 6) || !strncmp(u, "AVX10", 5)) return PPRT_ISA_AVX512;
     if (!strncmp(u, "AVX2", 4)) return PPRT_ISA_AVX2;
     if (!strcmp(u, "SSE41") || !strcmp(u, "AVX")) return PPRT_ISA_BASE;
@@ -62,14 +67,9 @@ bool pprt_cpu_avx512bf16(void) {
 }
 
 bool pprt_isa_amx_allowed(void) {
-    const char *v = getenv("ONEDNN_MAX_CPU_ISA");
-    if (!v || !*v) v = getenv("DNNL_MAX_CPU_ISA");
-    if (!v || !*v) return true;
     char u[32];
-    size_t n = 0;
-    for (; v[n] && n < sizeof u - 1; n++) u[n] = (char)toupper((unsigned char)v[n]);
-    u[n] = 0;
-    return !strcmp(u, "ALL") || !strcmp(u, "DEFAULT") || strstr(u, "AMX") != NULL;
+    cap_name(u);
+    return !*u || !strcmp(u, "ALL") || !strcmp(u, "DEFAULT") || strstr(u, "AMX") != NULL;
 }
 
 const char *pprt_isa_name(pprt_isa isa) {
