@@ -20,8 +20,8 @@
  *
  * Results differ from oneDNN's by the order of the sums (both in f32) and
  * by one rounding fewer (the convolution's output is not rounded to bf16
- * before the SiLU); tests/unit/test_pwconv.c checks them against an f32
- * reference over bf16-rounded operands. Rows are shared among threads in
+ * before the SiLU); tests/unit/test_pwconv.c checks them against sums in
+ * double over the same bf16 operands. Rows are shared among threads in
  * whole blocks, and every element's arithmetic is fixed by its row and
  * column alone, so the bits do not depend on the thread count. */
 #ifndef PPRT_PWCONV_H
