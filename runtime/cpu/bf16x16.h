@@ -9,6 +9,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #define PPRT_AVX512BW __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define PPRT_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
@@ -33,6 +35,18 @@ PPRT_AVX512BW static inline __m256i pprt_bf16x16_of(__m512 y) {
 
 /* the same by the instruction (AVX512_BF16): one for the ten above */
 PPRT_AVX512BF16 static inline __m256i pprt_bf16x16_native(__m512 y) { return (__m256i)_mm512_cvtneps_pbh(y); }
+
+/* The lanes of a vector holding the next w of a row's values: all for w >=
+ * 16, none for w <= 0. */
+static inline __mmask16 pprt_tail16(int64_t w) {
+    return w >= 16 ? (__mmask16)0xffff : w <= 0 ? (__mmask16)0 : (__mmask16)((1u << w) - 1);
+}
+
+/* The lanes m of 16 values at p + i, f32 or (bf16) bf16, as f32 (the other lanes 0). */
+PPRT_AVX512BW static inline __m512 pprt_f32x16_load(const void *p, int64_t i, __mmask16 m, bool bf16) {
+    return bf16 ? pprt_f32x16_of_bf16(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + i))
+                : _mm512_maskz_loadu_ps(m, (const float *)p + i);
+}
 
 #endif
 #endif

@@ -41,46 +41,41 @@ static void part_c(const float *x, float *y, int64_t ns, int64_t vec, int64_t c0
 
 /* 16 values of k from channel c (lanes at or past C: 0) */
 PPRT_AVX512BW static inline __m512 k16(const void *k, int64_t c, int64_t C, bool kb) {
-    const int64_t w = C - c;
-    const __mmask16 m = w >= 16 ? (__mmask16)0xffff : w <= 0 ? 0 : (__mmask16)((1u << w) - 1);
-    return kb ? pprt_f32x16_of_bf16(_mm256_maskz_loadu_epi16(m, (const uint16_t *)k + c))
-              : _mm512_maskz_loadu_ps(m, (const float *)k + c);
+    return pprt_f32x16_load(k, c, pprt_tail16(C - c), kb);
 }
-
-static inline __mmask16 tail(int64_t w) { return w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1); }
 
 PPRT_AVX512BW static void part_f32(const float *x, float *y, int64_t ns, int64_t vec, int64_t c0, int64_t C,
                                    const void *k, bool kb) {
     if (vec == 1) {
         const __m512 s = _mm512_set1_ps(k_at(k, c0, kb));
         for (int64_t i = 0; i < ns; i += 16) {
-            const __mmask16 m = tail(ns - i);
+            const __mmask16 m = pprt_tail16(ns - i);
             _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), s));
         }
         return;
     }
     for (int64_t j = 0; j < vec; j += 16) {
-        const __mmask16 m = tail(vec - j);
+        const __mmask16 m = pprt_tail16(vec - j);
         const __m512 s = k16(k, c0 + j, C, kb);
         for (int64_t p = 0; p < ns; p++)
             _mm512_mask_storeu_ps(y + p * vec + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + p * vec + j), s));
     }
 }
 
-#define PART_BF16(name, attr, round)                                                                             \
-    attr static void name(const uint16_t *x, uint16_t *y, int64_t ns, int64_t vec, int64_t c0, int64_t C,     \
+#define PART_BF16(name, attr, round)                                                                           \
+    attr static void name(const uint16_t *x, uint16_t *y, int64_t ns, int64_t vec, int64_t c0, int64_t C,      \
                           const void *k, bool kb) {                                                            \
         if (vec == 1) {                                                                                        \
             const __m512 s = _mm512_set1_ps(k_at(k, c0, kb));                                                  \
             for (int64_t i = 0; i < ns; i += 16) {                                                             \
-                const __mmask16 m = tail(ns - i);                                                              \
+                const __mmask16 m = pprt_tail16(ns - i);                                                       \
                 const __m512 v = pprt_f32x16_of_bf16(_mm256_maskz_loadu_epi16(m, x + i));                      \
                 _mm256_mask_storeu_epi16(y + i, m, round(_mm512_mul_ps(v, s)));                                \
             }                                                                                                  \
             return;                                                                                            \
         }                                                                                                      \
         for (int64_t j = 0; j < vec; j += 16) {                                                                \
-            const __mmask16 m = tail(vec - j);                                                                 \
+            const __mmask16 m = pprt_tail16(vec - j);                                                          \
             const __m512 s = k16(k, c0 + j, C, kb);                                                            \
             for (int64_t p = 0; p < ns; p++) {                                                                 \
                 const __m512 v = pprt_f32x16_of_bf16(_mm256_maskz_loadu_epi16(m, x + p * vec + j));            \

@@ -22,8 +22,7 @@ enum {
 
 struct pprt_pw {
     pprt_pw_shape s;
-    int64_t K, N, Kp, NT;  /* Kp: K padded to KC; NT: tiles of NC over N */
-    pprt_pw_act act;
+    int64_t Kp, NT;        /* Kp: K padded to KC; NT: tiles of NC over N */
     uint16_t *b;           /* packed weights: per (K chunk c, N tile j) 16 rows of 16 column pairs */
     float *bias;           /* NT * NC, zero-padded */
     unsigned char *stage;  /* per thread: ROWS x Kp bf16, then ROWS x 2 NC f32; a page apart */
@@ -36,7 +35,7 @@ bool pprt_pw_fits(const pprt_pw_shape *s) {
            s->N <= MAX_CH && (!s->scale || (s->rows_per_sample > 0 && s->k_stride >= 0));
 }
 
-pprt_pw_act pprt_pw_act_of(const pprt_pw *p) { return p->act; }
+pprt_pw_act pprt_pw_act_of(const pprt_pw *p) { return p->s.act; }
 
 /* one run's operands */
 typedef struct run_args {
@@ -106,7 +105,7 @@ AMX static void load_cfg(void) {
  * where a.k is set, the channels past K and the rows past mr (up to `to`)
  * zero. */
 AMX static void stage_rows(const pprt_pw *p, const run_args *a, int64_t r0, int mr, int to, uint16_t *st) {
-    const int64_t K = p->K, Kp = p->Kp;
+    const int64_t K = p->s.K, Kp = p->Kp;
     for (int r = 0; r < mr; r++) {
         const int64_t row = r0 + r;
         const uint16_t *src = a->x + row * K;
@@ -115,12 +114,9 @@ AMX static void stage_rows(const pprt_pw *p, const run_args *a, int64_t r0, int 
         else {
             const int64_t s = row / p->s.rows_per_sample;
             for (int64_t c = 0; c < K; c += 16) {
-                const __mmask16 m = K - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - c)) - 1);
-                const __m512 xv = pprt_f32x16_of_bf16(_mm256_maskz_loadu_epi16(m, src + c));
-                const int64_t at = s * p->s.k_stride + c;
-                const __m512 kv = p->s.k_bf16
-                                      ? pprt_f32x16_of_bf16(_mm256_maskz_loadu_epi16(m, (const uint16_t *)a->k + at))
-                                      : _mm512_maskz_loadu_ps(m, (const float *)a->k + at);
+                const __mmask16 m = pprt_tail16(K - c);
+                const __m512 xv = pprt_f32x16_load(src, c, m, true);
+                const __m512 kv = pprt_f32x16_load(a->k, s * p->s.k_stride + c, m, p->s.k_bf16);
                 _mm256_mask_storeu_epi16(dst + c, m, pprt_bf16x16_native(_mm512_mul_ps(xv, kv)));
             }
         }
@@ -133,16 +129,16 @@ AMX static void stage_rows(const pprt_pw *p, const run_args *a, int64_t r0, int 
  * row) to y: bias, SiLU or residual, bf16. */
 AMX static void epilogue(const pprt_pw *p, const run_args *a, const float *cb, int64_t r0, int mr, int64_t n0,
                          int64_t nc) {
-    const int64_t N = p->N;
+    const int64_t N = p->s.N;
     for (int r = 0; r < mr; r++) {
         const int64_t row = r0 + r;
         for (int64_t cc = 0; cc < nc; cc += 16) {
             const int64_t n = n0 + cc;
-            const __mmask16 m = N - n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (N - n)) - 1);
+            const __mmask16 m = pprt_tail16(N - n);
             __m512 v = _mm512_add_ps(_mm512_loadu_ps(cb + r * 2 * NC + cc), _mm512_loadu_ps(p->bias + n));
-            if (p->act == PPRT_PW_SILU) v = pprt_silu16_for_bf16(v);
-            else if (p->act == PPRT_PW_SIGMOID) v = pprt_sigmoid16_nan_for_bf16(v);
-            if (a->z) v = _mm512_add_ps(v, pprt_f32x16_of_bf16(_mm256_maskz_loadu_epi16(m, a->z + row * N + n)));
+            if (p->s.act == PPRT_PW_SILU) v = pprt_silu16_for_bf16(v);
+            else if (p->s.act == PPRT_PW_SIGMOID) v = pprt_sigmoid16_nan_for_bf16(v);
+            if (a->z) v = _mm512_add_ps(v, pprt_f32x16_load(a->z, row * N + n, m, true));
             _mm256_mask_storeu_epi16(a->y + row * N + n, m, pprt_bf16x16_native(v));
         }
     }
@@ -187,7 +183,7 @@ AMX static void run_blocks(const pprt_pw *p, const run_args *a, int64_t b0, int6
                 _tile_stored(2, cb + 16 * 2 * NC, 2 * NC * 4);
                 if (pair) _tile_stored(3, cb + 16 * 2 * NC + NC, 2 * NC * 4);
             }
-            const int64_t n0 = j * NC, nc = (p->N - n0 < 2 * NC ? p->N - n0 : 2 * NC);
+            const int64_t n0 = j * NC, nc = (p->s.N - n0 < 2 * NC ? p->s.N - n0 : 2 * NC);
             epilogue(p, a, cb, r0, mr, n0, nc);
         }
     }
@@ -232,7 +228,7 @@ pp_status pprt_pw_create(const pprt_pw_shape *s, const float *w, const float *bi
     pprt_pw *p = calloc(1, sizeof *p);
     if (!p) return PP_FAIL(err, PP_ENOMEM, "pointwise convolution kernel");
     p->s = *s;
-    p->K = K, p->N = N, p->act = s->act, p->max_threads = max_threads;
+    p->max_threads = max_threads;
     p->Kp = (K + KC - 1) / KC * KC;
     p->NT = (N + NC - 1) / NC;
     const size_t stage = (size_t)(ROWS * p->Kp) * 2 + (size_t)(ROWS * 2 * NC) * 4;
@@ -251,7 +247,7 @@ pp_status pprt_pw_create(const pprt_pw_shape *s, const float *w, const float *bi
         const int64_t j = n / NC, col = n % NC;
         for (int64_t k = 0; k < K; k++) {
             const int64_t c = k / KC, r = (k % KC) / 2, e = k % 2;
-            p->b[((c * p->NT + j) * 16 + r) * 32 + col * 2 + e] = pprt_bf16_round(w[n * K + k]);
+            p->b[((c * p->NT + j) * (KC / 2) + r) * (2 * NC) + col * 2 + e] = pprt_bf16_round(w[n * K + k]);
         }
     }
     *out = p;
