@@ -73,8 +73,8 @@ static const opt opts[] = {
     {"PPRT_DNNL_KEEP_SEND", OPT_FLAG, F(keep_send), "1", NULL, 0, 0,
      "a tensor the stage sends and also reads stays in the arena in its layout, copied into the message once"},
     {"PPRT_DNNL_PW", OPT_FLAG, F(pw), "1", NULL, 0, 0,
-     "--precision bf16: 1x1 convolutions with a SiLU or a residual after them, channels last, on pprt's AMX "
-     "kernel where the CPU has AMX (runtime/cpu/pwconv.h)"},
+     "--precision bf16: 1x1 convolutions with a SiLU or Sigmoid after them, a residual, or a Mul before them, "
+     "channels last, on pprt's AMX kernel where the CPU has AMX (runtime/cpu/pwconv.h)"},
     {"PPRT_DNNL_SILU", OPT_FLAG, F(silu), "1", NULL, 0, 0,
      "pp.SiLU on pprt's own kernel where it wins (f32 on AVX2 and AVX-512 CPUs), else oneDNN's swish"},
     {"PPRT_DNNL_CSCALE", OPT_FLAG, F(cscale), "1", NULL, 0, 0,
