@@ -82,6 +82,7 @@ typedef struct pprt_dnnl_opts {
     bool own_softmax;   /* PPRT_DNNL_SOFTMAX: Softmax over a middle axis on runtime/cpu/softmax.h */
     bool own_reduce;    /* PPRT_DNNL_REDUCE: reductions on runtime/cpu/reduce.h */
     bool pw;            /* PPRT_DNNL_PW: bf16 pointwise convolutions on runtime/cpu/pwconv.h where AMX is */
+    bool share_weights; /* PPRT_DNNL_SHARE_WEIGHTS: a stage's executors (replicas) share reordered weights */
 } pprt_dnnl_opts;
 
 /* The settings, read from the environment at the first call (a malformed
@@ -153,8 +154,13 @@ typedef struct patch {
 } patch;
 
 typedef struct mark {
-    int steps, mems, binds, patches, owned, abinds;
+    int steps, mems, binds, patches, owned, abinds, wrefs;
 } mark;
+
+/* A reordered weight that the executors of one stage share (--replicas runs
+ * several of them in one process; wshare.c): its source tensor, its
+ * layout, its bytes, and how many executors hold it. */
+typedef struct dn_wshared dn_wshared;
 
 struct pprt_exec {
     const pprt_plan *p;
@@ -223,8 +229,11 @@ struct pprt_exec {
                                * before: f32 on AVX2 and AVX-512 CPUs, bf16 on AVX-512 ones
                                * (PPRT_DNNL_SILU=0: never) */
     pprt_dnnl_opts o;         /* the PPRT_DNNL_* settings */
+    int n_wrefs, cap_wrefs;
+    dn_wshared **wrefs;       /* the shared reordered weights this executor holds (wshare.c) */
     /* statistics (PPRT_DNNL_VERBOSE) */
     size_t owned_bytes, weight_bytes;
+    size_t wshared_bytes;     /* of weight_bytes: reordered by another executor of the stage (wshare.c) */
     bool ran; /* a micro-batch ran (its OpenMP threads exist) */
     bool guard_on; /* GUARD_FAST steps run (the self-check of the first run passed; PPRT_DNNL_GUARD) */
     bool run_exact;     /* this pass over the nodes runs GUARD_EXACT_RUN steps, not GUARD_FAST_RUN ones */
@@ -330,6 +339,17 @@ mark dn_mark_now(const pprt_exec *x);
 /* Undo what was created since m (a node oneDNN declined halfway). */
 void dn_rollback(pprt_exec *x, mark m);
 
+/* ---- weights shared by a stage's executors (wshare.c) -------------------------------------- */
+
+/* Weight tensor tid reordered from `from` to `want`, as the stage's other
+ * executors (replicas in this process) already made it or as this one makes
+ * it now and offers them (wshare.c): its bytes, held by x until
+ * dn_wshare_release; NULL with *err set where it cannot be made. */
+void *dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,
+                    pp_err *err);
+/* Gives back x's shared weights from the n-th on (a rollback, the end). */
+void dn_wshare_release(pprt_exec *x, int n);
+
 /* ---- descriptors, memories and steps (steps.c) ------------------------------------------ */
 
 /* Plain row-major f32 descriptor over dims (rank 0: one element). */
@@ -381,7 +401,13 @@ pp_status dn_push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnn
 pprt_nanfix dn_clamp_fix(const dnnl_memory_desc_t *md, float lo, float hi);
 /* Run step s (a primitive on stream strm, or one of our own kernels). */
 dnnl_status_t dn_run_step(const step *s, dnnl_stream_t strm);
-/* A weight (constant) tensor in the layout `want`: reordered now, once, into an owned buffer. */
+/* Weight tensor tid reordered from `from` to `want` into buf, which *out
+ * (a new memory of x) then shows. */
+pp_status dn_reorder_weight(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,
+                            void *buf, dnnl_memory_t *out, pp_err *err);
+/* A weight (constant) tensor in the layout `want`: reordered now, once,
+ * into an owned buffer, or one the stage's other executors share
+ * (PPRT_DNNL_SHARE_WEIGHTS, wshare.c). */
 pp_status dn_weight_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,
                         dnnl_memory_t *out, pp_err *err);
 /* Input tensor tid, seen through `cur`, as the primitive wants it: its own

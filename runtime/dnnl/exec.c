@@ -183,7 +183,7 @@ int dn_team(void) {
 }
 
 mark dn_mark_now(const pprt_exec *x) {
-    return (mark){x->n_steps, x->n_mems, x->n_binds, x->n_patches, x->n_owned, x->n_abinds};
+    return (mark){x->n_steps, x->n_mems, x->n_binds, x->n_patches, x->n_owned, x->n_abinds, x->n_wrefs};
 }
 
 void dn_rollback(pprt_exec *x, mark m) {
@@ -197,6 +197,7 @@ void dn_rollback(pprt_exec *x, mark m) {
     }
     for (int i = m.mems; i < x->n_mems; i++) dnnl_memory_destroy(x->mems[i]);
     for (int i = m.owned; i < x->n_owned; i++) free(x->owned[i]);
+    dn_wshare_release(x, m.wrefs);
     x->n_steps = m.steps, x->n_mems = m.mems, x->n_binds = m.binds, x->n_patches = m.patches,
     x->n_owned = m.owned, x->n_abinds = m.abinds;
 }
@@ -213,7 +214,7 @@ static void reset_tensor(pprt_exec *x, int tid) {
 }
 
 static void teardown(pprt_exec *x) {
-    dn_rollback(x, (mark){0, 0, 0, 0, 0, 0});
+    dn_rollback(x, (mark){0, 0, 0, 0, 0, 0, 0});
     free(x->arena);
     x->arena = NULL;
     x->arena_bytes = 0;
@@ -223,7 +224,7 @@ static void teardown(pprt_exec *x) {
         x->slot_bytes[i] = 0;
     }
     for (int i = 0; i < x->st->n_tensors; i++) reset_tensor(x, i);
-    x->owned_bytes = x->weight_bytes = 0;
+    x->owned_bytes = x->weight_bytes = x->wshared_bytes = 0;
 }
 
 /* Weights of a --ref-weights plan that lie misaligned in the model file are
@@ -667,13 +668,14 @@ static void dnnl_destroy(pprt_exec *x) {
     if (x->o.verbose && x->exact_runs)
         fprintf(stderr, "pprt: dnnl: %lld micro-batch%s ran again on the exact paths (a NaN met a residual "
                         "convolution's Relu or Clip)\n", (long long)x->exact_runs, x->exact_runs == 1 ? "" : "es");
-    dn_rollback(x, (mark){0, 0, 0, 0, 0, 0});
+    dn_rollback(x, (mark){0, 0, 0, 0, 0, 0, 0});
     for (int i = 0; i < N_SLOTS; i++) free(x->slot_buf[i]);
     free(x->steps);
     free(x->mems);
     free(x->binds);
     free(x->patches);
     free(x->owned);
+    free(x->wrefs);
     if (x->attr_reorder) dnnl_primitive_attr_destroy(x->attr_reorder);
     if (x->strm) dnnl_stream_destroy(x->strm);
     if (x->eng) dnnl_engine_destroy(x->eng);

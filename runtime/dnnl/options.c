@@ -75,6 +75,9 @@ static const opt opts[] = {
     {"PPRT_DNNL_PW", OPT_FLAG, F(pw), "1", NULL, 0, 0,
      "--precision bf16: 1x1 convolutions with a SiLU or Sigmoid after them, a residual, or a Mul before them, "
      "channels last, on pprt's AMX kernel where the CPU has AMX (runtime/cpu/pwconv.h)"},
+    {"PPRT_DNNL_SHARE_WEIGHTS", OPT_FLAG, F(share_weights), "1", NULL, 0, 0,
+     "the executors of one stage in this process (--replicas) share its reordered weights: one copy, made by the "
+     "first to need it; 0: each its own"},
     {"PPRT_DNNL_SILU", OPT_FLAG, F(silu), "1", NULL, 0, 0,
      "pp.SiLU on pprt's own kernel where it wins (f32 on AVX2 and AVX-512 CPUs), else oneDNN's swish"},
     {"PPRT_DNNL_CSCALE", OPT_FLAG, F(cscale), "1", NULL, 0, 0,

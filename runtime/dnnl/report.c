@@ -49,12 +49,12 @@ void dn_report(const pprt_exec *x) {
     fprintf(stderr,
             "pprt dnnl: stage %d: %d of %d nodes on oneDNN (%d as post-ops)%s%s; %d reorders and %d residual copies "
             "per micro-batch (%d outputs in place of their input); %d tensors in oneDNN layouts, %d views of their input's "
-            "bytes; arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights, %.1f MB other buffers, %.1f MB "
-            "shared\n",
+            "bytes; arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights (%.1f MB of them reordered by another "
+            "executor of the stage), %.1f MB other buffers, %.1f MB shared\n",
             st->index, c.own, st->n_nodes, c.post_ops, len ? ", reference: " : "", refs, c.reorders, c.copies,
             c.in_place, c.blocked, c.views,
             (double)x->arena_bytes / 1e6, (double)st->arena_bytes / 1e6, (double)x->weight_bytes / 1e6,
-            (double)(x->owned_bytes - x->weight_bytes) / 1e6,
+            (double)x->wshared_bytes / 1e6, (double)(x->owned_bytes - (x->weight_bytes - x->wshared_bytes)) / 1e6,
             (double)shared / 1e6);
     if (x->o.verbose < 2) return;
     for (int ni = 0; ni < st->n_nodes; ni++) {

@@ -171,9 +171,20 @@ pp_status dn_weight_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
                         dnnl_memory_t *out, pp_err *err) {
     if (dnnl_memory_desc_equal(from, want)) return dn_tensor_mem(x, tid, want, out, err);
     size_t bytes = dnnl_memory_desc_get_size(want);
+    if (x->o.share_weights) {
+        void *buf = dn_wshare_get(x, tid, from, want, err);
+        if (!buf) return err->code;
+        x->weight_bytes += bytes;
+        return dn_new_mem(x, want, buf, out, err);
+    }
     void *buf = dn_own_alloc(x, bytes);
     if (!buf) return PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for a reordered weight", bytes);
     x->weight_bytes += bytes;
+    return dn_reorder_weight(x, tid, from, want, buf, out, err);
+}
+
+pp_status dn_reorder_weight(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,
+                            void *buf, dnnl_memory_t *out, pp_err *err) {
     dnnl_memory_t src;
     PP_TRY(dn_tensor_mem(x, tid, from, &src, err));
     PP_TRY(dn_new_mem(x, want, buf, out, err));

@@ -1260,6 +1260,40 @@ if ISA in ("avx2", "avx512"):
     except (RuntimeError, StopIteration, ValueError) as e:
         failures.append(f"grn: {e}")
 
+# --replicas: the replicas of a stage (executors in one process) share its
+# reordered weights (runtime/dnnl/wshare.c): each weight reordered once, by
+# whichever executor needs it first, so the two executors' "reordered by
+# another executor" add up to one copy; PPRT_DNNL_SHARE_WEIGHTS=0: none
+# shared; the outputs are those of one pipeline either way, bit for bit
+try:
+    m = Model("wshare", [("x", (32, 12, 12))])
+    h = m.op("Relu", [m.conv("x", 32, 256, (3, 3), pads=[1, 1, 1, 1])])
+    path = m.save([m.conv(h, 256, 256, (3, 3), pads=[1, 1, 1, 1])])
+    data = m.data(n=4)
+    plan = os.path.join(work, "wshare.plan")
+    run([PPCC, path, "-b", "1", "-q", "-o", plan])
+    outs = {}
+    for tag, reps, share in (("one", "1", "1"), ("shared", "2", "1"), ("apart", "2", "0")):
+        outs[tag] = os.path.join(work, f"wshare_{tag}")
+        r = run([PPRT, plan, data, "--backend", "dnnl", "--threads", "1", "--replicas", reps, "-q", "-o", outs[tag]],
+                env={"PPRT_DNNL_VERBOSE": "1", "PPRT_DNNL_SHARE_WEIGHTS": share})
+        got = [(float(a), float(b)) for a, b in re.findall(
+            r"([0-9.]+) MB reordered weights \(([0-9.]+) MB of them reordered by another executor", r.stderr)]
+        if len(got) != int(reps) or (reps == "2" and got[0][0] != got[1][0]) or got[0][0] < 2.0:
+            failures.append(f"wshare {tag}: want {reps} executors' reports of the same weights (>= 2 MB):\n{r.stderr}")
+        elif share == "0" and any(b != 0 for _, b in got):
+            failures.append(f"wshare {tag}: weights shared under PPRT_DNNL_SHARE_WEIGHTS=0:\n{r.stderr}")
+        elif tag == "shared" and abs(got[0][1] + got[1][1] - got[0][0]) > 0.15:
+            failures.append(f"wshare {tag}: the executors shared {got[0][1]} + {got[1][1]} MB of {got[0][0]} MB "
+                            f"(want one copy in all):\n{r.stderr}")
+    for tag in ("shared", "apart"):
+        for f in sorted(x for x in os.listdir(outs["one"]) if x.endswith(".npy")):
+            checked += 1
+            if not np.array_equal(np.load(os.path.join(outs["one"], f)), np.load(os.path.join(outs[tag], f))):
+                failures.append(f"wshare {tag}: {f}: --replicas 2 gave other bits than one pipeline")
+except RuntimeError as e:
+    failures.append(f"wshare: {e}")
+
 if failures:
     print("\n".join("FAIL: " + f for f in failures))
     sys.exit(1)
