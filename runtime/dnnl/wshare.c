@@ -7,11 +7,14 @@
  * last of them lets go. Weights are read-only once reordered, and the
  * bytes depend only on the plan's tensor and the layout, so sharing changes
  * no bit. Keyed by the stage (its pprt_stage in the loaded plan), the
- * tensor and oneDNN's memory descriptor; one lock for all, held while a
- * weight is reordered, so two replicas never reorder the same one. */
+ * tensor and oneDNN's memory descriptor, in a hash table by stage and
+ * tensor (a model of thousands of weights looks each up among a few); one
+ * lock for all, held while a weight is reordered, so two replicas never
+ * reorder the same one. */
 #include "dnnl_exec.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 struct dn_wshared {
@@ -24,8 +27,14 @@ struct dn_wshared {
     dn_wshared *next;
 };
 
+enum { BUCKETS = 1024 };
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static dn_wshared *all; /* every shared weight some executor holds */
+static dn_wshared *table[BUCKETS]; /* every shared weight some executor holds, by stage and tensor */
+
+static dn_wshared **bucket(const pprt_stage *st, int tid) {
+    return &table[((uintptr_t)st / 64 * 31 + (unsigned)tid) % BUCKETS];
+}
 
 void *dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,
                     pp_err *err) {
@@ -35,7 +44,7 @@ void *dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const
     }
     const size_t bytes = dnnl_memory_desc_get_size(want);
     pthread_mutex_lock(&lock);
-    dn_wshared *e = all;
+    dn_wshared **head = bucket(x->st, tid), *e = *head;
     while (e && !(e->st == x->st && e->tid == tid && dnnl_memory_desc_equal(&e->md, want))) e = e->next;
     if (e) {
         e->refs++;
@@ -56,8 +65,8 @@ void *dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const
             pthread_mutex_unlock(&lock);
             return NULL;
         }
-        *e = (dn_wshared){.st = x->st, .tid = tid, .md = *want, .buf = buf, .bytes = bytes, .refs = 1, .next = all};
-        all = e;
+        *e = (dn_wshared){.st = x->st, .tid = tid, .md = *want, .buf = buf, .bytes = bytes, .refs = 1, .next = *head};
+        *head = e;
         x->owned_bytes += bytes;
     }
     pthread_mutex_unlock(&lock);
@@ -71,7 +80,7 @@ void dn_wshare_release(pprt_exec *x, int n) {
     for (int i = n; i < x->n_wrefs; i++) {
         dn_wshared *e = x->wrefs[i];
         if (--e->refs > 0) continue;
-        dn_wshared **at = &all;
+        dn_wshared **at = bucket(e->st, e->tid);
         while (*at != e) at = &(*at)->next;
         *at = e->next;
         free(e->buf);
