@@ -159,7 +159,7 @@ typedef struct mark {
 
 /* A reordered weight that the executors of one stage share (--replicas runs
  * several of them in one process; wshare.c): its source tensor, its
- * layout, its bytes, and how many executors hold it. */
+ * layout, its buffer, and how many executors hold it. */
 typedef struct dn_wshared dn_wshared;
 
 struct pprt_exec {
@@ -343,10 +343,10 @@ void dn_rollback(pprt_exec *x, mark m);
 
 /* Weight tensor tid reordered from `from` to `want`, as the stage's other
  * executors (replicas in this process) already made it or as this one makes
- * it now and offers them (wshare.c): its bytes, held by x until
- * dn_wshare_release; NULL with *err set where it cannot be made. */
-void *dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,
-                    pp_err *err);
+ * it now and offers them (wshare.c): *out (a new memory of x) shows its
+ * bytes, held by x until dn_wshare_release. */
+pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,
+                        dnnl_memory_t *out, pp_err *err);
 /* Gives back x's shared weights from the n-th on (a rollback, the end). */
 void dn_wshare_release(pprt_exec *x, int n);
 

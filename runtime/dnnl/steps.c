@@ -172,10 +172,9 @@ pp_status dn_weight_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
     if (dnnl_memory_desc_equal(from, want)) return dn_tensor_mem(x, tid, want, out, err);
     size_t bytes = dnnl_memory_desc_get_size(want);
     if (x->o.share_weights) {
-        void *buf = dn_wshare_get(x, tid, from, want, err);
-        if (!buf) return err->code;
+        PP_TRY(dn_wshare_get(x, tid, from, want, out, err));
         x->weight_bytes += bytes;
-        return dn_new_mem(x, want, buf, out, err);
+        return PP_OK;
     }
     void *buf = dn_own_alloc(x, bytes);
     if (!buf) return PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for a reordered weight", bytes);

@@ -22,7 +22,6 @@ struct dn_wshared {
     int tid;
     dnnl_memory_desc_t md;
     void *buf;
-    size_t bytes;
     int refs;
     dn_wshared *next;
 };
@@ -36,42 +35,33 @@ static dn_wshared **bucket(const pprt_stage *st, int tid) {
     return &table[((uintptr_t)st / 64 * 31 + (unsigned)tid) % BUCKETS];
 }
 
-void *dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,
-                    pp_err *err) {
-    if (!GROW(x->wrefs, x->cap_wrefs, x->n_wrefs + 1)) {
-        PP_FAIL(err, PP_ENOMEM, "out of memory");
-        return NULL;
-    }
+pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,
+                        dnnl_memory_t *out, pp_err *err) {
+    if (!GROW(x->wrefs, x->cap_wrefs, x->n_wrefs + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     const size_t bytes = dnnl_memory_desc_get_size(want);
+    pp_status s = PP_OK;
     pthread_mutex_lock(&lock);
     dn_wshared **head = bucket(x->st, tid), *e = *head;
     while (e && !(e->st == x->st && e->tid == tid && dnnl_memory_desc_equal(&e->md, want))) e = e->next;
     if (e) {
-        e->refs++;
-        x->wshared_bytes += bytes;
+        if ((s = dn_new_mem(x, want, e->buf, out, err)) == PP_OK) e->refs++, x->wshared_bytes += bytes;
     } else {
-        e = calloc(1, sizeof *e);
         void *buf = NULL;
-        dnnl_memory_t m;
-        if (!e || posix_memalign(&buf, 64, bytes ? bytes : 64) != 0) {
-            free(e);
-            pthread_mutex_unlock(&lock);
-            PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for a reordered weight", bytes);
-            return NULL;
-        }
-        if (dn_reorder_weight(x, tid, from, want, buf, &m, err) != PP_OK) {
+        if (!(e = calloc(1, sizeof *e)) || posix_memalign(&buf, 64, bytes ? bytes : 64) != 0)
+            s = PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for a reordered weight", bytes);
+        else s = dn_reorder_weight(x, tid, from, want, buf, out, err);
+        if (s == PP_OK) {
+            *e = (dn_wshared){.st = x->st, .tid = tid, .md = *want, .buf = buf, .refs = 1, .next = *head};
+            *head = e;
+            x->owned_bytes += bytes;
+        } else {
             free(buf);
             free(e);
-            pthread_mutex_unlock(&lock);
-            return NULL;
         }
-        *e = (dn_wshared){.st = x->st, .tid = tid, .md = *want, .buf = buf, .bytes = bytes, .refs = 1, .next = *head};
-        *head = e;
-        x->owned_bytes += bytes;
     }
     pthread_mutex_unlock(&lock);
-    x->wrefs[x->n_wrefs++] = e;
-    return e->buf;
+    if (s == PP_OK) x->wrefs[x->n_wrefs++] = e;
+    return s;
 }
 
 void dn_wshare_release(pprt_exec *x, int n) {
