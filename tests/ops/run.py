@@ -155,9 +155,34 @@ def close(got, want, rtol, atol):
     return None
 
 
+def ort_run(m, feeds, outputs, optimized=True):
+    """onnxruntime's CPU outputs. optimized=False disables every graph rewrite
+    (ORT_DISABLE_ALL), so each node runs as the ONNX semantics define it: the
+    oracle for patterns onnxruntime would otherwise fuse into CPU-specific
+    integer kernels (a Q-DQ Conv becomes a QLinearConv, whose AVX2 kernel
+    without VNNI sums u8 x s8 pairs into saturating 16-bit lanes and so differs
+    from the spec by whole quantization steps on such machines)."""
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    if not optimized:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(outputs, feeds)
+
+
+def ort_fused_note(name, m, feeds, outputs, want):
+    """Informative only: how far onnxruntime's optimized path (fused integer
+    kernels, which differ by CPU) is from the oracle on this machine. Printed,
+    never a failure."""
+    for o, w, g in zip(outputs, want, ort_run(m, feeds, outputs)):
+        d = np.abs(g.astype(np.float64) - w.astype(np.float64))
+        print(f"{name}: note: onnxruntime's optimized path differs from the ONNX semantics on {int((d > 0).sum())} "
+              f"of {d.size} values of {o}, by up to {float(d.max()) if d.size else 0.0:g} (not a failure)")
+
+
 def case(name, nodes, feeds, outputs, inits=(), opset=17, numpy_ref=None, rtol=1e-5, atol=1e-6, pps=(1,),
          oracle="onnxruntime"):
-    """onnxruntime (or onnx's reference evaluator, for what onnxruntime does
+    """onnxruntime (or onnxruntime with its graph rewrites off, "onnxruntime-plain";
+    or onnx's reference evaluator, for what onnxruntime does
     not implement, or oracle(feeds) -> list, a function) and
     numpy_ref(feeds) -> list, when given, against ppcc/pprt."""
     global n_cases
@@ -168,11 +193,10 @@ def case(name, nodes, feeds, outputs, inits=(), opset=17, numpy_ref=None, rtol=1
     try:
         if callable(oracle):
             want = oracle(feeds)
-        elif oracle == "onnxruntime":
-            so = ort.SessionOptions()
-            so.log_severity_level = 3
-            sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-            want = sess.run(outputs, feeds)
+        elif oracle in ("onnxruntime", "onnxruntime-plain"):
+            want = ort_run(m, feeds, outputs, optimized=oracle == "onnxruntime")
+            if oracle == "onnxruntime-plain":
+                ort_fused_note(name, m, feeds, outputs, want)
         else:
             from onnx.reference import ReferenceEvaluator
             want = ReferenceEvaluator(m).run(outputs, feeds)
@@ -214,9 +238,10 @@ def refused(name, nodes, feeds, outputs, want_text, inits=(), opset=17, code=2, 
                         f"want text {want_text!r}")
 
 
-def batched(name, nodes, feeds, outputs, inits=(), opset=17, rtol=1e-5, atol=1e-5, refuse=None):
+def batched(name, nodes, feeds, outputs, inits=(), opset=17, rtol=1e-5, atol=1e-5, refuse=None, optimized=True):
     """Every input's dim 0 named N, so ppcc -b 2 cuts the 4 samples into micro-batches: pprt at -pp 1 and 2
-    against onnxruntime on the whole batch; refuse: ppcc must exit 2 with this text instead."""
+    against onnxruntime on the whole batch (optimized=False: with its graph rewrites off, see ort_run);
+    refuse: ppcc must exit 2 with this text instead."""
     global n_cases
     if not wanted(name):
         return
@@ -225,7 +250,7 @@ def batched(name, nodes, feeds, outputs, inits=(), opset=17, rtol=1e-5, atol=1e-
     for i in m.graph.input:
         i.type.tensor_type.shape.dim[0].dim_param = "N"
     d, path = write_case(name, m, feeds)
-    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(outputs, feeds)
+    want = ort_run(m, feeds, outputs, optimized)
     for pp in (1, 2):
         plan = os.path.join(d, f"b2_pp{pp}.plan")
         r = subprocess.run([PPCC, path, "-b", "2", "-pp", str(pp), "-q", "-o", plan], capture_output=True, text=True)
@@ -806,9 +831,35 @@ qdq_nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
 qdq_inits = {"sx": np.float32(0.05), "zx": np.uint8(128), "wq": rng.integers(-127, 127, (4, 3, 3, 3)).astype(np.int8),
              "sw": rng.uniform(0.002, 0.01, 4).astype(np.float32), "sy": np.float32(0.1), "zy": np.uint8(0)}
 qdq_x = f32(4, 3, 6, 6)
-case("qdq_conv", qdq_nodes, {"x": qdq_x}, ["y"], inits=qdq_inits, opset=13, pps=(1, 2))
-# (one quantization step apart where a sum lands on a tie: onnxruntime sums the convolution in another order)
-batched("qdq_conv_batched", qdq_nodes, {"x": qdq_x}, ["y"], qdq_inits, 13, rtol=0, atol=0.1 + 1e-6)
+
+
+def qdq_conv_np(feeds):
+    """The ONNX semantics of qdq_nodes in NumPy: QuantizeLinear rounds x / scale half to even and saturates,
+    DequantizeLinear is (q - zero point) * scale, the Conv a float sum (here in float64)."""
+    i = qdq_inits
+
+    def quant(v, s, z):
+        return np.clip(np.rint(v / s) + np.float32(z), 0, 255).astype(np.uint8)
+
+    xd = (quant(feeds["x"], i["sx"], i["zx"]).astype(np.float32) - np.float32(i["zx"])) * i["sx"]
+    wd = i["wq"].astype(np.float32) * i["sw"][:, None, None, None]
+    xp = np.pad(xd.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    n, _, hh, ww = xd.shape
+    c = np.zeros((n, wd.shape[0], hh, ww))
+    for dy in range(3):
+        for dx in range(3):
+            c += np.einsum("nchw,oc->nohw", xp[:, :, dy:dy + hh, dx:dx + ww], wd[:, :, dy, dx].astype(np.float64))
+    r = np.maximum(c.astype(np.float32), 0)
+    return [(quant(r, i["sy"], i["zy"]).astype(np.float32) - np.float32(i["zy"])) * i["sy"]]
+
+
+# The oracle is onnxruntime with its graph rewrites off (ort_run: its fused QLinearConv differs from the spec by
+# whole steps on AVX2 machines without VNNI), checked against the NumPy semantics above; the optimized path's
+# difference is printed, not asserted.
+case("qdq_conv", qdq_nodes, {"x": qdq_x}, ["y"], inits=qdq_inits, opset=13, pps=(1, 2), oracle="onnxruntime-plain",
+     numpy_ref=qdq_conv_np)
+# (one quantization step apart where a sum lands on a tie: pprt may sum the convolution in another order)
+batched("qdq_conv_batched", qdq_nodes, {"x": qdq_x}, ["y"], qdq_inits, 13, rtol=0, atol=0.1 + 1e-6, optimized=False)
 
 # ---- AffineGrid, and a spatial transformer (AffineGrid then GridSample) ----------------------------------
 # an axis of one pixel under align_corners: PyTorch puts it at 0, onnxruntime at 1, the ONNX reference at -1 (no
