@@ -138,6 +138,9 @@ static void note_unfolded(const pp_graph *g) {
 }
 
 int main(int argc, char **argv) {
+    /* first: an interrupted ppcc leaves no temporary plan, and a signal that
+     * comes during parsing exits 128 + signal like any other */
+    pp_signals_install();
     const char *model = NULL, *out = "plan.bin";
     /* static: the strdup'ed --dim/--const names stay reachable when a usage
      * error returns early (no leak report under ASan) */
@@ -145,6 +148,7 @@ int main(int argc, char **argv) {
     static pp_compile_opts co;
     pp_compile_opts_init(&co);
     bool report = false, quiet = false, ref_weights = false, verbose = false, out_given = false, measure = false;
+    bool modules = false;
     ppcc_measure_opts mo = {.runs = 3};
     const char *report_json = NULL, *report_html = NULL, *export_dir = NULL;
     for (int i = 1; i < argc; i++) {
@@ -161,6 +165,8 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--version")) {
             printf("ppcc %s\n", PPRT_VERSION);
             return 0;
+        } else if (!strcmp(a, "--modules")) {
+            modules = true;
         } else if (!strcmp(a, "-b")) {
             if (!parse_int(v, 0, 1 << 20, &x)) return bad_usage("-b needs a batch size 0..2^20, got '%s'", v ? v : "");
             io.batch = x;
@@ -233,6 +239,21 @@ int main(int argc, char **argv) {
         }
     }
     if (!model) return bad_usage("no model given%s", "");
+    if (modules) { /* the module paths as imported, for --split-at and --exec-seq; nothing compiled */
+        pp_graph g;
+        pp_err err = {0};
+        pp_status s = pp_import_onnx(model, &io, &g, &err);
+        if (s == PP_OK) {
+            s = pp_scopes(&g, &err);
+            if (s == PP_OK) pp_modules_print(stdout, &g);
+            pp_graph_free(&g);
+        }
+        for (int k = 0; k < io.n_dims; k++) free((char *)io.dim_name[k]);
+        for (int k = 0; k < io.n_consts; k++) free((char *)io.const_name[k]);
+        pp_compile_opts_free(&co);
+        if (s != PP_OK) fprintf(stderr, "ppcc: error: %s\n", err.msg);
+        return pp_exit_code(s);
+    }
     if (co.search && co.max_batch) return bad_usage("give --search or --max-batch, not both%s", "");
     if ((co.search || co.max_batch) && io.no_batch)
         return bad_usage("-b 0 has no micro-batch for --search or --max-batch to choose%s", "");
@@ -248,7 +269,6 @@ int main(int argc, char **argv) {
     if ((mo.args || mo.runs != 3 || mo.procs) && !measure)
         return bad_usage("--measure-args, --measure-runs and --measure-procs are for --measure%s", "");
 
-    pp_signals_install(); /* an interrupted ppcc leaves no temporary plan */
     pp_err err = {0};
     /* --search --measure: a profile per micro-batch size, for the search and
      * then the plan it picks; removed at the end */

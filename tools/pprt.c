@@ -480,6 +480,9 @@ static int finish(const pprt_cli *c, pprt_driver *d, pp_status s, const pp_err *
 }
 
 int main(int argc, char **argv) {
+    /* first: an interrupted run leaves no temporary output, and a signal that
+     * comes while the options are read and backends chosen exits 128 + signal */
+    pp_signals_install();
     pprt_cli c;
     int rc = parse_args(argc, argv, &c);
     if (rc >= 0) return rc;
@@ -490,7 +493,6 @@ int main(int argc, char **argv) {
     /* the driver: MPI ranks when a launcher started this process */
     const char *launcher = pprt_mpi_launcher_env();
     if ((rc = choose_backend(&c, launcher != NULL)) >= 0) return rc;
-    pp_signals_install(); /* an interrupted run leaves no temporary output */
     if (!launcher && c.mpi_opt) {
 #ifdef PPRT_HAVE_MPI
         return bad_usage(c.mpi_opt, " applies only under mpirun (mpirun -np K pprt ...)");
