@@ -186,6 +186,12 @@ typedef struct pp_graph {
      * sorted, distinct (passes/scope.c) */
     const char **modules;
     int n_modules;
+    /* the doubled names ppcc gave nested containers' children before it named
+     * modules as PyTorch does ("stages.1.blocks.blocks.0" for
+     * "stages.1.blocks.0"), sorted by the old name: accepted with a warning
+     * (passes/scope.c) */
+    struct pp_module_alias *aliases;
+    int n_aliases;
     /* the frontend's storage that constant data points into */
     void *keep;
     void (*keep_free)(void *);

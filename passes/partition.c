@@ -716,6 +716,17 @@ static pp_status cuts_split_at(pp_graph *g, const pp_compile_opts *o, int *cuts,
     char hint[512];
     for (int k = 0; k < o->n_split_at; k++) {
         int first = pp_module_first_node(g, o->split_at[k], hint, sizeof hint);
+        const char *now = first < 0 ? pp_module_alias_of(g, o->split_at[k]) : NULL;
+        if (now) {
+            if (!o->quiet)
+                fprintf(stderr, "ppcc: warning: --split-at %s: the name earlier ppcc versions gave module '%s', as "
+                        "PyTorch's named_modules() names it: use that; the old form will go\n", o->split_at[k], now);
+            first = pp_module_first_node(g, now, hint, sizeof hint);
+        }
+        if (first < 0 && pp_model_names_module(g, now ? now : o->split_at[k]))
+            return PP_FAIL(err, PP_EINVAL, "--split-at %s: the module left no op to cut before: ppcc's passes "
+                           "folded its ops into constants or fused them into others' (ppcc --modules lists the "
+                           "modules as imported); cut at the module after it", o->split_at[k]);
         if (first < 0)
             return PP_FAIL(err, PP_EINVAL, "--split-at: no module '%s' in the model; closest: %s",
                            o->split_at[k], hint);
@@ -833,6 +844,19 @@ static pp_status cuts_exec_seq(pp_graph *g, const pp_compile_opts *o, int *cuts,
     char hint[512], why[768];
     *n_cuts = 0;
     for (int k = 0; s == PP_OK && k < q.n; k++) {
+        const char *now = pp_module_first_node(g, q.name[k], NULL, 0) < 0 ? pp_module_alias_of(g, q.name[k]) : NULL;
+        if (now) {
+            if (!o->quiet)
+                fprintf(stderr, "ppcc: warning: %s:%d: '%s' is the name earlier ppcc versions gave module '%s', as "
+                        "PyTorch's named_modules() names it: use that; the old form will go\n", path, q.line[k], q.name[k], now);
+            char *c = strdup(now);
+            if (!c) {
+                s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+                break;
+            }
+            free(q.name[k]);
+            q.name[k] = c;
+        }
         q.first[k] = pp_module_first_node(g, q.name[k], hint, sizeof hint);
         q.last[k] = q.first[k] >= 0 ? pp_module_last_node(g, q.name[k]) : -1;
     }

@@ -192,6 +192,18 @@ int pp_module_last_node(const pp_graph *g, const char *path);
 /* Whether the model, as imported, names module `path` (a node's scope or a
  * parameter's name), whether or not any node of it is left. */
 bool pp_model_names_module(const pp_graph *g, const char *path);
+/* A module path in the doubled form earlier ppcc versions showed for the
+ * children of nested Sequentials ("stages.1.blocks.blocks.0"): the module's
+ * name now ("stages.1.blocks.0"), or NULL when `path` is no such old name. */
+typedef struct pp_module_alias {
+    const char *old, *name;
+} pp_module_alias;
+const char *pp_module_alias_of(const pp_graph *g, const char *path);
+/* ppcc --modules: every module path the model names, in graph order of its
+ * first op, one a line: "PATH<TAB>OPS<TAB>FIRST_OP" (OPS its ops as imported,
+ * FIRST_OP that op's node name), then the modules only a parameter names,
+ * with 0 and "-". */
+void pp_modules_print(FILE *f, const pp_graph *g);
 /* Entry k of a module list (an exec_seq: names[0..n-1], each module's first
  * and last node, -1 for a name with no op) names no op. Whether it is a module
  * that existed but left no op (true: msg says why, for a warning) or a name

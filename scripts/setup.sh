@@ -46,3 +46,11 @@ if ! .venv/bin/python -c "import transformers; assert transformers.__version__ =
   npv=$(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)')
   .venv/bin/pip install -q --disable-pip-version-check "numpy==$npv" "transformers==4.40.2"
 fi
+# timm 0.9.2 (the release of the project's notes; supports torch 1.13) for
+# tests/split/notes.py: the notes' exec_seq lists on timm models of the same
+# families (random weights; nothing downloaded)
+if ! .venv/bin/python -c "import timm; assert timm.__version__ == '0.9.2'" 2>/dev/null; then
+  echo "setup: installing timm 0.9.2 into .venv"
+  npv=$(/usr/bin/python3 -c 'import numpy; print(numpy.__version__)')
+  .venv/bin/pip install -q --disable-pip-version-check "numpy==$npv" "timm==0.9.2"
+fi

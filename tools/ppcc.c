@@ -35,6 +35,8 @@ static void usage(FILE *f) {
             "  --export-stages DIR\n"
             "                   every stage as an ONNX model: DIR/stage_K.onnx (+ .onnx.data),\n"
             "                   and DIR/stages.json saying how they connect\n"
+            "  --modules        list the model's module paths (as PyTorch's named_modules()\n"
+            "                   names them), each with its op count and first op; no plan\n"
             "  --measure        split by measured op times: ppcc runs the model as one stage with\n"
             "                   pprt --profile on random inputs (at -b, with the threads a stage of\n"
             "                   the split gets: the cores this process may use / stages) and uses\n"

@@ -129,6 +129,48 @@ for seq, want1, want2 in cases:
     check(r.returncode == 2 and want1 in r.stderr and want2 in r.stderr,
           f"{seq}: exit {r.returncode} (want 2), stderr {r.stderr.strip()!r} (want {want1!r} and {want2!r})")
 
+# module paths as PyTorch names them (named_modules()): a nested Sequential's child is
+# stages.1.blocks.0, not stages.1.blocks.blocks.0 (that old form is accepted with a warning), and a module
+# called twice (the exporter's "act", "act_1") is one module, act
+def nested(path):
+    n = helper.make_node
+    inits = [init("stages.1.blocks.0.conv.weight", 4, 4, 3, 3), init("stages.1.blocks.1.conv.weight", 4, 4, 3, 3)]
+    nodes = [n("Conv", ["x", "stages.1.blocks.0.conv.weight"], ["c0"], name="/stages/stages.1/blocks/blocks.0/conv/Conv",
+               pads=[1, 1, 1, 1]),
+             n("Relu", ["c0"], ["r0"], name="/act/Relu"),
+             n("Conv", ["r0", "stages.1.blocks.1.conv.weight"], ["c1"], name="/stages/stages.1/blocks/blocks.1/conv/Conv",
+               pads=[1, 1, 1, 1]),
+             n("Relu", ["c1"], ["y"], name="/act_1/Relu")]
+    g = helper.make_graph(nodes, "nested", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 8, 8])], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+nested("nested.onnx")
+r = subprocess.run([PPCC, "nested.onnx", "--modules"], capture_output=True, text=True, timeout=60)
+mods = {l.split("\t")[0]: int(l.split("\t")[1]) for l in r.stdout.splitlines() if l}
+want = {"stages": 2, "stages.1": 2, "stages.1.blocks": 2, "stages.1.blocks.0": 1, "stages.1.blocks.0.conv": 1,
+        "stages.1.blocks.1": 1, "stages.1.blocks.1.conv": 1, "act": 2}
+check(r.returncode == 0 and mods == want, f"nested --modules: exit {r.returncode}, {mods}, want {want}")
+firsts = []
+for at in ("stages.1.blocks.1", "stages.1.blocks.blocks.1"):
+    r = subprocess.run([PPCC, "nested.onnx", "--split-at", at, "-o", "n.plan", "--report-json", "n.json"],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, f"--split-at {at}: exit {r.returncode}: {r.stderr.strip()}")
+    firsts.append(first_nodes(json.load(open("n.json"))["stages"]) if r.returncode == 0 else None)
+    old = "blocks.blocks" in at
+    check(old == ("the name earlier ppcc versions gave module 'stages.1.blocks.1'" in r.stderr),
+          f"--split-at {at}: the old name's warning {'missing' if old else 'given'}: {r.stderr.strip()!r}")
+check(firsts[0] == firsts[1] == ["/stages/stages.1/blocks/blocks.0/conv/Conv",
+                                 "/stages/stages.1/blocks/blocks.1/conv/Conv"], f"nested cuts: {firsts}")
+r = subprocess.run([PPCC, "nested.onnx", "--split-at", "act_1", "-o", "n.plan"], capture_output=True, text=True,
+                   timeout=60)
+# (act's first op is fused into the first Conv: the stage before it would be empty)
+check(r.returncode == 2 and "gave module 'act'" in r.stderr and "would be empty" in r.stderr,
+      f"--split-at act_1: exit {r.returncode}: {r.stderr}")
+
 # a real default export (torch 1.13: eval mode, constant folding) of conv1-bn1-relu
 try:
     import torch
