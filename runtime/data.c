@@ -1,6 +1,7 @@
 /* data.c: how pprt finds its inputs in a directory (NumPy files or the ONNX
  * test-data layout), writes its outputs, and scores a classifier against
  * labels. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -24,11 +25,6 @@ static int pb_input_index(const char *fname) {
     long k = 0;
     while (*p >= '0' && *p <= '9' && k < 1000000) k = k * 10 + (*p++ - '0');
     return strcmp(p, ".pb") == 0 && k < 1000000 ? (int)k : -1;
-}
-
-static bool is_npy(const char *name) {
-    size_t len = strlen(name);
-    return len >= 5 && strcmp(name + len - 4, ".npy") == 0 && name[0] != '.';
 }
 
 static bool is_pb_input(const char *name) { return pb_input_index(name) >= 0; }
@@ -87,12 +83,6 @@ static pp_status list_pb_inputs(const char *dir, int **ks, int *n, pp_err *err) 
     return s;
 }
 
-/* Not a directory (a FIFO counts: found, then refused by the reader). */
-static bool file_exists(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode);
-}
-
 /* Input i's data (read from `path`) against the plan: type, rank and all dims
  * but the sample count (all of them for an unbatched plan); the inputs must
  * agree on the sample count *n (-1 before the first). */
@@ -124,10 +114,34 @@ static pp_status check_input(const pprt_plan *p, int i, const char *path, const 
     return PP_OK;
 }
 
-/* NumPy layout: NAME.npy per input, else all .npy files in name order. */
+/* Natural order: runs of digits compare as numbers ("img2" before "img10"),
+ * a tie broken by the plain order. */
+static int cmp_natural(const void *pa, const void *pb) {
+    const char *a = *(char *const *)pa, *b = *(char *const *)pb;
+    const char *x = a, *y = b;
+    while (*x && *y) {
+        if (isdigit((unsigned char)*x) && isdigit((unsigned char)*y)) {
+            while (*x == '0') x++;
+            while (*y == '0') y++;
+            size_t lx = 0, ly = 0;
+            while (isdigit((unsigned char)x[lx])) lx++;
+            while (isdigit((unsigned char)y[ly])) ly++;
+            if (lx != ly) return lx < ly ? -1 : 1;
+            int c = strncmp(x, y, lx);
+            if (c) return c;
+            x += lx, y += ly;
+        } else {
+            if (*x != *y) return (unsigned char)*x < (unsigned char)*y ? -1 : 1;
+            x++, y++;
+        }
+    }
+    if (*x || *y) return *x ? 1 : -1;
+    return strcmp(a, b);
+}
+
 /* One file per sample (a single-input plan, several .npy files each holding
  * one sample: the input's shape without dim 0, or with dim 0 = 1): stacked in
- * file-name order into one array. */
+ * natural order of the file names into one array. */
 static pp_status load_per_sample(const pprt_plan *p, const char *dir, char **names, int n_files,
                                  pprt_npy *npy, pprt_array *array, int64_t *n, pp_err *err) {
     const pprt_io *in = &p->inputs[0];
@@ -180,52 +194,253 @@ static pp_status frozen_data(const pprt_plan *p, int f, const char *path, pp_err
                    "another value in with ppcc --const %s=FILE.pb)", path, p->frozen[f], p->frozen[f]);
 }
 
-static pp_status load_npy_layout(const pprt_plan *p, const char *dir, pprt_npy *npys,
-                                 pprt_array *arrays, int64_t *n, pp_err *err) {
-    char path[4096], safe[PP_FILE_NAME_MAX];
-    for (int f = 0; f < p->n_frozen; f++) {
-        pprt_safe_name(p->frozen[f], safe, sizeof safe);
-        snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
-        if (file_exists(path)) return frozen_data(p, f, path, err);
+/* The plan input (or, frozen, the frozen input) a data name stands for:
+ * its name or its file-safe name; -1 none. */
+static int input_named(const pprt_plan *p, const char *name, bool frozen) {
+    char safe[PP_FILE_NAME_MAX];
+    const int n = frozen ? p->n_frozen : p->n_inputs;
+    for (int i = 0; i < n; i++) {
+        const char *in = frozen ? p->frozen[i] : p->inputs[i].name;
+        pprt_safe_name(in, safe, sizeof safe);
+        if (!strcmp(in, name) || !strcmp(safe, name)) return i;
     }
+    return -1;
+}
+
+static bool is_data_file(const char *name) {
+    size_t len = strlen(name);
+    return name[0] != '.' && len >= 5 && (!strcmp(name + len - 4, ".npy") || !strcmp(name + len - 4, ".npz"));
+}
+
+static bool ends_with(const char *s, const char *tail) {
+    size_t a = strlen(s), b = strlen(tail);
+    return a >= b && !strcmp(s + a - b, tail);
+}
+
+/* The file's data for input i: a .npy, a .pb (an ONNX TensorProto), or
+ * FILE.npz:KEY; src says which. */
+static pp_status read_bound(const pprt_plan *p, int i, const char *path, pprt_npy *npy, pprt_data_src *src,
+                            pp_err *err) {
+    const char *colon = strstr(path, ".npz:");
+    if (colon) {
+        char file[4096];
+        snprintf(file, sizeof file, "%.*s", (int)(colon + 4 - path), path);
+        pprt_npz z;
+        PP_TRY(pprt_npz_open(file, &z, err));
+        pp_status s = pprt_npz_read(&z, colon + 5, npy, err);
+        pprt_npz_close(&z);
+        if (s == PP_EIO) s = PP_FAIL(err, PP_EIO, "--input %s=%s: %s", p->inputs[i].name, path, err->msg);
+        return s;
+    }
+    if (ends_with(path, ".npz"))
+        return PP_FAIL(err, PP_EINVAL, "--input %s=%s: an .npz archive needs the array's key: %s:KEY",
+                       p->inputs[i].name, path, path);
+    if (ends_with(path, ".pb")) return pprt_pb_read(path, npy, NULL, err);
+    (void)src;
+    return pprt_npy_read(path, npy, err);
+}
+
+/* A list of names for a message: "a.npy, b.npy" (at most `max` then ", ..."). */
+static void name_list(char *buf, size_t n, char *const *names, const bool *skip, int count, int max) {
+    size_t k = 0;
+    int shown = 0;
+    buf[0] = 0;
+    for (int i = 0; i < count && k < n; i++) {
+        if (skip && skip[i]) continue;
+        if (shown++ == max) {
+            snprintf(buf + k, n - k, ", ...");
+            break;
+        }
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", names[i]);
+    }
+    if (!buf[0]) snprintf(buf, n, "nothing");
+}
+
+/* The inputs' files: --input bindings, then NAME.npy and the keys of .npz
+ * files in dir (a directory, or itself one .npz or .npy file), then, for a
+ * one-input plan only, the folder's one .npy file or one file per sample.
+ * Files that feed no input are refused unless o->ignore_extra. */
+static pp_status load_npy_layout(const pprt_plan *p, const char *dir, const pprt_data_opts *o, pprt_npy *npys,
+                                 pprt_array *arrays, pprt_data_src *src, int64_t *n, pp_err *err) {
+    char path[4096], list[1024];
+    const int ni = p->n_inputs;
+    bool *bound = calloc(pp_count(ni), sizeof *bound);
+    if (!bound) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     char **names = NULL;
     int n_files = 0;
-    pp_status s = list_dir(dir, is_npy, &names, &n_files, err);
-    if (s == PP_OK && p->n_inputs == 1 && p->batch > 0 && n_files > 1) {
-        pprt_safe_name(p->inputs[0].name, safe, sizeof safe);
-        snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
-        if (!file_exists(path)) {
-            s = load_per_sample(p, dir, names, n_files, &npys[0], &arrays[0], n, err);
-            free_names(names, n_files);
-            return s;
+    bool *used = NULL;
+    pp_status s = PP_OK;
+    /* 1. --input NAME=PATH */
+    for (int b = 0; o && b < o->n_bind && s == PP_OK; b++) {
+        int i = input_named(p, o->bind_name[b], false);
+        int f = input_named(p, o->bind_name[b], true);
+        if (i < 0 && f >= 0) {
+            s = frozen_data(p, f, o->bind_path[b], err);
+        } else if (i < 0) {
+            for (int j = 0; j < ni; j++) {
+                size_t k = j ? strlen(list) : 0;
+                snprintf(list + k, sizeof list - k, "%s%s", j ? ", " : "", p->inputs[j].name);
+            }
+            s = PP_FAIL(err, PP_EINVAL, "--input %s=%s: the plan has no input '%s'; its input%s: %s", o->bind_name[b],
+                        o->bind_path[b], o->bind_name[b], ni == 1 ? "" : "s", ni ? list : "none");
+        } else if (bound[i]) {
+            s = PP_FAIL(err, PP_EINVAL, "--input names input '%s' twice", p->inputs[i].name);
+        } else if ((s = read_bound(p, i, o->bind_path[b], &npys[i], &src[i], err)) == PP_OK) {
+            bound[i] = true;
+            snprintf(src[i].from, sizeof src[i].from, "%s", o->bind_path[b]);
+            s = check_input(p, i, o->bind_path[b], &npys[i], &arrays[i], n, err);
         }
     }
-    for (int i = 0; i < p->n_inputs && s == PP_OK; i++) {
-        const pprt_io *in = &p->inputs[i];
-        pprt_safe_name(in->name, safe, sizeof safe);
-        snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
-        if (!file_exists(path)) {
-            if (n_files != p->n_inputs) {
-                s = PP_FAIL(err, PP_EIO,
-                            "no data for input '%s': expected '%s', or exactly %d .npy file%s in "
-                            "'%s' (found %d), or one .npy per sample (single-input plans), or ONNX "
-                            "test data (input_0.pb, ...)",
-                            in->name, path, p->n_inputs, p->n_inputs == 1 ? "" : "s", dir, n_files);
-                break;
+    struct stat sb;
+    const bool is_dir = dir && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if (s == PP_OK && dir && !is_dir) { /* DATA is one file: an .npz of inputs, or a one-input plan's .npy */
+        if (ends_with(dir, ".npz")) {
+            if (!(names = malloc(sizeof *names)) || !(names[0] = strdup(dir))) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+            else n_files = 1;
+        } else if (ends_with(dir, ".npy") && ni == 1) {
+            if (bound[0]) s = PP_FAIL(err, PP_EINVAL, "%s and --input both give data for input '%s'", dir, p->inputs[0].name);
+            else if ((s = pprt_npy_read(dir, &npys[0], err)) == PP_OK) {
+                bound[0] = true;
+                snprintf(src[0].from, sizeof src[0].from, "%s", dir);
+                s = check_input(p, 0, dir, &npys[0], &arrays[0], n, err);
             }
-            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        } else {
+            s = PP_FAIL(err, PP_EIO, "data '%s' is not a directory%s", dir,
+                        ends_with(dir, ".npy") ? ", and a plan of several inputs needs more than one .npy (a folder, "
+                                                 "an .npz, or --input NAME=PATH for each)"
+                                               : " (give a folder of NAME.npy files, an .npz, or a .npy for a "
+                                                 "one-input plan)");
         }
-        if ((s = pprt_npy_read(path, &npys[i], err)) != PP_OK) break;
-        s = check_input(p, i, path, &npys[i], &arrays[i], n, err);
+    } else if (s == PP_OK && is_dir) {
+        s = list_dir(dir, is_data_file, &names, &n_files, err);
+        if (s == PP_OK && n_files) qsort(names, (size_t)n_files, sizeof *names, cmp_natural);
+    }
+    if (s == PP_OK && !(used = calloc(pp_count(n_files), sizeof *used))) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    /* the file --labels reads is not an input's, wherever it lies */
+    struct stat lab;
+    const bool have_lab = o && o->skip && stat(o->skip, &lab) == 0;
+    for (int k = 0; s == PP_OK && k < n_files; k++) {
+        if (is_dir) snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+        else snprintf(path, sizeof path, "%s", names[k]);
+        struct stat fs;
+        if (have_lab && stat(path, &fs) == 0 && fs.st_dev == lab.st_dev && fs.st_ino == lab.st_ino) used[k] = true;
+    }
+    /* 2. NAME.npy, and the keys of each .npz */
+    for (int k = 0; s == PP_OK && k < n_files; k++) {
+        if (used[k]) continue;
+        if (is_dir) snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+        else snprintf(path, sizeof path, "%s", names[k]);
+        if (ends_with(names[k], ".npy")) {
+            char stem[PP_FILE_NAME_MAX];
+            snprintf(stem, sizeof stem, "%.*s", (int)strlen(names[k]) - 4, names[k]);
+            int f = input_named(p, stem, true), i = input_named(p, stem, false);
+            if (i < 0 && f >= 0) s = frozen_data(p, f, path, err);
+            if (i < 0 || s != PP_OK) continue;
+            if (bound[i]) {
+                s = PP_FAIL(err, PP_EINVAL, "%s and %s both give data for input '%s'", src[i].from, path,
+                            p->inputs[i].name);
+            } else if ((s = pprt_npy_read(path, &npys[i], err)) == PP_OK) {
+                bound[i] = used[k] = true;
+                snprintf(src[i].from, sizeof src[i].from, "%s", path);
+                s = check_input(p, i, path, &npys[i], &arrays[i], n, err);
+            }
+            continue;
+        }
+        pprt_npz z;
+        if ((s = pprt_npz_open(path, &z, err)) != PP_OK) break;
+        char extra[512] = "";
+        size_t xk = 0;
+        for (int m = 0; m < z.n && s == PP_OK; m++) {
+            int f = input_named(p, z.m[m].key, true), i = input_named(p, z.m[m].key, false);
+            char what[4200];
+            snprintf(what, sizeof what, "%s:%s", path, z.m[m].key);
+            if (i < 0 && f >= 0) {
+                s = frozen_data(p, f, what, err);
+            } else if (i < 0) {
+                if (xk < sizeof extra)
+                    xk += (size_t)snprintf(extra + xk, sizeof extra - xk, "%s'%s'", xk ? ", " : "", z.m[m].key);
+            } else if (bound[i]) {
+                s = PP_FAIL(err, PP_EINVAL, "%s and %s both give data for input '%s'", src[i].from, what,
+                            p->inputs[i].name);
+            } else if ((s = pprt_npz_read(&z, z.m[m].key, &npys[i], err)) == PP_OK) {
+                bound[i] = used[k] = true;
+                snprintf(src[i].from, sizeof src[i].from, "%s", what);
+                s = check_input(p, i, what, &npys[i], &arrays[i], n, err);
+            }
+        }
+        if (s == PP_OK && xk && !(o && o->ignore_extra)) {
+            for (int j = 0; j < ni; j++) {
+                size_t q = j ? strlen(list) : 0;
+                snprintf(list + q, sizeof list - q, "%s%s", j ? ", " : "", p->inputs[j].name);
+            }
+            s = PP_FAIL(err, PP_EINVAL, "%s: the arrays %s match no input of the plan (its input%s: %s); name each "
+                        "array after its input, or pass --ignore-extra", path, extra, ni == 1 ? "" : "s", list);
+        }
+        used[k] = true; /* an archive's arrays were matched or refused above */
+        pprt_npz_close(&z);
+    }
+    /* 3. a one-input plan: the one .npy file left, or one file per sample */
+    if (s == PP_OK && ni == 1 && !bound[0] && is_dir) {
+        int left = 0, at = -1;
+        for (int k = 0; k < n_files; k++)
+            if (!used[k] && ends_with(names[k], ".npy")) left++, at = at < 0 ? k : at;
+        if (left == 1) {
+            snprintf(path, sizeof path, "%s/%s", dir, names[at]);
+            if ((s = pprt_npy_read(path, &npys[0], err)) == PP_OK) {
+                bound[0] = used[at] = true;
+                snprintf(src[0].from, sizeof src[0].from, "%s (the folder's only .npy file)", path);
+                s = check_input(p, 0, path, &npys[0], &arrays[0], n, err);
+            }
+        } else if (left > 1 && p->batch > 0) {
+            char **ps = malloc(sizeof *ps * (size_t)left);
+            int m = 0;
+            if (!ps) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+            for (int k = 0; ps && k < n_files; k++)
+                if (!used[k] && ends_with(names[k], ".npy")) ps[m++] = names[k], used[k] = true;
+            if (ps && (s = load_per_sample(p, dir, ps, m, &npys[0], &arrays[0], n, err)) == PP_OK) {
+                bound[0] = true;
+                snprintf(src[0].from, sizeof src[0].from, "%s/ (%d files, one sample each, in natural order: %s .. %s)",
+                         dir, m, ps[0], ps[m - 1]);
+            }
+            free(ps);
+        }
+    }
+    /* 4. every input has its data, and every file feeds one */
+    for (int i = 0; s == PP_OK && i < ni; i++) {
+        if (bound[i]) continue;
+        char safe[PP_FILE_NAME_MAX];
+        pprt_safe_name(p->inputs[i].name, safe, sizeof safe);
+        name_list(list, sizeof list, names, used, n_files, 8);
+        s = PP_FAIL(err, PP_EIO, "no data for input '%s': expected %s/%s.npy (the file named after the input), an "
+                    "array '%s' in an .npz, or --input %s=PATH; %s holds %s%s", p->inputs[i].name, dir ? dir : ".", safe,
+                    p->inputs[i].name, p->inputs[i].name, dir ? dir : "no data folder: it", list,
+                    ni > 1 ? " (with several inputs, each file must be named after its input)" : "");
+    }
+    if (s == PP_OK && !(o && o->ignore_extra)) {
+        int extra = 0;
+        for (int k = 0; k < n_files; k++) extra += !used[k];
+        if (extra) {
+            name_list(list, sizeof list, names, used, n_files, 8);
+            char ins[512];
+            size_t q = 0;
+            ins[0] = 0;
+            for (int j = 0; j < ni && q < sizeof ins; j++)
+                q += (size_t)snprintf(ins + q, sizeof ins - q, "%s%s", j ? ", " : "", p->inputs[j].name);
+            s = PP_FAIL(err, PP_EINVAL, "%s holds %d data file%s that feed%s no input of the plan: %s (its input%s: "
+                        "%s); name each file after its input, give --input NAME=PATH, or pass --ignore-extra",
+                        dir, extra, extra == 1 ? "" : "s", extra == 1 ? "s" : "", list, ni == 1 ? "" : "s", ins);
+        }
     }
     free_names(names, n_files);
+    free(used);
+    free(bound);
     return s;
 }
 
 /* ONNX test-data layout: input_K.pb files, matched by tensor name, else by
  * position K; files naming no plan input are skipped (bound at compile time). */
 static pp_status load_pb_layout(const pprt_plan *p, const char *dir, const int *ks, int n_ks,
-                                pprt_npy *npys, pprt_array *arrays, int64_t *n, pp_err *err) {
+                                pprt_npy *npys, pprt_array *arrays, pprt_data_src *src, int64_t *n, pp_err *err) {
     char path[4096];
     char skipped[512] = "";
     size_t sk = 0;
@@ -258,6 +473,7 @@ static pp_status load_pb_layout(const pprt_plan *p, const char *dir, const int *
                         from[i] - 1, path, p->inputs[i].name);
         } else if (s == PP_OK) {
             from[i] = ks[f] + 1;
+            snprintf(src[i].from, sizeof src[i].from, "%s", path);
             npys[i] = a;
             a.data = NULL;
             s = check_input(p, i, path, &npys[i], &arrays[i], n, err);
@@ -274,22 +490,33 @@ static pp_status load_pb_layout(const pprt_plan *p, const char *dir, const int *
     return s;
 }
 
-pp_status pprt_data_load(const pprt_plan *p, const char *dir, pprt_npy *npys, pprt_array *arrays,
-                         int64_t *n, pp_err *err) {
+pp_status pprt_data_load(const pprt_plan *p, const char *dir, const pprt_data_opts *o, pprt_npy *npys,
+                         pprt_array *arrays, pprt_data_src *src, int64_t *n, pp_err *err) {
     *n = -1;
-    for (int i = 0; i < p->n_inputs; i++) memset(&npys[i], 0, sizeof npys[i]);
+    pprt_data_src *own = NULL;
+    if (!src && !(src = own = calloc(pp_count(p->n_inputs), sizeof *src))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < p->n_inputs; i++) memset(&npys[i], 0, sizeof npys[i]), src[i].from[0] = 0;
     int *ks = NULL, n_ks = 0;
-    pp_status s = list_pb_inputs(dir, &ks, &n_ks, err);
+    struct stat sb;
+    pp_status s = dir && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) ? list_pb_inputs(dir, &ks, &n_ks, err) : PP_OK;
+    if (s == PP_OK && dir && stat(dir, &sb) != 0)
+        s = PP_FAIL(err, PP_EIO, "cannot open data directory '%s': %s", dir, strerror(errno));
     if (s == PP_OK && p->n_inputs == 0) { /* nothing to read: one evaluation */
         free(ks);
+        free(own);
         *n = 1;
         return PP_OK;
     }
-    if (s == PP_OK)
-        s = n_ks ? load_pb_layout(p, dir, ks, n_ks, npys, arrays, n, err)
-                 : load_npy_layout(p, dir, npys, arrays, n, err);
+    if (s == PP_OK && n_ks && o && o->n_bind)
+        s = PP_FAIL(err, PP_EINVAL, "--input cannot be combined with ONNX test data (input_K.pb files in '%s')", dir);
+    if (s == PP_OK && n_ks) {
+        s = load_pb_layout(p, dir, ks, n_ks, npys, arrays, src, n, err);
+    } else if (s == PP_OK) {
+        s = load_npy_layout(p, dir, o, npys, arrays, src, n, err);
+    }
     free(ks);
-    if (s == PP_OK && *n == 0) s = PP_FAIL(err, PP_EINVAL, "the input files in '%s' hold no samples", dir);
+    free(own);
+    if (s == PP_OK && *n == 0) s = PP_FAIL(err, PP_EINVAL, "the input files in '%s' hold no samples", dir ? dir : "--input");
     if (s != PP_OK)
         for (int i = 0; i < p->n_inputs; i++) pprt_npy_free(&npys[i]);
     return s;

@@ -18,6 +18,27 @@ typedef struct pprt_npy {
 /* Read a whole .npy file; errors name the file and what is wrong with it. */
 pp_status pprt_npy_read(const char *path, pprt_npy *out, pp_err *err);
 void pprt_npy_free(pprt_npy *a);
+/* The same from memory: buf[0..len) holds a whole .npy file (a member of an
+ * .npz); errors name `what`. */
+pp_status pprt_npy_parse(const unsigned char *buf, size_t len, const char *what, pprt_npy *out, pp_err *err);
+
+/* NumPy .npz archives (io_npz.c): a zip of NAME.npy members, stored
+ * (np.savez) or deflated (np.savez_compressed), zip64 records included.
+ * Open reads the central directory and checks every entry; keys are the
+ * member names without ".npy". Errors name the file and the member. */
+typedef struct pprt_npz {
+    char *path;
+    int n;
+    struct pprt_npz_member {
+        char *key;
+        uint64_t offset, csize, usize; /* local header's offset, compressed and data sizes */
+        int method;                    /* 0 stored, 8 deflate */
+    } *m;
+} pprt_npz;
+pp_status pprt_npz_open(const char *path, pprt_npz *z, pp_err *err);
+/* Member `key` as an array; PP_EIO when the archive has no such key. */
+pp_status pprt_npz_read(const pprt_npz *z, const char *key, pprt_npy *out, pp_err *err);
+void pprt_npz_close(pprt_npz *z);
 /* Write atomically (temporary name, then rename). */
 pp_status pprt_npy_write(const char *path, pp_dtype dt, const pp_shape *sh, const void *data,
                          pp_err *err);
@@ -32,7 +53,22 @@ pp_status pprt_pb_read(const char *path, pprt_npy *out, char **name, pp_err *err
 pp_status pprt_pb_write(const char *path, const char *name, pp_dtype dt, const pp_shape *sh,
                         const void *data, pp_err *err);
 
-/* The plan's inputs from a data directory, in one of two layouts.
+/* What feeds the plan's inputs besides the data directory (pprt's options). */
+#define PPRT_MAX_BINDS 64
+typedef struct pprt_data_opts {
+    int n_bind; /* --input NAME=PATH: PATH a .npy, an ONNX TensorProto .pb, or FILE.npz:KEY */
+    const char *bind_name[PPRT_MAX_BINDS], *bind_path[PPRT_MAX_BINDS];
+    bool ignore_extra; /* data files that feed no input are left alone instead of refused */
+    const char *skip;  /* a file that is not input data wherever it lies (--labels'), or NULL */
+} pprt_data_opts;
+/* Where one input's data came from, for the mapping pprt prints and records:
+ * a path, "FILE.npz:KEY", or a folder of per-sample files. */
+typedef struct pprt_data_src {
+    char from[4400];
+} pprt_data_src;
+
+/* The plan's inputs, each from exactly one file, matched by name, never by
+ * position between several inputs (docs: README "Your own model").
  *
  * ONNX test data (the directory holds input_0.pb, input_1.pb, ...): each file
  * is a TensorProto; one whose name is a plan input's name feeds that input,
@@ -40,16 +76,23 @@ pp_status pprt_pb_write(const char *path, const char *name, pp_dtype dt, const p
  * and one naming no plan input is skipped (an input bound to a constant at
  * compile time, ppcc --const, keeps its file in the data set).
  *
- * NumPy (otherwise): for each input, NAME.npy (the input's name with
- * characters other than [A-Za-z0-9._-] replaced by '_'), else, when the
- * directory holds exactly as many .npy files as the plan has inputs, those
- * files in name order.
+ * NumPy (otherwise), in this order: o's --input bindings; in `dir` (a folder;
+ * or itself one .npz, or a one-input plan's .npy; NULL: bindings only)
+ * NAME.npy for each input (its name, or the name with characters other than
+ * [A-Za-z0-9._-] replaced by '_'), and every array of every .npz there whose
+ * key names an input. Two sources for one input are refused. Then, for a
+ * one-input plan only, the folder's one remaining .npy file, or several
+ * (a batched plan): one sample each, stacked in natural order of the names
+ * (img2 before img10). An input left without data is refused naming the file
+ * expected and what the folder holds; .npy and .npz files (and .npz arrays)
+ * that feed no input are refused naming them, unless o->ignore_extra. Data
+ * for an input ppcc froze to its initializer is refused.
  *
  * Each holds N samples stacked on dim 0 (for an unbatched plan, the whole
  * tensor): type and the other dims must match the plan. arrays[i] points into
- * npys[i]. */
-pp_status pprt_data_load(const pprt_plan *p, const char *dir, pprt_npy *npys, pprt_array *arrays,
-                         int64_t *n, pp_err *err);
+ * npys[i]; src[i] (NULL: not wanted) says where input i's data came from. */
+pp_status pprt_data_load(const pprt_plan *p, const char *dir, const pprt_data_opts *o, pprt_npy *npys,
+                         pprt_array *arrays, pprt_data_src *src, int64_t *n, pp_err *err);
 /* Write each output as DIR/NAME.npy (DIR created if needed); a type NumPy
  * lacks (bf16) as DIR/NAME.pb, an ONNX TensorProto. */
 pp_status pprt_data_write(const pprt_plan *p, const char *dir, const pprt_array *outputs,

@@ -139,6 +139,45 @@ out:
     return s;
 }
 
+pp_status pprt_npy_parse(const unsigned char *buf, size_t len, const char *what, pprt_npy *out, pp_err *err) {
+    memset(out, 0, sizeof *out);
+    if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0)
+        return PP_FAIL(err, PP_EINVAL, "%s: not a .npy array (bad magic)", what);
+    int major = buf[6];
+    size_t hlen, pre_len;
+    if (major == 1) {
+        hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
+        pre_len = 10;
+    } else if (major == 2 || major == 3) {
+        if (len < 12) return PP_FAIL(err, PP_EINVAL, "%s: truncated .npy header", what);
+        hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
+        pre_len = 12;
+    } else {
+        return PP_FAIL(err, PP_EUNSUP, "%s: .npy format version %d is not supported", what, major);
+    }
+    if (hlen > (1u << 20)) return PP_FAIL(err, PP_EINVAL, "%s: .npy header length %zu is absurd", what, hlen);
+    if (len - pre_len < hlen) return PP_FAIL(err, PP_EINVAL, "%s: truncated .npy header", what);
+    char *hdr = malloc(hlen + 1);
+    if (!hdr) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    memcpy(hdr, buf + pre_len, hlen);
+    hdr[hlen] = 0;
+    pp_status s = parse_header(hdr, what, &out->dtype, &out->shape, err);
+    free(hdr);
+    PP_TRY(s);
+    pp_err e = {0};
+    if (pp_shape_nbytes(&out->shape, out->dtype, &out->nbytes, &e) != PP_OK)
+        return PP_FAIL(err, PP_EINVAL, "%s: %s", what, e.msg);
+    if (len - pre_len - hlen != out->nbytes)
+        return PP_FAIL(err, PP_EINVAL, "%s: expected %zu data bytes for shape and type, the array holds %zu", what,
+                       out->nbytes, len - pre_len - hlen);
+    if (posix_memalign(&out->data, 64, out->nbytes ? out->nbytes : 64) != 0) {
+        out->data = NULL;
+        return PP_FAIL(err, PP_ENOMEM, "%s: cannot allocate %zu bytes", what, out->nbytes);
+    }
+    memcpy(out->data, buf + pre_len + hlen, out->nbytes);
+    return PP_OK;
+}
+
 void pprt_npy_free(pprt_npy *a) {
     free(a->data);
     a->data = NULL;

@@ -26,8 +26,15 @@ static void usage(FILE *f) {
             "            [--transport nccl|mpi] [...]\n"
             "       pprt --info PLAN [--model FILE]\n"
             "       pprt --ops        how each op runs on each backend of this build (Markdown)\n"
-            "  DATA_DIR          NAME.npy per plan input (N samples on dim 0), or ONNX test data:\n"
-            "                    input_K.pb TensorProto files, matched by tensor name, else by K\n"
+            "  DATA_DIR          NAME.npy per plan input (N samples on dim 0) and/or .npz files whose\n"
+            "                    keys are input names (DATA_DIR may itself be one .npz); a one-input\n"
+            "                    plan also takes the folder's one .npy, or one .npy per sample in\n"
+            "                    natural order (img2 before img10); or ONNX test data: input_K.pb\n"
+            "                    TensorProto files, matched by tensor name, else by K. Files that\n"
+            "                    feed no input are refused; pprt prints which file feeds each input\n"
+            "  --input NAME=PATH data for input NAME from PATH (a .npy, a .pb, or FILE.npz:KEY);\n"
+            "                    repeatable; with an --input for every input, DATA_DIR may be left out\n"
+            "  --ignore-extra    leave data files that feed no input alone instead of refusing them\n"
             "  -o OUT_DIR        where outputs go, one NAME.npy each (default out)\n"
             "  --labels FILE     int class indices: print top-1 accuracy of the first output\n"
             "  --check           compare each output with DATA_DIR/output_K.pb, else NAME.npy in\n"
@@ -95,6 +102,58 @@ static void warn_mixing(const pprt_plan *p, int64_t n) {
             n % p->batch ? ", the last padded" : "", (long long)n);
 }
 
+/* Which file feeds each input, as read (unless -q). */
+static void print_mapping(const pprt_plan *p, const pprt_npy *npys, const pprt_data_src *src) {
+    char sh[128];
+    for (int i = 0; i < p->n_inputs; i++)
+        printf("input '%s' <- %s (%s %s)\n", p->inputs[i].name, src[i].from, pp_dtype_name(npys[i].dtype),
+               pp_shape_str(&npys[i].shape, sh, sizeof sh));
+}
+
+/* NaNs and infinities among n values of a float type (others: none). */
+static void count_nonfinite(pp_dtype dt, const void *data, size_t n, size_t *nan, size_t *inf) {
+    *nan = *inf = 0;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t bits, exp_all, man;
+        if (dt == PP_F32) {
+            uint32_t b;
+            memcpy(&b, (const char *)data + 4 * k, 4);
+            bits = b, exp_all = 0x7f800000u, man = 0x007fffffu;
+        } else if (dt == PP_F64) {
+            memcpy(&bits, (const char *)data + 8 * k, 8);
+            exp_all = 0x7ff0000000000000ull, man = 0x000fffffffffffffull;
+        } else if (dt == PP_F16 || dt == PP_BF16) {
+            uint16_t b;
+            memcpy(&b, (const char *)data + 2 * k, 2);
+            bits = b, exp_all = dt == PP_F16 ? 0x7c00u : 0x7f80u, man = dt == PP_F16 ? 0x03ffu : 0x007fu;
+        } else {
+            return;
+        }
+        if ((bits & exp_all) == exp_all) *((bits & man) ? nan : inf) += 1;
+    }
+}
+
+/* Outputs holding NaN or infinity where no input held any: a warning (some
+ * models mean it: a mask of -inf), never an error. */
+static void warn_nonfinite(const pprt_plan *p, const pprt_npy *npys, const pprt_array *outs, int64_t n) {
+    size_t nan, inf;
+    for (int i = 0; i < p->n_inputs; i++) {
+        size_t el = pp_dtype_size(npys[i].dtype) ? npys[i].nbytes / pp_dtype_size(npys[i].dtype) : 0;
+        count_nonfinite(npys[i].dtype, npys[i].data, el, &nan, &inf);
+        if (nan || inf) return;
+    }
+    for (int i = 0; i < p->n_outputs; i++) {
+        const pprt_io *o = &p->outputs[i];
+        size_t el = 1;
+        for (int d = 0; d < o->shape.rank; d++) el *= (size_t)(d == 0 && p->batch > 0 ? n : o->shape.dim[d]);
+        count_nonfinite(o->dtype, outs[i].data, el, &nan, &inf);
+        if (nan || inf)
+            fprintf(stderr, "pprt: warning: output '%s' holds %zu NaN and %zu infinite value%s of %zu, and no input "
+                    "held any (a model may mean it; --check compares with expected outputs)\n", o->name, nan, inf,
+                    inf == 1 ? "" : "s", el);
+    }
+}
+
 static void print_info(const pprt_plan *p) {
     printf("plan: %zu bytes, %s, model %s, options: %s\n", p->file_bytes, p->producer,
            p->model_hash, p->options);
@@ -132,12 +191,25 @@ static void print_info(const pprt_plan *p) {
     }
 }
 
-static pp_status write_stats_json(const char *path, const pprt_stats *st, pp_err *err) {
+static pp_status write_stats_json(const char *path, const pprt_stats *st, const pprt_plan *p, const pprt_npy *npys,
+                                  const pprt_data_src *src, pp_err *err) {
     pp_outfile out;
     PP_TRY(pp_outfile_open(&out, path, err));
     FILE *f = out.f;
+    /* the inputs' files (where this process read them: under MPI, the first stage's rank) */
+    fprintf(f, "{\"inputs\": [");
+    for (int i = 0; src && i < p->n_inputs; i++) {
+        char sh[128];
+        fprintf(f, "%s{\"name\": ", i ? ", " : "");
+        pp_json_str(f, p->inputs[i].name);
+        fprintf(f, ", \"from\": ");
+        pp_json_str(f, src[i].from);
+        fprintf(f, ", \"dtype\": \"%s\", \"shape\": \"%s\"}", pp_dtype_name(npys[i].dtype),
+                pp_shape_str(&npys[i].shape, sh, sizeof sh));
+    }
+    fprintf(f, "], ");
     fprintf(f,
-            "{\"samples\": %lld, \"micro_batches\": %lld, \"replicas\": %d, \"wall_s\": %.6f, \"samples_per_s\": %.3f, "
+            "\"samples\": %lld, \"micro_batches\": %lld, \"replicas\": %d, \"wall_s\": %.6f, \"samples_per_s\": %.3f, "
             "\"steady_samples_per_s\": %.3f, \"latency_ms\": {\"mean\": %.4f, \"p99\": %.4f}, \"stages\": [",
             (long long)st->samples, (long long)st->micro_batches, st->replicas, st->wall_s, st->samples_per_s,
             st->steady_samples_per_s, st->latency_mean_ms, st->latency_p99_ms);
@@ -175,6 +247,7 @@ typedef struct pprt_cli {
     pprt_check_opts check_opts;
     pprt_mpi_cfg mpi;
     const char *mpi_opt; /* an option that only applies under mpirun */
+    pprt_data_opts data_opts; /* --input, --ignore-extra */
 } pprt_cli;
 
 static void print_version(void) {
@@ -308,6 +381,17 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
         } else if (!strcmp(a, "--model")) {
             if (!v) return bad_usage("--model needs the model file a --ref-weights plan was compiled from", NULL);
             c->model = v, i++;
+        } else if (!strcmp(a, "--input")) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            if (!eq || eq == v || !eq[1]) return bad_usage("--input needs NAME=PATH (a .npy, a .pb or FILE.npz:KEY), got ", v ? v : "");
+            if (c->data_opts.n_bind == PPRT_MAX_BINDS) return bad_usage("too many --input options", NULL);
+            char *name = strndup(v, (size_t)(eq - v));
+            if (!name) return 1;
+            c->data_opts.bind_name[c->data_opts.n_bind] = name;
+            c->data_opts.bind_path[c->data_opts.n_bind++] = eq + 1;
+            i++;
+        } else if (!strcmp(a, "--ignore-extra")) {
+            c->data_opts.ignore_extra = true;
         } else if (!strcmp(a, "--no-pin")) {
             c->run.pin = false;
         } else if (!strcmp(a, "-q")) {
@@ -350,7 +434,9 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
     }
     if (c->list_backends) return -1;
     if (!c->plan) return bad_usage("no plan given", NULL);
-    if (!c->info && !c->data) return bad_usage("no data directory given", NULL);
+    if (!c->info && !c->data && !c->data_opts.n_bind)
+        return bad_usage("no data given (a folder of NAME.npy files, an .npz, or --input NAME=PATH)", NULL);
+    c->data_opts.skip = c->labels;
     c->run.trace = c->trace != NULL;
     c->run.trace_nodes = c->trace && c->profile;
     c->run.node_times = c->profile != NULL;
@@ -533,18 +619,21 @@ int main(int argc, char **argv) {
     if (s == PP_OK && d->ops->bind) s = d->ops->bind(d, p, &err);
     if (s == PP_OK) s = check_backends(&c, p, launcher != NULL, &err);
     pprt_npy *npys = NULL, lab = {0};
+    pprt_data_src *src = NULL;
     pprt_array *ins = NULL, *outs = NULL;
     pprt_stats st = {0};
     int64_t n = 0;
     if (s == PP_OK) {
         npys = calloc(pp_count(p->n_inputs), sizeof *npys);
+        src = calloc(pp_count(p->n_inputs), sizeof *src);
         ins = calloc(pp_count(p->n_inputs), sizeof *ins);
         outs = calloc(pp_count(p->n_outputs), sizeof *outs);
-        if (!npys || !ins || !outs) s = PP_FAIL(&err, PP_ENOMEM, "out of memory");
+        if (!npys || !ins || !outs || !src) s = PP_FAIL(&err, PP_ENOMEM, "out of memory");
     }
     if (s == PP_OK) fit_threads(&c, d, p, launcher != NULL);
     if (s == PP_OK && d->ops->writes_outputs(d)) s = check_outputs(p, c.out_dir, c.stats_json, c.profile, c.trace, &err);
-    if (s == PP_OK && d->ops->reads_data(d)) s = pprt_data_load(p, c.data, npys, ins, &n, &err);
+    if (s == PP_OK && d->ops->reads_data(d)) s = pprt_data_load(p, c.data, &c.data_opts, npys, ins, src, &n, &err);
+    if (s == PP_OK && d->ops->reads_data(d) && !c.quiet) print_mapping(p, npys, src);
     if (s == PP_OK && d->ops->reads_data(d)) warn_mixing(p, n);
     /* --labels refused before the run where the data is (under MPI the writer
      * learns the sample count only from the run) */
@@ -559,12 +648,14 @@ int main(int argc, char **argv) {
     if (report && c.labels && !lab.data) s = pprt_labels_read(p, c.labels, n, &lab, &err);
     if (report && s == PP_OK) s = pprt_data_write(p, c.out_dir, outs, &err);
     if (report && s == PP_OK && !c.quiet) print_report(&c, d, p, n, &st);
+    if (report && s == PP_OK && !c.quiet && d->ops->reads_data(d)) warn_nonfinite(p, npys, outs, n);
     if (report && s == PP_OK && c.labels) {
         const int64_t good = pprt_top1(p, &outs[0], &lab);
         printf("accuracy: %.6f (%lld/%lld, top-1 of '%s')\n", (double)good / (double)n, (long long)good,
                (long long)n, p->outputs[0].name);
     }
-    if (report && s == PP_OK && c.stats_json) s = write_stats_json(c.stats_json, &st, &err);
+    if (report && s == PP_OK && c.stats_json)
+        s = write_stats_json(c.stats_json, &st, p, npys, d->ops->reads_data(d) ? src : NULL, &err);
     if (report && s == PP_OK && c.profile) s = pprt_profile_write(c.profile, p, &st, &err);
     if (report && s == PP_OK && c.trace)
         s = st.trace ? pprt_trace_write(c.trace, p, st.trace, &err)
@@ -579,6 +670,8 @@ int main(int argc, char **argv) {
     }
     pprt_npy_free(&lab);
     free(npys);
+    free(src);
+    for (int k = 0; k < c.data_opts.n_bind; k++) free((char *)c.data_opts.bind_name[k]);
     free(ins);
     free(outs);
     free(st.stages);

@@ -355,11 +355,11 @@ static void test_file_names(void) {
         pprt_array arr[1];
         int64_t n;
         e = (pp_err){0};
-        CHECK(pprt_data_load(p, "t_names", npys, arr, &n, &e) == PP_EINVAL &&
+        CHECK(pprt_data_load(p, "t_names", NULL, npys, arr, NULL, &n, &e) == PP_EINVAL &&
               strstr(e.msg, "t_names/w.npy holds data for 'w'"), "data for a frozen input: %s", e.msg);
         unlink("t_names/w.npy");
         e = (pp_err){0};
-        CHECK(pprt_data_load(p, "t_names", npys, arr, &n, &e) == PP_OK && n == 3, "without it: %s", e.msg);
+        CHECK(pprt_data_load(p, "t_names", NULL, npys, arr, NULL, &n, &e) == PP_OK && n == 3, "without it: %s", e.msg);
         pprt_npy_free(&npys[0]);
         unlink("t_names/x.npy");
         rmdir("t_names");
