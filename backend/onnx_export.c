@@ -589,7 +589,7 @@ static void json_tensor(FILE *f, const pp_graph *g, int v) {
     const pp_value *val = &g->values[v];
     fprintf(f, "{\"name\": ");
     pp_json_str(f, val->name);
-    fprintf(f, ", \"dtype\": %d, \"shape\": [", (int)val->dtype);
+    fprintf(f, ", \"dtype\": \"%s\", \"shape\": [", pp_dtype_name(val->dtype));
     for (int d = 0; d < val->shape.rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)val->shape.dim[d]);
     fprintf(f, "], \"bytes\": %zu, \"produced_by\": ", val->nbytes);
     if (val->producer < 0) fprintf(f, "\"input\"}");
@@ -602,7 +602,8 @@ static pp_status write_json(const pp_graph *g, const char *tmpdir, const char *p
         return PP_FAIL(err, PP_EINVAL, "--export-stages: the directory name is too long");
     FILE *f = fopen(path, "w");
     if (!f) return PP_FAIL(err, PP_EIO, "cannot create '%s': %s", path, strerror(errno));
-    fprintf(f, "{\"format\": \"ppcc-stages\", \"version\": 1, \"producer\": ");
+    /* version 2: dtypes by name ("f32"); version 1 wrote ONNX's enum numbers */
+    fprintf(f, "{\"format\": \"ppcc-stages\", \"version\": 2, \"producer\": ");
     pp_json_str(f, producer);
     fprintf(f, ", \"ir_version\": %lld, \"opset\": %d, \"micro_batch\": %lld,\n \"model_inputs\": [",
             (long long)g->ir_version, g->opset, (long long)g->batch);

@@ -304,7 +304,13 @@ pp_status pp_max_batch_json(const char *path, const pp_max_batch_result *r, cons
                             pp_err *err);
 
 /* Report (passes/report.c): the per-stage table, imbalance, bubble estimate,
- * recovered ops and the tensors crossing each cut; and the same as JSON. */
+ * recovered ops and the tensors crossing each cut; and the same as JSON.
+ * Every JSON file ppcc --report-json writes opens with "format" (what it
+ * is: "ppcc-report", "ppcc-search", "ppcc-max-batch") and "version", this
+ * number, raised when a field changes meaning or goes; element types are
+ * named as pp_dtype_name names them ("f32", "i64", "bf16"), never by
+ * ONNX's enum numbers. */
+#define PP_REPORT_JSON_VERSION 1
 void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o);
 pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_opts *o,
                          pp_err *err);

@@ -1,6 +1,7 @@
 /* profile.c: measured op times. `pprt --profile FILE` writes each node's
- * mean time per micro-batch, and on its first line the micro-batch and the
- * device kind they were measured on; `ppcc --profile FILE` reads them back
+ * mean time per micro-batch in milliseconds, and on its first line the
+ * micro-batch, the unit ("unit": "ms"; files without one are in ms too) and
+ * the device kind they were measured on; `ppcc --profile FILE` reads them back
  * and the cost model uses them instead of the roofline estimate for the
  * nodes it finds (by node name: the same model and passes give the same
  * names). Of several profiles (one per micro-batch size, all of one device
@@ -42,6 +43,22 @@ static bool read_json_string(const char **p, char *out, size_t n) {
     return true;
 }
 
+/* The first line's "unit", where it has one (profiles written before it
+ * had none, and were in ms too), must be "ms". */
+static pp_status check_unit(const char *path, const char *line, pp_err *err) {
+    const char *u = strstr(line, "\"unit\":");
+    if (!u) return PP_OK;
+    u += 7;
+    while (*u == ' ') u++;
+    char unit[32];
+    if (!read_json_string(&u, unit, sizeof unit))
+        return PP_FAIL(err, PP_EINVAL, "%s:1: the unit is not a short JSON string", path);
+    if (strcmp(unit, "ms") != 0)
+        return PP_FAIL(err, PP_EINVAL, "%s:1: times in \"%s\", expected \"ms\" (as pprt --profile writes them)",
+                       path, unit);
+    return PP_OK;
+}
+
 pp_status pp_apply_profile(pp_graph *g, const char *path, int *matched, pp_err *err) {
     FILE *f;
     pp_err e = {0};
@@ -58,6 +75,8 @@ pp_status pp_apply_profile(pp_graph *g, const char *path, int *matched, pp_err *
         if (lineno == 1) {
             if (sscanf(p, "\"micro_batch\": %lld", &batch) != 1 || batch < 0)
                 s = PP_FAIL(err, PP_EINVAL, "%s:1: not a pprt --profile file (no micro_batch)", path);
+            else
+                s = check_unit(path, p, err);
             continue;
         }
         if (*p != '"') continue; /* closing braces */
@@ -93,6 +112,7 @@ pp_status pp_profile_header(const char *path, int64_t *batch, char *device, size
     while (ok && (*p == ' ' || *p == '{')) p++;
     if (!ok || sscanf(p, "\"micro_batch\": %lld", &b) != 1 || b < 0)
         return PP_FAIL(err, PP_EINVAL, "%s:1: not a pprt --profile file (no micro_batch)", path);
+    PP_TRY(check_unit(path, p, err));
     *batch = b;
     if (device && device_len) {
         device[0] = 0;

@@ -83,8 +83,8 @@ pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_o
     pp_outfile out;
     PP_TRY(pp_outfile_open(&out, path, err));
     FILE *f = out.f;
-    fprintf(f, "{\"policy\": \"%s\", \"micro_batch\": %lld, \"measured_ops\": %d, \"stages\": [",
-            pp_policy_name(o->policy), (long long)g->batch, measured_ops(g));
+    fprintf(f, "{\"format\": \"ppcc-report\", \"version\": %d, \"policy\": \"%s\", \"micro_batch\": %lld, "
+            "\"measured_ops\": %d, \"stages\": [", PP_REPORT_JSON_VERSION, pp_policy_name(o->policy), (long long)g->batch, measured_ops(g));
     for (int s = 0; s < g->n_stages; s++) {
         const pp_stage_info *si = &g->stage_info[s];
         fprintf(f,

@@ -300,8 +300,8 @@ pp_status pp_search_json(const char *path, const pp_search_result *r, const pp_c
     pp_outfile out;
     PP_TRY(pp_outfile_open(&out, path, err));
     FILE *f = out.f;
-    fprintf(f, "{\"search\": {\"devices\": %d, \"samples\": %lld, \"depth\": %d, \"device\": ", o->devices,
-            (long long)o->samples, o->depth);
+    fprintf(f, "{\"format\": \"ppcc-search\", \"version\": %d, \"search\": {\"devices\": %d, \"samples\": %lld, \"depth\": %d, \"device\": ",
+            PP_REPORT_JSON_VERSION, o->devices, (long long)o->samples, o->depth);
     pp_json_str(f, o->n_profiles ? r->device : "roofline");
     fprintf(f, ", ");
     json_caps(f, o);
@@ -433,7 +433,8 @@ pp_status pp_max_batch_json(const char *path, const pp_max_batch_result *r, cons
     pp_outfile out;
     PP_TRY(pp_outfile_open(&out, path, err));
     FILE *f = out.f;
-    fprintf(f, "{\"max_batch\": {\"pp\": %d, \"depth\": %d, ", r->pp, o->depth);
+    fprintf(f, "{\"format\": \"ppcc-max-batch\", \"version\": %d, \"max_batch\": {\"pp\": %d, \"depth\": %d, ",
+            PP_REPORT_JSON_VERSION, r->pp, o->depth);
     json_caps(f, o);
     fprintf(f, ", \"micro_batch\": %lld, \"probes\": %d, \"seconds\": %.6f,\n \"at\": ", (long long)r->batch,
             r->probes, r->seconds);

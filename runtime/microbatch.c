@@ -40,6 +40,12 @@ void pprt_mb_drain(const pprt_plan *p, const void *msg, int64_t n, int64_t mb, c
     }
 }
 
+int64_t pprt_nearest_rank(int64_t m, int pct) {
+    /* ceil(pct * m / 100) in integers: no rounding at exact ranks */
+    const int64_t r = (m * pct + 99) / 100;
+    return r < 1 ? 1 : r > m ? m : r;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -63,7 +69,9 @@ pp_status pprt_stats_fill(pprt_stats *st, int64_t n, int64_t m, int64_t batch, d
         st->stages[i].utilization = lanes > 0 ? busy[i] / lanes : 0;
     }
     st->bubble = lanes > 0 ? 1.0 - total / ((double)stages * lanes) : 0;
-    st->latency_mean_ms = st->latency_p99_ms = st->steady_samples_per_s = 0;
+    st->latency_mean_ms = st->latency_median_ms = st->latency_p90_ms = st->latency_p95_ms = st->latency_p99_ms = 0;
+    st->steady_samples_per_s = 0;
+    st->latency_ms = NULL;
     if (m < 1) return PP_OK;
     /* steady state: the samples finished after the first micro-batch out,
      * over the time from its end to the last one's (no fill, no drain) */
@@ -75,16 +83,21 @@ pp_status pprt_stats_fill(pprt_stats *st, int64_t n, int64_t m, int64_t batch, d
     const int64_t in_first = mb_have(batch > 0 ? batch : 1, n, first);
     if (m >= 2 && t_end[last] > t_end[first])
         st->steady_samples_per_s = (double)(n - in_first) / (t_end[last] - t_end[first]);
-    double *lat_s = malloc((size_t)m * sizeof *lat_s);
-    if (!lat_s) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    /* per micro-batch, in micro-batch order (kept: the trace lists them) */
+    double *lat = malloc((size_t)m * sizeof *lat), *sorted = malloc((size_t)m * sizeof *sorted);
+    if (!lat || !sorted) {
+        free(lat), free(sorted);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
     double sum = 0;
-    for (int64_t i = 0; i < m; i++) sum += lat_s[i] = t_end[i] - t_start[i];
-    qsort(lat_s, (size_t)m, sizeof *lat_s, cmp_double);
-    st->latency_mean_ms = 1e3 * sum / (double)m;
-    int64_t k = (int64_t)((double)m * 0.99 + 0.999999) - 1;
-    if (k < 0) k = 0;
-    if (k >= m) k = m - 1;
-    st->latency_p99_ms = 1e3 * lat_s[k];
-    free(lat_s);
+    for (int64_t i = 0; i < m; i++) sum += sorted[i] = lat[i] = 1e3 * (t_end[i] - t_start[i]);
+    qsort(sorted, (size_t)m, sizeof *sorted, cmp_double);
+    st->latency_mean_ms = sum / (double)m;
+    st->latency_median_ms = sorted[pprt_nearest_rank(m, 50) - 1];
+    st->latency_p90_ms = sorted[pprt_nearest_rank(m, 90) - 1];
+    st->latency_p95_ms = sorted[pprt_nearest_rank(m, 95) - 1];
+    st->latency_p99_ms = sorted[pprt_nearest_rank(m, 99) - 1];
+    st->latency_ms = lat;
+    free(sorted);
     return PP_OK;
 }

@@ -47,12 +47,20 @@ void pprt_mb_fill(const pprt_plan *p, const pprt_array *inputs, int64_t n, int64
  * samples of plan output i. Copies the samples of micro-batch mb that exist. */
 void pprt_mb_drain(const pprt_plan *p, const void *msg, int64_t n, int64_t mb, const pprt_array *outputs);
 
+/* The nearest rank of the pct-th percentile of m sorted values (1-based):
+ * ceil(pct * m / 100), at least 1 and at most m; the percentile is the
+ * value of that rank, one of the values, never an interpolation. pct 50 is
+ * the median (the lower middle one of an even count). m >= 1, 0 < pct <= 100. */
+int64_t pprt_nearest_rank(int64_t m, int pct);
+
 /* Fill the timing part of *st (everything but peak_rss and node_ms) for a
  * run of n samples in m micro-batches of `batch` (0: one unbatched run) over
  * `stages` stages, each run by `replicas` pipelines: busy[s] is stage s's busy
  * time summed over the replicas, t_start[k] and t_end[k] when micro-batch k
  * entered the first stage and left the last (seconds, one clock; m entries).
- * st->stages is allocated (caller frees). */
+ * Latency is t_end - t_start per micro-batch: its mean and its median, p90,
+ * p95 and p99 by nearest rank (pprt_nearest_rank). st->stages and
+ * st->latency_ms are allocated (caller frees). */
 pp_status pprt_stats_fill(pprt_stats *st, int64_t n, int64_t m, int64_t batch, double wall_s, int stages,
                           int replicas, const double *busy, const double *t_start, const double *t_end,
                           pp_err *err);

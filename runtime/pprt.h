@@ -178,7 +178,9 @@ typedef struct pprt_run_opts {
     bool node_times; /* per-node times are wanted (--profile): executors that pay for them measure them */
     const struct pprt_backend *backend; /* runs each stage; NULL: the reference kernels */
     int threads;    /* intra-op threads per stage, for executors that use them; 0: cores / stages */
-    int warmup;     /* untimed micro-batches (copies of the first) run before the timed ones */
+    int warmup;     /* untimed micro-batches (copies of each replica's first) run through the whole
+                     * pipeline before the timed ones; their outputs dropped, their times in no
+                     * statistic, profile or trace (pprt's command line: 1 unless --warmup) */
     pprt_precision precision;
     /* data-parallel pipelines of the plan's stages, each on a contiguous share
      * of the micro-batches (threaded driver; 0 or 1: one; the MPI driver takes
@@ -253,7 +255,13 @@ typedef struct pprt_stats {
      * between over that time, the pipeline's rate without its fill and
      * drain (0 for a single micro-batch) */
     double steady_samples_per_s;
-    double latency_mean_ms, latency_p99_ms;
+    /* a micro-batch's latency: from when stage 0 took it to when the last
+     * stage's output of it was in place; its mean over the timed
+     * micro-batches and percentiles by nearest rank (the smallest latency
+     * that at least that share of micro-batches do not exceed: one of the
+     * measured values, no interpolation; the median is the lower middle one) */
+    double latency_mean_ms, latency_median_ms, latency_p90_ms, latency_p95_ms, latency_p99_ms;
+    double *latency_ms; /* micro_batches entries, in micro-batch order; caller frees */
     double bubble;           /* 1 - sum(busy) / (stages * wall) */
     size_t peak_rss;         /* bytes: the process's peak resident set so far */
     /* bytes: the resident set once every stage's executor existed (weights
@@ -297,6 +305,10 @@ typedef struct pprt_trace {
     double t0;   /* the run's start: 0 on the timeline */
     double bubble, wall_s;
     int replicas;
+    /* each timed micro-batch's latency in ms, in micro-batch order (pprt_stats.latency_ms,
+     * borrowed: the trace does not free it); NULL: not written */
+    const double *latency_ms;
+    int64_t n_latency;
 } pprt_trace;
 
 /* Micro-batches of node times a track of a stage with n_nodes nodes keeps. */
@@ -309,10 +321,15 @@ void pprt_trace_free(pprt_trace *t);
 pp_status pprt_trace_write(const char *path, const pprt_plan *p, const pprt_trace *t, pp_err *err);
 
 /* Write stats->node_ms as the profile `ppcc --profile` reads:
- * {"micro_batch": B, "device": "KIND", "nodes": {"NAME": MS, ...}}, one node
- * per line; KIND names what the times were measured on (pprt_device_kind). */
+ * {"micro_batch": B, "unit": "ms", "device": "KIND", "nodes": {"NAME": MS, ...}},
+ * one node per line, MS the node's mean milliseconds per micro-batch; KIND
+ * names what the times were measured on (pprt_device_kind). */
 pp_status pprt_profile_write(const char *path, const pprt_plan *p, const pprt_stats *stats,
                              pp_err *err);
+/* Print, per stage, its nodes' summed time per micro-batch and its `top`
+ * (at most 16) slowest nodes that took any time (ties in node order) with their op, milliseconds and share
+ * of that sum (so the shares printed for a stage add up to 100% at most). */
+void pprt_profile_summary(FILE *f, const pprt_plan *p, const pprt_stats *stats, int top);
 
 /* Run `n` samples: inputs[i] holds n samples of plan input i; outputs[i].data
  * is allocated (n samples of plan output i; caller frees). Any stage error

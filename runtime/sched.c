@@ -490,7 +490,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
             goto done;
         }
         *tr = (pprt_trace){.n_tracks = W, .tracks = tracks, .t0 = t0, .wall_s = wall, .bubble = stats->bubble,
-                           .replicas = R};
+                           .replicas = R, .latency_ms = stats->latency_ms, .n_latency = S.m};
         stats->trace = tr;
         for (int i = 0; i < W; i++) {
             tracks[i] = w[i].tr;
@@ -538,7 +538,7 @@ pp_status pprt_profile_write(const char *path, const pprt_plan *p, const pprt_st
     FILE *f = out.f;
     char kind[256];
     pprt_device_kind(stats->backend, stats->precision, stats->threads, kind, sizeof kind);
-    fprintf(f, "{\"micro_batch\": %lld, \"device\": ", (long long)p->batch);
+    fprintf(f, "{\"micro_batch\": %lld, \"unit\": \"ms\", \"device\": ", (long long)p->batch);
     pp_json_str(f, kind);
     fprintf(f, ", \"nodes\": {\n");
     int k = 0;
@@ -550,4 +550,32 @@ pp_status pprt_profile_write(const char *path, const pprt_plan *p, const pprt_st
         }
     fprintf(f, "\n}}\n");
     return pp_outfile_commit(&out, true, err);
+}
+
+void pprt_profile_summary(FILE *f, const pprt_plan *p, const pprt_stats *stats, int top) {
+    if (!stats->node_ms || top < 1) return;
+    fprintf(f, "profile: mean ms per micro-batch of each stage's nodes, its %d slowest\n", top);
+    int k0 = 0;
+    for (int i = 0; i < p->n_stages; k0 += p->stages[i].n_nodes, i++) {
+        const pprt_stage *st = &p->stages[i];
+        const double *ms = stats->node_ms + k0;
+        double sum = 0;
+        for (int j = 0; j < st->n_nodes; j++) sum += ms[j];
+        fprintf(f, "stage %d: %.3f ms in %d node%s\n", i, sum, st->n_nodes, st->n_nodes == 1 ? "" : "s");
+        if (!(sum > 0)) continue;
+        /* selection of the top: `top` passes over the nodes, each taking the slowest not yet taken */
+        int taken[16], n_taken = 0;
+        while (n_taken < top && n_taken < 16) {
+            int best = -1;
+            for (int j = 0; j < st->n_nodes; j++) {
+                bool used = false;
+                for (int q = 0; q < n_taken; q++) used = used || taken[q] == j;
+                if (!used && ms[j] > 0 && (best < 0 || ms[j] > ms[best])) best = j;
+            }
+            if (best < 0) break;
+            taken[n_taken++] = best;
+            fprintf(f, "  %9.3f ms %5.1f%%  %-18s %s\n", ms[best], 100 * ms[best] / sum, pp_op_table[st->nodes[best].op].name,
+                    st->nodes[best].name);
+        }
+    }
 }

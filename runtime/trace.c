@@ -16,7 +16,9 @@
  *     remainder);
  *   - a flow ("ph": "s" on the sending track, "f" on the receiving one,
  *     bound to the next span there) per micro-batch and boundary.
- * Timestamps are microseconds from the run's start. */
+ * Timestamps are microseconds from the run's start. otherData carries the
+ * run's figures, among them "latency_ms": each timed micro-batch's latency
+ * in micro-batch order, the values --stats-json's percentiles are taken of. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,8 +55,15 @@ pp_status pprt_trace_write(const char *path, const pprt_plan *p, const pprt_trac
     FILE *f = out.f;
 #define US(x) (1e6 * ((x) - t->t0))
     fprintf(f, "{\"displayTimeUnit\": \"ms\",\n \"otherData\": {\"producer\": \"pprt %s\", \"stages\": %d, "
-               "\"replicas\": %d, \"micro_batch\": %lld, \"wall_s\": %.6f, \"bubble\": %.6f},\n \"traceEvents\": [\n",
+               "\"replicas\": %d, \"micro_batch\": %lld, \"wall_s\": %.6f, \"bubble\": %.6f",
             PPRT_VERSION, p->n_stages, t->replicas, (long long)p->batch, t->wall_s, t->bubble);
+    /* the latencies pprt's percentiles are taken over (--stats-json), so anyone can check them */
+    if (t->latency_ms) {
+        fprintf(f, ",\n  \"latency_ms\": [");
+        for (int64_t j = 0; j < t->n_latency; j++) fprintf(f, "%s%.6f", j ? ", " : "", t->latency_ms[j]);
+        fprintf(f, "]");
+    }
+    fprintf(f, "},\n \"traceEvents\": [\n");
     fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, \"args\": {\"name\": \"pprt\"}}");
     for (int i = 0; i < t->n_tracks; i++) {
         const pprt_trace_track *k = &t->tracks[i];

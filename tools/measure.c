@@ -254,7 +254,7 @@ static pp_status write_mean(const pp_graph *g, const char *first, int procs, con
     if (!f) return PP_FAIL(err, PP_EIO, "--measure: cannot write %s: %s", path, strerror(errno));
     char dev[400];
     snprintf(dev, sizeof dev, "%s, %d side by side", device, procs);
-    fprintf(f, "{\"micro_batch\": %lld, \"device\": ", (long long)batch);
+    fprintf(f, "{\"micro_batch\": %lld, \"unit\": \"ms\", \"device\": ", (long long)batch);
     pp_json_str(f, dev);
     fprintf(f, ", \"nodes\": {");
     int n = 0;

@@ -43,8 +43,8 @@ static void usage(FILE *f) {
             "  --expected DIR    take expected values from DIR/NAME.npy (or DIR/output_K.pb)\n"
             "  --depth N         micro-batches in flight per stage boundary (default 2)\n"
             "  --stats-json FILE write the run statistics as JSON\n"
-            "  --profile FILE    write each node's mean time per micro-batch (the --warmup runs left\n"
-            "                    out), for ppcc --profile\n"
+            "  --profile FILE    write each node's mean time per micro-batch in ms (the --warmup runs\n"
+            "                    left out), for ppcc --profile; print each stage's 5 slowest nodes\n"
             "  --trace FILE      the run's timeline as Chrome trace event JSON (Perfetto,\n"
             "                    chrome://tracing): a track per stage (per rank under mpirun), a span\n"
             "                    per micro-batch, nested spans per node with --profile, the messages\n"
@@ -73,7 +73,8 @@ static void usage(FILE *f) {
             "                    and the plan stay f32; with --backend cuda also tf32 and fp16 (matrix\n"
             "                    products and convolutions; f32 is strict there: no TF32)\n"
             "  --warmup N        first run N untimed copies of the first micro-batch through the\n"
-            "                    pipeline (outputs dropped; not under mpirun; default 0)\n"
+            "                    pipeline (each replica its own; outputs dropped): the one-time\n"
+            "                    costs stay out of the times (default 1; 0 times the first run too)\n"
             "  -q                print only errors\n"
             "  -v                errors also name the source line that raised them\n");
     /* the backends' own options, each text once */
@@ -191,8 +192,11 @@ static void print_info(const pprt_plan *p) {
     }
 }
 
-static pp_status write_stats_json(const char *path, const pprt_stats *st, const pprt_plan *p, const pprt_npy *npys,
-                                  const pprt_data_src *src, pp_err *err) {
+/* --stats-json: the run's statistics; `warmup`: the untimed micro-batches
+ * each replica ran first (in no figure here); src (NULL where this process
+ * read no data) where each input's data came from. */
+static pp_status write_stats_json(const char *path, const pprt_stats *st, int warmup, const pprt_plan *p,
+                                  const pprt_npy *npys, const pprt_data_src *src, pp_err *err) {
     pp_outfile out;
     PP_TRY(pp_outfile_open(&out, path, err));
     FILE *f = out.f;
@@ -210,9 +214,12 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, const 
     fprintf(f, "], ");
     fprintf(f,
             "\"samples\": %lld, \"micro_batches\": %lld, \"replicas\": %d, \"wall_s\": %.6f, \"samples_per_s\": %.3f, "
-            "\"steady_samples_per_s\": %.3f, \"latency_ms\": {\"mean\": %.4f, \"p99\": %.4f}, \"stages\": [",
+            "\"steady_samples_per_s\": %.3f, \"warmup_micro_batches\": %d, \"latency_ms\": {\"mean\": %.4f, "
+            "\"median\": %.4f, \"p90\": %.4f, \"p95\": %.4f, \"p99\": %.4f, \"percentiles\": \"nearest-rank\"}, "
+            "\"stages\": [",
             (long long)st->samples, (long long)st->micro_batches, st->replicas, st->wall_s, st->samples_per_s,
-            st->steady_samples_per_s, st->latency_mean_ms, st->latency_p99_ms);
+            st->steady_samples_per_s, warmup, st->latency_mean_ms, st->latency_median_ms, st->latency_p90_ms,
+            st->latency_p95_ms, st->latency_p99_ms);
     for (int i = 0; i < st->n_stages; i++) {
         const pprt_exec_counts *c = &st->stages[i].exec;
         fprintf(f,
@@ -296,7 +303,7 @@ static void print_ops(void) {
 
 /* Parse argv into *c: -1 to go on, else the exit code (help, version, bad usage). */
 static int parse_args(int argc, char **argv, pprt_cli *c) {
-    *c = (pprt_cli){.out_dir = "out", .run = {.depth = 2, .pin = true}, .check_opts = {.rtol = 1e-3, .atol = 1e-5},
+    *c = (pprt_cli){.out_dir = "out", .run = {.depth = 2, .pin = true, .warmup = 1}, .check_opts = {.rtol = 1e-3, .atol = 1e-5},
                     .mpi = {.replicas = 1, .timeout_s = 60}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -506,9 +513,13 @@ static void print_report(const pprt_cli *c, const pprt_driver *d, const pprt_pla
     else /* ppcc -b 0: the model's inputs as they are, one run */
         printf("pprt: the inputs as they are (a plan without a batch dim), %d stage%s\n", p->n_stages,
                p->n_stages == 1 ? "" : "s");
-    printf("throughput: %.1f samples/s (steady state %.1f)  wall %.3f s  latency per micro-batch: mean %.3f ms, "
-           "p99 %.3f ms\n",
-           st->samples_per_s, st->steady_samples_per_s, st->wall_s, st->latency_mean_ms, st->latency_p99_ms);
+    printf("throughput: %.1f samples/s (steady state %.1f)  wall %.3f s", st->samples_per_s,
+           st->steady_samples_per_s, st->wall_s);
+    if (c->run.warmup > 0)
+        printf(" (after %d warm-up micro-batch%s%s)", c->run.warmup, c->run.warmup == 1 ? "" : "es",
+               st->replicas > 1 ? " per replica" : "");
+    printf("\nlatency per micro-batch: mean %.3f ms, median %.3f ms, p90 %.3f ms, p95 %.3f ms, p99 %.3f ms\n",
+           st->latency_mean_ms, st->latency_median_ms, st->latency_p90_ms, st->latency_p95_ms, st->latency_p99_ms);
     for (int i = 0; i < st->n_stages; i++) {
         const pprt_exec_counts *e = &st->stages[i].exec;
         printf("stage %d: busy %.3f s (%.1f%%), %d ops, %.4f GFLOP per micro-batch", i, st->stages[i].busy_s,
@@ -598,9 +609,9 @@ int main(int argc, char **argv) {
         if (c.run.threads > 0) snprintf(threads, sizeof threads, "%d", c.run.threads);
         static const char *const tps[] = {"(default)", "mpi", "nccl"};
         snprintf(agree, sizeof agree, "--backend %s --precision %s --threads %s --depth %d --replicas %d "
-                 "--transport %s --mpi-timeout %g --rtol %g --atol %g --expected %s --check %s --labels %s",
-                 c.run.backend ? c.run.backend->name : "(placement)", prs[c.run.precision], threads, c.run.depth,
-                 c.mpi.replicas, tps[c.mpi.transport], c.mpi.timeout_s, c.check_opts.rtol, c.check_opts.atol,
+                 "--warmup %d --transport %s --mpi-timeout %g --rtol %g --atol %g --expected %s --check %s "
+                 "--labels %s", c.run.backend ? c.run.backend->name : "(placement)", prs[c.run.precision], threads,
+                 c.run.depth, c.mpi.replicas, c.run.warmup, tps[c.mpi.transport], c.mpi.timeout_s, c.check_opts.rtol, c.check_opts.atol,
                  c.check_opts.expected_dir ? "given" : "none", c.check ? "yes" : "no", c.labels ? "given" : "none");
         c.mpi.agree = agree;
         if (pprt_driver_mpi(&argc, &argv, &c.mpi, &d, &err) != PP_OK) {
@@ -655,8 +666,9 @@ int main(int argc, char **argv) {
                (long long)n, p->outputs[0].name);
     }
     if (report && s == PP_OK && c.stats_json)
-        s = write_stats_json(c.stats_json, &st, p, npys, d->ops->reads_data(d) ? src : NULL, &err);
+        s = write_stats_json(c.stats_json, &st, c.run.warmup, p, npys, d->ops->reads_data(d) ? src : NULL, &err);
     if (report && s == PP_OK && c.profile) s = pprt_profile_write(c.profile, p, &st, &err);
+    if (report && s == PP_OK && c.profile && !c.quiet) pprt_profile_summary(stdout, p, &st, 5);
     if (report && s == PP_OK && c.trace)
         s = st.trace ? pprt_trace_write(c.trace, p, st.trace, &err)
                      : PP_FAIL(&err, PP_ERUNTIME, "no timeline was recorded");
@@ -676,6 +688,7 @@ int main(int argc, char **argv) {
     free(outs);
     free(st.stages);
     free(st.node_ms);
+    free(st.latency_ms);
     pprt_trace_free(st.trace);
     pprt_plan_free(p);
     return finish(&c, d, s, &err);

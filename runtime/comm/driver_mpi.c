@@ -29,7 +29,6 @@ static void mpi_cores(const pprt_driver *d, const pprt_plan *p, long *cores, lon
 
 static pp_status mpi_run(pprt_driver *d, const pprt_plan *p, const pprt_array *inputs, int64_t *n,
                          pprt_array *outputs, const pprt_run_opts *o, pprt_stats *stats, pp_err *err) {
-    if (o->warmup > 0) return PP_FAIL(err, PP_EINVAL, "--warmup is not supported under mpirun");
     return pprt_run_mpi(M(d), p, inputs, n, outputs, o, stats, err);
 }
 

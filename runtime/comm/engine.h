@@ -35,6 +35,8 @@ enum {
     PPRT_CTRL_PING,   /* to the writer: t[0] sender's clock */
     PPRT_CTRL_PONG,   /* t[0] echoed, t[1] writer's clock */
     PPRT_CTRL_DONE,   /* from the writer: code (exit status of the whole run) */
+    PPRT_CTRL_WARM,   /* --warmup: to rank 0, the sender's warm-up micro-batches are through;
+                       * from rank 0, everybody's are: start the timed run */
 };
 
 /* Every control message has this fixed size (640 bytes). */
@@ -173,7 +175,9 @@ pp_status pprt_mpi_transports(pprt_mpi *m, const pprt_plan *p, const pprt_backen
                               pp_err *err);
 
 /* The replica's share at the pipeline's ends: inputs (stage 0), outputs
- * (last stage), its samples and micro-batches, the times to fill. */
+ * (last stage), its samples, the messages each boundary carries (its
+ * micro-batches plus the --warmup copies), the times to fill (one per timed
+ * micro-batch). */
 typedef struct pprt_mpi_ends {
     const pprt_array *in;
     const pprt_array *out;

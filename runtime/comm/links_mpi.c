@@ -156,14 +156,14 @@ static pp_status setup(pprt_mpi *m, const pprt_plan *p, const pprt_run_opts *o, 
                        "--transport and --backend", who, sent_nccl ? "NCCL" : "MPI", kind_names[t->in]);
     }
     if (s == 0) {
-        PP_TRY(pprt_link_source(p, ends->in, ends->n, 0, ends->t_start, pin, &l, err));
+        PP_TRY(pprt_link_source(p, ends->in, ends->n, o->warmup, ends->t_start, pin, &l, err));
         if (pin) PP_TRY(pprt_link_staged(l, &out->at, true, "the inputs -> stage 0", &l, err));
         out->in = l;
     } else {
         PP_TRY(boundary(m, p, o, &out->at, t->in, true, ends->n_msgs, &out->in, err));
     }
     if (s == last) {
-        PP_TRY(pprt_link_sink(p, ends->out, ends->n, 0, ends->t_end, NULL, NULL, pin, &l, err));
+        PP_TRY(pprt_link_sink(p, ends->out, ends->n, o->warmup, ends->t_end, NULL, NULL, pin, &l, err));
         if (pin) PP_TRY(pprt_link_staged(l, &out->at, false, "the last stage -> the outputs", &l, err));
         out->out = l;
     } else {

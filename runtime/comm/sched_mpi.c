@@ -15,7 +15,12 @@
  *            and the sink, then the executor.
  *   run      receive (stage > 0), take a free outgoing buffer (stage < K-1),
  *            fill (stage 0), run the stage's executor, hand the incoming
- *            buffer back, send (stage < K-1) or drain (stage K-1).
+ *            buffer back, send (stage < K-1) or drain (stage K-1). With
+ *            --warmup W each replica first runs W untimed copies of its first
+ *            micro-batch (the sink drops their outputs); every rank then
+ *            tells rank 0 and waits for its go-ahead, so the timed run starts
+ *            once the warm-up has left the whole pipeline, as in the threaded
+ *            driver.
  *   gather   every rank sends the writer its busy time, loop start and end,
  *            its executor's counts (pprt_exec_counts), per-node times and
  *            per-micro-batch start or end times; the
@@ -211,7 +216,31 @@ static void *alloc64(size_t bytes) {
     return posix_memalign(&b, 64, bytes ? bytes : 64) == 0 ? b : NULL;
 }
 
-static pp_status run_loop(pprt_mpi *m, const pprt_plan *p, const pprt_shares *S, rankrun *rr, pp_err *err) {
+/* --warmup: every rank's warm-up micro-batches are through (rank 0 hears
+ * from every rank, then lets them all go). */
+static pp_status warm_barrier(pprt_mpi *m, pp_err *err) {
+    char who[64], what[128];
+    pprt_ctrl c = {0};
+    if (m->rank != 0) {
+        PP_TRY(pprt_mpi_send_ctrl(m, 0, PPRT_CTRL_WARM, &c, err));
+        pprt_mpi_describe(m, 0, who, sizeof who);
+        snprintf(what, sizeof what, "waiting for the end of the warm-up from %s", who);
+        return pprt_mpi_wait_ctrl(m, PPRT_CTRL_WARM, 0, &c, what, err);
+    }
+    for (int q = 1; q < m->size; q++) {
+        pprt_mpi_describe(m, q, who, sizeof who);
+        snprintf(what, sizeof what, "waiting for the warm-up of %s", who);
+        PP_TRY(pprt_mpi_wait_ctrl(m, PPRT_CTRL_WARM, q, &c, what, err));
+    }
+    for (int q = 1; q < m->size; q++) PP_TRY(pprt_mpi_send_ctrl(m, q, PPRT_CTRL_WARM, &c, err));
+    return PP_OK;
+}
+
+/* The stage's micro-batches: `warmup` untimed copies, then (the timed run,
+ * from *t_go on) its share; the statistics message filled, the node times
+ * without the warm-up's. */
+static pp_status run_loop(pprt_mpi *m, const pprt_plan *p, const pprt_shares *S, int warmup, rankrun *rr,
+                          double *t_go, pp_err *err) {
     int s = m->stage, k = m->replica;
     int64_t mk = pprt_share_mbs(S, k);
     double *st = rr->stats;
@@ -223,18 +252,41 @@ static pp_status run_loop(pprt_mpi *m, const pprt_plan *p, const pprt_shares *S,
                                 .node_s = rr->tr + (size_t)mk * PPRT_TRACE_T};
     }
     pprt_stage_run run = {.stage = s, .ex = rr->be->exec, .x = rr->x, .in = rr->in, .out = rr->out,
-                          .mb_offset = pprt_share_lo(S, k), .trace = rr->tr ? &tr : NULL, .prev_ns = rr->prev_ns};
+                          .warmup = warmup, .mb_offset = pprt_share_lo(S, k), .trace = rr->tr ? &tr : NULL,
+                          .prev_ns = rr->prev_ns};
     bool own;
-    PP_TRY(pprt_stage_loop(&run, 0, mk, &own, err));
+    const int nn = p->stages[s].n_nodes;
+    double *warm = NULL; /* node times after the warm-up */
+    if (warmup > 0) {
+        PP_TRY(pprt_stage_loop(&run, 0, warmup, &own, err));
+        const double *ns = rr->be->exec->node_seconds ? rr->be->exec->node_seconds(rr->x) : NULL;
+        if (ns && !(warm = malloc(pp_count(nn) * sizeof *warm))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        if (ns) memcpy(warm, ns, (size_t)nn * sizeof *ns);
+        pp_status b = warm_barrier(m, err);
+        if (b != PP_OK) {
+            free(warm);
+            return b;
+        }
+    }
+    *t_go = pprt_mpi_now();
+    pp_status ls = pprt_stage_loop(&run, warmup, warmup + mk, &own, err);
+    if (ls != PP_OK) {
+        free(warm);
+        return ls;
+    }
     /* every send completed: all buffers back */
-    if (rr->out->ops->drain) PP_TRY(rr->out->ops->drain(rr->out, err));
+    if (rr->out->ops->drain && (ls = rr->out->ops->drain(rr->out, err)) != PP_OK) {
+        free(warm);
+        return ls;
+    }
     st[ST_BUSY] = run.busy;
     st[ST_MBS] = (double)mk;
     pprt_exec_counts c;
     pprt_exec_counts_of(rr->be->exec, rr->x, &p->stages[s], &c);
     pprt_exec_counts_pack(&c, st + ST_COUNTS);
     const double *ns = rr->be->exec->node_seconds ? rr->be->exec->node_seconds(rr->x) : NULL;
-    for (int i = 0; i < p->stages[s].n_nodes; i++) st[ST_HEAD + i] = ns ? ns[i] : 0;
+    for (int i = 0; i < nn; i++) st[ST_HEAD + i] = ns ? ns[i] - (warm ? warm[i] : 0) : 0;
+    free(warm);
     return PP_OK;
 }
 
@@ -314,6 +366,8 @@ static pp_status gather_trace(pprt_mpi *m, const pprt_plan *p, const pprt_shares
     t->replicas = S->R;
     t->wall_s = stats->wall_s;
     t->bubble = stats->bubble;
+    t->latency_ms = stats->latency_ms;
+    t->n_latency = S->M;
     t->t0 = INFINITY;
     for (int q = 0; q < m->size; q++) {
         const double *st = q == m->rank ? rr->stats : rr->peer_stats[q];
@@ -340,6 +394,7 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     for (int i = 0; i < p->n_outputs; i++) outputs[i] = (pprt_array){NULL, 0};
     if (m->stages != p->n_stages) return PP_FAIL(err, PP_ERUNTIME, "internal: pprt_mpi_bind was not called");
     if (o->depth < 1) return PP_FAIL(err, PP_EINVAL, "--depth must be >= 1, got %d", o->depth);
+    if (o->warmup < 0) return PP_FAIL(err, PP_EINVAL, "--warmup must be >= 0, got %d", o->warmup);
     int K = p->n_stages, R = m->replicas, me = m->rank, s = m->stage, k = m->replica, last = K - 1;
     bool writer = me == m->writer;
     int64_t n = *n_io;
@@ -464,7 +519,7 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     double *t_start = rr.stats ? rr.stats + ST_HEAD + p->stages[s].n_nodes : NULL;
     double *t_end = t_start ? t_start + (s == 0 ? mk : 0) : NULL;
     if (st == PP_OK) {
-        pprt_mpi_ends ends = {rr.in_arr, rr.out_arr, nk, mk, t_start, t_end};
+        pprt_mpi_ends ends = {rr.in_arr, rr.out_arr, nk, mk + o->warmup, t_start, t_end};
         pprt_mpi_stage ms;
         st = pprt_mpi_stage_setup(m, p, o, &tp, &ends, &ms, err);
         if (ms.be) rr.be = ms.be;
@@ -477,7 +532,7 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     }
 
     double t_loop0 = pprt_mpi_now();
-    if (st == PP_OK) st = run_loop(m, p, &S, &rr, err);
+    if (st == PP_OK) st = run_loop(m, p, &S, o->warmup, &rr, &t_loop0, err);
     double t_loop1 = pprt_mpi_now();
     /* every rank: its --ref-weights files unchanged, before the writer may
      * write (it waits for every rank's statistics, sent after this) */

@@ -53,6 +53,7 @@ static pprt_array *run(const pprt_plan *p, const pprt_array *in, const pprt_back
     if (d) *d = (pprt_emu_counts){b.h2d - a.h2d, b.d2h - a.d2h, b.d2d - a.d2d, b.peer - a.peer, b.bytes - a.bytes};
     free(st.stages);
     free(st.node_ms);
+    free(st.latency_ms);
     pprt_trace_free(st.trace);
     return out;
 }

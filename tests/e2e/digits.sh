@@ -21,6 +21,15 @@ for b in 16 7; do
     "$PY" "$SRC/tests/tools/compare_npy.py" out_${b}_$pp/logits.npy "$S/expected/logits.npy" --rtol 1e-3 --atol 1e-4
     cmp out_${b}_1/logits.npy out_${b}_$pp/logits.npy || { echo "FAIL: -pp $pp differs from -pp 1"; exit 1; }
     grep -q '"samples": 360, "micro_batches": [0-9]*, "replicas": 1,' s.json || { echo "FAIL: stats json"; cat s.json; exit 1; }
+    # latency percentiles (nearest rank) in order; one warm-up micro-batch by default
+    "$PY" -c "
+import json
+s = json.load(open('s.json'))
+L = s['latency_ms']
+assert s['warmup_micro_batches'] == 1 and L['percentiles'] == 'nearest-rank', s
+assert 0 < L['median'] <= L['p90'] <= L['p95'] <= L['p99'], L" || { echo "FAIL: latency percentiles"; cat s.json; exit 1; }
+    grep -q "^latency per micro-batch: mean [0-9.]* ms, median [0-9.]* ms, p90 [0-9.]* ms, p95 [0-9.]* ms, p99 [0-9.]* ms$" run.txt &&
+      grep -q "^throughput: .* (after 1 warm-up micro-batch)$" run.txt || { echo "FAIL: the summary's latency"; cat run.txt; exit 1; }
     # the steady rate counts the samples after the first micro-batch out over
     # at most the wall time: at least (360 - b) / wall
     "$PY" -c "
@@ -43,12 +52,54 @@ np.save('one.npy', np.load('$S/data/input.npy')[:16])" && mkdir -p one && mv one
 "$PPRT" d_16_2.plan one -o out_one -q --stats-json one.json
 grep -q '"steady_samples_per_s": 0.000' one.json || { echo "FAIL: a steady rate from one micro-batch"; cat one.json; exit 1; }
 cmp out_16_2/logits.npy out_per_sample/logits.npy || { echo "FAIL: per-sample files differ"; exit 1; }
+# --warmup 0 times the first micro-batch too, and changes no bit; --warmup 5 neither
+for w in 0 5; do
+  "$PPRT" d_16_2.plan "$S/data" -o out_w$w -q --threads 1 --warmup $w --stats-json w$w.json
+  cmp out_16_2/logits.npy out_w$w/logits.npy || { echo "FAIL: --warmup $w changed the outputs"; exit 1; }
+  grep -q "\"micro_batches\": 23, .*\"warmup_micro_batches\": $w," w$w.json || { echo "FAIL: --warmup $w stats"; cat w$w.json; exit 1; }
+done
 grep -q '"peak_rss_bytes"' s.json || { echo "FAIL: stats json has no peak RSS"; exit 1; }
 # measured op times drive the split: profile one stage, compile two from it
 "$PPRT" d_16_1.plan "$S/data" -o out_prof -q --profile prof.json
 "$PPCC" "$S/model.onnx" -pp 2 -b 16 --profile prof.json -o prof.plan -q
 "$PPRT" prof.plan "$S/data" -o out_prof2 -q --threads 1
 cmp out_16_1/logits.npy out_prof2/logits.npy || { echo "FAIL: profiled split differs"; exit 1; }
+# the profile's summary on stdout: per stage its nodes' summed ms and its 5
+# slowest nodes with their share of that sum, which agree with the file
+# ("unit": "ms") and pprt --info's stages; -q prints none of it
+"$PPRT" d_16_2.plan "$S/data" -o out_prof3 --threads 1 --profile prof3.json > prof3.txt
+"$PPRT" --info d_16_2.plan > info2.txt
+"$PPRT" d_16_2.plan "$S/data" -o out_prof4 --threads 1 -q --profile prof4.json > prof4.txt
+[ ! -s prof4.txt ] || { echo "FAIL: pprt -q --profile printed"; cat prof4.txt; exit 1; }
+"$PY" - prof3.json prof3.txt info2.txt <<'PY' || { echo "FAIL: the profile's summary"; cat prof3.txt; exit 1; }
+import json, re, sys
+prof = json.load(open(sys.argv[1]))
+assert prof["unit"] == "ms" and prof["micro_batch"] == 16, {k: prof[k] for k in prof if k != "nodes"}
+stages, cur = {}, None  # stage -> its node names, from pprt --info
+for line in open(sys.argv[3]):
+    m = re.match(r"stage (\d+): ", line)
+    if m:
+        cur = stages.setdefault(int(m.group(1)), [])
+    elif cur is not None and line.startswith("  ") and not line.startswith("  sends:"):
+        cur.append(line.split(None, 1)[1].strip())
+text = open(sys.argv[2]).read()
+assert "profile: mean ms per micro-batch" in text, text
+for s, names in stages.items():
+    total = sum(prof["nodes"][n] for n in names)
+    block = text.split(f"\nstage {s}: ")[-1] if f"\nstage {s}: " in text else ""
+    head = re.match(r"([\d.]+) ms in (\d+) nodes?\n", block)
+    assert head and abs(float(head.group(1)) - total) <= 1e-3 and int(head.group(2)) == len(names), (s, block[:200])
+    rows = re.findall(r"^ +([\d.]+) ms +([\d.]+)% +(\S+) +(\S+)$", block[head.end():].split("\nstage ")[0],
+                      re.M)
+    want = sorted((n for n in names if prof["nodes"][n] > 0), key=lambda n: -prof["nodes"][n])[:5]
+    assert len(rows) == len(want) >= 1, (s, rows, want)
+    shares = [float(r[1]) for r in rows]
+    assert sum(shares) <= 100 + 0.05 * len(rows), (s, shares)  # each rounded to 0.1
+    for (ms, share, op, name), w in zip(rows, want):
+        assert abs(prof["nodes"][name] - prof["nodes"][w]) <= 1e-6, (name, w)  # the slowest, in order (ties aside)
+        assert abs(float(ms) - prof["nodes"][name]) <= 6e-4, (ms, name)
+        assert abs(float(share) - 100 * prof["nodes"][name] / total) <= 0.051, (share, name, total)
+PY
 # the executor's counts: every node of the plan (the profile names each once)
 # on one kernel or the other, in whichever stage ran it
 "$PY" -c "

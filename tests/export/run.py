@@ -13,7 +13,9 @@ WORKDIR/NAME like tests/models/run_zoo.py) and each -pp in 2 and 4:
     (full check: also strict shape inference);
   - stage K's graph inputs are the model's inputs (K = 0) or exactly stage
     K-1's graph outputs, by name and in order, and the last stage's outputs
-    are the model's; stages.json says the same;
+    are the model's; stages.json says the same, with each tensor's element
+    type by name as the stage's model declares it ("f32", not ONNX's 1),
+    and is format ppcc-stages version 2 (the report ppcc-report version 1);
   - no op of ppcc's own ("pp." domain or name) is left, and every node is in
     the default ONNX domain;
   - onnxruntime runs the stages one after the other, each sample alone (the
@@ -57,6 +59,12 @@ MODELS = ["resnet50", "mobilenet_v3_small", "efficientnet_b0", "regnet_y_400mf",
 RTOL, ATOL = 1e-4, 1e-5
 
 
+def onnx_type_name(elem_type):
+    """ONNX's element type as pprt names it: bool, else NumPy's kind and bits (f32, i64, u8)."""
+    dt = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+    return "bool" if dt.kind == "b" else f"{dt.kind}{8 * dt.itemsize}"
+
+
 def session(path):
     so = ort.SessionOptions()
     so.intra_op_num_threads = 2
@@ -87,6 +95,12 @@ def check(name, d, pp, problems, model=None, want_ops=None):
         problems.append(f"{name} -pp {pp}: files {files}, expected stages.json and stage_0..{n - 1}.onnx")
         return None
     meta = json.load(open(os.path.join(out, "stages.json")))
+    if meta.get("format") != "ppcc-stages" or meta.get("version") != 2:
+        problems.append(f"{name} -pp {pp}: stages.json is {meta.get('format')!r} version {meta.get('version')!r}, "
+                        "expected 'ppcc-stages' version 2")
+    if report.get("format") != "ppcc-report" or report.get("version") != 1:
+        problems.append(f"{name} -pp {pp}: --report-json is {report.get('format')!r} version "
+                        f"{report.get('version')!r}, expected 'ppcc-report' version 1")
     src = onnx.load(model, load_external_data=False)
     model_in = [i.name for i in src.graph.input if i.name not in {t.name for t in src.graph.initializer}]
     model_out = [o.name for o in src.graph.output]
@@ -111,6 +125,12 @@ def check(name, d, pp, problems, model=None, want_ops=None):
         js = meta["stages"][k]
         if [t["name"] for t in js["inputs"]] != ins or [t["name"] for t in js["outputs"]] != outs:
             problems.append(f"{name} -pp {pp}: stages.json disagrees with stage_{k}.onnx on its inputs or outputs")
+        # element types by name, as the stage's model declares them (NumPy's kind and bits: f32, i64, bool)
+        types = {v.name: onnx_type_name(v.type.tensor_type.elem_type) for v in [*m.graph.input, *m.graph.output]}
+        bad_types = [(t["name"], t["dtype"], types.get(t["name"])) for t in [*js["inputs"], *js["outputs"]]
+                     if t["dtype"] != types.get(t["name"])]
+        if bad_types:
+            problems.append(f"{name} -pp {pp}: stages.json's dtypes (name, written, the model's): {bad_types[:3]}")
         bad = [nd.op_type for nd in m.graph.node if nd.domain not in ("", "ai.onnx") or nd.op_type.startswith("pp.")]
         if bad:
             problems.append(f"{name} -pp {pp}: stage {k} still has ops {sorted(set(bad))}")

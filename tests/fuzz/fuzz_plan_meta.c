@@ -119,6 +119,7 @@ static void run(const pprt_plan *p) {
             for (int i = 0; i < p->n_outputs; i++) free(outs[i].data);
         free(st.stages);
         free(st.node_ms);
+        free(st.latency_ms);
     }
     for (int i = 0; ins && i < p->n_inputs; i++) free(ins[i].data);
     free(ins);

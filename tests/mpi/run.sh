@@ -2,7 +2,7 @@
 # Stages on MPI ranks (runtime/comm), on localhost:
 #   - digits (-pp 2 -b 16) under mpirun -np 2: outputs bit-identical to the
 #     threaded runtime, PyTorch's accuracy, statistics, --check (a pass, and a
-#     mismatch that every rank exits 1 on), --profile;
+#     mismatch that every rank exits 1 on), --profile; --warmup 0 and 3 too;
 #   - torchvision ResNet-50 (batch 4, exported here) at -pp 2 and -pp 4 -b 1
 #     under -np 2 and -np 4: bit-identical to the threaded runtime;
 #   - --replicas 2 on -np 4 with the -pp 2 plans: bit-identical;
@@ -12,7 +12,7 @@
 #   - a rank bound to one core cuts --threads 2 to one thread, with a warning;
 #   - errors: -np that is not stages x replicas (every rank says so, exit 2),
 #     ranks given different options (--backend, --precision, --threads, --depth,
-#     --check and its tolerances, --labels: every rank exits 2 naming it),
+#     --warmup, --check and its tolerances, --labels: every rank exits 2 naming it),
 #     rank 0 failing to read the data (the other rank names it, exit 2);
 #   - a rank killed with SIGKILL mid-run (tests/mpi/kill.sh), with mpirun
 #     ending the job and with pprt's own heartbeats finding it.
@@ -84,6 +84,12 @@ want_acc=$(cat "$S/accuracy.txt")
 expect_rc 0 d_mpi.txt "${M[@]}" -np 2 "$PPRT" d2.plan "$S/data" -o d_mpi --labels "$S/labels.npy" \
   --stats-json d.json --profile prof.json "${BK[@]}"
 same d_thr/logits.npy d_mpi/logits.npy "digits, 2 ranks vs threads"
+# no warm-up, and three (their copies through the ranks' channels, dropped at the writer): the same bits
+for w in 0 3; do
+  expect_rc 0 d_w$w.txt "${M[@]}" -np 2 "$PPRT" d2.plan "$S/data" -o d_w$w -q --warmup $w --stats-json d_w$w.json "${BK[@]}"
+  same d_thr/logits.npy d_w$w/logits.npy "digits, 2 ranks --warmup $w vs threads"
+  grep -q "\"micro_batches\": 23, .*\"warmup_micro_batches\": $w," d_w$w.json || { echo "FAIL: --warmup $w stats"; exit 1; }
+done
 acc=$(awk '/^accuracy:/ {print $2}' d_mpi.txt)
 [ "$acc" = "$want_acc" ] || { echo "FAIL: digits on 2 ranks: accuracy $acc, PyTorch measured $want_acc"; exit 1; }
 expect_msg d_mpi.txt "^pprt: 360 samples, 23 micro-batches of 16, 2 stages"
@@ -94,6 +100,9 @@ s = json.load(open(sys.argv[1]))
 assert s["samples"] == 360 and s["micro_batches"] == 23, s
 assert len(s["stages"]) == 2 and all(st["busy_s"] > 0 for st in s["stages"]), s
 assert s["samples_per_s"] > 0 and 0 <= s["bubble"] < 1 and s["latency_ms"]["p99"] >= s["latency_ms"]["mean"] > 0, s
+# the default warm-up (one micro-batch) runs under mpirun too; percentiles in order
+L = s["latency_ms"]
+assert s["warmup_micro_batches"] == 1 and 0 < L["median"] <= L["p90"] <= L["p95"] <= L["p99"], s
 p = json.load(open(sys.argv[2]))
 assert p["micro_batch"] == 16 and len(p["nodes"]) == 8 and all(v >= 0 for v in p["nodes"].values()), p
 # each rank's executor counts reach the writer: the reference executor runs every node itself
@@ -212,8 +221,9 @@ echo "mpi: wrong -np, unreadable data and FIFOs exit 2 on every rank, with the r
 "$PY" "$SRC/tests/bad/signals.py" "$out/signals" 8 --mpi "${M[@]}"
 # ranks given different options that change results (mpirun's MPMD form gives
 # each rank its own command line): every rank exits 2, naming the option
-diff_opts=("--backend ref" "--threads 1" "--depth 3" "--check" "--rtol 0.1" "--atol 0.5" "--labels $S/labels.npy")
-grep -q -- --backend help.txt || diff_opts=("--threads 1" "--depth 3" "--check" "--rtol 0.1")
+diff_opts=("--backend ref" "--threads 1" "--depth 3" "--warmup 0" "--check" "--rtol 0.1" "--atol 0.5"
+           "--labels $S/labels.npy")
+grep -q -- --backend help.txt || diff_opts=("--threads 1" "--depth 3" "--warmup 0" "--check" "--rtol 0.1")
 grep -q "bf16 kernels on this CPU: yes" version.txt && diff_opts+=("--precision bf16")
 for opt in "${diff_opts[@]}"; do
   # shellcheck disable=SC2086

@@ -49,7 +49,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "--fake":
     prof = args[args.index("--profile") + 1]
     scale = 3.0 if prof.endswith(".1") else 1.0  # the second of two copies side by side: 3x the times
     with open(prof, "w") as f:
-        f.write('{"micro_batch": %d, "device": "fake", "nodes": {\n' % batch)
+        f.write('{"micro_batch": %d, "unit": "ms", "device": "fake", "nodes": {\n' % batch)
         f.write(",\n".join(f'  "{n}": {scale * 2.0 ** ((len(names) - 1 - k) if rev else k):.6f}'
                             for k, n in enumerate(names)))
         f.write("\n}}\n")
@@ -104,6 +104,19 @@ run([PPCC, MODEL, "-pp", "1", "-b", "16", "-q", "-o", "one.plan"])
 run([PPRT, "one.plan", DATA, "-q", "-o", "out1", "--profile", "real.json"])
 names = list(json.load(open("real.json"))["nodes"])
 check(len(names) == 8, f"digits' profile names {len(names)} nodes, want 8: {names}")
+real = json.load(open("real.json"))
+check(real.get("unit") == "ms", f"pprt's profile names its unit {real.get('unit')!r}, want 'ms'")
+# ppcc reads the unit: a profile in another is refused (not taken as ms), one without any is ms (older pprt)
+with open("real.json") as f:
+    text = f.read()
+with open("in_s.json", "w") as f:
+    f.write(text.replace('"unit": "ms"', '"unit": "s"', 1))
+with open("no_unit.json", "w") as f:
+    f.write(text.replace('"unit": "ms", ', "", 1))
+r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--profile", "in_s.json", "-q", "-o", "x.plan"], 2)
+check('times in "s", expected "ms"' in r.stderr, f"a profile in seconds: {r.stderr[:400]}")
+r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--profile", "no_unit.json", "--report", "-o", "nu.plan"])
+check("op times: 8 of 8 ops measured" in r.stdout, f"a profile without a unit: {r.stdout[:400]}")
 r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--report", "-o", "m.plan"])
 check("op times: 8 of 8 ops measured" in r.stdout, f"--measure's report: {r.stdout[:600]}")
 check("--measure: pprt timed 8 of 8 ops" in r.stderr, f"--measure's note: {r.stderr[:600]}")

@@ -43,7 +43,13 @@ def direct(pp, b, *extra):
     """Stage figures of a direct compile."""
     r = run([PPCC, MODEL, "-pp", str(pp), "-b", str(b), "-o", "direct.plan", "--report-json", "direct.json", "-q",
              *extra])
-    return json.load(open("direct.json"))["stages"] if r.returncode == 0 else None
+    if r.returncode != 0:
+        return None
+    doc = json.load(open("direct.json"))
+    check(doc.get("format") == "ppcc-report" and doc.get("version") == 1, f"direct.json's format: {str(doc)[:120]}")
+    # the tensors crossing each cut: element types by name
+    check(all(t["dtype"] == "f32" for c in doc["cuts"] for t in c["tensors"]), f"cut dtypes: {doc['cuts']}")
+    return doc["stages"]
 
 
 S = 100
@@ -56,7 +62,9 @@ prof = ["--profile", "prof1.json", "--profile", "prof4.json"]
 # ---- the search --------------------------------------------------------------------------------
 r = run([PPCC, MODEL, "--devices", "2", "--search", "--samples", str(S), "--batch-sizes", "1,2,4,16",
          "--report-json", "search.json", *prof])
-res = json.load(open("search.json"))["search"]
+doc = json.load(open("search.json"))
+check(doc.get("format") == "ppcc-search" and doc.get("version") == 1, f"search.json's format: {str(doc)[:120]}")
+res = doc["search"]
 cands = res["candidates"]
 check(len(cands) == 8, f"8 candidates (2 depths x 4 micro-batch sizes), got {len(cands)}")
 check(res["device"].startswith("cpu-") and "1 thread per stage" in res["device"], f"device kind: {res['device']}")
@@ -124,7 +132,9 @@ check("no configuration of 2 devices fits" in r.stderr, f"nothing fits: {r.stder
 # ---- --max-batch ----------------------------------------------------------------------------------
 for pp, cap in ((1, "2MB"), (2, "1500KB")):
     r = run([PPCC, MODEL, "--max-batch", "-pp", str(pp), "--max-memory", cap, "--report-json", "mb.json"])
-    mb = json.load(open("mb.json"))["max_batch"]
+    doc = json.load(open("mb.json"))
+    check(doc.get("format") == "ppcc-max-batch" and doc.get("version") == 1, f"mb.json's format: {str(doc)[:120]}")
+    mb = doc["max_batch"]
     b = mb["micro_batch"]
     check(b > 1 and f"largest micro-batch: {b}" in r.stdout, f"-pp {pp} under {cap}: {r.stdout}")
     run([PPCC, MODEL, "-pp", str(pp), "-b", str(b), "--max-memory", cap, "-o", "mb.plan", "-q"], 0)

@@ -20,16 +20,28 @@ Object Format that chrome://tracing and Perfetto read):
   - the bubble can be seen: the idle share of the tracks over the run equals
     the bubble pprt reports in --stats-json (within 0.002), stage 1 starts
     its first micro-batch only after stage 0 finished it (the fill), and
-    every micro-batch reaches the last stage after it left the first.
+    every micro-batch reaches the last stage after it left the first;
+  - the latencies: otherData.latency_ms lists one per micro-batch, each
+    what the spans allow (from the end of its first stage's span to the end
+    of its last stage's, at least; from the start of the first to the start
+    of the last stage's next span on that track, or the run's end, at most:
+    the sink takes it on that thread in between), and --stats-json's mean, median,
+    p90, p95 and p99 are NumPy's over that list (nearest rank:
+    np.percentile(method="inverted_cdf")), in that order.
+The default --warmup (1) runs in every case but one, which has --warmup 0;
+the warm-up never shows: the spans are the M timed micro-batches.
 Runs the digits sample at -pp 2 and -pp 3 on the threaded runtime, with and
-without --profile, and as two replicas (--replicas 2); with --mpi instead
-under mpirun (-np 2 with --profile; -np 4 with --replicas 2), exit 77
+without --profile, and as two replicas (--replicas 2), and at -pp 1 with
+--warmup 0; with --mpi instead under mpirun (-np 2 with --profile; -np 4 with
+--replicas 2 and --warmup 3), exit 77
 (skipped) when pprt was built without MPI.
 Usage: run.py WORKDIR [--mpi] (env: PPCC, PPRT, SRC; for --mpi MPIRUN and
 PP_MPI=ON)."""
 import json
 import os
 import re
+
+import numpy as np
 import shutil
 import subprocess
 import sys
@@ -157,6 +169,43 @@ def check(tag, path, stats_path, stages, replicas, nodes_on, node_names):
                 if b and b["ts"] < a["ts"] + a["dur"] - 1e-3:
                     fail(f"micro-batch {mb} started on {names[tid1]} before {names[tid0]} finished it")
                     break
+    # the latencies behind --stats-json's figures
+    lat = doc.get("otherData", {}).get("latency_ms")
+    if not isinstance(lat, list) or len(lat) != M:
+        fail(f"otherData.latency_ms: {str(lat)[:80]}, expected {M} latencies")
+    else:
+        # the track of the last stage holding each micro-batch, and its next span there
+        last_track, nxt = {}, {}
+        for tid, st_ in stage_of.items():
+            if st_ == stages - 1:
+                order = sorted(spans[tid])
+                for i, mb in enumerate(order):
+                    last_track[mb] = spans[tid][mb]
+                    nxt[mb] = spans[tid][order[i + 1]]["ts"] if i + 1 < len(order) else 1e6 * stats["wall_s"]
+        first_of = {mb: e for tid, st_ in stage_of.items() if st_ == 0 for mb, e in spans[tid].items()}
+        for mb, l_ms in enumerate(lat):
+            a, b = first_of.get(mb), last_track.get(mb)
+            if not a or not b:
+                continue
+            # the source cuts the micro-batch inside its first stage's span; the sink takes it on the last
+            # stage's thread after that stage's span and before its next span there (or the run's end)
+            lo_us, hi_us = (b["ts"] + b["dur"]) - (a["ts"] + a["dur"]), nxt[mb] - a["ts"]
+            if not lo_us - 1 <= 1e3 * l_ms <= hi_us + 1:
+                fail(f"micro-batch {mb}: latency {l_ms} ms outside what its spans allow, "
+                     f"[{lo_us / 1e3:.4f}, {hi_us / 1e3:.4f}] ms")
+                break
+        x = np.array(lat)
+        got = stats["latency_ms"]
+        want = {"mean": float(x.mean())}
+        for k, q in (("median", 50), ("p90", 90), ("p95", 95), ("p99", 99)):
+            want[k] = float(np.percentile(x, q, method="inverted_cdf"))
+        for k, v in want.items():
+            if abs(got.get(k, -1) - v) > 1.5e-4:
+                fail(f"--stats-json latency {k} {got.get(k)} ms, NumPy over the trace's latencies {v:.6f} ms")
+        if not got["median"] <= got["p90"] <= got["p95"] <= got["p99"]:
+            fail(f"percentiles out of order: {got}")
+        if got.get("percentiles") != "nearest-rank":
+            fail(f"--stats-json names percentiles {got.get('percentiles')!r}, expected 'nearest-rank'")
     first = [spans[t][0]["ts"] for t in spans if 0 in spans[t]]
     return {"events": len(ev), "bytes": os.path.getsize(path), "idle": idle, "bubble": stats["bubble"],
             "fill_us": (max(first) - min(first)) if first else 0}
@@ -169,15 +218,19 @@ def main():
     os.makedirs(work)
     data = os.path.join(DIGITS, "data")
     cases = []
+    plan1 = os.path.join(work, "digits1.plan")
+    run([PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "1", "-b", "16", "-q", "-o", plan1])
     for pp in (2, 3):
         plan = os.path.join(work, f"digits{pp}.plan")
         run([PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", str(pp), "-b", "16", "-q", "-o", plan])
         names = plan_nodes(plan)
         for prof in (False, True):
             if not mpi_only:
-                cases.append((f"threads -pp {pp}{' --profile' if prof else ''}", plan, pp, 1, prof, names, []))
+                cases.append((f"threads -pp {pp}{' --profile' if prof else ''}", plan, pp, 1, prof, names, [], []))
         if not mpi_only:  # two pipelines of threads: a track per stage of each replica
-            cases.append((f"threads -pp {pp} --replicas 2", plan, pp, 2, pp == 3, names, []))
+            cases.append((f"threads -pp {pp} --replicas 2", plan, pp, 2, pp == 3, names, [], []))
+    if not mpi_only:
+        cases.append(("threads -pp 1 --warmup 0", plan1, 1, 1, True, plan_nodes(plan1), [], ["--warmup", "0"]))
     if mpi_only:
         if os.environ.get("PP_MPI") != "ON" or not os.environ.get("MPIRUN"):
             print("trace: pprt built without MPI (or no mpirun): skipped")
@@ -185,12 +238,13 @@ def main():
         mpi = [os.environ["MPIRUN"], "--allow-run-as-root", "--oversubscribe"]
         plan = os.path.join(work, "digits2.plan")
         names = plan_nodes(plan)
-        cases.append(("mpirun -np 2 --profile", plan, 2, 1, True, names, mpi + ["-np", "2"]))
-        cases.append(("mpirun -np 4 --replicas 2", plan, 2, 2, False, names, mpi + ["-np", "4"]))
-    for k, (tag, plan, pp, reps, prof, names, launcher) in enumerate(cases):
+        cases.append(("mpirun -np 2 --profile", plan, 2, 1, True, names, mpi + ["-np", "2"], []))
+        cases.append(("mpirun -np 4 --replicas 2 --warmup 3", plan, 2, 2, False, names, mpi + ["-np", "4"],
+                      ["--warmup", "3"]))
+    for k, (tag, plan, pp, reps, prof, names, launcher, extra) in enumerate(cases):
         tr, st = os.path.join(work, f"t{k}.json"), os.path.join(work, f"s{k}.json")
         argv = launcher + [PPRT, plan, data, "-o", os.path.join(work, f"out{k}"), "-q", "--trace", tr,
-                           "--stats-json", st, "--backend", "ref"]
+                           "--stats-json", st, "--backend", "ref", *extra]
         if reps > 1:
             argv += ["--replicas", str(reps)]
         if prof:

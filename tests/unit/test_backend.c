@@ -100,6 +100,7 @@ int main(int argc, char **argv) {
     CHECK(got.data && want.data && !memcmp(got.data, want.data, (size_t)in.n * p->outputs[0].sample_bytes),
           "outputs differ from the reference backend's");
     free(got.data), free(want.data), free(s1.stages), free(s2.stages), free(s1.node_ms), free(s2.node_ms);
+    free(s1.latency_ms), free(s2.latency_ms);
     pprt_npy_free(&x);
     pprt_plan_free(p);
     return check_summary("test_backend");

@@ -208,6 +208,7 @@ static void test_chain_split(int len, int pp, int64_t batch, int64_t n_samples) 
         free(out[1].data);
         free(st.stages);
         free(st.node_ms);
+        free(st.latency_ms);
     }
     free(x);
     free(want);
@@ -566,6 +567,7 @@ static void test_ref_plan(void) {
             free(out[1].data);
             free(st.stages);
             free(st.node_ms);
+            free(st.latency_ms);
         }
         pprt_plan_free(p);
     }
@@ -885,6 +887,7 @@ static void test_random_dags(void) {
                     }
                     free(st.stages);
                     free(st.node_ms);
+                    free(st.latency_ms);
                     runs++;
                 }
                 pprt_plan_free(pl);
