@@ -1172,8 +1172,9 @@ static key load_key(const void *p, pp_dtype t, int64_t i) {
     return k;
 }
 
-/* a > b; NaN is never greater, and every number is greater than NaN (so
- * ArgMax and ArgMin skip NaN, and give the first index for only NaN). */
+/* a > b for ArgMax and ArgMin; NaN is never greater, and every number is
+ * greater than NaN (so they skip NaN, and give the first index for only NaN).
+ * TopK orders NaN otherwise (topk_gt). */
 static bool key_gt(key_kind kk, key a, key b) {
     switch (kk) {
     case K_I64: return a.i > b.i;
@@ -1238,8 +1239,21 @@ pp_status kern_ARGMIN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tens
     return arg_common(PP_OP_ARGMIN, attrs, in, n_in, out, n_out, err);
 }
 
-/* Stable merge sort of idx[0..n) by keys[idx] (descending when largest, else
- * ascending), so equal keys keep the lower index first. */
+/* a > b in TopK's order, which is onnxruntime's and PyTorch's (not ArgMax's):
+ * NaN above every number (+inf included), all NaNs equal, -0 == +0. So
+ * largest gives the NaNs first and smallest gives them last. */
+static bool topk_gt(key_kind kk, key a, key b) {
+    if (kk == K_DBL) return (a.d != a.d && b.d == b.d) || a.d > b.d;
+    return key_gt(kk, a, b);
+}
+
+/* Stable merge sort of idx[0..n) by keys[idx] in topk_gt's order (descending
+ * when largest, else ascending), so equal keys, NaNs among themselves and -0
+ * with +0, keep the lower index first: onnxruntime's order and indices (with
+ * sorted=1; with sorted=0 it returns the same elements in an order it does not
+ * define, and pprt returns them sorted). PyTorch orders equal keys as it
+ * happens to (its indices among ties differ from onnxruntime's); pprt follows
+ * onnxruntime, the ONNX oracle. */
 static void sort_idx(int64_t *idx, int64_t *tmp, int64_t n, const key *keys, key_kind kk,
                      bool largest) {
     for (int64_t w = 1; w < n; w *= 2) {
@@ -1248,7 +1262,7 @@ static void sort_idx(int64_t *idx, int64_t *tmp, int64_t n, const key *keys, key
             int64_t a = lo, b = mid, k = lo;
             while (a < mid && b < hi) {
                 key ka = keys[idx[a]], kb = keys[idx[b]];
-                bool take_b = largest ? key_gt(kk, kb, ka) : key_gt(kk, ka, kb);
+                bool take_b = largest ? topk_gt(kk, kb, ka) : topk_gt(kk, ka, kb);
                 tmp[k++] = take_b ? idx[b++] : idx[a++];
             }
             while (a < mid) tmp[k++] = idx[a++];

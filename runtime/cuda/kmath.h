@@ -1320,21 +1320,22 @@ PCU_HD void pcu_gather_el_at(const pcu_gather_el *k, void *y, const void *x, con
 
 /* ---- TopK: one thread per line, k selections ----------------------------------------------- */
 
-/* The order of the reference kernel's stable sort: by value (descending
- * when largest), NaN below every number, equal values by index; the j-th
- * output is the first element after the (j-1)-th in that order (k scans of
- * the line, no local memory). t: f32, f64, i32 or i64. yi: NULL when the
- * indices are not wanted. */
+/* The order of the reference kernel's stable sort (onnxruntime's): by value
+ * (descending when largest), NaN above every number, all NaNs equal, -0 ==
+ * +0, equal values by index; the j-th output is the first element after the
+ * (j-1)-th in that order (k scans of the line, no local memory). t: f32, f64,
+ * i32 or i64. yi: NULL when the indices are not wanted. */
 typedef struct pcu_topk {
     int32_t t, largest, pad_[2];
     int64_t outer, len, inner, k;
 } pcu_topk;
 
-/* x[a] > x[b] as the reference's key_gt: a number beats NaN, NaN beats nothing. */
+/* x[a] > x[b] as the reference's topk_gt: NaN beats every number, nothing
+ * beats NaN. */
 PCU_HD int pcu_topk_gt(const pcu_topk *k, const void *x, int64_t a, int64_t b) {
     if (k->t == PCU_T_F32 || k->t == PCU_T_F64) {
         const double va = pcu_ldd(x, k->t, a), vb = pcu_ldd(x, k->t, b);
-        return (vb != vb && va == va) || va > vb;
+        return (va != va && vb == vb) || va > vb;
     }
     return pcu_ldi(x, k->t, a) > pcu_ldi(x, k->t, b);
 }

@@ -29,8 +29,9 @@ data, in micro-batches; the batch axis cropped or padded refused), Col2Im (1-D t
 pads; float and double; in micro-batches at -pp 1 and 2, the batch on the blocks' axes refused; also against
 NumPy's formula), LpPool (p 1, 2, 3; 1-D to 3-D; pads, dilations, ceil_mode, SAME_UPPER), AffineGrid
 (2-D, 3-D, axes of one pixel) and a spatial transformer (AffineGrid
-of the input's Shape, then GridSample; in micro-batches at -pp 1 and 2), Hardmax (ties, a NaN), LpNormalization (a line of zeros), CumProd (NumPy's
-cumprod), QuantizeLinear and DequantizeLinear (int8, uint8, int16, uint16 per tensor, axis
+of the input's Shape, then GridSample; in micro-batches at -pp 1 and 2), Hardmax (ties, a NaN), TopK with NaN
+(largest and smallest, ties with NaN and signed zeros, infinities, each axis, f32 and f64, sorted=0; onnxruntime's
+order and indices, and NumPy's), LpNormalization (a line of zeros), CumProd (NumPy's cumprod), QuantizeLinear and DequantizeLinear (int8, uint8, int16, uint16 per tensor, axis
 and block; halves, saturation, infinities; a Q-DQ Conv in micro-batches), GridSample (every mode, padding and align_corners in 2-D, 3-D volumes, a
 1-D line, exact pixel centres and halves, a NaN point, the batch in micro-batches at -pp 1 and 2), EyeLike, ScatterElements with each reduction, RMSNormalization,
 RotaryEmbedding (4-D with position_ids, 3-D, interleaved, partial), Attention
@@ -1481,6 +1482,53 @@ if torch is not None:
 refused("attention_f16", [helper.make_node("Attention", ["q", "k", "v"], ["y"], name="att")],
         {k: f32(1, 2, 3, 4).astype(np.float16) for k in "qkv"}, ["y"],
         "node 'att' (#0, Attention): input Q has element type f16; only f32 is supported", opset=23)
+# TopK with NaN: onnxruntime's and PyTorch's order, NaN above every number (+inf included), so largest gives
+# the NaNs first and smallest last; equal keys (the NaNs among themselves, -0 with +0) by lower index, which is
+# onnxruntime's (sorted=1) order. K is a constant, so cuda-emu runs TopK on its own kernel. Own generator, so
+# the cases above and below draw what they drew before.
+def topk_np(axis, k, largest):
+    """TopK by a stable NumPy sort of (NaN flag, value with -0 as +0, index)."""
+    def f(feeds):
+        xm = np.moveaxis(feeds["x"], axis, -1)
+        isn = np.isnan(xm)
+        v = np.where(isn, 0, xm) + 0.0  # -0 -> +0
+        pos = np.broadcast_to(np.arange(xm.shape[-1]), xm.shape)
+        idx = np.lexsort((pos, -v, ~isn) if largest else (pos, v, isn), axis=-1)[..., :k]
+        return [np.moveaxis(np.take_along_axis(xm, idx, -1), -1, axis), np.moveaxis(idx, -1, axis)]
+    return f
+
+
+tk_rng = np.random.default_rng(2024)
+nan, inf = np.nan, np.inf
+tk_rows = np.array([[1, nan, 3, nan, 2, -inf, inf],  # the issue's line, infinities after it
+                    [nan] * 7,  # only NaN: indices 0..k-1 either way
+                    [0, -0.0, 2, nan, -0.0, 2, 0],  # ties and signed zeros beside one NaN
+                    [-inf, nan, -inf, inf, nan, inf, -nan]])  # NaN, -NaN and infinities tied
+tk_pool = np.array([nan, -nan, inf, -inf, 0.0, -0.0, 1.0, -1.0, 2.5])
+case("topk_nan_issue", [helper.make_node("TopK", ["x", "k"], ["v", "i"])],
+     {"x": np.array([1, nan, 3, nan, 2], np.float32)}, ["v", "i"], inits={"k": np.array([2], np.int64)},
+     numpy_ref=lambda f: [np.array([nan, nan], np.float32), np.array([1, 3])])
+for dt in (np.float32, np.float64):
+    tk_3d = tk_rng.choice(tk_pool, size=(2, 7, 3))
+    for shape_name, x, axis, k in (("rows", tk_rows, -1, 2), ("rows", tk_rows, 1, 5), ("cols", tk_rows.T.copy(), 0, 3),
+                                   ("mid", tk_3d, 1, 7), ("mid", tk_3d, 1, 1)):
+        for largest in (1, 0):
+            case(f"topk_nan_{np.dtype(dt).name}_{shape_name}_axis{axis}_k{k}_{'largest' if largest else 'smallest'}",
+                 [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)],
+                 {"x": x.astype(dt)}, ["v", "i"], inits={"k": np.array([k], np.int64)},
+                 numpy_ref=topk_np(axis, k, largest))
+# sorted=0: onnxruntime picks the same elements in an order ONNX leaves open; pprt returns them sorted
+for largest in (1, 0):
+    name = f"topk_nan_unsorted_{'largest' if largest else 'smallest'}"
+    feeds = {"x": tk_rows.astype(np.float32)}
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], largest=largest, sorted=0)
+    case(name, [node], feeds, ["v", "i"], inits={"k": np.array([3], np.int64)}, oracle=topk_np(-1, 3, largest))
+    if wanted(name):
+        got = ort_run(model([node], feeds, ["v", "i"], inits={"k": np.array([3], np.int64)}), feeds, ["v", "i"])[1]
+        if not np.array_equal(np.sort(got, -1), np.sort(topk_np(-1, 3, largest)(feeds)[1], -1)):
+            failures.append(f"{name}: onnxruntime's sorted=0 picks other elements: {got.tolist()}")
+
+
 refused("rotary_3d_no_heads", [helper.make_node("RotaryEmbedding", ["x", "c", "s"], ["y"], name="rope")],
         {"x": f32(1, 3, 8), "c": f32(1, 3, 4), "s": f32(1, 3, 4)}, ["y"],
         "node 'rope' (#0, RotaryEmbedding): attribute 'num_heads' is required for 3-D inputs", opset=23)

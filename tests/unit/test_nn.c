@@ -595,6 +595,31 @@ static void test_topk_argmax(void) {
         expect_i64(y[1].data, wi, 4);
         free_all(y, 2);
     }
+    /* NaN is the largest key (onnxruntime's and PyTorch's TopK), NaNs tie by index */
+    check_case = "TopK largest takes NaN first";
+    const float nv[2 * 5] = {1, NAN, 3, NAN, 2, /**/ -INFINITY, NAN, INFINITY, -0.0f, 0};
+    pprt_tensor in3[2] = {tensor_floats(SHAPE(2, 5), nv), tensor_i64(SHAPE(1), (int64_t[]){3})};
+    pp_shape ys3[2] = {SHAPE(2, 3), SHAPE(2, 3)};
+    if (run(PP_OP_TOPK, ab_get(&b), in3, 2, 2u, ys3, 2, y)) {
+        double wv[6] = {NAN, NAN, 3, NAN, INFINITY, 0};
+        int64_t wi[6] = {1, 3, 2, 1, 2, 3};
+        expect_close(y[0].data, wv, 6);
+        expect_i64(y[1].data, wi, 6);
+        free_all(y, 2);
+    }
+    check_case = "TopK smallest takes NaN last";
+    attrb b5 = ab(11);
+    ab_int(&b5, "largest", 0);
+    free(in3[1].data);
+    in3[1] = tensor_i64(SHAPE(1), (int64_t[]){5});
+    pp_shape ys5[2] = {SHAPE(2, 5), SHAPE(2, 5)};
+    if (run(PP_OP_TOPK, ab_get(&b5), in3, 2, 2u, ys5, 2, y)) {
+        double wv[10] = {1, 2, 3, NAN, NAN, -INFINITY, 0, 0, INFINITY, NAN};
+        int64_t wi[10] = {0, 4, 2, 1, 3, 0, 3, 4, 2, 1};
+        expect_close(y[0].data, wv, 10);
+        expect_i64(y[1].data, wi, 10);
+        free_all(y, 2);
+    }
     check_case = "ArgMax select_last_index";
     attrb b3 = ab(13);
     ab_int(&b3, "axis", 1);
@@ -617,6 +642,7 @@ static void test_topk_argmax(void) {
     }
     free_all(in, 2);
     free_all(in2, 2);
+    free_all(in3, 2);
 }
 
 /* ---- normalizations and pooling -------------------------------------------------------------- */
