@@ -600,12 +600,16 @@ PCU_HD void pcu_ew_at(const pcu_ew *k, void *y, const void *x0, const void *x1, 
         const int has_lo = k->mode & 1, has_hi = k->mode & 2, attr = k->mode & 4;
         if (pcu_is_float(ti)) {
             double v = pcu_ldd(x0, ti, a);
-            if (has_lo) {
-                const double lo = attr ? (double)k->p0 : pcu_ldd(x1, ti, pcu_ew_src(k, 1, i));
+            /* a missing bound is ONNX's default, the type's range, as the
+             * reference (ref_math.c) takes it for f32 and f64: Clip(inf) with
+             * no max is FLT_MAX */
+            const double range = ti == PCU_T_F32 ? 3.4028234663852886e38 : ti == PCU_T_F64 ? 1.7976931348623157e308 : INFINITY;
+            if (has_lo || range != INFINITY) {
+                const double lo = !has_lo ? -range : attr ? (double)k->p0 : pcu_ldd(x1, ti, pcu_ew_src(k, 1, i));
                 if (v < lo) v = lo;
             }
-            if (has_hi) {
-                const double hi = attr ? (double)k->p1 : pcu_ldd(x2, ti, pcu_ew_src(k, 2, i));
+            if (has_hi || range != INFINITY) {
+                const double hi = !has_hi ? range : attr ? (double)k->p1 : pcu_ldd(x2, ti, pcu_ew_src(k, 2, i));
                 if (v > hi) v = hi;
             }
             if (to == PCU_T_F64) ((double *)y)[i] = v;
@@ -843,15 +847,19 @@ PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
         const double v = vf;
         switch (op) {
         case PCU_RED_SUM: case PCU_RED_MEAN: case PCU_RED_LOGSUM: acc += v; break;
-        case PCU_RED_MAX: if (v > acc || v != v) acc = acc != acc ? acc : v; break;
-        case PCU_RED_MIN: if (v < acc || v != v) acc = acc != acc ? acc : v; break;
+        /* ReduceMax/Min and ArgMax/Min skip NaN, as the reference kernels do
+         * (docs/design-notes.md): a number replaces a NaN, a NaN replaces
+         * nothing but the first value; a row of only NaN gives NaN (index 0) */
+        case PCU_RED_MAX: if (j == 0 || v > acc || (acc != acc && v == v)) acc = v; break;
+        case PCU_RED_MIN: if (j == 0 || v < acc || (acc != acc && v == v)) acc = v; break;
         case PCU_RED_PROD: acc *= v; break;
         case PCU_RED_L1: acc += fabs(v); break;
         case PCU_RED_L2: case PCU_RED_SUMSQ: acc += v * v; break;
         case PCU_RED_LOGSUMEXP: acc += exp(v - m); break;
         case PCU_RED_ARGMAX: case PCU_RED_ARGMIN: {
-            const int better = j == 0 || (op == PCU_RED_ARGMAX ? (vf > bv || (k->last && vf == bv))
-                                                               : (vf < bv || (k->last && vf == bv)));
+            const int better = j == 0 || (bv != bv && vf == vf) ||
+                               (op == PCU_RED_ARGMAX ? (vf > bv || (k->last && vf == bv))
+                                                     : (vf < bv || (k->last && vf == bv)));
             if (better) {
                 best = j;
                 bv = vf;
@@ -1069,7 +1077,7 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) 
     const float *xp = x + nc * k->in[0] * k->in[1] * k->in[2];
     double acc = k->max ? -INFINITY : 0.0;
     int64_t cnt = 0;
-    int nan = 0;
+    int nan = 0, num = 0;
     for (int64_t a = 0; a < k->k[0]; a++) {
         const int64_t z = od * k->s[0] - k->p[0] + a * k->d[0];
         if (z < -k->p[0] || z >= k->in[0] + k->p1[0]) continue;
@@ -1085,9 +1093,9 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) 
                 const float v = xp[(z * k->in[1] + h) * k->in[2] + w];
                 if (k->lp) {
                     acc += pow(fabs((double)v), (double)k->lp);
-                } else if (k->max) {
+                } else if (k->max) { /* NaN skipped, as the reference: a window of only NaN is NaN */
                     if (v != v) nan = 1;
-                    if (v > acc) acc = v;
+                    else if (v > acc || !num) acc = v, num = 1;
                 } else {
                     acc += v;
                 }
@@ -1095,7 +1103,7 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) 
         }
     }
     if (k->lp) y[i] = (float)pow(acc, 1.0 / (double)k->lp); /* (sum of |x|^p)^(1/p); pads add nothing */
-    else y[i] = k->max ? (nan ? NAN : (float)acc) : (float)(cnt ? acc / (double)cnt : NAN);
+    else y[i] = k->max ? (num || !nan ? (float)acc : NAN) : (float)(cnt ? acc / (double)cnt : NAN);
 }
 
 /* ---- Resize: one thread per output element, at most two resized axes ------------------------ */

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""NaN and infinities, per op family, on both backends (issue 23;
-docs/design-notes.md, "NaN and infinities").
+"""NaN and infinities, per op family, on every CPU-side backend: ref, dnnl
+and cuda-emu (the CUDA step list on the host: its own kernels' math,
+runtime/cuda/kmath.h, is the GPU's) (issue 23; docs/design-notes.md, "NaN and
+infinities").
 
 The rule: a NaN in gives NaN out wherever onnxruntime gives NaN, an
 infinity gives what IEEE arithmetic gives, and a finite result stays finite
@@ -48,6 +50,11 @@ checks = 0
 BACKENDS = ["ref"]
 if subprocess.run([PPRT, "--backend", "dnnl", "--version"], capture_output=True).returncode == 0:
     BACKENDS.append("dnnl")
+# cuda-emu: the CUDA step list on the host (own kernels' per-element math is the GPU's, runtime/cuda/kmath.h)
+if subprocess.run([PPRT, "--backend", "cuda-emu", "--version"], capture_output=True).returncode == 0:
+    BACKENDS.append("cuda-emu")
+if os.environ.get("PP_NAN_BACKENDS"):  # on a GPU machine: PP_NAN_BACKENDS=cuda
+    BACKENDS = os.environ["PP_NAN_BACKENDS"].split(",")
 
 
 def init(name, a):
@@ -186,7 +193,9 @@ for k, group in ((1, 1), (3, 32)):
             r = subprocess.run([PPCC, path, "-b", "0", "-q", "-o", tag + "_v.plan"], capture_output=True, text=True)
             os.makedirs(tag + "_vd", exist_ok=True)
             np.save(tag + "_vd/x.npy", xg)
-            r = subprocess.run([PPRT, tag + "_v.plan", tag + "_vd", "-o", tag + "_vo", "-q", "--threads", "2"],
+            # (--warmup 0: a warm-up copy of the micro-batch would meet the NaN, and run again, too)
+            r = subprocess.run([PPRT, tag + "_v.plan", tag + "_vd", "-o", tag + "_vo", "-q", "--threads", "2",
+                                "--warmup", "0"],
                                capture_output=True, text=True, env=dict(os.environ, PPRT_DNNL_VERBOSE="1"))
             checks += 1
             if "guard is on" not in r.stderr:
@@ -220,7 +229,9 @@ for act, nodes, extra in (("relu", [helper.make_node("Relu", ["s"], ["y"])], [])
             x[3, 5, 7, 9] = val
             os.makedirs(tag + "_vd", exist_ok=True)
             np.save(tag + "_vd/x.npy", x)
-            r = subprocess.run([PPRT, tag + "_v.plan", tag + "_vd", "-o", tag + "_vo", "-q", "--threads", "2"],
+            # (--warmup 0: a warm-up copy of the micro-batch would meet the NaN, and run again, too)
+            r = subprocess.run([PPRT, tag + "_v.plan", tag + "_vd", "-o", tag + "_vo", "-q", "--threads", "2",
+                                "--warmup", "0"],
                                capture_output=True, text=True, env=dict(os.environ, PPRT_DNNL_VERBOSE="1"))
             checks += 1
             said = "1 micro-batch ran again" in r.stderr
