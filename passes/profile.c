@@ -6,125 +6,118 @@
  * nodes it finds (by node name: the same model and passes give the same
  * names). Of several profiles (one per micro-batch size, all of one device
  * kind), the one measured nearest the graph's micro-batch is used; times
- * measured at another micro-batch size are scaled linearly. */
+ * measured at another micro-batch size are scaled linearly. The file is read
+ * as JSON by cJSON, so a profile re-saved by another tool (Python's
+ * json.dump, one line) reads the same. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "passes.h"
 
-/* Parse a JSON string starting at *p (at the opening quote) into out. */
-static bool read_json_string(const char **p, char *out, size_t n) {
-    const char *s = *p;
-    if (*s != '"') return false;
-    s++;
-    size_t k = 0;
-    while (*s && *s != '"') {
-        char c = *s++;
-        if (c == '\\') {
-            c = *s++;
-            if (c == 'u') { /* \u00XX: the writer only escapes control characters */
-                unsigned v;
-                if (sscanf(s, "%4x", &v) != 1) return false;
-                c = (char)v;
-                s += 4;
-            } else if (c != '"' && c != '\\' && c != '/') {
-                return false;
+/* The whole file parsed (cJSON, a kept library: any valid JSON layout, not
+ * only pprt's own); the caller frees *root. */
+static pp_status read_profile(const char *path, cJSON **root, pp_err *err) {
+    FILE *f;
+    pp_err e = {0};
+    if (pp_fopen_read(path, NULL, &f, &e) != PP_OK) return PP_FAIL(err, e.code, "--profile: %s", e.msg);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    pp_status s = buf ? PP_OK : PP_FAIL(err, PP_ENOMEM, "out of memory");
+    while (s == PP_OK) {
+        if (n == cap) {
+            char *nb = cap < ((size_t)1 << 31) ? realloc(buf, 2 * cap + 1) : NULL;
+            if (!nb) {
+                s = PP_FAIL(err, PP_ENOMEM, "%s: too large for a profile", path);
+                break;
             }
+            buf = nb, cap *= 2;
         }
-        if (k + 1 >= n) return false;
-        out[k++] = c;
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
     }
-    if (*s != '"') return false;
-    out[k] = 0;
-    *p = s + 1;
-    return true;
+    if (s == PP_OK && ferror(f)) s = PP_FAIL(err, PP_EIO, "%s: read error", path);
+    fclose(f);
+    if (s == PP_OK) {
+        buf[n] = 0;
+        *root = cJSON_ParseWithLength(buf, n);
+        if (!*root) {
+            const char *at = cJSON_GetErrorPtr();
+            long off = at && at >= buf && at <= buf + n ? (long)(at - buf) : -1;
+            s = PP_FAIL(err, PP_EINVAL, "%s: not JSON (a pprt --profile file): the parser stopped at byte %ld", path,
+                        off);
+        }
+    }
+    free(buf);
+    return s;
 }
 
-/* The first line's "unit", where it has one (profiles written before it
- * had none, and were in ms too), must be "ms". */
-static pp_status check_unit(const char *path, const char *line, pp_err *err) {
-    const char *u = strstr(line, "\"unit\":");
-    if (!u) return PP_OK;
-    u += 7;
-    while (*u == ' ') u++;
-    char unit[32];
-    if (!read_json_string(&u, unit, sizeof unit))
-        return PP_FAIL(err, PP_EINVAL, "%s:1: the unit is not a short JSON string", path);
-    if (strcmp(unit, "ms") != 0)
-        return PP_FAIL(err, PP_EINVAL, "%s:1: times in \"%s\", expected \"ms\" (as pprt --profile writes them)",
-                       path, unit);
+/* The header's fields: micro_batch (a count), the unit ("ms"; files without
+ * one, written before it, are in ms too) and the device kind. */
+static pp_status profile_fields(const char *path, const cJSON *root, int64_t *batch, const char **device,
+                                pp_err *err) {
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "micro_batch");
+    if (!cJSON_IsObject(root) || !cJSON_IsNumber(b) || !(b->valuedouble >= 0) || b->valuedouble > 1e15 ||
+        b->valuedouble != (double)(int64_t)b->valuedouble)
+        return PP_FAIL(err, PP_EINVAL, "%s: not a pprt --profile file (no micro_batch)", path);
+    *batch = (int64_t)b->valuedouble;
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(root, "unit");
+    if (u && !cJSON_IsString(u)) return PP_FAIL(err, PP_EINVAL, "%s: the unit is not a JSON string", path);
+    if (u && strcmp(u->valuestring, "ms") != 0)
+        return PP_FAIL(err, PP_EINVAL, "%s: times in \"%s\", expected \"ms\" (as pprt --profile writes them)", path,
+                       u->valuestring);
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "device");
+    if (d && !cJSON_IsString(d)) return PP_FAIL(err, PP_EINVAL, "%s: the device is not a JSON string", path);
+    *device = d ? d->valuestring : "";
     return PP_OK;
 }
 
 pp_status pp_apply_profile(pp_graph *g, const char *path, int *matched, pp_err *err) {
-    FILE *f;
-    pp_err e = {0};
-    if (pp_fopen_read(path, NULL, &f, &e) != PP_OK) return PP_FAIL(err, e.code, "--profile: %s", e.msg);
-    char line[2048], name[1024];
-    long long batch = -1;
-    int lineno = 0, entries = 0;
+    cJSON *root = NULL;
     *matched = 0;
-    pp_status s = PP_OK;
-    while (s == PP_OK && fgets(line, sizeof line, f)) {
-        lineno++;
-        const char *p = line;
-        while (*p == ' ' || *p == '\t' || *p == '{' || *p == ',') p++;
-        if (lineno == 1) {
-            if (sscanf(p, "\"micro_batch\": %lld", &batch) != 1 || batch < 0)
-                s = PP_FAIL(err, PP_EINVAL, "%s:1: not a pprt --profile file (no micro_batch)", path);
-            else
-                s = check_unit(path, p, err);
-            continue;
-        }
-        if (*p != '"') continue; /* closing braces */
-        double ms;
-        if (!read_json_string(&p, name, sizeof name) || sscanf(p, " : %lf", &ms) != 1 || !(ms >= 0)) {
-            s = PP_FAIL(err, PP_EINVAL, "%s:%d: expected \"node name\": milliseconds", path, lineno);
-            break;
-        }
-        entries++;
-        double scale = batch > 0 && g->batch > 0 ? (double)g->batch / (double)batch : 1.0;
-        for (int i = 0; i < g->n_nodes; i++)
-            if (g->nodes[i].prof_s < 0 && strcmp(g->nodes[i].name, name) == 0) {
-                g->nodes[i].prof_s = ms * 1e-3 * scale;
-                (*matched)++;
+    PP_TRY(read_profile(path, &root, err));
+    int64_t batch;
+    const char *device;
+    pp_status s = profile_fields(path, root, &batch, &device, err);
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(root, "nodes"), *it;
+    if (s == PP_OK && !cJSON_IsObject(nodes))
+        s = PP_FAIL(err, PP_EINVAL, "%s: holds no node times (no \"nodes\" object)", path);
+    int entries = 0;
+    if (s == PP_OK)
+        cJSON_ArrayForEach(it, nodes) {
+            if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0) || !it->string) {
+                s = PP_FAIL(err, PP_EINVAL, "%s: node '%s': expected \"node name\": milliseconds >= 0", path,
+                            it->string ? it->string : "?");
                 break;
             }
-    }
-    fclose(f);
+            entries++;
+            double scale = batch > 0 && g->batch > 0 ? (double)g->batch / (double)batch : 1.0;
+            for (int i = 0; i < g->n_nodes; i++)
+                if (g->nodes[i].prof_s < 0 && strcmp(g->nodes[i].name, it->string) == 0) {
+                    g->nodes[i].prof_s = it->valuedouble * 1e-3 * scale;
+                    (*matched)++;
+                    break;
+                }
+        }
     if (s == PP_OK && entries == 0) s = PP_FAIL(err, PP_EINVAL, "%s: holds no node times", path);
+    cJSON_Delete(root);
     return s;
 }
 
 pp_status pp_profile_header(const char *path, int64_t *batch, char *device, size_t device_len,
                             pp_err *err) {
-    FILE *f;
-    pp_err e = {0};
-    if (pp_fopen_read(path, NULL, &f, &e) != PP_OK) return PP_FAIL(err, e.code, "--profile: %s", e.msg);
-    char line[2048];
-    long long b = -1;
-    bool ok = fgets(line, sizeof line, f) != NULL;
-    fclose(f);
-    const char *p = line;
-    while (ok && (*p == ' ' || *p == '{')) p++;
-    if (!ok || sscanf(p, "\"micro_batch\": %lld", &b) != 1 || b < 0)
-        return PP_FAIL(err, PP_EINVAL, "%s:1: not a pprt --profile file (no micro_batch)", path);
-    PP_TRY(check_unit(path, p, err));
-    *batch = b;
-    if (device && device_len) {
-        device[0] = 0;
-        const char *d = strstr(p, "\"device\":");
-        if (d) {
-            d += 9;
-            while (*d == ' ') d++;
-            if (!read_json_string(&d, device, device_len))
-                return PP_FAIL(err, PP_EINVAL, "%s:1: the device is not a JSON string", path);
-        }
-    }
-    return PP_OK;
+    cJSON *root = NULL;
+    PP_TRY(read_profile(path, &root, err));
+    const char *d = "";
+    pp_status s = profile_fields(path, root, batch, &d, err);
+    if (s == PP_OK && device && device_len) snprintf(device, device_len, "%s", d);
+    cJSON_Delete(root);
+    return s;
 }
 
 pp_status pp_apply_profiles(pp_graph *g, const pp_compile_opts *o, int *matched, int64_t *used,

@@ -2,7 +2,9 @@
 # The README's second command: set up, build, and run the whole test suite
 # (unit, end-to-end, bad input, real models, the ASan+UBSan build and the
 # -O3 Release build).
-# Extra arguments go to ctest, e.g. scripts/test.sh -L fast
+# Extra arguments go to ctest, e.g. scripts/test.sh -L fast. The sanitizer and
+# Release builds leave a few slow sweeps to the main build (VARIANT_EXCLUDE in
+# tests/CMakeLists.txt); PP_FULL_VARIANTS=1 scripts/test.sh runs them there too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

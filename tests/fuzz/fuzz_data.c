@@ -1,5 +1,6 @@
 /* fuzz_data.c: libFuzzer target for pprt's data files: every input is read
- * as a NumPy .npy file and as an ONNX TensorProto (.pb), as pprt reads
+ * as a NumPy .npy file, as an ONNX TensorProto (.pb) and as an .npz archive
+ * (each of its arrays read), as pprt reads
  * DATA_DIR, --labels and --check's expected values. Each must be accepted
  * (and its values then compared with themselves, as --check does) or
  * refused with an error: no crash, leak, hang or undefined behaviour. The
@@ -31,12 +32,26 @@ static void read_as(int fd, bool pb) {
     free(name);
 }
 
+static void read_npz(int fd) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    pprt_npz z;
+    pp_err err = {0};
+    if (pprt_npz_open(path, &z, &err) != PP_OK) return;
+    for (int i = 0; i < z.n; i++) {
+        pprt_npy a = {0};
+        if (pprt_npz_read(&z, z.m[i].key, &a, &err) == PP_OK) pprt_npy_free(&a);
+    }
+    pprt_npz_close(&z);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int fd = memfd_create("fuzz_data", MFD_CLOEXEC);
     if (fd < 0) return 0;
     if (size == 0 || write(fd, data, size) == (ssize_t)size) {
         read_as(fd, false);
         read_as(fd, true);
+        read_npz(fd);
     }
     close(fd);
     return 0;

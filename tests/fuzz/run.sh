@@ -41,7 +41,7 @@ done
 wait
 for t in $targets; do
   # shellcheck disable=SC2086
-  $CC $flags -o fuzz_$t "$src/tests/fuzz/fuzz_$t.c" obj/*.o -lprotobuf-c -lxxhash -lm -lpthread
+  $CC $flags -o fuzz_$t "$src/tests/fuzz/fuzz_$t.c" obj/*.o -lprotobuf-c -lxxhash -lz -lcjson -lm -lpthread
 done
 # seeds: valid plans and models, and the bad inputs of the test suite
 for t in $targets; do rm -rf "seeds_$t" && mkdir -p "seeds_$t"; done
@@ -72,6 +72,8 @@ for i, (dt, shape) in enumerate([("<f4", (2, 3)), (">f8", (4,)), ("<f2", (1, 2, 
         open(f"seeds_data/t{i}.pb", "wb").write(t.SerializeToString())
 typed = TensorProto(name="typed", data_type=TensorProto.FLOAT, dims=[2, 2], float_data=[1, 2, 3, 4])
 open("seeds_data/typed.pb", "wb").write(typed.SerializeToString())
+np.savez("seeds_data/plain.npz", a=np.arange(6, dtype=np.float32).reshape(2, 3), b=np.ones(4, np.int64))
+np.savez_compressed("seeds_data/comp.npz", a=np.arange(6, dtype=np.float32).reshape(2, 3))
 PYEOF
 then
   "$PPCC" ref_model.onnx --ref-weights -q -o seeds_plan/ref_weights.plan

@@ -117,6 +117,19 @@ r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--profile", "in_s.json", "-q", "-
 check('times in "s", expected "ms"' in r.stderr, f"a profile in seconds: {r.stderr[:400]}")
 r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--profile", "no_unit.json", "--report", "-o", "nu.plan"])
 check("op times: 8 of 8 ops measured" in r.stdout, f"a profile without a unit: {r.stdout[:400]}")
+# ppcc reads a profile as JSON, not as pprt's layout: the same profile re-saved by Python's json.dump (one
+# line, keys in another order) gives the same plan byte for byte; broken JSON is refused naming the file
+with open("redumped.json", "w") as f:
+    json.dump(dict(reversed(list(real.items()))), f)
+run([PPCC, MODEL, "-pp", "2", "-b", "16", "--profile", "real.json", "-q", "-o", "pa.plan"])
+run([PPCC, MODEL, "-pp", "2", "-b", "16", "--profile", "redumped.json", "-q", "-o", "pb.plan"])
+with open("pa.plan", "rb") as a, open("pb.plan", "rb") as b:
+    pa, pb = a.read(), b.read()
+check(pa == pb, "a profile re-saved by json.dump gives another plan")  # (a plan records no profile's path)
+with open("broken.json", "w") as f:
+    f.write(text[:len(text) // 2])
+r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--profile", "broken.json", "-q", "-o", "x.plan"], 2)
+check("broken.json: not JSON" in r.stderr, f"a broken profile: {r.stderr[:400]}")
 r = run([PPCC, MODEL, "-pp", "2", "-b", "16", "--measure", "--report", "-o", "m.plan"])
 check("op times: 8 of 8 ops measured" in r.stdout, f"--measure's report: {r.stdout[:600]}")
 check("--measure: pprt timed 8 of 8 ops" in r.stderr, f"--measure's note: {r.stderr[:600]}")
