@@ -2,8 +2,10 @@
  * to run a micro-batch (arena, scratch, bound tensor pointers) and runs the
  * stage's kernels from an incoming message into an outgoing one.
  *
- * Each backend (backend.h) has one: runtime/cpu/exec_ref.c (the reference
- * kernels), runtime/dnnl/exec.c (oneDNN). Drivers see only this table,
+ * Each backend (backend.h, backends.def) has one: runtime/cpu/exec_ref.c (the
+ * reference kernels), runtime/dnnl/exec.c (oneDNN and pprt's own CPU
+ * kernels), runtime/cuda/exec_cuda.c (a GPU) and runtime/cuda/emu.c
+ * (cuda-emu: the CUDA step list on the host). Drivers see only this table,
  * through the registry. */
 #ifndef PPRT_EXEC_H
 #define PPRT_EXEC_H

@@ -3,8 +3,9 @@
  * index). close() wakes every waiter; operations on a closed channel fail, so
  * an error anywhere can stop the whole pipeline without a hang.
  *
- * Implementations: runtime/chan_queue.c (in-process bounded queue between
- * threads). MPI and CUDA channels slot in behind the same table. */
+ * Implementations: runtime/link/chan_queue.c (an in-process bounded queue
+ * between threads) and runtime/comm/chan_mpi.c (between MPI ranks); the
+ * links (runtime/link/) own the buffers that move over them. */
 #ifndef PPRT_CHAN_H
 #define PPRT_CHAN_H
 

@@ -17,9 +17,9 @@ synthetic chain of 1,200+ ops with module names, for a large graph):
     "expand" restores it; jumping to a node scrolls the graph;
   - size and load time (navigation start to the script done, and to the
     first frames drawn) are printed; the file must stay under 5 MB and load
-    in under 5 s (the aim is about one second: see README);
+    in under 5 s (the aim is about one second: see docs/usage.md);
   - with --screenshot PNG, the ResNet-50 page (scrolled to its first cut) is
-    saved there (the README's picture).
+    saved there (docs/usage.md's picture).
 Exits 77 (skipped) when no Chromium is installed (scripts/setup.sh installs
 Debian's chromium-headless-shell). Usage: run.py WORKDIR [--screenshot PNG]
 [--models resnet50,vit_b_16,chain] (env: PPCC)."""
