@@ -11,8 +11,7 @@
 #include "passes.h"
 
 const char *pp_compile_opts_usage(void) {
-    return "  -pp N               pipeline stages (default 1)\n"
-           "  --policy NAME       auto (default: least bottleneck time under the memory caps),\n"
+    return "  --policy NAME       auto (default: least bottleneck time under the memory caps),\n"
            "                      uniform, params, flops, memory, custom\n"
            "  --split-at P[,P..]  cut before each named module (e.g. layer3 or layer1.2)\n"
            "  --exec-seq FILE     ColossalAI-style list: module names, SPLIT_NODE lines as cuts\n"
@@ -170,12 +169,21 @@ static pp_status parse_figure(const char *a, const char *v, pp_compile_opts *o, 
     return PP_OK;
 }
 
+const char *const *pp_compile_opts_names(void) {
+    static const char *const names[] = {
+        "-pp", "--pp", "--policy", "--split-at", "--exec-seq", "--profile", "--search", "--max-batch", "--devices",
+        "--devices-per-host", "--replicas", "--samples", "--batch-sizes", "--reserve", "--max-memory", "--gflops",
+        "--mem-gbps", "--link-gbps", "--net-gbps", "--placement", "--depth", "--micro-batches",
+        "--allow-batch-mixing", "--dump-ir", "--dump-dot", "--disable-pass", NULL};
+    return names;
+}
+
 int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_err *err) {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     double d;
-    if (!strcmp(a, "-pp")) {
+    if (!strcmp(a, "-pp") || !strcmp(a, "--pp")) {
         if (!parse_double(v, 1, PP_MAX_SPLITS + 1, &d) || d != (int)d) {
-            PP_FAIL(err, PP_EINVAL, "-pp needs a stage count 1..%d, got '%s'", PP_MAX_SPLITS + 1, v ? v : "");
+            PP_FAIL(err, PP_EINVAL, "%s needs a stage count 1..%d, got '%s'", a, PP_MAX_SPLITS + 1, v ? v : "");
             return -1;
         }
         o->n_stages = (int)d;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../backend/backend.h"
+#include "../ir/args.h"
 #include "../frontend/frontend.h"
 #include "../passes/passes.h"
 #include "../runtime/pprt.h"
@@ -13,17 +14,19 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: ppcc MODEL.onnx [-pp N] [-b N] [--dim NAME=VALUE]... [--const NAME=FILE.pb]...\n"
-            "            [-o PLAN] [--policy NAME] [--split-at P,..] [--exec-seq FILE]\n"
+            "usage: ppcc MODEL.onnx [-pp N] [-o PLAN] [-b N] [--dim NAME=VALUE]... [--const NAME=FILE.pb]...\n"
+            "            [--policy NAME] [--split-at P,..] [--exec-seq FILE]\n"
             "            [--max-memory CAPS] [--ref-weights] [--report] [--report-json FILE]\n"
             "            [--report-html FILE] [--export-stages DIR] [--measure] [-q]\n"
+            "  -pp N, --pp N    pipeline stages (default 1)\n"
+            "  -o PLAN, --output PLAN\n"
+            "                   output plan file (default plan.bin)\n"
             "  -b N             micro-batch size: value of the inputs' symbolic first dim (default:\n"
             "                   the model's, else 1); -b 0: no batch axis, inputs are whole tensors\n"
             "  --dim NAME=VALUE value of another symbolic input dim\n"
             "  --const NAME=FILE.pb\n"
             "                   bind graph input NAME to the constant in an ONNX TensorProto file\n"
             "                   (type and fixed dims must match the declaration)\n"
-            "  -o PLAN          output plan file (default plan.bin)\n"
             "  --ref-weights    leave weights of 64 KiB or more in the model's files: the plan\n"
             "                   names them (absolute path, size, XXH3) instead of holding a copy,\n"
             "                   and pprt reads them from there (or from pprt --model FILE)\n"
@@ -51,8 +54,11 @@ static void usage(FILE *f) {
             "                   timed with the others busy; 1 on a GPU)\n"
             "  -q               print nothing on success\n"
             "  -v               errors also name the source line that raised them\n"
-            "With --search or --max-batch, a plan is written only when -o is given: the best\n"
-            "configuration's, or the largest micro-batch's.\n"
+            "  -h, --help       print this help\n"
+            "  --version        print ppcc's version\n"
+            "Every --OPTION VALUE may also be written --OPTION=VALUE. With --search or --max-batch,\n"
+            "a plan is written only when -o is given: the best configuration's, or the largest\n"
+            "micro-batch's.\n"
             "splitting:\n%s", pp_compile_opts_usage());
 }
 
@@ -108,12 +114,31 @@ static pp_status budget(const char *model, pp_import_opts *io, pp_compile_opts *
     return s;
 }
 
+/* Bad usage: one error line and where the help is, exit code 2. */
 static int bad_usage(const char *fmt, const char *arg) {
-    fprintf(stderr, "ppcc: ");
+    fprintf(stderr, "ppcc: error: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n");
-    usage(stderr);
+    fprintf(stderr, "\ntry 'ppcc --help'\n");
     return 2;
+}
+
+/* ppcc's own options (pp_compile_opts_names() has the splitting ones). */
+static const char *const own_names[] = {"-h", "--help", "--version", "--modules", "-b", "--dim", "--const", "-o",
+                                        "--output", "--report-json", "--report-html", "--export-stages",
+                                        "--measure", "--measure-args", "--measure-procs", "--measure-runs",
+                                        "--report", "--ref-weights", "-q", "-v"};
+
+/* An unknown option: bad usage, with the nearest known name if one is near. */
+static int unknown_option(const char *a) {
+    const char *names[128];
+    int n = 0;
+    for (size_t k = 0; k < sizeof own_names / sizeof *own_names; k++) names[n++] = own_names[k];
+    for (const char *const *c = pp_compile_opts_names(); *c && n < 128; c++) names[n++] = *c;
+    const char *near = pp_argv_suggest(a, names, n);
+    char msg[512];
+    snprintf(msg, sizeof msg, "unknown option '%.*s'%s%s%s", (int)strcspn(a, "="), a,
+             near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+    return bad_usage("%s", msg);
 }
 
 static bool parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
@@ -153,7 +178,19 @@ int main(int argc, char **argv) {
     bool modules = false;
     ppcc_measure_opts mo = {.runs = 3};
     const char *report_json = NULL, *report_html = NULL, *export_dir = NULL;
-    for (int i = 1; i < argc; i++) {
+    /* static like io: the split-off names stay reachable on an early return */
+    static pp_argv args;
+    if (!pp_argv_init(&args, argc, argv)) {
+        fprintf(stderr, "ppcc: error: out of memory\n");
+        return 1;
+    }
+    static const char *const optional_value[] = {"--dump-ir", NULL};
+    for (int i = 1; i < args.argc; i++) {
+        argc = args.argc;
+        argv = args.argv;
+        if (!pp_argv_at(&args, i, optional_value))
+            return bad_usage("%s takes no value", argv[i - 1]);
+        argc = args.argc;
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t x;
@@ -193,8 +230,8 @@ int main(int argc, char **argv) {
             io.const_name[io.n_consts] = name;
             io.const_path[io.n_consts++] = eq + 1;
             i++;
-        } else if (!strcmp(a, "-o")) {
-            if (!v) return bad_usage("-o needs a file name%s", "");
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (!v) return bad_usage("%s needs a file name", a);
             out = v;
             out_given = true;
             i++;
@@ -233,7 +270,7 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "-v")) {
             verbose = true;
         } else if (a[0] == '-' && a[1]) {
-            return bad_usage("unknown option '%s'", a);
+            return unknown_option(a);
         } else if (!model) {
             model = a;
         } else {
