@@ -213,8 +213,8 @@ int main(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--dim")) {
             const char *eq = v ? strchr(v, '=') : NULL;
-            if (!eq || eq == v || !parse_int(eq + 1, 0, (int64_t)1 << 40, &x))
-                return bad_usage("--dim needs NAME=VALUE, got '%s'", v ? v : "");
+            if (!eq || eq == v || !parse_int(eq + 1, 1, (int64_t)1 << 40, &x))
+                return bad_usage("--dim needs NAME=VALUE with a VALUE of 1..2^40, got '%s'", v ? v : "");
             if (io.n_dims == PP_MAX_DIM_OVERRIDES) return bad_usage("too many --dim options%s", "");
             char *name = strndup(v, (size_t)(eq - v));
             if (!name) return 1;
