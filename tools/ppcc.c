@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../backend/backend.h"
 #include "../ir/args.h"
@@ -149,6 +151,22 @@ static bool parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     if (errno || *end || v < lo || v > hi) return false;
     *out = v;
     return true;
+}
+
+/* Whether paths a and b name one file: the same path, or the same device
+ * and inode. */
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return !strcmp(a, b) || (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+}
+
+/* What main allocated, freed before it returns. */
+static void ppcc_cleanup(ppcc_measured *searched, pp_import_opts *io, pp_compile_opts *co) {
+    ppcc_measured_free(searched, co);
+    for (int k = 0; k < io->n_dims; k++) free((char *)io->dim_name[k]);
+    for (int k = 0; k < io->n_consts; k++) free((char *)io->const_name[k]);
+    io->n_dims = io->n_consts = 0;
+    pp_compile_opts_free(co);
 }
 
 /* Nodes whose constant inputs were not folded: the fold's work estimate was
@@ -312,6 +330,29 @@ int main(int argc, char **argv) {
     /* --search --measure: a profile per micro-batch size, for the search and
      * then the plan it picks; removed at the end */
     static ppcc_measured searched;
+    /* every output path is checked before any work: what sits there, the
+     * folder it goes in, and that none is the model itself */
+    {
+        const bool plan = out_given || !(co.search || co.max_batch);
+        const char *const files[] = {plan ? out : NULL, report_json, report_html, co.dump_dot};
+        const char *const names[] = {"-o", "--report-json", "--report-html", "--dump-dot"};
+        pp_status cs = PP_OK;
+        for (int k = 0; k < 4 && cs == PP_OK; k++) {
+            if (!files[k]) continue;
+            if (same_file(files[k], model)) {
+                ppcc_cleanup(&searched, &io, &co);
+                fprintf(stderr, "ppcc: error: %s %s is the model file; name another file\n", names[k], files[k]);
+                return 2;
+            }
+            cs = pp_outfile_check(files[k], k > 0, &err);
+        }
+        if (cs == PP_OK && export_dir) cs = pp_outpath_folder_check(export_dir, &err);
+        if (cs != PP_OK) {
+            ppcc_cleanup(&searched, &io, &co);
+            fprintf(stderr, "ppcc: error: %s\n", err.msg);
+            return pp_exit_code(cs);
+        }
+    }
     if (co.search || co.max_batch) {
         bool compile = false;
         pp_status bs = PP_OK;
@@ -335,9 +376,7 @@ int main(int argc, char **argv) {
         report_json = NULL; /* it holds the table */
     }
 
-    /* what sits at an output path is refused before the compile, not after */
-    pp_status s = pp_outfile_check(out, false, &err);
-    if (s == PP_OK && report_json) s = pp_outfile_check(report_json, true, &err);
+    pp_status s = PP_OK;
     pp_graph g;
     pp_lowered low = {0};
     char options[4096];
@@ -394,7 +433,7 @@ int main(int argc, char **argv) {
         }
         if (s == PP_OK && !quiet) note_unfolded(&g);
         if (s == PP_OK) s = pp_lower(&g, options, "ppcc " PPRT_VERSION, ref_weights ? model : NULL, &low, &err);
-        if (s == PP_OK) s = pp_plan_write(&low, out, &err);
+        /* the reports first and the plan last: a plan on disk says all went well */
         if (s == PP_OK && report) pp_report_print(stdout, &g, &co);
         if (s == PP_OK && report_json) s = pp_report_json(report_json, &g, &co, &err);
         if (s == PP_OK && export_dir) s = pp_export_stages(&g, export_dir, "ppcc " PPRT_VERSION, &err);
@@ -405,6 +444,14 @@ int main(int argc, char **argv) {
             s = rows ? pp_compare_policies(&g, &co, rows, &n_rows, &err) : PP_FAIL(&err, PP_ENOMEM, "out of memory");
             if (s == PP_OK) s = pp_report_html(report_html, &g, &co, model, options, rows, n_rows, &err);
             free(rows);
+        }
+        if (s == PP_OK) {
+            s = pp_plan_write(&low, out, &err);
+            if (s != PP_OK) { /* no reports of a plan that is not there */
+                struct stat st;
+                if (report_json && stat(report_json, &st) == 0 && S_ISREG(st.st_mode)) unlink(report_json);
+                if (report_html && stat(report_html, &st) == 0 && S_ISREG(st.st_mode)) unlink(report_html);
+            }
         }
         if (s == PP_OK && !quiet && g.batch_mixing)
             fprintf(stderr, "ppcc: warning: %s (allowed by --allow-batch-mixing): the plan gives the "
