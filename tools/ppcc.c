@@ -346,7 +346,7 @@ int main(int argc, char **argv) {
             }
             cs = pp_outfile_check(files[k], k > 0, &err);
         }
-        if (cs == PP_OK && export_dir) cs = pp_outpath_folder_check(export_dir, &err);
+        if (cs == PP_OK && export_dir) cs = pp_export_stages_check(export_dir, &err);
         if (cs != PP_OK) {
             ppcc_cleanup(&searched, &io, &co);
             fprintf(stderr, "ppcc: error: %s\n", err.msg);
@@ -433,25 +433,27 @@ int main(int argc, char **argv) {
         }
         if (s == PP_OK && !quiet) note_unfolded(&g);
         if (s == PP_OK) s = pp_lower(&g, options, "ppcc " PPRT_VERSION, ref_weights ? model : NULL, &low, &err);
-        /* the reports first and the plan last: a plan on disk says all went well */
+        /* the reports first and the plan last: a plan on disk says all went
+         * well. The stage export first of them, as it refuses most (what is at
+         * its path); a JSON or HTML report written before a later failure is
+         * removed (the stage folder is left) */
+        bool json_written = false, html_written = false;
         if (s == PP_OK && report) pp_report_print(stdout, &g, &co);
-        if (s == PP_OK && report_json) s = pp_report_json(report_json, &g, &co, &err);
         if (s == PP_OK && export_dir) s = pp_export_stages(&g, export_dir, "ppcc " PPRT_VERSION, &err);
+        if (s == PP_OK && report_json) json_written = (s = pp_report_json(report_json, &g, &co, &err)) == PP_OK;
         if (s == PP_OK && report_html) {
             /* the other policies' splits of the same graph, then this one again */
             pp_policy_row *rows = calloc(PP_N_COMPARED, sizeof *rows);
             int n_rows = 0;
             s = rows ? pp_compare_policies(&g, &co, rows, &n_rows, &err) : PP_FAIL(&err, PP_ENOMEM, "out of memory");
-            if (s == PP_OK) s = pp_report_html(report_html, &g, &co, model, options, rows, n_rows, &err);
+            if (s == PP_OK) html_written = (s = pp_report_html(report_html, &g, &co, model, options, rows, n_rows, &err)) == PP_OK;
             free(rows);
         }
-        if (s == PP_OK) {
-            s = pp_plan_write(&low, out, &err);
-            if (s != PP_OK) { /* no reports of a plan that is not there */
-                struct stat st;
-                if (report_json && stat(report_json, &st) == 0 && S_ISREG(st.st_mode)) unlink(report_json);
-                if (report_html && stat(report_html, &st) == 0 && S_ISREG(st.st_mode)) unlink(report_html);
-            }
+        if (s == PP_OK) s = pp_plan_write(&low, out, &err);
+        if (s != PP_OK) {
+            struct stat st;
+            if (json_written && stat(report_json, &st) == 0 && S_ISREG(st.st_mode)) unlink(report_json);
+            if (html_written && stat(report_html, &st) == 0 && S_ISREG(st.st_mode)) unlink(report_html);
         }
         if (s == PP_OK && !quiet && g.batch_mixing)
             fprintf(stderr, "ppcc: warning: %s (allowed by --allow-batch-mixing): the plan gives the "
