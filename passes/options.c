@@ -320,8 +320,16 @@ void pp_compile_opts_free(pp_compile_opts *o) {
     o->n_split_at = 0;
 }
 
+/* x as the shortest text that reads back as x (15 digits, else 17). */
+static const char *num(double x, char *buf, size_t n) {
+    snprintf(buf, n, "%.15g", x);
+    if (strtod(buf, NULL) != x) snprintf(buf, n, "%.17g", x);
+    return buf;
+}
+
 void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n) {
     size_t k = 0;
+    char t[40];
 #define ADD(...) \
     if (k < n) k += (size_t)snprintf(buf + k, n - k, __VA_ARGS__)
     ADD("-pp %d --policy %s", o->n_stages, pp_policy_name(o->policy));
@@ -331,21 +339,41 @@ void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n) {
     if (o->cap_all) ADD(" --max-memory %zu", o->cap_all);
     for (int c = 0; c < o->n_caps; c++) ADD("%s%d:%zu", c ? "," : " --max-memory ", o->cap_stage[c], o->cap_bytes[c]);
     if (o->reserve) ADD(" --reserve %zu", o->reserve);
-    ADD(" --gflops %g --mem-gbps %g --link-gbps %g --depth %d", o->target.gflops, o->target.mem_gbps,
-        o->target.link_gbps, o->depth);
+    /* only the figures given: a default left out stays the default of each
+     * stage's kind of device when the text is compiled again */
+    static const char *const fig[3] = {"--gflops", "--mem-gbps", "--link-gbps"};
+    for (int f = 0; f < 3; f++) {
+        const double all[3] = {o->target.gflops, o->target.mem_gbps, o->target.link_gbps};
+        if (o->target_set & (1u << f)) ADD(" %s %s", fig[f], num(all[f], t, sizeof t));
+        for (int s = 0, first = 1; s <= PP_MAX_SPLITS; s++)
+            if (o->stage_set[s] & (1u << f)) {
+                const pp_target *st = &o->stage_target[s];
+                const double v[3] = {st->gflops, st->mem_gbps, st->link_gbps};
+                if (first) {
+                    ADD(" %s ", fig[f]);
+                } else {
+                    ADD(",");
+                }
+                ADD("%d:%s", s, num(v[f], t, sizeof t));
+                first = 0;
+            }
+    }
+    ADD(" --depth %d", o->depth);
+    if (o->place_all.backend[0]) {
+        ADD(" --placement %s", o->place_all.backend);
+        if (o->place_all.device >= 0) ADD(":%d", o->place_all.device);
+    }
     for (int s = 0, first = 1; s <= PP_MAX_SPLITS; s++)
-        if (o->stage_set[s]) {
-            ADD("%s%d:%g/%g/%g", first ? " --stage-figures " : ",", s, pp_stage_target(o, s).gflops,
-                pp_stage_target(o, s).mem_gbps, pp_stage_target(o, s).link_gbps);
+        if (o->place[s].backend[0]) {
+            ADD("%s%d:%s", first ? " --placement " : ",", s, o->place[s].backend);
+            if (o->place[s].device >= 0) ADD(":%d", o->place[s].device);
             first = 0;
         }
-    if (o->place_all.backend[0]) ADD(" --placement %s:%d", o->place_all.backend, o->place_all.device);
-    for (int s = 0; s <= PP_MAX_SPLITS; s++)
-        if (o->place[s].backend[0]) ADD(" --placement %d:%s:%d", s, o->place[s].backend, o->place[s].device);
     /* the replicas matter to the split only through the placement */
-    if (o->target.devices_per_host)
-        ADD(" --devices-per-host %d --net-gbps %g --replicas %d", o->target.devices_per_host,
-            o->target.net_gbps, o->replicas);
+    if (o->target.devices_per_host) {
+        ADD(" --devices-per-host %d --net-gbps %s --replicas %d", o->target.devices_per_host,
+            num(o->target.net_gbps, t, sizeof t), o->replicas);
+    }
     for (int d = 0; d < o->n_disabled; d++) ADD(" --disable-pass %s", o->disabled[d]);
     if (o->allow_batch_mixing) ADD(" --allow-batch-mixing");
 #undef ADD

@@ -109,7 +109,9 @@ const char *pp_compile_opts_usage(void);
 /* Their names, NULL-terminated (for ppcc's "did you mean"). */
 const char *const *pp_compile_opts_names(void);
 void pp_compile_opts_free(pp_compile_opts *o);
-/* Canonical text of the options, for the plan's provenance. */
+/* Canonical text of the options, for the plan's provenance: options ppcc
+ * takes, which compile the same plan again (only the figures given, numbers
+ * that read back exactly), but no paths ("--exec-seq (file)"). */
 void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n);
 
 /* The whole pipeline: verify, infer, scopes, partition, boundaries, memory

@@ -386,7 +386,7 @@ int main(int argc, char **argv) {
         pp_compile_opts_text(&co, options, sizeof options);
         co.n_profiles = np;
     }
-    {
+    if (io.no_batch || io.batch > 0) { /* -b only where given (or chosen by --search, --max-batch) */
         size_t n = strlen(options);
         snprintf(options + n, sizeof options - n, " -b %lld", (long long)io.batch);
     }
@@ -397,8 +397,8 @@ int main(int argc, char **argv) {
     }
     for (int k = 0; k < io.n_consts; k++) {
         size_t n = strlen(options);
-        snprintf(options + n, sizeof options - n, " --const %s=%s", io.const_name[k],
-                 io.const_path[k]);
+        /* the name, not the path: a plan holds no paths (docs/plan-format.md) */
+        snprintf(options + n, sizeof options - n, " --const %s=(file)", io.const_name[k]);
     }
     if (ref_weights) {
         size_t n = strlen(options);
