@@ -482,7 +482,7 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
         if (c->backend && !c->list_backends && !pprt_backend_find(c->backend)) {
             char names[256];
             pprt_backend_names(names, sizeof names);
-            fprintf(stderr, "pprt: error: --backend %s: no such backend in this build (it has: %s)\n", c->backend, names);
+            fprintf(stderr, "pprt: error: --backend %s: no such backend in this build (it has: %s)\ntry 'pprt --help'\n", c->backend, names);
             return 2;
         }
         print_version();
@@ -508,7 +508,7 @@ static int choose_backend(pprt_cli *c, bool ranks) {
     char names[256];
     pprt_backend_names(names, sizeof names);
     if (!b) {
-        fprintf(stderr, "pprt: error: --backend %s: no such backend in this build (it has: %s)\n", c->backend, names);
+        fprintf(stderr, "pprt: error: --backend %s: no such backend in this build (it has: %s)\ntry 'pprt --help'\n", c->backend, names);
         return 2;
     }
     const char *why = b->unavailable && !ranks ? b->unavailable() : NULL;
