@@ -162,17 +162,17 @@ pp_status pp_outpath_folder_check(const char *path, pp_err *err) {
     while (cut > 0 && path[cut - 1] != '/') cut--;
     while (cut > 1 && path[cut - 1] == '/') cut--; /* "a//b" -> "a" */
     if (cut == 0) snprintf(dir, sizeof dir, ".");
-    else if (cut >= sizeof dir) return PP_FAIL(err, PP_EINVAL, "cannot write '%s': the path is too long", path);
+    else if (cut >= sizeof dir) return PP_FAIL(err, PP_EINVAL, "cannot create '%s': the path is too long", path);
     else snprintf(dir, sizeof dir, "%.*s", (int)cut, path);
     struct stat st;
     if (stat(dir, &st) != 0)
-        return PP_FAIL(err, PP_EIO, "cannot write '%s': folder '%s' %s", path, dir,
+        return PP_FAIL(err, PP_EIO, "cannot create '%s': folder '%s' %s", path, dir,
                        errno == ENOENT ? "does not exist" : strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return PP_FAIL(err, PP_EIO, "cannot write '%s': '%s' is %s, not a folder", path, dir,
+        return PP_FAIL(err, PP_EIO, "cannot create '%s': '%s' is %s, not a folder", path, dir,
                        pp_file_kind((unsigned)st.st_mode));
     if (access(dir, W_OK | X_OK) != 0)
-        return PP_FAIL(err, PP_EIO, "cannot write '%s': no permission to create files in folder '%s'", path, dir);
+        return PP_FAIL(err, PP_EIO, "cannot create '%s': no permission to create files in folder '%s'", path, dir);
     return PP_OK;
 }
 
@@ -230,7 +230,7 @@ pp_status pp_outfile_open(pp_outfile *o, const char *path, pp_err *err) {
         /* the user's path, not the temporary name beside it */
         const int e = errno;
         pp_status s = e == ENOENT || e == ENOTDIR || e == EACCES ? pp_outpath_folder_check(path, err) : PP_OK;
-        if (s == PP_OK) s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(e));
+        if (s == PP_OK) s = PP_FAIL(err, PP_EIO, "cannot create '%s': %s", path, strerror(e));
         tmp_release(k);
         o->tmp = NULL;
         o->slot = -1;
