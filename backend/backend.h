@@ -40,5 +40,8 @@ pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err);
  * an earlier export (replaced); anything else is refused (onnx_export.c). */
 #define PP_EXPORT_EXTERNAL_MIN 1024u
 pp_status pp_export_stages(const pp_graph *g, const char *dir, const char *producer, pp_err *err);
+/* Before any work: what pp_export_stages(dir) would refuse now (something
+ * that no export wrote at dir, a missing parent folder), as it would. */
+pp_status pp_export_stages_check(const char *dir, pp_err *err);
 
 #endif

@@ -690,17 +690,31 @@ static pp_status check_target(const char *dir, int *what, pp_err *err) {
     return PP_OK;
 }
 
-pp_status pp_export_stages(const pp_graph *g, const char *dir, const char *producer, pp_err *err) {
+/* dir without its trailing slashes into target (4100 bytes), checked: a
+ * name that can be replaced, nothing foreign there, its folder there;
+ * *what as check_target's. */
+static pp_status export_target(const char *dir, char *target, int *what, pp_err *err) {
     size_t dl = strlen(dir);
     while (dl > 1 && dir[dl - 1] == '/') dl--;
     if (dl == 0 || dl > 4000) return PP_FAIL(err, PP_EINVAL, "--export-stages: bad directory name '%s'", dir);
-    char target[4100];
-    snprintf(target, sizeof target, "%.*s", (int)dl, dir);
+    snprintf(target, 4100, "%.*s", (int)dl, dir);
     if (!strcmp(target, "/") || !strcmp(target, ".") || !strcmp(target, "..") ||
         (dl >= 3 && !strcmp(target + dl - 3, "/..")) || (dl >= 2 && !strcmp(target + dl - 2, "/.")))
         return PP_FAIL(err, PP_EINVAL, "--export-stages: '%s' cannot be replaced; name a new directory", dir);
+    PP_TRY(check_target(target, what, err));
+    return pp_outpath_folder_check(target, err);
+}
+
+pp_status pp_export_stages_check(const char *dir, pp_err *err) {
+    char target[4100];
     int what = 0;
-    PP_TRY(check_target(target, &what, err));
+    return export_target(dir, target, &what, err);
+}
+
+pp_status pp_export_stages(const pp_graph *g, const char *dir, const char *producer, pp_err *err) {
+    char target[4100];
+    int what = 0;
+    PP_TRY(export_target(dir, target, &what, err));
     char tmp[4200], old[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", target);
     if (!mkdtemp(tmp))

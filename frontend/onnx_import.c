@@ -533,6 +533,37 @@ static pp_status import_input(pp_graph *g, const Onnx__ValueInfoProto *vi, const
     return pp_graph_add_input(g, v, err);
 }
 
+/* Every --dim NAME names a symbolic dim of some graph input; else PP_EINVAL
+ * naming the symbolic dims the inputs do have. */
+static pp_status check_dim_names(const Onnx__GraphProto *gp, const pp_import_opts *o, pp_err *err) {
+    for (int k = 0; k < o->n_dims; k++) {
+        bool found = false;
+        char have[256] = "";
+        size_t n = 0;
+        for (size_t i = 0; i < gp->n_input && !found; i++) {
+            const Onnx__TypeProto *tp = gp->input[i]->type;
+            const Onnx__TensorShapeProto *ts =
+                tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type ? tp->tensor_type->shape
+                                                                                                : NULL;
+            for (size_t d = 0; ts && d < ts->n_dim && !found; d++) {
+                if (ts->dim[d]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) continue;
+                const char *p = ts->dim[d]->dim_param;
+                if (!p || !*p) continue;
+                found = !strcmp(p, o->dim_name[k]);
+                char item[80];
+                snprintf(item, sizeof item, "'%.64s'", p);
+                if (!strstr(have, item) && n < sizeof have)
+                    n += (size_t)snprintf(have + n, sizeof have - n, "%s%s", n ? ", " : "", item);
+            }
+        }
+        if (!found)
+            return PP_FAIL(err, PP_EINVAL, "--dim %s: no input of the model has a symbolic dim '%s' (%s%s)",
+                           o->dim_name[k], o->dim_name[k], n ? "the symbolic dims it has: " : "its inputs have no symbolic dims",
+                           have);
+    }
+    return PP_OK;
+}
+
 /* --const NAME=FILE: index of NAME's binding, or -1. */
 static int const_binding(const pp_import_opts *o, const char *name) {
     for (int k = 0; k < o->n_consts; k++)
@@ -1107,6 +1138,7 @@ static pp_status import_model(Onnx__ModelProto *m, const pp_import_opts *o, pp_g
     if (gp->n_sparse_initializer)
         return PP_FAIL(err, PP_EUNSUP, "sparse initializers are not supported");
     PP_TRY(check_const_names(gp, o, err));
+    PP_TRY(check_dim_names(gp, o, err));
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *t = gp->initializer[i];
         if (!t->name || !*t->name) return PP_FAIL(err, PP_EINVAL, "initializer #%zu has no name", i);

@@ -198,8 +198,13 @@ pp_status pp_outfile_open(pp_outfile *o, const char *path, pp_err *err);
 pp_status pp_outfile_commit(pp_outfile *o, bool ok, pp_err *err);
 /* Before any work: PP_EIO when pp_outfile_open(path) would refuse what is
  * there now (a directory, a block device, a socket; a FIFO unless
- * `stream_ok`). Opens nothing (opening a FIFO would be seen by its reader). */
+ * `stream_ok`), or could not create it (pp_outpath_folder_check). Opens
+ * nothing (opening a FIFO would be seen by its reader). */
 pp_status pp_outfile_check(const char *path, bool stream_ok, pp_err *err);
+/* PP_EIO naming `path` unless the folder it would be created in (its
+ * parent; "." for a bare name) exists, is a folder and takes new files;
+ * pp_outfile_check asks it where the file would be created or replaced. */
+pp_status pp_outpath_folder_check(const char *path, pp_err *err);
 /* For the tools' mains only: on SIGINT, SIGTERM and SIGHUP (those not
  * ignored at start, as under nohup), unlink every registered temporary file
  * and _exit(128 + signal). Async-signal-safe. */

@@ -153,9 +153,34 @@ static void tmp_release(int k) {
 
 /* ---- files written whole or not at all ------------------------------------------ */
 
+pp_status pp_outpath_folder_check(const char *path, pp_err *err) {
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') len--;
+    if (len == 0) return PP_FAIL(err, PP_EINVAL, "an output path is empty");
+    char dir[PATH_MAX];
+    size_t cut = len;
+    while (cut > 0 && path[cut - 1] != '/') cut--;
+    while (cut > 1 && path[cut - 1] == '/') cut--; /* "a//b" -> "a" */
+    if (cut == 0) snprintf(dir, sizeof dir, ".");
+    else if (cut >= sizeof dir) return PP_FAIL(err, PP_EINVAL, "cannot create '%s': the path is too long", path);
+    else snprintf(dir, sizeof dir, "%.*s", (int)cut, path);
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return PP_FAIL(err, PP_EIO, "cannot create '%s': folder '%s' %s", path, dir,
+                       errno == ENOENT ? "does not exist" : strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return PP_FAIL(err, PP_EIO, "cannot create '%s': '%s' is %s, not a folder", path, dir,
+                       pp_file_kind((unsigned)st.st_mode));
+    if (access(dir, W_OK | X_OK) != 0)
+        return PP_FAIL(err, PP_EIO, "cannot create '%s': no permission to create files in folder '%s'", path, dir);
+    return PP_OK;
+}
+
 pp_status pp_outfile_check(const char *path, bool stream_ok, pp_err *err) {
     struct stat st;
-    if (stat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) return PP_OK;
+    if (stat(path, &st) != 0) return pp_outpath_folder_check(path, err);
+    if (S_ISREG(st.st_mode)) return pp_outpath_folder_check(path, err); /* replaced by a rename */
+    if (S_ISCHR(st.st_mode)) return PP_OK;
     if (S_ISFIFO(st.st_mode) && stream_ok) return PP_OK;
     if (S_ISFIFO(st.st_mode))
         return PP_FAIL(err, PP_EIO, "cannot write '%s': it is a FIFO, and this file is written with seeks "
@@ -202,7 +227,10 @@ pp_status pp_outfile_open(pp_outfile *o, const char *path, pp_err *err) {
     o->tmp = tmp_slots[k].path;
     int fd = mkstemp(o->tmp);
     if (fd < 0) {
-        pp_status s = PP_FAIL(err, PP_EIO, "cannot create '%s': %s", o->tmp, strerror(errno));
+        /* the user's path, not the temporary name beside it */
+        const int e = errno;
+        pp_status s = e == ENOENT || e == ENOTDIR || e == EACCES ? pp_outpath_folder_check(path, err) : PP_OK;
+        if (s == PP_OK) s = PP_FAIL(err, PP_EIO, "cannot create '%s': %s", path, strerror(e));
         tmp_release(k);
         o->tmp = NULL;
         o->slot = -1;
@@ -234,7 +262,7 @@ pp_status pp_outfile_commit(pp_outfile *o, bool ok, pp_err *err) {
         s = PP_FAIL(err, PP_EIO, "cannot write '%s': %s", o->path, strerror(saved ? saved : EIO));
         if (!o->special) unlink(o->tmp);
     } else if (!o->special && rename(o->tmp, o->path) != 0) {
-        s = PP_FAIL(err, PP_EIO, "cannot rename '%s' to '%s': %s", o->tmp, o->path, strerror(errno));
+        s = PP_FAIL(err, PP_EIO, "cannot write '%s' (the rename into place failed): %s", o->path, strerror(errno));
         unlink(o->tmp);
     }
     /* released after the rename: a signal in between unlinks a name that no

@@ -11,8 +11,7 @@
 #include "passes.h"
 
 const char *pp_compile_opts_usage(void) {
-    return "  -pp N               pipeline stages (default 1)\n"
-           "  --policy NAME       auto (default: least bottleneck time under the memory caps),\n"
+    return "  --policy NAME       auto (default: least bottleneck time under the memory caps),\n"
            "                      uniform, params, flops, memory, custom\n"
            "  --split-at P[,P..]  cut before each named module (e.g. layer3 or layer1.2)\n"
            "  --exec-seq FILE     ColossalAI-style list: module names, SPLIT_NODE lines as cuts\n"
@@ -170,12 +169,21 @@ static pp_status parse_figure(const char *a, const char *v, pp_compile_opts *o, 
     return PP_OK;
 }
 
+const char *const *pp_compile_opts_names(void) {
+    static const char *const names[] = {
+        "-pp", "--pp", "--policy", "--split-at", "--exec-seq", "--profile", "--search", "--max-batch", "--devices",
+        "--devices-per-host", "--replicas", "--samples", "--batch-sizes", "--reserve", "--max-memory", "--gflops",
+        "--mem-gbps", "--link-gbps", "--net-gbps", "--placement", "--depth", "--micro-batches",
+        "--allow-batch-mixing", "--dump-ir", "--dump-dot", "--disable-pass", NULL};
+    return names;
+}
+
 int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_err *err) {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     double d;
-    if (!strcmp(a, "-pp")) {
+    if (!strcmp(a, "-pp") || !strcmp(a, "--pp")) {
         if (!parse_double(v, 1, PP_MAX_SPLITS + 1, &d) || d != (int)d) {
-            PP_FAIL(err, PP_EINVAL, "-pp needs a stage count 1..%d, got '%s'", PP_MAX_SPLITS + 1, v ? v : "");
+            PP_FAIL(err, PP_EINVAL, "%s needs a stage count 1..%d, got '%s'", a, PP_MAX_SPLITS + 1, v ? v : "");
             return -1;
         }
         o->n_stages = (int)d;
@@ -312,8 +320,16 @@ void pp_compile_opts_free(pp_compile_opts *o) {
     o->n_split_at = 0;
 }
 
+/* x as the shortest text that reads back as x (15 digits, else 17). */
+static const char *num(double x, char *buf, size_t n) {
+    snprintf(buf, n, "%.15g", x);
+    if (strtod(buf, NULL) != x) snprintf(buf, n, "%.17g", x);
+    return buf;
+}
+
 void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n) {
     size_t k = 0;
+    char t[40];
 #define ADD(...) \
     if (k < n) k += (size_t)snprintf(buf + k, n - k, __VA_ARGS__)
     ADD("-pp %d --policy %s", o->n_stages, pp_policy_name(o->policy));
@@ -323,21 +339,41 @@ void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n) {
     if (o->cap_all) ADD(" --max-memory %zu", o->cap_all);
     for (int c = 0; c < o->n_caps; c++) ADD("%s%d:%zu", c ? "," : " --max-memory ", o->cap_stage[c], o->cap_bytes[c]);
     if (o->reserve) ADD(" --reserve %zu", o->reserve);
-    ADD(" --gflops %g --mem-gbps %g --link-gbps %g --depth %d", o->target.gflops, o->target.mem_gbps,
-        o->target.link_gbps, o->depth);
+    /* only the figures given: a default left out stays the default of each
+     * stage's kind of device when the text is compiled again */
+    static const char *const fig[3] = {"--gflops", "--mem-gbps", "--link-gbps"};
+    for (int f = 0; f < 3; f++) {
+        const double all[3] = {o->target.gflops, o->target.mem_gbps, o->target.link_gbps};
+        if (o->target_set & (1u << f)) ADD(" %s %s", fig[f], num(all[f], t, sizeof t));
+        for (int s = 0, first = 1; s <= PP_MAX_SPLITS; s++)
+            if (o->stage_set[s] & (1u << f)) {
+                const pp_target *st = &o->stage_target[s];
+                const double v[3] = {st->gflops, st->mem_gbps, st->link_gbps};
+                if (first) {
+                    ADD(" %s ", fig[f]);
+                } else {
+                    ADD(",");
+                }
+                ADD("%d:%s", s, num(v[f], t, sizeof t));
+                first = 0;
+            }
+    }
+    ADD(" --depth %d", o->depth);
+    if (o->place_all.backend[0]) {
+        ADD(" --placement %s", o->place_all.backend);
+        if (o->place_all.device >= 0) ADD(":%d", o->place_all.device);
+    }
     for (int s = 0, first = 1; s <= PP_MAX_SPLITS; s++)
-        if (o->stage_set[s]) {
-            ADD("%s%d:%g/%g/%g", first ? " --stage-figures " : ",", s, pp_stage_target(o, s).gflops,
-                pp_stage_target(o, s).mem_gbps, pp_stage_target(o, s).link_gbps);
+        if (o->place[s].backend[0]) {
+            ADD("%s%d:%s", first ? " --placement " : ",", s, o->place[s].backend);
+            if (o->place[s].device >= 0) ADD(":%d", o->place[s].device);
             first = 0;
         }
-    if (o->place_all.backend[0]) ADD(" --placement %s:%d", o->place_all.backend, o->place_all.device);
-    for (int s = 0; s <= PP_MAX_SPLITS; s++)
-        if (o->place[s].backend[0]) ADD(" --placement %d:%s:%d", s, o->place[s].backend, o->place[s].device);
     /* the replicas matter to the split only through the placement */
-    if (o->target.devices_per_host)
-        ADD(" --devices-per-host %d --net-gbps %g --replicas %d", o->target.devices_per_host,
-            o->target.net_gbps, o->replicas);
+    if (o->target.devices_per_host) {
+        ADD(" --devices-per-host %d --net-gbps %s --replicas %d", o->target.devices_per_host,
+            num(o->target.net_gbps, t, sizeof t), o->replicas);
+    }
     for (int d = 0; d < o->n_disabled; d++) ADD(" --disable-pass %s", o->disabled[d]);
     if (o->allow_batch_mixing) ADD(" --allow-batch-mixing");
 #undef ADD

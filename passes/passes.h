@@ -104,9 +104,14 @@ pp_target pp_stage_target(const pp_compile_opts *o, int s);
  * of pp_compile_opts_usage(), consume it (and its value, advancing *i) and
  * return 1; return 0 when it is not; -1 with err filled when its value is bad. */
 int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_err *err);
+/* Their lines for ppcc --help (-pp, the main one, is ppcc's to list). */
 const char *pp_compile_opts_usage(void);
+/* Their names, NULL-terminated (for ppcc's "did you mean"). */
+const char *const *pp_compile_opts_names(void);
 void pp_compile_opts_free(pp_compile_opts *o);
-/* Canonical text of the options, for the plan's provenance. */
+/* Canonical text of the options, for the plan's provenance: options ppcc
+ * takes, which compile the same plan again (only the figures given, numbers
+ * that read back exactly), but no paths ("--exec-seq (file)"). */
 void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n);
 
 /* The whole pipeline: verify, infer, scopes, partition, boundaries, memory

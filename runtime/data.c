@@ -550,7 +550,8 @@ pp_status pprt_data_write(const pprt_plan *p, const char *dir, const pprt_array 
 
 pp_status pprt_data_write_check(const pprt_plan *p, const char *dir, pp_err *err) {
     struct stat st;
-    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+    if (stat(dir, &st) != 0) return pp_outpath_folder_check(dir, err); /* made by pprt_data_write */
+    if (!S_ISDIR(st.st_mode))
         return PP_FAIL(err, PP_EIO, "output directory '%s' is %s", dir, pp_file_kind((unsigned)st.st_mode));
     char path[4096];
     for (int i = 0; i < p->n_outputs; i++) {

@@ -97,7 +97,8 @@ pp_status pprt_data_load(const pprt_plan *p, const char *dir, const pprt_data_op
  * lacks (bf16) as DIR/NAME.pb, an ONNX TensorProto. */
 pp_status pprt_data_write(const pprt_plan *p, const char *dir, const pprt_array *outputs,
                           pp_err *err);
-/* Before the run: PP_EIO when DIR exists and is not a directory, or when an
+/* Before the run: PP_EIO when DIR exists and is not a directory, when it does
+ * not and cannot be made (its parent folder is missing), or when an
  * output's file name there holds what pprt_data_write would refuse (a
  * directory, a block device, a socket; pp_outfile_check). */
 pp_status pprt_data_write_check(const pprt_plan *p, const char *dir, pp_err *err);

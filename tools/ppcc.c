@@ -4,8 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../backend/backend.h"
+#include "../ir/args.h"
 #include "../frontend/frontend.h"
 #include "../passes/passes.h"
 #include "../runtime/pprt.h"
@@ -13,17 +16,19 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: ppcc MODEL.onnx [-pp N] [-b N] [--dim NAME=VALUE]... [--const NAME=FILE.pb]...\n"
-            "            [-o PLAN] [--policy NAME] [--split-at P,..] [--exec-seq FILE]\n"
+            "usage: ppcc MODEL.onnx [-pp N] [-o PLAN] [-b N] [--dim NAME=VALUE]... [--const NAME=FILE.pb]...\n"
+            "            [--policy NAME] [--split-at P,..] [--exec-seq FILE]\n"
             "            [--max-memory CAPS] [--ref-weights] [--report] [--report-json FILE]\n"
             "            [--report-html FILE] [--export-stages DIR] [--measure] [-q]\n"
+            "  -pp N, --pp N    pipeline stages (default 1)\n"
+            "  -o PLAN, --output PLAN\n"
+            "                   output plan file (default plan.bin)\n"
             "  -b N             micro-batch size: value of the inputs' symbolic first dim (default:\n"
             "                   the model's, else 1); -b 0: no batch axis, inputs are whole tensors\n"
             "  --dim NAME=VALUE value of another symbolic input dim\n"
             "  --const NAME=FILE.pb\n"
             "                   bind graph input NAME to the constant in an ONNX TensorProto file\n"
             "                   (type and fixed dims must match the declaration)\n"
-            "  -o PLAN          output plan file (default plan.bin)\n"
             "  --ref-weights    leave weights of 64 KiB or more in the model's files: the plan\n"
             "                   names them (absolute path, size, XXH3) instead of holding a copy,\n"
             "                   and pprt reads them from there (or from pprt --model FILE)\n"
@@ -51,8 +56,11 @@ static void usage(FILE *f) {
             "                   timed with the others busy; 1 on a GPU)\n"
             "  -q               print nothing on success\n"
             "  -v               errors also name the source line that raised them\n"
-            "With --search or --max-batch, a plan is written only when -o is given: the best\n"
-            "configuration's, or the largest micro-batch's.\n"
+            "  -h, --help       print this help\n"
+            "  --version        print ppcc's version\n"
+            "Every --OPTION VALUE may also be written --OPTION=VALUE. With --search or --max-batch,\n"
+            "a plan is written only when -o is given: the best configuration's, or the largest\n"
+            "micro-batch's.\n"
             "splitting:\n%s", pp_compile_opts_usage());
 }
 
@@ -108,12 +116,31 @@ static pp_status budget(const char *model, pp_import_opts *io, pp_compile_opts *
     return s;
 }
 
+/* Bad usage: one error line and where the help is, exit code 2. */
 static int bad_usage(const char *fmt, const char *arg) {
-    fprintf(stderr, "ppcc: ");
+    fprintf(stderr, "ppcc: error: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n");
-    usage(stderr);
+    fprintf(stderr, "\ntry 'ppcc --help'\n");
     return 2;
+}
+
+/* ppcc's own options (pp_compile_opts_names() has the splitting ones). */
+static const char *const own_names[] = {"-h", "--help", "--version", "--modules", "-b", "--dim", "--const", "-o",
+                                        "--output", "--report-json", "--report-html", "--export-stages",
+                                        "--measure", "--measure-args", "--measure-procs", "--measure-runs",
+                                        "--report", "--ref-weights", "-q", "-v"};
+
+/* An unknown option: bad usage, with the nearest known name if one is near. */
+static int unknown_option(const char *a) {
+    const char *names[128];
+    int n = 0;
+    for (size_t k = 0; k < sizeof own_names / sizeof *own_names; k++) names[n++] = own_names[k];
+    for (const char *const *c = pp_compile_opts_names(); *c && n < 128; c++) names[n++] = *c;
+    const char *near = pp_argv_suggest(a, names, n);
+    char msg[512];
+    snprintf(msg, sizeof msg, "unknown option '%.*s'%s%s%s", (int)strcspn(a, "="), a,
+             near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+    return bad_usage("%s", msg);
 }
 
 static bool parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
@@ -124,6 +151,22 @@ static bool parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     if (errno || *end || v < lo || v > hi) return false;
     *out = v;
     return true;
+}
+
+/* Whether paths a and b name one file: the same path, or the same device
+ * and inode. */
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return !strcmp(a, b) || (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+}
+
+/* What main allocated, freed before it returns. */
+static void ppcc_cleanup(ppcc_measured *searched, pp_import_opts *io, pp_compile_opts *co) {
+    ppcc_measured_free(searched, co);
+    for (int k = 0; k < io->n_dims; k++) free((char *)io->dim_name[k]);
+    for (int k = 0; k < io->n_consts; k++) free((char *)io->const_name[k]);
+    io->n_dims = io->n_consts = 0;
+    pp_compile_opts_free(co);
 }
 
 /* Nodes whose constant inputs were not folded: the fold's work estimate was
@@ -153,7 +196,19 @@ int main(int argc, char **argv) {
     bool modules = false;
     ppcc_measure_opts mo = {.runs = 3};
     const char *report_json = NULL, *report_html = NULL, *export_dir = NULL;
-    for (int i = 1; i < argc; i++) {
+    /* static like io: the split-off names stay reachable on an early return */
+    static pp_argv args;
+    if (!pp_argv_init(&args, argc, argv)) {
+        fprintf(stderr, "ppcc: error: out of memory\n");
+        return 1;
+    }
+    static const char *const optional_value[] = {"--dump-ir", NULL};
+    for (int i = 1; i < args.argc; i++) {
+        argc = args.argc;
+        argv = args.argv;
+        if (!pp_argv_at(&args, i, optional_value))
+            return bad_usage("%s takes no value", argv[i - 1]);
+        argc = args.argc;
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t x;
@@ -176,8 +231,8 @@ int main(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--dim")) {
             const char *eq = v ? strchr(v, '=') : NULL;
-            if (!eq || eq == v || !parse_int(eq + 1, 0, (int64_t)1 << 40, &x))
-                return bad_usage("--dim needs NAME=VALUE, got '%s'", v ? v : "");
+            if (!eq || eq == v || !parse_int(eq + 1, 1, (int64_t)1 << 40, &x))
+                return bad_usage("--dim needs NAME=VALUE with a VALUE of 1..2^40, got '%s'", v ? v : "");
             if (io.n_dims == PP_MAX_DIM_OVERRIDES) return bad_usage("too many --dim options%s", "");
             char *name = strndup(v, (size_t)(eq - v));
             if (!name) return 1;
@@ -193,8 +248,8 @@ int main(int argc, char **argv) {
             io.const_name[io.n_consts] = name;
             io.const_path[io.n_consts++] = eq + 1;
             i++;
-        } else if (!strcmp(a, "-o")) {
-            if (!v) return bad_usage("-o needs a file name%s", "");
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (!v) return bad_usage("%s needs a file name", a);
             out = v;
             out_given = true;
             i++;
@@ -233,7 +288,7 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "-v")) {
             verbose = true;
         } else if (a[0] == '-' && a[1]) {
-            return bad_usage("unknown option '%s'", a);
+            return unknown_option(a);
         } else if (!model) {
             model = a;
         } else {
@@ -275,6 +330,29 @@ int main(int argc, char **argv) {
     /* --search --measure: a profile per micro-batch size, for the search and
      * then the plan it picks; removed at the end */
     static ppcc_measured searched;
+    /* every output path is checked before any work: what sits there, the
+     * folder it goes in, and that none is the model itself */
+    {
+        const bool plan = out_given || !(co.search || co.max_batch);
+        const char *const files[] = {plan ? out : NULL, report_json, report_html, co.dump_dot};
+        const char *const names[] = {"-o", "--report-json", "--report-html", "--dump-dot"};
+        pp_status cs = PP_OK;
+        for (int k = 0; k < 4 && cs == PP_OK; k++) {
+            if (!files[k]) continue;
+            if (same_file(files[k], model)) {
+                ppcc_cleanup(&searched, &io, &co);
+                fprintf(stderr, "ppcc: error: %s %s is the model file; name another file\n", names[k], files[k]);
+                return 2;
+            }
+            cs = pp_outfile_check(files[k], k > 0, &err);
+        }
+        if (cs == PP_OK && export_dir) cs = pp_export_stages_check(export_dir, &err);
+        if (cs != PP_OK) {
+            ppcc_cleanup(&searched, &io, &co);
+            fprintf(stderr, "ppcc: error: %s\n", err.msg);
+            return pp_exit_code(cs);
+        }
+    }
     if (co.search || co.max_batch) {
         bool compile = false;
         pp_status bs = PP_OK;
@@ -298,9 +376,7 @@ int main(int argc, char **argv) {
         report_json = NULL; /* it holds the table */
     }
 
-    /* what sits at an output path is refused before the compile, not after */
-    pp_status s = pp_outfile_check(out, false, &err);
-    if (s == PP_OK && report_json) s = pp_outfile_check(report_json, true, &err);
+    pp_status s = PP_OK;
     pp_graph g;
     pp_lowered low = {0};
     char options[4096];
@@ -310,7 +386,7 @@ int main(int argc, char **argv) {
         pp_compile_opts_text(&co, options, sizeof options);
         co.n_profiles = np;
     }
-    {
+    if (io.no_batch || io.batch > 0) { /* -b only where given (or chosen by --search, --max-batch) */
         size_t n = strlen(options);
         snprintf(options + n, sizeof options - n, " -b %lld", (long long)io.batch);
     }
@@ -321,8 +397,8 @@ int main(int argc, char **argv) {
     }
     for (int k = 0; k < io.n_consts; k++) {
         size_t n = strlen(options);
-        snprintf(options + n, sizeof options - n, " --const %s=%s", io.const_name[k],
-                 io.const_path[k]);
+        /* the name, not the path: a plan holds no paths (docs/plan-format.md) */
+        snprintf(options + n, sizeof options - n, " --const %s=(file)", io.const_name[k]);
     }
     if (ref_weights) {
         size_t n = strlen(options);
@@ -357,17 +433,27 @@ int main(int argc, char **argv) {
         }
         if (s == PP_OK && !quiet) note_unfolded(&g);
         if (s == PP_OK) s = pp_lower(&g, options, "ppcc " PPRT_VERSION, ref_weights ? model : NULL, &low, &err);
-        if (s == PP_OK) s = pp_plan_write(&low, out, &err);
+        /* the reports first and the plan last: a plan on disk says all went
+         * well. The stage export first of them, as it refuses most (what is at
+         * its path); a JSON or HTML report written before a later failure is
+         * removed (the stage folder is left) */
+        bool json_written = false, html_written = false;
         if (s == PP_OK && report) pp_report_print(stdout, &g, &co);
-        if (s == PP_OK && report_json) s = pp_report_json(report_json, &g, &co, &err);
         if (s == PP_OK && export_dir) s = pp_export_stages(&g, export_dir, "ppcc " PPRT_VERSION, &err);
+        if (s == PP_OK && report_json) json_written = (s = pp_report_json(report_json, &g, &co, &err)) == PP_OK;
         if (s == PP_OK && report_html) {
             /* the other policies' splits of the same graph, then this one again */
             pp_policy_row *rows = calloc(PP_N_COMPARED, sizeof *rows);
             int n_rows = 0;
             s = rows ? pp_compare_policies(&g, &co, rows, &n_rows, &err) : PP_FAIL(&err, PP_ENOMEM, "out of memory");
-            if (s == PP_OK) s = pp_report_html(report_html, &g, &co, model, options, rows, n_rows, &err);
+            if (s == PP_OK) html_written = (s = pp_report_html(report_html, &g, &co, model, options, rows, n_rows, &err)) == PP_OK;
             free(rows);
+        }
+        if (s == PP_OK) s = pp_plan_write(&low, out, &err);
+        if (s != PP_OK) {
+            struct stat st;
+            if (json_written && stat(report_json, &st) == 0 && S_ISREG(st.st_mode)) unlink(report_json);
+            if (html_written && stat(report_html, &st) == 0 && S_ISREG(st.st_mode)) unlink(report_html);
         }
         if (s == PP_OK && !quiet && g.batch_mixing)
             fprintf(stderr, "ppcc: warning: %s (allowed by --allow-batch-mixing): the plan gives the "

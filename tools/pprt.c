@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../ir/args.h"
 #include "../runtime/backend.h"
 #include "../runtime/comm/comm.h"
 #include "../runtime/cpu/isa.h"
@@ -32,10 +33,11 @@ static void usage(FILE *f) {
             "                    natural order (img2 before img10); or ONNX test data: input_K.pb\n"
             "                    TensorProto files, matched by tensor name, else by K. Files that\n"
             "                    feed no input are refused; pprt prints which file feeds each input\n"
+            "  -o OUT_DIR, --output OUT_DIR\n"
+            "                    where outputs go, one NAME.npy each (default out)\n"
             "  --input NAME=PATH data for input NAME from PATH (a .npy, a .pb, or FILE.npz:KEY);\n"
             "                    repeatable; with an --input for every input, DATA_DIR may be left out\n"
             "  --ignore-extra    leave data files that feed no input alone instead of refusing them\n"
-            "  -o OUT_DIR        where outputs go, one NAME.npy each (default out)\n"
             "  --labels FILE     int class indices: print top-1 accuracy of the first output\n"
             "  --check           compare each output with DATA_DIR/output_K.pb, else NAME.npy in\n"
             "                    DATA_DIR/../expected or DATA_DIR/expected; exit 1 on a mismatch\n"
@@ -76,7 +78,12 @@ static void usage(FILE *f) {
             "                    pipeline (each replica its own; outputs dropped): the one-time\n"
             "                    costs stay out of the times (default 1; 0 times the first run too)\n"
             "  -q                print only errors\n"
-            "  -v                errors also name the source line that raised them\n");
+            "  -v                errors also name the source line that raised them\n"
+            "  -h, --help        print this help\n"
+            "  --version         print pprt's version, its vector ISA and its backends\n"
+            "  --info PLAN       print what the plan holds (its \"options:\" recompile it with ppcc)\n"
+            "  --ops             how each op runs on each backend of this build (Markdown)\n"
+            "Every --OPTION VALUE may also be written --OPTION=VALUE.\n");
     /* the backends' own options, each text once */
     for (int i = 0; i < pprt_backend_count(); i++) {
         const char *u = pprt_backend_at(i)->usage;
@@ -86,10 +93,40 @@ static void usage(FILE *f) {
     }
 }
 
+/* Bad usage: one error line and where the help is, exit code 2. */
 static int bad_usage(const char *msg, const char *arg) {
-    fprintf(stderr, "pprt: %s%s\n", msg, arg ? arg : "");
-    usage(stderr);
+    fprintf(stderr, "pprt: error: %s%s\ntry 'pprt --help'\n", msg, arg ? arg : "");
     return 2;
+}
+
+/* pprt's own options (the backends' are read from their usage lines). */
+static const char *const own_names[] = {
+    "-h", "--help", "--version", "--ops", "--info", "-o", "--output", "--labels", "--profile", "--trace",
+    "--stats-json", "--depth", "--check", "--rtol", "--atol", "--expected", "--backend", "--threads",
+    "--precision", "--warmup", "--replicas", "--mpi-timeout", "--transport", "--model", "--input",
+    "--ignore-extra", "--no-pin", "-q", "-v"};
+
+/* An unknown option: bad usage, with the nearest known name if one is near
+ * (the backends' options: each line of their usage that starts "  --NAME"). */
+static int unknown_option(const char *a) {
+    const char *names[160];
+    static char backend_names[64][40];
+    int n = 0, nb = 0;
+    for (size_t k = 0; k < sizeof own_names / sizeof *own_names; k++) names[n++] = own_names[k];
+    for (int b = 0; b < pprt_backend_count(); b++)
+        for (const char *u = pprt_backend_at(b)->usage; u && *u; u = strchr(u, '\n') ? strchr(u, '\n') + 1 : "") {
+            if (strncmp(u, "  --", 4) || nb == 64 || n == 160) continue;
+            const size_t len = strcspn(u + 2, " \n");
+            if (len >= sizeof backend_names[0]) continue;
+            memcpy(backend_names[nb], u + 2, len);
+            backend_names[nb][len] = 0;
+            names[n++] = backend_names[nb++];
+        }
+    const char *near = pp_argv_suggest(a, names, n);
+    char msg[512];
+    snprintf(msg, sizeof msg, "unknown option '%.*s'%s%s%s", (int)strcspn(a, "="), a,
+             near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+    return bad_usage(msg, NULL);
 }
 
 /* A plan that mixes samples gives the model's answer only when all the
@@ -305,7 +342,19 @@ static void print_ops(void) {
 static int parse_args(int argc, char **argv, pprt_cli *c) {
     *c = (pprt_cli){.out_dir = "out", .run = {.depth = 2, .pin = true, .warmup = 1}, .check_opts = {.rtol = 1e-3, .atol = 1e-5},
                     .mpi = {.replicas = 1, .timeout_s = 60}};
-    for (int i = 1; i < argc; i++) {
+    /* static: the split-off names stay reachable on an early return */
+    static pp_argv args;
+    if (!pp_argv_init(&args, argc, argv)) {
+        fprintf(stderr, "pprt: error: out of memory\n");
+        return 1;
+    }
+    for (int i = 1; i < args.argc; i++) {
+        if (!pp_argv_at(&args, i, NULL)) {
+            fprintf(stderr, "pprt: error: %s takes no value\ntry 'pprt --help'\n", args.argv[i - 1]);
+            return 2;
+        }
+        argc = args.argc;
+        argv = args.argv;
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
@@ -316,8 +365,8 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
             c->ops = true;
         } else if (!strcmp(a, "--info")) {
             c->info = true;
-        } else if (!strcmp(a, "-o")) {
-            if (!v) return bad_usage("-o needs a directory", NULL);
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (!v) return bad_usage(a, " needs a directory");
             c->out_dir = v, i++;
         } else if (!strcmp(a, "--labels")) {
             if (!v) return bad_usage("--labels needs a .npy file", NULL);
@@ -416,7 +465,7 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
                 if (be && be->option) taken = be->option(argc, argv, &i, msg, sizeof msg);
             }
             if (taken < 0) return bad_usage(msg, NULL);
-            if (!taken) return bad_usage("unknown option ", a);
+            if (!taken) return unknown_option(a);
         } else if (!c->plan) {
             c->plan = a;
         } else if (!c->data) {
@@ -433,7 +482,7 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
         if (c->backend && !c->list_backends && !pprt_backend_find(c->backend)) {
             char names[256];
             pprt_backend_names(names, sizeof names);
-            fprintf(stderr, "pprt: --backend %s: no such backend in this build (it has: %s)\n", c->backend, names);
+            fprintf(stderr, "pprt: error: --backend %s: no such backend in this build (it has: %s)\ntry 'pprt --help'\n", c->backend, names);
             return 2;
         }
         print_version();
@@ -459,12 +508,12 @@ static int choose_backend(pprt_cli *c, bool ranks) {
     char names[256];
     pprt_backend_names(names, sizeof names);
     if (!b) {
-        fprintf(stderr, "pprt: --backend %s: no such backend in this build (it has: %s)\n", c->backend, names);
+        fprintf(stderr, "pprt: error: --backend %s: no such backend in this build (it has: %s)\ntry 'pprt --help'\n", c->backend, names);
         return 2;
     }
     const char *why = b->unavailable && !ranks ? b->unavailable() : NULL;
     if (why) {
-        fprintf(stderr, "pprt: --backend %s: not available here: %s\n", b->name, why);
+        fprintf(stderr, "pprt: error: --backend %s: not available here: %s\n", b->name, why);
         return 2;
     }
     c->run.backend = b;
