@@ -153,6 +153,13 @@ pp_status pprt_npz_open(const char *path, pprt_npz *z, pp_err *err) {
                         "(np.savez) and deflated (np.savez_compressed) members", path, name, method);
             goto out;
         }
+        /* deflate expands at most 1032 times (a run of one byte): a larger
+         * size claimed is a damaged entry, never a reason to allocate it */
+        if (method == 8 && usize > csize * 1032 + 64) {
+            s = PP_FAIL(err, PP_EINVAL, "%s: member '%s' claims %llu bytes from %llu deflated, more than deflate can "
+                        "expand to", path, name, (unsigned long long)usize, (unsigned long long)csize);
+            goto out;
+        }
         if (off > size || csize > size - off || (method == 0 && csize != usize)) {
             s = PP_FAIL(err, PP_EINVAL, "%s: member '%s' (%llu bytes at %llu) lies outside the file's %llu bytes",
                         path, name, (unsigned long long)csize, (unsigned long long)off, (unsigned long long)size);
