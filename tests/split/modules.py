@@ -23,6 +23,8 @@ transformers; model_zoo exports them first), rebuilt in PyTorch:
 4. For RUNS of them (the deepest in each part of the graph) the plan runs
    at --threads 1 and gives the same bits as the -pp 1 plan (a cut never
    changes which kernels run).
+5. On ResNet-50 and DistilBERT (--dim seq): the options `pprt --info`
+   prints recompile the model to a byte-identical plan (issue 52).
 
 Usage: modules.py WORKDIR ZOO_DIR [--models a,b] (env: PPCC, PPRT). About
 2-4 minutes on 2 cores once the zoo is exported (the transformers' compiles
@@ -30,6 +32,7 @@ are most of it)."""
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -184,6 +187,34 @@ def check(name):
           f"ran at {len(outs) - 1}", flush=True)
 
 
+def round_trip(name):
+    """The options `pprt --info` prints recompile a zoo model to the same plan, byte for byte (issue 52)."""
+    d = os.path.join(zoo_dir, name)
+    path = os.path.join(d, "model.onnx")
+    meta = json.load(open(os.path.join(d, "meta.json")))
+    args = meta.get("compile_args") or ["-b", "1"]
+    a, b = os.path.join(work, "rt_a.plan"), os.path.join(work, "rt_b.plan")
+    for extra in (["-pp", "2"], ["-pp", "3", "--policy", "flops", "--depth", "3"]):
+        r = run([PPCC, path, *args, *extra, "-q", "-o", a])
+        info = run([PPRT, "--info", a]).stdout.splitlines() if r.returncode == 0 else []
+        opts = info[0].split("options: ", 1)[1] if info and "options: " in info[0] else None
+        if opts is None:
+            failures.append(f"{name} {extra}: no plan or no options line: {r.stderr.strip()[-200:]}")
+            continue
+        r = run([PPCC, path, *shlex.split(opts), "-q", "-o", b])
+        same = False
+        if r.returncode == 0:
+            with open(a, "rb") as fa, open(b, "rb") as fb:
+                same = fa.read() == fb.read()
+        if not same:
+            failures.append(f"{name} {extra}: pprt --info's options '{opts}' recompile to another plan "
+                            f"(exit {r.returncode}: {r.stderr.strip()[-200:]})")
+        print(f"modules: {name} {' '.join(extra)}: the options line '{opts}' recompiles to the same plan: {same}")
+    for f in (a, b):
+        if os.path.exists(f):
+            os.remove(f)
+
+
 models = only or [n for n, s in zoo.REGISTRY.items() if s.tag == "fast"]
 done = 0
 for n in models:
@@ -191,6 +222,8 @@ for n in models:
         print(f"modules: {n}: not exported under {zoo_dir}; skipped")
         continue
     check(n)
+    if n in ("resnet50", "distilbert"):
+        round_trip(n)
     done += 1
 for f in failures:
     print("FAIL:", f)
