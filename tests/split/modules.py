@@ -215,6 +215,7 @@ def round_trip(name):
             os.remove(f)
 
 
+NAMED = {"efficientnet_b0": ["features.3.0.block.1"]}
 models = only or [n for n, s in zoo.REGISTRY.items() if s.tag == "fast"]
 done = 0
 for n in models:
@@ -222,6 +223,15 @@ for n in models:
         print(f"modules: {n}: not exported under {zoo_dir}; skipped")
         continue
     check(n)
+    for at in NAMED.get(n, ()):  # named in the issue: PyTorch's model.features[3][0].block[1]
+        r = run([PPCC, os.path.join(zoo_dir, n, "model.onnx"), "--split-at", at, "--report-json",
+                 os.path.join(work, "named.json"), "-q", "-o", os.devnull])
+        first = json.load(open(os.path.join(work, "named.json")))["stages"][1]["first_node"] if r.returncode == 0 else ""
+        if r.returncode or "/block/block.1/" not in first or "/features.3/features.3.0/" not in first:
+            failures.append(f"{n}: --split-at {at}: exit {r.returncode}, stage 1 starts at {first!r}: "
+                            f"{r.stderr.strip()[-200:]}")
+        else:
+            print(f"modules: {n}: --split-at {at} cuts before {first}")
     if n in ("resnet50", "distilbert"):
         round_trip(n)
     done += 1
