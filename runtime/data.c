@@ -217,10 +217,9 @@ static bool ends_with(const char *s, const char *tail) {
     return a >= b && !strcmp(s + a - b, tail);
 }
 
-/* The file's data for input i: a .npy, a .pb (an ONNX TensorProto), or
- * FILE.npz:KEY; src says which. */
-static pp_status read_bound(const pprt_plan *p, int i, const char *path, pprt_npy *npy, pprt_data_src *src,
-                            pp_err *err) {
+/* --input's file for input i: a .npy, a .pb (an ONNX TensorProto), or
+ * FILE.npz:KEY. */
+static pp_status read_bound(const pprt_plan *p, int i, const char *path, pprt_npy *npy, pp_err *err) {
     const char *colon = strstr(path, ".npz:");
     if (colon) {
         char file[4096];
@@ -236,7 +235,6 @@ static pp_status read_bound(const pprt_plan *p, int i, const char *path, pprt_np
         return PP_FAIL(err, PP_EINVAL, "--input %s=%s: an .npz archive needs the array's key: %s:KEY",
                        p->inputs[i].name, path, path);
     if (ends_with(path, ".pb")) return pprt_pb_read(path, npy, NULL, err);
-    (void)src;
     return pprt_npy_read(path, npy, err);
 }
 
@@ -256,16 +254,58 @@ static void name_list(char *buf, size_t n, char *const *names, const bool *skip,
     if (!buf[0]) snprintf(buf, n, "nothing");
 }
 
+/* The plan's input names for a message: "a, b". */
+static void input_list(const pprt_plan *p, char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int j = 0; j < p->n_inputs && k < n; j++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", j ? ", " : "", p->inputs[j].name);
+    if (!buf[0]) snprintf(buf, n, "none");
+}
+
+/* Where the data files and inputs found so far stand. */
+typedef struct {
+    const pprt_plan *p;
+    pprt_npy *npys;
+    pprt_array *arrays;
+    pprt_data_src *src;
+    bool *bound; /* per input: its data is read */
+    int64_t *n;  /* the samples, as check_input keeps them */
+} feed;
+
+/* Refused when input i has its data already: two sources for one input. */
+static pp_status not_fed(const feed *F, int i, const char *what, pp_err *err) {
+    if (!F->bound[i]) return PP_OK;
+    return PP_FAIL(err, PP_EINVAL, "%s and %s both give data for input '%s'", F->src[i].from, what,
+                   F->p->inputs[i].name);
+}
+
+/* npys[i], just read from `what`, feeds input i: recorded and checked
+ * against the plan. `note` (or NULL) follows `what` in the mapping. */
+static pp_status fed(feed *F, int i, const char *what, const char *note, pp_err *err) {
+    F->bound[i] = true;
+    snprintf(F->src[i].from, sizeof F->src[i].from, "%s%s", what, note ? note : "");
+    return check_input(F->p, i, what, &F->npys[i], &F->arrays[i], F->n, err);
+}
+
+/* The path of data file `name`: in the folder `dir`, or `dir` itself a file
+ * (then name is that path). */
+static void data_path(char *buf, size_t n, const char *dir, bool is_dir, const char *name) {
+    if (is_dir) snprintf(buf, n, "%s/%s", dir, name);
+    else snprintf(buf, n, "%s", name);
+}
+
 /* The inputs' files: --input bindings, then NAME.npy and the keys of .npz
  * files in dir (a directory, or itself one .npz or .npy file), then, for a
  * one-input plan only, the folder's one .npy file or one file per sample.
  * Files that feed no input are refused unless o->ignore_extra. */
-static pp_status load_npy_layout(const pprt_plan *p, const char *dir, const pprt_data_opts *o, pprt_npy *npys,
-                                 pprt_array *arrays, pprt_data_src *src, int64_t *n, pp_err *err) {
+static pp_status load_npy_layout(const pprt_plan *p, const char *dir, bool is_dir, const pprt_data_opts *o,
+                                 pprt_npy *npys, pprt_array *arrays, pprt_data_src *src, int64_t *n, pp_err *err) {
     char path[4096], list[1024];
     const int ni = p->n_inputs;
     bool *bound = calloc(pp_count(ni), sizeof *bound);
     if (!bound) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    feed F = {p, npys, arrays, src, bound, n};
     char **names = NULL;
     int n_files = 0;
     bool *used = NULL;
@@ -277,33 +317,22 @@ static pp_status load_npy_layout(const pprt_plan *p, const char *dir, const pprt
         if (i < 0 && f >= 0) {
             s = frozen_data(p, f, o->bind_path[b], err);
         } else if (i < 0) {
-            for (int j = 0; j < ni; j++) {
-                size_t k = j ? strlen(list) : 0;
-                snprintf(list + k, sizeof list - k, "%s%s", j ? ", " : "", p->inputs[j].name);
-            }
+            input_list(p, list, sizeof list);
             s = PP_FAIL(err, PP_EINVAL, "--input %s=%s: the plan has no input '%s'; its input%s: %s", o->bind_name[b],
-                        o->bind_path[b], o->bind_name[b], ni == 1 ? "" : "s", ni ? list : "none");
+                        o->bind_path[b], o->bind_name[b], ni == 1 ? "" : "s", list);
         } else if (bound[i]) {
             s = PP_FAIL(err, PP_EINVAL, "--input names input '%s' twice", p->inputs[i].name);
-        } else if ((s = read_bound(p, i, o->bind_path[b], &npys[i], &src[i], err)) == PP_OK) {
-            bound[i] = true;
-            snprintf(src[i].from, sizeof src[i].from, "%s", o->bind_path[b]);
-            s = check_input(p, i, o->bind_path[b], &npys[i], &arrays[i], n, err);
+        } else if ((s = read_bound(p, i, o->bind_path[b], &npys[i], err)) == PP_OK) {
+            s = fed(&F, i, o->bind_path[b], NULL, err);
         }
     }
-    struct stat sb;
-    const bool is_dir = dir && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode);
     if (s == PP_OK && dir && !is_dir) { /* DATA is one file: an .npz of inputs, or a one-input plan's .npy */
         if (ends_with(dir, ".npz")) {
             if (!(names = malloc(sizeof *names)) || !(names[0] = strdup(dir))) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
             else n_files = 1;
         } else if (ends_with(dir, ".npy") && ni == 1) {
-            if (bound[0]) s = PP_FAIL(err, PP_EINVAL, "%s and --input both give data for input '%s'", dir, p->inputs[0].name);
-            else if ((s = pprt_npy_read(dir, &npys[0], err)) == PP_OK) {
-                bound[0] = true;
-                snprintf(src[0].from, sizeof src[0].from, "%s", dir);
-                s = check_input(p, 0, dir, &npys[0], &arrays[0], n, err);
-            }
+            if ((s = not_fed(&F, 0, dir, err)) == PP_OK && (s = pprt_npy_read(dir, &npys[0], err)) == PP_OK)
+                s = fed(&F, 0, dir, NULL, err);
         } else {
             s = PP_FAIL(err, PP_EIO, "data '%s' is not a directory%s", dir,
                         ends_with(dir, ".npy") ? ", and a plan of several inputs needs more than one .npy (a folder, "
@@ -319,30 +348,24 @@ static pp_status load_npy_layout(const pprt_plan *p, const char *dir, const pprt
     /* the file --labels reads is not an input's, wherever it lies */
     struct stat lab;
     const bool have_lab = o && o->skip && stat(o->skip, &lab) == 0;
-    for (int k = 0; s == PP_OK && k < n_files; k++) {
-        if (is_dir) snprintf(path, sizeof path, "%s/%s", dir, names[k]);
-        else snprintf(path, sizeof path, "%s", names[k]);
+    for (int k = 0; s == PP_OK && have_lab && k < n_files; k++) {
+        data_path(path, sizeof path, dir, is_dir, names[k]);
         struct stat fs;
         if (have_lab && stat(path, &fs) == 0 && fs.st_dev == lab.st_dev && fs.st_ino == lab.st_ino) used[k] = true;
     }
     /* 2. NAME.npy, and the keys of each .npz */
     for (int k = 0; s == PP_OK && k < n_files; k++) {
         if (used[k]) continue;
-        if (is_dir) snprintf(path, sizeof path, "%s/%s", dir, names[k]);
-        else snprintf(path, sizeof path, "%s", names[k]);
+        data_path(path, sizeof path, dir, is_dir, names[k]);
         if (ends_with(names[k], ".npy")) {
             char stem[PP_FILE_NAME_MAX];
             snprintf(stem, sizeof stem, "%.*s", (int)strlen(names[k]) - 4, names[k]);
             int f = input_named(p, stem, true), i = input_named(p, stem, false);
             if (i < 0 && f >= 0) s = frozen_data(p, f, path, err);
             if (i < 0 || s != PP_OK) continue;
-            if (bound[i]) {
-                s = PP_FAIL(err, PP_EINVAL, "%s and %s both give data for input '%s'", src[i].from, path,
-                            p->inputs[i].name);
-            } else if ((s = pprt_npy_read(path, &npys[i], err)) == PP_OK) {
-                bound[i] = used[k] = true;
-                snprintf(src[i].from, sizeof src[i].from, "%s", path);
-                s = check_input(p, i, path, &npys[i], &arrays[i], n, err);
+            if ((s = not_fed(&F, i, path, err)) == PP_OK && (s = pprt_npy_read(path, &npys[i], err)) == PP_OK) {
+                used[k] = true;
+                s = fed(&F, i, path, NULL, err);
             }
             continue;
         }
@@ -359,20 +382,13 @@ static pp_status load_npy_layout(const pprt_plan *p, const char *dir, const pprt
             } else if (i < 0) {
                 if (xk < sizeof extra)
                     xk += (size_t)snprintf(extra + xk, sizeof extra - xk, "%s'%s'", xk ? ", " : "", z.m[m].key);
-            } else if (bound[i]) {
-                s = PP_FAIL(err, PP_EINVAL, "%s and %s both give data for input '%s'", src[i].from, what,
-                            p->inputs[i].name);
-            } else if ((s = pprt_npz_read(&z, z.m[m].key, &npys[i], err)) == PP_OK) {
-                bound[i] = used[k] = true;
-                snprintf(src[i].from, sizeof src[i].from, "%s", what);
-                s = check_input(p, i, what, &npys[i], &arrays[i], n, err);
+            } else if ((s = not_fed(&F, i, what, err)) == PP_OK &&
+                       (s = pprt_npz_read(&z, z.m[m].key, &npys[i], err)) == PP_OK) {
+                s = fed(&F, i, what, NULL, err);
             }
         }
         if (s == PP_OK && xk && !(o && o->ignore_extra)) {
-            for (int j = 0; j < ni; j++) {
-                size_t q = j ? strlen(list) : 0;
-                snprintf(list + q, sizeof list - q, "%s%s", j ? ", " : "", p->inputs[j].name);
-            }
+            input_list(p, list, sizeof list);
             s = PP_FAIL(err, PP_EINVAL, "%s: the arrays %s match no input of the plan (its input%s: %s); name each "
                         "array after its input, or pass --ignore-extra", path, extra, ni == 1 ? "" : "s", list);
         }
@@ -385,11 +401,10 @@ static pp_status load_npy_layout(const pprt_plan *p, const char *dir, const pprt
         for (int k = 0; k < n_files; k++)
             if (!used[k] && ends_with(names[k], ".npy")) left++, at = at < 0 ? k : at;
         if (left == 1) {
-            snprintf(path, sizeof path, "%s/%s", dir, names[at]);
+            data_path(path, sizeof path, dir, is_dir, names[at]);
             if ((s = pprt_npy_read(path, &npys[0], err)) == PP_OK) {
-                bound[0] = used[at] = true;
-                snprintf(src[0].from, sizeof src[0].from, "%s (the folder's only .npy file)", path);
-                s = check_input(p, 0, path, &npys[0], &arrays[0], n, err);
+                used[at] = true;
+                s = fed(&F, 0, path, " (the folder's only .npy file)", err);
             }
         } else if (left > 1 && p->batch > 0) {
             char **ps = malloc(sizeof *ps * (size_t)left);
@@ -422,10 +437,7 @@ static pp_status load_npy_layout(const pprt_plan *p, const char *dir, const pprt
         if (extra) {
             name_list(list, sizeof list, names, used, n_files, 8);
             char ins[512];
-            size_t q = 0;
-            ins[0] = 0;
-            for (int j = 0; j < ni && q < sizeof ins; j++)
-                q += (size_t)snprintf(ins + q, sizeof ins - q, "%s%s", j ? ", " : "", p->inputs[j].name);
+            input_list(p, ins, sizeof ins);
             s = PP_FAIL(err, PP_EINVAL, "%s holds %d data file%s that feed%s no input of the plan: %s (its input%s: "
                         "%s); name each file after its input, give --input NAME=PATH, or pass --ignore-extra",
                         dir, extra, extra == 1 ? "" : "s", extra == 1 ? "s" : "", list, ni == 1 ? "" : "s", ins);
@@ -498,8 +510,9 @@ pp_status pprt_data_load(const pprt_plan *p, const char *dir, const pprt_data_op
     for (int i = 0; i < p->n_inputs; i++) memset(&npys[i], 0, sizeof npys[i]), src[i].from[0] = 0;
     int *ks = NULL, n_ks = 0;
     struct stat sb;
-    pp_status s = dir && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) ? list_pb_inputs(dir, &ks, &n_ks, err) : PP_OK;
-    if (s == PP_OK && dir && stat(dir, &sb) != 0)
+    const bool there = dir && stat(dir, &sb) == 0, is_dir = there && S_ISDIR(sb.st_mode);
+    pp_status s = is_dir ? list_pb_inputs(dir, &ks, &n_ks, err) : PP_OK;
+    if (s == PP_OK && dir && !there)
         s = PP_FAIL(err, PP_EIO, "cannot open data directory '%s': %s", dir, strerror(errno));
     if (s == PP_OK && p->n_inputs == 0) { /* nothing to read: one evaluation */
         free(ks);
@@ -512,7 +525,7 @@ pp_status pprt_data_load(const pprt_plan *p, const char *dir, const pprt_data_op
     if (s == PP_OK && n_ks) {
         s = load_pb_layout(p, dir, ks, n_ks, npys, arrays, src, n, err);
     } else if (s == PP_OK) {
-        s = load_npy_layout(p, dir, o, npys, arrays, src, n, err);
+        s = load_npy_layout(p, dir, is_dir, o, npys, arrays, src, n, err);
     }
     free(ks);
     free(own);
