@@ -1,6 +1,8 @@
 /* args.c: argv as both tools read it (args.h). */
 #include "args.h"
 
+#include "base.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,27 +51,6 @@ bool pp_argv_at(pp_argv *a, int i, const char *const *keep) {
     return true;
 }
 
-/* Levenshtein distance, capped at 64 characters a side. */
-static int distance(const char *s, size_t ls, const char *t) {
-    size_t lt = strlen(t);
-    if (ls > 64 || lt > 64) return 1000;
-    int row[65];
-    for (size_t j = 0; j <= lt; j++) row[j] = (int)j;
-    for (size_t i = 1; i <= ls; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lt; j++) {
-            const int up = row[j];
-            int best = diag + (s[i - 1] != t[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lt];
-}
-
 const char *pp_argv_suggest(const char *bad, const char *const *names, int n) {
     const char *eq = strchr(bad, '=');
     const size_t len = eq ? (size_t)(eq - bad) : strlen(bad);
@@ -86,7 +67,7 @@ const char *pp_argv_suggest(const char *bad, const char *const *names, int n) {
     int bd = limit + 1;
     bool tie = false;
     for (int k = 0; k < n; k++) {
-        const int d = distance(bad, len, names[k]);
+        const int d = pp_edit_distance(bad, len, names[k]);
         if (d < bd) best = names[k], bd = d, tie = false;
         else if (d == bd && best && strcmp(best, names[k])) tie = true;
     }

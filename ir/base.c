@@ -465,3 +465,23 @@ pp_status pp_file_names_check(const char *const *names, int n, const char *what,
     free(e);
     return s;
 }
+
+int pp_edit_distance(const char *a, size_t la, const char *b) {
+    const size_t lb = strlen(b);
+    if (la > 200 || lb > 200) return 1000;
+    int row[201];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0]; /* row i-1's value at j-1 */
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            const int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}

@@ -238,6 +238,9 @@ pp_status pp_file_names_check(const char *const *names, int n, const char *what,
 
 /* A JSON string literal of s (quotes, escapes for '"', '\\' and control bytes). */
 void pp_json_str(FILE *f, const char *s);
+/* Levenshtein distance between a[0..la) and the string b, for "did you mean"
+ * and "closest" hints; 1000 when either is over 200 characters. */
+int pp_edit_distance(const char *a, size_t la, const char *b);
 
 /* ---- attributes (ONNX AttributeProto, minus tensors and graphs) ---------- */
 

@@ -290,24 +290,6 @@ bool pp_node_in_module(const pp_node *n, const char *path) {
     return false;
 }
 
-/* Levenshtein distance, capped inputs (module paths are short). */
-static int edit_distance(const char *a, const char *b) {
-    int la = (int)strlen(a), lb = (int)strlen(b);
-    if (la > 200 || lb > 200) return 1000;
-    int prev[201], cur[201];
-    for (int j = 0; j <= lb; j++) prev[j] = j;
-    for (int i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (int j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
-    }
-    return prev[lb];
-}
-
 int pp_module_first_node(const pp_graph *g, const char *path, char *hint, size_t hint_len) {
     for (int i = 0; i < g->n_nodes; i++)
         if (pp_node_in_module(&g->nodes[i], path)) return i;
@@ -321,7 +303,7 @@ int pp_module_first_node(const pp_graph *g, const char *path, char *hint, size_t
             bool seen = false;
             for (int b = 0; b < 3; b++) seen |= best[b] && strcmp(best[b], s) == 0;
             if (seen) continue;
-            int d = edit_distance(path, s);
+            int d = pp_edit_distance(path, strlen(path), s);
             for (int b = 0; b < 3; b++)
                 if (d < bd[b]) {
                     for (int c = 2; c > b; c--) best[c] = best[c - 1], bd[c] = bd[c - 1];
