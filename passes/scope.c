@@ -235,11 +235,11 @@ static int cmp_order(const void *a, const void *b) {
 }
 
 void pp_modules_print(FILE *f, const pp_graph *g) {
-    int n = g->n_modules;
+    const int n = g->n_modules;
     int *ops = calloc((size_t)(n ? n : 1), sizeof *ops), *first = malloc(sizeof *first * (size_t)(n ? n : 1));
-    int *order = malloc(sizeof *order * (size_t)(n ? n : 1));
-    if (!ops || !first || !order) {
-        free(ops), free(first), free(order);
+    mod_order *o = malloc(sizeof *o * (size_t)(n ? n : 1));
+    if (!ops || !first || !o) {
+        free(ops), free(first), free(o);
         return;
     }
     for (int m = 0; m < n; m++) first[m] = -1;
@@ -254,22 +254,14 @@ void pp_modules_print(FILE *f, const pp_graph *g) {
         }
     /* graph order of the first op, a parent before its first child (the
      * same first op, a shorter path); then the modules without ops */
-    mod_order *o = malloc(sizeof *o * (size_t)(n ? n : 1));
-    if (!o) {
-        free(ops), free(first), free(order);
-        return;
-    }
     for (int m = 0; m < n; m++)
         o[m] = (mod_order){first[m] < 0 ? INT_MAX : first[m], strlen(g->modules[m]), m};
     qsort(o, (size_t)n, sizeof *o, cmp_order);
-    int k = n;
-    for (int m = 0; m < n; m++) order[m] = o[m].m;
-    free(o);
-    for (int j = 0; j < k; j++) {
-        int m = order[j];
+    for (int j = 0; j < n; j++) {
+        const int m = o[j].m;
         fprintf(f, "%s\t%d\t%s\n", g->modules[m], ops[m], first[m] >= 0 ? g->nodes[first[m]].name : "-");
     }
-    free(ops), free(first), free(order);
+    free(ops), free(first), free(o);
 }
 
 bool pp_model_names_module(const pp_graph *g, const char *path) {
