@@ -628,48 +628,19 @@ static pp_status need_bcast_shape(const char *op, const pprt_tensor *in, int n_i
     }
 #define P0 ((T)c->p[0])
 #define P1 ((T)c->p[1])
-FLOAT_UNARY_FN(f_relu, v < 0 ? (T)0 : v) /* NaN stays NaN */
-FLOAT_UNARY_FN(f_leakyrelu, v < 0 ? P0 * v : v)
-FLOAT_UNARY_FN(f_elu, v < 0 ? P0 * expm1(v) : v)
-FLOAT_UNARY_FN(f_selu, v <= 0 ? P1 * (P0 * expm1(v)) : P1 * v) /* p = alpha, gamma */
-FLOAT_UNARY_FN(f_sigmoid, v >= 0 ? (T)1 / ((T)1 + exp(-v)) : exp(v) / ((T)1 + exp(v)))
-FLOAT_UNARY_FN(f_hardsigmoid, P0 * v + P1 < 0 ? (T)0 : P0 * v + P1 > 1 ? (T)1 : P0 * v + P1)
-FLOAT_UNARY_FN(f_hardswish,
-               v * (v / 6 + (T)0.5 < 0 ? (T)0 : v / 6 + (T)0.5 > 1 ? (T)1 : v / 6 + (T)0.5))
-FLOAT_UNARY_FN(f_tanh, tanh(v))
-FLOAT_UNARY_FN(f_softplus, v > 0 ? v + log1p(exp(-v)) : log1p(exp(v)))
-FLOAT_UNARY_FN(f_erf, erf(v))
-FLOAT_UNARY_FN(f_gelu_erf, (T)0.5 * v * ((T)1 + erf(v * (T)0.70710678118654752440)))
-FLOAT_UNARY_FN(f_gelu_tanh, (T)0.5 * v *
-                                ((T)1 + tanh((T)0.79788456080286535588 *
-                                             (v + (T)0.044715 * v * v * v))))
-FLOAT_UNARY_FN(f_sqrt, sqrt(v))
-FLOAT_UNARY_FN(f_exp, exp(v))
-FLOAT_UNARY_FN(f_log, log(v))
-FLOAT_UNARY_FN(f_reciprocal, (T)1 / v)
-FLOAT_UNARY_FN(f_floor, floor(v))
-FLOAT_UNARY_FN(f_ceil, ceil(v))
+#define K(x) ((T)(x))
+#define EW(f) f /* tgmath: the float version for float, the double one for double */
+/* the formulas of ir/ops_unary.def: f_RELU, ..., f_GELU_TANH */
+#define PP_UNARY(E, NAME, TR, FLOPS, A0, D0, A1, D1, F) FLOAT_UNARY_FN(f_##E, F)
+#define PP_UNARY_OWN(E, NAME, TR, FLOPS, F) FLOAT_UNARY_FN(f_##E, F)
+#define PP_EW_FORMULA(E, F) FLOAT_UNARY_FN(f_##E, F)
+#include "../../ir/ops_unary.def"
+#undef PP_UNARY
+#undef PP_UNARY_OWN
+#undef PP_EW_FORMULA
+#undef EW
+#undef K
 FLOAT_UNARY_FN(f_divide_by, v / P0)
-FLOAT_UNARY_FN(f_round, nearbyint(v)) /* half to even: the default rounding mode */
-FLOAT_UNARY_FN(f_sin, sin(v))
-FLOAT_UNARY_FN(f_cos, cos(v))
-FLOAT_UNARY_FN(f_tan, tan(v))
-FLOAT_UNARY_FN(f_asin, asin(v))
-FLOAT_UNARY_FN(f_acos, acos(v))
-FLOAT_UNARY_FN(f_atan, atan(v))
-FLOAT_UNARY_FN(f_sinh, sinh(v))
-FLOAT_UNARY_FN(f_cosh, cosh(v))
-FLOAT_UNARY_FN(f_asinh, asinh(v))
-FLOAT_UNARY_FN(f_acosh, acosh(v))
-FLOAT_UNARY_FN(f_atanh, atanh(v))
-FLOAT_UNARY_FN(f_softsign, v / ((T)1 + fabs(v)))
-/* x * tanh(softplus(x)), softplus as in f_softplus */
-FLOAT_UNARY_FN(f_mish, v * tanh(v > 0 ? v + log1p(exp(-v)) : log1p(exp(v))))
-/* max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) */
-FLOAT_UNARY_FN(f_celu, v > 0 ? v : P0 * expm1(v / P0))
-FLOAT_UNARY_FN(f_thresholdedrelu, v > P0 ? v : (T)0)
-/* x * sigmoid(alpha * x), the sigmoid as in f_sigmoid */
-FLOAT_UNARY_FN(f_swish, P0 * v >= 0 ? v / ((T)1 + exp(-P0 * v)) : v * exp(P0 * v) / ((T)1 + exp(P0 * v)))
 #undef P0
 #undef P1
 
@@ -1056,54 +1027,26 @@ pp_status kern_IDENTITY(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_te
 
 /* ---- unary float ops ------------------------------------------------------------------------ */
 
-#define UNARY_KERNEL(E, NAME, FN)                                                              \
+/* A float op of ir/ops_unary.def: its up to two float attributes (A0, A1:
+ * NULL for none) as c->p[0] and c->p[1], then its formula f_E. */
+#define UNARY_KERNEL(E, NAME, A0, D0, A1, D1)                                                  \
     pp_status kern_##E(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,      \
                        int n_out, pprt_scratch *scratch, pp_err *err) {                        \
         LIFT(kern_##E);                                                                        \
         ew_ctx c = {0};                                                                        \
-        return run_unary(NAME, K_FLOAT, FN, &c, in, n_in, out, n_out, err);                    \
+        const char *a0 = A0, *a1 = A1;                                                         \
+        if (a0) PP_TRY(attr_f(attrs, a0, D0, &c.p[0], err));                                   \
+        if (a1) PP_TRY(attr_f(attrs, a1, D1, &c.p[1], err));                                   \
+        return run_unary(NAME, K_FLOAT, f_##E, &c, in, n_in, out, n_out, err);                 \
     }
-UNARY_KERNEL(RELU, "Relu", f_relu)
-UNARY_KERNEL(SIGMOID, "Sigmoid", f_sigmoid)
-UNARY_KERNEL(HARDSWISH, "HardSwish", f_hardswish)
-UNARY_KERNEL(TANH, "Tanh", f_tanh)
-UNARY_KERNEL(SOFTPLUS, "Softplus", f_softplus)
-UNARY_KERNEL(ERF, "Erf", f_erf)
-UNARY_KERNEL(SQRT, "Sqrt", f_sqrt)
-UNARY_KERNEL(EXP, "Exp", f_exp)
-UNARY_KERNEL(LOG, "Log", f_log)
-UNARY_KERNEL(RECIPROCAL, "Reciprocal", f_reciprocal)
-UNARY_KERNEL(FLOOR, "Floor", f_floor)
-UNARY_KERNEL(CEIL, "Ceil", f_ceil)
-UNARY_KERNEL(ROUND, "Round", f_round)
-UNARY_KERNEL(SIN, "Sin", f_sin)
-UNARY_KERNEL(COS, "Cos", f_cos)
-UNARY_KERNEL(TAN, "Tan", f_tan)
-UNARY_KERNEL(ASIN, "Asin", f_asin)
-UNARY_KERNEL(ACOS, "Acos", f_acos)
-UNARY_KERNEL(ATAN, "Atan", f_atan)
-UNARY_KERNEL(SINH, "Sinh", f_sinh)
-UNARY_KERNEL(COSH, "Cosh", f_cosh)
-UNARY_KERNEL(ASINH, "Asinh", f_asinh)
-UNARY_KERNEL(ACOSH, "Acosh", f_acosh)
-UNARY_KERNEL(ATANH, "Atanh", f_atanh)
-UNARY_KERNEL(SOFTSIGN, "Softsign", f_softsign)
-UNARY_KERNEL(MISH, "Mish", f_mish)
+#define PP_UNARY(E, NAME, TR, FLOPS, A0, D0, A1, D1, F) UNARY_KERNEL(E, NAME, A0, D0, A1, D1)
+#define PP_UNARY_OWN(E, NAME, TR, FLOPS, F)
+#define PP_EW_FORMULA(E, F)
+#include "../../ir/ops_unary.def"
+#undef PP_UNARY
+#undef PP_UNARY_OWN
+#undef PP_EW_FORMULA
 #undef UNARY_KERNEL
-
-/* A float op with one float attribute `name` (default def) as c->p[0]. */
-#define UNARY_KERNEL_P(E, NAME, FN, ATTR, DEF)                                                 \
-    pp_status kern_##E(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,      \
-                       int n_out, pprt_scratch *scratch, pp_err *err) {                        \
-        LIFT(kern_##E);                                                                        \
-        ew_ctx c = {0};                                                                        \
-        PP_TRY(attr_f(attrs, ATTR, DEF, &c.p[0], err));                                        \
-        return run_unary(NAME, K_FLOAT, FN, &c, in, n_in, out, n_out, err);                    \
-    }
-UNARY_KERNEL_P(CELU, "Celu", f_celu, "alpha", 1.0f)
-UNARY_KERNEL_P(THRESHOLDEDRELU, "ThresholdedRelu", f_thresholdedrelu, "alpha", 1.0f)
-UNARY_KERNEL_P(SWISH, "Swish", f_swish, "alpha", 1.0f)
-#undef UNARY_KERNEL_P
 
 pp_status kern_SIGN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                     pprt_scratch *scratch, pp_err *err) {
@@ -1155,40 +1098,6 @@ pp_status kern_ISINF(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tenso
     return run_test("IsInf", f_isinf, (neg != 0) | (pos != 0) << 1, in, n_in, out, n_out, err);
 }
 
-pp_status kern_LEAKYRELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
-                         int n_out, pprt_scratch *scratch, pp_err *err) {
-    LIFT(kern_LEAKYRELU);
-    ew_ctx c = {0};
-    PP_TRY(attr_f(attrs, "alpha", 0.01f, &c.p[0], err));
-    return run_unary("LeakyRelu", K_FLOAT, f_leakyrelu, &c, in, n_in, out, n_out, err);
-}
-
-pp_status kern_ELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
-                   pprt_scratch *scratch, pp_err *err) {
-    LIFT(kern_ELU);
-    ew_ctx c = {0};
-    PP_TRY(attr_f(attrs, "alpha", 1.0f, &c.p[0], err));
-    return run_unary("Elu", K_FLOAT, f_elu, &c, in, n_in, out, n_out, err);
-}
-
-pp_status kern_SELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
-                    int n_out, pprt_scratch *scratch, pp_err *err) {
-    LIFT(kern_SELU);
-    ew_ctx c = {0};
-    PP_TRY(attr_f(attrs, "alpha", 1.67326319217681884765625f, &c.p[0], err));
-    PP_TRY(attr_f(attrs, "gamma", 1.05070102214813232421875f, &c.p[1], err));
-    return run_unary("Selu", K_FLOAT, f_selu, &c, in, n_in, out, n_out, err);
-}
-
-pp_status kern_HARDSIGMOID(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
-                           int n_out, pprt_scratch *scratch, pp_err *err) {
-    LIFT(kern_HARDSIGMOID);
-    ew_ctx c = {0};
-    PP_TRY(attr_f(attrs, "alpha", 0.2f, &c.p[0], err));
-    PP_TRY(attr_f(attrs, "beta", 0.5f, &c.p[1], err));
-    return run_unary("HardSigmoid", K_FLOAT, f_hardsigmoid, &c, in, n_in, out, n_out, err);
-}
-
 pp_status kern_GELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                     int n_out, pprt_scratch *scratch, pp_err *err) {
     LIFT(kern_GELU);
@@ -1199,7 +1108,7 @@ pp_status kern_GELU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
         return PP_FAIL(err, PP_EINVAL, "Gelu kernel: attribute 'approximate'='%s' is unknown",
                        approx);
     ew_ctx c = {0};
-    return run_unary("Gelu", K_FLOAT, tanh_form ? f_gelu_tanh : f_gelu_erf, &c, in, n_in, out,
+    return run_unary("Gelu", K_FLOAT, tanh_form ? f_GELU_TANH : f_GELU, &c, in, n_in, out,
                      n_out, err);
 }
 

@@ -206,14 +206,16 @@ PCU_HD int64_t pcu_f2int(double v, int t) {
 /* ---- elementwise with broadcasting ----------------------------------------------------- */
 
 enum {
-    /* unary float (class F: f32/f16/bf16 computed in float, f64 in double) */
-    PCU_EW_RELU, PCU_EW_LEAKYRELU, PCU_EW_ELU, PCU_EW_SELU, PCU_EW_SIGMOID, PCU_EW_HARDSIGMOID,
-    PCU_EW_HARDSWISH, PCU_EW_TANH, PCU_EW_SOFTPLUS, PCU_EW_ERF, PCU_EW_GELU, PCU_EW_GELU_TANH,
-    PCU_EW_SQRT, PCU_EW_EXP, PCU_EW_LOG, PCU_EW_RECIPROCAL, PCU_EW_FLOOR, PCU_EW_CEIL, PCU_EW_SILU,
-    PCU_EW_ROUND, PCU_EW_ASIN, PCU_EW_ACOS, PCU_EW_ATAN, PCU_EW_SINH,
-    PCU_EW_COSH, PCU_EW_ASINH, PCU_EW_ACOSH, PCU_EW_ATANH, PCU_EW_SOFTSIGN, PCU_EW_MISH,
-    PCU_EW_CELU, PCU_EW_THRESHOLDEDRELU, PCU_EW_SWISH, /* p0: alpha */
-    PCU_EW_SIN, PCU_EW_COS, PCU_EW_TAN, /* f32/f16/bf16 only (pcu_trig); f64 runs on the host */
+    /* unary float (class F: f32/f16/bf16 computed in float, f64 in double): the
+     * rows of ir/ops_unary.def (p0, p1: their attributes), then pp.SiLU */
+#define PP_UNARY(E, NAME, TR, FLOPS, A0, D0, A1, D1, F) PCU_EW_##E,
+#define PP_UNARY_OWN(E, NAME, TR, FLOPS, F) PCU_EW_##E,
+#define PP_EW_FORMULA(E, F) PCU_EW_##E,
+#include "../../ir/ops_unary.def"
+#undef PP_UNARY
+#undef PP_UNARY_OWN
+#undef PP_EW_FORMULA
+    PCU_EW_SILU,
     PCU_EW_SCALE, /* v * p0 (Mean's division folded into a multiply is NOT used: p0 divides) */
     /* unary numeric */
     PCU_EW_NEG, PCU_EW_ABS, PCU_EW_NOT,
@@ -351,108 +353,98 @@ PCU_HD double pcu_trig(int op, float x) {
     return neg * ((q & 1) ? -c / s : s / c);
 }
 
+/* The formulas of ir/ops_unary.def as cases of a switch, in float (F) or
+ * double (D): P0, P1, K and EW as that file says. Sin, Cos and Tan of a float
+ * by pcu_trig (the device's need local memory); of a double they never reach
+ * a kernel (f64 Sin/Cos/Tan run on the host: plan_elementwise), so the D
+ * cases return v as the default does. */
+#define PCU_UNARY_CASE(E, F) \
+    case PCU_EW_##E: return (F);
+#define PP_UNARY(E, NAME, TR, FLOPS, A0, D0, A1, D1, F) PCU_UNARY_CASE(E, F)
+#define PP_UNARY_OWN(E, NAME, TR, FLOPS, F) PCU_UNARY_CASE(E, F)
+#define PP_EW_FORMULA(E, F) PCU_UNARY_CASE(E, F)
+#define P0 p0
+#define P1 p1
+#define pcu_f_expm1 expm1f
+#define pcu_f_exp expf
+#define pcu_f_log1p log1pf
+#define pcu_f_log logf
+#define pcu_f_tanh tanhf
+#define pcu_f_erf erff
+#define pcu_f_sqrt sqrtf
+#define pcu_f_floor floorf
+#define pcu_f_ceil ceilf
+#define pcu_f_nearbyint nearbyintf
+#define pcu_f_sin(x) ((float)pcu_trig(PCU_EW_SIN, x))
+#define pcu_f_cos(x) ((float)pcu_trig(PCU_EW_COS, x))
+#define pcu_f_tan(x) ((float)pcu_trig(PCU_EW_TAN, x))
+#define pcu_f_asin asinf
+#define pcu_f_acos acosf
+#define pcu_f_atan atanf
+#define pcu_f_sinh sinhf
+#define pcu_f_cosh coshf
+#define pcu_f_asinh asinhf
+#define pcu_f_acosh acoshf
+#define pcu_f_atanh atanhf
+#define pcu_f_fabs fabsf
+#define pcu_d_sin(x) (x)
+#define pcu_d_cos(x) (x)
+#define pcu_d_tan(x) (x)
+#define pcu_d_expm1 expm1
+#define pcu_d_exp exp
+#define pcu_d_log1p log1p
+#define pcu_d_log log
+#define pcu_d_tanh tanh
+#define pcu_d_erf erf
+#define pcu_d_sqrt sqrt
+#define pcu_d_floor floor
+#define pcu_d_ceil ceil
+#define pcu_d_nearbyint nearbyint
+#define pcu_d_asin asin
+#define pcu_d_acos acos
+#define pcu_d_atan atan
+#define pcu_d_sinh sinh
+#define pcu_d_cosh cosh
+#define pcu_d_asinh asinh
+#define pcu_d_acosh acosh
+#define pcu_d_atanh atanh
+#define pcu_d_fabs fabs
+
 PCU_HD float pcu_unary_f(int op, float v, float p0, float p1) {
+#define K(x) ((float)(x))
+#define EW(f) pcu_f_##f
     switch (op) {
-    case PCU_EW_RELU: return v < 0 ? 0.0f : v;
-    case PCU_EW_LEAKYRELU: return v < 0 ? p0 * v : v;
-    case PCU_EW_ELU: return v < 0 ? p0 * expm1f(v) : v;
-    case PCU_EW_SELU: return v <= 0 ? p1 * (p0 * expm1f(v)) : p1 * v;
-    case PCU_EW_SIGMOID: return v >= 0 ? 1.0f / (1.0f + expf(-v)) : expf(v) / (1.0f + expf(v));
-    case PCU_EW_HARDSIGMOID: {
-        const float t = p0 * v + p1;
-        return t < 0 ? 0.0f : t > 1 ? 1.0f : t;
-    }
-    case PCU_EW_HARDSWISH: {
-        const float t = v / 6 + 0.5f;
-        return v * (t < 0 ? 0.0f : t > 1 ? 1.0f : t);
-    }
-    case PCU_EW_TANH: return tanhf(v);
-    case PCU_EW_SOFTPLUS: return v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v));
-    case PCU_EW_ERF: return erff(v);
-    case PCU_EW_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
-    case PCU_EW_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.79788456080286535588f * (v + 0.044715f * v * v * v)));
-    case PCU_EW_SQRT: return sqrtf(v);
-    case PCU_EW_EXP: return expf(v);
-    case PCU_EW_LOG: return logf(v);
-    case PCU_EW_RECIPROCAL: return 1.0f / v;
-    case PCU_EW_FLOOR: return floorf(v);
-    case PCU_EW_CEIL: return ceilf(v);
+#include "../../ir/ops_unary.def"
     case PCU_EW_SILU: return v * (1.0f / (1.0f + expf(-v)));
-    case PCU_EW_ROUND: return nearbyintf(v); /* half to even */
-    case PCU_EW_SIN: case PCU_EW_COS: case PCU_EW_TAN: return (float)pcu_trig(op, v);
-    case PCU_EW_ASIN: return asinf(v);
-    case PCU_EW_ACOS: return acosf(v);
-    case PCU_EW_ATAN: return atanf(v);
-    case PCU_EW_SINH: return sinhf(v);
-    case PCU_EW_COSH: return coshf(v);
-    case PCU_EW_ASINH: return asinhf(v);
-    case PCU_EW_ACOSH: return acoshf(v);
-    case PCU_EW_ATANH: return atanhf(v);
-    case PCU_EW_SOFTSIGN: return v / (1.0f + fabsf(v));
-    case PCU_EW_MISH: return v * tanhf(v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v)));
-    case PCU_EW_CELU: return v > 0 ? v : p0 * expm1f(v / p0);
-    case PCU_EW_THRESHOLDEDRELU: return v > p0 ? v : 0.0f;
-    case PCU_EW_SWISH: {
-        const float a = p0 * v;
-        return a >= 0 ? v / (1.0f + expf(-a)) : v * expf(a) / (1.0f + expf(a));
-    }
     case PCU_EW_SCALE: return v / p0;
     case PCU_EW_NEG: return -v;
     case PCU_EW_ABS: return fabsf(v);
     default: return v;
     }
+#undef EW
+#undef K
 }
 
 PCU_HD double pcu_unary_d(int op, double v, double p0, double p1) {
+#define K(x) ((double)(x))
+#define EW(f) pcu_d_##f
     switch (op) {
-    case PCU_EW_RELU: return v < 0 ? 0.0 : v;
-    case PCU_EW_LEAKYRELU: return v < 0 ? p0 * v : v;
-    case PCU_EW_ELU: return v < 0 ? p0 * expm1(v) : v;
-    case PCU_EW_SELU: return v <= 0 ? p1 * (p0 * expm1(v)) : p1 * v;
-    case PCU_EW_SIGMOID: return v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));
-    case PCU_EW_HARDSIGMOID: {
-        const double t = p0 * v + p1;
-        return t < 0 ? 0.0 : t > 1 ? 1.0 : t;
-    }
-    case PCU_EW_HARDSWISH: {
-        const double t = v / 6 + 0.5;
-        return v * (t < 0 ? 0.0 : t > 1 ? 1.0 : t);
-    }
-    case PCU_EW_TANH: return tanh(v);
-    case PCU_EW_SOFTPLUS: return v > 0 ? v + log1p(exp(-v)) : log1p(exp(v));
-    case PCU_EW_ERF: return erf(v);
-    case PCU_EW_GELU: return 0.5 * v * (1.0 + erf(v * 0.70710678118654752440));
-    case PCU_EW_GELU_TANH: return 0.5 * v * (1.0 + tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v)));
-    case PCU_EW_SQRT: return sqrt(v);
-    case PCU_EW_EXP: return exp(v);
-    case PCU_EW_LOG: return log(v);
-    case PCU_EW_RECIPROCAL: return 1.0 / v;
-    case PCU_EW_FLOOR: return floor(v);
-    case PCU_EW_CEIL: return ceil(v);
+#include "../../ir/ops_unary.def"
     case PCU_EW_SILU: return v * (1.0 / (1.0 + exp(-v)));
-    case PCU_EW_ROUND: return nearbyint(v);
-    case PCU_EW_ASIN: return asin(v);
-    case PCU_EW_ACOS: return acos(v);
-    case PCU_EW_ATAN: return atan(v);
-    case PCU_EW_SINH: return sinh(v);
-    case PCU_EW_COSH: return cosh(v);
-    case PCU_EW_ASINH: return asinh(v);
-    case PCU_EW_ACOSH: return acosh(v);
-    case PCU_EW_ATANH: return atanh(v);
-    case PCU_EW_SOFTSIGN: return v / (1.0 + fabs(v));
-    case PCU_EW_MISH: return v * tanh(v > 0 ? v + log1p(exp(-v)) : log1p(exp(v)));
-    case PCU_EW_CELU: return v > 0 ? v : p0 * expm1(v / p0);
-    case PCU_EW_THRESHOLDEDRELU: return v > p0 ? v : 0.0;
-    case PCU_EW_SWISH: {
-        const double a = p0 * v;
-        return a >= 0 ? v / (1.0 + exp(-a)) : v * exp(a) / (1.0 + exp(a));
-    }
     case PCU_EW_SCALE: return v / p0;
     case PCU_EW_NEG: return -v;
     case PCU_EW_ABS: return fabs(v);
     default: return v;
     }
+#undef EW
+#undef K
 }
+#undef P0
+#undef P1
+#undef PP_UNARY
+#undef PP_UNARY_OWN
+#undef PP_EW_FORMULA
+#undef PCU_UNARY_CASE
 
 /* Binary arithmetic on floats (computed in double for f64, else float). */
 #define PCU_BIN_FLOAT(T, FMOD, POW)                                                   \

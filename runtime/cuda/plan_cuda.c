@@ -196,41 +196,14 @@ static bool ew_int(pp_dtype t) {
 /* The EW op of a unary/binary/comparison node, or -1. */
 static int ew_op_of(pp_op op) {
     switch (op) {
-    case PP_OP_RELU: return PCU_EW_RELU;
-    case PP_OP_LEAKYRELU: return PCU_EW_LEAKYRELU;
-    case PP_OP_ELU: return PCU_EW_ELU;
-    case PP_OP_SELU: return PCU_EW_SELU;
-    case PP_OP_SIGMOID: return PCU_EW_SIGMOID;
-    case PP_OP_HARDSIGMOID: return PCU_EW_HARDSIGMOID;
-    case PP_OP_HARDSWISH: return PCU_EW_HARDSWISH;
-    case PP_OP_TANH: return PCU_EW_TANH;
-    case PP_OP_SOFTPLUS: return PCU_EW_SOFTPLUS;
-    case PP_OP_ERF: return PCU_EW_ERF;
-    case PP_OP_GELU: return PCU_EW_GELU;
-    case PP_OP_SQRT: return PCU_EW_SQRT;
-    case PP_OP_EXP: return PCU_EW_EXP;
-    case PP_OP_LOG: return PCU_EW_LOG;
-    case PP_OP_RECIPROCAL: return PCU_EW_RECIPROCAL;
-    case PP_OP_FLOOR: return PCU_EW_FLOOR;
-    case PP_OP_CEIL: return PCU_EW_CEIL;
+#define PP_UNARY(E, NAME, TR, FLOPS, A0, D0, A1, D1, F) case PP_OP_##E: return PCU_EW_##E;
+#define PP_UNARY_OWN(E, NAME, TR, FLOPS, F) case PP_OP_##E: return PCU_EW_##E;
+#define PP_EW_FORMULA(E, F)
+#include "../../ir/ops_unary.def"
+#undef PP_UNARY
+#undef PP_UNARY_OWN
+#undef PP_EW_FORMULA
     case PP_OP_SILU: return PCU_EW_SILU;
-    case PP_OP_ROUND: return PCU_EW_ROUND;
-    case PP_OP_ASIN: return PCU_EW_ASIN;
-    case PP_OP_ACOS: return PCU_EW_ACOS;
-    case PP_OP_ATAN: return PCU_EW_ATAN;
-    case PP_OP_SINH: return PCU_EW_SINH;
-    case PP_OP_COSH: return PCU_EW_COSH;
-    case PP_OP_ASINH: return PCU_EW_ASINH;
-    case PP_OP_ACOSH: return PCU_EW_ACOSH;
-    case PP_OP_ATANH: return PCU_EW_ATANH;
-    case PP_OP_SOFTSIGN: return PCU_EW_SOFTSIGN;
-    case PP_OP_MISH: return PCU_EW_MISH;
-    case PP_OP_CELU: return PCU_EW_CELU;
-    case PP_OP_THRESHOLDEDRELU: return PCU_EW_THRESHOLDEDRELU;
-    case PP_OP_SWISH: return PCU_EW_SWISH;
-    case PP_OP_SIN: return PCU_EW_SIN;
-    case PP_OP_COS: return PCU_EW_COS;
-    case PP_OP_TAN: return PCU_EW_TAN;
     case PP_OP_SIGN: return PCU_EW_SIGN;
     case PP_OP_SHRINK: return PCU_EW_SHRINK;
     case PP_OP_ISNAN: return PCU_EW_ISNAN;
@@ -307,6 +280,21 @@ static int64_t attr_i(const planner *P, const pprt_node *n, const char *name, in
     return v;
 }
 
+/* The float attributes of the ops of ir/ops_unary.def, as p0 and p1. */
+typedef struct {
+    const char *a0, *a1;
+    float d0, d1;
+} unary_attr;
+static const unary_attr unary_attrs[PP_OP_COUNT] = {
+#define PP_UNARY(E, NAME, TR, FLOPS, A0, D0, A1, D1, F) [PP_OP_##E] = {A0, A1, D0, D1},
+#define PP_UNARY_OWN(E, NAME, TR, FLOPS, F)
+#define PP_EW_FORMULA(E, F)
+#include "../../ir/ops_unary.def"
+#undef PP_UNARY
+#undef PP_UNARY_OWN
+#undef PP_EW_FORMULA
+};
+
 /* Unary, binary, variadic, comparison and logic nodes. Returns false (and
  * plans nothing) for what it does not cover. */
 static pp_status plan_elementwise(planner *P, int ni, bool *ok) {
@@ -326,27 +314,14 @@ static pp_status plan_elementwise(planner *P, int ni, bool *ok) {
     if (op < PCU_EW_SCALE) { /* float math */
         if (!ew_float(t)) return PP_OK;
         if ((op == PCU_EW_SIN || op == PCU_EW_COS || op == PCU_EW_TAN) && t == PP_F64) return PP_OK;
-        switch (n->op) {
-        case PP_OP_LEAKYRELU: p0 = attr_f(P, n, "alpha", 0.01f); break;
-        case PP_OP_ELU: case PP_OP_CELU: case PP_OP_THRESHOLDEDRELU: case PP_OP_SWISH:
-            p0 = attr_f(P, n, "alpha", 1.0f);
-            break;
-        case PP_OP_SELU:
-            p0 = attr_f(P, n, "alpha", 1.67326319217681884765625f);
-            p1 = attr_f(P, n, "gamma", 1.05070102214813232421875f);
-            break;
-        case PP_OP_HARDSIGMOID:
-            p0 = attr_f(P, n, "alpha", 0.2f);
-            p1 = attr_f(P, n, "beta", 0.5f);
-            break;
-        case PP_OP_GELU: {
+        const unary_attr *ua = &unary_attrs[n->op];
+        if (ua->a0) p0 = attr_f(P, n, ua->a0, ua->d0);
+        if (ua->a1) p1 = attr_f(P, n, ua->a1, ua->d1);
+        if (n->op == PP_OP_GELU) {
             const char *a = "none";
             (void)pp_attr_string(attrs_of(P, n), "approximate", "none", &a, NULL);
             if (!strcmp(a, "tanh")) eop = PCU_EW_GELU_TANH;
             else if (strcmp(a, "none")) return PP_OK;
-            break;
-        }
-        default: break;
         }
     } else if (op == PCU_EW_NEG) {
         if (!ew_float(t) && t != PP_I8 && t != PP_I16 && t != PP_I32 && t != PP_I64) return PP_OK;
