@@ -21,9 +21,10 @@ two cores taken as two devices of one core each:
      pp=1, dp=2   `ppcc -pp 1 -b B`, two pprt processes at once, each on
                   one core (taskset) and half the samples, --threads 1,
                   --warmup 1; the run takes the slower one's wall time
-   (dp=2 is two processes, not `mpirun --replicas 2`: under mpirun pprt has
-   no --warmup, so the first micro-batch's one-time costs would fall into the
-   timed run of dp=2 and not of pp=2.) Throughput = S / wall, pprt's own wall
+   (dp=2 is two processes, not `mpirun --replicas 2`: the script was
+   written when pprt had no --warmup under mpirun; it has one now, with the
+   same default of 1, but the figures in bench/RESULTS.md were measured this
+   way, so the method stays.) Throughput = S / wall, pprt's own wall
    time (--stats-json: plan loading, executor creation and the warm-up
    excluded). The candidates take turns, REPS rounds; the table shows each
    one's best and median.
