@@ -84,12 +84,12 @@ pp_status pp_json_write(pp_json *j, const char *path, bool pretty, pp_err *err) 
 
 /* ---- element by element ------------------------------------------------------------------------ */
 
-pp_status pp_json_stream_open(pp_json_stream *s, const char *path, cJSON *head, pp_err *err) {
+pp_status pp_json_stream_open(pp_json_stream *s, const char *path, pp_json *head, pp_err *err) {
     s->n = 0;
     s->ok = true;
     s->oom = false;
-    char *text = head ? cJSON_PrintUnformatted(head) : NULL;
-    cJSON_Delete(head);
+    char *text = head->oom || !head->root ? NULL : cJSON_PrintUnformatted(head->root);
+    pp_json_free(head);
     if (!text) return PP_FAIL(err, PP_ENOMEM, "out of memory making '%s'", path);
     /* {...,"name":[]}: written up to the array's '[' */
     size_t n = strlen(text);
@@ -102,9 +102,9 @@ pp_status pp_json_stream_open(pp_json_stream *s, const char *path, cJSON *head, 
     return st;
 }
 
-void pp_json_stream_add(pp_json_stream *s, cJSON *item) {
-    char *text = s->ok && item ? cJSON_PrintBuffered(item, 256, false) : NULL;
-    cJSON_Delete(item);
+void pp_json_stream_add(pp_json_stream *s, pp_json *j) {
+    char *text = s->ok && !j->oom && j->root ? cJSON_PrintBuffered(j->root, 256, false) : NULL;
+    pp_json_free(j);
     if (!s->ok) return;
     if (!text) {
         s->ok = false;

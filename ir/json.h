@@ -69,12 +69,14 @@ typedef struct pp_json_stream {
     bool oom; /* one could not be made or printed */
 } pp_json_stream;
 
-/* `head` (freed here) must be an object whose last member is an empty
- * array; the path is opened. */
-pp_status pp_json_stream_open(pp_json_stream *s, const char *path, cJSON *head, pp_err *err);
-/* The next element: `item` (freed here; NULL counts as a failed allocation)
- * printed on one line. A failure is kept for pp_json_stream_close. */
-void pp_json_stream_add(pp_json_stream *s, cJSON *item);
+/* `head`'s tree (freed here; PP_ENOMEM when it could not be built whole)
+ * must be an object whose last member is an empty array; the path is
+ * opened and the head written. */
+pp_status pp_json_stream_open(pp_json_stream *s, const char *path, pp_json *head, pp_err *err);
+/* The next element: j's tree (freed here) on one line. A tree that could
+ * not be built whole, or a failed print or write, fails the stream, which
+ * pp_json_stream_close reports. */
+void pp_json_stream_add(pp_json_stream *s, pp_json *j);
 /* Close the array and the object and commit the file; `ok` false (the
  * caller failed) abandons it. */
 pp_status pp_json_stream_close(pp_json_stream *s, bool ok, pp_err *err);

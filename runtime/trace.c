@@ -50,9 +50,9 @@ static int track_of(const pprt_trace *t, int stage, int replica) {
     return -1;
 }
 
-/* An event of pid 1: {"name", ["cat",] "ph", ["id",] "pid", "tid", ["ts", "dur",]} (the caller adds the
- * rest); the name and category are not copied (they outlive the event). NULL when out of memory. */
-static cJSON *event(pp_json *j, const char *name, const char *cat, const char *ph, int tid) {
+/* An event of pid 1: {"name", ["cat",] "ph", ["id" when id >= 0,] "pid", "tid"} (the caller adds the
+ * rest: "ts", "dur", "args"); the name is not copied (it outlives the event). NULL when out of memory. */
+static cJSON *event(pp_json *j, const char *name, const char *cat, const char *ph, long long id, int tid) {
     cJSON *e = pp_json_begin(j);
     if (e) {
         /* referenced, not copied: most events name a node of the plan */
@@ -64,16 +64,10 @@ static cJSON *event(pp_json *j, const char *name, const char *cat, const char *p
     }
     if (cat) pp_json_add_string(j, e, "cat", cat);
     pp_json_add_string(j, e, "ph", ph);
+    if (id >= 0) pp_json_add_number(j, e, "id", (double)id);
     pp_json_add_number(j, e, "pid", 1);
     pp_json_add_number(j, e, "tid", tid);
     return e;
-}
-
-/* the event, or NULL when any part of it could not be made (the stream then fails) */
-static void emit(pp_json_stream *s, pp_json *j) {
-    if (j->oom) pp_json_free(j);
-    pp_json_stream_add(s, j->root);
-    j->root = NULL;
 }
 
 pp_status pprt_trace_write(const char *path, const pprt_plan *p, const pprt_trace *t, pp_err *err) {
@@ -98,16 +92,12 @@ pp_status pprt_trace_write(const char *path, const pprt_plan *p, const pprt_trac
         for (int64_t j = 0; j < t->n_latency; j++) pp_json_add_round(&h, lat, NULL, t->latency_ms[j], 6);
     }
     pp_json_add_array(&h, root, "traceEvents");
-    if (h.oom) {
-        pp_json_free(&h);
-        return PP_FAIL(err, PP_ENOMEM, "out of memory making '%s'", path);
-    }
     pp_json_stream s;
-    PP_TRY(pp_json_stream_open(&s, path, h.root, err));
+    PP_TRY(pp_json_stream_open(&s, path, &h, err));
     pp_json e;
-    cJSON *a = event(&e, "process_name", NULL, "M", 0);
+    cJSON *a = event(&e, "process_name", NULL, "M", -1, 0);
     pp_json_add_string(&e, pp_json_add_object(&e, a, "args"), "name", "pprt");
-    emit(&s, &e);
+    pp_json_stream_add(&s, &e);
     char names[2][96];
     for (int i = 0; i < t->n_tracks; i++) {
         const pprt_trace_track *k = &t->tracks[i];
@@ -116,12 +106,12 @@ pp_status pprt_trace_write(const char *path, const pprt_plan *p, const pprt_trac
         int len = k->rank < 0 ? 0 : snprintf(name, sizeof names[0], "rank %d: ", k->rank);
         len += snprintf(name + len, sizeof names[0] - (size_t)len, "stage %d", k->stage);
         if (t->replicas > 1) snprintf(name + len, sizeof names[0] - (size_t)len, ", replica %d", k->replica);
-        a = event(&e, "thread_name", NULL, "M", i + 1);
+        a = event(&e, "thread_name", NULL, "M", -1, i + 1);
         pp_json_add_string(&e, pp_json_add_object(&e, a, "args"), "name", name);
-        emit(&s, &e);
-        a = event(&e, "thread_sort_index", NULL, "M", i + 1);
+        pp_json_stream_add(&s, &e);
+        a = event(&e, "thread_sort_index", NULL, "M", -1, i + 1);
         pp_json_add_number(&e, pp_json_add_object(&e, a, "args"), "sort_index", i);
-        emit(&s, &e);
+        pp_json_stream_add(&s, &e);
     }
     for (int i = 0; i < t->n_tracks; i++) {
         const pprt_trace_track *k = &t->tracks[i];
@@ -130,14 +120,14 @@ pp_status pprt_trace_write(const char *path, const pprt_plan *p, const pprt_trac
             const double *r = k->t + (size_t)j * PPRT_TRACE_T;
             int64_t mb = k->mb0 + j;
             snprintf(names[0], sizeof names[0], "micro-batch %lld", (long long)mb);
-            a = event(&e, names[0], "micro-batch", "X", i + 1);
+            a = event(&e, names[0], "micro-batch", "X", -1, i + 1);
             pp_json_add_round(&e, a, "ts", US(r[1]), 3);
             pp_json_add_round(&e, a, "dur", 1e6 * (r[3] - r[1]), 3);
             cJSON *args = pp_json_add_object(&e, a, "args");
             pp_json_add_number(&e, args, "micro_batch", (double)mb);
             pp_json_add_number(&e, args, "stage", k->stage);
             pp_json_add_round(&e, args, "waited_us", 1e6 * (r[1] - r[0]), 3);
-            emit(&s, &e);
+            pp_json_stream_add(&s, &e);
             if (j < k->n_node_mb) {
                 double at = r[2];
                 const double *ns = k->node_s + (size_t)j * (size_t)k->n_nodes;
@@ -145,11 +135,11 @@ pp_status pprt_trace_write(const char *path, const pprt_plan *p, const pprt_trac
                     if (ns[q] <= 0) continue; /* absorbed into another node's kernel */
                     double d = fmin(ns[q], r[3] - at); /* inside its micro-batch, whatever the rounding */
                     if (d <= 0) break;
-                    a = event(&e, st->nodes[q].name, "node", "X", i + 1);
+                    a = event(&e, st->nodes[q].name, "node", "X", -1, i + 1);
                     pp_json_add_round(&e, a, "ts", US(at), 3);
                     pp_json_add_round(&e, a, "dur", 1e6 * d, 3);
                     pp_json_add_string(&e, pp_json_add_object(&e, a, "args"), "op", pp_op_table[st->nodes[q].op].name);
-                    emit(&s, &e);
+                    pp_json_stream_add(&s, &e);
                     at += d;
                 }
             }
@@ -165,10 +155,9 @@ pp_status pprt_trace_write(const char *path, const pprt_plan *p, const pprt_trac
             snprintf(names[1], sizeof names[1], "boundary %d->%d", k->stage, k->stage + 1);
             /* "s" on the sending track, "f" on the receiving one */
             for (int end = 0; end < 2; end++) {
-                a = event(&e, names[1], "message", end ? "f" : "s", (end ? nx : i) + 1);
-                pp_json_add_number(&e, a, "id", (double)id);
+                a = event(&e, names[1], "message", end ? "f" : "s", id, (end ? nx : i) + 1);
                 pp_json_add_round(&e, a, "ts", end ? US(fmax(rr[0], r[3])) : US(r[3] - back), 3);
-                emit(&s, &e);
+                pp_json_stream_add(&s, &e);
             }
         }
     }
