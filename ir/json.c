@@ -13,6 +13,12 @@ cJSON *pp_json_begin(pp_json *j) {
     return j->root;
 }
 
+cJSON *pp_json_begin_array(pp_json *j) {
+    j->root = cJSON_CreateArray();
+    j->oom = !j->root;
+    return j->root;
+}
+
 void pp_json_free(pp_json *j) {
     cJSON_Delete(j->root);
     j->root = NULL;
@@ -71,10 +77,18 @@ cJSON *pp_json_add_tensor(pp_json *j, cJSON *parent, const char *name, pp_dtype 
     return t;
 }
 
-pp_status pp_json_write(pp_json *j, const char *path, bool pretty, pp_err *err) {
+char *pp_json_print(pp_json *j, bool pretty, const char *what, pp_err *err) {
     char *text = j->oom || !j->root ? NULL : pretty ? cJSON_Print(j->root) : cJSON_PrintUnformatted(j->root);
     pp_json_free(j);
-    if (!text) return PP_FAIL(err, PP_ENOMEM, "out of memory making '%s'", path);
+    if (!text) PP_FAIL(err, PP_ENOMEM, "out of memory making %s", what);
+    return text;
+}
+
+pp_status pp_json_write(pp_json *j, const char *path, bool pretty, pp_err *err) {
+    char what[4200];
+    snprintf(what, sizeof what, "'%s'", path);
+    char *text = pp_json_print(j, pretty, what, err);
+    if (!text) return PP_ENOMEM;
     pp_outfile out;
     pp_status s = pp_outfile_open(&out, path, err);
     if (s == PP_OK) s = pp_outfile_commit(&out, fputs(text, out.f) >= 0 && fputc('\n', out.f) != EOF, err);

@@ -30,6 +30,8 @@ typedef struct pp_json {
 /* A tree whose root is an object (returned; NULL, and oom, when it could
  * not be allocated). */
 cJSON *pp_json_begin(pp_json *j);
+/* The same with an array as the root. */
+cJSON *pp_json_begin_array(pp_json *j);
 /* Each adds to `parent`: as member `key` of an object, or (key NULL) as the
  * next element of an array. The containers return the new one, NULL on
  * failure (or a NULL parent). */
@@ -48,6 +50,10 @@ void pp_json_add_bool(pp_json *j, cJSON *parent, const char *key, bool v);
  * addition or the printing failed (nothing written), PP_EIO when the file
  * could not be written (nothing left under its name). */
 pp_status pp_json_write(pp_json *j, const char *path, bool pretty, pp_err *err);
+/* The tree as text (indented with `pretty`, else on one line; release it
+ * with cJSON_free), then freed; NULL, and PP_ENOMEM in err naming `what`,
+ * when it could not be built whole or printed. */
+char *pp_json_print(pp_json *j, bool pretty, const char *what, pp_err *err);
 void pp_json_free(pp_json *j);
 
 /* A tensor as every file names one: {"name", "dtype" (pp_dtype_name's),

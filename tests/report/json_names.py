@@ -6,7 +6,9 @@ output and nodes carry a double quote, a backslash, a tab, a control byte and
 non-ASCII letters, compiled at -pp 2 and run:
 - ppcc --report-json, --export-stages' stages.json, the --search and
   --max-batch results, pprt --stats-json, --profile and --trace parse with
-  Python's json and give the names back byte for byte;
+  Python's json and give the names back byte for byte, and so does the
+  module list inside --report-html's page (whose '<', '>' and '&' must not
+  end or change its <script> block);
 - ppcc --profile reads that profile back, every node measured; -pp 2
   --measure (two pprt copies side by side where two cores are free) reads
   the profiles back, and the mean profile ppcc writes for the copies.
@@ -60,7 +62,7 @@ X = 'in "put" \\ x'          # the graph input
 H1 = 'h\t"1"\\cut\x01'       # MatMul's output: a tab, quotes, a backslash, a control byte
 H2 = 'h2 \\"é\\"'             # Relu's output
 Y = 'out/"y"\\'              # the graph output
-NODES = ['mm "1" \\ a', 'relu\\"2"\x1f', 'mm ü "3"']
+NODES = ['/blk "1" \\ </script>&/mm "1"/MatMul', 'relu\\"2"\x1f', 'mm ü "3"']  # the first in modules
 rng = np.random.default_rng(52)
 w1 = numpy_helper.from_array((rng.standard_normal((16, 16)) * 0.3).astype(np.float32), 'w"1"\\')
 w2 = numpy_helper.from_array((rng.standard_normal((16, 4)) * 0.3).astype(np.float32), "w2")
@@ -79,7 +81,7 @@ want = np.maximum(x @ numpy_helper.to_array(w1), 0) @ numpy_helper.to_array(w2)
 
 # ---- ppcc: the report, the exported stages ----
 run([PPCC, "m.onnx", "-pp", "2", "-b", "2", "--policy", "uniform", "-q", "-o", "two.plan", "--report-json",
-     "r.json", "--export-stages", "stages"])
+     "r.json", "--export-stages", "stages", "--report-html", "r.html"])
 r = load("r.json")
 if r:
     check([(s["first_node"], s["last_node"]) for s in r["stages"]] == [(NODES[0], NODES[0]), (NODES[1], NODES[2])]
@@ -87,6 +89,14 @@ if r:
           f"--report-json's stages name {[(s['first_node'], s['last_node']) for s in r['stages']]!r}")
     cut = [t["name"] for t in r["cuts"][0]["tensors"]]
     check(cut in ([H1], [H2]), f"--report-json's cut names {cut!r}, want {H1!r} or {H2!r}")
+# the HTML report's module list: JSON inside a <script> block that no name may end or change
+try:
+    html = open("r.html", encoding="utf-8").read()
+    head = '<script id="modules" type="application/json">'
+    mods = json.loads(html[html.index(head) + len(head):html.index("</script>", html.index(head))])
+    check('blk "1" \\ <.script>&.mm "1"' in mods, f"--report-html's modules: {mods!r}")  # '/' cuts modules
+except (OSError, ValueError) as e:
+    failures.append(f"r.html: no module list that parses: {e}")
 st = load("stages/stages.json")
 if st:
     check(st["model_inputs"] == [X] and st["model_outputs"] == [Y],
