@@ -1,9 +1,11 @@
 /* json.h: the JSON files both tools write (ppcc --report-json, its --search
  * and --max-batch results, stages.json, the profile --measure averages;
- * pprt --stats-json, --profile, --trace), built as cJSON trees (Debian's
- * libcjson) and printed by the library, which quotes and escapes every
- * string: a node named `a"b\c` or holding a control byte comes out as valid
- * JSON. Files are written whole or not at all (pp_outfile).
+ * pprt --stats-json, --profile, --trace; and the module list inside
+ * --report-html's page, through pp_json_print), built as cJSON trees
+ * (Debian's libcjson) and printed by the library, which quotes and escapes
+ * every string: a node named `a"b\c` or holding a control byte comes out as
+ * valid JSON (bytes >= 0x80 pass through as they are: UTF-8 in, UTF-8 out).
+ * Files are written whole or not at all (pp_outfile).
  *
  * It is NOT a JSON reader (passes/profile.c parses with cJSON directly) and
  * holds no schema: each writer names its own keys.
