@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "onnx/onnx.pb-c.h"
+#include "../ir/json.h"
 
 typedef struct {
     pp_arena a;
@@ -585,50 +586,49 @@ static pp_status export_stage(ex *x, const char *tmpdir, const char *producer, i
 
 /* ---- stages.json ------------------------------------------------------------------------------ */
 
-static void json_tensor(FILE *f, const pp_graph *g, int v) {
-    const pp_value *val = &g->values[v];
-    fprintf(f, "{\"name\": ");
-    pp_json_str(f, val->name);
-    fprintf(f, ", \"dtype\": \"%s\", \"shape\": [", pp_dtype_name(val->dtype));
-    for (int d = 0; d < val->shape.rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)val->shape.dim[d]);
-    fprintf(f, "], \"bytes\": %zu, \"produced_by\": ", val->nbytes);
-    if (val->producer < 0) fprintf(f, "\"input\"}");
-    else fprintf(f, "%d}", g->nodes[val->producer].stage);
+static void json_tensors(pp_json *j, cJSON *parent, const char *key, const pp_graph *g, const int *vals, int n) {
+    cJSON *arr = pp_json_add_array(j, parent, key);
+    for (int k = 0; k < n; k++) {
+        const pp_value *val = &g->values[vals[k]];
+        cJSON *t = pp_json_add_tensor(j, arr, val->name, val->dtype, &val->shape, val->nbytes);
+        if (val->producer < 0) pp_json_add_string(j, t, "produced_by", "input");
+        else pp_json_add_number(j, t, "produced_by", g->nodes[val->producer].stage);
+    }
 }
 
 static pp_status write_json(const pp_graph *g, const char *tmpdir, const char *producer, pp_err *err) {
     char path[4200];
     if (snprintf(path, sizeof path, "%s/stages.json", tmpdir) >= (int)sizeof path)
         return PP_FAIL(err, PP_EINVAL, "--export-stages: the directory name is too long");
-    FILE *f = fopen(path, "w");
-    if (!f) return PP_FAIL(err, PP_EIO, "cannot create '%s': %s", path, strerror(errno));
+    pp_json j;
+    cJSON *root = pp_json_begin(&j);
     /* version 2: dtypes by name ("f32"); version 1 wrote ONNX's enum numbers */
-    fprintf(f, "{\"format\": \"ppcc-stages\", \"version\": 2, \"producer\": ");
-    pp_json_str(f, producer);
-    fprintf(f, ", \"ir_version\": %lld, \"opset\": %d, \"micro_batch\": %lld,\n \"model_inputs\": [",
-            (long long)g->ir_version, g->opset, (long long)g->batch);
-    for (int k = 0; k < g->n_inputs; k++) fprintf(f, "%s", k ? ", " : ""), pp_json_str(f, g->values[g->inputs[k]].name);
-    fprintf(f, "],\n \"model_outputs\": [");
-    for (int k = 0; k < g->n_outputs; k++) fprintf(f, "%s", k ? ", " : ""), pp_json_str(f, g->values[g->outputs[k]].name);
-    fprintf(f, "],\n \"stages\": [");
+    pp_json_add_string(&j, root, "format", "ppcc-stages");
+    pp_json_add_number(&j, root, "version", 2);
+    pp_json_add_string(&j, root, "producer", producer);
+    pp_json_add_number(&j, root, "ir_version", (double)g->ir_version);
+    pp_json_add_number(&j, root, "opset", g->opset);
+    pp_json_add_number(&j, root, "micro_batch", (double)g->batch);
+    cJSON *ins = pp_json_add_array(&j, root, "model_inputs");
+    for (int k = 0; k < g->n_inputs; k++) pp_json_add_string(&j, ins, NULL, g->values[g->inputs[k]].name);
+    cJSON *outs = pp_json_add_array(&j, root, "model_outputs");
+    for (int k = 0; k < g->n_outputs; k++) pp_json_add_string(&j, outs, NULL, g->values[g->outputs[k]].name);
+    cJSON *stages = pp_json_add_array(&j, root, "stages");
     for (int s = 0; s < g->n_stages; s++) {
         const int *in, *out;
         int n_in, n_out, n_ops = 0;
         stage_io(g, s, &in, &n_in, &out, &n_out);
         for (int i = 0; i < g->n_nodes; i++) n_ops += g->nodes[i].stage == s;
-        fprintf(f, "%s\n  {\"index\": %d, \"model\": \"stage_%d.onnx\", \"ops\": %d,\n   \"inputs\": [", s ? "," : "",
-                s, s, n_ops);
-        for (int k = 0; k < n_in; k++) fprintf(f, "%s\n    ", k ? "," : ""), json_tensor(f, g, in[k]);
-        fprintf(f, "],\n   \"outputs\": [");
-        for (int k = 0; k < n_out; k++) fprintf(f, "%s\n    ", k ? "," : ""), json_tensor(f, g, out[k]);
-        fprintf(f, "]}");
+        char model[32];
+        snprintf(model, sizeof model, "stage_%d.onnx", s);
+        cJSON *st = pp_json_add_object(&j, stages, NULL);
+        pp_json_add_number(&j, st, "index", s);
+        pp_json_add_string(&j, st, "model", model);
+        pp_json_add_number(&j, st, "ops", n_ops);
+        json_tensors(&j, st, "inputs", g, in, n_in);
+        json_tensors(&j, st, "outputs", g, out, n_out);
     }
-    fprintf(f, "\n ]}\n");
-    bool ok = !ferror(f);
-    ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok &= fclose(f) == 0;
-    if (!ok) return PP_FAIL(err, PP_EIO, "cannot write '%s': %s", path, strerror(errno));
-    return PP_OK;
+    return pp_json_write(&j, path, true, err);
 }
 
 /* ---- the directory ---------------------------------------------------------------------------- */

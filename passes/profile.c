@@ -1,5 +1,5 @@
 /* profile.c: measured op times. `pprt --profile FILE` writes each node's
- * mean time per micro-batch in milliseconds, and on its first line the
+ * mean time per micro-batch in milliseconds, and before them the
  * micro-batch, the unit ("unit": "ms"; files without one are in ms too) and
  * the device kind they were measured on; `ppcc --profile FILE` reads them back
  * and the cost model uses them instead of the roofline estimate for the

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "passes.h"
+#include "../ir/json.h"
 
 typedef struct {
     double time, flops, memory;
@@ -80,54 +81,60 @@ void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
 
 pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_opts *o,
                          pp_err *err) {
-    pp_outfile out;
-    PP_TRY(pp_outfile_open(&out, path, err));
-    FILE *f = out.f;
-    fprintf(f, "{\"format\": \"ppcc-report\", \"version\": %d, \"policy\": \"%s\", \"micro_batch\": %lld, "
-            "\"measured_ops\": %d, \"stages\": [", PP_REPORT_JSON_VERSION, pp_policy_name(o->policy), (long long)g->batch, measured_ops(g));
+    pp_json j;
+    cJSON *root = pp_json_begin(&j);
+    pp_json_add_string(&j, root, "format", "ppcc-report");
+    pp_json_add_number(&j, root, "version", PP_REPORT_JSON_VERSION);
+    pp_json_add_string(&j, root, "policy", pp_policy_name(o->policy));
+    pp_json_add_number(&j, root, "micro_batch", (double)g->batch);
+    pp_json_add_number(&j, root, "measured_ops", measured_ops(g));
+    cJSON *stages = pp_json_add_array(&j, root, "stages");
     for (int s = 0; s < g->n_stages; s++) {
         const pp_stage_info *si = &g->stage_info[s];
-        fprintf(f,
-                "%s\n  {\"index\": %d, \"ops\": %d, \"params_bytes\": %zu, \"flops\": %.0f, "
-                "\"peak_activation_bytes\": %zu, \"memory_bytes\": %zu, \"boundary_out_bytes\": %zu, "
-                "\"est_time_ms\": %.6f, \"first_node\": ",
-                s ? "," : "", s, si->ops, si->params, si->flops, si->arena, si->memory,
-                s < g->n_stages - 1 ? g->bounds[s].bytes : 0, si->est_ms);
-        pp_json_str(f, g->nodes[si->first].name);
-        fprintf(f, ", \"last_node\": ");
-        pp_json_str(f, g->nodes[si->last].name);
-        fprintf(f, "}");
+        cJSON *st = pp_json_add_object(&j, stages, NULL);
+        pp_json_add_number(&j, st, "index", s);
+        pp_json_add_number(&j, st, "ops", si->ops);
+        pp_json_add_number(&j, st, "params_bytes", (double)si->params);
+        pp_json_add_round(&j, st, "flops", si->flops, 0);
+        pp_json_add_number(&j, st, "peak_activation_bytes", (double)si->arena);
+        pp_json_add_number(&j, st, "memory_bytes", (double)si->memory);
+        pp_json_add_number(&j, st, "boundary_out_bytes", s < g->n_stages - 1 ? (double)g->bounds[s].bytes : 0);
+        pp_json_add_round(&j, st, "est_time_ms", si->est_ms, 6);
+        pp_json_add_string(&j, st, "first_node", g->nodes[si->first].name);
+        pp_json_add_string(&j, st, "last_node", g->nodes[si->last].name);
     }
     imbalance im = imbalances(g);
-    fprintf(f, "],\n \"imbalance\": {\"time\": %.6f, \"flops\": %.6f, \"memory\": %.6f},\n", im.time,
-            im.flops, im.memory);
-    fprintf(f, " \"bubble\": {\"micro_batches\": %d, \"estimated\": %.6f},\n", o->micro_batches,
-            bubble(g->n_stages, o->micro_batches));
-    fprintf(f, " \"activation_bytes\": {\"arenas\": %zu, \"total\": %zu},\n", arena_sum(g), g->act_total);
-    fprintf(f, " \"recovered_ops\": [");
-    int k = 0;
+    cJSON *imb = pp_json_add_object(&j, root, "imbalance");
+    pp_json_add_round(&j, imb, "time", im.time, 6);
+    pp_json_add_round(&j, imb, "flops", im.flops, 6);
+    pp_json_add_round(&j, imb, "memory", im.memory, 6);
+    cJSON *bub = pp_json_add_object(&j, root, "bubble");
+    pp_json_add_number(&j, bub, "micro_batches", o->micro_batches);
+    pp_json_add_round(&j, bub, "estimated", bubble(g->n_stages, o->micro_batches), 6);
+    cJSON *act = pp_json_add_object(&j, root, "activation_bytes");
+    pp_json_add_number(&j, act, "arenas", (double)arena_sum(g));
+    pp_json_add_number(&j, act, "total", (double)g->act_total);
+    cJSON *rec = pp_json_add_array(&j, root, "recovered_ops");
     for (int i = 0; i < g->n_nodes; i++) {
         if (!g->nodes[i].recovered) continue;
-        fprintf(f, "%s\n  {\"name\": ", k++ ? "," : "");
-        pp_json_str(f, g->nodes[i].name);
-        fprintf(f, ", \"op\": \"%s\", \"stage\": %d}", pp_op_table[g->nodes[i].op].name, g->nodes[i].stage);
+        cJSON *r = pp_json_add_object(&j, rec, NULL);
+        pp_json_add_string(&j, r, "name", g->nodes[i].name);
+        pp_json_add_string(&j, r, "op", pp_op_table[g->nodes[i].op].name);
+        pp_json_add_number(&j, r, "stage", g->nodes[i].stage);
     }
-    fprintf(f, "],\n \"cuts\": [");
+    cJSON *cuts = pp_json_add_array(&j, root, "cuts");
     for (int b = 0; b < g->n_stages - 1; b++) {
-        fprintf(f, "%s\n  {\"from\": %d, \"to\": %d, \"bytes\": %zu, \"tensors\": [", b ? "," : "", b, b + 1,
-                g->bounds[b].bytes);
+        cJSON *c = pp_json_add_object(&j, cuts, NULL);
+        pp_json_add_number(&j, c, "from", b);
+        pp_json_add_number(&j, c, "to", b + 1);
+        pp_json_add_number(&j, c, "bytes", (double)g->bounds[b].bytes);
+        cJSON *ts = pp_json_add_array(&j, c, "tensors");
         for (int t = 0; t < g->bounds[b].n; t++) {
             const pp_value *v = &g->values[g->bounds[b].vals[t]];
-            fprintf(f, "%s{\"name\": ", t ? ", " : "");
-            pp_json_str(f, v->name);
-            fprintf(f, ", \"dtype\": \"%s\", \"shape\": [", pp_dtype_name(v->dtype));
-            for (int d = 0; d < v->shape.rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)v->shape.dim[d]);
-            fprintf(f, "], \"bytes\": %zu}", v->nbytes);
+            pp_json_add_tensor(&j, ts, v->name, v->dtype, &v->shape, v->nbytes);
         }
-        fprintf(f, "]}");
     }
-    fprintf(f, "]}\n");
-    return pp_outfile_commit(&out, true, err);
+    return pp_json_write(&j, path, true, err);
 }
 
 /* ---- Graphviz ----------------------------------------------------------------------------- */

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "passes.h"
+#include "../ir/json.h"
 #include "report_html_css.h"
 #include "report_html_js.h"
 
@@ -42,18 +43,6 @@ static void esc(FILE *f, const char *s) {
         case '\'': fputs("&#39;", f); break;
         default: fputc(*s, f);
         }
-}
-
-/* JSON string inside a <script> block: also no "</" */
-static void js_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c == '<' || c == '>' || c == '&') fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
 }
 
 static const char *human(double b, char *buf, size_t n) {
@@ -470,6 +459,21 @@ static void cut_table(FILE *f, const pp_graph *g) {
     fprintf(f, "</tbody></table>\n");
 }
 
+/* The module paths as a JSON array inside a <script> block: printed by cJSON, with '<', '>' and '&'
+ * (which JSON text holds only inside its strings) as \u escapes, so no name can end the block. */
+static pp_status modules_json(FILE *f, const groups *G, pp_err *err) {
+    pp_json j;
+    cJSON *paths = pp_json_begin_array(&j);
+    for (int i = 0; i < G->n; i++) pp_json_add_string(&j, paths, NULL, G->g[i].path);
+    char *text = pp_json_print(&j, false, "the HTML report's module list", err);
+    if (!text) return PP_ENOMEM;
+    for (const char *c = text; *c; c++)
+        if (*c == '<' || *c == '>' || *c == '&') fprintf(f, "\\u%04x", (unsigned)*c);
+        else fputc(*c, f);
+    cJSON_free(text);
+    return PP_OK;
+}
+
 /* ---- the page ---------------------------------------------------------------------------------- */
 
 pp_status pp_report_html(const char *path, const pp_graph *g, const pp_compile_opts *o, const char *model,
@@ -541,13 +545,11 @@ pp_status pp_report_html(const char *path, const pp_graph *g, const pp_compile_o
     fprintf(f, "<span class=\"cutkey\"></span>cut <span class=\"reckey\"></span>recovered</span></div>\n"
                "<div id=\"view\">\n");
     write_svg(f, g, &L, &G);
-    fprintf(f, "</div></div>\n<script id=\"modules\" type=\"application/json\">[");
-    for (int i = 0; i < G.n; i++) {
-        fprintf(f, "%s", i ? "," : "");
-        js_str(f, G.g[i].path);
-    }
-    fprintf(f, "]</script>\n<script>\n%s</script>\n</body></html>\n", pp_report_js);
+    fprintf(f, "</div></div>\n<script id=\"modules\" type=\"application/json\">");
+    s = modules_json(f, &G, err);
+    fprintf(f, "</script>\n<script>\n%s</script>\n</body></html>\n", pp_report_js);
     free(G.g), free(G.node_groups);
     pp_layout_free(&L);
-    return pp_outfile_commit(&out, !ferror(f), err);
+    pp_status c = pp_outfile_commit(&out, s == PP_OK && !ferror(f), err);
+    return s != PP_OK ? s : c;
 }

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "passes.h"
+#include "../ir/json.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -265,54 +266,65 @@ void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *
             r->imports == 1 ? "" : "s", r->seconds);
 }
 
-static void json_caps(FILE *f, const pp_compile_opts *o) {
-    fprintf(f, "\"cap_bytes\": %zu, \"reserve_bytes\": %zu, \"stage_caps\": [", o->cap_all, o->reserve);
-    for (int k = 0; k < o->n_caps; k++)
-        fprintf(f, "%s{\"stage\": %d, \"bytes\": %zu}", k ? ", " : "", o->cap_stage[k], o->cap_bytes[k]);
-    fprintf(f, "]");
+static void json_caps(pp_json *j, cJSON *obj, const pp_compile_opts *o) {
+    pp_json_add_number(j, obj, "cap_bytes", (double)o->cap_all);
+    pp_json_add_number(j, obj, "reserve_bytes", (double)o->reserve);
+    cJSON *caps = pp_json_add_array(j, obj, "stage_caps");
+    for (int k = 0; k < o->n_caps; k++) {
+        cJSON *c = pp_json_add_object(j, caps, NULL);
+        pp_json_add_number(j, c, "stage", o->cap_stage[k]);
+        pp_json_add_number(j, c, "bytes", (double)o->cap_bytes[k]);
+    }
 }
 
-static void json_stages(FILE *f, const pp_candidate *c) {
-    fprintf(f, "\"stages\": [");
+/* the candidate as an object under `key` of obj (NULL: appended to the array obj) */
+static void json_candidate(pp_json *j, cJSON *obj, const char *key, const pp_candidate *c) {
+    cJSON *x = pp_json_add_object(j, obj, key);
+    pp_json_add_number(j, x, "pp", c->pp);
+    pp_json_add_number(j, x, "dp", c->dp);
+    pp_json_add_number(j, x, "micro_batch", (double)c->batch);
+    pp_json_add_number(j, x, "micro_batches", (double)c->micro_batches);
+    pp_json_add_bool(j, x, "fits", c->fits);
+    pp_json_add_string(j, x, "why", c->why);
+    pp_json_add_round(j, x, "est_samples_per_s", c->samples_per_s, 6);
+    pp_json_add_round(j, x, "est_run_ms", c->run_ms, 6);
+    pp_json_add_round(j, x, "bubble", c->bubble, 6);
+    pp_json_add_round(j, x, "imbalance", c->imbalance, 6);
+    pp_json_add_number(j, x, "timed_at_micro_batch", (double)c->timed_at);
+    pp_json_add_number(j, x, "over_stage", c->over_stage);
+    pp_json_add_round(j, x, "over_bytes", c->over_need, 0);
+    pp_json_add_round(j, x, "over_cap_bytes", c->over_cap, 0);
+    cJSON *stages = pp_json_add_array(j, x, "stages");
     for (int s = 0; s < c->n_stages; s++) {
         const pp_cand_stage *st = &c->stages[s];
-        fprintf(f, "%s{\"index\": %d, \"memory_bytes\": %zu, \"params_bytes\": %zu, \"peak_activation_bytes\": %zu, "
-                   "\"buffer_bytes\": %zu, \"est_time_ms\": %.6f}",
-                s ? ", " : "", s, st->memory, st->params, st->arena, st->buffers, st->est_ms);
+        cJSON *y = pp_json_add_object(j, stages, NULL);
+        pp_json_add_number(j, y, "index", s);
+        pp_json_add_number(j, y, "memory_bytes", (double)st->memory);
+        pp_json_add_number(j, y, "params_bytes", (double)st->params);
+        pp_json_add_number(j, y, "peak_activation_bytes", (double)st->arena);
+        pp_json_add_number(j, y, "buffer_bytes", (double)st->buffers);
+        pp_json_add_round(j, y, "est_time_ms", st->est_ms, 6);
     }
-    fprintf(f, "]");
-}
-
-static void json_candidate(FILE *f, const pp_candidate *c) {
-    fprintf(f, "{\"pp\": %d, \"dp\": %d, \"micro_batch\": %lld, \"micro_batches\": %lld, \"fits\": %s, \"why\": ",
-            c->pp, c->dp, (long long)c->batch, (long long)c->micro_batches, c->fits ? "true" : "false");
-    pp_json_str(f, c->why);
-    fprintf(f, ", \"est_samples_per_s\": %.6f, \"est_run_ms\": %.6f, \"bubble\": %.6f, \"imbalance\": %.6f, "
-               "\"timed_at_micro_batch\": %lld, \"over_stage\": %d, \"over_bytes\": %.0f, \"over_cap_bytes\": %.0f, ",
-            c->samples_per_s, c->run_ms, c->bubble, c->imbalance, (long long)c->timed_at, c->over_stage, c->over_need,
-            c->over_cap);
-    json_stages(f, c);
-    fprintf(f, "}");
 }
 
 pp_status pp_search_json(const char *path, const pp_search_result *r, const pp_compile_opts *o,
                          pp_err *err) {
-    pp_outfile out;
-    PP_TRY(pp_outfile_open(&out, path, err));
-    FILE *f = out.f;
-    fprintf(f, "{\"format\": \"ppcc-search\", \"version\": %d, \"search\": {\"devices\": %d, \"samples\": %lld, \"depth\": %d, \"device\": ",
-            PP_REPORT_JSON_VERSION, o->devices, (long long)o->samples, o->depth);
-    pp_json_str(f, o->n_profiles ? r->device : "roofline");
-    fprintf(f, ", ");
-    json_caps(f, o);
-    fprintf(f, ", \"imports\": %d, \"seconds\": %.6f, \"best\": %d,\n \"candidates\": [", r->imports, r->seconds,
-            r->n_fit ? 0 : -1);
-    for (int k = 0; k < r->n; k++) {
-        fprintf(f, "%s\n  ", k ? "," : "");
-        json_candidate(f, &r->c[k]);
-    }
-    fprintf(f, "]}}\n");
-    return pp_outfile_commit(&out, true, err);
+    pp_json j;
+    cJSON *root = pp_json_begin(&j);
+    pp_json_add_string(&j, root, "format", "ppcc-search");
+    pp_json_add_number(&j, root, "version", PP_REPORT_JSON_VERSION);
+    cJSON *x = pp_json_add_object(&j, root, "search");
+    pp_json_add_number(&j, x, "devices", o->devices);
+    pp_json_add_number(&j, x, "samples", (double)o->samples);
+    pp_json_add_number(&j, x, "depth", o->depth);
+    pp_json_add_string(&j, x, "device", o->n_profiles ? r->device : "roofline");
+    json_caps(&j, x, o);
+    pp_json_add_number(&j, x, "imports", r->imports);
+    pp_json_add_round(&j, x, "seconds", r->seconds, 6);
+    pp_json_add_number(&j, x, "best", r->n_fit ? 0 : -1);
+    cJSON *cands = pp_json_add_array(&j, x, "candidates");
+    for (int k = 0; k < r->n; k++) json_candidate(&j, cands, NULL, &r->c[k]);
+    return pp_json_write(&j, path, true, err);
 }
 
 /* ---- the largest micro-batch ------------------------------------------------------------- */
@@ -430,19 +442,23 @@ void pp_max_batch_print(FILE *f, const pp_max_batch_result *r, const pp_compile_
 
 pp_status pp_max_batch_json(const char *path, const pp_max_batch_result *r, const pp_compile_opts *o,
                             pp_err *err) {
-    pp_outfile out;
-    PP_TRY(pp_outfile_open(&out, path, err));
-    FILE *f = out.f;
-    fprintf(f, "{\"format\": \"ppcc-max-batch\", \"version\": %d, \"max_batch\": {\"pp\": %d, \"depth\": %d, ",
-            PP_REPORT_JSON_VERSION, r->pp, o->depth);
-    json_caps(f, o);
-    fprintf(f, ", \"micro_batch\": %lld, \"probes\": %d, \"seconds\": %.6f,\n \"at\": ", (long long)r->batch,
-            r->probes, r->seconds);
-    json_candidate(f, &r->at);
-    fprintf(f, ",\n \"limit\": {\"micro_batch\": %lld, \"stage\": %d, \"need_bytes\": %.0f, \"cap_bytes\": %.0f, "
-               "\"why\": ",
-            (long long)r->over_batch, r->limit_stage, r->limit_need, r->limit_cap);
-    pp_json_str(f, r->limit_why);
-    fprintf(f, "}}}\n");
-    return pp_outfile_commit(&out, true, err);
+    pp_json j;
+    cJSON *root = pp_json_begin(&j);
+    pp_json_add_string(&j, root, "format", "ppcc-max-batch");
+    pp_json_add_number(&j, root, "version", PP_REPORT_JSON_VERSION);
+    cJSON *x = pp_json_add_object(&j, root, "max_batch");
+    pp_json_add_number(&j, x, "pp", r->pp);
+    pp_json_add_number(&j, x, "depth", o->depth);
+    json_caps(&j, x, o);
+    pp_json_add_number(&j, x, "micro_batch", (double)r->batch);
+    pp_json_add_number(&j, x, "probes", r->probes);
+    pp_json_add_round(&j, x, "seconds", r->seconds, 6);
+    json_candidate(&j, x, "at", &r->at);
+    cJSON *lim = pp_json_add_object(&j, x, "limit");
+    pp_json_add_number(&j, lim, "micro_batch", (double)r->over_batch);
+    pp_json_add_number(&j, lim, "stage", r->limit_stage);
+    pp_json_add_round(&j, lim, "need_bytes", r->limit_need, 0);
+    pp_json_add_round(&j, lim, "cap_bytes", r->limit_cap, 0);
+    pp_json_add_string(&j, lim, "why", r->limit_why);
+    return pp_json_write(&j, path, true, err);
 }

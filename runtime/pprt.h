@@ -321,8 +321,8 @@ void pprt_trace_free(pprt_trace *t);
 pp_status pprt_trace_write(const char *path, const pprt_plan *p, const pprt_trace *t, pp_err *err);
 
 /* Write stats->node_ms as the profile `ppcc --profile` reads:
- * {"micro_batch": B, "unit": "ms", "device": "KIND", "nodes": {"NAME": MS, ...}},
- * one node per line, MS the node's mean milliseconds per micro-batch; KIND
+ * {"micro_batch": B, "unit": "ms", "device": "KIND", "nodes": {"NAME": MS, ...}}
+ * on one line (ir/json.c), MS the node's mean milliseconds per micro-batch; KIND
  * names what the times were measured on (pprt_device_kind). */
 pp_status pprt_profile_write(const char *path, const pprt_plan *p, const pprt_stats *stats,
                              pp_err *err);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../ir/json.h"
 #include "backend.h"
 #include "microbatch.h"
 #include "nodes.h"
@@ -533,23 +534,15 @@ done:
 pp_status pprt_profile_write(const char *path, const pprt_plan *p, const pprt_stats *stats,
                              pp_err *err) {
     if (!stats->node_ms) return PP_FAIL(err, PP_EINVAL, "no per-node times were measured");
-    pp_outfile out;
-    PP_TRY(pp_outfile_open(&out, path, err));
-    FILE *f = out.f;
     char kind[256];
     pprt_device_kind(stats->backend, stats->precision, stats->threads, kind, sizeof kind);
-    fprintf(f, "{\"micro_batch\": %lld, \"unit\": \"ms\", \"device\": ", (long long)p->batch);
-    pp_json_str(f, kind);
-    fprintf(f, ", \"nodes\": {\n");
+    pp_json js;
+    cJSON *nodes = pp_json_profile_begin(&js, p->batch, kind);
     int k = 0;
     for (int i = 0; i < p->n_stages; i++)
-        for (int j = 0; j < p->stages[i].n_nodes; j++, k++) {
-            fprintf(f, "%s  ", k ? ",\n" : "");
-            pp_json_str(f, p->stages[i].nodes[j].name);
-            fprintf(f, ": %.6f", stats->node_ms[k]);
-        }
-    fprintf(f, "\n}}\n");
-    return pp_outfile_commit(&out, true, err);
+        for (int j = 0; j < p->stages[i].n_nodes; j++, k++)
+            pp_json_add_round(&js, nodes, p->stages[i].nodes[j].name, stats->node_ms[k], 6);
+    return pp_json_write(&js, path, false, err);
 }
 
 void pprt_profile_summary(FILE *f, const pprt_plan *p, const pprt_stats *stats, int top) {

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../backend/backend.h"
+#include "../ir/json.h"
 #include "../runtime/io.h"
 #include "../runtime/pprt.h"
 
@@ -250,24 +251,13 @@ static pp_status write_mean(const pp_graph *g, const char *first, int procs, con
     int64_t batch = 0;
     char device[256];
     PP_TRY(pp_profile_header(first, &batch, device, sizeof device, err));
-    FILE *f = fopen(path, "w");
-    if (!f) return PP_FAIL(err, PP_EIO, "--measure: cannot write %s: %s", path, strerror(errno));
     char dev[400];
     snprintf(dev, sizeof dev, "%s, %d side by side", device, procs);
-    fprintf(f, "{\"micro_batch\": %lld, \"unit\": \"ms\", \"device\": ", (long long)batch);
-    pp_json_str(f, dev);
-    fprintf(f, ", \"nodes\": {");
-    int n = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i].prof_s < 0) continue;
-        fprintf(f, "%s\n  ", n++ ? "," : "");
-        pp_json_str(f, g->nodes[i].name);
-        fprintf(f, ": %.6f", g->nodes[i].prof_s * 1e3);
-    }
-    fprintf(f, "\n}}\n");
-    const bool ok = !ferror(f);
-    if (fclose(f) != 0 || !ok) return PP_FAIL(err, PP_EIO, "--measure: writing %s failed", path);
-    return PP_OK;
+    pp_json j;
+    cJSON *nodes = pp_json_profile_begin(&j, batch, dev);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].prof_s >= 0) pp_json_add_round(&j, nodes, g->nodes[i].name, g->nodes[i].prof_s * 1e3, 6);
+    return pp_json_write(&j, path, false, err);
 }
 
 /* Profile g (front passes done, not split) as one stage into prof, using

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../ir/args.h"
+#include "../ir/json.h"
 #include "../runtime/backend.h"
 #include "../runtime/comm/comm.h"
 #include "../runtime/cpu/isa.h"
@@ -234,43 +235,57 @@ static void print_info(const pprt_plan *p) {
  * read no data) where each input's data came from. */
 static pp_status write_stats_json(const char *path, const pprt_stats *st, int warmup, const pprt_plan *p,
                                   const pprt_npy *npys, const pprt_data_src *src, pp_err *err) {
-    pp_outfile out;
-    PP_TRY(pp_outfile_open(&out, path, err));
-    FILE *f = out.f;
+    pp_json j;
+    cJSON *root = pp_json_begin(&j);
     /* the inputs' files (where this process read them: under MPI, the first stage's rank) */
-    fprintf(f, "{\"inputs\": [");
+    cJSON *ins = pp_json_add_array(&j, root, "inputs");
     for (int i = 0; src && i < p->n_inputs; i++) {
         char sh[128];
-        fprintf(f, "%s{\"name\": ", i ? ", " : "");
-        pp_json_str(f, p->inputs[i].name);
-        fprintf(f, ", \"from\": ");
-        pp_json_str(f, src[i].from);
-        fprintf(f, ", \"dtype\": \"%s\", \"shape\": \"%s\"}", pp_dtype_name(npys[i].dtype),
-                pp_shape_str(&npys[i].shape, sh, sizeof sh));
+        cJSON *in = pp_json_add_object(&j, ins, NULL);
+        pp_json_add_string(&j, in, "name", p->inputs[i].name);
+        pp_json_add_string(&j, in, "from", src[i].from);
+        pp_json_add_string(&j, in, "dtype", pp_dtype_name(npys[i].dtype));
+        pp_json_add_string(&j, in, "shape", pp_shape_str(&npys[i].shape, sh, sizeof sh));
     }
-    fprintf(f, "], ");
-    fprintf(f,
-            "\"samples\": %lld, \"micro_batches\": %lld, \"replicas\": %d, \"wall_s\": %.6f, \"samples_per_s\": %.3f, "
-            "\"steady_samples_per_s\": %.3f, \"warmup_micro_batches\": %d, \"latency_ms\": {\"mean\": %.4f, "
-            "\"median\": %.4f, \"p90\": %.4f, \"p95\": %.4f, \"p99\": %.4f, \"percentiles\": \"nearest-rank\"}, "
-            "\"stages\": [",
-            (long long)st->samples, (long long)st->micro_batches, st->replicas, st->wall_s, st->samples_per_s,
-            st->steady_samples_per_s, warmup, st->latency_mean_ms, st->latency_median_ms, st->latency_p90_ms,
-            st->latency_p95_ms, st->latency_p99_ms);
+    pp_json_add_number(&j, root, "samples", (double)st->samples);
+    pp_json_add_number(&j, root, "micro_batches", (double)st->micro_batches);
+    pp_json_add_number(&j, root, "replicas", st->replicas);
+    pp_json_add_round(&j, root, "wall_s", st->wall_s, 6);
+    pp_json_add_round(&j, root, "samples_per_s", st->samples_per_s, 3);
+    pp_json_add_round(&j, root, "steady_samples_per_s", st->steady_samples_per_s, 3);
+    pp_json_add_number(&j, root, "warmup_micro_batches", warmup);
+    cJSON *lat = pp_json_add_object(&j, root, "latency_ms");
+    pp_json_add_round(&j, lat, "mean", st->latency_mean_ms, 4);
+    pp_json_add_round(&j, lat, "median", st->latency_median_ms, 4);
+    pp_json_add_round(&j, lat, "p90", st->latency_p90_ms, 4);
+    pp_json_add_round(&j, lat, "p95", st->latency_p95_ms, 4);
+    pp_json_add_round(&j, lat, "p99", st->latency_p99_ms, 4);
+    pp_json_add_string(&j, lat, "percentiles", "nearest-rank");
+    cJSON *stages = pp_json_add_array(&j, root, "stages");
     for (int i = 0; i < st->n_stages; i++) {
         const pprt_exec_counts *c = &st->stages[i].exec;
-        fprintf(f,
-                "%s{\"index\": %d, \"busy_s\": %.6f, \"utilization\": %.4f, \"nodes\": %d, \"own_kernels\": %d, "
-                "\"post_ops\": %d, \"views\": %d, \"reference_kernels\": %d, \"reorders_per_micro_batch\": %d, "
-                "\"copies_per_micro_batch\": %d, \"outputs_in_place\": %d, \"blocked_tensors\": %d, "
-                "\"weights_reordered_bytes\": %.0f, \"cpus\": \"%s\", \"backend\": \"%s\"}",
-                i ? ", " : "", i, st->stages[i].busy_s, st->stages[i].utilization, c->nodes, c->own, c->post_ops,
-                c->views, c->reference, c->reorders, c->copies, c->in_place, c->blocked, c->weight_bytes,
-                st->stages[i].cpus, st->stages[i].backend ? st->stages[i].backend : "");
+        cJSON *x = pp_json_add_object(&j, stages, NULL);
+        pp_json_add_number(&j, x, "index", i);
+        pp_json_add_round(&j, x, "busy_s", st->stages[i].busy_s, 6);
+        pp_json_add_round(&j, x, "utilization", st->stages[i].utilization, 4);
+        pp_json_add_number(&j, x, "nodes", c->nodes);
+        pp_json_add_number(&j, x, "own_kernels", c->own);
+        pp_json_add_number(&j, x, "post_ops", c->post_ops);
+        pp_json_add_number(&j, x, "views", c->views);
+        pp_json_add_number(&j, x, "reference_kernels", c->reference);
+        pp_json_add_number(&j, x, "reorders_per_micro_batch", c->reorders);
+        pp_json_add_number(&j, x, "copies_per_micro_batch", c->copies);
+        pp_json_add_number(&j, x, "outputs_in_place", c->in_place);
+        pp_json_add_number(&j, x, "blocked_tensors", c->blocked);
+        pp_json_add_round(&j, x, "weights_reordered_bytes", c->weight_bytes, 0);
+        pp_json_add_string(&j, x, "cpus", st->stages[i].cpus);
+        pp_json_add_string(&j, x, "backend", st->stages[i].backend);
     }
-    fprintf(f, "], \"backend\": \"%s\", \"bubble\": %.4f, \"peak_rss_bytes\": %zu, \"rss_loaded_bytes\": %zu}\n",
-            st->backend ? st->backend : "", st->bubble, st->peak_rss, st->rss_loaded);
-    return pp_outfile_commit(&out, true, err);
+    pp_json_add_string(&j, root, "backend", st->backend);
+    pp_json_add_round(&j, root, "bubble", st->bubble, 4);
+    pp_json_add_number(&j, root, "peak_rss_bytes", (double)st->peak_rss);
+    pp_json_add_number(&j, root, "rss_loaded_bytes", (double)st->rss_loaded);
+    return pp_json_write(&j, path, true, err);
 }
 
 /* What sits where the outputs will go is refused before the run, not after it. */

@@ -7,6 +7,8 @@
 set -euo pipefail
 : "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
 out=$1
+# stats FILE COND: the --stats-json FILE, read as JSON into s, meets the Python condition COND
+stats() { "$PY" -c "import json, sys; s = json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
 rm -rf "$out" && mkdir -p "$out" && cd "$out"
 S=$SRC/samples/digits
 want_acc=$(cat "$S/accuracy.txt")
@@ -20,7 +22,7 @@ for b in 16 7; do
     fi
     "$PY" "$SRC/tests/tools/compare_npy.py" out_${b}_$pp/logits.npy "$S/expected/logits.npy" --rtol 1e-3 --atol 1e-4
     cmp out_${b}_1/logits.npy out_${b}_$pp/logits.npy || { echo "FAIL: -pp $pp differs from -pp 1"; exit 1; }
-    grep -q '"samples": 360, "micro_batches": [0-9]*, "replicas": 1,' s.json || { echo "FAIL: stats json"; cat s.json; exit 1; }
+    stats s.json "s['samples'] == 360 and s['micro_batches'] > 0 and s['replicas'] == 1" || { echo "FAIL: stats json"; cat s.json; exit 1; }
     # latency percentiles (nearest rank) in order; one warm-up micro-batch by default
     "$PY" -c "
 import json
@@ -50,15 +52,15 @@ for i in range(len(x)): np.save('per_sample/s%04d.npy' % i, x[i] if i % 2 else x
 import numpy as np
 np.save('one.npy', np.load('$S/data/input.npy')[:16])" && mkdir -p one && mv one.npy one/input.npy
 "$PPRT" d_16_2.plan one -o out_one -q --stats-json one.json
-grep -q '"steady_samples_per_s": 0.000' one.json || { echo "FAIL: a steady rate from one micro-batch"; cat one.json; exit 1; }
+stats one.json "s['steady_samples_per_s'] == 0" || { echo "FAIL: a steady rate from one micro-batch"; cat one.json; exit 1; }
 cmp out_16_2/logits.npy out_per_sample/logits.npy || { echo "FAIL: per-sample files differ"; exit 1; }
 # --warmup 0 times the first micro-batch too, and changes no bit; --warmup 5 neither
 for w in 0 5; do
   "$PPRT" d_16_2.plan "$S/data" -o out_w$w -q --threads 1 --warmup $w --stats-json w$w.json
   cmp out_16_2/logits.npy out_w$w/logits.npy || { echo "FAIL: --warmup $w changed the outputs"; exit 1; }
-  grep -q "\"micro_batches\": 23, .*\"warmup_micro_batches\": $w," w$w.json || { echo "FAIL: --warmup $w stats"; cat w$w.json; exit 1; }
+  stats w$w.json "s['micro_batches'] == 23 and s['warmup_micro_batches'] == $w" || { echo "FAIL: --warmup $w stats"; cat w$w.json; exit 1; }
 done
-grep -q '"peak_rss_bytes"' s.json || { echo "FAIL: stats json has no peak RSS"; exit 1; }
+stats s.json "'peak_rss_bytes' in s" || { echo "FAIL: stats json has no peak RSS"; exit 1; }
 # measured op times drive the split: profile one stage, compile two from it
 "$PPRT" d_16_1.plan "$S/data" -o out_prof -q --profile prof.json
 "$PPCC" "$S/model.onnx" -pp 2 -b 16 --profile prof.json -o prof.plan -q
@@ -140,7 +142,7 @@ while True:
     data += chunk
 sys.stdout.buffer.write(data)" > from_fifo.json
 exec 3<&-
-[ -p fifo ] && grep -q '"samples": 360' from_fifo.json || { echo "FAIL: --stats-json into a FIFO"; exit 1; }
+[ -p fifo ] && stats from_fifo.json "s['samples'] == 360" || { echo "FAIL: --stats-json into a FIFO"; exit 1; }
 # stage threads are pinned inside the CPUs the process may use (taskset, a
 # cpuset), never to CPUs outside them; with fewer CPUs than stages x
 # threads, not at all. The mask comes from the OS (Python), not from pprt.

@@ -28,6 +28,8 @@ rm -rf "$out" && mkdir -p "$out" && cd "$out"
 S=$SRC/samples/digits
 "$PPCC" "$S/model.onnx" -pp 2 -b 16 -o d2.plan -q
 
+# stats FILE COND: the --stats-json FILE, read as JSON into s, meets the Python condition COND
+stats() { "$PY" -c "import json, sys; s = json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
 expect_rc() { # expect_rc WANT LOG COMMAND...: run it, its exit status must be WANT
   local want=$1 log=$2 rc=0
   shift 2
@@ -88,7 +90,7 @@ same d_thr/logits.npy d_mpi/logits.npy "digits, 2 ranks vs threads"
 for w in 0 3; do
   expect_rc 0 d_w$w.txt "${M[@]}" -np 2 "$PPRT" d2.plan "$S/data" -o d_w$w -q --warmup $w --stats-json d_w$w.json "${BK[@]}"
   same d_thr/logits.npy d_w$w/logits.npy "digits, 2 ranks --warmup $w vs threads"
-  grep -q "\"micro_batches\": 23, .*\"warmup_micro_batches\": $w," d_w$w.json || { echo "FAIL: --warmup $w stats"; exit 1; }
+  stats d_w$w.json "s['micro_batches'] == 23 and s['warmup_micro_batches'] == $w" || { echo "FAIL: --warmup $w stats"; exit 1; }
 done
 acc=$(awk '/^accuracy:/ {print $2}' d_mpi.txt)
 [ "$acc" = "$want_acc" ] || { echo "FAIL: digits on 2 ranks: accuracy $acc, PyTorch measured $want_acc"; exit 1; }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../../backend/backend.h"
+#include "../../ir/json.h"
 #include "../../passes/passes.h"
 #include "../../runtime/io.h"
 #include "../../runtime/pprt.h"
@@ -407,6 +408,84 @@ static void test_outfile_registry(void) {
     CHECK(pp_tmp_files_armed() == 0 && access(tmp, F_OK) != 0 && access("t_reg2.out", F_OK) != 0,
           "a failed write left %s or a registration", tmp);
     remove("t_reg.out");
+}
+
+/* ---- JSON output (ir/json.c) ---- */
+
+/* cJSON's allocations fail from the json_fail_at-th on (-1: never) */
+static long json_allocs, json_fail_at = -1;
+static void *json_malloc(size_t n) { return json_fail_at >= 0 && json_allocs++ >= json_fail_at ? NULL : malloc(n); }
+
+static pp_status json_tree(const char *path, const char *name) {
+    pp_json j;
+    cJSON *root = pp_json_begin(&j);
+    pp_json_add_string(&j, root, "format", "t");
+    pp_json_add_round(&j, root, "x", 1.23456789, 3);
+    pp_json_add_round(&j, root, "whole", 2.0000001, 6);
+    pp_json_add_number(&j, root, "nan", NAN);
+    cJSON *a = pp_json_add_array(&j, root, "names");
+    for (int k = 0; k < 2; k++) pp_json_add_string(&j, a, NULL, name);
+    pp_json_add_bool(&j, pp_json_add_object(&j, root, "o"), "ok", true);
+    pp_err e = {0};
+    return pp_json_write(&j, path, false, &e);
+}
+
+static pp_status json_stream(const char *path) {
+    pp_json h;
+    cJSON *root = pp_json_begin(&h);
+    pp_json_add_number(&h, root, "h", 1);
+    pp_json_add_array(&h, root, "ev");
+    pp_json_stream s;
+    pp_err e = {0};
+    PP_TRY(pp_json_stream_open(&s, path, &h, &e));
+    for (int i = 0; i < 2; i++) {
+        pp_json ev;
+        pp_json_add_number(&ev, pp_json_begin(&ev), "i", i);
+        pp_json_stream_add(&s, &ev);
+    }
+    return pp_json_stream_close(&s, true, &e);
+}
+
+static bool file_is(const char *path, const char *want) {
+    char buf[512] = {0};
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    if (strcmp(buf, want)) fprintf(stderr, "%s holds: %.*s\n", path, (int)n, buf);
+    return !strcmp(buf, want);
+}
+
+/* Names come out escaped by cJSON, numbers rounded as asked (NaN as null),
+ * the streamed file as its head, one element a line and the closing
+ * brackets; and every failed allocation, at any point, gives PP_ENOMEM and
+ * leaves no file (nor a temporary one) behind. */
+static void test_json(void) {
+    check_case = "json";
+    remove("t_json.json");
+    CHECK(json_tree("t_json.json", "a\"b\\c\x01") == PP_OK, "the tree");
+    CHECK(file_is("t_json.json", "{\"format\":\"t\",\"x\":1.235,\"whole\":2,\"nan\":null,\"names\":[\"a\\\"b\\\\c\\u0001\","
+                                 "\"a\\\"b\\\\c\\u0001\"],\"o\":{\"ok\":true}}\n"), "the tree's text");
+    CHECK(json_stream("t_json.json") == PP_OK, "the stream");
+    CHECK(file_is("t_json.json", "{\"h\":1,\"ev\":[\n{\"i\":0},\n{\"i\":1}\n]}\n"), "the stream's text");
+    cJSON_Hooks hooks = {.malloc_fn = json_malloc, .free_fn = free};
+    cJSON_InitHooks(&hooks);
+    for (int stream = 0; stream < 2; stream++) {
+        pp_status s = PP_ENOMEM;
+        long k = 0;
+        for (; s != PP_OK && k < 200; k++) {
+            json_allocs = 0, json_fail_at = k;
+            remove("t_json.json");
+            s = stream ? json_stream("t_json.json") : json_tree("t_json.json", "n");
+            CHECK(s == PP_OK || (s == PP_ENOMEM && access("t_json.json", F_OK) != 0 && pp_tmp_files_armed() == 0),
+                  "%s, allocation %ld failing: %s, a file or temporary left", stream ? "stream" : "tree", k,
+                  pp_status_name(s));
+        }
+        CHECK(s == PP_OK && k > 3, "%s: written once %ld allocations could succeed", stream ? "stream" : "tree", k);
+    }
+    json_fail_at = -1;
+    cJSON_InitHooks(NULL);
+    remove("t_json.json");
+    check_case = "";
 }
 
 /* A case of a plan that must be refused, and the words the refusal must hold. */
@@ -1095,6 +1174,7 @@ int main(void) {
     test_forged_plan();
     test_slots_vs_pairs();
     test_outfile_registry();
+    test_json();
     test_minmax_vs_brute();
     test_random_dags();
     test_fusion_chains();
