@@ -189,55 +189,6 @@ static int reshape_rule(bctx *c, bax s, const pp_shape *in, const pp_shape *out,
                 s.axis, (long long)c->B);
 }
 
-static int axes_input(bctx *c, const pp_node *n, int slot, int64_t *axes, int *na) {
-    pp_attrs a = pp_node_attrs(c->g, n);
-    pp_err e = {0};
-    *na = 0;
-    if (a.opset < 13) {
-        if (pp_attr_ints(a, "axes", axes, PP_MAX_DIMS, na, &e) == PP_OK) return 0;
-    } else if (n->n_in <= slot || n->in[slot] < 0 ||
-               pp_const_ints(&c->in[slot], "axes", axes, PP_MAX_DIMS, na, &e) == PP_OK) {
-        return 0;
-    }
-    return lost(c, "its axes are not known at compile time (%s)", e.msg);
-}
-
-static int squeeze_rule(bctx *c, const pp_node *n, bax s, bax *res) {
-    int64_t axes[PP_MAX_DIMS];
-    int na;
-    if (axes_input(c, n, 1, axes, &na)) return -1;
-    const pp_shape *x = &c->in[0].shape;
-    bool drop[PP_MAX_DIMS] = {false};
-    for (int k = 0; k < na; k++) drop[axes[k] < 0 ? axes[k] + x->rank : axes[k]] = true;
-    if (na == 0)
-        for (int d = 0; d < x->rank; d++) drop[d] = x->dim[d] == 1;
-    if (drop[s.axis])
-        return lost(c, "it removes the batch axis (size 1 at micro-batch 1), after which the "
-                    "batch cannot be followed; compiling with -b 2 or more shows whether the "
-                    "model handles several samples");
-    int before = 0;
-    for (int d = 0; d < s.axis; d++) before += drop[d];
-    *res = moved(s, s.axis - before);
-    return 0;
-}
-
-static int unsqueeze_rule(bctx *c, const pp_node *n, bax s, bax *res) {
-    int64_t axes[PP_MAX_DIMS];
-    int na;
-    if (axes_input(c, n, 1, axes, &na)) return -1;
-    const int r = c->out[0].shape.rank;
-    bool ins[PP_MAX_DIMS] = {false};
-    for (int k = 0; k < na; k++) ins[axes[k] < 0 ? axes[k] + r : axes[k]] = true;
-    for (int d = 0, k = 0; d < r; d++) {
-        if (ins[d]) continue;
-        if (k++ == s.axis) {
-            *res = moved(s, d);
-            return 0;
-        }
-    }
-    return lost(c, "its axes do not match its output");
-}
-
 /* MatMul: [..., M, K] x [..., K, N] -> [..., M, N] (1-D operands promoted). */
 static int matmul_rule(bctx *c, const pp_node *n, bax *res) {
     const pp_shape *o = &c->out[0].shape;
@@ -699,36 +650,13 @@ static multi_fn *multi_rule(pp_op op) {
     }
 }
 
-/* ONNX ops newer than the op table that the rules know by name (elementwise
- * math, and ops that treat axis 0 as the batch): classes for the op table's
- * future rows. */
-static const char *const elementwise_names[] = {
-    "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-    "Sign", "Round", "IsNaN", "IsInf", "Softsign", "ThresholdedRelu", "Celu", "Mish", "Shrink",
-    "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", NULL};
-
-static bool named(pp_op op, const char *const *names) {
-    for (int k = 0; names[k]; k++)
-        if (!strcmp(pp_op_table[op].name, names[k])) return true;
-    return false;
-}
-
+/* Elementwise ops, from the op table's traits: output[i] is f of the inputs'
+ * elements at i (NumPy broadcasting), so the samples stay where they are.
+ * Besides the PP_TR_UNARY and PP_TR_BINARY rows: Identity (a view),
+ * CastLike (input 1 gives only a type) and inference-mode Dropout. */
 static bool elementwise(pp_op op) {
-    switch (op) {
-    case PP_OP_IDENTITY: case PP_OP_RELU: case PP_OP_LEAKYRELU: case PP_OP_ELU: case PP_OP_SELU:
-    case PP_OP_SIGMOID: case PP_OP_HARDSIGMOID: case PP_OP_HARDSWISH: case PP_OP_TANH:
-    case PP_OP_SOFTPLUS: case PP_OP_ERF: case PP_OP_GELU: case PP_OP_SQRT: case PP_OP_EXP:
-    case PP_OP_LOG: case PP_OP_RECIPROCAL: case PP_OP_FLOOR: case PP_OP_CEIL: case PP_OP_NEG:
-    case PP_OP_ABS: case PP_OP_CLIP: case PP_OP_ADD: case PP_OP_SUB: case PP_OP_MUL:
-    case PP_OP_DIV: case PP_OP_POW: case PP_OP_MOD: case PP_OP_PRELU: case PP_OP_MIN:
-    case PP_OP_MAX: case PP_OP_SUM: case PP_OP_MEAN: case PP_OP_EQUAL: case PP_OP_LESS:
-    case PP_OP_GREATER: case PP_OP_LESSOREQUAL: case PP_OP_GREATEROREQUAL: case PP_OP_NOT:
-    case PP_OP_AND: case PP_OP_OR: case PP_OP_XOR: case PP_OP_WHERE: case PP_OP_CAST:
-    case PP_OP_CASTLIKE: case PP_OP_DROPOUT: case PP_OP_SILU:
-        return true;
-    default:
-        return named(op, elementwise_names);
-    }
+    return pp_op_has(op, PP_TR_UNARY) || pp_op_has(op, PP_TR_BINARY) || op == PP_OP_IDENTITY ||
+           op == PP_OP_CASTLIKE || op == PP_OP_DROPOUT;
 }
 
 /* The batch must stay on axes before `from` (normalizations over [from, rank)). */
@@ -829,7 +757,7 @@ static int rule(bctx *c, int i) {
                             "the parameters of its place in the micro-batch");
             break;
         }
-        case PP_OP_LAYERNORM: {
+        case PP_OP_LAYERNORM: case PP_OP_RMSNORM: {
             int ax;
             if (int_axis(c, n, "axis", -1, rank, &ax) || norm_from(c, s, ax, "it normalizes")) return -1;
             break;
@@ -906,15 +834,6 @@ static int rule(bctx *c, int i) {
                 return mixes(c, "it interpolates along the batch axis (%d)", s.axis);
             break;
         }
-        case PP_OP_FLATTEN: case PP_OP_RESHAPE:
-            if (reshape_rule(c, s, &c->in[0].shape, &c->out[0].shape, &res)) return -1;
-            break;
-        case PP_OP_SQUEEZE:
-            if (squeeze_rule(c, n, s, &res)) return -1;
-            break;
-        case PP_OP_UNSQUEEZE:
-            if (unsqueeze_rule(c, n, s, &res)) return -1;
-            break;
         case PP_OP_TRANSPOSE: {
             int64_t perm[PP_MAX_DIMS];
             pp_err e = {0};
@@ -976,10 +895,8 @@ static int rule(bctx *c, int i) {
         case PP_OP_SHAPE: case PP_OP_SIZE:
             return 0; /* the shape alone (see the header: the batch size as a number is not followed) */
         default:
-            if (!strcmp(opname, "RMSNormalization")) {
-                int ax;
-                if (int_axis(c, n, "axis", -1, rank, &ax) || norm_from(c, s, ax, "it normalizes"))
-                    return -1;
+            if (pp_op_has(n->op, PP_TR_VIEW)) { /* Reshape, Flatten, Squeeze, Unsqueeze: the same bytes */
+                if (reshape_rule(c, s, &c->in[0].shape, &c->out[0].shape, &res)) return -1;
                 break;
             }
             return lost(c, "the batch analysis does not know op %s", opname);
