@@ -798,8 +798,9 @@ static int norm_from(bctx *c, bax s, int from, const char *what) {
 
 /* The rule of node n (c->in, c->out filled; some input carries the
  * batch): the states of its outputs into outs[] (zeroed by the caller), or
- * -1 with c->why. Where the data carries the batch is all it reads: whether
- * inputs are copies (rep) or hold arange values (step) is the caller's. */
+ * -1 with c->why. Where the inputs carry the batch is all it reads (and a
+ * Gather's indices' arange, own_rows_rule): whether they are copies (rep),
+ * and what values an output holds (facts), are the caller's. */
 static int apply(bctx *c, const pp_node *n, bax *outs) {
     const int x = n->in[0];
     const bax s = carries(c, x) ? c->st[x] : (bax){0};
