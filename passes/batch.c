@@ -23,6 +23,29 @@
  * (a constant [B, ...] of identical rows is fine; one that gives each sample
  * its own row is not, as micro-batches would all take the first rows).
  *
+ * What a model computes from the batch size alone is followed like the
+ * samples are, so that it can meet them after other ops: copies (rep), a
+ * value free of sample data that holds B equal slices along a batch digit,
+ * made by a Tile whose count is a multiple of B (DeBERTa's relative-position
+ * table repeated for every sample against queries [B * heads, ...]: the
+ * digit (1, B, heads)), an Expand of an axis of size 1 to B, or a constant
+ * whose slices are equal (XLNet's position table expanded over the batch,
+ * [2S, B, d], read by an Einsum left to run time). Every rule then holds for
+ * copies as for samples: a micro-batch of b computes b of the same slices.
+ * A node that reads copies and no samples and whose rule fails outputs a
+ * value free of sample data; one that pairs copies with samples and fails
+ * is judged as if the copies were free of sample data (shared_ok).
+ *
+ * And an arange over the batch (step): an integer constant whose slice b
+ * is slice 0 + b x step, added to sample data, is a value that a micro-batch
+ * computes other than the whole batch (its arange counts from 0), so only
+ * views, integer casts, Adds and one Gather may read it: the Gather along a
+ * batch axis that holds the samples one after the other, step rows each,
+ * at u + b x step with u in [0, step) (its range known: ArgMax, ArgMin and
+ * constants added), picks a row of sample b's own in the whole batch and
+ * in every micro-batch alike (CLIP's pooler, last_hidden_state[arange(B),
+ * input_ids.argmax(-1)], which torch exports as such a Gather).
+ *
  * Only nodes that reach a graph output count. The pass works on copies of
  * the graph with the inputs' batch set to 2 or more and constants folded
  * (pp_batch_check says which): at 1 the batch axis could not be told from
@@ -40,9 +63,18 @@
 #include "passes.h"
 
 typedef struct bax {
-    bool on;        /* carries the batch */
+    bool on;        /* carries the batch: sample data, or (rep) copies */
+    /* on, but no sample data: B copies of one slice along the batch digit,
+     * made from constants (a Tile or Expand to the batch's size, and what
+     * is computed from such copies) */
+    bool rep;
     int axis;
     int64_t outer, inner;
+    /* integers: every element is u + step x the place of its sample in the
+     * batch (its b), u in [lo, hi] when ranged. step != 0: an arange over the
+     * batch was added to sample data (torch's x[arange(B), idx]) */
+    bool ranged;
+    int64_t lo, hi, step;
 } bax;
 
 typedef struct bctx {
@@ -51,8 +83,14 @@ typedef struct bctx {
     bax *st;            /* per value */
     bool *live;         /* per value: read by a node that counts, or a graph output */
     pp_tinfo *in, *out; /* the current node's tensors */
+    bax *saved;         /* per input of the current node (rule) */
     bool lost;          /* the failure: lost track (else: mixes samples) */
     char why[512];
+    /* the arange over the batch that the current Add adds (bcast), v -1: none */
+    struct {
+        int v;
+        int64_t step, lo, hi;
+    } iota;
 } bctx;
 
 /* The verdict on the current node, -1 to return: it mixes samples, or
@@ -95,13 +133,16 @@ static int64_t prod(const pp_shape *s, int from, int to) {
 static bool elementwise(pp_op op);
 
 /* Value v (no sample data) has the same slices at every b of the digit
- * (outer, B, inner) of its axis `axis`: its constant bytes, or what made it
- * (ConstantOfShape, an Expand or an elementwise op of such values). */
+ * (outer, B, inner) of its axis `axis`: copies the analysis followed (rep),
+ * its constant bytes, or what made it (ConstantOfShape, an Expand or an
+ * elementwise op of such values). */
 static bool uniform(const bctx *c, int v, int axis, int64_t outer, int64_t inner, int depth) {
     const pp_value *x = &c->g->values[v];
     const int64_t dim = x->shape.dim[axis];
+    const bax r = c->st[v];
     if (c->B == 1 || dim == 1 || prod(&x->shape, 0, x->shape.rank) == 0) return true;
     if (dim != outer * c->B * inner || depth > 32) return false;
+    if (r.on && r.rep && r.axis == axis && r.outer == outer && r.inner == inner) return true;
     if (x->is_const) {
         unsigned bits = pp_dtype_bits(x->dtype);
         if (!x->data || bits % 8) return false;
@@ -138,9 +179,67 @@ static int shared_ok(bctx *c, int v, int j, bax b) {
                 "its samples' places in the whole batch", vname(c, v), j);
 }
 
+/* Element i of integer constant x (its bytes may be unaligned). */
+static int64_t int_at(const pp_value *x, int64_t i) {
+    if (x->dtype == PP_I32) {
+        int32_t v;
+        memcpy(&v, (const char *)x->data + i * 4, 4);
+        return v;
+    }
+    int64_t v;
+    memcpy(&v, (const char *)x->data + i * 8, 8);
+    return v;
+}
+
+/* The smallest and largest element of integer constant v. */
+static bool int_range(const bctx *c, int v, int64_t *lo, int64_t *hi) {
+    const pp_value *x = &c->g->values[v];
+    const int64_t n = prod(&x->shape, 0, x->shape.rank);
+    if (!x->is_const || !x->data || (x->dtype != PP_I64 && x->dtype != PP_I32) || n < 1) return false;
+    *lo = INT64_MAX, *hi = INT64_MIN;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t e = int_at(x, i);
+        *lo = e < *lo ? e : *lo, *hi = e > *hi ? e : *hi;
+    }
+    return true;
+}
+
+/* Integer constant v (no sample data) along its axis j, read as the batch
+ * digit (b.outer, B, b.inner): is each slice b the slice 0 plus b x step,
+ * step != 0 (an arange over the batch, scaled: torch exports x[arange(B),
+ * idx] as a Gather from x flattened, at idx + arange(B) x rows)? *lo, *hi:
+ * the range of slice 0. At a micro-batch the same graph makes the arange
+ * over the micro-batch: the place of each sample in it. */
+static bool iota_of(const bctx *c, int v, int j, bax b, int64_t *step, int64_t *lo, int64_t *hi) {
+    const pp_value *x = &c->g->values[v];
+    if (j < 0 || !x->is_const || !x->data || (x->dtype != PP_I64 && x->dtype != PP_I32) || c->B < 2 ||
+        x->shape.dim[j] != b.outer * c->B * b.inner)
+        return false;
+    const int64_t row = prod(&x->shape, j + 1, x->shape.rank) * b.inner;
+    const int64_t blocks = prod(&x->shape, 0, j) * b.outer;
+    if (row < 1) return false;
+    *lo = INT64_MAX, *hi = INT64_MIN;
+    if (__builtin_sub_overflow(int_at(x, row), int_at(x, 0), step) || *step == 0) return false;
+    for (int64_t k = 0; k < blocks; k++) {
+        const int64_t base = k * c->B * row;
+        for (int64_t e = 0; e < row; e++) {
+            const int64_t v0 = int_at(x, base + e);
+            *lo = v0 < *lo ? v0 : *lo, *hi = v0 > *hi ? v0 : *hi;
+            for (int64_t bb = 1; bb < c->B; bb++) {
+                int64_t d, want;
+                if (__builtin_mul_overflow(bb, *step, &d) || __builtin_add_overflow(v0, d, &want) ||
+                    int_at(x, base + bb * row + e) != want)
+                    return false;
+            }
+        }
+    }
+    return true;
+}
+
 /* ---- the rules ------------------------------------------------------------------------ */
 
-/* NumPy broadcasting of inputs [first, last) into the output shape `o`. */
+/* NumPy broadcasting of inputs [first, last) into the output shape `o`. An
+ * Add may add one arange over the batch (iota_of) to sample data: c->iota. */
 static int bcast(bctx *c, const pp_node *n, int first, int last, const pp_shape *o, bax *res) {
     res->on = false;
     int who = -1;
@@ -163,7 +262,13 @@ static int bcast(bctx *c, const pp_node *n, int first, int last, const pp_shape 
     for (int k = first; k < last; k++) {
         int v = n->in[k];
         if (v < 0 || carries(c, v)) continue;
-        if (shared_ok(c, v, res->axis - (o->rank - shp(c, v)->rank), *res)) return -1;
+        const int j = res->axis - (o->rank - shp(c, v)->rank);
+        if (n->op == PP_OP_ADD && c->iota.v < 0 && !res->rep && j >= 0 && shp(c, v)->dim[j] != 1 &&
+            iota_of(c, v, j, *res, &c->iota.step, &c->iota.lo, &c->iota.hi)) {
+            c->iota.v = v;
+            continue;
+        }
+        if (shared_ok(c, v, j, *res)) return -1;
     }
     return 0;
 }
@@ -181,61 +286,12 @@ static int reshape_rule(bctx *c, bax s, const pp_shape *in, const pp_shape *out,
     for (int k = 0; k < out->rank; k++) {
         const int64_t p = prod(out, k + 1, out->rank), d = out->dim[k];
         if (p <= 0 || d <= 0 || stride % p || (p * d) % span) continue;
-        *res = (bax){true, k, p * d / span, stride / p};
+        *res = (bax){.on = true, .axis = k, .outer = p * d / span, .inner = stride / p};
         return 0;
     }
     return lost(c, "it reshapes %s to %s, which spreads the batch (axis %d, %lld samples) over "
                 "several axes", pp_shape_str(in, a, sizeof a), pp_shape_str(out, b, sizeof b),
                 s.axis, (long long)c->B);
-}
-
-static int axes_input(bctx *c, const pp_node *n, int slot, int64_t *axes, int *na) {
-    pp_attrs a = pp_node_attrs(c->g, n);
-    pp_err e = {0};
-    *na = 0;
-    if (a.opset < 13) {
-        if (pp_attr_ints(a, "axes", axes, PP_MAX_DIMS, na, &e) == PP_OK) return 0;
-    } else if (n->n_in <= slot || n->in[slot] < 0 ||
-               pp_const_ints(&c->in[slot], "axes", axes, PP_MAX_DIMS, na, &e) == PP_OK) {
-        return 0;
-    }
-    return lost(c, "its axes are not known at compile time (%s)", e.msg);
-}
-
-static int squeeze_rule(bctx *c, const pp_node *n, bax s, bax *res) {
-    int64_t axes[PP_MAX_DIMS];
-    int na;
-    if (axes_input(c, n, 1, axes, &na)) return -1;
-    const pp_shape *x = &c->in[0].shape;
-    bool drop[PP_MAX_DIMS] = {false};
-    for (int k = 0; k < na; k++) drop[axes[k] < 0 ? axes[k] + x->rank : axes[k]] = true;
-    if (na == 0)
-        for (int d = 0; d < x->rank; d++) drop[d] = x->dim[d] == 1;
-    if (drop[s.axis])
-        return lost(c, "it removes the batch axis (size 1 at micro-batch 1), after which the "
-                    "batch cannot be followed; compiling with -b 2 or more shows whether the "
-                    "model handles several samples");
-    int before = 0;
-    for (int d = 0; d < s.axis; d++) before += drop[d];
-    *res = moved(s, s.axis - before);
-    return 0;
-}
-
-static int unsqueeze_rule(bctx *c, const pp_node *n, bax s, bax *res) {
-    int64_t axes[PP_MAX_DIMS];
-    int na;
-    if (axes_input(c, n, 1, axes, &na)) return -1;
-    const int r = c->out[0].shape.rank;
-    bool ins[PP_MAX_DIMS] = {false};
-    for (int k = 0; k < na; k++) ins[axes[k] < 0 ? axes[k] + r : axes[k]] = true;
-    for (int d = 0, k = 0; d < r; d++) {
-        if (ins[d]) continue;
-        if (k++ == s.axis) {
-            *res = moved(s, d);
-            return 0;
-        }
-    }
-    return lost(c, "its axes do not match its output");
 }
 
 /* MatMul: [..., M, K] x [..., K, N] -> [..., M, N] (1-D operands promoted). */
@@ -397,11 +453,35 @@ static bool is_iota(const pp_tinfo *t, int64_t len) {
     return true;
 }
 
+/* Gather along the data's batch axis at indices b x step + u, b the place
+ * of the index's sample in the batch (an arange over it added) and u its
+ * own data: each sample picks a row u of its own when the batch axis holds
+ * the samples one after the other, step rows each (outer 1, inner step),
+ * and u lies in [0, step). Then a micro-batch, whose arange counts its own
+ * samples, picks the same rows from its own part of the data. */
+static int own_rows_rule(bctx *c, int axis, bax d, bax x, bax *res) {
+    if (d.axis != axis || d.outer != 1 || d.inner != x.step || !x.ranged || x.lo < 0 || x.hi >= x.step)
+        return lost(c, "its indices are each sample's place in the batch times %lld plus sample "
+                    "data%s, which does not pick rows of the sample's own: the data holds the "
+                    "batch on axis %d (%lld rows a sample, %lld groups of samples), the gather "
+                    "runs along axis %d", (long long)x.step,
+                    x.ranged ? "" : " of unknown range", d.axis, (long long)d.inner,
+                    (long long)d.outer, axis);
+    *res = moved(x, axis + x.axis);
+    return 0;
+}
+
 static int gather_rule(bctx *c, const pp_node *n, bax *res) {
     int axis;
     if (int_axis(c, n, "axis", 0, c->in[0].shape.rank, &axis)) return -1;
     const int qi = c->in[1].shape.rank;
     const bool cd = carries(c, n->in[0]), ci = carries(c, n->in[1]);
+    if (ci && c->st[n->in[1]].step) {
+        if (!cd)
+            return lost(c, "its indices are each sample's place in the batch plus sample data, "
+                        "into data that holds no samples");
+        return own_rows_rule(c, axis, c->st[n->in[0]], c->st[n->in[1]], res);
+    }
     if (cd && ci)
         return mixes(c, "both its data and its indices carry samples: each sample's indices pick "
                      "from every sample's data");
@@ -590,7 +670,7 @@ static int scatternd_rule(bctx *c, const pp_node *n, bax *res) {
                 }
                 if (tuples_follow(&cv, q, a, cd ? dim : c->in[0].shape.dim[comp])) {
                     ua = a;
-                    if (!cd) d = (bax){true, comp, 1, 1};
+                    if (!cd) d = (bax){.on = true, .axis = comp, .outer = 1, .inner = 1};
                 }
             }
         }
@@ -699,36 +779,13 @@ static multi_fn *multi_rule(pp_op op) {
     }
 }
 
-/* ONNX ops newer than the op table that the rules know by name (elementwise
- * math, and ops that treat axis 0 as the batch): classes for the op table's
- * future rows. */
-static const char *const elementwise_names[] = {
-    "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-    "Sign", "Round", "IsNaN", "IsInf", "Softsign", "ThresholdedRelu", "Celu", "Mish", "Shrink",
-    "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", NULL};
-
-static bool named(pp_op op, const char *const *names) {
-    for (int k = 0; names[k]; k++)
-        if (!strcmp(pp_op_table[op].name, names[k])) return true;
-    return false;
-}
-
+/* Elementwise ops, from the op table's traits: output[i] is f of the inputs'
+ * elements at i (NumPy broadcasting), so the samples stay where they are.
+ * Besides the PP_TR_UNARY and PP_TR_BINARY rows: Identity (a view),
+ * CastLike (input 1 gives only a type) and inference-mode Dropout. */
 static bool elementwise(pp_op op) {
-    switch (op) {
-    case PP_OP_IDENTITY: case PP_OP_RELU: case PP_OP_LEAKYRELU: case PP_OP_ELU: case PP_OP_SELU:
-    case PP_OP_SIGMOID: case PP_OP_HARDSIGMOID: case PP_OP_HARDSWISH: case PP_OP_TANH:
-    case PP_OP_SOFTPLUS: case PP_OP_ERF: case PP_OP_GELU: case PP_OP_SQRT: case PP_OP_EXP:
-    case PP_OP_LOG: case PP_OP_RECIPROCAL: case PP_OP_FLOOR: case PP_OP_CEIL: case PP_OP_NEG:
-    case PP_OP_ABS: case PP_OP_CLIP: case PP_OP_ADD: case PP_OP_SUB: case PP_OP_MUL:
-    case PP_OP_DIV: case PP_OP_POW: case PP_OP_MOD: case PP_OP_PRELU: case PP_OP_MIN:
-    case PP_OP_MAX: case PP_OP_SUM: case PP_OP_MEAN: case PP_OP_EQUAL: case PP_OP_LESS:
-    case PP_OP_GREATER: case PP_OP_LESSOREQUAL: case PP_OP_GREATEROREQUAL: case PP_OP_NOT:
-    case PP_OP_AND: case PP_OP_OR: case PP_OP_XOR: case PP_OP_WHERE: case PP_OP_CAST:
-    case PP_OP_CASTLIKE: case PP_OP_DROPOUT: case PP_OP_SILU:
-        return true;
-    default:
-        return named(op, elementwise_names);
-    }
+    return pp_op_has(op, PP_TR_UNARY) || pp_op_has(op, PP_TR_BINARY) || op == PP_OP_IDENTITY ||
+           op == PP_OP_CASTLIKE || op == PP_OP_DROPOUT;
 }
 
 /* The batch must stay on axes before `from` (normalizations over [from, rank)). */
@@ -739,14 +796,12 @@ static int norm_from(bctx *c, bax s, int from, const char *what) {
     return 0;
 }
 
-/* The rule of node i: the states of its outputs, or -1 with c->why. */
-static int rule(bctx *c, int i) {
-    const pp_node *n = &c->g->nodes[i];
-    pp_node_tinfo(c->g, n, c->in, c->out);
-    bool any = false;
-    for (int k = 0; k < n->n_in; k++) any |= carries(c, n->in[k]);
-    for (int k = 0; k < n->n_out; k++) c->st[n->out[k]] = (bax){0};
-    if (!any) return 0; /* computed from constants alone */
+/* The rule of node n (c->in, c->out filled; some input carries the
+ * batch): the states of its outputs into outs[] (zeroed by the caller), or
+ * -1 with c->why. Where the inputs carry the batch is all it reads (and a
+ * Gather's indices' arange, own_rows_rule): whether they are copies (rep),
+ * and what values an output holds (facts), are the caller's. */
+static int apply(bctx *c, const pp_node *n, bax *outs) {
     const int x = n->in[0];
     const bax s = carries(c, x) ? c->st[x] : (bax){0};
     const int rank = c->in[0].shape.rank;
@@ -829,7 +884,7 @@ static int rule(bctx *c, int i) {
                             "the parameters of its place in the micro-batch");
             break;
         }
-        case PP_OP_LAYERNORM: {
+        case PP_OP_LAYERNORM: case PP_OP_RMSNORM: {
             int ax;
             if (int_axis(c, n, "axis", -1, rank, &ax) || norm_from(c, s, ax, "it normalizes")) return -1;
             break;
@@ -906,15 +961,6 @@ static int rule(bctx *c, int i) {
                 return mixes(c, "it interpolates along the batch axis (%d)", s.axis);
             break;
         }
-        case PP_OP_FLATTEN: case PP_OP_RESHAPE:
-            if (reshape_rule(c, s, &c->in[0].shape, &c->out[0].shape, &res)) return -1;
-            break;
-        case PP_OP_SQUEEZE:
-            if (squeeze_rule(c, n, s, &res)) return -1;
-            break;
-        case PP_OP_UNSQUEEZE:
-            if (unsqueeze_rule(c, n, s, &res)) return -1;
-            break;
         case PP_OP_TRANSPOSE: {
             int64_t perm[PP_MAX_DIMS];
             pp_err e = {0};
@@ -976,10 +1022,8 @@ static int rule(bctx *c, int i) {
         case PP_OP_SHAPE: case PP_OP_SIZE:
             return 0; /* the shape alone (see the header: the batch size as a number is not followed) */
         default:
-            if (!strcmp(opname, "RMSNormalization")) {
-                int ax;
-                if (int_axis(c, n, "axis", -1, rank, &ax) || norm_from(c, s, ax, "it normalizes"))
-                    return -1;
+            if (pp_op_has(n->op, PP_TR_VIEW)) { /* Reshape, Flatten, Squeeze, Unsqueeze: the same bytes */
+                if (reshape_rule(c, s, &c->in[0].shape, &c->out[0].shape, &res)) return -1;
                 break;
             }
             return lost(c, "the batch analysis does not know op %s", opname);
@@ -993,8 +1037,202 @@ static int rule(bctx *c, int i) {
         if (r.on && (r.axis < 0 || r.axis >= o->rank || r.outer < 1 || r.inner < 1 ||
                      o->dim[r.axis] != r.outer * c->B * r.inner))
             return lost(c, "the analysis lost the batch axis at output '%s'", vname(c, n->out[k]));
-        c->st[n->out[k]] = r;
+        outs[k] = r;
     }
+    return 0;
+}
+
+static bool int_type(pp_dtype t) { return t == PP_I64 || t == PP_I32; }
+
+/* Inputs that hold arange values (step != 0) are not the same in a
+ * micro-batch as in the whole batch: only the ops that carry them to a
+ * Gather that cancels them (own_rows_rule) may read them. */
+static int step_ok(bctx *c, const pp_node *n) {
+    for (int k = 0; k < n->n_in; k++) {
+        const int v = n->in[k];
+        if (!carries(c, v) || !c->st[v].step) continue;
+        const bool ok = n->op == PP_OP_ADD || (n->op == PP_OP_GATHER && k == 1) ||
+                        (k == 0 && (pp_op_has(n->op, PP_TR_VIEW) ||
+                                    (n->op == PP_OP_CAST && int_type(c->out[0].dtype))));
+        if (!ok)
+            return lost(c, "'%s' holds each sample's place in the batch (an arange over the batch "
+                        "added to sample data), which a micro-batch counts from 0 again: only a "
+                        "Gather of each sample's own rows may read it", vname(c, v));
+    }
+    return 0;
+}
+
+/* a + b, or false on overflow */
+static bool add_to(int64_t *a, int64_t b) { return !__builtin_add_overflow(*a, b, a); }
+
+/* The values of the outputs (outs[], on): copies when every input that
+ * carries the batch is (rep), and the integer facts: the range of ArgMax and
+ * ArgMin, kept by views and casts to int32/int64, summed by Add (with the
+ * arange bcast found). */
+static int facts(bctx *c, const pp_node *n, bool rep, bax *outs) {
+    for (int k = 0; k < n->n_out; k++) {
+        outs[k].rep = outs[k].on && rep;
+        outs[k].ranged = false, outs[k].lo = outs[k].hi = outs[k].step = 0;
+    }
+    bax *o = &outs[0];
+    if (rep || !o->on || !int_type(c->out[0].dtype)) return 0;
+    const bax x = carries(c, n->in[0]) ? c->st[n->in[0]] : (bax){0};
+    if (n->op == PP_OP_ARGMAX || n->op == PP_OP_ARGMIN) {
+        int ax;
+        if (int_axis(c, n, "axis", 0, c->in[0].shape.rank, &ax)) return -1;
+        o->ranged = c->in[0].shape.dim[ax] > 0;
+        o->lo = 0, o->hi = c->in[0].shape.dim[ax] - 1;
+    } else if (pp_op_has(n->op, PP_TR_VIEW) || n->op == PP_OP_IDENTITY || n->op == PP_OP_CAST) {
+        o->ranged = x.ranged && int_type(c->in[0].dtype), o->lo = x.lo, o->hi = x.hi, o->step = x.step;
+    } else if (n->op == PP_OP_ADD) {
+        bool ok = true;
+        o->ranged = true;
+        for (int k = 0; k < n->n_in; k++) {
+            const int v = n->in[k];
+            int64_t lo, hi;
+            if (carries(c, v)) {
+                ok = ok && add_to(&o->step, c->st[v].step);
+                o->ranged = o->ranged && c->st[v].ranged;
+                lo = c->st[v].lo, hi = c->st[v].hi;
+            } else if (v == c->iota.v) {
+                ok = ok && add_to(&o->step, c->iota.step);
+                lo = c->iota.lo, hi = c->iota.hi;
+            } else if (!int_range(c, v, &lo, &hi)) {
+                o->ranged = false;
+                continue;
+            }
+            o->ranged = o->ranged && add_to(&o->lo, lo) && add_to(&o->hi, hi);
+        }
+        if (!ok) return lost(c, "its arange over the batch overflows");
+    }
+    if (o->ranged) { /* every value, u + step x b for b < B, fits the type (no wrapping) */
+        const int64_t lim = c->out[0].dtype == PP_I32 ? INT32_MAX : INT64_MAX;
+        int64_t reach, lo, hi;
+        o->ranged = o->step != INT64_MIN && !__builtin_mul_overflow(o->step < 0 ? -o->step : o->step, c->B, &reach) &&
+                    !__builtin_sub_overflow(o->lo, reach, &lo) && !__builtin_add_overflow(o->hi, reach, &hi) &&
+                    lo >= -lim && hi <= lim;
+    }
+    if (!o->ranged) o->lo = o->hi = 0;
+    return 0;
+}
+
+/* Demote the copies among n's inputs (rep) to values free of sample data,
+ * and back: the analysis as it was before it followed copies, where a rule
+ * that pairs copies and samples refuses (shared_ok checks the copies then). */
+static void demote(bctx *c, const pp_node *n, bax *saved, bool back) {
+    for (int k = 0; k < n->n_in; k++) {
+        const int v = n->in[k];
+        if (v < 0) continue;
+        if (back) {
+            if (saved[k].on) c->st[v] = saved[k];
+            continue;
+        }
+        saved[k] = carries(c, v) && c->st[v].rep ? c->st[v] : (bax){0};
+        if (saved[k].on) c->st[v] = (bax){0};
+    }
+}
+
+/* Node n reads no sample data. Its outputs are copies (rep) where it makes
+ * them: a Tile whose count along an axis is a multiple of the batch (T = o
+ * x B copies of an axis of size d: the batch digit (o, B, d)), an Expand of
+ * an axis of size 1 to the batch's size; or where a constant input holds
+ * them (uniform along an axis of the batch's size, or a multiple q of it,
+ * read as (1, B, q) or (q, B, 1)) and the op's rule carries them to an
+ * output. These are what a model computes from the batch size alone (a
+ * relative-position table repeated for every sample); whatever else it
+ * computes stays free of sample data. */
+static void seed(bctx *c, const pp_node *n, bax *outs) {
+    const int64_t B = c->B;
+    const pp_shape *in = &c->in[0].shape, *o = &c->out[0].shape;
+    bax r = {.on = true, .rep = true, .axis = -1};
+    if (n->op == PP_OP_TILE) {
+        int64_t rep[PP_MAX_DIMS];
+        int cnt;
+        pp_err e = {0};
+        if (pp_const_ints(&c->in[1], "repeats", rep, PP_MAX_DIMS, &cnt, &e) != PP_OK || cnt != in->rank) return;
+        for (int pass = 0; pass < 2 && r.axis < 0; pass++)
+            for (int d = 0; d < in->rank && r.axis < 0; d++)
+                if (in->dim[d] > 0 && rep[d] > 0 && (pass ? rep[d] % B == 0 : rep[d] == B))
+                    r.axis = d, r.outer = rep[d] / B, r.inner = in->dim[d];
+    } else if (n->op == PP_OP_EXPAND) {
+        for (int d = 0; d < o->rank && r.axis < 0; d++) {
+            const int j = d - (o->rank - in->rank);
+            if (o->dim[d] == B && (j < 0 || in->dim[j] == 1)) r.axis = d, r.outer = r.inner = 1;
+        }
+    }
+    if (r.axis >= 0) {
+        outs[0] = r;
+        c->st[n->out[0]] = r;
+        return;
+    }
+    if (n->op == PP_OP_SHAPE || n->op == PP_OP_SIZE) return;
+    const int last = elementwise(n->op) || multi_rule(n->op) ? n->n_in : 1; /* the data inputs */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int k = 0; k < last; k++) {
+            const int v = n->in[k];
+            if (v < 0 || !c->g->values[v].is_const || !c->g->values[v].data) continue;
+            const pp_shape *s = shp(c, v);
+            for (int d = 0; d < s->rank; d++) {
+                const int64_t q = s->dim[d] / B;
+                if (s->dim[d] < B || s->dim[d] % B || (q == 1) == (pass == 1)) continue;
+                for (int split = 0; split < (q == 1 ? 1 : 2); split++) {
+                    r.axis = d, r.outer = split ? q : 1, r.inner = split ? 1 : q;
+                    if (!uniform(c, v, d, r.outer, r.inner, 0)) continue;
+                    c->st[v] = r;
+                    memset(outs, 0, sizeof *outs * (size_t)n->n_out);
+                    c->iota.v = -1;
+                    const bool ok = apply(c, n, outs) == 0 && facts(c, n, true, outs) == 0;
+                    bool carried = false;
+                    c->st[v] = (bax){0};
+                    for (int j = 0; j < n->n_out; j++) carried = carried || (n->out[j] >= 0 && outs[j].on);
+                    if (!ok || !carried) continue;
+                    for (int j = 0; j < n->n_out; j++)
+                        if (n->out[j] >= 0 && outs[j].on) c->st[n->out[j]] = outs[j];
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/* The rule of node i: the states of its outputs, or -1 with c->why. A
+ * node that reads copies (rep) and no samples outputs copies where its rule
+ * carries them, else values free of sample data: either way no sample is
+ * mixed with another. */
+static int rule(bctx *c, int i) {
+    const pp_node *n = &c->g->nodes[i];
+    bax outs[PP_MAX_OUTPUTS];
+    bax *saved = c->saved;
+    pp_node_tinfo(c->g, n, c->in, c->out);
+    bool any = false, rep = true, some_rep = false;
+    for (int k = 0; k < n->n_in; k++) {
+        if (!carries(c, n->in[k])) continue;
+        any = true;
+        rep = rep && c->st[n->in[k]].rep;
+        some_rep = some_rep || c->st[n->in[k]].rep;
+    }
+    for (int k = 0; k < n->n_out; k++)
+        if (n->out[k] >= 0) c->st[n->out[k]] = (bax){0};
+    memset(outs, 0, sizeof *outs * (size_t)n->n_out);
+    if (!any) { /* computed from constants alone */
+        seed(c, n, outs);
+        return 0;
+    }
+    if (step_ok(c, n)) return -1;
+    c->iota.v = -1;
+    int r = apply(c, n, outs);
+    if (r && rep) return 0; /* no sample data in or out */
+    if (r && some_rep) { /* copies and samples: judged as before copies were followed */
+        demote(c, n, saved, false);
+        memset(outs, 0, sizeof *outs * (size_t)n->n_out);
+        c->iota.v = -1;
+        r = apply(c, n, outs);
+        demote(c, n, saved, true);
+        rep = false;
+    }
+    if (r || facts(c, n, rep, outs)) return -1;
+    for (int k = 0; k < n->n_out; k++)
+        if (n->out[k] >= 0) c->st[n->out[k]] = outs[k];
     return 0;
 }
 
@@ -1008,9 +1246,10 @@ static pp_status analyze(pp_graph *g, pp_graph *user, int64_t mb, bool allow, pp
     c.live = calloc(pp_count(g->n_values), sizeof *c.live);
     c.in = calloc(PP_MAX_INPUTS, sizeof *c.in);
     c.out = calloc(PP_MAX_OUTPUTS, sizeof *c.out);
+    c.saved = calloc(PP_MAX_INPUTS, sizeof *c.saved);
     bool *node_live = calloc(pp_count(g->n_nodes), sizeof *node_live);
     pp_status s = PP_OK;
-    if (!c.st || !c.live || !c.in || !c.out || !node_live) {
+    if (!c.st || !c.live || !c.in || !c.out || !c.saved || !node_live) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
         goto done;
     }
@@ -1022,7 +1261,7 @@ static pp_status analyze(pp_graph *g, pp_graph *user, int64_t mb, bool allow, pp
             for (int k = 0; k < n->n_in; k++)
                 if (n->in[k] >= 0) c.live[n->in[k]] = true;
     }
-    for (int k = 0; k < g->n_inputs; k++) c.st[g->inputs[k]] = (bax){true, 0, 1, 1};
+    for (int k = 0; k < g->n_inputs; k++) c.st[g->inputs[k]] = (bax){.on = true, .axis = 0, .outer = 1, .inner = 1};
     int bad = -1;
     for (int i = 0; i < g->n_nodes && bad < 0; i++)
         if (node_live[i] && rule(&c, i)) bad = i;
@@ -1034,12 +1273,20 @@ static pp_status analyze(pp_graph *g, pp_graph *user, int64_t mb, bool allow, pp
     }
     for (int k = 0; k < g->n_outputs && bad < 0; k++) {
         const int v = g->outputs[k];
-        const bax b = c.st[v];
-        if (b.on ? b.axis != 0 : !uniform(&c, v, 0, 1, 1, 0)) {
+        bax b = c.st[v];
+        if (b.rep && (b.axis != 0 || b.outer != 1 || b.inner != 1)) b = (bax){0}; /* judged by its values */
+        if (b.on ? b.axis != 0 || b.outer != 1 || b.inner != 1 || b.step : !uniform(&c, v, 0, 1, 1, 0)) {
             snprintf(where, sizeof where, "graph output '%s'", g->values[v].name);
-            if (b.on)
+            if (b.on && b.axis != 0)
                 lost(&c, "it carries the batch on axis %d, not 0, so pprt would join the "
                      "micro-batches along the wrong axis", b.axis);
+            else if (b.on && b.step)
+                lost(&c, "it holds each sample's place in the batch (an arange over the batch), "
+                     "which a micro-batch counts from 0 again");
+            else if (b.on)
+                lost(&c, "its dim 0 holds the batch merged with other axes (%lld groups of "
+                     "samples, %lld rows a sample), so pprt would join the micro-batches in "
+                     "another order", (long long)b.outer, (long long)b.inner);
             else
                 lost(&c, "it holds no sample data but differs along dim 0");
             bad = g->n_nodes;
@@ -1075,6 +1322,7 @@ done:
     free(c.live);
     free(c.in);
     free(c.out);
+    free(c.saved);
     free(node_live);
     return s;
 }

@@ -250,6 +250,51 @@ runs("convs", save("convs", [
     [("cw", w(3, 2, 3, 3)), ("s", w(3)), ("sb", w(3)), ("s2", i64(-1, 3)), ("m", np.array([True, False, True])),
      ("zero", np.zeros(1, np.float32))]), X4)
 
+# ---- copies along the batch, and an arange over it (issue 53) ----------------------------------------
+# A table computed from constants, tiled once per sample (DeBERTa's relative positions): the MatMul
+# that makes it is over ppcc's folding budget (2^30 multiply-adds), so the Tile stays an op and the
+# analysis follows its copies. Added to queries [N*3, 6] merged batch-major it keeps the samples
+# apart; merged heads-major (row h*N + n) each sample would take the table's rows by its place.
+X3H = [("x", ["N", 3, 6])]
+big = [("A", (w(1024, 1024) / 32).astype(np.float32)), ("Wb", (w(1024, 512) / 32).astype(np.float32)),
+       ("i0", np.array(0, np.int64)), ("a0", i64(0)), ("one", i64(1)), ("ps", i64(0, 0)), ("pe", i64(3, 6)),
+       ("pa", i64(0, 1)), ("m6", i64(-1, 6)), ("b36", i64(-1, 3, 6)), ("h3", i64(3, -1, 6))]
+table = [node("Shape", ["x"], "s", "/shape"), node("Gather", ["s", "i0"], "n", "/n", axis=0),
+         node("Unsqueeze", ["n", "a0"], "n1", "/n1"), node("Concat", ["n1", "one"], "reps", "/reps", axis=0),
+         node("MatMul", ["A", "Wb"], "big", "/rel/proj"), node("Slice", ["big", "ps", "pe", "pa"], "p", "/rel/slice"),
+         node("Tile", ["p", "reps"], "pt", "/rel/repeat")]
+runs("copies_tiled", save("copies_tiled", table + [
+    node("Reshape", ["x", "m6"], "q", "/q"), node("Add", ["q", "pt"], "r", "/add"),
+    node("Reshape", ["r", "b36"], "y", "/y")], X3H, ["y"], big), X3H)
+refused("copies against heads-major rows", save("copies_heads", table + [
+    node("Transpose", ["x"], "xt", "/t", perm=[1, 0, 2]), node("Reshape", ["xt", "m6"], "q", "/q"),
+    node("Add", ["q", "pt"], "r", "/add"), node("Reshape", ["r", "h3"], "r3", "/r3"),
+    node("Transpose", ["r3"], "y", "/y", perm=[1, 0, 2])], X3H, ["y"], big),
+        ["node '/add' (#", "Add)", "'pt' holds no sample data but is not the same at every position"], proof=True)
+
+# CLIP's pooler: x[arange(N), argmax] as torch exports it, a Gather from x flattened to [N*4, 6] at
+# argmax + arange(N) * 4: each sample's own row. Refused: another stride, a reversed arange, the
+# arange's values used as data.
+ar = [("i0", np.array(0, np.int64)), ("z", np.array(0, np.int64)), ("o", np.array(1, np.int64)),
+      ("mo", np.array(-1, np.int64)), ("four", np.array(4, np.int64)), ("three", np.array(3, np.int64)),
+      ("ax2", i64(2)), ("a1", i64(1))]
+def pooler(name, stride="four", reverse=False, tail=None):
+    rng_nodes = ([node("Sub", ["n", "o"], "last", "/last"), node("Range", ["last", "mo", "mo"], "ar", "/arange")]
+                 if reverse else [node("Range", ["z", "n", "o"], "ar", "/arange")])
+    tail = tail or [node("Flatten", ["x"], "f", "/flat", axis=2), node("Gather", ["f", "idx"], "y", "/pool", axis=0)]
+    return save(name, [node("Shape", ["x"], "s", "/shape"), node("Gather", ["s", "i0"], "n", "/n", axis=0)] + rng_nodes + [
+        node("Mul", ["ar", stride], "ars", "/stride"), node("ReduceSum", ["x", "ax2"], "a", "/sum", keepdims=0),
+        node("ArgMax", ["a"], "am", "/argmax", axis=1, keepdims=0), node("Add", ["am", "ars"], "idx", "/idx")] + tail,
+        X3, ["y"], ar)
+runs("arange_pooler", pooler("arange_pooler"), X3)
+refused("arange of another stride", pooler("arange_stride3", stride="three"),
+        ["node '/pool' (#", "Gather)", "each sample's place in the batch times 3", "4 rows a sample"], proof=True)
+refused("reversed arange", pooler("arange_reversed", reverse=True),
+        ["node '/pool' (#", "each sample's place in the batch times -4"], proof=True)
+refused("arange as data", pooler("arange_data", tail=[node("Cast", ["idx"], "fi", "/float", to=F),
+                                                      node("Unsqueeze", ["fi", "a1"], "y", "/y")]),
+        ["node '/float' (#", "Cast)", "'idx' holds each sample's place in the batch"], proof=True)
+
 # ---- the issue's case, exported by PyTorch; BART's shift_tokens_right --------------------------------
 try:
     import torch
