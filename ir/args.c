@@ -192,6 +192,10 @@ int pp_opts_take(pp_argv *a, int *i, const pp_opt_table *t, int nt, pp_err *err)
             char name[64];
             snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
             const char *v = NULL;
+            if (r->kind == PP_OPT_FLAG && *i + 1 < a->argc && a->glued[*i + 1]) {
+                PP_FAIL(err, PP_EINVAL, "%s takes no value", name);
+                return -1;
+            }
             if (r->flags & PP_OPT_OPTVAL) v = glued ? glued : "";
             else if (r->kind != PP_OPT_FLAG && *i + 1 < a->argc) v = a->argv[++*i];
             if (store(r, t[k].base, name, v, err) != PP_OK) return -1;
