@@ -1,8 +1,9 @@
 /* args.c: argv as both tools read it (args.h). */
 #include "args.h"
 
-#include "base.h"
-
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,11 +76,6 @@ const char *pp_argv_suggest(const char *bad, const char *const *names, int n) {
 }
 
 /* ---- option tables ------------------------------------------------------------------ */
-
-#include <errno.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
 
 void pp_opt_add(pp_opt_out *o, const char *fmt, ...) {
     if (o->len >= o->cap) return;
@@ -206,20 +202,19 @@ int pp_opts_take(pp_argv *a, int *i, const pp_opt_table *t, int nt, pp_err *err)
 }
 
 bool pp_opts_split(pp_argv *a, int i, const pp_opt_table *t, int nt) {
-    const char *keep[32];
+    /* the optional-value rows' names, each a string of its own */
+    static char names[16][48];
+    const char *keep[17];
     int n = 0;
     for (int k = 0; k < nt; k++)
-        for (int j = 0; j < t[k].n && n < 31; j++)
-            if (t[k].rows[j].flags & PP_OPT_OPTVAL)
-                for (const char *s = t[k].rows[j].names; *s && n < 31;) {
-                    /* keep[] names are compared by length: a static copy of each */
-                    static char names[32][48];
-                    const size_t len = name_len(s);
-                    snprintf(names[n], sizeof names[n], "%.*s", (int)len, s);
-                    keep[n] = names[n];
-                    n++;
-                    s += len + (s[len] == '|');
-                }
+        for (int j = 0; j < t[k].n; j++)
+            for (const char *s = t[k].rows[j].names; *s && (t[k].rows[j].flags & PP_OPT_OPTVAL) && n < 16;) {
+                const size_t len = name_len(s);
+                snprintf(names[n], sizeof names[n], "%.*s", (int)len, s);
+                keep[n] = names[n];
+                n++;
+                s += len + (s[len] == '|');
+            }
     keep[n] = NULL;
     return pp_argv_at(a, i, keep);
 }

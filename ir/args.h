@@ -1,9 +1,14 @@
 /* args.h: what both tools' mains share in reading argv: GNU "--name=value"
  * (split where an option is read, so every option takes both forms, the
- * backends' own too), and the "did you mean" of an unknown option. */
+ * backends' own too), the "did you mean" of an unknown option, and the
+ * option tables each tool's command line is made of (a row per option). */
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "base.h"
 
 /* A copy of argv that pp_argv_at may grow (each split adds one entry). */
 typedef struct pp_argv {
