@@ -122,8 +122,10 @@ pp_status pp_opt_bad(const pp_opt *row, const char *name, const char *v, pp_err 
                                   (int)len, w);
             w += len + !last;
         }
-    } else
-        snprintf(what, sizeof what, "%g..%g", row->lo, row->hi);
+    } else { /* the range, whole numbers in full */
+        char lo[40], hi[40];
+        snprintf(what, sizeof what, "%s..%s", pp_opt_num(row->lo, lo, sizeof lo), pp_opt_num(row->hi, hi, sizeof hi));
+    }
     if (!v) return PP_FAIL(err, PP_EINVAL, "%s needs %s", name, what);
     return PP_FAIL(err, PP_EINVAL, "%s needs %s, got '%s'", name, what, v);
 }
