@@ -316,6 +316,8 @@ static void text_disabled(const void *base, bool agree, pp_opt_out *t) {
 _Static_assert(PP_MAX_SPLITS + 1 == 257, "-pp's range in its row");
 /* The recorded rows (PP_OPT_RECORD) come first, in the order the plan's
  * options line has always had them. */
+/* columns (pp_opt, ir/args.h): names, kind, value in --help, field, lo, hi, words, what a value must
+ * be, default, help, PP_OPT_* flags, main order, --help section, setter, text */
 static const pp_opt rows[] = {
     {"-pp|--pp", PP_OPT_INT, "N", F(n_stages), 1, PP_MAX_SPLITS + 1, NULL, "a stage count 1..257", "1",
      "pipeline stages", PP_OPT_RECORD | PP_OPT_ALWAYS, 1, NULL, NULL, NULL},

@@ -92,6 +92,8 @@ static void text_const(const void *base, bool agree, pp_opt_out *t) {
 #define NF PP_OPT_NOFIELD
 /* ppcc's own options; the recorded ones (-b, --dim, --const, --ref-weights,
  * --measure) follow the splitting options' in the plan's options line. */
+/* columns (pp_opt, ir/args.h): names, kind, value in --help, field, lo, hi, words, what a value must
+ * be, default, help, PP_OPT_* flags, main order, --help section, setter, text */
 static const pp_opt own_rows[] = {
     {"-o|--output", PP_OPT_STR, "PLAN", F(out), 0, 0, NULL, "a file name", "plan.bin", "output plan file", 0, 2,
      NULL, set_out, NULL},

@@ -107,6 +107,8 @@ static void text_transport(const void *base, bool agree, pp_opt_out *t) {
  * must be the same on every rank under mpirun (paths may differ between
  * machines: only whether one is given); the ranks compare these rows' text,
  * the first that differs named. */
+/* columns (pp_opt, ir/args.h): names, kind, value in --help, field, lo, hi, words, what a value must
+ * be, default, help, PP_OPT_* flags, main order, --help section, setter, text */
 static const pp_opt own_rows[] = {
     {"-o|--output", PP_OPT_STR, "OUT_DIR", F(out_dir), 0, 0, NULL, "a directory", "out",
      "where outputs go, one NAME.npy each", 0, 1, NULL, NULL, NULL},
