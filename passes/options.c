@@ -1,56 +1,18 @@
 /* options.c: the command-line options that steer the passes (pipeline depth,
- * policy, custom splits, memory caps, target figures), parsed here so that
- * tools/ppcc.c stays a thin main, plus their canonical text for the plan's
- * provenance (no file paths: the same model and options give the same plan
- * wherever they are compiled). */
+ * policy, custom splits, memory caps, target figures) as one option table
+ * (ir/args.h) that ppcc's main hands to the parser with its own: each row
+ * says how its value is read, its --help line, and whether it is part of the
+ * plan's recorded options. The recorded ones are written in this table's
+ * order as their canonical text (no file paths: the same model and options
+ * give the same plan wherever they are compiled), which ppcc reads back into
+ * the same plan. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "passes.h"
-
-const char *pp_compile_opts_usage(void) {
-    return "  --policy NAME       auto (default: least bottleneck time under the memory caps),\n"
-           "                      uniform, params, flops, memory, custom\n"
-           "  --split-at P[,P..]  cut before each named module (e.g. layer3 or layer1.2)\n"
-           "  --exec-seq FILE     ColossalAI-style list: module names, SPLIT_NODE lines as cuts\n"
-           "  --max-memory CAPS   SIZE for every stage, or STAGE:SIZE,... (e.g. 0:10GiB,1:24GiB)\n"
-           "  --reserve SIZE      memory each device holds besides the plan (runtime, data):\n"
-           "                      the plan gets each cap less this (default 0)\n"
-           "  --placement P       where stages run: BACKEND[:DEVICE] for all, or STAGE:BACKEND[:DEVICE],...\n"
-           "                      (e.g. 0:dnnl,1:cuda:0); pprt --backend overrides it\n"
-           "  --gflops X          target compute, GFLOP/s per stage (default 100; a GPU's 20000),\n"
-           "                      or STAGE:X,... per stage (also for the next two)\n"
-           "  --mem-gbps X        target memory bandwidth, GB/s (default 10; a GPU's 1500)\n"
-           "  --link-gbps X       stage-to-stage bandwidth within a host, GB/s (default 10; from a GPU 20)\n"
-           "  --net-gbps X        stage-to-stage bandwidth between hosts, GB/s (default 1.25)\n"
-           "  --devices-per-host K  devices on each host (default: all on one); cuts between\n"
-           "                      hosts cost --net-gbps\n"
-           "  --replicas R        data-parallel copies the plan will run as (pprt --replicas),\n"
-           "                      for the placement of the cuts (default 1)\n"
-           "  --profile FILE      measured op times from pprt --profile instead of the roofline;\n"
-           "                      repeat it with profiles of other micro-batch sizes (one device\n"
-           "                      kind): the nearest one is used\n"
-           "  --depth N           micro-batches in flight per boundary, for memory (default 2)\n"
-           "  --micro-batches M   micro-batches per run, for the bubble estimate (default 8)\n"
-           "  --allow-batch-mixing\n"
-           "                      compile even where the model mixes samples across the batch\n"
-           "                      axis (a Softmax or a reduction over it, ...): the plan is then\n"
-           "                      right only when run on exactly -b samples at once\n"
-           "device budget:\n"
-           "  --devices N         devices for --search: pp stages x N/pp replicas\n"
-           "  --search            try every pipeline depth 1..N (replicas N/pp) and micro-batch\n"
-           "                      size: table of estimated throughput and memory, best plan to -o\n"
-           "  --batch-sizes B,..  micro-batch sizes to try (default 1,2,4,..,64)\n"
-           "  --samples S         samples per run: micro-batch count and bubble (default 256)\n"
-           "  --max-batch         the largest micro-batch that fits -pp N under --max-memory\n"
-           "debugging:\n"
-           "  --dump-ir[=PASS]    print the IR after the last pass, after PASS (import, infer,\n"
-           "                      simplify, fuse, partition) or after each (all); see docs/ir.md\n"
-           "  --dump-dot FILE     Graphviz DOT: stages as clusters, boundary tensors marked\n"
-           "  --disable-pass P    skip fold, simplify or fuse\n";
-}
 
 static bool parse_double(const char *s, double lo, double hi, double *out) {
     if (!s || !*s) return false;
@@ -169,213 +131,261 @@ static pp_status parse_figure(const char *a, const char *v, pp_compile_opts *o, 
     return PP_OK;
 }
 
-const char *const *pp_compile_opts_names(void) {
-    static const char *const names[] = {
-        "-pp", "--pp", "--policy", "--split-at", "--exec-seq", "--profile", "--search", "--max-batch", "--devices",
-        "--devices-per-host", "--replicas", "--samples", "--batch-sizes", "--reserve", "--max-memory", "--gflops",
-        "--mem-gbps", "--link-gbps", "--net-gbps", "--placement", "--depth", "--micro-batches",
-        "--allow-batch-mixing", "--dump-ir", "--dump-dot", "--disable-pass", NULL};
-    return names;
-}
-
-int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_err *err) {
-    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    double d;
-    if (!strcmp(a, "-pp") || !strcmp(a, "--pp")) {
-        if (!parse_double(v, 1, PP_MAX_SPLITS + 1, &d) || d != (int)d) {
-            PP_FAIL(err, PP_EINVAL, "%s needs a stage count 1..%d, got '%s'", a, PP_MAX_SPLITS + 1, v ? v : "");
-            return -1;
-        }
-        o->n_stages = (int)d;
-    } else if (!strcmp(a, "--policy")) {
-        if (!v || !pp_policy_parse(v, &o->policy)) {
-            PP_FAIL(err, PP_EINVAL, "--policy: unknown policy '%s' (auto, uniform, params, flops, "
-                    "memory, custom)", v ? v : "");
-            return -1;
-        }
-    } else if (!strcmp(a, "--split-at")) {
-        if (!v || !*v) {
-            PP_FAIL(err, PP_EINVAL, "--split-at needs module paths");
-            return -1;
-        }
-        for (const char *p = v; *p;) {
-            const char *e = strchr(p, ',');
-            size_t len = e ? (size_t)(e - p) : strlen(p);
-            if (len && o->n_split_at < PP_MAX_SPLITS) o->split_at[o->n_split_at++] = strndup(p, len);
-            p += len + (e ? 1 : 0);
-        }
-        o->policy = PP_POLICY_CUSTOM;
-    } else if (!strcmp(a, "--exec-seq")) {
-        if (!v) {
-            PP_FAIL(err, PP_EINVAL, "--exec-seq needs a file");
-            return -1;
-        }
-        o->exec_seq = v;
-        o->policy = PP_POLICY_CUSTOM;
-    } else if (!strcmp(a, "--profile")) {
-        if (!v) {
-            PP_FAIL(err, PP_EINVAL, "--profile needs a file from pprt --profile");
-            return -1;
-        }
-        if (o->n_profiles == PP_MAX_PROFILES) {
-            PP_FAIL(err, PP_EINVAL, "at most %d --profile files", PP_MAX_PROFILES);
-            return -1;
-        }
-        o->profiles[o->n_profiles++] = v;
-    } else if (!strcmp(a, "--search") || !strcmp(a, "--max-batch")) {
-        if (a[2] == 's') o->search = true;
-        else o->max_batch = true;
-        return 1; /* no value */
-    } else if (!strcmp(a, "--devices") || !strcmp(a, "--devices-per-host") || !strcmp(a, "--replicas")) {
-        if (!parse_double(v, 1, 4096, &d) || d != (int)d) {
-            PP_FAIL(err, PP_EINVAL, "%s needs a count 1..4096, got '%s'", a, v ? v : "");
-            return -1;
-        }
-        if (!strcmp(a, "--devices")) o->devices = (int)d;
-        else if (a[2] == 'd') o->target.devices_per_host = (int)d;
-        else o->replicas = (int)d;
-    } else if (!strcmp(a, "--samples")) {
-        if (!parse_double(v, 1, 1e12, &d) || d != (double)(int64_t)d) {
-            PP_FAIL(err, PP_EINVAL, "--samples needs a count >= 1, got '%s'", v ? v : "");
-            return -1;
-        }
-        o->samples = (int64_t)d;
-    } else if (!strcmp(a, "--batch-sizes")) {
-        o->n_batch_sizes = 0;
-        for (const char *p = v ? v : ""; *p;) {
-            char *end;
-            errno = 0;
-            long long b = strtoll(p, &end, 10);
-            if (errno || end == p || b < 1 || b > (1 << 20) || (*end && *end != ',') ||
-                o->n_batch_sizes == PP_MAX_BATCH_SIZES) {
-                o->n_batch_sizes = 0;
-                break;
-            }
-            o->batch_sizes[o->n_batch_sizes++] = b;
-            p = *end ? end + 1 : end;
-        }
-        if (o->n_batch_sizes == 0) {
-            PP_FAIL(err, PP_EINVAL, "--batch-sizes needs up to %d sizes 1..2^20 like 1,2,4,8, got '%s'",
-                    PP_MAX_BATCH_SIZES, v ? v : "");
-            return -1;
-        }
-    } else if (!strcmp(a, "--reserve")) {
-        if (!v || !parse_size(v, &o->reserve)) {
-            PP_FAIL(err, PP_EINVAL, "--reserve: '%s' is not a size like 512MiB", v ? v : "");
-            return -1;
-        }
-    } else if (!strcmp(a, "--max-memory")) {
-        if (!v) {
-            PP_FAIL(err, PP_EINVAL, "--max-memory needs SIZE or STAGE:SIZE,...");
-            return -1;
-        }
-        if (parse_caps(v, o, err) != PP_OK) return -1;
-    } else if (!strcmp(a, "--gflops") || !strcmp(a, "--mem-gbps") || !strcmp(a, "--link-gbps")) {
-        if (parse_figure(a, v, o, err) != PP_OK) return -1;
-    } else if (!strcmp(a, "--net-gbps")) {
-        if (!parse_double(v, 1e-6, 1e9, &d)) {
-            PP_FAIL(err, PP_EINVAL, "%s needs a positive number, got '%s'", a, v ? v : "");
-            return -1;
-        }
-        o->target.net_gbps = d;
-    } else if (!strcmp(a, "--placement")) {
-        if (!v || parse_placement(v, o, err) != PP_OK) {
-            if (!v) PP_FAIL(err, PP_EINVAL, "--placement needs BACKEND[:DEVICE] or STAGE:BACKEND[:DEVICE],...");
-            return -1;
-        }
-    } else if (!strcmp(a, "--depth") || !strcmp(a, "--micro-batches")) {
-        if (!parse_double(v, 1, 1 << 20, &d) || d != (int)d) {
-            PP_FAIL(err, PP_EINVAL, "%s needs a count >= 1, got '%s'", a, v ? v : "");
-            return -1;
-        }
-        if (a[2] == 'd') o->depth = (int)d;
-        else o->micro_batches = (int)d;
-    } else if (!strcmp(a, "--allow-batch-mixing")) {
-        o->allow_batch_mixing = true;
-        return 1; /* no value */
-    } else if (!strcmp(a, "--dump-ir") || !strncmp(a, "--dump-ir=", 10)) {
-        o->dump_ir = a[9] == '=' ? a + 10 : "";
-        return 1; /* no separate value */
-    } else if (!strcmp(a, "--dump-dot")) {
-        if (!v) {
-            PP_FAIL(err, PP_EINVAL, "--dump-dot needs a file name");
-            return -1;
-        }
-        o->dump_dot = v;
-    } else if (!strcmp(a, "--disable-pass")) {
-        if (!v || o->n_disabled == 16) {
-            PP_FAIL(err, PP_EINVAL, "--disable-pass needs a pass name (fold, simplify, fuse)");
-            return -1;
-        }
-        o->disabled[o->n_disabled++] = v;
-    } else {
-        return 0;
-    }
-    (*i)++;
-    return 1;
-}
-
 void pp_compile_opts_free(pp_compile_opts *o) {
     for (int k = 0; k < o->n_split_at; k++) free((char *)o->split_at[k]);
     o->n_split_at = 0;
 }
 
-/* x as the shortest text that reads back as x (15 digits, else 17). */
-static const char *num(double x, char *buf, size_t n) {
-    snprintf(buf, n, "%.15g", x);
-    if (strtod(buf, NULL) != x) snprintf(buf, n, "%.17g", x);
-    return buf;
+
+/* ---- setters: what a row does beyond storing its value ------------------------------ */
+
+static pp_status set_policy(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    pp_compile_opts *o = base;
+    if (!pp_policy_parse(v, &o->policy))
+        return PP_FAIL(err, PP_EINVAL, "--policy: unknown policy '%s' (auto, uniform, params, flops, memory, custom)", v);
+    return PP_OK;
 }
 
-void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n) {
-    size_t k = 0;
-    char t[40];
-#define ADD(...) \
-    if (k < n) k += (size_t)snprintf(buf + k, n - k, __VA_ARGS__)
-    ADD("-pp %d --policy %s", o->n_stages, pp_policy_name(o->policy));
-    for (int s = 0; s < o->n_split_at; s++) ADD("%s%s", s ? "," : " --split-at ", o->split_at[s]);
-    if (o->exec_seq) ADD(" --exec-seq (file)");
-    for (int f = 0; f < o->n_profiles; f++) ADD(" --profile (file)");
-    if (o->cap_all) ADD(" --max-memory %zu", o->cap_all);
-    for (int c = 0; c < o->n_caps; c++) ADD("%s%d:%zu", c ? "," : " --max-memory ", o->cap_stage[c], o->cap_bytes[c]);
-    if (o->reserve) ADD(" --reserve %zu", o->reserve);
-    /* only the figures given: a default left out stays the default of each
-     * stage's kind of device when the text is compiled again */
-    static const char *const fig[3] = {"--gflops", "--mem-gbps", "--link-gbps"};
-    for (int f = 0; f < 3; f++) {
-        const double all[3] = {o->target.gflops, o->target.mem_gbps, o->target.link_gbps};
-        if (o->target_set & (1u << f)) ADD(" %s %s", fig[f], num(all[f], t, sizeof t));
-        for (int s = 0, first = 1; s <= PP_MAX_SPLITS; s++)
-            if (o->stage_set[s] & (1u << f)) {
-                const pp_target *st = &o->stage_target[s];
-                const double v[3] = {st->gflops, st->mem_gbps, st->link_gbps};
-                if (first) {
-                    ADD(" %s ", fig[f]);
-                } else {
-                    ADD(",");
-                }
-                ADD("%d:%s", s, num(v[f], t, sizeof t));
-                first = 0;
-            }
+static pp_status set_split_at(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name, (void)err;
+    pp_compile_opts *o = base;
+    for (const char *p = v; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len && o->n_split_at < PP_MAX_SPLITS) o->split_at[o->n_split_at++] = strndup(p, len);
+        p += len + (e ? 1 : 0);
     }
-    ADD(" --depth %d", o->depth);
+    o->policy = PP_POLICY_CUSTOM;
+    return PP_OK;
+}
+
+static pp_status set_custom(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name, (void)v, (void)err;
+    ((pp_compile_opts *)base)->policy = PP_POLICY_CUSTOM;
+    return PP_OK;
+}
+
+static pp_status set_profile(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    pp_compile_opts *o = base;
+    if (o->n_profiles == PP_MAX_PROFILES) return PP_FAIL(err, PP_EINVAL, "at most %d --profile files", PP_MAX_PROFILES);
+    o->profiles[o->n_profiles++] = v;
+    return PP_OK;
+}
+
+static pp_status set_caps(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    return parse_caps(v, base, err);
+}
+
+static pp_status set_reserve(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    if (!parse_size(v, &((pp_compile_opts *)base)->reserve))
+        return PP_FAIL(err, PP_EINVAL, "--reserve: '%s' is not a size like 512MiB", v);
+    return PP_OK;
+}
+
+static pp_status set_figure(void *base, const char *name, const char *v, pp_err *err) {
+    return parse_figure(name, v, base, err);
+}
+
+static pp_status set_placement(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    return parse_placement(v, base, err);
+}
+
+static pp_status set_disabled(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    pp_compile_opts *o = base;
+    if (o->n_disabled == 16) return PP_FAIL(err, PP_EINVAL, "at most 16 --disable-pass options");
+    o->disabled[o->n_disabled++] = v;
+    return PP_OK;
+}
+
+static pp_status set_batch_sizes(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    pp_compile_opts *o = base;
+    o->n_batch_sizes = 0;
+    for (const char *p = v; *p;) {
+        char *end;
+        errno = 0;
+        long long b = strtoll(p, &end, 10);
+        if (errno || end == p || b < 1 || b > (1 << 20) || (*end && *end != ',') ||
+            o->n_batch_sizes == PP_MAX_BATCH_SIZES) {
+            o->n_batch_sizes = 0;
+            break;
+        }
+        o->batch_sizes[o->n_batch_sizes++] = b;
+        p = *end ? end + 1 : end;
+    }
+    if (o->n_batch_sizes == 0)
+        return PP_FAIL(err, PP_EINVAL, "--batch-sizes needs up to %d sizes 1..2^20 like 1,2,4,8, got '%s'",
+                       PP_MAX_BATCH_SIZES, v);
+    return PP_OK;
+}
+
+/* ---- the recorded text of the rows whose value is more than a number ---------------- */
+
+static void text_policy(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    pp_opt_add(t, " --policy %s", pp_policy_name(((const pp_compile_opts *)base)->policy));
+}
+
+static void text_split_at(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pp_compile_opts *o = base;
+    for (int s = 0; s < o->n_split_at; s++) pp_opt_add(t, "%s%s", s ? "," : " --split-at ", o->split_at[s]);
+}
+
+static void text_profile(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    for (int f = 0; f < ((const pp_compile_opts *)base)->n_profiles; f++) pp_opt_add(t, " --profile (file)");
+}
+
+static void text_caps(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pp_compile_opts *o = base;
+    if (o->cap_all) pp_opt_add(t, " --max-memory %zu", o->cap_all);
+    for (int c = 0; c < o->n_caps; c++)
+        pp_opt_add(t, "%s%d:%zu", c ? "," : " --max-memory ", o->cap_stage[c], o->cap_bytes[c]);
+}
+
+static void text_reserve(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pp_compile_opts *o = base;
+    if (o->reserve) pp_opt_add(t, " --reserve %zu", o->reserve);
+}
+
+/* Only the figures given: a default left out stays the default of each
+ * stage's kind of device when the text is compiled again. */
+static void text_figure(const pp_compile_opts *o, int f, pp_opt_out *t) {
+    static const char *const fig[3] = {"--gflops", "--mem-gbps", "--link-gbps"};
+    const double all[3] = {o->target.gflops, o->target.mem_gbps, o->target.link_gbps};
+    char n[40];
+    if (o->target_set & (1u << f)) pp_opt_add(t, " %s %s", fig[f], pp_opt_num(all[f], n, sizeof n));
+    for (int s = 0, first = 1; s <= PP_MAX_SPLITS; s++)
+        if (o->stage_set[s] & (1u << f)) {
+            const pp_target *st = &o->stage_target[s];
+            const double v[3] = {st->gflops, st->mem_gbps, st->link_gbps};
+            pp_opt_add(t, "%s%d:%s", first ? (f == 0 ? " --gflops " : f == 1 ? " --mem-gbps " : " --link-gbps ") : ",",
+                       s, pp_opt_num(v[f], n, sizeof n));
+            first = 0;
+        }
+}
+static void text_gflops(const void *base, bool agree, pp_opt_out *t) { (void)agree, text_figure(base, 0, t); }
+static void text_mem_gbps(const void *base, bool agree, pp_opt_out *t) { (void)agree, text_figure(base, 1, t); }
+static void text_link_gbps(const void *base, bool agree, pp_opt_out *t) { (void)agree, text_figure(base, 2, t); }
+
+static void text_placement(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pp_compile_opts *o = base;
     if (o->place_all.backend[0]) {
-        ADD(" --placement %s", o->place_all.backend);
-        if (o->place_all.device >= 0) ADD(":%d", o->place_all.device);
+        pp_opt_add(t, " --placement %s", o->place_all.backend);
+        if (o->place_all.device >= 0) pp_opt_add(t, ":%d", o->place_all.device);
     }
     for (int s = 0, first = 1; s <= PP_MAX_SPLITS; s++)
         if (o->place[s].backend[0]) {
-            ADD("%s%d:%s", first ? " --placement " : ",", s, o->place[s].backend);
-            if (o->place[s].device >= 0) ADD(":%d", o->place[s].device);
+            pp_opt_add(t, "%s%d:%s", first ? " --placement " : ",", s, o->place[s].backend);
+            if (o->place[s].device >= 0) pp_opt_add(t, ":%d", o->place[s].device);
             first = 0;
         }
-    /* the replicas matter to the split only through the placement */
-    if (o->target.devices_per_host) {
-        ADD(" --devices-per-host %d --net-gbps %s --replicas %d", o->target.devices_per_host,
-            num(o->target.net_gbps, t, sizeof t), o->replicas);
-    }
-    for (int d = 0; d < o->n_disabled; d++) ADD(" --disable-pass %s", o->disabled[d]);
-    if (o->allow_batch_mixing) ADD(" --allow-batch-mixing");
-#undef ADD
-    if (k >= n && n) buf[n - 1] = 0;
+}
+
+/* The hosts: --net-gbps and --replicas matter to the split only through
+ * them (the replicas through the placement of the cuts). */
+static void text_hosts(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pp_compile_opts *o = base;
+    char n[40];
+    if (o->target.devices_per_host)
+        pp_opt_add(t, " --devices-per-host %d --net-gbps %s --replicas %d", o->target.devices_per_host,
+                   pp_opt_num(o->target.net_gbps, n, sizeof n), o->replicas);
+}
+
+static void text_disabled(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pp_compile_opts *o = base;
+    for (int d = 0; d < o->n_disabled; d++) pp_opt_add(t, " --disable-pass %s", o->disabled[d]);
+}
+
+/* ---- the table ---------------------------------------------------------------------- */
+
+#define F(field) offsetof(pp_compile_opts, field)
+#define NF PP_OPT_NOFIELD
+_Static_assert(PP_MAX_SPLITS + 1 == 257, "-pp's range in its row");
+/* The recorded rows (PP_OPT_RECORD) come first, in the order the plan's
+ * options line has always had them. */
+/* columns (pp_opt, ir/args.h): names, kind, value in --help, field, lo, hi, words, what a value must
+ * be, default, help, PP_OPT_* flags, main order, --help section, setter, text */
+static const pp_opt rows[] = {
+    {"-pp|--pp", PP_OPT_INT, "N", F(n_stages), 1, PP_MAX_SPLITS + 1, NULL, "a stage count 1..257", "1",
+     "pipeline stages", PP_OPT_RECORD | PP_OPT_ALWAYS, 1, NULL, NULL, NULL},
+    {"--policy", PP_OPT_CUSTOM, "NAME", NF, 0, 0, NULL, "a policy", "auto", "auto (least bottleneck time under "
+     "the memory caps), uniform, params, flops, memory, custom", PP_OPT_RECORD, 0, "splitting", set_policy,
+     text_policy},
+    {"--split-at", PP_OPT_CUSTOM, "P[,P..]", NF, 0, 0, NULL, "module paths", NULL,
+     "cut before each named module (e.g. layer3 or layer1.2)", PP_OPT_RECORD, 0, NULL, set_split_at, text_split_at},
+    {"--exec-seq", PP_OPT_STR, "FILE", F(exec_seq), 0, 0, NULL, "a file", NULL,
+     "ColossalAI-style list: module names, SPLIT_NODE lines as cuts (recorded as '(file)')",
+     PP_OPT_RECORD | PP_OPT_PATH, 0, NULL, set_custom, NULL},
+    {"--profile", PP_OPT_CUSTOM, "FILE", NF, 0, 0, NULL, "a file from pprt --profile", NULL,
+     "measured op times from pprt --profile instead of the roofline; repeat it with profiles of other micro-batch "
+     "sizes (one device kind): the nearest one is used (recorded as '(file)')", PP_OPT_RECORD, 0, NULL, set_profile,
+     text_profile},
+    {"--max-memory", PP_OPT_CUSTOM, "CAPS", NF, 0, 0, NULL, "SIZE or STAGE:SIZE,...", NULL,
+     "SIZE for every stage, or STAGE:SIZE,... (e.g. 0:10GiB,1:24GiB)", PP_OPT_RECORD, 0, NULL, set_caps, text_caps},
+    {"--reserve", PP_OPT_CUSTOM, "SIZE", NF, 0, 0, NULL, "a size like 512MiB", "0",
+     "memory each device holds besides the plan (runtime, data): the plan gets each cap less this", PP_OPT_RECORD, 0,
+     NULL, set_reserve, text_reserve},
+    {"--gflops", PP_OPT_CUSTOM, "X", NF, 0, 0, NULL, "a positive number or STAGE:X,...", "100; a GPU's 20000",
+     "target compute, GFLOP/s per stage, or STAGE:X,... per stage (also for the next two)", PP_OPT_RECORD, 0, NULL,
+     set_figure, text_gflops},
+    {"--mem-gbps", PP_OPT_CUSTOM, "X", NF, 0, 0, NULL, "a positive number or STAGE:X,...", "10; a GPU's 1500",
+     "target memory bandwidth, GB/s", PP_OPT_RECORD, 0, NULL, set_figure, text_mem_gbps},
+    {"--link-gbps", PP_OPT_CUSTOM, "X", NF, 0, 0, NULL, "a positive number or STAGE:X,...", "10; from a GPU 20",
+     "stage-to-stage bandwidth within a host, GB/s", PP_OPT_RECORD, 0, NULL, set_figure, text_link_gbps},
+    {"--depth", PP_OPT_INT, "N", F(depth), 1, 1 << 20, NULL, "a count 1..2^20", "2",
+     "micro-batches in flight per boundary, for memory", PP_OPT_RECORD | PP_OPT_ALWAYS, 0, NULL, NULL, NULL},
+    {"--placement", PP_OPT_CUSTOM, "P", NF, 0, 0, NULL, "BACKEND[:DEVICE] or STAGE:BACKEND[:DEVICE],...", NULL,
+     "where stages run: BACKEND[:DEVICE] for all, or STAGE:BACKEND[:DEVICE],... (e.g. 0:dnnl,1:cuda:0); pprt "
+     "--backend overrides it", PP_OPT_RECORD, 0, NULL, set_placement, text_placement},
+    {"--devices-per-host", PP_OPT_INT, "K", F(target.devices_per_host), 1, 4096, NULL, "a count 1..4096",
+     "all on one", "devices on each host; cuts between hosts cost --net-gbps", PP_OPT_RECORD, 0, NULL, NULL,
+     text_hosts},
+    {"--net-gbps", PP_OPT_NUM, "X", F(target.net_gbps), 1e-6, 1e9, NULL, "a positive number", "1.25",
+     "stage-to-stage bandwidth between hosts, GB/s (recorded with --devices-per-host)", 0, 0, NULL, NULL, NULL},
+    {"--replicas", PP_OPT_INT, "R", F(replicas), 1, 4096, NULL, "a count 1..4096", "1",
+     "data-parallel copies the plan will run as (pprt --replicas), for the placement of the cuts (recorded with "
+     "--devices-per-host)", 0, 0, NULL, NULL, NULL},
+    {"--disable-pass", PP_OPT_CUSTOM, "P", NF, 0, 0, NULL, "a pass name (fold, simplify, fuse)", NULL,
+     "skip fold, simplify or fuse", PP_OPT_RECORD, 0, NULL, set_disabled, text_disabled},
+    {"--allow-batch-mixing", PP_OPT_FLAG, NULL, F(allow_batch_mixing), 0, 0, NULL, NULL, NULL,
+     "compile even where the model mixes samples across the batch axis (a Softmax or a reduction over it, ...): "
+     "the plan is then right only when run on exactly -b samples at once", PP_OPT_RECORD, 0, NULL, NULL, NULL},
+    {"--micro-batches", PP_OPT_INT, "M", F(micro_batches), 1, 1 << 20, NULL, "a count 1..2^20", "8",
+     "micro-batches per run, for the bubble estimate", 0, 0, NULL, NULL, NULL},
+    {"--devices", PP_OPT_INT, "N", F(devices), 1, 4096, NULL, "a count 1..4096", NULL,
+     "devices for --search: pp stages x N/pp replicas", 0, 0, "device budget", NULL, NULL},
+    {"--search", PP_OPT_FLAG, NULL, F(search), 0, 0, NULL, NULL, NULL,
+     "try every pipeline depth 1..N (replicas N/pp) and micro-batch size: table of estimated throughput and memory, "
+     "best plan to -o", 0, 0, NULL, NULL, NULL},
+    {"--batch-sizes", PP_OPT_CUSTOM, "B,..", NF, 0, 0, NULL, "sizes like 1,2,4,8", "1,2,4,..,64",
+     "micro-batch sizes to try", 0, 0, NULL, set_batch_sizes, NULL},
+    {"--samples", PP_OPT_I64, "S", F(samples), 1, 1e12, NULL, "a count 1..1e12", "256",
+     "samples per run: micro-batch count and bubble", 0, 0, NULL, NULL, NULL},
+    {"--max-batch", PP_OPT_FLAG, NULL, F(max_batch), 0, 0, NULL, NULL, NULL,
+     "the largest micro-batch that fits -pp N under --max-memory", 0, 0, NULL, NULL, NULL},
+    {"--dump-ir", PP_OPT_STR, "PASS", F(dump_ir), 0, 0, NULL, NULL, NULL,
+     "print the IR after the last pass, after PASS (import, infer, simplify, fuse, partition) or after each (all); "
+     "see docs/ir.md", PP_OPT_OPTVAL, 0, "debugging", NULL, NULL},
+    {"--dump-dot", PP_OPT_STR, "FILE", F(dump_dot), 0, 0, NULL, "a file name", NULL,
+     "Graphviz DOT: stages as clusters, boundary tensors marked", 0, 0, NULL, NULL, NULL},
+};
+#undef F
+#undef NF
+
+const pp_opt *pp_compile_opts_table(int *n) {
+    *n = (int)(sizeof rows / sizeof rows[0]);
+    return rows;
 }

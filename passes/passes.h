@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "../ir/args.h"
 #include "../ir/ir.h"
 
 typedef enum pp_policy {
@@ -100,19 +101,16 @@ pp_place pp_stage_place(const pp_compile_opts *o, int s);
  * when all n share one (a profile times one kind of device). */
 int pp_stage_other_backend(const pp_compile_opts *o, int n);
 pp_target pp_stage_target(const pp_compile_opts *o, int s);
-/* Command-line parsing (passes/options.c): if argv[*i] is one of the options
- * of pp_compile_opts_usage(), consume it (and its value, advancing *i) and
- * return 1; return 0 when it is not; -1 with err filled when its value is bad. */
-int pp_compile_opts_arg(int argc, char **argv, int *i, pp_compile_opts *o, pp_err *err);
-/* Their lines for ppcc --help (-pp, the main one, is ppcc's to list). */
-const char *pp_compile_opts_usage(void);
-/* Their names, NULL-terminated (for ppcc's "did you mean"). */
-const char *const *pp_compile_opts_names(void);
+/* The command-line options (passes/options.c): their option table
+ * (ir/args.h, rows over a pp_compile_opts), which ppcc parses and lists in
+ * --help with its own. Its rows marked PP_OPT_RECORD, written by
+ * pp_opts_text, are the canonical text of the options for the plan's
+ * provenance: options ppcc takes, which compile the same plan again (only
+ * the figures given, numbers that read back exactly), but no paths
+ * ("--exec-seq (file)"). */
+const pp_opt *pp_compile_opts_table(int *n);
+/* Frees the --split-at names. */
 void pp_compile_opts_free(pp_compile_opts *o);
-/* Canonical text of the options, for the plan's provenance: options ppcc
- * takes, which compile the same plan again (only the figures given, numbers
- * that read back exactly), but no paths ("--exec-seq (file)"). */
-void pp_compile_opts_text(const pp_compile_opts *o, char *buf, size_t n);
 
 /* The whole pipeline: verify, infer, scopes, partition, boundaries, memory
  * plan, stage costs; memory caps checked on the result. It is the two halves

@@ -14,54 +14,163 @@
 #include "../runtime/pprt.h"
 #include "measure.h"
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: ppcc MODEL.onnx [-pp N] [-o PLAN] [-b N] [--dim NAME=VALUE]... [--const NAME=FILE.pb]...\n"
-            "            [--policy NAME] [--split-at P,..] [--exec-seq FILE]\n"
-            "            [--max-memory CAPS] [--ref-weights] [--report] [--report-json FILE]\n"
-            "            [--report-html FILE] [--export-stages DIR] [--measure] [-q]\n"
-            "  -pp N, --pp N    pipeline stages (default 1)\n"
-            "  -o PLAN, --output PLAN\n"
-            "                   output plan file (default plan.bin)\n"
-            "  -b N             micro-batch size: value of the inputs' symbolic first dim (default:\n"
-            "                   the model's, else 1); -b 0: no batch axis, inputs are whole tensors\n"
-            "  --dim NAME=VALUE value of another symbolic input dim\n"
-            "  --const NAME=FILE.pb\n"
-            "                   bind graph input NAME to the constant in an ONNX TensorProto file\n"
-            "                   (type and fixed dims must match the declaration)\n"
-            "  --ref-weights    leave weights of 64 KiB or more in the model's files: the plan\n"
-            "                   names them (absolute path, size, XXH3) instead of holding a copy,\n"
-            "                   and pprt reads them from there (or from pprt --model FILE)\n"
-            "  --report         print the per-stage table, imbalance, bubble, recovered ops and\n"
-            "                   the tensors crossing each cut\n"
-            "  --report-json F  the same as JSON\n"
-            "  --report-html F  the split as one self-contained HTML page: the graph by stage,\n"
-            "                   the cuts, per-stage bars, the other policies compared\n"
-            "  --export-stages DIR\n"
-            "                   every stage as an ONNX model: DIR/stage_K.onnx (+ .onnx.data),\n"
-            "                   and DIR/stages.json saying how they connect\n"
-            "  --modules        list the model's module paths (as PyTorch's named_modules()\n"
-            "                   names them), each with its op count and first op; no plan\n"
-            "  --measure        split by measured op times: ppcc runs the model as one stage with\n"
-            "                   pprt --profile on random inputs (at -b, with the threads a stage of\n"
-            "                   the split gets: the cores this process may use / stages) and uses\n"
-            "                   them as --profile would; pprt: $PPCC_PPRT, else the one beside ppcc,\n"
-            "                   else PATH's; with --search, at every micro-batch size it tries\n"
-            "                   (threads: the cores / --devices)\n"
-            "  --measure-args A more pprt arguments for --measure, e.g. '--backend cuda' or\n"
-            "                   '--precision bf16' (a --threads here replaces ppcc's)\n"
-            "  --measure-runs N timed micro-batches for --measure (default 3; one untimed before)\n"
-            "  --measure-procs N copies of pprt side by side, each on its own cores, their times\n"
-            "                   averaged (default: as many as stages share the cores, so each is\n"
-            "                   timed with the others busy; 1 on a GPU)\n"
-            "  -q               print nothing on success\n"
-            "  -v               errors also name the source line that raised them\n"
-            "  -h, --help       print this help\n"
-            "  --version        print ppcc's version\n"
-            "Every --OPTION VALUE may also be written --OPTION=VALUE. With --search or --max-batch,\n"
-            "a plan is written only when -o is given: the best configuration's, or the largest\n"
-            "micro-batch's.\n"
-            "splitting:\n%s", pp_compile_opts_usage());
+/* Everything ppcc's command line says: its own options' fields and the
+ * splitting options' (passes/options.c). */
+typedef struct ppcc_cli {
+    const char *model, *out, *report_json, *report_html, *export_dir;
+    bool report, quiet, ref_weights, verbose, out_given, measure, modules, help, version;
+    pp_import_opts io;
+    ppcc_measure_opts mo;
+    pp_compile_opts co;
+} ppcc_cli;
+
+static pp_status set_out(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name, (void)v, (void)err;
+    ((ppcc_cli *)base)->out_given = true;
+    return PP_OK;
+}
+
+static pp_status set_batch(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name, (void)v, (void)err;
+    pp_import_opts *io = &((ppcc_cli *)base)->io;
+    io->no_batch = io->batch == 0;
+    return PP_OK;
+}
+
+/* --dim NAME=VALUE and --const NAME=FILE.pb: the name copied (freed by
+ * cli_free), the value or path kept. */
+static pp_status set_dim(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    pp_import_opts *io = &((ppcc_cli *)base)->io;
+    const char *eq = strchr(v, '=');
+    char *end;
+    errno = 0;
+    const long long x = strtoll(eq + 1, &end, 10);
+    if (errno || *end || x < 1 || x > (1ll << 40))
+        return PP_FAIL(err, PP_EINVAL, "--dim needs NAME=VALUE with a VALUE of 1..2^40, got '%s'", v);
+    if (io->n_dims == PP_MAX_DIM_OVERRIDES) return PP_FAIL(err, PP_EINVAL, "too many --dim options");
+    char *n = strndup(v, (size_t)(eq - v));
+    if (!n) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    io->dim_name[io->n_dims] = n;
+    io->dim_value[io->n_dims++] = x;
+    return PP_OK;
+}
+
+static pp_status set_const(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    pp_import_opts *io = &((ppcc_cli *)base)->io;
+    const char *eq = strchr(v, '=');
+    if (io->n_consts == PP_MAX_CONST_INPUTS) return PP_FAIL(err, PP_EINVAL, "too many --const options");
+    char *n = strndup(v, (size_t)(eq - v));
+    if (!n) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    io->const_name[io->n_consts] = n;
+    io->const_path[io->n_consts++] = eq + 1;
+    return PP_OK;
+}
+
+/* -b only where given (or chosen by --search, --max-batch) */
+static void text_batch(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pp_import_opts *io = &((const ppcc_cli *)base)->io;
+    if (io->no_batch || io->batch > 0) pp_opt_add(t, " -b %lld", (long long)io->batch);
+}
+
+static void text_dim(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pp_import_opts *io = &((const ppcc_cli *)base)->io;
+    for (int k = 0; k < io->n_dims; k++) pp_opt_add(t, " --dim %s=%lld", io->dim_name[k], (long long)io->dim_value[k]);
+}
+
+/* the name, not the path: a plan holds no paths (docs/plan-format.md) */
+static void text_const(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pp_import_opts *io = &((const ppcc_cli *)base)->io;
+    for (int k = 0; k < io->n_consts; k++) pp_opt_add(t, " --const %s=(file)", io->const_name[k]);
+}
+
+#define F(field) offsetof(ppcc_cli, field)
+#define NF PP_OPT_NOFIELD
+/* ppcc's own options; the recorded ones (-b, --dim, --const, --ref-weights,
+ * --measure) follow the splitting options' in the plan's options line. */
+/* columns (pp_opt, ir/args.h): names, kind, value in --help, field, lo, hi, words, what a value must
+ * be, default, help, PP_OPT_* flags, main order, --help section, setter, text */
+static const pp_opt own_rows[] = {
+    {"-o|--output", PP_OPT_STR, "PLAN", F(out), 0, 0, NULL, "a file name", "plan.bin", "output plan file", 0, 2,
+     NULL, set_out, NULL},
+    {"-b", PP_OPT_I64, "N", F(io.batch), 0, 1 << 20, NULL, "a batch size 0..2^20", "the model's, else 1",
+     "micro-batch size: value of the inputs' symbolic first dim; -b 0: no batch axis, inputs are whole tensors",
+     PP_OPT_RECORD, 3, NULL, set_batch, text_batch},
+    {"--dim", PP_OPT_PAIR, "NAME=VALUE", NF, 0, 0, NULL, "NAME=VALUE with a VALUE of 1..2^40", NULL,
+     "value of another symbolic input dim; repeatable", PP_OPT_RECORD, 0, NULL, set_dim, text_dim},
+    {"--const", PP_OPT_PAIR, "NAME=FILE.pb", NF, 0, 0, NULL, "NAME=FILE.pb", NULL,
+     "bind graph input NAME to the constant in an ONNX TensorProto file (type and fixed dims must match the "
+     "declaration); repeatable. The plan records NAME=(file), no path: put the file back in to compile it again",
+     PP_OPT_RECORD, 0, NULL, set_const, text_const},
+    {"--ref-weights", PP_OPT_FLAG, NULL, F(ref_weights), 0, 0, NULL, NULL, NULL,
+     "leave weights of 64 KiB or more in the model's files: the plan names them (absolute path, size, XXH3) "
+     "instead of holding a copy, and pprt reads them from there (or from pprt --model FILE)", PP_OPT_RECORD, 0, NULL,
+     NULL, NULL},
+    {"--measure", PP_OPT_FLAG, NULL, F(measure), 0, 0, NULL, NULL, NULL,
+     "split by measured op times: ppcc runs the model as one stage with pprt --profile on random inputs (at -b, "
+     "with the threads a stage of the split gets: the cores this process may use / stages) and uses them as "
+     "--profile would; pprt: $PPCC_PPRT, else the one beside ppcc, else PATH's; with --search, at every "
+     "micro-batch size it tries (threads: the cores / --devices)", PP_OPT_RECORD, 0, NULL, NULL, NULL},
+    {"--measure-args", PP_OPT_STR, "A", F(mo.args), 0, 0, NULL,
+     "pprt's arguments in one word, e.g. '--backend cuda'", NULL,
+     "more pprt arguments for --measure, e.g. '--backend cuda' or '--precision bf16' (a --threads here replaces "
+     "ppcc's)", 0, 0, NULL, NULL, NULL},
+    {"--measure-runs", PP_OPT_INT, "N", F(mo.runs), 1, 1000, NULL, "a count 1..1000", "3",
+     "timed micro-batches for --measure (one untimed before)", 0, 0, NULL, NULL, NULL},
+    {"--measure-procs", PP_OPT_INT, "N", F(mo.procs), 1, 64, NULL, "a count 1..64",
+     "as many as stages share the cores, so each is timed with the others busy; 1 on a GPU",
+     "copies of pprt side by side, each on its own cores, their times averaged", 0, 0, NULL, NULL, NULL},
+    {"--report", PP_OPT_FLAG, NULL, F(report), 0, 0, NULL, NULL, NULL,
+     "print the per-stage table, imbalance, bubble, recovered ops and the tensors crossing each cut", 0, 0, NULL,
+     NULL, NULL},
+    {"--report-json", PP_OPT_STR, "F", F(report_json), 0, 0, NULL, "a file name", NULL, "the same as JSON", 0, 0,
+     NULL, NULL, NULL},
+    {"--report-html", PP_OPT_STR, "F", F(report_html), 0, 0, NULL, "a file name", NULL,
+     "the split as one self-contained HTML page: the graph by stage, the cuts, per-stage bars, the other policies "
+     "compared", 0, 0, NULL, NULL, NULL},
+    {"--export-stages", PP_OPT_STR, "DIR", F(export_dir), 0, 0, NULL, "a directory", NULL,
+     "every stage as an ONNX model: DIR/stage_K.onnx (+ .onnx.data), and DIR/stages.json saying how they connect",
+     0, 0, NULL, NULL, NULL},
+    {"--modules", PP_OPT_FLAG, NULL, F(modules), 0, 0, NULL, NULL, NULL,
+     "list the model's module paths (as PyTorch's named_modules() names them), each with its op count and first "
+     "op; no plan", 0, 0, NULL, NULL, NULL},
+    {"-q", PP_OPT_FLAG, NULL, F(quiet), 0, 0, NULL, NULL, NULL, "print nothing on success", 0, 0, NULL, NULL, NULL},
+    {"-v", PP_OPT_FLAG, NULL, F(verbose), 0, 0, NULL, NULL, NULL, "errors also name the source line that raised them",
+     0, 0, NULL, NULL, NULL},
+    {"-h|--help", PP_OPT_FLAG, NULL, F(help), 0, 0, NULL, NULL, NULL, "print this help", 0, 0, NULL, NULL, NULL},
+    {"--version", PP_OPT_FLAG, NULL, F(version), 0, 0, NULL, NULL, NULL, "print ppcc's version", 0, 0, NULL, NULL,
+     NULL},
+};
+#undef F
+#undef NF
+
+/* The tables, in the order the plan's options line has them: the
+ * splitting options, then ppcc's own. */
+static int tables(ppcc_cli *c, pp_opt_table t[2]) {
+    t[0] = (pp_opt_table){.base = &c->co};
+    t[0].rows = pp_compile_opts_table(&t[0].n);
+    t[1] = (pp_opt_table){own_rows, (int)(sizeof own_rows / sizeof *own_rows), c};
+    return 2;
+}
+
+static void usage(FILE *f, ppcc_cli *c) {
+    pp_opt_table t[2], own_first[2];
+    tables(c, t);
+    own_first[0] = t[1], own_first[1] = t[0];
+    fprintf(f, "usage: ppcc MODEL.onnx [-pp N] [-o PLAN] [-b N] [--dim NAME=VALUE]... [--const NAME=FILE.pb]...\n"
+               "            [--policy NAME] [--split-at P,..] [--exec-seq FILE]\n"
+               "            [--max-memory CAPS] [--ref-weights] [--report] [--report-json FILE]\n"
+               "            [--report-html FILE] [--export-stages DIR] [--measure] [-q]\n");
+    pp_opts_usage(f, own_first, 2);
+    fprintf(f, "Every --OPTION VALUE may also be written --OPTION=VALUE. With --search or --max-batch,\n"
+               "a plan is written only when -o is given: the best configuration's, or the largest\n"
+               "micro-batch's. pprt --info PLAN prints the options a plan was compiled with; given to\n"
+               "ppcc again (with --const and --exec-seq's files, recorded as '(file)'), they compile the\n"
+               "same plan byte for byte.\n");
 }
 
 /* The search imports the model once per micro-batch size it tries. */
@@ -124,33 +233,16 @@ static int bad_usage(const char *fmt, const char *arg) {
     return 2;
 }
 
-/* ppcc's own options (pp_compile_opts_names() has the splitting ones). */
-static const char *const own_names[] = {"-h", "--help", "--version", "--modules", "-b", "--dim", "--const", "-o",
-                                        "--output", "--report-json", "--report-html", "--export-stages",
-                                        "--measure", "--measure-args", "--measure-procs", "--measure-runs",
-                                        "--report", "--ref-weights", "-q", "-v"};
-
 /* An unknown option: bad usage, with the nearest known name if one is near. */
-static int unknown_option(const char *a) {
+static int unknown_option(ppcc_cli *c, const char *a) {
+    pp_opt_table t[2];
     const char *names[128];
-    int n = 0;
-    for (size_t k = 0; k < sizeof own_names / sizeof *own_names; k++) names[n++] = own_names[k];
-    for (const char *const *c = pp_compile_opts_names(); *c && n < 128; c++) names[n++] = *c;
+    const int n = pp_opts_names(t, tables(c, t), names, 128);
     const char *near = pp_argv_suggest(a, names, n);
     char msg[512];
     snprintf(msg, sizeof msg, "unknown option '%.*s'%s%s%s", (int)strcspn(a, "="), a,
              near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
     return bad_usage("%s", msg);
-}
-
-static bool parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
-    if (!s || !*s) return false;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end || v < lo || v > hi) return false;
-    *out = v;
-    return true;
 }
 
 /* Whether paths a and b name one file: the same path, or the same device
@@ -182,240 +274,199 @@ static void note_unfolded(const pp_graph *g) {
                 g->nodes[first].fold_skipped, n > 1 ? ", and others (--dump-ir marks them 'unfolded')" : "");
 }
 
-int main(int argc, char **argv) {
-    /* first: an interrupted ppcc leaves no temporary plan, and a signal that
-     * comes during parsing exits 128 + signal like any other */
-    pp_signals_install();
-    const char *model = NULL, *out = "plan.bin";
-    /* static: the strdup'ed --dim/--const names stay reachable when a usage
-     * error returns early (no leak report under ASan) */
-    static pp_import_opts io;
-    static pp_compile_opts co;
-    pp_compile_opts_init(&co);
-    bool report = false, quiet = false, ref_weights = false, verbose = false, out_given = false, measure = false;
-    bool modules = false;
-    ppcc_measure_opts mo = {.runs = 3};
-    const char *report_json = NULL, *report_html = NULL, *export_dir = NULL;
-    /* static like io: the split-off names stay reachable on an early return */
+/* Parse argv into *c: -1 to go on, else the exit code (help, version, bad
+ * usage). */
+static int parse_args(int argc, char **argv, ppcc_cli *c) {
+    /* static: the split-off names stay reachable on an early return */
     static pp_argv args;
     if (!pp_argv_init(&args, argc, argv)) {
         fprintf(stderr, "ppcc: error: out of memory\n");
         return 1;
     }
-    static const char *const optional_value[] = {"--dump-ir", NULL};
+    pp_opt_table t[2];
+    const int nt = tables(c, t);
     for (int i = 1; i < args.argc; i++) {
-        argc = args.argc;
-        argv = args.argv;
-        if (!pp_argv_at(&args, i, optional_value))
-            return bad_usage("%s takes no value", argv[i - 1]);
-        argc = args.argc;
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int64_t x;
-        pp_err oe = {0};
-        int took = pp_compile_opts_arg(argc, argv, &i, &co, &oe);
-        if (took < 0) return bad_usage("%s", oe.msg);
-        if (took > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
+        if (!pp_opts_split(&args, i, t, nt)) return bad_usage("%s takes no value", args.argv[i - 1]);
+        const char *a = args.argv[i];
+        pp_err err = {0};
+        const int took = a[0] == '-' && a[1] ? pp_opts_take(&args, &i, t, nt, &err) : 0;
+        if (took < 0 && err.code == PP_ENOMEM) {
+            fprintf(stderr, "ppcc: error: %s\n", err.msg);
+            return 1;
+        }
+        if (took < 0) return bad_usage("%s", err.msg);
+        if (c->help) {
+            usage(stdout, c);
             return 0;
-        } else if (!strcmp(a, "--version")) {
+        }
+        if (c->version) {
             printf("ppcc %s\n", PPRT_VERSION);
             return 0;
-        } else if (!strcmp(a, "--modules")) {
-            modules = true;
-        } else if (!strcmp(a, "-b")) {
-            if (!parse_int(v, 0, 1 << 20, &x)) return bad_usage("-b needs a batch size 0..2^20, got '%s'", v ? v : "");
-            io.batch = x;
-            io.no_batch = x == 0;
-            i++;
-        } else if (!strcmp(a, "--dim")) {
-            const char *eq = v ? strchr(v, '=') : NULL;
-            if (!eq || eq == v || !parse_int(eq + 1, 1, (int64_t)1 << 40, &x))
-                return bad_usage("--dim needs NAME=VALUE with a VALUE of 1..2^40, got '%s'", v ? v : "");
-            if (io.n_dims == PP_MAX_DIM_OVERRIDES) return bad_usage("too many --dim options%s", "");
-            char *name = strndup(v, (size_t)(eq - v));
-            if (!name) return 1;
-            io.dim_name[io.n_dims] = name;
-            io.dim_value[io.n_dims++] = x;
-            i++;
-        } else if (!strcmp(a, "--const")) {
-            const char *eq = v ? strchr(v, '=') : NULL;
-            if (!eq || eq == v || !eq[1]) return bad_usage("--const needs NAME=FILE.pb, got '%s'", v ? v : "");
-            if (io.n_consts == PP_MAX_CONST_INPUTS) return bad_usage("too many --const options%s", "");
-            char *name = strndup(v, (size_t)(eq - v));
-            if (!name) return 1;
-            io.const_name[io.n_consts] = name;
-            io.const_path[io.n_consts++] = eq + 1;
-            i++;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (!v) return bad_usage("%s needs a file name", a);
-            out = v;
-            out_given = true;
-            i++;
-        } else if (!strcmp(a, "--report-json")) {
-            if (!v) return bad_usage("--report-json needs a file name%s", "");
-            report_json = v;
-            i++;
-        } else if (!strcmp(a, "--report-html")) {
-            if (!v) return bad_usage("--report-html needs a file name%s", "");
-            report_html = v;
-            i++;
-        } else if (!strcmp(a, "--export-stages")) {
-            if (!v) return bad_usage("--export-stages needs a directory%s", "");
-            export_dir = v;
-            i++;
-        } else if (!strcmp(a, "--measure")) {
-            measure = true;
-        } else if (!strcmp(a, "--measure-args")) {
-            if (!v) return bad_usage("--measure-args needs pprt's arguments in one word, e.g. '--backend cuda'%s", "");
-            mo.args = v;
-            i++;
-        } else if (!strcmp(a, "--measure-procs")) {
-            if (!parse_int(v, 1, 64, &x)) return bad_usage("--measure-procs needs a count 1..64, got '%s'", v ? v : "");
-            mo.procs = (int)x;
-            i++;
-        } else if (!strcmp(a, "--measure-runs")) {
-            if (!parse_int(v, 1, 1000, &x)) return bad_usage("--measure-runs needs a count 1..1000, got '%s'", v ? v : "");
-            mo.runs = (int)x;
-            i++;
-        } else if (!strcmp(a, "--report")) {
-            report = true;
-        } else if (!strcmp(a, "--ref-weights")) {
-            ref_weights = true;
-        } else if (!strcmp(a, "-q")) {
-            quiet = true;
-        } else if (!strcmp(a, "-v")) {
-            verbose = true;
-        } else if (a[0] == '-' && a[1]) {
-            return unknown_option(a);
-        } else if (!model) {
-            model = a;
-        } else {
-            return bad_usage("unexpected argument '%s'", a);
         }
+        if (took) continue;
+        if (a[0] == '-' && a[1]) return unknown_option(c, a);
+        if (c->model) return bad_usage("unexpected argument '%s'", a);
+        c->model = a;
     }
-    if (!model) return bad_usage("no model given%s", "");
-    if (modules) { /* the module paths as imported, for --split-at and --exec-seq; nothing compiled */
-        pp_graph g;
-        pp_err err = {0};
-        pp_status s = pp_import_onnx(model, &io, &g, &err);
-        if (s == PP_OK) {
-            s = pp_scopes(&g, &err);
-            if (s == PP_OK) pp_modules_print(stdout, &g);
-            pp_graph_free(&g);
-        }
-        for (int k = 0; k < io.n_dims; k++) free((char *)io.dim_name[k]);
-        for (int k = 0; k < io.n_consts; k++) free((char *)io.const_name[k]);
-        pp_compile_opts_free(&co);
-        if (s != PP_OK) fprintf(stderr, "ppcc: error: %s\n", err.msg);
-        return pp_exit_code(s);
-    }
-    if (co.search && co.max_batch) return bad_usage("give --search or --max-batch, not both%s", "");
-    if ((co.search || co.max_batch) && io.no_batch)
+    if (!c->model) return bad_usage("no model given%s", "");
+    return -1;
+}
+
+/* Options that contradict each other: -1 when none do, else 2. */
+static int check_args(ppcc_cli *c) {
+    pp_compile_opts *co = &c->co;
+    const pp_import_opts *io = &c->io;
+    if (co->search && co->max_batch) return bad_usage("give --search or --max-batch, not both%s", "");
+    if ((co->search || co->max_batch) && io->no_batch)
         return bad_usage("-b 0 has no micro-batch for --search or --max-batch to choose%s", "");
-    if (co.max_batch && io.batch > 0) return bad_usage("--max-batch chooses the micro-batch: leave out -b%s", "");
-    if (co.search && io.batch > 0) {
-        if (co.n_batch_sizes) return bad_usage("give -b or --batch-sizes, not both%s", "");
-        co.batch_sizes[co.n_batch_sizes++] = io.batch;
+    if (co->max_batch && io->batch > 0) return bad_usage("--max-batch chooses the micro-batch: leave out -b%s", "");
+    if (co->search && io->batch > 0) {
+        if (co->n_batch_sizes) return bad_usage("give -b or --batch-sizes, not both%s", "");
+        co->batch_sizes[co->n_batch_sizes++] = io->batch;
     }
-    if (co.devices && !co.search) return bad_usage("--devices is for --search%s", "");
-    if (measure && co.max_batch)
+    if (co->devices && !co->search) return bad_usage("--devices is for --search%s", "");
+    if (c->measure && co->max_batch)
         return bad_usage("--max-batch sizes by memory alone: --measure has nothing to time there%s", "");
-    if (measure && co.n_profiles) return bad_usage("give --profile or --measure, not both%s", "");
-    if ((mo.args || mo.runs != 3 || mo.procs) && !measure)
+    if (c->measure && co->n_profiles) return bad_usage("give --profile or --measure, not both%s", "");
+    if ((c->mo.args || c->mo.runs != 3 || c->mo.procs) && !c->measure)
         return bad_usage("--measure-args, --measure-runs and --measure-procs are for --measure%s", "");
+    return -1;
+}
 
-    pp_err err = {0};
-    /* --search --measure: a profile per micro-batch size, for the search and
-     * then the plan it picks; removed at the end */
-    static ppcc_measured searched;
-    /* every output path is checked before any work: what sits there, the
-     * folder it goes in, and that none is the model itself */
-    {
-        const bool plan = out_given || !(co.search || co.max_batch);
-        const char *const files[] = {plan ? out : NULL, report_json, report_html, co.dump_dot};
-        const char *const names[] = {"-o", "--report-json", "--report-html", "--dump-dot"};
-        pp_status cs = PP_OK;
-        for (int k = 0; k < 4 && cs == PP_OK; k++) {
-            if (!files[k]) continue;
-            if (same_file(files[k], model)) {
-                ppcc_cleanup(&searched, &io, &co);
-                fprintf(stderr, "ppcc: error: %s %s is the model file; name another file\n", names[k], files[k]);
-                return 2;
-            }
-            cs = pp_outfile_check(files[k], k > 0, &err);
-        }
-        if (cs == PP_OK && export_dir) cs = pp_export_stages_check(export_dir, &err);
-        if (cs != PP_OK) {
-            ppcc_cleanup(&searched, &io, &co);
-            fprintf(stderr, "ppcc: error: %s\n", err.msg);
-            return pp_exit_code(cs);
-        }
+/* Every output path is checked before any work: what sits there, the folder
+ * it goes in, and that none is the model itself. PP_OK or the error (a
+ * usage error where an output is the model). */
+static pp_status check_paths(const ppcc_cli *c, pp_err *err) {
+    const pp_compile_opts *co = &c->co;
+    const bool plan = c->out_given || !(co->search || co->max_batch);
+    const char *const files[] = {plan ? c->out : NULL, c->report_json, c->report_html, co->dump_dot};
+    const char *const names[] = {"-o", "--report-json", "--report-html", "--dump-dot"};
+    for (int k = 0; k < 4; k++) {
+        if (!files[k]) continue;
+        if (same_file(files[k], c->model))
+            return PP_FAIL(err, PP_EINVAL, "%s %s is the model file; name another file", names[k], files[k]);
+        PP_TRY(pp_outfile_check(files[k], k > 0, err));
     }
-    if (co.search || co.max_batch) {
-        bool compile = false;
-        pp_status bs = PP_OK;
-        if (measure) {
-            import_ctx ictx = {model, &io};
-            mo.model = model;
-            mo.options = "(ppcc --search --measure)";
-            mo.quiet = quiet;
-            bs = ppcc_measure_search(&co, import_at, &ictx, &mo, &searched, &err);
-        }
-        if (bs == PP_OK) bs = budget(model, &io, &co, quiet, report_json, out_given, &compile, &err);
-        if (bs == PP_OK && searched.n) bs = ppcc_measured_check(&err);
-        if (bs != PP_OK || !compile) {
-            ppcc_measured_free(&searched, &co);
-            for (int k = 0; k < io.n_dims; k++) free((char *)io.dim_name[k]);
-            for (int k = 0; k < io.n_consts; k++) free((char *)io.const_name[k]);
-            pp_compile_opts_free(&co);
-            if (bs != PP_OK) fprintf(stderr, "ppcc: error: %s\n", err.msg);
-            return bs == PP_OK ? 0 : pp_exit_code(bs);
-        }
-        report_json = NULL; /* it holds the table */
-    }
+    if (c->export_dir) PP_TRY(pp_export_stages_check(c->export_dir, err));
+    return PP_OK;
+}
 
-    pp_status s = PP_OK;
+/* --modules: the module paths as imported, for --split-at and --exec-seq;
+ * nothing compiled. */
+static pp_status list_modules(ppcc_cli *c, pp_err *err) {
     pp_graph g;
+    PP_TRY(pp_import_onnx(c->model, &c->io, &g, err));
+    pp_status s = pp_scopes(&g, err);
+    if (s == PP_OK) pp_modules_print(stdout, &g);
+    pp_graph_free(&g);
+    return s;
+}
+
+/* --search / --max-batch (with --measure: profiles at each size into
+ * *searched): the table; *compile when a plan is to be written as well. */
+static pp_status run_budget(ppcc_cli *c, ppcc_measured *searched, bool *compile, pp_err *err) {
+    *compile = false;
+    if (c->measure) {
+        import_ctx ictx = {c->model, &c->io};
+        c->mo.model = c->model;
+        c->mo.options = "(ppcc --search --measure)";
+        c->mo.quiet = c->quiet;
+        PP_TRY(ppcc_measure_search(&c->co, import_at, &ictx, &c->mo, searched, err));
+    }
+    PP_TRY(budget(c->model, &c->io, &c->co, c->quiet, c->report_json, c->out_given, compile, err));
+    if (searched->n) PP_TRY(ppcc_measured_check(err));
+    c->report_json = NULL; /* it holds the table */
+    return PP_OK;
+}
+
+/* The plan's options line: the rows marked recorded, splitting options then
+ * ppcc's own. With --measure, `one` gets what its one-stage plan records.
+ * --search --measure's profiles are --measure's, not --profile's. */
+static void record_options(ppcc_cli *c, const ppcc_measured *searched, char *options, size_t cap, char *one,
+                           size_t one_cap) {
+    pp_opt_table t[2];
+    const int nt = tables(c, t);
+    const int np = c->co.n_profiles;
+    const bool measure = c->measure;
+    if (searched->n) c->co.n_profiles = 0;
+    if (measure) {
+        c->measure = false;
+        pp_opts_text(t, nt, PP_OPT_RECORD, options, cap);
+        snprintf(one, one_cap, "%s (ppcc --measure's one stage)", options);
+        c->measure = true;
+    }
+    pp_opts_text(t, nt, PP_OPT_RECORD, options, cap);
+    c->co.n_profiles = np;
+}
+
+/* After a failed write: a JSON or HTML report written before it is removed. */
+static void remove_reports(const ppcc_cli *c, bool json_written, bool html_written) {
+    struct stat st;
+    if (json_written && stat(c->report_json, &st) == 0 && S_ISREG(st.st_mode)) unlink(c->report_json);
+    if (html_written && stat(c->report_html, &st) == 0 && S_ISREG(st.st_mode)) unlink(c->report_html);
+}
+
+/* Passes, lowering, the reports and the plan, for a graph imported. The
+ * reports first and the plan last: a plan on disk says all went well. The
+ * stage export first of them, as it refuses most (what is at its path); a
+ * JSON or HTML report written before a later failure is removed (the stage
+ * folder is left). */
+static pp_status compile_graph(ppcc_cli *c, pp_graph *g, const char *options, bool measure, pp_err *err) {
+    pp_compile_opts *co = &c->co;
+    pp_status s;
+    if (measure) {
+        s = pp_run_front_passes(g, co, err);
+        if (s == PP_OK) s = ppcc_measure(g, co, &c->mo, err);
+        if (s == PP_OK) s = pp_run_split_passes(g, co, err);
+    } else {
+        s = pp_run_passes(g, co, err);
+    }
+    if (s == PP_OK && !c->quiet) note_unfolded(g);
     pp_lowered low = {0};
-    char options[4096];
-    {
-        const int np = co.n_profiles; /* --search --measure's profiles are --measure's */
-        if (searched.n) co.n_profiles = 0;
-        pp_compile_opts_text(&co, options, sizeof options);
-        co.n_profiles = np;
+    if (s == PP_OK) s = pp_lower(g, options, "ppcc " PPRT_VERSION, c->ref_weights ? c->model : NULL, &low, err);
+    bool json_written = false, html_written = false;
+    if (s == PP_OK && c->report) pp_report_print(stdout, g, co);
+    if (s == PP_OK && c->export_dir) s = pp_export_stages(g, c->export_dir, "ppcc " PPRT_VERSION, err);
+    if (s == PP_OK && c->report_json) json_written = (s = pp_report_json(c->report_json, g, co, err)) == PP_OK;
+    if (s == PP_OK && c->report_html) {
+        /* the other policies' splits of the same graph, then this one again */
+        pp_policy_row *rows = calloc(PP_N_COMPARED, sizeof *rows);
+        int n_rows = 0;
+        s = rows ? pp_compare_policies(g, co, rows, &n_rows, err) : PP_FAIL(err, PP_ENOMEM, "out of memory");
+        if (s == PP_OK)
+            html_written = (s = pp_report_html(c->report_html, g, co, c->model, options, rows, n_rows, err)) == PP_OK;
+        free(rows);
     }
-    if (io.no_batch || io.batch > 0) { /* -b only where given (or chosen by --search, --max-batch) */
-        size_t n = strlen(options);
-        snprintf(options + n, sizeof options - n, " -b %lld", (long long)io.batch);
+    if (s == PP_OK) s = pp_plan_write(&low, c->out, err);
+    if (s != PP_OK) remove_reports(c, json_written, html_written);
+    if (s == PP_OK && !c->quiet && g->batch_mixing)
+        fprintf(stderr, "ppcc: warning: %s (allowed by --allow-batch-mixing): the plan gives the "
+                "whole batch's answer only when run on exactly %lld samples at once\n",
+                g->batch_mixing, (long long)g->batch);
+    if (s == PP_OK && !c->quiet) {
+        printf("ppcc: %s -> %s: %d ops in %d stage%s, micro-batch %lld, %.2f MB of weights", c->model, c->out,
+               g->n_nodes, g->n_stages, g->n_stages == 1 ? "" : "s", (long long)g->batch,
+               (double)low.weights_bytes / 1e6);
+        if (c->ref_weights) printf(" in the plan, %.2f MB referenced in the model's files", (double)low.ref_bytes / 1e6);
+        printf("\n");
     }
-    for (int k = 0; k < io.n_dims; k++) {
-        size_t n = strlen(options);
-        snprintf(options + n, sizeof options - n, " --dim %s=%lld", io.dim_name[k],
-                 (long long)io.dim_value[k]);
+    pp_lowered_free(&low);
+    return s;
+}
+
+/* Import the model (warning about inputs frozen to their defaults) and
+ * compile it, recording the options. */
+static pp_status compile(ppcc_cli *c, const ppcc_measured *searched, pp_err *err) {
+    static char options[4096], one[sizeof options + 64];
+    record_options(c, searched, options, sizeof options, one, sizeof one);
+    if (c->measure) { /* what the one-stage plan records, then what this plan does */
+        c->mo.model = c->model;
+        c->mo.quiet = c->quiet;
+        c->mo.options = one;
     }
-    for (int k = 0; k < io.n_consts; k++) {
-        size_t n = strlen(options);
-        /* the name, not the path: a plan holds no paths (docs/plan-format.md) */
-        snprintf(options + n, sizeof options - n, " --const %s=(file)", io.const_name[k]);
-    }
-    if (ref_weights) {
-        size_t n = strlen(options);
-        snprintf(options + n, sizeof options - n, " --ref-weights");
-    }
-    char one[sizeof options + 64];
-    if (measure) { /* what the one-stage plan records, then what this plan does */
-        snprintf(one, sizeof one, "%s (ppcc --measure's one stage)", options);
-        mo.model = model;
-        mo.quiet = quiet;
-        mo.options = one;
-        size_t n = strlen(options);
-        snprintf(options + n, sizeof options - n, " --measure");
-        if (searched.n) measure = false; /* measured for the search */
-    }
-    if (s == PP_OK) s = pp_import_onnx(model, &io, &g, &err);
-    if (s == PP_OK && g.frozen_default && !quiet) {
+    pp_graph g;
+    PP_TRY(pp_import_onnx(c->model, &c->io, &g, err));
+    if (g.frozen_default && !c->quiet) {
         fprintf(stderr, "ppcc: warning: graph input%s", g.n_frozen == 1 ? "" : "s");
         for (int i = 0; i < g.n_frozen && i < 8; i++) fprintf(stderr, "%s '%s'", i ? "," : "", g.frozen[i]);
         fprintf(stderr, "%s also %s an initializer, a default that ONNX lets data replace: frozen to %s (pprt "
@@ -423,61 +474,39 @@ int main(int argc, char **argv) {
                 g.n_frozen > 8 ? ", ..." : "", g.n_frozen == 1 ? "has" : "have", g.n_frozen == 1 ? "it" : "them",
                 g.n_frozen == 1 ? "it" : "them");
     }
-    if (s == PP_OK) {
-        if (measure) {
-            s = pp_run_front_passes(&g, &co, &err);
-            if (s == PP_OK) s = ppcc_measure(&g, &co, &mo, &err);
-            if (s == PP_OK) s = pp_run_split_passes(&g, &co, &err);
-        } else {
-            s = pp_run_passes(&g, &co, &err);
-        }
-        if (s == PP_OK && !quiet) note_unfolded(&g);
-        if (s == PP_OK) s = pp_lower(&g, options, "ppcc " PPRT_VERSION, ref_weights ? model : NULL, &low, &err);
-        /* the reports first and the plan last: a plan on disk says all went
-         * well. The stage export first of them, as it refuses most (what is at
-         * its path); a JSON or HTML report written before a later failure is
-         * removed (the stage folder is left) */
-        bool json_written = false, html_written = false;
-        if (s == PP_OK && report) pp_report_print(stdout, &g, &co);
-        if (s == PP_OK && export_dir) s = pp_export_stages(&g, export_dir, "ppcc " PPRT_VERSION, &err);
-        if (s == PP_OK && report_json) json_written = (s = pp_report_json(report_json, &g, &co, &err)) == PP_OK;
-        if (s == PP_OK && report_html) {
-            /* the other policies' splits of the same graph, then this one again */
-            pp_policy_row *rows = calloc(PP_N_COMPARED, sizeof *rows);
-            int n_rows = 0;
-            s = rows ? pp_compare_policies(&g, &co, rows, &n_rows, &err) : PP_FAIL(&err, PP_ENOMEM, "out of memory");
-            if (s == PP_OK) html_written = (s = pp_report_html(report_html, &g, &co, model, options, rows, n_rows, &err)) == PP_OK;
-            free(rows);
-        }
-        if (s == PP_OK) s = pp_plan_write(&low, out, &err);
-        if (s != PP_OK) {
-            struct stat st;
-            if (json_written && stat(report_json, &st) == 0 && S_ISREG(st.st_mode)) unlink(report_json);
-            if (html_written && stat(report_html, &st) == 0 && S_ISREG(st.st_mode)) unlink(report_html);
-        }
-        if (s == PP_OK && !quiet && g.batch_mixing)
-            fprintf(stderr, "ppcc: warning: %s (allowed by --allow-batch-mixing): the plan gives the "
-                    "whole batch's answer only when run on exactly %lld samples at once\n",
-                    g.batch_mixing, (long long)g.batch);
-        if (s == PP_OK && !quiet) {
-            size_t w = low.weights_bytes;
-            printf("ppcc: %s -> %s: %d ops in %d stage%s, micro-batch %lld, %.2f MB of weights",
-                   model, out, g.n_nodes, g.n_stages, g.n_stages == 1 ? "" : "s",
-                   (long long)g.batch, (double)w / 1e6);
-            if (ref_weights)
-                printf(" in the plan, %.2f MB referenced in the model's files", (double)low.ref_bytes / 1e6);
-            printf("\n");
-        }
-        pp_lowered_free(&low);
-        pp_graph_free(&g);
+    /* measured for the search already: its profiles are in co */
+    const pp_status s = compile_graph(c, &g, options, c->measure && !searched->n, err);
+    pp_graph_free(&g);
+    return s;
+}
+
+int main(int argc, char **argv) {
+    /* first: an interrupted ppcc leaves no temporary plan, and a signal that
+     * comes during parsing exits 128 + signal like any other */
+    pp_signals_install();
+    /* static: the strdup'ed --dim/--const names stay reachable when a usage
+     * error returns early (no leak report under ASan) */
+    static ppcc_cli c = {.out = "plan.bin", .mo = {.runs = 3}};
+    pp_compile_opts_init(&c.co);
+    int rc = parse_args(argc, argv, &c);
+    if (rc < 0 && !c.modules) rc = check_args(&c);
+    if (rc >= 0) return rc;
+    pp_err err = {0};
+    /* --search --measure: a profile per micro-batch size, for the search and
+     * then the plan it picks; removed at the end */
+    static ppcc_measured searched;
+    pp_status s = PP_OK;
+    if (c.modules) {
+        s = list_modules(&c, &err);
+    } else if ((s = check_paths(&c, &err)) == PP_OK) {
+        bool go = !(c.co.search || c.co.max_batch);
+        if (!go) s = run_budget(&c, &searched, &go, &err);
+        if (s == PP_OK && go) s = compile(&c, &searched, &err);
     }
-    ppcc_measured_free(&searched, &co);
-    for (int k = 0; k < io.n_dims; k++) free((char *)io.dim_name[k]);
-    for (int k = 0; k < io.n_consts; k++) free((char *)io.const_name[k]);
-    pp_compile_opts_free(&co);
+    ppcc_cleanup(&searched, &c.io, &c.co);
     if (s != PP_OK) {
         fprintf(stderr, "ppcc: error: %s\n", err.msg);
-        if (verbose && err.file) fprintf(stderr, "ppcc: (raised at %s:%d)\n", err.file, err.line);
+        if (c.verbose && err.file) fprintf(stderr, "ppcc: (raised at %s:%d)\n", err.file, err.line);
         return pp_exit_code(s);
     }
     return 0;

@@ -17,7 +17,186 @@
 #include "../runtime/io.h"
 #include "../runtime/pprt.h"
 
-static void usage(FILE *f) {
+/* Everything pprt's command line says. */
+typedef struct pprt_cli {
+    const char *plan, *data, *out_dir, *labels, *stats_json, *profile, *trace, *model, *backend;
+    bool info, quiet, verbose, check, list_backends, version, ops, help, no_pin;
+    pprt_run_opts run;
+    pprt_check_opts check_opts;
+    pprt_mpi_cfg mpi;
+    const char *mpi_opt; /* an option that only applies under mpirun */
+    pprt_data_opts data_opts; /* --input, --ignore-extra */
+} pprt_cli;
+
+_Static_assert(sizeof(pprt_precision) == sizeof(int), "--precision's row stores an int");
+
+static pp_status set_input(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    pprt_data_opts *d = &((pprt_cli *)base)->data_opts;
+    if (d->n_bind == PPRT_MAX_BINDS) return PP_FAIL(err, PP_EINVAL, "too many --input options");
+    const char *eq = strchr(v, '=');
+    char *n = strndup(v, (size_t)(eq - v));
+    if (!n) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    d->bind_name[d->n_bind] = n;
+    d->bind_path[d->n_bind++] = eq + 1;
+    return PP_OK;
+}
+
+/* --rtol, --atol, --expected: compare with expected outputs */
+static pp_status set_check(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name, (void)v, (void)err;
+    ((pprt_cli *)base)->check = true;
+    return PP_OK;
+}
+
+static pp_status set_backend(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name, (void)err;
+    ((pprt_cli *)base)->list_backends = !strcmp(v, "list");
+    return PP_OK;
+}
+
+static pp_status set_no_pin(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name, (void)v, (void)err;
+    ((pprt_cli *)base)->run.pin = false;
+    return PP_OK;
+}
+
+static pp_status set_replicas(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name, (void)v, (void)err;
+    pprt_cli *c = base;
+    c->run.replicas = c->mpi.replicas;
+    return PP_OK;
+}
+
+static pp_status set_mpi_timeout(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name, (void)v, (void)err;
+    ((pprt_cli *)base)->mpi_opt = "--mpi-timeout";
+    return PP_OK;
+}
+
+static pp_status set_transport(void *base, const char *name, const char *v, pp_err *err) {
+    pprt_cli *c = base;
+    if (strcmp(v, "nccl") && strcmp(v, "mpi")) return PP_FAIL(err, PP_EINVAL, "%s needs nccl or mpi, got '%s'", name, v);
+    c->mpi.transport = !strcmp(v, "nccl") ? PPRT_TRANSPORT_NCCL : PPRT_TRANSPORT_MPI;
+    c->mpi_opt = "--transport";
+    return PP_OK;
+}
+
+/* what the ranks compare where the kind's text does not say it */
+static void text_backend(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pprt_cli *c = base;
+    pp_opt_add(t, " --backend %s", c->backend ? c->backend : "(placement)");
+}
+
+static void text_threads(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pprt_cli *c = base;
+    if (c->run.threads > 0) pp_opt_add(t, " --threads %d", c->run.threads);
+    else pp_opt_add(t, " --threads default");
+}
+
+static void text_transport(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    static const char *const tps[] = {"(default)", "mpi", "nccl"};
+    pp_opt_add(t, " --transport %s", tps[((const pprt_cli *)base)->mpi.transport]);
+}
+
+#define F(field) offsetof(pprt_cli, field)
+#define NF PP_OPT_NOFIELD
+/* pprt's own options. PP_OPT_AGREE: what changes the results or the verdict
+ * must be the same on every rank under mpirun (paths may differ between
+ * machines: only whether one is given); the ranks compare these rows' text,
+ * the first that differs named. */
+/* columns (pp_opt, ir/args.h): names, kind, value in --help, field, lo, hi, words, what a value must
+ * be, default, help, PP_OPT_* flags, main order, --help section, setter, text */
+static const pp_opt own_rows[] = {
+    {"-o|--output", PP_OPT_STR, "OUT_DIR", F(out_dir), 0, 0, NULL, "a directory", "out",
+     "where outputs go, one NAME.npy each", 0, 1, NULL, NULL, NULL},
+    {"--input", PP_OPT_PAIR, "NAME=PATH", NF, 0, 0, NULL, "NAME=PATH (a .npy, a .pb or FILE.npz:KEY)", NULL,
+     "data for input NAME from PATH (a .npy, a .pb, or FILE.npz:KEY); repeatable; with an --input for every input, "
+     "DATA_DIR may be left out", 0, 0, NULL, set_input, NULL},
+    {"--ignore-extra", PP_OPT_FLAG, NULL, F(data_opts.ignore_extra), 0, 0, NULL, NULL, NULL,
+     "leave data files that feed no input alone instead of refusing them", 0, 0, NULL, NULL, NULL},
+    {"--labels", PP_OPT_STR, "FILE", F(labels), 0, 0, NULL, "a .npy file", NULL,
+     "int class indices: print top-1 accuracy of the first output", PP_OPT_AGREE | PP_OPT_PATH, 0, NULL, NULL, NULL},
+    {"--rtol", PP_OPT_NUM, "R", F(check_opts.rtol), 0, 1e300, NULL, "a tolerance >= 0", "1e-3",
+     "tolerance |got-want| <= A + R*|want| for --check (implies it)", PP_OPT_AGREE, 0, NULL, set_check, NULL},
+    {"--atol", PP_OPT_NUM, "A", F(check_opts.atol), 0, 1e300, NULL, "a tolerance >= 0", "1e-5",
+     "the A in --rtol's tolerance (implies --check)", PP_OPT_AGREE, 0, NULL, set_check, NULL},
+    {"--expected", PP_OPT_STR, "DIR", F(check_opts.expected_dir), 0, 0, NULL, "a directory", NULL,
+     "take expected values from DIR/NAME.npy (or DIR/output_K.pb) (implies --check)", PP_OPT_AGREE | PP_OPT_PATH, 0,
+     NULL, set_check, NULL},
+    {"--check", PP_OPT_FLAG, NULL, F(check), 0, 0, NULL, NULL, NULL,
+     "compare each output with DATA_DIR/output_K.pb, else NAME.npy in DATA_DIR/../expected or DATA_DIR/expected; "
+     "exit 1 on a mismatch", PP_OPT_AGREE, 0, NULL, NULL, NULL},
+    {"--depth", PP_OPT_INT, "N", F(run.depth), 1, 1024, NULL, NULL, "2",
+     "micro-batches in flight per stage boundary", PP_OPT_AGREE, 0, NULL, NULL, NULL},
+    {"--stats-json", PP_OPT_STR, "FILE", F(stats_json), 0, 0, NULL, "a file name", NULL,
+     "write the run statistics as JSON", 0, 0, NULL, NULL, NULL},
+    {"--profile", PP_OPT_STR, "FILE", F(profile), 0, 0, NULL, "a file name", NULL,
+     "write each node's mean time per micro-batch in ms (the --warmup runs left out), for ppcc --profile; print "
+     "each stage's 5 slowest nodes", 0, 0, NULL, NULL, NULL},
+    {"--trace", PP_OPT_STR, "FILE", F(trace), 0, 0, NULL, "a file name", NULL,
+     "the run's timeline as Chrome trace event JSON (Perfetto, chrome://tracing): a track per stage (per rank under "
+     "mpirun), a span per micro-batch, nested spans per node with --profile, the messages between stages as flow "
+     "arrows", 0, 0, NULL, NULL, NULL},
+    {"--no-pin", PP_OPT_FLAG, NULL, F(no_pin), 0, 0, NULL, NULL, NULL, "do not pin stage threads to cores", 0, 0,
+     NULL, set_no_pin, NULL},
+    {"--model", PP_OPT_STR, "FILE", F(model), 0, 0, NULL, "the model file a --ref-weights plan was compiled from",
+     NULL, "a ppcc --ref-weights plan: read its weights from FILE (and its external data beside it) instead of the "
+     "path the plan recorded; the file must be the one compiled from (size and XXH3 checked)", 0, 0, NULL, NULL,
+     NULL},
+    {"--replicas", PP_OPT_INT, "R", F(mpi.replicas), 1, 4096, NULL, NULL, "1",
+     "R pipelines of the plan's K stages side by side, each a contiguous share of the micro-batches: K*R stage "
+     "threads (each with cores / (K*R) intra-op threads unless --threads), every replica's executors their own "
+     "(weights prepared R times); under mpirun K*R ranks", PP_OPT_AGREE, 0, NULL, set_replicas, NULL},
+    {"--backend", PP_OPT_STR, "B", F(backend), 0, 0, NULL,
+     "a backend's name (pprt --backend list shows them)", "the first available of dnnl (oneDNN) and ref (the "
+     "reference kernels)", "the backend that runs the stages (pprt --backend list shows those of this build and "
+     "whether this machine has what they need)", PP_OPT_AGREE, 0, NULL, set_backend, text_backend},
+    {"--threads", PP_OPT_INT, "N", F(run.threads), 1, 1024, NULL, NULL, "cores / stages",
+     "intra-op threads per stage (oneDNN)", PP_OPT_AGREE, 0, NULL, NULL, text_threads},
+    {"--precision", PP_OPT_WORD, "P", F(run.precision), 0, 0, "f32|bf16|tf32|fp16", NULL, "f32",
+     "bf16: oneDNN convolutions and matrix products in bfloat16 (8-bit mantissa, f32 sums; fast on CPUs with "
+     "AVX512_BF16 or AMX; needs AVX-512, else it warns and runs f32); inputs, outputs and the plan stay f32; with "
+     "--backend cuda also tf32 and fp16 (matrix products and convolutions; f32 is strict there: no TF32)",
+     PP_OPT_AGREE, 0, NULL, NULL, NULL},
+    {"--warmup", PP_OPT_INT, "N", F(run.warmup), 0, 1000000, NULL, NULL, "1",
+     "first run N untimed copies of the first micro-batch through the pipeline (each replica its own; outputs "
+     "dropped): the one-time costs stay out of the times (0 times the first run too)", PP_OPT_AGREE, 0, NULL, NULL,
+     NULL},
+    {"-q", PP_OPT_FLAG, NULL, F(quiet), 0, 0, NULL, NULL, NULL, "print only errors", 0, 0, NULL, NULL, NULL},
+    {"-v", PP_OPT_FLAG, NULL, F(verbose), 0, 0, NULL, NULL, NULL, "errors also name the source line that raised them",
+     0, 0, NULL, NULL, NULL},
+    {"-h|--help", PP_OPT_FLAG, NULL, F(help), 0, 0, NULL, NULL, NULL, "print this help", 0, 0, NULL, NULL, NULL},
+    {"--version", PP_OPT_FLAG, NULL, F(version), 0, 0, NULL, NULL, NULL,
+     "print pprt's version, its vector ISA and its backends", 0, 0, NULL, NULL, NULL},
+    {"--info", PP_OPT_FLAG, NULL, F(info), 0, 0, NULL, NULL, NULL,
+     "print what PLAN holds (its \"options:\" recompile it with ppcc)", 0, 0, NULL, NULL, NULL},
+    {"--ops", PP_OPT_FLAG, NULL, F(ops), 0, 0, NULL, NULL, NULL,
+     "how each op runs on each backend of this build (Markdown)", 0, 0, NULL, NULL, NULL},
+};
+
+/* The options of the MPI driver (they apply only under mpirun). */
+static const pp_opt mpi_rows[] = {
+    {"--mpi-timeout", PP_OPT_NUM, "S", F(mpi.timeout_s), 0.1, 1e6, NULL, "seconds in 0.1..1e6", "60",
+     "a rank silent for S seconds is presumed dead and every rank exits", PP_OPT_AGREE, 0, "under mpirun", set_mpi_timeout,
+     NULL},
+    {"--transport", PP_OPT_CUSTOM, "T", NF, 0, 0, NULL, "nccl or mpi", "nccl where every stage is on a GPU",
+     "between two device stages: nccl (GPU to GPU) or mpi (through pinned host memory: any MPI, any ranks per GPU); "
+     "host stages always use MPI", PP_OPT_AGREE, 0, NULL, set_transport, text_transport},
+};
+#undef F
+#undef NF
+
+static int tables(pprt_cli *c, pp_opt_table t[2]) {
+    t[0] = (pp_opt_table){own_rows, (int)(sizeof own_rows / sizeof *own_rows), c};
+    t[1] = (pp_opt_table){mpi_rows, (int)(sizeof mpi_rows / sizeof *mpi_rows), c};
+    return 2;
+}
+
+static void usage(FILE *f, pprt_cli *c) {
     fprintf(f,
             "usage: pprt PLAN DATA_DIR [-o OUT_DIR] [--labels FILE.npy] [--depth N]\n"
             "            [--check [--rtol R] [--atol A] [--expected DIR]]\n"
@@ -33,58 +212,10 @@ static void usage(FILE *f) {
             "                    plan also takes the folder's one .npy, or one .npy per sample in\n"
             "                    natural order (img2 before img10); or ONNX test data: input_K.pb\n"
             "                    TensorProto files, matched by tensor name, else by K. Files that\n"
-            "                    feed no input are refused; pprt prints which file feeds each input\n"
-            "  -o OUT_DIR, --output OUT_DIR\n"
-            "                    where outputs go, one NAME.npy each (default out)\n"
-            "  --input NAME=PATH data for input NAME from PATH (a .npy, a .pb, or FILE.npz:KEY);\n"
-            "                    repeatable; with an --input for every input, DATA_DIR may be left out\n"
-            "  --ignore-extra    leave data files that feed no input alone instead of refusing them\n"
-            "  --labels FILE     int class indices: print top-1 accuracy of the first output\n"
-            "  --check           compare each output with DATA_DIR/output_K.pb, else NAME.npy in\n"
-            "                    DATA_DIR/../expected or DATA_DIR/expected; exit 1 on a mismatch\n"
-            "  --rtol R, --atol A  tolerance |got-want| <= A + R*|want| (default 1e-3, 1e-5)\n"
-            "  --expected DIR    take expected values from DIR/NAME.npy (or DIR/output_K.pb)\n"
-            "  --depth N         micro-batches in flight per stage boundary (default 2)\n"
-            "  --stats-json FILE write the run statistics as JSON\n"
-            "  --profile FILE    write each node's mean time per micro-batch in ms (the --warmup runs\n"
-            "                    left out), for ppcc --profile; print each stage's 5 slowest nodes\n"
-            "  --trace FILE      the run's timeline as Chrome trace event JSON (Perfetto,\n"
-            "                    chrome://tracing): a track per stage (per rank under mpirun), a span\n"
-            "                    per micro-batch, nested spans per node with --profile, the messages\n"
-            "                    between stages as flow arrows\n"
-            "  --no-pin          do not pin stage threads to cores\n"
-            "  --model FILE      a ppcc --ref-weights plan: read its weights from FILE (and its\n"
-            "                    external data beside it) instead of the path the plan recorded;\n"
-            "                    the file must be the one compiled from (size and XXH3 checked)\n"
-            "  --replicas R      R pipelines of the plan's K stages side by side, each a contiguous\n"
-            "                    share of the micro-batches (default 1): K*R stage threads (each with\n"
-            "                    cores / (K*R) intra-op threads unless --threads), every replica's\n"
-            "                    executors their own (weights prepared R times); under mpirun K*R ranks\n"
-            "  --mpi-timeout S   under mpirun: a rank silent for S seconds is presumed dead and\n"
-            "                    every rank exits (default 60)\n"
-            "  --transport T     under mpirun, between two device stages: nccl (GPU to GPU; the\n"
-            "                    default when every stage is on a GPU) or mpi (through pinned host\n"
-            "                    memory: any MPI, any ranks per GPU); host stages always use MPI\n"
-            "  --backend B       the backend that runs the stages (pprt --backend list shows those\n"
-            "                    of this build and whether this machine has what they need);\n"
-            "                    default: the first available of dnnl (oneDNN) and ref (the\n"
-            "                    reference kernels)\n"
-            "  --threads N       intra-op threads per stage (oneDNN; default: cores / stages)\n"
-            "  --precision P     f32 (default) or bf16: oneDNN convolutions and matrix products in\n"
-            "                    bfloat16 (8-bit mantissa, f32 sums; fast on CPUs with AVX512_BF16\n"
-            "                    or AMX; needs AVX-512, else it warns and runs f32); inputs, outputs\n"
-            "                    and the plan stay f32; with --backend cuda also tf32 and fp16 (matrix\n"
-            "                    products and convolutions; f32 is strict there: no TF32)\n"
-            "  --warmup N        first run N untimed copies of the first micro-batch through the\n"
-            "                    pipeline (each replica its own; outputs dropped): the one-time\n"
-            "                    costs stay out of the times (default 1; 0 times the first run too)\n"
-            "  -q                print only errors\n"
-            "  -v                errors also name the source line that raised them\n"
-            "  -h, --help        print this help\n"
-            "  --version         print pprt's version, its vector ISA and its backends\n"
-            "  --info PLAN       print what the plan holds (its \"options:\" recompile it with ppcc)\n"
-            "  --ops             how each op runs on each backend of this build (Markdown)\n"
-            "Every --OPTION VALUE may also be written --OPTION=VALUE.\n");
+            "                    feed no input are refused; pprt prints which file feeds each input\n");
+    pp_opt_table t[2];
+    pp_opts_usage(f, t, tables(c, t));
+    fprintf(f, "Every --OPTION VALUE may also be written --OPTION=VALUE.\n");
     /* the backends' own options, each text once */
     for (int i = 0; i < pprt_backend_count(); i++) {
         const char *u = pprt_backend_at(i)->usage;
@@ -100,20 +231,13 @@ static int bad_usage(const char *msg, const char *arg) {
     return 2;
 }
 
-/* pprt's own options (the backends' are read from their usage lines). */
-static const char *const own_names[] = {
-    "-h", "--help", "--version", "--ops", "--info", "-o", "--output", "--labels", "--profile", "--trace",
-    "--stats-json", "--depth", "--check", "--rtol", "--atol", "--expected", "--backend", "--threads",
-    "--precision", "--warmup", "--replicas", "--mpi-timeout", "--transport", "--model", "--input",
-    "--ignore-extra", "--no-pin", "-q", "-v"};
-
 /* An unknown option: bad usage, with the nearest known name if one is near
  * (the backends' options: each line of their usage that starts "  --NAME"). */
-static int unknown_option(const char *a) {
+static int unknown_option(pprt_cli *c, const char *a) {
     const char *names[160];
     static char backend_names[64][40];
-    int n = 0, nb = 0;
-    for (size_t k = 0; k < sizeof own_names / sizeof *own_names; k++) names[n++] = own_names[k];
+    pp_opt_table t[2];
+    int n = pp_opts_names(t, tables(c, t), names, 160), nb = 0;
     for (int b = 0; b < pprt_backend_count(); b++)
         for (const char *u = pprt_backend_at(b)->usage; u && *u; u = strchr(u, '\n') ? strchr(u, '\n') + 1 : "") {
             if (strncmp(u, "  --", 4) || nb == 64 || n == 160) continue;
@@ -298,16 +422,6 @@ static pp_status check_outputs(const pprt_plan *p, const char *out_dir, const ch
     return PP_OK;
 }
 
-/* Everything pprt's command line says. */
-typedef struct pprt_cli {
-    const char *plan, *data, *out_dir, *labels, *stats_json, *profile, *trace, *model, *backend;
-    bool info, quiet, verbose, check, list_backends, version, ops;
-    pprt_run_opts run;
-    pprt_check_opts check_opts;
-    pprt_mpi_cfg mpi;
-    const char *mpi_opt; /* an option that only applies under mpirun */
-    pprt_data_opts data_opts; /* --input, --ignore-extra */
-} pprt_cli;
 
 static void print_version(void) {
     printf("pprt %s (vector ISA: %s%s)\n", PPRT_VERSION, pprt_isa_name(pprt_cpu_isa()),
@@ -353,142 +467,22 @@ static void print_ops(void) {
     }
 }
 
-/* Parse argv into *c: -1 to go on, else the exit code (help, version, bad usage). */
-static int parse_args(int argc, char **argv, pprt_cli *c) {
-    *c = (pprt_cli){.out_dir = "out", .run = {.depth = 2, .pin = true, .warmup = 1}, .check_opts = {.rtol = 1e-3, .atol = 1e-5},
-                    .mpi = {.replicas = 1, .timeout_s = 60}};
-    /* static: the split-off names stay reachable on an early return */
-    static pp_argv args;
-    if (!pp_argv_init(&args, argc, argv)) {
-        fprintf(stderr, "pprt: error: out of memory\n");
-        return 1;
+/* A backend's own option at argv[*i] (each backend's parser asked once):
+ * 1 taken, 0 none's, -1 bad (msg filled). */
+static int backend_option(int argc, char **argv, int *i, char *msg, size_t cap) {
+    int taken = 0;
+    for (int b = 0; b < pprt_backend_count() && !taken; b++) {
+        const pprt_backend *be = pprt_backend_at(b);
+        for (int j = 0; j < b && be->option; j++)
+            if (pprt_backend_at(j)->option == be->option) be = NULL; /* asked already */
+        if (be && be->option) taken = be->option(argc, argv, i, msg, cap);
     }
-    for (int i = 1; i < args.argc; i++) {
-        if (!pp_argv_at(&args, i, NULL)) {
-            fprintf(stderr, "pprt: error: %s takes no value\ntry 'pprt --help'\n", args.argv[i - 1]);
-            return 2;
-        }
-        argc = args.argc;
-        argv = args.argv;
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--version")) {
-            c->version = true;
-        } else if (!strcmp(a, "--ops")) {
-            c->ops = true;
-        } else if (!strcmp(a, "--info")) {
-            c->info = true;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (!v) return bad_usage(a, " needs a directory");
-            c->out_dir = v, i++;
-        } else if (!strcmp(a, "--labels")) {
-            if (!v) return bad_usage("--labels needs a .npy file", NULL);
-            c->labels = v, i++;
-        } else if (!strcmp(a, "--profile")) {
-            if (!v) return bad_usage("--profile needs a file name", NULL);
-            c->profile = v, i++;
-        } else if (!strcmp(a, "--trace")) {
-            if (!v) return bad_usage("--trace needs a file name", NULL);
-            c->trace = v, i++;
-        } else if (!strcmp(a, "--stats-json")) {
-            if (!v) return bad_usage("--stats-json needs a file name", NULL);
-            c->stats_json = v, i++;
-        } else if (!strcmp(a, "--depth")) {
-            char *end;
-            long d = v ? strtol(v, &end, 10) : 0;
-            if (!v || *end || d < 1 || d > 1024) return bad_usage("--depth needs 1..1024, got ", v ? v : "");
-            c->run.depth = (int)d, i++;
-        } else if (!strcmp(a, "--check")) {
-            c->check = true;
-        } else if (!strcmp(a, "--rtol") || !strcmp(a, "--atol")) {
-            char *end;
-            double t = v ? strtod(v, &end) : -1;
-            if (!v || end == v || *end || !(t >= 0 && t < 1e300))
-                return bad_usage(a[2] == 'r' ? "--rtol needs a tolerance >= 0, got "
-                                             : "--atol needs a tolerance >= 0, got ", v ? v : "");
-            *(a[2] == 'r' ? &c->check_opts.rtol : &c->check_opts.atol) = t;
-            c->check = true, i++;
-        } else if (!strcmp(a, "--expected")) {
-            if (!v) return bad_usage("--expected needs a directory", NULL);
-            c->check_opts.expected_dir = v, c->check = true, i++;
-        } else if (!strcmp(a, "--backend")) {
-            if (!v) return bad_usage("--backend needs a backend's name (pprt --backend list shows them)", NULL);
-            c->backend = v, i++;
-            c->list_backends = !strcmp(v, "list");
-        } else if (!strcmp(a, "--threads")) {
-            char *end;
-            long t = v ? strtol(v, &end, 10) : 0;
-            if (!v || *end || t < 1 || t > 1024) return bad_usage("--threads needs 1..1024, got ", v ? v : "");
-            c->run.threads = (int)t, i++;
-        } else if (!strcmp(a, "--precision")) {
-            static const char *const names[] = {"f32", "bf16", "tf32", "fp16"};
-            static const pprt_precision prs[] = {PPRT_F32, PPRT_BF16, PPRT_TF32, PPRT_FP16};
-            int k = 0;
-            while (k < 4 && (!v || strcmp(v, names[k]))) k++;
-            if (k == 4) return bad_usage("--precision needs f32, bf16, tf32 or fp16, got ", v ? v : "");
-            c->run.precision = prs[k], i++;
-        } else if (!strcmp(a, "--warmup")) {
-            char *end;
-            long t = v ? strtol(v, &end, 10) : -1;
-            if (!v || *end || t < 0 || t > 1000000) return bad_usage("--warmup needs 0..1000000, got ", v ? v : "");
-            c->run.warmup = (int)t, i++;
-        } else if (!strcmp(a, "--replicas")) {
-            char *end;
-            long r = v ? strtol(v, &end, 10) : 0;
-            if (!v || *end || r < 1 || r > 4096) return bad_usage("--replicas needs 1..4096, got ", v ? v : "");
-            c->mpi.replicas = c->run.replicas = (int)r, i++;
-        } else if (!strcmp(a, "--mpi-timeout")) {
-            char *end;
-            double t = v ? strtod(v, &end) : 0;
-            if (!v || end == v || *end || !(t >= 0.1 && t <= 1e6))
-                return bad_usage("--mpi-timeout needs seconds in 0.1..1e6, got ", v ? v : "");
-            c->mpi.timeout_s = t, c->mpi_opt = a, i++;
-        } else if (!strcmp(a, "--transport")) {
-            if (!v || (strcmp(v, "nccl") && strcmp(v, "mpi"))) return bad_usage("--transport needs nccl or mpi, got ", v ? v : "");
-            c->mpi.transport = !strcmp(v, "nccl") ? PPRT_TRANSPORT_NCCL : PPRT_TRANSPORT_MPI;
-            c->mpi_opt = a, i++;
-        } else if (!strcmp(a, "--model")) {
-            if (!v) return bad_usage("--model needs the model file a --ref-weights plan was compiled from", NULL);
-            c->model = v, i++;
-        } else if (!strcmp(a, "--input")) {
-            const char *eq = v ? strchr(v, '=') : NULL;
-            if (!eq || eq == v || !eq[1]) return bad_usage("--input needs NAME=PATH (a .npy, a .pb or FILE.npz:KEY), got ", v ? v : "");
-            if (c->data_opts.n_bind == PPRT_MAX_BINDS) return bad_usage("too many --input options", NULL);
-            char *name = strndup(v, (size_t)(eq - v));
-            if (!name) return 1;
-            c->data_opts.bind_name[c->data_opts.n_bind] = name;
-            c->data_opts.bind_path[c->data_opts.n_bind++] = eq + 1;
-            i++;
-        } else if (!strcmp(a, "--ignore-extra")) {
-            c->data_opts.ignore_extra = true;
-        } else if (!strcmp(a, "--no-pin")) {
-            c->run.pin = false;
-        } else if (!strcmp(a, "-q")) {
-            c->quiet = true;
-        } else if (!strcmp(a, "-v")) {
-            c->verbose = true;
-        } else if (a[0] == '-' && a[1]) {
-            /* a backend's own option? */
-            int taken = 0;
-            char msg[160] = "";
-            for (int b = 0; b < pprt_backend_count() && !taken; b++) {
-                const pprt_backend *be = pprt_backend_at(b);
-                for (int j = 0; j < b && be->option; j++)
-                    if (pprt_backend_at(j)->option == be->option) be = NULL; /* asked already */
-                if (be && be->option) taken = be->option(argc, argv, &i, msg, sizeof msg);
-            }
-            if (taken < 0) return bad_usage(msg, NULL);
-            if (!taken) return unknown_option(a);
-        } else if (!c->plan) {
-            c->plan = a;
-        } else if (!c->data) {
-            c->data = a;
-        } else {
-            return bad_usage("unexpected argument ", a);
-        }
-    }
+    return taken;
+}
+
+/* What the options ask for besides a run: -1 to go on, else the exit code
+ * (--ops, --version, a plan or data missing). */
+static int parsed(pprt_cli *c) {
     if (c->ops) {
         print_ops();
         return 0;
@@ -512,6 +506,53 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
     c->run.trace_nodes = c->trace && c->profile;
     c->run.node_times = c->profile != NULL;
     return -1;
+}
+
+/* Parse argv into *c (pprt's tables, then the backends' options): -1 to go
+ * on, else the exit code (help, version, bad usage). */
+static int parse_args(int argc, char **argv, pprt_cli *c) {
+    *c = (pprt_cli){.out_dir = "out", .run = {.depth = 2, .pin = true, .warmup = 1}, .check_opts = {.rtol = 1e-3, .atol = 1e-5},
+                    .mpi = {.replicas = 1, .timeout_s = 60}};
+    /* static: the split-off names stay reachable on an early return */
+    static pp_argv args;
+    if (!pp_argv_init(&args, argc, argv)) {
+        fprintf(stderr, "pprt: error: out of memory\n");
+        return 1;
+    }
+    pp_opt_table t[2];
+    const int nt = tables(c, t);
+    for (int i = 1; i < args.argc; i++) {
+        if (!pp_opts_split(&args, i, t, nt)) {
+            fprintf(stderr, "pprt: error: %s takes no value\ntry 'pprt --help'\n", args.argv[i - 1]);
+            return 2;
+        }
+        const char *a = args.argv[i];
+        pp_err err = {0};
+        int took = a[0] == '-' && a[1] ? pp_opts_take(&args, &i, t, nt, &err) : 0;
+        if (took < 0 && err.code == PP_ENOMEM) {
+            fprintf(stderr, "pprt: error: %s\n", err.msg);
+            return 1;
+        }
+        if (took < 0) return bad_usage(err.msg, NULL);
+        if (c->help) {
+            usage(stdout, c);
+            return 0;
+        }
+        if (took) continue;
+        if (a[0] == '-' && a[1]) { /* a backend's own option? */
+            char msg[160] = "";
+            took = backend_option(args.argc, args.argv, &i, msg, sizeof msg);
+            if (took < 0) return bad_usage(msg, NULL);
+            if (!took) return unknown_option(c, a);
+        } else if (!c->plan) {
+            c->plan = a;
+        } else if (!c->data) {
+            c->data = a;
+        } else {
+            return bad_usage("unexpected argument ", a);
+        }
+    }
+    return parsed(c);
 }
 
 /* The backend --backend names, if any (it then runs every stage): -1 to
@@ -644,7 +685,9 @@ int main(int argc, char **argv) {
     /* first: an interrupted run leaves no temporary output, and a signal that
      * comes while the options are read and backends chosen exits 128 + signal */
     pp_signals_install();
-    pprt_cli c;
+    /* static: the strdup'ed --input names stay reachable when a usage error
+     * returns early (no leak report under ASan) */
+    static pprt_cli c;
     int rc = parse_args(argc, argv, &c);
     if (rc >= 0) return rc;
     if (c.list_backends) {
@@ -666,17 +709,11 @@ int main(int argc, char **argv) {
     pp_err err = {0};
     pprt_driver *d = pprt_driver_threads();
     if (launcher && !c.info) {
-        /* what changes the results or the verdict must be the same on every
-         * rank (paths may differ between machines: only whether one is given) */
-        static const char *const prs[] = {"f32", "bf16", "tf32", "fp16"};
-        char agree[320], threads[16] = "default";
-        if (c.run.threads > 0) snprintf(threads, sizeof threads, "%d", c.run.threads);
-        static const char *const tps[] = {"(default)", "mpi", "nccl"};
-        snprintf(agree, sizeof agree, "--backend %s --precision %s --threads %s --depth %d --replicas %d "
-                 "--warmup %d --transport %s --mpi-timeout %g --rtol %g --atol %g --expected %s --check %s "
-                 "--labels %s", c.run.backend ? c.run.backend->name : "(placement)", prs[c.run.precision], threads,
-                 c.run.depth, c.mpi.replicas, c.run.warmup, tps[c.mpi.transport], c.mpi.timeout_s, c.check_opts.rtol, c.check_opts.atol,
-                 c.check_opts.expected_dir ? "given" : "none", c.check ? "yes" : "no", c.labels ? "given" : "none");
+        /* what changes the results or the verdict must be the same on
+         * every rank: the rows marked so */
+        static char agree[400];
+        pp_opt_table t[2];
+        pp_opts_text(t, tables(&c, t), PP_OPT_AGREE, agree, sizeof agree);
         c.mpi.agree = agree;
         if (pprt_driver_mpi(&argc, &argv, &c.mpi, &d, &err) != PP_OK) {
             fprintf(stderr, "pprt: error: %s\n", err.msg);
