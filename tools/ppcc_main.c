@@ -1,4 +1,4 @@
-/* ppcc.c: the compiler's command line: parse options, run import -> passes
+/* ppcc_main.c: the compiler's command line: parse options, run import -> passes
  * -> lower -> write, map the status to an exit code. Nothing else. */
 #include <errno.h>
 #include <stdio.h>

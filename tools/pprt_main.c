@@ -1,4 +1,4 @@
-/* pprt.c: the runtime's command line: parse the options into a pprt_cli,
+/* pprt_main.c: the runtime's command line: parse the options into a pprt_cli,
  * choose the driver (threads, or MPI ranks under mpirun) once, and through
  * it load a plan, load data, run the pipeline, write outputs and statistics,
  * map the status to an exit code. */
