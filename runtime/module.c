@@ -67,8 +67,9 @@ pp_status pprt_module_open(const char *file, const char *env, const char *entry,
     *sym = dlsym(h, entry);
     if (!*sym) {
         const char *why = dlerror();
-        dlclose(h);
-        return PP_FAIL(err, PP_EUNSUP, "module %s has no entry point %s: %s", path, entry, why ? why : "not found");
+        pp_status st = PP_FAIL(err, PP_EUNSUP, "module %s has no entry point %s: %s", path, entry, why ? why : "not found");
+        dlclose(h); /* (after the message: dlerror's text may go with it) */
+        return st;
     }
     return PP_OK;
 }
