@@ -20,10 +20,6 @@
 #include "cuplan.h"
 #include "mem_emu.h"
 
-static int cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
-    return pprt_cuda_option(argc, argv, i, msg, cap);
-}
-
 #ifdef PPRT_HAVE_CUDA_MODULE
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -42,10 +38,15 @@ const pprt_cuda_module *pprt_cuda_module_get(pp_err *err) {
             const pprt_cuda_module *(*entry)(void);
             memcpy(&entry, &sym, sizeof entry); /* POSIX: dlsym's object pointer is the function */
             const pprt_cuda_module *m = entry();
+            static const unsigned layout[] = PPRT_CUDA_MODULE_LAYOUT;
+            _Static_assert(sizeof layout == sizeof m->layout, "PPRT_CUDA_MODULE_LAYOUT and pprt_cuda_module.layout");
             if (!m || m->abi != PPRT_MODULE_ABI || !m->version || strcmp(m->version, PPRT_VERSION) || !m->backend)
                 PP_FAIL(&load_err, PP_EUNSUP, "module %s was built for another pprt (module ABI %d, pprt %s; this "
                         "pprt: ABI %d, %s): install pprt and its modules together", path, m ? m->abi : -1,
                         m && m->version ? m->version : "?", PPRT_MODULE_ABI, PPRT_VERSION);
+            else if (memcmp(m->layout, layout, sizeof layout))
+                PP_FAIL(&load_err, PP_EUNSUP, "module %s was built from other sources than this pprt (the tables "
+                        "they share differ: a stale build?): build or install pprt and its modules together", path);
             else
                 mod = m;
         }
@@ -87,7 +88,7 @@ const pprt_backend pprt_backend_cuda = {
     .unavailable = stub_unavailable,
     .route = pcu_op_route,
     .mem = PPRT_MEM_DEVICE,
-    .option = cuda_option,
+    .option = pprt_cuda_option,
     .usage = pprt_cuda_usage,
     .load = cuda_load,
 };
@@ -130,6 +131,6 @@ const pprt_backend pprt_backend_cuda_emu = {
     .space = &pprt_mem_cuda_emu,
     .precision = emu_precision,
     .describe = cuda_describe,
-    .option = cuda_option,
+    .option = pprt_cuda_option,
     .usage = pprt_cuda_usage,
 };

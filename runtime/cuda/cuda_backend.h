@@ -84,9 +84,17 @@ pp_status pprt_cuda_run_dev(struct pprt_exec *x, const void *dev_in, void *dev_o
 struct pprt_backend;
 struct pprt_mpi;
 struct pprt_p2p;
+/* The sizes of what pprt and the module share, and the op count: a module
+ * of another build (PPRT_CUDA_MODULE naming a stale one) is refused rather
+ * than called with tables of another shape (needs backend.h). */
+#define PPRT_CUDA_MODULE_LAYOUT                                                                                        \
+    {(unsigned)sizeof(struct pprt_backend), (unsigned)sizeof(struct pprt_exec_ops),                                   \
+     (unsigned)sizeof(struct pprt_mem_ops), (unsigned)sizeof(pprt_cuda_cfg), (unsigned)sizeof(pprt_stage),             \
+     (unsigned)PP_OP_COUNT}
 typedef struct pprt_cuda_module {
     int abi;                           /* PPRT_MODULE_ABI (module.h) it was built with */
     const char *version;               /* PPRT_VERSION it was built with */
+    unsigned layout[6];                /* PPRT_CUDA_MODULE_LAYOUT it was built with */
     const struct pprt_backend *backend; /* the "cuda" row */
     /* "CUDA runtime 13.0, cuDNN 9.19.0, cuBLASLt 13.1.0, NCCL 2.28.3; driver ..." */
     void (*versions)(char *buf, size_t cap);

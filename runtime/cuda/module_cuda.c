@@ -58,10 +58,6 @@ static void cuda_describe(FILE *f) {
     fprintf(f, "  cuda: %s\n", v);
 }
 
-static int cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
-    return pprt_cuda_option(argc, argv, i, msg, cap);
-}
-
 static const pprt_backend cuda = {
     .name = "cuda",
     .what = "GPUs: cuDNN graphs, cuBLASLt matmuls, pprt's kernels, host fallback (docs/cuda.md)",
@@ -72,7 +68,7 @@ static const pprt_backend cuda = {
     .space = &pprt_mem_cuda,
     .precision = cuda_precision,
     .describe = cuda_describe,
-    .option = cuda_option,
+    .option = pprt_cuda_option, /* pprt's: one parser for cuda and cuda-emu */
     .usage = pprt_cuda_usage,
 };
 
@@ -89,6 +85,7 @@ __attribute__((visibility("default"))) const pprt_cuda_module *pprt_cuda_module_
     static const pprt_cuda_module m = {
         .abi = PPRT_MODULE_ABI,
         .version = PPRT_VERSION,
+        .layout = PPRT_CUDA_MODULE_LAYOUT,
         .backend = &cuda,
         .versions = cuda_versions,
 #ifdef PPRT_WITH_NCCL
