@@ -7,6 +7,9 @@
  *
  * The built-in backends are the rows of backends.def, each defined in its
  * own folder; a program (a test) adds its own with pprt_backend_register.
+ * A backend built as a shared module (module.h: cuda) has a stand-in row
+ * whose load() opens the module on first use; the registry then hands out
+ * the module's own table in its place.
  * docs/architecture.md describes the contracts. */
 #ifndef PPRT_BACKEND_H
 #define PPRT_BACKEND_H
@@ -56,12 +59,21 @@ typedef struct pprt_backend {
      * node n of stage st over the tensors at ptr[tensor id]; NULL otherwise. */
     pp_status (*run_node)(const pprt_plan *p, const pprt_stage *st, const pprt_node *n, void *const *ptr,
                           pprt_node_ctx *ctx, pp_err *err);
+    /* A backend built as a shared module (module.h): this row is a stand-in
+     * (name, what, unavailable, route, mem, option, usage only:
+     * unavailable() answers without loading, NULL or why the module cannot
+     * be found or failed to load) and load() opens the module once
+     * and returns its table, or NULL with err naming the module's path and
+     * the loader's words. NULL for a backend linked into pprt. */
+    const struct pprt_backend *(*load)(pp_err *err);
 } pprt_backend;
 
 /* The registered backends, built-in ones first in backends.def's order. */
 int pprt_backend_count(void);
 const pprt_backend *pprt_backend_at(int i);
-/* By name, or NULL. */
+/* By name, or NULL. A module backend's module is loaded here (the name
+ * was asked for: --backend, a stage's placement); when it cannot be, its
+ * stand-in is returned, whose unavailable() says why. */
 const pprt_backend *pprt_backend_find(const char *name);
 /* The first available backend in backends.def's order (the default). */
 const pprt_backend *pprt_backend_default(void);
@@ -80,7 +92,8 @@ void pprt_backend_names(char *buf, size_t n);
 pp_status pprt_stage_backend(const pprt_plan *p, int s, const pprt_backend *override, const pprt_backend **out,
                              pp_err *err);
 /* The same without asking whether this machine can run it (under MPI a
- * rank asks only for its own stage, on its own host). */
+ * rank asks only for its own stage, on its own host); a module backend's
+ * module is loaded (a module that cannot be is an error naming it). */
 pp_status pprt_stage_backend_resolve(const pprt_plan *p, int s, const pprt_backend *override, const pprt_backend **out,
                                      pp_err *err);
 

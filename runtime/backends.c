@@ -1,5 +1,6 @@
 /* backends.c: the registry (backend.h): the rows of backends.def, then what
- * pprt_backend_register adds. */
+ * pprt_backend_register adds. A module backend's row is its stand-in until
+ * its module is loaded, then the module's table (module.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +10,7 @@
 #include "backends.def"
 #undef PPRT_BACKEND
 
-static const pprt_backend *const builtin[] = {
+static const pprt_backend *builtin[] = {
 #define PPRT_BACKEND(n) &pprt_backend_##n,
 #include "backends.def"
 #undef PPRT_BACKEND
@@ -26,10 +27,30 @@ const pprt_backend *pprt_backend_at(int i) {
     return i < N_BUILTIN ? builtin[i] : extra[i - N_BUILTIN];
 }
 
-const pprt_backend *pprt_backend_find(const char *name) {
+/* Row i with its module loaded (a module backend's stand-in: the module's
+ * table replaces it); NULL with err filled when the module cannot be. */
+static const pprt_backend *loaded(int i, pp_err *err) {
+    const pprt_backend *b = pprt_backend_at(i);
+    if (!b || !b->load) return b;
+    const pprt_backend *m = b->load(err);
+    if (!m) return NULL;
+    if (i < N_BUILTIN) builtin[i] = m;
+    else extra[i - N_BUILTIN] = m;
+    return m;
+}
+
+static int index_of(const char *name) {
     for (int i = 0; i < pprt_backend_count(); i++)
-        if (!strcmp(pprt_backend_at(i)->name, name)) return pprt_backend_at(i);
-    return NULL;
+        if (!strcmp(pprt_backend_at(i)->name, name)) return i;
+    return -1;
+}
+
+const pprt_backend *pprt_backend_find(const char *name) {
+    const int i = index_of(name);
+    if (i < 0) return NULL;
+    pp_err e = {0};
+    const pprt_backend *m = loaded(i, &e);
+    return m ? m : pprt_backend_at(i); /* the stand-in: its unavailable() says why */
 }
 
 const pprt_backend *pprt_backend_default(void) {
@@ -47,7 +68,7 @@ const pprt_backend *pprt_backend_fallback(void) {
 pp_status pprt_backend_register(const pprt_backend *b, pp_err *err) {
     if (!b || !b->name || !b->exec)
         return PP_FAIL(err, PP_EINVAL, "a backend needs a name and an executor table");
-    if (pprt_backend_find(b->name)) return PP_FAIL(err, PP_EINVAL, "backend '%s' is already registered", b->name);
+    if (index_of(b->name) >= 0) return PP_FAIL(err, PP_EINVAL, "backend '%s' is already registered", b->name);
     if (n_extra == MAX_EXTRA) return PP_FAIL(err, PP_EUNSUP, "at most %d backends can be registered", MAX_EXTRA);
     extra[n_extra++] = b;
     return PP_OK;
@@ -95,6 +116,12 @@ pp_status pprt_stage_backend_resolve(const pprt_plan *p, int s, const pprt_backe
                        "%s); pprt --backend NAME runs every stage on another", s, name, names);
     }
     if (!strcmp(name, "cpu") && !override && b->mem != PPRT_MEM_HOST) b = pprt_backend_fallback();
+    if (b->load) { /* a module backend's stand-in (--backend, a listing): its module now */
+        pp_err e = {0};
+        const pprt_backend *m = loaded(index_of(b->name), &e);
+        if (!m) return PP_FAIL(err, e.code, "stage %d on backend '%s': %s", s, b->name, e.msg);
+        b = m;
+    }
     *out = b;
     return PP_OK;
 }

@@ -146,9 +146,11 @@ pp_status pprt_mpi_chan_create(pprt_mpi *m, int peer, bool sender, size_t bytes,
  * the boundary with peer, both ends holding the id. */
 pp_status pprt_p2p_emu_id(unsigned char id[PPRT_P2P_ID], pp_err *err);
 pp_status pprt_p2p_emu_open(pprt_mpi *m, int peer, const unsigned char id[PPRT_P2P_ID], pprt_p2p **out, pp_err *err);
-#ifdef PPRT_WITH_CUDA
-/* NCCL (p2p_nccl.c): ncclGetUniqueId; a two-rank communicator on `device`
- * (first: this rank sends), initialized within m's timeout. */
+#ifdef PPRT_WITH_NCCL
+/* NCCL (p2p_nccl.c, in the CUDA module; pprt reaches it through
+ * nccl_module.c, which loads the module): ncclGetUniqueId; a two-rank
+ * communicator on `device` (first: this rank sends), initialized within m's
+ * timeout. */
 pp_status pprt_nccl_id(unsigned char id[PPRT_P2P_ID], pp_err *err);
 pp_status pprt_nccl_open(pprt_mpi *m, int peer, bool first, const unsigned char id[PPRT_P2P_ID], int device,
                          pprt_p2p **out, pp_err *err);

@@ -55,7 +55,7 @@ static pp_status kind_of(const pprt_mpi *m, const pprt_plan *p, const pprt_backe
     *kind = nccl && a == c && a->nccl ? PPRT_BK_NCCL : nccl && a == c && a->host_addressable && a->kind == PPRT_MEM_DEVICE
                                                            ? PPRT_BK_NCCL_EMU
                                                            : PPRT_BK_STAGED;
-#ifndef PPRT_WITH_CUDA
+#ifndef PPRT_WITH_NCCL
     if (*kind == PPRT_BK_NCCL)
         return PP_FAIL(err, PP_EUNSUP, "the boundary after stage %d would go over NCCL, which this build lacks", b);
 #endif
@@ -81,7 +81,7 @@ pp_status pprt_mpi_transports(pprt_mpi *m, const pprt_plan *p, const pprt_backen
     memset(m->id_in, 0, sizeof m->id_in);
     pp_err e = {0};
     pp_status st = PP_OK;
-#ifdef PPRT_WITH_CUDA
+#ifdef PPRT_WITH_NCCL
     if (t->out == PPRT_BK_NCCL) st = pprt_nccl_id(m->id_out, &e);
 #endif
     if (t->out == PPRT_BK_NCCL_EMU) st = pprt_p2p_emu_id(m->id_out, &e);
@@ -117,7 +117,7 @@ static pp_status boundary(pprt_mpi *m, const pprt_plan *p, const pprt_run_opts *
         const unsigned char *id = in ? m->id_in : m->id_out;
         pprt_p2p *c = NULL;
         pp_status s = PP_OK;
-#ifdef PPRT_WITH_CUDA
+#ifdef PPRT_WITH_NCCL
         if (kind == PPRT_BK_NCCL) s = pprt_nccl_open(m, peer, !in, id, at->device, &c, err);
 #endif
         if (kind == PPRT_BK_NCCL_EMU) s = pprt_p2p_emu_open(m, peer, id, &c, err);

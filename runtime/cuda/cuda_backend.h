@@ -3,8 +3,9 @@
  *
  *   pprt_exec_cuda_emu  the step list run on the host (emu.c): built always,
  *                       it needs no CUDA;
- *   pprt_exec_cuda      the step list on a GPU (exec_cuda.c): only in builds
- *                       with CUDA (PPRT_WITH_CUDA defined).
+ *   pprt_exec_cuda      the step list on a GPU (exec_cuda.c): only in the
+ *                       CUDA module (pprt_cuda.so, built with CUDA, where
+ *                       PPRT_WITH_CUDA is defined; pprt loads it, module.h).
  * The registry's rows (backend_cuda.c) name them and their memory spaces
  * (mem_cuda.c, mem_emu.c); the options below reach them through
  * pprt_cuda_config(). */
@@ -59,9 +60,6 @@ extern const char pprt_cuda_usage[];
  * placement, else i % count; a device past count is an error. */
 pp_status pcu_pick_device(const pprt_stage *st, int local_rank, int count, int *dev, pp_err *err);
 
-/* "CUDA runtime 13.0, cuDNN 9.19.0, cuBLASLt 13.1.0, NCCL 2.28.3; driver: ..."
- * (builds without CUDA: a line saying so). */
-void pprt_cuda_versions(char *buf, size_t cap);
 
 /* Queue stage x's steps on messages that are device buffers of its device,
  * without waiting for them (the executors' run() does this, then waits);
@@ -71,5 +69,47 @@ pp_status pprt_cuda_emu_run_dev(struct pprt_exec *x, void *dev_in, void *dev_out
 extern const struct pprt_mem_ops pprt_mem_cuda;
 pp_status pprt_cuda_run_dev(struct pprt_exec *x, const void *dev_in, void *dev_out, pp_err *err);
 #endif
+
+/* ---- the CUDA module (module.h) ------------------------------------------------
+ * pprt_cuda.so holds the GPU engine (exec_cuda.c, dnn.c, mem_cuda.c,
+ * kernels.cu, comm/p2p_nccl.c, module_cuda.c) and links cudart, cuBLASLt,
+ * cuDNN and NCCL; pprt links none of them. Its one exported symbol,
+ * pprt_cuda_module_entry, returns this table; the registry's "cuda" row
+ * (backend_cuda.c, in builds with PPRT_HAVE_CUDA_MODULE) stands in for the
+ * module's until a stage or --backend asks for it. */
+#define PPRT_CUDA_MODULE_FILE "pprt_cuda.so"
+#define PPRT_CUDA_MODULE_ENV "PPRT_CUDA_MODULE"
+#define PPRT_CUDA_MODULE_ENTRY "pprt_cuda_module_entry"
+
+struct pprt_backend;
+struct pprt_mpi;
+struct pprt_p2p;
+/* The sizes of what pprt and the module share, and the op count: a module
+ * of another build (PPRT_CUDA_MODULE naming a stale one) is refused rather
+ * than called with tables of another shape (needs backend.h). */
+#define PPRT_CUDA_MODULE_LAYOUT                                                                                        \
+    {(unsigned)sizeof(struct pprt_backend), (unsigned)sizeof(struct pprt_exec_ops),                                   \
+     (unsigned)sizeof(struct pprt_mem_ops), (unsigned)sizeof(pprt_cuda_cfg), (unsigned)sizeof(pprt_stage),             \
+     (unsigned)PP_OP_COUNT}
+typedef struct pprt_cuda_module {
+    int abi;                           /* PPRT_MODULE_ABI (module.h) it was built with */
+    const char *version;               /* PPRT_VERSION it was built with */
+    unsigned layout[6];                /* PPRT_CUDA_MODULE_LAYOUT it was built with */
+    const struct pprt_backend *backend; /* the "cuda" row */
+    /* "CUDA runtime 13.0, cuDNN 9.19.0, cuBLASLt 13.1.0, NCCL 2.28.3; driver ..." */
+    void (*versions)(char *buf, size_t cap);
+    /* NCCL between GPU stages on ranks (comm/p2p_nccl.c, engine.h's
+     * pprt_nccl_id and pprt_nccl_open); NULL in a module built without MPI */
+    pp_status (*nccl_id)(unsigned char *id, pp_err *err);
+    pp_status (*nccl_open)(struct pprt_mpi *m, int peer, bool first, const unsigned char *id, int device,
+                           struct pprt_p2p **out, pp_err *err);
+} pprt_cuda_module;
+
+/* In the module: its table. */
+const pprt_cuda_module *pprt_cuda_module_entry(void);
+/* In pprt: the module, loaded on the first call (thread-safe); NULL with
+ * err naming the module's path and why when it cannot be loaded (the same
+ * error on every later call). */
+const pprt_cuda_module *pprt_cuda_module_get(pp_err *err);
 
 #endif

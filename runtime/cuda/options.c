@@ -1,17 +1,10 @@
-/* options.c: the CUDA backend's options (cuda_backend.h) and the versions of
- * the CUDA libraries this pprt was built with and runs on. */
+/* options.c: the CUDA backends' options (cuda_backend.h), read by cuda-emu
+ * and by the CUDA module's executor alike. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_backend.h"
-
-#ifdef PPRT_WITH_CUDA
-#include <cublasLt.h>
-#include <cuda_runtime_api.h>
-#include <cudnn.h>
-#include <nccl.h>
-#endif
 
 static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false, .wide_copies = true};
 
@@ -124,23 +117,4 @@ pp_status pcu_pick_device(const pprt_stage *st, int local_rank, int count, int *
         return PP_FAIL(err, PP_EINVAL, "stage %d is placed on GPU %d (%s), but this machine has %d", st->index, *dev,
                        cfg.n_devices ? "--devices" : "ppcc --placement", count);
     return PP_OK;
-}
-
-void pprt_cuda_versions(char *buf, size_t cap) {
-#ifdef PPRT_WITH_CUDA
-    int rt = 0, drv = 0, nccl = 0;
-    cudaRuntimeGetVersion(&rt);
-    cudaDriverGetVersion(&drv); /* 0 where no driver is installed */
-    ncclGetVersion(&nccl);
-    const size_t dnn = cudnnGetVersion();
-    const size_t lt = cublasLtGetVersion();
-    char d[64];
-    if (drv) snprintf(d, sizeof d, "driver supports CUDA %d.%d", drv / 1000, drv % 1000 / 10);
-    else snprintf(d, sizeof d, "no CUDA driver");
-    snprintf(buf, cap, "CUDA runtime %d.%d, cuDNN %zu.%zu.%zu, cuBLASLt %zu.%zu.%zu, NCCL %d.%d.%d; %s", rt / 1000,
-             rt % 1000 / 10, dnn / 10000, dnn % 10000 / 100, dnn % 100, lt / 10000, lt % 10000 / 100, lt % 100,
-             nccl / 10000, nccl % 10000 / 100, nccl % 100, d);
-#else
-    snprintf(buf, cap, "built without CUDA (--backend cuda-emu only)");
-#endif
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Build what tests/cuda/run_on_gpu.sh needs into one ignored folder small
-# enough to carry to a GPU machine (the device tool's 64 MiB): ppcc, pprt and
-# the project's own shared libraries they need beyond glibc and CUDA's
+# enough to carry to a GPU machine (the device tool's 64 MiB): ppcc, pprt, the
+# CUDA module pprt_cuda.so beside pprt (where pprt looks for it) and the
+# project's own shared libraries they need beyond glibc and CUDA's
 # (protobuf-c, xxhash), with RPATH $ORIGIN. CUDA, cuDNN, cuBLASLt and NCCL
-# are linked dynamically and found there by the loader (run_on_gpu.sh points
+# are the module's, linked dynamically and found there by the loader (run_on_gpu.sh points
 # LD_LIBRARY_PATH at the Python packages' nvidia/*/lib folders). No oneDNN,
 # no MPI: the GPU machine has neither. PP_CARRY_MPI=1 also builds an MPI
 # pprt into DIR/bin/mpi, for a GPU machine that has an MPI compatible with
@@ -16,7 +17,7 @@ cmake -S "$src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DPP_WITH_CUDA=ON -DP
       -DCMAKE_BUILD_RPATH='$ORIGIN' >/dev/null
 cmake --build "$dir/build" -j2 --target ppcc pprt test_kmath >/dev/null
 mkdir -p "$dir/bin"
-cp "$dir/build/ppcc" "$dir/build/pprt" "$dir/bin/"
+cp "$dir/build/ppcc" "$dir/build/pprt" "$dir/build/pprt_cuda.so" "$dir/bin/"
 for lib in $(ldd "$dir/build/pprt" "$dir/build/ppcc" | awk '/protobuf-c|xxhash/ {print $3}' | sort -u); do cp -L "$lib" "$dir/bin/"; done
 rm -rf "$dir/build"
 if [ "${PP_CARRY_MPI:-0}" = 1 ]; then
@@ -24,7 +25,7 @@ if [ "${PP_CARRY_MPI:-0}" = 1 ]; then
         -DCMAKE_BUILD_RPATH='$ORIGIN/..' >/dev/null
   cmake --build "$dir/build" -j2 --target pprt >/dev/null
   mkdir -p "$dir/bin/mpi"
-  cp "$dir/build/pprt" "$dir/bin/mpi/"
+  cp "$dir/build/pprt" "$dir/build/pprt_cuda.so" "$dir/bin/mpi/" # (this module has the NCCL transport)
   rm -rf "$dir/build"
 fi
 # PP_CARRY_ZOO=1: what tests/cuda/gpu_quick.sh runs on, from this machine's

@@ -15,7 +15,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/gpu_quick}; mkdir -p "$out"
 . "$src/tests/cuda/gpu_env.sh"
 exec > >(tee "$out/gpu.log") 2>&1
-date -u; nvidia-smi -L; "$PPRT" --version; ldd "$PPRT" | grep -E "cud|nccl|cublas|not found"
+date -u; nvidia-smi -L; "$PPRT" --backend cuda --version; ldd "$PPRT" "$(dirname "$PPRT")/pprt_cuda.so" | grep -E "cud|nccl|cublas|not found"
 w=/tmp/gq; rm -rf $w; mkdir -p $w; cd $w
 status=0
 note() { echo "== $* ($(date +%T))"; }

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # The CUDA backend without a GPU (ctest label cuda; docs/cuda.md):
-#   1. the no-device contract: pprt --version names the CUDA runtime, cuDNN,
-#      cuBLASLt and NCCL versions; --backend cuda exits 2 with the driver's
-#      own message (skipped where a GPU answers);
+#   1. the no-device contract: pprt links none of the CUDA libraries (they
+#      are the module pprt_cuda.so's), pprt --version loads no module and
+#      says so, a run on ref maps none of them; pprt --backend cuda --version
+#      loads it and names the CUDA runtime, cuDNN, cuBLASLt and NCCL versions;
+#      --backend cuda exits 2 with the driver's own message (skipped where a
+#      GPU answers); a module not found, one whose library is missing and
+#      one without the entry point exit 2 naming the module and the loader's
+#      words, by --backend and by a stage's placement;
 #   2. the nvcc flags: a kernel that needs local memory fails to build with
 #      the flags this build gives runtime/cuda/kernels.cu (so the kernels that
 #      did build have no spills and no local memory);
@@ -32,10 +37,36 @@ CMP="$PY $SRC/tests/tools/compare_npy.py"
 fail() { echo "FAIL: $*"; exit 1; }
 
 if [ "${PP_CUDA:-OFF}" = ON ]; then
+  libs='libcudart|libcublas|libcudnn|libnccl|libcuda\.'
+  ! readelf -d "$PPRT" | grep NEEDED | grep -Eq "$libs" || fail "pprt links CUDA libraries: $(readelf -d "$PPRT" | grep NEEDED)"
   v=$("$PPRT" --version)
+  echo "$v" | grep -q 'cuda: .*pprt_cuda.so (not loaded' || fail "pprt --version does not say the module is not loaded: $v"
+  v=$("$PPRT" --backend cuda --version)
   echo "$v" | grep -Eq 'cuda: CUDA runtime [0-9]+\.[0-9]+, cuDNN [0-9]+\.[0-9]+\.[0-9]+, cuBLASLt [0-9.]+, NCCL [0-9.]+' \
-    || fail "pprt --version does not name the CUDA libraries: $v"
+    || fail "pprt --backend cuda --version does not name the CUDA libraries: $v"
+  echo "ok: pprt links no CUDA library; --version loads no module, --backend cuda --version names them"
   "$PPCC" "$SRC/samples/digits/model.onnx" -pp 2 -o d2.plan -q
+  "$PPCC" "$SRC/samples/digits/model.onnx" -pp 2 --placement 0:cpu,1:cuda -o d2g.plan -q
+  # a run on the CPU maps none of them (the loader's own trace of what it opens)
+  LD_DEBUG=libs "$PPRT" d2.plan "$SRC/samples/digits/data" --backend ref -q 2>ld.txt >/dev/null
+  ! grep -Eq "$libs|pprt_cuda" ld.txt || fail "a run on ref loads: $(grep -E "$libs|pprt_cuda" ld.txt | head -3)"
+  echo "ok: a run on ref maps no CUDA library"
+  # the module cannot be loaded: exit 2, its path and the loader's words
+  printf 'int pp_f(void) { return 0; }\n' > stub.c
+  cc -shared -fPIC -o libpp_gone.so -Wl,-soname,libpp_gone.so.1 stub.c
+  cc -shared -fPIC -o needs_gone.so stub.c -Wl,--no-as-needed -L. -lpp_gone
+  rm libpp_gone.so
+  cc -shared -fPIC -o libstub.so stub.c
+  for m in "$out/none.so:module $out/none.so not found" \
+           "$out/needs_gone.so:cannot load module $out/needs_gone.so: libpp_gone.so.1: cannot open shared object file" \
+           "$out/libstub.so:module $out/libstub.so has no entry point pprt_cuda_module_entry"; do
+    for how in "d2.plan --backend cuda" "d2g.plan"; do
+      set +e; PPRT_CUDA_MODULE=${m%%:*} "$PPRT" $how "$SRC/samples/digits/data" -q 2>err.txt; rc=$?; set -e
+      [ $rc = 2 ] || fail "$how with PPRT_CUDA_MODULE=${m%%:*}: exit $rc, want 2: $(cat err.txt)"
+      grep -qF "${m#*:}" err.txt || fail "$how with PPRT_CUDA_MODULE=${m%%:*}: want '${m#*:}': $(cat err.txt)"
+    done
+    echo "ok: exit 2, $(cat err.txt)"
+  done
   if nvidia-smi -L >/dev/null 2>&1; then
     echo "skip: a GPU answers here, so the no-device contract is not checked"
   else

@@ -28,7 +28,7 @@ mkdir -p "$out"
 export PY=python3 SRC=$src
 log=$out/gpu_day.log
 exec > >(tee "$log") 2>&1
-date -u; nvidia-smi -L; "$PPRT" --version
+date -u; nvidia-smi -L; "$PPRT" --backend cuda --version # (loads the CUDA module: the libraries' versions)
 work=$out/work; mkdir -p "$work"; cd "$work"
 S=$src/samples/digits
 status=0
