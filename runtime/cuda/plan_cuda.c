@@ -2097,15 +2097,8 @@ void pcu_plan_explain(const pcu_plan *pl, const char *backend, FILE *f) {
 }
 
 const char *pcu_step_name(const pcu_step *s) {
-    static const char *const kernels[PCU_K_COUNT] = {"elementwise", "strided copy", "reduction", "softmax",
-                                                     "normalization", "batch normalization", "pool",
-                                                     "convolution epilogue", "resize", "cumsum",
-                                                     "gather elements", "topk", "scatter", "trilu",
-                                                     "rotary embedding", "attention", "quantize", "grid sample",
-                                                     "line", "one-hot", "affine grid", "recurrence", "col2im"};
-    _Static_assert(PCU_K_COUNT == 23, "a name for every kernel");
     switch (s->kind) {
-    case PCU_S_KERNEL: return s->kernel >= 0 && s->kernel < PCU_K_COUNT ? kernels[s->kernel] : "kernel";
+    case PCU_S_KERNEL: return pcu_kernel_name(s->kernel); /* kernels.def */
     case PCU_S_CONV: return s->u.conv.transpose ? "cuDNN convolution backward data" : "cuDNN convolution";
     case PCU_S_MATMUL: return "cuBLASLt matmul";
     case PCU_S_COPY: return "copy";
