@@ -196,8 +196,10 @@ void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float
                   float *y);
 void pcu_emu_matmul(const pcu_mm *m, const float *a, const float *b, const float *c, float *d,
                     const float *bias);
-/* Thread `i` of own-kernel step s over operand pointers op[] (one per
- * operand, NULL where absent); err: the gather kernels' error word. */
+/* Thread `i` of own-kernel step s over operand pointers op[] (PCU_KERNEL_OPS
+ * of them, one per operand, NULL where absent): the row's call of
+ * kernels.def, as the GPU's thread i runs it; err: the gather kernels' error
+ * word. */
 void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i);
 
 /* The parameters of an elementwise kernel: y (shape ys) = op of k inputs of

@@ -19,6 +19,7 @@
 # Reaching the kernel from an ONNX op also needs a route in the planner
 # (plan_cuda.c's plan_table emitting a step of the new kind); that is the
 # op's wiring, not the kernel's, and is not part of this check.
+# Also: the source tree's launcher (kernels.cu) has no numbered case.
 # Usage: cuda_kernel.sh WORKDIR (env SRC: the source tree, default this
 # script's ../..; JOBS: build jobs, default 2). 2-4 minutes on 2 busy cores.
 # Exit 0 pass, 1 fail, 77 skipped (no git checkout to copy).
@@ -29,6 +30,9 @@ JOBS=${JOBS:-2}
 fail() { echo "FAIL: $*"; exit 1; }
 
 git -C "$SRC" rev-parse --git-dir >/dev/null 2>&1 || { echo "skip: $SRC is not a git checkout"; exit 77; }
+# the launcher's cases are the rows' kinds, never numbers
+if grep -nE 'case +[0-9]+ *:' "$SRC/runtime/cuda/kernels.cu"; then fail "a numbered case in the CUDA launcher"; fi
+echo "ok: no numbered case in the CUDA launcher (kernels.cu)"
 rm -rf "$work" && mkdir -p "$work/tree"
 tree=$work/tree
 # the files git tracks or would (not the ignored ones: build outputs), as
