@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The recipe for a new CUDA own kernel (docs/architecture.md, "Adding a CUDA
-# kernel"), carried out on a scratch copy of the tree: a parameter block and
+# The recipe for a new CUDA own kernel (docs/architecture.md, "Recipes"),
+# carried out on a scratch copy of the tree: a parameter block and
 # its per-thread function appended to runtime/cuda/kmath.h, one row appended
 # to runtime/cuda/kernels.def, and nothing else of the backend touched. Then
 #   1. the scratch tree is configured and only the CUDA backend's library is
