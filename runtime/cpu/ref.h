@@ -59,14 +59,9 @@ void pprt_ref_groupnorm(const float *x, float *y, int64_t N, int64_t C, int64_t 
 pp_status pprt_groupnorm_kernel(pp_op op, pprt_gn_affine how, pp_attrs attrs, const pprt_tensor *in, int n_in,
                                 pprt_tensor *out, int n_out, pp_err *err);
 
-/* Conv/pool window geometry lifted to exactly three spatial dims (leading
- * unit dims: kernel 1, stride 1, no padding), so 1-D, 2-D and 3-D share one
- * code path (ref_kernels.c, ref_nn.c). p: padding before, p1: after. */
+/* Conv/pool window geometry: pp_geom, and pp_geom3_lift to three spatial
+ * dims (ir/geom.h). */
 #include "../../ir/geom.h"
-typedef struct pprt_geom3 {
-    int64_t in[3], k[3], s[3], d[3], p[3], p1[3], out[3];
-} pprt_geom3;
-pprt_geom3 pprt_geom3_lift(const pp_geom *g);
 /* Positions o in [0, n) whose index o*s + off lies in [0, limit): the
  * half-open range [*lo, *hi), possibly empty. */
 void pprt_stride_range(int64_t n, int64_t limit, int64_t s, int64_t off, int64_t *lo, int64_t *hi);

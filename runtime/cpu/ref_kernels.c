@@ -260,26 +260,6 @@ static void gemm(int64_t M, int64_t N, int64_t K, mat A, mat B, float *C, int64_
     }
 }
 
-/* ---- window geometry lifted to exactly three spatial dims ----------------------- *
- * 1-D and 2-D problems become 3-D ones with leading unit dims (kernel 1,
- * stride 1, no padding), so Conv and MaxPool have a single code path. */
-
-pprt_geom3 pprt_geom3_lift(const pp_geom *g) {
-    pprt_geom3 r;
-    int off = 3 - g->nsp;
-    for (int i = 0; i < 3; i++) {
-        int j = i - off;
-        r.in[i] = j >= 0 ? g->in[j] : 1;
-        r.k[i] = j >= 0 ? g->k[j] : 1;
-        r.s[i] = j >= 0 ? g->stride[j] : 1;
-        r.d[i] = j >= 0 ? g->dil[j] : 1;
-        r.p[i] = j >= 0 ? g->pad0[j] : 0;
-        r.p1[i] = j >= 0 ? g->pad1[j] : 0;
-        r.out[i] = j >= 0 ? g->out[j] : 1;
-    }
-    return r;
-}
-
 void pprt_stride_range(int64_t n, int64_t limit, int64_t s, int64_t off, int64_t *lo, int64_t *hi) {
     int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
     int64_t last = limit - 1 - off; /* need o*s <= last */
@@ -315,7 +295,7 @@ pp_status pprt_copy_bytes(const char *op, const pprt_tensor *in, int n_in, pprt_
  * the innermost output dim (out[2] positions), line index = o0*out[1] + o1.
  * col is [Cg*kvol rows] x [nl*out[2] cols], row-major; row index
  * ((c*k0 + a)*k1 + b)*k2 + e, matching the weight layout [Cout, Cg, k...]. */
-static void im2col(const float *x, const pprt_geom3 *g, int64_t Cg, int64_t line0, int64_t nl,
+static void im2col(const float *x, const pp_geom3 *g, int64_t Cg, int64_t line0, int64_t nl,
                    float *restrict col) {
     const int64_t OW = g->out[2], IW = g->in[2], ncols = nl * OW;
     const int64_t in_plane = g->in[0] * g->in[1] * IW;
@@ -381,7 +361,7 @@ pp_status kern_CONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
     for (int i = 0; i < pg.nsp; i++) want.dim[2 + i] = pg.out[i];
     PP_TRY(pprt_need_shape(&out[0], &want, "Conv output", err));
 
-    const pprt_geom3 g = pprt_geom3_lift(&pg);
+    const pp_geom3 g = pp_geom3_lift(&pg);
     const int64_t Cg = C / group, Mg = Cout / group;
     const int64_t kvol = g.k[0] * g.k[1] * g.k[2], K = Cg * kvol;
     const int64_t P = g.out[0] * g.out[1] * g.out[2], Pin = g.in[0] * g.in[1] * g.in[2];
@@ -515,7 +495,7 @@ pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
  * storage_order=1 the spatial part column-major (first spatial dim fastest). */
 
 #define MAXPOOL_LOOP(T, LOWEST)                                                               \
-    static void maxpool_##T(const pprt_geom3 *g, int64_t planes, const T *xd, T *yd,              \
+    static void maxpool_##T(const pp_geom3 *g, int64_t planes, const T *xd, T *yd,              \
                             int64_t *id) {                                                    \
         const int64_t Pin = g->in[0] * g->in[1] * g->in[2];                                   \
         const int64_t P = g->out[0] * g->out[1] * g->out[2];                                  \
@@ -592,7 +572,7 @@ pp_status kern_MAXPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
     PP_TRY(pprt_numel_of(&out[0], &total, err));
     if (total == 0) return PP_OK;
 
-    const pprt_geom3 g = pprt_geom3_lift(&pg);
+    const pp_geom3 g = pp_geom3_lift(&pg);
     const int64_t planes = xs->dim[0] * xs->dim[1];
     switch (t) {
     case PP_F32: maxpool_float(&g, planes, in[0].data, out[0].data, ind); break;

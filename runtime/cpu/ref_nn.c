@@ -96,7 +96,7 @@ pp_status kern_CONVTRANSPOSE(pp_attrs attrs, const pprt_tensor *in, int n_in, pp
     pp_geom pg;
     int64_t group;
     PP_TRY(pp_convt_geom(attrs, &in[0].shape, &in[1].shape, &pg, &group, err));
-    const pprt_geom3 g = pprt_geom3_lift(&pg);
+    const pp_geom3 g = pp_geom3_lift(&pg);
     const int64_t N = in[0].shape.dim[0], C = in[0].shape.dim[1], Mg = in[1].shape.dim[1];
     const int64_t M = Mg * group, Cg = C / group;
     const int64_t kvol = g.k[0] * g.k[1] * g.k[2];
@@ -216,7 +216,7 @@ pp_status kern_COL2IM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tens
 
 /* The window of output (o0, o1, o2) over the taps inside the input, in
  * order: the sum of x (p 0) or of |x|^p, and the taps' count. */
-static double pool_window(const pprt_geom3 *g, const float *x, int64_t o0, int64_t o1, int64_t o2, int64_t p,
+static double pool_window(const pp_geom3 *g, const float *x, int64_t o0, int64_t o1, int64_t o2, int64_t p,
                           int64_t *cnt) {
     double sum = 0;
     *cnt = 0;
@@ -246,7 +246,7 @@ pp_status kern_AVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
     PP_TRY(pp_geom_make(attrs, &in[0].shape, NULL, true, &pg, err));
     int64_t cip;
     PP_TRY(pp_attr_int(attrs, "count_include_pad", 0, &cip, err));
-    const pprt_geom3 g = pprt_geom3_lift(&pg);
+    const pp_geom3 g = pp_geom3_lift(&pg);
     const int64_t planes = in[0].shape.dim[0] * in[0].shape.dim[1];
     const int64_t Pin = g.in[0] * g.in[1] * g.in[2], P = g.out[0] * g.out[1] * g.out[2];
     const float *xd = in[0].data;
@@ -288,7 +288,7 @@ pp_status kern_LPPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tens
     PP_TRY(pp_geom_make(attrs, &in[0].shape, NULL, true, &pg, err));
     int64_t p;
     PP_TRY(pp_attr_int(attrs, "p", 2, &p, err));
-    const pprt_geom3 g = pprt_geom3_lift(&pg);
+    const pp_geom3 g = pp_geom3_lift(&pg);
     const int64_t planes = in[0].shape.dim[0] * in[0].shape.dim[1];
     const int64_t Pin = g.in[0] * g.in[1] * g.in[2];
     float *y = out[0].data;

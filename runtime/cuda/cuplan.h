@@ -23,15 +23,13 @@
 #include <stdio.h>
 
 #include "../pprt.h"
-#include "kmath.h"
+#include "ktable.h"
 
 enum { PCU_SP_ARENA, PCU_SP_WEIGHTS, PCU_SP_IN, PCU_SP_OUT, PCU_SP_WORK, PCU_SP_COUNT };
 
 #define PCU_WORK_ERR 0          /* offset of the error word in WORK */
 #define PCU_WORK_LIB 256        /* offset of the library workspace in WORK */
 #define PCU_LIB_WORKSPACE (32u << 20) /* bytes: fixed, so engine choices never depend on memory */
-#define PCU_BLOCK 256           /* threads per block of every own kernel */
-#define PCU_KERNEL_OPS 16       /* operands of an own kernel at most (the recurrence's 16) */
 
 typedef struct pcu_ref {
     int32_t space;  /* PCU_SP_* */
@@ -62,12 +60,6 @@ typedef enum pcu_step_kind {
     PCU_S_HOST,   /* download the node's inputs, run its reference kernel, upload its outputs */
 } pcu_step_kind;
 
-typedef enum pcu_kernel_kind {
-    PCU_K_EW, PCU_K_PERM, PCU_K_RED, PCU_K_SOFTMAX, PCU_K_NORM, PCU_K_BN, PCU_K_POOL, PCU_K_EPI, PCU_K_RESIZE,
-    PCU_K_CUMSUM, PCU_K_GATHER_EL, PCU_K_TOPK, PCU_K_SCATTER, PCU_K_TRILU, PCU_K_ROPE, PCU_K_ATTN, PCU_K_QUANT,
-    PCU_K_GRIDSAMPLE, PCU_K_LINE, PCU_K_ONEHOT, PCU_K_AFFGRID, PCU_K_RNN, PCU_K_COL2IM, PCU_K_COUNT
-} pcu_kernel_kind;
-
 /* A convolution as cuDNN's graph sees it: NCHW (or NCDHW) tensors, fully
  * packed, 2 or 3 spatial dims (1-D lifted to 2-D), then bias [1,K,1,1],
  * residual (Y's shape) and activation as pointwise ops of the same graph.
@@ -91,7 +83,8 @@ typedef struct pcu_mm {
     float alpha, beta;
 } pcu_mm;
 
-/* Operands by kind (inputs first):
+/* Operands by kind (inputs first; an own kernel's row in kernels.def says
+ * which of them its thread function gets, and which it writes):
  *   KERNEL EW      x0 [x1 [x2]] y
  *          PERM    x [indices] y
  *          RED, SOFTMAX, POOL, RESIZE, CUMSUM      x y
@@ -114,36 +107,16 @@ typedef struct pcu_mm {
  *   COPY   src dst
  *   HOST   the node's inputs then outputs (absent inputs: space -1) */
 typedef struct pcu_step {
-    int32_t kind, kernel; /* pcu_step_kind, pcu_kernel_kind */
+    int32_t kind, kernel; /* pcu_step_kind, pcu_kernel_kind (kernels.def) */
     int32_t node;         /* the stage's node, -1 for a pass-through copy */
     int32_t n_ops;
     pcu_ref *ops;
     int64_t threads;      /* KERNEL: threads launched (PCU_BLOCK per block) */
     int32_t ptype;        /* KERNEL PERM: element type (Pad's constant) */
     union {
-        pcu_ew ew;
-        pcu_perm perm;
-        pcu_red red;
-        pcu_softmax sm;
-        pcu_norm norm;
-        pcu_bn bn;
-        pcu_pool pool;
-        pcu_epi epi;
-        pcu_resize rs;
-        pcu_cumsum cs;
-        pcu_gather_el ge;
-        pcu_topk tk;
-        pcu_scatter sc;
-        pcu_trilu tri;
-        pcu_rope rope;
-        pcu_attn attn;
-        pcu_quant q;
-        pcu_gridsample gs;
-        pcu_line line;
-        pcu_onehot oh;
-        pcu_affgrid ag;
-        pcu_rnn rnn;
-        pcu_col2im c2i;
+#define PCU_KERNEL(NAME, stem, u, desc, writes, inplace, esize, extent, call) pcu_##stem u;
+#include "kernels.def"
+#undef PCU_KERNEL
         pcu_conv conv;
         pcu_mm mm;
     } u;
@@ -223,8 +196,10 @@ void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float
                   float *y);
 void pcu_emu_matmul(const pcu_mm *m, const float *a, const float *b, const float *c, float *d,
                     const float *bias);
-/* Thread `i` of own-kernel step s over operand pointers op[] (one per
- * operand, NULL where absent); err: the gather kernels' error word. */
+/* Thread `i` of own-kernel step s over operand pointers op[] (PCU_KERNEL_OPS
+ * of them, one per operand, NULL where absent): the row's call of
+ * kernels.def, as the GPU's thread i runs it; err: the gather kernels' error
+ * word. */
 void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i);
 
 /* The parameters of an elementwise kernel: y (shape ys) = op of k inputs of

@@ -26,43 +26,9 @@
 
 /* ---- own kernels: one thread ---------------------------------------------------------------- */
 
+/* The row of kernels.def that the GPU's wrapper expands too (ktable.h). */
 void pcu_kernel_thread(const pcu_step *s, void *const *op, int *err, int64_t i) {
-    switch (s->kernel) {
-    case PCU_K_EW: {
-        const pcu_ew *k = &s->u.ew;
-        pcu_ew_at(k, op[k->nin], op[0], k->nin > 1 ? op[1] : NULL, k->nin > 2 ? op[2] : NULL, i);
-        break;
-    }
-    case PCU_K_PERM:
-        if (s->u.perm.gdim >= 0) pcu_perm_at(&s->u.perm, op[2], op[0], op[1], err, i, s->ptype);
-        else pcu_perm_at(&s->u.perm, op[1], op[0], NULL, err, i, s->ptype);
-        break;
-    case PCU_K_RED: pcu_red_at(&s->u.red, op[1], op[0], i); break;
-    case PCU_K_SOFTMAX: pcu_softmax_at(&s->u.sm, op[1], op[0], op[2], i); break;
-    case PCU_K_NORM: pcu_norm_at(&s->u.norm, op[3], op[0], op[1], op[2], op[4], op[5], op[6], i); break;
-    case PCU_K_BN: pcu_bn_at(&s->u.bn, op[5], op[0], op[1], op[2], op[3], op[4], i); break;
-    case PCU_K_POOL: pcu_pool_at(&s->u.pool, op[1], op[0], i); break;
-    case PCU_K_EPI: pcu_epi_at(&s->u.epi, op[0], op[1], op[2], i); break;
-    case PCU_K_RESIZE: pcu_resize_at(&s->u.rs, op[1], op[0], i); break;
-    case PCU_K_CUMSUM: pcu_cumsum_at(&s->u.cs, op[1], op[0], i); break;
-    case PCU_K_GATHER_EL: pcu_gather_el_at(&s->u.ge, op[2], op[0], op[1], err, i); break;
-    case PCU_K_TOPK: pcu_topk_at(&s->u.tk, op[1], op[2], op[0], i); break;
-    case PCU_K_SCATTER: pcu_scatter_at(&s->u.sc, op[2], op[0], op[1], err, i); break;
-    case PCU_K_TRILU: pcu_trilu_at(&s->u.tri, op[1], op[0], i); break;
-    case PCU_K_ROPE: pcu_rope_at(&s->u.rope, op[4], op[0], op[1], op[2], op[3], err, i); break;
-    case PCU_K_ATTN: pcu_attn_at(&s->u.attn, op[7], op[8], op[9], op[0], op[1], op[2], op[3], op[4], op[5], op[6], i); break;
-    case PCU_K_QUANT: pcu_quant_at(&s->u.q, op[3], op[0], op[1], op[2], i); break;
-    case PCU_K_GRIDSAMPLE: pcu_gridsample_at(&s->u.gs, op[2], op[0], op[1], i); break;
-    case PCU_K_LINE: pcu_line_at(&s->u.line, op[1], op[0], i); break;
-    case PCU_K_ONEHOT: pcu_onehot_at(&s->u.oh, op[2], op[0], op[1], i); break;
-    case PCU_K_AFFGRID: pcu_affgrid_at(&s->u.ag, op[1], op[0], i); break;
-    case PCU_K_COL2IM: pcu_col2im_at(&s->u.c2i, op[1], op[0], i); break;
-    case PCU_K_RNN:
-        pcu_rnn_at(&s->u.rnn, op[0], op[1], op[2], op[3], op[4], op[5], op[6], op[7], op[8], op[9], op[10], op[11],
-                   op[12], op[13], op[14], op[15], err, i);
-        break;
-    default: break;
-    }
+    pcu_kernel_call(s->kernel, &s->u, op, err, i, s->ptype);
 }
 
 /* ---- cuDNN's convolution, as the descriptor says ---------------------------------------- */
@@ -197,169 +163,14 @@ void pcu_emu_matmul(const pcu_mm *m, const float *a, const float *b, const float
 
 /* ---- lint ------------------------------------------------------------------------------------ */
 
-int pcu_kernel_esize(const pcu_step *s, int k) {
-    switch (s->kernel) {
-    case PCU_K_EW: return pcu_tsize(k < s->u.ew.nin ? (s->u.ew.op == PCU_EW_WHERE && k == 0 ? PCU_T_BOOL : s->u.ew.tin)
-                                                    : s->u.ew.tout);
-    case PCU_K_PERM: return s->u.perm.gdim >= 0 && k == 1 ? pcu_tsize(s->u.perm.gidx_t) : s->u.perm.esize;
-    case PCU_K_RED: return k == 1 && (s->u.red.op == PCU_RED_ARGMAX || s->u.red.op == PCU_RED_ARGMIN) ? 8 : 4;
-    case PCU_K_CUMSUM: return pcu_tsize(s->u.cs.t);
-    case PCU_K_QUANT: /* the scale and the float side 4 bytes, x or y on the quantized side and the zero point its type */
-        return k == 1 || (k == 0 && !s->u.q.dequant) || (k == 3 && s->u.q.dequant) ? 4 : pcu_tsize(s->u.q.qt);
-    case PCU_K_GATHER_EL: return k == 1 ? pcu_tsize(s->u.ge.idx_t) : s->u.ge.esize;
-    case PCU_K_TOPK: return k == 2 ? 8 : pcu_tsize(s->u.tk.t);
-    case PCU_K_SCATTER: return k == 0 ? pcu_tsize(s->u.sc.idx_t) : s->u.sc.esize;
-    case PCU_K_TRILU: return s->u.tri.esize;
-    case PCU_K_ROPE: return k == 3 ? 8 : 4;
-    case PCU_K_ATTN: return k == 3 && s->u.attn.mask_bool ? 1 : k == 6 || k == 9 ? 8 : 4;
-    case PCU_K_SOFTMAX: return k == 2 ? 8 : 4;
-    case PCU_K_NORM: return k == 6 ? 8 : 4;
-    case PCU_K_LINE: return s->u.line.f64 ? 8 : 4;
-    case PCU_K_AFFGRID: return s->u.ag.f64 ? 8 : 4;
-    case PCU_K_RNN: return 4; /* floats, sequence_lens int32 */
-    case PCU_K_COL2IM: return s->u.c2i.f64 ? 8 : 4;
-    case PCU_K_ONEHOT: return k == 0 ? pcu_tsize(s->u.oh.it) : s->u.oh.esize;
-    default: return 4;
-    }
-}
+int pcu_kernel_esize(const pcu_step *s, int k) { return pcu_kernel_esize_of(s->kernel, &s->u, k); }
 
-static int64_t span(int rank, const int64_t *dim, const int64_t *st) {
-    int64_t hi = 0;
-    for (int d = 0; d < rank; d++)
-        if (dim[d] > 0 && st[d] > 0) hi += (dim[d] - 1) * st[d];
-    return hi;
-}
-
-static int64_t low(int rank, const int64_t *dim, const int64_t *st) {
-    int64_t lo = 0;
-    for (int d = 0; d < rank; d++)
-        if (dim[d] > 0 && st[d] < 0) lo += (dim[d] - 1) * st[d];
-    return lo;
-}
-
-int64_t pcu_kernel_extent(const pcu_step *s, int k) {
-    switch (s->kernel) {
-    case PCU_K_EW: {
-        const pcu_ew *e = &s->u.ew;
-        return k < e->nin ? span(e->rank, e->dim, e->st[k]) + 1 : e->n;
-    }
-    case PCU_K_PERM: {
-        const pcu_perm *p = &s->u.perm;
-        const int out = p->gdim >= 0 ? 2 : 1;
-        if (k == out) return p->dst_off + span(p->rank, p->dim, p->dst_st) + 1;
-        if (p->gdim >= 0 && k == 1) return p->dim[p->gdim]; /* indices 0 .. G-1, stride 1 */
-        /* source: lowest and highest element reachable */
-        int64_t dim[PCU_MAXD], st[PCU_MAXD];
-        for (int d = 0; d < p->rank; d++) {
-            dim[d] = d == p->gdim ? p->glen : p->mod[d] > 0 ? p->mod[d] : p->pad ? p->sdim[d] : p->dim[d];
-            st[d] = d == p->gdim ? p->gsrc_st : p->sst[d];
-        }
-        if (p->src_off + low(p->rank, dim, st) < 0) return -1;
-        return p->src_off + span(p->rank, dim, st) + 1;
-    }
-    case PCU_K_RED: {
-        const pcu_red *r = &s->u.red;
-        return k == 0 ? span(r->nk, r->kd, r->ks) + span(r->nr, r->rd, r->rs) + 1 : r->n_out;
-    }
-    case PCU_K_SOFTMAX: return k == 2 ? 2 * s->u.sm.outer * s->u.sm.lanes : s->u.sm.outer * s->u.sm.n * s->u.sm.inner;
-    case PCU_K_NORM: {
-        const pcu_norm *n = &s->u.norm;
-        if (k == 6) return 2 * n->rows * n->lanes;
-        if (k == 0 || k == 3) return n->rows * n->n;
-        if (k == 1 || k == 2) return n->cdiv ? (n->groups - 1) * n->cpg + (n->n - 1) / n->cdiv + 1 : n->n;
-        return n->rows;
-    }
-    case PCU_K_BN: return k == 0 || k == 5 ? s->u.bn.n : s->u.bn.c;
-    case PCU_K_POOL: {
-        const pcu_pool *p = &s->u.pool;
-        return k == 0 ? p->nc * p->in[0] * p->in[1] * p->in[2] : p->n;
-    }
-    case PCU_K_EPI: return k == 1 ? s->u.epi.c : s->u.epi.n;
-    case PCU_K_CUMSUM: return s->u.cs.outer * s->u.cs.len * s->u.cs.inner;
-    case PCU_K_GRIDSAMPLE: {
-        const pcu_gridsample *g = &s->u.gs;
-        const int64_t N = g->n / (g->C * g->P);
-        return k == 0 ? N * g->C * g->S : k == 1 ? N * g->P * g->k : g->n;
-    }
-    case PCU_K_LINE: return s->u.line.lines * s->u.line.n;
-    case PCU_K_COL2IM: return k == 0 ? s->u.c2i.n / s->u.c2i.P * s->u.c2i.kvol * s->u.c2i.L : s->u.c2i.n;
-    case PCU_K_RNN: {
-        const pcu_rnn *r = &s->u.rnn;
-        const int64_t GH = r->G * r->H, dnh = r->D * r->N * r->H;
-        const int64_t e[16] = {r->S * r->N * r->I, r->D * GH * r->I, r->D * GH * r->H, r->D * 2 * GH, r->N, dnh, dnh,
-                               r->D * 3 * r->H, r->S * dnh, dnh, dnh, dnh, dnh, dnh, 2 * dnh, dnh};
-        return k < 16 ? e[k] : -1;
-    }
-    case PCU_K_ONEHOT: { /* indices: one per depth outputs; values: off and on */
-        const pcu_onehot *o = &s->u.oh;
-        return k == 0 ? o->n / o->depth : k == 1 ? 2 : o->n;
-    }
-    case PCU_K_AFFGRID: return k == 0 ? s->u.ag.n / (s->u.ag.P * s->u.ag.k) * s->u.ag.k * (s->u.ag.k + 1) : s->u.ag.n;
-    case PCU_K_QUANT: { /* x, y: every element; scale, zero point: as many as the mapping reaches */
-        const pcu_quant *q = &s->u.q;
-        return k == 0 || k == 3 ? q->n : q->per_tensor ? 1 : pcu_quant_index(q, q->n - 1) + 1;
-    }
-    case PCU_K_TOPK: return s->u.tk.outer * (k == 0 ? s->u.tk.len : s->u.tk.k) * s->u.tk.inner;
-    case PCU_K_TRILU: return s->u.tri.n;
-    case PCU_K_ROPE: {
-        const pcu_rope *r = &s->u.rope;
-        return k == 0 || k == 4 ? r->n : k == 3 ? r->B * r->S : (r->has_pos ? r->max_pos : r->B * r->S) * (r->rot / 2);
-    }
-    case PCU_K_ATTN: {
-        const pcu_attn *t = &s->u.attn;
-        const int64_t e[10] = {t->B * t->Hq * t->Sq * t->D, t->B * t->Hkv * t->Skv * t->D, t->B * t->Hkv * t->Skv * t->Dv,
-                               t->mdim[0] * t->mdim[1] * t->mdim[2] * t->mdim[3], t->B * t->Hkv * t->P * t->D,
-                               t->B * t->Hkv * t->P * t->Dv, t->B, t->B * t->Hq * t->Sq * t->Dv, t->rows * t->T,
-                               t->rows * t->T};
-        return k < 10 ? e[k] : -1;
-    }
-    case PCU_K_SCATTER: { /* indices, updates: every one read; y: its elements */
-        const pcu_scatter *c = &s->u.sc;
-        const int64_t n_upd = c->nd ? c->run * c->slice : c->threads * c->run;
-        return k == 0 ? (c->nd ? c->run * c->q : n_upd) : k == 1 ? n_upd : c->yn;
-    }
-    case PCU_K_GATHER_EL: {
-        const pcu_gather_el *g = &s->u.ge;
-        if (k == 1 || k == 2) return g->n;
-        int64_t hi = 0; /* x: the largest offset any index may reach */
-        for (int d = 0; d < g->rank; d++) hi += ((d == g->axis ? g->len : g->dim[d]) - 1) * g->xst[d];
-        return hi + 1;
-    }
-    case PCU_K_RESIZE: {
-        const pcu_resize *r = &s->u.rs;
-        int64_t n = 1;
-        for (int d = 0; d < r->rank; d++) n *= r->in[d];
-        return k == 0 ? n : r->n;
-    }
-    default: return -1;
-    }
-}
+int64_t pcu_kernel_extent(const pcu_step *s, int k) { return pcu_kernel_extent_of(s->kernel, &s->u, k); }
 
 /* The step's output operands (a bit per operand). */
 static unsigned outputs_of(const pcu_step *s) {
     switch (s->kind) {
-    case PCU_S_KERNEL:
-        switch (s->kernel) {
-        case PCU_K_EW: return 1u << s->u.ew.nin;
-        case PCU_K_PERM: return 1u << (s->u.perm.gdim >= 0 ? 2 : 1);
-        case PCU_K_SOFTMAX: /* rows in lanes: phases 0 and 1 write the partials (kmath.h) */
-            return s->u.sm.lanes && s->u.sm.phase < 2 ? 1u << 2 : 2u;
-        case PCU_K_NORM: return s->u.norm.lanes && s->u.norm.phase < (s->u.norm.rms ? 1 : 2) ? 1u << 6 : 7u << 3;
-        case PCU_K_BN: return 1u << 5;
-        case PCU_K_EPI: return 1u;
-        case PCU_K_GATHER_EL: return 1u << 2;
-        case PCU_K_TOPK: return 6u;
-        case PCU_K_SCATTER: return 1u << 2;
-        case PCU_K_ROPE: return 1u << 4;
-        case PCU_K_ATTN: return 7u << 7;
-        case PCU_K_QUANT: return 1u << 3;
-        case PCU_K_GRIDSAMPLE: return 1u << 2;
-        case PCU_K_ONEHOT: return 1u << 2;
-        case PCU_K_RNN: /* the initial state, a step's gates, a step, Y_h and Y_c */
-            return s->u.rnn.phase == PCU_RNN_INIT ? 3u << 12 : s->u.rnn.phase == PCU_RNN_GATES ? 3u << 14
-                   : s->u.rnn.phase == PCU_RNN_STEP ? (1u << 8) | (3u << 12) : 3u << 9;
-        default: return 2u;
-        }
+    case PCU_S_KERNEL: return pcu_kernel_writes(s->kernel, &s->u); /* kernels.def */
     case PCU_S_CONV: return 1u << 4;
     case PCU_S_MATMUL: return 1u << 3;
     case PCU_S_COPY: return 2u;
@@ -451,15 +262,15 @@ pp_status pcu_lint(const pcu_plan *pl, pp_err *err) {
                              (long long)mm->batch, (long long)bst[q], (unsigned long long)s->ops[opnd[q]].bytes);
             }
         }
-        /* outputs overlapping inputs: only an elementwise kernel (or Trilu) over the
-         * same bytes (each thread reads its element before writing it) */
+        /* outputs overlapping inputs: only a kernel that kernels.def marks
+         * inplace (elementwise, the epilogue, Trilu), over the same bytes
+         * (each thread reads its element before writing it) */
         const unsigned outs = s->kind == PCU_S_HOST ? 0 : outputs_of(s);
         for (int a = 0; a < s->n_ops && !m[0]; a++) {
             if (!(outs & (1u << a))) continue;
             for (int b = 0; b < s->n_ops && !m[0]; b++) {
                 if (a == b || !pcu_ref_meet(s->ops[a], s->ops[b])) continue;
-                const bool ew_same = s->kind == PCU_S_KERNEL &&
-                                     (s->kernel == PCU_K_EW || s->kernel == PCU_K_EPI || s->kernel == PCU_K_TRILU) &&
+                const bool ew_same = s->kind == PCU_S_KERNEL && pcu_kernel_inplace(s->kernel) &&
                                      s->ops[a].off == s->ops[b].off && s->ops[a].bytes == s->ops[b].bytes;
                 if (!ew_same) snprintf(m, sizeof m, "output operand %d overlaps operand %d", a, b);
             }

@@ -40,6 +40,7 @@
 
 #define PCU_GRAPHS 16 /* graphs kept per stage: more than the pairs of buffers the links circulate */
 
+/* kernels.cu: launch own kernel `kind` (its row of kernels.def) over n threads; op: PCU_KERNEL_OPS operands. */
 int pcu_launch(int kind, const void *param, void *const *op, int *err, long long n, int ptype, void *stream);
 
 typedef struct dstep {
@@ -249,7 +250,7 @@ static pp_status dnn_exec(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err
      * data graphs are never fused; on an H200 a ConvTranspose's bias was lost
      * while this tested the mode instead) */
     if (pcu_conv_epilogue(c, d->dnn.fused)) {
-        void *op[8] = {dptr(x, &s->ops[4]), dptr(x, &s->ops[2]), dptr(x, &s->ops[3])};
+        void *op[PCU_KERNEL_OPS] = {dptr(x, &s->ops[4]), dptr(x, &s->ops[2]), dptr(x, &s->ops[3])};
         CU(x, s->node, (cudaError_t)pcu_launch(PCU_K_EPI, d->epi_param, op, NULL, d->epi.n, PP_F32, x->stream));
     }
     return PP_OK;
@@ -388,34 +389,6 @@ static void cuda_destroy(pprt_exec *x) {
     free(x);
 }
 
-static size_t param_size(const pcu_step *s) {
-    switch (s->kernel) {
-    case PCU_K_EW: return sizeof(pcu_ew);
-    case PCU_K_PERM: return sizeof(pcu_perm);
-    case PCU_K_RED: return sizeof(pcu_red);
-    case PCU_K_SOFTMAX: return sizeof(pcu_softmax);
-    case PCU_K_NORM: return sizeof(pcu_norm);
-    case PCU_K_BN: return sizeof(pcu_bn);
-    case PCU_K_POOL: return sizeof(pcu_pool);
-    case PCU_K_RESIZE: return sizeof(pcu_resize);
-    case PCU_K_CUMSUM: return sizeof(pcu_cumsum);
-    case PCU_K_GATHER_EL: return sizeof(pcu_gather_el);
-    case PCU_K_TOPK: return sizeof(pcu_topk);
-    case PCU_K_SCATTER: return sizeof(pcu_scatter);
-    case PCU_K_TRILU: return sizeof(pcu_trilu);
-    case PCU_K_ROPE: return sizeof(pcu_rope);
-    case PCU_K_ATTN: return sizeof(pcu_attn);
-    case PCU_K_QUANT: return sizeof(pcu_quant);
-    case PCU_K_GRIDSAMPLE: return sizeof(pcu_gridsample);
-    case PCU_K_LINE: return sizeof(pcu_line);
-    case PCU_K_ONEHOT: return sizeof(pcu_onehot);
-    case PCU_K_AFFGRID: return sizeof(pcu_affgrid);
-    case PCU_K_RNN: return sizeof(pcu_rnn);
-    case PCU_K_COL2IM: return sizeof(pcu_col2im);
-    default: return sizeof(pcu_epi);
-    }
-}
-
 static pp_status create_steps(pprt_exec *x, const pprt_cuda_cfg *cfg, unsigned char *hn, int *failed, pp_err *err);
 
 static pp_status create_in(pprt_exec *x, pp_err *err) {
@@ -490,9 +463,9 @@ static pp_status create_steps(pprt_exec *x, const pprt_cuda_cfg *cfg, unsigned c
         pp_err e2 = {0};
         bool no_engine = false; /* a library step without an engine: its node goes to the host */
         if (s->kind == PCU_S_KERNEL) {
-            memcpy(hp + at, &s->u, param_size(s));
+            memcpy(hp + at, &s->u, pcu_kernel_param_bytes(s->kernel));
             d->param = x->params + at;
-            at += pp_align_up(param_size(s), 256);
+            at += pp_align_up(pcu_kernel_param_bytes(s->kernel), 256);
         } else if (s->kind == PCU_S_CONV) {
             /* the fused graph, else the convolution alone and the epilogue kernel, else the host */
             const pcu_conv *c = &s->u.conv;
@@ -591,14 +564,6 @@ static pp_status issue(pprt_exec *x, pp_err *err) {
         } else if (s->kind == PCU_S_KERNEL) {
             void *op[PCU_KERNEL_OPS] = {NULL};
             for (int k = 0; k < s->n_ops && k < PCU_KERNEL_OPS; k++) op[k] = dptr(x, &s->ops[k]);
-            if (s->kernel == PCU_K_EW) { /* the launcher takes x0, x1, x2, y */
-                void *y = op[s->u.ew.nin];
-                for (int k = s->u.ew.nin; k < 3; k++) op[k] = op[0];
-                op[3] = y;
-            } else if (s->kernel == PCU_K_PERM && s->u.perm.gdim < 0) {
-                op[2] = op[1];
-                op[1] = NULL;
-            }
             CU(x, s->node, (cudaError_t)pcu_launch(s->kernel, d->param, op, ew, s->threads, s->ptype, x->stream));
         } else if (s->kind == PCU_S_CONV) {
             PP_TRY(dnn_exec(x, s, d, err));

@@ -28,11 +28,11 @@
 #include <string.h>
 
 #include "../../ir/op_fns.h"
+#include "../../ir/geom.h"
 #include "../../ir/pack.h"
 #include "../../ir/shape_attn.h"
 #include "../../ir/shape_nn.h"
 #include "../../ir/shape_rnn.h"
-#include "../cpu/ref.h" /* pprt_geom3_lift */
 #include "cuplan.h"
 
 _Static_assert((int)PCU_T_F32 == (int)PP_F32 && (int)PCU_T_U8 == (int)PP_U8 && (int)PCU_T_I8 == (int)PP_I8 && (int)PCU_T_U16 == (int)PP_U16 && (int)PCU_T_I16 == (int)PP_I16 && (int)PCU_T_I32 == (int)PP_I32 && (int)PCU_T_I64 == (int)PP_I64 && (int)PCU_T_BOOL == (int)PP_BOOL && (int)PCU_T_F16 == (int)PP_F16 && (int)PCU_T_F64 == (int)PP_F64 && (int)PCU_T_U32 == (int)PP_U32 && (int)PCU_T_U64 == (int)PP_U64 && (int)PCU_T_BF16 == (int)PP_BF16,
@@ -950,7 +950,7 @@ static pp_status plan_pool(planner *P, int ni, bool *ok) {
     if (n->n_out != 1 || x->dtype != PP_F32 || y->dtype != PP_F32) return PP_OK;
     pp_geom g;
     if (pp_geom_make(attrs_of(P, n), &x->shape, NULL, true, &g, NULL) != PP_OK) return PP_OK;
-    const pprt_geom3 g3 = pprt_geom3_lift(&g);
+    const pp_geom3 g3 = pp_geom3_lift(&g);
     const int64_t lp = n->op == PP_OP_LPPOOL ? attr_i(P, n, "p", 2) : 0;
     if (n->op == PP_OP_LPPOOL && (lp < 1 || lp > INT32_MAX)) return PP_OK; /* the reference kernel says why */
     NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
@@ -2097,15 +2097,8 @@ void pcu_plan_explain(const pcu_plan *pl, const char *backend, FILE *f) {
 }
 
 const char *pcu_step_name(const pcu_step *s) {
-    static const char *const kernels[PCU_K_COUNT] = {"elementwise", "strided copy", "reduction", "softmax",
-                                                     "normalization", "batch normalization", "pool",
-                                                     "convolution epilogue", "resize", "cumsum",
-                                                     "gather elements", "topk", "scatter", "trilu",
-                                                     "rotary embedding", "attention", "quantize", "grid sample",
-                                                     "line", "one-hot", "affine grid", "recurrence", "col2im"};
-    _Static_assert(PCU_K_COUNT == 23, "a name for every kernel");
     switch (s->kind) {
-    case PCU_S_KERNEL: return s->kernel >= 0 && s->kernel < PCU_K_COUNT ? kernels[s->kernel] : "kernel";
+    case PCU_S_KERNEL: return pcu_kernel_name(s->kernel); /* kernels.def */
     case PCU_S_CONV: return s->u.conv.transpose ? "cuDNN convolution backward data" : "cuDNN convolution";
     case PCU_S_MATMUL: return "cuBLASLt matmul";
     case PCU_S_COPY: return "copy";

@@ -20,7 +20,11 @@
  *     workspace of partials) against their one-thread-per-row form, which
  *     the node tests hold to the reference kernels: within 2 ulp, NaN where
  *     it is, over rows with NaN, infinities, huge and tiny values, lane
- *     threads run in reverse order.
+ *     threads run in reverse order;
+ *   - the kernel table (runtime/cuda/kernels.def): the kinds keep the
+ *     numbers the launcher's hand-numbered cases had, each parameter block
+ *     the size the engine uploaded before the table, and every row has a
+ *     name, a size and at least one operand it writes.
  * Runs in about a second; no GPU, no CUDA needed (label fast, cuda). */
 #include <math.h>
 #include <stdio.h>
@@ -420,7 +424,59 @@ static void test_rows(void) {
     }
 }
 
+/* The kernel table against what it replaced: the launcher's numbered cases
+ * (kernels.cu: case 17 launched the grid sample kernel, ...), the engine's
+ * sizeof switch (exec_cuda.c's param_size), pcu_step_name's names. */
+_Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTMAX == 3 && PCU_K_NORM == 4 &&
+                   PCU_K_BN == 5 && PCU_K_POOL == 6 && PCU_K_EPI == 7 && PCU_K_RESIZE == 8 && PCU_K_CUMSUM == 9 &&
+                   PCU_K_GATHER_EL == 10 && PCU_K_TOPK == 11 && PCU_K_SCATTER == 12 && PCU_K_TRILU == 13 &&
+                   PCU_K_ROPE == 14 && PCU_K_ATTN == 15 && PCU_K_QUANT == 16 && PCU_K_GRIDSAMPLE == 17 &&
+                   PCU_K_LINE == 18 && PCU_K_ONEHOT == 19 && PCU_K_AFFGRID == 20 && PCU_K_RNN == 21 &&
+                   PCU_K_COL2IM == 22 && PCU_K_COUNT == 23,
+               "the kinds' numbers of the launcher before kernels.def");
+
+static void test_kernel_table(void) {
+    static const struct {
+        int kind;
+        size_t bytes;
+        const char *name;
+    } was[] = {
+        {PCU_K_EW, sizeof(pcu_ew), "elementwise"}, {PCU_K_PERM, sizeof(pcu_perm), "strided copy"},
+        {PCU_K_RED, sizeof(pcu_red), "reduction"}, {PCU_K_SOFTMAX, sizeof(pcu_softmax), "softmax"},
+        {PCU_K_NORM, sizeof(pcu_norm), "normalization"}, {PCU_K_BN, sizeof(pcu_bn), "batch normalization"},
+        {PCU_K_POOL, sizeof(pcu_pool), "pool"}, {PCU_K_EPI, sizeof(pcu_epi), "convolution epilogue"},
+        {PCU_K_RESIZE, sizeof(pcu_resize), "resize"}, {PCU_K_CUMSUM, sizeof(pcu_cumsum), "cumsum"},
+        {PCU_K_GATHER_EL, sizeof(pcu_gather_el), "gather elements"}, {PCU_K_TOPK, sizeof(pcu_topk), "topk"},
+        {PCU_K_SCATTER, sizeof(pcu_scatter), "scatter"}, {PCU_K_TRILU, sizeof(pcu_trilu), "trilu"},
+        {PCU_K_ROPE, sizeof(pcu_rope), "rotary embedding"}, {PCU_K_ATTN, sizeof(pcu_attn), "attention"},
+        {PCU_K_QUANT, sizeof(pcu_quant), "quantize"}, {PCU_K_GRIDSAMPLE, sizeof(pcu_gridsample), "grid sample"},
+        {PCU_K_LINE, sizeof(pcu_line), "line"}, {PCU_K_ONEHOT, sizeof(pcu_onehot), "one-hot"},
+        {PCU_K_AFFGRID, sizeof(pcu_affgrid), "affine grid"}, {PCU_K_RNN, sizeof(pcu_rnn), "recurrence"},
+        {PCU_K_COL2IM, sizeof(pcu_col2im), "col2im"},
+    };
+    _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
+    pcu_step s;
+    for (int k = 0; k < PCU_K_COUNT; k++) {
+        memset(&s, 0, sizeof s);
+        s.kind = PCU_S_KERNEL, s.kernel = k;
+        checks++;
+        if (was[k].kind != k || pcu_kernel_param_bytes(k) != was[k].bytes || strcmp(pcu_step_name(&s), was[k].name) ||
+            !pcu_kernel_writes(k, &s.u) || pcu_kernel_writes(k, &s.u) >> PCU_KERNEL_OPS) {
+            failures++;
+            printf("FAIL kernel table: kind %d (%s): %zu bytes (was %zu), writes 0x%x\n", k, pcu_step_name(&s),
+                   pcu_kernel_param_bytes(k), was[k].bytes, pcu_kernel_writes(k, &s.u));
+        }
+    }
+    checks++;
+    if (pcu_kernel_param_bytes(PCU_K_COUNT) || pcu_kernel_writes(PCU_K_COUNT, &s.u) ||
+        pcu_kernel_extent_of(PCU_K_COUNT, &s.u, 0) != -1 || strcmp(pcu_kernel_name(PCU_K_COUNT), "kernel")) {
+        failures++;
+        printf("FAIL kernel table: an unknown kind has a row\n");
+    }
+}
+
 int main(void) {
+    test_kernel_table();
     test_conversions();
     test_trig();
     test_elementwise();
