@@ -49,18 +49,17 @@ typedef struct pprt_backend {
     bool (*precision)(pprt_precision pr, bool *here);
     /* Extra lines for pprt --version (bf16, ISA ...), or NULL. */
     void (*describe)(FILE *f);
-    /* Its own command-line options (pprt passes it what it does not know):
-     * takes argv[*i] and its value if it is one, advancing *i; returns 1
-     * taken, 0 not its, -1 bad value (msg filled). NULL: none. Their usage
-     * lines in `usage` (backends sharing a parser share the text). */
-    int (*option)(int argc, char **argv, int *i, char *msg, size_t cap);
-    const char *usage;
+    /* Its own command-line options: rows of an option table (ir/args.h)
+     * that pprt's parser, --help and "did you mean" read after pprt's own
+     * (backends sharing one table point to it: it is read once). NULL:
+     * none. */
+    const struct pp_opt_table *opts;
     /* A host backend that runs single nodes for others (the fallback):
      * node n of stage st over the tensors at ptr[tensor id]; NULL otherwise. */
     pp_status (*run_node)(const pprt_plan *p, const pprt_stage *st, const pprt_node *n, void *const *ptr,
                           pprt_node_ctx *ctx, pp_err *err);
     /* A backend built as a shared module (module.h): this row is a stand-in
-     * (name, what, unavailable, route, mem, option, usage only:
+     * (name, what, unavailable, route, mem, opts only:
      * unavailable() answers without loading, NULL or why the module cannot
      * be found or failed to load) and load() opens the module once
      * and returns its table, or NULL with err naming the module's path and

@@ -190,10 +190,20 @@ static const pp_opt mpi_rows[] = {
 #undef F
 #undef NF
 
-static int tables(pprt_cli *c, pp_opt_table t[2]) {
+/* pprt's tables, then each backend's own (a table two backends share, once):
+ * at most PPRT_TABLES. */
+#define PPRT_TABLES 16
+static int tables(pprt_cli *c, pp_opt_table t[PPRT_TABLES]) {
     t[0] = (pp_opt_table){own_rows, (int)(sizeof own_rows / sizeof *own_rows), c};
     t[1] = (pp_opt_table){mpi_rows, (int)(sizeof mpi_rows / sizeof *mpi_rows), c};
-    return 2;
+    int n = 2;
+    for (int b = 0; b < pprt_backend_count() && n < PPRT_TABLES; b++) {
+        const pp_opt_table *o = pprt_backend_at(b)->opts;
+        bool seen = !o;
+        for (int j = 0; j < b && !seen; j++) seen = pprt_backend_at(j)->opts == o;
+        if (!seen) t[n++] = *o;
+    }
+    return n;
 }
 
 static void usage(FILE *f, pprt_cli *c) {
@@ -213,16 +223,9 @@ static void usage(FILE *f, pprt_cli *c) {
             "                    natural order (img2 before img10); or ONNX test data: input_K.pb\n"
             "                    TensorProto files, matched by tensor name, else by K. Files that\n"
             "                    feed no input are refused; pprt prints which file feeds each input\n");
-    pp_opt_table t[2];
+    pp_opt_table t[PPRT_TABLES];
     pp_opts_usage(f, t, tables(c, t));
     fprintf(f, "Every --OPTION VALUE may also be written --OPTION=VALUE.\n");
-    /* the backends' own options, each text once */
-    for (int i = 0; i < pprt_backend_count(); i++) {
-        const char *u = pprt_backend_at(i)->usage;
-        bool seen = false;
-        for (int j = 0; j < i && u; j++) seen = seen || pprt_backend_at(j)->usage == u;
-        if (u && !seen) fputs(u, f);
-    }
 }
 
 /* Bad usage: one error line and where the help is, exit code 2. */
@@ -231,22 +234,11 @@ static int bad_usage(const char *msg, const char *arg) {
     return 2;
 }
 
-/* An unknown option: bad usage, with the nearest known name if one is near
- * (the backends' options: each line of their usage that starts "  --NAME"). */
+/* An unknown option: bad usage, with the nearest known name if one is near. */
 static int unknown_option(pprt_cli *c, const char *a) {
-    const char *names[160];
-    static char backend_names[64][40];
-    pp_opt_table t[2];
-    int n = pp_opts_names(t, tables(c, t), names, 160), nb = 0;
-    for (int b = 0; b < pprt_backend_count(); b++)
-        for (const char *u = pprt_backend_at(b)->usage; u && *u; u = strchr(u, '\n') ? strchr(u, '\n') + 1 : "") {
-            if (strncmp(u, "  --", 4) || nb == 64 || n == 160) continue;
-            const size_t len = strcspn(u + 2, " \n");
-            if (len >= sizeof backend_names[0]) continue;
-            memcpy(backend_names[nb], u + 2, len);
-            backend_names[nb][len] = 0;
-            names[n++] = backend_names[nb++];
-        }
+    const char *names[256];
+    pp_opt_table t[PPRT_TABLES];
+    const int n = pp_opts_names(t, tables(c, t), names, 256);
     const char *near = pp_argv_suggest(a, names, n);
     char msg[512];
     snprintf(msg, sizeof msg, "unknown option '%.*s'%s%s%s", (int)strcspn(a, "="), a,
@@ -467,19 +459,6 @@ static void print_ops(void) {
     }
 }
 
-/* A backend's own option at argv[*i] (each backend's parser asked once):
- * 1 taken, 0 none's, -1 bad (msg filled). */
-static int backend_option(int argc, char **argv, int *i, char *msg, size_t cap) {
-    int taken = 0;
-    for (int b = 0; b < pprt_backend_count() && !taken; b++) {
-        const pprt_backend *be = pprt_backend_at(b);
-        for (int j = 0; j < b && be->option; j++)
-            if (pprt_backend_at(j)->option == be->option) be = NULL; /* asked already */
-        if (be && be->option) taken = be->option(argc, argv, i, msg, cap);
-    }
-    return taken;
-}
-
 /* What the options ask for besides a run: -1 to go on, else the exit code
  * (--ops, --version, a plan or data missing). */
 static int parsed(pprt_cli *c) {
@@ -508,7 +487,7 @@ static int parsed(pprt_cli *c) {
     return -1;
 }
 
-/* Parse argv into *c (pprt's tables, then the backends' options): -1 to go
+/* Parse argv into *c (pprt's tables and the backends'): -1 to go
  * on, else the exit code (help, version, bad usage). */
 static int parse_args(int argc, char **argv, pprt_cli *c) {
     *c = (pprt_cli){.out_dir = "out", .run = {.depth = 2, .pin = true, .warmup = 1}, .check_opts = {.rtol = 1e-3, .atol = 1e-5},
@@ -519,7 +498,7 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
         fprintf(stderr, "pprt: error: out of memory\n");
         return 1;
     }
-    pp_opt_table t[2];
+    pp_opt_table t[PPRT_TABLES];
     const int nt = tables(c, t);
     for (int i = 1; i < args.argc; i++) {
         if (!pp_opts_split(&args, i, t, nt)) {
@@ -539,11 +518,8 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
             return 0;
         }
         if (took) continue;
-        if (a[0] == '-' && a[1]) { /* a backend's own option? */
-            char msg[160] = "";
-            took = backend_option(args.argc, args.argv, &i, msg, sizeof msg);
-            if (took < 0) return bad_usage(msg, NULL);
-            if (!took) return unknown_option(c, a);
+        if (a[0] == '-' && a[1]) {
+            return unknown_option(c, a);
         } else if (!c->plan) {
             c->plan = a;
         } else if (!c->data) {
@@ -712,7 +688,7 @@ int main(int argc, char **argv) {
         /* what changes the results or the verdict must be the same on
          * every rank: the rows marked so */
         static char agree[400];
-        pp_opt_table t[2];
+        pp_opt_table t[PPRT_TABLES];
         pp_opts_text(t, tables(&c, t), PP_OPT_AGREE, agree, sizeof agree);
         c.mpi.agree = agree;
         if (pprt_driver_mpi(&argc, &argv, &c.mpi, &d, &err) != PP_OK) {

@@ -88,8 +88,7 @@ const pprt_backend pprt_backend_cuda = {
     .unavailable = stub_unavailable,
     .route = pcu_op_route,
     .mem = PPRT_MEM_DEVICE,
-    .option = pprt_cuda_option,
-    .usage = pprt_cuda_usage,
+    .opts = &pprt_cuda_opts,
     .load = cuda_load,
 };
 
@@ -131,6 +130,5 @@ const pprt_backend pprt_backend_cuda_emu = {
     .space = &pprt_mem_cuda_emu,
     .precision = emu_precision,
     .describe = cuda_describe,
-    .option = pprt_cuda_option,
-    .usage = pprt_cuda_usage,
+    .opts = &pprt_cuda_opts,
 };

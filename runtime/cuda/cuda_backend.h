@@ -12,6 +12,7 @@
 #ifndef PPRT_CUDA_BACKEND_H
 #define PPRT_CUDA_BACKEND_H
 
+#include "../../ir/args.h"
 #include "../pprt.h"
 
 struct pprt_exec_ops;
@@ -46,14 +47,11 @@ unsigned char *pprt_cuda_host_nodes(const pprt_stage *st);
 /* The options every CUDA executor reads at create (defaults: graphs on, conv fusion off). */
 pprt_cuda_cfg *pprt_cuda_config(void);
 
-/* pprt's command line: takes argv[*i] (and its value) when it is a CUDA
- * option (--devices LIST, --cuda-graphs on|off, --cuda-sync, --cuda-host-only, --cuda-host-ops LIST, --cuda-explain,
- * --cuda-conv-fusion on|off, --cuda-wide-copies on|off),
- * advancing *i; returns 1 when taken, 0 when not a CUDA option, -1 on a bad
- * value (msg filled). */
-int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap);
-/* The usage lines of those options. */
-extern const char pprt_cuda_usage[];
+/* pprt's command line: the CUDA backends' options (--devices LIST,
+ * --cuda-graphs on|off, --cuda-sync, --cuda-host-only, --cuda-host-ops LIST,
+ * --cuda-explain, --cuda-conv-fusion on|off, --cuda-wide-copies on|off) as
+ * rows of an option table (ir/args.h) over pprt_cuda_config(). */
+extern const pp_opt_table pprt_cuda_opts;
 
 /* The device stage st runs on, among `count`: --devices LIST[i % n] (i: the
  * local rank under mpirun, else the stage index), else the plan's

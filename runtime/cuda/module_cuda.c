@@ -68,8 +68,7 @@ static const pprt_backend cuda = {
     .space = &pprt_mem_cuda,
     .precision = cuda_precision,
     .describe = cuda_describe,
-    .option = pprt_cuda_option, /* pprt's: one parser for cuda and cuda-emu */
-    .usage = pprt_cuda_usage,
+    .opts = &pprt_cuda_opts, /* pprt's: one table for cuda and cuda-emu */
 };
 
 #ifdef PPRT_WITH_NCCL

@@ -1,5 +1,6 @@
 /* options.c: the CUDA backends' options (cuda_backend.h), read by cuda-emu
  * and by the CUDA module's executor alike. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,97 +11,84 @@ static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false, .wide_copies =
 
 pprt_cuda_cfg *pprt_cuda_config(void) { return &cfg; }
 
-const char pprt_cuda_usage[] =
-    "  --devices LIST    cuda, cuda-emu: stage i runs on GPU LIST[i % count] (e.g. 0,1; stages may\n"
-    "                    share a GPU, each with its own stream); under mpirun the rank with local\n"
-    "                    rank r on LIST[r % count]; default: stage i (local rank r) on GPU i (r) %\n"
-    "                    GPUs, or where ppcc --placement put it\n"
-    "  --cuda-graphs on|off  replay each stage as a CUDA graph after its first micro-batch (default on)\n"
-    "  --cuda-sync       synchronize after every step, so an asynchronous fault names its node\n"
-    "  --cuda-explain    cuda: one line per convolution and product on stderr: the cuDNN engine or\n"
-    "                    cuBLASLt algorithm it took, fused or not, and the engines refused and why\n"
-    "  --cuda-conv-fusion on|off  cuda: a convolution's bias, residual Add and ReLU in pprt's epilogue\n"
-    "                    kernel after the convolution alone (off, the default) or in its cuDNN graph\n"
-    "                    (on: other engines; on an H200 some dropped NaN inputs, docs/cuda.md)\n"
-    "  --cuda-wide-copies on|off  cuda, cuda-emu: strided copies (Transpose, Slice, Concat, Gather, ...)\n"
-    "                    with their dims merged and 16 bytes a thread where aligned (on, the default),\n"
-    "                    or an element a thread over the dims as given (off)\n"
-    "  --cuda-host-only  cuda, cuda-emu: every node on the host fallback (a test of that path)\n"
-    "  --cuda-host-ops LIST  cuda, cuda-emu: the nodes of these op types (e.g. Conv,MatMul) on the host\n"
-    "                    fallback, as when cuDNN or cuBLASLt has no engine for them (a test of that path)\n";
-
-/* An on|off option's value into *flag (true for on); -1 with msg filled when it is neither. */
-static int on_off(const char *name, const char *v, bool *flag, char *msg, size_t cap) {
-    if (!v || (strcmp(v, "on") && strcmp(v, "off"))) {
-        snprintf(msg, cap, "%s needs on or off, got %s", name, v ? v : "nothing");
-        return -1;
-    }
-    *flag = !strcmp(v, "on");
-    return 1;
-}
-
-int pprt_cuda_option(int argc, char **argv, int *i, char *msg, size_t cap) {
-    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    if (!strcmp(a, "--cuda-sync")) {
-        cfg.sync_each = true;
-        return 1;
-    }
-    if (!strcmp(a, "--cuda-host-only")) {
-        cfg.host_only = true;
-        return 1;
-    }
-    if (!strcmp(a, "--cuda-explain")) {
-        cfg.explain = true;
-        return 1;
-    }
-    if (!strcmp(a, "--cuda-host-ops")) {
-        char buf[256];
-        if (!v || !*v || strlen(v) >= sizeof buf) {
-            snprintf(msg, cap, "--cuda-host-ops needs a list of op types such as Conv,MatMul");
-            return -1;
-        }
-        snprintf(buf, sizeof buf, "%s", v);
-        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            pp_op op;
-            if (!pp_op_lookup(t, &op)) {
-                snprintf(msg, cap, "--cuda-host-ops: '%s' is not an op type pprt knows", t);
-                return -1;
-            }
-            cfg.host_op[op] = true;
-        }
-        (*i)++;
-        return 1;
-    }
-    if (!strcmp(a, "--cuda-conv-fusion") || !strcmp(a, "--cuda-graphs") || !strcmp(a, "--cuda-wide-copies")) {
-        bool on;
-        if (on_off(a, v, &on, msg, cap) < 0) return -1;
-        if (!strcmp(a, "--cuda-graphs")) cfg.graphs = on;
-        else if (!strcmp(a, "--cuda-wide-copies")) cfg.wide_copies = on;
-        else cfg.conv_fusion = on;
-        (*i)++;
-        return 1;
-    }
-    if (strcmp(a, "--devices")) return 0;
-    if (!v || !*v) {
-        snprintf(msg, cap, "--devices needs a list of GPU numbers such as 0,1");
-        return -1;
-    }
+/* --devices LIST: up to PPRT_CUDA_MAX_DEVICES GPU numbers 0..1023. */
+static pp_status set_devices(void *base, const char *name, const char *v, pp_err *err) {
+    pprt_cuda_cfg *c = base;
     int n = 0;
     for (const char *p = v; *p;) {
         char *end;
         long d = strtol(p, &end, 10);
-        if (end == p || d < 0 || d > 1023 || (*end && *end != ',') || n == PPRT_CUDA_MAX_DEVICES) {
-            snprintf(msg, cap, "--devices needs up to %d GPU numbers 0..1023 separated by commas, got '%s'",
-                     PPRT_CUDA_MAX_DEVICES, v);
-            return -1;
-        }
-        cfg.devices[n++] = (int)d;
+        if (end == p || d < 0 || d > 1023 || (*end && *end != ',') || n == PPRT_CUDA_MAX_DEVICES)
+            return PP_FAIL(err, PP_EINVAL, "%s needs up to %d GPU numbers 0..1023 separated by commas, got '%s'", name,
+                           PPRT_CUDA_MAX_DEVICES, v);
+        c->devices[n++] = (int)d;
         p = *end ? end + 1 : end;
     }
-    cfg.n_devices = n;
-    (*i)++;
-    return 1;
+    c->n_devices = n;
+    return PP_OK;
 }
+
+/* --cuda-host-ops LIST: op types by their ONNX names. */
+static pp_status set_host_ops(void *base, const char *name, const char *v, pp_err *err) {
+    pprt_cuda_cfg *c = base;
+    char buf[256];
+    if (strlen(v) >= sizeof buf)
+        return PP_FAIL(err, PP_EINVAL, "%s needs a list of op types such as Conv,MatMul (at most %zu characters)", name,
+                       sizeof buf - 1);
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        pp_op op;
+        if (!pp_op_lookup(t, &op)) return PP_FAIL(err, PP_EINVAL, "%s: '%s' is not an op type pprt knows", name, t);
+        c->host_op[op] = true;
+    }
+    return PP_OK;
+}
+
+/* The on|off options: their bool by name. */
+static pp_status set_on_off(void *base, const char *name, const char *v, pp_err *err) {
+    (void)err;
+    pprt_cuda_cfg *c = base;
+    const bool on = !strcmp(v, "on");
+    if (!strcmp(name, "--cuda-graphs")) c->graphs = on;
+    else if (!strcmp(name, "--cuda-wide-copies")) c->wide_copies = on;
+    else c->conv_fusion = on;
+    return PP_OK;
+}
+
+#define CFG(field) offsetof(pprt_cuda_cfg, field)
+static const pp_opt rows[] = {
+    {.names = "--devices", .kind = PP_OPT_CUSTOM, .arg = "LIST", .off = PP_OPT_NOFIELD,
+     .section = "the cuda and cuda-emu backends", .what = "a list of GPU numbers such as 0,1", .set = set_devices,
+     .help = "cuda, cuda-emu: stage i runs on GPU LIST[i % count] (e.g. 0,1; stages may share a GPU, each with its "
+             "own stream); under mpirun the rank with local rank r on LIST[r % count]; default: stage i (local rank "
+             "r) on GPU i (r) % GPUs, or where ppcc --placement put it"},
+    {.names = "--cuda-graphs", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD, .words = "on|off",
+     .dflt = "on", .set = set_on_off,
+     .help = "replay each stage as a CUDA graph after its first micro-batch"},
+    {.names = "--cuda-sync", .kind = PP_OPT_FLAG, .off = CFG(sync_each),
+     .help = "synchronize after every step, so an asynchronous fault names its node"},
+    {.names = "--cuda-explain", .kind = PP_OPT_FLAG, .off = CFG(explain),
+     .help = "cuda: one line per convolution and product on stderr: the cuDNN engine or cuBLASLt algorithm it "
+             "took, fused or not, and the engines refused and why"},
+    {.names = "--cuda-conv-fusion", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD, .words = "on|off",
+     .dflt = "off", .set = set_on_off,
+     .help = "cuda: a convolution's bias, residual Add and ReLU in pprt's epilogue kernel after the convolution "
+             "alone (off) or in its cuDNN graph (on: other engines; on an H200 some dropped NaN inputs, "
+             "docs/cuda.md)"},
+    {.names = "--cuda-wide-copies", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD, .words = "on|off",
+     .dflt = "on", .set = set_on_off,
+     .help = "cuda, cuda-emu: strided copies (Transpose, Slice, Concat, Gather, ...) with their dims merged and 16 "
+             "bytes a thread where aligned (on), or an element a thread over the dims as given (off)"},
+    {.names = "--cuda-host-only", .kind = PP_OPT_FLAG, .off = CFG(host_only),
+     .help = "cuda, cuda-emu: every node on the host fallback (a test of that path)"},
+    {.names = "--cuda-host-ops", .kind = PP_OPT_CUSTOM, .arg = "LIST", .off = PP_OPT_NOFIELD,
+     .what = "a list of op types such as Conv,MatMul", .set = set_host_ops,
+     .help = "cuda, cuda-emu: the nodes of these op types (e.g. Conv,MatMul) on the host fallback, as when cuDNN "
+             "or cuBLASLt has no engine for them (a test of that path)"},
+};
+#undef CFG
+
+const pp_opt_table pprt_cuda_opts = {rows, (int)(sizeof rows / sizeof *rows), &cfg};
 
 unsigned char *pprt_cuda_host_nodes(const pprt_stage *st) {
     unsigned char *hn = calloc(pp_count(st->n_nodes) + 1, 1);
