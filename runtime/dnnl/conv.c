@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "../../ir/geom.h"
-#include "../cpu/isa.h"
+#include "../isa.h"
 #include "dnnl_exec.h"
 
 /* A convolution primitive descriptor: algorithm alg reading src, over the

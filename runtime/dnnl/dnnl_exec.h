@@ -22,20 +22,20 @@
 #include "../backend.h"
 #include "../kernels.h"
 #include "../nodes.h"
-#include "../cpu/bnorm.h"
-#include "../cpu/cscale.h"
-#include "../cpu/gap.h"
-#include "../cpu/gconv.h"
-#include "../cpu/gnorm.h"
-#include "../cpu/nanfix.h"
-#include "../cpu/permute.h"
-#include "../cpu/pad.h"
-#include "../cpu/pwconv.h"
-#include "../cpu/reduce.h"
-#include "../cpu/rowcopy.h"
-#include "../cpu/nearest.h"
-#include "../cpu/softmax.h"
-#include "../cpu/wino.h"
+#include "kernels/bnorm.h"
+#include "kernels/cscale.h"
+#include "kernels/gap.h"
+#include "kernels/gconv.h"
+#include "kernels/gnorm.h"
+#include "kernels/nanfix.h"
+#include "kernels/permute.h"
+#include "kernels/pad.h"
+#include "kernels/pwconv.h"
+#include "kernels/reduce.h"
+#include "kernels/rowcopy.h"
+#include "kernels/nearest.h"
+#include "kernels/softmax.h"
+#include "kernels/wino.h"
 
 /* a step's arguments: a Concat's inputs and its output (DenseNet-201's
  * widest takes 49 inputs) */
@@ -75,13 +75,13 @@ typedef struct pprt_dnnl_opts {
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
     bool cscale;        /* PPRT_DNNL_CSCALE: a Mul by a per-channel scale on our kernel */
     bool gap;           /* PPRT_DNNL_GAP: GlobalAveragePool on our kernel, after a SiLU in its pass */
-    bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/cpu/bnorm.h) */
-    bool own_gnorm;     /* PPRT_DNNL_GNORM: pp.GroupNorm on our kernel (runtime/cpu/gnorm.h) */
+    bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/dnnl/kernels/bnorm.h) */
+    bool own_gnorm;     /* PPRT_DNNL_GNORM: pp.GroupNorm on our kernel (runtime/dnnl/kernels/gnorm.h) */
     int64_t gconv;      /* PPRT_DNNL_GCONV: convolutions of up to this many channels a group on our kernel (gconv.h; 0: none) */
-    bool rnn;           /* PPRT_DNNL_RNN: LSTM, GRU and RNN by matrix products (runtime/cpu/rnn_gemm.h) */
-    bool own_softmax;   /* PPRT_DNNL_SOFTMAX: Softmax over a middle axis on runtime/cpu/softmax.h */
-    bool own_reduce;    /* PPRT_DNNL_REDUCE: reductions on runtime/cpu/reduce.h */
-    bool pw;            /* PPRT_DNNL_PW: bf16 pointwise convolutions on runtime/cpu/pwconv.h where AMX is */
+    bool rnn;           /* PPRT_DNNL_RNN: LSTM, GRU and RNN by matrix products (runtime/dnnl/kernels/rnn_gemm.h) */
+    bool own_softmax;   /* PPRT_DNNL_SOFTMAX: Softmax over a middle axis on runtime/dnnl/kernels/softmax.h */
+    bool own_reduce;    /* PPRT_DNNL_REDUCE: reductions on runtime/dnnl/kernels/reduce.h */
+    bool pw;            /* PPRT_DNNL_PW: bf16 pointwise convolutions on runtime/dnnl/kernels/pwconv.h where AMX is */
     bool share_weights; /* PPRT_DNNL_SHARE_WEIGHTS: a stage's executors (replicas) share reordered weights */
 } pprt_dnnl_opts;
 
@@ -225,7 +225,7 @@ struct pprt_exec {
     bool bf16;                /* convolutions and matrix products in bf16 (pprt_exec_cfg) */
     int threads;              /* OpenMP threads last set in the stage thread */
     int build_threads;        /* threads of the primitives being created (0: unknown) */
-    bool own_silu;            /* SiLU on our kernel (runtime/cpu/silu.c), not absorbed by the node
+    bool own_silu;            /* SiLU on our kernel (runtime/dnnl/kernels/silu.c), not absorbed by the node
                                * before: f32 on AVX2 and AVX-512 CPUs, bf16 on AVX-512 ones
                                * (PPRT_DNNL_SILU=0: never) */
     pprt_dnnl_opts o;         /* the PPRT_DNNL_* settings */
@@ -382,7 +382,7 @@ pp_status dn_push_own(pprt_exec *x, step s, pp_err *err);
  * tensor `out` (DST) through dn_bind_output, with its reorder after it where
  * `out` is stored in another layout. */
 pp_status dn_push_own_io(pprt_exec *x, step s, int in, int out, pp_err *err);
-/* md as the layout of pprt's kernels that read any layout (runtime/cpu/layout.h):
+/* md as the layout of pprt's kernels that read any layout (runtime/dnnl/kernels/layout.h):
  * f32 or bf16 (the strides count elements; which types a kernel reads is
  * its builder's test); plain, channels last or blocked on channels only;
  * the spatial dims packed, innermost. */
@@ -393,7 +393,7 @@ bool dn_own_layout(const dnnl_memory_desc_t *md, pprt_layout *l);
  * the kernel now (dn_rollback frees it); where false the caller frees it. */
 pp_status dn_push_own_any(pprt_exec *x, step st, size_t bytes, int xi, const dnnl_memory_desc_t *src_md, int yi,
                           const dnnl_memory_desc_t *dst_md, bool *taken, pp_err *err);
-/* Whether node n (on no oneDNN primitive) runs on runtime/cpu/rnn_gemm.h rather than the reference kernel. */
+/* Whether node n (on no oneDNN primitive) runs on runtime/dnnl/kernels/rnn_gemm.h rather than the reference kernel. */
 bool dn_rnn_by_gemm(const pprt_exec *x, const pprt_node *n);
 /* Append a NaN pass f of ours reading src and writing dst (which may be the same memory). */
 pp_status dn_push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnnl_memory_t dst, pp_err *err);

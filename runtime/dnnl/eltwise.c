@@ -2,7 +2,7 @@
  * Gelu pp.SiLU Log Sqrt Abs Neg Clip HardSwish Softplus, and Pow by a
  * constant 2 (square). Relu and Clip with
  * constant bounds are a NaN-keeping clamp of ours (oneDNN's give 0 or a
- * bound for NaN); SiLU runs on our kernel (runtime/cpu/silu.c) where that
+ * bound for NaN); SiLU runs on our kernel (runtime/dnnl/kernels/silu.c) where that
  * wins (f32 on AVX2 and AVX-512 CPUs; PPRT_DNNL_SILU=0: never). */
 #include <float.h>
 #include <math.h>

@@ -81,10 +81,10 @@
 
 #include <dnnl_debug.h>
 
-#include "../cpu/headroom.h"
-#include "../cpu/isa.h"
-#include "../cpu/silu.h"
-#include "../cpu/rnn_gemm.h"
+#include "headroom.h"
+#include "../isa.h"
+#include "kernels/silu.h"
+#include "kernels/rnn_gemm.h"
 #include "../nodes.h"
 #include "dnnl_exec.h"
 

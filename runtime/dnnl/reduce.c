@@ -1,6 +1,6 @@
 /* reduce.c: ReduceSum, ReduceMean, ReduceL1, ReduceL2, ReduceSumSquare,
  * ReduceMax and ReduceMin of float tensors on pprt's own kernel
- * (runtime/cpu/reduce.h), where the reduced axes are one run of neighbours
+ * (runtime/dnnl/kernels/reduce.h), where the reduced axes are one run of neighbours
  * and the axes are constants; the others (ReduceProd, the logarithmic ones,
  * other element types) stay on the reference kernels. A reduction over the
  * spatial axes reads its input channels last or blocked on channels as it is

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../cpu/isa.h"
+#include "../isa.h"
 #include "dnnl_exec.h"
 
 void dn_counts(const pprt_exec *x, pprt_exec_counts *c) {

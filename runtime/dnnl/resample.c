@@ -4,13 +4,14 @@
  * axis has more than one output), no antialiasing, each axis's scale equal
  * to its output over its input extent (oneDNN maps coordinates with that
  * ratio), N and C kept. Nearest, every coordinate transform and rounding:
- * pprt's gather (runtime/cpu/nearest.h) with the reference kernel's index
+ * pprt's gather (runtime/dnnl/kernels/nearest.h) with the reference kernel's index
  * maps, so its elements. Source and destination are plain whatever the
  * neighbours' layouts, so the kernel, and so the bits, do not depend on
  * where a cut falls. Everything else runs on the reference kernel. */
 #include <math.h>
 
 #include "../../ir/shape_nn.h"
+#include "../cpu/ref.h" /* pprt_resize_nearest_map */
 #include "dnnl_exec.h"
 
 /* Nearest: each axis's index map (the reference kernel's), then a gather */

@@ -1,6 +1,6 @@
 /* softmax.c: Softmax and LogSoftmax over plain [outer, n, inner] views: on
  * oneDNN's softmax (accurate / log) with a NaN pass of ours after it where
- * the axis is the last (inner 1), on our own kernel (runtime/cpu/softmax.h)
+ * the axis is the last (inner 1), on our own kernel (runtime/dnnl/kernels/softmax.h)
  * where it is not. */
 #include "../../ir/shape_nn.h"
 #include "dnnl_exec.h"

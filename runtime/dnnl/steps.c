@@ -11,7 +11,7 @@
 
 #include <dnnl_debug.h>
 
-#include "../cpu/silu.h"
+#include "kernels/silu.h"
 #include "dnnl_exec.h"
 
 pp_status dn_fail(pp_err *err, const char *what, dnnl_status_t s) {

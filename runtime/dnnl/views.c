@@ -8,7 +8,7 @@
  * input in a oneDNN layout stays in it where the reshape allows
  * (build_view_laid). A Transpose that moves the last axis is a oneDNN
  * reorder, threaded; one that keeps it is whole rows copied by our kernel
- * (runtime/cpu/permute.h), threaded too (oneDNN's reorder of that view is
+ * (runtime/dnnl/kernels/permute.h), threaded too (oneDNN's reorder of that view is
  * slower still: cait_xxs24 at -b 8 ran at 5-7 samples/s with it, 10 on the
  * reference kernel).
  * PPRT_DNNL_VIEWS=0: always copy.
@@ -142,7 +142,7 @@ static bool channels_last(const pprt_exec *x, const pprt_node *n, const int64_t 
 }
 
 /* A Transpose that keeps the last axis: whole rows copied by our kernel
- * (runtime/cpu/permute.h) on the stage's threads. */
+ * (runtime/dnnl/kernels/permute.h) on the stage's threads. */
 static pp_status build_rows(pprt_exec *x, const pprt_node *n, const int64_t *perm, pp_err *err) {
     const pp_shape *s = &T(x, n->in[0])->shape;
     step st = {.kind = STEP_MAIN, .own = OWN_PERM};
@@ -310,7 +310,7 @@ static pp_status build_slice(pprt_exec *x, const pprt_node *n, pp_err *err) {
     return dn_push_post(x, &po, err);
 }
 
-/* Pad: pprt's row copies and fills (runtime/cpu/pad.h) on the stage's
+/* Pad: pprt's row copies and fills (runtime/dnnl/kernels/pad.h) on the stage's
  * threads; a computed value or pads: the reference kernel. */
 static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int in = n->in[0], out = n->out[0];
@@ -332,7 +332,7 @@ static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
 }
 
 /* Split: each output its window along the axis of every outer index of the
- * input, pprt's strided row copies (runtime/cpu/rowcopy.h) on the stage's
+ * input, pprt's strided row copies (runtime/dnnl/kernels/rowcopy.h) on the stage's
  * threads. The outputs' shapes (checked by ppcc) give the windows. */
 static pp_status build_split(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int in = n->in[0];
