@@ -26,6 +26,9 @@
 #include "../../ir/geom.h"
 #include "../isa.h"
 #include "dnnl_exec.h"
+#include "kernels/wino.h"
+#include "kernels/gconv.h"
+#include "kernels/pwconv.h"
 
 /* A convolution primitive descriptor: algorithm alg reading src, over the
  * weights, bias (NULL: none) and destination descriptors and g's geometry. */
@@ -62,6 +65,19 @@ static pp_status blk8_md(const int64_t *dims, dnnl_memory_desc_t *md, pp_err *er
  * where oneDNN has no Winograd kernel. Z (or -1) is the residual, read as it
  * is when stored as nChw8c, else reordered into a shared buffer first (as
  * the source is); the output never takes over Z's bytes. */
+/* A Winograd step: the kernel and the clamp after bias and residual. */
+typedef struct wino_step {
+    pprt_wino *wn;
+    float lo, hi;
+} wino_step;
+
+static void run_wino(void *ctx, void *const io[N_IO], int team) {
+    const wino_step *w = ctx;
+    pprt_wino_run(w->wn, io[IO_SRC], io[IO_DST], io[IO_OTHER], w->lo, w->hi, io[IO_SCRATCH], team);
+}
+
+static void drop_wino(void *ctx) { pprt_wino_free(((wino_step *)ctx)->wn); }
+
 static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int wi, int bi, int zi, int yi,
                             float lo, float hi, pp_err *err) {
     dnnl_memory_desc_t xmd, ymd, scmd;
@@ -79,8 +95,12 @@ static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int
              (r = dn_bind_output(x, yi, &ymd, &dm, &out, err)) == PP_OK &&
              (r = dn_slot_mem(x, &scmd, SLOT_SCRATCH, &scm, err)) == PP_OK && zi >= 0)
         r = dn_bind_input(x, zi, &ymd, SLOT_WEI, &zm, err); /* SLOT_WEI: the weights here are constant */
-    if (r == PP_OK) {
-        step s = {.kind = STEP_MAIN, .own = OWN_WINO, .wino = wn, .lo = lo, .hi = hi, .nargs = 3};
+    step s;
+    const wino_step ws = {wn, lo, hi};
+    if (r == PP_OK &&
+        (r = dn_own_step(x, run_wino, &ws, sizeof ws, drop_wino,
+                         pprt_wino_tile(wn) == 2 ? "pprt:wino_2x3:avx2" : "pprt:wino_4x3:avx2", &s, err)) == PP_OK) {
+        s.nargs = 3;
         s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
         s.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
         s.args[2] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scm};
@@ -112,6 +132,12 @@ static pp_status own_md(const int64_t *dims, int64_t vec, dnnl_data_type_t dt, d
  * the same in every layout and width), else channels last (blocked on 8
  * where 8 do not divide the channels), and writes the same kind of layout,
  * f32. A bf16 source (--precision bf16) is read as it is. */
+static void run_gconv(void *ctx, void *const io[N_IO], int team) {
+    pprt_gconv_run(ctx, io[IO_SRC], io[IO_DST], team);
+}
+
+static void drop_gconv(void *ctx) { pprt_gconv_free(ctx); }
+
 static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, int wi, int bi, int yi, float lo,
                              float hi, pp_err *err) {
     /* 8 lanes where 16 do not divide the channels: channels last then, as
@@ -135,9 +161,12 @@ static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, i
     pprt_gconv *gc;
     PP_TRY(pprt_gconv_create(gs, &li, &lo_, x->ptr[wi], bi >= 0 ? x->ptr[bi] : NULL, lo, hi, dt == dnnl_bf16, lanes,
                              &gc, err));
-    bool taken;
-    const pp_status r = dn_push_own_any(x, (step){.kind = STEP_MAIN, .own = OWN_GCONV, .gconv = gc},
-                                        pprt_gconv_bytes(gc), xi, &src, yi, &dst, &taken, err);
+    bool taken = false;
+    step st;
+    const int w = pprt_gconv_width(gc);
+    pp_status r = dn_own_step(x, run_gconv, gc, 0, drop_gconv,
+                              w == 16 ? "pprt:gconv:avx512" : w == 8 ? "pprt:gconv:avx2" : "pprt:gconv", &st, err);
+    if (r == PP_OK) r = dn_push_own_any(x, st, pprt_gconv_bytes(gc), xi, &src, yi, &dst, &taken, err);
     if (!taken) pprt_gconv_free(gc);
     else x->weight_bytes += pprt_gconv_bytes(gc);
     return r;
@@ -209,6 +238,12 @@ bool dn_pw_pre_scale(pprt_exec *x, const pprt_node *n, int xi, int si, const dnn
  * source, destination and residual (zi, or -1; the output takes over its
  * bytes where it dies here), the SiLU or Sigmoid it absorbed, if any, and
  * the Mul before it whose scaling it took over (x->pre), if any. */
+static void run_pw(void *ctx, void *const io[N_IO], int team) {
+    pprt_pw_run(ctx, io[IO_SRC], io[IO_DST], io[IO_SRC_2], io[IO_OTHER], team);
+}
+
+static void drop_pw(void *ctx) { pprt_pw_free(ctx); }
+
 static pp_status build_pw(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const dn_pre *pre = &x->pre[n - x->st->nodes];
     const int xi = pre->xi >= 0 ? pre->xi : n->in[0], wi = n->in[1], yi = final_out(x, n);
@@ -249,8 +284,14 @@ static pp_status build_pw(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (r == PP_OK && (r = dn_bind_input(x, xi, &xmd, SLOT_SRC, &sm, err)) == PP_OK &&
         (r = dn_bind_output(x, yi, &ymd, &dm, &out, err)) == PP_OK && zi >= 0)
         r = dn_bind_input(x, zi, &ymd, SLOT_WEI, &zm, err); /* SLOT_WEI: the weights are the kernel's own */
-    if (r == PP_OK) {
-        step s = {.kind = STEP_MAIN, .own = OWN_PW, .pw = pw, .nargs = 2};
+    step s;
+    const pprt_pw_act act = pprt_pw_act_of(pw);
+    if (r == PP_OK && (r = dn_own_step(x, run_pw, pw, 0, drop_pw,
+                                       act == PPRT_PW_SILU      ? "pprt:pw_silu:amx"
+                                       : act == PPRT_PW_SIGMOID ? "pprt:pw_sigmoid:amx"
+                                                                : "pprt:pw:amx",
+                                       &s, err)) == PP_OK) {
+        s.nargs = 2;
         s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
         s.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
         if (zm) s.args[s.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_1, zm};

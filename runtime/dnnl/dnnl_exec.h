@@ -22,20 +22,8 @@
 #include "../backend.h"
 #include "../kernels.h"
 #include "../nodes.h"
-#include "kernels/bnorm.h"
-#include "kernels/cscale.h"
-#include "kernels/gap.h"
-#include "kernels/gconv.h"
-#include "kernels/gnorm.h"
+#include "kernels/layout.h"
 #include "kernels/nanfix.h"
-#include "kernels/permute.h"
-#include "kernels/pad.h"
-#include "kernels/pwconv.h"
-#include "kernels/reduce.h"
-#include "kernels/rowcopy.h"
-#include "kernels/nearest.h"
-#include "kernels/softmax.h"
-#include "kernels/wino.h"
 
 /* a step's arguments: a Concat's inputs and its output (DenseNet-201's
  * widest takes 49 inputs) */
@@ -104,35 +92,22 @@ enum { GUARD_NONE, GUARD_FAST, GUARD_EXACT, GUARD_FAST_RUN, GUARD_EXACT_RUN };
  * scratchpad, and up to four residuals read as post-op operands (dn_append_fused) */
 enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, SLOT_OP0, N_SLOTS = SLOT_OP0 + 4 };
 
-/* Which of pprt's own kernels a step without a primitive runs: its member of step's union */
-typedef enum own_kind { OWN_NONE, OWN_WINO, OWN_SILU, OWN_SILU_BF16, OWN_BNORM, OWN_FIX, OWN_PERM, OWN_SOFTMAX, OWN_PAD,
-                        OWN_REDUCE, OWN_ROWS, OWN_NEAREST, OWN_GNORM, OWN_GCONV,
-                        OWN_CSCALE, OWN_GAP, OWN_PW } own_kind;
+/* The bytes a step of pprt's own kernels reads and writes, by the role of
+ * each of its args: DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD,
+ * DNNL_ARG_SRC_2, and any other (SRC_1: a residual or a scale; DST_1: a
+ * second output) as IO_OTHER. */
+enum { IO_SRC, IO_DST, IO_SCRATCH, IO_OTHER, IO_SRC_2, N_IO };
+/* A step of pprt's own kernels: its kernel over ctx (what the family that
+ * built the step made for it) and the bytes its args point at now, on the
+ * calling thread's OpenMP team of `team` threads. */
+typedef void dn_run_fn(void *ctx, void *const io[N_IO], int team);
 
 typedef struct step {
-    dnnl_primitive_t prim; /* NULL for a step of our own kernels: `own` says which */
-    own_kind own;
-    union { /* own's member; args SRC and DST unless said */
-        struct {
-            pprt_wino *wino; /* Winograd; args: SRC, DST, SCRATCHPAD, and SRC_1 (the residual) if any */
-            float lo, hi;    /* the clamp after bias and residual */
-        };
-        size_t silu;          /* SiLU over this many floats (OWN_SILU_BF16: bf16 values) */
-        pprt_bnorm *bnorm;    /* BatchNormalization */
-        pprt_gnorm *gnorm;    /* pp.GroupNorm */
-        pprt_gconv *gconv;    /* a convolution of few channels a group */
-        pprt_pw *pw;          /* a pointwise convolution on AMX; args SRC, DST, SRC_1 (the residual) if any */
-        pprt_nanfix fix;      /* a pass for NaN (nanfix.h) */
-        pprt_permute perm;    /* row copies of a Transpose that keeps the last axis */
-        pprt_softmax softmax; /* Softmax over a middle axis */
-        pprt_pad pad;         /* Pad */
-        pprt_reduce reduce;   /* a reduction */
-        pprt_rowcopy rows;    /* strided row copies (a Split's output, a Transpose's copy) */
-        pprt_nearest nearest; /* Resize by nearest neighbour */
-        pprt_cscale cscale;   /* a Mul by a per-sample, per-channel scale; args SRC, DST, SRC_1 (the scale) */
-        pprt_gap gap;         /* GlobalAveragePool: args SRC, DST (the means), SCRATCHPAD; after a SiLU
-                               * (gap.silu): SRC, DST (the SiLU's output), SCRATCHPAD, DST_1 (the means) */
-    };
+    dnnl_primitive_t prim;   /* a oneDNN primitive, or NULL: a step of pprt's own kernels, run */
+    dn_run_fn *run;          /* (dn_own_step) */
+    void *ctx;               /* what run reads (dn_own_step) */
+    void (*drop)(void *ctx); /* frees what ctx holds (a kernel's plan) with the step, or NULL */
+    const char *impl;        /* the kernel's name in PPRT_DNNL_VERBOSE=2's lines */
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int guard; /* GUARD_*: a guarded Relu or Clip's fast primitive, or a step of its exact path */
     int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */
@@ -376,7 +351,15 @@ void *dn_own_alloc(pprt_exec *x, size_t bytes);
 pp_status dn_push_pd(pprt_exec *x, dnnl_primitive_desc_t pd, int kind, const dnnl_exec_arg_t *args, int nargs,
                      pp_err *err);
 pp_status dn_push_reorder(pprt_exec *x, dnnl_memory_t src, dnnl_memory_t dst, int kind, pp_err *err);
-/* Append s, a step of our own kernels (its kind, kernel and args set). */
+/* *s: a step of pprt's own kernels (kind STEP_MAIN, no args yet) that runs
+ * `run` over ctx: over a copy of the `size` bytes at ctx, which the executor
+ * keeps as long as the step, or (size 0) over ctx itself, a kernel's plan.
+ * Once the step is pushed, drop (NULL: none) frees what ctx holds when the
+ * step goes (dn_rollback); until then that stays the caller's. impl names
+ * the kernel in PPRT_DNNL_VERBOSE=2's lines. */
+pp_status dn_own_step(pprt_exec *x, dn_run_fn *run, const void *ctx, size_t size, void (*drop)(void *),
+                      const char *impl, step *s, pp_err *err);
+/* Append s, a step of our own kernels (dn_own_step; its args set). */
 pp_status dn_push_own(pprt_exec *x, step s, pp_err *err);
 /* Push step s of our own kernels reading plain tensor `in` (SRC) and writing
  * tensor `out` (DST) through dn_bind_output, with its reorder after it where
@@ -387,8 +370,8 @@ pp_status dn_push_own_io(pprt_exec *x, step s, int in, int out, pp_err *err);
  * its builder's test); plain, channels last or blocked on channels only;
  * the spatial dims packed, innermost. */
 bool dn_own_layout(const dnnl_memory_desc_t *md, pprt_layout *l);
-/* Step st of pprt's kernels (its kernel made, in st's union, `bytes` of
- * it) from input xi read as src_md to output yi written as dst_md, then the
+/* Step st of pprt's kernels (dn_own_step; its kernel's plan `bytes`)
+ * from input xi read as src_md to output yi written as dst_md, then the
  * output's reorder if it is stored otherwise. *taken: the step list holds
  * the kernel now (dn_rollback frees it); where false the caller frees it. */
 pp_status dn_push_own_any(pprt_exec *x, step st, size_t bytes, int xi, const dnnl_memory_desc_t *src_md, int yi,
