@@ -742,7 +742,7 @@ static bool dnnl_has_bf16(void) {
     return has_bf16;
 }
 
-static const pprt_exec_ops exec_dnnl = {"cpu-dnnl", dnnl_create, dnnl_run, dnnl_destroy, dnnl_node_seconds,
+static const pprt_exec_ops exec_dnnl = {"dnnl", dnnl_create, dnnl_run, dnnl_destroy, dnnl_node_seconds,
                                         dn_counts};
 
 static void dnnl_describe(FILE *f) {

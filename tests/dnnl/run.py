@@ -189,7 +189,7 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
             # --stats-json carries the same counts, stage by stage
             st = json.load(open(stats))
             got = tuple(sum(x[k] for x in st["stages"]) for k in ("post_ops", "outputs_in_place", "views"))
-            if got != (post, inplace, nviews) or st["backend"] != "cpu-dnnl" or \
+            if got != (post, inplace, nviews) or st["backend"] != "dnnl" or \
                     any(x["own_kernels"] + x["reference_kernels"] != x["nodes"] for x in st["stages"]):
                 failures.append(f"{tag}: --stats-json counts {st['stages']} do not match the verbose report "
                                 f"(post-ops, in place, views) {(post, inplace, nviews)}")
