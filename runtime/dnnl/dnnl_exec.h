@@ -8,12 +8,17 @@
  *   postops.c   the nodes a primitive absorbs as post-ops
  *   arena.c     the activations' arena, by lifetime in each tensor's layout
  *   report.c    the counts (pprt --stats-json) and PPRT_DNNL_VERBOSE
- *   conv.c matmul.c pool.c norm.c softmax.c eltwise.c binary.c views.c
- *               one family of ops each: its build function and table row
+ *   options.c   the PPRT_DNNL_* settings; headroom.c: room for oneDNN's
+ *               allocations under ulimit -v; wshare.c: weights shared by replicas
+ *   conv.c matmul.c pool.c norm.c softmax.c eltwise.c binary.c views.c ...
+ *               one family of ops each: its build function and table row,
+ *               and the run functions of the steps of pprt's kernels it uses
  *   families.def  which family builds each op
+ *   kernels/    pprt's own AVX2/AVX-512/AMX kernels (plain C over bytes)
  *
- * A family's build function turns node n into steps (dn_push_pd and kin)
- * or declines it (PP_EUNSUP: the node runs on the reference kernels). */
+ * A family's build function turns node n into steps (dn_push_pd and kin,
+ * dn_own_step and dn_push_own for pprt's kernels) or declines it
+ * (PP_EUNSUP: the node runs on the reference kernels). */
 #ifndef PPRT_DNNL_EXEC_H
 #define PPRT_DNNL_EXEC_H
 
