@@ -66,7 +66,7 @@ typedef struct pp_pad {
     int64_t begin[PP_MAX_DIMS];
     pp_shape out;
     bool value_known;
-    int mode; /* 0 constant, 1 reflect, 2 edge, 3 wrap (runtime/cpu/pad.h's order) */
+    int mode; /* 0 constant, 1 reflect, 2 edge, 3 wrap (runtime/cpu/pad_src.h's order) */
     float value;
 } pp_pad;
 pp_status pp_pad_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_pad *p, pp_err *err);

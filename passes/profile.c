@@ -57,6 +57,12 @@ static pp_status read_profile(const char *path, cJSON **root, pp_err *err) {
     return s;
 }
 
+/* A device kind as pprt names it now: a profile written before the oneDNN
+ * backend had one name says "cpu-dnnl" where pprt now writes "dnnl". */
+static const char *device_kind(const char *d) {
+    return !strncmp(d, "cpu-dnnl", 8) && (d[8] == ' ' || d[8] == 0) ? d + 4 : d;
+}
+
 /* The header's fields: micro_batch (a count), the unit ("ms"; files without
  * one, written before it, are in ms too) and the device kind. */
 static pp_status profile_fields(const char *path, const cJSON *root, int64_t *batch, const char **device,
@@ -73,7 +79,7 @@ static pp_status profile_fields(const char *path, const cJSON *root, int64_t *ba
                        u->valuestring);
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "device");
     if (d && !cJSON_IsString(d)) return PP_FAIL(err, PP_EINVAL, "%s: the device is not a JSON string", path);
-    *device = d ? d->valuestring : "";
+    *device = d ? device_kind(d->valuestring) : "";
     return PP_OK;
 }
 

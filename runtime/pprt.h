@@ -233,7 +233,7 @@ int pprt_cpus_allowed(int *ids, int max);
 
 /* What a profile's times were measured on, into buf: the backend, its
  * precision, the intra-op threads per stage and the CPU's model name, e.g.
- * "cpu-dnnl f32, 1 thread per stage, AMD EPYC 9B45". ppcc --search treats
+ * "dnnl f32, 1 thread per stage, AMD EPYC 9B45". ppcc --search treats
  * profiles with the same text as one device kind. */
 void pprt_device_kind(const char *backend, pprt_precision precision, int threads, char *buf, size_t n);
 
@@ -271,7 +271,7 @@ typedef struct pprt_stats {
     size_t rss_loaded;
     int n_stages;
     pprt_stage_stats *stages; /* n_stages entries, caller frees */
-    const char *backend;      /* the executors' name (pprt_exec_ops.name: "cpu-dnnl"), "mixed" when the
+    const char *backend;      /* the executors' name (pprt_exec_ops.name: "dnnl"), "mixed" when the
                                * stages differ; static */
     int threads;              /* intra-op threads per stage (of the writing rank under mpirun) */
     pprt_precision precision; /* --precision */

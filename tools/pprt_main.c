@@ -12,7 +12,7 @@
 #include "../ir/json.h"
 #include "../runtime/backend.h"
 #include "../runtime/comm/comm.h"
-#include "../runtime/cpu/isa.h"
+#include "../runtime/isa.h"
 #include "../runtime/driver.h"
 #include "../runtime/io.h"
 #include "../runtime/pprt.h"

@@ -66,4 +66,13 @@ pp_status pprt_groupnorm_kernel(pp_op op, pprt_gn_affine how, pp_attrs attrs, co
  * half-open range [*lo, *hi), possibly empty. */
 void pprt_stride_range(int64_t n, int64_t limit, int64_t s, int64_t off, int64_t *lo, int64_t *hi);
 
+/* The input index of each output index along axis d of nearest Resize r
+ * (mode PP_RS_NEAREST) over an input extent `in`, as the reference kernel
+ * picks them: idx[r->out[d]] (o itself along an axis it leaves as it is).
+ * False where a position lies outside the input (tf_crop_and_resize's
+ * extrapolation value) or memory runs out (ref_nn.c; the oneDNN executor's
+ * gather, runtime/dnnl/kernels/nearest.h, takes its maps from it). */
+#include "../../ir/shape_nn.h"
+bool pprt_resize_nearest_map(const pp_resize *r, int d, int64_t in, int64_t *idx);
+
 #endif

@@ -12,7 +12,6 @@
  *   - Resize is separable: one 1-D pass per resized axis, each output
  *     coordinate a short list of (input index, weight) taps. */
 #include "ref.h"
-#include "nearest.h"
 #include "../../ir/op_fns.h"
 #include "../../ir/shape_nn.h"
 

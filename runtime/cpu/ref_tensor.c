@@ -16,7 +16,7 @@
 #include "ref.h"
 #include "../../ir/shape_nn.h"
 #include "bf16.h"
-#include "pad.h"
+#include "pad_src.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -809,7 +809,7 @@ static bool store_number(pp_dtype t, double v, byte *dst) {
 }
 
 /* out = x padded by begin[d] elements before axis d (negative: cut off) in
- * pad.h's mode, the constant `value` (esize bytes) where no input element
+ * pad_src.h's mode, the constant `value` (esize bytes) where no input element
  * falls; out's shape is the padded one. One output row at a time, each
  * element's source from a per-axis map (scratch). */
 static pp_status pad_rows(const char *op, const pprt_tensor *x, pprt_tensor *out, const int64_t *begin, int mode,

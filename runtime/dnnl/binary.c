@@ -2,6 +2,7 @@
  * operand broadcast (the first too where the op commutes). Not Max and Min:
  * oneDNN's give the other operand for a NaN in the first. */
 #include "dnnl_exec.h"
+#include "kernels/cscale.h"
 
 /* Shape s right-aligned to rank r (leading 1s). */
 void dn_align_dims(const pp_shape *s, int r, int64_t *d) {
@@ -40,6 +41,10 @@ bool dn_binary_alg(pp_op op, dnnl_alg_kind_t *alg, bool *commutes) {
 
 static bool full_operand(const pprt_exec *x, const pprt_node *n, int k) {
     return pp_shape_eq(&T(x, n->in[k])->shape, &T(x, n->out[0])->shape);
+}
+
+static void run_cscale(void *ctx, void *const io[N_IO], int team) {
+    pprt_cscale_run(ctx, io[IO_SRC], io[IO_DST], io[IO_OTHER], team);
 }
 
 /* A Mul of x (stored as m0) by s of dims ds (those of the output dy, right
@@ -86,7 +91,9 @@ static pp_status try_cscale(pprt_exec *x, const pprt_node *n, int xi, int si, co
     PP_TRY(dn_bind_output(x, yi, m0, &dm, &out, err));
     PP_TRY(dn_tensor_mem(x, xi, m0, &a0, err));
     PP_TRY(is_weight(x, si) ? dn_weight_mem(x, si, &sm, &sm, &a1, err) : dn_bind_view(x, si, &sm, &sm, SLOT_SRC, &a1, err));
-    step st = {.kind = STEP_MAIN, .own = OWN_CSCALE, .cscale = c, .nargs = 3};
+    step st;
+    PP_TRY(dn_own_step(x, run_cscale, &c, sizeof c, NULL, c.bf16 ? "pprt:cscale:bf16" : "pprt:cscale", &st, err));
+    st.nargs = 3;
     st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, a0};
     st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
     st.args[2] = (dnnl_exec_arg_t){DNNL_ARG_SRC_1, a1};

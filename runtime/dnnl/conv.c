@@ -24,8 +24,11 @@
 #include <string.h>
 
 #include "../../ir/geom.h"
-#include "../cpu/isa.h"
+#include "../isa.h"
 #include "dnnl_exec.h"
+#include "kernels/wino.h"
+#include "kernels/gconv.h"
+#include "kernels/pwconv.h"
 
 /* A convolution primitive descriptor: algorithm alg reading src, over the
  * weights, bias (NULL: none) and destination descriptors and g's geometry. */
@@ -62,6 +65,19 @@ static pp_status blk8_md(const int64_t *dims, dnnl_memory_desc_t *md, pp_err *er
  * where oneDNN has no Winograd kernel. Z (or -1) is the residual, read as it
  * is when stored as nChw8c, else reordered into a shared buffer first (as
  * the source is); the output never takes over Z's bytes. */
+/* A Winograd step: the kernel and the clamp after bias and residual. */
+typedef struct wino_step {
+    pprt_wino *wn;
+    float lo, hi;
+} wino_step;
+
+static void run_wino(void *ctx, void *const io[N_IO], int team) {
+    const wino_step *w = ctx;
+    pprt_wino_run(w->wn, io[IO_SRC], io[IO_DST], io[IO_OTHER], w->lo, w->hi, io[IO_SCRATCH], team);
+}
+
+static void drop_wino(void *ctx) { pprt_wino_free(((wino_step *)ctx)->wn); }
+
 static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int wi, int bi, int zi, int yi,
                             float lo, float hi, pp_err *err) {
     dnnl_memory_desc_t xmd, ymd, scmd;
@@ -79,8 +95,12 @@ static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int
              (r = dn_bind_output(x, yi, &ymd, &dm, &out, err)) == PP_OK &&
              (r = dn_slot_mem(x, &scmd, SLOT_SCRATCH, &scm, err)) == PP_OK && zi >= 0)
         r = dn_bind_input(x, zi, &ymd, SLOT_WEI, &zm, err); /* SLOT_WEI: the weights here are constant */
-    if (r == PP_OK) {
-        step s = {.kind = STEP_MAIN, .own = OWN_WINO, .wino = wn, .lo = lo, .hi = hi, .nargs = 3};
+    step s;
+    const wino_step ws = {wn, lo, hi};
+    if (r == PP_OK &&
+        (r = dn_own_step(x, run_wino, &ws, sizeof ws, drop_wino,
+                         pprt_wino_tile(wn) == 2 ? "pprt:wino_2x3:avx2" : "pprt:wino_4x3:avx2", &s, err)) == PP_OK) {
+        s.nargs = 3;
         s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
         s.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
         s.args[2] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scm};
@@ -112,6 +132,12 @@ static pp_status own_md(const int64_t *dims, int64_t vec, dnnl_data_type_t dt, d
  * the same in every layout and width), else channels last (blocked on 8
  * where 8 do not divide the channels), and writes the same kind of layout,
  * f32. A bf16 source (--precision bf16) is read as it is. */
+static void run_gconv(void *ctx, void *const io[N_IO], int team) {
+    pprt_gconv_run(ctx, io[IO_SRC], io[IO_DST], team);
+}
+
+static void drop_gconv(void *ctx) { pprt_gconv_free(ctx); }
+
 static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, int wi, int bi, int yi, float lo,
                              float hi, pp_err *err) {
     /* 8 lanes where 16 do not divide the channels: channels last then, as
@@ -135,9 +161,12 @@ static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, i
     pprt_gconv *gc;
     PP_TRY(pprt_gconv_create(gs, &li, &lo_, x->ptr[wi], bi >= 0 ? x->ptr[bi] : NULL, lo, hi, dt == dnnl_bf16, lanes,
                              &gc, err));
-    bool taken;
-    const pp_status r = dn_push_own_any(x, (step){.kind = STEP_MAIN, .own = OWN_GCONV, .gconv = gc},
-                                        pprt_gconv_bytes(gc), xi, &src, yi, &dst, &taken, err);
+    bool taken = false;
+    step st;
+    const int w = pprt_gconv_width(gc);
+    pp_status r = dn_own_step(x, run_gconv, gc, 0, drop_gconv,
+                              w == 16 ? "pprt:gconv:avx512" : w == 8 ? "pprt:gconv:avx2" : "pprt:gconv", &st, err);
+    if (r == PP_OK) r = dn_push_own_any(x, st, pprt_gconv_bytes(gc), xi, &src, yi, &dst, &taken, err);
     if (!taken) pprt_gconv_free(gc);
     else x->weight_bytes += pprt_gconv_bytes(gc);
     return r;
@@ -209,6 +238,12 @@ bool dn_pw_pre_scale(pprt_exec *x, const pprt_node *n, int xi, int si, const dnn
  * source, destination and residual (zi, or -1; the output takes over its
  * bytes where it dies here), the SiLU or Sigmoid it absorbed, if any, and
  * the Mul before it whose scaling it took over (x->pre), if any. */
+static void run_pw(void *ctx, void *const io[N_IO], int team) {
+    pprt_pw_run(ctx, io[IO_SRC], io[IO_DST], io[IO_SRC_2], io[IO_OTHER], team);
+}
+
+static void drop_pw(void *ctx) { pprt_pw_free(ctx); }
+
 static pp_status build_pw(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const dn_pre *pre = &x->pre[n - x->st->nodes];
     const int xi = pre->xi >= 0 ? pre->xi : n->in[0], wi = n->in[1], yi = final_out(x, n);
@@ -249,8 +284,14 @@ static pp_status build_pw(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (r == PP_OK && (r = dn_bind_input(x, xi, &xmd, SLOT_SRC, &sm, err)) == PP_OK &&
         (r = dn_bind_output(x, yi, &ymd, &dm, &out, err)) == PP_OK && zi >= 0)
         r = dn_bind_input(x, zi, &ymd, SLOT_WEI, &zm, err); /* SLOT_WEI: the weights are the kernel's own */
-    if (r == PP_OK) {
-        step s = {.kind = STEP_MAIN, .own = OWN_PW, .pw = pw, .nargs = 2};
+    step s;
+    const pprt_pw_act act = pprt_pw_act_of(pw);
+    if (r == PP_OK && (r = dn_own_step(x, run_pw, pw, 0, drop_pw,
+                                       act == PPRT_PW_SILU      ? "pprt:pw_silu:amx"
+                                       : act == PPRT_PW_SIGMOID ? "pprt:pw_sigmoid:amx"
+                                                                : "pprt:pw:amx",
+                                       &s, err)) == PP_OK) {
+        s.nargs = 2;
         s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
         s.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
         if (zm) s.args[s.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_1, zm};
@@ -548,57 +589,82 @@ static bool bare_is_wino(pprt_exec *x, const conv_cands *k, const conv_ops *ops)
     return wino;
 }
 
-static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
+/* A convolution node as build_conv reads it, and the descriptors of its
+ * tensors (whose layouts the primitive picks, or plain ones). */
+typedef struct conv_node {
+    int xi, wi, bi, zi, yi, nd;
+    const pp_shape *xs, *ws, *ys;
+    int64_t group, C, OC;
+    pp_geom g;
+    bool zsum;            /* the residual by a sum post-op (else by a binary add post-op reading z_md) */
+    dnnl_data_type_t cdt; /* of the source and weights: bf16 (--precision bf16) or f32 */
+    const char *act;      /* pp.FusedConv's activation: "", "Relu" or "Clip" */
+    float lo, hi;         /* its bounds */
+    bool wino_shape;      /* 3x3, stride 1, f32: a Winograd kernel's shape */
+    dnnl_memory_desc_t src_any, w_any, w_plain, b_md, dst_any, z_md;
+} conv_node;
+
+/* Node n's tensors, group and geometry (c), or why oneDNN does not take it
+ * (PP_EUNSUP). */
+static pp_status conv_read(pprt_exec *x, const pprt_node *n, conv_node *c, pp_err *err) {
     pp_attrs a = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
-    const int xi = n->in[0], wi = n->in[1], yi = final_out(x, n);
-    const int bi = has_in(n, 2) ? n->in[2] : -1, zi = has_in(n, 3) ? n->in[3] : -1;
-    const pp_shape *xs = &T(x, xi)->shape, *ws = &T(x, wi)->shape, *ys = &T(x, yi)->shape;
-    const int nd = xs->rank;
-    if (nd < 3 || nd > 5 || ws->rank != nd) return unsup(err, "rank");
+    c->xi = n->in[0], c->wi = n->in[1], c->yi = final_out(x, n);
+    c->bi = has_in(n, 2) ? n->in[2] : -1, c->zi = has_in(n, 3) ? n->in[3] : -1;
+    c->xs = &T(x, c->xi)->shape, c->ws = &T(x, c->wi)->shape, c->ys = &T(x, c->yi)->shape;
+    const int nd = c->nd = c->xs->rank;
+    if (nd < 3 || nd > 5 || c->ws->rank != nd) return unsup(err, "rank");
     /* the residual: added by a binary post-op reading Z, or copied into the
      * destination for a sum post-op */
-    const bool zsum = zi >= 0 && x->o.residual_sum;
-    dnnl_memory_desc_t z_md;
+    c->zsum = c->zi >= 0 && x->o.residual_sum;
     /* bf16: sources and weights in bf16; the output too where it stays
      * between oneDNN nodes (else f32, as the reference kernels read it) */
-    const dnnl_data_type_t cdt = x->bf16 ? dnnl_bf16 : dnnl_f32;
-    dnnl_memory_desc_t dst_any;
-    PP_TRY(dn_any_md(ys->dim, nd, x->flex[yi] ? cdt : dnnl_f32, &dst_any, err));
+    c->cdt = x->bf16 ? dnnl_bf16 : dnnl_f32;
+    PP_TRY(dn_any_md(c->ys->dim, nd, x->flex[c->yi] ? c->cdt : dnnl_f32, &c->dst_any, err));
 
-    if (zi >= 0 && !zsum) PP_TRY(dn_operand_md(x, zi, ys, &dst_any, &z_md, err));
-    int64_t group;
-    PP_TRY(pp_attr_int(a, "group", 1, &group, err));
-    const int64_t C = xs->dim[1], OC = ws->dim[0];
-    if (group < 1 || C % group || OC % group || ws->dim[1] * group != C) return unsup(err, "group");
-    pp_geom g;
-    PP_TRY(pp_geom_make(a, xs, &ws->dim[2], false, &g, err));
-    for (int i = 0; i < g.nsp; i++)
-        if (g.out[i] != ys->dim[2 + i]) return unsup(err, "geometry");
-    if (zi >= 0 && !pp_shape_eq(&T(x, zi)->shape, ys)) return unsup(err, "residual shape");
-    if (dn_pw_takes(x, n)) return build_pw(x, n, err);
-    const char *act = "";
-    float lo = -INFINITY, hi = INFINITY;
+    if (c->zi >= 0 && !c->zsum) PP_TRY(dn_operand_md(x, c->zi, c->ys, &c->dst_any, &c->z_md, err));
+    PP_TRY(pp_attr_int(a, "group", 1, &c->group, err));
+    const int64_t group = c->group, C = c->C = c->xs->dim[1], OC = c->OC = c->ws->dim[0];
+    if (group < 1 || C % group || OC % group || c->ws->dim[1] * group != C) return unsup(err, "group");
+    PP_TRY(pp_geom_make(a, c->xs, &c->ws->dim[2], false, &c->g, err));
+    for (int i = 0; i < c->g.nsp; i++)
+        if (c->g.out[i] != c->ys->dim[2 + i]) return unsup(err, "geometry");
+    if (c->zi >= 0 && !pp_shape_eq(&T(x, c->zi)->shape, c->ys)) return unsup(err, "residual shape");
+    return PP_OK;
+}
+
+/* pp.FusedConv's activation and its bounds (none for a Conv). */
+static pp_status conv_act(pprt_exec *x, const pprt_node *n, conv_node *c, pp_err *err) {
+    pp_attrs a = attrs_of(x, n);
+    c->act = "";
+    c->lo = -INFINITY, c->hi = INFINITY;
     if (n->op == PP_OP_FUSEDCONV) {
-        PP_TRY(pp_attr_string(a, "activation", "", &act, err));
-        PP_TRY(pp_attr_float(a, "clip_min", -INFINITY, &lo, err));
-        PP_TRY(pp_attr_float(a, "clip_max", INFINITY, &hi, err));
-        if (strcmp(act, "") && strcmp(act, "Relu") && strcmp(act, "Clip")) return unsup(err, "activation");
-        if (!strcmp(act, "Clip") && !(lo <= hi)) return unsup(err, "clip bounds");
+        PP_TRY(pp_attr_string(a, "activation", "", &c->act, err));
+        PP_TRY(pp_attr_float(a, "clip_min", -INFINITY, &c->lo, err));
+        PP_TRY(pp_attr_float(a, "clip_max", INFINITY, &c->hi, err));
+        if (strcmp(c->act, "") && strcmp(c->act, "Relu") && strcmp(c->act, "Clip")) return unsup(err, "activation");
+        if (!strcmp(c->act, "Clip") && !(c->lo <= c->hi)) return unsup(err, "clip bounds");
     }
+    return PP_OK;
+}
 
-    dnnl_memory_desc_t src_any, w_any, w_plain, b_md;
+/* The descriptors of the source, weights (grouped: [G, OC/G, C/G, ...]),
+ * bias and destination; channel blocks where PPRT_DNNL_CONV_BLOCKED chose
+ * them. */
+static pp_status conv_descs(pprt_exec *x, const pprt_node *n, conv_node *c, pp_err *err) {
+    const int nd = c->nd;
+    const pp_shape *xs = c->xs, *ws = c->ws, *ys = c->ys;
     int64_t wd[6];
     int wn = 0;
-    if (group > 1) wd[wn++] = group;
-    wd[wn++] = OC / group;
+    if (c->group > 1) wd[wn++] = c->group;
+    wd[wn++] = c->OC / c->group;
     wd[wn++] = ws->dim[1];
     for (int i = 2; i < nd; i++) wd[wn++] = ws->dim[i];
-    PP_TRY(dn_any_md(xs->dim, nd, cdt, &src_any, err));
-    PP_TRY(dn_any_md(wd, wn, cdt, &w_any, err));
-    PP_TRY(dn_plain_md(wd, wn, &w_plain, err));
-    PP_TRY(dn_plain_md(&OC, 1, &b_md, err));
-    if (x->o.conv_blocked && x->conv_blk[n - x->st->nodes] && cdt == dnnl_f32 && !x->bf16) {
+    PP_TRY(dn_any_md(xs->dim, nd, c->cdt, &c->src_any, err));
+    PP_TRY(dn_any_md(wd, wn, c->cdt, &c->w_any, err));
+    PP_TRY(dn_plain_md(wd, wn, &c->w_plain, err));
+    PP_TRY(dn_plain_md(&c->OC, 1, &c->b_md, err));
+    if (x->o.conv_blocked && x->conv_blk[n - x->st->nodes] && c->cdt == dnnl_f32 && !x->bf16) {
         /* in channel blocks where oneDNN has a JIT kernel for that: a 2-D convolution whose
          * channels fill the blocks (padded blocks send oneDNN's eltwise primitives to their
          * reference kernels), as dn_conv_blocked_nodes chose it over the whole plan's graph, the
@@ -606,90 +672,111 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
          * block, as a network's first convolution */
         const int64_t blk = conv_block();
         const dnnl_format_tag_t tag = blk == 16 ? dnnl_aBcd16b : dnnl_aBcd8b;
-        dnnl_memory_desc_t sb = src_any, db;
+        dnnl_memory_desc_t sb = c->src_any, db;
         dnnl_dims_t sd = {xs->dim[0], xs->dim[1], xs->dim[2], xs->dim[3]}, dd = {ys->dim[0], ys->dim[1], ys->dim[2],
                                                                                  ys->dim[3]};
         dnnl_primitive_desc_t probe = NULL;
-        if ((C < blk || dnnl_memory_desc_init_by_tag(&sb, 4, sd, dnnl_f32, tag) == dnnl_success) &&
+        if ((c->C < blk || dnnl_memory_desc_init_by_tag(&sb, 4, sd, dnnl_f32, tag) == dnnl_success) &&
             dnnl_memory_desc_init_by_tag(&db, 4, dd, dnnl_f32, tag) == dnnl_success &&
-            conv_pd(&probe, dnnl_convolution_direct, &sb, &w_any, NULL, &db, &g, NULL, x->eng) == dnnl_success &&
+            conv_pd(&probe, dnnl_convolution_direct, &sb, &c->w_any, NULL, &db, &c->g, NULL, x->eng) ==
+                dnnl_success &&
             !slow_kernel(probe))
-            src_any = sb, dst_any = db;
+            c->src_any = sb, c->dst_any = db;
         if (probe) dnnl_primitive_desc_destroy(probe);
     }
-    const dnnl_memory_desc_t *bias = bi >= 0 ? &b_md : NULL;
-    const bool wino_shape = x->o.wino && !x->bf16 && nd == 4 && group == 1 && ws->dim[2] == 3 && ws->dim[3] == 3 &&
-                            g.stride[0] == 1 && g.stride[1] == 1 && g.dil[0] == 1 && g.dil[1] == 1;
+    return PP_OK;
+}
+
+/* The node on one of pprt's convolution kernels where it takes them: *done
+ * then, and the build's status returned. */
+static pp_status conv_own(pprt_exec *x, conv_node *c, bool *done, pp_err *err) {
+    const pp_shape *xs = c->xs, *ws = c->ws, *ys = c->ys;
+    const pp_geom *g = &c->g;
+    const int64_t C = c->C, group = c->group;
+    const int xi = c->xi, wi = c->wi, bi = c->bi, yi = c->yi;
+    const float lo = !strcmp(c->act, "Relu") ? 0.0f : c->lo;
+    *done = false;
+    c->wino_shape = x->o.wino && !x->bf16 && c->nd == 4 && group == 1 && ws->dim[2] == 3 && ws->dim[3] == 3 &&
+                    g->stride[0] == 1 && g->stride[1] == 1 && g->dil[0] == 1 && g->dil[1] == 1;
     /* our own Winograd kernel where oneDNN has none (below AVX-512), for a
      * node absorbing nothing, with constant weights and bias. The choice
      * depends on the node alone (never on its neighbours' layouts), so
      * outputs do not depend on where the stages are cut. */
-    const pprt_wino_shape wsh = {xs->dim[0], C, OC, xs->dim[2], xs->dim[3], ys->dim[2], ys->dim[3],
-                                 g.pad0[0],  g.pad0[1], x->o.wino_tile};
-    if (wino_shape && x->n_fused == 0 && is_weight(x, wi) && (bi < 0 || is_weight(x, bi)) && pprt_wino_cpu() &&
+    const pprt_wino_shape wsh = {xs->dim[0], C, c->OC, xs->dim[2], xs->dim[3], ys->dim[2], ys->dim[3],
+                                 g->pad0[0], g->pad0[1], x->o.wino_tile};
+    if (c->wino_shape && x->n_fused == 0 && is_weight(x, wi) && (bi < 0 || is_weight(x, bi)) && pprt_wino_cpu() &&
         pprt_wino_fits(&wsh)) {
         dnnl_primitive_desc_t theirs = NULL;
-        conv_pd(&theirs, dnnl_convolution_winograd, &src_any, &w_any, bias, &dst_any, &g, NULL, x->eng);
+        conv_pd(&theirs, dnnl_convolution_winograd, &c->src_any, &c->w_any, bi >= 0 ? &c->b_md : NULL, &c->dst_any,
+                g, NULL, x->eng);
         if (theirs) dnnl_primitive_desc_destroy(theirs);
-        else return build_wino(x, &wsh, xi, wi, bi, zi, yi, !strcmp(act, "Relu") ? 0.0f : lo, hi, err);
+        else {
+            *done = true;
+            return build_wino(x, &wsh, xi, wi, bi, c->zi, yi, lo, c->hi, err);
+        }
     }
     /* few channels a group (2 a group: oneDNN's im2col gemm, 5x slower):
      * our kernel, which takes no post-ops (the node is built again without
      * them); the choice depends on the node alone */
-    if (x->o.gconv && nd == 4 && group > 1 && OC == C && C / group <= x->o.gconv && zi < 0 &&
+    if (x->o.gconv && c->nd == 4 && group > 1 && c->OC == C && C / group <= x->o.gconv && c->zi < 0 &&
         is_weight(x, wi) && (bi < 0 || is_weight(x, bi)) && pprt_gconv_cpu()) {
         const pprt_gconv_shape gs = {xs->dim[0], C,          C / group,   xs->dim[2],  xs->dim[3],
-                                     ys->dim[2], ys->dim[3], ws->dim[2],  ws->dim[3],  g.stride[0],
-                                     g.stride[1], g.dil[0],  g.dil[1],    g.pad0[0],   g.pad0[1]};
+                                     ys->dim[2], ys->dim[3], ws->dim[2],  ws->dim[3],  g->stride[0],
+                                     g->stride[1], g->dil[0], g->dil[1],  g->pad0[0],  g->pad0[1]};
         if (pprt_gconv_fits(&gs)) {
+            *done = true;
             if (x->n_fused) return unsup(err, "pprt's grouped convolution kernel absorbs no nodes after it");
-            return build_gconv(x, &gs, xi, wi, bi, yi, !strcmp(act, "Relu") ? 0.0f : lo, hi, err);
+            return build_gconv(x, &gs, xi, wi, bi, yi, lo, c->hi, err);
         }
     }
-    /* Relu: oneDNN's relu gives 0 for NaN, so a pass of ours clamps after
-     * the primitive (nanfix.h); only when nodes after it are absorbed too,
-     * the NaN-keeping post-ops of dn_append_relu (slower: an exp per element,
-     * which its Winograd kernels do not take). Clip: oneDNN's gives a bound
-     * for NaN, so always such a pass, and nothing absorbed after it. */
-    const bool relu = !strcmp(act, "Relu"), relu_pass = relu && !x->n_fused && !x->o.relu_max;
-    const bool clamp = !strcmp(act, "Clip") || relu_pass;
-    if (relu_pass) lo = 0, hi = INFINITY;
-    if (clamp && (x->n_fused || lo > 0 || hi < 0)) return unsup(err, "Clip with post-ops or a bound beyond 0");
-    const conv_ops ops = {zsum, zi, &z_md, relu && !relu_pass, &dst_any, false, 0, 0};
-    const conv_cands cands = {wino_shape, xi, &src_any, &w_any, bias, &dst_any, &g};
-    dnnl_exec_arg_t args[MAX_ARGS];
-    int na = 0;
-    pp_status r = PP_OK;
-    dnnl_memory_t zm;
+    return PP_OK;
+}
+
+/* The convolution's primitive descriptor with its post-ops (their operands'
+ * memories to args), or why not: where its post-ops cost it oneDNN's JIT or
+ * Winograd kernel, the node absorbs nothing (build_all builds it again). */
+static pp_status conv_pick(pprt_exec *x, const conv_cands *cands, const conv_ops *ops, dnnl_exec_arg_t *args,
+                           int *na, dnnl_primitive_desc_t *out, pp_err *err) {
     dnnl_primitive_desc_t pd = NULL;
     dnnl_memory_desc_t dst_own;
     const dnnl_memory_desc_t *whole_as = NULL;
+    *na = 0;
     if (x->n_fused) {
         /* the probe: the destination it picks without the residuals among
          * the absorbed nodes' operands (postops.c) */
-        PP_TRY(conv_choose(x, &cands, &ops, NULL, NULL, &na, &pd, err));
+        PP_TRY(conv_choose(x, cands, ops, NULL, NULL, na, &pd, err));
         dst_own = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
         dnnl_primitive_desc_destroy(pd);
         pd = NULL;
         if (x->n_whole) whole_as = &dst_own;
-        na = 0;
+        *na = 0;
     }
-    PP_TRY(conv_choose(x, &cands, &ops, whole_as, args, &na, &pd, err));
-    if (!dn_whole_operands_fit(x, pd)) {
+    PP_TRY(conv_choose(x, cands, ops, whole_as, args, na, &pd, err));
+    const char *why = NULL;
+    if (!dn_whole_operands_fit(x, pd)) why = "a binary post-op operand in another layout than the output";
+    else if (x->n_fused && slow_kernel(pd) && !bare_is_slow(x, cands, ops))
+        why = "its post-ops leave oneDNN only a gemm or reference kernel, which it has not without them";
+    else if (x->n_fused && cands->wino_shape && !is_wino(pd) && bare_is_wino(x, cands, ops))
+        why = "its post-ops take oneDNN's Winograd kernel away";
+    if (why) {
         dnnl_primitive_desc_destroy(pd);
-        return unsup(err, "a binary post-op operand in another layout than the output");
+        return unsup(err, why);
     }
-    if (x->n_fused && slow_kernel(pd) && !bare_is_slow(x, &cands, &ops)) {
-        dnnl_primitive_desc_destroy(pd);
-        return unsup(err, "its post-ops leave oneDNN only a gemm or reference kernel, which it has not without them");
-    }
-    if (x->n_fused && wino_shape && !is_wino(pd) && bare_is_wino(x, &cands, &ops)) {
-        dnnl_primitive_desc_destroy(pd);
-        return unsup(err, "its post-ops take oneDNN's Winograd kernel away");
-    }
+    *out = pd;
+    return PP_OK;
+}
 
-    dnnl_primitive_desc_t fast = clamp ? guard_fast(x, &cands, &ops, pd, lo, hi) : NULL;
-    dnnl_memory_t sm, wm, bm = NULL, dm;
+/* The steps of convolution c on primitive pd (its post-ops' operands in
+ * args[0, na)): the residual copied into the destination where it is summed
+ * and not in place, the guard's fast primitive (fast, or NULL), the
+ * primitive, the NaN-keeping clamp pass (clamp: to [lo, hi]) and the
+ * output's reorder. pd and fast are taken either way. */
+static pp_status conv_push(pprt_exec *x, const pprt_node *n, const conv_node *c, dnnl_primitive_desc_t pd,
+                           dnnl_primitive_desc_t fast, bool clamp, float lo, float hi, dnnl_exec_arg_t *args, int na,
+                           pp_err *err) {
+    const int xi = c->xi, wi = c->wi, bi = c->bi, zi = c->zi, yi = c->yi;
+    pp_status r = PP_OK;
+    dnnl_memory_t zm, sm, wm, bm = NULL, dm;
     post out;
     const dnnl_memory_desc_t *src_md = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -698,7 +785,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * the primitive writes its output (an arena activation both), the output
      * takes over Z's bytes and Z is not copied */
     bool in_place = false;
-    if (zsum && zi != xi && zi != wi && zi != bi) {
+    if (c->zsum && zi != xi && zi != wi && zi != bi) {
         dnnl_memory_desc_t zl;
         if ((r = dn_tensor_layout(x, zi, &zl, err)) != PP_OK ||
             (r = dn_write_in_place(x, n, zi, &zl, yi, dst_md, err)) != PP_OK)
@@ -706,14 +793,14 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
         in_place = x->alias[yi] == zi;
     }
     /* a constant W is reordered once; a computed one every run */
-    if (is_weight(x, wi)) r = dn_weight_mem(x, wi, &w_plain, w_md, &wm, err);
+    if (is_weight(x, wi)) r = dn_weight_mem(x, wi, &c->w_plain, w_md, &wm, err);
     else if (x->blocked[wi]) r = PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, wi)->name);
-    else r = dn_bind_view(x, wi, &w_plain, w_md, SLOT_WEI, &wm, err);
+    else r = dn_bind_view(x, wi, &c->w_plain, w_md, SLOT_WEI, &wm, err);
     if (r != PP_OK) goto fail;
-    if (bi >= 0 && (r = dn_plain_view(x, bi, &b_md, &bm, err)) != PP_OK) goto fail;
+    if (bi >= 0 && (r = dn_plain_view(x, bi, &c->b_md, &bm, err)) != PP_OK) goto fail;
     if ((r = dn_bind_output(x, yi, dst_md, &dm, &out, err)) != PP_OK) goto fail;
     if ((r = dn_bind_input(x, xi, src_md, SLOT_SRC, &sm, err)) != PP_OK) goto fail;
-    if (zsum && !in_place) {
+    if (c->zsum && !in_place) {
         /* the sum post-op accumulates into the destination: copy Z there first */
         dnnl_memory_desc_t zl;
         if ((r = dn_tensor_layout(x, zi, &zl, err)) != PP_OK || (r = dn_tensor_mem(x, zi, &zl, &zm, err)) != PP_OK ||
@@ -744,6 +831,35 @@ fail:
     if (fast) dnnl_primitive_desc_destroy(fast);
     dnnl_primitive_desc_destroy(pd);
     return r;
+}
+
+static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    conv_node c;
+    PP_TRY(conv_read(x, n, &c, err));
+    if (dn_pw_takes(x, n)) return build_pw(x, n, err);
+    PP_TRY(conv_act(x, n, &c, err));
+    PP_TRY(conv_descs(x, n, &c, err));
+    bool done;
+    const pp_status own = conv_own(x, &c, &done, err);
+    if (done) return own;
+    /* Relu: oneDNN's relu gives 0 for NaN, so a pass of ours clamps after
+     * the primitive (nanfix.h); only when nodes after it are absorbed too,
+     * the NaN-keeping post-ops of dn_append_relu (slower: an exp per element,
+     * which its Winograd kernels do not take). Clip: oneDNN's gives a bound
+     * for NaN, so always such a pass, and nothing absorbed after it. */
+    float lo = c.lo, hi = c.hi;
+    const bool relu = !strcmp(c.act, "Relu"), relu_pass = relu && !x->n_fused && !x->o.relu_max;
+    const bool clamp = !strcmp(c.act, "Clip") || relu_pass;
+    if (relu_pass) lo = 0, hi = INFINITY;
+    if (clamp && (x->n_fused || lo > 0 || hi < 0)) return unsup(err, "Clip with post-ops or a bound beyond 0");
+    const conv_ops ops = {c.zsum, c.zi, &c.z_md, relu && !relu_pass, &c.dst_any, false, 0, 0};
+    const conv_cands cands = {c.wino_shape, c.xi, &c.src_any, &c.w_any, c.bi >= 0 ? &c.b_md : NULL, &c.dst_any, &c.g};
+    dnnl_exec_arg_t args[MAX_ARGS];
+    int na;
+    dnnl_primitive_desc_t pd = NULL;
+    PP_TRY(conv_pick(x, &cands, &ops, args, &na, &pd, err));
+    dnnl_primitive_desc_t fast = clamp ? guard_fast(x, &cands, &ops, pd, lo, hi) : NULL;
+    return conv_push(x, n, &c, pd, fast, clamp, lo, hi, args, na, err);
 }
 
 /* input 0 (the source) and 3 (the residual) in any layout */

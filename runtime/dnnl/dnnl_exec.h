@@ -8,12 +8,17 @@
  *   postops.c   the nodes a primitive absorbs as post-ops
  *   arena.c     the activations' arena, by lifetime in each tensor's layout
  *   report.c    the counts (pprt --stats-json) and PPRT_DNNL_VERBOSE
- *   conv.c matmul.c pool.c norm.c softmax.c eltwise.c binary.c views.c
- *               one family of ops each: its build function and table row
+ *   options.c   the PPRT_DNNL_* settings; headroom.c: room for oneDNN's
+ *               allocations under ulimit -v; wshare.c: weights shared by replicas
+ *   conv.c matmul.c pool.c norm.c softmax.c eltwise.c binary.c views.c ...
+ *               one family of ops each: its build function and table row,
+ *               and the run functions of the steps of pprt's kernels it uses
  *   families.def  which family builds each op
+ *   kernels/    pprt's own AVX2/AVX-512/AMX kernels (plain C over bytes)
  *
- * A family's build function turns node n into steps (dn_push_pd and kin)
- * or declines it (PP_EUNSUP: the node runs on the reference kernels). */
+ * A family's build function turns node n into steps (dn_push_pd and kin,
+ * dn_own_step and dn_push_own for pprt's kernels) or declines it
+ * (PP_EUNSUP: the node runs on the reference kernels). */
 #ifndef PPRT_DNNL_EXEC_H
 #define PPRT_DNNL_EXEC_H
 
@@ -22,20 +27,8 @@
 #include "../backend.h"
 #include "../kernels.h"
 #include "../nodes.h"
-#include "../cpu/bnorm.h"
-#include "../cpu/cscale.h"
-#include "../cpu/gap.h"
-#include "../cpu/gconv.h"
-#include "../cpu/gnorm.h"
-#include "../cpu/nanfix.h"
-#include "../cpu/permute.h"
-#include "../cpu/pad.h"
-#include "../cpu/pwconv.h"
-#include "../cpu/reduce.h"
-#include "../cpu/rowcopy.h"
-#include "../cpu/nearest.h"
-#include "../cpu/softmax.h"
-#include "../cpu/wino.h"
+#include "kernels/layout.h"
+#include "kernels/nanfix.h"
 
 /* a step's arguments: a Concat's inputs and its output (DenseNet-201's
  * widest takes 49 inputs) */
@@ -75,13 +68,13 @@ typedef struct pprt_dnnl_opts {
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
     bool cscale;        /* PPRT_DNNL_CSCALE: a Mul by a per-channel scale on our kernel */
     bool gap;           /* PPRT_DNNL_GAP: GlobalAveragePool on our kernel, after a SiLU in its pass */
-    bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/cpu/bnorm.h) */
-    bool own_gnorm;     /* PPRT_DNNL_GNORM: pp.GroupNorm on our kernel (runtime/cpu/gnorm.h) */
+    bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/dnnl/kernels/bnorm.h) */
+    bool own_gnorm;     /* PPRT_DNNL_GNORM: pp.GroupNorm on our kernel (runtime/dnnl/kernels/gnorm.h) */
     int64_t gconv;      /* PPRT_DNNL_GCONV: convolutions of up to this many channels a group on our kernel (gconv.h; 0: none) */
-    bool rnn;           /* PPRT_DNNL_RNN: LSTM, GRU and RNN by matrix products (runtime/cpu/rnn_gemm.h) */
-    bool own_softmax;   /* PPRT_DNNL_SOFTMAX: Softmax over a middle axis on runtime/cpu/softmax.h */
-    bool own_reduce;    /* PPRT_DNNL_REDUCE: reductions on runtime/cpu/reduce.h */
-    bool pw;            /* PPRT_DNNL_PW: bf16 pointwise convolutions on runtime/cpu/pwconv.h where AMX is */
+    bool rnn;           /* PPRT_DNNL_RNN: LSTM, GRU and RNN by matrix products (runtime/dnnl/kernels/rnn_gemm.h) */
+    bool own_softmax;   /* PPRT_DNNL_SOFTMAX: Softmax over a middle axis on runtime/dnnl/kernels/softmax.h */
+    bool own_reduce;    /* PPRT_DNNL_REDUCE: reductions on runtime/dnnl/kernels/reduce.h */
+    bool pw;            /* PPRT_DNNL_PW: bf16 pointwise convolutions on runtime/dnnl/kernels/pwconv.h where AMX is */
     bool share_weights; /* PPRT_DNNL_SHARE_WEIGHTS: a stage's executors (replicas) share reordered weights */
 } pprt_dnnl_opts;
 
@@ -104,35 +97,22 @@ enum { GUARD_NONE, GUARD_FAST, GUARD_EXACT, GUARD_FAST_RUN, GUARD_EXACT_RUN };
  * scratchpad, and up to four residuals read as post-op operands (dn_append_fused) */
 enum { SLOT_SRC, SLOT_DST, SLOT_WEI, SLOT_SCRATCH, SLOT_OP0, N_SLOTS = SLOT_OP0 + 4 };
 
-/* Which of pprt's own kernels a step without a primitive runs: its member of step's union */
-typedef enum own_kind { OWN_NONE, OWN_WINO, OWN_SILU, OWN_SILU_BF16, OWN_BNORM, OWN_FIX, OWN_PERM, OWN_SOFTMAX, OWN_PAD,
-                        OWN_REDUCE, OWN_ROWS, OWN_NEAREST, OWN_GNORM, OWN_GCONV,
-                        OWN_CSCALE, OWN_GAP, OWN_PW } own_kind;
+/* The bytes a step of pprt's own kernels reads and writes, by the role of
+ * each of its args: DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD,
+ * DNNL_ARG_SRC_2, and any other (SRC_1: a residual or a scale; DST_1: a
+ * second output) as IO_OTHER. */
+enum { IO_SRC, IO_DST, IO_SCRATCH, IO_OTHER, IO_SRC_2, N_IO };
+/* A step of pprt's own kernels: its kernel over ctx (what the family that
+ * built the step made for it) and the bytes its args point at now, on the
+ * calling thread's OpenMP team of `team` threads. */
+typedef void dn_run_fn(void *ctx, void *const io[N_IO], int team);
 
 typedef struct step {
-    dnnl_primitive_t prim; /* NULL for a step of our own kernels: `own` says which */
-    own_kind own;
-    union { /* own's member; args SRC and DST unless said */
-        struct {
-            pprt_wino *wino; /* Winograd; args: SRC, DST, SCRATCHPAD, and SRC_1 (the residual) if any */
-            float lo, hi;    /* the clamp after bias and residual */
-        };
-        size_t silu;          /* SiLU over this many floats (OWN_SILU_BF16: bf16 values) */
-        pprt_bnorm *bnorm;    /* BatchNormalization */
-        pprt_gnorm *gnorm;    /* pp.GroupNorm */
-        pprt_gconv *gconv;    /* a convolution of few channels a group */
-        pprt_pw *pw;          /* a pointwise convolution on AMX; args SRC, DST, SRC_1 (the residual) if any */
-        pprt_nanfix fix;      /* a pass for NaN (nanfix.h) */
-        pprt_permute perm;    /* row copies of a Transpose that keeps the last axis */
-        pprt_softmax softmax; /* Softmax over a middle axis */
-        pprt_pad pad;         /* Pad */
-        pprt_reduce reduce;   /* a reduction */
-        pprt_rowcopy rows;    /* strided row copies (a Split's output, a Transpose's copy) */
-        pprt_nearest nearest; /* Resize by nearest neighbour */
-        pprt_cscale cscale;   /* a Mul by a per-sample, per-channel scale; args SRC, DST, SRC_1 (the scale) */
-        pprt_gap gap;         /* GlobalAveragePool: args SRC, DST (the means), SCRATCHPAD; after a SiLU
-                               * (gap.silu): SRC, DST (the SiLU's output), SCRATCHPAD, DST_1 (the means) */
-    };
+    dnnl_primitive_t prim;   /* a oneDNN primitive, or NULL: a step of pprt's own kernels, run */
+    dn_run_fn *run;          /* (dn_own_step) */
+    void *ctx;               /* what run reads (dn_own_step) */
+    void (*drop)(void *ctx); /* frees what ctx holds (a kernel's plan) with the step, or NULL */
+    const char *impl;        /* the kernel's name in PPRT_DNNL_VERBOSE=2's lines */
     int kind; /* STEP_*: the main primitive, an activation layout change, a residual copy */
     int guard; /* GUARD_*: a guarded Relu or Clip's fast primitive, or a step of its exact path */
     int threads; /* OpenMP threads it was created for and runs with (0: as the stage) */
@@ -225,7 +205,7 @@ struct pprt_exec {
     bool bf16;                /* convolutions and matrix products in bf16 (pprt_exec_cfg) */
     int threads;              /* OpenMP threads last set in the stage thread */
     int build_threads;        /* threads of the primitives being created (0: unknown) */
-    bool own_silu;            /* SiLU on our kernel (runtime/cpu/silu.c), not absorbed by the node
+    bool own_silu;            /* SiLU on our kernel (runtime/dnnl/kernels/silu.c), not absorbed by the node
                                * before: f32 on AVX2 and AVX-512 CPUs, bf16 on AVX-512 ones
                                * (PPRT_DNNL_SILU=0: never) */
     pprt_dnnl_opts o;         /* the PPRT_DNNL_* settings */
@@ -376,24 +356,32 @@ void *dn_own_alloc(pprt_exec *x, size_t bytes);
 pp_status dn_push_pd(pprt_exec *x, dnnl_primitive_desc_t pd, int kind, const dnnl_exec_arg_t *args, int nargs,
                      pp_err *err);
 pp_status dn_push_reorder(pprt_exec *x, dnnl_memory_t src, dnnl_memory_t dst, int kind, pp_err *err);
-/* Append s, a step of our own kernels (its kind, kernel and args set). */
+/* *s: a step of pprt's own kernels (kind STEP_MAIN, no args yet) that runs
+ * `run` over ctx: over a copy of the `size` bytes at ctx, which the executor
+ * keeps as long as the step, or (size 0) over ctx itself, a kernel's plan.
+ * Once the step is pushed, drop (NULL: none) frees what ctx holds when the
+ * step goes (dn_rollback); until then that stays the caller's. impl names
+ * the kernel in PPRT_DNNL_VERBOSE=2's lines. */
+pp_status dn_own_step(pprt_exec *x, dn_run_fn *run, const void *ctx, size_t size, void (*drop)(void *),
+                      const char *impl, step *s, pp_err *err);
+/* Append s, a step of our own kernels (dn_own_step; its args set). */
 pp_status dn_push_own(pprt_exec *x, step s, pp_err *err);
 /* Push step s of our own kernels reading plain tensor `in` (SRC) and writing
  * tensor `out` (DST) through dn_bind_output, with its reorder after it where
  * `out` is stored in another layout. */
 pp_status dn_push_own_io(pprt_exec *x, step s, int in, int out, pp_err *err);
-/* md as the layout of pprt's kernels that read any layout (runtime/cpu/layout.h):
+/* md as the layout of pprt's kernels that read any layout (runtime/dnnl/kernels/layout.h):
  * f32 or bf16 (the strides count elements; which types a kernel reads is
  * its builder's test); plain, channels last or blocked on channels only;
  * the spatial dims packed, innermost. */
 bool dn_own_layout(const dnnl_memory_desc_t *md, pprt_layout *l);
-/* Step st of pprt's kernels (its kernel made, in st's union, `bytes` of
- * it) from input xi read as src_md to output yi written as dst_md, then the
+/* Step st of pprt's kernels (dn_own_step; its kernel's plan `bytes`)
+ * from input xi read as src_md to output yi written as dst_md, then the
  * output's reorder if it is stored otherwise. *taken: the step list holds
  * the kernel now (dn_rollback frees it); where false the caller frees it. */
 pp_status dn_push_own_any(pprt_exec *x, step st, size_t bytes, int xi, const dnnl_memory_desc_t *src_md, int yi,
                           const dnnl_memory_desc_t *dst_md, bool *taken, pp_err *err);
-/* Whether node n (on no oneDNN primitive) runs on runtime/cpu/rnn_gemm.h rather than the reference kernel. */
+/* Whether node n (on no oneDNN primitive) runs on runtime/dnnl/kernels/rnn_gemm.h rather than the reference kernel. */
 bool dn_rnn_by_gemm(const pprt_exec *x, const pprt_node *n);
 /* Append a NaN pass f of ours reading src and writing dst (which may be the same memory). */
 pp_status dn_push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnnl_memory_t dst, pp_err *err);

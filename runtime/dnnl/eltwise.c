@@ -2,13 +2,15 @@
  * Gelu pp.SiLU Log Sqrt Abs Neg Clip HardSwish Softplus, and Pow by a
  * constant 2 (square). Relu and Clip with
  * constant bounds are a NaN-keeping clamp of ours (oneDNN's give 0 or a
- * bound for NaN); SiLU runs on our kernel (runtime/cpu/silu.c) where that
+ * bound for NaN); SiLU runs on our kernel (runtime/dnnl/kernels/silu.c) where that
  * wins (f32 on AVX2 and AVX-512 CPUs; PPRT_DNNL_SILU=0: never). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
+#include "../isa.h"
 #include "dnnl_exec.h"
+#include "kernels/silu.h"
 
 /* Whether node n clamps (Relu, Clip with constant
  * bounds; ONNX's default bounds are the float range): then it runs as a
@@ -92,6 +94,15 @@ static int pooled_after(const pprt_exec *x, const pprt_node *n) {
     return -1;
 }
 
+/* SiLU over every value of a layout (ctx: their count) */
+static void run_silu(void *ctx, void *const io[N_IO], int team) {
+    pprt_silu(io[IO_SRC], io[IO_DST], *(const size_t *)ctx, team);
+}
+
+static void run_silu_bf16(void *ctx, void *const io[N_IO], int team) {
+    pprt_silu_bf16(io[IO_SRC], io[IO_DST], *(const size_t *)ctx, team);
+}
+
 static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_need_f32_nonempty(x, n, err));
     dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
@@ -131,10 +142,9 @@ static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
         dnnl_memory_desc_equal(&src, dst_md)) {
         /* our kernel over every value of the layout (a blocked one's
          * padding included: silu(0) = 0 keeps it zero) */
-        step st = {.kind = STEP_MAIN, .nargs = 2, .own = silu16 ? OWN_SILU_BF16 : OWN_SILU,
-                   .silu = dnnl_memory_desc_get_size(&src) / (silu16 ? 2 : sizeof(float))};
+        const size_t count = dnnl_memory_desc_get_size(&src) / (silu16 ? 2 : sizeof(float));
         dnnl_primitive_desc_destroy(pd);
-        if (!st.silu) return unsup(err, "empty");
+        if (!count) return unsup(err, "empty");
         /* a GlobalAveragePool of the output later in the stage: in this pass (gap.h) */
         const int gi = pooled_after(x, n);
         if (gi >= 0) {
@@ -147,6 +157,12 @@ static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
                 return PP_OK;
             }
         }
+        step st;
+        PP_TRY(silu16 ? dn_own_step(x, run_silu_bf16, &count, sizeof count, NULL, "pprt:silu:avx512_bf16", &st, err)
+                      : dn_own_step(x, run_silu, &count, sizeof count, NULL,
+                                    pprt_cpu_isa() >= PPRT_ISA_AVX512 ? "pprt:silu:avx512" : "pprt:silu:avx2", &st,
+                                    err));
+        st.nargs = 2;
         st.args[0] = args[0], st.args[1] = args[1];
         PP_TRY(dn_push_own(x, st, err));
         return dn_push_post(x, &out, err);

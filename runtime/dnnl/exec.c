@@ -81,10 +81,11 @@
 
 #include <dnnl_debug.h>
 
-#include "../cpu/headroom.h"
-#include "../cpu/isa.h"
-#include "../cpu/silu.h"
-#include "../cpu/rnn_gemm.h"
+#include "headroom.h"
+#include "../isa.h"
+#include "kernels/pwconv.h"
+#include "kernels/rnn_gemm.h"
+#include "kernels/silu.h"
 #include "../nodes.h"
 #include "dnnl_exec.h"
 
@@ -189,11 +190,7 @@ mark dn_mark_now(const pprt_exec *x) {
 void dn_rollback(pprt_exec *x, mark m) {
     for (int i = m.steps; i < x->n_steps; i++) {
         if (x->steps[i].prim) dnnl_primitive_destroy(x->steps[i].prim);
-        if (x->steps[i].own == OWN_WINO) pprt_wino_free(x->steps[i].wino);
-        if (x->steps[i].own == OWN_BNORM) pprt_bnorm_free(x->steps[i].bnorm);
-        if (x->steps[i].own == OWN_GNORM) pprt_gnorm_free(x->steps[i].gnorm);
-        if (x->steps[i].own == OWN_GCONV) pprt_gconv_free(x->steps[i].gconv);
-        if (x->steps[i].own == OWN_PW) pprt_pw_free(x->steps[i].pw);
+        if (x->steps[i].drop) x->steps[i].drop(x->steps[i].ctx);
     }
     for (int i = m.mems; i < x->n_mems; i++) dnnl_memory_destroy(x->mems[i]);
     for (int i = m.owned; i < x->n_owned; i++) free(x->owned[i]);
@@ -745,7 +742,7 @@ static bool dnnl_has_bf16(void) {
     return has_bf16;
 }
 
-static const pprt_exec_ops exec_dnnl = {"cpu-dnnl", dnnl_create, dnnl_run, dnnl_destroy, dnnl_node_seconds,
+static const pprt_exec_ops exec_dnnl = {"dnnl", dnnl_create, dnnl_run, dnnl_destroy, dnnl_node_seconds,
                                         dn_counts};
 
 static void dnnl_describe(FILE *f) {

@@ -4,6 +4,8 @@
 
 #include "../../ir/op_fns.h"
 #include "dnnl_exec.h"
+#include "kernels/bnorm.h"
+#include "kernels/gnorm.h"
 
 /* ctx: the epsilon (a float) */
 static pp_status bn_pd(pprt_exec *x, const dnnl_memory_desc_t *src, void *ctx, dnnl_primitive_desc_t *pd,
@@ -26,6 +28,10 @@ static bool bn_jit(const_dnnl_primitive_desc_t pd) {
  * (bnorm.h; PPRT_DNNL_BNORM=0: oneDNN's), with a Relu of ppcc's chain after
  * it in the same pass (oneDNN's batch normalization takes no post-ops);
  * oneDNN's where ours cannot read the layout (bf16, other blockings). */
+static void run_bnorm(void *ctx, void *const io[N_IO], int team) { pprt_bnorm_run(ctx, io[IO_SRC], io[IO_DST], team); }
+
+static void drop_bnorm(void *ctx) { pprt_bnorm_free(ctx); }
+
 static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pp_attrs a = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
@@ -52,9 +58,11 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
         pprt_bnorm *bn;
         PP_TRY(pprt_bnorm_create(&bl, x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]], x->ptr[n->in[4]], eps,
                                  x->n_fused == 1, &bn, err));
-        bool taken;
-        const pp_status r = dn_push_own_any(x, (step){.kind = STEP_MAIN, .own = OWN_BNORM, .bnorm = bn},
-                                          pprt_bnorm_bytes(bn), xi, &cur, yi, &cur, &taken, err);
+        bool taken = false;
+        step st;
+        pp_status r = dn_own_step(x, run_bnorm, bn, 0, drop_bnorm, pprt_bnorm_relu(bn) ? "pprt:bnorm_relu" : "pprt:bnorm",
+                                  &st, err);
+        if (r == PP_OK) r = dn_push_own_any(x, st, pprt_bnorm_bytes(bn), xi, &cur, yi, &cur, &taken, err);
         if (!taken) pprt_bnorm_free(bn);
         return r;
     }
@@ -234,6 +242,10 @@ static pp_status build_gn(pprt_exec *x, const pprt_node *n, pp_err *err) {
  * or SiLU of ppcc's chain after it runs in its last pass, on the output
  * while it is in the cache (the bits of its own step). With
  * PPRT_DNNL_GNORM=0, as GroupNormalization above (plain, other bits). */
+static void run_gnorm(void *ctx, void *const io[N_IO], int team) { pprt_gnorm_run(ctx, io[IO_SRC], io[IO_DST], team); }
+
+static void drop_gnorm(void *ctx) { pprt_gnorm_free(ctx); }
+
 static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (!x->o.own_gnorm) return build_gn(x, n, err);
     pp_attrs a = attrs_of(x, n);
@@ -265,9 +277,14 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     else if (x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_SILU && x->own_silu) act = PPRT_GN_ACT_SILU;
     else if (x->n_fused) return unsup(err, "post-ops other than one Relu or SiLU after pprt's kernel");
     PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], act, src.data_type == dnnl_bf16, &gn, err));
-    bool taken;
-    const pp_status r = dn_push_own_any(x, (step){.kind = STEP_MAIN, .own = OWN_GNORM, .gnorm = gn},
-                                      pprt_gnorm_bytes(gn), xi, &src, yi, &dst, &taken, err);
+    bool taken = false;
+    step st;
+    pp_status r = dn_own_step(x, run_gnorm, gn, 0, drop_gnorm,
+                              pprt_gnorm_act(gn) == PPRT_GN_ACT_RELU   ? "pprt:gnorm_relu"
+                              : pprt_gnorm_act(gn) == PPRT_GN_ACT_SILU ? "pprt:gnorm_silu"
+                                                        : "pprt:gnorm",
+                              &st, err);
+    if (r == PP_OK) r = dn_push_own_any(x, st, pprt_gnorm_bytes(gn), xi, &src, yi, &dst, &taken, err);
     if (!taken) pprt_gnorm_free(gn);
     return r;
 }

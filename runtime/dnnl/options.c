@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cpu/isa.h"
+#include "../isa.h"
 #include "dnnl_exec.h"
 
 typedef enum {
@@ -74,7 +74,7 @@ static const opt opts[] = {
      "a tensor the stage sends and also reads stays in the arena in its layout, copied into the message once"},
     {"PPRT_DNNL_PW", OPT_FLAG, F(pw), "1", NULL, 0, 0,
      "--precision bf16: 1x1 convolutions with a SiLU or Sigmoid after them, a residual, or a Mul before them, "
-     "channels last, on pprt's AMX kernel where the CPU has AMX (runtime/cpu/pwconv.h)"},
+     "channels last, on pprt's AMX kernel where the CPU has AMX (runtime/dnnl/kernels/pwconv.h)"},
     {"PPRT_DNNL_SHARE_WEIGHTS", OPT_FLAG, F(share_weights), "1", NULL, 0, 0,
      "the executors of one stage in this process (--replicas) share its reordered weights: one copy, made by the "
      "first to need it; 0: each its own"},

@@ -6,6 +6,7 @@
 
 #include "../../ir/geom.h"
 #include "dnnl_exec.h"
+#include "kernels/gap.h"
 
 /* md as nanfix.h's layout: plain, or blocked on channels (dim 1) only. */
 static bool fix_layout(const dnnl_memory_desc_t *md, pprt_nanfix_layout *l) {
@@ -34,6 +35,12 @@ static pp_status pool_pd(pprt_exec *x, const dnnl_memory_desc_t *src, void *ctx,
     return dn_plain_pd(x, &d, "pooling", pd, err);
 }
 
+/* the means (IO_DST), or after a SiLU its output (IO_DST) and the means (IO_OTHER) */
+static void run_gap(void *ctx, void *const io[N_IO], int team) {
+    const pprt_gap *g = ctx;
+    pprt_gap_run(g, io[IO_SRC], io[IO_DST], g->silu ? io[IO_OTHER] : io[IO_DST], io[IO_SCRATCH], team);
+}
+
 /* (dnnl_exec.h) */
 pp_status dn_push_gap(pprt_exec *x, const pprt_node *g, const dnnl_memory_desc_t *src, const pprt_node *silu,
                       dnnl_memory_t silu_src, dnnl_memory_t silu_dst, bool *done, pp_err *err) {
@@ -60,7 +67,8 @@ pp_status dn_push_gap(pprt_exec *x, const pprt_node *g, const dnnl_memory_desc_t
     post out;
     PP_TRY(dn_new_mem(x, &scm, buf, &scr, err));
     PP_TRY(dn_bind_output(x, yi, &om, &mm, &out, err));
-    step st = {.kind = STEP_MAIN, .own = OWN_GAP, .gap = k};
+    step st;
+    PP_TRY(dn_own_step(x, run_gap, &k, sizeof k, NULL, k.silu ? "pprt:silu_gap" : "pprt:gap", &st, err));
     if (silu) {
         st.nargs = 4;
         st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, silu_src};

@@ -1,6 +1,6 @@
 /* reduce.c: ReduceSum, ReduceMean, ReduceL1, ReduceL2, ReduceSumSquare,
  * ReduceMax and ReduceMin of float tensors on pprt's own kernel
- * (runtime/cpu/reduce.h), where the reduced axes are one run of neighbours
+ * (runtime/dnnl/kernels/reduce.h), where the reduced axes are one run of neighbours
  * and the axes are constants; the others (ReduceProd, the logarithmic ones,
  * other element types) stay on the reference kernels. A reduction over the
  * spatial axes reads its input channels last or blocked on channels as it is
@@ -10,6 +10,7 @@
  * 56 x 56); any other reads a plain f32 copy. */
 #include "../../ir/shape_nn.h"
 #include "dnnl_exec.h"
+#include "kernels/reduce.h"
 
 static int kind_of(pp_op op) {
     switch (op) {
@@ -24,6 +25,10 @@ static int kind_of(pp_op op) {
     }
 }
 
+static void run_reduce(void *ctx, void *const io[N_IO], int team) {
+    pprt_reduce_run(ctx, io[IO_SRC], io[IO_DST], team);
+}
+
 static pp_status build_reduce(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int in = n->in[0], out = n->out[0];
     if (!x->o.own_reduce) return unsup(err, "PPRT_DNNL_REDUCE=0");
@@ -36,10 +41,10 @@ static pp_status build_reduce(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (pp_reduce_parse(n->op, attrs_of(x, n), &xt, n->n_in > 1 ? &at : NULL, &r, err) != PP_OK)
         return unsup(err, "not constant axes");
     const pp_shape *s = &T(x, in)->shape;
-    step st = {.kind = STEP_MAIN, .own = OWN_REDUCE};
-    if (!pprt_reduce_plan(s->dim, s->rank, r.mask, kind_of(n->op), &st.reduce))
+    pprt_reduce k;
+    if (!pprt_reduce_plan(s->dim, s->rank, r.mask, kind_of(n->op), &k))
         return unsup(err, "the reduced axes are not neighbours, or it is empty");
-    if (st.reduce.outer * st.reduce.inner != numel_of(&T(x, out)->shape)) return unsup(err, "the output's size");
+    if (k.outer * k.inner != numel_of(&T(x, out)->shape)) return unsup(err, "the output's size");
     /* the input as stored where its channels are vectors (whole ones) the spatial axes run inside
      * and the reduction is over those axes (the same bits as from its plain copy), else plain */
     dnnl_memory_desc_t src, dst;
@@ -48,8 +53,10 @@ static pp_status build_reduce(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pprt_layout l;
     if (x->blocked[in] && dn_own_layout(&x->lay[in], &l) && l.vec > 1 && l.stride_n == l.C * l.S &&
         (l.vec == l.C || l.stride_c == l.S * l.vec) &&
-        pprt_reduce_channels(&st.reduce, l.N, l.C, l.vec, x->lay[in].data_type == dnnl_bf16))
+        pprt_reduce_channels(&k, l.N, l.C, l.vec, x->lay[in].data_type == dnnl_bf16))
         src = x->lay[in];
+    step st;
+    PP_TRY(dn_own_step(x, run_reduce, &k, sizeof k, NULL, "pprt:reduce", &st, err));
     bool taken;
     return dn_push_own_any(x, st, 0, in, &src, out, &dst, &taken, err);
 }

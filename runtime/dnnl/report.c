@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../cpu/isa.h"
 #include "dnnl_exec.h"
 
 void dn_counts(const pprt_exec *x, pprt_exec_counts *c) {
@@ -68,39 +67,7 @@ void dn_report(const pprt_exec *x) {
         for (int k = 0; k < x->nsteps[ni]; k++) {
             const step *s = &x->steps[x->first[ni] + k];
             const_dnnl_primitive_desc_t pd;
-            static const char *fixes[] = {"?", "pprt:clamp", "pprt:nan_rows", "pprt:maxpool_nan"};
-            const char *impl = "?";
-            switch (s->own) {
-            case OWN_SILU: impl = pprt_cpu_isa() >= PPRT_ISA_AVX512 ? "pprt:silu:avx512" : "pprt:silu:avx2"; break;
-            case OWN_SILU_BF16: impl = "pprt:silu:avx512_bf16"; break;
-            case OWN_PERM: impl = "pprt:permute_rows"; break;
-            case OWN_SOFTMAX: impl = "pprt:softmax_cols"; break;
-            case OWN_PAD: impl = "pprt:pad"; break;
-            case OWN_REDUCE: impl = "pprt:reduce"; break;
-            case OWN_ROWS: impl = "pprt:rowcopy"; break;
-            case OWN_NEAREST: impl = "pprt:nearest"; break;
-            case OWN_GAP: impl = s->gap.silu ? "pprt:silu_gap" : "pprt:gap"; break;
-            case OWN_CSCALE: impl = s->cscale.bf16 ? "pprt:cscale:bf16" : "pprt:cscale"; break;
-            case OWN_GNORM:
-                impl = pprt_gnorm_act(s->gnorm) == PPRT_GN_ACT_RELU   ? "pprt:gnorm_relu"
-                       : pprt_gnorm_act(s->gnorm) == PPRT_GN_ACT_SILU ? "pprt:gnorm_silu"
-                                                                       : "pprt:gnorm";
-                break;
-            case OWN_GCONV:
-                impl = pprt_gconv_width(s->gconv) == 16  ? "pprt:gconv:avx512"
-                       : pprt_gconv_width(s->gconv) == 8 ? "pprt:gconv:avx2"
-                                                         : "pprt:gconv";
-                break;
-            case OWN_PW:
-                impl = pprt_pw_act_of(s->pw) == PPRT_PW_SILU      ? "pprt:pw_silu:amx"
-                       : pprt_pw_act_of(s->pw) == PPRT_PW_SIGMOID ? "pprt:pw_sigmoid:amx"
-                                                                  : "pprt:pw:amx";
-                break;
-            case OWN_BNORM: impl = pprt_bnorm_relu(s->bnorm) ? "pprt:bnorm_relu" : "pprt:bnorm"; break;
-            case OWN_FIX: impl = s->fix.kind > 0 && s->fix.kind < 4 ? fixes[s->fix.kind] : "?"; break;
-            case OWN_WINO: impl = pprt_wino_tile(s->wino) == 2 ? "pprt:wino_2x3:avx2" : "pprt:wino_4x3:avx2"; break;
-            case OWN_NONE: break;
-            }
+            const char *impl = s->impl ? s->impl : "?";
             if (s->prim && dnnl_primitive_get_primitive_desc(s->prim, &pd) == dnnl_success)
                 dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
             fprintf(stderr, " %s%s", s->kind == STEP_REORDER ? "reorder:" : s->kind == STEP_COPY ? "copy:" : "",

@@ -4,29 +4,36 @@
  * axis has more than one output), no antialiasing, each axis's scale equal
  * to its output over its input extent (oneDNN maps coordinates with that
  * ratio), N and C kept. Nearest, every coordinate transform and rounding:
- * pprt's gather (runtime/cpu/nearest.h) with the reference kernel's index
+ * pprt's gather (runtime/dnnl/kernels/nearest.h) with the reference kernel's index
  * maps, so its elements. Source and destination are plain whatever the
  * neighbours' layouts, so the kernel, and so the bits, do not depend on
  * where a cut falls. Everything else runs on the reference kernel. */
 #include <math.h>
 
 #include "../../ir/shape_nn.h"
+#include "../cpu/ref.h" /* pprt_resize_nearest_map */
 #include "dnnl_exec.h"
+#include "kernels/nearest.h"
+
+static void run_nearest(void *ctx, void *const io[N_IO], int team) {
+    pprt_nearest_run(ctx, io[IO_SRC], io[IO_DST], team);
+}
 
 /* Nearest: each axis's index map (the reference kernel's), then a gather */
 static pp_status build_nearest(pprt_exec *x, const pprt_node *n, const pp_resize *r, pp_err *err) {
     const int xi = n->in[0], yi = n->out[0];
     const pp_shape *xs = &T(x, xi)->shape, *ys = &T(x, yi)->shape;
     if (xs->rank < 1 || xs->rank > PPRT_NEAREST_RANK || numel_of(xs) == 0) return unsup(err, "rank, or empty");
-    step st = {.kind = STEP_MAIN, .own = OWN_NEAREST};
-    st.nearest.rank = xs->rank;
+    pprt_nearest k = {.rank = xs->rank};
     for (int d = 0; d < xs->rank; d++) {
         if (r->out[d] != ys->dim[d]) return unsup(err, "output shape");
         int64_t *map = dn_own_alloc(x, (size_t)r->out[d] * sizeof *map);
         if (!map) return PP_FAIL(err, PP_ENOMEM, "out of memory for a Resize's index map");
         if (!pprt_resize_nearest_map(r, d, xs->dim[d], map)) return unsup(err, "a position outside the input");
-        st.nearest.in[d] = xs->dim[d], st.nearest.out[d] = ys->dim[d], st.nearest.map[d] = map;
+        k.in[d] = xs->dim[d], k.out[d] = ys->dim[d], k.map[d] = map;
     }
+    step st;
+    PP_TRY(dn_own_step(x, run_nearest, &k, sizeof k, NULL, "pprt:nearest", &st, err));
     return dn_push_own_io(x, st, xi, yi, err);
 }
 

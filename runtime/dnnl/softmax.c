@@ -1,18 +1,25 @@
 /* softmax.c: Softmax and LogSoftmax over plain [outer, n, inner] views: on
  * oneDNN's softmax (accurate / log) with a NaN pass of ours after it where
- * the axis is the last (inner 1), on our own kernel (runtime/cpu/softmax.h)
+ * the axis is the last (inner 1), on our own kernel (runtime/dnnl/kernels/softmax.h)
  * where it is not. */
 #include "../../ir/shape_nn.h"
 #include "dnnl_exec.h"
+#include "kernels/softmax.h"
+
+static void run_cols(void *ctx, void *const io[N_IO], int team) {
+    pprt_softmax_run(ctx, io[IO_SRC], io[IO_DST], team);
+}
 
 /* over a middle axis: our kernel, which keeps NaN as the reference does */
 static pp_status build_cols(pprt_exec *x, const pprt_node *n, const dnnl_memory_desc_t *md, const int64_t *dims,
                             pp_err *err) {
-    step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_SOFTMAX};
-    st.softmax = (pprt_softmax){.outer = dims[0], .n = dims[1], .inner = dims[2], .log = n->op == PP_OP_LOGSOFTMAX};
+    const pprt_softmax k = {.outer = dims[0], .n = dims[1], .inner = dims[2], .log = n->op == PP_OP_LOGSOFTMAX};
     dnnl_memory_t sm, dm;
     PP_TRY(dn_plain_view(x, n->in[0], md, &sm, err));
     PP_TRY(dn_tensor_mem(x, n->out[0], md, &dm, err));
+    step st;
+    PP_TRY(dn_own_step(x, run_cols, &k, sizeof k, NULL, "pprt:softmax_cols", &st, err));
+    st.nargs = 2;
     st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
     st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
     return dn_push_own(x, st, err);

@@ -11,7 +11,6 @@
 
 #include <dnnl_debug.h>
 
-#include "../cpu/silu.h"
 #include "dnnl_exec.h"
 
 pp_status dn_fail(pp_err *err, const char *what, dnnl_status_t s) {
@@ -120,13 +119,19 @@ pp_status dn_slot_mem(pprt_exec *x, const dnnl_memory_desc_t *md, int slot, dnnl
     return PP_OK;
 }
 
-void *dn_own_alloc(pprt_exec *x, size_t bytes) {
+/* A zeroed, 64-aligned buffer the executor owns, not counted among its buffers (owned_bytes). */
+static void *owned_alloc(pprt_exec *x, size_t bytes) {
     void *b = NULL;
     if (!GROW(x->owned, x->cap_owned, x->n_owned + 1)) return NULL;
     if (posix_memalign(&b, 64, bytes ? bytes : 64) != 0) return NULL;
     memset(b, 0, bytes);
     x->owned[x->n_owned++] = b;
-    x->owned_bytes += bytes;
+    return b;
+}
+
+void *dn_own_alloc(pprt_exec *x, size_t bytes) {
+    void *b = owned_alloc(x, bytes);
+    if (b) x->owned_bytes += bytes;
     return b;
 }
 
@@ -402,8 +407,21 @@ pp_status dn_write_in_place(pprt_exec *x, const pprt_node *n, int xi, const dnnl
 
 /* ---- steps of our own kernels ------------------------------------------------------------ */
 
+pp_status dn_own_step(pprt_exec *x, dn_run_fn *run, const void *ctx, size_t size, void (*drop)(void *),
+                      const char *impl, step *s, pp_err *err) {
+    *s = (step){.kind = STEP_MAIN, .run = run, .drop = drop, .impl = impl};
+    if (size == 0) {
+        s->ctx = (void *)ctx;
+        return PP_OK;
+    }
+    /* the executor's (dn_rollback frees it with the steps after a mark) */
+    if (!(s->ctx = owned_alloc(x, size))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    memcpy(s->ctx, ctx, size);
+    return PP_OK;
+}
+
 pp_status dn_push_own(pprt_exec *x, step s, pp_err *err) {
-    if (s.prim || s.own == OWN_NONE) return PP_FAIL(err, PP_ERUNTIME, "internal: a step of pprt's kernels names none");
+    if (s.prim || !s.run) return PP_FAIL(err, PP_ERUNTIME, "internal: a step of pprt's kernels names none");
     if (!GROW(x->steps, x->cap_steps, x->n_steps + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     s.threads = x->build_threads;
     x->steps[x->n_steps++] = s;
@@ -463,8 +481,15 @@ pp_status dn_push_own_any(pprt_exec *x, step st, size_t bytes, int xi, const dnn
     return dn_push_post(x, &out, err);
 }
 
+static void run_fix(void *ctx, void *const io[N_IO], int team) {
+    pprt_nanfix_run(ctx, io[IO_SRC], io[IO_DST], team);
+}
+
 pp_status dn_push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnnl_memory_t dst, pp_err *err) {
-    step s = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_FIX, .fix = *f};
+    static const char *names[] = {"?", "pprt:clamp", "pprt:nan_rows", "pprt:maxpool_nan"};
+    step s;
+    PP_TRY(dn_own_step(x, run_fix, f, sizeof *f, NULL, f->kind > 0 && f->kind < 4 ? names[f->kind] : "?", &s, err));
+    s.nargs = 2;
     s.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, src};
     s.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dst};
     return dn_push_own(x, s, err);
@@ -483,37 +508,18 @@ pprt_nanfix dn_clamp_fix(const dnnl_memory_desc_t *md, float lo, float hi) {
 /* A step of our own kernels, on the bytes its memories point at now and on
  * the calling thread's OpenMP team (set for the step by the run loop). */
 static dnnl_status_t run_own(const step *s) {
-    void *p[5] = {NULL, NULL, NULL, NULL, NULL}; /* source, destination, scratch, residual, scale */
+    void *io[N_IO] = {NULL, NULL, NULL, NULL, NULL};
     for (int i = 0; i < s->nargs; i++) {
         const int a = s->args[i].arg;
-        const int k = a == DNNL_ARG_SRC          ? 0
-                      : a == DNNL_ARG_DST        ? 1
-                      : a == DNNL_ARG_SCRATCHPAD ? 2
-                      : a == DNNL_ARG_SRC_2      ? 4
-                                                 : 3;
-        dnnl_status_t ds = dnnl_memory_get_data_handle(s->args[i].memory, &p[k]);
+        const int k = a == DNNL_ARG_SRC          ? IO_SRC
+                      : a == DNNL_ARG_DST        ? IO_DST
+                      : a == DNNL_ARG_SCRATCHPAD ? IO_SCRATCH
+                      : a == DNNL_ARG_SRC_2      ? IO_SRC_2
+                                                 : IO_OTHER;
+        dnnl_status_t ds = dnnl_memory_get_data_handle(s->args[i].memory, &io[k]);
         if (ds != dnnl_success) return ds;
     }
-    const int team = dn_team();
-    switch (s->own) {
-    case OWN_WINO: pprt_wino_run(s->wino, p[0], p[1], p[3], s->lo, s->hi, p[2], team); break;
-    case OWN_BNORM: pprt_bnorm_run(s->bnorm, p[0], p[1], team); break;
-    case OWN_GNORM: pprt_gnorm_run(s->gnorm, p[0], p[1], team); break;
-    case OWN_GCONV: pprt_gconv_run(s->gconv, p[0], p[1], team); break;
-    case OWN_PW: pprt_pw_run(s->pw, p[0], p[1], p[4], p[3], team); break;
-    case OWN_SILU: pprt_silu(p[0], p[1], s->silu, team); break;
-    case OWN_SILU_BF16: pprt_silu_bf16(p[0], p[1], s->silu, team); break;
-    case OWN_PERM: pprt_permute_run(&s->perm, p[0], p[1], team); break;
-    case OWN_SOFTMAX: pprt_softmax_run(&s->softmax, p[0], p[1], team); break;
-    case OWN_PAD: pprt_pad_run(&s->pad, p[0], p[1], team); break;
-    case OWN_REDUCE: pprt_reduce_run(&s->reduce, p[0], p[1], team); break;
-    case OWN_ROWS: pprt_rowcopy_run(&s->rows, p[0], p[1], team); break;
-    case OWN_NEAREST: pprt_nearest_run(&s->nearest, p[0], p[1], team); break;
-    case OWN_GAP: pprt_gap_run(&s->gap, p[0], p[1], s->gap.silu ? p[3] : p[1], p[2], team); break;
-    case OWN_CSCALE: pprt_cscale_run(&s->cscale, p[0], p[1], p[3], team); break;
-    case OWN_FIX: pprt_nanfix_run(&s->fix, p[0], p[1], team); break;
-    case OWN_NONE: return dnnl_runtime_error; /* dn_push_own refuses such a step */
-    }
+    s->run(s->ctx, io, dn_team());
     return dnnl_success;
 }
 

@@ -8,7 +8,7 @@
  * input in a oneDNN layout stays in it where the reshape allows
  * (build_view_laid). A Transpose that moves the last axis is a oneDNN
  * reorder, threaded; one that keeps it is whole rows copied by our kernel
- * (runtime/cpu/permute.h), threaded too (oneDNN's reorder of that view is
+ * (runtime/dnnl/kernels/permute.h), threaded too (oneDNN's reorder of that view is
  * slower still: cait_xxs24 at -b 8 ran at 5-7 samples/s with it, 10 on the
  * reference kernel).
  * PPRT_DNNL_VIEWS=0: always copy.
@@ -16,6 +16,9 @@
 #include "../../ir/shape_nn.h"
 #include "../../ir/op_fns.h"
 #include "dnnl_exec.h"
+#include "kernels/pad.h"
+#include "kernels/permute.h"
+#include "kernels/rowcopy.h"
 
 /* Whether Transpose perm of shape s keeps the bytes in place: the axes
  * longer than 1 keep their order, so only 1-long axes move. */
@@ -37,10 +40,26 @@ static bool takes_over(const pprt_exec *x, int in, int out, int ni) {
            x->alias[out] < 0;
 }
 
+static void run_rows(void *ctx, void *const io[N_IO], int team) {
+    pprt_rowcopy_run(ctx, io[IO_SRC], io[IO_DST], team);
+}
+
+static void run_permute(void *ctx, void *const io[N_IO], int team) {
+    pprt_permute_run(ctx, io[IO_SRC], io[IO_DST], team);
+}
+
+static void run_pad(void *ctx, void *const io[N_IO], int team) { pprt_pad_run(ctx, io[IO_SRC], io[IO_DST], team); }
+
+/* A step of pprt's row copies c */
+static pp_status rows_step(pprt_exec *x, const pprt_rowcopy *c, step *st, pp_err *err) {
+    return dn_own_step(x, run_rows, c, sizeof *c, NULL, "pprt:rowcopy", st, err);
+}
+
 /* A step copying `bytes` from sm to dm as they lie: our row copy, threaded. */
 static pp_status push_copy(pprt_exec *x, dnnl_memory_t sm, dnnl_memory_t dm, size_t bytes, pp_err *err) {
-    step st = {.kind = STEP_MAIN, .nargs = 2, .own = OWN_ROWS};
-    st.rows = (pprt_rowcopy){.rows = 1, .row_bytes = bytes};
+    step st;
+    PP_TRY(rows_step(x, &(pprt_rowcopy){.rows = 1, .row_bytes = bytes}, &st, err));
+    st.nargs = 2;
     st.args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, sm};
     st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
     return dn_push_own(x, st, err);
@@ -142,11 +161,13 @@ static bool channels_last(const pprt_exec *x, const pprt_node *n, const int64_t 
 }
 
 /* A Transpose that keeps the last axis: whole rows copied by our kernel
- * (runtime/cpu/permute.h) on the stage's threads. */
+ * (runtime/dnnl/kernels/permute.h) on the stage's threads. */
 static pp_status build_rows(pprt_exec *x, const pprt_node *n, const int64_t *perm, pp_err *err) {
     const pp_shape *s = &T(x, n->in[0])->shape;
-    step st = {.kind = STEP_MAIN, .own = OWN_PERM};
-    if (!pprt_permute_plan(s->dim, s->rank, perm, sizeof(float), &st.perm)) return unsup(err, "not a row copy");
+    pprt_permute k;
+    if (!pprt_permute_plan(s->dim, s->rank, perm, sizeof(float), &k)) return unsup(err, "not a row copy");
+    step st;
+    PP_TRY(dn_own_step(x, run_permute, &k, sizeof k, NULL, "pprt:permute_rows", &st, err));
     return dn_push_own_io(x, st, n->in[0], n->out[0], err);
 }
 
@@ -310,7 +331,7 @@ static pp_status build_slice(pprt_exec *x, const pprt_node *n, pp_err *err) {
     return dn_push_post(x, &po, err);
 }
 
-/* Pad: pprt's row copies and fills (runtime/cpu/pad.h) on the stage's
+/* Pad: pprt's row copies and fills (runtime/dnnl/kernels/pad.h) on the stage's
  * threads; a computed value or pads: the reference kernel. */
 static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int in = n->in[0], out = n->out[0];
@@ -325,14 +346,16 @@ static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
     if (pd.mode == PPRT_PAD_CONSTANT && !pd.value_known) return unsup(err, "a computed constant value");
     const pp_shape *s = &T(x, in)->shape;
     if (!pp_shape_eq(&pd.out, &T(x, out)->shape)) return unsup(err, "the pads do not give the output's shape");
-    step st = {.kind = STEP_MAIN, .own = OWN_PAD};
-    if (!pprt_pad_plan(s->dim, pd.out.dim, pd.begin, s->rank, pd.mode, pd.value, &st.pad))
+    pprt_pad k;
+    if (!pprt_pad_plan(s->dim, pd.out.dim, pd.begin, s->rank, pd.mode, pd.value, &k))
         return unsup(err, "its rank or pads");
+    step st;
+    PP_TRY(dn_own_step(x, run_pad, &k, sizeof k, NULL, "pprt:pad", &st, err));
     return dn_push_own_io(x, st, in, out, err);
 }
 
 /* Split: each output its window along the axis of every outer index of the
- * input, pprt's strided row copies (runtime/cpu/rowcopy.h) on the stage's
+ * input, pprt's strided row copies (runtime/dnnl/kernels/rowcopy.h) on the stage's
  * threads. The outputs' shapes (checked by ppcc) give the windows. */
 static pp_status build_split(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int in = n->in[0];
@@ -360,11 +383,12 @@ static pp_status build_split(pprt_exec *x, const pprt_node *n, pp_err *err) {
         const int out = n->out[k];
         const int64_t len = T(x, out)->shape.dim[axis];
         if (outer * len * inner == 0) continue;
-        step st = {.kind = STEP_MAIN, .own = OWN_ROWS};
-        st.rows = (pprt_rowcopy){.rows = (size_t)outer, .row_bytes = (size_t)(len * inner) * sizeof(float),
-                                 .src_stride = (size_t)(s->dim[axis] * inner) * sizeof(float),
-                                 .dst_stride = (size_t)(len * inner) * sizeof(float),
-                                 .src_off = (size_t)(at * inner) * sizeof(float)};
+        const pprt_rowcopy c = {.rows = (size_t)outer, .row_bytes = (size_t)(len * inner) * sizeof(float),
+                                .src_stride = (size_t)(s->dim[axis] * inner) * sizeof(float),
+                                .dst_stride = (size_t)(len * inner) * sizeof(float),
+                                .src_off = (size_t)(at * inner) * sizeof(float)};
+        step st;
+        PP_TRY(rows_step(x, &c, &st, err));
         at += len;
         PP_TRY(dn_push_own_io(x, st, in, out, err));
     }

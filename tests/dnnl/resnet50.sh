@@ -6,14 +6,14 @@
 # PyTorch's; every convolution, pool and the Gemm run on oneDNN, and Flatten
 # as a view of the pooled tensor's bytes at -pp 1; in oneDNN's
 # layouts at -pp 1 with direct convolutions only (PPRT_DNNL_WINO=0) no
-# reorder remains (the average pool, pprt's kernel runtime/cpu/gap.c, reads
+# reorder remains (the average pool, pprt's kernel runtime/dnnl/kernels/gap.c, reads
 # the blocked tensor as stored and writes the plain one Flatten views; one
 # reorder before Flatten while it was oneDNN's pooling) and the 16
 # residuals are summed in place;
 # with Winograd (the default) all 13 3x3 stride-1 convolutions use it:
 # oneDNN's kernel where it has one (AVX-512), each with a reorder in and out
 # of its blocked layout (27 reorders); elsewhere pprt's own AVX2 kernel
-# (runtime/cpu/wino.c), which works in oneDNN's AVX2 layout nChw8c, so again
+# (runtime/dnnl/kernels/wino.c), which works in oneDNN's AVX2 layout nChw8c, so again
 # none.
 # Exit 77 (skipped) when pprt was built without oneDNN.
 set -euo pipefail

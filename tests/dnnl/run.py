@@ -51,11 +51,11 @@ if ver.returncode != 0:
 # oneDNN has bf16 kernels from AVX-512 up; elsewhere --precision bf16 must
 # warn and give the f32 outputs bit for bit (checked instead of the bf16 error)
 HAVE_BF16 = "bf16 kernels on this CPU: yes" in ver.stdout
-# the vector ISA pprt's kernels and choices assume (runtime/cpu/isa.h): the
+# the vector ISA pprt's kernels and choices assume (runtime/isa.h): the
 # CPU's, capped by ONEDNN_MAX_CPU_ISA as oneDNN caps itself (ctest's
 # dnnl_avx2 runs this file so on AVX-512 machines)
 ISA = re.search(r"vector ISA: (\w+)", ver.stdout).group(1)
-# pprt's AMX kernel for bf16 pointwise convolutions (runtime/cpu/pwconv.h): Intel Xeons with AMX
+# pprt's AMX kernel for bf16 pointwise convolutions (runtime/dnnl/kernels/pwconv.h): Intel Xeons with AMX
 HAVE_AMX = "AMX pointwise kernel: yes" in ver.stdout
 print(f"dnnl: {ver.stdout.strip()}")
 if os.environ.get("ONEDNN_MAX_CPU_ISA") and "capped by" not in ver.stdout:
@@ -189,7 +189,7 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
             # --stats-json carries the same counts, stage by stage
             st = json.load(open(stats))
             got = tuple(sum(x[k] for x in st["stages"]) for k in ("post_ops", "outputs_in_place", "views"))
-            if got != (post, inplace, nviews) or st["backend"] != "cpu-dnnl" or \
+            if got != (post, inplace, nviews) or st["backend"] != "dnnl" or \
                     any(x["own_kernels"] + x["reference_kernels"] != x["nodes"] for x in st["stages"]):
                 failures.append(f"{tag}: --stats-json counts {st['stages']} do not match the verbose report "
                                 f"(post-ops, in place, views) {(post, inplace, nviews)}")
@@ -306,7 +306,7 @@ def cnn():
 
 def wino():
     """3x3 stride-1 convolutions, which pprt's own Winograd kernel
-    (runtime/cpu/wino.c) runs where oneDNN has none (AVX2): 10x10 images
+    (runtime/dnnl/kernels/wino.c) runs where oneDNN has none (AVX2): 10x10 images
     (partial 4x4 tiles), no padding, Clip, and a ResNet basic block whose
     residual (pp.FusedConv's Z) crosses the stage cuts at -pp 2 and 3, and
     a bare Conv (no activation) at the end."""
@@ -703,7 +703,7 @@ def grouped():
     with a Relu, 4 a group at stride 2 with a Clip, 2 a group dilated
     without a bias, 2 a group over 24 channels (not a multiple of 16) with
     a Sigmoid after it that a convolution would absorb: on pprt's kernel
-    (runtime/cpu/gconv.c), which absorbs nothing. Left to oneDNN: 8 a group
+    (runtime/dnnl/kernels/gconv.c), which absorbs nothing. Left to oneDNN: 8 a group
     (its JIT kernel is faster), and 2 a group whose residual Add becomes
     part of pp.FusedConv."""
     m = Model("grouped", [("x", (3, 14, 13))])
@@ -773,7 +773,7 @@ def mbconv():
     expanded channels (whole 16-channel blocks) in the first, 24 in the
     second. The squeeze-excite nodes are named in module bN.se, so
     --split-at b1.se cuts between the SiLU and the pool that pprt runs in one
-    pass (runtime/cpu/gap.h)."""
+    pass (runtime/dnnl/kernels/gap.h)."""
     m = Model("mbconv", [("x", (16, 12, 12))])
 
     def named(t, name):  # rename the node that made t
@@ -933,7 +933,7 @@ if ISA == "avx2":
     except RuntimeError as e:
         failures.append(f"wino: {e}")
 
-# SiLU: on AVX2 without AVX-512, pprt's own kernel (runtime/cpu/silu.c) runs
+# SiLU: on AVX2 without AVX-512, pprt's own kernel (runtime/dnnl/kernels/silu.c) runs
 # it, not absorbed by the convolution before it
 if ISA == "avx2":
     try:
@@ -1031,9 +1031,9 @@ if ISA == "avx512":
         failures.append(f"csp: {e}")
 
 # windows: on AVX2 and AVX-512 the LogSoftmax over the heads and the Softmax
-# over the tokens run on pprt's kernel (runtime/cpu/softmax.c); the Pad on
-# pprt's row copies (runtime/cpu/pad.c), the reductions on its kernel
-# (runtime/cpu/reduce.c), the Split on its row copies (runtime/cpu/rowcopy.c)
+# over the tokens run on pprt's kernel (runtime/dnnl/kernels/softmax.c); the Pad on
+# pprt's row copies (runtime/dnnl/kernels/pad.c), the reductions on its kernel
+# (runtime/dnnl/kernels/reduce.c), the Split on its row copies (runtime/dnnl/kernels/rowcopy.c)
 if ISA in ("avx2", "avx512"):
     try:
         r = verbose_run("windows")

@@ -155,7 +155,7 @@ t, m = (json.load(open(f)) for f in sys.argv[1:])
 keys = ("nodes", "own_kernels", "post_ops", "views", "reference_kernels", "reorders_per_micro_batch",
         "copies_per_micro_batch", "outputs_in_place", "blocked_tensors", "weights_reordered_bytes")
 got = [[st[k] for k in keys] for st in m["stages"]]
-assert m["backend"] == "cpu-dnnl" and got == [[st[k] for k in keys] for st in t["stages"]], (t, m)
+assert m["backend"] == "dnnl" and got == [[st[k] for k in keys] for st in t["stages"]], (t, m)
 assert all(st["own_kernels"] > 0 for st in m["stages"]), m
 PY
 fi

@@ -490,7 +490,7 @@ pad_fold("pad_conv_auto_pad", "x", [0, 0, 1, 1, 0, 0, 1, 1],
 pad_fold("pad_conv_1d_grouped", "x", [0, 0, 2, 0, 0, 1], helper.make_node("Conv", ["p", "w"], ["y"], group=2),
          {"x": f32(2, 4, 11)}, True, inits={"w": rng.normal(0, 0.3, (6, 2, 4)).astype(np.float32)})
 
-# ---- convolutions of few channels a group (pprt's kernel on oneDNN: runtime/cpu/gconv.c) -------------------
+# ---- convolutions of few channels a group (pprt's kernel on oneDNN: runtime/dnnl/kernels/gconv.c) -------------------
 def grouped_conv(name, xshape, group, k, act=None, bias=True, edges=(), pps=(1, 2), **attrs):
     """A Conv of xshape[1] channels in and out in `group` groups, k x k,
     then act (Relu, or Clip to [0, 6]; ppcc makes them one pp.FusedConv)

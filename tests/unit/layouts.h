@@ -1,4 +1,4 @@
-/* layouts.h: the layouts of runtime/cpu/layout.h that the unit tests of
+/* layouts.h: the layouts of runtime/dnnl/kernels/layout.h that the unit tests of
  * pprt's kernels reading any layout (bnorm, gnorm, gconv) lay values out
  * in: vec 1 plain, vec == C channels last, another vec (8, 16) blocked on
  * channels with the channel count padded to a multiple of it. */
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "runtime/cpu/layout.h"
+#include "runtime/dnnl/kernels/layout.h"
 
 /* channels stored per pixel, padding included */
 static inline int64_t lay_padded(int64_t C, int64_t vec) {

@@ -1,4 +1,4 @@
-/* test_bnorm.c: our BatchNormalization kernel (runtime/cpu/bnorm.c) against
+/* test_bnorm.c: our BatchNormalization kernel (runtime/dnnl/kernels/bnorm.c) against
  * (x - mean) * scale / sqrt(var + eps) + bias computed here in double.
  *
  * - N 3, C 21 (not a multiple of 8 or 16), spatial 5 x 7, with 0, -0, NaN,
@@ -14,7 +14,7 @@
  *   (NaN and -0 kept, as the executor's NaN-keeping clamp keeps them), in
  *   every layout.
  * Exit 0 when all pass, 1 otherwise. */
-#include "runtime/cpu/bnorm.h"
+#include "runtime/dnnl/kernels/bnorm.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* test_cscale.c: the per-channel scale kernel (runtime/cpu/cscale.c, the
+/* test_cscale.c: the per-channel scale kernel (runtime/dnnl/kernels/cscale.c, the
  * squeeze-and-excitation Mul) against the product computed here.
  *
  * - N 3, C 21 and 48 (not a multiple of 8 or 16, and one), spatial 5 x 7,
@@ -12,7 +12,7 @@
  *   (to nearest even, denormals to zero, NaN quiet: vcvtneps2bf16), the same
  *   bits in every layout and thread count.
  * Exit 0 when all pass, 1 otherwise. */
-#include "runtime/cpu/cscale.h"
+#include "runtime/dnnl/kernels/cscale.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* test_gap.c: the GlobalAveragePool kernel (runtime/cpu/gap.c), alone and
+/* test_gap.c: the GlobalAveragePool kernel (runtime/dnnl/kernels/gap.c), alone and
  * after a SiLU in the same pass, against means computed here in double.
  *
  * - N 2, C 21, 48 and 300 (channels last takes 256 channels a task: two
@@ -16,7 +16,7 @@
  * - bf16 tensors (AVX-512: the bf16 SiLU kernel): the same, against
  *   pprt_silu_bf16 and the means of its bf16 values.
  * Exit 0 when all pass, 1 otherwise. */
-#include "runtime/cpu/gap.h"
+#include "runtime/dnnl/kernels/gap.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -26,7 +26,7 @@
 #include "check.h"
 #include "layouts.h"
 #include "runtime/cpu/bf16.h"
-#include "runtime/cpu/silu.h"
+#include "runtime/dnnl/kernels/silu.h"
 
 enum { N = 2 };
 

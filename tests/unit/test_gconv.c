@@ -1,4 +1,4 @@
-/* test_gconv.c: our grouped convolution kernel (runtime/cpu/gconv.c) against
+/* test_gconv.c: our grouped convolution kernel (runtime/dnnl/kernels/gconv.c) against
  * the convolution computed here in double, term by term in the usual order
  * (input channel j of the group, then kh, then kw).
  *
@@ -22,7 +22,7 @@
  * - an infinity in one input channel: NaN or infinity only in outputs of
  *   that channel's group, every other output the same bits as without it.
  * Exit 0 when all pass, 1 otherwise. */
-#include "runtime/cpu/gconv.h"
+#include "runtime/dnnl/kernels/gconv.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -31,7 +31,7 @@
 
 #include "check.h"
 #include "layouts.h"
-#include "runtime/cpu/isa.h"
+#include "runtime/isa.h"
 
 static uint64_t rs = 0x2545F4914F6CDD1Dull;
 static double rnd(void) { /* uniform in [-1, 1) */

@@ -1,4 +1,4 @@
-/* test_gnorm.c: our pp.GroupNorm kernel (runtime/cpu/gnorm.c) against the
+/* test_gnorm.c: our pp.GroupNorm kernel (runtime/dnnl/kernels/gnorm.c) against the
  * normalization computed here in double, and against the reference kernel.
  *
  * Three shapes: N 3, C 21 in 3 groups over 5 x 7 pixels (one part, a tail
@@ -24,7 +24,7 @@
  * - a bf16 source (the values rounded to bf16): the bits the same values
  *   give as f32.
  * Exit 0 when all pass, 1 otherwise. */
-#include "runtime/cpu/gnorm.h"
+#include "runtime/dnnl/kernels/gnorm.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -34,7 +34,7 @@
 #include "check.h"
 #include "layouts.h"
 #include "runtime/cpu/ref.h"
-#include "runtime/cpu/silu.h"
+#include "runtime/dnnl/kernels/silu.h"
 
 typedef struct {
     int64_t N, C, G, S;

@@ -1,4 +1,4 @@
-/* test_pad.c: our Pad (runtime/cpu/pad.c) against the definition,
+/* test_pad.c: our Pad (runtime/dnnl/kernels/pad.c) against the definition,
  * out[o] = in[o - begin] where that index is inside the input, else the
  * value (constant mode), the nearest edge (edge), the index reflected at
  * the ends without repeating them, again and again (reflect, as NumPy's),
@@ -17,7 +17,7 @@
  * - the plan refuses an empty output, and a negative pad outside constant
  *   mode.
  * Exit 0 when all pass, 1 otherwise. */
-#include "runtime/cpu/pad.h"
+#include "runtime/dnnl/kernels/pad.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* test_permute.c: our row-copy Transpose (runtime/cpu/permute.c) against
+/* test_permute.c: our row-copy Transpose (runtime/dnnl/kernels/permute.c) against
  * the definition, out[i] = in[j] with j the input index whose axis perm[k]
  * is the output's axis k, computed here element by element.
  *
@@ -13,7 +13,7 @@
  * - the plan refuses a permutation that moves the last axis and an empty
  *   tensor.
  * Exit 0 when all pass, 1 otherwise. */
-#include "runtime/cpu/permute.h"
+#include "runtime/dnnl/kernels/permute.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* test_pwconv.c: the AMX pointwise convolution (runtime/cpu/pwconv.c)
+/* test_pwconv.c: the AMX pointwise convolution (runtime/dnnl/kernels/pwconv.c)
  * against sums computed here in double over the same bf16 operands.
  *
  * Shapes with channel counts that are and are not multiples of the tiles
@@ -15,7 +15,7 @@
  * On a CPU without AMX (or under ONEDNN_MAX_CPU_ISA below it) the kernel
  * is not used by pprt; the test says so and checks only that it declines
  * shapes it does not fit. Exit 0 when all pass, 1 otherwise. */
-#include "runtime/cpu/pwconv.h"
+#include "runtime/dnnl/kernels/pwconv.h"
 
 #include <math.h>
 #include <stdint.h>

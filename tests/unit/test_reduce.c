@@ -1,4 +1,4 @@
-/* test_reduce.c: our reductions (runtime/cpu/reduce.c) against the
+/* test_reduce.c: our reductions (runtime/dnnl/kernels/reduce.c) against the
  * definition computed here: a sum in double in index order (the reference
  * kernel's), |x| for L1, x^2 for L2 and SumSquare, / n for Mean, sqrt for
  * L2; Max and Min skip NaN, NaN only when all are NaN.
@@ -21,7 +21,7 @@
  *   plain float copy on 1 and 3 threads; refused where C is not a multiple of the block, where a
  *   channel or sample axis is reduced, or where the plan is not spatial.
  * Exit 0 when all pass, 1 otherwise. */
-#include "runtime/cpu/reduce.h"
+#include "runtime/dnnl/kernels/reduce.h"
 
 #include "runtime/cpu/bf16.h"
 

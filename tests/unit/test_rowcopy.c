@@ -1,4 +1,4 @@
-/* test_rowcopy.c: our strided row copies (runtime/cpu/rowcopy.c) against a
+/* test_rowcopy.c: our strided row copies (runtime/dnnl/kernels/rowcopy.c) against a
  * byte loop here: dst[dst_off + r * dst_stride + i] = src[src_off + r *
  * src_stride + i] for r < rows, i < row_bytes, and nothing else of dst
  * written.
@@ -10,7 +10,7 @@
  *   out of twice that), one row of 4 MB (cut into pieces), 3 rows of 1 MB
  *   on 2 threads.
  * Exit 0 when all pass, 1 otherwise. */
-#include "runtime/cpu/rowcopy.h"
+#include "runtime/dnnl/kernels/rowcopy.h"
 
 #include <stdint.h>
 #include <stdio.h>

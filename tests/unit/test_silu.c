@@ -1,4 +1,4 @@
-/* test_silu.c: our SiLU kernel (runtime/cpu/silu.c) against x / (1 + e^-x)
+/* test_silu.c: our SiLU kernel (runtime/dnnl/kernels/silu.c) against x / (1 + e^-x)
  * computed here in double.
  *
  * - 2^20 values evenly over [-90, 90] and 2^16 random ones over [-20, 20]:
@@ -20,8 +20,8 @@
  *   bits (where the CPU has it), whatever the length and thread count.
  *
  * Exit 0 when all pass, 1 otherwise; 77 (skipped) on a CPU without AVX2+FMA. */
-#include "runtime/cpu/isa.h"
-#include "runtime/cpu/silu.h"
+#include "runtime/isa.h"
+#include "runtime/dnnl/kernels/silu.h"
 
 #include <math.h>
 #include <stdint.h>

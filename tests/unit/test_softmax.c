@@ -1,5 +1,5 @@
 /* test_softmax.c: our Softmax / LogSoftmax over a middle axis
- * (runtime/cpu/softmax.c) against the definition computed here in double,
+ * (runtime/dnnl/kernels/softmax.c) against the definition computed here in double,
  * y = e^(x - max) / sum e^(x - max) (log: x - max - log sum), column by
  * column of [outer, n, inner].
  *
@@ -14,8 +14,8 @@
  *   has AVX-512), and in place.
  *
  * Exit 0 when all pass, 1 otherwise; 77 (skipped) on a CPU without AVX2+FMA. */
-#include "runtime/cpu/isa.h"
-#include "runtime/cpu/softmax.h"
+#include "runtime/isa.h"
+#include "runtime/dnnl/kernels/softmax.h"
 
 #include <math.h>
 #include <stdint.h>

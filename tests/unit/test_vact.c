@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "runtime/cpu/isa.h"
+#include "runtime/isa.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include "runtime/cpu/vact.h"
+#include "runtime/dnnl/kernels/vact.h"
 
 __attribute__((target("avx2,fma"))) static void apply(const float *x, float *s, float *t) {
     const __m256 v = _mm256_loadu_ps(x);

@@ -1,4 +1,4 @@
-/* test_wino.c: the F(4x4, 3x3) Winograd kernel (runtime/cpu/wino.c) against a
+/* test_wino.c: the F(4x4, 3x3) Winograd kernel (runtime/dnnl/kernels/wino.c) against a
  * direct 3x3 convolution computed here in double, on fixed-seed random
  * inputs in [-1, 1] and weights scaled by 1/sqrt(9 C) (outputs of order 1).
  *
@@ -14,7 +14,7 @@
  * measured 3e-8 to 1.5e-5, growing with C; an indexing bug gives errors of order 1). Then the shapes it must refuse.
  *
  * Exit 0 when all pass, 1 otherwise; 77 (skipped) on a CPU without AVX2+FMA. */
-#include "runtime/cpu/wino.h"
+#include "runtime/dnnl/kernels/wino.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../ir/base.h"
+#include "../../../ir/base.h"
 
 typedef enum { PPRT_PW_NONE, PPRT_PW_SILU, PPRT_PW_SIGMOID } pprt_pw_act;
 

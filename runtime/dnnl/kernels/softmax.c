@@ -5,7 +5,7 @@
  * the end of inner are masked off in the last block. */
 #include "softmax.h"
 
-#include "isa.h"
+#include "../../isa.h"
 
 #include <math.h>
 

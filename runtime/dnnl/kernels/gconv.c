@@ -4,8 +4,8 @@
  * its group), the bias as one vector per chunk, 0 in padding lanes. */
 #include "gconv.h"
 
-#include "bf16.h"
-#include "isa.h"
+#include "../../cpu/bf16.h"
+#include "../../isa.h"
 
 #include <math.h>
 #include <stdlib.h>

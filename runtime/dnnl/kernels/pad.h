@@ -3,8 +3,8 @@
  * views.c). The reference kernel maps every element on one thread (CoaT's
  * one-token pad of [8, 8, 3136, 8] before an Add: 5.9 ms a micro-batch
  * against onnxruntime's 0.2; TResNet's and the blur pools' reflect pads:
- * 20-39 ms). Also the one mapping of an output index to its source that the
- * reference kernel uses too. */
+ * 20-39 ms). The mapping of an output index to its source is the
+ * reference kernel's (runtime/cpu/pad_src.h). */
 #ifndef PPRT_PAD_H
 #define PPRT_PAD_H
 
@@ -12,26 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../../cpu/pad_src.h"
+
 #define PPRT_PAD_MAX 8
-
-typedef enum { PPRT_PAD_CONSTANT, PPRT_PAD_REFLECT, PPRT_PAD_EDGE, PPRT_PAD_WRAP } pprt_pad_mode;
-
-/* The source index along one axis of output index o (b padded before it,
- * the input n long), or -1 for the constant. */
-static inline int64_t pprt_pad_src(int mode, int64_t o, int64_t b, int64_t n) {
-    const int64_t i = o - b;
-    if (i >= 0 && i < n) return i;
-    switch (mode) {
-    case PPRT_PAD_EDGE: return i < 0 ? 0 : n - 1;
-    case PPRT_PAD_WRAP: return ((i % n) + n) % n;
-    case PPRT_PAD_REFLECT: {
-        if (n == 1) return 0;
-        const int64_t p = 2 * (n - 1), k = ((i % p) + p) % p;
-        return k < n ? k : p - k;
-    }
-    default: return -1;
-    }
-}
 
 /* The pad, its axes merged: the output is units of the first n axes
  * (out[k] long each), each a segment along axis n of span elements per

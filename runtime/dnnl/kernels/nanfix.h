@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../ir/base.h"
+#include "../../../ir/base.h"
 
 enum { PPRT_NANFIX_NONE, PPRT_NANFIX_CLAMP, PPRT_NANFIX_ROWS, PPRT_NANFIX_MAXPOOL };
 

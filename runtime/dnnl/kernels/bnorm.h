@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../../ir/base.h"
+#include "../../../ir/base.h"
 #include "layout.h"
 
 typedef struct pprt_bnorm pprt_bnorm;

@@ -4,8 +4,8 @@
  * second loop adds them per channel. */
 #include "gap.h"
 
-#include "bf16.h"
-#include "isa.h"
+#include "../../cpu/bf16.h"
+#include "../../isa.h"
 #include "silu.h"
 
 #ifdef _OPENMP

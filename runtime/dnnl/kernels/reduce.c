@@ -12,7 +12,7 @@
 #include <omp.h>
 #endif
 
-#include "bf16.h"
+#include "../../cpu/bf16.h"
 
 #define LANES 16
 #define COLS 64

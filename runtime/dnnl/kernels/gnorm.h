@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../ir/base.h"
+#include "../../../ir/base.h"
 #include "layout.h"
 
 typedef struct pprt_gnorm pprt_gnorm;

@@ -11,7 +11,7 @@
 #ifndef PPRT_RNN_GEMM_H
 #define PPRT_RNN_GEMM_H
 
-#include "../kernels.h"
+#include "../../kernels.h"
 
 /* C[M, N] = alpha A B + beta C, row-major; ta/tb 'T': A (B) stored
  * transposed. oneDNN's dnnl_sgemm, or any function that does the same;

@@ -7,7 +7,7 @@
  * C source. */
 #include "gnorm.h"
 
-#include "bf16.h"
+#include "../../cpu/bf16.h"
 #include "silu.h"
 
 #include <math.h>

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../ir/base.h"
+#include "../../../ir/base.h"
 #include "layout.h"
 
 /* N samples of C channels (input and output alike) in groups of cpg, H x W

@@ -5,8 +5,8 @@
 #include "cscale.h"
 
 
-#include "bf16.h"
-#include "isa.h"
+#include "../../cpu/bf16.h"
+#include "../../isa.h"
 
 #ifdef _OPENMP
 #include <omp.h>

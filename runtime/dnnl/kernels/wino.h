@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../ir/base.h"
+#include "../../../ir/base.h"
 
 typedef struct pprt_wino pprt_wino;
 

@@ -2,9 +2,9 @@
 
 #include <string.h>
 
-#include "isa.h"
-#include "ref.h"
-#include "rnn_common.h"
+#include "../../isa.h"
+#include "../../cpu/ref.h"
+#include "../../cpu/rnn_common.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "vact.h"

@@ -12,7 +12,7 @@
  * the same way whatever the array's length or the thread count. */
 #include "silu.h"
 
-#include "isa.h"
+#include "../../isa.h"
 
 #include <string.h>
 

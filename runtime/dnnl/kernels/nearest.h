@@ -11,7 +11,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../../ir/shape_nn.h"
 
 #define PPRT_NEAREST_RANK 5
 
@@ -20,13 +19,6 @@ typedef struct pprt_nearest {
     int64_t in[PPRT_NEAREST_RANK], out[PPRT_NEAREST_RANK];
     const int64_t *map[PPRT_NEAREST_RANK]; /* map[d][o]: the input index of output index o along axis d */
 } pprt_nearest;
-
-/* The input index of each output index along axis d of nearest Resize r
- * (mode PP_RS_NEAREST) over an input extent `in`, as the reference kernel
- * picks them: idx[r->out[d]] (o itself along an axis it leaves as it is).
- * False where a position lies outside the input (tf_crop_and_resize's
- * extrapolation value) or memory runs out. Defined in ref_nn.c. */
-bool pprt_resize_nearest_map(const pp_resize *r, int d, int64_t in, int64_t *idx);
 
 /* y (plain, dims out) from x (plain, dims in) on `threads` OpenMP threads:
  * the rows of the last axis shared out. Float elements. */

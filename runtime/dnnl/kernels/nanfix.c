@@ -1,7 +1,7 @@
 /* nanfix.c: NaN-faithful passes for the oneDNN executor (nanfix.h). */
 #include "nanfix.h"
 
-#include "bf16.h"
+#include "../../cpu/bf16.h"
 
 #include <float.h>
 #include <math.h>

@@ -30,7 +30,7 @@
  * points 0, +-1, +-2. */
 #include "wino.h"
 
-#include "isa.h"
+#include "../../isa.h"
 
 #include <stdlib.h>
 #include <string.h>
