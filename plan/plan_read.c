@@ -24,9 +24,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "../backend/plan_format.h"
+#include "plan_format.h"
 #include "plan.pb-c.h"
-#include "pprt.h"
+#include "plan.h"
 
 #define MAX_STAGES 4096
 #define MAX_COUNT (1 << 24)
