@@ -1,6 +1,7 @@
 /* backend.h: staged IR -> plan file. lower.c builds the plan metadata (the
- * plan.proto message) and the weights layout; plan_write.c serializes them
- * behind the fixed header of plan_format.h, atomically. */
+ * plan.proto message) and the weights layout; pp_plan_write hands them to
+ * the plan library (plan/plan_write.c), which writes them behind the fixed
+ * header of plan_format.h, atomically. */
 #ifndef PP_BACKEND_H
 #define PP_BACKEND_H
 

@@ -18,8 +18,9 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "../plan/plan.h"
+#include "../plan/plan_format.h"
 #include "plan.pb-c.h"
-#include "plan_format.h"
 
 #define A(n) pp_arena_alloc(&l->arena, (n))
 
@@ -421,4 +422,19 @@ void pp_lowered_free(pp_lowered *l) {
     free(l->weight_off);
     pp_arena_free(&l->arena);
     memset(l, 0, sizeof *l);
+}
+
+/* The used constants in value order (their offsets increase so), handed with
+ * the metadata to the plan library's writer. */
+pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err) {
+    const pp_graph *g = l->g;
+    pp_plan_weight *w = malloc(sizeof *w * pp_count(g->n_values));
+    if (!w) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    size_t n = 0;
+    for (int v = 0; v < g->n_values; v++)
+        if (l->weight_off[v] >= 0)
+            w[n++] = (pp_plan_weight){(uint64_t)l->weight_off[v], g->values[v].data, g->values[v].nbytes};
+    pp_status s = pp_plan_file_write(l->plan, w, n, l->weights_bytes, path, err);
+    free(w);
+    return s;
 }

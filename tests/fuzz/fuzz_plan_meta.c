@@ -23,7 +23,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "../../backend/plan_format.h"
+#include "../../plan/plan_format.h"
 #include "../../runtime/backend.h"
 #include "../../runtime/pprt.h"
 #include "plan.pb-c.h"

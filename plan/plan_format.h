@@ -1,5 +1,5 @@
 /* plan_format.h: the fixed binary header of a plan file, shared by the
- * writer (backend/plan_write.c) and the loader (runtime/plan_read.c).
+ * writer (plan/plan_write.c) and the loader (plan/plan_read.c).
  * docs/plan-format.md is the byte-by-byte specification; keep them in step.
  *
  *   0   8  magic "PPCCPLAN"

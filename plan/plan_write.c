@@ -1,4 +1,4 @@
-/* plan_write.c: serialize a lowered plan: header, metadata, weights, with
+/* plan_write.c: write a plan file: header, metadata, weights, with
  * XXH3-64 checksums, written to a temporary file and renamed into place.
  *
  * One pass over the weights: each piece is hashed and copied into a 4 MiB
@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "backend.h"
+#include "plan.h"
 #include "plan.pb-c.h"
 #include "plan_format.h"
 
@@ -99,31 +99,29 @@ static bool put_zeros(sink *s, size_t n) {
     return true;
 }
 
-/* The weights section: each used constant at its offset, zero padding between. */
-static bool emit_weights(const pp_lowered *l, sink *s) {
-    const pp_graph *g = l->g;
+/* The weights section: each constant at its offset, zero padding between. */
+static bool emit_weights(const pp_plan_weight *w, size_t n, sink *s) {
     size_t pos = 0;
-    for (int v = 0; v < g->n_values; v++) {
-        if (l->weight_off[v] < 0) continue;
-        size_t off = (size_t)l->weight_off[v];
+    for (size_t i = 0; i < n; i++) {
+        size_t off = (size_t)w[i].offset;
         if (off > pos && !put_zeros(s, off - pos)) return false;
         if (off > pos) pos = off;
-        const pp_value *val = &g->values[v];
-        if (val->nbytes && !put(s, val->data, val->nbytes)) return false;
-        pos += val->nbytes;
+        if (w[i].nbytes && !put(s, w[i].data, w[i].nbytes)) return false;
+        pos += w[i].nbytes;
     }
     return true;
 }
 
-pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err) {
-    size_t meta_len = ppplan__plan__get_packed_size(l->plan);
+pp_status pp_plan_file_write(const Ppplan__Plan *plan, const pp_plan_weight *w, size_t n, size_t weights_bytes,
+                             const char *path, pp_err *err) {
+    size_t meta_len = ppplan__plan__get_packed_size(plan);
     unsigned char *meta = malloc(meta_len ? meta_len : 1);
     if (!meta) return PP_FAIL(err, PP_ENOMEM, "out of memory packing the plan");
-    ppplan__plan__pack(l->plan, meta);
+    ppplan__plan__pack(plan, meta);
 
     uint64_t meta_off = PP_PLAN_HEADER_SIZE;
     uint64_t w_off = pp_align_up(meta_off + meta_len, PP_PLAN_ALIGN);
-    uint64_t file_size = w_off + l->weights_bytes;
+    uint64_t file_size = w_off + weights_bytes;
 
     sink s = {.fd = -1};
     s.buf = aligned_alloc(BLOCK, STAGE_BYTES);
@@ -140,7 +138,7 @@ pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err) {
     pp_put_u32(hdr + 12, PP_PLAN_HEADER_SIZE);
     pp_put_u64(hdr + 16, file_size);
     pp_put_u32(hdr + 24, PP_PLAN_NSECTIONS);
-    pp_put_u32(hdr + 28, l->plan->n_sources ? PP_PLAN_FLAG_REF_WEIGHTS : 0);
+    pp_put_u32(hdr + 28, plan->n_sources ? PP_PLAN_FLAG_REF_WEIGHTS : 0);
     unsigned char *sec = hdr + 32;
     pp_put_u32(sec + 0, PP_SECTION_META);
     pp_put_u64(sec + 8, meta_off);
@@ -149,7 +147,7 @@ pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err) {
     sec += 32;
     pp_put_u32(sec + 0, PP_SECTION_WEIGHTS);
     pp_put_u64(sec + 8, w_off);
-    pp_put_u64(sec + 16, l->weights_bytes);
+    pp_put_u64(sec + 16, weights_bytes);
 
     pp_outfile out;
     pp_status st = pp_outfile_open(&out, path, err);
@@ -173,7 +171,7 @@ pp_status pp_plan_write(const pp_lowered *l, const char *path, pp_err *err) {
               put_zeros(&s, (size_t)(w_off - meta_off - meta_len));
     XXH3_64bits_reset(h);
     s.h = h;
-    ok = ok && emit_weights(l, &s);
+    ok = ok && emit_weights(w, n, &s);
     s.h = NULL;
     if (ok) {
         /* the header, now complete, goes into the first block */
