@@ -18,7 +18,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <sys/resource.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,7 @@
 #include "microbatch.h"
 #include "nodes.h"
 #include "pprt.h"
+#include "run.h"
 #include "stage_loop.h"
 
 typedef struct sched sched;
@@ -176,79 +176,6 @@ static void stage_loop(worker *w, int64_t k0, int64_t k1) {
     pp_err e = {0};
     bool own;
     if (pprt_stage_loop(&w->run, k0, k1, &own, &e) != PP_OK && (own || !is_failed(w->S))) stop_all(w->S, &e);
-}
-
-void pprt_device_kind(const char *backend, pprt_precision precision, int threads, char *buf, size_t n) {
-    char model[128] = "unknown CPU";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    while (f && fgets(line, sizeof line, f)) {
-        const char *c = strchr(line, ':');
-        if (strncmp(line, "model name", 10) != 0 || !c) continue;
-        c++;
-        while (*c == ' ' || *c == '\t') c++;
-        size_t len = strcspn(c, "\n");
-        snprintf(model, sizeof model, "%.*s", (int)(len < sizeof model ? len : sizeof model - 1), c);
-        break;
-    }
-    if (f) fclose(f);
-    snprintf(buf, n, "%s %s, %d thread%s per stage, %s", backend ? backend : "?",
-             precision == PPRT_BF16 ? "bf16" : "f32", threads, threads == 1 ? "" : "s", model);
-}
-
-size_t pprt_rss_now(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long long size = 0, res = 0;
-    bool ok = f && fscanf(f, "%llu %llu", &size, &res) == 2;
-    if (f) fclose(f);
-    long page = sysconf(_SC_PAGESIZE);
-    return ok && page > 0 ? (size_t)res * (size_t)page : 0;
-}
-
-int pprt_cpus_allowed(int *ids, int max) {
-    int n = 0;
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        for (int c = 0; c < CPU_SETSIZE; c++)
-            if (CPU_ISSET(c, &set)) {
-                if (n < max) ids[n] = c;
-                n++;
-            }
-    if (n == 0) {
-        long k = sysconf(_SC_NPROCESSORS_ONLN);
-        for (long c = 0; c < (k > 0 ? k : 1) && c < CPU_SETSIZE; c++, n++)
-            if (n < max) ids[n] = (int)c;
-    }
-    return n;
-}
-
-int pprt_rank_cores(int local_ranks) {
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    long share = online / (local_ranks > 1 ? local_ranks : 1);
-    int mine = pprt_cpus_allowed(NULL, 0);
-    if (share > mine) share = mine;
-    return share > 1 ? (int)share : 1;
-}
-
-/* "0-3,8": the n CPUs of ids (increasing) as ranges, into buf; ending in
- * ",..." where the rest does not fit. */
-static void cpu_list(const int *ids, int n, char *buf, size_t cap) {
-    size_t len = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < n;) {
-        int j = i;
-        while (j + 1 < n && ids[j + 1] == ids[j] + 1) j++;
-        char item[32];
-        int k = j > i ? snprintf(item, sizeof item, "%s%d-%d", i ? "," : "", ids[i], ids[j])
-                      : snprintf(item, sizeof item, "%s%d", i ? "," : "", ids[i]);
-        if (k < 0 || len + (size_t)k + 4 >= cap) {
-            if (len + 4 < cap) memcpy(buf + len, ",...", 5);
-            return;
-        }
-        memcpy(buf + len, item, (size_t)k + 1);
-        len += (size_t)k;
-        i = j + 1;
-    }
 }
 
 /* A stage thread: pins itself, creates its executor (so that the executor's
@@ -459,7 +386,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         if (w[i].be != w[0].be) stats->backend = "mixed";
         stats->stages[i].backend = w[i].be->exec->name;
         pprt_exec_counts_of(w[i].be->exec, w[i].run.x, &p->stages[i], &stats->stages[i].exec);
-        if (w[i].cpu) cpu_list(w[i].cpu, w[i].threads, stats->stages[i].cpus, sizeof stats->stages[i].cpus);
+        if (w[i].cpu) pprt_cpu_list(w[i].cpu, w[i].threads, stats->stages[i].cpus, sizeof stats->stages[i].cpus);
     }
     int total_nodes = 0;
     for (int i = 0; i < P; i++) total_nodes += p->stages[i].n_nodes;
@@ -480,8 +407,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
             k0 += p->stages[i].n_nodes;
         }
     }
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) == 0) stats->peak_rss = (size_t)ru.ru_maxrss * 1024; /* KiB */
+    stats->peak_rss = pprt_peak_rss();
     if (o->trace) { /* the tracks move into the statistics */
         pprt_trace *tr = calloc(1, sizeof *tr);
         pprt_trace_track *tracks = calloc((size_t)W, sizeof *tracks);

@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -41,6 +40,7 @@
 #include "comm.h"
 #include "engine.h"
 #include "../microbatch.h"
+#include "../run.h"
 
 /* The plan file's identity: its header holds the checksums of all of it. */
 static uint64_t plan_hash(const pprt_plan *p) {
@@ -539,8 +539,7 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     if (st == PP_OK) st = pprt_plan_sources_unchanged(p, err);
 
     if (st == PP_OK) {
-        struct rusage ru;
-        rr.stats[ST_RSS] = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024 : 0;
+        rr.stats[ST_RSS] = (double)pprt_peak_rss();
         rr.stats[ST_START] = t_loop0 + off;
         rr.stats[ST_END] = t_loop1 + off;
         double *t = rr.stats + ST_HEAD + p->stages[s].n_nodes;
