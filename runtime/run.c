@@ -20,7 +20,7 @@ pprt_exec_cfg pprt_stage_cfg(const pprt_run_opts *o, int threads, const pprt_pla
 }
 
 /* The message's head: doubles before the node times. */
-enum { REC_BUSY, REC_RSS, REC_START, REC_END, REC_MBS, REC_COUNTS, REC_HEAD = REC_COUNTS + 10 };
+enum { REC_BUSY, REC_RSS, REC_START, REC_END, REC_MBS, REC_COUNTS, REC_HEAD = REC_COUNTS + PPRT_EXEC_COUNTS };
 
 pp_status pprt_rec_init(pprt_stage_rec *r, const pprt_plan *p, const pprt_shares *sh, int stage, int replica,
                         int rank, bool trace, bool trace_nodes, pp_err *err) {
@@ -80,7 +80,7 @@ void pprt_rec_pack(pprt_stage_rec *r) {
     const pprt_exec_counts *c = &r->counts;
     h[REC_BUSY] = r->busy, h[REC_RSS] = r->rss, h[REC_START] = r->t_loop0, h[REC_END] = r->t_loop1;
     h[REC_MBS] = (double)r->mbs;
-    const double v[REC_HEAD - REC_COUNTS] = {c->nodes,    c->own,    c->post_ops, c->views,   c->reference,
+    const double v[PPRT_EXEC_COUNTS] = {c->nodes,    c->own,    c->post_ops, c->views,   c->reference,
                                              c->reorders, c->copies, c->in_place, c->blocked, c->weight_bytes};
     memcpy(h + REC_COUNTS, v, sizeof v);
 }
