@@ -11,7 +11,8 @@
  * arrays, so output order is input order (both staged through pinned
  * memory when their stage is on a device). Each thread runs the stage loop
  * (stage_loop.c) with its stage's executor, made by the run's backend
- * (backend.h).
+ * (backend.h), and fills its stage's record (run.h), from which the
+ * statistics come as under MPI (pprt_stats_of).
  *
  * Any error stops everything: the failing stage records it (with stage and
  * micro-batch), closes every link, and the blocked threads return. */
@@ -299,7 +300,8 @@ static pp_status make_workers(sched *S, pp_err *err) {
     for (int wi = 0; wi < S->W; wi++) {
         const int k = wi / P, i = wi % P;
         worker *x = &S->w[wi];
-        *x = (worker){.S = S, .be = S->be[i], .at = S->w[i].at, .rec = &S->recs[wi]};
+        const pprt_place at = S->w[i].at; /* place_stages's */
+        *x = (worker){.S = S, .be = S->be[i], .at = at, .rec = &S->recs[wi]};
         x->threads = x->be->multithreaded || o->threads > 0 ? S->threads : 1;
         if (o->pin && (long)S->cores >= (long)S->W * S->threads) x->cpu = S->cpus + (size_t)wi * (size_t)S->threads;
         PP_TRY(pprt_rec_init(x->rec, S->p, &S->sh, i, k, -1, o->trace, o->trace_nodes && x->be->exec->node_seconds,
