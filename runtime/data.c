@@ -295,13 +295,130 @@ static void data_path(char *buf, size_t n, const char *dir, bool is_dir, const c
     else snprintf(buf, n, "%s", name);
 }
 
+/* Step 1 of load_npy_layout: --input NAME=PATH. */
+static pp_status feed_bindings(feed *F, const pprt_data_opts *o, pp_err *err) {
+    const pprt_plan *p = F->p;
+    char list[1024];
+    for (int b = 0; o && b < o->n_bind; b++) {
+        int i = input_named(p, o->bind_name[b], false);
+        int f = input_named(p, o->bind_name[b], true);
+        if (i < 0 && f >= 0) {
+            PP_TRY(frozen_data(p, f, o->bind_path[b], err));
+        } else if (i < 0) {
+            input_list(p, list, sizeof list);
+            return PP_FAIL(err, PP_EINVAL, "--input %s=%s: the plan has no input '%s'; its input%s: %s",
+                           o->bind_name[b], o->bind_path[b], o->bind_name[b], p->n_inputs == 1 ? "" : "s", list);
+        } else if (F->bound[i]) {
+            return PP_FAIL(err, PP_EINVAL, "--input names input '%s' twice", p->inputs[i].name);
+        } else {
+            PP_TRY(read_bound(p, i, o->bind_path[b], &F->npys[i], err));
+            PP_TRY(fed(F, i, o->bind_path[b], NULL, err));
+        }
+    }
+    return PP_OK;
+}
+
+/* Step 2 of load_npy_layout for an .npz: each key that names an input feeds
+ * it; keys that name none are refused unless o->ignore_extra. */
+static pp_status feed_npz(feed *F, const char *path, const pprt_data_opts *o, pp_err *err) {
+    const pprt_plan *p = F->p;
+    pprt_npz z;
+    PP_TRY(pprt_npz_open(path, &z, err));
+    char extra[512] = "";
+    size_t xk = 0;
+    pp_status s = PP_OK;
+    for (int m = 0; m < z.n && s == PP_OK; m++) {
+        int f = input_named(p, z.m[m].key, true), i = input_named(p, z.m[m].key, false);
+        char what[4200];
+        snprintf(what, sizeof what, "%s:%s", path, z.m[m].key);
+        if (i < 0 && f >= 0) {
+            s = frozen_data(p, f, what, err);
+        } else if (i < 0) {
+            if (xk < sizeof extra)
+                xk += (size_t)snprintf(extra + xk, sizeof extra - xk, "%s'%s'", xk ? ", " : "", z.m[m].key);
+        } else if ((s = not_fed(F, i, what, err)) == PP_OK &&
+                   (s = pprt_npz_read(&z, z.m[m].key, &F->npys[i], err)) == PP_OK) {
+            s = fed(F, i, what, NULL, err);
+        }
+    }
+    if (s == PP_OK && xk && !(o && o->ignore_extra)) {
+        char list[1024];
+        input_list(p, list, sizeof list);
+        s = PP_FAIL(err, PP_EINVAL, "%s: the arrays %s match no input of the plan (its input%s: %s); name each "
+                    "array after its input, or pass --ignore-extra", path, extra, p->n_inputs == 1 ? "" : "s", list);
+    }
+    pprt_npz_close(&z);
+    return s;
+}
+
+/* Step 3 of load_npy_layout, for a one-input plan whose input has no data
+ * yet: the folder's one .npy file left, or one file per sample. */
+static pp_status feed_one_input(feed *F, const char *dir, bool is_dir, char **names, bool *used, int n_files,
+                                int64_t *n, pp_err *err) {
+    const pprt_plan *p = F->p;
+    char path[4096];
+    int left = 0, at = -1;
+    for (int k = 0; k < n_files; k++)
+        if (!used[k] && ends_with(names[k], ".npy")) left++, at = at < 0 ? k : at;
+    if (left == 1) {
+        data_path(path, sizeof path, dir, is_dir, names[at]);
+        PP_TRY(pprt_npy_read(path, &F->npys[0], err));
+        used[at] = true;
+        return fed(F, 0, path, " (the folder's only .npy file)", err);
+    }
+    if (left <= 1 || p->batch <= 0) return PP_OK;
+    char **ps = malloc(sizeof *ps * (size_t)left);
+    if (!ps) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    int m = 0;
+    for (int k = 0; k < n_files; k++)
+        if (!used[k] && ends_with(names[k], ".npy")) ps[m++] = names[k], used[k] = true;
+    pp_status s = load_per_sample(p, dir, ps, m, &F->npys[0], &F->arrays[0], n, err);
+    if (s == PP_OK) {
+        F->bound[0] = true;
+        snprintf(F->src[0].from, sizeof F->src[0].from, "%s/ (%d files, one sample each, in natural order: %s .. %s)",
+                 dir, m, ps[0], ps[m - 1]);
+    }
+    free(ps);
+    return s;
+}
+
+/* Step 4 of load_npy_layout: every input has its data, and every file
+ * feeds one (unless o->ignore_extra). */
+static pp_status check_fed(const feed *F, const char *dir, const pprt_data_opts *o, char **names, const bool *used,
+                           int n_files, pp_err *err) {
+    const pprt_plan *p = F->p;
+    const int ni = p->n_inputs;
+    char list[1024];
+    for (int i = 0; i < ni; i++) {
+        if (F->bound[i]) continue;
+        char safe[PP_FILE_NAME_MAX];
+        pprt_safe_name(p->inputs[i].name, safe, sizeof safe);
+        name_list(list, sizeof list, names, used, n_files, 8);
+        return PP_FAIL(err, PP_EIO, "no data for input '%s': expected %s/%s.npy (the file named after the input), "
+                       "an array '%s' in an .npz, or --input %s=PATH; %s holds %s%s", p->inputs[i].name,
+                       dir ? dir : ".", safe, p->inputs[i].name, p->inputs[i].name,
+                       dir ? dir : "no data folder: it", list,
+                       ni > 1 ? " (with several inputs, each file must be named after its input)" : "");
+    }
+    if (o && o->ignore_extra) return PP_OK;
+    int extra = 0;
+    for (int k = 0; k < n_files; k++) extra += !used[k];
+    if (!extra) return PP_OK;
+    name_list(list, sizeof list, names, used, n_files, 8);
+    char ins[512];
+    input_list(p, ins, sizeof ins);
+    return PP_FAIL(err, PP_EINVAL, "%s holds %d data file%s that feed%s no input of the plan: %s (its input%s: "
+                   "%s); name each file after its input, give --input NAME=PATH, or pass --ignore-extra",
+                   dir, extra, extra == 1 ? "" : "s", extra == 1 ? "s" : "", list, ni == 1 ? "" : "s", ins);
+}
+
 /* The inputs' files: --input bindings, then NAME.npy and the keys of .npz
  * files in dir (a directory, or itself one .npz or .npy file), then, for a
  * one-input plan only, the folder's one .npy file or one file per sample.
  * Files that feed no input are refused unless o->ignore_extra. */
 static pp_status load_npy_layout(const pprt_plan *p, const char *dir, bool is_dir, const pprt_data_opts *o,
                                  pprt_npy *npys, pprt_array *arrays, pprt_data_src *src, int64_t *n, pp_err *err) {
-    char path[4096], list[1024];
+    char path[4096];
     const int ni = p->n_inputs;
     bool *bound = calloc(pp_count(ni), sizeof *bound);
     if (!bound) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -309,23 +426,8 @@ static pp_status load_npy_layout(const pprt_plan *p, const char *dir, bool is_di
     char **names = NULL;
     int n_files = 0;
     bool *used = NULL;
-    pp_status s = PP_OK;
     /* 1. --input NAME=PATH */
-    for (int b = 0; o && b < o->n_bind && s == PP_OK; b++) {
-        int i = input_named(p, o->bind_name[b], false);
-        int f = input_named(p, o->bind_name[b], true);
-        if (i < 0 && f >= 0) {
-            s = frozen_data(p, f, o->bind_path[b], err);
-        } else if (i < 0) {
-            input_list(p, list, sizeof list);
-            s = PP_FAIL(err, PP_EINVAL, "--input %s=%s: the plan has no input '%s'; its input%s: %s", o->bind_name[b],
-                        o->bind_path[b], o->bind_name[b], ni == 1 ? "" : "s", list);
-        } else if (bound[i]) {
-            s = PP_FAIL(err, PP_EINVAL, "--input names input '%s' twice", p->inputs[i].name);
-        } else if ((s = read_bound(p, i, o->bind_path[b], &npys[i], err)) == PP_OK) {
-            s = fed(&F, i, o->bind_path[b], NULL, err);
-        }
-    }
+    pp_status s = feed_bindings(&F, o, err);
     if (s == PP_OK && dir && !is_dir) { /* DATA is one file: an .npz of inputs, or a one-input plan's .npy */
         if (ends_with(dir, ".npz")) {
             if (!(names = malloc(sizeof *names)) || !(names[0] = strdup(dir))) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -353,96 +455,29 @@ static pp_status load_npy_layout(const pprt_plan *p, const char *dir, bool is_di
         struct stat fs;
         if (have_lab && stat(path, &fs) == 0 && fs.st_dev == lab.st_dev && fs.st_ino == lab.st_ino) used[k] = true;
     }
-    /* 2. NAME.npy, and the keys of each .npz */
+    /* 2. NAME.npy, and the keys of each .npz (whose arrays are matched or refused there) */
     for (int k = 0; s == PP_OK && k < n_files; k++) {
         if (used[k]) continue;
         data_path(path, sizeof path, dir, is_dir, names[k]);
-        if (ends_with(names[k], ".npy")) {
-            char stem[PP_FILE_NAME_MAX];
-            snprintf(stem, sizeof stem, "%.*s", (int)strlen(names[k]) - 4, names[k]);
-            int f = input_named(p, stem, true), i = input_named(p, stem, false);
-            if (i < 0 && f >= 0) s = frozen_data(p, f, path, err);
-            if (i < 0 || s != PP_OK) continue;
-            if ((s = not_fed(&F, i, path, err)) == PP_OK && (s = pprt_npy_read(path, &npys[i], err)) == PP_OK) {
-                used[k] = true;
-                s = fed(&F, i, path, NULL, err);
-            }
+        if (!ends_with(names[k], ".npy")) {
+            s = feed_npz(&F, path, o, err);
+            used[k] = true;
             continue;
         }
-        pprt_npz z;
-        if ((s = pprt_npz_open(path, &z, err)) != PP_OK) break;
-        char extra[512] = "";
-        size_t xk = 0;
-        for (int m = 0; m < z.n && s == PP_OK; m++) {
-            int f = input_named(p, z.m[m].key, true), i = input_named(p, z.m[m].key, false);
-            char what[4200];
-            snprintf(what, sizeof what, "%s:%s", path, z.m[m].key);
-            if (i < 0 && f >= 0) {
-                s = frozen_data(p, f, what, err);
-            } else if (i < 0) {
-                if (xk < sizeof extra)
-                    xk += (size_t)snprintf(extra + xk, sizeof extra - xk, "%s'%s'", xk ? ", " : "", z.m[m].key);
-            } else if ((s = not_fed(&F, i, what, err)) == PP_OK &&
-                       (s = pprt_npz_read(&z, z.m[m].key, &npys[i], err)) == PP_OK) {
-                s = fed(&F, i, what, NULL, err);
-            }
+        char stem[PP_FILE_NAME_MAX];
+        snprintf(stem, sizeof stem, "%.*s", (int)strlen(names[k]) - 4, names[k]);
+        int f = input_named(p, stem, true), i = input_named(p, stem, false);
+        if (i < 0 && f >= 0) s = frozen_data(p, f, path, err);
+        if (i < 0 || s != PP_OK) continue;
+        if ((s = not_fed(&F, i, path, err)) == PP_OK && (s = pprt_npy_read(path, &npys[i], err)) == PP_OK) {
+            used[k] = true;
+            s = fed(&F, i, path, NULL, err);
         }
-        if (s == PP_OK && xk && !(o && o->ignore_extra)) {
-            input_list(p, list, sizeof list);
-            s = PP_FAIL(err, PP_EINVAL, "%s: the arrays %s match no input of the plan (its input%s: %s); name each "
-                        "array after its input, or pass --ignore-extra", path, extra, ni == 1 ? "" : "s", list);
-        }
-        used[k] = true; /* an archive's arrays were matched or refused above */
-        pprt_npz_close(&z);
     }
     /* 3. a one-input plan: the one .npy file left, or one file per sample */
-    if (s == PP_OK && ni == 1 && !bound[0] && is_dir) {
-        int left = 0, at = -1;
-        for (int k = 0; k < n_files; k++)
-            if (!used[k] && ends_with(names[k], ".npy")) left++, at = at < 0 ? k : at;
-        if (left == 1) {
-            data_path(path, sizeof path, dir, is_dir, names[at]);
-            if ((s = pprt_npy_read(path, &npys[0], err)) == PP_OK) {
-                used[at] = true;
-                s = fed(&F, 0, path, " (the folder's only .npy file)", err);
-            }
-        } else if (left > 1 && p->batch > 0) {
-            char **ps = malloc(sizeof *ps * (size_t)left);
-            int m = 0;
-            if (!ps) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-            for (int k = 0; ps && k < n_files; k++)
-                if (!used[k] && ends_with(names[k], ".npy")) ps[m++] = names[k], used[k] = true;
-            if (ps && (s = load_per_sample(p, dir, ps, m, &npys[0], &arrays[0], n, err)) == PP_OK) {
-                bound[0] = true;
-                snprintf(src[0].from, sizeof src[0].from, "%s/ (%d files, one sample each, in natural order: %s .. %s)",
-                         dir, m, ps[0], ps[m - 1]);
-            }
-            free(ps);
-        }
-    }
+    if (s == PP_OK && ni == 1 && !bound[0] && is_dir) s = feed_one_input(&F, dir, is_dir, names, used, n_files, n, err);
     /* 4. every input has its data, and every file feeds one */
-    for (int i = 0; s == PP_OK && i < ni; i++) {
-        if (bound[i]) continue;
-        char safe[PP_FILE_NAME_MAX];
-        pprt_safe_name(p->inputs[i].name, safe, sizeof safe);
-        name_list(list, sizeof list, names, used, n_files, 8);
-        s = PP_FAIL(err, PP_EIO, "no data for input '%s': expected %s/%s.npy (the file named after the input), an "
-                    "array '%s' in an .npz, or --input %s=PATH; %s holds %s%s", p->inputs[i].name, dir ? dir : ".", safe,
-                    p->inputs[i].name, p->inputs[i].name, dir ? dir : "no data folder: it", list,
-                    ni > 1 ? " (with several inputs, each file must be named after its input)" : "");
-    }
-    if (s == PP_OK && !(o && o->ignore_extra)) {
-        int extra = 0;
-        for (int k = 0; k < n_files; k++) extra += !used[k];
-        if (extra) {
-            name_list(list, sizeof list, names, used, n_files, 8);
-            char ins[512];
-            input_list(p, ins, sizeof ins);
-            s = PP_FAIL(err, PP_EINVAL, "%s holds %d data file%s that feed%s no input of the plan: %s (its input%s: "
-                        "%s); name each file after its input, give --input NAME=PATH, or pass --ignore-extra",
-                        dir, extra, extra == 1 ? "" : "s", extra == 1 ? "s" : "", list, ni == 1 ? "" : "s", ins);
-        }
-    }
+    if (s == PP_OK) s = check_fed(&F, dir, o, names, used, n_files, err);
     free_names(names, n_files);
     free(used);
     free(bound);

@@ -35,9 +35,6 @@ typedef struct pprt_exec_ops {
 /* ops->counts of x, or the all-reference counts of stage st without it. */
 void pprt_exec_counts_of(const pprt_exec_ops *ops, const pprt_exec *x, const pprt_stage *st,
                          pprt_exec_counts *c);
-/* To and from PPRT_EXEC_COUNTS doubles (the MPI statistics message). */
-void pprt_exec_counts_pack(const pprt_exec_counts *c, double *d);
-void pprt_exec_counts_unpack(const double *d, pprt_exec_counts *c);
 
 /* Shared by the CPU executors (runtime/cpu/exec_ref.c). pprt_ref_node runs
  * node n of stage st on its reference kernel, each tensor at ptr[tensor id];

@@ -59,6 +59,87 @@ static bool zip64_extra(const unsigned char *x, size_t n, uint64_t *usize, uint6
     return *usize != 0xFFFFFFFFu && *csize != 0xFFFFFFFFu && *offset != 0xFFFFFFFFu;
 }
 
+/* The central directory of the archive fp (`size` bytes): its entries,
+ * size and offset, from the end record (zip64's when the archive says so),
+ * checked to lie within the file. */
+static pp_status find_directory(FILE *fp, const char *path, uint64_t size, uint64_t *entries, uint64_t *cd_size,
+                                uint64_t *cd_off, pp_err *err) {
+    /* the end record: 22 bytes and a comment of at most 65535 */
+    size_t tail = size < 22 + 65535 ? (size_t)size : 22 + 65535;
+    unsigned char *t = malloc(tail);
+    if (!t || !read_at(fp, size - tail, t, tail)) {
+        free(t);
+        return t ? PP_FAIL(err, PP_EIO, "%s: short read", path) : PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    long e = -1;
+    for (long k = (long)tail - 22; k >= 0 && e < 0; k--)
+        if (le32(t + k) == 0x06054b50u && (size_t)k + 22 + le16(t + k + 20) == tail) e = k;
+    if (e < 0) {
+        free(t);
+        return PP_FAIL(err, PP_EINVAL, "%s: not an .npz file (no zip end record)", path);
+    }
+    *entries = le16(t + e + 10), *cd_size = le32(t + e + 12), *cd_off = le32(t + e + 16);
+    const bool multi = le16(t + e + 4) != 0 || le16(t + e + 6) != 0;
+    const uint64_t end_at = size - tail + (uint64_t)e;
+    free(t);
+    if (multi) return PP_FAIL(err, PP_EUNSUP, "%s: a multi-part zip archive is not supported", path);
+    if (*entries == 0xFFFF || *cd_size == 0xFFFFFFFFu || *cd_off == 0xFFFFFFFFu) { /* zip64 */
+        unsigned char loc[20], rec[56];
+        if (end_at < 20 || !read_at(fp, end_at - 20, loc, 20) || le32(loc) != 0x07064b50u ||
+            le64(loc + 8) > size - 56 || !read_at(fp, le64(loc + 8), rec, 56) || le32(rec) != 0x06064b50u)
+            return PP_FAIL(err, PP_EINVAL, "%s: the zip64 end record is missing or damaged", path);
+        *entries = le64(rec + 32), *cd_size = le64(rec + 40), *cd_off = le64(rec + 48);
+    }
+    if (*cd_off > size || *cd_size > size - *cd_off || *entries > *cd_size / 46 || *entries > 100000)
+        return PP_FAIL(err, PP_EINVAL, "%s: the zip central directory (%llu entries, %llu bytes at %llu) lies "
+                       "outside the file's %llu bytes", path, (unsigned long long)*entries,
+                       (unsigned long long)*cd_size, (unsigned long long)*cd_off, (unsigned long long)size);
+    return PP_OK;
+}
+
+/* Central entry i, at *at of the directory cd (cd_size bytes), of an
+ * archive of `size` bytes: checked, and added to z as a member unless it is
+ * a directory; *at moves past it. */
+static pp_status read_entry(pprt_npz *z, const char *path, uint64_t size, const unsigned char *cd, uint64_t cd_size,
+                            size_t *at, uint64_t i, pp_err *err) {
+    if (cd_size - *at < 46 || le32(cd + *at) != 0x02014b50u)
+        return PP_FAIL(err, PP_EINVAL, "%s: zip central entry %llu is damaged", path, (unsigned long long)i);
+    const unsigned char *h = cd + *at;
+    size_t nl = le16(h + 28), xl = le16(h + 30), cl = le16(h + 32);
+    if (cd_size - *at - 46 < nl + xl + cl)
+        return PP_FAIL(err, PP_EINVAL, "%s: zip central entry %llu runs past the directory", path,
+                       (unsigned long long)i);
+    char name[1024];
+    snprintf(name, sizeof name, "%.*s", (int)nl, (const char *)h + 46);
+    uint64_t usize = le32(h + 24), csize = le32(h + 20), off = le32(h + 42);
+    const int method = le16(h + 10), flags = le16(h + 8);
+    if (!zip64_extra(h + 46 + nl, xl, &usize, &csize, &off))
+        return PP_FAIL(err, PP_EINVAL, "%s: member '%s': the zip64 sizes are missing or damaged", path, name);
+    *at += 46 + nl + xl + cl;
+    if (nl == 0 || name[nl - 1] == '/') return PP_OK; /* a directory entry */
+    if (flags & 1) return PP_FAIL(err, PP_EUNSUP, "%s: member '%s' is encrypted", path, name);
+    if (method != 0 && method != 8)
+        return PP_FAIL(err, PP_EUNSUP, "%s: member '%s' uses zip compression method %d; pprt reads stored "
+                       "(np.savez) and deflated (np.savez_compressed) members", path, name, method);
+    /* deflate expands at most 1032 times (a run of one byte): a larger
+     * size claimed is a damaged entry, never a reason to allocate it */
+    if (method == 8 && usize > csize * 1032 + 64)
+        return PP_FAIL(err, PP_EINVAL, "%s: member '%s' claims %llu bytes from %llu deflated, more than deflate can "
+                       "expand to", path, name, (unsigned long long)usize, (unsigned long long)csize);
+    if (off > size || csize > size - off || (method == 0 && csize != usize))
+        return PP_FAIL(err, PP_EINVAL, "%s: member '%s' (%llu bytes at %llu) lies outside the file's %llu bytes",
+                       path, name, (unsigned long long)csize, (unsigned long long)off, (unsigned long long)size);
+    size_t kl = strlen(name);
+    if (kl > 4 && !strcmp(name + kl - 4, ".npy")) name[kl - 4] = 0;
+    for (int j = 0; j < z->n; j++)
+        if (!strcmp(z->m[j].key, name)) return PP_FAIL(err, PP_EINVAL, "%s: two members are named '%s'", path, name);
+    struct pprt_npz_member *m = &z->m[z->n];
+    if (!(m->key = strdup(name))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    m->offset = off, m->csize = csize, m->usize = usize, m->method = method;
+    z->n++;
+    return PP_OK;
+}
+
 pp_status pprt_npz_open(const char *path, pprt_npz *z, pp_err *err) {
     memset(z, 0, sizeof *z);
     FILE *fp;
@@ -66,50 +147,13 @@ pp_status pprt_npz_open(const char *path, pprt_npz *z, pp_err *err) {
     pp_status s = PP_OK;
     unsigned char *cd = NULL;
     struct stat sb;
+    uint64_t entries = 0, cd_size = 0, cd_off = 0;
     if (fstat(fileno(fp), &sb) != 0 || sb.st_size < 22) {
         s = PP_FAIL(err, PP_EINVAL, "%s: not an .npz file (too short for a zip archive)", path);
         goto out;
     }
     const uint64_t size = (uint64_t)sb.st_size;
-    /* the end record: 22 bytes and a comment of at most 65535 */
-    size_t tail = size < 22 + 65535 ? (size_t)size : 22 + 65535;
-    unsigned char *t = malloc(tail);
-    if (!t || !read_at(fp, size - tail, t, tail)) {
-        free(t);
-        s = t ? PP_FAIL(err, PP_EIO, "%s: short read", path) : PP_FAIL(err, PP_ENOMEM, "out of memory");
-        goto out;
-    }
-    long e = -1;
-    for (long k = (long)tail - 22; k >= 0 && e < 0; k--)
-        if (le32(t + k) == 0x06054b50u && (size_t)k + 22 + le16(t + k + 20) == tail) e = k;
-    if (e < 0) {
-        free(t);
-        s = PP_FAIL(err, PP_EINVAL, "%s: not an .npz file (no zip end record)", path);
-        goto out;
-    }
-    uint64_t entries = le16(t + e + 10), cd_size = le32(t + e + 12), cd_off = le32(t + e + 16);
-    const bool multi = le16(t + e + 4) != 0 || le16(t + e + 6) != 0;
-    const uint64_t end_at = size - tail + (uint64_t)e;
-    free(t);
-    if (multi) {
-        s = PP_FAIL(err, PP_EUNSUP, "%s: a multi-part zip archive is not supported", path);
-        goto out;
-    }
-    if (entries == 0xFFFF || cd_size == 0xFFFFFFFFu || cd_off == 0xFFFFFFFFu) { /* zip64 */
-        unsigned char loc[20], rec[56];
-        if (end_at < 20 || !read_at(fp, end_at - 20, loc, 20) || le32(loc) != 0x07064b50u ||
-            le64(loc + 8) > size - 56 || !read_at(fp, le64(loc + 8), rec, 56) || le32(rec) != 0x06064b50u) {
-            s = PP_FAIL(err, PP_EINVAL, "%s: the zip64 end record is missing or damaged", path);
-            goto out;
-        }
-        entries = le64(rec + 32), cd_size = le64(rec + 40), cd_off = le64(rec + 48);
-    }
-    if (cd_off > size || cd_size > size - cd_off || entries > cd_size / 46 || entries > 100000) {
-        s = PP_FAIL(err, PP_EINVAL, "%s: the zip central directory (%llu entries, %llu bytes at %llu) lies outside "
-                    "the file's %llu bytes", path, (unsigned long long)entries, (unsigned long long)cd_size,
-                    (unsigned long long)cd_off, (unsigned long long)size);
-        goto out;
-    }
+    if ((s = find_directory(fp, path, size, &entries, &cd_size, &cd_off, err)) != PP_OK) goto out;
     cd = malloc(cd_size ? (size_t)cd_size : 1);
     z->m = calloc(entries ? (size_t)entries : 1, sizeof *z->m);
     z->path = strdup(path);
@@ -122,64 +166,7 @@ pp_status pprt_npz_open(const char *path, pprt_npz *z, pp_err *err) {
         goto out;
     }
     size_t at = 0;
-    for (uint64_t i = 0; i < entries; i++) {
-        if (cd_size - at < 46 || le32(cd + at) != 0x02014b50u) {
-            s = PP_FAIL(err, PP_EINVAL, "%s: zip central entry %llu is damaged", path, (unsigned long long)i);
-            goto out;
-        }
-        const unsigned char *h = cd + at;
-        size_t nl = le16(h + 28), xl = le16(h + 30), cl = le16(h + 32);
-        if (cd_size - at - 46 < nl + xl + cl) {
-            s = PP_FAIL(err, PP_EINVAL, "%s: zip central entry %llu runs past the directory", path,
-                        (unsigned long long)i);
-            goto out;
-        }
-        char name[1024];
-        snprintf(name, sizeof name, "%.*s", (int)nl, (const char *)h + 46);
-        uint64_t usize = le32(h + 24), csize = le32(h + 20), off = le32(h + 42);
-        const int method = le16(h + 10), flags = le16(h + 8);
-        if (!zip64_extra(h + 46 + nl, xl, &usize, &csize, &off)) {
-            s = PP_FAIL(err, PP_EINVAL, "%s: member '%s': the zip64 sizes are missing or damaged", path, name);
-            goto out;
-        }
-        at += 46 + nl + xl + cl;
-        if (nl == 0 || name[nl - 1] == '/') continue; /* a directory entry */
-        if (flags & 1) {
-            s = PP_FAIL(err, PP_EUNSUP, "%s: member '%s' is encrypted", path, name);
-            goto out;
-        }
-        if (method != 0 && method != 8) {
-            s = PP_FAIL(err, PP_EUNSUP, "%s: member '%s' uses zip compression method %d; pprt reads stored "
-                        "(np.savez) and deflated (np.savez_compressed) members", path, name, method);
-            goto out;
-        }
-        /* deflate expands at most 1032 times (a run of one byte): a larger
-         * size claimed is a damaged entry, never a reason to allocate it */
-        if (method == 8 && usize > csize * 1032 + 64) {
-            s = PP_FAIL(err, PP_EINVAL, "%s: member '%s' claims %llu bytes from %llu deflated, more than deflate can "
-                        "expand to", path, name, (unsigned long long)usize, (unsigned long long)csize);
-            goto out;
-        }
-        if (off > size || csize > size - off || (method == 0 && csize != usize)) {
-            s = PP_FAIL(err, PP_EINVAL, "%s: member '%s' (%llu bytes at %llu) lies outside the file's %llu bytes",
-                        path, name, (unsigned long long)csize, (unsigned long long)off, (unsigned long long)size);
-            goto out;
-        }
-        size_t kl = strlen(name);
-        if (kl > 4 && !strcmp(name + kl - 4, ".npy")) name[kl - 4] = 0;
-        for (int j = 0; j < z->n; j++)
-            if (!strcmp(z->m[j].key, name)) {
-                s = PP_FAIL(err, PP_EINVAL, "%s: two members are named '%s'", path, name);
-                goto out;
-            }
-        struct pprt_npz_member *m = &z->m[z->n];
-        if (!(m->key = strdup(name))) {
-            s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-            goto out;
-        }
-        m->offset = off, m->csize = csize, m->usize = usize, m->method = method;
-        z->n++;
-    }
+    for (uint64_t i = 0; i < entries && s == PP_OK; i++) s = read_entry(z, path, size, cd, cd_size, &at, i, err);
 out:
     free(cd);
     fclose(fp);

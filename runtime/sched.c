@@ -11,14 +11,14 @@
  * arrays, so output order is input order (both staged through pinned
  * memory when their stage is on a device). Each thread runs the stage loop
  * (stage_loop.c) with its stage's executor, made by the run's backend
- * (backend.h).
+ * (backend.h), and fills its stage's record (run.h), from which the
+ * statistics come as under MPI (pprt_stats_of).
  *
  * Any error stops everything: the failing stage records it (with stage and
  * micro-batch), closes every link, and the blocked threads return. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <sys/resource.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,9 +30,15 @@
 #include "microbatch.h"
 #include "nodes.h"
 #include "pprt.h"
+#include "run.h"
 #include "stage_loop.h"
 
 typedef struct sched sched;
+
+typedef struct prog_ctx {
+    sched *S;
+    int replica;
+} prog_ctx;
 
 /* A barrier whose party can shrink (when a stage thread fails to start). */
 typedef struct {
@@ -68,32 +74,37 @@ static void meet_shrink(meeting *m, int need) {
 
 typedef struct {
     sched *S;
-    int replica;
     const pprt_backend *be; /* the stage's backend */
     pprt_place at;          /* where it runs: host, or a device of the backend's space */
     pprt_stage_run run;
-    double *warm_s; /* node times after the warm-up, subtracted from the profile; NULL: none */
-    double t_go;    /* when the timed run began on this thread */
     const int *cpu; /* the CPUs the stage is pinned to, `threads` of them; NULL: not pinned */
     int threads;    /* intra-op threads (pprt_exec_cfg) */
-    pprt_trace_track tr; /* --trace: filled as it runs (arrays allocated before) */
+    pprt_stage_rec *rec; /* what it measures (run.h) */
 } worker;
 
 struct sched {
     const pprt_plan *p;
     const pprt_run_opts *o;
     int64_t n, m;      /* samples, micro-batches */
-    int R;             /* replicas */
+    int P, R, W;       /* stages, replicas, stage threads (R x P) */
     pprt_shares sh;    /* their shares of the micro-batches (microbatch.h) */
+    worker *w;         /* W: replica k's stage i at k P + i */
+    pprt_stage_rec *recs; /* W, as w */
+    const pprt_backend **be; /* P: each stage's backend */
+    pthread_t *th;     /* W */
+    int started;       /* stage threads started */
     pprt_link **links; /* R x (P + 1): each replica's source, P - 1 boundaries, sink */
-    double *t_start, *t_end; /* per micro-batch */
     int64_t *done;     /* per replica: micro-batches its sink has (the progress bar) */
+    prog_ctx *pcs;   /* per replica: its sink's progress context */
+    pprt_array *ins, *outs; /* each replica's share of the inputs and outputs: views into the arrays */
+    int *cpus;         /* the CPUs this process may use */
+    int cores, threads; /* their count; intra-op threads per stage */
+    size_t rss_loaded;
     pthread_mutex_t err_mu;
     meeting ready; /* the stage threads and the main thread */
     pp_err err;
     bool failed;
 };
-
 
 /* Record the first failure and close every link, which wakes every waiter. */
 static void stop_all(sched *S, const pp_err *e) {
@@ -115,10 +126,6 @@ static bool is_failed(sched *S) {
 }
 
 /* A sink's progress: a bar on stderr over every replica's. */
-typedef struct {
-    sched *S;
-    int replica;
-} prog_ctx;
 
 static void progress(void *ctx, int64_t count) {
     const prog_ctx *c = ctx;
@@ -135,22 +142,22 @@ static void progress(void *ctx, int64_t count) {
     if (done == S->m) fputc('\n', stderr);
 }
 
-/* Replica k's links (its share S->sh): the source over its share of the inputs (staged onto
- * stage 0's device if it has one), the links between stages' places, the
- * sink into its share of the outputs (staged likewise); w: its P workers,
- * in and out: its shares (n samples), pc: its progress context. */
-static pp_status make_links(sched *S, int k, const worker *w, const pprt_array *in, pprt_array *out, int64_t n,
-                            prog_ctx *pc, pp_err *err) {
+/* Replica k's links (its share S->sh): the source over its share of the
+ * inputs (staged onto stage 0's device if it has one), the links between
+ * stages' places, the sink into its share of the outputs (staged likewise);
+ * in and out: its shares (n samples); the source and sink record each
+ * micro-batch's times into its first and last stages' records. */
+static pp_status make_links(sched *S, int k, const pprt_array *in, pprt_array *out, int64_t n, pp_err *err) {
     const pprt_plan *p = S->p;
     const pprt_run_opts *o = S->o;
-    const int P = p->n_stages;
+    const int P = S->P;
+    const worker *w = S->w + (size_t)k * (size_t)P;
     pprt_link **L = S->links + (size_t)k * (size_t)(P + 1);
-    const int64_t mb0 = pprt_share_lo(&S->sh, k);
     const pprt_place *first = &w[0].at, *last = &w[P - 1].at;
     pprt_link *src = NULL, *sink = NULL;
     char rep[32] = "";
     if (S->R > 1) snprintf(rep, sizeof rep, " (replica %d)", k);
-    PP_TRY(pprt_link_source(p, in, n, o->warmup, S->t_start + mb0, pprt_place_is_host(first) ? NULL : first->mem,
+    PP_TRY(pprt_link_source(p, in, n, o->warmup, w[0].rec->t_start, pprt_place_is_host(first) ? NULL : first->mem,
                             &src, err));
     if (pprt_place_is_host(first)) L[0] = src;
     else PP_TRY(pprt_link_staged(src, first, true, "the inputs -> stage 0", &L[0], err));
@@ -159,7 +166,8 @@ static pp_status make_links(sched *S, int k, const worker *w, const pprt_array *
         snprintf(name, sizeof name, "stage %d -> stage %d%s", b, b + 1, rep);
         PP_TRY(pprt_link_between(&w[b].at, &w[b + 1].at, p->stages[b].out.bytes, o->depth, name, &L[b + 1], err));
     }
-    PP_TRY(pprt_link_sink(p, out, n, o->warmup, S->t_end + mb0, o->progress ? progress : NULL, pc,
+    S->pcs[k] = (prog_ctx){S, k};
+    PP_TRY(pprt_link_sink(p, out, n, o->warmup, w[P - 1].rec->t_end, o->progress ? progress : NULL, &S->pcs[k],
                           pprt_place_is_host(last) ? NULL : last->mem, &sink, err));
     if (pprt_place_is_host(last)) L[P] = sink;
     else {
@@ -176,79 +184,6 @@ static void stage_loop(worker *w, int64_t k0, int64_t k1) {
     pp_err e = {0};
     bool own;
     if (pprt_stage_loop(&w->run, k0, k1, &own, &e) != PP_OK && (own || !is_failed(w->S))) stop_all(w->S, &e);
-}
-
-void pprt_device_kind(const char *backend, pprt_precision precision, int threads, char *buf, size_t n) {
-    char model[128] = "unknown CPU";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    while (f && fgets(line, sizeof line, f)) {
-        const char *c = strchr(line, ':');
-        if (strncmp(line, "model name", 10) != 0 || !c) continue;
-        c++;
-        while (*c == ' ' || *c == '\t') c++;
-        size_t len = strcspn(c, "\n");
-        snprintf(model, sizeof model, "%.*s", (int)(len < sizeof model ? len : sizeof model - 1), c);
-        break;
-    }
-    if (f) fclose(f);
-    snprintf(buf, n, "%s %s, %d thread%s per stage, %s", backend ? backend : "?",
-             precision == PPRT_BF16 ? "bf16" : "f32", threads, threads == 1 ? "" : "s", model);
-}
-
-size_t pprt_rss_now(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long long size = 0, res = 0;
-    bool ok = f && fscanf(f, "%llu %llu", &size, &res) == 2;
-    if (f) fclose(f);
-    long page = sysconf(_SC_PAGESIZE);
-    return ok && page > 0 ? (size_t)res * (size_t)page : 0;
-}
-
-int pprt_cpus_allowed(int *ids, int max) {
-    int n = 0;
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        for (int c = 0; c < CPU_SETSIZE; c++)
-            if (CPU_ISSET(c, &set)) {
-                if (n < max) ids[n] = c;
-                n++;
-            }
-    if (n == 0) {
-        long k = sysconf(_SC_NPROCESSORS_ONLN);
-        for (long c = 0; c < (k > 0 ? k : 1) && c < CPU_SETSIZE; c++, n++)
-            if (n < max) ids[n] = (int)c;
-    }
-    return n;
-}
-
-int pprt_rank_cores(int local_ranks) {
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    long share = online / (local_ranks > 1 ? local_ranks : 1);
-    int mine = pprt_cpus_allowed(NULL, 0);
-    if (share > mine) share = mine;
-    return share > 1 ? (int)share : 1;
-}
-
-/* "0-3,8": the n CPUs of ids (increasing) as ranges, into buf; ending in
- * ",..." where the rest does not fit. */
-static void cpu_list(const int *ids, int n, char *buf, size_t cap) {
-    size_t len = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < n;) {
-        int j = i;
-        while (j + 1 < n && ids[j + 1] == ids[j] + 1) j++;
-        char item[32];
-        int k = j > i ? snprintf(item, sizeof item, "%s%d-%d", i ? "," : "", ids[i], ids[j])
-                      : snprintf(item, sizeof item, "%s%d", i ? "," : "", ids[i]);
-        if (k < 0 || len + (size_t)k + 4 >= cap) {
-            if (len + 4 < cap) memcpy(buf + len, ",...", 5);
-            return;
-        }
-        memcpy(buf + len, item, (size_t)k + 1);
-        len += (size_t)k;
-        i = j + 1;
-    }
 }
 
 /* A stage thread: pins itself, creates its executor (so that the executor's
@@ -268,9 +203,7 @@ static void *stage_main(void *arg) {
         pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
     }
     pp_err e = {0};
-    pprt_exec_cfg cfg = {.threads = w->threads, .precision = S->o->precision,
-                         .device = pprt_place_is_host(&w->at) ? -1 : w->at.device, .quiet = S->o->quiet,
-                         .node_times = S->o->node_times};
+    pprt_exec_cfg cfg = pprt_stage_cfg(S->o, w->threads, &w->at);
     const int s = w->run.stage;
     if (w->be->exec->create(S->p, &S->p->stages[s], &cfg, &w->run.x, &e) != PP_OK) {
         pp_err f = {0};
@@ -280,20 +213,20 @@ static void *stage_main(void *arg) {
     meet_wait(&S->ready);
     if (!is_failed(S)) stage_loop(w, 0, S->o->warmup);
     /* first runs pay page faults and cold caches: the profile leaves them out */
-    const double *ns = w->run.x && w->be->exec->node_seconds ? w->be->exec->node_seconds(w->run.x) : NULL;
-    int nn = S->p->stages[s].n_nodes;
-    if (ns && S->o->warmup > 0 && (w->warm_s = malloc(pp_count(nn) * sizeof *w->warm_s)))
-        memcpy(w->warm_s, ns, (size_t)nn * sizeof *ns);
+    if (S->o->warmup > 0) pprt_rec_warm(w->rec, w->be->exec, w->run.x);
     meet_wait(&S->ready);
-    w->t_go = pprt_now_s();
-    if (!is_failed(S)) stage_loop(w, S->o->warmup, S->o->warmup + pprt_share_mbs(&S->sh, w->replica));
+    w->rec->t_loop0 = pprt_now_s();
+    if (!is_failed(S)) stage_loop(w, S->o->warmup, S->o->warmup + w->rec->mbs);
+    w->rec->t_loop1 = pprt_now_s();
+    pprt_rec_done(w->rec, S->p, w->be->exec, w->run.x, w->run.busy);
     return NULL;
 }
 
-pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt_array *outputs,
-                   const pprt_run_opts *o, pprt_stats *stats, pp_err *err) {
-    memset(stats, 0, sizeof *stats);
-    for (int i = 0; i < p->n_outputs; i++) outputs[i].data = NULL;
+/* What is wrong with the arguments before anything is allocated; S->m and S->sh set. */
+static pp_status check_args(sched *S, const pprt_array *inputs, pp_err *err) {
+    const pprt_plan *p = S->p;
+    const pprt_run_opts *o = S->o;
+    const int64_t n = S->n;
     if (n < 1) return PP_FAIL(err, PP_EINVAL, "no samples to run");
     if (o->depth < 1) return PP_FAIL(err, PP_EINVAL, "--depth must be >= 1, got %d", o->depth);
     if (o->warmup < 0) return PP_FAIL(err, PP_EINVAL, "--warmup must be >= 0, got %d", o->warmup);
@@ -301,116 +234,114 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
         if (inputs[i].n != n)
             return PP_FAIL(err, PP_EINVAL, "input '%s' has %lld samples, expected %lld like the first",
                            p->inputs[i].name, (long long)inputs[i].n, (long long)n);
-    const int P = p->n_stages, R = o->replicas > 1 ? o->replicas : 1, W = R * P;
-    sched S = {.p = p, .o = o, .n = n, .R = R};
     if (p->batch == 0 && n != 1)
         return PP_FAIL(err, PP_EINVAL, "an unbatched plan (-b 0) runs exactly one set of inputs, got %lld",
                        (long long)n);
-    S.m = pprt_mb_count(p, n);
-    S.sh = (pprt_shares){pprt_mb_size(p), S.m, n, R};
-    if (R > S.m)
+    S->m = pprt_mb_count(p, n);
+    S->sh = (pprt_shares){pprt_mb_size(p), S->m, n, S->R};
+    if (S->R > S->m)
         return PP_FAIL(err, PP_EINVAL, "--replicas %d: the run has only %lld micro-batches (%lld samples, %lld a "
                                        "micro-batch), so some replica would have none; at most %lld",
-                       R, (long long)S.m, (long long)n, (long long)pprt_mb_size(p), (long long)S.m);
-    pthread_mutex_init(&S.err_mu, NULL);
-    worker *w = calloc((size_t)W, sizeof *w);
-    pthread_t *th = calloc((size_t)W, sizeof *th);
-    S.links = calloc((size_t)R * (size_t)(P + 1), sizeof *S.links);
-    S.t_start = calloc((size_t)S.m, sizeof(double));
-    S.t_end = calloc((size_t)S.m, sizeof(double));
-    S.done = calloc((size_t)R, sizeof *S.done);
-    prog_ctx *pcs = calloc((size_t)R, sizeof *pcs);
-    /* each replica's share of the inputs and outputs: views into the arrays */
-    const int NI = p->n_inputs, NO = p->n_outputs;
-    pprt_array *ins = calloc((size_t)R * (size_t)(NI > 0 ? NI : 1), sizeof *ins);
-    pprt_array *outs = calloc((size_t)R * (size_t)(NO > 0 ? NO : 1), sizeof *outs);
-    int *cpus = NULL;
-    pp_status s = PP_OK;
-    if (!w || !th || !S.links || !S.t_start || !S.t_end || !S.done || !pcs || !ins || !outs) {
-        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-        goto done;
+                       S->R, (long long)S->m, (long long)n, (long long)pprt_mb_size(p), (long long)S->m);
+    return PP_OK;
+}
+
+static pp_status alloc_run(sched *S, pp_err *err) {
+    const int NI = S->p->n_inputs, NO = S->p->n_outputs;
+    S->w = calloc((size_t)S->W, sizeof *S->w);
+    S->recs = calloc((size_t)S->W, sizeof *S->recs);
+    S->be = calloc((size_t)S->P, sizeof *S->be);
+    S->th = calloc((size_t)S->W, sizeof *S->th);
+    S->links = calloc((size_t)S->R * (size_t)(S->P + 1), sizeof *S->links);
+    S->done = calloc((size_t)S->R, sizeof *S->done);
+    S->pcs = calloc((size_t)S->R, sizeof *S->pcs);
+    S->ins = calloc((size_t)S->R * (size_t)(NI > 0 ? NI : 1), sizeof *S->ins);
+    S->outs = calloc((size_t)S->R * (size_t)(NO > 0 ? NO : 1), sizeof *S->outs);
+    S->cpus = malloc(CPU_SETSIZE * sizeof *S->cpus);
+    if (!S->w || !S->recs || !S->be || !S->th || !S->links || !S->done || !S->pcs || !S->ins || !S->outs || !S->cpus)
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    return PP_OK;
+}
+
+/* Each stage's backend and place (every replica's stage i alike), and the
+ * output arrays (64-byte aligned: the sink may lend places in them to the
+ * last stage, link_data.c). */
+static pp_status place_stages(sched *S, pprt_array *outputs, pp_err *err) {
+    const pprt_plan *p = S->p;
+    for (int i = 0; i < S->P; i++) {
+        PP_TRY(pprt_stage_backend(p, i, S->o->backend, &S->be[i], err));
+        PP_TRY(pprt_stage_place(p, i, S->be[i], -1, &S->w[i].at, err));
+        if (S->R > 1 && !pprt_place_is_host(&S->w[i].at))
+            return PP_FAIL(err, PP_EUNSUP, "--replicas %d: stage %d runs on %s, a device backend; the threaded "
+                           "runtime runs replicas of host stages only (under mpirun, each replica's stages take "
+                           "their own devices)", S->R, i, S->be[i]->name);
     }
-    for (int i = 0; i < P && s == PP_OK; i++) {
-        s = pprt_stage_backend(p, i, o->backend, &w[i].be, err);
-        if (s == PP_OK) s = pprt_stage_place(p, i, w[i].be, -1, &w[i].at, err);
-        if (s == PP_OK && R > 1 && !pprt_place_is_host(&w[i].at))
-            s = PP_FAIL(err, PP_EUNSUP, "--replicas %d: stage %d runs on %s, a device backend; the threaded runtime "
-                                        "runs replicas of host stages only (under mpirun, each replica's stages "
-                                        "take their own devices)", R, i, w[i].be->name);
-    }
-    for (int i = 0; i < p->n_outputs && s == PP_OK; i++) {
-        outputs[i].n = n;
-        /* 64-byte aligned: the sink may lend places in it to the last stage (link_data.c) */
-        if (posix_memalign(&outputs[i].data, 64, (size_t)n * p->outputs[i].sample_bytes + 1) != 0)
+    for (int i = 0; i < p->n_outputs; i++) {
+        outputs[i].n = S->n;
+        if (posix_memalign(&outputs[i].data, 64, (size_t)S->n * p->outputs[i].sample_bytes + 1) != 0)
             outputs[i].data = NULL;
         if (!outputs[i].data)
-            s = PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for output '%s'",
-                        (size_t)n * p->outputs[i].sample_bytes + 1, p->outputs[i].name);
+            return PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for output '%s'",
+                           (size_t)S->n * p->outputs[i].sample_bytes + 1, p->outputs[i].name);
     }
-    if (s != PP_OK) goto done;
-    for (int k = 0; k < R; k++)
-        for (int i = 0; i < P; i++) {
-            worker *x = &w[k * P + i];
-            x->be = w[i].be, x->at = w[i].at, x->replica = k;
-        }
-    /* the links of each replica: source, boundaries (each with its buffers,
-     * where its stages want them), sink */
-    for (int k = 0; k < R && s == PP_OK; k++) {
-        const int64_t first = pprt_share_first(&S.sh, k), nk = pprt_share_samples(&S.sh, k);
-        pprt_array *in = ins + (size_t)k * (size_t)NI, *out = outs + (size_t)k * (size_t)NO;
+    return PP_OK;
+}
+
+/* Every stage thread's worker: its stage's backend and place, its record,
+ * its intra-op threads and cores (stage i of replica k gets the (k P + i)-th
+ * `threads` of the cores this process may use, under taskset or a cpuset,
+ * where every stage thread has its own; a backend whose kernels are
+ * single-threaded takes one). */
+static pp_status make_workers(sched *S, pp_err *err) {
+    const pprt_run_opts *o = S->o;
+    const int P = S->P;
+    S->cores = pprt_cpus_allowed(S->cpus, CPU_SETSIZE); /* >= 1 */
+    S->threads = pprt_run_threads(o, S->cores / S->W);
+    for (int wi = 0; wi < S->W; wi++) {
+        const int k = wi / P, i = wi % P;
+        worker *x = &S->w[wi];
+        const pprt_place at = S->w[i].at; /* place_stages's */
+        *x = (worker){.S = S, .be = S->be[i], .at = at, .rec = &S->recs[wi]};
+        x->threads = x->be->multithreaded || o->threads > 0 ? S->threads : 1;
+        if (o->pin && (long)S->cores >= (long)S->W * S->threads) x->cpu = S->cpus + (size_t)wi * (size_t)S->threads;
+        PP_TRY(pprt_rec_init(x->rec, S->p, &S->sh, i, k, -1, o->trace, o->trace_nodes && x->be->exec->node_seconds,
+                             err));
+        x->run = (pprt_stage_run){.stage = i, .ex = x->be->exec, .warmup = o->warmup,
+                                  .mb_offset = pprt_share_lo(&S->sh, k), .trace = o->trace ? &x->rec->tr : NULL,
+                                  .prev_ns = x->rec->prev_ns};
+    }
+    return PP_OK;
+}
+
+/* The links of each replica: source, boundaries (each with its buffers,
+ * where its stages want them), sink; over its share of the arrays. */
+static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *outputs, pp_err *err) {
+    const pprt_plan *p = S->p;
+    const int NI = p->n_inputs, NO = p->n_outputs, P = S->P;
+    for (int k = 0; k < S->R; k++) {
+        const int64_t first = pprt_share_first(&S->sh, k), nk = pprt_share_samples(&S->sh, k);
+        pprt_array *in = S->ins + (size_t)k * (size_t)NI, *out = S->outs + (size_t)k * (size_t)NO;
         for (int i = 0; i < NI; i++)
             in[i] = (pprt_array){(char *)inputs[i].data + (size_t)first * p->inputs[i].sample_bytes, nk};
         for (int i = 0; i < NO; i++)
             out[i] = (pprt_array){(char *)outputs[i].data + (size_t)first * p->outputs[i].sample_bytes, nk};
-        pcs[k] = (prog_ctx){&S, k};
-        s = make_links(&S, k, w + (size_t)k * (size_t)P, in, out, nk, &pcs[k], err);
+        PP_TRY(make_links(S, k, in, out, nk, err));
+        pprt_link **L = S->links + (size_t)k * (size_t)(P + 1);
+        for (int i = 0; i < P; i++) S->w[k * P + i].run.in = L[i], S->w[k * P + i].run.out = L[i + 1];
     }
-    if (s != PP_OK) goto done;
-    /* the cores this process may use (under taskset or a cpuset, not the
-     * machine's): stage i of replica k gets the (k P + i)-th `threads` of them */
-    cpus = malloc(CPU_SETSIZE * sizeof *cpus);
-    if (!cpus) {
-        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-        goto done;
-    }
-    int cores = pprt_cpus_allowed(cpus, CPU_SETSIZE); /* >= 1 */
-    /* a backend whose kernels are single-threaded takes one core per stage */
-    int threads = o->threads > 0 ? o->threads : cores / W > 1 ? cores / W : 1;
-    for (int k = 0; k < R; k++)
-        for (int i = 0; i < P; i++) {
-            worker *x = &w[k * P + i];
-            x->S = &S;
-            pprt_link **L = S.links + (size_t)k * (size_t)(P + 1);
-            x->run = (pprt_stage_run){.stage = i, .ex = x->be->exec, .in = L[i], .out = L[i + 1], .warmup = o->warmup,
-                                      .mb_offset = pprt_share_lo(&S.sh, k)};
-            x->threads = x->be->multithreaded || o->threads > 0 ? threads : 1;
-            /* pinned to its own `threads` cores where every stage thread has its own */
-            x->cpu = (o->pin && (long)cores >= (long)W * threads) ? cpus + (size_t)(k * P + i) * (size_t)threads
-                                                                   : NULL;
-        }
-    for (int wi = 0; wi < W && s == PP_OK && o->trace; wi++) {
-        const int k = wi / P, i = wi % P;
-        pprt_trace_track *t = &w[wi].tr;
-        *t = (pprt_trace_track){.stage = i, .replica = k, .rank = -1, .mb0 = pprt_share_lo(&S.sh, k),
-                                .n = pprt_share_mbs(&S.sh, k), .n_nodes = p->stages[i].n_nodes};
-        t->t = calloc((size_t)t->n * PPRT_TRACE_T, sizeof(double));
-        if (o->trace_nodes && w[wi].be->exec->node_seconds) {
-            t->n_node_mb = pprt_trace_node_mbs(t->n_nodes, t->n);
-            t->node_s = calloc(pp_count((int)(t->n_node_mb * t->n_nodes)), sizeof(double));
-            w[wi].run.prev_ns = calloc(pp_count(t->n_nodes), sizeof(double));
-            if (!t->node_s || !w[wi].run.prev_ns) s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
-        }
-        if (!t->t) s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
-        w[wi].run.trace = t;
-    }
-    if (s != PP_OK) goto done;
-    pthread_mutex_init(&S.ready.mu, NULL);
-    pthread_cond_init(&S.ready.cv, NULL);
-    S.ready.need = W + 1;
-    int started = 0, rc = 0;
-    for (; started < W; started++)
-        if ((rc = pthread_create(&th[started], NULL, stage_main, &w[started])) != 0) break;
-    if (started < W) {
+    return PP_OK;
+}
+
+/* Start the stage threads, meet them twice (executors made; warm-up
+ * through), join them. A thread that cannot start stops the run. */
+static void run_threads(sched *S) {
+    pthread_mutex_init(&S->ready.mu, NULL);
+    pthread_cond_init(&S->ready.cv, NULL);
+    S->ready.need = S->W + 1;
+    int rc = 0;
+    for (; S->started < S->W; S->started++)
+        if ((rc = pthread_create(&S->th[S->started], NULL, stage_main, &S->w[S->started])) != 0) break;
+    if (S->started < S->W) {
         pp_err e = {0};
         size_t stack = 0;
         pthread_attr_t a;
@@ -419,117 +350,72 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
             pthread_attr_destroy(&a);
         }
         PP_FAIL(&e, rc == EAGAIN || rc == ENOMEM ? PP_ENOMEM : PP_ERUNTIME,
-                "stage %d%s: cannot start its thread (its stack takes %.1f MiB): %s", started % P,
-                R > 1 ? " of a replica" : "", (double)stack / 1048576, strerror(rc));
-        stop_all(&S, &e);
-        meet_shrink(&S.ready, started + 1);
+                "stage %d%s: cannot start its thread (its stack takes %.1f MiB): %s", S->started % S->P,
+                S->R > 1 ? " of a replica" : "", (double)stack / 1048576, strerror(rc));
+        stop_all(S, &e);
+        meet_shrink(&S->ready, S->started + 1);
     }
-    meet_wait(&S.ready); /* every executor created (or failed) */
-    size_t rss_loaded = pprt_rss_now();
-    meet_wait(&S.ready); /* the warm-up is through */
-    double t0 = pprt_now_s();
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-    /* from the first stage thread let go (this thread may wake later) */
-    for (int i = 0; i < started; i++)
-        if (w[i].t_go > 0 && w[i].t_go < t0) t0 = w[i].t_go;
-    double wall = pprt_now_s() - t0;
-    pthread_cond_destroy(&S.ready.cv);
-    pthread_mutex_destroy(&S.ready.mu);
-    /* a --ref-weights plan's files changed under the run: that explains a
-     * stage's failure too, and makes a success worthless */
-    if (started > 0 && (s = pprt_plan_sources_unchanged(p, err)) != PP_OK) goto done;
-    if (S.failed) {
-        s = PP_WRAP(err, &S.err, S.err.code, "%s", S.err.msg);
-        goto done;
-    }
-    /* statistics: busy time per stage summed over the replicas */
-    double *busy = calloc((size_t)P, sizeof *busy);
-    if (!busy) {
-        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-        goto done;
-    }
-    for (int wi = 0; wi < W; wi++) busy[wi % P] += w[wi].run.busy;
-    s = pprt_stats_fill(stats, n, S.m, p->batch, wall, P, R, busy, S.t_start, S.t_end, err);
-    free(busy);
-    if (s != PP_OK) goto done;
-    stats->backend = w[0].be->exec->name;
-    stats->threads = threads;
-    stats->precision = o->precision;
-    for (int i = 0; i < P; i++) {
-        if (w[i].be != w[0].be) stats->backend = "mixed";
-        stats->stages[i].backend = w[i].be->exec->name;
-        pprt_exec_counts_of(w[i].be->exec, w[i].run.x, &p->stages[i], &stats->stages[i].exec);
-        if (w[i].cpu) cpu_list(w[i].cpu, w[i].threads, stats->stages[i].cpus, sizeof stats->stages[i].cpus);
-    }
-    int total_nodes = 0;
-    for (int i = 0; i < P; i++) total_nodes += p->stages[i].n_nodes;
-    stats->node_ms = calloc(pp_count(total_nodes), sizeof(double));
-    if (stats->node_ms) {
-        /* each node's time over every replica's micro-batches */
-        int k0 = 0;
-        for (int i = 0; i < P; i++) {
-            for (int r = 0; r < R; r++) {
-                const worker *x = &w[r * P + i];
-                const double *ns = x->be->exec->node_seconds ? x->be->exec->node_seconds(x->run.x) : NULL;
-                const double *ws = x->warm_s;
-                for (int j = 0; j < p->stages[i].n_nodes; j++)
-                    stats->node_ms[k0 + j] += !ns ? 0
-                                              : ws ? 1e3 * (ns[j] - ws[j]) / (double)S.m
-                                                   : 1e3 * ns[j] / (double)(S.m + (int64_t)R * o->warmup);
-            }
-            k0 += p->stages[i].n_nodes;
-        }
-    }
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) == 0) stats->peak_rss = (size_t)ru.ru_maxrss * 1024; /* KiB */
-    if (o->trace) { /* the tracks move into the statistics */
-        pprt_trace *tr = calloc(1, sizeof *tr);
-        pprt_trace_track *tracks = calloc((size_t)W, sizeof *tracks);
-        if (!tr || !tracks) {
-            free(tr), free(tracks);
-            s = PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
-            goto done;
-        }
-        *tr = (pprt_trace){.n_tracks = W, .tracks = tracks, .t0 = t0, .wall_s = wall, .bubble = stats->bubble,
-                           .replicas = R, .latency_ms = stats->latency_ms, .n_latency = S.m};
-        stats->trace = tr;
-        for (int i = 0; i < W; i++) {
-            tracks[i] = w[i].tr;
-            w[i].tr.t = w[i].tr.node_s = NULL;
-        }
-    }
-    stats->rss_loaded = rss_loaded;
-done:
-    if (w)
-        for (int i = 0; i < W; i++) {
-            if (w[i].run.x) w[i].be->exec->destroy(w[i].run.x);
-            free(w[i].warm_s);
-            free(w[i].tr.t);
-            free(w[i].tr.node_s);
-            free(w[i].run.prev_ns);
-        }
-    if (S.links)
-        for (int k = 0; k < R * (P + 1); k++)
-            if (S.links[k]) S.links[k]->ops->destroy(S.links[k]);
+    meet_wait(&S->ready); /* every executor created (or failed) */
+    S->rss_loaded = pprt_rss_now();
+    meet_wait(&S->ready); /* the warm-up is through */
+    for (int i = 0; i < S->started; i++) pthread_join(S->th[i], NULL);
+    pthread_cond_destroy(&S->ready.cv);
+    pthread_mutex_destroy(&S->ready.mu);
+}
+
+/* The run's outcome: a --ref-weights plan's files changed under the run
+ * (that explains a stage's failure too, and makes a success worthless), a
+ * stage's failure, or the statistics of the records (run.c). */
+static pp_status finish_run(sched *S, pprt_stats *stats, pp_err *err) {
+    if (S->started > 0) PP_TRY(pprt_plan_sources_unchanged(S->p, err));
+    if (S->failed) return PP_WRAP(err, &S->err, S->err.code, "%s", S->err.msg);
+    const double rss = (double)pprt_peak_rss();
+    for (int wi = 0; wi < S->W; wi++) S->recs[wi].rss = rss;
+    const pprt_stats_ctx c = {.threads = S->threads, .precision = S->o->precision, .be = S->be,
+                              .trace = S->o->trace};
+    PP_TRY(pprt_stats_of(S->p, &S->sh, S->recs, S->W, &c, stats, err));
+    for (int i = 0; i < S->P; i++)
+        if (S->w[i].cpu)
+            pprt_cpu_list(S->w[i].cpu, S->w[i].threads, stats->stages[i].cpus, sizeof stats->stages[i].cpus);
+    stats->rss_loaded = S->rss_loaded;
+    return PP_OK;
+}
+
+static void free_run(sched *S, pprt_array *outputs, pp_status s) {
+    for (int i = 0; S->w && i < S->W; i++)
+        if (S->w[i].run.x) S->w[i].be->exec->destroy(S->w[i].run.x);
+    for (int i = 0; S->recs && i < S->W; i++) pprt_rec_free(&S->recs[i]);
+    for (int k = 0; S->links && k < S->R * (S->P + 1); k++)
+        if (S->links[k]) S->links[k]->ops->destroy(S->links[k]);
     if (s != PP_OK)
-        for (int i = 0; i < p->n_outputs; i++) {
+        for (int i = 0; i < S->p->n_outputs; i++) {
             free(outputs[i].data);
             outputs[i].data = NULL;
         }
-    free(w);
-    free(th);
-    free(cpus);
-    free(S.links);
-    free(S.t_start);
-    free(S.t_end);
-    free(S.done);
-    free(pcs);
-    free(ins);
-    free(outs);
-    pthread_mutex_destroy(&S.err_mu);
-    return s;
+    free(S->w), free(S->recs), free(S->be), free(S->th), free(S->links), free(S->done), free(S->pcs);
+    free(S->ins), free(S->outs), free(S->cpus);
+    pthread_mutex_destroy(&S->err_mu);
 }
 
+pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt_array *outputs,
+                   const pprt_run_opts *o, pprt_stats *stats, pp_err *err) {
+    memset(stats, 0, sizeof *stats);
+    for (int i = 0; i < p->n_outputs; i++) outputs[i].data = NULL;
+    const int R = o->replicas > 1 ? o->replicas : 1;
+    sched S = {.p = p, .o = o, .n = n, .P = p->n_stages, .R = R, .W = R * p->n_stages};
+    PP_TRY(check_args(&S, inputs, err));
+    pthread_mutex_init(&S.err_mu, NULL);
+    pp_status s = alloc_run(&S, err);
+    if (s == PP_OK) s = place_stages(&S, outputs, err);
+    if (s == PP_OK) s = make_workers(&S, err);
+    if (s == PP_OK) s = link_replicas(&S, inputs, outputs, err);
+    if (s == PP_OK) {
+        run_threads(&S);
+        s = finish_run(&S, stats, err);
+    }
+    free_run(&S, outputs, s);
+    return s;
+}
 
 pp_status pprt_profile_write(const char *path, const pprt_plan *p, const pprt_stats *stats,
                              pp_err *err) {

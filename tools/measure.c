@@ -262,16 +262,11 @@ static pp_status write_mean(const pp_graph *g, const char *first, int procs, con
 
 /* Profile g (front passes done, not split) as one stage into prof, using
  * dir for the plan, the inputs and the outputs (made as needed). */
-static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc_measure_opts *m, int stages,
-                              const char *dir, const char *prof, int *matched, pp_err *err) {
-    char plan[4096], data[4096], out[4096], pprt[4096], tbuf[16];
-    pp_status s = PP_OK;
-    snprintf(plan, sizeof plan, "%s/one.plan", dir);
-    snprintf(data, sizeof data, "%s/data", dir);
-    snprintf(out, sizeof out, "%s/out", dir);
-    if (mkdir(data, 0700) != 0 && errno != EEXIST) return PP_FAIL(err, PP_EIO, "--measure: %s: %s", data, strerror(errno));
-
-    /* the graph as one stage, over the model's own weights */
+/* g as one stage, over the model's own weights, on the backend its stages
+ * will run on (check_places refused two), written to `plan`; *one: the
+ * options it was compiled with. */
+static pp_status write_one_stage(pp_graph *g, const pp_compile_opts *co, const ppcc_measure_opts *m, const char *plan,
+                                 pp_compile_opts *one_out, pp_err *err) {
     pp_compile_opts one = *co;
     one.n_stages = 1;
     one.n_split_at = 0;
@@ -285,16 +280,54 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
     one.dump_dot = NULL;
     one.quiet = true;
     one.search = one.max_batch = false;
-    /* on the backend the stages will run on (check_places refused two) */
     one.place_all = pp_stage_place(co, 0);
     for (int k = 0; k <= PP_MAX_SPLITS; k++) one.place[k] = (pp_place){.device = -1}, one.stage_set[k] = 0;
     PP_TRY(pp_run_split_passes(g, &one, err));
     pp_lowered low = {0};
-    s = pp_lower(g, m->options, "ppcc " PPRT_VERSION " --measure", m->model, &low, err);
+    pp_status s = pp_lower(g, m->options, "ppcc " PPRT_VERSION " --measure", m->model, &low, err);
     if (s == PP_OK) s = pp_plan_write(&low, plan, err);
     pp_lowered_free(&low);
     pp_unsplit(g);
-    PP_TRY(s);
+    *one_out = one;
+    return s;
+}
+
+/* Each node's mean over the copies' profiles (paths[k][0]), into the nodes
+ * and (more than one copy) into prof; *matched: the nodes timed. */
+static pp_status mean_profiles(pp_graph *g, const char (*paths)[2][4200], int procs, const char *prof, int *matched,
+                               pp_err *err) {
+    pp_status s = PP_OK;
+    double *sum = calloc((size_t)g->n_nodes + 1, sizeof *sum);
+    int *cnt = calloc((size_t)g->n_nodes + 1, sizeof *cnt);
+    if (!sum || !cnt) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int k = 0; k < procs && s == PP_OK; k++) {
+        for (int i = 0; i < g->n_nodes; i++) g->nodes[i].prof_s = -1;
+        int mk = 0;
+        s = pp_apply_profile(g, paths[k][0], &mk, err);
+        for (int i = 0; i < g->n_nodes && s == PP_OK; i++)
+            if (g->nodes[i].prof_s >= 0) sum[i] += g->nodes[i].prof_s, cnt[i]++;
+    }
+    *matched = 0;
+    for (int i = 0; i < g->n_nodes && s == PP_OK; i++) {
+        g->nodes[i].prof_s = cnt[i] ? sum[i] / cnt[i] : -1;
+        *matched += cnt[i] > 0;
+    }
+    if (s == PP_OK && procs > 1) s = write_mean(g, paths[0][0], procs, prof, err);
+    free(sum), free(cnt);
+    return s;
+}
+
+static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc_measure_opts *m, int stages,
+                              const char *dir, const char *prof, int *matched, pp_err *err) {
+    char plan[4096], data[4096], out[4096], pprt[4096], tbuf[16];
+    pp_status s = PP_OK;
+    snprintf(plan, sizeof plan, "%s/one.plan", dir);
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    if (mkdir(data, 0700) != 0 && errno != EEXIST) return PP_FAIL(err, PP_EIO, "--measure: %s: %s", data, strerror(errno));
+
+    pp_compile_opts one;
+    PP_TRY(write_one_stage(g, co, m, plan, &one, err));
     PP_TRY(write_inputs(g, data, m->runs, err));
 
     /* Copies side by side, each on its own cores with a stage's threads, as
@@ -367,24 +400,8 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (s == PP_OK) s = run_children(argvs, pin ? sets : NULL, procs, err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    /* each node's mean over the copies, into the nodes and into prof */
-    double *sum = s == PP_OK ? calloc((size_t)g->n_nodes + 1, sizeof *sum) : NULL;
-    int *cnt = s == PP_OK ? calloc((size_t)g->n_nodes + 1, sizeof *cnt) : NULL;
-    if (s == PP_OK && (!sum || !cnt)) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-    for (int k = 0; k < procs && s == PP_OK; k++) {
-        for (int i = 0; i < g->n_nodes; i++) g->nodes[i].prof_s = -1;
-        int mk = 0;
-        s = pp_apply_profile(g, paths[k][0], &mk, err);
-        for (int i = 0; i < g->n_nodes && s == PP_OK; i++)
-            if (g->nodes[i].prof_s >= 0) sum[i] += g->nodes[i].prof_s, cnt[i]++;
-    }
     *matched = 0;
-    for (int i = 0; i < g->n_nodes && s == PP_OK; i++) {
-        g->nodes[i].prof_s = cnt[i] ? sum[i] / cnt[i] : -1;
-        *matched += cnt[i] > 0;
-    }
-    if (s == PP_OK && procs > 1) s = write_mean(g, paths[0][0], procs, prof, err);
-    free(sum), free(cnt);
+    if (s == PP_OK) s = mean_profiles(g, (const char(*)[2][4200])paths, procs, prof, matched, err);
     free(args), free(argv), free(argvs), free(paths), free(sets);
     PP_TRY(s);
     const double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);

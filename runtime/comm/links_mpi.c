@@ -20,6 +20,7 @@
 
 #include "../backend.h"
 #include "../driver.h"
+#include "../run.h"
 #include "engine.h"
 
 static const char *const kind_names[] = {"MPI", "MPI, staged through pinned host memory", "NCCL", "emulated NCCL"};
@@ -172,9 +173,7 @@ static pp_status setup(pprt_mpi *m, const pprt_plan *p, const pprt_run_opts *o, 
     /* the stage's own backend, on this host, then its executor */
     PP_TRY(pprt_stage_backend(p, s, o->backend, &out->be, err));
     /* intra-op threads: --threads, else this rank's cores (pprt_rank_cores) */
-    pprt_exec_cfg cfg = {.threads = o->threads > 0 ? o->threads : pprt_rank_cores(pprt_mpi_env_local_size()),
-                         .precision = o->precision, .device = pin ? out->at.device : -1, .quiet = o->quiet,
-                         .node_times = o->node_times};
+    pprt_exec_cfg cfg = pprt_stage_cfg(o, pprt_run_threads(o, pprt_rank_cores(pprt_mpi_env_local_size())), &out->at);
     return out->be->exec->create(p, &p->stages[s], &cfg, &out->x, err);
 }
 

@@ -21,18 +21,17 @@
  *            tells rank 0 and waits for its go-ahead, so the timed run starts
  *            once the warm-up has left the whole pipeline, as in the threaded
  *            driver.
- *   gather   every rank sends the writer its busy time, loop start and end,
- *            its executor's counts (pprt_exec_counts), per-node times and
- *            per-micro-batch start or end times; the
- *            writer computes the same statistics as pprt_run. With --trace
- *            each rank also sends its timeline (on the writer's clock), and
- *            the writer keeps one track per rank. */
+ *   gather   every rank sends the writer its record (run.h: busy time,
+ *            loop start and end, peak RSS, its executor's counts, per-node
+ *            times, per-micro-batch start or end times and, with --trace,
+ *            its timeline), on the writer's clock, as one message; the
+ *            writer computes the statistics from every rank's record with
+ *            the function pprt_run uses (pprt_stats_of), one track per rank. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -41,6 +40,7 @@
 #include "comm.h"
 #include "engine.h"
 #include "../microbatch.h"
+#include "../run.h"
 
 /* The plan file's identity: its header holds the checksums of all of it. */
 static uint64_t plan_hash(const pprt_plan *p) {
@@ -49,25 +49,6 @@ static uint64_t plan_hash(const pprt_plan *p) {
     int len = snprintf(buf, sizeof buf, "%zu %s %s", p->file_bytes, p->model_hash ? p->model_hash : "",
                        p->options ? p->options : "");
     return XXH3_64bits(buf, (size_t)(len > 0 ? (len < (int)sizeof buf ? len : (int)sizeof buf - 1) : 0));
-}
-
-/* Length (doubles) of rank q's timeline message (--trace): PPRT_TRACE_T per
- * micro-batch, then its node times; *node_mbs: micro-batches with node times. */
-static size_t trace_len(const pprt_plan *p, const pprt_shares *S, int q, bool nodes, int64_t *node_mbs) {
-    int K = p->n_stages, nn = p->stages[q % K].n_nodes;
-    int64_t mq = pprt_share_mbs(S, q / K);
-    *node_mbs = nodes ? pprt_trace_node_mbs(nn, mq) : 0;
-    return (size_t)mq * PPRT_TRACE_T + (size_t)*node_mbs * (size_t)nn;
-}
-
-/* Length (doubles) of rank q's statistics message. */
-enum { ST_BUSY, ST_RSS, ST_START, ST_END, ST_MBS, ST_COUNTS, ST_HEAD = ST_COUNTS + PPRT_EXEC_COUNTS };
-static size_t stats_len(const pprt_plan *p, const pprt_shares *S, int q) {
-    int K = p->n_stages, s = q % K;
-    size_t len = ST_HEAD + (size_t)p->stages[s].n_nodes;
-    if (s == 0) len += (size_t)pprt_share_mbs(S, q / K);
-    if (s == K - 1) len += (size_t)pprt_share_mbs(S, q / K);
-    return len;
 }
 
 /* The first option whose value differs between rank 0's options text and
@@ -196,14 +177,11 @@ typedef struct {
     int n_owned;
     pprt_mpi_req **reqs;          /* bulk transfers to complete before the end */
     int n_reqs;
-    double *stats;                /* this rank's statistics message */
-    double **peer_stats;          /* writer: every rank's */
-    bool trace, trace_nodes;      /* --trace, and with node times */
-    double *tr;                   /* this rank's timeline message (trace_len) */
-    double *prev_ns;              /* the executor's node counters after the last run */
-    double **peer_tr;             /* writer: every rank's */
+    pprt_stage_rec *recs;         /* the writer: every rank's record (run.h); else this rank's alone */
+    pprt_stage_rec *rec;          /* this rank's */
+    int n_recs;
+    bool trace_nodes;             /* --trace with node times (this rank's executor measures them) */
     int threads;                  /* intra-op threads of this rank's executor */
-    pprt_precision precision;
 } rankrun;
 
 static pp_status add_req(rankrun *rr, pprt_mpi_req *r) {
@@ -236,156 +214,209 @@ static pp_status warm_barrier(pprt_mpi *m, pp_err *err) {
     return PP_OK;
 }
 
-/* The stage's micro-batches: `warmup` untimed copies, then (the timed run,
- * from *t_go on) its share; the statistics message filled, the node times
- * without the warm-up's. */
+/* The stage's micro-batches: `warmup` untimed copies, then (the timed run)
+ * its share; its record filled, the node times without the warm-up's. */
 static pp_status run_loop(pprt_mpi *m, const pprt_plan *p, const pprt_shares *S, int warmup, rankrun *rr,
-                          double *t_go, pp_err *err) {
-    int s = m->stage, k = m->replica;
-    int64_t mk = pprt_share_mbs(S, k);
-    double *st = rr->stats;
-    pprt_trace_track tr = {0};
-    if (rr->tr) { /* a view of the timeline message: times, then node times */
-        int64_t node_mbs;
-        trace_len(p, S, m->rank, rr->trace_nodes, &node_mbs);
-        tr = (pprt_trace_track){.n = mk, .t = rr->tr, .n_nodes = p->stages[s].n_nodes, .n_node_mb = node_mbs,
-                                .node_s = rr->tr + (size_t)mk * PPRT_TRACE_T};
-    }
-    pprt_stage_run run = {.stage = s, .ex = rr->be->exec, .x = rr->x, .in = rr->in, .out = rr->out,
-                          .warmup = warmup, .mb_offset = pprt_share_lo(S, k), .trace = rr->tr ? &tr : NULL,
-                          .prev_ns = rr->prev_ns};
+                          pp_err *err) {
+    pprt_stage_rec *rec = rr->rec;
+    pprt_stage_run run = {.stage = m->stage, .ex = rr->be->exec, .x = rr->x, .in = rr->in, .out = rr->out,
+                          .warmup = warmup, .mb_offset = pprt_share_lo(S, m->replica),
+                          .trace = rec->tr.t ? &rec->tr : NULL, .prev_ns = rec->prev_ns};
     bool own;
-    const int nn = p->stages[s].n_nodes;
-    double *warm = NULL; /* node times after the warm-up */
     if (warmup > 0) {
         PP_TRY(pprt_stage_loop(&run, 0, warmup, &own, err));
-        const double *ns = rr->be->exec->node_seconds ? rr->be->exec->node_seconds(rr->x) : NULL;
-        if (ns && !(warm = malloc(pp_count(nn) * sizeof *warm))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-        if (ns) memcpy(warm, ns, (size_t)nn * sizeof *ns);
-        pp_status b = warm_barrier(m, err);
-        if (b != PP_OK) {
-            free(warm);
-            return b;
-        }
+        pprt_rec_warm(rec, rr->be->exec, rr->x);
+        PP_TRY(warm_barrier(m, err));
     }
-    *t_go = pprt_mpi_now();
-    pp_status ls = pprt_stage_loop(&run, warmup, warmup + mk, &own, err);
-    if (ls != PP_OK) {
-        free(warm);
-        return ls;
-    }
+    rec->t_loop0 = pprt_mpi_now();
+    PP_TRY(pprt_stage_loop(&run, warmup, warmup + rec->mbs, &own, err));
     /* every send completed: all buffers back */
-    if (rr->out->ops->drain && (ls = rr->out->ops->drain(rr->out, err)) != PP_OK) {
-        free(warm);
-        return ls;
-    }
-    st[ST_BUSY] = run.busy;
-    st[ST_MBS] = (double)mk;
-    pprt_exec_counts c;
-    pprt_exec_counts_of(rr->be->exec, rr->x, &p->stages[s], &c);
-    pprt_exec_counts_pack(&c, st + ST_COUNTS);
-    const double *ns = rr->be->exec->node_seconds ? rr->be->exec->node_seconds(rr->x) : NULL;
-    for (int i = 0; i < nn; i++) st[ST_HEAD + i] = ns ? ns[i] - (warm ? warm[i] : 0) : 0;
-    free(warm);
+    if (rr->out->ops->drain) PP_TRY(rr->out->ops->drain(rr->out, err));
+    rec->t_loop1 = pprt_mpi_now();
+    pprt_rec_done(rec, p, rr->be->exec, rr->x, run.busy);
     return PP_OK;
 }
 
-/* Writer: every rank's statistics into *stats. */
-static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const pprt_shares *S, rankrun *rr,
-                              pprt_stats *stats, pp_err *err) {
-    int K = p->n_stages, total_nodes = 0;
-    int *base = calloc((size_t)K, sizeof *base);
-    double *busy = calloc((size_t)K, sizeof *busy);
-    size_t nm = S->M > 0 ? (size_t)S->M : 1;
-    double *t0 = calloc(nm, sizeof *t0), *t1 = calloc(nm, sizeof *t1);
-    pp_status s = PP_OK;
-    if (!base || !busy || !t0 || !t1) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-    for (int i = 0; i < K && s == PP_OK; i++) {
-        base[i] = total_nodes;
-        total_nodes += p->stages[i].n_nodes;
-    }
-    double *node_s = s == PP_OK ? calloc(pp_count(total_nodes), sizeof *node_s) : NULL;
-    if (s == PP_OK && !node_s) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-    double start = INFINITY, end = -INFINITY, rss = 0;
-    for (int q = 0; q < m->size && s == PP_OK; q++) {
-        const double *st = q == m->rank ? rr->stats : rr->peer_stats[q];
-        int sq = q % K, kq = q / K;
-        int64_t mq = pprt_share_mbs(S, kq), lo = pprt_share_lo(S, kq);
-        if (st[ST_MBS] != (double)mq) {
-            s = PP_FAIL(err, PP_ERUNTIME, "rank %d ran %.0f micro-batches, expected %lld", q, st[ST_MBS],
-                        (long long)mq);
-            break;
-        }
-        busy[sq] += st[ST_BUSY];
-        rss = fmax(rss, st[ST_RSS]);
-        start = fmin(start, st[ST_START]);
-        end = fmax(end, st[ST_END]);
-        for (int i = 0; i < p->stages[sq].n_nodes; i++) node_s[base[sq] + i] += st[ST_HEAD + i];
-        const double *t = st + ST_HEAD + p->stages[sq].n_nodes;
-        if (sq == 0) {
-            memcpy(t0 + lo, t, (size_t)mq * sizeof *t);
-            t += mq;
-        }
-        if (sq == K - 1) memcpy(t1 + lo, t, (size_t)mq * sizeof *t);
-    }
-    if (s == PP_OK) {
-        s = pprt_stats_fill(stats, S->n, S->M, p->batch, end - start, K, S->R, busy, t0, t1, err);
-    }
-    /* the counts of each stage's first replica (the others run the same executor on the same stage) */
-    for (int q = 0; q < K && q < m->size && s == PP_OK; q++)
-        pprt_exec_counts_unpack((q == m->rank ? rr->stats : rr->peer_stats[q]) + ST_COUNTS, &stats->stages[q].exec);
-    if (s == PP_OK) {
-        stats->backend = rr->be->exec->name;
-        stats->threads = rr->threads;
-        stats->precision = rr->precision;
-        stats->peak_rss = (size_t)rss;
-        stats->node_ms = node_s;
-        node_s = NULL;
-        for (int i = 0; i < total_nodes; i++) stats->node_ms[i] = 1e3 * stats->node_ms[i] / (double)S->M;
-    }
-    free(node_s);
-    free(base);
-    free(busy);
-    free(t0);
-    free(t1);
-    return s;
+/* This rank's record, and on the writer every other rank's, set up as
+ * each rank sets up its own (its stage, replica and share). */
+static pp_status alloc_rank(pprt_mpi *m, const pprt_plan *p, const pprt_run_opts *o, const pprt_shares *S,
+                            rankrun *rr, pp_err *err) {
+    const bool writer = m->rank == m->writer;
+    const int K = p->n_stages;
+    int max_reqs = 2 + (S->R + 1) * (p->n_inputs + p->n_outputs) + 2 * m->size + 1;
+    rr->reqs = calloc((size_t)max_reqs, sizeof *rr->reqs);
+    rr->owned = calloc((size_t)(p->n_inputs + p->n_outputs + 2), sizeof *rr->owned);
+    rr->in_arr = calloc(pp_count(p->n_inputs), sizeof *rr->in_arr);
+    rr->out_arr = calloc(pp_count(p->n_outputs), sizeof *rr->out_arr);
+    rr->n_recs = writer ? m->size : 1;
+    rr->recs = calloc((size_t)rr->n_recs, sizeof *rr->recs);
+    if (!rr->reqs || !rr->owned || !rr->in_arr || !rr->out_arr || !rr->recs)
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    rr->rec = &rr->recs[writer ? m->rank : 0];
+    rr->trace_nodes = o->trace && o->trace_nodes && rr->be->exec->node_seconds;
+    for (int q = 0; q < m->size; q++)
+        if (writer || q == m->rank)
+            PP_TRY(pprt_rec_init(&rr->recs[writer ? q : 0], p, S, q % K, q / K, q, o->trace, rr->trace_nodes, err));
+    return PP_OK;
 }
 
-/* Writer: every rank's timeline into stats->trace, one track per rank. */
-static pp_status gather_trace(pprt_mpi *m, const pprt_plan *p, const pprt_shares *S, rankrun *rr, pprt_stats *stats,
+/* Stage 0: this replica's inputs; rank 0 sends the other replicas theirs. */
+static pp_status share_inputs(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs, const pprt_shares *S,
+                              rankrun *rr, pp_err *err) {
+    const int K = p->n_stages, k = m->replica;
+    const int64_t nk = pprt_share_samples(S, k);
+    char who[64];
+    for (int i = 0; i < p->n_inputs && m->stage == 0; i++) {
+        size_t sb = p->inputs[i].sample_bytes;
+        if (k == 0) {
+            rr->in_arr[i] = (pprt_array){inputs[i].data, nk};
+            continue;
+        }
+        void *buf = alloc64((size_t)nk * sb);
+        if (!buf)
+            return PP_FAIL(err, PP_ENOMEM, "cannot allocate %lld samples of input '%s'", (long long)nk,
+                           p->inputs[i].name);
+        rr->owned[rr->n_owned++] = buf;
+        rr->in_arr[i] = (pprt_array){buf, nk};
+        pprt_mpi_req *r;
+        pprt_mpi_describe(m, 0, who, sizeof who);
+        if (nk > 0) {
+            PP_TRY(pprt_mpi_irecv(m, buf, (size_t)nk * sb, 0, PPRT_TAG_IN, &r, err,
+                                  "receiving replica %d's share of input '%s' from %s", k, p->inputs[i].name, who));
+            add_req(rr, r);
+        }
+    }
+    for (int q = 1; m->rank == 0 && q < S->R; q++)
+        for (int i = 0; i < p->n_inputs && pprt_share_samples(S, q) > 0; i++) {
+            size_t sb = p->inputs[i].sample_bytes;
+            pprt_mpi_req *r;
+            pprt_mpi_describe(m, q * K, who, sizeof who);
+            PP_TRY(pprt_mpi_isend(m, (const unsigned char *)inputs[i].data + (size_t)pprt_share_first(S, q) * sb,
+                                  (size_t)pprt_share_samples(S, q) * sb, q * K, PPRT_TAG_IN, &r, err,
+                                  "sending replica %d's share of input '%s' to %s", q, p->inputs[i].name, who));
+            add_req(rr, r);
+        }
+    return PP_OK;
+}
+
+/* Last stage: where the outputs go; the writer receives the other replicas'. */
+static pp_status place_outputs(pprt_mpi *m, const pprt_plan *p, pprt_array *outputs, const pprt_shares *S,
+                               rankrun *rr, pp_err *err) {
+    const int K = p->n_stages, last = K - 1;
+    const bool writer = m->rank == m->writer;
+    const int64_t n = S->n, nk = pprt_share_samples(S, m->replica);
+    for (int i = 0; i < p->n_outputs && m->stage == last; i++) {
+        size_t sb = p->outputs[i].sample_bytes;
+        void *buf = alloc64((writer ? (size_t)n : (size_t)nk) * sb + 1);
+        if (!buf) return PP_FAIL(err, PP_ENOMEM, "cannot allocate output '%s'", p->outputs[i].name);
+        if (writer) outputs[i] = (pprt_array){buf, n};
+        else rr->owned[rr->n_owned++] = buf;
+        rr->out_arr[i] = (pprt_array){buf, nk};
+    }
+    for (int q = 1; writer && q < S->R; q++)
+        for (int i = 0; i < p->n_outputs && pprt_share_samples(S, q) > 0; i++) {
+            size_t sb = p->outputs[i].sample_bytes;
+            pprt_mpi_req *r;
+            int src = q * K + last;
+            char who[64];
+            pprt_mpi_describe(m, src, who, sizeof who);
+            PP_TRY(pprt_mpi_irecv(m, (unsigned char *)outputs[i].data + (size_t)pprt_share_first(S, q) * sb,
+                                  (size_t)pprt_share_samples(S, q) * sb, src, PPRT_TAG_OUT, &r, err,
+                                  "receiving replica %d's share of output '%s' from %s", q, p->outputs[i].name,
+                                  who));
+            add_req(rr, r);
+        }
+    return PP_OK;
+}
+
+/* Writer: everybody's record (its statistics and timeline), one message each. */
+static pp_status post_gather(pprt_mpi *m, rankrun *rr, pp_err *err) {
+    for (int q = 0; m->rank == m->writer && q < m->size; q++) {
+        if (q == m->rank) continue;
+        pprt_mpi_req *r;
+        char who[64];
+        pprt_mpi_describe(m, q, who, sizeof who);
+        PP_TRY(pprt_mpi_irecv(m, rr->recs[q].msg, rr->recs[q].len * sizeof(double), q, PPRT_TAG_STATS, &r, err,
+                              "receiving the statistics of %s", who));
+        add_req(rr, r);
+    }
+    return PP_OK;
+}
+
+/* The stage: its links (this replica's share of the data at the
+ * pipeline's ends, the boundaries with the ranks beside it, each on its
+ * transport) and its executor (links_mpi.c); stage 0 of a replica but the
+ * first then waits for its share. */
+static pp_status setup_stage(pprt_mpi *m, const pprt_plan *p, const pprt_run_opts *o,
+                             const pprt_mpi_transports_t *tp, const pprt_shares *S, rankrun *rr, pp_err *err) {
+    const int64_t mk = pprt_share_mbs(S, m->replica), nk = pprt_share_samples(S, m->replica);
+    pprt_mpi_ends ends = {rr->in_arr, rr->out_arr, nk, mk + o->warmup, rr->rec->t_start, rr->rec->t_end};
+    pprt_mpi_stage ms;
+    pp_status st = pprt_mpi_stage_setup(m, p, o, tp, &ends, &ms, err);
+    if (ms.be) rr->be = ms.be;
+    rr->x = ms.x, rr->in = ms.in, rr->out = ms.out;
+    for (int i = 0; st == PP_OK && m->replica > 0 && m->stage == 0 && i < rr->n_reqs; i++) {
+        st = pprt_mpi_wait(m, rr->reqs[i], err);
+        rr->reqs[i] = NULL;
+    }
+    return st;
+}
+
+/* The outputs of a last stage but the writer's, and this rank's record on
+ * the writer's clock (`off`), to the writer; then every transfer completed. */
+static pp_status send_results(pprt_mpi *m, const pprt_plan *p, const pprt_shares *S, double off, rankrun *rr,
                               pp_err *err) {
-    int K = p->n_stages;
-    pprt_trace *t = calloc(1, sizeof *t);
-    if (t) t->tracks = calloc((size_t)m->size, sizeof *t->tracks);
-    if (!t || !t->tracks) {
-        free(t);
-        return PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
+    const bool writer = m->rank == m->writer;
+    const int64_t nk = pprt_share_samples(S, m->replica);
+    char who[64];
+    pprt_mpi_describe(m, m->writer, who, sizeof who);
+    rr->rec->rss = (double)pprt_peak_rss();
+    pprt_rec_shift(rr->rec, off);
+    pprt_rec_pack(rr->rec);
+    for (int i = 0; !writer && m->stage == p->n_stages - 1 && nk > 0 && i < p->n_outputs; i++) {
+        pprt_mpi_req *r;
+        PP_TRY(pprt_mpi_isend(m, rr->out_arr[i].data, (size_t)nk * p->outputs[i].sample_bytes, m->writer,
+                              PPRT_TAG_OUT, &r, err, "sending replica %d's share of output '%s' to %s", m->replica,
+                              p->outputs[i].name, who));
+        add_req(rr, r);
     }
-    stats->trace = t;
-    t->n_tracks = m->size;
-    t->replicas = S->R;
-    t->wall_s = stats->wall_s;
-    t->bubble = stats->bubble;
-    t->latency_ms = stats->latency_ms;
-    t->n_latency = S->M;
-    t->t0 = INFINITY;
-    for (int q = 0; q < m->size; q++) {
-        const double *st = q == m->rank ? rr->stats : rr->peer_stats[q];
-        t->t0 = fmin(t->t0, st[ST_START]);
-        const double *src = q == m->rank ? rr->tr : rr->peer_tr[q];
-        int64_t node_mbs;
-        size_t len = trace_len(p, S, q, rr->trace_nodes, &node_mbs);
-        pprt_trace_track *k = &t->tracks[q];
-        *k = (pprt_trace_track){.stage = q % K, .replica = q / K, .rank = q, .mb0 = pprt_share_lo(S, q / K),
-                                .n = pprt_share_mbs(S, q / K), .n_nodes = p->stages[q % K].n_nodes,
-                                .n_node_mb = node_mbs};
-        k->t = malloc(sizeof(double) * (size_t)k->n * PPRT_TRACE_T + 1);
-        k->node_s = malloc(sizeof(double) * (size_t)node_mbs * (size_t)k->n_nodes + 1);
-        if (!k->t || !k->node_s) return PP_FAIL(err, PP_ENOMEM, "out of memory for the trace");
-        memcpy(k->t, src, sizeof(double) * (size_t)k->n * PPRT_TRACE_T);
-        memcpy(k->node_s, src + (size_t)k->n * PPRT_TRACE_T, sizeof(double) * (len - (size_t)k->n * PPRT_TRACE_T));
+    if (!writer) {
+        pprt_mpi_req *r;
+        PP_TRY(pprt_mpi_isend(m, rr->rec->msg, rr->rec->len * sizeof(double), m->writer, PPRT_TAG_STATS, &r, err,
+                              "sending the statistics to %s", who));
+        add_req(rr, r);
     }
+    for (int i = 0; i < rr->n_reqs; i++)
+        if (rr->reqs[i]) {
+            PP_TRY(pprt_mpi_wait(m, rr->reqs[i], err));
+            rr->reqs[i] = NULL;
+        }
     return PP_OK;
+}
+
+/* Writer: every rank's record into *stats (run.c). */
+static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const pprt_run_opts *o, const pprt_shares *S,
+                              rankrun *rr, pprt_stats *stats, pp_err *err) {
+    for (int q = 0; q < m->size; q++)
+        if (q != m->rank) PP_TRY(pprt_rec_unpack(&rr->recs[q], err));
+    const pprt_stats_ctx c = {.threads = rr->threads, .precision = o->precision, .backend = rr->be->exec->name,
+                              .trace = o->trace};
+    return pprt_stats_of(p, S, rr->recs, m->size, &c, stats, err);
+}
+
+/* On a failure the caller ends the process (pprt_mpi_finish): requests
+ * still posted keep their buffers, so only a clean run frees them. */
+static void free_rank(rankrun *rr) {
+    if (rr->x) rr->be->exec->destroy(rr->x);
+    if (rr->in) rr->in->ops->destroy(rr->in);
+    if (rr->out) rr->out->ops->destroy(rr->out);
+    for (int i = 0; i < rr->n_owned; i++) free(rr->owned[i]);
+    for (int q = 0; rr->recs && q < rr->n_recs; q++) pprt_rec_free(&rr->recs[q]);
+    free(rr->recs);
+    free(rr->reqs);
+    free(rr->owned);
+    free(rr->in_arr);
+    free(rr->out_arr);
 }
 
 pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs, int64_t *n_io,
@@ -395,210 +426,31 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     if (m->stages != p->n_stages) return PP_FAIL(err, PP_ERUNTIME, "internal: pprt_mpi_bind was not called");
     if (o->depth < 1) return PP_FAIL(err, PP_EINVAL, "--depth must be >= 1, got %d", o->depth);
     if (o->warmup < 0) return PP_FAIL(err, PP_EINVAL, "--warmup must be >= 0, got %d", o->warmup);
-    int K = p->n_stages, R = m->replicas, me = m->rank, s = m->stage, k = m->replica, last = K - 1;
-    bool writer = me == m->writer;
-    int64_t n = *n_io;
+    const bool writer = m->rank == m->writer;
     bool same_host = true;
     double off = 0;
     pprt_mpi_transports_t tp; /* what carries this rank's boundaries (links_mpi.c) */
     PP_TRY(pprt_mpi_transports(m, p, o->backend, &tp, err));
-    PP_TRY(handshake(m, p, inputs, &n, o->depth, &same_host, err));
-    *n_io = n;
+    PP_TRY(handshake(m, p, inputs, n_io, o->depth, &same_host, err));
     PP_TRY(clock_offset(m, same_host, &off, err));
-    pprt_shares S = {pprt_mb_size(p), pprt_mb_count(p, n), n, R};
-    int64_t mk = pprt_share_mbs(&S, k), nk = pprt_share_samples(&S, k);
+    const pprt_shares S = {pprt_mb_size(p), pprt_mb_count(p, *n_io), *n_io, m->replicas};
 
-    rankrun rr = {.be = tp.be};
-    int max_reqs = 2 + (R + 1) * (p->n_inputs + p->n_outputs) + 2 * m->size + 1;
-    rr.reqs = calloc((size_t)max_reqs, sizeof *rr.reqs);
-    rr.owned = calloc((size_t)(p->n_inputs + p->n_outputs + 2), sizeof *rr.owned);
-    rr.in_arr = calloc(pp_count(p->n_inputs), sizeof *rr.in_arr);
-    rr.out_arr = calloc(pp_count(p->n_outputs), sizeof *rr.out_arr);
-    rr.stats = calloc(stats_len(p, &S, me), sizeof *rr.stats);
-    rr.peer_stats = writer ? calloc((size_t)m->size, sizeof *rr.peer_stats) : NULL;
-    rr.trace = o->trace;
-    rr.trace_nodes = o->trace && o->trace_nodes && rr.be->exec->node_seconds;
-    int64_t node_mbs;
-    if (rr.trace) {
-        rr.tr = calloc(trace_len(p, &S, me, rr.trace_nodes, &node_mbs) + 1, sizeof(double));
-        rr.prev_ns = rr.trace_nodes ? calloc(pp_count(p->stages[s].n_nodes), sizeof(double)) : NULL;
-        rr.peer_tr = writer ? calloc((size_t)m->size, sizeof *rr.peer_tr) : NULL;
-    }
-    pp_status st = PP_OK;
-    if (!rr.reqs || !rr.owned || !rr.in_arr || !rr.out_arr || !rr.stats || (writer && !rr.peer_stats) ||
-        (rr.trace && (!rr.tr || (rr.trace_nodes && !rr.prev_ns) || (writer && !rr.peer_tr))))
-        st = PP_FAIL(err, PP_ENOMEM, "out of memory");
-    char who[64];
-
-    /* stage 0: this replica's inputs; rank 0 sends the other replicas theirs */
-    for (int i = 0; i < p->n_inputs && s == 0 && st == PP_OK; i++) {
-        size_t sb = p->inputs[i].sample_bytes;
-        if (k == 0) {
-            rr.in_arr[i] = (pprt_array){inputs[i].data, nk};
-            continue;
-        }
-        void *buf = alloc64((size_t)nk * sb);
-        if (!buf) {
-            st = PP_FAIL(err, PP_ENOMEM, "cannot allocate %lld samples of input '%s'", (long long)nk,
-                         p->inputs[i].name);
-            break;
-        }
-        rr.owned[rr.n_owned++] = buf;
-        rr.in_arr[i] = (pprt_array){buf, nk};
-        pprt_mpi_req *r;
-        pprt_mpi_describe(m, 0, who, sizeof who);
-        if (nk > 0 && (st = pprt_mpi_irecv(m, buf, (size_t)nk * sb, 0, PPRT_TAG_IN, &r, err,
-                                           "receiving replica %d's share of input '%s' from %s", k,
-                                           p->inputs[i].name, who)) == PP_OK)
-            add_req(&rr, r);
-    }
-    for (int q = 1; me == 0 && q < R && st == PP_OK; q++)
-        for (int i = 0; i < p->n_inputs && st == PP_OK && pprt_share_samples(&S, q) > 0; i++) {
-            size_t sb = p->inputs[i].sample_bytes;
-            pprt_mpi_req *r;
-            pprt_mpi_describe(m, q * K, who, sizeof who);
-            st = pprt_mpi_isend(m, (const unsigned char *)inputs[i].data + (size_t)pprt_share_first(&S, q) * sb,
-                                (size_t)pprt_share_samples(&S, q) * sb, q * K, PPRT_TAG_IN, &r, err,
-                                "sending replica %d's share of input '%s' to %s", q, p->inputs[i].name, who);
-            if (st == PP_OK) add_req(&rr, r);
-        }
-    /* last stage: where the outputs go; the writer receives the other replicas' */
-    for (int i = 0; i < p->n_outputs && s == last && st == PP_OK; i++) {
-        size_t sb = p->outputs[i].sample_bytes;
-        void *buf = alloc64((writer ? (size_t)n : (size_t)nk) * sb + 1);
-        if (!buf) {
-            st = PP_FAIL(err, PP_ENOMEM, "cannot allocate output '%s'", p->outputs[i].name);
-            break;
-        }
-        if (writer) outputs[i] = (pprt_array){buf, n};
-        else rr.owned[rr.n_owned++] = buf;
-        rr.out_arr[i] = (pprt_array){buf, nk};
-    }
-    for (int q = 1; writer && q < R && st == PP_OK; q++)
-        for (int i = 0; i < p->n_outputs && st == PP_OK && pprt_share_samples(&S, q) > 0; i++) {
-            size_t sb = p->outputs[i].sample_bytes;
-            pprt_mpi_req *r;
-            int src = q * K + last;
-            pprt_mpi_describe(m, src, who, sizeof who);
-            st = pprt_mpi_irecv(m, (unsigned char *)outputs[i].data + (size_t)pprt_share_first(&S, q) * sb,
-                                (size_t)pprt_share_samples(&S, q) * sb, src, PPRT_TAG_OUT, &r, err,
-                                "receiving replica %d's share of output '%s' from %s", q,
-                                p->outputs[i].name, who);
-            if (st == PP_OK) add_req(&rr, r);
-        }
-    /* writer: everybody's statistics */
-    for (int q = 0; writer && q < m->size && st == PP_OK; q++) {
-        if (q == me) continue;
-        size_t len = stats_len(p, &S, q);
-        rr.peer_stats[q] = calloc(len, sizeof(double));
-        if (!rr.peer_stats[q]) {
-            st = PP_FAIL(err, PP_ENOMEM, "out of memory");
-            break;
-        }
-        pprt_mpi_req *r;
-        pprt_mpi_describe(m, q, who, sizeof who);
-        st = pprt_mpi_irecv(m, rr.peer_stats[q], len * sizeof(double), q, PPRT_TAG_STATS, &r, err,
-                            "receiving the statistics of %s", who);
-        if (st == PP_OK) add_req(&rr, r);
-        if (st != PP_OK || !rr.trace) continue;
-        len = trace_len(p, &S, q, rr.trace_nodes, &node_mbs);
-        if (!(rr.peer_tr[q] = calloc(len + 1, sizeof(double)))) {
-            st = PP_FAIL(err, PP_ENOMEM, "out of memory");
-            break;
-        }
-        st = pprt_mpi_irecv(m, rr.peer_tr[q], len * sizeof(double), q, PPRT_TAG_TRACE, &r, err,
-                            "receiving the timeline of %s", who);
-        if (st == PP_OK) add_req(&rr, r);
-    }
-    /* the stage: its links (this replica's share of the data at the
-     * pipeline's ends, the boundaries with the ranks beside it, each on its
-     * transport) and its executor (links_mpi.c) */
     /* intra-op threads: --threads, else this rank's cores (pprt_rank_cores), as links_mpi.c gives them */
-    rr.threads = o->threads > 0 ? o->threads : pprt_rank_cores(pprt_mpi_env_local_size());
-    rr.precision = o->precision;
-    double *t_start = rr.stats ? rr.stats + ST_HEAD + p->stages[s].n_nodes : NULL;
-    double *t_end = t_start ? t_start + (s == 0 ? mk : 0) : NULL;
-    if (st == PP_OK) {
-        pprt_mpi_ends ends = {rr.in_arr, rr.out_arr, nk, mk + o->warmup, t_start, t_end};
-        pprt_mpi_stage ms;
-        st = pprt_mpi_stage_setup(m, p, o, &tp, &ends, &ms, err);
-        if (ms.be) rr.be = ms.be;
-        rr.x = ms.x, rr.in = ms.in, rr.out = ms.out;
-    }
-    /* stage 0 of a replica but the first: wait for its share */
-    for (int i = 0; st == PP_OK && k > 0 && s == 0 && i < rr.n_reqs; i++) {
-        st = pprt_mpi_wait(m, rr.reqs[i], err);
-        rr.reqs[i] = NULL;
-    }
-
-    double t_loop0 = pprt_mpi_now();
-    if (st == PP_OK) st = run_loop(m, p, &S, o->warmup, &rr, &t_loop0, err);
-    double t_loop1 = pprt_mpi_now();
+    rankrun rr = {.be = tp.be, .threads = pprt_run_threads(o, pprt_rank_cores(pprt_mpi_env_local_size()))};
+    pp_status st = alloc_rank(m, p, o, &S, &rr, err);
+    if (st == PP_OK) st = share_inputs(m, p, inputs, &S, &rr, err);
+    if (st == PP_OK) st = place_outputs(m, p, outputs, &S, &rr, err);
+    if (st == PP_OK) st = post_gather(m, &rr, err);
+    if (st == PP_OK) st = setup_stage(m, p, o, &tp, &S, &rr, err);
+    if (st == PP_OK) st = run_loop(m, p, &S, o->warmup, &rr, err);
     /* every rank: its --ref-weights files unchanged, before the writer may
      * write (it waits for every rank's statistics, sent after this) */
     if (st == PP_OK) st = pprt_plan_sources_unchanged(p, err);
-
-    if (st == PP_OK) {
-        struct rusage ru;
-        rr.stats[ST_RSS] = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024 : 0;
-        rr.stats[ST_START] = t_loop0 + off;
-        rr.stats[ST_END] = t_loop1 + off;
-        double *t = rr.stats + ST_HEAD + p->stages[s].n_nodes;
-        for (int64_t j = 0; j < (s == 0 ? mk : 0) + (s == last ? mk : 0); j++) t[j] += off;
-        for (int64_t j = 0; rr.tr && j < mk * PPRT_TRACE_T; j++) rr.tr[j] += off;
-    }
-    /* outputs and statistics to the writer */
-    for (int i = 0; st == PP_OK && !writer && s == last && nk > 0 && i < p->n_outputs; i++) {
-        pprt_mpi_req *r;
-        pprt_mpi_describe(m, m->writer, who, sizeof who);
-        st = pprt_mpi_isend(m, rr.out_arr[i].data, (size_t)nk * p->outputs[i].sample_bytes, m->writer,
-                            PPRT_TAG_OUT, &r, err, "sending replica %d's share of output '%s' to %s", k,
-                            p->outputs[i].name, who);
-        if (st == PP_OK) add_req(&rr, r);
-    }
-    if (st == PP_OK && !writer) {
-        pprt_mpi_req *r;
-        pprt_mpi_describe(m, m->writer, who, sizeof who);
-        st = pprt_mpi_isend(m, rr.stats, stats_len(p, &S, me) * sizeof(double), m->writer, PPRT_TAG_STATS,
-                            &r, err, "sending the statistics to %s", who);
-        if (st == PP_OK) add_req(&rr, r);
-        if (st == PP_OK && rr.trace) {
-            st = pprt_mpi_isend(m, rr.tr, trace_len(p, &S, me, rr.trace_nodes, &node_mbs) * sizeof(double),
-                                m->writer, PPRT_TAG_TRACE, &r, err, "sending the timeline to %s", who);
-            if (st == PP_OK) add_req(&rr, r);
-        }
-    }
-    for (int i = 0; st == PP_OK && i < rr.n_reqs; i++)
-        if (rr.reqs[i]) {
-            st = pprt_mpi_wait(m, rr.reqs[i], err);
-            rr.reqs[i] = NULL;
-        }
-    if (st == PP_OK && writer) {
-        st = gather_stats(m, p, &S, &rr, stats, err);
-        if (st == PP_OK && rr.trace) st = gather_trace(m, p, &S, &rr, stats, err);
-        if (st == PP_OK) m->run_complete = true;
-    }
-
-    /* On a failure the caller ends the process (pprt_mpi_finish): requests
-     * still posted keep their buffers, so only a clean run frees them. */
-    if (st == PP_OK) {
-        if (rr.x) rr.be->exec->destroy(rr.x);
-        if (rr.in) rr.in->ops->destroy(rr.in);
-        if (rr.out) rr.out->ops->destroy(rr.out);
-        for (int i = 0; i < rr.n_owned; i++) free(rr.owned[i]);
-        for (int q = 0; rr.peer_stats && q < m->size; q++) free(rr.peer_stats[q]);
-        free(rr.peer_stats);
-        for (int q = 0; rr.peer_tr && q < m->size; q++) free(rr.peer_tr[q]);
-        free(rr.peer_tr);
-        free(rr.tr);
-        free(rr.prev_ns);
-        free(rr.reqs);
-        free(rr.owned);
-        free(rr.in_arr);
-        free(rr.out_arr);
-        free(rr.stats);
-    } else if (writer) {
+    if (st == PP_OK) st = send_results(m, p, &S, off, &rr, err);
+    if (st == PP_OK && writer) st = gather_stats(m, p, o, &S, &rr, stats, err);
+    if (st == PP_OK && writer) m->run_complete = true;
+    if (st == PP_OK) free_rank(&rr);
+    else if (writer)
         for (int i = 0; i < p->n_outputs; i++) outputs[i].data = NULL; /* may still be written */
-    }
     return st;
 }

@@ -131,16 +131,3 @@ void pprt_exec_counts_of(const pprt_exec_ops *ops, const pprt_exec *x, const ppr
     }
     c->nodes = c->reference = st->n_nodes;
 }
-
-void pprt_exec_counts_pack(const pprt_exec_counts *c, double *d) {
-    const double v[PPRT_EXEC_COUNTS] = {c->nodes,   c->own,      c->post_ops, c->views,   c->reference,
-                                        c->reorders, c->copies,  c->in_place, c->blocked, c->weight_bytes};
-    memcpy(d, v, sizeof v);
-}
-
-void pprt_exec_counts_unpack(const double *d, pprt_exec_counts *c) {
-    *c = (pprt_exec_counts){.nodes = (int)d[0],     .own = (int)d[1],      .post_ops = (int)d[2],
-                            .views = (int)d[3],     .reference = (int)d[4], .reorders = (int)d[5],
-                            .copies = (int)d[6],    .in_place = (int)d[7],  .blocked = (int)d[8],
-                            .weight_bytes = d[9]};
-}

@@ -19,6 +19,7 @@
 #include "../../passes/passes.h"
 #include "../../runtime/io.h"
 #include "../../runtime/pprt.h"
+#include "../../runtime/run.h"
 #include "plan.pb-c.h"
 #include <xxhash.h>
 
@@ -1161,6 +1162,64 @@ static void test_layout_and_compare(void) {
     }
 }
 
+/* The drivers' per-stage record (runtime/run.c): a record sent as its flat
+ * message reads back the same on the writer, a wrong micro-batch count is
+ * refused naming the rank, and pprt_stats_of sums and spans the records as
+ * both drivers rely on. */
+static void test_stage_records(void) {
+    pprt_stage stages[2] = {{.index = 0, .n_nodes = 2}, {.index = 1, .n_nodes = 3}};
+    pprt_plan p = {.n_stages = 2, .stages = stages, .batch = 4};
+    const int K = 2, R = 2;
+    const pprt_shares sh = {4, 5, 18, R}; /* 5 micro-batches of 4 (18 samples): replica 0 takes 2, replica 1 takes 3 */
+    pprt_stage_rec sent[4], got[4];
+    pp_err err = {0};
+    for (int q = 0; q < K * R; q++) {
+        CHECK(pprt_rec_init(&sent[q], &p, &sh, q % K, q / K, q, true, true, &err) == PP_OK, "%s", err.msg);
+        CHECK(pprt_rec_init(&got[q], &p, &sh, q % K, q / K, q, true, true, &err) == PP_OK, "%s", err.msg);
+        pprt_stage_rec *r = &sent[q];
+        CHECK(r->mbs == (q / K ? 3 : 2) && r->mb0 == (q / K ? 2 : 0), "rank %d's share", q);
+        CHECK((r->t_start != NULL) == (q % K == 0) && (r->t_end != NULL) == (q % K == 1), "rank %d's ends", q);
+        r->busy = 0.5 + q, r->t_loop0 = 10 + q, r->t_loop1 = 20 + q, r->rss = 1000.0 * (q + 1);
+        r->counts = (pprt_exec_counts){.nodes = r->n_nodes, .own = q, .reorders = 7, .weight_bytes = 123456789.0};
+        for (int i = 0; i < r->n_nodes; i++) r->node_s[i] = 0.001 * (q + 1) * (i + 1);
+        for (int64_t j = 0; j < r->mbs; j++) {
+            if (r->t_start) r->t_start[j] = 11 + q + 0.1 * (double)j;
+            if (r->t_end) r->t_end[j] = 12 + q + 0.1 * (double)j;
+        }
+        for (int64_t j = 0; j < r->mbs * PPRT_TRACE_T; j++) r->tr.t[j] = 13 + (double)j;
+        for (int64_t j = 0; j < r->tr.n_node_mb * r->n_nodes; j++) r->tr.node_s[j] = 0.25 * (double)j;
+        pprt_rec_shift(r, 0.5);
+        pprt_rec_pack(r);
+        CHECK(got[q].len == r->len, "rank %d: %zu doubles sent, %zu expected", q, r->len, got[q].len);
+        memcpy(got[q].msg, r->msg, r->len * sizeof *r->msg);
+        CHECK(pprt_rec_unpack(&got[q], &err) == PP_OK, "%s", err.msg);
+        CHECK(got[q].busy == r->busy && got[q].t_loop0 == 10.5 + q && got[q].t_loop1 == 20.5 + q && got[q].rss == r->rss,
+              "rank %d's head", q);
+        CHECK(!memcmp(&got[q].counts, &r->counts, sizeof r->counts), "rank %d's counts", q);
+        CHECK(got[q].tr.t[0] == 13.5 && (!got[q].t_start || got[q].t_start[0] == 11.5 + q), "rank %d's times", q);
+    }
+    got[3].msg[4] = 2; /* REC_MBS: rank 3 says it ran 2 */
+    CHECK(pprt_rec_unpack(&got[3], &err) != PP_OK && strstr(err.msg, "rank 3 ran 2 micro-batches, expected 3"),
+          "a wrong count: %s", err.msg);
+    got[3].msg[4] = 3;
+    pprt_stats st = {0};
+    const pprt_stats_ctx c = {.threads = 2, .backend = "cpu-ref", .trace = true};
+    CHECK(pprt_stats_of(&p, &sh, got, K * R, &c, &st, &err) == PP_OK, "%s", err.msg);
+    CHECK(st.n_stages == 2 && st.stages[0].busy_s == 0.5 + 2.5 && st.stages[1].busy_s == 1.5 + 3.5, "busy summed");
+    CHECK(st.wall_s == 23.5 - 10.5 && st.peak_rss == 4000 && st.threads == 2 && !strcmp(st.backend, "cpu-ref") &&
+              !st.stages[0].backend, "wall %g, rss %zu", st.wall_s, st.peak_rss);
+    CHECK(st.stages[1].exec.own == 1 && st.stages[1].exec.weight_bytes == 123456789.0, "replica 0's counts");
+    /* node 1 of stage 1: 0.004 s (rank 1) + 0.008 s (rank 3), as mean ms per micro-batch of 5 */
+    CHECK(fabs(st.node_ms[2 + 1] - 1e3 * (0.004 + 0.008) / 5) < 1e-12, "node ms %g", st.node_ms[3]);
+    /* micro-batch 2 is replica 1's first: in at 11.5 + 2, out at 12.5 + 3 */
+    CHECK(fabs(st.latency_ms[2] - 2000) < 1e-9 && st.micro_batches == 5, "latency %g", st.latency_ms[2]);
+    CHECK(st.trace && st.trace->n_tracks == 4 && st.trace->t0 == 10.5 && st.trace->tracks[3].rank == 3 &&
+              st.trace->tracks[3].mb0 == 2 && st.trace->tracks[3].t[1] == 14.5, "the trace");
+    pprt_trace_free(st.trace);
+    free(st.stages), free(st.latency_ms), free(st.node_ms);
+    for (int q = 0; q < K * R; q++) pprt_rec_free(&sent[q]), pprt_rec_free(&got[q]);
+}
+
 int main(void) {
     test_sizes();
     test_npy();
@@ -1180,5 +1239,6 @@ int main(void) {
     test_fusion_chains();
     test_layout_and_compare();
     test_capped_split();
+    test_stage_records();
     return check_summary("test_core");
 }
