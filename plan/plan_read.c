@@ -31,6 +31,7 @@ typedef struct arena_block {
 
 typedef struct {
     arena_block *head;
+    size_t failed; /* the size of a block malloc refused (0: none): an unpack that fails after it ran out of memory */
 } meta_arena;
 
 void *pprt_plan_meta_alloc(void *ctx, size_t n) {
@@ -42,7 +43,10 @@ void *pprt_plan_meta_alloc(void *ctx, size_t n) {
         if (cap > ((size_t)64 << 20)) cap = (size_t)64 << 20;
         if (cap < n) cap = n;
         b = malloc(sizeof *b + cap);
-        if (!b) return NULL;
+        if (!b) {
+            a->failed = sizeof *b + cap;
+            return NULL;
+        }
         b->next = a->head, b->used = 0, b->cap = cap;
         a->head = b;
     }
@@ -210,6 +214,9 @@ static pp_status read_meta(unsigned char *b, size_t len, const pp_plan_section s
     p->meta_arena = ma;
     ProtobufCAllocator al = {.alloc = pprt_plan_meta_alloc, .free = arena_keep, .allocator_data = ma};
     Ppplan__Plan *m = ppplan__plan__unpack(&al, sec[0].size, b + sec[0].offset);
+    if (!m && ma->failed)
+        return PP_FAIL(err, PP_ENOMEM, "out of memory unpacking the plan's metadata (%llu bytes): cannot allocate "
+                       "%zu bytes", (unsigned long long)sec[0].size, ma->failed);
     if (!m) return PP_FAIL(err, PP_EINVAL, "metadata at offset %llu: not a valid plan message",
                            (unsigned long long)sec[0].offset);
     *out = m;
