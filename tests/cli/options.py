@@ -18,55 +18,16 @@ an option table is covered the day it is added), table-driven:
   $ZOO/mobilenet_v3_small when the zoo has been exported).
 
 About a minute. Usage: options.py WORKDIR (env: PPCC, PPRT, SRC; ZOO optional)."""
-import filecmp
 import os
 import re
 import shlex
-import shutil
-import subprocess
 import sys
 
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clilib import DATA, DIGITS, M, PPCC, PPRT, SRC, check, finish, fixtures, run, same_tree, start  # noqa: E402
 
-PPCC, PPRT, SRC = os.environ["PPCC"], os.environ["PPRT"], os.environ["SRC"]
-work = sys.argv[1]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-os.chdir(work)
-try:
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-except ImportError:
-    print("SKIP: no onnx module")
-    sys.exit(77)
-
-DIGITS = os.path.join(SRC, "samples/digits")
-M = os.path.join(DIGITS, "model.onnx")
-DATA = os.path.join(DIGITS, "data")
-failures = []
-count = 0
-
-
-def check(cond, msg):
-    global count
-    count += 1
-    if not cond:
-        failures.append(msg)
-
-
-def run(argv, timeout=300, env=None):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def same_tree(a, b):
-    """Two files, or two folders holding the same files with the same bytes."""
-    if os.path.isdir(a) != os.path.isdir(b):
-        return False
-    if not os.path.isdir(a):
-        return os.path.exists(a) and os.path.exists(b) and filecmp.cmp(a, b, shallow=False)
-    if sorted(os.listdir(a)) != sorted(os.listdir(b)):
-        return False
-    return all(same_tree(os.path.join(a, n), os.path.join(b, n)) for n in os.listdir(a))
+start(sys.argv[1])
+import numpy as np  # noqa: E402
 
 
 def help_rows(tool):
@@ -93,45 +54,7 @@ def help_rows(tool):
     return rows
 
 
-# ---- files the rows use -----------------------------------------------------------------
-def small_model(path):
-    """y = sigmoid(tanh(relu(x W1) W2) W3), x [batch, seq, 4]."""
-    rng = np.random.default_rng(0)
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 4])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", 3])
-    inits = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
-             for n, s in (("w1", (4, 8)), ("w2", (8, 8)), ("w3", (8, 3)))]
-    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h1"]), helper.make_node("Relu", ["h1"], ["r1"]),
-             helper.make_node("MatMul", ["r1", "w2"], ["h2"]), helper.make_node("Tanh", ["h2"], ["t2"]),
-             helper.make_node("MatMul", ["t2", "w3"], ["h3"]), helper.make_node("Sigmoid", ["h3"], ["y"])]
-    onnx.save(helper.make_model(helper.make_graph(nodes, "small", [x], [y], inits),
-                                opset_imports=[helper.make_opsetid("", 13)]), path)
-
-
-def const_model(path):
-    """y = relu(x * s), s bound by --const."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
-    s = helper.make_tensor_value_info("s", TensorProto.FLOAT, [4])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
-    nodes = [helper.make_node("Mul", ["x", "s"], ["m"]), helper.make_node("Relu", ["m"], ["y"])]
-    onnx.save(helper.make_model(helper.make_graph(nodes, "c", [x, s], [y]),
-                                opset_imports=[helper.make_opsetid("", 13)]), path)
-    with open("s.pb", "wb") as f:
-        f.write(numpy_helper.from_array(np.array([1, -2, 3, 4], np.float32), "s").SerializeToString())
-
-
-small_model("small.onnx")
-const_model("const.onnx")
-with open("seq.txt", "w") as f:
-    f.write("stem\nSPLIT_NODE\nblock\nhead\n")
-r = run([PPCC, M, "-q", "-o", "one.plan"])
-check(r.returncode == 0, f"digits -pp 1: {r.stderr}")
-r = run([PPRT, "one.plan", DATA, "-q", "-o", "one.out", "--profile", "prof.json"])
-check(r.returncode == 0, f"digits profile: {r.stderr}")
-r = run([PPCC, M, "-pp", "2", "-q", "-o", "base.plan"])
-check(r.returncode == 0, f"digits -pp 2: {r.stderr}")
-r = run([PPCC, M, "-pp", "2", "-q", "--ref-weights", "-o", "ref.plan"])
-check(r.returncode == 0, f"digits --ref-weights: {r.stderr}")
+fixtures()
 r = run([PPRT, "base.plan", DATA, "-q", "-o", "plain.out"])
 check(r.returncode == 0, f"digits plain run: {r.stderr}")
 
@@ -375,9 +298,4 @@ for k, (model, args) in enumerate(CASES):
     check(same_tree(f"rt{k}a.plan", f"rt{k}b.plan"), f"{what}: '{opts}' compiles another plan")
     check(info_options(f"rt{k}b.plan") == opts, f"{what}: the options line changed")
 
-if failures:
-    print(f"{len(failures)} of {count} checks failed:")
-    for f in failures:
-        print("  " + f)
-    sys.exit(1)
-print(f"options: {count} checks passed")
+finish("options")
