@@ -32,23 +32,14 @@ import sys
 import numpy as np
 
 PPCC, PPRT = os.environ["PPCC"], os.environ["PPRT"]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import check, finish, start  # noqa: E402
+
 work = sys.argv[1]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-os.chdir(work)
-try:
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-except ImportError:
-    print("inputs: onnx not importable; skipped")
-    sys.exit(77)
-failures = []
+start(work, "inputs")
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 rng = np.random.default_rng(52)
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 def save(path, nodes, ins, outs, inits=(), ir=8):
@@ -189,7 +180,4 @@ d = folder("nan_in", {"x.npy": X})
 r, y, _ = pprt("log.plan", d)
 check(r.returncode == 0 and "warning" not in r.stderr, f"NaN in the input too: a warning anyway: {r.stderr.strip()!r}")
 
-for f in failures:
-    print("FAIL:", f)
-print(f"inputs: {len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+finish("inputs")

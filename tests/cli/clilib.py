@@ -5,7 +5,6 @@ tool, comparing outputs, and the files their rows use (two small models, an
 exec_seq file and the digits plans). Env: PPCC, PPRT, SRC."""
 import filecmp
 import os
-import shutil
 import subprocess
 import sys
 
@@ -15,36 +14,14 @@ PPCC, PPRT, SRC = os.environ["PPCC"], os.environ["PPRT"], os.environ["SRC"]
 DIGITS = os.path.join(SRC, "samples/digits")
 M = os.path.join(DIGITS, "model.onnx")
 DATA = os.path.join(DIGITS, "data")
-failures = []
-_count = [0]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import check, failures, finish  # noqa: E402,F401  (the tests import them from here)
+import testlib  # noqa: E402
 
 
 def start(work):
     """A fresh work folder, made the current one; exit 77 (skipped) without onnx."""
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    os.chdir(work)
-    try:
-        import onnx  # noqa: F401
-    except ImportError:
-        print("SKIP: no onnx module")
-        sys.exit(77)
-
-
-def check(cond, msg):
-    _count[0] += 1
-    if not cond:
-        failures.append(msg)
-
-
-def finish(name):
-    """Print the failures (exit 1) or the count of checks passed."""
-    if failures:
-        print(f"{len(failures)} of {_count[0]} checks failed:")
-        for f in failures:
-            print("  " + f)
-        sys.exit(1)
-    print(f"{name}: {_count[0]} checks passed")
+    testlib.start(work, "cli")
 
 
 def run(argv, timeout=300, env=None):

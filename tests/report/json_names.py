@@ -17,29 +17,18 @@ About 3 s.
 Usage: json_names.py WORKDIR (env: PPCC, PPRT)."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import numpy as np
 
 PPCC, PPRT = os.environ["PPCC"], os.environ["PPRT"]
-work = sys.argv[1]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-os.chdir(work)
-try:
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-except ImportError:
-    print("json_names: onnx not importable; skipped")
-    sys.exit(77)
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import check, failures, finish, start  # noqa: E402
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
+start(sys.argv[1], "json_names")
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 
 def run(argv, want=0):
@@ -137,7 +126,4 @@ mb = load("maxb.json")
 if mb:
     check(mb["format"] == "ppcc-max-batch" and mb["max_batch"]["micro_batch"] > 0, f"--max-batch's file: {str(mb)[:300]}")
 
-for f in failures:
-    print("FAIL:", f)
-print(f"json_names: {len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+finish("json_names")
