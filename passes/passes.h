@@ -306,78 +306,12 @@ void pp_max_batch_print(FILE *f, const pp_max_batch_result *r, const pp_compile_
 pp_status pp_max_batch_json(const char *path, const pp_max_batch_result *r, const pp_compile_opts *o,
                             pp_err *err);
 
-/* Report (passes/report.c): the per-stage table, imbalance, bubble estimate,
- * recovered ops and the tensors crossing each cut; and the same as JSON.
- * Every JSON file ppcc --report-json writes opens with "format" (what it
- * is: "ppcc-report", "ppcc-search", "ppcc-max-batch") and "version", this
- * number, raised when a field changes meaning or goes; element types are
- * named as pp_dtype_name names them ("f32", "i64", "bf16"), never by
- * ONNX's enum numbers. */
+/* Every JSON file ppcc writes (--report-json: the report, or --search's and
+ * --max-batch's table) opens with "format" ("ppcc-report", "ppcc-search",
+ * "ppcc-max-batch") and "version", this number, raised when a field changes
+ * meaning or goes; element types are named as pp_dtype_name names them
+ * ("f32", "i64", "bf16"), never by ONNX's enum numbers. The reports
+ * themselves: report/report.h. */
 #define PP_REPORT_JSON_VERSION 1
-void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o);
-pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_opts *o,
-                         pp_err *err);
-
-/* ---- the HTML report (passes/report_html.c, layout.c, compare.c) ---------------------------- */
-
-/* max/mean over the stages of their estimated time (what 0), FLOPs (1) or
- * memory (2); 1.0 for one stage or all zeros. */
-double pp_imbalance(const pp_graph *g, int what);
-
-/* One policy's split of the same graph and -pp (pp_compare_policies). */
-typedef struct pp_policy_row {
-    pp_policy policy;
-    bool ok;
-    char why[512];             /* !ok: the error that policy gave */
-    int n_stages;
-    double bottleneck_ms;      /* the slowest stage's estimated time */
-    double imb_time, imb_flops, imb_memory;
-    size_t max_memory;         /* the largest stage's memory */
-    size_t cut_bytes;          /* all boundaries' bytes per micro-batch */
-    int first[PP_MAX_SPLITS + 1];        /* first node of each stage */
-    double est_ms[PP_MAX_SPLITS + 1];
-    size_t memory[PP_MAX_SPLITS + 1];
-} pp_policy_row;
-#define PP_N_COMPARED 5 /* auto, uniform, params, flops, memory */
-/* Split g under each of the PP_N_COMPARED policies with o's stage count,
- * caps and target, keep the figures in rows[], then split it again under o
- * itself, which gives back the same staged graph. */
-pp_status pp_compare_policies(pp_graph *g, const pp_compile_opts *o, pp_policy_row *rows, int *n_rows,
-                              pp_err *err);
-
-/* A layered top-to-bottom drawing of the staged graph (passes/layout.c). */
-enum { PP_LAYOUT_NODE, PP_LAYOUT_INPUT, PP_LAYOUT_OUTPUT, PP_LAYOUT_DUMMY };
-typedef struct pp_layout_item {
-    int kind;   /* PP_LAYOUT_* */
-    int ref;    /* node index (NODE), else value index */
-    int layer;  /* 0 at the top */
-    int order;  /* position within its layer, left to right */
-    double x;   /* centre, >= w/2 */
-    double w;   /* width (0 for a dummy: a bend of an edge) */
-} pp_layout_item;
-typedef struct pp_layout_edge {
-    int value;     /* the value it carries */
-    int src, dst;  /* items: its producer (node or input), its consumer (node or output) */
-    int first, n;  /* its points: items path[first .. first+n), src first, dst last */
-} pp_layout_edge;
-typedef struct pp_layout {
-    int n_items, n_real; /* items: nodes, graph inputs, graph outputs (n_real), then dummies */
-    pp_layout_item *items;
-    int n_edges;
-    pp_layout_edge *edges;
-    int *path;
-    int n_layers;
-    double width;
-    long crossings;      /* edge crossings left between adjacent layers */
-} pp_layout;
-pp_status pp_layout_graph(const pp_graph *g, double node_w, pp_layout *L, pp_err *err);
-void pp_layout_free(pp_layout *L);
-
-/* The HTML report: one self-contained page (no network, inline SVG and a
- * little JavaScript): the laid-out graph coloured by stage with the cuts,
- * recovered ops and module scopes; per-stage bars; the policies compared.
- * model and options are shown as given. */
-pp_status pp_report_html(const char *path, const pp_graph *g, const pp_compile_opts *o, const char *model,
-                         const char *options, const pp_policy_row *rows, int n_rows, pp_err *err);
 
 #endif

@@ -11,6 +11,7 @@
 #include "../ir/args.h"
 #include "../frontend/frontend.h"
 #include "../passes/passes.h"
+#include "../report/report.h"
 #include "../runtime/pprt.h"
 #include "measure.h"
 

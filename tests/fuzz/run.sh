@@ -28,7 +28,7 @@ targets="plan plan_meta onnx data"
 flags="-std=c11 -O1 -g -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I$gen -I$src"
 # everything but what needs oneDNN, MPI or the CUDA toolkit (runtime/dnnl, runtime/comm, the
 # GPU files of runtime/cuda): the reference and cuda-emu backends
-libsrc=$(ls "$src"/ir/*.c "$src"/frontend/*.c "$src"/passes/*.c "$src"/plan/*.c "$src"/backend/*.c "$src"/runtime/*.c \
+libsrc=$(ls "$src"/ir/*.c "$src"/frontend/*.c "$src"/passes/*.c "$src"/report/*.c "$src"/plan/*.c "$src"/backend/*.c "$src"/runtime/*.c \
   "$src"/runtime/link/*.c "$src"/runtime/cpu/*.c "$src"/runtime/cuda/*.c "$gen/onnx/onnx.pb-c.c" "$gen/plan.pb-c.c" \
   | grep -v -e /exec_dnnl.c -e /exec_cuda.c -e /runtime/cuda/dnn.c -e /mem_cuda.c -e /module_cuda.c)
 # the library once (instrumented, no main), then one link per target

@@ -17,6 +17,7 @@
 #include "../../backend/backend.h"
 #include "../../ir/json.h"
 #include "../../passes/passes.h"
+#include "../../report/report.h"
 #include "../../runtime/io.h"
 #include "../../runtime/pprt.h"
 #include "../../runtime/run.h"

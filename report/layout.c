@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes.h"
+#include "report.h"
 
 typedef struct {
     int *off, *to; /* CSR: neighbours of item i are to[off[i] .. off[i+1]) */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes.h"
+#include "report.h"
 
 static void drop_split(pp_graph *g) {
     if (g->bounds)

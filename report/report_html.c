@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes.h"
+#include "report.h"
 #include "../ir/json.h"
 #include "report_html_css.h"
 #include "report_html_js.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "passes.h"
+#include "report.h"
 #include "../ir/json.h"
 
 typedef struct {
