@@ -485,3 +485,21 @@ int pp_edit_distance(const char *a, size_t la, const char *b) {
     }
     return row[lb];
 }
+
+/* One data-centre GPU in f32 without TF32, rough: calibrate with pprt
+ * --profile on the device (docs/partitioning.md). cuda-emu plans and runs
+ * cuda's step list, so ppcc prices it as cuda. */
+static const pp_backend_kind backend_kinds[] = {
+    {"ref", false, 0, 0, 0},
+    {"dnnl", false, 0, 0, 0},
+    {"cuda", true, 20000, 1500, 20},
+    {"cuda-emu", true, 20000, 1500, 20},
+};
+
+const pp_backend_kind *pp_backend_kind_of(const char *name) {
+    const size_t len = strcspn(name, ":");
+    for (size_t k = 0; k < sizeof backend_kinds / sizeof *backend_kinds; k++)
+        if (strlen(backend_kinds[k].name) == len && !strncmp(backend_kinds[k].name, name, len))
+            return &backend_kinds[k];
+    return NULL;
+}

@@ -326,6 +326,21 @@ extern const pp_op_info pp_op_table[PP_OP_COUNT];
 /* Op by ONNX name; returns false when unknown. */
 bool pp_op_lookup(const char *name, pp_op *out);
 
+/* What ppcc knows of a backend by its name without linking it (ppcc links
+ * no backend): whether its stages run on a device with its own memory (a
+ * GPU) and, for a device, a rough f32 roofline of one (GFLOP/s, memory and
+ * stage-to-stage GB/s) that the cost model takes where the command line gives
+ * none. pprt's registry must agree: test unit_backend checks that every
+ * backend it registers has a row whose `device` matches its memory space. */
+typedef struct pp_backend_kind {
+    const char *name;
+    bool device;
+    double gflops, mem_gbps, link_gbps; /* device: its roofline; else 0 (the host's figures) */
+} pp_backend_kind;
+/* The row of backend `name` ("cuda"; a ":DEVICE" suffix is ignored), or NULL
+ * for a name no backend has. */
+const pp_backend_kind *pp_backend_kind_of(const char *name);
+
 /* A tensor as shape functions and kernels see it: type, shape and, for
  * constants known at compile time, the bytes (else NULL). */
 typedef struct pp_tinfo {

@@ -86,13 +86,11 @@ int pp_stage_other_backend(const pp_compile_opts *o, int n) {
 pp_target pp_stage_target(const pp_compile_opts *o, int s) {
     pp_target t = o->target;
     const pp_place pl = pp_stage_place(o, s);
-    if (!strncmp(pl.backend, "cuda", 4)) {
-        /* one data-centre GPU in f32 without TF32, rough: calibrate with
-         * pprt --profile on the device (docs/partitioning.md) */
-        const pp_target gpu = {.gflops = 20000, .mem_gbps = 1500, .link_gbps = 20};
-        if (!(o->target_set & 1)) t.gflops = gpu.gflops;
-        if (!(o->target_set & 2)) t.mem_gbps = gpu.mem_gbps;
-        if (!(o->target_set & 4)) t.link_gbps = gpu.link_gbps;
+    const pp_backend_kind *kind = pp_backend_kind_of(pl.backend);
+    if (kind && kind->device) { /* the device's roofline (ir/base.c), where the command line gave none */
+        if (!(o->target_set & 1)) t.gflops = kind->gflops;
+        if (!(o->target_set & 2)) t.mem_gbps = kind->mem_gbps;
+        if (!(o->target_set & 4)) t.link_gbps = kind->link_gbps;
     }
     if (s >= 0 && s <= PP_MAX_SPLITS) {
         const pp_target *st = &o->stage_target[s];

@@ -317,6 +317,30 @@ static pp_status mean_profiles(pp_graph *g, const char (*paths)[2][4200], int pr
     return s;
 }
 
+/* Whether backend `name` runs its stages on a device (ir/base.h's rows);
+ * false for NULL or a host backend. */
+static bool on_device(const char *name) {
+    const pp_backend_kind *k = name && *name ? pp_backend_kind_of(name) : NULL;
+    return k && k->device;
+}
+
+/* The backend that --measure-args names ("--backend B" or "--backend=B"),
+ * in a static buffer; NULL when none does. */
+static const char *backend_arg(const char *args) {
+    static char name[64];
+    for (const char *p = args ? strstr(args, "--backend") : NULL; p; p = strstr(p + 9, "--backend")) {
+        const char *v = p + 9;
+        if (*v != ' ' && *v != '=') continue;
+        v += strspn(v, " =");
+        const size_t len = strcspn(v, " ");
+        if (len == 0 || len >= sizeof name) continue;
+        memcpy(name, v, len);
+        name[len] = 0;
+        return name;
+    }
+    return NULL;
+}
+
 static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc_measure_opts *m, int stages,
                               const char *dir, const char *prof, int *matched, pp_err *err) {
     char plan[4096], data[4096], out[4096], pprt[4096], tbuf[16];
@@ -334,7 +358,7 @@ static pp_status profile_into(pp_graph *g, const pp_compile_opts *co, const ppcc
      * many as stages will share this host's cores, so that each is timed with
      * the others busy as the stages will be (cores share the memory bandwidth
      * and the last-level cache); one where the stages run on a GPU. */
-    const bool gpu = !strncmp(one.place_all.backend, "cuda", 4) || (m->args && strstr(m->args, "cuda"));
+    const bool gpu = on_device(one.place_all.backend) || on_device(backend_arg(m->args));
     /* the cores this process may use (its affinity mask), at least 1 */
     cpu_set_t mine;
     const bool have_mask = sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) > 0;

@@ -82,6 +82,17 @@ int main(int argc, char **argv) {
     pp_err e = {0};
     CHECK(pprt_backend_register(&count_backend, &e) == PP_OK, "register: %s", e.msg);
     CHECK(pprt_backend_register(&count_backend, &e) != PP_OK && strstr(e.msg, "already"), "registered twice");
+    /* ppcc prices a stage by ir/base.h's row for its backend: every backend
+     * this build registers (but this test's own) has one, and it says
+     * "device" exactly where the backend's messages live in a device's memory */
+    for (int i = 0; i < pprt_backend_count(); i++) {
+        const pprt_backend *b = pprt_backend_at(i);
+        if (b == &count_backend) continue;
+        const pp_backend_kind *k = pp_backend_kind_of(b->name);
+        CHECK(k != NULL, "backend '%s' has no row in ir/base.c's backend_kinds", b->name);
+        CHECK(!k || k->device == (b->mem == PPRT_MEM_DEVICE), "backend '%s': ppcc's row says %s, its memory is %s",
+              b->name, k && k->device ? "device" : "host", b->mem == PPRT_MEM_DEVICE ? "a device's" : "the host's");
+    }
     pprt_plan *p = NULL;
     pprt_npy x = {0};
     if (pprt_plan_load(argv[1], NULL, &p, &e) != PP_OK || pprt_npy_read(argv[2], &x, &e) != PP_OK) {
