@@ -26,6 +26,7 @@
 #include "bf16.h"
 #include "ref.h"
 #include "../../ir/op_fns.h" /* pp_broadcast */
+#include "../../ir/scalar.h"
 
 #include <float.h>
 #include <stdlib.h>
@@ -884,16 +885,7 @@ static void f_xor(EW_ARGS) {
 
 /* Pow: float bases compute in double, b is the exponent converted to double;
  * integer bases: with a double exponent the result truncates (saturating),
- * with an int64 exponent it is an exact wrapping integer power. */
-static uint64_t ipow(uint64_t base, int64_t e) {
-    uint64_t r = 1;
-    for (; e > 0; e >>= 1) {
-        if (e & 1) r *= base;
-        base *= base;
-    }
-    return r;
-}
-
+ * with an int64 exponent it is an exact wrapping integer power (pp_ipow). */
 #define POW_INT(T, LO, HI)                                                                \
     static void pow_##T(EW_ARGS, bool int_exp) {                                          \
         (void)c;                                                                          \
@@ -907,7 +899,7 @@ static uint64_t ipow(uint64_t base, int64_t e) {
                 continue;                                                                 \
             }                                                                             \
             int64_t b = ((const int64_t *)x[1])[j * inc[1]];                              \
-            if (b >= 0) py[j] = (T)ipow((uint64_t)(int64_t)a, b);                         \
+            if (b >= 0) py[j] = (T)pp_ipow((uint64_t)(int64_t)a, b);                      \
             else if (a == 1) py[j] = 1;                                                   \
             else if (a == -1) py[j] = (b & 1) ? -1 : 1;                                   \
             else py[j] = 0; /* |1/a^-b| < 1 truncates to 0 (a = 0: defined as 0) */       \

@@ -13,6 +13,7 @@
  *     coordinate a short list of (input index, weight) taps. */
 #include "ref.h"
 #include "../../ir/op_fns.h"
+#include "../../ir/scalar.h"
 #include "../../ir/shape_nn.h"
 
 #include <math.h>
@@ -1551,22 +1552,6 @@ pp_status kern_RESIZE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tens
 
 /* ---- GridSample ------------------------------------------------------------------------------ */
 
-/* x mirrored at the nearer bound until it lies in [lo, hi] (the ONNX
- * reference's and PyTorch's rule); lo where the range is empty. */
-static double gs_reflect(double x, double lo, double hi) {
-    const double rng = hi - lo;
-    if (!(rng > 0)) return lo;
-    if (x < lo) {
-        const double dx = lo - x, n = floor(dx / rng), r = dx - n * rng;
-        return fmod(n, 2.0) == 0 ? lo + r : hi - r;
-    }
-    if (x > hi) {
-        const double dx = x - hi, n = floor(dx / rng), r = dx - n * rng;
-        return fmod(n, 2.0) == 0 ? hi - r : lo + r;
-    }
-    return x;
-}
-
 /* One axis's taps: input indices (-1: outside, a zero) and weights. */
 typedef struct gs_taps {
     int n;
@@ -1580,7 +1565,7 @@ static int64_t gs_pixel(const pp_gridsample *g, int64_t i, int64_t len, double l
     case PP_GS_ZEROS: return i < 0 || i >= len ? -1 : i;
     case PP_GS_BORDER: return i < 0 ? 0 : i >= len ? len - 1 : i;
     case PP_GS_REFLECTION: {
-        const int64_t r = (int64_t)gs_reflect((double)i, lo, hi);
+        const int64_t r = (int64_t)pp_reflect((double)i, lo, hi);
         return r < 0 ? 0 : r >= len ? len - 1 : r;
     }
     }

@@ -27,6 +27,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "../../ir/scalar.h"
+
 #ifdef __CUDACC__
 #define PCU_HD static __host__ __device__ __forceinline__
 #else
@@ -464,16 +466,6 @@ PCU_HD float pcu_binary_f(int op, float a, float b) { PCU_BIN_FLOAT(float, fmodf
 PCU_HD double pcu_binary_d(int op, double a, double b) { PCU_BIN_FLOAT(double, fmod, pow) }
 #undef PCU_BIN_FLOAT
 
-/* Exact wrapping integer power (non-negative exponent). */
-PCU_HD uint64_t pcu_ipow(uint64_t base, int64_t e) {
-    uint64_t r = 1;
-    for (; e > 0; e >>= 1) {
-        if (e & 1) r *= base;
-        base *= base;
-    }
-    return r;
-}
-
 /* Binary arithmetic on signed integers (wrapping: computed on the bits). */
 PCU_HD int64_t pcu_binary_i(int op, int64_t a, int64_t b) {
     const uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
@@ -488,7 +480,7 @@ PCU_HD int64_t pcu_binary_i(int op, int64_t a, int64_t b) {
         return r != 0 && (r < 0) != (b < 0) ? r + b : r;
     }
     case PCU_EW_POW:
-        return b >= 0 ? (int64_t)pcu_ipow(ua, b) : a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+        return b >= 0 ? (int64_t)pp_ipow(ua, b) : a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
     case PCU_EW_PRELU: return a < 0 ? (int64_t)(ua * ub) : a;
     case PCU_EW_MIN: return a < b ? a : b;
     case PCU_EW_MAX: return a > b ? a : b;
@@ -506,7 +498,7 @@ PCU_HD uint64_t pcu_binary_u(int op, uint64_t a, uint64_t b) {
     case PCU_EW_MUL: return a * b;
     case PCU_EW_DIV: return b == 0 ? 0 : a / b;
     case PCU_EW_MOD: case PCU_EW_FMOD: return b == 0 ? 0 : a % b;
-    case PCU_EW_POW: return pcu_ipow(a, (int64_t)b);
+    case PCU_EW_POW: return pp_ipow(a, (int64_t)b);
     case PCU_EW_MIN: return a < b ? a : b;
     case PCU_EW_MAX: return a > b ? a : b;
     case PCU_EW_BITAND: return a & b;
@@ -1666,24 +1658,10 @@ typedef struct pcu_gridsample {
 #define PCU_UNROLL
 #endif
 
-PCU_HD double pcu_gs_reflect(double x, double lo, double hi) {
-    const double rng = hi - lo;
-    if (!(rng > 0)) return lo;
-    if (x < lo) {
-        const double dx = lo - x, n = floor(dx / rng), r = dx - n * rng;
-        return fmod(n, 2.0) == 0 ? lo + r : hi - r;
-    }
-    if (x > hi) {
-        const double dx = x - hi, n = floor(dx / rng), r = dx - n * rng;
-        return fmod(n, 2.0) == 0 ? hi - r : lo + r;
-    }
-    return x;
-}
-
 PCU_HD int64_t pcu_gs_pixel(int pad, int64_t i, int64_t len, double lo, double hi) {
     if (pad == 0) return i < 0 || i >= len ? -1 : i;
     if (pad == 1) return i < 0 ? 0 : i >= len ? len - 1 : i;
-    const int64_t r = (int64_t)pcu_gs_reflect((double)i, lo, hi);
+    const int64_t r = (int64_t)pp_reflect((double)i, lo, hi);
     return r < 0 ? 0 : r >= len ? len - 1 : r;
 }
 
