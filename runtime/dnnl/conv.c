@@ -380,23 +380,7 @@ static pp_status conv_choose(pprt_exec *x, const conv_cands *k, const conv_ops *
     dnnl_status_t s = dnnl_success;
     if (k->wino_shape) /* none where oneDNN has no such kernel: direct below */
         conv_pd(&pd, dnnl_convolution_winograd, k->src, k->w, k->bias, k->dst, k->g, attr, x->eng);
-    const bool wino = pd != NULL;
     if (!pd) s = conv_pd(&pd, dnnl_convolution_direct, k->src, k->w, k->bias, k->dst, k->g, attr, x->eng);
-    if (s == dnnl_success && x->o.follow && !wino && x->blocked[k->xi]) {
-        /* a source already in a blocked layout: take it as it is when a
-         * non-reference kernel reads that layout (saves a reorder) */
-        const dnnl_memory_desc_t *cur = &x->lay[k->xi];
-        const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-        dnnl_data_type_t cdt = want->data_type;
-        dnnl_primitive_desc_t fpd = NULL;
-        if (cur->data_type == cdt && !dnnl_memory_desc_equal(want, cur) &&
-            conv_pd(&fpd, dnnl_convolution_direct, cur, k->w, k->bias, k->dst, k->g, attr, x->eng) == dnnl_success &&
-            !slow_kernel(fpd)) {
-            dnnl_primitive_desc_destroy(pd);
-            pd = fpd;
-        } else if (fpd)
-            dnnl_primitive_desc_destroy(fpd);
-    }
     dnnl_primitive_attr_destroy(attr);
     DN(s, "convolution");
     *out = pd;

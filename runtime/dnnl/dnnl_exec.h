@@ -57,7 +57,6 @@ typedef struct pprt_dnnl_opts {
     double small_us;    /* PPRT_DNNL_SMALL_US: work below which a primitive runs on one thread */
     bool wino;          /* PPRT_DNNL_WINO: 3x3 stride-1 f32 convolutions by Winograd */
     int64_t wino_tile;  /* PPRT_DNNL_WINO_TILE: our kernel's tile: 0 chosen per node, 2 or 4 */
-    bool follow;        /* PPRT_DNNL_FOLLOW: convolutions read a blocked source as it is where they can */
     bool conv_blocked;  /* PPRT_DNNL_CONV_BLOCKED: 2-D f32 convolutions in channel blocks where a JIT kernel takes them */
     bool views;         /* PPRT_DNNL_VIEWS: Reshape and its kin alias their input */
     bool relu_max;      /* PPRT_DNNL_RELU=max: oneDNN's relu post-op, which gives 0 for NaN (A/B timings) */

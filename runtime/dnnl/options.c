@@ -53,9 +53,6 @@ static const opt opts[] = {
      "3x3 stride-1 f32 convolutions by Winograd (oneDNN's on AVX-512, pprt's own below)"},
     {"PPRT_DNNL_WINO_TILE", OPT_INT, F(wino_tile), "0", "0|2|4", 0, 4,
      "pprt's Winograd kernel: 0 picks F(2x2,3x3) or F(4x4,3x3) per node, 2 or 4 forces one"},
-    {"PPRT_DNNL_FOLLOW", OPT_FLAG, F(follow), "0", NULL, 0, 0,
-     "1: a convolution reads a blocked source as it is where a fast kernel takes it (fewer reorders, but -pp N "
-     "is no longer bit-identical to -pp 1)"},
     {"PPRT_DNNL_CONV_BLOCKED", OPT_FLAG, F(conv_blocked), "1", NULL, 0, 0,
      "2-D f32 convolutions in channel blocks (nChw16c on AVX-512, nChw8c below) where their channels fill "
      "blocks, a JIT kernel takes it, and the plan's group of tensors around them meets only layout-free ops "
