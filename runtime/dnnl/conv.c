@@ -346,7 +346,7 @@ static pp_status conv_attr(pprt_exec *x, const conv_ops *c, const dnnl_memory_de
         if (s == dnnl_success && args && (r = dn_tensor_mem(x, c->zi, c->z_md, &zm, err)) == PP_OK)
             args[(*na)++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, zm};
     }
-    if (s == dnnl_success && r == PP_OK && c->relu) s = dn_append_relu(x, po, &idx);
+    if (s == dnnl_success && r == PP_OK && c->relu) s = dn_append_relu(po, &idx);
     if (s == dnnl_success && r == PP_OK && c->fast_clamp)
         s = c->lo == 0 && isinf(c->hi) ? dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0)
                                        : dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, c->lo, c->hi);
@@ -398,7 +398,7 @@ static pp_status conv_choose(pprt_exec *x, const conv_cands *k, const conv_ops *
  * runs again instead. */
 static dnnl_primitive_desc_t guard_fast(pprt_exec *x, const conv_cands *k, const conv_ops *ops,
                                         const_dnnl_primitive_desc_t exact, float lo, float hi) {
-    if (!x->o.guard || !pprt_fpguard_built() || ops->relu || x->n_fused) return NULL;
+    if (!pprt_fpguard_built() || ops->relu || x->n_fused) return NULL;
     conv_ops fo = *ops;
     fo.fast_clamp = true, fo.lo = lo, fo.hi = hi;
     pp_err e = {0};
@@ -832,7 +832,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * which its Winograd kernels do not take). Clip: oneDNN's gives a bound
      * for NaN, so always such a pass, and nothing absorbed after it. */
     float lo = c.lo, hi = c.hi;
-    const bool relu = !strcmp(c.act, "Relu"), relu_pass = relu && !x->n_fused && !x->o.relu_max;
+    const bool relu = !strcmp(c.act, "Relu"), relu_pass = relu && !x->n_fused;
     const bool clamp = !strcmp(c.act, "Clip") || relu_pass;
     if (relu_pass) lo = 0, hi = INFINITY;
     if (clamp && (x->n_fused || lo > 0 || hi < 0)) return unsup(err, "Clip with post-ops or a bound beyond 0");

@@ -59,11 +59,6 @@ static const opt opts[] = {
      "(the same on every stage, so splits stay bit-identical); 0: oneDNN's choice for each node alone"},
     {"PPRT_DNNL_VIEWS", OPT_FLAG, F(views), "1", NULL, 0, 0,
      "Reshape, Flatten, Squeeze, Unsqueeze and byte-preserving Transposes take over their input's bytes"},
-    {"PPRT_DNNL_RELU", OPT_WORD, F(relu_max), "nan", "max|nan", 0, 0,
-     "nan: Relu post-ops that keep NaN; max: oneDNN's relu, which gives 0 for NaN (for timings only)"},
-    {"PPRT_DNNL_GUARD", OPT_FLAG, F(guard), "1", NULL, 0, 0,
-     "a convolution's Relu or Clip as oneDNN's post-op, its exact NaN-keeping path run only where the CPU's "
-     "invalid-operation flag says a NaN met it (0: the exact path always)"},
     {"PPRT_DNNL_ROWS_MAX", OPT_INT, F(rows_max), "4096", NULL, 0, 1e15,
      "matrix products with constant weights and fewer rows run as 1x1 convolutions (0: never; unset: 4096 "
      "below AVX-512, 0 on AVX-512 CPUs; matmul.c)"},
