@@ -12,13 +12,7 @@
  * and out, F(4x4,3x3) or F(2x2,3x3) per node; PPRT_DNNL_WINO_TILE=2 or 4
  * forces one), 2-3x faster than oneDNN's direct AVX2 kernel. The choice
  * depends on the node alone, so outputs stay bit-identical whatever the
- * split and thread count.
- *
- * PPRT_DNNL_FOLLOW=1 (off by default) lets a convolution read a source stored
- * in another layout as it is, where a non-reference kernel takes it: fewer
- * reorders (2-4% on ResNet-50), but the kernel then depends on the producer's
- * layout, so on where the stages are cut, and -pp N outputs are no longer
- * bit-identical to -pp 1's. */
+ * split and thread count. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,7 +315,7 @@ typedef struct conv_ops {
 } conv_ops;
 
 /* The primitives a convolution may take: Winograd where the shape allows,
- * else direct; a source already blocked as it is where PPRT_DNNL_FOLLOW. */
+ * else direct. */
 typedef struct conv_cands {
     bool wino_shape;
     int xi;
