@@ -3,8 +3,9 @@
  * table below is the one list of them: name, default, the values taken and
  * what they do; docs/dnnl.md repeats it for users. An unset or empty
  * variable takes the default; any other value outside what the row takes is
- * an error naming the variable and the value (pprt exits 2). Most exist for
- * A/B measurements of one optimization against its absence. */
+ * an error naming the variable and the value (pprt exits 2). docs/dnnl.md says
+ * which are for users, which are test hooks (a second path the suite checks)
+ * and which are A/B switches of one optimization against its absence. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
