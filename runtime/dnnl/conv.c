@@ -12,13 +12,7 @@
  * and out, F(4x4,3x3) or F(2x2,3x3) per node; PPRT_DNNL_WINO_TILE=2 or 4
  * forces one), 2-3x faster than oneDNN's direct AVX2 kernel. The choice
  * depends on the node alone, so outputs stay bit-identical whatever the
- * split and thread count.
- *
- * PPRT_DNNL_FOLLOW=1 (off by default) lets a convolution read a source stored
- * in another layout as it is, where a non-reference kernel takes it: fewer
- * reorders (2-4% on ResNet-50), but the kernel then depends on the producer's
- * layout, so on where the stages are cut, and -pp N outputs are no longer
- * bit-identical to -pp 1's. */
+ * split and thread count. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,7 +315,7 @@ typedef struct conv_ops {
 } conv_ops;
 
 /* The primitives a convolution may take: Winograd where the shape allows,
- * else direct; a source already blocked as it is where PPRT_DNNL_FOLLOW. */
+ * else direct. */
 typedef struct conv_cands {
     bool wino_shape;
     int xi;
@@ -346,7 +340,7 @@ static pp_status conv_attr(pprt_exec *x, const conv_ops *c, const dnnl_memory_de
         if (s == dnnl_success && args && (r = dn_tensor_mem(x, c->zi, c->z_md, &zm, err)) == PP_OK)
             args[(*na)++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, zm};
     }
-    if (s == dnnl_success && r == PP_OK && c->relu) s = dn_append_relu(x, po, &idx);
+    if (s == dnnl_success && r == PP_OK && c->relu) s = dn_append_relu(po, &idx);
     if (s == dnnl_success && r == PP_OK && c->fast_clamp)
         s = c->lo == 0 && isinf(c->hi) ? dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0)
                                        : dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, c->lo, c->hi);
@@ -380,23 +374,7 @@ static pp_status conv_choose(pprt_exec *x, const conv_cands *k, const conv_ops *
     dnnl_status_t s = dnnl_success;
     if (k->wino_shape) /* none where oneDNN has no such kernel: direct below */
         conv_pd(&pd, dnnl_convolution_winograd, k->src, k->w, k->bias, k->dst, k->g, attr, x->eng);
-    const bool wino = pd != NULL;
     if (!pd) s = conv_pd(&pd, dnnl_convolution_direct, k->src, k->w, k->bias, k->dst, k->g, attr, x->eng);
-    if (s == dnnl_success && x->o.follow && !wino && x->blocked[k->xi]) {
-        /* a source already in a blocked layout: take it as it is when a
-         * non-reference kernel reads that layout (saves a reorder) */
-        const dnnl_memory_desc_t *cur = &x->lay[k->xi];
-        const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-        dnnl_data_type_t cdt = want->data_type;
-        dnnl_primitive_desc_t fpd = NULL;
-        if (cur->data_type == cdt && !dnnl_memory_desc_equal(want, cur) &&
-            conv_pd(&fpd, dnnl_convolution_direct, cur, k->w, k->bias, k->dst, k->g, attr, x->eng) == dnnl_success &&
-            !slow_kernel(fpd)) {
-            dnnl_primitive_desc_destroy(pd);
-            pd = fpd;
-        } else if (fpd)
-            dnnl_primitive_desc_destroy(fpd);
-    }
     dnnl_primitive_attr_destroy(attr);
     DN(s, "convolution");
     *out = pd;
@@ -414,7 +392,7 @@ static pp_status conv_choose(pprt_exec *x, const conv_cands *k, const conv_ops *
  * runs again instead. */
 static dnnl_primitive_desc_t guard_fast(pprt_exec *x, const conv_cands *k, const conv_ops *ops,
                                         const_dnnl_primitive_desc_t exact, float lo, float hi) {
-    if (!x->o.guard || !pprt_fpguard_built() || ops->relu || x->n_fused) return NULL;
+    if (!pprt_fpguard_built() || ops->relu || x->n_fused) return NULL;
     conv_ops fo = *ops;
     fo.fast_clamp = true, fo.lo = lo, fo.hi = hi;
     pp_err e = {0};
@@ -848,7 +826,7 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * which its Winograd kernels do not take). Clip: oneDNN's gives a bound
      * for NaN, so always such a pass, and nothing absorbed after it. */
     float lo = c.lo, hi = c.hi;
-    const bool relu = !strcmp(c.act, "Relu"), relu_pass = relu && !x->n_fused && !x->o.relu_max;
+    const bool relu = !strcmp(c.act, "Relu"), relu_pass = relu && !x->n_fused;
     const bool clamp = !strcmp(c.act, "Clip") || relu_pass;
     if (relu_pass) lo = 0, hi = INFINITY;
     if (clamp && (x->n_fused || lo > 0 || hi < 0)) return unsup(err, "Clip with post-ops or a bound beyond 0");

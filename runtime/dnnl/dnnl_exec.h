@@ -57,11 +57,8 @@ typedef struct pprt_dnnl_opts {
     double small_us;    /* PPRT_DNNL_SMALL_US: work below which a primitive runs on one thread */
     bool wino;          /* PPRT_DNNL_WINO: 3x3 stride-1 f32 convolutions by Winograd */
     int64_t wino_tile;  /* PPRT_DNNL_WINO_TILE: our kernel's tile: 0 chosen per node, 2 or 4 */
-    bool follow;        /* PPRT_DNNL_FOLLOW: convolutions read a blocked source as it is where they can */
     bool conv_blocked;  /* PPRT_DNNL_CONV_BLOCKED: 2-D f32 convolutions in channel blocks where a JIT kernel takes them */
     bool views;         /* PPRT_DNNL_VIEWS: Reshape and its kin alias their input */
-    bool relu_max;      /* PPRT_DNNL_RELU=max: oneDNN's relu post-op, which gives 0 for NaN (A/B timings) */
-    bool guard;         /* PPRT_DNNL_GUARD: a convolution's Relu or Clip as a fast post-op behind MXCSR's invalid flag */
     int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions (unset:
                          * 4096 below AVX-512, 0 on AVX-512; matmul.c) */
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
@@ -215,7 +212,7 @@ struct pprt_exec {
     size_t owned_bytes, weight_bytes;
     size_t wshared_bytes;     /* of weight_bytes: reordered by another executor of the stage (wshare.c) */
     bool ran; /* a micro-batch ran (its OpenMP threads exist) */
-    bool guard_on; /* GUARD_FAST steps run (the self-check of the first run passed; PPRT_DNNL_GUARD) */
+    bool guard_on; /* GUARD_FAST steps run (the self-check of the first run passed) */
     bool run_exact;     /* this pass over the nodes runs GUARD_EXACT_RUN steps, not GUARD_FAST_RUN ones */
     bool redo;          /* a GUARD_FAST_RUN step raised the flag: the micro-batch runs again */
     int64_t exact_runs; /* micro-batches that ran again so (PPRT_DNNL_VERBOSE) */
@@ -468,7 +465,7 @@ pp_status dn_append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_
 /* Whether every whole binary post-op operand lies in the layout pd writes. */
 bool dn_whole_operands_fit(const pprt_exec *x, const_dnnl_primitive_desc_t pd);
 /* Relu as oneDNN post-ops that keep NaN; *idx counts the post-ops appended. */
-dnnl_status_t dn_append_relu(const pprt_exec *x, dnnl_post_ops_t po, int *idx);
+dnnl_status_t dn_append_relu(dnnl_post_ops_t po, int *idx);
 
 /* ---- shared by families ---------------------------------------------------------------------- */
 

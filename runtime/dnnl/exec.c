@@ -569,7 +569,7 @@ static bool guard_check(pprt_exec *x) {
     bool guarded = false; /* a stage without a guarded step has nothing to check */
     for (int i = 0; i < x->n_steps && !guarded; i++)
         guarded = x->steps[i].guard == GUARD_FAST || x->steps[i].guard == GUARD_FAST_RUN;
-    if (!guarded || !x->o.guard || !pprt_fpguard_built()) return false;
+    if (!guarded || !pprt_fpguard_built()) return false;
     const int team = x->stage_threads > 0 ? x->stage_threads : 1;
     const int64_t n = (int64_t)team << 16;
     float *buf = malloc((size_t)n * sizeof *buf);

@@ -3,8 +3,9 @@
  * table below is the one list of them: name, default, the values taken and
  * what they do; docs/dnnl.md repeats it for users. An unset or empty
  * variable takes the default; any other value outside what the row takes is
- * an error naming the variable and the value (pprt exits 2). Most exist for
- * A/B measurements of one optimization against its absence. */
+ * an error naming the variable and the value (pprt exits 2). docs/dnnl.md says
+ * which are for users, which are test hooks (a second path the suite checks)
+ * and which are A/B switches of one optimization against its absence. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -53,20 +54,12 @@ static const opt opts[] = {
      "3x3 stride-1 f32 convolutions by Winograd (oneDNN's on AVX-512, pprt's own below)"},
     {"PPRT_DNNL_WINO_TILE", OPT_INT, F(wino_tile), "0", "0|2|4", 0, 4,
      "pprt's Winograd kernel: 0 picks F(2x2,3x3) or F(4x4,3x3) per node, 2 or 4 forces one"},
-    {"PPRT_DNNL_FOLLOW", OPT_FLAG, F(follow), "0", NULL, 0, 0,
-     "1: a convolution reads a blocked source as it is where a fast kernel takes it (fewer reorders, but -pp N "
-     "is no longer bit-identical to -pp 1)"},
     {"PPRT_DNNL_CONV_BLOCKED", OPT_FLAG, F(conv_blocked), "1", NULL, 0, 0,
      "2-D f32 convolutions in channel blocks (nChw16c on AVX-512, nChw8c below) where their channels fill "
      "blocks, a JIT kernel takes it, and the plan's group of tensors around them meets only layout-free ops "
      "(the same on every stage, so splits stay bit-identical); 0: oneDNN's choice for each node alone"},
     {"PPRT_DNNL_VIEWS", OPT_FLAG, F(views), "1", NULL, 0, 0,
      "Reshape, Flatten, Squeeze, Unsqueeze and byte-preserving Transposes take over their input's bytes"},
-    {"PPRT_DNNL_RELU", OPT_WORD, F(relu_max), "nan", "max|nan", 0, 0,
-     "nan: Relu post-ops that keep NaN; max: oneDNN's relu, which gives 0 for NaN (for timings only)"},
-    {"PPRT_DNNL_GUARD", OPT_FLAG, F(guard), "1", NULL, 0, 0,
-     "a convolution's Relu or Clip as oneDNN's post-op, its exact NaN-keeping path run only where the CPU's "
-     "invalid-operation flag says a NaN met it (0: the exact path always)"},
     {"PPRT_DNNL_ROWS_MAX", OPT_INT, F(rows_max), "4096", NULL, 0, 1e15,
      "matrix products with constant weights and fewer rows run as 1x1 convolutions (0: never; unset: 4096 "
      "below AVX-512, 0 on AVX-512 CPUs; matmul.c)"},

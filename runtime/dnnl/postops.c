@@ -138,7 +138,7 @@ pp_status dn_append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_
             PP_TRY(dn_eltwise_of(x, b, &alg, &alpha, &beta, err));
             if (alg == dnnl_eltwise_relu && alpha == 0) {
                 idx--; /* the loop counts one */
-                DN(dn_append_relu(x, po, &idx), "eltwise post-op");
+                DN(dn_append_relu(po, &idx), "eltwise post-op");
             } else {
                 DN(dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta), "eltwise post-op");
             }
@@ -169,11 +169,7 @@ bool dn_whole_operands_fit(const pprt_exec *x, const_dnnl_primitive_desc_t pd) {
  * max(x, 0), which gives 0 for NaN; elu with alpha 0 is x > 0 ? x :
  * 0 * (exp(x) - 1), NaN for NaN and -0 for the rest, and the linear 1x + 0
  * makes those +0 (docs/design-notes.md, "NaN and infinities"). */
-dnnl_status_t dn_append_relu(const pprt_exec *x, dnnl_post_ops_t po, int *idx) {
-    if (x->o.relu_max) { /* PPRT_DNNL_RELU=max: oneDNN's relu, for A/B timings only */
-        (*idx)++;
-        return dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0);
-    }
+dnnl_status_t dn_append_relu(dnnl_post_ops_t po, int *idx) {
     dnnl_status_t s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_elu, 0, 0);
     if (s == dnnl_success) s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, 1.0f, 0);
     *idx += 2;
@@ -212,8 +208,7 @@ static bool elt_fits(elt_seen *s, dnnl_alg_kind_t alg, float alpha, float beta) 
 }
 
 /* The post-ops Relu appends (dn_append_relu). */
-static bool relu_fits(const pprt_exec *x, elt_seen *s) {
-    if (x->o.relu_max) return elt_fits(s, dnnl_eltwise_relu, 0, 0);
+static bool relu_fits(elt_seen *s) {
     elt_seen t = *s;
     if (!elt_fits(&t, dnnl_eltwise_elu, 0, 0) || !elt_fits(&t, dnnl_eltwise_linear, 1.0f, 0)) return false;
     *s = t;
@@ -231,7 +226,7 @@ void dn_find_fusable(pprt_exec *x, int ni) {
     if (op == PP_OP_FUSEDCONV) { /* its own activation comes first (conv.c); Clip runs as a pass of ours */
         const char *act = "";
         (void)pp_attr_string(attrs_of(x, &st->nodes[ni]), "activation", "", &act, NULL);
-        if (!strcmp(act, "Relu")) (void)relu_fits(x, &seen);
+        if (!strcmp(act, "Relu")) (void)relu_fits(&seen);
     }
     for (int bi = ni + 1; bi < st->n_nodes && x->n_fused < 4; bi++) {
         const pprt_node *b = &st->nodes[bi];
@@ -266,7 +261,7 @@ void dn_find_fusable(pprt_exec *x, int ni) {
             if (!fam || !fam->postop || b->in[0] != cur || !f32(x, cur) ||
                 dn_eltwise_of(x, b, &alg, &al, &be, &e) != PP_OK || (b->op == PP_OP_SILU && x->own_silu))
                 break;
-            if (alg == dnnl_eltwise_relu && al == 0 ? !relu_fits(x, &seen) : !elt_fits(&seen, alg, al, be)) break;
+            if (alg == dnnl_eltwise_relu && al == 0 ? !relu_fits(&seen) : !elt_fits(&seen, alg, al, be)) break;
         }
         x->fused_other[x->n_fused] = other;
         x->fused[x->n_fused++] = bi;

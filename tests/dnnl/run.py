@@ -1155,7 +1155,7 @@ for var, val in (("PPRT_DNNL_WINO_TILE", "3"), ("PPRT_DNNL_SMALL_US", "abc"), ("
     if r.returncode != 2 or f"{var}={val}" not in r.stderr:
         failures.append(f"settings: {var}={val} gave exit {r.returncode} (expected 2 naming it): {r.stderr.strip()}")
 for var, val in (("PPRT_DNNL_WINO_TILE", ""), ("PPRT_DNNL_WINO_TILE", "2"), ("PPRT_DNNL_SMALL_US", "0.5"),
-                 ("PPRT_DNNL_RELU", "max"), ("PPRT_DNNL_ROWS_MAX", "0"), ("PPRT_DNNL_ROWS_MAX", "4096"),
+                 ("PPRT_DNNL_ROWS_MAX", "0"), ("PPRT_DNNL_ROWS_MAX", "4096"),
                  ("PPRT_DNNL_KEEP_SEND", "0")):
     try:
         run([PPRT, os.path.join(work, "mlp_fused_1.plan"), os.path.join(work, "mlp_data"), "--backend", "dnnl", "-q",
