@@ -165,7 +165,28 @@ static pp_status parsed_status;
 static pp_err parsed_err;
 static pthread_once_t parsed_once = PTHREAD_ONCE_INIT;
 
+extern char **environ;
+
+/* A PPRT_DNNL_* variable that no row reads (a typo, or one removed, as
+ * FOLLOW, RELU and GUARD were): an error naming it, never ignored. */
+static bool unknown_var(void) {
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "PPRT_DNNL_", 10) != 0) continue;
+        const size_t len = strcspn(*e, "=");
+        bool known = false;
+        for (size_t i = 0; i < sizeof opts / sizeof opts[0] && !known; i++)
+            known = strlen(opts[i].name) == len && !strncmp(opts[i].name, *e, len);
+        if (known) continue;
+        parsed_status = PP_FAIL(&parsed_err, PP_EINVAL, "environment variable %.*s: the oneDNN backend has no such "
+                                "setting (docs/dnnl.md lists those it has; FOLLOW, RELU and GUARD were removed); "
+                                "unset it", (int)len, *e);
+        return true;
+    }
+    return false;
+}
+
 static void read_env(void) {
+    if (unknown_var()) return;
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         const opt *o = &opts[i];
         if (!parse(o, o->dflt, &parsed)) { /* a row whose default it does not take: a bug here */

@@ -1142,8 +1142,9 @@ for env, want in (({}, ISA == "avx2"), ({"PPRT_DNNL_ROWS_MAX": "4096"}, ISA in (
     except RuntimeError as e:
         failures.append(f"mlp: {e}")
 
-# settings (runtime/dnnl/options.c): a malformed PPRT_DNNL_* value is bad
-# input, exit 2, the message naming the variable and the value; an empty one
+# settings (runtime/dnnl/options.c): a malformed PPRT_DNNL_* value, or a
+# variable no setting has, is bad input, exit 2, the message naming the
+# variable (and the value); an empty one
 # is the default, and a documented non-default value runs and matches the
 # reference kernels (the others, LAYOUT FUSE INPLACE VIEWS RESIDUAL SILU, are
 # modes of check_plan above)
@@ -1154,6 +1155,13 @@ for var, val in (("PPRT_DNNL_WINO_TILE", "3"), ("PPRT_DNNL_SMALL_US", "abc"), ("
                        timeout=300, env={**os.environ, var: val})
     if r.returncode != 2 or f"{var}={val}" not in r.stderr:
         failures.append(f"settings: {var}={val} gave exit {r.returncode} (expected 2 naming it): {r.stderr.strip()}")
+# a PPRT_DNNL_* name no row reads (a removed switch, a typo): exit 2 naming it, never ignored
+for var in ("PPRT_DNNL_RELU", "PPRT_DNNL_WINOO"):
+    r = subprocess.run([PPRT, os.path.join(work, "mlp_fused_1.plan"), os.path.join(work, "mlp_data"), "--backend",
+                        "dnnl", "-q", "-o", os.path.join(work, "bad_setting")], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, var: "1"})
+    if r.returncode != 2 or var not in r.stderr:
+        failures.append(f"settings: unknown {var} gave exit {r.returncode} (expected 2 naming it): {r.stderr.strip()}")
 for var, val in (("PPRT_DNNL_WINO_TILE", ""), ("PPRT_DNNL_WINO_TILE", "2"), ("PPRT_DNNL_SMALL_US", "0.5"),
                  ("PPRT_DNNL_ROWS_MAX", "0"), ("PPRT_DNNL_ROWS_MAX", "4096"),
                  ("PPRT_DNNL_KEEP_SEND", "0")):
