@@ -262,6 +262,26 @@ static uint8_t *cut_message(const uint8_t *b, size_t len, size_t gks, size_t gs,
     return o;
 }
 
+/* protobuf-c's allocations, by malloc and free as its default allocator
+ * makes them, remembering the size of one malloc refused: an unpack that
+ * failed for want of memory is out of memory, not a corrupt model. */
+static void *watched_alloc(void *failed, size_t n) {
+    void *p = malloc(n);
+    if (!p) *(size_t *)failed = n ? n : 1;
+    return p;
+}
+
+static void watched_free(void *failed, void *p) {
+    (void)failed;
+    free(p);
+}
+
+/* The unpack failed for want of `failed` bytes: out of memory. */
+static pp_status unpack_oom(size_t failed, size_t len, pp_err *err) {
+    return PP_FAIL(err, PP_ENOMEM, "out of memory parsing the model (%zu bytes of protobuf): cannot allocate %zu "
+                   "bytes", len, failed);
+}
+
 /* Unpack buf into k->m; cut raw_data points into buf (`in_place`) or is
  * copied into g's arena. NULL model: protobuf parsing failed. */
 static pp_status unpack_model(pp_graph *g, const uint8_t *buf, size_t len, bool in_place,
@@ -269,10 +289,12 @@ static pp_status unpack_model(pp_graph *g, const uint8_t *buf, size_t len, bool 
     size_t gks = 0, gs = 0, ge = 0;
     cut *cuts = NULL;
     size_t n = 0;
+    size_t failed = 0;
+    ProtobufCAllocator al = {.alloc = watched_alloc, .free = watched_free, .allocator_data = &failed};
     PP_TRY(check_nesting(buf, len, err));
     if (!find_cuts(buf, len, &gks, &gs, &ge, &cuts, &n)) {
-        k->m = onnx__model_proto__unpack(NULL, len, buf);
-        return PP_OK;
+        k->m = onnx__model_proto__unpack(&al, len, buf);
+        return !k->m && failed ? unpack_oom(failed, len, err) : PP_OK;
     }
     size_t slen;
     uint8_t *small = cut_message(buf, len, gks, gs, ge, cuts, n, &slen);
@@ -280,11 +302,11 @@ static pp_status unpack_model(pp_graph *g, const uint8_t *buf, size_t len, bool 
         free(cuts);
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
-    k->m = onnx__model_proto__unpack(NULL, slen, small);
+    k->m = onnx__model_proto__unpack(&al, slen, small);
     free(small);
     if (!k->m) {
         free(cuts);
-        return PP_OK;
+        return failed ? unpack_oom(failed, slen, err) : PP_OK;
     }
     Onnx__GraphProto *gp = k->m->graph;
     for (size_t i = 0; i < n; i++)
