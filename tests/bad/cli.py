@@ -28,7 +28,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
-from clilib import DATA, DIGITS, M, PPCC, PPRT, check, finish, fixtures, run, same_tree, start  # noqa: E402
+from clilib import (DATA, DIGITS, M, PPCC, PPRT, check, finish, fixtures, pprt_row_argv, run,  # noqa: E402
+                    same_tree, start)  # noqa: E402
 
 start(sys.argv[1])
 import numpy as np  # noqa: E402
@@ -141,15 +142,7 @@ for k, (opt, val, extra, cmp) in enumerate(PPRT_ROWS):
         f = f"r{k}_{form}"
         v = val.replace("{f}", f)
         args = [opt, v] if form == "sep" else [f"{opt}={v}"]
-        plan, data, more = "base.plan", [DATA], list(extra)
-        if "--plan" in more:
-            plan = more[more.index("--plan") + 1]
-            del more[more.index("--plan"):more.index("--plan") + 2]
-        if "--no-data" in more:
-            data = []
-            more.remove("--no-data")
-        out = f if opt == "--output" else f + ".out"
-        argv = [PPRT, plan] + data + args + more + ([] if opt == "--output" else ["-o", out])
+        argv, out = pprt_row_argv(args, extra, f, opt == "--output")
         r = run(argv, timeout=300)
         got[form] = (r, out, f)
         if cmp != "stderr":

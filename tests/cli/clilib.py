@@ -28,6 +28,23 @@ def run(argv, timeout=300, env=None):
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def pprt_row_argv(args, extra, f, output):
+    """pprt's command line for an option row: args (the option as spelled)
+    on base.plan and the digits data, with the row's extra arguments, where
+    "--plan P" picks another plan and "--no-data" leaves the data out; the
+    outputs go to f.out (to f itself when the row is the output option,
+    `output` true). Returns (argv, the outputs' folder)."""
+    plan, data, more = "base.plan", [DATA], list(extra)
+    if "--plan" in more:
+        plan = more[more.index("--plan") + 1]
+        del more[more.index("--plan"):more.index("--plan") + 2]
+    if "--no-data" in more:
+        data = []
+        more.remove("--no-data")
+    out = f if output else f + ".out"
+    return [PPRT, plan] + data + list(args) + more + ([] if output else ["-o", out]), out
+
+
 def same_tree(a, b):
     """Two files, or two folders holding the same files with the same bytes."""
     if os.path.isdir(a) != os.path.isdir(b):

@@ -24,7 +24,8 @@ import shlex
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clilib import DATA, DIGITS, M, PPCC, PPRT, SRC, check, finish, fixtures, run, same_tree, start  # noqa: E402
+from clilib import (DATA, DIGITS, M, PPCC, PPRT, SRC, check, finish, fixtures, pprt_row_argv, run,  # noqa: E402
+                    same_tree, start)  # noqa: E402
 
 start(sys.argv[1])
 import numpy as np  # noqa: E402
@@ -184,15 +185,7 @@ def pprt_row(k, names, v):
     for j, spelled in enumerate(forms(names, val)):
         f = f"r{k}_{j}"
         spelled = [s.replace("{f}", f) for s in spelled]
-        plan, data, more = "base.plan", [DATA], list(extra)
-        if "--plan" in more:
-            plan = more[more.index("--plan") + 1]
-            del more[more.index("--plan"):more.index("--plan") + 2]
-        if "--no-data" in more:
-            data = []
-            more.remove("--no-data")
-        out = f if names[0] == "-o" else f + ".out"
-        argv = [PPRT, plan] + data + spelled + more + ([] if names[0] == "-o" else ["-o", out])
+        argv, out = pprt_row_argv(spelled, extra, f, names[0] == "-o")
         r = run(argv)
         if cmp != "stderr":
             check(r.returncode == 0, f"pprt {' '.join(spelled)}: exit {r.returncode}: {r.stderr.strip()[:300]}")
