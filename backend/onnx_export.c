@@ -601,10 +601,8 @@ static pp_status write_json(const pp_graph *g, const char *tmpdir, const char *p
     if (snprintf(path, sizeof path, "%s/stages.json", tmpdir) >= (int)sizeof path)
         return PP_FAIL(err, PP_EINVAL, "--export-stages: the directory name is too long");
     pp_json j;
-    cJSON *root = pp_json_begin(&j);
     /* version 2: dtypes by name ("f32"); version 1 wrote ONNX's enum numbers */
-    pp_json_add_string(&j, root, "format", "ppcc-stages");
-    pp_json_add_number(&j, root, "version", 2);
+    cJSON *root = pp_json_begin_format(&j, "ppcc-stages", 2);
     pp_json_add_string(&j, root, "producer", producer);
     pp_json_add_number(&j, root, "ir_version", (double)g->ir_version);
     pp_json_add_number(&j, root, "opset", g->opset);

@@ -19,6 +19,13 @@ cJSON *pp_json_begin_array(pp_json *j) {
     return j->root;
 }
 
+cJSON *pp_json_begin_format(pp_json *j, const char *format, int version) {
+    cJSON *root = pp_json_begin(j);
+    pp_json_add_string(j, root, "format", format);
+    pp_json_add_number(j, root, "version", version);
+    return root;
+}
+
 void pp_json_free(pp_json *j) {
     cJSON_Delete(j->root);
     j->root = NULL;

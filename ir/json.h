@@ -34,6 +34,9 @@ typedef struct pp_json {
 cJSON *pp_json_begin(pp_json *j);
 /* The same with an array as the root. */
 cJSON *pp_json_begin_array(pp_json *j);
+/* An object root that opens with "format" (what the file is: "ppcc-report")
+ * and "version" (its schema's number), as every file ppcc writes does. */
+cJSON *pp_json_begin_format(pp_json *j, const char *format, int version);
 /* Each adds to `parent`: as member `key` of an object, or (key NULL) as the
  * next element of an array. The containers return the new one, NULL on
  * failure (or a NULL parent). */

@@ -310,9 +310,7 @@ static void json_candidate(pp_json *j, cJSON *obj, const char *key, const pp_can
 pp_status pp_search_json(const char *path, const pp_search_result *r, const pp_compile_opts *o,
                          pp_err *err) {
     pp_json j;
-    cJSON *root = pp_json_begin(&j);
-    pp_json_add_string(&j, root, "format", "ppcc-search");
-    pp_json_add_number(&j, root, "version", PP_REPORT_JSON_VERSION);
+    cJSON *root = pp_json_begin_format(&j, "ppcc-search", PP_REPORT_JSON_VERSION);
     cJSON *x = pp_json_add_object(&j, root, "search");
     pp_json_add_number(&j, x, "devices", o->devices);
     pp_json_add_number(&j, x, "samples", (double)o->samples);
@@ -443,9 +441,7 @@ void pp_max_batch_print(FILE *f, const pp_max_batch_result *r, const pp_compile_
 pp_status pp_max_batch_json(const char *path, const pp_max_batch_result *r, const pp_compile_opts *o,
                             pp_err *err) {
     pp_json j;
-    cJSON *root = pp_json_begin(&j);
-    pp_json_add_string(&j, root, "format", "ppcc-max-batch");
-    pp_json_add_number(&j, root, "version", PP_REPORT_JSON_VERSION);
+    cJSON *root = pp_json_begin_format(&j, "ppcc-max-batch", PP_REPORT_JSON_VERSION);
     cJSON *x = pp_json_add_object(&j, root, "max_batch");
     pp_json_add_number(&j, x, "pp", r->pp);
     pp_json_add_number(&j, x, "depth", o->depth);

@@ -82,9 +82,7 @@ void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
 pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_opts *o,
                          pp_err *err) {
     pp_json j;
-    cJSON *root = pp_json_begin(&j);
-    pp_json_add_string(&j, root, "format", "ppcc-report");
-    pp_json_add_number(&j, root, "version", PP_REPORT_JSON_VERSION);
+    cJSON *root = pp_json_begin_format(&j, "ppcc-report", PP_REPORT_JSON_VERSION);
     pp_json_add_string(&j, root, "policy", pp_policy_name(o->policy));
     pp_json_add_number(&j, root, "micro_batch", (double)g->batch);
     pp_json_add_number(&j, root, "measured_ops", measured_ops(g));
