@@ -280,7 +280,7 @@ pp_status pp_graph_verify(pp_graph *g, pp_err *err) {
     if (!defined) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     pp_status s = PP_OK;
     for (int v = 0; v < g->n_values; v++)
-        if (g->values[v].is_input || g->values[v].is_const) defined[v] = 1;
+        if (g->values[v].is_input || g->values[v].is_const || g->values[v].is_param) defined[v] = 1;
     for (int i = 0; i < g->n_nodes && s == PP_OK; i++) {
         pp_node *n = &g->nodes[i];
         for (int k = 0; k < n->n_in && s == PP_OK; k++) {

@@ -45,6 +45,10 @@ typedef struct pp_value {
     bool unaligned;
     int n_uses;          /* consumer count, maintained by pp_graph_link */
     bool is_output;      /* a graph output (kept by pp_graph_add_output and pp_graph_replace_uses) */
+    /* a weight that trains (ppcc --train, passes/autodiff.c): until the
+     * gradient graph is built it is a variable (is_const false, so that no
+     * pass folds it into another constant), with data its initial value */
+    bool is_param;
     int64_t arena_off;   /* activation offset in its stage's arena (memplan), -1 none */
     /* an ONNX sequence, known at compile time (passes/unroll.c): its
      * elements are the values seq[0..n_seq); dtype is theirs. Sequences

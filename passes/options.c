@@ -134,6 +134,8 @@ static pp_status parse_figure(const char *a, const char *v, pp_compile_opts *o, 
 void pp_compile_opts_free(pp_compile_opts *o) {
     for (int k = 0; k < o->n_split_at; k++) free((char *)o->split_at[k]);
     o->n_split_at = 0;
+    for (int k = 0; k < o->train.n_freeze; k++) free((char *)o->train.freeze[k]);
+    o->train.n_freeze = 0;
 }
 
 
@@ -201,6 +203,40 @@ static pp_status set_disabled(void *base, const char *name, const char *v, pp_er
     if (o->n_disabled == 16) return PP_FAIL(err, PP_EINVAL, "at most 16 --disable-pass options");
     o->disabled[o->n_disabled++] = v;
     return PP_OK;
+}
+
+static pp_status set_loss(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    return pp_loss_parse(v, &((pp_compile_opts *)base)->train, err);
+}
+
+static pp_status set_freeze(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    pp_train_opts *t = &((pp_compile_opts *)base)->train;
+    for (const char *p = v; *p;) {
+        const char *c = strchr(p, ',');
+        const size_t n = c ? (size_t)(c - p) : strlen(p);
+        if (t->n_freeze == PP_MAX_FREEZE) return PP_FAIL(err, PP_EINVAL, "at most %d --freeze patterns", PP_MAX_FREEZE);
+        if (!n) return PP_FAIL(err, PP_EINVAL, "--freeze %s: an empty pattern", v);
+        char *s = strndup(p, n);
+        if (!s) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        t->freeze[t->n_freeze++] = s;
+        p += n + (c != NULL);
+    }
+    return PP_OK;
+}
+
+static void text_loss(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pp_compile_opts *o = base;
+    static const char *const kind[] = {"", "", "cross-entropy:", "mse:"};
+    if (o->train.loss) pp_opt_add(t, " --loss %s%s", kind[o->train.loss], o->train.loss_output);
+}
+
+static void text_freeze(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pp_compile_opts *o = base;
+    for (int k = 0; k < o->train.n_freeze; k++) pp_opt_add(t, "%s%s", k ? "," : " --freeze ", o->train.freeze[k]);
 }
 
 static pp_status set_batch_sizes(void *base, const char *name, const char *v, pp_err *err) {
@@ -363,6 +399,15 @@ static const pp_opt rows[] = {
     {"--allow-batch-mixing", PP_OPT_FLAG, NULL, F(allow_batch_mixing), 0, 0, NULL, NULL, NULL,
      "compile even where the model mixes samples across the batch axis (a Softmax or a reduction over it, ...): "
      "the plan is then right only when run on exactly -b samples at once", PP_OPT_RECORD, 0, NULL, NULL, NULL},
+    {"--train", PP_OPT_FLAG, NULL, F(train_on), 0, 0, NULL, NULL, NULL,
+     "compile the gradient of --loss: a plan whose outputs are the loss and each weight's gradient "
+     "(docs/training.md)", PP_OPT_RECORD, 0, "training", NULL, NULL},
+    {"--loss", PP_OPT_CUSTOM, "SPEC", NF, 0, 0, NULL, "cross-entropy:OUTPUT, mse:OUTPUT or OUTPUT", NULL,
+     "the loss --train differentiates: cross-entropy over OUTPUT's logits and int64 'labels', mean squared "
+     "error against a 'target', or OUTPUT itself when it is a scalar", PP_OPT_RECORD, 0, NULL, set_loss, text_loss},
+    {"--freeze", PP_OPT_CUSTOM, "P[,P..]", NF, 0, 0, NULL, "module paths, weight names or patterns", NULL,
+     "weights --train keeps fixed: under a module path (as --split-at takes it), by name, or matching a "
+     "pattern like 'layer1.*'", PP_OPT_RECORD, 0, NULL, set_freeze, text_freeze},
     {"--micro-batches", PP_OPT_INT, "M", F(micro_batches), 1, 1 << 20, NULL, "a count 1..2^20", "8",
      "micro-batches per run, for the bubble estimate", 0, 0, NULL, NULL, NULL},
     {"--devices", PP_OPT_INT, "N", F(devices), 1, 4096, NULL, "a count 1..4096", NULL,
@@ -377,7 +422,8 @@ static const pp_opt rows[] = {
     {"--max-batch", PP_OPT_FLAG, NULL, F(max_batch), 0, 0, NULL, NULL, NULL,
      "the largest micro-batch that fits -pp N under --max-memory", 0, 0, NULL, NULL, NULL},
     {"--dump-ir", PP_OPT_STR, "PASS", F(dump_ir), 0, 0, NULL, NULL, NULL,
-     "print the IR after the last pass, after PASS (import, infer, simplify, fuse, partition) or after each (all); "
+     "print the IR after the last pass, after PASS (import, infer, autodiff with --train, simplify, fuse, partition) or "
+     "after each (all); "
      "see docs/ir.md", PP_OPT_OPTVAL, 0, "debugging", NULL, NULL},
     {"--dump-dot", PP_OPT_STR, "FILE", F(dump_dot), 0, 0, NULL, "a file name", NULL,
      "Graphviz DOT: stages as clusters, boundary tensors marked", 0, 0, NULL, NULL, NULL},

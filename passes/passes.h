@@ -7,6 +7,7 @@
 
 #include "../ir/args.h"
 #include "../ir/ir.h"
+#include "autodiff.h"
 
 typedef enum pp_policy {
     PP_POLICY_AUTO = 0, /* min bottleneck time incl. transfers, under memory caps */
@@ -88,6 +89,9 @@ typedef struct pp_compile_opts {
     int64_t samples;      /* samples per run, for the micro-batch count and the bubble */
     int n_batch_sizes;    /* --batch-sizes; 0: 1, 2, 4, ... up to 64 and the samples */
     int64_t batch_sizes[PP_MAX_BATCH_SIZES];
+    /* --train: compile the gradient of the loss (passes/autodiff.c) */
+    bool train_on;
+    pp_train_opts train;
 } pp_compile_opts;
 
 /* Defaults: auto policy, 1 stage, depth 2, 8 micro-batches, CPU figures. */

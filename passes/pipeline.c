@@ -16,7 +16,7 @@
 
 #include "passes.h"
 
-const char *const pp_pass_names[] = {"import", "infer", "simplify", "fuse", "partition", NULL};
+const char *const pp_pass_names[] = {"import", "infer", "autodiff", "simplify", "fuse", "partition", NULL};
 
 static bool disabled(const pp_compile_opts *o, const char *name) {
     for (int k = 0; k < o->n_disabled; k++)
@@ -57,9 +57,13 @@ static pp_status check_opts(const pp_compile_opts *o, pp_err *err) {
         bool known = false;
         for (int k = 0; pp_pass_names[k]; k++) known |= !strcmp(pp_pass_names[k], o->dump_ir);
         if (!known)
-            return PP_FAIL(err, PP_EINVAL, "--dump-ir=%s: no such pass (import, infer, simplify, "
-                           "fuse, partition, all)", o->dump_ir);
+            return PP_FAIL(err, PP_EINVAL, "--dump-ir=%s: no such pass (import, infer, autodiff, "
+                           "simplify, fuse, partition, all)", o->dump_ir);
     }
+    if (o->train_on && !o->train.loss)
+        return PP_FAIL(err, PP_EINVAL, "--train needs --loss (cross-entropy:OUTPUT, mse:OUTPUT, or a scalar OUTPUT)");
+    if (!o->train_on && (o->train.loss || o->train.n_freeze))
+        return PP_FAIL(err, PP_EINVAL, "--%s is an option of --train", o->train.loss ? "loss" : "freeze");
     return PP_OK;
 }
 
@@ -79,6 +83,12 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
     PP_TRY(pp_scopes(g, err));
     dump(g, o, "import");
 
+    /* the gradient graph runs on whole tensors: -b is the rows of one run */
+    if (o->train_on) {
+        PP_TRY(pp_train_params(g, &o->train, err));
+        g->batch = 0;
+    }
+
     /* on a copy of the graph at micro-batch 2 or more (batch.c) */
     PP_TRY(pp_batch_check(g, o->allow_batch_mixing, err));
     PP_TRY(pp_graph_verify(g, err));
@@ -87,6 +97,15 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
     PP_TRY(pp_graph_verify(g, err));
     PP_TRY(check_batch(g, err));
     dump(g, o, "infer");
+
+    if (o->train_on) {
+        PP_TRY(pp_autodiff(g, &o->train, err));
+        PP_TRY(pp_graph_verify(g, err));
+        /* the weights are constants again: what depends on them alone folds */
+        PP_TRY(disabled(o, "fold") ? pp_graph_infer(g, err) : pp_fold(g, err));
+        PP_TRY(pp_graph_verify(g, err));
+        dump(g, o, "autodiff");
+    }
 
     if (!disabled(o, "simplify")) {
         PP_TRY(pp_simplify(g, err));

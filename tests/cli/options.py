@@ -94,6 +94,8 @@ PPCC_VALUES = {
     "--samples": ("64", ["--search", "--devices", "2", "--batch-sizes", "1,2"], M, "stdout", "0"),
     "--dump-dot": ("{f}", [], M, "plan", None),
     "--dump-ir": ("import", [], M, "stdout", None),
+    "--loss": ("cross-entropy:logits", ["--train", "-b", "2"], M, "plan", "mse:"),
+    "--freeze": ("stem", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", ","),
 }
 # pprt: (value, other arguments, compared: out | accuracy | check | json | stderr, bad value)
 PPRT_VALUES = {

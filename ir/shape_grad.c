@@ -1,0 +1,107 @@
+/* shape_grad.c: shape and cost functions of the backward ops
+ * (ir/ops_grad.def) that ppcc --train emits. */
+#include "op_fns.h"
+
+static pp_status need_f32(const pp_tinfo *t, const char *what, pp_err *err) {
+    if (t->dtype != PP_F32)
+        return PP_FAIL(err, PP_EUNSUP, "%s has element type %s; supported: f32", what, pp_dtype_name(t->dtype));
+    return PP_OK;
+}
+
+static bool same_shape(const pp_shape *a, const pp_shape *b) {
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dim[i] != b->dim[i]) return false;
+    return true;
+}
+
+/* the 'shape' attribute: the shape of what the op computes the gradient of */
+static pp_status attr_shape(pp_attrs a, pp_shape *s, pp_err *err) {
+    int n;
+    PP_TRY(pp_attr_ints(a, "shape", s->dim, PP_MAX_DIMS, &n, err));
+    if (n < 3) return PP_FAIL(err, PP_EINVAL, "attribute 'shape' has %d dims, expected 3 or more", n);
+    for (int i = 0; i < n; i++)
+        if (s->dim[i] < 0) return PP_FAIL(err, PP_EINVAL, "attribute 'shape' has a negative dim");
+    s->rank = n;
+    return PP_OK;
+}
+
+pp_status shape_UNARYGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    const char *op;
+    PP_TRY(pp_attr_string(a, "op", NULL, &op, err));
+    if (!op) return PP_FAIL(err, PP_EINVAL, "attribute 'op' is missing");
+    static const char *const what[3] = {"input X", "output Y", "gradient dY"};
+    for (int k = 0; k < 3; k++) {
+        PP_TRY(need_f32(&in[k], what[k], err));
+        if (!same_shape(&in[k].shape, &in[0].shape))
+            return PP_FAIL(err, PP_EINVAL, "%s's shape differs from input X's", what[k]);
+    }
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = in[0].shape};
+    return PP_OK;
+}
+
+double flops_UNARYGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_in, (void)n_out;
+    return 4 * pp_numel_d(&out[0]);
+}
+
+/* dY and the other operand, float32, of the rank of 'shape' */
+static pp_status conv_grad(pp_attrs a, const pp_tinfo *in, pp_tinfo *out, pp_err *err) {
+    PP_TRY(need_f32(&in[0], "gradient dY", err));
+    PP_TRY(need_f32(&in[1], "input 1", err));
+    pp_shape s;
+    PP_TRY(attr_shape(a, &s, err));
+    if (s.rank != in[0].shape.rank || s.rank != in[1].shape.rank)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'shape' has rank %d, dY %d, input 1 %d", s.rank,
+                       in[0].shape.rank, in[1].shape.rank);
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = s};
+    return PP_OK;
+}
+
+pp_status shape_CONVGRADX(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    return conv_grad(a, in, out, err);
+}
+
+pp_status shape_CONVGRADW(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    return conv_grad(a, in, out, err);
+}
+
+/* as the forward Conv: 2 x dY's elements x (input channels per group x kernel volume) */
+static double conv_flops(const pp_tinfo *dy, const pp_shape *w) {
+    double kvol = 1;
+    for (int i = 1; i < w->rank; i++) kvol *= (double)w->dim[i];
+    return 2.0 * pp_numel_d(dy) * kvol;
+}
+
+double flops_CONVGRADX(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)n_in, (void)out, (void)n_out;
+    return conv_flops(&in[0], &in[1].shape);
+}
+
+double flops_CONVGRADW(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)n_in, (void)n_out;
+    return conv_flops(&in[0], &out[0].shape);
+}
+
+pp_status shape_MAXPOOLGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)a, (void)n_in, (void)n_out;
+    PP_TRY(need_f32(&in[0], "gradient dY", err));
+    PP_TRY(need_f32(&in[1], "input X", err));
+    if (in[0].shape.rank != in[1].shape.rank)
+        return PP_FAIL(err, PP_EINVAL, "dY has rank %d, X %d", in[0].shape.rank, in[1].shape.rank);
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = in[1].shape};
+    return PP_OK;
+}
+
+double flops_MAXPOOLGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)n_in, (void)out, (void)n_out;
+    int64_t ks[PP_MAX_DIMS];
+    int nk = 0;
+    double kvol = 1;
+    if (pp_attr_ints(a, "kernel_shape", ks, PP_MAX_DIMS, &nk, NULL) == PP_OK)
+        for (int i = 0; i < nk; i++) kvol *= (double)ks[i];
+    return pp_numel_d(&in[0]) * kvol;
+}

@@ -1,0 +1,190 @@
+/* grad_math.c: gradient rules of the elementwise ops and reductions
+ * (ir/ops_math.def, ir/ops_unary.def, the reductions of ops_nn.def). Each
+ * rule reads the gradient of its node's outputs and gives each input that
+ * wants one its share, undoing broadcasting (autodiff.h). */
+#include <string.h>
+
+#include "autodiff.h"
+
+#define IN(k) (ad_node(ad, node)->in[k])
+
+static const pp_node *ad_node(pp_ad *ad, int node) { return &pp_ad_graph(ad)->nodes[node]; }
+
+/* give input k the gradient gk, summed back to its shape */
+static pp_status give_to(pp_ad *ad, int node, int k, int gk, pp_err *err) {
+    const int x = IN(k);
+    if (!pp_ad_wants(ad, x)) return PP_OK;
+    int r;
+    PP_TRY(pp_ad_unbroadcast(ad, gk, x, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+pp_status pp_grad_identity(pp_ad *ad, int node, pp_err *err) {
+    return pp_ad_give(ad, IN(0), pp_ad_gy(ad, node, 0), err);
+}
+
+pp_status pp_grad_neg(pp_ad *ad, int node, pp_err *err) {
+    int r;
+    PP_TRY(pp_ad_op1(ad, PP_OP_NEG, pp_ad_gy(ad, node, 0), &r, err));
+    return pp_ad_give(ad, IN(0), r, err);
+}
+
+pp_status pp_grad_add(pp_ad *ad, int node, pp_err *err) {
+    const int gy = pp_ad_gy(ad, node, 0);
+    PP_TRY(give_to(ad, node, 0, gy, err));
+    return give_to(ad, node, 1, gy, err);
+}
+
+pp_status pp_grad_sub(pp_ad *ad, int node, pp_err *err) {
+    const int gy = pp_ad_gy(ad, node, 0);
+    PP_TRY(give_to(ad, node, 0, gy, err));
+    if (!pp_ad_wants(ad, IN(1))) return PP_OK;
+    int ng;
+    PP_TRY(pp_ad_op1(ad, PP_OP_NEG, gy, &ng, err));
+    return give_to(ad, node, 1, ng, err);
+}
+
+pp_status pp_grad_mul(pp_ad *ad, int node, pp_err *err) {
+    const int gy = pp_ad_gy(ad, node, 0), a = IN(0), b = IN(1);
+    if (pp_ad_wants(ad, a)) {
+        int r;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, b, &r, err));
+        PP_TRY(give_to(ad, node, 0, r, err));
+    }
+    if (pp_ad_wants(ad, b)) {
+        int r;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, a, &r, err));
+        PP_TRY(give_to(ad, node, 1, r, err));
+    }
+    return PP_OK;
+}
+
+/* y = a / b: da = gy / b, db = -gy * y / b */
+pp_status pp_grad_div(pp_ad *ad, int node, pp_err *err) {
+    const int gy = pp_ad_gy(ad, node, 0), b = IN(1), y = ad_node(ad, node)->out[0];
+    if (pp_ad_graph(ad)->values[y].dtype != PP_F32) return pp_ad_fail(ad, node, err, "an integer division has no gradient");
+    if (pp_ad_wants(ad, IN(0))) {
+        int r;
+        PP_TRY(pp_ad_op2(ad, PP_OP_DIV, gy, b, &r, err));
+        PP_TRY(give_to(ad, node, 0, r, err));
+    }
+    if (pp_ad_wants(ad, b)) {
+        int m, d, r;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, y, &m, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_DIV, m, b, &d, err));
+        PP_TRY(pp_ad_op1(ad, PP_OP_NEG, d, &r, err));
+        PP_TRY(give_to(ad, node, 1, r, err));
+    }
+    return PP_OK;
+}
+
+/* every PP_UNARY_GRAD op: pp.UnaryGrad(x, y, gy), the forward node's
+ * attributes passed on (alpha, beta, gamma: the kernel reads the op's own) */
+pp_status pp_grad_unary(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    if (n->op == PP_OP_GELU) {
+        const char *ap;
+        PP_TRY(pp_attr_string(pp_node_attrs(g, n), "approximate", "none", &ap, err));
+        if (strcmp(ap, "none")) return pp_ad_fail(ad, node, err, "Gelu's approximate='%s' has no gradient rule yet", ap);
+    }
+    pp_attr a[8];
+    int na = 0;
+    a[na++] = pp_ad_attr_str("op", pp_op_table[n->op].name);
+    for (int k = 0; k < n->n_attrs && na < 8; k++)
+        if (n->attrs[k].type == PP_ATTR_FLOAT) a[na++] = n->attrs[k];
+    const int in[3] = {n->in[0], n->out[0], pp_ad_gy(ad, node, 0)};
+    int r;
+    PP_TRY(pp_ad_emit(ad, PP_OP_UNARYGRAD, in, 3, a, na, &r, 1, err));
+    return pp_ad_give(ad, in[0], r, err);
+}
+
+/* ReduceSum, ReduceMean: the gradient spread back over the reduced axes */
+pp_status pp_grad_reduce(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const pp_attrs at = pp_node_attrs(g, n);
+    const pp_shape xs = g->values[n->in[0]].shape;
+    int64_t axes[PP_MAX_DIMS], keep, noop;
+    int na = 0;
+    PP_TRY(pp_attr_int(at, "keepdims", 1, &keep, err));
+    PP_TRY(pp_attr_int(at, "noop_with_empty_axes", 0, &noop, err));
+    if (n->n_in > 1 && n->in[1] >= 0) {
+        const pp_value *av = &g->values[n->in[1]];
+        if (!av->is_const || !av->data)
+            return pp_ad_fail(ad, node, err, "its axes are computed at run time; a gradient needs them known");
+        PP_TRY(pp_value_align(g, n->in[1], err));
+        na = (int)(av->nbytes / 8);
+        if (na > PP_MAX_DIMS) return pp_ad_fail(ad, node, err, "too many axes");
+        memcpy(axes, g->values[n->in[1]].data, (size_t)na * 8);
+    } else if (pp_attr_find(at, "axes")) {
+        PP_TRY(pp_attr_ints(at, "axes", axes, PP_MAX_DIMS, &na, err));
+    }
+    bool red[PP_MAX_DIMS] = {0};
+    if (na == 0 && noop) return pp_ad_give(ad, n->in[0], pp_ad_gy(ad, node, 0), err);
+    if (na == 0)
+        for (int i = 0; i < xs.rank; i++) red[i] = true;
+    for (int i = 0; i < na; i++) {
+        const int64_t a = axes[i] < 0 ? axes[i] + xs.rank : axes[i];
+        if (a < 0 || a >= xs.rank) return pp_ad_fail(ad, node, err, "axis %lld is out of range", (long long)axes[i]);
+        red[a] = true;
+    }
+    pp_shape kept = xs;
+    double count = 1;
+    for (int i = 0; i < xs.rank; i++)
+        if (red[i]) count *= (double)xs.dim[i], kept.dim[i] = 1;
+    int gy = pp_ad_gy(ad, node, 0), r, shape, e;
+    if (!keep) PP_TRY(pp_ad_reshape(ad, gy, &kept, &gy, err));
+    if (n->op == PP_OP_REDUCEMEAN) {
+        int k;
+        PP_TRY(pp_ad_scalar(ad, (float)(1.0 / count), &k, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, k, &r, err));
+        gy = r;
+    }
+    PP_TRY(pp_ad_ints(ad, xs.dim, xs.rank, &shape, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, gy, shape, &e, err));
+    return pp_ad_give(ad, n->in[0], e, err);
+}
+
+/* |x|: gy sign(x) (0 at 0, as PyTorch) */
+pp_status pp_grad_abs(pp_ad *ad, int node, pp_err *err) {
+    int s, r;
+    PP_TRY(pp_ad_op1(ad, PP_OP_SIGN, IN(0), &s, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, pp_ad_gy(ad, node, 0), s, &r, err));
+    return pp_ad_give(ad, IN(0), r, err);
+}
+
+/* y = a^b: da = gy b a^(b-1), db = gy y ln(a) (PyTorch's, where a > 0);
+ * an exponent of 2 gives da = gy 2a exactly */
+pp_status pp_grad_pow(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const int a = IN(0), b = IN(1), y = ad_node(ad, node)->out[0], gy = pp_ad_gy(ad, node, 0);
+    if (g->values[a].dtype != PP_F32 || g->values[b].dtype != PP_F32)
+        return pp_ad_fail(ad, node, err, "Pow's gradient is taken over f32 base and exponent only");
+    if (pp_ad_wants(ad, a)) {
+        const pp_value *bv = &g->values[b];
+        int d;
+        if (bv->is_const && bv->data && bv->nbytes == 4 && *(const float *)bv->data == 2.0f) {
+            int two;
+            PP_TRY(pp_ad_scalar(ad, 2.0f, &two, err));
+            PP_TRY(pp_ad_op2(ad, PP_OP_MUL, a, two, &d, err));
+        } else {
+            int one, bm1, p;
+            PP_TRY(pp_ad_scalar(ad, 1.0f, &one, err));
+            PP_TRY(pp_ad_op2(ad, PP_OP_SUB, b, one, &bm1, err));
+            PP_TRY(pp_ad_op2(ad, PP_OP_POW, a, bm1, &p, err));
+            PP_TRY(pp_ad_op2(ad, PP_OP_MUL, b, p, &d, err));
+        }
+        int r;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, d, &r, err));
+        PP_TRY(give_to(ad, node, 0, r, err));
+    }
+    if (pp_ad_wants(ad, b)) {
+        int l, m, r;
+        PP_TRY(pp_ad_op1(ad, PP_OP_LOG, a, &l, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, y, l, &m, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, m, &r, err));
+        PP_TRY(give_to(ad, node, 1, r, err));
+    }
+    return PP_OK;
+}

@@ -1,0 +1,217 @@
+/* grad_nn.c: gradient rules of the network ops: Conv, pools, Gemm, MatMul,
+ * Softmax and LogSoftmax (autodiff.h). */
+#include <string.h>
+
+#include "autodiff.h"
+#include "../ir/op_fns.h"
+
+static const pp_node *ad_node(pp_ad *ad, int node) { return &pp_ad_graph(ad)->nodes[node]; }
+
+/* The forward node's attributes plus 'shape' = shape (for the backward ops
+ * that take a forward op's attributes). */
+static int with_shape(const pp_node *n, const pp_shape *s, pp_attr *a, int max) {
+    int na = 0;
+    for (int k = 0; k < n->n_attrs && na < max - 1; k++) a[na++] = n->attrs[k];
+    a[na++] = pp_ad_attr_ints("shape", s->dim, s->rank);
+    return na;
+}
+
+pp_status pp_grad_conv(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], w = n->in[1], b = n->n_in > 2 ? n->in[2] : -1, gy = pp_ad_gy(ad, node, 0);
+    pp_attr a[16];
+    if (pp_ad_wants(ad, x)) {
+        const pp_shape xs = g->values[x].shape;
+        const int na = with_shape(n, &xs, a, 16);
+        const int in[2] = {gy, w};
+        int r;
+        PP_TRY(pp_ad_emit(ad, PP_OP_CONVGRADX, in, 2, a, na, &r, 1, err));
+        PP_TRY(pp_ad_give(ad, x, r, err));
+        n = ad_node(ad, node);
+    }
+    if (pp_ad_wants(ad, w)) {
+        const pp_shape ws = g->values[w].shape;
+        const int na = with_shape(n, &ws, a, 16);
+        const int in[2] = {gy, x};
+        int r;
+        PP_TRY(pp_ad_emit(ad, PP_OP_CONVGRADW, in, 2, a, na, &r, 1, err));
+        PP_TRY(pp_ad_give(ad, w, r, err));
+        n = ad_node(ad, node);
+    }
+    if (b >= 0 && pp_ad_wants(ad, b)) {
+        const int rank = g->values[gy].shape.rank;
+        int64_t axes[PP_MAX_DIMS];
+        int na = 0;
+        for (int i = 0; i < rank; i++)
+            if (i != 1) axes[na++] = i;
+        int r;
+        PP_TRY(pp_ad_reduce_sum(ad, gy, axes, na, false, &r, err));
+        PP_TRY(pp_ad_give(ad, b, r, err));
+    }
+    return PP_OK;
+}
+
+pp_status pp_grad_maxpool(pp_ad *ad, int node, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    if (pp_ad_gy(ad, node, 1) >= 0) return pp_ad_fail(ad, node, err, "its Indices output has no gradient");
+    const int in[2] = {pp_ad_gy(ad, node, 0), n->in[0]};
+    int r;
+    PP_TRY(pp_ad_emit(ad, PP_OP_MAXPOOLGRAD, in, 2, n->attrs, n->n_attrs, &r, 1, err));
+    return pp_ad_give(ad, in[1], r, err);
+}
+
+/* y[n, c] = mean of x[n, c, ...]: each element gets gy / S */
+pp_status pp_grad_globalavgpool(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0];
+    const pp_shape xs = g->values[x].shape;
+    double S = 1;
+    for (int i = 2; i < xs.rank; i++) S *= (double)xs.dim[i];
+    int k, m, shape, e;
+    PP_TRY(pp_ad_scalar(ad, (float)(1.0 / S), &k, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, pp_ad_gy(ad, node, 0), k, &m, err));
+    PP_TRY(pp_ad_ints(ad, xs.dim, xs.rank, &shape, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, m, shape, &e, err));
+    return pp_ad_give(ad, x, e, err);
+}
+
+static pp_status gemm_op(pp_ad *ad, int a, int b, float alpha, int ta, int tb, int *out, pp_err *err) {
+    const pp_attr at[3] = {pp_ad_attr_float("alpha", alpha), pp_ad_attr_int("transA", ta), pp_ad_attr_int("transB", tb)};
+    const int in[2] = {a, b};
+    return pp_ad_emit(ad, PP_OP_GEMM, in, 2, at, 3, out, 1, err);
+}
+
+/* Y = alpha A' B' + beta C, A' = A or its transpose (transA), B' likewise */
+pp_status pp_grad_gemm(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const pp_attrs at = pp_node_attrs(g, n);
+    float alpha, beta;
+    int64_t ta, tb;
+    PP_TRY(pp_attr_float(at, "alpha", 1.0f, &alpha, err));
+    PP_TRY(pp_attr_float(at, "beta", 1.0f, &beta, err));
+    PP_TRY(pp_attr_int(at, "transA", 0, &ta, err));
+    PP_TRY(pp_attr_int(at, "transB", 0, &tb, err));
+    const int A = n->in[0], B = n->in[1], C = n->n_in > 2 ? n->in[2] : -1, gy = pp_ad_gy(ad, node, 0);
+    static const int64_t swap[2] = {1, 0};
+    if (pp_ad_wants(ad, A)) {
+        /* dA' = alpha gy B'^T; dA = dA' or its transpose */
+        int r;
+        if (!ta) PP_TRY(gemm_op(ad, gy, B, alpha, 0, !tb, &r, err));
+        else PP_TRY(gemm_op(ad, B, gy, alpha, (int)tb, 1, &r, err)); /* B' gy^T */
+        PP_TRY(pp_ad_give(ad, A, r, err));
+    }
+    if (pp_ad_wants(ad, B)) {
+        /* dB' = alpha A'^T gy; dB = dB' or its transpose */
+        int r;
+        if (!tb) PP_TRY(gemm_op(ad, A, gy, alpha, !ta, 0, &r, err));
+        else PP_TRY(gemm_op(ad, gy, A, alpha, 1, (int)ta, &r, err)); /* gy^T A' */
+        PP_TRY(pp_ad_give(ad, B, r, err));
+    }
+    (void)swap;
+    if (C >= 0 && pp_ad_wants(ad, C)) {
+        int gc = gy;
+        if (beta != 1.0f) {
+            int k;
+            PP_TRY(pp_ad_scalar(ad, beta, &k, err));
+            PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, k, &gc, err));
+        }
+        int r;
+        PP_TRY(pp_ad_unbroadcast(ad, gc, C, &r, err));
+        PP_TRY(pp_ad_give(ad, C, r, err));
+    }
+    return PP_OK;
+}
+
+/* the last two axes of a rank-r value swapped */
+static pp_status t_last2(pp_ad *ad, int x, int *out, pp_err *err) {
+    const int r = pp_ad_graph(ad)->values[x].shape.rank;
+    int64_t perm[PP_MAX_DIMS];
+    for (int i = 0; i < r; i++) perm[i] = i;
+    perm[r - 2] = r - 1, perm[r - 1] = r - 2;
+    return pp_ad_transpose(ad, x, perm, r, out, err);
+}
+
+/* NumPy matmul: 1-D operands are made [1, K] and [K, 1] and the gradient of
+ * the result taken in that form */
+pp_status pp_grad_matmul(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    int A = n->in[0], B = n->in[1];
+    const int A0 = A, B0 = B;
+    int gy = pp_ad_gy(ad, node, 0);
+    const pp_shape as = g->values[A].shape, bs = g->values[B].shape;
+    if (as.rank == 1) {
+        const pp_shape s = {.rank = 2, .dim = {1, as.dim[0]}};
+        PP_TRY(pp_ad_reshape(ad, A, &s, &A, err));
+    }
+    if (bs.rank == 1) {
+        const pp_shape s = {.rank = 2, .dim = {bs.dim[0], 1}};
+        PP_TRY(pp_ad_reshape(ad, B, &s, &B, err));
+    }
+    if (as.rank == 1 || bs.rank == 1) {
+        /* gy in the 2-D form: the broadcast batch dims, then M, N */
+        const pp_shape a2 = g->values[A].shape, b2 = g->values[B].shape;
+        pp_shape ba = a2, bb = b2, o;
+        ba.rank -= 2, bb.rank -= 2;
+        PP_TRY(pp_broadcast(&ba, &bb, &o, err));
+        o.dim[o.rank] = a2.dim[a2.rank - 2], o.dim[o.rank + 1] = b2.dim[b2.rank - 1];
+        o.rank += 2;
+        PP_TRY(pp_ad_reshape(ad, gy, &o, &gy, err));
+    }
+    if (pp_ad_wants(ad, A0)) {
+        int bt, r, u;
+        PP_TRY(t_last2(ad, B, &bt, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MATMUL, gy, bt, &r, err));
+        PP_TRY(pp_ad_unbroadcast(ad, r, A, &u, err));
+        if (A != A0) PP_TRY(pp_ad_reshape(ad, u, &as, &u, err));
+        PP_TRY(pp_ad_give(ad, A0, u, err));
+    }
+    if (pp_ad_wants(ad, B0)) {
+        int at, r, u;
+        PP_TRY(t_last2(ad, A, &at, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MATMUL, at, gy, &r, err));
+        PP_TRY(pp_ad_unbroadcast(ad, r, B, &u, err));
+        if (B != B0) PP_TRY(pp_ad_reshape(ad, u, &bs, &u, err));
+        PP_TRY(pp_ad_give(ad, B0, u, err));
+    }
+    return PP_OK;
+}
+
+static pp_status softmax_axis(pp_ad *ad, int node, int64_t *axis, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "axis", -1, axis, err));
+    const int r = g->values[n->in[0]].shape.rank;
+    if (*axis < 0) *axis += r;
+    if (*axis < 0 || *axis >= r) return pp_ad_fail(ad, node, err, "axis out of range");
+    return PP_OK;
+}
+
+/* dx = y (gy - sum(gy y)) over the axis */
+pp_status pp_grad_softmax(pp_ad *ad, int node, pp_err *err) {
+    int64_t axis;
+    PP_TRY(softmax_axis(ad, node, &axis, err));
+    const int y = ad_node(ad, node)->out[0], x = ad_node(ad, node)->in[0], gy = pp_ad_gy(ad, node, 0);
+    int m, s, d, r;
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, y, &m, err));
+    PP_TRY(pp_ad_reduce_sum(ad, m, &axis, 1, true, &s, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_SUB, gy, s, &d, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, y, d, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* dx = gy - exp(y) sum(gy) over the axis */
+pp_status pp_grad_logsoftmax(pp_ad *ad, int node, pp_err *err) {
+    int64_t axis;
+    PP_TRY(softmax_axis(ad, node, &axis, err));
+    const int y = ad_node(ad, node)->out[0], x = ad_node(ad, node)->in[0], gy = pp_ad_gy(ad, node, 0);
+    int s, e, m, r;
+    PP_TRY(pp_ad_reduce_sum(ad, gy, &axis, 1, true, &s, err));
+    PP_TRY(pp_ad_op1(ad, PP_OP_EXP, y, &e, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, e, s, &m, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_SUB, gy, m, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}

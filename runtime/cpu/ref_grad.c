@@ -1,0 +1,250 @@
+/* ref_grad.c: reference kernels of the backward ops (ir/ops_grad.def) that
+ * ppcc --train emits. Plain loops, sums in double, deterministic: the
+ * oracle the faster backends are checked against, as the forward kernels. */
+#include <math.h>
+#include <string.h>
+
+#include "ref.h"
+#include "../../ir/geom.h"
+
+/* ---- pp.UnaryGrad ----------------------------------------------------------------------- */
+
+/* The derivative of each op of ir/ops_unary.def that has one: d_E(v, w,
+ * P0, P1) with v the input, w the output, in double. */
+#define K(x) ((double)(x))
+#define EW(f) f
+#define P0 p0
+#define P1 p1
+#define PP_UNARY(E, NAME, TR, FLOPS, A0, D0, A1, D1, F)
+#define PP_UNARY_OWN(E, NAME, TR, FLOPS, F)
+#define PP_EW_FORMULA(E, F)
+#define PP_UNARY_GRAD(E, D)                                                                    \
+    static double d_##E(double v, double w, double p0, double p1) {                            \
+        (void)v, (void)w, (void)p0, (void)p1;                                                  \
+        return (D);                                                                            \
+    }
+#include "../../ir/ops_unary.def"
+#undef PP_UNARY_GRAD
+#undef PP_UNARY
+#undef PP_UNARY_OWN
+#undef PP_EW_FORMULA
+#undef P0
+#undef P1
+#undef EW
+#undef K
+
+typedef double deriv_fn(double v, double w, double p0, double p1);
+
+/* The op's derivative and the names and defaults of its float attributes. */
+typedef struct unary_row {
+    pp_op op;
+    const char *a0, *a1;
+    float d0, d1;
+} unary_row;
+
+static const unary_row unary_rows[] = {
+#define PP_UNARY(E, NAME, TR, FLOPS, A0, D0, A1, D1, F) {PP_OP_##E, A0, A1, D0, D1},
+#define PP_UNARY_OWN(E, NAME, TR, FLOPS, F) {PP_OP_##E, NULL, NULL, 0.0f, 0.0f},
+#define PP_EW_FORMULA(E, F)
+#include "../../ir/ops_unary.def"
+#undef PP_UNARY
+#undef PP_UNARY_OWN
+#undef PP_EW_FORMULA
+};
+
+static deriv_fn *deriv_of(pp_op op) {
+    switch (op) {
+#define PP_UNARY(E, NAME, TR, FLOPS, A0, D0, A1, D1, F)
+#define PP_UNARY_OWN(E, NAME, TR, FLOPS, F)
+#define PP_EW_FORMULA(E, F)
+#define PP_UNARY_GRAD(E, D) case PP_OP_##E: return d_##E;
+#include "../../ir/ops_unary.def"
+#undef PP_UNARY_GRAD
+#undef PP_UNARY
+#undef PP_UNARY_OWN
+#undef PP_EW_FORMULA
+    default: return NULL;
+    }
+}
+
+pp_status kern_UNARYGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                         pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_UNARYGRAD, attrs, in, n_in, out, n_out, err));
+    const char *name;
+    PP_TRY(pp_attr_string(attrs, "op", NULL, &name, err));
+    pp_op op;
+    deriv_fn *d = name && pp_op_lookup(name, &op) ? deriv_of(op) : NULL;
+    if (!d) return PP_FAIL(err, PP_EUNSUP, "pp.UnaryGrad kernel: '%s' has no derivative", name ? name : "");
+    float p0 = 0, p1 = 0;
+    for (size_t r = 0; r < sizeof unary_rows / sizeof *unary_rows; r++)
+        if (unary_rows[r].op == op) {
+            if (unary_rows[r].a0) PP_TRY(pp_attr_float(attrs, unary_rows[r].a0, unary_rows[r].d0, &p0, err));
+            if (unary_rows[r].a1) PP_TRY(pp_attr_float(attrs, unary_rows[r].a1, unary_rows[r].d1, &p1, err));
+        }
+    int64_t n;
+    PP_TRY(pprt_numel_of(&out[0], &n, err));
+    const float *x = in[0].data, *y = in[1].data, *dy = in[2].data;
+    float *dx = out[0].data;
+    for (int64_t i = 0; i < n; i++) dx[i] = (float)((double)dy[i] * d(x[i], y[i], p0, p1));
+    return PP_OK;
+}
+
+/* ---- pp.ConvGradX, pp.ConvGradW ------------------------------------------------------------ */
+
+/* The problem of a Conv with input shape xs and weight shape ws, checked
+ * against dY. */
+typedef struct conv_prob {
+    pp_geom3 g;
+    int64_t N, C, Cout, group, Cg, Mg, kvol, Pin, P;
+} conv_prob;
+
+static pp_status conv_prob_make(const char *op, pp_attrs attrs, const pp_shape *xs, const pp_shape *ws,
+                                const pprt_tensor *dy, conv_prob *c, pp_err *err) {
+    PP_TRY(pp_attr_int(attrs, "group", 1, &c->group, err));
+    c->N = xs->dim[0], c->C = xs->dim[1], c->Cout = ws->dim[0];
+    if (xs->rank != ws->rank || c->group < 1 || c->C % c->group || c->Cout % c->group ||
+        ws->dim[1] * c->group != c->C)
+        return PP_FAIL(err, PP_EINVAL, "%s kernel: group %lld does not fit X and W", op, (long long)c->group);
+    pp_geom pg;
+    PP_TRY(pp_geom_make(attrs, xs, &ws->dim[2], false, &pg, err));
+    pp_shape want = {.rank = xs->rank, .dim = {c->N, c->Cout}};
+    for (int i = 0; i < pg.nsp; i++) want.dim[2 + i] = pg.out[i];
+    PP_TRY(pprt_need_shape(dy, &want, "dY", err));
+    c->g = pp_geom3_lift(&pg);
+    c->Cg = c->C / c->group, c->Mg = c->Cout / c->group;
+    c->kvol = c->g.k[0] * c->g.k[1] * c->g.k[2];
+    c->Pin = c->g.in[0] * c->g.in[1] * c->g.in[2];
+    c->P = c->g.out[0] * c->g.out[1] * c->g.out[2];
+    return PP_OK;
+}
+
+/* Calls BODY(xi, oi) for every output position oi whose window reads input
+ * position xi through kernel offset (ka, kb, ke). */
+#define CONV_WINDOW(g, ka, kb, ke, BODY)                                                           \
+    for (int64_t o0 = 0; o0 < (g).out[0]; o0++) {                                                  \
+        const int64_t i0 = o0 * (g).s[0] - (g).p[0] + (ka) * (g).d[0];                             \
+        if (i0 < 0 || i0 >= (g).in[0]) continue;                                                   \
+        for (int64_t o1 = 0; o1 < (g).out[1]; o1++) {                                              \
+            const int64_t i1 = o1 * (g).s[1] - (g).p[1] + (kb) * (g).d[1];                         \
+            if (i1 < 0 || i1 >= (g).in[1]) continue;                                               \
+            for (int64_t o2 = 0; o2 < (g).out[2]; o2++) {                                          \
+                const int64_t i2 = o2 * (g).s[2] - (g).p[2] + (ke) * (g).d[2];                     \
+                if (i2 < 0 || i2 >= (g).in[2]) continue;                                           \
+                const int64_t xi = (i0 * (g).in[1] + i1) * (g).in[2] + i2;                         \
+                const int64_t oi = (o0 * (g).out[1] + o1) * (g).out[2] + o2;                       \
+                BODY;                                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+pp_status kern_CONVGRADX(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                         pprt_scratch *scratch, pp_err *err) {
+    PP_TRY(pprt_check_outputs(PP_OP_CONVGRADX, attrs, in, n_in, out, n_out, err));
+    conv_prob c;
+    PP_TRY(conv_prob_make("pp.ConvGradX", attrs, &out[0].shape, &in[1].shape, &in[0], &c, err));
+    size_t need;
+    if (__builtin_mul_overflow((size_t)(c.Cg * c.Pin), sizeof(double), &need))
+        return PP_FAIL(err, PP_ENOMEM, "pp.ConvGradX kernel: scratch size overflows");
+    double *acc = pprt_scratch_get(scratch, need ? need : 1);
+    if (!acc) return PP_FAIL(err, PP_ENOMEM, "pp.ConvGradX kernel: cannot get %zu bytes of scratch", need);
+    const float *dy = in[0].data, *w = in[1].data;
+    float *dx = out[0].data;
+    for (int64_t n = 0; n < c.N; n++)
+        for (int64_t gi = 0; gi < c.group; gi++) {
+            memset(acc, 0, need);
+            for (int64_t m = 0; m < c.Mg; m++) {
+                const int64_t oc = gi * c.Mg + m;
+                const float *dyo = dy + (n * c.Cout + oc) * c.P;
+                for (int64_t ic = 0; ic < c.Cg; ic++) {
+                    const float *wk = w + (oc * c.Cg + ic) * c.kvol;
+                    double *a = acc + ic * c.Pin;
+                    for (int64_t ka = 0, k = 0; ka < c.g.k[0]; ka++)
+                        for (int64_t kb = 0; kb < c.g.k[1]; kb++)
+                            for (int64_t ke = 0; ke < c.g.k[2]; ke++, k++) {
+                                const double wv = wk[k];
+                                CONV_WINDOW(c.g, ka, kb, ke, a[xi] += wv * dyo[oi])
+                            }
+                }
+            }
+            float *dxg = dx + (n * c.C + gi * c.Cg) * c.Pin;
+            for (int64_t i = 0; i < c.Cg * c.Pin; i++) dxg[i] = (float)acc[i];
+        }
+    return PP_OK;
+}
+
+pp_status kern_CONVGRADW(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                         pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_CONVGRADW, attrs, in, n_in, out, n_out, err));
+    conv_prob c;
+    PP_TRY(conv_prob_make("pp.ConvGradW", attrs, &in[1].shape, &out[0].shape, &in[0], &c, err));
+    const float *dy = in[0].data, *x = in[1].data;
+    float *dw = out[0].data;
+    for (int64_t oc = 0; oc < c.Cout; oc++) {
+        const int64_t gi = oc / c.Mg;
+        for (int64_t ic = 0; ic < c.Cg; ic++)
+            for (int64_t ka = 0, k = 0; ka < c.g.k[0]; ka++)
+                for (int64_t kb = 0; kb < c.g.k[1]; kb++)
+                    for (int64_t ke = 0; ke < c.g.k[2]; ke++, k++) {
+                        double s = 0;
+                        for (int64_t n = 0; n < c.N; n++) {
+                            const float *dyo = dy + (n * c.Cout + oc) * c.P;
+                            const float *xc = x + (n * c.C + gi * c.Cg + ic) * c.Pin;
+                            CONV_WINDOW(c.g, ka, kb, ke, s += (double)xc[xi] * dyo[oi])
+                        }
+                        dw[(oc * c.Cg + ic) * c.kvol + k] = (float)s;
+                    }
+    }
+    return PP_OK;
+}
+
+/* ---- pp.MaxPoolGrad ------------------------------------------------------------------------ */
+
+pp_status kern_MAXPOOLGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                           pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_MAXPOOLGRAD, attrs, in, n_in, out, n_out, err));
+    const pprt_tensor *x = &in[1];
+    pp_geom pg;
+    PP_TRY(pp_geom_make(attrs, &x->shape, NULL, true, &pg, err));
+    pp_shape want = {.rank = x->shape.rank, .dim = {x->shape.dim[0], x->shape.dim[1]}};
+    for (int i = 0; i < pg.nsp; i++) want.dim[2 + i] = pg.out[i];
+    PP_TRY(pprt_need_shape(&in[0], &want, "dY", err));
+    const pp_geom3 g = pp_geom3_lift(&pg);
+    const int64_t planes = x->shape.dim[0] * x->shape.dim[1];
+    const int64_t Pin = g.in[0] * g.in[1] * g.in[2], P = g.out[0] * g.out[1] * g.out[2];
+    const float *dy = in[0].data, *xd = x->data;
+    float *dx = out[0].data;
+    memset(dx, 0, (size_t)(planes * Pin) * sizeof *dx);
+    for (int64_t pl = 0; pl < planes; pl++) {
+        const float *xp = xd + pl * Pin, *dyp = dy + pl * P;
+        float *dxp = dx + pl * Pin;
+        for (int64_t o0 = 0, oi = 0; o0 < g.out[0]; o0++)
+            for (int64_t o1 = 0; o1 < g.out[1]; o1++)
+                for (int64_t o2 = 0; o2 < g.out[2]; o2++, oi++) {
+                    int64_t best = -1;
+                    float bv = 0;
+                    for (int64_t ka = 0; ka < g.k[0]; ka++) {
+                        const int64_t i0 = o0 * g.s[0] - g.p[0] + ka * g.d[0];
+                        if (i0 < 0 || i0 >= g.in[0]) continue;
+                        for (int64_t kb = 0; kb < g.k[1]; kb++) {
+                            const int64_t i1 = o1 * g.s[1] - g.p[1] + kb * g.d[1];
+                            if (i1 < 0 || i1 >= g.in[1]) continue;
+                            for (int64_t ke = 0; ke < g.k[2]; ke++) {
+                                const int64_t i2 = o2 * g.s[2] - g.p[2] + ke * g.d[2];
+                                if (i2 < 0 || i2 >= g.in[2]) continue;
+                                const int64_t xi = (i0 * g.in[1] + i1) * g.in[2] + i2;
+                                if (best < 0 || xp[xi] > bv || isnan(xp[xi])) {
+                                    best = xi, bv = xp[xi];
+                                    if (isnan(bv)) goto found;
+                                }
+                            }
+                        }
+                    }
+                found:
+                    if (best >= 0) dxp[best] += dyp[oi];
+                }
+    }
+    return PP_OK;
+}
