@@ -367,6 +367,7 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
     pl->model_hash = dup(l, g->model_hash);
     pl->options = dup(l, options);
     pl->batch_mixing = dup(l, g->batch_mixing ? g->batch_mixing : "");
+    pl->train_devices = g->train_devices;
     pl->batch = g->batch;
     pl->opset = g->opset;
     pl->weights_bytes = l->weights_bytes;

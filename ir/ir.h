@@ -129,6 +129,12 @@ typedef struct pp_node {
     double fold_skipped;
     pp_loop_state *loop; /* a Loop being unrolled (passes/unroll.c), else NULL */
     int src;             /* index of the node in the model's graph (messages); -1: made by ppcc */
+    /* ppcc --train: a node of the backward graph, emitted by the gradient
+     * rule of the forward node named grad_of (passes/autodiff.c; NULL for a
+     * forward node and the loss). The split puts it in the stage of that
+     * node: a stage owns the forward and the backward of its ops. */
+    bool backward;
+    const char *grad_of;
 } pp_node;
 
 /* Where a stage runs (ppcc --placement): a backend's name as pprt knows it
@@ -179,6 +185,9 @@ typedef struct pp_graph {
     pp_stage_info *stage_info; /* n_stages entries (passes/stagecost.c) */
     size_t act_total;        /* sum of all activation bytes (memplan's baseline) */
     double split_cost;       /* a min-max policy's bottleneck (its estimate), -1 for custom splits */
+    /* a training plan (ppcc --train): stages s and 2 x train_devices - 1 - s
+     * are the forward and the backward of one device's ops; 0: not one */
+    int train_devices;
     /* when a split fails its memory caps: the stage that overflows most (in
      * the closest split), its estimated bytes and its cap; over_stage -1
      * otherwise (set by partition and stage costs) */

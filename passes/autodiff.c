@@ -113,7 +113,11 @@ pp_status pp_ad_emit(pp_ad *ad, pp_op op, const int *in, int n_in, const pp_attr
     PP_TRY(pp_graph_add_node(g, op, name, n_in, n_out, &idx, err));
     pp_node *n = &g->nodes[idx];
     f = &g->nodes[ad->node]; /* the array may have moved */
-    if (!ad->in_loss) n->scope = f->scope, n->n_scope = f->n_scope;
+    if (!ad->in_loss) {
+        n->scope = f->scope, n->n_scope = f->n_scope;
+        n->backward = true;
+        n->grad_of = f->name;
+    }
     for (int k = 0; k < n_in; k++) n->in[k] = in[k];
     PP_TRY(copy_attrs(g, a, n_a, &n->attrs, err));
     n->n_attrs = n_a;
@@ -384,6 +388,7 @@ static pp_status named_output(pp_graph *g, int in, const char *name, const char 
     PP_TRY(pp_graph_add_node(g, PP_OP_IDENTITY, node_name, 1, 1, &id, err));
     g->nodes[id].in[0] = in;
     g->nodes[id].out[0] = out;
+    g->nodes[id].backward = strcmp(name, PP_LOSS_NAME) != 0;
     PP_TRY(pp_node_infer(g, id, err));
     return pp_graph_add_output(g, out, err);
 }

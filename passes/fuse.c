@@ -123,6 +123,8 @@ static pp_status become(pp_graph *g, int last, int first, pp_op op, const int *d
     int nsc = L->n_scope, nex = L->n_extra;
     L->op = op;
     L->name = F->name;
+    L->backward = F->backward;
+    L->grad_of = F->grad_of;
     L->scope = F->scope;
     L->n_scope = F->n_scope;
     L->extra = F->extra;

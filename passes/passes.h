@@ -159,6 +159,9 @@ pp_status pp_batch_check(pp_graph *g, bool allow, pp_err *err);
 /* Graphviz DOT of the staged graph: stages as clusters, boundary tensors marked. */
 pp_status pp_dump_dot(const char *path, const pp_graph *g, pp_err *err);
 pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err);
+/* The split of a gradient graph (passes/partition_train.c): -pp P makes 2P
+ * stages, s the forward of split s and 2P-1-s its backward. */
+pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err);
 pp_status pp_boundaries(pp_graph *g, pp_err *err);
 pp_status pp_memplan(pp_graph *g, pp_err *err);
 pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err);

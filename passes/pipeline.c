@@ -155,7 +155,7 @@ void pp_unsplit(pp_graph *g) {
 pp_status pp_run_split_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     if (g->n_stages) pp_unsplit(g);
     g->over_stage = -1;
-    PP_TRY(pp_partition(g, o, err));
+    PP_TRY(o->train_on ? pp_partition_train(g, o, err) : pp_partition(g, o, err));
     PP_TRY(pp_boundaries(g, err));
     PP_TRY(pp_memplan(g, err));
     PP_TRY(pp_stage_costs(g, o, err));

@@ -80,6 +80,9 @@ typedef struct pprt_plan {
     /* compiled with ppcc --allow-batch-mixing over a node that mixes samples
      * across the batch axis: that node and how (NULL: none) */
     const char *batch_mixing;
+    /* ppcc --train: stages s and 2 x train_devices - 1 - s are the forward
+     * and the backward of one device's ops; 0: not a training plan */
+    int train_devices;
     int64_t batch;        /* micro-batch size; 0: unbatched (inputs are whole tensors, one run) */
     int opset;            /* ai.onnx opset: passed to shape functions and kernels */
     int n_inputs, n_outputs;

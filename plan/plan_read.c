@@ -225,6 +225,7 @@ static pp_status read_meta(unsigned char *b, size_t len, const pp_plan_section s
     p->model_hash = m->model_hash;
     p->options = m->options;
     p->batch_mixing = m->batch_mixing && *m->batch_mixing ? m->batch_mixing : NULL;
+    p->train_devices = m->train_devices;
     p->batch = m->batch;
     p->opset = m->opset;
     p->weights = b + sec[1].offset;
@@ -252,6 +253,9 @@ static pp_status read_ios(const Ppplan__Plan *m, pprt_plan *p, pp_err *err) {
     p->n_inputs = (int)m->n_inputs;
     p->n_outputs = (int)m->n_outputs;
     p->n_stages = (int)m->n_stages;
+    if (m->train_devices < 0 || (m->train_devices > 0 && (size_t)m->train_devices * 2 != m->n_stages))
+        return PP_FAIL(err, PP_EINVAL, "training devices: expected 0 or half the %zu stages, got %d", m->n_stages,
+                       (int)m->train_devices);
     p->inputs = calloc(m->n_inputs ? m->n_inputs : 1, sizeof *p->inputs);
     p->outputs = calloc(m->n_outputs, sizeof *p->outputs);
     p->stages = calloc(m->n_stages, sizeof *p->stages);

@@ -448,6 +448,9 @@ static pp_status compile_graph(ppcc_cli *c, pp_graph *g, const char *options, bo
         printf("ppcc: %s -> %s: %d ops in %d stage%s, micro-batch %lld, %.2f MB of weights", c->model, c->out,
                g->n_nodes, g->n_stages, g->n_stages == 1 ? "" : "s", (long long)g->batch,
                (double)low.weights_bytes / 1e6);
+        if (g->train_devices)
+            printf(" (training: %d device%s, each a forward and a backward stage)", g->train_devices,
+                   g->train_devices == 1 ? "" : "s");
         if (c->ref_weights) printf(" in the plan, %.2f MB referenced in the model's files", (double)low.ref_bytes / 1e6);
         printf("\n");
     }

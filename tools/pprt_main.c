@@ -314,6 +314,10 @@ static void print_info(const pprt_plan *p) {
            p->model_hash, p->options);
     printf("micro-batch %lld, %d stage%s, %.2f MB of weights\n", (long long)p->batch, p->n_stages,
            p->n_stages == 1 ? "" : "s", (double)p->weights_bytes / 1e6);
+    if (p->train_devices)
+        printf("a gradient plan (ppcc --train) for %d device%s: stages s and %d-s are the forward and the "
+               "backward of one device's ops\n", p->train_devices, p->train_devices == 1 ? "" : "s",
+               2 * p->train_devices - 1);
     if (p->batch_mixing)
         printf("mixes samples across the batch axis (compiled with --allow-batch-mixing): %s\n",
                p->batch_mixing);

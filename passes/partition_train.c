@@ -1,0 +1,158 @@
+/* partition_train.c: the split of a gradient graph (ppcc --train).
+ *
+ * A stage owns the forward and the backward of its ops. With -pp P the
+ * forward graph is split as any graph is (the policies, caps and custom
+ * splits of partition.c), each forward node priced with the backward nodes
+ * its gradient rule emitted; then the graph becomes 2P consecutive stages:
+ * stage s (< P) the forward ops of split s, stage 2P-1-s their backward.
+ * One micro-batch flows 0, 1, .., P-1, then P-1's backward, .., 0's: a
+ * pipeline like any other, in which stages s and 2P-1-s belong to the same
+ * device (pprt puts them together). The order stays topological: a backward
+ * node reads forward values of its own stage or earlier ones and gradients
+ * of later ones, so sorting the nodes by their stage, stably, keeps every
+ * producer before its readers (checked). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+typedef struct named {
+    const char *name;
+    int idx;
+} named;
+
+static int cmp_named(const void *a, const void *b) {
+    const named *x = a, *y = b;
+    const int c = strcmp(x->name, y->name);
+    return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int find_named(const named *t, int n, const char *name) {
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        const int mid = (lo + hi) / 2, c = strcmp(t[mid].name, name);
+        if (!c) {
+            while (mid > 0 && !strcmp(t[mid - 1].name, name)) return t[mid - 1].idx; /* the first of equals */
+            return t[mid].idx;
+        }
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+/* The forward graph alone (a copy), each node's cost with its backward's. */
+static pp_status forward_copy(const pp_graph *g, const int *fwd_of, pp_graph *c, pp_err *err) {
+    PP_TRY(pp_graph_clone(g, c, err));
+    c->modules = g->modules, c->n_modules = g->n_modules;
+    c->aliases = g->aliases, c->n_aliases = g->n_aliases;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const int f = fwd_of[i];
+        if (!g->nodes[i].backward) continue;
+        c->nodes[i].dead = true;
+        if (f >= 0) {
+            c->nodes[f].cost.flops += g->nodes[i].cost.flops;
+            c->nodes[f].cost.bytes += g->nodes[i].cost.bytes;
+            if (g->nodes[i].prof_s > 0 && c->nodes[f].prof_s >= 0) c->nodes[f].prof_s += g->nodes[i].prof_s;
+        }
+    }
+    /* its output: the loss (what the forward graph ends in) */
+    int loss = pp_graph_find(c, PP_LOSS_NAME);
+    if (loss < 0) return PP_FAIL(err, PP_EINVAL, "--train: the gradient graph has no loss value");
+    c->outputs[0] = loss;
+    c->n_outputs = 1;
+    pp_graph_compact(c);
+    return pp_graph_verify(c, err);
+}
+
+pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
+    const int n = g->n_nodes;
+    /* forward nodes first (they never read a backward value), order kept */
+    {
+        pp_node *tmp = malloc(pp_count(n) * sizeof *tmp);
+        if (!tmp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        int k = 0;
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < n; i++)
+                if (g->nodes[i].backward == (pass == 1)) tmp[k++] = g->nodes[i];
+        memcpy(g->nodes, tmp, (size_t)n * sizeof *tmp);
+        free(tmp);
+        pp_graph_drop_uses(g);
+        PP_TRY(pp_graph_verify(g, err));
+    }
+    int nf = 0;
+    while (nf < n && !g->nodes[nf].backward) nf++;
+    named *tab = malloc(pp_count(nf) * sizeof *tab);
+    int *fwd_of = malloc(pp_count(n) * sizeof *fwd_of), *virt = malloc(pp_count(n) * sizeof *virt);
+    pp_graph c = {0};
+    pp_status s = PP_OK;
+    if (!tab || !fwd_of || !virt) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < nf; i++) tab[i] = (named){g->nodes[i].name, i};
+    qsort(tab, (size_t)nf, sizeof *tab, cmp_named);
+    for (int i = 0; i < n; i++)
+        fwd_of[i] = g->nodes[i].backward && g->nodes[i].grad_of ? find_named(tab, nf, g->nodes[i].grad_of) : -1;
+    if ((s = forward_copy(g, fwd_of, &c, err)) != PP_OK) goto done;
+    if ((s = pp_partition(&c, o, err)) != PP_OK) goto done;
+    const int P = c.n_stages;
+    if (2 * P - 1 > PP_MAX_SPLITS) {
+        s = PP_FAIL(err, PP_EUNSUP, "--train -pp %d: a training plan has two stages per device, at most %d in all",
+                    P, PP_MAX_SPLITS + 1);
+        goto done;
+    }
+    /* the forward copy kept the forward nodes in order: node i is c's node i */
+    for (int i = 0; i < nf; i++) virt[i] = c.nodes[i].stage, g->nodes[i].recovered = c.nodes[i].recovered;
+    for (int i = nf; i < n; i++) {
+        /* by the node whose rule made it, else after what it reads */
+        int v = fwd_of[i] >= 0 ? 2 * P - 1 - virt[fwd_of[i]] : P;
+        if (fwd_of[i] < 0)
+            for (int k = 0; k < g->nodes[i].n_in; k++) {
+                const int x = g->nodes[i].in[k], p = x >= 0 ? g->values[x].producer : -1;
+                if (p >= nf && virt[p] > v) v = virt[p];
+            }
+        virt[i] = v;
+    }
+    /* stably by stage; then every node must come after its producers */
+    {
+        pp_node *tmp = malloc(pp_count(n) * sizeof *tmp);
+        if (!tmp) {
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+            goto done;
+        }
+        int k = 0;
+        for (int st = 0; st < 2 * P; st++)
+            for (int i = 0; i < n; i++)
+                if (virt[i] == st) {
+                    tmp[k] = g->nodes[i];
+                    tmp[k++].stage = st;
+                }
+        memcpy(g->nodes, tmp, (size_t)n * sizeof *tmp);
+        free(tmp);
+    }
+    if ((s = pp_graph_verify(g, err)) != PP_OK) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        s = PP_FAIL(err, PP_EINVAL, "--train: the stages of the gradient graph are out of order (a bug in ppcc): %s", msg);
+        goto done;
+    }
+    bool *glued = malloc(pp_count(n) * sizeof *glued);
+    if (!glued) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+        goto done;
+    }
+    if ((s = pp_fusion_chains(g, glued, err)) == PP_OK)
+        for (int i = 0; i < n; i++) g->nodes[i].chain = glued[i] && i > 0 && g->nodes[i - 1].stage == g->nodes[i].stage;
+    free(glued);
+    g->n_stages = 2 * P;
+    g->train_devices = P;
+    g->split_cost = c.split_cost;
+done:
+    c.modules = NULL, c.aliases = NULL;
+    pp_graph_free(&c);
+    free(tab);
+    free(fwd_of);
+    free(virt);
+    return s;
+}
