@@ -394,7 +394,7 @@ static pp_status named_output(pp_graph *g, int in, const char *name, const char 
 }
 
 /* The outputs become the loss and the weights' gradients, in the order of
- * the weights; the weights are constants again. A weight the loss does not
+ * the weights. A weight the loss does not
  * reach is refused: it would not train, and the user asked it to. */
 static pp_status outputs(pp_graph *g, pp_ad *ad, int loss, pp_err *err) {
     for (int i = 0; i < g->n_outputs; i++) g->values[g->outputs[i]].is_output = false;
@@ -402,7 +402,6 @@ static pp_status outputs(pp_graph *g, pp_ad *ad, int loss, pp_err *err) {
     PP_TRY(named_output(g, loss, PP_LOSS_NAME, "/loss/Identity", err));
     for (int v = 0; v < ad->n_fwd_values; v++) {
         if (!g->values[v].is_param) continue;
-        g->values[v].is_const = true;
         if (ad->grad[v] < 0) {
             int user = -1;
             for (int i = 0; i < g->n_nodes && user < 0; i++)
@@ -420,6 +419,11 @@ static pp_status outputs(pp_graph *g, pp_ad *ad, int loss, pp_err *err) {
         PP_TRY(named_output(g, ad->grad[v], nm, nn, err));
     }
     return PP_OK;
+}
+
+void pp_train_params_fix(pp_graph *g) {
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].is_param) g->values[v].is_const = true;
 }
 
 pp_status pp_autodiff(pp_graph *g, const pp_train_opts *t, pp_err *err) {

@@ -53,9 +53,14 @@ pp_status pp_loss_parse(const char *spec, pp_train_opts *t, pp_err *err);
 pp_status pp_train_params(pp_graph *g, const pp_train_opts *t, pp_err *err);
 
 /* Append the loss and the backward graph; the outputs become the loss and
- * the weights' gradients. The graph must be inferred. Afterwards the weights
- * are constants again (is_param stays set). */
+ * the weights' gradients. The graph must be inferred. The weights stay
+ * variables to fold, simplify and fuse (which must neither fold a copy of a
+ * weight that training changes, nor merge two weights that start equal, nor
+ * fold a BatchNormalization into a weight); pp_train_params_fix makes them
+ * constants for the split and the plan, where they are the stages' weights
+ * (is_param stays set). */
 pp_status pp_autodiff(pp_graph *g, const pp_train_opts *t, pp_err *err);
+void pp_train_params_fix(pp_graph *g);
 
 /* ---- for the gradient rules (passes/grad_*.c) ----------------------------------------- */
 

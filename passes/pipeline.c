@@ -101,7 +101,7 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
     if (o->train_on) {
         PP_TRY(pp_autodiff(g, &o->train, err));
         PP_TRY(pp_graph_verify(g, err));
-        /* the weights are constants again: what depends on them alone folds */
+        /* the backward graph's constants fold; the weights, variables, do not */
         PP_TRY(disabled(o, "fold") ? pp_graph_infer(g, err) : pp_fold(g, err));
         PP_TRY(pp_graph_verify(g, err));
         dump(g, o, "autodiff");
@@ -118,6 +118,7 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
         PP_TRY(pp_graph_verify(g, err));
     }
     dump(g, o, "fuse");
+    if (o->train_on) pp_train_params_fix(g); /* the stages' weights from here on */
 
     if (o->n_profiles) {
         int matched;

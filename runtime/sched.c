@@ -234,7 +234,8 @@ static pp_status check_args(sched *S, const pprt_array *inputs, pp_err *err) {
         if (inputs[i].n != n)
             return PP_FAIL(err, PP_EINVAL, "input '%s' has %lld samples, expected %lld like the first",
                            p->inputs[i].name, (long long)inputs[i].n, (long long)n);
-    if (p->batch == 0 && n != 1)
+    /* a gradient plan's sets are a training step's micro-batches (runtime/train.c) */
+    if (p->batch == 0 && n != 1 && !p->train_devices)
         return PP_FAIL(err, PP_EINVAL, "an unbatched plan (-b 0) runs exactly one set of inputs, got %lld",
                        (long long)n);
     S->m = pprt_mb_count(p, n);

@@ -16,6 +16,7 @@
 #include "../runtime/driver.h"
 #include "../runtime/io.h"
 #include "../runtime/pprt.h"
+#include "../runtime/train.h"
 
 /* Everything pprt's command line says. */
 typedef struct pprt_cli {
@@ -26,6 +27,8 @@ typedef struct pprt_cli {
     pprt_mpi_cfg mpi;
     const char *mpi_opt; /* an option that only applies under mpirun */
     pprt_data_opts data_opts; /* --input, --ignore-extra */
+    bool train;               /* --epochs or --steps: train a ppcc --train plan */
+    pprt_train_opts train_opts;
 } pprt_cli;
 
 _Static_assert(sizeof(pprt_precision) == sizeof(int), "--precision's row stores an int");
@@ -79,6 +82,18 @@ static pp_status set_transport(void *base, const char *name, const char *v, pp_e
     if (strcmp(v, "nccl") && strcmp(v, "mpi")) return PP_FAIL(err, PP_EINVAL, "%s needs nccl or mpi, got '%s'", name, v);
     c->mpi.transport = !strcmp(v, "nccl") ? PPRT_TRANSPORT_NCCL : PPRT_TRANSPORT_MPI;
     c->mpi_opt = "--transport";
+    return PP_OK;
+}
+
+static pp_status set_train(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name, (void)v, (void)err;
+    ((pprt_cli *)base)->train = true;
+    return PP_OK;
+}
+
+static pp_status set_no_shuffle(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name, (void)v, (void)err;
+    ((pprt_cli *)base)->train_opts.shuffle = false;
     return PP_OK;
 }
 
@@ -187,6 +202,52 @@ static const pp_opt mpi_rows[] = {
      "between two device stages: nccl (GPU to GPU) or mpi (through pinned host memory: any MPI, any ranks per GPU); "
      "host stages always use MPI", PP_OPT_AGREE, 0, NULL, set_transport, text_transport},
 };
+/* Training with a ppcc --train plan (runtime/train.h, docs/training.md). */
+static const pp_opt train_rows[] = {
+    {"--epochs", PP_OPT_I64, "N", F(train_opts.epochs), 1, 1000000000, NULL, "a count 1..1e9", "1",
+     "train a ppcc --train plan for N passes over DATA_DIR (the labels from --labels or DATA_DIR/labels.npy)", 0, 0,
+     "training (a ppcc --train plan)", set_train, NULL},
+    {"--steps", PP_OPT_I64, "N", F(train_opts.steps), 1, 1000000000, NULL, "a count 1..1e9", "the epochs'",
+     "train for N optimizer steps instead", 0, 0, NULL, set_train, NULL},
+    {"--accumulate", PP_OPT_INT, "M", F(train_opts.accumulate), 1, 1 << 20, NULL, "a count 1..2^20", "1",
+     "micro-batches (of the plan's rows each) per step, in flight together; their gradients averaged", 0, 0, NULL,
+     NULL, NULL},
+    {"--optimizer", PP_OPT_WORD, "O", F(train_opts.optimizer), 0, 0, "sgd|adamw", NULL, "sgd",
+     "sgd (with --momentum, --nesterov) or adamw (decoupled weight decay), PyTorch's arithmetic", 0, 0, NULL, NULL,
+     NULL},
+    {"--lr", PP_OPT_NUM, "X", F(train_opts.lr), 0, 1e6, NULL, "a rate >= 0", "0.01", "learning rate", 0, 0, NULL,
+     NULL, NULL},
+    {"--momentum", PP_OPT_NUM, "X", F(train_opts.momentum), 0, 1, NULL, "a number in 0..1", "0", "SGD's momentum",
+     0, 0, NULL, NULL, NULL},
+    {"--nesterov", PP_OPT_FLAG, NULL, F(train_opts.nesterov), 0, 0, NULL, NULL, NULL, "SGD with Nesterov momentum",
+     0, 0, NULL, NULL, NULL},
+    {"--weight-decay", PP_OPT_NUM, "X", F(train_opts.weight_decay), 0, 1e6, NULL, "a number >= 0", "0",
+     "L2 added to SGD's gradient; AdamW's decoupled decay", 0, 0, NULL, NULL, NULL},
+    {"--beta1", PP_OPT_NUM, "X", F(train_opts.beta1), 0, 0.999999, NULL, "a number in 0..1", "0.9",
+     "AdamW's first-moment decay", 0, 0, NULL, NULL, NULL},
+    {"--beta2", PP_OPT_NUM, "X", F(train_opts.beta2), 0, 0.999999999, NULL, "a number in 0..1", "0.999",
+     "AdamW's second-moment decay", 0, 0, NULL, NULL, NULL},
+    {"--eps", PP_OPT_NUM, "X", F(train_opts.eps), 0, 1, NULL, "a number in 0..1", "1e-8", "AdamW's epsilon", 0, 0,
+     NULL, NULL, NULL},
+    {"--clip-norm", PP_OPT_NUM, "X", F(train_opts.clip_norm), 0, 1e30, NULL, "a number >= 0", "0 (none)",
+     "scale each step's gradients to this global L2 norm when it is over", 0, 0, NULL, NULL, NULL},
+    {"--lr-schedule", PP_OPT_WORD, "S", F(train_opts.schedule), 0, 0, "constant|cosine", NULL, "constant",
+     "cosine: from --lr down to --lr-min over the steps after the warm-up", 0, 0, NULL, NULL, NULL},
+    {"--warmup-steps", PP_OPT_I64, "N", F(train_opts.warmup_steps), 0, 1000000000, NULL, "a count >= 0", "0",
+     "linear warm-up of the learning rate over the first N steps", 0, 0, NULL, NULL, NULL},
+    {"--lr-min", PP_OPT_NUM, "X", F(train_opts.lr_min), 0, 1e6, NULL, "a rate >= 0", "0",
+     "where the cosine schedule ends", 0, 0, NULL, NULL, NULL},
+    {"--seed", PP_OPT_I64, "N", F(train_opts.seed), 0, 9007199254740992.0, NULL, "a number 0..2^53", "0",
+     "the seed of each epoch's sample order", 0, 0, NULL, NULL, NULL},
+    {"--no-shuffle", PP_OPT_FLAG, NULL, NF, 0, 0, NULL, NULL, NULL, "every epoch in the data's own order", 0, 0,
+     NULL, set_no_shuffle, NULL},
+    {"--skip-nonfinite", PP_OPT_FLAG, NULL, F(train_opts.skip_nonfinite), 0, 0, NULL, NULL, NULL,
+     "skip a step whose loss or gradients are not finite instead of stopping", 0, 0, NULL, NULL, NULL},
+    {"--log-json", PP_OPT_STR, "FILE", F(train_opts.log_json), 0, 0, NULL, "a file name", NULL,
+     "a record per step: loss, learning rate, gradient norm, samples/s", 0, 0, NULL, NULL, NULL},
+    {"--save-weights", PP_OPT_STR, "DIR", F(train_opts.save_dir), 0, 0, NULL, "a directory", NULL,
+     "write the trained weights there, NAME.npy each", 0, 0, NULL, NULL, NULL},
+};
 #undef F
 #undef NF
 
@@ -196,7 +257,8 @@ static const pp_opt mpi_rows[] = {
 static int tables(pprt_cli *c, pp_opt_table t[PPRT_TABLES]) {
     t[0] = (pp_opt_table){own_rows, (int)(sizeof own_rows / sizeof *own_rows), c};
     t[1] = (pp_opt_table){mpi_rows, (int)(sizeof mpi_rows / sizeof *mpi_rows), c};
-    int n = 2;
+    t[2] = (pp_opt_table){train_rows, (int)(sizeof train_rows / sizeof *train_rows), c};
+    int n = 3;
     for (int b = 0; b < pprt_backend_count() && n < PPRT_TABLES; b++) {
         const pp_opt_table *o = pprt_backend_at(b)->opts;
         bool seen = !o;
@@ -482,6 +544,8 @@ static int parsed(pprt_cli *c) {
     }
     if (c->list_backends) return -1;
     if (!c->plan) return bad_usage("no plan given", NULL);
+    if (c->train && !c->data) return bad_usage("training needs DATA_DIR (NAME.npy for each input, [N, ...])", NULL);
+    if (c->train && c->data_opts.n_bind) return bad_usage("training reads DATA_DIR; --input does not apply", NULL);
     if (!c->info && !c->data && !c->data_opts.n_bind)
         return bad_usage("no data given (a folder of NAME.npy files, an .npz, or --input NAME=PATH)", NULL);
     c->data_opts.skip = c->labels;
@@ -496,6 +560,7 @@ static int parsed(pprt_cli *c) {
 static int parse_args(int argc, char **argv, pprt_cli *c) {
     *c = (pprt_cli){.out_dir = "out", .run = {.depth = 2, .pin = true, .warmup = 1}, .check_opts = {.rtol = 1e-3, .atol = 1e-5},
                     .mpi = {.replicas = 1, .timeout_s = 60}};
+    pprt_train_opts_init(&c->train_opts);
     /* static: the split-off names stay reachable on an early return */
     static pp_argv args;
     if (!pp_argv_init(&args, argc, argv)) {
@@ -655,6 +720,29 @@ static void fit_threads(pprt_cli *c, const pprt_driver *d, const pprt_plan *p, b
 }
 
 /* The driver ends the run (printing a failure); -v adds where it began. */
+/* --epochs / --steps: train the plan (runtime/train.c) on the threaded driver. */
+static pp_status train(pprt_cli *c, const pprt_plan *p, bool ranks, pp_err *err) {
+    if (ranks) return PP_FAIL(err, PP_EUNSUP, "training runs on threads for now, not under mpirun");
+    if (!p->train_devices)
+        return PP_FAIL(err, PP_EINVAL, "%s is not a training plan (--epochs and --steps train a plan compiled with "
+                       "ppcc --train)", c->plan);
+    c->train_opts.labels = c->labels;
+    c->train_opts.quiet = c->quiet;
+    c->train_opts.progress = !c->quiet;
+    c->run.quiet = true;
+    pprt_train_stats ts;
+    PP_TRY(pprt_train(p, c->data, &c->train_opts, &c->run, &ts, err));
+    if (!c->quiet) {
+        printf("trained %lld step%s (%lld samples) in %.2f s: loss %.6f at the first step, %.6f at the last",
+               (long long)ts.steps, ts.steps == 1 ? "" : "s", (long long)ts.samples, ts.wall_s, ts.first_loss,
+               ts.last_loss);
+        if (ts.skipped) printf(", %lld skipped (not finite)", (long long)ts.skipped);
+        printf("\n");
+        if (c->train_opts.save_dir) printf("weights: %s/\n", c->train_opts.save_dir);
+    }
+    return PP_OK;
+}
+
 static int finish(const pprt_cli *c, pprt_driver *d, pp_status s, const pp_err *err) {
     const int rc = d->ops->finish(d, s, err);
     if (s != PP_OK && c->verbose && err->file) fprintf(stderr, "pprt: (raised at %s:%d)\n", err->file, err->line);
@@ -723,6 +811,12 @@ int main(int argc, char **argv) {
         if (!npys || !ins || !outs || !src) s = PP_FAIL(&err, PP_ENOMEM, "out of memory");
     }
     if (s == PP_OK) fit_threads(&c, d, p, launcher != NULL);
+    if (s == PP_OK && c.train) {
+        s = train(&c, p, launcher != NULL, &err);
+        free(npys), free(src), free(ins), free(outs);
+        pprt_plan_free(p);
+        return finish(&c, d, s, &err);
+    }
     if (s == PP_OK && d->ops->writes_outputs(d)) s = check_outputs(p, c.out_dir, c.stats_json, c.profile, c.trace, &err);
     if (s == PP_OK && d->ops->reads_data(d)) s = pprt_data_load(p, c.data, &c.data_opts, npys, ins, src, &n, &err);
     if (s == PP_OK && d->ops->reads_data(d) && !c.quiet) print_mapping(p, npys, src);

@@ -88,8 +88,9 @@ def const_model(path):
 
 def fixtures():
     """small.onnx, const.onnx (+ s.pb), seq.txt, and digits compiled as
-    one.plan (-pp 1, with its profile prof.json), base.plan (-pp 2) and
-    ref.plan (-pp 2 --ref-weights)."""
+    one.plan (-pp 1, with its profile prof.json), base.plan (-pp 2),
+    ref.plan (-pp 2 --ref-weights) and train.plan (--train -pp 2, rows of 8;
+    its data tdata/: digits' first 64 samples and their labels)."""
     small_model("small.onnx")
     const_model("const.onnx")
     with open("seq.txt", "w") as f:
@@ -102,3 +103,8 @@ def fixtures():
     check(r.returncode == 0, f"digits -pp 2: {r.stderr}")
     r = run([PPCC, M, "-pp", "2", "-q", "--ref-weights", "-o", "ref.plan"])
     check(r.returncode == 0, f"digits --ref-weights: {r.stderr}")
+    r = run([PPCC, M, "-pp", "2", "-b", "8", "--train", "--loss", "cross-entropy:logits", "-q", "-o", "train.plan"])
+    check(r.returncode == 0, f"digits --train: {r.stderr}")
+    os.makedirs("tdata", exist_ok=True)
+    np.save("tdata/input.npy", np.load(os.path.join(DATA, "input.npy"))[:64])
+    np.save("tdata/labels.npy", np.load(os.path.join(os.path.dirname(DATA), "labels.npy"))[:64])

@@ -122,6 +122,24 @@ PPRT_VALUES = {
     "--cuda-wide-copies": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-conv-fusion": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-host-ops": ("Conv", ["--backend", "cuda-emu"], "out", None),
+    # training (train.plan on tdata/, two steps; compared: the trained weights)
+    "--epochs": ("1", [], "train", "0"),
+    "--steps": ("3", [], "train", "0"),
+    "--accumulate": ("2", [], "train", "0"),
+    "--optimizer": ("adamw", [], "train", "adam"),
+    "--lr": ("0.1", [], "train", "-1"),
+    "--momentum": ("0.9", [], "train", "2"),
+    "--weight-decay": ("0.01", [], "train", "x"),
+    "--beta1": ("0.8", ["--optimizer", "adamw"], "train", "1"),
+    "--beta2": ("0.99", ["--optimizer", "adamw"], "train", "1"),
+    "--eps": ("1e-6", ["--optimizer", "adamw"], "train", "-1"),
+    "--clip-norm": ("0.5", [], "train", "-0.5"),
+    "--lr-schedule": ("cosine", [], "train", "linear"),
+    "--warmup-steps": ("1", [], "train", "-1"),
+    "--lr-min": ("0.001", ["--lr-schedule", "cosine"], "train", "x"),
+    "--seed": ("5", [], "train", "-5"),
+    "--log-json": ("{f}", [], "train", None),
+    "--save-weights": ("{f}", [], "train", None),
 }
 
 
@@ -188,6 +206,11 @@ def pprt_row(k, names, v):
         f = f"r{k}_{j}"
         spelled = [s.replace("{f}", f) for s in spelled]
         argv, out = pprt_row_argv(spelled, extra, f, names[0] == "-o")
+        if cmp == "train":  # two steps of train.plan on tdata/ (three with --steps' value), weights to f.w
+            out = f if names[0] == "--save-weights" else f + ".w"
+            steps = [] if names[0] in ("--epochs", "--steps") else ["--steps", "2"]
+            argv = [PPRT, "train.plan", "tdata", *steps, "-q", *spelled, *extra] + \
+                ([] if names[0] == "--save-weights" else ["--save-weights", out])
         r = run(argv)
         if cmp != "stderr":
             check(r.returncode == 0, f"pprt {' '.join(spelled)}: exit {r.returncode}: {r.stderr.strip()[:300]}")
@@ -210,6 +233,8 @@ def pprt_row(k, names, v):
             check(ck[0] and ck[0] == ck[1], f"{what}: check lines differ: {ck}")
         elif cmp == "json":
             check(os.path.getsize(f) > 0 if os.path.exists(f) else False, f"{what}: no file {f}")
+        elif cmp == "train":
+            check(os.path.isdir(out) and same_tree(out0, out), f"{what}: trained weights differ from the first form's")
         else:  # refused the same way without mpirun
             check(r.returncode == r0.returncode == 2 and r.stderr == r0.stderr,
                   f"{what}: {r.returncode}: {r.stderr[:200]!r} vs {r0.stderr[:200]!r}")

@@ -1,0 +1,60 @@
+/* train.h: training with a gradient plan (ppcc --train; pprt --epochs or
+ * --steps). docs/training.md is the whole story.
+ *
+ * A step is `accumulate` micro-batches, each the plan's rows (its inputs'
+ * first dim) drawn from the data in a seeded order; they run through the
+ * plan's stages as a pipeline (pprt_run: the forward stages, then the
+ * backward ones, several micro-batches in flight), each giving its loss and
+ * every weight's gradient; the gradients are averaged in micro-batch order
+ * and the optimizer updates the weights (in memory, shared by the forward
+ * and the backward stage that read them) before the next step. Everything
+ * that decides a bit is fixed: the sample order, the order of the sums, the
+ * optimizer's float arithmetic; so the trained weights do not depend on -pp. */
+#ifndef PPRT_TRAIN_H
+#define PPRT_TRAIN_H
+
+#include <stdio.h>
+
+#include "pprt.h"
+
+typedef enum { PPRT_OPT_SGD = 0, PPRT_OPT_ADAMW = 1 } pprt_optimizer;
+typedef enum { PPRT_LR_CONSTANT = 0, PPRT_LR_COSINE = 1 } pprt_lr_schedule;
+
+typedef struct pprt_train_opts {
+    int64_t epochs;       /* passes over the data (used when steps is 0) */
+    int64_t steps;        /* optimizer steps; 0: epochs x the steps in one */
+    int accumulate;       /* micro-batches per step (>= 1) */
+    int optimizer;        /* pprt_optimizer */
+    double lr, momentum, weight_decay, beta1, beta2, eps;
+    bool nesterov;
+    double clip_norm;     /* > 0: scale the gradients to this global L2 norm when over it */
+    int schedule;         /* pprt_lr_schedule: cosine decays from lr to lr_min over the steps after warmup */
+    int64_t warmup_steps; /* linear from lr / warmup_steps to lr over the first steps */
+    double lr_min;
+    uint64_t seed;        /* the sample order of each epoch */
+    bool shuffle;         /* false: the data's own order every epoch */
+    bool skip_nonfinite;  /* a step whose loss or gradients are not finite is skipped, not an error */
+    const char *labels;   /* the 'labels' input's file (NULL: DATA_DIR/labels.npy) */
+    const char *log_json; /* a record per step (NULL: none) */
+    const char *save_dir; /* the trained weights, NAME.npy each (NULL: none) */
+    bool quiet;
+    bool progress;        /* a line per step on stderr (or every so many) */
+} pprt_train_opts;
+
+void pprt_train_opts_init(pprt_train_opts *o);
+
+typedef struct pprt_train_stats {
+    int64_t steps, samples;
+    double first_loss, last_loss; /* means over a step's micro-batches */
+    double wall_s;
+    int64_t skipped;              /* steps skipped (skip_nonfinite) */
+} pprt_train_stats;
+
+/* Train: the data from dir (NAME.npy for each plan input but the labels,
+ * each [N, ...] with the plan's shape after dim 0), the run options for each
+ * step's pipeline. PP_EINVAL for data that does not fit the plan, PP_ERUNTIME
+ * for a loss that is not finite (the step and micro-batch named). */
+pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts *o, const pprt_run_opts *run,
+                     pprt_train_stats *st, pp_err *err);
+
+#endif
