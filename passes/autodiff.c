@@ -396,10 +396,12 @@ static pp_status named_output(pp_graph *g, int in, const char *name, const char 
 /* The outputs become the loss and the weights' gradients, in the order of
  * the weights. A weight the loss does not
  * reach is refused: it would not train, and the user asked it to. */
-static pp_status outputs(pp_graph *g, pp_ad *ad, int loss, pp_err *err) {
+static pp_status outputs(pp_graph *g, pp_ad *ad, int loss, int y, pp_err *err) {
     for (int i = 0; i < g->n_outputs; i++) g->values[g->outputs[i]].is_output = false;
     g->n_outputs = 0;
     PP_TRY(named_output(g, loss, PP_LOSS_NAME, "/loss/Identity", err));
+    /* the output a built-in loss reads stays one (pprt's accuracy on --eval data) */
+    if (y != loss) PP_TRY(pp_graph_add_output(g, y, err));
     for (int v = 0; v < ad->n_fwd_values; v++) {
         if (!g->values[v].is_param) continue;
         if (ad->grad[v] < 0) {
@@ -514,7 +516,7 @@ pp_status pp_autodiff(pp_graph *g, const pp_train_opts *t, pp_err *err) {
         ad.node = i;
         if ((s = r->rule(&ad, i, err)) != PP_OK) goto done;
     }
-    s = outputs(g, &ad, loss, err);
+    s = outputs(g, &ad, loss, t->loss == PP_LOSS_OUTPUT ? loss : y, err);
 done:
     free(ad.wants);
     free(ad.grad);

@@ -4,8 +4,9 @@
  * fold pass, so that no folded copy of a weight hides it from its
  * gradient); after the infer pass, pp_autodiff appends the loss and, node by
  * node in reverse order, the backward nodes each op's gradient rule emits,
- * and makes the graph's outputs the loss and the gradient of every weight
- * that trains ("<weight>.grad"). What comes out is an ordinary graph, a
+ * and makes the graph's outputs the loss, the output a built-in loss reads
+ * (the logits, for accuracy), and the gradient of every weight that trains
+ * ("<weight>.grad"). What comes out is an ordinary graph, a
  * function of the inputs, the labels and the weights, which every later pass
  * (fold, simplify, fuse, the split) treats as it treats any other.
  *

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../ir/json.h"
 #include "io.h"
@@ -27,6 +28,12 @@ void pprt_train_opts_init(pprt_train_opts *o) {
     o->shuffle = true;
 }
 
+/* Samples for each plan input. */
+typedef struct dataset {
+    pprt_npy *a; /* per plan input */
+    int64_t n;   /* samples */
+} dataset;
+
 /* A weight that trains: one buffer every stage reading it points at. */
 typedef struct param {
     const char *name;
@@ -46,9 +53,10 @@ typedef struct trainer {
     int n_bound;
     pprt_tdesc **bound;
     const unsigned char **was;
-    /* the data */
-    pprt_npy *data;  /* per plan input */
-    int64_t n;       /* samples */
+    int fwd_out;     /* the output the loss reads (logits), -1: none */
+    int labels_in;   /* the 'labels' input, -1: none */
+    /* the data, and the held-out data (--eval) */
+    dataset train, eval;
     int64_t rows;    /* a micro-batch's samples (the plan inputs' dim 0) */
 } trainer;
 
@@ -62,6 +70,7 @@ static void *alloc64(size_t n) {
 static pp_status bind_params(trainer *t, pp_err *err) {
     const pprt_plan *p = t->p;
     t->loss_out = -1;
+    t->fwd_out = -1;
     t->ps = calloc(pp_count(p->n_outputs), sizeof *t->ps);
     int cap = 0;
     for (int s = 0; s < p->n_stages; s++) cap += p->stages[s].n_tensors;
@@ -77,9 +86,13 @@ static pp_status bind_params(trainer *t, pp_err *err) {
             t->loss_out = i;
             continue;
         }
-        if (ln <= ls || strcmp(on + ln - ls, GRAD_SUFFIX))
-            return PP_FAIL(err, PP_EINVAL, "output '%s' is neither the loss nor a weight's gradient: not a plan "
-                           "ppcc --train wrote", on);
+        if (ln <= ls || strcmp(on + ln - ls, GRAD_SUFFIX)) { /* the output the loss reads */
+            if (t->fwd_out >= 0)
+                return PP_FAIL(err, PP_EINVAL, "outputs '%s' and '%s' are neither the loss nor a weight's gradient: not "
+                               "a plan ppcc --train wrote", p->outputs[t->fwd_out].name, on);
+            t->fwd_out = i;
+            continue;
+        }
         param *q = &t->ps[t->n_params];
         char *name = strndup(on, ln - ls);
         if (!name) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -131,28 +144,31 @@ static void trainer_free(trainer *t) {
     free(t->ps);
     free(t->bound);
     free(t->was);
-    if (t->data)
-        for (int i = 0; i < t->p->n_inputs; i++) pprt_npy_free(&t->data[i]);
-    free(t->data);
+    for (int k = 0; k < 2; k++) {
+        dataset *d = k ? &t->eval : &t->train;
+        if (d->a)
+            for (int i = 0; i < t->p->n_inputs; i++) pprt_npy_free(&d->a[i]);
+        free(d->a);
+    }
 }
 
 /* Each plan input's samples: DIR/NAME.npy ([N, ...], the plan's shape after
- * dim 0; the labels from o->labels when given). */
-static pp_status load_data(trainer *t, const char *dir, pp_err *err) {
+ * dim 0; the labels from `labels` when given). */
+static pp_status load_data(trainer *t, const char *dir, const char *labels, dataset *d, pp_err *err) {
     const pprt_plan *p = t->p;
-    t->data = calloc(pp_count(p->n_inputs), sizeof *t->data);
-    if (!t->data) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    t->n = -1;
+    d->a = calloc(pp_count(p->n_inputs), sizeof *d->a);
+    if (!d->a) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    d->n = -1;
     for (int i = 0; i < p->n_inputs; i++) {
         const pprt_io *io = &p->inputs[i];
         char path[4400], safe[256];
         pprt_safe_name(io->name, safe, sizeof safe);
-        if (!strcmp(io->name, "labels") && t->o->labels) snprintf(path, sizeof path, "%s", t->o->labels);
+        if (i == t->labels_in && labels) snprintf(path, sizeof path, "%s", labels);
         else snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
         if (io->shape.rank < 1)
             return PP_FAIL(err, PP_EINVAL, "input '%s' has no rows to draw micro-batches from (a scalar)", io->name);
-        PP_TRY(pprt_npy_read(path, &t->data[i], err));
-        const pprt_npy *a = &t->data[i];
+        PP_TRY(pprt_npy_read(path, &d->a[i], err));
+        const pprt_npy *a = &d->a[i];
         bool fits = a->dtype == io->dtype && a->shape.rank == io->shape.rank;
         for (int k = 1; fits && k < io->shape.rank; k++) fits = a->shape.dim[k] == io->shape.dim[k];
         if (!fits) {
@@ -164,25 +180,25 @@ static pp_status load_data(trainer *t, const char *dir, pp_err *err) {
             return PP_FAIL(err, PP_EINVAL, "%s: %s%s, but input '%s' takes %s%s (N samples on dim 0)", path,
                            pp_dtype_name(a->dtype), got, io->name, pp_dtype_name(io->dtype), want);
         }
-        if (t->n >= 0 && a->shape.dim[0] != t->n)
+        if (d->n >= 0 && a->shape.dim[0] != d->n)
             return PP_FAIL(err, PP_EINVAL, "%s holds %lld samples, the first input's file %lld", path,
-                           (long long)a->shape.dim[0], (long long)t->n);
+                           (long long)a->shape.dim[0], (long long)d->n);
         if (i == 0) t->rows = io->shape.dim[0];
         else if (io->shape.dim[0] != t->rows)
             return PP_FAIL(err, PP_EINVAL, "input '%s' takes %lld rows, the first input %lld", io->name,
                            (long long)io->shape.dim[0], (long long)t->rows);
-        t->n = a->shape.dim[0];
-        if (!strcmp(io->name, "labels")) {
-            /* the class axis is the logits' 1: labels index it; a label out of range is the data's fault */
-            for (int64_t k = 0; k < (int64_t)(a->nbytes / 8); k++) {
+        d->n = a->shape.dim[0];
+        if (i == t->labels_in && t->fwd_out >= 0) {
+            /* the classes lie on the logits' axis 1: a label indexes it */
+            const int64_t C = p->outputs[t->fwd_out].shape.rank >= 2 ? p->outputs[t->fwd_out].shape.dim[1] : 0;
+            for (int64_t k = 0; C > 0 && k < (int64_t)(a->nbytes / 8); k++) {
                 const int64_t l = ((const int64_t *)a->data)[k];
-                if (l < 0) return PP_FAIL(err, PP_EINVAL, "%s: label %lld at %lld is negative", path, (long long)l, (long long)k);
+                if (l < 0 || l >= C)
+                    return PP_FAIL(err, PP_EINVAL, "%s: label %lld at %lld is outside the %lld classes of '%s'", path,
+                                   (long long)l, (long long)k, (long long)C, p->outputs[t->fwd_out].name);
             }
         }
     }
-    if (t->n < t->rows * t->o->accumulate)
-        return PP_FAIL(err, PP_EINVAL, "the data has %lld samples; one step takes %d micro-batch%s of %lld", (long long)t->n,
-                       t->o->accumulate, t->o->accumulate == 1 ? "" : "es", (long long)t->rows);
     return PP_OK;
 }
 
@@ -249,14 +265,14 @@ static void update(const pprt_train_opts *o, param *q, double lr, int64_t step) 
 }
 
 /* The micro-batches of one step, as pprt_run's sets: rows perm[base ..]. */
-static void fill_sets(const trainer *t, const int64_t *perm, int64_t base, pprt_array *ins) {
+static void fill_sets(const trainer *t, const dataset *d, const int64_t *perm, int64_t base, int M, pprt_array *ins) {
     const pprt_plan *p = t->p;
-    const int M = t->o->accumulate;
     for (int i = 0; i < p->n_inputs; i++) {
         const size_t whole = p->inputs[i].sample_bytes, row = whole / (size_t)t->rows;
         unsigned char *dst = ins[i].data;
-        const unsigned char *src = t->data[i].data;
-        for (int64_t r = 0; r < (int64_t)M * t->rows; r++) memcpy(dst + (size_t)r * row, src + (size_t)perm[base + r] * row, row);
+        const unsigned char *src = d->a[i].data;
+        for (int64_t r = 0; r < (int64_t)M * t->rows; r++)
+            memcpy(dst + (size_t)r * row, src + (size_t)(perm ? perm[base + r] : base + r) * row, row);
         ins[i].n = M;
     }
 }
@@ -319,62 +335,243 @@ static pp_status reduce_step(const trainer *t, const pprt_array *outs, int64_t s
     return PP_OK;
 }
 
+/* ---- checkpoints: DIR/state.json, then NAME.npy, NAME.m.npy, NAME.v.npy per weight ---------- */
+
+static pp_status ckpt_arrays(const trainer *t, const char *dir, bool write, pp_err *err) {
+    static const char *const ext[3] = {"", ".m", ".v"};
+    for (int i = 0; i < t->n_params; i++) {
+        const param *q = &t->ps[i];
+        float *a[3] = {q->w, q->m, q->v};
+        const pp_shape *sh = &t->p->outputs[q->out].shape;
+        char safe[256], path[4400];
+        pprt_safe_name(q->name, safe, sizeof safe);
+        for (int k = 0; k < 3; k++) {
+            snprintf(path, sizeof path, "%s/%s%s.npy", dir, safe, ext[k]);
+            if (write) {
+                PP_TRY(pprt_npy_write(path, PP_F32, sh, a[k], err));
+                continue;
+            }
+            pprt_npy x;
+            PP_TRY(pprt_npy_read(path, &x, err));
+            const bool fits = x.dtype == PP_F32 && x.nbytes == (size_t)q->numel * 4;
+            if (fits) memcpy(a[k], x.data, x.nbytes);
+            pprt_npy_free(&x);
+            if (!fits) return PP_FAIL(err, PP_EINVAL, "%s: not weight '%s''s f32 shape", path, q->name);
+        }
+    }
+    return PP_OK;
+}
+
+/* Written whole or not at all: into DIR.tmp, then renamed over DIR. */
+static pp_status ckpt_write(const trainer *t, const char *dir, int64_t step, int64_t updates, pp_err *err) {
+    char tmp[4200], old[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", dir);
+    snprintf(old, sizeof old, "%s.old", dir);
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return PP_FAIL(err, PP_EIO, "cannot make %s: %s", tmp, strerror(errno));
+    PP_TRY(ckpt_arrays(t, tmp, true, err));
+    pp_json js = {0};
+    cJSON *root = pp_json_begin_format(&js, "pprt-checkpoint", 1);
+    pp_json_add_number(&js, root, "step", (double)step);
+    pp_json_add_number(&js, root, "updates", (double)updates);
+    pp_json_add_number(&js, root, "optimizer", t->o->optimizer);
+    pp_json_add_number(&js, root, "seed", (double)t->o->seed);
+    cJSON *names = pp_json_add_array(&js, root, "weights");
+    for (int i = 0; i < t->n_params; i++) pp_json_add_string(&js, names, NULL, t->ps[i].name);
+    char path[4700];
+    snprintf(path, sizeof path, "%s/state.json", tmp);
+    PP_TRY(pp_json_write(&js, path, true, err));
+    struct stat sb;
+    const bool had = stat(dir, &sb) == 0;
+    if (had && rename(dir, old) != 0) return PP_FAIL(err, PP_EIO, "cannot move %s aside: %s", dir, strerror(errno));
+    if (rename(tmp, dir) != 0) return PP_FAIL(err, PP_EIO, "cannot rename %s to %s: %s", tmp, dir, strerror(errno));
+    if (had) { /* the old checkpoint's files, then its folder */
+        static const char *const ext[3] = {"", ".m", ".v"};
+        for (int i = 0; i < t->n_params; i++) {
+            char safe[256];
+            pprt_safe_name(t->ps[i].name, safe, sizeof safe);
+            for (int k = 0; k < 3; k++) {
+                snprintf(path, sizeof path, "%s/%s%s.npy", old, safe, ext[k]);
+                remove(path);
+            }
+        }
+        snprintf(path, sizeof path, "%s/state.json", old);
+        remove(path);
+        rmdir(old);
+    }
+    return PP_OK;
+}
+
+static pp_status ckpt_read(trainer *t, const char *dir, int64_t *step, int64_t *updates, pp_err *err) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/state.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return PP_FAIL(err, PP_EIO, "--resume %s: cannot read %s: %s", dir, path, strerror(errno));
+    char buf[1 << 16];
+    const size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *root = cJSON_ParseWithLength(buf, n);
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "step"), *up = cJSON_GetObjectItemCaseSensitive(root, "updates");
+    const cJSON *opt = cJSON_GetObjectItemCaseSensitive(root, "optimizer"), *ws = cJSON_GetObjectItemCaseSensitive(root, "weights");
+    pp_status s = PP_OK;
+    if (!root || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "pprt-checkpoint") || !cJSON_IsNumber(st) ||
+        !cJSON_IsNumber(up) || !cJSON_IsNumber(opt) || !cJSON_IsArray(ws))
+        s = PP_FAIL(err, PP_EINVAL, "--resume %s: %s is not a pprt checkpoint's state", dir, path);
+    else if (opt->valueint != t->o->optimizer)
+        s = PP_FAIL(err, PP_EINVAL, "--resume %s: the checkpoint was made with --optimizer %s", dir,
+                    opt->valueint ? "adamw" : "sgd");
+    else if (cJSON_GetArraySize(ws) != t->n_params)
+        s = PP_FAIL(err, PP_EINVAL, "--resume %s: the checkpoint holds %d weights, the plan trains %d", dir,
+                    cJSON_GetArraySize(ws), t->n_params);
+    for (int i = 0; s == PP_OK && i < t->n_params; i++) {
+        const cJSON *w = cJSON_GetArrayItem(ws, i);
+        if (!cJSON_IsString(w) || strcmp(w->valuestring, t->ps[i].name))
+            s = PP_FAIL(err, PP_EINVAL, "--resume %s: weight %d is '%s' in the checkpoint, '%s' in the plan", dir, i,
+                        cJSON_IsString(w) ? w->valuestring : "?", t->ps[i].name);
+    }
+    if (s == PP_OK) {
+        *step = (int64_t)st->valuedouble;
+        *updates = (int64_t)up->valuedouble;
+    }
+    cJSON_Delete(root);
+    if (s == PP_OK) s = ckpt_arrays(t, dir, false, err);
+    for (int i = 0; s == PP_OK && i < t->n_params; i++) t->ps[i].has_m = *updates > 0;
+    return s;
+}
+
+/* ---- the loop --------------------------------------------------------------------------- */
+
+/* The held-out data's mean loss and top-1 accuracy (NaN: no logits to
+ * judge), over its whole micro-batches. */
+static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const pprt_run_opts *run, double *loss,
+                           double *acc, pp_err *err) {
+    const pprt_plan *p = t->p;
+    const int64_t mbs = t->eval.n / t->rows;
+    int64_t good = 0;
+    double sum = 0;
+    for (int64_t k = 0; k < mbs; k += t->o->accumulate) {
+        const int M = (int)(mbs - k < t->o->accumulate ? mbs - k : t->o->accumulate);
+        fill_sets(t, &t->eval, NULL, k * t->rows, M, ins);
+        pprt_stats rs = {0};
+        pprt_run_opts ro = *run;
+        ro.replicas = ro.replicas > M ? M : ro.replicas;
+        pp_status s = pprt_run(p, ins, M, outs, &ro, &rs, err);
+        free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
+        if (s == PP_OK) {
+            for (int j = 0; j < M; j++) sum += ((const float *)outs[t->loss_out].data)[j];
+            const pprt_io *lo = t->fwd_out >= 0 ? &p->outputs[t->fwd_out] : NULL;
+            if (lo && lo->shape.rank == 2 && t->labels_in >= 0) {
+                const int64_t C = lo->shape.dim[1];
+                const float *y = outs[t->fwd_out].data;
+                const int64_t *lab = ins[t->labels_in].data;
+                for (int64_t r = 0; r < (int64_t)M * t->rows; r++) {
+                    int64_t best = 0;
+                    for (int64_t c = 1; c < C; c++)
+                        if (y[r * C + c] > y[r * C + best]) best = c;
+                    good += best == lab[r];
+                }
+            }
+        }
+        for (int i = 0; i < p->n_outputs; i++) free(outs[i].data), outs[i].data = NULL;
+        if (s != PP_OK) return s;
+    }
+    *loss = mbs ? sum / (double)mbs : NAN;
+    *acc = t->fwd_out >= 0 && t->labels_in >= 0 && p->outputs[t->fwd_out].shape.rank == 2 && mbs
+               ? (double)good / (double)(mbs * t->rows) : NAN;
+    return PP_OK;
+}
+
+/* One step: its micro-batches through the pipeline, the gradients reduced,
+ * the weights updated. */
+static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t step, int64_t total, pprt_array *ins,
+                          pprt_array *outs, const pprt_run_opts *run, double *loss, double *norm, double *lr,
+                          bool *finite, int64_t *updates, pp_err *err) {
+    const pprt_train_opts *o = t->o;
+    fill_sets(t, &t->train, perm, k * o->accumulate * t->rows, o->accumulate, ins);
+    pprt_stats rs = {0};
+    pp_status s = pprt_run(t->p, ins, o->accumulate, outs, run, &rs, err);
+    free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
+    if (s == PP_OK) s = reduce_step(t, outs, step, loss, norm, finite, err);
+    *lr = lr_at(o, step, total);
+    if (s == PP_OK && *finite) {
+        ++*updates;
+        for (int i = 0; i < t->n_params; i++) update(o, &t->ps[i], *lr, *updates);
+    }
+    for (int i = 0; i < t->p->n_outputs; i++) free(outs[i].data), outs[i].data = NULL;
+    return s;
+}
+
+static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array **outs, int64_t **perm, pp_err *err) {
+    const pprt_plan *p = t->p;
+    const pprt_train_opts *o = t->o;
+    t->labels_in = -1;
+    for (int i = 0; i < p->n_inputs; i++)
+        if (!strcmp(p->inputs[i].name, "labels")) t->labels_in = i;
+    PP_TRY(bind_params(t, err));
+    PP_TRY(load_data(t, dir, o->labels, &t->train, err));
+    if (t->train.n < t->rows * o->accumulate)
+        return PP_FAIL(err, PP_EINVAL, "the data has %lld samples; one step takes %d micro-batch%s of %lld",
+                       (long long)t->train.n, o->accumulate, o->accumulate == 1 ? "" : "es", (long long)t->rows);
+    if (o->eval_dir) PP_TRY(load_data(t, o->eval_dir, NULL, &t->eval, err));
+    if (o->eval_dir && t->eval.n < t->rows)
+        return PP_FAIL(err, PP_EINVAL, "--eval %s has %lld samples, fewer than one micro-batch of %lld", o->eval_dir,
+                       (long long)t->eval.n, (long long)t->rows);
+    *ins = calloc(pp_count(p->n_inputs), sizeof **ins);
+    *outs = calloc(pp_count(p->n_outputs), sizeof **outs);
+    *perm = malloc(pp_count(t->train.n) * sizeof **perm);
+    if (!*ins || !*outs || !*perm) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < p->n_inputs; i++)
+        if (!((*ins)[i].data = alloc64(p->inputs[i].sample_bytes * (size_t)o->accumulate)))
+            return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    return PP_OK;
+}
+
 pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts *o, const pprt_run_opts *run,
                      pprt_train_stats *st, pp_err *err) {
     memset(st, 0, sizeof *st);
     if (!p->train_devices) return PP_FAIL(err, PP_EINVAL, "the plan is not a training plan: compile it with ppcc --train");
     if (o->accumulate < 1) return PP_FAIL(err, PP_EINVAL, "--accumulate must be >= 1");
+    if (run->replicas > o->accumulate)
+        return PP_FAIL(err, PP_EINVAL, "--replicas %d: each replica takes whole micro-batches of a step, and a step "
+                       "has %d (--accumulate): give --accumulate %d or more", run->replicas, o->accumulate, run->replicas);
     trainer t = {.p = p, .o = o};
-    pp_status s = bind_params(&t, err);
-    if (s == PP_OK) s = load_data(&t, dir, err);
-    int64_t *perm = NULL;
-    pprt_array *ins = calloc(pp_count(p->n_inputs), sizeof *ins), *outs = calloc(pp_count(p->n_outputs), sizeof *outs);
+    pprt_array *ins = NULL, *outs = NULL;
+    int64_t *perm = NULL, done = 0, updates = 0;
+    pp_status s = setup(&t, dir, &ins, &outs, &perm, err);
+    if (s == PP_OK && o->resume) s = ckpt_read(&t, o->resume, &done, &updates, err);
     pp_json js = {0};
-    cJSON *steps_js = NULL;
-    if (s == PP_OK && (!ins || !outs)) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-    if (s == PP_OK) {
-        perm = malloc(pp_count(t.n) * sizeof *perm);
-        for (int i = 0; i < p->n_inputs && perm; i++) {
-            ins[i].data = alloc64(p->inputs[i].sample_bytes * (size_t)o->accumulate);
-            if (!ins[i].data) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-        }
-        if (!perm) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-    }
+    cJSON *steps_js = NULL, *epochs_js = NULL;
     if (s == PP_OK && o->log_json) {
         cJSON *root = pp_json_begin_format(&js, "pprt-train-log", 1);
         pp_json_add_number(&js, root, "rows", (double)t.rows);
         pp_json_add_number(&js, root, "accumulate", o->accumulate);
         pp_json_add_number(&js, root, "devices", p->train_devices);
         steps_js = pp_json_add_array(&js, root, "steps");
+        epochs_js = pp_json_add_array(&js, root, "epochs");
     }
-    const int64_t per_epoch = s == PP_OK ? t.n / (t.rows * o->accumulate) : 0;
+    pprt_run_opts ro = *run;
+    ro.quiet = true, ro.progress = false, ro.warmup = 0;
+    const int64_t per_epoch = s == PP_OK ? t.train.n / (t.rows * o->accumulate) : 1;
     const int64_t total = o->steps > 0 ? o->steps : o->epochs * per_epoch;
+    if (s == PP_OK && done > total)
+        s = PP_FAIL(err, PP_EINVAL, "--resume %s: the checkpoint is at step %lld, past the run's %lld", o->resume,
+                    (long long)done, (long long)total);
     const double t0 = pprt_now_s();
-    for (int64_t step = 1; s == PP_OK && step <= total; step++) {
+    double shown = 0; /* when progress was last printed: at most a line a second, and the last step */
+    for (int64_t step = done + 1; s == PP_OK && step <= total; step++) {
         const int64_t epoch = (step - 1) / per_epoch, k = (step - 1) % per_epoch;
-        if (k == 0) order(perm, t.n, o->seed, epoch, o->shuffle);
-        fill_sets(&t, perm, k * o->accumulate * t.rows, ins);
-        pprt_stats rs = {0};
-        pprt_run_opts ro = *run;
-        ro.quiet = true;
-        ro.progress = false;
-        ro.warmup = 0;
-        const double ts = pprt_now_s();
-        s = pprt_run(p, ins, o->accumulate, outs, &ro, &rs, err);
-        free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
-        double loss = 0, norm = 0;
+        if (k == 0 || step == done + 1) order(perm, t.train.n, o->seed, epoch, o->shuffle);
+        double loss = 0, norm = 0, lr = 0;
         bool finite = true;
-        if (s == PP_OK) s = reduce_step(&t, outs, step, &loss, &norm, &finite, err);
-        const double lr = lr_at(o, step, total);
-        if (s == PP_OK && finite)
-            for (int i = 0; i < t.n_params; i++) update(o, &t.ps[i], lr, step - st->skipped);
-        if (!finite) st->skipped++;
-        for (int i = 0; i < p->n_outputs; i++) free(outs[i].data), outs[i].data = NULL;
+        const double ts = pprt_now_s();
+        s = one_step(&t, perm, k, step, total, ins, outs, &ro, &loss, &norm, &lr, &finite, &updates, err);
         if (s != PP_OK) break;
+        if (!finite) st->skipped++;
         const double now = pprt_now_s(), sps = (double)(o->accumulate * t.rows) / (now - ts);
-        if (step == 1) st->first_loss = loss;
+        if (step == done + 1) st->first_loss = loss;
         st->last_loss = loss;
-        st->steps = step;
+        st->steps++;
         st->samples += o->accumulate * t.rows;
         if (steps_js) {
             cJSON *r = pp_json_add_object(&js, steps_js, NULL);
@@ -386,11 +583,26 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             pp_json_add_number(&js, r, "samples_per_s", sps);
             pp_json_add_bool(&js, r, "skipped", !finite);
         }
-        if (o->progress && !o->quiet) {
-            const double el = now - t0, eta = el / (double)step * (double)(total - step);
+        if (o->progress && !o->quiet && (step == total || step == done + 1 || now - shown >= 1.0)) {
+            shown = now;
+            const double el = now - t0, eta = el / (double)(step - done) * (double)(total - step);
             fprintf(stderr, "step %lld/%lld (epoch %lld): loss %.6f, lr %.3g, grad norm %.4g, %.1f samples/s, ETA %.0f s\n",
                     (long long)step, (long long)total, (long long)epoch + 1, loss, lr, norm, sps, eta);
         }
+        if (o->eval_dir && (k == per_epoch - 1 || step == total)) {
+            double el, acc;
+            s = eval_pass(&t, ins, outs, &ro, &el, &acc, err);
+            if (s != PP_OK) break;
+            st->eval_loss = el, st->eval_accuracy = acc;
+            cJSON *r = pp_json_add_object(&js, epochs_js, NULL);
+            pp_json_add_number(&js, r, "epoch", (double)epoch);
+            pp_json_add_number(&js, r, "step", (double)step);
+            pp_json_add_number(&js, r, "eval_loss", el);
+            pp_json_add_number(&js, r, "eval_accuracy", acc);
+            if (!o->quiet) fprintf(stderr, "epoch %lld: held-out loss %.6f, accuracy %.4f\n", (long long)epoch + 1, el, acc);
+        }
+        if (o->checkpoint && o->save_every > 0 && (step % o->save_every == 0 || step == total))
+            s = ckpt_write(&t, o->checkpoint, step, updates, err);
     }
     st->wall_s = pprt_now_s() - t0;
     if (s == PP_OK && o->save_dir) s = write_weights(&t, o->save_dir, err);

@@ -37,6 +37,10 @@ typedef struct pprt_train_opts {
     const char *labels;   /* the 'labels' input's file (NULL: DATA_DIR/labels.npy) */
     const char *log_json; /* a record per step (NULL: none) */
     const char *save_dir; /* the trained weights, NAME.npy each (NULL: none) */
+    const char *eval_dir; /* held-out data: its loss and accuracy after each epoch (NULL: none) */
+    const char *checkpoint; /* where --save-every writes (whole or not at all) */
+    int64_t save_every;   /* a checkpoint every so many steps, and at the end (0: none) */
+    const char *resume;   /* a checkpoint to go on from: the run continues bit for bit as if never stopped */
     bool quiet;
     bool progress;        /* a line per step on stderr (or every so many) */
 } pprt_train_opts;
@@ -48,6 +52,7 @@ typedef struct pprt_train_stats {
     double first_loss, last_loss; /* means over a step's micro-batches */
     double wall_s;
     int64_t skipped;              /* steps skipped (skip_nonfinite) */
+    double eval_loss, eval_accuracy; /* the last --eval's (accuracy NaN: no logits) */
 } pprt_train_stats;
 
 /* Train: the data from dir (NAME.npy for each plan input but the labels,

@@ -247,6 +247,16 @@ static const pp_opt train_rows[] = {
      "a record per step: loss, learning rate, gradient norm, samples/s", 0, 0, NULL, NULL, NULL},
     {"--save-weights", PP_OPT_STR, "DIR", F(train_opts.save_dir), 0, 0, NULL, "a directory", NULL,
      "write the trained weights there, NAME.npy each", 0, 0, NULL, NULL, NULL},
+    {"--eval", PP_OPT_STR, "DIR", F(train_opts.eval_dir), 0, 0, NULL, "a directory", NULL,
+     "held-out data (as DATA_DIR, with its labels.npy): its loss and top-1 accuracy after each epoch", 0, 0, NULL,
+     NULL, NULL},
+    {"--checkpoint", PP_OPT_STR, "DIR", F(train_opts.checkpoint), 0, 0, NULL, "a directory", NULL,
+     "where --save-every writes the weights and the optimizer's state (whole or not at all)", 0, 0, NULL, NULL, NULL},
+    {"--save-every", PP_OPT_I64, "N", F(train_opts.save_every), 1, 1000000000, NULL, "a count 1..1e9", NULL,
+     "a checkpoint every N steps and at the end (needs --checkpoint)", 0, 0, NULL, NULL, NULL},
+    {"--resume", PP_OPT_STR, "DIR", F(train_opts.resume), 0, 0, NULL, "a checkpoint directory", NULL,
+     "go on from a checkpoint: the same options then give the weights a run never stopped gives, bit for bit", 0, 0,
+     NULL, NULL, NULL},
 };
 #undef F
 #undef NF
@@ -546,6 +556,8 @@ static int parsed(pprt_cli *c) {
     if (!c->plan) return bad_usage("no plan given", NULL);
     if (c->train && !c->data) return bad_usage("training needs DATA_DIR (NAME.npy for each input, [N, ...])", NULL);
     if (c->train && c->data_opts.n_bind) return bad_usage("training reads DATA_DIR; --input does not apply", NULL);
+    if (!c->train_opts.save_every != !c->train_opts.checkpoint)
+        return bad_usage("--save-every and --checkpoint go together", NULL);
     if (!c->info && !c->data && !c->data_opts.n_bind)
         return bad_usage("no data given (a folder of NAME.npy files, an .npz, or --input NAME=PATH)", NULL);
     c->data_opts.skip = c->labels;
@@ -738,6 +750,8 @@ static pp_status train(pprt_cli *c, const pprt_plan *p, bool ranks, pp_err *err)
                ts.last_loss);
         if (ts.skipped) printf(", %lld skipped (not finite)", (long long)ts.skipped);
         printf("\n");
+        if (c->train_opts.eval_dir)
+            printf("held-out: loss %.6f, accuracy %.4f\n", ts.eval_loss, ts.eval_accuracy);
         if (c->train_opts.save_dir) printf("weights: %s/\n", c->train_opts.save_dir);
     }
     return PP_OK;

@@ -140,6 +140,10 @@ PPRT_VALUES = {
     "--seed": ("5", [], "train", "-5"),
     "--log-json": ("{f}", [], "train", None),
     "--save-weights": ("{f}", [], "train", None),
+    "--eval": ("tdata", [], "train", None),
+    "--checkpoint": ("{f}", ["--save-every", "1"], "train", None),
+    "--save-every": ("1", ["--checkpoint", "ck"], "train", "0"),
+    "--resume": ("ck", [], "train", None),
 }
 
 

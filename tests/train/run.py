@@ -16,6 +16,9 @@ with AdamW, then SGD with Nesterov momentum, a warm-up and a cosine schedule. Ch
   - the held-out accuracy of pprt's weights at least PyTorch's minus 0.5%;
   - the trained weights bit-identical at -pp 1, 2 and 4 (ref), and at -pp 1
     and 2 on dnnl, and with the log's records parsing as JSON;
+  - --eval's accuracy is the one PyTorch finds for pprt's weights; a run
+    stopped and resumed from its checkpoint, and one on 2 replicas, end with
+    the weights of an unbroken single-replica run, bit for bit;
   - a loss that turns NaN stops with the step named, exit 1; data that does
     not fit the plan exits 2.
 Usage: run.py PPCC PPRT WORK"""
@@ -197,6 +200,42 @@ for name, args in OPTS.items():
             continue
         same = all(np.array_equal(w[k], base[be][k]) for k in base[be])
         check(same, f"{name}: weights at -pp {pp} on {be} differ from -pp 1's")
+
+# --eval: the held-out accuracy pprt prints is the one its weights give in PyTorch
+os.makedirs("held", exist_ok=True)
+np.save("held/input.npy", XH[:48])
+np.save("held/labels.npy", YH[:48])
+r = subprocess.run([PPRT, plans[2], "data", "--epochs", "3", "--accumulate", "2", "--optimizer", "adamw", "--lr",
+                    "4e-3", "--eval", "held", "--save-weights", "w_eval", "--log-json", "log_eval.json"],
+                   capture_output=True, text=True)
+check(r.returncode == 0, f"--eval: exit {r.returncode}: {r.stderr[-300:]}")
+if r.returncode == 0:
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("held-out:")]
+    w = {os.path.splitext(n)[0]: np.load(os.path.join("w_eval", n)) for n in os.listdir("w_eval")}
+    net = Net()
+    net.load_state_dict({k: torch.from_numpy(v) for k, v in w.items()})
+    with torch.no_grad():
+        want = float((net(torch.from_numpy(XH[:48])).argmax(1).numpy() == YH[:48]).mean())
+    check(line and abs(float(line[0].split("accuracy ")[1]) - want) < 6e-5, f"--eval: {line}, PyTorch says {want}")
+    with open("log_eval.json") as f:
+        ep = json.load(f)["epochs"]
+    check(len(ep) == 3 and abs(ep[-1]["eval_accuracy"] - want) < 1e-12, f"--eval: the log's epochs {ep}")
+
+# --resume: stopped at step 13 with checkpoints every 5, then resumed: the weights of an unbroken run
+common = ["--epochs", "4", "--accumulate", "2", "--optimizer", "adamw", "--lr", "4e-3", "--seed", "3", "-q"]
+runs = [["--save-weights", "full"], ["--steps", "13", "--checkpoint", "ck", "--save-every", "5"],
+        ["--resume", "ck", "--save-weights", "resumed"], ["--replicas", "2", "--save-weights", "rep2"]]
+for extra in runs:
+    r = subprocess.run([PPRT, plans[2], "data", *common, *extra], capture_output=True, text=True)
+    check(r.returncode == 0, f"{extra}: exit {r.returncode}: {r.stderr[-300:]}")
+for other in ("resumed", "rep2"):
+    if os.path.isdir("full") and os.path.isdir(other):
+        same = sorted(os.listdir("full")) == sorted(os.listdir(other)) and all(
+            np.array_equal(np.load(os.path.join("full", n)), np.load(os.path.join(other, n))) for n in os.listdir("full"))
+        check(same, f"{other}: the weights differ from the unbroken single-replica run's")
+check(not os.path.exists("ck.tmp") and not os.path.exists("ck.old"), "a checkpoint left its temporary folder")
+r = subprocess.run([PPRT, plans[2], "data", *common, "--resume", "nowhere"], capture_output=True, text=True)
+check(r.returncode != 0 and "nowhere" in r.stderr, f"--resume nowhere: exit {r.returncode}: {r.stderr[-200:]}")
 
 # a loss that turns NaN: stops with the step and micro-batch named (exit 1); bad data (exit 2)
 os.makedirs("nan", exist_ok=True)
