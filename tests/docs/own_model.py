@@ -6,9 +6,10 @@ Usage: own_model.py WORK    (env: PPCC, PPRT, PY, SRC as tests/CMakeLists.txt se
 Takes the fenced ```python and ```sh blocks of README.md's section "Your own
 model" in order and runs them in WORK (emptied first): each python block
 with $PY (else this interpreter), each sh block with bash, its commands
-`ppcc` and `pprt` replaced by $PPCC and $PPRT. Every block must exit 0 and
-the last pprt must have printed a --check line ending in OK for every
-output, with no MISMATCH. Exit 77 (skip) when torch or onnxruntime is
+`ppcc` and `pprt` replaced by $PPCC and $PPRT. Every block must exit 0, the
+last block that runs `pprt --check` must have printed a --check line ending
+in OK for every output, with no MISMATCH, and the training block (`--epochs`)
+must have printed its loss going down. Exit 77 (skip) when torch or onnxruntime is
 missing."""
 import os
 import re
@@ -79,7 +80,13 @@ def main():
         if r.returncode != 0:
             print(f"FAIL: step {k} ({lang}) exited {r.returncode}")
             return 1
-        last = r.stdout + r.stderr
+        if lang == "sh" and "--check" in code:
+            last = r.stdout + r.stderr
+        if lang == "sh" and "--epochs" in code:
+            m = re.search(r"loss ([0-9.]+) at the first step, ([0-9.]+) at the last", r.stdout)
+            if not m or not float(m.group(2)) < float(m.group(1)):
+                print("FAIL: the training step printed no falling loss")
+                return 1
     checks = [l for l in last.splitlines() if l.startswith("check:")]
     if not checks or any(not l.endswith(": OK") for l in checks) or "MISMATCH" in last:
         print("FAIL: the last step printed no passing --check line for every output")
