@@ -29,6 +29,18 @@ struct pprt_backend;
 typedef enum { PPRT_F32 = 0, PPRT_BF16 = 1, PPRT_TF32 = 2, PPRT_FP16 = 3 } pprt_precision;
 /* (PPRT_TF32 and PPRT_FP16: the CUDA executor only, runtime/cuda/cuda_backend.h.) */
 
+/* A hook around each micro-batch of a stage (training's schedules,
+ * runtime/train.c): enter returns when stage `stage` of replica `replica`
+ * may run micro-batch mb (its inputs are there and its output buffer
+ * taken), leave says it ran; stop (the pipeline failed) makes every enter
+ * return at once from then on. The threaded driver only. */
+typedef struct pprt_gate {
+    void *ctx;
+    void (*enter)(void *ctx, int replica, int stage, int64_t mb);
+    void (*leave)(void *ctx, int replica, int stage, int64_t mb);
+    void (*stop)(void *ctx);
+} pprt_gate;
+
 typedef struct pprt_run_opts {
     int depth;      /* micro-batches in flight per boundary (>= 1) */
     bool trace;     /* record a timeline (pprt_stats.trace): when each stage ran each micro-batch */
@@ -47,6 +59,7 @@ typedef struct pprt_run_opts {
      * of the micro-batches (threaded driver; 0 or 1: one; the MPI driver takes
      * pprt_mpi_cfg.replicas) */
     int replicas;
+    const pprt_gate *gate; /* NULL: none */
 } pprt_run_opts;
 
 /* What a stage executor is created with (runtime/exec.h). */

@@ -116,6 +116,7 @@ static void stop_all(sched *S, const pp_err *e) {
     pthread_mutex_unlock(&S->err_mu);
     for (int b = 0; b < S->R * (S->p->n_stages + 1); b++)
         if (S->links[b]) S->links[b]->ops->close(S->links[b]);
+    if (S->o->gate) S->o->gate->stop(S->o->gate->ctx); /* no stage waits in it for one that stopped */
 }
 
 static bool is_failed(sched *S) {
@@ -309,7 +310,7 @@ static pp_status make_workers(sched *S, pp_err *err) {
                              err));
         x->run = (pprt_stage_run){.stage = i, .ex = x->be->exec, .warmup = o->warmup,
                                   .mb_offset = pprt_share_lo(&S->sh, k), .trace = o->trace ? &x->rec->tr : NULL,
-                                  .prev_ns = x->rec->prev_ns};
+                                  .prev_ns = x->rec->prev_ns, .gate = o->gate, .replica = k};
     }
     return PP_OK;
 }

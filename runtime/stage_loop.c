@@ -42,10 +42,15 @@ pp_status pprt_stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, 
                            r->stage, (long long)(r->mb_offset + tag - (tag < r->warmup ? tag : r->warmup)),
                            (long long)(r->mb_offset + mb));
         }
+        if (r->gate) {
+            r->gate->enter(r->gate->ctx, r->replica, r->stage, r->mb_offset + mb);
+            start = pprt_now_s();
+        }
         const double kernels = r->in->fills ? pprt_now_s() : start;
         pp_err e = {0};
         const pp_status s = r->ex->run(r->x, in, out, &e);
         const double end = pprt_now_s();
+        if (r->gate) r->gate->leave(r->gate->ctx, r->replica, r->stage, r->mb_offset + mb);
         if (k >= r->warmup) r->busy += end - start;
         if (r->trace && s == PP_OK && k >= r->warmup) record(r, mb, ready, start, kernels, end);
         else if (r->prev_ns && s == PP_OK) memcpy(r->prev_ns, r->ex->node_seconds(r->x), sizeof(double) * (size_t)r->trace->n_nodes);

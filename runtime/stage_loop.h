@@ -24,6 +24,8 @@ typedef struct pprt_stage_run {
      * of them (prev_ns: the executor's counters after the last run). */
     pprt_trace_track *trace;
     double *prev_ns;
+    const pprt_gate *gate;   /* around each micro-batch's run (pprt.h), or NULL */
+    int replica;             /* for the gate */
 } pprt_stage_run;
 
 /* The loop over tags k0 .. k1-1 (the tags the source hands out, in order).

@@ -1,6 +1,7 @@
 /* train.c: see train.h. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 
 #include "../ir/json.h"
 #include "io.h"
+#include "microbatch.h"
 #include "nodes.h"
 #include "train.h"
 
@@ -440,6 +442,96 @@ static pp_status ckpt_read(trainer *t, const char *dir, int64_t *step, int64_t *
     return s;
 }
 
+/* ---- the schedule: which of a device's two stages runs which micro-batch when ------------ */
+
+/* Device d of replica r owns stages d (forward) and 2P-1-d (backward); one
+ * of them runs at a time. 1F1B: the forward of micro-batch m waits until
+ * the device has at most P-d-1 micro-batches whose backward is still to
+ * come (so it keeps the activations of P-d of them, not M); GPipe: every
+ * backward waits for the step's last forward on the device. */
+typedef struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int P, R, schedule;
+    int64_t M;
+    int64_t *f_in, *f_done, *b_done; /* [R x P] */
+    bool *busy;
+    bool stopped;
+} gate;
+
+static void gate_enter(void *ctx, int r, int stage, int64_t mb) {
+    (void)mb;
+    gate *g = ctx;
+    const bool fwd = stage < g->P;
+    const int d = fwd ? stage : 2 * g->P - 1 - stage, i = r * g->P + d;
+    const int64_t share = g->M * (r + 1) / g->R - g->M * r / g->R;
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        bool ok = !g->busy[i];
+        if (fwd && g->schedule == PPRT_SCHED_1F1B) ok = ok && g->f_in[i] - g->b_done[i] < g->P - d;
+        if (!fwd && g->schedule == PPRT_SCHED_GPIPE) ok = ok && g->f_done[i] == share;
+        if (ok || g->stopped) break;
+        pthread_cond_wait(&g->cv, &g->mu);
+    }
+    g->busy[i] = true;
+    if (fwd) g->f_in[i]++;
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void gate_leave(void *ctx, int r, int stage, int64_t mb) {
+    (void)mb;
+    gate *g = ctx;
+    const bool fwd = stage < g->P;
+    const int i = r * g->P + (fwd ? stage : 2 * g->P - 1 - stage);
+    pthread_mutex_lock(&g->mu);
+    g->busy[i] = false;
+    if (fwd) g->f_done[i]++;
+    else g->b_done[i]++;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void gate_stop(void *ctx) {
+    gate *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    g->stopped = true;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static pp_status gate_init(gate *g, int P, int R, int schedule, int64_t M, pp_err *err) {
+    *g = (gate){.P = P, .R = R, .schedule = schedule, .M = M};
+    const size_t n = (size_t)P * (size_t)R;
+    g->f_in = calloc(n, sizeof *g->f_in), g->f_done = calloc(n, sizeof *g->f_done);
+    g->b_done = calloc(n, sizeof *g->b_done), g->busy = calloc(n, sizeof *g->busy);
+    if (!g->f_in || !g->f_done || !g->b_done || !g->busy) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    return PP_OK;
+}
+
+static void gate_reset(gate *g) {
+    const size_t n = (size_t)g->P * (size_t)g->R;
+    memset(g->f_in, 0, n * sizeof *g->f_in), memset(g->f_done, 0, n * sizeof *g->f_done);
+    memset(g->b_done, 0, n * sizeof *g->b_done), memset(g->busy, 0, n * sizeof *g->busy);
+    g->stopped = false;
+}
+
+static void gate_free(gate *g) {
+    if (!g->busy) return;
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g->f_in), free(g->f_done), free(g->b_done), free(g->busy);
+}
+
+/* The run's bubble over the devices: 1 - their busy time over P x R x wall. */
+static double device_bubble(const pprt_stats *rs, int R) {
+    double busy = 0;
+    for (int v = 0; v < rs->n_stages; v++) busy += rs->stages[v].busy_s;
+    const int P = rs->n_stages / 2;
+    return rs->wall_s > 0 ? 1.0 - busy / ((double)P * R * rs->wall_s) : 0;
+}
+
 /* ---- the loop --------------------------------------------------------------------------- */
 
 /* The held-out data's mean loss and top-1 accuracy (NaN: no logits to
@@ -486,11 +578,13 @@ static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const 
  * the weights updated. */
 static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t step, int64_t total, pprt_array *ins,
                           pprt_array *outs, const pprt_run_opts *run, double *loss, double *norm, double *lr,
-                          bool *finite, int64_t *updates, pp_err *err) {
+                          bool *finite, int64_t *updates, double *bubble, pp_err *err) {
     const pprt_train_opts *o = t->o;
     fill_sets(t, &t->train, perm, k * o->accumulate * t->rows, o->accumulate, ins);
     pprt_stats rs = {0};
+    if (run->gate) gate_reset(run->gate->ctx);
     pp_status s = pprt_run(t->p, ins, o->accumulate, outs, run, &rs, err);
+    if (s == PP_OK) *bubble = device_bubble(&rs, run->replicas > 1 ? run->replicas : 1);
     free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
     if (s == PP_OK) s = reduce_step(t, outs, step, loss, norm, finite, err);
     *lr = lr_at(o, step, total);
@@ -552,6 +646,19 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     }
     pprt_run_opts ro = *run;
     ro.quiet = true, ro.progress = false, ro.warmup = 0;
+    /* the links hold what the schedule keeps in flight: GPipe a step's
+     * micro-batches, 1F1B as many as devices */
+    const int R = run->replicas > 1 ? run->replicas : 1;
+    const int64_t per_rep = (o->accumulate + R - 1) / R;
+    const int64_t need = o->schedule_kind == PPRT_SCHED_GPIPE ? per_rep + 1 : p->train_devices + 1;
+    if (ro.depth < need) ro.depth = (int)need;
+    gate gt = {0};
+    pprt_gate hook = {.ctx = &gt, .enter = gate_enter, .leave = gate_leave, .stop = gate_stop};
+    if (s == PP_OK && o->schedule_kind != PPRT_SCHED_FLOW) {
+        s = gate_init(&gt, p->train_devices, R, o->schedule_kind, o->accumulate, err);
+        ro.gate = &hook;
+    }
+    double bubble_sum = 0;
     const int64_t per_epoch = s == PP_OK ? t.train.n / (t.rows * o->accumulate) : 1;
     const int64_t total = o->steps > 0 ? o->steps : o->epochs * per_epoch;
     if (s == PP_OK && done > total)
@@ -562,11 +669,12 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     for (int64_t step = done + 1; s == PP_OK && step <= total; step++) {
         const int64_t epoch = (step - 1) / per_epoch, k = (step - 1) % per_epoch;
         if (k == 0 || step == done + 1) order(perm, t.train.n, o->seed, epoch, o->shuffle);
-        double loss = 0, norm = 0, lr = 0;
+        double loss = 0, norm = 0, lr = 0, bubble = 0;
         bool finite = true;
         const double ts = pprt_now_s();
-        s = one_step(&t, perm, k, step, total, ins, outs, &ro, &loss, &norm, &lr, &finite, &updates, err);
+        s = one_step(&t, perm, k, step, total, ins, outs, &ro, &loss, &norm, &lr, &finite, &updates, &bubble, err);
         if (s != PP_OK) break;
+        bubble_sum += bubble;
         if (!finite) st->skipped++;
         const double now = pprt_now_s(), sps = (double)(o->accumulate * t.rows) / (now - ts);
         if (step == done + 1) st->first_loss = loss;
@@ -581,6 +689,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             pp_json_add_number(&js, r, "lr", lr);
             pp_json_add_number(&js, r, "grad_norm", norm);
             pp_json_add_number(&js, r, "samples_per_s", sps);
+            pp_json_add_number(&js, r, "bubble", bubble);
             pp_json_add_bool(&js, r, "skipped", !finite);
         }
         if (o->progress && !o->quiet && (step == total || step == done + 1 || now - shown >= 1.0)) {
@@ -605,6 +714,9 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             s = ckpt_write(&t, o->checkpoint, step, updates, err);
     }
     st->wall_s = pprt_now_s() - t0;
+    st->bubble = st->steps ? bubble_sum / (double)st->steps : 0;
+    st->bubble_formula = (double)(p->train_devices - 1) / ((double)per_rep + p->train_devices - 1);
+    gate_free(&gt);
     if (s == PP_OK && o->save_dir) s = write_weights(&t, o->save_dir, err);
     if (s == PP_OK && o->log_json) s = pp_json_write(&js, o->log_json, true, err);
     else pp_json_free(&js);

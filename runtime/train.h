@@ -19,11 +19,17 @@
 
 typedef enum { PPRT_OPT_SGD = 0, PPRT_OPT_ADAMW = 1 } pprt_optimizer;
 typedef enum { PPRT_LR_CONSTANT = 0, PPRT_LR_COSINE = 1 } pprt_lr_schedule;
+/* How a device orders its forward and backward stage: 1F1B (a forward only
+ * while fewer than P - d micro-batches await their backward on device d),
+ * GPipe (every forward of the step, then every backward), or as the data
+ * comes (the two stages of a device run at once, as two devices'). */
+typedef enum { PPRT_SCHED_1F1B = 0, PPRT_SCHED_GPIPE = 1, PPRT_SCHED_FLOW = 2 } pprt_schedule;
 
 typedef struct pprt_train_opts {
     int64_t epochs;       /* passes over the data (used when steps is 0) */
     int64_t steps;        /* optimizer steps; 0: epochs x the steps in one */
     int accumulate;       /* micro-batches per step (>= 1) */
+    int schedule_kind;    /* pprt_schedule */
     int optimizer;        /* pprt_optimizer */
     double lr, momentum, weight_decay, beta1, beta2, eps;
     bool nesterov;
@@ -53,6 +59,8 @@ typedef struct pprt_train_stats {
     double wall_s;
     int64_t skipped;              /* steps skipped (skip_nonfinite) */
     double eval_loss, eval_accuracy; /* the last --eval's (accuracy NaN: no logits) */
+    double bubble;                /* the devices' idle share, the mean over the steps */
+    double bubble_formula;        /* (P - 1) / (M + P - 1), M a replica's micro-batches per step */
 } pprt_train_stats;
 
 /* Train: the data from dir (NAME.npy for each plan input but the labels,

@@ -212,6 +212,10 @@ static const pp_opt train_rows[] = {
     {"--accumulate", PP_OPT_INT, "M", F(train_opts.accumulate), 1, 1 << 20, NULL, "a count 1..2^20", "1",
      "micro-batches (of the plan's rows each) per step, in flight together; their gradients averaged", 0, 0, NULL,
      NULL, NULL},
+    {"--schedule", PP_OPT_WORD, "S", F(train_opts.schedule_kind), 0, 0, "1f1b|gpipe|flow", NULL, "1f1b",
+     "how a device orders its forward and backward stage: 1f1b (a device keeps the activations of at most as many "
+     "micro-batches as devices from it to the last), gpipe (all forwards of a step, then all backwards), flow (both "
+     "stages of a device at once, as the data comes)", 0, 0, NULL, NULL, NULL},
     {"--optimizer", PP_OPT_WORD, "O", F(train_opts.optimizer), 0, 0, "sgd|adamw", NULL, "sgd",
      "sgd (with --momentum, --nesterov) or adamw (decoupled weight decay), PyTorch's arithmetic", 0, 0, NULL, NULL,
      NULL},
@@ -752,6 +756,8 @@ static pp_status train(pprt_cli *c, const pprt_plan *p, bool ranks, pp_err *err)
         printf("\n");
         if (c->train_opts.eval_dir)
             printf("held-out: loss %.6f, accuracy %.4f\n", ts.eval_loss, ts.eval_accuracy);
+        printf("bubble: %.1f%% of the devices' time idle (the schedule's formula (P-1)/(M+P-1): %.1f%%)\n",
+               100 * ts.bubble, 100 * ts.bubble_formula);
         if (c->train_opts.save_dir) printf("weights: %s/\n", c->train_opts.save_dir);
     }
     return PP_OK;

@@ -127,6 +127,7 @@ PPRT_VALUES = {
     "--steps": ("3", [], "train", "0"),
     "--accumulate": ("2", [], "train", "0"),
     "--optimizer": ("adamw", [], "train", "adam"),
+    "--schedule": ("gpipe", [], "train", "zb"),
     "--lr": ("0.1", [], "train", "-1"),
     "--momentum": ("0.9", [], "train", "2"),
     "--weight-decay": ("0.01", [], "train", "x"),

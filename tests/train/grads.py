@@ -293,7 +293,7 @@ r = subprocess.run([PPRT, os.path.join(d, "g.plan"), os.path.join(d, "data"), "-
 check(r.returncode == 0, f"freeze: pprt exit {r.returncode}: {r.stderr[-300:]}")
 if r.returncode == 0:
     got = sorted(os.listdir(os.path.join(d, "out")))
-    check(got == ["head.bias.grad.npy", "head.weight.grad.npy", "loss.npy"], f"freeze: outputs {got}")
+    check(got == ["head.bias.grad.npy", "head.weight.grad.npy", "loss.npy", "out.npy"], f"freeze: outputs {got}")
     F.mse_loss(two(x4), torch.zeros(5, 3)).backward()
     g = np.load(os.path.join(d, "out", "head.weight.grad.npy"))
     check(np.allclose(g, two.head.weight.grad.numpy(), rtol=1e-4, atol=1e-6), "freeze: head.weight gradient")
