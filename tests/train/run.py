@@ -17,8 +17,9 @@ with AdamW, then SGD with Nesterov momentum, a warm-up and a cosine schedule. Ch
   - the trained weights bit-identical at -pp 1, 2 and 4 (ref), and at -pp 1
     and 2 on dnnl, and with the log's records parsing as JSON;
   - --eval's accuracy is the one PyTorch finds for pprt's weights; a run
-    stopped and resumed from its checkpoint, and one on 2 replicas, end with
-    the weights of an unbroken single-replica run, bit for bit;
+    stopped and resumed from its checkpoint, one on 2 replicas, and runs
+    under the GPipe and the flow schedule end with the weights of an
+    unbroken single-replica 1F1B run, bit for bit;
   - a loss that turns NaN stops with the step named, exit 1; data that does
     not fit the plan exits 2.
 Usage: run.py PPCC PPRT WORK"""
@@ -224,11 +225,12 @@ if r.returncode == 0:
 # --resume: stopped at step 13 with checkpoints every 5, then resumed: the weights of an unbroken run
 common = ["--epochs", "4", "--accumulate", "2", "--optimizer", "adamw", "--lr", "4e-3", "--seed", "3", "-q"]
 runs = [["--save-weights", "full"], ["--steps", "13", "--checkpoint", "ck", "--save-every", "5"],
-        ["--resume", "ck", "--save-weights", "resumed"], ["--replicas", "2", "--save-weights", "rep2"]]
+        ["--resume", "ck", "--save-weights", "resumed"], ["--replicas", "2", "--save-weights", "rep2"],
+        ["--schedule", "gpipe", "--save-weights", "gpipe"], ["--schedule", "flow", "--save-weights", "flow"]]
 for extra in runs:
     r = subprocess.run([PPRT, plans[2], "data", *common, *extra], capture_output=True, text=True)
     check(r.returncode == 0, f"{extra}: exit {r.returncode}: {r.stderr[-300:]}")
-for other in ("resumed", "rep2"):
+for other in ("resumed", "rep2", "gpipe", "flow"):
     if os.path.isdir("full") and os.path.isdir(other):
         same = sorted(os.listdir("full")) == sorted(os.listdir(other)) and all(
             np.array_equal(np.load(os.path.join("full", n)), np.load(os.path.join(other, n))) for n in os.listdir("full"))
