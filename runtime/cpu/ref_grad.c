@@ -90,7 +90,7 @@ pp_status kern_UNARYGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
     return PP_OK;
 }
 
-/* ---- pp.ConvGradX, pp.ConvGradW ------------------------------------------------------------ */
+/* ---- pp.ConvGradX, pp.ConvGradW: im2col and the reference GEMM, deterministic ---------------- */
 
 /* The problem of a Conv with input shape xs and weight shape ws, checked
  * against dY. */
@@ -138,64 +138,100 @@ static pp_status conv_prob_make(const char *op, pp_attrs attrs, const pp_shape *
         }                                                                                          \
     }
 
+/* col[K x P] of one image's group: row (c, ka, kb, ke), column the output
+ * position, the input element that kernel offset reads there (0 in the
+ * padding). col2im adds such a matrix back into the image. */
+static void im2col3(const float *x, const conv_prob *c, float *col) {
+    const pp_geom3 *g = &c->g;
+    float *dst = col;
+    for (int64_t ic = 0; ic < c->Cg; ic++)
+        for (int64_t ka = 0; ka < g->k[0]; ka++)
+            for (int64_t kb = 0; kb < g->k[1]; kb++)
+                for (int64_t ke = 0; ke < g->k[2]; ke++, dst += c->P) {
+                    const float *xc = x + ic * c->Pin;
+                    memset(dst, 0, (size_t)c->P * sizeof *dst);
+                    CONV_WINDOW(*g, ka, kb, ke, dst[oi] = xc[xi])
+                }
+}
+
+static void col2im3(const float *col, const conv_prob *c, float *x) {
+    const pp_geom3 *g = &c->g;
+    const float *src = col;
+    for (int64_t ic = 0; ic < c->Cg; ic++)
+        for (int64_t ka = 0; ka < g->k[0]; ka++)
+            for (int64_t kb = 0; kb < g->k[1]; kb++)
+                for (int64_t ke = 0; ke < g->k[2]; ke++, src += c->P) {
+                    float *xc = x + ic * c->Pin;
+                    CONV_WINDOW(*g, ka, kb, ke, xc[xi] += src[oi])
+                }
+}
+
+/* scratch: the GEMM's, then col (K x P floats), then a [Mg x K] product */
+static float *conv_scratch(const char *op, const conv_prob *c, pprt_scratch *scratch, float **col, float **prod,
+                           pp_err *err) {
+    const size_t K = (size_t)(c->Cg * c->kvol), g = pp_align_up(pprt_sgemm_scratch_bytes(), 64);
+    size_t ncol, nprod, need;
+    if (__builtin_mul_overflow(K, (size_t)c->P * sizeof(float), &ncol) ||
+        __builtin_mul_overflow(K, (size_t)c->Mg * sizeof(float), &nprod) ||
+        __builtin_add_overflow(g, pp_align_up(ncol, 64) + nprod, &need)) {
+        PP_FAIL(err, PP_ENOMEM, "%s kernel: scratch size overflows", op);
+        return NULL;
+    }
+    unsigned char *sc = pprt_scratch_get(scratch, need);
+    if (!sc) {
+        PP_FAIL(err, PP_ENOMEM, "%s kernel: cannot get %zu bytes of scratch", op, need);
+        return NULL;
+    }
+    *col = (float *)(sc + g);
+    *prod = (float *)(sc + g + pp_align_up(ncol, 64));
+    return (float *)sc;
+}
+
+/* dX of each image and group: col = W_g^T dY_g (K x P), added back into the
+ * image (col2im) */
 pp_status kern_CONVGRADX(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                          pprt_scratch *scratch, pp_err *err) {
     PP_TRY(pprt_check_outputs(PP_OP_CONVGRADX, attrs, in, n_in, out, n_out, err));
     conv_prob c;
     PP_TRY(conv_prob_make("pp.ConvGradX", attrs, &out[0].shape, &in[1].shape, &in[0], &c, err));
-    size_t need;
-    if (__builtin_mul_overflow((size_t)(c.Cg * c.Pin), sizeof(double), &need))
-        return PP_FAIL(err, PP_ENOMEM, "pp.ConvGradX kernel: scratch size overflows");
-    double *acc = pprt_scratch_get(scratch, need ? need : 1);
-    if (!acc) return PP_FAIL(err, PP_ENOMEM, "pp.ConvGradX kernel: cannot get %zu bytes of scratch", need);
     const float *dy = in[0].data, *w = in[1].data;
     float *dx = out[0].data;
+    memset(dx, 0, (size_t)(c.N * c.C * c.Pin) * sizeof *dx);
+    const int64_t K = c.Cg * c.kvol;
+    if (K == 0 || c.P == 0 || c.Mg == 0) return PP_OK;
+    float *col, *prod, *gs = conv_scratch("pp.ConvGradX", &c, scratch, &col, &prod, err);
+    if (!gs) return err->code;
     for (int64_t n = 0; n < c.N; n++)
         for (int64_t gi = 0; gi < c.group; gi++) {
-            memset(acc, 0, need);
-            for (int64_t m = 0; m < c.Mg; m++) {
-                const int64_t oc = gi * c.Mg + m;
-                const float *dyo = dy + (n * c.Cout + oc) * c.P;
-                for (int64_t ic = 0; ic < c.Cg; ic++) {
-                    const float *wk = w + (oc * c.Cg + ic) * c.kvol;
-                    double *a = acc + ic * c.Pin;
-                    for (int64_t ka = 0, k = 0; ka < c.g.k[0]; ka++)
-                        for (int64_t kb = 0; kb < c.g.k[1]; kb++)
-                            for (int64_t ke = 0; ke < c.g.k[2]; ke++, k++) {
-                                const double wv = wk[k];
-                                CONV_WINDOW(c.g, ka, kb, ke, a[xi] += wv * dyo[oi])
-                            }
-                }
-            }
-            float *dxg = dx + (n * c.C + gi * c.Cg) * c.Pin;
-            for (int64_t i = 0; i < c.Cg * c.Pin; i++) dxg[i] = (float)acc[i];
+            /* A = W_g^T: W_g is [Mg x K] row-major, so element (k, m) is at m K + k */
+            pprt_sgemm(K, c.P, c.Mg, w + gi * c.Mg * K, 1, K, dy + (n * c.Cout + gi * c.Mg) * c.P, c.P, 1, col, c.P,
+                       gs);
+            col2im3(col, &c, dx + (n * c.C + gi * c.Cg) * c.Pin);
         }
     return PP_OK;
 }
 
+/* dW_g = sum over the images of dY_g col^T (Mg x K), the images in order */
 pp_status kern_CONVGRADW(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                          pprt_scratch *scratch, pp_err *err) {
-    (void)scratch;
     PP_TRY(pprt_check_outputs(PP_OP_CONVGRADW, attrs, in, n_in, out, n_out, err));
     conv_prob c;
     PP_TRY(conv_prob_make("pp.ConvGradW", attrs, &in[1].shape, &out[0].shape, &in[0], &c, err));
     const float *dy = in[0].data, *x = in[1].data;
     float *dw = out[0].data;
-    for (int64_t oc = 0; oc < c.Cout; oc++) {
-        const int64_t gi = oc / c.Mg;
-        for (int64_t ic = 0; ic < c.Cg; ic++)
-            for (int64_t ka = 0, k = 0; ka < c.g.k[0]; ka++)
-                for (int64_t kb = 0; kb < c.g.k[1]; kb++)
-                    for (int64_t ke = 0; ke < c.g.k[2]; ke++, k++) {
-                        double s = 0;
-                        for (int64_t n = 0; n < c.N; n++) {
-                            const float *dyo = dy + (n * c.Cout + oc) * c.P;
-                            const float *xc = x + (n * c.C + gi * c.Cg + ic) * c.Pin;
-                            CONV_WINDOW(c.g, ka, kb, ke, s += (double)xc[xi] * dyo[oi])
-                        }
-                        dw[(oc * c.Cg + ic) * c.kvol + k] = (float)s;
-                    }
-    }
+    const int64_t K = c.Cg * c.kvol;
+    memset(dw, 0, (size_t)(c.Cout * K) * sizeof *dw);
+    if (K == 0 || c.P == 0 || c.Mg == 0) return PP_OK;
+    float *col, *prod, *gs = conv_scratch("pp.ConvGradW", &c, scratch, &col, &prod, err);
+    if (!gs) return err->code;
+    for (int64_t n = 0; n < c.N; n++)
+        for (int64_t gi = 0; gi < c.group; gi++) {
+            im2col3(x + (n * c.C + gi * c.Cg) * c.Pin, &c, col);
+            /* B = col^T: element (p, k) of it is col[k P + p] */
+            pprt_sgemm(c.Mg, K, c.P, dy + (n * c.Cout + gi * c.Mg) * c.P, c.P, 1, col, 1, c.P, prod, K, gs);
+            float *dwg = dw + gi * c.Mg * K;
+            for (int64_t i = 0; i < c.Mg * K; i++) dwg[i] += prod[i];
+        }
     return PP_OK;
 }
 
