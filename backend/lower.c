@@ -118,8 +118,25 @@ static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
     int n_recv = s == 0 ? g->n_inputs : g->bounds[s - 1].n;
     const int *send = s == p - 1 ? g->outputs : g->bounds[s].vals;
     int n_send = s == p - 1 ? g->n_outputs : g->bounds[s].n;
+    /* a training plan: device d's stash after stage d's send list and after
+     * stage 2P-1-d's recv list (passes/boundary.c) */
+    const int P = g->train_devices, d = s < P ? s : 2 * P - 1 - s;
+    const pp_boundary *stash = P && g->stash ? &g->stash[d] : NULL;
+    if (stash && stash->n) {
+        int *both = A(sizeof(int) * (size_t)((s < P ? n_send : n_recv) + stash->n));
+        if (!both) return PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+        const int *base = s < P ? send : recv;
+        const int nb = s < P ? n_send : n_recv;
+        memcpy(both, base, sizeof(int) * (size_t)nb);
+        memcpy(both + nb, stash->vals, sizeof(int) * (size_t)stash->n);
+        if (s < P) send = both, n_send = nb + stash->n;
+        else recv = both, n_recv = nb + stash->n;
+        st->n_stash = stash->n;
+    }
     for (int v = 0; v < g->n_values; v++) c->tid[v] = c->send_slot[v] = -1;
-    for (int i = 0; i < n_send; i++) c->send_slot[send[i]] = i;
+    /* a value sent on and kept in the stash too is written to its first slot */
+    for (int i = 0; i < n_send; i++)
+        if (c->send_slot[send[i]] < 0) c->send_slot[send[i]] = i;
 
     /* upper bound on tensors: recv + every input and output of the stage's nodes */
     size_t cap = (size_t)n_recv;

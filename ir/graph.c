@@ -67,6 +67,8 @@ void pp_graph_free(pp_graph *g) {
     if (g->bounds)
         for (int i = 0; i < g->n_stages - 1; i++) free(g->bounds[i].vals);
     free(g->bounds);
+    for (int d = 0; g->stash && d < g->train_devices; d++) free(g->stash[d].vals);
+    free(g->stash);
     free(g->stage_arena);
     free(g->stage_info);
     if (g->keep_free) g->keep_free(g->keep);

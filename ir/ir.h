@@ -188,6 +188,9 @@ typedef struct pp_graph {
     /* a training plan (ppcc --train): stages s and 2 x train_devices - 1 - s
      * are the forward and the backward of one device's ops; 0: not one */
     int train_devices;
+    /* per device of a training plan: the values its forward stage keeps for
+     * its backward stage, on the device (passes/boundary.c); NULL otherwise */
+    pp_boundary *stash;
     /* when a split fails its memory caps: the stage that overflows most (in
      * the closest split), its estimated bytes and its cap; over_stage -1
      * otherwise (set by partition and stage costs) */

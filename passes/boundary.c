@@ -1,6 +1,8 @@
 /* boundary.c: the values that cross each cut. Boundary i (0 <= i < P-1)
  * holds every non-constant value available in stages <= i (graph inputs count
- * as stage -1) that a node of a stage > i consumes, or that is a graph output.
+ * as stage -1) that a node of a stage > i consumes, or that is a graph output
+ * (in a training plan, less what a device keeps for its own backward: the
+ * stash, below).
  * Skip connections therefore pass through intermediate stages unchanged.
  * Values are listed in value-index order, which is deterministic. */
 #include "passes.h"
@@ -14,16 +16,64 @@ int pp_value_def_stage(const pp_graph *g, int v) {
     return g->nodes[val->producer].stage;
 }
 
+/* A training plan (passes/partition_train.c): a value that device d's
+ * backward stage 2P-1-d reads and its forward stage d already has (made
+ * there, or received) stays on the device, in its stash: it counts as read
+ * at stage d, and d's stash lists it (lower.c appends the stash to stage d's
+ * send list and to stage 2P-1-d's recv list). */
+static int stash_use(pp_graph *g, int v, int u, bool *stashed) {
+    const int P = g->train_devices, a = pp_value_def_stage(g, v);
+    *stashed = false;
+    if (!P || u < P || a >= P) return u;
+    const int d = 2 * P - 1 - u;
+    if (a > d) return u;
+    *stashed = true;
+    return d;
+}
+
+static pp_status add_stash(pp_graph *g, int d, int v, pp_err *err) {
+    pp_boundary *st = &g->stash[d];
+    for (int i = 0; i < st->n; i++)
+        if (st->vals[i] == v) return PP_OK;
+    int *nv = realloc(st->vals, sizeof(int) * (size_t)(st->n + 1));
+    if (!nv) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    st->vals = nv;
+    st->vals[st->n++] = v;
+    st->bytes += g->values[v].nbytes;
+    return PP_OK;
+}
+
+static int cmp_int(const void *a, const void *b) {
+    const int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
 pp_status pp_boundaries(pp_graph *g, pp_err *err) {
     int p = g->n_stages;
     int *last = malloc(sizeof(int) * pp_count(g->n_values));
     if (!last) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (g->train_devices && !(g->stash = calloc((size_t)g->train_devices, sizeof *g->stash))) {
+        free(last);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
     for (int v = 0; v < g->n_values; v++) last[v] = -3;
     for (int i = 0; i < g->n_nodes; i++)
         for (int k = 0; k < g->nodes[i].n_in; k++) {
             int v = g->nodes[i].in[k];
-            if (v >= 0 && g->nodes[i].stage > last[v]) last[v] = g->nodes[i].stage;
+            if (v < 0 || g->values[v].is_const) continue;
+            bool stashed;
+            const int u = stash_use(g, v, g->nodes[i].stage, &stashed);
+            if (stashed) {
+                pp_status s = add_stash(g, u, v, err);
+                if (s != PP_OK) {
+                    free(last);
+                    return s;
+                }
+            }
+            if (u > last[v]) last[v] = u;
         }
+    for (int d = 0; d < g->train_devices; d++) /* value order, as the boundaries */
+        qsort(g->stash[d].vals, (size_t)g->stash[d].n, sizeof(int), cmp_int);
     for (int k = 0; k < g->n_outputs; k++) last[g->outputs[k]] = p; /* leaves the last stage */
     g->bounds = calloc((size_t)(p > 1 ? p - 1 : 1), sizeof *g->bounds);
     if (!g->bounds) {

@@ -66,6 +66,9 @@ pp_status pp_memplan(pp_graph *g, pp_err *err) {
     for (int s = 0; s < g->n_stages - 1; s++)
         for (int i = 0; i < g->bounds[s].n; i++)
             if (pp_value_def_stage(g, g->bounds[s].vals[i]) == s) leaves[g->bounds[s].vals[i]] = s + 1;
+    for (int d = 0; g->stash && d < g->train_devices; d++) /* kept for the device's backward: in the message */
+        for (int i = 0; i < g->stash[d].n; i++)
+            if (pp_value_def_stage(g, g->stash[d].vals[i]) == d) leaves[g->stash[d].vals[i]] = d + 1;
     for (int k = 0; k < g->n_outputs; k++)
         if (g->values[g->outputs[k]].producer >= 0)
             leaves[g->outputs[k]] = g->nodes[g->values[g->outputs[k]].producer].stage + 1;

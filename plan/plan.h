@@ -65,6 +65,10 @@ typedef struct pprt_stage {
     size_t weight_bytes;
     const char *backend; /* where ppcc --placement put it ("": pprt's choice) */
     int device;          /* and on which device (-1: any) */
+    /* a training plan: the last n_stash slots of a forward stage's out
+     * layout, and of a backward stage's in layout, are its device's stash:
+     * kept on the device between the two (runtime/train.c), sent nowhere */
+    int n_stash;
 } pprt_stage;
 
 typedef struct pprt_io {

@@ -205,6 +205,14 @@ static pp_status stage_fields(const Ppplan__Stage *m, int si, const pprt_plan *p
     st->n_send = (int)m->n_send;
     st->recv = m->recv;
     st->send = m->send;
+    /* a training plan's stash: the tail of a forward stage's send list, of a
+     * backward stage's recv list */
+    const int P = p->train_devices;
+    const size_t tail = si < P ? m->n_send : m->n_recv;
+    if (m->n_stash < 0 || (!P && m->n_stash) || (size_t)m->n_stash > tail)
+        return PP_FAIL(err, PP_EINVAL, "stage %d: stash of %d tensors: expected 0%s..%zu", si, (int)m->n_stash,
+                       P ? "" : " (not a training plan)", P ? tail : (size_t)0);
+    st->n_stash = (int)m->n_stash;
     st->arena_bytes = m->arena_bytes;
     st->flops = m->flops;
     st->weight_bytes = m->weight_bytes;
@@ -329,17 +337,20 @@ static pp_status check_arena(const pprt_stage *st, int si, pp_err *err) {
 }
 
 /* The recv and send lists: slot i of recv is the RECV tensor of slot i; slot
- * i of send the SEND tensor of slot i or a received one passed through. */
-static pp_status check_slots(const pprt_stage *st, int si, pp_err *err) {
+ * i of send the SEND tensor of slot i or a received one passed through; a
+ * forward stage's stash slots any SEND or RECV tensor (what the stage sends
+ * on may be kept too). */
+static pp_status check_slots(const pprt_stage *st, int si, bool forward, pp_err *err) {
     for (int i = 0; i < st->n_recv; i++)
         if (st->recv[i] < 0 || st->recv[i] >= st->n_tensors || st->t[st->recv[i]].kind != PPRT_RECV ||
             st->t[st->recv[i]].offset != (size_t)i)
             return PP_FAIL(err, PP_EINVAL, "stage %d: recv slot %d: expected a RECV tensor for slot %d", si, i, i);
     for (int i = 0; i < st->n_send; i++) {
         int id = st->send[i];
+        const bool stash = forward && i >= st->n_send - st->n_stash;
         if (id < 0 || id >= st->n_tensors ||
             !(st->t[id].kind == PPRT_RECV ||
-              (st->t[id].kind == PPRT_SEND && st->t[id].offset == (size_t)i)))
+              (st->t[id].kind == PPRT_SEND && (stash || st->t[id].offset == (size_t)i))))
             return PP_FAIL(err, PP_EINVAL,
                            "stage %d: send slot %d: expected a SEND tensor for slot %d or a received one",
                            si, i, i);
@@ -514,7 +525,7 @@ pp_status pprt_plan_read_stage(const Ppplan__Stage *m, int si, const pprt_plan *
         s = read_tensor(m->tensors[i], si, i, p, st, err);
     }
     if (s == PP_OK) s = check_arena(st, si, err);
-    if (s == PP_OK) s = check_slots(st, si, err);
+    if (s == PP_OK) s = check_slots(st, si, si < p->train_devices, err);
     for (int ni = 0; ni < st->n_nodes && s == PP_OK; ni++) s = read_node(m->nodes[ni], si, ni, p, st, writer, last, err);
     if (s == PP_OK) s = check_sent(st, si, writer, err);
     if (s == PP_OK) s = check_overlaps(st, si, writer, last, err);
@@ -525,14 +536,35 @@ pp_status pprt_plan_read_stage(const Ppplan__Stage *m, int si, const pprt_plan *
     return s;
 }
 
-static pp_status check_link(const pprt_msg_layout *a, const pprt_msg_layout *b, const char *what,
-                            pp_err *err) {
-    if (a->n != b->n)
-        return PP_FAIL(err, PP_EINVAL, "%s: expected %d tensors, got %d", what, a->n, b->n);
-    for (int i = 0; i < a->n; i++)
-        if (!tdesc_matches(a->t[i], b->t[i]->dtype, &b->t[i]->shape))
-            return PP_FAIL(err, PP_EINVAL, "%s: slot %d ('%s') differs in type or shape", what, i,
-                           a->t[i]->name);
+/* Slots a0.. of layout a against b0.. of b, n of them (n_a and n_b in all). */
+static pp_status check_slots_match(const pprt_msg_layout *a, int a0, int n_a, const pprt_msg_layout *b, int b0, int n_b,
+                                   const char *what, pp_err *err) {
+    if (n_a != n_b) return PP_FAIL(err, PP_EINVAL, "%s: expected %d tensors, got %d", what, n_a, n_b);
+    for (int i = 0; i < n_a; i++)
+        if (!tdesc_matches(a->t[a0 + i], b->t[b0 + i]->dtype, &b->t[b0 + i]->shape) ||
+            strcmp(a->t[a0 + i]->name, b->t[b0 + i]->name))
+            return PP_FAIL(err, PP_EINVAL, "%s: slot %d ('%s') differs in name, type or shape", what, i,
+                           a->t[a0 + i]->name);
+    return PP_OK;
+}
+
+/* Stage i-1's outgoing message against stage i's incoming one, each less
+ * its device's stash; in a training plan, each device's stash on both of
+ * its stages. */
+static pp_status check_link(const pprt_plan *p, int i, pp_err *err) {
+    const pprt_stage *a = &p->stages[i - 1], *b = &p->stages[i];
+    const int P = p->train_devices;
+    const int na = a->out.n - (i - 1 < P ? a->n_stash : 0), nb = b->in.n - (i >= P ? b->n_stash : 0);
+    char what[96];
+    snprintf(what, sizeof what, "boundary %d -> %d", i - 1, i);
+    PP_TRY(check_slots_match(&a->out, 0, na, &b->in, 0, nb, what, err));
+    if (i > P || i < P) return PP_OK;
+    for (int d = 0; d < P; d++) {
+        const pprt_stage *f = &p->stages[d], *bk = &p->stages[2 * P - 1 - d];
+        snprintf(what, sizeof what, "device %d's stash (stages %d and %d)", d, d, 2 * P - 1 - d);
+        PP_TRY(check_slots_match(&f->out, f->out.n - f->n_stash, f->n_stash, &bk->in, bk->in.n - bk->n_stash,
+                                 bk->n_stash, what, err));
+    }
     return PP_OK;
 }
 
@@ -551,10 +583,6 @@ pp_status pprt_plan_check_chain(const pprt_plan *p, pp_err *err) {
     for (int i = 0; i < p->n_outputs; i++)
         if (!tdesc_matches(lastst->out.t[i], p->outputs[i].dtype, &p->outputs[i].shape))
             return PP_FAIL(err, PP_EINVAL, "last stage slot %d: differs from plan output '%s'", i, p->outputs[i].name);
-    for (int i = 1; i < p->n_stages; i++) {
-        char what[64];
-        snprintf(what, sizeof what, "boundary %d -> %d", i - 1, i);
-        PP_TRY(check_link(&p->stages[i - 1].out, &p->stages[i].in, what, err));
-    }
+    for (int i = 1; i < p->n_stages; i++) PP_TRY(check_link(p, i, err));
     return PP_OK;
 }

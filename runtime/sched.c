@@ -94,6 +94,7 @@ struct sched {
     pthread_t *th;     /* W */
     int started;       /* stage threads started */
     pprt_link **links; /* R x (P + 1): each replica's source, P - 1 boundaries, sink */
+    pprt_stash **stash; /* a training plan: R x devices, each replica's device's stash (or NULL) */
     int64_t *done;     /* per replica: micro-batches its sink has (the progress bar) */
     prog_ctx *pcs;   /* per replica: its sink's progress context */
     pprt_array *ins, *outs; /* each replica's share of the inputs and outputs: views into the arrays */
@@ -165,7 +166,11 @@ static pp_status make_links(sched *S, int k, const pprt_array *in, pprt_array *o
     for (int b = 0; b < P - 1; b++) {
         char name[96];
         snprintf(name, sizeof name, "stage %d -> stage %d%s", b, b + 1, rep);
-        PP_TRY(pprt_link_between(&w[b].at, &w[b + 1].at, p->stages[b].out.bytes, o->depth, name, &L[b + 1], err));
+        /* a training plan's stash makes a forward stage's outgoing message, or a
+         * backward stage's incoming one, longer than the other end's */
+        const size_t bytes = p->stages[b].out.bytes > p->stages[b + 1].in.bytes ? p->stages[b].out.bytes
+                                                                                 : p->stages[b + 1].in.bytes;
+        PP_TRY(pprt_link_between(&w[b].at, &w[b + 1].at, bytes, o->depth, name, &L[b + 1], err));
     }
     S->pcs[k] = (prog_ctx){S, k};
     PP_TRY(pprt_link_sink(p, out, n, o->warmup, w[P - 1].rec->t_end, o->progress ? progress : NULL, &S->pcs[k],
@@ -260,7 +265,8 @@ static pp_status alloc_run(sched *S, pp_err *err) {
     S->ins = calloc((size_t)S->R * (size_t)(NI > 0 ? NI : 1), sizeof *S->ins);
     S->outs = calloc((size_t)S->R * (size_t)(NO > 0 ? NO : 1), sizeof *S->outs);
     S->cpus = malloc(CPU_SETSIZE * sizeof *S->cpus);
-    if (!S->w || !S->recs || !S->be || !S->th || !S->links || !S->done || !S->pcs || !S->ins || !S->outs || !S->cpus)
+    S->stash = calloc((size_t)S->R * (size_t)(S->p->train_devices > 0 ? S->p->train_devices : 1), sizeof *S->stash);
+    if (!S->stash || !S->w || !S->recs || !S->be || !S->th || !S->links || !S->done || !S->pcs || !S->ins || !S->outs || !S->cpus)
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     return PP_OK;
 }
@@ -330,6 +336,13 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
         PP_TRY(make_links(S, k, in, out, nk, err));
         pprt_link **L = S->links + (size_t)k * (size_t)(P + 1);
         for (int i = 0; i < P; i++) S->w[k * P + i].run.in = L[i], S->w[k * P + i].run.out = L[i + 1];
+        const int D = p->train_devices;
+        for (int d = 0; d < D; d++) {
+            pprt_stash **st = &S->stash[k * D + d];
+            PP_TRY(pprt_stash_new(p, d, st, err));
+            S->w[k * P + d].run.stash_out = *st;
+            S->w[k * P + 2 * D - 1 - d].run.stash_in = *st;
+        }
     }
     return PP_OK;
 }
@@ -389,6 +402,8 @@ static void free_run(sched *S, pprt_array *outputs, pp_status s) {
     for (int i = 0; S->recs && i < S->W; i++) pprt_rec_free(&S->recs[i]);
     for (int k = 0; S->links && k < S->R * (S->P + 1); k++)
         if (S->links[k]) S->links[k]->ops->destroy(S->links[k]);
+    for (int k = 0; S->stash && k < S->R * S->p->train_devices; k++) pprt_stash_free(S->stash[k]);
+    free(S->stash);
     if (s != PP_OK)
         for (int i = 0; i < S->p->n_outputs; i++) {
             free(outputs[i].data);

@@ -9,6 +9,7 @@
 #define PPRT_STAGE_LOOP_H
 
 #include "link/link.h"
+#include "stash.h"
 
 typedef struct pprt_stage_run {
     int stage;               /* for messages */
@@ -25,6 +26,9 @@ typedef struct pprt_stage_run {
     pprt_trace_track *trace;
     double *prev_ns;
     const pprt_gate *gate;   /* around each micro-batch's run (pprt.h), or NULL */
+    /* a training plan's stash (stash.h): a forward stage pushes it after
+     * each run, the backward stage of its device pops it before; NULL: none */
+    pprt_stash *stash_out, *stash_in;
     int replica;             /* for the gate */
 } pprt_stage_run;
 

@@ -87,8 +87,10 @@ void pprt_pass_through(const pprt_stage *st, const void *in_msg, void *out_msg) 
 static pp_status ref_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
     const pprt_stage *st = x->st;
     for (int i = 0; i < st->in.n; i++) x->ptr[st->recv[i]] = (unsigned char *)in_msg + st->in.off[i];
+    /* a SEND tensor at its own slot (a training plan's stash may list it again) */
     for (int i = 0; i < st->out.n; i++)
-        if (st->out.t[i]->kind == PPRT_SEND) x->ptr[st->send[i]] = (unsigned char *)out_msg + st->out.off[i];
+        if (st->out.t[i]->kind == PPRT_SEND && st->out.t[i]->offset == (size_t)i)
+            x->ptr[st->send[i]] = (unsigned char *)out_msg + st->out.off[i];
     PP_TRY(pprt_run_nodes(&x->nodes, err));
     pprt_pass_through(st, in_msg, out_msg);
     return PP_OK;

@@ -625,7 +625,7 @@ static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_e
     const pprt_stage *st = x->st;
     for (int i = 0; i < st->in.n; i++) x->ptr[st->recv[i]] = (unsigned char *)in_msg + st->in.off[i];
     for (int i = 0; i < st->out.n; i++)
-        if (st->out.t[i]->kind == PPRT_SEND) {
+        if (st->out.t[i]->kind == PPRT_SEND && st->out.t[i]->offset == (size_t)i) { /* its own slot */
             void *at = (unsigned char *)out_msg + st->out.off[i];
             if (x->kind[st->send[i]] == PPRT_SEND) x->ptr[st->send[i]] = at;
             else x->msg[st->send[i]] = at;

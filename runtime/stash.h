@@ -1,0 +1,37 @@
+/* stash.h: what a device keeps between its forward and its backward stage
+ * (a training plan's stash, pprt_stage.n_stash): after the forward stage
+ * runs micro-batch m, the tail of its outgoing message that is the stash
+ * goes into the device's FIFO; before the backward stage runs m, it comes
+ * out into the tail of the incoming message. Both stages take micro-batches
+ * in order, and the backward's input comes after the forward ran (it went
+ * on through the later stages), so an entry is always there to take. */
+#ifndef PPRT_STASH_H
+#define PPRT_STASH_H
+
+#include <pthread.h>
+
+#include "pprt.h"
+
+typedef struct pprt_stash {
+    pthread_mutex_t mu;
+    size_t bytes;      /* of one entry */
+    const pprt_stage *f; /* the forward stage: its stash slots say where each tensor lies */
+    size_t out_off;    /* where the stash starts in the forward stage's outgoing message */
+    size_t in_off;     /* and in the backward stage's incoming one */
+    void **q;          /* FIFO of entries, ring of cap */
+    int cap, head, n;
+    void **free_list;  /* spare entries */
+    int n_free, free_cap;
+    int peak;          /* most entries held at once */
+} pprt_stash;
+
+/* The stash of device d of p (d < p->train_devices), or NULL in *out when
+ * the device keeps none. */
+pp_status pprt_stash_new(const pprt_plan *p, int d, pprt_stash **out, pp_err *err);
+/* Each stash tensor from where the forward stage has it: its own slot of
+ * out_msg, the slot of out_msg where it also goes on, or in_msg. */
+pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, const void *out_msg, pp_err *err);
+pp_status pprt_stash_pop(pprt_stash *s, void *in_msg, pp_err *err);
+void pprt_stash_free(pprt_stash *s);
+
+#endif
