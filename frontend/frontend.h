@@ -73,4 +73,11 @@ pp_status pp_onnx_external_data(pp_graph *g, const struct Onnx__TensorProto *t, 
                                 const char *what, size_t nbytes, size_t align, const void **data,
                                 pp_err *err);
 
+/* ppcc --save-onnx: the model at `model` written to `out` (whole or not at
+ * all) with each initializer that DIR/NAME.npy names (the file names pprt
+ * --save-weights writes) holding that file's values, inline; a file naming
+ * no initializer, or one of another type or shape, is refused (PP_EINVAL).
+ * *replaced: how many were replaced. */
+pp_status pp_onnx_save_weights(const char *model, const char *dir, const char *out, int *replaced, pp_err *err);
+
 #endif

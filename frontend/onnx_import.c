@@ -1167,6 +1167,7 @@ static pp_status import_model(Onnx__ModelProto *m, const pp_import_opts *o, pp_g
         if (const_binding(o, t->name) >= 0) continue; /* a default value that --const replaces */
         int v;
         PP_TRY(import_tensor(g, t, t->name, "initializer", &v, err));
+        g->values[v].is_initializer = true;
     }
     for (size_t i = 0; i < gp->n_input; i++) {
         const char *name = gp->input[i]->name ? gp->input[i]->name : "";

@@ -258,7 +258,9 @@ pp_status pp_train_params(pp_graph *g, const pp_train_opts *t, pp_err *err) {
         for (int k = 0; k < n->n_in; k++) {
             const int v = n->in[k];
             if (v < 0 || !g->values[v].is_const || !float_type(g->values[v].dtype)) continue;
-            if (g->values[v].producer >= 0) continue; /* folded: not a weight of the model */
+            /* a weight is an initializer: not a Constant node's value (an epsilon, an exponent, a
+             * mask value), nor a constant ppcc folded */
+            if (g->values[v].producer >= 0 || !g->values[v].is_initializer) continue;
             /* an op without a rule: every float input would need one */
             if (!pp_grad_table[n->op].rule || (k < 32 && (slots >> k) & 1)) cand[v] = true;
         }

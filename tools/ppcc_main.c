@@ -20,6 +20,7 @@
 typedef struct ppcc_cli {
     const char *model, *out, *report_json, *report_html, *export_dir;
     bool report, quiet, ref_weights, verbose, out_given, measure, modules, help, version;
+    const char *save_onnx, *weights; /* --save-onnx FILE --weights DIR: the model with trained weights */
     pp_import_opts io;
     ppcc_measure_opts mo;
     pp_compile_opts co;
@@ -139,6 +140,12 @@ static const pp_opt own_rows[] = {
     {"--modules", PP_OPT_FLAG, NULL, F(modules), 0, 0, NULL, NULL, NULL,
      "list the model's module paths (as PyTorch's named_modules() names them), each with its op count and first "
      "op; no plan", 0, 0, NULL, NULL, NULL},
+    {"--save-onnx", PP_OPT_STR, "FILE", F(save_onnx), 0, 0, NULL, "a file name", NULL,
+     "write the model with the weights --weights DIR holds (pprt --save-weights after training) to FILE; no plan",
+     0, 0, "training", NULL, NULL},
+    {"--weights", PP_OPT_STR, "DIR", F(weights), 0, 0, NULL, "a directory", NULL,
+     "the weights --save-onnx puts in, NAME.npy each (every file must name an initializer of the model's type and "
+     "shape)", 0, 0, NULL, NULL, NULL},
     {"-q", PP_OPT_FLAG, NULL, F(quiet), 0, 0, NULL, NULL, NULL, "print nothing on success", 0, 0, NULL, NULL, NULL},
     {"-v", PP_OPT_FLAG, NULL, F(verbose), 0, 0, NULL, NULL, NULL, "errors also name the source line that raised them",
      0, 0, NULL, NULL, NULL},
@@ -352,6 +359,21 @@ static pp_status check_paths(const ppcc_cli *c, pp_err *err) {
     return PP_OK;
 }
 
+/* --save-onnx FILE --weights DIR: the model with new weights; nothing compiled. */
+static pp_status save_onnx(const ppcc_cli *c, pp_err *err) {
+    if (!c->weights) return PP_FAIL(err, PP_EINVAL, "--save-onnx needs --weights DIR (the weights to put in)");
+    struct stat a, b;
+    if (stat(c->save_onnx, &a) == 0 && stat(c->model, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        return PP_FAIL(err, PP_EINVAL, "--save-onnx %s is the model itself: write the trained model elsewhere",
+                       c->save_onnx);
+    PP_TRY(pp_outfile_check(c->save_onnx, true, err));
+    int n;
+    PP_TRY(pp_onnx_save_weights(c->model, c->weights, c->save_onnx, &n, err));
+    if (!c->quiet) printf("ppcc: %s with %d weight%s from %s -> %s\n", c->model, n, n == 1 ? "" : "s", c->weights,
+                          c->save_onnx);
+    return PP_OK;
+}
+
 /* --modules: the module paths as imported, for --split-at and --exec-seq;
  * nothing compiled. */
 static pp_status list_modules(ppcc_cli *c, pp_err *err) {
@@ -493,7 +515,7 @@ int main(int argc, char **argv) {
     static ppcc_cli c = {.out = "plan.bin", .mo = {.runs = 3}};
     pp_compile_opts_init(&c.co);
     int rc = parse_args(argc, argv, &c);
-    if (rc < 0 && !c.modules) rc = check_args(&c);
+    if (rc < 0 && !c.modules && !c.save_onnx) rc = check_args(&c);
     if (rc >= 0) return rc;
     pp_err err = {0};
     /* --search --measure: a profile per micro-batch size, for the search and
@@ -502,6 +524,8 @@ int main(int argc, char **argv) {
     pp_status s = PP_OK;
     if (c.modules) {
         s = list_modules(&c, &err);
+    } else if (c.save_onnx) {
+        s = save_onnx(&c, &err);
     } else if ((s = check_paths(&c, &err)) == PP_OK) {
         bool go = !(c.co.search || c.co.max_batch);
         if (!go) s = run_budget(&c, &searched, &go, &err);

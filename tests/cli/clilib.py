@@ -105,6 +105,8 @@ def fixtures():
     check(r.returncode == 0, f"digits --ref-weights: {r.stderr}")
     r = run([PPCC, M, "-pp", "2", "-b", "8", "--train", "--loss", "cross-entropy:logits", "-q", "-o", "train.plan"])
     check(r.returncode == 0, f"digits --train: {r.stderr}")
+    os.makedirs("wts", exist_ok=True)  # a weight for --save-onnx --weights
+    np.save("wts/head.fc.bias.npy", np.zeros(10, np.float32))
     os.makedirs("tdata", exist_ok=True)
     np.save("tdata/input.npy", np.load(os.path.join(DATA, "input.npy"))[:64])
     np.save("tdata/labels.npy", np.load(os.path.join(os.path.dirname(DATA), "labels.npy"))[:64])

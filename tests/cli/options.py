@@ -95,6 +95,8 @@ PPCC_VALUES = {
     "--dump-dot": ("{f}", [], M, "plan", None),
     "--dump-ir": ("import", [], M, "stdout", None),
     "--loss": ("cross-entropy:logits", ["--train", "-b", "2"], M, "plan", "mse:"),
+    "--save-onnx": ("{f}", ["--weights", "wts"], M, "file", None),
+    "--weights": ("wts", ["--save-onnx", "saved.onnx"], M, "file", None),
     "--freeze": ("stem", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", ","),
 }
 # pprt: (value, other arguments, compared: out | accuracy | check | json | stderr, bad value)
@@ -189,6 +191,10 @@ def ppcc_row(k, names, v):
             check(same_tree(plan0, plan), f"ppcc: '{' '.join(spelled0)}' and '{' '.join(spelled)}' give different plans")
             if "{f}" in val and names[0] != "-o":
                 check(same_tree(f0, f), f"ppcc: '{' '.join(spelled0)}' and '{' '.join(spelled)}' write different files")
+        elif cmp == "file":  # --save-onnx: the model written, no plan
+            written = f if names[0] == "--save-onnx" else "saved.onnx"
+            check(os.path.getsize(written) > 1000 if os.path.exists(written) else False,
+                  f"ppcc {' '.join(spelled)}: no model written")
         elif cmp == "stdout":  # the search's own time ("0.01 s") left out
             a, b = (re.sub(r"[0-9.]+ s$", "", x.stdout, flags=re.M) for x in (r0, r))
             check(a == b and a, f"ppcc {names[0]}: the forms print differently:\n{r0.stdout[-300:]}\n{r.stdout[-300:]}")

@@ -16,6 +16,9 @@ with AdamW, then SGD with Nesterov momentum, a warm-up and a cosine schedule. Ch
   - the held-out accuracy of pprt's weights at least PyTorch's minus 0.5%;
   - the trained weights bit-identical at -pp 1, 2 and 4 (ref), and at -pp 1
     and 2 on dnnl, and with the log's records parsing as JSON;
+  - ppcc --save-onnx puts the trained weights back into the model, which
+    onnxruntime runs to PyTorch's logits (a stray or misshapen weight file
+    refused);
   - --eval's accuracy is the one PyTorch finds for pprt's weights; a run
     stopped and resumed from its checkpoint, one on 2 replicas, and runs
     under the GPipe and the flow schedule end with the weights of an
@@ -201,6 +204,33 @@ for name, args in OPTS.items():
             continue
         same = all(np.array_equal(w[k], base[be][k]) for k in base[be])
         check(same, f"{name}: weights at -pp {pp} on {be} differ from -pp 1's")
+
+# ppcc --save-onnx: the model with pprt's trained weights, which onnxruntime runs as PyTorch runs them
+if os.path.isdir("w_adamw_pp1"):
+    r = subprocess.run([PPCC, "net.onnx", "--save-onnx", "trained.onnx", "--weights", "w_adamw_pp1"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and "with 8 weights" in r.stdout, f"--save-onnx: exit {r.returncode}: {r.stdout}{r.stderr}")
+    if r.returncode == 0:
+        import onnxruntime
+        y, = onnxruntime.InferenceSession("trained.onnx").run(["logits"], {"input": XH[:16]})
+        w = {os.path.splitext(n)[0]: np.load(os.path.join("w_adamw_pp1", n)) for n in os.listdir("w_adamw_pp1")}
+        net = Net()
+        net.load_state_dict({k: torch.from_numpy(v) for k, v in w.items()})
+        with torch.no_grad():
+            want = net(torch.from_numpy(XH[:16])).numpy()
+        check(np.allclose(y, want, rtol=1e-5, atol=1e-5), f"--save-onnx: onnxruntime's logits {y[0, :3]} vs "
+              f"PyTorch's {want[0, :3]}")
+    os.makedirs("wbad", exist_ok=True)
+    np.save("wbad/nothing.npy", np.zeros(3, np.float32))
+    r = subprocess.run([PPCC, "net.onnx", "--save-onnx", "bad.onnx", "--weights", "wbad"], capture_output=True, text=True)
+    check(r.returncode == 2 and "nothing.npy names no initializer" in r.stderr and not os.path.exists("bad.onnx"),
+          f"--save-onnx with a stray file: exit {r.returncode}: {r.stderr[-200:]}")
+    np.save("wbad/nothing.npy", np.zeros(3, np.float32))
+    os.remove("wbad/nothing.npy")
+    np.save("wbad/fc.bias.npy", np.zeros(11, np.float32))
+    r = subprocess.run([PPCC, "net.onnx", "--save-onnx", "bad.onnx", "--weights", "wbad"], capture_output=True, text=True)
+    check(r.returncode == 2 and "initializer 'fc.bias' has another type or shape" in r.stderr,
+          f"--save-onnx with a wrong shape: exit {r.returncode}: {r.stderr[-200:]}")
 
 # --eval: the held-out accuracy pprt prints is the one its weights give in PyTorch
 os.makedirs("held", exist_ok=True)
