@@ -8,7 +8,9 @@ the reference kernels and on oneDNN, and the loss and each weight's
 gradient must match autograd's in float32 within rtol 1e-4 and an atol of
 1e-5 of the largest gradient (sums run in another order on each side).
 A weight placed before an op (x + p, p of x's shape) makes the op's input
-gradient a weight's gradient, so input gradients are checked too. The cases
+gradient a weight's gradient, so input gradients are checked too; an op
+followed by a square gets a gradient that depends on the data, which the
+plan computes at run time (a gradient of the weights alone folds). The cases
 cover every op that has a rule: Gemm, MatMul (batched, broadcast, 1-D),
 Conv (strides, padding, dilation, groups, 1-D and 3-D), MaxPool (ties after
 a Relu, padding, ceil_mode), GlobalAveragePool, the binary ops with
@@ -219,16 +221,16 @@ class Par(nn.Module):
 probe("squeeze_unsqueeze", (2, 1, 3), lambda m, x: x.squeeze(1).unsqueeze(0).unsqueeze(-1) * 2)
 probe("concat_axis1", (2, 3, 4), lambda m, x: torch.cat([x[:, :1] * 3, x, torch.tanh(x), m.mods[0].w], 1), [Par(2, 2, 4)])
 probe("concat_last", (3, 4), lambda m, x: torch.cat([m.mods[0].w, x, x], -1), [Par(3, 1)])
-probe("split_sizes_unused", (2, 6, 3), lambda m, x: torch.cat(torch.split(x, [1, 3, 2], dim=1)[::2], 1))
+probe("split_sizes_unused", (2, 6, 3), lambda m, x: torch.cat(torch.split(x, [1, 3, 2], dim=1)[::2], 1) ** 2)
 probe("split_chunk_all", (4, 6), lambda m, x: torch.stack(x.chunk(3, 1), 0) * torch.arange(3.0).reshape(3, 1, 1))
 probe("split_unbind", (2, 3, 5), lambda m, x: x.unbind(1)[0] * 2 + x.unbind(1)[2])
-probe("slice_unit", (3, 7, 4), lambda m, x: x[:, 1:5] * 2)
+probe("slice_unit", (3, 7, 4), lambda m, x: x[:, 1:5] ** 2)
 probe("slice_negative", (3, 7), lambda m, x: x[-2:, -4:-1])
-probe("slice_steps", (3, 9, 8), lambda m, x: x[:, 1:8:3, ::2])
-probe("slice_flip", (2, 5, 4), lambda m, x: torch.flip(x, [1, 2])[:, :, 1:])
+probe("slice_steps", (3, 9, 8), lambda m, x: x[:, 1:8:3, ::2] ** 2)
+probe("slice_flip", (2, 5, 4), lambda m, x: torch.flip(x, [1, 2])[:, :, 1:] ** 2)
 probe("slice_empty_out", (2, 5), lambda m, x: torch.cat([x[:, 3:3], x[:, 1:2]], 1))
 probe("gather_scalar_index", (2, 5, 3), lambda m, x: x[:, 2] * x[:, -1])
-probe("gather_repeated", (4, 5), lambda m, x: x[:, [0, 2, 2, 4, 2]])
+probe("gather_repeated", (4, 5), lambda m, x: x[:, [0, 2, 2, 4, 2]] ** 2)
 probe("gather_axis0", (6, 3), lambda m, x: x[[5, 0, 5]])
 
 
@@ -244,14 +246,14 @@ class Embed(nn.Module):
 
 run_case("gather_embedding_data", Embed(), [torch.tensor([[1, 3, 3, 6], [0, 3, 1, 1]])])
 GE = torch.tensor([[0, 0, 2], [1, 3, 3], [4, 0, 1]])
-probe("gather_elements", (3, 5), lambda m, x: torch.gather(x, 1, GE))
+probe("gather_elements", (3, 5), lambda m, x: torch.gather(x, 1, GE) ** 2)
 probe("gather_elements_axis0", (4, 3), lambda m, x: torch.gather(x, 0, GE.clamp(max=3)))
-probe("expand", (3, 1), lambda m, x: x.expand(2, 3, 4))
+probe("expand", (3, 1), lambda m, x: x.expand(2, 3, 4) ** 2)
 probe("expand_param", (2, 3, 4), lambda m, x: x * m.mods[0].w.expand(2, 3, 4), [Par(1, 4)])
 probe("pad_constant", (2, 3, 4), lambda m, x: F.pad(x, (1, 2, 0, 1)))
-probe("pad_crop", (2, 3, 5), lambda m, x: F.pad(x, (-1, 2, 1, -1), value=0.5))
+probe("pad_crop", (2, 3, 5), lambda m, x: F.pad(x, (-1, 2, 1, -1), value=0.5) ** 2)
 probe("tile", (2, 3), lambda m, x: x.repeat(2, 1) * x.repeat(2, 1))
-probe("tile_rank_up", (3, 1, 2), lambda m, x: x.repeat(2, 1, 3, 2))
+probe("tile_rank_up", (3, 1, 2), lambda m, x: x.repeat(2, 1, 3, 2) ** 2)
 probe("einsum_bmm", (2, 3, 4), lambda m, x: torch.einsum("bij,jk->bik", x, m.mods[0].w), [Par(4, 5)])
 probe("einsum_attn", (2, 2, 3, 4), lambda m, x: torch.einsum("bhqd,bhkd->bhqk", x, x * 2))
 probe("einsum_transpose_sum", (3, 4), lambda m, x: torch.einsum("ij->ji", x) + torch.einsum("ij->", x))
