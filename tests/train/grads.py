@@ -263,6 +263,10 @@ probe("einsum_three", (3, 4), lambda m, x: torch.einsum("ij,jk,k->i", x, m.mods[
 MASK = torch.rand(3, 4) > 0.4
 probe("where", (2, 3, 4), lambda m, x: torch.where(MASK, x, m.mods[0].w), [Par(3, 1)])
 probe("where_same", (3, 4), lambda m, x: torch.where(MASK, x, x * 3))
+# nn.MultiheadAttention's export: Slice of the packed projection, Transpose, batched MatMul; on dnnl
+# its weight is read transposed forward and plain backward (a shared reorder once mixed the two up)
+probe("multihead_attention", (2, 5, 8), lambda m, x: m.mods[0](x, x, x, need_weights=False)[0] ** 2,
+      [nn.MultiheadAttention(8, 2, batch_first=True)])
 probe("shape_zeros_like", (3, 4), lambda m, x: x * x.shape[1] + torch.zeros_like(x))
 
 
