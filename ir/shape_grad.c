@@ -105,3 +105,80 @@ double flops_MAXPOOLGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinf
         for (int i = 0; i < nk; i++) kvol *= (double)ks[i];
     return pp_numel_d(&in[0]) * kvol;
 }
+
+/* ---- pp.SliceGrad, pp.GatherGrad (passes/grad_tensor.c) ------------------------------------ */
+
+/* 'shape' of any rank from 1 up, no negative dim */
+static pp_status attr_any_shape(pp_attrs a, pp_shape *s, pp_err *err) {
+    int n;
+    if (!pp_attr_find(a, "shape")) return PP_FAIL(err, PP_EINVAL, "attribute 'shape' is missing");
+    PP_TRY(pp_attr_ints(a, "shape", s->dim, PP_MAX_DIMS, &n, err));
+    if (n < 1) return PP_FAIL(err, PP_EINVAL, "attribute 'shape' is empty");
+    for (int i = 0; i < n; i++)
+        if (s->dim[i] < 0) return PP_FAIL(err, PP_EINVAL, "attribute 'shape' has a negative dim");
+    s->rank = n;
+    return PP_OK;
+}
+
+pp_status shape_SLICEGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    PP_TRY(need_f32(&in[0], "gradient dY", err));
+    pp_shape s;
+    PP_TRY(attr_any_shape(a, &s, err));
+    int64_t st[PP_MAX_DIMS], sp[PP_MAX_DIMS];
+    int ns, np;
+    PP_TRY(pp_attr_ints(a, "starts", st, PP_MAX_DIMS, &ns, err));
+    PP_TRY(pp_attr_ints(a, "steps", sp, PP_MAX_DIMS, &np, err));
+    const pp_shape *dy = &in[0].shape;
+    if (dy->rank != s.rank || ns != s.rank || np != s.rank)
+        return PP_FAIL(err, PP_EINVAL, "dY has rank %d, 'shape' %d, 'starts' %d values, 'steps' %d: expected "
+                       "one rank", dy->rank, s.rank, ns, np);
+    for (int i = 0; i < s.rank; i++) {
+        if (!sp[i]) return PP_FAIL(err, PP_EINVAL, "'steps'[%d] is 0", i);
+        if (!dy->dim[i]) continue;
+        const int64_t last = st[i] + (dy->dim[i] - 1) * sp[i]; /* |values| < 2^62: dims and steps are bounded */
+        if (st[i] < 0 || st[i] >= s.dim[i] || last < 0 || last >= s.dim[i])
+            return PP_FAIL(err, PP_EINVAL, "axis %d: %lld elements from %lld by %lld leave [0, %lld)", i,
+                           (long long)dy->dim[i], (long long)st[i], (long long)sp[i], (long long)s.dim[i]);
+    }
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = s};
+    return PP_OK;
+}
+
+double flops_SLICEGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_in, (void)out, (void)n_out;
+    return 0;
+}
+
+pp_status shape_GATHERGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    PP_TRY(need_f32(&in[0], "gradient dY", err));
+    if (in[1].dtype != PP_I64 && in[1].dtype != PP_I32)
+        return PP_FAIL(err, PP_EINVAL, "input 'indices' has element type %s; expected int64 or int32",
+                       pp_dtype_name(in[1].dtype));
+    pp_shape s;
+    PP_TRY(attr_any_shape(a, &s, err));
+    int64_t axis;
+    PP_TRY(pp_attr_int(a, "axis", 0, &axis, err));
+    if (axis < 0 || axis >= s.rank)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'axis'=%lld is outside [0, %d)", (long long)axis, s.rank);
+    const pp_shape *ix = &in[1].shape;
+    pp_shape want = {.rank = s.rank - 1 + ix->rank};
+    if (want.rank > PP_MAX_DIMS) return PP_FAIL(err, PP_EUNSUP, "dY would have rank %d (at most %d)", want.rank, PP_MAX_DIMS);
+    int r = 0;
+    for (int i = 0; i < axis; i++) want.dim[r++] = s.dim[i];
+    for (int i = 0; i < ix->rank; i++) want.dim[r++] = ix->dim[i];
+    for (int i = (int)axis + 1; i < s.rank; i++) want.dim[r++] = s.dim[i];
+    if (!same_shape(&want, &in[0].shape)) {
+        char s1[96], s2[96];
+        return PP_FAIL(err, PP_EINVAL, "dY has shape %s, expected %s (shape[:axis] + indices' shape + "
+                       "shape[axis+1:])", pp_shape_str(&in[0].shape, s1, sizeof s1), pp_shape_str(&want, s2, sizeof s2));
+    }
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = s};
+    return PP_OK;
+}
+
+double flops_GATHERGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)n_in, (void)out, (void)n_out;
+    return pp_numel_d(&in[0]);
+}

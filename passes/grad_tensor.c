@@ -1,6 +1,15 @@
-/* grad_tensor.c: gradient rules of the data-movement ops (ir/ops_tensor.def;
- * autodiff.h). */
+/* grad_tensor.c: gradient rules of the data-movement ops (ir/ops_tensor.def)
+ * and of Where, Cast and Einsum (autodiff.h): Reshape, Flatten, Squeeze,
+ * Unsqueeze, Transpose, Concat, Split, Slice, Gather, GatherElements,
+ * Expand, Tile, Pad (constant mode), Shape, Size and ConstantOfShape
+ * (nothing flows). The backward ops they emit are ONNX ops where one does
+ * the job (Slice, Concat, Pad, ReduceSum, Where, ScatterElements, Einsum)
+ * and pp.SliceGrad, pp.GatherGrad (ir/ops_grad.def) where none does. */
+#include <string.h>
+
 #include "autodiff.h"
+#include "../ir/op_fns.h"
+#include "../ir/shape_nn.h"
 
 /* Reshape, Flatten: the gradient takes the input's shape back */
 pp_status pp_grad_reshape(pp_ad *ad, int node, pp_err *err) {
@@ -31,4 +40,368 @@ pp_status pp_grad_transpose(pp_ad *ad, int node, pp_err *err) {
     int t;
     PP_TRY(pp_ad_transpose(ad, pp_ad_gy(ad, node, 0), inv, r, &t, err));
     return pp_ad_give(ad, x, t, err);
+}
+
+/* ---- part B: Squeeze/Unsqueeze to Einsum (issue 55) ---------------------------------------- */
+
+static const pp_node *ad_node(pp_ad *ad, int node) { return &pp_ad_graph(ad)->nodes[node]; }
+
+/* the node's input types and shapes, constants' bytes aligned for the
+ * shared parsers of ir/shape_nn.h */
+static pp_status node_tinfo(pp_ad *ad, int node, pp_tinfo *in, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && g->values[n->in[k]].is_const && g->values[n->in[k]].data)
+            PP_TRY(pp_value_align(g, n->in[k], err));
+    pp_node_tinfo(g, ad_node(ad, node), in, NULL);
+    return PP_OK;
+}
+
+/* attribute 'axis' (default dflt) normalized to [0, rank) */
+static pp_status node_axis(pp_ad *ad, int node, int64_t dflt, int rank, int *axis, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    int64_t a;
+    PP_TRY(pp_attr_int(pp_node_attrs(g, ad_node(ad, node)), "axis", dflt, &a, err));
+    if (a < -rank || a >= rank) return pp_ad_fail(ad, node, err, "axis %lld is outside [-%d, %d)", (long long)a, rank, rank);
+    *axis = (int)(a < 0 ? a + rank : a);
+    return PP_OK;
+}
+
+/* float32 zeros of shape s: a scalar 0 expanded */
+static pp_status zeros(pp_ad *ad, const pp_shape *s, int *out, pp_err *err) {
+    int z, sh;
+    PP_TRY(pp_ad_scalar(ad, 0.0f, &z, err));
+    PP_TRY(pp_ad_ints(ad, s->dim, s->rank, &sh, err));
+    return pp_ad_op2(ad, PP_OP_EXPAND, z, sh, out, err);
+}
+
+/* an int64 constant from a node's input, at most max values */
+static pp_status const_ints(pp_ad *ad, int node, int k, const char *what, int64_t *v, int max, int *n, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const int x = ad_node(ad, node)->in[k];
+    if (x < 0 || !g->values[x].is_const || !g->values[x].data || g->values[x].dtype != PP_I64)
+        return pp_ad_fail(ad, node, err, "its %s is not a constant int64 tensor; the gradient needs it known", what);
+    PP_TRY(pp_value_align(g, x, err));
+    const size_t cnt = g->values[x].nbytes / 8;
+    if (cnt > (size_t)max) return pp_ad_fail(ad, node, err, "its %s has %zu values, more than %d", what, cnt, max);
+    memcpy(v, g->values[x].data, cnt * 8);
+    *n = (int)cnt;
+    return PP_OK;
+}
+
+/* Shape, Size: integer outputs, no gradient flows (their row's slot mask is 0) */
+pp_status pp_grad_none(pp_ad *ad, int node, pp_err *err) {
+    (void)ad, (void)node, (void)err;
+    return PP_OK;
+}
+
+/* Cast: float32 to float32 passes the gradient on; ppcc trains in f32 */
+pp_status pp_grad_cast(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const pp_dtype a = g->values[n->in[0]].dtype, b = g->values[n->out[0]].dtype;
+    if (a != PP_F32 || b != PP_F32)
+        return pp_ad_fail(ad, node, err, "a Cast from %s to %s has no gradient (ppcc trains in f32)", pp_dtype_name(a),
+                          pp_dtype_name(b));
+    return pp_ad_give(ad, n->in[0], pp_ad_gy(ad, node, 0), err);
+}
+
+/* Expand: the broadcast summed back */
+pp_status pp_grad_expand(pp_ad *ad, int node, pp_err *err) {
+    const int x = ad_node(ad, node)->in[0];
+    int r;
+    PP_TRY(pp_ad_unbroadcast(ad, pp_ad_gy(ad, node, 0), x, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* Where(c, a, b): a's share where c holds, b's elsewhere, summed back */
+pp_status pp_grad_where(pp_ad *ad, int node, pp_err *err) {
+    const int gy = pp_ad_gy(ad, node, 0);
+    for (int k = 1; k <= 2; k++) {
+        const pp_node *n = ad_node(ad, node);
+        const int x = n->in[k], c = n->in[0];
+        if (!pp_ad_wants(ad, x)) continue;
+        int z, w, r;
+        PP_TRY(pp_ad_scalar(ad, 0.0f, &z, err));
+        const int in[3] = {c, k == 1 ? gy : z, k == 1 ? z : gy};
+        PP_TRY(pp_ad_emit(ad, PP_OP_WHERE, in, 3, NULL, 0, &w, 1, err));
+        PP_TRY(pp_ad_unbroadcast(ad, w, x, &r, err));
+        PP_TRY(pp_ad_give(ad, x, r, err));
+    }
+    return PP_OK;
+}
+
+/* Concat: each input's part of the gradient, sliced out along the axis */
+pp_status pp_grad_concat(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const int gy = pp_ad_gy(ad, node, 0), rank = g->values[gy].shape.rank;
+    int axis;
+    PP_TRY(node_axis(ad, node, 0, rank, &axis, err));
+    int64_t off = 0;
+    const int n_in = ad_node(ad, node)->n_in;
+    for (int k = 0; k < n_in; k++) {
+        const int x = ad_node(ad, node)->in[k];
+        if (x < 0) continue;
+        const int64_t len = g->values[x].shape.dim[axis];
+        if (pp_ad_wants(ad, x)) {
+            const int64_t st = off, en = off + len, ax = axis;
+            int in[4], r;
+            in[0] = gy;
+            PP_TRY(pp_ad_ints(ad, &st, 1, &in[1], err));
+            PP_TRY(pp_ad_ints(ad, &en, 1, &in[2], err));
+            PP_TRY(pp_ad_ints(ad, &ax, 1, &in[3], err));
+            PP_TRY(pp_ad_emit(ad, PP_OP_SLICE, in, 4, NULL, 0, &r, 1, err));
+            PP_TRY(pp_ad_give(ad, x, r, err));
+        }
+        off += len;
+    }
+    return PP_OK;
+}
+
+/* Split (a 'split' input, attribute, or num_outputs: the outputs' shapes
+ * say it all): the outputs' gradients concatenated, zeros for an output the
+ * loss does not read */
+pp_status pp_grad_split(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const int x = ad_node(ad, node)->in[0];
+    int axis;
+    PP_TRY(node_axis(ad, node, 0, g->values[x].shape.rank, &axis, err));
+    const int n_out = ad_node(ad, node)->n_out;
+    if (n_out > PP_MAX_INPUTS) return pp_ad_fail(ad, node, err, "%d outputs, more than Concat takes", n_out);
+    int parts[PP_MAX_INPUTS];
+    for (int k = 0; k < n_out; k++) {
+        parts[k] = pp_ad_gy(ad, node, k);
+        if (parts[k] < 0) {
+            const pp_shape s = g->values[ad_node(ad, node)->out[k]].shape;
+            PP_TRY(zeros(ad, &s, &parts[k], err));
+        }
+    }
+    int r;
+    const pp_attr a = pp_ad_attr_int("axis", axis);
+    if (n_out == 1) return pp_ad_give(ad, x, parts[0], err);
+    PP_TRY(pp_ad_emit(ad, PP_OP_CONCAT, parts, n_out, &a, 1, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* Slice: where the slice read, the gradient; zeros elsewhere. Unit steps: a
+ * Pad of zeros around it; other steps (negative ones too): pp.SliceGrad */
+pp_status pp_grad_slice(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    pp_tinfo in[PP_MAX_INPUTS];
+    PP_TRY(node_tinfo(ad, node, in, err));
+    pp_slice sl;
+    pp_err e = {0};
+    if (pp_slice_parse(pp_node_attrs(g, ad_node(ad, node)), in, ad_node(ad, node)->n_in, &sl, &e) != PP_OK)
+        return pp_ad_fail(ad, node, err, "%s", e.msg);
+    const int x = ad_node(ad, node)->in[0], gy = pp_ad_gy(ad, node, 0);
+    const pp_shape xs = g->values[x].shape;
+    bool unit = true;
+    for (int d = 0; d < xs.rank; d++) unit &= sl.step[d] == 1;
+    int r;
+    if (unit) {
+        int64_t pads[2 * PP_MAX_DIMS];
+        bool any = false;
+        for (int d = 0; d < xs.rank; d++) {
+            pads[d] = sl.first[d];
+            pads[xs.rank + d] = xs.dim[d] - sl.first[d] - sl.out.dim[d];
+            any |= pads[d] || pads[xs.rank + d];
+        }
+        if (!any) return pp_ad_give(ad, x, gy, err);
+        int p;
+        PP_TRY(pp_ad_ints(ad, pads, 2 * xs.rank, &p, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_PAD, gy, p, &r, err));
+    } else {
+        const pp_attr a[3] = {pp_ad_attr_ints("shape", xs.dim, xs.rank), pp_ad_attr_ints("starts", sl.first, xs.rank),
+                              pp_ad_attr_ints("steps", sl.step, xs.rank)};
+        PP_TRY(pp_ad_emit(ad, PP_OP_SLICEGRAD, &gy, 1, a, 3, &r, 1, err));
+    }
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* Pad, constant mode: the gradient is the middle, a Pad by the negated pads
+ * (which also puts zeros back where a negative pad cropped). reflect, edge
+ * and wrap fold several input elements into one output: refused. */
+pp_status pp_grad_pad(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    pp_tinfo in[PP_MAX_INPUTS];
+    PP_TRY(node_tinfo(ad, node, in, err));
+    pp_pad pd;
+    pp_err e = {0};
+    if (pp_pad_parse(pp_node_attrs(g, ad_node(ad, node)), in, ad_node(ad, node)->n_in, &pd, &e) != PP_OK)
+        return pp_ad_fail(ad, node, err, "%s", e.msg);
+    if (pd.mode != 0) {
+        static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+        return pp_ad_fail(ad, node, err, "Pad's gradient is taken in mode 'constant' only, not '%s'",
+                          modes[pd.mode & 3]);
+    }
+    const int x = ad_node(ad, node)->in[0], gy = pp_ad_gy(ad, node, 0);
+    const pp_shape xs = g->values[x].shape;
+    int64_t pads[2 * PP_MAX_DIMS];
+    bool any = false;
+    for (int d = 0; d < xs.rank; d++) {
+        pads[d] = -pd.begin[d];
+        pads[xs.rank + d] = -(pd.out.dim[d] - xs.dim[d] - pd.begin[d]);
+        any |= pads[d] || pads[xs.rank + d];
+    }
+    if (!any) return pp_ad_give(ad, x, gy, err);
+    int p, r;
+    PP_TRY(pp_ad_ints(ad, pads, 2 * xs.rank, &p, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_PAD, gy, p, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* Gather: the rows of the gradient added back where they were read
+ * (pp.GatherGrad; repeated indices sum) */
+pp_status pp_grad_gather(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const int x = ad_node(ad, node)->in[0], idx = ad_node(ad, node)->in[1];
+    const pp_shape xs = g->values[x].shape;
+    int axis;
+    PP_TRY(node_axis(ad, node, 0, xs.rank, &axis, err));
+    const pp_attr a[2] = {pp_ad_attr_ints("shape", xs.dim, xs.rank), pp_ad_attr_int("axis", axis)};
+    const int in[2] = {pp_ad_gy(ad, node, 0), idx};
+    int r;
+    PP_TRY(pp_ad_emit(ad, PP_OP_GATHERGRAD, in, 2, a, 2, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* GatherElements: ScatterElements with reduction add into zeros */
+pp_status pp_grad_gatherelements(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const int x = ad_node(ad, node)->in[0], idx = ad_node(ad, node)->in[1];
+    const pp_shape xs = g->values[x].shape;
+    int axis, z, r;
+    PP_TRY(node_axis(ad, node, 0, xs.rank, &axis, err));
+    PP_TRY(zeros(ad, &xs, &z, err));
+    const pp_attr a[2] = {pp_ad_attr_int("axis", axis), pp_ad_attr_str("reduction", "add")};
+    const int in[3] = {z, idx, pp_ad_gy(ad, node, 0)};
+    PP_TRY(pp_ad_emit(ad, PP_OP_SCATTERELEMENTS, in, 3, a, 2, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* Tile: the output seen as [r0, d0, r1, d1, ...] (a tile's index outside
+ * the element's), summed over the tiles */
+pp_status pp_grad_tile(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const int x = ad_node(ad, node)->in[0], gy = pp_ad_gy(ad, node, 0);
+    const pp_shape xs = g->values[x].shape;
+    int64_t rep[PP_MAX_DIMS];
+    int nr = 0;
+    PP_TRY(const_ints(ad, node, 1, "input 'repeats'", rep, PP_MAX_DIMS, &nr, err));
+    if (nr != xs.rank) return pp_ad_fail(ad, node, err, "'repeats' has %d values for rank %d", nr, xs.rank);
+    pp_shape split = {.rank = 0};
+    int64_t axes[PP_MAX_DIMS];
+    int na = 0;
+    for (int d = 0; d < xs.rank; d++) {
+        if (rep[d] != 1) {
+            if (split.rank >= PP_MAX_DIMS) goto too_many;
+            axes[na++] = split.rank;
+            split.dim[split.rank++] = rep[d];
+        }
+        if (split.rank >= PP_MAX_DIMS) goto too_many;
+        split.dim[split.rank++] = xs.dim[d];
+    }
+    if (!na) return pp_ad_give(ad, x, gy, err);
+    int s, r;
+    PP_TRY(pp_ad_reshape(ad, gy, &split, &s, err));
+    PP_TRY(pp_ad_reduce_sum(ad, s, axes, na, false, &r, err));
+    return pp_ad_give(ad, x, r, err);
+too_many:
+    return pp_ad_fail(ad, node, err, "the gradient would need more than %d dims (%d tiled axes of rank %d)", PP_MAX_DIMS,
+                      na, xs.rank);
+}
+
+/* Einsum: operand i's gradient is the einsum of the output's gradient with
+ * the other operands into operand i's labels ("out,s_j...->s_i"). The
+ * labels of '...' get letters of their own; a '...' dim of 1 that
+ * broadcasts, and a label only operand i has, are summed away by that
+ * einsum and put back by a Reshape and an Expand. A label repeated within
+ * operand i (a diagonal) is refused. */
+pp_status pp_grad_einsum(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    pp_tinfo in[PP_MAX_INPUTS];
+    PP_TRY(node_tinfo(ad, node, in, err));
+    pp_einsum e;
+    pp_err pe = {0};
+    const int n_ops = ad_node(ad, node)->n_in;
+    if (pp_einsum_parse(pp_node_attrs(g, ad_node(ad, node)), in, n_ops, &e, &pe) != PP_OK)
+        return pp_ad_fail(ad, node, err, "%s", pe.msg);
+    for (int i = 0; i < n_ops; i++)
+        if (in[i].dtype != PP_F32) return pp_ad_fail(ad, node, err, "operand %d is %s; the gradient is f32", i, pp_dtype_name(in[i].dtype));
+    /* a letter per label, then a letter per broadcasting '...' dim of 1 */
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    bool taken[52] = {0};
+    char of[PP_EINSUM_LABELS];
+    for (int l = 0; l < 52; l++) taken[l] = e.used[l], of[l] = letters[l];
+    int next = 0;
+#define FREE_LETTER(dst)                                                                                   \
+    do {                                                                                               \
+        while (next < 52 && taken[next]) next++;                                                       \
+        if (next >= 52) return pp_ad_fail(ad, node, err, "the gradient's equation needs more than 52 letters"); \
+        taken[next] = true;                                                                            \
+        (dst) = letters[next];                                                                         \
+    } while (0)
+    for (int l = 52; l < PP_EINSUM_LABELS; l++)
+        if (e.used[l]) FREE_LETTER(of[l]);
+    char term[PP_EINSUM_MAX_OPS][PP_MAX_DIMS + 1], out[PP_MAX_DIMS + 1];
+    for (int i = 0; i < n_ops; i++) {
+        for (int d = 0; d < e.rank[i]; d++) {
+            const int l = e.lab[i][d];
+            if (l >= 52 && in[i].shape.dim[d] == 1 && e.size[l] != 1) FREE_LETTER(term[i][d]);
+            else term[i][d] = of[l];
+        }
+        term[i][e.rank[i]] = 0;
+    }
+#undef FREE_LETTER
+    for (int d = 0; d < e.out_rank; d++) out[d] = of[e.out_lab[d]];
+    out[e.out_rank] = 0;
+    const int gy = pp_ad_gy(ad, node, 0);
+    for (int i = 0; i < n_ops; i++) {
+        const int x = ad_node(ad, node)->in[i];
+        if (!pp_ad_wants(ad, x)) continue;
+        const pp_shape xs = g->values[x].shape;
+        for (int d = 0; d < e.rank[i]; d++)
+            if (strchr(term[i] + d + 1, term[i][d]))
+                return pp_ad_fail(ad, node, err, "operand %d repeats the label '%c' (a diagonal): no gradient rule", i,
+                                  term[i][d]);
+        /* the labels of operand i that the output or another operand has */
+        char keep[PP_MAX_DIMS + 1];
+        int nk = 0;
+        pp_shape kept = xs;
+        bool dropped = false;
+        for (int d = 0; d < e.rank[i]; d++) {
+            bool elsewhere = strchr(out, term[i][d]) != NULL;
+            for (int j = 0; j < n_ops && !elsewhere; j++) elsewhere = j != i && strchr(term[j], term[i][d]);
+            if (elsewhere) keep[nk++] = term[i][d];
+            else kept.dim[d] = 1, dropped = true;
+        }
+        keep[nk] = 0;
+        char eq[8 * (PP_MAX_DIMS + 2) + PP_MAX_DIMS + 8];
+        int len = snprintf(eq, sizeof eq, "%s", out);
+        int ops[PP_EINSUM_MAX_OPS], no = 0;
+        ops[no++] = gy;
+        for (int j = 0; j < n_ops; j++)
+            if (j != i) {
+                len += snprintf(eq + len, sizeof eq - (size_t)len, ",%s", term[j]);
+                ops[no++] = ad_node(ad, node)->in[j];
+            }
+        snprintf(eq + len, sizeof eq - (size_t)len, "->%s", keep);
+        const pp_attr a = pp_ad_attr_str("equation", eq);
+        int r;
+        PP_TRY(pp_ad_emit(ad, PP_OP_EINSUM, ops, no, &a, 1, &r, 1, err));
+        if (dropped) {
+            int s, sh;
+            PP_TRY(pp_ad_reshape(ad, r, &kept, &s, err));
+            r = s;
+            bool expand = false;
+            for (int d = 0; d < xs.rank; d++) expand |= kept.dim[d] != xs.dim[d];
+            if (expand) {
+                PP_TRY(pp_ad_ints(ad, xs.dim, xs.rank, &sh, err));
+                PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, s, sh, &r, err));
+            }
+        }
+        PP_TRY(pp_ad_give(ad, x, r, err));
+    }
+    return PP_OK;
 }

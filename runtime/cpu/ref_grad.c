@@ -284,3 +284,73 @@ pp_status kern_MAXPOOLGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt
     }
     return PP_OK;
 }
+
+/* ---- pp.SliceGrad ------------------------------------------------------------------------- */
+
+pp_status kern_SLICEGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                         pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_SLICEGRAD, attrs, in, n_in, out, n_out, err));
+    int64_t st[PP_MAX_DIMS], sp[PP_MAX_DIMS], xstr[PP_MAX_DIMS], idx[PP_MAX_DIMS] = {0};
+    int ns, np;
+    PP_TRY(pp_attr_ints(attrs, "starts", st, PP_MAX_DIMS, &ns, err));
+    PP_TRY(pp_attr_ints(attrs, "steps", sp, PP_MAX_DIMS, &np, err));
+    const pp_shape *xs = &out[0].shape, *ys = &in[0].shape;
+    const int r = xs->rank;
+    int64_t nx, ny;
+    PP_TRY(pprt_numel_of(&out[0], &nx, err));
+    PP_TRY(pprt_numel_of(&in[0], &ny, err));
+    float *dx = out[0].data;
+    const float *dy = in[0].data;
+    memset(dx, 0, (size_t)nx * sizeof *dx);
+    if (!ny) return PP_OK;
+    pp_shape_strides(xs, xstr);
+    /* walk dY in order; off: dX's offset of the current element */
+    int64_t off = 0;
+    for (int d = 0; d < r; d++) off += st[d] * xstr[d];
+    for (int64_t i = 0; i < ny; i++) {
+        dx[off] = dy[i];
+        for (int d = r - 1; d >= 0; d--) {
+            off += sp[d] * xstr[d];
+            if (++idx[d] < ys->dim[d]) break;
+            off -= ys->dim[d] * sp[d] * xstr[d];
+            idx[d] = 0;
+        }
+    }
+    return PP_OK;
+}
+
+/* ---- pp.GatherGrad ------------------------------------------------------------------------ */
+
+/* Sums in float, in the order of the indices (an embedding's rows are
+ * large; a double copy of the table would double its gradient's memory). */
+pp_status kern_GATHERGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                          pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_GATHERGRAD, attrs, in, n_in, out, n_out, err));
+    int64_t axis, J, nx;
+    PP_TRY(pp_attr_int(attrs, "axis", 0, &axis, err));
+    PP_TRY(pprt_numel_of(&in[1], &J, err));
+    PP_TRY(pprt_numel_of(&out[0], &nx, err));
+    const pp_shape *xs = &out[0].shape;
+    int64_t outer = 1, inner = 1;
+    const int64_t D = xs->dim[axis];
+    for (int i = 0; i < axis; i++) outer *= xs->dim[i];
+    for (int i = (int)axis + 1; i < xs->rank; i++) inner *= xs->dim[i];
+    float *dx = out[0].data;
+    const float *dy = in[0].data;
+    memset(dx, 0, (size_t)nx * sizeof *dx);
+    for (int64_t j = 0; j < J; j++) {
+        int64_t k = in[1].dtype == PP_I64 ? ((const int64_t *)in[1].data)[j] : ((const int32_t *)in[1].data)[j];
+        if (k < -D || k >= D)
+            return PP_FAIL(err, PP_EINVAL, "pp.GatherGrad kernel: index %lld (element %lld) is outside [-%lld, %lld)",
+                           (long long)k, (long long)j, (long long)D, (long long)D);
+        if (k < 0) k += D;
+        for (int64_t o = 0; o < outer; o++) {
+            float *d = dx + (o * D + k) * inner;
+            const float *s = dy + (o * J + j) * inner;
+            for (int64_t e = 0; e < inner; e++) d[e] += s[e];
+        }
+    }
+    return PP_OK;
+}

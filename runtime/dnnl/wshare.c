@@ -5,9 +5,12 @@
  * 102 MB each in f32). Now the first executor to need a (tensor, layout)
  * reorders it and the others take the same buffer, which lives until the
  * last of them lets go. Weights are read-only once reordered, and the
- * bytes depend only on the plan's tensor and the layout, so sharing changes
- * no bit. Keyed by the stage (its pprt_stage in the loaded plan), the
- * tensor and oneDNN's memory descriptor, in a hash table by stage and
+ * bytes depend only on the plan's tensor, the view it is read through (a
+ * Transpose folded into a matrix product reads it transposed; a training
+ * plan reads a weight both ways, forward and backward) and the layout, so
+ * sharing changes no bit. Keyed by the stage (its pprt_stage in the loaded
+ * plan), the tensor and oneDNN's memory descriptors of the view and the
+ * layout, in a hash table by stage and
  * tensor (a model of thousands of weights looks each up among a few); one
  * lock for all, held while a weight is reordered, so two replicas never
  * reorder the same one. */
@@ -20,7 +23,7 @@
 struct dn_wshared {
     const pprt_stage *st;
     int tid;
-    dnnl_memory_desc_t md;
+    dnnl_memory_desc_t from, md; /* the view of the tensor reordered, the layout */
     void *buf;
     int refs;
     dn_wshared *next;
@@ -42,7 +45,8 @@ pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
     pp_status s = PP_OK;
     pthread_mutex_lock(&lock);
     dn_wshared **head = bucket(x->st, tid), *e = *head;
-    while (e && !(e->st == x->st && e->tid == tid && dnnl_memory_desc_equal(&e->md, want))) e = e->next;
+    while (e && !(e->st == x->st && e->tid == tid && dnnl_memory_desc_equal(&e->from, from) &&
+                 dnnl_memory_desc_equal(&e->md, want))) e = e->next;
     if (e) {
         if ((s = dn_new_mem(x, want, e->buf, out, err)) == PP_OK) e->refs++, x->wshared_bytes += bytes;
     } else {
@@ -51,7 +55,7 @@ pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
             s = PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for a reordered weight", bytes);
         else s = dn_reorder_weight(x, tid, from, want, buf, out, err);
         if (s == PP_OK) {
-            *e = (dn_wshared){.st = x->st, .tid = tid, .md = *want, .buf = buf, .refs = 1, .next = *head};
+            *e = (dn_wshared){.st = x->st, .tid = tid, .from = *from, .md = *want, .buf = buf, .refs = 1, .next = *head};
             *head = e;
             x->owned_bytes += bytes;
         } else {

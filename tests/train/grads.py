@@ -8,12 +8,19 @@ the reference kernels and on oneDNN, and the loss and each weight's
 gradient must match autograd's in float32 within rtol 1e-4 and an atol of
 1e-5 of the largest gradient (sums run in another order on each side).
 A weight placed before an op (x + p, p of x's shape) makes the op's input
-gradient a weight's gradient, so input gradients are checked too. The cases
+gradient a weight's gradient, so input gradients are checked too; an op
+followed by a square gets a gradient that depends on the data, which the
+plan computes at run time (a gradient of the weights alone folds). The cases
 cover every op that has a rule: Gemm, MatMul (batched, broadcast, 1-D),
 Conv (strides, padding, dilation, groups, 1-D and 3-D), MaxPool (ties after
 a Relu, padding, ceil_mode), GlobalAveragePool, the binary ops with
 broadcasting, every unary op with a derivative row, Softmax, LogSoftmax,
-ReduceSum and ReduceMean, Reshape and Flatten, and the built-in losses.
+ReduceSum and ReduceMean, Reshape and Flatten, the data movement ops
+(Squeeze, Unsqueeze, Concat, Split by sizes, chunks, unbind and, written by
+hand at opset 18, num_outputs; Slice with negative starts, steps and flips;
+Gather of constant and data indices, repeated; GatherElements; Expand;
+Pad, cropping too; Tile; Einsum with ellipses, broadcasting and labels of
+one operand; Where; Cast; Shape), and the built-in losses.
 Usage: grads.py PPCC PPRT WORK"""
 import os
 import subprocess
@@ -200,6 +207,117 @@ probe("sum_all", (2, 3, 4), lambda m, x: x.sum().reshape(1))
 probe("mean_axes", (2, 3, 4, 5), lambda m, x: x.mean((2, 3)))
 probe("reshape_flatten", (2, 3, 4), lambda m, x: x.reshape(6, 4).flatten() * 2)
 
+# ---- data movement (grad_tensor.c) -----------------------------------------------------------
+
+
+class Par(nn.Module):
+    """A weight of its own, for an op's second operand."""
+
+    def __init__(self, *shape):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(*shape))
+
+
+probe("squeeze_unsqueeze", (2, 1, 3), lambda m, x: x.squeeze(1).unsqueeze(0).unsqueeze(-1) * 2)
+probe("concat_axis1", (2, 3, 4), lambda m, x: torch.cat([x[:, :1] * 3, x, torch.tanh(x), m.mods[0].w], 1), [Par(2, 2, 4)])
+probe("concat_last", (3, 4), lambda m, x: torch.cat([m.mods[0].w, x, x], -1), [Par(3, 1)])
+probe("split_sizes_unused", (2, 6, 3), lambda m, x: torch.cat(torch.split(x, [1, 3, 2], dim=1)[::2], 1) ** 2)
+probe("split_chunk_all", (4, 6), lambda m, x: torch.stack(x.chunk(3, 1), 0) * torch.arange(3.0).reshape(3, 1, 1))
+probe("split_unbind", (2, 3, 5), lambda m, x: x.unbind(1)[0] * 2 + x.unbind(1)[2])
+probe("slice_unit", (3, 7, 4), lambda m, x: x[:, 1:5] ** 2)
+probe("slice_negative", (3, 7), lambda m, x: x[-2:, -4:-1])
+probe("slice_steps", (3, 9, 8), lambda m, x: x[:, 1:8:3, ::2] ** 2)
+probe("slice_flip", (2, 5, 4), lambda m, x: torch.flip(x, [1, 2])[:, :, 1:] ** 2)
+probe("slice_empty_out", (2, 5), lambda m, x: torch.cat([x[:, 3:3], x[:, 1:2]], 1))
+probe("gather_scalar_index", (2, 5, 3), lambda m, x: x[:, 2] * x[:, -1])
+probe("gather_repeated", (4, 5), lambda m, x: x[:, [0, 2, 2, 4, 2]] ** 2)
+probe("gather_axis0", (6, 3), lambda m, x: x[[5, 0, 5]])
+
+
+class Embed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(7, 4)
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, ids):
+        return (self.fc(self.emb(ids)) ** 2).sum()
+
+
+run_case("gather_embedding_data", Embed(), [torch.tensor([[1, 3, 3, 6], [0, 3, 1, 1]])])
+GE = torch.tensor([[0, 0, 2], [1, 3, 3], [4, 0, 1]])
+probe("gather_elements", (3, 5), lambda m, x: torch.gather(x, 1, GE) ** 2)
+probe("gather_elements_axis0", (4, 3), lambda m, x: torch.gather(x, 0, GE.clamp(max=3)))
+probe("expand", (3, 1), lambda m, x: x.expand(2, 3, 4) ** 2)
+probe("expand_param", (2, 3, 4), lambda m, x: x * m.mods[0].w.expand(2, 3, 4), [Par(1, 4)])
+probe("pad_constant", (2, 3, 4), lambda m, x: F.pad(x, (1, 2, 0, 1)))
+probe("pad_crop", (2, 3, 5), lambda m, x: F.pad(x, (-1, 2, 1, -1), value=0.5) ** 2)
+probe("tile", (2, 3), lambda m, x: x.repeat(2, 1) * x.repeat(2, 1))
+probe("tile_rank_up", (3, 1, 2), lambda m, x: x.repeat(2, 1, 3, 2) ** 2)
+probe("einsum_bmm", (2, 3, 4), lambda m, x: torch.einsum("bij,jk->bik", x, m.mods[0].w), [Par(4, 5)])
+probe("einsum_attn", (2, 2, 3, 4), lambda m, x: torch.einsum("bhqd,bhkd->bhqk", x, x * 2))
+probe("einsum_transpose_sum", (3, 4), lambda m, x: torch.einsum("ij->ji", x) + torch.einsum("ij->", x))
+probe("einsum_ellipsis_bcast", (2, 3, 4), lambda m, x: torch.einsum("...ij,...jk->...ik", x, m.mods[0].w), [Par(1, 4, 2)])
+probe("einsum_own_label", (3, 4), lambda m, x: torch.einsum("ij,kl->ik", x, m.mods[0].w), [Par(2, 5)])
+probe("einsum_three", (3, 4), lambda m, x: torch.einsum("ij,jk,k->i", x, m.mods[0].w, m.mods[1].w), [Par(4, 2), Par(2)])
+MASK = torch.rand(3, 4) > 0.4
+probe("where", (2, 3, 4), lambda m, x: torch.where(MASK, x, m.mods[0].w), [Par(3, 1)])
+probe("where_same", (3, 4), lambda m, x: torch.where(MASK, x, x * 3))
+# nn.MultiheadAttention's export: Slice of the packed projection, Transpose, batched MatMul; on dnnl
+# its weight is read transposed forward and plain backward (a shared reorder once mixed the two up)
+probe("multihead_attention", (2, 5, 8), lambda m, x: m.mods[0](x, x, x, need_weights=False)[0] ** 2,
+      [nn.MultiheadAttention(8, 2, batch_first=True)])
+probe("shape_zeros_like", (3, 4), lambda m, x: x * x.shape[1] + torch.zeros_like(x))
+
+
+def onnx_case(name, nodes, weights, x, torch_f, opset=18):
+    """A graph written by hand (ops torch 1.13 does not export at opset 14):
+    out = sum(nodes(x, weights) * R), R random; the oracle is torch_f over the
+    same weights."""
+    from onnx import TensorProto, helper, numpy_helper
+    g = torch.Generator().manual_seed(3)
+    ws = {k: torch.tensor(v, requires_grad=True) for k, v in weights.items()}
+    y = torch_f(x, ws)
+    R = torch.randn(*y.shape, generator=g)
+    inits = [numpy_helper.from_array(v, k) for k, v in weights.items()] + [numpy_helper.from_array(R.numpy(), "R")]
+    nodes = nodes + [helper.make_node("Mul", ["y", "R"], ["yr"]),
+                     helper.make_node("ReduceSum", ["yr"], ["out"], keepdims=0)]
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x0", TensorProto.FLOAT, list(x.shape))],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [])], inits)
+    d = os.path.join(WORK, name)
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), os.path.join(d, "model.onnx"))
+    np.save(os.path.join(d, "data", "x0.npy"), x.numpy())
+    (y * R).sum().backward()
+    plan = os.path.join(d, "g.plan")
+    r = subprocess.run([PPCC, os.path.join(d, "model.onnx"), "--train", "--loss", "out", "-b", str(x.shape[0]), "-q",
+                        "-o", plan], capture_output=True, text=True)
+    check(r.returncode == 0, f"{name}: ppcc exit {r.returncode}: {r.stderr.strip()[-400:]}")
+    if r.returncode:
+        return
+    o = os.path.join(d, "out")
+    r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", o, "-q"], capture_output=True, text=True)
+    check(r.returncode == 0, f"{name}: pprt exit {r.returncode}: {r.stderr.strip()[-400:]}")
+    if r.returncode:
+        return
+    for k, w in ws.items():
+        got, want = np.load(os.path.join(o, k + ".grad.npy")), w.grad.numpy()
+        check(got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5 * max(1, np.abs(want).max())),
+              f"{name}: '{k}' gradient {got.ravel()[:4]} want {want.ravel()[:4]}")
+
+
+import onnx  # noqa: E402
+from onnx import helper  # noqa: E402
+
+xs = torch.randn(2, 6)
+onnx_case("split_num_outputs", [helper.make_node("Add", ["x0", "w"], ["a"]),
+                                helper.make_node("Split", ["a"], ["s0", "s1", "s2"], axis=1, num_outputs=3),
+                                helper.make_node("Mul", ["s0", "s2"], ["y"])],
+          {"w": np.random.RandomState(0).randn(2, 6).astype(np.float32)}, xs,
+          lambda x, w: (x + w["w"])[:, 0:2] * (x + w["w"])[:, 4:6])
+onnx_case("cast_f32", [helper.make_node("Cast", ["w"], ["c"], to=1), helper.make_node("Mul", ["x0", "c"], ["y"])],
+          {"w": np.random.RandomState(1).randn(2, 6).astype(np.float32)}, xs, lambda x, w: x * w["w"], opset=14)
+
 # ---- built-in losses --------------------------------------------------------------------------
 
 
@@ -257,6 +375,26 @@ class ArgPath(nn.Module):
         return (i * self.w).sum().reshape(1)
 
 
+
+
+class PadReflect(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return F.pad(self.fc(x).unsqueeze(1), (1, 1), mode="reflect").sum().reshape(1)
+
+
+class Diagonal(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x):
+        return (x * torch.einsum("ii->i", self.w)).sum().reshape(1)
+
+
 x4 = torch.randn(5, 4)
 refused("not_scalar", Lin(), [x4], ["--train", "--loss", "out"], "not a scalar")
 refused("no_such_output", Lin(), [x4], ["--train", "--loss", "cross-entropy:logits"], "no output 'logits'")
@@ -264,6 +402,8 @@ refused("freeze_nothing", Lin(), [x4], ["--train", "--loss", "mse:out", "--freez
         "--freeze body matches no weight")
 refused("freeze_all", Lin(), [x4], ["--train", "--loss", "mse:out", "--freeze", "fc,head"], "no weight is left")
 refused("argmax_path", ArgPath(), [x4], ["--train", "--loss", "out"], "does not reach the loss")
+refused("pad_reflect", PadReflect(), [x4], ["--train", "--loss", "out"], "mode 'constant' only, not 'reflect'")
+refused("einsum_diagonal", Diagonal(), [x4], ["--train", "--loss", "out"], "repeats the label 'i' (a diagonal)")
 refused("loss_without_train", Lin(), [x4], ["--loss", "mse:out"], "--loss is an option of --train")
 refused("train_without_loss", Lin(), [x4], ["--train"], "--train needs --loss")
 

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""One training step of three small transformers, ppcc --train against
+PyTorch autograd: a ViT (patch-embedding Conv, class token, position
+embedding, two pre-norm nn.TransformerEncoderLayer; nn.MultiheadAttention's
+export: Slice, Transpose, batched MatMul), timm's VisionTransformer when timm
+imports (Split and Squeeze of the qkv, Gather of the class token, Expand),
+HF BertForSequenceClassification (2 layers, hidden 64; embeddings by Gather
+of data indices) and HF GPT2LMHeadModel (2 layers, hidden 64, causal mask by
+Where, embeddings tied to the head, token-level cross-entropy over logits
+[N, V, T]). Random weights, exported as for training (TrainingMode.TRAINING,
+no constant folding, opset 14); the Dropout modules (p = 0) are replaced by
+Identity before the export, Dropout's rule being another part's.
+
+The loss and EVERY weight's gradient are compared at -pp 1, 2 and 4 on the
+reference kernels and at -pp 1 on oneDNN: the loss within rtol 1e-4; a
+gradient g against autograd's w elementwise within
+    |g - w| <= 1e-3 |w| + 1e-5 max(max|w|, 1e-3 M)
+with M the largest gradient of any weight of the model (the float32 sums of
+the attention and LayerNorm backward run in another order on each side; a
+gradient that is 0 but for rounding, as a key projection's bias is under
+softmax, compares at M's scale). The worst error seen, beyond the rtol and
+over the largest gradient, is printed: 4e-7 on a Zen 4 VM, where the bound
+is 1e-5. A model whose library does not import is skipped, and says so.
+Usage: transformers.py PPCC PPRT WORK"""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import testlib  # noqa: E402
+from testlib import check  # noqa: E402
+
+PPCC, PPRT, WORK = sys.argv[1:4]
+testlib.start(WORK, "train_transformers")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+RTOL, ATOL_OF_MAX = 1e-3, 1e-5
+RUNS = (("ref", 1), ("ref", 2), ("ref", 4), ("dnnl", 1))
+worst = {}
+
+
+def file_name(name):
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def no_dropout(mod):
+    for name, child in mod.named_children():
+        if isinstance(child, nn.Dropout):
+            setattr(mod, name, nn.Identity())
+        else:
+            no_dropout(child)
+    return mod
+
+
+def one_step(name, mod, x, labels):
+    """cross-entropy of mod(x) (classes on axis 1) against labels: ppcc/pprt vs autograd."""
+    t0 = time.time()
+    d = os.path.join(WORK, name)
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    mod = no_dropout(mod)
+    path = os.path.join(d, "model.onnx")
+    torch.onnx.export(mod, (x,), path, input_names=["x"], output_names=["out"], opset_version=14,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    np.save(os.path.join(d, "data", "x.npy"), x.numpy())
+    np.save(os.path.join(d, "data", "labels.npy"), labels.numpy())
+    mod.train()
+    mod.zero_grad()
+    want_loss = F.cross_entropy(mod(x), labels)
+    want_loss.backward()
+    check(all(p.grad is not None for p in mod.parameters()), f"{name}: a weight without a torch gradient")
+    want = {n: p.grad.numpy() for n, p in mod.named_parameters() if p.grad is not None}
+    M = max(float(np.abs(w).max()) for w in want.values())
+    err = 0.0
+    for be, pp in RUNS:
+        tag = f"{name} -pp {pp} on {be}"
+        plan = os.path.join(d, f"pp{pp}.plan")
+        if not os.path.exists(plan):
+            r = subprocess.run([PPCC, path, "--train", "--loss", "cross-entropy:out", "-b", str(x.shape[0]), "-pp",
+                                str(pp), "-q", "-o", plan], capture_output=True, text=True)
+            check(r.returncode == 0, f"{tag}: ppcc exit {r.returncode}: {r.stderr.strip()[-500:]}")
+            if r.returncode:
+                continue
+        o = os.path.join(d, f"out_{be}_pp{pp}")
+        r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", o, "-q", "--backend", be],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"{tag}: pprt exit {r.returncode}: {r.stderr.strip()[-500:]}")
+        if r.returncode:
+            continue
+        got_loss = np.load(os.path.join(o, "loss.npy"))
+        check(np.allclose(got_loss, want_loss.item(), rtol=1e-4, atol=1e-6),
+              f"{tag}: loss {got_loss} want {want_loss.item()}")
+        for pn, w in want.items():
+            f = os.path.join(o, file_name(pn + ".grad") + ".npy")
+            check(os.path.exists(f), f"{tag}: no gradient of '{pn}'")
+            if not os.path.exists(f):
+                continue
+            g = np.load(f)
+            check(g.shape == w.shape, f"{tag}: '{pn}' gradient shape {g.shape}, want {w.shape}")
+            if g.shape != w.shape:
+                continue
+            big = max(float(np.abs(w).max()), 1e-3 * M)
+            excess = np.abs(g - w) - RTOL * np.abs(w)
+            err = max(err, float(excess.max()) / max(big, 1e-30))
+            ok = excess <= ATOL_OF_MAX * big
+            if not ok.all():
+                i = tuple(np.argwhere(~ok)[0])
+                check(False, f"{tag}: '{pn}' gradient: {int((~ok).sum())} of {w.size} off; first at {list(i)}: "
+                      f"{g[i]!r}, want {w[i]!r} (largest {big:.3g})")
+            else:
+                check(True, "")
+    worst[name] = err
+    print(f"{name}: {len(want)} weights, worst error beyond rtol {err:.2e} of the largest gradient, "
+          f"{time.time() - t0:.1f} s", flush=True)
+
+
+torch.manual_seed(0)
+
+
+# ---- a ViT of our own, over nn.MultiheadAttention ---------------------------------------------
+class ViT(nn.Module):
+    def __init__(self, img=16, patch=4, dim=64, heads=4, depth=2, classes=10):
+        super().__init__()
+        self.patch = nn.Conv2d(3, dim, patch, stride=patch)
+        n = (img // patch) ** 2
+        self.cls = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+        self.pos = nn.Parameter(torch.randn(1, n + 1, dim) * 0.02)
+        self.layers = nn.ModuleList(nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.0, activation="gelu",
+                                                               batch_first=True, norm_first=True) for _ in range(depth))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        x = self.patch(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1) + self.pos
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(self.norm(x)[:, 0])
+
+
+one_step("vit", ViT(), torch.randn(4, 3, 16, 16), torch.tensor([1, 7, 3, 3]))
+
+try:
+    from timm.models.vision_transformer import VisionTransformer
+except Exception as e:  # noqa: BLE001
+    print(f"timm ViT skipped: timm does not import ({type(e).__name__})")
+else:
+    one_step("vit_timm", VisionTransformer(img_size=16, patch_size=4, embed_dim=64, depth=2, num_heads=4, mlp_ratio=2,
+                                           num_classes=10), torch.randn(4, 3, 16, 16), torch.tensor([0, 9, 2, 2]))
+
+# ---- HF BERT and GPT-2 ------------------------------------------------------------------------
+try:
+    from transformers import BertConfig, BertForSequenceClassification, GPT2Config, GPT2LMHeadModel
+    from transformers.utils import logging as hf_logging
+    hf_logging.set_verbosity_error()
+except Exception as e:  # noqa: BLE001
+    print(f"BERT and GPT-2 skipped: transformers does not import ({type(e).__name__})")
+else:
+    class Bert(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = BertForSequenceClassification(BertConfig(
+                vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
+                max_position_embeddings=32, num_labels=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+
+        def forward(self, ids):
+            return self.m(input_ids=ids).logits
+
+    ids = torch.randint(0, 100, (4, 12))
+    ids[0, :3] = ids[1, 5]  # repeated tokens: their embedding rows sum
+    one_step("bert", Bert(), ids, torch.tensor([2, 0, 1, 1]))
+
+    class GPT2(nn.Module):
+        """logits [N, V, T]: classes on axis 1, as ppcc's cross-entropy and torch's take them"""
+
+        def __init__(self):
+            super().__init__()
+            self.m = GPT2LMHeadModel(GPT2Config(vocab_size=100, n_positions=32, n_embd=64, n_layer=2, n_head=2,
+                                                resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+
+        def forward(self, ids):
+            return self.m(input_ids=ids, use_cache=False).logits.transpose(1, 2)
+
+    ids = torch.randint(0, 100, (4, 12))
+    one_step("gpt2", GPT2(), ids, torch.roll(ids, -1, 1))
+
+testlib.finish("train_transformers")
