@@ -35,6 +35,29 @@ static int measured_ops(const pp_graph *g) {
     return n;
 }
 
+/* A training plan's devices (passes/partition_train.c): device d runs
+ * stages d and 2P-1-d. Its memory, estimated: the weights it trains, their
+ * gradients, AdamW's two moments (SGD with momentum keeps one, plain SGD
+ * none), the two stages' arenas, and its stash once per micro-batch in
+ * flight: 1F1B keeps P - d, GPipe every micro-batch of a step. */
+static void report_devices(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
+    const int P = g->train_devices;
+    fprintf(f, "training: %d device%s; per device (MB): weights (as many gradients, AdamW's moments twice that), "
+               "stash per micro-batch, kept under 1F1B / GPipe (%d micro-batches)\n", P, P == 1 ? "" : "s",
+            o->micro_batches);
+    fprintf(f, "%-6s %7s %10s %9s %9s %11s %12s %12s\n", "device", "stages", "weights", "arenas", "stash",
+            "1F1B_keeps", "1F1B_total", "GPipe_total");
+    for (int d = 0; d < P; d++) {
+        const int b = 2 * P - 1 - d;
+        const double w = (double)g->stage_info[d].params, ar = (double)(g->stage_info[d].arena + g->stage_info[b].arena);
+        const double st = g->stash ? (double)g->stash[d].bytes : 0;
+        const int keep = P - d < o->micro_batches ? P - d : o->micro_batches;
+        const double base = 4 * w + ar; /* weights, gradients, two moments */
+        fprintf(f, "%-6d %3d+%-3d %10.3f %9.3f %9.3f %11d %12.3f %12.3f\n", d, d, b, w / 1e6, ar / 1e6, st / 1e6, keep,
+                (base + keep * st) / 1e6, (base + o->micro_batches * st) / 1e6);
+    }
+}
+
 void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
     fprintf(f, "policy %s, %d stage%s, micro-batch %lld; target %.0f GFLOP/s, %.0f GB/s memory, "
                "%.0f GB/s link\n",
@@ -60,6 +83,7 @@ void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
     size_t arena = arena_sum(g);
     fprintf(f, "activation arenas: %.3f MB for %.3f MB of activations (%.0f%%)\n", arena / 1e6,
             g->act_total / 1e6, g->act_total ? 100.0 * (double)arena / (double)g->act_total : 0);
+    if (g->train_devices) report_devices(f, g, o);
     int n_rec = 0;
     for (int i = 0; i < g->n_nodes; i++) n_rec += g->nodes[i].recovered;
     fprintf(f, "recovered ops (outside every module named by the split): %d\n", n_rec);

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Training throughput: pprt against PyTorch eager on the same CPU.
+
+For each model (torchvision, random weights, 1000 classes), exported for
+training (TrainingMode.TRAINING, no constant folding, opset 14): one
+optimizer step (SGD, lr 1e-3) on a batch of B 224x224 images with
+cross-entropy, timed as the median of --steps steps after one untimed,
+  - PyTorch 1.13 eager, torch.set_num_threads(T), model.train();
+  - pprt: ppcc --train --loss cross-entropy:logits -b B -pp P, then
+    pprt --steps N+1 --backend dnnl --threads T, the median of the steps'
+    samples/s from --log-json, the first left out.
+Prints samples/s for each and the ratio pprt/PyTorch, and pprt's measured
+bubble at -pp 2 (2 micro-batches of B/2 a step, 1F1B) next to (P-1)/(M+P-1).
+Usage: bench/train.py [--models vit_b_16,resnet50] [--batch 8] [--threads 2] [--steps 3]"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--models", default="resnet50,vit_b_16")
+ap.add_argument("--batch", type=int, default=8)
+ap.add_argument("--threads", type=int, default=2)
+ap.add_argument("--steps", type=int, default=3)
+ap.add_argument("--ppcc", default=os.path.join(benchlib.ROOT, "build", "ppcc"))
+ap.add_argument("--pprt", default=os.path.join(benchlib.ROOT, "build", "pprt"))
+a = ap.parse_args()
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torchvision  # noqa: E402
+
+torch.set_num_threads(a.threads)
+B = a.batch
+
+
+def torch_rate(model, x, y):
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    times = []
+    for k in range(a.steps + 1):
+        t = time.perf_counter()
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        if k:
+            times.append(time.perf_counter() - t)
+    return B / statistics.median(times)
+
+
+def pprt_rate(model_path, work, pp, acc):
+    plan = os.path.join(work, f"t{pp}.plan")
+    rows = B // acc
+    benchlib.sh([a.ppcc, model_path, "--train", "--loss", "cross-entropy:logits", "-b", str(rows), "-pp", str(pp),
+                 "-q", "-o", plan])
+    log = os.path.join(work, f"log{pp}.json")
+    benchlib.sh([a.pprt, plan, os.path.join(work, "data"), "--steps", str(a.steps + 1), "--accumulate", str(acc),
+                 "--optimizer", "sgd", "--lr", "1e-3", "--backend", "dnnl", "--threads", str(a.threads), "--no-shuffle",
+                 "-q", "--log-json", log])
+    steps = json.load(open(log))["steps"][1:]
+    return statistics.median(s["samples_per_s"] for s in steps), statistics.median(s["bubble"] for s in steps)
+
+
+print(f"# training throughput, batch {B}, {a.threads} threads, {benchlib.cpu_name()}")
+print(f"{'model':<12} {'PyTorch/s':>10} {'pprt pp1/s':>11} {'ratio':>6} {'pprt pp2/s':>11} {'bubble':>7} {'formula':>8}")
+for name in a.models.split(","):
+    with tempfile.TemporaryDirectory() as work:
+        torch.manual_seed(0)
+        model = getattr(torchvision.models, name)(num_classes=1000).train()
+        x, y = torch.randn(B, 3, 224, 224), torch.randint(0, 1000, (B,))
+        path = os.path.join(work, "model.onnx")
+        torch.onnx.export(model, (x,), path, input_names=["input"], output_names=["logits"], opset_version=14,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                          dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+        os.makedirs(os.path.join(work, "data"))
+        np.save(os.path.join(work, "data", "input.npy"), np.concatenate([x.numpy()] * (a.steps + 1)))
+        np.save(os.path.join(work, "data", "labels.npy"), np.concatenate([y.numpy()] * (a.steps + 1)))
+        tr = torch_rate(model, x, y)
+        try:
+            p1, _ = pprt_rate(path, work, 1, 1)
+            p2, bub = pprt_rate(path, work, 2, 2)
+        except RuntimeError as e:
+            print(f"{name:<12} {tr:>10.2f}  pprt failed: {e}")
+            continue
+        print(f"{name:<12} {tr:>10.2f} {p1:>11.2f} {p1 / tr:>6.2f} {p2:>11.2f} {100 * bub:>6.1f}% "
+              f"{100 * (2 - 1) / (2 + 2 - 1):>7.1f}%")
