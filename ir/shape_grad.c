@@ -182,3 +182,23 @@ double flops_GATHERGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo
     (void)a, (void)n_in, (void)out, (void)n_out;
     return pp_numel_d(&in[0]);
 }
+
+pp_status shape_BATCHNORMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)a, (void)n_in;
+    static const char *const what[5] = {"gradient dY", "input X", "scale", "mean", "var"};
+    for (int k = 0; k < 5; k++) PP_TRY(need_f32(&in[k], what[k], err));
+    if (!same_shape(&in[0].shape, &in[1].shape)) return PP_FAIL(err, PP_EINVAL, "dY's shape differs from X's");
+    if (in[1].shape.rank < 2) return PP_FAIL(err, PP_EINVAL, "X has rank %d, expected 2 or more", in[1].shape.rank);
+    const int64_t C = in[1].shape.dim[1];
+    for (int k = 2; k < 5; k++)
+        if (in[k].shape.rank != 1 || in[k].shape.dim[0] != C)
+            return PP_FAIL(err, PP_EINVAL, "%s must have shape [%lld]", what[k], (long long)C);
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = in[1].shape};
+    for (int k = 1; k < n_out; k++) out[k] = (pp_tinfo){.dtype = PP_F32, .shape = in[2].shape};
+    return PP_OK;
+}
+
+double flops_BATCHNORMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_in, (void)n_out;
+    return 8 * pp_numel_d(&out[0]);
+}

@@ -188,3 +188,27 @@ pp_status pp_grad_pow(pp_ad *ad, int node, pp_err *err) {
     }
     return PP_OK;
 }
+
+/* Dropout: the identity where it keeps every element (inference, or ratio
+ * 0); training with a ratio above 0 would need its mask (not yet) */
+pp_status pp_grad_dropout(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    bool training = false;
+    double ratio = 0.5;
+    if (n->n_in > 2 && n->in[2] >= 0) {
+        const pp_value *t = &g->values[n->in[2]];
+        if (!t->is_const || !t->data) return pp_ad_fail(ad, node, err, "its training_mode is computed at run time");
+        training = *(const uint8_t *)t->data != 0;
+    }
+    if (n->n_in > 1 && n->in[1] >= 0) {
+        const pp_value *r = &g->values[n->in[1]];
+        if (!r->is_const || !r->data || r->nbytes < 4) return pp_ad_fail(ad, node, err, "its ratio is computed at run time");
+        ratio = r->dtype == PP_F64 ? *(const double *)r->data : *(const float *)r->data;
+    }
+    if (training && ratio != 0)
+        return pp_ad_fail(ad, node, err, "Dropout in training mode with ratio %g: training with dropout (a seeded "
+                          "mask) is not there yet; export with the ratio at 0 or in eval mode", ratio);
+    if (pp_ad_gy(ad, node, 1) >= 0) return pp_ad_fail(ad, node, err, "its mask output has no gradient");
+    return pp_ad_give(ad, n->in[0], pp_ad_gy(ad, node, 0), err);
+}

@@ -215,3 +215,23 @@ pp_status pp_grad_logsoftmax(pp_ad *ad, int node, pp_err *err) {
     PP_TRY(pp_ad_op2(ad, PP_OP_SUB, gy, m, &r, err));
     return pp_ad_give(ad, x, r, err);
 }
+
+/* BatchNormalization: pp.BatchNormGrad, in training mode over the batch's
+ * own statistics; the running statistics' outputs carry no gradient */
+pp_status pp_grad_batchnorm(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    for (int k = 1; k < n->n_out; k++)
+        if (pp_ad_gy(ad, node, k) >= 0) return pp_ad_fail(ad, node, err, "its statistics' outputs have no gradient");
+    float eps;
+    PP_TRY(pp_attr_float(pp_node_attrs(g, n), "epsilon", 1e-5f, &eps, err));
+    const bool training = pp_bn_training(pp_node_attrs(g, n), n->n_out);
+    const pp_attr a[2] = {pp_ad_attr_float("epsilon", eps), pp_ad_attr_int("training_mode", training)};
+    const int in[5] = {pp_ad_gy(ad, node, 0), n->in[0], n->in[1], n->in[3], n->in[4]};
+    const int X = n->in[0], sc = n->in[1], B = n->in[2];
+    int r[3];
+    PP_TRY(pp_ad_emit(ad, PP_OP_BATCHNORMGRAD, in, 5, a, 2, r, 3, err));
+    PP_TRY(pp_ad_give(ad, X, r[0], err));
+    PP_TRY(pp_ad_give(ad, sc, r[1], err));
+    return pp_ad_give(ad, B, r[2], err);
+}

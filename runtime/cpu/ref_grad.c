@@ -354,3 +354,54 @@ pp_status kern_GATHERGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_
     }
     return PP_OK;
 }
+
+/* ---- pp.BatchNormGrad ------------------------------------------------------------------------ */
+
+pp_status kern_BATCHNORMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                             pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_BATCHNORMGRAD, attrs, in, n_in, out, n_out, err));
+    float eps;
+    int64_t training;
+    PP_TRY(pp_attr_float(attrs, "epsilon", 1e-5f, &eps, err));
+    PP_TRY(pp_attr_int(attrs, "training_mode", 0, &training, err));
+    const pp_shape *xs = &in[1].shape;
+    const int64_t N = xs->dim[0], C = xs->dim[1];
+    int64_t S = 1;
+    for (int i = 2; i < xs->rank; i++) S *= xs->dim[i];
+    const double m = (double)N * (double)S;
+    const float *dy = in[0].data, *x = in[1].data, *sc = in[2].data, *mean_in = in[3].data, *var_in = in[4].data;
+    float *dx = out[0].data, *dsc = n_out > 1 ? out[1].data : NULL, *db = n_out > 2 ? out[2].data : NULL;
+    for (int64_t c = 0; c < C; c++) {
+        double mean = mean_in[c], var = var_in[c];
+        if (training) {
+            double s = 0, q = 0;
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t i = 0; i < S; i++) s += x[(n * C + c) * S + i];
+            mean = m > 0 ? s / m : 0;
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t i = 0; i < S; i++) {
+                    const double d = x[(n * C + c) * S + i] - mean;
+                    q += d * d;
+                }
+            var = m > 0 ? q / m : 0;
+        }
+        const double inv = 1.0 / sqrt(var + (double)eps);
+        double sdy = 0, sdyx = 0;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t i = 0; i < S; i++) {
+                const int64_t k = (n * C + c) * S + i;
+                sdy += dy[k];
+                sdyx += dy[k] * (x[k] - mean) * inv;
+            }
+        if (dsc) dsc[c] = (float)sdyx;
+        if (db) db[c] = (float)sdy;
+        const double g = sc[c] * inv;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t i = 0; i < S; i++) {
+                const int64_t k = (n * C + c) * S + i;
+                dx[k] = (float)(training && m > 0 ? g * (dy[k] - sdy / m - (x[k] - mean) * inv * sdyx / m) : g * dy[k]);
+            }
+    }
+    return PP_OK;
+}

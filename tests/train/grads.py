@@ -46,18 +46,18 @@ def file_name(name):
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
-def export(mod, args, path, input_names):
+def export(mod, args, path, input_names, mode=None):
     torch.onnx.export(mod, args, path, input_names=input_names, output_names=["out"], opset_version=14,
-                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                      training=mode or torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                       keep_initializers_as_inputs=False)
 
 
-def run_case(name, mod, inputs, loss="out", labels=None, target=None, torch_loss=None, rtol=1e-4, pp=1):
+def run_case(name, mod, inputs, loss="out", labels=None, target=None, torch_loss=None, rtol=1e-4, pp=1, mode=None):
     d = os.path.join(WORK, name)
     os.makedirs(os.path.join(d, "data"), exist_ok=True)
     path = os.path.join(d, "model.onnx")
     names = [f"x{i}" for i in range(len(inputs))]
-    export(mod, tuple(inputs), path, names)
+    export(mod, tuple(inputs), path, names, mode)
     for n, v in zip(names, inputs):
         np.save(os.path.join(d, "data", n + ".npy"), v.numpy())
     if labels is not None:
@@ -339,6 +339,30 @@ run_case("mse", Net(), [torch.randn(6, 1, 8, 8)], loss="mse:out", target=tgt, to
 run_case("cross_entropy_pp2", Net(), [torch.randn(6, 1, 8, 8)], loss="cross-entropy:out", labels=labels,
          torch_loss=lambda o: F.cross_entropy(o, labels), pp=2)
 
+# ---- BatchNormalization (training mode: the batch's statistics; eval mode: fixed ones), Dropout at ratio 0
+
+
+def bn_probe(name, shape, bn, train=True):
+    m = Probe(shape, lambda m, x: m.mods[0](x), [bn])
+    with torch.no_grad():
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-0.5, 0.5)
+    if not train:
+        bn.eval()
+    run_case(name, m, [torch.randn(*shape) * 2 + 0.3],
+             mode=None if train else torch.onnx.TrainingMode.PRESERVE)
+
+
+bn_probe("batchnorm2d_train", (4, 3, 5, 5), nn.BatchNorm2d(3))
+bn_probe("batchnorm1d_train", (6, 5), nn.BatchNorm1d(5))
+bn_probe("batchnorm3d_train", (2, 2, 3, 4, 3), nn.BatchNorm3d(2, eps=1e-3))
+bn_probe("batchnorm2d_eval", (4, 3, 5, 5), nn.BatchNorm2d(3), train=False)
+probe("conv_bn_relu", (2, 3, 8, 8), lambda m, x: F.relu(m.mods[1](m.mods[0](x))),
+      [nn.Conv2d(3, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4)])
+probe("dropout_ratio0", (3, 7), lambda m, x: m.mods[0](x) * 2, [nn.Dropout(0.0)])
+
 # ---- refused, exit 2, the culprit named ------------------------------------------------------
 
 
@@ -406,6 +430,19 @@ refused("pad_reflect", PadReflect(), [x4], ["--train", "--loss", "out"], "mode '
 refused("einsum_diagonal", Diagonal(), [x4], ["--train", "--loss", "out"], "repeats the label 'i' (a diagonal)")
 refused("loss_without_train", Lin(), [x4], ["--loss", "mse:out"], "--loss is an option of --train")
 refused("train_without_loss", Lin(), [x4], ["--train"], "--train needs --loss")
+
+
+class Drop(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.fc(x))
+
+
+refused("dropout_training", Drop(), [x4], ["--train", "--loss", "mse:out"], "training-mode Dropout is not supported")
 
 
 # --freeze: the frozen module's weights have no gradient output, the others match autograd

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""One training step of torchvision's ResNet-18 against PyTorch autograd.
+
+ResNet-18 (10 classes, random weights, BatchNormalization in training
+mode), exported for training (TrainingMode.TRAINING, no constant folding,
+opset 14), a batch of 4 images of 64x64, cross-entropy with integer labels:
+ppcc --train at -pp 1, 2 and 4, pprt on the reference kernels (and oneDNN
+at -pp 1); the loss and every one of the 62 weight gradients against
+PyTorch's, which takes the same step in train mode. Tolerances: the loss
+within rtol 1e-4; each gradient tensor within |g - w| <= 2e-3 |w| + 2e-4 x
+its tensor's largest |w| (BatchNorm's backward divides by the batch's
+standard deviation, so float sums in another order move a gradient more
+than in a plain network). The gradients must also be the same bits at -pp
+1, 2 and 4. On oneDNN each gradient tensor must be within 5% of PyTorch's
+in norm (measured: 1.2% at most): its convolutions sum in another order,
+and random weights leave BatchNorm outputs at a ReLU's kink (a channel of
+mostly zero outputs has a mean near 0 whose sign the order of the sum
+decides: almost half of one channel of layer3.0.bn1), where the last bit
+decides the mask and moves that channel's gradients and what lies before. Then 3 SGD steps of pprt on the reference kernels (--steps 3,
+momentum 0.9) against PyTorch's, the losses within 1%.
+Usage: models.py PPCC PPRT WORK"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import testlib  # noqa: E402
+from testlib import check  # noqa: E402
+
+PPCC, PPRT, WORK = sys.argv[1:4]
+testlib.start(WORK, "train_models")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import torchvision  # noqa: E402
+
+torch.manual_seed(0)
+N = 4
+
+
+def file_name(name):
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+net = torchvision.models.resnet18(num_classes=10).train()
+init = {k: v.clone() for k, v in net.state_dict().items()}
+x = torch.randn(N, 3, 64, 64)
+y = torch.tensor([1, 7, 3, 3])
+torch.onnx.export(net, (x,), "resnet18.onnx", input_names=["input"], output_names=["logits"], opset_version=14,
+                  training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                  dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+net.load_state_dict(init)  # the export ran a forward: running statistics moved
+os.makedirs("data", exist_ok=True)
+np.save("data/input.npy", x.numpy())
+np.save("data/labels.npy", y.numpy())
+
+net.zero_grad()
+loss = F.cross_entropy(net(x), y)
+loss.backward()
+want = {k: p.grad.numpy() for k, p in net.named_parameters()}
+check(len(want) == 62, f"ResNet-18 has {len(want)} weights with gradients, expected 62")
+
+outs = {}
+for pp, be in ((1, "ref"), (2, "ref"), (4, "ref"), (1, "dnnl")):
+    plan = f"r{pp}.plan"
+    r = subprocess.run([PPCC, "resnet18.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(N), "-pp", str(pp),
+                        "-q", "-o", plan], capture_output=True, text=True)
+    check(r.returncode == 0, f"ppcc -pp {pp}: exit {r.returncode}: {r.stderr[-300:]}")
+    if r.returncode:
+        continue
+    o = f"out{pp}_{be}"
+    r = subprocess.run([PPRT, plan, "data", "-o", o, "-q", "--backend", be], capture_output=True, text=True)
+    check(r.returncode == 0, f"pprt -pp {pp} {be}: exit {r.returncode}: {r.stderr[-300:]}")
+    if r.returncode:
+        continue
+    got_loss = float(np.load(os.path.join(o, "loss.npy")))
+    check(abs(got_loss - float(loss)) <= 1e-4 * abs(float(loss)), f"-pp {pp} {be}: loss {got_loss} vs {float(loss)}")
+    worst = 0.0
+    for k, w in want.items():
+        f = os.path.join(o, file_name(k + ".grad") + ".npy")
+        if not os.path.exists(f):
+            check(False, f"-pp {pp} {be}: no gradient of {k}")
+            continue
+        g = np.load(f)
+        bound = 2e-3 * np.abs(w) + 2e-4 * float(np.abs(w).max())
+        bad = np.abs(g - w) > bound
+        worst = max(worst, float((np.abs(g - w) / (np.abs(w).max() + 1e-30)).max()))
+        # oneDNN's convolutions sum in another order than PyTorch's; where a
+        # BatchNorm output sits at a ReLU's kink (a channel whose outputs are
+        # mostly 0 has a mean near 0, whose sign the summation order decides:
+        # 45% of one channel of layer3.0.bn1 at 64x64), the last bit decides
+        # the ReLU's mask and moves that channel's gradients, and what is
+        # upstream of it
+        if be == "ref":
+            check(not bad.any(), f"-pp {pp} {be}: {k}: {int(bad.sum())} of {w.size} off; largest difference "
+                  f"{float(np.abs(g - w).max()):.3g} of a largest |w| {float(np.abs(w).max()):.3g}")
+        else:  # the whole tensor within 5% (in norm): measured 1.2% at most
+            rel = float(np.linalg.norm(g - w) / (np.linalg.norm(w) + 1e-30))
+            check(rel <= 0.05, f"-pp {pp} {be}: {k}: {100 * rel:.2f}% off in norm")
+    outs[(pp, be)] = o
+    print(f"-pp {pp} {be}: loss {got_loss:.6f} (PyTorch {float(loss):.6f}); largest gradient difference "
+          f"{worst:.2e} of its tensor's largest")
+for pp in (2, 4):
+    if (1, "ref") in outs and (pp, "ref") in outs:
+        a, b = outs[(1, "ref")], outs[(pp, "ref")]
+        same = all(np.array_equal(np.load(os.path.join(a, n)), np.load(os.path.join(b, n))) for n in os.listdir(a))
+        check(same, f"the gradients at -pp {pp} differ from -pp 1's")
+
+# three SGD steps with momentum (the same 4 images each step)
+os.makedirs("steps", exist_ok=True)
+np.save("steps/input.npy", np.concatenate([x.numpy()] * 3))
+np.save("steps/labels.npy", np.concatenate([y.numpy()] * 3))
+r = subprocess.run([PPRT, "r2.plan", "steps", "--steps", "3", "--no-shuffle", "--optimizer", "sgd", "--lr", "0.05",
+                    "--momentum", "0.9", "--log-json", "steps.json", "--backend", "ref", "-q"], capture_output=True, text=True)
+check(r.returncode == 0, f"pprt --steps 3: exit {r.returncode}: {r.stderr[-300:]}")
+if r.returncode == 0:
+    got = [s["loss"] for s in json.load(open("steps.json"))["steps"]]
+    net.load_state_dict(init)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    ref = []
+    for _ in range(3):
+        opt.zero_grad()
+        lo = F.cross_entropy(net(x), y)
+        lo.backward()
+        opt.step()
+        ref.append(float(lo))
+    check(all(abs(a - b) <= 0.01 * abs(b) for a, b in zip(got, ref)), f"SGD steps: losses {got} vs PyTorch's {ref}")
+    print(f"3 SGD steps: losses {[round(v, 5) for v in got]} (PyTorch {[round(v, 5) for v in ref]})")
+
+testlib.finish("train_models")
