@@ -77,7 +77,10 @@ pp_status pp_onnx_external_data(pp_graph *g, const struct Onnx__TensorProto *t, 
  * all) with each initializer that DIR/NAME.npy names (the file names pprt
  * --save-weights writes) holding that file's values, inline; a file naming
  * no initializer, or one of another type or shape, is refused (PP_EINVAL).
- * *replaced: how many were replaced. */
-pp_status pp_onnx_save_weights(const char *model, const char *dir, const char *out, int *replaced, pp_err *err);
+ * *replaced: how many were replaced. eval_mode: also make a training export
+ * an inference model (BatchNormalization on its running statistics, Dropout
+ * without its training inputs). */
+pp_status pp_onnx_save_weights(const char *model, const char *dir, const char *out, bool eval_mode, int *replaced,
+                               pp_err *err);
 
 #endif

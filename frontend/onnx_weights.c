@@ -54,7 +54,41 @@ static pp_status check_dir(const Onnx__GraphProto *gp, const char *dir, pp_err *
     return s;
 }
 
-pp_status pp_onnx_save_weights(const char *model, const char *dir, const char *out, int *replaced, pp_err *err) {
+/* Whether value `name` is read by a node other than `self`, or is a graph output. */
+static bool used_elsewhere(const Onnx__GraphProto *gp, const Onnx__NodeProto *self, const char *name) {
+    if (!name || !*name) return false;
+    for (size_t i = 0; i < gp->n_node; i++)
+        for (size_t k = 0; gp->node[i] != self && k < gp->node[i]->n_input; k++)
+            if (gp->node[i]->input[k] && !strcmp(gp->node[i]->input[k], name)) return true;
+    for (size_t i = 0; i < gp->n_output; i++)
+        if (gp->output[i]->name && !strcmp(gp->output[i]->name, name)) return true;
+    return false;
+}
+
+/* A training export made an inference model: BatchNormalization with
+ * training_mode 0 (the running statistics, one output), Dropout without its
+ * ratio and training_mode inputs. Refused where an output this drops is read. */
+static pp_status to_inference(Onnx__GraphProto *gp, int *changed, pp_err *err) {
+    for (size_t i = 0; i < gp->n_node; i++) {
+        Onnx__NodeProto *n = gp->node[i];
+        const bool bn = n->op_type && !strcmp(n->op_type, "BatchNormalization");
+        const bool drop = n->op_type && !strcmp(n->op_type, "Dropout");
+        if ((!bn && !drop) || (n->domain && *n->domain)) continue;
+        for (size_t k = 1; k < n->n_output; k++)
+            if (used_elsewhere(gp, n, n->output[k]))
+                return PP_FAIL(err, PP_EUNSUP, "--eval-mode: node '%s' (%s): its output '%s' is read, and inference "
+                               "has no such output", n->name ? n->name : "", n->op_type, n->output[k]);
+        if (n->n_output > 1) n->n_output = 1, ++*changed;
+        if (drop && n->n_input > 1) n->n_input = 1, ++*changed;
+        for (size_t a = 0; bn && a < n->n_attribute; a++)
+            if (n->attribute[a]->name && !strcmp(n->attribute[a]->name, "training_mode") && n->attribute[a]->i)
+                n->attribute[a]->i = 0, ++*changed;
+    }
+    return PP_OK;
+}
+
+pp_status pp_onnx_save_weights(const char *model, const char *dir, const char *out, bool eval_mode, int *replaced,
+                               pp_err *err) {
     *replaced = 0;
     uint8_t *buf = NULL, *packed = NULL;
     size_t len = 0;
@@ -63,6 +97,8 @@ pp_status pp_onnx_save_weights(const char *model, const char *dir, const char *o
     pp_status s = PP_OK;
     if (!m || !m->graph) s = PP_FAIL(err, PP_EINVAL, "%s: not an ONNX model (protobuf parsing failed)", model);
     if (s == PP_OK) s = check_dir(m->graph, dir, err);
+    int changed = 0;
+    if (s == PP_OK && eval_mode) s = to_inference(m->graph, &changed, err);
     int n = 0;
     pprt_npy *arrays = s == PP_OK ? calloc(m->graph->n_initializer + 1, sizeof *arrays) : NULL;
     ProtobufCBinaryData *orig = s == PP_OK ? calloc(m->graph->n_initializer + 1, sizeof *orig) : NULL;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "autodiff.h"
+#include "../ir/op_fns.h"
 
 const pp_grad_row pp_grad_table[PP_OP_COUNT] = {
 #define PP_GRAD(E, RULE, SLOTS) [PP_OP_##E] = {RULE, SLOTS},
@@ -36,6 +37,7 @@ struct pp_ad {
     int *grad;          /* [n_fwd_values]: the value holding d loss / d v, or -1 */
     int node;           /* the forward node whose rule runs */
     int seq;            /* backward node counter, for unique names */
+    int n_fwd_nodes;    /* the forward graph's nodes (the first ones) */
     bool in_loss;       /* emitting the loss: its nodes are named /loss/OP_k */
 };
 
@@ -422,6 +424,20 @@ static pp_status outputs(pp_graph *g, pp_ad *ad, int loss, int y, pp_err *err) {
         snprintf(nn, sizeof nn, "/grad/%s/Identity", g->values[v].name);
         PP_TRY(named_output(g, ad->grad[v], nm, nn, err));
     }
+    /* a BatchNormalization in training mode: its running mean and variance,
+     * for pprt to write back into the initializers they came from */
+    for (int i = 0; i < ad->n_fwd_nodes; i++) {
+        const pp_node *n = &g->nodes[i];
+        if (n->op != PP_OP_BATCHNORM || !pp_bn_training(pp_node_attrs(g, n), n->n_out) || n->n_out < 3) continue;
+        for (int k = 1; k <= 2; k++) {
+            const int src = n->in[2 + k], out = n->out[k];
+            if (src < 0 || out < 0 || !g->values[src].is_initializer || g->values[src].is_param) continue;
+            char nm[512], nn[600];
+            snprintf(nm, sizeof nm, "%s%s", g->values[src].name, PP_RUNNING_SUFFIX);
+            snprintf(nn, sizeof nn, "/running/%s/Identity", g->values[src].name);
+            PP_TRY(named_output(g, out, nm, nn, err));
+        }
+    }
     return PP_OK;
 }
 
@@ -451,6 +467,7 @@ pp_status pp_autodiff(pp_graph *g, const pp_train_opts *t, pp_err *err) {
     }
     for (int v = 0; v < g->n_values; v++) ad.wants[v] = g->values[v].is_param, ad.grad[v] = -1;
     const int n_fwd = g->n_nodes;
+    ad.n_fwd_nodes = n_fwd;
     /* forward: a node's outputs want a gradient when an input in one of its
      * gradient slots does */
     for (int i = 0; i < n_fwd; i++) {

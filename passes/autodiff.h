@@ -44,6 +44,7 @@ typedef struct pp_train_opts {
 #define PP_LABELS_NAME "labels"
 #define PP_TARGET_NAME "target"
 #define PP_GRAD_SUFFIX ".grad"
+#define PP_RUNNING_SUFFIX ".running" /* a training-mode BatchNorm's running statistic, for its initializer */
 
 /* --loss SPEC: cross-entropy:OUTPUT, mse:OUTPUT or OUTPUT. */
 pp_status pp_loss_parse(const char *spec, pp_train_opts *t, pp_err *err);

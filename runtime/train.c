@@ -16,6 +16,7 @@
 #define PI 3.14159265358979323846
 
 #define GRAD_SUFFIX ".grad"
+#define RUNNING_SUFFIX ".running"
 #define LOSS_NAME "loss"
 
 void pprt_train_opts_init(pprt_train_opts *o) {
@@ -43,6 +44,12 @@ typedef struct param {
     int64_t numel;
     float *w, *g, *m, *v; /* weight, averaged gradient, optimizer state (momentum / Adam's moments) */
     bool has_m;
+    /* a training-mode BatchNorm's running statistic (an output NAME.running,
+     * no gradient): after each step the weight takes what PyTorch's module
+     * would hold after the step's micro-batches, one after the other */
+    bool running, is_var;
+    double momentum;  /* ONNX's: the share of the old value kept */
+    double count;     /* the elements per channel of a micro-batch (the variance's n) */
 } param;
 
 typedef struct trainer {
@@ -67,6 +74,45 @@ static void *alloc64(size_t n) {
     return posix_memalign(&p, 64, n ? n : 64) ? NULL : p;
 }
 
+/* The BatchNormalization that reads q's weight as its input_mean or
+ * input_var: its momentum and the elements per channel it averages. */
+static pp_status running_of(const pprt_plan *p, param *q, pp_err *err) {
+    for (int s = 0; s < p->n_stages; s++) {
+        const pprt_stage *st = &p->stages[s];
+        for (int i = 0; i < st->n_nodes; i++) {
+            const pprt_node *n = &st->nodes[i];
+            if (n->op != PP_OP_BATCHNORM || n->n_in < 5) continue;
+            const bool mean = n->in[3] >= 0 && !strcmp(st->t[n->in[3]].name, q->name);
+            const bool var = n->in[4] >= 0 && !strcmp(st->t[n->in[4]].name, q->name);
+            if (!mean && !var) continue;
+            float mom;
+            PP_TRY(pp_attr_float((pp_attrs){n->attrs, n->n_attrs, p->opset}, "momentum", 0.9f, &mom, err));
+            const pp_shape *xs = &st->t[n->in[0]].shape;
+            double cnt = 1;
+            for (int k = 0; k < xs->rank; k++)
+                if (k != 1) cnt *= (double)xs->dim[k];
+            q->is_var = var, q->momentum = mom, q->count = cnt;
+            return PP_OK;
+        }
+    }
+    return PP_FAIL(err, PP_EINVAL, "the plan's output %s%s belongs to no BatchNormalization", q->name, RUNNING_SUFFIX);
+}
+
+/* A running statistic after the step's M micro-batches, one after the other
+ * as PyTorch's module takes them: each micro-batch's output is old x
+ * momentum + its batch's statistic x (1 - momentum), the old being the
+ * step's start; the variance PyTorch keeps is the unbiased one. */
+static void update_running(param *q, const pprt_array *outs, int M) {
+    const float *o = outs[q->out].data;
+    const double keep = q->momentum, unbias = q->is_var && q->count > 1 ? q->count / (q->count - 1) : 1;
+    for (int64_t c = 0; c < q->numel; c++) {
+        const double start = q->w[c];
+        double r = start;
+        for (int j = 0; j < M; j++) r = r * keep + ((double)o[(size_t)j * (size_t)q->numel + (size_t)c] - start * keep) * unbias;
+        q->w[c] = (float)r;
+    }
+}
+
 /* The weights: each gradient output names one ("W.grad" for W); every
  * stage's tensor of that name reads our buffer from now on. */
 static pp_status bind_params(trainer *t, pp_err *err) {
@@ -88,7 +134,9 @@ static pp_status bind_params(trainer *t, pp_err *err) {
             t->loss_out = i;
             continue;
         }
-        if (ln <= ls || strcmp(on + ln - ls, GRAD_SUFFIX)) { /* the output the loss reads */
+        const size_t lr = strlen(RUNNING_SUFFIX);
+        const bool running = ln > lr && !strcmp(on + ln - lr, RUNNING_SUFFIX);
+        if (!running && (ln <= ls || strcmp(on + ln - ls, GRAD_SUFFIX))) { /* the output the loss reads */
             if (t->fwd_out >= 0)
                 return PP_FAIL(err, PP_EINVAL, "outputs '%s' and '%s' are neither the loss nor a weight's gradient: not "
                                "a plan ppcc --train wrote", p->outputs[t->fwd_out].name, on);
@@ -96,7 +144,8 @@ static pp_status bind_params(trainer *t, pp_err *err) {
             continue;
         }
         param *q = &t->ps[t->n_params];
-        char *name = strndup(on, ln - ls);
+        char *name = strndup(on, ln - (running ? lr : ls));
+        q->running = running;
         if (!name) return PP_FAIL(err, PP_ENOMEM, "out of memory");
         q->name = name;
         q->out = i;
@@ -124,6 +173,7 @@ static pp_status bind_params(trainer *t, pp_err *err) {
             return PP_FAIL(err, PP_EINVAL, "the gradient of '%s' holds %zu bytes, the weight %zu", name,
                            p->outputs[i].sample_bytes, nbytes);
         q->numel = (int64_t)(nbytes / 4);
+        if (running) PP_TRY(running_of(p, q, err));
         q->w = alloc64(nbytes), q->g = alloc64(nbytes), q->m = alloc64(nbytes), q->v = alloc64(nbytes);
         if (!q->w || !q->g || !q->m || !q->v) return PP_FAIL(err, PP_ENOMEM, "out of memory for weight '%s'", name);
         memcpy(q->w, init, nbytes);
@@ -133,7 +183,9 @@ static pp_status bind_params(trainer *t, pp_err *err) {
             if (!strcmp(t->bound[b]->name, name)) t->bound[b]->data = (const unsigned char *)q->w;
     }
     if (t->loss_out < 0) return PP_FAIL(err, PP_EINVAL, "the plan has no 'loss' output: not a plan ppcc --train wrote");
-    if (!t->n_params) return PP_FAIL(err, PP_EINVAL, "the plan has no weight's gradient among its outputs");
+    int trained = 0;
+    for (int i = 0; i < t->n_params; i++) trained += !t->ps[i].running;
+    if (!trained) return PP_FAIL(err, PP_EINVAL, "the plan has no weight's gradient among its outputs");
     return PP_OK;
 }
 
@@ -314,6 +366,7 @@ static pp_status reduce_step(const trainer *t, const pprt_array *outs, int64_t s
     const float inv = 1.0f / (float)M;
     for (int i = 0; i < t->n_params; i++) {
         const param *q = &t->ps[i];
+        if (q->running) continue;
         const float *g = outs[q->out].data;
         for (int64_t k = 0; k < q->numel; k++) {
             float a = g[k];
@@ -332,7 +385,7 @@ static pp_status reduce_step(const trainer *t, const pprt_array *outs, int64_t s
     if (t->o->clip_norm > 0 && *norm > t->o->clip_norm) {
         const float c = (float)(t->o->clip_norm / (*norm + 1e-6));
         for (int i = 0; i < t->n_params; i++)
-            for (int64_t k = 0; k < t->ps[i].numel; k++) t->ps[i].g[k] *= c;
+            for (int64_t k = 0; k < t->ps[i].numel && !t->ps[i].running; k++) t->ps[i].g[k] *= c;
     }
     return PP_OK;
 }
@@ -590,7 +643,10 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     *lr = lr_at(o, step, total);
     if (s == PP_OK && *finite) {
         ++*updates;
-        for (int i = 0; i < t->n_params; i++) update(o, &t->ps[i], *lr, *updates);
+        for (int i = 0; i < t->n_params; i++) {
+            if (t->ps[i].running) update_running(&t->ps[i], outs, o->accumulate);
+            else update(o, &t->ps[i], *lr, *updates);
+        }
     }
     for (int i = 0; i < t->p->n_outputs; i++) free(outs[i].data), outs[i].data = NULL;
     return s;

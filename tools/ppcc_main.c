@@ -21,6 +21,7 @@ typedef struct ppcc_cli {
     const char *model, *out, *report_json, *report_html, *export_dir;
     bool report, quiet, ref_weights, verbose, out_given, measure, modules, help, version;
     const char *save_onnx, *weights; /* --save-onnx FILE --weights DIR: the model with trained weights */
+    bool eval_mode;                  /* --eval-mode: and as an inference model */
     pp_import_opts io;
     ppcc_measure_opts mo;
     pp_compile_opts co;
@@ -146,6 +147,9 @@ static const pp_opt own_rows[] = {
     {"--weights", PP_OPT_STR, "DIR", F(weights), 0, 0, NULL, "a directory", NULL,
      "the weights --save-onnx puts in, NAME.npy each (every file must name an initializer of the model's type and "
      "shape)", 0, 0, NULL, NULL, NULL},
+    {"--eval-mode", PP_OPT_FLAG, NULL, F(eval_mode), 0, 0, NULL, NULL, NULL,
+     "with --save-onnx: write a training export as an inference model (BatchNormalization on its running "
+     "statistics, which pprt's training updates; Dropout off)", 0, 0, NULL, NULL, NULL},
     {"-q", PP_OPT_FLAG, NULL, F(quiet), 0, 0, NULL, NULL, NULL, "print nothing on success", 0, 0, NULL, NULL, NULL},
     {"-v", PP_OPT_FLAG, NULL, F(verbose), 0, 0, NULL, NULL, NULL, "errors also name the source line that raised them",
      0, 0, NULL, NULL, NULL},
@@ -368,7 +372,7 @@ static pp_status save_onnx(const ppcc_cli *c, pp_err *err) {
                        c->save_onnx);
     PP_TRY(pp_outfile_check(c->save_onnx, true, err));
     int n;
-    PP_TRY(pp_onnx_save_weights(c->model, c->weights, c->save_onnx, &n, err));
+    PP_TRY(pp_onnx_save_weights(c->model, c->weights, c->save_onnx, c->eval_mode, &n, err));
     if (!c->quiet) printf("ppcc: %s with %d weight%s from %s -> %s\n", c->model, n, n == 1 ? "" : "s", c->weights,
                           c->save_onnx);
     return PP_OK;

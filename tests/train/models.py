@@ -17,7 +17,12 @@ and random weights leave BatchNorm outputs at a ReLU's kink (a channel of
 mostly zero outputs has a mean near 0 whose sign the order of the sum
 decides: almost half of one channel of layer3.0.bn1), where the last bit
 decides the mask and moves that channel's gradients and what lies before. Then 3 SGD steps of pprt on the reference kernels (--steps 3,
-momentum 0.9) against PyTorch's, the losses within 1%.
+momentum 0.9) against PyTorch's: the losses within 1%, the BatchNorms'
+running statistics (which pprt writes back after each step) within 1e-2 of
+PyTorch's (the weights they come from drift apart as the losses do), and the
+training export with the trained weights put back as an inference model
+(ppcc --save-onnx --eval-mode) gives in onnxruntime the eval outputs PyTorch
+gives with those weights and statistics, within 1e-4.
 Usage: models.py PPCC PPRT WORK"""
 import json
 import os
@@ -51,7 +56,9 @@ y = torch.tensor([1, 7, 3, 3])
 torch.onnx.export(net, (x,), "resnet18.onnx", input_names=["input"], output_names=["logits"], opset_version=14,
                   training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                   dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
-net.load_state_dict(init)  # the export ran a forward: running statistics moved
+# the export ran a forward in train mode: the running statistics moved once,
+# and the model holds them so; PyTorch starts from the same state
+start = {k: v.clone() for k, v in net.state_dict().items()}
 os.makedirs("data", exist_ok=True)
 np.save("data/input.npy", x.numpy())
 np.save("data/labels.npy", y.numpy())
@@ -113,11 +120,12 @@ os.makedirs("steps", exist_ok=True)
 np.save("steps/input.npy", np.concatenate([x.numpy()] * 3))
 np.save("steps/labels.npy", np.concatenate([y.numpy()] * 3))
 r = subprocess.run([PPRT, "r2.plan", "steps", "--steps", "3", "--no-shuffle", "--optimizer", "sgd", "--lr", "0.05",
-                    "--momentum", "0.9", "--log-json", "steps.json", "--backend", "ref", "-q"], capture_output=True, text=True)
+                    "--momentum", "0.9", "--log-json", "steps.json", "--backend", "ref", "--save-weights", "after",
+                    "-q"], capture_output=True, text=True)
 check(r.returncode == 0, f"pprt --steps 3: exit {r.returncode}: {r.stderr[-300:]}")
 if r.returncode == 0:
     got = [s["loss"] for s in json.load(open("steps.json"))["steps"]]
-    net.load_state_dict(init)
+    net.load_state_dict(start)
     opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
     ref = []
     for _ in range(3):
@@ -128,5 +136,38 @@ if r.returncode == 0:
         ref.append(float(lo))
     check(all(abs(a - b) <= 0.01 * abs(b) for a, b in zip(got, ref)), f"SGD steps: losses {got} vs PyTorch's {ref}")
     print(f"3 SGD steps: losses {[round(v, 5) for v in got]} (PyTorch {[round(v, 5) for v in ref]})")
+    # the BatchNorms' running statistics moved as PyTorch's did (unbiased variance, momentum 0.1)
+    sd = net.state_dict()
+    worst = 0.0
+    for k, v in sd.items():
+        if "running" not in k:
+            continue
+        f = os.path.join("after", file_name(k) + ".npy")
+        check(os.path.exists(f), f"no running statistic {k} among the saved weights")
+        if os.path.exists(f):
+            e = float(np.abs(np.load(f) - v.numpy()).max() / (np.abs(v.numpy()).max() + 1e-30))
+            worst = max(worst, e)
+            check(e < 1e-2, f"{k}: {e:.2e} off PyTorch's after 3 steps")
+    print(f"running statistics after 3 steps: within {worst:.2e} of PyTorch's")
+    # the training export with the trained weights, made an inference model: onnxruntime gives PyTorch's eval outputs
+    net.eval()
+    r = subprocess.run([PPCC, "resnet18.onnx", "--save-onnx", "trained.onnx", "--weights", "after", "--eval-mode"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"--save-onnx: exit {r.returncode}: {r.stderr[-300:]}")
+    if r.returncode == 0:
+        import onnxruntime
+        got_y, = onnxruntime.InferenceSession("trained.onnx").run(["logits"], {"input": x.numpy()})
+        # PyTorch's eval outputs with pprt's trained weights and statistics in the module
+        sd = net.state_dict()
+        for k in sd:
+            f = os.path.join("after", file_name(k) + ".npy")
+            if os.path.exists(f):
+                sd[k] = torch.from_numpy(np.load(f))
+        net.load_state_dict(sd)
+        with torch.no_grad():
+            want_y = net(x).numpy()
+        e = float(np.abs(got_y - want_y).max() / np.abs(want_y).max())
+        check(e < 1e-4, f"the trained model in onnxruntime: {e:.2e} off PyTorch's eval outputs with the same weights")
+        print(f"trained ResNet-18 in onnxruntime (eval): within {e:.2e} of PyTorch's with the same weights")
 
 testlib.finish("train_models")
