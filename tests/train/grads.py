@@ -4,7 +4,8 @@
 Each case is a small torch module with a loss, exported as a training
 export is (TrainingMode.TRAINING, no constant folding, opset 14); ppcc
 --train compiles the loss and the gradient of every weight, pprt runs it on
-the reference kernels and on oneDNN, and the loss and each weight's
+the reference kernels, on oneDNN and on cuda-emu (the CUDA step list on the
+host: the part of a GPU run that runs here), and the loss and each weight's
 gradient must match autograd's in float32 within rtol 1e-4 and an atol of
 1e-5 of the largest gradient (sums run in another order on each side).
 A weight placed before an op (x + p, p of x's shape) makes the op's input
@@ -39,7 +40,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 torch.manual_seed(0)
-BACKENDS = ("ref", "dnnl")
+BACKENDS = ("ref", "dnnl", "cuda-emu")  # cuda-emu: the CUDA step list run on the host (grad ops on its host fallback)
 
 
 def file_name(name):
