@@ -30,6 +30,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import testlib  # noqa: E402
 from testlib import check  # noqa: E402
+from trainlib import file_name, read_grad  # noqa: E402,F401
 
 PPCC, PPRT, WORK = sys.argv[1:4]
 testlib.start(WORK, "train_grads")
@@ -41,10 +42,6 @@ import torch.nn.functional as F  # noqa: E402
 
 torch.manual_seed(0)
 BACKENDS = ("ref", "dnnl", "cuda-emu")  # cuda-emu: the CUDA step list run on the host (grad ops on its host fallback)
-
-
-def file_name(name):
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
 def export(mod, args, path, input_names, mode=None):
@@ -89,13 +86,8 @@ def run_case(name, mod, inputs, loss="out", labels=None, target=None, torch_loss
         wl = want_loss.detach().numpy()
         check(np.allclose(got_loss, wl, rtol=rtol, atol=1e-6), f"{name} on {be}: loss {got_loss} want {wl}")
         for pn, g in want.items():
-            f = os.path.join(o, file_name(pn + ".grad") + ".npy")
-            check(os.path.exists(f), f"{name} on {be}: no gradient of '{pn}' among {sorted(os.listdir(o))}")
-            if not os.path.exists(f):
-                continue
-            got = np.load(f)
-            check(got.shape == g.shape, f"{name} on {be}: '{pn}' gradient shape {got.shape}, want {g.shape}")
-            if got.shape != g.shape:
+            got = read_grad(o, pn, g.shape, f"{name} on {be}")
+            if got is None:
                 continue
             atol = 1e-5 * max(1.0, float(np.abs(g).max()))
             ok = np.isclose(got, g, rtol=rtol, atol=atol)

@@ -32,6 +32,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import testlib  # noqa: E402
 from testlib import check  # noqa: E402
+from trainlib import file_name, read_grad  # noqa: E402,F401
 
 PPCC, PPRT, WORK = sys.argv[1:4]
 testlib.start(WORK, "train_models")
@@ -43,10 +44,6 @@ import torchvision  # noqa: E402
 
 torch.manual_seed(0)
 N = 4
-
-
-def file_name(name):
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
 net = torchvision.models.resnet18(num_classes=10).train()
@@ -86,11 +83,9 @@ for pp, be in ((1, "ref"), (2, "ref"), (4, "ref"), (1, "dnnl")):
     check(abs(got_loss - float(loss)) <= 1e-4 * abs(float(loss)), f"-pp {pp} {be}: loss {got_loss} vs {float(loss)}")
     worst = 0.0
     for k, w in want.items():
-        f = os.path.join(o, file_name(k + ".grad") + ".npy")
-        if not os.path.exists(f):
-            check(False, f"-pp {pp} {be}: no gradient of {k}")
+        g = read_grad(o, k, w.shape, f"-pp {pp} {be}")
+        if g is None:
             continue
-        g = np.load(f)
         bound = 2e-3 * np.abs(w) + 2e-4 * float(np.abs(w).max())
         bad = np.abs(g - w) > bound
         worst = max(worst, float((np.abs(g - w) / (np.abs(w).max() + 1e-30)).max()))

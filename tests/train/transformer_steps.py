@@ -30,6 +30,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import testlib  # noqa: E402
 from testlib import check  # noqa: E402
+from trainlib import file_name, read_grad  # noqa: E402,F401
 
 PPCC, PPRT, WORK = sys.argv[1:4]
 testlib.start(WORK, "train_transformers")
@@ -42,10 +43,6 @@ import torch.nn.functional as F  # noqa: E402
 RTOL, ATOL_OF_MAX = 1e-3, 1e-5
 RUNS = (("ref", 1), ("ref", 2), ("ref", 4), ("dnnl", 1))
 worst = {}
-
-
-def file_name(name):
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
 def no_dropout(mod):
@@ -95,13 +92,8 @@ def one_step(name, mod, x, labels):
         check(np.allclose(got_loss, want_loss.item(), rtol=1e-4, atol=1e-6),
               f"{tag}: loss {got_loss} want {want_loss.item()}")
         for pn, w in want.items():
-            f = os.path.join(o, file_name(pn + ".grad") + ".npy")
-            check(os.path.exists(f), f"{tag}: no gradient of '{pn}'")
-            if not os.path.exists(f):
-                continue
-            g = np.load(f)
-            check(g.shape == w.shape, f"{tag}: '{pn}' gradient shape {g.shape}, want {w.shape}")
-            if g.shape != w.shape:
+            g = read_grad(o, pn, w.shape, tag)
+            if g is None:
                 continue
             big = max(float(np.abs(w).max()), 1e-3 * M)
             excess = np.abs(g - w) - RTOL * np.abs(w)
