@@ -49,6 +49,9 @@ typedef struct pp_value {
      * gradient graph is built it is a variable (is_const false, so that no
      * pass folds it into another constant), with data its initial value */
     bool is_param;
+    /* the value of an ONNX Constant node, not an initializer: a constant of
+     * the computation, never a weight that trains */
+    bool from_node;
     int64_t arena_off;   /* activation offset in its stage's arena (memplan), -1 none */
     /* an ONNX sequence, known at compile time (passes/unroll.c): its
      * elements are the values seq[0..n_seq); dtype is theirs. Sequences

@@ -255,6 +255,7 @@ pp_status pp_train_params(pp_graph *g, const pp_train_opts *t, pp_err *err) {
             const int v = n->in[k];
             if (v < 0 || !g->values[v].is_const || !float_type(g->values[v].dtype)) continue;
             if (g->values[v].producer >= 0) continue; /* folded: not a weight of the model */
+            if (g->values[v].from_node) continue;     /* a Constant node's: part of the computation */
             /* an op without a rule: every float input would need one */
             if (!pp_grad_table[n->op].rule || (k < 32 && (slots >> k) & 1)) cand[v] = true;
         }
