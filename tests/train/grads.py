@@ -285,6 +285,35 @@ for ops in (14, 17):
           opset=ops)
 probe("layernorm_nobias_op17", (3, 6), lambda m, x: F.layer_norm(x, (6,), m.mods[0].weight, None, 1e-3),
       [nn.LayerNorm(6)], opset=17)
+
+
+def expand_into_layernorm(g):
+    """the Expands of LayerNormalization's scale and bias dropped: the op broadcasts them itself"""
+    expands = {n.output[0]: n for n in g.node if n.op_type == "Expand"}
+    for n in g.node:
+        if n.op_type == "LayerNormalization":
+            for k in (1, 2):
+                e = expands.get(n.input[k]) if k < len(n.input) else None
+                if e is not None:
+                    n.input[k] = e.input[0]
+                    g.node.remove(e)
+
+
+class LNBroadcast(nn.Module):
+    """LayerNormalization over [4, 5] with a scale of shape [1, 5] and a bias of [5]"""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(1, 5))
+        self.b = nn.Parameter(torch.randn(5))
+        self.R = torch.randn(3, 4, 5)
+
+    def forward(self, x):
+        return (F.layer_norm(x, (4, 5), self.w.expand(4, 5), self.b.expand(4, 5)) * self.R).sum()
+
+
+run_case("layernorm_broadcast_scale_op17", LNBroadcast(), [torch.randn(3, 4, 5)], opset=17,
+         patch=expand_into_layernorm)
 probe("linear_layernorm_gelu", (4, 6), lambda m, x: F.gelu(m.mods[1](m.mods[0](x))),
       rand_affine(nn.Linear(6, 8), nn.LayerNorm(8)))
 # InstanceNormalization, and torch's GroupNorm (InstanceNormalization between Reshapes; its affine
