@@ -749,9 +749,20 @@ static pp_status import_attr(pp_graph *g, const Onnx__AttributeProto *ap, pp_att
 
 /* Constant node: its value attribute becomes a constant value, named by its
  * output, or (`sub`: inside a subgraph, whose names may repeat a scope's)
- * named after it but made unique. *v: its index. */
+ * named after it but made unique, marked from_node (never a weight that
+ * trains). *v: its index. */
+static pp_status import_constant_value(pp_graph *g, const Onnx__NodeProto *np, const char *desc,
+                                       bool sub, int *v, pp_err *err);
+
 static pp_status import_constant(pp_graph *g, const Onnx__NodeProto *np, const char *desc,
                                  bool sub, int *v, pp_err *err) {
+    PP_TRY(import_constant_value(g, np, desc, sub, v, err));
+    g->values[*v].from_node = true;
+    return PP_OK;
+}
+
+static pp_status import_constant_value(pp_graph *g, const Onnx__NodeProto *np, const char *desc,
+                                       bool sub, int *v, pp_err *err) {
     if (np->n_output != 1 || !np->output[0] || !*np->output[0])
         return PP_FAIL(err, PP_EINVAL, "%s: a Constant must have exactly one output", desc);
     if (np->n_attribute != 1)

@@ -52,6 +52,9 @@ typedef struct pp_value {
     /* one of the model's initializers (not a Constant node's value, nor one
      * ppcc made): only these train */
     bool is_initializer;
+    /* the value of an ONNX Constant node, not an initializer: a constant of
+     * the computation, never a weight that trains */
+    bool from_node;
     int64_t arena_off;   /* activation offset in its stage's arena (memplan), -1 none */
     /* an ONNX sequence, known at compile time (passes/unroll.c): its
      * elements are the values seq[0..n_seq); dtype is theirs. Sequences

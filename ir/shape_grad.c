@@ -1,6 +1,7 @@
 /* shape_grad.c: shape and cost functions of the backward ops
  * (ir/ops_grad.def) that ppcc --train emits. */
 #include "op_fns.h"
+#include "geom.h"
 
 static pp_status need_f32(const pp_tinfo *t, const char *what, pp_err *err) {
     if (t->dtype != PP_F32)
@@ -201,4 +202,92 @@ pp_status shape_BATCHNORMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo
 double flops_BATCHNORMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     (void)a, (void)in, (void)n_in, (void)n_out;
     return 8 * pp_numel_d(&out[0]);
+}
+
+/* ---- the normalizations' gradients ------------------------------------------------------------ */
+
+/* dY and X: float32, the same shape, rank lo or more */
+static pp_status dy_x(const pp_tinfo *in, int lo, pp_err *err) {
+    PP_TRY(need_f32(&in[0], "gradient dY", err));
+    PP_TRY(need_f32(&in[1], "input X", err));
+    PP_TRY(pp_need_rank(&in[1], lo, PP_MAX_DIMS, "input X", err));
+    if (!same_shape(&in[0].shape, &in[1].shape)) return PP_FAIL(err, PP_EINVAL, "dY's shape differs from X's");
+    return PP_OK;
+}
+
+/* a float32 vector of X's channels (dim 1) */
+static pp_status channel_vec(const pp_tinfo *t, const pp_tinfo *x, const char *what, pp_err *err) {
+    PP_TRY(need_f32(t, what, err));
+    if (t->shape.rank != 1 || t->shape.dim[0] != x->shape.dim[1])
+        return PP_FAIL(err, PP_EINVAL, "%s must have shape [%lld]", what, (long long)x->shape.dim[1]);
+    return PP_OK;
+}
+
+static void norm_grad_outputs(const pp_tinfo *in, const pp_shape *ps, pp_tinfo *out, int n_out) {
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = in[1].shape};
+    for (int k = 1; k < n_out; k++) out[k] = (pp_tinfo){.dtype = PP_F32, .shape = *ps};
+}
+
+
+
+pp_status shape_LAYERNORMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in;
+    PP_TRY(dy_x(in, 1, err));
+    int axis;
+    float eps;
+    int64_t outer, inner;
+    PP_TRY(pp_norm_rows(a, &in[1].shape, &axis, &eps, &outer, &inner, err));
+    PP_TRY(need_f32(&in[2], "scale", err));
+    pp_shape want = {.rank = in[1].shape.rank - axis};
+    for (int i = axis; i < in[1].shape.rank; i++) want.dim[i - axis] = in[1].shape.dim[i];
+    if (!same_shape(&in[2].shape, &want))
+        return PP_FAIL(err, PP_EINVAL, "scale's shape is not X's dims from axis %d on", axis);
+    norm_grad_outputs(in, &want, out, n_out);
+    return PP_OK;
+}
+
+double flops_LAYERNORMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_in, (void)n_out;
+    return 10 * pp_numel_d(&out[0]);
+}
+
+pp_status shape_INSTANCENORMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in;
+    PP_TRY(dy_x(in, 3, err));
+    PP_TRY(channel_vec(&in[2], &in[1], "scale", err));
+    float eps;
+    PP_TRY(pp_attr_float(a, "epsilon", 1e-5f, &eps, err));
+    norm_grad_outputs(in, &in[2].shape, out, n_out);
+    return PP_OK;
+}
+
+double flops_INSTANCENORMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_in, (void)n_out;
+    return 10 * pp_numel_d(&out[0]);
+}
+
+/* ---- pp.AvgPoolGrad ----------------------------------------------------------------------------- */
+
+pp_status shape_AVGPOOLGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    PP_TRY(need_f32(&in[0], "gradient dY", err));
+    pp_shape s;
+    PP_TRY(attr_shape(a, &s, err));
+    pp_geom g;
+    PP_TRY(pp_geom_make(a, &s, NULL, true, &g, err));
+    pp_shape want = {.rank = s.rank, .dim = {s.dim[0], s.dim[1]}};
+    for (int i = 0; i < g.nsp; i++) want.dim[2 + i] = g.out[i];
+    if (!same_shape(&in[0].shape, &want)) return PP_FAIL(err, PP_EINVAL, "dY's shape is not the pool's output shape");
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = s};
+    return PP_OK;
+}
+
+double flops_AVGPOOLGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)n_in, (void)out, (void)n_out;
+    int64_t ks[PP_MAX_DIMS];
+    int nk = 0;
+    double kvol = 1;
+    if (pp_attr_ints(a, "kernel_shape", ks, PP_MAX_DIMS, &nk, NULL) == PP_OK)
+        for (int i = 0; i < nk; i++) kvol *= (double)ks[i];
+    return pp_numel_d(&in[0]) * kvol;
 }

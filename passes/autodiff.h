@@ -49,9 +49,10 @@ typedef struct pp_train_opts {
 /* --loss SPEC: cross-entropy:OUTPUT, mse:OUTPUT or OUTPUT. */
 pp_status pp_loss_parse(const char *spec, pp_train_opts *t, pp_err *err);
 
-/* Mark the weights that train: float initializers used in a slot a gradient
- * flows into, less those --freeze names. Refuses a --freeze pattern that
- * matches nothing, and a model without a weight left to train. */
+/* Mark the weights that train: float initializers (not the values of
+ * Constant nodes) used in a slot a gradient flows into, less those --freeze
+ * names. Refuses a --freeze pattern that matches nothing, and a model
+ * without a weight left to train. */
 pp_status pp_train_params(pp_graph *g, const pp_train_opts *t, pp_err *err);
 
 /* Append the loss and the backward graph; the outputs become the loss and

@@ -99,15 +99,16 @@ pp_status pp_grad_unary(pp_ad *ad, int node, pp_err *err) {
     return pp_ad_give(ad, in[0], r, err);
 }
 
-/* ReduceSum, ReduceMean: the gradient spread back over the reduced axes */
-pp_status pp_grad_reduce(pp_ad *ad, int node, pp_err *err) {
+/* A reduction's reduced axes into red[] (none: *noop, the op is an
+ * identity) and its keepdims. */
+static pp_status reduced_axes(pp_ad *ad, int node, bool *red, bool *noop_out, int64_t *keep, pp_err *err) {
     pp_graph *g = pp_ad_graph(ad);
     const pp_node *n = ad_node(ad, node);
     const pp_attrs at = pp_node_attrs(g, n);
     const pp_shape xs = g->values[n->in[0]].shape;
-    int64_t axes[PP_MAX_DIMS], keep, noop;
+    int64_t axes[PP_MAX_DIMS], noop;
     int na = 0;
-    PP_TRY(pp_attr_int(at, "keepdims", 1, &keep, err));
+    PP_TRY(pp_attr_int(at, "keepdims", 1, keep, err));
     PP_TRY(pp_attr_int(at, "noop_with_empty_axes", 0, &noop, err));
     if (n->n_in > 1 && n->in[1] >= 0) {
         const pp_value *av = &g->values[n->in[1]];
@@ -120,15 +121,25 @@ pp_status pp_grad_reduce(pp_ad *ad, int node, pp_err *err) {
     } else if (pp_attr_find(at, "axes")) {
         PP_TRY(pp_attr_ints(at, "axes", axes, PP_MAX_DIMS, &na, err));
     }
-    bool red[PP_MAX_DIMS] = {0};
-    if (na == 0 && noop) return pp_ad_give(ad, n->in[0], pp_ad_gy(ad, node, 0), err);
-    if (na == 0)
-        for (int i = 0; i < xs.rank; i++) red[i] = true;
+    for (int i = 0; i < xs.rank; i++) red[i] = na == 0;
+    *noop_out = na == 0 && noop;
     for (int i = 0; i < na; i++) {
         const int64_t a = axes[i] < 0 ? axes[i] + xs.rank : axes[i];
         if (a < 0 || a >= xs.rank) return pp_ad_fail(ad, node, err, "axis %lld is out of range", (long long)axes[i]);
         red[a] = true;
     }
+    return PP_OK;
+}
+
+/* ReduceSum, ReduceMean: the gradient spread back over the reduced axes */
+pp_status pp_grad_reduce(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const pp_shape xs = g->values[n->in[0]].shape;
+    bool red[PP_MAX_DIMS], noop;
+    int64_t keep;
+    PP_TRY(reduced_axes(ad, node, red, &noop, &keep, err));
+    if (noop) return pp_ad_give(ad, n->in[0], pp_ad_gy(ad, node, 0), err);
     pp_shape kept = xs;
     double count = 1;
     for (int i = 0; i < xs.rank; i++)
@@ -211,4 +222,117 @@ pp_status pp_grad_dropout(pp_ad *ad, int node, pp_err *err) {
                           "mask) is not there yet; export with the ratio at 0 or in eval mode", ratio);
     if (pp_ad_gy(ad, node, 1) >= 0) return pp_ad_fail(ad, node, err, "its mask output has no gradient");
     return pp_ad_give(ad, n->in[0], pp_ad_gy(ad, node, 0), err);
+}
+/* ---- selections and pass-throughs (issue 55, part A) ----------------------------------------- */
+
+/* a float32 0/1 of a bool value */
+static pp_status to_float(pp_ad *ad, int b, int *out, pp_err *err) {
+    const pp_attr to = pp_ad_attr_int("to", 1); /* FLOAT */
+    return pp_ad_emit(ad, PP_OP_CAST, &b, 1, &to, 1, out, 1, err);
+}
+
+/* Where(cond, gy, 0) (or Where(cond, 0, gy) when flip) */
+static pp_status gate(pp_ad *ad, int cond, int gy, bool flip, int *out, pp_err *err) {
+    int zero;
+    PP_TRY(pp_ad_scalar(ad, 0.0f, &zero, err));
+    const int in[3] = {cond, flip ? zero : gy, flip ? gy : zero};
+    return pp_ad_emit(ad, PP_OP_WHERE, in, 3, NULL, 0, out, 1, err);
+}
+
+/* Clip: the gradient passes where min <= x <= max (PyTorch's clamp; its
+ * hardtanh and relu6 differ only at the bounds themselves) */
+pp_status pp_grad_clip(pp_ad *ad, int node, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], lo = n->n_in > 1 ? n->in[1] : -1, hi = n->n_in > 2 ? n->in[2] : -1;
+    const int gy = pp_ad_gy(ad, node, 0);
+    int cond = -1;
+    if (lo >= 0) PP_TRY(pp_ad_op2(ad, PP_OP_GREATEROREQUAL, x, lo, &cond, err));
+    if (hi >= 0) {
+        int c;
+        PP_TRY(pp_ad_op2(ad, PP_OP_LESSOREQUAL, x, hi, &c, err));
+        if (cond >= 0) PP_TRY(pp_ad_op2(ad, PP_OP_AND, cond, c, &cond, err));
+        else cond = c;
+    }
+    if (cond < 0) return pp_ad_give(ad, x, gy, err);
+    int r;
+    PP_TRY(gate(ad, cond, gy, false, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* Max, Min of one or two inputs: the gradient goes to the larger (smaller)
+ * one, half to each where they are equal (PyTorch's maximum, minimum) */
+pp_status pp_grad_extreme2(pp_ad *ad, int node, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    const int gy = pp_ad_gy(ad, node, 0);
+    if (n->n_in == 1) return pp_ad_give(ad, n->in[0], gy, err);
+    if (n->n_in > 2)
+        return pp_ad_fail(ad, node, err, "%s of %d inputs: the gradient rule takes one or two", pp_op_table[n->op].name,
+                          n->n_in);
+    const int a = n->in[0], b = n->in[1];
+    int win, tie, wf, tf, half, th, ma;
+    PP_TRY(pp_ad_op2(ad, n->op == PP_OP_MAX ? PP_OP_GREATER : PP_OP_LESS, a, b, &win, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_EQUAL, a, b, &tie, err));
+    PP_TRY(to_float(ad, win, &wf, err));
+    PP_TRY(to_float(ad, tie, &tf, err));
+    PP_TRY(pp_ad_scalar(ad, 0.5f, &half, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, tf, half, &th, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_ADD, wf, th, &ma, err)); /* a's share: 1, 1/2 or 0 */
+    if (pp_ad_wants(ad, a)) {
+        int r;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, ma, &r, err));
+        PP_TRY(give_to(ad, node, 0, r, err));
+    }
+    if (pp_ad_wants(ad, b)) {
+        int one, mb, r;
+        PP_TRY(pp_ad_scalar(ad, 1.0f, &one, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_SUB, one, ma, &mb, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, mb, &r, err));
+        PP_TRY(give_to(ad, node, 1, r, err));
+    }
+    return PP_OK;
+}
+
+/* Sum: every input takes the gradient; Mean: its share */
+pp_status pp_grad_sum(pp_ad *ad, int node, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    int gy = pp_ad_gy(ad, node, 0);
+    const int n_in = n->n_in;
+    if (n->op == PP_OP_MEAN && n_in > 1) {
+        int k;
+        PP_TRY(pp_ad_scalar(ad, (float)(1.0 / n_in), &k, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, k, &gy, err));
+    }
+    for (int k = 0; k < n_in; k++) PP_TRY(give_to(ad, node, k, gy, err));
+    return PP_OK;
+}
+
+
+/* ReduceMax, ReduceMin: the gradient goes to the elements equal to the
+ * result, shared evenly among ties (PyTorch's amax, amin and max()) */
+pp_status pp_grad_reduce_extreme(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0];
+    const pp_shape xs = g->values[x].shape;
+    bool red[PP_MAX_DIMS], noop;
+    int64_t keep;
+    PP_TRY(reduced_axes(ad, node, red, &noop, &keep, err));
+    if (noop) return pp_ad_give(ad, x, pp_ad_gy(ad, node, 0), err);
+    pp_shape kept = xs;
+    int64_t axes[PP_MAX_DIMS];
+    int na = 0;
+    for (int i = 0; i < xs.rank; i++)
+        if (red[i]) kept.dim[i] = 1, axes[na++] = i;
+    int y = n->out[0], gy = pp_ad_gy(ad, node, 0);
+    if (!keep) {
+        PP_TRY(pp_ad_reshape(ad, y, &kept, &y, err));
+        PP_TRY(pp_ad_reshape(ad, gy, &kept, &gy, err));
+    }
+    int eq, mask, cnt, share, r;
+    PP_TRY(pp_ad_op2(ad, PP_OP_EQUAL, x, y, &eq, err));
+    PP_TRY(to_float(ad, eq, &mask, err));
+    PP_TRY(pp_ad_reduce_sum(ad, mask, axes, na, true, &cnt, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_DIV, gy, cnt, &share, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, mask, share, &r, err));
+    return pp_ad_give(ad, x, r, err);
 }

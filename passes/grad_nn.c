@@ -235,3 +235,108 @@ pp_status pp_grad_batchnorm(pp_ad *ad, int node, pp_err *err) {
     PP_TRY(pp_ad_give(ad, sc, r[1], err));
     return pp_ad_give(ad, B, r[2], err);
 }
+
+/* ---- normalizations and pools (issue 55, part A) --------------------------------------------- */
+
+/* The outputs past the first (running or saved statistics) have no gradient. */
+static pp_status stats_outputs(pp_ad *ad, int node, const char *what, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    for (int k = 1; k < n->n_out; k++)
+        if (pp_ad_gy(ad, node, k) >= 0)
+            return pp_ad_fail(ad, node, err, "its output %d (%s) is read on the way to the loss; it has no gradient",
+                              k, what);
+    return PP_OK;
+}
+
+/* give X, scale and B the three outputs of a normalization's backward op */
+static pp_status give3(pp_ad *ad, const int *v, const int *r, pp_err *err) {
+    for (int k = 0; k < 3; k++)
+        if (v[k] >= 0) PP_TRY(pp_ad_give(ad, v[k], r[k], err));
+    return PP_OK;
+}
+
+pp_status pp_grad_instancenorm(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    float eps;
+    PP_TRY(pp_attr_float(pp_node_attrs(g, n), "epsilon", 1e-5f, &eps, err));
+    const pp_attr a = pp_ad_attr_float("epsilon", eps);
+    const int in[3] = {pp_ad_gy(ad, node, 0), n->in[0], n->in[1]};
+    const int v[3] = {n->in[0], n->in[1], n->in[2]};
+    int r[3];
+    PP_TRY(pp_ad_emit(ad, PP_OP_INSTANCENORMGRAD, in, 3, &a, 1, r, 3, err));
+    return give3(ad, v, r, err);
+}
+
+/* pp.LayerNormGrad over scale of X's dims [axis, rank): a broadcast scale is
+ * expanded to them, and its gradient (and B's) summed back */
+pp_status pp_grad_layernorm(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    PP_TRY(stats_outputs(ad, node, "Mean or InvStdDev", err));
+    const pp_node *n = ad_node(ad, node);
+    int axis;
+    float eps;
+    int64_t outer, inner;
+    PP_TRY(pp_norm_rows(pp_node_attrs(g, n), &g->values[n->in[0]].shape, &axis, &eps, &outer, &inner, err));
+    const pp_shape xs = g->values[n->in[0]].shape;
+    pp_shape tail = {.rank = xs.rank - axis};
+    for (int i = axis; i < xs.rank; i++) tail.dim[i - axis] = xs.dim[i];
+    const int x = n->in[0], scale = n->in[1], B = n->n_in > 2 ? n->in[2] : -1;
+    int sc = scale;
+    const pp_shape ss = g->values[scale].shape;
+    bool same = ss.rank == tail.rank;
+    for (int i = 0; same && i < ss.rank; i++) same = ss.dim[i] == tail.dim[i];
+    if (!same) {
+        int sh;
+        PP_TRY(pp_ad_ints(ad, tail.dim, tail.rank, &sh, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, scale, sh, &sc, err));
+    }
+    const pp_attr a[2] = {pp_ad_attr_int("axis", axis), pp_ad_attr_float("epsilon", eps)};
+    const int in[3] = {pp_ad_gy(ad, node, 0), x, sc};
+    int r[3];
+    PP_TRY(pp_ad_emit(ad, PP_OP_LAYERNORMGRAD, in, 3, a, 2, r, 3, err));
+    PP_TRY(pp_ad_give(ad, x, r[0], err));
+    if (pp_ad_wants(ad, scale)) {
+        int u;
+        PP_TRY(pp_ad_unbroadcast(ad, r[1], scale, &u, err));
+        PP_TRY(pp_ad_give(ad, scale, u, err));
+    }
+    if (B >= 0 && pp_ad_wants(ad, B)) {
+        int u;
+        PP_TRY(pp_ad_unbroadcast(ad, r[2], B, &u, err));
+        PP_TRY(pp_ad_give(ad, B, u, err));
+    }
+    return PP_OK;
+}
+
+pp_status pp_grad_avgpool(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], gy = pp_ad_gy(ad, node, 0);
+    const pp_shape xs = g->values[x].shape;
+    pp_attr a[16];
+    if (n->n_attrs > 15)
+        return pp_ad_fail(ad, node, err, "it has %d attributes, more than AveragePool has", n->n_attrs);
+    const int na = with_shape(n, &xs, a, 16);
+    int r;
+    PP_TRY(pp_ad_emit(ad, PP_OP_AVGPOOLGRAD, &gy, 1, a, na, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* GlobalMaxPool is MaxPool with the whole plane as its window: pp.MaxPoolGrad
+ * routes each plane's gradient to its first largest element, as PyTorch's
+ * adaptive_max_pool does */
+pp_status pp_grad_globalmaxpool(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0];
+    const pp_shape xs = g->values[x].shape;
+    if (xs.rank < 3) return pp_ad_fail(ad, node, err, "its input has rank %d; the gradient needs 3 or more", xs.rank);
+    if (xs.rank - 2 > 3)
+        return pp_ad_fail(ad, node, err, "its input has %d spatial dims; the gradient takes 1 to 3", xs.rank - 2);
+    const pp_attr a = pp_ad_attr_ints("kernel_shape", &xs.dim[2], xs.rank - 2);
+    const int in[2] = {pp_ad_gy(ad, node, 0), x};
+    int r;
+    PP_TRY(pp_ad_emit(ad, PP_OP_MAXPOOLGRAD, in, 2, &a, 1, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}

@@ -6,6 +6,7 @@
 
 #include "ref.h"
 #include "../../ir/geom.h"
+#include "../../ir/op_fns.h"
 
 /* ---- pp.UnaryGrad ----------------------------------------------------------------------- */
 
@@ -402,6 +403,169 @@ pp_status kern_BATCHNORMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pp
                 const int64_t k = (n * C + c) * S + i;
                 dx[k] = (float)(training && m > 0 ? g * (dy[k] - sdy / m - (x[k] - mean) * inv * sdyx / m) : g * dy[k]);
             }
+    }
+    return PP_OK;
+}
+
+/* ---- the normalizations' gradients ------------------------------------------------------------ *
+ * With x^ = (x - mean) / sqrt(var + eps) over a group of M elements and g =
+ * dY * scale: dX = (g - mean(g) - x^ mean(g x^)) / sqrt(var + eps) when the
+ * statistics are the group's own (the mean and variance depend on x), g /
+ * sqrt(var + eps) when they are given; dscale = sum of dY x^, dB = sum of dY,
+ * over the elements that share the parameter. All in double. */
+
+/* One group: the elements x[base + a * S + b], a < A, b < B. */
+typedef struct norm_grp {
+    int64_t base, A, S, B;
+} norm_grp;
+
+/* The group's gradient into dx, its sums added to dscale and dB (per b when
+ * per_b, else at [0]; scale likewise). own: the group's own statistics, else
+ * mean0 and var0. */
+static void norm_group_grad(const float *x, const float *dy, float *dx, norm_grp gr, const float *scale, bool per_b,
+                            double eps, bool own, double mean0, double var0, double *dscale, double *dB) {
+    const double M = (double)(gr.A * gr.B);
+    if (M == 0) return;
+    double mu = mean0, var = var0;
+#define NORM_LOOP(BODY)                                                                            \
+    for (int64_t a = 0; a < gr.A; a++)                                                             \
+        for (int64_t b = 0; b < gr.B; b++) {                                                       \
+            const int64_t i = gr.base + a * gr.S + b;                                              \
+            const int64_t p = per_b ? b : 0;                                                       \
+            (void)p;                                                                               \
+            BODY;                                                                                  \
+        }
+    if (own) {
+        double s = 0, q = 0;
+        NORM_LOOP(s += x[i])
+        mu = s / M;
+        NORM_LOOP(const double d = x[i] - mu; q += d * d)
+        var = q / M;
+    }
+    const double inv = 1.0 / sqrt(var + eps);
+    double sg = 0, sgx = 0;
+    NORM_LOOP(const double xh = (x[i] - mu) * inv; const double g = (double)dy[i] * scale[p]; sg += g;
+              sgx += g * xh; dscale[p] += (double)dy[i] * xh; dB[p] += dy[i])
+    const double mg = sg / M, mgx = sgx / M;
+    if (own)
+        NORM_LOOP(const double xh = (x[i] - mu) * inv;
+                  dx[i] = (float)(inv * ((double)dy[i] * scale[p] - mg - xh * mgx)))
+    else NORM_LOOP(dx[i] = (float)(inv * (double)dy[i] * scale[p]))
+#undef NORM_LOOP
+}
+
+/* 2 P doubles of scratch, zeroed: the sums of dscale and dB */
+static pp_status param_sums(const char *op, pprt_scratch *scratch, int64_t P, double **acc, pp_err *err) {
+    size_t need;
+    if (__builtin_mul_overflow((size_t)(2 * P), sizeof(double), &need))
+        return PP_FAIL(err, PP_ENOMEM, "%s kernel: scratch size overflows", op);
+    *acc = pprt_scratch_get(scratch, need ? need : 1);
+    if (!*acc) return PP_FAIL(err, PP_ENOMEM, "%s kernel: cannot get %zu bytes of scratch", op, need);
+    memset(*acc, 0, need);
+    return PP_OK;
+}
+
+static void param_out(const double *acc, int64_t P, pprt_tensor *out) {
+    float *ds = out[1].data, *db = out[2].data;
+    for (int64_t k = 0; k < P; k++) ds[k] = (float)acc[k], db[k] = (float)acc[P + k];
+}
+
+pp_status kern_INSTANCENORMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                                pprt_scratch *scratch, pp_err *err) {
+    PP_TRY(pprt_check_outputs(PP_OP_INSTANCENORMGRAD, attrs, in, n_in, out, n_out, err));
+    float eps;
+    PP_TRY(pp_attr_float(attrs, "epsilon", 1e-5f, &eps, err));
+    const pp_shape *xs = &in[1].shape;
+    const int64_t N = xs->dim[0], C = xs->dim[1];
+    int64_t S = 1;
+    for (int i = 2; i < xs->rank; i++) S *= xs->dim[i];
+    double *acc;
+    PP_TRY(param_sums("pp.InstanceNormGrad", scratch, C, &acc, err));
+    const float *dy = in[0].data, *x = in[1].data, *scale = in[2].data;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++) {
+            const norm_grp gr = {(n * C + c) * S, 1, 0, S};
+            norm_group_grad(x, dy, out[0].data, gr, scale + c, false, eps, true, 0, 0, acc + c, acc + C + c);
+        }
+    param_out(acc, C, out);
+    return PP_OK;
+}
+
+pp_status kern_LAYERNORMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                             pprt_scratch *scratch, pp_err *err) {
+    PP_TRY(pprt_check_outputs(PP_OP_LAYERNORMGRAD, attrs, in, n_in, out, n_out, err));
+    int axis;
+    float eps;
+    int64_t outer, inner;
+    PP_TRY(pp_norm_rows(attrs, &in[1].shape, &axis, &eps, &outer, &inner, err));
+    double *acc;
+    PP_TRY(param_sums("pp.LayerNormGrad", scratch, inner, &acc, err));
+    const float *dy = in[0].data, *x = in[1].data, *scale = in[2].data;
+    for (int64_t o = 0; o < outer; o++) {
+        const norm_grp gr = {o * inner, 1, 0, inner};
+        norm_group_grad(x, dy, out[0].data, gr, scale, true, eps, true, 0, 0, acc, acc + inner);
+    }
+    param_out(acc, inner, out);
+    return PP_OK;
+}
+
+/* ---- pp.AvgPoolGrad ---------------------------------------------------------------------------- */
+
+pp_status kern_AVGPOOLGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                           pprt_scratch *scratch, pp_err *err) {
+    PP_TRY(pprt_check_outputs(PP_OP_AVGPOOLGRAD, attrs, in, n_in, out, n_out, err));
+    pp_geom pg;
+    PP_TRY(pp_geom_make(attrs, &out[0].shape, NULL, true, &pg, err));
+    int64_t cip;
+    PP_TRY(pp_attr_int(attrs, "count_include_pad", 0, &cip, err));
+    const pp_geom3 g = pp_geom3_lift(&pg);
+    const int64_t planes = out[0].shape.dim[0] * out[0].shape.dim[1];
+    const int64_t Pin = g.in[0] * g.in[1] * g.in[2], P = g.out[0] * g.out[1] * g.out[2];
+    size_t need;
+    if (__builtin_mul_overflow((size_t)Pin, sizeof(double), &need))
+        return PP_FAIL(err, PP_ENOMEM, "pp.AvgPoolGrad kernel: scratch size overflows");
+    double *acc = pprt_scratch_get(scratch, need ? need : 1);
+    if (!acc) return PP_FAIL(err, PP_ENOMEM, "pp.AvgPoolGrad kernel: cannot get %zu bytes of scratch", need);
+    const float *dy = in[0].data;
+    float *dx = out[0].data;
+    for (int64_t pl = 0; pl < planes; pl++) {
+        memset(acc, 0, need);
+        const float *dyp = dy + pl * P;
+        for (int64_t o0 = 0, oi = 0; o0 < g.out[0]; o0++)
+            for (int64_t o1 = 0; o1 < g.out[1]; o1++)
+                for (int64_t o2 = 0; o2 < g.out[2]; o2++, oi++) {
+                    /* the divisor, as the forward kernel's: the taps inside the
+                     * input, or inside the input and its pads */
+                    const int64_t o[3] = {o0, o1, o2};
+                    int64_t padded = 1, inside = 1;
+                    for (int i = 0; i < 3; i++) {
+                        int64_t cp = 0, ci = 0;
+                        for (int64_t j = 0; j < g.k[i]; j++) {
+                            const int64_t t = o[i] * g.s[i] - g.p[i] + j * g.d[i];
+                            cp += t >= -g.p[i] && t < g.in[i] + g.p1[i];
+                            ci += t >= 0 && t < g.in[i];
+                        }
+                        padded *= cp, inside *= ci;
+                    }
+                    const int64_t div = cip ? padded : inside;
+                    if (!div) continue;
+                    const double v = (double)dyp[oi] / (double)div;
+                    for (int64_t ka = 0; ka < g.k[0]; ka++) {
+                        const int64_t i0 = o0 * g.s[0] - g.p[0] + ka * g.d[0];
+                        if (i0 < 0 || i0 >= g.in[0]) continue;
+                        for (int64_t kb = 0; kb < g.k[1]; kb++) {
+                            const int64_t i1 = o1 * g.s[1] - g.p[1] + kb * g.d[1];
+                            if (i1 < 0 || i1 >= g.in[1]) continue;
+                            for (int64_t ke = 0; ke < g.k[2]; ke++) {
+                                const int64_t i2 = o2 * g.s[2] - g.p[2] + ke * g.d[2];
+                                if (i2 < 0 || i2 >= g.in[2]) continue;
+                                acc[(i0 * g.in[1] + i1) * g.in[2] + i2] += v;
+                            }
+                        }
+                    }
+                }
+        float *dxp = dx + pl * Pin;
+        for (int64_t i = 0; i < Pin; i++) dxp[i] = (float)acc[i];
     }
     return PP_OK;
 }

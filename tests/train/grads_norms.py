@@ -1,0 +1,569 @@
+#!/usr/bin/env python3
+"""(grads_norms.py: written beside grads.py at the same time; it has the
+normalizations' and pools' cases, BatchNorm, LayerNorm, InstanceNorm,
+AveragePool, GlobalMaxPool, ReduceMax/Min, Clip, Max/Min, Sum/Mean, and
+again the cases grads.py had when both began: to be folded into grads.py.)
+Gradients from ppcc --train against PyTorch autograd.
+
+Each case is a small torch module with a loss, exported as a training
+export is (TrainingMode.TRAINING, no constant folding, opset 14); ppcc
+--train compiles the loss and the gradient of every weight, pprt runs it on
+the reference kernels and on oneDNN, and the loss and each weight's
+gradient must match autograd's in float32 within rtol 1e-4 and an atol of
+1e-5 of the largest gradient (sums run in another order on each side).
+A weight placed before an op (x + p, p of x's shape) makes the op's input
+gradient a weight's gradient, so input gradients are checked too. The cases
+cover every op that has a rule: Gemm, MatMul (batched, broadcast, 1-D),
+Conv (strides, padding, dilation, groups, 1-D and 3-D), MaxPool (ties after
+a Relu, padding, ceil_mode), GlobalAveragePool, the binary ops with
+broadcasting, every unary op with a derivative row, Softmax, LogSoftmax,
+ReduceSum and ReduceMean, Reshape and Flatten, and the built-in losses;
+BatchNormalization in training and inference mode (behind a Conv, which
+the fuse pass must then leave alone), LayerNorm as torch writes it out at
+opset 14 and as LayerNormalization at 17, InstanceNormalization and
+torch's GroupNorm, AveragePool (pads counted or not, ceil_mode, 1-D to
+3-D), GlobalMaxPool, ReduceMax/Min (ties shared), Clip, Max/Min (ties),
+Sum/Mean, Where, Cast, Dropout as an identity and training-mode Dropout
+refused. Ops torch does not export are made by editing the exported graph
+(patch=). PP_TRAIN_CASES=REGEX runs only the cases it finds in their names.
+Usage: grads.py PPCC PPRT WORK"""
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import testlib  # noqa: E402
+from testlib import check  # noqa: E402
+
+PPCC, PPRT, WORK = sys.argv[1:4]
+testlib.start(WORK, "train_grads_norms")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+torch.manual_seed(0)
+BACKENDS = ("ref", "dnnl")
+ONLY = os.environ.get("PP_TRAIN_CASES")  # a regular expression: run only the cases it finds in their names
+
+
+def file_name(name):
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def export(mod, args, path, input_names, opset=14, train=True, patch=None):
+    torch.onnx.export(mod, args, path, input_names=input_names, output_names=["out"], opset_version=opset,
+                      training=torch.onnx.TrainingMode.TRAINING if train else torch.onnx.TrainingMode.EVAL,
+                      do_constant_folding=False, keep_initializers_as_inputs=False)
+    if patch:  # the exported graph edited into the op under test (one torch does not export)
+        import onnx
+        m = onnx.load(path)
+        patch(m.graph)
+        onnx.save(m, path)
+
+
+def run_case(name, mod, inputs, loss="out", labels=None, target=None, torch_loss=None, rtol=1e-4, pp=1, opset=14,
+             train=True, train_export=None, patch=None, freeze=None):
+    """train: the module's mode for the oracle, and the export's unless train_export says otherwise;
+    freeze: a module path given to --freeze, whose weights must then have no gradient output"""
+    if ONLY and not re.search(ONLY, name):
+        return
+    d = os.path.join(WORK, name)
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    names = [f"x{i}" for i in range(len(inputs))]
+    te = train if train_export is None else train_export
+    mod.train(te)
+    export(mod, tuple(inputs), path, names, opset, te, patch)
+    mod.train(train)
+    for n, v in zip(names, inputs):
+        np.save(os.path.join(d, "data", n + ".npy"), v.numpy())
+    if labels is not None:
+        np.save(os.path.join(d, "data", "labels.npy"), labels.numpy())
+    if target is not None:
+        np.save(os.path.join(d, "data", "target.npy"), target.numpy())
+    plan = os.path.join(d, "g.plan")
+    batch = str(inputs[0].shape[0])
+    r = subprocess.run([PPCC, path, "--train", "--loss", loss, "-b", batch, "-pp", str(pp), "-q", "-o", plan] +
+                       (["--freeze", freeze] if freeze else []), capture_output=True, text=True)
+    check(r.returncode == 0, f"{name}: ppcc exit {r.returncode}: {r.stderr.strip()[-400:]}")
+    if r.returncode:
+        return
+    # the oracle
+    mod.zero_grad()
+    out = mod(*inputs)
+    want_loss = torch_loss(out) if torch_loss else out
+    want_loss.backward()
+    want = {n: p.grad.detach().numpy() for n, p in mod.named_parameters() if p.grad is not None}
+    frozen = [n for n in want if freeze and n.startswith(freeze + ".")]
+    for n in frozen:
+        del want[n]
+    for be in BACKENDS:
+        o = os.path.join(d, "out_" + be)
+        r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", o, "-q", "--backend", be],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"{name} on {be}: pprt exit {r.returncode}: {r.stderr.strip()[-400:]}")
+        if r.returncode:
+            continue
+        got_loss = np.load(os.path.join(o, "loss.npy"))
+        wl = want_loss.detach().numpy()
+        check(np.allclose(got_loss, wl, rtol=rtol, atol=1e-6), f"{name} on {be}: loss {got_loss} want {wl}")
+        for pn in frozen:
+            check(not os.path.exists(os.path.join(o, file_name(pn + ".grad") + ".npy")),
+                  f"{name} on {be}: the frozen '{pn}' has a gradient output")
+        for pn, g in want.items():
+            f = os.path.join(o, file_name(pn + ".grad") + ".npy")
+            check(os.path.exists(f), f"{name} on {be}: no gradient of '{pn}' among {sorted(os.listdir(o))}")
+            if not os.path.exists(f):
+                continue
+            got = np.load(f)
+            check(got.shape == g.shape, f"{name} on {be}: '{pn}' gradient shape {got.shape}, want {g.shape}")
+            if got.shape != g.shape:
+                continue
+            atol = 1e-5 * max(1.0, float(np.abs(g).max()))
+            ok = np.isclose(got, g, rtol=rtol, atol=atol)
+            if not ok.all():
+                i = tuple(np.argwhere(~ok)[0])
+                check(False, f"{name} on {be}: '{pn}' gradient: {int((~ok).sum())} of {g.size} off; first at {list(i)}"
+                      f": {got[i]!r}, want {g[i]!r}")
+            else:
+                check(True, "")
+
+
+class Probe(nn.Module):
+    """loss = sum(f(x + p) * R): p (x's shape) carries f's input gradient;
+    the weights f owns carry theirs."""
+
+    def __init__(self, shape, f, mods=None, out_shape=None, seed=1):
+        super().__init__()
+        self.p = nn.Parameter(torch.randn(*shape) * 0.1)
+        self.f = f
+        self.mods = nn.ModuleList(mods or [])
+        g = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            o = self.fwd(torch.zeros(*shape))
+        self.register_buffer("R", torch.randn(*o.shape, generator=g))
+
+    def fwd(self, x):
+        return self.f(self, x + self.p)
+
+    def forward(self, x):
+        return (self.fwd(x) * self.R).sum()
+
+
+def probe(name, shape, f, mods=None, x=None, p0=False, **kw):
+    m = Probe(shape, f, mods)
+    if p0:  # p = 0: x + p is x exactly, so x's ties stay ties
+        with torch.no_grad():
+            m.p.zero_()
+    if x is None:
+        x = torch.randn(*shape)
+    run_case(name, m, [x], **kw)
+
+
+# ---- products ---------------------------------------------------------------------------------
+probe("gemm", (4, 6), lambda m, x: m.mods[0](x), [nn.Linear(6, 5)])
+probe("gemm_nobias", (3, 7), lambda m, x: m.mods[0](x), [nn.Linear(7, 2, bias=False)])
+probe("matmul_3d", (2, 3, 6), lambda m, x: m.mods[0](x), [nn.Linear(6, 4)])
+W = nn.Parameter(torch.randn(5, 3))
+
+
+class MM(nn.Module):
+    def __init__(self, a, b):
+        super().__init__()
+        self.a = nn.Parameter(torch.randn(*a))
+        self.b = nn.Parameter(torch.randn(*b))
+
+    def forward(self, x):
+        return ((x @ self.a) @ self.b).square().sum() if x.dim() > 1 else ((self.a @ x) * self.b).sum()
+
+
+run_case("matmul_broadcast", MM((4, 5), (2, 1, 5, 3)), [torch.randn(2, 3, 6, 4)])
+run_case("matmul_1d", MM((3, 4), (3,)), [torch.randn(4)])
+
+# ---- convolutions and pools -------------------------------------------------------------------
+probe("conv", (2, 3, 7, 7), lambda m, x: m.mods[0](x), [nn.Conv2d(3, 4, 3)])
+probe("conv_stride_pad", (2, 3, 9, 8), lambda m, x: m.mods[0](x), [nn.Conv2d(3, 5, 3, stride=2, padding=1)])
+probe("conv_dil_group", (1, 4, 9, 9), lambda m, x: m.mods[0](x), [nn.Conv2d(4, 6, 3, dilation=2, groups=2, padding=2)])
+probe("conv_depthwise", (2, 4, 6, 6), lambda m, x: m.mods[0](x), [nn.Conv2d(4, 4, 3, groups=4, padding=1, bias=False)])
+probe("conv_1x1", (2, 6, 5, 5), lambda m, x: m.mods[0](x), [nn.Conv2d(6, 3, 1)])
+probe("conv1d", (2, 3, 11), lambda m, x: m.mods[0](x), [nn.Conv1d(3, 4, 3, stride=2, padding=1)])
+probe("conv3d", (1, 2, 5, 5, 4), lambda m, x: m.mods[0](x), [nn.Conv3d(2, 3, 3, padding=1)])
+probe("maxpool_relu_ties", (2, 3, 8, 8), lambda m, x: F.max_pool2d(F.relu(x - 0.05), 2))
+probe("maxpool_pad_stride", (2, 2, 9, 9), lambda m, x: F.max_pool2d(x, 3, stride=2, padding=1))
+probe("maxpool_ceil", (1, 2, 7, 7), lambda m, x: F.max_pool2d(x, 2, ceil_mode=True))
+probe("global_avg_pool", (2, 3, 5, 6), lambda m, x: F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+# ---- elementwise ------------------------------------------------------------------------------
+
+
+class Bin(nn.Module):
+    def __init__(self, f, a, b):
+        super().__init__()
+        self.f = f
+        self.a = nn.Parameter(torch.randn(*a))
+        self.b = nn.Parameter(torch.rand(*b) + 0.5)
+
+    def forward(self, x):
+        return (self.f(x + self.a, self.b) ** 2).sum()
+
+
+for nm, f in (("add", torch.add), ("sub", torch.sub), ("mul", torch.mul), ("div", torch.div)):
+    run_case(f"{nm}_broadcast", Bin(f, (2, 3, 4), (3, 1)), [torch.randn(2, 3, 4)])
+    run_case(f"{nm}_same", Bin(f, (3, 4), (3, 4)), [torch.randn(3, 4)])
+probe("square_self", (3, 5), lambda m, x: x * x)
+probe("neg", (3, 5), lambda m, x: -x)
+
+UNARY = {
+    "relu": F.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh, "gelu": F.gelu, "elu": lambda x: F.elu(x, 0.7),
+    "leaky_relu": lambda x: F.leaky_relu(x, 0.2), "softplus": F.softplus, "hardswish": F.hardswish,
+    "hardsigmoid": F.hardsigmoid, "selu": F.selu, "exp": torch.exp, "sqrt": lambda x: torch.sqrt(x.abs() + 0.5),
+    "log": lambda x: torch.log(x.abs() + 0.5), "reciprocal": lambda x: torch.reciprocal(x.abs() + 0.5),
+    "erf": torch.erf, "sin": torch.sin, "cos": torch.cos, "atan": torch.atan, "softsign": F.softsign,
+    "celu": lambda x: F.celu(x, 1.3), "floor": torch.floor,
+}
+for nm, f in UNARY.items():
+    probe(f"unary_{nm}", (3, 4, 5), lambda m, x, f=f: f(x * 2))
+
+# ---- normalizing and reducing -----------------------------------------------------------------
+probe("softmax_last", (3, 7), lambda m, x: F.softmax(x, -1))
+probe("softmax_axis1", (2, 5, 3), lambda m, x: F.softmax(x, 1))
+probe("logsoftmax", (4, 6), lambda m, x: F.log_softmax(x, 1))
+probe("sum_keep", (2, 3, 4), lambda m, x: x.sum(1, keepdim=True))
+probe("sum_all", (2, 3, 4), lambda m, x: x.sum().reshape(1))
+probe("mean_axes", (2, 3, 4, 5), lambda m, x: x.mean((2, 3)))
+probe("reshape_flatten", (2, 3, 4), lambda m, x: x.reshape(6, 4).flatten() * 2)
+
+# ---- normalizations, pools, selections (issue 55, part A) -------------------------------------
+
+
+def rand_affine(*mods):
+    """random affine parameters (and running statistics), so that scale and bias are not 1 and 0"""
+    with torch.no_grad():
+        for m in mods:
+            for t in (getattr(m, "weight", None), getattr(m, "bias", None)):
+                if t is not None:
+                    t.copy_(torch.randn(t.shape) * 0.5 + (1.0 if t is m.weight else 0.0))
+            if getattr(m, "running_mean", None) is not None:
+                m.running_mean.copy_(torch.randn(m.running_mean.shape) * 0.3)
+                m.running_var.copy_(torch.rand(m.running_var.shape) + 0.5)
+    return list(mods)
+
+
+# BatchNormalization in training mode: the batch's statistics (pp.BatchNormGrad)
+probe("batchnorm_train_2d", (4, 3, 5, 5), lambda m, x: m.mods[0](x), rand_affine(nn.BatchNorm2d(3)))
+probe("batchnorm_train_1d", (6, 4, 7), lambda m, x: m.mods[0](x), rand_affine(nn.BatchNorm1d(4)))
+probe("batchnorm_train_rank2", (8, 5), lambda m, x: m.mods[0](x), rand_affine(nn.BatchNorm1d(5, eps=1e-3)))
+probe("batchnorm_train_3d", (2, 3, 3, 4, 2), lambda m, x: m.mods[0](x), rand_affine(nn.BatchNorm3d(3)))
+probe("conv_bn_relu_train", (2, 3, 6, 6), lambda m, x: F.relu(m.mods[1](m.mods[0](x))),
+      rand_affine(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4)))
+
+
+def bn_inference(g):
+    """the BatchNormalizations made inference-mode ones (torch's eval export folds a BatchNorm after a
+    Conv into it; this keeps the pair for ppcc's fuse pass to see)"""
+    for n in g.node:
+        if n.op_type == "BatchNormalization":
+            for a in n.attribute:
+                if a.name == "training_mode":
+                    a.i = 0
+            del n.output[1:]
+
+
+# in inference mode: the running statistics, fixed (an eval export; the Conv + BatchNorm pair, which
+# ppcc's fuse pass folds for inference, as a training export edited)
+probe("batchnorm_eval", (3, 4, 5, 5), lambda m, x: m.mods[0](x), rand_affine(nn.BatchNorm2d(4)), train=False)
+probe("conv_bn_eval", (2, 3, 6, 6), lambda m, x: m.mods[1](m.mods[0](x)),
+      rand_affine(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4)), train=False, train_export=True,
+      patch=bn_inference)
+probe("conv_bn_eval_frozen_bn", (2, 3, 6, 6), lambda m, x: m.mods[1](m.mods[0](x)),
+      rand_affine(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4)), train=False, train_export=True,
+      patch=bn_inference, freeze="mods.1")
+# LayerNorm: torch's opset-14 export writes it out (ReduceMean, Sub, Pow, Sqrt, Div, ...); opset 17
+# exports LayerNormalization (pp.LayerNormGrad)
+for ops in (14, 17):
+    probe(f"layernorm_last_op{ops}", (2, 3, 8), lambda m, x: m.mods[0](x), rand_affine(nn.LayerNorm(8)), opset=ops)
+    probe(f"layernorm_2dims_op{ops}", (2, 3, 4, 5), lambda m, x: m.mods[0](x), rand_affine(nn.LayerNorm([4, 5])),
+          opset=ops)
+probe("layernorm_nobias_op17", (3, 6), lambda m, x: F.layer_norm(x, (6,), m.mods[0].weight, None, 1e-3),
+      [nn.LayerNorm(6)], opset=17)
+
+
+def expand_into_layernorm(g):
+    """the Expands of LayerNormalization's scale and bias dropped: the op broadcasts them itself"""
+    expands = {n.output[0]: n for n in g.node if n.op_type == "Expand"}
+    for n in g.node:
+        if n.op_type == "LayerNormalization":
+            for k in (1, 2):
+                e = expands.get(n.input[k]) if k < len(n.input) else None
+                if e is not None:
+                    n.input[k] = e.input[0]
+                    g.node.remove(e)
+
+
+class LNBroadcast(nn.Module):
+    """LayerNormalization over [4, 5] with a scale of shape [1, 5] and a bias of [5]"""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(1, 5))
+        self.b = nn.Parameter(torch.randn(5))
+        self.R = torch.randn(3, 4, 5)
+
+    def forward(self, x):
+        return (F.layer_norm(x, (4, 5), self.w.expand(4, 5), self.b.expand(4, 5)) * self.R).sum()
+
+
+run_case("layernorm_broadcast_scale_op17", LNBroadcast(), [torch.randn(3, 4, 5)], opset=17,
+         patch=expand_into_layernorm)
+probe("linear_layernorm_gelu", (4, 6), lambda m, x: F.gelu(m.mods[1](m.mods[0](x))),
+      rand_affine(nn.Linear(6, 8), nn.LayerNorm(8)))
+# InstanceNormalization, and torch's GroupNorm (InstanceNormalization between Reshapes; its affine
+# weights go through Unsqueeze, a data-movement rule)
+probe("instancenorm_2d", (2, 4, 5, 5), lambda m, x: m.mods[0](x), rand_affine(nn.InstanceNorm2d(4, affine=True)))
+probe("instancenorm_1d", (3, 2, 9), lambda m, x: m.mods[0](x), rand_affine(nn.InstanceNorm1d(2, affine=True)))
+probe("groupnorm_noaffine", (2, 6, 4, 4), lambda m, x: m.mods[0](x), [nn.GroupNorm(3, 6, affine=False)])
+
+
+def pad_into_pool(g):
+    """torch exports an AveragePool that counts its padding as a Pad and the pool: the Pad's pads put back
+    into the pool as count_include_pad=1 (the Pad's gradient is not this rule's)"""
+    import onnx
+    from onnx import numpy_helper
+    consts = {n.output[0]: n for n in g.node if n.op_type == "Constant"}
+    for pad in [n for n in g.node if n.op_type == "Pad"]:
+        pool = next(n for n in g.node if n.op_type == "AveragePool" and n.input[0] == pad.output[0])
+        p = numpy_helper.to_array(consts[pad.input[1]].attribute[0].t).tolist()
+        r = len(p) // 2
+        for a in pool.attribute:
+            if a.name == "pads":
+                a.ints[:] = p[2:r] + p[r + 2:]
+        pool.attribute.append(onnx.helper.make_attribute("count_include_pad", 1))
+        pool.input[0] = pad.input[0]
+        g.node.remove(pad)
+
+
+# AveragePool: padding counted or not, ceil_mode, 1-D to 3-D (pp.AvgPoolGrad)
+probe("avgpool_2", (2, 3, 8, 8), lambda m, x: F.avg_pool2d(x, 2), patch=pad_into_pool)
+probe("avgpool_pad_count", (2, 2, 7, 7), lambda m, x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=True),
+      patch=pad_into_pool)
+probe("avgpool_pad_nocount", (2, 2, 7, 7), lambda m, x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False))
+probe("avgpool_ceil_nocount", (1, 2, 8, 9), lambda m, x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True,
+                                                                       count_include_pad=False))
+probe("avgpool_ceil_count", (1, 2, 6, 6), lambda m, x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True),
+      patch=pad_into_pool)
+probe("avgpool_1d", (2, 3, 10), lambda m, x: F.avg_pool1d(x, 3, 2, 1), patch=pad_into_pool)
+probe("avgpool_3d", (1, 2, 5, 4, 6), lambda m, x: F.avg_pool3d(x, 2, (1, 2, 2)), patch=pad_into_pool)
+
+
+def to_global_maxpool(g):
+    for n in g.node:
+        if n.op_type == "MaxPool":
+            n.op_type = "GlobalMaxPool"
+            del n.attribute[:]
+
+
+probe("global_max_pool", (2, 3, 5, 4), lambda m, x: F.adaptive_max_pool2d(x, 1), patch=to_global_maxpool)
+probe("reducemax_axis", (3, 4, 5), lambda m, x: x.amax(1))
+probe("reducemin_keep", (3, 4, 5), lambda m, x: x.amin((0, 2), keepdim=True))
+probe("reducemax_all", (3, 4), lambda m, x: x.max().reshape(1))
+XT = torch.randint(-2, 3, (4, 6)).float()  # integers: ties, shared evenly
+probe("reducemax_ties", (4, 6), lambda m, x: x.amax(1), x=XT, p0=True)
+# Clip (min, max or both; bounds not weights), Max/Min of two (ties share), Where, Cast, Dropout
+probe("clip_both", (3, 4, 5), lambda m, x: torch.clamp(x, -0.4, 0.3))
+probe("clip_min", (3, 4, 5), lambda m, x: torch.clamp(x, min=-0.2))
+probe("clip_max", (3, 4, 5), lambda m, x: torch.clamp(x, max=0.1))
+probe("relu6", (3, 4, 5), lambda m, x: F.relu6(x * 8))
+probe("hardtanh", (3, 4, 5), lambda m, x: F.hardtanh(x * 3))
+
+
+class MaxMin(nn.Module):
+    def __init__(self, f, a, b, ties=False):
+        super().__init__()
+        self.f = f
+        self.a = nn.Parameter(torch.zeros(*a) if ties else torch.randn(*a))
+        self.b = nn.Parameter(torch.zeros(*b) if ties else torch.randn(*b))
+        self.register_buffer("R", torch.randn(*torch.broadcast_shapes(a, b)))
+
+    def forward(self, x):
+        return (self.f(x + self.a, self.b) * self.R).sum()
+
+
+run_case("max_broadcast", MaxMin(torch.maximum, (2, 3, 4), (3, 1)), [torch.randn(2, 3, 4)])
+run_case("min_broadcast", MaxMin(torch.minimum, (3, 4), (4,)), [torch.randn(3, 4)])
+run_case("max_ties", MaxMin(torch.maximum, (3, 4), (3, 4), ties=True), [torch.randint(-1, 2, (3, 4)).float()])
+run_case("min_ties", MaxMin(torch.minimum, (3, 4), (1, 4), ties=True), [torch.randint(-1, 2, (3, 4)).float()])
+
+
+class WhereMod(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.randn(3, 4))
+        self.b = nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        return (torch.where(x > 0, x * self.a, self.b) ** 2).sum()
+
+
+run_case("where", WhereMod(), [torch.randn(2, 3, 4)])
+probe("cast_f32", (3, 4), lambda m, x: x.to(torch.float32) * 2)
+probe("dropout_p0", (3, 4), lambda m, x: F.dropout(x * 2, 0.0, True))
+
+
+def dropout_off(g):
+    """the Dropout's training_mode made a constant false and its ratio 0.3: inference (torch's eval
+    export leaves no Dropout)"""
+    import onnx
+    from onnx import numpy_helper
+    prod = {o: n for n in g.node for o in n.output}
+    d = next(n for n in g.node if n.op_type == "Dropout")
+    for k, v in ((1, np.array(0.3, np.float32)), (2, np.array(False))):
+        c = prod[d.input[k]]
+        del c.attribute[:]
+        c.attribute.append(onnx.helper.make_attribute("value", numpy_helper.from_array(v)))
+
+
+probe("dropout_inference", (3, 4), lambda m, x: F.dropout(x * 2, 0.0, True), patch=dropout_off)
+
+
+def adds_to(op, n_in):
+    """the chain of Adds (x + a) + b edited into one op of n_in inputs (Sum, Mean)"""
+    def patch(g):
+        adds = [n for n in g.node if n.op_type == "Add"]
+        if n_in == 3:
+            first, second = adds[0], adds[1]
+            second.input[:] = [first.input[0], first.input[1], second.input[1]]
+            g.node.remove(first)
+            second.op_type = op
+        else:
+            adds[0].op_type = op
+    return patch
+
+
+class Variadic(nn.Module):
+    """the oracle of Sum / Mean (x + a + b) over n inputs, scaled by 1/n for Mean"""
+
+    def __init__(self, n, scale):
+        super().__init__()
+        self.n, self.scale = n, scale
+        self.a = nn.Parameter(torch.randn(3, 4))
+        self.b = nn.Parameter(torch.randn(4))
+        self.R = torch.randn(2, 3, 4)
+
+    def forward(self, x):
+        s = x + self.a + self.b if self.n == 3 else x + self.a
+        if not torch.onnx.is_in_onnx_export():
+            s = s * self.scale
+        return (s * self.R).sum()
+
+
+run_case("sum3", Variadic(3, 1.0), [torch.randn(2, 3, 4)], patch=adds_to("Sum", 3))
+run_case("sum2", Variadic(2, 1.0), [torch.randn(2, 3, 4)], patch=adds_to("Sum", 2))
+run_case("mean3", Variadic(3, 1 / 3), [torch.randn(2, 3, 4)], patch=adds_to("Mean", 3))
+run_case("mean2", Variadic(2, 0.5), [torch.randn(2, 3, 4)], patch=adds_to("Mean", 2))
+
+# ---- built-in losses --------------------------------------------------------------------------
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.fc = nn.Linear(4 * 4 * 4, 10)
+
+    def forward(self, x):
+        return self.fc(F.max_pool2d(F.relu(self.conv(x)), 2).flatten(1))
+
+
+labels = torch.tensor([3, 1, 0, 9, 9, 2])
+run_case("cross_entropy", Net(), [torch.randn(6, 1, 8, 8)], loss="cross-entropy:out", labels=labels,
+         torch_loss=lambda o: F.cross_entropy(o, labels))
+tgt = torch.randn(6, 10)
+run_case("mse", Net(), [torch.randn(6, 1, 8, 8)], loss="mse:out", target=tgt, torch_loss=lambda o: F.mse_loss(o, tgt))
+run_case("cross_entropy_pp2", Net(), [torch.randn(6, 1, 8, 8)], loss="cross-entropy:out", labels=labels,
+         torch_loss=lambda o: F.cross_entropy(o, labels), pp=2)
+
+# ---- refused, exit 2, the culprit named ------------------------------------------------------
+
+
+def refused(name, mod, inputs, args, want):
+    if ONLY and not re.search(ONLY, name):
+        return
+    d = os.path.join(WORK, name)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    export(mod, tuple(inputs), path, [f"x{i}" for i in range(len(inputs))])
+    r = subprocess.run([PPCC, path, "-b", str(inputs[0].shape[0]), "-q", "-o", os.path.join(d, "g.plan"), *args],
+                       capture_output=True, text=True)
+    check(r.returncode == 2 and want in r.stderr, f"{name}: exit {r.returncode}, stderr {r.stderr.strip()[-300:]!r}, "
+          f"want exit 2 and {want!r}")
+    check(not os.path.exists(os.path.join(d, "g.plan")), f"{name}: a plan was written")
+
+
+class Lin(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.head = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.head(self.fc(x))
+
+
+class ArgPath(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.w = nn.Parameter(torch.randn(3))
+
+    def forward(self, x):
+        i = self.fc(x).argmax(1, keepdim=True).float()
+        return (i * self.w).sum().reshape(1)
+
+
+x4 = torch.randn(5, 4)
+refused("not_scalar", Lin(), [x4], ["--train", "--loss", "out"], "not a scalar")
+refused("no_such_output", Lin(), [x4], ["--train", "--loss", "cross-entropy:logits"], "no output 'logits'")
+refused("freeze_nothing", Lin(), [x4], ["--train", "--loss", "mse:out", "--freeze", "body"],
+        "--freeze body matches no weight")
+refused("freeze_all", Lin(), [x4], ["--train", "--loss", "mse:out", "--freeze", "fc,head"], "no weight is left")
+refused("argmax_path", ArgPath(), [x4], ["--train", "--loss", "out"], "does not reach the loss")
+refused("dropout_train", Probe((5, 4), lambda m, x: F.dropout(x, 0.5, True)), [x4], ["--train", "--loss", "out"],
+        "Dropout' (#")
+refused("loss_without_train", Lin(), [x4], ["--loss", "mse:out"], "--loss is an option of --train")
+refused("train_without_loss", Lin(), [x4], ["--train"], "--train needs --loss")
+
+
+# --freeze: the frozen module's weights have no gradient output, the others match autograd
+class Two(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 6)
+        self.head = nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.head(torch.tanh(self.body(x)))
+
+
+two = Two()
+d = os.path.join(WORK, "freeze")
+os.makedirs(os.path.join(d, "data"), exist_ok=True)
+export(two, (x4,), os.path.join(d, "model.onnx"), ["x0"])
+np.save(os.path.join(d, "data", "x0.npy"), x4.numpy())
+np.save(os.path.join(d, "data", "target.npy"), np.zeros((5, 3), np.float32))
+r = subprocess.run([PPCC, os.path.join(d, "model.onnx"), "--train", "--loss", "mse:out", "--freeze", "body", "-b", "5",
+                    "-q", "-o", os.path.join(d, "g.plan")], capture_output=True, text=True)
+check(r.returncode == 0, f"freeze: ppcc exit {r.returncode}: {r.stderr[-300:]}")
+r = subprocess.run([PPRT, os.path.join(d, "g.plan"), os.path.join(d, "data"), "-o", os.path.join(d, "out"), "-q"],
+                   capture_output=True, text=True)
+check(r.returncode == 0, f"freeze: pprt exit {r.returncode}: {r.stderr[-300:]}")
+if r.returncode == 0:
+    got = sorted(os.listdir(os.path.join(d, "out")))
+    check(got == ["head.bias.grad.npy", "head.weight.grad.npy", "loss.npy", "out.npy"], f"freeze: outputs {got}")
+    F.mse_loss(two(x4), torch.zeros(5, 3)).backward()
+    g = np.load(os.path.join(d, "out", "head.weight.grad.npy"))
+    check(np.allclose(g, two.head.weight.grad.numpy(), rtol=1e-4, atol=1e-6), "freeze: head.weight gradient")
+
+testlib.finish("train_grads_norms")
