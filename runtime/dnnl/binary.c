@@ -56,7 +56,7 @@ static void run_cscale(void *ctx, void *const io[N_IO], int team) {
 static pp_status try_cscale(pprt_exec *x, const pprt_node *n, int xi, int si, const dnnl_memory_desc_t *m0,
                             const int64_t *ds, const int64_t *dy, int r, bool *done, pp_err *err) {
     *done = false;
-    if (n->op != PP_OP_MUL || !x->o.cscale || r < 3 || ds[1] != dy[1] || (ds[0] != 1 && ds[0] != dy[0])) return PP_OK;
+    if (n->op != PP_OP_MUL || r < 3 || ds[1] != dy[1] || (ds[0] != 1 && ds[0] != dy[0])) return PP_OK;
     for (int i = 2; i < r; i++)
         if (ds[i] != 1) return PP_OK;
     pprt_cscale c = {.bf16 = m0->data_type == dnnl_bf16};

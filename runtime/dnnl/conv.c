@@ -119,6 +119,11 @@ static pp_status own_md(const int64_t *dims, int64_t vec, dnnl_data_type_t dt, d
     return PP_OK;
 }
 
+/* Convolutions of up to this many channels a group run on our kernel
+ * (measured at 2, 4 and 8 a group: design-notes.md, "Convolutions of few
+ * channels a group"). */
+#define GCONV_MAX_PER_GROUP 4
+
 /* Node n (2-D, f32, few channels a group: gs; constant weights and bias,
  * no residual, absorbing nothing) as a step of our kernel (gconv.h). It
  * reads the source in the layout it is stored in where the kernel takes
@@ -175,7 +180,7 @@ static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, i
  * Relu after it, stays on oneDNN. Depends on the plan's graph around the
  * node alone, so the same nodes take it whatever the split. */
 bool dn_pw_takes(const pprt_exec *x, const pprt_node *n) {
-    if (!x->bf16 || !x->o.pw || (n->op != PP_OP_CONV && n->op != PP_OP_FUSEDCONV) || !pprt_pw_cpu()) return false;
+    if (!x->bf16 || (n->op != PP_OP_CONV && n->op != PP_OP_FUSEDCONV) || !pprt_pw_cpu()) return false;
     if (n->n_in < 2 || n->in[0] < 0 || n->in[1] < 0 || !is_weight(x, n->in[1]) ||
         (has_in(n, 2) && !is_weight(x, n->in[2])))
         return false;
@@ -693,10 +698,12 @@ static pp_status conv_own(pprt_exec *x, conv_node *c, bool *done, pp_err *err) {
             return build_wino(x, &wsh, xi, wi, bi, c->zi, yi, lo, c->hi, err);
         }
     }
-    /* few channels a group (2 a group: oneDNN's im2col gemm, 5x slower):
-     * our kernel, which takes no post-ops (the node is built again without
-     * them); the choice depends on the node alone */
-    if (x->o.gconv && c->nd == 4 && group > 1 && c->OC == C && C / group <= x->o.gconv && c->zi < 0 &&
+    /* few channels a group (2 a group: oneDNN's im2col gemm, 5x slower; 4:
+     * its gemm on AVX2, a slower JIT kernel on AVX-512; 8: its JIT kernel
+     * is the faster, design-notes.md): our kernel, which takes no post-ops
+     * (the node is built again without them); the choice depends on the
+     * node alone */
+    if (c->nd == 4 && group > 1 && c->OC == C && C / group <= GCONV_MAX_PER_GROUP && c->zi < 0 &&
         is_weight(x, wi) && (bi < 0 || is_weight(x, bi)) && pprt_gconv_cpu()) {
         const pprt_gconv_shape gs = {xs->dim[0], C,          C / group,   xs->dim[2],  xs->dim[3],
                                      ys->dim[2], ys->dim[3], ws->dim[2],  ws->dim[3],  g->stride[0],

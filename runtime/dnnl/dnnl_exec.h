@@ -63,15 +63,6 @@ typedef struct pprt_dnnl_opts {
                          * 4096 below AVX-512, 0 on AVX-512; matmul.c) */
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
-    bool cscale;        /* PPRT_DNNL_CSCALE: a Mul by a per-channel scale on our kernel */
-    bool gap;           /* PPRT_DNNL_GAP: GlobalAveragePool on our kernel, after a SiLU in its pass */
-    bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/dnnl/kernels/bnorm.h) */
-    bool own_gnorm;     /* PPRT_DNNL_GNORM: pp.GroupNorm on our kernel (runtime/dnnl/kernels/gnorm.h) */
-    int64_t gconv;      /* PPRT_DNNL_GCONV: convolutions of up to this many channels a group on our kernel (gconv.h; 0: none) */
-    bool rnn;           /* PPRT_DNNL_RNN: LSTM, GRU and RNN by matrix products (runtime/dnnl/kernels/rnn_gemm.h) */
-    bool own_softmax;   /* PPRT_DNNL_SOFTMAX: Softmax over a middle axis on runtime/dnnl/kernels/softmax.h */
-    bool own_reduce;    /* PPRT_DNNL_REDUCE: reductions on runtime/dnnl/kernels/reduce.h */
-    bool pw;            /* PPRT_DNNL_PW: bf16 pointwise convolutions on runtime/dnnl/kernels/pwconv.h where AMX is */
     bool share_weights; /* PPRT_DNNL_SHARE_WEIGHTS: a stage's executors (replicas) share reordered weights */
 } pprt_dnnl_opts;
 

@@ -391,7 +391,7 @@ static int dn_sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alp
 /* Whether node n is an LSTM, GRU or RNN over float32 (rnn_gemm.h); the
  * node stays a reference node to the executor (plain tensors in and out). */
 bool dn_rnn_by_gemm(const pprt_exec *x, const pprt_node *n) {
-    if (!x->o.rnn || (n->op != PP_OP_LSTM && n->op != PP_OP_GRU && n->op != PP_OP_RNN)) return false;
+    if ((n->op != PP_OP_LSTM && n->op != PP_OP_GRU && n->op != PP_OP_RNN)) return false;
     for (int k = 0; k < n->n_in; k++)
         if (n->in[k] >= 0 && k != 4 && x->st->t[n->in[k]].dtype != PP_F32) return false;
     return true;

@@ -25,7 +25,7 @@ static bool bn_jit(const_dnnl_primitive_desc_t pd) {
 }
 
 /* BatchNormalization: inference, global statistics. On our kernel
- * (bnorm.h; PPRT_DNNL_BNORM=0: oneDNN's), with a Relu of ppcc's chain after
+ * (bnorm.h), with a Relu of ppcc's chain after
  * it in the same pass (oneDNN's batch normalization takes no post-ops);
  * oneDNN's where ours cannot read the layout (bf16, other blockings). */
 static void run_bnorm(void *ctx, void *const io[N_IO], int team) { pprt_bnorm_run(ctx, io[IO_SRC], io[IO_DST], team); }
@@ -50,7 +50,7 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     dnnl_memory_desc_t cur;
     pprt_layout bl;
     PP_TRY(dn_tensor_layout(x, xi, &cur, err));
-    bool own = x->o.own_bnorm && cur.data_type == dnnl_f32 && dn_own_layout(&cur, &bl);
+    bool own = cur.data_type == dnnl_f32 && dn_own_layout(&cur, &bl);
     for (int k = 1; k < 5; k++) own = own && is_weight(x, n->in[k]) && x->ptr[n->in[k]];
     if (x->n_fused && !(own && x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_RELU))
         return unsup(err, "post-ops other than one Relu after pprt's kernel");
@@ -240,14 +240,12 @@ static pp_status build_gn(pprt_exec *x, const pprt_node *n, pp_err *err) {
  * in (plain where our kernel cannot read that one): its bits do not depend
  * on the layout, so none is forced on the convolutions around it. A Relu
  * or SiLU of ppcc's chain after it runs in its last pass, on the output
- * while it is in the cache (the bits of its own step). With
- * PPRT_DNNL_GNORM=0, as GroupNormalization above (plain, other bits). */
+ * while it is in the cache (the bits of its own step). */
 static void run_gnorm(void *ctx, void *const io[N_IO], int team) { pprt_gnorm_run(ctx, io[IO_SRC], io[IO_DST], team); }
 
 static void drop_gnorm(void *ctx) { pprt_gnorm_free(ctx); }
 
 static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
-    if (!x->o.own_gnorm) return build_gn(x, n, err);
     pp_attrs a = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
     const int xi = n->in[0], si = n->in[1], bi = n->in[2], yi = final_out(x, n);

@@ -31,7 +31,6 @@ static void run_reduce(void *ctx, void *const io[N_IO], int team) {
 
 static pp_status build_reduce(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int in = n->in[0], out = n->out[0];
-    if (!x->o.own_reduce) return unsup(err, "PPRT_DNNL_REDUCE=0");
     if (T(x, in)->dtype != PP_F32 || T(x, out)->dtype != PP_F32) return unsup(err, "not float32");
     const pp_tinfo xt = {T(x, in)->dtype, T(x, in)->shape, NULL};
     const int ax = n->n_in > 1 ? n->in[1] : -1;

@@ -1156,7 +1156,7 @@ for var, val in (("PPRT_DNNL_WINO_TILE", "3"), ("PPRT_DNNL_SMALL_US", "abc"), ("
     if r.returncode != 2 or f"{var}={val}" not in r.stderr:
         failures.append(f"settings: {var}={val} gave exit {r.returncode} (expected 2 naming it): {r.stderr.strip()}")
 # a PPRT_DNNL_* name no row reads (a removed switch, a typo): exit 2 naming it, never ignored
-for var in ("PPRT_DNNL_RELU", "PPRT_DNNL_WINOO"):
+for var in ("PPRT_DNNL_RELU", "PPRT_DNNL_GCONV", "PPRT_DNNL_WINOO"):
     r = subprocess.run([PPRT, os.path.join(work, "mlp_fused_1.plan"), os.path.join(work, "mlp_data"), "--backend",
                         "dnnl", "-q", "-o", os.path.join(work, "bad_setting")], capture_output=True, text=True,
                        timeout=300, env={**os.environ, var: "1"})
