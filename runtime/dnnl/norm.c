@@ -52,16 +52,16 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_tensor_layout(x, xi, &cur, err));
     bool own = cur.data_type == dnnl_f32 && dn_own_layout(&cur, &bl);
     for (int k = 1; k < 5; k++) own = own && is_weight(x, n->in[k]) && x->ptr[n->in[k]];
-    if (x->n_fused && !(own && x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_RELU))
+    if (x->bld.n_fused && !(own && x->bld.n_fused == 1 && x->st->nodes[x->bld.fused[0]].op == PP_OP_RELU))
         return unsup(err, "post-ops other than one Relu after pprt's kernel");
     if (own) {
         pprt_bnorm *bn;
         PP_TRY(pprt_bnorm_create(&bl, x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]], x->ptr[n->in[4]], eps,
-                                 x->n_fused == 1, &bn, err));
+                                 x->bld.n_fused == 1, &bn, err));
         bool taken = false;
         step st;
-        pp_status r = dn_own_step(x, run_bnorm, bn, 0, drop_bnorm, pprt_bnorm_relu(bn) ? "pprt:bnorm_relu" : "pprt:bnorm",
-                                  &st, err);
+        pp_status r = dn_own_step(x, run_bnorm, bn, 0, drop_bnorm,
+                                  pprt_bnorm_relu(bn) ? "pprt:bnorm_relu" : "pprt:bnorm", &st, err);
         if (r == PP_OK) r = dn_push_own_any(x, st, pprt_bnorm_bytes(bn), xi, &cur, yi, &cur, &taken, err);
         if (!taken) pprt_bnorm_free(bn);
         return r;
@@ -190,7 +190,7 @@ static bool all_equal(const pprt_exec *x, int tid, float v) {
  * (P: C; GroupNormalization before opset 21: G), the bias a post-op. The
  * reference kernel normalizes in double; oneDNN in float (docs/dnnl.md). */
 static pp_status build_gn(pprt_exec *x, const pprt_node *n, pp_err *err) {
-    if (x->n_fused) return unsup(err, "post-ops (pprt's kernel only)");
+    if (x->bld.n_fused) return unsup(err, "post-ops (pprt's kernel only)");
     pp_attrs a = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
     const int xi = n->in[0], si = n->in[1], bi = n->in[2], yi = n->out[0];
@@ -271,9 +271,10 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     dst.data_type = dnnl_f32;
     pprt_gnorm *gn;
     pprt_gn_act act = PPRT_GN_ACT_NONE;
-    if (x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_RELU) act = PPRT_GN_ACT_RELU;
-    else if (x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_SILU && x->own_silu) act = PPRT_GN_ACT_SILU;
-    else if (x->n_fused) return unsup(err, "post-ops other than one Relu or SiLU after pprt's kernel");
+    if (x->bld.n_fused == 1 && x->st->nodes[x->bld.fused[0]].op == PP_OP_RELU) act = PPRT_GN_ACT_RELU;
+    else if (x->bld.n_fused == 1 && x->st->nodes[x->bld.fused[0]].op == PP_OP_SILU && x->own_silu)
+        act = PPRT_GN_ACT_SILU;
+    else if (x->bld.n_fused) return unsup(err, "post-ops other than one Relu or SiLU after pprt's kernel");
     PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], act, src.data_type == dnnl_bf16, &gn, err));
     bool taken = false;
     step st;
