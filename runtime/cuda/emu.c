@@ -455,10 +455,11 @@ static const double *emu_node_seconds(const pprt_exec *x) { return x->node_s; }
 void pprt_cuda_counts_of(const pcu_counts *c, pprt_exec_counts *out) {
     memset(out, 0, sizeof *out);
     out->nodes = c->nodes;
-    out->reference = c->host;
-    out->own = c->nodes - c->host;
-    out->post_ops = c->fused;
+    out->library = c->cudnn + c->cublas;
+    out->own = c->own;
+    out->fused = c->fused;
     out->views = c->copies;
+    out->reference = c->host;
 }
 
 static void emu_counts(const pprt_exec *x, pprt_exec_counts *c) { pprt_cuda_counts_of(&x->pl.counts, c); }

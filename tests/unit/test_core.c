@@ -1181,7 +1181,10 @@ static void test_stage_records(void) {
         CHECK(r->mbs == (q / K ? 3 : 2) && r->mb0 == (q / K ? 2 : 0), "rank %d's share", q);
         CHECK((r->t_start != NULL) == (q % K == 0) && (r->t_end != NULL) == (q % K == 1), "rank %d's ends", q);
         r->busy = 0.5 + q, r->t_loop0 = 10 + q, r->t_loop1 = 20 + q, r->rss = 1000.0 * (q + 1);
-        r->counts = (pprt_exec_counts){.nodes = r->n_nodes, .own = q, .reorders = 7, .weight_bytes = 123456789.0};
+        r->counts = (pprt_exec_counts){.nodes = r->n_nodes, .library = q + 1, .own = q,      .fused = 2,
+                                       .views = 3,          .reference = 4,    .layout_changes = 7,
+                                       .copies = 5,         .in_place = 6,     .own_layout = 8,
+                                       .weight_bytes = 123456789.0};
         for (int i = 0; i < r->n_nodes; i++) r->node_s[i] = 0.001 * (q + 1) * (i + 1);
         for (int64_t j = 0; j < r->mbs; j++) {
             if (r->t_start) r->t_start[j] = 11 + q + 0.1 * (double)j;
