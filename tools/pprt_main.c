@@ -465,6 +465,18 @@ static void print_ops(void) {
     }
 }
 
+/* --backend NAME that this build has not: the message (with the backend
+ * NAME likely means, a former name or a typo), and exit code 2. */
+static int no_such_backend(const char *name) {
+    char names[256];
+    pprt_backend_names(names, sizeof names);
+    const char *like = pp_backend_suggest(name);
+    if (like && !pprt_backend_find(like)) like = NULL;
+    fprintf(stderr, "pprt: error: --backend %s: no such backend in this build (it has: %s)%s%s%s\ntry 'pprt --help'\n",
+            name, names, like ? "; did you mean '" : "", like ? like : "", like ? "'?" : "");
+    return 2;
+}
+
 /* What the options ask for besides a run: -1 to go on, else the exit code
  * (--ops, --version, a plan or data missing). */
 static int parsed(pprt_cli *c) {
@@ -473,12 +485,7 @@ static int parsed(pprt_cli *c) {
         return 0;
     }
     if (c->version) { /* with --backend B: whether this build has B */
-        if (c->backend && !c->list_backends && !pprt_backend_find(c->backend)) {
-            char names[256];
-            pprt_backend_names(names, sizeof names);
-            fprintf(stderr, "pprt: error: --backend %s: no such backend in this build (it has: %s)\ntry 'pprt --help'\n", c->backend, names);
-            return 2;
-        }
+        if (c->backend && !c->list_backends && !pprt_backend_find(c->backend)) return no_such_backend(c->backend);
         print_version();
         return 0;
     }
@@ -543,12 +550,7 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
 static int choose_backend(pprt_cli *c, bool ranks) {
     if (!c->backend) return -1;
     const pprt_backend *b = pprt_backend_find(c->backend);
-    char names[256];
-    pprt_backend_names(names, sizeof names);
-    if (!b) {
-        fprintf(stderr, "pprt: error: --backend %s: no such backend in this build (it has: %s)\ntry 'pprt --help'\n", c->backend, names);
-        return 2;
-    }
+    if (!b) return no_such_backend(c->backend);
     const char *why = b->unavailable && !ranks ? b->unavailable() : NULL;
     if (why) {
         fprintf(stderr, "pprt: error: --backend %s: not available here: %s\n", b->name, why);

@@ -108,7 +108,7 @@ assert s["warmup_micro_batches"] == 1 and 0 < L["median"] <= L["p90"] <= L["p95"
 p = json.load(open(sys.argv[2]))
 assert p["micro_batch"] == 16 and len(p["nodes"]) == 8 and all(v >= 0 for v in p["nodes"].values()), p
 # each rank's executor counts reach the writer: the reference executor runs every node itself
-assert s["backend"] == "cpu-ref" and sum(st["nodes"] for st in s["stages"]) == 8, s
+assert s["backend"] == "ref" and sum(st["nodes"] for st in s["stages"]) == 8, s
 assert all(st["reference_nodes"] == st["nodes"] >= 1 and st["library_nodes"] + st["own_nodes"] == 0
            for st in s["stages"]), s
 PY

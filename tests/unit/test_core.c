@@ -1207,10 +1207,10 @@ static void test_stage_records(void) {
           "a wrong count: %s", err.msg);
     got[3].msg[4] = 3;
     pprt_stats st = {0};
-    const pprt_stats_ctx c = {.threads = 2, .backend = "cpu-ref", .trace = true};
+    const pprt_stats_ctx c = {.threads = 2, .backend = "ref", .trace = true};
     CHECK(pprt_stats_of(&p, &sh, got, K * R, &c, &st, &err) == PP_OK, "%s", err.msg);
     CHECK(st.n_stages == 2 && st.stages[0].busy_s == 0.5 + 2.5 && st.stages[1].busy_s == 1.5 + 3.5, "busy summed");
-    CHECK(st.wall_s == 23.5 - 10.5 && st.peak_rss == 4000 && st.threads == 2 && !strcmp(st.backend, "cpu-ref") &&
+    CHECK(st.wall_s == 23.5 - 10.5 && st.peak_rss == 4000 && st.threads == 2 && !strcmp(st.backend, "ref") &&
               !st.stages[0].backend, "wall %g, rss %zu", st.wall_s, st.peak_rss);
     CHECK(st.stages[1].exec.own == 1 && st.stages[1].exec.weight_bytes == 123456789.0, "replica 0's counts");
     /* node 1 of stage 1: 0.004 s (rank 1) + 0.008 s (rank 3), as mean ms per micro-batch of 5 */
