@@ -43,7 +43,7 @@ for name in sys.argv[3:]:
                 break
             s = json.load(open(f"{w}/s{v}.json"))
             best[v] = max(best[v], s["samples_per_s"])
-            reo[v] = s["stages"][0]["reorders_per_micro_batch"]
+            reo[v] = s["stages"][0]["layout_changes_per_micro_batch"]
         if not ok:
             break
     if not ok:

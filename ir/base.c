@@ -496,10 +496,37 @@ static const pp_backend_kind backend_kinds[] = {
     {"cuda-emu", true, 20000, 1500, 20},
 };
 
+#define N_BACKEND_KINDS (sizeof backend_kinds / sizeof *backend_kinds)
+
 const pp_backend_kind *pp_backend_kind_of(const char *name) {
     const size_t len = strcspn(name, ":");
-    for (size_t k = 0; k < sizeof backend_kinds / sizeof *backend_kinds; k++)
+    for (size_t k = 0; k < N_BACKEND_KINDS; k++)
         if (strlen(backend_kinds[k].name) == len && !strncmp(backend_kinds[k].name, name, len))
             return &backend_kinds[k];
     return NULL;
+}
+
+const char *pp_backend_suggest(const char *name) {
+    static const char *const former[][2] = {{"cpu-ref", "ref"}, {"cpu-dnnl", "dnnl"}};
+    const size_t len = strcspn(name, ":");
+    for (size_t k = 0; k < sizeof former / sizeof *former; k++)
+        if (strlen(former[k][0]) == len && !strncmp(former[k][0], name, len)) return former[k][1];
+    const char *best = NULL;
+    int bd = 3; /* at most two edits away, and closer than any other */
+    for (size_t k = 0; k < N_BACKEND_KINDS; k++) {
+        const int d = pp_edit_distance(name, len, backend_kinds[k].name);
+        if (d < bd) best = backend_kinds[k].name, bd = d;
+        else if (d == bd) best = NULL;
+    }
+    return best;
+}
+
+void pp_backend_kind_names(char *buf, size_t n) {
+    size_t len = 0;
+    if (n) buf[0] = '\0';
+    for (size_t k = 0; k < N_BACKEND_KINDS && len < n; k++) {
+        const int w = snprintf(buf + len, n - len, "%s%s", k ? ", " : "", backend_kinds[k].name);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
 }

@@ -340,6 +340,12 @@ typedef struct pp_backend_kind {
 /* The row of backend `name` ("cuda"; a ":DEVICE" suffix is ignored), or NULL
  * for a name no backend has. */
 const pp_backend_kind *pp_backend_kind_of(const char *name);
+/* For a name no backend has: the backend it most likely means (a former
+ * name, "cpu-ref" for ref and "cpu-dnnl" for dnnl, or one a typo away), or
+ * NULL; for "did you mean". */
+const char *pp_backend_suggest(const char *name);
+/* The backends' names, "ref, dnnl, cuda, cuda-emu", into buf. */
+void pp_backend_kind_names(char *buf, size_t n);
 
 /* A tensor as shape functions and kernels see it: type, shape and, for
  * constants known at compile time, the bytes (else NULL). */

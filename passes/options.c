@@ -98,6 +98,14 @@ static pp_status parse_placement(const char *v, pp_compile_opts *o, pp_err *err)
         pp_place pl;
         if (!parse_place(numbered ? end + 1 : tok, &pl) || (numbered && (st < 0 || st > PP_MAX_SPLITS)))
             return PP_FAIL(err, PP_EINVAL, "--placement: '%s' is not BACKEND[:DEVICE] or STAGE:BACKEND[:DEVICE]", tok);
+        if (strcmp(pl.backend, "cpu") && !pp_backend_kind_of(pl.backend)) {
+            char names[128];
+            pp_backend_kind_names(names, sizeof names);
+            const char *like = pp_backend_suggest(pl.backend);
+            return PP_FAIL(err, PP_EINVAL, "--placement: no backend is called '%s' (there are %s, and cpu: the best "
+                           "CPU backend pprt has)%s%s%s", pl.backend, names, like ? "; did you mean '" : "",
+                           like ? like : "", like ? "'?" : "");
+        }
         if (numbered) o->place[st] = pl;
         else o->place_all = pl;
     }

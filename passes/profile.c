@@ -58,9 +58,12 @@ static pp_status read_profile(const char *path, cJSON **root, pp_err *err) {
 }
 
 /* A device kind as pprt names it now: a profile written before the oneDNN
- * backend had one name says "cpu-dnnl" where pprt now writes "dnnl". */
+ * and reference backends had one name each says "cpu-dnnl" or "cpu-ref"
+ * where pprt now writes "dnnl" or "ref". */
 static const char *device_kind(const char *d) {
-    return !strncmp(d, "cpu-dnnl", 8) && (d[8] == ' ' || d[8] == 0) ? d + 4 : d;
+    const size_t len = strcspn(d, " ");
+    const bool former = (len == 8 && !strncmp(d, "cpu-dnnl", 8)) || (len == 7 && !strncmp(d, "cpu-ref", 7));
+    return former ? d + 4 : d;
 }
 
 /* The header's fields: micro_batch (a count), the unit ("ms"; files without

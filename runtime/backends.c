@@ -111,9 +111,12 @@ pp_status pprt_stage_backend_resolve(const pprt_plan *p, int s, const pprt_backe
     if (!b) {
         char names[256];
         pprt_backend_names(names, sizeof names);
+        const char *like = pp_backend_suggest(name);
+        if (like && !pprt_backend_find(like)) like = NULL;
         return PP_FAIL(err, PP_EUNSUP,
                        "stage %d is placed on backend '%s' (ppcc --placement), which this pprt does not have (it has: "
-                       "%s); pprt --backend NAME runs every stage on another", s, name, names);
+                       "%s%s%s%s); pprt --backend NAME runs every stage on another", s, name, names,
+                       like ? "; did you mean '" : "", like ? like : "", like ? "'?" : "");
     }
     if (!strcmp(name, "cpu") && !override && b->mem != PPRT_MEM_HOST) b = pprt_backend_fallback();
     if (b->load) { /* a module backend's stand-in (--backend, a listing): its module now */

@@ -74,22 +74,25 @@ typedef struct pprt_exec_cfg {
     bool node_times; /* measure each node's time even where that costs (the CUDA executor: events, no graphs) */
 } pprt_exec_cfg;
 
-/* What a stage's executor made of its nodes, for pprt's report and
- * --stats-json (pprt_exec_ops.counts; an executor without it, such as the
- * reference one, ran every node on the reference kernels). */
+/* What a stage's executor made of its nodes, in words every backend
+ * shares, for pprt's report and --stats-json (pprt_exec_ops.counts; an
+ * executor without it, such as the reference one, ran every node on the
+ * reference kernels). Each node counts once: library + own + fused + views
+ * + reference = nodes. */
 typedef struct pprt_exec_counts {
-    int nodes;           /* the stage's nodes */
-    int own;             /* on the executor's own kernels (oneDNN): post-ops and views included */
-    int post_ops;        /* of those, absorbed into another node's primitive */
-    int views;           /* of those, running as nothing: the output is the input's bytes */
-    int reference;       /* on the reference kernels */
-    int reorders;        /* layout changes per micro-batch */
-    int copies;          /* residual copies per micro-batch */
-    int in_place;        /* outputs written over the bytes of an input that dies there (residual sums, binary ops) */
-    int blocked;         /* tensors kept in the executor's own layouts */
-    double weight_bytes; /* weights reordered (or converted) once, at load */
+    int nodes;          /* the stage's nodes */
+    int library;        /* whose kernel is a library's (oneDNN's primitives; cuDNN, cuBLASLt) */
+    int own;            /* on the backend's own kernels (pprt's CPU kernels under dnnl; the CUDA kernels) */
+    int fused;          /* absorbed into another node's kernel (post-ops, a pre-op, fusion) */
+    int views;          /* running as nothing: the output is the input's bytes */
+    int reference;      /* on the reference kernels (the host fallback) */
+    int layout_changes; /* steps per micro-batch that change a tensor's layout (oneDNN's reorders) */
+    int copies;         /* steps per micro-batch that copy bytes (residual copies) */
+    int in_place;       /* outputs written over the bytes of an input that dies there (residual sums, binary ops) */
+    int own_layout;     /* tensors kept in a layout of the backend's own (oneDNN's blocked ones) */
+    double weight_bytes; /* weights prepared once, at load (reordered, converted, packed) */
 } pprt_exec_counts;
-#define PPRT_EXEC_COUNTS 10 /* the fields above, for messages of doubles */
+#define PPRT_EXEC_COUNTS 11 /* the fields above, for messages of doubles */
 
 typedef struct pprt_stage_stats {
     const char *backend; /* its executor's name (static) */

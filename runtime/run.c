@@ -80,8 +80,9 @@ void pprt_rec_pack(pprt_stage_rec *r) {
     const pprt_exec_counts *c = &r->counts;
     h[REC_BUSY] = r->busy, h[REC_RSS] = r->rss, h[REC_START] = r->t_loop0, h[REC_END] = r->t_loop1;
     h[REC_MBS] = (double)r->mbs;
-    const double v[PPRT_EXEC_COUNTS] = {c->nodes,    c->own,    c->post_ops, c->views,   c->reference,
-                                             c->reorders, c->copies, c->in_place, c->blocked, c->weight_bytes};
+    const double v[PPRT_EXEC_COUNTS] = {c->nodes,          c->library, c->own,      c->fused,
+                                        c->views,          c->reference, c->layout_changes, c->copies,
+                                        c->in_place,       c->own_layout, c->weight_bytes};
     memcpy(h + REC_COUNTS, v, sizeof v);
 }
 
@@ -91,10 +92,10 @@ pp_status pprt_rec_unpack(pprt_stage_rec *r, pp_err *err) {
         return PP_FAIL(err, PP_ERUNTIME, "rank %d ran %.0f micro-batches, expected %lld", r->rank, h[REC_MBS],
                        (long long)r->mbs);
     r->busy = h[REC_BUSY], r->rss = h[REC_RSS], r->t_loop0 = h[REC_START], r->t_loop1 = h[REC_END];
-    r->counts = (pprt_exec_counts){.nodes = (int)d[0],    .own = (int)d[1],       .post_ops = (int)d[2],
-                                   .views = (int)d[3],    .reference = (int)d[4], .reorders = (int)d[5],
-                                   .copies = (int)d[6],   .in_place = (int)d[7],  .blocked = (int)d[8],
-                                   .weight_bytes = d[9]};
+    r->counts = (pprt_exec_counts){.nodes = (int)d[0],      .library = (int)d[1],        .own = (int)d[2],
+                                   .fused = (int)d[3],      .views = (int)d[4],          .reference = (int)d[5],
+                                   .layout_changes = (int)d[6], .copies = (int)d[7],     .in_place = (int)d[8],
+                                   .own_layout = (int)d[9], .weight_bytes = d[10]};
     return PP_OK;
 }
 

@@ -426,13 +426,18 @@ static void print_info(const pprt_plan *p) {
     }
 }
 
+/* --stats-json's format version: 2 named the counts in every backend's
+ * words (pprt_exec_counts: library, own, fused, view and reference nodes;
+ * layout changes), where 1, which had no "format", spoke oneDNN's. */
+#define PPRT_STATS_JSON_VERSION 2
+
 /* --stats-json: the run's statistics; `warmup`: the untimed micro-batches
  * each replica ran first (in no figure here); src (NULL where this process
  * read no data) where each input's data came from. */
 static pp_status write_stats_json(const char *path, const pprt_stats *st, int warmup, const pprt_plan *p,
                                   const pprt_npy *npys, const pprt_data_src *src, pp_err *err) {
     pp_json j;
-    cJSON *root = pp_json_begin(&j);
+    cJSON *root = pp_json_begin_format(&j, "pprt-stats", PPRT_STATS_JSON_VERSION);
     /* the inputs' files (where this process read them: under MPI, the first stage's rank) */
     cJSON *ins = pp_json_add_array(&j, root, "inputs");
     for (int i = 0; src && i < p->n_inputs; i++) {
@@ -465,15 +470,16 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, int wa
         pp_json_add_round(&j, x, "busy_s", st->stages[i].busy_s, 6);
         pp_json_add_round(&j, x, "utilization", st->stages[i].utilization, 4);
         pp_json_add_number(&j, x, "nodes", c->nodes);
-        pp_json_add_number(&j, x, "own_kernels", c->own);
-        pp_json_add_number(&j, x, "post_ops", c->post_ops);
-        pp_json_add_number(&j, x, "views", c->views);
-        pp_json_add_number(&j, x, "reference_kernels", c->reference);
-        pp_json_add_number(&j, x, "reorders_per_micro_batch", c->reorders);
+        pp_json_add_number(&j, x, "library_nodes", c->library);
+        pp_json_add_number(&j, x, "own_nodes", c->own);
+        pp_json_add_number(&j, x, "fused_nodes", c->fused);
+        pp_json_add_number(&j, x, "view_nodes", c->views);
+        pp_json_add_number(&j, x, "reference_nodes", c->reference);
+        pp_json_add_number(&j, x, "layout_changes_per_micro_batch", c->layout_changes);
         pp_json_add_number(&j, x, "copies_per_micro_batch", c->copies);
         pp_json_add_number(&j, x, "outputs_in_place", c->in_place);
-        pp_json_add_number(&j, x, "blocked_tensors", c->blocked);
-        pp_json_add_round(&j, x, "weights_reordered_bytes", c->weight_bytes, 0);
+        pp_json_add_number(&j, x, "own_layout_tensors", c->own_layout);
+        pp_json_add_round(&j, x, "weights_prepared_bytes", c->weight_bytes, 0);
         pp_json_add_string(&j, x, "cpus", st->stages[i].cpus);
         pp_json_add_string(&j, x, "backend", st->stages[i].backend);
     }
@@ -539,6 +545,18 @@ static void print_ops(void) {
     }
 }
 
+/* --backend NAME that this build has not: the message (with the backend
+ * NAME likely means, a former name or a typo), and exit code 2. */
+static int no_such_backend(const char *name) {
+    char names[256];
+    pprt_backend_names(names, sizeof names);
+    const char *like = pp_backend_suggest(name);
+    if (like && !pprt_backend_find(like)) like = NULL;
+    fprintf(stderr, "pprt: error: --backend %s: no such backend in this build (it has: %s)%s%s%s\ntry 'pprt --help'\n",
+            name, names, like ? "; did you mean '" : "", like ? like : "", like ? "'?" : "");
+    return 2;
+}
+
 /* What the options ask for besides a run: -1 to go on, else the exit code
  * (--ops, --version, a plan or data missing). */
 static int parsed(pprt_cli *c) {
@@ -547,12 +565,7 @@ static int parsed(pprt_cli *c) {
         return 0;
     }
     if (c->version) { /* with --backend B: whether this build has B */
-        if (c->backend && !c->list_backends && !pprt_backend_find(c->backend)) {
-            char names[256];
-            pprt_backend_names(names, sizeof names);
-            fprintf(stderr, "pprt: error: --backend %s: no such backend in this build (it has: %s)\ntry 'pprt --help'\n", c->backend, names);
-            return 2;
-        }
+        if (c->backend && !c->list_backends && !pprt_backend_find(c->backend)) return no_such_backend(c->backend);
         print_version();
         return 0;
     }
@@ -622,12 +635,7 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
 static int choose_backend(pprt_cli *c, bool ranks) {
     if (!c->backend) return -1;
     const pprt_backend *b = pprt_backend_find(c->backend);
-    char names[256];
-    pprt_backend_names(names, sizeof names);
-    if (!b) {
-        fprintf(stderr, "pprt: error: --backend %s: no such backend in this build (it has: %s)\ntry 'pprt --help'\n", c->backend, names);
-        return 2;
-    }
+    if (!b) return no_such_backend(c->backend);
     const char *why = b->unavailable && !ranks ? b->unavailable() : NULL;
     if (why) {
         fprintf(stderr, "pprt: error: --backend %s: not available here: %s\n", b->name, why);
@@ -690,11 +698,12 @@ static void print_report(const pprt_cli *c, const pprt_driver *d, const pprt_pla
         const pprt_exec_counts *e = &st->stages[i].exec;
         printf("stage %d: busy %.3f s (%.1f%%), %d ops, %.4f GFLOP per micro-batch", i, st->stages[i].busy_s,
                100 * st->stages[i].utilization, p->stages[i].n_nodes, p->stages[i].flops / 1e9);
-        if (e->own > 0)
-            printf("; %s: %d on its kernels (%d fused as post-ops, %d view%s), %d on reference ones, %d "
-                   "reorder%s and %d cop%s per micro-batch", st->stages[i].backend ? st->stages[i].backend : st->backend, e->own, e->post_ops, e->views,
-                   e->views == 1 ? "" : "s", e->reference, e->reorders, e->reorders == 1 ? "" : "s", e->copies,
-                   e->copies == 1 ? "y" : "ies");
+        if (e->reference < e->nodes)
+            printf("; %s: %d on library kernels, %d on its own, %d fused, %d view%s, %d on reference ones; %d "
+                   "layout change%s and %d cop%s per micro-batch",
+                   st->stages[i].backend ? st->stages[i].backend : st->backend, e->library, e->own, e->fused,
+                   e->views, e->views == 1 ? "" : "s", e->reference, e->layout_changes,
+                   e->layout_changes == 1 ? "" : "s", e->copies, e->copies == 1 ? "y" : "ies");
         if (st->stages[i].cpus[0]) printf("; pinned to CPU %s", st->stages[i].cpus);
         printf("\n");
     }

@@ -44,6 +44,13 @@ typedef struct pprt_cuda_cfg {
  * free() it. */
 unsigned char *pprt_cuda_host_nodes(const pprt_stage *st);
 
+struct pcu_plan;
+/* Stage st's step list into *pl under the options (--cuda-host-only,
+ * --cuda-wide-copies) and `host_node` (pprt_cuda_host_nodes, plus the nodes
+ * a library had no engine for), linted: what both CUDA executors plan. */
+pp_status pprt_cuda_plan_stage(const pprt_plan *p, const pprt_stage *st, const unsigned char *host_node,
+                               struct pcu_plan *pl, pp_err *err);
+
 /* The options every CUDA executor reads at create (defaults: graphs on, conv fusion off). */
 pprt_cuda_cfg *pprt_cuda_config(void);
 

@@ -331,15 +331,10 @@ static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt
     PP_TRY(pprt_stage_weights(p, st->index, err));
     pprt_exec *x = calloc(1, sizeof *x);
     if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    x->p = p;
-    x->st = st;
-    x->device = cfg->device;
+    *x = (pprt_exec){.p = p, .st = st, .device = cfg->device};
     unsigned char *hn = pprt_cuda_host_nodes(st);
-    pcu_plan_opts po = {.host_only = pprt_cuda_config()->host_only, .host_node = hn,
-                        .narrow_copies = !pprt_cuda_config()->wide_copies};
-    pp_status s = hn ? pcu_plan_build(p, st, &po, &x->pl, err) : PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pp_status s = hn ? pprt_cuda_plan_stage(p, st, hn, &x->pl, err) : PP_FAIL(err, PP_ENOMEM, "out of memory");
     free(hn);
-    if (s == PP_OK) s = pcu_lint(&x->pl, err);
     if (s == PP_OK && !cfg->quiet && !pprt_cuda_config()->host_only) pcu_plan_explain(&x->pl, "cuda-emu", stderr);
     if (s != PP_OK) {
         free(x);
@@ -455,10 +450,11 @@ static const double *emu_node_seconds(const pprt_exec *x) { return x->node_s; }
 void pprt_cuda_counts_of(const pcu_counts *c, pprt_exec_counts *out) {
     memset(out, 0, sizeof *out);
     out->nodes = c->nodes;
-    out->reference = c->host;
-    out->own = c->nodes - c->host;
-    out->post_ops = c->fused;
+    out->library = c->cudnn + c->cublas;
+    out->own = c->own;
+    out->fused = c->fused;
     out->views = c->copies;
+    out->reference = c->host;
 }
 
 static void emu_counts(const pprt_exec *x, pprt_exec_counts *c) { pprt_cuda_counts_of(&x->pl.counts, c); }

@@ -389,11 +389,10 @@ static void cuda_destroy(pprt_exec *x) {
     free(x);
 }
 
-static pp_status create_steps(pprt_exec *x, const pprt_cuda_cfg *cfg, unsigned char *hn, int *failed, pp_err *err);
+static pp_status create_steps(pprt_exec *x, unsigned char *hn, int *failed, pp_err *err);
 
 static pp_status create_in(pprt_exec *x, pp_err *err) {
     const pprt_stage *st = x->st;
-    const pprt_cuda_cfg *cfg = pprt_cuda_config();
     CU(x, -1, cudaSetDevice(x->device));
     CU(x, -1, cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking));
     cudnnStatus_t ds = cudnnCreate(&x->dnn);
@@ -413,7 +412,7 @@ static pp_status create_in(pprt_exec *x, pp_err *err) {
     pp_status s = PP_OK;
     for (int round = 0; s == PP_OK; round++) {
         int failed = 0;
-        s = create_steps(x, cfg, hn, &failed, err);
+        s = create_steps(x, hn, &failed, err);
         if (s != PP_OK || !failed) break;
         release_steps(x);
         if (round == 1)
@@ -424,11 +423,9 @@ static pp_status create_in(pprt_exec *x, pp_err *err) {
     return s;
 }
 
-static pp_status create_steps(pprt_exec *x, const pprt_cuda_cfg *cfg, unsigned char *hn, int *failed, pp_err *err) {
+static pp_status create_steps(pprt_exec *x, unsigned char *hn, int *failed, pp_err *err) {
     const pprt_stage *st = x->st;
-    pcu_plan_opts po = {.host_only = cfg->host_only, .host_node = hn, .narrow_copies = !cfg->wide_copies};
-    PP_TRY(pcu_plan_build(x->p, st, &po, &x->pl, err));
-    PP_TRY(pcu_lint(&x->pl, err));
+    PP_TRY(pprt_cuda_plan_stage(x->p, st, hn, &x->pl, err));
     x->counts = x->pl.counts;
     /* the spaces but the messages (bound per run to the links' buffers) */
     for (int i = 0; i < PCU_SP_COUNT; i++)
@@ -516,10 +513,7 @@ static pp_status cuda_create(const pprt_plan *p, const pprt_stage *st, const ppr
     PP_TRY(pprt_stage_weights(p, st->index, err));
     pprt_exec *x = calloc(1, sizeof *x);
     if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    x->p = p;
-    x->st = st;
-    x->precision = ecfg->precision;
-    x->device = ecfg->device;
+    *x = (pprt_exec){.p = p, .st = st, .precision = ecfg->precision, .device = ecfg->device};
     if (x->device < 0) {
         free(x);
         return PP_FAIL(err, PP_ERUNTIME, "stage %d: the cuda executor runs on device messages, and the driver gave it "

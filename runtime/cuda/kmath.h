@@ -560,6 +560,43 @@ PCU_HD void pcu_cast_elem(void *y, int td, int64_t i, const void *x, int ts, int
     }
 }
 
+/* Clip of element i (its source a): bounds from the attributes (mode 4) or
+ * the inputs x1, x2 (mode 1: a min, 2: a max). */
+PCU_HD void pcu_clip_at(const pcu_ew *k, void *y, const void *x0, const void *x1, const void *x2, int64_t i,
+                        int64_t a) {
+    const int ti = k->tin, to = k->tout;
+    const int has_lo = k->mode & 1, has_hi = k->mode & 2, attr = k->mode & 4;
+    if (pcu_is_float(ti)) {
+        double v = pcu_ldd(x0, ti, a);
+        /* a missing bound is ONNX's default, the type's range, as the
+         * reference (ref_math.c) takes it for f32 and f64: Clip(inf) with
+         * no max is FLT_MAX */
+        const double range = ti == PCU_T_F32 ? 3.4028234663852886e38 : ti == PCU_T_F64 ? 1.7976931348623157e308 : INFINITY;
+        if (has_lo || range != INFINITY) {
+            const double lo = !has_lo ? -range : attr ? (double)k->p0 : pcu_ldd(x1, ti, pcu_ew_src(k, 1, i));
+            if (v < lo) v = lo;
+        }
+        if (has_hi || range != INFINITY) {
+            const double hi = !has_hi ? range : attr ? (double)k->p1 : pcu_ldd(x2, ti, pcu_ew_src(k, 2, i));
+            if (v > hi) v = hi;
+        }
+        if (to == PCU_T_F64) ((double *)y)[i] = v;
+        else pcu_stf(y, to, i, (float)v);
+    } else {
+        const int uns = !pcu_is_signed(ti);
+        int64_t v = pcu_ldi(x0, ti, a);
+        if (has_lo) {
+            const int64_t lo = attr ? pcu_f2int(k->p0, ti) : pcu_ldi(x1, ti, pcu_ew_src(k, 1, i));
+            if (uns ? (uint64_t)v < (uint64_t)lo : v < lo) v = lo;
+        }
+        if (has_hi) {
+            const int64_t hi = attr ? pcu_f2int(k->p1, ti) : pcu_ldi(x2, ti, pcu_ew_src(k, 2, i));
+            if (uns ? (uint64_t)v > (uint64_t)hi : v > hi) v = hi;
+        }
+        pcu_sti(y, to, i, v);
+    }
+}
+
 PCU_HD void pcu_ew_at(const pcu_ew *k, void *y, const void *x0, const void *x1, const void *x2, int64_t i) {
     const int op = k->op, ti = k->tin, to = k->tout;
     const int64_t a = pcu_ew_src(k, 0, i);
@@ -581,36 +618,7 @@ PCU_HD void pcu_ew_at(const pcu_ew *k, void *y, const void *x0, const void *x1, 
         return;
     }
     if (op == PCU_EW_CLIP) {
-        const int has_lo = k->mode & 1, has_hi = k->mode & 2, attr = k->mode & 4;
-        if (pcu_is_float(ti)) {
-            double v = pcu_ldd(x0, ti, a);
-            /* a missing bound is ONNX's default, the type's range, as the
-             * reference (ref_math.c) takes it for f32 and f64: Clip(inf) with
-             * no max is FLT_MAX */
-            const double range = ti == PCU_T_F32 ? 3.4028234663852886e38 : ti == PCU_T_F64 ? 1.7976931348623157e308 : INFINITY;
-            if (has_lo || range != INFINITY) {
-                const double lo = !has_lo ? -range : attr ? (double)k->p0 : pcu_ldd(x1, ti, pcu_ew_src(k, 1, i));
-                if (v < lo) v = lo;
-            }
-            if (has_hi || range != INFINITY) {
-                const double hi = !has_hi ? range : attr ? (double)k->p1 : pcu_ldd(x2, ti, pcu_ew_src(k, 2, i));
-                if (v > hi) v = hi;
-            }
-            if (to == PCU_T_F64) ((double *)y)[i] = v;
-            else pcu_stf(y, to, i, (float)v);
-        } else {
-            const int uns = !pcu_is_signed(ti);
-            int64_t v = pcu_ldi(x0, ti, a);
-            if (has_lo) {
-                const int64_t lo = attr ? pcu_f2int(k->p0, ti) : pcu_ldi(x1, ti, pcu_ew_src(k, 1, i));
-                if (uns ? (uint64_t)v < (uint64_t)lo : v < lo) v = lo;
-            }
-            if (has_hi) {
-                const int64_t hi = attr ? pcu_f2int(k->p1, ti) : pcu_ldi(x2, ti, pcu_ew_src(k, 2, i));
-                if (uns ? (uint64_t)v > (uint64_t)hi : v > hi) v = hi;
-            }
-            pcu_sti(y, to, i, v);
-        }
+        pcu_clip_at(k, y, x0, x1, x2, i, a);
         return;
     }
     if (op == PCU_EW_NOT) {

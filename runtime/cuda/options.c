@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
+#include "cuplan.h"
 
 static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false, .wide_copies = true};
 
@@ -94,6 +95,13 @@ unsigned char *pprt_cuda_host_nodes(const pprt_stage *st) {
     unsigned char *hn = calloc(pp_count(st->n_nodes) + 1, 1);
     for (int i = 0; hn && i < st->n_nodes; i++) hn[i] = cfg.host_op[st->nodes[i].op];
     return hn;
+}
+
+pp_status pprt_cuda_plan_stage(const pprt_plan *p, const pprt_stage *st, const unsigned char *host_node,
+                               struct pcu_plan *pl, pp_err *err) {
+    const pcu_plan_opts po = {.host_only = cfg.host_only, .host_node = host_node, .narrow_copies = !cfg.wide_copies};
+    PP_TRY(pcu_plan_build(p, st, &po, pl, err));
+    return pcu_lint(pl, err);
 }
 
 pp_status pcu_pick_device(const pprt_stage *st, int local_rank, int count, int *dev, pp_err *err) {

@@ -27,18 +27,18 @@ pp_status dn_plan_arena(pprt_exec *x, pp_err *err) {
     }
     for (int t = 0; t < n; t++) {
         int q = t;
-        for (int hops = 0; x->alias[q] >= 0 && hops < n; hops++) q = x->alias[q];
+        for (int hops = 0; x->tn.alias[q] >= 0 && hops < n; hops++) q = x->tn.alias[q];
         root[t] = q;
         g[t] = (pp_pack_item){.start = -1, .end = -2};
     }
     for (int t = 0; t < n; t++) {
-        if (x->kind[t] != PPRT_ACTIVATION || x->ghost[t]) continue;
+        if (x->tn.kind[t] != PPRT_ACTIVATION || x->tn.ghost[t]) continue;
         pp_pack_item *G = &g[root[t]];
-        const int b = x->born[t], e = x->last[t] > b ? x->last[t] : b;
+        const int b = x->tn.born[t], e = x->tn.last[t] > b ? x->tn.last[t] : b;
         if (G->end < G->start) *G = (pp_pack_item){.start = b, .end = e};
         if (b < G->start) G->start = b;
         if (e > G->end) G->end = e;
-        if (x->need[t] > G->size) G->size = x->need[t];
+        if (x->tn.need[t] > G->size) G->size = x->tn.need[t];
     }
     int ng = 0;
     for (int t = 0; t < n; t++) {
@@ -55,14 +55,14 @@ pp_status dn_plan_arena(pprt_exec *x, pp_err *err) {
         goto out;
     }
     x->arena = arena;
-    x->arena_bytes = total;
+    x->bytes.arena = total;
     for (int t = 0; t < n; t++) {
-        if (x->kind[t] != PPRT_ACTIVATION) continue;
+        if (x->tn.kind[t] != PPRT_ACTIVATION) continue;
         const int q = root[t];
-        x->ptr[t] = x->ghost[t] || g[q].end < g[q].start ? NULL : x->arena + packed[slot[q]].off;
+        x->ptr[t] = x->tn.ghost[t] || g[q].end < g[q].start ? NULL : x->arena + packed[slot[q]].off;
     }
-    for (int i = 0; i < x->n_abinds && r == PP_OK; i++) {
-        dnnl_status_t ds = dnnl_memory_set_data_handle(x->abinds[i].m, x->ptr[x->abinds[i].tid]);
+    for (int i = 0; i < x->abinds.n && r == PP_OK; i++) {
+        dnnl_status_t ds = dnnl_memory_set_data_handle(x->abinds.a[i].m, x->ptr[x->abinds.a[i].tid]);
         if (ds != dnnl_success) r = dn_fail(err, "memory", ds);
     }
 out:

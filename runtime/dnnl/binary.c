@@ -56,7 +56,7 @@ static void run_cscale(void *ctx, void *const io[N_IO], int team) {
 static pp_status try_cscale(pprt_exec *x, const pprt_node *n, int xi, int si, const dnnl_memory_desc_t *m0,
                             const int64_t *ds, const int64_t *dy, int r, bool *done, pp_err *err) {
     *done = false;
-    if (n->op != PP_OP_MUL || !x->o.cscale || r < 3 || ds[1] != dy[1] || (ds[0] != 1 && ds[0] != dy[0])) return PP_OK;
+    if (n->op != PP_OP_MUL || r < 3 || ds[1] != dy[1] || (ds[0] != 1 && ds[0] != dy[0])) return PP_OK;
     for (int i = 2; i < r; i++)
         if (ds[i] != 1) return PP_OK;
     pprt_cscale c = {.bf16 = m0->data_type == dnnl_bf16};
@@ -65,9 +65,9 @@ static pp_status try_cscale(pprt_exec *x, const pprt_node *n, int xi, int si, co
     if (!dn_own_layout(m0, &c.l) || (c.bf16 && !pprt_cscale_bf16_cpu())) return PP_OK;
     /* s as stored: channel c of sample n at n * stride + c (one pixel, so
      * plain, channels last and blocked all store it so) */
-    if (x->blocked[si]) {
+    if (x->tn.blocked[si]) {
         if (T(x, si)->shape.rank != r) return PP_OK;
-        sm = x->lay[si];
+        sm = x->tn.lay[si];
     } else {
         PP_TRY(dn_plain_md(ds, r, &sm, err));
     }
@@ -87,10 +87,11 @@ static pp_status try_cscale(pprt_exec *x, const pprt_node *n, int xi, int si, co
      * (the pool of the squeeze) has just read on one core ran at 0.3-0.45 ns
      * an element, one into a buffer of its own at 0.1; on one thread in
      * place is the faster (0.08 against 0.24) */
-    if (x->build_threads == 1) PP_TRY(dn_write_in_place(x, n, xi, m0, yi, m0, err));
+    if (x->bld.threads == 1) PP_TRY(dn_write_in_place(x, n, xi, m0, yi, m0, err));
     PP_TRY(dn_bind_output(x, yi, m0, &dm, &out, err));
     PP_TRY(dn_tensor_mem(x, xi, m0, &a0, err));
-    PP_TRY(is_weight(x, si) ? dn_weight_mem(x, si, &sm, &sm, &a1, err) : dn_bind_view(x, si, &sm, &sm, SLOT_SRC, &a1, err));
+    PP_TRY(is_weight(x, si) ? dn_weight_mem(x, si, &sm, &sm, &a1, err)
+                            : dn_bind_view(x, si, &sm, &sm, SLOT_SRC, &a1, err));
     step st;
     PP_TRY(dn_own_step(x, run_cscale, &c, sizeof c, NULL, c.bf16 ? "pprt:cscale:bf16" : "pprt:cscale", &st, err));
     st.nargs = 3;
@@ -136,16 +137,16 @@ static pp_status build_binary(pprt_exec *x, const pprt_node *n, pp_err *err) {
     bool done;
     PP_TRY(try_cscale(x, n, i0, i1, &m0, d1, dy, r, &done, err));
     if (done) return PP_OK;
-    if (x->blocked[i1]) {
+    if (x->tn.blocked[i1]) {
         if (T(x, i1)->shape.rank != r) return unsup(err, "blocked operand of another rank");
-        c1 = x->lay[i1];
+        c1 = x->tn.lay[i1];
     } else {
         PP_TRY(dn_plain_md(d1, r, &c1, err));
     }
     m1 = c1;
-    if (pp_shape_eq(&T(x, i1)->shape, ys) && (x->blocked[i0] || x->blocked[i1])) {
+    if (pp_shape_eq(&T(x, i1)->shape, ys) && (x->tn.blocked[i0] || x->tn.blocked[i1])) {
         m1 = m0;
-    } else if (x->blocked[i0] || x->blocked[i1]) {
+    } else if (x->tn.blocked[i0] || x->tn.blocked[i1]) {
         dnnl_format_tag_t tag = tag_of(&m0);
         dnnl_dims_t dd;
         for (int i = 0; i < r; i++) dd[i] = d1[i];

@@ -105,8 +105,8 @@ static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int
         pprt_wino_free(wn);
         return r;
     }
-    x->weight_bytes += pprt_wino_weight_bytes(wn);
-    x->owned_bytes += pprt_wino_weight_bytes(wn);
+    x->bytes.weights += pprt_wino_weight_bytes(wn);
+    x->bytes.owned += pprt_wino_weight_bytes(wn);
     return dn_push_post(x, &out, err);
 }
 
@@ -118,6 +118,11 @@ static pp_status own_md(const int64_t *dims, int64_t vec, dnnl_data_type_t dt, d
     DN(dnnl_memory_desc_init_by_tag(md, 4, d, dt, tag), "memory descriptor");
     return PP_OK;
 }
+
+/* Convolutions of up to this many channels a group run on our kernel
+ * (measured at 2, 4 and 8 a group: design-notes.md, "Convolutions of few
+ * channels a group"). */
+#define GCONV_MAX_PER_GROUP 4
 
 /* Node n (2-D, f32, few channels a group: gs; constant weights and bias,
  * no residual, absorbing nothing) as a step of our kernel (gconv.h). It
@@ -162,7 +167,7 @@ static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, i
                               w == 16 ? "pprt:gconv:avx512" : w == 8 ? "pprt:gconv:avx2" : "pprt:gconv", &st, err);
     if (r == PP_OK) r = dn_push_own_any(x, st, pprt_gconv_bytes(gc), xi, &src, yi, &dst, &taken, err);
     if (!taken) pprt_gconv_free(gc);
-    else x->weight_bytes += pprt_gconv_bytes(gc);
+    else x->bytes.weights += pprt_gconv_bytes(gc);
     return r;
 }
 
@@ -175,7 +180,7 @@ static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, i
  * Relu after it, stays on oneDNN. Depends on the plan's graph around the
  * node alone, so the same nodes take it whatever the split. */
 bool dn_pw_takes(const pprt_exec *x, const pprt_node *n) {
-    if (!x->bf16 || !x->o.pw || (n->op != PP_OP_CONV && n->op != PP_OP_FUSEDCONV) || !pprt_pw_cpu()) return false;
+    if (!x->bf16 || (n->op != PP_OP_CONV && n->op != PP_OP_FUSEDCONV) || !pprt_pw_cpu()) return false;
     if (n->n_in < 2 || n->in[0] < 0 || n->in[1] < 0 || !is_weight(x, n->in[1]) ||
         (has_in(n, 2) && !is_weight(x, n->in[2])))
         return false;
@@ -211,27 +216,27 @@ bool dn_pw_pre_scale(pprt_exec *x, const pprt_node *n, int xi, int si, const dnn
     dnnl_memory_desc_t cl;
     /* the convolution right after it in the stage, its only reader (the plan's kind: a sent tensor must
      * be written), reading it as source only; the bits are those of the Mul's output either way */
-    if (!x->on_dnnl[ni + 1] || !dn_pw_takes(x, c) || c->in[0] != yi || c->in[1] == yi ||
+    if (!x->nd.on_dnnl[ni + 1] || !dn_pw_takes(x, c) || c->in[0] != yi || c->in[1] == yi ||
         (has_in(c, 2) && c->in[2] == yi) || (has_in(c, 3) && c->in[3] == yi) || T(x, yi)->kind != PPRT_ACTIVATION ||
-        x->cons[yi] != 1)
+        x->tn.cons[yi] != 1)
         return false;
     const pp_shape *ys = &T(x, yi)->shape;
     if (own_md(ys->dim, ys->dim[1], dnnl_bf16, &cl, NULL) != PP_OK || !dnnl_memory_desc_equal(xmd, &cl) ||
         (k_md->data_type != dnnl_bf16 && k_md->data_type != dnnl_f32))
         return false;
-    x->pre[ni + 1] = (dn_pre){xi, si, *k_md, k_md->data_type == dnnl_bf16, k_stride};
-    x->ghost[yi] = true;
-    x->absorbed[ni] = true;
+    x->nd.pre[ni + 1] = (dn_pre){xi, si, *k_md, k_md->data_type == dnnl_bf16, k_stride};
+    x->tn.ghost[yi] = true;
+    x->nd.absorbed[ni] = true;
     /* x and k live until the convolution reads them */
-    if (x->kind[xi] == PPRT_ACTIVATION && x->last[xi] < ni + 1) x->last[xi] = ni + 1;
-    if (x->kind[si] == PPRT_ACTIVATION && x->last[si] < ni + 1) x->last[si] = ni + 1;
+    if (x->tn.kind[xi] == PPRT_ACTIVATION && x->tn.last[xi] < ni + 1) x->tn.last[xi] = ni + 1;
+    if (x->tn.kind[si] == PPRT_ACTIVATION && x->tn.last[si] < ni + 1) x->tn.last[si] = ni + 1;
     return true;
 }
 
 /* Node n (dn_pw_takes) as a step of pwconv.h's kernel, channels-last bf16
  * source, destination and residual (zi, or -1; the output takes over its
  * bytes where it dies here), the SiLU or Sigmoid it absorbed, if any, and
- * the Mul before it whose scaling it took over (x->pre), if any. */
+ * the Mul before it whose scaling it took over (x->nd.pre), if any. */
 static void run_pw(void *ctx, void *const io[N_IO], int team) {
     pprt_pw_run(ctx, io[IO_SRC], io[IO_DST], io[IO_SRC_2], io[IO_OTHER], team);
 }
@@ -239,19 +244,20 @@ static void run_pw(void *ctx, void *const io[N_IO], int team) {
 static void drop_pw(void *ctx) { pprt_pw_free(ctx); }
 
 static pp_status build_pw(pprt_exec *x, const pprt_node *n, pp_err *err) {
-    const dn_pre *pre = &x->pre[n - x->st->nodes];
+    const dn_pre *pre = &x->nd.pre[n - x->st->nodes];
     const int xi = pre->xi >= 0 ? pre->xi : n->in[0], wi = n->in[1], yi = final_out(x, n);
     const int bi = has_in(n, 2) ? n->in[2] : -1, zi = has_in(n, 3) ? n->in[3] : -1;
-    const pp_op after = x->n_fused ? x->st->nodes[x->fused[0]].op : PP_OP_CONV;
-    if (x->n_fused > 1 || (x->n_fused == 1 && after != PP_OP_SILU && after != PP_OP_SIGMOID))
+    const pp_op after = x->bld.n_fused ? x->st->nodes[x->bld.fused[0]].op : PP_OP_CONV;
+    if (x->bld.n_fused > 1 || (x->bld.n_fused == 1 && after != PP_OP_SILU && after != PP_OP_SIGMOID))
         return unsup(err, "pprt's pointwise kernel absorbs one SiLU or Sigmoid only");
-    if (x->n_fused && zi >= 0) return unsup(err, "pprt's pointwise kernel takes an activation or a residual, not both");
+    if (x->bld.n_fused && zi >= 0)
+        return unsup(err, "pprt's pointwise kernel takes an activation or a residual, not both");
     const pp_shape *xs = &T(x, xi)->shape, *ys = &T(x, yi)->shape;
     if (zi >= 0 && !pp_shape_eq(&T(x, zi)->shape, ys)) return unsup(err, "residual shape");
     const pprt_pw_shape sh = {.rows = xs->dim[0] * xs->dim[2] * xs->dim[3],
                               .K = xs->dim[1],
                               .N = ys->dim[1],
-                              .act = !x->n_fused            ? PPRT_PW_NONE
+                              .act = !x->bld.n_fused          ? PPRT_PW_NONE
                                      : after == PP_OP_SILU ? PPRT_PW_SILU
                                                            : PPRT_PW_SIGMOID,
                               .scale = pre->xi >= 0,
@@ -296,8 +302,8 @@ static pp_status build_pw(pprt_exec *x, const pprt_node *n, pp_err *err) {
         pprt_pw_free(pw);
         return r;
     }
-    x->weight_bytes += pprt_pw_bytes(pw);
-    x->owned_bytes += pprt_pw_bytes(pw);
+    x->bytes.weights += pprt_pw_bytes(pw);
+    x->bytes.owned += pprt_pw_bytes(pw);
     return dn_push_post(x, &out, err);
 }
 
@@ -392,7 +398,7 @@ static pp_status conv_choose(pprt_exec *x, const conv_cands *k, const conv_ops *
  * runs again instead. */
 static dnnl_primitive_desc_t guard_fast(pprt_exec *x, const conv_cands *k, const conv_ops *ops,
                                         const_dnnl_primitive_desc_t exact, float lo, float hi) {
-    if (!pprt_fpguard_built() || ops->relu || x->n_fused) return NULL;
+    if (!pprt_fpguard_built() || ops->relu || x->bld.n_fused) return NULL;
     conv_ops fo = *ops;
     fo.fast_clamp = true, fo.lo = lo, fo.hi = hi;
     pp_err e = {0};
@@ -417,15 +423,15 @@ static dnnl_primitive_desc_t guard_fast(pprt_exec *x, const conv_cands *k, const
 /* The convolution's primitive descriptor alone, absorbing none of the nodes
  * after it (NULL where oneDNN has none). */
 static dnnl_primitive_desc_t bare_pd(pprt_exec *x, const conv_cands *k, const conv_ops *ops) {
-    const int n_fused = x->n_fused, n_whole = x->n_whole;
+    const int n_fused = x->bld.n_fused, n_whole = x->bld.n_whole;
     conv_ops o = *ops;
     o.relu = false; /* (relu is a post-op only beside absorbed nodes) */
-    x->n_fused = 0;
+    x->bld.n_fused = 0;
     pp_err e = {0};
     int na = 0;
     dnnl_primitive_desc_t pd = NULL;
     if (conv_choose(x, k, &o, NULL, NULL, &na, &pd, &e) != PP_OK) pd = NULL;
-    x->n_fused = n_fused, x->n_whole = n_whole;
+    x->bld.n_fused = n_fused, x->bld.n_whole = n_whole;
     return pd;
 }
 
@@ -598,7 +604,7 @@ static pp_status conv_read(pprt_exec *x, const pprt_node *n, conv_node *c, pp_er
     /* bf16: sources and weights in bf16; the output too where it stays
      * between oneDNN nodes (else f32, as the reference kernels read it) */
     c->cdt = x->bf16 ? dnnl_bf16 : dnnl_f32;
-    PP_TRY(dn_any_md(c->ys->dim, nd, x->flex[c->yi] ? c->cdt : dnnl_f32, &c->dst_any, err));
+    PP_TRY(dn_any_md(c->ys->dim, nd, x->tn.flex[c->yi] ? c->cdt : dnnl_f32, &c->dst_any, err));
 
     if (c->zi >= 0 && !c->zsum) PP_TRY(dn_operand_md(x, c->zi, c->ys, &c->dst_any, &c->z_md, err));
     PP_TRY(pp_attr_int(a, "group", 1, &c->group, err));
@@ -642,7 +648,7 @@ static pp_status conv_descs(pprt_exec *x, const pprt_node *n, conv_node *c, pp_e
     PP_TRY(dn_any_md(wd, wn, c->cdt, &c->w_any, err));
     PP_TRY(dn_plain_md(wd, wn, &c->w_plain, err));
     PP_TRY(dn_plain_md(&c->OC, 1, &c->b_md, err));
-    if (x->o.conv_blocked && x->conv_blk[n - x->st->nodes] && c->cdt == dnnl_f32 && !x->bf16) {
+    if (x->o.conv_blocked && x->nd.conv_blk[n - x->st->nodes] && c->cdt == dnnl_f32 && !x->bf16) {
         /* in channel blocks where oneDNN has a JIT kernel for that: a 2-D convolution whose
          * channels fill the blocks (padded blocks send oneDNN's eltwise primitives to their
          * reference kernels), as dn_conv_blocked_nodes chose it over the whole plan's graph, the
@@ -682,7 +688,7 @@ static pp_status conv_own(pprt_exec *x, conv_node *c, bool *done, pp_err *err) {
      * outputs do not depend on where the stages are cut. */
     const pprt_wino_shape wsh = {xs->dim[0], C, c->OC, xs->dim[2], xs->dim[3], ys->dim[2], ys->dim[3],
                                  g->pad0[0], g->pad0[1], x->o.wino_tile};
-    if (c->wino_shape && x->n_fused == 0 && is_weight(x, wi) && (bi < 0 || is_weight(x, bi)) && pprt_wino_cpu() &&
+    if (c->wino_shape && x->bld.n_fused == 0 && is_weight(x, wi) && (bi < 0 || is_weight(x, bi)) && pprt_wino_cpu() &&
         pprt_wino_fits(&wsh)) {
         dnnl_primitive_desc_t theirs = NULL;
         conv_pd(&theirs, dnnl_convolution_winograd, &c->src_any, &c->w_any, bi >= 0 ? &c->b_md : NULL, &c->dst_any,
@@ -693,17 +699,19 @@ static pp_status conv_own(pprt_exec *x, conv_node *c, bool *done, pp_err *err) {
             return build_wino(x, &wsh, xi, wi, bi, c->zi, yi, lo, c->hi, err);
         }
     }
-    /* few channels a group (2 a group: oneDNN's im2col gemm, 5x slower):
-     * our kernel, which takes no post-ops (the node is built again without
-     * them); the choice depends on the node alone */
-    if (x->o.gconv && c->nd == 4 && group > 1 && c->OC == C && C / group <= x->o.gconv && c->zi < 0 &&
+    /* few channels a group (2 a group: oneDNN's im2col gemm, 5x slower; 4:
+     * its gemm on AVX2, a slower JIT kernel on AVX-512; 8: its JIT kernel
+     * is the faster, design-notes.md): our kernel, which takes no post-ops
+     * (the node is built again without them); the choice depends on the
+     * node alone */
+    if (c->nd == 4 && group > 1 && c->OC == C && C / group <= GCONV_MAX_PER_GROUP && c->zi < 0 &&
         is_weight(x, wi) && (bi < 0 || is_weight(x, bi)) && pprt_gconv_cpu()) {
         const pprt_gconv_shape gs = {xs->dim[0], C,          C / group,   xs->dim[2],  xs->dim[3],
                                      ys->dim[2], ys->dim[3], ws->dim[2],  ws->dim[3],  g->stride[0],
                                      g->stride[1], g->dil[0], g->dil[1],  g->pad0[0],  g->pad0[1]};
         if (pprt_gconv_fits(&gs)) {
             *done = true;
-            if (x->n_fused) return unsup(err, "pprt's grouped convolution kernel absorbs no nodes after it");
+            if (x->bld.n_fused) return unsup(err, "pprt's grouped convolution kernel absorbs no nodes after it");
             return build_gconv(x, &gs, xi, wi, bi, yi, lo, c->hi, err);
         }
     }
@@ -719,22 +727,22 @@ static pp_status conv_pick(pprt_exec *x, const conv_cands *cands, const conv_ops
     dnnl_memory_desc_t dst_own;
     const dnnl_memory_desc_t *whole_as = NULL;
     *na = 0;
-    if (x->n_fused) {
+    if (x->bld.n_fused) {
         /* the probe: the destination it picks without the residuals among
          * the absorbed nodes' operands (postops.c) */
         PP_TRY(conv_choose(x, cands, ops, NULL, NULL, na, &pd, err));
         dst_own = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
         dnnl_primitive_desc_destroy(pd);
         pd = NULL;
-        if (x->n_whole) whole_as = &dst_own;
+        if (x->bld.n_whole) whole_as = &dst_own;
         *na = 0;
     }
     PP_TRY(conv_choose(x, cands, ops, whole_as, args, na, &pd, err));
     const char *why = NULL;
     if (!dn_whole_operands_fit(x, pd)) why = "a binary post-op operand in another layout than the output";
-    else if (x->n_fused && slow_kernel(pd) && !bare_is_slow(x, cands, ops))
+    else if (x->bld.n_fused && slow_kernel(pd) && !bare_is_slow(x, cands, ops))
         why = "its post-ops leave oneDNN only a gemm or reference kernel, which it has not without them";
-    else if (x->n_fused && cands->wino_shape && !is_wino(pd) && bare_is_wino(x, cands, ops))
+    else if (x->bld.n_fused && cands->wino_shape && !is_wino(pd) && bare_is_wino(x, cands, ops))
         why = "its post-ops take oneDNN's Winograd kernel away";
     if (why) {
         dnnl_primitive_desc_destroy(pd);
@@ -768,11 +776,11 @@ static pp_status conv_push(pprt_exec *x, const pprt_node *n, const conv_node *c,
         if ((r = dn_tensor_layout(x, zi, &zl, err)) != PP_OK ||
             (r = dn_write_in_place(x, n, zi, &zl, yi, dst_md, err)) != PP_OK)
             goto fail;
-        in_place = x->alias[yi] == zi;
+        in_place = x->tn.alias[yi] == zi;
     }
     /* a constant W is reordered once; a computed one every run */
     if (is_weight(x, wi)) r = dn_weight_mem(x, wi, &c->w_plain, w_md, &wm, err);
-    else if (x->blocked[wi]) r = PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, wi)->name);
+    else if (x->tn.blocked[wi]) r = PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, wi)->name);
     else r = dn_bind_view(x, wi, &c->w_plain, w_md, SLOT_WEI, &wm, err);
     if (r != PP_OK) goto fail;
     if (bi >= 0 && (r = dn_plain_view(x, bi, &c->b_md, &bm, err)) != PP_OK) goto fail;
@@ -796,13 +804,13 @@ static pp_status conv_push(pprt_exec *x, const pprt_node *n, const conv_node *c,
         r = dn_push_pd(x, fast, STEP_MAIN, args, na, err);
         fast = NULL;
         if (r != PP_OK) goto fail;
-        x->steps[x->n_steps - 1].guard = zi >= 0 ? GUARD_FAST_RUN : GUARD_FAST;
+        x->steps.a[x->steps.n - 1].guard = zi >= 0 ? GUARD_FAST_RUN : GUARD_FAST;
     }
     if ((r = dn_push_pd(x, pd, STEP_MAIN, args, na, err)) != PP_OK) return r;
-    x->steps[x->n_steps - 1].guard = guard;
+    x->steps.a[x->steps.n - 1].guard = guard;
     if (clamp) {
         PP_TRY(dn_push_fix(x, &f, dm, dm, err));
-        x->steps[x->n_steps - 1].guard = guard;
+        x->steps.a[x->steps.n - 1].guard = guard;
     }
     return dn_push_post(x, &out, err);
 fail:
@@ -826,10 +834,10 @@ static pp_status build_conv(pprt_exec *x, const pprt_node *n, pp_err *err) {
      * which its Winograd kernels do not take). Clip: oneDNN's gives a bound
      * for NaN, so always such a pass, and nothing absorbed after it. */
     float lo = c.lo, hi = c.hi;
-    const bool relu = !strcmp(c.act, "Relu"), relu_pass = relu && !x->n_fused;
+    const bool relu = !strcmp(c.act, "Relu"), relu_pass = relu && !x->bld.n_fused;
     const bool clamp = !strcmp(c.act, "Clip") || relu_pass;
     if (relu_pass) lo = 0, hi = INFINITY;
-    if (clamp && (x->n_fused || lo > 0 || hi < 0)) return unsup(err, "Clip with post-ops or a bound beyond 0");
+    if (clamp && (x->bld.n_fused || lo > 0 || hi < 0)) return unsup(err, "Clip with post-ops or a bound beyond 0");
     const conv_ops ops = {c.zsum, c.zi, &c.z_md, relu && !relu_pass, &c.dst_any, false, 0, 0};
     const conv_cands cands = {c.wino_shape, c.xi, &c.src_any, &c.w_any, c.bi >= 0 ? &c.b_md : NULL, &c.dst_any, &c.g};
     dnnl_exec_arg_t args[MAX_ARGS];

@@ -57,21 +57,13 @@ typedef struct pprt_dnnl_opts {
     double small_us;    /* PPRT_DNNL_SMALL_US: work below which a primitive runs on one thread */
     bool wino;          /* PPRT_DNNL_WINO: 3x3 stride-1 f32 convolutions by Winograd */
     int64_t wino_tile;  /* PPRT_DNNL_WINO_TILE: our kernel's tile: 0 chosen per node, 2 or 4 */
-    bool conv_blocked;  /* PPRT_DNNL_CONV_BLOCKED: 2-D f32 convolutions in channel blocks where a JIT kernel takes them */
+    bool
+        conv_blocked; /* PPRT_DNNL_CONV_BLOCKED: 2-D f32 convolutions in channel blocks where a JIT kernel takes them */
     bool views;         /* PPRT_DNNL_VIEWS: Reshape and its kin alias their input */
     int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions (unset:
                          * 4096 below AVX-512, 0 on AVX-512; matmul.c) */
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
-    bool cscale;        /* PPRT_DNNL_CSCALE: a Mul by a per-channel scale on our kernel */
-    bool gap;           /* PPRT_DNNL_GAP: GlobalAveragePool on our kernel, after a SiLU in its pass */
-    bool own_bnorm;     /* PPRT_DNNL_BNORM: BatchNormalization on our kernel (runtime/dnnl/kernels/bnorm.h) */
-    bool own_gnorm;     /* PPRT_DNNL_GNORM: pp.GroupNorm on our kernel (runtime/dnnl/kernels/gnorm.h) */
-    int64_t gconv;      /* PPRT_DNNL_GCONV: convolutions of up to this many channels a group on our kernel (gconv.h; 0: none) */
-    bool rnn;           /* PPRT_DNNL_RNN: LSTM, GRU and RNN by matrix products (runtime/dnnl/kernels/rnn_gemm.h) */
-    bool own_softmax;   /* PPRT_DNNL_SOFTMAX: Softmax over a middle axis on runtime/dnnl/kernels/softmax.h */
-    bool own_reduce;    /* PPRT_DNNL_REDUCE: reductions on runtime/dnnl/kernels/reduce.h */
-    bool pw;            /* PPRT_DNNL_PW: bf16 pointwise convolutions on runtime/dnnl/kernels/pwconv.h where AMX is */
     bool share_weights; /* PPRT_DNNL_SHARE_WEIGHTS: a stage's executors (replicas) share reordered weights */
 } pprt_dnnl_opts;
 
@@ -139,83 +131,92 @@ typedef struct mark {
  * layout, its buffer, and how many executors hold it. */
 typedef struct dn_wshared dn_wshared;
 
+/* A list that grows: a[0 .. n-1] of cap allocated (ROOM makes room for one more). */
+#define DN_LIST(T) \
+    struct {       \
+        T *a;      \
+        int n, cap; \
+    }
+
 struct pprt_exec {
     const pprt_plan *p;
     const pprt_stage *st;
+    pprt_dnnl_opts o;       /* the PPRT_DNNL_* settings */
+    pprt_node_runner nodes; /* runs the nodes in order, timed; those without steps on the fallback */
     unsigned char *arena;
     void **ptr; /* tensor id -> bytes, refreshed per message for RECV/SEND */
     void **msg; /* tensor id -> its place in the outgoing message (kept SEND tensors) */
-    unsigned char *kind; /* tensor id -> its kind here: a SEND tensor that this stage
-                          * also reads is kept as an ACTIVATION (in the arena, in
-                          * its producer's layout) and copied into the message
-                          * once, at the end of the run (the out steps) */
-    int out_first, n_out; /* the out steps */
-    pprt_node_runner nodes; /* runs the nodes in order, timed; those without steps on the fallback */
     /* oneDNN */
     dnnl_engine_t eng;
     dnnl_stream_t strm;
     dnnl_primitive_attr_t attr_reorder;
-    bool *on_dnnl;   /* per node: try oneDNN (false after a primitive was declined) */
-    bool *absorbed;  /* per node: runs as post-ops of the primitive before it (or, a Mul, in the
-                      * staging of the pointwise convolution after it: pre) */
-    dn_pre *pre;     /* per node: the Mul whose scaling a pointwise convolution takes over (xi -1: none) */
-    int *first;      /* per node: first step, -1 for a reference or absorbed node */
-    int *nsteps;
-    step *steps;
-    int n_steps, cap_steps;
-    dnnl_memory_t *mems;
-    int n_mems, cap_mems;
-    bind *binds;
-    int n_binds, cap_binds;
-    patch *patches;
-    int n_patches, cap_patches;
-    void **owned;
-    int n_owned, cap_owned;
-    size_t slot_bytes[N_SLOTS];
-    void *slot_buf[N_SLOTS];
-    /* layouts */
-    int *cons;                /* per tensor: number of consuming inputs in this stage */
-    int *writer;              /* per tensor: the node writing it, -1 for weights and received tensors */
-    int *last;                /* per tensor: the last node reading it, -1 for none */
-    /* The arena is this executor's own, planned once every node is built
-     * (dn_plan_arena), from when each activation is actually written and read
-     * and how large it is in its layout: */
-    int *born;                /* per tensor: the node that writes it (writer, or the absorbing primitive) */
-    size_t *need;             /* per tensor: bytes (plain, or its oneDNN layout's) */
-    bool *ghost;              /* per tensor: never written (the output of an absorbed node's input) */
-    int *alias;               /* per tensor: the tensor whose bytes it takes over (a residual
-                               * summed in place), or -1 */
-    int n_abinds, cap_abinds;
-    bind *abinds;             /* memories over activations, handles set by dn_plan_arena */
-    size_t arena_bytes;
-    /* the nodes the node being built absorbs as post-ops (build_all sets them) */
-    int n_fused;
-    int fused[4];
-    int fused_other[4];       /* per absorbed node: its other operand (binary ops), else -1 */
-    int n_whole;              /* binary post-op operands of the node being built with the */
-    dnnl_memory_desc_t whole[4]; /* destination's dims (no broadcast), as dn_append_fused gave them */
-    bool *flex;               /* per tensor: may be stored in a oneDNN layout */
-    bool *blocked;            /* per tensor: stored in lay[] (not plain) */
-    bool *conv_blk;           /* per node: a convolution PPRT_DNNL_CONV_BLOCKED may put in channel blocks */
-    dnnl_memory_desc_t *lay;
-    int stage_threads;        /* the stage's intra-op threads (pprt_exec_cfg) */
-    bool bf16;                /* convolutions and matrix products in bf16 (pprt_exec_cfg) */
-    int threads;              /* OpenMP threads last set in the stage thread */
-    int build_threads;        /* threads of the primitives being created (0: unknown) */
-    bool own_silu;            /* SiLU on our kernel (runtime/dnnl/kernels/silu.c), not absorbed by the node
-                               * before: f32 on AVX2 and AVX-512 CPUs, bf16 on AVX-512 ones
-                               * (PPRT_DNNL_SILU=0: never) */
-    pprt_dnnl_opts o;         /* the PPRT_DNNL_* settings */
-    int n_wrefs, cap_wrefs;
-    dn_wshared **wrefs;       /* the shared reordered weights this executor holds (wshare.c) */
-    /* statistics (PPRT_DNNL_VERBOSE) */
-    size_t owned_bytes, weight_bytes;
-    size_t wshared_bytes;     /* of weight_bytes: reordered by another executor of the stage (wshare.c) */
-    bool ran; /* a micro-batch ran (its OpenMP threads exist) */
-    bool guard_on; /* GUARD_FAST steps run (the self-check of the first run passed) */
-    bool run_exact;     /* this pass over the nodes runs GUARD_EXACT_RUN steps, not GUARD_FAST_RUN ones */
-    bool redo;          /* a GUARD_FAST_RUN step raised the flag: the micro-batch runs again */
-    int64_t exact_runs; /* micro-batches that ran again so (PPRT_DNNL_VERBOSE) */
+    /* what the build made, freed with the executor (dn_rollback undoes a declined node's part) */
+    DN_LIST(step) steps;
+    DN_LIST(dnnl_memory_t) mems;
+    DN_LIST(bind) binds;     /* memories whose handles are set per run or once (bind) */
+    DN_LIST(bind) abinds;    /* memories over activations, handles set by dn_plan_arena */
+    DN_LIST(patch) patches;  /* memories in shared buffers */
+    DN_LIST(void *) owned;   /* buffers of the executor's own (reordered weights, kernels' plans' bytes) */
+    DN_LIST(dn_wshared *) wrefs; /* the shared reordered weights this executor holds (wshare.c) */
+    struct {
+        int first, n; /* the out steps: kept SEND tensors copied into the message, at the end of the run */
+    } out;
+    struct {                     /* shared buffers, by SLOT_* */
+        size_t bytes[N_SLOTS];
+        void *buf[N_SLOTS];
+    } slot;
+    struct {             /* per node */
+        bool *on_dnnl;   /* try oneDNN (false after a primitive was declined) */
+        bool *absorbed;  /* runs as post-ops of the primitive before it (or, a Mul, in the
+                          * staging of the pointwise convolution after it: pre) */
+        dn_pre *pre;     /* the Mul whose scaling a pointwise convolution takes over (xi -1: none) */
+        int *first;      /* first step, -1 for a reference or absorbed node */
+        int *nsteps;
+        bool *conv_blk;  /* a convolution PPRT_DNNL_CONV_BLOCKED may put in channel blocks */
+    } nd;
+    struct {                 /* per tensor */
+        unsigned char *kind; /* its kind here: a SEND tensor that this stage also reads is kept as an
+                              * ACTIVATION (in the arena, in its producer's layout) and copied into the
+                              * message once, at the end of the run (the out steps) */
+        int *cons;           /* number of consuming inputs in this stage */
+        int *writer;         /* the node writing it, -1 for weights and received tensors */
+        int *last;           /* the last node reading it, -1 for none */
+        /* The arena is this executor's own, planned once every node is built
+         * (dn_plan_arena), from when each activation is actually written and
+         * read and how large it is in its layout: */
+        int *born;           /* the node that writes it (writer, or the absorbing primitive) */
+        size_t *need;        /* bytes (plain, or its oneDNN layout's) */
+        bool *ghost;         /* never written (the output of an absorbed node's input) */
+        int *alias;          /* the tensor whose bytes it takes over (a residual summed in place), or -1 */
+        bool *flex;          /* may be stored in a oneDNN layout */
+        bool *blocked;       /* stored in lay[] (not plain) */
+        dnnl_memory_desc_t *lay;
+    } tn;
+    struct { /* the node being built (build_all sets it) */
+        int n_fused;
+        int fused[4];       /* the nodes it absorbs as post-ops */
+        int fused_other[4]; /* per absorbed node: its other operand (binary ops), else -1 */
+        int n_whole;        /* binary post-op operands with the destination's dims (no */
+        dnnl_memory_desc_t whole[4]; /* broadcast), as dn_append_fused gave them */
+        int threads;        /* threads of the primitives being created (0: unknown) */
+    } bld;
+    int stage_threads; /* the stage's intra-op threads (pprt_exec_cfg) */
+    int threads;       /* OpenMP threads last set in the stage thread */
+    bool bf16;         /* convolutions and matrix products in bf16 (pprt_exec_cfg) */
+    bool own_silu;     /* SiLU on our kernel (runtime/dnnl/kernels/silu.c), not absorbed by the node
+                        * before: f32 on AVX2 and AVX-512 CPUs, bf16 on AVX-512 ones
+                        * (PPRT_DNNL_SILU=0: never) */
+    bool ran;          /* a micro-batch ran (its OpenMP threads exist) */
+    struct {
+        bool on;            /* GUARD_FAST steps run (the self-check of the first run passed) */
+        bool exact;         /* this pass over the nodes runs GUARD_EXACT_RUN steps, not GUARD_FAST_RUN ones */
+        bool redo;          /* a GUARD_FAST_RUN step raised the flag: the micro-batch runs again */
+        int64_t exact_runs; /* micro-batches that ran again so (PPRT_DNNL_VERBOSE) */
+    } guard;
+    struct { /* statistics (PPRT_DNNL_VERBOSE, --stats-json) */
+        size_t arena, owned, weights;
+        size_t wshared; /* of weights: reordered by another executor of the stage (wshare.c) */
+    } bytes;
 };
 
 /* ---- the op table (exec.c, families.def) ---------------------------------------------- */
@@ -267,7 +268,7 @@ pp_status dn_fail(pp_err *err, const char *what, dnnl_status_t s);
     } while (0)
 
 bool dn_grow(void **a, int *cap, int need, size_t elem);
-#define GROW(arr, cap, need) dn_grow((void **)&(arr), &(cap), (need), sizeof *(arr))
+#define ROOM(list) dn_grow((void **)&(list).a, &(list).cap, (list).n + 1, sizeof *(list).a)
 
 static inline const pprt_tdesc *T(const pprt_exec *x, int tid) { return &x->st->t[tid]; }
 
@@ -295,14 +296,14 @@ static inline pp_tinfo dn_tinfo(const pprt_exec *x, int tid) {
 
 /* An output nobody reads: an arena tensor without consumers. */
 static inline bool unused(const pprt_exec *x, int tid) {
-    return x->kind[tid] == PPRT_ACTIVATION && x->cons[tid] == 0;
+    return x->tn.kind[tid] == PPRT_ACTIVATION && x->tn.cons[tid] == 0;
 }
 
 static inline pp_status unsup(pp_err *err, const char *why) { return PP_FAIL(err, PP_EUNSUP, "%s", why); }
 
 /* The output of the node being built: that of its last absorbed node, if any. */
 static inline int final_out(const pprt_exec *x, const pprt_node *n) {
-    return x->n_fused ? x->st->nodes[x->fused[x->n_fused - 1]].out[0] : n->out[0];
+    return x->bld.n_fused ? x->st->nodes[x->bld.fused[x->bld.n_fused - 1]].out[0] : n->out[0];
 }
 
 /* Every tensor of the node is f32 (absent inputs aside) and non-empty. */
@@ -452,7 +453,7 @@ bool dn_pw_takes(const pprt_exec *x, const pprt_node *n);
  * right after it (dn_pre); if so it is set up to. */
 bool dn_pw_pre_scale(pprt_exec *x, const pprt_node *n, int xi, int si, const dnnl_memory_desc_t *xmd,
                      const dnnl_memory_desc_t *k_md, int64_t k_stride);
-/* The nodes right after node ni that its primitive can absorb (x->fused). */
+/* The nodes right after node ni that its primitive can absorb (x->bld.fused). */
 void dn_find_fusable(pprt_exec *x, int ni);
 /* Descriptor of tensor o as the second source of a binary post-op of a
  * primitive whose destination is dst, for an op whose output has shape ys. */

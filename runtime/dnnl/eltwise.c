@@ -87,8 +87,8 @@ static int pooled_after(const pprt_exec *x, const pprt_node *n) {
     const pprt_stage *st = x->st;
     for (int gi = (int)(n - st->nodes) + 1; gi < st->n_nodes; gi++) {
         const pprt_node *g = &st->nodes[gi];
-        if (g->op == PP_OP_GLOBALAVGPOOL && g->n_in == 1 && g->in[0] == n->out[0] && x->on_dnnl[gi] &&
-            !x->absorbed[gi] && x->first[gi] < 0)
+        if (g->op == PP_OP_GLOBALAVGPOOL && g->n_in == 1 && g->in[0] == n->out[0] && x->nd.on_dnnl[gi] &&
+            !x->nd.absorbed[gi] && x->nd.first[gi] < 0)
             return gi;
     }
     return -1;
@@ -151,9 +151,9 @@ static pp_status build_eltwise(pprt_exec *x, const pprt_node *n, pp_err *err) {
             bool done;
             PP_TRY(dn_push_gap(x, &x->st->nodes[gi], &src, n, sm, dm, &done, err));
             if (done) {
-                x->born[x->st->nodes[gi].out[0]] = (int)(n - x->st->nodes);
+                x->tn.born[x->st->nodes[gi].out[0]] = (int)(n - x->st->nodes);
                 PP_TRY(dn_push_post(x, &out, err));
-                x->absorbed[gi] = true; /* (the build loop clears it before each attempt) */
+                x->nd.absorbed[gi] = true; /* (the build loop clears it before each attempt) */
                 return PP_OK;
             }
         }

@@ -150,17 +150,23 @@ static const char *dnnl_route(pp_op op) {
     static const struct {
         const dn_family *f;
         const char *words;
-    } said[] = {{&dn_conv, "oneDNN convolution (2 or 4 channels a group: pprt's kernel)"},        {&dn_matmul, "oneDNN matmul"},
-                {&dn_gemm, "oneDNN matmul"},             {&dn_pool, "oneDNN pooling"},
-                {&dn_batchnorm, "pprt's kernel (else oneDNN batch norm)"},    {&dn_layernorm, "oneDNN layer norm"},
+    } said[] = {{&dn_conv, "oneDNN convolution (2 or 4 channels a group: pprt's kernel)"},
+                {&dn_matmul, "oneDNN matmul"},
+                {&dn_gemm, "oneDNN matmul"},
+                {&dn_pool, "oneDNN pooling"},
+                {&dn_batchnorm, "pprt's kernel (else oneDNN batch norm)"},
+                {&dn_layernorm, "oneDNN layer norm"},
                 {&dn_groupnorm, "oneDNN layer norm (+ binary for scale and bias)"},
                 {&dn_fusedgn, "pprt's kernel (else oneDNN layer norm + binary)"},
                 {&dn_resample, "oneDNN resampling (linear, half_pixel; else reference)"},
                 {&dn_softmax, "oneDNN softmax (pprt's kernel over a middle axis)"},
                 {&dn_eltwise, "oneDNN eltwise"},
-                {&dn_binary, "oneDNN binary"},           {&dn_view, "view (no copy) or reorder"},
-                {&dn_slice, "oneDNN reorder"},           {&dn_pad, "pprt's row copies"},
-                {&dn_reduce, "pprt's kernel (neighbouring axes)"}, {&dn_split, "pprt's row copies"}};
+                {&dn_binary, "oneDNN binary"},
+                {&dn_view, "view (no copy) or reorder"},
+                {&dn_slice, "oneDNN reorder"},
+                {&dn_pad, "pprt's row copies"},
+                {&dn_reduce, "pprt's kernel (neighbouring axes)"},
+                {&dn_split, "pprt's row copies"}};
     if (op == PP_OP_LSTM || op == PP_OP_GRU || op == PP_OP_RNN) return "pprt's kernel on oneDNN's sgemm";
     if (op == PP_OP_TRANSPOSE) return "view (no copy), oneDNN reorder, or pprt's row copies (last axis kept)";
     if (op == PP_OP_GLOBALAVGPOOL) return "pprt's kernel (after a SiLU on pprt's kernel: in its pass)";
@@ -184,44 +190,44 @@ int dn_team(void) {
 }
 
 mark dn_mark_now(const pprt_exec *x) {
-    return (mark){x->n_steps, x->n_mems, x->n_binds, x->n_patches, x->n_owned, x->n_abinds, x->n_wrefs};
+    return (mark){x->steps.n, x->mems.n, x->binds.n, x->patches.n, x->owned.n, x->abinds.n, x->wrefs.n};
 }
 
 void dn_rollback(pprt_exec *x, mark m) {
-    for (int i = m.steps; i < x->n_steps; i++) {
-        if (x->steps[i].prim) dnnl_primitive_destroy(x->steps[i].prim);
-        if (x->steps[i].drop) x->steps[i].drop(x->steps[i].ctx);
+    for (int i = m.steps; i < x->steps.n; i++) {
+        if (x->steps.a[i].prim) dnnl_primitive_destroy(x->steps.a[i].prim);
+        if (x->steps.a[i].drop) x->steps.a[i].drop(x->steps.a[i].ctx);
     }
-    for (int i = m.mems; i < x->n_mems; i++) dnnl_memory_destroy(x->mems[i]);
-    for (int i = m.owned; i < x->n_owned; i++) free(x->owned[i]);
+    for (int i = m.mems; i < x->mems.n; i++) dnnl_memory_destroy(x->mems.a[i]);
+    for (int i = m.owned; i < x->owned.n; i++) free(x->owned.a[i]);
     dn_wshare_release(x, m.wrefs);
-    x->n_steps = m.steps, x->n_mems = m.mems, x->n_binds = m.binds, x->n_patches = m.patches,
-    x->n_owned = m.owned, x->n_abinds = m.abinds;
+    x->steps.n = m.steps, x->mems.n = m.mems, x->binds.n = m.binds, x->patches.n = m.patches,
+    x->owned.n = m.owned, x->abinds.n = m.abinds;
 }
 
 static void reset_tensor(pprt_exec *x, int tid) {
     const pprt_tdesc *t = T(x, tid);
-    x->blocked[tid] = false;
-    x->born[tid] = x->writer[tid];
-    x->need[tid] = t->nbytes;
-    x->ghost[tid] = false;
-    x->alias[tid] = -1;
+    x->tn.blocked[tid] = false;
+    x->tn.born[tid] = x->tn.writer[tid];
+    x->tn.need[tid] = t->nbytes;
+    x->tn.ghost[tid] = false;
+    x->tn.alias[tid] = -1;
     if (t->kind == PPRT_WEIGHT) x->ptr[tid] = (void *)t->data;
-    else if (x->kind[tid] == PPRT_ACTIVATION) x->ptr[tid] = NULL; /* dn_plan_arena */
+    else if (x->tn.kind[tid] == PPRT_ACTIVATION) x->ptr[tid] = NULL; /* dn_plan_arena */
 }
 
 static void teardown(pprt_exec *x) {
     dn_rollback(x, (mark){0, 0, 0, 0, 0, 0, 0});
     free(x->arena);
     x->arena = NULL;
-    x->arena_bytes = 0;
+    x->bytes.arena = 0;
     for (int i = 0; i < N_SLOTS; i++) {
-        free(x->slot_buf[i]);
-        x->slot_buf[i] = NULL;
-        x->slot_bytes[i] = 0;
+        free(x->slot.buf[i]);
+        x->slot.buf[i] = NULL;
+        x->slot.bytes[i] = 0;
     }
     for (int i = 0; i < x->st->n_tensors; i++) reset_tensor(x, i);
-    x->owned_bytes = x->weight_bytes = x->wshared_bytes = 0;
+    x->bytes.owned = x->bytes.weights = x->bytes.wshared = 0;
 }
 
 /* Weights of a --ref-weights plan that lie misaligned in the model file are
@@ -238,10 +244,10 @@ typedef struct steps_since {
 static bool steps_read(void *ctx, const void *bytes, size_t n) {
     const steps_since *c = ctx;
     const uintptr_t lo = (uintptr_t)bytes, hi = lo + n;
-    for (int i = c->first; i < c->x->n_steps; i++)
-        for (int a = 0; a < c->x->steps[i].nargs; a++) {
+    for (int i = c->first; i < c->x->steps.n; i++)
+        for (int a = 0; a < c->x->steps.a[i].nargs; a++) {
             void *h = NULL;
-            if (dnnl_memory_get_data_handle(c->x->steps[i].args[a].memory, &h) != dnnl_success ||
+            if (dnnl_memory_get_data_handle(c->x->steps.a[i].args[a].memory, &h) != dnnl_success ||
                 ((uintptr_t)h >= lo && (uintptr_t)h < hi))
                 return true;
         }
@@ -250,7 +256,7 @@ static bool steps_read(void *ctx, const void *bytes, size_t n) {
 
 static void drop_weights(pprt_exec *x, const pprt_node *n, int first_step) {
     steps_since c = {x, first_step};
-    pprt_node_weights_release(x->p, x->st, n, x->ptr, x->cons, steps_read, &c);
+    pprt_node_weights_release(x->p, x->st, n, x->ptr, x->tn.cons, steps_read, &c);
 }
 
 static pp_status out_steps(pprt_exec *x, pp_err *err);
@@ -260,100 +266,101 @@ static pp_status out_steps(pprt_exec *x, pp_err *err);
 static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     const pprt_stage *st = x->st;
     *restart = false;
-    x->n_out = 0;
+    x->out.n = 0;
     for (int i = 0; i < st->n_tensors; i++)
-        x->flex[i] = x->o.propagate && x->kind[i] == PPRT_ACTIVATION && x->cons[i] > 0 && f32(x, i);
+        x->tn.flex[i] = x->o.propagate && x->tn.kind[i] == PPRT_ACTIVATION && x->tn.cons[i] > 0 && f32(x, i);
     if (x->o.propagate)
         for (int ni = 0; ni < st->n_nodes; ni++) {
             const pprt_node *n = &st->nodes[ni];
             for (int k = 0; k < n->n_in; k++)
-                if (n->in[k] >= 0 && !(x->on_dnnl[ni] && accepts_any(x, n, k))) x->flex[n->in[k]] = false;
+                if (n->in[k] >= 0 && !(x->nd.on_dnnl[ni] && accepts_any(x, n, k))) x->tn.flex[n->in[k]] = false;
         }
     for (int ni = 0; ni < st->n_nodes; ni++) {
-        x->first[ni] = -1;
-        x->nsteps[ni] = 0;
-        x->absorbed[ni] = false;
-        x->pre[ni].xi = -1;
+        x->nd.first[ni] = -1;
+        x->nd.nsteps[ni] = 0;
+        x->nd.absorbed[ni] = false;
+        x->nd.pre[ni].xi = -1;
     }
     for (int ni = 0; ni < st->n_nodes; ni++) {
         const pprt_node *n = &st->nodes[ni];
-        if (!x->on_dnnl[ni] || x->absorbed[ni]) continue;
+        if (!x->nd.on_dnnl[ni] || x->nd.absorbed[ni]) continue;
         mark m = dn_mark_now(x);
         pp_err e = {0};
-        x->build_threads = node_threads(x, n, x->threads);
+        x->bld.threads = node_threads(x, n, x->threads);
         /* under ulimit -v: room for what oneDNN allocates (headroom.h) */
-        pp_status hs = pprt_headroom_enter(PPRT_HEADROOM_BYTES + pprt_headroom_team(x->build_threads, false), &e);
+        pp_status hs = pprt_headroom_enter(PPRT_HEADROOM_BYTES + pprt_headroom_team(x->bld.threads, false), &e);
         if (hs != PP_OK) return PP_FAIL(err, hs, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
-        set_threads(x->build_threads);
+        set_threads(x->bld.threads);
         dn_find_fusable(x, ni);
-        x->n_whole = 0;
+        x->bld.n_whole = 0;
         pp_status s = pprt_node_weights(x->p, st, n, x->ptr, &e);
-        for (int f = 0; f < x->n_fused && s == PP_OK; f++)
-            s = pprt_node_weights(x->p, st, &st->nodes[x->fused[f]], x->ptr, &e);
+        for (int f = 0; f < x->bld.n_fused && s == PP_OK; f++)
+            s = pprt_node_weights(x->p, st, &st->nodes[x->bld.fused[f]], x->ptr, &e);
         if (s == PP_OK) s = dn_family_of(n->op)->build(x, n, &e);
-        if (s != PP_OK && s != PP_ENOMEM && x->n_fused) {
+        if (s != PP_OK && s != PP_ENOMEM && x->bld.n_fused) {
             /* again without absorbing the nodes after it */
             dn_rollback(x, m);
-            for (int f = 0; f < x->n_fused; f++) reset_tensor(x, st->nodes[x->fused[f]].out[0]);
+            for (int f = 0; f < x->bld.n_fused; f++) reset_tensor(x, st->nodes[x->bld.fused[f]].out[0]);
             for (int k = 0; k < n->n_out; k++) reset_tensor(x, n->out[k]);
             if (x->o.verbose >= 2)
                 fprintf(stderr, "pprt dnnl: stage %d: node '%s' (%s) absorbs no post-ops: %s\n", st->index, n->name,
                         pp_op_table[n->op].name, e.msg);
-            x->n_fused = 0;
+            x->bld.n_fused = 0;
             e = (pp_err){0};
             s = dn_family_of(n->op)->build(x, n, &e);
         }
-        pprt_headroom_team(x->build_threads, true);
+        pprt_headroom_team(x->bld.threads, true);
         pprt_headroom_leave();
-        for (int f = 0; f < x->n_fused && s == PP_OK; f++) x->absorbed[x->fused[f]] = true;
-        int fused[4], n_fused = s == PP_OK ? x->n_fused : 0;
-        memcpy(fused, x->fused, sizeof fused);
-        x->n_fused = 0;
+        for (int f = 0; f < x->bld.n_fused && s == PP_OK; f++) x->nd.absorbed[x->bld.fused[f]] = true;
+        int fused[4], n_fused = s == PP_OK ? x->bld.n_fused : 0;
+        memcpy(fused, x->bld.fused, sizeof fused);
+        x->bld.n_fused = 0;
         set_threads(x->threads);
-        x->build_threads = x->threads;
+        x->bld.threads = x->threads;
         if (s == PP_ENOMEM) return PP_FAIL(err, s, "node '%s': %s", n->name, e.msg);
         if (s != PP_OK) {
             dn_rollback(x, m);
             for (int k = 0; k < n->n_out; k++) reset_tensor(x, n->out[k]);
-            x->on_dnnl[ni] = false;
+            x->nd.on_dnnl[ni] = false;
             if (x->o.verbose >= 2)
                 fprintf(stderr, "pprt dnnl: stage %d: node '%s' (%s) on the reference kernel: %s\n", st->index,
                         n->name, pp_op_table[n->op].name, e.msg);
             for (int k = 0; k < n->n_in; k++)
-                if (n->in[k] >= 0 && x->flex[n->in[k]]) *restart = true;
-            if (x->pre[ni].xi >= 0) *restart = true; /* the Mul before it wrote nothing: build it again */
+                if (n->in[k] >= 0 && x->tn.flex[n->in[k]]) *restart = true;
+            if (x->nd.pre[ni].xi >= 0) *restart = true; /* the Mul before it wrote nothing: build it again */
             if (*restart) return PP_OK;
             continue;
         }
-        x->first[ni] = m.steps;
-        x->nsteps[ni] = x->n_steps - m.steps;
+        x->nd.first[ni] = m.steps;
+        x->nd.nsteps[ni] = x->steps.n - m.steps;
         drop_weights(x, n, m.steps);
         for (int f = 0; f < n_fused; f++) drop_weights(x, &st->nodes[fused[f]], m.steps);
     }
     /* the reference nodes read their weights as they are */
     for (int ni = 0; ni < st->n_nodes; ni++)
-        if (x->first[ni] < 0 && !x->absorbed[ni]) PP_TRY(pprt_node_weights(x->p, st, &st->nodes[ni], x->ptr, err));
+        if (x->nd.first[ni] < 0 && !x->nd.absorbed[ni])
+            PP_TRY(pprt_node_weights(x->p, st, &st->nodes[ni], x->ptr, err));
     /* the shared buffers, now that their sizes are known */
     for (int i = 0; i < N_SLOTS; i++) {
-        if (!x->slot_bytes[i]) continue;
-        if (posix_memalign(&x->slot_buf[i], 64, x->slot_bytes[i]) != 0) {
-            x->slot_buf[i] = NULL;
-            return PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes of oneDNN buffers", x->slot_bytes[i]);
+        if (!x->slot.bytes[i]) continue;
+        if (posix_memalign(&x->slot.buf[i], 64, x->slot.bytes[i]) != 0) {
+            x->slot.buf[i] = NULL;
+            return PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes of oneDNN buffers", x->slot.bytes[i]);
         }
     }
-    for (int i = 0; i < x->n_patches; i++) {
-        dnnl_status_t s = dnnl_memory_set_data_handle(x->patches[i].m, x->slot_buf[x->patches[i].slot]);
+    for (int i = 0; i < x->patches.n; i++) {
+        dnnl_status_t s = dnnl_memory_set_data_handle(x->patches.a[i].m, x->slot.buf[x->patches.a[i].slot]);
         if (s != dnnl_success) return dn_fail(err, "memory", s);
     }
     /* the out steps: each kept SEND tensor, from its layout into the message */
-    x->out_first = x->n_steps;
+    x->out.first = x->steps.n;
     pp_err e = {0};
     pp_status hs = pprt_headroom_enter(PPRT_HEADROOM_BYTES, &e);
     if (hs != PP_OK) return PP_FAIL(err, hs, "the copies of its outputs into the message: %s", e.msg);
     hs = out_steps(x, err);
     pprt_headroom_leave();
     if (hs != PP_OK) return hs;
-    x->n_out = x->n_steps - x->out_first;
+    x->out.n = x->steps.n - x->out.first;
     return dn_plan_arena(x, err);
 }
 
@@ -361,7 +368,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
 static pp_status out_steps(pprt_exec *x, pp_err *err) {
     const pprt_stage *st = x->st;
     for (int t = 0; t < st->n_tensors; t++) {
-        if (st->t[t].kind != PPRT_SEND || x->kind[t] != PPRT_ACTIVATION) continue;
+        if (st->t[t].kind != PPRT_SEND || x->tn.kind[t] != PPRT_ACTIVATION) continue;
         dnnl_memory_desc_t cur, plain;
         dnnl_memory_t from, to;
         PP_TRY(dn_tensor_layout(x, t, &cur, err));
@@ -371,8 +378,8 @@ static pp_status out_steps(pprt_exec *x, pp_err *err) {
             return PP_FAIL(err, PP_ERUNTIME, "sent tensor '%s': %zu bytes plain, %zu in its message slot",
                            st->t[t].name, dnnl_memory_desc_get_size(&plain), st->t[t].nbytes);
         PP_TRY(dn_new_mem(x, &plain, DNNL_MEMORY_NONE, &to, err));
-        if (!GROW(x->binds, x->cap_binds, x->n_binds + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-        x->binds[x->n_binds++] = (bind){to, t, true};
+        if (!ROOM(x->binds)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        x->binds.a[x->binds.n++] = (bind){to, t, true};
         PP_TRY(dn_push_reorder(x, from, to, STEP_REORDER, err));
     }
     return PP_OK;
@@ -391,7 +398,7 @@ static int dn_sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alp
 /* Whether node n is an LSTM, GRU or RNN over float32 (rnn_gemm.h); the
  * node stays a reference node to the executor (plain tensors in and out). */
 bool dn_rnn_by_gemm(const pprt_exec *x, const pprt_node *n) {
-    if (!x->o.rnn || (n->op != PP_OP_LSTM && n->op != PP_OP_GRU && n->op != PP_OP_RNN)) return false;
+    if ((n->op != PP_OP_LSTM && n->op != PP_OP_GRU && n->op != PP_OP_RNN)) return false;
     for (int k = 0; k < n->n_in; k++)
         if (n->in[k] >= 0 && k != 4 && x->st->t[n->in[k]].dtype != PP_F32) return false;
     return true;
@@ -409,8 +416,8 @@ static pp_status run_rnn(pprt_exec *x, const pprt_node *n, pp_err *err) {
         x->threads = x->stage_threads;
     }
     pp_err e = {0};
-    pp_status s = pprt_rnn_gemm(n->op, (pp_attrs){n->attrs, n->n_attrs, x->p->opset}, c->tin, n->n_in, c->tout, n->n_out,
-                                &c->scratch, dn_sgemm, dn_team(), &e);
+    pp_status s = pprt_rnn_gemm(n->op, (pp_attrs){n->attrs, n->n_attrs, x->p->opset}, c->tin, n->n_in, c->tout,
+                                n->n_out, &c->scratch, dn_sgemm, dn_team(), &e);
     if (s != PP_OK) return PP_WRAP(err, &e, s, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
     return PP_OK;
 }
@@ -419,17 +426,17 @@ static pp_status run_rnn(pprt_exec *x, const pprt_node *n, pp_err *err) {
  * hands it to the fallback). */
 static pp_status run_node(void *ctx, int ni, bool *ran, pp_err *err) {
     pprt_exec *x = ctx;
-    *ran = x->first[ni] >= 0;
+    *ran = x->nd.first[ni] >= 0;
     if (!*ran && dn_rnn_by_gemm(x, &x->st->nodes[ni])) {
         *ran = true;
         return run_rnn(x, &x->st->nodes[ni], err);
     }
     bool exact = true; /* whether a guard's exact path runs */
-    for (int k = 0; k < x->nsteps[ni] && *ran; k++) {
-        const step *s = &x->steps[x->first[ni] + k];
-        if ((s->guard == GUARD_FAST && !x->guard_on) || (s->guard == GUARD_EXACT && !exact)) continue;
-        if ((s->guard == GUARD_FAST_RUN && (!x->guard_on || x->run_exact)) ||
-            (s->guard == GUARD_EXACT_RUN && x->guard_on && !x->run_exact))
+    for (int k = 0; k < x->nd.nsteps[ni] && *ran; k++) {
+        const step *s = &x->steps.a[x->nd.first[ni] + k];
+        if ((s->guard == GUARD_FAST && !x->guard.on) || (s->guard == GUARD_EXACT && !exact)) continue;
+        if ((s->guard == GUARD_FAST_RUN && (!x->guard.on || x->guard.exact)) ||
+            (s->guard == GUARD_EXACT_RUN && x->guard.on && !x->guard.exact))
             continue;
         const int t = s->threads > 0 && x->stage_threads > 0 ? s->threads : x->stage_threads;
         if (t > 0 && t != x->threads) {
@@ -440,7 +447,7 @@ static pp_status run_node(void *ctx, int ni, bool *ran, pp_err *err) {
         if (fast) pprt_fpguard_clear(x->stage_threads);
         dnnl_status_t ds = dn_run_step(s, x->strm);
         if (s->guard == GUARD_FAST) exact = pprt_fpguard_raised(x->stage_threads);
-        if (s->guard == GUARD_FAST_RUN && pprt_fpguard_raised(x->stage_threads)) x->redo = true;
+        if (s->guard == GUARD_FAST_RUN && pprt_fpguard_raised(x->stage_threads)) x->guard.redo = true;
         if (ds != dnnl_success) {
             const pprt_node *n = &x->st->nodes[ni];
             return PP_FAIL(err, PP_ERUNTIME, "node '%s' (%s): oneDNN: %s", n->name, pp_op_table[n->op].name,
@@ -462,55 +469,56 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     const size_t nt = pp_count(st->n_tensors), nn = pp_count(st->n_nodes);
     x->ptr = calloc(nt, sizeof *x->ptr);
     x->msg = calloc(nt, sizeof *x->msg);
-    x->kind = calloc(nt, sizeof *x->kind);
-    x->on_dnnl = calloc(nn, sizeof *x->on_dnnl);
-    x->absorbed = calloc(nn, sizeof *x->absorbed);
-    x->pre = calloc(nn, sizeof *x->pre);
-    x->writer = calloc(nt, sizeof *x->writer);
-    x->last = calloc(nt, sizeof *x->last);
-    x->born = calloc(nt, sizeof *x->born);
-    x->need = calloc(nt, sizeof *x->need);
-    x->alias = calloc(nt, sizeof *x->alias);
-    x->ghost = calloc(nt, sizeof *x->ghost);
-    x->first = calloc(nn, sizeof *x->first);
-    x->nsteps = calloc(nn, sizeof *x->nsteps);
-    x->cons = calloc(nt, sizeof *x->cons);
-    x->flex = calloc(nt, sizeof *x->flex);
-    x->blocked = calloc(nt, sizeof *x->blocked);
-    x->conv_blk = calloc(nn ? nn : 1, sizeof *x->conv_blk);
-    x->lay = calloc(nt, sizeof *x->lay);
-    if (!x->ptr || !x->msg || !x->kind || !x->on_dnnl || !x->absorbed || !x->pre || !x->writer || !x->last ||
-        !x->born || !x->need || !x->alias || !x->ghost || !x->first || !x->nsteps || !x->cons || !x->flex ||
-        !x->blocked || !x->conv_blk || !x->lay || pprt_node_runner_init(&x->nodes, p, st, x->ptr, err) != PP_OK) {
+    x->tn.kind = calloc(nt, sizeof *x->tn.kind);
+    x->nd.on_dnnl = calloc(nn, sizeof *x->nd.on_dnnl);
+    x->nd.absorbed = calloc(nn, sizeof *x->nd.absorbed);
+    x->nd.pre = calloc(nn, sizeof *x->nd.pre);
+    x->tn.writer = calloc(nt, sizeof *x->tn.writer);
+    x->tn.last = calloc(nt, sizeof *x->tn.last);
+    x->tn.born = calloc(nt, sizeof *x->tn.born);
+    x->tn.need = calloc(nt, sizeof *x->tn.need);
+    x->tn.alias = calloc(nt, sizeof *x->tn.alias);
+    x->tn.ghost = calloc(nt, sizeof *x->tn.ghost);
+    x->nd.first = calloc(nn, sizeof *x->nd.first);
+    x->nd.nsteps = calloc(nn, sizeof *x->nd.nsteps);
+    x->tn.cons = calloc(nt, sizeof *x->tn.cons);
+    x->tn.flex = calloc(nt, sizeof *x->tn.flex);
+    x->tn.blocked = calloc(nt, sizeof *x->tn.blocked);
+    x->nd.conv_blk = calloc(nn ? nn : 1, sizeof *x->nd.conv_blk);
+    x->tn.lay = calloc(nt, sizeof *x->tn.lay);
+    if (!x->ptr || !x->msg || !x->tn.kind || !x->nd.on_dnnl || !x->nd.absorbed || !x->nd.pre || !x->tn.writer ||
+        !x->tn.last || !x->tn.born || !x->tn.need || !x->tn.alias || !x->tn.ghost || !x->nd.first || !x->nd.nsteps ||
+        !x->tn.cons || !x->tn.flex || !x->tn.blocked || !x->nd.conv_blk || !x->tn.lay ||
+        pprt_node_runner_init(&x->nodes, p, st, x->ptr, err) != PP_OK) {
         dnnl_destroy(x);
         return PP_FAIL(err, PP_ENOMEM, "stage %d: out of memory", st->index);
     }
     x->nodes.own = run_node;
     x->nodes.ctx = x;
-    x->nodes.skip = x->absorbed;
+    x->nodes.skip = x->nd.absorbed;
     if (x->o.conv_blocked) {
-        pp_status cs = dn_conv_blocked_nodes(p, st, x->conv_blk, err);
+        pp_status cs = dn_conv_blocked_nodes(p, st, x->nd.conv_blk, err);
         if (cs != PP_OK) {
             dnnl_destroy(x);
             return cs;
         }
     }
-    for (int i = 0; i < st->n_tensors; i++) x->writer[i] = x->last[i] = -1;
-    for (int i = 0; i < st->n_tensors; i++) x->kind[i] = (unsigned char)st->t[i].kind;
+    for (int i = 0; i < st->n_tensors; i++) x->tn.writer[i] = x->tn.last[i] = -1;
+    for (int i = 0; i < st->n_tensors; i++) x->tn.kind[i] = (unsigned char)st->t[i].kind;
     for (int ni = 0; ni < st->n_nodes; ni++) {
         const pprt_node *n = &st->nodes[ni];
-        x->on_dnnl[ni] = dn_family_of(n->op) != NULL;
-        x->first[ni] = -1;
+        x->nd.on_dnnl[ni] = dn_family_of(n->op) != NULL;
+        x->nd.first[ni] = -1;
         for (int k = 0; k < n->n_in; k++)
-            if (n->in[k] >= 0) x->cons[n->in[k]]++, x->last[n->in[k]] = ni;
-        for (int k = 0; k < n->n_out; k++) x->writer[n->out[k]] = ni;
+            if (n->in[k] >= 0) x->tn.cons[n->in[k]]++, x->tn.last[n->in[k]] = ni;
+        for (int k = 0; k < n->n_out; k++) x->tn.writer[n->out[k]] = ni;
     }
     /* a sent tensor this stage also reads stays in the arena (PPRT_DNNL_KEEP_SEND=0: never) */
     if (x->o.propagate && x->o.keep_send)
         for (int i = 0; i < st->n_tensors; i++)
-            if (st->t[i].kind == PPRT_SEND && x->cons[i] > 0 && x->writer[i] >= 0 && st->t[i].dtype == PP_F32) {
-                x->kind[i] = PPRT_ACTIVATION;
-                x->last[i] = st->n_nodes; /* until the out steps */
+            if (st->t[i].kind == PPRT_SEND && x->tn.cons[i] > 0 && x->tn.writer[i] >= 0 && st->t[i].dtype == PP_F32) {
+                x->tn.kind[i] = PPRT_ACTIVATION;
+                x->tn.last[i] = st->n_nodes; /* until the out steps */
             }
     for (int i = 0; i < st->n_tensors; i++) reset_tensor(x, i);
     dnnl_status_t ds = dnnl_engine_create(&x->eng, dnnl_cpu, 0);
@@ -528,7 +536,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->bf16 = cfg->precision == PPRT_BF16 && dnnl_has_bf16(); /* else f32: pprt warns */
     x->own_silu = (x->bf16 ? pprt_silu_bf16_cpu() : pprt_silu_wins()) && x->o.silu;
     x->threads = x->stage_threads;
-    x->build_threads = x->threads;
+    x->bld.threads = x->threads;
     set_threads(x->threads);
     /* Build; a declined node whose input was already laid out for it turns
      * into a reference node and the build starts over (each round declines
@@ -567,8 +575,8 @@ static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_e
  * the exact path then always runs. Only for a stage that has such steps. */
 static bool guard_check(pprt_exec *x) {
     bool guarded = false; /* a stage without a guarded step has nothing to check */
-    for (int i = 0; i < x->n_steps && !guarded; i++)
-        guarded = x->steps[i].guard == GUARD_FAST || x->steps[i].guard == GUARD_FAST_RUN;
+    for (int i = 0; i < x->steps.n && !guarded; i++)
+        guarded = x->steps.a[i].guard == GUARD_FAST || x->steps.a[i].guard == GUARD_FAST_RUN;
     if (!guarded || !pprt_fpguard_built()) return false;
     const int team = x->stage_threads > 0 ? x->stage_threads : 1;
     const int64_t n = (int64_t)team << 16;
@@ -613,7 +621,7 @@ static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
     if (s != PP_OK)
         return PP_FAIL(err, s, "starting %d intra-op thread%s: %s", x->stage_threads, x->stage_threads == 1 ? "" : "s",
                        e.msg); /* the caller names the stage and micro-batch */
-    x->guard_on = guard_check(x);
+    x->guard.on = guard_check(x);
     s = run_steps(x, in_msg, out_msg, err);
     pprt_headroom_team(x->stage_threads, true);
     pprt_headroom_leave();
@@ -627,28 +635,28 @@ static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_e
     for (int i = 0; i < st->out.n; i++)
         if (st->out.t[i]->kind == PPRT_SEND && st->out.t[i]->offset == (size_t)i) { /* its own slot */
             void *at = (unsigned char *)out_msg + st->out.off[i];
-            if (x->kind[st->send[i]] == PPRT_SEND) x->ptr[st->send[i]] = at;
+            if (x->tn.kind[st->send[i]] == PPRT_SEND) x->ptr[st->send[i]] = at;
             else x->msg[st->send[i]] = at;
         }
-    for (int i = 0; i < x->n_binds; i++) {
-        const bind *b = &x->binds[i];
+    for (int i = 0; i < x->binds.n; i++) {
+        const bind *b = &x->binds.a[i];
         dnnl_status_t s = dnnl_memory_set_data_handle(b->m, b->msg ? x->msg[b->tid] : x->ptr[b->tid]);
         if (s != dnnl_success) return dn_fail(err, "memory", s);
     }
-    x->redo = x->run_exact = false;
+    x->guard.redo = x->guard.exact = false;
     PP_TRY(pprt_run_nodes(&x->nodes, err));
-    if (x->redo) {
+    if (x->guard.redo) {
         /* a NaN met a residual convolution's fast Relu or Clip (GUARD_FAST_RUN):
          * everything again from the stage's input, which no step writes (in-place
          * outputs take only arena activations' bytes), those steps exactly */
-        x->run_exact = true;
-        x->exact_runs++;
+        x->guard.exact = true;
+        x->guard.exact_runs++;
         const pp_status s = pprt_run_nodes(&x->nodes, err);
-        x->run_exact = false;
+        x->guard.exact = false;
         PP_TRY(s);
     }
-    for (int k = 0; k < x->n_out; k++) {
-        step *s = &x->steps[x->out_first + k];
+    for (int k = 0; k < x->out.n; k++) {
+        step *s = &x->steps.a[x->out.first + k];
         dnnl_status_t ds = dnnl_primitive_execute(s->prim, x->strm, s->nargs, s->args);
         if (ds != dnnl_success)
             return PP_FAIL(err, PP_ERUNTIME, "copying a sent tensor into the message: oneDNN: %s",
@@ -662,17 +670,19 @@ static pp_status run_steps(pprt_exec *x, const void *in_msg, void *out_msg, pp_e
 
 static void dnnl_destroy(pprt_exec *x) {
     if (!x) return;
-    if (x->o.verbose && x->exact_runs)
-        fprintf(stderr, "pprt: dnnl: %lld micro-batch%s ran again on the exact paths (a NaN met a residual "
-                        "convolution's Relu or Clip)\n", (long long)x->exact_runs, x->exact_runs == 1 ? "" : "es");
+    if (x->o.verbose && x->guard.exact_runs)
+        fprintf(stderr,
+                "pprt: dnnl: %lld micro-batch%s ran again on the exact paths (a NaN met a residual "
+                "convolution's Relu or Clip)\n",
+                (long long)x->guard.exact_runs, x->guard.exact_runs == 1 ? "" : "es");
     dn_rollback(x, (mark){0, 0, 0, 0, 0, 0, 0});
-    for (int i = 0; i < N_SLOTS; i++) free(x->slot_buf[i]);
-    free(x->steps);
-    free(x->mems);
-    free(x->binds);
-    free(x->patches);
-    free(x->owned);
-    free(x->wrefs);
+    for (int i = 0; i < N_SLOTS; i++) free(x->slot.buf[i]);
+    free(x->steps.a);
+    free(x->mems.a);
+    free(x->binds.a);
+    free(x->patches.a);
+    free(x->owned.a);
+    free(x->wrefs.a);
     if (x->attr_reorder) dnnl_primitive_attr_destroy(x->attr_reorder);
     if (x->strm) dnnl_stream_destroy(x->strm);
     if (x->eng) dnnl_engine_destroy(x->eng);
@@ -680,24 +690,24 @@ static void dnnl_destroy(pprt_exec *x) {
     free(x->arena);
     free(x->ptr);
     free(x->msg);
-    free(x->kind);
-    free(x->on_dnnl);
-    free(x->absorbed);
-    free(x->pre);
-    free(x->writer);
-    free(x->last);
-    free(x->born);
-    free(x->need);
-    free(x->alias);
-    free(x->abinds);
-    free(x->ghost);
-    free(x->first);
-    free(x->nsteps);
-    free(x->cons);
-    free(x->flex);
-    free(x->blocked);
-    free(x->conv_blk);
-    free(x->lay);
+    free(x->tn.kind);
+    free(x->nd.on_dnnl);
+    free(x->nd.absorbed);
+    free(x->nd.pre);
+    free(x->tn.writer);
+    free(x->tn.last);
+    free(x->tn.born);
+    free(x->tn.need);
+    free(x->tn.alias);
+    free(x->abinds.a);
+    free(x->tn.ghost);
+    free(x->nd.first);
+    free(x->nd.nsteps);
+    free(x->tn.cons);
+    free(x->tn.flex);
+    free(x->tn.blocked);
+    free(x->nd.conv_blk);
+    free(x->tn.lay);
     free(x);
 }
 

@@ -48,7 +48,7 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
     int na = 0;
     pp_status r = PP_OK;
     if (alpha != 1.0f) s = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha);
-    if (s == dnnl_success && (cmd || x->n_fused)) {
+    if (s == dnnl_success && (cmd || x->bld.n_fused)) {
         s = dnnl_post_ops_create(&po);
         if (s == dnnl_success && cmd) {
             s = dnnl_post_ops_append_binary(po, dnnl_binary_add, cmd);
@@ -106,12 +106,12 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
  * caller rolls back and builds a matmul). */
 static pp_status matmul_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_desc_t *bm, int ci, int yi, int64_t M,
                              int64_t K, int64_t N, pp_err *err) {
-    if (x->bf16 || !is_weight(x, bi) || M >= x->o.rows_max || x->blocked[ai]) return unsup(err, "not rows");
+    if (x->bf16 || !is_weight(x, bi) || M >= x->o.rows_max || x->tn.blocked[ai]) return unsup(err, "not rows");
     int64_t n_c = 0;
     if (ci >= 0) {
         const pp_shape *cs = &T(x, ci)->shape;
         n_c = numel_of(cs);
-        if (x->blocked[ci] || (cs->rank && cs->dim[cs->rank - 1] != N) || (n_c != N && n_c != M * N))
+        if (x->tn.blocked[ci] || (cs->rank && cs->dim[cs->rank - 1] != N) || (n_c != N && n_c != M * N))
             return unsup(err, "bias shape");
     }
     const dnnl_dims_t sd = {1, K, M, 1}, wd = {N, K, 1, 1}, dd = {1, N, M, 1}, bd = {N};

@@ -25,7 +25,7 @@ static bool bn_jit(const_dnnl_primitive_desc_t pd) {
 }
 
 /* BatchNormalization: inference, global statistics. On our kernel
- * (bnorm.h; PPRT_DNNL_BNORM=0: oneDNN's), with a Relu of ppcc's chain after
+ * (bnorm.h), with a Relu of ppcc's chain after
  * it in the same pass (oneDNN's batch normalization takes no post-ops);
  * oneDNN's where ours cannot read the layout (bf16, other blockings). */
 static void run_bnorm(void *ctx, void *const io[N_IO], int team) { pprt_bnorm_run(ctx, io[IO_SRC], io[IO_DST], team); }
@@ -50,18 +50,18 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     dnnl_memory_desc_t cur;
     pprt_layout bl;
     PP_TRY(dn_tensor_layout(x, xi, &cur, err));
-    bool own = x->o.own_bnorm && cur.data_type == dnnl_f32 && dn_own_layout(&cur, &bl);
+    bool own = cur.data_type == dnnl_f32 && dn_own_layout(&cur, &bl);
     for (int k = 1; k < 5; k++) own = own && is_weight(x, n->in[k]) && x->ptr[n->in[k]];
-    if (x->n_fused && !(own && x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_RELU))
+    if (x->bld.n_fused && !(own && x->bld.n_fused == 1 && x->st->nodes[x->bld.fused[0]].op == PP_OP_RELU))
         return unsup(err, "post-ops other than one Relu after pprt's kernel");
     if (own) {
         pprt_bnorm *bn;
         PP_TRY(pprt_bnorm_create(&bl, x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]], x->ptr[n->in[4]], eps,
-                                 x->n_fused == 1, &bn, err));
+                                 x->bld.n_fused == 1, &bn, err));
         bool taken = false;
         step st;
-        pp_status r = dn_own_step(x, run_bnorm, bn, 0, drop_bnorm, pprt_bnorm_relu(bn) ? "pprt:bnorm_relu" : "pprt:bnorm",
-                                  &st, err);
+        pp_status r = dn_own_step(x, run_bnorm, bn, 0, drop_bnorm,
+                                  pprt_bnorm_relu(bn) ? "pprt:bnorm_relu" : "pprt:bnorm", &st, err);
         if (r == PP_OK) r = dn_push_own_any(x, st, pprt_bnorm_bytes(bn), xi, &cur, yi, &cur, &taken, err);
         if (!taken) pprt_bnorm_free(bn);
         return r;
@@ -190,7 +190,7 @@ static bool all_equal(const pprt_exec *x, int tid, float v) {
  * (P: C; GroupNormalization before opset 21: G), the bias a post-op. The
  * reference kernel normalizes in double; oneDNN in float (docs/dnnl.md). */
 static pp_status build_gn(pprt_exec *x, const pprt_node *n, pp_err *err) {
-    if (x->n_fused) return unsup(err, "post-ops (pprt's kernel only)");
+    if (x->bld.n_fused) return unsup(err, "post-ops (pprt's kernel only)");
     pp_attrs a = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
     const int xi = n->in[0], si = n->in[1], bi = n->in[2], yi = n->out[0];
@@ -240,14 +240,12 @@ static pp_status build_gn(pprt_exec *x, const pprt_node *n, pp_err *err) {
  * in (plain where our kernel cannot read that one): its bits do not depend
  * on the layout, so none is forced on the convolutions around it. A Relu
  * or SiLU of ppcc's chain after it runs in its last pass, on the output
- * while it is in the cache (the bits of its own step). With
- * PPRT_DNNL_GNORM=0, as GroupNormalization above (plain, other bits). */
+ * while it is in the cache (the bits of its own step). */
 static void run_gnorm(void *ctx, void *const io[N_IO], int team) { pprt_gnorm_run(ctx, io[IO_SRC], io[IO_DST], team); }
 
 static void drop_gnorm(void *ctx) { pprt_gnorm_free(ctx); }
 
 static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
-    if (!x->o.own_gnorm) return build_gn(x, n, err);
     pp_attrs a = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
     const int xi = n->in[0], si = n->in[1], bi = n->in[2], yi = final_out(x, n);
@@ -273,9 +271,10 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
     dst.data_type = dnnl_f32;
     pprt_gnorm *gn;
     pprt_gn_act act = PPRT_GN_ACT_NONE;
-    if (x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_RELU) act = PPRT_GN_ACT_RELU;
-    else if (x->n_fused == 1 && x->st->nodes[x->fused[0]].op == PP_OP_SILU && x->own_silu) act = PPRT_GN_ACT_SILU;
-    else if (x->n_fused) return unsup(err, "post-ops other than one Relu or SiLU after pprt's kernel");
+    if (x->bld.n_fused == 1 && x->st->nodes[x->bld.fused[0]].op == PP_OP_RELU) act = PPRT_GN_ACT_RELU;
+    else if (x->bld.n_fused == 1 && x->st->nodes[x->bld.fused[0]].op == PP_OP_SILU && x->own_silu)
+        act = PPRT_GN_ACT_SILU;
+    else if (x->bld.n_fused) return unsup(err, "post-ops other than one Relu or SiLU after pprt's kernel");
     PP_TRY(pprt_gnorm_create(&l, G, eps, x->ptr[si], x->ptr[bi], act, src.data_type == dnnl_bf16, &gn, err));
     bool taken = false;
     step st;

@@ -4,8 +4,9 @@
  * what they do; docs/dnnl.md repeats it for users. An unset or empty
  * variable takes the default; any other value outside what the row takes is
  * an error naming the variable and the value (pprt exits 2). docs/dnnl.md says
- * which are for users, which are test hooks (a second path the suite checks)
- * and which are A/B switches of one optimization against its absence. */
+ * which are for users and which are test hooks (a second path the suite
+ * checks); the A/B switches of pprt's own kernels are gone (issue 53), their
+ * questions settled by the measurements in docs/design-notes.md. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -65,37 +66,11 @@ static const opt opts[] = {
      "below AVX-512, 0 on AVX-512 CPUs; matmul.c)"},
     {"PPRT_DNNL_KEEP_SEND", OPT_FLAG, F(keep_send), "1", NULL, 0, 0,
      "a tensor the stage sends and also reads stays in the arena in its layout, copied into the message once"},
-    {"PPRT_DNNL_PW", OPT_FLAG, F(pw), "1", NULL, 0, 0,
-     "--precision bf16: 1x1 convolutions with a SiLU or Sigmoid after them, a residual, or a Mul before them, "
-     "channels last, on pprt's AMX kernel where the CPU has AMX (runtime/dnnl/kernels/pwconv.h)"},
     {"PPRT_DNNL_SHARE_WEIGHTS", OPT_FLAG, F(share_weights), "1", NULL, 0, 0,
      "the executors of one stage in this process (--replicas) share its reordered weights: one copy, made by the "
      "first to need it; 0: each its own"},
     {"PPRT_DNNL_SILU", OPT_FLAG, F(silu), "1", NULL, 0, 0,
      "pp.SiLU on pprt's own kernel where it wins (f32 on AVX2 and AVX-512 CPUs), else oneDNN's swish"},
-    {"PPRT_DNNL_CSCALE", OPT_FLAG, F(cscale), "1", NULL, 0, 0,
-     "a Mul of an f32 or bf16 tensor by a per-channel (and per-sample) scale, as squeeze-and-excitation "
-     "blocks end, on pprt's own kernel in the layout it is stored in; 0: oneDNN's binary"},
-    {"PPRT_DNNL_GAP", OPT_FLAG, F(gap), "1", NULL, 0, 0,
-     "GlobalAveragePool of an f32 or bf16 tensor on pprt's own kernel in the layout it is stored in, in the "
-     "same pass as the SiLU whose output it pools where that SiLU is on pprt's kernel; 0: oneDNN's pooling"},
-    {"PPRT_DNNL_BNORM", OPT_FLAG, F(own_bnorm), "1", NULL, 0, 0,
-     "BatchNormalization (f32) on pprt's own kernel, a Relu after it in the same pass; 0: oneDNN's"},
-    {"PPRT_DNNL_GNORM", OPT_FLAG, F(own_gnorm), "1", NULL, 0, 0,
-     "pp.GroupNorm (f32) on pprt's own kernel in the layout its input is stored in; 0: oneDNN's layer "
-     "normalization over the plain layout, then a binary for the scale and bias"},
-    {"PPRT_DNNL_GCONV", OPT_INT, F(gconv), "4", "0|2|4|8", 0, 8,
-     "f32 2-D convolutions of up to this many channels a group (2, 4 or 8; 0: none) on pprt's own kernel, in "
-     "the channels-last or blocked layout its input is stored in (oneDNN runs 2 a group as an im2col gemm, 4 "
-     "slower than ours, 8 faster)"},
-    {"PPRT_DNNL_RNN", OPT_FLAG, F(rnn), "1", NULL, 0, 0,
-     "LSTM, GRU and RNN by oneDNN's sgemm over the whole batch, each step one product (0: the reference kernels)"},
-    {"PPRT_DNNL_REDUCE", OPT_FLAG, F(own_reduce), "1", NULL, 0, 0,
-     "ReduceSum, Mean, L1, L2, SumSquare, Max and Min (f32) over neighbouring axes on pprt's own kernel "
-     "(0: the reference kernel)"},
-    {"PPRT_DNNL_SOFTMAX", OPT_FLAG, F(own_softmax), "1", NULL, 0, 0,
-     "Softmax and LogSoftmax (f32) over an axis before the last on pprt's own kernel (AVX2 and AVX-512 CPUs; "
-     "0: the reference kernel, as oneDNN has only its reference implementation for them)"},
 };
 #undef F
 
@@ -168,7 +143,8 @@ static pthread_once_t parsed_once = PTHREAD_ONCE_INIT;
 extern char **environ;
 
 /* A PPRT_DNNL_* variable that no row reads (a typo, or one removed, as
- * FOLLOW, RELU and GUARD were): an error naming it, never ignored. */
+ * FOLLOW, RELU, GUARD and the own kernels' switches were): an error naming
+ * it, never ignored. */
 static bool unknown_var(void) {
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "PPRT_DNNL_", 10) != 0) continue;
@@ -178,7 +154,7 @@ static bool unknown_var(void) {
             known = strlen(opts[i].name) == len && !strncmp(opts[i].name, *e, len);
         if (known) continue;
         parsed_status = PP_FAIL(&parsed_err, PP_EINVAL, "environment variable %.*s: the oneDNN backend has no such "
-                                "setting (docs/dnnl.md lists those it has; FOLLOW, RELU and GUARD were removed); "
+                                "setting (docs/dnnl.md lists those it has, and those removed); "
                                 "unset it", (int)len, *e);
         return true;
     }

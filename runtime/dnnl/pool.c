@@ -48,7 +48,7 @@ pp_status dn_push_gap(pprt_exec *x, const pprt_node *g, const dnnl_memory_desc_t
     const int xi = g->in[0], yi = g->out[0];
     const pp_shape *ys = &T(x, yi)->shape;
     pprt_gap k = {.bf16 = src->data_type == dnnl_bf16, .silu = silu != NULL};
-    if (!x->o.gap || g->op != PP_OP_GLOBALAVGPOOL || g->n_in != 1 || ys->rank < 3 || ys->rank > 5 ||
+    if (g->op != PP_OP_GLOBALAVGPOOL || g->n_in != 1 || ys->rank < 3 || ys->rank > 5 ||
         !dn_own_layout(src, &k.l) || !f32(x, yi))
         return PP_OK;
     k.out_bf16 = k.bf16; /* the means in the element type oneDNN's pooling would give */

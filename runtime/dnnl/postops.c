@@ -42,12 +42,12 @@ pp_status dn_operand_md(const pprt_exec *x, int o, const pp_shape *ys, const dnn
         last = last && (i == r - 1 ? d[i] == yd[i] : d[i] == 1);
     }
     if (same) {
-        if (!x->blocked[o]) return dn_plain_md(d, r, md, err);
+        if (!x->tn.blocked[o]) return dn_plain_md(d, r, md, err);
         if (os.rank != r) return unsup(err, "blocked operand of another rank");
-        *md = x->lay[o];
+        *md = x->tn.lay[o];
         return PP_OK;
     }
-    if (x->blocked[o]) return unsup(err, "blocked operand of a reshaped output");
+    if (x->tn.blocked[o]) return unsup(err, "blocked operand of a reshaped output");
     const int nd = dst->ndims;
     int64_t v[DNNL_MAX_NDIMS];
     int64_t n_o = numel_of(&T(x, o)->shape);
@@ -87,19 +87,19 @@ static pp_status rows_operand_md(const pprt_exec *x, int o, int64_t M, int64_t N
  * whole_as where that is not NULL (reordered into shared buffer
  * SLOT_OP0 + k every run when stored otherwise), else in its own layout.
  * args NULL is the probe: whole operands are left out (and counted in
- * x->n_whole), and no memory is made, so that the primitive created with po
+ * x->bld.n_whole), and no memory is made, so that the primitive created with po
  * shows the destination layout it picks for itself. */
 pp_status dn_append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_memory_desc_t *dst,
                           const int64_t *rows, const dnnl_memory_desc_t *whole_as, dnnl_exec_arg_t *args,
                           int *nargs, pp_err *err) {
-    x->n_whole = 0;
-    for (int f = 0; f < x->n_fused; f++, idx++) {
-        const pprt_node *b = &x->st->nodes[x->fused[f]];
+    x->bld.n_whole = 0;
+    for (int f = 0; f < x->bld.n_fused; f++, idx++) {
+        const pprt_node *b = &x->st->nodes[x->bld.fused[f]];
         dnnl_alg_kind_t alg;
         float alpha, beta;
         bool commutes;
         if (dn_binary_alg(b->op, &alg, &commutes)) {
-            const int o = x->fused_other[f];
+            const int o = x->bld.fused_other[f];
             dnnl_memory_desc_t md;
             dnnl_memory_t m;
             if (rows) PP_TRY(rows_operand_md(x, o, rows[0], rows[1], &md, err));
@@ -107,7 +107,7 @@ pp_status dn_append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_
             const bool whole = !rows && dst && md.ndims == dst->ndims &&
                                !memcmp(md.dims, dst->dims, sizeof(md.dims[0]) * (size_t)md.ndims);
             if (whole && !args) {
-                x->n_whole++;
+                x->bld.n_whole++;
                 idx--; /* left out: the loop counts one */
                 continue;
             }
@@ -116,15 +116,15 @@ pp_status dn_append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_
                 md = *whole_as;
                 md.data_type = t;
             }
-            if (whole) x->whole[x->n_whole++] = md;
+            if (whole) x->bld.whole[x->bld.n_whole++] = md;
             DN(dnnl_post_ops_append_binary(po, alg, &md), "binary post-op");
             if (!args) continue;
             if (whole && whole_as) { /* its layout, or its plain bytes seen with the output's dims */
                 dnnl_memory_desc_t cur;
-                if (x->blocked[o]) cur = x->lay[o];
+                if (x->tn.blocked[o]) cur = x->tn.lay[o];
                 else PP_TRY(dn_plain_md(md.dims, md.ndims, &cur, err));
                 PP_TRY(dn_bind_view(x, o, &cur, &md, SLOT_OP0 + f, &m, err));
-            } else if (rows && x->blocked[o]) { /* a plain copy, seen as md */
+            } else if (rows && x->tn.blocked[o]) { /* a plain copy, seen as md */
                 dnnl_memory_desc_t plain;
                 dnnl_memory_t copy;
                 PP_TRY(dn_tensor_plain(x, o, &plain, err));
@@ -157,8 +157,8 @@ pp_status dn_append_fused(pprt_exec *x, dnnl_post_ops_t po, int idx, const dnnl_
  * runs on its own primitive, which reads each operand in its layout). */
 bool dn_whole_operands_fit(const pprt_exec *x, const_dnnl_primitive_desc_t pd) {
     const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    for (int k = 0; k < x->n_whole; k++) {
-        dnnl_memory_desc_t md = x->whole[k];
+    for (int k = 0; k < x->bld.n_whole; k++) {
+        dnnl_memory_desc_t md = x->bld.whole[k];
         md.data_type = dst->data_type;
         if (!dnnl_memory_desc_equal(&md, dst)) return false;
     }
@@ -216,7 +216,7 @@ static bool relu_fits(elt_seen *s) {
 }
 
 void dn_find_fusable(pprt_exec *x, int ni) {
-    x->n_fused = 0;
+    x->bld.n_fused = 0;
     const pprt_stage *st = x->st;
     const pp_op op = st->nodes[ni].op;
     if (!x->o.fuse || !pp_op_has(op, PP_TR_HEAD)) return; /* Conv, pp.FusedConv, MatMul, Gemm, BatchNormalization,
@@ -228,21 +228,21 @@ void dn_find_fusable(pprt_exec *x, int ni) {
         (void)pp_attr_string(attrs_of(x, &st->nodes[ni]), "activation", "", &act, NULL);
         if (!strcmp(act, "Relu")) (void)relu_fits(&seen);
     }
-    for (int bi = ni + 1; bi < st->n_nodes && x->n_fused < 4; bi++) {
+    for (int bi = ni + 1; bi < st->n_nodes && x->bld.n_fused < 4; bi++) {
         const pprt_node *b = &st->nodes[bi];
         /* only within one of ppcc's chains; (the plan's kind: a sent tensor
          * must be written even when kept) */
-        if (!b->chain || !x->on_dnnl[bi] || T(x, cur)->kind != PPRT_ACTIVATION || x->cons[cur] != 1 || b->n_out != 1 ||
-            !f32(x, b->out[0]) || !pp_shape_eq(&T(x, b->out[0])->shape, &T(x, cur)->shape))
+        if (!b->chain || !x->nd.on_dnnl[bi] || T(x, cur)->kind != PPRT_ACTIVATION || x->tn.cons[cur] != 1 ||
+            b->n_out != 1 || !f32(x, b->out[0]) || !pp_shape_eq(&T(x, b->out[0])->shape, &T(x, cur)->shape))
             break;
         if (dn_pw_takes(x, &st->nodes[ni])) { /* pwconv.h applies one SiLU or sigmoid in its epilogue */
             if ((b->op == PP_OP_SILU || b->op == PP_OP_SIGMOID) && b->in[0] == cur)
-                x->fused_other[x->n_fused] = -1, x->fused[x->n_fused++] = bi;
+                x->bld.fused_other[x->bld.n_fused] = -1, x->bld.fused[x->bld.n_fused++] = bi;
             break;
         }
         if (op == PP_OP_FUSEDGN) { /* pprt's kernel applies one Relu or SiLU in its last pass (norm.c) */
             if ((b->op == PP_OP_RELU || (b->op == PP_OP_SILU && x->own_silu)) && b->in[0] == cur)
-                x->fused_other[x->n_fused] = -1, x->fused[x->n_fused++] = bi;
+                x->bld.fused_other[x->bld.n_fused] = -1, x->bld.fused[x->bld.n_fused++] = bi;
             break;
         }
         dnnl_alg_kind_t alg;
@@ -254,7 +254,7 @@ void dn_find_fusable(pprt_exec *x, int ni) {
             if (b->in[0] == cur) other = b->in[1];
             else if (b->in[1] == cur && comm) other = b->in[0];
             else break;
-            if (other < 0 || other == cur || !f32(x, other) || x->born[other] >= ni) break;
+            if (other < 0 || other == cur || !f32(x, other) || x->tn.born[other] >= ni) break;
         } else {
             pp_err e = {0};
             const dn_family *fam = dn_family_of(b->op);
@@ -263,15 +263,15 @@ void dn_find_fusable(pprt_exec *x, int ni) {
                 break;
             if (alg == dnnl_eltwise_relu && al == 0 ? !relu_fits(&seen) : !elt_fits(&seen, alg, al, be)) break;
         }
-        x->fused_other[x->n_fused] = other;
-        x->fused[x->n_fused++] = bi;
+        x->bld.fused_other[x->bld.n_fused] = other;
+        x->bld.fused[x->bld.n_fused++] = bi;
         cur = b->out[0];
     }
     /* the intermediates are never written; the last output is, from node ni on */
-    for (int f = 0; f < x->n_fused; f++) {
-        const int o = st->nodes[x->fused[f]].out[0];
-        if (f < x->n_fused - 1) x->ghost[o] = true;
-        else x->born[o] = ni;
+    for (int f = 0; f < x->bld.n_fused; f++) {
+        const int o = st->nodes[x->bld.fused[f]].out[0];
+        if (f < x->bld.n_fused - 1) x->tn.ghost[o] = true;
+        else x->tn.born[o] = ni;
     }
-    if (x->n_fused) x->ghost[st->nodes[ni].out[0]] = true;
+    if (x->bld.n_fused) x->tn.ghost[st->nodes[ni].out[0]] = true;
 }

@@ -31,7 +31,6 @@ static void run_reduce(void *ctx, void *const io[N_IO], int team) {
 
 static pp_status build_reduce(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int in = n->in[0], out = n->out[0];
-    if (!x->o.own_reduce) return unsup(err, "PPRT_DNNL_REDUCE=0");
     if (T(x, in)->dtype != PP_F32 || T(x, out)->dtype != PP_F32) return unsup(err, "not float32");
     const pp_tinfo xt = {T(x, in)->dtype, T(x, in)->shape, NULL};
     const int ax = n->n_in > 1 ? n->in[1] : -1;
@@ -51,10 +50,10 @@ static pp_status build_reduce(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_tensor_plain(x, in, &src, err));
     PP_TRY(dn_tensor_plain(x, out, &dst, err));
     pprt_layout l;
-    if (x->blocked[in] && dn_own_layout(&x->lay[in], &l) && l.vec > 1 && l.stride_n == l.C * l.S &&
+    if (x->tn.blocked[in] && dn_own_layout(&x->tn.lay[in], &l) && l.vec > 1 && l.stride_n == l.C * l.S &&
         (l.vec == l.C || l.stride_c == l.S * l.vec) &&
-        pprt_reduce_channels(&k, l.N, l.C, l.vec, x->lay[in].data_type == dnnl_bf16))
-        src = x->lay[in];
+        pprt_reduce_channels(&k, l.N, l.C, l.vec, x->tn.lay[in].data_type == dnnl_bf16))
+        src = x->tn.lay[in];
     step st;
     PP_TRY(dn_own_step(x, run_reduce, &k, sizeof k, NULL, "pprt:reduce", &st, err));
     bool taken;

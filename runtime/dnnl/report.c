@@ -8,25 +8,36 @@
 
 #include "dnnl_exec.h"
 
+/* Node ni's kernel, in the words of pprt_exec_counts: its first main
+ * step's (else its first step's), a oneDNN primitive or pprt's own. */
+static bool on_library(const pprt_exec *x, int ni) {
+    const step *s = &x->steps.a[x->nd.first[ni]];
+    for (int k = 0; k < x->nd.nsteps[ni]; k++)
+        if (x->steps.a[x->nd.first[ni] + k].kind == STEP_MAIN) {
+            s = &x->steps.a[x->nd.first[ni] + k];
+            break;
+        }
+    return s->prim != NULL;
+}
+
 void dn_counts(const pprt_exec *x, pprt_exec_counts *c) {
     const pprt_stage *st = x->st;
-    *c = (pprt_exec_counts){.nodes = st->n_nodes, .weight_bytes = (double)x->weight_bytes};
+    *c = (pprt_exec_counts){.nodes = st->n_nodes, .weight_bytes = (double)x->bytes.weights};
     for (int ni = 0; ni < st->n_nodes; ni++) {
-        bool own = x->first[ni] >= 0 || x->absorbed[ni] || dn_rnn_by_gemm(x, &st->nodes[ni]);
-        c->own += own;
-        c->reference += !own;
-        c->post_ops += x->absorbed[ni];
+        if (x->nd.absorbed[ni]) c->fused++;
+        else if (x->nd.first[ni] < 0) *(dn_rnn_by_gemm(x, &st->nodes[ni]) ? &c->own : &c->reference) += 1;
+        else if (x->nd.nsteps[ni] == 0) c->views++; /* its output takes over its input's bytes */
+        else *(on_library(x, ni) ? &c->library : &c->own) += 1;
     }
-    for (int i = 0; i < x->n_steps; i++) {
-        c->reorders += x->steps[i].kind == STEP_REORDER;
-        c->copies += x->steps[i].kind == STEP_COPY;
+    for (int i = 0; i < x->steps.n; i++) {
+        c->layout_changes += x->steps.a[i].kind == STEP_REORDER;
+        c->copies += x->steps.a[i].kind == STEP_COPY;
     }
     for (int i = 0; i < st->n_tensors; i++) {
-        c->blocked += x->blocked[i];
-        if (x->alias[i] < 0) continue;
-        const dn_family *f = dn_family_of(st->nodes[x->writer[i]].op);
-        if (f && f->view) c->views++;
-        else c->in_place++;
+        c->own_layout += x->tn.blocked[i];
+        if (x->tn.alias[i] < 0) continue;
+        const dn_family *f = dn_family_of(st->nodes[x->tn.writer[i]].op);
+        c->in_place += !(f && f->view);
     }
 }
 
@@ -36,36 +47,36 @@ void dn_report(const pprt_exec *x) {
     dn_counts(x, &c);
     char refs[512] = "";
     size_t len = 0, shared = 0;
-    for (int i = 0; i < N_SLOTS; i++) shared += x->slot_bytes[i];
+    for (int i = 0; i < N_SLOTS; i++) shared += x->slot.bytes[i];
     for (int ni = 0; ni < st->n_nodes; ni++) {
-        if (x->first[ni] >= 0 || x->absorbed[ni] || dn_rnn_by_gemm(x, &st->nodes[ni])) continue;
+        if (x->nd.first[ni] >= 0 || x->nd.absorbed[ni] || dn_rnn_by_gemm(x, &st->nodes[ni])) continue;
         const char *name = pp_op_table[st->nodes[ni].op].name;
         if (len < sizeof refs - 1 && !strstr(refs, name)) {
             int w = snprintf(refs + len, sizeof refs - len, "%s%s", len ? " " : "", name);
             if (w > 0) len += (size_t)w;
         }
     }
-    fprintf(stderr,
-            "pprt dnnl: stage %d: %d of %d nodes on oneDNN (%d as post-ops)%s%s; %d reorders and %d residual copies "
-            "per micro-batch (%d outputs in place of their input); %d tensors in oneDNN layouts, %d views of their input's "
-            "bytes; arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights (%.1f MB of them reordered by another "
-            "executor of the stage), %.1f MB other buffers, %.1f MB shared\n",
-            st->index, c.own, st->n_nodes, c.post_ops, len ? ", reference: " : "", refs, c.reorders, c.copies,
-            c.in_place, c.blocked, c.views,
-            (double)x->arena_bytes / 1e6, (double)st->arena_bytes / 1e6, (double)x->weight_bytes / 1e6,
-            (double)x->wshared_bytes / 1e6, (double)(x->owned_bytes - (x->weight_bytes - x->wshared_bytes)) / 1e6,
-            (double)shared / 1e6);
+    fprintf(
+        stderr,
+        "pprt dnnl: stage %d: %d of %d nodes on oneDNN (%d as post-ops)%s%s; %d reorders and %d residual copies "
+        "per micro-batch (%d outputs in place of their input); %d tensors in oneDNN layouts, %d views of their input's "
+        "bytes; arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights (%.1f MB of them reordered by another "
+        "executor of the stage), %.1f MB other buffers, %.1f MB shared\n",
+        st->index, c.nodes - c.reference, st->n_nodes, c.fused, len ? ", reference: " : "", refs, c.layout_changes,
+        c.copies, c.in_place, c.own_layout, c.views, (double)x->bytes.arena / 1e6, (double)st->arena_bytes / 1e6, (double)x->bytes.weights / 1e6,
+        (double)x->bytes.wshared / 1e6, (double)(x->bytes.owned - (x->bytes.weights - x->bytes.wshared)) / 1e6,
+        (double)shared / 1e6);
     if (x->o.verbose < 2) return;
     for (int ni = 0; ni < st->n_nodes; ni++) {
-        if (x->absorbed[ni]) /* pre-op: a Mul the next node's pointwise kernel applies (dn_pre) */
+        if (x->nd.absorbed[ni]) /* pre-op: a Mul the next node's pointwise kernel applies (dn_pre) */
             fprintf(stderr, "  %-24s %-14s %s\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name,
-                    x->first[ni] >= 0 ? "pre-op" : "post-op");
-        if (x->first[ni] < 0 && dn_rnn_by_gemm(x, &st->nodes[ni]))
+                    x->nd.first[ni] >= 0 ? "pre-op" : "post-op");
+        if (x->nd.first[ni] < 0 && dn_rnn_by_gemm(x, &st->nodes[ni]))
             fprintf(stderr, "  %-24s %-14s pprt:rnn_gemm\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
-        if (x->first[ni] < 0 || x->absorbed[ni]) continue;
+        if (x->nd.first[ni] < 0 || x->nd.absorbed[ni]) continue;
         fprintf(stderr, "  %-24s %-14s", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
-        for (int k = 0; k < x->nsteps[ni]; k++) {
-            const step *s = &x->steps[x->first[ni] + k];
+        for (int k = 0; k < x->nd.nsteps[ni]; k++) {
+            const step *s = &x->steps.a[x->nd.first[ni] + k];
             const_dnnl_primitive_desc_t pd;
             const char *impl = s->impl ? s->impl : "?";
             if (s->prim && dnnl_primitive_get_primitive_desc(s->prim, &pd) == dnnl_success)

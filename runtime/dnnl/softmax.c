@@ -32,7 +32,7 @@ static pp_status build_softmax(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(pp_softmax_split(a, &T(x, n->in[0])->shape, &dims[0], &dims[1], &dims[2], err));
     dnnl_memory_desc_t md;
     PP_TRY(dn_plain_md(dims, 3, &md, err));
-    if (dims[2] > 1 && x->o.own_softmax && pprt_softmax_cpu()) return build_cols(x, n, &md, dims, err);
+    if (dims[2] > 1 && pprt_softmax_cpu()) return build_cols(x, n, &md, dims, err);
     dnnl_softmax_v2_desc_t d;
     DN(dnnl_softmax_v2_forward_desc_init(&d, dnnl_forward_inference,
                                          n->op == PP_OP_LOGSOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate, &md,

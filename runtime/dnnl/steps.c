@@ -67,8 +67,8 @@ pp_status dn_tensor_plain(const pprt_exec *x, int tid, dnnl_memory_desc_t *md, p
 
 /* The layout tensor tid is stored in. */
 pp_status dn_tensor_layout(const pprt_exec *x, int tid, dnnl_memory_desc_t *md, pp_err *err) {
-    if (x->blocked[tid]) {
-        *md = x->lay[tid];
+    if (x->tn.blocked[tid]) {
+        *md = x->tn.lay[tid];
         return PP_OK;
     }
     return dn_tensor_plain(x, tid, md, err);
@@ -76,16 +76,16 @@ pp_status dn_tensor_layout(const pprt_exec *x, int tid, dnnl_memory_desc_t *md, 
 
 pp_status dn_new_mem(pprt_exec *x, const dnnl_memory_desc_t *md, void *handle, dnnl_memory_t *out,
                      pp_err *err) {
-    if (!GROW(x->mems, x->cap_mems, x->n_mems + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (!ROOM(x->mems)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     DN(dnnl_memory_create(out, md, x->eng, handle), "memory");
-    x->mems[x->n_mems++] = *out;
+    x->mems.a[x->mems.n++] = *out;
     return PP_OK;
 }
 
 /* A memory over tensor tid's bytes, seen through md. */
 pp_status dn_tensor_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, dnnl_memory_t *out,
                         pp_err *err) {
-    const int kind = x->kind[tid];
+    const int kind = x->tn.kind[tid];
     const bool varies = kind == PPRT_RECV || kind == PPRT_SEND;
     /* Every oneDNN memory over a tensor's own bytes is f32 (bf16 copies go
      * through shared buffers); one over a message slot or a weight must not
@@ -97,13 +97,13 @@ pp_status dn_tensor_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, dnn
                        dnnl_memory_desc_get_size(md), T(x, tid)->nbytes);
     PP_TRY(dn_new_mem(x, md, kind == PPRT_WEIGHT ? x->ptr[tid] : DNNL_MEMORY_NONE, out, err));
     if (varies) {
-        if (!GROW(x->binds, x->cap_binds, x->n_binds + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-        x->binds[x->n_binds++] = (bind){*out, tid, false};
+        if (!ROOM(x->binds)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        x->binds.a[x->binds.n++] = (bind){*out, tid, false};
     } else if (kind == PPRT_ACTIVATION) {
-        if (!GROW(x->abinds, x->cap_abinds, x->n_abinds + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-        x->abinds[x->n_abinds++] = (bind){*out, tid, false};
+        if (!ROOM(x->abinds)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        x->abinds.a[x->abinds.n++] = (bind){*out, tid, false};
         size_t b = dnnl_memory_desc_get_size(md);
-        if (b > x->need[tid]) x->need[tid] = b;
+        if (b > x->tn.need[tid]) x->tn.need[tid] = b;
     }
     return PP_OK;
 }
@@ -112,26 +112,26 @@ pp_status dn_tensor_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, dnn
 pp_status dn_slot_mem(pprt_exec *x, const dnnl_memory_desc_t *md, int slot, dnnl_memory_t *out,
                       pp_err *err) {
     PP_TRY(dn_new_mem(x, md, DNNL_MEMORY_NONE, out, err));
-    if (!GROW(x->patches, x->cap_patches, x->n_patches + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    x->patches[x->n_patches++] = (patch){*out, slot};
+    if (!ROOM(x->patches)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    x->patches.a[x->patches.n++] = (patch){*out, slot};
     size_t b = dnnl_memory_desc_get_size(md);
-    if (b > x->slot_bytes[slot]) x->slot_bytes[slot] = b;
+    if (b > x->slot.bytes[slot]) x->slot.bytes[slot] = b;
     return PP_OK;
 }
 
 /* A zeroed, 64-aligned buffer the executor owns, not counted among its buffers (owned_bytes). */
 static void *owned_alloc(pprt_exec *x, size_t bytes) {
     void *b = NULL;
-    if (!GROW(x->owned, x->cap_owned, x->n_owned + 1)) return NULL;
+    if (!ROOM(x->owned)) return NULL;
     if (posix_memalign(&b, 64, bytes ? bytes : 64) != 0) return NULL;
     memset(b, 0, bytes);
-    x->owned[x->n_owned++] = b;
+    x->owned.a[x->owned.n++] = b;
     return b;
 }
 
 void *dn_own_alloc(pprt_exec *x, size_t bytes) {
     void *b = owned_alloc(x, bytes);
-    if (b) x->owned_bytes += bytes;
+    if (b) x->bytes.owned += bytes;
     return b;
 }
 
@@ -139,8 +139,8 @@ void *dn_own_alloc(pprt_exec *x, size_t bytes) {
 
 static pp_status push_step(pprt_exec *x, dnnl_primitive_desc_t pd, int kind, const dnnl_exec_arg_t *args,
                            int nargs, pp_err *err) {
-    if (!GROW(x->steps, x->cap_steps, x->n_steps + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    step s = {.kind = kind, .nargs = nargs, .threads = x->build_threads};
+    if (!ROOM(x->steps)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    step s = {.kind = kind, .nargs = nargs, .threads = x->bld.threads};
     memcpy(s.args, args, (size_t)nargs * sizeof *args);
     const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     if (sp && dnnl_memory_desc_get_size(sp) > 0) {
@@ -149,7 +149,7 @@ static pp_status push_step(pprt_exec *x, dnnl_primitive_desc_t pd, int kind, con
         s.args[s.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m};
     }
     DN(dnnl_primitive_create(&s.prim, pd), "primitive");
-    x->steps[x->n_steps++] = s;
+    x->steps.a[x->steps.n++] = s;
     return PP_OK;
 }
 
@@ -178,12 +178,12 @@ pp_status dn_weight_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
     size_t bytes = dnnl_memory_desc_get_size(want);
     if (x->o.share_weights) {
         PP_TRY(dn_wshare_get(x, tid, from, want, out, err));
-        x->weight_bytes += bytes;
+        x->bytes.weights += bytes;
         return PP_OK;
     }
     void *buf = dn_own_alloc(x, bytes);
     if (!buf) return PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for a reordered weight", bytes);
-    x->weight_bytes += bytes;
+    x->bytes.weights += bytes;
     return dn_reorder_weight(x, tid, from, want, buf, out, err);
 }
 
@@ -229,7 +229,7 @@ pp_status dn_bind_input(pprt_exec *x, int tid, const dnnl_memory_desc_t *want, i
  * dims (matrices, [outer, n, inner]): for consumers that never let the
  * tensor take another layout, so it is plain. */
 pp_status dn_plain_view(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, dnnl_memory_t *out, pp_err *err) {
-    if (x->blocked[tid]) return PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, tid)->name);
+    if (x->tn.blocked[tid]) return PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, tid)->name);
     return dn_tensor_mem(x, tid, md, out, err);
 }
 
@@ -238,7 +238,7 @@ pp_status dn_plain_view(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, dnn
  * when want is md. */
 pp_status dn_cast_view(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *want,
                        int slot, dnnl_memory_t *out, pp_err *err) {
-    if (x->blocked[tid]) return PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, tid)->name);
+    if (x->tn.blocked[tid]) return PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, tid)->name);
     return dn_bind_view(x, tid, md, want, slot, out, err);
 }
 
@@ -247,9 +247,9 @@ pp_status dn_bind_output(pprt_exec *x, int tid, const dnnl_memory_desc_t *have, 
     po->src = NULL;
     dnnl_memory_desc_t plain;
     PP_TRY(dn_tensor_plain(x, tid, &plain, err));
-    if (x->flex[tid] && !dnnl_memory_desc_equal(have, &plain)) {
-        x->blocked[tid] = true;
-        x->lay[tid] = *have;
+    if (x->tn.flex[tid] && !dnnl_memory_desc_equal(have, &plain)) {
+        x->tn.blocked[tid] = true;
+        x->tn.lay[tid] = *have;
         return dn_tensor_mem(x, tid, have, out, err);
     }
     if (dnnl_memory_desc_equal(have, &plain)) return dn_tensor_mem(x, tid, &plain, out, err);
@@ -397,10 +397,10 @@ pp_status dn_write_in_place(pprt_exec *x, const pprt_node *n, int xi, const dnnl
                             const dnnl_memory_desc_t *dst_md, pp_err *err) {
     dnnl_memory_desc_t yp;
     PP_TRY(dn_tensor_plain(x, yi, &yp, err));
-    if (x->o.inplace && x->last[xi] == (int)(n - x->st->nodes) && x->kind[xi] == PPRT_ACTIVATION &&
-        x->kind[yi] == PPRT_ACTIVATION && !x->ghost[xi] && x->alias[yi] < 0 && dnnl_memory_desc_equal(xmd, dst_md) &&
-        (x->flex[yi] || dnnl_memory_desc_equal(dst_md, &yp)))
-        x->alias[yi] = xi;
+    if (x->o.inplace && x->tn.last[xi] == (int)(n - x->st->nodes) && x->tn.kind[xi] == PPRT_ACTIVATION &&
+        x->tn.kind[yi] == PPRT_ACTIVATION && !x->tn.ghost[xi] && x->tn.alias[yi] < 0 &&
+        dnnl_memory_desc_equal(xmd, dst_md) && (x->tn.flex[yi] || dnnl_memory_desc_equal(dst_md, &yp)))
+        x->tn.alias[yi] = xi;
     return PP_OK;
 }
 
@@ -422,9 +422,9 @@ pp_status dn_own_step(pprt_exec *x, dn_run_fn *run, const void *ctx, size_t size
 
 pp_status dn_push_own(pprt_exec *x, step s, pp_err *err) {
     if (s.prim || !s.run) return PP_FAIL(err, PP_ERUNTIME, "internal: a step of pprt's kernels names none");
-    if (!GROW(x->steps, x->cap_steps, x->n_steps + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    s.threads = x->build_threads;
-    x->steps[x->n_steps++] = s;
+    if (!ROOM(x->steps)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    s.threads = x->bld.threads;
+    x->steps.a[x->steps.n++] = s;
     return PP_OK;
 }
 
@@ -477,7 +477,7 @@ pp_status dn_push_own_any(pprt_exec *x, step st, size_t bytes, int xi, const dnn
     st.args[1] = (dnnl_exec_arg_t){DNNL_ARG_DST, dm};
     PP_TRY(dn_push_own(x, st, err));
     *taken = true;
-    x->owned_bytes += bytes;
+    x->bytes.owned += bytes;
     return dn_push_post(x, &out, err);
 }
 

@@ -36,8 +36,8 @@ static bool moves_no_bytes(const pp_shape *s, const int64_t *perm) {
  * arena tensors, the input written and read last here, the output no alias
  * yet (the node then runs as nothing). */
 static bool takes_over(const pprt_exec *x, int in, int out, int ni) {
-    return x->kind[in] == PPRT_ACTIVATION && x->kind[out] == PPRT_ACTIVATION && !x->ghost[in] && x->last[in] == ni &&
-           x->alias[out] < 0;
+    return x->tn.kind[in] == PPRT_ACTIVATION && x->tn.kind[out] == PPRT_ACTIVATION && !x->tn.ghost[in] &&
+           x->tn.last[in] == ni && x->tn.alias[out] < 0;
 }
 
 static void run_rows(void *ctx, void *const io[N_IO], int team) {
@@ -107,19 +107,19 @@ static pp_status build_transpose_laid(pprt_exec *x, const pprt_node *n, const in
     const bool inner = cur.format_kind == dnnl_blocked && cur.format_desc.blocking.inner_nblks > 0;
     const dnnl_memory_desc_t blk = cur;
     const bool dies = takes_over(x, in, out, ni);
-    if (inner && x->flex[out] && dies && moves_no_bytes(&T(x, in)->shape, perm)) {
+    if (inner && x->tn.flex[out] && dies && moves_no_bytes(&T(x, in)->shape, perm)) {
         /* only 1-long axes move: the blocked layout permuted holds the same bytes */
         DN(dnnl_memory_desc_permute_axes(&seen, &blk, inv), "permuted memory descriptor");
-        x->alias[out] = in;
-        x->blocked[out] = true, x->lay[out] = seen;
+        x->tn.alias[out] = in;
+        x->tn.blocked[out] = true, x->tn.lay[out] = seen;
         return PP_OK;
     }
     if (inner) PP_TRY(dn_tensor_plain(x, in, &cur, err)); /* through a plain copy (below) */
     DN(dnnl_memory_desc_permute_axes(&seen, &cur, inv), "permuted memory descriptor");
-    const bool keep = dnnl_memory_desc_equal(&seen, &plain) || x->flex[out];
+    const bool keep = dnnl_memory_desc_equal(&seen, &plain) || x->tn.flex[out];
     if (!inner && keep && dies) {
-        x->alias[out] = in;
-        if (!dnnl_memory_desc_equal(&seen, &plain)) x->blocked[out] = true, x->lay[out] = seen;
+        x->tn.alias[out] = in;
+        if (!dnnl_memory_desc_equal(&seen, &plain)) x->tn.blocked[out] = true, x->tn.lay[out] = seen;
         return PP_OK;
     }
     dnnl_memory_t sm, dm;
@@ -154,7 +154,7 @@ static pp_status build_transpose_laid(pprt_exec *x, const pprt_node *n, const in
  * channels), the one its readers are likely to want. */
 static bool channels_last(const pprt_exec *x, const pprt_node *n, const int64_t *perm) {
     const int r = T(x, n->in[0])->shape.rank;
-    if (!x->flex[n->out[0]] || r < 3 || perm[0] != 0 || perm[1] != r - 1) return false;
+    if (!x->tn.flex[n->out[0]] || r < 3 || perm[0] != 0 || perm[1] != r - 1) return false;
     for (int i = 2; i < r; i++)
         if (perm[i] != i - 1) return false;
     return true;
@@ -210,10 +210,10 @@ static pp_status build_view_laid(pprt_exec *x, const pprt_node *n, pp_err *err) 
     const bool ok = os->rank > 0 && dnnl_memory_desc_reshape(&seen, &cur, os->rank, d) == dnnl_success;
     const bool is_plain = ok && same_as_plain(&seen, &plain);
     if (is_plain) seen = plain;
-    const bool take = ok && (is_plain || x->flex[out]);
+    const bool take = ok && (is_plain || x->tn.flex[out]);
     if (take && takes_over(x, in, out, ni)) {
-        x->alias[out] = in;
-        if (!is_plain) x->blocked[out] = true, x->lay[out] = seen;
+        x->tn.alias[out] = in;
+        if (!is_plain) x->tn.blocked[out] = true, x->tn.lay[out] = seen;
         return PP_OK;
     }
     dnnl_memory_t sm, dm;
@@ -256,14 +256,14 @@ static pp_status build_view(pprt_exec *x, const pprt_node *n, pp_err *err) {
         int64_t perm[PP_MAX_DIMS];
         /* a bad perm is the reference kernel's to report */
         if (pp_transpose_perm(attrs_of(x, n), s->rank, perm, err) != PP_OK) return unsup(err, "bad 'perm'");
-        if (x->blocked[in] || channels_last(x, n, perm))
+        if (x->tn.blocked[in] || channels_last(x, n, perm))
             return build_transpose_laid(x, n, perm, err);
         if (!moves_no_bytes(s, perm)) {
             /* rows stay whole: our row copies, threaded (oneDNN's reorder of such a view is slower) */
             if (perm[s->rank - 1] == s->rank - 1) return build_rows(x, n, perm, err);
             return build_transpose(x, n, perm, err);
         }
-    } else if (x->blocked[in]) {
+    } else if (x->tn.blocked[in]) {
         return build_view_laid(x, n, err);
     }
     if (!takes_over(x, in, out, ni)) { /* the same bytes, copied */
@@ -275,7 +275,7 @@ static pp_status build_view(pprt_exec *x, const pprt_node *n, pp_err *err) {
         PP_TRY(dn_bind_output(x, out, &plain, &dm, &po, err));
         return push_copy(x, sm, dm, T(x, out)->nbytes, err);
     }
-    x->alias[out] = in;
+    x->tn.alias[out] = in;
     return PP_OK;
 }
 
@@ -305,7 +305,7 @@ static pp_status build_slice(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int in = n->in[0], out = n->out[0];
     if (!f32(x, in) || !f32(x, out) || numel_of(&T(x, out)->shape) == 0)
         return unsup(err, "not a non-empty f32 tensor");
-    if (x->blocked[in]) return unsup(err, "its input is in a blocked layout");
+    if (x->tn.blocked[in]) return unsup(err, "its input is in a blocked layout");
     pp_tinfo ti[5];
     if (n->n_in > 5) return unsup(err, "more than 5 inputs");
     for (int k = 0; k < n->n_in; k++) ti[k] = dn_tinfo(x, n->in[k]);
@@ -337,7 +337,7 @@ static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int in = n->in[0], out = n->out[0];
     if (!f32(x, in) || !f32(x, out) || numel_of(&T(x, out)->shape) == 0 || numel_of(&T(x, in)->shape) == 0)
         return unsup(err, "not non-empty f32 tensors");
-    if (x->blocked[in]) return unsup(err, "its input is in a blocked layout");
+    if (x->tn.blocked[in]) return unsup(err, "its input is in a blocked layout");
     pp_tinfo ti[4];
     if (n->n_in > 4) return unsup(err, "more than 4 inputs");
     for (int k = 0; k < n->n_in; k++) ti[k] = dn_tinfo(x, n->in[k]);
@@ -360,7 +360,7 @@ static pp_status build_pad(pprt_exec *x, const pprt_node *n, pp_err *err) {
 static pp_status build_split(pprt_exec *x, const pprt_node *n, pp_err *err) {
     const int in = n->in[0];
     if (!f32(x, in) || numel_of(&T(x, in)->shape) == 0) return unsup(err, "not a non-empty f32 tensor");
-    if (x->blocked[in]) return unsup(err, "its input is in a blocked layout");
+    if (x->tn.blocked[in]) return unsup(err, "its input is in a blocked layout");
     const pp_shape *s = &T(x, in)->shape;
     int64_t axis64;
     int axis;

@@ -40,7 +40,7 @@ static dn_wshared **bucket(const pprt_stage *st, int tid) {
 
 pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,
                         dnnl_memory_t *out, pp_err *err) {
-    if (!GROW(x->wrefs, x->cap_wrefs, x->n_wrefs + 1)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (!ROOM(x->wrefs)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     const size_t bytes = dnnl_memory_desc_get_size(want);
     pp_status s = PP_OK;
     pthread_mutex_lock(&lock);
@@ -48,7 +48,7 @@ pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
     while (e && !(e->st == x->st && e->tid == tid && dnnl_memory_desc_equal(&e->from, from) &&
                  dnnl_memory_desc_equal(&e->md, want))) e = e->next;
     if (e) {
-        if ((s = dn_new_mem(x, want, e->buf, out, err)) == PP_OK) e->refs++, x->wshared_bytes += bytes;
+        if ((s = dn_new_mem(x, want, e->buf, out, err)) == PP_OK) e->refs++, x->bytes.wshared += bytes;
     } else {
         void *buf = NULL;
         if (!(e = calloc(1, sizeof *e)) || posix_memalign(&buf, 64, bytes ? bytes : 64) != 0)
@@ -57,22 +57,22 @@ pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
         if (s == PP_OK) {
             *e = (dn_wshared){.st = x->st, .tid = tid, .from = *from, .md = *want, .buf = buf, .refs = 1, .next = *head};
             *head = e;
-            x->owned_bytes += bytes;
+            x->bytes.owned += bytes;
         } else {
             free(buf);
             free(e);
         }
     }
     pthread_mutex_unlock(&lock);
-    if (s == PP_OK) x->wrefs[x->n_wrefs++] = e;
+    if (s == PP_OK) x->wrefs.a[x->wrefs.n++] = e;
     return s;
 }
 
 void dn_wshare_release(pprt_exec *x, int n) {
-    if (n >= x->n_wrefs) return;
+    if (n >= x->wrefs.n) return;
     pthread_mutex_lock(&lock);
-    for (int i = n; i < x->n_wrefs; i++) {
-        dn_wshared *e = x->wrefs[i];
+    for (int i = n; i < x->wrefs.n; i++) {
+        dn_wshared *e = x->wrefs.a[i];
         if (--e->refs > 0) continue;
         dn_wshared **at = bucket(e->st, e->tid);
         while (*at != e) at = &(*at)->next;
@@ -81,5 +81,5 @@ void dn_wshare_release(pprt_exec *x, int n) {
         free(e);
     }
     pthread_mutex_unlock(&lock);
-    x->n_wrefs = n;
+    x->wrefs.n = n;
 }

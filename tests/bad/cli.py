@@ -200,6 +200,9 @@ BAD = [
     ([PPRT, "base.plan", DATA, "--cuda-sync=yes"], "--cuda-sync takes no value"),
     ([PPRT, "base.plan", DATA, "--cuda-graphs=maybe"], "--cuda-graphs"),
     ([PPRT, "base.plan", DATA, "--backend=nope"], "no such backend"),
+    ([PPRT, "base.plan", DATA, "--backend", "cpu-ref"], "did you mean 'ref'?"),  # its former name
+    ([PPCC, M, "--placement", "cpu-ref", "-o", "x.plan"], "did you mean 'ref'?"),
+    ([PPCC, M, "-pp", "2", "--placement", "0:ref,1:cuda-emo", "-o", "x.plan"], "did you mean 'cuda-emu'?"),
     ([PPRT, "base.plan", DATA, "--precision", "f8"], "--precision needs"),
     ([PPRT, "base.plan", DATA, "extra"], "unexpected argument"),
     ([PPRT], "no plan given"),

@@ -75,7 +75,7 @@ def main():
         subprocess.run([PPRT, f"e{c}.plan", f"e{c}_data", "-o", f"e{c}_out", "--backend", BACKEND, "-q",
                         "--stats-json", f"e{c}.json"], check=True)
         got = np.load(f"e{c}_out/y.npy")
-        host = sum(s["reference_kernels"] for s in json.load(open(f"e{c}.json"))["stages"])
+        host = sum(s["reference_nodes"] for s in json.load(open(f"e{c}.json"))["stages"])
         ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
         where = "host" if host else "cuBLASLt"
         if not ok:

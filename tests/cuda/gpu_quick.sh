@@ -59,7 +59,7 @@ for m in unet gpt mobilenet_v3_small llama; do
     for f in $Z/$m/expected/*.npy; do $CMP cu_${m}_$pp/$(basename $f) $f --rtol 1e-3 --atol 1e-4 || bad "$m -pp $pp vs onnxruntime"; done
   done
   for f in cu_${m}_1/*.npy; do cmp $f cu_${m}_2/$(basename $f) || bad "$m -pp 2: other bits than -pp 1"; done
-  python3 -c "import json;d=json.load(open('$m.2.json'));print('$m -pp 2: host (reference) kernels', [s['reference_kernels'] for s in d['stages']], 'of nodes', [s['nodes'] for s in d['stages']])" 
+  python3 -c "import json;d=json.load(open('$m.2.json'));print('$m -pp 2: host (reference) kernels', [s['reference_nodes'] for s in d['stages']], 'of nodes', [s['nodes'] for s in d['stages']])" 
 done
 
 note "library fallback: convolutions and products on the host, the rest on the GPU"

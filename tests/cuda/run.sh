@@ -112,7 +112,7 @@ done
 cmp emu_host/logits.npy ref_digits/logits.npy || fail "every node on the host fallback: not the reference's bits"
 "$PY" -c "
 import json; s = json.load(open('host.json'))
-assert all(x['reference_kernels'] == x['nodes'] for x in s['stages']), s" || fail "host-only counts"
+assert all(x['reference_nodes'] == x['nodes'] for x in s['stages']), s" || fail "host-only counts"
 echo "ok: digits on cuda-emu at -pp 1, 2, 3 and on the host fallback"
 
 # the CI zoo: -pp 1, 2, 3 on cuda-emu against -pp 1 on ref; no host fallback
@@ -129,7 +129,7 @@ for m in $ZOO_MODELS; do
     # Resize too, since the own resize kernel)
     "$PY" -c "
 import json, sys; s = json.load(open(sys.argv[1]))
-assert sum(x['reference_kernels'] for x in s['stages']) == 0, [x['reference_kernels'] for x in s['stages']]" \
+assert sum(x['reference_nodes'] for x in s['stages']) == 0, [x['reference_nodes'] for x in s['stages']]" \
       $m.$pp.json || fail "$m -pp $pp: nodes on the host fallback"
     [ $pp != 2 ] || "$TEST_COPIES" $m.2.plan >> copies.txt 2>&1 || fail "$m -pp 2: widened strided copies: $(grep FAIL copies.txt | head -3)"
     case "$pp $m" in "2 unet" | "2 gpt") ;; *) rm -f $m.$pp.plan ;; esac # (those two: the --cuda-host-ops runs below)
@@ -152,7 +152,7 @@ for m in llama mistral gptj distilbert bart_small swin_t convnext_tiny efficient
   done
   "$PY" -c "
 import json, sys; s = json.load(open(sys.argv[1]))
-assert sum(x['reference_kernels'] for x in s['stages']) == 0, [x['reference_kernels'] for x in s['stages']]" \
+assert sum(x['reference_nodes'] for x in s['stages']) == 0, [x['reference_nodes'] for x in s['stages']]" \
     more_$m.json || fail "$m -pp 2: nodes on the host fallback"
   "$TEST_COPIES" more_$m.plan >> copies.txt 2>&1 || fail "$m -pp 2: widened strided copies: $(grep FAIL copies.txt | head -3)"
   rm -f more_$m.plan
@@ -170,7 +170,7 @@ for m in unet gpt; do
   for f in ref_$m/*.npy; do $CMP emu_hostops_$m/$(basename $f) $f --rtol 1e-3 --atol 1e-4 >/dev/null || fail "$m --cuda-host-ops: $($CMP emu_hostops_$m/$(basename $f) $f --rtol 1e-3 --atol 1e-4)"; done
   "$PY" -c "
 import json, sys; s = json.load(open(sys.argv[1]))
-assert sum(x['reference_kernels'] for x in s['stages']) > 1, s" hostops_$m.json || fail "$m --cuda-host-ops: nothing on the host"
+assert sum(x['reference_nodes'] for x in s['stages']) > 1, s" hostops_$m.json || fail "$m --cuda-host-ops: nothing on the host"
 done
 set +e; "$PPRT" d2.plan "$S/data" -o x --backend cuda-emu --cuda-host-ops NoSuchOp -q 2>err.txt; rc=$?; set -e
 [ $rc = 2 ] && grep -q "NoSuchOp" err.txt || fail "--cuda-host-ops NoSuchOp: exit $rc, $(cat err.txt)"
@@ -204,7 +204,7 @@ for f in topk_*.onnx; do
   "$PPRT" topk.plan topk_data -o topk_ref --backend ref -q
   "$PPRT" topk.plan topk_data -o topk_emu --backend cuda-emu -q --stats-json topk.json
   cmp topk_ref/v.npy topk_emu/v.npy && cmp topk_ref/i.npy topk_emu/i.npy || fail "$f: TopK on cuda-emu differs from ref"
-  "$PY" -c "import json; assert sum(s['reference_kernels'] for s in json.load(open('topk.json'))['stages']) == 0" \
+  "$PY" -c "import json; assert sum(s['reference_nodes'] for s in json.load(open('topk.json'))['stages']) == 0" \
     || fail "$f: TopK not on its own kernel"
 done
 echo "ok: TopK with NaN and ties: the own kernel gives the reference's bits"

@@ -90,7 +90,7 @@ def main():
         subprocess.run([PPRT, f"s{c}.plan", f"s{c}_data", "-o", f"s{c}_ref", "--backend", "ref", "-q"], check=True)
         subprocess.run([PPRT, f"s{c}.plan", f"s{c}_data", "-o", f"s{c}_emu", "--backend", BACKEND, "-q",
                         "--stats-json", f"s{c}.json"], check=True)
-        host = sum(s["reference_kernels"] for s in json.load(open(f"s{c}.json"))["stages"])
+        host = sum(s["reference_nodes"] for s in json.load(open(f"s{c}.json"))["stages"])
         got, ref = np.load(f"s{c}_emu/y.npy"), np.load(f"s{c}_ref/y.npy")
         want = ort.InferenceSession(f"s{c}.onnx", providers=["CPUExecutionProvider"]).run(None, data)[0] if ort else ref
         close = np.array_equal(got, want) if got.dtype.kind in "iu" else np.allclose(got, want, rtol=1e-6, atol=1e-6, equal_nan=True)

@@ -97,8 +97,8 @@ def coverage(model, plan, dnnl_stats):
             if k + 1 < len(sends) and t in sends[k + 1]:
                 feats.add("a tensor passes through a stage (skip connection)")
     for st in dnnl_stats:
-        for key, what in (("blocked_tensors", "oneDNN keeps tensors in blocked layouts"), ("views", "views of bytes"),
-                          ("post_ops", "post-ops fused"), ("reference_kernels", "reference nodes among oneDNN ones"),
+        for key, what in (("own_layout_tensors", "oneDNN keeps tensors in blocked layouts"), ("view_nodes", "views of bytes"),
+                          ("fused_nodes", "post-ops fused"), ("reference_nodes", "reference nodes among oneDNN ones"),
                           ("outputs_in_place", "outputs written in place")):
             if st.get(key):
                 feats.add(what)
@@ -235,7 +235,7 @@ def run_case(model_path, data_dir, o, work):
     st = json.load(open(os.path.join(work, "stats_dnnl.json")))["stages"] if HAVE_DNNL else []
     coverage(model, plans[o["pp"]], st)
     emu_st = json.load(open(os.path.join(work, "stats_cuda-emu.json")))["stages"]
-    if any(x["reference_kernels"] for x in emu_st):
+    if any(x["reference_nodes"] for x in emu_st):
         covered["nodes on cuda-emu's host fallback"] = covered.get("nodes on cuda-emu's host fallback", 0) + 1
     for k, w in want.items():
         for kind, got, exp, exact in (("ref vs onnxruntime", ref[k], w, False),

@@ -188,9 +188,10 @@ def check_plan(tag, plan, data, must=(), pps=None, extra_runs=True):
             post, inplace, nviews = counts(r.stderr)
             # --stats-json carries the same counts, stage by stage
             st = json.load(open(stats))
-            got = tuple(sum(x[k] for x in st["stages"]) for k in ("post_ops", "outputs_in_place", "views"))
+            got = tuple(sum(x[k] for x in st["stages"]) for k in ("fused_nodes", "outputs_in_place", "view_nodes"))
             if got != (post, inplace, nviews) or st["backend"] != "dnnl" or \
-                    any(x["own_kernels"] + x["reference_kernels"] != x["nodes"] for x in st["stages"]):
+                    any(sum(x[k + "_nodes"] for k in ("library", "own", "fused", "view", "reference")) != x["nodes"]
+                        for x in st["stages"]):
                 failures.append(f"{tag}: --stats-json counts {st['stages']} do not match the verbose report "
                                 f"(post-ops, in place, views) {(post, inplace, nviews)}")
             seen["post-ops"] += post
@@ -953,7 +954,7 @@ try:
              "-q", "-o", os.path.join(work, "views_verbose"), "--stats-json", vs], env={"PPRT_DNNL_VERBOSE": "1"})
     if counts(r.stderr)[2] != 8:
         failures.append(f"views: {counts(r.stderr)[2]} views at -pp 1, expected 8:\n{r.stderr}")
-    if json.load(open(vs))["stages"][0]["views"] != 8:
+    if json.load(open(vs))["stages"][0]["view_nodes"] != 8:
         failures.append(f"views: --stats-json: {json.load(open(vs))['stages']}, expected 8 views")
     r = verbose_run("views")
     rows = len(re.findall(r"Transpose\s+pprt:permute_rows", r.stderr))
@@ -1156,7 +1157,7 @@ for var, val in (("PPRT_DNNL_WINO_TILE", "3"), ("PPRT_DNNL_SMALL_US", "abc"), ("
     if r.returncode != 2 or f"{var}={val}" not in r.stderr:
         failures.append(f"settings: {var}={val} gave exit {r.returncode} (expected 2 naming it): {r.stderr.strip()}")
 # a PPRT_DNNL_* name no row reads (a removed switch, a typo): exit 2 naming it, never ignored
-for var in ("PPRT_DNNL_RELU", "PPRT_DNNL_WINOO"):
+for var in ("PPRT_DNNL_RELU", "PPRT_DNNL_GCONV", "PPRT_DNNL_WINOO"):
     r = subprocess.run([PPRT, os.path.join(work, "mlp_fused_1.plan"), os.path.join(work, "mlp_data"), "--backend",
                         "dnnl", "-q", "-o", os.path.join(work, "bad_setting")], capture_output=True, text=True,
                        timeout=300, env={**os.environ, var: "1"})

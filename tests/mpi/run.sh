@@ -108,8 +108,9 @@ assert s["warmup_micro_batches"] == 1 and 0 < L["median"] <= L["p90"] <= L["p95"
 p = json.load(open(sys.argv[2]))
 assert p["micro_batch"] == 16 and len(p["nodes"]) == 8 and all(v >= 0 for v in p["nodes"].values()), p
 # each rank's executor counts reach the writer: the reference executor runs every node itself
-assert s["backend"] == "cpu-ref" and sum(st["nodes"] for st in s["stages"]) == 8, s
-assert all(st["reference_kernels"] == st["nodes"] >= 1 and st["own_kernels"] == 0 for st in s["stages"]), s
+assert s["backend"] == "ref" and sum(st["nodes"] for st in s["stages"]) == 8, s
+assert all(st["reference_nodes"] == st["nodes"] >= 1 and st["library_nodes"] + st["own_nodes"] == 0
+           for st in s["stages"]), s
 PY
 # ---- a ppcc --ref-weights plan on 2 ranks: each reads its weights from the model ----
 "$PY" - <<'PY'
@@ -152,11 +153,12 @@ if "$PPRT" --backend dnnl --version >/dev/null 2>&1; then
   "$PY" - dt.json dm.json <<'PY'
 import json, sys
 t, m = (json.load(open(f)) for f in sys.argv[1:])
-keys = ("nodes", "own_kernels", "post_ops", "views", "reference_kernels", "reorders_per_micro_batch",
-        "copies_per_micro_batch", "outputs_in_place", "blocked_tensors", "weights_reordered_bytes")
+keys = ("nodes", "library_nodes", "own_nodes", "fused_nodes", "view_nodes", "reference_nodes",
+        "layout_changes_per_micro_batch", "copies_per_micro_batch", "outputs_in_place", "own_layout_tensors",
+        "weights_prepared_bytes")
 got = [[st[k] for k in keys] for st in m["stages"]]
 assert m["backend"] == "dnnl" and got == [[st[k] for k in keys] for st in t["stages"]], (t, m)
-assert all(st["own_kernels"] > 0 for st in m["stages"]), m
+assert all(st["library_nodes"] + st["own_nodes"] > 0 for st in m["stages"]), m
 PY
 fi
 # --check: a pass, then a mismatch: the writer reports it, every rank exits 1

@@ -67,7 +67,7 @@ check(doc.get("format") == "ppcc-search" and doc.get("version") == 1, f"search.j
 res = doc["search"]
 cands = res["candidates"]
 check(len(cands) == 8, f"8 candidates (2 depths x 4 micro-batch sizes), got {len(cands)}")
-check(res["device"].startswith(("cpu-ref ", "dnnl ")) and "1 thread per stage" in res["device"], f"device kind: {res['device']}")
+check(res["device"].startswith(("ref ", "dnnl ")) and "1 thread per stage" in res["device"], f"device kind: {res['device']}")
 check(r.stdout.count("\n") >= 10 and "best: -pp" in r.stdout, f"the table: {r.stdout}")
 rates = [c["est_samples_per_s"] for c in cands]
 check(rates == sorted(rates, reverse=True), f"not sorted by throughput: {rates}")
@@ -105,9 +105,10 @@ run([PPRT, "best.plan", DATA, "-q", "-o", "o", "--threads", "1"])
 run([PPRT, "p4.plan", DATA, "--threads", "2", "--no-pin", "-q", "-o", "o", "--profile", "prof4t2.json"])
 r = run([PPCC, MODEL, "--devices", "2", "--search", "--profile", "prof1.json", "--profile", "prof4t2.json"], 2)
 check("give the profiles of one device kind" in r.stderr, f"mixed device kinds: {r.stderr.strip()}")
-# a profile written before the oneDNN backend had one name ("cpu-dnnl f32, ...") is of today's kind
+# a profile written before the oneDNN and reference backends had one name each ("cpu-dnnl f32, ...",
+# "cpu-ref f32, ...") is of today's kind
 old = json.load(open("prof1.json"))
-if old["device"].startswith("dnnl "):
+if old["device"].startswith(("dnnl ", "ref ")):
     old["device"] = "cpu-" + old["device"]
     json.dump(old, open("prof1old.json", "w"))
     run([PPCC, MODEL, "--devices", "2", "--search", "--profile", "prof1old.json", "--profile", "prof4.json"])

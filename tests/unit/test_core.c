@@ -1181,7 +1181,10 @@ static void test_stage_records(void) {
         CHECK(r->mbs == (q / K ? 3 : 2) && r->mb0 == (q / K ? 2 : 0), "rank %d's share", q);
         CHECK((r->t_start != NULL) == (q % K == 0) && (r->t_end != NULL) == (q % K == 1), "rank %d's ends", q);
         r->busy = 0.5 + q, r->t_loop0 = 10 + q, r->t_loop1 = 20 + q, r->rss = 1000.0 * (q + 1);
-        r->counts = (pprt_exec_counts){.nodes = r->n_nodes, .own = q, .reorders = 7, .weight_bytes = 123456789.0};
+        r->counts = (pprt_exec_counts){.nodes = r->n_nodes, .library = q + 1, .own = q,      .fused = 2,
+                                       .views = 3,          .reference = 4,    .layout_changes = 7,
+                                       .copies = 5,         .in_place = 6,     .own_layout = 8,
+                                       .weight_bytes = 123456789.0};
         for (int i = 0; i < r->n_nodes; i++) r->node_s[i] = 0.001 * (q + 1) * (i + 1);
         for (int64_t j = 0; j < r->mbs; j++) {
             if (r->t_start) r->t_start[j] = 11 + q + 0.1 * (double)j;
@@ -1204,10 +1207,10 @@ static void test_stage_records(void) {
           "a wrong count: %s", err.msg);
     got[3].msg[4] = 3;
     pprt_stats st = {0};
-    const pprt_stats_ctx c = {.threads = 2, .backend = "cpu-ref", .trace = true};
+    const pprt_stats_ctx c = {.threads = 2, .backend = "ref", .trace = true};
     CHECK(pprt_stats_of(&p, &sh, got, K * R, &c, &st, &err) == PP_OK, "%s", err.msg);
     CHECK(st.n_stages == 2 && st.stages[0].busy_s == 0.5 + 2.5 && st.stages[1].busy_s == 1.5 + 3.5, "busy summed");
-    CHECK(st.wall_s == 23.5 - 10.5 && st.peak_rss == 4000 && st.threads == 2 && !strcmp(st.backend, "cpu-ref") &&
+    CHECK(st.wall_s == 23.5 - 10.5 && st.peak_rss == 4000 && st.threads == 2 && !strcmp(st.backend, "ref") &&
               !st.stages[0].backend, "wall %g, rss %zu", st.wall_s, st.peak_rss);
     CHECK(st.stages[1].exec.own == 1 && st.stages[1].exec.weight_bytes == 123456789.0, "replica 0's counts");
     /* node 1 of stage 1: 0.004 s (rank 1) + 0.008 s (rank 3), as mean ms per micro-batch of 5 */

@@ -17,37 +17,33 @@
 #define PPRT_VEXP_LO (-87.3f)
 #define PPRT_VEXP_HI 87.3f
 
-__attribute__((target("avx2,fma"))) static inline __m256 pprt_exp8(__m256 x) {
-    const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(PPRT_VEXP_LO)), _mm256_set1_ps(PPRT_VEXP_HI));
-    const __m256 hi = _mm256_set1_ps(1.44269502162933349609375f), lo = _mm256_set1_ps(1.925963033500011079e-8f);
-    const __m256 r = _mm256_round_ps(_mm256_mul_ps(xc, hi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256 f = _mm256_fmadd_ps(xc, lo, _mm256_fmsub_ps(xc, hi, r));
-    __m256 p = _mm256_set1_ps(1.5403530393e-4f);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146e-3f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.6181291076e-3f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.5504108665e-2f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022650696e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718056e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
-    /* times 2^r: r added to the exponent field (p in [0.7, 1.42], |r| <= 126) */
-    const __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(r), 23);
-    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
-}
+/* The one body of both widths: P(op) is the width's intrinsic _mmW_op, V
+ * and VI its float and int vectors, ROUND its round-to-integer intrinsic,
+ * F2I and I2F its casts between them. */
+#define PPRT_VEXP_BODY(P, V, VI, ROUND, F2I, I2F)                                                          \
+    {                                                                                                      \
+        const V xc = P(min_ps)(P(max_ps)(x, P(set1_ps)(PPRT_VEXP_LO)), P(set1_ps)(PPRT_VEXP_HI));          \
+        const V hi = P(set1_ps)(1.44269502162933349609375f), lo = P(set1_ps)(1.925963033500011079e-8f);    \
+        const V r = P(ROUND)(P(mul_ps)(xc, hi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);             \
+        const V f = P(fmadd_ps)(xc, lo, P(fmsub_ps)(xc, hi, r));                                           \
+        V p = P(set1_ps)(1.5403530393e-4f);                                                                \
+        p = P(fmadd_ps)(p, f, P(set1_ps)(1.3333558146e-3f));                                               \
+        p = P(fmadd_ps)(p, f, P(set1_ps)(9.6181291076e-3f));                                               \
+        p = P(fmadd_ps)(p, f, P(set1_ps)(5.5504108665e-2f));                                               \
+        p = P(fmadd_ps)(p, f, P(set1_ps)(2.4022650696e-1f));                                               \
+        p = P(fmadd_ps)(p, f, P(set1_ps)(6.9314718056e-1f));                                               \
+        p = P(fmadd_ps)(p, f, P(set1_ps)(1.0f));                                                           \
+        /* times 2^r: r added to the exponent field (p in [0.7, 1.42], |r| <= 126) */                      \
+        const VI e = P(slli_epi32)(P(cvtps_epi32)(r), 23);                                                 \
+        return P(I2F)(P(add_epi32)(P(F2I)(p), e));                                                         \
+    }
+#define PPRT_VEXP_MM256(op) _mm256_##op
+#define PPRT_VEXP_MM512(op) _mm512_##op
 
-__attribute__((target("avx512f"))) static inline __m512 pprt_exp16(__m512 x) {
-    const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(PPRT_VEXP_LO)), _mm512_set1_ps(PPRT_VEXP_HI));
-    const __m512 hi = _mm512_set1_ps(1.44269502162933349609375f), lo = _mm512_set1_ps(1.925963033500011079e-8f);
-    const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(xc, hi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 f = _mm512_fmadd_ps(xc, lo, _mm512_fmsub_ps(xc, hi, r));
-    __m512 p = _mm512_set1_ps(1.5403530393e-4f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076e-3f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108665e-2f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650696e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718056e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_cvtps_epi32(r), 23);
-    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), e));
-}
+__attribute__((target("avx2,fma"))) static inline __m256 pprt_exp8(__m256 x)
+    PPRT_VEXP_BODY(PPRT_VEXP_MM256, __m256, __m256i, round_ps, castps_si256, castsi256_ps)
+
+__attribute__((target("avx512f"))) static inline __m512 pprt_exp16(__m512 x)
+    PPRT_VEXP_BODY(PPRT_VEXP_MM512, __m512, __m512i, roundscale_ps, castps_si512, castsi512_ps)
 
 #endif
