@@ -7,7 +7,7 @@
 
 #include "cuda_backend.h"
 
-static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false, .wide_copies = true};
+static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false, .wide_copies = true, .overlap = false};
 
 pprt_cuda_cfg *pprt_cuda_config(void) { return &cfg; }
 
@@ -51,6 +51,7 @@ static pp_status set_on_off(void *base, const char *name, const char *v, pp_err 
     const bool on = !strcmp(v, "on");
     if (!strcmp(name, "--cuda-graphs")) c->graphs = on;
     else if (!strcmp(name, "--cuda-wide-copies")) c->wide_copies = on;
+    else if (!strcmp(name, "--cuda-overlap")) c->overlap = on;
     else c->conv_fusion = on;
     return PP_OK;
 }
@@ -79,6 +80,11 @@ static const pp_opt rows[] = {
      .dflt = "on", .set = set_on_off,
      .help = "cuda, cuda-emu: strided copies (Transpose, Slice, Concat, Gather, ...) with their dims merged and 16 "
              "bytes a thread where aligned (on), or an element a thread over the dims as given (off)"},
+    {.names = "--cuda-overlap", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD, .words = "on|off",
+     .dflt = "off", .set = set_on_off,
+     .help = "cuda, cuda-emu: the inputs cut and uploaded, the outputs downloaded and written on threads of their "
+             "own through max(2, --depth) buffers a direction while the first and last stages compute (on), or "
+             "through one buffer on the stage's thread (off; on has not yet been timed on a GPU, docs/cuda.md)"},
     {.names = "--cuda-host-only", .kind = PP_OPT_FLAG, .off = CFG(host_only),
      .help = "cuda, cuda-emu: every node on the host fallback (a test of that path)"},
     {.names = "--cuda-host-ops", .kind = PP_OPT_CUSTOM, .arg = "LIST", .off = PP_OPT_NOFIELD,
@@ -89,6 +95,8 @@ static const pp_opt rows[] = {
 #undef CFG
 
 const pp_opt_table pprt_cuda_opts = {rows, (int)(sizeof rows / sizeof *rows), &cfg};
+
+bool pprt_cuda_overlap_ends(void) { return cfg.overlap; }
 
 unsigned char *pprt_cuda_host_nodes(const pprt_stage *st) {
     unsigned char *hn = calloc(pp_count(st->n_nodes) + 1, 1);
