@@ -36,6 +36,8 @@ typedef struct pprt_cuda_cfg {
                                           * epilogue kernel (fused engines dropped NaN on an H200) */
     bool wide_copies;                    /* --cuda-wide-copies (default on): strided copies with their dims
                                           * merged, 16 bytes a thread where aligned (plan_cuda.c) */
+    bool row_kernels;                    /* --cuda-row-kernels on: Softmax and LayerNorm rows in one launch of a
+                                          * block per row (kmath.h); default off */
     bool overlap;                        /* --cuda-overlap on: the pipeline's ends staged through several
                                           * buffers on threads of their own (link_stage.c); default off */
     bool host_op[PP_OP_COUNT];           /* --cuda-host-ops: op types run on the host fallback (tests) */
@@ -54,7 +56,7 @@ bool pprt_cuda_overlap_ends(void);
 /* pprt's command line: the CUDA backends' options (--devices LIST,
  * --cuda-graphs on|off, --cuda-sync, --cuda-host-only, --cuda-host-ops LIST,
  * --cuda-explain, --cuda-conv-fusion on|off, --cuda-wide-copies on|off,
- * --cuda-overlap on|off) as
+ * --cuda-overlap on|off, --cuda-row-kernels on|off) as
  * rows of an option table (ir/args.h) over pprt_cuda_config(). */
 extern const pp_opt_table pprt_cuda_opts;
 

@@ -426,7 +426,8 @@ static pp_status create_in(pprt_exec *x, pp_err *err) {
 
 static pp_status create_steps(pprt_exec *x, const pprt_cuda_cfg *cfg, unsigned char *hn, int *failed, pp_err *err) {
     const pprt_stage *st = x->st;
-    pcu_plan_opts po = {.host_only = cfg->host_only, .host_node = hn, .narrow_copies = !cfg->wide_copies};
+    pcu_plan_opts po = {.host_only = cfg->host_only, .host_node = hn, .narrow_copies = !cfg->wide_copies,
+                        .row_blocks = cfg->row_kernels};
     PP_TRY(pcu_plan_build(x->p, st, &po, &x->pl, err));
     PP_TRY(pcu_lint(&x->pl, err));
     x->counts = x->pl.counts;
@@ -533,6 +534,7 @@ static pp_status cuda_create(const pprt_plan *p, const pprt_stage *st, const ppr
         return s;
     }
     if (!ecfg->quiet && !pprt_cuda_config()->host_only) pcu_plan_explain(&x->pl, "cuda", stderr);
+    if (pprt_cuda_config()->explain) pcu_plan_explain_kernels(&x->pl, "cuda", stderr);
     if (ecfg->node_times) { /* the events every run records (pprt --profile) */
         x->prof = true;
         x->ev = calloc(pp_count(x->pl.n_steps + 1), sizeof *x->ev);

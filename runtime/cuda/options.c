@@ -52,6 +52,7 @@ static pp_status set_on_off(void *base, const char *name, const char *v, pp_err 
     if (!strcmp(name, "--cuda-graphs")) c->graphs = on;
     else if (!strcmp(name, "--cuda-wide-copies")) c->wide_copies = on;
     else if (!strcmp(name, "--cuda-overlap")) c->overlap = on;
+    else if (!strcmp(name, "--cuda-row-kernels")) c->row_kernels = on;
     else c->conv_fusion = on;
     return PP_OK;
 }
@@ -70,7 +71,8 @@ static const pp_opt rows[] = {
      .help = "synchronize after every step, so an asynchronous fault names its node"},
     {.names = "--cuda-explain", .kind = PP_OPT_FLAG, .off = CFG(explain),
      .help = "cuda: one line per convolution and product on stderr: the cuDNN engine or cuBLASLt algorithm it "
-             "took, fused or not, and the engines refused and why"},
+             "took, fused or not, and the engines refused and why; cuda, cuda-emu: one line per own-kernel step "
+             "(its node and kernel)"},
     {.names = "--cuda-conv-fusion", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD, .words = "on|off",
      .dflt = "off", .set = set_on_off,
      .help = "cuda: a convolution's bias, residual Add and ReLU in pprt's epilogue kernel after the convolution "
@@ -85,6 +87,11 @@ static const pp_opt rows[] = {
      .help = "cuda, cuda-emu: the inputs cut and uploaded, the outputs downloaded and written on threads of their "
              "own through max(2, --depth) buffers a direction while the first and last stages compute (on), or "
              "through one buffer on the stage's thread (off; on has not yet been timed on a GPU, docs/cuda.md)"},
+    {.names = "--cuda-row-kernels", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD, .words = "on|off",
+     .dflt = "off", .set = set_on_off,
+     .help = "cuda, cuda-emu: Softmax, LogSoftmax and LayerNorm over the last axis (rows up to 4096 floats) in one "
+             "launch of a block per row, the row read once into shared memory, f32 exp (on), or rows in lanes over "
+             "three launches (off; on has not yet run on a GPU, docs/cuda.md)"},
     {.names = "--cuda-host-only", .kind = PP_OPT_FLAG, .off = CFG(host_only),
      .help = "cuda, cuda-emu: every node on the host fallback (a test of that path)"},
     {.names = "--cuda-host-ops", .kind = PP_OPT_CUSTOM, .arg = "LIST", .off = PP_OPT_NOFIELD,

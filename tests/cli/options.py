@@ -120,6 +120,7 @@ PPRT_VALUES = {
     "--cuda-wide-copies": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-conv-fusion": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-overlap": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
+    "--cuda-row-kernels": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-host-ops": ("Conv", ["--backend", "cuda-emu"], "out", None),
 }
 

@@ -9,10 +9,13 @@
 #   2. --cuda-overlap on the GPU: digits at -pp 1, 2, 3 and the small
 #      ResNet-like model of tests/cuda/overlap_models.py, the same bytes
 #      with the pipeline's ends overlapped and not; a stage failing mid-run
-#      with overlap on exits 2 (no hang);
+#      with overlap on exits 2 (no hang); 2b. --cuda-row-kernels on: the
+#      rows of tests/cuda/row_models.py against ref, under racecheck and
+#      memcheck;
 #   3. the ONNX node tests on cuda, a quick pass (NODE=quick, default: every
-#      NODE_STRIDE-th listed test, within NODE_SECS; NODE=all: all of them
-#      in five chunks, CHUNKS and SAN as before; NODE=0: none);
+#      NODE_STRIDE-th listed test, within NODE_SECS (60); NODE=all: all of them
+#      in five chunks, CHUNKS and SAN as before; NODE=0: none), then the
+#      Softmax and LayerNorm node tests with --cuda-row-kernels on;
 #   4. bench/cuda_vs_torch.py, the fair benchmark: ResNet-50 and ViT-B/16 at
 #      batch 8 and 32 (BENCH_BATCHES), pprt -pp 1 (BENCH_PP) with
 #      --cuda-overlap off and on against PyTorch eager host to host and
@@ -21,7 +24,8 @@
 #      0 skips), then the torch.compile column (BENCH_COMPILE_SECS, default
 #      90; compile time excluded, printed); BENCH_RUNS alternated rounds
 #      (default 2), BENCH_ARGS added to each call;
-#   5. with time left (EXTRA=1, the default): the profiles by op type at batch
+#   5. with time left (EXTRA=1, the default): ViT-B/16 with the row kernels
+#      in one block against in lanes, the profiles by op type at batch
 #      8 (with --cuda-explain), ViT's --cuda-wide-copies A/B, ResNet-50's
 #      --cuda-conv-fusion A/B, GPT under memcheck and initcheck, tests/ops on
 #      cuda (OPS_SECS, default 0 now), each only if the time left allows it.
@@ -88,6 +92,25 @@ timeout 30 "$PPRT" $w/g.plan $w/gather_bad --backend $be -q -o $w/g_bad --cuda-o
 [ $rc = 2 ] && grep -q "index is out of range" $w/g_bad.txt && echo "a failing stage with --cuda-overlap on: exit 2, its message" \
   || { echo "FAIL: a failing stage with --cuda-overlap on: exit $rc: $(head -c 300 $w/g_bad.txt)"; status=1; }
 
+echo "== 2b. --cuda-row-kernels on ($(date +%T), $(left) s left)"
+python3 "$src/tests/cuda/row_models.py" $w/rows && "$PPCC" $w/rows/rows.onnx -b 1 -o $w/rows.plan -q \
+  && "$PPRT" $w/rows.plan $w/rows/data --backend ref -q -o $w/rows_ref || { echo "FAIL: row_models.py"; status=1; }
+timeout 60 "$PPRT" $w/rows.plan $w/rows/data --backend $be -q -o $w/rows_on --cuda-row-kernels on --cuda-explain \
+  2> $w/rows_explain.txt || { echo "FAIL: --cuda-row-kernels on"; status=1; }
+echo "steps in one block: $(grep -c 'in one block' $w/rows_explain.txt) (want 4)"
+for f in $w/rows_ref/*.npy; do
+  python3 "$src/tests/tools/compare_npy.py" $w/rows_on/$(basename $f) $f --rtol 1e-5 --atol 1e-6 | tail -1 | sed "s|^|$(basename $f): |"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+done
+if [ "$be" = cuda ]; then  # the barriers and shared memory as the hardware runs them
+  for tool in racecheck memcheck; do
+    timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $w/rows.plan $w/rows/data -o $w/rows_san \
+      --backend cuda --cuda-graphs off --cuda-row-kernels on -q > "$out/san_rows_$tool.txt" 2>&1 \
+      || { echo "FAIL: compute-sanitizer $tool, --cuda-row-kernels on"; status=1; }
+    echo "row kernels $tool: $(tail -1 "$out/san_rows_$tool.txt")"
+  done
+fi
+
 # ONNX node tests: quick (every NODE_STRIDE-th listed test, one chunk) or all (five chunks)
 node_tests() {
   local mode=$1 nw=/tmp/gday_nt
@@ -132,12 +155,25 @@ EOF
     [ $rc = 0 ] || { status=1; grep -A30 "did not pass" "$out/conf_${mode}_c$i.txt" | head -30; }
   done
 }
+# the node tests of the row kernels' ops with --cuda-row-kernels on (wherever node_tests left them)
+row_node_tests() {
+  local nw=/tmp/gday_nt f d
+  for f in softmax layer_norm; do for d in $nw/all/node $nw/c*; do
+    ls "$d" 2>/dev/null | grep -q "$f" || continue
+    [ "$(left)" -gt 320 ] || { echo "row kernels' node tests: no time left before the benchmark"; return; }
+    PPRT_EXTRA_ARGS="--backend $be --cuda-row-kernels on" timeout 60 python3 "$src/tests/conformance/run.py" -j 16 \
+      --node-dir "$d" --filter $f --timeout 30 > "$out/conf_rows_${f}_$(basename "$d").txt" 2>&1
+    local rc=$?; echo "--cuda-row-kernels on, $f in $(basename "$d"): rc $rc: $(grep -E 'regression' "$out/conf_rows_${f}_$(basename "$d").txt" | tr '\n' ' ')"
+    [ $rc = 0 ] || status=1
+  done; done
+}
 case ${NODE:-quick} in
   # (the quick pass leaves 300 s for the benchmark)
-  quick) echo "== 3. ONNX node tests on $be, quick pass ($(date +%T), $(left) s left)"; node_tests quick "$(cap "${NODE_SECS:-75}" 300)" ;;
+  quick) echo "== 3. ONNX node tests on $be, quick pass ($(date +%T), $(left) s left)"; node_tests quick "$(cap "${NODE_SECS:-60}" 300)" ;;
   all) echo "== 3. ONNX node tests on $be, all ($(date +%T), $(left) s left)"; node_tests all "$(cap 100000 5)" ;;
   *) echo "== 3. ONNX node tests: skipped (NODE=${NODE})" ;;
 esac
+[ "${NODE:-quick}" = 0 ] || row_node_tests
 
 # the fair benchmark: PART SECS ARGS...: one bench/cuda_vs_torch.py call into $dest/cvt_PART.md
 bench() {
@@ -157,6 +193,16 @@ bench f32 "${BENCH_SECS:-210}" --pp "${BENCH_PP:-1}" --overlap off,on --precisio
 
 if [ "${EXTRA:-1}" = 1 ]; then
   echo "== 5. with the time left ($(date +%T), $(left) s left)"
+  # ViT-B/16 at batch 8 with the row kernels in one block against in lanes, alternated, the outputs compared
+  d=/tmp/cvt/vit_b_16
+  if [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 60 ]; then
+    for r in 1 2; do for rk in on off; do
+      timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/rows_out_$rk --backend $be -q --warmup 4 --cuda-row-kernels $rk \
+        --stats-json /tmp/cvt/rows_$rk.json && echo "ViT-B/16 -b 8 --cuda-row-kernels $rk: $(python3 -c "import json, sys; print(round(json.load(open(sys.argv[1]))['steady_samples_per_s'], 1))" /tmp/cvt/rows_$rk.json) samples/s"
+    done; done
+    python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/rows_out_on/*.npy /tmp/cvt/rows_out_off/*.npy --rtol 1e-4 --atol 1e-5 \
+      | tail -1 | sed 's|^|ViT-B/16 --cuda-row-kernels on against off: |'
+  fi
   # where the GPU time goes: --profile at batch 8, -pp 1, summed by op type
   rate() { python3 -c "import json, sys; print(round(json.load(open(sys.argv[1]))['steady_samples_per_s'], 1))" "$1"; }
   by_op() {
