@@ -66,6 +66,12 @@ typedef struct pprt_mem_ops {
     /* *done: whether e completed; an error is a fault of the device. */
     pp_status (*query)(pprt_event *e, bool *done, pp_err *err);
     pp_status (*wait)(pprt_event *e, pp_err *err); /* block until e completed */
+    /* Whether the pipeline's source and sink, at a stage in this space, are
+     * staged overlapped (link.h pprt_link_staged_overlap: buffers copied on
+     * a thread of their own while the stage computes) rather than through
+     * one buffer on the stage's thread; NULL: never. The threaded driver
+     * asks (cuda, cuda-emu: --cuda-overlap). */
+    bool (*overlap_ends)(void);
 } pprt_mem_ops;
 
 extern const pprt_mem_ops pprt_mem_host;

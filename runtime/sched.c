@@ -148,7 +148,11 @@ static void progress(void *ctx, int64_t count) {
  * inputs (staged onto stage 0's device if it has one), the links between
  * stages' places, the sink into its share of the outputs (staged likewise);
  * in and out: its shares (n samples); the source and sink record each
- * micro-batch's times into its first and last stages' records. */
+ * micro-batch's times into its first and last stages' records. Staging is
+ * overlapped where the device's space says so (mem.h overlap_ends:
+ * --cuda-overlap), through max(2, --depth) buffers a direction. */
+static bool overlapped(const pprt_place *at) { return at->mem->overlap_ends && at->mem->overlap_ends(); }
+
 static pp_status make_links(sched *S, int k, const pprt_array *in, pprt_array *out, int64_t n, pp_err *err) {
     const pprt_plan *p = S->p;
     const pprt_run_opts *o = S->o;
@@ -161,7 +165,11 @@ static pp_status make_links(sched *S, int k, const pprt_array *in, pprt_array *o
     if (S->R > 1) snprintf(rep, sizeof rep, " (replica %d)", k);
     PP_TRY(pprt_link_source(p, in, n, o->warmup, w[0].rec->t_start, pprt_place_is_host(first) ? NULL : first->mem,
                             &src, err));
+    const int nb = o->depth > 2 ? o->depth : 2;
     if (pprt_place_is_host(first)) L[0] = src;
+    else if (overlapped(first))
+        PP_TRY(pprt_link_staged_overlap(src, first, true, nb, o->warmup + w[0].rec->mbs, "the inputs -> stage 0", &L[0],
+                                        err));
     else PP_TRY(pprt_link_staged(src, first, true, "the inputs -> stage 0", &L[0], err));
     for (int b = 0; b < P - 1; b++) {
         char name[96];
@@ -179,17 +187,22 @@ static pp_status make_links(sched *S, int k, const pprt_array *in, pprt_array *o
     else {
         char name[64];
         snprintf(name, sizeof name, "stage %d -> the outputs", P - 1);
-        PP_TRY(pprt_link_staged(sink, last, false, name, &L[P], err));
+        if (overlapped(last)) PP_TRY(pprt_link_staged_overlap(sink, last, false, nb, 0, name, &L[P], err));
+        else PP_TRY(pprt_link_staged(sink, last, false, name, &L[P], err));
     }
     return PP_OK;
 }
 
-/* Tags k0 .. k1-1 of the stage's sequence; a failure stops the pipeline
- * (one that is only a link closed by that stop records nothing new). */
+/* Tags k0 .. k1-1 of the stage's sequence, then its outgoing link drained
+ * where it drains (an overlapped sink: every output written); a failure
+ * stops the pipeline (one that is only a link closed by that stop records
+ * nothing new). */
 static void stage_loop(worker *w, int64_t k0, int64_t k1) {
     pp_err e = {0};
-    bool own;
-    if (pprt_stage_loop(&w->run, k0, k1, &own, &e) != PP_OK && (own || !is_failed(w->S))) stop_all(w->S, &e);
+    bool own = false;
+    pp_status s = pprt_stage_loop(&w->run, k0, k1, &own, &e);
+    if (s == PP_OK && w->run.out->ops->drain) s = w->run.out->ops->drain(w->run.out, &e);
+    if (s != PP_OK && (own || !is_failed(w->S))) stop_all(w->S, &e);
 }
 
 /* A stage thread: pins itself, creates its executor (so that the executor's

@@ -36,6 +36,10 @@ typedef struct pprt_cuda_cfg {
                                           * epilogue kernel (fused engines dropped NaN on an H200) */
     bool wide_copies;                    /* --cuda-wide-copies (default on): strided copies with their dims
                                           * merged, 16 bytes a thread where aligned (plan_cuda.c) */
+    bool row_kernels;                    /* --cuda-row-kernels on: Softmax and LayerNorm rows in one launch of a
+                                          * block per row (kmath.h); default off */
+    bool overlap;                        /* --cuda-overlap on: the pipeline's ends staged through several
+                                          * buffers on threads of their own (link_stage.c); default off */
     bool host_op[PP_OP_COUNT];           /* --cuda-host-ops: op types run on the host fallback (tests) */
 } pprt_cuda_cfg;
 
@@ -53,10 +57,13 @@ pp_status pprt_cuda_plan_stage(const pprt_plan *p, const pprt_stage *st, const u
 
 /* The options every CUDA executor reads at create (defaults: graphs on, conv fusion off). */
 pprt_cuda_cfg *pprt_cuda_config(void);
+/* --cuda-overlap: the spaces' overlap_ends (mem.h) for cuda and cuda-emu. */
+bool pprt_cuda_overlap_ends(void);
 
 /* pprt's command line: the CUDA backends' options (--devices LIST,
  * --cuda-graphs on|off, --cuda-sync, --cuda-host-only, --cuda-host-ops LIST,
- * --cuda-explain, --cuda-conv-fusion on|off, --cuda-wide-copies on|off) as
+ * --cuda-explain, --cuda-conv-fusion on|off, --cuda-wide-copies on|off,
+ * --cuda-overlap on|off, --cuda-row-kernels on|off) as
  * rows of an option table (ir/args.h) over pprt_cuda_config(). */
 extern const pp_opt_table pprt_cuda_opts;
 

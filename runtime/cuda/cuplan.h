@@ -143,6 +143,8 @@ typedef struct pcu_plan_opts {
     const unsigned char *host_node; /* per node (NULL: none): 1 makes it a HOST step; the executor sets it
                                      * for a node whose library step found no engine, and replans */
     bool narrow_copies;             /* --cuda-wide-copies off: strided copies an element a thread, as given */
+    bool row_blocks;                /* --cuda-row-kernels on: Softmax and LayerNorm over the last axis, rows of
+                                     * up to PCU_ROW_MAX, as one launch of a block per row (kmath.h) */
 } pcu_plan_opts;
 
 /* The step list of stage st. Fails only on what the plan loader cannot have
@@ -160,6 +162,9 @@ const char *pcu_op_route(pp_op op);
 /* One line on f naming the stage's nodes on the host fallback and why (at
  * most four, then how many more); nothing when there are none. */
 void pcu_plan_explain(const pcu_plan *pl, const char *backend, FILE *f);
+/* --cuda-explain: one line per own-kernel step, its node and kernel
+ * ("stage 0 node '/attn/Softmax': softmax in one block"). */
+void pcu_plan_explain_kernels(const pcu_plan *pl, const char *backend, FILE *f);
 /* "Conv", "cuDNN conv", ... for messages. */
 const char *pcu_step_name(const pcu_step *s);
 

@@ -236,6 +236,9 @@ pp_status pcu_lint(const pcu_plan *pl, pp_err *err) {
             const int64_t blocks = (s->threads + PCU_BLOCK - 1) / PCU_BLOCK;
             if (s->threads < 1 || blocks > 2147483647LL)
                 snprintf(m, sizeof m, "%lld threads: outside 1 .. (2^31-1)*%d", (long long)s->threads, PCU_BLOCK);
+            else if (pcu_kernel_phases(s->kernel) > 0 && s->threads % PCU_BLOCK)
+                snprintf(m, sizeof m, "%lld threads: a block-per-row kernel runs whole blocks of %d",
+                         (long long)s->threads, PCU_BLOCK);
             for (int k = 0; k < s->n_ops && !m[0]; k++) {
                 const pcu_ref *r = &s->ops[k];
                 if (r->space < 0) continue;
@@ -336,6 +339,7 @@ static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt
     pp_status s = hn ? pprt_cuda_plan_stage(p, st, hn, &x->pl, err) : PP_FAIL(err, PP_ENOMEM, "out of memory");
     free(hn);
     if (s == PP_OK && !cfg->quiet && !pprt_cuda_config()->host_only) pcu_plan_explain(&x->pl, "cuda-emu", stderr);
+    if (s == PP_OK && pprt_cuda_config()->explain) pcu_plan_explain_kernels(&x->pl, "cuda-emu", stderr);
     if (s != PP_OK) {
         free(x);
         return s;
@@ -391,6 +395,18 @@ static pp_status emu_host(pprt_exec *x, const pcu_step *s, pp_err *err) {
     return PP_OK;
 }
 
+/* A block-per-row kernel (kernels.def PCU_ROWS): each block's phases in
+ * order, every lane of a phase before the next (the GPU's barrier), the
+ * block's shared memory a buffer of this frame. */
+static void emu_rows(const pcu_step *s, void *const *op) {
+    float row[PCU_ROW_MAX];
+    double part[2 * PCU_ROW_LANES];
+    const int phases = pcu_kernel_phases(s->kernel);
+    for (int64_t r = 0; r < s->threads / PCU_BLOCK; r++)
+        for (int ph = 0; ph < phases; ph++)
+            for (int l = 0; l < PCU_ROW_LANES; l++) pcu_kernel_phase_call(s->kernel, &s->u, op, ph, r, l, row, part);
+}
+
 pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_err *err) {
     PP_TRY(pcu_check_msgs(x->st->index, dev_in, dev_out, err));
     x->mem[PCU_SP_IN] = dev_in;
@@ -405,7 +421,9 @@ pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_er
         pp_status st = PP_OK;
         switch (s->kind) {
         case PCU_S_KERNEL:
-            for (int64_t t = 0; t < s->threads; t++) pcu_kernel_thread(s, op, ew, t);
+            if (pcu_kernel_phases(s->kernel) > 0) emu_rows(s, op);
+            else
+                for (int64_t t = 0; t < s->threads; t++) pcu_kernel_thread(s, op, ew, t);
             break;
         case PCU_S_CONV: {
             const pcu_conv *c = &s->u.conv;

@@ -527,6 +527,7 @@ static pp_status cuda_create(const pprt_plan *p, const pprt_stage *st, const ppr
         return s;
     }
     if (!ecfg->quiet && !pprt_cuda_config()->host_only) pcu_plan_explain(&x->pl, "cuda", stderr);
+    if (pprt_cuda_config()->explain) pcu_plan_explain_kernels(&x->pl, "cuda", stderr);
     if (ecfg->node_times) { /* the events every run records (pprt --profile) */
         x->prof = true;
         x->ev = calloc(pp_count(x->pl.n_steps + 1), sizeof *x->ev);

@@ -30,7 +30,21 @@ struct pcu_kptr {
         (void)ptype;                                                                                               \
         if (i < n) call;                                                                                           \
     }
+/* a block per row: the row and the partials in shared memory, a barrier after each phase */
+#define PCU_ROWS(NAME, stem, u, desc, writes, esize, extent, phases, call)                                           \
+    __global__ void pcu_k_##stem(const pcu_##stem *__restrict__ k, pcu_kops op, int *err, int64_t n, int ptype) { \
+        __shared__ float row[PCU_ROW_MAX];                                                                         \
+        __shared__ double part[2 * PCU_ROW_LANES];                                                                 \
+        const int64_t r = blockIdx.x;                                                                              \
+        const int l = (int)threadIdx.x;                                                                            \
+        (void)err, (void)ptype, (void)n;                                                                           \
+        for (int ph = 0; ph < (phases); ph++) {                                                                    \
+            call;                                                                                                  \
+            __syncthreads();                                                                                       \
+        }                                                                                                          \
+    }
 #include "kernels.def"
+#undef PCU_ROWS
 #undef PCU_KERNEL
 
 #undef OP

@@ -956,6 +956,122 @@ PCU_HD void pcu_softmax_at(const pcu_softmax *k, float *y, const float *x, doubl
     }
 }
 
+/* ---- Rows in one block: Softmax, LogSoftmax and LayerNorm in one launch -------------------- */
+
+/* The single-launch form of the row kernels (--cuda-row-kernels on; not yet
+ * run on a GPU): one block of PCU_ROW_LANES threads per row of n <=
+ * PCU_ROW_MAX contiguous floats, in PCU_ROW_PHASES phases separated by a
+ * barrier. Lane l of row r in phase ph is pcu_<stem>_ph(k, ph, ..., row,
+ * part, r, l): `row` is the block's shared copy of the row (read from x
+ * once, in phase 0), `part` 2 * PCU_ROW_LANES doubles of shared partials.
+ * On the GPU the phases are a loop with __syncthreads() between them
+ * (kernels.cu); the emulator runs every lane of a phase before the next
+ * phase (emu.c), in any order: within a phase a lane writes only slots no
+ * other lane reads in that phase. The reductions are a fixed binary tree
+ * over the lanes' partials (phases 1..8 and 10..17: lane l < s combines
+ * slots l and l + s, s = 128, 64, ..., 1), so the result does not depend on
+ * scheduling. Softmax takes expf (f32) per element, its sums in double;
+ * LayerNorm its sums and deviations in double as the reference kernel. */
+#define PCU_ROW_LANES 256
+#define PCU_ROW_MAX 4096  /* floats of a row in shared memory (16 KiB, + 4 KiB of partials) */
+#define PCU_ROW_PHASES 19
+
+/* Tree step t (1..8) of the lanes' partials p[0..PCU_ROW_LANES): lane l < s
+ * takes slot l + s (max: NaN-keeping, else a sum). */
+PCU_HD void pcu_row_tree(double *p, int t, int l, int max) {
+    const int s = PCU_ROW_LANES >> t;
+    if (l >= s) return;
+    if (max) p[l] = (double)pcu_nanmax((float)p[l], (float)p[l + s]);
+    else p[l] += p[l + s];
+}
+
+typedef struct pcu_rowsm {
+    int32_t log, pad_;
+    int64_t rows, n;
+} pcu_rowsm;
+
+/* phase 0: the row into shared memory, each lane's max; 1-8: the max's
+ * tree; 9: each lane's sum of expf(x - max); 10-17: the sum's tree; 18: y */
+PCU_HD void pcu_rowsm_ph(const pcu_rowsm *k, int ph, float *y, const float *x, float *row, double *part, int64_t r,
+                         int l) {
+    const int64_t n = k->n, L = PCU_ROW_LANES;
+    if (ph == 0) {
+        const float *xp = x + r * n;
+        float m = -INFINITY;
+        for (int64_t j = l; j < n; j += L) {
+            const float v = xp[j];
+            row[j] = v;
+            m = pcu_nanmax(m, v);
+        }
+        part[l] = m;
+    } else if (ph <= 8) {
+        pcu_row_tree(part, ph, l, 1);
+    } else if (ph == 9) {
+        const float m = (float)part[0];
+        double s = 0;
+        for (int64_t j = l; j < n; j += L) s += (double)expf(row[j] - m);
+        part[L + l] = s;
+    } else if (ph <= 17) {
+        pcu_row_tree(part + L, ph - 9, l, 0);
+    } else {
+        const float m = (float)part[0];
+        const double s = part[L];
+        float *yp = y + r * n;
+        if (k->log) {
+            const double ls = log(s) + (double)m;
+            for (int64_t j = l; j < n; j += L) yp[j] = (float)((double)row[j] - ls);
+        } else {
+            const double rs = 1.0 / s;
+            for (int64_t j = l; j < n; j += L) yp[j] = (float)((double)expf(row[j] - m) * rs);
+        }
+    }
+}
+
+typedef struct pcu_rowln {
+    int32_t has_bias, pad_;
+    int64_t rows, n;
+    double eps;
+} pcu_rowln;
+
+/* LayerNorm over the last n: phase 0 the row into shared memory and each
+ * lane's sum; 1-8 its tree; 9 each lane's sum of squared deviations from
+ * the mean; 10-17 its tree; 18 y = (x - mean) * inv * scale + bias, and
+ * lane 0 the mean and inv_std_dev outputs where the node has them. */
+PCU_HD void pcu_rowln_ph(const pcu_rowln *k, int ph, float *y, const float *x, const float *scale, const float *bias,
+                         float *mean_out, float *inv_out, float *row, double *part, int64_t r, int l) {
+    const int64_t n = k->n, L = PCU_ROW_LANES;
+    if (ph == 0) {
+        const float *xp = x + r * n;
+        double s = 0;
+        for (int64_t j = l; j < n; j += L) {
+            const float v = xp[j];
+            row[j] = v;
+            s += v;
+        }
+        part[l] = s;
+    } else if (ph <= 8) {
+        pcu_row_tree(part, ph, l, 0);
+    } else if (ph == 9) {
+        const double m = n ? part[0] / (double)n : 0.0;
+        double v = 0;
+        for (int64_t j = l; j < n; j += L) {
+            const double d = row[j] - m;
+            v += d * d;
+        }
+        part[L + l] = v;
+    } else if (ph <= 17) {
+        pcu_row_tree(part + L, ph - 9, l, 0);
+    } else {
+        const double m = n ? part[0] / (double)n : 0.0, v = n ? part[L] / (double)n : 0.0;
+        const double inv = 1.0 / sqrt(v + k->eps);
+        float *yp = y + r * n;
+        for (int64_t j = l; j < n; j += L)
+            yp[j] = (float)((row[j] - m) * inv * scale[j] + (k->has_bias ? (double)bias[j] : 0.0));
+        if (l == 0 && mean_out) mean_out[r] = (float)m;
+        if (l == 0 && inv_out) inv_out[r] = (float)inv;
+    }
+}
+
 /* ---- Layer, Instance, Group and RMS normalization ----------------------------------------- */
 
 /* Row r: n contiguous floats at x + r * n, mean and 1/sqrt(var + eps) in

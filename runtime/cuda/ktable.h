@@ -15,6 +15,9 @@
 #include "kmath.h"
 
 #define PCU_BLOCK 256      /* threads per block of every own kernel */
+#if PCU_BLOCK != PCU_ROW_LANES
+#error "a block-per-row kernel (kernels.def PCU_ROWS) is launched in blocks of PCU_BLOCK threads"
+#endif
 #define PCU_KERNEL_OPS 16  /* operands of an own kernel at most (the recurrence's 16) */
 
 typedef enum pcu_kernel_kind {
@@ -121,6 +124,39 @@ static inline void pcu_kernel_call(int kind, const void *param, void *const *op,
     }
     (void)ptype;
     (void)err;
+}
+
+/* Phases of a block-per-row kernel (kernels.def PCU_ROWS), 0 for the others. */
+static inline int pcu_kernel_phases(int kind) {
+    switch (kind) {
+#define PCU_KERNEL(NAME, stem, u, desc, writes, inplace, esize, extent, call)
+#define PCU_ROWS(NAME, stem, u, desc, writes, esize, extent, phases, call) \
+    case PCU_K_##NAME: return (phases);
+#include "kernels.def"
+#undef PCU_ROWS
+#undef PCU_KERNEL
+    default: return 0;
+    }
+}
+
+/* Lane l of row r of block-per-row kernel `kind` in phase ph, with the
+ * block's shared row (PCU_ROW_MAX floats) and partials (2 * PCU_ROW_LANES
+ * doubles): what the GPU's thread l of block r runs between barriers. */
+static inline void pcu_kernel_phase_call(int kind, const void *param, void *const *op, int ph, int64_t r, int l,
+                                         float *row, double *part) {
+    switch (kind) {
+#define PCU_KERNEL(NAME, stem, u, desc, writes, inplace, esize, extent, call)
+#define PCU_ROWS(NAME, stem, u, desc, writes, esize, extent, phases, call) \
+    case PCU_K_##NAME: {                                                 \
+        const pcu_##stem *k = (const pcu_##stem *)param;                 \
+        call;                                                            \
+        break;                                                           \
+    }
+#include "kernels.def"
+#undef PCU_ROWS
+#undef PCU_KERNEL
+    default: break;
+    }
 }
 
 #undef OP

@@ -143,4 +143,5 @@ const pprt_mem_ops pprt_mem_cuda = {
     .record = mc_record,
     .query = mc_query,
     .wait = mc_wait,
+    .overlap_ends = pprt_cuda_overlap_ends,
 };

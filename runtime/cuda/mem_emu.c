@@ -328,4 +328,5 @@ const pprt_mem_ops pprt_mem_cuda_emu = {
     .record = emu_record,
     .query = emu_query,
     .wait = emu_wait,
+    .overlap_ends = pprt_cuda_overlap_ends,
 };

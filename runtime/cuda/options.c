@@ -8,7 +8,7 @@
 #include "cuda_backend.h"
 #include "cuplan.h"
 
-static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false, .wide_copies = true};
+static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false, .wide_copies = true, .overlap = false};
 
 pprt_cuda_cfg *pprt_cuda_config(void) { return &cfg; }
 
@@ -52,6 +52,8 @@ static pp_status set_on_off(void *base, const char *name, const char *v, pp_err 
     const bool on = !strcmp(v, "on");
     if (!strcmp(name, "--cuda-graphs")) c->graphs = on;
     else if (!strcmp(name, "--cuda-wide-copies")) c->wide_copies = on;
+    else if (!strcmp(name, "--cuda-overlap")) c->overlap = on;
+    else if (!strcmp(name, "--cuda-row-kernels")) c->row_kernels = on;
     else c->conv_fusion = on;
     return PP_OK;
 }
@@ -70,7 +72,8 @@ static const pp_opt rows[] = {
      .help = "synchronize after every step, so an asynchronous fault names its node"},
     {.names = "--cuda-explain", .kind = PP_OPT_FLAG, .off = CFG(explain),
      .help = "cuda: one line per convolution and product on stderr: the cuDNN engine or cuBLASLt algorithm it "
-             "took, fused or not, and the engines refused and why"},
+             "took, fused or not, and the engines refused and why; cuda, cuda-emu: one line per own-kernel step "
+             "(its node and kernel)"},
     {.names = "--cuda-conv-fusion", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD, .words = "on|off",
      .dflt = "off", .set = set_on_off,
      .help = "cuda: a convolution's bias, residual Add and ReLU in pprt's epilogue kernel after the convolution "
@@ -80,6 +83,16 @@ static const pp_opt rows[] = {
      .dflt = "on", .set = set_on_off,
      .help = "cuda, cuda-emu: strided copies (Transpose, Slice, Concat, Gather, ...) with their dims merged and 16 "
              "bytes a thread where aligned (on), or an element a thread over the dims as given (off)"},
+    {.names = "--cuda-overlap", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD, .words = "on|off",
+     .dflt = "off", .set = set_on_off,
+     .help = "cuda, cuda-emu: the inputs cut and uploaded, the outputs downloaded and written on threads of their "
+             "own through max(2, --depth) buffers a direction while the first and last stages compute (on), or "
+             "through one buffer on the stage's thread (off; on has not yet been timed on a GPU, docs/cuda.md)"},
+    {.names = "--cuda-row-kernels", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD, .words = "on|off",
+     .dflt = "off", .set = set_on_off,
+     .help = "cuda, cuda-emu: Softmax, LogSoftmax and LayerNorm over the last axis (rows up to 4096 floats) in one "
+             "launch of a block per row, the row read once into shared memory, f32 exp (on), or rows in lanes over "
+             "three launches (off; on has not yet run on a GPU, docs/cuda.md)"},
     {.names = "--cuda-host-only", .kind = PP_OPT_FLAG, .off = CFG(host_only),
      .help = "cuda, cuda-emu: every node on the host fallback (a test of that path)"},
     {.names = "--cuda-host-ops", .kind = PP_OPT_CUSTOM, .arg = "LIST", .off = PP_OPT_NOFIELD,
@@ -91,6 +104,8 @@ static const pp_opt rows[] = {
 
 const pp_opt_table pprt_cuda_opts = {rows, (int)(sizeof rows / sizeof *rows), &cfg};
 
+bool pprt_cuda_overlap_ends(void) { return cfg.overlap; }
+
 unsigned char *pprt_cuda_host_nodes(const pprt_stage *st) {
     unsigned char *hn = calloc(pp_count(st->n_nodes) + 1, 1);
     for (int i = 0; hn && i < st->n_nodes; i++) hn[i] = cfg.host_op[st->nodes[i].op];
@@ -99,7 +114,8 @@ unsigned char *pprt_cuda_host_nodes(const pprt_stage *st) {
 
 pp_status pprt_cuda_plan_stage(const pprt_plan *p, const pprt_stage *st, const unsigned char *host_node,
                                struct pcu_plan *pl, pp_err *err) {
-    const pcu_plan_opts po = {.host_only = cfg.host_only, .host_node = host_node, .narrow_copies = !cfg.wide_copies};
+    const pcu_plan_opts po = {.host_only = cfg.host_only, .host_node = host_node, .narrow_copies = !cfg.wide_copies,
+                              .row_blocks = cfg.row_kernels};
     PP_TRY(pcu_plan_build(p, st, &po, pl, err));
     return pcu_lint(pl, err);
 }

@@ -47,6 +47,7 @@ typedef struct planner {
     bool *done; /* node absorbed by an earlier step */
     int *alias; /* tensor id -> the arena tensor whose bytes it is (a view's output), or -1 */
     bool narrow; /* --cuda-wide-copies off: perm_widen leaves copies as given */
+    bool rows;   /* --cuda-row-kernels on: Softmax and LayerNorm rows in one launch of a block per row */
     pp_err *err;
 } planner;
 
@@ -859,6 +860,15 @@ static pp_status plan_softmax(planner *P, int ni, bool *ok) {
         return PP_OK;
     *ok = true;
     if (outer * len * inner == 0) return PP_OK;
+    if (P->rows && inner == 1 && len <= PCU_ROW_MAX && outer <= INT32_MAX) { /* one launch, a block per row */
+        NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
+        s->kernel = PCU_K_ROWSM;
+        s->u.rsm = (pcu_rowsm){.log = n->op == PP_OP_LOGSOFTMAX, .rows = outer, .n = len};
+        s->ops[0] = R(P, n->in[0]), s->ops[1] = R(P, n->out[0]);
+        s->threads = outer * PCU_BLOCK;
+        P->pl->counts.own++;
+        return PP_OK;
+    }
     const int32_t lanes = inner == 1 ? row_lanes(outer, len) : 0;
     pcu_ref ops[3] = {R(P, n->in[0]), R(P, n->out[0]), {-1, -1, 0, 0}};
     pcu_step t = {.kind = PCU_S_KERNEL, .kernel = PCU_K_SOFTMAX, .node = ni, .n_ops = 3, .ops = ops,
@@ -929,6 +939,18 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
     *ok = true;
     P->pl->counts.own++;
     if (k.rows == 0) return PP_OK;
+    if (P->rows && n->op == PP_OP_LAYERNORM && k.n <= PCU_ROW_MAX && k.rows <= INT32_MAX) { /* a block per row */
+        NEW_STEP(s, P, PCU_S_KERNEL, ni, 6);
+        s->kernel = PCU_K_ROWLN;
+        s->u.rln = (pcu_rowln){.has_bias = k.has_bias, .rows = k.rows, .n = k.n, .eps = k.eps};
+        for (int q = 0; q < 6; q++) s->ops[q] = (pcu_ref){-1, -1, 0, 0};
+        s->ops[0] = R(P, n->in[0]);
+        s->ops[1] = R(P, n->in[1]);
+        if (k.has_bias) s->ops[2] = R(P, n->in[2]);
+        for (int q = 0; q < n->n_out && q < 3; q++) s->ops[3 + q] = R(P, n->out[q]);
+        s->threads = k.rows * PCU_BLOCK;
+        return PP_OK;
+    }
     k.lanes = row_lanes(k.rows, k.n);
     pcu_ref ops[7];
     for (int q = 0; q < 7; q++) ops[q] = (pcu_ref){-1, -1, 0, 0};
@@ -2023,7 +2045,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     pl->p = p;
     pl->st = st;
     pl->woff = malloc(pp_count(st->n_tensors) * sizeof *pl->woff);
-    planner P = {.pl = pl, .p = p, .st = st, .narrow = o && o->narrow_copies, .err = err};
+    planner P = {.pl = pl, .p = p, .st = st, .narrow = o && o->narrow_copies, .rows = o && o->row_blocks, .err = err};
     P.uses = calloc(pp_count(st->n_tensors), sizeof *P.uses);
     P.done = calloc(pp_count(st->n_nodes), sizeof *P.done);
     P.alias = malloc(pp_count(st->n_tensors) * sizeof *P.alias);
@@ -2094,6 +2116,15 @@ void pcu_plan_explain(const pcu_plan *pl, const char *backend, FILE *f) {
     }
     if (pl->counts.host > 4) fprintf(f, " and %d more", pl->counts.host - 4);
     fprintf(f, "\n");
+}
+
+void pcu_plan_explain_kernels(const pcu_plan *pl, const char *backend, FILE *f) {
+    for (int i = 0; i < pl->n_steps; i++) {
+        const pcu_step *s = &pl->steps[i];
+        if (s->kind == PCU_S_KERNEL && s->node >= 0)
+            fprintf(f, "pprt: %s: stage %d node '%s': %s\n", backend, pl->st->index, pl->st->nodes[s->node].name,
+                    pcu_step_name(s));
+    }
 }
 
 const char *pcu_step_name(const pcu_step *s) {

@@ -35,7 +35,8 @@
  *   link_copy.c   in one process between two places: peer copies between
  *                 devices, pinned staging between host and device
  *   link_stage.c  a host link seen from a device end (the pipeline's source
- *                 and sink, an MPI boundary): pinned buffers and a copy
+ *                 and sink, an MPI boundary): pinned buffers and a copy, on
+ *                 the stage's thread or overlapped on a thread of its own
  *   link_p2p.c    one side of a boundary between device buffers of two
  *                 processes over a point-to-point transport (p2p.h: NCCL)
  *   link_data.c   the source and the sink */
@@ -146,6 +147,16 @@ pp_status pprt_link_chans(struct pprt_chan *full, struct pprt_chan *free_, void 
  * polls the transport's error (ncclCommGetAsyncError): an error names
  * `who` ("the NCCL boundary to rank 1 (stage 1)") and the call, and aborts
  * the transport; close() aborts it too. */
+/* The same, overlapped (link_stage.c says how): `nbuf` device buffers, a
+ * copy stream and a thread of the link's own that does the host link's
+ * side (the source's cutting, the sink's writing) and the copies, so they
+ * overlap the device stage's compute; n_msgs: how many messages the device
+ * stage will receive in all (dev_consumes: the pump cuts exactly these);
+ * drain() (producer side) returns once every submitted message is written
+ * out. */
+pp_status pprt_link_staged_overlap(pprt_link *host, const pprt_place *dev, bool dev_consumes, int nbuf, int64_t n_msgs,
+                                   const char *name, pprt_link **out, pp_err *err);
+
 struct pprt_p2p;
 pp_status pprt_link_p2p(struct pprt_p2p *c, const pprt_place *at, bool sender, size_t bytes, int depth,
                         int64_t n_msgs, const char *who, pprt_link **out, pp_err *err);

@@ -20,6 +20,8 @@ mkdir -p "$dir/bin"
 cp "$dir/build/ppcc" "$dir/build/pprt" "$dir/build/pprt_cuda.so" "$dir/bin/"
 for lib in $(ldd "$dir/build/pprt" "$dir/build/ppcc" | awk '/protobuf-c|xxhash/ {print $3}' | sort -u); do cp -L "$lib" "$dir/bin/"; done
 rm -rf "$dir/build"
+# what gpu_day.sh prints first: the commit these binaries were built from
+{ echo "built from $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$src" diff --quiet HEAD 2>/dev/null || echo ' with uncommitted changes') on $(date -u '+%F %T') UTC"; } > "$dir/bin/BUILD"
 if [ "${PP_CARRY_MPI:-0}" = 1 ]; then
   cmake -S "$src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DPP_WITH_CUDA=ON -DPP_WITH_DNNL=OFF -DPP_WITH_MPI=ON \
         -DCMAKE_BUILD_RPATH='$ORIGIN/..' >/dev/null

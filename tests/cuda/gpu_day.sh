@@ -1,128 +1,260 @@
 #!/usr/bin/env bash
 # One device call that does what a GPU day owes, in order of value, within
-# SECS seconds (default 540: the device tool allows 600 a call): gpu_mini.sh's
-# checks (carried zoo against onnxruntime and across the split, --profile,
-# compute-sanitizer synccheck and initcheck, Einsum on cuBLASLt), then
-# bench/cuda_vs_torch.py (ResNet-50 and ViT-B/16 exported there, pprt at
-# -pp 1, 2, 3 against PyTorch eager on the same GPU, outputs compared; their
-# --profile by op type, with --cuda-explain's engine choices; GPT under compute-sanitizer memcheck and initcheck), then
-# the ONNX node tests that tests/conformance/expected_pass.txt lists, the
-# kernels never run on a GPU first, in chunks so a chunk cut short loses
-# only itself; between them tests/ops's cases on the GPU (OPS_SECS). Everything it finds goes to $OUT.
+# SECS seconds (default 480, about 8 minutes: run it with the device tool's
+# timeout_s 560 so a call cut short still returns its log). Issue 54's
+# order (2026-12):
+#   1. build: the carried binaries (.gpu/bin, from tests/cuda/build_carry.sh
+#      here: the GPU machine has no protobuf-c to build with) load the CUDA
+#      module and name the libraries; the commit they were built from;
+#   2. --cuda-overlap on the GPU: digits at -pp 1, 2, 3 and the small
+#      ResNet-like model of tests/cuda/overlap_models.py, the same bytes
+#      with the pipeline's ends overlapped and not; a stage failing mid-run
+#      with overlap on exits 2 (no hang); 2b. --cuda-row-kernels on: the
+#      rows of tests/cuda/row_models.py against ref, under racecheck and
+#      memcheck;
+#   3. the ONNX node tests on cuda, a quick pass (NODE=quick, default: every
+#      NODE_STRIDE-th listed test, within NODE_SECS (60); NODE=all: all of them
+#      in five chunks, CHUNKS and SAN as before; NODE=0: none), then the
+#      Softmax and LayerNorm node tests with --cuda-row-kernels on;
+#   4. bench/cuda_vs_torch.py, the fair benchmark: ResNet-50 and ViT-B/16 at
+#      batch 8 and 32 (BENCH_BATCHES), pprt -pp 1 (BENCH_PP) with
+#      --cuda-overlap off and on against PyTorch eager host to host and
+#      device-resident, f32 strict (BENCH_SECS, default 210), then fp16 and
+#      bf16 rows against autocast channels_last (BENCH_HALF_SECS, default 75;
+#      0 skips), then the torch.compile column (BENCH_COMPILE_SECS, default
+#      90; compile time excluded, printed); BENCH_RUNS alternated rounds
+#      (default 2), BENCH_ARGS added to each call;
+#   5. with time left (EXTRA=1, the default): ViT-B/16 with the row kernels
+#      in one block against in lanes, the profiles by op type at batch
+#      8 (with --cuda-explain), ViT's --cuda-wide-copies A/B, ResNet-50's
+#      --cuda-conv-fusion A/B, GPT under memcheck and initcheck, tests/ops on
+#      cuda (OPS_SECS, default 0 now), each only if the time left allows it.
+# MINI=1 runs gpu_mini.sh's checks (the zoo against onnxruntime, nan_conv.py,
+# synccheck/initcheck, einsum) before all this (off by default since 2026-12:
+# they passed on six leases). The log comes back as $OUT/day.log, the tables
+# as $OUT/cvt_*.md, everything else packed in $OUT/gday.tgz (the device tool
+# returns 8 files at most).
 # Here: PP_CARRY_ZOO=1 tests/cuda/build_carry.sh. There (carry .gpu):
-#   SECS=540 BENCH_SECS=240 bash tests/cuda/gpu_day.sh
-# (MINI=0 BENCH_SECS=0 SAN=memcheck: only the node tests, each under compute-sanitizer)
+#   bash tests/cuda/gpu_day.sh                   (about 8 minutes)
+#   NODE=all MINI=0 BENCH_SECS=0 BENCH_HALF_SECS=0 BENCH_COMPILE_SECS=0 SAN=memcheck SECS=480 bash tests/cuda/gpu_day.sh
+#                                                (only the node tests, each under compute-sanitizer)
+# Without a GPU: DRY=1 bash tests/cuda/gpu_day.sh runs the same script on
+# cuda-emu with the binaries of PP_GPU_BIN (default build/), the node tests
+# thinned, the benchmark as --dry-run (its command lines), no sanitizer.
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
-# the device tool brings back 8 files of $OUT at most: the log there, everything else in
+dry=${DRY:-0}
+if [ "$dry" = 1 ]; then
+  export PP_GPU_BIN=${PP_GPU_BIN:-$src/build} PP_BACKEND=cuda-emu
+  NODE_STRIDE=${NODE_STRIDE:-60}; EXTRA=${EXTRA:-0}
+fi
+# the device tool brings back 8 files of $OUT at most: the log and the tables there, everything else in
 # /tmp/gday_files, packed into $OUT/gday.tgz on the way out (a timeout of the script's own included)
 dest=${OUT:-/tmp/gday}; out=/tmp/gday_files; rm -rf "$out"; mkdir -p "$dest" "$out"
 exec > >(tee "$dest/day.log") 2>&1
 trap 'tar czf "$dest/gday.tgz" -C "$out" . 2>/dev/null' EXIT
-t0=$SECONDS; budget=${SECS:-540}
+t0=$SECONDS; budget=${SECS:-480}
 left() { echo $((budget - (SECONDS - t0))); }
+# cap N: N, or what is left less a margin, whichever is smaller (<= 0: skip)
+cap() { local l=$(($(left) - ${2:-15})); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
 status=0
-be=${PP_BACKEND:-cuda}   # cuda-emu, with MINI=0: a dry run here
-[ "${MINI:-1}" = 0 ] || SECS=1 bash "$src/tests/cuda/gpu_mini.sh" || status=1
+be=${PP_BACKEND:-cuda}
+[ "${MINI:-0}" = 0 ] || SECS=1 bash "$src/tests/cuda/gpu_mini.sh" || status=1
 . "$src/tests/cuda/gpu_env.sh"
 
-echo "== bench/cuda_vs_torch.py ($(date +%T), $(left) s left)"
-bs=${BENCH_SECS:-240}; [ "$bs" -lt "$(left)" ] || bs=$(($(left) - 30))
-[ "$bs" -le 0 ] || timeout "$bs" python3 "$src/bench/cuda_vs_torch.py" --pprt "$PPRT" --ppcc "$PPCC" --work /tmp/cvt \
-  --backend $be --out "$out/cuda_vs_torch.md" ${BENCH_ARGS:-} --runs "${BENCH_RUNS:-2}" 2> "$out/bench.err" || { echo "bench: rc $?"; tail -5 "$out/bench.err"; status=1; }
-cat "$out/cuda_vs_torch.md" 2>/dev/null
-# where the GPU time goes: --profile at batch 8, -pp 1, summed by op type
-# (and ViT at --precision tf32: on 2026-11-26 it ran only 9 % faster than f32, as if its products took no TF32)
-# rate STATS_JSON: the steady-state samples/s; by_op PROFILE_JSON LABEL: its ms summed by op type
-rate() { python3 -c "import json, sys; print(round(json.load(open(sys.argv[1]))['steady_samples_per_s'], 1))" "$1"; }
-by_op() {
-  python3 -c "
-import collections, json, sys
-t = json.load(open(sys.argv[1]))['nodes']; agg = collections.Counter()
-for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
-print(sys.argv[2] + ', ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))" "$1" "$2"
-}
-# MODEL:PRECISION[:narrow] (narrow: --cuda-wide-copies off, the copies as given)
-for mp in resnet50:f32 vit_b_16:f32 vit_b_16:tf32 vit_b_16:f32:narrow; do
-  IFS=: read -r m pr nar <<< "$mp"; d=/tmp/cvt/$m; [ -f $d/b8_pp1.plan ] || continue
-  ex=(); [ "$be" != cuda ] || ex=(--cuda-explain)   # which cuDNN engine / cuBLASLt algorithm each step took
-  [ -z "$nar" ] || ex+=(--cuda-wide-copies off)
-  tag=${m}_$pr${nar:+_$nar}
-  timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/prof_out --backend $be -q --warmup 4 --precision $pr \
-    "${ex[@]}" --profile "$out/prof_$tag.json" 2> "$out/explain_$tag.txt" && by_op "$out/prof_$tag.json" "$m $pr${nar:+ $nar} profile"
-done
-# ResNet-50's convolutions at 1.6-2.3x PyTorch's time (2026-11-26): fused cuDNN graphs (conv + bias +
-# residual + ReLU, runtime-fusion engines in f32) against the convolution alone + pprt's epilogue kernel
-d=/tmp/cvt/resnet50
-if [ "$be" = cuda ] && [ -f $d/b8_pp1.plan ]; then
-  for r in 1 2; do for f in on off; do
-    timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/fus_out --backend cuda -q --warmup 4 --cuda-conv-fusion $f \
-      --stats-json /tmp/cvt/fus_$f.json $([ $r = 1 ] && echo --cuda-explain) 2> "$out/explain_resnet50_fusion_$f.txt" \
-      && echo "ResNet-50 -b 8 --cuda-conv-fusion $f: $(rate /tmp/cvt/fus_$f.json) samples/s"
-  done; done
-fi
-# strided copies widened (the default since 2026-11-27, not yet timed on a GPU) against as given
-# (its profile: vit_b_16 f32 narrow above): ViT-B/16's Transposes and Gathers were 3.2 of 14.3 ms a
-# micro-batch of 8 on the sixth lease
-d=/tmp/cvt/vit_b_16
-if [ -f $d/b8_pp1.plan ]; then
-  for r in 1 2; do for w in on off; do
-    timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/wide_out_$w --backend $be -q --warmup 4 --cuda-wide-copies $w \
-      --stats-json /tmp/cvt/wide_$w.json && echo "ViT-B/16 -b 8 --cuda-wide-copies $w: $(rate /tmp/cvt/wide_$w.json) samples/s"
-  done; done
-  cmp /tmp/cvt/wide_out_on/*.npy /tmp/cvt/wide_out_off/*.npy && echo "ViT-B/16: the same output bytes with copies widened and as given" \
-    || { echo "FAIL: ViT-B/16's output differs with --cuda-wide-copies off"; status=1; }
-fi
-# the row kernels in lanes (GPT's LayerNorms) under compute-sanitizer
+echo "== 1. build ($(date +%T), $(left) s left)"
+cat "$bin/BUILD" 2>/dev/null || echo "no $bin/BUILD (binaries built before 2026-12, or not by build_carry.sh)"
 if [ "$be" = cuda ]; then
-  for tool in memcheck initcheck; do
-    timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $Z/gpt/auto_2.plan $Z/gpt/data -o /tmp/gday_san \
-      --backend cuda --cuda-graphs off -q > "$out/san_gpt_$tool.txt" 2>&1 || { echo "FAIL: compute-sanitizer $tool on GPT"; status=1; }
-    echo "GPT -pp 2 $tool: $(tail -1 "$out/san_gpt_$tool.txt")"
+  v=$("$PPRT" --backend cuda --version 2>&1); echo "$v" | grep 'cuda:'
+  echo "$v" | grep -q 'cuda: CUDA runtime' || { echo "FAIL: the CUDA module does not load"; status=1; }
+  nvidia-smi -L
+fi
+
+echo "== 2. --cuda-overlap on against off ($(date +%T), $(left) s left)"
+w=/tmp/gday_ovl; rm -rf $w; mkdir -p $w; S=$src/samples/digits
+python3 "$src/tests/cuda/overlap_models.py" $w > /dev/null || { echo "FAIL: overlap_models.py"; status=1; }
+ovl() { # MODEL DATA PP DEPTH: the same bytes with the ends overlapped and not; each rate
+  local m=$1 data=$2 pp=$3 dp=$4 tag; tag=$(basename "$m" .onnx)_$3_$4
+  "$PPCC" "$m" -pp "$pp" -b 8 -o $w/p.plan -q || { echo "FAIL: ppcc $m"; status=1; return; }
+  for o in off on; do
+    timeout 60 "$PPRT" $w/p.plan "$data" --backend $be -q --depth "$dp" --warmup 2 --cuda-overlap $o -o $w/$tag.$o \
+      --stats-json $w/$tag.$o.json || { echo "FAIL: $tag --cuda-overlap $o"; status=1; }
+  done
+  local same=yes; for f in $w/$tag.off/*.npy; do cmp -s "$f" "$w/$tag.on/$(basename "$f")" || same=no; done
+  [ $same = yes ] || status=1
+  echo "$tag: same bytes: $same; samples/s off $(python3 -c "import json,sys; print(round(json.load(open(sys.argv[1]))['steady_samples_per_s']))" $w/$tag.off.json 2>/dev/null), on $(python3 -c "import json,sys; print(round(json.load(open(sys.argv[1]))['steady_samples_per_s']))" $w/$tag.on.json 2>/dev/null)"
+}
+for pp in 1 2 3; do ovl "$S/model.onnx" "$S/data" $pp 2; done
+ovl "$S/model.onnx" "$S/data" 2 4
+for pp in 1 2; do ovl $w/resnet_like.onnx $w/resnet_like $pp 2; done
+"$PPCC" $w/gather.onnx -b 4 -o $w/g.plan -q
+timeout 30 "$PPRT" $w/g.plan $w/gather_bad --backend $be -q -o $w/g_bad --cuda-overlap on 2> $w/g_bad.txt; rc=$?
+[ $rc = 2 ] && grep -q "index is out of range" $w/g_bad.txt && echo "a failing stage with --cuda-overlap on: exit 2, its message" \
+  || { echo "FAIL: a failing stage with --cuda-overlap on: exit $rc: $(head -c 300 $w/g_bad.txt)"; status=1; }
+
+echo "== 2b. --cuda-row-kernels on ($(date +%T), $(left) s left)"
+python3 "$src/tests/cuda/row_models.py" $w/rows && "$PPCC" $w/rows/rows.onnx -b 1 -o $w/rows.plan -q \
+  && "$PPRT" $w/rows.plan $w/rows/data --backend ref -q -o $w/rows_ref || { echo "FAIL: row_models.py"; status=1; }
+timeout 60 "$PPRT" $w/rows.plan $w/rows/data --backend $be -q -o $w/rows_on --cuda-row-kernels on --cuda-explain \
+  2> $w/rows_explain.txt || { echo "FAIL: --cuda-row-kernels on"; status=1; }
+echo "steps in one block: $(grep -c 'in one block' $w/rows_explain.txt) (want 4)"
+for f in $w/rows_ref/*.npy; do
+  python3 "$src/tests/tools/compare_npy.py" $w/rows_on/$(basename $f) $f --rtol 1e-5 --atol 1e-6 | tail -1 | sed "s|^|$(basename $f): |"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+done
+if [ "$be" = cuda ]; then  # the barriers and shared memory as the hardware runs them
+  for tool in racecheck memcheck; do
+    timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $w/rows.plan $w/rows/data -o $w/rows_san \
+      --backend cuda --cuda-graphs off --cuda-row-kernels on -q > "$out/san_rows_$tool.txt" 2>&1 \
+      || { echo "FAIL: compute-sanitizer $tool, --cuda-row-kernels on"; status=1; }
+    echo "row kernels $tool: $(tail -1 "$out/san_rows_$tool.txt")"
   done
 fi
 
-# tests/ops's cases (the fusions ppcc added after the last lease: pp.GroupNorm on the norm kernel per
-# channel, LayerNorm without shift, HardSwish, Pow by 2, layer scales; the RNNs on the host fallback)
-# on $be against onnxruntime, within OPS_SECS (default 150; 0 skips)
-os=${OPS_SECS:-150}; [ "$os" -lt "$(($(left) - 20))" ] || os=$(($(left) - 20))
-if [ "$os" -gt 0 ]; then
-  echo "== tests/ops on $be ($(date +%T), $(left) s left)"
-  PP_OPS_BACKENDS=$be PP_OPS_IR=10 PP_OPS_ONLY=${OPS_ONLY:-.} timeout "$os" python3 "$src/tests/ops/run.py" /tmp/gday_ops \
-    > "$out/ops.txt" 2>&1 || { echo "ops: rc $?"; status=1; }
-  grep -E "^ops: [0-9]+ cases|^FAIL" "$out/ops.txt" | head -30
-fi
-
-echo "== ONNX node tests on $be ($(date +%T), $(left) s left)"
-w=/tmp/gday_nt; rm -rf $w; mkdir -p $w/all && tar xzf "$src/.gpu/node.tgz" -C $w/all
-python3 - "$src" $w <<'EOF'
+# ONNX node tests: quick (every NODE_STRIDE-th listed test, one chunk) or all (five chunks)
+node_tests() {
+  local mode=$1 nw=/tmp/gday_nt
+  rm -rf $nw; mkdir -p $nw/all && tar xzf "$src/.gpu/node.tgz" -C $nw/all 2>/dev/null \
+    || { [ "$dry" = 1 ] && python3 -c "import onnx, os, shutil, sys; shutil.copytree(os.path.join(os.path.dirname(onnx.__file__), 'backend/test/data/node'), sys.argv[1])" $nw/all/node; } \
+    || { echo "no node tests (.gpu/node.tgz: PP_CARRY_ZOO=1 build_carry.sh)"; status=1; return; }
+  python3 - "$src" $nw "$mode" "${NODE_STRIDE:-5}" <<'EOF'
 import os, shutil, sys
-src, w = sys.argv[1:]
+src, w, mode, stride = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 listed = [t.strip() for t in open(os.path.join(src, "tests/conformance/expected_pass.txt")) if t.strip()]
 first = ("depthtospace", "spacetodepth", "lstm", "gru", "rnn", "training_mode", "attention", "rotary", "resize", "einsum", "scatter", "tril", "triu", "_pad", "test_sin", "test_cos",
          "test_tan", "sign", "shrink", "isnan", "isinf", "bitwise", "bitshift", "top_k", "dropout",
-         # own kernels added on 2026-11-27, never run on a GPU yet
+         # own kernels added on 2026-11-27
          "gridsample", "quantizelinear", "hardmax", "l1normalization", "l2normalization", "lpnormalization", "lppool", "onehot", "affine_grid", "cumprod")
-new = [t for t in listed if any(k in t for k in first)]
-rest = [t for t in listed if t not in new]
-chunks = [new] + [rest[i::4] for i in range(4)]
+if mode == "quick":
+    chunks = [listed[::stride]]
+else:
+    new = [t for t in listed if any(k in t for k in first)]
+    rest = [t for t in listed if t not in new]
+    chunks = [new] + [rest[i::4] for i in range(4)]
 for i, ts in enumerate(chunks):
     os.makedirs(os.path.join(w, f"c{i}"))
     for t in ts:
         if os.path.isdir(os.path.join(w, "all/node", t)):
             shutil.move(os.path.join(w, "all/node", t), os.path.join(w, f"c{i}", t))
-    print(f"chunk {i}: {len(ts)} tests")
+    print(f"chunk {i}: {len(ts)} tests" + (f" (every {stride}th of {len(listed)} listed)" if mode == "quick" else ""))
 EOF
-# SAN=memcheck (or racecheck, initcheck, synccheck): every node test's pprt under compute-sanitizer
-if [ -n "${SAN:-}" ]; then
-  printf '#!/bin/sh\nexec compute-sanitizer --tool %s --error-exitcode 9 %s "$@"\n' "$SAN" "$PPRT" > $w/pprt_san
-  chmod +x $w/pprt_san; export PPRT=$w/pprt_san
+  local PR=$PPRT
+  # SAN=memcheck (or racecheck, initcheck, synccheck): every node test's pprt under compute-sanitizer
+  if [ -n "${SAN:-}" ] && [ "$dry" != 1 ]; then
+    printf '#!/bin/sh\nexec compute-sanitizer --tool %s --error-exitcode 9 %s "$@"\n' "$SAN" "$PPRT" > $nw/pprt_san
+    chmod +x $nw/pprt_san; PR=$nw/pprt_san
+  fi
+  local chunks=0; [ "$mode" = quick ] || chunks=${CHUNKS:-0 1 2 3 4}
+  local end=$((SECONDS + $2))
+  for i in $chunks; do   # CHUNKS="3 4 0 1 2": another order (a lease that ran some already)
+    local t=$((end - SECONDS)); [ $t -le $(($(left) - 5)) ] || t=$(($(left) - 5))
+    [ $t -gt 15 ] || { echo "out of time before chunk $i"; break; }
+    PPRT=$PR PPRT_EXTRA_ARGS="--backend $be" timeout $t python3 "$src/tests/conformance/run.py" -j 16 \
+      --node-dir $nw/c$i --filter test_ --timeout 30 --list-failures --json "$out/conf_${mode}_c$i.json" > "$out/conf_${mode}_c$i.txt" 2>&1
+    local rc=$?; echo "chunk $i: rc $rc: $(grep -E 'listed-op tests:|regression|did not pass|tests in' "$out/conf_${mode}_c$i.txt" | tr '\n' ' ')"
+    [ $rc = 0 ] || { status=1; grep -A30 "did not pass" "$out/conf_${mode}_c$i.txt" | head -30; }
+  done
+}
+# the node tests of the row kernels' ops with --cuda-row-kernels on (wherever node_tests left them)
+row_node_tests() {
+  local nw=/tmp/gday_nt f d
+  for f in softmax layer_norm; do for d in $nw/all/node $nw/c*; do
+    ls "$d" 2>/dev/null | grep -q "$f" || continue
+    [ "$(left)" -gt 320 ] || { echo "row kernels' node tests: no time left before the benchmark"; return; }
+    PPRT_EXTRA_ARGS="--backend $be --cuda-row-kernels on" timeout 60 python3 "$src/tests/conformance/run.py" -j 16 \
+      --node-dir "$d" --filter $f --timeout 30 > "$out/conf_rows_${f}_$(basename "$d").txt" 2>&1
+    local rc=$?; echo "--cuda-row-kernels on, $f in $(basename "$d"): rc $rc: $(grep -E 'regression' "$out/conf_rows_${f}_$(basename "$d").txt" | tr '\n' ' ')"
+    [ $rc = 0 ] || status=1
+  done; done
+}
+case ${NODE:-quick} in
+  # (the quick pass leaves 300 s for the benchmark)
+  quick) echo "== 3. ONNX node tests on $be, quick pass ($(date +%T), $(left) s left)"; node_tests quick "$(cap "${NODE_SECS:-60}" 300)" ;;
+  all) echo "== 3. ONNX node tests on $be, all ($(date +%T), $(left) s left)"; node_tests all "$(cap 100000 5)" ;;
+  *) echo "== 3. ONNX node tests: skipped (NODE=${NODE})" ;;
+esac
+[ "${NODE:-quick}" = 0 ] || row_node_tests
+
+# the fair benchmark: PART SECS ARGS...: one bench/cuda_vs_torch.py call into $dest/cvt_PART.md
+bench() {
+  local part=$1 s; s=$(cap "$2" 20); shift 2
+  [ "$s" -gt 0 ] || { echo "bench $part: skipped (no time left)"; return; }
+  echo "== 4. bench/cuda_vs_torch.py, $part ($(date +%T), $(left) s left, $s s for it)"
+  local dr=(); [ "$dry" != 1 ] || dr=(--dry-run)
+  timeout "$s" python3 "$src/bench/cuda_vs_torch.py" --pprt "$PPRT" --ppcc "$PPCC" --work /tmp/cvt --backend $be \
+    --models "${BENCH_MODELS:-resnet50,vit_b_16}" --batches "${BENCH_BATCHES:-8,32}" --runs "${BENCH_RUNS:-2}" \
+    --out "$dest/cvt_$part.md" "$@" "${dr[@]}" ${BENCH_ARGS:-} 2> "$out/bench_$part.err"
+  local rc=$?; [ $rc = 0 ] || { echo "bench $part: rc $rc$([ $rc = 124 ] && echo ' (cut by its time: the rows so far are kept)')"; tail -5 "$out/bench_$part.err"; [ $rc = 124 ] || status=1; }
+  [ "$dry" = 1 ] && tail -4 "$out/bench_$part.err" || cat "$dest/cvt_$part.md" 2>/dev/null
+}
+bench f32 "${BENCH_SECS:-210}" --pp "${BENCH_PP:-1}" --overlap off,on --precisions f32 --compile ""
+[ "${BENCH_HALF_SECS:-75}" = 0 ] || bench half "${BENCH_HALF_SECS:-75}" --pp "${BENCH_PP:-1}" --overlap off,on --precisions fp16,bf16 --compile "" --profile-kernels 0
+[ "${BENCH_COMPILE_SECS:-90}" = 0 ] || bench compile "${BENCH_COMPILE_SECS:-90}" --pp "" --precisions f32 --compile f32 --profile-kernels 0
+
+if [ "${EXTRA:-1}" = 1 ]; then
+  echo "== 5. with the time left ($(date +%T), $(left) s left)"
+  # ViT-B/16 at batch 8 with the row kernels in one block against in lanes, alternated, the outputs compared
+  d=/tmp/cvt/vit_b_16
+  if [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 60 ]; then
+    for r in 1 2; do for rk in on off; do
+      timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/rows_out_$rk --backend $be -q --warmup 4 --cuda-row-kernels $rk \
+        --stats-json /tmp/cvt/rows_$rk.json && echo "ViT-B/16 -b 8 --cuda-row-kernels $rk: $(python3 -c "import json, sys; print(round(json.load(open(sys.argv[1]))['steady_samples_per_s'], 1))" /tmp/cvt/rows_$rk.json) samples/s"
+    done; done
+    python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/rows_out_on/*.npy /tmp/cvt/rows_out_off/*.npy --rtol 1e-4 --atol 1e-5 \
+      | tail -1 | sed 's|^|ViT-B/16 --cuda-row-kernels on against off: |'
+  fi
+  # where the GPU time goes: --profile at batch 8, -pp 1, summed by op type
+  rate() { python3 -c "import json, sys; print(round(json.load(open(sys.argv[1]))['steady_samples_per_s'], 1))" "$1"; }
+  by_op() {
+    python3 -c "
+import collections, json, sys
+t = json.load(open(sys.argv[1]))['nodes']; agg = collections.Counter()
+for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
+print(sys.argv[2] + ', ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))" "$1" "$2"
+  }
+  # MODEL:PRECISION[:narrow] (narrow: --cuda-wide-copies off, the copies as given)
+  for mp in resnet50:f32 vit_b_16:f32 vit_b_16:tf32 vit_b_16:f32:narrow; do
+    [ "$(left)" -gt 60 ] || { echo "profiles: out of time"; break; }
+    IFS=: read -r m pr nar <<< "$mp"; d=/tmp/cvt/$m; [ -f $d/b8_pp1.plan ] || continue
+    ex=(); [ "$be" != cuda ] || ex=(--cuda-explain)   # which cuDNN engine / cuBLASLt algorithm each step took
+    [ -z "$nar" ] || ex+=(--cuda-wide-copies off)
+    tag=${m}_$pr${nar:+_$nar}
+    timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/prof_out --backend $be -q --warmup 4 --precision $pr \
+      "${ex[@]}" --profile "$out/prof_$tag.json" 2> "$out/explain_$tag.txt" && by_op "$out/prof_$tag.json" "$m $pr${nar:+ $nar} profile"
+  done
+  # strided copies widened (the default) against as given, alternated, the bytes compared
+  d=/tmp/cvt/vit_b_16
+  if [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 80 ]; then
+    for r in 1 2; do for wc in on off; do
+      timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/wide_out_$wc --backend $be -q --warmup 4 --cuda-wide-copies $wc \
+        --stats-json /tmp/cvt/wide_$wc.json && echo "ViT-B/16 -b 8 --cuda-wide-copies $wc: $(rate /tmp/cvt/wide_$wc.json) samples/s"
+    done; done
+    cmp /tmp/cvt/wide_out_on/*.npy /tmp/cvt/wide_out_off/*.npy && echo "ViT-B/16: the same output bytes with copies widened and as given" \
+      || { echo "FAIL: ViT-B/16's output differs with --cuda-wide-copies off"; status=1; }
+  fi
+  # ResNet-50's fused cuDNN graphs (not NaN-faithful, docs/cuda.md) against the convolutions alone (the default)
+  d=/tmp/cvt/resnet50
+  if [ "$be" = cuda ] && [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 80 ]; then
+    for r in 1 2; do for f in on off; do
+      timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/fus_out --backend cuda -q --warmup 4 --cuda-conv-fusion $f \
+        --stats-json /tmp/cvt/fus_$f.json 2> /dev/null && echo "ResNet-50 -b 8 --cuda-conv-fusion $f: $(rate /tmp/cvt/fus_$f.json) samples/s"
+    done; done
+  fi
+  # the row kernels in lanes (GPT's LayerNorms) under compute-sanitizer
+  if [ "$be" = cuda ] && [ "$(left)" -gt 100 ] && [ -f $Z/gpt/auto_2.plan ]; then
+    for tool in memcheck initcheck; do
+      timeout 45 compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $Z/gpt/auto_2.plan $Z/gpt/data -o /tmp/gday_san \
+        --backend cuda --cuda-graphs off -q > "$out/san_gpt_$tool.txt" 2>&1 || { echo "FAIL: compute-sanitizer $tool on GPT"; status=1; }
+      echo "GPT -pp 2 $tool: $(tail -1 "$out/san_gpt_$tool.txt")"
+    done
+  fi
+  # tests/ops's cases on $be against onnxruntime, within OPS_SECS (default 0 since 2026-12; 166 of 167 on the sixth lease)
+  os=$(cap "${OPS_SECS:-0}" 20)
+  if [ "$os" -gt 0 ]; then
+    echo "== tests/ops on $be ($(date +%T), $(left) s left)"
+    PP_OPS_BACKENDS=$be PP_OPS_IR=10 PP_OPS_ONLY=${OPS_ONLY:-.} timeout "$os" python3 "$src/tests/ops/run.py" /tmp/gday_ops \
+      > "$out/ops.txt" 2>&1 || { echo "ops: rc $?"; status=1; }
+    grep -E "^ops: [0-9]+ cases|^FAIL" "$out/ops.txt" | head -30
+  fi
 fi
-for i in ${CHUNKS:-0 1 2 3 4}; do   # CHUNKS="3 4 0 1 2": another order (a lease that ran some already)
-  [ "$(left)" -gt 20 ] || { echo "out of time before chunk $i"; break; }
-  PPRT_EXTRA_ARGS="--backend $be" timeout $(($(left) - 5)) python3 "$src/tests/conformance/run.py" -j 16 \
-    --node-dir $w/c$i --filter test_ --timeout 30 --list-failures --json "$out/conf_c$i.json" > "$out/conf_c$i.txt" 2>&1
-  rc=$?; echo "chunk $i: rc $rc: $(grep -E 'listed-op tests:|regression|did not pass|tests in' "$out/conf_c$i.txt" | tr '\n' ' ')"
-  [ $rc = 0 ] || { status=1; grep -A30 "did not pass" "$out/conf_c$i.txt" | head -30; }
-done
 date -u; echo "gpu day: $([ $status = 0 ] && echo all passed || echo FAILURES above) ($((SECONDS - t0)) s)"; exit $status

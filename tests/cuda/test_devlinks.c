@@ -18,9 +18,11 @@
  *     one device (counted by the space);
  *   - its outputs are bit-identical to the same plan with cuda-emu's
  *     executor on host messages (a backend registered here with the same
- *     executor and host memory: what cuda-emu was before device links), and
- *     to the same plan with every stage on device 0 (--devices 0: device
- *     queues, no peer copies);
+ *     executor and host memory: what cuda-emu was before device links), to
+ *     the same plan with every stage on device 0 (--devices 0: device
+ *     queues, no peer copies), and to the same plan with the pipeline's
+ *     ends overlapped (--cuda-overlap on, at --depth 2 and at --depth 3
+ *     with 2 warm-up micro-batches: the same copies, warm-up ones included);
  *   - and within rtol 1e-3, atol 1e-4 of the reference backend (--backend ref). */
 #include <math.h>
 #include <stdlib.h>
@@ -41,9 +43,10 @@ static const pprt_backend emu_host = {
 };
 
 /* The plan's outputs (caller frees with free_outs). */
-static pprt_array *run(const pprt_plan *p, const pprt_array *in, const pprt_backend *override, pprt_emu_counts *d) {
+static pprt_array *run_with(const pprt_plan *p, const pprt_array *in, const pprt_backend *override, pprt_emu_counts *d,
+                            int depth, int warmup) {
     pp_err e = {0};
-    pprt_run_opts o = {.depth = 2, .backend = override};
+    pprt_run_opts o = {.depth = depth, .warmup = warmup, .backend = override};
     pprt_array *out = calloc((size_t)p->n_outputs, sizeof *out);
     pprt_stats st = {0};
     pprt_emu_counts a, b;
@@ -56,6 +59,10 @@ static pprt_array *run(const pprt_plan *p, const pprt_array *in, const pprt_back
     free(st.latency_ms);
     pprt_trace_free(st.trace);
     return out;
+}
+
+static pprt_array *run(const pprt_plan *p, const pprt_array *in, const pprt_backend *override, pprt_emu_counts *d) {
+    return run_with(p, in, override, d, 2, 0);
 }
 
 static void free_outs(const pprt_plan *p, pprt_array *o) {
@@ -140,6 +147,21 @@ int main(int argc, char **argv) {
     CHECK(c0.peer == 0 && c0.h2d == h2d && c0.d2h == d2h, "--devices 0: %ld peer copies, %ld h2d, %ld d2h", c0.peer,
           c0.h2d, c0.d2h);
     CHECK(same(p, a, d, in.n), "--devices 0 gives other bits");
+
+    /* the pipeline's ends overlapped (link_stage.c's pump threads): the same copies and bits */
+    pprt_cuda_config()->overlap = true;
+    for (int v = 0; v < 2; v++) {
+        const int depth = v ? 3 : 2, warm = v ? 2 : 0;
+        pprt_emu_counts co;
+        pprt_array *o = run_with(p, &in, NULL, &co, depth, warm);
+        const long wh = h2d / M * (M + warm), wd = d2h / M * (M + warm), wp = peer / M * (M + warm);
+        CHECK(co.h2d == wh && co.d2h == wd && co.peer == wp && co.d2d == 0, "--cuda-overlap on, --depth %d, --warmup "
+              "%d: %ld h2d, %ld d2h, %ld peer, %ld d2d copies; expected %ld, %ld, %ld, 0", depth, warm, co.h2d, co.d2h,
+              co.peer, co.d2d, wh, wd, wp);
+        CHECK(same(p, a, o, in.n), "--cuda-overlap on (--depth %d, --warmup %d) gives other bits", depth, warm);
+        free_outs(p, o);
+    }
+    pprt_cuda_config()->overlap = false;
 
     /* the reference backend */
     pprt_array *r = run(p, &in, pprt_backend_find("ref"), NULL);

@@ -21,6 +21,13 @@
  *     the node tests hold to the reference kernels: within 2 ulp, NaN where
  *     it is, over rows with NaN, infinities, huge and tiny values, lane
  *     threads run in reverse order;
+ *   - the row kernels in one block (--cuda-row-kernels: Softmax, LogSoftmax,
+ *     LayerNorm as a block per row, phases and barriers) through their
+ *     kernels.def rows, lanes in reverse order and the shared memory
+ *     poisoned, against the one-thread form: Softmax within 8 ulp (expf of
+ *     x - max rounded to f32: 6 ulp worst over these rows, whose values lie
+ *     within +-4; the error grows with a row's spread, about 2^-24 |x - max|
+ *     relative), the others within 2, NaN where it is;
  *   - the kernel table (runtime/cuda/kernels.def): the kinds keep the
  *     numbers the launcher's hand-numbered cases had, each parameter block
  *     the size the engine uploaded before the table, and every row has a
@@ -424,6 +431,93 @@ static void test_rows(void) {
     }
 }
 
+/* ---- rows in one block ---------------------------------------------------------------------- */
+
+/* Block-per-row step s (kernels.def PCU_ROWS) as the emulator runs it, but
+ * the lanes of each phase in reverse order, the shared memory poisoned
+ * first (a lane that reads a slot no earlier phase wrote, or another lane's
+ * slot of the same phase, gives other bits or NaN). */
+static void run_block_rows(const pcu_step *s, void *const *op) {
+    static float row[PCU_ROW_MAX];
+    static double part[2 * PCU_ROW_LANES];
+    for (int64_t r = 0; r < s->threads / PCU_BLOCK; r++) {
+        for (int q = 0; q < PCU_ROW_MAX; q++) row[q] = NAN;
+        for (int q = 0; q < 2 * PCU_ROW_LANES; q++) part[q] = NAN;
+        for (int ph = 0; ph < pcu_kernel_phases(s->kernel); ph++)
+            for (int l = PCU_ROW_LANES - 1; l >= 0; l--) pcu_kernel_phase_call(s->kernel, &s->u, op, ph, r, l, row, part);
+    }
+}
+
+static int64_t block_worst[2]; /* the largest ulps seen: Softmax, the others */
+
+static void compare_block(const char *what, const float *a, const float *b, int64_t count, int64_t tol) {
+    for (int64_t i = 0; i < count; i++) {
+        checks++;
+        const int64_t u = ulps(a[i], b[i]);
+        if (u > block_worst[tol > 2] && u != INT64_MAX) block_worst[tol > 2] = u;
+        if (u > tol) {
+            FAIL("%s: element %lld: one block %.9g, one thread %.9g\n", what, (long long)i, a[i], b[i]);
+            return;
+        }
+    }
+}
+
+/* The single-launch row kernels (--cuda-row-kernels on) through their
+ * kernels.def rows against the one-thread-per-row form (double exp, sums in
+ * row order), which the node tests hold to the reference kernels: Softmax
+ * within 8 ulp (expf of x - max rounded to f32), LogSoftmax, LayerNorm, its
+ * mean and inv_std_dev within 2 ulp, NaN where the reference has it; rows of 1 to PCU_ROW_MAX
+ * floats (fewer than the lanes, not a multiple of them, exactly the most). */
+static void test_block_rows(void) {
+    static const int64_t shapes[][2] = {{7, 1}, {14, 64}, {7, 197}, {21, 255}, {7, 768}, {3, 1000}, {7, PCU_ROW_MAX}};
+    for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++) {
+        const int64_t rows = shapes[c][0], n = shapes[c][1], rn = rows * n;
+        float *x = malloc(sizeof(float) * (size_t)rn), *y1 = malloc(sizeof(float) * (size_t)rn),
+              *y2 = malloc(sizeof(float) * (size_t)rn), *sc = malloc(sizeof(float) * (size_t)n),
+              *bi = malloc(sizeof(float) * (size_t)n), *m1 = malloc(sizeof(float) * (size_t)rows),
+              *m2 = malloc(sizeof(float) * (size_t)rows), *v1 = malloc(sizeof(float) * (size_t)rows),
+              *v2 = malloc(sizeof(float) * (size_t)rows);
+        fill_rows(x, rows, n);
+        for (int64_t j = 0; j < n; j++) sc[j] = (float)(unif() + 0.5), bi[j] = (float)(unif() - 0.5);
+        pcu_step s;
+        for (int log = 0; log < 2; log++) {
+            pcu_softmax k1 = {.log = log, .outer = rows, .n = n, .inner = 1};
+            for (int64_t r = 0; r < rows; r++) pcu_softmax_at(&k1, y1, x, NULL, r);
+            memset(&s, 0, sizeof s);
+            s.kind = PCU_S_KERNEL, s.kernel = PCU_K_ROWSM, s.threads = rows * PCU_BLOCK;
+            s.u.rsm = (pcu_rowsm){.log = log, .rows = rows, .n = n};
+            void *op[PCU_KERNEL_OPS] = {x, y2};
+            for (int64_t i = 0; i < rn; i++) y2[i] = 12345.0f;
+            run_block_rows(&s, op);
+            char what[64];
+            snprintf(what, sizeof what, "%s in one block %lldx%lld", log ? "LogSoftmax" : "Softmax", (long long)rows,
+                     (long long)n);
+            compare_block(what, y2, y1, rn, log ? 2 : 8);
+        }
+        for (int bias = 0; bias < 2; bias++) {
+            pcu_norm k1 = {.has_bias = bias, .rows = rows, .n = n, .eps = 1e-5};
+            for (int64_t r = 0; r < rows; r++) pcu_norm_at(&k1, y1, x, sc, bi, m1, v1, NULL, r);
+            memset(&s, 0, sizeof s);
+            s.kind = PCU_S_KERNEL, s.kernel = PCU_K_ROWLN, s.threads = rows * PCU_BLOCK;
+            s.u.rln = (pcu_rowln){.has_bias = bias, .rows = rows, .n = n, .eps = 1e-5};
+            void *op[PCU_KERNEL_OPS] = {x, sc, bias ? bi : NULL, y2, m2, v2};
+            for (int64_t i = 0; i < rn; i++) y2[i] = 12345.0f;
+            run_block_rows(&s, op);
+            char what[64];
+            snprintf(what, sizeof what, "LayerNorm%s in one block %lldx%lld", bias ? "" : " (no bias)", (long long)rows,
+                     (long long)n);
+            compare_block(what, y2, y1, rn, 2);
+            compare_block("its mean", m2, m1, rows, 2);
+            compare_block("its inv_std_dev", v2, v1, rows, 2);
+        }
+        /* the lint's bound: a row longer than the shared memory has no extent */
+        s.u.rln.n = PCU_ROW_MAX + 1;
+        checks++;
+        if (pcu_kernel_extent_of(PCU_K_ROWLN, &s.u, 0) != -1) FAIL("a row of PCU_ROW_MAX + 1 floats has an extent\n");
+        free(x), free(y1), free(y2), free(sc), free(bi), free(m1), free(m2), free(v1), free(v2);
+    }
+}
+
 /* The kernel table against what it replaced: the launcher's numbered cases
  * (kernels.cu: case 17 launched the grid sample kernel, ...), the engine's
  * sizeof switch (exec_cuda.c's param_size), pcu_step_name's names. */
@@ -432,7 +526,7 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_GATHER_EL == 10 && PCU_K_TOPK == 11 && PCU_K_SCATTER == 12 && PCU_K_TRILU == 13 &&
                    PCU_K_ROPE == 14 && PCU_K_ATTN == 15 && PCU_K_QUANT == 16 && PCU_K_GRIDSAMPLE == 17 &&
                    PCU_K_LINE == 18 && PCU_K_ONEHOT == 19 && PCU_K_AFFGRID == 20 && PCU_K_RNN == 21 &&
-                   PCU_K_COL2IM == 22 && PCU_K_COUNT == 23,
+                   PCU_K_COL2IM == 22 && PCU_K_ROWSM == 23 && PCU_K_ROWLN == 24 && PCU_K_COUNT == 25,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -452,7 +546,8 @@ static void test_kernel_table(void) {
         {PCU_K_QUANT, sizeof(pcu_quant), "quantize"}, {PCU_K_GRIDSAMPLE, sizeof(pcu_gridsample), "grid sample"},
         {PCU_K_LINE, sizeof(pcu_line), "line"}, {PCU_K_ONEHOT, sizeof(pcu_onehot), "one-hot"},
         {PCU_K_AFFGRID, sizeof(pcu_affgrid), "affine grid"}, {PCU_K_RNN, sizeof(pcu_rnn), "recurrence"},
-        {PCU_K_COL2IM, sizeof(pcu_col2im), "col2im"},
+        {PCU_K_COL2IM, sizeof(pcu_col2im), "col2im"}, {PCU_K_ROWSM, sizeof(pcu_rowsm), "softmax in one block"},
+        {PCU_K_ROWLN, sizeof(pcu_rowln), "layer normalization in one block"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;
@@ -481,6 +576,8 @@ int main(void) {
     test_trig();
     test_elementwise();
     test_rows();
+    test_block_rows();
+    printf("test_kmath: rows in one block: worst %lld ulp (Softmax), %lld (LogSoftmax, LayerNorm)\n", (long long)block_worst[1], (long long)block_worst[0]);
     test_index_math();
     printf("test_kmath: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
