@@ -120,6 +120,7 @@ pp_status pp_onnx_save_weights(const char *model, const char *dir, const char *o
             pp_shape_str(&a->shape, got, sizeof got);
             s = PP_FAIL(err, PP_EINVAL, "%s: %s%s, but initializer '%s' has another type or shape", path,
                         pp_dtype_name(a->dtype), got, t->name);
+            pprt_npy_free(a); /* not put in: nothing to give back below */
             break;
         }
         /* the new bytes, inline, in place of whatever held the old ones */

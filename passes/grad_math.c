@@ -144,9 +144,12 @@ pp_status pp_grad_reduce(pp_ad *ad, int node, pp_err *err) {
     double count = 1;
     for (int i = 0; i < xs.rank; i++)
         if (red[i]) count *= (double)xs.dim[i], kept.dim[i] = 1;
+    /* what the rule reads of its node, before the emits below move the node array */
+    const bool mean_op = n->op == PP_OP_REDUCEMEAN;
+    const int x = n->in[0];
     int gy = pp_ad_gy(ad, node, 0), r, shape, e;
     if (!keep) PP_TRY(pp_ad_reshape(ad, gy, &kept, &gy, err));
-    if (n->op == PP_OP_REDUCEMEAN) {
+    if (mean_op) {
         int k;
         PP_TRY(pp_ad_scalar(ad, (float)(1.0 / count), &k, err));
         PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, k, &r, err));
@@ -154,7 +157,7 @@ pp_status pp_grad_reduce(pp_ad *ad, int node, pp_err *err) {
     }
     PP_TRY(pp_ad_ints(ad, xs.dim, xs.rank, &shape, err));
     PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, gy, shape, &e, err));
-    return pp_ad_give(ad, n->in[0], e, err);
+    return pp_ad_give(ad, x, e, err);
 }
 
 /* |x|: gy sign(x) (0 at 0, as PyTorch) */
