@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""(grads_norms.py: written beside grads.py at the same time; it has the
-normalizations' and pools' cases, BatchNorm, LayerNorm, InstanceNorm,
-AveragePool, GlobalMaxPool, ReduceMax/Min, Clip, Max/Min, Sum/Mean, and
-again the cases grads.py had when both began: to be folded into grads.py.)
+"""(grads_norms.py: written beside grads.py at the same time, with its own
+helpers; its cases are the normalizations', pools' and selections':
+BatchNorm, LayerNorm, InstanceNorm, AveragePool, GlobalMaxPool,
+ReduceMax/Min, Clip, Max/Min, Sum/Mean, Where, Cast, Dropout. The cases it
+shared with grads.py are gone; its harness is to be folded into grads.py's.)
 Gradients from ppcc --train against PyTorch autograd.
 
 Each case is a small torch module with a loss, exported as a training
@@ -162,79 +163,6 @@ def probe(name, shape, f, mods=None, x=None, p0=False, **kw):
         x = torch.randn(*shape)
     run_case(name, m, [x], **kw)
 
-
-# ---- products ---------------------------------------------------------------------------------
-probe("gemm", (4, 6), lambda m, x: m.mods[0](x), [nn.Linear(6, 5)])
-probe("gemm_nobias", (3, 7), lambda m, x: m.mods[0](x), [nn.Linear(7, 2, bias=False)])
-probe("matmul_3d", (2, 3, 6), lambda m, x: m.mods[0](x), [nn.Linear(6, 4)])
-W = nn.Parameter(torch.randn(5, 3))
-
-
-class MM(nn.Module):
-    def __init__(self, a, b):
-        super().__init__()
-        self.a = nn.Parameter(torch.randn(*a))
-        self.b = nn.Parameter(torch.randn(*b))
-
-    def forward(self, x):
-        return ((x @ self.a) @ self.b).square().sum() if x.dim() > 1 else ((self.a @ x) * self.b).sum()
-
-
-run_case("matmul_broadcast", MM((4, 5), (2, 1, 5, 3)), [torch.randn(2, 3, 6, 4)])
-run_case("matmul_1d", MM((3, 4), (3,)), [torch.randn(4)])
-
-# ---- convolutions and pools -------------------------------------------------------------------
-probe("conv", (2, 3, 7, 7), lambda m, x: m.mods[0](x), [nn.Conv2d(3, 4, 3)])
-probe("conv_stride_pad", (2, 3, 9, 8), lambda m, x: m.mods[0](x), [nn.Conv2d(3, 5, 3, stride=2, padding=1)])
-probe("conv_dil_group", (1, 4, 9, 9), lambda m, x: m.mods[0](x), [nn.Conv2d(4, 6, 3, dilation=2, groups=2, padding=2)])
-probe("conv_depthwise", (2, 4, 6, 6), lambda m, x: m.mods[0](x), [nn.Conv2d(4, 4, 3, groups=4, padding=1, bias=False)])
-probe("conv_1x1", (2, 6, 5, 5), lambda m, x: m.mods[0](x), [nn.Conv2d(6, 3, 1)])
-probe("conv1d", (2, 3, 11), lambda m, x: m.mods[0](x), [nn.Conv1d(3, 4, 3, stride=2, padding=1)])
-probe("conv3d", (1, 2, 5, 5, 4), lambda m, x: m.mods[0](x), [nn.Conv3d(2, 3, 3, padding=1)])
-probe("maxpool_relu_ties", (2, 3, 8, 8), lambda m, x: F.max_pool2d(F.relu(x - 0.05), 2))
-probe("maxpool_pad_stride", (2, 2, 9, 9), lambda m, x: F.max_pool2d(x, 3, stride=2, padding=1))
-probe("maxpool_ceil", (1, 2, 7, 7), lambda m, x: F.max_pool2d(x, 2, ceil_mode=True))
-probe("global_avg_pool", (2, 3, 5, 6), lambda m, x: F.adaptive_avg_pool2d(x, 1).flatten(1))
-
-# ---- elementwise ------------------------------------------------------------------------------
-
-
-class Bin(nn.Module):
-    def __init__(self, f, a, b):
-        super().__init__()
-        self.f = f
-        self.a = nn.Parameter(torch.randn(*a))
-        self.b = nn.Parameter(torch.rand(*b) + 0.5)
-
-    def forward(self, x):
-        return (self.f(x + self.a, self.b) ** 2).sum()
-
-
-for nm, f in (("add", torch.add), ("sub", torch.sub), ("mul", torch.mul), ("div", torch.div)):
-    run_case(f"{nm}_broadcast", Bin(f, (2, 3, 4), (3, 1)), [torch.randn(2, 3, 4)])
-    run_case(f"{nm}_same", Bin(f, (3, 4), (3, 4)), [torch.randn(3, 4)])
-probe("square_self", (3, 5), lambda m, x: x * x)
-probe("neg", (3, 5), lambda m, x: -x)
-
-UNARY = {
-    "relu": F.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh, "gelu": F.gelu, "elu": lambda x: F.elu(x, 0.7),
-    "leaky_relu": lambda x: F.leaky_relu(x, 0.2), "softplus": F.softplus, "hardswish": F.hardswish,
-    "hardsigmoid": F.hardsigmoid, "selu": F.selu, "exp": torch.exp, "sqrt": lambda x: torch.sqrt(x.abs() + 0.5),
-    "log": lambda x: torch.log(x.abs() + 0.5), "reciprocal": lambda x: torch.reciprocal(x.abs() + 0.5),
-    "erf": torch.erf, "sin": torch.sin, "cos": torch.cos, "atan": torch.atan, "softsign": F.softsign,
-    "celu": lambda x: F.celu(x, 1.3), "floor": torch.floor,
-}
-for nm, f in UNARY.items():
-    probe(f"unary_{nm}", (3, 4, 5), lambda m, x, f=f: f(x * 2))
-
-# ---- normalizing and reducing -----------------------------------------------------------------
-probe("softmax_last", (3, 7), lambda m, x: F.softmax(x, -1))
-probe("softmax_axis1", (2, 5, 3), lambda m, x: F.softmax(x, 1))
-probe("logsoftmax", (4, 6), lambda m, x: F.log_softmax(x, 1))
-probe("sum_keep", (2, 3, 4), lambda m, x: x.sum(1, keepdim=True))
-probe("sum_all", (2, 3, 4), lambda m, x: x.sum().reshape(1))
-probe("mean_axes", (2, 3, 4, 5), lambda m, x: x.mean((2, 3)))
-probe("reshape_flatten", (2, 3, 4), lambda m, x: x.reshape(6, 4).flatten() * 2)
 
 # ---- normalizations, pools, selections (issue 55, part A) -------------------------------------
 
@@ -463,107 +391,5 @@ run_case("sum3", Variadic(3, 1.0), [torch.randn(2, 3, 4)], patch=adds_to("Sum", 
 run_case("sum2", Variadic(2, 1.0), [torch.randn(2, 3, 4)], patch=adds_to("Sum", 2))
 run_case("mean3", Variadic(3, 1 / 3), [torch.randn(2, 3, 4)], patch=adds_to("Mean", 3))
 run_case("mean2", Variadic(2, 0.5), [torch.randn(2, 3, 4)], patch=adds_to("Mean", 2))
-
-# ---- built-in losses --------------------------------------------------------------------------
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(1, 4, 3, padding=1)
-        self.fc = nn.Linear(4 * 4 * 4, 10)
-
-    def forward(self, x):
-        return self.fc(F.max_pool2d(F.relu(self.conv(x)), 2).flatten(1))
-
-
-labels = torch.tensor([3, 1, 0, 9, 9, 2])
-run_case("cross_entropy", Net(), [torch.randn(6, 1, 8, 8)], loss="cross-entropy:out", labels=labels,
-         torch_loss=lambda o: F.cross_entropy(o, labels))
-tgt = torch.randn(6, 10)
-run_case("mse", Net(), [torch.randn(6, 1, 8, 8)], loss="mse:out", target=tgt, torch_loss=lambda o: F.mse_loss(o, tgt))
-run_case("cross_entropy_pp2", Net(), [torch.randn(6, 1, 8, 8)], loss="cross-entropy:out", labels=labels,
-         torch_loss=lambda o: F.cross_entropy(o, labels), pp=2)
-
-# ---- refused, exit 2, the culprit named ------------------------------------------------------
-
-
-def refused(name, mod, inputs, args, want):
-    if ONLY and not re.search(ONLY, name):
-        return
-    d = os.path.join(WORK, name)
-    os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, "model.onnx")
-    export(mod, tuple(inputs), path, [f"x{i}" for i in range(len(inputs))])
-    r = subprocess.run([PPCC, path, "-b", str(inputs[0].shape[0]), "-q", "-o", os.path.join(d, "g.plan"), *args],
-                       capture_output=True, text=True)
-    check(r.returncode == 2 and want in r.stderr, f"{name}: exit {r.returncode}, stderr {r.stderr.strip()[-300:]!r}, "
-          f"want exit 2 and {want!r}")
-    check(not os.path.exists(os.path.join(d, "g.plan")), f"{name}: a plan was written")
-
-
-class Lin(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 3)
-        self.head = nn.Linear(3, 2)
-
-    def forward(self, x):
-        return self.head(self.fc(x))
-
-
-class ArgPath(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 3)
-        self.w = nn.Parameter(torch.randn(3))
-
-    def forward(self, x):
-        i = self.fc(x).argmax(1, keepdim=True).float()
-        return (i * self.w).sum().reshape(1)
-
-
-x4 = torch.randn(5, 4)
-refused("not_scalar", Lin(), [x4], ["--train", "--loss", "out"], "not a scalar")
-refused("no_such_output", Lin(), [x4], ["--train", "--loss", "cross-entropy:logits"], "no output 'logits'")
-refused("freeze_nothing", Lin(), [x4], ["--train", "--loss", "mse:out", "--freeze", "body"],
-        "--freeze body matches no weight")
-refused("freeze_all", Lin(), [x4], ["--train", "--loss", "mse:out", "--freeze", "fc,head"], "no weight is left")
-refused("argmax_path", ArgPath(), [x4], ["--train", "--loss", "out"], "does not reach the loss")
-refused("dropout_train", Probe((5, 4), lambda m, x: F.dropout(x, 0.5, True)), [x4], ["--train", "--loss", "out"],
-        "Dropout' (#")
-refused("loss_without_train", Lin(), [x4], ["--loss", "mse:out"], "--loss is an option of --train")
-refused("train_without_loss", Lin(), [x4], ["--train"], "--train needs --loss")
-
-
-# --freeze: the frozen module's weights have no gradient output, the others match autograd
-class Two(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.body = nn.Linear(4, 6)
-        self.head = nn.Linear(6, 3)
-
-    def forward(self, x):
-        return self.head(torch.tanh(self.body(x)))
-
-
-two = Two()
-d = os.path.join(WORK, "freeze")
-os.makedirs(os.path.join(d, "data"), exist_ok=True)
-export(two, (x4,), os.path.join(d, "model.onnx"), ["x0"])
-np.save(os.path.join(d, "data", "x0.npy"), x4.numpy())
-np.save(os.path.join(d, "data", "target.npy"), np.zeros((5, 3), np.float32))
-r = subprocess.run([PPCC, os.path.join(d, "model.onnx"), "--train", "--loss", "mse:out", "--freeze", "body", "-b", "5",
-                    "-q", "-o", os.path.join(d, "g.plan")], capture_output=True, text=True)
-check(r.returncode == 0, f"freeze: ppcc exit {r.returncode}: {r.stderr[-300:]}")
-r = subprocess.run([PPRT, os.path.join(d, "g.plan"), os.path.join(d, "data"), "-o", os.path.join(d, "out"), "-q"],
-                   capture_output=True, text=True)
-check(r.returncode == 0, f"freeze: pprt exit {r.returncode}: {r.stderr[-300:]}")
-if r.returncode == 0:
-    got = sorted(os.listdir(os.path.join(d, "out")))
-    check(got == ["head.bias.grad.npy", "head.weight.grad.npy", "loss.npy", "out.npy"], f"freeze: outputs {got}")
-    F.mse_loss(two(x4), torch.zeros(5, 3)).backward()
-    g = np.load(os.path.join(d, "out", "head.weight.grad.npy"))
-    check(np.allclose(g, two.head.weight.grad.numpy(), rtol=1e-4, atol=1e-6), "freeze: head.weight gradient")
 
 testlib.finish("train_grads_norms")
