@@ -238,6 +238,25 @@ pp_status kern_CONVGRADW(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
 
 /* ---- pp.MaxPoolGrad ------------------------------------------------------------------------ */
 
+/* Calls BODY with xi, the input position, for each tap of output position
+ * (o0, o1, o2)'s window that lies inside the input, in row-major order (the
+ * pools' gradients: MaxPool's, AveragePool's). */
+#define POOL_TAPS(g, o0, o1, o2, BODY)                                                             \
+    for (int64_t ka_ = 0; ka_ < (g).k[0]; ka_++) {                                                 \
+        const int64_t i0_ = (o0) * (g).s[0] - (g).p[0] + ka_ * (g).d[0];                           \
+        if (i0_ < 0 || i0_ >= (g).in[0]) continue;                                                 \
+        for (int64_t kb_ = 0; kb_ < (g).k[1]; kb_++) {                                             \
+            const int64_t i1_ = (o1) * (g).s[1] - (g).p[1] + kb_ * (g).d[1];                       \
+            if (i1_ < 0 || i1_ >= (g).in[1]) continue;                                             \
+            for (int64_t ke_ = 0; ke_ < (g).k[2]; ke_++) {                                         \
+                const int64_t i2_ = (o2) * (g).s[2] - (g).p[2] + ke_ * (g).d[2];                   \
+                if (i2_ < 0 || i2_ >= (g).in[2]) continue;                                         \
+                const int64_t xi = (i0_ * (g).in[1] + i1_) * (g).in[2] + i2_;                      \
+                BODY;                                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
 pp_status kern_MAXPOOLGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                            pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
@@ -262,24 +281,12 @@ pp_status kern_MAXPOOLGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt
                 for (int64_t o2 = 0; o2 < g.out[2]; o2++, oi++) {
                     int64_t best = -1;
                     float bv = 0;
-                    for (int64_t ka = 0; ka < g.k[0]; ka++) {
-                        const int64_t i0 = o0 * g.s[0] - g.p[0] + ka * g.d[0];
-                        if (i0 < 0 || i0 >= g.in[0]) continue;
-                        for (int64_t kb = 0; kb < g.k[1]; kb++) {
-                            const int64_t i1 = o1 * g.s[1] - g.p[1] + kb * g.d[1];
-                            if (i1 < 0 || i1 >= g.in[1]) continue;
-                            for (int64_t ke = 0; ke < g.k[2]; ke++) {
-                                const int64_t i2 = o2 * g.s[2] - g.p[2] + ke * g.d[2];
-                                if (i2 < 0 || i2 >= g.in[2]) continue;
-                                const int64_t xi = (i0 * g.in[1] + i1) * g.in[2] + i2;
-                                if (best < 0 || xp[xi] > bv || isnan(xp[xi])) {
-                                    best = xi, bv = xp[xi];
-                                    if (isnan(bv)) goto found;
-                                }
-                            }
-                        }
-                    }
-                found:
+                    bool nan_seen = false; /* the first NaN of the window is its maximum */
+                    POOL_TAPS(g, o0, o1, o2, if (!nan_seen && (best < 0 || xp[xi] > bv || isnan(xp[xi]))) {
+                        best = xi;
+                        bv = xp[xi];
+                        nan_seen = isnan(bv);
+                    })
                     if (best >= 0) dxp[best] += dyp[oi];
                 }
     }
@@ -550,19 +557,7 @@ pp_status kern_AVGPOOLGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt
                     const int64_t div = cip ? padded : inside;
                     if (!div) continue;
                     const double v = (double)dyp[oi] / (double)div;
-                    for (int64_t ka = 0; ka < g.k[0]; ka++) {
-                        const int64_t i0 = o0 * g.s[0] - g.p[0] + ka * g.d[0];
-                        if (i0 < 0 || i0 >= g.in[0]) continue;
-                        for (int64_t kb = 0; kb < g.k[1]; kb++) {
-                            const int64_t i1 = o1 * g.s[1] - g.p[1] + kb * g.d[1];
-                            if (i1 < 0 || i1 >= g.in[1]) continue;
-                            for (int64_t ke = 0; ke < g.k[2]; ke++) {
-                                const int64_t i2 = o2 * g.s[2] - g.p[2] + ke * g.d[2];
-                                if (i2 < 0 || i2 >= g.in[2]) continue;
-                                acc[(i0 * g.in[1] + i1) * g.in[2] + i2] += v;
-                            }
-                        }
-                    }
+                    POOL_TAPS(g, o0, o1, o2, acc[xi] += v)
                 }
         float *dxp = dx + pl * Pin;
         for (int64_t i = 0; i < Pin; i++) dxp[i] = (float)acc[i];
