@@ -97,14 +97,19 @@ pp_status shape_MAXPOOLGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *
     return PP_OK;
 }
 
-double flops_MAXPOOLGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
-    (void)n_in, (void)out, (void)n_out;
+/* a pool's gradient: dY's elements times the window's taps */
+static double pool_grad_flops(pp_attrs a, const pp_tinfo *dy) {
     int64_t ks[PP_MAX_DIMS];
     int nk = 0;
     double kvol = 1;
     if (pp_attr_ints(a, "kernel_shape", ks, PP_MAX_DIMS, &nk, NULL) == PP_OK)
         for (int i = 0; i < nk; i++) kvol *= (double)ks[i];
-    return pp_numel_d(&in[0]) * kvol;
+    return pp_numel_d(dy) * kvol;
+}
+
+double flops_MAXPOOLGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)n_in, (void)out, (void)n_out;
+    return pool_grad_flops(a, &in[0]);
 }
 
 /* ---- pp.SliceGrad, pp.GatherGrad (passes/grad_tensor.c) ------------------------------------ */
@@ -284,10 +289,5 @@ pp_status shape_AVGPOOLGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *
 
 double flops_AVGPOOLGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     (void)n_in, (void)out, (void)n_out;
-    int64_t ks[PP_MAX_DIMS];
-    int nk = 0;
-    double kvol = 1;
-    if (pp_attr_ints(a, "kernel_shape", ks, PP_MAX_DIMS, &nk, NULL) == PP_OK)
-        for (int i = 0; i < nk; i++) kvol *= (double)ks[i];
-    return pp_numel_d(&in[0]) * kvol;
+    return pool_grad_flops(a, &in[0]);
 }
