@@ -65,15 +65,24 @@ static bool used_elsewhere(const Onnx__GraphProto *gp, const Onnx__NodeProto *se
     return false;
 }
 
+/* A node whose input and output counts to_inference cut: the message frees
+ * by its counts, so they go back before it is freed. */
+typedef struct cut_counts {
+    Onnx__NodeProto *n;
+    size_t n_input, n_output;
+} cut_counts;
+
 /* A training export made an inference model: BatchNormalization with
  * training_mode 0 (the running statistics, one output), Dropout without its
- * ratio and training_mode inputs. Refused where an output this drops is read. */
-static pp_status to_inference(Onnx__GraphProto *gp, int *changed, pp_err *err) {
+ * ratio and training_mode inputs. Refused where an output this drops is read.
+ * cuts[0..gp->n_node) records each node's counts before (restore_counts). */
+static pp_status to_inference(Onnx__GraphProto *gp, cut_counts *cuts, int *changed, pp_err *err) {
     for (size_t i = 0; i < gp->n_node; i++) {
         Onnx__NodeProto *n = gp->node[i];
         const bool bn = n->op_type && !strcmp(n->op_type, "BatchNormalization");
         const bool drop = n->op_type && !strcmp(n->op_type, "Dropout");
         if ((!bn && !drop) || (n->domain && *n->domain)) continue;
+        cuts[i] = (cut_counts){n, n->n_input, n->n_output};
         for (size_t k = 1; k < n->n_output; k++)
             if (used_elsewhere(gp, n, n->output[k]))
                 return PP_FAIL(err, PP_EUNSUP, "--eval-mode: node '%s' (%s): its output '%s' is read, and inference "
@@ -98,7 +107,9 @@ pp_status pp_onnx_save_weights(const char *model, const char *dir, const char *o
     if (!m || !m->graph) s = PP_FAIL(err, PP_EINVAL, "%s: not an ONNX model (protobuf parsing failed)", model);
     if (s == PP_OK) s = check_dir(m->graph, dir, err);
     int changed = 0;
-    if (s == PP_OK && eval_mode) s = to_inference(m->graph, &changed, err);
+    cut_counts *cuts = s == PP_OK && eval_mode ? calloc(m->graph->n_node + 1, sizeof *cuts) : NULL;
+    if (s == PP_OK && eval_mode && !cuts) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (s == PP_OK && eval_mode) s = to_inference(m->graph, cuts, &changed, err);
     int n = 0;
     pprt_npy *arrays = s == PP_OK ? calloc(m->graph->n_initializer + 1, sizeof *arrays) : NULL;
     ProtobufCBinaryData *orig = s == PP_OK ? calloc(m->graph->n_initializer + 1, sizeof *orig) : NULL;
@@ -162,6 +173,9 @@ pp_status pp_onnx_save_weights(const char *model, const char *dir, const char *o
     free(arrays);
     free(orig);
     free(had);
+    for (size_t i = 0; cuts && i < m->graph->n_node; i++)
+        if (cuts[i].n) cuts[i].n->n_input = cuts[i].n_input, cuts[i].n->n_output = cuts[i].n_output;
+    free(cuts);
     if (m) onnx__model_proto__free_unpacked(m, NULL);
     free(buf);
     free(packed);

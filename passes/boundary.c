@@ -73,7 +73,7 @@ pp_status pp_boundaries(pp_graph *g, pp_err *err) {
             if (u > last[v]) last[v] = u;
         }
     for (int d = 0; d < g->train_devices; d++) /* value order, as the boundaries */
-        qsort(g->stash[d].vals, (size_t)g->stash[d].n, sizeof(int), cmp_int);
+        if (g->stash[d].n > 1) qsort(g->stash[d].vals, (size_t)g->stash[d].n, sizeof(int), cmp_int);
     for (int k = 0; k < g->n_outputs; k++) last[g->outputs[k]] = p; /* leaves the last stage */
     g->bounds = calloc((size_t)(p > 1 ? p - 1 : 1), sizeof *g->bounds);
     if (!g->bounds) {
