@@ -53,8 +53,11 @@ static void report_devices(FILE *f, const pp_graph *g, const pp_compile_opts *o)
         const double st = g->stash ? (double)g->stash[d].bytes : 0;
         const int keep = P - d < o->micro_batches ? P - d : o->micro_batches;
         const double base = 4 * w + ar; /* weights, gradients, two moments */
-        fprintf(f, "%-6d %3d+%-3d %10.3f %9.3f %9.3f %11d %12.3f %12.3f\n", d, d, b, w / 1e6, ar / 1e6, st / 1e6, keep,
-                (base + keep * st) / 1e6, (base + o->micro_batches * st) / 1e6);
+        bool rc = o->train.recompute_all;
+        for (int k = 0; k < o->train.n_recompute; k++) rc = rc || o->train.recompute[k] == d;
+        fprintf(f, "%-6d %3d+%-3d %10.3f %9.3f %9.3f %11d %12.3f %12.3f%s\n", d, d, b, w / 1e6, ar / 1e6, st / 1e6, keep,
+                (base + keep * st) / 1e6, (base + o->micro_batches * st) / 1e6,
+                rc ? "  (recomputes its forward: the stash is what it received)" : "");
     }
 }
 

@@ -22,7 +22,8 @@ with AdamW, then SGD with Nesterov momentum, a warm-up and a cosine schedule. Ch
   - --eval's accuracy is the one PyTorch finds for pprt's weights; a run
     stopped and resumed from its checkpoint, one on 2 replicas, and runs
     under the GPipe and the flow schedule end with the weights of an
-    unbroken single-replica 1F1B run, bit for bit;
+    unbroken single-replica 1F1B run, bit for bit, and so does a plan compiled
+    with --recompute all, whose device 0 keeps under a quarter of the stash;
   - a loss that turns NaN stops with the step named, exit 1; data that does
     not fit the plan exits 2.
 Usage: run.py PPCC PPRT WORK"""
@@ -256,11 +257,27 @@ if r.returncode == 0:
 common = ["--epochs", "4", "--accumulate", "2", "--optimizer", "adamw", "--lr", "4e-3", "--seed", "3", "-q"]
 runs = [["--save-weights", "full"], ["--steps", "13", "--checkpoint", "ck", "--save-every", "5"],
         ["--resume", "ck", "--save-weights", "resumed"], ["--replicas", "2", "--save-weights", "rep2"],
-        ["--schedule", "gpipe", "--save-weights", "gpipe"], ["--schedule", "flow", "--save-weights", "flow"]]
+        ["--schedule", "gpipe", "--save-weights", "gpipe"], ["--schedule", "flow", "--save-weights", "flow"],
+        ["--schedule", "gpipe", "--save-weights", "recompute", "PLAN", "t2rc.plan"]]
+# --recompute all: the backward stages compute their forward again; the same weights, a smaller stash
+stash = {}
+for name, extra in (("t2b.plan", []), ("t2rc.plan", ["--recompute", "all"])):
+    r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(ROWS), "-pp", "2",
+                        *extra, "-o", name, "--report"], capture_output=True, text=True)
+    check(r.returncode == 0, f"ppcc {extra}: exit {r.returncode}: {r.stderr[-300:]}")
+    if r.returncode == 0:
+        rows = [ln.split() for ln in r.stdout.split("GPipe_total")[1].splitlines()[1:3]]
+        stash[name] = [float(row[4]) for row in rows]
+if len(stash) == 2:
+    # device 0 keeps the 16x4x4 input of conv2 (and conv1's 16x1x8x8 input) instead of every activation
+    check(stash["t2rc.plan"][0] < 0.25 * stash["t2b.plan"][0],
+          f"--recompute all: device 0's stash {stash['t2rc.plan'][0]} MB, without {stash['t2b.plan'][0]} MB")
 for extra in runs:
-    r = subprocess.run([PPRT, plans[2], "data", *common, *extra], capture_output=True, text=True)
+    plan = extra[-1] if "PLAN" in extra else plans[2]
+    extra = extra[:-2] if "PLAN" in extra else extra
+    r = subprocess.run([PPRT, plan, "data", *common, *extra], capture_output=True, text=True)
     check(r.returncode == 0, f"{extra}: exit {r.returncode}: {r.stderr[-300:]}")
-for other in ("resumed", "rep2", "gpipe", "flow"):
+for other in ("resumed", "rep2", "gpipe", "flow", "recompute"):
     if os.path.isdir("full") and os.path.isdir(other):
         same = sorted(os.listdir("full")) == sorted(os.listdir(other)) and all(
             np.array_equal(np.load(os.path.join("full", n)), np.load(os.path.join(other, n))) for n in os.listdir("full"))
