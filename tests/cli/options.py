@@ -98,6 +98,7 @@ PPCC_VALUES = {
     "--save-onnx": ("{f}", ["--weights", "wts"], M, "file", None),
     "--weights": ("wts", ["--save-onnx", "saved.onnx"], M, "file", None),
     "--freeze": ("stem", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", ","),
+    "--recompute": ("all", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", "x"),
 }
 # pprt: (value, other arguments, compared: out | accuracy | check | json | stderr, bad value)
 PPRT_VALUES = {

@@ -272,6 +272,14 @@ if len(stash) == 2:
     # device 0 keeps the 16x4x4 input of conv2 (and conv1's 16x1x8x8 input) instead of every activation
     check(stash["t2rc.plan"][0] < 0.25 * stash["t2b.plan"][0],
           f"--recompute all: device 0's stash {stash['t2rc.plan'][0]} MB, without {stash['t2b.plan'][0]} MB")
+for extra, msg in ((["--train", "--loss", "cross-entropy:logits", "-pp", "2", "--recompute", "2"],
+                    "--recompute 2: the plan has 2 devices (0..1)"),
+                   (["--recompute", "all"], "--recompute is an option of --train"),
+                   (["--train", "--loss", "cross-entropy:logits", "--recompute", "0,0"], "device 0 named twice"),
+                   (["--train", "--loss", "cross-entropy:logits", "--recompute", "some"], "expected 'all' or device")):
+    r = subprocess.run([PPCC, "net.onnx", "-b", str(ROWS), *extra, "-o", "refused.plan"], capture_output=True, text=True)
+    check(r.returncode == 2 and msg in r.stderr and not os.path.exists("refused.plan"),
+          f"ppcc {extra}: exit {r.returncode}: {r.stderr[-200:]}")
 for extra in runs:
     plan = extra[-1] if "PLAN" in extra else plans[2]
     extra = extra[:-2] if "PLAN" in extra else extra
