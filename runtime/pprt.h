@@ -100,6 +100,11 @@ typedef struct pprt_stage_stats {
     double utilization; /* busy / wall */
     pprt_exec_counts exec;
     char cpus[64]; /* the CPUs its thread (and its intra-op threads) were pinned to, "0-3,8"; "": not pinned */
+    /* a training plan's forward stage: the most micro-batches its device's
+     * stash held at once (the largest over the replicas), and the bytes of
+     * one (runtime/stash.c); 0 elsewhere */
+    int stash_peak;
+    size_t stash_bytes;
 } pprt_stage_stats;
 
 /* The CPUs this process may run on (its affinity mask, which taskset, a

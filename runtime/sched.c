@@ -406,6 +406,13 @@ static pp_status finish_run(sched *S, pprt_stats *stats, pp_err *err) {
         if (S->w[i].cpu)
             pprt_cpu_list(S->w[i].cpu, S->w[i].threads, stats->stages[i].cpus, sizeof stats->stages[i].cpus);
     stats->rss_loaded = S->rss_loaded;
+    const int D = S->p->train_devices;
+    for (int k = 0; S->stash && k < S->R * D; k++) {
+        const pprt_stash *st = S->stash[k];
+        pprt_stage_stats *ss = &stats->stages[k % D];
+        if (st && st->peak > ss->stash_peak) ss->stash_peak = st->peak;
+        if (st) ss->stash_bytes = st->bytes;
+    }
     return PP_OK;
 }
 

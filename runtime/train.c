@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include "../ir/json.h"
+#include "curves.h"
 #include "io.h"
 #include "microbatch.h"
 #include "nodes.h"
+#include "run.h"
 #include "train.h"
 
 #define PI 3.14159265358979323846
@@ -67,6 +69,12 @@ typedef struct trainer {
     /* the data, and the held-out data (--eval) */
     dataset train, eval;
     int64_t rows;    /* a micro-batch's samples (the plan inputs' dim 0) */
+    /* what the last step's run measured: each stage's busy seconds; and over
+     * the steps so far, the most micro-batches each device's stash held and
+     * the bytes of one (pprt_stage_stats) */
+    double *busy;
+    int *stash_peak;
+    size_t *stash_bytes;
 } trainer;
 
 static void *alloc64(size_t n) {
@@ -196,6 +204,7 @@ static void trainer_free(trainer *t) {
         free(t->ps[i].w), free(t->ps[i].g), free(t->ps[i].m), free(t->ps[i].v);
     }
     free(t->ps);
+    free(t->busy), free(t->stash_peak), free(t->stash_bytes);
     free(t->bound);
     free(t->was);
     for (int k = 0; k < 2; k++) {
@@ -637,7 +646,14 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     pprt_stats rs = {0};
     if (run->gate) gate_reset(run->gate->ctx);
     pp_status s = pprt_run(t->p, ins, o->accumulate, outs, run, &rs, err);
-    if (s == PP_OK) *bubble = device_bubble(&rs, run->replicas > 1 ? run->replicas : 1);
+    if (s == PP_OK) {
+        *bubble = device_bubble(&rs, run->replicas > 1 ? run->replicas : 1);
+        for (int v = 0; v < rs.n_stages && v < t->p->n_stages; v++) {
+            t->busy[v] = rs.stages[v].busy_s;
+            if (v < t->p->train_devices && rs.stages[v].stash_peak > t->stash_peak[v]) t->stash_peak[v] = rs.stages[v].stash_peak;
+            if (v < t->p->train_devices && rs.stages[v].stash_bytes) t->stash_bytes[v] = rs.stages[v].stash_bytes;
+        }
+    }
     free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
     if (s == PP_OK) s = reduce_step(t, outs, step, loss, norm, finite, err);
     *lr = lr_at(o, step, total);
@@ -667,7 +683,11 @@ static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array
     if (o->eval_dir && t->eval.n < t->rows)
         return PP_FAIL(err, PP_EINVAL, "--eval %s has %lld samples, fewer than one micro-batch of %lld", o->eval_dir,
                        (long long)t->eval.n, (long long)t->rows);
-    *ins = calloc(pp_count(p->n_inputs), sizeof **ins);
+    t->busy = calloc(pp_count(p->n_stages), sizeof *t->busy);
+    t->stash_peak = calloc(pp_count(p->train_devices), sizeof *t->stash_peak);
+    t->stash_bytes = calloc(pp_count(p->train_devices), sizeof *t->stash_bytes);
+    if (!t->busy || !t->stash_peak || !t->stash_bytes) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        *ins = calloc(pp_count(p->n_inputs), sizeof **ins);
     *outs = calloc(pp_count(p->n_outputs), sizeof **outs);
     *perm = malloc(pp_count(t->train.n) * sizeof **perm);
     if (!*ins || !*outs || !*perm) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -692,7 +712,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (s == PP_OK && o->resume) s = ckpt_read(&t, o->resume, &done, &updates, err);
     pp_json js = {0};
     cJSON *steps_js = NULL, *epochs_js = NULL;
-    if (s == PP_OK && o->log_json) {
+    if (s == PP_OK && (o->log_json || o->curves)) {
         cJSON *root = pp_json_begin_format(&js, "pprt-train-log", 1);
         pp_json_add_number(&js, root, "rows", (double)t.rows);
         pp_json_add_number(&js, root, "accumulate", o->accumulate);
@@ -747,6 +767,8 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             pp_json_add_number(&js, r, "samples_per_s", sps);
             pp_json_add_number(&js, r, "bubble", bubble);
             pp_json_add_bool(&js, r, "skipped", !finite);
+            cJSON *b = pp_json_add_array(&js, r, "stage_busy_s");
+            for (int v = 0; v < p->n_stages; v++) pp_json_add_round(&js, b, NULL, t.busy[v], 6);
         }
         if (o->progress && !o->quiet && (step == total || step == done + 1 || now - shown >= 1.0)) {
             shown = now;
@@ -774,6 +796,22 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     st->bubble_formula = (double)(p->train_devices - 1) / ((double)per_rep + p->train_devices - 1);
     gate_free(&gt);
     if (s == PP_OK && o->save_dir) s = write_weights(&t, o->save_dir, err);
+    if (s == PP_OK && js.root) {
+        /* what each device kept between its stages: the most micro-batches at once, and their bytes */
+        cJSON *mem = pp_json_add_array(&js, js.root, "stash");
+        for (int d = 0; d < p->train_devices; d++) {
+            cJSON *r = pp_json_add_object(&js, mem, NULL);
+            pp_json_add_number(&js, r, "device", d);
+            pp_json_add_number(&js, r, "stash_peak", t.stash_peak[d]);
+            pp_json_add_number(&js, r, "stash_bytes", (double)t.stash_bytes[d]);
+            pp_json_add_number(&js, r, "stash_peak_bytes", (double)t.stash_bytes[d] * t.stash_peak[d]);
+        }
+        pp_json_add_number(&js, js.root, "peak_rss", (double)pprt_peak_rss());
+        pp_json_add_number(&js, js.root, "wall_s", st->wall_s);
+        pp_json_add_number(&js, js.root, "bubble", st->bubble);
+        pp_json_add_number(&js, js.root, "bubble_formula", st->bubble_formula);
+    }
+    if (s == PP_OK && o->curves) s = pprt_curves_write(o->curves, js.root, err);
     if (s == PP_OK && o->log_json) s = pp_json_write(&js, o->log_json, true, err);
     else pp_json_free(&js);
     for (int i = 0; ins && i < p->n_inputs; i++) free(ins[i].data);

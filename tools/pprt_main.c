@@ -248,7 +248,11 @@ static const pp_opt train_rows[] = {
     {"--skip-nonfinite", PP_OPT_FLAG, NULL, F(train_opts.skip_nonfinite), 0, 0, NULL, NULL, NULL,
      "skip a step whose loss or gradients are not finite instead of stopping", 0, 0, NULL, NULL, NULL},
     {"--log-json", PP_OPT_STR, "FILE", F(train_opts.log_json), 0, 0, NULL, "a file name", NULL,
-     "a record per step: loss, learning rate, gradient norm, samples/s", 0, 0, NULL, NULL, NULL},
+     "a record per step (loss, learning rate, gradient norm, samples/s, each stage's busy seconds) and per "
+     "epoch (held-out loss and accuracy); what each device's stash held at most", 0, 0, NULL, NULL, NULL},
+    {"--curves", PP_OPT_STR, "FILE", F(train_opts.curves), 0, 0, NULL, "a file name", NULL,
+     "the run's loss, accuracy, learning rate, rate and idle share drawn as one self-contained HTML page", 0, 0,
+     NULL, NULL, NULL},
     {"--save-weights", PP_OPT_STR, "DIR", F(train_opts.save_dir), 0, 0, NULL, "a directory", NULL,
      "write the trained weights there, NAME.npy each", 0, 0, NULL, NULL, NULL},
     {"--eval", PP_OPT_STR, "DIR", F(train_opts.eval_dir), 0, 0, NULL, "a directory", NULL,

@@ -145,6 +145,7 @@ PPRT_VALUES = {
     "--lr-min": ("0.001", ["--lr-schedule", "cosine"], "train", "x"),
     "--seed": ("5", [], "train", "-5"),
     "--log-json": ("{f}", [], "train", None),
+    "--curves": ("{f}", [], "train", None),
     "--save-weights": ("{f}", [], "train", None),
     "--eval": ("tdata", [], "train", None),
     "--checkpoint": ("{f}", ["--save-every", "1"], "train", None),
