@@ -168,4 +168,31 @@ if r.returncode == 0:
         check(e < 1e-4, f"the trained model in onnxruntime: {e:.2e} off PyTorch's eval outputs with the same weights")
         print(f"trained ResNet-18 in onnxruntime (eval): within {e:.2e} of PyTorch's with the same weights")
 
+# two BatchNorms whose running statistics start equal (exported on zeros: each running variance 0.9 in every
+# channel): the statistics keep their own names through ppcc's passes (not merged as equal constants), and one
+# step's write-back is PyTorch's for each
+torch.manual_seed(1)
+twin = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                           torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.Flatten(),
+                           torch.nn.Linear(4 * 8 * 8, 10)).train()
+torch.onnx.export(twin, (torch.zeros(2, 3, 8, 8),), "twin.onnx", input_names=["input"], output_names=["logits"],
+                  opset_version=14, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+check(torch.equal(twin[1].running_var, twin[4].running_var), "the twins' running variances start apart")
+xt, yt = torch.randn(2, 3, 8, 8), torch.tensor([3, 5])
+os.makedirs("twin", exist_ok=True)
+np.save("twin/input.npy", xt.numpy())
+np.save("twin/labels.npy", yt.numpy())
+r = subprocess.run([PPCC, "twin.onnx", "--train", "--loss", "cross-entropy:logits", "-b", "2", "-q", "-o", "twin.plan"],
+                   capture_output=True, text=True)
+check(r.returncode == 0, f"twin: ppcc exit {r.returncode}: {r.stderr[-300:]}")
+r = subprocess.run([PPRT, "twin.plan", "twin", "--steps", "1", "--optimizer", "sgd", "--lr", "0.1", "--save-weights",
+                    "twin_after", "-q", "--backend", "ref"], capture_output=True, text=True)
+check(r.returncode == 0, f"twin: pprt exit {r.returncode}: {r.stderr[-300:]}")
+if r.returncode == 0:
+    twin(xt)  # PyTorch's forward in train mode moves the statistics as the step does
+    for k in ("1.running_mean", "1.running_var", "4.running_mean", "4.running_var"):
+        got = np.load(os.path.join("twin_after", k + ".npy"))
+        want = twin.state_dict()[k].numpy()
+        check(np.allclose(got, want, rtol=1e-5, atol=1e-6), f"twin: {k} {got} vs PyTorch's {want}")
+
 testlib.finish("train_models")
