@@ -60,7 +60,23 @@ typedef struct pprt_run_opts {
      * pprt_mpi_cfg.replicas) */
     int replicas;
     const pprt_gate *gate; /* NULL: none */
+    /* NULL: the outputs go into the output arrays pprt_run allocates.
+     * Else each micro-batch's outputs are handed to take_outputs as they
+     * reach the pipeline's end, and pprt_run allocates no output array
+     * (training: each micro-batch's gradients summed as they come, not kept
+     * M times over). Threaded driver only. */
+    const struct pprt_output_hook *take_outputs;
 } pprt_run_opts;
+
+/* pprt_run_opts.take_outputs: called from the thread that ran a replica's
+ * last stage, micro-batch by micro-batch in that replica's order (replicas
+ * concurrently), with mb the micro-batch's index in the whole run and msg
+ * the last stage's outgoing message (output i at p->stages[last].out.off[i],
+ * the plan's micro-batch of rows). A failure stops the run. */
+typedef struct pprt_output_hook {
+    void *ctx;
+    pp_status (*take)(void *ctx, int64_t mb, const void *msg, pp_err *err);
+} pprt_output_hook;
 
 /* What a stage executor is created with (runtime/exec.h). */
 typedef struct pprt_exec_cfg {

@@ -178,11 +178,16 @@ static pp_status make_links(sched *S, int k, const pprt_array *in, pprt_array *o
          * backward stage's incoming one, longer than the other end's */
         const size_t bytes = p->stages[b].out.bytes > p->stages[b + 1].in.bytes ? p->stages[b].out.bytes
                                                                                  : p->stages[b + 1].in.bytes;
-        PP_TRY(pprt_link_between(&w[b].at, &w[b + 1].at, bytes, o->depth, name, &L[b + 1], err));
+        /* a training plan's backward stages pass each micro-batch's gradients on as they come
+         * (they carry the later devices' weight gradients to the end): two buffers are enough
+         * there, whatever the forward links hold in flight */
+        const int depth = p->train_devices && b >= p->train_devices && o->depth > 2 ? 2 : o->depth;
+        PP_TRY(pprt_link_between(&w[b].at, &w[b + 1].at, bytes, depth, name, &L[b + 1], err));
     }
     S->pcs[k] = (prog_ctx){S, k};
     PP_TRY(pprt_link_sink(p, out, n, o->warmup, w[P - 1].rec->t_end, o->progress ? progress : NULL, &S->pcs[k],
                           pprt_place_is_host(last) ? NULL : last->mem, &sink, err));
+    if (o->take_outputs) pprt_link_sink_take(sink, o->take_outputs, pprt_share_first(&S->sh, k) / pprt_mb_size(p));
     if (pprt_place_is_host(last)) L[P] = sink;
     else {
         char name[64];
@@ -299,6 +304,10 @@ static pp_status place_stages(sched *S, pprt_array *outputs, pp_err *err) {
     }
     for (int i = 0; i < p->n_outputs; i++) {
         outputs[i].n = S->n;
+        if (S->o->take_outputs) { /* handed over as they come (pprt_run_opts.take_outputs) */
+            outputs[i].data = NULL;
+            continue;
+        }
         if (posix_memalign(&outputs[i].data, 64, (size_t)S->n * p->outputs[i].sample_bytes + 1) != 0)
             outputs[i].data = NULL;
         if (!outputs[i].data)
@@ -345,7 +354,8 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
         for (int i = 0; i < NI; i++)
             in[i] = (pprt_array){(char *)inputs[i].data + (size_t)first * p->inputs[i].sample_bytes, nk};
         for (int i = 0; i < NO; i++)
-            out[i] = (pprt_array){(char *)outputs[i].data + (size_t)first * p->outputs[i].sample_bytes, nk};
+            out[i] = (pprt_array){outputs[i].data ? (char *)outputs[i].data + (size_t)first * p->outputs[i].sample_bytes
+                                                  : NULL, nk};
         PP_TRY(make_links(S, k, in, out, nk, err));
         pprt_link **L = S->links + (size_t)k * (size_t)(P + 1);
         for (int i = 0; i < P; i++) S->w[k * P + i].run.in = L[i], S->w[k * P + i].run.out = L[i + 1];

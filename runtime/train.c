@@ -52,6 +52,7 @@ typedef struct param {
     bool running, is_var;
     double momentum;  /* ONNX's: the share of the old value kept */
     double count;     /* the elements per channel of a micro-batch (the variance's n) */
+    double *r;        /* running: the statistic as the step's micro-batches fold in (update_running) */
 } param;
 
 typedef struct trainer {
@@ -110,15 +111,16 @@ static pp_status running_of(const pprt_plan *p, param *q, pp_err *err) {
  * as PyTorch's module takes them: each micro-batch's output is old x
  * momentum + its batch's statistic x (1 - momentum), the old being the
  * step's start; the variance PyTorch keeps is the unbiased one. */
-static void update_running(param *q, const pprt_array *outs, int M) {
-    const float *o = outs[q->out].data;
+static void fold_running(param *q, const float *o, int64_t j) {
     const double keep = q->momentum, unbias = q->is_var && q->count > 1 ? q->count / (q->count - 1) : 1;
     for (int64_t c = 0; c < q->numel; c++) {
-        const double start = q->w[c];
-        double r = start;
-        for (int j = 0; j < M; j++) r = r * keep + ((double)o[(size_t)j * (size_t)q->numel + (size_t)c] - start * keep) * unbias;
-        q->w[c] = (float)r;
+        const double start = q->w[c], r = j ? q->r[c] : start;
+        q->r[c] = r * keep + ((double)o[c] - start * keep) * unbias;
     }
+}
+
+static void update_running(param *q) {
+    for (int64_t c = 0; c < q->numel; c++) q->w[c] = (float)q->r[c];
 }
 
 /* The weights: each gradient output names one ("W.grad" for W); every
@@ -181,7 +183,10 @@ static pp_status bind_params(trainer *t, pp_err *err) {
             return PP_FAIL(err, PP_EINVAL, "the gradient of '%s' holds %zu bytes, the weight %zu", name,
                            p->outputs[i].sample_bytes, nbytes);
         q->numel = (int64_t)(nbytes / 4);
-        if (running) PP_TRY(running_of(p, q, err));
+        if (running) {
+            PP_TRY(running_of(p, q, err));
+            if (!(q->r = malloc((size_t)q->numel * sizeof *q->r))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        }
         q->w = alloc64(nbytes), q->g = alloc64(nbytes), q->m = alloc64(nbytes), q->v = alloc64(nbytes);
         if (!q->w || !q->g || !q->m || !q->v) return PP_FAIL(err, PP_ENOMEM, "out of memory for weight '%s'", name);
         memcpy(q->w, init, nbytes);
@@ -201,7 +206,7 @@ static void trainer_free(trainer *t) {
     for (int b = 0; b < t->n_bound; b++) t->bound[b]->data = t->was[b];
     for (int i = 0; i < t->n_params; i++) {
         free((char *)t->ps[i].name);
-        free(t->ps[i].w), free(t->ps[i].g), free(t->ps[i].m), free(t->ps[i].v);
+        free(t->ps[i].w), free(t->ps[i].g), free(t->ps[i].m), free(t->ps[i].v), free(t->ps[i].r);
     }
     free(t->ps);
     free(t->busy), free(t->stash_peak), free(t->stash_bytes);
@@ -353,12 +358,104 @@ static pp_status write_weights(const trainer *t, const char *dir, pp_err *err) {
     return PP_OK;
 }
 
-/* The step's gradients averaged over its micro-batches (in their order),
- * their global norm, clipped; a loss or gradient that is not finite named. */
-static pp_status reduce_step(const trainer *t, const pprt_array *outs, int64_t step, double *loss, double *norm,
+/* ---- a run's outputs as they come (pprt_run_opts.take_outputs) -------------------------------- */
+
+/* Micro-batch j's outputs, folded into the step in micro-batch order: its
+ * loss kept, its gradients summed into the weights' gradient buffers (the
+ * first copied), its running statistics folded in (training); or its loss
+ * summed and its rows' top-1 counted (--eval). The step keeps one set of
+ * gradients, not one per micro-batch: a replica's micro-batch ahead of its
+ * turn waits in a copy of its message until the ones before it came. */
+typedef struct taker {
+    trainer *t;
+    bool eval;
+    const int64_t *labels; /* eval: the labels of the run's rows */
+    pthread_mutex_t mu;
+    int64_t next, M;
+    void **wait;           /* [M]: messages ahead of their turn */
+    float *loss;           /* [M] */
+    int64_t good;          /* eval: rows whose top-1 is the label */
+} taker;
+
+static const void *out_at(const trainer *t, const void *msg, int i) {
+    const pprt_stage *last = &t->p->stages[t->p->n_stages - 1];
+    return (const unsigned char *)msg + last->out.off[i];
+}
+
+static void fold(taker *k, int64_t j, const void *msg) {
+    trainer *t = k->t;
+    k->loss[j] = *(const float *)out_at(t, msg, t->loss_out);
+    if (k->eval) {
+        const pprt_io *lo = t->fwd_out >= 0 ? &t->p->outputs[t->fwd_out] : NULL;
+        if (!lo || lo->shape.rank != 2 || !k->labels) return;
+        const int64_t C = lo->shape.dim[1];
+        const float *y = out_at(t, msg, t->fwd_out);
+        for (int64_t r = 0; r < t->rows; r++) {
+            int64_t best = 0;
+            for (int64_t c = 1; c < C; c++)
+                if (y[r * C + c] > y[r * C + best]) best = c;
+            k->good += best == k->labels[j * t->rows + r];
+        }
+        return;
+    }
+    for (int i = 0; i < t->n_params; i++) {
+        param *q = &t->ps[i];
+        const float *g = out_at(t, msg, q->out);
+        if (q->running) fold_running(q, g, j);
+        else if (j == 0) memcpy(q->g, g, (size_t)q->numel * sizeof *g);
+        else
+            for (int64_t e = 0; e < q->numel; e++) q->g[e] += g[e];
+    }
+}
+
+static pp_status take(void *ctx, int64_t mb, const void *msg, pp_err *err) {
+    taker *k = ctx;
+    const size_t bytes = k->t->p->stages[k->t->p->n_stages - 1].out.bytes;
+    pthread_mutex_lock(&k->mu);
+    pp_status s = PP_OK;
+    if (mb < k->next || mb >= k->M || k->wait[mb]) s = PP_FAIL(err, PP_ERUNTIME, "internal: micro-batch %lld "
+                                                                "reached the end twice or out of range", (long long)mb);
+    else if (mb != k->next) { /* ahead of its turn */
+        if (!(k->wait[mb] = malloc(bytes))) s = PP_FAIL(err, PP_ENOMEM, "out of memory holding a micro-batch's outputs");
+        else memcpy(k->wait[mb], msg, bytes);
+    } else {
+        fold(k, k->next++, msg);
+        for (; k->next < k->M && k->wait[k->next]; k->next++) {
+            fold(k, k->next, k->wait[k->next]);
+            free(k->wait[k->next]), k->wait[k->next] = NULL;
+        }
+    }
+    pthread_mutex_unlock(&k->mu);
+    return s;
+}
+
+static pp_status taker_init(taker *k, trainer *t, int64_t M, bool eval, pp_err *err) {
+    *k = (taker){.t = t, .eval = eval, .M = M};
+    k->wait = calloc(pp_count(M), sizeof *k->wait);
+    k->loss = calloc(pp_count(M), sizeof *k->loss);
+    if (!k->wait || !k->loss) {
+        free(k->wait), free(k->loss);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    pthread_mutex_init(&k->mu, NULL);
+    return PP_OK;
+}
+
+static void taker_free(taker *k) {
+    for (int64_t j = 0; k->wait && j < k->M; j++) free(k->wait[j]);
+    free(k->wait), free(k->loss);
+    pthread_mutex_destroy(&k->mu);
+}
+
+/* The step's gradients averaged over its micro-batches (summed in their
+ * order as they came, then scaled), their global norm, clipped; a loss or
+ * gradient that is not finite named. */
+static pp_status reduce_step(const trainer *t, const taker *k, int64_t step, double *loss, double *norm,
                              bool *finite, pp_err *err) {
     const int M = t->o->accumulate;
-    const float *lv = outs[t->loss_out].data;
+    if (k->next != M) return PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d micro-batches reached the end",
+                                     (long long)k->next, M);
+    const float *lv = k->loss;
     double sum = 0;
     *finite = true;
     for (int j = 0; j < M; j++) {
@@ -376,12 +473,9 @@ static pp_status reduce_step(const trainer *t, const pprt_array *outs, int64_t s
     for (int i = 0; i < t->n_params; i++) {
         const param *q = &t->ps[i];
         if (q->running) continue;
-        const float *g = outs[q->out].data;
-        for (int64_t k = 0; k < q->numel; k++) {
-            float a = g[k];
-            for (int j = 1; j < M; j++) a += g[(size_t)j * (size_t)q->numel + (size_t)k];
-            a = M > 1 ? a * inv : a;
-            q->g[k] = a;
+        for (int64_t e = 0; e < q->numel; e++) {
+            const float a = M > 1 ? q->g[e] * inv : q->g[e];
+            q->g[e] = a;
             sq += (double)a * a;
         }
     }
@@ -607,26 +701,23 @@ static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const 
     for (int64_t k = 0; k < mbs; k += t->o->accumulate) {
         const int M = (int)(mbs - k < t->o->accumulate ? mbs - k : t->o->accumulate);
         fill_sets(t, &t->eval, NULL, k * t->rows, M, ins);
+        taker tk;
+        PP_TRY(taker_init(&tk, t, M, true, err));
+        tk.labels = t->labels_in >= 0 ? ins[t->labels_in].data : NULL;
+        const pprt_output_hook hook = {&tk, take};
         pprt_stats rs = {0};
         pprt_run_opts ro = *run;
         ro.replicas = ro.replicas > M ? M : ro.replicas;
+        ro.take_outputs = &hook;
         pp_status s = pprt_run(p, ins, M, outs, &ro, &rs, err);
         free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
+        if (s == PP_OK && tk.next != M) s = PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d held-out micro-batches "
+                                                     "reached the end", (long long)tk.next, M);
         if (s == PP_OK) {
-            for (int j = 0; j < M; j++) sum += ((const float *)outs[t->loss_out].data)[j];
-            const pprt_io *lo = t->fwd_out >= 0 ? &p->outputs[t->fwd_out] : NULL;
-            if (lo && lo->shape.rank == 2 && t->labels_in >= 0) {
-                const int64_t C = lo->shape.dim[1];
-                const float *y = outs[t->fwd_out].data;
-                const int64_t *lab = ins[t->labels_in].data;
-                for (int64_t r = 0; r < (int64_t)M * t->rows; r++) {
-                    int64_t best = 0;
-                    for (int64_t c = 1; c < C; c++)
-                        if (y[r * C + c] > y[r * C + best]) best = c;
-                    good += best == lab[r];
-                }
-            }
+            for (int j = 0; j < M; j++) sum += tk.loss[j];
+            good += tk.good;
         }
+        taker_free(&tk);
         for (int i = 0; i < p->n_outputs; i++) free(outs[i].data), outs[i].data = NULL;
         if (s != PP_OK) return s;
     }
@@ -645,7 +736,12 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     fill_sets(t, &t->train, perm, k * o->accumulate * t->rows, o->accumulate, ins);
     pprt_stats rs = {0};
     if (run->gate) gate_reset(run->gate->ctx);
-    pp_status s = pprt_run(t->p, ins, o->accumulate, outs, run, &rs, err);
+    taker tk;
+    PP_TRY(taker_init(&tk, t, o->accumulate, false, err));
+    const pprt_output_hook hook = {&tk, take};
+    pprt_run_opts ro = *run;
+    ro.take_outputs = &hook;
+    pp_status s = pprt_run(t->p, ins, o->accumulate, outs, &ro, &rs, err);
     if (s == PP_OK) {
         *bubble = device_bubble(&rs, run->replicas > 1 ? run->replicas : 1);
         for (int v = 0; v < rs.n_stages && v < t->p->n_stages; v++) {
@@ -655,12 +751,13 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
         }
     }
     free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
-    if (s == PP_OK) s = reduce_step(t, outs, step, loss, norm, finite, err);
+    if (s == PP_OK) s = reduce_step(t, &tk, step, loss, norm, finite, err);
+    taker_free(&tk);
     *lr = lr_at(o, step, total);
     if (s == PP_OK && *finite) {
         ++*updates;
         for (int i = 0; i < t->n_params; i++) {
-            if (t->ps[i].running) update_running(&t->ps[i], outs, o->accumulate);
+            if (t->ps[i].running) update_running(&t->ps[i]);
             else update(o, &t->ps[i], *lr, *updates);
         }
     }
