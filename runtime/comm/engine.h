@@ -111,6 +111,10 @@ pp_status pprt_mpi_irecv(pprt_mpi *m, void *buf, size_t bytes, int peer, int tag
  * back here: the engine ends the process. */
 pp_status pprt_mpi_wait(pprt_mpi *m, pprt_mpi_req *r, pp_err *err);
 bool pprt_mpi_test(pprt_mpi *m, pprt_mpi_req *r);
+/* Wait for r until `deadline` (pprt_mpi_now()'s clock): true, and r freed,
+ * if it completed; false if not, r still pending (its buffer must stay
+ * valid: the caller fails, and the process ends with r outstanding). */
+bool pprt_mpi_wait_until(pprt_mpi *m, pprt_mpi_req *r, double deadline);
 
 /* Send a control message (copied; the engine frees it when sent). */
 pp_status pprt_mpi_send_ctrl(pprt_mpi *m, int peer, int type, const pprt_ctrl *body, pp_err *err);
