@@ -91,8 +91,10 @@ typedef struct pprt_exec_counts {
     int in_place;       /* outputs written over the bytes of an input that dies there (residual sums, binary ops) */
     int own_layout;     /* tensors kept in a layout of the backend's own (oneDNN's blocked ones) */
     double weight_bytes; /* weights prepared once, at load (reordered, converted, packed) */
+    long graph_captures; /* CUDA graphs captured (cuda; cuda-emu counts the same without a graph, gcache.h) */
+    long graph_replays;  /* micro-batches replayed from a captured graph */
 } pprt_exec_counts;
-#define PPRT_EXEC_COUNTS 11 /* the fields above, for messages of doubles */
+#define PPRT_EXEC_COUNTS 13 /* the fields above, for messages of doubles */
 
 typedef struct pprt_stage_stats {
     const char *backend; /* its executor's name (static) */

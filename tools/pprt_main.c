@@ -480,6 +480,8 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, int wa
         pp_json_add_number(&j, x, "outputs_in_place", c->in_place);
         pp_json_add_number(&j, x, "own_layout_tensors", c->own_layout);
         pp_json_add_round(&j, x, "weights_prepared_bytes", c->weight_bytes, 0);
+        pp_json_add_number(&j, x, "cuda_graph_captures", (double)c->graph_captures);
+        pp_json_add_number(&j, x, "cuda_graph_replays", (double)c->graph_replays);
         pp_json_add_string(&j, x, "cpus", st->stages[i].cpus);
         pp_json_add_string(&j, x, "backend", st->stages[i].backend);
     }
