@@ -102,6 +102,14 @@ typedef struct pprt_stage_stats {
     double utilization; /* busy / wall */
     pprt_exec_counts exec;
     char cpus[64]; /* the CPUs its thread (and its intra-op threads) were pinned to, "0-3,8"; "": not pinned */
+    /* its device, described at start (threaded driver; place[0] == 0: on the host) */
+    struct {
+        char place[48]; /* "cuda device 1" */
+        char name[96];
+        int cc_major, cc_minor, sms;
+        char libs[128];
+    } device;
+    char path_out[96]; /* how its outgoing messages reach the next stage ("": the last stage, or not said) */
 } pprt_stage_stats;
 
 /* The CPUs this process may run on (its affinity mask, which taskset, a
@@ -149,6 +157,8 @@ typedef struct pprt_stats {
      * touched, boundary buffers, kernels' scratch (0 under mpirun) */
     size_t rss_loaded;
     int n_stages;
+    bool devices_differ; /* device stages on devices that differ (name, compute capability, SMs, libraries):
+                          * bits may differ across the split */
     pprt_stage_stats *stages; /* n_stages entries, caller frees */
     const char *backend;      /* the executors' name (pprt_exec_ops.name: "dnnl"), "mixed" when the
                                * stages differ; static */

@@ -8,7 +8,9 @@
  * a device answers; without one every call fails with the driver's words. */
 #include <stdio.h>
 
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 #include "cuda_backend.h"
 #include "../mem.h"
@@ -80,19 +82,57 @@ static pp_status mc_copy(pprt_stream *s, void *dst, int dst_dev, const void *src
 }
 
 /* Peer access lets cudaMemcpyPeerAsync go over NVLink or PCIe directly
- * instead of through the host; it is an optimization, so failures are
- * ignored (cudaGetLastError clears them). */
-static void mc_peer(int a, int b) {
+ * instead of through the host. It is enabled both ways where the hardware
+ * allows (cudaDeviceEnablePeerAccess on device x maps y's memory into x),
+ * and the answer says which side may issue a direct copy from a to b: a
+ * stream of a where a maps b, else of b where b maps a, else neither (the
+ * link stages through pinned memory: without a mapping the driver would
+ * stage it anyway, unseen). Failures to enable are a path lost, not an
+ * error (cudaGetLastError clears them). */
+static bool maps(int x, int y) {
     int can = 0;
-    if (a == b || cudaDeviceCanAccessPeer(&can, b, a) != cudaSuccess || !can) {
+    if (cudaDeviceCanAccessPeer(&can, x, y) != cudaSuccess || !can) {
         cudaGetLastError();
-        return;
+        return false;
     }
     int cur = 0;
     cudaGetDevice(&cur);
-    if (cudaSetDevice(b) == cudaSuccess) cudaDeviceEnablePeerAccess(a, 0);
-    cudaGetLastError(); /* cudaErrorPeerAccessAlreadyEnabled is fine */
+    bool ok = false;
+    if (cudaSetDevice(x) == cudaSuccess) {
+        cudaError_t e = cudaDeviceEnablePeerAccess(y, 0);
+        ok = e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled;
+    }
+    cudaGetLastError();
     cudaSetDevice(cur);
+    return ok;
+}
+
+static int mc_peer(int a, int b) {
+    if (a == b) return PPRT_PEER_SRC;
+    const bool ab = maps(a, b), ba = maps(b, a);
+    return ab ? PPRT_PEER_SRC : ba ? PPRT_PEER_DST : PPRT_PEER_STAGED;
+}
+
+static pp_status mc_stream_wait(pprt_stream *s, pprt_event *e, pp_err *err) {
+    CU(cudaStreamWaitEvent((cudaStream_t)s, (cudaEvent_t)e, 0));
+    return PP_OK;
+}
+
+static void mc_describe(int dev, pprt_dev_desc *d) {
+    *d = (pprt_dev_desc){0};
+    struct cudaDeviceProp pr;
+    if (cudaGetDeviceProperties(&pr, dev) == cudaSuccess) {
+        snprintf(d->name, sizeof d->name, "%.95s", pr.name);
+        d->cc_major = pr.major, d->cc_minor = pr.minor, d->sms = pr.multiProcessorCount;
+    } else {
+        cudaGetLastError();
+        snprintf(d->name, sizeof d->name, "cuda device %d (no properties)", dev);
+    }
+    int rt = 0;
+    cudaRuntimeGetVersion(&rt);
+    const size_t dnn = cudnnGetVersion(), lt = cublasLtGetVersion();
+    snprintf(d->libs, sizeof d->libs, "CUDA runtime %d.%d, cuDNN %zu.%zu.%zu, cuBLASLt %zu.%zu.%zu", rt / 1000,
+             rt % 1000 / 10, dnn / 10000, dnn % 10000 / 100, dnn % 100, lt / 10000, lt % 10000 / 100, lt % 100);
 }
 
 static pp_status mc_event_new(int dev, pprt_event **e, pp_err *err) {
@@ -138,6 +178,8 @@ const pprt_mem_ops pprt_mem_cuda = {
     .stream_free = mc_stream_free,
     .copy = mc_copy,
     .peer = mc_peer,
+    .stream_wait = mc_stream_wait,
+    .describe = mc_describe,
     .event_new = mc_event_new,
     .event_free = mc_event_free,
     .record = mc_record,

@@ -246,7 +246,7 @@ pp_status pprt_link_p2p(pprt_p2p *c, const pprt_place *at, bool sender, size_t b
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
     const pprt_place h = pprt_place_host();
-    L->base = (pprt_link){sender ? &sender_ops : &receiver_ops, sender ? *at : h, sender ? h : *at, bytes, depth, false};
+    L->base = (pprt_link){sender ? &sender_ops : &receiver_ops, sender ? *at : h, sender ? h : *at, bytes, depth, false, NULL};
     L->c = c;
     L->mem = at->mem;
     L->dev = at->device;
