@@ -31,6 +31,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "../cuda/cuda_backend.h"
 #include "engine.h"
 
 _Static_assert(sizeof(ncclUniqueId) == PPRT_P2P_ID, "ncclUniqueId must fit the start-up message's id field");
@@ -207,7 +208,7 @@ static pp_status warm_up(nccl_p2p *c, int device, pp_err *err) {
 pp_status pprt_nccl_open(pprt_mpi *m, int peer, bool first, const unsigned char id[PPRT_P2P_ID], int device,
                          pprt_p2p **out, pp_err *err) {
     *out = NULL;
-    cudaError_t e = cudaSetDevice(device);
+    cudaError_t e = cudaSetDevice(pprt_cuda_phys(device));
     if (e != cudaSuccess)
         return PP_FAIL(err, e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice ? PP_EUNSUP : PP_ERUNTIME,
                        "cudaSetDevice(%d): %s (%s)", device, cudaGetErrorString(e), cudaGetErrorName(e));

@@ -390,7 +390,7 @@ static pp_status create_steps(pprt_exec *x, unsigned char *hn, int *failed, pp_e
 
 static pp_status create_in(pprt_exec *x, pp_err *err) {
     const pprt_stage *st = x->st;
-    CU(x, -1, cudaSetDevice(x->device));
+    CU(x, -1, cudaSetDevice(pprt_cuda_phys(x->device)));
     CU(x, -1, cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking));
     cudnnStatus_t ds = cudnnCreate(&x->dnn);
     if (ds != CUDNN_STATUS_SUCCESS) return PP_FAIL(err, PP_ERUNTIME, "cudnnCreate: %s", cudnnGetErrorString(ds));
@@ -573,7 +573,7 @@ static pp_status issue(pprt_exec *x, pp_err *err) {
 }
 
 pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_err *err) {
-    CU(x, -1, cudaSetDevice(x->device));
+    CU(x, -1, cudaSetDevice(pprt_cuda_phys(x->device)));
     PP_TRY(pcu_check_msgs(x->st->index, dev_in, dev_out, err));
     x->mem[PCU_SP_IN] = (unsigned char *)dev_in; /* the links' buffers */
     x->mem[PCU_SP_OUT] = dev_out;

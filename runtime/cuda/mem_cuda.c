@@ -7,6 +7,8 @@
  * NOT YET RUN ON A GPU (docs/cuda.md): the links run these calls only where
  * a device answers; without one every call fails with the driver's words. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -28,22 +30,44 @@ static pp_status cu_err(pp_err *err, const char *call, cudaError_t e) {
         if (e_ != cudaSuccess) return cu_err(err, #call, e_);      \
     } while (0)
 
+/* PPRT_CUDA_ALIAS=N: N logical devices over the GPUs present (logical d on
+ * GPU d % count), so two stages on logical devices 0 and 1 of a one-GPU
+ * machine run the links between two devices (copy links, events, two
+ * streams) on it: the one-GPU proof of the two-GPU paths (gpu_day.sh).
+ * PPRT_CUDA_PEER=none: every pair of devices taken as without peer access
+ * (the staged path). Both are for tests; unset, logical is physical. */
+static int alias_n(void) {
+    const char *v = getenv("PPRT_CUDA_ALIAS");
+    return v ? atoi(v) : 0;
+}
+
+int pprt_cuda_phys(int dev) {
+    static int count = -1;
+    if (dev < 0 || alias_n() <= 0) return dev;
+    if (count < 0 && cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();
+        count = 0;
+    }
+    return count > 0 ? dev % count : dev;
+}
+
 static pp_status mc_device(const pprt_stage *st, int local_rank, int *dev, pp_err *err) {
     int count = 0;
     CU(cudaGetDeviceCount(&count));
+    if (alias_n() > 0) count = alias_n();
     return pcu_pick_device(st, local_rank, count, dev, err);
 }
 
 static pp_status mc_alloc(int dev, size_t bytes, void **p, pp_err *err) {
     *p = NULL;
-    CU(cudaSetDevice(dev));
+    CU(cudaSetDevice(pprt_cuda_phys(dev)));
     CU(cudaMalloc(p, bytes ? bytes : 256));
     return PP_OK;
 }
 
 static void mc_free(int dev, void *p) {
     if (!p) return;
-    cudaSetDevice(dev);
+    cudaSetDevice(pprt_cuda_phys(dev));
     cudaFree(p);
 }
 
@@ -60,7 +84,7 @@ static void mc_free_pinned(void *p) {
 static pp_status mc_stream_new(int dev, pprt_stream **s, pp_err *err) {
     cudaStream_t cs = NULL;
     *s = NULL;
-    CU(cudaSetDevice(dev));
+    CU(cudaSetDevice(pprt_cuda_phys(dev)));
     CU(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
     *s = (pprt_stream *)cs;
     return PP_OK;
@@ -74,8 +98,8 @@ static void mc_stream_free(pprt_stream *s) {
 
 static pp_status mc_copy(pprt_stream *s, void *dst, int dst_dev, const void *src, int src_dev, size_t n, pp_err *err) {
     if (n == 0) return PP_OK;
-    if (dst_dev >= 0 && src_dev >= 0 && dst_dev != src_dev)
-        CU(cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, n, (cudaStream_t)s));
+    if (dst_dev >= 0 && src_dev >= 0 && pprt_cuda_phys(dst_dev) != pprt_cuda_phys(src_dev))
+        CU(cudaMemcpyPeerAsync(dst, pprt_cuda_phys(dst_dev), src, pprt_cuda_phys(src_dev), n, (cudaStream_t)s));
     else
         CU(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, (cudaStream_t)s));
     return PP_OK;
@@ -108,7 +132,10 @@ static bool maps(int x, int y) {
 }
 
 static int mc_peer(int a, int b) {
-    if (a == b) return PPRT_PEER_SRC;
+    const char *none = getenv("PPRT_CUDA_PEER");
+    if (none && !strcmp(none, "none") && a != b) return PPRT_PEER_STAGED;
+    a = pprt_cuda_phys(a), b = pprt_cuda_phys(b);
+    if (a == b) return PPRT_PEER_SRC; /* logical devices on one GPU */
     const bool ab = maps(a, b), ba = maps(b, a);
     return ab ? PPRT_PEER_SRC : ba ? PPRT_PEER_DST : PPRT_PEER_STAGED;
 }
@@ -120,6 +147,7 @@ static pp_status mc_stream_wait(pprt_stream *s, pprt_event *e, pp_err *err) {
 
 static void mc_describe(int dev, pprt_dev_desc *d) {
     *d = (pprt_dev_desc){0};
+    dev = pprt_cuda_phys(dev);
     struct cudaDeviceProp pr;
     if (cudaGetDeviceProperties(&pr, dev) == cudaSuccess) {
         snprintf(d->name, sizeof d->name, "%.95s", pr.name);
@@ -138,7 +166,7 @@ static void mc_describe(int dev, pprt_dev_desc *d) {
 static pp_status mc_event_new(int dev, pprt_event **e, pp_err *err) {
     cudaEvent_t ce = NULL;
     *e = NULL;
-    CU(cudaSetDevice(dev));
+    CU(cudaSetDevice(pprt_cuda_phys(dev)));
     CU(cudaEventCreateWithFlags(&ce, cudaEventDisableTiming));
     *e = (pprt_event *)ce;
     return PP_OK;
