@@ -11,15 +11,15 @@
 #      with the pipeline's ends overlapped and not; a stage failing mid-run
 #      with overlap on exits 2 (no hang); 2b. --cuda-row-kernels on: the
 #      rows of tests/cuda/row_models.py against ref, under racecheck and
-#      memcheck; 2c. two GPUs on one (issue 57; TWO_SECS, default 110): two
+#      memcheck; 2c. two GPUs on one (issue 57; TWO_SECS, default 130): two
 #      logical devices aliased onto GPU 0 (PPRT_CUDA_ALIAS) with a peer copy
 #      and with the staged path (PPRT_CUDA_PEER=none), bit-identical to one
-#      device, under compute-sanitizer synccheck (and racecheck for the
-#      staged path); the graph
-#      cache at --depth 8 (8 captures a stage); the devices described;
-#      tests/cuda/nccl_probe.c: a one-rank grouped self send/receive, an init
-#      whose peer never joins still pending at a 5 s deadline and aborted;
-#      --transport mpi on two ranks of the GPU where the machine has MPI;
+#      device; the graph cache at --depth 8 (8 captures a stage); the
+#      devices described; tests/cuda/nccl_probe.c: a one-rank grouped self
+#      send/receive, an init whose peer never joins still pending at a 5 s
+#      deadline and aborted; --transport mpi on two ranks of the GPU where
+#      the machine has MPI; then, with the part's time left, the two
+#      paths under compute-sanitizer synccheck (racecheck for the staged);
 #   3. the ONNX node tests on cuda, a quick pass (NODE=quick, default: every
 #      NODE_STRIDE-th listed test, within NODE_SECS (60); NODE=all: all of them
 #      in five chunks, CHUNKS and SAN as before; NODE=0: none), then the
@@ -120,9 +120,9 @@ if [ "$be" = cuda ]; then  # the barriers and shared memory as the hardware runs
 fi
 
 # 2c. two GPUs on one (issue 57): the two-device paths on logical devices aliased onto GPU 0
-# (PPRT_CUDA_ALIAS), within TWO_SECS (default 110; it never eats into the 300 s kept for the benchmark)
+# (PPRT_CUDA_ALIAS), within TWO_SECS (default 130; it never eats into the 300 s kept for the benchmark)
 echo "== 2c. two GPUs on one ($(date +%T), $(left) s left)"
-two_end=$((SECONDS + $(cap "${TWO_SECS:-110}" 300)))
+two_end=$((SECONDS + $(cap "${TWO_SECS:-130}" 300)))
 tl() { local t=$((two_end - SECONDS)); [ "$t" -lt "$1" ] && echo "$t" || echo "$1"; } # a step's timeout within the part
 w2=/tmp/gday_two; rm -rf $w2; mkdir -p $w2
 jget() { python3 -c "import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@" 2>/dev/null; }
@@ -131,25 +131,14 @@ jget() { python3 -c "import json, sys; j = json.load(open(sys.argv[1])); print(e
   && "$PPCC" "$S/model.onnx" -pp 3 -b 2 --placement 0:$be:0,1:$be:1,2:$be:2 -o $w2/three.plan -q \
   || { echo "FAIL: 2c: ppcc"; status=1; }
 timeout "$(tl 60)" "$PPRT" $w2/one.plan "$S/data" -o $w2/one -q || { echo "FAIL: 2c: digits -pp 2 on one device"; status=1; }
-# 2c.1 a peer copy (both on GPU 0) and the staged path (PPRT_CUDA_PEER=none), each bit-identical to one device,
-# then under compute-sanitizer synccheck and racecheck
+# 2c.1 a peer copy (both on GPU 0) and the staged path (PPRT_CUDA_PEER=none), each bit-identical to one device
+# (under compute-sanitizer in 2c.6, with the time the part has left)
 for peer in all none; do
   [ "$(tl 30)" -ge 20 ] || { echo "2c.1 ($peer): out of time"; break; }
-  envs=(PPRT_CUDA_ALIAS=2 PPRT_CUDA_PEER=$peer PPRT_EMU_PEER=$peer)
-  env "${envs[@]}" timeout "$(tl 60)" "$PPRT" $w2/two.plan "$S/data" -o $w2/two_$peer -q --stats-json $w2/two_$peer.json \
-    || { echo "FAIL: 2c.1: two logical devices, peer $peer"; status=1; continue; }
+  env PPRT_CUDA_ALIAS=2 PPRT_CUDA_PEER=$peer PPRT_EMU_PEER=$peer timeout "$(tl 60)" "$PPRT" $w2/two.plan "$S/data" \
+    -o $w2/two_$peer -q --stats-json $w2/two_$peer.json || { echo "FAIL: 2c.1: two logical devices, peer $peer"; status=1; continue; }
   same=yes; cmp -s $w2/one/logits.npy $w2/two_$peer/logits.npy || { same=no; status=1; }
   echo "2c.1 two logical devices on GPU 0, peer $peer: path '$(jget $w2/two_$peer.json "j['stages'][0].get('path_to_next')")'; same bytes as one device: $same"
-  if [ "$be" = cuda ]; then
-    tools=(synccheck); [ $peer = none ] && tools+=(racecheck) # the staged path: two streams, an event between them
-    for tool in "${tools[@]}"; do
-      [ "$(tl 90)" -ge 30 ] || { echo "2c.1 $tool ($peer): out of time"; break; }
-      env "${envs[@]}" timeout "$(tl 90)" compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $w2/two.plan "$S/data" \
-        -o $w2/san -q --cuda-graphs off > "$out/san_two_${peer}_$tool.txt" 2>&1 \
-        || { echo "FAIL: 2c.1 compute-sanitizer $tool, peer $peer (rc $?)"; status=1; }
-      echo "2c.1 $tool, peer $peer: $(tail -1 "$out/san_two_${peer}_$tool.txt")"
-    done
-  fi
 done
 # 2c.2 the graph cache at --depth 8: one capture per pair of message buffers, none after (three logical devices)
 if [ "$(tl 60)" -ge 20 ]; then
@@ -185,6 +174,19 @@ if command -v mpirun > /dev/null && [ -x "$mp" ] && [ "$(tl 60)" -ge 20 ]; then
     || { echo "FAIL: 2c.5 --transport mpi: other bytes"; status=1; }
 else
   echo "2c.5 --transport mpi on two ranks: skipped (no mpirun here, or no $bin/mpi/pprt: PP_CARRY_MPI=1 build_carry.sh)"
+fi
+
+# 2c.6 the two-device paths under compute-sanitizer: synccheck, and racecheck for the staged path (two
+# streams, an event between them), each where the part's time allows
+if [ "$be" = cuda ]; then
+  for pt in all:synccheck none:synccheck none:racecheck; do
+    peer=${pt%%:*} tool=${pt#*:}
+    [ "$(tl 90)" -ge 30 ] || { echo "2c.6 $tool, peer $peer: out of time"; continue; }
+    env PPRT_CUDA_ALIAS=2 PPRT_CUDA_PEER=$peer timeout "$(tl 90)" compute-sanitizer --tool $tool --error-exitcode 9 \
+      "$PPRT" $w2/two.plan "$S/data" -o $w2/san -q --cuda-graphs off > "$out/san_two_${peer}_$tool.txt" 2>&1 \
+      || { echo "FAIL: 2c.6 compute-sanitizer $tool, peer $peer (rc $?)"; status=1; }
+    echo "2c.6 $tool, peer $peer: $(tail -1 "$out/san_two_${peer}_$tool.txt")"
+  done
 fi
 
 # ONNX node tests: quick (every NODE_STRIDE-th listed test, one chunk) or all (five chunks)
