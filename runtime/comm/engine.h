@@ -37,6 +37,8 @@ enum {
     PPRT_CTRL_DONE,   /* from the writer: code (exit status of the whole run) */
     PPRT_CTRL_WARM,   /* --warmup: to rank 0, the sender's warm-up micro-batches are through;
                        * from rank 0, everybody's are: start the timed run */
+    PPRT_CTRL_DEV,    /* to the writer after set-up: a[0] 1 = a device stage, a[1], a[2] its compute
+                       * capability, a[3] its SMs, text its name, text + 128 its libraries */
 };
 
 /* Every control message has this fixed size (640 bytes). */

@@ -13,6 +13,9 @@
 #     wait for the connection, whichever ends first: so the emulation shows
 #     the fault the new order removes); two ranks in the old order still get through
 #     (the lazy connection meets the first send);
+#   - the ranks' devices described to the writer: none differ, no warning;
+#     PPRT_EMU_SMS=1:100 (rank 1's emulated device has 100 SMs): one warning
+#     naming both, --stats-json devices_differ true and each stage's SMs;
 #   - a peer that joins too late (rank 1's init 8 s late, --mpi-timeout 2):
 #     every rank exits 1, the message naming ncclCommInitRankConfig and the
 #     timeout;
@@ -78,6 +81,20 @@ for r in 0 1 2; do
 done
 [ ! -e old3 ] || fail "a failed run wrote outputs"
 echo "ok: the same late send in the old order stalls rank 1 (its first receive waits for the connection) and fails, named on every rank ($took s): $(grep -o '[a-zA-Z]* did not complete within 2 s' old3.txt | head -1)"
+
+# ---- the devices described across ranks: one kind, then rank 1 on another (PPRT_EMU_SMS) -------------
+run 0 dev_same.txt PPRT_EMU_SMS= -- d3.plan "$S/data" -o dev_same "${A[@]}" --stats-json dev_same.json
+run 0 dev_diff.txt PPRT_EMU_SMS=1:100 -- d3.plan "$S/data" -o dev_diff "${A[@]}" --stats-json dev_diff.json
+! grep -q warning dev_same.txt || fail "one kind of device: $(grep warning dev_same.txt)"
+n=$(grep -c "^pprt: warning: rank 1 (stage 1)'s device (cuda-emu, compute capability 9.0, 100 SMs; .*) differs from rank 0 (stage 0)'s (cuda-emu, 9.0, 132 SMs" dev_diff.txt || true)
+[ "$n" = 1 ] || { cat dev_diff.txt; fail "rank 1 on a 100-SM device: $n warnings, expected 1"; }
+for f in same:False:132,132,132 diff:True:132,100,132; do
+  IFS=: read -r tag differ sms <<< "$f"
+  got=$("${PY:-python3}" -c "import json, sys; j = json.load(open(sys.argv[1])); print(j['devices_differ'], ','.join(str(s['device']['sms']) for s in j['stages']))" dev_$tag.json)
+  [ "$got" = "$differ $sms" ] || fail "--stats-json of dev_$tag: '$got', expected '$differ $sms'"
+done
+cmp dev_same/logits.npy dev_diff/logits.npy || fail "the emulated SM count changed the outputs"
+echo "ok: the ranks' devices reach the writer: no warning for one kind; rank 1 on 100 SMs: one warning, devices_differ true"
 
 # ---- a peer that joins too late --------------------------------------------------------------
 t0=$(now)
