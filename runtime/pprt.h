@@ -107,8 +107,10 @@ typedef struct pprt_exec_counts {
     int in_place;       /* outputs written over the bytes of an input that dies there (residual sums, binary ops) */
     int own_layout;     /* tensors kept in a layout of the backend's own (oneDNN's blocked ones) */
     double weight_bytes; /* weights prepared once, at load (reordered, converted, packed) */
+    long graph_captures; /* CUDA graphs captured (cuda; cuda-emu counts the same without a graph, gcache.h) */
+    long graph_replays;  /* micro-batches replayed from a captured graph */
 } pprt_exec_counts;
-#define PPRT_EXEC_COUNTS 11 /* the fields above, for messages of doubles */
+#define PPRT_EXEC_COUNTS 13 /* the fields above, for messages of doubles */
 
 typedef struct pprt_stage_stats {
     const char *backend; /* its executor's name (static) */
@@ -121,6 +123,14 @@ typedef struct pprt_stage_stats {
      * one (runtime/stash.c); 0 elsewhere */
     int stash_peak;
     size_t stash_bytes;
+    /* its device, described at start (threaded driver; place[0] == 0: on the host) */
+    struct {
+        char place[48]; /* "cuda device 1" */
+        char name[96];
+        int cc_major, cc_minor, sms;
+        char libs[128];
+    } device;
+    char path_out[96]; /* how its outgoing messages reach the next stage ("": the last stage, or not said) */
 } pprt_stage_stats;
 
 /* The CPUs this process may run on (its affinity mask, which taskset, a
@@ -168,6 +178,8 @@ typedef struct pprt_stats {
      * touched, boundary buffers, kernels' scratch (0 under mpirun) */
     size_t rss_loaded;
     int n_stages;
+    bool devices_differ; /* device stages on devices that differ (name, compute capability, SMs, libraries):
+                          * bits may differ across the split */
     pprt_stage_stats *stages; /* n_stages entries, caller frees */
     const char *backend;      /* the executors' name (pprt_exec_ops.name: "dnnl"), "mixed" when the
                                * stages differ; static */

@@ -71,6 +71,7 @@ struct pprt_link {
     int depth;         /* buffers in circulation */
     bool fills;        /* receive() does work of the consumer's stage (the source cuts a micro-batch):
                         * the stage loop times it as the stage's */
+    const char *path;  /* how a message crosses, in words (pprt_link_between's links; NULL: not said) */
 };
 
 /* Between two threads of this process: `depth` host buffers of `bytes`

@@ -147,7 +147,7 @@ static pp_status data_new(const pprt_link_ops *ops, const pprt_plan *p, const pp
         return PP_FAIL(err, PP_ENOMEM, "cannot allocate a %zu-byte message", bytes);
     }
     d->pin = pin;
-    d->base = (pprt_link){ops, pprt_place_host(), pprt_place_host(), bytes, 1, false};
+    d->base = (pprt_link){ops, pprt_place_host(), pprt_place_host(), bytes, 1, false, NULL};
     d->p = p;
     d->arrays = arrays;
     d->n = n;
