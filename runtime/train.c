@@ -798,6 +798,24 @@ static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array
     return PP_OK;
 }
 
+/* The log's end: what each device kept between its stages (the most
+ * micro-batches at once, and their bytes), the peak resident set, the run's
+ * time and idle share. */
+static void log_end(pp_json *js, const trainer *t, const pprt_train_stats *st) {
+    cJSON *mem = pp_json_add_array(js, js->root, "stash");
+    for (int d = 0; d < t->p->train_devices; d++) {
+        cJSON *r = pp_json_add_object(js, mem, NULL);
+        pp_json_add_number(js, r, "device", d);
+        pp_json_add_number(js, r, "stash_peak", t->stash_peak[d]);
+        pp_json_add_number(js, r, "stash_bytes", (double)t->stash_bytes[d]);
+        pp_json_add_number(js, r, "stash_peak_bytes", (double)t->stash_bytes[d] * t->stash_peak[d]);
+    }
+    pp_json_add_number(js, js->root, "peak_rss", (double)pprt_peak_rss());
+    pp_json_add_number(js, js->root, "wall_s", st->wall_s);
+    pp_json_add_number(js, js->root, "bubble", st->bubble);
+    pp_json_add_number(js, js->root, "bubble_formula", st->bubble_formula);
+}
+
 pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts *o, const pprt_run_opts *run,
                      pprt_train_stats *st, pp_err *err) {
     memset(st, 0, sizeof *st);
@@ -897,21 +915,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     st->bubble_formula = (double)(p->train_devices - 1) / ((double)per_rep + p->train_devices - 1);
     gate_free(&gt);
     if (s == PP_OK && o->save_dir) s = write_weights(&t, o->save_dir, err);
-    if (s == PP_OK && js.root) {
-        /* what each device kept between its stages: the most micro-batches at once, and their bytes */
-        cJSON *mem = pp_json_add_array(&js, js.root, "stash");
-        for (int d = 0; d < p->train_devices; d++) {
-            cJSON *r = pp_json_add_object(&js, mem, NULL);
-            pp_json_add_number(&js, r, "device", d);
-            pp_json_add_number(&js, r, "stash_peak", t.stash_peak[d]);
-            pp_json_add_number(&js, r, "stash_bytes", (double)t.stash_bytes[d]);
-            pp_json_add_number(&js, r, "stash_peak_bytes", (double)t.stash_bytes[d] * t.stash_peak[d]);
-        }
-        pp_json_add_number(&js, js.root, "peak_rss", (double)pprt_peak_rss());
-        pp_json_add_number(&js, js.root, "wall_s", st->wall_s);
-        pp_json_add_number(&js, js.root, "bubble", st->bubble);
-        pp_json_add_number(&js, js.root, "bubble_formula", st->bubble_formula);
-    }
+    if (s == PP_OK && js.root) log_end(&js, &t, st);
     if (s == PP_OK && o->curves) s = pprt_curves_write(o->curves, js.root, err);
     if (s == PP_OK && o->log_json) s = pp_json_write(&js, o->log_json, true, err);
     else pp_json_free(&js);
