@@ -11,6 +11,7 @@
  *   options.c   the PPRT_DNNL_* settings; headroom.c: room for oneDNN's
  *               allocations under ulimit -v; wshare.c: weights shared by replicas
  *   conv.c matmul.c pool.c norm.c softmax.c eltwise.c binary.c views.c ...
+ *               (convgrad.c: the convolution's gradients)
  *               one family of ops each: its build function and table row,
  *               and the run functions of the steps of pprt's kernels it uses
  *   families.def  which family builds each op
@@ -252,6 +253,8 @@ DN_FAMILY(pad)
 DN_FAMILY(split)
 DN_FAMILY(reduce)
 DN_FAMILY(concat)
+DN_FAMILY(convgradx)
+DN_FAMILY(convgradw)
 #undef DN_FAMILY
 
 /* The family that builds op, or NULL: the reference kernels run it. */
