@@ -11,7 +11,8 @@
  *   options.c   the PPRT_DNNL_* settings; headroom.c: room for oneDNN's
  *               allocations under ulimit -v; wshare.c: weights shared by replicas
  *   conv.c matmul.c pool.c norm.c softmax.c eltwise.c binary.c views.c ...
- *               (convgrad.c: the convolution's gradients)
+ *               (convgrad.c: the convolution's gradients; gradref.c: other
+ *               gradients on the reference kernels in parts over the threads)
  *               one family of ops each: its build function and table row,
  *               and the run functions of the steps of pprt's kernels it uses
  *   families.def  which family builds each op
@@ -384,6 +385,11 @@ pp_status dn_push_own_any(pprt_exec *x, step st, size_t bytes, int xi, const dnn
                           const dnnl_memory_desc_t *dst_md, bool *taken, pp_err *err);
 /* Whether node n (on no oneDNN primitive) runs on runtime/dnnl/kernels/rnn_gemm.h rather than the reference kernel. */
 bool dn_rnn_by_gemm(const pprt_exec *x, const pprt_node *n);
+/* Whether node n (on no oneDNN primitive: pp.UnaryGrad, pp.MaxPoolGrad,
+ * pp.BatchNormGrad) runs on its reference kernel in parts over the stage's
+ * threads (gradref.c), with the reference's bits; dn_grad_run runs it. */
+bool dn_grad_by_parts(const pprt_exec *x, const pprt_node *n);
+pp_status dn_grad_run(pprt_exec *x, const pprt_node *n, pp_err *err);
 /* Append a NaN pass f of ours reading src and writing dst (which may be the same memory). */
 pp_status dn_push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnnl_memory_t dst, pp_err *err);
 /* A NaN-keeping clamp to [lo, hi] over every float of md's buffer. */

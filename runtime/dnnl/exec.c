@@ -431,6 +431,10 @@ static pp_status run_node(void *ctx, int ni, bool *ran, pp_err *err) {
         *ran = true;
         return run_rnn(x, &x->st->nodes[ni], err);
     }
+    if (!*ran && dn_grad_by_parts(x, &x->st->nodes[ni])) {
+        *ran = true;
+        return dn_grad_run(x, &x->st->nodes[ni], err);
+    }
     bool exact = true; /* whether a guard's exact path runs */
     for (int k = 0; k < x->nd.nsteps[ni] && *ran; k++) {
         const step *s = &x->steps.a[x->nd.first[ni] + k];
