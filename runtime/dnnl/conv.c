@@ -682,9 +682,9 @@ static pp_status conv_own(pprt_exec *x, conv_node *c, bool *done, pp_err *err) {
     *done = false;
     /* not in a training plan: its weights change every step, and their
      * Winograd transform, redone with them, cost more than the kernel saves
-     * (ResNet-18's training step, 112x112 images, 4 a micro-batch: 7.6-11
-     * samples/s without, 3.1-3.9 with; oneDNN's transform of a 64x64x3x3
-     * weight took 38 ms, AMD Zen 4) */
+     * (ResNet-18's training step, 112x112 images, 4 a micro-batch, AMD Zen
+     * 4: oneDNN's transform of a 512x512x3x3 weight took 127 ms, the
+     * convolution 3 ms) */
     c->wino_shape = x->o.wino && !x->bf16 && x->p->train_devices == 0 && c->nd == 4 && group == 1 && ws->dim[2] == 3 && ws->dim[3] == 3 &&
                     g->stride[0] == 1 && g->stride[1] == 1 && g->dil[0] == 1 && g->dil[1] == 1;
     /* our own Winograd kernel where oneDNN has none (below AVX-512), for a

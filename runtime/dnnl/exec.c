@@ -166,8 +166,12 @@ static const char *dnnl_route(pp_op op) {
                 {&dn_slice, "oneDNN reorder"},
                 {&dn_pad, "pprt's row copies"},
                 {&dn_reduce, "pprt's kernel (neighbouring axes)"},
-                {&dn_split, "pprt's row copies"}};
+                {&dn_split, "pprt's row copies"},
+                {&dn_convgradx, "oneDNN convolution backward data"},
+                {&dn_convgradw, "oneDNN convolution backward weights"}};
     if (op == PP_OP_LSTM || op == PP_OP_GRU || op == PP_OP_RNN) return "pprt's kernel on oneDNN's sgemm";
+    if (op == PP_OP_UNARYGRAD || op == PP_OP_MAXPOOLGRAD || op == PP_OP_BATCHNORMGRAD)
+        return "reference, in parts over the threads";
     if (op == PP_OP_TRANSPOSE) return "view (no copy), oneDNN reorder, or pprt's row copies (last axis kept)";
     if (op == PP_OP_GLOBALAVGPOOL) return "pprt's kernel (after a SiLU on pprt's kernel: in its pass)";
     if (op == PP_OP_MUL) return "oneDNN binary (by a scale per channel: pprt's kernel)";
