@@ -87,6 +87,10 @@ pp_status kern_UNARYGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
     PP_TRY(pprt_numel_of(&out[0], &n, err));
     const float *x = in[0].data, *y = in[1].data, *dy = in[2].data;
     float *dx = out[0].data;
+    if (op == PP_OP_RELU) { /* the same bits as the formula's (dY times 1 or 0), without a call per element */
+        for (int64_t i = 0; i < n; i++) dx[i] = x[i] > 0 ? dy[i] : dy[i] * 0.0f;
+        return PP_OK;
+    }
     for (int64_t i = 0; i < n; i++) dx[i] = (float)((double)dy[i] * d(x[i], y[i], p0, p1));
     return PP_OK;
 }

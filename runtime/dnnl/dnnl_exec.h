@@ -386,10 +386,11 @@ pp_status dn_push_own_any(pprt_exec *x, step st, size_t bytes, int xi, const dnn
 /* Whether node n (on no oneDNN primitive) runs on runtime/dnnl/kernels/rnn_gemm.h rather than the reference kernel. */
 bool dn_rnn_by_gemm(const pprt_exec *x, const pprt_node *n);
 /* Whether node n (on no oneDNN primitive: pp.UnaryGrad, pp.MaxPoolGrad,
- * pp.BatchNormGrad) runs on its reference kernel in parts over the stage's
- * threads (gradref.c), with the reference's bits; dn_grad_run runs it. */
-bool dn_grad_by_parts(const pprt_exec *x, const pprt_node *n);
-pp_status dn_grad_run(pprt_exec *x, const pprt_node *n, pp_err *err);
+ * pp.BatchNormGrad, BatchNormalization) runs on its reference kernel in
+ * parts over the stage's threads (gradref.c), with the reference's bits;
+ * dn_ref_parts_run runs it. */
+bool dn_ref_by_parts(const pprt_exec *x, const pprt_node *n);
+pp_status dn_ref_parts_run(pprt_exec *x, const pprt_node *n, pp_err *err);
 /* Append a NaN pass f of ours reading src and writing dst (which may be the same memory). */
 pp_status dn_push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnnl_memory_t dst, pp_err *err);
 /* A NaN-keeping clamp to [lo, hi] over every float of md's buffer. */

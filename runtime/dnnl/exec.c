@@ -154,7 +154,8 @@ static const char *dnnl_route(pp_op op) {
                 {&dn_matmul, "oneDNN matmul"},
                 {&dn_gemm, "oneDNN matmul"},
                 {&dn_pool, "oneDNN pooling"},
-                {&dn_batchnorm, "pprt's kernel (else oneDNN batch norm)"},
+                {&dn_batchnorm,
+                 "pprt's kernel (else oneDNN batch norm; training mode: reference, in parts over the threads)"},
                 {&dn_layernorm, "oneDNN layer norm"},
                 {&dn_groupnorm, "oneDNN layer norm (+ binary for scale and bias)"},
                 {&dn_fusedgn, "pprt's kernel (else oneDNN layer norm + binary)"},
@@ -435,9 +436,9 @@ static pp_status run_node(void *ctx, int ni, bool *ran, pp_err *err) {
         *ran = true;
         return run_rnn(x, &x->st->nodes[ni], err);
     }
-    if (!*ran && dn_grad_by_parts(x, &x->st->nodes[ni])) {
+    if (!*ran && dn_ref_by_parts(x, &x->st->nodes[ni])) {
         *ran = true;
-        return dn_grad_run(x, &x->st->nodes[ni], err);
+        return dn_ref_parts_run(x, &x->st->nodes[ni], err);
     }
     bool exact = true; /* whether a guard's exact path runs */
     for (int k = 0; k < x->nd.nsteps[ni] && *ran; k++) {
