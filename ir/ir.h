@@ -49,6 +49,10 @@ typedef struct pp_value {
      * gradient graph is built it is a variable (is_const false, so that no
      * pass folds it into another constant), with data its initial value */
     bool is_param;
+    /* a constant pprt writes back after each training step (a training-mode
+     * BatchNorm's running statistic, output as NAME.running): it keeps its
+     * name, so no pass merges it with another constant of equal bytes */
+    bool is_state;
     /* one of the model's initializers (not a Constant node's value, nor one
      * ppcc made): only these train */
     bool is_initializer;

@@ -432,6 +432,7 @@ static pp_status outputs(pp_graph *g, pp_ad *ad, int loss, int y, pp_err *err) {
         for (int k = 1; k <= 2; k++) {
             const int src = n->in[2 + k], out = n->out[k];
             if (src < 0 || out < 0 || !g->values[src].is_initializer || g->values[src].is_param) continue;
+            g->values[src].is_state = true;
             char nm[512], nn[600];
             snprintf(nm, sizeof nm, "%s%s", g->values[src].name, PP_RUNNING_SUFFIX);
             snprintf(nn, sizeof nn, "/running/%s/Identity", g->values[src].name);

@@ -31,12 +31,19 @@ typedef enum pp_loss_kind {
 } pp_loss_kind;
 
 #define PP_MAX_FREEZE 64
+#define PP_MAX_RECOMPUTE 128 /* devices: a training plan has at most PP_MAX_SPLITS + 1 stages, two per device */
 
 typedef struct pp_train_opts {
     pp_loss_kind loss;
     const char *loss_output; /* the graph output the loss reads */
     int n_freeze;            /* --freeze: module paths or weight names kept fixed */
     const char *freeze[PP_MAX_FREEZE];
+    /* --recompute all | D[,D..]: devices whose backward stage computes their
+     * forward again from the stage's inputs instead of keeping its
+     * activations (passes/partition_train.c); recompute_all: every device */
+    bool recompute_all;
+    int n_recompute;
+    int recompute[PP_MAX_RECOMPUTE];
 } pp_train_opts;
 
 /* The names the gradient graph gives what it adds. */

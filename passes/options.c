@@ -234,6 +234,38 @@ static pp_status set_freeze(void *base, const char *name, const char *v, pp_err 
     return PP_OK;
 }
 
+static pp_status set_recompute(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    pp_train_opts *t = &((pp_compile_opts *)base)->train;
+    t->recompute_all = false, t->n_recompute = 0;
+    if (!strcmp(v, "all")) {
+        t->recompute_all = true;
+        return PP_OK;
+    }
+    for (const char *p = v; *p;) {
+        char *end;
+        errno = 0;
+        const long d = strtol(p, &end, 10);
+        if (errno || end == p || d < 0 || d >= PP_MAX_RECOMPUTE || (*end && *end != ','))
+            return PP_FAIL(err, PP_EINVAL, "--recompute %s: expected 'all' or device numbers 0..%d, comma-separated",
+                           v, PP_MAX_RECOMPUTE - 1);
+        bool seen = false;
+        for (int k = 0; k < t->n_recompute; k++) seen = seen || t->recompute[k] == (int)d;
+        if (seen) return PP_FAIL(err, PP_EINVAL, "--recompute %s: device %ld named twice", v, d);
+        t->recompute[t->n_recompute++] = (int)d;
+        p = *end ? end + 1 : end;
+        if (*end && !*p) return PP_FAIL(err, PP_EINVAL, "--recompute %s: a trailing comma", v);
+    }
+    return PP_OK;
+}
+
+static void text_recompute(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pp_train_opts *r = &((const pp_compile_opts *)base)->train;
+    if (r->recompute_all) pp_opt_add(t, " --recompute all");
+    for (int k = 0; k < r->n_recompute; k++) pp_opt_add(t, "%s%d", k ? "," : " --recompute ", r->recompute[k]);
+}
+
 static void text_loss(const void *base, bool agree, pp_opt_out *t) {
     (void)agree;
     const pp_compile_opts *o = base;
@@ -416,6 +448,10 @@ static const pp_opt rows[] = {
     {"--freeze", PP_OPT_CUSTOM, "P[,P..]", NF, 0, 0, NULL, "module paths, weight names or patterns", NULL,
      "weights --train keeps fixed: under a module path (as --split-at takes it), by name, or matching a "
      "pattern like 'layer1.*'", PP_OPT_RECORD, 0, NULL, set_freeze, text_freeze},
+    {"--recompute", PP_OPT_CUSTOM, "all|D[,D..]", NF, 0, 0, NULL, "'all' or device numbers", NULL,
+     "with --train: these devices' backward stages compute their forward again from what the device received, "
+     "keeping that instead of every activation (less memory per micro-batch in flight, a second forward)",
+     PP_OPT_RECORD, 0, NULL, set_recompute, text_recompute},
     {"--micro-batches", PP_OPT_INT, "M", F(micro_batches), 1, 1 << 20, NULL, "a count 1..2^20", "8",
      "micro-batches per run, for the bubble estimate", 0, 0, NULL, NULL, NULL},
     {"--devices", PP_OPT_INT, "N", F(devices), 1, 4096, NULL, "a count 1..4096", NULL,

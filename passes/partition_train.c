@@ -41,13 +41,21 @@ static int find_named(const named *t, int n, const char *name) {
     return -1;
 }
 
-/* The forward graph alone (a copy), each node's cost with its backward's. */
-static pp_status forward_copy(const pp_graph *g, const int *fwd_of, pp_graph *c, pp_err *err) {
+/* The forward graph alone (a copy), each node's cost with its backward's
+ * (and its own again under --recompute all: the backward stage runs it a
+ * second time; a list of devices is known only after the split, which then
+ * prices it without). */
+static pp_status forward_copy(const pp_graph *g, const int *fwd_of, bool twice, pp_graph *c, pp_err *err) {
     PP_TRY(pp_graph_clone(g, c, err));
     c->modules = g->modules, c->n_modules = g->n_modules;
     c->aliases = g->aliases, c->n_aliases = g->n_aliases;
     for (int i = 0; i < g->n_nodes; i++) {
         const int f = fwd_of[i];
+        if (!g->nodes[i].backward && twice) {
+            c->nodes[i].cost.flops += g->nodes[i].cost.flops;
+            c->nodes[i].cost.bytes += g->nodes[i].cost.bytes;
+            if (g->nodes[i].prof_s > 0) c->nodes[i].prof_s += g->nodes[i].prof_s;
+        }
         if (!g->nodes[i].backward) continue;
         c->nodes[i].dead = true;
         if (f >= 0) {
@@ -63,6 +71,109 @@ static pp_status forward_copy(const pp_graph *g, const int *fwd_of, pp_graph *c,
     c->n_outputs = 1;
     pp_graph_compact(c);
     return pp_graph_verify(c, err);
+}
+
+/* --recompute: device d's backward stage b = 2P-1-d computes again, from
+ * what stage d received, every forward value of stage d it reads: each
+ * forward node of d that such a value needs, transitively, is copied into b
+ * (its outputs named NAME.recompute), first in b's order, and b's nodes read
+ * the copies. What the device then keeps between its two stages (the stash,
+ * passes/boundary.c) is what its copies and its backward read of stage d's
+ * inputs: the received boundary, not every activation. A copy computes as
+ * its original does, on the same inputs, so the gradients keep their bits. */
+static pp_status recompute(pp_graph *g, int P, const pp_train_opts *t, pp_err *err) {
+    if (!t->recompute_all && !t->n_recompute) return PP_OK;
+    for (int k = 0; k < t->n_recompute; k++)
+        if (t->recompute[k] >= P)
+            return PP_FAIL(err, PP_EINVAL, "--recompute %d: the plan has %d device%s (0..%d)", t->recompute[k], P,
+                           P == 1 ? "" : "s", P - 1);
+    const int n0 = g->n_nodes, nv0 = g->n_values;
+    int *map = malloc(pp_count(nv0) * sizeof *map);
+    bool *need = calloc(pp_count(n0), sizeof *need);
+    pp_status s = PP_OK;
+    if (!map || !need) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int v = 0; v < nv0; v++) map[v] = -1;
+    for (int d = 0; d < P; d++) {
+        bool on = t->recompute_all;
+        for (int k = 0; k < t->n_recompute; k++) on = on || t->recompute[k] == d;
+        if (!on) continue;
+        const int b = 2 * P - 1 - d;
+        /* the forward nodes of d that b needs, transitively (the order is
+         * topological: a reader comes after what it reads) */
+        for (int i = n0 - 1; i >= 0; i--) {
+            const pp_node *nd = &g->nodes[i];
+            if (nd->stage != b && !(nd->stage == d && need[i])) continue;
+            for (int k = 0; k < nd->n_in; k++) {
+                const int x = nd->in[k], pr = x >= 0 ? g->values[x].producer : -1;
+                if (pr >= 0 && g->nodes[pr].stage == d) need[pr] = true;
+            }
+        }
+        for (int i = 0; i < n0; i++) {
+            if (g->nodes[i].stage != d || !need[i]) continue;
+            const pp_node src = g->nodes[i]; /* a copy: adding nodes moves the array */
+            char name[512];
+            snprintf(name, sizeof name, "%s.recompute", src.name);
+            int ci;
+            if ((s = pp_graph_add_node(g, src.op, name, src.n_in, src.n_out, &ci, err)) != PP_OK) goto out;
+            pp_node *c = &g->nodes[ci];
+            c->attrs = src.attrs, c->n_attrs = src.n_attrs, c->cost = src.cost;
+            c->scope = src.scope, c->n_scope = src.n_scope, c->extra = src.extra, c->n_extra = src.n_extra;
+            c->prof_s = src.prof_s, c->src = src.src, c->stage = b, c->backward = true, c->grad_of = src.name;
+            c->fold_skipped = src.fold_skipped;
+            for (int k = 0; k < src.n_in; k++) c->in[k] = src.in[k] >= 0 && map[src.in[k]] >= 0 ? map[src.in[k]] : src.in[k];
+            for (int k = 0; k < src.n_out; k++) {
+                const int v = src.out[k];
+                if (v < 0) continue;
+                int nv;
+                snprintf(name, sizeof name, "%s.recompute", g->values[v].name);
+                if ((s = pp_graph_add_value(g, name, &nv, err)) != PP_OK) goto out;
+                pp_value *w = &g->values[nv];
+                const pp_value *ov = &g->values[v];
+                w->dtype = ov->dtype, w->shape = ov->shape, w->nbytes = ov->nbytes;
+                g->nodes[ci].out[k] = nv;
+                map[v] = nv;
+            }
+        }
+        for (int i = 0; i < n0; i++) {
+            pp_node *nd = &g->nodes[i];
+            if (nd->stage != b) continue;
+            for (int k = 0; k < nd->n_in; k++)
+                if (nd->in[k] >= 0 && nd->in[k] < nv0 && map[nd->in[k]] >= 0) nd->in[k] = map[nd->in[k]];
+        }
+        memset(need, 0, pp_count(n0) * sizeof *need);
+        for (int v = 0; v < nv0; v++) map[v] = -1; /* a later device's backward reads the originals */
+    }
+    /* the copies first in their stage, each stage's other nodes after them */
+    const int n = g->n_nodes;
+    if (n > n0) {
+        pp_node *tmp = malloc(pp_count(n) * sizeof *tmp);
+        if (!tmp) {
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+            goto out;
+        }
+        int k = 0;
+        for (int st = 0; st < 2 * P; st++) {
+            for (int i = n0; i < n; i++)
+                if (g->nodes[i].stage == st) tmp[k++] = g->nodes[i];
+            for (int i = 0; i < n0; i++)
+                if (g->nodes[i].stage == st) tmp[k++] = g->nodes[i];
+        }
+        memcpy(g->nodes, tmp, (size_t)n * sizeof *tmp);
+        free(tmp);
+        pp_graph_drop_uses(g);
+        if ((s = pp_graph_verify(g, err)) != PP_OK) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            s = PP_FAIL(err, PP_EINVAL, "--recompute: the copied forward is out of order (a bug in ppcc): %s", msg);
+        }
+    }
+out:
+    free(map);
+    free(need);
+    return s;
 }
 
 pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
@@ -94,7 +205,7 @@ pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err)
     qsort(tab, (size_t)nf, sizeof *tab, cmp_named);
     for (int i = 0; i < n; i++)
         fwd_of[i] = g->nodes[i].backward && g->nodes[i].grad_of ? find_named(tab, nf, g->nodes[i].grad_of) : -1;
-    if ((s = forward_copy(g, fwd_of, &c, err)) != PP_OK) goto done;
+    if ((s = forward_copy(g, fwd_of, o->train.recompute_all, &c, err)) != PP_OK) goto done;
     if ((s = pp_partition(&c, o, err)) != PP_OK) goto done;
     const int P = c.n_stages;
     if (2 * P - 1 > PP_MAX_SPLITS) {
@@ -137,13 +248,14 @@ pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err)
         s = PP_FAIL(err, PP_EINVAL, "--train: the stages of the gradient graph are out of order (a bug in ppcc): %s", msg);
         goto done;
     }
-    bool *glued = malloc(pp_count(n) * sizeof *glued);
+    if ((s = recompute(g, P, &o->train, err)) != PP_OK) goto done;
+    bool *glued = malloc(pp_count(g->n_nodes) * sizeof *glued);
     if (!glued) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
         goto done;
     }
     if ((s = pp_fusion_chains(g, glued, err)) == PP_OK)
-        for (int i = 0; i < n; i++) g->nodes[i].chain = glued[i] && i > 0 && g->nodes[i - 1].stage == g->nodes[i].stage;
+        for (int i = 0; i < g->n_nodes; i++) g->nodes[i].chain = glued[i] && i > 0 && g->nodes[i - 1].stage == g->nodes[i].stage;
     free(glued);
     g->n_stages = 2 * P;
     g->train_devices = P;

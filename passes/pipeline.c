@@ -62,8 +62,10 @@ static pp_status check_opts(const pp_compile_opts *o, pp_err *err) {
     }
     if (o->train_on && !o->train.loss)
         return PP_FAIL(err, PP_EINVAL, "--train needs --loss (cross-entropy:OUTPUT, mse:OUTPUT, or a scalar OUTPUT)");
-    if (!o->train_on && (o->train.loss || o->train.n_freeze))
-        return PP_FAIL(err, PP_EINVAL, "--%s is an option of --train", o->train.loss ? "loss" : "freeze");
+    const bool recompute = o->train.recompute_all || o->train.n_recompute;
+    if (!o->train_on && (o->train.loss || o->train.n_freeze || recompute))
+        return PP_FAIL(err, PP_EINVAL, "--%s is an option of --train",
+                       o->train.loss ? "loss" : o->train.n_freeze ? "freeze" : "recompute");
     return PP_OK;
 }
 

@@ -144,7 +144,7 @@ static pp_status share_constants(pp_graph *g, pp_err *err) {
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
     for (int v = 0; v < g->n_values; v++)
-        if (g->values[v].is_const && uses[v] > 0) {
+        if (g->values[v].is_const && uses[v] > 0 && !g->values[v].is_state) {
             keys[2 * n] = const_hash(&g->values[v]);
             keys[2 * n + 1] = (uint64_t)v;
             n++;

@@ -84,7 +84,20 @@ void pprt_cpu_list(const int *ids, int n, char *buf, size_t cap) {
     }
 }
 
+/* The resident set's high-water mark of this process's own memory: Linux's
+ * VmHWM. getrusage's ru_maxrss is not it: Linux carries it across exec from
+ * the process that forked, so a pprt started by a Python holding PyTorch
+ * reported that Python's half a gigabyte. getrusage only where /proc is not. */
 size_t pprt_peak_rss(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb = 0;
+        bool found = false;
+        while (!found && fgets(line, sizeof line, f)) found = sscanf(line, "VmHWM: %llu kB", &kb) == 1;
+        fclose(f);
+        if (found) return (size_t)kb * 1024;
+    }
     struct rusage ru;
     return getrusage(RUSAGE_SELF, &ru) == 0 ? (size_t)ru.ru_maxrss * 1024 : 0; /* KiB */
 }

@@ -33,6 +33,18 @@ typedef struct pprt_event pprt_event;   /* a point on a stream */
 
 #define PPRT_ON_HOST (-1) /* the device number of a copy's host end (pinned memory) */
 
+/* The path of a copy between two devices of one space (pprt_mem_ops.peer). */
+enum { PPRT_PEER_SRC, PPRT_PEER_DST, PPRT_PEER_STAGED };
+
+/* What a stage's device is: results are bit-identical across a split only
+ * between devices that agree on all of it. */
+typedef struct pprt_dev_desc {
+    char name[96];  /* "NVIDIA H200", "cuda-emu device 1" */
+    int cc_major, cc_minor;
+    int sms;
+    char libs[128]; /* "CUDA runtime 13.0, cuDNN 9.19.0, cuBLASLt 13.1.0" */
+} pprt_dev_desc;
+
 typedef struct pprt_mem_ops {
     const char *name; /* "host", "cuda", "cuda-emu" */
     pprt_mem kind;
@@ -56,8 +68,17 @@ typedef struct pprt_mem_ops {
     /* Queue a copy of n bytes on s: each end a device number of this space
      * or PPRT_ON_HOST (pinned memory); two devices: a peer copy. */
     pp_status (*copy)(pprt_stream *s, void *dst, int dst_dev, const void *src, int src_dev, size_t n, pp_err *err);
-    /* Let device a copy to device b directly where the hardware can (best effort). */
-    void (*peer)(int a, int b);
+    /* Peer access between devices a (the producer's) and b (the consumer's),
+     * enabled both ways where the hardware allows; which path a copy from
+     * a to b takes (PPRT_PEER_*): issued on a stream of a (a maps b's
+     * memory), of b (b maps a's), or staged through pinned host memory
+     * (neither). */
+    int (*peer)(int a, int b);
+    /* Queue on s a wait for e (as recorded; another device's event may be). */
+    pp_status (*stream_wait)(pprt_stream *s, pprt_event *e, pp_err *err);
+    /* Describe device dev: its name, compute capability, SM count, the
+     * libraries' versions (pprt_dev_desc); the host space has none. */
+    void (*describe)(int dev, struct pprt_dev_desc *d);
     pp_status (*event_new)(int dev, pprt_event **e, pp_err *err);
     void (*event_free)(pprt_event *e);
     /* e completes when everything queued on s so far has; an event never

@@ -60,7 +60,23 @@ typedef struct pprt_run_opts {
      * pprt_mpi_cfg.replicas) */
     int replicas;
     const pprt_gate *gate; /* NULL: none */
+    /* NULL: the outputs go into the output arrays pprt_run allocates.
+     * Else each micro-batch's outputs are handed to take_outputs as they
+     * reach the pipeline's end, and pprt_run allocates no output array
+     * (training: each micro-batch's gradients summed as they come, not kept
+     * M times over). Threaded driver only. */
+    const struct pprt_output_hook *take_outputs;
 } pprt_run_opts;
+
+/* pprt_run_opts.take_outputs: called from the thread that ran a replica's
+ * last stage, micro-batch by micro-batch in that replica's order (replicas
+ * concurrently), with mb the micro-batch's index in the whole run and msg
+ * the last stage's outgoing message (output i at p->stages[last].out.off[i],
+ * the plan's micro-batch of rows). A failure stops the run. */
+typedef struct pprt_output_hook {
+    void *ctx;
+    pp_status (*take)(void *ctx, int64_t mb, const void *msg, pp_err *err);
+} pprt_output_hook;
 
 /* What a stage executor is created with (runtime/exec.h). */
 typedef struct pprt_exec_cfg {
@@ -91,8 +107,10 @@ typedef struct pprt_exec_counts {
     int in_place;       /* outputs written over the bytes of an input that dies there (residual sums, binary ops) */
     int own_layout;     /* tensors kept in a layout of the backend's own (oneDNN's blocked ones) */
     double weight_bytes; /* weights prepared once, at load (reordered, converted, packed) */
+    long graph_captures; /* CUDA graphs captured (cuda; cuda-emu counts the same without a graph, gcache.h) */
+    long graph_replays;  /* micro-batches replayed from a captured graph */
 } pprt_exec_counts;
-#define PPRT_EXEC_COUNTS 11 /* the fields above, for messages of doubles */
+#define PPRT_EXEC_COUNTS 13 /* the fields above, for messages of doubles */
 
 typedef struct pprt_stage_stats {
     const char *backend; /* its executor's name (static) */
@@ -100,6 +118,19 @@ typedef struct pprt_stage_stats {
     double utilization; /* busy / wall */
     pprt_exec_counts exec;
     char cpus[64]; /* the CPUs its thread (and its intra-op threads) were pinned to, "0-3,8"; "": not pinned */
+    /* a training plan's forward stage: the most micro-batches its device's
+     * stash held at once (the largest over the replicas), and the bytes of
+     * one (runtime/stash.c); 0 elsewhere */
+    int stash_peak;
+    size_t stash_bytes;
+    /* its device, described at start (threaded driver; place[0] == 0: on the host) */
+    struct {
+        char place[48]; /* "cuda device 1" */
+        char name[96];
+        int cc_major, cc_minor, sms;
+        char libs[128];
+    } device;
+    char path_out[96]; /* how its outgoing messages reach the next stage ("": the last stage, or not said) */
 } pprt_stage_stats;
 
 /* The CPUs this process may run on (its affinity mask, which taskset, a
@@ -147,6 +178,8 @@ typedef struct pprt_stats {
      * touched, boundary buffers, kernels' scratch (0 under mpirun) */
     size_t rss_loaded;
     int n_stages;
+    bool devices_differ; /* device stages on devices that differ (name, compute capability, SMs, libraries):
+                          * bits may differ across the split */
     pprt_stage_stats *stages; /* n_stages entries, caller frees */
     const char *backend;      /* the executors' name (pprt_exec_ops.name: "dnnl"), "mixed" when the
                                * stages differ; static */

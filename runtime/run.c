@@ -82,7 +82,8 @@ void pprt_rec_pack(pprt_stage_rec *r) {
     h[REC_MBS] = (double)r->mbs;
     const double v[PPRT_EXEC_COUNTS] = {c->nodes,          c->library, c->own,      c->fused,
                                         c->views,          c->reference, c->layout_changes, c->copies,
-                                        c->in_place,       c->own_layout, c->weight_bytes};
+                                        c->in_place,       c->own_layout, c->weight_bytes,
+                                        (double)c->graph_captures, (double)c->graph_replays};
     memcpy(h + REC_COUNTS, v, sizeof v);
 }
 
@@ -95,7 +96,8 @@ pp_status pprt_rec_unpack(pprt_stage_rec *r, pp_err *err) {
     r->counts = (pprt_exec_counts){.nodes = (int)d[0],      .library = (int)d[1],        .own = (int)d[2],
                                    .fused = (int)d[3],      .views = (int)d[4],          .reference = (int)d[5],
                                    .layout_changes = (int)d[6], .copies = (int)d[7],     .in_place = (int)d[8],
-                                   .own_layout = (int)d[9], .weight_bytes = d[10]};
+                                   .own_layout = (int)d[9], .weight_bytes = d[10],
+                                   .graph_captures = (long)d[11], .graph_replays = (long)d[12]};
     return PP_OK;
 }
 

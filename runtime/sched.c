@@ -105,6 +105,8 @@ struct sched {
     meeting ready; /* the stage threads and the main thread */
     pp_err err;
     bool failed;
+    pprt_dev_desc *dd; /* P: replica 0's stages' devices (name[0] == 0: on the host) */
+    bool differ;
 };
 
 /* Record the first failure and close every link, which wakes every waiter. */
@@ -178,11 +180,16 @@ static pp_status make_links(sched *S, int k, const pprt_array *in, pprt_array *o
          * backward stage's incoming one, longer than the other end's */
         const size_t bytes = p->stages[b].out.bytes > p->stages[b + 1].in.bytes ? p->stages[b].out.bytes
                                                                                  : p->stages[b + 1].in.bytes;
-        PP_TRY(pprt_link_between(&w[b].at, &w[b + 1].at, bytes, o->depth, name, &L[b + 1], err));
+        /* a training plan's backward stages pass each micro-batch's gradients on as they come
+         * (they carry the later devices' weight gradients to the end): two buffers are enough
+         * there, whatever the forward links hold in flight */
+        const int depth = p->train_devices && b >= p->train_devices && o->depth > 2 ? 2 : o->depth;
+        PP_TRY(pprt_link_between(&w[b].at, &w[b + 1].at, bytes, depth, name, &L[b + 1], err));
     }
     S->pcs[k] = (prog_ctx){S, k};
     PP_TRY(pprt_link_sink(p, out, n, o->warmup, w[P - 1].rec->t_end, o->progress ? progress : NULL, &S->pcs[k],
                           pprt_place_is_host(last) ? NULL : last->mem, &sink, err));
+    if (o->take_outputs) pprt_link_sink_take(sink, o->take_outputs, pprt_share_first(&S->sh, k) / pprt_mb_size(p));
     if (pprt_place_is_host(last)) L[P] = sink;
     else {
         char name[64];
@@ -299,6 +306,10 @@ static pp_status place_stages(sched *S, pprt_array *outputs, pp_err *err) {
     }
     for (int i = 0; i < p->n_outputs; i++) {
         outputs[i].n = S->n;
+        if (S->o->take_outputs) { /* handed over as they come (pprt_run_opts.take_outputs) */
+            outputs[i].data = NULL;
+            continue;
+        }
         if (posix_memalign(&outputs[i].data, 64, (size_t)S->n * p->outputs[i].sample_bytes + 1) != 0)
             outputs[i].data = NULL;
         if (!outputs[i].data)
@@ -345,7 +356,8 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
         for (int i = 0; i < NI; i++)
             in[i] = (pprt_array){(char *)inputs[i].data + (size_t)first * p->inputs[i].sample_bytes, nk};
         for (int i = 0; i < NO; i++)
-            out[i] = (pprt_array){(char *)outputs[i].data + (size_t)first * p->outputs[i].sample_bytes, nk};
+            out[i] = (pprt_array){outputs[i].data ? (char *)outputs[i].data + (size_t)first * p->outputs[i].sample_bytes
+                                                  : NULL, nk};
         PP_TRY(make_links(S, k, in, out, nk, err));
         pprt_link **L = S->links + (size_t)k * (size_t)(P + 1);
         for (int i = 0; i < P; i++) S->w[k * P + i].run.in = L[i], S->w[k * P + i].run.out = L[i + 1];
@@ -406,7 +418,66 @@ static pp_status finish_run(sched *S, pprt_stats *stats, pp_err *err) {
         if (S->w[i].cpu)
             pprt_cpu_list(S->w[i].cpu, S->w[i].threads, stats->stages[i].cpus, sizeof stats->stages[i].cpus);
     stats->rss_loaded = S->rss_loaded;
+    stats->devices_differ = S->differ;
+    for (int i = 0; i < S->P; i++) {
+        pprt_stage_stats *t = &stats->stages[i];
+        if (S->dd && S->dd[i].name[0]) {
+            pprt_place_name(&S->w[i].at, t->device.place, sizeof t->device.place);
+            snprintf(t->device.name, sizeof t->device.name, "%s", S->dd[i].name);
+            snprintf(t->device.libs, sizeof t->device.libs, "%s", S->dd[i].libs);
+            t->device.cc_major = S->dd[i].cc_major, t->device.cc_minor = S->dd[i].cc_minor;
+            t->device.sms = S->dd[i].sms;
+        }
+        const pprt_link *l = i + 1 < S->P ? S->links[i + 1] : NULL;
+        if (l && l->path) snprintf(t->path_out, sizeof t->path_out, "%s", l->path);
+    }
+    const int D = S->p->train_devices;
+    for (int k = 0; S->stash && k < S->R * D; k++) {
+        const pprt_stash *st = S->stash[k];
+        pprt_stage_stats *ss = &stats->stages[k % D];
+        if (st && st->peak > ss->stash_peak) ss->stash_peak = st->peak;
+        if (st) ss->stash_bytes = st->bytes;
+    }
     return PP_OK;
+}
+
+/* Every device stage's device described (name, compute capability, SMs,
+ * the libraries' versions) and each boundary's path, as notes; stages on
+ * devices that differ get a warning (the kernels' and libraries' choices,
+ * and with them the bits, may differ across the split). Replica 0's. */
+static bool same_dev(const pprt_dev_desc *a, const pprt_dev_desc *b) {
+    return !strcmp(a->name, b->name) && a->cc_major == b->cc_major && a->cc_minor == b->cc_minor &&
+           a->sms == b->sms && !strcmp(a->libs, b->libs);
+}
+
+static void describe_devices(sched *S) {
+    S->dd = calloc((size_t)S->P, sizeof *S->dd);
+    if (!S->dd) return;
+    int first = -1;
+    for (int i = 0; i < S->P; i++) {
+        const pprt_place *at = &S->w[i].at;
+        if (pprt_place_is_host(at) || !at->mem->describe) continue;
+        at->mem->describe(at->device, &S->dd[i]);
+        const pprt_dev_desc *d = &S->dd[i];
+        char pl[48];
+        pprt_place_name(at, pl, sizeof pl);
+        if (!S->o->quiet)
+            fprintf(stderr, "pprt: stage %d on %s: %s, compute capability %d.%d, %d SMs; %s\n", i, pl, d->name,
+                    d->cc_major, d->cc_minor, d->sms, d->libs);
+        if (first < 0) first = i;
+        else if (!same_dev(&S->dd[first], d) && !S->differ) {
+            S->differ = true;
+            const pprt_dev_desc *f = &S->dd[first];
+            fprintf(stderr, "pprt: warning: stage %d's device (%s, compute capability %d.%d, %d SMs; %s) differs "
+                    "from stage %d's (%s, %d.%d, %d SMs; %s): results may not be bit-identical to the same plan on "
+                    "one kind of device (kernel and library choices depend on the device)\n", i, d->name,
+                    d->cc_major, d->cc_minor, d->sms, d->libs, first, f->name, f->cc_major, f->cc_minor, f->sms, f->libs);
+        }
+    }
+    for (int b = 0; b + 1 < S->P && first >= 0 && !S->o->quiet; b++) {
+        const pprt_link *l = S->links[b + 1];
+        if (l && l->path) fprintf(stderr, "pprt: boundary stage %d -> stage %d: %s\n", b, b + 1, l->path);
+    }
 }
 
 static void free_run(sched *S, pprt_array *outputs, pp_status s) {
@@ -423,7 +494,7 @@ static void free_run(sched *S, pprt_array *outputs, pp_status s) {
             outputs[i].data = NULL;
         }
     free(S->w), free(S->recs), free(S->be), free(S->th), free(S->links), free(S->done), free(S->pcs);
-    free(S->ins), free(S->outs), free(S->cpus);
+    free(S->ins), free(S->outs), free(S->cpus), free(S->dd);
     pthread_mutex_destroy(&S->err_mu);
 }
 
@@ -439,6 +510,7 @@ pp_status pprt_run(const pprt_plan *p, const pprt_array *inputs, int64_t n, pprt
     if (s == PP_OK) s = place_stages(&S, outputs, err);
     if (s == PP_OK) s = make_workers(&S, err);
     if (s == PP_OK) s = link_replicas(&S, inputs, outputs, err);
+    if (s == PP_OK) describe_devices(&S);
     if (s == PP_OK) {
         run_threads(&S);
         s = finish_run(&S, stats, err);

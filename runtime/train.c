@@ -1,5 +1,6 @@
 /* train.c: see train.h. */
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -8,9 +9,11 @@
 #include <unistd.h>
 
 #include "../ir/json.h"
+#include "curves.h"
 #include "io.h"
 #include "microbatch.h"
 #include "nodes.h"
+#include "run.h"
 #include "train.h"
 
 #define PI 3.14159265358979323846
@@ -50,6 +53,7 @@ typedef struct param {
     bool running, is_var;
     double momentum;  /* ONNX's: the share of the old value kept */
     double count;     /* the elements per channel of a micro-batch (the variance's n) */
+    double *r;        /* running: the statistic as the step's micro-batches fold in (update_running) */
 } param;
 
 typedef struct trainer {
@@ -67,6 +71,12 @@ typedef struct trainer {
     /* the data, and the held-out data (--eval) */
     dataset train, eval;
     int64_t rows;    /* a micro-batch's samples (the plan inputs' dim 0) */
+    /* what the last step's run measured: each stage's busy seconds; and over
+     * the steps so far, the most micro-batches each device's stash held and
+     * the bytes of one (pprt_stage_stats) */
+    double *busy;
+    int *stash_peak;
+    size_t *stash_bytes;
 } trainer;
 
 static void *alloc64(size_t n) {
@@ -102,15 +112,16 @@ static pp_status running_of(const pprt_plan *p, param *q, pp_err *err) {
  * as PyTorch's module takes them: each micro-batch's output is old x
  * momentum + its batch's statistic x (1 - momentum), the old being the
  * step's start; the variance PyTorch keeps is the unbiased one. */
-static void update_running(param *q, const pprt_array *outs, int M) {
-    const float *o = outs[q->out].data;
+static void fold_running(param *q, const float *o, int64_t j) {
     const double keep = q->momentum, unbias = q->is_var && q->count > 1 ? q->count / (q->count - 1) : 1;
     for (int64_t c = 0; c < q->numel; c++) {
-        const double start = q->w[c];
-        double r = start;
-        for (int j = 0; j < M; j++) r = r * keep + ((double)o[(size_t)j * (size_t)q->numel + (size_t)c] - start * keep) * unbias;
-        q->w[c] = (float)r;
+        const double start = q->w[c], r = j ? q->r[c] : start;
+        q->r[c] = r * keep + ((double)o[c] - start * keep) * unbias;
     }
+}
+
+static void update_running(param *q) {
+    for (int64_t c = 0; c < q->numel; c++) q->w[c] = (float)q->r[c];
 }
 
 /* The weights: each gradient output names one ("W.grad" for W); every
@@ -173,7 +184,10 @@ static pp_status bind_params(trainer *t, pp_err *err) {
             return PP_FAIL(err, PP_EINVAL, "the gradient of '%s' holds %zu bytes, the weight %zu", name,
                            p->outputs[i].sample_bytes, nbytes);
         q->numel = (int64_t)(nbytes / 4);
-        if (running) PP_TRY(running_of(p, q, err));
+        if (running) {
+            PP_TRY(running_of(p, q, err));
+            if (!(q->r = malloc((size_t)q->numel * sizeof *q->r))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        }
         q->w = alloc64(nbytes), q->g = alloc64(nbytes), q->m = alloc64(nbytes), q->v = alloc64(nbytes);
         if (!q->w || !q->g || !q->m || !q->v) return PP_FAIL(err, PP_ENOMEM, "out of memory for weight '%s'", name);
         memcpy(q->w, init, nbytes);
@@ -193,9 +207,10 @@ static void trainer_free(trainer *t) {
     for (int b = 0; b < t->n_bound; b++) t->bound[b]->data = t->was[b];
     for (int i = 0; i < t->n_params; i++) {
         free((char *)t->ps[i].name);
-        free(t->ps[i].w), free(t->ps[i].g), free(t->ps[i].m), free(t->ps[i].v);
+        free(t->ps[i].w), free(t->ps[i].g), free(t->ps[i].m), free(t->ps[i].v), free(t->ps[i].r);
     }
     free(t->ps);
+    free(t->busy), free(t->stash_peak), free(t->stash_bytes);
     free(t->bound);
     free(t->was);
     for (int k = 0; k < 2; k++) {
@@ -344,12 +359,104 @@ static pp_status write_weights(const trainer *t, const char *dir, pp_err *err) {
     return PP_OK;
 }
 
-/* The step's gradients averaged over its micro-batches (in their order),
- * their global norm, clipped; a loss or gradient that is not finite named. */
-static pp_status reduce_step(const trainer *t, const pprt_array *outs, int64_t step, double *loss, double *norm,
+/* ---- a run's outputs as they come (pprt_run_opts.take_outputs) -------------------------------- */
+
+/* Micro-batch j's outputs, folded into the step in micro-batch order: its
+ * loss kept, its gradients summed into the weights' gradient buffers (the
+ * first copied), its running statistics folded in (training); or its loss
+ * summed and its rows' top-1 counted (--eval). The step keeps one set of
+ * gradients, not one per micro-batch: a replica's micro-batch ahead of its
+ * turn waits in a copy of its message until the ones before it came. */
+typedef struct taker {
+    trainer *t;
+    bool eval;
+    const int64_t *labels; /* eval: the labels of the run's rows */
+    pthread_mutex_t mu;
+    int64_t next, M;
+    void **wait;           /* [M]: messages ahead of their turn */
+    float *loss;           /* [M] */
+    int64_t good;          /* eval: rows whose top-1 is the label */
+} taker;
+
+static const void *out_at(const trainer *t, const void *msg, int i) {
+    const pprt_stage *last = &t->p->stages[t->p->n_stages - 1];
+    return (const unsigned char *)msg + last->out.off[i];
+}
+
+static void fold(taker *k, int64_t j, const void *msg) {
+    trainer *t = k->t;
+    k->loss[j] = *(const float *)out_at(t, msg, t->loss_out);
+    if (k->eval) {
+        const pprt_io *lo = t->fwd_out >= 0 ? &t->p->outputs[t->fwd_out] : NULL;
+        if (!lo || lo->shape.rank != 2 || !k->labels) return;
+        const int64_t C = lo->shape.dim[1];
+        const float *y = out_at(t, msg, t->fwd_out);
+        for (int64_t r = 0; r < t->rows; r++) {
+            int64_t best = 0;
+            for (int64_t c = 1; c < C; c++)
+                if (y[r * C + c] > y[r * C + best]) best = c;
+            k->good += best == k->labels[j * t->rows + r];
+        }
+        return;
+    }
+    for (int i = 0; i < t->n_params; i++) {
+        param *q = &t->ps[i];
+        const float *g = out_at(t, msg, q->out);
+        if (q->running) fold_running(q, g, j);
+        else if (j == 0) memcpy(q->g, g, (size_t)q->numel * sizeof *g);
+        else
+            for (int64_t e = 0; e < q->numel; e++) q->g[e] += g[e];
+    }
+}
+
+static pp_status take(void *ctx, int64_t mb, const void *msg, pp_err *err) {
+    taker *k = ctx;
+    const size_t bytes = k->t->p->stages[k->t->p->n_stages - 1].out.bytes;
+    pthread_mutex_lock(&k->mu);
+    pp_status s = PP_OK;
+    if (mb < k->next || mb >= k->M || k->wait[mb]) s = PP_FAIL(err, PP_ERUNTIME, "internal: micro-batch %lld "
+                                                                "reached the end twice or out of range", (long long)mb);
+    else if (mb != k->next) { /* ahead of its turn */
+        if (!(k->wait[mb] = malloc(bytes))) s = PP_FAIL(err, PP_ENOMEM, "out of memory holding a micro-batch's outputs");
+        else memcpy(k->wait[mb], msg, bytes);
+    } else {
+        fold(k, k->next++, msg);
+        for (; k->next < k->M && k->wait[k->next]; k->next++) {
+            fold(k, k->next, k->wait[k->next]);
+            free(k->wait[k->next]), k->wait[k->next] = NULL;
+        }
+    }
+    pthread_mutex_unlock(&k->mu);
+    return s;
+}
+
+static pp_status taker_init(taker *k, trainer *t, int64_t M, bool eval, pp_err *err) {
+    *k = (taker){.t = t, .eval = eval, .M = M};
+    k->wait = calloc(pp_count(M), sizeof *k->wait);
+    k->loss = calloc(pp_count(M), sizeof *k->loss);
+    if (!k->wait || !k->loss) {
+        free(k->wait), free(k->loss);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    pthread_mutex_init(&k->mu, NULL);
+    return PP_OK;
+}
+
+static void taker_free(taker *k) {
+    for (int64_t j = 0; k->wait && j < k->M; j++) free(k->wait[j]);
+    free(k->wait), free(k->loss);
+    pthread_mutex_destroy(&k->mu);
+}
+
+/* The step's gradients averaged over its micro-batches (summed in their
+ * order as they came, then scaled), their global norm, clipped; a loss or
+ * gradient that is not finite named. */
+static pp_status reduce_step(const trainer *t, const taker *k, int64_t step, double *loss, double *norm,
                              bool *finite, pp_err *err) {
     const int M = t->o->accumulate;
-    const float *lv = outs[t->loss_out].data;
+    if (k->next != M) return PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d micro-batches reached the end",
+                                     (long long)k->next, M);
+    const float *lv = k->loss;
     double sum = 0;
     *finite = true;
     for (int j = 0; j < M; j++) {
@@ -367,12 +474,9 @@ static pp_status reduce_step(const trainer *t, const pprt_array *outs, int64_t s
     for (int i = 0; i < t->n_params; i++) {
         const param *q = &t->ps[i];
         if (q->running) continue;
-        const float *g = outs[q->out].data;
-        for (int64_t k = 0; k < q->numel; k++) {
-            float a = g[k];
-            for (int j = 1; j < M; j++) a += g[(size_t)j * (size_t)q->numel + (size_t)k];
-            a = M > 1 ? a * inv : a;
-            q->g[k] = a;
+        for (int64_t e = 0; e < q->numel; e++) {
+            const float a = M > 1 ? q->g[e] * inv : q->g[e];
+            q->g[e] = a;
             sq += (double)a * a;
         }
     }
@@ -598,26 +702,23 @@ static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const 
     for (int64_t k = 0; k < mbs; k += t->o->accumulate) {
         const int M = (int)(mbs - k < t->o->accumulate ? mbs - k : t->o->accumulate);
         fill_sets(t, &t->eval, NULL, k * t->rows, M, ins);
+        taker tk;
+        PP_TRY(taker_init(&tk, t, M, true, err));
+        tk.labels = t->labels_in >= 0 ? ins[t->labels_in].data : NULL;
+        const pprt_output_hook hook = {&tk, take};
         pprt_stats rs = {0};
         pprt_run_opts ro = *run;
         ro.replicas = ro.replicas > M ? M : ro.replicas;
+        ro.take_outputs = &hook;
         pp_status s = pprt_run(p, ins, M, outs, &ro, &rs, err);
         free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
+        if (s == PP_OK && tk.next != M) s = PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d held-out micro-batches "
+                                                     "reached the end", (long long)tk.next, M);
         if (s == PP_OK) {
-            for (int j = 0; j < M; j++) sum += ((const float *)outs[t->loss_out].data)[j];
-            const pprt_io *lo = t->fwd_out >= 0 ? &p->outputs[t->fwd_out] : NULL;
-            if (lo && lo->shape.rank == 2 && t->labels_in >= 0) {
-                const int64_t C = lo->shape.dim[1];
-                const float *y = outs[t->fwd_out].data;
-                const int64_t *lab = ins[t->labels_in].data;
-                for (int64_t r = 0; r < (int64_t)M * t->rows; r++) {
-                    int64_t best = 0;
-                    for (int64_t c = 1; c < C; c++)
-                        if (y[r * C + c] > y[r * C + best]) best = c;
-                    good += best == lab[r];
-                }
-            }
+            for (int j = 0; j < M; j++) sum += tk.loss[j];
+            good += tk.good;
         }
+        taker_free(&tk);
         for (int i = 0; i < p->n_outputs; i++) free(outs[i].data), outs[i].data = NULL;
         if (s != PP_OK) return s;
     }
@@ -636,15 +737,31 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     fill_sets(t, &t->train, perm, k * o->accumulate * t->rows, o->accumulate, ins);
     pprt_stats rs = {0};
     if (run->gate) gate_reset(run->gate->ctx);
-    pp_status s = pprt_run(t->p, ins, o->accumulate, outs, run, &rs, err);
-    if (s == PP_OK) *bubble = device_bubble(&rs, run->replicas > 1 ? run->replicas : 1);
+    taker tk;
+    PP_TRY(taker_init(&tk, t, o->accumulate, false, err));
+    const pprt_output_hook hook = {&tk, take};
+    pprt_run_opts ro = *run;
+    ro.take_outputs = &hook;
+    pp_status s = pprt_run(t->p, ins, o->accumulate, outs, &ro, &rs, err);
+    if (s == PP_OK) {
+        *bubble = device_bubble(&rs, run->replicas > 1 ? run->replicas : 1);
+        for (int v = 0; v < rs.n_stages && v < t->p->n_stages; v++) {
+            t->busy[v] = rs.stages[v].busy_s;
+            if (v < t->p->train_devices && rs.stages[v].stash_peak > t->stash_peak[v]) t->stash_peak[v] = rs.stages[v].stash_peak;
+            if (v < t->p->train_devices && rs.stages[v].stash_bytes) t->stash_bytes[v] = rs.stages[v].stash_bytes;
+        }
+    }
     free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
-    if (s == PP_OK) s = reduce_step(t, outs, step, loss, norm, finite, err);
+    /* the step's executors, links and stash are gone (each step starts the pipeline afresh): give their
+     * pages back, or the heap's free space adds 30-50 MB to the peak by the third step of ResNet-18 */
+    malloc_trim(0);
+    if (s == PP_OK) s = reduce_step(t, &tk, step, loss, norm, finite, err);
+    taker_free(&tk);
     *lr = lr_at(o, step, total);
     if (s == PP_OK && *finite) {
         ++*updates;
         for (int i = 0; i < t->n_params; i++) {
-            if (t->ps[i].running) update_running(&t->ps[i], outs, o->accumulate);
+            if (t->ps[i].running) update_running(&t->ps[i]);
             else update(o, &t->ps[i], *lr, *updates);
         }
     }
@@ -667,7 +784,11 @@ static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array
     if (o->eval_dir && t->eval.n < t->rows)
         return PP_FAIL(err, PP_EINVAL, "--eval %s has %lld samples, fewer than one micro-batch of %lld", o->eval_dir,
                        (long long)t->eval.n, (long long)t->rows);
-    *ins = calloc(pp_count(p->n_inputs), sizeof **ins);
+    t->busy = calloc(pp_count(p->n_stages), sizeof *t->busy);
+    t->stash_peak = calloc(pp_count(p->train_devices), sizeof *t->stash_peak);
+    t->stash_bytes = calloc(pp_count(p->train_devices), sizeof *t->stash_bytes);
+    if (!t->busy || !t->stash_peak || !t->stash_bytes) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        *ins = calloc(pp_count(p->n_inputs), sizeof **ins);
     *outs = calloc(pp_count(p->n_outputs), sizeof **outs);
     *perm = malloc(pp_count(t->train.n) * sizeof **perm);
     if (!*ins || !*outs || !*perm) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -692,7 +813,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (s == PP_OK && o->resume) s = ckpt_read(&t, o->resume, &done, &updates, err);
     pp_json js = {0};
     cJSON *steps_js = NULL, *epochs_js = NULL;
-    if (s == PP_OK && o->log_json) {
+    if (s == PP_OK && (o->log_json || o->curves)) {
         cJSON *root = pp_json_begin_format(&js, "pprt-train-log", 1);
         pp_json_add_number(&js, root, "rows", (double)t.rows);
         pp_json_add_number(&js, root, "accumulate", o->accumulate);
@@ -747,6 +868,8 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             pp_json_add_number(&js, r, "samples_per_s", sps);
             pp_json_add_number(&js, r, "bubble", bubble);
             pp_json_add_bool(&js, r, "skipped", !finite);
+            cJSON *b = pp_json_add_array(&js, r, "stage_busy_s");
+            for (int v = 0; v < p->n_stages; v++) pp_json_add_round(&js, b, NULL, t.busy[v], 6);
         }
         if (o->progress && !o->quiet && (step == total || step == done + 1 || now - shown >= 1.0)) {
             shown = now;
@@ -774,6 +897,22 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     st->bubble_formula = (double)(p->train_devices - 1) / ((double)per_rep + p->train_devices - 1);
     gate_free(&gt);
     if (s == PP_OK && o->save_dir) s = write_weights(&t, o->save_dir, err);
+    if (s == PP_OK && js.root) {
+        /* what each device kept between its stages: the most micro-batches at once, and their bytes */
+        cJSON *mem = pp_json_add_array(&js, js.root, "stash");
+        for (int d = 0; d < p->train_devices; d++) {
+            cJSON *r = pp_json_add_object(&js, mem, NULL);
+            pp_json_add_number(&js, r, "device", d);
+            pp_json_add_number(&js, r, "stash_peak", t.stash_peak[d]);
+            pp_json_add_number(&js, r, "stash_bytes", (double)t.stash_bytes[d]);
+            pp_json_add_number(&js, r, "stash_peak_bytes", (double)t.stash_bytes[d] * t.stash_peak[d]);
+        }
+        pp_json_add_number(&js, js.root, "peak_rss", (double)pprt_peak_rss());
+        pp_json_add_number(&js, js.root, "wall_s", st->wall_s);
+        pp_json_add_number(&js, js.root, "bubble", st->bubble);
+        pp_json_add_number(&js, js.root, "bubble_formula", st->bubble_formula);
+    }
+    if (s == PP_OK && o->curves) s = pprt_curves_write(o->curves, js.root, err);
     if (s == PP_OK && o->log_json) s = pp_json_write(&js, o->log_json, true, err);
     else pp_json_free(&js);
     for (int i = 0; ins && i < p->n_inputs; i++) free(ins[i].data);

@@ -42,6 +42,7 @@ typedef struct pprt_train_opts {
     bool skip_nonfinite;  /* a step whose loss or gradients are not finite is skipped, not an error */
     const char *labels;   /* the 'labels' input's file (NULL: DATA_DIR/labels.npy) */
     const char *log_json; /* a record per step (NULL: none) */
+    const char *curves;   /* the log's curves as an HTML page (runtime/curves.c; NULL: none) */
     const char *save_dir; /* the trained weights, NAME.npy each (NULL: none) */
     const char *eval_dir; /* held-out data: its loss and accuracy after each epoch (NULL: none) */
     const char *checkpoint; /* where --save-every writes (whole or not at all) */

@@ -248,7 +248,11 @@ static const pp_opt train_rows[] = {
     {"--skip-nonfinite", PP_OPT_FLAG, NULL, F(train_opts.skip_nonfinite), 0, 0, NULL, NULL, NULL,
      "skip a step whose loss or gradients are not finite instead of stopping", 0, 0, NULL, NULL, NULL},
     {"--log-json", PP_OPT_STR, "FILE", F(train_opts.log_json), 0, 0, NULL, "a file name", NULL,
-     "a record per step: loss, learning rate, gradient norm, samples/s", 0, 0, NULL, NULL, NULL},
+     "a record per step (loss, learning rate, gradient norm, samples/s, each stage's busy seconds) and per "
+     "epoch (held-out loss and accuracy); what each device's stash held at most", 0, 0, NULL, NULL, NULL},
+    {"--curves", PP_OPT_STR, "FILE", F(train_opts.curves), 0, 0, NULL, "a file name", NULL,
+     "the run's loss, accuracy, learning rate, rate and idle share drawn as one self-contained HTML page", 0, 0,
+     NULL, NULL, NULL},
     {"--save-weights", PP_OPT_STR, "DIR", F(train_opts.save_dir), 0, 0, NULL, "a directory", NULL,
      "write the trained weights there, NAME.npy each", 0, 0, NULL, NULL, NULL},
     {"--eval", PP_OPT_STR, "DIR", F(train_opts.eval_dir), 0, 0, NULL, "a directory", NULL,
@@ -480,9 +484,24 @@ static pp_status write_stats_json(const char *path, const pprt_stats *st, int wa
         pp_json_add_number(&j, x, "outputs_in_place", c->in_place);
         pp_json_add_number(&j, x, "own_layout_tensors", c->own_layout);
         pp_json_add_round(&j, x, "weights_prepared_bytes", c->weight_bytes, 0);
+        pp_json_add_number(&j, x, "cuda_graph_captures", (double)c->graph_captures);
+        pp_json_add_number(&j, x, "cuda_graph_replays", (double)c->graph_replays);
         pp_json_add_string(&j, x, "cpus", st->stages[i].cpus);
         pp_json_add_string(&j, x, "backend", st->stages[i].backend);
+        const pprt_stage_stats *ss = &st->stages[i];
+        if (ss->device.place[0]) {
+            cJSON *d = pp_json_add_object(&j, x, "device");
+            pp_json_add_string(&j, d, "place", ss->device.place);
+            pp_json_add_string(&j, d, "name", ss->device.name);
+            char cc[24];
+            snprintf(cc, sizeof cc, "%d.%d", ss->device.cc_major, ss->device.cc_minor);
+            pp_json_add_string(&j, d, "compute_capability", cc);
+            pp_json_add_number(&j, d, "sms", ss->device.sms);
+            pp_json_add_string(&j, d, "libraries", ss->device.libs);
+        }
+        if (ss->path_out[0]) pp_json_add_string(&j, x, "path_to_next", ss->path_out);
     }
+    pp_json_add_bool(&j, root, "devices_differ", st->devices_differ);
     pp_json_add_string(&j, root, "backend", st->backend);
     pp_json_add_round(&j, root, "bubble", st->bubble, 4);
     pp_json_add_number(&j, root, "peak_rss_bytes", (double)st->peak_rss);

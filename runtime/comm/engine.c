@@ -518,6 +518,12 @@ pp_status pprt_mpi_wait(pprt_mpi *m, pprt_mpi_req *r, pp_err *err) {
     return PP_OK;
 }
 
+bool pprt_mpi_wait_until(pprt_mpi *m, pprt_mpi_req *r, double deadline) {
+    if (!wait_until(m, r, deadline)) return false;
+    req_free(r);
+    return true;
+}
+
 bool pprt_mpi_test(pprt_mpi *m, pprt_mpi_req *r) {
     pthread_mutex_lock(&m->mu);
     bool d = r->done;

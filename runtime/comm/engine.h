@@ -37,6 +37,8 @@ enum {
     PPRT_CTRL_DONE,   /* from the writer: code (exit status of the whole run) */
     PPRT_CTRL_WARM,   /* --warmup: to rank 0, the sender's warm-up micro-batches are through;
                        * from rank 0, everybody's are: start the timed run */
+    PPRT_CTRL_DEV,    /* to the writer after set-up: a[0] 1 = a device stage, a[1], a[2] its compute
+                       * capability, a[3] its SMs, text its name, text + 128 its libraries */
 };
 
 /* Every control message has this fixed size (640 bytes). */
@@ -111,6 +113,10 @@ pp_status pprt_mpi_irecv(pprt_mpi *m, void *buf, size_t bytes, int peer, int tag
  * back here: the engine ends the process. */
 pp_status pprt_mpi_wait(pprt_mpi *m, pprt_mpi_req *r, pp_err *err);
 bool pprt_mpi_test(pprt_mpi *m, pprt_mpi_req *r);
+/* Wait for r until `deadline` (pprt_mpi_now()'s clock): true, and r freed,
+ * if it completed; false if not, r still pending (its buffer must stay
+ * valid: the caller fails, and the process ends with r outstanding). */
+bool pprt_mpi_wait_until(pprt_mpi *m, pprt_mpi_req *r, double deadline);
 
 /* Send a control message (copied; the engine frees it when sent). */
 pp_status pprt_mpi_send_ctrl(pprt_mpi *m, int peer, int type, const pprt_ctrl *body, pp_err *err);

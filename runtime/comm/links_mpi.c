@@ -144,6 +144,15 @@ static pp_status setup(pprt_mpi *m, const pprt_plan *p, const pprt_run_opts *o, 
     if (t->be->mem == PPRT_MEM_DEVICE) {
         out->at.mem = pprt_backend_space(t->be);
         PP_TRY(out->at.mem->device(&p->stages[s], pprt_mpi_env_local_rank(), &out->at.device, err));
+        if (!o->quiet && out->at.mem->describe) { /* the ranks do not compare theirs yet (docs/cuda.md) */
+            pprt_dev_desc d;
+            out->at.mem->describe(out->at.device, &d);
+            char who[64], pl[48];
+            pprt_mpi_describe(m, m->rank, who, sizeof who);
+            pprt_place_name(&out->at, pl, sizeof pl);
+            fprintf(stderr, "pprt: %s on %s: %s, compute capability %d.%d, %d SMs; %s\n", who, pl, d.name, d.cc_major,
+                    d.cc_minor, d.sms, d.libs);
+        }
     }
     const pprt_mem_ops *pin = pprt_place_is_host(&out->at) ? NULL : out->at.mem;
     pprt_link *l;

@@ -182,6 +182,9 @@ typedef struct {
     int n_recs;
     bool trace_nodes;             /* --trace with node times (this rank's executor measures them) */
     int threads;                  /* intra-op threads of this rank's executor */
+    pprt_place at;                /* where its stage runs */
+    pprt_dev_desc *devs;          /* the writer: every rank's device (name[0] == 0: on the host) */
+    bool differ;                  /* the writer: device stages on devices that differ */
 } rankrun;
 
 static pp_status add_req(rankrun *rr, pprt_mpi_req *r) {
@@ -354,12 +357,66 @@ static pp_status setup_stage(pprt_mpi *m, const pprt_plan *p, const pprt_run_opt
     pprt_mpi_stage ms;
     pp_status st = pprt_mpi_stage_setup(m, p, o, tp, &ends, &ms, err);
     if (ms.be) rr->be = ms.be;
-    rr->x = ms.x, rr->in = ms.in, rr->out = ms.out;
+    rr->x = ms.x, rr->in = ms.in, rr->out = ms.out, rr->at = ms.at;
     for (int i = 0; st == PP_OK && m->replica > 0 && m->stage == 0 && i < rr->n_reqs; i++) {
         st = pprt_mpi_wait(m, rr->reqs[i], err);
         rr->reqs[i] = NULL;
     }
     return st;
+}
+
+/* Every rank's device to the writer, which warns (once) where device
+ * stages run on devices that differ (bits may differ across the split) and
+ * records them (--stats-json). After set-up: no rank's set-up waits on the
+ * writer's run. */
+static bool same_dev(const pprt_dev_desc *a, const pprt_dev_desc *b) {
+    return !strcmp(a->name, b->name) && a->cc_major == b->cc_major && a->cc_minor == b->cc_minor &&
+           a->sms == b->sms && !strcmp(a->libs, b->libs);
+}
+
+static pp_status exchange_devices(pprt_mpi *m, rankrun *rr, pp_err *err) {
+    pprt_dev_desc d = {0};
+    if (!pprt_place_is_host(&rr->at) && rr->at.mem && rr->at.mem->describe) rr->at.mem->describe(rr->at.device, &d);
+    if (m->rank != m->writer) {
+        pprt_ctrl c = {0};
+        c.a[0] = d.name[0] != 0, c.a[1] = d.cc_major, c.a[2] = d.cc_minor, c.a[3] = d.sms;
+        snprintf(c.text, 128, "%s", d.name);
+        snprintf(c.text + 128, sizeof c.text - 128, "%s", d.libs);
+        return pprt_mpi_send_ctrl(m, m->writer, PPRT_CTRL_DEV, &c, err);
+    }
+    rr->devs = calloc((size_t)m->size, sizeof *rr->devs);
+    if (!rr->devs) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    rr->devs[m->rank] = d;
+    for (int q = 0; q < m->size; q++) {
+        if (q == m->rank) continue;
+        pprt_ctrl c;
+        char who[64], what[128];
+        pprt_mpi_describe(m, q, who, sizeof who);
+        snprintf(what, sizeof what, "waiting for the device of %s", who);
+        PP_TRY(pprt_mpi_wait_ctrl(m, PPRT_CTRL_DEV, q, &c, what, err));
+        if (!c.a[0]) continue;
+        pprt_dev_desc *e = &rr->devs[q];
+        *e = (pprt_dev_desc){.cc_major = (int)c.a[1], .cc_minor = (int)c.a[2], .sms = (int)c.a[3]};
+        snprintf(e->name, sizeof e->name, "%.95s", c.text);
+        snprintf(e->libs, sizeof e->libs, "%.127s", c.text + 128);
+    }
+    int first = -1;
+    for (int q = 0; q < m->size && !rr->differ; q++) {
+        if (!rr->devs[q].name[0]) continue;
+        if (first < 0) first = q;
+        else if (!same_dev(&rr->devs[first], &rr->devs[q])) {
+            rr->differ = true;
+            const pprt_dev_desc *a = &rr->devs[first], *b = &rr->devs[q];
+            char wa[64], wb[64];
+            pprt_mpi_describe(m, first, wa, sizeof wa);
+            pprt_mpi_describe(m, q, wb, sizeof wb);
+            fprintf(stderr, "pprt: warning: %s's device (%s, compute capability %d.%d, %d SMs; %s) differs from %s's "
+                    "(%s, %d.%d, %d SMs; %s): results may not be bit-identical to the same plan on one kind of "
+                    "device (kernel and library choices depend on the device)\n", wb, b->name, b->cc_major,
+                    b->cc_minor, b->sms, b->libs, wa, a->name, a->cc_major, a->cc_minor, a->sms, a->libs);
+        }
+    }
+    return PP_OK;
 }
 
 /* The outputs of a last stage but the writer's, and this rank's record on
@@ -401,7 +458,18 @@ static pp_status gather_stats(pprt_mpi *m, const pprt_plan *p, const pprt_run_op
         if (q != m->rank) PP_TRY(pprt_rec_unpack(&rr->recs[q], err));
     const pprt_stats_ctx c = {.threads = rr->threads, .precision = o->precision, .backend = rr->be->exec->name,
                               .trace = o->trace};
-    return pprt_stats_of(p, S, rr->recs, m->size, &c, stats, err);
+    PP_TRY(pprt_stats_of(p, S, rr->recs, m->size, &c, stats, err));
+    stats->devices_differ = rr->differ;
+    for (int i = 0; rr->devs && i < p->n_stages && i < stats->n_stages && i < m->size; i++) {
+        const pprt_dev_desc *d = &rr->devs[i]; /* replica 0's stage i runs on rank i */
+        if (!d->name[0]) continue;
+        pprt_stage_stats *t = &stats->stages[i];
+        snprintf(t->device.place, sizeof t->device.place, "rank %d", i);
+        snprintf(t->device.name, sizeof t->device.name, "%s", d->name);
+        snprintf(t->device.libs, sizeof t->device.libs, "%s", d->libs);
+        t->device.cc_major = d->cc_major, t->device.cc_minor = d->cc_minor, t->device.sms = d->sms;
+    }
+    return PP_OK;
 }
 
 /* On a failure the caller ends the process (pprt_mpi_finish): requests
@@ -417,6 +485,7 @@ static void free_rank(rankrun *rr) {
     free(rr->owned);
     free(rr->in_arr);
     free(rr->out_arr);
+    free(rr->devs);
 }
 
 pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs, int64_t *n_io,
@@ -446,6 +515,7 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     if (st == PP_OK) st = place_outputs(m, p, outputs, &S, &rr, err);
     if (st == PP_OK) st = post_gather(m, &rr, err);
     if (st == PP_OK) st = setup_stage(m, p, o, &tp, &S, &rr, err);
+    if (st == PP_OK) st = exchange_devices(m, &rr, err);
     if (st == PP_OK) st = run_loop(m, p, &S, o->warmup, &rr, err);
     /* every rank: its --ref-weights files unchanged, before the writer may
      * write (it waits for every rank's statistics, sent after this) */

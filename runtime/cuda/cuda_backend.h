@@ -80,6 +80,9 @@ pp_status pprt_cuda_emu_run_dev(struct pprt_exec *x, void *dev_in, void *dev_out
 #ifdef PPRT_WITH_CUDA
 extern const struct pprt_mem_ops pprt_mem_cuda;
 pp_status pprt_cuda_run_dev(struct pprt_exec *x, const void *dev_in, void *dev_out, pp_err *err);
+/* The GPU a device number is on (mem_cuda.c: PPRT_CUDA_ALIAS maps logical
+ * devices onto the GPUs present; unset, itself). */
+int pprt_cuda_phys(int dev);
 #endif
 
 /* ---- the CUDA module (module.h) ------------------------------------------------

@@ -22,6 +22,7 @@
 #include "../exec.h"
 #include "cuda_backend.h"
 #include "cuplan.h"
+#include "gcache.h"
 #include "mem_emu.h"
 
 /* ---- own kernels: one thread ---------------------------------------------------------------- */
@@ -305,6 +306,10 @@ struct pprt_exec {
     pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
     double *node_s;
     int device; /* its messages are in this emulated device's memory (mem_emu.c); -1: host memory */
+    /* the engine's graph cache, kept with markers for graphs: the captures a GPU would make, counted */
+    bool graphs;
+    pcu_gcache gc;
+    long runs;
 };
 
 static double now_s(void) {
@@ -322,6 +327,7 @@ static void emu_destroy(pprt_exec *x) {
     for (int i = 0; i < PCU_SP_COUNT; i++)
         if (i != PCU_SP_IN && i != PCU_SP_OUT) free(x->mem[i]);
     pcu_plan_free(&x->pl);
+    pcu_gcache_free(&x->gc, NULL);
     pprt_scratch_free(&x->scratch);
     free(x->ptr);
     free(x->stage_buf);
@@ -335,6 +341,8 @@ static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt
     pprt_exec *x = calloc(1, sizeof *x);
     if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     *x = (pprt_exec){.p = p, .st = st, .device = cfg->device};
+    /* as the engine decides (exec_cuda.c): graphs unless --cuda-graphs off, --cuda-sync or --profile */
+    x->graphs = pprt_cuda_config()->graphs && !pprt_cuda_config()->sync_each && !cfg->node_times;
     unsigned char *hn = pprt_cuda_host_nodes(st);
     pp_status s = hn ? pprt_cuda_plan_stage(p, st, hn, &x->pl, err) : PP_FAIL(err, PP_ENOMEM, "out of memory");
     free(hn);
@@ -411,6 +419,14 @@ pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_er
     PP_TRY(pcu_check_msgs(x->st->index, dev_in, dev_out, err));
     x->mem[PCU_SP_IN] = dev_in;
     x->mem[PCU_SP_OUT] = dev_out;
+    /* the engine's graph (gcache.h): the same lookups, a capture where it would capture */
+    bool has_host = false;
+    for (int i = 0; i < x->pl.n_steps; i++) has_host = has_host || x->pl.steps[i].kind == PCU_S_HOST;
+    if (x->graphs && !has_host && x->runs > 0 && !pcu_gcache_find(&x->gc, dev_in, dev_out)) {
+        void *out = NULL;
+        pcu_gcache_put(&x->gc, dev_in, dev_out, (void *)&x->gc, &out);
+    }
+    x->runs++;
     int *ew = (int *)(x->mem[PCU_SP_WORK] + PCU_WORK_ERR);
     *ew = 0;
     for (int i = 0; i < x->pl.n_steps; i++) {
@@ -475,6 +491,10 @@ void pprt_cuda_counts_of(const pcu_counts *c, pprt_exec_counts *out) {
     out->reference = c->host;
 }
 
-static void emu_counts(const pprt_exec *x, pprt_exec_counts *c) { pprt_cuda_counts_of(&x->pl.counts, c); }
+static void emu_counts(const pprt_exec *x, pprt_exec_counts *c) {
+    pprt_cuda_counts_of(&x->pl.counts, c);
+    c->graph_captures = x->gc.captures;
+    c->graph_replays = x->gc.replays;
+}
 
 const pprt_exec_ops pprt_exec_cuda_emu = {"cuda-emu", emu_create, emu_run, emu_destroy, emu_node_seconds, emu_counts};

@@ -21,7 +21,8 @@
  * (the links, link/link.h, put them there and copy them on); the steps run
  * on them (replayed as a CUDA graph after the first micro-batch unless the
  * stage has host steps, --cuda-graphs off or --cuda-sync; one graph per pair
- * of message buffers, as the links circulate `depth` of them), then the
+ * of message buffers, the cache sized from the buffers seen, gcache.h, so
+ * no micro-batch captures again once each pair has been met), then the
  * stream is synchronized: the outgoing message is complete and the Gather
  * error flag known when run() returns (the links' ordering contract).
  * Every CUDA, cuDNN and cuBLASLt status is checked; a message names the
@@ -37,8 +38,7 @@
 #include "cuda_backend.h"
 #include "cuplan.h"
 #include "dnn.h"
-
-#define PCU_GRAPHS 16 /* graphs kept per stage: more than the pairs of buffers the links circulate */
+#include "gcache.h"
 
 /* kernels.cu: launch own kernel `kind` (its row of kernels.def) over n threads; op: PCU_KERNEL_OPS operands. */
 int pcu_launch(int kind, const void *param, void *const *op, int *err, long long n, int ptype, void *stream);
@@ -77,12 +77,7 @@ struct pprt_exec {
     pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
     pprt_precision precision;
     bool graphs, sync_each, has_host;
-    struct {                          /* the captured graphs, per pair of message buffers */
-        cudaGraphExec_t exec;
-        const void *in;
-        void *out;
-    } g[PCU_GRAPHS];
-    int n_graphs, next_graph;
+    pcu_gcache gc;                    /* the captured graphs, per pair of message buffers */
     int runs;
     pcu_counts counts;
 };
@@ -373,10 +368,12 @@ static void release_steps(pprt_exec *x) {
     x->has_host = false;
 }
 
+static void graph_destroy(void *g) { cudaGraphExecDestroy((cudaGraphExec_t)g); }
+
 static void cuda_destroy(pprt_exec *x) {
     if (!x) return;
     if (x->stream) cudaStreamSynchronize(x->stream);
-    for (int i = 0; i < x->n_graphs; i++) cudaGraphExecDestroy(x->g[i].exec);
+    pcu_gcache_free(&x->gc, graph_destroy);
     for (int i = 0; x->ev && i <= x->pl.n_steps; i++)
         if (x->ev[i]) cudaEventDestroy(x->ev[i]);
     free(x->ev);
@@ -393,7 +390,7 @@ static pp_status create_steps(pprt_exec *x, unsigned char *hn, int *failed, pp_e
 
 static pp_status create_in(pprt_exec *x, pp_err *err) {
     const pprt_stage *st = x->st;
-    CU(x, -1, cudaSetDevice(x->device));
+    CU(x, -1, cudaSetDevice(pprt_cuda_phys(x->device)));
     CU(x, -1, cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking));
     cudnnStatus_t ds = cudnnCreate(&x->dnn);
     if (ds != CUDNN_STATUS_SUCCESS) return PP_FAIL(err, PP_ERUNTIME, "cudnnCreate: %s", cudnnGetErrorString(ds));
@@ -575,22 +572,16 @@ static pp_status issue(pprt_exec *x, pp_err *err) {
     return PP_OK;
 }
 
-/* The graph captured for this pair of message buffers, or NULL. */
-static cudaGraphExec_t graph_for(pprt_exec *x, const void *in, void *out) {
-    for (int i = 0; i < x->n_graphs; i++)
-        if (x->g[i].in == in && x->g[i].out == out) return x->g[i].exec;
-    return NULL;
-}
-
 pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_err *err) {
-    CU(x, -1, cudaSetDevice(x->device));
+    CU(x, -1, cudaSetDevice(pprt_cuda_phys(x->device)));
     PP_TRY(pcu_check_msgs(x->st->index, dev_in, dev_out, err));
     x->mem[PCU_SP_IN] = (unsigned char *)dev_in; /* the links' buffers */
     x->mem[PCU_SP_OUT] = dev_out;
     const bool graph = x->graphs && !x->has_host && !x->sync_each && !x->prof && x->runs > 0;
-    cudaGraphExec_t ge = graph ? graph_for(x, dev_in, dev_out) : NULL;
+    cudaGraphExec_t ge = graph ? (cudaGraphExec_t)pcu_gcache_find(&x->gc, dev_in, dev_out) : NULL;
+    cudaGraphExec_t drop = NULL;
     if (graph && !ge) {
-        /* a new pair of buffers: capture it (the oldest of PCU_GRAPHS goes) */
+        /* a new pair of buffers: capture it (gcache.h sizes the cache from the buffers seen) */
         cudaGraph_t g;
         CU(x, -1, cudaStreamBeginCapture(x->stream, cudaStreamCaptureModeThreadLocal));
         pp_status s = issue(x, err);
@@ -600,18 +591,20 @@ pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_
         e = cudaGraphInstantiate(&ge, g, 0);
         cudaGraphDestroy(g);
         if (e != cudaSuccess) return cu_fail(err, x, -1, "cudaGraphInstantiate", e);
-        int k;
-        if (x->n_graphs < PCU_GRAPHS) {
-            k = x->n_graphs++;
-        } else {
-            k = x->next_graph;
-            cudaGraphExecDestroy(x->g[k].exec);
+        void *out = NULL;
+        pcu_gcache_put(&x->gc, dev_in, dev_out, ge, &out);
+        drop = (cudaGraphExec_t)out; /* the least recently used (or this one, not kept) */
+        if (drop && drop != ge) {
+            cudaGraphExecDestroy(drop); /* not running: every run synchronizes before the next */
+            drop = NULL;
         }
-        x->next_graph = (k + 1) % PCU_GRAPHS;
-        x->g[k].exec = ge, x->g[k].in = dev_in, x->g[k].out = dev_out;
     }
     if (ge) CU(x, -1, cudaGraphLaunch(ge, x->stream));
     else PP_TRY(issue(x, err));
+    if (drop) { /* a graph the cache could not keep: after its launch completes */
+        CU(x, -1, cudaStreamSynchronize(x->stream));
+        cudaGraphExecDestroy(drop);
+    }
     x->runs++;
     return PP_OK;
 }
@@ -632,7 +625,11 @@ static pp_status cuda_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_er
     return PP_OK;
 }
 
-static void cuda_counts(const pprt_exec *x, pprt_exec_counts *c) { pprt_cuda_counts_of(&x->counts, c); }
+static void cuda_counts(const pprt_exec *x, pprt_exec_counts *c) {
+    pprt_cuda_counts_of(&x->counts, c);
+    c->graph_captures = x->gc.captures;
+    c->graph_replays = x->gc.replays;
+}
 
 /* Measured only under --profile (events between steps, no graphs): else none. */
 static const double *cuda_node_seconds(const pprt_exec *x) { return x->prof ? x->node_s : NULL; }

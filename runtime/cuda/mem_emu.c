@@ -9,7 +9,17 @@
  * or a call of the emulated NCCL); an event is the count of operations
  * queued on its stream when it was recorded. PPRT_EMU_DELAY_US (a number)
  * makes every stream operation wait that long first, which widens the
- * windows a missing wait on an event would leave open (the tests use it). */
+ * windows a missing wait on an event would leave open (the tests use it).
+ *
+ * Peer access between emulated devices: PPRT_EMU_PEER unset or "all"
+ * (every device maps every other's memory), "none", or a list "0>1,2>1"
+ * (device 0 maps device 1's memory, ...). A copy between two devices must
+ * be queued on a stream of a device that maps the other end (it fails
+ * otherwise, naming the devices), so the links' choice of side, and their
+ * staging through pinned memory where neither maps the other, are checked.
+ * A device describes itself (pprt_dev_desc) as "cuda-emu", compute 9.0,
+ * 132 SMs, unless PPRT_EMU_SMS="DEV:N,..." gives device DEV N SMs: a way
+ * to give a stage another device than its neighbours. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +47,7 @@ typedef struct op {
 } op;
 
 struct pprt_stream {
+    int dev; /* the emulated device it belongs to */
     pthread_t th;
     pthread_cond_t work, done_cv;
     op *head, **tail;
@@ -195,10 +206,10 @@ static void *stream_main(void *arg) {
 }
 
 static pp_status emu_stream_new(int dev, pprt_stream **out, pp_err *err) {
-    (void)dev;
     *out = NULL;
     pprt_stream *s = calloc(1, sizeof *s);
     if (!s) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    s->dev = dev;
     s->tail = &s->head;
     const char *d = getenv("PPRT_EMU_DELAY_US");
     s->delay_us = d ? atol(d) : 0;
@@ -245,6 +256,8 @@ pp_status pprt_emu_call(pprt_stream *s, void (*fn)(void *arg), void *arg, pp_err
     return PP_OK;
 }
 
+static bool emu_maps(int x, int y);
+
 static pp_status emu_copy(pprt_stream *s, void *dst, int dst_dev, const void *src, int src_dev, size_t n, pp_err *err) {
     if (n == 0) return PP_OK;
     op *o = calloc(1, sizeof *o);
@@ -265,6 +278,17 @@ static pp_status emu_copy(pprt_stream *s, void *dst, int dst_dev, const void *sr
         return PP_FAIL(err, PP_ERUNTIME, "cuda-emu: a copy of %zu bytes %s %s but the %s is in %s", n,
                        bad_src ? "from" : "to", d, bad_src ? "source" : "destination", w);
     }
+    if (src_dev >= 0 && dst_dev >= 0 && src_dev != dst_dev) {
+        const int other = s->dev == src_dev ? dst_dev : src_dev;
+        if ((s->dev != src_dev && s->dev != dst_dev) || !emu_maps(s->dev, other)) {
+            pthread_mutex_unlock(&mu);
+            free(o);
+            return PP_FAIL(err, PP_ERUNTIME, "cuda-emu: a peer copy from emulated device %d to %d queued on a stream "
+                           "of device %d, which does not map device %d's memory (PPRT_EMU_PEER=%s): a direct copy "
+                           "goes from the side that maps the other, else through pinned memory", src_dev, dst_dev,
+                           s->dev, other, getenv("PPRT_EMU_PEER") ? getenv("PPRT_EMU_PEER") : "all");
+        }
+    }
     if (src_dev == PPRT_ON_HOST) counts.h2d++;
     else if (dst_dev == PPRT_ON_HOST) counts.d2h++;
     else if (src_dev == dst_dev) counts.d2d++;
@@ -275,7 +299,62 @@ static pp_status emu_copy(pprt_stream *s, void *dst, int dst_dev, const void *sr
     return PP_OK;
 }
 
-static void emu_peer(int a, int b) { (void)a, (void)b; }
+/* PPRT_EMU_PEER: whether emulated device x maps device y's memory. */
+static bool emu_maps(int x, int y) {
+    if (x == y) return true;
+    const char *v = getenv("PPRT_EMU_PEER");
+    if (!v || !*v || !strcmp(v, "all")) return true;
+    for (const char *p = v; *p;) {
+        int a = -1, b = -1, n = 0;
+        if (sscanf(p, "%d>%d%n", &a, &b, &n) == 2 && a == x && b == y) return true;
+        const char *c = strchr(p, ',');
+        if (!c) break;
+        p = c + 1;
+    }
+    return false;
+}
+
+static int emu_peer(int a, int b) {
+    return emu_maps(a, b) ? PPRT_PEER_SRC : emu_maps(b, a) ? PPRT_PEER_DST : PPRT_PEER_STAGED;
+}
+
+typedef struct {
+    pprt_stream *s;
+    uint64_t seq;
+} wait_arg;
+
+static void run_wait(void *arg) {
+    wait_arg *w = arg;
+    pthread_mutex_lock(&mu);
+    while (w->s && w->s->done < w->seq) pthread_cond_wait(&w->s->done_cv, &mu);
+    pthread_mutex_unlock(&mu);
+    free(w);
+}
+
+static pp_status emu_stream_wait(pprt_stream *s, pprt_event *e, pp_err *err) {
+    wait_arg *w = malloc(sizeof *w);
+    if (!w) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pthread_mutex_lock(&mu);
+    *w = (wait_arg){e->s, e->seq}; /* the event as recorded now, as cudaStreamWaitEvent takes it */
+    pthread_mutex_unlock(&mu);
+    pp_status st = pprt_emu_call(s, run_wait, w, err);
+    if (st != PP_OK) free(w);
+    return st;
+}
+
+static void emu_describe(int dev, pprt_dev_desc *d) {
+    *d = (pprt_dev_desc){.cc_major = 9, .cc_minor = 0, .sms = 132};
+    snprintf(d->name, sizeof d->name, "cuda-emu");
+    snprintf(d->libs, sizeof d->libs, "emulated (no CUDA library)");
+    const char *v = getenv("PPRT_EMU_SMS");
+    for (const char *p = v; p && *p;) {
+        int a = -1, n = 0;
+        if (sscanf(p, "%d:%d", &a, &n) == 2 && a == dev && n > 0) d->sms = n;
+        const char *c = strchr(p, ',');
+        if (!c) break;
+        p = c + 1;
+    }
+}
 
 static pp_status emu_event_new(int dev, pprt_event **e, pp_err *err) {
     (void)dev;
@@ -323,6 +402,8 @@ const pprt_mem_ops pprt_mem_cuda_emu = {
     .stream_free = emu_stream_free,
     .copy = emu_copy,
     .peer = emu_peer,
+    .stream_wait = emu_stream_wait,
+    .describe = emu_describe,
     .event_new = emu_event_new,
     .event_free = emu_event_free,
     .record = emu_record,

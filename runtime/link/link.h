@@ -71,6 +71,7 @@ struct pprt_link {
     int depth;         /* buffers in circulation */
     bool fills;        /* receive() does work of the consumer's stage (the source cuts a micro-batch):
                         * the stage loop times it as the stage's */
+    const char *path;  /* how a message crosses, in words (pprt_link_between's links; NULL: not said) */
 };
 
 /* Between two threads of this process: `depth` host buffers of `bytes`
@@ -112,6 +113,9 @@ pp_status pprt_link_source(const pprt_plan *p, const pprt_array *inputs, int64_t
 pp_status pprt_link_sink(const pprt_plan *p, const pprt_array *outputs, int64_t n, int warmup, double *t_end,
                          void (*done)(void *ctx, int64_t count), void *done_ctx, const pprt_mem_ops *pin,
                          pprt_link **out, pp_err *err);
+/* The sink hands each micro-batch's message to take (pprt_run_opts.take_outputs)
+ * instead of writing the output arrays; mb0: the run's index of its first. */
+void pprt_link_sink_take(pprt_link *sink, const pprt_output_hook *take, int64_t mb0);
 
 /* A host link seen from a device end at `dev` (the link takes `host` over
  * and destroys it with itself): dev_consumes, the device stage consumes

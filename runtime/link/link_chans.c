@@ -89,7 +89,8 @@ pp_status pprt_link_chans(pprt_chan *full, pprt_chan *free_, void **bufs, int n_
         free_bufs(&own, bufs, n_bufs);
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
-    c->base = (pprt_link){&chan_link_ops, own, own, bytes, depth, false};
+    c->base = (pprt_link){&chan_link_ops, own, own, bytes, depth, false,
+                          pprt_place_is_host(&own) ? "a queue of host buffers (no copy)" : "one device: a queue of its buffers (no copy)"};
     c->full = full;
     c->free_ = free_;
     c->bufs = bufs;

@@ -14,7 +14,17 @@
  *   release  the consumer buffer is free again
  *
  * So up to `depth` copies are in flight while both stages compute; the only
- * waits are for a copy the next step needs. */
+ * waits are for a copy the next step needs.
+ *
+ * Between two devices the space says which side maps the other (mem.h
+ * peer, which enables peer access both ways where it can): the copy is
+ * queued on a stream of the producer's device where it maps the
+ * consumer's, else of the consumer's device where that one maps the
+ * producer's; where neither does it is staged through pinned host memory:
+ * down on a stream of the producer's device into a pinned buffer, then, on
+ * a stream of the consumer's device that waits for that copy's event, up
+ * into the consumer's buffer. Each link says its path (pprt_link.path;
+ * pprt --stats-json "boundaries"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +35,11 @@
 typedef struct {
     pprt_link base;
     const pprt_mem_ops *mem; /* the device space that copies */
-    pprt_stream *stream;
+    pprt_stream *stream;     /* on the device that copies (staged: the consumer's, up from pinned memory) */
+    pprt_stream *down;       /* staged: on the producer's device, down into pinned memory */
+    void **stage;            /* staged: depth pinned buffers, one per consumer buffer */
+    pprt_event **ev_down;    /* staged: per consumer buffer, its copy down */
+    int path;                /* PPRT_PEER_* between two devices; -1 host <-> device */
     void **pbuf, **cbuf;     /* depth each: at base.from, at base.to */
     pprt_event **ev;         /* per consumer buffer: the copy that filled it */
     pprt_chan *pfree, *cfree, *full;
@@ -68,7 +82,14 @@ static pp_status cp_submit(pprt_link *l, void *buf, int64_t tag, pp_err *err) {
     PP_TRY(c->cfree->ops->recv(c->cfree, &dst, &unused, err));
     const int i = index_of(c->cbuf, l->depth, dst);
     if (i < 0) return bad_buf(c, err);
-    PP_TRY(named(c, c->mem->copy(c->stream, dst, l->to.device, buf, l->from.device, l->bytes, err), err));
+    if (c->path == PPRT_PEER_STAGED) {
+        PP_TRY(named(c, c->mem->copy(c->down, c->stage[i], PPRT_ON_HOST, buf, l->from.device, l->bytes, err), err));
+        PP_TRY(named(c, c->mem->record(c->ev_down[i], c->down, err), err));
+        PP_TRY(named(c, c->mem->stream_wait(c->stream, c->ev_down[i], err), err));
+        PP_TRY(named(c, c->mem->copy(c->stream, dst, l->to.device, c->stage[i], PPRT_ON_HOST, l->bytes, err), err));
+    } else {
+        PP_TRY(named(c, c->mem->copy(c->stream, dst, l->to.device, buf, l->from.device, l->bytes, err), err));
+    }
     PP_TRY(named(c, c->mem->record(c->ev[i], c->stream, err), err));
     PP_TRY(c->full->ops->send(c->full, dst, tag, err));
     return c->pfree->ops->send(c->pfree, buf, i + 1, err);
@@ -108,9 +129,16 @@ static void cp_destroy(pprt_link *l) {
     copy_link *c = (copy_link *)l;
     if (!c) return;
     if (c->stream) c->mem->stream_free(c->stream); /* after its copies */
+    if (c->down) c->mem->stream_free(c->down);
     for (int i = 0; c->ev && i < l->depth; i++)
         if (c->ev[i]) c->mem->event_free(c->ev[i]);
+    for (int i = 0; c->ev_down && i < l->depth; i++)
+        if (c->ev_down[i]) c->mem->event_free(c->ev_down[i]);
+    for (int i = 0; c->stage && i < l->depth; i++)
+        if (c->stage[i]) c->mem->free_pinned(c->stage[i]);
     free(c->ev);
+    free(c->ev_down);
+    free(c->stage);
     free_end(c, &l->from, c->pbuf, l->depth);
     free_end(c, &l->to, c->cbuf, l->depth);
     pprt_chan *ch[3] = {c->pfree, c->cfree, c->full};
@@ -135,8 +163,18 @@ pp_status pprt_link_copy(const pprt_place *from, const pprt_place *to, size_t by
         return PP_FAIL(err, PP_ERUNTIME, "internal: %s: a copy link between two host ends", name);
     copy_link *c = calloc(1, sizeof *c);
     if (!c) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    c->base = (pprt_link){&copy_ops, *from, *to, bytes, depth, false};
+    c->base = (pprt_link){&copy_ops, *from, *to, bytes, depth, false, NULL};
     c->mem = dev->mem;
+    c->path = -1;
+    if (!pprt_place_is_host(from) && !pprt_place_is_host(to) && from->device != to->device) {
+        c->path = c->mem->peer(from->device, to->device);
+        if (c->path != PPRT_PEER_SRC) dev = to; /* the consumer's side maps, or copies up from pinned memory */
+    }
+    c->base.path = c->path == PPRT_PEER_SRC      ? "peer copy issued by the producer's device (it maps the consumer's)"
+                   : c->path == PPRT_PEER_DST    ? "peer copy issued by the consumer's device (it maps the producer's)"
+                   : c->path == PPRT_PEER_STAGED ? "staged through pinned host memory (no peer access either way)"
+                   : pprt_place_is_host(from)    ? "host -> device through pinned memory"
+                                                 : "device -> host through pinned memory";
     char f[64], t[64];
     pprt_place_name(from, f, sizeof f);
     pprt_place_name(to, t, sizeof t);
@@ -149,8 +187,16 @@ pp_status pprt_link_copy(const pprt_place *from, const pprt_place *to, size_t by
     if (s == PP_OK) s = pprt_queue_create(depth, &c->cfree, err);
     if (s == PP_OK) s = pprt_queue_create(depth, &c->full, err);
     if (s == PP_OK) s = c->mem->stream_new(dev->device, &c->stream, err);
-    if (s == PP_OK && !pprt_place_is_host(from) && !pprt_place_is_host(to) && from->device != to->device)
-        c->mem->peer(from->device, to->device);
+    if (s == PP_OK && c->path == PPRT_PEER_STAGED) {
+        c->stage = calloc((size_t)depth, sizeof *c->stage);
+        c->ev_down = calloc((size_t)depth, sizeof *c->ev_down);
+        s = c->stage && c->ev_down ? c->mem->stream_new(from->device, &c->down, err)
+                                   : PP_FAIL(err, PP_ENOMEM, "out of memory");
+        for (int i = 0; i < depth && s == PP_OK; i++) {
+            s = c->mem->alloc_pinned(bytes, &c->stage[i], err);
+            if (s == PP_OK) s = c->mem->event_new(from->device, &c->ev_down[i], err);
+        }
+    }
     for (int i = 0; i < depth && s == PP_OK; i++) {
         s = alloc_end(c, from, &c->pbuf[i], err);
         if (s == PP_OK) s = alloc_end(c, to, &c->cbuf[i], err);

@@ -33,6 +33,8 @@ typedef struct {
     bool direct;      /* sink: lend places in the output array (see the top) */
     int64_t acquired; /* sink: buffers lent so far (the stage runs micro-batches in order) */
     void *lent_buf;   /* sink: what was lent */
+    const pprt_output_hook *take; /* sink: outputs handed over instead of written (pprt_link_sink_take) */
+    int64_t mb0;      /* sink: the run's index of this share's first micro-batch */
 } data_link;
 
 static double now(void) {
@@ -96,7 +98,8 @@ static pp_status sink_submit(pprt_link *l, void *buf, int64_t tag, pp_err *err) 
     d->lent = false;
     if (tag < d->warmup) return PP_OK; /* a warm-up copy: dropped */
     const int64_t mb = tag - d->warmup;
-    if (buf == d->buf) pprt_mb_drain(d->p, buf, d->n, mb, d->arrays); /* else written in place */
+    if (d->take) PP_TRY(d->take->take(d->take->ctx, d->mb0 + mb, buf, err));
+    else if (buf == d->buf) pprt_mb_drain(d->p, buf, d->n, mb, d->arrays); /* else written in place */
     if (d->times) d->times[mb] = now();
     d->count++;
     if (d->done) d->done(d->done_ctx, d->count);
@@ -144,7 +147,7 @@ static pp_status data_new(const pprt_link_ops *ops, const pprt_plan *p, const pp
         return PP_FAIL(err, PP_ENOMEM, "cannot allocate a %zu-byte message", bytes);
     }
     d->pin = pin;
-    d->base = (pprt_link){ops, pprt_place_host(), pprt_place_host(), bytes, 1, false};
+    d->base = (pprt_link){ops, pprt_place_host(), pprt_place_host(), bytes, 1, false, NULL};
     d->p = p;
     d->arrays = arrays;
     d->n = n;
@@ -172,4 +175,9 @@ pp_status pprt_link_sink(const pprt_plan *p, const pprt_array *outputs, int64_t 
     d->direct = !pin && p->n_outputs == 1 && m->n == 1 && m->off[0] == 0 &&
                 m->bytes == (size_t)pprt_mb_size(p) * p->outputs[0].sample_bytes;
     return PP_OK;
+}
+
+void pprt_link_sink_take(pprt_link *sink, const pprt_output_hook *take, int64_t mb0) {
+    data_link *d = (data_link *)sink;
+    d->take = take, d->mb0 = mb0, d->direct = false;
 }

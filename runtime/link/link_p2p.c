@@ -11,10 +11,11 @@
  *   sender    acquire: a buffer never used, else the oldest one sent, once
  *             its event completed; submit: header up, send, record, keep
  *             it in the ring of buffers in flight; drain: every event
- *   receiver  at creation a receive is posted into every buffer (n_msgs in
- *             all); receive: the oldest posted buffer once its event
- *             completed and its header checked; release: post the next
- *             receive into it
+ *   receiver  at the first receive (not while the links are being built: a
+ *             receive posted then could wait for the peer's executor)
+ *             one is posted into every buffer (n_msgs in all); receive:
+ *             the oldest posted buffer once its event completed and its
+ *             header checked; release: post the next receive into it
  *
  * Waits poll the event and the transport's asynchronous error, so a
  * communicator fault ends the wait with the transport's words (and aborts
@@ -48,6 +49,7 @@ typedef struct {
     pprt_event **ev;
     int *ring, head, count; /* buffers with a transfer posted, oldest first */
     int fresh;              /* sender: buffers never lent out */
+    bool primed;            /* receiver: its first receives posted */
     atomic_bool closed;
     char who[200];
 } p2p_link;
@@ -155,8 +157,15 @@ static pp_status p_drain(pprt_link *l, pp_err *err) {
 
 /* ---- receiver ---------------------------------------------------------------------------------------- */
 
+static pp_status prime(p2p_link *L, pp_err *err) {
+    for (int i = 0; !L->primed && i < L->base.depth && L->posted < L->n_msgs; i++) PP_TRY(post_recv(L, i, err));
+    L->primed = true;
+    return PP_OK;
+}
+
 static pp_status p_receive(pprt_link *l, void **buf, int64_t *tag, pp_err *err) {
     p2p_link *L = (p2p_link *)l;
+    if (!L->sender && !atomic_load(&L->closed)) PP_TRY(prime(L, err));
     PP_TRY(closed_or(L, L->sender || L->count == 0, "no message is expected", err));
     const int64_t mb = L->posted - L->count;
     const int i = pop(L);
@@ -237,7 +246,7 @@ pp_status pprt_link_p2p(pprt_p2p *c, const pprt_place *at, bool sender, size_t b
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
     const pprt_place h = pprt_place_host();
-    L->base = (pprt_link){sender ? &sender_ops : &receiver_ops, sender ? *at : h, sender ? h : *at, bytes, depth, false};
+    L->base = (pprt_link){sender ? &sender_ops : &receiver_ops, sender ? *at : h, sender ? h : *at, bytes, depth, false, NULL};
     L->c = c;
     L->mem = at->mem;
     L->dev = at->device;
@@ -261,7 +270,7 @@ pp_status pprt_link_p2p(pprt_p2p *c, const pprt_place *at, bool sender, size_t b
         p_destroy(&L->base);
         return s;
     }
-    for (int i = 0; !sender && i < depth && L->posted < n_msgs && s == PP_OK; i++) s = post_recv(L, i, err);
+    if (!sender && pprt_p2p_old_start()) s = prime(L, err); /* the order before issue 57 */
     if (s != PP_OK) {
         p_close(&L->base);
         p_destroy(&L->base);

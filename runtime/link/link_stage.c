@@ -148,7 +148,7 @@ pp_status pprt_link_staged(pprt_link *host, const pprt_place *dev, bool dev_cons
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
     const pprt_place h = pprt_place_host();
-    g->base = (pprt_link){&staged_ops, dev_consumes ? h : *dev, dev_consumes ? *dev : h, host->bytes, 1, host->fills};
+    g->base = (pprt_link){&staged_ops, dev_consumes ? h : *dev, dev_consumes ? *dev : h, host->bytes, 1, host->fills, NULL};
     g->host = host;
     g->mem = dev->mem;
     g->dev = dev->device;
@@ -366,7 +366,7 @@ pp_status pprt_link_staged_overlap(pprt_link *host, const pprt_place *dev, bool 
     pthread_cond_init(&g->cv, NULL);
     const pprt_place h = pprt_place_host();
     /* the stage sees `nbuf` buffers in flight; the pump cuts (source), so the stage does not */
-    g->base = (pprt_link){&overlap_ops, dev_consumes ? h : *dev, dev_consumes ? *dev : h, host->bytes, nbuf, false};
+    g->base = (pprt_link){&overlap_ops, dev_consumes ? h : *dev, dev_consumes ? *dev : h, host->bytes, nbuf, false, NULL};
     g->host = host;
     g->mem = dev->mem;
     g->dev = dev->device;

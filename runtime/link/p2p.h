@@ -5,6 +5,12 @@
  * for cuda-emu's host-addressable device memory (comm/p2p_emu.c), and the
  * tests' in-process fake (tests/unit/test_links.c).
  *
+ * Opening one (p2p_nccl.c, p2p_emu.c) initializes the communicator within
+ * --mpi-timeout, then makes a grouped warm-up send and receive of a byte
+ * each way and waits for it (bounded too): NCCL connects two ranks at their
+ * first operation, which must meet the peer's, and both are in their
+ * start-up here; later sends and receives find the connection made.
+ *
  * send and recv queue the transfer on the stream and return; the transfer
  * completes in stream order (an event recorded after it says when). check
  * reports an asynchronous error of the communicator (a peer gone, a network
@@ -14,7 +20,20 @@
 #ifndef PPRT_P2P_H
 #define PPRT_P2P_H
 
+#include <stdlib.h>
+
 #include "../mem.h"
+
+/* PPRT_P2P_OLD_START=1: the start-up order before issue 57, kept so the
+ * tests can show the stall it had: no warm-up send/receive after a
+ * communicator's init, and the receiving side posts its receives while its
+ * links are still being built (under NCCL's lazy connection the first of
+ * them waits for the peer's first send, which comes only once the peer's
+ * executor is built). */
+static inline int pprt_p2p_old_start(void) {
+    const char *v = getenv("PPRT_P2P_OLD_START");
+    return v && v[0] == '1';
+}
 
 typedef struct pprt_p2p pprt_p2p;
 

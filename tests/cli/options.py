@@ -98,6 +98,7 @@ PPCC_VALUES = {
     "--save-onnx": ("{f}", ["--weights", "wts"], M, "file", None),
     "--weights": ("wts", ["--save-onnx", "saved.onnx"], M, "file", None),
     "--freeze": ("stem", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", ","),
+    "--recompute": ("all", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", "x"),
 }
 # pprt: (value, other arguments, compared: out | accuracy | check | json | stderr, bad value)
 PPRT_VALUES = {
@@ -144,6 +145,7 @@ PPRT_VALUES = {
     "--lr-min": ("0.001", ["--lr-schedule", "cosine"], "train", "x"),
     "--seed": ("5", [], "train", "-5"),
     "--log-json": ("{f}", [], "train", None),
+    "--curves": ("{f}", [], "train", None),
     "--save-weights": ("{f}", [], "train", None),
     "--eval": ("tdata", [], "train", None),
     "--checkpoint": ("{f}", ["--save-every", "1"], "train", None),

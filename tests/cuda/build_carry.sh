@@ -15,9 +15,9 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:-$src/.gpu}
 cmake -S "$src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DPP_WITH_CUDA=ON -DPP_WITH_DNNL=OFF -DPP_WITH_MPI=OFF \
       -DCMAKE_BUILD_RPATH='$ORIGIN' >/dev/null
-cmake --build "$dir/build" -j2 --target ppcc pprt test_kmath >/dev/null
+cmake --build "$dir/build" -j2 --target ppcc pprt test_kmath nccl_probe >/dev/null
 mkdir -p "$dir/bin"
-cp "$dir/build/ppcc" "$dir/build/pprt" "$dir/build/pprt_cuda.so" "$dir/bin/"
+cp "$dir/build/ppcc" "$dir/build/pprt" "$dir/build/pprt_cuda.so" "$dir/build/nccl_probe" "$dir/bin/"
 for lib in $(ldd "$dir/build/pprt" "$dir/build/ppcc" | awk '/protobuf-c|xxhash/ {print $3}' | sort -u); do cp -L "$lib" "$dir/bin/"; done
 rm -rf "$dir/build"
 # what gpu_day.sh prints first: the commit these binaries were built from

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that does what a GPU day owes, in order of value, within
-# SECS seconds (default 480, about 8 minutes: run it with the device tool's
+# SECS seconds (default 510, 8.5 minutes: run it with the device tool's
 # timeout_s 560 so a call cut short still returns its log). Issue 54's
 # order (2026-12):
 #   1. build: the carried binaries (.gpu/bin, from tests/cuda/build_carry.sh
@@ -11,7 +11,15 @@
 #      with the pipeline's ends overlapped and not; a stage failing mid-run
 #      with overlap on exits 2 (no hang); 2b. --cuda-row-kernels on: the
 #      rows of tests/cuda/row_models.py against ref, under racecheck and
-#      memcheck;
+#      memcheck; 2c. two GPUs on one (issue 57; TWO_SECS, default 130): two
+#      logical devices aliased onto GPU 0 (PPRT_CUDA_ALIAS) with a peer copy
+#      and with the staged path (PPRT_CUDA_PEER=none), bit-identical to one
+#      device; the graph cache at --depth 8 (8 captures a stage); the
+#      devices described; tests/cuda/nccl_probe.c: a one-rank grouped self
+#      send/receive, an init whose peer never joins still pending at a 5 s
+#      deadline and aborted; --transport mpi on two ranks of the GPU where
+#      the machine has MPI; then, with the part's time left, the two
+#      paths under compute-sanitizer synccheck (racecheck for the staged);
 #   3. the ONNX node tests on cuda, a quick pass (NODE=quick, default: every
 #      NODE_STRIDE-th listed test, within NODE_SECS (60); NODE=all: all of them
 #      in five chunks, CHUNKS and SAN as before; NODE=0: none), then the
@@ -53,7 +61,7 @@ fi
 dest=${OUT:-/tmp/gday}; out=/tmp/gday_files; rm -rf "$out"; mkdir -p "$dest" "$out"
 exec > >(tee "$dest/day.log") 2>&1
 trap 'tar czf "$dest/gday.tgz" -C "$out" . 2>/dev/null' EXIT
-t0=$SECONDS; budget=${SECS:-480}
+t0=$SECONDS; budget=${SECS:-510}
 left() { echo $((budget - (SECONDS - t0))); }
 # cap N: N, or what is left less a margin, whichever is smaller (<= 0: skip)
 cap() { local l=$(($(left) - ${2:-15})); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
@@ -108,6 +116,76 @@ if [ "$be" = cuda ]; then  # the barriers and shared memory as the hardware runs
       --backend cuda --cuda-graphs off --cuda-row-kernels on -q > "$out/san_rows_$tool.txt" 2>&1 \
       || { echo "FAIL: compute-sanitizer $tool, --cuda-row-kernels on"; status=1; }
     echo "row kernels $tool: $(tail -1 "$out/san_rows_$tool.txt")"
+  done
+fi
+
+# 2c. two GPUs on one (issue 57): the two-device paths on logical devices aliased onto GPU 0
+# (PPRT_CUDA_ALIAS), within TWO_SECS (default 130; it never eats into the 300 s kept for the benchmark)
+echo "== 2c. two GPUs on one ($(date +%T), $(left) s left)"
+two_end=$((SECONDS + $(cap "${TWO_SECS:-130}" 300)))
+tl() { local t=$((two_end - SECONDS)); [ "$t" -lt "$1" ] && echo "$t" || echo "$1"; } # a step's timeout within the part
+w2=/tmp/gday_two; rm -rf $w2; mkdir -p $w2
+jget() { python3 -c "import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@" 2>/dev/null; }
+"$PPCC" "$S/model.onnx" -pp 2 -b 16 --placement 0:$be:0,1:$be:1 -o $w2/two.plan -q \
+  && "$PPCC" "$S/model.onnx" -pp 2 -b 16 --placement 0:$be:0,1:$be:0 -o $w2/one.plan -q \
+  && "$PPCC" "$S/model.onnx" -pp 3 -b 2 --placement 0:$be:0,1:$be:1,2:$be:2 -o $w2/three.plan -q \
+  || { echo "FAIL: 2c: ppcc"; status=1; }
+timeout "$(tl 60)" "$PPRT" $w2/one.plan "$S/data" -o $w2/one -q || { echo "FAIL: 2c: digits -pp 2 on one device"; status=1; }
+# 2c.1 a peer copy (both on GPU 0) and the staged path (PPRT_CUDA_PEER=none), each bit-identical to one device
+# (under compute-sanitizer in 2c.6, with the time the part has left)
+for peer in all none; do
+  [ "$(tl 30)" -ge 20 ] || { echo "2c.1 ($peer): out of time"; break; }
+  env PPRT_CUDA_ALIAS=2 PPRT_CUDA_PEER=$peer PPRT_EMU_PEER=$peer timeout "$(tl 60)" "$PPRT" $w2/two.plan "$S/data" \
+    -o $w2/two_$peer -q --stats-json $w2/two_$peer.json || { echo "FAIL: 2c.1: two logical devices, peer $peer"; status=1; continue; }
+  same=yes; cmp -s $w2/one/logits.npy $w2/two_$peer/logits.npy || { same=no; status=1; }
+  echo "2c.1 two logical devices on GPU 0, peer $peer: path '$(jget $w2/two_$peer.json "j['stages'][0].get('path_to_next')")'; same bytes as one device: $same"
+done
+# 2c.2 the graph cache at --depth 8: one capture per pair of message buffers, none after (three logical devices)
+if [ "$(tl 60)" -ge 20 ]; then
+  env PPRT_CUDA_ALIAS=3 timeout "$(tl 60)" "$PPRT" $w2/three.plan "$S/data" -o $w2/g8 -q --depth 8 --stats-json $w2/g8.json \
+    && env PPRT_CUDA_ALIAS=3 timeout "$(tl 60)" "$PPRT" $w2/three.plan "$S/data" -o $w2/g0 -q --depth 8 --cuda-graphs off \
+    || { echo "FAIL: 2c.2 --depth 8"; status=1; }
+  caps=$(jget $w2/g8.json "[s['cuda_graph_captures'] for s in j['stages']]")
+  echo "2c.2 --depth 8: graph captures per stage $caps (want [8, 8, 8]), replays $(jget $w2/g8.json "[s['cuda_graph_replays'] for s in j['stages']]")"
+  [ "$caps" = "[8, 8, 8]" ] || status=1
+  cmp -s $w2/g8/logits.npy $w2/g0/logits.npy && echo "2c.2 graphs on and off: same bytes" || { echo "FAIL: 2c.2 graphs change the bytes"; status=1; }
+fi
+# 2c.3 the devices described (name, compute capability, SMs, libraries); one kind of device: no warning
+[ -f $w2/two_all.json ] && echo "2c.3 devices: $(jget $w2/two_all.json "'; '.join('%s: %s' % (s['device']['place'], ', '.join(str(v) for k, v in s['device'].items() if k != 'place')) for s in j['stages'])"); differ: $(jget $w2/two_all.json "j['devices_differ']") (want False)"
+# 2c.4 NCCL on one GPU without MPI (tests/cuda/nccl_probe.c): a one-rank grouped self send/receive; an init
+# whose peer never joins still in progress at a 5 s deadline, then ncclCommAbort returns
+if [ "$be" = cuda ] && [ -x "$bin/nccl_probe" ]; then
+  for t in "self" "nojoin 5"; do
+    [ "$(tl 30)" -ge 15 ] || { echo "2c.4 nccl_probe $t: out of time"; break; }
+    timeout -k 5 "$(tl 30)" "$bin/nccl_probe" $t > "$out/nccl_$t.txt" 2>&1; rc=$?
+    grep -E '^(ok|FAIL|skip|NCCL)' "$out/nccl_$t.txt" | sed "s/^/2c.4 /"
+    [ $rc = 0 ] || { echo "FAIL: 2c.4 nccl_probe $t: rc $rc$([ $rc = 124 ] && echo ' (a hang: cut by its timeout)')"; status=1; }
+  done
+else
+  echo "2c.4 nccl_probe: skipped ($([ "$be" = cuda ] && echo "no $bin/nccl_probe: build_carry.sh builds it" || echo "cuda-emu"))"
+fi
+# 2c.5 --transport mpi, two ranks on the one GPU, bit-identical to threads (only where this machine has MPI)
+mp=$bin/mpi/pprt; [ "$dry" = 1 ] && mp=$PPRT # (here build/'s pprt has MPI)
+if command -v mpirun > /dev/null && [ -x "$mp" ] && [ "$(tl 60)" -ge 20 ]; then
+  mf=(--oversubscribe); [ "$(id -u)" = 0 ] && mf+=(--allow-run-as-root)
+  timeout -k 5 "$(tl 60)" mpirun "${mf[@]}" -np 2 "$mp" $w2/one.plan "$S/data" -o $w2/mpi -q --backend $be \
+    --transport mpi --mpi-timeout 20 > "$out/mpi_two.txt" 2>&1 || { echo "FAIL: 2c.5 mpirun -np 2 --transport mpi (rc $?)"; status=1; }
+  cmp -s $w2/one/logits.npy $w2/mpi/logits.npy && echo "2c.5 --transport mpi, two ranks on GPU 0: same bytes as threads" \
+    || { echo "FAIL: 2c.5 --transport mpi: other bytes"; status=1; }
+else
+  echo "2c.5 --transport mpi on two ranks: skipped (no mpirun here, or no $bin/mpi/pprt: PP_CARRY_MPI=1 build_carry.sh)"
+fi
+
+# 2c.6 the two-device paths under compute-sanitizer: synccheck, and racecheck for the staged path (two
+# streams, an event between them), each where the part's time allows
+if [ "$be" = cuda ]; then
+  for pt in all:synccheck none:synccheck none:racecheck; do
+    peer=${pt%%:*} tool=${pt#*:}
+    [ "$(tl 90)" -ge 30 ] || { echo "2c.6 $tool, peer $peer: out of time"; continue; }
+    env PPRT_CUDA_ALIAS=2 PPRT_CUDA_PEER=$peer timeout "$(tl 90)" compute-sanitizer --tool $tool --error-exitcode 9 \
+      "$PPRT" $w2/two.plan "$S/data" -o $w2/san -q --cuda-graphs off > "$out/san_two_${peer}_$tool.txt" 2>&1 \
+      || { echo "FAIL: 2c.6 compute-sanitizer $tool, peer $peer (rc $?)"; status=1; }
+    echo "2c.6 $tool, peer $peer: $(tail -1 "$out/san_two_${peer}_$tool.txt")"
   done
 fi
 

@@ -11,7 +11,8 @@ within rtol 1e-4; each gradient tensor within |g - w| <= 2e-3 |w| + 2e-4 x
 its tensor's largest |w| (BatchNorm's backward divides by the batch's
 standard deviation, so float sums in another order move a gradient more
 than in a plain network). The gradients must also be the same bits at -pp
-1, 2 and 4. On oneDNN each gradient tensor must be within 5% of PyTorch's
+1, 2 and 4, and at -pp 2 with --recompute all (each backward stage computing
+its forward again instead of keeping it: the same ops on the same inputs). On oneDNN each gradient tensor must be within 5% of PyTorch's
 in norm (measured: 1.2% at most): its convolutions sum in another order,
 and random weights leave BatchNorm outputs at a ReLU's kink (a channel of
 mostly zero outputs has a mean near 0 whose sign the order of the sum
@@ -67,14 +68,16 @@ want = {k: p.grad.numpy() for k, p in net.named_parameters()}
 check(len(want) == 62, f"ResNet-18 has {len(want)} weights with gradients, expected 62")
 
 outs = {}
-for pp, be in ((1, "ref"), (2, "ref"), (4, "ref"), (1, "dnnl")):
-    plan = f"r{pp}.plan"
+for pp, be, rc in ((1, "ref", ""), (2, "ref", ""), (4, "ref", ""), (1, "dnnl", ""), (2, "ref", "all")):
+    plan = f"r{pp}{rc}.plan"
     r = subprocess.run([PPCC, "resnet18.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(N), "-pp", str(pp),
-                        "-q", "-o", plan], capture_output=True, text=True)
+                        *(["--recompute", rc] if rc else []), "-q", "-o", plan], capture_output=True, text=True)
     check(r.returncode == 0, f"ppcc -pp {pp}: exit {r.returncode}: {r.stderr[-300:]}")
     if r.returncode:
         continue
-    o = f"out{pp}_{be}"
+    o = f"out{pp}_{be}{rc}"
+    if rc:
+        be_key = f"ref-recompute-{rc}"
     r = subprocess.run([PPRT, plan, "data", "-o", o, "-q", "--backend", be], capture_output=True, text=True)
     check(r.returncode == 0, f"pprt -pp {pp} {be}: exit {r.returncode}: {r.stderr[-300:]}")
     if r.returncode:
@@ -102,14 +105,14 @@ for pp, be in ((1, "ref"), (2, "ref"), (4, "ref"), (1, "dnnl")):
             # convolutions ran by Winograd, 8.4e-6 since a training plan runs them direct (AMD Zen 4)
             rel = float(np.linalg.norm(g - w) / (np.linalg.norm(w) + 1e-30))
             check(rel <= 0.05, f"-pp {pp} {be}: {k}: {100 * rel:.2f}% off in norm")
-    outs[(pp, be)] = o
-    print(f"-pp {pp} {be}: loss {got_loss:.6f} (PyTorch {float(loss):.6f}); largest gradient difference "
+    outs[(pp, be if not rc else be_key)] = o
+    print(f"-pp {pp} {be}{' --recompute ' + rc if rc else ''}: loss {got_loss:.6f} (PyTorch {float(loss):.6f}); largest gradient difference "
           f"{worst:.2e} of its tensor's largest")
-for pp in (2, 4):
-    if (1, "ref") in outs and (pp, "ref") in outs:
-        a, b = outs[(1, "ref")], outs[(pp, "ref")]
+for pp, be in ((2, "ref"), (4, "ref"), (2, "ref-recompute-all")):
+    if (1, "ref") in outs and (pp, be) in outs:
+        a, b = outs[(1, "ref")], outs[(pp, be)]
         same = all(np.array_equal(np.load(os.path.join(a, n)), np.load(os.path.join(b, n))) for n in os.listdir(a))
-        check(same, f"the gradients at -pp {pp} differ from -pp 1's")
+        check(same, f"the gradients and running statistics at -pp {pp} ({be}) differ from -pp 1's")
 
 # three SGD steps with momentum (the same 4 images each step)
 os.makedirs("steps", exist_ok=True)
@@ -165,5 +168,32 @@ if r.returncode == 0:
         e = float(np.abs(got_y - want_y).max() / np.abs(want_y).max())
         check(e < 1e-4, f"the trained model in onnxruntime: {e:.2e} off PyTorch's eval outputs with the same weights")
         print(f"trained ResNet-18 in onnxruntime (eval): within {e:.2e} of PyTorch's with the same weights")
+
+# two BatchNorms whose running statistics start equal (exported on zeros: each running variance 0.9 in every
+# channel): the statistics keep their own names through ppcc's passes (not merged as equal constants), and one
+# step's write-back is PyTorch's for each
+torch.manual_seed(1)
+twin = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                           torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.Flatten(),
+                           torch.nn.Linear(4 * 8 * 8, 10)).train()
+torch.onnx.export(twin, (torch.zeros(2, 3, 8, 8),), "twin.onnx", input_names=["input"], output_names=["logits"],
+                  opset_version=14, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+check(torch.equal(twin[1].running_var, twin[4].running_var), "the twins' running variances start apart")
+xt, yt = torch.randn(2, 3, 8, 8), torch.tensor([3, 5])
+os.makedirs("twin", exist_ok=True)
+np.save("twin/input.npy", xt.numpy())
+np.save("twin/labels.npy", yt.numpy())
+r = subprocess.run([PPCC, "twin.onnx", "--train", "--loss", "cross-entropy:logits", "-b", "2", "-q", "-o", "twin.plan"],
+                   capture_output=True, text=True)
+check(r.returncode == 0, f"twin: ppcc exit {r.returncode}: {r.stderr[-300:]}")
+r = subprocess.run([PPRT, "twin.plan", "twin", "--steps", "1", "--optimizer", "sgd", "--lr", "0.1", "--save-weights",
+                    "twin_after", "-q", "--backend", "ref"], capture_output=True, text=True)
+check(r.returncode == 0, f"twin: pprt exit {r.returncode}: {r.stderr[-300:]}")
+if r.returncode == 0:
+    twin(xt)  # PyTorch's forward in train mode moves the statistics as the step does
+    for k in ("1.running_mean", "1.running_var", "4.running_mean", "4.running_var"):
+        got = np.load(os.path.join("twin_after", k + ".npy"))
+        want = twin.state_dict()[k].numpy()
+        check(np.allclose(got, want, rtol=1e-5, atol=1e-6), f"twin: {k} {got} vs PyTorch's {want}")
 
 testlib.finish("train_models")

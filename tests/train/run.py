@@ -19,10 +19,13 @@ with AdamW, then SGD with Nesterov momentum, a warm-up and a cosine schedule. Ch
   - ppcc --save-onnx puts the trained weights back into the model, which
     onnxruntime runs to PyTorch's logits (a stray or misshapen weight file
     refused);
-  - --eval's accuracy is the one PyTorch finds for pprt's weights; a run
+  - --eval's accuracy is the one PyTorch finds for pprt's weights; the
+    log's stash peaks are the schedules' (1F1B: min(P - d, M), GPipe: M),
+    --curves draws a point per step and per epoch; a run
     stopped and resumed from its checkpoint, one on 2 replicas, and runs
     under the GPipe and the flow schedule end with the weights of an
-    unbroken single-replica 1F1B run, bit for bit;
+    unbroken single-replica 1F1B run, bit for bit, and so does a plan compiled
+    with --recompute all, whose device 0 keeps under a quarter of the stash;
   - a loss that turns NaN stops with the step named, exit 1; data that does
     not fit the plan exits 2.
 Usage: run.py PPCC PPRT WORK"""
@@ -237,8 +240,8 @@ os.makedirs("held", exist_ok=True)
 np.save("held/input.npy", XH[:48])
 np.save("held/labels.npy", YH[:48])
 r = subprocess.run([PPRT, plans[2], "data", "--epochs", "3", "--accumulate", "2", "--optimizer", "adamw", "--lr",
-                    "4e-3", "--eval", "held", "--save-weights", "w_eval", "--log-json", "log_eval.json"],
-                   capture_output=True, text=True)
+                    "4e-3", "--eval", "held", "--save-weights", "w_eval", "--log-json", "log_eval.json",
+                    "--curves", "curves.html"], capture_output=True, text=True)
 check(r.returncode == 0, f"--eval: exit {r.returncode}: {r.stderr[-300:]}")
 if r.returncode == 0:
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("held-out:")]
@@ -251,21 +254,63 @@ if r.returncode == 0:
     with open("log_eval.json") as f:
         ep = json.load(f)["epochs"]
     check(len(ep) == 3 and abs(ep[-1]["eval_accuracy"] - want) < 1e-12, f"--eval: the log's epochs {ep}")
+    with open("log_eval.json") as f:
+        log = json.load(f)
+    busy = [st["stage_busy_s"] for st in log["steps"]]
+    check(all(len(b) == 4 and min(b) > 0 for b in busy), f"--log-json: each step's stage busy seconds: {busy[:2]}")
+    # 1F1B: device d keeps min(P - d, M) micro-batches' stashes: 2 and 1 at -pp 2, M = 2
+    peaks = [d["stash_peak"] for d in log["stash"]]
+    check(peaks == [2, 1], f"--log-json: the stash held at most {peaks} micro-batches under 1F1B, expected [2, 1]")
+    # --curves: one page, a point per step in the loss line, a held-out point per epoch
+    with open("curves.html") as f:
+        page = f.read()
+    line = page.split('data-label="step loss"')[1].split('points="')[1].split('"')[0].split()
+    check(page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>") and len(line) == len(log["steps"]),
+          f"--curves: {len(line)} points in the loss line for {len(log['steps'])} steps")
+    check(page.count('class="point" data-label="held-out accuracy"') == 3, "--curves: 3 held-out accuracy points")
 
 # --resume: stopped at step 13 with checkpoints every 5, then resumed: the weights of an unbroken run
 common = ["--epochs", "4", "--accumulate", "2", "--optimizer", "adamw", "--lr", "4e-3", "--seed", "3", "-q"]
 runs = [["--save-weights", "full"], ["--steps", "13", "--checkpoint", "ck", "--save-every", "5"],
         ["--resume", "ck", "--save-weights", "resumed"], ["--replicas", "2", "--save-weights", "rep2"],
-        ["--schedule", "gpipe", "--save-weights", "gpipe"], ["--schedule", "flow", "--save-weights", "flow"]]
+        ["--schedule", "gpipe", "--save-weights", "gpipe", "--log-json", "log_gpipe.json"], ["--schedule", "flow", "--save-weights", "flow"],
+        ["--schedule", "gpipe", "--save-weights", "recompute", "PLAN", "t2rc.plan"]]
+# --recompute all: the backward stages compute their forward again; the same weights, a smaller stash
+stash = {}
+for name, extra in (("t2b.plan", []), ("t2rc.plan", ["--recompute", "all"])):
+    r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(ROWS), "-pp", "2",
+                        *extra, "-o", name, "--report"], capture_output=True, text=True)
+    check(r.returncode == 0, f"ppcc {extra}: exit {r.returncode}: {r.stderr[-300:]}")
+    if r.returncode == 0:
+        rows = [ln.split() for ln in r.stdout.split("GPipe_total")[1].splitlines()[1:3]]
+        stash[name] = [float(row[4]) for row in rows]
+if len(stash) == 2:
+    # device 0 keeps the 16x4x4 input of conv2 (and conv1's 16x1x8x8 input) instead of every activation
+    check(stash["t2rc.plan"][0] < 0.25 * stash["t2b.plan"][0],
+          f"--recompute all: device 0's stash {stash['t2rc.plan'][0]} MB, without {stash['t2b.plan'][0]} MB")
+for extra, msg in ((["--train", "--loss", "cross-entropy:logits", "-pp", "2", "--recompute", "2"],
+                    "--recompute 2: the plan has 2 devices (0..1)"),
+                   (["--recompute", "all"], "--recompute is an option of --train"),
+                   (["--train", "--loss", "cross-entropy:logits", "--recompute", "0,0"], "device 0 named twice"),
+                   (["--train", "--loss", "cross-entropy:logits", "--recompute", "some"], "expected 'all' or device")):
+    r = subprocess.run([PPCC, "net.onnx", "-b", str(ROWS), *extra, "-o", "refused.plan"], capture_output=True, text=True)
+    check(r.returncode == 2 and msg in r.stderr and not os.path.exists("refused.plan"),
+          f"ppcc {extra}: exit {r.returncode}: {r.stderr[-200:]}")
 for extra in runs:
-    r = subprocess.run([PPRT, plans[2], "data", *common, *extra], capture_output=True, text=True)
+    plan = extra[-1] if "PLAN" in extra else plans[2]
+    extra = extra[:-2] if "PLAN" in extra else extra
+    r = subprocess.run([PPRT, plan, "data", *common, *extra], capture_output=True, text=True)
     check(r.returncode == 0, f"{extra}: exit {r.returncode}: {r.stderr[-300:]}")
-for other in ("resumed", "rep2", "gpipe", "flow"):
+for other in ("resumed", "rep2", "gpipe", "flow", "recompute"):
     if os.path.isdir("full") and os.path.isdir(other):
         same = sorted(os.listdir("full")) == sorted(os.listdir(other)) and all(
             np.array_equal(np.load(os.path.join("full", n)), np.load(os.path.join(other, n))) for n in os.listdir("full"))
         check(same, f"{other}: the weights differ from the unbroken single-replica run's")
 check(not os.path.exists("ck.tmp") and not os.path.exists("ck.old"), "a checkpoint left its temporary folder")
+if os.path.exists("log_gpipe.json"):  # GPipe keeps every micro-batch of a step on each device
+    with open("log_gpipe.json") as f:
+        peaks = [d["stash_peak"] for d in json.load(f)["stash"]]
+    check(peaks == [2, 2], f"GPipe: the stash held at most {peaks} micro-batches, expected [2, 2]")
 r = subprocess.run([PPRT, plans[2], "data", *common, "--resume", "nowhere"], capture_output=True, text=True)
 check(r.returncode != 0 and "nowhere" in r.stderr, f"--resume nowhere: exit {r.returncode}: {r.stderr[-200:]}")
 
