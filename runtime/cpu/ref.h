@@ -19,6 +19,25 @@ void pprt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t a_rs, i
                 const float *B, int64_t b_rs, int64_t b_cs, float *C, int64_t ldc, float *scratch);
 size_t pprt_sgemm_scratch_bytes(void);
 
+/* pp.BatchNormGrad's kernel (ref_grad.c) over channels [c0, c1) of dY, X
+ * [N, C, S] (plain), writing those channels of dX and of dscale and dB
+ * (NULL: not wanted); mean_in and var_in unread in training mode. Each
+ * channel's sums in the same order whatever the range: the oneDNN
+ * executor runs ranges of channels on its threads (runtime/dnnl/gradref.c)
+ * with the kernel's bits. */
+void pprt_bn_grad_channels(const float *dy, const float *x, const float *sc, const float *mean_in,
+                           const float *var_in, float *dx, float *dsc, float *db, int64_t N, int64_t C, int64_t S,
+                           float eps, bool training, int64_t c0, int64_t c1);
+
+/* BatchNormalization's kernel (ref_kernels.c) over channels [c0, c1) of X
+ * [N, C, inner] (plain) into Y; train: the channel's own statistics, and
+ * st[0..3] (NULL: not wanted) the running mean and variance, the mean and
+ * 1 / sqrt(var + eps). Each channel the same whatever the range (the oneDNN
+ * executor's runtime/dnnl/gradref.c runs ranges on its threads). */
+void pprt_bn_channels(const float *x, const float *scale, const float *B, const float *mean, const float *var,
+                      float *y, float *const st[4], int64_t N, int64_t C, int64_t inner, float eps, float momentum,
+                      bool train, int64_t c0, int64_t c1);
+
 /* Argument checks shared by the kernel files (ref_kernels.c). */
 pp_status pprt_need_f32(const pprt_tensor *t, const char *what, pp_err *err);
 pp_status pprt_need_counts(const char *op, int n_in, int lo, int hi, int n_out, pp_err *err);

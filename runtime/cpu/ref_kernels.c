@@ -450,10 +450,18 @@ pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
     const int64_t N = xs->dim[0], C = xs->dim[1];
     int64_t inner = 1;
     for (int i = 2; i < xs->rank; i++) inner *= xs->dim[i]; /* numel checked by pp_infer */
-    const float *x = in[0].data, *scale = in[1].data, *B = in[2].data, *mean = in[3].data,
-                *var = in[4].data;
-    float *y = out[0].data;
-    for (int64_t c = 0; c < C; c++) {
+    float *st[4] = {NULL, NULL, NULL, NULL};
+    for (int k = 1; k < n_out && k <= 4; k++) st[k - 1] = out[k].data;
+    pprt_bn_channels(in[0].data, in[1].data, in[2].data, in[3].data, in[4].data, out[0].data, st, N, C, inner, eps,
+                     momentum, train, 0, C);
+    return PP_OK;
+}
+
+/* (ref.h) */
+void pprt_bn_channels(const float *x, const float *scale, const float *B, const float *mean, const float *var,
+                      float *y, float *const st[4], int64_t N, int64_t C, int64_t inner, float eps, float momentum,
+                      bool train, int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; c++) {
         double mu = mean[c], v = var[c];
         if (train) { /* the channel's own statistics, in double: mean, then the population variance */
             double sum = 0, sq = 0;
@@ -470,8 +478,8 @@ pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
             const double keep = momentum, take = 1.0 - (double)momentum;
             const double stats[4] = {mean[c] * keep + mu * take, var[c] * keep + v * take, mu,
                                      1.0 / sqrt(v + (double)eps)};
-            for (int k = 1; k < n_out && k <= 4; k++)
-                ((float *)out[k].data)[c] = (float)stats[k - 1];
+            for (int k = 0; k < 4; k++)
+                if (st[k]) st[k][c] = (float)stats[k];
         }
         /* y = (x - mean) * (scale / sqrt(var + eps)) + B */
         const float s = (float)((double)scale[c] / sqrt(v + (double)eps));
@@ -482,7 +490,6 @@ pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
             for (int64_t i = 0; i < inner; i++) yp[i] = (xp[i] - m) * s + b;
         }
     }
-    return PP_OK;
 }
 
 /* ---- MaxPool ------------------------------------------------------------------------- *

@@ -12,7 +12,7 @@
  * and out, F(4x4,3x3) or F(2x2,3x3) per node; PPRT_DNNL_WINO_TILE=2 or 4
  * forces one), 2-3x faster than oneDNN's direct AVX2 kernel. The choice
  * depends on the node alone, so outputs stay bit-identical whatever the
- * split and thread count. */
+ * split and thread count. Not in a training plan (conv_own). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -680,7 +680,12 @@ static pp_status conv_own(pprt_exec *x, conv_node *c, bool *done, pp_err *err) {
     const int xi = c->xi, wi = c->wi, bi = c->bi, yi = c->yi;
     const float lo = !strcmp(c->act, "Relu") ? 0.0f : c->lo;
     *done = false;
-    c->wino_shape = x->o.wino && !x->bf16 && c->nd == 4 && group == 1 && ws->dim[2] == 3 && ws->dim[3] == 3 &&
+    /* not in a training plan: its weights change every step, and their
+     * Winograd transform, redone with them, cost more than the kernel saves
+     * (ResNet-18's training step, 112x112 images, 4 a micro-batch, AMD Zen
+     * 4: oneDNN's transform of a 512x512x3x3 weight took 127 ms, the
+     * convolution 3 ms) */
+    c->wino_shape = x->o.wino && !x->bf16 && x->p->train_devices == 0 && c->nd == 4 && group == 1 && ws->dim[2] == 3 && ws->dim[3] == 3 &&
                     g->stride[0] == 1 && g->stride[1] == 1 && g->dil[0] == 1 && g->dil[1] == 1;
     /* our own Winograd kernel where oneDNN has none (below AVX-512), for a
      * node absorbing nothing, with constant weights and bias. The choice

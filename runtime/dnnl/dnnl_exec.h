@@ -11,6 +11,8 @@
  *   options.c   the PPRT_DNNL_* settings; headroom.c: room for oneDNN's
  *               allocations under ulimit -v; wshare.c: weights shared by replicas
  *   conv.c matmul.c pool.c norm.c softmax.c eltwise.c binary.c views.c ...
+ *               (convgrad.c: the convolution's gradients; gradref.c: other
+ *               gradients on the reference kernels in parts over the threads)
  *               one family of ops each: its build function and table row,
  *               and the run functions of the steps of pprt's kernels it uses
  *   families.def  which family builds each op
@@ -252,6 +254,8 @@ DN_FAMILY(pad)
 DN_FAMILY(split)
 DN_FAMILY(reduce)
 DN_FAMILY(concat)
+DN_FAMILY(convgradx)
+DN_FAMILY(convgradw)
 #undef DN_FAMILY
 
 /* The family that builds op, or NULL: the reference kernels run it. */
@@ -381,6 +385,12 @@ pp_status dn_push_own_any(pprt_exec *x, step st, size_t bytes, int xi, const dnn
                           const dnnl_memory_desc_t *dst_md, bool *taken, pp_err *err);
 /* Whether node n (on no oneDNN primitive) runs on runtime/dnnl/kernels/rnn_gemm.h rather than the reference kernel. */
 bool dn_rnn_by_gemm(const pprt_exec *x, const pprt_node *n);
+/* Whether node n (on no oneDNN primitive: pp.UnaryGrad, pp.MaxPoolGrad,
+ * pp.BatchNormGrad, BatchNormalization) runs on its reference kernel in
+ * parts over the stage's threads (gradref.c), with the reference's bits;
+ * dn_ref_parts_run runs it. */
+bool dn_ref_by_parts(const pprt_exec *x, const pprt_node *n);
+pp_status dn_ref_parts_run(pprt_exec *x, const pprt_node *n, pp_err *err);
 /* Append a NaN pass f of ours reading src and writing dst (which may be the same memory). */
 pp_status dn_push_fix(pprt_exec *x, const pprt_nanfix *f, dnnl_memory_t src, dnnl_memory_t dst, pp_err *err);
 /* A NaN-keeping clamp to [lo, hi] over every float of md's buffer. */

@@ -154,7 +154,8 @@ static const char *dnnl_route(pp_op op) {
                 {&dn_matmul, "oneDNN matmul"},
                 {&dn_gemm, "oneDNN matmul"},
                 {&dn_pool, "oneDNN pooling"},
-                {&dn_batchnorm, "pprt's kernel (else oneDNN batch norm)"},
+                {&dn_batchnorm,
+                 "pprt's kernel (else oneDNN batch norm; training mode: reference, in parts over the threads)"},
                 {&dn_layernorm, "oneDNN layer norm"},
                 {&dn_groupnorm, "oneDNN layer norm (+ binary for scale and bias)"},
                 {&dn_fusedgn, "pprt's kernel (else oneDNN layer norm + binary)"},
@@ -166,8 +167,12 @@ static const char *dnnl_route(pp_op op) {
                 {&dn_slice, "oneDNN reorder"},
                 {&dn_pad, "pprt's row copies"},
                 {&dn_reduce, "pprt's kernel (neighbouring axes)"},
-                {&dn_split, "pprt's row copies"}};
+                {&dn_split, "pprt's row copies"},
+                {&dn_convgradx, "oneDNN convolution backward data"},
+                {&dn_convgradw, "oneDNN convolution backward weights"}};
     if (op == PP_OP_LSTM || op == PP_OP_GRU || op == PP_OP_RNN) return "pprt's kernel on oneDNN's sgemm";
+    if (op == PP_OP_UNARYGRAD || op == PP_OP_MAXPOOLGRAD || op == PP_OP_BATCHNORMGRAD)
+        return "reference, in parts over the threads";
     if (op == PP_OP_TRANSPOSE) return "view (no copy), oneDNN reorder, or pprt's row copies (last axis kept)";
     if (op == PP_OP_GLOBALAVGPOOL) return "pprt's kernel (after a SiLU on pprt's kernel: in its pass)";
     if (op == PP_OP_MUL) return "oneDNN binary (by a scale per channel: pprt's kernel)";
@@ -430,6 +435,10 @@ static pp_status run_node(void *ctx, int ni, bool *ran, pp_err *err) {
     if (!*ran && dn_rnn_by_gemm(x, &x->st->nodes[ni])) {
         *ran = true;
         return run_rnn(x, &x->st->nodes[ni], err);
+    }
+    if (!*ran && dn_ref_by_parts(x, &x->st->nodes[ni])) {
+        *ran = true;
+        return dn_ref_parts_run(x, &x->st->nodes[ni], err);
     }
     bool exact = true; /* whether a guard's exact path runs */
     for (int k = 0; k < x->nd.nsteps[ni] && *ran; k++) {

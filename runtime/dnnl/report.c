@@ -25,7 +25,7 @@ void dn_counts(const pprt_exec *x, pprt_exec_counts *c) {
     *c = (pprt_exec_counts){.nodes = st->n_nodes, .weight_bytes = (double)x->bytes.weights};
     for (int ni = 0; ni < st->n_nodes; ni++) {
         if (x->nd.absorbed[ni]) c->fused++;
-        else if (x->nd.first[ni] < 0) *(dn_rnn_by_gemm(x, &st->nodes[ni]) ? &c->own : &c->reference) += 1;
+        else if (x->nd.first[ni] < 0) *(dn_rnn_by_gemm(x, &st->nodes[ni]) || dn_ref_by_parts(x, &st->nodes[ni]) ? &c->own : &c->reference) += 1;
         else if (x->nd.nsteps[ni] == 0) c->views++; /* its output takes over its input's bytes */
         else *(on_library(x, ni) ? &c->library : &c->own) += 1;
     }
@@ -49,7 +49,9 @@ void dn_report(const pprt_exec *x) {
     size_t len = 0, shared = 0;
     for (int i = 0; i < N_SLOTS; i++) shared += x->slot.bytes[i];
     for (int ni = 0; ni < st->n_nodes; ni++) {
-        if (x->nd.first[ni] >= 0 || x->nd.absorbed[ni] || dn_rnn_by_gemm(x, &st->nodes[ni])) continue;
+        if (x->nd.first[ni] >= 0 || x->nd.absorbed[ni] || dn_rnn_by_gemm(x, &st->nodes[ni]) ||
+            dn_ref_by_parts(x, &st->nodes[ni]))
+            continue;
         const char *name = pp_op_table[st->nodes[ni].op].name;
         if (len < sizeof refs - 1 && !strstr(refs, name)) {
             int w = snprintf(refs + len, sizeof refs - len, "%s%s", len ? " " : "", name);
@@ -73,6 +75,8 @@ void dn_report(const pprt_exec *x) {
                     x->nd.first[ni] >= 0 ? "pre-op" : "post-op");
         if (x->nd.first[ni] < 0 && dn_rnn_by_gemm(x, &st->nodes[ni]))
             fprintf(stderr, "  %-24s %-14s pprt:rnn_gemm\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
+        if (x->nd.first[ni] < 0 && dn_ref_by_parts(x, &st->nodes[ni]))
+            fprintf(stderr, "  %-24s %-14s pprt:ref_parts\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
         if (x->nd.first[ni] < 0 || x->nd.absorbed[ni]) continue;
         fprintf(stderr, "  %-24s %-14s", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
         for (int k = 0; k < x->nd.nsteps[ni]; k++) {

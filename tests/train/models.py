@@ -101,7 +101,8 @@ for pp, be, rc in ((1, "ref", ""), (2, "ref", ""), (4, "ref", ""), (1, "dnnl", "
         if be == "ref":
             check(not bad.any(), f"-pp {pp} {be}: {k}: {int(bad.sum())} of {w.size} off; largest difference "
                   f"{float(np.abs(g - w).max()):.3g} of a largest |w| {float(np.abs(w).max()):.3g}")
-        else:  # the whole tensor within 5% (in norm): measured 1.2% at most
+        else:  # the whole tensor within 5% (in norm): measured 1.2% at most while the forward's 3x3
+            # convolutions ran by Winograd, 8.4e-6 since a training plan runs them direct (AMD Zen 4)
             rel = float(np.linalg.norm(g - w) / (np.linalg.norm(w) + 1e-30))
             check(rel <= 0.05, f"-pp {pp} {be}: {k}: {100 * rel:.2f}% off in norm")
     outs[(pp, be if not rc else be_key)] = o

@@ -1,0 +1,158 @@
+/* gradref.c: pp.UnaryGrad, pp.MaxPoolGrad and pp.BatchNormGrad (ir/ops_grad.def),
+ * and a BatchNormalization oneDNN does not take (training mode: its running
+ * statistics are outputs), under the oneDNN executor: the reference kernels
+ * themselves (runtime/cpu/ref_grad.c, ref_kernels.c), run over parts of
+ * the node on the stage's threads instead of whole on one. Each output element is computed by the
+ * same code from the same inputs in the same order as the whole kernel
+ * computes it, so the bits are the reference's whatever the threads and the
+ * stage: pp.UnaryGrad in ranges of elements, pp.MaxPoolGrad in ranges of
+ * its (image, channel) planes (a window never leaves its plane; the first
+ * largest input, NaN first, takes the gradient as in the reference),
+ * pp.BatchNormGrad and BatchNormalization in ranges of channels
+ * (pprt_bn_grad_channels, pprt_bn_channels: each channel's sums in double,
+ * in the reference's order).
+ *
+ * Why not oneDNN's backward primitives: its batch normalization backward
+ * sums in float, over the batch statistics of its own forward (which the
+ * plan does not run: the forward BatchNormalization of a training plan is
+ * a reference node, its running statistics an output oneDNN does not
+ * give); its max pooling backward needs the forward's workspace or routes
+ * ties otherwise. Like the other reference nodes these read and write
+ * plain tensors (no input of theirs is laid out for them). */
+#include <string.h>
+
+#include "../../ir/op_fns.h"
+#include "../cpu/ref.h"
+#include "dnnl_exec.h"
+#include "kernels/parts.h"
+
+bool dn_ref_by_parts(const pprt_exec *x, const pprt_node *n) {
+    if (n->op != PP_OP_UNARYGRAD && n->op != PP_OP_MAXPOOLGRAD && n->op != PP_OP_BATCHNORMGRAD &&
+        n->op != PP_OP_BATCHNORM)
+        return false;
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] < 0 || !f32(x, n->in[k])) return false;
+    for (int k = 0; k < n->n_out; k++)
+        if (n->out[k] >= 0 && !f32(x, n->out[k])) return false;
+    if (n->n_in < 1 || n->n_out < 1 || n->out[0] < 0) return false;
+    const pp_shape *ys = &T(x, n->out[0])->shape;
+    switch (n->op) {
+    case PP_OP_UNARYGRAD: /* X, Y, dY and dX of one shape */
+        if (n->n_in != 3) return false;
+        for (int k = 0; k < 3; k++)
+            if (!pp_shape_eq(&T(x, n->in[k])->shape, ys)) return false;
+        return true;
+    case PP_OP_MAXPOOLGRAD: /* dY, X: [N, C, spatial...] */
+        return n->n_in == 2 && ys->rank >= 3 && T(x, n->in[0])->shape.rank == ys->rank &&
+               pp_shape_eq(&T(x, n->in[1])->shape, ys);
+    case PP_OP_BATCHNORM: /* X, scale, B, mean, var -> Y and 0-4 statistics, each of C, all present */
+        if (n->n_in != 5 || n->n_out > 5 || ys->rank < 2 || !pp_shape_eq(&T(x, n->in[0])->shape, ys)) return false;
+        for (int k = 1; k < 5; k++) {
+            const pp_shape *ps = &T(x, n->in[k])->shape;
+            if (ps->rank != 1 || ps->dim[0] != ys->dim[1]) return false;
+        }
+        for (int k = 1; k < n->n_out; k++) {
+            if (n->out[k] < 0) return false;
+            const pp_shape *ps = &T(x, n->out[k])->shape;
+            if (ps->rank != 1 || ps->dim[0] != ys->dim[1]) return false;
+        }
+        return true;
+    default: /* pp.BatchNormGrad: dY, X, scale, mean, var */
+        return n->n_in == 5 && ys->rank >= 2 && pp_shape_eq(&T(x, n->in[1])->shape, ys) &&
+               pp_shape_eq(&T(x, n->in[0])->shape, ys);
+    }
+}
+
+static int64_t numel_from(const pp_shape *s, int d) {
+    int64_t v = 1;
+    for (int i = d; i < s->rank; i++) v *= s->dim[i];
+    return v;
+}
+
+/* A tensor over tid's bytes from element `first`, shaped s. */
+static pprt_tensor part(const pprt_exec *x, int tid, pp_shape s, int64_t first) {
+    return (pprt_tensor){PP_F32, s, (float *)x->ptr[tid] + first};
+}
+
+/* Units [a, b) of node n: elements, planes or channels. */
+static pp_status run_part(const pprt_exec *x, const pprt_node *n, int64_t a, int64_t b, pp_err *err) {
+    const pp_attrs at = attrs_of(x, n);
+    if (n->op == PP_OP_BATCHNORMGRAD) {
+        float eps;
+        int64_t training;
+        PP_TRY(pp_attr_float(at, "epsilon", 1e-5f, &eps, err));
+        PP_TRY(pp_attr_int(at, "training_mode", 0, &training, err));
+        const pp_shape *xs = &T(x, n->in[1])->shape;
+        float *dsc = n->n_out > 1 && n->out[1] >= 0 ? x->ptr[n->out[1]] : NULL;
+        float *db = n->n_out > 2 && n->out[2] >= 0 ? x->ptr[n->out[2]] : NULL;
+        pprt_bn_grad_channels(x->ptr[n->in[0]], x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]],
+                              x->ptr[n->in[4]], x->ptr[n->out[0]], dsc, db, xs->dim[0], xs->dim[1], numel_from(xs, 2),
+                              eps, training != 0, a, b);
+        return PP_OK;
+    }
+    if (n->op == PP_OP_BATCHNORM) {
+        float eps, momentum;
+        PP_TRY(pp_attr_float(at, "epsilon", 1e-5f, &eps, err));
+        PP_TRY(pp_attr_float(at, "momentum", 0.9f, &momentum, err));
+        const pp_shape *xs = &T(x, n->in[0])->shape;
+        float *st[4] = {NULL, NULL, NULL, NULL};
+        for (int k = 1; k < n->n_out && k <= 4; k++) st[k - 1] = x->ptr[n->out[k]];
+        pprt_bn_channels(x->ptr[n->in[0]], x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]], x->ptr[n->in[4]],
+                         x->ptr[n->out[0]], st, xs->dim[0], xs->dim[1], numel_from(xs, 2), eps, momentum,
+                         pp_bn_training(at, n->n_out), a, b);
+        return PP_OK;
+    }
+    pprt_tensor in[3], out[1];
+    pprt_scratch sc = {0};
+    pp_status s;
+    if (n->op == PP_OP_UNARYGRAD) {
+        const pp_shape s1 = {1, {b - a}};
+        for (int k = 0; k < 3; k++) in[k] = part(x, n->in[k], s1, a);
+        out[0] = part(x, n->out[0], s1, a);
+        s = kern_UNARYGRAD(at, in, 3, out, 1, &sc, err);
+    } else { /* planes [a, b) as b - a images of one channel */
+        pp_shape xs = T(x, n->in[1])->shape, ds = T(x, n->in[0])->shape;
+        const int64_t pin = numel_from(&xs, 2), pout = numel_from(&ds, 2);
+        xs.dim[0] = ds.dim[0] = b - a;
+        xs.dim[1] = ds.dim[1] = 1;
+        in[0] = part(x, n->in[0], ds, a * pout);
+        in[1] = part(x, n->in[1], xs, a * pin);
+        out[0] = part(x, n->out[0], xs, a * pin);
+        s = kern_MAXPOOLGRAD(at, in, 2, out, 1, &sc, err);
+    }
+    pprt_scratch_free(&sc);
+    return s;
+}
+
+typedef struct grad_job {
+    const pprt_exec *x;
+    const pprt_node *n;
+    int64_t units, parts;
+    pp_status *st; /* per part */
+    pp_err *err;   /* per part */
+} grad_job;
+
+static void grad_part(void *ctx, int64_t t) {
+    const grad_job *j = ctx;
+    j->st[t] = run_part(j->x, j->n, j->units * t / j->parts, j->units * (t + 1) / j->parts, &j->err[t]);
+}
+
+pp_status dn_ref_parts_run(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    const pp_shape *ys = &T(x, n->out[0])->shape;
+    const int64_t units = n->op == PP_OP_UNARYGRAD     ? numel_of(ys)
+                          : n->op == PP_OP_MAXPOOLGRAD ? ys->dim[0] * ys->dim[1]
+                                                       : ys->dim[1]; /* the normalizations: channels */
+    int64_t parts = x->stage_threads > 0 ? x->stage_threads : 1;
+    if (parts > units) parts = units;
+    if (parts < 1) parts = 1;
+    pp_status st[64];
+    pp_err errs[64];
+    if (parts > 64) parts = 64;
+    grad_job j = {x, n, units, parts, st, errs};
+    for (int64_t t = 0; t < parts; t++) st[t] = PP_OK, errs[t] = (pp_err){0};
+    pprt_parts_run(parts, grad_part, &j);
+    for (int64_t t = 0; t < parts; t++)
+        if (st[t] != PP_OK)
+            return PP_WRAP(err, &errs[t], st[t], "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, errs[t].msg);
+    return PP_OK;
+}
