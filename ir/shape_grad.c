@@ -291,3 +291,23 @@ double flops_AVGPOOLGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinf
     (void)n_in, (void)out, (void)n_out;
     return pool_grad_flops(a, &in[0]);
 }
+
+/* ---- pp.Dropout (training mode, passes/grad_math.c pp_train_dropout) ------------------------ */
+
+pp_status shape_DROPOUTTRAIN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    PP_TRY(need_f32(&in[0], "input X", err));
+    if (in[1].dtype != PP_I64 || pp_numel_d(&in[1]) != 2)
+        return PP_FAIL(err, PP_EINVAL, "input seed must be int64 of 2 elements (seed, counter)");
+    float ratio;
+    PP_TRY(pp_attr_float(a, "ratio", 0.5f, &ratio, err));
+    if (!(ratio >= 0.0f && ratio <= 1.0f)) return PP_FAIL(err, PP_EINVAL, "attribute 'ratio'=%g is outside [0, 1]", ratio);
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = in[0].shape};
+    out[1] = (pp_tinfo){.dtype = PP_F32, .shape = in[0].shape};
+    return PP_OK;
+}
+
+double flops_DROPOUTTRAIN(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_in, (void)n_out;
+    return 4.0 * pp_numel_d(&out[0]);
+}

@@ -1,9 +1,11 @@
 /* grad_nn.c: gradient rules of the network ops: Conv, pools, Gemm, MatMul,
  * Softmax and LogSoftmax (autodiff.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "autodiff.h"
 #include "../ir/op_fns.h"
+#include "../ir/shape_nn.h"
 
 static const pp_node *ad_node(pp_ad *ad, int node) { return &pp_ad_graph(ad)->nodes[node]; }
 
@@ -339,4 +341,120 @@ pp_status pp_grad_globalmaxpool(pp_ad *ad, int node, pp_err *err) {
     int r;
     PP_TRY(pp_ad_emit(ad, PP_OP_MAXPOOLGRAD, in, 2, &a, 1, &r, 1, err));
     return pp_ad_give(ad, x, r, err);
+}
+
+/* ---- ConvTranspose, GroupNormalization (issue 55, part B) ----------------------------------- */
+
+/* ConvTranspose(x, W) is Conv's input gradient with x in dY's place, over the
+ * output's shape: so its own gradients are a Conv of gy (dx, the adjoint of
+ * the adjoint) and Conv's weight gradient with x as dY and gy as the input
+ * (dW); the bias sums gy over all but the channels. The padding is the one
+ * the forward op resolved (auto_pad, output_shape, output_padding). */
+pp_status pp_grad_convtranspose(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], w = n->in[1], b = n->n_in > 2 ? n->in[2] : -1, gy = pp_ad_gy(ad, node, 0);
+    const pp_shape xs = g->values[x].shape, ws = g->values[w].shape, ys = g->values[gy].shape;
+    pp_geom geo;
+    int64_t group;
+    PP_TRY(pp_convt_geom(pp_node_attrs(g, n), &xs, &ws, &geo, &group, err));
+    int64_t st[PP_MAX_DIMS], dl[PP_MAX_DIMS], pd[2 * PP_MAX_DIMS], ks[PP_MAX_DIMS];
+    for (int i = 0; i < geo.nsp; i++) {
+        st[i] = geo.stride[i], dl[i] = geo.dil[i], ks[i] = geo.k[i];
+        pd[i] = geo.pad0[i], pd[geo.nsp + i] = geo.pad1[i];
+        /* the Conv of gy must come back to x's size: output_padding below the stride */
+        const int64_t span = ys.dim[2 + i] + pd[i] + pd[geo.nsp + i] - dl[i] * (ks[i] - 1) - 1;
+        if (span < 0 || span / st[i] + 1 != xs.dim[2 + i])
+            return pp_ad_fail(ad, node, err, "spatial dim %d: the output of %lld does not map back onto the "
+                              "input's %lld (an output_padding at or above the stride); no gradient rule for it",
+                              i, (long long)ys.dim[2 + i], (long long)xs.dim[2 + i]);
+    }
+    pp_attr a[6] = {pp_ad_attr_ints("strides", st, geo.nsp), pp_ad_attr_ints("dilations", dl, geo.nsp),
+                    pp_ad_attr_ints("pads", pd, 2 * geo.nsp), pp_ad_attr_int("group", group),
+                    pp_ad_attr_ints("kernel_shape", ks, geo.nsp)};
+    if (pp_ad_wants(ad, x)) {
+        const int in[2] = {gy, w};
+        int r;
+        PP_TRY(pp_ad_emit(ad, PP_OP_CONV, in, 2, a, 5, &r, 1, err));
+        PP_TRY(pp_ad_give(ad, x, r, err));
+    }
+    if (pp_ad_wants(ad, w)) {
+        a[5] = pp_ad_attr_ints("shape", ws.dim, ws.rank);
+        const int in[2] = {x, gy};
+        int r;
+        PP_TRY(pp_ad_emit(ad, PP_OP_CONVGRADW, in, 2, a, 6, &r, 1, err));
+        PP_TRY(pp_ad_give(ad, w, r, err));
+    }
+    if (b >= 0 && pp_ad_wants(ad, b)) {
+        int64_t axes[PP_MAX_DIMS];
+        int na = 0;
+        for (int i = 0; i < ys.rank; i++)
+            if (i != 1) axes[na++] = i;
+        int r;
+        PP_TRY(pp_ad_reduce_sum(ad, gy, axes, na, false, &r, err));
+        PP_TRY(pp_ad_give(ad, b, r, err));
+    }
+    return PP_OK;
+}
+
+/* GroupNormalization: x viewed as Z = [N, G, C/G, S] (S the spatial
+ * elements), x^ = LayerNormalization of Z over its last two axes (recomputed
+ * here), y = x^ scale + bias with scale and bias per group (opset 18) or per
+ * channel (opset 21). dbias, dscale: gy and gy x^ summed to the scale's
+ * shape; dx: pp.LayerNormGrad of gy scale with unit scale. */
+pp_status pp_grad_groupnorm(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const pp_attrs at = pp_node_attrs(g, n);
+    int64_t G;
+    float eps;
+    PP_TRY(pp_attr_int(at, "num_groups", 1, &G, err));
+    PP_TRY(pp_attr_float(at, "epsilon", 1e-5f, &eps, err));
+    const bool per_channel = at.opset >= 21;
+    const int x = n->in[0], scale = n->in[1], bias = n->in[2], gy = pp_ad_gy(ad, node, 0);
+    const pp_shape xs = g->values[x].shape;
+    if (g->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    int64_t S = 1;
+    for (int i = 2; i < xs.rank; i++) S *= xs.dim[i];
+    const int64_t Cg = xs.dim[1] / G;
+    const pp_shape zs = {.rank = 4, .dim = {xs.dim[0], G, Cg, S}};
+    const pp_shape ss = {.rank = 4, .dim = {1, G, per_channel ? Cg : 1, 1}};
+    const pp_shape one_s = {.rank = 2, .dim = {Cg, S}};
+    int xz, gz, sz, ones, xh, dxh, gx;
+    PP_TRY(pp_ad_reshape(ad, x, &zs, &xz, err));
+    PP_TRY(pp_ad_reshape(ad, gy, &zs, &gz, err));
+    PP_TRY(pp_ad_reshape(ad, scale, &ss, &sz, err));
+    {
+        float *u = malloc((size_t)(Cg * S) * sizeof *u);
+        if (!u) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        for (int64_t i = 0; i < Cg * S; i++) u[i] = 1.0f;
+        const pp_status s = pp_graph_add_const(g, "grad_groupnorm_ones", PP_F32, &one_s, u, &ones, err);
+        free(u);
+        PP_TRY(s);
+    }
+    const pp_attr la[2] = {pp_ad_attr_int("axis", 2), pp_ad_attr_float("epsilon", eps)};
+    const int lin[2] = {xz, ones};
+    PP_TRY(pp_ad_emit(ad, PP_OP_LAYERNORM, lin, 2, la, 2, &xh, 1, err));
+    if (pp_ad_wants(ad, bias)) {
+        int u, r;
+        PP_TRY(pp_ad_unbroadcast(ad, gz, sz, &u, err));
+        PP_TRY(pp_ad_reshape(ad, u, &g->values[bias].shape, &r, err));
+        PP_TRY(pp_ad_give(ad, bias, r, err));
+    }
+    if (pp_ad_wants(ad, scale)) {
+        int m, u, r;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gz, xh, &m, err));
+        PP_TRY(pp_ad_unbroadcast(ad, m, sz, &u, err));
+        PP_TRY(pp_ad_reshape(ad, u, &g->values[scale].shape, &r, err));
+        PP_TRY(pp_ad_give(ad, scale, r, err));
+    }
+    if (pp_ad_wants(ad, x)) {
+        int r[3];
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gz, sz, &dxh, err));
+        const int in[3] = {dxh, xz, ones};
+        PP_TRY(pp_ad_emit(ad, PP_OP_LAYERNORMGRAD, in, 3, la, 2, r, 3, err));
+        PP_TRY(pp_ad_reshape(ad, r[0], &xs, &gx, err));
+        PP_TRY(pp_ad_give(ad, x, gx, err));
+    }
+    return PP_OK;
 }

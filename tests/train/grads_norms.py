@@ -392,4 +392,144 @@ run_case("sum2", Variadic(2, 1.0), [torch.randn(2, 3, 4)], patch=adds_to("Sum", 
 run_case("mean3", Variadic(3, 1 / 3), [torch.randn(2, 3, 4)], patch=adds_to("Mean", 3))
 run_case("mean2", Variadic(2, 0.5), [torch.randn(2, 3, 4)], patch=adds_to("Mean", 2))
 
+# ---- ConvTranspose, ReduceL1/L2/SumSquare/LogSumExp, GroupNormalization (issue 55, part B) -----
+
+class ConvT(nn.Module):
+    """sum(convtranspose(x + p) * R): the input gradient through p, the weight's and the bias's"""
+
+    def __init__(self, conv, xshape, seed=3):
+        super().__init__()
+        self.p = nn.Parameter(torch.randn(*xshape) * 0.1)
+        self.conv = conv
+        with torch.no_grad():
+            o = conv(torch.zeros(*xshape))
+        self.register_buffer("R", torch.randn(*o.shape, generator=torch.Generator().manual_seed(seed)))
+
+    def forward(self, x):
+        return (self.conv(x + self.p) * self.R).sum()
+
+
+for nm, conv, xs in [
+        ("convt2d", nn.ConvTranspose2d(3, 4, 3), (2, 3, 5, 5)),
+        ("convt2d_stride_pad_outpad", nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1), (2, 4, 4, 5)),
+        ("convt2d_dilation_groups", nn.ConvTranspose2d(4, 6, (3, 2), stride=(1, 2), dilation=(2, 1), groups=2,
+                                                      padding=(2, 0)), (1, 4, 5, 4)),
+        ("convt2d_nobias", nn.ConvTranspose2d(2, 3, 4, stride=2, padding=1, bias=False), (2, 2, 3, 3)),
+        ("convt1d", nn.ConvTranspose1d(3, 2, 5, stride=3, padding=2, output_padding=2), (2, 3, 6)),
+        ("convt3d", nn.ConvTranspose3d(2, 2, 2, stride=2), (1, 2, 2, 3, 2))]:
+    run_case(nm, ConvT(conv, xs), [torch.randn(*xs)])
+
+probe("reduce_l2_axis1", (2, 5, 3), lambda m, x: x.norm(p=2, dim=1))
+probe("reduce_l2_keepdims_all", (3, 4), lambda m, x: x.norm(p=2, dim=(0, 1), keepdim=True) * x)
+probe("reduce_l2_normalize", (2, 6, 4), lambda m, x: F.normalize(x, dim=-1))
+probe("reduce_l1_axis_neg", (2, 3, 4), lambda m, x: x.norm(p=1, dim=-1))
+probe("reduce_l1_keepdims", (4, 5), lambda m, x: x.norm(p=1, dim=0, keepdim=True) * x)
+probe("reduce_logsumexp", (2, 5, 3), lambda m, x: torch.logsumexp(x * 3, 1))
+probe("reduce_logsumexp_keep", (3, 6), lambda m, x: torch.logsumexp(x, -1, keepdim=True) - x)
+
+
+def to_sum_square(g):
+    """Pow(x, 2) -> ReduceSum(axes) edited into ReduceSumSquare(x) with the axes as its attribute (opset 14)"""
+    import onnx
+    from onnx import numpy_helper
+    prod = {o: n for n in g.node for o in n.output}
+    rs = next(n for n in g.node if n.op_type == "ReduceSum")
+    pw = prod[rs.input[0]]
+    axes = numpy_helper.to_array(prod[rs.input[1]].attribute[0].t).tolist()
+    rs.op_type = "ReduceSumSquare"
+    rs.input[:] = [pw.input[0]]
+    rs.attribute.append(onnx.helper.make_attribute("axes", axes))
+    g.node.remove(pw)
+
+
+probe("reduce_sumsquare", (2, 5, 3), lambda m, x: (x ** 2).sum(dim=1), patch=to_sum_square)
+probe("reduce_sumsquare_keep", (3, 4), lambda m, x: (x ** 2).sum(dim=(0, 1), keepdim=True) * x, patch=to_sum_square)
+
+
+def onnx_case(name, build, params, inputs, torch_loss, opset, rtol=1e-4):
+    """a model written with onnx.helper (an op torch 1.13 does not export): build(params, inputs) ->
+    (nodes, output) of a scalar 'out'; each param an initializer that trains, compared with autograd's
+    gradient of torch_loss(params, inputs) on both backends"""
+    if ONLY and not re.search(ONLY, name):
+        return
+    import onnx
+    from onnx import helper, numpy_helper, TensorProto
+    d = os.path.join(WORK, name)
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    nodes = build()
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape)
+                                        for k, v in inputs.items()],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [])],
+                          [numpy_helper.from_array(v, k) for k, v in params.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    path = os.path.join(d, "model.onnx")
+    onnx.save(m, path)
+    for k, v in inputs.items():
+        np.save(os.path.join(d, "data", k + ".npy"), v)
+    plan = os.path.join(d, "g.plan")
+    r = subprocess.run([PPCC, path, "--train", "--loss", "out", "-b", str(next(iter(inputs.values())).shape[0]),
+                        "-q", "-o", plan], capture_output=True, text=True)
+    check(r.returncode == 0, f"{name}: ppcc exit {r.returncode}: {r.stderr.strip()[-400:]}")
+    if r.returncode:
+        return
+    tp = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    wl = torch_loss(tp, {k: torch.tensor(v) for k, v in inputs.items()})
+    wl.backward()
+    want = {k: t.grad.numpy() for k, t in tp.items()}
+    for be in BACKENDS:
+        o = os.path.join(d, "out_" + be)
+        r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", o, "-q", "--backend", be],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"{name} on {be}: pprt exit {r.returncode}: {r.stderr.strip()[-400:]}")
+        if r.returncode:
+            continue
+        got = np.load(os.path.join(o, "loss.npy"))
+        check(np.allclose(got, wl.detach().numpy(), rtol=rtol, atol=1e-6), f"{name} on {be}: loss {got} want {wl}")
+        M = max(float(np.abs(w).max()) for w in want.values())
+        for k, w in want.items():
+            f = os.path.join(o, file_name(k + ".grad") + ".npy")
+            check(os.path.exists(f), f"{name} on {be}: no gradient of '{k}'")
+            if os.path.exists(f):
+                gg = np.load(f)
+                err = float(np.abs(gg - w).max()) if gg.shape == w.shape else float("inf")
+                check(gg.shape == w.shape and np.allclose(gg, w, rtol=rtol, atol=1e-5 * M),
+                      f"{name} on {be}: '{k}' off by {err:.3g} (largest {M:.3g})")
+
+
+def groupnorm_case(name, xshape, G, opset, eps=1e-5):
+    """GroupNormalization(x + p, scale, bias) * R summed: scale and bias per group at opset 18, per channel at
+    21; the oracle F.group_norm with the affine part spread over the channels"""
+    from onnx import helper
+    rng = np.random.default_rng(len(name))
+    C = xshape[1]
+    n = C if opset >= 21 else G
+    params = {"p": (rng.standard_normal(xshape) * 0.1).astype(np.float32),
+              "scale": rng.standard_normal(n).astype(np.float32),
+              "bias": rng.standard_normal(n).astype(np.float32),
+              "R": rng.standard_normal(xshape).astype(np.float32)}
+    inputs = {"x": rng.standard_normal(xshape).astype(np.float32)}
+
+    def build():
+        return [helper.make_node("Add", ["x", "p"], ["xp"]),
+                helper.make_node("GroupNormalization", ["xp", "scale", "bias"], ["y"], num_groups=G, epsilon=eps),
+                helper.make_node("Mul", ["y", "R"], ["yr"]),
+                helper.make_node("ReduceSum", ["yr"], ["out"], keepdims=0)]
+
+    def torch_loss(tp, ti):
+        y = F.group_norm(ti["x"] + tp["p"], G, eps=eps)
+        sh = (1, C) + (1,) * (len(xshape) - 2)
+        rep = 1 if opset >= 21 else C // G
+        sc = tp["scale"].repeat_interleave(rep).reshape(sh)
+        b = tp["bias"].repeat_interleave(rep).reshape(sh)
+        return ((y * sc + b) * tp["R"]).sum()
+
+    onnx_case(name, build, params, inputs, torch_loss, opset)
+
+
+groupnorm_case("groupnorm_op18", (2, 6, 4, 5), 3, 18)
+groupnorm_case("groupnorm_op18_1group", (3, 4, 7), 1, 18)
+groupnorm_case("groupnorm_op21", (2, 8, 3, 3), 4, 21)
+groupnorm_case("groupnorm_op21_per_channel_groups", (2, 4, 5), 4, 21, eps=1e-3)
+groupnorm_case("groupnorm_op21_rank2", (5, 6), 2, 21)
+
 testlib.finish("train_grads_norms")
