@@ -425,7 +425,6 @@ refused("loss_without_train", Lin(), [x4], ["--loss", "mse:out"], "--loss is an 
 refused("train_without_loss", Lin(), [x4], ["--train"], "--train needs --loss")
 
 
-
 # --freeze: the frozen module's weights have no gradient output, the others match autograd
 class Two(nn.Module):
     def __init__(self):
