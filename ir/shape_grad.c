@@ -2,6 +2,7 @@
  * (ir/ops_grad.def) that ppcc --train emits. */
 #include "op_fns.h"
 #include "geom.h"
+#include "shape_nn.h"
 
 static pp_status need_f32(const pp_tinfo *t, const char *what, pp_err *err) {
     if (t->dtype != PP_F32)
@@ -310,4 +311,28 @@ pp_status shape_DROPOUTTRAIN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo 
 double flops_DROPOUTTRAIN(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     (void)a, (void)in, (void)n_in, (void)n_out;
     return 4.0 * pp_numel_d(&out[0]);
+}
+
+/* ---- pp.ResizeGrad (passes/grad_nn.c) ------------------------------------------------------- */
+
+pp_status shape_RESIZEGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_out;
+    PP_TRY(need_f32(&in[0], "gradient dY", err));
+    pp_shape s;
+    PP_TRY(attr_any_shape(a, &s, err));
+    pp_tinfo ti[4];
+    for (int i = 0; i < n_in && i < 4; i++) ti[i] = in[i];
+    ti[0] = (pp_tinfo){.dtype = PP_F32, .shape = s};
+    pp_resize r;
+    PP_TRY(pp_resize_parse(a, ti, n_in, &r, err));
+    bool same = r.rank == in[0].shape.rank;
+    for (int d = 0; same && d < r.rank; d++) same = r.out[d] == in[0].shape.dim[d];
+    if (!same) return PP_FAIL(err, PP_EINVAL, "dY's shape is not the Resize output of 'shape'");
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = s};
+    return PP_OK;
+}
+
+double flops_RESIZEGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)out, (void)n_out;
+    return flops_RESIZE(a, in, n_in, &in[0], 1);
 }

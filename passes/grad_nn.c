@@ -458,3 +458,22 @@ pp_status pp_grad_groupnorm(pp_ad *ad, int node, pp_err *err) {
     }
     return PP_OK;
 }
+
+/* Resize: pp.ResizeGrad over the forward's roi, scales and sizes and its
+ * attributes (any mode: the taps' weights transposed) */
+pp_status pp_grad_resize(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0];
+    if (g->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    const pp_shape xs = g->values[x].shape;
+    pp_attr a[16];
+    if (n->n_attrs > 15) return pp_ad_fail(ad, node, err, "it has %d attributes, more than Resize has", n->n_attrs);
+    const int na = with_shape(n, &xs, a, 16);
+    int in[4] = {pp_ad_gy(ad, node, 0), -1, -1, -1};
+    const int n_in = n->n_in;
+    for (int k = 1; k < n_in && k < 4; k++) in[k] = n->in[k];
+    int r;
+    PP_TRY(pp_ad_emit(ad, PP_OP_RESIZEGRAD, in, n_in < 4 ? n_in : 4, a, na, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}

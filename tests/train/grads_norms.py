@@ -446,6 +446,21 @@ probe("reduce_sumsquare", (2, 5, 3), lambda m, x: (x ** 2).sum(dim=1), patch=to_
 probe("reduce_sumsquare_keep", (3, 4), lambda m, x: (x ** 2).sum(dim=(0, 1), keepdim=True) * x, patch=to_sum_square)
 
 
+# Resize as torch exports F.interpolate: nearest (floor, asymmetric), linear, bilinear and
+# trilinear with and without align_corners, bicubic, up and down, by scale and by size
+for nm, shape, kw in [
+        ("resize_nearest_x2", (2, 3, 4, 5), dict(scale_factor=2, mode="nearest")),
+        ("resize_nearest_size", (2, 2, 5, 7), dict(size=(8, 3), mode="nearest")),
+        ("resize_linear_1d", (2, 3, 7), dict(scale_factor=2.5, mode="linear")),
+        ("resize_bilinear", (2, 2, 4, 5), dict(scale_factor=(2, 3), mode="bilinear")),
+        ("resize_bilinear_corners", (2, 2, 5, 4), dict(size=(9, 7), mode="bilinear", align_corners=True)),
+        ("resize_bilinear_down", (1, 3, 8, 9), dict(size=(3, 4), mode="bilinear")),
+        ("resize_trilinear", (1, 2, 3, 4, 3), dict(scale_factor=2, mode="trilinear")),
+        ("resize_bicubic", (1, 2, 4, 5), dict(size=(7, 9), mode="bicubic")),
+        ("resize_bicubic_corners", (1, 1, 5, 4), dict(scale_factor=2, mode="bicubic", align_corners=True))]:
+    probe(nm, shape, lambda m, x, kw=kw: F.interpolate(x, **kw))
+
+
 def onnx_case(name, build, params, inputs, torch_loss, opset, rtol=1e-4):
     """a model written with onnx.helper (an op torch 1.13 does not export): build(params, inputs) ->
     (nodes, output) of a scalar 'out'; each param an initializer that trains, compared with autograd's
