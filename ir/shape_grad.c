@@ -3,6 +3,7 @@
 #include "op_fns.h"
 #include "geom.h"
 #include "shape_nn.h"
+#include "shape_attn.h"
 
 static pp_status need_f32(const pp_tinfo *t, const char *what, pp_err *err) {
     if (t->dtype != PP_F32)
@@ -335,4 +336,24 @@ pp_status shape_RESIZEGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *o
 double flops_RESIZEGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     (void)out, (void)n_out;
     return flops_RESIZE(a, in, n_in, &in[0], 1);
+}
+
+/* ---- pp.AttentionGrad (passes/grad_nn.c) ---------------------------------------------------- */
+
+pp_status shape_ATTENTIONGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    PP_TRY(need_f32(&in[0], "gradient dY", err));
+    pp_attn t;
+    PP_TRY(pp_attn_parse(a, in + 1, n_in - 1, &t, err));
+    const pp_shape y = t.three_d ? (pp_shape){3, {t.B, t.Sq, t.Hq * t.Dv}} : (pp_shape){4, {t.B, t.Hq, t.Sq, t.Dv}};
+    bool same = in[0].shape.rank == y.rank;
+    for (int d = 0; same && d < y.rank; d++) same = in[0].shape.dim[d] == y.dim[d];
+    if (!same) return PP_FAIL(err, PP_EINVAL, "dY's shape is not Attention's output shape");
+    for (int k = 0; k < 3; k++) out[k] = (pp_tinfo){.dtype = PP_F32, .shape = in[1 + k].shape};
+    if (n_out > 3) out[3] = (pp_tinfo){PP_F32, {4, {t.B, t.Hq, t.Sq, t.T}}, NULL};
+    return PP_OK;
+}
+
+double flops_ATTENTIONGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)out, (void)n_out;
+    return 2.0 * flops_ATTENTION(a, in + 1, n_in - 1, NULL, 0);
 }

@@ -477,3 +477,50 @@ pp_status pp_grad_resize(pp_ad *ad, int node, pp_err *err) {
     PP_TRY(pp_ad_emit(ad, PP_OP_RESIZEGRAD, in, n_in < 4 ? n_in : 4, a, na, &r, 1, err));
     return pp_ad_give(ad, x, r, err);
 }
+
+/* Attention (opset 23): pp.AttentionGrad, which recomputes each row's
+ * probabilities; a float mask that trains (a learned position bias) takes
+ * dS summed back over its broadcast dims. Its present_key, present_value and
+ * qk outputs pass no gradient, nor do the past key and value get one. */
+pp_status pp_grad_attention(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    for (int k = 1; k < n->n_out; k++)
+        if (pp_ad_gy(ad, node, k) >= 0)
+            return pp_ad_fail(ad, node, err, "its output %d (present key/value or the scores) is read on the way to "
+                              "the loss; only the output Y has a gradient rule", k);
+    const int n_in = n->n_in;
+    int in[8] = {pp_ad_gy(ad, node, 0), -1, -1, -1, -1, -1, -1, -1};
+    for (int k = 0; k < n_in && k < 7; k++) in[1 + k] = n->in[k];
+    for (int k = 4; k < 6 && k < n_in; k++)
+        if (pp_ad_wants(ad, n->in[k]))
+            return pp_ad_fail(ad, node, err, "its past_%s needs a gradient; the rule gives Q, K, V and the mask theirs",
+                              k == 4 ? "key" : "value");
+    const int mask = n_in > 3 ? n->in[3] : -1;
+    const bool mask_grad = mask >= 0 && pp_ad_wants(ad, mask);
+    if (mask_grad) {
+        const pp_value *mv = &g->values[mask];
+        const pp_value *kv = &g->values[n->in[1]];
+        /* T: the keys (no past here when the mask trains: checked below) */
+        const int64_t T = kv->shape.rank == 4 ? kv->shape.dim[2] : kv->shape.dim[1];
+        if (mv->dtype != PP_F32 || mv->shape.rank < 1 || mv->shape.dim[mv->shape.rank - 1] != T ||
+            (n_in > 4 && n->in[4] >= 0))
+            return pp_ad_fail(ad, node, err, "its attn_mask trains: the rule takes a float mask over all %lld keys "
+                              "and no past", (long long)T);
+    }
+    pp_attr a[16];
+    int na = 0;
+    for (int k = 0; k < n->n_attrs && na < 16; k++) a[na++] = n->attrs[k];
+    const int q = n->in[0], k_ = n->in[1], v = n->in[2];
+    int r[4];
+    PP_TRY(pp_ad_emit(ad, PP_OP_ATTENTIONGRAD, in, 1 + (n_in < 7 ? n_in : 7), a, na, r, mask_grad ? 4 : 3, err));
+    const int vals[3] = {q, k_, v};
+    for (int k = 0; k < 3; k++)
+        if (pp_ad_wants(ad, vals[k])) PP_TRY(pp_ad_give(ad, vals[k], r[k], err));
+    if (mask_grad) {
+        int u;
+        PP_TRY(pp_ad_unbroadcast(ad, r[3], mask, &u, err));
+        PP_TRY(pp_ad_give(ad, mask, u, err));
+    }
+    return PP_OK;
+}

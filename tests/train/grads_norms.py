@@ -472,7 +472,7 @@ def onnx_case(name, build, params, inputs, torch_loss, opset, rtol=1e-4):
     d = os.path.join(WORK, name)
     os.makedirs(os.path.join(d, "data"), exist_ok=True)
     nodes = build()
-    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape)
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
                                         for k, v in inputs.items()],
                           [helper.make_tensor_value_info("out", TensorProto.FLOAT, [])],
                           [numpy_helper.from_array(v, k) for k, v in params.items()])
@@ -539,6 +539,71 @@ def groupnorm_case(name, xshape, G, opset, eps=1e-5):
         return ((y * sc + b) * tp["R"]).sum()
 
     onnx_case(name, build, params, inputs, torch_loss, opset)
+
+
+def attention_case(name, B, Hq, Hkv, Sq, Skv, D, Dv, three_d=False, causal=0, scale=None, softcap=0.0, mask=None):
+    """Attention (opset 23) of Q, K, V = inputs + weights, summed against R; mask: None, 'float' (a trained
+    bias [Sq, Skv], broadcast) or 'bool' ([B, 1, Sq, Skv], an input). The oracle: the definition in torch,
+    query head h reading key/value head h // (Hq / Hkv)"""
+    from onnx import helper
+    rng = np.random.default_rng(len(name) + 7)
+    qs, ks, vs = (B, Hq, Sq, D), (B, Hkv, Skv, D), (B, Hkv, Skv, Dv)
+    if three_d:
+        qs, ks, vs = (B, Sq, Hq * D), (B, Skv, Hkv * D), (B, Skv, Hkv * Dv)
+    ys = (B, Sq, Hq * Dv) if three_d else (B, Hq, Sq, Dv)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    params = {"pq": f(*qs) * 0.5, "pk": f(*ks) * 0.5, "pv": f(*vs), "R": f(*ys)}
+    inputs = {"xq": f(*qs), "xk": f(*ks), "xv": f(*vs)}
+    if mask == "float":
+        params["bias"] = f(Sq, Skv)
+    if mask == "bool":
+        mb = rng.random((B, 1, Sq, Skv)) > 0.3
+        mb[..., 0] = True  # no row masked out entirely
+        inputs["m"] = mb
+    attrs = dict(is_causal=causal)
+    if three_d:
+        attrs.update(q_num_heads=Hq, kv_num_heads=Hkv)
+    if scale is not None:
+        attrs["scale"] = scale
+    if softcap:
+        attrs["softcap"] = softcap
+
+    def build():
+        mname = {"float": "bias", "bool": "m"}.get(mask, "")
+        ins = ["q", "k", "v"] + ([mname] if mname else [])
+        return [helper.make_node("Add", ["xq", "pq"], ["q"]), helper.make_node("Add", ["xk", "pk"], ["k"]),
+                helper.make_node("Add", ["xv", "pv"], ["v"]), helper.make_node("Attention", ins, ["y"], **attrs),
+                helper.make_node("Mul", ["y", "R"], ["yr"]),
+                helper.make_node("ReduceSum", ["yr"], ["out"], keepdims=0)]
+
+    def torch_loss(tp, ti):
+        q, k, v = ti["xq"] + tp["pq"], ti["xk"] + tp["pk"], ti["xv"] + tp["pv"]
+        if three_d:
+            q = q.reshape(B, Sq, Hq, D).transpose(1, 2)
+            k = k.reshape(B, Skv, Hkv, D).transpose(1, 2)
+            v = v.reshape(B, Skv, Hkv, Dv).transpose(1, 2)
+        k, v = k.repeat_interleave(Hq // Hkv, 1), v.repeat_interleave(Hq // Hkv, 1)
+        s = q @ k.transpose(-1, -2) * (scale if scale is not None else 1 / D ** 0.5)
+        if softcap:
+            s = softcap * torch.tanh(s / softcap)
+        if mask == "float":
+            s = s + tp["bias"]
+        if mask == "bool":
+            s = s.masked_fill(~ti["m"], float("-inf"))
+        if causal:
+            s = s.masked_fill(torch.ones(Sq, Skv, dtype=torch.bool).triu(1), float("-inf"))
+        y = torch.softmax(s, -1) @ v
+        if three_d:
+            y = y.transpose(1, 2).reshape(B, Sq, Hq * Dv)
+        return (y * tp["R"]).sum()
+
+    onnx_case(name, build, params, inputs, torch_loss, 23)
+
+
+attention_case("attention_4d", 2, 2, 2, 3, 5, 4, 4)
+attention_case("attention_4d_causal_dv", 2, 2, 1, 4, 4, 4, 6, causal=1)
+attention_case("attention_3d_gqa_bias", 2, 4, 2, 3, 5, 4, 3, three_d=True, mask="float", scale=0.3)
+attention_case("attention_bool_mask_softcap", 2, 3, 3, 4, 6, 5, 5, mask="bool", softcap=2.0)
 
 
 groupnorm_case("groupnorm_op18", (2, 6, 4, 5), 3, 18)
