@@ -467,3 +467,72 @@ pp_status pp_grad_dropout_train(pp_ad *ad, int node, pp_err *err) {
     PP_TRY(pp_ad_op2(ad, PP_OP_MUL, pp_ad_gy(ad, node, 0), mask, &r, err));
     return pp_ad_give(ad, x, r, err);
 }
+
+/* ---- PRelu, ReduceLogSum, CumSum (issue 55, part B) ----------------------------------------- */
+
+/* y = x where x > 0, else slope x: dx = gy where x > 0, else gy slope;
+ * dslope = gy x where x <= 0, summed to the slope's shape (PyTorch's prelu) */
+pp_status pp_grad_prelu(pp_ad *ad, int node, pp_err *err) {
+    const int x = IN(0), slope = IN(1), gy = pp_ad_gy(ad, node, 0);
+    if (pp_ad_graph(ad)->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    int zero, pos;
+    PP_TRY(pp_ad_scalar(ad, 0.0f, &zero, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_GREATER, x, zero, &pos, err));
+    if (pp_ad_wants(ad, x)) {
+        int gs, r;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, slope, &gs, err));
+        const int in[3] = {pos, gy, gs};
+        PP_TRY(pp_ad_emit(ad, PP_OP_WHERE, in, 3, NULL, 0, &r, 1, err));
+        PP_TRY(pp_ad_give(ad, x, r, err));
+    }
+    if (pp_ad_wants(ad, slope)) {
+        int gx, r;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, x, &gx, err));
+        PP_TRY(gate(ad, pos, gx, true, &r, err));
+        PP_TRY(give_to(ad, node, 1, r, err));
+    }
+    return PP_OK;
+}
+
+/* y = log(sum x): dx = gy / exp(y), spread over the reduced axes */
+pp_status pp_grad_reducelogsum(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0];
+    const pp_shape xs = g->values[x].shape;
+    if (g->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    bool red[PP_MAX_DIMS], noop;
+    int64_t keep;
+    PP_TRY(reduced_axes(ad, node, red, &noop, &keep, err));
+    if (noop) return pp_ad_fail(ad, node, err, "noop_with_empty_axes without axes: no gradient rule for it");
+    pp_shape kept = xs;
+    for (int i = 0; i < xs.rank; i++)
+        if (red[i]) kept.dim[i] = 1;
+    int y = n->out[0], gy = pp_ad_gy(ad, node, 0), e, q, shape, r;
+    if (!keep) {
+        PP_TRY(pp_ad_reshape(ad, y, &kept, &y, err));
+        PP_TRY(pp_ad_reshape(ad, gy, &kept, &gy, err));
+    }
+    PP_TRY(pp_ad_op1(ad, PP_OP_EXP, y, &e, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_DIV, gy, e, &q, err));
+    PP_TRY(pp_ad_ints(ad, xs.dim, xs.rank, &shape, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, q, shape, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* CumSum: the gradient is the cumulative sum the other way (reverse
+ * flipped, exclusive kept), over the same axis */
+pp_status pp_grad_cumsum(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], axis = n->in[1];
+    if (g->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    int64_t excl, rev;
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "exclusive", 0, &excl, err));
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "reverse", 0, &rev, err));
+    const pp_attr a[2] = {pp_ad_attr_int("exclusive", excl), pp_ad_attr_int("reverse", !rev)};
+    const int in[2] = {pp_ad_gy(ad, node, 0), axis};
+    int r;
+    PP_TRY(pp_ad_emit(ad, PP_OP_CUMSUM, in, 2, a, 2, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}

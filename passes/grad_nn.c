@@ -524,3 +524,50 @@ pp_status pp_grad_attention(pp_ad *ad, int node, pp_err *err) {
     }
     return PP_OK;
 }
+
+/* RMSNormalization (opset 23) over X's dims [axis, rank): r = 1 /
+ * sqrt(mean(x^2) + eps), x^ = x r, y = x^ scale. dscale: gy x^ summed to the
+ * scale's shape; dx = r (d - x^ mean(d x^)), d = gy scale (means over the
+ * normalized dims; r recomputed here) */
+pp_status pp_grad_rmsnorm(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], scale = n->in[1], gy = pp_ad_gy(ad, node, 0);
+    if (g->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    int axis;
+    float eps;
+    int64_t outer, inner;
+    const pp_shape xs = g->values[x].shape;
+    PP_TRY(pp_norm_rows(pp_node_attrs(g, n), &xs, &axis, &eps, &outer, &inner, err));
+    int64_t axes[PP_MAX_DIMS];
+    int na = 0;
+    for (int i = axis; i < xs.rank; i++) axes[na++] = i;
+    int sq, ss, inv_n, ms, e, me, rt, r, xh;
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, x, x, &sq, err));
+    PP_TRY(pp_ad_reduce_sum(ad, sq, axes, na, true, &ss, err));
+    PP_TRY(pp_ad_scalar(ad, (float)(1.0 / (double)(inner ? inner : 1)), &inv_n, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, ss, inv_n, &ms, err));
+    PP_TRY(pp_ad_scalar(ad, eps, &e, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_ADD, ms, e, &me, err));
+    PP_TRY(pp_ad_op1(ad, PP_OP_SQRT, me, &rt, err));
+    PP_TRY(pp_ad_op1(ad, PP_OP_RECIPROCAL, rt, &r, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, x, r, &xh, err));
+    if (pp_ad_wants(ad, scale)) {
+        int m, u;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, xh, &m, err));
+        PP_TRY(pp_ad_unbroadcast(ad, m, scale, &u, err));
+        PP_TRY(pp_ad_give(ad, scale, u, err));
+    }
+    if (pp_ad_wants(ad, x)) {
+        int d, dx, s, mdx, t, df, out;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, scale, &d, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, d, xh, &dx, err));
+        PP_TRY(pp_ad_reduce_sum(ad, dx, axes, na, true, &s, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, s, inv_n, &mdx, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, xh, mdx, &t, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_SUB, d, t, &df, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, df, r, &out, err));
+        PP_TRY(pp_ad_give(ad, x, out, err));
+    }
+    return PP_OK;
+}

@@ -24,8 +24,14 @@ the fuse pass must then leave alone), LayerNorm as torch writes it out at
 opset 14 and as LayerNormalization at 17, InstanceNormalization and
 torch's GroupNorm, AveragePool (pads counted or not, ceil_mode, 1-D to
 3-D), GlobalMaxPool, ReduceMax/Min (ties shared), Clip, Max/Min (ties),
-Sum/Mean, Where, Cast, Dropout as an identity and training-mode Dropout
-refused. Ops torch does not export are made by editing the exported graph
+Sum/Mean, Where, Cast, Dropout as an identity; then (issue 55, part B)
+ConvTranspose (1-D to 3-D, strides, padding, output_padding, dilation,
+groups), ReduceL1/L2/SumSquare/LogSumExp/LogSum, Resize (nearest, linear,
+cubic, align_corners, up and down), PRelu, CumSum, and, written with
+onnx.helper since torch 1.13 does not export them, GroupNormalization
+(opset 18 and 21), RMSNormalization and Attention (opset 23: GQA, causal,
+softcap, bool and trained float masks) against their definitions in torch.
+Training-mode Dropout: tests/train/dropout.py. Ops torch does not export are made by editing the exported graph
 (patch=). PP_TRAIN_CASES=REGEX runs only the cases it finds in their names.
 Usage: grads.py PPCC PPRT WORK"""
 import os
@@ -604,6 +610,76 @@ attention_case("attention_4d", 2, 2, 2, 3, 5, 4, 4)
 attention_case("attention_4d_causal_dv", 2, 2, 1, 4, 4, 4, 6, causal=1)
 attention_case("attention_3d_gqa_bias", 2, 4, 2, 3, 5, 4, 3, three_d=True, mask="float", scale=0.3)
 attention_case("attention_bool_mask_softcap", 2, 3, 3, 4, 6, 5, 5, mask="bool", softcap=2.0)
+
+
+# PRelu (one slope, a slope per channel), CumSum (plain, reverse, exclusive), ReduceLogSum,
+# RMSNormalization (opset 23)
+probe("prelu_one", (2, 3, 4), lambda m, x: m.mods[0](x), [nn.PReLU(1, 0.3)])
+probe("prelu_channels", (2, 4, 3, 3), lambda m, x: m.mods[0](x), [nn.PReLU(4)])
+probe("cumsum", (2, 5, 3), lambda m, x: torch.cumsum(x, 1))
+
+
+def cumsum_attr(name, v):
+    def patch(g):
+        import onnx
+        next(n for n in g.node if n.op_type == "CumSum").attribute.append(onnx.helper.make_attribute(name, v))
+    return patch
+
+
+probe("cumsum_reverse", (3, 6), lambda m, x: torch.flip(torch.cumsum(torch.flip(x, [1]), 1), [1])
+      if not torch.onnx.is_in_onnx_export() else torch.cumsum(x, 1), patch=cumsum_attr("reverse", 1))
+probe("cumsum_exclusive", (2, 4, 3), lambda m, x: torch.cumsum(x, 2) - x
+      if not torch.onnx.is_in_onnx_export() else torch.cumsum(x, 2), patch=cumsum_attr("exclusive", 1))
+
+
+def to_log_sum(g):
+    """ReduceSum(axes) -> Log edited into ReduceLogSum with the axes as its attribute (opset 14)"""
+    import onnx
+    from onnx import numpy_helper
+    prod = {o: n for n in g.node for o in n.output}
+    lg = next(n for n in g.node if n.op_type == "Log")
+    rs = prod[lg.input[0]]
+    axes = numpy_helper.to_array(prod[rs.input[1]].attribute[0].t).tolist()
+    rs.op_type = "ReduceLogSum"
+    rs.input[:] = [rs.input[0]]
+    rs.output[:] = [lg.output[0]]
+    rs.attribute.append(onnx.helper.make_attribute("axes", axes))
+    g.node.remove(lg)
+
+
+probe("reduce_logsum", (2, 5, 3), lambda m, x: torch.log((x * x + 0.5).sum(dim=1)), patch=to_log_sum)
+probe("reduce_logsum_keep", (3, 4), lambda m, x: torch.log((x * x + 0.5).sum(dim=-1, keepdim=True)) * x,
+      patch=to_log_sum)
+
+
+def rmsnorm_case(name, xshape, axis, eps=1e-5, scale_shape=None):
+    from onnx import helper
+    rng = np.random.default_rng(len(name) + 11)
+    ax = axis % len(xshape)
+    sshape = scale_shape or xshape[ax:]
+    params = {"p": (rng.standard_normal(xshape) * 0.1).astype(np.float32),
+              "scale": rng.standard_normal(sshape).astype(np.float32),
+              "R": rng.standard_normal(xshape).astype(np.float32)}
+    inputs = {"x": rng.standard_normal(xshape).astype(np.float32)}
+
+    def build():
+        return [helper.make_node("Add", ["x", "p"], ["xp"]),
+                helper.make_node("RMSNormalization", ["xp", "scale"], ["y"], axis=axis, epsilon=eps),
+                helper.make_node("Mul", ["y", "R"], ["yr"]),
+                helper.make_node("ReduceSum", ["yr"], ["out"], keepdims=0)]
+
+    def torch_loss(tp, ti):
+        x = ti["x"] + tp["p"]
+        dims = tuple(range(ax, len(xshape)))
+        y = x * torch.rsqrt((x * x).mean(dims, keepdim=True) + eps) * tp["scale"]
+        return (y * tp["R"]).sum()
+
+    onnx_case(name, build, params, inputs, torch_loss, 23)
+
+
+rmsnorm_case("rmsnorm_last", (2, 3, 8), -1)
+rmsnorm_case("rmsnorm_2dims", (2, 4, 3, 5), 2, eps=1e-3)
+rmsnorm_case("rmsnorm_broadcast_scale", (3, 4, 6), 1, scale_shape=(1, 6))
 
 
 groupnorm_case("groupnorm_op18", (2, 6, 4, 5), 3, 18)
