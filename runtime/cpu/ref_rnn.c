@@ -18,6 +18,7 @@
 #include "rnn_common.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* sum of a[i] * b[i] in double, four lanes (an order fixed by n). */
@@ -170,4 +171,126 @@ pp_status kern_GRU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor 
 pp_status kern_RNN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                    pprt_scratch *scratch, pp_err *err) {
     return kern_rnn(PP_OP_RNN, attrs, in, n_in, out, n_out, scratch, err);
+}
+
+/* ---- pp.LSTMGrad ------------------------------------------------------------------------------ */
+
+static inline float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* Back through time, per direction and sample: the sequence recomputed as
+ * step() computes it (i, o, f, c~ and the states kept per step), then from
+ * the last step back: dh = dY_t + dh', dc = dc' + dh o (1 - tanh(c)^2), the
+ * gates' sums' gradients da (order i, o, f, c) into dW (by x), dR (by h
+ * before the step), dB (both halves), dX (W^T da) and the step's dh' = R^T da,
+ * dc' = dc f. Sums in double, in a fixed order; the states' gradients at the
+ * start go to dinitial_h, dinitial_c. */
+pp_status kern_LSTMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                        pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_LSTMGRAD, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[8];
+    for (int i = 3; i < n_in && i - 3 < 8; i++) ti[i - 3] = pprt_tinfo_of(&in[i]);
+    pp_rnn r;
+    PP_TRY(pp_rnn_parse(PP_OP_LSTM, attrs, ti, n_in - 3, &r, err));
+    const float *dY = in[0].dtype != PP_UNDEFINED ? in[0].data : NULL;
+    const float *dYh = in[1].dtype != PP_UNDEFINED ? in[1].data : NULL;
+    const float *dYc = in[2].dtype != PP_UNDEFINED ? in[2].data : NULL;
+    const float *X = in[3].data, *W = in[4].data, *R = in[5].data;
+    const float *B = r.has_b ? in[6].data : NULL;
+    const int32_t *lens = r.has_lens ? in[7].data : NULL;
+    const float *h0 = r.has_h0 ? in[8].data : NULL, *c0 = r.has_c0 ? in[9].data : NULL;
+    const int64_t S = r.S, N = r.N, I = r.I, H = r.H, GH = 4 * H;
+    for (int64_t b = 0; lens && b < N; b++)
+        if (lens[b] < 0 || lens[b] > S)
+            return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b,
+                           (long long)lens[b], (long long)S);
+    const int64_t nx = S * N * I, nw = r.D * GH * I, nr = r.D * GH * H, ns = r.D * N * H;
+    double *dx = calloc((size_t)(nx ? nx : 1), sizeof *dx), *dw = calloc((size_t)(nw ? nw : 1), sizeof *dw);
+    double *dr = calloc((size_t)(nr ? nr : 1), sizeof *dr), *db = calloc((size_t)(r.D * GH > 0 ? r.D * GH : 1), sizeof *db);
+    /* per step: i, o, f, c~, c, h before, c before (7 H) */
+    float *keep = malloc((size_t)(S ? S : 1) * 7 * (size_t)H * sizeof *keep);
+    double *da = malloc((size_t)(GH + 2 * H) * sizeof *da), *dh = da + GH, *dc = dh + H;
+    double *g = malloc((size_t)GH * sizeof *g);
+    float *hs = malloc((size_t)(H > 0 ? 2 * H : 1) * sizeof *hs), *cs = hs + H;
+    float *oh = out[4].data, *oc = out[5].data;
+    pp_status st = PP_OK;
+    if (!dx || !dw || !dr || !db || !keep || !da || !g || !hs) {
+        st = PP_FAIL(err, PP_ENOMEM, "pp.LSTMGrad kernel: out of memory");
+        goto done;
+    }
+    for (int d = 0; d < r.D; d++) {
+        const float *Wd = W + d * GH * I, *Rd = R + d * GH * H;
+        const float *wb = B ? B + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
+        const bool rev = r.reverse || d == 1;
+        for (int64_t b = 0; b < N; b++) {
+            const int64_t L = lens ? lens[b] : S, so = rnn_state_at(&r, d, b);
+            /* forward */
+            for (int64_t k = 0; k < H; k++) {
+                hs[k] = h0 && L > 0 ? h0[so + k] : 0.0f;
+                cs[k] = c0 && L > 0 ? c0[so + k] : 0.0f;
+            }
+            for (int64_t s = 0; s < L; s++) {
+                const float *x = X + rnn_x_row(&r, rnn_time(s, L, rev), b) * I;
+                float *kp = keep + s * 7 * H;
+                memcpy(kp + 5 * H, hs, (size_t)H * sizeof *hs);
+                memcpy(kp + 6 * H, cs, (size_t)H * sizeof *cs);
+                for (int64_t j = 0; j < GH; j++)
+                    g[j] = dot(Wd + j * I, x, I) + dot(Rd + j * H, hs, H) + (wb ? (double)wb[j] + rb[j] : 0.0);
+                for (int64_t k = 0; k < H; k++) {
+                    const float i = sigm((float)g[k]), o = sigm((float)g[H + k]), f = sigm((float)g[2 * H + k]);
+                    const float cc = tanhf((float)g[3 * H + k]), cn = f * cs[k] + i * cc;
+                    kp[k] = i, kp[H + k] = o, kp[2 * H + k] = f, kp[3 * H + k] = cc, kp[4 * H + k] = cn;
+                    cs[k] = cn;
+                    hs[k] = o * tanhf(cn);
+                }
+            }
+            /* backward */
+            for (int64_t k = 0; k < H; k++) {
+                dh[k] = dYh && L > 0 ? dYh[so + k] : 0.0;
+                dc[k] = dYc && L > 0 ? dYc[so + k] : 0.0;
+            }
+            for (int64_t s = L - 1; s >= 0; s--) {
+                const int64_t t = rnn_time(s, L, rev);
+                const float *x = X + rnn_x_row(&r, t, b) * I;
+                const float *kp = keep + s * 7 * H, *hp = kp + 5 * H, *cp = kp + 6 * H;
+                if (dY)
+                    for (int64_t k = 0; k < H; k++) dh[k] += dY[rnn_y_at(&r, t, d, b) + k];
+                for (int64_t k = 0; k < H; k++) {
+                    const double i = kp[k], o = kp[H + k], f = kp[2 * H + k], cc = kp[3 * H + k];
+                    const double tc = tanh((double)kp[4 * H + k]);
+                    const double dct = dc[k] + dh[k] * o * (1 - tc * tc);
+                    da[k] = dct * cc * i * (1 - i);
+                    da[H + k] = dh[k] * tc * o * (1 - o);
+                    da[2 * H + k] = dct * cp[k] * f * (1 - f);
+                    da[3 * H + k] = dct * i * (1 - cc * cc);
+                    dc[k] = dct * f;
+                }
+                double *dxr = dx + rnn_x_row(&r, t, b) * I;
+                for (int64_t j = 0; j < GH; j++) {
+                    const double a = da[j];
+                    double *dwr = dw + (d * GH + j) * I, *drr = dr + (d * GH + j) * H;
+                    const float *wr = Wd + j * I;
+                    for (int64_t e = 0; e < I; e++) dwr[e] += a * x[e], dxr[e] += a * wr[e];
+                    for (int64_t e = 0; e < H; e++) drr[e] += a * hp[e];
+                    db[d * GH + j] += a;
+                }
+                for (int64_t e = 0; e < H; e++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < GH; j++) acc += da[j] * Rd[j * H + e];
+                    dh[e] = acc;
+                }
+            }
+            for (int64_t k = 0; k < H; k++) oh[so + k] = (float)dh[k], oc[so + k] = (float)dc[k];
+        }
+    }
+    float *ox = out[0].data, *ow = out[1].data, *orr = out[2].data, *ob = out[3].data;
+    for (int64_t i = 0; i < nx; i++) ox[i] = (float)dx[i];
+    for (int64_t i = 0; i < nw; i++) ow[i] = (float)dw[i];
+    for (int64_t i = 0; i < nr; i++) orr[i] = (float)dr[i];
+    for (int d = 0; d < r.D; d++)
+        for (int64_t j = 0; j < GH; j++) ob[d * 2 * GH + j] = ob[d * 2 * GH + GH + j] = (float)db[d * GH + j];
+done:
+    free(dx), free(dw), free(dr), free(db), free(keep), free(da), free(g), free(hs);
+    (void)ns;
+    return st;
 }

@@ -26,7 +26,7 @@ torch's GroupNorm, AveragePool (pads counted or not, ceil_mode, 1-D to
 3-D), GlobalMaxPool, ReduceMax/Min (ties shared), Clip, Max/Min (ties),
 Sum/Mean, Where, Cast, Dropout as an identity; then (issue 55, part B)
 ConvTranspose (1-D to 3-D, strides, padding, output_padding, dilation,
-groups), ReduceL1/L2/SumSquare/LogSumExp/LogSum, Resize (nearest, linear,
+groups), LSTM (bidirectional, 2 layers, batch_first, initial states), ReduceL1/L2/SumSquare/LogSumExp/LogSum, Resize (nearest, linear,
 cubic, align_corners, up and down), PRelu, CumSum, and, written with
 onnx.helper since torch 1.13 does not export them, GroupNormalization
 (opset 18 and 21), RMSNormalization and Attention (opset 23: GQA, causal,
@@ -680,6 +680,33 @@ def rmsnorm_case(name, xshape, axis, eps=1e-5, scale_shape=None):
 rmsnorm_case("rmsnorm_last", (2, 3, 8), -1)
 rmsnorm_case("rmsnorm_2dims", (2, 4, 3, 5), 2, eps=1e-3)
 rmsnorm_case("rmsnorm_broadcast_scale", (3, 4, 6), 1, scale_shape=(1, 6))
+
+
+class LSTMCase(nn.Module):
+    """sum(lstm(x + p)'s Y * R) + sum(Y_h * R_h) + sum(Y_c * R_c), the initial states weights too"""
+
+    def __init__(self, x_shape, hidden, layers=1, bidirectional=False, batch_first=False, states=False, seed=5):
+        super().__init__()
+        self.lstm = nn.LSTM(x_shape[-1], hidden, layers, bidirectional=bidirectional, batch_first=batch_first)
+        self.p = nn.Parameter(torch.randn(*x_shape) * 0.1)
+        D, N = layers * (2 if bidirectional else 1), x_shape[0 if batch_first else 1]
+        self.h0 = nn.Parameter(torch.randn(D, N, hidden) * 0.5) if states else None
+        self.c0 = nn.Parameter(torch.randn(D, N, hidden) * 0.5) if states else None
+        with torch.no_grad():
+            y, (h, c) = self.lstm(torch.zeros(*x_shape))
+        gen = torch.Generator().manual_seed(seed)
+        for nm, t in (("R", y), ("Rh", h), ("Rc", c)):
+            self.register_buffer(nm, torch.randn(*t.shape, generator=gen))
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x + self.p, (self.h0, self.c0)) if self.h0 is not None else self.lstm(x + self.p)
+        return (y * self.R).sum() + (h * self.Rh).sum() + (c * self.Rc).sum()
+
+
+for nm, xs, kw in [("lstm", (4, 3, 5), dict(hidden=6)),
+                   ("lstm_bidirectional_states", (5, 2, 3), dict(hidden=4, bidirectional=True, states=True)),
+                   ("lstm_2layers_batch_first", (2, 6, 4), dict(hidden=5, layers=2, batch_first=True))]:
+    run_case(nm, LSTMCase(xs, **kw), [torch.randn(*xs)])
 
 
 groupnorm_case("groupnorm_op18", (2, 6, 4, 5), 3, 18)
