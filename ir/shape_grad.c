@@ -366,7 +366,7 @@ double flops_ATTENTIONGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_ti
 pp_status shape_LSTMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
     (void)n_out;
     pp_rnn r;
-    PP_TRY(pp_rnn_parse(PP_OP_LSTM, a, in + 3, n_in - 3, &r, err));
+    PP_TRY(pp_rnn_parse(PP_OP_LSTM, a, in, n_in < 7 ? n_in : 7, &r, err));
     if (r.has_p || r.input_forget || r.clip != INFINITY)
         return PP_FAIL(err, PP_EUNSUP, "peepholes, input_forget and clip have no LSTM gradient");
     for (int d = 0; d < r.D; d++)
@@ -375,15 +375,15 @@ pp_status shape_LSTMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out
     const pp_shape st = r.layout ? (pp_shape){3, {r.N, r.D, r.H}} : (pp_shape){3, {r.D, r.N, r.H}};
     const pp_shape y = r.layout ? (pp_shape){4, {r.N, r.S, r.D, r.H}} : (pp_shape){4, {r.S, r.D, r.N, r.H}};
     const pp_shape *want[3] = {&y, &st, &st};
-    for (int k = 0; k < 3; k++)
-        if (in[k].dtype != PP_UNDEFINED) {
-            PP_TRY(need_f32(&in[k], "an output's gradient", err));
-            if (!pp_shape_eq(&in[k].shape, want[k]))
+    for (int k = 0; k < 3 && 7 + k < n_in; k++)
+        if (in[7 + k].dtype != PP_UNDEFINED) {
+            PP_TRY(need_f32(&in[7 + k], "an output's gradient", err));
+            if (!pp_shape_eq(&in[7 + k].shape, want[k]))
                 return PP_FAIL(err, PP_EINVAL, "the gradient of output %d has another shape than the output", k);
         }
-    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = in[3].shape};
-    out[1] = (pp_tinfo){.dtype = PP_F32, .shape = in[4].shape};
-    out[2] = (pp_tinfo){.dtype = PP_F32, .shape = in[5].shape};
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = in[0].shape};
+    out[1] = (pp_tinfo){.dtype = PP_F32, .shape = in[1].shape};
+    out[2] = (pp_tinfo){.dtype = PP_F32, .shape = in[2].shape};
     out[3] = (pp_tinfo){PP_F32, {2, {r.D, 8 * r.H}}, NULL};
     out[4] = (pp_tinfo){.dtype = PP_F32, .shape = st};
     out[5] = (pp_tinfo){.dtype = PP_F32, .shape = st};
@@ -393,7 +393,7 @@ pp_status shape_LSTMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out
 double flops_LSTMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     (void)a, (void)n_in, (void)out, (void)n_out;
     /* the forward again and twice its products back: 3 x 2 (G H (I + H)) per step and sample */
-    const double S = (double)in[3].shape.dim[0] * (double)in[3].shape.dim[1];
-    const double GH = (double)in[4].shape.dim[1], I = (double)in[4].shape.dim[2], H = (double)in[5].shape.dim[2];
-    return 6.0 * S * GH * (I + H) * (double)in[4].shape.dim[0];
+    const double S = (double)in[0].shape.dim[0] * (double)in[0].shape.dim[1];
+    const double GH = (double)in[1].shape.dim[1], I = (double)in[1].shape.dim[2], H = (double)in[2].shape.dim[2];
+    return 6.0 * S * GH * (I + H) * (double)in[1].shape.dim[0];
 }

@@ -578,17 +578,28 @@ pp_status pp_grad_rmsnorm(pp_ad *ad, int node, pp_err *err) {
 pp_status pp_grad_lstm(pp_ad *ad, int node, pp_err *err) {
     const pp_node *n = ad_node(ad, node);
     if (n->n_in > 7 && n->in[7] >= 0) return pp_ad_fail(ad, node, err, "peepholes (input P) have no gradient rule");
+    {
+        const pp_attrs at = pp_node_attrs(pp_ad_graph(ad), n);
+        int64_t inf;
+        PP_TRY(pp_attr_int(at, "input_forget", 0, &inf, err));
+        if (pp_attr_find(at, "clip") || inf)
+            return pp_ad_fail(ad, node, err, "its %s has no gradient rule", inf ? "input_forget" : "clip");
+        const pp_attr *acts = pp_attr_find(at, "activations");
+        static const char *const dflt[3] = {"Sigmoid", "Tanh", "Tanh"};
+        for (int k = 0; acts && k < acts->n; k++)
+            if (acts->type != PP_ATTR_STRINGS || strcmp(acts->strs[k], dflt[k % 3]))
+                return pp_ad_fail(ad, node, err, "activations other than Sigmoid, Tanh, Tanh have no gradient rule");
+    }
     int in[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
-    for (int k = 0; k < 3; k++) in[k] = pp_ad_gy(ad, node, k);
     const int n_fwd = n->n_in < 7 ? n->n_in : 7;
     int v[7];
-    for (int k = 0; k < 7; k++) v[k] = k < n_fwd ? n->in[k] : -1;
-    for (int k = 0; k < n_fwd; k++) in[3 + k] = n->in[k];
+    for (int k = 0; k < 7; k++) v[k] = in[k] = k < n_fwd ? n->in[k] : -1;
+    for (int k = 0; k < 3; k++) in[7 + k] = pp_ad_gy(ad, node, k);
     pp_attr a[16];
     int na = 0;
     for (int k = 0; k < n->n_attrs && na < 16; k++) a[na++] = n->attrs[k];
     int r[6];
-    pp_status s = pp_ad_emit(ad, PP_OP_LSTMGRAD, in, 3 + n_fwd, a, na, r, 6, err);
+    pp_status s = pp_ad_emit(ad, PP_OP_LSTMGRAD, in, 10, a, na, r, 6, err);
     if (s != PP_OK) return pp_ad_fail(ad, node, err, "%s", err->msg);
     /* X, W, R, B; sequence_lens has none; initial_h, initial_c */
     static const int slot[7] = {0, 1, 2, 3, -1, 4, 5};

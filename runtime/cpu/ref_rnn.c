@@ -188,17 +188,18 @@ pp_status kern_LSTMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_te
                         pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
     PP_TRY(pprt_check_outputs(PP_OP_LSTMGRAD, attrs, in, n_in, out, n_out, err));
-    pp_tinfo ti[8];
-    for (int i = 3; i < n_in && i - 3 < 8; i++) ti[i - 3] = pprt_tinfo_of(&in[i]);
+    pp_tinfo ti[7];
+    const int nf = n_in < 7 ? n_in : 7;
+    for (int i = 0; i < nf; i++) ti[i] = pprt_tinfo_of(&in[i]);
     pp_rnn r;
-    PP_TRY(pp_rnn_parse(PP_OP_LSTM, attrs, ti, n_in - 3, &r, err));
-    const float *dY = in[0].dtype != PP_UNDEFINED ? in[0].data : NULL;
-    const float *dYh = in[1].dtype != PP_UNDEFINED ? in[1].data : NULL;
-    const float *dYc = in[2].dtype != PP_UNDEFINED ? in[2].data : NULL;
-    const float *X = in[3].data, *W = in[4].data, *R = in[5].data;
-    const float *B = r.has_b ? in[6].data : NULL;
-    const int32_t *lens = r.has_lens ? in[7].data : NULL;
-    const float *h0 = r.has_h0 ? in[8].data : NULL, *c0 = r.has_c0 ? in[9].data : NULL;
+    PP_TRY(pp_rnn_parse(PP_OP_LSTM, attrs, ti, nf, &r, err));
+#define GRAD_IN(k) (n_in > (k) && in[k].dtype != PP_UNDEFINED ? (const float *)in[k].data : NULL)
+    const float *dY = GRAD_IN(7), *dYh = GRAD_IN(8), *dYc = GRAD_IN(9);
+#undef GRAD_IN
+    const float *X = in[0].data, *W = in[1].data, *R = in[2].data;
+    const float *B = r.has_b ? in[3].data : NULL;
+    const int32_t *lens = r.has_lens ? in[4].data : NULL;
+    const float *h0 = r.has_h0 ? in[5].data : NULL, *c0 = r.has_c0 ? in[6].data : NULL;
     const int64_t S = r.S, N = r.N, I = r.I, H = r.H, GH = 4 * H;
     for (int64_t b = 0; lens && b < N; b++)
         if (lens[b] < 0 || lens[b] > S)

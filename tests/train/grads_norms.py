@@ -31,7 +31,9 @@ cubic, align_corners, up and down), PRelu, CumSum, and, written with
 onnx.helper since torch 1.13 does not export them, GroupNormalization
 (opset 18 and 21), RMSNormalization and Attention (opset 23: GQA, causal,
 softcap, bool and trained float masks) against their definitions in torch.
-Training-mode Dropout: tests/train/dropout.py. Ops torch does not export are made by editing the exported graph
+Refused, exit 2 and named: LSTM with clip or other activations, a
+training-mode Dropout whose mask output is read. Training-mode Dropout:
+tests/train/dropout.py. Ops torch does not export are made by editing the exported graph
 (patch=). PP_TRAIN_CASES=REGEX runs only the cases it finds in their names.
 Usage: grads.py PPCC PPRT WORK"""
 import os
@@ -707,6 +709,52 @@ for nm, xs, kw in [("lstm", (4, 3, 5), dict(hidden=6)),
                    ("lstm_bidirectional_states", (5, 2, 3), dict(hidden=4, bidirectional=True, states=True)),
                    ("lstm_2layers_batch_first", (2, 6, 4), dict(hidden=5, layers=2, batch_first=True))]:
     run_case(nm, LSTMCase(xs, **kw), [torch.randn(*xs)])
+
+
+def onnx_refused(name, nodes, params, inputs, outputs, want, opset=14):
+    """a model written with onnx.helper that ppcc --train --loss out must refuse: exit 2, `want` in the message"""
+    if ONLY and not re.search(ONLY, name):
+        return
+    import onnx
+    from onnx import helper, numpy_helper
+    d = os.path.join(WORK, name)
+    os.makedirs(d, exist_ok=True)
+    vi = lambda k, v: helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)  # noqa
+    g = helper.make_graph(nodes, name, [vi(k, v) for k, v in inputs.items()], [vi(k, v) for k, v in outputs.items()],
+                          [numpy_helper.from_array(v, k) for k, v in params.items()])
+    path = os.path.join(d, "model.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
+    r = subprocess.run([PPCC, path, "--train", "--loss", "out", "-q", "-o", os.path.join(d, "g.plan")],
+                       capture_output=True, text=True)
+    check(r.returncode == 2 and want in r.stderr, f"{name}: exit {r.returncode}, want 2 and '{want}': {r.stderr[-300:]}")
+
+
+def lstm_refused(name, want, **attrs):
+    from onnx import helper
+    rng = np.random.default_rng(3)
+    H, I = 3, 2
+    params = {"W": rng.standard_normal((1, 4 * H, I)).astype(np.float32),
+              "Rw": rng.standard_normal((1, 4 * H, H)).astype(np.float32)}
+    nodes = [helper.make_node("LSTM", ["x", "W", "Rw"], ["y"], hidden_size=H, **attrs),
+             helper.make_node("ReduceSum", ["y"], ["out"], keepdims=0)]
+    onnx_refused(name, nodes, params, {"x": np.zeros((4, 2, I), np.float32)}, {"out": np.zeros((), np.float32)}, want)
+
+
+lstm_refused("lstm_clip_refused", "its clip has no gradient rule", clip=2.0)
+lstm_refused("lstm_activations_refused", "activations other than Sigmoid, Tanh, Tanh", activations=["Relu", "Tanh", "Tanh"])
+
+
+def dropout_mask_read():
+    from onnx import helper
+    params = {"w": np.ones((3, 4), np.float32), "ratio": np.array(0.5, np.float32), "train": np.array(True)}
+    nodes = [helper.make_node("Mul", ["x", "w"], ["xw"]),
+             helper.make_node("Dropout", ["xw", "ratio", "train"], ["y", "mask"]),
+             helper.make_node("ReduceSum", ["y"], ["out"], keepdims=0)]
+    onnx_refused("dropout_mask_read_refused", nodes, params, {"x": np.zeros((3, 4), np.float32)},
+                 {"out": np.zeros((), np.float32), "mask": np.zeros((3, 4), bool)}, "its mask output is read")
+
+
+dropout_mask_read()
 
 
 groupnorm_case("groupnorm_op18", (2, 6, 4, 5), 3, 18)
