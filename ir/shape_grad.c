@@ -306,7 +306,8 @@ pp_status shape_DROPOUTTRAIN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo 
         return PP_FAIL(err, PP_EINVAL, "input seed must be int64 of 2 elements (seed, counter)");
     float ratio;
     PP_TRY(pp_attr_float(a, "ratio", 0.5f, &ratio, err));
-    if (!(ratio >= 0.0f && ratio <= 1.0f)) return PP_FAIL(err, PP_EINVAL, "attribute 'ratio'=%g is outside [0, 1]", ratio);
+    if (!(ratio >= 0.0f && ratio <= 1.0f))
+        return PP_FAIL(err, PP_EINVAL, "attribute 'ratio'=%g is outside [0, 1]", ratio);
     out[0] = (pp_tinfo){.dtype = PP_F32, .shape = in[0].shape};
     out[1] = (pp_tinfo){.dtype = PP_F32, .shape = in[0].shape};
     return PP_OK;

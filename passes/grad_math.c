@@ -474,7 +474,8 @@ pp_status pp_grad_dropout_train(pp_ad *ad, int node, pp_err *err) {
  * dslope = gy x where x <= 0, summed to the slope's shape (PyTorch's prelu) */
 pp_status pp_grad_prelu(pp_ad *ad, int node, pp_err *err) {
     const int x = IN(0), slope = IN(1), gy = pp_ad_gy(ad, node, 0);
-    if (pp_ad_graph(ad)->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    if (pp_ad_graph(ad)->values[x].dtype != PP_F32)
+        return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
     int zero, pos;
     PP_TRY(pp_ad_scalar(ad, 0.0f, &zero, err));
     PP_TRY(pp_ad_op2(ad, PP_OP_GREATER, x, zero, &pos, err));

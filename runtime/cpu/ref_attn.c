@@ -238,7 +238,8 @@ pp_status kern_ATTENTIONGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pp
         for (int64_t h = 0; h < t.Hq; h++) {
             const int64_t g = h / group;
             for (int64_t i = 0; i < t.Sq; i++) {
-                const int64_t qo = t.three_d ? (b * t.Sq + i) * t.Hq * t.D + h * t.D : ((b * t.Hq + h) * t.Sq + i) * t.D;
+                const int64_t qo = t.three_d ? (b * t.Sq + i) * t.Hq * t.D + h * t.D
+                                             : ((b * t.Hq + h) * t.Sq + i) * t.D;
                 const int64_t yo = t.three_d ? (b * t.Sq + i) * t.Hq * t.Dv + h * t.Dv
                                              : ((b * t.Hq + h) * t.Sq + i) * t.Dv;
                 const float *q = Q + qo, *dy = dY + yo;

@@ -207,7 +207,8 @@ pp_status kern_LSTMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_te
                            (long long)lens[b], (long long)S);
     const int64_t nx = S * N * I, nw = r.D * GH * I, nr = r.D * GH * H, ns = r.D * N * H;
     double *dx = calloc((size_t)(nx ? nx : 1), sizeof *dx), *dw = calloc((size_t)(nw ? nw : 1), sizeof *dw);
-    double *dr = calloc((size_t)(nr ? nr : 1), sizeof *dr), *db = calloc((size_t)(r.D * GH > 0 ? r.D * GH : 1), sizeof *db);
+    double *dr = calloc((size_t)(nr ? nr : 1), sizeof *dr);
+    double *db = calloc((size_t)(r.D * GH > 0 ? r.D * GH : 1), sizeof *db);
     /* per step: i, o, f, c~, c, h before, c before (7 H) */
     float *keep = malloc((size_t)(S ? S : 1) * 7 * (size_t)H * sizeof *keep);
     double *da = malloc((size_t)(GH + 2 * H) * sizeof *da), *dh = da + GH, *dc = dh + H;

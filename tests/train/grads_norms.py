@@ -26,8 +26,9 @@ torch's GroupNorm, AveragePool (pads counted or not, ceil_mode, 1-D to
 3-D), GlobalMaxPool, ReduceMax/Min (ties shared), Clip, Max/Min (ties),
 Sum/Mean, Where, Cast, Dropout as an identity; then (issue 55, part B)
 ConvTranspose (1-D to 3-D, strides, padding, output_padding, dilation,
-groups), LSTM (bidirectional, 2 layers, batch_first, initial states), ReduceL1/L2/SumSquare/LogSumExp/LogSum, Resize (nearest, linear,
-cubic, align_corners, up and down), PRelu, CumSum, and, written with
+groups), LSTM (bidirectional, 2 layers, batch_first, initial states),
+ReduceL1/L2/SumSquare/LogSumExp/LogSum, Resize (nearest, linear, cubic,
+align_corners, up and down), PRelu, CumSum, and, written with
 onnx.helper since torch 1.13 does not export them, GroupNormalization
 (opset 18 and 21), RMSNormalization and Attention (opset 23: GQA, causal,
 softcap, bool and trained float masks) against their definitions in torch.
