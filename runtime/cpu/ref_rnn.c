@@ -296,3 +296,139 @@ done:
     (void)ns;
     return st;
 }
+
+/* ---- pp.GRUGrad ------------------------------------------------------------------------------- */
+
+/* As pp.LSTMGrad, for GRU (gates z, r, h): per step z, r, h~, the state
+ * before and (linear_before_reset) R_h h + Rb_h kept; back: dz = dh (h -
+ * h~), dh~ = dh (1 - z), the h gate's sum's gradient through tanh, then
+ * r's through R_h (r (.) h, or r (.) (R_h h + Rb_h)), z's and r's through
+ * sigmoid, into dW, dR, dB, dX and the step's dh. */
+pp_status kern_GRUGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                       pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_GRUGRAD, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[6];
+    const int nf = n_in < 6 ? n_in : 6;
+    for (int i = 0; i < nf; i++) ti[i] = pprt_tinfo_of(&in[i]);
+    pp_rnn r;
+    PP_TRY(pp_rnn_parse(PP_OP_GRU, attrs, ti, nf, &r, err));
+    const float *dY = n_in > 6 && in[6].dtype != PP_UNDEFINED ? in[6].data : NULL;
+    const float *dYh = n_in > 7 && in[7].dtype != PP_UNDEFINED ? in[7].data : NULL;
+    const float *X = in[0].data, *W = in[1].data, *R = in[2].data, *B = r.has_b ? in[3].data : NULL;
+    const int32_t *lens = r.has_lens ? in[4].data : NULL;
+    const float *h0 = r.has_h0 ? in[5].data : NULL;
+    const int64_t S = r.S, N = r.N, I = r.I, H = r.H, GH = 3 * H;
+    const bool lbr = r.linear_before_reset;
+    for (int64_t b = 0; lens && b < N; b++)
+        if (lens[b] < 0 || lens[b] > S)
+            return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b,
+                           (long long)lens[b], (long long)S);
+    const int64_t nx = S * N * I, nw = r.D * GH * I, nr = r.D * GH * H;
+    double *dx = calloc((size_t)(nx ? nx : 1), sizeof *dx), *dw = calloc((size_t)(nw ? nw : 1), sizeof *dw);
+    double *dr = calloc((size_t)(nr ? nr : 1), sizeof *dr);
+    double *db = calloc((size_t)(r.D * 2 * GH > 0 ? r.D * 2 * GH : 1), sizeof *db);
+    float *keep = malloc((size_t)(S ? S : 1) * 5 * (size_t)(H > 0 ? H : 1) * sizeof *keep); /* z, r, h~, h, u */
+    double *da = malloc((size_t)(GH + 3 * H + 1) * sizeof *da), *dh = da + GH, *du = dh + H, *dn = du + H;
+    double *g = malloc((size_t)(GH + 1) * sizeof *g);
+    float *hs = malloc((size_t)(H > 0 ? 2 * H : 1) * sizeof *hs), *q = hs + H;
+    float *oh = out[4].data;
+    pp_status st = PP_OK;
+    if (!dx || !dw || !dr || !db || !keep || !da || !g || !hs) {
+        st = PP_FAIL(err, PP_ENOMEM, "pp.GRUGrad kernel: out of memory");
+        goto done;
+    }
+    for (int d = 0; d < r.D; d++) {
+        const float *Wd = W + d * GH * I, *Rd = R + d * GH * H;
+        const float *wb = B ? B + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
+        const bool rev = r.reverse || d == 1;
+        for (int64_t b = 0; b < N; b++) {
+            const int64_t L = lens ? lens[b] : S, so = rnn_state_at(&r, d, b);
+            for (int64_t k = 0; k < H; k++) hs[k] = h0 && L > 0 ? h0[so + k] : 0.0f;
+            for (int64_t s = 0; s < L; s++) {
+                const float *x = X + rnn_x_row(&r, rnn_time(s, L, rev), b) * I;
+                float *kp = keep + s * 5 * H;
+                memcpy(kp + 3 * H, hs, (size_t)H * sizeof *hs);
+                for (int64_t j = 0; j < 2 * H; j++)
+                    g[j] = dot(Wd + j * I, x, I) + dot(Rd + j * H, hs, H) + (wb ? (double)wb[j] + rb[j] : 0.0);
+                for (int64_t k = 0; k < 2 * H; k++) kp[k] = sigm((float)g[k]); /* z, r */
+                for (int64_t k = 0; k < H; k++) q[k] = kp[H + k] * hs[k];
+                for (int64_t k = 0; k < H; k++) {
+                    const double xw = dot(Wd + (2 * H + k) * I, x, I) + (wb ? wb[2 * H + k] : 0.0f);
+                    const double rbk = rb ? rb[2 * H + k] : 0.0f;
+                    const double u = dot(Rd + (2 * H + k) * H, hs, H) + rbk;
+                    const double hr = lbr ? kp[H + k] * u : dot(Rd + (2 * H + k) * H, q, H) + rbk;
+                    kp[4 * H + k] = (float)u;
+                    kp[2 * H + k] = tanhf((float)(xw + hr));
+                }
+                for (int64_t k = 0; k < H; k++) hs[k] = (1.0f - kp[k]) * kp[2 * H + k] + kp[k] * hs[k];
+            }
+            for (int64_t k = 0; k < H; k++) dh[k] = dYh && L > 0 ? dYh[so + k] : 0.0;
+            for (int64_t s = L - 1; s >= 0; s--) {
+                const int64_t t = rnn_time(s, L, rev);
+                const float *x = X + rnn_x_row(&r, t, b) * I, *kp = keep + s * 5 * H, *hp = kp + 3 * H;
+                if (dY)
+                    for (int64_t k = 0; k < H; k++) dh[k] += dY[rnn_y_at(&r, t, d, b) + k];
+                for (int64_t k = 0; k < H; k++) {
+                    const double z = kp[k], hn = kp[2 * H + k];
+                    da[k] = dh[k] * (hp[k] - hn) * z * (1 - z);      /* z's sum */
+                    da[2 * H + k] = dh[k] * (1 - z) * (1 - hn * hn); /* h's sum */
+                    dn[k] = dh[k] * z;                               /* dh before the step, directly */
+                }
+                /* r: through the h gate's recurrent part */
+                for (int64_t k = 0; k < H; k++) q[k] = kp[H + k] * hp[k];
+                for (int64_t k = 0; k < H; k++) du[k] = 0;
+                if (lbr) {
+                    for (int64_t k = 0; k < H; k++) {
+                        const double rr = kp[H + k];
+                        da[H + k] = da[2 * H + k] * kp[4 * H + k] * rr * (1 - rr);
+                        du[k] = da[2 * H + k] * rr; /* the gradient of R_h h + Rb_h */
+                    }
+                } else {
+                    for (int64_t e = 0; e < H; e++) { /* d(r (.) h)_e = sum_k da_h[k] R_h[k, e] */
+                        double acc = 0;
+                        for (int64_t k = 0; k < H; k++) acc += da[2 * H + k] * Rd[(2 * H + k) * H + e];
+                        const double rr = kp[H + e];
+                        da[H + e] = acc * hp[e] * rr * (1 - rr);
+                        dn[e] += acc * rr;
+                    }
+                }
+                double *dxr = dx + rnn_x_row(&r, t, b) * I;
+                for (int64_t j = 0; j < GH; j++) {
+                    const double a = da[j];
+                    double *dwr = dw + (d * GH + j) * I, *drr = dr + (d * GH + j) * H;
+                    const float *wr = Wd + j * I;
+                    for (int64_t e = 0; e < I; e++) dwr[e] += a * x[e], dxr[e] += a * wr[e];
+                    db[d * 2 * GH + j] += a;
+                    if (j < 2 * H) {
+                        for (int64_t e = 0; e < H; e++) drr[e] += a * hp[e];
+                        db[d * 2 * GH + GH + j] += a;
+                    } else if (lbr) {
+                        const double c = du[j - 2 * H];
+                        for (int64_t e = 0; e < H; e++) drr[e] += c * hp[e];
+                        db[d * 2 * GH + GH + j] += c;
+                    } else {
+                        for (int64_t e = 0; e < H; e++) drr[e] += a * q[e];
+                        db[d * 2 * GH + GH + j] += a;
+                    }
+                }
+                for (int64_t e = 0; e < H; e++) {
+                    double acc = dn[e];
+                    for (int64_t j = 0; j < 2 * H; j++) acc += da[j] * Rd[j * H + e];
+                    if (lbr)
+                        for (int64_t k = 0; k < H; k++) acc += du[k] * Rd[(2 * H + k) * H + e];
+                    dh[e] = acc;
+                }
+            }
+            for (int64_t k = 0; k < H; k++) oh[so + k] = (float)dh[k];
+        }
+    }
+    float *ox = out[0].data, *ow = out[1].data, *orr = out[2].data, *ob = out[3].data;
+    for (int64_t i = 0; i < nx; i++) ox[i] = (float)dx[i];
+    for (int64_t i = 0; i < nw; i++) ow[i] = (float)dw[i];
+    for (int64_t i = 0; i < nr; i++) orr[i] = (float)dr[i];
+    for (int64_t i = 0; i < r.D * 2 * GH; i++) ob[i] = (float)db[i];
+done:
+    free(dx), free(dw), free(dr), free(db), free(keep), free(da), free(g), free(hs);
+    return st;
+}

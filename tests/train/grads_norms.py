@@ -26,7 +26,8 @@ torch's GroupNorm, AveragePool (pads counted or not, ceil_mode, 1-D to
 3-D), GlobalMaxPool, ReduceMax/Min (ties shared), Clip, Max/Min (ties),
 Sum/Mean, Where, Cast, Dropout as an identity; then (issue 55, part B)
 ConvTranspose (1-D to 3-D, strides, padding, output_padding, dilation,
-groups), LSTM (bidirectional, 2 layers, batch_first, initial states),
+groups), LSTM and GRU (bidirectional, 2 layers, batch_first, initial
+states; GRU's linear_before_reset 0 against a GRU written out in torch),
 ReduceL1/L2/SumSquare/LogSumExp/LogSum, Resize (nearest, linear, cubic,
 align_corners, up and down), PRelu, CumSum, and, written with
 onnx.helper since torch 1.13 does not export them, GroupNormalization
@@ -740,6 +741,77 @@ def lstm_refused(name, want, **attrs):
              helper.make_node("ReduceSum", ["y"], ["out"], keepdims=0)]
     onnx_refused(name, nodes, params, {"x": np.zeros((4, 2, I), np.float32)}, {"out": np.zeros((), np.float32)}, want)
 
+
+
+
+class GRUCase(nn.Module):
+    """sum(gru(x + p)'s Y * R) + sum(Y_h * R_h), the initial state a weight too (torch's GRU exports
+    linear_before_reset=1)"""
+
+    def __init__(self, x_shape, hidden, layers=1, bidirectional=False, batch_first=False, states=False, seed=6):
+        super().__init__()
+        self.gru = nn.GRU(x_shape[-1], hidden, layers, bidirectional=bidirectional, batch_first=batch_first)
+        self.p = nn.Parameter(torch.randn(*x_shape) * 0.1)
+        D, N = layers * (2 if bidirectional else 1), x_shape[0 if batch_first else 1]
+        self.h0 = nn.Parameter(torch.randn(D, N, hidden) * 0.5) if states else None
+        with torch.no_grad():
+            y, h = self.gru(torch.zeros(*x_shape))
+        gen = torch.Generator().manual_seed(seed)
+        self.register_buffer("R", torch.randn(*y.shape, generator=gen))
+        self.register_buffer("Rh", torch.randn(*h.shape, generator=gen))
+
+    def forward(self, x):
+        y, h = self.gru(x + self.p, self.h0) if self.h0 is not None else self.gru(x + self.p)
+        return (y * self.R).sum() + (h * self.Rh).sum()
+
+
+for nm, xs, kw in [("gru", (4, 3, 5), dict(hidden=6)),
+                   ("gru_bidirectional_states", (5, 2, 3), dict(hidden=4, bidirectional=True, states=True)),
+                   ("gru_2layers_batch_first", (2, 6, 4), dict(hidden=5, layers=2, batch_first=True))]:
+    run_case(nm, GRUCase(xs, **kw), [torch.randn(*xs)])
+
+
+def gru_lbr0(g):
+    """torch's GRU export with linear_before_reset 0: the other equation (the oracle below)"""
+    import onnx
+    n = next(n for n in g.node if n.op_type == "GRU")
+    for a in list(n.attribute):
+        if a.name == "linear_before_reset":
+            n.attribute.remove(a)
+    n.attribute.append(onnx.helper.make_attribute("linear_before_reset", 0))
+
+
+class GRULbr0(nn.Module):
+    """a one-layer GRU written out with h~ = tanh(W_h x + R_h (r h) + b): ONNX's linear_before_reset 0
+    (the export is torch's GRU, edited)"""
+
+    def __init__(self, S=4, N=3, I=5, H=4):
+        super().__init__()
+        self.gru = nn.GRU(I, H)
+        self.p = nn.Parameter(torch.randn(S, N, I) * 0.1)
+        self.register_buffer("R", torch.randn(S, N, H, generator=torch.Generator().manual_seed(9)))
+
+    def forward(self, x):
+        if torch.onnx.is_in_onnx_export():
+            return (self.gru(x + self.p)[0] * self.R).sum()
+        g, H = self.gru, self.gru.hidden_size
+        Wr, Wz, Wn = g.weight_ih_l0.split(H)
+        Rr, Rz, Rn = g.weight_hh_l0.split(H)
+        br, bz, bn = g.bias_ih_l0.split(H)
+        cr, cz, cn = g.bias_hh_l0.split(H)
+        h = torch.zeros(x.shape[1], H)
+        ys = []
+        for t in range(x.shape[0]):
+            xt = x[t] + self.p[t]
+            r = torch.sigmoid(xt @ Wr.T + br + h @ Rr.T + cr)
+            z = torch.sigmoid(xt @ Wz.T + bz + h @ Rz.T + cz)
+            n = torch.tanh(xt @ Wn.T + bn + (r * h) @ Rn.T + cn)
+            h = (1 - z) * n + z * h
+            ys.append(h)
+        return (torch.stack(ys) * self.R).sum()
+
+
+run_case("gru_linear_before_reset0", GRULbr0(), [torch.randn(4, 3, 5)], patch=gru_lbr0)
 
 lstm_refused("lstm_clip_refused", "its clip has no gradient rule", clip=2.0)
 lstm_refused("lstm_activations_refused", "activations other than Sigmoid, Tanh, Tanh", activations=["Relu", "Tanh", "Tanh"])
