@@ -427,3 +427,32 @@ pp_status shape_GRUGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
 double flops_GRUGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     return flops_LSTMGRAD(a, in, n_in, out, n_out);
 }
+
+/* ---- pp.RNNGrad (passes/grad_nn.c) ---------------------------------------------------------- */
+
+pp_status shape_RNNGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_out;
+    pp_rnn r;
+    PP_TRY(pp_rnn_parse(PP_OP_RNN, a, in, n_in < 6 ? n_in : 6, &r, err));
+    if (r.clip != INFINITY) return PP_FAIL(err, PP_EUNSUP, "clip has no RNN gradient");
+    for (int d = 0; d < r.D; d++)
+        if (r.act[d][0].fn != PP_RNN_TANH && r.act[d][0].fn != PP_RNN_RELU)
+            return PP_FAIL(err, PP_EUNSUP, "activations other than Tanh and Relu have no RNN gradient");
+    const pp_shape st = r.layout ? (pp_shape){3, {r.N, r.D, r.H}} : (pp_shape){3, {r.D, r.N, r.H}};
+    const pp_shape y = r.layout ? (pp_shape){4, {r.N, r.S, r.D, r.H}} : (pp_shape){4, {r.S, r.D, r.N, r.H}};
+    const pp_shape *want[2] = {&y, &st};
+    for (int k = 0; k < 2 && 6 + k < n_in; k++)
+        if (in[6 + k].dtype != PP_UNDEFINED) {
+            PP_TRY(need_f32(&in[6 + k], "an output's gradient", err));
+            if (!pp_shape_eq(&in[6 + k].shape, want[k]))
+                return PP_FAIL(err, PP_EINVAL, "the gradient of output %d has another shape than the output", k);
+        }
+    for (int k = 0; k < 3; k++) out[k] = (pp_tinfo){.dtype = PP_F32, .shape = in[k].shape};
+    out[3] = (pp_tinfo){PP_F32, {2, {r.D, 2 * r.H}}, NULL};
+    out[4] = (pp_tinfo){.dtype = PP_F32, .shape = st};
+    return PP_OK;
+}
+
+double flops_RNNGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    return flops_LSTMGRAD(a, in, n_in, out, n_out);
+}

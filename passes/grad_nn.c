@@ -637,3 +637,31 @@ pp_status pp_grad_gru(pp_ad *ad, int node, pp_err *err) {
         if (slot[k] >= 0 && v[k] >= 0 && pp_ad_wants(ad, v[k])) PP_TRY(pp_ad_give(ad, v[k], r[slot[k]], err));
     return PP_OK;
 }
+
+/* RNN: pp.RNNGrad (activation Tanh or Relu, no clip) */
+pp_status pp_grad_rnn(pp_ad *ad, int node, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    {
+        const pp_attrs at = pp_node_attrs(pp_ad_graph(ad), n);
+        if (pp_attr_find(at, "clip")) return pp_ad_fail(ad, node, err, "its clip has no gradient rule");
+        const pp_attr *acts = pp_attr_find(at, "activations");
+        for (int k = 0; acts && k < acts->n; k++)
+            if (acts->type != PP_ATTR_STRINGS || (strcmp(acts->strs[k], "Tanh") && strcmp(acts->strs[k], "Relu")))
+                return pp_ad_fail(ad, node, err, "activations other than Tanh and Relu have no gradient rule");
+    }
+    int in[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    const int n_fwd = n->n_in < 6 ? n->n_in : 6;
+    int v[6];
+    for (int k = 0; k < 6; k++) v[k] = in[k] = k < n_fwd ? n->in[k] : -1;
+    for (int k = 0; k < 2; k++) in[6 + k] = pp_ad_gy(ad, node, k);
+    pp_attr a[16];
+    int na = 0;
+    for (int k = 0; k < n->n_attrs && na < 16; k++) a[na++] = n->attrs[k];
+    int r[5];
+    pp_status s = pp_ad_emit(ad, PP_OP_RNNGRAD, in, 8, a, na, r, 5, err);
+    if (s != PP_OK) return pp_ad_fail(ad, node, err, "%s", err->msg);
+    static const int slot[6] = {0, 1, 2, 3, -1, 4};
+    for (int k = 0; k < 6; k++)
+        if (slot[k] >= 0 && v[k] >= 0 && pp_ad_wants(ad, v[k])) PP_TRY(pp_ad_give(ad, v[k], r[slot[k]], err));
+    return PP_OK;
+}

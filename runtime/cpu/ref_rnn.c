@@ -432,3 +432,92 @@ done:
     free(dx), free(dw), free(dr), free(db), free(keep), free(da), free(g), free(hs);
     return st;
 }
+
+/* ---- pp.RNNGrad ------------------------------------------------------------------------------- */
+
+/* As pp.GRUGrad, for RNN: h' = f(W x + R h + Wb + Rb), f Tanh or Relu, the
+ * states kept per step; back: da = dh f'(h'), into dW, dR, dB (both
+ * halves), dX and the step's dh = R^T da. */
+pp_status kern_RNNGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                       pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_RNNGRAD, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[6];
+    const int nf = n_in < 6 ? n_in : 6;
+    for (int i = 0; i < nf; i++) ti[i] = pprt_tinfo_of(&in[i]);
+    pp_rnn r;
+    PP_TRY(pp_rnn_parse(PP_OP_RNN, attrs, ti, nf, &r, err));
+    const float *dY = n_in > 6 && in[6].dtype != PP_UNDEFINED ? in[6].data : NULL;
+    const float *dYh = n_in > 7 && in[7].dtype != PP_UNDEFINED ? in[7].data : NULL;
+    const float *X = in[0].data, *W = in[1].data, *R = in[2].data, *B = r.has_b ? in[3].data : NULL;
+    const int32_t *lens = r.has_lens ? in[4].data : NULL;
+    const float *h0 = r.has_h0 ? in[5].data : NULL;
+    const int64_t S = r.S, N = r.N, I = r.I, H = r.H;
+    for (int64_t b = 0; lens && b < N; b++)
+        if (lens[b] < 0 || lens[b] > S)
+            return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b,
+                           (long long)lens[b], (long long)S);
+    const int64_t nx = S * N * I, nw = r.D * H * I, nr = r.D * H * H;
+    double *dx = calloc((size_t)(nx ? nx : 1), sizeof *dx), *dw = calloc((size_t)(nw ? nw : 1), sizeof *dw);
+    double *dr = calloc((size_t)(nr ? nr : 1), sizeof *dr);
+    double *db = calloc((size_t)(r.D * H > 0 ? r.D * H : 1), sizeof *db);
+    float *keep = malloc((size_t)(S + 1) * (size_t)(H > 0 ? H : 1) * sizeof *keep); /* the states, h0 first */
+    double *da = malloc((size_t)(H > 0 ? 2 * H : 1) * sizeof *da), *dh = da + H;
+    float *oh = out[4].data;
+    pp_status st = PP_OK;
+    if (!dx || !dw || !dr || !db || !keep || !da) {
+        st = PP_FAIL(err, PP_ENOMEM, "pp.RNNGrad kernel: out of memory");
+        goto done;
+    }
+    for (int d = 0; d < r.D; d++) {
+        const float *Wd = W + d * H * I, *Rd = R + d * H * H;
+        const float *wb = B ? B + d * 2 * H : NULL, *rb = wb ? wb + H : NULL;
+        const bool rev = r.reverse || d == 1, relu = r.act[d][0].fn == PP_RNN_RELU;
+        for (int64_t b = 0; b < N; b++) {
+            const int64_t L = lens ? lens[b] : S, so = rnn_state_at(&r, d, b);
+            for (int64_t k = 0; k < H; k++) keep[k] = h0 && L > 0 ? h0[so + k] : 0.0f;
+            for (int64_t s = 0; s < L; s++) {
+                const float *x = X + rnn_x_row(&r, rnn_time(s, L, rev), b) * I, *hp = keep + s * H;
+                float *hn = keep + (s + 1) * H;
+                for (int64_t j = 0; j < H; j++) {
+                    const float v = (float)(dot(Wd + j * I, x, I) + dot(Rd + j * H, hp, H) +
+                                            (wb ? (double)wb[j] + rb[j] : 0.0));
+                    hn[j] = relu ? (v > 0.0f ? v : 0.0f) : tanhf(v);
+                }
+            }
+            for (int64_t k = 0; k < H; k++) dh[k] = dYh && L > 0 ? dYh[so + k] : 0.0;
+            for (int64_t s = L - 1; s >= 0; s--) {
+                const int64_t t = rnn_time(s, L, rev);
+                const float *x = X + rnn_x_row(&r, t, b) * I, *hp = keep + s * H, *hn = hp + H;
+                if (dY)
+                    for (int64_t k = 0; k < H; k++) dh[k] += dY[rnn_y_at(&r, t, d, b) + k];
+                for (int64_t k = 0; k < H; k++)
+                    da[k] = dh[k] * (relu ? (hn[k] > 0.0f ? 1.0 : 0.0) : 1.0 - (double)hn[k] * hn[k]);
+                double *dxr = dx + rnn_x_row(&r, t, b) * I;
+                for (int64_t j = 0; j < H; j++) {
+                    const double a = da[j];
+                    double *dwr = dw + (d * H + j) * I, *drr = dr + (d * H + j) * H;
+                    const float *wr = Wd + j * I;
+                    for (int64_t e = 0; e < I; e++) dwr[e] += a * x[e], dxr[e] += a * wr[e];
+                    for (int64_t e = 0; e < H; e++) drr[e] += a * hp[e];
+                    db[d * H + j] += a;
+                }
+                for (int64_t e = 0; e < H; e++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < H; j++) acc += da[j] * Rd[j * H + e];
+                    dh[e] = acc;
+                }
+            }
+            for (int64_t k = 0; k < H; k++) oh[so + k] = (float)dh[k];
+        }
+    }
+    float *ox = out[0].data, *ow = out[1].data, *orr = out[2].data, *ob = out[3].data;
+    for (int64_t i = 0; i < nx; i++) ox[i] = (float)dx[i];
+    for (int64_t i = 0; i < nw; i++) ow[i] = (float)dw[i];
+    for (int64_t i = 0; i < nr; i++) orr[i] = (float)dr[i];
+    for (int d = 0; d < r.D; d++)
+        for (int64_t j = 0; j < H; j++) ob[d * 2 * H + j] = ob[d * 2 * H + H + j] = (float)db[d * H + j];
+done:
+    free(dx), free(dw), free(dr), free(db), free(keep), free(da);
+    return st;
+}

@@ -26,7 +26,7 @@ torch's GroupNorm, AveragePool (pads counted or not, ceil_mode, 1-D to
 3-D), GlobalMaxPool, ReduceMax/Min (ties shared), Clip, Max/Min (ties),
 Sum/Mean, Where, Cast, Dropout as an identity; then (issue 55, part B)
 ConvTranspose (1-D to 3-D, strides, padding, output_padding, dilation,
-groups), LSTM and GRU (bidirectional, 2 layers, batch_first, initial
+groups), RNN (Tanh, Relu), LSTM and GRU (bidirectional, 2 layers, batch_first, initial
 states; GRU's linear_before_reset 0 against a GRU written out in torch),
 ReduceL1/L2/SumSquare/LogSumExp/LogSum, Resize (nearest, linear, cubic,
 align_corners, up and down), PRelu, CumSum, and, written with
@@ -769,6 +769,27 @@ for nm, xs, kw in [("gru", (4, 3, 5), dict(hidden=6)),
                    ("gru_bidirectional_states", (5, 2, 3), dict(hidden=4, bidirectional=True, states=True)),
                    ("gru_2layers_batch_first", (2, 6, 4), dict(hidden=5, layers=2, batch_first=True))]:
     run_case(nm, GRUCase(xs, **kw), [torch.randn(*xs)])
+
+
+class RNNCase(nn.Module):
+    def __init__(self, x_shape, hidden, nonlinearity="tanh", bidirectional=False, states=False, seed=8):
+        super().__init__()
+        self.rnn = nn.RNN(x_shape[-1], hidden, nonlinearity=nonlinearity, bidirectional=bidirectional)
+        self.p = nn.Parameter(torch.randn(*x_shape) * 0.1)
+        self.h0 = nn.Parameter(torch.randn(2 if bidirectional else 1, x_shape[1], hidden) * 0.5) if states else None
+        with torch.no_grad():
+            y, h = self.rnn(torch.zeros(*x_shape))
+        gen = torch.Generator().manual_seed(seed)
+        self.register_buffer("R", torch.randn(*y.shape, generator=gen))
+        self.register_buffer("Rh", torch.randn(*h.shape, generator=gen))
+
+    def forward(self, x):
+        y, h = self.rnn(x + self.p, self.h0) if self.h0 is not None else self.rnn(x + self.p)
+        return (y * self.R).sum() + (h * self.Rh).sum()
+
+
+run_case("rnn_tanh", RNNCase((5, 3, 4), 6), [torch.randn(5, 3, 4)])
+run_case("rnn_relu_bidirectional_states", RNNCase((4, 2, 3), 5, "relu", True, True), [torch.randn(4, 2, 3)])
 
 
 def gru_lbr0(g):
