@@ -299,6 +299,27 @@ done:
 
 /* ---- pp.GRUGrad ------------------------------------------------------------------------------- */
 
+/* One GRU step for pp.GRUGrad from state hs (updated), keeping z, r, h~,
+ * the state before and R_h h + Rb_h in kp[0..5H); q, g: scratch. */
+static void gru_step(const pp_rnn *r, const float *x, const float *Wd, const float *Rd, const float *wb,
+                     const float *rb, float *hs, float *q, double *g, float *kp) {
+    const int64_t H = r->H, I = r->I;
+    memcpy(kp + 3 * H, hs, (size_t)H * sizeof *hs);
+    for (int64_t j = 0; j < 2 * H; j++)
+        g[j] = dot(Wd + j * I, x, I) + dot(Rd + j * H, hs, H) + (wb ? (double)wb[j] + rb[j] : 0.0);
+    for (int64_t k = 0; k < 2 * H; k++) kp[k] = sigm((float)g[k]); /* z, r */
+    for (int64_t k = 0; k < H; k++) q[k] = kp[H + k] * hs[k];
+    for (int64_t k = 0; k < H; k++) {
+        const double xw = dot(Wd + (2 * H + k) * I, x, I) + (wb ? wb[2 * H + k] : 0.0f);
+        const double rbk = rb ? rb[2 * H + k] : 0.0f;
+        const double u = dot(Rd + (2 * H + k) * H, hs, H) + rbk;
+        const double hr = r->linear_before_reset ? kp[H + k] * u : dot(Rd + (2 * H + k) * H, q, H) + rbk;
+        kp[4 * H + k] = (float)u;
+        kp[2 * H + k] = tanhf((float)(xw + hr));
+    }
+    for (int64_t k = 0; k < H; k++) hs[k] = (1.0f - kp[k]) * kp[2 * H + k] + kp[k] * hs[k];
+}
+
 /* As pp.LSTMGrad, for GRU (gates z, r, h): per step z, r, h~, the state
  * before and (linear_before_reset) R_h h + Rb_h kept; back: dz = dh (h -
  * h~), dh~ = dh (1 - z), the h gate's sum's gradient through tanh, then
@@ -345,24 +366,9 @@ pp_status kern_GRUGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
         for (int64_t b = 0; b < N; b++) {
             const int64_t L = lens ? lens[b] : S, so = rnn_state_at(&r, d, b);
             for (int64_t k = 0; k < H; k++) hs[k] = h0 && L > 0 ? h0[so + k] : 0.0f;
-            for (int64_t s = 0; s < L; s++) {
-                const float *x = X + rnn_x_row(&r, rnn_time(s, L, rev), b) * I;
-                float *kp = keep + s * 5 * H;
-                memcpy(kp + 3 * H, hs, (size_t)H * sizeof *hs);
-                for (int64_t j = 0; j < 2 * H; j++)
-                    g[j] = dot(Wd + j * I, x, I) + dot(Rd + j * H, hs, H) + (wb ? (double)wb[j] + rb[j] : 0.0);
-                for (int64_t k = 0; k < 2 * H; k++) kp[k] = sigm((float)g[k]); /* z, r */
-                for (int64_t k = 0; k < H; k++) q[k] = kp[H + k] * hs[k];
-                for (int64_t k = 0; k < H; k++) {
-                    const double xw = dot(Wd + (2 * H + k) * I, x, I) + (wb ? wb[2 * H + k] : 0.0f);
-                    const double rbk = rb ? rb[2 * H + k] : 0.0f;
-                    const double u = dot(Rd + (2 * H + k) * H, hs, H) + rbk;
-                    const double hr = lbr ? kp[H + k] * u : dot(Rd + (2 * H + k) * H, q, H) + rbk;
-                    kp[4 * H + k] = (float)u;
-                    kp[2 * H + k] = tanhf((float)(xw + hr));
-                }
-                for (int64_t k = 0; k < H; k++) hs[k] = (1.0f - kp[k]) * kp[2 * H + k] + kp[k] * hs[k];
-            }
+            for (int64_t s = 0; s < L; s++)
+                gru_step(&r, X + rnn_x_row(&r, rnn_time(s, L, rev), b) * I, Wd, Rd, wb, rb, hs, q, g,
+                         keep + s * 5 * H);
             for (int64_t k = 0; k < H; k++) dh[k] = dYh && L > 0 ? dYh[so + k] : 0.0;
             for (int64_t s = L - 1; s >= 0; s--) {
                 const int64_t t = rnn_time(s, L, rev);
