@@ -2,6 +2,11 @@
  * (ir/ops_grad.def) that ppcc --train emits. */
 #include "op_fns.h"
 #include "geom.h"
+#include "shape_nn.h"
+#include "shape_attn.h"
+#include "shape_rnn.h"
+
+#include <math.h>
 
 static pp_status need_f32(const pp_tinfo *t, const char *what, pp_err *err) {
     if (t->dtype != PP_F32)
@@ -290,4 +295,164 @@ pp_status shape_AVGPOOLGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *
 double flops_AVGPOOLGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     (void)n_in, (void)out, (void)n_out;
     return pool_grad_flops(a, &in[0]);
+}
+
+/* ---- pp.Dropout (training mode, passes/grad_math.c pp_train_dropout) ------------------------ */
+
+pp_status shape_DROPOUTTRAIN(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    PP_TRY(need_f32(&in[0], "input X", err));
+    if (in[1].dtype != PP_I64 || pp_numel_d(&in[1]) != 2)
+        return PP_FAIL(err, PP_EINVAL, "input seed must be int64 of 2 elements (seed, counter)");
+    float ratio;
+    PP_TRY(pp_attr_float(a, "ratio", 0.5f, &ratio, err));
+    if (!(ratio >= 0.0f && ratio <= 1.0f))
+        return PP_FAIL(err, PP_EINVAL, "attribute 'ratio'=%g is outside [0, 1]", ratio);
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = in[0].shape};
+    out[1] = (pp_tinfo){.dtype = PP_F32, .shape = in[0].shape};
+    return PP_OK;
+}
+
+double flops_DROPOUTTRAIN(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)in, (void)n_in, (void)n_out;
+    return 4.0 * pp_numel_d(&out[0]);
+}
+
+/* ---- pp.ResizeGrad (passes/grad_nn.c) ------------------------------------------------------- */
+
+pp_status shape_RESIZEGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_out;
+    PP_TRY(need_f32(&in[0], "gradient dY", err));
+    pp_shape s;
+    PP_TRY(attr_any_shape(a, &s, err));
+    pp_tinfo ti[4];
+    for (int i = 0; i < n_in && i < 4; i++) ti[i] = in[i];
+    ti[0] = (pp_tinfo){.dtype = PP_F32, .shape = s};
+    pp_resize r;
+    PP_TRY(pp_resize_parse(a, ti, n_in, &r, err));
+    bool same = r.rank == in[0].shape.rank;
+    for (int d = 0; same && d < r.rank; d++) same = r.out[d] == in[0].shape.dim[d];
+    if (!same) return PP_FAIL(err, PP_EINVAL, "dY's shape is not the Resize output of 'shape'");
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = s};
+    return PP_OK;
+}
+
+double flops_RESIZEGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)out, (void)n_out;
+    return flops_RESIZE(a, in, n_in, &in[0], 1);
+}
+
+/* ---- pp.AttentionGrad (passes/grad_nn.c) ---------------------------------------------------- */
+
+pp_status shape_ATTENTIONGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    PP_TRY(need_f32(&in[0], "gradient dY", err));
+    pp_attn t;
+    PP_TRY(pp_attn_parse(a, in + 1, n_in - 1, &t, err));
+    const pp_shape y = t.three_d ? (pp_shape){3, {t.B, t.Sq, t.Hq * t.Dv}} : (pp_shape){4, {t.B, t.Hq, t.Sq, t.Dv}};
+    bool same = in[0].shape.rank == y.rank;
+    for (int d = 0; same && d < y.rank; d++) same = in[0].shape.dim[d] == y.dim[d];
+    if (!same) return PP_FAIL(err, PP_EINVAL, "dY's shape is not Attention's output shape");
+    for (int k = 0; k < 3; k++) out[k] = (pp_tinfo){.dtype = PP_F32, .shape = in[1 + k].shape};
+    if (n_out > 3) out[3] = (pp_tinfo){PP_F32, {4, {t.B, t.Hq, t.Sq, t.T}}, NULL};
+    return PP_OK;
+}
+
+double flops_ATTENTIONGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)out, (void)n_out;
+    return 2.0 * flops_ATTENTION(a, in + 1, n_in - 1, NULL, 0);
+}
+
+/* ---- pp.LSTMGrad (passes/grad_nn.c) --------------------------------------------------------- */
+
+pp_status shape_LSTMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_out;
+    pp_rnn r;
+    PP_TRY(pp_rnn_parse(PP_OP_LSTM, a, in, n_in < 7 ? n_in : 7, &r, err));
+    if (r.has_p || r.input_forget || r.clip != INFINITY)
+        return PP_FAIL(err, PP_EUNSUP, "peepholes, input_forget and clip have no LSTM gradient");
+    for (int d = 0; d < r.D; d++)
+        if (r.act[d][0].fn != PP_RNN_SIGMOID || r.act[d][1].fn != PP_RNN_TANH || r.act[d][2].fn != PP_RNN_TANH)
+            return PP_FAIL(err, PP_EUNSUP, "activations other than Sigmoid, Tanh, Tanh have no LSTM gradient");
+    const pp_shape st = r.layout ? (pp_shape){3, {r.N, r.D, r.H}} : (pp_shape){3, {r.D, r.N, r.H}};
+    const pp_shape y = r.layout ? (pp_shape){4, {r.N, r.S, r.D, r.H}} : (pp_shape){4, {r.S, r.D, r.N, r.H}};
+    const pp_shape *want[3] = {&y, &st, &st};
+    for (int k = 0; k < 3 && 7 + k < n_in; k++)
+        if (in[7 + k].dtype != PP_UNDEFINED) {
+            PP_TRY(need_f32(&in[7 + k], "an output's gradient", err));
+            if (!pp_shape_eq(&in[7 + k].shape, want[k]))
+                return PP_FAIL(err, PP_EINVAL, "the gradient of output %d has another shape than the output", k);
+        }
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = in[0].shape};
+    out[1] = (pp_tinfo){.dtype = PP_F32, .shape = in[1].shape};
+    out[2] = (pp_tinfo){.dtype = PP_F32, .shape = in[2].shape};
+    out[3] = (pp_tinfo){PP_F32, {2, {r.D, 8 * r.H}}, NULL};
+    out[4] = (pp_tinfo){.dtype = PP_F32, .shape = st};
+    out[5] = (pp_tinfo){.dtype = PP_F32, .shape = st};
+    return PP_OK;
+}
+
+double flops_LSTMGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)a, (void)n_in, (void)out, (void)n_out;
+    /* the forward again and twice its products back: 3 x 2 (G H (I + H)) per step and sample */
+    const double S = (double)in[0].shape.dim[0] * (double)in[0].shape.dim[1];
+    const double GH = (double)in[1].shape.dim[1], I = (double)in[1].shape.dim[2], H = (double)in[2].shape.dim[2];
+    return 6.0 * S * GH * (I + H) * (double)in[1].shape.dim[0];
+}
+
+/* ---- pp.GRUGrad (passes/grad_nn.c) ---------------------------------------------------------- */
+
+pp_status shape_GRUGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_out;
+    pp_rnn r;
+    PP_TRY(pp_rnn_parse(PP_OP_GRU, a, in, n_in < 6 ? n_in : 6, &r, err));
+    if (r.clip != INFINITY) return PP_FAIL(err, PP_EUNSUP, "clip has no GRU gradient");
+    for (int d = 0; d < r.D; d++)
+        if (r.act[d][0].fn != PP_RNN_SIGMOID || r.act[d][1].fn != PP_RNN_TANH)
+            return PP_FAIL(err, PP_EUNSUP, "activations other than Sigmoid, Tanh have no GRU gradient");
+    const pp_shape st = r.layout ? (pp_shape){3, {r.N, r.D, r.H}} : (pp_shape){3, {r.D, r.N, r.H}};
+    const pp_shape y = r.layout ? (pp_shape){4, {r.N, r.S, r.D, r.H}} : (pp_shape){4, {r.S, r.D, r.N, r.H}};
+    const pp_shape *want[2] = {&y, &st};
+    for (int k = 0; k < 2 && 6 + k < n_in; k++)
+        if (in[6 + k].dtype != PP_UNDEFINED) {
+            PP_TRY(need_f32(&in[6 + k], "an output's gradient", err));
+            if (!pp_shape_eq(&in[6 + k].shape, want[k]))
+                return PP_FAIL(err, PP_EINVAL, "the gradient of output %d has another shape than the output", k);
+        }
+    for (int k = 0; k < 3; k++) out[k] = (pp_tinfo){.dtype = PP_F32, .shape = in[k].shape};
+    out[3] = (pp_tinfo){PP_F32, {2, {r.D, 6 * r.H}}, NULL};
+    out[4] = (pp_tinfo){.dtype = PP_F32, .shape = st};
+    return PP_OK;
+}
+
+double flops_GRUGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    return flops_LSTMGRAD(a, in, n_in, out, n_out);
+}
+
+/* ---- pp.RNNGrad (passes/grad_nn.c) ---------------------------------------------------------- */
+
+pp_status shape_RNNGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_out;
+    pp_rnn r;
+    PP_TRY(pp_rnn_parse(PP_OP_RNN, a, in, n_in < 6 ? n_in : 6, &r, err));
+    if (r.clip != INFINITY) return PP_FAIL(err, PP_EUNSUP, "clip has no RNN gradient");
+    for (int d = 0; d < r.D; d++)
+        if (r.act[d][0].fn != PP_RNN_TANH && r.act[d][0].fn != PP_RNN_RELU)
+            return PP_FAIL(err, PP_EUNSUP, "activations other than Tanh and Relu have no RNN gradient");
+    const pp_shape st = r.layout ? (pp_shape){3, {r.N, r.D, r.H}} : (pp_shape){3, {r.D, r.N, r.H}};
+    const pp_shape y = r.layout ? (pp_shape){4, {r.N, r.S, r.D, r.H}} : (pp_shape){4, {r.S, r.D, r.N, r.H}};
+    const pp_shape *want[2] = {&y, &st};
+    for (int k = 0; k < 2 && 6 + k < n_in; k++)
+        if (in[6 + k].dtype != PP_UNDEFINED) {
+            PP_TRY(need_f32(&in[6 + k], "an output's gradient", err));
+            if (!pp_shape_eq(&in[6 + k].shape, want[k]))
+                return PP_FAIL(err, PP_EINVAL, "the gradient of output %d has another shape than the output", k);
+        }
+    for (int k = 0; k < 3; k++) out[k] = (pp_tinfo){.dtype = PP_F32, .shape = in[k].shape};
+    out[3] = (pp_tinfo){PP_F32, {2, {r.D, 2 * r.H}}, NULL};
+    out[4] = (pp_tinfo){.dtype = PP_F32, .shape = st};
+    return PP_OK;
+}
+
+double flops_RNNGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    return flops_LSTMGRAD(a, in, n_in, out, n_out);
 }

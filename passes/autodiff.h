@@ -72,6 +72,16 @@ pp_status pp_train_params(pp_graph *g, const pp_train_opts *t, pp_err *err);
 pp_status pp_autodiff(pp_graph *g, const pp_train_opts *t, pp_err *err);
 void pp_train_params_fix(pp_graph *g);
 
+/* Dropout in training mode with a nonzero ratio (both constants) becomes
+ * pp.Dropout(X, dropout_seed) -> (Y, mask), its mask a counter-based hash of
+ * (seed, the node's name, counter, element), and the plan gains the int64
+ * [2] input PP_DROPOUT_SEED_NAME = {seed, counter} that pprt --epochs feeds
+ * per micro-batch (a negative counter turns dropout off). Runs before the
+ * infer pass (passes/grad_math.c). A Dropout whose mask output is read is
+ * refused. */
+#define PP_DROPOUT_SEED_NAME "dropout_seed"
+pp_status pp_train_dropout(pp_graph *g, pp_err *err);
+
 /* ---- for the gradient rules (passes/grad_*.c) ----------------------------------------- */
 
 typedef struct pp_ad pp_ad;

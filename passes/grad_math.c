@@ -2,6 +2,8 @@
  * (ir/ops_math.def, ir/ops_unary.def, the reductions of ops_nn.def). Each
  * rule reads the gradient of its node's outputs and gives each input that
  * wants one its share, undoing broadcasting (autodiff.h). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "autodiff.h"
@@ -337,5 +339,201 @@ pp_status pp_grad_reduce_extreme(pp_ad *ad, int node, pp_err *err) {
     PP_TRY(pp_ad_reduce_sum(ad, mask, axes, na, true, &cnt, err));
     PP_TRY(pp_ad_op2(ad, PP_OP_DIV, gy, cnt, &share, err));
     PP_TRY(pp_ad_op2(ad, PP_OP_MUL, mask, share, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp: gy (kept dims)
+ * times the reduction's derivative, an x-shaped value: sign(x), x / y (0
+ * where the norm is 0, as PyTorch's norm), 2x, exp(x - y) */
+pp_status pp_grad_reduce_norm(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0];
+    const pp_op op = n->op;
+    const pp_shape xs = g->values[x].shape;
+    if (g->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    bool red[PP_MAX_DIMS], noop;
+    int64_t keep;
+    PP_TRY(reduced_axes(ad, node, red, &noop, &keep, err));
+    if (noop) return pp_ad_fail(ad, node, err, "noop_with_empty_axes without axes: no gradient rule for it");
+    pp_shape kept = xs;
+    for (int i = 0; i < xs.rank; i++)
+        if (red[i]) kept.dim[i] = 1;
+    int y = ad_node(ad, node)->out[0], gy = pp_ad_gy(ad, node, 0), d, r;
+    if (!keep) {
+        PP_TRY(pp_ad_reshape(ad, y, &kept, &y, err));
+        PP_TRY(pp_ad_reshape(ad, gy, &kept, &gy, err));
+    }
+    switch (op) {
+    case PP_OP_REDUCEL1: PP_TRY(pp_ad_op1(ad, PP_OP_SIGN, x, &d, err)); break;
+    case PP_OP_REDUCESUMSQUARE: {
+        int two;
+        PP_TRY(pp_ad_scalar(ad, 2.0f, &two, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, x, two, &d, err));
+        break;
+    }
+    case PP_OP_REDUCELOGSUMEXP: {
+        int s;
+        PP_TRY(pp_ad_op2(ad, PP_OP_SUB, x, y, &s, err));
+        PP_TRY(pp_ad_op1(ad, PP_OP_EXP, s, &d, err));
+        break;
+    }
+    default: { /* ReduceL2 */
+        int q, zero, z;
+        PP_TRY(pp_ad_op2(ad, PP_OP_DIV, x, y, &q, err));
+        PP_TRY(pp_ad_scalar(ad, 0.0f, &zero, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_EQUAL, y, zero, &z, err));
+        const int in[3] = {z, zero, q};
+        PP_TRY(pp_ad_emit(ad, PP_OP_WHERE, in, 3, NULL, 0, &d, 1, err));
+        break;
+    }
+    }
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, d, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* ---- Dropout in training mode (issue 55, part B) -------------------------------------------- */
+
+/* the Dropout's ratio when it is a constant nonzero in training mode, else < 0 */
+static double training_ratio(const pp_graph *g, const pp_node *n) {
+    if (n->n_in < 3 || n->in[2] < 0 || n->in[1] < 0) return -1;
+    const pp_value *t = &g->values[n->in[2]], *r = &g->values[n->in[1]];
+    if (!t->is_const || !t->data || t->dtype != PP_BOOL || !*(const uint8_t *)t->data) return -1;
+    if (!r->is_const || !r->data) return -1;
+    const double v = r->dtype == PP_F64 ? *(const double *)r->data : r->dtype == PP_F32 ? *(const float *)r->data : -1;
+    return v > 0 ? v : -1;
+}
+
+pp_status pp_train_dropout(pp_graph *g, pp_err *err) {
+    int seed = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].op != PP_OP_DROPOUT) continue;
+        const double ratio = training_ratio(g, &g->nodes[i]);
+        if (ratio < 0) continue;
+        if (g->nodes[i].n_out > 1 && g->nodes[i].out[1] >= 0) {
+            const pp_value *mv = &g->values[g->nodes[i].out[1]];
+            if (mv->n_uses > 0 || mv->is_output) {
+                char d[320];
+                return PP_FAIL(err, PP_EUNSUP, "--train: %s: its mask output is read; training-mode Dropout is "
+                               "trained with its own seeded mask, and the ONNX mask output is not kept",
+                               pp_node_desc(g, i, d, sizeof d));
+            }
+        }
+        if (seed < 0) {
+            if (pp_graph_find(g, PP_DROPOUT_SEED_NAME) >= 0)
+                return PP_FAIL(err, PP_EINVAL, "--train: the model already has a value named '%s', the input "
+                               "the training-mode Dropouts read", PP_DROPOUT_SEED_NAME);
+            const pp_shape s2 = {.rank = 1, .dim = {2}};
+            PP_TRY(pp_graph_add_value(g, PP_DROPOUT_SEED_NAME, &seed, err));
+            g->values[seed].dtype = PP_I64;
+            g->values[seed].shape = s2;
+            g->values[seed].nbytes = 16;
+            PP_TRY(pp_graph_add_input(g, seed, err));
+        }
+        /* the key: FNV-1a of the node's name, 62 bits (an int attribute) */
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (const char *c = g->nodes[i].name; c && *c; c++) h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+        char nm[512];
+        snprintf(nm, sizeof nm, "%.480s.mask", g->nodes[i].name ? g->nodes[i].name : "dropout");
+        int mask;
+        for (int k = 1; pp_graph_find(g, nm) >= 0; k++)
+            snprintf(nm, sizeof nm, "%.480s.mask__%d", g->nodes[i].name ? g->nodes[i].name : "dropout", k);
+        PP_TRY(pp_graph_add_value(g, nm, &mask, err));
+        pp_attr *a = pp_arena_alloc(&g->arena, 2 * sizeof *a);
+        int *out = realloc(g->nodes[i].out, 2 * sizeof *out);
+        if (!a || !out) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        pp_node *n = &g->nodes[i];
+        n->out = out;
+        if (n->n_out > 1 && n->out[1] >= 0) g->values[n->out[1]].producer = -1; /* unread: dropped */
+        n->out[1] = mask;
+        n->n_out = 2;
+        g->values[mask].producer = i;
+        a[0] = (pp_attr){.name = "ratio", .type = PP_ATTR_FLOAT, .f = (float)ratio};
+        a[1] = (pp_attr){.name = "key", .type = PP_ATTR_INT, .i = (int64_t)(h >> 2)};
+        n->attrs = a, n->n_attrs = 2;
+        n->op = PP_OP_DROPOUTTRAIN;
+        n->in[1] = seed;
+        n->n_in = 2;
+    }
+    return seed >= 0 ? pp_graph_verify(g, err) : PP_OK;
+}
+
+/* pp.Dropout: dX = gy mask (the mask the forward drew) */
+pp_status pp_grad_dropout_train(pp_ad *ad, int node, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    if (pp_ad_gy(ad, node, 1) >= 0) return pp_ad_fail(ad, node, err, "its mask output has no gradient");
+    const int x = n->in[0], mask = n->out[1];
+    int r;
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, pp_ad_gy(ad, node, 0), mask, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* ---- PRelu, ReduceLogSum, CumSum (issue 55, part B) ----------------------------------------- */
+
+/* y = x where x > 0, else slope x: dx = gy where x > 0, else gy slope;
+ * dslope = gy x where x <= 0, summed to the slope's shape (PyTorch's prelu) */
+pp_status pp_grad_prelu(pp_ad *ad, int node, pp_err *err) {
+    const int x = IN(0), slope = IN(1), gy = pp_ad_gy(ad, node, 0);
+    if (pp_ad_graph(ad)->values[x].dtype != PP_F32)
+        return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    int zero, pos;
+    PP_TRY(pp_ad_scalar(ad, 0.0f, &zero, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_GREATER, x, zero, &pos, err));
+    if (pp_ad_wants(ad, x)) {
+        int gs, r;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, slope, &gs, err));
+        const int in[3] = {pos, gy, gs};
+        PP_TRY(pp_ad_emit(ad, PP_OP_WHERE, in, 3, NULL, 0, &r, 1, err));
+        PP_TRY(pp_ad_give(ad, x, r, err));
+    }
+    if (pp_ad_wants(ad, slope)) {
+        int gx, r;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, x, &gx, err));
+        PP_TRY(gate(ad, pos, gx, true, &r, err));
+        PP_TRY(give_to(ad, node, 1, r, err));
+    }
+    return PP_OK;
+}
+
+/* y = log(sum x): dx = gy / exp(y), spread over the reduced axes */
+pp_status pp_grad_reducelogsum(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0];
+    const pp_shape xs = g->values[x].shape;
+    if (g->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    bool red[PP_MAX_DIMS], noop;
+    int64_t keep;
+    PP_TRY(reduced_axes(ad, node, red, &noop, &keep, err));
+    if (noop) return pp_ad_fail(ad, node, err, "noop_with_empty_axes without axes: no gradient rule for it");
+    pp_shape kept = xs;
+    for (int i = 0; i < xs.rank; i++)
+        if (red[i]) kept.dim[i] = 1;
+    int y = n->out[0], gy = pp_ad_gy(ad, node, 0), e, q, shape, r;
+    if (!keep) {
+        PP_TRY(pp_ad_reshape(ad, y, &kept, &y, err));
+        PP_TRY(pp_ad_reshape(ad, gy, &kept, &gy, err));
+    }
+    PP_TRY(pp_ad_op1(ad, PP_OP_EXP, y, &e, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_DIV, gy, e, &q, err));
+    PP_TRY(pp_ad_ints(ad, xs.dim, xs.rank, &shape, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, q, shape, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* CumSum: the gradient is the cumulative sum the other way (reverse
+ * flipped, exclusive kept), over the same axis */
+pp_status pp_grad_cumsum(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], axis = n->in[1];
+    if (g->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    int64_t excl, rev;
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "exclusive", 0, &excl, err));
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "reverse", 0, &rev, err));
+    const pp_attr a[2] = {pp_ad_attr_int("exclusive", excl), pp_ad_attr_int("reverse", !rev)};
+    const int in[2] = {pp_ad_gy(ad, node, 0), axis};
+    int r;
+    PP_TRY(pp_ad_emit(ad, PP_OP_CUMSUM, in, 2, a, 2, &r, 1, err));
     return pp_ad_give(ad, x, r, err);
 }

@@ -1,9 +1,11 @@
 /* grad_nn.c: gradient rules of the network ops: Conv, pools, Gemm, MatMul,
  * Softmax and LogSoftmax (autodiff.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "autodiff.h"
 #include "../ir/op_fns.h"
+#include "../ir/shape_nn.h"
 
 static const pp_node *ad_node(pp_ad *ad, int node) { return &pp_ad_graph(ad)->nodes[node]; }
 
@@ -339,4 +341,327 @@ pp_status pp_grad_globalmaxpool(pp_ad *ad, int node, pp_err *err) {
     int r;
     PP_TRY(pp_ad_emit(ad, PP_OP_MAXPOOLGRAD, in, 2, &a, 1, &r, 1, err));
     return pp_ad_give(ad, x, r, err);
+}
+
+/* ---- ConvTranspose, GroupNormalization (issue 55, part B) ----------------------------------- */
+
+/* ConvTranspose(x, W) is Conv's input gradient with x in dY's place, over the
+ * output's shape: so its own gradients are a Conv of gy (dx, the adjoint of
+ * the adjoint) and Conv's weight gradient with x as dY and gy as the input
+ * (dW); the bias sums gy over all but the channels. The padding is the one
+ * the forward op resolved (auto_pad, output_shape, output_padding). */
+pp_status pp_grad_convtranspose(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], w = n->in[1], b = n->n_in > 2 ? n->in[2] : -1, gy = pp_ad_gy(ad, node, 0);
+    const pp_shape xs = g->values[x].shape, ws = g->values[w].shape, ys = g->values[gy].shape;
+    pp_geom geo;
+    int64_t group;
+    PP_TRY(pp_convt_geom(pp_node_attrs(g, n), &xs, &ws, &geo, &group, err));
+    int64_t st[PP_MAX_DIMS], dl[PP_MAX_DIMS], pd[2 * PP_MAX_DIMS], ks[PP_MAX_DIMS];
+    for (int i = 0; i < geo.nsp; i++) {
+        st[i] = geo.stride[i], dl[i] = geo.dil[i], ks[i] = geo.k[i];
+        pd[i] = geo.pad0[i], pd[geo.nsp + i] = geo.pad1[i];
+        /* the Conv of gy must come back to x's size: output_padding below the stride */
+        const int64_t span = ys.dim[2 + i] + pd[i] + pd[geo.nsp + i] - dl[i] * (ks[i] - 1) - 1;
+        if (span < 0 || span / st[i] + 1 != xs.dim[2 + i])
+            return pp_ad_fail(ad, node, err, "spatial dim %d: the output of %lld does not map back onto the "
+                              "input's %lld (an output_padding at or above the stride); no gradient rule for it",
+                              i, (long long)ys.dim[2 + i], (long long)xs.dim[2 + i]);
+    }
+    pp_attr a[6] = {pp_ad_attr_ints("strides", st, geo.nsp), pp_ad_attr_ints("dilations", dl, geo.nsp),
+                    pp_ad_attr_ints("pads", pd, 2 * geo.nsp), pp_ad_attr_int("group", group),
+                    pp_ad_attr_ints("kernel_shape", ks, geo.nsp)};
+    if (pp_ad_wants(ad, x)) {
+        const int in[2] = {gy, w};
+        int r;
+        PP_TRY(pp_ad_emit(ad, PP_OP_CONV, in, 2, a, 5, &r, 1, err));
+        PP_TRY(pp_ad_give(ad, x, r, err));
+    }
+    if (pp_ad_wants(ad, w)) {
+        a[5] = pp_ad_attr_ints("shape", ws.dim, ws.rank);
+        const int in[2] = {x, gy};
+        int r;
+        PP_TRY(pp_ad_emit(ad, PP_OP_CONVGRADW, in, 2, a, 6, &r, 1, err));
+        PP_TRY(pp_ad_give(ad, w, r, err));
+    }
+    if (b >= 0 && pp_ad_wants(ad, b)) {
+        int64_t axes[PP_MAX_DIMS];
+        int na = 0;
+        for (int i = 0; i < ys.rank; i++)
+            if (i != 1) axes[na++] = i;
+        int r;
+        PP_TRY(pp_ad_reduce_sum(ad, gy, axes, na, false, &r, err));
+        PP_TRY(pp_ad_give(ad, b, r, err));
+    }
+    return PP_OK;
+}
+
+/* GroupNormalization: x viewed as Z = [N, G, C/G, S] (S the spatial
+ * elements), x^ = LayerNormalization of Z over its last two axes (recomputed
+ * here), y = x^ scale + bias with scale and bias per group (opset 18) or per
+ * channel (opset 21). dbias, dscale: gy and gy x^ summed to the scale's
+ * shape; dx: pp.LayerNormGrad of gy scale with unit scale. */
+pp_status pp_grad_groupnorm(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const pp_attrs at = pp_node_attrs(g, n);
+    int64_t G;
+    float eps;
+    PP_TRY(pp_attr_int(at, "num_groups", 1, &G, err));
+    PP_TRY(pp_attr_float(at, "epsilon", 1e-5f, &eps, err));
+    const bool per_channel = at.opset >= 21;
+    const int x = n->in[0], scale = n->in[1], bias = n->in[2], gy = pp_ad_gy(ad, node, 0);
+    const pp_shape xs = g->values[x].shape;
+    if (g->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    int64_t S = 1;
+    for (int i = 2; i < xs.rank; i++) S *= xs.dim[i];
+    const int64_t Cg = xs.dim[1] / G;
+    const pp_shape zs = {.rank = 4, .dim = {xs.dim[0], G, Cg, S}};
+    const pp_shape ss = {.rank = 4, .dim = {1, G, per_channel ? Cg : 1, 1}};
+    const pp_shape one_s = {.rank = 2, .dim = {Cg, S}};
+    int xz, gz, sz, ones, xh, dxh, gx;
+    PP_TRY(pp_ad_reshape(ad, x, &zs, &xz, err));
+    PP_TRY(pp_ad_reshape(ad, gy, &zs, &gz, err));
+    PP_TRY(pp_ad_reshape(ad, scale, &ss, &sz, err));
+    {
+        float *u = malloc((size_t)(Cg * S) * sizeof *u);
+        if (!u) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        for (int64_t i = 0; i < Cg * S; i++) u[i] = 1.0f;
+        const pp_status s = pp_graph_add_const(g, "grad_groupnorm_ones", PP_F32, &one_s, u, &ones, err);
+        free(u);
+        PP_TRY(s);
+    }
+    const pp_attr la[2] = {pp_ad_attr_int("axis", 2), pp_ad_attr_float("epsilon", eps)};
+    const int lin[2] = {xz, ones};
+    PP_TRY(pp_ad_emit(ad, PP_OP_LAYERNORM, lin, 2, la, 2, &xh, 1, err));
+    if (pp_ad_wants(ad, bias)) {
+        int u, r;
+        PP_TRY(pp_ad_unbroadcast(ad, gz, sz, &u, err));
+        PP_TRY(pp_ad_reshape(ad, u, &g->values[bias].shape, &r, err));
+        PP_TRY(pp_ad_give(ad, bias, r, err));
+    }
+    if (pp_ad_wants(ad, scale)) {
+        int m, u, r;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gz, xh, &m, err));
+        PP_TRY(pp_ad_unbroadcast(ad, m, sz, &u, err));
+        PP_TRY(pp_ad_reshape(ad, u, &g->values[scale].shape, &r, err));
+        PP_TRY(pp_ad_give(ad, scale, r, err));
+    }
+    if (pp_ad_wants(ad, x)) {
+        int r[3];
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gz, sz, &dxh, err));
+        const int in[3] = {dxh, xz, ones};
+        PP_TRY(pp_ad_emit(ad, PP_OP_LAYERNORMGRAD, in, 3, la, 2, r, 3, err));
+        PP_TRY(pp_ad_reshape(ad, r[0], &xs, &gx, err));
+        PP_TRY(pp_ad_give(ad, x, gx, err));
+    }
+    return PP_OK;
+}
+
+/* Resize: pp.ResizeGrad over the forward's roi, scales and sizes and its
+ * attributes (any mode: the taps' weights transposed) */
+pp_status pp_grad_resize(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0];
+    if (g->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    const pp_shape xs = g->values[x].shape;
+    pp_attr a[16];
+    if (n->n_attrs > 15) return pp_ad_fail(ad, node, err, "it has %d attributes, more than Resize has", n->n_attrs);
+    const int na = with_shape(n, &xs, a, 16);
+    int in[4] = {pp_ad_gy(ad, node, 0), -1, -1, -1};
+    const int n_in = n->n_in;
+    for (int k = 1; k < n_in && k < 4; k++) in[k] = n->in[k];
+    int r;
+    PP_TRY(pp_ad_emit(ad, PP_OP_RESIZEGRAD, in, n_in < 4 ? n_in : 4, a, na, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* Attention (opset 23): pp.AttentionGrad, which recomputes each row's
+ * probabilities; a float mask that trains (a learned position bias) takes
+ * dS summed back over its broadcast dims. Its present_key, present_value and
+ * qk outputs pass no gradient, nor do the past key and value get one. */
+pp_status pp_grad_attention(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    for (int k = 1; k < n->n_out; k++)
+        if (pp_ad_gy(ad, node, k) >= 0)
+            return pp_ad_fail(ad, node, err, "its output %d (present key/value or the scores) is read on the way to "
+                              "the loss; only the output Y has a gradient rule", k);
+    const int n_in = n->n_in;
+    int in[8] = {pp_ad_gy(ad, node, 0), -1, -1, -1, -1, -1, -1, -1};
+    for (int k = 0; k < n_in && k < 7; k++) in[1 + k] = n->in[k];
+    for (int k = 4; k < 6 && k < n_in; k++)
+        if (pp_ad_wants(ad, n->in[k]))
+            return pp_ad_fail(ad, node, err, "its past_%s needs a gradient; the rule gives Q, K, V and the mask theirs",
+                              k == 4 ? "key" : "value");
+    const int mask = n_in > 3 ? n->in[3] : -1;
+    const bool mask_grad = mask >= 0 && pp_ad_wants(ad, mask);
+    if (mask_grad) {
+        const pp_value *mv = &g->values[mask];
+        const pp_value *kv = &g->values[n->in[1]];
+        /* T: the keys (no past here when the mask trains: checked below) */
+        const int64_t T = kv->shape.rank == 4 ? kv->shape.dim[2] : kv->shape.dim[1];
+        if (mv->dtype != PP_F32 || mv->shape.rank < 1 || mv->shape.dim[mv->shape.rank - 1] != T ||
+            (n_in > 4 && n->in[4] >= 0))
+            return pp_ad_fail(ad, node, err, "its attn_mask trains: the rule takes a float mask over all %lld keys "
+                              "and no past", (long long)T);
+    }
+    pp_attr a[16];
+    int na = 0;
+    for (int k = 0; k < n->n_attrs && na < 16; k++) a[na++] = n->attrs[k];
+    const int q = n->in[0], k_ = n->in[1], v = n->in[2];
+    int r[4];
+    PP_TRY(pp_ad_emit(ad, PP_OP_ATTENTIONGRAD, in, 1 + (n_in < 7 ? n_in : 7), a, na, r, mask_grad ? 4 : 3, err));
+    const int vals[3] = {q, k_, v};
+    for (int k = 0; k < 3; k++)
+        if (pp_ad_wants(ad, vals[k])) PP_TRY(pp_ad_give(ad, vals[k], r[k], err));
+    if (mask_grad) {
+        int u;
+        PP_TRY(pp_ad_unbroadcast(ad, r[3], mask, &u, err));
+        PP_TRY(pp_ad_give(ad, mask, u, err));
+    }
+    return PP_OK;
+}
+
+/* RMSNormalization (opset 23) over X's dims [axis, rank): r = 1 /
+ * sqrt(mean(x^2) + eps), x^ = x r, y = x^ scale. dscale: gy x^ summed to the
+ * scale's shape; dx = r (d - x^ mean(d x^)), d = gy scale (means over the
+ * normalized dims; r recomputed here) */
+pp_status pp_grad_rmsnorm(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], scale = n->in[1], gy = pp_ad_gy(ad, node, 0);
+    if (g->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    int axis;
+    float eps;
+    int64_t outer, inner;
+    const pp_shape xs = g->values[x].shape;
+    PP_TRY(pp_norm_rows(pp_node_attrs(g, n), &xs, &axis, &eps, &outer, &inner, err));
+    int64_t axes[PP_MAX_DIMS];
+    int na = 0;
+    for (int i = axis; i < xs.rank; i++) axes[na++] = i;
+    int sq, ss, inv_n, ms, e, me, rt, r, xh;
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, x, x, &sq, err));
+    PP_TRY(pp_ad_reduce_sum(ad, sq, axes, na, true, &ss, err));
+    PP_TRY(pp_ad_scalar(ad, (float)(1.0 / (double)(inner ? inner : 1)), &inv_n, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, ss, inv_n, &ms, err));
+    PP_TRY(pp_ad_scalar(ad, eps, &e, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_ADD, ms, e, &me, err));
+    PP_TRY(pp_ad_op1(ad, PP_OP_SQRT, me, &rt, err));
+    PP_TRY(pp_ad_op1(ad, PP_OP_RECIPROCAL, rt, &r, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, x, r, &xh, err));
+    if (pp_ad_wants(ad, scale)) {
+        int m, u;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, xh, &m, err));
+        PP_TRY(pp_ad_unbroadcast(ad, m, scale, &u, err));
+        PP_TRY(pp_ad_give(ad, scale, u, err));
+    }
+    if (pp_ad_wants(ad, x)) {
+        int d, dx, s, mdx, t, df, out;
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, scale, &d, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, d, xh, &dx, err));
+        PP_TRY(pp_ad_reduce_sum(ad, dx, axes, na, true, &s, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, s, inv_n, &mdx, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, xh, mdx, &t, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_SUB, d, t, &df, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, df, r, &out, err));
+        PP_TRY(pp_ad_give(ad, x, out, err));
+    }
+    return PP_OK;
+}
+
+/* LSTM: pp.LSTMGrad (back through time over the recomputed sequence) for
+ * the common form: default activations, no clip, no input_forget, no
+ * peepholes (its shape function refuses the rest, named) */
+pp_status pp_grad_lstm(pp_ad *ad, int node, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    if (n->n_in > 7 && n->in[7] >= 0) return pp_ad_fail(ad, node, err, "peepholes (input P) have no gradient rule");
+    {
+        const pp_attrs at = pp_node_attrs(pp_ad_graph(ad), n);
+        int64_t inf;
+        PP_TRY(pp_attr_int(at, "input_forget", 0, &inf, err));
+        if (pp_attr_find(at, "clip") || inf)
+            return pp_ad_fail(ad, node, err, "its %s has no gradient rule", inf ? "input_forget" : "clip");
+        const pp_attr *acts = pp_attr_find(at, "activations");
+        static const char *const dflt[3] = {"Sigmoid", "Tanh", "Tanh"};
+        for (int k = 0; acts && k < acts->n; k++)
+            if (acts->type != PP_ATTR_STRINGS || strcmp(acts->strs[k], dflt[k % 3]))
+                return pp_ad_fail(ad, node, err, "activations other than Sigmoid, Tanh, Tanh have no gradient rule");
+    }
+    int in[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+    const int n_fwd = n->n_in < 7 ? n->n_in : 7;
+    int v[7];
+    for (int k = 0; k < 7; k++) v[k] = in[k] = k < n_fwd ? n->in[k] : -1;
+    for (int k = 0; k < 3; k++) in[7 + k] = pp_ad_gy(ad, node, k);
+    pp_attr a[16];
+    int na = 0;
+    for (int k = 0; k < n->n_attrs && na < 16; k++) a[na++] = n->attrs[k];
+    int r[6];
+    pp_status s = pp_ad_emit(ad, PP_OP_LSTMGRAD, in, 10, a, na, r, 6, err);
+    if (s != PP_OK) return pp_ad_fail(ad, node, err, "%s", err->msg);
+    /* X, W, R, B; sequence_lens has none; initial_h, initial_c */
+    static const int slot[7] = {0, 1, 2, 3, -1, 4, 5};
+    for (int k = 0; k < 7; k++)
+        if (slot[k] >= 0 && v[k] >= 0 && pp_ad_wants(ad, v[k])) PP_TRY(pp_ad_give(ad, v[k], r[slot[k]], err));
+    return PP_OK;
+}
+
+/* GRU: pp.GRUGrad, as LSTM's (default activations, no clip; both
+ * linear_before_reset forms) */
+pp_status pp_grad_gru(pp_ad *ad, int node, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    {
+        const pp_attrs at = pp_node_attrs(pp_ad_graph(ad), n);
+        if (pp_attr_find(at, "clip")) return pp_ad_fail(ad, node, err, "its clip has no gradient rule");
+        const pp_attr *acts = pp_attr_find(at, "activations");
+        static const char *const dflt[2] = {"Sigmoid", "Tanh"};
+        for (int k = 0; acts && k < acts->n; k++)
+            if (acts->type != PP_ATTR_STRINGS || strcmp(acts->strs[k], dflt[k % 2]))
+                return pp_ad_fail(ad, node, err, "activations other than Sigmoid, Tanh have no gradient rule");
+    }
+    int in[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    const int n_fwd = n->n_in < 6 ? n->n_in : 6;
+    int v[6];
+    for (int k = 0; k < 6; k++) v[k] = in[k] = k < n_fwd ? n->in[k] : -1;
+    for (int k = 0; k < 2; k++) in[6 + k] = pp_ad_gy(ad, node, k);
+    pp_attr a[16];
+    int na = 0;
+    for (int k = 0; k < n->n_attrs && na < 16; k++) a[na++] = n->attrs[k];
+    int r[5];
+    pp_status s = pp_ad_emit(ad, PP_OP_GRUGRAD, in, 8, a, na, r, 5, err);
+    if (s != PP_OK) return pp_ad_fail(ad, node, err, "%s", err->msg);
+    static const int slot[6] = {0, 1, 2, 3, -1, 4}; /* X, W, R, B; sequence_lens has none; initial_h */
+    for (int k = 0; k < 6; k++)
+        if (slot[k] >= 0 && v[k] >= 0 && pp_ad_wants(ad, v[k])) PP_TRY(pp_ad_give(ad, v[k], r[slot[k]], err));
+    return PP_OK;
+}
+
+/* RNN: pp.RNNGrad (activation Tanh or Relu, no clip) */
+pp_status pp_grad_rnn(pp_ad *ad, int node, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    {
+        const pp_attrs at = pp_node_attrs(pp_ad_graph(ad), n);
+        if (pp_attr_find(at, "clip")) return pp_ad_fail(ad, node, err, "its clip has no gradient rule");
+        const pp_attr *acts = pp_attr_find(at, "activations");
+        for (int k = 0; acts && k < acts->n; k++)
+            if (acts->type != PP_ATTR_STRINGS || (strcmp(acts->strs[k], "Tanh") && strcmp(acts->strs[k], "Relu")))
+                return pp_ad_fail(ad, node, err, "activations other than Tanh and Relu have no gradient rule");
+    }
+    int in[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    const int n_fwd = n->n_in < 6 ? n->n_in : 6;
+    int v[6];
+    for (int k = 0; k < 6; k++) v[k] = in[k] = k < n_fwd ? n->in[k] : -1;
+    for (int k = 0; k < 2; k++) in[6 + k] = pp_ad_gy(ad, node, k);
+    pp_attr a[16];
+    int na = 0;
+    for (int k = 0; k < n->n_attrs && na < 16; k++) a[na++] = n->attrs[k];
+    int r[5];
+    pp_status s = pp_ad_emit(ad, PP_OP_RNNGRAD, in, 8, a, na, r, 5, err);
+    if (s != PP_OK) return pp_ad_fail(ad, node, err, "%s", err->msg);
+    static const int slot[6] = {0, 1, 2, 3, -1, 4};
+    for (int k = 0; k < 6; k++)
+        if (slot[k] >= 0 && v[k] >= 0 && pp_ad_wants(ad, v[k])) PP_TRY(pp_ad_give(ad, v[k], r[slot[k]], err));
+    return PP_OK;
 }

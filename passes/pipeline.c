@@ -93,6 +93,7 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
     /* the gradient graph runs on whole tensors: -b is the rows of one run */
     if (o->train_on) {
         PP_TRY(pp_train_params(g, &o->train, err));
+        PP_TRY(pp_train_dropout(g, err));
         g->batch = 0;
     }
 

@@ -68,6 +68,7 @@ typedef struct trainer {
     const unsigned char **was;
     int fwd_out;     /* the output the loss reads (logits), -1: none */
     int labels_in;   /* the 'labels' input, -1: none */
+    int seed_in;     /* the 'dropout_seed' input (training-mode Dropout), -1: none */
     /* the data, and the held-out data (--eval) */
     dataset train, eval;
     int64_t rows;    /* a micro-batch's samples (the plan inputs' dim 0) */
@@ -229,6 +230,7 @@ static pp_status load_data(trainer *t, const char *dir, const char *labels, data
     if (!d->a) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     d->n = -1;
     for (int i = 0; i < p->n_inputs; i++) {
+        if (i == t->seed_in) continue; /* pprt feeds it (feed_dropout_seed) */
         const pprt_io *io = &p->inputs[i];
         char path[4400], safe[256];
         pprt_safe_name(io->name, safe, sizeof safe);
@@ -333,10 +335,25 @@ static void update(const pprt_train_opts *o, param *q, double lr, int64_t step) 
     }
 }
 
+/* The training-mode Dropouts' input, {--seed, counter} per micro-batch: the
+ * counter is micro-batch m of step `step` counted over the whole run
+ * ((step - 1) M + m, the same in any split or replica count, a fresh mask
+ * each micro-batch); step 0 (the held-out data): -1, dropout off. */
+static void feed_dropout_seed(const trainer *t, pprt_array *ins, int64_t step, int M) {
+    if (t->seed_in < 0) return;
+    int64_t *v = ins[t->seed_in].data;
+    for (int m = 0; m < M; m++) {
+        v[2 * m] = (int64_t)t->o->seed;
+        v[2 * m + 1] = step > 0 ? (step - 1) * t->o->accumulate + m : -1;
+    }
+    ins[t->seed_in].n = M;
+}
+
 /* The micro-batches of one step, as pprt_run's sets: rows perm[base ..]. */
 static void fill_sets(const trainer *t, const dataset *d, const int64_t *perm, int64_t base, int M, pprt_array *ins) {
     const pprt_plan *p = t->p;
     for (int i = 0; i < p->n_inputs; i++) {
+        if (i == t->seed_in) continue;
         const size_t whole = p->inputs[i].sample_bytes, row = whole / (size_t)t->rows;
         unsigned char *dst = ins[i].data;
         const unsigned char *src = d->a[i].data;
@@ -702,6 +719,7 @@ static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const 
     for (int64_t k = 0; k < mbs; k += t->o->accumulate) {
         const int M = (int)(mbs - k < t->o->accumulate ? mbs - k : t->o->accumulate);
         fill_sets(t, &t->eval, NULL, k * t->rows, M, ins);
+        feed_dropout_seed(t, ins, 0, M);
         taker tk;
         PP_TRY(taker_init(&tk, t, M, true, err));
         tk.labels = t->labels_in >= 0 ? ins[t->labels_in].data : NULL;
@@ -735,6 +753,7 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
                           bool *finite, int64_t *updates, double *bubble, pp_err *err) {
     const pprt_train_opts *o = t->o;
     fill_sets(t, &t->train, perm, k * o->accumulate * t->rows, o->accumulate, ins);
+    feed_dropout_seed(t, ins, step, o->accumulate);
     pprt_stats rs = {0};
     if (run->gate) gate_reset(run->gate->ctx);
     taker tk;
@@ -772,9 +791,11 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
 static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array **outs, int64_t **perm, pp_err *err) {
     const pprt_plan *p = t->p;
     const pprt_train_opts *o = t->o;
-    t->labels_in = -1;
-    for (int i = 0; i < p->n_inputs; i++)
+    t->labels_in = t->seed_in = -1;
+    for (int i = 0; i < p->n_inputs; i++) {
         if (!strcmp(p->inputs[i].name, "labels")) t->labels_in = i;
+        if (!strcmp(p->inputs[i].name, "dropout_seed") && p->inputs[i].dtype == PP_I64) t->seed_in = i;
+    }
     PP_TRY(bind_params(t, err));
     PP_TRY(load_data(t, dir, o->labels, &t->train, err));
     if (t->train.n < t->rows * o->accumulate)

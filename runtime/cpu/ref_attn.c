@@ -15,6 +15,7 @@
 #include "../../ir/shape_attn.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- RMSNormalization ------------------------------------------------------------ */
@@ -195,5 +196,109 @@ pp_status kern_ATTENTION(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
             }
         }
 #undef KV_ROW
+    return PP_OK;
+}
+
+/* ---- pp.AttentionGrad ------------------------------------------------------------------------ */
+
+/* Per query row: the scores and probabilities p as kern_ATTENTION forms
+ * them, then dV_j += p_j dy, dp_j = dy . v_j, ds_j = p_j (dp_j - sum p dp)
+ * (the gradient where the mask is added: dS), through the softcap's tanh,
+ * times scale into dQ (by k_j) and dK_j (by q). Sums in double, in a fixed
+ * order. */
+pp_status kern_ATTENTIONGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                             int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_ATTENTIONGRAD, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[7];
+    for (int i = 1; i < n_in; i++) ti[i - 1] = pprt_tinfo_of(&in[i]);
+    pp_attn t;
+    PP_TRY(pp_attn_parse(attrs, ti, n_in - 1, &t, err));
+    const float *dY = in[0].data, *Q = in[1].data, *K = in[2].data, *V = in[3].data;
+    const float *PK = t.P ? in[5].data : NULL, *PV = t.P ? in[6].data : NULL;
+    const int64_t *nonpad = t.has_nonpad ? in[7].data : NULL;
+    float *dS = n_out > 3 && out[3].dtype != PP_UNDEFINED ? out[3].data : NULL;
+    const int64_t nq = t.B * t.Hq * t.Sq * t.D, nk = t.B * t.Hkv * t.Skv * t.D, nv = t.B * t.Hkv * t.Skv * t.Dv;
+    double *dq = calloc((size_t)(nq ? nq : 1), sizeof *dq), *dk = calloc((size_t)(nk ? nk : 1), sizeof *dk);
+    double *dv = calloc((size_t)(nv ? nv : 1), sizeof *dv), *p = malloc((size_t)(t.T ? t.T : 1) * 3 * sizeof *p);
+    if (!dq || !dk || !dv || !p) {
+        free(dq), free(dk), free(dv), free(p);
+        return PP_FAIL(err, PP_ENOMEM, "pp.AttentionGrad kernel: out of memory");
+    }
+    double *dp = p + t.T, *th = p + 2 * t.T;
+    const int64_t group = t.Hq / t.Hkv;
+    /* the offset of key/value j (>= P) of head g in batch b, in K/V's layout */
+#define KV_OFF(DIM, b, g, j)                                                                    \
+    (t.three_d ? ((b) * t.Skv + (j) - t.P) * t.Hkv * (DIM) + (g) * (DIM)                       \
+               : (((b) * t.Hkv + (g)) * t.Skv + (j) - t.P) * (DIM))
+#define KV_ROW(X, PX, DIM, b, g, j)                                                             \
+    ((j) < t.P ? (PX) + (((b) * t.Hkv + (g)) * t.P + (j)) * (DIM) : (X) + KV_OFF(DIM, b, g, j))
+    const pprt_tensor *m = t.has_mask ? &in[4] : NULL;
+    for (int64_t b = 0; b < t.B; b++)
+        for (int64_t h = 0; h < t.Hq; h++) {
+            const int64_t g = h / group;
+            for (int64_t i = 0; i < t.Sq; i++) {
+                const int64_t qo = t.three_d ? (b * t.Sq + i) * t.Hq * t.D + h * t.D
+                                             : ((b * t.Hq + h) * t.Sq + i) * t.D;
+                const int64_t yo = t.three_d ? (b * t.Sq + i) * t.Hq * t.Dv + h * t.Dv
+                                             : ((b * t.Hq + h) * t.Sq + i) * t.Dv;
+                const float *q = Q + qo, *dy = dY + yo;
+                double mx = -INFINITY;
+                for (int64_t j = 0; j < t.T; j++) {
+                    const float *k = KV_ROW(K, PK, t.D, b, g, j);
+                    double d = 0;
+                    for (int64_t e = 0; e < t.D; e++) d += (double)q[e] * k[e];
+                    float s = (float)(d * t.scale);
+                    th[j] = 1.0;
+                    if (t.softcap > 0) {
+                        const float tt = tanhf(s / t.softcap);
+                        s = t.softcap * tt;
+                        th[j] = 1.0 - (double)tt * tt;
+                    }
+                    float bias = m ? mask_at(&t, m, b, h, i, j) : 0.0f;
+                    if (t.causal && j >= t.P && j - t.P > i) bias += -INFINITY;
+                    if (nonpad && j >= nonpad[b]) bias += -INFINITY;
+                    s += bias;
+                    p[j] = s;
+                    if (s > mx) mx = s;
+                }
+                double sum = 0;
+                for (int64_t j = 0; j < t.T; j++) sum += p[j] = exp(p[j] - mx);
+                double pdp = 0;
+                for (int64_t j = 0; j < t.T; j++) {
+                    p[j] /= sum;
+                    const float *v = KV_ROW(V, PV, t.Dv, b, g, j);
+                    double a = 0;
+                    for (int64_t e = 0; e < t.Dv; e++) a += (double)dy[e] * v[e];
+                    dp[j] = a;
+                    pdp += p[j] * a;
+                    if (j >= t.P && p[j] != 0) {
+                        double *dvr = dv + KV_OFF(t.Dv, b, g, j);
+                        for (int64_t e = 0; e < t.Dv; e++) dvr[e] += p[j] * dy[e];
+                    }
+                }
+                float *dsr = dS ? dS + ((b * t.Hq + h) * t.Sq + i) * t.T : NULL;
+                for (int64_t j = 0; j < t.T; j++) {
+                    const double ds = p[j] * (dp[j] - pdp);
+                    if (dsr) dsr[j] = (float)ds;
+                    const double ds0 = ds * th[j] * t.scale;
+                    if (ds0 == 0) continue;
+                    const float *k = KV_ROW(K, PK, t.D, b, g, j);
+                    double *dqr = dq + qo;
+                    for (int64_t e = 0; e < t.D; e++) dqr[e] += ds0 * k[e];
+                    if (j >= t.P) {
+                        double *dkr = dk + KV_OFF(t.D, b, g, j);
+                        for (int64_t e = 0; e < t.D; e++) dkr[e] += ds0 * q[e];
+                    }
+                }
+            }
+        }
+#undef KV_ROW
+#undef KV_OFF
+    float *oq = out[0].data, *ok = out[1].data, *ov = out[2].data;
+    for (int64_t i = 0; i < nq; i++) oq[i] = (float)dq[i];
+    for (int64_t i = 0; i < nk; i++) ok[i] = (float)dk[i];
+    for (int64_t i = 0; i < nv; i++) ov[i] = (float)dv[i];
+    free(dq), free(dk), free(dv), free(p);
     return PP_OK;
 }

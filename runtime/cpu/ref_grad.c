@@ -574,3 +574,46 @@ pp_status kern_AVGPOOLGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt
     }
     return PP_OK;
 }
+
+/* ---- pp.Dropout (training mode) ------------------------------------------------------------- */
+
+/* splitmix64's finalizer after its increment: a bijection of 64-bit words */
+static uint64_t drop_mix(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Element i of a micro-batch is kept when u_i >= ratio, u_i the top 53 bits
+ * of mix(base ^ i) as a double in [0, 1), base = mix(mix(mix(seed) ^ key) ^
+ * counter): a function of (seed, key, counter, i) alone, so every split,
+ * thread count and backend draws the same mask (tests/train/dropout.py
+ * computes it independently in NumPy). */
+pp_status kern_DROPOUTTRAIN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                            pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_DROPOUTTRAIN, attrs, in, n_in, out, n_out, err));
+    float ratio;
+    int64_t key;
+    PP_TRY(pp_attr_float(attrs, "ratio", 0.5f, &ratio, err));
+    PP_TRY(pp_attr_int(attrs, "key", 0, &key, err));
+    int64_t n;
+    PP_TRY(pprt_numel_of(&in[0], &n, err));
+    const int64_t *sc = in[1].data;
+    const float *x = in[0].data;
+    float *y = out[0].data, *m = out[1].data;
+    const bool off = sc[1] < 0 || ratio <= 0.0f;
+    const float scale = ratio >= 1.0f ? 0.0f : (float)(1.0 / (1.0 - (double)ratio));
+    const uint64_t base = drop_mix(drop_mix(drop_mix((uint64_t)sc[0]) ^ (uint64_t)key) ^ (uint64_t)sc[1]);
+    for (int64_t i = 0; i < n; i++) {
+        float k = 1.0f;
+        if (!off) {
+            const double u = (double)(drop_mix(base ^ (uint64_t)i) >> 11) * 0x1p-53;
+            k = u >= (double)ratio ? scale : 0.0f;
+        }
+        m[i] = k;
+        y[i] = x[i] * k;
+    }
+    return PP_OK;
+}

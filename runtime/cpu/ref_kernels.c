@@ -74,8 +74,8 @@ pp_status pprt_need_counts(const char *op, int n_in, int lo, int hi, int n_out, 
 pp_status pprt_check_outputs(pp_op o, pp_attrs attrs, const pprt_tensor *in, int n_in, const pprt_tensor *out,
                              int n_out, pp_err *err) {
     const char *op = pp_op_table[o].name;
-    pp_tinfo ti[8], to[4];
-    if (n_in > 8 || n_out > 4 || n_out < 1)
+    pp_tinfo ti[12], to[8]; /* pp.LSTMGrad: 10 inputs, 6 outputs */
+    if (n_in > 12 || n_out > 8 || n_out < 1)
         return PP_FAIL(err, PP_EINVAL, "%s kernel: %d inputs, %d outputs", op, n_in, n_out);
     for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
     pp_err e = {0};

@@ -1550,6 +1550,89 @@ pp_status kern_RESIZE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tens
     return PP_OK;
 }
 
+/* pp.ResizeGrad: the forward's separable passes transposed, last axis
+ * first: each output's gradient added, with its taps' weights, to the input
+ * positions they read (in double, in a fixed order); an extrapolated output
+ * (tf_crop_and_resize) passes none. */
+pp_status kern_RESIZEGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                          int n_out, pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(check_outputs(PP_OP_RESIZEGRAD, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[4];
+    for (int i = 0; i < n_in && i < 4; i++) ti[i] = pprt_tinfo_of(&in[i]);
+    ti[0] = (pp_tinfo){.dtype = PP_F32, .shape = out[0].shape};
+    pp_resize r;
+    PP_TRY(pp_resize_parse(attrs, ti, n_in, &r, err));
+    const pp_shape xs = out[0].shape;
+    int axes[PP_MAX_DIMS], na = 0;
+    pp_shape sh[PP_MAX_DIMS + 1];
+    sh[0] = xs;
+    int64_t biggest = numel(&xs), table = 1;
+    for (int d = 0; d < xs.rank; d++) {
+        if (resize_identity(&r, d, xs.dim[d])) continue;
+        sh[na + 1] = sh[na];
+        sh[na + 1].dim[d] = r.out[d];
+        if (numel(&sh[na + 1]) > biggest) biggest = numel(&sh[na + 1]);
+        int64_t start;
+        double s;
+        const int64_t nt = resize_ntaps(&r, d, &start, &s);
+        if (nt > ((int64_t)1 << 20) || r.out[d] * nt > ((int64_t)1 << 40))
+            return PP_FAIL(err, PP_EUNSUP, "pp.ResizeGrad kernel: %lld taps per output along axis %d",
+                           (long long)nt, d);
+        if (r.out[d] * nt > table) table = r.out[d] * nt;
+        axes[na++] = d;
+    }
+    const int64_t ny = numel(&in[0].shape), nx = numel(&xs);
+    float *dx = out[0].data;
+    if (na == 0) {
+        memcpy(dx, in[0].data, (size_t)nx * sizeof *dx);
+        return PP_OK;
+    }
+    double *buf[2] = {malloc((size_t)biggest * sizeof(double)), malloc((size_t)biggest * sizeof(double))};
+    int64_t *idx = malloc((size_t)table * sizeof *idx);
+    double *w = malloc((size_t)table * sizeof *w);
+    bool *ext = malloc((size_t)biggest * sizeof *ext);
+    pp_status st = PP_OK;
+    if (!buf[0] || !buf[1] || !idx || !w || !ext) {
+        st = PP_FAIL(err, PP_ENOMEM, "pp.ResizeGrad kernel: out of memory");
+        goto done;
+    }
+    const float *dy = in[0].data;
+    for (int64_t i = 0; i < ny; i++) buf[0][i] = dy[i];
+    int cur = 0;
+    for (int k = na - 1; k >= 0; k--) {
+        const int d = axes[k];
+        const pp_shape *src = &sh[k]; /* the pass's input shape: the gradient goes back to it */
+        int64_t outer = 1, inner = 1;
+        for (int q = 0; q < d; q++) outer *= src->dim[q];
+        for (int q = d + 1; q < src->rank; q++) inner *= src->dim[q];
+        const int64_t in_d = src->dim[d], od = r.out[d];
+        int64_t start;
+        double s;
+        const int64_t n = resize_ntaps(&r, d, &start, &s);
+        resize_table(&r, d, in_d, idx, w, ext);
+        const double *g = buf[cur];
+        double *gx = buf[1 - cur];
+        for (int64_t i = 0; i < outer * in_d * inner; i++) gx[i] = 0;
+        for (int64_t b = 0; b < outer; b++)
+            for (int64_t o = 0; o < od; o++) {
+                if (ext[o]) continue;
+                const double *gp = g + (b * od + o) * inner;
+                for (int64_t j = 0; j < n; j++) {
+                    const double wt = w[o * n + j];
+                    if (wt == 0) continue;
+                    double *xp = gx + (b * in_d + idx[o * n + j]) * inner;
+                    for (int64_t i = 0; i < inner; i++) xp[i] += wt * gp[i];
+                }
+            }
+        cur = 1 - cur;
+    }
+    for (int64_t i = 0; i < nx; i++) dx[i] = (float)buf[cur][i];
+done:
+    free(buf[0]), free(buf[1]), free(idx), free(w), free(ext);
+    return st;
+}
+
 /* ---- GridSample ------------------------------------------------------------------------------ */
 
 /* One axis's taps: input indices (-1: outside, a zero) and weights. */

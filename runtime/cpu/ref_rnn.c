@@ -18,6 +18,7 @@
 #include "rnn_common.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* sum of a[i] * b[i] in double, four lanes (an order fixed by n). */
@@ -170,4 +171,359 @@ pp_status kern_GRU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor 
 pp_status kern_RNN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                    pprt_scratch *scratch, pp_err *err) {
     return kern_rnn(PP_OP_RNN, attrs, in, n_in, out, n_out, scratch, err);
+}
+
+/* ---- pp.LSTMGrad ------------------------------------------------------------------------------ */
+
+static inline float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* Back through time, per direction and sample: the sequence recomputed as
+ * step() computes it (i, o, f, c~ and the states kept per step), then from
+ * the last step back: dh = dY_t + dh', dc = dc' + dh o (1 - tanh(c)^2), the
+ * gates' sums' gradients da (order i, o, f, c) into dW (by x), dR (by h
+ * before the step), dB (both halves), dX (W^T da) and the step's dh' = R^T da,
+ * dc' = dc f. Sums in double, in a fixed order; the states' gradients at the
+ * start go to dinitial_h, dinitial_c. */
+pp_status kern_LSTMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                        pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_LSTMGRAD, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[7];
+    const int nf = n_in < 7 ? n_in : 7;
+    for (int i = 0; i < nf; i++) ti[i] = pprt_tinfo_of(&in[i]);
+    pp_rnn r;
+    PP_TRY(pp_rnn_parse(PP_OP_LSTM, attrs, ti, nf, &r, err));
+#define GRAD_IN(k) (n_in > (k) && in[k].dtype != PP_UNDEFINED ? (const float *)in[k].data : NULL)
+    const float *dY = GRAD_IN(7), *dYh = GRAD_IN(8), *dYc = GRAD_IN(9);
+#undef GRAD_IN
+    const float *X = in[0].data, *W = in[1].data, *R = in[2].data;
+    const float *B = r.has_b ? in[3].data : NULL;
+    const int32_t *lens = r.has_lens ? in[4].data : NULL;
+    const float *h0 = r.has_h0 ? in[5].data : NULL, *c0 = r.has_c0 ? in[6].data : NULL;
+    const int64_t S = r.S, N = r.N, I = r.I, H = r.H, GH = 4 * H;
+    for (int64_t b = 0; lens && b < N; b++)
+        if (lens[b] < 0 || lens[b] > S)
+            return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b,
+                           (long long)lens[b], (long long)S);
+    const int64_t nx = S * N * I, nw = r.D * GH * I, nr = r.D * GH * H, ns = r.D * N * H;
+    double *dx = calloc((size_t)(nx ? nx : 1), sizeof *dx), *dw = calloc((size_t)(nw ? nw : 1), sizeof *dw);
+    double *dr = calloc((size_t)(nr ? nr : 1), sizeof *dr);
+    double *db = calloc((size_t)(r.D * GH > 0 ? r.D * GH : 1), sizeof *db);
+    /* per step: i, o, f, c~, c, h before, c before (7 H) */
+    float *keep = malloc((size_t)(S ? S : 1) * 7 * (size_t)H * sizeof *keep);
+    double *da = malloc((size_t)(GH + 2 * H) * sizeof *da), *dh = da + GH, *dc = dh + H;
+    double *g = malloc((size_t)GH * sizeof *g);
+    float *hs = malloc((size_t)(H > 0 ? 2 * H : 1) * sizeof *hs), *cs = hs + H;
+    float *oh = out[4].data, *oc = out[5].data;
+    pp_status st = PP_OK;
+    if (!dx || !dw || !dr || !db || !keep || !da || !g || !hs) {
+        st = PP_FAIL(err, PP_ENOMEM, "pp.LSTMGrad kernel: out of memory");
+        goto done;
+    }
+    for (int d = 0; d < r.D; d++) {
+        const float *Wd = W + d * GH * I, *Rd = R + d * GH * H;
+        const float *wb = B ? B + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
+        const bool rev = r.reverse || d == 1;
+        for (int64_t b = 0; b < N; b++) {
+            const int64_t L = lens ? lens[b] : S, so = rnn_state_at(&r, d, b);
+            /* forward */
+            for (int64_t k = 0; k < H; k++) {
+                hs[k] = h0 && L > 0 ? h0[so + k] : 0.0f;
+                cs[k] = c0 && L > 0 ? c0[so + k] : 0.0f;
+            }
+            for (int64_t s = 0; s < L; s++) {
+                const float *x = X + rnn_x_row(&r, rnn_time(s, L, rev), b) * I;
+                float *kp = keep + s * 7 * H;
+                memcpy(kp + 5 * H, hs, (size_t)H * sizeof *hs);
+                memcpy(kp + 6 * H, cs, (size_t)H * sizeof *cs);
+                for (int64_t j = 0; j < GH; j++)
+                    g[j] = dot(Wd + j * I, x, I) + dot(Rd + j * H, hs, H) + (wb ? (double)wb[j] + rb[j] : 0.0);
+                for (int64_t k = 0; k < H; k++) {
+                    const float i = sigm((float)g[k]), o = sigm((float)g[H + k]), f = sigm((float)g[2 * H + k]);
+                    const float cc = tanhf((float)g[3 * H + k]), cn = f * cs[k] + i * cc;
+                    kp[k] = i, kp[H + k] = o, kp[2 * H + k] = f, kp[3 * H + k] = cc, kp[4 * H + k] = cn;
+                    cs[k] = cn;
+                    hs[k] = o * tanhf(cn);
+                }
+            }
+            /* backward */
+            for (int64_t k = 0; k < H; k++) {
+                dh[k] = dYh && L > 0 ? dYh[so + k] : 0.0;
+                dc[k] = dYc && L > 0 ? dYc[so + k] : 0.0;
+            }
+            for (int64_t s = L - 1; s >= 0; s--) {
+                const int64_t t = rnn_time(s, L, rev);
+                const float *x = X + rnn_x_row(&r, t, b) * I;
+                const float *kp = keep + s * 7 * H, *hp = kp + 5 * H, *cp = kp + 6 * H;
+                if (dY)
+                    for (int64_t k = 0; k < H; k++) dh[k] += dY[rnn_y_at(&r, t, d, b) + k];
+                for (int64_t k = 0; k < H; k++) {
+                    const double i = kp[k], o = kp[H + k], f = kp[2 * H + k], cc = kp[3 * H + k];
+                    const double tc = tanh((double)kp[4 * H + k]);
+                    const double dct = dc[k] + dh[k] * o * (1 - tc * tc);
+                    da[k] = dct * cc * i * (1 - i);
+                    da[H + k] = dh[k] * tc * o * (1 - o);
+                    da[2 * H + k] = dct * cp[k] * f * (1 - f);
+                    da[3 * H + k] = dct * i * (1 - cc * cc);
+                    dc[k] = dct * f;
+                }
+                double *dxr = dx + rnn_x_row(&r, t, b) * I;
+                for (int64_t j = 0; j < GH; j++) {
+                    const double a = da[j];
+                    double *dwr = dw + (d * GH + j) * I, *drr = dr + (d * GH + j) * H;
+                    const float *wr = Wd + j * I;
+                    for (int64_t e = 0; e < I; e++) dwr[e] += a * x[e], dxr[e] += a * wr[e];
+                    for (int64_t e = 0; e < H; e++) drr[e] += a * hp[e];
+                    db[d * GH + j] += a;
+                }
+                for (int64_t e = 0; e < H; e++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < GH; j++) acc += da[j] * Rd[j * H + e];
+                    dh[e] = acc;
+                }
+            }
+            for (int64_t k = 0; k < H; k++) oh[so + k] = (float)dh[k], oc[so + k] = (float)dc[k];
+        }
+    }
+    float *ox = out[0].data, *ow = out[1].data, *orr = out[2].data, *ob = out[3].data;
+    for (int64_t i = 0; i < nx; i++) ox[i] = (float)dx[i];
+    for (int64_t i = 0; i < nw; i++) ow[i] = (float)dw[i];
+    for (int64_t i = 0; i < nr; i++) orr[i] = (float)dr[i];
+    for (int d = 0; d < r.D; d++)
+        for (int64_t j = 0; j < GH; j++) ob[d * 2 * GH + j] = ob[d * 2 * GH + GH + j] = (float)db[d * GH + j];
+done:
+    free(dx), free(dw), free(dr), free(db), free(keep), free(da), free(g), free(hs);
+    (void)ns;
+    return st;
+}
+
+/* ---- pp.GRUGrad ------------------------------------------------------------------------------- */
+
+/* One GRU step for pp.GRUGrad from state hs (updated), keeping z, r, h~,
+ * the state before and R_h h + Rb_h in kp[0..5H); q, g: scratch. */
+static void gru_step(const pp_rnn *r, const float *x, const float *Wd, const float *Rd, const float *wb,
+                     const float *rb, float *hs, float *q, double *g, float *kp) {
+    const int64_t H = r->H, I = r->I;
+    memcpy(kp + 3 * H, hs, (size_t)H * sizeof *hs);
+    for (int64_t j = 0; j < 2 * H; j++)
+        g[j] = dot(Wd + j * I, x, I) + dot(Rd + j * H, hs, H) + (wb ? (double)wb[j] + rb[j] : 0.0);
+    for (int64_t k = 0; k < 2 * H; k++) kp[k] = sigm((float)g[k]); /* z, r */
+    for (int64_t k = 0; k < H; k++) q[k] = kp[H + k] * hs[k];
+    for (int64_t k = 0; k < H; k++) {
+        const double xw = dot(Wd + (2 * H + k) * I, x, I) + (wb ? wb[2 * H + k] : 0.0f);
+        const double rbk = rb ? rb[2 * H + k] : 0.0f;
+        const double u = dot(Rd + (2 * H + k) * H, hs, H) + rbk;
+        const double hr = r->linear_before_reset ? kp[H + k] * u : dot(Rd + (2 * H + k) * H, q, H) + rbk;
+        kp[4 * H + k] = (float)u;
+        kp[2 * H + k] = tanhf((float)(xw + hr));
+    }
+    for (int64_t k = 0; k < H; k++) hs[k] = (1.0f - kp[k]) * kp[2 * H + k] + kp[k] * hs[k];
+}
+
+/* As pp.LSTMGrad, for GRU (gates z, r, h): per step z, r, h~, the state
+ * before and (linear_before_reset) R_h h + Rb_h kept; back: dz = dh (h -
+ * h~), dh~ = dh (1 - z), the h gate's sum's gradient through tanh, then
+ * r's through R_h (r (.) h, or r (.) (R_h h + Rb_h)), z's and r's through
+ * sigmoid, into dW, dR, dB, dX and the step's dh. */
+pp_status kern_GRUGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                       pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_GRUGRAD, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[6];
+    const int nf = n_in < 6 ? n_in : 6;
+    for (int i = 0; i < nf; i++) ti[i] = pprt_tinfo_of(&in[i]);
+    pp_rnn r;
+    PP_TRY(pp_rnn_parse(PP_OP_GRU, attrs, ti, nf, &r, err));
+    const float *dY = n_in > 6 && in[6].dtype != PP_UNDEFINED ? in[6].data : NULL;
+    const float *dYh = n_in > 7 && in[7].dtype != PP_UNDEFINED ? in[7].data : NULL;
+    const float *X = in[0].data, *W = in[1].data, *R = in[2].data, *B = r.has_b ? in[3].data : NULL;
+    const int32_t *lens = r.has_lens ? in[4].data : NULL;
+    const float *h0 = r.has_h0 ? in[5].data : NULL;
+    const int64_t S = r.S, N = r.N, I = r.I, H = r.H, GH = 3 * H;
+    const bool lbr = r.linear_before_reset;
+    for (int64_t b = 0; lens && b < N; b++)
+        if (lens[b] < 0 || lens[b] > S)
+            return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b,
+                           (long long)lens[b], (long long)S);
+    const int64_t nx = S * N * I, nw = r.D * GH * I, nr = r.D * GH * H;
+    double *dx = calloc((size_t)(nx ? nx : 1), sizeof *dx), *dw = calloc((size_t)(nw ? nw : 1), sizeof *dw);
+    double *dr = calloc((size_t)(nr ? nr : 1), sizeof *dr);
+    double *db = calloc((size_t)(r.D * 2 * GH > 0 ? r.D * 2 * GH : 1), sizeof *db);
+    float *keep = malloc((size_t)(S ? S : 1) * 5 * (size_t)(H > 0 ? H : 1) * sizeof *keep); /* z, r, h~, h, u */
+    double *da = malloc((size_t)(GH + 3 * H + 1) * sizeof *da), *dh = da + GH, *du = dh + H, *dn = du + H;
+    double *g = malloc((size_t)(GH + 1) * sizeof *g);
+    float *hs = malloc((size_t)(H > 0 ? 2 * H : 1) * sizeof *hs), *q = hs + H;
+    float *oh = out[4].data;
+    pp_status st = PP_OK;
+    if (!dx || !dw || !dr || !db || !keep || !da || !g || !hs) {
+        st = PP_FAIL(err, PP_ENOMEM, "pp.GRUGrad kernel: out of memory");
+        goto done;
+    }
+    for (int d = 0; d < r.D; d++) {
+        const float *Wd = W + d * GH * I, *Rd = R + d * GH * H;
+        const float *wb = B ? B + d * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
+        const bool rev = r.reverse || d == 1;
+        for (int64_t b = 0; b < N; b++) {
+            const int64_t L = lens ? lens[b] : S, so = rnn_state_at(&r, d, b);
+            for (int64_t k = 0; k < H; k++) hs[k] = h0 && L > 0 ? h0[so + k] : 0.0f;
+            for (int64_t s = 0; s < L; s++)
+                gru_step(&r, X + rnn_x_row(&r, rnn_time(s, L, rev), b) * I, Wd, Rd, wb, rb, hs, q, g,
+                         keep + s * 5 * H);
+            for (int64_t k = 0; k < H; k++) dh[k] = dYh && L > 0 ? dYh[so + k] : 0.0;
+            for (int64_t s = L - 1; s >= 0; s--) {
+                const int64_t t = rnn_time(s, L, rev);
+                const float *x = X + rnn_x_row(&r, t, b) * I, *kp = keep + s * 5 * H, *hp = kp + 3 * H;
+                if (dY)
+                    for (int64_t k = 0; k < H; k++) dh[k] += dY[rnn_y_at(&r, t, d, b) + k];
+                for (int64_t k = 0; k < H; k++) {
+                    const double z = kp[k], hn = kp[2 * H + k];
+                    da[k] = dh[k] * (hp[k] - hn) * z * (1 - z);      /* z's sum */
+                    da[2 * H + k] = dh[k] * (1 - z) * (1 - hn * hn); /* h's sum */
+                    dn[k] = dh[k] * z;                               /* dh before the step, directly */
+                }
+                /* r: through the h gate's recurrent part */
+                for (int64_t k = 0; k < H; k++) q[k] = kp[H + k] * hp[k];
+                for (int64_t k = 0; k < H; k++) du[k] = 0;
+                if (lbr) {
+                    for (int64_t k = 0; k < H; k++) {
+                        const double rr = kp[H + k];
+                        da[H + k] = da[2 * H + k] * kp[4 * H + k] * rr * (1 - rr);
+                        du[k] = da[2 * H + k] * rr; /* the gradient of R_h h + Rb_h */
+                    }
+                } else {
+                    for (int64_t e = 0; e < H; e++) { /* d(r (.) h)_e = sum_k da_h[k] R_h[k, e] */
+                        double acc = 0;
+                        for (int64_t k = 0; k < H; k++) acc += da[2 * H + k] * Rd[(2 * H + k) * H + e];
+                        const double rr = kp[H + e];
+                        da[H + e] = acc * hp[e] * rr * (1 - rr);
+                        dn[e] += acc * rr;
+                    }
+                }
+                double *dxr = dx + rnn_x_row(&r, t, b) * I;
+                for (int64_t j = 0; j < GH; j++) {
+                    const double a = da[j];
+                    double *dwr = dw + (d * GH + j) * I, *drr = dr + (d * GH + j) * H;
+                    const float *wr = Wd + j * I;
+                    for (int64_t e = 0; e < I; e++) dwr[e] += a * x[e], dxr[e] += a * wr[e];
+                    db[d * 2 * GH + j] += a;
+                    if (j < 2 * H) {
+                        for (int64_t e = 0; e < H; e++) drr[e] += a * hp[e];
+                        db[d * 2 * GH + GH + j] += a;
+                    } else if (lbr) {
+                        const double c = du[j - 2 * H];
+                        for (int64_t e = 0; e < H; e++) drr[e] += c * hp[e];
+                        db[d * 2 * GH + GH + j] += c;
+                    } else {
+                        for (int64_t e = 0; e < H; e++) drr[e] += a * q[e];
+                        db[d * 2 * GH + GH + j] += a;
+                    }
+                }
+                for (int64_t e = 0; e < H; e++) {
+                    double acc = dn[e];
+                    for (int64_t j = 0; j < 2 * H; j++) acc += da[j] * Rd[j * H + e];
+                    if (lbr)
+                        for (int64_t k = 0; k < H; k++) acc += du[k] * Rd[(2 * H + k) * H + e];
+                    dh[e] = acc;
+                }
+            }
+            for (int64_t k = 0; k < H; k++) oh[so + k] = (float)dh[k];
+        }
+    }
+    float *ox = out[0].data, *ow = out[1].data, *orr = out[2].data, *ob = out[3].data;
+    for (int64_t i = 0; i < nx; i++) ox[i] = (float)dx[i];
+    for (int64_t i = 0; i < nw; i++) ow[i] = (float)dw[i];
+    for (int64_t i = 0; i < nr; i++) orr[i] = (float)dr[i];
+    for (int64_t i = 0; i < r.D * 2 * GH; i++) ob[i] = (float)db[i];
+done:
+    free(dx), free(dw), free(dr), free(db), free(keep), free(da), free(g), free(hs);
+    return st;
+}
+
+/* ---- pp.RNNGrad ------------------------------------------------------------------------------- */
+
+/* As pp.GRUGrad, for RNN: h' = f(W x + R h + Wb + Rb), f Tanh or Relu, the
+ * states kept per step; back: da = dh f'(h'), into dW, dR, dB (both
+ * halves), dX and the step's dh = R^T da. */
+pp_status kern_RNNGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                       pprt_scratch *scratch, pp_err *err) {
+    (void)scratch;
+    PP_TRY(pprt_check_outputs(PP_OP_RNNGRAD, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[6];
+    const int nf = n_in < 6 ? n_in : 6;
+    for (int i = 0; i < nf; i++) ti[i] = pprt_tinfo_of(&in[i]);
+    pp_rnn r;
+    PP_TRY(pp_rnn_parse(PP_OP_RNN, attrs, ti, nf, &r, err));
+    const float *dY = n_in > 6 && in[6].dtype != PP_UNDEFINED ? in[6].data : NULL;
+    const float *dYh = n_in > 7 && in[7].dtype != PP_UNDEFINED ? in[7].data : NULL;
+    const float *X = in[0].data, *W = in[1].data, *R = in[2].data, *B = r.has_b ? in[3].data : NULL;
+    const int32_t *lens = r.has_lens ? in[4].data : NULL;
+    const float *h0 = r.has_h0 ? in[5].data : NULL;
+    const int64_t S = r.S, N = r.N, I = r.I, H = r.H;
+    for (int64_t b = 0; lens && b < N; b++)
+        if (lens[b] < 0 || lens[b] > S)
+            return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b,
+                           (long long)lens[b], (long long)S);
+    const int64_t nx = S * N * I, nw = r.D * H * I, nr = r.D * H * H;
+    double *dx = calloc((size_t)(nx ? nx : 1), sizeof *dx), *dw = calloc((size_t)(nw ? nw : 1), sizeof *dw);
+    double *dr = calloc((size_t)(nr ? nr : 1), sizeof *dr);
+    double *db = calloc((size_t)(r.D * H > 0 ? r.D * H : 1), sizeof *db);
+    float *keep = malloc((size_t)(S + 1) * (size_t)(H > 0 ? H : 1) * sizeof *keep); /* the states, h0 first */
+    double *da = malloc((size_t)(H > 0 ? 2 * H : 1) * sizeof *da), *dh = da + H;
+    float *oh = out[4].data;
+    pp_status st = PP_OK;
+    if (!dx || !dw || !dr || !db || !keep || !da) {
+        st = PP_FAIL(err, PP_ENOMEM, "pp.RNNGrad kernel: out of memory");
+        goto done;
+    }
+    for (int d = 0; d < r.D; d++) {
+        const float *Wd = W + d * H * I, *Rd = R + d * H * H;
+        const float *wb = B ? B + d * 2 * H : NULL, *rb = wb ? wb + H : NULL;
+        const bool rev = r.reverse || d == 1, relu = r.act[d][0].fn == PP_RNN_RELU;
+        for (int64_t b = 0; b < N; b++) {
+            const int64_t L = lens ? lens[b] : S, so = rnn_state_at(&r, d, b);
+            for (int64_t k = 0; k < H; k++) keep[k] = h0 && L > 0 ? h0[so + k] : 0.0f;
+            for (int64_t s = 0; s < L; s++) {
+                const float *x = X + rnn_x_row(&r, rnn_time(s, L, rev), b) * I, *hp = keep + s * H;
+                float *hn = keep + (s + 1) * H;
+                for (int64_t j = 0; j < H; j++) {
+                    const float v = (float)(dot(Wd + j * I, x, I) + dot(Rd + j * H, hp, H) +
+                                            (wb ? (double)wb[j] + rb[j] : 0.0));
+                    hn[j] = relu ? (v > 0.0f ? v : 0.0f) : tanhf(v);
+                }
+            }
+            for (int64_t k = 0; k < H; k++) dh[k] = dYh && L > 0 ? dYh[so + k] : 0.0;
+            for (int64_t s = L - 1; s >= 0; s--) {
+                const int64_t t = rnn_time(s, L, rev);
+                const float *x = X + rnn_x_row(&r, t, b) * I, *hp = keep + s * H, *hn = hp + H;
+                if (dY)
+                    for (int64_t k = 0; k < H; k++) dh[k] += dY[rnn_y_at(&r, t, d, b) + k];
+                for (int64_t k = 0; k < H; k++)
+                    da[k] = dh[k] * (relu ? (hn[k] > 0.0f ? 1.0 : 0.0) : 1.0 - (double)hn[k] * hn[k]);
+                double *dxr = dx + rnn_x_row(&r, t, b) * I;
+                for (int64_t j = 0; j < H; j++) {
+                    const double a = da[j];
+                    double *dwr = dw + (d * H + j) * I, *drr = dr + (d * H + j) * H;
+                    const float *wr = Wd + j * I;
+                    for (int64_t e = 0; e < I; e++) dwr[e] += a * x[e], dxr[e] += a * wr[e];
+                    for (int64_t e = 0; e < H; e++) drr[e] += a * hp[e];
+                    db[d * H + j] += a;
+                }
+                for (int64_t e = 0; e < H; e++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < H; j++) acc += da[j] * Rd[j * H + e];
+                    dh[e] = acc;
+                }
+            }
+            for (int64_t k = 0; k < H; k++) oh[so + k] = (float)dh[k];
+        }
+    }
+    float *ox = out[0].data, *ow = out[1].data, *orr = out[2].data, *ob = out[3].data;
+    for (int64_t i = 0; i < nx; i++) ox[i] = (float)dx[i];
+    for (int64_t i = 0; i < nw; i++) ow[i] = (float)dw[i];
+    for (int64_t i = 0; i < nr; i++) orr[i] = (float)dr[i];
+    for (int d = 0; d < r.D; d++)
+        for (int64_t j = 0; j < H; j++) ob[d * 2 * H + j] = ob[d * 2 * H + H + j] = (float)db[d * H + j];
+done:
+    free(dx), free(dw), free(dr), free(db), free(keep), free(da);
+    return st;
 }

@@ -425,19 +425,6 @@ refused("loss_without_train", Lin(), [x4], ["--loss", "mse:out"], "--loss is an 
 refused("train_without_loss", Lin(), [x4], ["--train"], "--train needs --loss")
 
 
-class Drop(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 3)
-        self.drop = nn.Dropout(0.5)
-
-    def forward(self, x):
-        return self.drop(self.fc(x))
-
-
-refused("dropout_training", Drop(), [x4], ["--train", "--loss", "mse:out"], "training-mode Dropout is not supported")
-
-
 # --freeze: the frozen module's weights have no gradient output, the others match autograd
 class Two(nn.Module):
     def __init__(self):

@@ -24,8 +24,18 @@ the fuse pass must then leave alone), LayerNorm as torch writes it out at
 opset 14 and as LayerNormalization at 17, InstanceNormalization and
 torch's GroupNorm, AveragePool (pads counted or not, ceil_mode, 1-D to
 3-D), GlobalMaxPool, ReduceMax/Min (ties shared), Clip, Max/Min (ties),
-Sum/Mean, Where, Cast, Dropout as an identity and training-mode Dropout
-refused. Ops torch does not export are made by editing the exported graph
+Sum/Mean, Where, Cast, Dropout as an identity; then (issue 55, part B)
+ConvTranspose (1-D to 3-D, strides, padding, output_padding, dilation,
+groups), RNN (Tanh, Relu), LSTM and GRU (bidirectional, 2 layers, batch_first, initial
+states; GRU's linear_before_reset 0 against a GRU written out in torch),
+ReduceL1/L2/SumSquare/LogSumExp/LogSum, Resize (nearest, linear, cubic,
+align_corners, up and down), PRelu, CumSum, and, written with
+onnx.helper since torch 1.13 does not export them, GroupNormalization
+(opset 18 and 21), RMSNormalization and Attention (opset 23: GQA, causal,
+softcap, bool and trained float masks) against their definitions in torch.
+Refused, exit 2 and named: LSTM with clip or other activations, a
+training-mode Dropout whose mask output is read. Training-mode Dropout:
+tests/train/dropout.py. Ops torch does not export are made by editing the exported graph
 (patch=). PP_TRAIN_CASES=REGEX runs only the cases it finds in their names.
 Usage: grads.py PPCC PPRT WORK"""
 import os
@@ -391,5 +401,460 @@ run_case("sum3", Variadic(3, 1.0), [torch.randn(2, 3, 4)], patch=adds_to("Sum", 
 run_case("sum2", Variadic(2, 1.0), [torch.randn(2, 3, 4)], patch=adds_to("Sum", 2))
 run_case("mean3", Variadic(3, 1 / 3), [torch.randn(2, 3, 4)], patch=adds_to("Mean", 3))
 run_case("mean2", Variadic(2, 0.5), [torch.randn(2, 3, 4)], patch=adds_to("Mean", 2))
+
+# ---- ConvTranspose, ReduceL1/L2/SumSquare/LogSumExp, GroupNormalization (issue 55, part B) -----
+
+class ConvT(nn.Module):
+    """sum(convtranspose(x + p) * R): the input gradient through p, the weight's and the bias's"""
+
+    def __init__(self, conv, xshape, seed=3):
+        super().__init__()
+        self.p = nn.Parameter(torch.randn(*xshape) * 0.1)
+        self.conv = conv
+        with torch.no_grad():
+            o = conv(torch.zeros(*xshape))
+        self.register_buffer("R", torch.randn(*o.shape, generator=torch.Generator().manual_seed(seed)))
+
+    def forward(self, x):
+        return (self.conv(x + self.p) * self.R).sum()
+
+
+for nm, conv, xs in [
+        ("convt2d", nn.ConvTranspose2d(3, 4, 3), (2, 3, 5, 5)),
+        ("convt2d_stride_pad_outpad", nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1), (2, 4, 4, 5)),
+        ("convt2d_dilation_groups", nn.ConvTranspose2d(4, 6, (3, 2), stride=(1, 2), dilation=(2, 1), groups=2,
+                                                      padding=(2, 0)), (1, 4, 5, 4)),
+        ("convt2d_nobias", nn.ConvTranspose2d(2, 3, 4, stride=2, padding=1, bias=False), (2, 2, 3, 3)),
+        ("convt1d", nn.ConvTranspose1d(3, 2, 5, stride=3, padding=2, output_padding=2), (2, 3, 6)),
+        ("convt3d", nn.ConvTranspose3d(2, 2, 2, stride=2), (1, 2, 2, 3, 2))]:
+    run_case(nm, ConvT(conv, xs), [torch.randn(*xs)])
+
+probe("reduce_l2_axis1", (2, 5, 3), lambda m, x: x.norm(p=2, dim=1))
+probe("reduce_l2_keepdims_all", (3, 4), lambda m, x: x.norm(p=2, dim=(0, 1), keepdim=True) * x)
+probe("reduce_l2_normalize", (2, 6, 4), lambda m, x: F.normalize(x, dim=-1))
+probe("reduce_l1_axis_neg", (2, 3, 4), lambda m, x: x.norm(p=1, dim=-1))
+probe("reduce_l1_keepdims", (4, 5), lambda m, x: x.norm(p=1, dim=0, keepdim=True) * x)
+probe("reduce_logsumexp", (2, 5, 3), lambda m, x: torch.logsumexp(x * 3, 1))
+probe("reduce_logsumexp_keep", (3, 6), lambda m, x: torch.logsumexp(x, -1, keepdim=True) - x)
+
+
+def to_sum_square(g):
+    """Pow(x, 2) -> ReduceSum(axes) edited into ReduceSumSquare(x) with the axes as its attribute (opset 14)"""
+    import onnx
+    from onnx import numpy_helper
+    prod = {o: n for n in g.node for o in n.output}
+    rs = next(n for n in g.node if n.op_type == "ReduceSum")
+    pw = prod[rs.input[0]]
+    axes = numpy_helper.to_array(prod[rs.input[1]].attribute[0].t).tolist()
+    rs.op_type = "ReduceSumSquare"
+    rs.input[:] = [pw.input[0]]
+    rs.attribute.append(onnx.helper.make_attribute("axes", axes))
+    g.node.remove(pw)
+
+
+probe("reduce_sumsquare", (2, 5, 3), lambda m, x: (x ** 2).sum(dim=1), patch=to_sum_square)
+probe("reduce_sumsquare_keep", (3, 4), lambda m, x: (x ** 2).sum(dim=(0, 1), keepdim=True) * x, patch=to_sum_square)
+
+
+# Resize as torch exports F.interpolate: nearest (floor, asymmetric), linear, bilinear and
+# trilinear with and without align_corners, bicubic, up and down, by scale and by size
+for nm, shape, kw in [
+        ("resize_nearest_x2", (2, 3, 4, 5), dict(scale_factor=2, mode="nearest")),
+        ("resize_nearest_size", (2, 2, 5, 7), dict(size=(8, 3), mode="nearest")),
+        ("resize_linear_1d", (2, 3, 7), dict(scale_factor=2.5, mode="linear")),
+        ("resize_bilinear", (2, 2, 4, 5), dict(scale_factor=(2, 3), mode="bilinear")),
+        ("resize_bilinear_corners", (2, 2, 5, 4), dict(size=(9, 7), mode="bilinear", align_corners=True)),
+        ("resize_bilinear_down", (1, 3, 8, 9), dict(size=(3, 4), mode="bilinear")),
+        ("resize_trilinear", (1, 2, 3, 4, 3), dict(scale_factor=2, mode="trilinear")),
+        ("resize_bicubic", (1, 2, 4, 5), dict(size=(7, 9), mode="bicubic")),
+        ("resize_bicubic_corners", (1, 1, 5, 4), dict(scale_factor=2, mode="bicubic", align_corners=True))]:
+    probe(nm, shape, lambda m, x, kw=kw: F.interpolate(x, **kw))
+
+
+def onnx_case(name, build, params, inputs, torch_loss, opset, rtol=1e-4):
+    """a model written with onnx.helper (an op torch 1.13 does not export): build(params, inputs) ->
+    (nodes, output) of a scalar 'out'; each param an initializer that trains, compared with autograd's
+    gradient of torch_loss(params, inputs) on both backends"""
+    if ONLY and not re.search(ONLY, name):
+        return
+    import onnx
+    from onnx import helper, numpy_helper, TensorProto
+    d = os.path.join(WORK, name)
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    nodes = build()
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                                        for k, v in inputs.items()],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [])],
+                          [numpy_helper.from_array(v, k) for k, v in params.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    path = os.path.join(d, "model.onnx")
+    onnx.save(m, path)
+    for k, v in inputs.items():
+        np.save(os.path.join(d, "data", k + ".npy"), v)
+    plan = os.path.join(d, "g.plan")
+    r = subprocess.run([PPCC, path, "--train", "--loss", "out", "-b", str(next(iter(inputs.values())).shape[0]),
+                        "-q", "-o", plan], capture_output=True, text=True)
+    check(r.returncode == 0, f"{name}: ppcc exit {r.returncode}: {r.stderr.strip()[-400:]}")
+    if r.returncode:
+        return
+    tp = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    wl = torch_loss(tp, {k: torch.tensor(v) for k, v in inputs.items()})
+    wl.backward()
+    want = {k: t.grad.numpy() for k, t in tp.items()}
+    for be in BACKENDS:
+        o = os.path.join(d, "out_" + be)
+        r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", o, "-q", "--backend", be],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"{name} on {be}: pprt exit {r.returncode}: {r.stderr.strip()[-400:]}")
+        if r.returncode:
+            continue
+        got = np.load(os.path.join(o, "loss.npy"))
+        check(np.allclose(got, wl.detach().numpy(), rtol=rtol, atol=1e-6), f"{name} on {be}: loss {got} want {wl}")
+        M = max(float(np.abs(w).max()) for w in want.values())
+        for k, w in want.items():
+            f = os.path.join(o, file_name(k + ".grad") + ".npy")
+            check(os.path.exists(f), f"{name} on {be}: no gradient of '{k}'")
+            if os.path.exists(f):
+                gg = np.load(f)
+                err = float(np.abs(gg - w).max()) if gg.shape == w.shape else float("inf")
+                check(gg.shape == w.shape and np.allclose(gg, w, rtol=rtol, atol=1e-5 * M),
+                      f"{name} on {be}: '{k}' off by {err:.3g} (largest {M:.3g})")
+
+
+def groupnorm_case(name, xshape, G, opset, eps=1e-5):
+    """GroupNormalization(x + p, scale, bias) * R summed: scale and bias per group at opset 18, per channel at
+    21; the oracle F.group_norm with the affine part spread over the channels"""
+    from onnx import helper
+    rng = np.random.default_rng(len(name))
+    C = xshape[1]
+    n = C if opset >= 21 else G
+    params = {"p": (rng.standard_normal(xshape) * 0.1).astype(np.float32),
+              "scale": rng.standard_normal(n).astype(np.float32),
+              "bias": rng.standard_normal(n).astype(np.float32),
+              "R": rng.standard_normal(xshape).astype(np.float32)}
+    inputs = {"x": rng.standard_normal(xshape).astype(np.float32)}
+
+    def build():
+        return [helper.make_node("Add", ["x", "p"], ["xp"]),
+                helper.make_node("GroupNormalization", ["xp", "scale", "bias"], ["y"], num_groups=G, epsilon=eps),
+                helper.make_node("Mul", ["y", "R"], ["yr"]),
+                helper.make_node("ReduceSum", ["yr"], ["out"], keepdims=0)]
+
+    def torch_loss(tp, ti):
+        y = F.group_norm(ti["x"] + tp["p"], G, eps=eps)
+        sh = (1, C) + (1,) * (len(xshape) - 2)
+        rep = 1 if opset >= 21 else C // G
+        sc = tp["scale"].repeat_interleave(rep).reshape(sh)
+        b = tp["bias"].repeat_interleave(rep).reshape(sh)
+        return ((y * sc + b) * tp["R"]).sum()
+
+    onnx_case(name, build, params, inputs, torch_loss, opset)
+
+
+def attention_case(name, B, Hq, Hkv, Sq, Skv, D, Dv, three_d=False, causal=0, scale=None, softcap=0.0, mask=None):
+    """Attention (opset 23) of Q, K, V = inputs + weights, summed against R; mask: None, 'float' (a trained
+    bias [Sq, Skv], broadcast) or 'bool' ([B, 1, Sq, Skv], an input). The oracle: the definition in torch,
+    query head h reading key/value head h // (Hq / Hkv)"""
+    from onnx import helper
+    rng = np.random.default_rng(len(name) + 7)
+    qs, ks, vs = (B, Hq, Sq, D), (B, Hkv, Skv, D), (B, Hkv, Skv, Dv)
+    if three_d:
+        qs, ks, vs = (B, Sq, Hq * D), (B, Skv, Hkv * D), (B, Skv, Hkv * Dv)
+    ys = (B, Sq, Hq * Dv) if three_d else (B, Hq, Sq, Dv)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    params = {"pq": f(*qs) * 0.5, "pk": f(*ks) * 0.5, "pv": f(*vs), "R": f(*ys)}
+    inputs = {"xq": f(*qs), "xk": f(*ks), "xv": f(*vs)}
+    if mask == "float":
+        params["bias"] = f(Sq, Skv)
+    if mask == "bool":
+        mb = rng.random((B, 1, Sq, Skv)) > 0.3
+        mb[..., 0] = True  # no row masked out entirely
+        inputs["m"] = mb
+    attrs = dict(is_causal=causal)
+    if three_d:
+        attrs.update(q_num_heads=Hq, kv_num_heads=Hkv)
+    if scale is not None:
+        attrs["scale"] = scale
+    if softcap:
+        attrs["softcap"] = softcap
+
+    def build():
+        mname = {"float": "bias", "bool": "m"}.get(mask, "")
+        ins = ["q", "k", "v"] + ([mname] if mname else [])
+        return [helper.make_node("Add", ["xq", "pq"], ["q"]), helper.make_node("Add", ["xk", "pk"], ["k"]),
+                helper.make_node("Add", ["xv", "pv"], ["v"]), helper.make_node("Attention", ins, ["y"], **attrs),
+                helper.make_node("Mul", ["y", "R"], ["yr"]),
+                helper.make_node("ReduceSum", ["yr"], ["out"], keepdims=0)]
+
+    def torch_loss(tp, ti):
+        q, k, v = ti["xq"] + tp["pq"], ti["xk"] + tp["pk"], ti["xv"] + tp["pv"]
+        if three_d:
+            q = q.reshape(B, Sq, Hq, D).transpose(1, 2)
+            k = k.reshape(B, Skv, Hkv, D).transpose(1, 2)
+            v = v.reshape(B, Skv, Hkv, Dv).transpose(1, 2)
+        k, v = k.repeat_interleave(Hq // Hkv, 1), v.repeat_interleave(Hq // Hkv, 1)
+        s = q @ k.transpose(-1, -2) * (scale if scale is not None else 1 / D ** 0.5)
+        if softcap:
+            s = softcap * torch.tanh(s / softcap)
+        if mask == "float":
+            s = s + tp["bias"]
+        if mask == "bool":
+            s = s.masked_fill(~ti["m"], float("-inf"))
+        if causal:
+            s = s.masked_fill(torch.ones(Sq, Skv, dtype=torch.bool).triu(1), float("-inf"))
+        y = torch.softmax(s, -1) @ v
+        if three_d:
+            y = y.transpose(1, 2).reshape(B, Sq, Hq * Dv)
+        return (y * tp["R"]).sum()
+
+    onnx_case(name, build, params, inputs, torch_loss, 23)
+
+
+attention_case("attention_4d", 2, 2, 2, 3, 5, 4, 4)
+attention_case("attention_4d_causal_dv", 2, 2, 1, 4, 4, 4, 6, causal=1)
+attention_case("attention_3d_gqa_bias", 2, 4, 2, 3, 5, 4, 3, three_d=True, mask="float", scale=0.3)
+attention_case("attention_bool_mask_softcap", 2, 3, 3, 4, 6, 5, 5, mask="bool", softcap=2.0)
+
+
+# PRelu (one slope, a slope per channel), CumSum (plain, reverse, exclusive), ReduceLogSum,
+# RMSNormalization (opset 23)
+probe("prelu_one", (2, 3, 4), lambda m, x: m.mods[0](x), [nn.PReLU(1, 0.3)])
+probe("prelu_channels", (2, 4, 3, 3), lambda m, x: m.mods[0](x), [nn.PReLU(4)])
+probe("cumsum", (2, 5, 3), lambda m, x: torch.cumsum(x, 1))
+
+
+def cumsum_attr(name, v):
+    def patch(g):
+        import onnx
+        next(n for n in g.node if n.op_type == "CumSum").attribute.append(onnx.helper.make_attribute(name, v))
+    return patch
+
+
+probe("cumsum_reverse", (3, 6), lambda m, x: torch.flip(torch.cumsum(torch.flip(x, [1]), 1), [1])
+      if not torch.onnx.is_in_onnx_export() else torch.cumsum(x, 1), patch=cumsum_attr("reverse", 1))
+probe("cumsum_exclusive", (2, 4, 3), lambda m, x: torch.cumsum(x, 2) - x
+      if not torch.onnx.is_in_onnx_export() else torch.cumsum(x, 2), patch=cumsum_attr("exclusive", 1))
+
+
+def to_log_sum(g):
+    """ReduceSum(axes) -> Log edited into ReduceLogSum with the axes as its attribute (opset 14)"""
+    import onnx
+    from onnx import numpy_helper
+    prod = {o: n for n in g.node for o in n.output}
+    lg = next(n for n in g.node if n.op_type == "Log")
+    rs = prod[lg.input[0]]
+    axes = numpy_helper.to_array(prod[rs.input[1]].attribute[0].t).tolist()
+    rs.op_type = "ReduceLogSum"
+    rs.input[:] = [rs.input[0]]
+    rs.output[:] = [lg.output[0]]
+    rs.attribute.append(onnx.helper.make_attribute("axes", axes))
+    g.node.remove(lg)
+
+
+probe("reduce_logsum", (2, 5, 3), lambda m, x: torch.log((x * x + 0.5).sum(dim=1)), patch=to_log_sum)
+probe("reduce_logsum_keep", (3, 4), lambda m, x: torch.log((x * x + 0.5).sum(dim=-1, keepdim=True)) * x,
+      patch=to_log_sum)
+
+
+def rmsnorm_case(name, xshape, axis, eps=1e-5, scale_shape=None):
+    from onnx import helper
+    rng = np.random.default_rng(len(name) + 11)
+    ax = axis % len(xshape)
+    sshape = scale_shape or xshape[ax:]
+    params = {"p": (rng.standard_normal(xshape) * 0.1).astype(np.float32),
+              "scale": rng.standard_normal(sshape).astype(np.float32),
+              "R": rng.standard_normal(xshape).astype(np.float32)}
+    inputs = {"x": rng.standard_normal(xshape).astype(np.float32)}
+
+    def build():
+        return [helper.make_node("Add", ["x", "p"], ["xp"]),
+                helper.make_node("RMSNormalization", ["xp", "scale"], ["y"], axis=axis, epsilon=eps),
+                helper.make_node("Mul", ["y", "R"], ["yr"]),
+                helper.make_node("ReduceSum", ["yr"], ["out"], keepdims=0)]
+
+    def torch_loss(tp, ti):
+        x = ti["x"] + tp["p"]
+        dims = tuple(range(ax, len(xshape)))
+        y = x * torch.rsqrt((x * x).mean(dims, keepdim=True) + eps) * tp["scale"]
+        return (y * tp["R"]).sum()
+
+    onnx_case(name, build, params, inputs, torch_loss, 23)
+
+
+rmsnorm_case("rmsnorm_last", (2, 3, 8), -1)
+rmsnorm_case("rmsnorm_2dims", (2, 4, 3, 5), 2, eps=1e-3)
+rmsnorm_case("rmsnorm_broadcast_scale", (3, 4, 6), 1, scale_shape=(1, 6))
+
+
+class LSTMCase(nn.Module):
+    """sum(lstm(x + p)'s Y * R) + sum(Y_h * R_h) + sum(Y_c * R_c), the initial states weights too"""
+
+    def __init__(self, x_shape, hidden, layers=1, bidirectional=False, batch_first=False, states=False, seed=5):
+        super().__init__()
+        self.lstm = nn.LSTM(x_shape[-1], hidden, layers, bidirectional=bidirectional, batch_first=batch_first)
+        self.p = nn.Parameter(torch.randn(*x_shape) * 0.1)
+        D, N = layers * (2 if bidirectional else 1), x_shape[0 if batch_first else 1]
+        self.h0 = nn.Parameter(torch.randn(D, N, hidden) * 0.5) if states else None
+        self.c0 = nn.Parameter(torch.randn(D, N, hidden) * 0.5) if states else None
+        with torch.no_grad():
+            y, (h, c) = self.lstm(torch.zeros(*x_shape))
+        gen = torch.Generator().manual_seed(seed)
+        for nm, t in (("R", y), ("Rh", h), ("Rc", c)):
+            self.register_buffer(nm, torch.randn(*t.shape, generator=gen))
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x + self.p, (self.h0, self.c0)) if self.h0 is not None else self.lstm(x + self.p)
+        return (y * self.R).sum() + (h * self.Rh).sum() + (c * self.Rc).sum()
+
+
+for nm, xs, kw in [("lstm", (4, 3, 5), dict(hidden=6)),
+                   ("lstm_bidirectional_states", (5, 2, 3), dict(hidden=4, bidirectional=True, states=True)),
+                   ("lstm_2layers_batch_first", (2, 6, 4), dict(hidden=5, layers=2, batch_first=True))]:
+    run_case(nm, LSTMCase(xs, **kw), [torch.randn(*xs)])
+
+
+def onnx_refused(name, nodes, params, inputs, outputs, want, opset=14):
+    """a model written with onnx.helper that ppcc --train --loss out must refuse: exit 2, `want` in the message"""
+    if ONLY and not re.search(ONLY, name):
+        return
+    import onnx
+    from onnx import helper, numpy_helper
+    d = os.path.join(WORK, name)
+    os.makedirs(d, exist_ok=True)
+    vi = lambda k, v: helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)  # noqa
+    g = helper.make_graph(nodes, name, [vi(k, v) for k, v in inputs.items()], [vi(k, v) for k, v in outputs.items()],
+                          [numpy_helper.from_array(v, k) for k, v in params.items()])
+    path = os.path.join(d, "model.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
+    r = subprocess.run([PPCC, path, "--train", "--loss", "out", "-q", "-o", os.path.join(d, "g.plan")],
+                       capture_output=True, text=True)
+    check(r.returncode == 2 and want in r.stderr, f"{name}: exit {r.returncode}, want 2 and '{want}': {r.stderr[-300:]}")
+
+
+def lstm_refused(name, want, **attrs):
+    from onnx import helper
+    rng = np.random.default_rng(3)
+    H, I = 3, 2
+    params = {"W": rng.standard_normal((1, 4 * H, I)).astype(np.float32),
+              "Rw": rng.standard_normal((1, 4 * H, H)).astype(np.float32)}
+    nodes = [helper.make_node("LSTM", ["x", "W", "Rw"], ["y"], hidden_size=H, **attrs),
+             helper.make_node("ReduceSum", ["y"], ["out"], keepdims=0)]
+    onnx_refused(name, nodes, params, {"x": np.zeros((4, 2, I), np.float32)}, {"out": np.zeros((), np.float32)}, want)
+
+
+
+
+class GRUCase(nn.Module):
+    """sum(gru(x + p)'s Y * R) + sum(Y_h * R_h), the initial state a weight too (torch's GRU exports
+    linear_before_reset=1)"""
+
+    def __init__(self, x_shape, hidden, layers=1, bidirectional=False, batch_first=False, states=False, seed=6):
+        super().__init__()
+        self.gru = nn.GRU(x_shape[-1], hidden, layers, bidirectional=bidirectional, batch_first=batch_first)
+        self.p = nn.Parameter(torch.randn(*x_shape) * 0.1)
+        D, N = layers * (2 if bidirectional else 1), x_shape[0 if batch_first else 1]
+        self.h0 = nn.Parameter(torch.randn(D, N, hidden) * 0.5) if states else None
+        with torch.no_grad():
+            y, h = self.gru(torch.zeros(*x_shape))
+        gen = torch.Generator().manual_seed(seed)
+        self.register_buffer("R", torch.randn(*y.shape, generator=gen))
+        self.register_buffer("Rh", torch.randn(*h.shape, generator=gen))
+
+    def forward(self, x):
+        y, h = self.gru(x + self.p, self.h0) if self.h0 is not None else self.gru(x + self.p)
+        return (y * self.R).sum() + (h * self.Rh).sum()
+
+
+for nm, xs, kw in [("gru", (4, 3, 5), dict(hidden=6)),
+                   ("gru_bidirectional_states", (5, 2, 3), dict(hidden=4, bidirectional=True, states=True)),
+                   ("gru_2layers_batch_first", (2, 6, 4), dict(hidden=5, layers=2, batch_first=True))]:
+    run_case(nm, GRUCase(xs, **kw), [torch.randn(*xs)])
+
+
+class RNNCase(nn.Module):
+    def __init__(self, x_shape, hidden, nonlinearity="tanh", bidirectional=False, states=False, seed=8):
+        super().__init__()
+        self.rnn = nn.RNN(x_shape[-1], hidden, nonlinearity=nonlinearity, bidirectional=bidirectional)
+        self.p = nn.Parameter(torch.randn(*x_shape) * 0.1)
+        self.h0 = nn.Parameter(torch.randn(2 if bidirectional else 1, x_shape[1], hidden) * 0.5) if states else None
+        with torch.no_grad():
+            y, h = self.rnn(torch.zeros(*x_shape))
+        gen = torch.Generator().manual_seed(seed)
+        self.register_buffer("R", torch.randn(*y.shape, generator=gen))
+        self.register_buffer("Rh", torch.randn(*h.shape, generator=gen))
+
+    def forward(self, x):
+        y, h = self.rnn(x + self.p, self.h0) if self.h0 is not None else self.rnn(x + self.p)
+        return (y * self.R).sum() + (h * self.Rh).sum()
+
+
+run_case("rnn_tanh", RNNCase((5, 3, 4), 6), [torch.randn(5, 3, 4)])
+run_case("rnn_relu_bidirectional_states", RNNCase((4, 2, 3), 5, "relu", True, True), [torch.randn(4, 2, 3)])
+
+
+def gru_lbr0(g):
+    """torch's GRU export with linear_before_reset 0: the other equation (the oracle below)"""
+    import onnx
+    n = next(n for n in g.node if n.op_type == "GRU")
+    for a in list(n.attribute):
+        if a.name == "linear_before_reset":
+            n.attribute.remove(a)
+    n.attribute.append(onnx.helper.make_attribute("linear_before_reset", 0))
+
+
+class GRULbr0(nn.Module):
+    """a one-layer GRU written out with h~ = tanh(W_h x + R_h (r h) + b): ONNX's linear_before_reset 0
+    (the export is torch's GRU, edited)"""
+
+    def __init__(self, S=4, N=3, I=5, H=4):
+        super().__init__()
+        self.gru = nn.GRU(I, H)
+        self.p = nn.Parameter(torch.randn(S, N, I) * 0.1)
+        self.register_buffer("R", torch.randn(S, N, H, generator=torch.Generator().manual_seed(9)))
+
+    def forward(self, x):
+        if torch.onnx.is_in_onnx_export():
+            return (self.gru(x + self.p)[0] * self.R).sum()
+        g, H = self.gru, self.gru.hidden_size
+        Wr, Wz, Wn = g.weight_ih_l0.split(H)
+        Rr, Rz, Rn = g.weight_hh_l0.split(H)
+        br, bz, bn = g.bias_ih_l0.split(H)
+        cr, cz, cn = g.bias_hh_l0.split(H)
+        h = torch.zeros(x.shape[1], H)
+        ys = []
+        for t in range(x.shape[0]):
+            xt = x[t] + self.p[t]
+            r = torch.sigmoid(xt @ Wr.T + br + h @ Rr.T + cr)
+            z = torch.sigmoid(xt @ Wz.T + bz + h @ Rz.T + cz)
+            n = torch.tanh(xt @ Wn.T + bn + (r * h) @ Rn.T + cn)
+            h = (1 - z) * n + z * h
+            ys.append(h)
+        return (torch.stack(ys) * self.R).sum()
+
+
+run_case("gru_linear_before_reset0", GRULbr0(), [torch.randn(4, 3, 5)], patch=gru_lbr0)
+
+lstm_refused("lstm_clip_refused", "its clip has no gradient rule", clip=2.0)
+lstm_refused("lstm_activations_refused", "activations other than Sigmoid, Tanh, Tanh", activations=["Relu", "Tanh", "Tanh"])
+
+
+def dropout_mask_read():
+    from onnx import helper
+    params = {"w": np.ones((3, 4), np.float32), "ratio": np.array(0.5, np.float32), "train": np.array(True)}
+    nodes = [helper.make_node("Mul", ["x", "w"], ["xw"]),
+             helper.make_node("Dropout", ["xw", "ratio", "train"], ["y", "mask"]),
+             helper.make_node("ReduceSum", ["y"], ["out"], keepdims=0)]
+    onnx_refused("dropout_mask_read_refused", nodes, params, {"x": np.zeros((3, 4), np.float32)},
+                 {"out": np.zeros((), np.float32), "mask": np.zeros((3, 4), bool)}, "its mask output is read")
+
+
+dropout_mask_read()
+
+
+groupnorm_case("groupnorm_op18", (2, 6, 4, 5), 3, 18)
+groupnorm_case("groupnorm_op18_1group", (3, 4, 7), 1, 18)
+groupnorm_case("groupnorm_op21", (2, 8, 3, 3), 4, 21)
+groupnorm_case("groupnorm_op21_per_channel_groups", (2, 4, 5), 4, 21, eps=1e-3)
+groupnorm_case("groupnorm_op21_rank2", (5, 6), 2, 21)
 
 testlib.finish("train_grads_norms")

@@ -24,3 +24,42 @@ def read_grad(out_dir, weight, shape, what):
     g = np.load(f)
     check(g.shape == tuple(shape), f"{what}: '{weight}' gradient shape {g.shape}, want {tuple(shape)}")
     return g if g.shape == tuple(shape) else None
+
+
+# ---- pp.Dropout's mask (runtime/cpu/ref_grad.c), written out on its own ----------------------
+
+M64 = (1 << 64) - 1
+
+
+def mix(z):
+    z = (z + 0x9e3779b97f4a7c15) & M64
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
+    return z ^ (z >> 31)
+
+
+def mix_np(z):
+    with np.errstate(over="ignore"):
+        z = z + np.uint64(0x9e3779b97f4a7c15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
+    return z ^ (z >> np.uint64(31))
+
+
+def key_of(name):
+    h = 0xcbf29ce484222325
+    for c in name.encode():
+        h = ((h ^ c) * 0x100000001b3) & M64
+    return h >> 2
+
+
+def mask(name, ratio, seed, counter, shape):
+    """the scaled mask (0 or 1/(1-ratio)) pp.Dropout draws; counter < 0: ones"""
+    n = int(np.prod(shape))
+    if counter < 0:
+        return np.ones(shape, np.float32)
+    base = mix(mix(mix(seed & M64) ^ key_of(name)) ^ (counter & M64))
+    u = (mix_np(np.uint64(base) ^ np.arange(n, dtype=np.uint64)) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    r32 = float(np.float32(ratio))  # the attribute is a float32
+    scale = np.float32(1.0 / (1.0 - r32)) if r32 < 1 else np.float32(0)
+    return np.where(u >= np.float32(ratio), scale, np.float32(0)).astype(np.float32).reshape(shape)
