@@ -16,7 +16,8 @@ in NumPy on its own and checks:
   * pprt --epochs (2 micro-batches a step, 3 steps, SGD): the weights match
     PyTorch trained with the masks of counters 0..5 (micro-batch m of step s
     gets (s - 1) * M + m; within 1e-5 + 1e-4 relative), so the masks differ
-    across micro-batches and steps, and -pp 1, -pp 2 and --replicas 2 give
+    across micro-batches and steps, and -pp 1, -pp 2, --replicas 2 and -pp 2
+    with --recompute all (the masks drawn again in the backward stages) give
     the same bits.
 Usage: dropout.py PPCC PPRT WORK"""
 import os
@@ -72,6 +73,10 @@ for pp in (1, 2):
     r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:out", "-b", str(N), "-pp", str(pp),
                         "-q", "-o", plans[pp]], capture_output=True, text=True)
     check(r.returncode == 0, f"ppcc -pp {pp}: exit {r.returncode}: {r.stderr[-400:]}")
+# --recompute all: each backward stage draws its forward's masks again (a pure function of dropout_seed)
+r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:out", "-b", str(N), "-pp", "2",
+                    "--recompute", "all", "-q", "-o", "net_pp2_rc.plan"], capture_output=True, text=True)
+check(r.returncode == 0, f"ppcc -pp 2 --recompute all: exit {r.returncode}: {r.stderr[-400:]}")
 
 
 def oracle(x, labels, seed, counter):
@@ -171,7 +176,8 @@ np.save("tdata/x.npy", xs.numpy())
 np.save("tdata/labels.npy", ls.numpy())
 init = {n: p.detach().clone() for n, p in net.named_parameters()}
 runs = {}
-for tag, pp, extra in (("pp1", 1, []), ("pp2", 2, []), ("pp2_rep2", 2, ["--replicas", "2"])):
+plans["rc"] = "net_pp2_rc.plan"
+for tag, pp, extra in (("pp1", 1, []), ("pp2", 2, []), ("pp2_rep2", 2, ["--replicas", "2"]), ("pp2_rc", "rc", [])):
     out = f"w_{tag}"
     r = subprocess.run([PPRT, plans[pp], "tdata", "--steps", str(STEPS), "--accumulate", str(ACC), "--no-shuffle",
                         "--seed", str(SEED), "--optimizer", "sgd", "--lr", str(LR), "--save-weights", out, "-q",
@@ -197,7 +203,7 @@ for tag, w in runs.items():
         want = p.detach().numpy()
         check(np.allclose(w[n], want, rtol=1e-4, atol=1e-5),
               f"--epochs {tag}: '{n}' off PyTorch's by {float(np.abs(w[n] - want).max()):.3g}")
-for tag in ("pp2", "pp2_rep2"):
+for tag in ("pp2", "pp2_rep2", "pp2_rc"):
     if "pp1" in runs and tag in runs:
         check(all(np.array_equal(runs["pp1"][n], runs[tag][n]) for n in init),
               f"--epochs: {tag}'s weights are not -pp 1's bits")
