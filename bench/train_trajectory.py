@@ -10,8 +10,10 @@ micro-batch its own forward, so its own BatchNorm statistics; the step's
 loss the mean of the two) in float32, and again in float64, whose distance
 from the float32 run is how far rounding alone carries this trajectory.
 Reported (and checked, the run failing otherwise):
-  - each step's loss against PyTorch's float32 one, beside the float64
-    run's distance from it: pprt's within 3x that, plus 1%;
+  - the largest relative difference of a step's loss from PyTorch's
+    float32 one over the run, within 3x the float64 run's largest plus 1%
+    (a chaotic trajectory's single steps cross: step by step the float64
+    run is sometimes nearer, sometimes further);
   - every trained weight and running statistic no further from PyTorch's
     float32 one than 3x the float32 run's distance from the float64 run,
     or 1e-5 of the tensor's largest value where that is larger.
@@ -100,13 +102,13 @@ if r.returncode == 0:
     with open("log.json") as f:
         got = [s["loss"] for s in json.load(f)["steps"]]
     check(len(got) == STEPS, f"{len(got)} steps logged")
-    bad = [(i, p, q, r) for i, (p, q, r) in enumerate(zip(got, l32, l64)) if abs(p - q) > 3 * abs(r - q) + 0.01 * abs(q)]
-    check(not bad, f"{len(bad)} of {STEPS} step losses off PyTorch's float32 ones by more than 3x float64's distance "
-          f"+ 1%; first: step {bad[0][0] + 1}: {bad[0][1]:.6f} vs {bad[0][2]:.6f} (float64 {bad[0][3]:.6f})"
-          if bad else "")
-    check(l32[-1] < 0.5 * l32[0], f"PyTorch's loss went {l32[0]:.4f} -> {l32[-1]:.4f}: the case does not train")
+    # the trajectory as a whole: a chaotic run's single steps cross (pprt's loss nearer float64's one step, further
+    # the next), so the largest step-loss difference over the run is set against float64's largest
     worst_loss = max(abs(p - q) / abs(q) for p, q in zip(got, l32))
     drift_loss = max(abs(p - q) / abs(q) for p, q in zip(l64, l32))
+    check(worst_loss <= 3 * drift_loss + 0.01, f"the largest step-loss difference {worst_loss:.3g} (relative) is over "
+          f"3x float64's {drift_loss:.3g} + 1%")
+    check(l32[-1] < 0.5 * l32[0], f"PyTorch's loss went {l32[0]:.4f} -> {l32[-1]:.4f}: the case does not train")
     worst, n = 0.0, 0
     for k, want in w32.items():
         if "num_batches_tracked" in k:
