@@ -1,6 +1,6 @@
-"""What the training tests share: the file a plan output lands in, and a
+"""What the training tests share: the file a plan output lands in, a
 weight's gradient read back from pprt's outputs with its presence and shape
-checked."""
+checked, and one step's loss and gradients against PyTorch's."""
 import os
 
 import numpy as np
@@ -63,3 +63,29 @@ def mask(name, ratio, seed, counter, shape):
     r32 = float(np.float32(ratio))  # the attribute is a float32
     scale = np.float32(1.0 / (1.0 - r32)) if r32 < 1 else np.float32(0)
     return np.where(u >= np.float32(ratio), scale, np.float32(0)).astype(np.float32).reshape(shape)
+
+
+def check_step(out_dir, want_loss, want, tag, rtol, atol_of_max):
+    """pprt's loss and gradients in out_dir against PyTorch's (want: weight
+    name -> gradient): the loss within rtol 1e-4; each gradient element within
+    rtol |w| + atol_of_max x max(its tensor's largest |w|, 1e-3 x the largest
+    of all). Returns the worst error beyond rtol, as a share of that largest."""
+    M = max(float(np.abs(w).max()) for w in want.values())
+    got_loss = np.load(os.path.join(out_dir, "loss.npy"))
+    check(np.allclose(got_loss, want_loss, rtol=1e-4, atol=1e-6), f"{tag}: loss {got_loss} want {want_loss}")
+    err = 0.0
+    for pn, w in want.items():
+        g = read_grad(out_dir, pn, w.shape, tag)
+        if g is None:
+            continue
+        big = max(float(np.abs(w).max()), 1e-3 * M)
+        excess = np.abs(g - w) - rtol * np.abs(w)
+        err = max(err, float(excess.max()) / max(big, 1e-30))
+        ok = excess <= atol_of_max * big
+        if not ok.all():
+            i = tuple(np.argwhere(~ok)[0])
+            check(False, f"{tag}: '{pn}' gradient: {int((~ok).sum())} of {w.size} off; first at {list(i)}: "
+                  f"{g[i]!r}, want {w[i]!r} (largest {big:.3g})")
+        else:
+            check(True, "")
+    return err

@@ -30,7 +30,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import testlib  # noqa: E402
 from testlib import check  # noqa: E402
-from trainlib import file_name, read_grad  # noqa: E402,F401
+from trainlib import check_step, file_name  # noqa: E402,F401
 
 PPCC, PPRT, WORK = sys.argv[1:4]
 testlib.start(WORK, "train_transformers")
@@ -71,7 +71,6 @@ def one_step(name, mod, x, labels):
     want_loss.backward()
     check(all(p.grad is not None for p in mod.parameters()), f"{name}: a weight without a torch gradient")
     want = {n: p.grad.numpy() for n, p in mod.named_parameters() if p.grad is not None}
-    M = max(float(np.abs(w).max()) for w in want.values())
     err = 0.0
     for be, pp in RUNS:
         tag = f"{name} -pp {pp} on {be}"
@@ -88,23 +87,7 @@ def one_step(name, mod, x, labels):
         check(r.returncode == 0, f"{tag}: pprt exit {r.returncode}: {r.stderr.strip()[-500:]}")
         if r.returncode:
             continue
-        got_loss = np.load(os.path.join(o, "loss.npy"))
-        check(np.allclose(got_loss, want_loss.item(), rtol=1e-4, atol=1e-6),
-              f"{tag}: loss {got_loss} want {want_loss.item()}")
-        for pn, w in want.items():
-            g = read_grad(o, pn, w.shape, tag)
-            if g is None:
-                continue
-            big = max(float(np.abs(w).max()), 1e-3 * M)
-            excess = np.abs(g - w) - RTOL * np.abs(w)
-            err = max(err, float(excess.max()) / max(big, 1e-30))
-            ok = excess <= ATOL_OF_MAX * big
-            if not ok.all():
-                i = tuple(np.argwhere(~ok)[0])
-                check(False, f"{tag}: '{pn}' gradient: {int((~ok).sum())} of {w.size} off; first at {list(i)}: "
-                      f"{g[i]!r}, want {w[i]!r} (largest {big:.3g})")
-            else:
-                check(True, "")
+        err = max(err, check_step(o, want_loss.item(), want, tag, RTOL, ATOL_OF_MAX))
     worst[name] = err
     print(f"{name}: {len(want)} weights, worst error beyond rtol {err:.2e} of the largest gradient, "
           f"{time.time() - t0:.1f} s", flush=True)
