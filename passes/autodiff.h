@@ -53,6 +53,9 @@ typedef struct pp_train_opts {
 #define PP_GRAD_SUFFIX ".grad"
 #define PP_RUNNING_SUFFIX ".running" /* a training-mode BatchNorm's running statistic, for its initializer */
 
+/* Whether --recompute names device d (or is all). */
+bool pp_train_recomputes(const pp_train_opts *t, int d);
+
 /* --loss SPEC: cross-entropy:OUTPUT, mse:OUTPUT or OUTPUT. */
 pp_status pp_loss_parse(const char *spec, pp_train_opts *t, pp_err *err);
 

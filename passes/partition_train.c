@@ -81,6 +81,12 @@ static pp_status forward_copy(const pp_graph *g, const int *fwd_of, bool twice, 
  * passes/boundary.c) is what its copies and its backward read of stage d's
  * inputs: the received boundary, not every activation. A copy computes as
  * its original does, on the same inputs, so the gradients keep their bits. */
+bool pp_train_recomputes(const pp_train_opts *t, int d) {
+    bool on = t->recompute_all;
+    for (int k = 0; k < t->n_recompute; k++) on = on || t->recompute[k] == d;
+    return on;
+}
+
 static pp_status recompute(pp_graph *g, int P, const pp_train_opts *t, pp_err *err) {
     if (!t->recompute_all && !t->n_recompute) return PP_OK;
     for (int k = 0; k < t->n_recompute; k++)
@@ -97,9 +103,7 @@ static pp_status recompute(pp_graph *g, int P, const pp_train_opts *t, pp_err *e
     }
     for (int v = 0; v < nv0; v++) map[v] = -1;
     for (int d = 0; d < P; d++) {
-        bool on = t->recompute_all;
-        for (int k = 0; k < t->n_recompute; k++) on = on || t->recompute[k] == d;
-        if (!on) continue;
+        if (!pp_train_recomputes(t, d)) continue;
         const int b = 2 * P - 1 - d;
         /* the forward nodes of d that b needs, transitively (the order is
          * topological: a reader comes after what it reads) */

@@ -77,8 +77,7 @@ static void report_devices(FILE *f, const pp_graph *g, const pp_compile_opts *o)
         if (d == 0) bwd += (double)g->stage_info[b].send + (double)g->stage_info[0].recv; /* the ends */
         const double m1 = (P + 1) * fwd + bwd, mg = (M + 1) * fwd + bwd;
         const double base = 5 * w + ar;
-        bool rc = o->train.recompute_all;
-        for (int k = 0; k < o->train.n_recompute; k++) rc = rc || o->train.recompute[k] == d;
+        const bool rc = pp_train_recomputes(&o->train, d);
         fprintf(f, "%-6d %3d+%-3d %10.3f %9.3f %9.3f %11d %12.3f %12.3f %10.3f %10.3f%s\n", d, d, b, w / 1e6, ar / 1e6,
                 st / 1e6, keep, (base + keep * st + m1) / 1e6, (base + M * st + mg) / 1e6, m1 / 1e6, mg / 1e6,
                 rc ? "  (recomputes its forward: the stash is what it received)" : "");

@@ -756,8 +756,8 @@ static void fit_threads(pprt_cli *c, const pprt_driver *d, const pprt_plan *p, b
     if (reps) sharers *= c->run.replicas;
     /* training under 1F1B or GPipe: a device's forward and backward stage take turns (runtime/train.c's
      * gate), so the cores are shared by the devices, not the stages */
-    if (!ranks && c->train && p->train_devices && c->train_opts.schedule_kind != PPRT_SCHED_FLOW && sharers > 1)
-        sharers = sharers * p->train_devices / p->n_stages > 1 ? sharers * p->train_devices / p->n_stages : 1;
+    if (!ranks && c->train && p->train_devices && c->train_opts.schedule_kind != PPRT_SCHED_FLOW)
+        sharers = sharers / 2 > 1 ? sharers / 2 : 1; /* two stages per device */
     if ((long)c->run.threads * sharers <= cores) return;
     int t = cores / sharers > 1 ? (int)(cores / sharers) : 1;
     fprintf(stderr, "pprt: warning: %ld %s x %d threads exceed the %ld cores %s; using %d thread%s per %s\n",
