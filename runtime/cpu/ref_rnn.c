@@ -116,9 +116,10 @@ static void run_seq(const rnn_run *u, int d, int64_t b) {
     if (io->Yc) memcpy(io->Yc + st, u->c, hb);
 }
 
-pp_status pprt_rnn_read(pp_op op, pp_attrs attrs, const pprt_tensor *in, int n_in, const pprt_tensor *out, int n_out,
-                        pp_rnn *r, pprt_rnn_io *io, pp_err *err) {
-    PP_TRY(pprt_check_outputs(op, attrs, in, n_in, out, n_out, err));
+/* The forward op's first n_in inputs (a gradient op's too, which starts
+ * with them): attributes parsed, sequence_lens checked, the inputs' bytes. */
+static pp_status rnn_inputs(pp_op op, pp_attrs attrs, const pprt_tensor *in, int n_in, pp_rnn *r, pprt_rnn_io *io,
+                            pp_err *err) {
     pp_tinfo ti[8];
     for (int i = 0; i < n_in && i < 8; i++) ti[i] = pprt_tinfo_of(&in[i]);
     PP_TRY(pp_rnn_parse(op, attrs, ti, n_in, r, err));
@@ -127,12 +128,20 @@ pp_status pprt_rnn_read(pp_op op, pp_attrs attrs, const pprt_tensor *in, int n_i
         if (lens[b] < 0 || lens[b] > r->S)
             return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld] "
                            "(the sequence length)", (long long)b, (long long)lens[b], (long long)r->S);
-#define OUT(k) (n_out > (k) && out[k].dtype != PP_UNDEFINED ? (float *)out[k].data : NULL)
     *io = (pprt_rnn_io){
         .X = in[0].data, .W = in[1].data, .R = in[2].data, .B = r->has_b ? in[3].data : NULL, .lens = lens,
-        .h0 = r->has_h0 ? in[5].data : NULL, .c0 = r->has_c0 ? in[6].data : NULL, .P = r->has_p ? in[7].data : NULL,
-        .Y = OUT(0), .Yh = OUT(1), .Yc = OUT(2),
+        .h0 = r->has_h0 ? in[5].data : NULL, .c0 = r->has_c0 ? in[6].data : NULL,
+        .P = r->has_p && n_in > 7 ? in[7].data : NULL,
     };
+    return PP_OK;
+}
+
+pp_status pprt_rnn_read(pp_op op, pp_attrs attrs, const pprt_tensor *in, int n_in, const pprt_tensor *out, int n_out,
+                        pp_rnn *r, pprt_rnn_io *io, pp_err *err) {
+    PP_TRY(pprt_check_outputs(op, attrs, in, n_in, out, n_out, err));
+    PP_TRY(rnn_inputs(op, attrs, in, n_in, r, io, err));
+#define OUT(k) (n_out > (k) && out[k].dtype != PP_UNDEFINED ? (float *)out[k].data : NULL)
+    io->Y = OUT(0), io->Yh = OUT(1), io->Yc = OUT(2);
 #undef OUT
     return PP_OK;
 }
@@ -177,6 +186,41 @@ pp_status kern_RNN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor 
 
 static inline float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+/* What the three gradient kernels sum, in double: dX, dW, dR over G gate
+ * rows a direction, and the bias's gradient: G values a direction, which
+ * both halves (Wb, Rb) take, or 2 G where the halves differ (apart). */
+typedef struct rnn_sums {
+    double *dx, *dw, *dr, *db;
+    int64_t nx, nw, nr, nb, G;
+    bool apart;
+} rnn_sums;
+
+static bool sums_alloc(rnn_sums *u, const pp_rnn *r, int64_t G, bool apart) {
+    const int64_t nb = r->D * G * (apart ? 2 : 1);
+    *u = (rnn_sums){.nx = r->S * r->N * r->I, .nw = r->D * G * r->I, .nr = r->D * G * r->H, .nb = nb, .G = G,
+                    .apart = apart};
+    u->dx = calloc((size_t)(u->nx ? u->nx : 1), sizeof *u->dx), u->dw = calloc((size_t)(u->nw ? u->nw : 1), sizeof *u->dw);
+    u->dr = calloc((size_t)(u->nr ? u->nr : 1), sizeof *u->dr), u->db = calloc((size_t)(nb > 0 ? nb : 1), sizeof *u->db);
+    return u->dx && u->dw && u->dr && u->db;
+}
+
+/* dX, dW, dR, dB out as float (outputs 0..3); a bias gradient summed once a
+ * direction goes to both of the direction's halves. */
+static void sums_write(const rnn_sums *u, int D, pprt_tensor *out) {
+    float *ox = out[0].data, *ow = out[1].data, *orr = out[2].data, *ob = out[3].data;
+    for (int64_t i = 0; i < u->nx; i++) ox[i] = (float)u->dx[i];
+    for (int64_t i = 0; i < u->nw; i++) ow[i] = (float)u->dw[i];
+    for (int64_t i = 0; i < u->nr; i++) orr[i] = (float)u->dr[i];
+    if (u->apart)
+        for (int64_t i = 0; i < u->nb; i++) ob[i] = (float)u->db[i];
+    else
+        for (int d = 0; d < D; d++)
+            for (int64_t j = 0; j < u->G; j++)
+                ob[d * 2 * u->G + j] = ob[d * 2 * u->G + u->G + j] = (float)u->db[d * u->G + j];
+}
+
+static void sums_free(rnn_sums *u) { free(u->dx), free(u->dw), free(u->dr), free(u->db); }
+
 /* Back through time, per direction and sample: the sequence recomputed as
  * step() computes it (i, o, f, c~ and the states kept per step), then from
  * the last step back: dh = dY_t + dh', dc = dc' + dh o (1 - tanh(c)^2), the
@@ -188,27 +232,18 @@ pp_status kern_LSTMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_te
                         pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
     PP_TRY(pprt_check_outputs(PP_OP_LSTMGRAD, attrs, in, n_in, out, n_out, err));
-    pp_tinfo ti[7];
-    const int nf = n_in < 7 ? n_in : 7;
-    for (int i = 0; i < nf; i++) ti[i] = pprt_tinfo_of(&in[i]);
     pp_rnn r;
-    PP_TRY(pp_rnn_parse(PP_OP_LSTM, attrs, ti, nf, &r, err));
+    pprt_rnn_io io;
+    PP_TRY(rnn_inputs(PP_OP_LSTM, attrs, in, n_in < 7 ? n_in : 7, &r, &io, err));
 #define GRAD_IN(k) (n_in > (k) && in[k].dtype != PP_UNDEFINED ? (const float *)in[k].data : NULL)
     const float *dY = GRAD_IN(7), *dYh = GRAD_IN(8), *dYc = GRAD_IN(9);
 #undef GRAD_IN
-    const float *X = in[0].data, *W = in[1].data, *R = in[2].data;
-    const float *B = r.has_b ? in[3].data : NULL;
-    const int32_t *lens = r.has_lens ? in[4].data : NULL;
-    const float *h0 = r.has_h0 ? in[5].data : NULL, *c0 = r.has_c0 ? in[6].data : NULL;
+    const float *X = io.X, *W = io.W, *R = io.R, *B = io.B, *h0 = io.h0, *c0 = io.c0;
+    const int32_t *lens = io.lens;
     const int64_t S = r.S, N = r.N, I = r.I, H = r.H, GH = 4 * H;
-    for (int64_t b = 0; lens && b < N; b++)
-        if (lens[b] < 0 || lens[b] > S)
-            return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b,
-                           (long long)lens[b], (long long)S);
-    const int64_t nx = S * N * I, nw = r.D * GH * I, nr = r.D * GH * H, ns = r.D * N * H;
-    double *dx = calloc((size_t)(nx ? nx : 1), sizeof *dx), *dw = calloc((size_t)(nw ? nw : 1), sizeof *dw);
-    double *dr = calloc((size_t)(nr ? nr : 1), sizeof *dr);
-    double *db = calloc((size_t)(r.D * GH > 0 ? r.D * GH : 1), sizeof *db);
+    rnn_sums u;
+    const bool sums = sums_alloc(&u, &r, GH, false);
+    double *dx = u.dx, *dw = u.dw, *dr = u.dr, *db = u.db;
     /* per step: i, o, f, c~, c, h before, c before (7 H) */
     float *keep = malloc((size_t)(S ? S : 1) * 7 * (size_t)H * sizeof *keep);
     double *da = malloc((size_t)(GH + 2 * H) * sizeof *da), *dh = da + GH, *dc = dh + H;
@@ -216,7 +251,7 @@ pp_status kern_LSTMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_te
     float *hs = malloc((size_t)(H > 0 ? 2 * H : 1) * sizeof *hs), *cs = hs + H;
     float *oh = out[4].data, *oc = out[5].data;
     pp_status st = PP_OK;
-    if (!dx || !dw || !dr || !db || !keep || !da || !g || !hs) {
+    if (!sums || !keep || !da || !g || !hs) {
         st = PP_FAIL(err, PP_ENOMEM, "pp.LSTMGrad kernel: out of memory");
         goto done;
     }
@@ -285,15 +320,9 @@ pp_status kern_LSTMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_te
             for (int64_t k = 0; k < H; k++) oh[so + k] = (float)dh[k], oc[so + k] = (float)dc[k];
         }
     }
-    float *ox = out[0].data, *ow = out[1].data, *orr = out[2].data, *ob = out[3].data;
-    for (int64_t i = 0; i < nx; i++) ox[i] = (float)dx[i];
-    for (int64_t i = 0; i < nw; i++) ow[i] = (float)dw[i];
-    for (int64_t i = 0; i < nr; i++) orr[i] = (float)dr[i];
-    for (int d = 0; d < r.D; d++)
-        for (int64_t j = 0; j < GH; j++) ob[d * 2 * GH + j] = ob[d * 2 * GH + GH + j] = (float)db[d * GH + j];
+    sums_write(&u, r.D, out);
 done:
-    free(dx), free(dw), free(dr), free(db), free(keep), free(da), free(g), free(hs);
-    (void)ns;
+    sums_free(&u), free(keep), free(da), free(g), free(hs);
     return st;
 }
 
@@ -329,33 +358,25 @@ pp_status kern_GRUGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
                        pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
     PP_TRY(pprt_check_outputs(PP_OP_GRUGRAD, attrs, in, n_in, out, n_out, err));
-    pp_tinfo ti[6];
-    const int nf = n_in < 6 ? n_in : 6;
-    for (int i = 0; i < nf; i++) ti[i] = pprt_tinfo_of(&in[i]);
     pp_rnn r;
-    PP_TRY(pp_rnn_parse(PP_OP_GRU, attrs, ti, nf, &r, err));
+    pprt_rnn_io io;
+    PP_TRY(rnn_inputs(PP_OP_GRU, attrs, in, n_in < 6 ? n_in : 6, &r, &io, err));
     const float *dY = n_in > 6 && in[6].dtype != PP_UNDEFINED ? in[6].data : NULL;
     const float *dYh = n_in > 7 && in[7].dtype != PP_UNDEFINED ? in[7].data : NULL;
-    const float *X = in[0].data, *W = in[1].data, *R = in[2].data, *B = r.has_b ? in[3].data : NULL;
-    const int32_t *lens = r.has_lens ? in[4].data : NULL;
-    const float *h0 = r.has_h0 ? in[5].data : NULL;
+    const float *X = io.X, *W = io.W, *R = io.R, *B = io.B, *h0 = io.h0;
+    const int32_t *lens = io.lens;
     const int64_t S = r.S, N = r.N, I = r.I, H = r.H, GH = 3 * H;
     const bool lbr = r.linear_before_reset;
-    for (int64_t b = 0; lens && b < N; b++)
-        if (lens[b] < 0 || lens[b] > S)
-            return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b,
-                           (long long)lens[b], (long long)S);
-    const int64_t nx = S * N * I, nw = r.D * GH * I, nr = r.D * GH * H;
-    double *dx = calloc((size_t)(nx ? nx : 1), sizeof *dx), *dw = calloc((size_t)(nw ? nw : 1), sizeof *dw);
-    double *dr = calloc((size_t)(nr ? nr : 1), sizeof *dr);
-    double *db = calloc((size_t)(r.D * 2 * GH > 0 ? r.D * 2 * GH : 1), sizeof *db);
+    rnn_sums u;
+    const bool sums = sums_alloc(&u, &r, GH, true); /* Wb_h and Rb_h differ under linear_before_reset */
+    double *dx = u.dx, *dw = u.dw, *dr = u.dr, *db = u.db;
     float *keep = malloc((size_t)(S ? S : 1) * 5 * (size_t)(H > 0 ? H : 1) * sizeof *keep); /* z, r, h~, h, u */
     double *da = malloc((size_t)(GH + 3 * H + 1) * sizeof *da), *dh = da + GH, *du = dh + H, *dn = du + H;
     double *g = malloc((size_t)(GH + 1) * sizeof *g);
     float *hs = malloc((size_t)(H > 0 ? 2 * H : 1) * sizeof *hs), *q = hs + H;
     float *oh = out[4].data;
     pp_status st = PP_OK;
-    if (!dx || !dw || !dr || !db || !keep || !da || !g || !hs) {
+    if (!sums || !keep || !da || !g || !hs) {
         st = PP_FAIL(err, PP_ENOMEM, "pp.GRUGrad kernel: out of memory");
         goto done;
     }
@@ -429,13 +450,9 @@ pp_status kern_GRUGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
             for (int64_t k = 0; k < H; k++) oh[so + k] = (float)dh[k];
         }
     }
-    float *ox = out[0].data, *ow = out[1].data, *orr = out[2].data, *ob = out[3].data;
-    for (int64_t i = 0; i < nx; i++) ox[i] = (float)dx[i];
-    for (int64_t i = 0; i < nw; i++) ow[i] = (float)dw[i];
-    for (int64_t i = 0; i < nr; i++) orr[i] = (float)dr[i];
-    for (int64_t i = 0; i < r.D * 2 * GH; i++) ob[i] = (float)db[i];
+    sums_write(&u, r.D, out);
 done:
-    free(dx), free(dw), free(dr), free(db), free(keep), free(da), free(g), free(hs);
+    sums_free(&u), free(keep), free(da), free(g), free(hs);
     return st;
 }
 
@@ -448,30 +465,22 @@ pp_status kern_RNNGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
                        pprt_scratch *scratch, pp_err *err) {
     (void)scratch;
     PP_TRY(pprt_check_outputs(PP_OP_RNNGRAD, attrs, in, n_in, out, n_out, err));
-    pp_tinfo ti[6];
-    const int nf = n_in < 6 ? n_in : 6;
-    for (int i = 0; i < nf; i++) ti[i] = pprt_tinfo_of(&in[i]);
     pp_rnn r;
-    PP_TRY(pp_rnn_parse(PP_OP_RNN, attrs, ti, nf, &r, err));
+    pprt_rnn_io io;
+    PP_TRY(rnn_inputs(PP_OP_RNN, attrs, in, n_in < 6 ? n_in : 6, &r, &io, err));
     const float *dY = n_in > 6 && in[6].dtype != PP_UNDEFINED ? in[6].data : NULL;
     const float *dYh = n_in > 7 && in[7].dtype != PP_UNDEFINED ? in[7].data : NULL;
-    const float *X = in[0].data, *W = in[1].data, *R = in[2].data, *B = r.has_b ? in[3].data : NULL;
-    const int32_t *lens = r.has_lens ? in[4].data : NULL;
-    const float *h0 = r.has_h0 ? in[5].data : NULL;
+    const float *X = io.X, *W = io.W, *R = io.R, *B = io.B, *h0 = io.h0;
+    const int32_t *lens = io.lens;
     const int64_t S = r.S, N = r.N, I = r.I, H = r.H;
-    for (int64_t b = 0; lens && b < N; b++)
-        if (lens[b] < 0 || lens[b] > S)
-            return PP_FAIL(err, PP_EINVAL, "input sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b,
-                           (long long)lens[b], (long long)S);
-    const int64_t nx = S * N * I, nw = r.D * H * I, nr = r.D * H * H;
-    double *dx = calloc((size_t)(nx ? nx : 1), sizeof *dx), *dw = calloc((size_t)(nw ? nw : 1), sizeof *dw);
-    double *dr = calloc((size_t)(nr ? nr : 1), sizeof *dr);
-    double *db = calloc((size_t)(r.D * H > 0 ? r.D * H : 1), sizeof *db);
+    rnn_sums u;
+    const bool sums = sums_alloc(&u, &r, H, false);
+    double *dx = u.dx, *dw = u.dw, *dr = u.dr, *db = u.db;
     float *keep = malloc((size_t)(S + 1) * (size_t)(H > 0 ? H : 1) * sizeof *keep); /* the states, h0 first */
     double *da = malloc((size_t)(H > 0 ? 2 * H : 1) * sizeof *da), *dh = da + H;
     float *oh = out[4].data;
     pp_status st = PP_OK;
-    if (!dx || !dw || !dr || !db || !keep || !da) {
+    if (!sums || !keep || !da) {
         st = PP_FAIL(err, PP_ENOMEM, "pp.RNNGrad kernel: out of memory");
         goto done;
     }
@@ -517,13 +526,8 @@ pp_status kern_RNNGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
             for (int64_t k = 0; k < H; k++) oh[so + k] = (float)dh[k];
         }
     }
-    float *ox = out[0].data, *ow = out[1].data, *orr = out[2].data, *ob = out[3].data;
-    for (int64_t i = 0; i < nx; i++) ox[i] = (float)dx[i];
-    for (int64_t i = 0; i < nw; i++) ow[i] = (float)dw[i];
-    for (int64_t i = 0; i < nr; i++) orr[i] = (float)dr[i];
-    for (int d = 0; d < r.D; d++)
-        for (int64_t j = 0; j < H; j++) ob[d * 2 * H + j] = ob[d * 2 * H + H + j] = (float)db[d * H + j];
+    sums_write(&u, r.D, out);
 done:
-    free(dx), free(dw), free(dr), free(db), free(keep), free(da);
+    sums_free(&u), free(keep), free(da);
     return st;
 }
