@@ -3,7 +3,7 @@
 # enough to carry to a GPU machine (the device tool's 64 MiB): ppcc, pprt, the
 # CUDA module pprt_cuda.so beside pprt (where pprt looks for it) and the
 # project's own shared libraries they need beyond glibc and CUDA's
-# (protobuf-c, xxhash), with RPATH $ORIGIN. CUDA, cuDNN, cuBLASLt and NCCL
+# (protobuf-c, xxhash, cJSON, zlib), with RPATH $ORIGIN. CUDA, cuDNN, cuBLASLt and NCCL
 # are the module's, linked dynamically and found there by the loader (run_on_gpu.sh points
 # LD_LIBRARY_PATH at the Python packages' nvidia/*/lib folders). No oneDNN,
 # no MPI: the GPU machine has neither. PP_CARRY_MPI=1 also builds an MPI
@@ -18,7 +18,12 @@ cmake -S "$src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DPP_WITH_CUDA=ON -DP
 cmake --build "$dir/build" -j2 --target ppcc pprt test_kmath nccl_probe >/dev/null
 mkdir -p "$dir/bin"
 cp "$dir/build/ppcc" "$dir/build/pprt" "$dir/build/pprt_cuda.so" "$dir/build/nccl_probe" "$dir/bin/"
-for lib in $(ldd "$dir/build/pprt" "$dir/build/ppcc" | awk '/protobuf-c|xxhash/ {print $3}' | sort -u); do cp -L "$lib" "$dir/bin/"; done
+# every library ppcc and pprt load beyond glibc's and the compiler's own (protobuf-c, xxhash, cJSON, zlib, and
+# whatever is added later: a list of names went stale once already, when cJSON came in and the lease found it missing)
+for lib in $(ldd "$dir/build/pprt" "$dir/build/ppcc" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' \
+             | grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so' | sort -u); do
+  cp -L "$lib" "$dir/bin/"
+done
 rm -rf "$dir/build"
 # what gpu_day.sh prints first: the commit these binaries were built from
 { echo "built from $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$src" diff --quiet HEAD 2>/dev/null || echo ' with uncommitted changes') on $(date -u '+%F %T') UTC"; } > "$dir/bin/BUILD"
@@ -33,8 +38,8 @@ fi
 # PP_CARRY_ZOO=1: what tests/cuda/gpu_quick.sh runs on, from this machine's
 # CI zoo (ctest model_zoo exports it into build/tests/zoo): -pp 1 and -pp 2
 # plans compiled by the carried ppcc, data and onnxruntime outputs of U-Net, GPT and
-# MobileNetV3-small, Llama's model.onnx, and the onnx package's node tests
-# (newer onnx wheels ship none), about 55 MB: under the device tool's 64 MiB
+# MobileNetV3-small and Llama's model.onnx, about 48 MB: with the node tests
+# below and the tracked tree, just over the device tool's 64 MiB (thin it)
 if [ "${PP_CARRY_ZOO:-0}" = 1 ]; then
   zoo=${ZOO:-$src/build/tests/zoo}
   for m in unet gpt mobilenet_v3_small; do
@@ -47,6 +52,11 @@ if [ "${PP_CARRY_ZOO:-0}" = 1 ]; then
     mkdir -p "$dir/zoo/llama"
     cp -r "$zoo/llama/model.onnx" "$zoo/llama/data" "$zoo/llama/expected" "$zoo/llama/meta.json" "$dir/zoo/llama/"
   fi
+fi
+# the ONNX node tests (7 MB), which gpu_day.sh and gpu_quick.sh run; PP_CARRY_NODE=0 leaves them out. gpu_day.sh
+# needs no zoo: with the zoo the folder (62 MB) and the tracked tree (6 MB) passed the device tool's 64 MiB
+# (2026-12-04, the first call of that day's lease refused)
+if [ "${PP_CARRY_NODE:-1}" = 1 ]; then
   node=$("${PY:-$src/.venv/bin/python}" -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend', 'test', 'data'))")
   tar czf "$dir/node.tgz" -C "$node" node
 fi
