@@ -115,8 +115,7 @@ def pprt_argv(plan, data, out, js, prec, ovl):
     argv = [a.pprt, plan, data, "--backend", a.backend, "-q", "--warmup", "4", "--stats-json", js, "-o", out]
     if prec != "f32":
         argv += ["--precision", prec]
-    if ovl == "on":
-        argv += ["--cuda-overlap", "on"]
+    argv += ["--cuda-overlap", ovl]  # said either way: the default changed (off until 2026-12-04's lease)
     return argv
 
 

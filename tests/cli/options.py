@@ -124,7 +124,7 @@ PPRT_VALUES = {
     "--cuda-graphs": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-wide-copies": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-conv-fusion": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
-    "--cuda-overlap": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
+    "--cuda-overlap": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-row-kernels": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-host-ops": ("Conv", ["--backend", "cuda-emu"], "out", None),
     # training (train.plan on tdata/, two steps; compared: the trained weights)
