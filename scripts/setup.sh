@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(build-essential cmake clang libclang-rt-14-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libxxhash-dev zlib1g-dev libcjson-dev libdnnl-dev
-      libopenmpi-dev openmpi-bin
+      libopenmpi-dev openmpi-bin strace
       python3-venv python3-numpy python3-torch python3-torchvision python3-sklearn
       chromium-headless-shell)
 # chromium-headless-shell: Debian's Chromium built for headless use (no GTK or

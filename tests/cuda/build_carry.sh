@@ -7,8 +7,8 @@
 # are the module's, linked dynamically and found there by the loader (run_on_gpu.sh points
 # LD_LIBRARY_PATH at the Python packages' nvidia/*/lib folders). No oneDNN,
 # no MPI: the GPU machine has neither. PP_CARRY_MPI=1 also builds an MPI
-# pprt into DIR/bin/mpi, for a GPU machine that has an MPI compatible with
-# this one's (run_on_gpu.sh runs its MPI part only where it loads).
+# pprt into DIR/bin/mpi and copies this machine's Open MPI into DIR/ompi
+# (tests/cuda/carry_ompi.sh), which gpu_day.sh's 2c.5 runs from.
 # usage: [PP_CARRY_ZOO=1] tests/cuda/build_carry.sh [DIR]   (default .gpu, which .gitignore lists)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,6 +34,8 @@ if [ "${PP_CARRY_MPI:-0}" = 1 ]; then
   mkdir -p "$dir/bin/mpi"
   cp "$dir/build/pprt" "$dir/build/pprt_cuda.so" "$dir/bin/mpi/" # (this module has the NCCL transport)
   rm -rf "$dir/build"
+  # and this machine's Open MPI, which the GPU machine lacks (about 18 MB; gpu_day.sh's 2c.5 uses it)
+  bash "$src/tests/cuda/carry_ompi.sh" "$dir/ompi" > /dev/null
 fi
 # PP_CARRY_ZOO=1: what tests/cuda/gpu_quick.sh runs on, from this machine's
 # CI zoo (ctest model_zoo exports it into build/tests/zoo): -pp 1 and -pp 2

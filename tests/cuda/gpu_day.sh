@@ -165,15 +165,20 @@ else
   echo "2c.4 nccl_probe: skipped ($([ "$be" = cuda ] && echo "no $bin/nccl_probe: build_carry.sh builds it" || echo "cuda-emu"))"
 fi
 # 2c.5 --transport mpi, two ranks on the one GPU, bit-identical to threads (only where this machine has MPI)
+# The GPU machine has no MPI: PP_CARRY_MPI=1 build_carry.sh carries this machine's Open MPI in .gpu/ompi
+# (tests/cuda/carry_ompi.sh; ctest mpi_carry checks the copy stands alone), used where no mpirun is on PATH
 mp=$bin/mpi/pprt; [ "$dry" = 1 ] && mp=$PPRT # (here build/'s pprt has MPI)
-if command -v mpirun > /dev/null && [ -x "$mp" ] && [ "$(tl 60)" -ge 20 ]; then
+ompi_env=true; command -v mpirun > /dev/null || [ ! -f "$src/.gpu/ompi/env.sh" ] || ompi_env=". $src/.gpu/ompi/env.sh"
+if (d=$src/.gpu/ompi; eval "$ompi_env"; command -v mpirun > /dev/null) && [ -x "$mp" ] && [ "$(tl 60)" -ge 20 ]; then
   mf=(--oversubscribe); [ "$(id -u)" = 0 ] && mf+=(--allow-run-as-root)
-  timeout -k 5 "$(tl 60)" mpirun "${mf[@]}" -np 2 "$mp" $w2/one.plan "$S/data" -o $w2/mpi -q --backend $be \
-    --transport mpi --mpi-timeout 20 > "$out/mpi_two.txt" 2>&1 || { echo "FAIL: 2c.5 mpirun -np 2 --transport mpi (rc $?)"; status=1; }
+  echo "2c.5 mpirun: $(d=$src/.gpu/ompi; eval "$ompi_env"; command -v mpirun)"
+  (d=$src/.gpu/ompi; eval "$ompi_env"; timeout -k 5 "$(tl 60)" mpirun "${mf[@]}" -np 2 "$mp" $w2/one.plan "$S/data" -o $w2/mpi \
+    -q --backend $be --transport mpi --mpi-timeout 20) > "$out/mpi_two.txt" 2>&1 \
+    || { echo "FAIL: 2c.5 mpirun -np 2 --transport mpi (rc $?): $(tail -3 "$out/mpi_two.txt")"; status=1; }
   cmp -s $w2/one/logits.npy $w2/mpi/logits.npy && echo "2c.5 --transport mpi, two ranks on GPU 0: same bytes as threads" \
     || { echo "FAIL: 2c.5 --transport mpi: other bytes"; status=1; }
 else
-  echo "2c.5 --transport mpi on two ranks: skipped (no mpirun here, or no $bin/mpi/pprt: PP_CARRY_MPI=1 build_carry.sh)"
+  echo "2c.5 --transport mpi on two ranks: skipped (no mpirun here and no .gpu/ompi, or no $bin/mpi/pprt: PP_CARRY_MPI=1 build_carry.sh)"
 fi
 
 # 2c.6 the two-device paths under compute-sanitizer: synccheck, and racecheck for the staged path (two
