@@ -62,11 +62,6 @@ static pp_status check_opts(const pp_compile_opts *o, pp_err *err) {
     }
     if (o->train_on && !o->train.loss)
         return PP_FAIL(err, PP_EINVAL, "--train needs --loss (cross-entropy:OUTPUT, mse:OUTPUT, or a scalar OUTPUT)");
-    if (o->train_on && (o->search || o->max_batch))
-        return PP_FAIL(err, PP_EUNSUP, "--train with --%s: not yet; the search's memory is an inference plan's, not "
-                       "a training one's (five copies of the weights, the stash of each micro-batch in flight): "
-                       "give -b and -pp, and read each device's estimate in ppcc --report",
-                       o->search ? "search" : "max-batch");
     const bool recompute = o->train.recompute_all || o->train.n_recompute;
     if (!o->train_on && (o->train.loss || o->train.n_freeze || recompute))
         return PP_FAIL(err, PP_EINVAL, "--%s is an option of --train",

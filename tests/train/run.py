@@ -292,11 +292,7 @@ for extra, msg in ((["--train", "--loss", "cross-entropy:logits", "-pp", "2", "-
                     "--recompute 2: the plan has 2 devices (0..1)"),
                    (["--recompute", "all"], "--recompute is an option of --train"),
                    (["--train", "--loss", "cross-entropy:logits", "--recompute", "0,0"], "device 0 named twice"),
-                   (["--train", "--loss", "cross-entropy:logits", "--recompute", "some"], "expected 'all' or device"),
-                   (["--train", "--loss", "cross-entropy:logits", "--search", "--devices", "2"],
-                    "--train with --search: not yet"),
-                   (["--train", "--loss", "cross-entropy:logits", "--max-batch", "--max-memory", "1GB"],
-                    "--train with --max-batch: not yet")):
+                   (["--train", "--loss", "cross-entropy:logits", "--recompute", "some"], "expected 'all' or device")):
     r = subprocess.run([PPCC, "net.onnx", *([] if "--search" in extra or "--max-batch" in extra else ["-b", str(ROWS)]),
                         *extra, "-o", "refused.plan"], capture_output=True, text=True)
     check(r.returncode == 2 and msg in r.stderr and not os.path.exists("refused.plan"),
@@ -318,6 +314,43 @@ if os.path.exists("log_gpipe.json"):  # GPipe keeps every micro-batch of a step 
     check(peaks == [2, 2], f"GPipe: the stash held at most {peaks} micro-batches, expected [2, 2]")
 r = subprocess.run([PPRT, plans[2], "data", *common, "--resume", "nowhere"], capture_output=True, text=True)
 check(r.returncode != 0 and "nowhere" in r.stderr, f"--resume nowhere: exit {r.returncode}: {r.stderr[-200:]}")
+
+# --max-batch and --search on a training plan's memory (passes/train_memory.c, the figures ppcc --report prints
+# and bench/train_memory.py holds against pprt's measured peak): the micro-batch found is the largest at which
+# every device's 1F1B total fits the cap, the next one overflows a device; the search's fitting candidates too
+
+
+def device_totals(b, pp=2):
+    r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(b), "-pp", str(pp),
+                        "--report", "-o", "sized.plan"], capture_output=True, text=True)
+    check(r.returncode == 0, f"ppcc -b {b}: exit {r.returncode}: {r.stderr[-300:]}")
+    rows = [ln.split() for ln in r.stdout.split("GPipe_total")[1].splitlines()[1:1 + pp]] if r.returncode == 0 else []
+    return [float(row[6]) for row in rows]
+
+
+cap = max(device_totals(24)) + 0.02  # MB: micro-batch 24 fits, by construction
+r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-pp", "2", "--max-batch",
+                    "--max-memory", f"{cap:.3f}MB"], capture_output=True, text=True)
+check(r.returncode == 0 and "largest micro-batch:" in r.stdout, f"--train --max-batch: exit {r.returncode}: "
+      f"{r.stderr[-300:]}")
+if r.returncode == 0 and "largest micro-batch:" in r.stdout:
+    best = int(r.stdout.split("largest micro-batch:")[1].split()[0])
+    check(best >= 24 and "limited by device" in r.stdout, f"--train --max-batch found {best} (24 fits): {r.stdout}")
+    at, over = device_totals(best), device_totals(best + 1)
+    check(max(at) <= cap + 1e-3 < max(over) + 2e-3, f"--train --max-batch {best} under {cap:.3f} MB: the report "
+          f"gives {at} MB there and {over} MB at {best + 1}")
+r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "--devices", "2", "--search",
+                    "--max-memory", f"{cap:.3f}MB", "--samples", "64", "--batch-sizes", "8,16,64"],
+                   capture_output=True, text=True)
+check(r.returncode == 0 and "best: -pp" in r.stdout, f"--train --search: exit {r.returncode}: {r.stdout[-400:]}"
+      f"{r.stderr[-300:]}")
+if r.returncode == 0:
+    fits = [ln.split() for ln in r.stdout.split("timed_at")[1].split("does not fit")[0].splitlines()[1:] if ln.strip()]
+    seen = {(int(f[1]), int(f[3])) for f in fits}
+    check({(1, 8), (2, 8), (1, 16), (2, 16)} <= seen, f"--train --search: candidates that fit {sorted(seen)}")
+    check(all(float(f[9]) <= cap + 1e-3 for f in fits), f"--train --search: a fitting candidate over {cap:.3f} MB")
+    check("training device" in r.stdout.split("does not fit")[-1], f"--train --search: micro-batch 64 should not fit "
+          f"{cap:.3f} MB: {r.stdout[-400:]}")
 
 # a loss that turns NaN: stops with the step and micro-batch named (exit 1); bad data (exit 2)
 os.makedirs("nan", exist_ok=True)
