@@ -134,6 +134,8 @@ typedef struct pp_node {
                           * pp_fusion_chains; never the first node of a stage) */
     bool dead;           /* to be removed by pp_graph_compact */
     double prof_s;       /* measured seconds per micro-batch (ppcc --profile), < 0 if none */
+    double update_s;     /* ppcc --train's split: the per-micro-batch share of updating the weights it reads
+                          * first (gradient sum and optimizer step; partition_train.c), added to its time */
     /* > 0: the inputs are constants, but folding was estimated at this many
      * operations, over the fold pass's budget: the node runs at run time */
     double fold_skipped;

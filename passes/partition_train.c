@@ -44,11 +44,24 @@ static int find_named(const named *t, int n, const char *name) {
 /* The forward graph alone (a copy), each node's cost with its backward's
  * (and its own again under --recompute all: the backward stage runs it a
  * second time; a list of devices is known only after the split, which then
- * prices it without). */
-static pp_status forward_copy(const pp_graph *g, const int *fwd_of, bool twice, pp_graph *c, pp_err *err) {
+ * prices it without) and the update of the weights it reads first. */
+static pp_status forward_copy(const pp_graph *g, const int *fwd_of, const pp_compile_opts *o, pp_graph *c,
+                              pp_err *err) {
+    const bool twice = o->train.recompute_all;
     PP_TRY(pp_graph_clone(g, c, err));
     c->modules = g->modules, c->n_modules = g->n_modules;
     c->aliases = g->aliases, c->n_aliases = g->n_aliases;
+    /* the weights' update priced on the first forward node that reads each (pp_train_update_s) */
+    bool *seen = calloc(pp_count(g->n_values), sizeof *seen);
+    if (!seen) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; !g->nodes[i].backward && k < g->nodes[i].n_in; k++) {
+            const int v = g->nodes[i].in[k];
+            if (v < 0 || !g->values[v].is_param || seen[v]) continue;
+            seen[v] = true;
+            c->nodes[i].update_s += pp_train_update_s((double)g->values[v].nbytes, o->micro_batches, &o->target);
+        }
+    free(seen);
     for (int i = 0; i < g->n_nodes; i++) {
         const int f = fwd_of[i];
         if (!g->nodes[i].backward && twice) {
@@ -209,7 +222,7 @@ pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err)
     qsort(tab, (size_t)nf, sizeof *tab, cmp_named);
     for (int i = 0; i < n; i++)
         fwd_of[i] = g->nodes[i].backward && g->nodes[i].grad_of ? find_named(tab, nf, g->nodes[i].grad_of) : -1;
-    if ((s = forward_copy(g, fwd_of, o->train.recompute_all, &c, err)) != PP_OK) goto done;
+    if ((s = forward_copy(g, fwd_of, o, &c, err)) != PP_OK) goto done;
     if ((s = pp_partition(&c, o, err)) != PP_OK) goto done;
     const int P = c.n_stages;
     if (2 * P - 1 > PP_MAX_SPLITS) {

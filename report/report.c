@@ -35,6 +35,14 @@ static int measured_ops(const pp_graph *g) {
     return n;
 }
 
+/* The micro-batch: a training graph runs on whole tensors (its own batch
+ * is 0), whose rows are the first input's first dimension (-b). */
+int64_t pp_report_batch(const pp_graph *g) {
+    if (g->batch > 0 || !g->train_devices || g->n_inputs < 1) return g->batch;
+    const pp_shape *s = &g->values[g->inputs[0]].shape;
+    return s->rank > 0 ? s->dim[0] : g->batch;
+}
+
 /* A training plan's devices: each one's memory (passes/train_memory.c says
  * what is counted) under 1F1B and GPipe. */
 static void report_devices(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
@@ -59,7 +67,7 @@ void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
     fprintf(f, "policy %s, %d stage%s, micro-batch %lld; target %.0f GFLOP/s, %.0f GB/s memory, "
                "%.0f GB/s link\n",
             pp_policy_name(o->policy), g->n_stages, g->n_stages == 1 ? "" : "s",
-            (long long)g->batch, o->target.gflops, o->target.mem_gbps, o->target.link_gbps);
+            (long long)pp_report_batch(g), o->target.gflops, o->target.mem_gbps, o->target.link_gbps);
     const int measured = measured_ops(g);
     if (measured)
         fprintf(f, "op times: %d of %d ops measured (--profile or --measure), the rest estimated at the target's "
@@ -105,7 +113,7 @@ pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_o
     pp_json j;
     cJSON *root = pp_json_begin_format(&j, "ppcc-report", PP_REPORT_JSON_VERSION);
     pp_json_add_string(&j, root, "policy", pp_policy_name(o->policy));
-    pp_json_add_number(&j, root, "micro_batch", (double)g->batch);
+    pp_json_add_number(&j, root, "micro_batch", (double)pp_report_batch(g));
     pp_json_add_number(&j, root, "measured_ops", measured_ops(g));
     cJSON *stages = pp_json_add_array(&j, root, "stages");
     for (int s = 0; s < g->n_stages; s++) {
