@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "stash.h"
+#include "pool.h"
 
 static size_t tail_off(const pprt_msg_layout *l, int n_stash) { return n_stash ? l->off[l->n - n_stash] : l->bytes; }
 
@@ -28,7 +29,7 @@ pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, const void *out_msg
     pthread_mutex_lock(&s->mu);
     if (s->n_free) e = s->free_list[--s->n_free];
     pthread_mutex_unlock(&s->mu);
-    if (!e && posix_memalign(&e, 64, s->bytes ? s->bytes : 64)) e = NULL;
+    if (!e) e = pprt_pool_alloc(s->bytes);
     if (!e) return PP_FAIL(err, PP_ENOMEM, "out of memory for a stash of %zu bytes", s->bytes);
     const pprt_stage *f = s->f;
     for (int j = f->out.n - f->n_stash; j < f->out.n; j++) {
@@ -43,7 +44,7 @@ pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, const void *out_msg
         void **q = malloc(sizeof *q * (size_t)cap);
         if (!q) {
             pthread_mutex_unlock(&s->mu);
-            free(e);
+            pprt_pool_free(e);
             return PP_FAIL(err, PP_ENOMEM, "out of memory");
         }
         for (int i = 0; i < s->n; i++) q[i] = s->q[(s->head + i) % s->cap];
@@ -71,14 +72,14 @@ pp_status pprt_stash_pop(pprt_stash *s, void *in_msg, pp_err *err) {
     }
     if (s->n_free < s->free_cap) s->free_list[s->n_free++] = e, e = NULL;
     pthread_mutex_unlock(&s->mu);
-    free(e);
+    pprt_pool_free(e);
     return PP_OK;
 }
 
 void pprt_stash_free(pprt_stash *s) {
     if (!s) return;
-    for (int i = 0; i < s->n; i++) free(s->q[(s->head + i) % s->cap]);
-    for (int i = 0; i < s->n_free; i++) free(s->free_list[i]);
+    for (int i = 0; i < s->n; i++) pprt_pool_free(s->q[(s->head + i) % s->cap]);
+    for (int i = 0; i < s->n_free; i++) pprt_pool_free(s->free_list[i]);
     free(s->q);
     free(s->free_list);
     pthread_mutex_destroy(&s->mu);

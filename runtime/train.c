@@ -13,6 +13,7 @@
 #include "io.h"
 #include "microbatch.h"
 #include "nodes.h"
+#include "pool.h"
 #include "run.h"
 #include "train.h"
 
@@ -771,8 +772,10 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
         }
     }
     free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
-    /* the step's executors, links and stash are gone (each step starts the pipeline afresh): give their
-     * pages back, or the heap's free space adds 30-50 MB to the peak by the third step of ResNet-18 */
+    /* the step's executors, links and stash are gone (each step starts the pipeline afresh): their large
+     * buffers wait in the pool for the next step's, those no step took go back (pool.h); the heap's
+     * smaller free space goes back too, or it adds 30-50 MB to the peak by the third step of ResNet-18 */
+    pprt_pool_trim();
     malloc_trim(0);
     if (s == PP_OK) s = reduce_step(t, &tk, step, loss, norm, finite, err);
     taker_free(&tk);
@@ -882,6 +885,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
                     (long long)done, (long long)total);
     const double t0 = pprt_now_s();
     double shown = 0; /* when progress was last printed: at most a line a second, and the last step */
+    pprt_pool_keep(true); /* each step's large buffers are the last step's again (pool.h) */
     for (int64_t step = done + 1; s == PP_OK && step <= total; step++) {
         const int64_t epoch = (step - 1) / per_epoch, k = (step - 1) % per_epoch;
         if (k == 0 || step == done + 1) order(perm, t.train.n, o->seed, epoch, o->shuffle);
@@ -931,6 +935,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
         if (o->checkpoint && o->save_every > 0 && (step % o->save_every == 0 || step == total))
             s = ckpt_write(&t, o->checkpoint, step, updates, err);
     }
+    pprt_pool_keep(false);
     st->wall_s = pprt_now_s() - t0;
     st->bubble = st->steps ? bubble_sum / (double)st->steps : 0;
     st->bubble_formula = (double)(p->train_devices - 1) / ((double)per_rep + p->train_devices - 1);
