@@ -197,6 +197,14 @@ static pp_status agree_train(pprt_mpi *m, const pprt_train_opts *o, pp_err *err)
 pp_status pprt_train_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_train_opts *o, const pprt_run_opts *ro,
                          pprt_train_dist *out, pp_err *err) {
     if (m->stages != p->train_devices) return PP_FAIL(err, PP_ERUNTIME, "internal: pprt_mpi_bind was not called");
+    if (p->n_stages != 2 * p->train_devices)
+        return PP_FAIL(err, PP_EUNSUP, "training under mpirun runs plans of a forward and a backward stage per device; "
+                       "this one has %d stages for %d devices: train it on threads (pprt without mpirun)", p->n_stages,
+                       p->train_devices);
+    if (o->schedule_kind != PPRT_SCHED_1F1B && o->schedule_kind != PPRT_SCHED_GPIPE &&
+        o->schedule_kind != PPRT_SCHED_FLOW)
+        return PP_FAIL(err, PP_EUNSUP, "--schedule: training under mpirun takes 1f1b, gpipe or flow; train with "
+                       "this one on threads (pprt without mpirun)");
     for (int s = 0; s < p->n_stages; s++) {
         const pprt_backend *be;
         PP_TRY(pprt_stage_backend_resolve(p, s, ro->backend, &be, err));
