@@ -98,11 +98,12 @@ static pp_status make_links(pprt_mpi *m, const pprt_plan *p, const pprt_array *i
     return PP_OK;
 }
 
-static pp_status make_exec(pprt_mpi *m, const pprt_plan *p, int s, const pprt_run_opts *o, side *w, pp_err *err) {
+/* Stage s's executor on this host: --threads, else the rank's cores (its two stages take turns under
+ * 1F1B and GPipe). */
+static pp_status make_exec(const pprt_plan *p, int s, const pprt_run_opts *o, side *w, pp_err *err) {
     PP_TRY(pprt_stage_backend(p, s, o->backend, &w->be, err));
     const pprt_place at = pprt_place_host();
     const pprt_exec_cfg cfg = pprt_stage_cfg(o, pprt_run_threads(o, pprt_rank_cores(pprt_mpi_env_local_size())), &at);
-    (void)m;
     w->run.ex = w->be->exec;
     return w->be->exec->create(p, &p->stages[s], &cfg, &w->run.x, err);
 }
@@ -116,8 +117,8 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
     pprt_stash *stash = NULL;
     pp_status s = pprt_stash_new(p, d, &stash, err);
     if (s == PP_OK) s = make_links(m, p, ins, M, mb0, o, &f, &b, err);
-    if (s == PP_OK) s = make_exec(m, p, d, o, &f, err);
-    if (s == PP_OK) s = make_exec(m, p, 2 * P - 1 - d, o, &b, err);
+    if (s == PP_OK) s = make_exec(p, d, o, &f, err);
+    if (s == PP_OK) s = make_exec(p, 2 * P - 1 - d, o, &b, err);
     if (s != PP_OK) return s; /* the process ends (pprt_mpi_finish): what was made stays */
     f.run.stage = d, b.run.stage = 2 * P - 1 - d;
     f.run.gate = b.run.gate = o->gate;
@@ -128,8 +129,11 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
         return PP_FAIL(err, PP_ERUNTIME, "cannot start the thread of stage %d", d);
     side_main(&b);
     pthread_join(th, NULL);
-    /* the first failure that is a stage's own (its executor, a message out of order), else the first */
-    const side *bad = f.s != PP_OK && (f.own || b.s == PP_OK || !b.own) ? &f : b.s != PP_OK ? &b : NULL;
+    /* a stage's own failure (its executor, a message out of order) before a link closed by it */
+    const side *bad = NULL;
+    if (f.s != PP_OK && (f.own || b.s == PP_OK)) bad = &f;
+    else if (b.s != PP_OK) bad = &b;
+    else if (f.s != PP_OK) bad = &f;
     if (bad) {
         *err = bad->e;
         return bad->s;

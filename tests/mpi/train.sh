@@ -107,6 +107,32 @@ expect_rc 0 p1.txt "${M[@]}" -np 2 "$PPRT" t1.plan "$S/data" "${common[@]}" --op
 same_dirs th-1f1b-adamw p1-mpi
 echo "mpi_train: -pp 1 x --replicas 2 on 2 ranks: the bits of -pp 2 on threads"
 
+# BatchNorm in training mode: the running statistics' folds go round the replicas with the gradients
+"$PY" - << 'PYEOF'
+import torch, torch.nn as nn
+torch.manual_seed(0)
+class Net(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.c1, s.b1 = nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8)
+        s.c2, s.b2 = nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16)
+        s.fc = nn.Linear(16, 10)
+    def forward(s, x):
+        x = torch.relu(s.b1(s.c1(x)))
+        x = torch.relu(s.b2(s.c2(x)))
+        return s.fc(x.mean((2, 3)))
+torch.onnx.export(Net().train(), (torch.zeros(8, 1, 8, 8),), "bn.onnx", input_names=["input"], output_names=["logits"],
+                  opset_version=14, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                  dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+PYEOF
+"$PPCC" bn.onnx --train --loss cross-entropy:logits -b 8 -pp 2 -o bn.plan -q
+bn=(--labels "$S/labels.npy" --accumulate 3 --seed 3 --steps 6 "${BK[@]}" -q --optimizer sgd --lr 0.05 --momentum 0.9)
+expect_rc 0 bn-th.txt "$PPRT" bn.plan "$S/data" "${bn[@]}" --save-weights bn-th
+expect_rc 0 bn-mpi.txt "${M[@]}" -np 4 "$PPRT" bn.plan "$S/data" "${bn[@]}" --replicas 2 --save-weights bn-mpi
+same_dirs bn-th bn-mpi
+ls bn-mpi | grep -q running_mean || { echo "FAIL: no running statistics among the trained weights"; ls bn-mpi; exit 1; }
+echo "mpi_train: BatchNorm's running statistics, 3 micro-batches over 2 replicas at -np 4: bit-identical to threads"
+
 # --recompute all (each backward stage computes its forward again) under --schedule flow: the same bits
 "$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --recompute all -o t2r.plan -q
 expect_rc 0 rc-th.txt "$PPRT" t2r.plan "$S/data" "${common[@]}" --schedule flow --optimizer adamw --lr 2e-3 \
