@@ -45,8 +45,8 @@ expect_rc() { # expect_rc WANT LOG COMMAND...
 }
 expect_msg() { # expect_msg LOG REGEX [COUNT]
   local n
-  n=$(grep -Ec "$2" "$1" || true)
-  if [ "$n" -lt "${3:-1}" ]; then
+  n=$(grep -Ec -e "$2" "$1" || true)
+  if [ "${n:-0}" -lt "${3:-1}" ]; then
     echo "FAIL: expected ${3:-1} line(s) matching '$2' in $1, found $n"; sed 's/^/  | /' "$1"; exit 1
   fi
 }
