@@ -514,7 +514,6 @@ static pp_status reduce_step(const trainer *t, const taker *k, int64_t step, dou
 }
 
 
-/* ---- MPI ranks (train.h's pprt_train_dist) ------------------------------------------------ */
 
 static bool is_root(const trainer *t) { return !t->o->dist || t->o->dist->rank == 0; }
 static bool is_leader(const trainer *t) { return !t->o->dist || t->o->dist->rank % t->o->dist->devices == 0; }
