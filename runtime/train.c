@@ -339,13 +339,14 @@ static void update(const pprt_train_opts *o, param *q, double lr, int64_t step) 
 /* The training-mode Dropouts' input, {--seed, counter} per micro-batch: the
  * counter is micro-batch m of step `step` counted over the whole run
  * ((step - 1) M + m, the same in any split or replica count, a fresh mask
- * each micro-batch); step 0 (the held-out data): -1, dropout off. */
-static void feed_dropout_seed(const trainer *t, pprt_array *ins, int64_t step, int M) {
+ * each micro-batch; m0: the first's place in the step, a replica's share
+ * under MPI); step 0 (the held-out data): -1, dropout off. */
+static void feed_dropout_seed(const trainer *t, pprt_array *ins, int64_t step, int m0, int M) {
     if (t->seed_in < 0) return;
     int64_t *v = ins[t->seed_in].data;
     for (int m = 0; m < M; m++) {
         v[2 * m] = (int64_t)t->o->seed;
-        v[2 * m + 1] = step > 0 ? (step - 1) * t->o->accumulate + m : -1;
+        v[2 * m + 1] = step > 0 ? (step - 1) * t->o->accumulate + m0 + m : -1;
     }
     ins[t->seed_in].n = M;
 }
@@ -394,6 +395,7 @@ typedef struct taker {
     void **wait;           /* [M]: messages ahead of their turn */
     float *loss;           /* [M] */
     int64_t good;          /* eval: rows whose top-1 is the label */
+    bool hold;             /* MPI: every message waits (the sums before them come from another replica) */
 } taker;
 
 static const void *out_at(const trainer *t, const void *msg, int i) {
@@ -434,7 +436,7 @@ static pp_status take(void *ctx, int64_t mb, const void *msg, pp_err *err) {
     pp_status s = PP_OK;
     if (mb < k->next || mb >= k->M || k->wait[mb]) s = PP_FAIL(err, PP_ERUNTIME, "internal: micro-batch %lld "
                                                                 "reached the end twice or out of range", (long long)mb);
-    else if (mb != k->next) { /* ahead of its turn */
+    else if (mb != k->next || k->hold) { /* ahead of its turn */
         if (!(k->wait[mb] = malloc(bytes))) s = PP_FAIL(err, PP_ENOMEM, "out of memory holding a micro-batch's outputs");
         else memcpy(k->wait[mb], msg, bytes);
     } else {
@@ -510,6 +512,104 @@ static pp_status reduce_step(const trainer *t, const taker *k, int64_t step, dou
             for (int64_t k = 0; k < t->ps[i].numel && !t->ps[i].running; k++) t->ps[i].g[k] *= c;
     }
     return PP_OK;
+}
+
+
+
+static bool is_root(const trainer *t) { return !t->o->dist || t->o->dist->rank == 0; }
+static bool is_leader(const trainer *t) { return !t->o->dist || t->o->dist->rank % t->o->dist->devices == 0; }
+
+/* The messages held back (taker.hold), folded in their order. */
+static void taker_release(taker *k) {
+    k->hold = false;
+    for (; k->next < k->M && k->wait[k->next]; k->next++) {
+        fold(k, k->next, k->wait[k->next]);
+        free(k->wait[k->next]), k->wait[k->next] = NULL;
+    }
+}
+
+/* The step's sums so far as one message: the micro-batches' losses, each
+ * weight's gradient sum (f32), each running statistic's fold (f64). */
+static size_t sums_bytes(const trainer *t) {
+    size_t n = (size_t)t->o->accumulate * sizeof(float);
+    for (int i = 0; i < t->n_params; i++)
+        n += (size_t)t->ps[i].numel * (t->ps[i].running ? sizeof(double) : sizeof(float));
+    return n;
+}
+
+static void sums_copy(const trainer *t, taker *k, unsigned char *buf, bool pack) {
+    size_t off = (size_t)t->o->accumulate * sizeof(float);
+    if (pack) memcpy(buf, k->loss, off);
+    else memcpy(k->loss, buf, off);
+    for (int i = 0; i < t->n_params; i++) {
+        const param *q = &t->ps[i];
+        void *a = q->running ? (void *)q->r : (void *)q->g;
+        const size_t n = (size_t)q->numel * (q->running ? sizeof(double) : sizeof(float));
+        if (pack) memcpy(buf + off, a, n);
+        else memcpy(a, buf + off, n);
+        off += n;
+    }
+}
+
+/* One step on MPI ranks: replica r runs micro-batches [lo, hi) of it;
+ * its leader folds them, in their order, onto the sum of [0, lo) from
+ * leader r-1 and passes the sum of [0, hi) on; the last leader's, of the
+ * whole step, goes to rank 0. So the sums are added in micro-batch order,
+ * as on threads: a chain in replica order, not a reduction whose order
+ * MPI would choose, and the bits are one replica's. */
+static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t step, pprt_array *ins,
+                          const pprt_run_opts *run, taker *tk, pp_err *err) {
+    const pprt_train_dist *D = t->o->dist;
+    const int M = t->o->accumulate, R = D->replicas, r = D->replica, P = D->devices;
+    const int lo = M * r / R, hi = M * (r + 1) / R;
+    if (is_leader(t)) {
+        fill_sets(t, &t->train, perm, ((int64_t)k * M + lo) * t->rows, hi - lo, ins);
+        feed_dropout_seed(t, ins, step, lo, hi - lo);
+    }
+    tk->next = lo, tk->hold = r > 0;
+    const pprt_output_hook hook = {tk, take};
+    pprt_run_opts ro = *run;
+    ro.take_outputs = &hook;
+    PP_TRY(D->run(D->ctx, t->p, ins, hi - lo, lo, &ro, err));
+    if (!is_leader(t) || R == 1) return PP_OK;
+    unsigned char *buf = malloc(sums_bytes(t));
+    if (!buf) return PP_FAIL(err, PP_ENOMEM, "out of memory for the step's sums");
+    pp_status s = PP_OK;
+    if (r > 0) {
+        s = D->recv(D->ctx, (r - 1) * P, buf, sums_bytes(t), err);
+        if (s == PP_OK) sums_copy(t, tk, buf, false), taker_release(tk);
+    }
+    if (s == PP_OK && tk->next != hi)
+        s = PP_FAIL(err, PP_ERUNTIME, "internal: replica %d's micro-batches reached %lld, not %d", r, (long long)tk->next, hi);
+    if (s == PP_OK) sums_copy(t, tk, buf, true), s = D->send(D->ctx, r < R - 1 ? (r + 1) * P : 0, buf, sums_bytes(t), err);
+    if (s == PP_OK && r == 0) s = D->recv(D->ctx, (R - 1) * P, buf, sums_bytes(t), err);
+    if (s == PP_OK && r == 0) sums_copy(t, tk, buf, false), tk->next = M;
+    free(buf);
+    return s;
+}
+
+/* Rank 0's weights to every other rank (after each step, and at the start
+ * with head[] = the step and the updates a --resume starts from). */
+static pp_status sync_weights(trainer *t, int64_t head[2], pp_err *err) {
+    const pprt_train_dist *D = t->o->dist;
+    size_t n = 2 * sizeof(int64_t);
+    for (int i = 0; i < t->n_params; i++) n += (size_t)t->ps[i].numel * sizeof(float);
+    unsigned char *buf = malloc(n);
+    if (!buf) return PP_FAIL(err, PP_ENOMEM, "out of memory for the weights");
+    pp_status s = PP_OK;
+    if (D->rank != 0) s = D->recv(D->ctx, 0, buf, n, err);
+    size_t off = 2 * sizeof(int64_t);
+    if (D->rank == 0) memcpy(buf, head, off);
+    else memcpy(head, buf, off);
+    for (int i = 0; s == PP_OK && i < t->n_params; i++) {
+        const size_t b = (size_t)t->ps[i].numel * sizeof(float);
+        if (D->rank == 0) memcpy(buf + off, t->ps[i].w, b);
+        else memcpy(t->ps[i].w, buf + off, b);
+        off += b;
+    }
+    for (int q = 1; s == PP_OK && D->rank == 0 && q < D->size; q++) s = D->send(D->ctx, q, buf, n, err);
+    free(buf);
+    return s;
 }
 
 /* ---- checkpoints: DIR/state.json, then NAME.npy, NAME.m.npy, NAME.v.npy per weight ---------- */
@@ -685,7 +785,9 @@ static pp_status gate_init(gate *g, int P, int R, int schedule, int64_t M, pp_er
     return PP_OK;
 }
 
-static void gate_reset(gate *g) {
+/* Before each run: its M micro-batches over R replicas (R at most gate_init's). */
+static void gate_reset(gate *g, int64_t M, int R) {
+    g->M = M, g->R = R;
     const size_t n = (size_t)g->P * (size_t)g->R;
     memset(g->f_in, 0, n * sizeof *g->f_in), memset(g->f_done, 0, n * sizeof *g->f_done);
     memset(g->b_done, 0, n * sizeof *g->b_done), memset(g->busy, 0, n * sizeof *g->busy);
@@ -714,13 +816,18 @@ static double device_bubble(const pprt_stats *rs, int R) {
 static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const pprt_run_opts *run, double *loss,
                            double *acc, pp_err *err) {
     const pprt_plan *p = t->p;
+    const pprt_train_dist *D = t->o->dist;
     const int64_t mbs = t->eval.n / t->rows;
     int64_t good = 0;
+    *loss = *acc = NAN;
+    if (D && D->replica != 0) return PP_OK; /* MPI: replica 0's ranks judge, rank 0 writes */
     double sum = 0;
-    for (int64_t k = 0; k < mbs; k += t->o->accumulate) {
-        const int M = (int)(mbs - k < t->o->accumulate ? mbs - k : t->o->accumulate);
+    /* MPI: replica 0 alone, a replica's share of a step at a time (the links hold no more under GPipe) */
+    const int R = D ? D->replicas : 1, chunk = (t->o->accumulate + R - 1) / R;
+    for (int64_t k = 0; k < mbs; k += chunk) {
+        const int M = (int)(mbs - k < chunk ? mbs - k : chunk);
         fill_sets(t, &t->eval, NULL, k * t->rows, M, ins);
-        feed_dropout_seed(t, ins, 0, M);
+        feed_dropout_seed(t, ins, 0, 0, M);
         taker tk;
         PP_TRY(taker_init(&tk, t, M, true, err));
         tk.labels = t->labels_in >= 0 ? ins[t->labels_in].data : NULL;
@@ -729,9 +836,11 @@ static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const 
         pprt_run_opts ro = *run;
         ro.replicas = ro.replicas > M ? M : ro.replicas;
         ro.take_outputs = &hook;
-        pp_status s = pprt_run(p, ins, M, outs, &ro, &rs, err);
+        /* the gate counts this run's micro-batches (GPipe's backward waits for all M of them), not a step's */
+        if (ro.gate) gate_reset(ro.gate->ctx, M, D || ro.replicas < 1 ? 1 : ro.replicas);
+        pp_status s = D ? D->run(D->ctx, p, ins, M, 0, &ro, err) : pprt_run(p, ins, M, outs, &ro, &rs, err);
         free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
-        if (s == PP_OK && tk.next != M) s = PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d held-out micro-batches "
+        if (s == PP_OK && is_leader(t) && tk.next != M) s = PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d held-out micro-batches "
                                                      "reached the end", (long long)tk.next, M);
         if (s == PP_OK) {
             for (int j = 0; j < M; j++) sum += tk.loss[j];
@@ -753,17 +862,20 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
                           pprt_array *outs, const pprt_run_opts *run, double *loss, double *norm, double *lr,
                           bool *finite, int64_t *updates, double *bubble, pp_err *err) {
     const pprt_train_opts *o = t->o;
-    fill_sets(t, &t->train, perm, k * o->accumulate * t->rows, o->accumulate, ins);
-    feed_dropout_seed(t, ins, step, o->accumulate);
+    if (!o->dist) {
+        fill_sets(t, &t->train, perm, k * o->accumulate * t->rows, o->accumulate, ins);
+        feed_dropout_seed(t, ins, step, 0, o->accumulate);
+    }
     pprt_stats rs = {0};
-    if (run->gate) gate_reset(run->gate->ctx);
+    if (run->gate) gate_reset(run->gate->ctx, o->accumulate, run->replicas > 1 ? run->replicas : 1);
     taker tk;
     PP_TRY(taker_init(&tk, t, o->accumulate, false, err));
     const pprt_output_hook hook = {&tk, take};
     pprt_run_opts ro = *run;
     ro.take_outputs = &hook;
-    pp_status s = pprt_run(t->p, ins, o->accumulate, outs, &ro, &rs, err);
-    if (s == PP_OK) {
+    pp_status s = o->dist ? dist_run(t, perm, k, step, ins, run, &tk, err)
+                          : pprt_run(t->p, ins, o->accumulate, outs, &ro, &rs, err);
+    if (s == PP_OK && !o->dist) {
         *bubble = device_bubble(&rs, run->replicas > 1 ? run->replicas : 1);
         for (int v = 0; v < rs.n_stages && v < t->p->n_stages; v++) {
             t->busy[v] = rs.stages[v].busy_s;
@@ -777,16 +889,19 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
      * smaller free space goes back too, or it adds 30-50 MB to the peak by the third step of ResNet-18 */
     pprt_pool_trim();
     malloc_trim(0);
-    if (s == PP_OK) s = reduce_step(t, &tk, step, loss, norm, finite, err);
+    /* MPI: rank 0 steps the optimizer and sends every rank the weights */
+    if (s == PP_OK && is_root(t)) s = reduce_step(t, &tk, step, loss, norm, finite, err);
     taker_free(&tk);
     *lr = lr_at(o, step, total);
-    if (s == PP_OK && *finite) {
+    if (s == PP_OK && is_root(t) && *finite) {
         ++*updates;
         for (int i = 0; i < t->n_params; i++) {
             if (t->ps[i].running) update_running(&t->ps[i]);
             else update(o, &t->ps[i], *lr, *updates);
         }
     }
+    int64_t head[2] = {step, *updates};
+    if (s == PP_OK && o->dist) s = sync_weights(t, head, err);
     for (int i = 0; i < t->p->n_outputs; i++) free(outs[i].data), outs[i].data = NULL;
     return s;
 }
@@ -852,10 +967,14 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     pprt_array *ins = NULL, *outs = NULL;
     int64_t *perm = NULL, done = 0, updates = 0;
     pp_status s = setup(&t, dir, &ins, &outs, &perm, err);
-    if (s == PP_OK && o->resume) s = ckpt_read(&t, o->resume, &done, &updates, err);
+    const bool root = is_root(&t); /* MPI: rank 0 reads and writes the files */
+    if (s == PP_OK && o->resume && root) s = ckpt_read(&t, o->resume, &done, &updates, err);
+    int64_t head[2] = {done, updates};
+    if (s == PP_OK && o->dist && o->resume) s = sync_weights(&t, head, err);
+    done = head[0], updates = head[1];
     pp_json js = {0};
     cJSON *steps_js = NULL, *epochs_js = NULL;
-    if (s == PP_OK && (o->log_json || o->curves)) {
+    if (s == PP_OK && root && (o->log_json || o->curves)) {
         cJSON *root = pp_json_begin_format(&js, "pprt-train-log", 1);
         pp_json_add_number(&js, root, "rows", (double)t.rows);
         pp_json_add_number(&js, root, "accumulate", o->accumulate);
@@ -914,7 +1033,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             cJSON *b = pp_json_add_array(&js, r, "stage_busy_s");
             for (int v = 0; v < p->n_stages; v++) pp_json_add_round(&js, b, NULL, t.busy[v], 6);
         }
-        if (o->progress && !o->quiet && (step == total || step == done + 1 || now - shown >= 1.0)) {
+        if (root && o->progress && !o->quiet && (step == total || step == done + 1 || now - shown >= 1.0)) {
             shown = now;
             const double el = now - t0, eta = el / (double)(step - done) * (double)(total - step);
             fprintf(stderr, "step %lld/%lld (epoch %lld): loss %.6f, lr %.3g, grad norm %.4g, %.1f samples/s, ETA %.0f s\n",
@@ -930,9 +1049,9 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             pp_json_add_number(&js, r, "step", (double)step);
             pp_json_add_number(&js, r, "eval_loss", el);
             pp_json_add_number(&js, r, "eval_accuracy", acc);
-            if (!o->quiet) fprintf(stderr, "epoch %lld: held-out loss %.6f, accuracy %.4f\n", (long long)epoch + 1, el, acc);
+            if (root && !o->quiet) fprintf(stderr, "epoch %lld: held-out loss %.6f, accuracy %.4f\n", (long long)epoch + 1, el, acc);
         }
-        if (o->checkpoint && o->save_every > 0 && (step % o->save_every == 0 || step == total))
+        if (root && o->checkpoint && o->save_every > 0 && (step % o->save_every == 0 || step == total))
             s = ckpt_write(&t, o->checkpoint, step, updates, err);
     }
     pprt_pool_keep(false);
@@ -940,10 +1059,10 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     st->bubble = st->steps ? bubble_sum / (double)st->steps : 0;
     st->bubble_formula = (double)(p->train_devices - 1) / ((double)per_rep + p->train_devices - 1);
     gate_free(&gt);
-    if (s == PP_OK && o->save_dir) s = write_weights(&t, o->save_dir, err);
+    if (s == PP_OK && root && o->save_dir) s = write_weights(&t, o->save_dir, err);
     if (s == PP_OK && js.root) log_end(&js, &t, st);
-    if (s == PP_OK && o->curves) s = pprt_curves_write(o->curves, js.root, err);
-    if (s == PP_OK && o->log_json) s = pp_json_write(&js, o->log_json, true, err);
+    if (s == PP_OK && root && o->curves) s = pprt_curves_write(o->curves, js.root, err);
+    if (s == PP_OK && root && o->log_json) s = pp_json_write(&js, o->log_json, true, err);
     else pp_json_free(&js);
     for (int i = 0; ins && i < p->n_inputs; i++) free(ins[i].data);
     free(ins);

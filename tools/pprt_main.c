@@ -768,19 +768,24 @@ static void fit_threads(pprt_cli *c, const pprt_driver *d, const pprt_plan *p, b
 }
 
 /* The driver ends the run (printing a failure); -v adds where it began. */
-/* --epochs / --steps: train the plan (runtime/train.c) on the threaded driver. */
-static pp_status train(pprt_cli *c, const pprt_plan *p, bool ranks, pp_err *err) {
-    if (ranks) return PP_FAIL(err, PP_EUNSUP, "training runs on threads for now, not under mpirun");
+/* --epochs / --steps: train the plan (runtime/train.c) on threads, or under mpirun on the ranks
+ * (comm/train_mpi.c). */
+static pp_status train(pprt_cli *c, pprt_driver *d, const pprt_plan *p, bool ranks, pp_err *err) {
     if (!p->train_devices)
         return PP_FAIL(err, PP_EINVAL, "%s is not a training plan (--epochs and --steps train a plan compiled with "
                        "ppcc --train)", c->plan);
     c->train_opts.labels = c->labels;
-    c->train_opts.quiet = c->quiet;
-    c->train_opts.progress = !c->quiet;
+    c->train_opts.quiet = c->quiet || (ranks && !d->ops->writes_outputs(d)); /* under mpirun rank 0 reports */
+    c->train_opts.progress = !c->train_opts.quiet;
+    static pprt_train_dist dist;
+    if (ranks && d->ops->train) {
+        PP_TRY(d->ops->train(d, p, &c->train_opts, &c->run, &dist, err));
+        c->train_opts.dist = &dist;
+    }
     c->run.quiet = true;
     pprt_train_stats ts;
     PP_TRY(pprt_train(p, c->data, &c->train_opts, &c->run, &ts, err));
-    if (!c->quiet) {
+    if (!c->train_opts.quiet) {
         printf("trained %lld step%s (%lld samples) in %.2f s: loss %.6f at the first step, %.6f at the last",
                (long long)ts.steps, ts.steps == 1 ? "" : "s", (long long)ts.samples, ts.wall_s, ts.first_loss,
                ts.last_loss);
@@ -788,8 +793,9 @@ static pp_status train(pprt_cli *c, const pprt_plan *p, bool ranks, pp_err *err)
         printf("\n");
         if (c->train_opts.eval_dir)
             printf("held-out: loss %.6f, accuracy %.4f\n", ts.eval_loss, ts.eval_accuracy);
-        printf("bubble: %.1f%% of the devices' time idle (the schedule's formula (P-1)/(M+P-1): %.1f%%)\n",
-               100 * ts.bubble, 100 * ts.bubble_formula);
+        if (!ranks) /* the ranks do not gather their stages' busy time yet */
+            printf("bubble: %.1f%% of the devices' time idle (the schedule's formula (P-1)/(M+P-1): %.1f%%)\n",
+                   100 * ts.bubble, 100 * ts.bubble_formula);
         if (c->train_opts.save_dir) printf("weights: %s/\n", c->train_opts.save_dir);
     }
     return PP_OK;
@@ -864,7 +870,7 @@ int main(int argc, char **argv) {
     }
     if (s == PP_OK) fit_threads(&c, d, p, launcher != NULL);
     if (s == PP_OK && c.train) {
-        s = train(&c, p, launcher != NULL, &err);
+        s = train(&c, d, p, launcher != NULL, &err);
         free(npys), free(src), free(ins), free(outs);
         pprt_plan_free(p);
         return finish(&c, d, s, &err);

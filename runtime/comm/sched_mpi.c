@@ -95,7 +95,7 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
     }
     /* rank 0: the data, then every rank's hello */
     if (*n < 1) return PP_FAIL(err, PP_EINVAL, "no samples to run");
-    for (int i = 0; i < p->n_inputs; i++)
+    for (int i = 0; inputs && i < p->n_inputs; i++)
         if (inputs[i].n != *n)
             return PP_FAIL(err, PP_EINVAL, "input '%s' has %lld samples, expected %lld like the first",
                            p->inputs[i].name, (long long)inputs[i].n, (long long)*n);
@@ -142,6 +142,14 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
     free(hosts);
     free(ids);
     return s;
+}
+
+/* Training (train_mpi.c): the same plan and the agreed options on every
+ * rank, checked by rank 0 as for a run (no data yet: no inputs to check). */
+pp_status pprt_mpi_agree(pprt_mpi *m, const pprt_plan *p, int depth, pp_err *err) {
+    int64_t n = 1;
+    bool same_host;
+    return handshake(m, p, NULL, &n, depth, &same_host, err);
 }
 
 /* Writer's clock minus this rank's: 0 on the writer's host (CLOCK_MONOTONIC is

@@ -274,7 +274,9 @@ common = ["--epochs", "4", "--accumulate", "2", "--optimizer", "adamw", "--lr", 
 runs = [["--save-weights", "full"], ["--steps", "13", "--checkpoint", "ck", "--save-every", "5"],
         ["--resume", "ck", "--save-weights", "resumed"], ["--replicas", "2", "--save-weights", "rep2"],
         ["--schedule", "gpipe", "--save-weights", "gpipe", "--log-json", "log_gpipe.json"], ["--schedule", "flow", "--save-weights", "flow"],
-        ["--schedule", "gpipe", "--save-weights", "recompute", "PLAN", "t2rc.plan"]]
+        ["--schedule", "gpipe", "--save-weights", "recompute", "PLAN", "t2rc.plan"],
+        # --eval under GPipe: the gate counts each run's micro-batches (it hung on the step's counts before)
+        ["--schedule", "gpipe", "--eval", "held", "--save-weights", "gpipe_eval"]]
 # --recompute all: the backward stages compute their forward again; the same weights, a smaller stash
 stash = {}
 for name, extra in (("t2b.plan", []), ("t2rc.plan", ["--recompute", "all"])):
@@ -302,7 +304,7 @@ for extra in runs:
     extra = extra[:-2] if "PLAN" in extra else extra
     r = subprocess.run([PPRT, plan, "data", *common, *extra], capture_output=True, text=True)
     check(r.returncode == 0, f"{extra}: exit {r.returncode}: {r.stderr[-300:]}")
-for other in ("resumed", "rep2", "gpipe", "flow", "recompute"):
+for other in ("resumed", "rep2", "gpipe", "flow", "recompute", "gpipe_eval"):
     if os.path.isdir("full") and os.path.isdir(other):
         same = sorted(os.listdir("full")) == sorted(os.listdir(other)) and all(
             np.array_equal(np.load(os.path.join("full", n)), np.load(os.path.join(other, n))) for n in os.listdir("full"))
