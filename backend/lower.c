@@ -109,6 +109,33 @@ static pp_status add_tensor(stage_ctx *c, int v, Ppplan__Tensor__Kind kind, uint
     return PP_OK;
 }
 
+static bool is_local(const pp_graph *g, int v) {
+    for (int d = 0; g->local && d < g->train_devices; d++)
+        for (int i = 0; i < g->local[d].n; i++)
+            if (g->local[d].vals[i] == v) return true;
+    return false;
+}
+
+/* A training plan: a backward stage's send list ends in its device's own
+ * gradients (g->local, passes/boundary.c: they leave the pipeline there);
+ * the last stage sends the outputs that are no device's own first, in the
+ * plan's output order, then device 0's. */
+static pp_status local_tail(pp_lowered *l, const pp_graph *g, int s, const int **send, int *n_send,
+                            Ppplan__Stage *st, pp_err *err) {
+    const int P = g->train_devices, p = g->n_stages;
+    if (!P || !g->local || s < P) return PP_OK;
+    const pp_boundary *own = &g->local[2 * P - 1 - s];
+    int *all = A(sizeof(int) * (size_t)(*n_send + own->n + 1));
+    if (!all) return PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+    int n = 0;
+    for (int i = 0; i < *n_send; i++)
+        if (s < p - 1 || !is_local(g, (*send)[i])) all[n++] = (*send)[i];
+    for (int i = 0; i < own->n; i++) all[n++] = own->vals[i];
+    *send = all, *n_send = n;
+    st->n_local = own->n;
+    return PP_OK;
+}
+
 static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
     const pp_graph *g = c->g;
     pp_lowered *l = c->l;
@@ -133,6 +160,7 @@ static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
         else recv = both, n_recv = nb + stash->n;
         st->n_stash = stash->n;
     }
+    PP_TRY(local_tail(l, g, s, &send, &n_send, st, err));
     for (int v = 0; v < g->n_values; v++) c->tid[v] = c->send_slot[v] = -1;
     /* a value sent on and kept in the stash too is written to its first slot */
     for (int i = 0; i < n_send; i++)

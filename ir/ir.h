@@ -201,6 +201,11 @@ typedef struct pp_graph {
     /* per device of a training plan: the values its forward stage keeps for
      * its backward stage, on the device (passes/boundary.c); NULL otherwise */
     pp_boundary *stash;
+    /* per device of a training plan: the outputs its backward stage makes
+     * that no later stage reads (its weights' gradients): they leave the
+     * pipeline there, device-local, instead of travelling down the chain to
+     * the last stage (passes/boundary.c); NULL otherwise */
+    pp_boundary *local;
     /* when a split fails its memory caps: the stage that overflows most (in
      * the closest split), its estimated bytes and its cap; over_stage -1
      * otherwise (set by partition and stage costs) */

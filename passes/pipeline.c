@@ -155,6 +155,9 @@ void pp_unsplit(pp_graph *g) {
     for (int d = 0; g->stash && d < g->train_devices; d++) free(g->stash[d].vals);
     free(g->stash);
     g->stash = NULL;
+    for (int d = 0; g->local && d < g->train_devices; d++) free(g->local[d].vals);
+    free(g->local);
+    g->local = NULL;
     free(g->stage_arena);
     free(g->stage_info);
     g->bounds = NULL;

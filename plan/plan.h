@@ -69,6 +69,10 @@ typedef struct pprt_stage {
      * layout, and of a backward stage's in layout, are its device's stash:
      * kept on the device between the two (runtime/train.c), sent nowhere */
     int n_stash;
+    /* a training plan's backward stage: the last n_local slots of its out
+     * layout are plan outputs (its device's weight gradients) that leave the
+     * pipeline here, not at the last stage (pprt_io.stage, .slot) */
+    int n_local;
 } pprt_stage;
 
 typedef struct pprt_io {
@@ -76,6 +80,10 @@ typedef struct pprt_io {
     pp_dtype dtype;
     pp_shape shape;       /* dim 0 = micro-batch */
     size_t sample_bytes;  /* bytes of one sample (shape without dim 0) */
+    /* an output: the stage whose outgoing message has it, and its slot there
+     * (the last stage's slot i for output i, but in a training plan with
+     * device-local gradients, pprt_stage.n_local) */
+    int stage, slot;
 } pprt_io;
 
 typedef struct pprt_plan {

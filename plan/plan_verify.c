@@ -213,6 +213,11 @@ static pp_status stage_fields(const Ppplan__Stage *m, int si, const pprt_plan *p
         return PP_FAIL(err, PP_EINVAL, "stage %d: stash of %d tensors: expected 0%s..%zu", si, (int)m->n_stash,
                        P ? "" : " (not a training plan)", P ? tail : (size_t)0);
     st->n_stash = (int)m->n_stash;
+    const size_t chain = m->n_send - (si < P ? (size_t)m->n_stash : 0);
+    if (m->n_local < 0 || (m->n_local && si < P) || (size_t)m->n_local > chain)
+        return PP_FAIL(err, PP_EINVAL, "stage %d: %d device-local outputs: expected 0%s..%zu", si, (int)m->n_local,
+                       si < P ? " (not a backward stage of a training plan)" : "", si < P ? (size_t)0 : chain);
+    st->n_local = (int)m->n_local;
     st->arena_bytes = m->arena_bytes;
     st->flops = m->flops;
     st->weight_bytes = m->weight_bytes;
@@ -554,7 +559,7 @@ static pp_status check_slots_match(const pprt_msg_layout *a, int a0, int n_a, co
 static pp_status check_link(const pprt_plan *p, int i, pp_err *err) {
     const pprt_stage *a = &p->stages[i - 1], *b = &p->stages[i];
     const int P = p->train_devices;
-    const int na = a->out.n - (i - 1 < P ? a->n_stash : 0), nb = b->in.n - (i >= P ? b->n_stash : 0);
+    const int na = a->out.n - (i - 1 < P ? a->n_stash : a->n_local), nb = b->in.n - (i >= P ? b->n_stash : 0);
     char what[96];
     snprintf(what, sizeof what, "boundary %d -> %d", i - 1, i);
     PP_TRY(check_slots_match(&a->out, 0, na, &b->in, 0, nb, what, err));
@@ -568,21 +573,55 @@ static pp_status check_link(const pprt_plan *p, int i, pp_err *err) {
     return PP_OK;
 }
 
+/* Where each output leaves: the last stage's send list less its device-local
+ * tail is the plan's outputs that are no device's own, in their order; each
+ * backward stage's local tail (pprt_stage.n_local) holds others, by name;
+ * every output once. */
+static pp_status check_outputs(const pprt_plan *p, pp_err *err) {
+    const pprt_stage *lastst = &p->stages[p->n_stages - 1];
+    int n_local = 0;
+    for (int s = 0; s < p->n_stages; s++) n_local += p->stages[s].n_local;
+    if (lastst->n_send - lastst->n_local + n_local != p->n_outputs)
+        return PP_FAIL(err, PP_EINVAL, "the stages send %d outputs (the last stage %d, device-local %d), expected the "
+                       "%d plan outputs", lastst->n_send - lastst->n_local + n_local, lastst->n_send - lastst->n_local,
+                       n_local, p->n_outputs);
+    for (int i = 0; i < p->n_outputs; i++) p->outputs[i].stage = -1;
+    for (int i = 0, j = 0; i < p->n_outputs; i++) {
+        bool local = false;
+        for (int s = 0; s < p->n_stages && !local; s++)
+            for (int k = p->stages[s].out.n - p->stages[s].n_local; k < p->stages[s].out.n && !local; k++)
+                if (!strcmp(p->stages[s].out.t[k]->name, p->outputs[i].name)) {
+                    local = true;
+                    p->outputs[i].stage = s, p->outputs[i].slot = k;
+                }
+        if (!local && j < lastst->n_send - lastst->n_local) p->outputs[i].stage = p->n_stages - 1, p->outputs[i].slot = j++;
+    }
+    for (int i = 0; i < p->n_outputs; i++) {
+        const pprt_io *o = &p->outputs[i];
+        if (o->stage < 0) /* the names matched some slot twice, or none */
+            return PP_FAIL(err, PP_EINVAL, "plan output '%s': no stage sends it", o->name);
+        const pprt_stage *st = &p->stages[o->stage];
+        if (!tdesc_matches(st->out.t[o->slot], o->dtype, &o->shape) || strcmp(st->out.t[o->slot]->name, o->name))
+            return PP_FAIL(err, PP_EINVAL, "stage %d slot %d: differs from plan output '%s'", o->stage, o->slot,
+                           o->name);
+        for (int k = 0; k < i; k++)
+            if (p->outputs[k].stage == o->stage && p->outputs[k].slot == o->slot)
+                return PP_FAIL(err, PP_EINVAL, "plan outputs '%s' and '%s' both leave from stage %d slot %d",
+                               p->outputs[k].name, o->name, o->stage, o->slot);
+    }
+    return PP_OK;
+}
+
 pp_status pprt_plan_check_chain(const pprt_plan *p, pp_err *err) {
     /* links: plan inputs -> stage 0 -> ... -> last stage -> plan outputs */
-    pprt_stage *first = &p->stages[0], *lastst = &p->stages[p->n_stages - 1];
+    pprt_stage *first = &p->stages[0];
     if (first->n_recv != p->n_inputs)
         return PP_FAIL(err, PP_EINVAL, "stage 0 receives %d tensors, expected the %d plan inputs",
                        first->n_recv, p->n_inputs);
     for (int i = 0; i < p->n_inputs; i++)
         if (!tdesc_matches(first->in.t[i], p->inputs[i].dtype, &p->inputs[i].shape))
             return PP_FAIL(err, PP_EINVAL, "stage 0 slot %d: differs from plan input '%s'", i, p->inputs[i].name);
-    if (lastst->n_send != p->n_outputs)
-        return PP_FAIL(err, PP_EINVAL, "last stage sends %d tensors, expected the %d plan outputs",
-                       lastst->n_send, p->n_outputs);
-    for (int i = 0; i < p->n_outputs; i++)
-        if (!tdesc_matches(lastst->out.t[i], p->outputs[i].dtype, &p->outputs[i].shape))
-            return PP_FAIL(err, PP_EINVAL, "last stage slot %d: differs from plan output '%s'", i, p->outputs[i].name);
+    PP_TRY(check_outputs(p, err));
     for (int i = 1; i < p->n_stages; i++) PP_TRY(check_link(p, i, err));
     return PP_OK;
 }

@@ -181,8 +181,8 @@ static pp_status make_links(sched *S, int k, const pprt_array *in, pprt_array *o
         const size_t bytes = p->stages[b].out.bytes > p->stages[b + 1].in.bytes ? p->stages[b].out.bytes
                                                                                  : p->stages[b + 1].in.bytes;
         /* a training plan's backward stages pass each micro-batch's gradients on as they come
-         * (they carry the later devices' weight gradients to the end): two buffers are enough
-         * there, whatever the forward links hold in flight */
+         * (each device's weight gradients leave at its own backward stage, pprt_stage.n_local):
+         * two buffers are enough there, whatever the forward links hold in flight */
         const int depth = p->train_devices && b >= p->train_devices && o->depth > 2 ? 2 : o->depth;
         PP_TRY(pprt_link_between(&w[b].at, &w[b + 1].at, bytes, depth, name, &L[b + 1], err));
     }
@@ -345,6 +345,19 @@ static pp_status make_workers(sched *S, pp_err *err) {
     return PP_OK;
 }
 
+/* A training plan's device-local outputs (pprt_stage.n_local) when nobody
+ * takes them (pprt_run_opts.take_outputs): into the output arrays, as the
+ * sink writes the others. */
+static pp_status local_into_arrays(void *ctx, int stage, int64_t mb, const void *msg, pp_err *err) {
+    (void)err;
+    const prog_ctx *c = ctx;
+    const sched *S = c->S;
+    const int k = c->replica;
+    pprt_mb_drain_stage(S->p, stage, true, msg, pprt_share_samples(&S->sh, k), mb - pprt_share_lo(&S->sh, k),
+                        S->outs + (size_t)k * (size_t)S->p->n_outputs);
+    return PP_OK;
+}
+
 /* The links of each replica: source, boundaries (each with its buffers,
  * where its stages want them), sink; over its share of the arrays. */
 static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *outputs, pp_err *err) {
@@ -360,7 +373,16 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
                                                   : NULL, nk};
         PP_TRY(make_links(S, k, in, out, nk, err));
         pprt_link **L = S->links + (size_t)k * (size_t)(P + 1);
-        for (int i = 0; i < P; i++) S->w[k * P + i].run.in = L[i], S->w[k * P + i].run.out = L[i + 1];
+        for (int i = 0; i < P; i++) {
+            pprt_stage_run *r = &S->w[k * P + i].run;
+            r->in = L[i], r->out = L[i + 1];
+            if (!p->stages[i].n_local) continue;
+            const pprt_output_hook *h = S->o->take_outputs;
+            r->local = h ? h->take_local : local_into_arrays;
+            r->local_ctx = h ? h->ctx : &S->pcs[k];
+            if (!r->local) return PP_FAIL(err, PP_EINVAL, "stage %d has device-local outputs, and the run's taker "
+                                          "takes none", i);
+        }
         const int D = p->train_devices;
         for (int d = 0; d < D; d++) {
             pprt_stash **st = &S->stash[k * D + d];

@@ -383,10 +383,17 @@ static pp_status write_weights(const trainer *t, const char *dir, pp_err *err) {
  * first copied), its running statistics folded in (training); or its loss
  * summed and its rows' top-1 counted (--eval). The step keeps one set of
  * gradients, not one per micro-batch: a replica's micro-batch ahead of its
- * turn waits in a copy of its message until the ones before it came. */
+ * turn waits in a copy of its message until the ones before it came. A
+ * backward stage's device-local gradients (pprt_stage.n_local) come from
+ * that stage, each stage's micro-batches in their order: a taker of their
+ * own each (sub), folding the outputs of that stage alone. */
 typedef struct taker {
     trainer *t;
     bool eval;
+    int stage;             /* whose outgoing message: the last stage's (the sink's), or a local one's */
+    bool local;            /* the stage's device-local outputs, not the sink's */
+    struct taker *sub;     /* training: one per stage with device-local outputs */
+    int n_sub;
     const int64_t *labels; /* eval: the labels of the run's rows */
     pthread_mutex_t mu;
     int64_t next, M;
@@ -396,13 +403,21 @@ typedef struct taker {
 } taker;
 
 static const void *out_at(const trainer *t, const void *msg, int i) {
-    const pprt_stage *last = &t->p->stages[t->p->n_stages - 1];
-    return (const unsigned char *)msg + last->out.off[i];
+    const pprt_io *o = &t->p->outputs[i];
+    return (const unsigned char *)msg + t->p->stages[o->stage].out.off[o->slot];
+}
+
+/* Output i is taker k's: a device-local one of its stage, or one at the sink. */
+static bool is_mine(const taker *k, int i) {
+    const pprt_io *o = &k->t->p->outputs[i];
+    const pprt_stage *st = &k->t->p->stages[o->stage];
+    const bool local = o->slot >= st->out.n - st->n_local;
+    return k->local ? local && o->stage == k->stage : !local;
 }
 
 static void fold(taker *k, int64_t j, const void *msg) {
     trainer *t = k->t;
-    k->loss[j] = *(const float *)out_at(t, msg, t->loss_out);
+    if (!k->local) k->loss[j] = *(const float *)out_at(t, msg, t->loss_out);
     if (k->eval) {
         const pprt_io *lo = t->fwd_out >= 0 ? &t->p->outputs[t->fwd_out] : NULL;
         if (!lo || lo->shape.rank != 2 || !k->labels) return;
@@ -418,6 +433,7 @@ static void fold(taker *k, int64_t j, const void *msg) {
     }
     for (int i = 0; i < t->n_params; i++) {
         param *q = &t->ps[i];
+        if (!is_mine(k, q->out)) continue;
         const float *g = out_at(t, msg, q->out);
         if (q->running) fold_running(q, g, j);
         else if (j == 0) memcpy(q->g, g, (size_t)q->numel * sizeof *g);
@@ -428,7 +444,7 @@ static void fold(taker *k, int64_t j, const void *msg) {
 
 static pp_status take(void *ctx, int64_t mb, const void *msg, pp_err *err) {
     taker *k = ctx;
-    const size_t bytes = k->t->p->stages[k->t->p->n_stages - 1].out.bytes;
+    const size_t bytes = k->t->p->stages[k->stage].out.bytes;
     pthread_mutex_lock(&k->mu);
     pp_status s = PP_OK;
     if (mb < k->next || mb >= k->M || k->wait[mb]) s = PP_FAIL(err, PP_ERUNTIME, "internal: micro-batch %lld "
@@ -447,12 +463,22 @@ static pp_status take(void *ctx, int64_t mb, const void *msg, pp_err *err) {
     return s;
 }
 
-static pp_status taker_init(taker *k, trainer *t, int64_t M, bool eval, pp_err *err) {
-    *k = (taker){.t = t, .eval = eval, .M = M};
+/* A backward stage's device-local gradients (the stage's own thread): to its taker. */
+static pp_status take_local(void *ctx, int stage, int64_t mb, const void *msg, pp_err *err) {
+    taker *k = ctx;
+    for (int i = 0; i < k->n_sub; i++)
+        if (k->sub[i].stage == stage) return take(&k->sub[i], mb, msg, err);
+    if (k->eval) return PP_OK; /* held-out data: the gradients are not wanted */
+    return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d handed over device-local outputs it has none of", stage);
+}
+
+static pp_status taker_one(taker *k, trainer *t, int64_t M, bool eval, int stage, bool local, pp_err *err) {
+    *k = (taker){.t = t, .eval = eval, .M = M, .stage = stage, .local = local};
     k->wait = calloc(pp_count(M), sizeof *k->wait);
     k->loss = calloc(pp_count(M), sizeof *k->loss);
     if (!k->wait || !k->loss) {
         free(k->wait), free(k->loss);
+        k->wait = NULL, k->loss = NULL;
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
     pthread_mutex_init(&k->mu, NULL);
@@ -460,9 +486,33 @@ static pp_status taker_init(taker *k, trainer *t, int64_t M, bool eval, pp_err *
 }
 
 static void taker_free(taker *k) {
+    for (int i = 0; i < k->n_sub; i++) taker_free(&k->sub[i]);
+    free(k->sub);
     for (int64_t j = 0; k->wait && j < k->M; j++) free(k->wait[j]);
     free(k->wait), free(k->loss);
-    pthread_mutex_destroy(&k->mu);
+    if (k->loss || k->wait) pthread_mutex_destroy(&k->mu);
+}
+
+static pp_status taker_init(taker *k, trainer *t, int64_t M, bool eval, pp_err *err) {
+    const pprt_plan *p = t->p;
+    PP_TRY(taker_one(k, t, M, eval, p->n_stages - 1, false, err));
+    int n = 0;
+    for (int s = 0; !eval && s < p->n_stages; s++) n += p->stages[s].n_local > 0;
+    if (!n) return PP_OK;
+    if (!(k->sub = calloc((size_t)n, sizeof *k->sub))) {
+        taker_free(k);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    for (int s = 0; s < p->n_stages; s++)
+        if (p->stages[s].n_local) {
+            pp_status st = taker_one(&k->sub[k->n_sub], t, M, eval, s, true, err);
+            if (st != PP_OK) {
+                taker_free(k);
+                return st;
+            }
+            k->n_sub++;
+        }
+    return PP_OK;
 }
 
 /* The step's gradients averaged over its micro-batches (summed in their
@@ -473,6 +523,10 @@ static pp_status reduce_step(const trainer *t, const taker *k, int64_t step, dou
     const int M = t->o->accumulate;
     if (k->next != M) return PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d micro-batches reached the end",
                                      (long long)k->next, M);
+    for (int i = 0; i < k->n_sub; i++)
+        if (k->sub[i].next != M)
+            return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d handed over %lld of %d micro-batches' gradients",
+                           k->sub[i].stage, (long long)k->sub[i].next, M);
     const float *lv = k->loss;
     double sum = 0;
     *finite = true;
@@ -723,7 +777,7 @@ static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const 
         taker tk;
         PP_TRY(taker_init(&tk, t, M, true, err));
         tk.labels = t->labels_in >= 0 ? ins[t->labels_in].data : NULL;
-        const pprt_output_hook hook = {&tk, take};
+        const pprt_output_hook hook = {&tk, take, take_local};
         pprt_stats rs = {0};
         pprt_run_opts ro = *run;
         ro.replicas = ro.replicas > M ? M : ro.replicas;
@@ -758,7 +812,7 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     if (run->gate) gate_reset(run->gate->ctx);
     taker tk;
     PP_TRY(taker_init(&tk, t, o->accumulate, false, err));
-    const pprt_output_hook hook = {&tk, take};
+    const pprt_output_hook hook = {&tk, take, take_local};
     pprt_run_opts ro = *run;
     ro.take_outputs = &hook;
     pp_status s = pprt_run(t->p, ins, o->accumulate, outs, &ro, &rs, err);

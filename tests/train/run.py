@@ -284,6 +284,11 @@ for name, extra in (("t2b.plan", []), ("t2rc.plan", ["--recompute", "all"])):
     if r.returncode == 0:
         rows = [ln.split() for ln in r.stdout.split("GPipe_total")[1].splitlines()[1:3]]
         stash[name] = [float(row[4]) for row in rows]
+        # device-local gradients: the backward cut (device 1's backward -> device 0's) carries the gradient
+        # of the activation at the cut and what device 0's backward reads, not device 1's weights' gradients
+        cut = [ln for ln in r.stdout.splitlines() if ln.startswith("cut 2 -> 3")]
+        check(cut and ".grad[" not in cut[0] and "fc.weight" not in cut[0],
+              f"{extra}: the backward cut relays weight gradients: {cut[:1]}")
 if len(stash) == 2:
     # device 0 keeps the 16x4x4 input of conv2 (and conv1's 16x1x8x8 input) instead of every activation
     check(stash["t2rc.plan"][0] < 0.25 * stash["t2b.plan"][0],
