@@ -71,6 +71,8 @@ void pp_graph_free(pp_graph *g) {
     free(g->stash);
     for (int d = 0; g->local && d < g->train_devices; d++) free(g->local[d].vals);
     free(g->local);
+    for (int d = 0; g->wkeep && d < g->train_devices; d++) free(g->wkeep[d].vals);
+    free(g->wkeep);
     free(g->stage_arena);
     free(g->stage_info);
     if (g->keep_free) g->keep_free(g->keep);

@@ -54,7 +54,8 @@ pp_status pp_boundaries(pp_graph *g, pp_err *err) {
     int *last = malloc(sizeof(int) * pp_count(g->n_values));
     if (!last) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     if (g->train_devices && (!(g->stash = calloc((size_t)g->train_devices, sizeof *g->stash)) ||
-                             !(g->local = calloc((size_t)g->train_devices, sizeof *g->local)))) {
+                             !(g->local = calloc((size_t)g->train_devices, sizeof *g->local)) ||
+                             !(g->wkeep = calloc((size_t)g->train_devices, sizeof *g->wkeep)))) {
         free(last);
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
@@ -65,6 +66,16 @@ pp_status pp_boundaries(pp_graph *g, pp_err *err) {
             if (v < 0 || g->values[v].is_const) continue;
             bool stashed;
             const int u = stash_use(g, v, g->nodes[i].stage, &stashed);
+            /* zb-h1: what a W node reads that W does not make, B keeps for it */
+            const int pr = g->values[v].producer, st = g->nodes[i].stage;
+            const bool wkeep = g->nodes[i].wpass && !(pr >= 0 && g->nodes[pr].wpass && g->nodes[pr].stage == st);
+            if (wkeep) {
+                pp_status s = add_to(&g->wkeep[2 * g->train_devices - 1 - st], g, v, err);
+                if (s != PP_OK) {
+                    free(last);
+                    return s;
+                }
+            }
             if (stashed) {
                 pp_status s = add_to(&g->stash[u], g, v, err);
                 if (s != PP_OK) {
@@ -74,8 +85,10 @@ pp_status pp_boundaries(pp_graph *g, pp_err *err) {
             }
             if (u > last[v]) last[v] = u;
         }
-    for (int d = 0; d < g->train_devices; d++) /* value order, as the boundaries */
+    for (int d = 0; d < g->train_devices; d++) { /* value order, as the boundaries */
         if (g->stash[d].n > 1) qsort(g->stash[d].vals, (size_t)g->stash[d].n, sizeof(int), cmp_int);
+        if (g->wkeep[d].n > 1) qsort(g->wkeep[d].vals, (size_t)g->wkeep[d].n, sizeof(int), cmp_int);
+    }
     for (int k = 0; k < g->n_outputs; k++) { /* leaves the last stage, or its own backward stage */
         const int v = g->outputs[k], P = g->train_devices, u = pp_value_def_stage(g, v);
         if (P && u >= P && last[v] <= u) {

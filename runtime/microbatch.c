@@ -36,7 +36,7 @@ void pprt_mb_drain_stage(const pprt_plan *p, int s, bool local, const void *msg,
     int64_t b = pprt_mb_size(p), have = mb_have(b, n, mb);
     for (int i = 0; i < p->n_outputs && have > 0; i++) {
         const pprt_io *o = &p->outputs[i];
-        if (o->stage != s || (o->slot >= st->out.n - st->n_local) != local) continue;
+        if (o->stage != s || (o->slot >= pprt_local_first(st)) != local) continue;
         size_t sb = o->sample_bytes;
         memcpy((unsigned char *)outputs[i].data + (size_t)(mb * b) * sb,
                (const unsigned char *)msg + st->out.off[o->slot], (size_t)have * sb);

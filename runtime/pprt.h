@@ -129,6 +129,12 @@ typedef struct pprt_stage_stats {
      * one (runtime/stash.c); 0 elsewhere */
     int stash_peak;
     size_t stash_bytes;
+    /* a zb-h1 plan (pprt_plan.n_wstages), on the device's forward stage too:
+     * its W stage's busy seconds, and the most micro-batches what its B kept
+     * for W held at once, the bytes of one */
+    double w_busy_s;
+    int w_keep_peak;
+    size_t w_keep_bytes;
     /* its device, described at start (threaded driver; place[0] == 0: on the host) */
     struct {
         char place[48]; /* "cuda device 1" */

@@ -78,6 +78,11 @@ typedef struct trainer {
     double *busy;
     int *stash_peak;
     size_t *stash_bytes;
+    /* per device: the most micro-batches it held from F to its last backward
+     * part (the gate's count), and in a zb-h1 plan what its B kept for its W
+     * (the most at once, the bytes of one) */
+    int *held_peak, *w_keep_peak;
+    size_t *w_keep_bytes;
 } trainer;
 
 static void *alloc64(size_t n) {
@@ -133,7 +138,7 @@ static pp_status bind_params(trainer *t, pp_err *err) {
     t->fwd_out = -1;
     t->ps = calloc(pp_count(p->n_outputs), sizeof *t->ps);
     int cap = 0;
-    for (int s = 0; s < p->n_stages; s++) cap += p->stages[s].n_tensors;
+    for (int s = 0; s < p->n_stages + p->n_wstages; s++) cap += p->stages[s].n_tensors;
     t->bound = calloc(pp_count(cap), sizeof *t->bound);
     t->was = calloc(pp_count(cap), sizeof *t->was);
     if (!t->ps || !t->bound || !t->was) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -164,7 +169,7 @@ static pp_status bind_params(trainer *t, pp_err *err) {
         t->n_params++;
         size_t nbytes = 0;
         const unsigned char *init = NULL;
-        for (int s = 0; s < p->n_stages; s++)
+        for (int s = 0; s < p->n_stages + p->n_wstages; s++) /* the W stages' too (zb-h1) */
             for (int k = 0; k < p->stages[s].n_tensors; k++) {
                 pprt_tdesc *d = &p->stages[s].t[k];
                 if (d->kind != PPRT_WEIGHT || strcmp(d->name, name)) continue;
@@ -212,6 +217,7 @@ static void trainer_free(trainer *t) {
     }
     free(t->ps);
     free(t->busy), free(t->stash_peak), free(t->stash_bytes);
+    free(t->held_peak), free(t->w_keep_peak), free(t->w_keep_bytes);
     free(t->bound);
     free(t->was);
     for (int k = 0; k < 2; k++) {
@@ -411,7 +417,7 @@ static const void *out_at(const trainer *t, const void *msg, int i) {
 static bool is_mine(const taker *k, int i) {
     const pprt_io *o = &k->t->p->outputs[i];
     const pprt_stage *st = &k->t->p->stages[o->stage];
-    const bool local = o->slot >= st->out.n - st->n_local;
+    const bool local = o->slot >= pprt_local_first(st);
     return k->local ? local && o->stage == k->stage : !local;
 }
 
@@ -497,13 +503,14 @@ static pp_status taker_init(taker *k, trainer *t, int64_t M, bool eval, pp_err *
     const pprt_plan *p = t->p;
     PP_TRY(taker_one(k, t, M, eval, p->n_stages - 1, false, err));
     int n = 0;
-    for (int s = 0; !eval && s < p->n_stages; s++) n += p->stages[s].n_local > 0;
+    const int ns = p->n_stages + p->n_wstages;
+    for (int s = 0; !eval && s < ns; s++) n += p->stages[s].n_local > 0;
     if (!n) return PP_OK;
     if (!(k->sub = calloc((size_t)n, sizeof *k->sub))) {
         taker_free(k);
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
-    for (int s = 0; s < p->n_stages; s++)
+    for (int s = 0; s < ns; s++)
         if (p->stages[s].n_local) {
             pp_status st = taker_one(&k->sub[k->n_sub], t, M, eval, s, true, err);
             if (st != PP_OK) {
@@ -672,49 +679,68 @@ static pp_status ckpt_read(trainer *t, const char *dir, int64_t *step, int64_t *
 
 /* ---- the schedule: which of a device's two stages runs which micro-batch when ------------ */
 
-/* Device d of replica r owns stages d (forward) and 2P-1-d (backward); one
- * of them runs at a time. 1F1B: the forward of micro-batch m waits until
- * the device has at most P-d-1 micro-batches whose backward is still to
- * come (so it keeps the activations of P-d of them, not M); GPipe: every
- * backward waits for the step's last forward on the device. */
+/* Device d of replica r owns stages d (forward, F) and 2P-1-d (backward,
+ * B), and in a zb-h1 plan its W stage 2P+d (the weight gradients); one of
+ * them runs at a time. A micro-batch is held on the device from its F until
+ * its last backward part (W where the device has one, else B). 1F1B: F
+ * waits until the device holds at most P-d-1 micro-batches (so it keeps the
+ * activations of P-d of them, not M); GPipe: every B waits for the step's
+ * last F on the device. Under both a W runs right after its B (F and B wait
+ * while one is owed): the order of an unsplit backward. ZB-H1 (Qi et al.,
+ * 2023): 1F1B's cap on F, but a W waits while the device has a B, or an F
+ * the cap lets in, waiting to run: the Ws fill the idle time, most of it in
+ * the cool-down, and the device holds no more micro-batches than 1F1B's. */
 typedef struct gate {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int P, R, schedule;
     int64_t M;
-    int64_t *f_in, *f_done, *b_done; /* [R x P] */
-    bool *busy;
-    bool stopped;
+    int64_t *f_in, *f_done, *b_done, *w_done; /* [R x P] */
+    int *wait_f, *wait_b;                     /* [R x P]: F, B waiting in gate_enter */
+    bool *busy, *has_w;                       /* [R x P], [P]: the device has a W stage with nodes */
+    int *held_peak;                           /* [P]: the most micro-batches a device held (all steps; not owned) */
+    bool stopped, ready;
 } gate;
+
+static bool gate_may(const gate *g, int kind, int d, int i, int64_t share) {
+    const int64_t owed = g->has_w[d] ? g->b_done[i] - g->w_done[i] : 0;
+    const int64_t held = g->f_in[i] - (g->has_w[d] ? g->w_done[i] : g->b_done[i]);
+    const bool f_cap = held < g->P - d, zb = g->schedule == PPRT_SCHED_ZBH1;
+    if (g->busy[i]) return false;
+    if (kind == 2) return !zb || (!g->wait_b[i] && !(g->wait_f[i] && f_cap));
+    if (!zb && owed > 0) return false;
+    if (kind == 0) return g->schedule == PPRT_SCHED_GPIPE || f_cap;
+    return g->schedule != PPRT_SCHED_GPIPE || g->f_done[i] == share;
+}
 
 static void gate_enter(void *ctx, int r, int stage, int64_t mb) {
     (void)mb;
     gate *g = ctx;
-    const bool fwd = stage < g->P;
-    const int d = fwd ? stage : 2 * g->P - 1 - stage, i = r * g->P + d;
+    const int kind = stage < g->P ? 0 : stage < 2 * g->P ? 1 : 2; /* F, B, W */
+    const int d = kind == 0 ? stage : kind == 1 ? 2 * g->P - 1 - stage : stage - 2 * g->P, i = r * g->P + d;
     const int64_t share = g->M * (r + 1) / g->R - g->M * r / g->R;
     pthread_mutex_lock(&g->mu);
-    for (;;) {
-        bool ok = !g->busy[i];
-        if (fwd && g->schedule == PPRT_SCHED_1F1B) ok = ok && g->f_in[i] - g->b_done[i] < g->P - d;
-        if (!fwd && g->schedule == PPRT_SCHED_GPIPE) ok = ok && g->f_done[i] == share;
-        if (ok || g->stopped) break;
-        pthread_cond_wait(&g->cv, &g->mu);
-    }
+    if (kind < 2) (kind ? g->wait_b : g->wait_f)[i]++;
+    while (!g->stopped && !gate_may(g, kind, d, i, share)) pthread_cond_wait(&g->cv, &g->mu);
+    if (kind < 2) (kind ? g->wait_b : g->wait_f)[i]--;
     g->busy[i] = true;
-    if (fwd) g->f_in[i]++;
+    if (kind == 0) {
+        g->f_in[i]++;
+        const int64_t held = g->f_in[i] - (g->has_w[d] ? g->w_done[i] : g->b_done[i]);
+        if (held > g->held_peak[d]) g->held_peak[d] = (int)held;
+    }
+    pthread_cond_broadcast(&g->cv); /* a W may wait on what is waiting */
     pthread_mutex_unlock(&g->mu);
 }
 
 static void gate_leave(void *ctx, int r, int stage, int64_t mb) {
     (void)mb;
     gate *g = ctx;
-    const bool fwd = stage < g->P;
-    const int i = r * g->P + (fwd ? stage : 2 * g->P - 1 - stage);
+    const int kind = stage < g->P ? 0 : stage < 2 * g->P ? 1 : 2;
+    const int d = kind == 0 ? stage : kind == 1 ? 2 * g->P - 1 - stage : stage - 2 * g->P, i = r * g->P + d;
     pthread_mutex_lock(&g->mu);
     g->busy[i] = false;
-    if (fwd) g->f_done[i]++;
-    else g->b_done[i]++;
+    (kind == 0 ? g->f_done : kind == 1 ? g->b_done : g->w_done)[i]++;
     pthread_cond_broadcast(&g->cv);
     pthread_mutex_unlock(&g->mu);
 }
@@ -727,35 +753,56 @@ static void gate_stop(void *ctx) {
     pthread_mutex_unlock(&g->mu);
 }
 
-static pp_status gate_init(gate *g, int P, int R, int schedule, int64_t M, pp_err *err) {
+/* --schedule zb-h1 needs a plan with W stages (ppcc --train --schedule zb-h1); the other schedules run
+ * such a plan too, each W right after its B. */
+static pp_status check_schedule(const pprt_plan *p, const pprt_train_opts *o, pp_err *err) {
+    if (o->schedule_kind == PPRT_SCHED_ZBH1 && !p->n_wstages)
+        return PP_FAIL(err, PP_EINVAL, "--schedule zb-h1: the plan has no weight-gradient (W) stages to defer: compile "
+                       "it with ppcc --train --schedule zb-h1");
+    return PP_OK;
+}
+
+static pp_status gate_init(gate *g, const pprt_plan *p, int R, int schedule, int64_t M, int *held_peak, pp_err *err) {
+    const int P = p->train_devices;
     *g = (gate){.P = P, .R = R, .schedule = schedule, .M = M};
     const size_t n = (size_t)P * (size_t)R;
     g->f_in = calloc(n, sizeof *g->f_in), g->f_done = calloc(n, sizeof *g->f_done);
-    g->b_done = calloc(n, sizeof *g->b_done), g->busy = calloc(n, sizeof *g->busy);
-    if (!g->f_in || !g->f_done || !g->b_done || !g->busy) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    g->b_done = calloc(n, sizeof *g->b_done), g->w_done = calloc(n, sizeof *g->w_done);
+    g->wait_f = calloc(n, sizeof *g->wait_f), g->wait_b = calloc(n, sizeof *g->wait_b);
+    g->busy = calloc(n, sizeof *g->busy), g->has_w = calloc((size_t)P, sizeof *g->has_w);
+    g->held_peak = held_peak; /* the trainer's */
+    if (!g->f_in || !g->f_done || !g->b_done || !g->w_done || !g->wait_f || !g->wait_b || !g->busy || !g->has_w ||
+        !g->held_peak)
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int d = 0; d < p->n_wstages; d++) g->has_w[d] = p->stages[p->n_stages + d].n_nodes > 0;
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
+    g->ready = true;
     return PP_OK;
 }
 
 static void gate_reset(gate *g) {
     const size_t n = (size_t)g->P * (size_t)g->R;
     memset(g->f_in, 0, n * sizeof *g->f_in), memset(g->f_done, 0, n * sizeof *g->f_done);
-    memset(g->b_done, 0, n * sizeof *g->b_done), memset(g->busy, 0, n * sizeof *g->busy);
+    memset(g->b_done, 0, n * sizeof *g->b_done), memset(g->w_done, 0, n * sizeof *g->w_done);
+    memset(g->wait_f, 0, n * sizeof *g->wait_f), memset(g->wait_b, 0, n * sizeof *g->wait_b);
+    memset(g->busy, 0, n * sizeof *g->busy);
     g->stopped = false;
 }
 
 static void gate_free(gate *g) {
-    if (!g->busy) return;
-    pthread_mutex_destroy(&g->mu);
-    pthread_cond_destroy(&g->cv);
-    free(g->f_in), free(g->f_done), free(g->b_done), free(g->busy);
+    if (g->ready) {
+        pthread_mutex_destroy(&g->mu);
+        pthread_cond_destroy(&g->cv);
+    }
+    free(g->f_in), free(g->f_done), free(g->b_done), free(g->w_done), free(g->wait_f), free(g->wait_b);
+    free(g->busy), free(g->has_w);
 }
 
-/* The run's bubble over the devices: 1 - their busy time over P x R x wall. */
+/* The run's bubble over the devices: 1 - their busy time (W stages' too) over P x R x wall. */
 static double device_bubble(const pprt_stats *rs, int R) {
     double busy = 0;
-    for (int v = 0; v < rs->n_stages; v++) busy += rs->stages[v].busy_s;
+    for (int v = 0; v < rs->n_stages; v++) busy += rs->stages[v].busy_s + rs->stages[v].w_busy_s;
     const int P = rs->n_stages / 2;
     return rs->wall_s > 0 ? 1.0 - busy / ((double)P * R * rs->wall_s) : 0;
 }
@@ -822,6 +869,10 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
             t->busy[v] = rs.stages[v].busy_s;
             if (v < t->p->train_devices && rs.stages[v].stash_peak > t->stash_peak[v]) t->stash_peak[v] = rs.stages[v].stash_peak;
             if (v < t->p->train_devices && rs.stages[v].stash_bytes) t->stash_bytes[v] = rs.stages[v].stash_bytes;
+            if (v >= t->p->n_wstages) continue; /* zb-h1: device v's W stage */
+            t->busy[t->p->n_stages + v] = rs.stages[v].w_busy_s;
+            if (rs.stages[v].w_keep_peak > t->w_keep_peak[v]) t->w_keep_peak[v] = rs.stages[v].w_keep_peak;
+            t->w_keep_bytes[v] = rs.stages[v].w_keep_bytes;
         }
     }
     free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
@@ -859,11 +910,14 @@ static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array
     if (o->eval_dir && t->eval.n < t->rows)
         return PP_FAIL(err, PP_EINVAL, "--eval %s has %lld samples, fewer than one micro-batch of %lld", o->eval_dir,
                        (long long)t->eval.n, (long long)t->rows);
-    t->busy = calloc(pp_count(p->n_stages), sizeof *t->busy);
-    t->stash_peak = calloc(pp_count(p->train_devices), sizeof *t->stash_peak);
-    t->stash_bytes = calloc(pp_count(p->train_devices), sizeof *t->stash_bytes);
-    if (!t->busy || !t->stash_peak || !t->stash_bytes) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-        *ins = calloc(pp_count(p->n_inputs), sizeof **ins);
+    const size_t D = pp_count(p->train_devices);
+    t->busy = calloc(pp_count(p->n_stages + p->n_wstages), sizeof *t->busy);
+    t->stash_peak = calloc(D, sizeof *t->stash_peak), t->stash_bytes = calloc(D, sizeof *t->stash_bytes);
+    t->held_peak = calloc(D, sizeof *t->held_peak), t->w_keep_peak = calloc(D, sizeof *t->w_keep_peak);
+    t->w_keep_bytes = calloc(D, sizeof *t->w_keep_bytes);
+    if (!t->busy || !t->stash_peak || !t->stash_bytes || !t->held_peak || !t->w_keep_peak || !t->w_keep_bytes)
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    *ins = calloc(pp_count(p->n_inputs), sizeof **ins);
     *outs = calloc(pp_count(p->n_outputs), sizeof **outs);
     *perm = malloc(pp_count(t->train.n) * sizeof **perm);
     if (!*ins || !*outs || !*perm) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -884,6 +938,10 @@ static void log_end(pp_json *js, const trainer *t, const pprt_train_stats *st) {
         pp_json_add_number(js, r, "stash_peak", t->stash_peak[d]);
         pp_json_add_number(js, r, "stash_bytes", (double)t->stash_bytes[d]);
         pp_json_add_number(js, r, "stash_peak_bytes", (double)t->stash_bytes[d] * t->stash_peak[d]);
+        pp_json_add_number(js, r, "held_peak", t->held_peak[d]);
+        if (!t->p->n_wstages) continue;
+        pp_json_add_number(js, r, "w_keep_peak", t->w_keep_peak[d]);
+        pp_json_add_number(js, r, "w_keep_bytes", (double)t->w_keep_bytes[d]);
     }
     pp_json_add_number(js, js->root, "peak_rss", (double)pprt_peak_rss());
     pp_json_add_number(js, js->root, "wall_s", st->wall_s);
@@ -921,11 +979,12 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     const int R = run->replicas > 1 ? run->replicas : 1;
     const int64_t per_rep = (o->accumulate + R - 1) / R;
     const int64_t need = o->schedule_kind == PPRT_SCHED_GPIPE ? per_rep + 1 : p->train_devices + 1;
+    if (s == PP_OK) s = check_schedule(p, o, err);
     if (ro.depth < need) ro.depth = (int)need;
     gate gt = {0};
     pprt_gate hook = {.ctx = &gt, .enter = gate_enter, .leave = gate_leave, .stop = gate_stop};
     if (s == PP_OK && o->schedule_kind != PPRT_SCHED_FLOW) {
-        s = gate_init(&gt, p->train_devices, R, o->schedule_kind, o->accumulate, err);
+        s = gate_init(&gt, p, R, o->schedule_kind, o->accumulate, t.held_peak, err);
         ro.gate = &hook;
     }
     double bubble_sum = 0;
@@ -962,7 +1021,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             pp_json_add_number(&js, r, "bubble", bubble);
             pp_json_add_bool(&js, r, "skipped", !finite);
             cJSON *b = pp_json_add_array(&js, r, "stage_busy_s");
-            for (int v = 0; v < p->n_stages; v++) pp_json_add_round(&js, b, NULL, t.busy[v], 6);
+            for (int v = 0; v < p->n_stages + p->n_wstages; v++) pp_json_add_round(&js, b, NULL, t.busy[v], 6);
         }
         if (o->progress && !o->quiet && (step == total || step == done + 1 || now - shown >= 1.0)) {
             shown = now;
@@ -987,7 +1046,8 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     }
     st->wall_s = pprt_now_s() - t0;
     st->bubble = st->steps ? bubble_sum / (double)st->steps : 0;
-    st->bubble_formula = (double)(p->train_devices - 1) / ((double)per_rep + p->train_devices - 1);
+    st->bubble_formula = (double)(p->train_devices - 1) /
+                         ((o->schedule_kind == PPRT_SCHED_ZBH1 ? 3.0 : 1.0) * (double)per_rep + p->train_devices - 1);
     gate_free(&gt);
     if (s == PP_OK && o->save_dir) s = write_weights(&t, o->save_dir, err);
     if (s == PP_OK && js.root) log_end(&js, &t, st);
