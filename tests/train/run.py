@@ -171,8 +171,9 @@ for pp in (1, 2, 4):
     r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(ROWS), "-pp",
                         str(pp), "-q", "-o", plans[pp]], capture_output=True, text=True)
     check(r.returncode == 0, f"ppcc -pp {pp}: exit {r.returncode}: {r.stderr[-300:]}")
-# --schedule zb-h1: each device's backward split into B (input gradients) and a W stage (weight gradients)
-for pp in (2, 4):
+# --schedule zb-h1: each device's backward split into B (input gradients) and a W stage (weight gradients);
+# at -pp 1 the whole backward is W (B is empty: its input gradients go nowhere)
+for pp in (1, 2, 4):
     plans[f"z{pp}"] = f"z{pp}.plan"
     r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(ROWS), "-pp",
                         str(pp), "--schedule", "zb-h1", "-q", "-o", plans[f"z{pp}"]], capture_output=True, text=True)
@@ -211,7 +212,8 @@ for name, args in OPTS.items():
     runs = [(pp, "ref", []) for pp in (2, 4)] + [(pp, "dnnl", []) for pp in (1, 2)]
     # the zb-h1 plans under --schedule zb-h1 (W deferred), 1F1B and GPipe (W right after its B): -pp 1's bits
     runs += [("z2", "ref", ["--schedule", "zb-h1"]), ("z4", "ref", ["--schedule", "zb-h1"]), ("z4", "ref", []),
-             ("z2", "ref", ["--schedule", "gpipe"]), ("z2", "dnnl", ["--schedule", "zb-h1"])]
+             ("z2", "ref", ["--schedule", "gpipe"]), ("z2", "dnnl", ["--schedule", "zb-h1"]),
+             ("z1", "ref", ["--schedule", "zb-h1"]), ("z1", "dnnl", ["--schedule", "zb-h1"])]
     base = {"ref": w1}
     for pp, be, extra in runs:
         w, _ = pprt_train(plans[pp], args + extra, seed, backend=be, tag=f"{name}_pp{pp}_{be}{''.join(extra)}")
