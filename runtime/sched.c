@@ -469,6 +469,9 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
             const pprt_output_hook *h = S->o->take_outputs;
             r->local = !p->stages[P + d].n_local ? NULL : h ? h->take_local : local_into_arrays;
             r->local_ctx = h ? h->ctx : &S->pcs[k];
+            if (p->stages[P + d].n_local && !r->local)
+                return PP_FAIL(err, PP_EINVAL, "stage %d has device-local outputs, and the run's taker takes none",
+                               P + d);
         }
     }
     return PP_OK;
