@@ -677,7 +677,7 @@ static pp_status ckpt_read(trainer *t, const char *dir, int64_t *step, int64_t *
     return s;
 }
 
-/* ---- the schedule: which of a device's two stages runs which micro-batch when ------------ */
+/* ---- the schedule: which of a device's stages runs which micro-batch when ---------------- */
 
 /* Device d of replica r owns stages d (forward, F) and 2P-1-d (backward,
  * B), and in a zb-h1 plan its W stage 2P+d (the weight gradients); one of
