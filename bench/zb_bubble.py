@@ -15,6 +15,7 @@ Usage: bench/zb_bubble.py [--pp 2] [--accumulate 8] [--steps 4] [--backend dnnl]
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -75,3 +76,4 @@ for sched, plan in (("1f1b", "plain"), ("gpipe", "plain"), ("zb-h1", "zb"), ("1f
 print()
 cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
 print(f"machine: {os.cpu_count()} cores, {cpu}")
+shutil.rmtree(work)
