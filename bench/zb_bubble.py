@@ -18,7 +18,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
