@@ -193,6 +193,41 @@ out:
     return s;
 }
 
+/* --schedule zb-h1: each backward stage's nodes that no input gradient needs
+ * become its device's W part (pp_node.wpass). Backwards over the nodes: a
+ * backward node is B when one of its outputs is read by a later stage, by a
+ * B node, or is a plan output other than a weight's gradient; the rest (the
+ * weight gradients' ConvGradW, MatMul, sums) only make gradients that leave
+ * at the device (g->local). A node of B never reads one of W, so B runs
+ * without W, and W after it on what B kept for it. */
+static pp_status mark_w(pp_graph *g, int P, pp_err *err) {
+    bool *need = calloc(pp_count(g->n_values), sizeof *need);
+    if (!need) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_in; k++) {
+            const int v = g->nodes[i].in[k], pr = v >= 0 ? g->values[v].producer : -1;
+            if (pr >= 0 && g->nodes[pr].stage < g->nodes[i].stage) need[v] = true;
+        }
+    const size_t ls = strlen(PP_GRAD_SUFFIX);
+    for (int k = 0; k < g->n_outputs; k++) {
+        const char *nm = g->values[g->outputs[k]].name;
+        const size_t ln = strlen(nm);
+        if (ln <= ls || strcmp(nm + ln - ls, PP_GRAD_SUFFIX)) need[g->outputs[k]] = true;
+    }
+    for (int i = g->n_nodes - 1; i >= 0; i--) {
+        pp_node *nd = &g->nodes[i];
+        if (nd->stage < P) continue;
+        bool b = false;
+        for (int k = 0; k < nd->n_out; k++) b = b || (nd->out[k] >= 0 && need[nd->out[k]]);
+        nd->wpass = !b;
+        for (int k = 0; b && k < nd->n_in; k++)
+            if (nd->in[k] >= 0) need[nd->in[k]] = true;
+    }
+    free(need);
+    g->train_split_w = true;
+    return PP_OK;
+}
+
 pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     const int n = g->n_nodes;
     /* forward nodes first (they never read a backward value), order kept */
@@ -266,13 +301,16 @@ pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err)
         goto done;
     }
     if ((s = recompute(g, P, &o->train, err)) != PP_OK) goto done;
+    if (o->train.schedule == PP_TRAIN_SCHED_ZBH1 && (s = mark_w(g, P, err)) != PP_OK) goto done;
     bool *glued = malloc(pp_count(g->n_nodes) * sizeof *glued);
     if (!glued) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
         goto done;
     }
     if ((s = pp_fusion_chains(g, glued, err)) == PP_OK)
-        for (int i = 0; i < g->n_nodes; i++) g->nodes[i].chain = glued[i] && i > 0 && g->nodes[i - 1].stage == g->nodes[i].stage;
+        for (int i = 0; i < g->n_nodes; i++)
+            g->nodes[i].chain = glued[i] && i > 0 && g->nodes[i - 1].stage == g->nodes[i].stage &&
+                                g->nodes[i - 1].wpass == g->nodes[i].wpass;
     free(glued);
     g->n_stages = 2 * P;
     g->train_devices = P;

@@ -74,8 +74,16 @@ pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
                           : msg_bytes(g, g->bounds[s - 1].vals, g->bounds[s - 1].n);
         si->send = s == p - 1 ? msg_bytes(g, g->outputs, g->n_outputs)
                               : msg_bytes(g, g->bounds[s].vals, g->bounds[s].n);
+        /* a training plan: a backward stage's outgoing message ends in its
+         * device's own gradients (g->local), which go nowhere; the last
+         * stage's outputs are the others' less the other devices' gradients */
+        const int P = g->train_devices;
+        for (int d = 0; g->local && d < P; d++)
+            if (s == 2 * P - 1 - d && s < p - 1) si->send += g->local[d].bytes;
+            else if (s == p - 1 && d != 0) si->send -= g->local[d].bytes;
+        const size_t local = g->local && s >= P ? g->local[2 * P - 1 - s].bytes : 0;
         si->memory = si->params + si->arena + (size_t)o->depth * (si->recv + si->send);
-        if (s < p - 1) si->est_ms += 1e3 * (double)si->send / (pp_cut_link_gbps(o, p, s) * 1e9);
+        if (s < p - 1) si->est_ms += 1e3 * (double)(si->send - local) / (pp_cut_link_gbps(o, p, s) * 1e9);
         si->place = pp_stage_place(o, s);
     }
     free(seen);

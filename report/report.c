@@ -63,6 +63,30 @@ static void report_devices(FILE *f, const pp_graph *g, const pp_compile_opts *o)
     }
 }
 
+/* --schedule zb-h1: each backward stage's B (input gradients, on the chain) and W (weight gradients, a
+ * stage of its own that pprt defers), and what B keeps for W per micro-batch until W ran. */
+static void report_w(FILE *f, const pp_graph *g) {
+    const int P = g->train_devices;
+    fprintf(f, "zb-h1: per device, its backward split into B (input gradients, on the chain) and W (weight "
+               "gradients, stage %d+d, off it); kept for W: MB a micro-batch from B until W ran\n", 2 * P);
+    fprintf(f, "%-6s %7s %7s %9s %7s %9s %12s\n", "device", "stages", "B_ops", "B_GFLOPs", "W_ops", "W_GFLOPs",
+            "kept_for_W");
+    for (int d = 0; d < P; d++) {
+        int nb = 0, nw = 0;
+        double fb = 0, fw = 0;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const pp_node *n = &g->nodes[i];
+            if (n->stage != 2 * P - 1 - d) continue;
+            if (n->wpass) nw++, fw += n->cost.flops;
+            else nb++, fb += n->cost.flops;
+        }
+        char st[32];
+        snprintf(st, sizeof st, "%d+%d", 2 * P - 1 - d, 2 * P + d);
+        fprintf(f, "%-6d %7s %7d %9.4f %7d %9.4f %12.3f\n", d, st, nb, fb / 1e9, nw, fw / 1e9,
+                g->wkeep ? (double)g->wkeep[d].bytes / 1e6 : 0);
+    }
+}
+
 void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
     fprintf(f, "policy %s, %d stage%s, micro-batch %lld; target %.0f GFLOP/s, %.0f GB/s memory, "
                "%.0f GB/s link\n",
@@ -89,6 +113,7 @@ void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
     fprintf(f, "activation arenas: %.3f MB for %.3f MB of activations (%.0f%%)\n", arena / 1e6,
             g->act_total / 1e6, g->act_total ? 100.0 * (double)arena / (double)g->act_total : 0);
     if (g->train_devices) report_devices(f, g, o);
+    if (g->train_split_w) report_w(f, g);
     int n_rec = 0;
     for (int i = 0; i < g->n_nodes; i++) n_rec += g->nodes[i].recovered;
     fprintf(f, "recovered ops (outside every module named by the split): %d\n", n_rec);

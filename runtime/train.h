@@ -23,7 +23,8 @@ typedef enum { PPRT_LR_CONSTANT = 0, PPRT_LR_COSINE = 1 } pprt_lr_schedule;
  * while fewer than P - d micro-batches await their backward on device d),
  * GPipe (every forward of the step, then every backward), or as the data
  * comes (the two stages of a device run at once, as two devices'). */
-typedef enum { PPRT_SCHED_1F1B = 0, PPRT_SCHED_GPIPE = 1, PPRT_SCHED_FLOW = 2 } pprt_schedule;
+/* zb-h1: a plan compiled with ppcc --train --schedule zb-h1 (its W stages deferred into the idle time) */
+typedef enum { PPRT_SCHED_1F1B = 0, PPRT_SCHED_GPIPE = 1, PPRT_SCHED_FLOW = 2, PPRT_SCHED_ZBH1 = 3 } pprt_schedule;
 
 /* Training on MPI ranks (comm/train_mpi.c; NULL in pprt_train_opts.dist:
  * threads). Rank r runs device r % P of replica r / P (P = the plan's

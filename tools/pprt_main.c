@@ -212,7 +212,7 @@ static const pp_opt train_rows[] = {
     {"--accumulate", PP_OPT_INT, "M", F(train_opts.accumulate), 1, 1 << 20, NULL, "a count 1..2^20", "1",
      "micro-batches (of the plan's rows each) per step, in flight together; their gradients averaged", 0, 0, NULL,
      NULL, NULL},
-    {"--schedule", PP_OPT_WORD, "S", F(train_opts.schedule_kind), 0, 0, "1f1b|gpipe|flow", NULL, "1f1b",
+    {"--schedule", PP_OPT_WORD, "S", F(train_opts.schedule_kind), 0, 0, "1f1b|gpipe|flow|zb-h1", NULL, "1f1b",
      "how a device orders its forward and backward stage: 1f1b (a device keeps the activations of at most as many "
      "micro-batches as devices from it to the last), gpipe (all forwards of a step, then all backwards), flow (both "
      "stages of a device at once, as the data comes)", 0, 0, NULL, NULL, NULL},
@@ -398,6 +398,9 @@ static void print_info(const pprt_plan *p) {
         printf("a gradient plan (ppcc --train) for %d device%s: stages s and %d-s are the forward and the "
                "backward of one device's ops\n", p->train_devices, p->train_devices == 1 ? "" : "s",
                2 * p->train_devices - 1);
+    if (p->n_wstages)
+        printf("split for --schedule zb-h1: stage %d+d is device d's weight gradients (W), off the chain of stages, on "
+               "what its backward stage keeps for it\n", p->n_stages);
     if (p->batch_mixing)
         printf("mixes samples across the batch axis (compiled with --allow-batch-mixing): %s\n",
                p->batch_mixing);
@@ -411,8 +414,9 @@ static void print_info(const pprt_plan *p) {
     for (int i = 0; i < p->n_outputs; i++)
         printf("output %d: %s %s %s\n", i, p->outputs[i].name, pp_dtype_name(p->outputs[i].dtype),
                pp_shape_str(&p->outputs[i].shape, sh, sizeof sh));
-    for (int s = 0; s < p->n_stages; s++) {
+    for (int s = 0; s < p->n_stages + p->n_wstages; s++) {
         const pprt_stage *st = &p->stages[s];
+        if (s >= p->n_stages) printf("W of device %d: ", s - p->n_stages);
         printf("stage %d: %d ops, %.4f GFLOP, weights %.3f MB, arena %.3f MB, in %.3f MB, out %.3f MB", s,
                st->n_nodes, st->flops / 1e9, (double)st->weight_bytes / 1e6, (double)st->arena_bytes / 1e6,
                (double)st->in.bytes / 1e6, (double)st->out.bytes / 1e6);
@@ -794,8 +798,9 @@ static pp_status train(pprt_cli *c, pprt_driver *d, const pprt_plan *p, bool ran
         if (c->train_opts.eval_dir)
             printf("held-out: loss %.6f, accuracy %.4f\n", ts.eval_loss, ts.eval_accuracy);
         if (!ranks) /* the ranks do not gather their stages' busy time yet */
-            printf("bubble: %.1f%% of the devices' time idle (the schedule's formula (P-1)/(M+P-1): %.1f%%)\n",
-                   100 * ts.bubble, 100 * ts.bubble_formula);
+            printf("bubble: %.1f%% of the devices' time idle (the schedule's formula %s: %.1f%%)\n", 100 * ts.bubble,
+                   c->train_opts.schedule_kind == PPRT_SCHED_ZBH1 ? "(P-1)/(3M+P-1), F = B = W" : "(P-1)/(M+P-1)",
+                   100 * ts.bubble_formula);
         if (c->train_opts.save_dir) printf("weights: %s/\n", c->train_opts.save_dir);
     }
     return PP_OK;

@@ -504,9 +504,10 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     if (o->depth < 1) return PP_FAIL(err, PP_EINVAL, "--depth must be >= 1, got %d", o->depth);
     if (o->warmup < 0) return PP_FAIL(err, PP_EINVAL, "--warmup must be >= 0, got %d", o->warmup);
     for (int d = 0; d < p->train_devices; d++)
-        if (p->stages[d].n_stash)
+        if (p->stages[d].n_stash || p->stages[2 * p->train_devices - 1 - d].n_local)
             return PP_FAIL(err, PP_EUNSUP, "a training plan (ppcc --train) runs on threads for now: under mpirun a "
-                           "device's forward and backward stage would be two ranks, and its stash cannot cross");
+                           "device's forward and backward stage would be two ranks, and neither its stash nor its "
+                           "device-local gradients can cross");
     const bool writer = m->rank == m->writer;
     bool same_host = true;
     double off = 0;

@@ -58,6 +58,18 @@ typedef struct side {
     pp_err e;
 } side;
 
+/* A backward stage's device-local gradients (pprt_stage.n_local) to the
+ * run's taker, numbered in the step (this replica's first is mb0). */
+typedef struct local_to {
+    const pprt_output_hook *h;
+    int64_t mb0;
+} local_to;
+
+static pp_status take_local(void *ctx, int stage, int64_t mb, const void *msg, pp_err *err) {
+    const local_to *l = ctx;
+    return l->h->take_local(l->h->ctx, stage, l->mb0 + mb, msg, err);
+}
+
 static void close_all(side *w) {
     side *v[2] = {w, w->other};
     for (int i = 0; i < 2; i++) {
@@ -124,6 +136,13 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
     f.run.gate = b.run.gate = o->gate;
     f.run.replica = b.run.replica = m->replica;
     f.run.stash_out = stash, b.run.stash_in = stash;
+    local_to lt = {o->take_outputs, mb0};
+    if (p->stages[2 * P - 1 - d].n_local) {
+        if (!o->take_outputs || !o->take_outputs->take_local)
+            return PP_FAIL(err, PP_EINVAL, "stage %d has device-local outputs, and the run's taker takes none",
+                           2 * P - 1 - d);
+        b.run.local = take_local, b.run.local_ctx = &lt;
+    }
     pthread_t th;
     if (pthread_create(&th, NULL, side_main, &f) != 0)
         return PP_FAIL(err, PP_ERUNTIME, "cannot start the thread of stage %d", d);
