@@ -44,6 +44,7 @@ typedef struct pp_train_opts {
     bool recompute_all;
     int n_recompute;
     int recompute[PP_MAX_RECOMPUTE];
+    pp_optim optim;          /* the optimizer the plan records (ir/optim.h: its own option table) */
 } pp_train_opts;
 
 /* The names the gradient graph gives what it adds. */

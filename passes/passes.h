@@ -315,9 +315,10 @@ pp_status pp_max_batch_json(const char *path, const pp_max_batch_result *r, cons
 
 /* ---- a training plan's devices (train_memory.c) ---- */
 
-/* The weight copies pprt keeps while training: the plan's, the trainer's, the
- * averaged gradients and two optimizer buffers. */
-#define PP_TRAIN_WEIGHT_COPIES 5
+/* The weight copies pprt keeps while training with optimizer `opt`: the
+ * plan's, the trainer's, the averaged gradients and the optimizer's buffers
+ * (none for plain SGD, SGD's momentum, AdamW's two moments): 3 to 5. */
+#define PP_TRAIN_WEIGHT_COPIES(opt) (3 + pp_optim_buffers(opt))
 
 /* Device d's memory in bytes under pprt (train_memory.c says what is
  * counted), under 1F1B and GPipe with o->micro_batches micro-batches a step,

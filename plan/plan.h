@@ -10,6 +10,7 @@
 #define PP_PLAN_H
 
 #include "../ir/base.h"
+#include "../ir/optim.h"
 
 /* ---- a loaded plan ------------------------------------------------------------- */
 
@@ -87,6 +88,10 @@ typedef struct pprt_plan {
     /* ppcc --train: stages s and 2 x train_devices - 1 - s are the forward
      * and the backward of one device's ops; 0: not a training plan */
     int train_devices;
+    /* a training plan's optimizer as ppcc --train recorded it (has_optim
+     * false: a plan from before it was recorded; optim then the defaults) */
+    bool has_optim;
+    pp_optim optim;
     int64_t batch;        /* micro-batch size; 0: unbatched (inputs are whole tensors, one run) */
     int opset;            /* ai.onnx opset: passed to shape functions and kernels */
     int n_inputs, n_outputs;
