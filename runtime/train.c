@@ -665,7 +665,12 @@ static pp_status ckpt_write(const trainer *t, const char *dir, int64_t step, int
     pp_json_add_number(&js, root, "updates", (double)updates);
     pp_json_add_number(&js, root, "optimizer", t->o->opt.kind);
     pp_json_add_number(&js, root, "buffers", pp_optim_buffers(&t->o->opt));
-    if (t->seed) pp_json_add_number(&js, root, "loss_scale", t->scale), pp_json_add_number(&js, root, "scale_growth", (double)t->growth);
+    if (t->seed) { /* the scale exactly (JSON's numbers keep 15 digits): as C's hexadecimal float */
+        char hex[64];
+        snprintf(hex, sizeof hex, "%a", t->scale);
+        pp_json_add_string(&js, root, "loss_scale", hex);
+        pp_json_add_number(&js, root, "scale_growth", (double)t->growth);
+    }
     pp_json_add_number(&js, root, "seed", (double)t->o->seed);
     cJSON *names = pp_json_add_array(&js, root, "weights");
     for (int i = 0; i < t->n_params; i++) pp_json_add_string(&js, names, NULL, t->ps[i].name);
@@ -732,7 +737,8 @@ static pp_status ckpt_read(trainer *t, const char *dir, int64_t *step, int64_t *
         *updates = (int64_t)up->valuedouble;
         const cJSON *sc = cJSON_GetObjectItemCaseSensitive(root, "loss_scale");
         const cJSON *gr = cJSON_GetObjectItemCaseSensitive(root, "scale_growth");
-        if (t->seed && cJSON_IsNumber(sc) && sc->valuedouble > 0) t->scale = sc->valuedouble;
+        const double x = cJSON_IsString(sc) ? strtod(sc->valuestring, NULL) : 0;
+        if (t->seed && x > 0 && isfinite(x)) t->scale = x;
         if (t->seed && cJSON_IsNumber(gr)) t->growth = (int64_t)gr->valuedouble;
     }
     cJSON_Delete(root);

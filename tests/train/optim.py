@@ -23,8 +23,9 @@ On the digits sample's network (samples/digits/model.onnx, -pp 2, rows of
     --loss-scale dynamic:2^127 overflows the f32 gradients: the log's scale
     per step follows PyTorch GradScaler's rule (written out here: halve on
     an overflow, double after 2000 clean steps) over the steps it skipped,
-    at least one is skipped, the count at the log's end agrees, and a
-    skipped step leaves the weights as they were, bit for bit.
+    at least one is skipped, the count at the log's end agrees, a skipped
+    step leaves the weights as they were, bit for bit, and a run resumed
+    from a checkpoint ends with the unbroken run's weights and scale.
 Usage: optim.py PPCC PPRT WORK"""
 import ctypes
 import ctypes.util
@@ -262,7 +263,9 @@ def gradscaler(found_inf, init, growth=2.0, backoff=0.5, interval=2000):
 
 
 K, INIT = 8, 2.0 ** 127
-train("adamw.plan", "w_dyn", ["--loss-scale", f"dynamic:{INIT!r}"], steps=K, log="dyn.json")
+# AdamW at a constant rate (so that a run stopped early is the longer run's beginning), the scale the plan's
+compile_plan("dyn.plan", ["--optimizer", "adamw", "--lr", "0.004", "--loss-scale", f"dynamic:{INIT!r}"])
+train("dyn.plan", "w_dyn", steps=K, log="dyn.json")
 lg = json.load(open("dyn.json")) if os.path.exists("dyn.json") else {"steps": []}
 skipped = [s["skipped"] for s in lg["steps"]]
 used, last = gradscaler(skipped, INIT)
@@ -274,10 +277,16 @@ check(all(close(s.get("loss_scale"), u) for s, u in zip(lg["steps"], used)) and 
 check(lg.get("skipped_steps") == sum(skipped), f"skipped_steps {lg.get('skipped_steps')}, the steps say {sum(skipped)}")
 j = next((i + 1 for i, s in enumerate(skipped) if s and i > 0), None)
 if j:  # the weights after a skipped step j are those after step j - 1
-    train("adamw.plan", "w_dyn_a", ["--loss-scale", f"dynamic:{INIT!r}"], steps=j - 1)
-    train("adamw.plan", "w_dyn_b", ["--loss-scale", f"dynamic:{INIT!r}"], steps=j)
+    train("dyn.plan", "w_dyn_a", steps=j - 1)
+    train("dyn.plan", "w_dyn_b", steps=j)
     check(same_bits("w_dyn_a", "w_dyn_b"), f"step {j} was skipped, yet it changed the weights")
     check(not same_bits("w_dyn_a", "w_none"), "the weights before the skipped step never trained")
 else:
     check(False, f"no skipped step after the first among {skipped}")
+# stopped at step 3 and resumed: the scale and its clean-step count come back with the weights
+train("dyn.plan", "w_dyn_ck", ["--checkpoint", "ck_dyn", "--save-every", "3"], steps=3)
+train("dyn.plan", "w_dyn_res", ["--resume", "ck_dyn"], steps=K, log="res.json")
+res = json.load(open("res.json")) if os.path.exists("res.json") else {}
+check(same_bits("w_dyn", "w_dyn_res") and close(res.get("loss_scale"), last),
+      "dynamic scaling resumed from a checkpoint: not the unbroken run's weights and scale")
 testlib.finish("train_optim")
