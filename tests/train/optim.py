@@ -25,7 +25,8 @@ On the digits sample's network (samples/digits/model.onnx, -pp 2, rows of
     an overflow, double after 2000 clean steps) over the steps it skipped,
     at least one is skipped, the count at the log's end agrees, a skipped
     step leaves the weights as they were, bit for bit, and a run resumed
-    from a checkpoint ends with the unbroken run's weights and scale.
+    from a checkpoint ends with the unbroken run's weights and scale; 2000
+    clean steps double the scale.
 Usage: optim.py PPCC PPRT WORK"""
 import ctypes
 import ctypes.util
@@ -289,4 +290,11 @@ train("dyn.plan", "w_dyn_res", ["--resume", "ck_dyn"], steps=K, log="res.json")
 res = json.load(open("res.json")) if os.path.exists("res.json") else {}
 check(same_bits("w_dyn", "w_dyn_res") and close(res.get("loss_scale"), last),
       "dynamic scaling resumed from a checkpoint: not the unbroken run's weights and scale")
+# growth: 2000 clean steps double the scale (2001 one-micro-batch steps of SGD, some 10 s)
+r = run([PPRT, "sgd.plan", "data", "--steps", "2001", "--loss-scale", "dynamic:2", "--log-json", "grow.json", "-q"])
+g = json.load(open("grow.json")) if r.returncode == 0 else {"steps": []}
+sc = [s.get("loss_scale") for s in g["steps"]]
+want, want_last = gradscaler([s["skipped"] for s in g["steps"]], 2.0)
+check(len(sc) == 2001 and sc == want and sc[1999] == 2 and sc[2000] == 4 and g.get("loss_scale") == want_last,
+      f"growth: scales {sc[:1]}..{sc[-2:]}, last {g.get('loss_scale')}; want {want[-2:]}, {want_last}")
 testlib.finish("train_optim")
