@@ -49,7 +49,7 @@ void pp_train_memory(const pp_graph *g, const pp_compile_opts *o, int d, pp_trai
     m->est_ms = g->stage_info[d].est_ms + g->stage_info[b].est_ms;
 }
 
-double pp_train_update_s(double bytes, int M, const pp_target *t) {
-    const double touches = 3.0 + 7.0 / (M > 0 ? M : 1);
+double pp_train_update_s(double bytes, int M, const pp_optim *opt, const pp_target *t) {
+    const double touches = 3.0 + (3.0 + 2.0 * pp_optim_buffers(opt)) / (M > 0 ? M : 1);
     return t->mem_gbps > 0 ? bytes * touches / (t->mem_gbps * 1e9) : 0;
 }
