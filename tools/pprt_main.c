@@ -768,8 +768,8 @@ static pp_status train(pprt_cli *c, pprt_driver *d, const pprt_plan *p, bool ran
         c->train_opts.dist = &dist;
     }
     c->run.quiet = true;
-    /* the plan's optimizer, what the command line gave over it (said once, unless -q) */
-    pp_optim_merge(&c->train_opts.opt, &p->optim, &c->optim, p->has_optim && !c->quiet ? stderr : NULL);
+    /* the plan's optimizer, what the command line gave over it (said once, unless -q; rank 0 under mpirun) */
+    pp_optim_merge(&c->train_opts.opt, &p->optim, &c->optim, p->has_optim && !c->train_opts.quiet ? stderr : NULL);
     pprt_train_stats ts;
     PP_TRY(pprt_train(p, c->data, &c->train_opts, &c->run, &ts, err));
     if (!c->train_opts.quiet) {
