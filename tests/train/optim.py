@@ -26,12 +26,14 @@ On the digits sample's network (samples/digits/model.onnx, -pp 2, rows of
     at least one is skipped, the count at the log's end agrees, a skipped
     step leaves the weights as they were, bit for bit, and a run resumed
     from a checkpoint ends with the unbroken run's weights and scale; 2000
-    clean steps double the scale.
+    clean steps double the scale; under mpirun (when there) a static scale
+    gives the threads' bits and dynamic scaling is refused (exit 2).
 Usage: optim.py PPCC PPRT WORK"""
 import ctypes
 import ctypes.util
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -297,4 +299,19 @@ sc = [s.get("loss_scale") for s in g["steps"]]
 want, want_last = gradscaler([s["skipped"] for s in g["steps"]], 2.0)
 check(len(sc) == 2001 and sc == want and sc[1999] == 2 and sc[2000] == 4 and g.get("loss_scale") == want_last,
       f"growth: scales {sc[:1]}..{sc[-2:]}, last {g.get('loss_scale')}; want {want[-2:]}, {want_last}")
+# under mpirun (where this pprt has MPI and mpirun is there): a static scale gives the threads' bits, dynamic is
+# refused (rank 0 alone would see an overflow)
+# (not under the ASan build: the mpi tests leave Open MPI's own memory alone, so do these)
+MPIRUN = os.environ.get("MPIRUN") if os.environ.get("PP_MPI") == "ON" else None
+if MPIRUN and shutil.which(MPIRUN) and "ASAN_OPTIONS" not in os.environ:
+    mpi = [MPIRUN, "--oversubscribe"] + (["--allow-run-as-root"] if os.getuid() == 0 else []) + ["-np", "2", PPRT]
+    r = run(mpi + ["adamw.plan", "data", "--steps", "6", "--accumulate", "2", "--loss-scale", "1024", "-q",
+                   "--save-weights", "w_mpi"])
+    check(r.returncode == 0 and same_bits("w_mpi", "w_adamw_plan"),
+          f"mpirun -np 2, --loss-scale 1024: exit {r.returncode}, not the threads' weights: {r.stderr[-300:]}")
+    r = run(mpi + ["dyn.plan", "data", "--steps", "1", "-q"])
+    check(r.returncode == 2 and "not under mpirun" in r.stderr, f"mpirun, dynamic scale: exit {r.returncode}, "
+          f"{r.stderr[-300:]!r}")
+else:
+    print("train_optim: no mpirun, no MPI in pprt, or an ASan build: the mpirun checks left out")
 testlib.finish("train_optim")
