@@ -26,6 +26,18 @@
 
 static char *dup(pp_lowered *l, const char *s) { return pp_arena_strdup(&l->arena, s ? s : ""); }
 
+/* A training plan's optimizer, as plan.proto's Optimizer. */
+static Ppplan__Optimizer *make_optimizer(pp_lowered *l, const pp_optim *o) {
+    Ppplan__Optimizer *m = A(sizeof *m);
+    if (!m) return NULL;
+    ppplan__optimizer__init(m);
+    m->kind = o->kind, m->lr = o->lr, m->momentum = o->momentum, m->nesterov = o->nesterov;
+    m->weight_decay = o->weight_decay, m->beta1 = o->beta1, m->beta2 = o->beta2, m->eps = o->eps;
+    m->clip_norm = o->clip_norm, m->lr_schedule = o->schedule, m->warmup_steps = o->warmup_steps;
+    m->lr_min = o->lr_min, m->loss_scale = o->loss_scale, m->dynamic_scale = o->dynamic_scale;
+    return m;
+}
+
 static int64_t *dims(pp_lowered *l, const pp_shape *s) {
     int64_t *d = A(sizeof(int64_t) * pp_count(s->rank));
     if (d) memcpy(d, s->dim, sizeof(int64_t) * (size_t)s->rank);
@@ -446,6 +458,10 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
     pl->options = dup(l, options);
     pl->batch_mixing = dup(l, g->batch_mixing ? g->batch_mixing : "");
     pl->train_devices = g->train_devices;
+    if (g->train_devices && !(pl->optimizer = make_optimizer(l, &g->optim))) {
+        s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+        goto done;
+    }
     pl->batch = g->batch;
     pl->opset = g->opset;
     pl->weights_bytes = l->weights_bytes;

@@ -5,7 +5,8 @@ For each model (torchvision, random weights, 10 classes, 64x64 images),
 exported for training (TrainingMode.TRAINING, no constant folding, opset
 14): ppcc --train --loss cross-entropy:logits -b ROWS -pp P
 --micro-batches M --report gives each device's estimated memory under 1F1B
-and GPipe (report/report.c: 5 x its weights, its arenas, the messages its
+and GPipe (report/report.c: 3 to 5 x its weights, as the optimizer keeps
+0 to 2 buffers, its arenas, the messages its
 stages send, its stash x the micro-batches the schedule keeps). Then
 pprt --steps S (3) --accumulate M --backend ref under each schedule, with
 --log-json: measured
@@ -17,11 +18,14 @@ pprt --steps S (3) --accumulate M --backend ref under each schedule, with
     estimates: threads share one process, so a device's own peak is not
     separately measurable; the stash (what the schedule changes) is.
 The reference backend: oneDNN adds the weights it reorders (pprt
---stats-json's weight_bytes), which ppcc does not estimate.
-Usage: bench/train_memory.py [--models resnet18,mobilenet_v2,vit] [-pp 2] [--micro-batches 8] [--rows 4] [--steps 3]"""
+--stats-json's weight_bytes), which ppcc does not estimate. --optim: ppcc
+--train's optimizer options (the plan records them; pprt trains with them).
+Usage: bench/train_memory.py [--models resnet18,mobilenet_v2,vit] [-pp 2] [--micro-batches 8] [--rows 4] [--steps 3]
+[--optim '--optimizer adamw']"""
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -35,6 +39,7 @@ ap.add_argument("-pp", type=int, default=2)
 ap.add_argument("--micro-batches", type=int, default=8)
 ap.add_argument("--rows", type=int, default=4)
 ap.add_argument("--steps", type=int, default=3)
+ap.add_argument("--optim", default="--optimizer adamw")
 ap.add_argument("--ppcc", default=os.path.join(benchlib.ROOT, "build", "ppcc"))
 ap.add_argument("--pprt", default=os.path.join(benchlib.ROOT, "build", "pprt"))
 a = ap.parse_args()
@@ -83,7 +88,7 @@ def peak_rss_libs():
 
 
 print(f"# {benchlib.cpu_name()}; -pp {a.pp}, {a.micro_batches} micro-batches of {a.rows} rows, 64x64, ref backend, "
-      f"{a.steps} steps")
+      f"{a.steps} steps, {a.optim}")
 print("| model | schedule | estimate, MB (per device) | measured run, MB | estimate / measured | stash peaks (measured; "
       "the schedule's) |")
 print("|---|---|---|---|---|---|")
@@ -98,7 +103,7 @@ for name in a.models.split(","):
                           do_constant_folding=False, dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
         plan = os.path.join(work, "t.plan")
         r = benchlib.sh([a.ppcc, onnx_path, "--train", "--loss", "cross-entropy:logits", "-b", str(a.rows), "-pp",
-                         str(a.pp), "--micro-batches", str(a.micro_batches), "-o", plan, "--report"])
+                         str(a.pp), "--micro-batches", str(a.micro_batches), "-o", plan, "--report", *shlex.split(a.optim)])
         est = report_rows(r.stdout)
         data = os.path.join(work, "data")
         os.makedirs(data)
@@ -111,7 +116,7 @@ for name in a.models.split(","):
         for sched in ("1f1b", "gpipe"):
             log = os.path.join(work, f"{sched}.json")
             benchlib.sh([a.pprt, plan, data, "--steps", str(a.steps), "--accumulate", str(a.micro_batches), "--schedule", sched,
-                         "--backend", "ref", "--optimizer", "adamw", "--log-json", log, "-q"])
+                         "--backend", "ref", "--log-json", log, "-q"])
             with open(log) as f:
                 lg = json.load(f)
             measured = (lg["peak_rss"] - libs - x.nbytes - y.nbytes) / 1e6

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "base.h"
+#include "optim.h"
 
 /* ---- arena: many small allocations freed at once ------------------------------- */
 
@@ -204,6 +205,8 @@ typedef struct pp_graph {
     /* a training plan (ppcc --train): stages s and 2 x train_devices - 1 - s
      * are the forward and the backward of one device's ops; 0: not one */
     int train_devices;
+    /* a training plan's optimizer (ppcc --train's options; the plan records it) */
+    pp_optim optim;
     /* per device of a training plan: the values its forward stage keeps for
      * its backward stage, on the device (passes/boundary.c); NULL otherwise */
     pp_boundary *stash;

@@ -458,6 +458,7 @@ pp_status pp_autodiff(pp_graph *g, const pp_train_opts *t, pp_err *err) {
                      g->values[g->outputs[i]].name);
         return PP_FAIL(err, PP_EINVAL, "--loss: the model has no output '%s' (its outputs: %s)", t->loss_output, names);
     }
+    g->optim = t->optim;
     pp_ad ad = {.g = g, .n_fwd_values = g->n_values, .node = 0};
     ad.wants = calloc(pp_count(g->n_values), sizeof *ad.wants);
     ad.grad = malloc(pp_count(g->n_values) * sizeof *ad.grad);
@@ -512,8 +513,15 @@ pp_status pp_autodiff(pp_graph *g, const pp_train_opts *t, pp_err *err) {
         }
     }
     const int n_all = g->n_nodes;
+    /* the loss gradient's seed: 1, a weight of its own name that no pass
+     * folds (a variable until pp_train_params_fix), so that pprt can make it
+     * the loss scale (--loss-scale: runtime/train.c binds it) */
     int one;
-    if ((s = pp_ad_scalar(&ad, 1.0f, &one, err)) != PP_OK) goto done;
+    const pp_shape s0 = {.rank = 0};
+    const float unit = 1.0f;
+    if ((s = pp_graph_add_const(g, PP_LOSS_SCALE_NAME, PP_F32, &s0, &unit, &one, err)) != PP_OK) goto done;
+    g->values[one].is_param = g->values[one].is_state = true;
+    g->values[one].is_const = false;
     if (g->values[loss].shape.rank != 0) {
         s = PP_FAIL(err, PP_EINVAL, "--train: the loss is not a scalar");
         goto done;

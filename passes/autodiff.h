@@ -48,6 +48,7 @@ typedef struct pp_train_opts {
      * device's backward into B (the input gradients, on the chain) and W (the
      * weight gradients, a stage of its own off the chain: split_w) */
     int schedule;
+    pp_optim optim;          /* the optimizer the plan records (ir/optim.h: its own option table) */
 } pp_train_opts;
 
 enum { PP_TRAIN_SCHED_1F1B = 0, PP_TRAIN_SCHED_GPIPE = 1, PP_TRAIN_SCHED_ZBH1 = 2 };

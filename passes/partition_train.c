@@ -59,7 +59,7 @@ static pp_status forward_copy(const pp_graph *g, const int *fwd_of, const pp_com
             const int v = g->nodes[i].in[k];
             if (v < 0 || !g->values[v].is_param || seen[v]) continue;
             seen[v] = true;
-            c->nodes[i].update_s += pp_train_update_s((double)g->values[v].nbytes, o->micro_batches, &o->target);
+            c->nodes[i].update_s += pp_train_update_s((double)g->values[v].nbytes, o->micro_batches, &o->train.optim, &o->target);
         }
     free(seen);
     for (int i = 0; i < g->n_nodes; i++) {

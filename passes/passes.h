@@ -315,9 +315,10 @@ pp_status pp_max_batch_json(const char *path, const pp_max_batch_result *r, cons
 
 /* ---- a training plan's devices (train_memory.c) ---- */
 
-/* The weight copies pprt keeps while training: the plan's, the trainer's, the
- * averaged gradients and two optimizer buffers. */
-#define PP_TRAIN_WEIGHT_COPIES 5
+/* The weight copies pprt keeps while training with optimizer `opt`: the
+ * plan's, the trainer's, the averaged gradients and the optimizer's buffers
+ * (none for plain SGD, SGD's momentum, AdamW's two moments): 3 to 5. */
+#define PP_TRAIN_WEIGHT_COPIES(opt) (3 + pp_optim_buffers(opt))
 
 /* Device d's memory in bytes under pprt (train_memory.c says what is
  * counted), under 1F1B and GPipe with o->micro_batches micro-batches a step,
@@ -334,11 +335,13 @@ void pp_train_memory(const pp_graph *g, const pp_compile_opts *o, int d, pp_trai
 /* The time per micro-batch of updating `bytes` of trained weights, on a
  * device at t's memory rate with M micro-batches a step: each micro-batch's
  * gradients summed into the step's (3 touches of the weight bytes: read
- * both, write the sum) and 1/M of the optimizer's step (AdamW's 7: read the
- * weights, gradients and two moments, write three). What the split and the
- * stage costs add for a device's weights (a device updating its own, as
- * ranks or GPUs would: pprt's threads share one trainer today). */
-double pp_train_update_s(double bytes, int M, const pp_target *t);
+ * both, write the sum) and 1/M of the optimizer's step (3 + 2 x its
+ * buffers: plain SGD reads the weights and gradients and writes the
+ * weights, SGD's momentum and AdamW's moments are read and written too:
+ * AdamW's 7). What the split and the stage costs add for a device's weights
+ * (a device updating its own, as ranks or GPUs would: pprt's threads share
+ * one trainer today). */
+double pp_train_update_s(double bytes, int M, const pp_optim *opt, const pp_target *t);
 
 /* Every JSON file ppcc writes (--report-json: the report, or --search's and
  * --max-batch's table) opens with "format" ("ppcc-report", "ppcc-search",

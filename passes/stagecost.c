@@ -31,7 +31,7 @@ static void train_updates(pp_graph *g, const pp_compile_opts *o, int *seen) {
             seen[v] = d;
             const pp_target t = pp_stage_target(o, 2 * P - 1 - d);
             g->stage_info[2 * P - 1 - d].est_ms +=
-                1e3 * pp_train_update_s((double)g->values[v].nbytes, o->micro_batches, &t);
+                1e3 * pp_train_update_s((double)g->values[v].nbytes, o->micro_batches, &o->train.optim, &t);
         }
     }
 }

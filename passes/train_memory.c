@@ -4,8 +4,9 @@
  * 2P-1-d. Its memory, estimated from what pprt holds (runtime/train.c,
  * sched.c, stash.c):
  *   the weights: the plan's copy, and the trainer's weights, averaged
- *   gradients and two optimizer buffers (momentum, or AdamW's moments;
- *   kept whatever the optimizer), 5 x the weight bytes;
+ *   gradients and the buffers of the optimizer the plan records (none for
+ *   plain SGD, SGD's momentum, AdamW's two moments): 3 to 5 x the weight
+ *   bytes;
  *   the two stages' arenas;
  *   the messages its stages send: a forward stage's outgoing link holds
  *   as many as the schedule keeps in flight (pprt's --depth: P + 1 under
@@ -42,13 +43,13 @@ void pp_train_memory(const pp_graph *g, const pp_compile_opts *o, int d, pp_trai
     if (d == 0) bwd += (double)g->stage_info[b].send + (double)g->stage_info[0].recv; /* the ends */
     m->msgs_1f1b = (P + 1) * fwd + bwd;
     m->msgs_gpipe = (M + 1) * fwd + bwd;
-    const double base = PP_TRAIN_WEIGHT_COPIES * m->weights + m->arenas;
+    const double base = PP_TRAIN_WEIGHT_COPIES(&o->train.optim) * m->weights + m->arenas;
     m->total_1f1b = base + m->keep_1f1b * m->stash + m->msgs_1f1b;
     m->total_gpipe = base + M * m->stash + m->msgs_gpipe;
     m->est_ms = g->stage_info[d].est_ms + g->stage_info[b].est_ms;
 }
 
-double pp_train_update_s(double bytes, int M, const pp_target *t) {
-    const double touches = 3.0 + 7.0 / (M > 0 ? M : 1);
+double pp_train_update_s(double bytes, int M, const pp_optim *opt, const pp_target *t) {
+    const double touches = 3.0 + (3.0 + 2.0 * pp_optim_buffers(opt)) / (M > 0 ? M : 1);
     return t->mem_gbps > 0 ? bytes * touches / (t->mem_gbps * 1e9) : 0;
 }

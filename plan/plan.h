@@ -10,6 +10,7 @@
 #define PP_PLAN_H
 
 #include "../ir/base.h"
+#include "../ir/optim.h"
 
 /* ---- a loaded plan ------------------------------------------------------------- */
 
@@ -105,6 +106,10 @@ typedef struct pprt_plan {
      * n_stages in `stages` (device d's at n_stages + d): its backward's
      * weight-gradient part, off the chain; 0: none */
     int n_wstages;
+    /* a training plan's optimizer as ppcc --train recorded it (has_optim
+     * false: a plan from before it was recorded; optim then the defaults) */
+    bool has_optim;
+    pp_optim optim;
     int64_t batch;        /* micro-batch size; 0: unbatched (inputs are whole tensors, one run) */
     int opset;            /* ai.onnx opset: passed to shape functions and kernels */
     int n_inputs, n_outputs;

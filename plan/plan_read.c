@@ -226,6 +226,18 @@ static pp_status read_meta(unsigned char *b, size_t len, const pp_plan_section s
     p->options = m->options;
     p->batch_mixing = m->batch_mixing && *m->batch_mixing ? m->batch_mixing : NULL;
     p->train_devices = m->train_devices;
+    if (m->optimizer && !m->train_devices)
+        return PP_FAIL(err, PP_EINVAL, "optimizer: expected none in a plan that does not train, got one");
+    pp_optim_init(&p->optim);
+    p->has_optim = m->optimizer != NULL;
+    if (m->optimizer) {
+        const Ppplan__Optimizer *o = m->optimizer;
+        p->optim = (pp_optim){.kind = o->kind, .lr = o->lr, .momentum = o->momentum, .nesterov = o->nesterov,
+                              .weight_decay = o->weight_decay, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
+                              .clip_norm = o->clip_norm, .schedule = o->lr_schedule, .warmup_steps = o->warmup_steps,
+                              .lr_min = o->lr_min, .loss_scale = o->loss_scale, .dynamic_scale = o->dynamic_scale};
+        PP_TRY(pp_optim_check(&p->optim, "the plan's optimizer", err));
+    }
     p->batch = m->batch;
     p->opset = m->opset;
     p->weights = b + sec[1].offset;

@@ -46,11 +46,14 @@ int64_t pp_report_batch(const pp_graph *g) {
 /* A training plan's devices: each one's memory (passes/train_memory.c says
  * what is counted) under 1F1B and GPipe. */
 static void report_devices(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
-    const int P = g->train_devices, M = o->micro_batches;
+    const int P = g->train_devices, M = o->micro_batches, nb = pp_optim_buffers(&g->optim), copies = 3 + nb;
+    char od[512];
+    pp_optim_describe(&g->optim, od, sizeof od);
+    fprintf(f, "optimizer: %s\n", od);
     fprintf(f, "training: %d device%s; per device (MB): weights, arenas, stash per micro-batch and the micro-batches "
                "1F1B keeps, messages and totals under 1F1B / GPipe (%d micro-batches); totals count %d x the weights "
-               "(the plan's, the trainer's, gradients, two optimizer buffers)\n", P, P == 1 ? "" : "s", M,
-            PP_TRAIN_WEIGHT_COPIES);
+               "(the plan's, the trainer's, gradients, %d optimizer buffer%s)\n", P, P == 1 ? "" : "s", M, copies, nb,
+            nb == 1 ? "" : "s");
     fprintf(f, "%-6s %7s %10s %9s %9s %11s %12s %12s %10s %10s\n", "device", "stages", "weights", "arenas", "stash",
             "1F1B_keeps", "1F1B_total", "GPipe_total", "msgs_1F1B", "msgs_GPipe");
     for (int d = 0; d < P; d++) {

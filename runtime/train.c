@@ -27,11 +27,7 @@ void pprt_train_opts_init(pprt_train_opts *o) {
     memset(o, 0, sizeof *o);
     o->epochs = 1;
     o->accumulate = 1;
-    o->optimizer = PPRT_OPT_SGD;
-    o->lr = 0.01;
-    o->beta1 = 0.9;
-    o->beta2 = 0.999;
-    o->eps = 1e-8;
+    pp_optim_init(&o->opt);
     o->shuffle = true;
 }
 
@@ -84,6 +80,14 @@ typedef struct trainer {
      * (the most at once, the bytes of one) */
     int *held_peak, *w_keep_peak;
     size_t *w_keep_bytes;
+    /* --loss-scale: the loss gradient's seed (the plan's weight
+     * PP_LOSS_SCALE_NAME, bound to this float; NULL: no scaling), the scale,
+     * and for dynamic scaling the clean steps since it last changed and
+     * whether the last step's gradients overflowed */
+    float *seed;
+    double scale;
+    int64_t growth;
+    bool overflow;
 } trainer;
 
 static void *alloc64(size_t n) {
@@ -195,11 +199,15 @@ static pp_status bind_params(trainer *t, pp_err *err) {
             PP_TRY(running_of(p, q, err));
             if (!(q->r = malloc((size_t)q->numel * sizeof *q->r))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
         }
-        q->w = alloc64(nbytes), q->g = alloc64(nbytes), q->m = alloc64(nbytes), q->v = alloc64(nbytes);
-        if (!q->w || !q->g || !q->m || !q->v) return PP_FAIL(err, PP_ENOMEM, "out of memory for weight '%s'", name);
+        /* the optimizer's state: none for plain SGD, SGD's momentum, AdamW's two moments */
+        const int nb = running ? 0 : pp_optim_buffers(&t->o->opt);
+        q->w = alloc64(nbytes), q->g = alloc64(nbytes);
+        q->m = nb >= 1 ? alloc64(nbytes) : NULL, q->v = nb >= 2 ? alloc64(nbytes) : NULL;
+        if (!q->w || !q->g || (nb >= 1 && !q->m) || (nb >= 2 && !q->v))
+            return PP_FAIL(err, PP_ENOMEM, "out of memory for weight '%s'", name);
         memcpy(q->w, init, nbytes);
-        memset(q->m, 0, nbytes);
-        memset(q->v, 0, nbytes);
+        if (q->m) memset(q->m, 0, nbytes);
+        if (q->v) memset(q->v, 0, nbytes);
         for (int b = 0; b < t->n_bound; b++)
             if (!strcmp(t->bound[b]->name, name)) t->bound[b]->data = (const unsigned char *)q->w;
     }
@@ -217,7 +225,7 @@ static void trainer_free(trainer *t) {
         free(t->ps[i].w), free(t->ps[i].g), free(t->ps[i].m), free(t->ps[i].v), free(t->ps[i].r);
     }
     free(t->ps);
-    free(t->busy), free(t->stash_peak), free(t->stash_bytes);
+    free(t->busy), free(t->stash_peak), free(t->stash_bytes), free(t->seed);
     free(t->held_peak), free(t->w_keep_peak), free(t->w_keep_bytes);
     free(t->bound);
     free(t->was);
@@ -299,9 +307,9 @@ static void order(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch, bool s
     }
 }
 
-static double lr_at(const pprt_train_opts *o, int64_t step, int64_t total) {
+static double lr_at(const pp_optim *o, int64_t step, int64_t total) {
     if (o->warmup_steps > 0 && step <= o->warmup_steps) return o->lr * (double)step / (double)o->warmup_steps;
-    if (o->schedule == PPRT_LR_COSINE && total > o->warmup_steps) {
+    if (o->schedule == PP_LR_COSINE && total > o->warmup_steps) {
         const double x = (double)(step - o->warmup_steps) / (double)(total - o->warmup_steps);
         return o->lr_min + 0.5 * (o->lr - o->lr_min) * (1.0 + cos(PI * x));
     }
@@ -311,10 +319,10 @@ static double lr_at(const pprt_train_opts *o, int64_t step, int64_t total) {
 /* PyTorch's arithmetic, in float: SGD (weight decay added to the gradient,
  * the momentum buffer set to the first gradient, Nesterov), AdamW (decay
  * first, then the bias-corrected moments). */
-static void update(const pprt_train_opts *o, param *q, double lr, int64_t step) {
+static void update(const pp_optim *o, param *q, double lr, int64_t step) {
     const float flr = (float)lr, wd = (float)o->weight_decay;
     float *w = q->w, *g = q->g, *m = q->m, *v = q->v;
-    if (o->optimizer == PPRT_OPT_SGD) {
+    if (o->kind == PP_OPTIM_SGD) {
         const float mu = (float)o->momentum;
         for (int64_t i = 0; i < q->numel; i++) {
             float d = g[i];
@@ -528,7 +536,7 @@ static pp_status taker_init(taker *k, trainer *t, int64_t M, bool eval, pp_err *
 /* The step's gradients averaged over its micro-batches (summed in their
  * order as they came, then scaled), their global norm, clipped; a loss or
  * gradient that is not finite named. */
-static pp_status reduce_step(const trainer *t, const taker *k, int64_t step, double *loss, double *norm,
+static pp_status reduce_step(trainer *t, const taker *k, int64_t step, double *loss, double *norm,
                              bool *finite, pp_err *err) {
     const int M = t->o->accumulate;
     if (k->next != M) return PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d micro-batches reached the end",
@@ -551,24 +559,28 @@ static pp_status reduce_step(const trainer *t, const taker *k, int64_t step, dou
     }
     *loss = sum / M;
     double sq = 0;
-    const float inv = 1.0f / (float)M;
+    /* unscaled (--loss-scale) as GradScaler does: by the scale's reciprocal
+     * in float, exact for a power of two */
+    const float inv = 1.0f / (float)M, unscale = t->seed ? (float)(1.0 / t->scale) : 1.0f;
     for (int i = 0; i < t->n_params; i++) {
         const param *q = &t->ps[i];
         if (q->running) continue;
         for (int64_t e = 0; e < q->numel; e++) {
-            const float a = M > 1 ? q->g[e] * inv : q->g[e];
+            float a = M > 1 ? q->g[e] * inv : q->g[e];
+            if (t->seed) a = a * unscale;
             q->g[e] = a;
             sq += (double)a * a;
         }
     }
     *norm = sqrt(sq);
+    t->overflow = !isfinite(*norm);
     if (!isfinite(*norm)) {
         *finite = false;
-        if (!t->o->skip_nonfinite)
+        if (!t->o->skip_nonfinite && !t->o->opt.dynamic_scale)
             return PP_FAIL(err, PP_ERUNTIME, "step %lld: a gradient is not finite (norm %g)", (long long)step, *norm);
     }
-    if (t->o->clip_norm > 0 && *norm > t->o->clip_norm) {
-        const float c = (float)(t->o->clip_norm / (*norm + 1e-6));
+    if (t->o->opt.clip_norm > 0 && *norm > t->o->opt.clip_norm) {
+        const float c = (float)(t->o->opt.clip_norm / (*norm + 1e-6));
         for (int i = 0; i < t->n_params; i++)
             for (int64_t k = 0; k < t->ps[i].numel && !t->ps[i].running; k++) t->ps[i].g[k] *= c;
     }
@@ -735,6 +747,7 @@ static pp_status ckpt_arrays(const trainer *t, const char *dir, bool write, pp_e
         char safe[256], path[4400];
         pprt_safe_name(q->name, safe, sizeof safe);
         for (int k = 0; k < 3; k++) {
+            if (!a[k]) continue; /* a buffer this optimizer does not keep */
             snprintf(path, sizeof path, "%s/%s%s.npy", dir, safe, ext[k]);
             if (write) {
                 PP_TRY(pprt_npy_write(path, PP_F32, sh, a[k], err));
@@ -762,7 +775,14 @@ static pp_status ckpt_write(const trainer *t, const char *dir, int64_t step, int
     cJSON *root = pp_json_begin_format(&js, "pprt-checkpoint", 1);
     pp_json_add_number(&js, root, "step", (double)step);
     pp_json_add_number(&js, root, "updates", (double)updates);
-    pp_json_add_number(&js, root, "optimizer", t->o->optimizer);
+    pp_json_add_number(&js, root, "optimizer", t->o->opt.kind);
+    pp_json_add_number(&js, root, "buffers", pp_optim_buffers(&t->o->opt));
+    if (t->seed) { /* the scale exactly (JSON's numbers keep 15 digits): as C's hexadecimal float */
+        char hex[64];
+        snprintf(hex, sizeof hex, "%a", t->scale);
+        pp_json_add_string(&js, root, "loss_scale", hex);
+        pp_json_add_number(&js, root, "scale_growth", (double)t->growth);
+    }
     pp_json_add_number(&js, root, "seed", (double)t->o->seed);
     cJSON *names = pp_json_add_array(&js, root, "weights");
     for (int i = 0; i < t->n_params; i++) pp_json_add_string(&js, names, NULL, t->ps[i].name);
@@ -807,9 +827,14 @@ static pp_status ckpt_read(trainer *t, const char *dir, int64_t *step, int64_t *
     if (!root || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "pprt-checkpoint") || !cJSON_IsNumber(st) ||
         !cJSON_IsNumber(up) || !cJSON_IsNumber(opt) || !cJSON_IsArray(ws))
         s = PP_FAIL(err, PP_EINVAL, "--resume %s: %s is not a pprt checkpoint's state", dir, path);
-    else if (opt->valueint != t->o->optimizer)
+    else if (opt->valueint != t->o->opt.kind)
         s = PP_FAIL(err, PP_EINVAL, "--resume %s: the checkpoint was made with --optimizer %s", dir,
                     opt->valueint ? "adamw" : "sgd");
+    else if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(root, "buffers")) &&
+             cJSON_GetObjectItemCaseSensitive(root, "buffers")->valueint != pp_optim_buffers(&t->o->opt))
+        s = PP_FAIL(err, PP_EINVAL, "--resume %s: the checkpoint keeps %d optimizer buffer(s) per weight, this run's "
+                    "optimizer %d (another --momentum?)", dir, cJSON_GetObjectItemCaseSensitive(root, "buffers")->valueint,
+                    pp_optim_buffers(&t->o->opt));
     else if (cJSON_GetArraySize(ws) != t->n_params)
         s = PP_FAIL(err, PP_EINVAL, "--resume %s: the checkpoint holds %d weights, the plan trains %d", dir,
                     cJSON_GetArraySize(ws), t->n_params);
@@ -822,6 +847,11 @@ static pp_status ckpt_read(trainer *t, const char *dir, int64_t *step, int64_t *
     if (s == PP_OK) {
         *step = (int64_t)st->valuedouble;
         *updates = (int64_t)up->valuedouble;
+        const cJSON *sc = cJSON_GetObjectItemCaseSensitive(root, "loss_scale");
+        const cJSON *gr = cJSON_GetObjectItemCaseSensitive(root, "scale_growth");
+        const double x = cJSON_IsString(sc) ? strtod(sc->valuestring, NULL) : 0;
+        if (t->seed && x > 0 && isfinite(x)) t->scale = x;
+        if (t->seed && cJSON_IsNumber(gr)) t->growth = (int64_t)gr->valuedouble;
     }
     cJSON_Delete(root);
     if (s == PP_OK) s = ckpt_arrays(t, dir, false, err);
@@ -961,6 +991,40 @@ static double device_bubble(const pprt_stats *rs, int R) {
     return rs->wall_s > 0 ? 1.0 - busy / ((double)P * R * rs->wall_s) : 0;
 }
 
+/* ---- the loss scale (--loss-scale) ------------------------------------------------------------ */
+
+/* The loss gradient's seed, a weight of every stage that reads it, points at
+ * t->seed from now on (a plan from before the seed was a weight of its own
+ * has none: refused when a scale is asked for). */
+static pp_status scale_bind(trainer *t, pp_err *err) {
+    const pp_optim *o = &t->o->opt;
+    if (o->loss_scale <= 0) return PP_OK;
+    if (!(t->seed = alloc64(64))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    t->scale = o->loss_scale;
+    int found = 0;
+    for (int s = 0; s < t->p->n_stages; s++)
+        for (int k = 0; k < t->p->stages[s].n_tensors; k++) {
+            pprt_tdesc *d = &t->p->stages[s].t[k];
+            if (d->kind != PPRT_WEIGHT || strcmp(d->name, PP_LOSS_SCALE_NAME) || d->dtype != PP_F32 || d->nbytes != 4)
+                continue;
+            t->bound[t->n_bound] = d;
+            t->was[t->n_bound++] = d->data;
+            d->data = (const unsigned char *)t->seed;
+            found++;
+        }
+    if (!found) return PP_FAIL(err, PP_EINVAL, "--loss-scale: the plan has no loss-gradient seed '%s' (a plan ppcc "
+                               "--train wrote before 2026-12-04): compile it again", PP_LOSS_SCALE_NAME);
+    return PP_OK;
+}
+
+/* Dynamic scaling after a step, PyTorch GradScaler's rule: an overflow
+ * (the step skipped) halves the scale, 2000 clean steps in a row double it. */
+static void scale_update(trainer *t) {
+    if (!t->seed || !t->o->opt.dynamic_scale) return;
+    if (t->overflow) t->scale *= 0.5, t->growth = 0;
+    else if (++t->growth == PP_LOSS_SCALE_GROWTH_STEPS) t->scale *= 2.0, t->growth = 0;
+}
+
 /* ---- the loop --------------------------------------------------------------------------- */
 
 /* The held-out data's mean loss and top-1 accuracy (NaN: no logits to
@@ -1018,6 +1082,7 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
         fill_sets(t, &t->train, perm, k * o->accumulate * t->rows, o->accumulate, ins);
         feed_dropout_seed(t, ins, step, 0, o->accumulate);
     }
+    if (t->seed) *t->seed = (float)t->scale;
     pprt_stats rs = {0};
     if (run->gate) gate_reset(run->gate->ctx, o->accumulate, run->replicas > 1 ? run->replicas : 1);
     taker tk;
@@ -1048,12 +1113,13 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     /* MPI: rank 0 steps the optimizer and sends every rank the weights */
     if (s == PP_OK && is_root(t)) s = reduce_step(t, &tk, step, loss, norm, finite, err);
     taker_free(&tk);
-    *lr = lr_at(o, step, total);
+    if (s == PP_OK && is_root(t)) scale_update(t);
+    *lr = lr_at(&o->opt, step, total);
     if (s == PP_OK && is_root(t) && *finite) {
         ++*updates;
         for (int i = 0; i < t->n_params; i++) {
             if (t->ps[i].running) update_running(&t->ps[i]);
-            else update(o, &t->ps[i], *lr, *updates);
+            else update(&o->opt, &t->ps[i], *lr, *updates);
         }
     }
     int64_t head[2] = {step, *updates};
@@ -1071,6 +1137,7 @@ static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array
         if (!strcmp(p->inputs[i].name, "dropout_seed") && p->inputs[i].dtype == PP_I64) t->seed_in = i;
     }
     PP_TRY(bind_params(t, err));
+    PP_TRY(scale_bind(t, err));
     PP_TRY(load_data(t, dir, o->labels, &t->train, err));
     if (t->train.n < t->rows * o->accumulate)
         return PP_FAIL(err, PP_EINVAL, "the data has %lld samples; one step takes %d micro-batch%s of %lld",
@@ -1113,6 +1180,8 @@ static void log_end(pp_json *js, const trainer *t, const pprt_train_stats *st) {
         pp_json_add_number(js, r, "w_keep_bytes", (double)t->w_keep_bytes[d]);
     }
     pp_json_add_number(js, js->root, "peak_rss", (double)pprt_peak_rss());
+    pp_json_add_number(js, js->root, "skipped_steps", (double)st->skipped);
+    if (t->seed) pp_json_add_number(js, js->root, "loss_scale", t->scale);
     pp_json_add_number(js, js->root, "wall_s", st->wall_s);
     pp_json_add_number(js, js->root, "bubble", st->bubble);
     pp_json_add_number(js, js->root, "bubble_formula", st->bubble_formula);
@@ -1123,6 +1192,9 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     memset(st, 0, sizeof *st);
     if (!p->train_devices) return PP_FAIL(err, PP_EINVAL, "the plan is not a training plan: compile it with ppcc --train");
     if (o->accumulate < 1) return PP_FAIL(err, PP_EINVAL, "--accumulate must be >= 1");
+    if (o->dist && o->opt.dynamic_scale) /* rank 0 alone would see an overflow: the others' scale would not follow */
+        return PP_FAIL(err, PP_EUNSUP, "--loss-scale dynamic runs on threads for now, not under mpirun (a static "
+                       "--loss-scale S does)");
     if (run->replicas > o->accumulate)
         return PP_FAIL(err, PP_EINVAL, "--replicas %d: each replica takes whole micro-batches of a step, and a step "
                        "has %d (--accumulate): give --accumulate %d or more", run->replicas, o->accumulate, run->replicas);
@@ -1174,7 +1246,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
         if (k == 0 || step == done + 1) order(perm, t.train.n, o->seed, epoch, o->shuffle);
         double loss = 0, norm = 0, lr = 0, bubble = 0;
         bool finite = true;
-        const double ts = pprt_now_s();
+        const double ts = pprt_now_s(), scale = t.scale;
         s = one_step(&t, perm, k, step, total, ins, outs, &ro, &loss, &norm, &lr, &finite, &updates, &bubble, err);
         if (s != PP_OK) break;
         bubble_sum += bubble;
@@ -1194,6 +1266,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             pp_json_add_number(&js, r, "samples_per_s", sps);
             pp_json_add_number(&js, r, "bubble", bubble);
             pp_json_add_bool(&js, r, "skipped", !finite);
+            if (t.seed) pp_json_add_number(&js, r, "loss_scale", scale);
             cJSON *b = pp_json_add_array(&js, r, "stage_busy_s");
             for (int v = 0; v < p->n_stages + p->n_wstages; v++) pp_json_add_round(&js, b, NULL, t.busy[v], 6);
         }
@@ -1230,9 +1303,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (s == PP_OK && root && o->log_json) s = pp_json_write(&js, o->log_json, true, err);
     else pp_json_free(&js);
     for (int i = 0; ins && i < p->n_inputs; i++) free(ins[i].data);
-    free(ins);
-    free(outs);
-    free(perm);
+    free(ins), free(outs), free(perm);
     trainer_free(&t);
     return s;
 }

@@ -15,10 +15,9 @@
 
 #include <stdio.h>
 
+#include "../ir/optim.h"
 #include "pprt.h"
 
-typedef enum { PPRT_OPT_SGD = 0, PPRT_OPT_ADAMW = 1 } pprt_optimizer;
-typedef enum { PPRT_LR_CONSTANT = 0, PPRT_LR_COSINE = 1 } pprt_lr_schedule;
 /* How a device orders its forward and backward stage: 1F1B (a forward only
  * while fewer than P - d micro-batches await their backward on device d),
  * GPipe (every forward of the step, then every backward), or as the data
@@ -57,13 +56,9 @@ typedef struct pprt_train_opts {
     int64_t steps;        /* optimizer steps; 0: epochs x the steps in one */
     int accumulate;       /* micro-batches per step (>= 1) */
     int schedule_kind;    /* pprt_schedule */
-    int optimizer;        /* pprt_optimizer */
-    double lr, momentum, weight_decay, beta1, beta2, eps;
-    bool nesterov;
-    double clip_norm;     /* > 0: scale the gradients to this global L2 norm when over it */
-    int schedule;         /* pprt_lr_schedule: cosine decays from lr to lr_min over the steps after warmup */
-    int64_t warmup_steps; /* linear from lr / warmup_steps to lr over the first steps */
-    double lr_min;
+    /* the optimizer, its learning-rate schedule and loss scale (ir/optim.h):
+     * the plan's, with pprt's command line over it */
+    pp_optim opt;
     uint64_t seed;        /* the sample order of each epoch */
     bool shuffle;         /* false: the data's own order every epoch */
     bool skip_nonfinite;  /* a step whose loss or gradients are not finite is skipped, not an error */

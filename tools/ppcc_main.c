@@ -162,22 +162,24 @@ static const pp_opt own_rows[] = {
 
 /* The tables, in the order the plan's options line has them: the
  * splitting options, then ppcc's own. */
-static int tables(ppcc_cli *c, pp_opt_table t[2]) {
+static int tables(ppcc_cli *c, pp_opt_table t[3]) {
     t[0] = (pp_opt_table){.base = &c->co};
     t[0].rows = pp_compile_opts_table(&t[0].n);
     t[1] = (pp_opt_table){own_rows, (int)(sizeof own_rows / sizeof *own_rows), c};
-    return 2;
+    t[2] = (pp_opt_table){.base = &c->co.train.optim}; /* --train's optimizer, recorded in the plan */
+    t[2].rows = pp_optim_table(&t[2].n);
+    return 3;
 }
 
 static void usage(FILE *f, ppcc_cli *c) {
-    pp_opt_table t[2], own_first[2];
+    pp_opt_table t[3], own_first[3];
     tables(c, t);
-    own_first[0] = t[1], own_first[1] = t[0];
+    own_first[0] = t[1], own_first[1] = t[0], own_first[2] = t[2];
     fprintf(f, "usage: ppcc MODEL.onnx [-pp N] [-o PLAN] [-b N] [--dim NAME=VALUE]... [--const NAME=FILE.pb]...\n"
                "            [--policy NAME] [--split-at P,..] [--exec-seq FILE]\n"
                "            [--max-memory CAPS] [--ref-weights] [--report] [--report-json FILE]\n"
                "            [--report-html FILE] [--export-stages DIR] [--measure] [-q]\n");
-    pp_opts_usage(f, own_first, 2);
+    pp_opts_usage(f, own_first, 3);
     fprintf(f, "Every --OPTION VALUE may also be written --OPTION=VALUE. With --search or --max-batch,\n"
                "a plan is written only when -o is given: the best configuration's, or the largest\n"
                "micro-batch's. pprt --info PLAN prints the options a plan was compiled with; given to\n"
@@ -247,7 +249,7 @@ static int bad_usage(const char *fmt, const char *arg) {
 
 /* An unknown option: bad usage, with the nearest known name if one is near. */
 static int unknown_option(ppcc_cli *c, const char *a) {
-    pp_opt_table t[2];
+    pp_opt_table t[3];
     const char *names[128];
     const int n = pp_opts_names(t, tables(c, t), names, 128);
     const char *near = pp_argv_suggest(a, names, n);
@@ -295,7 +297,7 @@ static int parse_args(int argc, char **argv, ppcc_cli *c) {
         fprintf(stderr, "ppcc: error: out of memory\n");
         return 1;
     }
-    pp_opt_table t[2];
+    pp_opt_table t[3];
     const int nt = tables(c, t);
     for (int i = 1; i < args.argc; i++) {
         if (!pp_opts_split(&args, i, t, nt)) return bad_usage("%s takes no value", args.argv[i - 1]);
@@ -340,6 +342,8 @@ static int check_args(ppcc_cli *c) {
     if (c->measure && co->max_batch)
         return bad_usage("--max-batch sizes by memory alone: --measure has nothing to time there%s", "");
     if (c->measure && co->n_profiles) return bad_usage("give --profile or --measure, not both%s", "");
+    if (co->train.optim.given && !co->train_on)
+        return bad_usage("the optimizer's options (--optimizer, --lr, ...) are for --train: the plan records them%s", "");
     if ((c->mo.args || c->mo.runs != 3 || c->mo.procs) && !c->measure)
         return bad_usage("--measure-args, --measure-runs and --measure-procs are for --measure%s", "");
     return -1;
@@ -411,7 +415,7 @@ static pp_status run_budget(ppcc_cli *c, ppcc_measured *searched, bool *compile,
  * --search --measure's profiles are --measure's, not --profile's. */
 static void record_options(ppcc_cli *c, const ppcc_measured *searched, char *options, size_t cap, char *one,
                            size_t one_cap) {
-    pp_opt_table t[2];
+    pp_opt_table t[3];
     const int nt = tables(c, t);
     const int np = c->co.n_profiles;
     const bool measure = c->measure;

@@ -10,6 +10,7 @@
 
 #include "../ir/args.h"
 #include "../ir/json.h"
+#include "../ir/optim.h"
 #include "../runtime/backend.h"
 #include "../runtime/comm/comm.h"
 #include "../runtime/isa.h"
@@ -29,6 +30,7 @@ typedef struct pprt_cli {
     pprt_data_opts data_opts; /* --input, --ignore-extra */
     bool train;               /* --epochs or --steps: train a ppcc --train plan */
     pprt_train_opts train_opts;
+    pp_optim optim;           /* the optimizer's options given here (they override the plan's) */
 } pprt_cli;
 
 _Static_assert(sizeof(pprt_precision) == sizeof(int), "--precision's row stores an int");
@@ -216,31 +218,6 @@ static const pp_opt train_rows[] = {
      "how a device orders its forward and backward stage: 1f1b (a device keeps the activations of at most as many "
      "micro-batches as devices from it to the last), gpipe (all forwards of a step, then all backwards), flow (both "
      "stages of a device at once, as the data comes)", 0, 0, NULL, NULL, NULL},
-    {"--optimizer", PP_OPT_WORD, "O", F(train_opts.optimizer), 0, 0, "sgd|adamw", NULL, "sgd",
-     "sgd (with --momentum, --nesterov) or adamw (decoupled weight decay), PyTorch's arithmetic", 0, 0, NULL, NULL,
-     NULL},
-    {"--lr", PP_OPT_NUM, "X", F(train_opts.lr), 0, 1e6, NULL, "a rate >= 0", "0.01", "learning rate", 0, 0, NULL,
-     NULL, NULL},
-    {"--momentum", PP_OPT_NUM, "X", F(train_opts.momentum), 0, 1, NULL, "a number in 0..1", "0", "SGD's momentum",
-     0, 0, NULL, NULL, NULL},
-    {"--nesterov", PP_OPT_FLAG, NULL, F(train_opts.nesterov), 0, 0, NULL, NULL, NULL, "SGD with Nesterov momentum",
-     0, 0, NULL, NULL, NULL},
-    {"--weight-decay", PP_OPT_NUM, "X", F(train_opts.weight_decay), 0, 1e6, NULL, "a number >= 0", "0",
-     "L2 added to SGD's gradient; AdamW's decoupled decay", 0, 0, NULL, NULL, NULL},
-    {"--beta1", PP_OPT_NUM, "X", F(train_opts.beta1), 0, 0.999999, NULL, "a number in 0..1", "0.9",
-     "AdamW's first-moment decay", 0, 0, NULL, NULL, NULL},
-    {"--beta2", PP_OPT_NUM, "X", F(train_opts.beta2), 0, 0.999999999, NULL, "a number in 0..1", "0.999",
-     "AdamW's second-moment decay", 0, 0, NULL, NULL, NULL},
-    {"--eps", PP_OPT_NUM, "X", F(train_opts.eps), 0, 1, NULL, "a number in 0..1", "1e-8", "AdamW's epsilon", 0, 0,
-     NULL, NULL, NULL},
-    {"--clip-norm", PP_OPT_NUM, "X", F(train_opts.clip_norm), 0, 1e30, NULL, "a number >= 0", "0 (none)",
-     "scale each step's gradients to this global L2 norm when it is over", 0, 0, NULL, NULL, NULL},
-    {"--lr-schedule", PP_OPT_WORD, "S", F(train_opts.schedule), 0, 0, "constant|cosine", NULL, "constant",
-     "cosine: from --lr down to --lr-min over the steps after the warm-up", 0, 0, NULL, NULL, NULL},
-    {"--warmup-steps", PP_OPT_I64, "N", F(train_opts.warmup_steps), 0, 1000000000, NULL, "a count >= 0", "0",
-     "linear warm-up of the learning rate over the first N steps", 0, 0, NULL, NULL, NULL},
-    {"--lr-min", PP_OPT_NUM, "X", F(train_opts.lr_min), 0, 1e6, NULL, "a rate >= 0", "0",
-     "where the cosine schedule ends", 0, 0, NULL, NULL, NULL},
     {"--seed", PP_OPT_I64, "N", F(train_opts.seed), 0, 9007199254740992.0, NULL, "a number 0..2^53", "0",
      "the seed of each epoch's sample order", 0, 0, NULL, NULL, NULL},
     {"--no-shuffle", PP_OPT_FLAG, NULL, NF, 0, 0, NULL, NULL, NULL, "every epoch in the data's own order", 0, 0,
@@ -276,7 +253,9 @@ static int tables(pprt_cli *c, pp_opt_table t[PPRT_TABLES]) {
     t[0] = (pp_opt_table){own_rows, (int)(sizeof own_rows / sizeof *own_rows), c};
     t[1] = (pp_opt_table){mpi_rows, (int)(sizeof mpi_rows / sizeof *mpi_rows), c};
     t[2] = (pp_opt_table){train_rows, (int)(sizeof train_rows / sizeof *train_rows), c};
-    int n = 3;
+    t[3] = (pp_opt_table){.base = &c->optim};
+    t[3].rows = pp_optim_table(&t[3].n);
+    int n = 4;
     for (int b = 0; b < pprt_backend_count() && n < PPRT_TABLES; b++) {
         const pp_opt_table *o = pprt_backend_at(b)->opts;
         bool seen = !o;
@@ -401,6 +380,11 @@ static void print_info(const pprt_plan *p) {
     if (p->n_wstages)
         printf("split for --schedule zb-h1: stage %d+d is device d's weight gradients (W), off the chain of stages, on "
                "what its backward stage keeps for it\n", p->n_stages);
+    if (p->train_devices) {
+        char d[512];
+        pp_optim_describe(&p->optim, d, sizeof d);
+        printf("optimizer: %s%s\n", p->has_optim ? "" : "(none recorded: pprt's defaults) ", d);
+    }
     if (p->batch_mixing)
         printf("mixes samples across the batch axis (compiled with --allow-batch-mixing): %s\n",
                p->batch_mixing);
@@ -613,6 +597,7 @@ static int parse_args(int argc, char **argv, pprt_cli *c) {
     *c = (pprt_cli){.out_dir = "out", .run = {.depth = 2, .pin = true, .warmup = 1}, .check_opts = {.rtol = 1e-3, .atol = 1e-5},
                     .mpi = {.replicas = 1, .timeout_s = 60}};
     pprt_train_opts_init(&c->train_opts);
+    pp_optim_init(&c->optim);
     /* static: the split-off names stay reachable on an early return */
     static pp_argv args;
     if (!pp_argv_init(&args, argc, argv)) {
@@ -787,6 +772,8 @@ static pp_status train(pprt_cli *c, pprt_driver *d, const pprt_plan *p, bool ran
         c->train_opts.dist = &dist;
     }
     c->run.quiet = true;
+    /* the plan's optimizer, what the command line gave over it (said once, unless -q; rank 0 under mpirun) */
+    pp_optim_merge(&c->train_opts.opt, &p->optim, &c->optim, p->has_optim && !c->train_opts.quiet ? stderr : NULL);
     pprt_train_stats ts;
     PP_TRY(pprt_train(p, c->data, &c->train_opts, &c->run, &ts, err));
     if (!c->train_opts.quiet) {

@@ -100,6 +100,12 @@ PPCC_VALUES = {
     "--freeze": ("stem", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", ","),
     "--recompute": ("all", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", "x"),
     "--schedule": ("zb-h1", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", "zb"),
+    # the optimizer (ir/optim.c's rows, which pprt shares): recorded in the plan
+    **{k: (v, ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", bad) for k, v, bad in (
+        ("--optimizer", "adamw", "adam"), ("--lr", "0.1", "-1"), ("--momentum", "0.9", "2"),
+        ("--weight-decay", "0.01", "x"), ("--beta1", "0.8", "1"), ("--beta2", "0.99", "1"), ("--eps", "1e-6", "-1"),
+        ("--clip-norm", "0.5", "-0.5"), ("--lr-schedule", "cosine", "linear"), ("--warmup-steps", "1", "-1"),
+        ("--lr-min", "0.001", "x"), ("--loss-scale", "dynamic", "0"))},
 }
 # pprt: (value, other arguments, compared: out | accuracy | check | json | stderr, bad value)
 PPRT_VALUES = {
@@ -152,6 +158,7 @@ PPRT_VALUES = {
     "--checkpoint": ("{f}", ["--save-every", "1"], "train", None),
     "--save-every": ("1", ["--checkpoint", "ck"], "train", "0"),
     "--resume": ("ck", [], "train", None),
+    "--loss-scale": ("1024", [], "train", "0"),
 }
 
 
@@ -311,6 +318,8 @@ CASES = [
     ("small.onnx", ["-pp", "3", "-b", "3", "--dim=seq=7"]),
     ("const.onnx", ["-b", "2", "--const", "s=s.pb"]),
     (M, ["-pp", "2", "--search", "--devices", "2", "--batch-sizes", "1,2", "-o", "{out}"]),
+    (M, ["-pp", "2", "-b", "2", "--train", "--loss", "cross-entropy:logits", "--optimizer", "adamw", "--lr", "0.004",
+         "--nesterov", "--warmup-steps", "3", "--lr-schedule", "cosine", "--loss-scale", "dynamic:1024"]),
     (MNV3, ["-pp", "2"]),
     (MNV3, ["-pp", "4", "-b", "2", "--policy", "memory", "--gflops", "0:40", "--mem-gbps", "12", "--depth", "3",
             "--max-memory", "1GiB", "--placement", "ref", "--ref-weights"]),

@@ -402,23 +402,25 @@ if r.returncode == 0:
           f"{cap:.3f} MB: {r.stdout[-400:]}")
 
 # the cost model's optimizer share: a device's backward stage carries, per micro-batch, its weights' gradient sum
-# (3 touches of their bytes) and 1/M of AdamW's step (7 touches) at the target's memory rate (10 GB/s by default)
-est = {}
-for M in (1, 8):
-    r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(ROWS),
-                        "--micro-batches", str(M), "--report-json", f"cost{M}.json", "-o", "cost.plan", "-q"],
-                       capture_output=True, text=True)
-    check(r.returncode == 0, f"ppcc --micro-batches {M}: exit {r.returncode}: {r.stderr[-300:]}")
-    if r.returncode == 0:
-        with open(f"cost{M}.json") as f:
-            est[M] = json.load(f)["stages"]
-if len(est) == 2:
-    w = sum(np.load(os.path.join("full", n)).nbytes for n in os.listdir("full")) if os.path.isdir("full") else 0
-    want = w * (7 - 7 / 8) / 10e9 * 1e3  # ms: the optimizer's share at M = 1 less at M = 8
-    got = est[1][1]["est_time_ms"] - est[8][1]["est_time_ms"]
-    check(w > 0 and abs(got - want) <= 1e-3 * want, f"the backward stage's time at 1 micro-batch less at 8: {got:.6g} "
-          f"ms, for {w} bytes of weights {want:.6g} ms")
-    check(est[1][0]["est_time_ms"] == est[8][0]["est_time_ms"], "the forward stage's time moved with --micro-batches")
+# (3 touches of their bytes) and 1/M of the recorded optimizer's step (AdamW's 7 touches, SGD with momentum 5,
+# plain SGD 3) at the target's memory rate (10 GB/s by default)
+for opt, touches in ((["--optimizer", "adamw"], 7), (["--momentum", "0.9"], 5), ([], 3)):
+    est = {}
+    for M in (1, 8):
+        r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(ROWS), *opt,
+                            "--micro-batches", str(M), "--report-json", f"cost{M}.json", "-o", "cost.plan", "-q"],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"ppcc --micro-batches {M}: exit {r.returncode}: {r.stderr[-300:]}")
+        if r.returncode == 0:
+            with open(f"cost{M}.json") as f:
+                est[M] = json.load(f)["stages"]
+    if len(est) == 2:
+        w = sum(np.load(os.path.join("full", n)).nbytes for n in os.listdir("full")) if os.path.isdir("full") else 0
+        want = w * (touches - touches / 8) / 10e9 * 1e3  # ms: the optimizer's share at M = 1 less at M = 8
+        got = est[1][1]["est_time_ms"] - est[8][1]["est_time_ms"]
+        check(w > 0 and abs(got - want) <= 1e-3 * want, f"{opt}: the backward stage's time at 1 micro-batch less at "
+              f"8: {got:.6g} ms, for {w} bytes of weights {want:.6g} ms")
+        check(est[1][0]["est_time_ms"] == est[8][0]["est_time_ms"], "the forward stage's time moved with --micro-batches")
 
 # a loss that turns NaN: stops with the step and micro-batch named (exit 1); bad data (exit 2)
 os.makedirs("nan", exist_ok=True)
