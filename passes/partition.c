@@ -964,7 +964,7 @@ pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     for (int i = 0; s == PP_OK && i < g->n_nodes; i++) uncut[i] = uncut[i] || glued[i];
     if (s == PP_OK) s = partition_glued(g, o, uncut, err);
     for (int i = 0; s == PP_OK && i < g->n_nodes; i++) {
-        g->nodes[i].chain = glued[i];
+        g->nodes[i].chain = glued[i] && uncut[i]; /* (snap_cuts unglues a node where it breaks a chain) */
         g->nodes[i].pattern = tail[i] >= 0 && g->nodes[tail[i]].stage == g->nodes[i].stage ? PP_PATTERN_ATTENTION
                                                                                              : PP_PATTERN_NONE;
     }

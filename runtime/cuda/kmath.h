@@ -1724,10 +1724,12 @@ PCU_HD void pcu_attn_at(const pcu_attn *t, float *Y, float *qk_out, double *scra
 /* ---- Fused attention: MatMul, [Mul|Div by a scalar], Softmax, MatMul in one launch --------- */
 
 /* The FlashAttention-2 form in f32 (--cuda-fused-attention on; not yet run
- * on a GPU): Y = softmax(scale(Q K)) V over nb batches of Q [Sq, D] (ppcc's
- * MatMul's left operand), K [D, T] (its right operand: element (e, j) at
- * j * kj + e * ke) and V [T, Dv], Y [nb, Sq, Dv] contiguous, D and Dv <=
- * PCU_FA_DMAX. A cooperative kernel (kernels.def PCU_COOP): a block of
+ * on a GPU): Y = softmax(scale(Q K)) V over nb = B * nh batches (batch b,
+ * head h) of Q [Sq, D] (ppcc's MatMul's left operand, or ONNX Attention's
+ * Q), K [D, T] (the MatMul's right operand, or Attention's K: element (e, j)
+ * at j * kj + e * ke), V [T, Dv] and Y [Sq, Dv], each operand's batch at b
+ * * Xb + h * Xh (K and V: head h / grp, grouped-query attention), D and Dv
+ * <= PCU_FA_DMAX. A cooperative kernel (kernels.def PCU_COOP): a block of
  * PCU_BLOCK lanes per (batch, tile of PCU_FA_BQ query rows), PCU_FA_TPR lanes
  * per query row; the keys in tiles of PCU_FA_BK through shared memory
  * (pcu_fattn_sh), the softmax online: a running max (NaN-keeping), a running
@@ -1754,9 +1756,21 @@ PCU_HD void pcu_attn_at(const pcu_attn *t, float *Y, float *qk_out, double *scra
 typedef struct pcu_fattn {
     int32_t scale_op, pad_; /* scale_op: 0 none, 1 s * scale, 2 s / scale (the node between MatMul and Softmax) */
     float scale, pad2_;
-    int64_t nb, Sq, T, D, Dv, qtiles;  /* qtiles: ceil(Sq / PCU_FA_BQ) */
-    int64_t qb, qi, qe, kb, kj, ke, vb, vj, ve; /* element strides: batch, row (key), column */
+    int64_t nb, nh, grp, Sq, T, D, Dv, qtiles; /* nb: batches (B * nh); qtiles: ceil(Sq / PCU_FA_BQ) */
+    /* element strides: batch, head, row (key), column */
+    int64_t qb, qh, qi, qe, kb, kh, kj, ke, vb, vh, vj, ve, yb, yh, yi;
 } pcu_fattn;
+
+/* Where batch bh's matrix of Q (w 0), K (1), V (2) or Y (3) starts. */
+PCU_HD int64_t pcu_fattn_base(const pcu_fattn *k, int w, int64_t bh) {
+    const int64_t b = bh / k->nh, h = bh % k->nh;
+    switch (w) {
+    case 0: return b * k->qb + h * k->qh;
+    case 1: return b * k->kb + h / k->grp * k->kh;
+    case 2: return b * k->vb + h / k->grp * k->vh;
+    default: return b * k->yb + h * k->yh;
+    }
+}
 
 /* a block's shared memory: the query tile, the key and value tiles (K's rows
  * padded by one against bank conflicts), the scores / probabilities and the
@@ -1782,7 +1796,7 @@ PCU_HD void pcu_fattn_init(const pcu_fattn *k, const float *q, pcu_fattn_sh *sh,
                            int64_t i0, int l) {
     for (int idx = l; idx < PCU_FA_BQ * (int)k->D; idx += PCU_FA_BQ * PCU_FA_TPR) {
         const int row = idx / (int)k->D, e = idx % (int)k->D;
-        sh->q[row][e] = i0 + row < k->Sq ? q[b * k->qb + (i0 + row) * k->qi + e * k->qe] : 0.0f;
+        sh->q[row][e] = i0 + row < k->Sq ? q[pcu_fattn_base(k, 0, b) + (i0 + row) * k->qi + e * k->qe] : 0.0f;
     }
     PCU_UNROLL
     for (int c = 0; c < PCU_FA_DL; c++) st->acc[c] = 0.0f;
@@ -1795,11 +1809,11 @@ PCU_HD void pcu_fattn_load(const pcu_fattn *k, const float *kk, const float *v, 
     const int D = (int)k->D, Dv = (int)k->Dv, L = PCU_FA_BQ * PCU_FA_TPR;
     for (int idx = l; idx < PCU_FA_BK * D; idx += L) { /* consecutive lanes along K's contiguous axis */
         const int jj = k->kj == 1 ? idx % PCU_FA_BK : idx / D, e = k->kj == 1 ? idx / PCU_FA_BK : idx % D;
-        sh->k[jj][e] = j0 + jj < k->T ? kk[b * k->kb + (j0 + jj) * k->kj + e * k->ke] : 0.0f;
+        sh->k[jj][e] = j0 + jj < k->T ? kk[pcu_fattn_base(k, 1, b) + (j0 + jj) * k->kj + e * k->ke] : 0.0f;
     }
     for (int idx = l; idx < PCU_FA_BK * Dv; idx += L) {
         const int jj = idx / Dv, e = idx % Dv;
-        sh->v[jj][e] = j0 + jj < k->T ? v[b * k->vb + (j0 + jj) * k->vj + e * k->ve] : 0.0f;
+        sh->v[jj][e] = j0 + jj < k->T ? v[pcu_fattn_base(k, 2, b) + (j0 + jj) * k->vj + e * k->ve] : 0.0f;
     }
 }
 
@@ -1850,7 +1864,7 @@ PCU_HD void pcu_fattn_acc(const pcu_fattn *k, float *y, pcu_fattn_sh *sh, pcu_fa
             if (t + PCU_FA_TPR * c < k->Dv) st->acc[c] = fmaf(p, sh->v[jj][t + PCU_FA_TPR * c], st->acc[c]);
     }
     if (!last || i >= k->Sq) return;
-    float *yr = y + (b * k->Sq + i) * k->Dv;
+    float *yr = y + pcu_fattn_base(k, 3, b) + i * k->yi;
     PCU_UNROLL
     for (int c = 0; c < PCU_FA_DL; c++)
         if (t + PCU_FA_TPR * c < k->Dv) yr[t + PCU_FA_TPR * c] = st->acc[c] / st->l;

@@ -1495,6 +1495,45 @@ static pp_status rows_copy(planner *P, int ni, int src, int dst, int64_t B, int6
     return PP_OK;
 }
 
+/* --cuda-fused-attention on: an Attention without mask, causality, past,
+ * padding, softcap or outputs beyond Y, head dims up to PCU_FA_DMAX, runs
+ * as the fused kernel (kmath.h pcu_fattn_ph; the others as pcu_attn_at). */
+static bool attn_fusable(const pprt_node *n, const pp_attn *t) {
+    for (int k = 1; k < n->n_out; k++)
+        if (n->out[k] >= 0) return false;
+    return !t->has_mask && !t->causal && !t->has_nonpad && t->P == 0 && !(t->softcap > 0) && t->T == t->Skv &&
+           t->D >= 1 && t->D <= PCU_FA_DMAX && t->Dv >= 1 && t->Dv <= PCU_FA_DMAX && t->Hkv >= 1 &&
+           t->Hq % t->Hkv == 0 && t->Sq >= 1 && t->T >= 1 && t->T <= INT32_MAX / 4 && n->out[0] >= 0;
+}
+
+static pp_status attn_fused(planner *P, int ni, const pp_attn *t) {
+    const pprt_node *n = &P->st->nodes[ni];
+    pcu_fattn k = {.scale_op = 1, .scale = t->scale, .nb = t->B * t->Hq, .nh = t->Hq, .grp = t->Hq / t->Hkv,
+                   .Sq = t->Sq, .T = t->T, .D = t->D, .Dv = t->Dv};
+    k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
+    k.qe = k.ke = k.ve = 1;
+    if (t->three_d) { /* [B, S, heads * dim] */
+        k.qb = t->Sq * t->Hq * t->D, k.qh = t->D, k.qi = t->Hq * t->D;
+        k.kb = t->Skv * t->Hkv * t->D, k.kh = t->D, k.kj = t->Hkv * t->D;
+        k.vb = t->Skv * t->Hkv * t->Dv, k.vh = t->Dv, k.vj = t->Hkv * t->Dv;
+        k.yb = t->Sq * t->Hq * t->Dv, k.yh = t->Dv, k.yi = t->Hq * t->Dv;
+    } else { /* [B, heads, S, dim] */
+        k.qb = t->Hq * t->Sq * t->D, k.qh = t->Sq * t->D, k.qi = t->D;
+        k.kb = t->Hkv * t->Skv * t->D, k.kh = t->Skv * t->D, k.kj = t->D;
+        k.vb = t->Hkv * t->Skv * t->Dv, k.vh = t->Skv * t->Dv, k.vj = t->Dv;
+        k.yb = t->Hq * t->Sq * t->Dv, k.yh = t->Sq * t->Dv, k.yi = t->Dv;
+    }
+    if (k.nb == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 4);
+    s->kernel = PCU_K_FATTN;
+    s->u.fa = k;
+    for (int q = 0; q < 3; q++) s->ops[q] = R(P, n->in[q]);
+    s->ops[3] = R(P, n->out[0]);
+    s->threads = k.nb * k.qtiles * PCU_BLOCK;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
 /* Attention of f32 (pcu_attn_at), with the present outputs as strided copies
  * and the softmax rows in WORK after the library workspace (at most
  * 256 MiB; longer rows stay on the host). Outputs on bytes of their own. */
@@ -1521,6 +1560,7 @@ static pp_status plan_attention(planner *P, int ni, bool *ok) {
                   .softcap = t.softcap};
     for (int d = 0; d < 4; d++) k.mdim[d] = t.has_mask ? t.mask.dim[d] : 1;
     *ok = true;
+    if (P->fattn && attn_fusable(n, &t)) return attn_fused(P, ni, &t);
     /* present_key / present_value: the past rows, then K / V's */
     for (int w = 0; w < 2; w++) {
         const int out = n->n_out > 1 + w ? n->out[1 + w] : -1;
@@ -1820,13 +1860,14 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         const pp_shape *qs = &T(P, m1->in[0])->shape, *ks = &T(P, m1->in[1])->shape, *vs = &T(P, m2->in[1])->shape,
                        *ys = &T(P, m2->out[0])->shape;
         const int sc = P->fa_head[st->n_nodes + ni];
-        pcu_fattn k = {.nb = numel(ys) / (ys->dim[ys->rank - 2] * ys->dim[ys->rank - 1]),
+        pcu_fattn k = {.nb = numel(ys) / (ys->dim[ys->rank - 2] * ys->dim[ys->rank - 1]), .nh = 1, .grp = 1,
                        .Sq = qs->dim[qs->rank - 2], .D = qs->dim[qs->rank - 1], .T = ks->dim[ks->rank - 1],
                        .Dv = vs->dim[vs->rank - 1]};
         k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
         k.qb = fa_batch_stride(qs, ys), k.qi = k.D, k.qe = 1;
         k.kb = fa_batch_stride(ks, ys), k.kj = 1, k.ke = k.T;
         k.vb = fa_batch_stride(vs, ys), k.vj = k.Dv, k.ve = 1;
+        k.yb = k.Sq * k.Dv, k.yi = k.Dv;
         if (sc >= 0) {
             const pprt_node *s = &st->nodes[sc];
             const int w = s->in[0] == m1->out[0] ? s->in[1] : s->in[0];

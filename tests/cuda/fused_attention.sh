@@ -13,7 +13,9 @@
 #   - the same bits at -pp 1, 2, 3, across two runs, and with a custom cut
 #     (--split-at) that falls inside a pattern (ppcc moves it past the
 #     pattern, so the kernel still runs there);
-#   - off (the default) plans the nodes as before (no fused step).
+#   - off (the default) plans the nodes as before (no fused step);
+#   - the ONNX node tests of Attention pass with it on (17 of them run the
+#     fused kernel: those without mask, causality, past or softcap).
 # About 20 s. usage: fused_attention.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC)
 set -euo pipefail
 : "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
@@ -51,4 +53,8 @@ done
 steps() { sed -n 's/.*stage 0: \([0-9]*\) steps a micro-batch.*/\1/p' "$1"; }
 on=$(steps ex_vit_1.txt); off=$(steps ex_off_vit.txt)
 [ -n "$on" ] && [ -n "$off" ] && [ $((off - on)) = 8 ] || fail "ViT's steps: $off unfused, $on fused, want 8 fewer (4 a layer)"
+# ONNX Attention: those without mask, causality, past or softcap (17 of the node tests) take the kernel
+PPRT_EXTRA_ARGS="--backend cuda-emu --cuda-fused-attention on" "$PY" "$SRC/tests/conformance/run.py" -j 2 \
+  --filter attention > conf_attention.txt 2>&1 || fail "node tests 'attention' with --cuda-fused-attention on: $(tail -20 conf_attention.txt)"
+grep "no regression" conf_attention.txt
 echo "fused attention: 2 + 3 patterns one step each (ViT $off -> $on steps), within 1e-4 of ref, the same bits at -pp 1, 2, 3, across runs and a cut inside a pattern"

@@ -551,6 +551,7 @@ typedef struct fa_case {
     int64_t nb, Sq, T, D, Dv;
     int scale_op, k_rows, q_bcast; /* k_rows: K stored [T, D] (else [D, T]); q_bcast: one Q for every batch */
     int special;                   /* 1: NaN, +inf and -inf rows, a -inf first tile */
+    int gqa;                       /* > 0: that many query heads over half as many K/V heads, 3-D layouts */
 } fa_case;
 
 /* Attention in double: y[b, i, :] = softmax(scale(q_i . k_j)) v (NaN as the
@@ -561,10 +562,12 @@ static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const fl
         for (int64_t i = 0; i < k->Sq; i++) {
             double mx = -INFINITY;
             int nan = 0;
+            const int64_t qo = b / k->nh * k->qb + b % k->nh * k->qh, ko = b / k->nh * k->kb + b % k->nh / k->grp * k->kh,
+                          vo = b / k->nh * k->vb + b % k->nh / k->grp * k->vh, yo = b / k->nh * k->yb + b % k->nh * k->yh;
             for (int64_t j = 0; j < k->T; j++) {
                 double d = 0;
                 for (int64_t e = 0; e < k->D; e++)
-                    d += (double)q[b * k->qb + i * k->qi + e * k->qe] * kk[b * k->kb + j * k->kj + e * k->ke];
+                    d += (double)q[qo + i * k->qi + e * k->qe] * kk[ko + j * k->kj + e * k->ke];
                 if (k->scale_op == 1) d *= k->scale;
                 else if (k->scale_op == 2) d /= k->scale;
                 s[j] = d;
@@ -575,21 +578,31 @@ static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const fl
             for (int64_t j = 0; j < k->T; j++) sum += s[j] = exp(s[j] - mx);
             for (int64_t e = 0; e < k->Dv; e++) {
                 double a = 0;
-                for (int64_t j = 0; j < k->T; j++) a += s[j] / sum * v[b * k->vb + j * k->vj + e * k->ve];
-                y[(b * k->Sq + i) * k->Dv + e] = nan || mx == INFINITY || mx == -INFINITY ? NAN : a;
+                for (int64_t j = 0; j < k->T; j++) a += s[j] / sum * v[vo + j * k->vj + e * k->ve];
+                y[yo + i * k->yi + e] = nan || mx == INFINITY || mx == -INFINITY ? NAN : a;
             }
         }
     free(s);
 }
 
 static void test_fattn_case(const fa_case *c) {
-    pcu_fattn k = {.scale_op = c->scale_op, .scale = c->scale_op == 2 ? 8.0f : 0.125f, .nb = c->nb, .Sq = c->Sq,
-                   .T = c->T, .D = c->D, .Dv = c->Dv};
+    pcu_fattn k = {.scale_op = c->scale_op, .scale = c->scale_op == 2 ? 8.0f : 0.125f, .nb = c->nb, .nh = 1,
+                   .grp = 1, .Sq = c->Sq, .T = c->T, .D = c->D, .Dv = c->Dv};
     k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
     k.qb = c->q_bcast ? 0 : k.Sq * k.D, k.qi = k.D, k.qe = 1;
     k.kb = k.T * k.D, k.kj = c->k_rows ? k.D : 1, k.ke = c->k_rows ? 1 : k.T;
     k.vb = k.T * k.Dv, k.vj = k.Dv, k.ve = 1;
-    const int64_t nq = (c->q_bcast ? 1 : k.nb) * k.Sq * k.D, nk = k.nb * k.T * k.D, nv = k.nb * k.T * k.Dv,
+    k.yb = k.Sq * k.Dv, k.yi = k.Dv;
+    int64_t nkv = k.nb;
+    if (c->gqa) { /* 3-D Attention's layouts: [B, S, heads * dim], 2 query heads per K/V head */
+        k.nh = c->gqa, k.grp = 2, nkv = k.nb / 2;
+        const int64_t hk = k.nh / 2;
+        k.qb = k.Sq * k.nh * k.D, k.qh = k.D, k.qi = k.nh * k.D, k.qe = 1;
+        k.kb = k.T * hk * k.D, k.kh = k.D, k.kj = hk * k.D, k.ke = 1;
+        k.vb = k.T * hk * k.Dv, k.vh = k.Dv, k.vj = hk * k.Dv, k.ve = 1;
+        k.yb = k.Sq * k.nh * k.Dv, k.yh = k.Dv, k.yi = k.nh * k.Dv;
+    }
+    const int64_t nq = (c->q_bcast ? 1 : k.nb) * k.Sq * k.D, nk = nkv * k.T * k.D, nv = nkv * k.T * k.Dv,
                   ny = k.nb * k.Sq * k.Dv;
     float *q = malloc(sizeof *q * (size_t)nq), *kk = malloc(sizeof *kk * (size_t)nk), *v = malloc(sizeof *v * (size_t)nv);
     float *y1 = malloc(sizeof *y1 * (size_t)ny), *y2 = malloc(sizeof *y2 * (size_t)ny);
@@ -644,14 +657,15 @@ static void test_fattn_case(const fa_case *c) {
 
 static void test_fattn(void) {
     static const fa_case cases[] = {
-        {2, 197, 197, 64, 64, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 0, 0, 0},  {2, 1, 50, 32, 32, 2, 0, 0, 0},
-        {1, 5, 100, 40, 24, 1, 1, 0, 0},  {4, 64, 1, 16, 8, 0, 0, 1, 0},   {2, 65, 64, 64, 64, 2, 1, 0, 0},
-        {2, 130, 97, 64, 40, 1, 0, 0, 1}, {1, 40, 40, 8, 64, 0, 1, 1, 1},  {1, 3, 7, 1, 1, 0, 0, 0, 0},
+        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 0, 0, 0, 0},  {2, 1, 50, 32, 32, 2, 0, 0, 0, 0},
+        {1, 5, 100, 40, 24, 1, 1, 0, 0, 0},  {4, 64, 1, 16, 8, 0, 0, 1, 0, 0},   {2, 65, 64, 64, 64, 2, 1, 0, 0, 0},
+        {2, 130, 97, 64, 40, 1, 0, 0, 1, 0}, {1, 40, 40, 8, 64, 0, 1, 1, 1, 0},  {1, 3, 7, 1, 1, 0, 0, 0, 0, 0},
+        {8, 70, 45, 16, 24, 1, 1, 0, 0, 4}, {6, 1, 9, 64, 64, 2, 1, 0, 0, 6},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) test_fattn_case(&cases[c]);
     /* the lint's bound: the extents of a [D, T] K and of Y */
-    pcu_fattn k = {.nb = 2, .Sq = 3, .T = 5, .D = 4, .Dv = 6, .qtiles = 1, .qb = 12, .qi = 4, .qe = 1, .kb = 20,
-                   .kj = 1, .ke = 5, .vb = 30, .vj = 6, .ve = 1};
+    pcu_fattn k = {.nb = 2, .nh = 1, .grp = 1, .Sq = 3, .T = 5, .D = 4, .Dv = 6, .qtiles = 1, .qb = 12, .qi = 4,
+                   .qe = 1, .kb = 20, .kj = 1, .ke = 5, .vb = 30, .vj = 6, .ve = 1, .yb = 18, .yi = 6};
     checks++;
     if (pcu_kernel_extent_of(PCU_K_FATTN, &k, 1) != 40 || pcu_kernel_extent_of(PCU_K_FATTN, &k, 3) != 36 ||
         pcu_kernel_extent_of(PCU_K_FATTN, &k, 0) != 24 || pcu_kernel_extent_of(PCU_K_FATTN, &k, 2) != 60)
