@@ -1772,11 +1772,12 @@ PCU_HD int64_t pcu_fattn_base(const pcu_fattn *k, int w, int64_t bh) {
     }
 }
 
-/* a block's shared memory: the query tile, the key and value tiles (K's rows
- * padded by one against bank conflicts), the scores / probabilities and the
- * row's max partials */
+/* a block's shared memory: the query tile, the key and value tiles (Q's and
+ * K's rows padded by one against bank conflicts: a warp reads 8 query rows
+ * and 4 key rows at once), the scores / probabilities and the row's max
+ * partials (41.6 KiB of the 48 a block may have statically) */
 typedef struct pcu_fattn_sh {
-    float q[PCU_FA_BQ][PCU_FA_DMAX];
+    float q[PCU_FA_BQ][PCU_FA_DMAX + 1];
     float k[PCU_FA_BK][PCU_FA_DMAX + 1];
     float v[PCU_FA_BK][PCU_FA_DMAX];
     float p[PCU_FA_BQ][PCU_FA_BK + 1];
