@@ -1818,20 +1818,27 @@ PCU_HD void pcu_fattn_load(const pcu_fattn *k, const float *kk, const float *v, 
     }
 }
 
-/* phase B: the lane's scores of tile j0 and their max */
+/* phase B: the lane's scores of tile j0 and their max (each score's products
+ * summed in e's order; q[e] read once for the lane's PCU_FA_KL keys) */
 PCU_HD void pcu_fattn_scores(const pcu_fattn *k, pcu_fattn_sh *sh, int64_t j0, int row, int t) {
+    float s[PCU_FA_KL];
+    PCU_UNROLL
+    for (int c = 0; c < PCU_FA_KL; c++) s[c] = 0.0f;
+    for (int e = 0; e < (int)k->D; e++) {
+        const float qe = sh->q[row][e];
+        PCU_UNROLL
+        for (int c = 0; c < PCU_FA_KL; c++) s[c] = fmaf(qe, sh->k[t + PCU_FA_TPR * c][e], s[c]);
+    }
     float mx = -INFINITY;
+    PCU_UNROLL
     for (int c = 0; c < PCU_FA_KL; c++) {
         const int jj = t + PCU_FA_TPR * c;
-        float s = -INFINITY;
-        if (j0 + jj < k->T) {
-            s = 0.0f;
-            for (int e = 0; e < (int)k->D; e++) s = fmaf(sh->q[row][e], sh->k[jj][e], s);
-            if (k->scale_op == 1) s = s * k->scale;
-            else if (k->scale_op == 2) s = s / k->scale;
-        }
-        sh->p[row][jj] = s;
-        mx = pcu_nanmax(mx, s);
+        float v = s[c];
+        if (k->scale_op == 1) v = v * k->scale;
+        else if (k->scale_op == 2) v = v / k->scale;
+        if (j0 + jj >= k->T) v = -INFINITY; /* past the keys: probability 0 */
+        sh->p[row][jj] = v;
+        mx = pcu_nanmax(mx, v);
     }
     sh->pm[row][t] = mx;
 }
