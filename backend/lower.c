@@ -90,6 +90,7 @@ typedef struct {
     int cap;
     int *ext_src;   /* value -> index in the plan's sources, -1: in the weights section */
     uint64_t *ext_off; /* value -> byte offset in that source */
+    int part;       /* --schedule zb-h1: 1 a backward stage's B nodes, 2 its W nodes; 0 every node */
 } stage_ctx;
 
 static pp_status add_tensor(stage_ctx *c, int v, Ppplan__Tensor__Kind kind, uint64_t off, pp_err *err) {
@@ -109,7 +110,45 @@ static pp_status add_tensor(stage_ctx *c, int v, Ppplan__Tensor__Kind kind, uint
     return PP_OK;
 }
 
-static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
+static bool is_local(const pp_graph *g, int v) {
+    for (int d = 0; g->local && d < g->train_devices; d++)
+        for (int i = 0; i < g->local[d].n; i++)
+            if (g->local[d].vals[i] == v) return true;
+    return false;
+}
+
+/* A training plan: a backward stage's send list ends in its device's own
+ * gradients (g->local, passes/boundary.c: they leave the pipeline there);
+ * the last stage sends the outputs that are no device's own first, in the
+ * plan's output order, then device 0's. Under --schedule zb-h1 (part 1, 2)
+ * B sends the gradients its nodes make, then what its W reads (g->wkeep,
+ * Stage.n_wkeep); W sends the gradients its nodes make. */
+static pp_status local_tail(pp_lowered *l, const pp_graph *g, int s, int part, const int **send, int *n_send,
+                            Ppplan__Stage *st, pp_err *err) {
+    const int P = g->train_devices, p = g->n_stages;
+    if (!P || !g->local || s < P) return PP_OK;
+    const pp_boundary *own = &g->local[2 * P - 1 - s], *keep = &g->wkeep[2 * P - 1 - s];
+    int *all = A(sizeof(int) * (size_t)(*n_send + own->n + keep->n + 1));
+    if (!all) return PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
+    int n = 0;
+    for (int i = 0; i < *n_send; i++)
+        if (s < p - 1 || !is_local(g, (*send)[i])) all[n++] = (*send)[i];
+    for (int i = 0; i < own->n; i++) {
+        const int pr = g->values[own->vals[i]].producer;
+        if (!part || g->nodes[pr].wpass == (part == 2)) all[n++] = own->vals[i], st->n_local++;
+    }
+    for (int i = 0; part == 1 && i < keep->n; i++) all[n++] = keep->vals[i], st->n_wkeep++;
+    *send = all, *n_send = n;
+    return PP_OK;
+}
+
+static bool in_part(const stage_ctx *c, const pp_node *n, int s) {
+    return n->stage == s && (!c->part || n->wpass == (c->part == 2));
+}
+
+/* Stage s's recv and send lists (for c->part's nodes). */
+static pp_status stage_lists(stage_ctx *c, int s, const int **recv_out, int *n_recv_out, const int **send_out,
+                             int *n_send_out, pp_err *err) {
     const pp_graph *g = c->g;
     pp_lowered *l = c->l;
     Ppplan__Stage *st = c->st;
@@ -121,7 +160,9 @@ static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
     /* a training plan: device d's stash after stage d's send list and after
      * stage 2P-1-d's recv list (passes/boundary.c) */
     const int P = g->train_devices, d = s < P ? s : 2 * P - 1 - s;
-    const pp_boundary *stash = P && g->stash ? &g->stash[d] : NULL;
+    if (c->part == 2) /* W: what B kept for it in, its gradients out */
+        recv = g->wkeep[d].vals, n_recv = g->wkeep[d].n, send = NULL, n_send = 0;
+    const pp_boundary *stash = P && g->stash && c->part != 2 ? &g->stash[d] : NULL;
     if (stash && stash->n) {
         int *both = A(sizeof(int) * (size_t)((s < P ? n_send : n_recv) + stash->n));
         if (!both) return PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
@@ -133,6 +174,18 @@ static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
         else recv = both, n_recv = nb + stash->n;
         st->n_stash = stash->n;
     }
+    PP_TRY(local_tail(l, g, s, c->part, &send, &n_send, st, err));
+    *recv_out = recv, *n_recv_out = n_recv, *send_out = send, *n_send_out = n_send;
+    return PP_OK;
+}
+
+static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
+    const pp_graph *g = c->g;
+    pp_lowered *l = c->l;
+    Ppplan__Stage *st = c->st;
+    const int *recv = NULL, *send = NULL;
+    int n_recv = 0, n_send = 0;
+    PP_TRY(stage_lists(c, s, &recv, &n_recv, &send, &n_send, err));
     for (int v = 0; v < g->n_values; v++) c->tid[v] = c->send_slot[v] = -1;
     /* a value sent on and kept in the stash too is written to its first slot */
     for (int i = 0; i < n_send; i++)
@@ -142,7 +195,7 @@ static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
     size_t cap = (size_t)n_recv;
     int n_nodes = 0;
     for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i].stage == s) {
+        if (in_part(c, &g->nodes[i], s)) {
             cap += (size_t)(g->nodes[i].n_in + g->nodes[i].n_out);
             n_nodes++;
         }
@@ -159,14 +212,14 @@ static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const pp_node *n = &g->nodes[i];
-        if (n->stage != s) continue;
+        if (!in_part(c, n, s)) continue;
         Ppplan__Node *pn = A(sizeof *pn);
         if (!pn) return PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
         ppplan__node__init(pn);
         pn->name = dup(l, n->name);
         pn->op = dup(l, pp_op_table[n->op].name);
         pn->flops = n->cost.flops;
-        pn->chain = n->chain && n->stage == s && i > 0 && g->nodes[i - 1].stage == s;
+        pn->chain = n->chain && n->stage == s && i > 0 && g->nodes[i - 1].stage == s && st->n_nodes > 0;
         pn->pattern = n->pattern;
         pn->inputs = A(sizeof(int32_t) * pp_count(n->n_in));
         pn->outputs = A(sizeof(int32_t) * (size_t)n->n_out);
@@ -215,6 +268,14 @@ static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
         st->send[st->n_send++] = c->tid[send[i]];
     }
     st->arena_bytes = g->stage_arena[s];
+    if (c->part) { /* B and W: each the end of its own highest activation */
+        st->arena_bytes = 0;
+        for (size_t i = 0; i < st->n_tensors; i++) {
+            const Ppplan__Tensor *t = st->tensors[i];
+            const uint64_t end = t->offset + pp_align_up(t->nbytes, PP_PLAN_ALIGN);
+            if (t->kind == PPPLAN__TENSOR__KIND__ACTIVATION && end > st->arena_bytes) st->arena_bytes = end;
+        }
+    }
     st->device = -1;
     if (g->stage_info) {
         st->backend = dup(l, g->stage_info[s].place.backend);
@@ -391,7 +452,8 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
     pl->weights_bytes = l->weights_bytes;
     pl->inputs = A(sizeof *pl->inputs * (size_t)g->n_inputs);
     pl->outputs = A(sizeof *pl->outputs * (size_t)g->n_outputs);
-    pl->stages = A(sizeof *pl->stages * (size_t)g->n_stages);
+    const int n_w = g->train_split_w ? g->train_devices : 0; /* zb-h1: the W stages after the chain */
+    pl->stages = A(sizeof *pl->stages * (size_t)(g->n_stages + n_w));
     if (!pl->inputs || !pl->outputs || !pl->stages) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
         goto done;
@@ -415,7 +477,8 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
             s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
             goto done;
         }
-    for (int i = 0; i < g->n_stages && s == PP_OK; i++) {
+    pl->train_split_w = n_w > 0;
+    for (int i = 0; i < g->n_stages + n_w && s == PP_OK; i++) {
         Ppplan__Stage *st = A(sizeof *st);
         if (!st) {
             s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
@@ -424,7 +487,9 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
         ppplan__stage__init(st);
         pl->stages[pl->n_stages++] = st;
         c.st = st;
-        s = lower_stage(&c, i, err);
+        /* zb-h1: stage i of the chain, B alone where it is a backward stage; then device d's W at 2P + d */
+        c.part = !n_w ? 0 : i >= g->n_stages ? 2 : i >= n_w ? 1 : 0;
+        s = lower_stage(&c, i < g->n_stages ? i : 2 * n_w - 1 - (i - g->n_stages), err);
     }
     l->plan = pl;
 done:

@@ -61,7 +61,8 @@ void pp_dump_ir(FILE *f, const pp_graph *g, const char *title) {
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const pp_node *n = &g->nodes[i];
-        fprintf(f, "%%%d s%d %s ", i, n->stage < 0 ? 0 : n->stage, pp_op_table[n->op].name);
+        /* sNW: a node of stage N's W part (ppcc --train --schedule zb-h1) */
+        fprintf(f, "%%%d s%d%s %s ", i, n->stage < 0 ? 0 : n->stage, n->wpass ? "W" : "", pp_op_table[n->op].name);
         for (int k = 0; k < n->n_out; k++) {
             if (k) fputs(", ", f);
             dump_value(f, g, n->out[k]);

@@ -69,6 +69,10 @@ void pp_graph_free(pp_graph *g) {
     free(g->bounds);
     for (int d = 0; g->stash && d < g->train_devices; d++) free(g->stash[d].vals);
     free(g->stash);
+    for (int d = 0; g->local && d < g->train_devices; d++) free(g->local[d].vals);
+    free(g->local);
+    for (int d = 0; g->wkeep && d < g->train_devices; d++) free(g->wkeep[d].vals);
+    free(g->wkeep);
     free(g->stage_arena);
     free(g->stage_info);
     if (g->keep_free) g->keep_free(g->keep);

@@ -136,6 +136,8 @@ typedef struct pp_node {
                           * pp_attention_chains), which a backend may run as one kernel; 0: none */
     bool dead;           /* to be removed by pp_graph_compact */
     double prof_s;       /* measured seconds per micro-batch (ppcc --profile), < 0 if none */
+    double update_s;     /* ppcc --train's split: the per-micro-batch share of updating the weights it reads
+                          * first (gradient sum and optimizer step; partition_train.c), added to its time */
     /* > 0: the inputs are constants, but folding was estimated at this many
      * operations, over the fold pass's budget: the node runs at run time */
     double fold_skipped;
@@ -147,6 +149,10 @@ typedef struct pp_node {
      * node: a stage owns the forward and the backward of its ops. */
     bool backward;
     const char *grad_of;
+    /* ppcc --train --schedule zb-h1: a backward node that no input gradient
+     * needs (it makes weight gradients alone): its device's W stage runs it,
+     * off the chain of stages (passes/partition_train.c) */
+    bool wpass;
 } pp_node;
 
 /* Where a stage runs (ppcc --placement): a backend's name as pprt knows it
@@ -203,6 +209,16 @@ typedef struct pp_graph {
     /* per device of a training plan: the values its forward stage keeps for
      * its backward stage, on the device (passes/boundary.c); NULL otherwise */
     pp_boundary *stash;
+    /* per device of a training plan: the outputs its backward stage makes
+     * that no later stage reads (its weights' gradients): they leave the
+     * pipeline there, device-local, instead of travelling down the chain to
+     * the last stage (passes/boundary.c); NULL otherwise */
+    pp_boundary *local;
+    /* --schedule zb-h1 (train_split_w): per device, what its W stage reads
+     * that is not a constant (made or received by its backward stage B, which
+     * keeps it for W after its send list: passes/boundary.c); NULL otherwise */
+    bool train_split_w;
+    pp_boundary *wkeep;
     /* when a split fails its memory caps: the stage that overflows most (in
      * the closest split), its estimated bytes and its cap; over_stage -1
      * otherwise (set by partition and stage costs) */

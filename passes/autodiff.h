@@ -44,7 +44,13 @@ typedef struct pp_train_opts {
     bool recompute_all;
     int n_recompute;
     int recompute[PP_MAX_RECOMPUTE];
+    /* --schedule 1f1b|gpipe|zb-h1 (PP_TRAIN_SCHED_*): zb-h1 splits each
+     * device's backward into B (the input gradients, on the chain) and W (the
+     * weight gradients, a stage of its own off the chain: split_w) */
+    int schedule;
 } pp_train_opts;
+
+enum { PP_TRAIN_SCHED_1F1B = 0, PP_TRAIN_SCHED_GPIPE = 1, PP_TRAIN_SCHED_ZBH1 = 2 };
 
 /* The names the gradient graph gives what it adds. */
 #define PP_LOSS_NAME "loss"

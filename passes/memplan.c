@@ -69,6 +69,10 @@ pp_status pp_memplan(pp_graph *g, pp_err *err) {
     for (int d = 0; g->stash && d < g->train_devices; d++) /* kept for the device's backward: in the message */
         for (int i = 0; i < g->stash[d].n; i++)
             if (pp_value_def_stage(g, g->stash[d].vals[i]) == d) leaves[g->stash[d].vals[i]] = d + 1;
+    for (int d = 0; g->wkeep && d < g->train_devices; d++) /* kept by B for its W: in B's message */
+        for (int i = 0; i < g->wkeep[d].n; i++)
+            if (pp_value_def_stage(g, g->wkeep[d].vals[i]) == 2 * g->train_devices - 1 - d)
+                leaves[g->wkeep[d].vals[i]] = 2 * g->train_devices - d;
     for (int k = 0; k < g->n_outputs; k++)
         if (g->values[g->outputs[k]].producer >= 0)
             leaves[g->outputs[k]] = g->nodes[g->values[g->outputs[k]].producer].stage + 1;

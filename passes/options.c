@@ -452,6 +452,10 @@ static const pp_opt rows[] = {
      "with --train: these devices' backward stages compute their forward again from what the device received, "
      "keeping that instead of every activation (less memory per micro-batch in flight, a second forward)",
      PP_OPT_RECORD, 0, NULL, set_recompute, text_recompute},
+    {"--schedule", PP_OPT_WORD, "S", F(train.schedule), 0, 0, "1f1b|gpipe|zb-h1", NULL, "1f1b",
+     "with --train: the schedule the plan is for; zb-h1 splits each device's backward into the input gradients "
+     "(on the chain of stages) and the weight gradients (a stage of their own, which pprt --schedule zb-h1 defers "
+     "into the pipeline's idle time); 1f1b and gpipe compile the same plan", PP_OPT_RECORD, 0, NULL, NULL, NULL},
     {"--micro-batches", PP_OPT_INT, "M", F(micro_batches), 1, 1 << 20, NULL, "a count 1..2^20", "8",
      "micro-batches per run, for the bubble estimate", 0, 0, NULL, NULL, NULL},
     {"--devices", PP_OPT_INT, "N", F(devices), 1, 4096, NULL, "a count 1..4096", NULL,

@@ -115,9 +115,9 @@ double pp_cut_link_gbps(const pp_compile_opts *o, int stages, int cut) {
 }
 
 double pp_node_time(const pp_node *n, const pp_target *t) {
-    if (n->prof_s >= 0) return n->prof_s; /* measured by pprt --profile */
+    if (n->prof_s >= 0) return n->prof_s + n->update_s; /* measured by pprt --profile */
     double c = n->cost.flops / (t->gflops * 1e9), m = n->cost.bytes / (t->mem_gbps * 1e9);
-    return c > m ? c : m;
+    return (c > m ? c : m) + n->update_s;
 }
 
 /* ---- exact min-max split ------------------------------------------------------------- */

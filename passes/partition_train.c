@@ -44,11 +44,24 @@ static int find_named(const named *t, int n, const char *name) {
 /* The forward graph alone (a copy), each node's cost with its backward's
  * (and its own again under --recompute all: the backward stage runs it a
  * second time; a list of devices is known only after the split, which then
- * prices it without). */
-static pp_status forward_copy(const pp_graph *g, const int *fwd_of, bool twice, pp_graph *c, pp_err *err) {
+ * prices it without) and the update of the weights it reads first. */
+static pp_status forward_copy(const pp_graph *g, const int *fwd_of, const pp_compile_opts *o, pp_graph *c,
+                              pp_err *err) {
+    const bool twice = o->train.recompute_all;
     PP_TRY(pp_graph_clone(g, c, err));
     c->modules = g->modules, c->n_modules = g->n_modules;
     c->aliases = g->aliases, c->n_aliases = g->n_aliases;
+    /* the weights' update priced on the first forward node that reads each (pp_train_update_s) */
+    bool *seen = calloc(pp_count(g->n_values), sizeof *seen);
+    if (!seen) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; !g->nodes[i].backward && k < g->nodes[i].n_in; k++) {
+            const int v = g->nodes[i].in[k];
+            if (v < 0 || !g->values[v].is_param || seen[v]) continue;
+            seen[v] = true;
+            c->nodes[i].update_s += pp_train_update_s((double)g->values[v].nbytes, o->micro_batches, &o->target);
+        }
+    free(seen);
     for (int i = 0; i < g->n_nodes; i++) {
         const int f = fwd_of[i];
         if (!g->nodes[i].backward && twice) {
@@ -180,6 +193,41 @@ out:
     return s;
 }
 
+/* --schedule zb-h1: each backward stage's nodes that no input gradient needs
+ * become its device's W part (pp_node.wpass). Backwards over the nodes: a
+ * backward node is B when one of its outputs is read by a later stage, by a
+ * B node, or is a plan output other than a weight's gradient; the rest (the
+ * weight gradients' ConvGradW, MatMul, sums) only make gradients that leave
+ * at the device (g->local). A node of B never reads one of W, so B runs
+ * without W, and W after it on what B kept for it. */
+static pp_status mark_w(pp_graph *g, int P, pp_err *err) {
+    bool *need = calloc(pp_count(g->n_values), sizeof *need);
+    if (!need) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_in; k++) {
+            const int v = g->nodes[i].in[k], pr = v >= 0 ? g->values[v].producer : -1;
+            if (pr >= 0 && g->nodes[pr].stage < g->nodes[i].stage) need[v] = true;
+        }
+    const size_t ls = strlen(PP_GRAD_SUFFIX);
+    for (int k = 0; k < g->n_outputs; k++) {
+        const char *nm = g->values[g->outputs[k]].name;
+        const size_t ln = strlen(nm);
+        if (ln <= ls || strcmp(nm + ln - ls, PP_GRAD_SUFFIX)) need[g->outputs[k]] = true;
+    }
+    for (int i = g->n_nodes - 1; i >= 0; i--) {
+        pp_node *nd = &g->nodes[i];
+        if (nd->stage < P) continue;
+        bool b = false;
+        for (int k = 0; k < nd->n_out; k++) b = b || (nd->out[k] >= 0 && need[nd->out[k]]);
+        nd->wpass = !b;
+        for (int k = 0; b && k < nd->n_in; k++)
+            if (nd->in[k] >= 0) need[nd->in[k]] = true;
+    }
+    free(need);
+    g->train_split_w = true;
+    return PP_OK;
+}
+
 pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     const int n = g->n_nodes;
     /* forward nodes first (they never read a backward value), order kept */
@@ -209,7 +257,7 @@ pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err)
     qsort(tab, (size_t)nf, sizeof *tab, cmp_named);
     for (int i = 0; i < n; i++)
         fwd_of[i] = g->nodes[i].backward && g->nodes[i].grad_of ? find_named(tab, nf, g->nodes[i].grad_of) : -1;
-    if ((s = forward_copy(g, fwd_of, o->train.recompute_all, &c, err)) != PP_OK) goto done;
+    if ((s = forward_copy(g, fwd_of, o, &c, err)) != PP_OK) goto done;
     if ((s = pp_partition(&c, o, err)) != PP_OK) goto done;
     const int P = c.n_stages;
     if (2 * P - 1 > PP_MAX_SPLITS) {
@@ -253,13 +301,16 @@ pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err)
         goto done;
     }
     if ((s = recompute(g, P, &o->train, err)) != PP_OK) goto done;
+    if (o->train.schedule == PP_TRAIN_SCHED_ZBH1 && (s = mark_w(g, P, err)) != PP_OK) goto done;
     bool *glued = malloc(pp_count(g->n_nodes) * sizeof *glued);
     if (!glued) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
         goto done;
     }
     if ((s = pp_fusion_chains(g, glued, err)) == PP_OK)
-        for (int i = 0; i < g->n_nodes; i++) g->nodes[i].chain = glued[i] && i > 0 && g->nodes[i - 1].stage == g->nodes[i].stage;
+        for (int i = 0; i < g->n_nodes; i++)
+            g->nodes[i].chain = glued[i] && i > 0 && g->nodes[i - 1].stage == g->nodes[i].stage &&
+                                g->nodes[i - 1].wpass == g->nodes[i].wpass;
     free(glued);
     g->n_stages = 2 * P;
     g->train_devices = P;

@@ -322,6 +322,33 @@ void pp_max_batch_print(FILE *f, const pp_max_batch_result *r, const pp_compile_
 pp_status pp_max_batch_json(const char *path, const pp_max_batch_result *r, const pp_compile_opts *o,
                             pp_err *err);
 
+/* ---- a training plan's devices (train_memory.c) ---- */
+
+/* The weight copies pprt keeps while training: the plan's, the trainer's, the
+ * averaged gradients and two optimizer buffers. */
+#define PP_TRAIN_WEIGHT_COPIES 5
+
+/* Device d's memory in bytes under pprt (train_memory.c says what is
+ * counted), under 1F1B and GPipe with o->micro_batches micro-batches a step,
+ * and its two stages' time per micro-batch. */
+typedef struct pp_train_mem {
+    double weights, arenas, stash;   /* stash: per micro-batch kept */
+    int keep_1f1b;                   /* micro-batches 1F1B keeps stashed: min(P - d, M) */
+    double msgs_1f1b, msgs_gpipe;    /* its stages' messages at pprt's depths */
+    double total_1f1b, total_gpipe;
+    double est_ms;                   /* forward + backward stage, per micro-batch */
+} pp_train_mem;
+void pp_train_memory(const pp_graph *g, const pp_compile_opts *o, int d, pp_train_mem *m);
+
+/* The time per micro-batch of updating `bytes` of trained weights, on a
+ * device at t's memory rate with M micro-batches a step: each micro-batch's
+ * gradients summed into the step's (3 touches of the weight bytes: read
+ * both, write the sum) and 1/M of the optimizer's step (AdamW's 7: read the
+ * weights, gradients and two moments, write three). What the split and the
+ * stage costs add for a device's weights (a device updating its own, as
+ * ranks or GPUs would: pprt's threads share one trainer today). */
+double pp_train_update_s(double bytes, int M, const pp_target *t);
+
 /* Every JSON file ppcc writes (--report-json: the report, or --search's and
  * --max-batch's table) opens with "format" ("ppcc-report", "ppcc-search",
  * "ppcc-max-batch") and "version", this number, raised when a field changes

@@ -62,15 +62,10 @@ static pp_status check_opts(const pp_compile_opts *o, pp_err *err) {
     }
     if (o->train_on && !o->train.loss)
         return PP_FAIL(err, PP_EINVAL, "--train needs --loss (cross-entropy:OUTPUT, mse:OUTPUT, or a scalar OUTPUT)");
-    if (o->train_on && (o->search || o->max_batch))
-        return PP_FAIL(err, PP_EUNSUP, "--train with --%s: not yet; the search's memory is an inference plan's, not "
-                       "a training one's (five copies of the weights, the stash of each micro-batch in flight): "
-                       "give -b and -pp, and read each device's estimate in ppcc --report",
-                       o->search ? "search" : "max-batch");
     const bool recompute = o->train.recompute_all || o->train.n_recompute;
-    if (!o->train_on && (o->train.loss || o->train.n_freeze || recompute))
+    if (!o->train_on && (o->train.loss || o->train.n_freeze || recompute || o->train.schedule))
         return PP_FAIL(err, PP_EINVAL, "--%s is an option of --train",
-                       o->train.loss ? "loss" : o->train.n_freeze ? "freeze" : "recompute");
+                       o->train.loss ? "loss" : o->train.n_freeze ? "freeze" : recompute ? "recompute" : "schedule");
     return PP_OK;
 }
 
@@ -155,6 +150,12 @@ void pp_unsplit(pp_graph *g) {
     for (int d = 0; g->stash && d < g->train_devices; d++) free(g->stash[d].vals);
     free(g->stash);
     g->stash = NULL;
+    for (int d = 0; g->local && d < g->train_devices; d++) free(g->local[d].vals);
+    free(g->local);
+    g->local = NULL;
+    for (int d = 0; g->wkeep && d < g->train_devices; d++) free(g->wkeep[d].vals);
+    free(g->wkeep);
+    g->wkeep = NULL;
     free(g->stage_arena);
     free(g->stage_info);
     g->bounds = NULL;

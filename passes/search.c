@@ -65,18 +65,68 @@ static pp_status front(const pp_compile_opts *o, pp_import_fn imp, void *ctx, in
     return s;
 }
 
-/* Split g into pp stages for dp replicas and price it into c. A split that
- * the caps (or the graph's size) rule out is a candidate that does not fit,
- * with the reason; other failures are errors. */
-static pp_status evaluate(pp_graph *g, const pp_compile_opts *base, int pp, int dp, int64_t timed_at,
-                          pp_candidate *c, pp_err *err) {
+/* c's stages priced from an inference plan's stages. */
+static pp_status price_stages(const pp_graph *g, int pp, pp_candidate *c, double *sum, double *mx, pp_err *err) {
+    c->stages = calloc((size_t)pp, sizeof *c->stages);
+    if (!c->stages) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    c->n_stages = pp;
+    for (int k = 0; k < pp; k++) {
+        const pp_stage_info *si = &g->stage_info[k];
+        c->stages[k] = (pp_cand_stage){si->memory, si->params, si->arena, si->memory - si->params - si->arena,
+                                       si->est_ms};
+        *sum += si->est_ms;
+        if (si->est_ms > *mx) *mx = si->est_ms;
+    }
+    return PP_OK;
+}
+
+/* c's "stages" priced as a training plan's devices (train_memory.c), each
+ * its two stages' memory under 1F1B (pprt's default schedule) and time; a
+ * device over its cap makes the candidate one that does not fit. */
+static pp_status price_devices(const pp_graph *g, const pp_compile_opts *o, pp_candidate *c, double *sum,
+                               double *mx, pp_err *err) {
+    const int P = g->train_devices;
+    c->stages = calloc((size_t)P, sizeof *c->stages);
+    if (!c->stages) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    c->n_stages = P;
+    double worst = 0;
+    for (int d = 0; d < P; d++) {
+        pp_train_mem m;
+        pp_train_memory(g, o, d, &m);
+        const double w = PP_TRAIN_WEIGHT_COPIES * m.weights;
+        c->stages[d] = (pp_cand_stage){(size_t)m.total_1f1b, (size_t)w, (size_t)m.arenas,
+                                       (size_t)(m.total_1f1b - w - m.arenas), m.est_ms};
+        *sum += m.est_ms;
+        if (m.est_ms > *mx) *mx = m.est_ms;
+        const size_t cap = pp_stage_cap(o, d);
+        if (cap && m.total_1f1b > (double)cap && m.total_1f1b - (double)cap > worst) {
+            worst = m.total_1f1b - (double)cap;
+            c->over_stage = d, c->over_need = m.total_1f1b, c->over_cap = (double)cap;
+        }
+    }
+    if (c->over_stage >= 0) {
+        c->fits = false;
+        snprintf(c->why, sizeof c->why, "training device %d needs %.1f MB under 1F1B against its cap of %.1f MB",
+                 c->over_stage, c->over_need / 1e6, c->over_cap / 1e6);
+    }
+    return PP_OK;
+}
+
+/* Split g into pp stages (a training plan: pp devices) for dp replicas and
+ * price it into c. A split that the caps (or the graph's size) rule out is
+ * a candidate that does not fit, with the reason; other failures are
+ * errors. A training split changes the graph beyond what pp_unsplit undoes
+ * (its nodes sorted by stage, recomputed forwards added), so it splits a
+ * copy. */
+static pp_status evaluate(pp_graph *g0, const pp_compile_opts *base, int pp, int dp, int64_t timed_at,
+                          int64_t batch, pp_candidate *c, pp_err *err) {
     memset(c, 0, sizeof *c);
     c->pp = pp;
     c->dp = dp;
-    c->batch = g->batch;
+    c->batch = batch; /* the import's (a training graph's own batch is 0: it runs on whole tensors) */
     c->timed_at = timed_at;
     c->over_stage = -1;
-    int64_t b = g->batch > 0 ? g->batch : 1, S = base->samples > 0 ? base->samples : 1;
+    int64_t b = batch > 0 ? batch : 1, S = base->samples > 0 ? base->samples : 1;
     int64_t M = (S + b - 1) / b;
     c->micro_batches = (M + dp - 1) / dp;
     pp_compile_opts o = *base;
@@ -84,7 +134,15 @@ static pp_status evaluate(pp_graph *g, const pp_compile_opts *base, int pp, int 
     o.replicas = dp;
     o.dump_ir = NULL;
     o.dump_dot = NULL;
+    pp_graph work = {0}, *g = g0;
+    if (base->train_on) {
+        PP_TRY(pp_graph_clone(g0, &work, err));
+        work.modules = g0->modules, work.n_modules = g0->n_modules;
+        work.aliases = g0->aliases, work.n_aliases = g0->n_aliases;
+        g = &work;
+    }
     pp_err e = {0};
+    double sum = 0, mx = 0;
     pp_status s = pp_run_split_passes(g, &o, &e);
     if (s == PP_EINVAL) {
         c->fits = false;
@@ -92,36 +150,29 @@ static pp_status evaluate(pp_graph *g, const pp_compile_opts *base, int pp, int 
         c->over_need = g->over_need;
         c->over_cap = g->over_cap;
         snprintf(c->why, sizeof c->why, "%s", e.msg);
-        pp_unsplit(g);
-        return PP_OK;
+        s = PP_OK;
+        goto done;
     }
     if (s != PP_OK) {
         *err = e;
-        pp_unsplit(g);
-        return s;
+        goto done;
     }
-    c->stages = calloc((size_t)pp, sizeof *c->stages);
-    if (!c->stages) {
-        pp_unsplit(g);
-        return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    }
-    c->n_stages = pp;
-    double sum = 0, mx = 0;
-    for (int k = 0; k < pp; k++) {
-        const pp_stage_info *si = &g->stage_info[k];
-        c->stages[k] = (pp_cand_stage){si->memory, si->params, si->arena, si->memory - si->params - si->arena,
-                                       si->est_ms};
-        sum += si->est_ms;
-        if (si->est_ms > mx) mx = si->est_ms;
-    }
+    c->fits = true;
+    s = g->train_devices ? price_devices(g, &o, c, &sum, &mx, err) : price_stages(g, pp, c, &sum, &mx, err);
+    if (s != PP_OK) goto done;
     double m = (double)c->micro_batches;
     c->run_ms = sum + (m - 1) * mx;
     c->samples_per_s = c->run_ms > 0 ? (double)S / (c->run_ms * 1e-3) : 0;
     c->bubble = c->run_ms > 0 ? 1 - m * sum / ((double)pp * c->run_ms) : 0;
     c->imbalance = sum > 0 ? mx / (sum / pp) : 1;
-    c->fits = true;
-    pp_unsplit(g);
-    return PP_OK;
+done:
+    if (g == &work) {
+        work.modules = NULL, work.aliases = NULL;
+        pp_graph_free(&work);
+    } else {
+        pp_unsplit(g);
+    }
+    return s;
 }
 
 static void cand_free(pp_candidate *c) {
@@ -165,7 +216,7 @@ pp_status pp_search(const pp_compile_opts *o, pp_import_fn imp, void *ctx, pp_se
         if (i == 0) snprintf(r->device, sizeof r->device, "%s", device);
         r->imports++;
         for (int pp = 1; pp <= o->devices && s == PP_OK; pp++) {
-            s = evaluate(&g, o, pp, o->devices / pp, timed_at, &r->c[r->n], err);
+            s = evaluate(&g, o, pp, o->devices / pp, timed_at, bs[i], &r->c[r->n], err);
             if (s == PP_OK) r->n++;
         }
         pp_graph_free(&g);
@@ -225,6 +276,10 @@ void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *
     print_caps(f, o);
     fputc('\n', f);
     print_timing(f, r->device, o);
+    if (o->train_on)
+        fprintf(f, "training: pp devices of two stages each; a device's memory is its 1F1B total as ppcc --report "
+                   "gives it (the weights %d times, arenas, stash, messages), its time its forward and backward "
+                   "stages' per micro-batch\n", PP_TRAIN_WEIGHT_COPIES);
     fprintf(f, "%4s %3s %3s %11s %7s %13s %11s %7s %9s %16s %8s\n", "rank", "pp", "dp", "micro_batch", "count",
             "est_samples/s", "est_run_ms", "bubble", "imbalance", "max_memory_MB", "timed_at");
     for (int k = 0; k < r->n; k++) {
@@ -246,7 +301,8 @@ void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *
             if (c->fits) continue;
             fprintf(f, "   - %3d %3d %11lld  ", c->pp, c->dp, (long long)c->batch);
             if (c->over_stage >= 0)
-                fprintf(f, "stage %d needs %.1f MB against its cap of %.1f MB (over by %.1f MB)\n", c->over_stage,
+                fprintf(f, "%s %d needs %.1f MB against its cap of %.1f MB (over by %.1f MB)\n",
+                        o->train_on ? "training device" : "stage", c->over_stage,
                         c->over_need / 1e6, c->over_cap / 1e6, (c->over_need - c->over_cap) / 1e6);
             else
                 fprintf(f, "%s\n", c->why);
@@ -316,6 +372,7 @@ pp_status pp_search_json(const char *path, const pp_search_result *r, const pp_c
     pp_json_add_number(&j, x, "samples", (double)o->samples);
     pp_json_add_number(&j, x, "depth", o->depth);
     pp_json_add_string(&j, x, "device", o->n_profiles ? r->device : "roofline");
+    pp_json_add_bool(&j, x, "training", o->train_on); /* stages are devices, memory their 1F1B totals */
     json_caps(&j, x, o);
     pp_json_add_number(&j, x, "imports", r->imports);
     pp_json_add_round(&j, x, "seconds", r->seconds, 6);
@@ -334,7 +391,7 @@ static pp_status probe(const pp_compile_opts *o, pp_import_fn imp, void *ctx, in
     pp_graph g;
     int64_t timed_at = 0;
     PP_TRY(front(o, imp, ctx, b, &g, &timed_at, NULL, 0, err));
-    pp_status s = evaluate(&g, o, o->n_stages, o->replicas > 0 ? o->replicas : 1, timed_at, c, err);
+    pp_status s = evaluate(&g, o, o->n_stages, o->replicas > 0 ? o->replicas : 1, timed_at, b, c, err);
     pp_graph_free(&g);
     return s;
 }
@@ -420,17 +477,22 @@ void pp_max_batch_print(FILE *f, const pp_max_batch_result *r, const pp_compile_
         fprintf(f, "max-batch: not even micro-batch 1 fits: %s\n", r->limit_why);
     } else {
         fprintf(f, "largest micro-batch: %lld\n", (long long)r->batch);
-        fprintf(f, "%-5s %12s %12s %15s %12s %12s\n", "stage", "memory_MB", "weights_MB", "activations_MB",
-                "buffers_MB", o->reserve ? "cap-res_MB" : "cap_MB");
+        if (o->train_on)
+            fprintf(f, "training devices under 1F1B: weights %d times (the plan's, the trainer's, gradients, two "
+                       "optimizer buffers), the two stages' arenas, the stash kept and the messages\n",
+                    PP_TRAIN_WEIGHT_COPIES);
+        fprintf(f, "%-6s %12s %12s %15s %12s %12s\n", o->train_on ? "device" : "stage", "memory_MB", "weights_MB",
+                o->train_on ? "arenas_MB" : "activations_MB", o->train_on ? "stash+msgs_MB" : "buffers_MB",
+                o->reserve ? "cap-res_MB" : "cap_MB");
         for (int s = 0; s < r->at.n_stages; s++) {
             const pp_cand_stage *st = &r->at.stages[s];
-            fprintf(f, "%-5d %12.1f %12.1f %15.1f %12.1f %12.1f\n", s, st->memory / 1e6, st->params / 1e6,
+            fprintf(f, "%-6d %12.1f %12.1f %15.1f %12.1f %12.1f\n", s, st->memory / 1e6, st->params / 1e6,
                     st->arena / 1e6, st->buffers / 1e6, (double)pp_stage_cap(o, s) / 1e6);
         }
         if (r->limit_stage >= 0)
-            fprintf(f, "limited by stage %d: at micro-batch %lld it needs %.1f MB against its cap of %.1f MB (over "
+            fprintf(f, "limited by %s %d: at micro-batch %lld it needs %.1f MB against its cap of %.1f MB (over "
                        "by %.1f MB)\n",
-                    r->limit_stage, (long long)r->over_batch, r->limit_need / 1e6, r->limit_cap / 1e6,
+                    o->train_on ? "device" : "stage", r->limit_stage, (long long)r->over_batch, r->limit_need / 1e6, r->limit_cap / 1e6,
                     (r->limit_need - r->limit_cap) / 1e6);
         else
             fprintf(f, "at micro-batch %lld: %s\n", (long long)r->over_batch, r->limit_why);
@@ -444,6 +506,7 @@ pp_status pp_max_batch_json(const char *path, const pp_max_batch_result *r, cons
     cJSON *root = pp_json_begin_format(&j, "ppcc-max-batch", PP_REPORT_JSON_VERSION);
     cJSON *x = pp_json_add_object(&j, root, "max_batch");
     pp_json_add_number(&j, x, "pp", r->pp);
+    pp_json_add_bool(&j, x, "training", o->train_on);
     pp_json_add_number(&j, x, "depth", o->depth);
     json_caps(&j, x, o);
     pp_json_add_number(&j, x, "micro_batch", (double)r->batch);

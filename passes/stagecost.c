@@ -14,6 +14,28 @@ static size_t msg_bytes(const pp_graph *g, const int *vals, int n) {
     return pp_align_up(b, 64);
 }
 
+/* A training plan: device d's weights updated, per micro-batch, in its
+ * backward stage 2P-1-d (pp_train_update_s; the split priced them so).
+ * seen: a scratch int per value. */
+static void train_updates(pp_graph *g, const pp_compile_opts *o, int *seen) {
+    const int P = g->train_devices;
+    if (P <= 0 || g->n_stages != 2 * P) return;
+    for (int v = 0; v < g->n_values; v++) seen[v] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pp_node *n = &g->nodes[i];
+        const int d = n->stage;
+        if (d < 0 || d >= P) continue;
+        for (int k = 0; k < n->n_in; k++) {
+            const int v = n->in[k];
+            if (v < 0 || !g->values[v].is_param || seen[v] == d) continue;
+            seen[v] = d;
+            const pp_target t = pp_stage_target(o, 2 * P - 1 - d);
+            g->stage_info[2 * P - 1 - d].est_ms +=
+                1e3 * pp_train_update_s((double)g->values[v].nbytes, o->micro_batches, &t);
+        }
+    }
+}
+
 pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     int p = g->n_stages;
     free(g->stage_info);
@@ -44,6 +66,7 @@ pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
             si->params += g->values[v].nbytes;
         }
     }
+    train_updates(g, o, seen);
     for (int s = 0; s < p; s++) {
         pp_stage_info *si = &g->stage_info[s];
         si->arena = g->stage_arena[s];
@@ -51,8 +74,16 @@ pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
                           : msg_bytes(g, g->bounds[s - 1].vals, g->bounds[s - 1].n);
         si->send = s == p - 1 ? msg_bytes(g, g->outputs, g->n_outputs)
                               : msg_bytes(g, g->bounds[s].vals, g->bounds[s].n);
+        /* a training plan: a backward stage's outgoing message ends in its
+         * device's own gradients (g->local), which go nowhere; the last
+         * stage's outputs are the others' less the other devices' gradients */
+        const int P = g->train_devices;
+        for (int d = 0; g->local && d < P; d++)
+            if (s == 2 * P - 1 - d && s < p - 1) si->send += g->local[d].bytes;
+            else if (s == p - 1 && d != 0) si->send -= g->local[d].bytes;
+        const size_t local = g->local && s >= P ? g->local[2 * P - 1 - s].bytes : 0;
         si->memory = si->params + si->arena + (size_t)o->depth * (si->recv + si->send);
-        if (s < p - 1) si->est_ms += 1e3 * (double)si->send / (pp_cut_link_gbps(o, p, s) * 1e9);
+        if (s < p - 1) si->est_ms += 1e3 * (double)(si->send - local) / (pp_cut_link_gbps(o, p, s) * 1e9);
         si->place = pp_stage_place(o, s);
     }
     free(seen);

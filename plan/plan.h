@@ -70,13 +70,27 @@ typedef struct pprt_stage {
      * layout, and of a backward stage's in layout, are its device's stash:
      * kept on the device between the two (runtime/train.c), sent nowhere */
     int n_stash;
+    /* a training plan's backward stage: the n_local slots of its out layout
+     * from pprt_local_first (the last ones, but for a zb-h1 plan's n_wkeep)
+     * are plan outputs (its device's weight gradients) that leave the
+     * pipeline here, not at the last stage (pprt_io.stage, .slot) */
+    int n_local;
+    /* a zb-h1 plan's backward stage: the last n_wkeep slots of its out layout
+     * (after the n_local) are what its device's W stage reads, kept for it */
+    int n_wkeep;
 } pprt_stage;
+
+static inline int pprt_local_first(const pprt_stage *st) { return st->out.n - st->n_wkeep - st->n_local; }
 
 typedef struct pprt_io {
     const char *name;
     pp_dtype dtype;
     pp_shape shape;       /* dim 0 = micro-batch */
     size_t sample_bytes;  /* bytes of one sample (shape without dim 0) */
+    /* an output: the stage whose outgoing message has it, and its slot there
+     * (the last stage's slot i for output i, but in a training plan with
+     * device-local gradients, pprt_stage.n_local) */
+    int stage, slot;
 } pprt_io;
 
 typedef struct pprt_plan {
@@ -88,6 +102,10 @@ typedef struct pprt_plan {
     /* ppcc --train: stages s and 2 x train_devices - 1 - s are the forward
      * and the backward of one device's ops; 0: not a training plan */
     int train_devices;
+    /* ppcc --train --schedule zb-h1: train_devices W stages follow the chain's
+     * n_stages in `stages` (device d's at n_stages + d): its backward's
+     * weight-gradient part, off the chain; 0: none */
+    int n_wstages;
     int64_t batch;        /* micro-batch size; 0: unbatched (inputs are whole tensors, one run) */
     int opset;            /* ai.onnx opset: passed to shape functions and kernels */
     int n_inputs, n_outputs;

@@ -252,10 +252,12 @@ static pp_status read_ios(const Ppplan__Plan *m, pprt_plan *p, pp_err *err) {
                        min_in, m->n_inputs, m->n_outputs);
     p->n_inputs = (int)m->n_inputs;
     p->n_outputs = (int)m->n_outputs;
-    p->n_stages = (int)m->n_stages;
-    if (m->train_devices < 0 || (m->train_devices > 0 && (size_t)m->train_devices * 2 != m->n_stages))
-        return PP_FAIL(err, PP_EINVAL, "training devices: expected 0 or half the %zu stages, got %d", m->n_stages,
-                       (int)m->train_devices);
+    p->n_wstages = m->train_split_w ? m->train_devices : 0;
+    p->n_stages = (int)m->n_stages - p->n_wstages;
+    if (m->train_devices < 0 || (m->train_devices > 0 && (size_t)m->train_devices * (m->train_split_w ? 3 : 2) !=
+                                                              m->n_stages) || (m->train_split_w && m->train_devices < 1))
+        return PP_FAIL(err, PP_EINVAL, "training devices: expected 0 or %s the %zu stages, got %d",
+                       m->train_split_w ? "a third of (--schedule zb-h1)" : "half", m->n_stages, (int)m->train_devices);
     p->inputs = calloc(m->n_inputs ? m->n_inputs : 1, sizeof *p->inputs);
     p->outputs = calloc(m->n_outputs, sizeof *p->outputs);
     p->stages = calloc(m->n_stages, sizeof *p->stages);
@@ -283,7 +285,7 @@ static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan
                        ref ? "1..1024" : "none", flags, m->n_sources);
     PP_TRY(pprt_plan_open_sources(p, m, model, err));
     PP_TRY(read_ios(m, p, err));
-    for (int i = 0; i < p->n_stages; i++)
+    for (int i = 0; i < p->n_stages + p->n_wstages; i++)
         PP_TRY(pprt_plan_read_stage(m->stages[i], i, p, &p->stages[i], err));
     PP_TRY(pprt_plan_check_chain(p, err));
     return pprt_plan_verify_sources(p, m, err);
@@ -292,7 +294,7 @@ static pp_status load(unsigned char *b, size_t len, const char *model, pprt_plan
 void pprt_plan_free(pprt_plan *p) {
     if (!p) return;
     if (p->stages)
-        for (int i = 0; i < p->n_stages; i++) {
+        for (int i = 0; i < p->n_stages + p->n_wstages; i++) {
             pprt_stage *st = &p->stages[i];
             free(st->nodes); /* their attributes live in the metadata's arena */
             for (int k = 0; st->t && k < st->n_tensors; k++)

@@ -208,7 +208,7 @@ pp_status pprt_plan_open_sources(pprt_plan *p, const Ppplan__Plan *m, const char
  * elsewhere (a small weight the plan copied, the graph) is refused too. */
 pp_status pprt_plan_verify_sources(const pprt_plan *p, const Ppplan__Plan *m, pp_err *err) {
     size_t cap = 0;
-    for (int s = 0; s < p->n_stages; s++) cap += (size_t)p->stages[s].n_tensors;
+    for (int s = 0; s < p->n_stages + p->n_wstages; s++) cap += (size_t)p->stages[s].n_tensors;
     pp_range *rs = malloc(sizeof *rs * (cap ? cap : 1));
     if (!rs) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     pp_status st = PP_OK;
@@ -216,7 +216,7 @@ pp_status pprt_plan_verify_sources(const pprt_plan *p, const Ppplan__Plan *m, pp
         const struct pprt_source *src = &p->sources[i];
         const char *what = m->sources[i]->location && *m->sources[i]->location ? "external data file" : "model file";
         size_t n = 0;
-        for (int s = 0; s < p->n_stages; s++)
+        for (int s = 0; s < p->n_stages + p->n_wstages; s++)
             for (int k = 0; k < p->stages[s].n_tensors; k++) {
                 const pprt_tdesc *t = &p->stages[s].t[k];
                 if (t->source == i) rs[n++] = (pp_range){t->offset, t->nbytes};

@@ -213,6 +213,20 @@ static pp_status stage_fields(const Ppplan__Stage *m, int si, const pprt_plan *p
         return PP_FAIL(err, PP_EINVAL, "stage %d: stash of %d tensors: expected 0%s..%zu", si, (int)m->n_stash,
                        P ? "" : " (not a training plan)", P ? tail : (size_t)0);
     st->n_stash = (int)m->n_stash;
+    const size_t chain = m->n_send - (si < P ? (size_t)m->n_stash : 0);
+    if (m->n_local < 0 || (m->n_local && si < P) || (size_t)m->n_local > chain)
+        return PP_FAIL(err, PP_EINVAL, "stage %d: %d device-local outputs: expected 0%s..%zu", si, (int)m->n_local,
+                       si < P ? " (not a backward stage of a training plan)" : "", si < P ? (size_t)0 : chain);
+    /* zb-h1: a backward stage's tail kept for its W stage; a W stage sends its gradients alone */
+    const bool wst = si >= p->n_stages;
+    if (m->n_wkeep < 0 || (m->n_wkeep && (!p->n_wstages || si < P || wst)) || (size_t)m->n_wkeep > chain - (size_t)m->n_local)
+        return PP_FAIL(err, PP_EINVAL, "stage %d: %d tensors kept for a W stage: expected 0%s", si, (int)m->n_wkeep,
+                       p->n_wstages && si >= P && !wst ? "..the send list less its device-local outputs" : "");
+    if (wst && (m->n_stash || (size_t)m->n_local != m->n_send))
+        return PP_FAIL(err, PP_EINVAL, "stage %d, a W stage: expected no stash and only device-local outputs, got %d "
+                       "and %d of %zu", si, (int)m->n_stash, (int)m->n_local, m->n_send);
+    st->n_local = (int)m->n_local;
+    st->n_wkeep = (int)m->n_wkeep;
     st->arena_bytes = m->arena_bytes;
     st->flops = m->flops;
     st->weight_bytes = m->weight_bytes;
@@ -226,7 +240,9 @@ static pp_status stage_fields(const Ppplan__Stage *m, int si, const pprt_plan *p
         if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
             return PP_FAIL(err, PP_EINVAL, "stage %d: placement: backend name has a character 0x%02x outside "
                            "[a-z0-9_-]", si, (unsigned char)*c);
-    if (st->n_nodes == 0) return PP_FAIL(err, PP_EINVAL, "stage %d: expected at least one node, got 0", si);
+    /* zb-h1: device 0's B may have none (its input gradients go nowhere), a W none (a device without weights) */
+    if (st->n_nodes == 0 && !(p->n_wstages && si >= P))
+        return PP_FAIL(err, PP_EINVAL, "stage %d: expected at least one node, got 0", si);
     return PP_OK;
 }
 
@@ -347,7 +363,7 @@ static pp_status check_slots(const pprt_stage *st, int si, bool forward, pp_err 
             return PP_FAIL(err, PP_EINVAL, "stage %d: recv slot %d: expected a RECV tensor for slot %d", si, i, i);
     for (int i = 0; i < st->n_send; i++) {
         int id = st->send[i];
-        const bool stash = forward && i >= st->n_send - st->n_stash;
+        const bool stash = (forward && i >= st->n_send - st->n_stash) || i >= st->n_send - st->n_wkeep;
         if (id < 0 || id >= st->n_tensors ||
             !(st->t[id].kind == PPRT_RECV ||
               (st->t[id].kind == PPRT_SEND && (stash || st->t[id].offset == (size_t)i))))
@@ -517,7 +533,7 @@ static pp_status check_sent(const pprt_stage *st, int si, const int *writer, pp_
 pp_status pprt_plan_read_stage(const Ppplan__Stage *m, int si, const pprt_plan *p, pprt_stage *st, pp_err *err) {
     PP_TRY(stage_fields(m, si, p, st, err));
     st->t = calloc(pp_count(st->n_tensors), sizeof *st->t);
-    st->nodes = calloc((size_t)st->n_nodes, sizeof *st->nodes);
+    st->nodes = calloc(pp_count(st->n_nodes), sizeof *st->nodes);
     int *writer = malloc(sizeof(int) * pp_count(st->n_tensors)); /* tensor -> the node writing it, or -1 */
     int *last = malloc(sizeof(int) * pp_count(st->n_tensors));   /* tensor -> the last node reading it, or -1 */
     pp_status s = PP_OK;
@@ -556,7 +572,7 @@ static pp_status check_slots_match(const pprt_msg_layout *a, int a0, int n_a, co
 static pp_status check_link(const pprt_plan *p, int i, pp_err *err) {
     const pprt_stage *a = &p->stages[i - 1], *b = &p->stages[i];
     const int P = p->train_devices;
-    const int na = a->out.n - (i - 1 < P ? a->n_stash : 0), nb = b->in.n - (i >= P ? b->n_stash : 0);
+    const int na = i - 1 < P ? a->out.n - a->n_stash : pprt_local_first(a), nb = b->in.n - (i >= P ? b->n_stash : 0);
     char what[96];
     snprintf(what, sizeof what, "boundary %d -> %d", i - 1, i);
     PP_TRY(check_slots_match(&a->out, 0, na, &b->in, 0, nb, what, err));
@@ -566,25 +582,63 @@ static pp_status check_link(const pprt_plan *p, int i, pp_err *err) {
         snprintf(what, sizeof what, "device %d's stash (stages %d and %d)", d, d, 2 * P - 1 - d);
         PP_TRY(check_slots_match(&f->out, f->out.n - f->n_stash, f->n_stash, &bk->in, bk->in.n - bk->n_stash,
                                  bk->n_stash, what, err));
+        if (!p->n_wstages) continue;
+        const pprt_stage *w = &p->stages[p->n_stages + d];
+        snprintf(what, sizeof what, "what stage %d keeps for device %d's W stage %d", 2 * P - 1 - d, d, p->n_stages + d);
+        PP_TRY(check_slots_match(&bk->out, bk->out.n - bk->n_wkeep, bk->n_wkeep, &w->in, 0, w->in.n, what, err));
+    }
+    return PP_OK;
+}
+
+/* Where each output leaves: the last stage's send list less its device-local
+ * tail is the plan's outputs that are no device's own, in their order; each
+ * backward stage's local tail (pprt_stage.n_local) holds others, by name;
+ * every output once. */
+static pp_status check_outputs(const pprt_plan *p, pp_err *err) {
+    const pprt_stage *lastst = &p->stages[p->n_stages - 1];
+    const int ns = p->n_stages + p->n_wstages, chain = pprt_local_first(lastst);
+    int n_local = 0;
+    for (int s = 0; s < ns; s++) n_local += p->stages[s].n_local;
+    if (chain + n_local != p->n_outputs)
+        return PP_FAIL(err, PP_EINVAL, "the stages send %d outputs (the last stage %d, device-local %d), expected the "
+                       "%d plan outputs", chain + n_local, chain, n_local, p->n_outputs);
+    for (int i = 0; i < p->n_outputs; i++) p->outputs[i].stage = -1;
+    for (int i = 0, j = 0; i < p->n_outputs; i++) {
+        bool local = false;
+        for (int s = 0; s < ns && !local; s++)
+            for (int k = pprt_local_first(&p->stages[s]); k < pprt_local_first(&p->stages[s]) + p->stages[s].n_local && !local; k++)
+                if (!strcmp(p->stages[s].out.t[k]->name, p->outputs[i].name)) {
+                    local = true;
+                    p->outputs[i].stage = s, p->outputs[i].slot = k;
+                }
+        if (!local && j < chain) p->outputs[i].stage = p->n_stages - 1, p->outputs[i].slot = j++;
+    }
+    for (int i = 0; i < p->n_outputs; i++) {
+        const pprt_io *o = &p->outputs[i];
+        if (o->stage < 0) /* the names matched some slot twice, or none */
+            return PP_FAIL(err, PP_EINVAL, "plan output '%s': no stage sends it", o->name);
+        const pprt_stage *st = &p->stages[o->stage];
+        if (!tdesc_matches(st->out.t[o->slot], o->dtype, &o->shape) || strcmp(st->out.t[o->slot]->name, o->name))
+            return PP_FAIL(err, PP_EINVAL, "stage %d slot %d: differs from plan output '%s'", o->stage, o->slot,
+                           o->name);
+        for (int k = 0; k < i; k++)
+            if (p->outputs[k].stage == o->stage && p->outputs[k].slot == o->slot)
+                return PP_FAIL(err, PP_EINVAL, "plan outputs '%s' and '%s' both leave from stage %d slot %d",
+                               p->outputs[k].name, o->name, o->stage, o->slot);
     }
     return PP_OK;
 }
 
 pp_status pprt_plan_check_chain(const pprt_plan *p, pp_err *err) {
     /* links: plan inputs -> stage 0 -> ... -> last stage -> plan outputs */
-    pprt_stage *first = &p->stages[0], *lastst = &p->stages[p->n_stages - 1];
+    pprt_stage *first = &p->stages[0];
     if (first->n_recv != p->n_inputs)
         return PP_FAIL(err, PP_EINVAL, "stage 0 receives %d tensors, expected the %d plan inputs",
                        first->n_recv, p->n_inputs);
     for (int i = 0; i < p->n_inputs; i++)
         if (!tdesc_matches(first->in.t[i], p->inputs[i].dtype, &p->inputs[i].shape))
             return PP_FAIL(err, PP_EINVAL, "stage 0 slot %d: differs from plan input '%s'", i, p->inputs[i].name);
-    if (lastst->n_send != p->n_outputs)
-        return PP_FAIL(err, PP_EINVAL, "last stage sends %d tensors, expected the %d plan outputs",
-                       lastst->n_send, p->n_outputs);
-    for (int i = 0; i < p->n_outputs; i++)
-        if (!tdesc_matches(lastst->out.t[i], p->outputs[i].dtype, &p->outputs[i].shape))
-            return PP_FAIL(err, PP_EINVAL, "last stage slot %d: differs from plan output '%s'", i, p->outputs[i].name);
+    PP_TRY(check_outputs(p, err));
     for (int i = 1; i < p->n_stages; i++) PP_TRY(check_link(p, i, err));
     return PP_OK;
 }

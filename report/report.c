@@ -35,52 +35,55 @@ static int measured_ops(const pp_graph *g) {
     return n;
 }
 
-/* A training plan's devices (passes/partition_train.c): device d runs
- * stages d and 2P-1-d. Its memory under pprt, estimated from what pprt
- * holds (runtime/train.c, sched.c, stash.c):
- *   the weights: the plan's copy, and the trainer's weights, averaged
- *   gradients and two optimizer buffers (momentum, or AdamW's moments;
- *   kept whatever the optimizer), 5 x the weight bytes;
- *   the two stages' arenas;
- *   the messages its stages send: a forward stage's outgoing link holds
- *   as many as the schedule keeps in flight (pprt's --depth: P + 1 under
- *   1F1B, M + 1 under GPipe), each with the stash as its tail (the stage
- *   writes it there, the FIFO copies it out), a backward stage's two; the
- *   last stage's single buffer at the outputs and the first's at the inputs
- *   go to device 0;
- *   its stash, once per micro-batch in flight: 1F1B keeps min(P - d, M),
- *   GPipe M.
- * Not counted: the data, the libraries, what a backend prepares (oneDNN's
- * reordered weights: pprt --stats-json says how many bytes). */
-static double stash_of(const pp_graph *g, int d) { return g->stash ? (double)g->stash[d].bytes : 0; }
-
-static double link_msg(const pp_graph *g, int s) { /* stage s -> s+1's buffer */
-    const int P = g->train_devices;
-    double out = (double)g->stage_info[s].send + (s < P ? stash_of(g, s) : 0);
-    double in = (double)g->stage_info[s + 1].recv + (s + 1 >= P ? stash_of(g, 2 * P - 2 - s) : 0);
-    return out > in ? out : in;
+/* The micro-batch: a training graph runs on whole tensors (its own batch
+ * is 0), whose rows are the first input's first dimension (-b). */
+int64_t pp_report_batch(const pp_graph *g) {
+    if (g->batch > 0 || !g->train_devices || g->n_inputs < 1) return g->batch;
+    const pp_shape *s = &g->values[g->inputs[0]].shape;
+    return s->rank > 0 ? s->dim[0] : g->batch;
 }
 
+/* A training plan's devices: each one's memory (passes/train_memory.c says
+ * what is counted) under 1F1B and GPipe. */
 static void report_devices(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
     const int P = g->train_devices, M = o->micro_batches;
     fprintf(f, "training: %d device%s; per device (MB): weights, arenas, stash per micro-batch and the micro-batches "
-               "1F1B keeps, messages and totals under 1F1B / GPipe (%d micro-batches); totals count 5 x the weights "
-               "(the plan's, the trainer's, gradients, two optimizer buffers)\n", P, P == 1 ? "" : "s", M);
+               "1F1B keeps, messages and totals under 1F1B / GPipe (%d micro-batches); totals count %d x the weights "
+               "(the plan's, the trainer's, gradients, two optimizer buffers)\n", P, P == 1 ? "" : "s", M,
+            PP_TRAIN_WEIGHT_COPIES);
     fprintf(f, "%-6s %7s %10s %9s %9s %11s %12s %12s %10s %10s\n", "device", "stages", "weights", "arenas", "stash",
             "1F1B_keeps", "1F1B_total", "GPipe_total", "msgs_1F1B", "msgs_GPipe");
     for (int d = 0; d < P; d++) {
-        const int b = 2 * P - 1 - d;
-        const double w = (double)g->stage_info[d].params, ar = (double)(g->stage_info[d].arena + g->stage_info[b].arena);
-        const double st = stash_of(g, d);
-        const int keep = P - d < M ? P - d : M;
-        double fwd = link_msg(g, d), bwd = b < 2 * P - 1 ? 2 * link_msg(g, b) : 0;
-        if (d == 0) bwd += (double)g->stage_info[b].send + (double)g->stage_info[0].recv; /* the ends */
-        const double m1 = (P + 1) * fwd + bwd, mg = (M + 1) * fwd + bwd;
-        const double base = 5 * w + ar;
+        pp_train_mem m;
+        pp_train_memory(g, o, d, &m);
         const bool rc = pp_train_recomputes(&o->train, d);
-        fprintf(f, "%-6d %3d+%-3d %10.3f %9.3f %9.3f %11d %12.3f %12.3f %10.3f %10.3f%s\n", d, d, b, w / 1e6, ar / 1e6,
-                st / 1e6, keep, (base + keep * st + m1) / 1e6, (base + M * st + mg) / 1e6, m1 / 1e6, mg / 1e6,
-                rc ? "  (recomputes its forward: the stash is what it received)" : "");
+        fprintf(f, "%-6d %3d+%-3d %10.3f %9.3f %9.3f %11d %12.3f %12.3f %10.3f %10.3f%s\n", d, d, 2 * P - 1 - d,
+                m.weights / 1e6, m.arenas / 1e6, m.stash / 1e6, m.keep_1f1b, m.total_1f1b / 1e6, m.total_gpipe / 1e6,
+                m.msgs_1f1b / 1e6, m.msgs_gpipe / 1e6, rc ? "  (recomputes its forward: the stash is what it received)" : "");
+    }
+}
+
+/* --schedule zb-h1: each backward stage's B (input gradients, on the chain) and W (weight gradients, a
+ * stage of its own that pprt defers), and what B keeps for W per micro-batch until W ran. */
+static void report_w(FILE *f, const pp_graph *g) {
+    const int P = g->train_devices;
+    fprintf(f, "zb-h1: per device, its backward split into B (input gradients, on the chain) and W (weight "
+               "gradients, stage %d+d, off it); kept for W: MB a micro-batch from B until W ran\n", 2 * P);
+    fprintf(f, "%-6s %7s %7s %9s %7s %9s %12s\n", "device", "stages", "B_ops", "B_GFLOPs", "W_ops", "W_GFLOPs",
+            "kept_for_W");
+    for (int d = 0; d < P; d++) {
+        int nb = 0, nw = 0;
+        double fb = 0, fw = 0;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const pp_node *n = &g->nodes[i];
+            if (n->stage != 2 * P - 1 - d) continue;
+            if (n->wpass) nw++, fw += n->cost.flops;
+            else nb++, fb += n->cost.flops;
+        }
+        char st[32];
+        snprintf(st, sizeof st, "%d+%d", 2 * P - 1 - d, 2 * P + d);
+        fprintf(f, "%-6d %7s %7d %9.4f %7d %9.4f %12.3f\n", d, st, nb, fb / 1e9, nw, fw / 1e9,
+                g->wkeep ? (double)g->wkeep[d].bytes / 1e6 : 0);
     }
 }
 
@@ -88,7 +91,7 @@ void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
     fprintf(f, "policy %s, %d stage%s, micro-batch %lld; target %.0f GFLOP/s, %.0f GB/s memory, "
                "%.0f GB/s link\n",
             pp_policy_name(o->policy), g->n_stages, g->n_stages == 1 ? "" : "s",
-            (long long)g->batch, o->target.gflops, o->target.mem_gbps, o->target.link_gbps);
+            (long long)pp_report_batch(g), o->target.gflops, o->target.mem_gbps, o->target.link_gbps);
     const int measured = measured_ops(g);
     if (measured)
         fprintf(f, "op times: %d of %d ops measured (--profile or --measure), the rest estimated at the target's "
@@ -110,6 +113,7 @@ void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
     fprintf(f, "activation arenas: %.3f MB for %.3f MB of activations (%.0f%%)\n", arena / 1e6,
             g->act_total / 1e6, g->act_total ? 100.0 * (double)arena / (double)g->act_total : 0);
     if (g->train_devices) report_devices(f, g, o);
+    if (g->train_split_w) report_w(f, g);
     int n_rec = 0;
     for (int i = 0; i < g->n_nodes; i++) n_rec += g->nodes[i].recovered;
     fprintf(f, "recovered ops (outside every module named by the split): %d\n", n_rec);
@@ -134,7 +138,7 @@ pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_o
     pp_json j;
     cJSON *root = pp_json_begin_format(&j, "ppcc-report", PP_REPORT_JSON_VERSION);
     pp_json_add_string(&j, root, "policy", pp_policy_name(o->policy));
-    pp_json_add_number(&j, root, "micro_batch", (double)g->batch);
+    pp_json_add_number(&j, root, "micro_batch", (double)pp_report_batch(g));
     pp_json_add_number(&j, root, "measured_ops", measured_ops(g));
     cJSON *stages = pp_json_add_array(&j, root, "stages");
     for (int s = 0; s < g->n_stages; s++) {

@@ -13,6 +13,8 @@
  * tensors crossing each cut (pp_report_print), and the same as JSON
  * ("format": "ppcc-report", PP_REPORT_JSON_VERSION). */
 void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o);
+/* The micro-batch the report names: g->batch, or a training graph's rows. */
+int64_t pp_report_batch(const pp_graph *g);
 pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_opts *o,
                          pp_err *err);
 

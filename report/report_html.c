@@ -509,7 +509,7 @@ pp_status pp_report_html(const char *path, const pp_graph *g, const pp_compile_o
     esc(f, model);
     fprintf(f, "<br>policy <b id=\"policy\">%s</b>, micro-batch %lld, %d ops after the passes, opset %d; target "
                "%g GFLOP/s, %g GB/s memory, %g GB/s link<br>options: <code>",
-            pp_policy_name(o->policy), (long long)g->batch, g->n_nodes, g->opset, o->target.gflops, o->target.mem_gbps,
+            pp_policy_name(o->policy), (long long)pp_report_batch(g), g->n_nodes, g->opset, o->target.gflops, o->target.mem_gbps,
             o->target.link_gbps);
     esc(f, options);
     size_t arena = 0;

@@ -11,6 +11,8 @@
 #include "pprt.h"
 
 typedef struct pprt_driver pprt_driver;
+struct pprt_train_opts;
+struct pprt_train_dist;
 
 typedef struct pprt_driver_ops {
     const char *name;
@@ -28,6 +30,11 @@ typedef struct pprt_driver_ops {
      * the data; elsewhere *n receives the sample count. */
     pp_status (*run)(pprt_driver *d, const pprt_plan *p, const pprt_array *inputs, int64_t *n, pprt_array *outputs,
                      const pprt_run_opts *o, pprt_stats *stats, pp_err *err);
+    /* Training (train.h): this process's part of the ranks (MPI: the
+     * plan and the options compared across the ranks first); NULL: the
+     * trainer runs every stage here, on threads. */
+    pp_status (*train)(pprt_driver *d, const pprt_plan *p, const struct pprt_train_opts *o, const pprt_run_opts *ro,
+                       struct pprt_train_dist *out, pp_err *err);
     /* An extra line of the report, or NULL. */
     void (*describe)(const pprt_driver *d, const pprt_plan *p, FILE *f);
     /* End the run with status s and return the process's exit code. A

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "mem.h"
+#include "pool.h"
 
 static pp_status host_device(const pprt_stage *st, int local_rank, int *dev, pp_err *err) {
     (void)st, (void)local_rank, (void)err;
@@ -13,8 +14,7 @@ static pp_status host_device(const pprt_stage *st, int local_rank, int *dev, pp_
 
 static pp_status host_alloc(int dev, size_t bytes, void **p, pp_err *err) {
     (void)dev;
-    if (posix_memalign(p, 64, bytes ? bytes : 64) != 0) {
-        *p = NULL;
+    if (!(*p = pprt_pool_alloc(bytes))) {
         return PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes of host memory", bytes);
     }
     return PP_OK;
@@ -22,7 +22,7 @@ static pp_status host_alloc(int dev, size_t bytes, void **p, pp_err *err) {
 
 static void host_free(int dev, void *p) {
     (void)dev;
-    free(p);
+    pprt_pool_free(p);
 }
 
 static pp_status host_alloc_pinned(size_t bytes, void **p, pp_err *err) { return host_alloc(0, bytes, p, err); }
@@ -35,7 +35,7 @@ const pprt_mem_ops pprt_mem_host = {
     .alloc = host_alloc,
     .free = host_free,
     .alloc_pinned = host_alloc_pinned,
-    .free_pinned = free,
+    .free_pinned = pprt_pool_free,
 };
 
 void pprt_place_name(const pprt_place *p, char *buf, size_t n) {

@@ -30,14 +30,21 @@ void pprt_mb_fill(const pprt_plan *p, const pprt_array *inputs, int64_t n, int64
     }
 }
 
-void pprt_mb_drain(const pprt_plan *p, const void *msg, int64_t n, int64_t mb, const pprt_array *outputs) {
-    const pprt_stage *st = &p->stages[p->n_stages - 1];
+void pprt_mb_drain_stage(const pprt_plan *p, int s, bool local, const void *msg, int64_t n, int64_t mb,
+                         const pprt_array *outputs) {
+    const pprt_stage *st = &p->stages[s];
     int64_t b = pprt_mb_size(p), have = mb_have(b, n, mb);
     for (int i = 0; i < p->n_outputs && have > 0; i++) {
-        size_t sb = p->outputs[i].sample_bytes;
+        const pprt_io *o = &p->outputs[i];
+        if (o->stage != s || (o->slot >= pprt_local_first(st)) != local) continue;
+        size_t sb = o->sample_bytes;
         memcpy((unsigned char *)outputs[i].data + (size_t)(mb * b) * sb,
-               (const unsigned char *)msg + st->out.off[i], (size_t)have * sb);
+               (const unsigned char *)msg + st->out.off[o->slot], (size_t)have * sb);
     }
+}
+
+void pprt_mb_drain(const pprt_plan *p, const void *msg, int64_t n, int64_t mb, const pprt_array *outputs) {
+    pprt_mb_drain_stage(p, p->n_stages - 1, false, msg, n, mb, outputs);
 }
 
 int64_t pprt_nearest_rank(int64_t m, int pct) {

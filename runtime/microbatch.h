@@ -44,8 +44,13 @@ static inline int64_t pprt_share_samples(const pprt_shares *s, int k) {
 void pprt_mb_fill(const pprt_plan *p, const pprt_array *inputs, int64_t n, int64_t mb, void *msg);
 
 /* msg is laid out as the last stage's out; outputs[i].data has room for n
- * samples of plan output i. Copies the samples of micro-batch mb that exist. */
+ * samples of plan output i. Copies the samples of micro-batch mb that exist
+ * (the outputs that leave there: not a training plan's device-local ones). */
 void pprt_mb_drain(const pprt_plan *p, const void *msg, int64_t n, int64_t mb, const pprt_array *outputs);
+/* Likewise from stage s's outgoing message: the outputs that leave there
+ * (pprt_io.stage), its device-local tail's (local) or the others. */
+void pprt_mb_drain_stage(const pprt_plan *p, int s, bool local, const void *msg, int64_t n, int64_t mb,
+                         const pprt_array *outputs);
 
 /* The nearest rank of the pct-th percentile of m sorted values (1-based):
  * ceil(pct * m / 100), at least 1 and at most m; the percentile is the

@@ -72,10 +72,16 @@ typedef struct pprt_run_opts {
  * last stage, micro-batch by micro-batch in that replica's order (replicas
  * concurrently), with mb the micro-batch's index in the whole run and msg
  * the last stage's outgoing message (output i at p->stages[last].out.off[i],
- * the plan's micro-batch of rows). A failure stops the run. */
+ * the plan's micro-batch of rows). A failure stops the run. The outputs at
+ * the sink are those whose pprt_io.stage is the last and that are not in
+ * its device-local tail; a training plan's device-local ones (pprt_stage.
+ * n_local) go to take_local from the thread of the stage that made them,
+ * with its outgoing message (output i at p->stages[stage].out.off[slot]),
+ * each stage's micro-batches in its order. */
 typedef struct pprt_output_hook {
     void *ctx;
     pp_status (*take)(void *ctx, int64_t mb, const void *msg, pp_err *err);
+    pp_status (*take_local)(void *ctx, int stage, int64_t mb, const void *msg, pp_err *err);
 } pprt_output_hook;
 
 /* What a stage executor is created with (runtime/exec.h). */
@@ -123,6 +129,12 @@ typedef struct pprt_stage_stats {
      * one (runtime/stash.c); 0 elsewhere */
     int stash_peak;
     size_t stash_bytes;
+    /* a zb-h1 plan (pprt_plan.n_wstages), on the device's forward stage too:
+     * its W stage's busy seconds, and the most micro-batches what its B kept
+     * for W held at once, the bytes of one */
+    double w_busy_s;
+    int w_keep_peak;
+    size_t w_keep_bytes;
     /* its device, described at start (threaded driver; place[0] == 0: on the host) */
     struct {
         char place[48]; /* "cuda device 1" */

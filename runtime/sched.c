@@ -79,7 +79,9 @@ typedef struct {
     pprt_stage_run run;
     const int *cpu; /* the CPUs the stage is pinned to, `threads` of them; NULL: not pinned */
     int threads;    /* intra-op threads (pprt_exec_cfg) */
-    pprt_stage_rec *rec; /* what it measures (run.h) */
+    pprt_stage_rec *rec; /* what it measures (run.h); NULL: a W stage's (busy time alone) */
+    void *in_buf, *out_buf; /* a W stage's messages */
+    bool started;           /* a W stage's thread runs (none where the stage has no node) */
 } worker;
 
 struct sched {
@@ -95,6 +97,12 @@ struct sched {
     int started;       /* stage threads started */
     pprt_link **links; /* R x (P + 1): each replica's source, P - 1 boundaries, sink */
     pprt_stash **stash; /* a training plan: R x devices, each replica's device's stash (or NULL) */
+    /* a zb-h1 plan (pprt_plan.n_wstages): R x NW W-stage threads (replica k's device d at k NW + d; no
+     * thread where the W stage has no node), what each device's B keeps for its W */
+    int NW, wstarted;
+    worker *ww;
+    pthread_t *wth;
+    pprt_stash **wkeep;
     int64_t *done;     /* per replica: micro-batches its sink has (the progress bar) */
     prog_ctx *pcs;   /* per replica: its sink's progress context */
     pprt_array *ins, *outs; /* each replica's share of the inputs and outputs: views into the arrays */
@@ -119,6 +127,7 @@ static void stop_all(sched *S, const pp_err *e) {
     pthread_mutex_unlock(&S->err_mu);
     for (int b = 0; b < S->R * (S->p->n_stages + 1); b++)
         if (S->links[b]) S->links[b]->ops->close(S->links[b]);
+    for (int k = 0; S->wkeep && k < S->R * S->NW; k++) pprt_stash_close(S->wkeep[k]);
     if (S->o->gate) S->o->gate->stop(S->o->gate->ctx); /* no stage waits in it for one that stopped */
 }
 
@@ -181,8 +190,8 @@ static pp_status make_links(sched *S, int k, const pprt_array *in, pprt_array *o
         const size_t bytes = p->stages[b].out.bytes > p->stages[b + 1].in.bytes ? p->stages[b].out.bytes
                                                                                  : p->stages[b + 1].in.bytes;
         /* a training plan's backward stages pass each micro-batch's gradients on as they come
-         * (they carry the later devices' weight gradients to the end): two buffers are enough
-         * there, whatever the forward links hold in flight */
+         * (each device's weight gradients leave at its own backward stage, pprt_stage.n_local):
+         * two buffers are enough there, whatever the forward links hold in flight */
         const int depth = p->train_devices && b >= p->train_devices && o->depth > 2 ? 2 : o->depth;
         PP_TRY(pprt_link_between(&w[b].at, &w[b + 1].at, bytes, depth, name, &L[b + 1], err));
     }
@@ -248,6 +257,53 @@ static void *stage_main(void *arg) {
     return NULL;
 }
 
+/* A zb-h1 plan's W stage (device d's weight gradients): takes what its B
+ * kept for it, micro-batch by micro-batch in order, runs through the gate
+ * (the schedule defers it), hands its gradients to the trainer. */
+static void w_loop(worker *w, int64_t k0, int64_t k1) {
+    sched *S = w->S;
+    pprt_stage_run *r = &w->run;
+    for (int64_t k = k0; k < k1 && !is_failed(S); k++) {
+        pp_err e = {0};
+        const int64_t mb = r->mb_offset + (k < r->warmup ? 0 : k - r->warmup);
+        pp_status s = r->stash_in ? pprt_stash_pop_wait(r->stash_in, w->in_buf, &e) : PP_OK;
+        if (s != PP_OK && is_failed(S)) return; /* closed by the stop */
+        if (s == PP_OK && r->gate) r->gate->enter(r->gate->ctx, r->replica, r->stage, mb);
+        const double t0 = pprt_now_s();
+        if (s == PP_OK) s = r->ex->run(r->x, w->in_buf, w->out_buf, &e);
+        if (k >= r->warmup) r->busy += pprt_now_s() - t0;
+        if (r->gate) r->gate->leave(r->gate->ctx, r->replica, r->stage, mb);
+        if (s == PP_OK && r->local && k >= r->warmup) s = r->local(r->local_ctx, r->stage, mb, w->out_buf, &e);
+        if (s != PP_OK) {
+            pp_err f = {0};
+            PP_WRAP(&f, &e, s, "stage %d (a W stage), micro-batch %lld: %s", r->stage, (long long)mb, e.msg);
+            stop_all(S, &f);
+            return;
+        }
+    }
+}
+
+static void *w_main(void *arg) {
+    worker *w = arg;
+    sched *S = w->S;
+    pp_err e = {0};
+    pprt_exec_cfg cfg = pprt_stage_cfg(S->o, w->threads, &w->at);
+    const pprt_stage *st = &S->p->stages[w->run.stage];
+    if (posix_memalign(&w->in_buf, 64, st->in.bytes + 64) || posix_memalign(&w->out_buf, 64, st->out.bytes + 64)) {
+        PP_FAIL(&e, PP_ENOMEM, "stage %d: cannot allocate its messages", w->run.stage);
+        stop_all(S, &e);
+    } else if (w->be->exec->create(S->p, st, &cfg, &w->run.x, &e) != PP_OK) {
+        pp_err f = {0};
+        PP_WRAP(&f, &e, e.code, "stage %d: %s", w->run.stage, e.msg);
+        stop_all(S, &f);
+    }
+    meet_wait(&S->ready);
+    if (!is_failed(S)) w_loop(w, 0, S->o->warmup);
+    meet_wait(&S->ready);
+    if (!is_failed(S)) w_loop(w, S->o->warmup, S->o->warmup + pprt_share_mbs(&S->sh, w->run.replica));
+    return NULL;
+}
+
 /* What is wrong with the arguments before anything is allocated; S->m and S->sh set. */
 static pp_status check_args(sched *S, const pprt_array *inputs, pp_err *err) {
     const pprt_plan *p = S->p;
@@ -287,6 +343,11 @@ static pp_status alloc_run(sched *S, pp_err *err) {
     S->cpus = malloc(CPU_SETSIZE * sizeof *S->cpus);
     S->stash = calloc((size_t)S->R * (size_t)(S->p->train_devices > 0 ? S->p->train_devices : 1), sizeof *S->stash);
     if (!S->stash || !S->w || !S->recs || !S->be || !S->th || !S->links || !S->done || !S->pcs || !S->ins || !S->outs || !S->cpus)
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    S->NW = S->p->n_wstages;
+    if (S->NW && (!(S->ww = calloc((size_t)(S->R * S->NW), sizeof *S->ww)) ||
+                  !(S->wth = calloc((size_t)(S->R * S->NW), sizeof *S->wth)) ||
+                  !(S->wkeep = calloc((size_t)(S->R * S->NW), sizeof *S->wkeep))))
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     return PP_OK;
 }
@@ -342,6 +403,29 @@ static pp_status make_workers(sched *S, pp_err *err) {
                                   .mb_offset = pprt_share_lo(&S->sh, k), .trace = o->trace ? &x->rec->tr : NULL,
                                   .prev_ns = x->rec->prev_ns, .gate = o->gate, .replica = k};
     }
+    for (int wi = 0; wi < S->R * S->NW; wi++) { /* zb-h1's W stages: the device's B's backend and threads */
+        const int k = wi / S->NW, d = wi % S->NW, b = 2 * S->NW - 1 - d;
+        worker *x = &S->ww[wi];
+        *x = (worker){.S = S, .be = S->be[b], .at = S->w[b].at, .threads = S->w[b].threads};
+        x->run = (pprt_stage_run){.stage = P + d, .ex = x->be->exec, .warmup = o->warmup,
+                                  .mb_offset = pprt_share_lo(&S->sh, k), .gate = o->gate, .replica = k};
+        if (!pprt_place_is_host(&x->at))
+            return PP_FAIL(err, PP_EUNSUP, "stage %d, a W stage (--schedule zb-h1), would run on %s: training runs "
+                           "on host backends", P + d, x->be->name);
+    }
+    return PP_OK;
+}
+
+/* A training plan's device-local outputs (pprt_stage.n_local) when nobody
+ * takes them (pprt_run_opts.take_outputs): into the output arrays, as the
+ * sink writes the others. */
+static pp_status local_into_arrays(void *ctx, int stage, int64_t mb, const void *msg, pp_err *err) {
+    (void)err;
+    const prog_ctx *c = ctx;
+    const sched *S = c->S;
+    const int k = c->replica;
+    pprt_mb_drain_stage(S->p, stage, true, msg, pprt_share_samples(&S->sh, k), mb - pprt_share_lo(&S->sh, k),
+                        S->outs + (size_t)k * (size_t)S->p->n_outputs);
     return PP_OK;
 }
 
@@ -360,13 +444,34 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
                                                   : NULL, nk};
         PP_TRY(make_links(S, k, in, out, nk, err));
         pprt_link **L = S->links + (size_t)k * (size_t)(P + 1);
-        for (int i = 0; i < P; i++) S->w[k * P + i].run.in = L[i], S->w[k * P + i].run.out = L[i + 1];
+        for (int i = 0; i < P; i++) {
+            pprt_stage_run *r = &S->w[k * P + i].run;
+            r->in = L[i], r->out = L[i + 1];
+            if (!p->stages[i].n_local) continue;
+            const pprt_output_hook *h = S->o->take_outputs;
+            r->local = h ? h->take_local : local_into_arrays;
+            r->local_ctx = h ? h->ctx : &S->pcs[k];
+            if (!r->local) return PP_FAIL(err, PP_EINVAL, "stage %d has device-local outputs, and the run's taker "
+                                          "takes none", i);
+        }
         const int D = p->train_devices;
         for (int d = 0; d < D; d++) {
             pprt_stash **st = &S->stash[k * D + d];
             PP_TRY(pprt_stash_new(p, d, st, err));
             S->w[k * P + d].run.stash_out = *st;
             S->w[k * P + 2 * D - 1 - d].run.stash_in = *st;
+            if (!S->NW) continue;
+            pprt_stash **wk = &S->wkeep[k * D + d]; /* zb-h1: what B keeps for its W */
+            PP_TRY(pprt_stash_new_w(p, d, wk, err));
+            S->w[k * P + 2 * D - 1 - d].run.stash_out = *wk;
+            pprt_stage_run *r = &S->ww[k * D + d].run;
+            r->stash_in = *wk;
+            const pprt_output_hook *h = S->o->take_outputs;
+            r->local = !p->stages[P + d].n_local ? NULL : h ? h->take_local : local_into_arrays;
+            r->local_ctx = h ? h->ctx : &S->pcs[k];
+            if (p->stages[P + d].n_local && !r->local)
+                return PP_FAIL(err, PP_EINVAL, "stage %d has device-local outputs, and the run's taker takes none",
+                               P + d);
         }
     }
     return PP_OK;
@@ -377,11 +482,18 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
 static void run_threads(sched *S) {
     pthread_mutex_init(&S->ready.mu, NULL);
     pthread_cond_init(&S->ready.cv, NULL);
-    S->ready.need = S->W + 1;
+    int nwt = 0; /* the W stages' threads */
+    for (int i = 0; i < S->R * S->NW; i++) nwt += S->p->stages[S->ww[i].run.stage].n_nodes > 0;
+    S->ready.need = S->W + nwt + 1;
     int rc = 0;
     for (; S->started < S->W; S->started++)
         if ((rc = pthread_create(&S->th[S->started], NULL, stage_main, &S->w[S->started])) != 0) break;
-    if (S->started < S->W) {
+    for (int i = 0; S->started == S->W && i < S->R * S->NW && rc == 0; i++) {
+        worker *x = &S->ww[i];
+        if (!S->p->stages[x->run.stage].n_nodes) continue;
+        if ((rc = pthread_create(&S->wth[i], NULL, w_main, x)) == 0) x->started = true, S->wstarted++;
+    }
+    if (S->started < S->W || S->wstarted < nwt) {
         pp_err e = {0};
         size_t stack = 0;
         pthread_attr_t a;
@@ -393,12 +505,14 @@ static void run_threads(sched *S) {
                 "stage %d%s: cannot start its thread (its stack takes %.1f MiB): %s", S->started % S->P,
                 S->R > 1 ? " of a replica" : "", (double)stack / 1048576, strerror(rc));
         stop_all(S, &e);
-        meet_shrink(&S->ready, S->started + 1);
+        meet_shrink(&S->ready, S->started + S->wstarted + 1);
     }
     meet_wait(&S->ready); /* every executor created (or failed) */
     S->rss_loaded = pprt_rss_now();
     meet_wait(&S->ready); /* the warm-up is through */
     for (int i = 0; i < S->started; i++) pthread_join(S->th[i], NULL);
+    for (int i = 0; i < S->R * S->NW; i++)
+        if (S->ww[i].started) pthread_join(S->wth[i], NULL);
     pthread_cond_destroy(&S->ready.cv);
     pthread_mutex_destroy(&S->ready.mu);
 }
@@ -437,6 +551,11 @@ static pp_status finish_run(sched *S, pprt_stats *stats, pp_err *err) {
         pprt_stage_stats *ss = &stats->stages[k % D];
         if (st && st->peak > ss->stash_peak) ss->stash_peak = st->peak;
         if (st) ss->stash_bytes = st->bytes;
+        if (!S->NW) continue;
+        const pprt_stash *wk = S->wkeep[k]; /* zb-h1: device k % D's W, on its forward stage's record */
+        if (wk && wk->peak > ss->w_keep_peak) ss->w_keep_peak = wk->peak;
+        if (wk) ss->w_keep_bytes = wk->bytes;
+        ss->w_busy_s += S->ww[k].run.busy;
     }
     return PP_OK;
 }
@@ -488,6 +607,12 @@ static void free_run(sched *S, pprt_array *outputs, pp_status s) {
         if (S->links[k]) S->links[k]->ops->destroy(S->links[k]);
     for (int k = 0; S->stash && k < S->R * S->p->train_devices; k++) pprt_stash_free(S->stash[k]);
     free(S->stash);
+    for (int k = 0; S->ww && k < S->R * S->NW; k++) {
+        if (S->ww[k].run.x) S->ww[k].be->exec->destroy(S->ww[k].run.x);
+        free(S->ww[k].in_buf), free(S->ww[k].out_buf);
+        if (S->wkeep) pprt_stash_free(S->wkeep[k]);
+    }
+    free(S->ww), free(S->wth), free(S->wkeep);
     if (s != PP_OK)
         for (int i = 0; i < S->p->n_outputs; i++) {
             free(outputs[i].data);

@@ -51,6 +51,7 @@ pp_status pprt_stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, 
         pp_status s = r->stash_in ? pprt_stash_pop(r->stash_in, in, &e) : PP_OK;
         if (s == PP_OK) s = r->ex->run(r->x, in, out, &e);
         if (s == PP_OK && r->stash_out) s = pprt_stash_push(r->stash_out, in, out, &e);
+        if (s == PP_OK && r->local && k >= r->warmup) s = r->local(r->local_ctx, r->stage, r->mb_offset + mb, out, &e);
         const double end = pprt_now_s();
         if (r->gate) r->gate->leave(r->gate->ctx, r->replica, r->stage, r->mb_offset + mb);
         if (k >= r->warmup) r->busy += end - start;

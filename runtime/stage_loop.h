@@ -30,6 +30,11 @@ typedef struct pprt_stage_run {
      * each run, the backward stage of its device pops it before; NULL: none */
     pprt_stash *stash_out, *stash_in;
     int replica;             /* for the gate */
+    /* a stage with device-local outputs (pprt_stage.n_local): each micro-batch's
+     * outgoing message past the warm-up goes to local(local_ctx, stage,
+     * mb_offset + its number, msg) before it goes on; NULL: none */
+    pp_status (*local)(void *ctx, int stage, int64_t mb, const void *msg, pp_err *err);
+    void *local_ctx;
 } pprt_stage_run;
 
 /* The loop over tags k0 .. k1-1 (the tags the source hands out, in order).

@@ -3,24 +3,39 @@
 #include <string.h>
 
 #include "stash.h"
+#include "pool.h"
 
 static size_t tail_off(const pprt_msg_layout *l, int n_stash) { return n_stash ? l->off[l->n - n_stash] : l->bytes; }
 
-pp_status pprt_stash_new(const pprt_plan *p, int d, pprt_stash **out, pp_err *err) {
+/* Stage fi's last n_out out slots into stage bi's last n_in in slots. */
+static pp_status stash_between(const pprt_plan *p, int d, int fi, int n_out, int bi, int n_in, pprt_stash **out,
+                               pp_err *err) {
     *out = NULL;
-    const int P = p->train_devices;
-    const pprt_stage *f = &p->stages[d], *b = &p->stages[2 * P - 1 - d];
-    if (!f->n_stash) return PP_OK;
-    const size_t fo = tail_off(&f->out, f->n_stash), bo = tail_off(&b->in, b->n_stash);
+    const pprt_stage *f = &p->stages[fi], *b = &p->stages[bi];
+    if (!n_out) return PP_OK;
+    const size_t fo = tail_off(&f->out, n_out), bo = tail_off(&b->in, n_in);
     if (f->out.bytes - fo != b->in.bytes - bo)
         return PP_FAIL(err, PP_EINVAL, "device %d's stash: %zu bytes after stage %d, %zu before stage %d", d,
-                       f->out.bytes - fo, d, b->in.bytes - bo, 2 * P - 1 - d);
+                       f->out.bytes - fo, fi, b->in.bytes - bo, bi);
     pprt_stash *s = calloc(1, sizeof *s);
     if (!s) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     pthread_mutex_init(&s->mu, NULL);
-    s->bytes = f->out.bytes - fo, s->out_off = fo, s->in_off = bo, s->f = f;
+    pthread_cond_init(&s->cv, NULL);
+    s->bytes = f->out.bytes - fo, s->out_off = fo, s->in_off = bo, s->f = f, s->first = f->out.n - n_out;
     *out = s;
     return PP_OK;
+}
+
+pp_status pprt_stash_new(const pprt_plan *p, int d, pprt_stash **out, pp_err *err) {
+    const int P = p->train_devices;
+    return stash_between(p, d, d, p->stages[d].n_stash, 2 * P - 1 - d, p->stages[2 * P - 1 - d].n_stash, out, err);
+}
+
+pp_status pprt_stash_new_w(const pprt_plan *p, int d, pprt_stash **out, pp_err *err) {
+    *out = NULL;
+    if (!p->n_wstages) return PP_OK;
+    const int P = p->train_devices, b = 2 * P - 1 - d, w = p->n_stages + d;
+    return stash_between(p, d, b, p->stages[b].n_wkeep, w, p->stages[w].in.n, out, err);
 }
 
 pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, const void *out_msg, pp_err *err) {
@@ -28,10 +43,10 @@ pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, const void *out_msg
     pthread_mutex_lock(&s->mu);
     if (s->n_free) e = s->free_list[--s->n_free];
     pthread_mutex_unlock(&s->mu);
-    if (!e && posix_memalign(&e, 64, s->bytes ? s->bytes : 64)) e = NULL;
+    if (!e) e = pprt_pool_alloc(s->bytes);
     if (!e) return PP_FAIL(err, PP_ENOMEM, "out of memory for a stash of %zu bytes", s->bytes);
     const pprt_stage *f = s->f;
-    for (int j = f->out.n - f->n_stash; j < f->out.n; j++) {
+    for (int j = s->first; j < f->out.n; j++) {
         const pprt_tdesc *t = f->out.t[j];
         const char *src = t->kind == PPRT_RECV ? (const char *)in_msg + f->in.off[t->offset]
                                                : (const char *)out_msg + f->out.off[t->offset];
@@ -43,7 +58,7 @@ pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, const void *out_msg
         void **q = malloc(sizeof *q * (size_t)cap);
         if (!q) {
             pthread_mutex_unlock(&s->mu);
-            free(e);
+            pprt_pool_free(e);
             return PP_FAIL(err, PP_ENOMEM, "out of memory");
         }
         for (int i = 0; i < s->n; i++) q[i] = s->q[(s->head + i) % s->cap];
@@ -52,6 +67,7 @@ pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, const void *out_msg
     }
     s->q[(s->head + s->n++) % s->cap] = e;
     if (s->n > s->peak) s->peak = s->n;
+    pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return PP_OK;
 }
@@ -71,16 +87,34 @@ pp_status pprt_stash_pop(pprt_stash *s, void *in_msg, pp_err *err) {
     }
     if (s->n_free < s->free_cap) s->free_list[s->n_free++] = e, e = NULL;
     pthread_mutex_unlock(&s->mu);
-    free(e);
+    pprt_pool_free(e);
     return PP_OK;
+}
+
+pp_status pprt_stash_pop_wait(pprt_stash *s, void *in_msg, pp_err *err) {
+    pthread_mutex_lock(&s->mu);
+    while (!s->n && !s->closed) pthread_cond_wait(&s->cv, &s->mu);
+    const bool closed = !s->n;
+    pthread_mutex_unlock(&s->mu);
+    if (closed) return PP_FAIL(err, PP_ERUNTIME, "the run stopped");
+    return pprt_stash_pop(s, in_msg, err);
+}
+
+void pprt_stash_close(pprt_stash *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->closed = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
 }
 
 void pprt_stash_free(pprt_stash *s) {
     if (!s) return;
-    for (int i = 0; i < s->n; i++) free(s->q[(s->head + i) % s->cap]);
-    for (int i = 0; i < s->n_free; i++) free(s->free_list[i]);
+    for (int i = 0; i < s->n; i++) pprt_pool_free(s->q[(s->head + i) % s->cap]);
+    for (int i = 0; i < s->n_free; i++) pprt_pool_free(s->free_list[i]);
     free(s->q);
     free(s->free_list);
     pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
     free(s);
 }

@@ -15,7 +15,10 @@
 typedef struct pprt_stash {
     pthread_mutex_t mu;
     size_t bytes;      /* of one entry */
+    pthread_cond_t cv;   /* pprt_stash_pop_wait's */
+    bool closed;
     const pprt_stage *f; /* the forward stage: its stash slots say where each tensor lies */
+    int first;           /* the first of them in f's out layout */
     size_t out_off;    /* where the stash starts in the forward stage's outgoing message */
     size_t in_off;     /* and in the backward stage's incoming one */
     void **q;          /* FIFO of entries, ring of cap */
@@ -28,6 +31,14 @@ typedef struct pprt_stash {
 /* The stash of device d of p (d < p->train_devices), or NULL in *out when
  * the device keeps none. */
 pp_status pprt_stash_new(const pprt_plan *p, int d, pprt_stash **out, pp_err *err);
+/* A zb-h1 plan (pprt_plan.n_wstages): what device d's backward stage keeps
+ * for its W stage (pprt_stage.n_wkeep), the W stage's whole incoming
+ * message; NULL when there is no W stage or it reads nothing. */
+pp_status pprt_stash_new_w(const pprt_plan *p, int d, pprt_stash **out, pp_err *err);
+/* pprt_stash_pop, waiting for an entry; PP_ERUNTIME once closed. */
+pp_status pprt_stash_pop_wait(pprt_stash *s, void *in_msg, pp_err *err);
+/* Wakes every pprt_stash_pop_wait for good (the run stopped). */
+void pprt_stash_close(pprt_stash *s);
 /* Each stash tensor from where the forward stage has it: its own slot of
  * out_msg, the slot of out_msg where it also goes on, or in_msg. */
 pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, const void *out_msg, pp_err *err);

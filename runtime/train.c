@@ -13,6 +13,7 @@
 #include "io.h"
 #include "microbatch.h"
 #include "nodes.h"
+#include "pool.h"
 #include "run.h"
 #include "train.h"
 
@@ -78,6 +79,11 @@ typedef struct trainer {
     double *busy;
     int *stash_peak;
     size_t *stash_bytes;
+    /* per device: the most micro-batches it held from F to its last backward
+     * part (the gate's count), and in a zb-h1 plan what its B kept for its W
+     * (the most at once, the bytes of one) */
+    int *held_peak, *w_keep_peak;
+    size_t *w_keep_bytes;
 } trainer;
 
 static void *alloc64(size_t n) {
@@ -133,7 +139,7 @@ static pp_status bind_params(trainer *t, pp_err *err) {
     t->fwd_out = -1;
     t->ps = calloc(pp_count(p->n_outputs), sizeof *t->ps);
     int cap = 0;
-    for (int s = 0; s < p->n_stages; s++) cap += p->stages[s].n_tensors;
+    for (int s = 0; s < p->n_stages + p->n_wstages; s++) cap += p->stages[s].n_tensors;
     t->bound = calloc(pp_count(cap), sizeof *t->bound);
     t->was = calloc(pp_count(cap), sizeof *t->was);
     if (!t->ps || !t->bound || !t->was) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -164,7 +170,7 @@ static pp_status bind_params(trainer *t, pp_err *err) {
         t->n_params++;
         size_t nbytes = 0;
         const unsigned char *init = NULL;
-        for (int s = 0; s < p->n_stages; s++)
+        for (int s = 0; s < p->n_stages + p->n_wstages; s++) /* the W stages' too (zb-h1) */
             for (int k = 0; k < p->stages[s].n_tensors; k++) {
                 pprt_tdesc *d = &p->stages[s].t[k];
                 if (d->kind != PPRT_WEIGHT || strcmp(d->name, name)) continue;
@@ -212,6 +218,7 @@ static void trainer_free(trainer *t) {
     }
     free(t->ps);
     free(t->busy), free(t->stash_peak), free(t->stash_bytes);
+    free(t->held_peak), free(t->w_keep_peak), free(t->w_keep_bytes);
     free(t->bound);
     free(t->was);
     for (int k = 0; k < 2; k++) {
@@ -338,13 +345,14 @@ static void update(const pprt_train_opts *o, param *q, double lr, int64_t step) 
 /* The training-mode Dropouts' input, {--seed, counter} per micro-batch: the
  * counter is micro-batch m of step `step` counted over the whole run
  * ((step - 1) M + m, the same in any split or replica count, a fresh mask
- * each micro-batch); step 0 (the held-out data): -1, dropout off. */
-static void feed_dropout_seed(const trainer *t, pprt_array *ins, int64_t step, int M) {
+ * each micro-batch; m0: the first's place in the step, a replica's share
+ * under MPI); step 0 (the held-out data): -1, dropout off. */
+static void feed_dropout_seed(const trainer *t, pprt_array *ins, int64_t step, int m0, int M) {
     if (t->seed_in < 0) return;
     int64_t *v = ins[t->seed_in].data;
     for (int m = 0; m < M; m++) {
         v[2 * m] = (int64_t)t->o->seed;
-        v[2 * m + 1] = step > 0 ? (step - 1) * t->o->accumulate + m : -1;
+        v[2 * m + 1] = step > 0 ? (step - 1) * t->o->accumulate + m0 + m : -1;
     }
     ins[t->seed_in].n = M;
 }
@@ -383,26 +391,42 @@ static pp_status write_weights(const trainer *t, const char *dir, pp_err *err) {
  * first copied), its running statistics folded in (training); or its loss
  * summed and its rows' top-1 counted (--eval). The step keeps one set of
  * gradients, not one per micro-batch: a replica's micro-batch ahead of its
- * turn waits in a copy of its message until the ones before it came. */
+ * turn waits in a copy of its message until the ones before it came. A
+ * backward stage's device-local gradients (pprt_stage.n_local) come from
+ * that stage, each stage's micro-batches in their order: a taker of their
+ * own each (sub), folding the outputs of that stage alone. */
 typedef struct taker {
     trainer *t;
     bool eval;
+    int stage;             /* whose outgoing message: the last stage's (the sink's), or a local one's */
+    bool local;            /* the stage's device-local outputs, not the sink's */
+    struct taker *sub;     /* training: one per stage with device-local outputs */
+    int n_sub;
     const int64_t *labels; /* eval: the labels of the run's rows */
     pthread_mutex_t mu;
     int64_t next, M;
     void **wait;           /* [M]: messages ahead of their turn */
     float *loss;           /* [M] */
     int64_t good;          /* eval: rows whose top-1 is the label */
+    bool hold;             /* MPI: every message waits (the sums before them come from another replica) */
 } taker;
 
 static const void *out_at(const trainer *t, const void *msg, int i) {
-    const pprt_stage *last = &t->p->stages[t->p->n_stages - 1];
-    return (const unsigned char *)msg + last->out.off[i];
+    const pprt_io *o = &t->p->outputs[i];
+    return (const unsigned char *)msg + t->p->stages[o->stage].out.off[o->slot];
+}
+
+/* Output i is taker k's: a device-local one of its stage, or one at the sink. */
+static bool is_mine(const taker *k, int i) {
+    const pprt_io *o = &k->t->p->outputs[i];
+    const pprt_stage *st = &k->t->p->stages[o->stage];
+    const bool local = o->slot >= pprt_local_first(st);
+    return k->local ? local && o->stage == k->stage : !local;
 }
 
 static void fold(taker *k, int64_t j, const void *msg) {
     trainer *t = k->t;
-    k->loss[j] = *(const float *)out_at(t, msg, t->loss_out);
+    if (!k->local) k->loss[j] = *(const float *)out_at(t, msg, t->loss_out);
     if (k->eval) {
         const pprt_io *lo = t->fwd_out >= 0 ? &t->p->outputs[t->fwd_out] : NULL;
         if (!lo || lo->shape.rank != 2 || !k->labels) return;
@@ -418,6 +442,7 @@ static void fold(taker *k, int64_t j, const void *msg) {
     }
     for (int i = 0; i < t->n_params; i++) {
         param *q = &t->ps[i];
+        if (!is_mine(k, q->out)) continue;
         const float *g = out_at(t, msg, q->out);
         if (q->running) fold_running(q, g, j);
         else if (j == 0) memcpy(q->g, g, (size_t)q->numel * sizeof *g);
@@ -428,12 +453,12 @@ static void fold(taker *k, int64_t j, const void *msg) {
 
 static pp_status take(void *ctx, int64_t mb, const void *msg, pp_err *err) {
     taker *k = ctx;
-    const size_t bytes = k->t->p->stages[k->t->p->n_stages - 1].out.bytes;
+    const size_t bytes = k->t->p->stages[k->stage].out.bytes;
     pthread_mutex_lock(&k->mu);
     pp_status s = PP_OK;
     if (mb < k->next || mb >= k->M || k->wait[mb]) s = PP_FAIL(err, PP_ERUNTIME, "internal: micro-batch %lld "
                                                                 "reached the end twice or out of range", (long long)mb);
-    else if (mb != k->next) { /* ahead of its turn */
+    else if (mb != k->next || k->hold) { /* ahead of its turn */
         if (!(k->wait[mb] = malloc(bytes))) s = PP_FAIL(err, PP_ENOMEM, "out of memory holding a micro-batch's outputs");
         else memcpy(k->wait[mb], msg, bytes);
     } else {
@@ -447,12 +472,22 @@ static pp_status take(void *ctx, int64_t mb, const void *msg, pp_err *err) {
     return s;
 }
 
-static pp_status taker_init(taker *k, trainer *t, int64_t M, bool eval, pp_err *err) {
-    *k = (taker){.t = t, .eval = eval, .M = M};
+/* A backward stage's device-local gradients (the stage's own thread): to its taker. */
+static pp_status take_local(void *ctx, int stage, int64_t mb, const void *msg, pp_err *err) {
+    taker *k = ctx;
+    for (int i = 0; i < k->n_sub; i++)
+        if (k->sub[i].stage == stage) return take(&k->sub[i], mb, msg, err);
+    if (k->eval) return PP_OK; /* held-out data: the gradients are not wanted */
+    return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d handed over device-local outputs it has none of", stage);
+}
+
+static pp_status taker_one(taker *k, trainer *t, int64_t M, bool eval, int stage, bool local, pp_err *err) {
+    *k = (taker){.t = t, .eval = eval, .M = M, .stage = stage, .local = local};
     k->wait = calloc(pp_count(M), sizeof *k->wait);
     k->loss = calloc(pp_count(M), sizeof *k->loss);
     if (!k->wait || !k->loss) {
         free(k->wait), free(k->loss);
+        k->wait = NULL, k->loss = NULL;
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
     pthread_mutex_init(&k->mu, NULL);
@@ -460,9 +495,34 @@ static pp_status taker_init(taker *k, trainer *t, int64_t M, bool eval, pp_err *
 }
 
 static void taker_free(taker *k) {
+    for (int i = 0; i < k->n_sub; i++) taker_free(&k->sub[i]);
+    free(k->sub);
     for (int64_t j = 0; k->wait && j < k->M; j++) free(k->wait[j]);
     free(k->wait), free(k->loss);
-    pthread_mutex_destroy(&k->mu);
+    if (k->loss || k->wait) pthread_mutex_destroy(&k->mu);
+}
+
+static pp_status taker_init(taker *k, trainer *t, int64_t M, bool eval, pp_err *err) {
+    const pprt_plan *p = t->p;
+    PP_TRY(taker_one(k, t, M, eval, p->n_stages - 1, false, err));
+    int n = 0;
+    const int ns = p->n_stages + p->n_wstages;
+    for (int s = 0; !eval && s < ns; s++) n += p->stages[s].n_local > 0;
+    if (!n) return PP_OK;
+    if (!(k->sub = calloc((size_t)n, sizeof *k->sub))) {
+        taker_free(k);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    for (int s = 0; s < ns; s++)
+        if (p->stages[s].n_local) {
+            pp_status st = taker_one(&k->sub[k->n_sub], t, M, eval, s, true, err);
+            if (st != PP_OK) {
+                taker_free(k);
+                return st;
+            }
+            k->n_sub++;
+        }
+    return PP_OK;
 }
 
 /* The step's gradients averaged over its micro-batches (summed in their
@@ -473,6 +533,10 @@ static pp_status reduce_step(const trainer *t, const taker *k, int64_t step, dou
     const int M = t->o->accumulate;
     if (k->next != M) return PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d micro-batches reached the end",
                                      (long long)k->next, M);
+    for (int i = 0; i < k->n_sub; i++)
+        if (k->sub[i].next != M)
+            return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d handed over %lld of %d micro-batches' gradients",
+                           k->sub[i].stage, (long long)k->sub[i].next, M);
     const float *lv = k->loss;
     double sum = 0;
     *finite = true;
@@ -509,6 +573,155 @@ static pp_status reduce_step(const trainer *t, const taker *k, int64_t step, dou
             for (int64_t k = 0; k < t->ps[i].numel && !t->ps[i].running; k++) t->ps[i].g[k] *= c;
     }
     return PP_OK;
+}
+
+
+
+static bool is_root(const trainer *t) { return !t->o->dist || t->o->dist->rank == 0; }
+static bool is_leader(const trainer *t) { return !t->o->dist || t->o->dist->rank % t->o->dist->devices == 0; }
+
+/* The messages held back (taker.hold), folded in their order. */
+static void taker_release(taker *k) {
+    k->hold = false;
+    for (; k->next < k->M && k->wait[k->next]; k->next++) {
+        fold(k, k->next, k->wait[k->next]);
+        free(k->wait[k->next]), k->wait[k->next] = NULL;
+    }
+}
+
+/* Output i in device d's chain of sums (dist_run): device 0 carries the
+ * sink's outputs (the losses, the running statistics), each device its
+ * backward stage's device-local gradients. */
+static bool of_device(const trainer *t, int i, int d) {
+    const pprt_io *o = &t->p->outputs[i];
+    const pprt_stage *st = &t->p->stages[o->stage];
+    if (o->slot >= pprt_local_first(st)) return o->stage == 2 * t->p->train_devices - 1 - d;
+    return d == 0;
+}
+
+/* Device d's sums so far as one message: (device 0) the micro-batches'
+ * losses, then each of its weights' gradient sum (f32) and running
+ * statistic's fold (f64). */
+static size_t sums_bytes(const trainer *t, int d) {
+    size_t n = d == 0 ? (size_t)t->o->accumulate * sizeof(float) : 0;
+    for (int i = 0; i < t->n_params; i++)
+        if (of_device(t, t->ps[i].out, d))
+            n += (size_t)t->ps[i].numel * (t->ps[i].running ? sizeof(double) : sizeof(float));
+    return n;
+}
+
+static void sums_copy(const trainer *t, taker *k, int d, unsigned char *buf, bool pack) {
+    size_t off = d == 0 ? (size_t)t->o->accumulate * sizeof(float) : 0;
+    if (d == 0 && pack) memcpy(buf, k->loss, off);
+    else if (d == 0) memcpy(k->loss, buf, off);
+    for (int i = 0; i < t->n_params; i++) {
+        const param *q = &t->ps[i];
+        if (!of_device(t, q->out, d)) continue;
+        void *a = q->running ? (void *)q->r : (void *)q->g;
+        const size_t n = (size_t)q->numel * (q->running ? sizeof(double) : sizeof(float));
+        if (pack) memcpy(buf + off, a, n);
+        else memcpy(a, buf + off, n);
+        off += n;
+    }
+}
+
+/* The takers that fold device d's outputs: the sink's (device 0) and its
+ * backward stage's device-local one (NULL where it has none). */
+static void device_takers(taker *tk, int P, int d, taker *mine[2]) {
+    mine[0] = d == 0 ? tk : NULL, mine[1] = NULL;
+    for (int i = 0; i < tk->n_sub; i++)
+        if (tk->sub[i].stage == 2 * P - 1 - d) mine[1] = &tk->sub[i];
+}
+
+/* Rank 0 after the step: device d's whole sums from the last replica's
+ * rank of that device (d > 0, or R > 1), its takers complete. */
+static pp_status dist_gather(trainer *t, taker *tk, int d, unsigned char *buf, pp_err *err) {
+    const pprt_train_dist *D = t->o->dist;
+    const int M = t->o->accumulate;
+    PP_TRY(D->recv(D->ctx, (D->replicas - 1) * D->devices + d, buf, sums_bytes(t, d), err));
+    taker *mine[2];
+    device_takers(tk, D->devices, d, mine);
+    sums_copy(t, tk, d, buf, false);
+    for (int w = 0; w < 2; w++)
+        if (mine[w]) mine[w]->next = M;
+    return PP_OK;
+}
+
+/* One step on MPI ranks: replica r runs micro-batches [lo, hi) of it. Each
+ * device's outputs reach its own rank (device 0's the losses and the sink's
+ * outputs, every device its weights' gradients: pprt_stage.n_local); the
+ * rank of device d in replica r folds its micro-batches, in their order,
+ * onto the sum of [0, lo) from device d's rank in replica r-1 and passes
+ * the sum of [0, hi) on; the last replica's, of the whole step, go to rank
+ * 0, which then holds every device's. So the sums are added in micro-batch
+ * order, as on threads: a chain per device in replica order, not a
+ * reduction whose order MPI would choose, and the bits are one replica's. */
+static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t step, pprt_array *ins,
+                          const pprt_run_opts *run, taker *tk, pp_err *err) {
+    const pprt_train_dist *D = t->o->dist;
+    const int M = t->o->accumulate, R = D->replicas, r = D->replica, P = D->devices, d = D->rank % P;
+    const int lo = M * r / R, hi = M * (r + 1) / R;
+    if (is_leader(t)) {
+        fill_sets(t, &t->train, perm, ((int64_t)k * M + lo) * t->rows, hi - lo, ins);
+        feed_dropout_seed(t, ins, step, lo, hi - lo);
+    }
+    taker *mine[2];
+    device_takers(tk, P, d, mine);
+    for (int w = 0; w < 2; w++)
+        if (mine[w]) mine[w]->next = lo, mine[w]->hold = r > 0;
+    const pprt_output_hook hook = {tk, take, take_local};
+    pprt_run_opts ro = *run;
+    ro.take_outputs = &hook;
+    PP_TRY(D->run(D->ctx, t->p, ins, hi - lo, lo, &ro, err));
+    if (R == 1 && d == 0 && P == 1) return PP_OK;
+    size_t most = 0;
+    for (int e = 0; e < P; e++) most = sums_bytes(t, e) > most ? sums_bytes(t, e) : most;
+    unsigned char *buf = malloc(most ? most : 1);
+    if (!buf) return PP_FAIL(err, PP_ENOMEM, "out of memory for the step's sums");
+    pp_status s = PP_OK;
+    if (r > 0) {
+        s = D->recv(D->ctx, (r - 1) * P + d, buf, sums_bytes(t, d), err);
+        if (s == PP_OK) sums_copy(t, tk, d, buf, false);
+        for (int w = 0; s == PP_OK && w < 2; w++)
+            if (mine[w]) taker_release(mine[w]);
+    }
+    for (int w = 0; s == PP_OK && w < 2; w++)
+        if (mine[w] && mine[w]->next != hi)
+            s = PP_FAIL(err, PP_ERUNTIME, "internal: replica %d's micro-batches reached %lld on device %d, not %d", r,
+                        (long long)mine[w]->next, d, hi);
+    const bool last = r == R - 1;
+    if (s == PP_OK && !(last && D->rank == 0)) { /* rank 0 keeps a whole step's sums of its own (R == 1) */
+        sums_copy(t, tk, d, buf, true);
+        s = D->send(D->ctx, last ? 0 : (r + 1) * P + d, buf, sums_bytes(t, d), err);
+    }
+    for (int e = 0; s == PP_OK && D->rank == 0 && e < P; e++)
+        if (e > 0 || R > 1) s = dist_gather(t, tk, e, buf, err);
+    free(buf);
+    return s;
+}
+
+/* Rank 0's weights to every other rank (after each step, and at the start
+ * with head[] = the step and the updates a --resume starts from). */
+static pp_status sync_weights(trainer *t, int64_t head[2], pp_err *err) {
+    const pprt_train_dist *D = t->o->dist;
+    size_t n = 2 * sizeof(int64_t);
+    for (int i = 0; i < t->n_params; i++) n += (size_t)t->ps[i].numel * sizeof(float);
+    unsigned char *buf = malloc(n);
+    if (!buf) return PP_FAIL(err, PP_ENOMEM, "out of memory for the weights");
+    pp_status s = PP_OK;
+    if (D->rank != 0) s = D->recv(D->ctx, 0, buf, n, err);
+    size_t off = 2 * sizeof(int64_t);
+    if (D->rank == 0) memcpy(buf, head, off);
+    else memcpy(head, buf, off);
+    for (int i = 0; s == PP_OK && i < t->n_params; i++) {
+        const size_t b = (size_t)t->ps[i].numel * sizeof(float);
+        if (D->rank == 0) memcpy(buf + off, t->ps[i].w, b);
+        else memcpy(t->ps[i].w, buf + off, b);
+        off += b;
+    }
+    for (int q = 1; s == PP_OK && D->rank == 0 && q < D->size; q++) s = D->send(D->ctx, q, buf, n, err);
+    free(buf);
+    return s;
 }
 
 /* ---- checkpoints: DIR/state.json, then NAME.npy, NAME.m.npy, NAME.v.npy per weight ---------- */
@@ -616,51 +829,70 @@ static pp_status ckpt_read(trainer *t, const char *dir, int64_t *step, int64_t *
     return s;
 }
 
-/* ---- the schedule: which of a device's two stages runs which micro-batch when ------------ */
+/* ---- the schedule: which of a device's stages runs which micro-batch when ---------------- */
 
-/* Device d of replica r owns stages d (forward) and 2P-1-d (backward); one
- * of them runs at a time. 1F1B: the forward of micro-batch m waits until
- * the device has at most P-d-1 micro-batches whose backward is still to
- * come (so it keeps the activations of P-d of them, not M); GPipe: every
- * backward waits for the step's last forward on the device. */
+/* Device d of replica r owns stages d (forward, F) and 2P-1-d (backward,
+ * B), and in a zb-h1 plan its W stage 2P+d (the weight gradients); one of
+ * them runs at a time. A micro-batch is held on the device from its F until
+ * its last backward part (W where the device has one, else B). 1F1B: F
+ * waits until the device holds at most P-d-1 micro-batches (so it keeps the
+ * activations of P-d of them, not M); GPipe: every B waits for the step's
+ * last F on the device. Under both a W runs right after its B (F and B wait
+ * while one is owed): the order of an unsplit backward. ZB-H1 (Qi et al.,
+ * 2023): 1F1B's cap on F, but a W waits while the device has a B, or an F
+ * the cap lets in, waiting to run: the Ws fill the idle time, most of it in
+ * the cool-down, and the device holds no more micro-batches than 1F1B's. */
 typedef struct gate {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int P, R, schedule;
     int64_t M;
-    int64_t *f_in, *f_done, *b_done; /* [R x P] */
-    bool *busy;
-    bool stopped;
+    int64_t *f_in, *f_done, *b_done, *w_done; /* [R x P] */
+    int *wait_f, *wait_b;                     /* [R x P]: F, B waiting in gate_enter */
+    bool *busy, *has_w;                       /* [R x P], [P]: the device has a W stage with nodes */
+    int *held_peak;                           /* [P]: the most micro-batches a device held (all steps; not owned) */
+    bool stopped, ready;
 } gate;
+
+static bool gate_may(const gate *g, int kind, int d, int i, int64_t share) {
+    const int64_t owed = g->has_w[d] ? g->b_done[i] - g->w_done[i] : 0;
+    const int64_t held = g->f_in[i] - (g->has_w[d] ? g->w_done[i] : g->b_done[i]);
+    const bool f_cap = held < g->P - d, zb = g->schedule == PPRT_SCHED_ZBH1;
+    if (g->busy[i]) return false;
+    if (kind == 2) return !zb || (!g->wait_b[i] && !(g->wait_f[i] && f_cap));
+    if (!zb && owed > 0) return false;
+    if (kind == 0) return g->schedule == PPRT_SCHED_GPIPE || f_cap;
+    return g->schedule != PPRT_SCHED_GPIPE || g->f_done[i] == share;
+}
 
 static void gate_enter(void *ctx, int r, int stage, int64_t mb) {
     (void)mb;
     gate *g = ctx;
-    const bool fwd = stage < g->P;
-    const int d = fwd ? stage : 2 * g->P - 1 - stage, i = r * g->P + d;
+    const int kind = stage < g->P ? 0 : stage < 2 * g->P ? 1 : 2; /* F, B, W */
+    const int d = kind == 0 ? stage : kind == 1 ? 2 * g->P - 1 - stage : stage - 2 * g->P, i = r * g->P + d;
     const int64_t share = g->M * (r + 1) / g->R - g->M * r / g->R;
     pthread_mutex_lock(&g->mu);
-    for (;;) {
-        bool ok = !g->busy[i];
-        if (fwd && g->schedule == PPRT_SCHED_1F1B) ok = ok && g->f_in[i] - g->b_done[i] < g->P - d;
-        if (!fwd && g->schedule == PPRT_SCHED_GPIPE) ok = ok && g->f_done[i] == share;
-        if (ok || g->stopped) break;
-        pthread_cond_wait(&g->cv, &g->mu);
-    }
+    if (kind < 2) (kind ? g->wait_b : g->wait_f)[i]++;
+    while (!g->stopped && !gate_may(g, kind, d, i, share)) pthread_cond_wait(&g->cv, &g->mu);
+    if (kind < 2) (kind ? g->wait_b : g->wait_f)[i]--;
     g->busy[i] = true;
-    if (fwd) g->f_in[i]++;
+    if (kind == 0) {
+        g->f_in[i]++;
+        const int64_t held = g->f_in[i] - (g->has_w[d] ? g->w_done[i] : g->b_done[i]);
+        if (held > g->held_peak[d]) g->held_peak[d] = (int)held;
+    }
+    pthread_cond_broadcast(&g->cv); /* a W may wait on what is waiting */
     pthread_mutex_unlock(&g->mu);
 }
 
 static void gate_leave(void *ctx, int r, int stage, int64_t mb) {
     (void)mb;
     gate *g = ctx;
-    const bool fwd = stage < g->P;
-    const int i = r * g->P + (fwd ? stage : 2 * g->P - 1 - stage);
+    const int kind = stage < g->P ? 0 : stage < 2 * g->P ? 1 : 2;
+    const int d = kind == 0 ? stage : kind == 1 ? 2 * g->P - 1 - stage : stage - 2 * g->P, i = r * g->P + d;
     pthread_mutex_lock(&g->mu);
     g->busy[i] = false;
-    if (fwd) g->f_done[i]++;
-    else g->b_done[i]++;
+    (kind == 0 ? g->f_done : kind == 1 ? g->b_done : g->w_done)[i]++;
     pthread_cond_broadcast(&g->cv);
     pthread_mutex_unlock(&g->mu);
 }
@@ -673,35 +905,58 @@ static void gate_stop(void *ctx) {
     pthread_mutex_unlock(&g->mu);
 }
 
-static pp_status gate_init(gate *g, int P, int R, int schedule, int64_t M, pp_err *err) {
-    *g = (gate){.P = P, .R = R, .schedule = schedule, .M = M};
-    const size_t n = (size_t)P * (size_t)R;
-    g->f_in = calloc(n, sizeof *g->f_in), g->f_done = calloc(n, sizeof *g->f_done);
-    g->b_done = calloc(n, sizeof *g->b_done), g->busy = calloc(n, sizeof *g->busy);
-    if (!g->f_in || !g->f_done || !g->b_done || !g->busy) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    pthread_mutex_init(&g->mu, NULL);
-    pthread_cond_init(&g->cv, NULL);
+/* --schedule zb-h1 needs a plan with W stages (ppcc --train --schedule zb-h1); the other schedules run
+ * such a plan too, each W right after its B. */
+static pp_status check_schedule(const pprt_plan *p, const pprt_train_opts *o, pp_err *err) {
+    if (o->schedule_kind == PPRT_SCHED_ZBH1 && !p->n_wstages)
+        return PP_FAIL(err, PP_EINVAL, "--schedule zb-h1: the plan has no weight-gradient (W) stages to defer: compile "
+                       "it with ppcc --train --schedule zb-h1");
     return PP_OK;
 }
 
-static void gate_reset(gate *g) {
+static pp_status gate_init(gate *g, const pprt_plan *p, int R, int schedule, int64_t M, int *held_peak, pp_err *err) {
+    const int P = p->train_devices;
+    *g = (gate){.P = P, .R = R, .schedule = schedule, .M = M};
+    const size_t n = (size_t)P * (size_t)R;
+    g->f_in = calloc(n, sizeof *g->f_in), g->f_done = calloc(n, sizeof *g->f_done);
+    g->b_done = calloc(n, sizeof *g->b_done), g->w_done = calloc(n, sizeof *g->w_done);
+    g->wait_f = calloc(n, sizeof *g->wait_f), g->wait_b = calloc(n, sizeof *g->wait_b);
+    g->busy = calloc(n, sizeof *g->busy), g->has_w = calloc((size_t)P, sizeof *g->has_w);
+    g->held_peak = held_peak; /* the trainer's */
+    if (!g->f_in || !g->f_done || !g->b_done || !g->w_done || !g->wait_f || !g->wait_b || !g->busy || !g->has_w ||
+        !g->held_peak)
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int d = 0; d < p->n_wstages; d++) g->has_w[d] = p->stages[p->n_stages + d].n_nodes > 0;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    g->ready = true;
+    return PP_OK;
+}
+
+/* Before each run: its M micro-batches over R replicas (R at most gate_init's). */
+static void gate_reset(gate *g, int64_t M, int R) {
+    g->M = M, g->R = R;
     const size_t n = (size_t)g->P * (size_t)g->R;
     memset(g->f_in, 0, n * sizeof *g->f_in), memset(g->f_done, 0, n * sizeof *g->f_done);
-    memset(g->b_done, 0, n * sizeof *g->b_done), memset(g->busy, 0, n * sizeof *g->busy);
+    memset(g->b_done, 0, n * sizeof *g->b_done), memset(g->w_done, 0, n * sizeof *g->w_done);
+    memset(g->wait_f, 0, n * sizeof *g->wait_f), memset(g->wait_b, 0, n * sizeof *g->wait_b);
+    memset(g->busy, 0, n * sizeof *g->busy);
     g->stopped = false;
 }
 
 static void gate_free(gate *g) {
-    if (!g->busy) return;
-    pthread_mutex_destroy(&g->mu);
-    pthread_cond_destroy(&g->cv);
-    free(g->f_in), free(g->f_done), free(g->b_done), free(g->busy);
+    if (g->ready) {
+        pthread_mutex_destroy(&g->mu);
+        pthread_cond_destroy(&g->cv);
+    }
+    free(g->f_in), free(g->f_done), free(g->b_done), free(g->w_done), free(g->wait_f), free(g->wait_b);
+    free(g->busy), free(g->has_w);
 }
 
-/* The run's bubble over the devices: 1 - their busy time over P x R x wall. */
+/* The run's bubble over the devices: 1 - their busy time (W stages' too) over P x R x wall. */
 static double device_bubble(const pprt_stats *rs, int R) {
     double busy = 0;
-    for (int v = 0; v < rs->n_stages; v++) busy += rs->stages[v].busy_s;
+    for (int v = 0; v < rs->n_stages; v++) busy += rs->stages[v].busy_s + rs->stages[v].w_busy_s;
     const int P = rs->n_stages / 2;
     return rs->wall_s > 0 ? 1.0 - busy / ((double)P * R * rs->wall_s) : 0;
 }
@@ -713,24 +968,31 @@ static double device_bubble(const pprt_stats *rs, int R) {
 static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const pprt_run_opts *run, double *loss,
                            double *acc, pp_err *err) {
     const pprt_plan *p = t->p;
+    const pprt_train_dist *D = t->o->dist;
     const int64_t mbs = t->eval.n / t->rows;
     int64_t good = 0;
+    *loss = *acc = NAN;
+    if (D && D->replica != 0) return PP_OK; /* MPI: replica 0's ranks judge, rank 0 writes */
     double sum = 0;
-    for (int64_t k = 0; k < mbs; k += t->o->accumulate) {
-        const int M = (int)(mbs - k < t->o->accumulate ? mbs - k : t->o->accumulate);
+    /* MPI: replica 0 alone, a replica's share of a step at a time (the links hold no more under GPipe) */
+    const int R = D ? D->replicas : 1, chunk = (t->o->accumulate + R - 1) / R;
+    for (int64_t k = 0; k < mbs; k += chunk) {
+        const int M = (int)(mbs - k < chunk ? mbs - k : chunk);
         fill_sets(t, &t->eval, NULL, k * t->rows, M, ins);
-        feed_dropout_seed(t, ins, 0, M);
+        feed_dropout_seed(t, ins, 0, 0, M);
         taker tk;
         PP_TRY(taker_init(&tk, t, M, true, err));
         tk.labels = t->labels_in >= 0 ? ins[t->labels_in].data : NULL;
-        const pprt_output_hook hook = {&tk, take};
+        const pprt_output_hook hook = {&tk, take, take_local};
         pprt_stats rs = {0};
         pprt_run_opts ro = *run;
         ro.replicas = ro.replicas > M ? M : ro.replicas;
         ro.take_outputs = &hook;
-        pp_status s = pprt_run(p, ins, M, outs, &ro, &rs, err);
+        /* the gate counts this run's micro-batches (GPipe's backward waits for all M of them), not a step's */
+        if (ro.gate) gate_reset(ro.gate->ctx, M, D || ro.replicas < 1 ? 1 : ro.replicas);
+        pp_status s = D ? D->run(D->ctx, p, ins, M, 0, &ro, err) : pprt_run(p, ins, M, outs, &ro, &rs, err);
         free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
-        if (s == PP_OK && tk.next != M) s = PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d held-out micro-batches "
+        if (s == PP_OK && is_leader(t) && tk.next != M) s = PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d held-out micro-batches "
                                                      "reached the end", (long long)tk.next, M);
         if (s == PP_OK) {
             for (int j = 0; j < M; j++) sum += tk.loss[j];
@@ -752,38 +1014,50 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
                           pprt_array *outs, const pprt_run_opts *run, double *loss, double *norm, double *lr,
                           bool *finite, int64_t *updates, double *bubble, pp_err *err) {
     const pprt_train_opts *o = t->o;
-    fill_sets(t, &t->train, perm, k * o->accumulate * t->rows, o->accumulate, ins);
-    feed_dropout_seed(t, ins, step, o->accumulate);
+    if (!o->dist) {
+        fill_sets(t, &t->train, perm, k * o->accumulate * t->rows, o->accumulate, ins);
+        feed_dropout_seed(t, ins, step, 0, o->accumulate);
+    }
     pprt_stats rs = {0};
-    if (run->gate) gate_reset(run->gate->ctx);
+    if (run->gate) gate_reset(run->gate->ctx, o->accumulate, run->replicas > 1 ? run->replicas : 1);
     taker tk;
     PP_TRY(taker_init(&tk, t, o->accumulate, false, err));
-    const pprt_output_hook hook = {&tk, take};
+    const pprt_output_hook hook = {&tk, take, take_local};
     pprt_run_opts ro = *run;
     ro.take_outputs = &hook;
-    pp_status s = pprt_run(t->p, ins, o->accumulate, outs, &ro, &rs, err);
-    if (s == PP_OK) {
+    pp_status s = o->dist ? dist_run(t, perm, k, step, ins, run, &tk, err)
+                          : pprt_run(t->p, ins, o->accumulate, outs, &ro, &rs, err);
+    if (s == PP_OK && !o->dist) {
         *bubble = device_bubble(&rs, run->replicas > 1 ? run->replicas : 1);
         for (int v = 0; v < rs.n_stages && v < t->p->n_stages; v++) {
             t->busy[v] = rs.stages[v].busy_s;
             if (v < t->p->train_devices && rs.stages[v].stash_peak > t->stash_peak[v]) t->stash_peak[v] = rs.stages[v].stash_peak;
             if (v < t->p->train_devices && rs.stages[v].stash_bytes) t->stash_bytes[v] = rs.stages[v].stash_bytes;
+            if (v >= t->p->n_wstages) continue; /* zb-h1: device v's W stage */
+            t->busy[t->p->n_stages + v] = rs.stages[v].w_busy_s;
+            if (rs.stages[v].w_keep_peak > t->w_keep_peak[v]) t->w_keep_peak[v] = rs.stages[v].w_keep_peak;
+            t->w_keep_bytes[v] = rs.stages[v].w_keep_bytes;
         }
     }
     free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
-    /* the step's executors, links and stash are gone (each step starts the pipeline afresh): give their
-     * pages back, or the heap's free space adds 30-50 MB to the peak by the third step of ResNet-18 */
+    /* the step's executors, links and stash are gone (each step starts the pipeline afresh): their large
+     * buffers wait in the pool for the next step's, those no step took go back (pool.h); the heap's
+     * smaller free space goes back too, or it adds 30-50 MB to the peak by the third step of ResNet-18 */
+    pprt_pool_trim();
     malloc_trim(0);
-    if (s == PP_OK) s = reduce_step(t, &tk, step, loss, norm, finite, err);
+    /* MPI: rank 0 steps the optimizer and sends every rank the weights */
+    if (s == PP_OK && is_root(t)) s = reduce_step(t, &tk, step, loss, norm, finite, err);
     taker_free(&tk);
     *lr = lr_at(o, step, total);
-    if (s == PP_OK && *finite) {
+    if (s == PP_OK && is_root(t) && *finite) {
         ++*updates;
         for (int i = 0; i < t->n_params; i++) {
             if (t->ps[i].running) update_running(&t->ps[i]);
             else update(o, &t->ps[i], *lr, *updates);
         }
     }
+    int64_t head[2] = {step, *updates};
+    if (s == PP_OK && o->dist) s = sync_weights(t, head, err);
     for (int i = 0; i < t->p->n_outputs; i++) free(outs[i].data), outs[i].data = NULL;
     return s;
 }
@@ -805,11 +1079,14 @@ static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array
     if (o->eval_dir && t->eval.n < t->rows)
         return PP_FAIL(err, PP_EINVAL, "--eval %s has %lld samples, fewer than one micro-batch of %lld", o->eval_dir,
                        (long long)t->eval.n, (long long)t->rows);
-    t->busy = calloc(pp_count(p->n_stages), sizeof *t->busy);
-    t->stash_peak = calloc(pp_count(p->train_devices), sizeof *t->stash_peak);
-    t->stash_bytes = calloc(pp_count(p->train_devices), sizeof *t->stash_bytes);
-    if (!t->busy || !t->stash_peak || !t->stash_bytes) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-        *ins = calloc(pp_count(p->n_inputs), sizeof **ins);
+    const size_t D = pp_count(p->train_devices);
+    t->busy = calloc(pp_count(p->n_stages + p->n_wstages), sizeof *t->busy);
+    t->stash_peak = calloc(D, sizeof *t->stash_peak), t->stash_bytes = calloc(D, sizeof *t->stash_bytes);
+    t->held_peak = calloc(D, sizeof *t->held_peak), t->w_keep_peak = calloc(D, sizeof *t->w_keep_peak);
+    t->w_keep_bytes = calloc(D, sizeof *t->w_keep_bytes);
+    if (!t->busy || !t->stash_peak || !t->stash_bytes || !t->held_peak || !t->w_keep_peak || !t->w_keep_bytes)
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    *ins = calloc(pp_count(p->n_inputs), sizeof **ins);
     *outs = calloc(pp_count(p->n_outputs), sizeof **outs);
     *perm = malloc(pp_count(t->train.n) * sizeof **perm);
     if (!*ins || !*outs || !*perm) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -830,6 +1107,10 @@ static void log_end(pp_json *js, const trainer *t, const pprt_train_stats *st) {
         pp_json_add_number(js, r, "stash_peak", t->stash_peak[d]);
         pp_json_add_number(js, r, "stash_bytes", (double)t->stash_bytes[d]);
         pp_json_add_number(js, r, "stash_peak_bytes", (double)t->stash_bytes[d] * t->stash_peak[d]);
+        pp_json_add_number(js, r, "held_peak", t->held_peak[d]);
+        if (!t->p->n_wstages) continue;
+        pp_json_add_number(js, r, "w_keep_peak", t->w_keep_peak[d]);
+        pp_json_add_number(js, r, "w_keep_bytes", (double)t->w_keep_bytes[d]);
     }
     pp_json_add_number(js, js->root, "peak_rss", (double)pprt_peak_rss());
     pp_json_add_number(js, js->root, "wall_s", st->wall_s);
@@ -849,10 +1130,14 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     pprt_array *ins = NULL, *outs = NULL;
     int64_t *perm = NULL, done = 0, updates = 0;
     pp_status s = setup(&t, dir, &ins, &outs, &perm, err);
-    if (s == PP_OK && o->resume) s = ckpt_read(&t, o->resume, &done, &updates, err);
+    const bool root = is_root(&t); /* MPI: rank 0 reads and writes the files */
+    if (s == PP_OK && o->resume && root) s = ckpt_read(&t, o->resume, &done, &updates, err);
+    int64_t head[2] = {done, updates};
+    if (s == PP_OK && o->dist && o->resume) s = sync_weights(&t, head, err);
+    done = head[0], updates = head[1];
     pp_json js = {0};
     cJSON *steps_js = NULL, *epochs_js = NULL;
-    if (s == PP_OK && (o->log_json || o->curves)) {
+    if (s == PP_OK && root && (o->log_json || o->curves)) {
         cJSON *root = pp_json_begin_format(&js, "pprt-train-log", 1);
         pp_json_add_number(&js, root, "rows", (double)t.rows);
         pp_json_add_number(&js, root, "accumulate", o->accumulate);
@@ -867,11 +1152,12 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     const int R = run->replicas > 1 ? run->replicas : 1;
     const int64_t per_rep = (o->accumulate + R - 1) / R;
     const int64_t need = o->schedule_kind == PPRT_SCHED_GPIPE ? per_rep + 1 : p->train_devices + 1;
+    if (s == PP_OK) s = check_schedule(p, o, err);
     if (ro.depth < need) ro.depth = (int)need;
     gate gt = {0};
     pprt_gate hook = {.ctx = &gt, .enter = gate_enter, .leave = gate_leave, .stop = gate_stop};
     if (s == PP_OK && o->schedule_kind != PPRT_SCHED_FLOW) {
-        s = gate_init(&gt, p->train_devices, R, o->schedule_kind, o->accumulate, err);
+        s = gate_init(&gt, p, R, o->schedule_kind, o->accumulate, t.held_peak, err);
         ro.gate = &hook;
     }
     double bubble_sum = 0;
@@ -882,6 +1168,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
                     (long long)done, (long long)total);
     const double t0 = pprt_now_s();
     double shown = 0; /* when progress was last printed: at most a line a second, and the last step */
+    pprt_pool_keep(true); /* each step's large buffers are the last step's again (pool.h) */
     for (int64_t step = done + 1; s == PP_OK && step <= total; step++) {
         const int64_t epoch = (step - 1) / per_epoch, k = (step - 1) % per_epoch;
         if (k == 0 || step == done + 1) order(perm, t.train.n, o->seed, epoch, o->shuffle);
@@ -908,9 +1195,9 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             pp_json_add_number(&js, r, "bubble", bubble);
             pp_json_add_bool(&js, r, "skipped", !finite);
             cJSON *b = pp_json_add_array(&js, r, "stage_busy_s");
-            for (int v = 0; v < p->n_stages; v++) pp_json_add_round(&js, b, NULL, t.busy[v], 6);
+            for (int v = 0; v < p->n_stages + p->n_wstages; v++) pp_json_add_round(&js, b, NULL, t.busy[v], 6);
         }
-        if (o->progress && !o->quiet && (step == total || step == done + 1 || now - shown >= 1.0)) {
+        if (root && o->progress && !o->quiet && (step == total || step == done + 1 || now - shown >= 1.0)) {
             shown = now;
             const double el = now - t0, eta = el / (double)(step - done) * (double)(total - step);
             fprintf(stderr, "step %lld/%lld (epoch %lld): loss %.6f, lr %.3g, grad norm %.4g, %.1f samples/s, ETA %.0f s\n",
@@ -926,19 +1213,21 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             pp_json_add_number(&js, r, "step", (double)step);
             pp_json_add_number(&js, r, "eval_loss", el);
             pp_json_add_number(&js, r, "eval_accuracy", acc);
-            if (!o->quiet) fprintf(stderr, "epoch %lld: held-out loss %.6f, accuracy %.4f\n", (long long)epoch + 1, el, acc);
+            if (root && !o->quiet) fprintf(stderr, "epoch %lld: held-out loss %.6f, accuracy %.4f\n", (long long)epoch + 1, el, acc);
         }
-        if (o->checkpoint && o->save_every > 0 && (step % o->save_every == 0 || step == total))
+        if (root && o->checkpoint && o->save_every > 0 && (step % o->save_every == 0 || step == total))
             s = ckpt_write(&t, o->checkpoint, step, updates, err);
     }
+    pprt_pool_keep(false);
     st->wall_s = pprt_now_s() - t0;
     st->bubble = st->steps ? bubble_sum / (double)st->steps : 0;
-    st->bubble_formula = (double)(p->train_devices - 1) / ((double)per_rep + p->train_devices - 1);
+    st->bubble_formula = (double)(p->train_devices - 1) /
+                         ((o->schedule_kind == PPRT_SCHED_ZBH1 ? 3.0 : 1.0) * (double)per_rep + p->train_devices - 1);
     gate_free(&gt);
-    if (s == PP_OK && o->save_dir) s = write_weights(&t, o->save_dir, err);
+    if (s == PP_OK && root && o->save_dir) s = write_weights(&t, o->save_dir, err);
     if (s == PP_OK && js.root) log_end(&js, &t, st);
-    if (s == PP_OK && o->curves) s = pprt_curves_write(o->curves, js.root, err);
-    if (s == PP_OK && o->log_json) s = pp_json_write(&js, o->log_json, true, err);
+    if (s == PP_OK && root && o->curves) s = pprt_curves_write(o->curves, js.root, err);
+    if (s == PP_OK && root && o->log_json) s = pp_json_write(&js, o->log_json, true, err);
     else pp_json_free(&js);
     for (int i = 0; ins && i < p->n_inputs; i++) free(ins[i].data);
     free(ins);

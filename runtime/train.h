@@ -23,7 +23,34 @@ typedef enum { PPRT_LR_CONSTANT = 0, PPRT_LR_COSINE = 1 } pprt_lr_schedule;
  * while fewer than P - d micro-batches await their backward on device d),
  * GPipe (every forward of the step, then every backward), or as the data
  * comes (the two stages of a device run at once, as two devices'). */
-typedef enum { PPRT_SCHED_1F1B = 0, PPRT_SCHED_GPIPE = 1, PPRT_SCHED_FLOW = 2 } pprt_schedule;
+/* zb-h1: a plan compiled with ppcc --train --schedule zb-h1 (its W stages deferred into the idle time) */
+typedef enum { PPRT_SCHED_1F1B = 0, PPRT_SCHED_GPIPE = 1, PPRT_SCHED_FLOW = 2, PPRT_SCHED_ZBH1 = 3 } pprt_schedule;
+
+/* Training on MPI ranks (comm/train_mpi.c; NULL in pprt_train_opts.dist:
+ * threads). Rank r runs device r % P of replica r / P (P = the plan's
+ * devices): both of the device's stages, on two threads, its stash between
+ * them in the process. Replica k takes micro-batches [M k / R, M (k+1) / R)
+ * of each step; device 0 of each replica (its "leader") holds the
+ * pipeline's ends, so its sink receives the loss and every gradient of its
+ * micro-batches. The replicas' sums go round in replica order (train.c):
+ * leader k folds its micro-batches onto leader k-1's partial sum, in
+ * micro-batch order, and passes it on; rank 0 gets the whole step's sum
+ * from the last leader, steps the optimizer and sends every rank the new
+ * weights. */
+typedef struct pprt_train_dist {
+    void *ctx;
+    int rank, size;     /* this rank, the ranks */
+    int devices;        /* P: the ranks of one replica */
+    int replica, replicas;
+    /* This rank's two stages through one run of M micro-batches: on a
+     * leader `ins` are its micro-batches and o->take_outputs gets its
+     * sink's messages, tagged from mb0. Every rank of the replica calls it. */
+    pp_status (*run)(void *ctx, const pprt_plan *p, const pprt_array *ins, int64_t M, int64_t mb0,
+                     const pprt_run_opts *o, pp_err *err);
+    /* Blocking transfers of training's own messages to and from a rank. */
+    pp_status (*send)(void *ctx, int rank, const void *buf, size_t bytes, pp_err *err);
+    pp_status (*recv)(void *ctx, int rank, void *buf, size_t bytes, pp_err *err);
+} pprt_train_dist;
 
 typedef struct pprt_train_opts {
     int64_t epochs;       /* passes over the data (used when steps is 0) */
@@ -50,6 +77,7 @@ typedef struct pprt_train_opts {
     const char *resume;   /* a checkpoint to go on from: the run continues bit for bit as if never stopped */
     bool quiet;
     bool progress;        /* a line per step on stderr (or every so many) */
+    const pprt_train_dist *dist; /* MPI ranks (above); NULL: threads */
 } pprt_train_opts;
 
 void pprt_train_opts_init(pprt_train_opts *o);

@@ -212,7 +212,7 @@ static const pp_opt train_rows[] = {
     {"--accumulate", PP_OPT_INT, "M", F(train_opts.accumulate), 1, 1 << 20, NULL, "a count 1..2^20", "1",
      "micro-batches (of the plan's rows each) per step, in flight together; their gradients averaged", 0, 0, NULL,
      NULL, NULL},
-    {"--schedule", PP_OPT_WORD, "S", F(train_opts.schedule_kind), 0, 0, "1f1b|gpipe|flow", NULL, "1f1b",
+    {"--schedule", PP_OPT_WORD, "S", F(train_opts.schedule_kind), 0, 0, "1f1b|gpipe|flow|zb-h1", NULL, "1f1b",
      "how a device orders its forward and backward stage: 1f1b (a device keeps the activations of at most as many "
      "micro-batches as devices from it to the last), gpipe (all forwards of a step, then all backwards), flow (both "
      "stages of a device at once, as the data comes)", 0, 0, NULL, NULL, NULL},
@@ -398,6 +398,9 @@ static void print_info(const pprt_plan *p) {
         printf("a gradient plan (ppcc --train) for %d device%s: stages s and %d-s are the forward and the "
                "backward of one device's ops\n", p->train_devices, p->train_devices == 1 ? "" : "s",
                2 * p->train_devices - 1);
+    if (p->n_wstages)
+        printf("split for --schedule zb-h1: stage %d+d is device d's weight gradients (W), off the chain of stages, on "
+               "what its backward stage keeps for it\n", p->n_stages);
     if (p->batch_mixing)
         printf("mixes samples across the batch axis (compiled with --allow-batch-mixing): %s\n",
                p->batch_mixing);
@@ -411,8 +414,9 @@ static void print_info(const pprt_plan *p) {
     for (int i = 0; i < p->n_outputs; i++)
         printf("output %d: %s %s %s\n", i, p->outputs[i].name, pp_dtype_name(p->outputs[i].dtype),
                pp_shape_str(&p->outputs[i].shape, sh, sizeof sh));
-    for (int s = 0; s < p->n_stages; s++) {
+    for (int s = 0; s < p->n_stages + p->n_wstages; s++) {
         const pprt_stage *st = &p->stages[s];
+        if (s >= p->n_stages) printf("W of device %d: ", s - p->n_stages);
         printf("stage %d: %d ops, %.4f GFLOP, weights %.3f MB, arena %.3f MB, in %.3f MB, out %.3f MB", s,
                st->n_nodes, st->flops / 1e9, (double)st->weight_bytes / 1e6, (double)st->arena_bytes / 1e6,
                (double)st->in.bytes / 1e6, (double)st->out.bytes / 1e6);
@@ -768,19 +772,24 @@ static void fit_threads(pprt_cli *c, const pprt_driver *d, const pprt_plan *p, b
 }
 
 /* The driver ends the run (printing a failure); -v adds where it began. */
-/* --epochs / --steps: train the plan (runtime/train.c) on the threaded driver. */
-static pp_status train(pprt_cli *c, const pprt_plan *p, bool ranks, pp_err *err) {
-    if (ranks) return PP_FAIL(err, PP_EUNSUP, "training runs on threads for now, not under mpirun");
+/* --epochs / --steps: train the plan (runtime/train.c) on threads, or under mpirun on the ranks
+ * (comm/train_mpi.c). */
+static pp_status train(pprt_cli *c, pprt_driver *d, const pprt_plan *p, bool ranks, pp_err *err) {
     if (!p->train_devices)
         return PP_FAIL(err, PP_EINVAL, "%s is not a training plan (--epochs and --steps train a plan compiled with "
                        "ppcc --train)", c->plan);
     c->train_opts.labels = c->labels;
-    c->train_opts.quiet = c->quiet;
-    c->train_opts.progress = !c->quiet;
+    c->train_opts.quiet = c->quiet || (ranks && !d->ops->writes_outputs(d)); /* under mpirun rank 0 reports */
+    c->train_opts.progress = !c->train_opts.quiet;
+    static pprt_train_dist dist;
+    if (ranks && d->ops->train) {
+        PP_TRY(d->ops->train(d, p, &c->train_opts, &c->run, &dist, err));
+        c->train_opts.dist = &dist;
+    }
     c->run.quiet = true;
     pprt_train_stats ts;
     PP_TRY(pprt_train(p, c->data, &c->train_opts, &c->run, &ts, err));
-    if (!c->quiet) {
+    if (!c->train_opts.quiet) {
         printf("trained %lld step%s (%lld samples) in %.2f s: loss %.6f at the first step, %.6f at the last",
                (long long)ts.steps, ts.steps == 1 ? "" : "s", (long long)ts.samples, ts.wall_s, ts.first_loss,
                ts.last_loss);
@@ -788,8 +797,10 @@ static pp_status train(pprt_cli *c, const pprt_plan *p, bool ranks, pp_err *err)
         printf("\n");
         if (c->train_opts.eval_dir)
             printf("held-out: loss %.6f, accuracy %.4f\n", ts.eval_loss, ts.eval_accuracy);
-        printf("bubble: %.1f%% of the devices' time idle (the schedule's formula (P-1)/(M+P-1): %.1f%%)\n",
-               100 * ts.bubble, 100 * ts.bubble_formula);
+        if (!ranks) /* the ranks do not gather their stages' busy time yet */
+            printf("bubble: %.1f%% of the devices' time idle (the schedule's formula %s: %.1f%%)\n", 100 * ts.bubble,
+                   c->train_opts.schedule_kind == PPRT_SCHED_ZBH1 ? "(P-1)/(3M+P-1), F = B = W" : "(P-1)/(M+P-1)",
+                   100 * ts.bubble_formula);
         if (c->train_opts.save_dir) printf("weights: %s/\n", c->train_opts.save_dir);
     }
     return PP_OK;
@@ -864,7 +875,7 @@ int main(int argc, char **argv) {
     }
     if (s == PP_OK) fit_threads(&c, d, p, launcher != NULL);
     if (s == PP_OK && c.train) {
-        s = train(&c, p, launcher != NULL, &err);
+        s = train(&c, d, p, launcher != NULL, &err);
         free(npys), free(src), free(ins), free(outs);
         pprt_plan_free(p);
         return finish(&c, d, s, &err);

@@ -72,5 +72,13 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
  * their acknowledgements and ends the process. The caller prints nothing. */
 int pprt_mpi_finish(pprt_mpi *m, pp_status s, const pp_err *err);
 
+/* Training (train_mpi.c): after pprt_mpi_bind on a ppcc --train plan (a
+ * rank per device of each replica), the plan and options compared across
+ * the ranks, and *out set up for pprt_train (train.h). */
+struct pprt_train_opts;
+struct pprt_train_dist;
+pp_status pprt_train_mpi(pprt_mpi *m, const pprt_plan *p, const struct pprt_train_opts *o, const pprt_run_opts *ro,
+                         struct pprt_train_dist *out, pp_err *err);
+
 #endif
 #endif

@@ -32,6 +32,11 @@ static pp_status mpi_run(pprt_driver *d, const pprt_plan *p, const pprt_array *i
     return pprt_run_mpi(M(d), p, inputs, n, outputs, o, stats, err);
 }
 
+static pp_status mpi_train(pprt_driver *d, const pprt_plan *p, const struct pprt_train_opts *o,
+                           const pprt_run_opts *ro, struct pprt_train_dist *out, pp_err *err) {
+    return pprt_train_mpi(M(d), p, o, ro, out, err);
+}
+
 static void mpi_describe(const pprt_driver *d, const pprt_plan *p, FILE *f) {
     const int r = ((const mpi_driver *)d)->replicas;
     fprintf(f, "mpi: %d ranks, %d replica%s of %d stage%s (busy summed over replicas, utilization and bubble "
@@ -53,6 +58,7 @@ static const pprt_driver_ops mpi_ops = {
     .writes_outputs = mpi_writes,
     .cores = mpi_cores,
     .run = mpi_run,
+    .train = mpi_train,
     .describe = mpi_describe,
     .finish = mpi_finish,
 };

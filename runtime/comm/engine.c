@@ -662,16 +662,19 @@ pp_status pprt_mpi_start(int *argc, char ***argv, const pprt_mpi_opts *o, pprt_m
 }
 
 pp_status pprt_mpi_bind(pprt_mpi *m, const pprt_plan *p, pp_err *err) {
-    int K = p->n_stages, R = m->replicas;
+    /* a training plan (ppcc --train): a rank per device, which runs the device's forward and backward
+     * stage (comm/train_mpi.c); rank 0 (device 0 of replica 0, the pipeline's both ends) writes */
+    const bool train = p->train_devices > 0;
+    int K = train ? p->train_devices : p->n_stages, R = m->replicas;
     if ((int64_t)K * R != m->size)
-        return PP_FAIL(err, PP_EINVAL, "the plan has %d stage%s and --replicas is %d, so mpirun -np "
-                       "must be %d (stages x replicas); it started %d rank%s", K, K == 1 ? "" : "s", R,
-                       K * R, m->size, m->size == 1 ? "" : "s");
+        return PP_FAIL(err, PP_EINVAL, "the plan has %d %s%s and --replicas is %d, so mpirun -np "
+                       "must be %d (%s x replicas); it started %d rank%s", K, train ? "device" : "stage",
+                       K == 1 ? "" : "s", R, K * R, train ? "devices" : "stages", m->size, m->size == 1 ? "" : "s");
     pthread_mutex_lock(&m->mu);
     m->stages = K;
     m->stage = m->rank % K;
     m->replica = m->rank / K;
-    m->writer = K - 1;
+    m->writer = train ? 0 : K - 1;
     pthread_mutex_unlock(&m->mu);
     return PP_OK;
 }

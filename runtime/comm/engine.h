@@ -18,8 +18,9 @@
 
 /* Message tags: control messages, boundary messages, replica input shares,
  * replica output shares, statistics, timelines (pprt --trace), the emulated
- * NCCL's transfers (p2p_emu.c). */
-enum { PPRT_TAG_CTRL = 7101, PPRT_TAG_DATA, PPRT_TAG_IN, PPRT_TAG_OUT, PPRT_TAG_STATS, PPRT_TAG_TRACE, PPRT_TAG_P2P };
+ * NCCL's transfers (p2p_emu.c), training's sums and weights. */
+enum { PPRT_TAG_CTRL = 7101, PPRT_TAG_DATA, PPRT_TAG_IN, PPRT_TAG_OUT, PPRT_TAG_STATS, PPRT_TAG_TRACE, PPRT_TAG_P2P,
+       PPRT_TAG_TRAIN /* training (train_mpi.c): the replicas' gradient sums, the weights after a step */ };
 
 #define PPRT_P2P_ID 128 /* bytes of a transport's id (ncclUniqueId) */
 
@@ -39,6 +40,8 @@ enum {
                        * from rank 0, everybody's are: start the timed run */
     PPRT_CTRL_DEV,    /* to the writer after set-up: a[0] 1 = a device stage, a[1], a[2] its compute
                        * capability, a[3] its SMs, text its name, text + 128 its libraries */
+    PPRT_CTRL_TRAIN,  /* training (train_mpi.c): to rank 0, a[] the training options every rank must
+                       * share; from rank 0, they agree */
 };
 
 /* Every control message has this fixed size (640 bytes). */
@@ -122,6 +125,11 @@ bool pprt_mpi_wait_until(pprt_mpi *m, pprt_mpi_req *r, double deadline);
 pp_status pprt_mpi_send_ctrl(pprt_mpi *m, int peer, int type, const pprt_ctrl *body, pp_err *err);
 /* Block until a control message of `type` from `src` arrives. */
 pp_status pprt_mpi_wait_ctrl(pprt_mpi *m, int type, int src, pprt_ctrl *out, const char *what, pp_err *err);
+
+/* The plan and the agreed options (pprt_mpi_opts.agree) the same on every
+ * rank, and --depth, --replicas: rank 0 checks every rank's hello
+ * (sched_mpi.c; training's start, train_mpi.c). */
+pp_status pprt_mpi_agree(pprt_mpi *m, const pprt_plan *p, int depth, pp_err *err);
 
 /* ---- the MPI channel (chan_mpi.c) ------------------------------------------ */
 

@@ -95,7 +95,7 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
     }
     /* rank 0: the data, then every rank's hello */
     if (*n < 1) return PP_FAIL(err, PP_EINVAL, "no samples to run");
-    for (int i = 0; i < p->n_inputs; i++)
+    for (int i = 0; inputs && i < p->n_inputs; i++)
         if (inputs[i].n != *n)
             return PP_FAIL(err, PP_EINVAL, "input '%s' has %lld samples, expected %lld like the first",
                            p->inputs[i].name, (long long)inputs[i].n, (long long)*n);
@@ -142,6 +142,14 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
     free(hosts);
     free(ids);
     return s;
+}
+
+/* Training (train_mpi.c): the same plan and the agreed options on every
+ * rank, checked by rank 0 as for a run (no data yet: no inputs to check). */
+pp_status pprt_mpi_agree(pprt_mpi *m, const pprt_plan *p, int depth, pp_err *err) {
+    int64_t n = 1;
+    bool same_host;
+    return handshake(m, p, NULL, &n, depth, &same_host, err);
 }
 
 /* Writer's clock minus this rank's: 0 on the writer's host (CLOCK_MONOTONIC is
@@ -496,9 +504,10 @@ pp_status pprt_run_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_array *inputs
     if (o->depth < 1) return PP_FAIL(err, PP_EINVAL, "--depth must be >= 1, got %d", o->depth);
     if (o->warmup < 0) return PP_FAIL(err, PP_EINVAL, "--warmup must be >= 0, got %d", o->warmup);
     for (int d = 0; d < p->train_devices; d++)
-        if (p->stages[d].n_stash)
+        if (p->stages[d].n_stash || p->stages[2 * p->train_devices - 1 - d].n_local)
             return PP_FAIL(err, PP_EUNSUP, "a training plan (ppcc --train) runs on threads for now: under mpirun a "
-                           "device's forward and backward stage would be two ranks, and its stash cannot cross");
+                           "device's forward and backward stage would be two ranks, and neither its stash nor its "
+                           "device-local gradients can cross");
     const bool writer = m->rank == m->writer;
     bool same_host = true;
     double off = 0;

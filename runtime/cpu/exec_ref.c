@@ -8,6 +8,7 @@
 #include "../backend.h"
 #include "../kernels.h"
 #include "../nodes.h"
+#include "../pool.h"
 
 struct pprt_exec {
     const pprt_plan *p;
@@ -36,7 +37,7 @@ static pp_status ref_create(const pprt_plan *p, const pprt_stage *st, const pprt
     void *arena = NULL;
     pp_err e = {0};
     if (!x->ptr || pprt_node_runner_init(&x->nodes, p, st, x->ptr, &e) != PP_OK ||
-        posix_memalign(&arena, 64, st->arena_bytes ? st->arena_bytes : 64) != 0) {
+        !(arena = pprt_pool_alloc(st->arena_bytes))) {
         pprt_node_runner_free(&x->nodes);
         free(x->ptr);
         free(x);
@@ -99,7 +100,7 @@ static pp_status ref_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err
 static void ref_destroy(pprt_exec *x) {
     if (!x) return;
     pprt_node_runner_free(&x->nodes);
-    free(x->arena);
+    pprt_pool_free(x->arena);
     free(x->ptr);
     free(x);
 }

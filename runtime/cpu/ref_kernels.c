@@ -21,6 +21,7 @@
 #include "ref.h"
 #include "../../ir/geom.h"
 #include "../../ir/op_fns.h"
+#include "../pool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -37,10 +38,10 @@ void *pprt_scratch_get(pprt_scratch *s, size_t n) {
     cap &= ~(size_t)63; /* aligned_alloc wants a multiple of the alignment */
     /* Grow-only; the old contents need not survive, so free first to keep
      * the peak low. */
-    free(s->p);
+    pprt_pool_free(s->p);
     s->p = NULL;
     s->cap = 0;
-    void *p = aligned_alloc(64, cap);
+    void *p = pprt_pool_alloc(cap);
     if (!p) return NULL;
     s->p = p;
     s->cap = cap;
@@ -49,7 +50,7 @@ void *pprt_scratch_get(pprt_scratch *s, size_t n) {
 
 void pprt_scratch_free(pprt_scratch *s) {
     if (!s) return;
-    free(s->p);
+    pprt_pool_free(s->p);
     s->p = NULL;
     s->cap = 0;
 }

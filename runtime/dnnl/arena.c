@@ -6,6 +6,7 @@
 
 #include "../../ir/pack.h"
 #include "dnnl_exec.h"
+#include "../pool.h"
 
 /* The arena: every activation gets its bytes for the nodes from its birth
  * to its last reader (absorbed intermediates get none); an output that
@@ -49,8 +50,8 @@ pp_status dn_plan_arena(pprt_exec *x, pp_err *err) {
     }
     size_t total;
     if ((r = pp_pack(packed, ng, 64, PP_PACK_FIRST_FIT, &total, err)) != PP_OK) goto out;
-    void *arena = NULL;
-    if (posix_memalign(&arena, 64, total ? total : 64) != 0) {
+    void *arena = pprt_pool_alloc(total);
+    if (!arena) {
         r = PP_FAIL(err, PP_ENOMEM, "cannot allocate a %zu-byte arena", total);
         goto out;
     }

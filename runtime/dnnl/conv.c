@@ -490,15 +490,15 @@ static int uf_find(int *par, int i) {
     return i;
 }
 
-/* Over the whole plan (every stage: a tensor crossing a cut is one name in
- * both), the nodes joined by the activation tensors between them; a group
+/* Over the whole plan (every stage, a zb-h1 plan's W stages too: a tensor
+ * crossing a cut is one name in both), the nodes joined by the activation tensors between them; a group
  * that any other op touches (a Transpose to channels-last, a MatMul, a
  * LayerNormalization, a Reshape...) keeps oneDNN's own choices. A global
  * pool's output does not join its group (a [N, C, 1, 1] tensor's layout
  * costs nothing to convert). */
 pp_status dn_conv_blocked_nodes(const pprt_plan *p, const pprt_stage *st, bool *out, pp_err *err) {
     int total = 0, refs = 0, base = 0;
-    for (int s = 0; s < p->n_stages; s++) {
+    for (int s = 0; s < p->n_stages + p->n_wstages; s++) {
         if (p->stages[s].index == st->index) base = total;
         total += p->stages[s].n_nodes;
         for (int i = 0; i < p->stages[s].n_nodes; i++) refs += p->stages[s].nodes[i].n_in + p->stages[s].nodes[i].n_out;
@@ -512,7 +512,7 @@ pp_status dn_conv_blocked_nodes(const pprt_plan *p, const pprt_stage *st, bool *
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
     int nr = 0, g = 0;
-    for (int s = 0; s < p->n_stages; s++) {
+    for (int s = 0; s < p->n_stages + p->n_wstages; s++) {
         const pprt_stage *q = &p->stages[s];
         for (int i = 0; i < q->n_nodes; i++, g++) {
             const pprt_node *n = &q->nodes[i];

@@ -83,6 +83,7 @@
 
 #include "headroom.h"
 #include "../isa.h"
+#include "../pool.h"
 #include "kernels/pwconv.h"
 #include "kernels/rnn_gemm.h"
 #include "kernels/silu.h"
@@ -204,7 +205,7 @@ void dn_rollback(pprt_exec *x, mark m) {
         if (x->steps.a[i].drop) x->steps.a[i].drop(x->steps.a[i].ctx);
     }
     for (int i = m.mems; i < x->mems.n; i++) dnnl_memory_destroy(x->mems.a[i]);
-    for (int i = m.owned; i < x->owned.n; i++) free(x->owned.a[i]);
+    for (int i = m.owned; i < x->owned.n; i++) pprt_pool_free(x->owned.a[i]);
     dn_wshare_release(x, m.wrefs);
     x->steps.n = m.steps, x->mems.n = m.mems, x->binds.n = m.binds, x->patches.n = m.patches,
     x->owned.n = m.owned, x->abinds.n = m.abinds;
@@ -223,11 +224,11 @@ static void reset_tensor(pprt_exec *x, int tid) {
 
 static void teardown(pprt_exec *x) {
     dn_rollback(x, (mark){0, 0, 0, 0, 0, 0, 0});
-    free(x->arena);
+    pprt_pool_free(x->arena);
     x->arena = NULL;
     x->bytes.arena = 0;
     for (int i = 0; i < N_SLOTS; i++) {
-        free(x->slot.buf[i]);
+        pprt_pool_free(x->slot.buf[i]);
         x->slot.buf[i] = NULL;
         x->slot.bytes[i] = 0;
     }
@@ -348,8 +349,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     /* the shared buffers, now that their sizes are known */
     for (int i = 0; i < N_SLOTS; i++) {
         if (!x->slot.bytes[i]) continue;
-        if (posix_memalign(&x->slot.buf[i], 64, x->slot.bytes[i]) != 0) {
-            x->slot.buf[i] = NULL;
+        if (!(x->slot.buf[i] = pprt_pool_alloc(x->slot.bytes[i]))) {
             return PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes of oneDNN buffers", x->slot.bytes[i]);
         }
     }
@@ -685,7 +685,7 @@ static void dnnl_destroy(pprt_exec *x) {
                 "convolution's Relu or Clip)\n",
                 (long long)x->guard.exact_runs, x->guard.exact_runs == 1 ? "" : "es");
     dn_rollback(x, (mark){0, 0, 0, 0, 0, 0, 0});
-    for (int i = 0; i < N_SLOTS; i++) free(x->slot.buf[i]);
+    for (int i = 0; i < N_SLOTS; i++) pprt_pool_free(x->slot.buf[i]);
     free(x->steps.a);
     free(x->mems.a);
     free(x->binds.a);
@@ -696,7 +696,7 @@ static void dnnl_destroy(pprt_exec *x) {
     if (x->strm) dnnl_stream_destroy(x->strm);
     if (x->eng) dnnl_engine_destroy(x->eng);
     pprt_node_runner_free(&x->nodes);
-    free(x->arena);
+    pprt_pool_free(x->arena);
     free(x->ptr);
     free(x->msg);
     free(x->tn.kind);

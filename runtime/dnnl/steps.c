@@ -12,6 +12,7 @@
 #include <dnnl_debug.h>
 
 #include "dnnl_exec.h"
+#include "../pool.h"
 
 pp_status dn_fail(pp_err *err, const char *what, dnnl_status_t s) {
     return PP_FAIL(err, s == dnnl_unimplemented ? PP_EUNSUP : PP_ERUNTIME, "oneDNN %s: %s", what,
@@ -123,7 +124,7 @@ pp_status dn_slot_mem(pprt_exec *x, const dnnl_memory_desc_t *md, int slot, dnnl
 static void *owned_alloc(pprt_exec *x, size_t bytes) {
     void *b = NULL;
     if (!ROOM(x->owned)) return NULL;
-    if (posix_memalign(&b, 64, bytes ? bytes : 64) != 0) return NULL;
+    if (!(b = pprt_pool_alloc(bytes))) return NULL;
     memset(b, 0, bytes);
     x->owned.a[x->owned.n++] = b;
     return b;

@@ -15,6 +15,7 @@
  * lock for all, held while a weight is reordered, so two replicas never
  * reorder the same one. */
 #include "dnnl_exec.h"
+#include "../pool.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -51,7 +52,7 @@ pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
         if ((s = dn_new_mem(x, want, e->buf, out, err)) == PP_OK) e->refs++, x->bytes.wshared += bytes;
     } else {
         void *buf = NULL;
-        if (!(e = calloc(1, sizeof *e)) || posix_memalign(&buf, 64, bytes ? bytes : 64) != 0)
+        if (!(e = calloc(1, sizeof *e)) || !(buf = pprt_pool_alloc(bytes)))
             s = PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for a reordered weight", bytes);
         else s = dn_reorder_weight(x, tid, from, want, buf, out, err);
         if (s == PP_OK) {
@@ -59,7 +60,7 @@ pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
             *head = e;
             x->bytes.owned += bytes;
         } else {
-            free(buf);
+            pprt_pool_free(buf);
             free(e);
         }
     }
@@ -77,7 +78,7 @@ void dn_wshare_release(pprt_exec *x, int n) {
         dn_wshared **at = bucket(e->st, e->tid);
         while (*at != e) at = &(*at)->next;
         *at = e->next;
-        free(e->buf);
+        pprt_pool_free(e->buf);
         free(e);
     }
     pthread_mutex_unlock(&lock);

@@ -172,7 +172,7 @@ pp_status pprt_link_sink(const pprt_plan *p, const pprt_array *outputs, int64_t 
     d->done = done;
     d->done_ctx = done_ctx;
     const pprt_msg_layout *m = &p->stages[p->n_stages - 1].out;
-    d->direct = !pin && p->n_outputs == 1 && m->n == 1 && m->off[0] == 0 &&
+    d->direct = !pin && p->n_outputs == 1 && m->n == 1 && m->off[0] == 0 && p->outputs[0].stage == p->n_stages - 1 &&
                 m->bytes == (size_t)pprt_mb_size(p) * p->outputs[0].sample_bytes;
     return PP_OK;
 }

@@ -99,6 +99,7 @@ PPCC_VALUES = {
     "--weights": ("wts", ["--save-onnx", "saved.onnx"], M, "file", None),
     "--freeze": ("stem", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", ","),
     "--recompute": ("all", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", "x"),
+    "--schedule": ("zb-h1", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", "zb"),
 }
 # pprt: (value, other arguments, compared: out | accuracy | check | json | stderr, bad value)
 PPRT_VALUES = {

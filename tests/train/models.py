@@ -11,8 +11,11 @@ within rtol 1e-4; each gradient tensor within |g - w| <= 2e-3 |w| + 2e-4 x
 its tensor's largest |w| (BatchNorm's backward divides by the batch's
 standard deviation, so float sums in another order move a gradient more
 than in a plain network). The gradients must also be the same bits at -pp
-1, 2 and 4, and at -pp 2 with --recompute all (each backward stage computing
-its forward again instead of keeping it: the same ops on the same inputs). On oneDNN each gradient tensor must be within 5% of PyTorch's
+1, 2 and 4, at -pp 2 with --recompute all (each backward stage computing
+its forward again instead of keeping it: the same ops on the same inputs),
+and at -pp 2 and 4 compiled with --schedule zb-h1 (each device's backward
+split into B and a W stage: the same nodes); at -pp 2 zb-h1 on oneDNN
+within 5% as below. On oneDNN each gradient tensor must be within 5% of PyTorch's
 in norm (measured: 1.2% at most): its convolutions sum in another order,
 and random weights leave BatchNorm outputs at a ReLU's kink (a channel of
 mostly zero outputs has a mean near 0 whose sign the order of the sum
@@ -68,16 +71,20 @@ want = {k: p.grad.numpy() for k, p in net.named_parameters()}
 check(len(want) == 62, f"ResNet-18 has {len(want)} weights with gradients, expected 62")
 
 outs = {}
-for pp, be, rc in ((1, "ref", ""), (2, "ref", ""), (4, "ref", ""), (1, "dnnl", ""), (2, "ref", "all")):
-    plan = f"r{pp}{rc}.plan"
+# rc "zb-h1": ppcc --schedule zb-h1, each device's backward split into B and a W stage (run here one after the
+# other, as a plan runs on its own): the same nodes on the same inputs, so -pp 1's bits
+for pp, be, rc in ((1, "ref", ""), (2, "ref", ""), (4, "ref", ""), (1, "dnnl", ""), (2, "ref", "all"),
+                   (2, "ref", "zb-h1"), (4, "ref", "zb-h1"), (2, "dnnl", "zb-h1")):
+    plan = f"r{pp}{rc}{be if be != 'ref' else ''}.plan"
+    opt = ["--schedule", rc] if rc == "zb-h1" else ["--recompute", rc] if rc else []
     r = subprocess.run([PPCC, "resnet18.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(N), "-pp", str(pp),
-                        *(["--recompute", rc] if rc else []), "-q", "-o", plan], capture_output=True, text=True)
+                        *opt, "-q", "-o", plan], capture_output=True, text=True)
     check(r.returncode == 0, f"ppcc -pp {pp}: exit {r.returncode}: {r.stderr[-300:]}")
     if r.returncode:
         continue
     o = f"out{pp}_{be}{rc}"
     if rc:
-        be_key = f"ref-recompute-{rc}"
+        be_key = f"{be}-zb-h1" if rc == "zb-h1" else f"ref-recompute-{rc}"
     r = subprocess.run([PPRT, plan, "data", "-o", o, "-q", "--backend", be], capture_output=True, text=True)
     check(r.returncode == 0, f"pprt -pp {pp} {be}: exit {r.returncode}: {r.stderr[-300:]}")
     if r.returncode:
@@ -106,9 +113,9 @@ for pp, be, rc in ((1, "ref", ""), (2, "ref", ""), (4, "ref", ""), (1, "dnnl", "
             rel = float(np.linalg.norm(g - w) / (np.linalg.norm(w) + 1e-30))
             check(rel <= 0.05, f"-pp {pp} {be}: {k}: {100 * rel:.2f}% off in norm")
     outs[(pp, be if not rc else be_key)] = o
-    print(f"-pp {pp} {be}{' --recompute ' + rc if rc else ''}: loss {got_loss:.6f} (PyTorch {float(loss):.6f}); largest gradient difference "
+    print(f"-pp {pp} {be}{' ' + ' '.join(opt) if opt else ''}: loss {got_loss:.6f} (PyTorch {float(loss):.6f}); largest gradient difference "
           f"{worst:.2e} of its tensor's largest")
-for pp, be in ((2, "ref"), (4, "ref"), (2, "ref-recompute-all")):
+for pp, be in ((2, "ref"), (4, "ref"), (2, "ref-recompute-all"), (2, "ref-zb-h1"), (4, "ref-zb-h1")):
     if (1, "ref") in outs and (pp, be) in outs:
         a, b = outs[(1, "ref")], outs[(pp, be)]
         same = all(np.array_equal(np.load(os.path.join(a, n)), np.load(os.path.join(b, n))) for n in os.listdir(a))

@@ -26,6 +26,12 @@ with AdamW, then SGD with Nesterov momentum, a warm-up and a cosine schedule. Ch
     under the GPipe and the flow schedule end with the weights of an
     unbroken single-replica 1F1B run, bit for bit, and so does a plan compiled
     with --recompute all, whose device 0 keeps under a quarter of the stash;
+  - plans compiled with --schedule zb-h1 (each device's backward split into
+    B and a W stage) at -pp 2 and 4, under zb-h1, 1F1B and GPipe: the
+    weights of -pp 1, bit for bit (ref; dnnl against dnnl's -pp 1); under
+    zb-h1 at M = 4 each device holds min(P - d, M) micro-batches at most, as
+    under 1F1B; zb-h1 on a plan without W stages exits 2; the backward cut
+    carries no weight gradient (each device's leave at its own stage);
   - a loss that turns NaN stops with the step named, exit 1; data that does
     not fit the plan exits 2.
 Usage: run.py PPCC PPRT WORK"""
@@ -165,6 +171,13 @@ for pp in (1, 2, 4):
     r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(ROWS), "-pp",
                         str(pp), "-q", "-o", plans[pp]], capture_output=True, text=True)
     check(r.returncode == 0, f"ppcc -pp {pp}: exit {r.returncode}: {r.stderr[-300:]}")
+# --schedule zb-h1: each device's backward split into B (input gradients) and a W stage (weight gradients);
+# at -pp 1 the whole backward is W (B is empty: its input gradients go nowhere)
+for pp in (1, 2, 4):
+    plans[f"z{pp}"] = f"z{pp}.plan"
+    r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(ROWS), "-pp",
+                        str(pp), "--schedule", "zb-h1", "-q", "-o", plans[f"z{pp}"]], capture_output=True, text=True)
+    check(r.returncode == 0, f"ppcc -pp {pp} --schedule zb-h1: exit {r.returncode}: {r.stderr[-300:]}")
 
 OPTS = {
     "adamw": ["--optimizer", "adamw", "--lr", "4e-3", "--weight-decay", "0.01"],
@@ -196,17 +209,24 @@ for name, args in OPTS.items():
     print(f"{name}: loss {tl[0]:.4f} -> {tl[-1]:.4f} (PyTorch) / {l1[0]:.4f} -> {l1[-1]:.4f} (pprt); held-out "
           f"accuracy {acc_p:.4f} (pprt) / {acc_t:.4f} (PyTorch); largest step-loss difference "
           f"{max(abs(a - b) / abs(b) for a, b in zip(l1, tl)):.2e} relative")
-    runs = [(pp, "ref") for pp in (2, 4)] + [(pp, "dnnl") for pp in (1, 2)]
+    runs = [(pp, "ref", []) for pp in (2, 4)] + [(pp, "dnnl", []) for pp in (1, 2)]
+    # the zb-h1 plans (20 steps each, against -pp 1's 20) under --schedule zb-h1 (W deferred), 1F1B and GPipe
+    # (W right after its B): -pp 1's bits
+    zb = ["--schedule", "zb-h1"]
+    runs += [(pp, be, ["--steps", "20", *extra]) for pp, be, extra in (
+        (1, "ref", []), (1, "dnnl", []), ("z1", "ref", zb), ("z2", "ref", zb), ("z4", "ref", zb), ("z4", "ref", []),
+        ("z2", "ref", ["--schedule", "gpipe"]), ("z1", "dnnl", zb), ("z2", "dnnl", zb))]
     base = {"ref": w1}
-    for pp, be in runs:
-        w, _ = pprt_train(plans[pp], args, seed, backend=be, tag=f"{name}_pp{pp}_{be}")
+    for pp, be, extra in runs:
+        w, _ = pprt_train(plans[pp], args + extra, seed, backend=be, tag=f"{name}_pp{pp}_{be}{''.join(extra)}")
         if w is None:
             continue
-        if be not in base:
-            base[be] = w
+        key = be + ("-20" if "--steps" in extra else "")
+        if key not in base:
+            base[key] = w
             continue
-        same = all(np.array_equal(w[k], base[be][k]) for k in base[be])
-        check(same, f"{name}: weights at -pp {pp} on {be} differ from -pp 1's")
+        same = all(np.array_equal(w[k], base[key][k]) for k in base[key])
+        check(same, f"{name}: weights at -pp {pp} {' '.join(extra)} on {be} differ from -pp 1's")
 
 # ppcc --save-onnx: the model with pprt's trained weights, which onnxruntime runs as PyTorch runs them
 if os.path.isdir("w_adamw_pp1"):
@@ -274,7 +294,10 @@ common = ["--epochs", "4", "--accumulate", "2", "--optimizer", "adamw", "--lr", 
 runs = [["--save-weights", "full"], ["--steps", "13", "--checkpoint", "ck", "--save-every", "5"],
         ["--resume", "ck", "--save-weights", "resumed"], ["--replicas", "2", "--save-weights", "rep2"],
         ["--schedule", "gpipe", "--save-weights", "gpipe", "--log-json", "log_gpipe.json"], ["--schedule", "flow", "--save-weights", "flow"],
-        ["--schedule", "gpipe", "--save-weights", "recompute", "PLAN", "t2rc.plan"]]
+        ["--schedule", "gpipe", "--save-weights", "recompute", "PLAN", "t2rc.plan"],
+        # --eval under GPipe: the gate counts each run's micro-batches (it hung on the step's counts before)
+        ["--schedule", "gpipe", "--eval", "held", "--save-weights", "gpipe_eval"],
+        ["--replicas", "2", "--schedule", "zb-h1", "--save-weights", "rep2zb", "PLAN", "z2.plan"]]
 # --recompute all: the backward stages compute their forward again; the same weights, a smaller stash
 stash = {}
 for name, extra in (("t2b.plan", []), ("t2rc.plan", ["--recompute", "all"])):
@@ -284,19 +307,41 @@ for name, extra in (("t2b.plan", []), ("t2rc.plan", ["--recompute", "all"])):
     if r.returncode == 0:
         rows = [ln.split() for ln in r.stdout.split("GPipe_total")[1].splitlines()[1:3]]
         stash[name] = [float(row[4]) for row in rows]
+        # device-local gradients: the backward cut (device 1's backward -> device 0's) carries the gradient
+        # of the activation at the cut and what device 0's backward reads, not device 1's weights' gradients
+        cut = [ln for ln in r.stdout.splitlines() if ln.startswith("cut 2 -> 3")]
+        check(cut and ".grad[" not in cut[0] and "fc.weight" not in cut[0],
+              f"{extra}: the backward cut relays weight gradients: {cut[:1]}")
 if len(stash) == 2:
     # device 0 keeps the 16x4x4 input of conv2 (and conv1's 16x1x8x8 input) instead of every activation
     check(stash["t2rc.plan"][0] < 0.25 * stash["t2b.plan"][0],
           f"--recompute all: device 0's stash {stash['t2rc.plan'][0]} MB, without {stash['t2b.plan'][0]} MB")
+# zb-h1 at M = 4: a device holds no more micro-batches than under 1F1B (min(P - d, M), from its forward until
+# its W ran), the log has each W stage's busy seconds and the formula (P-1)/(3M+P-1); a plan without W stages
+# is refused under zb-h1
+r = subprocess.run([PPRT, plans["z2"], "data", "--steps", "6", "--accumulate", "4", "--schedule", "zb-h1", "-q",
+                    "--log-json", "log_zb.json"], capture_output=True, text=True)
+check(r.returncode == 0, f"zb-h1 at M = 4: exit {r.returncode}: {r.stderr[-300:]}")
+if r.returncode == 0:
+    with open("log_zb.json") as f:
+        log = json.load(f)
+    held = [d["held_peak"] for d in log["stash"]]
+    check(held == [2, 1], f"zb-h1: the devices held at most {held} micro-batches, expected 1F1B's [2, 1]")
+    busy = log["steps"][-1]["stage_busy_s"]
+    check(len(busy) == 6 and min(busy[4:]) > 0, f"zb-h1: the stages' busy seconds (4 of the chain, 2 W): {busy}")
+    check(abs(log["bubble_formula"] - 1 / 13) < 1e-12, f"zb-h1: bubble_formula {log['bubble_formula']}, expected 1/13")
+    check(all("w_keep_peak" in d and d["w_keep_peak"] <= d["held_peak"] for d in log["stash"]),
+          f"zb-h1: what B kept for W: {log['stash']}")
+r = subprocess.run([PPRT, plans[2], "data", "--steps", "1", "--accumulate", "2", "--schedule", "zb-h1", "-q"],
+                   capture_output=True, text=True)
+check(r.returncode == 2 and "compile it with ppcc --train --schedule zb-h1" in r.stderr,
+      f"zb-h1 on a plan without W stages: exit {r.returncode}: {r.stderr[-300:]}")
 for extra, msg in ((["--train", "--loss", "cross-entropy:logits", "-pp", "2", "--recompute", "2"],
                     "--recompute 2: the plan has 2 devices (0..1)"),
                    (["--recompute", "all"], "--recompute is an option of --train"),
+                   (["--schedule", "zb-h1"], "--schedule is an option of --train"),
                    (["--train", "--loss", "cross-entropy:logits", "--recompute", "0,0"], "device 0 named twice"),
-                   (["--train", "--loss", "cross-entropy:logits", "--recompute", "some"], "expected 'all' or device"),
-                   (["--train", "--loss", "cross-entropy:logits", "--search", "--devices", "2"],
-                    "--train with --search: not yet"),
-                   (["--train", "--loss", "cross-entropy:logits", "--max-batch", "--max-memory", "1GB"],
-                    "--train with --max-batch: not yet")):
+                   (["--train", "--loss", "cross-entropy:logits", "--recompute", "some"], "expected 'all' or device")):
     r = subprocess.run([PPCC, "net.onnx", *([] if "--search" in extra or "--max-batch" in extra else ["-b", str(ROWS)]),
                         *extra, "-o", "refused.plan"], capture_output=True, text=True)
     check(r.returncode == 2 and msg in r.stderr and not os.path.exists("refused.plan"),
@@ -306,7 +351,7 @@ for extra in runs:
     extra = extra[:-2] if "PLAN" in extra else extra
     r = subprocess.run([PPRT, plan, "data", *common, *extra], capture_output=True, text=True)
     check(r.returncode == 0, f"{extra}: exit {r.returncode}: {r.stderr[-300:]}")
-for other in ("resumed", "rep2", "gpipe", "flow", "recompute"):
+for other in ("resumed", "rep2", "gpipe", "flow", "recompute", "gpipe_eval", "rep2zb"):
     if os.path.isdir("full") and os.path.isdir(other):
         same = sorted(os.listdir("full")) == sorted(os.listdir(other)) and all(
             np.array_equal(np.load(os.path.join("full", n)), np.load(os.path.join(other, n))) for n in os.listdir("full"))
@@ -318,6 +363,62 @@ if os.path.exists("log_gpipe.json"):  # GPipe keeps every micro-batch of a step 
     check(peaks == [2, 2], f"GPipe: the stash held at most {peaks} micro-batches, expected [2, 2]")
 r = subprocess.run([PPRT, plans[2], "data", *common, "--resume", "nowhere"], capture_output=True, text=True)
 check(r.returncode != 0 and "nowhere" in r.stderr, f"--resume nowhere: exit {r.returncode}: {r.stderr[-200:]}")
+
+# --max-batch and --search on a training plan's memory (passes/train_memory.c, the figures ppcc --report prints
+# and bench/train_memory.py holds against pprt's measured peak): the micro-batch found is the largest at which
+# every device's 1F1B total fits the cap, the next one overflows a device; the search's fitting candidates too
+
+
+def device_totals(b, pp=2):
+    r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(b), "-pp", str(pp),
+                        "--report", "-o", "sized.plan"], capture_output=True, text=True)
+    check(r.returncode == 0, f"ppcc -b {b}: exit {r.returncode}: {r.stderr[-300:]}")
+    rows = [ln.split() for ln in r.stdout.split("GPipe_total")[1].splitlines()[1:1 + pp]] if r.returncode == 0 else []
+    return [float(row[6]) for row in rows]
+
+
+cap = max(device_totals(24)) + 0.02  # MB: micro-batch 24 fits, by construction
+r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-pp", "2", "--max-batch",
+                    "--max-memory", f"{cap:.3f}MB"], capture_output=True, text=True)
+check(r.returncode == 0 and "largest micro-batch:" in r.stdout, f"--train --max-batch: exit {r.returncode}: "
+      f"{r.stderr[-300:]}")
+if r.returncode == 0 and "largest micro-batch:" in r.stdout:
+    best = int(r.stdout.split("largest micro-batch:")[1].split()[0])
+    check(best >= 24 and "limited by device" in r.stdout, f"--train --max-batch found {best} (24 fits): {r.stdout}")
+    at, over = device_totals(best), device_totals(best + 1)
+    check(max(at) <= cap + 1e-3 < max(over) + 2e-3, f"--train --max-batch {best} under {cap:.3f} MB: the report "
+          f"gives {at} MB there and {over} MB at {best + 1}")
+r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "--devices", "2", "--search",
+                    "--max-memory", f"{cap:.3f}MB", "--samples", "64", "--batch-sizes", "8,16,64"],
+                   capture_output=True, text=True)
+check(r.returncode == 0 and "best: -pp" in r.stdout, f"--train --search: exit {r.returncode}: {r.stdout[-400:]}"
+      f"{r.stderr[-300:]}")
+if r.returncode == 0:
+    fits = [ln.split() for ln in r.stdout.split("timed_at")[1].split("does not fit")[0].splitlines()[1:] if ln.strip()]
+    seen = {(int(f[1]), int(f[3])) for f in fits}
+    check({(1, 8), (2, 8), (1, 16), (2, 16)} <= seen, f"--train --search: candidates that fit {sorted(seen)}")
+    check(all(float(f[9]) <= cap + 1e-3 for f in fits), f"--train --search: a fitting candidate over {cap:.3f} MB")
+    check("training device" in r.stdout.split("does not fit")[-1], f"--train --search: micro-batch 64 should not fit "
+          f"{cap:.3f} MB: {r.stdout[-400:]}")
+
+# the cost model's optimizer share: a device's backward stage carries, per micro-batch, its weights' gradient sum
+# (3 touches of their bytes) and 1/M of AdamW's step (7 touches) at the target's memory rate (10 GB/s by default)
+est = {}
+for M in (1, 8):
+    r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(ROWS),
+                        "--micro-batches", str(M), "--report-json", f"cost{M}.json", "-o", "cost.plan", "-q"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"ppcc --micro-batches {M}: exit {r.returncode}: {r.stderr[-300:]}")
+    if r.returncode == 0:
+        with open(f"cost{M}.json") as f:
+            est[M] = json.load(f)["stages"]
+if len(est) == 2:
+    w = sum(np.load(os.path.join("full", n)).nbytes for n in os.listdir("full")) if os.path.isdir("full") else 0
+    want = w * (7 - 7 / 8) / 10e9 * 1e3  # ms: the optimizer's share at M = 1 less at M = 8
+    got = est[1][1]["est_time_ms"] - est[8][1]["est_time_ms"]
+    check(w > 0 and abs(got - want) <= 1e-3 * want, f"the backward stage's time at 1 micro-batch less at 8: {got:.6g} "
+          f"ms, for {w} bytes of weights {want:.6g} ms")
+    check(est[1][0]["est_time_ms"] == est[8][0]["est_time_ms"], "the forward stage's time moved with --micro-batches")
 
 # a loss that turns NaN: stops with the step and micro-batch named (exit 1); bad data (exit 2)
 os.makedirs("nan", exist_ok=True)

@@ -1,0 +1,244 @@
+/* train_mpi.c: training on MPI ranks (train.h's pprt_train_dist; the
+ * trainer itself, the replicas' sums and the optimizer, is train.c's).
+ *
+ * Rank r runs device d = r % P of replica r / P: the device's forward stage
+ * d and backward stage 2P-1-d, each on a thread of its own running the one
+ * stage loop, the device's stash between them in this process (stash.h)
+ * and the schedule's gate around them (pprt_run_opts.gate), as the threaded
+ * driver runs them. Its links:
+ *
+ *   forward in    d = 0: the source over the leader's micro-batches; else MPI from rank r-1
+ *   forward out   d = P-1: an in-process queue to its own backward stage; else MPI to rank r+1
+ *   backward in   d = P-1: that queue; else MPI from rank r+1
+ *   backward out  d = 0: the sink, which hands each micro-batch to take_outputs; else MPI to rank r-1
+ *
+ * The two MPI boundaries between ranks r and r+1 go opposite ways, so the
+ * one tag of boundary messages never mixes them (a receive names its
+ * source). Each run (a step, a held-out pass) makes its links and
+ * executors afresh, as pprt_run does; the run's messages are exactly
+ * n_msgs per boundary, so no receive is left posted for the next run.
+ *
+ * Host stages only for now: a stage on a device backend is refused. A
+ * failure is this rank's: the caller ends the process (pprt_mpi_finish),
+ * which tells every other rank; a rank that dies is found by the engine's
+ * heartbeats. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../backend.h"
+#include "../run.h"
+#include "../stage_loop.h"
+#include "../stash.h"
+#include "../train.h"
+#include "comm.h"
+#include "engine.h"
+
+/* Boundary b's message (stage b -> b+1): a stash makes one end's longer. */
+static size_t boundary_bytes(const pprt_plan *p, int b) {
+    const size_t a = p->stages[b].out.bytes, c = p->stages[b + 1].in.bytes;
+    return a > c ? a : c;
+}
+
+static pp_status mpi_link(pprt_mpi *m, int peer, bool sender, size_t bytes, int depth, int64_t n, pprt_link **out,
+                          pp_err *err) {
+    pprt_chan *full, *free_;
+    PP_TRY(pprt_mpi_chan_create(m, peer, sender, bytes, depth, n, NULL, &full, &free_, err));
+    return pprt_link_chans(full, free_, NULL, 0, NULL, bytes, depth, sender, out, err);
+}
+
+typedef struct side {
+    pprt_stage_run run;
+    const pprt_backend *be;
+    struct side *other;
+    int64_t M;
+    pp_status s;
+    bool own;
+    pp_err e;
+} side;
+
+/* A backward stage's device-local gradients (pprt_stage.n_local) to the
+ * run's taker, numbered in the step (this replica's first is mb0). */
+typedef struct local_to {
+    const pprt_output_hook *h;
+    int64_t mb0;
+} local_to;
+
+static pp_status take_local(void *ctx, int stage, int64_t mb, const void *msg, pp_err *err) {
+    const local_to *l = ctx;
+    return l->h->take_local(l->h->ctx, stage, l->mb0 + mb, msg, err);
+}
+
+static void close_all(side *w) {
+    side *v[2] = {w, w->other};
+    for (int i = 0; i < 2; i++) {
+        if (v[i]->run.in) v[i]->run.in->ops->close(v[i]->run.in);
+        if (v[i]->run.out) v[i]->run.out->ops->close(v[i]->run.out);
+    }
+    if (w->run.gate) w->run.gate->stop(w->run.gate->ctx);
+}
+
+static void *side_main(void *arg) {
+    side *w = arg;
+    w->s = pprt_stage_loop(&w->run, 0, w->M, &w->own, &w->e);
+    if (w->s == PP_OK && w->run.out->ops->drain) w->s = w->run.out->ops->drain(w->run.out, &w->e);
+    if (w->s != PP_OK) close_all(w);
+    return NULL;
+}
+
+/* The device's two stages' links (above). */
+static pp_status make_links(pprt_mpi *m, const pprt_plan *p, const pprt_array *ins, int64_t M, int64_t mb0,
+                            const pprt_run_opts *o, side *f, side *b, pp_err *err) {
+    const int P = p->train_devices, d = m->stage, bs = 2 * P - 1 - d;
+    if (d == 0) PP_TRY(pprt_link_source(p, ins, M, 0, NULL, NULL, &f->run.in, err));
+    else PP_TRY(mpi_link(m, m->rank - 1, false, boundary_bytes(p, d - 1), o->depth, M, &f->run.in, err));
+    if (d == P - 1) {
+        PP_TRY(pprt_link_queue(boundary_bytes(p, d), o->depth, &f->run.out, err));
+        b->run.in = f->run.out;
+    } else {
+        PP_TRY(mpi_link(m, m->rank + 1, true, boundary_bytes(p, d), o->depth, M, &f->run.out, err));
+        /* the backward links pass each micro-batch's gradients on as they come: two buffers do */
+        PP_TRY(mpi_link(m, m->rank + 1, false, boundary_bytes(p, bs - 1), 2, M, &b->run.in, err));
+    }
+    if (d == 0) {
+        PP_TRY(pprt_link_sink(p, NULL, M, 0, NULL, NULL, NULL, NULL, &b->run.out, err));
+        if (o->take_outputs) pprt_link_sink_take(b->run.out, o->take_outputs, mb0);
+    } else {
+        PP_TRY(mpi_link(m, m->rank - 1, true, boundary_bytes(p, bs), 2, M, &b->run.out, err));
+    }
+    return PP_OK;
+}
+
+/* Stage s's executor on this host: --threads, else the rank's cores (its two stages take turns under
+ * 1F1B and GPipe). */
+static pp_status make_exec(const pprt_plan *p, int s, const pprt_run_opts *o, side *w, pp_err *err) {
+    PP_TRY(pprt_stage_backend(p, s, o->backend, &w->be, err));
+    const pprt_place at = pprt_place_host();
+    const pprt_exec_cfg cfg = pprt_stage_cfg(o, pprt_run_threads(o, pprt_rank_cores(pprt_mpi_env_local_size())), &at);
+    w->run.ex = w->be->exec;
+    return w->be->exec->create(p, &p->stages[s], &cfg, &w->run.x, err);
+}
+
+static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins, int64_t M, int64_t mb0,
+                            const pprt_run_opts *o, pp_err *err) {
+    pprt_mpi *m = ctx;
+    const int P = p->train_devices, d = m->stage;
+    side f = {.M = M}, b = {.M = M};
+    f.other = &b, b.other = &f;
+    pprt_stash *stash = NULL;
+    pp_status s = pprt_stash_new(p, d, &stash, err);
+    if (s == PP_OK) s = make_links(m, p, ins, M, mb0, o, &f, &b, err);
+    if (s == PP_OK) s = make_exec(p, d, o, &f, err);
+    if (s == PP_OK) s = make_exec(p, 2 * P - 1 - d, o, &b, err);
+    if (s != PP_OK) return s; /* the process ends (pprt_mpi_finish): what was made stays */
+    f.run.stage = d, b.run.stage = 2 * P - 1 - d;
+    f.run.gate = b.run.gate = o->gate;
+    f.run.replica = b.run.replica = m->replica;
+    f.run.stash_out = stash, b.run.stash_in = stash;
+    local_to lt = {o->take_outputs, mb0};
+    if (p->stages[2 * P - 1 - d].n_local) {
+        if (!o->take_outputs || !o->take_outputs->take_local)
+            return PP_FAIL(err, PP_EINVAL, "stage %d has device-local outputs, and the run's taker takes none",
+                           2 * P - 1 - d);
+        b.run.local = take_local, b.run.local_ctx = &lt;
+    }
+    pthread_t th;
+    if (pthread_create(&th, NULL, side_main, &f) != 0)
+        return PP_FAIL(err, PP_ERUNTIME, "cannot start the thread of stage %d", d);
+    side_main(&b);
+    pthread_join(th, NULL);
+    /* a stage's own failure (its executor, a message out of order) before a link closed by it */
+    const side *bad = NULL;
+    if (f.s != PP_OK && (f.own || b.s == PP_OK)) bad = &f;
+    else if (b.s != PP_OK) bad = &b;
+    else if (f.s != PP_OK) bad = &f;
+    if (bad) {
+        *err = bad->e;
+        return bad->s;
+    }
+    f.be->exec->destroy(f.run.x), b.be->exec->destroy(b.run.x);
+    f.run.in->ops->destroy(f.run.in), b.run.out->ops->destroy(b.run.out);
+    f.run.out->ops->destroy(f.run.out);
+    if (b.run.in != f.run.out) b.run.in->ops->destroy(b.run.in);
+    pprt_stash_free(stash);
+    return PP_OK;
+}
+
+static pp_status send_bytes(void *ctx, int rank, const void *buf, size_t bytes, pp_err *err) {
+    pprt_mpi *m = ctx;
+    pprt_mpi_req *r;
+    char who[64];
+    pprt_mpi_describe(m, rank, who, sizeof who);
+    PP_TRY(pprt_mpi_isend(m, buf, bytes, rank, PPRT_TAG_TRAIN, &r, err, "sending training's sums or weights to %s", who));
+    return pprt_mpi_wait(m, r, err);
+}
+
+static pp_status recv_bytes(void *ctx, int rank, void *buf, size_t bytes, pp_err *err) {
+    pprt_mpi *m = ctx;
+    pprt_mpi_req *r;
+    char who[64];
+    pprt_mpi_describe(m, rank, who, sizeof who);
+    PP_TRY(pprt_mpi_irecv(m, buf, bytes, rank, PPRT_TAG_TRAIN, &r, err, "receiving training's sums or weights from %s",
+                          who));
+    return pprt_mpi_wait(m, r, err);
+}
+
+/* The training options that decide which micro-batches a rank runs when
+ * (every rank must have them; the rest, such as --lr, only rank 0 reads). */
+static void train_agreed(const pprt_train_opts *o, int64_t a[6]) {
+    a[0] = o->steps, a[1] = o->epochs, a[2] = o->accumulate, a[3] = o->schedule_kind, a[4] = (int64_t)o->seed;
+    a[5] = (int64_t)o->shuffle | (int64_t)(o->eval_dir != NULL) << 1 | (int64_t)(o->resume != NULL) << 2;
+}
+
+static pp_status agree_train(pprt_mpi *m, const pprt_train_opts *o, pp_err *err) {
+    static const char *const names[6] = {"--steps", "--epochs", "--accumulate", "--schedule", "--seed",
+                                         "--no-shuffle, --eval or --resume"};
+    pprt_ctrl c = {0};
+    char who[64], what[128];
+    train_agreed(o, c.a);
+    if (m->rank != 0) {
+        PP_TRY(pprt_mpi_send_ctrl(m, 0, PPRT_CTRL_TRAIN, &c, err));
+        pprt_mpi_describe(m, 0, who, sizeof who);
+        snprintf(what, sizeof what, "waiting for %s to compare the training options", who);
+        return pprt_mpi_wait_ctrl(m, PPRT_CTRL_TRAIN, 0, &c, what, err);
+    }
+    for (int q = 1; q < m->size; q++) {
+        pprt_ctrl t;
+        pprt_mpi_describe(m, q, who, sizeof who);
+        snprintf(what, sizeof what, "waiting for the training options of %s", who);
+        PP_TRY(pprt_mpi_wait_ctrl(m, PPRT_CTRL_TRAIN, q, &t, what, err));
+        for (int i = 0; i < 6; i++)
+            if (t.a[i] != c.a[i])
+                return PP_FAIL(err, PP_EINVAL, "%s trains with another %s than rank 0 (%lld, rank 0 %lld): every "
+                               "rank must get the same options", who, names[i], (long long)t.a[i], (long long)c.a[i]);
+    }
+    for (int q = 1; q < m->size; q++) PP_TRY(pprt_mpi_send_ctrl(m, q, PPRT_CTRL_TRAIN, &c, err));
+    return PP_OK;
+}
+
+pp_status pprt_train_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_train_opts *o, const pprt_run_opts *ro,
+                         pprt_train_dist *out, pp_err *err) {
+    if (m->stages != p->train_devices) return PP_FAIL(err, PP_ERUNTIME, "internal: pprt_mpi_bind was not called");
+    if (p->n_stages != 2 * p->train_devices)
+        return PP_FAIL(err, PP_EUNSUP, "training under mpirun runs plans of a forward and a backward stage per device; "
+                       "this one has %d stages for %d devices: train it on threads (pprt without mpirun)", p->n_stages,
+                       p->train_devices);
+    if (o->schedule_kind != PPRT_SCHED_1F1B && o->schedule_kind != PPRT_SCHED_GPIPE &&
+        o->schedule_kind != PPRT_SCHED_FLOW)
+        return PP_FAIL(err, PP_EUNSUP, "--schedule: training under mpirun takes 1f1b, gpipe or flow; train with "
+                       "this one on threads (pprt without mpirun)");
+    for (int s = 0; s < p->n_stages; s++) {
+        const pprt_backend *be;
+        PP_TRY(pprt_stage_backend_resolve(p, s, ro->backend, &be, err));
+        if (be->mem == PPRT_MEM_DEVICE)
+            return PP_FAIL(err, PP_EUNSUP, "training under mpirun runs host stages for now, and stage %d is on '%s': "
+                           "give --backend ref or dnnl, or train on threads (pprt without mpirun)", s, be->name);
+    }
+    PP_TRY(pprt_mpi_agree(m, p, ro->depth, err));
+    PP_TRY(agree_train(m, o, err));
+    *out = (pprt_train_dist){.ctx = m, .rank = m->rank, .size = m->size, .devices = p->train_devices,
+                             .replica = m->replica, .replicas = m->replicas, .run = run_device, .send = send_bytes,
+                             .recv = recv_bytes};
+    return PP_OK;
+}

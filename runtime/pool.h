@@ -1,0 +1,35 @@
+/* pool.h: large host buffers kept for reuse from one run to the next.
+ *
+ * Training runs the pipeline once a step (runtime/train.c): every step its
+ * executors' arenas, the links' messages and the stash are allocated anew
+ * and freed at its end. glibc hands blocks that large to the kernel and
+ * back (mmap), so each step faulted its pages in again: on ResNet-50 at
+ * batch 8 about 2 s of system time a step on the AMD Zen 4 VM, a quarter of
+ * the step's CPU time. While the trainer keeps the pool (pprt_pool_keep), a
+ * freed block of 1 MiB or more waits in it for an allocation of exactly its
+ * size, which the next step makes in the same order; pprt_pool_trim, once a
+ * step, gives back those no allocation took since the last trim, so the
+ * memory held is the step's own. Outside a kept pool, and always under
+ * AddressSanitizer (so that it still sees every use after free), these are
+ * posix_memalign and free. */
+#ifndef PPRT_POOL_H
+#define PPRT_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* 64-byte aligned, uninitialized; NULL when out of memory. */
+void *pprt_pool_alloc(size_t bytes);
+/* Only for pprt_pool_alloc's blocks (NULL allowed). */
+void pprt_pool_free(void *p);
+/* On: freed large blocks wait for reuse. Off: they are freed, and so are
+ * those waiting. */
+void pprt_pool_keep(bool on);
+/* Free the waiting blocks no allocation took since the last trim. */
+void pprt_pool_trim(void);
+/* False where the pool never keeps a block (AddressSanitizer builds). */
+bool pprt_pool_enabled(void);
+/* Blocks taken from the pool, and bytes waiting in it (for tests). */
+void pprt_pool_counts(long *reused, size_t *waiting);
+
+#endif

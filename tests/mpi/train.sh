@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# Training on MPI ranks (pprt --steps under mpirun, runtime/comm/train_mpi.c),
+# on localhost, with the digits sample's network trained as ppcc --train
+# compiles it (-b 8, -pp 2; -pp 3 for the kill):
+#   - -np 2 (2 devices) and -np 4 (2 devices x --replicas 2), under 1F1B and
+#     GPipe, AdamW and SGD with momentum: the saved weights byte-identical
+#     to the threaded run of the same plan and options (cmp of every .npy),
+#     and the per-step losses of --log-json equal to the threaded run's;
+#   - --eval: the held-out loss and accuracy equal to the threaded run's;
+#   - --checkpoint/--save-every then --resume under mpirun: the weights of
+#     an unbroken run; files written by rank 0 only (no DIR.tmp left);
+#   - refusals, exit 2 on every rank, naming the culprit: -np that is not
+#     devices x replicas, another plan on one rank, another --accumulate on
+#     one rank, --replicas above --accumulate;
+#   - a rank killed mid-training (tests/mpi/kill.sh on a -pp 3 plan), with
+#     mpirun ending the job and with pprt's own heartbeats finding it.
+# Built without MPI: skipped (exit 77; tests/mpi/run.sh checks the refusal).
+#
+# usage: train.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC, PP_MPI=ON|OFF, MPIRUN)
+set -euo pipefail
+: "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
+out=$1
+rm -rf "$out" && mkdir -p "$out" && cd "$out"
+S=$SRC/samples/digits
+if [ "${PP_MPI:-OFF}" != ON ]; then echo "mpi_train: pprt was built without MPI; skipping"; exit 77; fi
+if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" > /dev/null; then echo "mpi_train: no mpirun; skipping"; exit 77; fi
+flags=(--oversubscribe)
+[ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
+export MPIFLAGS="${flags[*]}"
+M=("$MPIRUN" "${flags[@]}")
+export LSAN_OPTIONS="suppressions=$SRC/tests/mpi/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+export OMPI_MCA_mca_base_component_disable_dlclose=1
+BK=()
+"$PPRT" --help > help.txt
+grep -q -- --backend help.txt && BK=(--backend ref)
+
+expect_rc() { # expect_rc WANT LOG COMMAND...
+  local want=$1 log=$2 rc=0
+  shift 2
+  timeout -k 10 120 "$@" > "$log" 2>&1 || rc=$?
+  if [ $rc != "$want" ]; then
+    echo "FAIL: exit $rc, expected $want: $*"; sed 's/^/  | /' "$log"; exit 1
+  fi
+}
+expect_msg() { # expect_msg LOG REGEX [COUNT]
+  local n
+  n=$(grep -Ec -e "$2" "$1" || true)
+  if [ "${n:-0}" -lt "${3:-1}" ]; then
+    echo "FAIL: expected ${3:-1} line(s) matching '$2' in $1, found $n"; sed 's/^/  | /' "$1"; exit 1
+  fi
+}
+same_dirs() { # same_dirs A B: the same .npy files, byte for byte
+  local n=0 f
+  for f in "$1"/*.npy; do
+    cmp -s "$f" "$2/$(basename "$f")" || { echo "FAIL: $f differs from $2/$(basename "$f")"; exit 1; }
+    n=$((n + 1))
+  done
+  [ "$n" -gt 0 ] && [ "$n" = "$(ls "$2"/*.npy | wc -l)" ] || { echo "FAIL: $1 and $2 hold other files"; exit 1; }
+  checks=$((checks + n))
+}
+same_losses() { # same_losses LOG_A LOG_B: every step's loss, and the held-out records, equal
+  "$PY" - "$1" "$2" << 'EOF'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+la, lb = [s["loss"] for s in a["steps"]], [s["loss"] for s in b["steps"]]
+assert la == lb and len(la) > 0, (la, lb)
+ea = [(e["eval_loss"], e["eval_accuracy"]) for e in a["epochs"]]
+eb = [(e["eval_loss"], e["eval_accuracy"]) for e in b["epochs"]]
+assert ea == eb, (ea, eb)
+EOF
+  checks=$((checks + 1))
+}
+checks=0
+
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 -o t2.plan -q
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 3 -o t3.plan -q
+# held-out data: the last 80 samples
+"$PY" -c "
+import numpy as np, os
+x = np.load('$S/data/input.npy'); y = np.load('$S/labels.npy')
+os.makedirs('held', exist_ok=True); np.save('held/input.npy', x[-80:]); np.save('held/labels.npy', y[-80:])"
+base=(--labels "$S/labels.npy" --accumulate 4 --seed 3 "${BK[@]}" -q)
+common=("${base[@]}" --steps 6)
+
+for sched in 1f1b gpipe; do
+  for opt in "--optimizer adamw --lr 2e-3 --weight-decay 0.01" "--optimizer sgd --lr 0.05 --momentum 0.9"; do
+    read -r -a o <<< "$opt"
+    tag=$sched-${o[1]}
+    expect_rc 0 th-$tag.txt "$PPRT" t2.plan "$S/data" "${common[@]}" --schedule $sched "${o[@]}" --eval held \
+      --save-weights th-$tag --log-json th-$tag.json
+    for np_ in 2 4; do
+      reps=$((np_ / 2))
+      expect_rc 0 mpi$np_-$tag.txt "${M[@]}" -np $np_ "$PPRT" t2.plan "$S/data" "${common[@]}" --schedule $sched \
+        "${o[@]}" --eval held --replicas $reps --save-weights mpi$np_-$tag --log-json mpi$np_-$tag.json
+      same_dirs th-$tag mpi$np_-$tag
+      same_losses th-$tag.json mpi$np_-$tag.json
+    done
+  done
+done
+echo "mpi_train: -np 2 and -np 4 (--replicas 2), 1F1B and GPipe, AdamW and SGD: weights and losses bit-identical to threads"
+
+# -pp 1 on 2 ranks (--replicas 2, each rank its replica's one device): the -pp 2 threaded run's bits
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 1 -o t1.plan -q
+expect_rc 0 p1.txt "${M[@]}" -np 2 "$PPRT" t1.plan "$S/data" "${common[@]}" --optimizer adamw --lr 2e-3 \
+  --weight-decay 0.01 --eval held --replicas 2 --save-weights p1-mpi
+same_dirs th-1f1b-adamw p1-mpi
+echo "mpi_train: -pp 1 x --replicas 2 on 2 ranks: the bits of -pp 2 on threads"
+
+# BatchNorm in training mode: the running statistics' folds go round the replicas with the gradients
+"$PY" - << 'PYEOF'
+import torch, torch.nn as nn
+torch.manual_seed(0)
+class Net(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.c1, s.b1 = nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8)
+        s.c2, s.b2 = nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16)
+        s.fc = nn.Linear(16, 10)
+    def forward(s, x):
+        x = torch.relu(s.b1(s.c1(x)))
+        x = torch.relu(s.b2(s.c2(x)))
+        return s.fc(x.mean((2, 3)))
+torch.onnx.export(Net().train(), (torch.zeros(8, 1, 8, 8),), "bn.onnx", input_names=["input"], output_names=["logits"],
+                  opset_version=14, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                  dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+PYEOF
+"$PPCC" bn.onnx --train --loss cross-entropy:logits -b 8 -pp 2 -o bn.plan -q
+bn=(--labels "$S/labels.npy" --accumulate 3 --seed 3 --steps 6 "${BK[@]}" -q --optimizer sgd --lr 0.05 --momentum 0.9)
+expect_rc 0 bn-th.txt "$PPRT" bn.plan "$S/data" "${bn[@]}" --save-weights bn-th
+expect_rc 0 bn-mpi.txt "${M[@]}" -np 4 "$PPRT" bn.plan "$S/data" "${bn[@]}" --replicas 2 --save-weights bn-mpi
+same_dirs bn-th bn-mpi
+ls bn-mpi | grep -q running_mean || { echo "FAIL: no running statistics among the trained weights"; ls bn-mpi; exit 1; }
+echo "mpi_train: BatchNorm's running statistics, 3 micro-batches over 2 replicas at -np 4: bit-identical to threads"
+
+# --recompute all (each backward stage computes its forward again) under --schedule flow: the same bits
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --recompute all -o t2r.plan -q
+expect_rc 0 rc-th.txt "$PPRT" t2r.plan "$S/data" "${common[@]}" --schedule flow --optimizer adamw --lr 2e-3 \
+  --save-weights rc-th
+expect_rc 0 rc-mpi.txt "${M[@]}" -np 4 "$PPRT" t2r.plan "$S/data" "${common[@]}" --schedule flow --optimizer adamw \
+  --lr 2e-3 --replicas 2 --save-weights rc-mpi
+same_dirs rc-th rc-mpi
+echo "mpi_train: a --recompute all plan under --schedule flow at -np 4: bit-identical to threads"
+
+# oneDNN, one thread per stage in both runs (its results may depend on the threads): the same bits
+"$PPRT" --backend list > backends.txt
+if grep -q '^dnnl ' backends.txt; then
+  dn=(--labels "$S/labels.npy" --accumulate 4 --seed 3 --steps 6 --backend dnnl --threads 1 -q --optimizer adamw --lr 2e-3)
+  expect_rc 0 dn-th.txt "$PPRT" t2.plan "$S/data" "${dn[@]}" --save-weights dn-th
+  expect_rc 0 dn-mpi.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" "${dn[@]}" --replicas 2 --save-weights dn-mpi
+  same_dirs dn-th dn-mpi
+  echo "mpi_train: --backend dnnl --threads 1 at -np 4: bit-identical to threads"
+fi
+
+# checkpoints under mpirun: 3 steps, then --resume to 6, as an unbroken run
+adam=(--optimizer adamw --lr 2e-3)
+expect_rc 0 ck1.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" "${base[@]}" --steps 3 "${adam[@]}" --replicas 2 \
+  --checkpoint ck --save-every 2
+[ -f ck/state.json ] && [ ! -e ck.tmp ] || { echo "FAIL: no whole checkpoint ck"; ls -la; exit 1; }
+expect_rc 0 ck2.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" "${common[@]}" "${adam[@]}" --replicas 2 --resume ck \
+  --save-weights resumed
+expect_rc 0 ck3.txt "$PPRT" t2.plan "$S/data" "${common[@]}" "${adam[@]}" --save-weights unbroken
+same_dirs unbroken resumed
+echo "mpi_train: --checkpoint then --resume under mpirun: the unbroken run's weights"
+
+# refusals: every rank exits 2, naming the culprit
+expect_rc 2 e1.txt "${M[@]}" -np 3 "$PPRT" t2.plan "$S/data" "${common[@]}"
+expect_msg e1.txt "2 devices and --replicas is 1, so mpirun -np must be 2"
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 4 -pp 2 -o t2b.plan -q
+expect_rc 2 e2.txt "${M[@]}" -np 1 "$PPRT" t2.plan "$S/data" "${common[@]}" : -np 1 "$PPRT" t2b.plan "$S/data" "${common[@]}"
+expect_msg e2.txt "loaded a different plan file than rank 0"
+expect_rc 2 e3.txt "${M[@]}" -np 1 "$PPRT" t2.plan "$S/data" "${common[@]}" : -np 1 "$PPRT" t2.plan "$S/data" \
+  "${common[@]}" --accumulate 2
+expect_msg e3.txt "trains with another --accumulate than rank 0"
+expect_rc 2 e4.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" "${common[@]}" --accumulate 1 --replicas 2
+expect_msg e4.txt "--replicas 2: each replica takes whole micro-batches"
+if grep -q '^cuda-emu ' backends.txt; then # device stages are not trained on ranks yet: refused, naming the stage
+  expect_rc 2 e5.txt "${M[@]}" -np 2 "$PPRT" t2.plan "$S/data" --labels "$S/labels.npy" --steps 1 --backend cuda-emu -q
+  expect_msg e5.txt "training under mpirun runs host stages for now, and stage 0 is on 'cuda-emu'"
+  checks=$((checks + 2))
+fi
+checks=$((checks + 8))
+echo "mpi_train: refusals (-np, another plan, another --accumulate, --replicas over --accumulate): exit 2, named"
+
+# a rank killed mid-training: 3 devices on 3 ranks, long enough to be killed
+export KILL_ARGS="--labels $S/labels.npy --steps 100000 ${BK[*]}"
+bash "$SRC/tests/mpi/kill.sh" "$out/t3.plan" "$S/data" "$out/kill_default" default
+bash "$SRC/tests/mpi/kill.sh" "$out/t3.plan" "$S/data" "$out/kill_recovery" recovery
+checks=$((checks + 2))
+echo "mpi_train: $checks checks passed"
