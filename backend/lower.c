@@ -232,6 +232,7 @@ static pp_status lower_stage(stage_ctx *c, int s, pp_err *err) {
         pn->op = dup(l, pp_op_table[n->op].name);
         pn->flops = n->cost.flops;
         pn->chain = n->chain && n->stage == s && i > 0 && g->nodes[i - 1].stage == s && st->n_nodes > 0;
+        pn->pattern = n->pattern;
         pn->inputs = A(sizeof(int32_t) * pp_count(n->n_in));
         pn->outputs = A(sizeof(int32_t) * (size_t)n->n_out);
         pn->attrs = A(sizeof *pn->attrs * pp_count(n->n_attrs));

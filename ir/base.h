@@ -369,4 +369,14 @@ typedef struct pp_cost {
 pp_cost pp_node_cost(pp_op op, pp_attrs attrs, const pp_tinfo *in, int n_in,
                      const pp_tinfo *out, int n_out);
 
+/* Patterns that ppcc keeps whole in one stage and marks on their first node
+ * (pp_node.pattern, plan Node.pattern), for a backend that runs them as one
+ * kernel (the CUDA backends' --cuda-fused-attention); the CPU backends
+ * ignore the mark. */
+enum {
+    PP_PATTERN_NONE = 0,
+    PP_PATTERN_ATTENTION = 1, /* MatMul, [Mul or Div by a constant scalar], Softmax (last axis), MatMul: the
+                               * node is the first MatMul (passes/fuse.c pp_attention_chains) */
+};
+
 #endif

@@ -133,6 +133,8 @@ typedef struct pp_node {
     bool recovered;      /* outside every module the split names (report) */
     bool chain;          /* runs in the kernel of the node before it where a backend can (partition:
                           * pp_fusion_chains; never the first node of a stage) */
+    uint8_t pattern;     /* PP_PATTERN_*: this node opens a pattern ppcc kept whole in its stage (partition:
+                          * pp_attention_chains), which a backend may run as one kernel; 0: none */
     bool dead;           /* to be removed by pp_graph_compact */
     double prof_s;       /* measured seconds per micro-batch (ppcc --profile), < 0 if none */
     double update_s;     /* ppcc --train's split: the per-micro-batch share of updating the weights it reads

@@ -32,6 +32,7 @@
 
 #include "../ir/geom.h"
 #include "../ir/op_fns.h"
+#include "../ir/shape_nn.h"
 #include "passes.h"
 
 static bool is(const pp_graph *g, int node, pp_op op) { return node >= 0 && !g->nodes[node].dead && g->nodes[node].op == op; }
@@ -829,6 +830,74 @@ pp_status pp_fusion_chains(const pp_graph *g, bool *glued, pp_err *err) {
         links = glued[i] ? links + 1 : chain_head(n->op) ? 0 : -1;
     }
     free(uses);
+    return PP_OK;
+}
+
+/* ---- patterns kept whole ------------------------------------------------------------------- */
+
+/* The node that follows node a in an attention pattern: the sole reader of
+ * its single output (a graph output or a value read twice ends it), or -1.
+ * user[v]: v's reader, -2 where it has several or is a graph output. */
+static int attn_next(const pp_graph *g, const int *user, int a) {
+    const pp_node *n = &g->nodes[a];
+    if (n->n_out != 1 || n->out[0] < 0 || g->values[n->out[0]].dtype != PP_F32) return -1;
+    const int u = user[n->out[0]];
+    return u >= 0 && !g->nodes[u].dead ? u : -1;
+}
+
+/* The last node of the attention pattern that MatMul a opens, or -1:
+ * MatMul -> [Mul by a constant scalar (either side) | Div by one] -> Softmax
+ * over the last axis -> MatMul reading the probabilities as its left
+ * operand, every link read by the next alone, f32 throughout. */
+static int attn_tail(const pp_graph *g, const int *user, int a) {
+    const pp_node *m1 = &g->nodes[a];
+    if (m1->op != PP_OP_MATMUL || m1->n_in != 2) return -1;
+    for (int k = 0; k < 2; k++)
+        if (m1->in[k] < 0 || g->values[m1->in[k]].dtype != PP_F32 || g->values[m1->in[k]].shape.rank < 2) return -1;
+    int b = attn_next(g, user, a);
+    double c;
+    if (b >= 0 && (g->nodes[b].op == PP_OP_MUL || g->nodes[b].op == PP_OP_DIV)) {
+        const pp_node *sc = &g->nodes[b];
+        const int prev = m1->out[0];
+        const bool ok = sc->n_in == 2 && ((sc->in[0] == prev && const_scalar(g, sc->in[1], &c)) ||
+                                          (sc->op == PP_OP_MUL && sc->in[1] == prev && const_scalar(g, sc->in[0], &c)));
+        b = ok ? attn_next(g, user, b) : -1;
+    }
+    if (b < 0 || g->nodes[b].op != PP_OP_SOFTMAX) return -1;
+    const pp_node *sm = &g->nodes[b];
+    int64_t outer, len, inner;
+    if (pp_softmax_split(pp_node_attrs(g, sm), &g->values[sm->in[0]].shape, &outer, &len, &inner, NULL) != PP_OK ||
+        inner != 1)
+        return -1;
+    const int m2 = attn_next(g, user, b);
+    if (m2 < 0 || g->nodes[m2].op != PP_OP_MATMUL || g->nodes[m2].n_in != 2 || g->nodes[m2].in[0] != sm->out[0])
+        return -1;
+    const int v = g->nodes[m2].in[1];
+    if (v < 0 || g->values[v].dtype != PP_F32 || g->values[v].shape.rank < 2 || g->nodes[m2].n_out != 1 ||
+        g->nodes[m2].out[0] < 0 || g->values[g->nodes[m2].out[0]].dtype != PP_F32)
+        return -1;
+    return m2;
+}
+
+pp_status pp_attention_chains(const pp_graph *g, bool *keep, int *tail, pp_err *err) {
+    int *user = malloc((pp_count(g->n_values) + 1) * sizeof *user);
+    if (!user) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int v = 0; v < g->n_values; v++) user[v] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pp_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        for (int k = 0; k < n->n_in; k++) {
+            const int v = n->in[k];
+            if (v >= 0) user[v] = user[v] == -1 || user[v] == i ? i : -2;
+        }
+    }
+    for (int k = 0; k < g->n_outputs; k++) user[g->outputs[k]] = -2; /* a graph output ends a pattern */
+    for (int i = 0; i < g->n_nodes; i++) keep[i] = false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        tail[i] = g->nodes[i].dead ? -1 : attn_tail(g, user, i);
+        for (int j = i + 1; j <= tail[i]; j++) keep[j] = true;
+    }
+    free(user);
     return PP_OK;
 }
 

@@ -945,12 +945,32 @@ static pp_status snap_cuts(const pp_graph *g, const pp_compile_opts *o, bool *gl
 
 static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, bool *glued, pp_err *err);
 
+/* The fusion chains and the attention patterns (passes.h) uncut: the cuts
+ * fall only before nodes neither glues; a node's chain mark stays the fusion
+ * chains' (what the oneDNN backend absorbs), and a pattern is marked on its
+ * first node where its last landed in the same stage (a custom cut may break
+ * it, with snap_cuts' warning). */
 pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
-    bool *glued = malloc(pp_count(g->n_nodes) * sizeof *glued);
-    if (!glued) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    const size_t n = pp_count(g->n_nodes);
+    bool *glued = malloc(2 * n * sizeof *glued);
+    int *tail = malloc(n * sizeof *tail);
+    if (!glued || !tail) {
+        free(glued);
+        free(tail);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    bool *uncut = glued + n;
     pp_status s = pp_fusion_chains(g, glued, err);
-    if (s == PP_OK) s = partition_glued(g, o, glued, err);
+    if (s == PP_OK) s = pp_attention_chains(g, uncut, tail, err);
+    for (int i = 0; s == PP_OK && i < g->n_nodes; i++) uncut[i] = uncut[i] || glued[i];
+    if (s == PP_OK) s = partition_glued(g, o, uncut, err);
+    for (int i = 0; s == PP_OK && i < g->n_nodes; i++) {
+        g->nodes[i].chain = glued[i] && uncut[i]; /* (snap_cuts unglues a node where it breaks a chain) */
+        g->nodes[i].pattern = tail[i] >= 0 && g->nodes[tail[i]].stage == g->nodes[i].stage ? PP_PATTERN_ATTENTION
+                                                                                             : PP_PATTERN_NONE;
+    }
     free(glued);
+    free(tail);
     return s;
 }
 

@@ -42,6 +42,7 @@ typedef struct pprt_node {
     int n_attrs;
     double flops;
     bool chain; /* a backend may run it in the kernel of the node before it (ppcc's fusion chains) */
+    int pattern; /* PP_PATTERN_* (ir.h): it opens a pattern ppcc kept whole in this stage; 0: none */
 } pprt_node;
 
 /* A boundary message: a list of tensors laid out 64-byte aligned in one buffer. */

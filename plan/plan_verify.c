@@ -503,6 +503,8 @@ static pp_status read_node(const Ppplan__Node *mn, int si, int ni, const pprt_pl
         return PP_FAIL(err, PP_EINVAL, "stage %d node 0 '%s': marked as chained to a node before it, but it is "
                        "the stage's first", si, mn->name);
     label(w, "node", si, ni);
+    /* a hint: a pattern this pprt does not know runs node by node */
+    n->pattern = mn->pattern == PP_PATTERN_ATTENTION ? PP_PATTERN_ATTENTION : PP_PATTERN_NONE;
     if (!pp_op_lookup(mn->op, &n->op)) return PP_FAIL(err, PP_EINVAL, "%s '%s': unknown op '%s'", w, mn->name, mn->op);
     const pp_op_info *info = &pp_op_table[n->op];
     if (mn->n_inputs < (size_t)info->min_inputs || mn->n_inputs > (size_t)info->max_inputs ||

@@ -38,6 +38,8 @@ typedef struct pprt_cuda_cfg {
                                           * merged, 16 bytes a thread where aligned (plan_cuda.c) */
     bool row_kernels;                    /* --cuda-row-kernels on: Softmax and LayerNorm rows in one launch of a
                                           * block per row (kmath.h); default off */
+    bool fused_attention;                /* --cuda-fused-attention on: ppcc's attention patterns (MatMul,
+                                          * [Mul|Div], Softmax, MatMul) as one kernel (kmath.h); default off */
     bool overlap;                        /* --cuda-overlap on: the pipeline's ends staged through several
                                           * buffers on threads of their own (link_stage.c); default off */
     bool host_op[PP_OP_COUNT];           /* --cuda-host-ops: op types run on the host fallback (tests) */

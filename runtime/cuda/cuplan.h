@@ -145,6 +145,8 @@ typedef struct pcu_plan_opts {
     bool narrow_copies;             /* --cuda-wide-copies off: strided copies an element a thread, as given */
     bool row_blocks;                /* --cuda-row-kernels on: Softmax and LayerNorm over the last axis, rows of
                                      * up to PCU_ROW_MAX, as one launch of a block per row (kmath.h) */
+    bool fused_attention;           /* --cuda-fused-attention on: each attention pattern ppcc marked (plan
+                                     * Node.pattern) whose shapes the kernel takes as one cooperative kernel */
 } pcu_plan_opts;
 
 /* The step list of stage st. Fails only on what the plan loader cannot have

@@ -39,6 +39,12 @@ typedef struct conv3 {
     int64_t N, C, K, G, in[3], k[3], out[3], pre[3], st[3], dil[3];
 } conv3;
 
+/* Whether step s runs a cooperative kernel (kernels.def PCU_COOP). */
+static bool emu_coop(const pcu_step *s) {
+    size_t shb, laneb;
+    return s->kind == PCU_S_KERNEL && pcu_kernel_coop(s->kernel, &s->u, &shb, &laneb) > 0;
+}
+
 static conv3 conv3_of(const pcu_conv *c) {
     conv3 g = {.N = c->x[0], .G = c->groups};
     const int o = 3 - c->nsp; /* leading unit spatial dims */
@@ -237,7 +243,7 @@ pp_status pcu_lint(const pcu_plan *pl, pp_err *err) {
             const int64_t blocks = (s->threads + PCU_BLOCK - 1) / PCU_BLOCK;
             if (s->threads < 1 || blocks > 2147483647LL)
                 snprintf(m, sizeof m, "%lld threads: outside 1 .. (2^31-1)*%d", (long long)s->threads, PCU_BLOCK);
-            else if (pcu_kernel_phases(s->kernel) > 0 && s->threads % PCU_BLOCK)
+            else if ((pcu_kernel_phases(s->kernel) > 0 || emu_coop(s)) && s->threads % PCU_BLOCK)
                 snprintf(m, sizeof m, "%lld threads: a block-per-row kernel runs whole blocks of %d",
                          (long long)s->threads, PCU_BLOCK);
             for (int k = 0; k < s->n_ops && !m[0]; k++) {
@@ -415,6 +421,26 @@ static void emu_rows(const pcu_step *s, void *const *op) {
             for (int l = 0; l < PCU_ROW_LANES; l++) pcu_kernel_phase_call(s->kernel, &s->u, op, ph, r, l, row, part);
 }
 
+/* A cooperative kernel (kernels.def PCU_COOP): each block's phases in
+ * order, every lane of a phase before the next (the GPU's barrier), the
+ * block's shared memory and its lanes' state buffers of their own. */
+static pp_status emu_coop_run(const pcu_step *s, void *const *op, pp_err *err) {
+    size_t shb, laneb;
+    const int phases = pcu_kernel_coop(s->kernel, &s->u, &shb, &laneb);
+    void *sh = malloc(shb), *lanes = malloc(laneb * PCU_BLOCK);
+    if (!sh || !lanes) {
+        free(sh);
+        free(lanes);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    for (int64_t r = 0; r < s->threads / PCU_BLOCK; r++)
+        for (int ph = 0; ph < phases; ph++)
+            for (int l = 0; l < PCU_BLOCK; l++) pcu_kernel_coop_call(s->kernel, &s->u, op, ph, r, l, sh, lanes);
+    free(sh);
+    free(lanes);
+    return PP_OK;
+}
+
 pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_err *err) {
     PP_TRY(pcu_check_msgs(x->st->index, dev_in, dev_out, err));
     x->mem[PCU_SP_IN] = dev_in;
@@ -438,6 +464,7 @@ pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_er
         switch (s->kind) {
         case PCU_S_KERNEL:
             if (pcu_kernel_phases(s->kernel) > 0) emu_rows(s, op);
+            else if (emu_coop(s)) st = emu_coop_run(s, op, err);
             else
                 for (int64_t t = 0; t < s->threads; t++) pcu_kernel_thread(s, op, ew, t);
             break;

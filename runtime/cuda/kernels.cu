@@ -43,7 +43,24 @@ struct pcu_kptr {
             __syncthreads();                                                                                       \
         }                                                                                                          \
     }
+/* a cooperative kernel: its shared memory, the lane's state in registers, a barrier after each phase */
+#define PCU_COOP(NAME, stem, u, desc, writes, esize, extent, phases, call)                                           \
+    __global__ void pcu_k_##stem(const pcu_##stem *__restrict__ k, pcu_kops op, int *err, int64_t n, int ptype) { \
+        __shared__ pcu_##stem##_sh shm;                                                                            \
+        pcu_##stem##_sh *sh = &shm;                                                                                \
+        pcu_##stem##_lane lane;                                                                                    \
+        pcu_##stem##_lane *st = &lane;                                                                             \
+        const int64_t r = blockIdx.x;                                                                              \
+        const int l = (int)threadIdx.x;                                                                            \
+        const int nph = (phases);                                                                                  \
+        (void)err, (void)ptype, (void)n;                                                                           \
+        for (int ph = 0; ph < nph; ph++) {                                                                         \
+            call;                                                                                                  \
+            __syncthreads();                                                                                       \
+        }                                                                                                          \
+    }
 #include "kernels.def"
+#undef PCU_COOP
 #undef PCU_ROWS
 #undef PCU_KERNEL
 

@@ -35,6 +35,14 @@
 #define PCU_HD static inline
 #endif
 
+/* a loop of constant trip count unrolled on the GPU, so the small arrays it
+ * indexes stay in registers (ptxas refuses local memory here) */
+#ifdef __CUDACC__
+#define PCU_UNROLL _Pragma("unroll")
+#else
+#define PCU_UNROLL
+#endif
+
 #define PCU_MAXD 8 /* dims of a kernel's index space (PP_MAX_DIMS) */
 
 enum {
@@ -1713,6 +1721,181 @@ PCU_HD void pcu_attn_at(const pcu_attn *t, float *Y, float *qk_out, double *scra
     }
 }
 
+/* ---- Fused attention: MatMul, [Mul|Div by a scalar], Softmax, MatMul in one launch --------- */
+
+/* The FlashAttention-2 form in f32 (--cuda-fused-attention on; not yet run
+ * on a GPU): Y = softmax(scale(Q K)) V over nb = B * nh batches (batch b,
+ * head h) of Q [Sq, D] (ppcc's MatMul's left operand, or ONNX Attention's
+ * Q), K [D, T] (the MatMul's right operand, or Attention's K: element (e, j)
+ * at j * kj + e * ke), V [T, Dv] and Y [Sq, Dv], each operand's batch at b
+ * * Xb + h * Xh (K and V: head h / grp, grouped-query attention), D and Dv
+ * <= PCU_FA_DMAX. A cooperative kernel (kernels.def PCU_COOP): a block of
+ * PCU_BLOCK lanes per (batch, tile of PCU_FA_BQ query rows), PCU_FA_TPR lanes
+ * per query row; the keys in tiles of PCU_FA_BK through shared memory
+ * (pcu_fattn_sh), the softmax online: a running max (NaN-keeping), a running
+ * sum and an accumulator rescaled by exp(old max - new max) per tile, kept
+ * per lane across phases (pcu_fattn_lane: registers on the GPU, an array on
+ * the emulator). Phase 0 reads the query tile; then per key tile four phases
+ * with a barrier after each: A the K and V tiles into shared memory, B the
+ * lane's scores (its keys t, t + TPR, ...) and their max, C the tile's max
+ * (the row's TPR partials in lane order), the new running max and the
+ * lane's exp(s - max), D the row's sum (every key of the tile in order) and
+ * the lane's output columns (t, t + TPR, ...; a fused multiply-add per key in
+ * order); the last D writes Y = acc / sum. Every sum has a fixed order, so
+ * the result does not depend on scheduling, and the emulator runs the same
+ * expressions lane by lane. Scores past T are -inf (probability 0); a row
+ * whose scores are all -inf gives 0 / 0 = NaN, as the reference's softmax;
+ * a NaN or +inf score makes its row NaN, as there. */
+#define PCU_FA_BQ 64   /* query rows of a block */
+#define PCU_FA_TPR 4   /* lanes per query row: PCU_FA_BQ * PCU_FA_TPR == PCU_BLOCK */
+#define PCU_FA_BK 32   /* keys of a tile */
+#define PCU_FA_DMAX 64 /* largest D and Dv */
+#define PCU_FA_DL (PCU_FA_DMAX / PCU_FA_TPR) /* output columns of a lane */
+#define PCU_FA_KL (PCU_FA_BK / PCU_FA_TPR)   /* keys of a lane in a tile */
+
+typedef struct pcu_fattn {
+    int32_t scale_op, pad_; /* scale_op: 0 none, 1 s * scale, 2 s / scale (the node between MatMul and Softmax) */
+    float scale, pad2_;
+    int64_t nb, nh, grp, Sq, T, D, Dv, qtiles; /* nb: batches (B * nh); qtiles: ceil(Sq / PCU_FA_BQ) */
+    /* element strides: batch, head, row (key), column */
+    int64_t qb, qh, qi, qe, kb, kh, kj, ke, vb, vh, vj, ve, yb, yh, yi;
+} pcu_fattn;
+
+/* Where batch bh's matrix of Q (w 0), K (1), V (2) or Y (3) starts. */
+PCU_HD int64_t pcu_fattn_base(const pcu_fattn *k, int w, int64_t bh) {
+    const int64_t b = bh / k->nh, h = bh % k->nh;
+    switch (w) {
+    case 0: return b * k->qb + h * k->qh;
+    case 1: return b * k->kb + h / k->grp * k->kh;
+    case 2: return b * k->vb + h / k->grp * k->vh;
+    default: return b * k->yb + h * k->yh;
+    }
+}
+
+/* a block's shared memory: the query tile, the key and value tiles (Q's and
+ * K's rows padded by one against bank conflicts: a warp reads 8 query rows
+ * and 4 key rows at once), the scores / probabilities and the row's max
+ * partials (41.6 KiB of the 48 a block may have statically) */
+typedef struct pcu_fattn_sh {
+    float q[PCU_FA_BQ][PCU_FA_DMAX + 1];
+    float k[PCU_FA_BK][PCU_FA_DMAX + 1];
+    float v[PCU_FA_BK][PCU_FA_DMAX];
+    float p[PCU_FA_BQ][PCU_FA_BK + 1];
+    float pm[PCU_FA_BQ][PCU_FA_TPR];
+} pcu_fattn_sh;
+
+/* a lane's state between phases */
+typedef struct pcu_fattn_lane {
+    float acc[PCU_FA_DL];
+    float m, l, alpha;
+} pcu_fattn_lane;
+
+PCU_HD int pcu_fattn_phases(const pcu_fattn *k) { return 1 + 4 * (int)((k->T + PCU_FA_BK - 1) / PCU_FA_BK); }
+
+/* phase 0: the query tile, the lane's state */
+PCU_HD void pcu_fattn_init(const pcu_fattn *k, const float *q, pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t b,
+                           int64_t i0, int l) {
+    for (int idx = l; idx < PCU_FA_BQ * (int)k->D; idx += PCU_FA_BQ * PCU_FA_TPR) {
+        const int row = idx / (int)k->D, e = idx % (int)k->D;
+        sh->q[row][e] = i0 + row < k->Sq ? q[pcu_fattn_base(k, 0, b) + (i0 + row) * k->qi + e * k->qe] : 0.0f;
+    }
+    PCU_UNROLL
+    for (int c = 0; c < PCU_FA_DL; c++) st->acc[c] = 0.0f;
+    st->m = -INFINITY, st->l = 0.0f, st->alpha = 1.0f;
+}
+
+/* phase A: key tile j0's K and V (zeros past T) */
+PCU_HD void pcu_fattn_load(const pcu_fattn *k, const float *kk, const float *v, pcu_fattn_sh *sh, int64_t b,
+                           int64_t j0, int l) {
+    const int D = (int)k->D, Dv = (int)k->Dv, L = PCU_FA_BQ * PCU_FA_TPR;
+    for (int idx = l; idx < PCU_FA_BK * D; idx += L) { /* consecutive lanes along K's contiguous axis */
+        const int jj = k->kj == 1 ? idx % PCU_FA_BK : idx / D, e = k->kj == 1 ? idx / PCU_FA_BK : idx % D;
+        sh->k[jj][e] = j0 + jj < k->T ? kk[pcu_fattn_base(k, 1, b) + (j0 + jj) * k->kj + e * k->ke] : 0.0f;
+    }
+    for (int idx = l; idx < PCU_FA_BK * Dv; idx += L) {
+        const int jj = idx / Dv, e = idx % Dv;
+        sh->v[jj][e] = j0 + jj < k->T ? v[pcu_fattn_base(k, 2, b) + (j0 + jj) * k->vj + e * k->ve] : 0.0f;
+    }
+}
+
+/* phase B: the lane's scores of tile j0 and their max (each score's products
+ * summed in e's order; q[e] read once for the lane's PCU_FA_KL keys) */
+PCU_HD void pcu_fattn_scores(const pcu_fattn *k, pcu_fattn_sh *sh, int64_t j0, int row, int t) {
+    float s[PCU_FA_KL];
+    PCU_UNROLL
+    for (int c = 0; c < PCU_FA_KL; c++) s[c] = 0.0f;
+    for (int e = 0; e < (int)k->D; e++) {
+        const float qe = sh->q[row][e];
+        PCU_UNROLL
+        for (int c = 0; c < PCU_FA_KL; c++) s[c] = fmaf(qe, sh->k[t + PCU_FA_TPR * c][e], s[c]);
+    }
+    float mx = -INFINITY;
+    PCU_UNROLL
+    for (int c = 0; c < PCU_FA_KL; c++) {
+        const int jj = t + PCU_FA_TPR * c;
+        float v = s[c];
+        if (k->scale_op == 1) v = v * k->scale;
+        else if (k->scale_op == 2) v = v / k->scale;
+        if (j0 + jj >= k->T) v = -INFINITY; /* past the keys: probability 0 */
+        sh->p[row][jj] = v;
+        mx = pcu_nanmax(mx, v);
+    }
+    sh->pm[row][t] = mx;
+}
+
+/* phase C: the new running max, the lane's probabilities */
+PCU_HD void pcu_fattn_exp(pcu_fattn_sh *sh, pcu_fattn_lane *st, int row, int t) {
+    float mt = sh->pm[row][0];
+    for (int u = 1; u < PCU_FA_TPR; u++) mt = pcu_nanmax(mt, sh->pm[row][u]);
+    const float m = pcu_nanmax(st->m, mt);
+    const int none = m == -INFINITY; /* every score so far -inf: nothing to weigh yet */
+    st->alpha = none ? 1.0f : expf(st->m - m);
+    st->m = m;
+    for (int c = 0; c < PCU_FA_KL; c++) {
+        const int jj = t + PCU_FA_TPR * c;
+        sh->p[row][jj] = none ? 0.0f : expf(sh->p[row][jj] - m);
+    }
+}
+
+/* phase D: the row's running sum, the lane's columns; the last tile writes y */
+PCU_HD void pcu_fattn_acc(const pcu_fattn *k, float *y, pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t b, int64_t i,
+                          int row, int t, int last) {
+    float ps = 0.0f;
+    for (int jj = 0; jj < PCU_FA_BK; jj++) ps += sh->p[row][jj];
+    st->l = st->l * st->alpha + ps;
+    PCU_UNROLL
+    for (int c = 0; c < PCU_FA_DL; c++) st->acc[c] *= st->alpha;
+    for (int jj = 0; jj < PCU_FA_BK; jj++) {
+        const float p = sh->p[row][jj];
+        PCU_UNROLL
+        for (int c = 0; c < PCU_FA_DL; c++)
+            if (t + PCU_FA_TPR * c < k->Dv) st->acc[c] = fmaf(p, sh->v[jj][t + PCU_FA_TPR * c], st->acc[c]);
+    }
+    if (!last || i >= k->Sq) return;
+    float *yr = y + pcu_fattn_base(k, 3, b) + i * k->yi;
+    PCU_UNROLL
+    for (int c = 0; c < PCU_FA_DL; c++)
+        if (t + PCU_FA_TPR * c < k->Dv) yr[t + PCU_FA_TPR * c] = st->acc[c] / st->l;
+}
+
+/* Lane l of block r in phase ph (kernels.def PCU_COOP). */
+PCU_HD void pcu_fattn_ph(const pcu_fattn *k, int ph, float *y, const float *q, const float *kk, const float *v,
+                         pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t r, int l) {
+    const int64_t b = r / k->qtiles, i0 = r % k->qtiles * PCU_FA_BQ;
+    const int row = l / PCU_FA_TPR, t = l % PCU_FA_TPR;
+    if (ph == 0) {
+        pcu_fattn_init(k, q, sh, st, b, i0, l);
+        return;
+    }
+    const int64_t tile = (ph - 1) / 4, j0 = tile * PCU_FA_BK;
+    switch ((ph - 1) % 4) {
+    case 0: pcu_fattn_load(k, kk, v, sh, b, j0, l); break;
+    case 1: pcu_fattn_scores(k, sh, j0, row, t); break;
+    case 2: pcu_fattn_exp(sh, st, row, t); break;
+    default: pcu_fattn_acc(k, y, sh, st, b, i0 + row, row, t, j0 + PCU_FA_BK >= k->T); break;
+    }
+}
+
 /* ---- QuantizeLinear, DequantizeLinear: one thread per element ------------------------------ */
 
 /* The scale (and zero point) of element i: per tensor, per axis (len
@@ -1773,13 +1956,6 @@ typedef struct pcu_gridsample {
 #define PCU_DMUL(a, b) __dmul_rn((a), (b))
 #else
 #define PCU_DMUL(a, b) ((a) * (b))
-#endif
-/* a loop of constant trip count unrolled on the GPU, so the small arrays it
- * indexes stay in registers (ptxas refuses local memory here) */
-#ifdef __CUDACC__
-#define PCU_UNROLL _Pragma("unroll")
-#else
-#define PCU_UNROLL
 #endif
 
 PCU_HD int64_t pcu_gs_pixel(int pad, int64_t i, int64_t len, double lo, double hi) {

@@ -18,6 +18,9 @@
 #if PCU_BLOCK != PCU_ROW_LANES
 #error "a block-per-row kernel (kernels.def PCU_ROWS) is launched in blocks of PCU_BLOCK threads"
 #endif
+#if PCU_FA_BQ * PCU_FA_TPR != PCU_BLOCK
+#error "the fused attention kernel (kmath.h) has PCU_FA_TPR lanes for each of its PCU_FA_BQ query rows"
+#endif
 #define PCU_KERNEL_OPS 16  /* operands of an own kernel at most (the recurrence's 16) */
 
 typedef enum pcu_kernel_kind {
@@ -94,6 +97,17 @@ static inline int64_t pcu_attn_extent(const pcu_attn *t, int j) {
     return j >= 0 && j < 10 ? e[j] : -1;
 }
 
+/* Q, K, V, Y: the last batch's (every stride >= 0) last element + 1 */
+static inline int64_t pcu_fattn_extent(const pcu_fattn *k, int j) {
+    if (k->nb < 1 || k->nh < 1 || k->grp < 1 || k->nb % k->nh || k->nh % k->grp || j < 0 || j > 3) return -1;
+    const int64_t B = k->nb / k->nh, H = k->nh - 1, G = (k->nh - 1) / k->grp;
+    const int64_t e[4] = {(B - 1) * k->qb + H * k->qh + (k->Sq - 1) * k->qi + (k->D - 1) * k->qe,
+                          (B - 1) * k->kb + G * k->kh + (k->T - 1) * k->kj + (k->D - 1) * k->ke,
+                          (B - 1) * k->vb + G * k->vh + (k->T - 1) * k->vj + (k->Dv - 1) * k->ve,
+                          (B - 1) * k->yb + H * k->yh + (k->Sq - 1) * k->yi + k->Dv - 1};
+    return e[j] + 1;
+}
+
 static inline int64_t pcu_rnn_extent(const pcu_rnn *r, int j) {
     const int64_t GH = r->G * r->H, dnh = r->D * r->N * r->H;
     const int64_t e[16] = {r->S * r->N * r->I, r->D * GH * r->I, r->D * GH * r->H, r->D * 2 * GH, r->N, dnh, dnh,
@@ -153,6 +167,53 @@ static inline void pcu_kernel_phase_call(int kind, const void *param, void *cons
         break;                                                           \
     }
 #include "kernels.def"
+#undef PCU_ROWS
+#undef PCU_KERNEL
+    default: break;
+    }
+}
+
+/* Phases of cooperative kernel `kind` (kernels.def PCU_COOP) with parameter
+ * block param, 0 for the others; *sh_bytes and *lane_bytes: the sizes of its
+ * block's shared memory and of a lane's state. */
+static inline int pcu_kernel_coop(int kind, const void *param, size_t *sh_bytes, size_t *lane_bytes) {
+    switch (kind) {
+#define PCU_KERNEL(NAME, stem, u, desc, writes, inplace, esize, extent, call)
+#define PCU_ROWS(NAME, stem, u, desc, writes, esize, extent, phases, call)
+#define PCU_COOP(NAME, stem, u, desc, writes, esize, extent, phases, call) \
+    case PCU_K_##NAME: {                                                 \
+        const pcu_##stem *k = (const pcu_##stem *)param;                 \
+        *sh_bytes = sizeof(pcu_##stem##_sh);                             \
+        *lane_bytes = sizeof(pcu_##stem##_lane);                         \
+        return (phases);                                                 \
+    }
+#include "kernels.def"
+#undef PCU_COOP
+#undef PCU_ROWS
+#undef PCU_KERNEL
+    default: *sh_bytes = *lane_bytes = 0; return 0;
+    }
+}
+
+/* Lane l of block r of cooperative kernel `kind` in phase ph, with the
+ * block's shared memory sh and the state of the block's lanes (lane l's at
+ * lanes + l * lane_bytes): what the GPU's thread l of block r runs between
+ * barriers. */
+static inline void pcu_kernel_coop_call(int kind, const void *param, void *const *op, int ph, int64_t r, int l,
+                                        void *shm, void *lanes) {
+    switch (kind) {
+#define PCU_KERNEL(NAME, stem, u, desc, writes, inplace, esize, extent, call)
+#define PCU_ROWS(NAME, stem, u, desc, writes, esize, extent, phases, call)
+#define PCU_COOP(NAME, stem, u, desc, writes, esize, extent, phases, call) \
+    case PCU_K_##NAME: {                                                 \
+        const pcu_##stem *k = (const pcu_##stem *)param;                 \
+        pcu_##stem##_sh *sh = (pcu_##stem##_sh *)shm;                    \
+        pcu_##stem##_lane *st = (pcu_##stem##_lane *)lanes + l;          \
+        call;                                                            \
+        break;                                                           \
+    }
+#include "kernels.def"
+#undef PCU_COOP
 #undef PCU_ROWS
 #undef PCU_KERNEL
     default: break;

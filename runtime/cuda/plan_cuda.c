@@ -48,6 +48,10 @@ typedef struct planner {
     int *alias; /* tensor id -> the arena tensor whose bytes it is (a view's output), or -1 */
     bool narrow; /* --cuda-wide-copies off: perm_widen leaves copies as given */
     bool rows;   /* --cuda-row-kernels on: Softmax and LayerNorm rows in one launch of a block per row */
+    bool fattn;  /* --cuda-fused-attention on: ppcc's attention patterns as one kernel (plan_fattn) */
+    const unsigned char *host_node; /* per node: forced onto the host (NULL: none) */
+    int *fa_head; /* node -> the first MatMul of the attention pattern it closes (plan_fattn), or -1; then
+                   * n_nodes more: node -> that pattern's Mul or Div node, or -1 */
     pp_err *err;
 } planner;
 
@@ -1491,6 +1495,45 @@ static pp_status rows_copy(planner *P, int ni, int src, int dst, int64_t B, int6
     return PP_OK;
 }
 
+/* --cuda-fused-attention on: an Attention without mask, causality, past,
+ * padding, softcap or outputs beyond Y, head dims up to PCU_FA_DMAX, runs
+ * as the fused kernel (kmath.h pcu_fattn_ph; the others as pcu_attn_at). */
+static bool attn_fusable(const pprt_node *n, const pp_attn *t) {
+    for (int k = 1; k < n->n_out; k++)
+        if (n->out[k] >= 0) return false;
+    return !t->has_mask && !t->causal && !t->has_nonpad && t->P == 0 && !(t->softcap > 0) && t->T == t->Skv &&
+           t->D >= 1 && t->D <= PCU_FA_DMAX && t->Dv >= 1 && t->Dv <= PCU_FA_DMAX && t->Hkv >= 1 &&
+           t->Hq % t->Hkv == 0 && t->Sq >= 1 && t->T >= 1 && t->T <= INT32_MAX / 4 && n->out[0] >= 0;
+}
+
+static pp_status attn_fused(planner *P, int ni, const pp_attn *t) {
+    const pprt_node *n = &P->st->nodes[ni];
+    pcu_fattn k = {.scale_op = 1, .scale = t->scale, .nb = t->B * t->Hq, .nh = t->Hq, .grp = t->Hq / t->Hkv,
+                   .Sq = t->Sq, .T = t->T, .D = t->D, .Dv = t->Dv};
+    k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
+    k.qe = k.ke = k.ve = 1;
+    if (t->three_d) { /* [B, S, heads * dim] */
+        k.qb = t->Sq * t->Hq * t->D, k.qh = t->D, k.qi = t->Hq * t->D;
+        k.kb = t->Skv * t->Hkv * t->D, k.kh = t->D, k.kj = t->Hkv * t->D;
+        k.vb = t->Skv * t->Hkv * t->Dv, k.vh = t->Dv, k.vj = t->Hkv * t->Dv;
+        k.yb = t->Sq * t->Hq * t->Dv, k.yh = t->Dv, k.yi = t->Hq * t->Dv;
+    } else { /* [B, heads, S, dim] */
+        k.qb = t->Hq * t->Sq * t->D, k.qh = t->Sq * t->D, k.qi = t->D;
+        k.kb = t->Hkv * t->Skv * t->D, k.kh = t->Skv * t->D, k.kj = t->D;
+        k.vb = t->Hkv * t->Skv * t->Dv, k.vh = t->Skv * t->Dv, k.vj = t->Dv;
+        k.yb = t->Hq * t->Sq * t->Dv, k.yh = t->Sq * t->Dv, k.yi = t->Dv;
+    }
+    if (k.nb == 0) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 4);
+    s->kernel = PCU_K_FATTN;
+    s->u.fa = k;
+    for (int q = 0; q < 3; q++) s->ops[q] = R(P, n->in[q]);
+    s->ops[3] = R(P, n->out[0]);
+    s->threads = k.nb * k.qtiles * PCU_BLOCK;
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
 /* Attention of f32 (pcu_attn_at), with the present outputs as strided copies
  * and the softmax rows in WORK after the library workspace (at most
  * 256 MiB; longer rows stay on the host). Outputs on bytes of their own. */
@@ -1517,6 +1560,7 @@ static pp_status plan_attention(planner *P, int ni, bool *ok) {
                   .softcap = t.softcap};
     for (int d = 0; d < 4; d++) k.mdim[d] = t.has_mask ? t.mask.dim[d] : 1;
     *ok = true;
+    if (P->fattn && attn_fusable(n, &t)) return attn_fused(P, ni, &t);
     /* present_key / present_value: the past rows, then K / V's */
     for (int w = 0; w < 2; w++) {
         const int out = n->n_out > 1 + w ? n->out[1 + w] : -1;
@@ -1675,9 +1719,15 @@ static int bias_of(const planner *P, int mi, int64_t N) {
     return b;
 }
 
+static pp_status plan_fattn(planner *P, int ni, bool *ok);
+
 static pp_status plan_matmul(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     *ok = false;
+    if (n->op == PP_OP_MATMUL && P->fattn && (n->pattern == PP_PATTERN_ATTENTION || P->fa_head[ni] >= 0)) {
+        PP_TRY(plan_fattn(P, ni, ok));
+        if (*ok) return PP_OK;
+    }
     if (!all_f32(P, n)) return PP_OK;
     const pprt_tdesc *a = T(P, n->in[0]), *b = T(P, n->in[1]), *y = T(P, n->out[0]);
     pcu_mm mm = {.alpha = 1, .batch = 1};
@@ -1765,6 +1815,113 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
     s->ops[3] = R(P, out);
     if (mm.bias) s->ops[4] = R(P, cin);
     P->pl->counts.cublas++;
+    return PP_OK;
+}
+
+/* ---- fused attention (--cuda-fused-attention on) ---------------------------------------------- */
+
+/* The one reader in the stage, after node ni, of tensor t: an activation
+ * that only it reads and the stage does not send (else -1). */
+static int sole_reader(const planner *P, int ni, int t) {
+    const pprt_stage *st = P->st;
+    if (t < 0 || P->uses[t] != 1 || st->t[t].kind != PPRT_ACTIVATION) return -1;
+    for (int j = ni + 1; j < st->n_nodes; j++)
+        for (int k = 0; k < st->nodes[j].n_in; k++)
+            if (st->nodes[j].in[k] == t) return P->done[j] || (P->host_node && P->host_node[j]) ? -1 : j;
+    return -1;
+}
+
+/* An operand's batch stride against the output's batch dims (nb of them):
+ * every batch dim equal to the output's (the matrix's size) or all 1 (0);
+ * -1: neither. */
+static int64_t fa_batch_stride(const pp_shape *x, const pp_shape *y) {
+    const int xb = x->rank - 2, yb = y->rank - 2;
+    bool full = xb == yb, one = true;
+    for (int d = 0; d < xb; d++) {
+        one = one && x->dim[d] == 1;
+        full = full && x->dim[d] == y->dim[d];
+    }
+    return full ? x->dim[x->rank - 2] * x->dim[x->rank - 1] : one ? 0 : -1;
+}
+
+/* The pattern ppcc marked on MatMul ni (plan Node.pattern): MatMul, [Mul or
+ * Div by a weight scalar], Softmax over the last axis, MatMul, found again
+ * in the stage, every link read by the next alone. The kernel takes head
+ * dims up to PCU_FA_DMAX. Found at the first MatMul: the links become done
+ * and the last MatMul remembers the first (fa_head); at the last MatMul
+ * (where V is ready): one cooperative step. Not found: *ok false, the nodes
+ * as usual. */
+static pp_status plan_fattn(planner *P, int ni, bool *ok) {
+    const pprt_stage *st = P->st;
+    *ok = false;
+    if (P->fa_head[ni] >= 0) { /* the pattern's last MatMul */
+        const int h = P->fa_head[ni];
+        const pprt_node *m1 = &st->nodes[h], *m2 = &st->nodes[ni];
+        const pp_shape *qs = &T(P, m1->in[0])->shape, *ks = &T(P, m1->in[1])->shape, *vs = &T(P, m2->in[1])->shape,
+                       *ys = &T(P, m2->out[0])->shape;
+        const int sc = P->fa_head[st->n_nodes + ni];
+        pcu_fattn k = {.nb = numel(ys) / (ys->dim[ys->rank - 2] * ys->dim[ys->rank - 1]), .nh = 1, .grp = 1,
+                       .Sq = qs->dim[qs->rank - 2], .D = qs->dim[qs->rank - 1], .T = ks->dim[ks->rank - 1],
+                       .Dv = vs->dim[vs->rank - 1]};
+        k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
+        k.qb = fa_batch_stride(qs, ys), k.qi = k.D, k.qe = 1;
+        k.kb = fa_batch_stride(ks, ys), k.kj = 1, k.ke = k.T;
+        k.vb = fa_batch_stride(vs, ys), k.vj = k.Dv, k.ve = 1;
+        k.yb = k.Sq * k.Dv, k.yi = k.Dv;
+        if (sc >= 0) {
+            const pprt_node *s = &st->nodes[sc];
+            const int w = s->in[0] == m1->out[0] ? s->in[1] : s->in[0];
+            memcpy(&k.scale, T(P, w)->data, sizeof k.scale);
+            k.scale_op = s->op == PP_OP_MUL ? 1 : 2;
+        }
+        NEW_STEP(s, P, PCU_S_KERNEL, h, 4);
+        s->kernel = PCU_K_FATTN;
+        s->u.fa = k;
+        s->ops[0] = R(P, m1->in[0]), s->ops[1] = R(P, m1->in[1]), s->ops[2] = R(P, m2->in[1]);
+        s->ops[3] = R(P, m2->out[0]);
+        s->threads = k.nb * k.qtiles * PCU_BLOCK;
+        P->pl->counts.own++;
+        P->pl->counts.fused++; /* the last MatMul */
+        *ok = true;
+        return PP_OK;
+    }
+    const pprt_node *m1 = &st->nodes[ni];
+    if (!all_f32(P, m1) || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return PP_OK;
+    const pp_shape *qs = &T(P, m1->in[0])->shape, *ks = &T(P, m1->in[1])->shape;
+    if (qs->rank < 2 || ks->rank < 2 || qs->dim[qs->rank - 1] > PCU_FA_DMAX || qs->dim[qs->rank - 1] < 1) return PP_OK;
+    int b = sole_reader(P, ni, m1->out[0]), sc = -1;
+    if (b >= 0 && (st->nodes[b].op == PP_OP_MUL || st->nodes[b].op == PP_OP_DIV)) {
+        const pprt_node *s = &st->nodes[b];
+        const int w = s->n_in != 2 ? -1 : s->in[0] == m1->out[0] ? s->in[1] : s->op == PP_OP_MUL ? s->in[0] : -1;
+        const pprt_tdesc *wt = T(P, w);
+        if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || wt->dtype != PP_F32 || numel(&wt->shape) != 1 ||
+            s->n_out != 1 || T(P, s->out[0])->dtype != PP_F32)
+            return PP_OK;
+        sc = b;
+        b = sole_reader(P, b, s->out[0]);
+    }
+    if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1) return PP_OK;
+    const pprt_node *sm = &st->nodes[b];
+    int64_t outer, len, inner;
+    if (T(P, sm->out[0])->dtype != PP_F32 ||
+        pp_softmax_split(attrs_of(P, sm), &T(P, sm->in[0])->shape, &outer, &len, &inner, NULL) != PP_OK || inner != 1)
+        return PP_OK;
+    const int m2 = sole_reader(P, b, sm->out[0]);
+    if (m2 < 0 || st->nodes[m2].op != PP_OP_MATMUL || st->nodes[m2].in[0] != sm->out[0] || !all_f32(P, &st->nodes[m2]))
+        return PP_OK;
+    const pprt_node *n2 = &st->nodes[m2];
+    const pp_shape *vs = &T(P, n2->in[1])->shape, *ys = &T(P, n2->out[0])->shape;
+    if (vs->rank < 2 || ys->rank < 2 || vs->dim[vs->rank - 1] > PCU_FA_DMAX || vs->dim[vs->rank - 1] < 1 ||
+        fa_batch_stride(qs, ys) < 0 || fa_batch_stride(ks, ys) < 0 || fa_batch_stride(vs, ys) < 0 ||
+        qs->dim[qs->rank - 2] < 1 || ks->dim[ks->rank - 1] < 1 || numel(ys) < 1 || numel(ys) > INT32_MAX ||
+        ks->dim[ks->rank - 1] > INT32_MAX / 4)
+        return PP_OK;
+    if (sc >= 0) P->done[sc] = true;
+    P->done[b] = true;
+    P->fa_head[m2] = ni;
+    P->fa_head[st->n_nodes + m2] = sc;
+    P->pl->counts.fused += sc >= 0 ? 2 : 1; /* the scale and the softmax; the first MatMul names the step */
+    *ok = true;
     return PP_OK;
 }
 
@@ -2045,12 +2202,14 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     pl->p = p;
     pl->st = st;
     pl->woff = malloc(pp_count(st->n_tensors) * sizeof *pl->woff);
-    planner P = {.pl = pl, .p = p, .st = st, .narrow = o && o->narrow_copies, .rows = o && o->row_blocks, .err = err};
+    planner P = {.pl = pl, .p = p, .st = st, .narrow = o && o->narrow_copies, .rows = o && o->row_blocks,
+                 .fattn = o && o->fused_attention && !o->host_only, .host_node = o ? o->host_node : NULL, .err = err};
     P.uses = calloc(pp_count(st->n_tensors), sizeof *P.uses);
     P.done = calloc(pp_count(st->n_nodes), sizeof *P.done);
     P.alias = malloc(pp_count(st->n_tensors) * sizeof *P.alias);
+    P.fa_head = malloc(2 * pp_count(st->n_nodes) * sizeof *P.fa_head);
     pp_status s = PP_OK;
-    if (!pl->woff || !P.uses || !P.done || !P.alias) {
+    if (!pl->woff || !P.uses || !P.done || !P.alias || !P.fa_head) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
         goto out;
     }
@@ -2068,6 +2227,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     pl->bytes[PCU_SP_OUT] = st->out.bytes;
     pl->bytes[PCU_SP_WORK] = PCU_WORK_LIB + PCU_LIB_WORKSPACE;
     for (int i = 0; i < st->n_tensors; i++) P.alias[i] = -1;
+    for (int i = 0; i < 2 * st->n_nodes; i++) P.fa_head[i] = -1;
     for (int ni = 0; ni < st->n_nodes; ni++)
         for (int k = 0; k < st->nodes[ni].n_in; k++)
             if (st->nodes[ni].in[k] >= 0) P.uses[st->nodes[ni].in[k]]++;
@@ -2091,6 +2251,7 @@ out:
     free(P.uses);
     free(P.done);
     free(P.alias);
+    free(P.fa_head);
     if (s != PP_OK) pcu_plan_free(pl);
     return s;
 }
@@ -2119,12 +2280,18 @@ void pcu_plan_explain(const pcu_plan *pl, const char *backend, FILE *f) {
 }
 
 void pcu_plan_explain_kernels(const pcu_plan *pl, const char *backend, FILE *f) {
+    int n[5] = {0}; /* own kernels, library calls, copies, host steps, all */
     for (int i = 0; i < pl->n_steps; i++) {
         const pcu_step *s = &pl->steps[i];
         if (s->kind == PCU_S_KERNEL && s->node >= 0)
             fprintf(f, "pprt: %s: stage %d node '%s': %s\n", backend, pl->st->index, pl->st->nodes[s->node].name,
                     pcu_step_name(s));
+        n[s->kind == PCU_S_KERNEL ? 0 : s->kind == PCU_S_CONV || s->kind == PCU_S_MATMUL ? 1
+          : s->kind == PCU_S_COPY ? 2 : 3]++;
+        n[4]++;
     }
+    fprintf(f, "pprt: %s: stage %d: %d steps a micro-batch: %d own-kernel launches, %d library calls, %d copies, "
+            "%d on the host\n", backend, pl->st->index, n[4], n[0], n[1], n[2], n[3]);
 }
 
 const char *pcu_step_name(const pcu_step *s) {

@@ -133,6 +133,7 @@ PPRT_VALUES = {
     "--cuda-conv-fusion": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-overlap": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-row-kernels": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
+    "--cuda-fused-attention": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-host-ops": ("Conv", ["--backend", "cuda-emu"], "out", None),
     # training (train.plan on tdata/, two steps; compared: the trained weights)
     "--epochs": ("1", [], "train", "0"),

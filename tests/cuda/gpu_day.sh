@@ -33,7 +33,8 @@
 #      90; compile time excluded, printed); BENCH_RUNS alternated rounds
 #      (default 2), BENCH_ARGS added to each call;
 #   5. with time left (EXTRA=1, the default): ViT-B/16 with the row kernels
-#      in one block against in lanes, the profiles by op type at batch
+#      in one block against in lanes, with the fused attention on and off
+#      (rates, outputs, steps), the profiles by op type at batch
 #      8 (with --cuda-explain), ViT's --cuda-wide-copies A/B, ResNet-50's
 #      --cuda-conv-fusion A/B, GPT under memcheck and initcheck, tests/ops on
 #      cuda (OPS_SECS, default 0 now), each only if the time left allows it.
@@ -298,6 +299,21 @@ t = json.load(open(sys.argv[1]))['nodes']; agg = collections.Counter()
 for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
 print(sys.argv[2] + ', ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))" "$1" "$2"
   }
+  # ViT-B/16 at batch 8 with the fused attention (--cuda-fused-attention, issue 54) on and off, alternated: the
+  # rates, the outputs compared (rtol 1e-4, atol 1e-5: the kernel sums in f32 in another order than
+  # cuBLASLt), the steps a micro-batch (--cuda-explain's last line; 4 fewer a layer when the pattern fused)
+  d=/tmp/cvt/vit_b_16
+  if [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 60 ]; then
+    for r in 1 2; do for fa in on off; do
+      timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/fa_out_$fa --backend $be -q --warmup 4 --cuda-fused-attention $fa \
+        --cuda-explain --stats-json /tmp/cvt/fa_$fa.json 2> "$out/explain_fattn_$fa.txt" \
+        && echo "ViT-B/16 -b 8 --cuda-fused-attention $fa: $(rate /tmp/cvt/fa_$fa.json) samples/s; $(grep -c 'fused attention' "$out/explain_fattn_$fa.txt") fused steps; $(grep -o '[0-9]* steps a micro-batch.*' "$out/explain_fattn_$fa.txt" | head -1)" \
+        || { echo "FAIL: ViT-B/16 --cuda-fused-attention $fa: $(tail -2 "$out/explain_fattn_$fa.txt")"; status=1; }
+    done; done
+    python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/fa_out_on/*.npy /tmp/cvt/fa_out_off/*.npy --rtol 1e-4 --atol 1e-5 \
+      > /tmp/cvt/fa_cmp.txt || { echo "FAIL: ViT-B/16's output with --cuda-fused-attention on against off"; status=1; }
+    tail -1 /tmp/cvt/fa_cmp.txt | sed 's|^|ViT-B/16 --cuda-fused-attention on against off: |'
+  fi
   # MODEL:PRECISION[:narrow] (narrow: --cuda-wide-copies off, the copies as given)
   for mp in resnet50:f32 vit_b_16:f32 vit_b_16:tf32 vit_b_16:f32:narrow; do
     [ "$(left)" -gt 60 ] || { echo "profiles: out of time"; break; }

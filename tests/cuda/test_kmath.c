@@ -28,6 +28,16 @@
  *     x - max rounded to f32: 6 ulp worst over these rows, whose values lie
  *     within +-4; the error grows with a row's spread, about 2^-24 |x - max|
  *     relative), the others within 2, NaN where it is;
+ *   - the fused attention kernel (--cuda-fused-attention: kmath.h's
+ *     cooperative pcu_fattn_ph through its kernels.def row, phases with the
+ *     GPU's barriers, shared memory poisoned) against attention in double
+ *     (scores, softmax and product): within 2e-5 of the largest |V| plus
+ *     1e-4 relative, over batches with a broadcast operand, Sq and T not
+ *     multiples of the tiles, Sq = 1, T = 1, head dims 8..64, K as the
+ *     MatMul's [D, T] and as [T, D], a Mul or a Div of the scores; NaN rows
+ *     where the reference has them (a NaN score, a +inf score, a row of
+ *     -inf scores) and a first key tile of -inf scores (a row that starts
+ *     with nothing to weigh); the lanes in reverse order give the same bits;
  *   - the kernel table (runtime/cuda/kernels.def): the kinds keep the
  *     numbers the launcher's hand-numbered cases had, each parameter block
  *     the size the engine uploaded before the table, and every row has a
@@ -42,6 +52,7 @@
 #include "runtime/kernels.h"
 
 static int failures, checks;
+static double fa_worst; /* fused attention: the largest error over the largest |V| */
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next(void) {
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
@@ -518,6 +529,151 @@ static void test_block_rows(void) {
     }
 }
 
+/* ---- fused attention (kmath.h pcu_fattn_ph) ---------------------------------------------------- */
+
+/* The kernel's blocks through ktable.h's cooperative call (as emu.c), every
+ * lane of a phase before the next, lanes forward or in reverse. */
+static void run_coop(const pcu_step *s, void *const *op, int reverse) {
+    size_t shb, laneb;
+    const int phases = pcu_kernel_coop(s->kernel, &s->u, &shb, &laneb);
+    unsigned char *sh = malloc(shb), *lanes = malloc(laneb * PCU_BLOCK);
+    memset(sh, 0xff, shb); /* NaN everywhere the kernel reads before it writes */
+    memset(lanes, 0xff, laneb * PCU_BLOCK);
+    for (int64_t r = 0; r < s->threads / PCU_BLOCK; r++)
+        for (int ph = 0; ph < phases; ph++)
+            for (int l0 = 0; l0 < PCU_BLOCK; l0++)
+                pcu_kernel_coop_call(s->kernel, &s->u, op, ph, r, reverse ? PCU_BLOCK - 1 - l0 : l0, sh, lanes);
+    free(sh);
+    free(lanes);
+}
+
+typedef struct fa_case {
+    int64_t nb, Sq, T, D, Dv;
+    int scale_op, k_rows, q_bcast; /* k_rows: K stored [T, D] (else [D, T]); q_bcast: one Q for every batch */
+    int special;                   /* 1: NaN, +inf and -inf rows, a -inf first tile */
+    int gqa;                       /* > 0: that many query heads over half as many K/V heads, 3-D layouts */
+} fa_case;
+
+/* Attention in double: y[b, i, :] = softmax(scale(q_i . k_j)) v (NaN as the
+ * reference softmax gives it: a row whose max is NaN, +inf or -inf). */
+static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const float *v, double *y) {
+    double *s = malloc(sizeof *s * (size_t)k->T);
+    for (int64_t b = 0; b < k->nb; b++)
+        for (int64_t i = 0; i < k->Sq; i++) {
+            double mx = -INFINITY;
+            int nan = 0;
+            const int64_t qo = b / k->nh * k->qb + b % k->nh * k->qh, ko = b / k->nh * k->kb + b % k->nh / k->grp * k->kh,
+                          vo = b / k->nh * k->vb + b % k->nh / k->grp * k->vh, yo = b / k->nh * k->yb + b % k->nh * k->yh;
+            for (int64_t j = 0; j < k->T; j++) {
+                double d = 0;
+                for (int64_t e = 0; e < k->D; e++)
+                    d += (double)q[qo + i * k->qi + e * k->qe] * kk[ko + j * k->kj + e * k->ke];
+                if (k->scale_op == 1) d *= k->scale;
+                else if (k->scale_op == 2) d /= k->scale;
+                s[j] = d;
+                nan = nan || d != d;
+                if (d > mx) mx = d;
+            }
+            double sum = 0;
+            for (int64_t j = 0; j < k->T; j++) sum += s[j] = exp(s[j] - mx);
+            for (int64_t e = 0; e < k->Dv; e++) {
+                double a = 0;
+                for (int64_t j = 0; j < k->T; j++) a += s[j] / sum * v[vo + j * k->vj + e * k->ve];
+                y[yo + i * k->yi + e] = nan || mx == INFINITY || mx == -INFINITY ? NAN : a;
+            }
+        }
+    free(s);
+}
+
+static void test_fattn_case(const fa_case *c) {
+    pcu_fattn k = {.scale_op = c->scale_op, .scale = c->scale_op == 2 ? 8.0f : 0.125f, .nb = c->nb, .nh = 1,
+                   .grp = 1, .Sq = c->Sq, .T = c->T, .D = c->D, .Dv = c->Dv};
+    k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
+    k.qb = c->q_bcast ? 0 : k.Sq * k.D, k.qi = k.D, k.qe = 1;
+    k.kb = k.T * k.D, k.kj = c->k_rows ? k.D : 1, k.ke = c->k_rows ? 1 : k.T;
+    k.vb = k.T * k.Dv, k.vj = k.Dv, k.ve = 1;
+    k.yb = k.Sq * k.Dv, k.yi = k.Dv;
+    int64_t nkv = k.nb;
+    if (c->gqa) { /* 3-D Attention's layouts: [B, S, heads * dim], 2 query heads per K/V head */
+        k.nh = c->gqa, k.grp = 2, nkv = k.nb / 2;
+        const int64_t hk = k.nh / 2;
+        k.qb = k.Sq * k.nh * k.D, k.qh = k.D, k.qi = k.nh * k.D, k.qe = 1;
+        k.kb = k.T * hk * k.D, k.kh = k.D, k.kj = hk * k.D, k.ke = 1;
+        k.vb = k.T * hk * k.Dv, k.vh = k.Dv, k.vj = hk * k.Dv, k.ve = 1;
+        k.yb = k.Sq * k.nh * k.Dv, k.yh = k.Dv, k.yi = k.nh * k.Dv;
+    }
+    const int64_t nq = (c->q_bcast ? 1 : k.nb) * k.Sq * k.D, nk = nkv * k.T * k.D, nv = nkv * k.T * k.Dv,
+                  ny = k.nb * k.Sq * k.Dv;
+    float *q = malloc(sizeof *q * (size_t)nq), *kk = malloc(sizeof *kk * (size_t)nk), *v = malloc(sizeof *v * (size_t)nv);
+    float *y1 = malloc(sizeof *y1 * (size_t)ny), *y2 = malloc(sizeof *y2 * (size_t)ny);
+    double *yr = malloc(sizeof *yr * (size_t)ny);
+    for (int64_t i = 0; i < nq; i++) q[i] = (float)(unif() * 4 - 2);
+    for (int64_t i = 0; i < nk; i++) kk[i] = (float)(unif() * 4 - 2);
+    for (int64_t i = 0; i < nv; i++) v[i] = (float)(unif() * 6 - 3);
+    if (c->special && k.Sq >= 4 && k.T > PCU_FA_BK && k.D >= 4) { /* batch 0's rows 0-2 NaN in the reference */
+        q[0 * k.qi + 1] = NAN;      /* row 0: every score NaN */
+        q[1 * k.qi + 0] = INFINITY; /* row 1: +inf and -inf scores (K's column 0 has both signs) */
+        q[2 * k.qi + 3] = -INFINITY; /* row 2: every score -inf (K's column 3 > 0) */
+        for (int64_t j = 0; j < k.T; j++) kk[j * k.kj + 3 * k.ke] = fabsf(kk[j * k.kj + 3 * k.ke]) + 0.5f;
+        /* every row: the first key tile -inf (K's column 2 -inf there, q's 0.5), the rest finite */
+        for (int64_t j = 0; j < PCU_FA_BK; j++) kk[j * k.kj + 2 * k.ke] = -INFINITY;
+        for (int64_t i = 0; i < k.Sq; i++) q[i * k.qi + 2] = 0.5f;
+    }
+    pcu_step s;
+    memset(&s, 0, sizeof s);
+    s.kind = PCU_S_KERNEL, s.kernel = PCU_K_FATTN, s.threads = k.nb * k.qtiles * PCU_BLOCK, s.u.fa = k;
+    void *op[PCU_KERNEL_OPS] = {q, kk, v, y1};
+    for (int64_t i = 0; i < ny; i++) y1[i] = y2[i] = 12345.0f;
+    run_coop(&s, op, 0);
+    op[3] = y2;
+    run_coop(&s, op, 1);
+    fa_ref(&k, q, kk, v, yr);
+    double vmax = 0;
+    for (int64_t i = 0; i < nv; i++) vmax = fabs(v[i]) > vmax ? fabs(v[i]) : vmax;
+    int64_t bad = 0, nans = 0;
+    double worst = 0;
+    for (int64_t i = 0; i < ny; i++) {
+        const double r = yr[i], g = y1[i];
+        nans += r != r;
+        const double err = fabs(g - r), tol = 2e-5 * vmax + 1e-4 * fabs(r);
+        if ((r != r) != (g != g) || (r == r && err > tol)) {
+            if (bad++ < 3)
+                FAIL("FAIL fused attention nb %lld Sq %lld T %lld D %lld Dv %lld: y[%lld] = %.9g, reference %.9g\n",
+                     (long long)k.nb, (long long)k.Sq, (long long)k.T, (long long)k.D, (long long)k.Dv, (long long)i,
+                     g, r);
+        }
+        if (r == r && err > worst) worst = err;
+    }
+    checks += 2;
+    if (memcmp(y1, y2, sizeof *y1 * (size_t)ny))
+        FAIL("FAIL fused attention nb %lld Sq %lld T %lld D %lld: lanes in reverse order give other bits\n",
+             (long long)k.nb, (long long)k.Sq, (long long)k.T, (long long)k.D);
+    if (c->special && k.Sq >= 4 && k.T > PCU_FA_BK && k.D >= 4 && nans != 3 * k.Dv)
+        FAIL("FAIL fused attention: the reference has %lld NaN outputs, want %lld (three rows)\n", (long long)nans,
+             (long long)(3 * k.Dv));
+    if (worst / (vmax > 0 ? vmax : 1) > fa_worst) fa_worst = worst / (vmax > 0 ? vmax : 1);
+    free(q), free(kk), free(v), free(y1), free(y2), free(yr);
+}
+
+static void test_fattn(void) {
+    static const fa_case cases[] = {
+        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 0, 0, 0, 0},  {2, 1, 50, 32, 32, 2, 0, 0, 0, 0},
+        {1, 5, 100, 40, 24, 1, 1, 0, 0, 0},  {4, 64, 1, 16, 8, 0, 0, 1, 0, 0},   {2, 65, 64, 64, 64, 2, 1, 0, 0, 0},
+        {2, 130, 97, 64, 40, 1, 0, 0, 1, 0}, {1, 40, 40, 8, 64, 0, 1, 1, 1, 0},  {1, 3, 7, 1, 1, 0, 0, 0, 0, 0},
+        {8, 70, 45, 16, 24, 1, 1, 0, 0, 4}, {6, 1, 9, 64, 64, 2, 1, 0, 0, 6},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) test_fattn_case(&cases[c]);
+    /* the lint's bound: the extents of a [D, T] K and of Y */
+    pcu_fattn k = {.nb = 2, .nh = 1, .grp = 1, .Sq = 3, .T = 5, .D = 4, .Dv = 6, .qtiles = 1, .qb = 12, .qi = 4,
+                   .qe = 1, .kb = 20, .kj = 1, .ke = 5, .vb = 30, .vj = 6, .ve = 1, .yb = 18, .yi = 6};
+    checks++;
+    if (pcu_kernel_extent_of(PCU_K_FATTN, &k, 1) != 40 || pcu_kernel_extent_of(PCU_K_FATTN, &k, 3) != 36 ||
+        pcu_kernel_extent_of(PCU_K_FATTN, &k, 0) != 24 || pcu_kernel_extent_of(PCU_K_FATTN, &k, 2) != 60)
+        FAIL("FAIL fused attention: extents %lld %lld %lld %lld\n", (long long)pcu_kernel_extent_of(PCU_K_FATTN, &k, 0),
+             (long long)pcu_kernel_extent_of(PCU_K_FATTN, &k, 1), (long long)pcu_kernel_extent_of(PCU_K_FATTN, &k, 2),
+             (long long)pcu_kernel_extent_of(PCU_K_FATTN, &k, 3));
+}
+
 /* The kernel table against what it replaced: the launcher's numbered cases
  * (kernels.cu: case 17 launched the grid sample kernel, ...), the engine's
  * sizeof switch (exec_cuda.c's param_size), pcu_step_name's names. */
@@ -526,7 +682,8 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_GATHER_EL == 10 && PCU_K_TOPK == 11 && PCU_K_SCATTER == 12 && PCU_K_TRILU == 13 &&
                    PCU_K_ROPE == 14 && PCU_K_ATTN == 15 && PCU_K_QUANT == 16 && PCU_K_GRIDSAMPLE == 17 &&
                    PCU_K_LINE == 18 && PCU_K_ONEHOT == 19 && PCU_K_AFFGRID == 20 && PCU_K_RNN == 21 &&
-                   PCU_K_COL2IM == 22 && PCU_K_ROWSM == 23 && PCU_K_ROWLN == 24 && PCU_K_COUNT == 25,
+                   PCU_K_COL2IM == 22 && PCU_K_ROWSM == 23 && PCU_K_ROWLN == 24 && PCU_K_FATTN == 25 &&
+                   PCU_K_COUNT == 26,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -548,6 +705,7 @@ static void test_kernel_table(void) {
         {PCU_K_AFFGRID, sizeof(pcu_affgrid), "affine grid"}, {PCU_K_RNN, sizeof(pcu_rnn), "recurrence"},
         {PCU_K_COL2IM, sizeof(pcu_col2im), "col2im"}, {PCU_K_ROWSM, sizeof(pcu_rowsm), "softmax in one block"},
         {PCU_K_ROWLN, sizeof(pcu_rowln), "layer normalization in one block"},
+        {PCU_K_FATTN, sizeof(pcu_fattn), "fused attention"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;
@@ -579,6 +737,8 @@ int main(void) {
     test_block_rows();
     printf("test_kmath: rows in one block: worst %lld ulp (Softmax), %lld (LogSoftmax, LayerNorm)\n", (long long)block_worst[1], (long long)block_worst[0]);
     test_index_math();
+    test_fattn();
+    printf("test_kmath: fused attention: worst error %.2g of the largest |V|\n", fa_worst);
     printf("test_kmath: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -1086,6 +1086,88 @@ static void test_fusion_chains(void) {
         }
 }
 
+/* pp_attention_chains and the partitioner: x [2,4] ->
+ *   /a/MatMul (x, w) [2,4] -> /a/Mul (by a scalar) -> /a/Softmax -> /b/MatMul (the probabilities, v)
+ * with v = /v/Transpose(/v/Relu(x)) [4,2] computed between the Mul and the Softmax in the node order,
+ * then /c/Relu (a post-op of /b/MatMul), /c/MatMul + /d/Relu, /d/MatMul, /e/Softmax, /e/MatMul +
+ * /f/Sigmoid: 5 units. At every -pp 1..5 and policy: no cut before nodes 1..5 (the pattern's, with
+ * v's between), node 0 marks the pattern, /a/Mul keeps its chain mark (a MatMul's post-op) and the
+ * pattern's other nodes none; --split-at v (inside the pattern) moves past it and /b/MatMul's chain
+ * to /c/MatMul. /d/MatMul, /e/Softmax, /e/MatMul is no pattern: the probabilities are a graph output. */
+static void test_attention_chains(void) {
+    const pp_policy pols[] = {PP_POLICY_UNIFORM, PP_POLICY_FLOPS, PP_POLICY_MEMORY, PP_POLICY_AUTO, PP_POLICY_CUSTOM};
+    for (int pi = 0; pi < 5; pi++)
+        for (int p = 1; p <= (pi == 4 ? 1 : 5); p++) {
+            pp_graph g;
+            pp_graph_init(&g);
+            g.batch = 0;
+            g.opset = 13;
+            pp_err e = {0};
+            int x = value(&g, "x");
+            g.values[x].dtype = PP_F32;
+            g.values[x].shape = (pp_shape){2, {2, 4}};
+            g.values[x].nbytes = 32;
+            pp_graph_add_input(&g, x, &e);
+            const int w = const_mat(&g, "w", 4, 4), c = const_mat(&g, "c", 1, 0), w2 = const_mat(&g, "w2", 2, 4);
+            int v[16];
+            for (int i = 0; i < 16; i++) {
+                char nm[8];
+                snprintf(nm, sizeof nm, "v%d", i);
+                v[i] = value(&g, nm);
+            }
+            node(&g, PP_OP_MATMUL, "/a/MatMul", x, w, v[0]);
+            node(&g, PP_OP_MUL, "/a/Mul", v[0], c, v[1]);
+            node(&g, PP_OP_RELU, "/v/Relu", x, -1, v[2]);
+            node(&g, PP_OP_TRANSPOSE, "/v/Transpose", v[2], -1, v[3]);
+            node(&g, PP_OP_SOFTMAX, "/a/Softmax", v[1], -1, v[4]);
+            node(&g, PP_OP_MATMUL, "/b/MatMul", v[4], v[3], v[5]); /* [2,2] */
+            node(&g, PP_OP_RELU, "/c/Relu", v[5], -1, v[6]);
+            node(&g, PP_OP_MATMUL, "/c/MatMul", v[6], w2, v[7]); /* [2,4] */
+            node(&g, PP_OP_RELU, "/d/Relu", v[7], -1, v[8]);
+            node(&g, PP_OP_MATMUL, "/d/MatMul", v[8], w, v[9]);
+            node(&g, PP_OP_SOFTMAX, "/e/Softmax", v[9], -1, v[10]);
+            node(&g, PP_OP_MATMUL, "/e/MatMul", v[10], v[3], v[11]); /* [2,2]: the scores also an output */
+            node(&g, PP_OP_SIGMOID, "/f/Sigmoid", v[11], -1, v[12]);
+            pp_graph_add_output(&g, v[12], &e);
+            pp_graph_add_output(&g, v[10], &e);
+            pp_compile_opts co;
+            pp_compile_opts_init(&co);
+            co.n_stages = p;
+            co.policy = pols[pi];
+            co.n_disabled = 3;
+            co.disabled[0] = "fuse";
+            co.disabled[1] = "simplify";
+            co.disabled[2] = "fold";
+            if (pi == 4) {
+                co.n_stages = 0;
+                co.n_split_at = 1;
+                co.split_at[0] = "v"; /* before /v/Relu, inside /a's pattern: moves to /c/MatMul */
+            }
+            pp_status s = pp_run_passes(&g, &co, &e);
+            CHECK(s == PP_OK, "policy %s p %d: %s", pp_policy_name(pols[pi]), p, e.msg);
+            if (s != PP_OK || g.n_nodes != 13) {
+                CHECK(s != PP_OK, "%d nodes, want 13", g.n_nodes);
+                pp_graph_free(&g);
+                continue;
+            }
+            for (int i = 1; i <= 5; i++)
+                CHECK(g.nodes[i].stage == g.nodes[0].stage, "policy %s p %d: a cut before %s", pp_policy_name(pols[pi]),
+                      p, g.nodes[i].name);
+            CHECK(g.nodes[0].pattern == PP_PATTERN_ATTENTION && g.nodes[1].chain && !g.nodes[3].chain &&
+                      !g.nodes[4].chain && !g.nodes[5].chain,
+                  "policy %s p %d: pattern %d, chain marks %d %d %d %d", pp_policy_name(pols[pi]), p,
+                  g.nodes[0].pattern, g.nodes[1].chain, g.nodes[3].chain, g.nodes[4].chain, g.nodes[5].chain);
+            for (int i = 1; i < 13; i++)
+                CHECK(g.nodes[i].pattern == PP_PATTERN_NONE, "policy %s p %d: %s marked", pp_policy_name(pols[pi]), p,
+                      g.nodes[i].name);
+            if (pi == 4)
+                CHECK(g.n_stages == 2 && g.nodes[6].stage == 0 && g.nodes[7].stage == 1,
+                      "--split-at v: stages %d, /c/Relu in %d, /c/MatMul in %d", g.n_stages, g.nodes[6].stage,
+                      g.nodes[7].stage);
+            pp_graph_free(&g);
+        }
+}
+
 /* The report's layout (passes/layout.c) on random DAGs: edges run down
  * through one bend per layer, items of a layer keep their order and spacing,
  * every use of a value is an edge; and comparing the policies
@@ -1241,6 +1323,7 @@ int main(void) {
     test_minmax_vs_brute();
     test_random_dags();
     test_fusion_chains();
+    test_attention_chains();
     test_layout_and_compare();
     test_capped_split();
     test_stage_records();

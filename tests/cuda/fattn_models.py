@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""The models tests/cuda/fused_attention.sh runs with --cuda-fused-attention
+on and off, written with onnx.helper, random weights:
+  vit.onnx: two ViT-like encoder blocks (torch 1.13's MultiheadAttention
+      export: LayerNorm, the QKV product, Reshape/Transpose/Gather into
+      heads, q * scale, MatMul with k transposed, Softmax, MatMul with v,
+      the heads back, the output product, residual, MLP with ReLU), x
+      [batch, 197, 192], 3 heads of 64: two fused patterns;
+  small.onnx: the patterns' variants, each its own output:
+      a: [batch, 4, 5, 8] MatMul, Div by sqrt(8), Softmax, MatMul (fused;
+         its Softmax and last MatMul are module 'asm', where the test cuts);
+      b: one query row (S = 1) against 33 keys, the scores times a scalar
+         on the Mul's left, head dim 16, Dv 24 (fused);
+      c: K's operand broadcast over the batch (a weight [1, 16, 40]), no
+         scale, 70 queries (fused);
+      d: head dim 80 (over the kernel's 64: not fused);
+      e: the scores also a graph output (not a pattern);
+      f: an Add of a mask between the product and the Softmax (not a pattern).
+Inputs DIR/data/*.npy (3 samples; NaN and +-inf among sample 1's and 2's
+values, so some score rows are NaN). usage: fattn_models.py DIR"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+d = sys.argv[1]
+rng = np.random.default_rng(5454)
+n = helper.make_node
+
+
+def c(name, a):
+    return numpy_helper.from_array(np.asarray(a), name)
+
+
+def v(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def w(*shape, s=0.05):
+    return (rng.standard_normal(shape) * s).astype(np.float32)
+
+
+def save(g, name):
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, name))
+
+
+os.makedirs(os.path.join(d, "data_vit"), exist_ok=True)
+os.makedirs(os.path.join(d, "data_small"), exist_ok=True)
+
+# ---- vit.onnx -----------------------------------------------------------------------------------
+E, H, S, Dh = 192, 3, 197, 64
+inits = [c("shape_heads", np.array([0, S, 3, H, Dh], np.int64)), c("shape_back", np.array([0, S, E], np.int64)),
+         c("scale", np.array(1 / np.sqrt(Dh), np.float32)), c("i0", np.array(0, np.int64)),
+         c("i1", np.array(1, np.int64)), c("i2", np.array(2, np.int64))]
+nodes = []
+x = "x"
+for L in range(2):
+    p = f"/encoder/layer_{L}"
+    inits += [c(f"ln1g{L}", (1 + w(E)).astype(np.float32)), c(f"ln1b{L}", w(E)), c(f"wqkv{L}", w(E, 3 * E)),
+              c(f"bqkv{L}", w(3 * E)), c(f"wo{L}", w(E, E)), c(f"bo{L}", w(E)),
+              c(f"ln2g{L}", (1 + w(E)).astype(np.float32)), c(f"ln2b{L}", w(E)), c(f"w1{L}", w(E, 2 * E)),
+              c(f"b1{L}", w(2 * E)), c(f"w2{L}", w(2 * E, E)), c(f"b2{L}", w(E))]
+    t = lambda s: f"{p}_{s}"  # noqa: E731
+    nodes += [
+        n("LayerNormalization", [x, f"ln1g{L}", f"ln1b{L}"], [t("ln1")], name=f"{p}/ln_1/LayerNormalization",
+          axis=-1, epsilon=1e-6),
+        n("MatMul", [t("ln1"), f"wqkv{L}"], [t("qkv0")], name=f"{p}/self_attention/MatMul"),
+        n("Add", [t("qkv0"), f"bqkv{L}"], [t("qkv")], name=f"{p}/self_attention/Add"),
+        n("Reshape", [t("qkv"), "shape_heads"], [t("qkv5")], name=f"{p}/self_attention/Reshape"),
+        n("Transpose", [t("qkv5")], [t("qkvT")], name=f"{p}/self_attention/Transpose", perm=[2, 0, 3, 1, 4]),
+        n("Gather", [t("qkvT"), "i0"], [t("q")], name=f"{p}/self_attention/Gather", axis=0),
+        n("Gather", [t("qkvT"), "i1"], [t("k")], name=f"{p}/self_attention/Gather_1", axis=0),
+        n("Gather", [t("qkvT"), "i2"], [t("v")], name=f"{p}/self_attention/Gather_2", axis=0),
+        n("Mul", [t("q"), "scale"], [t("qs")], name=f"{p}/self_attention/Mul"),
+        n("Transpose", [t("k")], [t("kT")], name=f"{p}/self_attention/Transpose_1", perm=[0, 1, 3, 2]),
+        n("MatMul", [t("qs"), t("kT")], [t("sc")], name=f"{p}/self_attention/MatMul_1"),
+        n("Softmax", [t("sc")], [t("pr")], name=f"{p}/self_attention/Softmax", axis=-1),
+        n("MatMul", [t("pr"), t("v")], [t("ctx")], name=f"{p}/self_attention/MatMul_2"),
+        n("Transpose", [t("ctx")], [t("ctxT")], name=f"{p}/self_attention/Transpose_2", perm=[0, 2, 1, 3]),
+        n("Reshape", [t("ctxT"), "shape_back"], [t("ctx2")], name=f"{p}/self_attention/Reshape_1"),
+        n("MatMul", [t("ctx2"), f"wo{L}"], [t("o0")], name=f"{p}/self_attention/MatMul_3"),
+        n("Add", [t("o0"), f"bo{L}"], [t("o")], name=f"{p}/self_attention/Add_1"),
+        n("Add", [t("o"), x], [t("r1")], name=f"{p}/Add"),
+        n("LayerNormalization", [t("r1"), f"ln2g{L}", f"ln2b{L}"], [t("ln2")], name=f"{p}/ln_2/LayerNormalization",
+          axis=-1, epsilon=1e-6),
+        n("MatMul", [t("ln2"), f"w1{L}"], [t("h0")], name=f"{p}/mlp/MatMul"),
+        n("Add", [t("h0"), f"b1{L}"], [t("h1")], name=f"{p}/mlp/Add"),
+        n("Relu", [t("h1")], [t("h2")], name=f"{p}/mlp/Relu"),
+        n("MatMul", [t("h2"), f"w2{L}"], [t("h3")], name=f"{p}/mlp/MatMul_1"),
+        n("Add", [t("h3"), f"b2{L}"], [t("h4")], name=f"{p}/mlp/Add_1"),
+        n("Add", [t("h4"), t("r1")], [t(f"out")], name=f"{p}/Add_1"),
+    ]
+    x = t("out")
+nodes.append(n("Identity", [x], ["y"], name="/out/Identity"))
+save(helper.make_graph(nodes, "vit", [v("x", ["batch", S, E])], [v("y", ["batch", S, E])], initializer=inits),
+     "vit.onnx")
+xv = rng.standard_normal((3, S, E)).astype(np.float32)
+xv[1, 7, 11] = np.nan  # a NaN token: its rows NaN from the first block on
+xv[2, 9, 3] = np.inf
+np.save(os.path.join(d, "data_vit", "x.npy"), xv)
+
+# ---- small.onnx ---------------------------------------------------------------------------------
+inits = [c("sqrt8", np.array(np.sqrt(8), np.float32)), c("s16", np.array([0.25], np.float32)),
+         c("kc", w(1, 16, 40, s=0.5)), c("mask", np.where(rng.random((5, 5)) < 0.3, -1e9, 0).astype(np.float32))]
+nodes = [
+    n("MatMul", ["qa", "ka"], ["sa"], name="/a/MatMul"),
+    n("Div", ["sa", "sqrt8"], ["sa2"], name="/a/Div"),
+    n("Softmax", ["sa2"], ["pa"], name="/asm/Softmax", axis=-1),
+    n("MatMul", ["pa", "va"], ["ya"], name="/asm/MatMul_1"),
+    n("MatMul", ["qb", "kb"], ["sb"], name="/b/MatMul"),
+    n("Mul", ["s16", "sb"], ["sb2"], name="/b/Mul"),
+    n("Softmax", ["sb2"], ["pb"], name="/b/Softmax", axis=-1),
+    n("MatMul", ["pb", "vb"], ["yb"], name="/b/MatMul_1"),
+    n("MatMul", ["qc", "kc"], ["sc"], name="/c/MatMul"),
+    n("Softmax", ["sc"], ["pc"], name="/c/Softmax", axis=2),
+    n("MatMul", ["pc", "vc"], ["yc"], name="/c/MatMul_1"),
+    n("MatMul", ["qd", "kd"], ["sd"], name="/d/MatMul"),
+    n("Softmax", ["sd"], ["pd"], name="/d/Softmax", axis=-1),
+    n("MatMul", ["pd", "vd"], ["yd"], name="/d/MatMul_1"),
+    n("MatMul", ["qa", "ka"], ["se"], name="/e/MatMul"),
+    n("Softmax", ["se"], ["pe"], name="/e/Softmax", axis=-1),
+    n("MatMul", ["pe", "va"], ["ye"], name="/e/MatMul_1"),
+    n("MatMul", ["qa", "ka"], ["sf"], name="/f/MatMul"),
+    n("Add", ["sf", "mask"], ["sf2"], name="/f/Add"),
+    n("Softmax", ["sf2"], ["pf"], name="/f/Softmax", axis=-1),
+    n("MatMul", ["pf", "va"], ["yf"], name="/f/MatMul_1"),
+]
+ins = {"qa": ["batch", 4, 5, 8], "ka": ["batch", 4, 8, 5], "va": ["batch", 4, 5, 8],
+       "qb": ["batch", 2, 1, 16], "kb": ["batch", 2, 16, 33], "vb": ["batch", 2, 33, 24],
+       "qc": ["batch", 70, 16], "vc": ["batch", 40, 64],
+       "qd": ["batch", 2, 9, 80], "kd": ["batch", 2, 80, 9], "vd": ["batch", 2, 9, 80]}
+outs = [v("ya", ["batch", 4, 5, 8]), v("yb", ["batch", 2, 1, 24]), v("yc", ["batch", 70, 64]),
+        v("yd", ["batch", 2, 9, 80]), v("se", ["batch", 4, 5, 5]), v("ye", ["batch", 4, 5, 8]),
+        v("yf", ["batch", 4, 5, 8])]
+save(helper.make_graph(nodes, "small", [v(k, s) for k, s in ins.items()], outs, initializer=inits), "small.onnx")
+for k, s in ins.items():
+    a = (rng.standard_normal([3] + s[1:]) * 1.5).astype(np.float32)
+    if k == "qa":
+        a[1, 0, 2, 3] = np.nan  # a NaN score row
+        a[2, 1, 0, 0] = np.inf  # +inf and -inf scores: a NaN row
+    if k == "kb":
+        a[1, 0, 5, :] = -np.inf  # sample 1, head 0: every key's element 5 -inf: all scores +-inf, a NaN row
+    np.save(os.path.join(d, "data_small", k + ".npy"), a)
