@@ -30,21 +30,10 @@ if [ "${PP_MPI:-OFF}" != ON ] || [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" 
   echo "mpi_cuda: this build has no MPI (or no mpirun): skipping"
   exit 77
 fi
-flags=(--oversubscribe)
-[ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
-export MPIFLAGS="${flags[*]}"
-M=("$MPIRUN" "${flags[@]}")
-export LSAN_OPTIONS="suppressions=$SRC/tests/mpi/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-export OMPI_MCA_mca_base_component_disable_dlclose=1
+. "$SRC/tests/mpi/common.sh"
+mpi_env
 fail() { echo "FAIL: $*"; exit 1; }
 same() { cmp "$1" "$2" || fail "$3: $1 and $2 differ"; }
-expect_rc() { # expect_rc WANT LOG COMMAND...
-  local want=$1 log=$2 rc=0
-  shift 2
-  timeout -k 10 120 "$@" > "$log" 2>&1 || rc=$?
-  [ $rc = "$want" ] || { echo "FAIL: exit $rc, expected $want: $*"; sed 's/^/  | /' "$log"; exit 1; }
-}
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 

@@ -30,21 +30,7 @@ S=$SRC/samples/digits
 
 # stats FILE COND: the --stats-json FILE, read as JSON into s, meets the Python condition COND
 stats() { "$PY" -c "import json, sys; s = json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
-expect_rc() { # expect_rc WANT LOG COMMAND...: run it, its exit status must be WANT
-  local want=$1 log=$2 rc=0
-  shift 2
-  timeout -k 10 120 "$@" > "$log" 2>&1 || rc=$?
-  if [ $rc != "$want" ]; then
-    echo "FAIL: exit $rc, expected $want: $*"; sed 's/^/  | /' "$log"; exit 1
-  fi
-}
-expect_msg() { # expect_msg LOG REGEX [COUNT]
-  local n
-  n=$(grep -Ec "$2" "$1" || true)
-  if [ "$n" -lt "${3:-1}" ]; then
-    echo "FAIL: expected ${3:-1} line(s) matching '$2' in $1, found $n"; sed 's/^/  | /' "$1"; exit 1
-  fi
-}
+. "$SRC/tests/mpi/common.sh"
 
 if [ "${PP_MPI:-OFF}" != ON ]; then
   expect_rc 2 nompi1.txt env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 "$PPRT" d2.plan "$S/data" -o x
@@ -61,10 +47,7 @@ if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" > /dev/null; then
   exit 77
 fi
 
-flags=(--oversubscribe)
-[ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
-export MPIFLAGS="${flags[*]}"
-M=("$MPIRUN" "${flags[@]}")
+mpi_env
 # the reference kernels in both runtimes, when this pprt has a choice
 BK=()
 # (through a file: with pipefail, grep -q leaving early can kill pprt's
@@ -73,11 +56,6 @@ BK=()
 "$PPRT" --help > help.txt
 "$PPRT" --version > version.txt
 grep -q -- --backend help.txt && BK=(--backend ref)
-# ASan builds: leaks inside Open MPI are not the project's (lsan.supp names its
-# libraries); whole stacks, and its plugins kept loaded, so the names resolve
-export LSAN_OPTIONS="suppressions=$SRC/tests/mpi/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-export OMPI_MCA_mca_base_component_disable_dlclose=1
 same() { cmp "$1" "$2" || { echo "FAIL: $3: $1 and $2 differ"; exit 1; }; }
 
 # ---- digits: -pp 2 -b 16 on 2 ranks ----------------------------------------------

@@ -24,32 +24,12 @@ rm -rf "$out" && mkdir -p "$out" && cd "$out"
 S=$SRC/samples/digits
 if [ "${PP_MPI:-OFF}" != ON ]; then echo "mpi_train: pprt was built without MPI; skipping"; exit 77; fi
 if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" > /dev/null; then echo "mpi_train: no mpirun; skipping"; exit 77; fi
-flags=(--oversubscribe)
-[ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
-export MPIFLAGS="${flags[*]}"
-M=("$MPIRUN" "${flags[@]}")
-export LSAN_OPTIONS="suppressions=$SRC/tests/mpi/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-export OMPI_MCA_mca_base_component_disable_dlclose=1
+. "$SRC/tests/mpi/common.sh"
+mpi_env
 BK=()
 "$PPRT" --help > help.txt
 grep -q -- --backend help.txt && BK=(--backend ref)
 
-expect_rc() { # expect_rc WANT LOG COMMAND...
-  local want=$1 log=$2 rc=0
-  shift 2
-  timeout -k 10 120 "$@" > "$log" 2>&1 || rc=$?
-  if [ $rc != "$want" ]; then
-    echo "FAIL: exit $rc, expected $want: $*"; sed 's/^/  | /' "$log"; exit 1
-  fi
-}
-expect_msg() { # expect_msg LOG REGEX [COUNT]
-  local n
-  n=$(grep -Ec -e "$2" "$1" || true)
-  if [ "${n:-0}" -lt "${3:-1}" ]; then
-    echo "FAIL: expected ${3:-1} line(s) matching '$2' in $1, found $n"; sed 's/^/  | /' "$1"; exit 1
-  fi
-}
 same_dirs() { # same_dirs A B: the same .npy files, byte for byte
   local n=0 f
   for f in "$1"/*.npy; do

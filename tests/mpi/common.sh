@@ -1,0 +1,33 @@
+# Sourced by the MPI test scripts (run.sh, cuda.sh, train.sh): what each of
+# them needs the same way.
+#   expect_rc WANT LOG COMMAND...  run it (120 s at most), its exit status must be WANT
+#   expect_msg LOG REGEX [COUNT]   LOG has at least COUNT (1) lines matching REGEX
+#   mpi_env                        M=(mpirun and its flags) for this user, MPIFLAGS
+#                                  exported (kill.sh), and Open MPI's settings for
+#                                  ASan builds: its own leaks are not the project's
+#                                  (lsan.supp names its libraries); whole stacks,
+#                                  and its plugins kept loaded, so the names resolve
+expect_rc() {
+  local want=$1 log=$2 rc=0
+  shift 2
+  timeout -k 10 120 "$@" > "$log" 2>&1 || rc=$?
+  if [ $rc != "$want" ]; then
+    echo "FAIL: exit $rc, expected $want: $*"; sed 's/^/  | /' "$log"; exit 1
+  fi
+}
+expect_msg() {
+  local n
+  n=$(grep -Ec -e "$2" "$1" || true)
+  if [ "${n:-0}" -lt "${3:-1}" ]; then
+    echo "FAIL: expected ${3:-1} line(s) matching '$2' in $1, found $n"; sed 's/^/  | /' "$1"; exit 1
+  fi
+}
+mpi_env() {
+  local flags=(--oversubscribe)
+  [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
+  export MPIFLAGS="${flags[*]}"
+  M=("$MPIRUN" "${flags[@]}")
+  export LSAN_OPTIONS="suppressions=$SRC/tests/mpi/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+  export OMPI_MCA_mca_base_component_disable_dlclose=1
+}
