@@ -79,6 +79,19 @@ static int value(pp_graph *g, const char *name) {
     return v;
 }
 
+/* A graph of opset 13 at micro-batch `batch` whose one input is x, f32 [2, 4]: x's value. */
+static int graph_x24(pp_graph *g, int64_t batch, pp_err *e) {
+    pp_graph_init(g);
+    g->batch = batch;
+    g->opset = 13;
+    int x = value(g, "x");
+    g->values[x].dtype = PP_F32;
+    g->values[x].shape = (pp_shape){2, {2, 4}};
+    g->values[x].nbytes = 32;
+    pp_graph_add_input(g, x, e);
+    return x;
+}
+
 static int node(pp_graph *g, pp_op op, const char *name, int a, int b, int out) {
     int n;
     pp_err e = {0};
@@ -1013,15 +1026,8 @@ static void test_fusion_chains(void) {
     for (int pi = 0; pi < 6; pi++)
         for (int p = 1; p <= (pi >= 4 ? 1 : 6); p++) {
             pp_graph g;
-            pp_graph_init(&g);
-            g.batch = 2;
-            g.opset = 13;
             pp_err e = {0};
-            int x = value(&g, "x");
-            g.values[x].dtype = PP_F32;
-            g.values[x].shape = (pp_shape){2, {2, 4}};
-            g.values[x].nbytes = 32;
-            pp_graph_add_input(&g, x, &e);
+            int x = graph_x24(&g, 2, &e);
             int w = const_mat(&g, "w", 4, 4), b = const_mat(&g, "b", 4, 0);
             int cur = x, c_add = -1;
             for (int i = 0; i < N; i++) {
@@ -1099,15 +1105,8 @@ static void test_attention_chains(void) {
     for (int pi = 0; pi < 5; pi++)
         for (int p = 1; p <= (pi == 4 ? 1 : 5); p++) {
             pp_graph g;
-            pp_graph_init(&g);
-            g.batch = 0;
-            g.opset = 13;
             pp_err e = {0};
-            int x = value(&g, "x");
-            g.values[x].dtype = PP_F32;
-            g.values[x].shape = (pp_shape){2, {2, 4}};
-            g.values[x].nbytes = 32;
-            pp_graph_add_input(&g, x, &e);
+            int x = graph_x24(&g, 0, &e);
             const int w = const_mat(&g, "w", 4, 4), c = const_mat(&g, "c", 1, 0), w2 = const_mat(&g, "w2", 2, 4);
             int v[16];
             for (int i = 0; i < 16; i++) {
