@@ -119,6 +119,33 @@ if [ "$be" = cuda ]; then  # the barriers and shared memory as the hardware runs
     echo "row kernels $tool: $(tail -1 "$out/san_rows_$tool.txt")"
   done
 fi
+# 2b'. the fused attention (--cuda-fused-attention on, not yet on a GPU before this): tests/cuda/fattn_models.py's
+# small model (3 patterns) and a ViT-like block against ref, then under racecheck and memcheck
+echo "== 2b'. --cuda-fused-attention on ($(date +%T), $(left) s left)"
+wf=$w/fattn; mkdir -p $wf
+if python3 "$src/tests/cuda/fattn_models.py" $wf > /dev/null; then
+  for m in small vit; do
+    "$PPCC" $wf/$m.onnx -b 1 -o $wf/$m.plan -q && "$PPRT" $wf/$m.plan $wf/data_$m --backend ref -q -o $wf/ref_$m \
+      && timeout 60 "$PPRT" $wf/$m.plan $wf/data_$m --backend $be -q -o $wf/on_$m --cuda-fused-attention on --cuda-explain \
+      2> $wf/ex_$m.txt || { echo "FAIL: --cuda-fused-attention on, $m"; status=1; continue; }
+    bad=0
+    for f in $wf/ref_$m/*.npy; do
+      python3 "$src/tests/tools/compare_npy.py" $wf/on_$m/$(basename $f) $f --rtol 1e-4 --atol 1e-5 > $wf/cmp.txt || bad=$((bad + 1))
+    done
+    echo "$m: $(grep -c 'fused attention' $wf/ex_$m.txt) fused steps; outputs against ref (rtol 1e-4, atol 1e-5): $bad off"
+    [ $bad = 0 ] || status=1
+  done
+  if [ "$be" = cuda ]; then
+    for tool in racecheck memcheck; do
+      timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $wf/vit.plan $wf/data_vit -o $wf/san \
+        --backend cuda --cuda-graphs off --cuda-fused-attention on -q > "$out/san_fattn_$tool.txt" 2>&1 \
+        || { echo "FAIL: compute-sanitizer $tool, --cuda-fused-attention on"; status=1; }
+      echo "fused attention $tool: $(tail -1 "$out/san_fattn_$tool.txt")"
+    done
+  fi
+else
+  echo "FAIL: fattn_models.py"; status=1
+fi
 
 # 2c. two GPUs on one (issue 57): the two-device paths on logical devices aliased onto GPU 0
 # (PPRT_CUDA_ALIAS), within TWO_SECS (default 130; it never eats into the 300 s kept for the benchmark)
