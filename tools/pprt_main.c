@@ -766,14 +766,15 @@ static pp_status train(pprt_cli *c, pprt_driver *d, const pprt_plan *p, bool ran
     c->train_opts.labels = c->labels;
     c->train_opts.quiet = c->quiet || (ranks && !d->ops->writes_outputs(d)); /* under mpirun rank 0 reports */
     c->train_opts.progress = !c->train_opts.quiet;
+    /* the plan's optimizer, what the command line gave over it (said once, unless -q; rank 0 under mpirun; before
+     * the ranks compare their options) */
+    pp_optim_merge(&c->train_opts.opt, &p->optim, &c->optim, p->has_optim && !c->train_opts.quiet ? stderr : NULL);
     static pprt_train_dist dist;
     if (ranks && d->ops->train) {
         PP_TRY(d->ops->train(d, p, &c->train_opts, &c->run, &dist, err));
         c->train_opts.dist = &dist;
     }
     c->run.quiet = true;
-    /* the plan's optimizer, what the command line gave over it (said once, unless -q; rank 0 under mpirun) */
-    pp_optim_merge(&c->train_opts.opt, &p->optim, &c->optim, p->has_optim && !c->train_opts.quiet ? stderr : NULL);
     pprt_train_stats ts;
     PP_TRY(pprt_train(p, c->data, &c->train_opts, &c->run, &ts, err));
     if (!c->train_opts.quiet) {

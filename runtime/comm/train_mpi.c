@@ -197,6 +197,7 @@ static pp_status agree_train(pprt_mpi *m, const pprt_train_opts *o, pp_err *err)
     pprt_ctrl c = {0};
     char who[64], what[128];
     train_agreed(o, c.a);
+    c.t[0] = o->opt.loss_scale;
     if (m->rank != 0) {
         PP_TRY(pprt_mpi_send_ctrl(m, 0, PPRT_CTRL_TRAIN, &c, err));
         pprt_mpi_describe(m, 0, who, sizeof who);
@@ -212,6 +213,9 @@ static pp_status agree_train(pprt_mpi *m, const pprt_train_opts *o, pp_err *err)
             if (t.a[i] != c.a[i])
                 return PP_FAIL(err, PP_EINVAL, "%s trains with another %s than rank 0 (%lld, rank 0 %lld): every "
                                "rank must get the same options", who, names[i], (long long)t.a[i], (long long)c.a[i]);
+        if (t.t[0] != c.t[0]) /* every rank seeds its loss gradient with it (rank 0 alone unscales) */
+            return PP_FAIL(err, PP_EINVAL, "%s trains with another --loss-scale than rank 0 (%g, rank 0 %g): every "
+                           "rank must get the same options", who, t.t[0], c.t[0]);
     }
     for (int q = 1; q < m->size; q++) PP_TRY(pprt_mpi_send_ctrl(m, q, PPRT_CTRL_TRAIN, &c, err));
     return PP_OK;

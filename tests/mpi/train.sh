@@ -152,6 +152,9 @@ expect_msg e2.txt "loaded a different plan file than rank 0"
 expect_rc 2 e3.txt "${M[@]}" -np 1 "$PPRT" t2.plan "$S/data" "${common[@]}" : -np 1 "$PPRT" t2.plan "$S/data" \
   "${common[@]}" --accumulate 2
 expect_msg e3.txt "trains with another --accumulate than rank 0"
+expect_rc 2 e3s.txt "${M[@]}" -np 1 "$PPRT" t2.plan "$S/data" "${common[@]}" : -np 1 "$PPRT" t2.plan "$S/data" \
+  "${common[@]}" --loss-scale 8
+expect_msg e3s.txt "trains with another --loss-scale than rank 0"
 expect_rc 2 e4.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" "${common[@]}" --accumulate 1 --replicas 2
 expect_msg e4.txt "--replicas 2: each replica takes whole micro-batches"
 if grep -q '^cuda-emu ' backends.txt; then # device stages are not trained on ranks yet: refused, naming the stage
