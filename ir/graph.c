@@ -127,6 +127,19 @@ pp_status pp_graph_clone(const pp_graph *src, pp_graph *dst, pp_err *err) {
     return PP_OK;
 }
 
+pp_status pp_graph_clone_borrowed(const pp_graph *src, pp_graph *dst, pp_err *err) {
+    PP_TRY(pp_graph_clone(src, dst, err));
+    dst->modules = src->modules, dst->n_modules = src->n_modules;
+    dst->aliases = src->aliases, dst->n_aliases = src->n_aliases;
+    return PP_OK;
+}
+
+void pp_graph_free_borrowed(pp_graph *g) {
+    g->modules = NULL, g->n_modules = 0;
+    g->aliases = NULL, g->n_aliases = 0;
+    pp_graph_free(g);
+}
+
 static uint64_t hash_str(const char *s) {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;

@@ -282,6 +282,11 @@ void pp_graph_free(pp_graph *g);
  * to transform on its own: names, attributes and constant bytes stay src's,
  * so src must outlive it; pp_graph_free frees only what the copy made. */
 pp_status pp_graph_clone(const pp_graph *src, pp_graph *dst, pp_err *err);
+/* The same copy, which also reads src's module scopes and aliases (the
+ * split's policies need them) without owning them: free it with
+ * pp_graph_free_borrowed, which leaves them to src. */
+pp_status pp_graph_clone_borrowed(const pp_graph *src, pp_graph *dst, pp_err *err);
+void pp_graph_free_borrowed(pp_graph *g);
 
 /* New value; fails on a duplicate name. *idx receives its index. */
 pp_status pp_graph_add_value(pp_graph *g, const char *name, int *idx, pp_err *err);

@@ -48,9 +48,7 @@ static int find_named(const named *t, int n, const char *name) {
 static pp_status forward_copy(const pp_graph *g, const int *fwd_of, const pp_compile_opts *o, pp_graph *c,
                               pp_err *err) {
     const bool twice = o->train.recompute_all;
-    PP_TRY(pp_graph_clone(g, c, err));
-    c->modules = g->modules, c->n_modules = g->n_modules;
-    c->aliases = g->aliases, c->n_aliases = g->n_aliases;
+    PP_TRY(pp_graph_clone_borrowed(g, c, err));
     /* the weights' update priced on the first forward node that reads each (pp_train_update_s) */
     bool *seen = calloc(pp_count(g->n_values), sizeof *seen);
     if (!seen) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -316,8 +314,7 @@ pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err)
     g->train_devices = P;
     g->split_cost = c.split_cost;
 done:
-    c.modules = NULL, c.aliases = NULL;
-    pp_graph_free(&c);
+    pp_graph_free_borrowed(&c);
     free(tab);
     free(fwd_of);
     free(virt);

@@ -136,9 +136,7 @@ static pp_status evaluate(pp_graph *g0, const pp_compile_opts *base, int pp, int
     o.dump_dot = NULL;
     pp_graph work = {0}, *g = g0;
     if (base->train_on) {
-        PP_TRY(pp_graph_clone(g0, &work, err));
-        work.modules = g0->modules, work.n_modules = g0->n_modules;
-        work.aliases = g0->aliases, work.n_aliases = g0->n_aliases;
+        PP_TRY(pp_graph_clone_borrowed(g0, &work, err));
         g = &work;
     }
     pp_err e = {0};
@@ -166,12 +164,8 @@ static pp_status evaluate(pp_graph *g0, const pp_compile_opts *base, int pp, int
     c->bubble = c->run_ms > 0 ? 1 - m * sum / ((double)pp * c->run_ms) : 0;
     c->imbalance = sum > 0 ? mx / (sum / pp) : 1;
 done:
-    if (g == &work) {
-        work.modules = NULL, work.aliases = NULL;
-        pp_graph_free(&work);
-    } else {
-        pp_unsplit(g);
-    }
+    if (g == &work) pp_graph_free_borrowed(&work);
+    else pp_unsplit(g);
     return s;
 }
 
