@@ -18,12 +18,7 @@ cmake -S "$src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DPP_WITH_CUDA=ON -DP
 cmake --build "$dir/build" -j2 --target ppcc pprt test_kmath nccl_probe >/dev/null
 mkdir -p "$dir/bin"
 cp "$dir/build/ppcc" "$dir/build/pprt" "$dir/build/pprt_cuda.so" "$dir/build/nccl_probe" "$dir/bin/"
-# every library ppcc and pprt load beyond glibc's and the compiler's own (protobuf-c, xxhash, cJSON, zlib, and
-# whatever is added later: a list of names went stale once already, when cJSON came in and the lease found it missing)
-for lib in $(ldd "$dir/build/pprt" "$dir/build/ppcc" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' \
-             | grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so' | sort -u); do
-  cp -L "$lib" "$dir/bin/"
-done
+bash "$src/tests/cuda/copy_libs.sh" "$dir/bin" "$dir/build/pprt" "$dir/build/ppcc" # beyond glibc's
 rm -rf "$dir/build"
 # what gpu_day.sh prints first: the commit these binaries were built from
 { echo "built from $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$src" diff --quiet HEAD 2>/dev/null || echo ' with uncommitted changes') on $(date -u '+%F %T') UTC"; } > "$dir/bin/BUILD"

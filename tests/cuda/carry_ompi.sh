@@ -28,9 +28,7 @@ cp -rL "$pkgdatadir"/. "$dir/share/openmpi/"
 [ -d "$pmix_root/share/pmix" ] && cp -rL "$pmix_root"/share/pmix/. "$dir/share/pmix/"
 [ -f "$sysconfdir/openmpi-mca-params.conf" ] && cp -L "$sysconfdir/openmpi-mca-params.conf" "$dir/etc/"
 # every library those load, beyond glibc's and the compiler's own (the plugins' too: libfabric, UCX, verbs, ...)
-ldd "$dir"/bin/* "$dir"/lib/openmpi/*.so "$dir"/lib/pmix/*.so 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}' \
-  | grep -v -E '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so' | sort -u \
-  | while read -r lib; do cp -L "$lib" "$dir/lib/"; done
+bash "$(dirname "$0")/copy_libs.sh" "$dir/lib" "$dir"/bin/* "$dir"/lib/openmpi/*.so "$dir"/lib/pmix/*.so
 # the MPI library a program links against, with its soname (ldd above finds it through the plugins)
 mpi=$(readlink -f "$libdir/libmpi.so")
 cp -L "$mpi" "$dir/lib/$(objdump -p "$mpi" | awk '/SONAME/ {print $2}')"
