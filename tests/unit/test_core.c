@@ -6,6 +6,7 @@
  * --ref-weights plan that do not hold. */
 #define _GNU_SOURCE /* realpath */
 #include <errno.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1305,7 +1306,19 @@ static void test_stage_records(void) {
     for (int q = 0; q < K * R; q++) pprt_rec_free(&sent[q]), pprt_rec_free(&got[q]);
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
 int main(void) {
+    /* every file this test writes (plans, npy files, a source) goes to a private
+     * directory, so running it from the source tree leaves nothing behind */
+    char dir[] = "/tmp/test_core.XXXXXX";
+    if (!mkdtemp(dir) || chdir(dir) != 0) {
+        perror("test_core: a private directory under /tmp");
+        return 1;
+    }
     test_sizes();
     test_npy();
     for (int len = 2; len <= 12; len += 5)
@@ -1326,5 +1339,7 @@ int main(void) {
     test_layout_and_compare();
     test_capped_split();
     test_stage_records();
-    return check_summary("test_core");
+    int rc = check_summary("test_core");
+    if (chdir("/") != 0 || nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) perror("test_core: removing its directory");
+    return rc;
 }
