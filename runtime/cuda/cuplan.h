@@ -54,7 +54,8 @@ static inline bool pcu_ref_meet(pcu_ref a, pcu_ref b) {
 
 typedef enum pcu_step_kind {
     PCU_S_KERNEL, /* an own kernel (kmath.h) */
-    PCU_S_CONV,   /* a cuDNN convolution graph (ConvTranspose: backward data) */
+    PCU_S_CONV,   /* a cuDNN convolution graph (ConvTranspose, pp.ConvGradX: backward data; pp.ConvGradW:
+                   * backward filter) */
     PCU_S_MATMUL, /* a cuBLASLt matrix product */
     PCU_S_COPY,   /* a device-to-device copy of bytes */
     PCU_S_HOST,   /* download the node's inputs, run its reference kernel, upload its outputs */
@@ -65,8 +66,12 @@ typedef enum pcu_step_kind {
  * residual (Y's shape) and activation as pointwise ops of the same graph.
  * transpose: the convolution's backward data (ConvTranspose: X is dy, Y is
  * dx, W is the filter [X's C, Y's C / groups, k...]). */
+/* transpose: backward data (ConvTranspose, pp.ConvGradX): x is dY [N,K,out],
+ * y is dX [N,C,in]; wgrad: backward filter (pp.ConvGradW): x is X, w is dW
+ * (the step's output, operand 4), y is dY (operand 1). pre, post, stride
+ * and dil are always the forward convolution's. */
 typedef struct pcu_conv {
-    int32_t transpose, nsp, groups, act, has_bias, has_res;
+    int32_t transpose, nsp, groups, act, has_bias, has_res, wgrad;
     int64_t x[5], w[5], y[5];
     int64_t pre[3], post[3], stride[3], dil[3];
     float lo, hi; /* Clip bounds (act 2) */

@@ -77,10 +77,12 @@ pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_
     const int nd = 2 + c->nsp;
     cudnnBackendDescriptor_t x, w, y, conv, op[4];
     int nops = 0;
-    /* forward: X -> Y; backward data: dy (the step's X) -> dx (its Y) */
+    /* forward: X -> Y; backward data: dy (the step's X) -> dx (its Y);
+     * backward filter: X, dy (the step's operand 1: uid W) -> dw (its
+     * operand 4: uid Y) */
     PP_TRY(tensor(g, PCU_UID_X, nd, c->x, false, &x, "tensor X", err));
-    PP_TRY(tensor(g, PCU_UID_W, nd, c->w, false, &w, "tensor W", err));
-    PP_TRY(tensor(g, fused ? 10 : PCU_UID_Y, nd, c->y, fused, &y, "tensor Y", err));
+    PP_TRY(tensor(g, c->wgrad ? PCU_UID_Y : PCU_UID_W, nd, c->w, false, &w, "tensor W", err));
+    PP_TRY(tensor(g, c->wgrad ? PCU_UID_W : fused ? 10 : PCU_UID_Y, nd, c->y, fused, &y, "tensor Y", err));
     int64_t nsp = c->nsp;
     cudnnDataType_t ct = CUDNN_DATA_FLOAT;
     cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
@@ -97,8 +99,9 @@ pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_
        "convolution");
     DN(cudnnBackendFinalize(conv), "convolution");
     float alpha = 1, beta = 0;
-    PP_TRY(make(g, c->transpose ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
-                                : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+    PP_TRY(make(g, c->wgrad       ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR
+                   : c->transpose ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
+                                  : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
                 &op[0], err));
     /* the same six attributes under the two operations' names: source, filter, result, the
      * convolution, alpha, beta (backward data: dy, w, dx) */
@@ -110,15 +113,23 @@ pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_
         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
-    const cudnnBackendAttributeName_t *at = c->transpose ? bwd : fwd;
-    const char *what = c->transpose ? "convolution backward data" : "convolution forward";
-    cudnnBackendDescriptor_t ends[4] = {x, w, y, conv};
+    static const cudnnBackendAttributeName_t bwf[6] = {
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+        CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,  CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+    const cudnnBackendAttributeName_t *at = c->wgrad ? bwf : c->transpose ? bwd : fwd;
+    const char *what = c->wgrad       ? "convolution backward filter"
+                       : c->transpose ? "convolution backward data"
+                                      : "convolution forward";
+    /* backward filter: x, dy (the y tensor), dw (the w tensor) */
+    cudnnBackendDescriptor_t ends[4] = {x, c->wgrad ? y : w, c->wgrad ? w : y, conv};
     for (int k = 0; k < 4; k++)
         DN(cudnnBackendSetAttribute(op[0], at[k], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ends[k]), what);
     DN(cudnnBackendSetAttribute(op[0], at[4], CUDNN_TYPE_FLOAT, 1, &alpha), what);
     DN(cudnnBackendSetAttribute(op[0], at[5], CUDNN_TYPE_FLOAT, 1, &beta), what);
-    DN(cudnnBackendFinalize(op[0]),
-       c->transpose ? "convolution backward data (the dims do not fit)" : "convolution forward (the dims do not fit)");
+    DN(cudnnBackendFinalize(op[0]), c->wgrad       ? "convolution backward filter (the dims do not fit)"
+                                     : c->transpose ? "convolution backward data (the dims do not fit)"
+                                                    : "convolution forward (the dims do not fit)");
     nops = 1;
     if (fused) {
         /* conv -> (+ bias) -> (+ residual) -> (activation) -> Y: each

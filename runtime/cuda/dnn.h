@@ -24,8 +24,9 @@ typedef struct pcu_dnn {
     int64_t engines;                              /* CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT */
 } pcu_dnn;
 
-/* The operation graph of conv step c: the convolution (forward, or backward
- * data for ConvTranspose) and, with fused (forward only), bias, residual and
+/* The operation graph of conv step c: the convolution (forward, backward
+ * data for ConvTranspose and pp.ConvGradX, or backward filter for
+ * pp.ConvGradW, whose dy is uid W and dw uid Y) and, with fused (forward only), bias, residual and
  * activation as pointwise ops. tf32: let the convolution's math be TF32
  * (only where the caller asked for --precision tf32; the engine filter in
  * exec_cuda.c enforces strict f32 otherwise). handle: the cuDNN handle of the

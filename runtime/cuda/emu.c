@@ -72,8 +72,47 @@ static void emu_epilogue(const pcu_conv *c, float *y, const float *bias, const f
     for (int64_t i = 0; i < e.n; i++) pcu_epi_at(&e, y, bias, res, i);
 }
 
+/* Backward filter: dw[k,c,t] = sum over images n and output positions o of
+ * dy[n,k,o] x[n,c,o*s-p+t*d], the images in order, each image's positions
+ * in order, summed in float as a GPU engine would. */
+static void emu_conv_wgrad(const pcu_conv *c, const float *x, const float *dy, float *dw) {
+    const conv3 g = conv3_of(c);
+    const int64_t Cg = g.C / g.G, Kg = g.K / g.G;
+    const int64_t IN = g.in[0] * g.in[1] * g.in[2], OUT = g.out[0] * g.out[1] * g.out[2];
+    const int64_t KS = g.k[0] * g.k[1] * g.k[2];
+    for (int64_t kk = 0; kk < g.K; kk++)
+        for (int64_t cc = 0; cc < Cg; cc++) {
+            const int64_t ch = kk / Kg * Cg + cc;
+            for (int64_t t = 0; t < KS; t++) {
+                const int64_t t0 = t / (g.k[1] * g.k[2]), t1 = t / g.k[2] % g.k[1], t2 = t % g.k[2];
+                float acc = 0;
+                for (int64_t n = 0; n < g.N; n++) {
+                    const float *dyn = dy + (n * g.K + kk) * OUT, *xn = x + (n * g.C + ch) * IN;
+                    for (int64_t o0 = 0; o0 < g.out[0]; o0++) {
+                        const int64_t i0 = o0 * g.st[0] - g.pre[0] + t0 * g.dil[0];
+                        if (i0 < 0 || i0 >= g.in[0]) continue;
+                        for (int64_t o1 = 0; o1 < g.out[1]; o1++) {
+                            const int64_t i1 = o1 * g.st[1] - g.pre[1] + t1 * g.dil[1];
+                            if (i1 < 0 || i1 >= g.in[1]) continue;
+                            for (int64_t o2 = 0; o2 < g.out[2]; o2++) {
+                                const int64_t i2 = o2 * g.st[2] - g.pre[2] + t2 * g.dil[2];
+                                if (i2 < 0 || i2 >= g.in[2]) continue;
+                                acc += dyn[(o0 * g.out[1] + o1) * g.out[2] + o2] * xn[(i0 * g.in[1] + i1) * g.in[2] + i2];
+                            }
+                        }
+                    }
+                }
+                dw[(kk * Cg + cc) * KS + t] = acc;
+            }
+        }
+}
+
 void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float *bias, const float *res,
                   float *y) {
+    if (c->wgrad) { /* operands: X, dY, -, -, dW */
+        emu_conv_wgrad(c, x, w, y);
+        return;
+    }
     const conv3 g = conv3_of(c);
     const int64_t Cg = g.C / g.G, Kg = g.K / g.G;
     const int64_t IN = g.in[0] * g.in[1] * g.in[2], OUT = g.out[0] * g.out[1] * g.out[2];

@@ -449,6 +449,47 @@ PCU_HD double pcu_unary_d(int op, double v, double p0, double p1) {
 #undef EW
 #undef K
 }
+
+/* ---- pp.UnaryGrad: dX = dY f'(X, Y), one thread per element ----------------------------- */
+
+/* The derivatives of ir/ops_unary.def (PP_UNARY_GRAD) in double, as the
+ * reference kernel computes them; op is the forward's PCU_EW_ kind. Sin and
+ * Cos never reach it (their double forms are not here: the planner leaves
+ * their gradients to the host). */
+PCU_HD double pcu_unary_grad_d(int op, double v, double w, double p0, double p1) {
+#define K(x) ((double)(x))
+#define EW(f) pcu_d_##f
+#undef PP_UNARY
+#undef PP_UNARY_OWN
+#undef PP_EW_FORMULA
+#define PP_UNARY(E, NAME, TR, FLOPS, A0, D0, A1, D1, F)
+#define PP_UNARY_OWN(E, NAME, TR, FLOPS, F)
+#define PP_EW_FORMULA(E, F)
+#define PP_UNARY_GRAD(E, D) \
+    case PCU_EW_##E: return (D);
+    (void)v, (void)w, (void)p0, (void)p1;
+    switch (op) {
+#include "../../ir/ops_unary.def"
+    default: return 0.0;
+    }
+#undef PP_UNARY_GRAD
+#undef EW
+#undef K
+}
+
+typedef struct pcu_ugrad {
+    int32_t op; /* the forward op's PCU_EW_ kind */
+    int64_t n;
+    float p0, p1;
+} pcu_ugrad;
+
+PCU_HD void pcu_ugrad_at(const pcu_ugrad *k, float *dx, const float *x, const float *y, const float *dy, int64_t i) {
+    if (k->op == PCU_EW_RELU) { /* the reference's bits: dY times 1 or 0 */
+        dx[i] = x[i] > 0 ? dy[i] : dy[i] * 0.0f;
+        return;
+    }
+    dx[i] = (float)((double)dy[i] * pcu_unary_grad_d(k->op, x[i], y[i], k->p0, k->p1));
+}
 #undef P0
 #undef P1
 #undef PP_UNARY

@@ -1628,7 +1628,118 @@ pcu_epi pcu_conv_epi(const pcu_conv *c) {
     return e;
 }
 
+/* ---- pp.UnaryGrad (own kernel) -------------------------------------------------------------- */
+
+/* The forward ops whose derivative kmath.h's pcu_unary_grad_d has (the
+ * PP_UNARY_GRAD rows), but Sin and Cos (their double forms are not there). */
+static const bool ugrad_rows[PP_OP_COUNT] = {
+#define PP_UNARY(E, NAME, TR, FLOPS, A0, D0, A1, D1, F)
+#define PP_UNARY_OWN(E, NAME, TR, FLOPS, F)
+#define PP_EW_FORMULA(E, F)
+#define PP_UNARY_GRAD(E, D) [PP_OP_##E] = true,
+#include "../../ir/ops_unary.def"
+#undef PP_UNARY_GRAD
+#undef PP_UNARY
+#undef PP_UNARY_OWN
+#undef PP_EW_FORMULA
+};
+
+/* X, Y, dY -> dX of one shape, in f32; the forward op named by "op" with its
+ * own float attributes (the reference kernel's reading of them). */
+static pp_status plan_ugrad(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    if (!all_f32(P, n) || n->n_in != 3 || n->n_out != 1) return PP_OK;
+    const char *name = NULL;
+    pp_op fop;
+    if (pp_attr_string(attrs_of(P, n), "op", NULL, &name, NULL) != PP_OK || !name || !pp_op_lookup(name, &fop) ||
+        !ugrad_rows[fop] || fop == PP_OP_SIN || fop == PP_OP_COS)
+        return PP_OK;
+    const char *approx = "none";
+    (void)pp_attr_string(attrs_of(P, n), "approximate", "none", &approx, NULL);
+    if (strcmp(approx, "none")) return PP_OK; /* the reference kernel says what it does with it */
+    const pprt_tdesc *y = T(P, n->out[0]);
+    for (int k = 0; k < 3; k++)
+        if (n->in[k] < 0 || T(P, n->in[k])->nbytes != y->nbytes) return PP_OK;
+    pcu_ugrad k = {.op = ew_op_of(fop), .n = (int64_t)(y->nbytes / 4)};
+    const unary_attr *ua = &unary_attrs[fop];
+    if (ua->a0) k.p0 = attr_f(P, n, ua->a0, ua->d0);
+    if (ua->a1) k.p1 = attr_f(P, n, ua->a1, ua->d1);
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 4);
+    s->kernel = PCU_K_UGRAD;
+    s->u.ugrad = k;
+    for (int j = 0; j < 3; j++) s->ops[j] = R(P, n->in[j]);
+    s->ops[3] = R(P, n->out[0]);
+    s->threads = k.n;
+    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
 /* ---- convolutions (cuDNN) ------------------------------------------------------------------- */
+
+/* c's dims and geometry from the tensors' shapes xs, ws, ys and the forward
+ * geometry g ([N, C, (D,) H, W]; 1-D lifted with H = 1). */
+static void conv_fill(pcu_conv *c, const pp_geom *g, const pp_shape *xs, const pp_shape *ws, const pp_shape *ys) {
+    c->nsp = g->nsp == 3 ? 3 : 2;
+    const int lift = g->nsp == 1;
+    const int nd = 2 + c->nsp;
+    for (int i = 0, j = 0; i < nd; i++) {
+        if (lift && i == 2) {
+            c->x[i] = c->w[i] = c->y[i] = 1;
+            continue;
+        }
+        c->x[i] = xs->dim[j], c->w[i] = ws->dim[j], c->y[i] = ys->dim[j];
+        j++;
+    }
+    for (int d = 0, j = 0; d < c->nsp; d++) {
+        if (lift && d == 0) {
+            c->pre[d] = c->post[d] = 0, c->stride[d] = c->dil[d] = 1;
+            continue;
+        }
+        c->pre[d] = g->pad0[j], c->post[d] = g->pad1[j], c->stride[d] = g->stride[j], c->dil[d] = g->dil[j];
+        j++;
+    }
+}
+
+static pp_status conv_step(planner *P, int ni, const pcu_conv *c, int x, int w, int b, int r, int y) {
+    NEW_STEP(s, P, PCU_S_CONV, ni, 5);
+    s->u.conv = *c;
+    s->ops[0] = R(P, x);
+    s->ops[1] = R(P, w);
+    if (b >= 0) s->ops[2] = R(P, b);
+    if (r >= 0) s->ops[3] = R(P, r);
+    s->ops[4] = R(P, y);
+    P->pl->counts.cudnn++;
+    return PP_OK;
+}
+
+/* pp.ConvGradX (dY, W -> dX): cuDNN's backward data of the forward
+ * convolution whose input has dX's shape; pp.ConvGradW (dY, X -> dW): its
+ * backward filter. The node's attributes are the forward Conv's. */
+static pp_status plan_conv_grad(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    if (!all_f32(P, n)) return PP_OK;
+    const bool wg = n->op == PP_OP_CONVGRADW;
+    const pprt_tdesc *dy = T(P, n->in[0]), *o = T(P, n->out[0]);
+    const pp_shape *xs = wg ? &T(P, n->in[1])->shape : &o->shape, *ws = wg ? &o->shape : &T(P, n->in[1])->shape;
+    if (xs->rank < 3 || xs->rank > 5 || ws->rank != xs->rank || dy->shape.rank != xs->rank) return PP_OK;
+    pp_geom g;
+    if (pp_geom_make(attrs_of(P, n), xs, &ws->dim[2], false, &g, NULL) != PP_OK) return PP_OK;
+    for (int d = 0; d < g.nsp; d++)
+        if (g.out[d] != dy->shape.dim[2 + d]) return PP_OK; /* the reference kernel says why */
+    pcu_conv c = {.transpose = !wg, .wgrad = wg, .groups = (int32_t)attr_i(P, n, "group", 1)};
+    if (c.groups < 1 || xs->dim[1] % c.groups || ws->dim[0] % c.groups || ws->dim[1] * c.groups != xs->dim[1])
+        return PP_OK;
+    /* backward data: x is dY, y is dX; backward filter: x is X, w is dW, y is dY */
+    conv_fill(&c, &g, wg ? xs : &dy->shape, ws, wg ? &dy->shape : xs);
+    PP_TRY(wg ? conv_step(P, ni, &c, n->in[1], n->in[0], -1, -1, n->out[0])
+              : conv_step(P, ni, &c, n->in[0], n->in[1], -1, -1, n->out[0]));
+    *ok = true;
+    return PP_OK;
+}
 
 static pp_status plan_conv(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
@@ -1647,7 +1758,7 @@ static pp_status plan_conv(planner *P, int ni, bool *ok) {
         groups = attr_i(P, n, "group", 1);
         if (pp_geom_make(a, &x->shape, &w->shape.dim[2], false, &g, NULL) != PP_OK) return PP_OK;
     }
-    pcu_conv c = {.transpose = tr, .groups = (int32_t)groups, .nsp = g.nsp == 3 ? 3 : 2};
+    pcu_conv c = {.transpose = tr, .groups = (int32_t)groups};
     if (n->op == PP_OP_FUSEDCONV) {
         const char *act = "";
         (void)pp_attr_string(a, "activation", "", &act, NULL);
@@ -1657,34 +1768,9 @@ static pp_status plan_conv(planner *P, int ni, bool *ok) {
         c.has_res = n->n_in > 3 && n->in[3] >= 0;
     }
     c.has_bias = n->n_in > 2 && n->in[2] >= 0;
-    /* dims: [N, C, (D,) H, W]; 1-D lifted with H = 1 */
-    const int lift = g.nsp == 1;
-    const int nd = 2 + c.nsp;
-    const pp_shape *xs = &x->shape, *ws = &w->shape, *ys = &y->shape;
-    for (int i = 0, j = 0; i < nd; i++) {
-        if (lift && i == 2) {
-            c.x[i] = c.w[i] = c.y[i] = 1;
-            continue;
-        }
-        c.x[i] = xs->dim[j], c.w[i] = ws->dim[j], c.y[i] = ys->dim[j];
-        j++;
-    }
-    for (int d = 0, j = 0; d < c.nsp; d++) {
-        if (lift && d == 0) {
-            c.pre[d] = c.post[d] = 0, c.stride[d] = c.dil[d] = 1;
-            continue;
-        }
-        c.pre[d] = g.pad0[j], c.post[d] = g.pad1[j], c.stride[d] = g.stride[j], c.dil[d] = g.dil[j];
-        j++;
-    }
-    NEW_STEP(s, P, PCU_S_CONV, ni, 5);
-    s->u.conv = c;
-    s->ops[0] = R(P, n->in[0]);
-    s->ops[1] = R(P, n->in[1]);
-    if (c.has_bias) s->ops[2] = R(P, n->in[2]);
-    if (c.has_res) s->ops[3] = R(P, n->in[3]);
-    s->ops[4] = R(P, n->out[0]);
-    P->pl->counts.cudnn++;
+    conv_fill(&c, &g, &x->shape, &w->shape, &y->shape);
+    PP_TRY(conv_step(P, ni, &c, n->in[0], n->in[1], c.has_bias ? n->in[2] : -1, c.has_res ? n->in[3] : -1,
+                     n->out[0]));
     *ok = true;
     return PP_OK;
 }
@@ -2080,6 +2166,7 @@ static const struct {
     ROW(RESHAPE, plan_copy, "copy") ROW(FLATTEN, plan_copy, "copy") ROW(SQUEEZE, plan_copy, "copy")
     ROW(UNSQUEEZE, plan_copy, "copy") ROW(IDENTITY, plan_copy, "copy") ROW(DROPOUT, plan_copy, "copy")
     ROW(CONV, plan_conv, "cuDNN") ROW(FUSEDCONV, plan_conv, "cuDNN") ROW(CONVTRANSPOSE, plan_conv, "cuDNN")
+    ROW(UNARYGRAD, plan_ugrad, "own kernel") ROW(CONVGRADX, plan_conv_grad, "cuDNN (backward data)") ROW(CONVGRADW, plan_conv_grad, "cuDNN (backward filter)")
     ROW(MATMUL, plan_matmul, "cuBLASLt") ROW(GEMM, plan_matmul, "cuBLASLt")
     ROW(EINSUM, plan_einsum, "cuBLASLt (matrix products)")
     ROW(WHERE, plan_select_cast, "own kernel") ROW(CAST, plan_select_cast, "own kernel")
@@ -2297,7 +2384,10 @@ void pcu_plan_explain_kernels(const pcu_plan *pl, const char *backend, FILE *f) 
 const char *pcu_step_name(const pcu_step *s) {
     switch (s->kind) {
     case PCU_S_KERNEL: return pcu_kernel_name(s->kernel); /* kernels.def */
-    case PCU_S_CONV: return s->u.conv.transpose ? "cuDNN convolution backward data" : "cuDNN convolution";
+    case PCU_S_CONV:
+        return s->u.conv.wgrad       ? "cuDNN convolution backward filter"
+               : s->u.conv.transpose ? "cuDNN convolution backward data"
+                                     : "cuDNN convolution";
     case PCU_S_MATMUL: return "cuBLASLt matmul";
     case PCU_S_COPY: return "copy";
     default: return "host fallback";

@@ -12,7 +12,8 @@
 #      the flags this build gives runtime/cuda/kernels.cu (so the kernels that
 #      did build have no spills and no local memory);
 #   3. test_dnn: the cuDNN graph of every convolution of the CI zoo models
-#      (at -pp 2) and of a sweep finalizes, a wrong dim is refused;
+#      (at -pp 2), of their training plans' backward data and backward
+#      filter convolutions, and of a sweep finalizes, a wrong dim is refused;
 #   4. cuda-emu against ref: digits at -pp 1, 2, 3 (bit-identical across
 #      splits, the recorded accuracy), every node on the host fallback, the
 #      CI zoo models at -pp 1, 2, 3 (rtol 1e-3, atol 1e-4), the rest of the
@@ -92,9 +93,15 @@ for m in $ZOO_MODELS; do
   "$PPCC" "$ZOO/$m/model.onnx" -pp 2 -o $m.2.plan -q
 done
 if [ "${PP_CUDA:-OFF}" = ON ]; then
-  "$TEST_DNN" *.2.plan || fail "test_dnn"
+  # and their training plans (a 1-image micro-batch, MSE on the first output):
+  # every pp.ConvGradX (backward data) and pp.ConvGradW (backward filter)
+  for m in resnet50 densenet121 unet; do
+    o=$("$PY" -c "import onnx, sys; print(onnx.load(sys.argv[1], load_external_data=False).graph.output[0].name)" "$ZOO/$m/model.onnx")
+    "$PPCC" "$ZOO/$m/model.onnx" --train --loss "mse:$o" -b 1 -pp 2 -o $m.t2.plan -q
+  done
+  "$TEST_DNN" *.2.plan *.t2.plan || fail "test_dnn"
 fi
-for m in $ZOO_MODELS; do rm -f $m.2.plan; done # (compiled again below, one plan at a time)
+for m in $ZOO_MODELS; do rm -f $m.2.plan $m.t2.plan; done # (compiled again below, one plan at a time)
 
 # cuda-emu against ref: digits
 S=$SRC/samples/digits

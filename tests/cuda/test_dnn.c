@@ -9,7 +9,9 @@
  *                     with engines (ENGINE_GLOBAL_COUNT > 0); and the same
  *                     step with an output one wider is refused;
  *   then a sweep: 1-3-D, groups, dilations, strides, asymmetric pads,
- *   transposed, with and without bias, residual, Relu/Clip. */
+ *   transposed (backward data), backward filter, with and without bias,
+ *   residual, Relu/Clip. Given training plans, their pp.ConvGradX and
+ *   pp.ConvGradW steps are checked as the forward convolutions are. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,8 @@ static void check(const pcu_conv *c, const char *what) {
     }
     pcu_conv bad = *c;
     /* one output column too many (backward data: one dy column, since
-     * several dx widths can give the same dy at a stride > 1) */
+     * several dx widths can give the same dy at a stride > 1; backward
+     * filter: one dy column, its y) */
     if (c->transpose) bad.x[2 + bad.nsp - 1] += 1;
     else bad.y[2 + bad.nsp - 1] += 1;
     pcu_dnn g;
@@ -51,9 +54,10 @@ static void sweep(void) {
         for (int groups = 1; groups <= 4; groups *= 2)
             for (int dil = 1; dil <= 2; dil++)
                 for (int stride = 1; stride <= 2; stride++)
-                    for (int tr = 0; tr <= 1; tr++)
+                    for (int tr = 0; tr <= 2; tr++) /* forward, backward data, backward filter */
                         for (int extra = 0; extra < 3; extra++) {
-                            pcu_conv c = {.transpose = tr, .nsp = nsp == 3 ? 3 : 2, .groups = groups};
+                            pcu_conv c = {.transpose = tr == 1, .wgrad = tr == 2, .nsp = nsp == 3 ? 3 : 2,
+                                          .groups = groups};
                             const int64_t C = 4 * groups, K = 2 * groups, k = 3, in = 9;
                             const int64_t p0 = 1, p1 = extra == 1 ? 2 : 1; /* asymmetric pads */
                             const int lift = nsp == 1, nd = 2 + c.nsp;
@@ -74,18 +78,19 @@ static void sweep(void) {
                                 w[2 + d] = unit ? 1 : k;
                                 y[2 + d] = unit ? 1 : out_dim(sp[d], k, c.stride[d], c.dil[d], c.pre[d], c.post[d]);
                             }
-                            /* backward data (ConvTranspose): the step's X is dy [N, K, out], its Y dx [N, C, in] */
-                            memcpy(c.x, tr ? y : x, sizeof c.x);
+                            /* backward data (ConvTranspose, pp.ConvGradX): the step's X is dy [N, K, out], its
+                             * Y dx [N, C, in]; backward filter (pp.ConvGradW): X, W is dw, Y is dy */
+                            memcpy(c.x, tr == 1 ? y : x, sizeof c.x);
                             memcpy(c.w, w, sizeof c.w);
-                            memcpy(c.y, tr ? x : y, sizeof c.y);
+                            memcpy(c.y, tr == 1 ? x : y, sizeof c.y);
                             (void)nd;
-                            c.has_bias = extra >= 1;
+                            c.has_bias = extra >= 1 && tr != 2;
                             c.has_res = extra == 2 && !tr;
-                            c.act = extra == 2 ? 2 : extra;
+                            c.act = tr == 2 ? 0 : extra == 2 ? 2 : extra;
                             c.lo = 0, c.hi = 6;
                             char what[96];
                             snprintf(what, sizeof what, "sweep %d-D groups %d dil %d stride %d%s extra %d", nsp, groups,
-                                     dil, stride, tr ? " transposed" : "", extra);
+                                     dil, stride, tr == 1 ? " backward data" : tr == 2 ? " backward filter" : "", extra);
                             check(&c, what);
                             n++;
                         }

@@ -683,7 +683,7 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_ROPE == 14 && PCU_K_ATTN == 15 && PCU_K_QUANT == 16 && PCU_K_GRIDSAMPLE == 17 &&
                    PCU_K_LINE == 18 && PCU_K_ONEHOT == 19 && PCU_K_AFFGRID == 20 && PCU_K_RNN == 21 &&
                    PCU_K_COL2IM == 22 && PCU_K_ROWSM == 23 && PCU_K_ROWLN == 24 && PCU_K_FATTN == 25 &&
-                   PCU_K_COUNT == 26,
+                   PCU_K_UGRAD == 26 && PCU_K_COUNT == 27,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -706,6 +706,7 @@ static void test_kernel_table(void) {
         {PCU_K_COL2IM, sizeof(pcu_col2im), "col2im"}, {PCU_K_ROWSM, sizeof(pcu_rowsm), "softmax in one block"},
         {PCU_K_ROWLN, sizeof(pcu_rowln), "layer normalization in one block"},
         {PCU_K_FATTN, sizeof(pcu_fattn), "fused attention"},
+        {PCU_K_UGRAD, sizeof(pcu_ugrad), "activation gradient"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;
