@@ -1220,6 +1220,87 @@ PCU_HD void pcu_bn_at(const pcu_bn *k, float *y, const float *x, const float *sc
     y[i] = (x[i] - mean[c]) * s + bias[c];
 }
 
+/* ---- BatchNormalization in training mode, pp.BatchNormGrad: one thread per channel ---------- *
+ * The reference kernels' arithmetic (runtime/cpu/ref_kernels.c pprt_bn_channels,
+ * ref_grad.c pprt_bn_grad_channels): each channel's sums in double over its
+ * images in order, so a channel's results do not depend on the launch.
+ * Simple, not tuned: a thread walks its channel's N x S elements. */
+
+typedef struct pcu_bnt {
+    int64_t N, C, S;
+    float eps, momentum;
+} pcu_bnt;
+
+/* Y, and where given the running mean and variance, the saved mean and
+ * inverse standard deviation, of channel c. */
+PCU_HD void pcu_bnt_at(const pcu_bnt *k, float *y, float *rmean, float *rvar, float *smean, float *sinv,
+                       const float *x, const float *scale, const float *B, const float *mean, const float *var,
+                       int64_t c) {
+    const int64_t N = k->N, C = k->C, S = k->S;
+    const double cnt = (double)(N * S);
+    double sum = 0, sq = 0;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < S; i++) sum += x[(n * C + c) * S + i];
+    const double mu = sum / cnt;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < S; i++) {
+            const double d = x[(n * C + c) * S + i] - mu;
+            sq += d * d;
+        }
+    const double v = sq / cnt;
+    const double keep = k->momentum, take = 1.0 - (double)k->momentum;
+    if (rmean) rmean[c] = (float)(mean[c] * keep + mu * take);
+    if (rvar) rvar[c] = (float)(var[c] * keep + v * take);
+    if (smean) smean[c] = (float)mu;
+    if (sinv) sinv[c] = (float)(1.0 / sqrt(v + (double)k->eps));
+    const float s = (float)((double)scale[c] / sqrt(v + (double)k->eps));
+    const float m = (float)mu, b = B[c];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < S; i++) y[(n * C + c) * S + i] = (x[(n * C + c) * S + i] - m) * s + b;
+}
+
+typedef struct pcu_bng {
+    int64_t N, C, S;
+    float eps;
+    int32_t training; /* the statistics are the batch's own (else mean_in and var_in) */
+} pcu_bng;
+
+/* dX, and where given dscale and dB, of channel c. */
+PCU_HD void pcu_bng_at(const pcu_bng *k, float *dx, float *dsc, float *db, const float *dy, const float *x,
+                       const float *sc, const float *mean_in, const float *var_in, int64_t c) {
+    const int64_t N = k->N, C = k->C, S = k->S;
+    const double m = (double)N * (double)S;
+    double mean = k->training ? 0 : mean_in[c], var = k->training ? 0 : var_in[c];
+    if (k->training) {
+        double s = 0, q = 0;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t i = 0; i < S; i++) s += x[(n * C + c) * S + i];
+        mean = m > 0 ? s / m : 0;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t i = 0; i < S; i++) {
+                const double d = x[(n * C + c) * S + i] - mean;
+                q += d * d;
+            }
+        var = m > 0 ? q / m : 0;
+    }
+    const double inv = 1.0 / sqrt(var + (double)k->eps);
+    double sdy = 0, sdyx = 0;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < S; i++) {
+            const int64_t e = (n * C + c) * S + i;
+            sdy += dy[e];
+            sdyx += dy[e] * (x[e] - mean) * inv;
+        }
+    if (dsc) dsc[c] = (float)sdyx;
+    if (db) db[c] = (float)sdy;
+    const double g = sc[c] * inv;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < S; i++) {
+            const int64_t e = (n * C + c) * S + i;
+            dx[e] = (float)(k->training && m > 0 ? g * (dy[e] - sdy / m - (x[e] - mean) * inv * sdyx / m) : g * dy[e]);
+        }
+}
+
 /* ---- MaxPool, AveragePool, LpPool (1-3-D lifted to 3-D): one thread per output element ----------- */
 
 typedef struct pcu_pool {
@@ -1261,6 +1342,69 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) 
     }
     if (k->lp) y[i] = (float)pow(acc, 1.0 / (double)k->lp); /* (sum of |x|^p)^(1/p); pads add nothing */
     else y[i] = k->max ? (num || !nan ? (float)acc : NAN) : (float)(cnt ? acc / (double)cnt : NAN);
+}
+
+/* ---- pp.MaxPoolGrad: one thread per input element, no atomics ------------------------------ *
+ * dX[i] sums dY over the windows whose maximum i is (the first largest tap
+ * in window order inside the input, a window's first NaN its maximum: the
+ * forward's and the reference kernel's choice), those windows in output
+ * order: the additions the reference makes into dX[i], in its order, so the
+ * bits are its. The parameter block is the pool's (n: input elements). */
+typedef pcu_pool pcu_mpgrad;
+
+/* The input position (in its plane) that output (o0, o1, o2)'s window takes. */
+PCU_HD int64_t pcu_mpgrad_best(const pcu_mpgrad *k, const float *xp, int64_t o0, int64_t o1, int64_t o2) {
+    int64_t best = -1;
+    float bv = 0;
+    bool nan_seen = false;
+    for (int64_t a = 0; a < k->k[0]; a++) {
+        const int64_t i0 = o0 * k->s[0] - k->p[0] + a * k->d[0];
+        if (i0 < 0 || i0 >= k->in[0]) continue;
+        for (int64_t b = 0; b < k->k[1]; b++) {
+            const int64_t i1 = o1 * k->s[1] - k->p[1] + b * k->d[1];
+            if (i1 < 0 || i1 >= k->in[1]) continue;
+            for (int64_t e = 0; e < k->k[2]; e++) {
+                const int64_t i2 = o2 * k->s[2] - k->p[2] + e * k->d[2];
+                if (i2 < 0 || i2 >= k->in[2]) continue;
+                const int64_t xi = (i0 * k->in[1] + i1) * k->in[2] + i2;
+                const float v = xp[xi];
+                if (!nan_seen && (best < 0 || v > bv || v != v)) best = xi, bv = v, nan_seen = v != v;
+            }
+        }
+    }
+    return best;
+}
+
+/* The first and last output index along axis d whose window has a tap at
+ * input position i (lo > hi: none). */
+PCU_HD void pcu_mpgrad_range(const pcu_mpgrad *k, int d, int64_t i, int64_t *lo, int64_t *hi) {
+    const int64_t top = i + k->p[d], span = (k->k[d] - 1) * k->d[d];
+    *lo = top - span <= 0 ? 0 : (top - span + k->s[d] - 1) / k->s[d];
+    *hi = top < 0 ? -1 : top / k->s[d];
+    if (*hi > k->out[d] - 1) *hi = k->out[d] - 1;
+}
+
+PCU_HD void pcu_mpgrad_at(const pcu_mpgrad *k, float *dx, const float *dy, const float *x, int64_t i) {
+    const int64_t Pin = k->in[0] * k->in[1] * k->in[2], P = k->out[0] * k->out[1] * k->out[2];
+    const int64_t pl = i / Pin, xi = i % Pin;
+    const int64_t i2 = xi % k->in[2], i1 = xi / k->in[2] % k->in[1], i0 = xi / (k->in[2] * k->in[1]);
+    const float *xp = x + pl * Pin, *dyp = dy + pl * P;
+    int64_t lo0, hi0, lo1, hi1, lo2, hi2;
+    pcu_mpgrad_range(k, 0, i0, &lo0, &hi0);
+    pcu_mpgrad_range(k, 1, i1, &lo1, &hi1);
+    pcu_mpgrad_range(k, 2, i2, &lo2, &hi2);
+    float acc = 0.0f;
+    for (int64_t o0 = lo0; o0 <= hi0; o0++) {
+        if ((i0 + k->p[0] - o0 * k->s[0]) % k->d[0]) continue; /* a dilation's gap */
+        for (int64_t o1 = lo1; o1 <= hi1; o1++) {
+            if ((i1 + k->p[1] - o1 * k->s[1]) % k->d[1]) continue;
+            for (int64_t o2 = lo2; o2 <= hi2; o2++) {
+                if ((i2 + k->p[2] - o2 * k->s[2]) % k->d[2]) continue;
+                if (pcu_mpgrad_best(k, xp, o0, o1, o2) == xi) acc += dyp[(o0 * k->out[1] + o1) * k->out[2] + o2];
+            }
+        }
+    }
+    dx[i] = acc;
 }
 
 /* ---- Resize: one thread per output element, at most two resized axes ------------------------ */

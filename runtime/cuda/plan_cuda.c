@@ -892,14 +892,68 @@ static bool all_f32(const planner *P, const pprt_node *n) {
     return true;
 }
 
+/* N, C and the spatial size S of a BatchNormalization's X (or its gradient's),
+ * and whether its n_par per-channel operands from `first` on are [C]. */
+static bool bn_dims(planner *P, const pprt_node *n, int x, int first, int n_par, int64_t *N, int64_t *C, int64_t *S) {
+    const pp_shape *xs = &T(P, n->in[x])->shape;
+    if (xs->rank < 2) return false;
+    *N = xs->dim[0], *C = xs->dim[1], *S = 1;
+    for (int d = 2; d < xs->rank; d++) *S *= xs->dim[d];
+    for (int k = first; k < first + n_par; k++)
+        if (n->in[k] < 0 || numel(&T(P, n->in[k])->shape) != *C) return false;
+    return true;
+}
+
+/* BatchNormalization in training mode: the batch's statistics (pcu_bnt) */
+static pp_status plan_bn_train(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    pcu_bnt k = {.eps = attr_f(P, n, "epsilon", 1e-5f), .momentum = attr_f(P, n, "momentum", 0.9f)};
+    *ok = false;
+    if (n->n_in != 5 || n->n_out > 5 || !bn_dims(P, n, 0, 1, 4, &k.N, &k.C, &k.S) || k.N * k.S == 0)
+        return PP_OK; /* an empty batch's statistics: the reference kernel's */
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 10);
+    s->kernel = PCU_K_BNT;
+    s->u.bnt = k;
+    for (int j = 0; j < 5; j++) s->ops[j] = R(P, n->in[j]);
+    for (int j = 0; j < 5; j++) s->ops[5 + j] = R(P, j < n->n_out ? n->out[j] : -1);
+    s->threads = k.C;
+    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
+/* pp.BatchNormGrad: dY X scale mean var -> dX [dscale, dB] (pcu_bng) */
+static pp_status plan_bn_grad(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    int64_t training = 0;
+    (void)pp_attr_int(attrs_of(P, n), "training_mode", 0, &training, NULL);
+    pcu_bng k = {.eps = attr_f(P, n, "epsilon", 1e-5f), .training = training != 0};
+    if (!all_f32(P, n) || n->n_in != 5 || n->n_out < 1 || n->n_out > 3 || !bn_dims(P, n, 1, 2, 3, &k.N, &k.C, &k.S) ||
+        T(P, n->in[0])->nbytes != T(P, n->in[1])->nbytes)
+        return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 8);
+    s->kernel = PCU_K_BNG;
+    s->u.bng = k;
+    for (int j = 0; j < 5; j++) s->ops[j] = R(P, n->in[j]);
+    for (int j = 0; j < 3; j++) s->ops[5 + j] = R(P, j < n->n_out ? n->out[j] : -1);
+    s->threads = k.C;
+    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
 static pp_status plan_norm(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]);
     *ok = false;
     if (!all_f32(P, n)) return PP_OK;
     const pp_shape *xs = &x->shape;
+    if (n->op == PP_OP_BATCHNORM && pp_bn_training(attrs_of(P, n), n->n_out)) return plan_bn_train(P, ni, ok);
     if (n->op == PP_OP_BATCHNORM) {
-        if (n->n_out != 1 || xs->rank < 2 || pp_bn_training(attrs_of(P, n), n->n_out)) return PP_OK;
+        if (n->n_out != 1 || xs->rank < 2) return PP_OK;
         NEW_STEP(s, P, PCU_S_KERNEL, ni, 6);
         s->kernel = PCU_K_BN;
         int64_t S = 1;
@@ -994,6 +1048,36 @@ static pp_status plan_pool(planner *P, int ni, bool *ok) {
     s->ops[0] = R(P, n->in[0]);
     s->ops[1] = R(P, n->out[0]);
     s->threads = k->n;
+    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
+/* pp.MaxPoolGrad (dY, X -> dX) of f32, 1-3 spatial dims (pcu_mpgrad_at) */
+static pp_status plan_maxpool_grad(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    if (!all_f32(P, n) || n->n_in != 2 || n->n_out != 1) return PP_OK;
+    const pprt_tdesc *dy = T(P, n->in[0]), *x = T(P, n->in[1]);
+    pp_geom g;
+    if (pp_geom_make(attrs_of(P, n), &x->shape, NULL, true, &g, NULL) != PP_OK || g.nsp < 1 || g.nsp > 3) return PP_OK;
+    const pp_geom3 g3 = pp_geom3_lift(&g);
+    pcu_mpgrad k = {.max = 1, .nc = x->shape.dim[0] * x->shape.dim[1]};
+    for (int d = 0; d < 3; d++) {
+        k.in[d] = g3.in[d], k.k[d] = g3.k[d], k.s[d] = g3.s[d], k.d[d] = g3.d[d];
+        k.p[d] = g3.p[d], k.p1[d] = g3.p1[d], k.out[d] = g3.out[d];
+        if (k.s[d] < 1 || k.d[d] < 1) return PP_OK;
+    }
+    if (numel(&dy->shape) != k.nc * k.out[0] * k.out[1] * k.out[2]) return PP_OK; /* the reference says why */
+    k.n = k.nc * k.in[0] * k.in[1] * k.in[2];
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 3);
+    s->kernel = PCU_K_MPGRAD;
+    s->u.mpg = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->in[1]);
+    s->ops[2] = R(P, n->out[0]);
+    s->threads = k.n;
     if (s->threads == 0) free(s->ops), P->pl->n_steps--;
     P->pl->counts.own++;
     *ok = true;
@@ -2166,7 +2250,7 @@ static const struct {
     ROW(RESHAPE, plan_copy, "copy") ROW(FLATTEN, plan_copy, "copy") ROW(SQUEEZE, plan_copy, "copy")
     ROW(UNSQUEEZE, plan_copy, "copy") ROW(IDENTITY, plan_copy, "copy") ROW(DROPOUT, plan_copy, "copy")
     ROW(CONV, plan_conv, "cuDNN") ROW(FUSEDCONV, plan_conv, "cuDNN") ROW(CONVTRANSPOSE, plan_conv, "cuDNN")
-    ROW(UNARYGRAD, plan_ugrad, "own kernel") ROW(CONVGRADX, plan_conv_grad, "cuDNN (backward data)") ROW(CONVGRADW, plan_conv_grad, "cuDNN (backward filter)")
+    ROW(UNARYGRAD, plan_ugrad, "own kernel") ROW(MAXPOOLGRAD, plan_maxpool_grad, "own kernel") ROW(BATCHNORMGRAD, plan_bn_grad, "own kernel (a thread per channel)") ROW(CONVGRADX, plan_conv_grad, "cuDNN (backward data)") ROW(CONVGRADW, plan_conv_grad, "cuDNN (backward filter)")
     ROW(MATMUL, plan_matmul, "cuBLASLt") ROW(GEMM, plan_matmul, "cuBLASLt")
     ROW(EINSUM, plan_einsum, "cuBLASLt (matrix products)")
     ROW(WHERE, plan_select_cast, "own kernel") ROW(CAST, plan_select_cast, "own kernel")

@@ -38,6 +38,12 @@
  *     where the reference has them (a NaN score, a +inf score, a row of
  *     -inf scores) and a first key tile of -inf scores (a row that starts
  *     with nothing to weigh); the lanes in reverse order give the same bits;
+ *   - the backward kernels of training plans: pp.MaxPoolGrad's gather form
+ *     (a thread per input element) against the reference's scatter form
+ *     written out here, bit for bit, over 1-3-D windows with strides,
+ *     dilations, pads and ceil-mode tails, values with ties and NaN;
+ *     BatchNormalization in training mode and pp.BatchNormGrad (a thread
+ *     per channel) bit for bit against the reference kernels' functions;
  *   - the kernel table (runtime/cuda/kernels.def): the kinds keep the
  *     numbers the launcher's hand-numbered cases had, each parameter block
  *     the size the engine uploaded before the table, and every row has a
@@ -49,6 +55,7 @@
 #include <string.h>
 
 #include "runtime/cuda/cuplan.h"
+#include "runtime/cpu/ref.h"
 #include "runtime/kernels.h"
 
 static int failures, checks;
@@ -683,7 +690,8 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_ROPE == 14 && PCU_K_ATTN == 15 && PCU_K_QUANT == 16 && PCU_K_GRIDSAMPLE == 17 &&
                    PCU_K_LINE == 18 && PCU_K_ONEHOT == 19 && PCU_K_AFFGRID == 20 && PCU_K_RNN == 21 &&
                    PCU_K_COL2IM == 22 && PCU_K_ROWSM == 23 && PCU_K_ROWLN == 24 && PCU_K_FATTN == 25 &&
-                   PCU_K_UGRAD == 26 && PCU_K_COUNT == 27,
+                   PCU_K_UGRAD == 26 && PCU_K_BNT == 27 && PCU_K_BNG == 28 && PCU_K_MPGRAD == 29 &&
+                   PCU_K_COUNT == 30,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -707,6 +715,9 @@ static void test_kernel_table(void) {
         {PCU_K_ROWLN, sizeof(pcu_rowln), "layer normalization in one block"},
         {PCU_K_FATTN, sizeof(pcu_fattn), "fused attention"},
         {PCU_K_UGRAD, sizeof(pcu_ugrad), "activation gradient"},
+        {PCU_K_BNT, sizeof(pcu_bnt), "batch normalization (training)"},
+        {PCU_K_BNG, sizeof(pcu_bng), "batch normalization gradient"},
+        {PCU_K_MPGRAD, sizeof(pcu_mpgrad), "max pool gradient"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;
@@ -729,6 +740,96 @@ static void test_kernel_table(void) {
     }
 }
 
+/* ---- the backward kernels of training plans ---- */
+
+/* MaxPoolGrad as the reference computes it: each output's window maximum
+ * takes its dY, outputs in order. */
+static void mpgrad_scatter(const pcu_mpgrad *k, const float *x, const float *dy, float *dx) {
+    const int64_t Pin = k->in[0] * k->in[1] * k->in[2], P = k->out[0] * k->out[1] * k->out[2];
+    memset(dx, 0, sizeof *dx * (size_t)(k->nc * Pin));
+    for (int64_t pl = 0; pl < k->nc; pl++)
+        for (int64_t o0 = 0, oi = 0; o0 < k->out[0]; o0++)
+            for (int64_t o1 = 0; o1 < k->out[1]; o1++)
+                for (int64_t o2 = 0; o2 < k->out[2]; o2++, oi++) {
+                    const int64_t b = pcu_mpgrad_best(k, x + pl * Pin, o0, o1, o2);
+                    if (b >= 0) dx[pl * Pin + b] += dy[pl * P + oi];
+                }
+}
+
+static void test_maxpool_grad(void) {
+    srand(7);
+    int cases = 0;
+    for (int c = 0; c < 300; c++) {
+        pcu_mpgrad k = {.max = 1, .nc = 1 + rand() % 3};
+        const int nsp = 1 + rand() % 3;
+        for (int d = 0; d < 3; d++) {
+            const bool on = d >= 3 - nsp;
+            k.in[d] = on ? 1 + rand() % 9 : 1;
+            k.k[d] = on ? 1 + rand() % 3 : 1;
+            k.s[d] = on ? 1 + rand() % 3 : 1;
+            k.d[d] = on ? 1 + rand() % 2 : 1;
+            k.p[d] = on && k.k[d] > 1 ? rand() % k.k[d] : 0;
+            k.p1[d] = on && k.k[d] > 1 ? rand() % k.k[d] : 0;
+            const int64_t span = k.in[d] + k.p[d] + k.p1[d] - k.d[d] * (k.k[d] - 1) - 1;
+            /* floor or ceil mode: the last window may start past the padded end's fit */
+            k.out[d] = span < 0 ? 0 : span / k.s[d] + 1 + (rand() % 2 && span % k.s[d] ? 1 : 0);
+        }
+        const int64_t Pin = k.in[0] * k.in[1] * k.in[2], P = k.out[0] * k.out[1] * k.out[2];
+        if (P == 0) continue;
+        k.n = k.nc * Pin;
+        float *x = malloc(sizeof *x * (size_t)k.n), *dy = malloc(sizeof *dy * (size_t)(k.nc * P));
+        float *want = malloc(sizeof *want * (size_t)k.n), *got = malloc(sizeof *got * (size_t)k.n);
+        for (int64_t i = 0; i < k.n; i++) x[i] = rand() % 17 == 0 ? NAN : (float)(rand() % 3); /* ties */
+        for (int64_t i = 0; i < k.nc * P; i++) dy[i] = (float)rand() / RAND_MAX - 0.5f;
+        mpgrad_scatter(&k, x, dy, want);
+        for (int64_t i = k.n - 1; i >= 0; i--) pcu_mpgrad_at(&k, got, dy, x, i);
+        checks++, cases++;
+        if (memcmp(want, got, sizeof *got * (size_t)k.n))
+            FAIL("FAIL max pool gradient: in %lldx%lldx%lld k %lldx%lldx%lld s %lld,%lld,%lld d %lld,%lld,%lld: "
+                 "not the scatter form's bits\n",
+                 (long long)k.in[0], (long long)k.in[1], (long long)k.in[2], (long long)k.k[0], (long long)k.k[1],
+                 (long long)k.k[2], (long long)k.s[0], (long long)k.s[1], (long long)k.s[2], (long long)k.d[0],
+                 (long long)k.d[1], (long long)k.d[2]);
+        free(x), free(dy), free(want), free(got);
+    }
+    printf("test_kmath: max pool gradient: %d geometries\n", cases);
+}
+
+static void test_bn_grads(void) {
+    srand(11);
+    for (int c = 0; c < 40; c++) {
+        const int64_t N = 1 + rand() % 4, C = 1 + rand() % 5, S = 1 + rand() % 30, n = N * C * S;
+        float *x = malloc(sizeof *x * (size_t)n), *dy = malloc(sizeof *dy * (size_t)n);
+        float *y1 = malloc(sizeof *y1 * (size_t)n), *y2 = malloc(sizeof *y2 * (size_t)n);
+        float par[4][8], st1[4][8], st2[4][8], g1[2][8], g2[2][8];
+        for (int64_t i = 0; i < n; i++) x[i] = 3.0f * rand() / RAND_MAX - 1.0f, dy[i] = (float)rand() / RAND_MAX - 0.5f;
+        for (int j = 0; j < 4; j++)
+            for (int i = 0; i < 8; i++) par[j][i] = j == 3 ? 0.5f + (float)rand() / RAND_MAX : (float)rand() / RAND_MAX;
+        float *st[4] = {st1[0], st1[1], st1[2], st1[3]};
+        pprt_bn_channels(x, par[0], par[1], par[2], par[3], y1, st, N, C, S, 1e-5f, 0.9f, true, 0, C);
+        const pcu_bnt kt = {.N = N, .C = C, .S = S, .eps = 1e-5f, .momentum = 0.9f};
+        for (int64_t ch = C - 1; ch >= 0; ch--)
+            pcu_bnt_at(&kt, y2, st2[0], st2[1], st2[2], st2[3], x, par[0], par[1], par[2], par[3], ch);
+        checks++;
+        bool same = !memcmp(y1, y2, sizeof *y1 * (size_t)n);
+        for (int j = 0; j < 4; j++) same = same && !memcmp(st1[j], st2[j], sizeof st1[j][0] * (size_t)C);
+        if (!same)
+            FAIL("FAIL batch normalization (training) N %lld C %lld S %lld: not the reference's bits\n", (long long)N,
+                 (long long)C, (long long)S);
+        for (int training = 0; training <= 1; training++) {
+            pprt_bn_grad_channels(dy, x, par[0], par[2], par[3], y1, g1[0], g1[1], N, C, S, 1e-5f, training, 0, C);
+            const pcu_bng kg = {.N = N, .C = C, .S = S, .eps = 1e-5f, .training = training};
+            for (int64_t ch = C - 1; ch >= 0; ch--) pcu_bng_at(&kg, y2, g2[0], g2[1], dy, x, par[0], par[2], par[3], ch);
+            checks++;
+            if (memcmp(y1, y2, sizeof *y1 * (size_t)n) || memcmp(g1[0], g2[0], sizeof g1[0][0] * (size_t)C) ||
+                memcmp(g1[1], g2[1], sizeof g1[1][0] * (size_t)C))
+                FAIL("FAIL batch normalization gradient (training %d) N %lld C %lld S %lld: not the reference's bits\n",
+                     training, (long long)N, (long long)C, (long long)S);
+        }
+        free(x), free(dy), free(y1), free(y2);
+    }
+}
+
 int main(void) {
     test_kernel_table();
     test_conversions();
@@ -738,6 +839,8 @@ int main(void) {
     test_block_rows();
     printf("test_kmath: rows in one block: worst %lld ulp (Softmax), %lld (LogSoftmax, LayerNorm)\n", (long long)block_worst[1], (long long)block_worst[0]);
     test_index_math();
+    test_maxpool_grad();
+    test_bn_grads();
     test_fattn();
     printf("test_kmath: fused attention: worst error %.2g of the largest |V|\n", fa_worst);
     printf("test_kmath: %d checks, %d failures\n", checks, failures);
