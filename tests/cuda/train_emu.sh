@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Training on the CUDA step list, without a GPU (cuda-emu; issue "Training on
+# GPUs"): the backward ops on their CUDA steps (pp.ConvGradX and
+# pp.ConvGradW as cuDNN's backward data and backward filter, pp.UnaryGrad,
+# pp.BatchNormGrad, pp.MaxPoolGrad and the training-mode BatchNormalization
+# as own kernels), so a GPU runs the same step list:
+#   - digits (samples/digits) and torchvision ResNet-18 (random weights,
+#     exported in training mode, the same 4 images of 64x64 each step, as
+#     tests/train/models.py) at -pp 1 and 2: no node of any stage on the
+#     host fallback (--cuda-explain);
+#   - 20 AdamW steps of digits and 3 SGD steps of ResNet-18 with momentum:
+#     the trained weights the same bits at -pp 1 and 2; digits within 1e-5
+#     (relative, in norm) of the reference kernels' weights; ResNet-18's
+#     losses within 1e-3 (relative) of the reference's at each step
+#     (measured 1.5e-5; with random weights its BatchNorms sit at ReLU kinks
+#     where the convolutions' sum order can move a mask, tests/train/models.py,
+#     so weights are not compared after steps; one step's gradients are,
+#     there: 1.2e-5 from PyTorch's).
+# About 30 s. usage: train_emu.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC)
+set -euo pipefail
+: "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
+out=$1
+rm -rf "$out" && mkdir -p "$out" && cd "$out"
+fail() { echo "FAIL: $*"; exit 1; }
+S=$SRC/samples/digits
+"$PY" - 2>/dev/null <<'PY'
+import numpy as np, torch, torchvision
+torch.manual_seed(0)
+net = torchvision.models.resnet18(num_classes=10).train()
+x = torch.randn(4, 3, 64, 64)
+torch.onnx.export(net, (x,), "r18.onnx", input_names=["input"], output_names=["logits"], opset_version=14,
+                  training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                  dynamic_axes={"input": {0: "b"}, "logits": {0: "b"}})
+import os
+os.makedirs("rdata", exist_ok=True)
+rng = np.random.default_rng(1)
+a = rng.standard_normal((4, 3, 64, 64)).astype(np.float32)
+np.save("rdata/input.npy", np.concatenate([a] * 3))
+np.save("rlabels.npy", np.concatenate([rng.integers(0, 10, 4)] * 3).astype(np.int64))
+PY
+no_host() { # LOG: every stage line of --cuda-explain says 0 on the host
+  grep -q "steps a micro-batch" "$1" || fail "$1: no --cuda-explain summary"
+  ! grep "steps a micro-batch" "$1" | grep -qv " 0 on the host" || fail "nodes on the host: $(grep -v ' 0 on the host' "$1" | grep 'steps a micro' | head -2)"
+}
+for pp in 1 2; do
+  "$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 16 -pp $pp -o d$pp.plan -q
+  "$PPRT" d$pp.plan "$S/data" --labels "$S/labels.npy" --steps 20 --no-shuffle --optimizer adamw --lr 3e-3 \
+    --backend cuda-emu --cuda-explain --save-weights demu$pp 2>dlog$pp.txt >/dev/null || fail "digits -pp $pp: $(tail -2 dlog$pp.txt)"
+  no_host dlog$pp.txt
+  "$PPCC" r18.onnx --train --loss cross-entropy:logits -b 4 -pp $pp -o r$pp.plan -q
+  "$PPRT" r$pp.plan rdata --labels rlabels.npy --steps 3 --no-shuffle --optimizer sgd --lr 0.05 --momentum 0.9 \
+    --backend cuda-emu --cuda-explain --save-weights remu$pp --log-json rlog$pp.json 2>rerr$pp.txt >/dev/null \
+    || fail "ResNet-18 -pp $pp: $(tail -2 rerr$pp.txt)"
+  no_host rerr$pp.txt
+done
+"$PPRT" d1.plan "$S/data" --labels "$S/labels.npy" --steps 20 --no-shuffle --optimizer adamw --lr 3e-3 --backend ref \
+  --save-weights dref -q
+"$PPRT" r1.plan rdata --labels rlabels.npy --steps 3 --no-shuffle --optimizer sgd --lr 0.05 --momentum 0.9 \
+  --backend ref --save-weights rref --log-json rlogref.json -q
+"$PY" - <<'PY' || fail "the trained weights"
+import json, os, sys
+import numpy as np
+bad = 0
+for a, b in (("demu1", "demu2"), ("remu1", "remu2")):
+    names = sorted(os.listdir(a))
+    diff = [n for n in names if np.load(os.path.join(a, n)).tobytes() != np.load(os.path.join(b, n)).tobytes()]
+    if diff or names != sorted(os.listdir(b)):
+        print(f"FAIL {a} and {b}: {len(diff)} of {len(names)} tensors differ: {diff[:3]}"); bad += 1
+worst = 0.0
+for n in os.listdir("dref"):
+    r = np.load(os.path.join("dref", n)).astype(np.float64)
+    e = np.load(os.path.join("demu1", n)).astype(np.float64)
+    worst = max(worst, float(np.linalg.norm(e - r) / max(np.linalg.norm(r), 1e-30)))
+if worst > 1e-5:
+    print(f"FAIL digits: cuda-emu's weights {worst:.3g} (relative, in norm) from the reference's"); bad += 1
+def losses(p):
+    return [r["loss"] for r in json.load(open(p))["steps"]]
+le, lr = losses("rlog1.json"), losses("rlogref.json")
+if len(le) != 3 or len(lr) != 3 or any(abs(a - b) > 1e-3 * abs(b) for a, b in zip(le, lr)):
+    print(f"FAIL ResNet-18 losses: cuda-emu {le}, ref {lr}"); bad += 1
+print(f"digits: 20 AdamW steps, the same bits at -pp 1, 2, {worst:.2g} from ref; ResNet-18: 3 SGD steps, "
+      f"the same bits at -pp 1, 2, losses {', '.join(f'{a:.6f}' for a in le)} (ref {', '.join(f'{b:.6f}' for b in lr)})")
+sys.exit(1 if bad else 0)
+PY
+echo "ok: training on the CUDA step list (cuda-emu): no node on the host, the same bits across splits"
