@@ -20,6 +20,10 @@
 #      deadline and aborted; --transport mpi on two ranks of the GPU where
 #      the machine has MPI; then, with the part's time left, the two
 #      paths under compute-sanitizer synccheck (racecheck for the staged);
+#      2t. training (issue 56): digits and ResNet-18 trained on the GPU at
+#      -pp 1, 2 (tests/cuda/train_emu.sh), a training step under memcheck and
+#      racecheck, bench/train_cuda.py (ResNet-50's gradients against
+#      PyTorch, its step rate at batch 32 against eager f32 and AMP);
 #   3. the ONNX node tests on cuda, a quick pass (NODE=quick, default: every
 #      NODE_STRIDE-th listed test, within NODE_SECS (60); NODE=all: all of them
 #      in five chunks, CHUNKS and SAN as before; NODE=0: none), then the
@@ -145,6 +149,35 @@ if python3 "$src/tests/cuda/fattn_models.py" $wf > /dev/null; then
   fi
 else
   echo "FAIL: fattn_models.py"; status=1
+fi
+
+# 2t. training on the GPU (issue 56; never on a GPU before this): tests/cuda/train_emu.sh with
+# TRAIN_BACKEND=$be (digits and ResNet-18 at -pp 1, 2: no node on the host, the same bits across
+# splits, digits' weights and ResNet-18's losses against ref), one ResNet-18 training step under
+# memcheck and racecheck (the backward kernels), then bench/train_cuda.py (ResNet-50: one step's loss
+# and gradients against PyTorch f32, the step rate at batch 32 against eager f32 and AMP), within
+# TRAIN_SECS (default 150) for the benchmark
+echo "== 2t. training ($(date +%T), $(left) s left)"
+wt=$w/train
+if PPCC=$PPCC PPRT=$PPRT PY=python3 SRC=$src TRAIN_BACKEND=$be timeout "$(cap 150)" \
+    bash "$src/tests/cuda/train_emu.sh" $wt > "$out/train_emu.txt" 2>&1; then
+  tail -2 "$out/train_emu.txt"
+else
+  echo "FAIL: training on $be: $(tail -3 "$out/train_emu.txt")"; status=1
+fi
+if [ "$be" = cuda ] && [ -f $wt/r1.plan ]; then
+  for tool in memcheck racecheck; do
+    timeout "$(cap 90)" compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $wt/r1.plan $wt/rdata --labels \
+      $wt/rlabels.npy --steps 1 --backend cuda --cuda-graphs off -q > "$out/san_train_$tool.txt" 2>&1 \
+      || { echo "FAIL: compute-sanitizer $tool, a ResNet-18 training step"; status=1; }
+    echo "training step $tool: $(tail -1 "$out/san_train_$tool.txt")"
+  done
+  tsecs=$(cap "${TRAIN_SECS:-150}")
+  if [ "$tsecs" -gt 30 ]; then
+    timeout "$tsecs" python3 "$src/bench/train_cuda.py" --ppcc "$PPCC" --pprt "$PPRT" > "$out/train_cuda.md" \
+      2> "$out/train_cuda.err" || { echo "FAIL or cut: bench/train_cuda.py: $(tail -2 "$out/train_cuda.err")"; status=1; }
+    cat "$out/train_cuda.md"
+  fi
 fi
 
 # 2c. two GPUs on one (issue 57): the two-device paths on logical devices aliased onto GPU 0

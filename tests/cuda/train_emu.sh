@@ -16,13 +16,15 @@
 #     where the convolutions' sum order can move a mask, tests/train/models.py,
 #     so weights are not compared after steps; one step's gradients are,
 #     there: 1.2e-5 from PyTorch's).
-# About 30 s. usage: train_emu.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC)
+# About 30 s. usage: train_emu.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC;
+# TRAIN_BACKEND=cuda runs it on a GPU: tests/cuda/gpu_day.sh part 2t)
 set -euo pipefail
 : "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
 out=$1
 rm -rf "$out" && mkdir -p "$out" && cd "$out"
 fail() { echo "FAIL: $*"; exit 1; }
 S=$SRC/samples/digits
+be=${TRAIN_BACKEND:-cuda-emu}
 "$PY" - 2>/dev/null <<'PY'
 import numpy as np, torch, torchvision
 torch.manual_seed(0)
@@ -45,11 +47,11 @@ no_host() { # LOG: every stage line of --cuda-explain says 0 on the host
 for pp in 1 2; do
   "$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 16 -pp $pp -o d$pp.plan -q
   "$PPRT" d$pp.plan "$S/data" --labels "$S/labels.npy" --steps 20 --no-shuffle --optimizer adamw --lr 3e-3 \
-    --backend cuda-emu --cuda-explain --save-weights demu$pp 2>dlog$pp.txt >/dev/null || fail "digits -pp $pp: $(tail -2 dlog$pp.txt)"
+    --backend $be --cuda-explain --save-weights demu$pp 2>dlog$pp.txt >/dev/null || fail "digits -pp $pp: $(tail -2 dlog$pp.txt)"
   no_host dlog$pp.txt
   "$PPCC" r18.onnx --train --loss cross-entropy:logits -b 4 -pp $pp -o r$pp.plan -q
   "$PPRT" r$pp.plan rdata --labels rlabels.npy --steps 3 --no-shuffle --optimizer sgd --lr 0.05 --momentum 0.9 \
-    --backend cuda-emu --cuda-explain --save-weights remu$pp --log-json rlog$pp.json 2>rerr$pp.txt >/dev/null \
+    --backend $be --cuda-explain --save-weights remu$pp --log-json rlog$pp.json 2>rerr$pp.txt >/dev/null \
     || fail "ResNet-18 -pp $pp: $(tail -2 rerr$pp.txt)"
   no_host rerr$pp.txt
 done
@@ -57,7 +59,7 @@ done
   --save-weights dref -q
 "$PPRT" r1.plan rdata --labels rlabels.npy --steps 3 --no-shuffle --optimizer sgd --lr 0.05 --momentum 0.9 \
   --backend ref --save-weights rref --log-json rlogref.json -q
-"$PY" - <<'PY' || fail "the trained weights"
+TRAIN_BACKEND=$be "$PY" - <<'PY' || fail "the trained weights"
 import json, os, sys
 import numpy as np
 bad = 0
@@ -78,8 +80,8 @@ def losses(p):
 le, lr = losses("rlog1.json"), losses("rlogref.json")
 if len(le) != 3 or len(lr) != 3 or any(abs(a - b) > 1e-3 * abs(b) for a, b in zip(le, lr)):
     print(f"FAIL ResNet-18 losses: cuda-emu {le}, ref {lr}"); bad += 1
-print(f"digits: 20 AdamW steps, the same bits at -pp 1, 2, {worst:.2g} from ref; ResNet-18: 3 SGD steps, "
+print(f"{os.environ.get('TRAIN_BACKEND', 'cuda-emu')}: digits: 20 AdamW steps, the same bits at -pp 1, 2, {worst:.2g} from ref; ResNet-18: 3 SGD steps, "
       f"the same bits at -pp 1, 2, losses {', '.join(f'{a:.6f}' for a in le)} (ref {', '.join(f'{b:.6f}' for b in lr)})")
 sys.exit(1 if bad else 0)
 PY
-echo "ok: training on the CUDA step list (cuda-emu): no node on the host, the same bits across splits"
+echo "ok: training on the CUDA step list ($be): no node on the host, the same bits across splits"

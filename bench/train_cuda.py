@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Training on one GPU: pprt --backend cuda against PyTorch on the same GPU
+(issue "Training on GPUs"; for the GPU day, tests/cuda/gpu_day.sh part 2t).
+
+For each model (torchvision, random weights, 1000 classes), exported for
+training (TrainingMode.TRAINING, no constant folding, opset 14):
+  1. one step's loss and every weight gradient on --check-batch images:
+     pprt (`ppcc --train -pp 1`, `pprt PLAN DATA -o OUT --backend cuda`,
+     which writes the gradients) against PyTorch f32 on the GPU with TF32
+     off in cuDNN and matmuls: the loss's relative difference and the
+     largest per-tensor difference in norm (relative);
+  2. throughput of an SGD step (lr 1e-3) at --batch images, the median of
+     --steps steps after one untimed: PyTorch eager f32 (strict, as above),
+     PyTorch eager with AMP (fp16 autocast, GradScaler, model and inputs
+     channels_last: issue 56's bar), and pprt f32 at -pp 1 (one micro-batch
+     a step; its inputs uploaded from the host each step, PyTorch's already
+     on the GPU); the ratios pprt / each.
+Usage: bench/train_cuda.py [--models resnet50] [--batch 32] [--check-batch 8] [--steps 5]
+       [--ppcc build/ppcc] [--pprt build/pprt] [--backend cuda]"""
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--models", default="resnet50")
+ap.add_argument("--batch", type=int, default=32)
+ap.add_argument("--check-batch", type=int, default=8)
+ap.add_argument("--steps", type=int, default=5)
+ap.add_argument("--ppcc", default=os.path.join(benchlib.ROOT, "build", "ppcc"))
+ap.add_argument("--pprt", default=os.path.join(benchlib.ROOT, "build", "pprt"))
+ap.add_argument("--backend", default="cuda")
+a = ap.parse_args()
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torchvision  # noqa: E402
+
+dev = "cuda" if torch.cuda.is_available() else "cpu"
+warnings.filterwarnings("ignore")  # the exports' notes on BatchNorm's num_batches_tracked
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.set_float32_matmul_precision("highest")
+
+
+def file_name(w):
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in w)
+
+
+def torch_grads(model, x, y):
+    model.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x.to(dev)), y.to(dev))
+    loss.backward()
+    return float(loss), {k: p.grad.detach().cpu().numpy() for k, p in model.named_parameters()}
+
+
+def torch_rate(model, x, y, amp):
+    x, y = x.to(dev), y.to(dev)
+    if amp:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    scaler = torch.cuda.amp.GradScaler(enabled=amp and dev == "cuda")
+    times = []
+    for k in range(a.steps + 1):
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        opt.zero_grad()
+        half = amp and dev == "cuda"
+        with torch.autocast(device_type=dev, dtype=torch.float16) if half else contextlib.nullcontext():
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        if k:
+            times.append(time.perf_counter() - t)
+    return a.batch / statistics.median(times)
+
+
+def check(work, path, model, name):
+    xc = torch.randn(a.check_batch, 3, 224, 224)
+    yc = torch.randint(0, 1000, (a.check_batch,))
+    os.makedirs(os.path.join(work, "check"))
+    np.save(os.path.join(work, "check", "input.npy"), xc.numpy())
+    np.save(os.path.join(work, "check", "labels.npy"), yc.numpy())
+    plan, out = os.path.join(work, "c.plan"), os.path.join(work, "cout")
+    benchlib.sh([a.ppcc, path, "--train", "--loss", "cross-entropy:logits", "-b", str(a.check_batch), "-q", "-o", plan])
+    t = time.perf_counter()
+    benchlib.sh([a.pprt, plan, os.path.join(work, "check"), "-o", out, "-q", "--backend", a.backend])
+    secs = time.perf_counter() - t
+    loss, want = torch_grads(model, xc, yc)
+    got_loss = float(np.load(os.path.join(out, "loss.npy")))
+    worst, where = 0.0, ""
+    for k, w in want.items():
+        f = os.path.join(out, file_name(k + ".grad") + ".npy")
+        if not os.path.exists(f):
+            return f"{name}: no gradient of {k}"
+        rel = float(np.linalg.norm(np.load(f).astype(np.float64) - w) / (np.linalg.norm(w) + 1e-30))
+        if rel > worst:
+            worst, where = rel, k
+    return (f"{name}: one step of {a.check_batch} images on {a.backend} ({secs:.1f} s with start-up): loss {got_loss:.6f} "
+            f"(PyTorch {loss:.6f}, {abs(got_loss - loss) / abs(loss):.1e} apart); {len(want)} gradients, the worst "
+            f"{worst:.2e} from PyTorch's in norm ({where})")
+
+
+def pprt_rate(work, path):
+    plan, log = os.path.join(work, "t.plan"), os.path.join(work, "log.json")
+    benchlib.sh([a.ppcc, path, "--train", "--loss", "cross-entropy:logits", "-b", str(a.batch), "-q", "-o", plan])
+    benchlib.sh([a.pprt, plan, os.path.join(work, "data"), "--steps", str(a.steps + 1), "--optimizer", "sgd", "--lr",
+                 "1e-3", "--backend", a.backend, "--no-shuffle", "-q", "--log-json", log])
+    steps = json.load(open(log))["steps"][1:]
+    return statistics.median(s["samples_per_s"] for s in steps)
+
+
+gpu = torch.cuda.get_device_name(0) if dev == "cuda" else benchlib.cpu_name()
+print(f"# training on one GPU ({gpu}), batch {a.batch}, SGD; PyTorch {torch.__version__}, f32 strict (no TF32)")
+rows = []
+for name in a.models.split(","):
+    with tempfile.TemporaryDirectory() as work:
+        torch.manual_seed(0)
+        model = getattr(torchvision.models, name)(num_classes=1000).train()
+        x, y = torch.randn(a.batch, 3, 224, 224), torch.randint(0, 1000, (a.batch,))
+        path = os.path.join(work, "model.onnx")
+        torch.onnx.export(model, (x[:2],), path, input_names=["input"], output_names=["logits"], opset_version=14,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                          dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+        model = model.to(dev)
+        try:
+            print(check(work, path, model, name), flush=True)
+        except RuntimeError as e:
+            print(f"{name}: the gradient check failed: {e}", flush=True)
+        os.makedirs(os.path.join(work, "data"))
+        np.save(os.path.join(work, "data", "input.npy"), np.concatenate([x.numpy()] * (a.steps + 1)))
+        np.save(os.path.join(work, "data", "labels.npy"), np.concatenate([y.numpy()] * (a.steps + 1)))
+        eager = torch_rate(model, x, y, False)
+        amp = torch_rate(model, x, y, True)
+        try:
+            mine = pprt_rate(work, path)
+        except RuntimeError as e:
+            print(f"{name}: pprt failed: {e}", flush=True)
+            continue
+        rows.append((name, eager, amp, mine))
+print("\n| model | batch | PyTorch eager f32 | PyTorch eager AMP fp16 | pprt f32 -pp 1 | / eager f32 | / AMP |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for name, eager, amp, mine in rows:
+    print(f"| {name} | {a.batch} | {eager:.1f} | {amp:.1f} | {mine:.1f} | {mine / eager:.2f} | {mine / amp:.2f} |")
