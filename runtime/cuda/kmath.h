@@ -1627,6 +1627,33 @@ PCU_HD void pcu_gather_el_at(const pcu_gather_el *k, void *y, const void *x, con
     pcu_copy_elem(y, i, x, off + v * k->xst[k->axis], k->esize);
 }
 
+/* ---- pp.GatherGrad: one thread per (outer, inner) column, no atomics ---------------------- *
+ * dX [outer, D, inner] = 0, then dY [outer, J, inner]'s row j added into row
+ * indices[j] (negative from the end), j in order: a thread owns a column of
+ * dX (one outer, one inner position), so its additions are the reference's
+ * in its order. An index out of range sets *err (the stage fails, as the
+ * reference kernel does). */
+typedef struct pcu_gathergrad {
+    int32_t idx_t;
+    int64_t outer, D, J, inner;
+} pcu_gathergrad;
+
+PCU_HD void pcu_gathergrad_at(const pcu_gathergrad *k, float *dx, const float *dy, const void *idx, int *err, int64_t i) {
+    const int64_t o = i / k->inner, e = i % k->inner;
+    float *col = dx + o * k->D * k->inner + e;
+    for (int64_t r = 0; r < k->D; r++) col[r * k->inner] = 0.0f;
+    const float *src = dy + o * k->J * k->inner + e;
+    for (int64_t j = 0; j < k->J; j++) {
+        int64_t v = pcu_ldi(idx, k->idx_t, j);
+        if (v < -k->D || v >= k->D) {
+            if (err) *err = 1;
+            continue;
+        }
+        if (v < 0) v += k->D;
+        col[v * k->inner] += src[j * k->inner];
+    }
+}
+
 /* ---- TopK: one thread per line, k selections ----------------------------------------------- */
 
 /* The order of the reference kernel's stable sort (onnxruntime's): by value

@@ -742,6 +742,34 @@ static pp_status plan_gather(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* pp.GatherGrad (dY, indices -> dX of f32, the node's "shape"): dX's
+ * columns (pcu_gathergrad_at) */
+static pp_status plan_gather_grad(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    if (n->n_in != 2 || n->n_out != 1) return PP_OK;
+    const pprt_tdesc *dy = T(P, n->in[0]), *ix = T(P, n->in[1]), *dx = T(P, n->out[0]);
+    if (dy->dtype != PP_F32 || dx->dtype != PP_F32 || (ix->dtype != PP_I64 && ix->dtype != PP_I32)) return PP_OK;
+    int axis;
+    if (pp_norm_axis(attr_i(P, n, "axis", 0), dx->shape.rank, "axis", &axis, NULL) != PP_OK) return PP_OK;
+    pcu_gathergrad k = {.idx_t = ix->dtype, .outer = 1, .D = dx->shape.dim[axis], .J = numel(&ix->shape), .inner = 1};
+    for (int d = 0; d < axis; d++) k.outer *= dx->shape.dim[d];
+    for (int d = axis + 1; d < dx->shape.rank; d++) k.inner *= dx->shape.dim[d];
+    if (numel(&dy->shape) != k.outer * k.J * k.inner || (k.D == 0 && k.J > 0))
+        return PP_OK; /* the reference kernel says why */
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 3);
+    s->kernel = PCU_K_GATHERGRAD;
+    s->u.gg = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->in[1]);
+    s->ops[2] = R(P, n->out[0]);
+    s->threads = k.outer * k.inner;
+    if (s->threads == 0 || k.D == 0) free(s->ops), P->pl->n_steps--; /* no element to write */
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
 /* ---- reductions, softmax, normalizations, pools -------------------------------------------- */
 
 static pp_status red_step(planner *P, int ni, int op, int last, const pprt_tdesc *x, const bool *mask, pcu_ref yr) {
@@ -2250,7 +2278,8 @@ static const struct {
     ROW(RESHAPE, plan_copy, "copy") ROW(FLATTEN, plan_copy, "copy") ROW(SQUEEZE, plan_copy, "copy")
     ROW(UNSQUEEZE, plan_copy, "copy") ROW(IDENTITY, plan_copy, "copy") ROW(DROPOUT, plan_copy, "copy")
     ROW(CONV, plan_conv, "cuDNN") ROW(FUSEDCONV, plan_conv, "cuDNN") ROW(CONVTRANSPOSE, plan_conv, "cuDNN")
-    ROW(UNARYGRAD, plan_ugrad, "own kernel") ROW(MAXPOOLGRAD, plan_maxpool_grad, "own kernel") ROW(BATCHNORMGRAD, plan_bn_grad, "own kernel (a thread per channel)") ROW(CONVGRADX, plan_conv_grad, "cuDNN (backward data)") ROW(CONVGRADW, plan_conv_grad, "cuDNN (backward filter)")
+    ROW(UNARYGRAD, plan_ugrad, "own kernel") ROW(MAXPOOLGRAD, plan_maxpool_grad, "own kernel")
+    ROW(GATHERGRAD, plan_gather_grad, "own kernel") ROW(BATCHNORMGRAD, plan_bn_grad, "own kernel (a thread per channel)") ROW(CONVGRADX, plan_conv_grad, "cuDNN (backward data)") ROW(CONVGRADW, plan_conv_grad, "cuDNN (backward filter)")
     ROW(MATMUL, plan_matmul, "cuBLASLt") ROW(GEMM, plan_matmul, "cuBLASLt")
     ROW(EINSUM, plan_einsum, "cuBLASLt (matrix products)")
     ROW(WHERE, plan_select_cast, "own kernel") ROW(CAST, plan_select_cast, "own kernel")

@@ -12,7 +12,8 @@ no constant folding, opset 14); the Dropout modules (p = 0) are replaced by
 Identity before the export, Dropout's rule being another part's.
 
 The loss and EVERY weight's gradient are compared at -pp 1, 2 and 4 on the
-reference kernels and at -pp 1 on oneDNN: the loss within rtol 1e-4; a
+reference kernels, at -pp 1 on oneDNN and at -pp 1 and 2 on cuda-emu (the
+CUDA step list; its two splits must give the same bits): the loss within rtol 1e-4; a
 gradient g against autograd's w elementwise within
     |g - w| <= 1e-3 |w| + 1e-5 max(max|w|, 1e-3 M)
 with M the largest gradient of any weight of the model (the float32 sums of
@@ -41,7 +42,9 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 RTOL, ATOL_OF_MAX = 1e-3, 1e-5
-RUNS = (("ref", 1), ("ref", 2), ("ref", 4), ("dnnl", 1))
+# cuda-emu: the CUDA step list (its backward ops on their CUDA steps), at -pp 1 and 2, which must
+# give the same bits
+RUNS = (("ref", 1), ("ref", 2), ("ref", 4), ("dnnl", 1), ("cuda-emu", 1), ("cuda-emu", 2))
 worst = {}
 
 
@@ -88,6 +91,11 @@ def one_step(name, mod, x, labels):
         if r.returncode:
             continue
         err = max(err, check_step(o, want_loss.item(), want, tag, RTOL, ATOL_OF_MAX))
+    a, b = (os.path.join(d, f"out_cuda-emu_pp{pp}") for pp in (1, 2))
+    if os.path.isdir(a) and os.path.isdir(b):
+        same = sorted(os.listdir(a)) == sorted(os.listdir(b)) and all(
+            np.array_equal(np.load(os.path.join(a, f)), np.load(os.path.join(b, f))) for f in os.listdir(a))
+        check(same, f"{name}: cuda-emu's gradients at -pp 2 are not -pp 1's bits")
     worst[name] = err
     print(f"{name}: {len(want)} weights, worst error beyond rtol {err:.2e} of the largest gradient, "
           f"{time.time() - t0:.1f} s", flush=True)
