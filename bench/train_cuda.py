@@ -19,6 +19,7 @@ Usage: bench/train_cuda.py [--models resnet50] [--batch 32] [--check-batch 8] [-
        [--ppcc build/ppcc] [--pprt build/pprt] [--backend cuda]"""
 import argparse
 import contextlib
+import inspect
 import json
 import os
 import statistics
@@ -132,9 +133,11 @@ for name in a.models.split(","):
         model = getattr(torchvision.models, name)(num_classes=1000).train()
         x, y = torch.randn(a.batch, 3, 224, 224), torch.randint(0, 1000, (a.batch,))
         path = os.path.join(work, "model.onnx")
+        # torch 2.9+ exports through dynamo by default: the TorchScript exporter, as torch 1.13's
+        kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
         torch.onnx.export(model, (x[:2],), path, input_names=["input"], output_names=["logits"], opset_version=14,
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                          dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+                          dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}}, **kw)
         model = model.to(dev)
         try:
             print(check(work, path, model, name), flush=True)

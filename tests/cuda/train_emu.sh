@@ -30,9 +30,12 @@ import numpy as np, torch, torchvision
 torch.manual_seed(0)
 net = torchvision.models.resnet18(num_classes=10).train()
 x = torch.randn(4, 3, 64, 64)
+import inspect
+# torch 2.9+ (the GPU machine's) exports through dynamo by default: the TorchScript exporter, as torch 1.13's
+kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
 torch.onnx.export(net, (x,), "r18.onnx", input_names=["input"], output_names=["logits"], opset_version=14,
                   training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                  dynamic_axes={"input": {0: "b"}, "logits": {0: "b"}})
+                  dynamic_axes={"input": {0: "b"}, "logits": {0: "b"}}, **kw)
 import os
 os.makedirs("rdata", exist_ok=True)
 rng = np.random.default_rng(1)
