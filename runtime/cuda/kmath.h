@@ -1220,43 +1220,95 @@ PCU_HD void pcu_bn_at(const pcu_bn *k, float *y, const float *x, const float *sc
     y[i] = (x[i] - mean[c]) * s + bias[c];
 }
 
-/* ---- BatchNormalization in training mode, pp.BatchNormGrad: one thread per channel ---------- *
- * The reference kernels' arithmetic (runtime/cpu/ref_kernels.c pprt_bn_channels,
- * ref_grad.c pprt_bn_grad_channels): each channel's sums in double over its
- * images in order, so a channel's results do not depend on the launch.
- * Simple, not tuned: a thread walks its channel's N x S elements. */
+/* ---- BatchNormalization in training mode, pp.BatchNormGrad: a block per channel ---------- *
+ * Block-per-row kernels (kernels.def PCU_ROWS, "Rows in one block" above):
+ * block r is channel r, lane l walks the channel's elements i = l, l + 256,
+ * ... of each image row in image order, its sums in double; the lanes'
+ * partials meet in the fixed tree of pcu_row_tree, so the bits do not
+ * depend on scheduling. Not the reference's summation order (its sums run
+ * along each image row): within a few double roundings of it. The shared
+ * row memory is unused but for two doubles the gradient keeps between
+ * phases (pcu_put_d). */
+
+/* Double v into (or out of) two floats of shared memory, bit for bit. */
+PCU_HD void pcu_put_d(float *f, double v) {
+    union {
+        double d;
+        float f[2];
+    } u;
+    u.d = v;
+    f[0] = u.f[0], f[1] = u.f[1];
+}
+PCU_HD double pcu_get_d(const float *f) {
+    union {
+        double d;
+        float f[2];
+    } u;
+    u.f[0] = f[0], u.f[1] = f[1];
+    return u.d;
+}
+
+/* Lane l's sum over channel c of x (shift = 0, sq = 0) or of (x - shift)^2. */
+PCU_HD double pcu_bn_lane_sum(const float *x, int64_t N, int64_t C, int64_t S, int64_t c, int l, double shift, int sq) {
+    double a = 0;
+    for (int64_t n = 0; n < N; n++) {
+        const float *p = x + (n * C + c) * S;
+        for (int64_t i = l; i < S; i += PCU_ROW_LANES) {
+            const double d = p[i] - shift;
+            a += sq ? d * d : d;
+        }
+    }
+    return a;
+}
+
+/* Tree step t (1..8) of two sets of partials, p[0..256) and p[256..512). */
+PCU_HD void pcu_bn_tree2(double *p, int t, int l) {
+    const int s = PCU_ROW_LANES >> t;
+    if (l >= s) return;
+    p[l] += p[l + s];
+    p[PCU_ROW_LANES + l] += p[PCU_ROW_LANES + l + s];
+}
 
 typedef struct pcu_bnt {
     int64_t N, C, S;
     float eps, momentum;
 } pcu_bnt;
 
-/* Y, and where given the running mean and variance, the saved mean and
- * inverse standard deviation, of channel c. */
-PCU_HD void pcu_bnt_at(const pcu_bnt *k, float *y, float *rmean, float *rvar, float *smean, float *sinv,
+/* phase 0: lane sums of x; 1-8: their tree; 9: lane sums of squared
+ * deviations from the mean; 10-17: their tree; 18: Y, and by lane 0 the
+ * running mean and variance, the saved mean and inverse std (each where
+ * given). */
+PCU_HD void pcu_bnt_ph(const pcu_bnt *k, int ph, float *y, float *rmean, float *rvar, float *smean, float *sinv,
                        const float *x, const float *scale, const float *B, const float *mean, const float *var,
-                       int64_t c) {
-    const int64_t N = k->N, C = k->C, S = k->S;
-    const double cnt = (double)(N * S);
-    double sum = 0, sq = 0;
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t i = 0; i < S; i++) sum += x[(n * C + c) * S + i];
-    const double mu = sum / cnt;
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t i = 0; i < S; i++) {
-            const double d = x[(n * C + c) * S + i] - mu;
-            sq += d * d;
+                       float *row, double *part, int64_t c, int l) {
+    const int L = PCU_ROW_LANES;
+    const double cnt = (double)(k->N * k->S);
+    (void)row;
+    if (ph == 0) {
+        part[l] = pcu_bn_lane_sum(x, k->N, k->C, k->S, c, l, 0.0, 0);
+    } else if (ph <= 8) {
+        const int s = L >> ph;
+        if (l < s) part[l] += part[l + s];
+    } else if (ph == 9) {
+        part[L + l] = pcu_bn_lane_sum(x, k->N, k->C, k->S, c, l, part[0] / cnt, 1);
+    } else if (ph <= 17) {
+        const int s = L >> (ph - 9);
+        if (l < s) part[L + l] += part[L + l + s];
+    } else {
+        const double mu = part[0] / cnt, v = part[L] / cnt;
+        if (l == 0) {
+            const double keep = k->momentum, take = 1.0 - (double)k->momentum;
+            if (rmean) rmean[c] = (float)(mean[c] * keep + mu * take);
+            if (rvar) rvar[c] = (float)(var[c] * keep + v * take);
+            if (smean) smean[c] = (float)mu;
+            if (sinv) sinv[c] = (float)(1.0 / sqrt(v + (double)k->eps));
         }
-    const double v = sq / cnt;
-    const double keep = k->momentum, take = 1.0 - (double)k->momentum;
-    if (rmean) rmean[c] = (float)(mean[c] * keep + mu * take);
-    if (rvar) rvar[c] = (float)(var[c] * keep + v * take);
-    if (smean) smean[c] = (float)mu;
-    if (sinv) sinv[c] = (float)(1.0 / sqrt(v + (double)k->eps));
-    const float s = (float)((double)scale[c] / sqrt(v + (double)k->eps));
-    const float m = (float)mu, b = B[c];
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t i = 0; i < S; i++) y[(n * C + c) * S + i] = (x[(n * C + c) * S + i] - m) * s + b;
+        const float sc = (float)((double)scale[c] / sqrt(v + (double)k->eps)), m = (float)mu, b = B[c];
+        for (int64_t n = 0; n < k->N; n++) {
+            const int64_t o = (n * k->C + c) * k->S;
+            for (int64_t i = l; i < k->S; i += L) y[o + i] = (x[o + i] - m) * sc + b;
+        }
+    }
 }
 
 typedef struct pcu_bng {
@@ -1265,40 +1317,61 @@ typedef struct pcu_bng {
     int32_t training; /* the statistics are the batch's own (else mean_in and var_in) */
 } pcu_bng;
 
-/* dX, and where given dscale and dB, of channel c. */
-PCU_HD void pcu_bng_at(const pcu_bng *k, float *dx, float *dsc, float *db, const float *dy, const float *x,
-                       const float *sc, const float *mean_in, const float *var_in, int64_t c) {
-    const int64_t N = k->N, C = k->C, S = k->S;
-    const double m = (double)N * (double)S;
-    double mean = k->training ? 0 : mean_in[c], var = k->training ? 0 : var_in[c];
-    if (k->training) {
-        double s = 0, q = 0;
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t i = 0; i < S; i++) s += x[(n * C + c) * S + i];
-        mean = m > 0 ? s / m : 0;
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t i = 0; i < S; i++) {
-                const double d = x[(n * C + c) * S + i] - mean;
-                q += d * d;
+/* phases 0-17: as pcu_bnt_ph's, the batch's mean and variance (training
+ * only); 18: lane 0 keeps the mean and 1/sqrt(var + eps) in the shared row;
+ * 19: lane sums of dY and of dY x^; 20-27: both trees; 28: dX, and by lane
+ * 0 dscale and dB (where given). */
+#define PCU_BNG_PHASES 29
+PCU_HD void pcu_bng_ph(const pcu_bng *k, int ph, float *dx, float *dsc, float *db, const float *dy, const float *x,
+                       const float *sc, const float *mean_in, const float *var_in, float *row, double *part, int64_t c,
+                       int l) {
+    const int L = PCU_ROW_LANES;
+    const double m = (double)k->N * (double)k->S;
+    if (ph <= 17) {
+        if (!k->training || m == 0) return;
+        if (ph == 0) part[l] = pcu_bn_lane_sum(x, k->N, k->C, k->S, c, l, 0.0, 0);
+        else if (ph <= 8) {
+            const int s = L >> ph;
+            if (l < s) part[l] += part[l + s];
+        } else if (ph == 9) part[L + l] = pcu_bn_lane_sum(x, k->N, k->C, k->S, c, l, part[0] / m, 1);
+        else {
+            const int s = L >> (ph - 9);
+            if (l < s) part[L + l] += part[L + l + s];
+        }
+    } else if (ph == 18) {
+        if (l != 0) return;
+        const bool own = k->training && m > 0;
+        const double mean = own ? part[0] / m : k->training ? 0 : mean_in[c];
+        const double var = own ? part[L] / m : k->training ? 0 : var_in[c];
+        pcu_put_d(row, mean);
+        pcu_put_d(row + 2, 1.0 / sqrt(var + (double)k->eps));
+    } else if (ph == 19) {
+        const double mean = pcu_get_d(row), inv = pcu_get_d(row + 2);
+        double a = 0, b = 0;
+        for (int64_t n = 0; n < k->N; n++) {
+            const int64_t o = (n * k->C + c) * k->S;
+            for (int64_t i = l; i < k->S; i += L) {
+                a += dy[o + i];
+                b += dy[o + i] * (x[o + i] - mean) * inv;
             }
-        var = m > 0 ? q / m : 0;
+        }
+        part[l] = a, part[L + l] = b;
+    } else if (ph <= 27) {
+        pcu_bn_tree2(part, ph - 19, l);
+    } else {
+        const double mean = pcu_get_d(row), inv = pcu_get_d(row + 2), sdy = part[0], sdyx = part[L];
+        if (l == 0) {
+            if (dsc) dsc[c] = (float)sdyx;
+            if (db) db[c] = (float)sdy;
+        }
+        const double g = sc[c] * inv;
+        const bool own = k->training && m > 0;
+        for (int64_t n = 0; n < k->N; n++) {
+            const int64_t o = (n * k->C + c) * k->S;
+            for (int64_t i = l; i < k->S; i += L)
+                dx[o + i] = (float)(own ? g * (dy[o + i] - sdy / m - (x[o + i] - mean) * inv * sdyx / m) : g * dy[o + i]);
+        }
     }
-    const double inv = 1.0 / sqrt(var + (double)k->eps);
-    double sdy = 0, sdyx = 0;
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t i = 0; i < S; i++) {
-            const int64_t e = (n * C + c) * S + i;
-            sdy += dy[e];
-            sdyx += dy[e] * (x[e] - mean) * inv;
-        }
-    if (dsc) dsc[c] = (float)sdyx;
-    if (db) db[c] = (float)sdy;
-    const double g = sc[c] * inv;
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t i = 0; i < S; i++) {
-            const int64_t e = (n * C + c) * S + i;
-            dx[e] = (float)(k->training && m > 0 ? g * (dy[e] - sdy / m - (x[e] - mean) * inv * sdyx / m) : g * dy[e]);
-        }
 }
 
 /* ---- MaxPool, AveragePool, LpPool (1-3-D lifted to 3-D): one thread per output element ----------- */

@@ -932,26 +932,26 @@ static bool bn_dims(planner *P, const pprt_node *n, int x, int first, int n_par,
     return true;
 }
 
-/* BatchNormalization in training mode: the batch's statistics (pcu_bnt) */
+/* BatchNormalization in training mode: the batch's statistics (pcu_bnt_ph, a block per channel) */
 static pp_status plan_bn_train(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     pcu_bnt k = {.eps = attr_f(P, n, "epsilon", 1e-5f), .momentum = attr_f(P, n, "momentum", 0.9f)};
     *ok = false;
-    if (n->n_in != 5 || n->n_out > 5 || !bn_dims(P, n, 0, 1, 4, &k.N, &k.C, &k.S) || k.N * k.S == 0)
+    if (n->n_in != 5 || n->n_out > 5 || !bn_dims(P, n, 0, 1, 4, &k.N, &k.C, &k.S) || k.N * k.S == 0 || k.C > INT32_MAX)
         return PP_OK; /* an empty batch's statistics: the reference kernel's */
     NEW_STEP(s, P, PCU_S_KERNEL, ni, 10);
     s->kernel = PCU_K_BNT;
     s->u.bnt = k;
     for (int j = 0; j < 5; j++) s->ops[j] = R(P, n->in[j]);
     for (int j = 0; j < 5; j++) s->ops[5 + j] = R(P, j < n->n_out ? n->out[j] : -1);
-    s->threads = k.C;
+    s->threads = k.C * PCU_BLOCK; /* a block per channel */
     if (s->threads == 0) free(s->ops), P->pl->n_steps--;
     P->pl->counts.own++;
     *ok = true;
     return PP_OK;
 }
 
-/* pp.BatchNormGrad: dY X scale mean var -> dX [dscale, dB] (pcu_bng) */
+/* pp.BatchNormGrad: dY X scale mean var -> dX [dscale, dB] (pcu_bng_ph, a block per channel) */
 static pp_status plan_bn_grad(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     *ok = false;
@@ -959,14 +959,14 @@ static pp_status plan_bn_grad(planner *P, int ni, bool *ok) {
     (void)pp_attr_int(attrs_of(P, n), "training_mode", 0, &training, NULL);
     pcu_bng k = {.eps = attr_f(P, n, "epsilon", 1e-5f), .training = training != 0};
     if (!all_f32(P, n) || n->n_in != 5 || n->n_out < 1 || n->n_out > 3 || !bn_dims(P, n, 1, 2, 3, &k.N, &k.C, &k.S) ||
-        T(P, n->in[0])->nbytes != T(P, n->in[1])->nbytes)
+        T(P, n->in[0])->nbytes != T(P, n->in[1])->nbytes || k.C > INT32_MAX)
         return PP_OK;
     NEW_STEP(s, P, PCU_S_KERNEL, ni, 8);
     s->kernel = PCU_K_BNG;
     s->u.bng = k;
     for (int j = 0; j < 5; j++) s->ops[j] = R(P, n->in[j]);
     for (int j = 0; j < 3; j++) s->ops[5 + j] = R(P, j < n->n_out ? n->out[j] : -1);
-    s->threads = k.C;
+    s->threads = k.C * PCU_BLOCK; /* a block per channel */
     if (s->threads == 0) free(s->ops), P->pl->n_steps--;
     P->pl->counts.own++;
     *ok = true;
