@@ -932,6 +932,21 @@ static bool bn_dims(planner *P, const pprt_node *n, int x, int first, int n_par,
     return true;
 }
 
+/* The step of a BatchNorm kernel of node ni over C > 0 channels (a block
+ * each): its five inputs, then n_outs outputs (those the node lacks
+ * absent); the caller sets the parameter block. NULL: out of memory. */
+static pcu_step *bn_step(planner *P, int ni, int kernel, int n_outs, int64_t C) {
+    const pprt_node *n = &P->st->nodes[ni];
+    pcu_step *s = add_step(P, PCU_S_KERNEL, ni, 5 + n_outs);
+    if (!s) return NULL;
+    s->kernel = kernel;
+    for (int j = 0; j < 5; j++) s->ops[j] = R(P, n->in[j]);
+    for (int j = 0; j < n_outs; j++) s->ops[5 + j] = R(P, j < n->n_out ? n->out[j] : -1);
+    s->threads = C * PCU_BLOCK;
+    P->pl->counts.own++;
+    return s;
+}
+
 /* BatchNormalization in training mode: the batch's statistics (pcu_bnt_ph, a block per channel) */
 static pp_status plan_bn_train(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
@@ -939,14 +954,11 @@ static pp_status plan_bn_train(planner *P, int ni, bool *ok) {
     *ok = false;
     if (n->n_in != 5 || n->n_out > 5 || !bn_dims(P, n, 0, 1, 4, &k.N, &k.C, &k.S) || k.N * k.S == 0 || k.C > INT32_MAX)
         return PP_OK; /* an empty batch's statistics: the reference kernel's */
-    NEW_STEP(s, P, PCU_S_KERNEL, ni, 10);
-    s->kernel = PCU_K_BNT;
+    *ok = true;
+    if (k.C == 0) return PP_OK; /* no channel: nothing to write */
+    pcu_step *s = bn_step(P, ni, PCU_K_BNT, 5, k.C);
+    if (!s) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
     s->u.bnt = k;
-    for (int j = 0; j < 5; j++) s->ops[j] = R(P, n->in[j]);
-    for (int j = 0; j < 5; j++) s->ops[5 + j] = R(P, j < n->n_out ? n->out[j] : -1);
-    s->threads = k.C * PCU_BLOCK; /* a block per channel */
-    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
-    P->pl->counts.own++;
     *ok = true;
     return PP_OK;
 }
@@ -961,14 +973,11 @@ static pp_status plan_bn_grad(planner *P, int ni, bool *ok) {
     if (!all_f32(P, n) || n->n_in != 5 || n->n_out < 1 || n->n_out > 3 || !bn_dims(P, n, 1, 2, 3, &k.N, &k.C, &k.S) ||
         T(P, n->in[0])->nbytes != T(P, n->in[1])->nbytes || k.C > INT32_MAX)
         return PP_OK;
-    NEW_STEP(s, P, PCU_S_KERNEL, ni, 8);
-    s->kernel = PCU_K_BNG;
+    *ok = true;
+    if (k.C == 0) return PP_OK; /* no channel: nothing to write */
+    pcu_step *s = bn_step(P, ni, PCU_K_BNG, 3, k.C);
+    if (!s) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
     s->u.bng = k;
-    for (int j = 0; j < 5; j++) s->ops[j] = R(P, n->in[j]);
-    for (int j = 0; j < 3; j++) s->ops[5 + j] = R(P, j < n->n_out ? n->out[j] : -1);
-    s->threads = k.C * PCU_BLOCK; /* a block per channel */
-    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
-    P->pl->counts.own++;
     *ok = true;
     return PP_OK;
 }
