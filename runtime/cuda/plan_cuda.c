@@ -2009,6 +2009,50 @@ static bool fa_strides(const sview *v, const pp_shape *ys, int64_t *b, int64_t *
     return true;
 }
 
+/* plan_fattn's test at the pattern's first MatMul ni, without side effects
+ * (fold_views asks it too): the pattern's last MatMul, or -1; *sc_out its
+ * Mul or Div (-1: none), *sm_out its Softmax. Q, K and V are read as their
+ * views (folded or packed), each within the kernel's two batch strides. */
+static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out) {
+    const pprt_stage *st = P->st;
+    *sc_out = -1, *sm_out = -1;
+    const pprt_node *m1 = &st->nodes[ni];
+    if (!all_f32(P, m1) || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return -1;
+    const pp_shape *qs = &T(P, m1->in[0])->shape, *ks = &T(P, m1->in[1])->shape;
+    if (qs->rank < 2 || ks->rank < 2 || qs->dim[qs->rank - 1] > PCU_FA_DMAX || qs->dim[qs->rank - 1] < 1) return -1;
+    int b = sole_reader(P, ni, m1->out[0]), sc = -1;
+    if (b >= 0 && (st->nodes[b].op == PP_OP_MUL || st->nodes[b].op == PP_OP_DIV)) {
+        const pprt_node *s = &st->nodes[b];
+        const int w = s->n_in != 2 ? -1 : s->in[0] == m1->out[0] ? s->in[1] : s->op == PP_OP_MUL ? s->in[0] : -1;
+        const pprt_tdesc *wt = T(P, w);
+        if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || wt->dtype != PP_F32 || numel(&wt->shape) != 1 ||
+            s->n_out != 1 || T(P, s->out[0])->dtype != PP_F32)
+            return -1;
+        sc = b;
+        b = sole_reader(P, b, s->out[0]);
+    }
+    if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1) return -1;
+    const pprt_node *sm = &st->nodes[b];
+    int64_t outer, len, inner;
+    if (T(P, sm->out[0])->dtype != PP_F32 ||
+        pp_softmax_split(attrs_of(P, sm), &T(P, sm->in[0])->shape, &outer, &len, &inner, NULL) != PP_OK || inner != 1)
+        return -1;
+    const int m2 = sole_reader(P, b, sm->out[0]);
+    if (m2 < 0 || st->nodes[m2].op != PP_OP_MATMUL || st->nodes[m2].in[0] != sm->out[0] || !all_f32(P, &st->nodes[m2]))
+        return -1;
+    const pprt_node *n2 = &st->nodes[m2];
+    const pp_shape *vs = &T(P, n2->in[1])->shape, *ys = &T(P, n2->out[0])->shape;
+    const sview vq = view_of(P, m1->in[0]), vk = view_of(P, m1->in[1]), vv = view_of(P, n2->in[1]);
+    int64_t sb, sh;
+    if (vs->rank < 2 || ys->rank < 2 || vs->dim[vs->rank - 1] > PCU_FA_DMAX || vs->dim[vs->rank - 1] < 1 ||
+        !fa_strides(&vq, ys, &sb, &sh) || !fa_strides(&vk, ys, &sb, &sh) || !fa_strides(&vv, ys, &sb, &sh) ||
+        qs->dim[qs->rank - 2] < 1 || ks->dim[ks->rank - 1] < 1 || numel(ys) < 1 || numel(ys) > INT32_MAX ||
+        ks->dim[ks->rank - 1] > INT32_MAX / 4)
+        return -1;
+    *sc_out = sc, *sm_out = b;
+    return m2;
+}
+
 /* The pattern ppcc marked on MatMul ni (plan Node.pattern): MatMul, [Mul or
  * Div by a weight scalar], Softmax over the last axis, MatMul, found again
  * in the stage, every link read by the next alone. The kernel takes head
@@ -2064,39 +2108,9 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         *ok = true;
         return PP_OK;
     }
-    const pprt_node *m1 = &st->nodes[ni];
-    if (!all_f32(P, m1) || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return PP_OK;
-    const pp_shape *qs = &T(P, m1->in[0])->shape, *ks = &T(P, m1->in[1])->shape;
-    if (qs->rank < 2 || ks->rank < 2 || qs->dim[qs->rank - 1] > PCU_FA_DMAX || qs->dim[qs->rank - 1] < 1) return PP_OK;
-    int b = sole_reader(P, ni, m1->out[0]), sc = -1;
-    if (b >= 0 && (st->nodes[b].op == PP_OP_MUL || st->nodes[b].op == PP_OP_DIV)) {
-        const pprt_node *s = &st->nodes[b];
-        const int w = s->n_in != 2 ? -1 : s->in[0] == m1->out[0] ? s->in[1] : s->op == PP_OP_MUL ? s->in[0] : -1;
-        const pprt_tdesc *wt = T(P, w);
-        if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || wt->dtype != PP_F32 || numel(&wt->shape) != 1 ||
-            s->n_out != 1 || T(P, s->out[0])->dtype != PP_F32)
-            return PP_OK;
-        sc = b;
-        b = sole_reader(P, b, s->out[0]);
-    }
-    if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1) return PP_OK;
-    const pprt_node *sm = &st->nodes[b];
-    int64_t outer, len, inner;
-    if (T(P, sm->out[0])->dtype != PP_F32 ||
-        pp_softmax_split(attrs_of(P, sm), &T(P, sm->in[0])->shape, &outer, &len, &inner, NULL) != PP_OK || inner != 1)
-        return PP_OK;
-    const int m2 = sole_reader(P, b, sm->out[0]);
-    if (m2 < 0 || st->nodes[m2].op != PP_OP_MATMUL || st->nodes[m2].in[0] != sm->out[0] || !all_f32(P, &st->nodes[m2]))
-        return PP_OK;
-    const pprt_node *n2 = &st->nodes[m2];
-    const pp_shape *vs = &T(P, n2->in[1])->shape, *ys = &T(P, n2->out[0])->shape;
-    const sview vq = view_of(P, m1->in[0]), vk = view_of(P, m1->in[1]), vv = view_of(P, n2->in[1]);
-    int64_t sb, sh;
-    if (vs->rank < 2 || ys->rank < 2 || vs->dim[vs->rank - 1] > PCU_FA_DMAX || vs->dim[vs->rank - 1] < 1 ||
-        !fa_strides(&vq, ys, &sb, &sh) || !fa_strides(&vk, ys, &sb, &sh) || !fa_strides(&vv, ys, &sb, &sh) ||
-        qs->dim[qs->rank - 2] < 1 || ks->dim[ks->rank - 1] < 1 || numel(ys) < 1 || numel(ys) > INT32_MAX ||
-        ks->dim[ks->rank - 1] > INT32_MAX / 4)
-        return PP_OK;
+    int sc, b;
+    const int m2 = fattn_match(P, ni, &sc, &b);
+    if (m2 < 0) return PP_OK;
     if (sc >= 0) P->done[sc] = true;
     P->done[b] = true;
     P->fa_head[m2] = ni;
@@ -2333,6 +2347,14 @@ static bool view_reader_ok(const planner *P, const bool *cand, const bool *fold,
                gemm_views(&va, &vb, attr_i(P, n, "transA", 0) != 0, attr_i(P, n, "transB", 0) != 0, &mm);
     }
     if (n->op != PP_OP_MATMUL || n->n_in != 2 || n->n_out != 1 || !all_f32(P, n)) return false;
+    int sc, smx;
+    if (P->fattn) { /* a pattern the fused kernel will take: its Q, K (first MatMul) and V (last) fit it */
+        if (n->pattern == PP_PATTERN_ATTENTION && fattn_match(P, j, &sc, &smx) >= 0) return true;
+        for (int i = 0; i < j; i++)
+            if (P->st->nodes[i].pattern == PP_PATTERN_ATTENTION && P->st->nodes[i].op == PP_OP_MATMUL &&
+                fattn_match(P, i, &sc, &smx) == j)
+                return true;
+    }
     const sview va = view_of(P, n->in[0]), vb = view_of(P, n->in[1]);
     sview pa = va, pb = vb; /* the operands packed, as a copy would leave them */
     if (va.src != n->in[0]) P->view[n->in[0]].src = -1, pa = view_of(P, n->in[0]), P->view[n->in[0]] = va;
