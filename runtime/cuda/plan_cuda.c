@@ -46,7 +46,16 @@ _Static_assert(PCU_MAXD == PP_MAX_DIMS, "kmath.h's dims are the plan's");
 typedef struct sview {
     int32_t src, rank; /* src: -1 where the tensor is not a folded view */
     int64_t off, dim[PP_MAX_DIMS], st[PP_MAX_DIMS];
+    /* a dim a Reshape merged from two that do not walk as one (torch's heads [S, B*H, D] over [S, B, 3E]):
+     * in[d] > 0, index i at (i / in[d]) * st[d] + (i % in[d]) * ist[d]; 0: one stride */
+    int64_t in[PP_MAX_DIMS], ist[PP_MAX_DIMS];
 } sview;
+
+static bool two_level(const sview *v) {
+    for (int d = 0; d < v->rank; d++)
+        if (v->in[d]) return true;
+    return false;
+}
 
 typedef struct planner {
     pcu_plan *pl;
@@ -1774,6 +1783,7 @@ static bool batch_stride(const sview *v, int nb, const pp_shape *ys, int ob, boo
         const int64_t e = xd >= 0 ? v->dim[xd] : 1;
         *full = *full && e == ys->dim[d], *one = *one && e == 1;
         if (e == 1) continue;
+        if (v->in[xd]) return false; /* two strides (they never walk as one) */
         if (last >= 0 && v->st[last] != v->st[xd] * e) return false;
         last = xd;
     }
@@ -1789,6 +1799,10 @@ static bool batch_stride(const sview *v, int nb, const pp_shape *ys, int ob, boo
  * ldb = K). false: not one (strided-batched) product. */
 static bool matmul_layout(const sview *va, const sview *vb, const pp_shape *ys, pcu_mm *mm) {
     if (va->rank < 1 || vb->rank < 1) return false;
+    for (int d = va->rank > 2 ? va->rank - 2 : 0; d < va->rank; d++)
+        if (va->in[d]) return false; /* a matrix dim at two strides */
+    for (int d = vb->rank > 2 ? vb->rank - 2 : 0; d < vb->rank; d++)
+        if (vb->in[d]) return false;
     const int ra = va->rank, rb = vb->rank;
     int64_t M = ra >= 2 ? va->dim[ra - 2] : 1, K = va->dim[ra - 1], N = rb >= 2 ? vb->dim[rb - 1] : 1;
     /* each matrix dim's stride; -1 where its extent is 1 (any stride serves) */
@@ -1826,7 +1840,7 @@ static int sole_reader(const planner *P, int ni, int t);
  * from their strides (only where one is a folded view: packed operands keep
  * the planner's own). */
 static bool gemm_views(const sview *va, const sview *vb, bool ta, bool tb, pcu_mm *mm) {
-    if (va->rank != 2 || vb->rank != 2) return false;
+    if (va->rank != 2 || vb->rank != 2 || two_level(va) || two_level(vb)) return false;
     const int64_t M = va->dim[ta ? 1 : 0], K = va->dim[ta ? 0 : 1], N = vb->dim[tb ? 0 : 1];
     const int64_t sm = M > 1 ? va->st[ta ? 1 : 0] : -1, sk = K > 1 ? va->st[ta ? 0 : 1] : -1,
                   skb = K > 1 ? vb->st[tb ? 1 : 0] : -1, sn = N > 1 ? vb->st[tb ? 0 : 1] : -1;
@@ -1988,25 +2002,55 @@ static int sole_reader(const planner *P, int ni, int t) {
  * heads: its stride per head (*h) and per the rest of the batch dims walked
  * as one (*b); a dim of 1 against the output's: stride 0. false: not two
  * strides. Packed operands give b * qb + h * qh = their matrix's start. */
-static bool fa_strides(const sview *v, const pp_shape *ys, int64_t *b, int64_t *h) {
+static bool fa_strides(const sview *v, const pp_shape *ys, int64_t nh, int64_t *b, int64_t *h) {
     const int ob = ys->rank - 2, xb = v->rank - 2;
     *b = 0, *h = 0;
-    if (xb < 0 || xb > ob) return false;
-    int64_t prev = 0;
-    bool seen = false;
+    if (xb < 0 || xb > ob || v->in[v->rank - 1] || v->in[v->rank - 2]) return false;
+    int64_t prev = 0, ext[PP_MAX_DIMS], st[PP_MAX_DIMS]; /* the batch level: dims over 1, outermost first */
+    int n = 0;
     for (int d = 0; d < ob; d++) {
         const int xd = d - (ob - xb);
-        const int64_t e = xd >= 0 ? v->dim[xd] : 1, s = e == 1 ? 0 : v->st[xd];
+        const int64_t e = xd >= 0 ? v->dim[xd] : 1;
         if (e != ys->dim[d] && e != 1) return false;
-        if (d == ob - 1) {
-            *h = s;
-        } else if (ys->dim[d] != 1) {
-            if (seen && prev != s * ys->dim[d]) return false; /* the outer dim walks on through this one */
-            prev = s, seen = true;
+        if (d < ob - 1) {
+            if (e > 1 && v->in[xd]) return false;
+            if (ys->dim[d] > 1) ext[n] = ys->dim[d], st[n++] = e == 1 ? 0 : v->st[xd];
+            continue;
+        }
+        /* the heads' dim: nh heads inside it (two strides: its inner count must be nh) */
+        const int64_t outer = ys->dim[d] / nh;
+        if (e == 1) {
+            *h = 0;
+            if (outer > 1) ext[n] = outer, st[n++] = 0;
+        } else if (v->in[xd]) {
+            if (v->in[xd] != nh) return false;
+            *h = v->ist[xd];
+            if (outer > 1) ext[n] = outer, st[n++] = v->st[xd];
+        } else {
+            *h = v->st[xd];
+            if (outer > 1) ext[n] = outer, st[n++] = v->st[xd] * nh;
         }
     }
+    for (int k = 0; k + 1 < n; k++)
+        if (st[k] != st[k + 1] * ext[k + 1]) return false; /* the batch level walks as one */
+    if (n) prev = st[n - 1];
     *b = prev;
     return true;
+}
+
+/* The heads the fused kernel takes apart from the rest of the batch: the
+ * inner count of a two-level heads dim among Q, K, V (all alike), else the
+ * output's last batch dim whole. -1: they differ. */
+static int64_t fa_heads(const sview *const *v, int nv, const pp_shape *ys) {
+    const int ob = ys->rank - 2;
+    int64_t nh = ob > 0 ? ys->dim[ob - 1] : 1, two = 0;
+    for (int q = 0; q < nv && ob > 0; q++) {
+        const int xd = v[q]->rank - 3;
+        if (xd < 0 || !v[q]->in[xd]) continue;
+        if (two && two != v[q]->in[xd]) return -1;
+        two = v[q]->in[xd];
+    }
+    return two ? (nh % two ? -1 : two) : nh;
 }
 
 /* plan_fattn's test at the pattern's first MatMul ni, without side effects
@@ -2044,8 +2088,10 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out) {
     const pp_shape *vs = &T(P, n2->in[1])->shape, *ys = &T(P, n2->out[0])->shape;
     const sview vq = view_of(P, m1->in[0]), vk = view_of(P, m1->in[1]), vv = view_of(P, n2->in[1]);
     int64_t sb, sh;
-    if (vs->rank < 2 || ys->rank < 2 || vs->dim[vs->rank - 1] > PCU_FA_DMAX || vs->dim[vs->rank - 1] < 1 ||
-        !fa_strides(&vq, ys, &sb, &sh) || !fa_strides(&vk, ys, &sb, &sh) || !fa_strides(&vv, ys, &sb, &sh) ||
+    const sview *qkv[3] = {&vq, &vk, &vv};
+    const int64_t nh = ys->rank >= 2 ? fa_heads(qkv, 3, ys) : -1;
+    if (vs->rank < 2 || ys->rank < 2 || vs->dim[vs->rank - 1] > PCU_FA_DMAX || vs->dim[vs->rank - 1] < 1 || nh < 1 ||
+        !fa_strides(&vq, ys, nh, &sb, &sh) || !fa_strides(&vk, ys, nh, &sb, &sh) || !fa_strides(&vv, ys, nh, &sb, &sh) ||
         qs->dim[qs->rank - 2] < 1 || ks->dim[ks->rank - 1] < 1 || numel(ys) < 1 || numel(ys) > INT32_MAX ||
         ks->dim[ks->rank - 1] > INT32_MAX / 4)
         return -1;
@@ -2069,15 +2115,16 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         const pp_shape *qs = &T(P, m1->in[0])->shape, *ks = &T(P, m1->in[1])->shape, *vs = &T(P, m2->in[1])->shape,
                        *ys = &T(P, m2->out[0])->shape;
         const int sc = P->fa_head[st->n_nodes + ni];
-        const int ob = ys->rank - 2;
+        const sview vq = view_of(P, m1->in[0]), vk = view_of(P, m1->in[1]), vv = view_of(P, m2->in[1]);
+        const sview *qkv[3] = {&vq, &vk, &vv};
         pcu_fattn k = {.nb = numel(ys) / (ys->dim[ys->rank - 2] * ys->dim[ys->rank - 1]),
-                       .nh = ob > 0 ? ys->dim[ob - 1] : 1, .grp = 1, .Sq = qs->dim[qs->rank - 2],
+                       .nh = fa_heads(qkv, 3, ys), .grp = 1, .Sq = qs->dim[qs->rank - 2],
                        .D = qs->dim[qs->rank - 1], .T = ks->dim[ks->rank - 1], .Dv = vs->dim[vs->rank - 1]};
         k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
-        /* Q [.., Sq, D], K [.., D, T], V [.., T, Dv]: each its strides (a folded view's over its source) */
-        const sview vq = view_of(P, m1->in[0]), vk = view_of(P, m1->in[1]), vv = view_of(P, m2->in[1]);
-        (void)fa_strides(&vq, ys, &k.qb, &k.qh), (void)fa_strides(&vk, ys, &k.kb, &k.kh);
-        (void)fa_strides(&vv, ys, &k.vb, &k.vh); /* (checked at the first MatMul) */
+        /* Q [.., Sq, D], K [.., D, T], V [.., T, Dv]: each its strides (a folded view's over its source; the
+         * heads nh apart from the rest of the batch) */
+        (void)fa_strides(&vq, ys, k.nh, &k.qb, &k.qh), (void)fa_strides(&vk, ys, k.nh, &k.kb, &k.kh);
+        (void)fa_strides(&vv, ys, k.nh, &k.vb, &k.vh); /* (checked at the first MatMul) */
         k.qi = vq.st[vq.rank - 2], k.qe = vq.st[vq.rank - 1];
         k.kj = vk.st[vk.rank - 1], k.ke = vk.st[vk.rank - 2];
         k.vj = vv.st[vv.rank - 2], k.ve = vv.st[vv.rank - 1];
@@ -2086,7 +2133,7 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         sview yv;
         const int tr = out_transpose(P, ni, yout, &yv);
         int64_t yb, yh;
-        if (tr >= 0 && yv.st[yv.rank - 1] == 1 && fa_strides(&yv, ys, &yb, &yh)) { /* Y into the Transpose's output */
+        if (tr >= 0 && yv.st[yv.rank - 1] == 1 && fa_strides(&yv, ys, k.nh, &yb, &yh)) { /* Y into the Transpose's output */
             k.yb = yb, k.yh = yh, k.yi = yv.st[yv.rank - 2], yout = yv.src;
             P->done[tr] = true;
             P->pl->counts.views++;
@@ -2240,35 +2287,48 @@ static bool reshape_like(pp_op op) {
  * merges or splits must walk as one (outer stride = inner stride x inner
  * extent). Dims of one element are free (stride 0). */
 static bool reshape_view(const sview *in, const pp_shape *ys, sview *out) {
-    int64_t od[PP_MAX_DIMS], os[PP_MAX_DIMS], nd[PP_MAX_DIMS];
-    int no = 0, nn = 0, at[PP_MAX_DIMS];
-    for (int d = 0; d < in->rank; d++)
-        if (in->dim[d] != 1) od[no] = in->dim[d], os[no++] = in->st[d];
-    *out = (sview){.src = in->src, .rank = ys->rank, .off = in->off};
-    for (int d = 0; d < ys->rank; d++) {
-        out->dim[d] = ys->dim[d], out->st[d] = 0;
-        if (ys->dim[d] != 1) at[nn] = d, nd[nn++] = ys->dim[d];
+    enum { N = 2 * PP_MAX_DIMS };
+    int64_t oe[N], os[N]; /* the input's dims as runs of one stride, innermost first (two-level dims: two) */
+    int no = 0;
+    for (int d = in->rank - 1; d >= 0; d--) {
+        const int64_t inner = in->in[d] ? in->in[d] : in->dim[d], outer = in->in[d] ? in->dim[d] / in->in[d] : 1;
+        if (inner > 1) oe[no] = inner, os[no++] = in->in[d] ? in->ist[d] : in->st[d];
+        if (outer > 1) oe[no] = outer, os[no++] = in->st[d];
     }
-    int oi = 0, ni = 0;
-    while (oi < no && ni < nn) {
-        int64_t np = nd[ni], op = od[oi];
-        int nj = ni + 1, oj = oi + 1;
-        while (np != op) {
-            if (np < op) {
-                if (nj == nn) return false;
-                np *= nd[nj++];
+    *out = (sview){.src = in->src, .rank = ys->rank, .off = in->off};
+    int i = 0;
+    int64_t re = no ? oe[0] : 1, rs = no ? os[0] : 0; /* what is left of run i */
+    for (int d = ys->rank - 1; d >= 0; d--) { /* each output dim from the runs (split where a dim ends inside one) */
+        out->dim[d] = ys->dim[d];
+        int64_t need = ys->dim[d], pe[N], ps[N];
+        int np = 0;
+        while (need > 1) {
+            if (i >= no) return false;
+            if (need % re == 0) { /* the whole run */
+                pe[np] = re, ps[np++] = rs, need /= re;
+                if (++i < no) re = oe[i], rs = os[i];
+            } else if (re % need == 0) { /* its inner part */
+                pe[np] = need, ps[np++] = rs, re /= need, rs *= need, need = 1;
             } else {
-                if (oj == no) return false;
-                op *= od[oj++];
+                return false;
             }
         }
-        for (int k = oi; k < oj - 1; k++)
-            if (os[k] != od[k + 1] * os[k + 1]) return false; /* the old dims of this group do not walk as one */
-        out->st[at[nj - 1]] = os[oj - 1];
-        for (int k = nj - 1; k > ni; k--) out->st[at[k - 1]] = out->st[at[k]] * nd[k];
-        ni = nj, oi = oj;
+        int brk = -1; /* where the parts stop walking as one (innermost first) */
+        for (int k = 0; k + 1 < np; k++)
+            if (ps[k + 1] != ps[k] * pe[k]) {
+                if (brk >= 0) return false; /* more than two strides */
+                brk = k;
+            }
+        if (np == 0) continue; /* one element: stride 0 */
+        if (brk < 0) {
+            out->st[d] = ps[0];
+        } else {
+            out->in[d] = 1;
+            for (int k = 0; k <= brk; k++) out->in[d] *= pe[k];
+            out->ist[d] = ps[0], out->st[d] = ps[brk + 1];
+        }
     }
-    return oi == no && ni == nn;
+    return i == no || (i == no - 1 && re == 1);
 }
 
 /* Output q of node ni as strides over what its input is read as (`in`): a
@@ -2288,7 +2348,7 @@ static bool node_view(const planner *P, int ni, int q, const sview *in, sview *o
     if (n->op == PP_OP_TRANSPOSE) {
         int64_t perm[PP_MAX_DIMS];
         if (r != rx || pp_transpose_perm(a, rx, perm, NULL) != PP_OK) return false;
-        for (int d = 0; d < r; d++) out->st[d] = in->st[perm[d]];
+        for (int d = 0; d < r; d++) out->st[d] = in->st[perm[d]], out->in[d] = in->in[perm[d]], out->ist[d] = in->ist[perm[d]];
         return true;
     }
     if (n->op == PP_OP_SLICE) {
@@ -2296,7 +2356,9 @@ static bool node_view(const planner *P, int ni, int q, const sview *in, sview *o
         pp_slice sl;
         if (r != rx || !const_inputs(P, n, tin, 5) || pp_slice_parse(a, tin, n->n_in, &sl, NULL) != PP_OK) return false;
         for (int d = 0; d < r; d++) {
-            if (sl.step[d] < 1) return false;
+            if (sl.step[d] < 1 || (in->in[d] && (sl.first[d] || sl.step[d] != 1 || out->dim[d] != in->dim[d])))
+                return false; /* (a two-level dim only whole) */
+            out->in[d] = in->in[d], out->ist[d] = in->ist[d];
             out->st[d] = in->st[d] * sl.step[d];
             out->off += sl.first[d] * in->st[d];
         }
@@ -2311,9 +2373,11 @@ static bool node_view(const planner *P, int ni, int q, const sview *in, sview *o
         int64_t i = pcu_ldi(ix->data, ix->dtype, 0);
         if (i < 0) i += x->shape.dim[axis];
         if (i < 0 || i >= x->shape.dim[axis]) return false; /* (the copy reports it) */
-        out->off += i * in->st[axis];
-        for (int d = 0; d < r; d++)
-            out->st[d] = d < axis ? in->st[d] : d < axis + ix->shape.rank ? 0 : in->st[d - ix->shape.rank + 1];
+        out->off += in->in[axis] ? i / in->in[axis] * in->st[axis] + i % in->in[axis] * in->ist[axis] : i * in->st[axis];
+        for (int d = 0; d < r; d++) {
+            const int xd = d < axis ? d : d < axis + ix->shape.rank ? -1 : d - ix->shape.rank + 1;
+            out->st[d] = xd < 0 ? 0 : in->st[xd], out->in[d] = xd < 0 ? 0 : in->in[xd], out->ist[d] = xd < 0 ? 0 : in->ist[xd];
+        }
         return true;
     }
     if (reshape_like(n->op))
@@ -2323,7 +2387,8 @@ static bool node_view(const planner *P, int ni, int q, const sview *in, sview *o
         int64_t at = 0;
         for (int j = 0; j < q; j++)
             if (n->out[j] >= 0) at += T(P, n->out[j])->shape.dim[axis];
-        for (int d = 0; d < r; d++) out->st[d] = in->st[d];
+        if (in->in[axis]) return false;
+        for (int d = 0; d < r; d++) out->st[d] = in->st[d], out->in[d] = in->in[d], out->ist[d] = in->ist[d];
         out->off += at * in->st[axis];
         return true;
     }
@@ -2336,10 +2401,15 @@ static bool node_view(const planner *P, int ni, int q, const sview *in, sview *o
  * (plan_fattn takes any strides its two batch levels express, else the
  * pattern runs unfused on cuBLASLt). */
 
-static bool view_reader_ok(const planner *P, const bool *cand, const bool *fold, int j) {
+static bool view_reader_ok(const planner *P, const bool *cand, const bool *fold, int j, int t) {
     const pprt_node *n = &P->st->nodes[j];
     if (P->host_node && P->host_node[j]) return false;
-    if (cand[j]) return !reshape_like(n->op) || fold[n->out[0]]; /* (an unfolded Reshape reads bytes) */
+    if (cand[j]) { /* an unfolded Reshape reads bytes; a strided copy reads through a view of one stride a dim */
+        if (n->in[0] != t) return false; /* (only the data input is read through the view) */
+        bool all = true;
+        for (int q = 0; q < n->n_out; q++) all = all && fold[n->out[q]];
+        return all || (!reshape_like(n->op) && !two_level(&P->view[n->in[0]]));
+    }
     if (n->op == PP_OP_GEMM && n->n_out == 1 && n->n_in >= 2 && all_f32(P, n)) { /* (t is not C: C is no view) */
         const sview va = view_of(P, n->in[0]), vb = view_of(P, n->in[1]);
         pcu_mm mm;
@@ -2368,37 +2438,12 @@ static bool view_reader_ok(const planner *P, const bool *cand, const bool *fold,
            (mm.batch <= packed.batch || mm.n >= PCU_VIEW_MIN_ROWS);
 }
 
-/* --cuda-stride-views on: the candidates (node_view's ops) whose every
- * output is an arena tensor the stage does not send, that only products and
- * other candidates read, become views: P->view of each output, the node
- * done (no step; a Split's folded outputs only). Decided to a fixed point:
- * start from every candidate folded; in node order compute each view from
- * its input's, then in reverse order unfold an output that a reader cannot
- * take; repeat until nothing changes (only ever fewer folds). */
-static pp_status fold_views(planner *P) {
+/* fold_views' fixed point from the folds given: in node order each view
+ * from its input's, in reverse order an output unfolded when a reader cannot
+ * take it; until nothing changes (only ever fewer folds). */
+static void settle_views(planner *P, const bool *cand, bool *fold) {
     const pprt_stage *st = P->st;
-    const int nt = st->n_tensors, nn = st->n_nodes;
-    P->view = malloc(pp_count(nt) * sizeof *P->view);
-    bool *cand = calloc(pp_count(nn), sizeof *cand), *fold = calloc(pp_count(nt), sizeof *fold),
-         *sent = calloc(pp_count(nt), sizeof *sent);
-    if (!P->view || !cand || !fold || !sent) {
-        free(cand), free(fold), free(sent);
-        return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
-    }
-    for (int t = 0; t < nt; t++) P->view[t].src = -1;
-    for (int i = 0; i < st->out.n; i++) sent[st->send[i]] = true;
-    for (int ni = 0; ni < nn; ni++) {
-        const pprt_node *n = &st->nodes[ni];
-        bool ok = !P->done[ni] && !(P->host_node && P->host_node[ni]) && n->n_out >= 1;
-        for (int q = 0; q < n->n_out && ok; q++) {
-            const int t = n->out[q];
-            sview v, in = view_of(P, n->in[0]);
-            ok = t >= 0 && st->t[t].kind == PPRT_ACTIVATION && !sent[t] && numel(&st->t[t].shape) > 0 &&
-                 node_view(P, ni, q, &in, &v);
-        }
-        cand[ni] = ok;
-        for (int q = 0; q < n->n_out && ok; q++) fold[n->out[q]] = true;
-    }
+    const int nn = st->n_nodes;
     for (bool changed = true; changed;) {
         changed = false;
         for (int ni = 0; ni < nn; ni++) /* the views, from their inputs' */
@@ -2414,9 +2459,61 @@ static pp_status fold_views(planner *P) {
                 const int t = st->nodes[ni].out[q];
                 for (int j = 0; fold[t] && j < nn; j++)
                     for (int k = 0; fold[t] && k < st->nodes[j].n_in; k++)
-                        if (st->nodes[j].in[k] == t && !view_reader_ok(P, cand, fold, j))
+                        if (st->nodes[j].in[k] == t && !view_reader_ok(P, cand, fold, j, t))
                             fold[t] = false, P->view[t].src = -1, changed = true;
             }
+    }
+}
+
+/* --cuda-stride-views on: the candidates (node_view's ops) whose every
+ * output is an arena tensor the stage does not send, that only products and
+ * other candidates read, become views: P->view of each output, the node
+ * done (no step; a Split's folded outputs only). Decided to a fixed point:
+ * start from every candidate folded; in node order compute each view from
+ * its input's, then in reverse order unfold an output that a reader cannot
+ * take; repeat until nothing changes (only ever fewer folds). */
+static pp_status fold_views(planner *P) {
+    const pprt_stage *st = P->st;
+    const int nt = st->n_tensors, nn = st->n_nodes;
+    P->view = malloc(pp_count(nt) * sizeof *P->view);
+    bool *cand = calloc(pp_count(nn), sizeof *cand), *fold = calloc(pp_count(nt), sizeof *fold),
+         *sent = calloc(pp_count(nt), sizeof *sent), *saved = calloc(pp_count(nt), sizeof *saved),
+         *from_cand = calloc(pp_count(nt), sizeof *from_cand);
+    if (!P->view || !cand || !fold || !sent || !saved || !from_cand) {
+        free(cand), free(fold), free(sent), free(saved), free(from_cand);
+        return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    }
+    for (int t = 0; t < nt; t++) P->view[t].src = -1;
+    for (int i = 0; i < st->out.n; i++) sent[st->send[i]] = true;
+    for (int ni = 0; ni < nn; ni++) {
+        const pprt_node *n = &st->nodes[ni];
+        bool ok = !P->done[ni] && !(P->host_node && P->host_node[ni]) && n->n_out >= 1;
+        for (int q = 0; q < n->n_out && ok; q++) {
+            const int t = n->out[q];
+            sview v, in = view_of(P, n->in[0]);
+            ok = t >= 0 && st->t[t].kind == PPRT_ACTIVATION && !sent[t] && numel(&st->t[t].shape) > 0 &&
+                 node_view(P, ni, q, &in, &v);
+        }
+        cand[ni] = ok;
+        for (int q = 0; q < n->n_out && ok; q++) fold[n->out[q]] = from_cand[n->out[q]] = true;
+    }
+    settle_views(P, cand, fold);
+    /* a candidate unfolded while its input was a view may fold now that the input is a copy (ViT's K: the
+     * heads Reshape over a Slice at B > 1 is no view cuBLASLt takes, the Transpose after it over the Slice's
+     * copy is): each tried once, alone, kept where no fold is lost */
+    for (int ni = 0; ni < nn; ni++) {
+        const int x = st->nodes[ni].in[0];
+        if (!cand[ni] || x < 0 || !from_cand[x] || fold[st->nodes[ni].out[0]]) continue;
+        int before = 0, after = 0;
+        for (int t = 0; t < nt; t++) before += fold[t], saved[t] = fold[t];
+        for (int q = 0; q < st->nodes[ni].n_out; q++) fold[st->nodes[ni].out[q]] = true;
+        settle_views(P, cand, fold);
+        bool lost = false;
+        for (int t = 0; t < nt; t++) after += fold[t], lost = lost || (saved[t] && !fold[t]);
+        if (lost || after <= before) {
+            memcpy(fold, saved, pp_count(nt) * sizeof *fold);
+            settle_views(P, cand, fold); /* (a fixed point already: the views computed again) */
+        }
     }
     for (int ni = 0; ni < nn; ni++) {
         bool all = cand[ni];
@@ -2427,7 +2524,7 @@ static pp_status fold_views(planner *P) {
         }
         if (all) P->done[ni] = true;
     }
-    free(cand), free(fold), free(sent);
+    free(cand), free(fold), free(sent), free(saved), free(from_cand);
     return PP_OK;
 }
 

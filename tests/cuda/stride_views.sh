@@ -13,7 +13,8 @@
 #   - the folds counted by test_counts (every stage linted: each product's
 #     matrices inside the region its folded operand names): views.onnx folds
 #     16 outputs at micro-batch 1 and 7 at 2, the ViT-like blocks 10 (at
-#     micro-batch 2: 4, and 10 with the fused attention's two batch levels); with
+#     micro-batch 2: 4, and 10 with the fused attention's two batch levels;
+#     views.onnx's torch heads at micro-batch 2 likewise: 9); with
 #     views on at micro-batch 1 only the two that must stay copies (f, g)
 #     feed a product; the two copies f and g stay (the Relu's and the graph
 #     output's);
@@ -66,6 +67,12 @@ got=$(folded vit_2.1.plan "--stride-views --fused-attention")
 [ "$got" = 10 ] || fail "vit -b 2 with fused attention: $got outputs folded, want 10"
 f=$(to_product vit_2.1.plan "--stride-views --fused-attention")
 [ "$f" = 0 ] || fail "vit -b 2 with fused attention: $f strided copies feed a product, want 0"
+# torch's heads at micro-batch 2 ([S, B*H, D] over [S, B, 3E]: B and H at two strides) as the fused kernel's
+# two batch levels: views.onnx's e reads K and V from its input, 9 folds in all
+got=$(folded views_2.1.plan "--stride-views --fused-attention")
+[ "$got" = 9 ] || fail "views -b 2 with fused attention: $got outputs folded, want 9"
+"$TEST_COUNTS" --stride-views --fused-attention --dump views_2.1.plan > dump2.txt
+grep -q "fused attention node /e/MatMul_1 .* \[2 " dump2.txt || fail "views -b 2: e's fused attention does not read the input message through the views"
 # views.onnx's f and g stay copies (a Relu reads f's Transpose, g's is a graph output)
 "$TEST_COUNTS" --stride-views --dump views_1.1.plan > dump.txt
 for n in /f/Transpose /g/Transpose; do
