@@ -18,8 +18,10 @@
 #     views on at micro-batch 1 only the two that must stay copies (f, g)
 #     feed a product; the two copies f and g stay (the Relu's and the graph
 #     output's);
-#   - digits at -pp 1, 2, 3: the same bytes with views on.
-# About 20 s. usage: stride_views.sh WORK_DIR (env: PPCC, PPRT, PY, SRC, TEST_COUNTS)
+#   - digits at -pp 1, 2, 3: the same bytes with views on;
+#   - the strided copies that read through a view, widened and as given, the
+#     same bytes (test_copies --stride-views).
+# About 40 s. usage: stride_views.sh WORK_DIR (env: PPCC, PPRT, PY, SRC, TEST_COUNTS, TEST_COPIES)
 set -euo pipefail
 : "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}" "${TEST_COUNTS:?}"
 out=$1
@@ -73,6 +75,10 @@ got=$(folded views_2.1.plan "--stride-views --fused-attention")
 [ "$got" = 9 ] || fail "views -b 2 with fused attention: $got outputs folded, want 9"
 "$TEST_COUNTS" --stride-views --fused-attention --dump views_2.1.plan > dump2.txt
 grep -q "fused attention node /e/MatMul_1 .* \[2 " dump2.txt || fail "views -b 2: e's fused attention does not read the input message through the views"
+# the copies that read through a view (ViT-like's q: a Gather over the heads Transpose), widened and as given:
+# the same bytes (test_copies runs each both ways through the kernel function the GPU runs)
+[ -n "${TEST_COPIES:-}" ] && { "$TEST_COPIES" --stride-views views_1.1.plan views_2.1.plan vit_1.1.plan vit_2.1.plan > copies.txt 2>&1 \
+  || fail "copies through views, widened against as given: $(grep FAIL copies.txt | head -3)"; }
 # views.onnx's f and g stay copies (a Relu reads f's Transpose, g's is a graph output)
 "$TEST_COUNTS" --stride-views --dump views_1.1.plan > dump.txt
 for n in /f/Transpose /g/Transpose; do
