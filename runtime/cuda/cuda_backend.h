@@ -40,6 +40,8 @@ typedef struct pprt_cuda_cfg {
                                           * block per row (kmath.h); default off */
     bool fused_attention;                /* --cuda-fused-attention on: ppcc's attention patterns (MatMul,
                                           * [Mul|Div], Softmax, MatMul) as one kernel (kmath.h); default off */
+    bool stride_views;                   /* --cuda-stride-views on: Transpose/Slice/Split/Gather feeding only
+                                          * products folded into their strides (plan_cuda.c); default off */
     bool overlap;                        /* --cuda-overlap on: the pipeline's ends staged through several
                                           * buffers on threads of their own (link_stage.c); default off */
     bool host_op[PP_OP_COUNT];           /* --cuda-host-ops: op types run on the host fallback (tests) */

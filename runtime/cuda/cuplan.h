@@ -84,6 +84,9 @@ typedef struct pcu_conv {
  * every batch). A row-major Y = X W is planned as Y^T = W^T X^T. */
 typedef struct pcu_mm {
     int32_t transa, transb, has_c, bias, relu;
+    int32_t views; /* bit 0: A, bit 1: B is a folded view (--cuda-stride-views: a Transpose, Slice, Split or
+                    * Gather of one index that became this operand's leading dim, offset, transpose and batch
+                    * stride over its source's bytes; its region starts at the view's first element) */
     int64_t m, n, k, batch, lda, ldb, ldc, sa, sb, sc;
     float alpha, beta;
 } pcu_mm;
@@ -130,7 +133,22 @@ typedef struct pcu_step {
 
 typedef struct pcu_counts {
     int nodes, own, cudnn, cublas, copies, host, fused; /* fused: nodes absorbed into another's step */
+    int views; /* nodes folded into their readers (--cuda-stride-views): no step of their own */
 } pcu_counts;
+
+/* A stage's steps by what a GPU runs for them (pcu_plan_tally): launches of
+ * own kernels (strided copies apart), strided copies (the PERM kernel:
+ * Transpose, Slice, Gather, Split, Concat, ...), cuBLASLt products, cuDNN
+ * convolutions, the epilogue kernels that follow a convolution alone (the
+ * default, --cuda-conv-fusion off), device copies, host fallbacks; and how
+ * many strided copies and device copies write a tensor that a product
+ * (cuBLASLt, or the fused attention kernel) reads, directly or through a
+ * view, and how many nodes were folded into a product's operand. launches:
+ * everything but the host steps. */
+typedef struct pcu_tally {
+    int steps, launches, own, perm, cublas, cudnn, epilogues, copies, host;
+    int perm_to_product, copy_to_product, folded;
+} pcu_tally;
 
 typedef struct pcu_plan {
     const pprt_plan *p;
@@ -152,6 +170,9 @@ typedef struct pcu_plan_opts {
                                      * up to PCU_ROW_MAX, as one launch of a block per row (kmath.h) */
     bool fused_attention;           /* --cuda-fused-attention on: each attention pattern ppcc marked (plan
                                      * Node.pattern) whose shapes the kernel takes as one cooperative kernel */
+    bool stride_views;              /* --cuda-stride-views on: a Transpose, Slice, Split or Gather of one
+                                     * constant index whose output only products (or other such views) read
+                                     * becomes the products' strides over its source: no copy step */
 } pcu_plan_opts;
 
 /* The step list of stage st. Fails only on what the plan loader cannot have
@@ -160,6 +181,8 @@ typedef struct pcu_plan_opts {
 pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_plan_opts *o, pcu_plan *out,
                          pp_err *err);
 void pcu_plan_free(pcu_plan *pl);
+/* The stage's steps counted by kind (pcu_tally). */
+void pcu_plan_tally(const pcu_plan *pl, pcu_tally *t);
 /* The region of tensor tid of the stage. */
 pcu_ref pcu_tensor_ref(const pcu_plan *pl, int tid);
 /* How op's nodes run on the GPU: "cuDNN", "cuBLASLt", "own kernel", "copy"

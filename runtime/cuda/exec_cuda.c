@@ -292,6 +292,16 @@ static pp_status lt_plan(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err)
     cublasLtMatmulHeuristicResult_t res;
     int got = 0;
     cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    for (int q = 0; q < 2 && st == CUBLAS_STATUS_SUCCESS; q++) {
+        /* a folded view starts inside its source: tell the heuristics how its pointer is aligned (the
+         * default assumes 256 bytes); the messages' bases are 16-byte aligned (pcu_check_msgs) */
+        if (!(m->views >> q & 1)) continue;
+        const pcu_ref *r = &s->ops[q];
+        uint32_t al = r->space == PCU_SP_IN || r->space == PCU_SP_OUT ? 16 : 256;
+        while (al > 4 && r->off % al) al /= 2;
+        st = cublasLtMatmulPreferenceSetAttribute(pref, q ? CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES
+                                                          : CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al);
+    }
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulAlgoGetHeuristic(x->lt, d->mm, d->la, d->lb, d->lc, d->lc, pref, 1, &res, &got);
     cublasLtMatmulPreferenceDestroy(pref);
@@ -305,11 +315,13 @@ static pp_status lt_plan(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err)
         cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
         cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
         fprintf(stderr, "pprt: cuda: stage %d node '%s': cuBLASLt %lld x %lld x %lld (batch %lld), compute %s, "
-                "epilogue %s%s: algorithm %u, tile %u, workspace %zu bytes, waves %.2f\n", x->st->index,
+                "epilogue %s%s%s: algorithm %u, tile %u, workspace %zu bytes, waves %.2f\n", x->st->index,
                 x->st->nodes[node].name, (long long)m->m, (long long)m->n, (long long)m->k, (long long)m->batch,
                 ct == CUBLAS_COMPUTE_32F_FAST_TF32 ? "32F_FAST_TF32" : ct == CUBLAS_COMPUTE_32F_FAST_16BF ? "32F_FAST_16BF"
                 : ct == CUBLAS_COMPUTE_32F_FAST_16F ? "32F_FAST_16F" : "32F",
-                m->bias ? "bias" : "none", m->relu ? "+relu" : "", id, tile, res.workspaceSize, (double)res.wavesCount);
+                m->bias ? "bias" : "none", m->relu ? "+relu" : "",
+                m->views == 3 ? ", A and B folded views" : m->views ? (m->views == 1 ? ", A a folded view" : ", B a folded view") : "",
+                id, tile, res.workspaceSize, (double)res.wavesCount);
     }
     return PP_OK;
 }

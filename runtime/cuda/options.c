@@ -55,6 +55,7 @@ static pp_status set_on_off(void *base, const char *name, const char *v, pp_err 
     else if (!strcmp(name, "--cuda-overlap")) c->overlap = on;
     else if (!strcmp(name, "--cuda-row-kernels")) c->row_kernels = on;
     else if (!strcmp(name, "--cuda-fused-attention")) c->fused_attention = on;
+    else if (!strcmp(name, "--cuda-stride-views")) c->stride_views = on;
     else c->conv_fusion = on;
     return PP_OK;
 }
@@ -100,6 +101,12 @@ static const pp_opt rows[] = {
      .help = "cuda, cuda-emu: each attention pattern ppcc kept in one stage (MatMul, a Mul or Div by a scalar, "
              "Softmax over the last axis, MatMul; head dims up to 64, f32) as one kernel with the softmax online "
              "(on; not yet timed on a GPU), or a product, a softmax and a product (off)"},
+    {.names = "--cuda-stride-views", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD,
+     .words = "on|off", .dflt = "off", .set = set_on_off,
+     .help = "cuda, cuda-emu: a Transpose, Slice, Split or Gather of one constant index whose output only "
+             "products (MatMul, fused attention) and other such nodes read as the products' transposes, leading "
+             "dims, offsets and batch strides over its source, no copy (on; the same bytes on cuda-emu, not yet "
+             "timed on a GPU), or a strided copy (off)"},
     {.names = "--cuda-host-only", .kind = PP_OPT_FLAG, .off = CFG(host_only),
      .help = "cuda, cuda-emu: every node on the host fallback (a test of that path)"},
     {.names = "--cuda-host-ops", .kind = PP_OPT_CUSTOM, .arg = "LIST", .off = PP_OPT_NOFIELD,
@@ -122,7 +129,8 @@ unsigned char *pprt_cuda_host_nodes(const pprt_stage *st) {
 pp_status pprt_cuda_plan_stage(const pprt_plan *p, const pprt_stage *st, const unsigned char *host_node,
                                struct pcu_plan *pl, pp_err *err) {
     const pcu_plan_opts po = {.host_only = cfg.host_only, .host_node = host_node, .narrow_copies = !cfg.wide_copies,
-                              .row_blocks = cfg.row_kernels, .fused_attention = cfg.fused_attention};
+                              .row_blocks = cfg.row_kernels, .fused_attention = cfg.fused_attention,
+                              .stride_views = cfg.stride_views};
     PP_TRY(pcu_plan_build(p, st, &po, pl, err));
     return pcu_lint(pl, err);
 }

@@ -39,6 +39,24 @@ _Static_assert((int)PCU_T_F32 == (int)PP_F32 && (int)PCU_T_U8 == (int)PP_U8 && (
                "kmath.h's element types are ONNX's");
 _Static_assert(PCU_MAXD == PP_MAX_DIMS, "kmath.h's dims are the plan's");
 
+#define PCU_VIEW_MIN_ROWS 64 /* a fold may batch a product more than its copy would only over this many rows */
+
+/* A tensor as strides over another's bytes (--cuda-stride-views): element
+ * (i0, i1, ...) of it is element off + sum(i_d * st[d]) of tensor src. */
+typedef struct sview {
+    int32_t src, rank; /* src: -1 where the tensor is not a folded view */
+    int64_t off, dim[PP_MAX_DIMS], st[PP_MAX_DIMS];
+    /* a dim a Reshape merged from two that do not walk as one (torch's heads [S, B*H, D] over [S, B, 3E]):
+     * in[d] > 0, index i at (i / in[d]) * st[d] + (i % in[d]) * ist[d]; 0: one stride */
+    int64_t in[PP_MAX_DIMS], ist[PP_MAX_DIMS];
+} sview;
+
+static bool two_level(const sview *v) {
+    for (int d = 0; d < v->rank; d++)
+        if (v->in[d]) return true;
+    return false;
+}
+
 typedef struct planner {
     pcu_plan *pl;
     const pprt_plan *p;
@@ -52,6 +70,7 @@ typedef struct planner {
     const unsigned char *host_node; /* per node: forced onto the host (NULL: none) */
     int *fa_head; /* node -> the first MatMul of the attention pattern it closes (plan_fattn), or -1; then
                    * n_nodes more: node -> that pattern's Mul or Div node, or -1 */
+    sview *view;  /* tensor id -> the view it is (--cuda-stride-views; src -1: its own bytes), or NULL */
     pp_err *err;
 } planner;
 
@@ -95,6 +114,29 @@ static pcu_step *add_step(planner *P, int kind, int node, int n_ops) {
 
 static const pprt_tdesc *T(const planner *P, int tid) { return tid >= 0 ? &P->st->t[tid] : NULL; }
 static pcu_ref R(const planner *P, int tid) { return pcu_tensor_ref(P->pl, tid); }
+static void strides_of(const pp_shape *s, int64_t *st);
+
+/* How tensor tid is read: a folded view's strides over its source, else its
+ * own bytes packed. */
+static sview view_of(const planner *P, int tid) {
+    if (P->view && tid >= 0 && P->view[tid].src >= 0) return P->view[tid];
+    sview v = {.src = tid, .rank = tid >= 0 ? T(P, tid)->shape.rank : 0};
+    if (tid < 0) return v;
+    for (int d = 0; d < v.rank; d++) v.dim[d] = T(P, tid)->shape.dim[d];
+    strides_of(&T(P, tid)->shape, v.st);
+    return v;
+}
+
+/* The region a product reads for tensor tid: its own, or a folded view's
+ * source's bytes from the view's first element on (the tensor named is the
+ * source, so the stage's arena keeps the source alive up to the product). */
+static pcu_ref view_ref(const planner *P, int tid) {
+    const sview v = view_of(P, tid);
+    pcu_ref r = R(P, v.src);
+    const uint64_t skip = (uint64_t)v.off * pp_dtype_size(T(P, tid)->dtype);
+    if (r.space >= 0) r.off += skip, r.bytes = r.bytes > skip ? r.bytes - skip : 0;
+    return r;
+}
 
 /* The step of an own kernel over node ni's first input and first output (x
  * y) in `threads` threads, counted; the caller sets its parameter block.
@@ -523,10 +565,11 @@ static pp_status plan_view_like(planner *P, int ni, bool *ok) {
     *ok = false;
     if (!pp_dtype_size(x->dtype) || pp_dtype_size(x->dtype) > 8 || x->dtype != y->dtype) return PP_OK;
     const int r = y->shape.rank;
-    int64_t xst[PP_MAX_DIMS], yst[PP_MAX_DIMS];
-    strides_of(&x->shape, xst);
+    const sview xv = view_of(P, n->in[0]); /* (a folded view of another tensor: this copy reads that one) */
+    int64_t yst[PP_MAX_DIMS];
+    const int64_t *xst = xv.st;
     strides_of(&y->shape, yst);
-    pcu_perm k = {.rank = r, .esize = (int32_t)pp_dtype_size(y->dtype), .gdim = -1};
+    pcu_perm k = {.rank = r, .esize = (int32_t)pp_dtype_size(y->dtype), .gdim = -1, .src_off = xv.off};
     for (int d = 0; d < r; d++) k.dim[d] = y->shape.dim[d], k.dst_st[d] = yst[d];
     pp_attrs a = attrs_of(P, n);
     if (n->op == PP_OP_TRANSPOSE) {
@@ -562,7 +605,7 @@ static pp_status plan_view_like(planner *P, int ni, bool *ok) {
     pcu_step *s = perm_step(P, ni, 2, y);
     if (!s) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
     s->u.perm = k;
-    s->ops[0] = R(P, n->in[0]);
+    s->ops[0] = R(P, xv.src);
     s->ops[1] = R(P, n->out[0]);
     perm_finish(P, s);
     if (s->threads == 0) P->pl->n_steps--, free(s->ops);
@@ -664,6 +707,7 @@ static pp_status plan_concat_split(planner *P, int ni, bool *ok) {
     if (pp_norm_axis(attr_i(P, n, "axis", 0), whole->shape.rank, "axis", &axis, NULL) != PP_OK) return PP_OK;
     int64_t wst[PP_MAX_DIMS];
     strides_of(&whole->shape, wst);
+    const sview xv = view_of(P, n->in[0]); /* Split: its input may be a folded view (Concat's never is) */
     const int parts = cat ? n->n_in : n->n_out;
     int64_t at = 0;
     int made = 0;
@@ -679,13 +723,17 @@ static pp_status plan_concat_split(planner *P, int ni, bool *ok) {
         k->rank = part->shape.rank;
         for (int d = 0; d < k->rank; d++) {
             k->dim[d] = part->shape.dim[d];
-            k->sst[d] = cat ? pst[d] : wst[d];
+            k->sst[d] = cat ? pst[d] : xv.st[d];
             k->dst_st[d] = cat ? wst[d] : pst[d];
         }
         if (cat) k->dst_off = at * wst[axis];
-        else k->src_off = at * wst[axis];
+        else k->src_off = xv.off + at * xv.st[axis];
         at += part->shape.dim[axis];
-        s->ops[0] = cat ? R(P, tid) : R(P, n->in[0]);
+        if (!cat && P->view && P->view[tid].src >= 0) { /* this output folded into its products */
+            free(s->ops), P->pl->n_steps--;
+            continue;
+        }
+        s->ops[0] = cat ? R(P, tid) : R(P, xv.src);
         s->ops[1] = cat ? R(P, n->out[0]) : R(P, tid);
         perm_finish(P, s);
         if (s->threads == 0) {
@@ -711,12 +759,13 @@ static pp_status plan_gather(planner *P, int ni, bool *ok) {
         return PP_OK;
     int axis;
     if (pp_norm_axis(attr_i(P, n, "axis", 0), x->shape.rank, "axis", &axis, NULL) != PP_OK) return PP_OK;
-    int64_t xst[PP_MAX_DIMS];
-    strides_of(&x->shape, xst);
+    const sview xv = view_of(P, n->in[0]);
+    const int64_t *xst = xv.st;
     pcu_step *s = perm_step(P, ni, 3, y);
     if (!s) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
     pcu_perm *k = &s->u.perm;
     const int r = x->shape.rank;
+    k->src_off = xv.off;
     pp_shape v = {.rank = r};
     for (int d = 0; d < r; d++) v.dim[d] = d == axis ? numel(&ix->shape) : x->shape.dim[d];
     int64_t vst[PP_MAX_DIMS];
@@ -732,7 +781,7 @@ static pp_status plan_gather(planner *P, int ni, bool *ok) {
         k->sst[d] = xst[d];
         k->dst_st[d] = vst[d];
     }
-    s->ops[0] = R(P, n->in[0]);
+    s->ops[0] = R(P, xv.src);
     s->ops[1] = R(P, n->in[1]);
     s->ops[2] = R(P, n->out[0]);
     perm_finish(P, s);
@@ -1927,6 +1976,129 @@ static int bias_of(const planner *P, int mi, int64_t N) {
 }
 
 static pp_status plan_fattn(planner *P, int ni, bool *ok);
+static bool lt_operand(int64_t s_rows, int64_t s_cols, int64_t rows, int64_t cols, int32_t *trans, int64_t *ld);
+
+/* The stride of an operand's batch dims (the first nb of its rank, right-
+ * aligned with the output's ob batch dims ys) as one stride: every dim the
+ * output's or 1; those over 1 walked as one (outer = inner x extent). *full:
+ * some dim over 1. false: not one stride. */
+static bool batch_stride(const sview *v, int nb, const pp_shape *ys, int ob, bool *full, bool *one, int64_t *st) {
+    int last = -1;
+    *full = true, *one = true, *st = 0;
+    for (int d = 0; d < ob; d++) {
+        const int xd = d - (ob - nb);
+        const int64_t e = xd >= 0 ? v->dim[xd] : 1;
+        *full = *full && e == ys->dim[d], *one = *one && e == 1;
+        if (e == 1) continue;
+        if (v->in[xd]) return false; /* two strides (they never walk as one) */
+        if (last >= 0 && v->st[last] != v->st[xd] * e) return false;
+        last = xd;
+    }
+    if (last >= 0) *st = v->st[last];
+    return *full || *one;
+}
+
+/* A MatMul Y = A B over operands read as views va, vb (packed tensors, or
+ * --cuda-stride-views' folded views) as cuBLASLt's column-major product
+ * Y^T = B^T A^T: dims, transposes, leading dims, batch strides (a batch over
+ * one B folded into A's rows where A's rows walk on through the batch).
+ * Packed operands give what the planner always gave (trans 0, lda = N,
+ * ldb = K). false: not one (strided-batched) product. */
+static bool matmul_layout(const sview *va, const sview *vb, const pp_shape *ys, pcu_mm *mm) {
+    if (va->rank < 1 || vb->rank < 1) return false;
+    for (int d = va->rank > 2 ? va->rank - 2 : 0; d < va->rank; d++)
+        if (va->in[d]) return false; /* a matrix dim at two strides */
+    for (int d = vb->rank > 2 ? vb->rank - 2 : 0; d < vb->rank; d++)
+        if (vb->in[d]) return false;
+    const int ra = va->rank, rb = vb->rank;
+    int64_t M = ra >= 2 ? va->dim[ra - 2] : 1, K = va->dim[ra - 1], N = rb >= 2 ? vb->dim[rb - 1] : 1;
+    /* each matrix dim's stride; -1 where its extent is 1 (any stride serves) */
+    int64_t sm = ra >= 2 && M > 1 ? va->st[ra - 2] : -1, sk = K > 1 ? va->st[ra - 1] : -1;
+    const int64_t skb = K > 1 ? vb->st[rb >= 2 ? rb - 2 : 0] : -1, sn = rb >= 2 && N > 1 ? vb->st[rb - 1] : -1;
+    const int ob = ys->rank - (ra >= 2 ? 1 : 0) - (rb >= 2 ? 1 : 0);
+    const int ab = ra - 2 > 0 ? ra - 2 : 0, bb = rb - 2 > 0 ? rb - 2 : 0;
+    if (ob < 0 || ob > ys->rank) return false;
+    int64_t batch = 1, sa, sb;
+    for (int d = 0; d < ob; d++) batch *= ys->dim[d];
+    bool a_full, a_one, b_full, b_one;
+    if (!batch_stride(va, ab, ys, ob, &a_full, &a_one, &sa) || !batch_stride(vb, bb, ys, ob, &b_full, &b_one, &sb))
+        return false;
+    if (a_one) sa = 0;
+    else if (sa == 0) sa = M * K; /* every batch dim 1: one matrix (a packed tensor's stride) */
+    if (b_one) sb = 0;
+    else if (sb == 0) sb = K * N;
+    if (sb == 0 && sa != 0 && (batch == 1 || M == 1 || sa == M * sm)) { /* one B for every batch: A's rows */
+        if (M == 1 && batch > 1) sm = sa;
+        M *= batch;
+        batch = 1;
+        sa = 0;
+        if (M == 1) sm = -1;
+    }
+    *mm = (pcu_mm){.alpha = 1, .m = N, .n = M, .k = K, .ldc = N, .batch = batch, .sa = sb, .sb = sa,
+                   .sc = batch > 1 ? M * N : 0};
+    /* cuBLASLt's A: B^T, N x K; its B: A^T, K x M */
+    return lt_operand(sn, skb, N, K, &mm->transa, &mm->lda) && lt_operand(sk, sm, K, M, &mm->transb, &mm->ldb);
+}
+
+static int sole_reader(const planner *P, int ni, int t);
+
+/* Gemm's A (M x K, or K x M under transA) and B (K x N, or N x K) read
+ * through views va, vb (rank 2): cuBLASLt's transposes and leading dims
+ * from their strides (only where one is a folded view: packed operands keep
+ * the planner's own). */
+static bool gemm_views(const sview *va, const sview *vb, bool ta, bool tb, pcu_mm *mm) {
+    if (va->rank != 2 || vb->rank != 2 || two_level(va) || two_level(vb)) return false;
+    const int64_t M = va->dim[ta ? 1 : 0], K = va->dim[ta ? 0 : 1], N = vb->dim[tb ? 0 : 1];
+    const int64_t sm = M > 1 ? va->st[ta ? 1 : 0] : -1, sk = K > 1 ? va->st[ta ? 0 : 1] : -1,
+                  skb = K > 1 ? vb->st[tb ? 1 : 0] : -1, sn = N > 1 ? vb->st[tb ? 0 : 1] : -1;
+    return lt_operand(sn, skb, N, K, &mm->transa, &mm->lda) && lt_operand(sk, sm, K, M, &mm->transb, &mm->ldb);
+}
+
+/* --cuda-stride-views on: a Transpose that alone reads product ni's output
+ * t (which the stage does not send) folded into the product: the product
+ * writes the Transpose's output z, its output seen as strides over z's
+ * bytes (*y: t's dims). Returns the Transpose's node, or -1. */
+static int out_transpose(const planner *P, int ni, int t, sview *y) {
+    const int j = P->view ? sole_reader(P, ni, t) : -1;
+    if (j < 0 || P->st->nodes[j].op != PP_OP_TRANSPOSE || P->st->nodes[j].n_out != 1) return -1;
+    const int z = P->st->nodes[j].out[0];
+    const pprt_tdesc *tz = T(P, z), *tt = T(P, t);
+    int64_t perm[PP_MAX_DIMS], zst[PP_MAX_DIMS];
+    if (!tz || (tz->kind != PPRT_ACTIVATION && tz->kind != PPRT_SEND) || tz->dtype != tt->dtype ||
+        tz->shape.rank != tt->shape.rank || pp_transpose_perm(attrs_of(P, &P->st->nodes[j]), tt->shape.rank, perm, NULL) != PP_OK)
+        return -1;
+    strides_of(&tz->shape, zst);
+    *y = (sview){.src = z, .rank = tt->shape.rank};
+    for (int d = 0; d < y->rank; d++) y->dim[d] = tt->shape.dim[d], y->st[perm[d]] = zst[d];
+    return j;
+}
+
+/* The product's D (column-major N x M', M' = mm->n: M, or M times the batch
+ * where the planner folded the batch into the rows) written through view y
+ * (ys's dims): ldc and sc; false: not one strided-batched matrix with unit
+ * row stride. */
+static bool mm_out_view(const sview *y, pcu_mm *mm) {
+    const int r = y->rank;
+    if (r < 1) return false;
+    const int64_t N = y->dim[r - 1];
+    if (N != mm->m || (N > 1 && y->st[r - 1] != 1)) return false;
+    const int ob = r >= 2 ? r - 2 : 0, nc = r >= 2 ? r - 1 : 0; /* dims [0, nc): the batch dims, then M */
+    int64_t bt = 1, ldc = -1, sc = -1;
+    for (int d = 0; d < ob; d++) bt *= y->dim[d];
+    const bool rows = mm->batch == 1 && bt > 1; /* the planner folded the batch into the columns */
+    for (int d = 0, pd = -1; d < nc; d++) {
+        if (y->dim[d] == 1) continue;
+        const bool group = pd >= 0 && (rows || (pd < ob) == (d < ob)); /* walked as one with the dim before */
+        if (group && y->st[pd] != y->st[d] * y->dim[d]) return false;
+        pd = d;
+        if (d < ob && !rows) sc = y->st[d];
+        else ldc = y->st[d];
+    }
+    if (ldc < 0) ldc = N; /* one column */
+    if (ldc < N || (mm->batch > 1 && sc < 1)) return false;
+    mm->ldc = ldc, mm->sc = mm->batch > 1 ? sc : 0;
+    return true;
+}
 
 static pp_status plan_matmul(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
@@ -1951,6 +2123,9 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
         /* column-major: D^T = op(B)^T op(A)^T */
         mm.transa = tb, mm.lda = tb ? K : N;
         mm.transb = ta, mm.ldb = ta ? M : K;
+        const sview va = view_of(P, n->in[0]), vb = view_of(P, n->in[1]);
+        mm.views = (vb.src != n->in[1]) | (va.src != n->in[0]) << 1;
+        if (mm.views && !gemm_views(&va, &vb, ta, tb, &mm)) return PP_OK;
         if (n->n_in > 2 && n->in[2] >= 0 && beta != 0) {
             const pprt_tdesc *c = T(P, n->in[2]);
             if (numel(&c->shape) == N && c->shape.dim[c->shape.rank - 1] == N && beta == 1 && c->kind == PPRT_WEIGHT) {
@@ -1964,35 +2139,15 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
             }
         }
     } else {
-        const pp_shape *as = &a->shape, *bs = &b->shape;
-        if (as->rank < 1 || bs->rank < 1) return PP_OK;
-        M = as->rank >= 2 ? as->dim[as->rank - 2] : 1;
-        K = as->dim[as->rank - 1];
-        N = bs->rank >= 2 ? bs->dim[bs->rank - 1] : 1;
-        const int ob = y->shape.rank - (as->rank >= 2 ? 1 : 0) - (bs->rank >= 2 ? 1 : 0);
-        /* batch dims of the output; each operand's: all equal to them, or all 1 */
-        for (int d = 0; d < ob; d++) batch *= y->shape.dim[d];
-        const int ab = as->rank - 2 > 0 ? as->rank - 2 : 0, bb = bs->rank - 2 > 0 ? bs->rank - 2 : 0;
-        bool a_full = true, a_one = true, b_full = true, b_one = true;
-        for (int d = 0; d < ob; d++) {
-            const int ia = d - (ob - ab), ib = d - (ob - bb);
-            const int64_t da = ia >= 0 ? as->dim[ia] : 1, db = ib >= 0 ? bs->dim[ib] : 1;
-            a_full = a_full && da == y->shape.dim[d], a_one = a_one && da == 1;
-            b_full = b_full && db == y->shape.dim[d], b_one = b_one && db == 1;
-        }
-        if (!(a_full || a_one) || !(b_full || b_one)) return PP_OK;
-        sa = a_one ? 0 : M * K;
-        sb = b_one ? 0 : K * N;
-        if (sb == 0 && sa != 0) { /* one weight for every batch: fold the batch into the rows */
-            M *= batch;
-            batch = 1;
-            sa = 0;
-        }
-        mm.transa = 0, mm.lda = N;
-        mm.transb = 0, mm.ldb = K;
+        const sview va = view_of(P, n->in[0]), vb = view_of(P, n->in[1]);
+        if (!matmul_layout(&va, &vb, &y->shape, &mm)) return PP_OK;
+        mm.views = (vb.src != n->in[1]) | (va.src != n->in[0]) << 1;
+        M = mm.n, N = mm.m, K = mm.k;
     }
-    mm.m = N, mm.n = M, mm.k = K, mm.ldc = N, mm.batch = batch;
-    mm.sa = sb, mm.sb = sa, mm.sc = batch > 1 ? M * N : 0;
+    if (n->op == PP_OP_GEMM) {
+        mm.m = N, mm.n = M, mm.k = K, mm.ldc = N, mm.batch = batch;
+        mm.sa = sb, mm.sb = sa, mm.sc = batch > 1 ? M * N : 0;
+    }
     int out = n->out[0], nx;
     /* a bias Add (and a Relu) that only this product feeds: the product writes the last one's
      * output (which the plan may have put over the product's inputs, dead after it: the stage's
@@ -2011,13 +2166,24 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
             out = P->st->nodes[nr].out[0];
         }
     }
+    sview yv;
+    int tr = -1;
+    if (n->op == PP_OP_MATMUL && !mm.bias && !mm.has_c && M * N > 0 && K > 0 &&
+        (tr = out_transpose(P, ni, out, &yv)) >= 0) {
+        pcu_mm w = mm;
+        if (mm_out_view(&yv, &w)) { /* the product writes the Transpose's output: no copy */
+            mm = w, mm.views |= 4, out = yv.src;
+            P->done[tr] = true;
+            P->pl->counts.views++;
+        }
+    }
     *ok = true;
     if (M * N == 0) return PP_OK;
     if (K == 0) return host_step(P, ni, "a product over K = 0");
     NEW_STEP(s, P, PCU_S_MATMUL, ni, 5);
     s->u.mm = mm;
-    s->ops[0] = R(P, n->in[1]); /* cuBLASLt's A: the row-major right operand */
-    s->ops[1] = R(P, n->in[0]);
+    s->ops[0] = view_ref(P, n->in[1]); /* cuBLASLt's A: the row-major right operand (a folded view: its source) */
+    s->ops[1] = view_ref(P, n->in[0]);
     if (mm.has_c) s->ops[2] = R(P, cin);
     s->ops[3] = R(P, out);
     if (mm.bias) s->ops[4] = R(P, cin);
@@ -2038,17 +2204,106 @@ static int sole_reader(const planner *P, int ni, int t) {
     return -1;
 }
 
-/* An operand's batch stride against the output's batch dims (nb of them):
- * every batch dim equal to the output's (the matrix's size) or all 1 (0);
- * -1: neither. */
-static int64_t fa_batch_stride(const pp_shape *x, const pp_shape *y) {
-    const int xb = x->rank - 2, yb = y->rank - 2;
-    bool full = xb == yb, one = true;
-    for (int d = 0; d < xb; d++) {
-        one = one && x->dim[d] == 1;
-        full = full && x->dim[d] == y->dim[d];
+/* Operand v of the fused attention (a matrix per batch) against the
+ * output's batch dims (ys: batch..., Sq, Dv), the last of them the kernel's
+ * heads: its stride per head (*h) and per the rest of the batch dims walked
+ * as one (*b); a dim of 1 against the output's: stride 0. false: not two
+ * strides. Packed operands give b * qb + h * qh = their matrix's start. */
+static bool fa_strides(const sview *v, const pp_shape *ys, int64_t nh, int64_t *b, int64_t *h) {
+    const int ob = ys->rank - 2, xb = v->rank - 2;
+    *b = 0, *h = 0;
+    if (xb < 0 || xb > ob || v->in[v->rank - 1] || v->in[v->rank - 2]) return false;
+    int64_t prev = 0, ext[PP_MAX_DIMS], st[PP_MAX_DIMS]; /* the batch level: dims over 1, outermost first */
+    int n = 0;
+    for (int d = 0; d < ob; d++) {
+        const int xd = d - (ob - xb);
+        const int64_t e = xd >= 0 ? v->dim[xd] : 1;
+        if (e != ys->dim[d] && e != 1) return false;
+        if (d < ob - 1) {
+            if (e > 1 && v->in[xd]) return false;
+            if (ys->dim[d] > 1) ext[n] = ys->dim[d], st[n++] = e == 1 ? 0 : v->st[xd];
+            continue;
+        }
+        /* the heads' dim: nh heads inside it (two strides: its inner count must be nh) */
+        const int64_t outer = ys->dim[d] / nh;
+        if (e == 1) {
+            *h = 0;
+            if (outer > 1) ext[n] = outer, st[n++] = 0;
+        } else if (v->in[xd]) {
+            if (v->in[xd] != nh) return false;
+            *h = v->ist[xd];
+            if (outer > 1) ext[n] = outer, st[n++] = v->st[xd];
+        } else {
+            *h = v->st[xd];
+            if (outer > 1) ext[n] = outer, st[n++] = v->st[xd] * nh;
+        }
     }
-    return full ? x->dim[x->rank - 2] * x->dim[x->rank - 1] : one ? 0 : -1;
+    for (int k = 0; k + 1 < n; k++)
+        if (st[k] != st[k + 1] * ext[k + 1]) return false; /* the batch level walks as one */
+    if (n) prev = st[n - 1];
+    *b = prev;
+    return true;
+}
+
+/* The heads the fused kernel takes apart from the rest of the batch: the
+ * inner count of a two-level heads dim among Q, K, V (all alike), else the
+ * output's last batch dim whole. -1: they differ. */
+static int64_t fa_heads(const sview *const *v, int nv, const pp_shape *ys) {
+    const int ob = ys->rank - 2;
+    int64_t nh = ob > 0 ? ys->dim[ob - 1] : 1, two = 0;
+    for (int q = 0; q < nv && ob > 0; q++) {
+        const int xd = v[q]->rank - 3;
+        if (xd < 0 || !v[q]->in[xd]) continue;
+        if (two && two != v[q]->in[xd]) return -1;
+        two = v[q]->in[xd];
+    }
+    return two ? (nh % two ? -1 : two) : nh;
+}
+
+/* plan_fattn's test at the pattern's first MatMul ni, without side effects
+ * (fold_views asks it too): the pattern's last MatMul, or -1; *sc_out its
+ * Mul or Div (-1: none), *sm_out its Softmax. Q, K and V are read as their
+ * views (folded or packed), each within the kernel's two batch strides. */
+static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out) {
+    const pprt_stage *st = P->st;
+    *sc_out = -1, *sm_out = -1;
+    const pprt_node *m1 = &st->nodes[ni];
+    if (!all_f32(P, m1) || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return -1;
+    const pp_shape *qs = &T(P, m1->in[0])->shape, *ks = &T(P, m1->in[1])->shape;
+    if (qs->rank < 2 || ks->rank < 2 || qs->dim[qs->rank - 1] > PCU_FA_DMAX || qs->dim[qs->rank - 1] < 1) return -1;
+    int b = sole_reader(P, ni, m1->out[0]), sc = -1;
+    if (b >= 0 && (st->nodes[b].op == PP_OP_MUL || st->nodes[b].op == PP_OP_DIV)) {
+        const pprt_node *s = &st->nodes[b];
+        const int w = s->n_in != 2 ? -1 : s->in[0] == m1->out[0] ? s->in[1] : s->op == PP_OP_MUL ? s->in[0] : -1;
+        const pprt_tdesc *wt = T(P, w);
+        if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || wt->dtype != PP_F32 || numel(&wt->shape) != 1 ||
+            s->n_out != 1 || T(P, s->out[0])->dtype != PP_F32)
+            return -1;
+        sc = b;
+        b = sole_reader(P, b, s->out[0]);
+    }
+    if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1) return -1;
+    const pprt_node *sm = &st->nodes[b];
+    int64_t outer, len, inner;
+    if (T(P, sm->out[0])->dtype != PP_F32 ||
+        pp_softmax_split(attrs_of(P, sm), &T(P, sm->in[0])->shape, &outer, &len, &inner, NULL) != PP_OK || inner != 1)
+        return -1;
+    const int m2 = sole_reader(P, b, sm->out[0]);
+    if (m2 < 0 || st->nodes[m2].op != PP_OP_MATMUL || st->nodes[m2].in[0] != sm->out[0] || !all_f32(P, &st->nodes[m2]))
+        return -1;
+    const pprt_node *n2 = &st->nodes[m2];
+    const pp_shape *vs = &T(P, n2->in[1])->shape, *ys = &T(P, n2->out[0])->shape;
+    const sview vq = view_of(P, m1->in[0]), vk = view_of(P, m1->in[1]), vv = view_of(P, n2->in[1]);
+    int64_t sb, sh;
+    const sview *qkv[3] = {&vq, &vk, &vv};
+    const int64_t nh = ys->rank >= 2 ? fa_heads(qkv, 3, ys) : -1;
+    if (vs->rank < 2 || ys->rank < 2 || vs->dim[vs->rank - 1] > PCU_FA_DMAX || vs->dim[vs->rank - 1] < 1 || nh < 1 ||
+        !fa_strides(&vq, ys, nh, &sb, &sh) || !fa_strides(&vk, ys, nh, &sb, &sh) || !fa_strides(&vv, ys, nh, &sb, &sh) ||
+        qs->dim[qs->rank - 2] < 1 || ks->dim[ks->rank - 1] < 1 || numel(ys) < 1 || numel(ys) > INT32_MAX ||
+        ks->dim[ks->rank - 1] > INT32_MAX / 4)
+        return -1;
+    *sc_out = sc, *sm_out = b;
+    return m2;
 }
 
 /* The pattern ppcc marked on MatMul ni (plan Node.pattern): MatMul, [Mul or
@@ -2067,14 +2322,29 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         const pp_shape *qs = &T(P, m1->in[0])->shape, *ks = &T(P, m1->in[1])->shape, *vs = &T(P, m2->in[1])->shape,
                        *ys = &T(P, m2->out[0])->shape;
         const int sc = P->fa_head[st->n_nodes + ni];
-        pcu_fattn k = {.nb = numel(ys) / (ys->dim[ys->rank - 2] * ys->dim[ys->rank - 1]), .nh = 1, .grp = 1,
-                       .Sq = qs->dim[qs->rank - 2], .D = qs->dim[qs->rank - 1], .T = ks->dim[ks->rank - 1],
-                       .Dv = vs->dim[vs->rank - 1]};
+        const sview vq = view_of(P, m1->in[0]), vk = view_of(P, m1->in[1]), vv = view_of(P, m2->in[1]);
+        const sview *qkv[3] = {&vq, &vk, &vv};
+        pcu_fattn k = {.nb = numel(ys) / (ys->dim[ys->rank - 2] * ys->dim[ys->rank - 1]),
+                       .nh = fa_heads(qkv, 3, ys), .grp = 1, .Sq = qs->dim[qs->rank - 2],
+                       .D = qs->dim[qs->rank - 1], .T = ks->dim[ks->rank - 1], .Dv = vs->dim[vs->rank - 1]};
         k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
-        k.qb = fa_batch_stride(qs, ys), k.qi = k.D, k.qe = 1;
-        k.kb = fa_batch_stride(ks, ys), k.kj = 1, k.ke = k.T;
-        k.vb = fa_batch_stride(vs, ys), k.vj = k.Dv, k.ve = 1;
-        k.yb = k.Sq * k.Dv, k.yi = k.Dv;
+        /* Q [.., Sq, D], K [.., D, T], V [.., T, Dv]: each its strides (a folded view's over its source; the
+         * heads nh apart from the rest of the batch) */
+        (void)fa_strides(&vq, ys, k.nh, &k.qb, &k.qh), (void)fa_strides(&vk, ys, k.nh, &k.kb, &k.kh);
+        (void)fa_strides(&vv, ys, k.nh, &k.vb, &k.vh); /* (checked at the first MatMul) */
+        k.qi = vq.st[vq.rank - 2], k.qe = vq.st[vq.rank - 1];
+        k.kj = vk.st[vk.rank - 1], k.ke = vk.st[vk.rank - 2];
+        k.vj = vv.st[vv.rank - 2], k.ve = vv.st[vv.rank - 1];
+        k.yi = k.Dv, k.yh = k.Sq * k.Dv, k.yb = k.nh * k.yh;
+        int yout = m2->out[0];
+        sview yv;
+        const int tr = out_transpose(P, ni, yout, &yv);
+        int64_t yb, yh;
+        if (tr >= 0 && yv.st[yv.rank - 1] == 1 && fa_strides(&yv, ys, k.nh, &yb, &yh)) { /* Y into the Transpose's output */
+            k.yb = yb, k.yh = yh, k.yi = yv.st[yv.rank - 2], yout = yv.src;
+            P->done[tr] = true;
+            P->pl->counts.views++;
+        }
         if (sc >= 0) {
             const pprt_node *s = &st->nodes[sc];
             const int w = s->in[0] == m1->out[0] ? s->in[1] : s->in[0];
@@ -2084,45 +2354,17 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         NEW_STEP(s, P, PCU_S_KERNEL, h, 4);
         s->kernel = PCU_K_FATTN;
         s->u.fa = k;
-        s->ops[0] = R(P, m1->in[0]), s->ops[1] = R(P, m1->in[1]), s->ops[2] = R(P, m2->in[1]);
-        s->ops[3] = R(P, m2->out[0]);
+        s->ops[0] = view_ref(P, m1->in[0]), s->ops[1] = view_ref(P, m1->in[1]), s->ops[2] = view_ref(P, m2->in[1]);
+        s->ops[3] = R(P, yout);
         s->threads = k.nb * k.qtiles * PCU_BLOCK;
         P->pl->counts.own++;
         P->pl->counts.fused++; /* the last MatMul */
         *ok = true;
         return PP_OK;
     }
-    const pprt_node *m1 = &st->nodes[ni];
-    if (!all_f32(P, m1) || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return PP_OK;
-    const pp_shape *qs = &T(P, m1->in[0])->shape, *ks = &T(P, m1->in[1])->shape;
-    if (qs->rank < 2 || ks->rank < 2 || qs->dim[qs->rank - 1] > PCU_FA_DMAX || qs->dim[qs->rank - 1] < 1) return PP_OK;
-    int b = sole_reader(P, ni, m1->out[0]), sc = -1;
-    if (b >= 0 && (st->nodes[b].op == PP_OP_MUL || st->nodes[b].op == PP_OP_DIV)) {
-        const pprt_node *s = &st->nodes[b];
-        const int w = s->n_in != 2 ? -1 : s->in[0] == m1->out[0] ? s->in[1] : s->op == PP_OP_MUL ? s->in[0] : -1;
-        const pprt_tdesc *wt = T(P, w);
-        if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || wt->dtype != PP_F32 || numel(&wt->shape) != 1 ||
-            s->n_out != 1 || T(P, s->out[0])->dtype != PP_F32)
-            return PP_OK;
-        sc = b;
-        b = sole_reader(P, b, s->out[0]);
-    }
-    if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1) return PP_OK;
-    const pprt_node *sm = &st->nodes[b];
-    int64_t outer, len, inner;
-    if (T(P, sm->out[0])->dtype != PP_F32 ||
-        pp_softmax_split(attrs_of(P, sm), &T(P, sm->in[0])->shape, &outer, &len, &inner, NULL) != PP_OK || inner != 1)
-        return PP_OK;
-    const int m2 = sole_reader(P, b, sm->out[0]);
-    if (m2 < 0 || st->nodes[m2].op != PP_OP_MATMUL || st->nodes[m2].in[0] != sm->out[0] || !all_f32(P, &st->nodes[m2]))
-        return PP_OK;
-    const pprt_node *n2 = &st->nodes[m2];
-    const pp_shape *vs = &T(P, n2->in[1])->shape, *ys = &T(P, n2->out[0])->shape;
-    if (vs->rank < 2 || ys->rank < 2 || vs->dim[vs->rank - 1] > PCU_FA_DMAX || vs->dim[vs->rank - 1] < 1 ||
-        fa_batch_stride(qs, ys) < 0 || fa_batch_stride(ks, ys) < 0 || fa_batch_stride(vs, ys) < 0 ||
-        qs->dim[qs->rank - 2] < 1 || ks->dim[ks->rank - 1] < 1 || numel(ys) < 1 || numel(ys) > INT32_MAX ||
-        ks->dim[ks->rank - 1] > INT32_MAX / 4)
-        return PP_OK;
+    int sc, b;
+    const int m2 = fattn_match(P, ni, &sc, &b);
+    if (m2 < 0) return PP_OK;
     if (sc >= 0) P->done[sc] = true;
     P->done[b] = true;
     P->fa_head[m2] = ni;
@@ -2237,6 +2479,259 @@ static pp_status plan_einsum(planner *P, int ni, bool *ok) {
     s->ops[1] = R(P, n->in[1 - first]);
     s->ops[3] = R(P, n->out[0]);
     P->pl->counts.cublas++;
+    return PP_OK;
+}
+
+/* ---- strided views (--cuda-stride-views on) ------------------------------------------------- */
+
+static bool reshape_like(pp_op op) {
+    return op == PP_OP_RESHAPE || op == PP_OP_FLATTEN || op == PP_OP_SQUEEZE || op == PP_OP_UNSQUEEZE ||
+           op == PP_OP_IDENTITY;
+}
+
+/* A view `in` seen as shape ys without moving an element (out: its strides),
+ * as NumPy reshapes without a copy: each group of dims that the reshape
+ * merges or splits must walk as one (outer stride = inner stride x inner
+ * extent). Dims of one element are free (stride 0). */
+static bool reshape_view(const sview *in, const pp_shape *ys, sview *out) {
+    enum { N = 2 * PP_MAX_DIMS };
+    int64_t oe[N], os[N]; /* the input's dims as runs of one stride, innermost first (two-level dims: two) */
+    int no = 0;
+    for (int d = in->rank - 1; d >= 0; d--) {
+        const int64_t inner = in->in[d] ? in->in[d] : in->dim[d], outer = in->in[d] ? in->dim[d] / in->in[d] : 1;
+        if (inner > 1) oe[no] = inner, os[no++] = in->in[d] ? in->ist[d] : in->st[d];
+        if (outer > 1) oe[no] = outer, os[no++] = in->st[d];
+    }
+    *out = (sview){.src = in->src, .rank = ys->rank, .off = in->off};
+    int i = 0;
+    int64_t re = no ? oe[0] : 1, rs = no ? os[0] : 0; /* what is left of run i */
+    for (int d = ys->rank - 1; d >= 0; d--) { /* each output dim from the runs (split where a dim ends inside one) */
+        out->dim[d] = ys->dim[d];
+        int64_t need = ys->dim[d], pe[N], ps[N];
+        int np = 0;
+        while (need > 1) {
+            if (i >= no) return false;
+            if (need % re == 0) { /* the whole run */
+                pe[np] = re, ps[np++] = rs, need /= re;
+                if (++i < no) re = oe[i], rs = os[i];
+            } else if (re % need == 0) { /* its inner part */
+                pe[np] = need, ps[np++] = rs, re /= need, rs *= need, need = 1;
+            } else {
+                return false;
+            }
+        }
+        int brk = -1; /* where the parts stop walking as one (innermost first) */
+        for (int k = 0; k + 1 < np; k++)
+            if (ps[k + 1] != ps[k] * pe[k]) {
+                if (brk >= 0) return false; /* more than two strides */
+                brk = k;
+            }
+        if (np == 0) continue; /* one element: stride 0 */
+        if (brk < 0) {
+            out->st[d] = ps[0];
+        } else {
+            out->in[d] = 1;
+            for (int k = 0; k <= brk; k++) out->in[d] *= pe[k];
+            out->ist[d] = ps[0], out->st[d] = ps[brk + 1];
+        }
+    }
+    return i == no || (i == no - 1 && re == 1);
+}
+
+/* Output q of node ni as strides over what its input is read as (`in`): a
+ * Transpose, a Slice with constant starts, ends, axes and steps >= 1, a
+ * Gather of one constant index in range, a Split. false: none of these. */
+static bool node_view(const planner *P, int ni, int q, const sview *in, sview *out) {
+    const pprt_node *n = &P->st->nodes[ni];
+    if (n->n_in < 1 || n->in[0] < 0 || q >= n->n_out || n->out[q] < 0) return false;
+    const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[q]);
+    const int r = y->shape.rank, rx = x->shape.rank;
+    if (!pp_dtype_size(x->dtype) || pp_dtype_size(x->dtype) > 8 || x->dtype != y->dtype || in->rank != rx)
+        return false;
+    *out = (sview){.src = in->src, .rank = r, .off = in->off};
+    for (int d = 0; d < r; d++) out->dim[d] = y->shape.dim[d];
+    const pp_attrs a = attrs_of(P, n);
+    int axis;
+    if (n->op == PP_OP_TRANSPOSE) {
+        int64_t perm[PP_MAX_DIMS];
+        if (r != rx || pp_transpose_perm(a, rx, perm, NULL) != PP_OK) return false;
+        for (int d = 0; d < r; d++) out->st[d] = in->st[perm[d]], out->in[d] = in->in[perm[d]], out->ist[d] = in->ist[perm[d]];
+        return true;
+    }
+    if (n->op == PP_OP_SLICE) {
+        pp_tinfo tin[5];
+        pp_slice sl;
+        if (r != rx || !const_inputs(P, n, tin, 5) || pp_slice_parse(a, tin, n->n_in, &sl, NULL) != PP_OK) return false;
+        for (int d = 0; d < r; d++) {
+            if (sl.step[d] < 1 || (in->in[d] && (sl.first[d] || sl.step[d] != 1 || out->dim[d] != in->dim[d])))
+                return false; /* (a two-level dim only whole) */
+            out->in[d] = in->in[d], out->ist[d] = in->ist[d];
+            out->st[d] = in->st[d] * sl.step[d];
+            out->off += sl.first[d] * in->st[d];
+        }
+        return true;
+    }
+    if (n->op == PP_OP_GATHER) {
+        const pprt_tdesc *ix = n->n_in > 1 ? T(P, n->in[1]) : NULL;
+        if (!ix || ix->kind != PPRT_WEIGHT || !ix->data || (ix->dtype != PP_I64 && ix->dtype != PP_I32) ||
+            numel(&ix->shape) != 1 || pp_norm_axis(attr_i(P, n, "axis", 0), rx, "axis", &axis, NULL) != PP_OK ||
+            r != rx - 1 + ix->shape.rank)
+            return false;
+        int64_t i = pcu_ldi(ix->data, ix->dtype, 0);
+        if (i < 0) i += x->shape.dim[axis];
+        if (i < 0 || i >= x->shape.dim[axis]) return false; /* (the copy reports it) */
+        out->off += in->in[axis] ? i / in->in[axis] * in->st[axis] + i % in->in[axis] * in->ist[axis] : i * in->st[axis];
+        for (int d = 0; d < r; d++) {
+            const int xd = d < axis ? d : d < axis + ix->shape.rank ? -1 : d - ix->shape.rank + 1;
+            out->st[d] = xd < 0 ? 0 : in->st[xd], out->in[d] = xd < 0 ? 0 : in->in[xd], out->ist[d] = xd < 0 ? 0 : in->ist[xd];
+        }
+        return true;
+    }
+    if (reshape_like(n->op))
+        return q == 0 && x->nbytes == y->nbytes && reshape_view(in, &y->shape, out);
+    if (n->op == PP_OP_SPLIT) {
+        if (r != rx || pp_norm_axis(attr_i(P, n, "axis", 0), rx, "axis", &axis, NULL) != PP_OK) return false;
+        int64_t at = 0;
+        for (int j = 0; j < q; j++)
+            if (n->out[j] >= 0) at += T(P, n->out[j])->shape.dim[axis];
+        if (in->in[axis]) return false;
+        for (int d = 0; d < r; d++) out->st[d] = in->st[d], out->in[d] = in->in[d], out->ist[d] = in->ist[d];
+        out->off += at * in->st[axis];
+        return true;
+    }
+    return false;
+}
+
+/* Whether node j may read tensor t as the folded view P->view[t]: another
+ * candidate (folded itself, or a strided copy that reads t's source through
+ * the view), or a MatMul whose operands cuBLASLt takes with these strides
+ * (plan_fattn takes any strides its two batch levels express, else the
+ * pattern runs unfused on cuBLASLt). */
+
+static bool view_reader_ok(const planner *P, const bool *cand, const bool *fold, int j, int t) {
+    const pprt_node *n = &P->st->nodes[j];
+    if (P->host_node && P->host_node[j]) return false;
+    if (cand[j]) { /* an unfolded Reshape reads bytes; a strided copy reads through a view of one stride a dim */
+        if (n->in[0] != t) return false; /* (only the data input is read through the view) */
+        bool all = true;
+        for (int q = 0; q < n->n_out; q++) all = all && fold[n->out[q]];
+        return all || (!reshape_like(n->op) && !two_level(&P->view[n->in[0]]));
+    }
+    if (n->op == PP_OP_GEMM && n->n_out == 1 && n->n_in >= 2 && all_f32(P, n)) { /* (t is not C: C is no view) */
+        const sview va = view_of(P, n->in[0]), vb = view_of(P, n->in[1]);
+        pcu_mm mm;
+        return (n->n_in < 3 || n->in[2] < 0 || P->view[n->in[2]].src < 0) &&
+               gemm_views(&va, &vb, attr_i(P, n, "transA", 0) != 0, attr_i(P, n, "transB", 0) != 0, &mm);
+    }
+    if (n->op != PP_OP_MATMUL || n->n_in != 2 || n->n_out != 1 || !all_f32(P, n)) return false;
+    int sc, smx;
+    if (P->fattn) { /* a pattern the fused kernel will take: its Q, K (first MatMul) and V (last) fit it */
+        if (n->pattern == PP_PATTERN_ATTENTION && fattn_match(P, j, &sc, &smx) >= 0) return true;
+        for (int i = 0; i < j; i++)
+            if (P->st->nodes[i].pattern == PP_PATTERN_ATTENTION && P->st->nodes[i].op == PP_OP_MATMUL &&
+                fattn_match(P, i, &sc, &smx) == j)
+                return true;
+    }
+    const sview va = view_of(P, n->in[0]), vb = view_of(P, n->in[1]);
+    sview pa = va, pb = vb; /* the operands packed, as a copy would leave them */
+    if (va.src != n->in[0]) P->view[n->in[0]].src = -1, pa = view_of(P, n->in[0]), P->view[n->in[0]] = va;
+    if (vb.src != n->in[1]) P->view[n->in[1]].src = -1, pb = view_of(P, n->in[1]), P->view[n->in[1]] = vb;
+    pcu_mm mm, packed;
+    /* not where the views would split the product into more batches of fewer than 64 rows than the copy
+     * (a transposed batch and rows, e.g. ViT's [S, B, E] at B = 8: 197 products of 8 rows instead of
+     * one of 1576) */
+    return matmul_layout(&va, &vb, &T(P, n->out[0])->shape, &mm) &&
+           matmul_layout(&pa, &pb, &T(P, n->out[0])->shape, &packed) &&
+           (mm.batch <= packed.batch || mm.n >= PCU_VIEW_MIN_ROWS);
+}
+
+/* fold_views' fixed point from the folds given: in node order each view
+ * from its input's, in reverse order an output unfolded when a reader cannot
+ * take it; until nothing changes (only ever fewer folds). */
+static void settle_views(planner *P, const bool *cand, bool *fold) {
+    const pprt_stage *st = P->st;
+    const int nn = st->n_nodes;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int ni = 0; ni < nn; ni++) /* the views, from their inputs' */
+            for (int q = 0; cand[ni] && q < st->nodes[ni].n_out; q++) {
+                const int t = st->nodes[ni].out[q];
+                P->view[t].src = -1;
+                const sview in = view_of(P, st->nodes[ni].in[0]);
+                if (fold[t] && !node_view(P, ni, q, &in, &P->view[t])) fold[t] = false, changed = true;
+                if (!fold[t]) P->view[t].src = -1;
+            }
+        for (int ni = nn - 1; ni >= 0; ni--) /* their readers */
+            for (int q = 0; cand[ni] && q < st->nodes[ni].n_out; q++) {
+                const int t = st->nodes[ni].out[q];
+                for (int j = 0; fold[t] && j < nn; j++)
+                    for (int k = 0; fold[t] && k < st->nodes[j].n_in; k++)
+                        if (st->nodes[j].in[k] == t && !view_reader_ok(P, cand, fold, j, t))
+                            fold[t] = false, P->view[t].src = -1, changed = true;
+            }
+    }
+}
+
+/* --cuda-stride-views on: the candidates (node_view's ops) whose every
+ * output is an arena tensor the stage does not send, that only products and
+ * other candidates read, become views: P->view of each output, the node
+ * done (no step; a Split's folded outputs only). Decided to a fixed point:
+ * start from every candidate folded; in node order compute each view from
+ * its input's, then in reverse order unfold an output that a reader cannot
+ * take; repeat until nothing changes (only ever fewer folds). */
+static pp_status fold_views(planner *P) {
+    const pprt_stage *st = P->st;
+    const int nt = st->n_tensors, nn = st->n_nodes;
+    P->view = malloc(pp_count(nt) * sizeof *P->view);
+    bool *cand = calloc(pp_count(nn), sizeof *cand), *fold = calloc(pp_count(nt), sizeof *fold),
+         *sent = calloc(pp_count(nt), sizeof *sent), *saved = calloc(pp_count(nt), sizeof *saved),
+         *from_cand = calloc(pp_count(nt), sizeof *from_cand);
+    if (!P->view || !cand || !fold || !sent || !saved || !from_cand) {
+        free(cand), free(fold), free(sent), free(saved), free(from_cand);
+        return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    }
+    for (int t = 0; t < nt; t++) P->view[t].src = -1;
+    for (int i = 0; i < st->out.n; i++) sent[st->send[i]] = true;
+    for (int ni = 0; ni < nn; ni++) {
+        const pprt_node *n = &st->nodes[ni];
+        bool ok = !P->done[ni] && !(P->host_node && P->host_node[ni]) && n->n_out >= 1;
+        for (int q = 0; q < n->n_out && ok; q++) {
+            const int t = n->out[q];
+            sview v, in = view_of(P, n->in[0]);
+            ok = t >= 0 && st->t[t].kind == PPRT_ACTIVATION && !sent[t] && numel(&st->t[t].shape) > 0 &&
+                 node_view(P, ni, q, &in, &v);
+        }
+        cand[ni] = ok;
+        for (int q = 0; q < n->n_out && ok; q++) fold[n->out[q]] = from_cand[n->out[q]] = true;
+    }
+    settle_views(P, cand, fold);
+    /* a candidate unfolded while its input was a view may fold now that the input is a copy (ViT's K: the
+     * heads Reshape over a Slice at B > 1 is no view cuBLASLt takes, the Transpose after it over the Slice's
+     * copy is): each tried once, alone, kept where no fold is lost */
+    for (int ni = 0; ni < nn; ni++) {
+        const int x = st->nodes[ni].in[0];
+        if (!cand[ni] || x < 0 || !from_cand[x] || fold[st->nodes[ni].out[0]]) continue;
+        int before = 0, after = 0;
+        for (int t = 0; t < nt; t++) before += fold[t], saved[t] = fold[t];
+        for (int q = 0; q < st->nodes[ni].n_out; q++) fold[st->nodes[ni].out[q]] = true;
+        settle_views(P, cand, fold);
+        bool lost = false;
+        for (int t = 0; t < nt; t++) after += fold[t], lost = lost || (saved[t] && !fold[t]);
+        if (lost || after <= before) {
+            memcpy(fold, saved, pp_count(nt) * sizeof *fold);
+            settle_views(P, cand, fold); /* (a fixed point already: the views computed again) */
+        }
+    }
+    for (int ni = 0; ni < nn; ni++) {
+        bool all = cand[ni];
+        for (int q = 0; cand[ni] && q < st->nodes[ni].n_out; q++) {
+            all = all && fold[st->nodes[ni].out[q]];
+            /* (a Reshape between arena tensors was no step before either) */
+            P->pl->counts.views += fold[st->nodes[ni].out[q]] && !reshape_like(st->nodes[ni].op);
+        }
+        if (all) P->done[ni] = true;
+    }
+    free(cand), free(fold), free(sent), free(saved), free(from_cand);
     return PP_OK;
 }
 
@@ -2442,6 +2937,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
             if (st->nodes[ni].in[k] >= 0) P.uses[st->nodes[ni].in[k]]++;
     for (int i = 0; i < st->out.n; i++) P.uses[st->send[i]]++;
     pl->counts.nodes = st->n_nodes;
+    if (o && o->stride_views && !o->host_only) s = fold_views(&P);
     for (int ni = 0; ni < st->n_nodes && s == PP_OK; ni++) {
         if (P.done[ni]) continue;
         s = o && o->host_only ? host_step(&P, ni, "every node on the host (a test of the fallback)")
@@ -2461,6 +2957,7 @@ out:
     free(P.done);
     free(P.alias);
     free(P.fa_head);
+    free(P.view);
     if (s != PP_OK) pcu_plan_free(pl);
     return s;
 }
@@ -2488,19 +2985,60 @@ void pcu_plan_explain(const pcu_plan *pl, const char *backend, FILE *f) {
     fprintf(f, "\n");
 }
 
+void pcu_plan_tally(const pcu_plan *pl, pcu_tally *t) {
+    memset(t, 0, sizeof *t);
+    const int nt = pl->st->n_tensors;
+    unsigned char *prod = calloc(pp_count(nt) + 1, 1); /* root tensor -> a product reads it */
+    for (int i = 0; prod && i < pl->n_steps; i++) {
+        const pcu_step *s = &pl->steps[i];
+        const int n_in = s->kind == PCU_S_MATMUL ? 3 : s->kind == PCU_S_KERNEL && s->kernel == PCU_K_FATTN ? 3 : 0;
+        for (int k = 0; k < n_in; k++) {
+            const int tid = s->ops[k].tensor;
+            if (s->ops[k].space >= 0 && tid >= 0 && tid < nt) prod[pl->root ? pl->root[tid] : tid] = 1;
+        }
+    }
+    for (int i = 0; i < pl->n_steps; i++) {
+        const pcu_step *s = &pl->steps[i];
+        t->steps++;
+        const pcu_ref *w = NULL; /* what a copy writes */
+        switch (s->kind) {
+        case PCU_S_KERNEL:
+            if (s->kernel == PCU_K_PERM) t->perm++, w = &s->ops[s->u.perm.gdim >= 0 ? 2 : 1];
+            else t->own++;
+            break;
+        case PCU_S_CONV:
+            t->cudnn++;
+            t->epilogues += pcu_conv_epilogue(&s->u.conv, false);
+            break;
+        case PCU_S_MATMUL: t->cublas++; break;
+        case PCU_S_COPY: t->copies++, w = &s->ops[1]; break;
+        default: t->host++; break;
+        }
+        if (prod && w && w->tensor >= 0 && w->tensor < nt && prod[pl->root ? pl->root[w->tensor] : w->tensor]) {
+            if (s->kind == PCU_S_COPY) t->copy_to_product++;
+            else t->perm_to_product++;
+        }
+    }
+    t->launches = t->own + t->perm + t->cublas + t->cudnn + t->epilogues + t->copies;
+    t->folded = pl->counts.views;
+    free(prod);
+}
+
 void pcu_plan_explain_kernels(const pcu_plan *pl, const char *backend, FILE *f) {
-    int n[5] = {0}; /* own kernels, library calls, copies, host steps, all */
     for (int i = 0; i < pl->n_steps; i++) {
         const pcu_step *s = &pl->steps[i];
         if (s->kind == PCU_S_KERNEL && s->node >= 0)
             fprintf(f, "pprt: %s: stage %d node '%s': %s\n", backend, pl->st->index, pl->st->nodes[s->node].name,
                     pcu_step_name(s));
-        n[s->kind == PCU_S_KERNEL ? 0 : s->kind == PCU_S_CONV || s->kind == PCU_S_MATMUL ? 1
-          : s->kind == PCU_S_COPY ? 2 : 3]++;
-        n[4]++;
     }
+    pcu_tally t;
+    pcu_plan_tally(pl, &t);
     fprintf(f, "pprt: %s: stage %d: %d steps a micro-batch: %d own-kernel launches, %d library calls, %d copies, "
-            "%d on the host\n", backend, pl->st->index, n[4], n[0], n[1], n[2], n[3]);
+            "%d on the host\n", backend, pl->st->index, t.steps, t.own + t.perm, t.cublas + t.cudnn, t.copies, t.host);
+    fprintf(f, "pprt: %s: stage %d: %d launches: %d own kernels, %d strided copies (%d feeding a product), %d cuBLASLt, "
+            "%d cuDNN, %d convolution epilogues, %d device copies (%d feeding a product); %d host steps; %d views "
+            "folded into products\n", backend, pl->st->index, t.launches, t.own, t.perm, t.perm_to_product, t.cublas,
+            t.cudnn, t.epilogues, t.copies, t.copy_to_product, t.host, t.folded);
 }
 
 const char *pcu_step_name(const pcu_step *s) {

@@ -38,7 +38,8 @@
 #      (default 2), BENCH_ARGS added to each call;
 #   5. with time left (EXTRA=1, the default): ViT-B/16 with the row kernels
 #      in one block against in lanes, with the fused attention on and off
-#      (rates, outputs, steps), the profiles by op type at batch
+#      (rates, outputs, steps), with the strided views on and off at batch 1
+#      and 8 (rates, bytes, launches, -pp 2 against -pp 1), the profiles by op type at batch
 #      8 (with --cuda-explain), ViT's --cuda-wide-copies A/B, ResNet-50's
 #      --cuda-conv-fusion A/B, GPT under memcheck and initcheck, tests/ops on
 #      cuda (OPS_SECS, default 0 now), each only if the time left allows it.
@@ -374,6 +375,31 @@ print(sys.argv[2] + ', ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '
       > /tmp/cvt/fa_cmp.txt || { echo "FAIL: ViT-B/16's output with --cuda-fused-attention on against off"; status=1; }
     tail -1 /tmp/cvt/fa_cmp.txt | sed 's|^|ViT-B/16 --cuda-fused-attention on against off: |'
   fi
+  # ViT-B/16 with the strided views (--cuda-stride-views, issue 54: the Transposes, Slices and Gathers that feed
+  # products folded into cuBLASLt's operands) on and off, at batch 1 (where every copy feeding a product folds)
+  # and 8, alternated: the rates, whether the bytes are the same (cuBLASLt may take another algorithm for a
+  # transposed or offset operand: they may differ; within rtol 1e-4 / atol 1e-5 or the day fails), the launches
+  # (--cuda-explain's tally), and -pp 2 with views on bit-identical to -pp 1 with views on
+  d=/tmp/cvt/vit_b_16
+  for b in 1 8; do
+    [ -f $d/b${b}_pp1.plan ] && [ "$(left)" -gt 60 ] || continue
+    for r in 1 2; do for sv in on off; do
+      timeout 60 "$PPRT" $d/b${b}_pp1.plan $d/data_$b -o /tmp/cvt/sv_out_${b}_$sv --backend $be -q --warmup 4 \
+        --cuda-stride-views $sv --cuda-explain --stats-json /tmp/cvt/sv_${b}_$sv.json 2> "$out/explain_sv_${b}_$sv.txt" \
+        && echo "ViT-B/16 -b $b --cuda-stride-views $sv: $(rate /tmp/cvt/sv_${b}_$sv.json) samples/s; $(grep -o '[0-9]* launches: .*' "$out/explain_sv_${b}_$sv.txt" | head -1)" \
+        || { echo "FAIL: ViT-B/16 -b $b --cuda-stride-views $sv: $(tail -2 "$out/explain_sv_${b}_$sv.txt")"; status=1; }
+    done; done
+    cmp -s /tmp/cvt/sv_out_${b}_on/*.npy /tmp/cvt/sv_out_${b}_off/*.npy && echo "ViT-B/16 -b $b: the same bytes with views on and off" \
+      || echo "ViT-B/16 -b $b: other bytes with views on than off (another cuBLASLt algorithm)"
+    python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/sv_out_${b}_on/*.npy /tmp/cvt/sv_out_${b}_off/*.npy --rtol 1e-4 --atol 1e-5 \
+      > /tmp/cvt/sv_cmp.txt || { echo "FAIL: ViT-B/16 -b $b's output with --cuda-stride-views on against off"; status=1; }
+    tail -1 /tmp/cvt/sv_cmp.txt | sed "s|^|ViT-B/16 -b $b --cuda-stride-views on against off: |"
+    if [ -f $d/b${b}_pp2.plan ]; then
+      timeout 60 "$PPRT" $d/b${b}_pp2.plan $d/data_$b -o /tmp/cvt/sv_out_${b}_pp2 --backend $be -q --cuda-stride-views on \
+        && { cmp -s /tmp/cvt/sv_out_${b}_on/*.npy /tmp/cvt/sv_out_${b}_pp2/*.npy && echo "ViT-B/16 -b $b views on: -pp 2 bit-identical to -pp 1" \
+             || { echo "FAIL: ViT-B/16 -b $b views on: -pp 2 differs from -pp 1"; status=1; }; }
+    fi
+  done
   # MODEL:PRECISION[:narrow] (narrow: --cuda-wide-copies off, the copies as given)
   for mp in resnet50:f32 vit_b_16:f32 vit_b_16:tf32 vit_b_16:f32:narrow; do
     [ "$(left)" -gt 60 ] || { echo "profiles: out of time"; break; }

@@ -1,7 +1,9 @@
 /* test_copies.c: the CUDA planner's widened strided copies (plan_cuda.c's
  * perm_widen: dims merged, 16 bytes a thread where aligned) against the
  * copies as given (--cuda-wide-copies off), without a GPU.
- *   test_copies [--min-wide N] PLAN...
+ *   test_copies [--min-wide N] [--stride-views] PLAN...
+ * (--stride-views: both plannings with --cuda-stride-views on, so the copies
+ * that read through a folded view are the ones compared)
  * For every stage of each plan, the step list is built twice, wide and
  * narrow; the two must have the same steps but for the strided copies'
  * parameters, both must pass the lint, and every strided copy is run both
@@ -72,9 +74,14 @@ static unsigned char *run(const pcu_step *s, uint64_t seed, int *err) {
 
 int main(int argc, char **argv) {
     int min_wide = 0, wide_total = 0;
+    bool views = false;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--min-wide") && a + 1 < argc) {
             min_wide = atoi(argv[++a]);
+            continue;
+        }
+        if (!strcmp(argv[a], "--stride-views")) {
+            views = true;
             continue;
         }
         pprt_plan *p = NULL;
@@ -91,7 +98,7 @@ int main(int argc, char **argv) {
                 continue;
             }
             pcu_plan w, n;
-            const pcu_plan_opts wo = {0}, no = {.narrow_copies = true};
+            const pcu_plan_opts wo = {.stride_views = views}, no = {.narrow_copies = true, .stride_views = views};
             if (pcu_plan_build(p, &p->stages[si], &wo, &w, &e) != PP_OK || pcu_lint(&w, &e) != PP_OK) {
                 fprintf(stderr, "FAIL %s stage %d (wide copies): %s\n", argv[a], si, e.msg);
                 failures++;

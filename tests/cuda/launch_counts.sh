@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Static launch and copy counts per model (issue 54), without a GPU and
+# without running a micro-batch: test_counts plans every stage as the CUDA
+# executors do, lints it and counts its launches (own kernels, strided
+# copies, cuBLASLt products, cuDNN convolutions and their epilogue kernels,
+# device copies) and the strided or device copies whose output a product
+# reads (docs/cuda.md, "Launch counts"). Asserted on the zoo's ViT-B/16
+# (torch 1.13's export of torchvision's, 12 layers):
+#   micro-batch 1: with --cuda-stride-views on no strided copy feeds a
+#     product and at most 22 launches a layer (28.9 without), 18 with
+#     --cuda-fused-attention on (24.9 without the views), 14 with
+#     --cuda-row-kernels on too;
+#   micro-batch 8: at most 26, 20 and 16 launches a layer; with the views
+#     alone 3 strided copies a layer still feed a product (the [B, S, E] ->
+#     [S, B, E] Transpose before the QKV product, whose fold would split it
+#     into S products of B rows, and K's and V's Slices of the last axis,
+#     whose heads [S, B*H, D] walk B and H at strides no one batch stride of
+#     cuBLASLt's gives), with the fused attention (two batch levels) 1;
+#   -pp 2 and 3: every stage linted with the views.
+# And on cuda-emu with views on: GPT (and U-Net where the zoo has it) at
+# -pp 1 and 2, the same bytes as views off at -pp 1.
+# About 1 minute once the zoo is exported (ViT's plans are 350 MB each: one
+# at a time). usage: launch_counts.sh WORK_DIR (env: PPCC, PPRT, PY, SRC,
+# TEST_COUNTS, ZOO)
+set -euo pipefail
+: "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}" "${TEST_COUNTS:?}"
+out=$1
+rm -rf "$out" && mkdir -p "$out" && cd "$out"
+ZOO=${ZOO:-$out/zoo}
+fail() { echo "FAIL: $*"; exit 1; }
+for m in vit_b_16 gpt; do
+  [ -d "$ZOO/$m/expected" ] || "$PY" "$SRC/tests/models/zoo.py" export $m "$ZOO/$m" --batch 2 >/dev/null
+done
+# ViT-B/16: model, micro-batch, options, the most launches a layer, whether no copy may feed a product
+check() {
+  local plan=$1 opts=$2 max=$3 nocopy=$4
+  "$TEST_COUNTS" $opts --layers 12 --max-per-layer $max $nocopy $plan > counts.txt 2> err.txt \
+    || fail "ViT-B/16 ($plan, $opts): $(cat err.txt)"
+  echo "ok: ViT-B/16 $plan ${opts:-(defaults)}: $(tail -1 counts.txt | sed 's/^[^:]*: //')"
+}
+"$PPCC" "$ZOO/vit_b_16/model.onnx" -b 1 -o vit.plan -q
+check vit.plan "" 29 ""
+check vit.plan "--fused-attention" 25 ""
+check vit.plan "--stride-views" 22 --no-copy-to-product
+check vit.plan "--stride-views --fused-attention" 18 --no-copy-to-product
+check vit.plan "--stride-views --fused-attention --row-kernels" 14 --no-copy-to-product
+"$PPCC" "$ZOO/vit_b_16/model.onnx" -b 8 -o vit.plan -q
+feeding() { tail -1 counts.txt | sed -n 's/.*strided copies (\([0-9]*\) feeding a product).*/\1/p'; }
+check vit.plan "--stride-views" 26 ""
+n=$(feeding); [ "$n" -le 36 ] || fail "ViT-B/16 -b 8 with views: $n strided copies feed a product, want at most 36 (3 a layer)"
+check vit.plan "--stride-views --fused-attention" 20 ""
+n=$(feeding); [ "$n" -le 12 ] || fail "ViT-B/16 -b 8 with views and fused attention: $n strided copies feed a product, want at most 12 (1 a layer)"
+check vit.plan "--stride-views --fused-attention --row-kernels" 16 ""
+for pp in 2 3; do
+  "$PPCC" "$ZOO/vit_b_16/model.onnx" -pp $pp -o vit.plan -q
+  "$TEST_COUNTS" --stride-views --fused-attention vit.plan > counts.txt 2> err.txt || fail "ViT-B/16 -pp $pp: $(cat err.txt)"
+done
+rm -f vit.plan
+echo "ok: ViT-B/16 -pp 2, 3: every stage linted with views on"
+# the small zoo models on cuda-emu: views on give views off's bytes, at -pp 1 and 2
+for m in gpt unet; do
+  [ -f "$ZOO/$m/model.onnx" ] || { echo "skip: $m (not in $ZOO)"; continue; }
+  for pp in 1 2; do "$PPCC" "$ZOO/$m/model.onnx" -pp $pp -o $m.$pp.plan -q; done
+  "$PPRT" $m.1.plan "$ZOO/$m/data" --backend cuda-emu -q -o off_$m
+  for pp in 1 2; do
+    "$PPRT" $m.$pp.plan "$ZOO/$m/data" --backend cuda-emu -q -o on_${m}_$pp --cuda-stride-views on
+    for f in off_$m/*.npy; do cmp -s "$f" on_${m}_$pp/$(basename "$f") || fail "$m -pp $pp: other bytes with views on"; done
+  done
+  echo "ok: $m: $("$TEST_COUNTS" --stride-views $m.1.plan | tail -1 | sed 's/^[^:]*: //'); the same bytes at -pp 1, 2"
+  rm -f $m.*.plan
+done
