@@ -1480,6 +1480,53 @@ PCU_HD void pcu_mpgrad_at(const pcu_mpgrad *k, float *dx, const float *dy, const
     dx[i] = acc;
 }
 
+/* ---- pp.AvgPoolGrad: one thread per input element, no atomics ------------------------------ *
+ * dX[i] sums, in double, dY[o] / div(o) over the windows o with a tap at i,
+ * in output order: the reference's additions into its double accumulator,
+ * so the bits are its. div(o): the window's taps inside the input, or
+ * inside the input and its pads (count_pad), as the forward's. The
+ * parameter block is the pool's (n: input elements). */
+typedef pcu_pool pcu_apgrad;
+
+PCU_HD int64_t pcu_apgrad_div(const pcu_apgrad *k, int64_t o0, int64_t o1, int64_t o2) {
+    int64_t padded = 1, inside = 1;
+    for (int d = 0; d < 3; d++) {
+        const int64_t o = d == 0 ? o0 : d == 1 ? o1 : o2;
+        int64_t cp = 0, ci = 0;
+        for (int64_t j = 0; j < k->k[d]; j++) {
+            const int64_t t = o * k->s[d] - k->p[d] + j * k->d[d];
+            cp += t >= -k->p[d] && t < k->in[d] + k->p1[d];
+            ci += t >= 0 && t < k->in[d];
+        }
+        padded *= cp, inside *= ci;
+    }
+    return k->count_pad ? padded : inside;
+}
+
+PCU_HD void pcu_apgrad_at(const pcu_apgrad *k, float *dx, const float *dy, int64_t i) {
+    const int64_t Pin = k->in[0] * k->in[1] * k->in[2], P = k->out[0] * k->out[1] * k->out[2];
+    const int64_t pl = i / Pin, xi = i % Pin;
+    const int64_t i2 = xi % k->in[2], i1 = xi / k->in[2] % k->in[1], i0 = xi / (k->in[2] * k->in[1]);
+    const float *dyp = dy + pl * P;
+    int64_t lo0, hi0, lo1, hi1, lo2, hi2;
+    pcu_mpgrad_range(k, 0, i0, &lo0, &hi0);
+    pcu_mpgrad_range(k, 1, i1, &lo1, &hi1);
+    pcu_mpgrad_range(k, 2, i2, &lo2, &hi2);
+    double acc = 0;
+    for (int64_t o0 = lo0; o0 <= hi0; o0++) {
+        if ((i0 + k->p[0] - o0 * k->s[0]) % k->d[0]) continue; /* a dilation's gap */
+        for (int64_t o1 = lo1; o1 <= hi1; o1++) {
+            if ((i1 + k->p[1] - o1 * k->s[1]) % k->d[1]) continue;
+            for (int64_t o2 = lo2; o2 <= hi2; o2++) {
+                if ((i2 + k->p[2] - o2 * k->s[2]) % k->d[2]) continue;
+                const int64_t div = pcu_apgrad_div(k, o0, o1, o2);
+                if (div) acc += (double)dyp[(o0 * k->out[1] + o1) * k->out[2] + o2] / (double)div;
+            }
+        }
+    }
+    dx[i] = (float)acc;
+}
+
 /* ---- Resize: one thread per output element, at most two resized axes ------------------------ */
 
 /* As the reference (ref_nn.c): the resized axes a < b in passes, a first

@@ -1140,16 +1140,21 @@ static pp_status plan_pool(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
-/* pp.MaxPoolGrad (dY, X -> dX) of f32, 1-3 spatial dims (pcu_mpgrad_at) */
-static pp_status plan_maxpool_grad(planner *P, int ni, bool *ok) {
+/* pp.MaxPoolGrad (dY, X -> dX) and pp.AvgPoolGrad (dY -> dX, X's shape its
+ * output's) of f32, 1-3 spatial dims (pcu_mpgrad_at, pcu_apgrad_at) */
+static pp_status plan_pool_grad(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
+    const bool max = n->op == PP_OP_MAXPOOLGRAD;
     *ok = false;
-    if (!all_f32(P, n) || n->n_in != 2 || n->n_out != 1) return PP_OK;
-    const pprt_tdesc *dy = T(P, n->in[0]), *x = T(P, n->in[1]);
+    if (!all_f32(P, n) || n->n_in != (max ? 2 : 1) || n->n_out != 1) return PP_OK;
+    const pprt_tdesc *dy = T(P, n->in[0]), *x = T(P, max ? n->in[1] : n->out[0]);
     pp_geom g;
-    if (pp_geom_make(attrs_of(P, n), &x->shape, NULL, true, &g, NULL) != PP_OK || g.nsp < 1 || g.nsp > 3) return PP_OK;
+    if (x->shape.rank < 3 || pp_geom_make(attrs_of(P, n), &x->shape, NULL, true, &g, NULL) != PP_OK || g.nsp < 1 ||
+        g.nsp > 3)
+        return PP_OK;
     const pp_geom3 g3 = pp_geom3_lift(&g);
-    pcu_mpgrad k = {.max = 1, .nc = x->shape.dim[0] * x->shape.dim[1]};
+    pcu_mpgrad k = {.max = max, .nc = x->shape.dim[0] * x->shape.dim[1],
+                    .count_pad = !max && attr_i(P, n, "count_include_pad", 0) != 0};
     for (int d = 0; d < 3; d++) {
         k.in[d] = g3.in[d], k.k[d] = g3.k[d], k.s[d] = g3.s[d], k.d[d] = g3.d[d];
         k.p[d] = g3.p[d], k.p1[d] = g3.p1[d], k.out[d] = g3.out[d];
@@ -1157,12 +1162,12 @@ static pp_status plan_maxpool_grad(planner *P, int ni, bool *ok) {
     }
     if (numel(&dy->shape) != k.nc * k.out[0] * k.out[1] * k.out[2]) return PP_OK; /* the reference says why */
     k.n = k.nc * k.in[0] * k.in[1] * k.in[2];
-    NEW_STEP(s, P, PCU_S_KERNEL, ni, 3);
-    s->kernel = PCU_K_MPGRAD;
-    s->u.mpg = k;
-    s->ops[0] = R(P, n->in[0]);
-    s->ops[1] = R(P, n->in[1]);
-    s->ops[2] = R(P, n->out[0]);
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, max ? 3 : 2);
+    s->kernel = max ? PCU_K_MPGRAD : PCU_K_APGRAD;
+    if (max) s->u.mpg = k;
+    else s->u.apg = k;
+    for (int j = 0; j < n->n_in; j++) s->ops[j] = R(P, n->in[j]);
+    s->ops[n->n_in] = R(P, n->out[0]);
     s->threads = k.n;
     if (s->threads == 0) free(s->ops), P->pl->n_steps--;
     P->pl->counts.own++;
@@ -2782,7 +2787,8 @@ static const struct {
     ROW(RESHAPE, plan_copy, "copy") ROW(FLATTEN, plan_copy, "copy") ROW(SQUEEZE, plan_copy, "copy")
     ROW(UNSQUEEZE, plan_copy, "copy") ROW(IDENTITY, plan_copy, "copy") ROW(DROPOUT, plan_copy, "copy")
     ROW(CONV, plan_conv, "cuDNN") ROW(FUSEDCONV, plan_conv, "cuDNN") ROW(CONVTRANSPOSE, plan_conv, "cuDNN")
-    ROW(UNARYGRAD, plan_ugrad, "own kernel") ROW(MAXPOOLGRAD, plan_maxpool_grad, "own kernel")
+    ROW(UNARYGRAD, plan_ugrad, "own kernel") ROW(MAXPOOLGRAD, plan_pool_grad, "own kernel")
+    ROW(AVGPOOLGRAD, plan_pool_grad, "own kernel")
     ROW(GATHERGRAD, plan_gather_grad, "own kernel") ROW(BATCHNORMGRAD, plan_bn_grad, "own kernel (a thread per channel)") ROW(CONVGRADX, plan_conv_grad, "cuDNN (backward data)") ROW(CONVGRADW, plan_conv_grad, "cuDNN (backward filter)")
     ROW(MATMUL, plan_matmul, "cuBLASLt") ROW(GEMM, plan_matmul, "cuBLASLt")
     ROW(EINSUM, plan_einsum, "cuBLASLt (matrix products)")

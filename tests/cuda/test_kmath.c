@@ -39,9 +39,10 @@
  *     -inf scores) and a first key tile of -inf scores (a row that starts
  *     with nothing to weigh); the lanes in reverse order give the same bits;
  *   - the backward kernels of training plans: pp.MaxPoolGrad's gather form
- *     (a thread per input element) against the reference's scatter form
- *     written out here, bit for bit, over 1-3-D windows with strides,
- *     dilations, pads and ceil-mode tails, values with ties and NaN;
+ *     and pp.AvgPoolGrad's (a thread per input element) against the
+ *     reference's scatter forms written out here, bit for bit, over 1-3-D
+ *     windows with strides, dilations, pads and ceil-mode tails, values with
+ *     ties and NaN, the average's divisor with and without the pads;
  *     BatchNormalization in training mode and pp.BatchNormGrad (a block
  *     per channel, lanes in reverse order, shared memory poisoned) within
  *     4 ulps of the reference kernels' functions (their sums meet in a
@@ -693,7 +694,8 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_LINE == 18 && PCU_K_ONEHOT == 19 && PCU_K_AFFGRID == 20 && PCU_K_RNN == 21 &&
                    PCU_K_COL2IM == 22 && PCU_K_ROWSM == 23 && PCU_K_ROWLN == 24 && PCU_K_FATTN == 25 &&
                    PCU_K_UGRAD == 26 && PCU_K_BNT == 27 && PCU_K_BNG == 28 && PCU_K_MPGRAD == 29 &&
-                   PCU_K_GATHERGRAD == 30 && PCU_K_COUNT == 31,
+                   PCU_K_GATHERGRAD == 30 &&
+                   PCU_K_APGRAD == 31 && PCU_K_COUNT == 32,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -721,6 +723,7 @@ static void test_kernel_table(void) {
         {PCU_K_BNG, sizeof(pcu_bng), "batch normalization gradient"},
         {PCU_K_MPGRAD, sizeof(pcu_mpgrad), "max pool gradient"},
         {PCU_K_GATHERGRAD, sizeof(pcu_gathergrad), "gather gradient"},
+        {PCU_K_APGRAD, sizeof(pcu_apgrad), "average pool gradient"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;
@@ -787,6 +790,35 @@ static void test_maxpool_grad(void) {
         mpgrad_scatter(&k, x, dy, want);
         for (int64_t i = k.n - 1; i >= 0; i--) pcu_mpgrad_at(&k, got, dy, x, i);
         checks++, cases++;
+        for (int cp = 0; cp <= 1; cp++) { /* the average's: the reference's scatter, written out */
+            pcu_apgrad a = k;
+            a.max = 0, a.count_pad = cp;
+            double *acc = calloc((size_t)k.n, sizeof *acc);
+            float *aw = malloc(sizeof *aw * (size_t)k.n), *ag = malloc(sizeof *ag * (size_t)k.n);
+            for (int64_t pl = 0; pl < k.nc; pl++)
+                for (int64_t o0 = 0, oi = 0; o0 < k.out[0]; o0++)
+                    for (int64_t o1 = 0; o1 < k.out[1]; o1++)
+                        for (int64_t o2 = 0; o2 < k.out[2]; o2++, oi++) {
+                            const int64_t div = pcu_apgrad_div(&a, o0, o1, o2);
+                            if (!div) continue;
+                            const double v = (double)dy[pl * P + oi] / (double)div;
+                            for (int64_t t = 0; t < k.k[0] * k.k[1] * k.k[2]; t++) {
+                                const int64_t q0 = o0 * k.s[0] - k.p[0] + t / (k.k[1] * k.k[2]) * k.d[0];
+                                const int64_t q1 = o1 * k.s[1] - k.p[1] + t / k.k[2] % k.k[1] * k.d[1];
+                                const int64_t q2 = o2 * k.s[2] - k.p[2] + t % k.k[2] * k.d[2];
+                                if (q0 < 0 || q0 >= k.in[0] || q1 < 0 || q1 >= k.in[1] || q2 < 0 || q2 >= k.in[2]) continue;
+                                acc[pl * Pin + (q0 * k.in[1] + q1) * k.in[2] + q2] += v;
+                            }
+                        }
+            for (int64_t i = 0; i < k.n; i++) aw[i] = (float)acc[i];
+            for (int64_t i = k.n - 1; i >= 0; i--) pcu_apgrad_at(&a, ag, dy, i);
+            checks++;
+            if (memcmp(aw, ag, sizeof *ag * (size_t)k.n))
+                FAIL("FAIL average pool gradient (count_pad %d): in %lldx%lldx%lld k %lldx%lldx%lld: not the scatter "
+                     "form's bits\n", cp, (long long)k.in[0], (long long)k.in[1], (long long)k.in[2],
+                     (long long)k.k[0], (long long)k.k[1], (long long)k.k[2]);
+            free(acc), free(aw), free(ag);
+        }
         if (memcmp(want, got, sizeof *got * (size_t)k.n))
             FAIL("FAIL max pool gradient: in %lldx%lldx%lld k %lldx%lldx%lld s %lld,%lld,%lld d %lld,%lld,%lld: "
                  "not the scatter form's bits\n",
@@ -795,7 +827,7 @@ static void test_maxpool_grad(void) {
                  (long long)k.d[1], (long long)k.d[2]);
         free(x), free(dy), free(want), free(got);
     }
-    printf("test_kmath: max pool gradient: %d geometries\n", cases);
+    printf("test_kmath: max and average pool gradients: %d geometries\n", cases);
 }
 
 /* Relative difference of a and b in ulps of float near |b| (0 when equal, NaN on both sides included). */
