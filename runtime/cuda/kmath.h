@@ -1220,6 +1220,36 @@ PCU_HD void pcu_bn_at(const pcu_bn *k, float *y, const float *x, const float *sc
     y[i] = (x[i] - mean[c]) * s + bias[c];
 }
 
+/* ---- pp.Dropout in training mode: one thread per element ----------------------------------- *
+ * The reference kernel's mask (runtime/cpu/ref_grad.c): element i kept when
+ * the top 53 bits of mix(base ^ i), as a double in [0, 1), are >= ratio,
+ * base = mix(mix(mix(seed) ^ key) ^ counter) from the micro-batch's [seed,
+ * counter] (sc); a negative counter or a ratio <= 0 keeps every element.
+ * Integer arithmetic: the same mask, bit for bit, on every device. */
+PCU_HD uint64_t pcu_drop_mix(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+typedef struct pcu_dropt {
+    float ratio, scale; /* scale: 1 / (1 - ratio), 0 at ratio 1 */
+    int64_t key, n;
+} pcu_dropt;
+
+PCU_HD void pcu_dropt_at(const pcu_dropt *k, float *y, float *m, const float *x, const int64_t *sc, int64_t i) {
+    float keep = 1.0f;
+    if (sc[1] >= 0 && k->ratio > 0.0f) {
+        const uint64_t base =
+            pcu_drop_mix(pcu_drop_mix(pcu_drop_mix((uint64_t)sc[0]) ^ (uint64_t)k->key) ^ (uint64_t)sc[1]);
+        const double u = (double)(pcu_drop_mix(base ^ (uint64_t)i) >> 11) * 0x1p-53;
+        keep = u >= (double)k->ratio ? k->scale : 0.0f;
+    }
+    m[i] = keep;
+    y[i] = x[i] * keep;
+}
+
 /* ---- BatchNormalization in training mode, pp.BatchNormGrad: a block per channel ---------- *
  * Block-per-row kernels (kernels.def PCU_ROWS, "Rows in one block" above):
  * block r is channel r, lane l walks the channel's elements i = l, l + 256,

@@ -819,6 +819,35 @@ static pp_status plan_gather_grad(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* pp.Dropout in training mode (X f32, [seed, counter] int64 -> Y, mask):
+ * pcu_dropt_at, the reference's mask */
+static pp_status plan_dropout_train(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    if (n->n_in != 2 || n->n_out != 2 || n->in[1] < 0 || n->out[1] < 0) return PP_OK;
+    const pprt_tdesc *x = T(P, n->in[0]), *sc = T(P, n->in[1]), *y = T(P, n->out[0]), *m = T(P, n->out[1]);
+    if (x->dtype != PP_F32 || y->dtype != PP_F32 || m->dtype != PP_F32 || sc->dtype != PP_I64 ||
+        numel(&sc->shape) != 2 || y->nbytes != x->nbytes || m->nbytes != x->nbytes)
+        return PP_OK; /* the reference kernel says why */
+    int64_t key = 0;
+    if (pp_attr_int(attrs_of(P, n), "key", 0, &key, NULL) != PP_OK) return PP_OK;
+    const float ratio = attr_f(P, n, "ratio", 0.5f);
+    pcu_dropt k = {.ratio = ratio, .scale = ratio >= 1.0f ? 0.0f : (float)(1.0 / (1.0 - (double)ratio)), .key = key,
+                   .n = (int64_t)(x->nbytes / 4)};
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 4);
+    s->kernel = PCU_K_DROPT;
+    s->u.dropt = k;
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, n->in[1]);
+    s->ops[2] = R(P, n->out[0]);
+    s->ops[3] = R(P, n->out[1]);
+    s->threads = k.n;
+    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
 /* ---- reductions, softmax, normalizations, pools -------------------------------------------- */
 
 static pp_status red_step(planner *P, int ni, int op, int last, const pprt_tdesc *x, const bool *mask, pcu_ref yr) {
@@ -2788,7 +2817,7 @@ static const struct {
     ROW(UNSQUEEZE, plan_copy, "copy") ROW(IDENTITY, plan_copy, "copy") ROW(DROPOUT, plan_copy, "copy")
     ROW(CONV, plan_conv, "cuDNN") ROW(FUSEDCONV, plan_conv, "cuDNN") ROW(CONVTRANSPOSE, plan_conv, "cuDNN")
     ROW(UNARYGRAD, plan_ugrad, "own kernel") ROW(MAXPOOLGRAD, plan_pool_grad, "own kernel")
-    ROW(AVGPOOLGRAD, plan_pool_grad, "own kernel")
+    ROW(AVGPOOLGRAD, plan_pool_grad, "own kernel") ROW(DROPOUTTRAIN, plan_dropout_train, "own kernel")
     ROW(GATHERGRAD, plan_gather_grad, "own kernel") ROW(BATCHNORMGRAD, plan_bn_grad, "own kernel (a thread per channel)") ROW(CONVGRADX, plan_conv_grad, "cuDNN (backward data)") ROW(CONVGRADW, plan_conv_grad, "cuDNN (backward filter)")
     ROW(MATMUL, plan_matmul, "cuBLASLt") ROW(GEMM, plan_matmul, "cuBLASLt")
     ROW(EINSUM, plan_einsum, "cuBLASLt (matrix products)")

@@ -695,7 +695,7 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_COL2IM == 22 && PCU_K_ROWSM == 23 && PCU_K_ROWLN == 24 && PCU_K_FATTN == 25 &&
                    PCU_K_UGRAD == 26 && PCU_K_BNT == 27 && PCU_K_BNG == 28 && PCU_K_MPGRAD == 29 &&
                    PCU_K_GATHERGRAD == 30 &&
-                   PCU_K_APGRAD == 31 && PCU_K_COUNT == 32,
+                   PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_COUNT == 33,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -724,6 +724,7 @@ static void test_kernel_table(void) {
         {PCU_K_MPGRAD, sizeof(pcu_mpgrad), "max pool gradient"},
         {PCU_K_GATHERGRAD, sizeof(pcu_gathergrad), "gather gradient"},
         {PCU_K_APGRAD, sizeof(pcu_apgrad), "average pool gradient"},
+        {PCU_K_DROPT, sizeof(pcu_dropt), "dropout (training)"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;

@@ -7,11 +7,12 @@ mix(mix(mix(seed) ^ key) ^ counter), mix splitmix64's step, key the FNV-1a
 hash of the Dropout node's name shifted right by 2. This file computes it
 in NumPy on its own and checks:
   * one run of the gradient plan (dropout_seed given as data) at -pp 1 and
-    2, on ref and dnnl: the loss and every gradient match PyTorch autograd
+    2, on ref, dnnl and cuda-emu (the CUDA kernel's mask): the loss and every gradient match PyTorch autograd
     of the same network with its Dropouts replaced by multiplication with
     those masks (rtol 1e-4, atol 1e-5 of the largest gradient);
-  * the kept fraction of pprt's own mask (a Dropout of ones, read back from
-    the plan's output) at ratios 0.1, 0.5, 0.9 over 65536 elements: within
+  * pprt's own mask (a Dropout of ones, read back from the plan's output) on
+    ref and cuda-emu: the specified one, element for element; its kept
+    fraction at ratios 0.1, 0.5, 0.9 over 65536 elements: within
     5 standard deviations of 1 - ratio; a negative counter keeps everything;
   * pprt --epochs (2 micro-batches a step, 3 steps, SGD): the weights match
     PyTorch trained with the masks of counters 0..5 (micro-batch m of step s
@@ -97,7 +98,7 @@ for seed, counter in ((7, 0), (7, 1), (123456789, 42)):
     wl, want = oracle(x, labels, seed, counter)
     M = max(float(np.abs(w).max()) for w in want.values())
     for pp in (1, 2):
-        for be in ("ref", "dnnl"):
+        for be in ("ref", "dnnl", "cuda-emu"):
             tag = f"seed {seed} counter {counter} -pp {pp} on {be}"
             o = f"out_{seed}_{counter}_{pp}_{be}"
             if not os.path.exists(plans[pp]):
@@ -148,17 +149,20 @@ for ratio in (0.1, 0.5, 0.9):
     np.save(f"{d}/data/x.npy", np.ones((R, C), np.float32))
     np.save(f"{d}/data/target.npy", np.zeros((R, C), np.float32))
     name = [n.name for n in onnx.load(f"{d}/m.onnx").graph.node if n.op_type == "Dropout"][0]
-    for counter in (5, -1):
+    for counter, be in ((5, "ref"), (-1, "ref"), (5, "cuda-emu"), (-1, "cuda-emu")):
         np.save(f"{d}/data/dropout_seed.npy", np.array([3, counter], np.int64))
-        o = f"{d}/out{counter}"
-        r = subprocess.run([PPRT, f"{d}/p.plan", f"{d}/data", "-o", o, "-q"], capture_output=True, text=True)
+        o = f"{d}/out{counter}_{be}"
+        r = subprocess.run([PPRT, f"{d}/p.plan", f"{d}/data", "-o", o, "-q", "--backend", be], capture_output=True,
+                           text=True)
         check(r.returncode == 0, f"ratio {ratio}: pprt exit {r.returncode}: {r.stderr[-300:]}")
         if r.returncode:
             continue
         y = np.load(f"{o}/out.npy")
         want = mask(name, ratio, 3, counter, (R, C))
-        check(np.array_equal(y, want), f"ratio {ratio} counter {counter}: pprt's mask is not the specified one "
-                                       f"({int((y != want).sum())} elements differ)")
+        check(np.array_equal(y, want), f"ratio {ratio} counter {counter} on {be}: pprt's mask is not the specified "
+                                       f"one ({int((y != want).sum())} elements differ)")
+        if be != "ref":
+            continue
         if counter >= 0:
             kept, n = float((y != 0).mean()), R * C
             sd = (ratio * (1 - ratio) / n) ** 0.5

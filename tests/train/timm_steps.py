@@ -16,7 +16,8 @@ name, ppcc --train against PyTorch autograd: each built with the timm class
     ratio 6144/1408.
 Random weights (drop_path 0), exported as for training (TrainingMode.TRAINING,
 no constant folding, opset 14). The loss and every weight's gradient at -pp 1
-and 2 on the reference kernels: the loss within rtol 1e-4; a gradient g
+and 2 on the reference kernels and on cuda-emu (the CUDA step list, whose two
+splits must give the same bits): the loss within rtol 1e-4; a gradient g
 against autograd's w elementwise within
     |g - w| <= 1e-3 |w| + 3e-4 max(max|w|, 1e-3 M)
 with M the largest gradient of the model (float sums in another order on
@@ -93,21 +94,28 @@ def one_step(name, mod, x, labels, drop_before=None):
     want = {n: p.grad.numpy() for n, p in mod.named_parameters() if p.grad is not None}
     check(len(want) == len(list(mod.parameters())), f"{name}: a weight without a torch gradient")
     err = 0.0
-    for pp in (1, 2):
-        tag = f"{name} -pp {pp}"
+    # on the reference kernels and on cuda-emu (the CUDA step list), whose -pp 1 and 2 give the same bits
+    for pp, be in ((1, "ref"), (2, "ref"), (1, "cuda-emu"), (2, "cuda-emu")):
+        tag = f"{name} -pp {pp} on {be}"
         plan = os.path.join(d, f"pp{pp}.plan")
-        r = subprocess.run([PPCC, path, "--train", "--loss", "cross-entropy:out", "-b", str(x.shape[0]), "-pp",
-                            str(pp), "-q", "-o", plan], capture_output=True, text=True)
-        check(r.returncode == 0, f"{tag}: ppcc exit {r.returncode}: {r.stderr.strip()[-500:]}")
-        if r.returncode:
-            continue
-        o = os.path.join(d, f"out_pp{pp}")
-        r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", o, "-q", "--backend", "ref"],
+        if not os.path.exists(plan):
+            r = subprocess.run([PPCC, path, "--train", "--loss", "cross-entropy:out", "-b", str(x.shape[0]), "-pp",
+                                str(pp), "-q", "-o", plan], capture_output=True, text=True)
+            check(r.returncode == 0, f"{tag}: ppcc exit {r.returncode}: {r.stderr.strip()[-500:]}")
+            if r.returncode:
+                continue
+        o = os.path.join(d, f"out_{be}_pp{pp}")
+        r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", o, "-q", "--backend", be],
                            capture_output=True, text=True)
         check(r.returncode == 0, f"{tag}: pprt exit {r.returncode}: {r.stderr.strip()[-500:]}")
         if r.returncode:
             continue
         err = max(err, check_step(o, want_loss.item(), want, tag, RTOL, ATOL_OF_MAX))
+    a, b = (os.path.join(d, f"out_cuda-emu_pp{pp}") for pp in (1, 2))
+    if os.path.isdir(a) and os.path.isdir(b):
+        check(sorted(os.listdir(a)) == sorted(os.listdir(b)) and all(
+            np.array_equal(np.load(os.path.join(a, f)), np.load(os.path.join(b, f))) for f in os.listdir(a)),
+            f"{name}: cuda-emu's gradients at -pp 2 are not -pp 1's bits")
     print(f"{name}: {len(want)} weights, worst error beyond rtol {err:.2e} of the largest gradient, "
           f"{time.time() - t0:.1f} s", flush=True)
 
