@@ -98,7 +98,9 @@ pp_status pprt_stage_backend_resolve(const pprt_plan *p, int s, const pprt_backe
 
 /* Where stage s runs on backend b: host memory, or its space and the
  * device the space picks (mem.h: the placement, --devices, the stage index
- * or, under MPI, the local rank local_rank; -1: one process). */
+ * or, under MPI, the local rank local_rank; -1: one process). A training
+ * plan's stages go by their device's index instead of their own: a
+ * device's forward, backward and W stages share its GPU. */
 pp_status pprt_stage_place(const pprt_plan *p, int s, const pprt_backend *b, int local_rank, pprt_place *out,
                            pp_err *err);
 /* The space of backend b (host for a host backend). */

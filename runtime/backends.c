@@ -88,6 +88,15 @@ const pprt_mem_ops *pprt_backend_space(const pprt_backend *b) {
     return b->mem == PPRT_MEM_DEVICE && b->space ? b->space : &pprt_mem_host;
 }
 
+/* The device index of stage s among the plan's devices: s, but in a
+ * training plan the device whose ops it runs (forward stage d, backward
+ * stage 2P-1-d and W stage 2P+d of device d share one GPU). */
+static int device_index(const pprt_plan *p, int s) {
+    const int P = p->train_devices;
+    if (P <= 0) return s;
+    return s < P ? s : s < 2 * P ? 2 * P - 1 - s : s - 2 * P;
+}
+
 pp_status pprt_stage_place(const pprt_plan *p, int s, const pprt_backend *b, int local_rank, pprt_place *out,
                            pp_err *err) {
     *out = pprt_place_host();
@@ -96,7 +105,9 @@ pp_status pprt_stage_place(const pprt_plan *p, int s, const pprt_backend *b, int
                                   "no memory space", b->name);
     out->mem = b->space;
     pp_err e = {0};
-    if (b->space->device(&p->stages[s], local_rank, &out->device, &e) != PP_OK)
+    /* without a local rank (threads), a training plan's device index stands in for it */
+    const int idx = local_rank >= 0 || p->train_devices <= 0 ? local_rank : device_index(p, s);
+    if (b->space->device(&p->stages[s], idx, &out->device, &e) != PP_OK)
         return PP_FAIL(err, e.code, "stage %d on %s: %s", s, b->name, e.msg);
     return PP_OK;
 }

@@ -48,6 +48,9 @@ typedef struct pprt_run_opts {
     bool pin;       /* pin stage threads to distinct cores when there are enough */
     bool progress;  /* progress bar on stderr */
     bool quiet;     /* no notes on stderr (pprt -q): errors only */
+    bool explain;   /* with quiet: the executors' and the devices' notes all the same (the host fallbacks, which
+                     * device each stage is on): a training run's first step, whose later steps make the same
+                     * executors again */
     bool node_times; /* per-node times are wanted (--profile): executors that pay for them measure them */
     const struct pprt_backend *backend; /* runs each stage; NULL: the reference kernels */
     int threads;    /* intra-op threads per stage, for executors that use them; 0: cores / stages */

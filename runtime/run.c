@@ -15,7 +15,7 @@ int pprt_run_threads(const pprt_run_opts *o, int share) {
 
 pprt_exec_cfg pprt_stage_cfg(const pprt_run_opts *o, int threads, const pprt_place *at) {
     return (pprt_exec_cfg){.threads = threads, .precision = o->precision,
-                           .device = pprt_place_is_host(at) ? -1 : at->device, .quiet = o->quiet,
+                           .device = pprt_place_is_host(at) ? -1 : at->device, .quiet = o->quiet && !o->explain,
                            .node_times = o->node_times};
 }
 

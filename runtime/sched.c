@@ -580,7 +580,7 @@ static void describe_devices(sched *S) {
         const pprt_dev_desc *d = &S->dd[i];
         char pl[48];
         pprt_place_name(at, pl, sizeof pl);
-        if (!S->o->quiet)
+        if (!S->o->quiet || S->o->explain)
             fprintf(stderr, "pprt: stage %d on %s: %s, compute capability %d.%d, %d SMs; %s\n", i, pl, d->name,
                     d->cc_major, d->cc_minor, d->sms, d->libs);
         if (first < 0) first = i;
@@ -593,7 +593,7 @@ static void describe_devices(sched *S) {
                     d->cc_major, d->cc_minor, d->sms, d->libs, first, f->name, f->cc_major, f->cc_minor, f->sms, f->libs);
         }
     }
-    for (int b = 0; b + 1 < S->P && first >= 0 && !S->o->quiet; b++) {
+    for (int b = 0; b + 1 < S->P && first >= 0 && (!S->o->quiet || S->o->explain); b++) {
         const pprt_link *l = S->links[b + 1];
         if (l && l->path) fprintf(stderr, "pprt: boundary stage %d -> stage %d: %s\n", b, b + 1, l->path);
     }

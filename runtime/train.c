@@ -1218,7 +1218,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
         epochs_js = pp_json_add_array(&js, root, "epochs");
     }
     pprt_run_opts ro = *run;
-    ro.quiet = true, ro.progress = false, ro.warmup = 0;
+    ro.quiet = true, ro.progress = false, ro.warmup = 0, ro.explain = !o->quiet && root; /* the first step's */
     /* the links hold what the schedule keeps in flight: GPipe a step's
      * micro-batches, 1F1B as many as devices */
     const int R = run->replicas > 1 ? run->replicas : 1;
@@ -1248,6 +1248,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
         bool finite = true;
         const double ts = pprt_now_s(), scale = t.scale;
         s = one_step(&t, perm, k, step, total, ins, outs, &ro, &loss, &norm, &lr, &finite, &updates, &bubble, err);
+        ro.explain = false;
         if (s != PP_OK) break;
         bubble_sum += bubble;
         if (!finite) st->skipped++;

@@ -58,6 +58,17 @@ for pp in 1 2; do
     || fail "ResNet-18 -pp $pp: $(tail -2 rerr$pp.txt)"
   no_host rerr$pp.txt
 done
+# the first step's executors say where each stage runs and what went to the host, the later steps nothing;
+# a device's forward and backward stages share its GPU (-pp 2: stages 0 and 3 on device 0, 1 and 2 on 1)
+"$PPRT" d2.plan "$S/data" --labels "$S/labels.npy" --steps 3 --backend $be --cuda-host-ops pp.UnaryGrad \
+  2>notes.txt >/dev/null || fail "digits with --cuda-host-ops pp.UnaryGrad: $(tail -2 notes.txt)"
+n=$(grep -c "on the host fallback" notes.txt)
+[ "$n" = 2 ] || fail "3 steps with the activation gradients on the host: $n notes of host fallbacks, want 2 (a stage each of the first step): $(cat notes.txt)"
+if [ "$be" = cuda-emu ]; then
+  for sd in 0:0 3:0 1:1 2:1; do
+    grep -q "stage ${sd%:*} on cuda-emu device ${sd#*:}:" notes.txt || fail "stage ${sd%:*} not on device ${sd#*:}: $(grep 'on cuda-emu device' notes.txt)"
+  done
+fi
 "$PPRT" d1.plan "$S/data" --labels "$S/labels.npy" --steps 20 --no-shuffle --optimizer adamw --lr 3e-3 --backend ref \
   --save-weights dref -q
 "$PPRT" r1.plan rdata --labels rlabels.npy --steps 3 --no-shuffle --optimizer sgd --lr 0.05 --momentum 0.9 \
