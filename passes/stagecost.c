@@ -29,6 +29,7 @@ static void train_updates(pp_graph *g, const pp_compile_opts *o, int *seen) {
             const int v = n->in[k];
             if (v < 0 || !g->values[v].is_param || seen[v] == d) continue;
             seen[v] = d;
+            g->stage_info[d].trained += g->values[v].nbytes;
             const pp_target t = pp_stage_target(o, 2 * P - 1 - d);
             g->stage_info[2 * P - 1 - d].est_ms +=
                 1e3 * pp_train_update_s((double)g->values[v].nbytes, o->micro_batches, &o->train.optim, &t);
