@@ -145,7 +145,8 @@ void pp_train_memory_describe(const pp_compile_opts *o, char *buf, size_t n) {
     const bool half = t->precision == PP_F16 || t->precision == PP_BF16;
     const char *p = t->precision == PP_F16 ? "fp16" : t->precision == PP_BF16 ? "bf16" : "f32";
     char z[64] = "";
-    if (t->zero) snprintf(z, sizeof z, " / %d replicas (ZeRO-1)", o->replicas);
+    if (t->zero && o->search) snprintf(z, sizeof z, " / each row's dp (ZeRO-1)");
+    else if (t->zero) snprintf(z, sizeof z, " / %d replica%s (ZeRO-1)", o->replicas, o->replicas == 1 ? "" : "s");
     snprintf(buf, n, "cuda model at %s: f32 master weights%s%s, %s gradients, %d f32 optimizer buffer%s%s, the two "
              "stages' arenas, the stash kept and the messages both ways at %s, %.1f MB of workspace; %.1f MB "
              "reserved", p, half && t->zero ? z : "", half ? (t->precision == PP_F16 ? " and an fp16 working copy" :
