@@ -138,7 +138,7 @@ void pp_train_memory_describe(const pp_compile_opts *o, char *buf, size_t n) {
     const pp_train_opts *t = &o->train;
     const int nb = pp_optim_buffers(&t->optim);
     if (t->memory_model != PP_TRAIN_MEM_CUDA) {
-        snprintf(buf, n, "the weights %d times (the plan's, the trainer's, gradients, %d optimizer buffer%s), the two "
+        snprintf(buf, n, "%d x the weights (the plan's, the trainer's, gradients, %d optimizer buffer%s), the two "
                  "stages' arenas, the stash kept and the messages", 3 + nb, nb, nb == 1 ? "" : "s");
         return;
     }
