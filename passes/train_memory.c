@@ -18,11 +18,15 @@
  *   GPipe M.
  * Not counted: the data, the libraries, what a backend prepares (oneDNN's
  * reordered weights: pprt --stats-json says how many bytes).
+ * bench/train_memory.py sets these figures against a pprt run's peak
+ * resident memory; `ppcc --report` prints them and `--max-batch` and
+ * `--search` hold them against the caps.
  *
  * --memory-model cuda: what a GPU would hold for the same plan (no GPU
  * backward runs yet: a projection, as PyTorch's mixed precision and
  * ColossalAI keep it), with N the elements of the device's weights that
- * train (f32; its other constants kept once, as they are) and h the bytes of --precision (4, or 2 for bf16 and fp16):
+ * train (f32; its other constants kept once, as they are) and h the bytes
+ * of --precision (4, or 2 for bf16 and fp16):
  *   the weights' state: f32 master weights 4N, a working copy hN under
  *   half precision (none in f32: the master is the working copy), the
  *   step's gradients hN (each micro-batch's weight gradients added into
@@ -42,10 +46,10 @@
  *   -pp 1's) held once;
  *   the kernel workspace (PP_TRAIN_CUDA_WORKSPACE).
  * The CUDA context and the framework are --reserve's, off the cap
- * (PP_TRAIN_CUDA_RESERVE when none is given).
- * bench/train_memory.py sets these figures against a pprt run's peak
- * resident memory; `ppcc --report` prints them and `--max-batch` and
- * `--search` hold them against the caps. */
+ * (PP_TRAIN_CUDA_RESERVE when none is given). Not counted: zb-h1's W
+ * stages (what B keeps for W). tests/train/memory_model.py checks
+ * the terms; tests/cuda/train_memory_gpu.py sets the whole beside PyTorch's
+ * peak on a GPU. */
 #include <stdio.h>
 #include <string.h>
 
