@@ -168,6 +168,7 @@ typedef struct pp_place {
 typedef struct pp_stage_info {
     int ops, first, last;      /* node count and index range */
     size_t params;             /* weight bytes (each constant once per stage) */
+    size_t trained;            /* a training plan's forward stage: the bytes of the weights that train it reads */
     double flops;
     size_t arena;              /* activation arena: the peak of live activations */
     size_t recv, send;         /* boundary message bytes in and out */

@@ -49,7 +49,21 @@ typedef struct pp_train_opts {
      * weight gradients, a stage of its own off the chain: split_w) */
     int schedule;
     pp_optim optim;          /* the optimizer the plan records (ir/optim.h: its own option table) */
+    /* --precision f32|bf16|fp16: the training precision, PP_F32 (the
+     * default), PP_BF16 or PP_F16; the device memory model
+     * (passes/train_memory.c) stores activations, gradients and messages at
+     * it */
+    pp_dtype precision;
+    /* --memory-model host|cuda (PP_TRAIN_MEM_*): what passes/train_memory.c
+     * counts for a device: pprt's process on a CPU, or a GPU's memory */
+    int memory_model;
+    /* --zero 0|1: 1 = ZeRO-1 in the device model: the optimizer's state
+     * (and the f32 master weights under half precision) divided over the
+     * data-parallel replicas */
+    int zero;
 } pp_train_opts;
+
+enum { PP_TRAIN_MEM_HOST = 0, PP_TRAIN_MEM_CUDA = 1 };
 
 enum { PP_TRAIN_SCHED_1F1B = 0, PP_TRAIN_SCHED_GPIPE = 1, PP_TRAIN_SCHED_ZBH1 = 2 };
 

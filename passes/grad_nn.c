@@ -171,7 +171,21 @@ pp_status pp_grad_matmul(pp_ad *ad, int node, pp_err *err) {
         if (A != A0) PP_TRY(pp_ad_reshape(ad, u, &as, &u, err));
         PP_TRY(pp_ad_give(ad, A0, u, err));
     }
-    if (pp_ad_wants(ad, B0)) {
+    const pp_shape a = g->values[A].shape, b = g->values[B].shape;
+    if (pp_ad_wants(ad, B0) && b.rank == 2 && a.rank > 2) {
+        /* a weight against rows of any batch shape (a Linear on [N, T, K]): one product over every row,
+         * [rows, K]^T [rows, N] as PyTorch's Linear takes it, not a product per batch index summed
+         * afterwards, which holds batch x K x N (0.47 GB a sample for ConvNeXt-XL's last MLPs) */
+        int64_t rows = 1;
+        for (int i = 0; i < a.rank - 1; i++) rows *= a.dim[i];
+        const pp_shape a2 = {.rank = 2, .dim = {rows, a.dim[a.rank - 1]}}, g2 = {.rank = 2, .dim = {rows, b.dim[1]}};
+        int ar, gr, u;
+        PP_TRY(pp_ad_reshape(ad, A, &a2, &ar, err));
+        PP_TRY(pp_ad_reshape(ad, gy, &g2, &gr, err));
+        PP_TRY(gemm_op(ad, ar, gr, 1.0f, 1, 0, &u, err));
+        if (B != B0) PP_TRY(pp_ad_reshape(ad, u, &bs, &u, err));
+        PP_TRY(pp_ad_give(ad, B0, u, err));
+    } else if (pp_ad_wants(ad, B0)) {
         int at, r, u;
         PP_TRY(t_last2(ad, A, &at, err));
         PP_TRY(pp_ad_op2(ad, PP_OP_MATMUL, at, gy, &r, err));

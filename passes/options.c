@@ -193,6 +193,7 @@ static pp_status set_reserve(void *base, const char *name, const char *v, pp_err
     (void)name;
     if (!parse_size(v, &((pp_compile_opts *)base)->reserve))
         return PP_FAIL(err, PP_EINVAL, "--reserve: '%s' is not a size like 512MiB", v);
+    ((pp_compile_opts *)base)->reserve_set = true;
     return PP_OK;
 }
 
@@ -257,6 +258,17 @@ static pp_status set_recompute(void *base, const char *name, const char *v, pp_e
         if (*end && !*p) return PP_FAIL(err, PP_EINVAL, "--recompute %s: a trailing comma", v);
     }
     return PP_OK;
+}
+
+static pp_status set_precision(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name;
+    return pp_train_precision_parse(v, &((pp_compile_opts *)base)->train.precision, err);
+}
+
+static void text_precision(const void *base, bool agree, pp_opt_out *t) {
+    (void)agree;
+    const pp_dtype p = ((const pp_compile_opts *)base)->train.precision;
+    if (p != PP_F32) pp_opt_add(t, " --precision %s", p == PP_BF16 ? "bf16" : "fp16");
 }
 
 static void text_recompute(const void *base, bool agree, pp_opt_out *t) {
@@ -456,6 +468,16 @@ static const pp_opt rows[] = {
      "with --train: the schedule the plan is for; zb-h1 splits each device's backward into the input gradients "
      "(on the chain of stages) and the weight gradients (a stage of their own, which pprt --schedule zb-h1 defers "
      "into the pipeline's idle time); 1f1b and gpipe compile the same plan", PP_OPT_RECORD, 0, NULL, NULL, NULL},
+    {"--precision", PP_OPT_CUSTOM, "P", NF, 0, 0, NULL, "f32, bf16 or fp16", "f32",
+     "with --train: the training precision: activations, gradients and messages in it, f32 master weights and "
+     "optimizer (the device memory model counts them so)", PP_OPT_RECORD, 0, NULL, set_precision, text_precision},
+    {"--memory-model", PP_OPT_WORD, "M", F(train.memory_model), 0, 0, "host|cuda", NULL, "host",
+     "with --train: what --report, --max-batch and --search count for a device: pprt's process (host) or a GPU's "
+     "memory at --precision (cuda; --reserve defaults to 1.5GiB for the CUDA context and the framework)", 0, 0, NULL,
+     NULL, NULL},
+    {"--zero", PP_OPT_WORD, "Z", F(train.zero), 0, 0, "0|1", NULL, "0",
+     "with --memory-model cuda: 1 divides the optimizer state (and half precision's f32 master weights) over the "
+     "data-parallel replicas (ZeRO-1), in --search's dp rows and at --replicas", 0, 0, NULL, NULL, NULL},
     {"--micro-batches", PP_OPT_INT, "M", F(micro_batches), 1, 1 << 20, NULL, "a count 1..2^20", "8",
      "micro-batches per run, for the bubble estimate", 0, 0, NULL, NULL, NULL},
     {"--devices", PP_OPT_INT, "N", F(devices), 1, 4096, NULL, "a count 1..4096", NULL,

@@ -62,6 +62,7 @@ void pp_compile_opts_init(pp_compile_opts *o) {
     o->replicas = 1;
     o->samples = 256;
     pp_optim_init(&o->train.optim);
+    o->train.precision = PP_F32;
     /* one core of a current server CPU on oneDNN (100 GFLOP/s against 10
      * GB/s: the pair that split the CI zoo's models best by their measured
      * op times on an Intel Xeon and an AMD EPYC, docs/partitioning.md), a

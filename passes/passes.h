@@ -69,6 +69,7 @@ typedef struct pp_compile_opts {
     /* what each device holds besides the plan (the runtime, a CUDA context,
      * the data): the plan gets a cap minus this (--reserve) */
     size_t reserve;
+    bool reserve_set;       /* --reserve given (else the device memory model's default applies) */
     int n_caps;
     int cap_stage[PP_MAX_SPLITS];
     size_t cap_bytes[PP_MAX_SPLITS];
@@ -333,13 +334,34 @@ pp_status pp_max_batch_json(const char *path, const pp_max_batch_result *r, cons
  * counted), under 1F1B and GPipe with o->micro_batches micro-batches a step,
  * and its two stages' time per micro-batch. */
 typedef struct pp_train_mem {
-    double weights, arenas, stash;   /* stash: per micro-batch kept */
+    double weights, arenas, stash;   /* stash: per micro-batch kept; weights: the plan's bytes (f32) */
+    /* the weights' state: the plan's copy, the trainer's, gradients and the
+     * optimizer's buffers (host), or master, working copy, gradients and
+     * optimizer (cuda); workspace: the device model's kernel workspace */
+    double master, working, grads, optim, state, workspace;
     int keep_1f1b;                   /* micro-batches 1F1B keeps stashed: min(P - d, M) */
     double msgs_1f1b, msgs_gpipe;    /* its stages' messages at pprt's depths */
     double total_1f1b, total_gpipe;
     double est_ms;                   /* forward + backward stage, per micro-batch */
 } pp_train_mem;
 void pp_train_memory(const pp_graph *g, const pp_compile_opts *o, int d, pp_train_mem *m);
+/* The device memory model's options checked against each other, and
+ * --reserve's default for the cuda model set where none was given
+ * (PP_TRAIN_CUDA_RESERVE). */
+pp_status pp_train_memory_opts(pp_compile_opts *o, pp_err *err);
+/* What the model of o->train.memory_model counts, in words. */
+void pp_train_memory_describe(const pp_compile_opts *o, char *buf, size_t n);
+/* --precision's value: f32, bf16 or fp16 (f16). */
+pp_status pp_train_precision_parse(const char *v, pp_dtype *t, pp_err *err);
+/* --memory-model cuda without --reserve: the CUDA context with cuDNN's and
+ * cuBLAS's kernels loaded (about 1 GiB for PyTorch 1.13 on CUDA 11) and
+ * 0.5 GiB for the allocator's rounding and fragmentation and NCCL's
+ * buffers (docs/training.md, "Memory on a GPU") */
+#define PP_TRAIN_CUDA_RESERVE ((size_t)3 << 29)
+/* the device model's kernel workspace: cuBLASLt's 32 MiB (the size NVIDIA
+ * advises on Hopper); cuDNN's algorithms are chosen within what is left,
+ * and its implicit-GEMM ones need none */
+#define PP_TRAIN_CUDA_WORKSPACE ((double)(32u << 20))
 
 /* The time per micro-batch of updating `bytes` of trained weights, on a
  * device at t's memory rate with M micro-batches a step: each micro-batch's

@@ -93,7 +93,7 @@ static pp_status price_devices(const pp_graph *g, const pp_compile_opts *o, pp_c
     for (int d = 0; d < P; d++) {
         pp_train_mem m;
         pp_train_memory(g, o, d, &m);
-        const double w = PP_TRAIN_WEIGHT_COPIES(&o->train.optim) * m.weights;
+        const double w = m.state;
         c->stages[d] = (pp_cand_stage){(size_t)m.total_1f1b, (size_t)w, (size_t)m.arenas,
                                        (size_t)(m.total_1f1b - w - m.arenas), m.est_ms};
         *sum += m.est_ms;
@@ -270,10 +270,12 @@ void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *
     print_caps(f, o);
     fputc('\n', f);
     print_timing(f, r->device, o);
-    if (o->train_on)
+    if (o->train_on) {
+        char what[512];
+        pp_train_memory_describe(o, what, sizeof what);
         fprintf(f, "training: pp devices of two stages each; a device's memory is its 1F1B total as ppcc --report "
-                   "gives it (the weights %d times, arenas, stash, messages), its time its forward and backward "
-                   "stages' per micro-batch\n", PP_TRAIN_WEIGHT_COPIES(&o->train.optim));
+                   "gives it (%s), its time its forward and backward stages' per micro-batch\n", what);
+    }
     fprintf(f, "%4s %3s %3s %11s %7s %13s %11s %7s %9s %16s %8s\n", "rank", "pp", "dp", "micro_batch", "count",
             "est_samples/s", "est_run_ms", "bubble", "imbalance", "max_memory_MB", "timed_at");
     for (int k = 0; k < r->n; k++) {
@@ -317,6 +319,12 @@ void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *
 }
 
 static void json_caps(pp_json *j, cJSON *obj, const pp_compile_opts *o) {
+    if (o->train_on) { /* what a training device's memory counts (passes/train_memory.c) */
+        const pp_dtype p = o->train.precision;
+        pp_json_add_string(j, obj, "memory_model", o->train.memory_model == PP_TRAIN_MEM_CUDA ? "cuda" : "host");
+        pp_json_add_string(j, obj, "precision", p == PP_F16 ? "fp16" : p == PP_BF16 ? "bf16" : "f32");
+        pp_json_add_number(j, obj, "zero", o->train.zero);
+    }
     pp_json_add_number(j, obj, "cap_bytes", (double)o->cap_all);
     pp_json_add_number(j, obj, "reserve_bytes", (double)o->reserve);
     cJSON *caps = pp_json_add_array(j, obj, "stage_caps");
@@ -471,10 +479,11 @@ void pp_max_batch_print(FILE *f, const pp_max_batch_result *r, const pp_compile_
         fprintf(f, "max-batch: not even micro-batch 1 fits: %s\n", r->limit_why);
     } else {
         fprintf(f, "largest micro-batch: %lld\n", (long long)r->batch);
-        if (o->train_on)
-            fprintf(f, "training devices under 1F1B: weights %d times (the plan's, the trainer's, gradients, the "
-                       "optimizer's buffers), the two stages' arenas, the stash kept and the messages\n",
-                    PP_TRAIN_WEIGHT_COPIES(&o->train.optim));
+        if (o->train_on) {
+            char what[512];
+            pp_train_memory_describe(o, what, sizeof what);
+            fprintf(f, "training devices under 1F1B: %s\n", what);
+        }
         fprintf(f, "%-6s %12s %12s %15s %12s %12s\n", o->train_on ? "device" : "stage", "memory_MB", "weights_MB",
                 o->train_on ? "arenas_MB" : "activations_MB", o->train_on ? "stash+msgs_MB" : "buffers_MB",
                 o->reserve ? "cap-res_MB" : "cap_MB");

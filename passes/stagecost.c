@@ -29,11 +29,31 @@ static void train_updates(pp_graph *g, const pp_compile_opts *o, int *seen) {
             const int v = n->in[k];
             if (v < 0 || !g->values[v].is_param || seen[v] == d) continue;
             seen[v] = d;
+            g->stage_info[d].trained += g->values[v].nbytes;
             const pp_target t = pp_stage_target(o, 2 * P - 1 - d);
             g->stage_info[2 * P - 1 - d].est_ms +=
                 1e3 * pp_train_update_s((double)g->values[v].nbytes, o->micro_batches, &o->train.optim, &t);
         }
     }
+}
+
+/* --memory-model cuda: a training plan's caps hold each device's 1F1B total
+ * (passes/train_memory.c; a stage's own f32 figure is no bound of a device
+ * at half precision). */
+static pp_status device_caps(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
+    for (int d = 0; d < g->train_devices; d++) {
+        const size_t cap = pp_stage_cap(o, d);
+        pp_train_mem m;
+        pp_train_memory(g, o, d, &m);
+        if (!cap || m.total_1f1b <= (double)cap) continue;
+        g->over_stage = d, g->over_need = m.total_1f1b, g->over_cap = (double)cap;
+        return PP_FAIL(err, PP_EINVAL,
+                       "training device %d needs %.1f MB under 1F1B (the weights' state %.1f, arenas %.1f, "
+                       "%d x the stash of %.1f, messages %.1f, workspace %.1f) against its cap of %.1f MB: over by "
+                       "%.1f MB", d, m.total_1f1b / 1e6, m.state / 1e6, m.arenas / 1e6, m.keep_1f1b, m.stash / 1e6,
+                       m.msgs_1f1b / 1e6, m.workspace / 1e6, (double)cap / 1e6, (m.total_1f1b - (double)cap) / 1e6);
+    }
+    return PP_OK;
 }
 
 pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
@@ -87,6 +107,7 @@ pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
         si->place = pp_stage_place(o, s);
     }
     free(seen);
+    if (g->train_devices && o->train.memory_model == PP_TRAIN_MEM_CUDA) return device_caps(g, o, err);
     for (int s = 0; s < p; s++) {
         size_t cap = pp_stage_cap(o, s);
         if (cap && g->stage_info[s].memory > cap) {

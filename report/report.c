@@ -46,23 +46,24 @@ int64_t pp_report_batch(const pp_graph *g) {
 /* A training plan's devices: each one's memory (passes/train_memory.c says
  * what is counted) under 1F1B and GPipe. */
 static void report_devices(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
-    const int P = g->train_devices, M = o->micro_batches, nb = pp_optim_buffers(&g->optim), copies = 3 + nb;
+    const int P = g->train_devices, M = o->micro_batches;
     char od[512];
     pp_optim_describe(&g->optim, od, sizeof od);
     fprintf(f, "optimizer: %s\n", od);
-    fprintf(f, "training: %d device%s; per device (MB): weights, arenas, stash per micro-batch and the micro-batches "
-               "1F1B keeps, messages and totals under 1F1B / GPipe (%d micro-batches); totals count %d x the weights "
-               "(the plan's, the trainer's, gradients, %d optimizer buffer%s)\n", P, P == 1 ? "" : "s", M, copies, nb,
-            nb == 1 ? "" : "s");
-    fprintf(f, "%-6s %7s %10s %9s %9s %11s %12s %12s %10s %10s\n", "device", "stages", "weights", "arenas", "stash",
-            "1F1B_keeps", "1F1B_total", "GPipe_total", "msgs_1F1B", "msgs_GPipe");
+    char what[512];
+    pp_train_memory_describe(o, what, sizeof what);
+    fprintf(f, "training: %d device%s; per device (MB): weights (the plan's), their state, arenas, stash per "
+               "micro-batch and the micro-batches 1F1B keeps, messages and totals under 1F1B / GPipe (%d "
+               "micro-batches); totals count %s\n", P, P == 1 ? "" : "s", M, what);
+    fprintf(f, "%-6s %7s %10s %9s %9s %11s %12s %12s %10s %10s %10s\n", "device", "stages", "weights", "arenas",
+            "stash", "1F1B_keeps", "1F1B_total", "GPipe_total", "msgs_1F1B", "msgs_GPipe", "state");
     for (int d = 0; d < P; d++) {
         pp_train_mem m;
         pp_train_memory(g, o, d, &m);
         const bool rc = pp_train_recomputes(&o->train, d);
-        fprintf(f, "%-6d %3d+%-3d %10.3f %9.3f %9.3f %11d %12.3f %12.3f %10.3f %10.3f%s\n", d, d, 2 * P - 1 - d,
-                m.weights / 1e6, m.arenas / 1e6, m.stash / 1e6, m.keep_1f1b, m.total_1f1b / 1e6, m.total_gpipe / 1e6,
-                m.msgs_1f1b / 1e6, m.msgs_gpipe / 1e6, rc ? "  (recomputes its forward: the stash is what it received)" : "");
+        fprintf(f, "%-6d %3d+%-3d %10.3f %9.3f %9.3f %11d %12.3f %12.3f %10.3f %10.3f %10.3f%s\n", d, d,
+                2 * P - 1 - d, m.weights / 1e6, m.arenas / 1e6, m.stash / 1e6, m.keep_1f1b, m.total_1f1b / 1e6,
+                m.total_gpipe / 1e6, m.msgs_1f1b / 1e6, m.msgs_gpipe / 1e6, m.state / 1e6, rc ? "  (recomputes its forward: the stash is what it received)" : "");
     }
 }
 

@@ -346,6 +346,8 @@ static int check_args(ppcc_cli *c) {
         return bad_usage("the optimizer's options (--optimizer, --lr, ...) are for --train: the plan records them%s", "");
     if ((c->mo.args || c->mo.runs != 3 || c->mo.procs) && !c->measure)
         return bad_usage("--measure-args, --measure-runs and --measure-procs are for --measure%s", "");
+    pp_err err = {0};
+    if (pp_train_memory_opts(co, &err) != PP_OK) return bad_usage("%s", err.msg);
     return -1;
 }
 

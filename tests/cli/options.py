@@ -100,6 +100,11 @@ PPCC_VALUES = {
     "--freeze": ("stem", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", ","),
     "--recompute": ("all", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", "x"),
     "--schedule": ("zb-h1", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", "zb"),
+    # the device memory model (passes/train_memory.c): --precision is recorded, the other two change figures only
+    "--precision": ("fp16", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", "fp8"),
+    "--memory-model": ("cuda", ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", "gpu"),
+    "--zero": ("1", ["--train", "--loss", "cross-entropy:logits", "-b", "2", "--memory-model", "cuda"], M, "plan",
+               "2"),
     # the optimizer (ir/optim.c's rows, which pprt shares): recorded in the plan
     **{k: (v, ["--train", "--loss", "cross-entropy:logits", "-b", "2"], M, "plan", bad) for k, v, bad in (
         ("--optimizer", "adamw", "adam"), ("--lr", "0.1", "-1"), ("--momentum", "0.9", "2"),

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""The device memory model of a training plan (ppcc --train --memory-model cuda,
+passes/train_memory.c) against byte counts computed here from the model's
+parameter count N (PyTorch's own count of the weights that train):
+  - fp16 + AdamW holds 8N bytes more than f32 + plain SGD (4N master + 2N
+    working copy + 2N gradients + 8N moments against 4N + 4N), bf16 as fp16,
+    f32 + AdamW 8N more than f32 + SGD;
+  - --zero 1 lowers every dp=2 row of --devices 2 --search by (4N + 8N) / 2
+    under fp16 + AdamW (master weights and moments halved) and by 8N / 2 under
+    f32 (the moments alone), to the byte, and leaves the pp=2 rows (one
+    replica) as they were;
+  - activations, stash and messages at fp16 take 45-60% of their f32 bytes;
+  - --max-batch -pp 2 under the cuda model (with --recompute all too): the
+    micro-batch found fits every device's 1F1B total as ppcc --report gives
+    it under the cap less the default --reserve (1.5 GiB), the next one
+    overflows a device;
+  - the refusals: --zero 1 without the cuda model, --precision without
+    --train, an unknown precision (exit 2, no plan).
+No GPU is needed: the model is a figure of ppcc (docs/training.md, "Memory on
+a GPU"). Usage: memory_model.py PPCC WORK"""
+import json
+import os
+import subprocess
+import sys
+
+try:
+    import torch
+    import torch.nn as nn
+except ImportError:
+    print("skipped: no torch")
+    sys.exit(77)
+
+PPCC, WORK = sys.argv[1], sys.argv[2]
+os.makedirs(WORK, exist_ok=True)
+os.chdir(WORK)
+failures = []
+RESERVE = 1.5 * 2**30
+
+
+def check(ok, msg):
+    if not ok:
+        failures.append(msg)
+        print("FAIL:", msg)
+
+
+torch.manual_seed(0)
+net = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.Conv2d(32, 64, 3, padding=1),
+                    nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+N = sum(p.numel() for p in net.parameters())
+torch.onnx.export(net, (torch.zeros(2, 3, 32, 32),), "net.onnx", input_names=["input"], output_names=["logits"],
+                  opset_version=14, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                  dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+TRAIN = ["net.onnx", "--train", "--loss", "cross-entropy:logits"]
+
+
+def ppcc(*args):
+    r = subprocess.run([PPCC, *TRAIN, *args], capture_output=True, text=True)
+    check(r.returncode == 0, f"ppcc {' '.join(args)}: exit {r.returncode}: {r.stderr[-400:]}")
+    return r
+
+
+def search(tag, *args):
+    """{(pp, dp, micro_batch): [(memory_bytes, state_bytes) per device]} of --devices 2 --search"""
+    r = ppcc("--devices", "2", "--search", "--max-memory", "24GiB", "--batch-sizes", "4,16", "--memory-model",
+             "cuda", "--report-json", f"{tag}.json", *args)
+    if r.returncode:
+        return {}
+    with open(f"{tag}.json") as f:
+        s = json.load(f)["search"]
+    check(s.get("memory_model") == "cuda", f"{tag}: the search JSON names memory_model {s.get('memory_model')}")
+    return {(c["pp"], c["dp"], c["micro_batch"]): [(st["memory_bytes"], st["params_bytes"]) for st in c["stages"]]
+            for c in s["candidates"] if c["fits"]}
+
+
+base = search("f32_sgd", "--precision", "f32")
+rows = {k: search(k, "--precision", p, "--optimizer", "adamw", *z)
+        for k, p, z in (("fp16", "fp16", []), ("bf16", "bf16", []), ("f32", "f32", []),
+                        ("fp16_zero", "fp16", ["--zero", "1"]), ("f32_zero", "f32", ["--zero", "1"]))}
+check(len(base) == 4 and all(len(v) == 4 for v in rows.values()), f"every search has 4 fitting rows: "
+      f"{len(base)}, {[len(v) for v in rows.values()]}")
+key = (1, 2, 4)
+if key in base and all(key in v for v in rows.values()):
+    state = lambda t: rows[t][key][0][1] if t in rows else base[key][0][1]  # noqa: E731
+    check(state("fp16") - state("f32_sgd") == 8 * N, f"fp16 AdamW against f32 SGD: {state('fp16') - state('f32_sgd')} "
+          f"bytes more, expected 8N = {8 * N}")
+    check(state("bf16") == state("fp16"), f"bf16 {state('bf16')} against fp16 {state('fp16')} bytes of state")
+    check(state("f32") - state("f32_sgd") == 8 * N, f"f32 AdamW against f32 SGD: {state('f32') - state('f32_sgd')} "
+          f"bytes more, expected 8N = {8 * N}")
+for t, want in (("fp16", (4 * N + 8 * N) // 2), ("f32", 8 * N // 2)):
+    a, z = rows[t], rows[t + "_zero"]
+    for k in sorted(set(a) & set(z)):
+        got = [x[0] - y[0] for x, y in zip(a[k], z[k])]
+        exp = [want if k[1] == 2 else 0] * len(got)
+        check(all(abs(g - e) <= 1 for g, e in zip(got, exp)), f"--zero 1, {t}, pp {k[0]} dp {k[1]} micro-batch {k[2]}: "
+              f"lower by {got} bytes, expected {exp}")
+k16 = (1, 2, 16)
+if k16 in rows["fp16"] and k16 in rows["f32"]:
+    act = lambda t: rows[t][k16][0][0] - rows[t][k16][0][1]  # noqa: E731  (arenas, stash, messages, workspace)
+    ws = 32 * 2**20
+    ratio = (act("fp16") - ws) / (act("f32") - ws)
+    check(0.45 <= ratio <= 0.6, f"fp16's activations, stash and messages are {ratio:.3f} of f32's, expected 0.45-0.6")
+
+
+def totals(b, extra):
+    r = ppcc("-b", str(b), "-pp", "2", "--report", "-o", "sized.plan", *extra)
+    if r.returncode or "GPipe_total" not in r.stdout:
+        return []
+    return [float(ln.split()[6]) * 1e6 for ln in r.stdout.split("GPipe_total")[1].splitlines()[1:3]]
+
+
+for extra in (["--memory-model", "cuda", "--precision", "fp16", "--optimizer", "adamw"],
+              ["--memory-model", "cuda", "--precision", "fp16", "--optimizer", "adamw", "--recompute", "all"]):
+    at24 = totals(24, extra)
+    if not at24:
+        continue
+    cap = RESERVE + max(at24) + 20e3
+    r = ppcc("-pp", "2", "--max-batch", "--max-memory", f"{int(cap)}B", *extra)
+    if r.returncode or "largest micro-batch:" not in r.stdout:
+        check(False, f"--max-batch {extra}: {r.stdout[-400:]}")
+        continue
+    best = int(r.stdout.split("largest micro-batch:")[1].split()[0])
+    check("cuda model at fp16" in r.stdout and "limited by device" in r.stdout, f"--max-batch {extra}: {r.stdout}")
+    at, over = totals(best, extra), totals(best + 1, extra)
+    check(best >= 24 and at and over and max(at) <= cap - RESERVE + 1e3 < max(over) + 2e3,
+          f"--max-batch {extra} found {best} under {(cap - RESERVE) / 1e6:.3f} MB: the report gives {at} there and "
+          f"{over} at {best + 1}")
+
+for args, msg in ((["--zero", "1"], "--zero 1 is a figure of the device memory model"),
+                  (["--precision", "fp8"], "--precision fp8: expected f32, bf16 or fp16")):
+    r = subprocess.run([PPCC, *TRAIN, "-b", "4", *args, "-o", "refused.plan"], capture_output=True, text=True)
+    check(r.returncode == 2 and msg in r.stderr and not os.path.exists("refused.plan"),
+          f"ppcc {args}: exit {r.returncode}: {r.stderr[-300:]}")
+r = subprocess.run([PPCC, "net.onnx", "-b", "4", "--precision", "bf16", "-o", "refused.plan"], capture_output=True,
+                   text=True)
+check(r.returncode == 2 and "--precision is an option of --train" in r.stderr, f"--precision without --train: exit "
+      f"{r.returncode}: {r.stderr[-300:]}")
+
+print(f"N = {N}; {len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
