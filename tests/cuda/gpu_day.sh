@@ -22,8 +22,10 @@
 #      paths under compute-sanitizer synccheck (racecheck for the staged);
 #      2t. training (issue 56): digits and ResNet-18 trained on the GPU at
 #      -pp 1, 2 (tests/cuda/train_emu.sh), a training step under memcheck and
-#      racecheck, bench/train_cuda.py (ResNet-50's gradients against
-#      PyTorch, its step rate at batch 32 against eager f32 and AMP);
+#      racecheck, tests/cuda/train_memory_gpu.py (ppcc's device memory
+#      model beside PyTorch AMP's peak, the context against --reserve),
+#      bench/train_cuda.py (ResNet-50's gradients against PyTorch, its step
+#      rate at batch 32 against eager f32 and AMP);
 #   3. the ONNX node tests on cuda, a quick pass (NODE=quick, default: every
 #      NODE_STRIDE-th listed test, within NODE_SECS (60); NODE=all: all of them
 #      in five chunks, CHUNKS and SAN as before; NODE=0: none), then the
@@ -173,6 +175,11 @@ if [ "$be" = cuda ] && [ -f $wt/r1.plan ]; then
       || { echo "FAIL: compute-sanitizer $tool, a ResNet-18 training step"; status=1; }
     echo "training step $tool: $(tail -1 "$out/san_train_$tool.txt")"
   done
+  # issue 56's memory model against PyTorch's own AMP training (torch.cuda.max_memory_allocated), and the CUDA
+  # context's bytes against the 1.5 GiB default --reserve
+  timeout "$(cap 90)" python3 "$src/tests/cuda/train_memory_gpu.py" "$src/tests/cuda/train_memory_est.json" \
+    > "$out/train_memory_gpu.md" 2>&1 || { echo "FAIL or cut: train_memory_gpu.py: $(tail -2 "$out/train_memory_gpu.md")"; status=1; }
+  cat "$out/train_memory_gpu.md"
   tsecs=$(cap "${TRAIN_SECS:-150}")
   if [ "$tsecs" -gt 30 ]; then
     timeout "$tsecs" python3 "$src/bench/train_cuda.py" --ppcc "$PPCC" --pprt "$PPRT" > "$out/train_cuda.md" \
