@@ -45,6 +45,9 @@
 #      8 (with --cuda-explain), ViT's --cuda-wide-copies A/B, ResNet-50's
 #      --cuda-conv-fusion A/B, GPT under memcheck and initcheck, tests/ops on
 #      cuda (OPS_SECS, default 0 now), each only if the time left allows it.
+# EARLY=0 skips parts 2-2b', TRAIN_SECS=0 part 2t, TWO_SECS=0 part 2c, NODE=0 part 3: the
+# next lease's plan (docs/cuda.md, "The GPU day") runs the day as two calls of about 7 minutes,
+# one for speed (issue 54), one for training (issue 56).
 # MINI=1 runs gpu_mini.sh's checks (the zoo against onnxruntime, nan_conv.py,
 # synccheck/initcheck, einsum) before all this (off by default since 2026-12:
 # they passed on six leases). The log comes back as $OUT/day.log, the tables
@@ -75,6 +78,8 @@ left() { echo $((budget - (SECONDS - t0))); }
 cap() { local l=$(($(left) - ${2:-15})); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
 status=0
 be=${PP_BACKEND:-cuda}
+# the seconds parts 2c and 2t leave for the benchmark (part 4): 300, or a margin where BENCH_SECS=0
+keep=300; [ "${BENCH_SECS:-210}" = 0 ] && keep=15
 [ "${MINI:-0}" = 0 ] || SECS=1 bash "$src/tests/cuda/gpu_mini.sh" || status=1
 . "$src/tests/cuda/gpu_env.sh"
 
@@ -86,8 +91,9 @@ if [ "$be" = cuda ]; then
   nvidia-smi -L
 fi
 
-echo "== 2. --cuda-overlap on against off ($(date +%T), $(left) s left)"
 w=/tmp/gday_ovl; rm -rf $w; mkdir -p $w; S=$src/samples/digits
+if [ "${EARLY:-1}" = 1 ]; then # parts 2, 2b, 2b' (EARLY=0 skips them: a second call of the day)
+echo "== 2. --cuda-overlap on against off ($(date +%T), $(left) s left)"
 python3 "$src/tests/cuda/overlap_models.py" $w > /dev/null || { echo "FAIL: overlap_models.py"; status=1; }
 ovl() { # MODEL DATA PP DEPTH: the same bytes with the ends overlapped and not; each rate
   local m=$1 data=$2 pp=$3 dp=$4 tag; tag=$(basename "$m" .onnx)_$3_$4
@@ -154,15 +160,21 @@ else
   echo "FAIL: fattn_models.py"; status=1
 fi
 
-# 2t. training on the GPU (issue 56; never on a GPU before this): tests/cuda/train_emu.sh with
-# TRAIN_BACKEND=$be (digits and ResNet-18 at -pp 1, 2: no node on the host, the same bits across
-# splits, digits' weights and ResNet-18's losses against ref), one ResNet-18 training step under
-# memcheck and racecheck (the backward kernels), then bench/train_cuda.py (ResNet-50: one step's loss
-# and gradients against PyTorch f32, the step rate at batch 32 against eager f32 and AMP), within
-# TRAIN_SECS (default 150) for the benchmark
+fi # EARLY
+# 2t. training on the GPU (issue 56; never on a GPU before this), within TRAIN_SECS (default 240; like 2c it
+# never eats into the 300 s kept for the benchmark; TRAIN_SECS=0 skips it): tests/cuda/train_emu.sh with
+# TRAIN_BACKEND=$be (digits and ResNet-18 at -pp 1, 2: no node on the host, the same bits across splits,
+# digits' weights and ResNet-18's losses against ref), one ResNet-18 training step under memcheck and
+# racecheck (the backward kernels), tests/cuda/train_memory_gpu.py (ppcc's device memory model beside
+# PyTorch AMP's peak, the CUDA context against --reserve), then bench/train_cuda.py (ResNet-50: one step's
+# loss and gradients against PyTorch f32, the step rate at batch 32 against eager f32 and AMP)
 echo "== 2t. training ($(date +%T), $(left) s left)"
 wt=$w/train
-if PPCC=$PPCC PPRT=$PPRT PY=python3 SRC=$src TRAIN_BACKEND=$be timeout "$(cap 150)" \
+t_end=$((SECONDS + $(cap "${TRAIN_SECS:-240}" "$keep")))
+tcap() { local l=$((t_end - SECONDS)); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
+if [ "$(tcap 150)" -lt 20 ]; then
+  echo "skip: training (TRAIN_SECS, or the time left)"
+elif PPCC=$PPCC PPRT=$PPRT PY=python3 SRC=$src TRAIN_BACKEND=$be timeout "$(tcap 150)" \
     bash "$src/tests/cuda/train_emu.sh" $wt > "$out/train_emu.txt" 2>&1; then
   tail -2 "$out/train_emu.txt"
 else
@@ -170,28 +182,30 @@ else
 fi
 if [ "$be" = cuda ] && [ -f $wt/r1.plan ]; then
   for tool in memcheck racecheck; do
-    timeout "$(cap 90)" compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $wt/r1.plan $wt/rdata --labels \
+    [ "$(tcap 90)" -ge 20 ] || { echo "skip: a training step under $tool (time)"; continue; }
+    timeout "$(tcap 90)" compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $wt/r1.plan $wt/rdata --labels \
       $wt/rlabels.npy --steps 1 --backend cuda --cuda-graphs off -q > "$out/san_train_$tool.txt" 2>&1 \
       || { echo "FAIL: compute-sanitizer $tool, a ResNet-18 training step"; status=1; }
     echo "training step $tool: $(tail -1 "$out/san_train_$tool.txt")"
   done
-  # issue 56's memory model against PyTorch's own AMP training (torch.cuda.max_memory_allocated), and the CUDA
-  # context's bytes against the 1.5 GiB default --reserve
-  timeout "$(cap 90)" python3 "$src/tests/cuda/train_memory_gpu.py" "$src/tests/cuda/train_memory_est.json" \
-    > "$out/train_memory_gpu.md" 2>&1 || { echo "FAIL or cut: train_memory_gpu.py: $(tail -2 "$out/train_memory_gpu.md")"; status=1; }
-  cat "$out/train_memory_gpu.md"
-  tsecs=$(cap "${TRAIN_SECS:-150}")
-  if [ "$tsecs" -gt 30 ]; then
-    timeout "$tsecs" python3 "$src/bench/train_cuda.py" --ppcc "$PPCC" --pprt "$PPRT" > "$out/train_cuda.md" \
+  if [ "$(tcap 90)" -ge 30 ]; then
+    timeout "$(tcap 90)" python3 "$src/tests/cuda/train_memory_gpu.py" "$src/tests/cuda/train_memory_est.json" \
+      > "$out/train_memory_gpu.md" 2>&1 || { echo "FAIL or cut: train_memory_gpu.py: $(tail -2 "$out/train_memory_gpu.md")"; status=1; }
+    cat "$out/train_memory_gpu.md"
+  fi
+  if [ "$(tcap 150)" -ge 40 ]; then
+    timeout "$(tcap 150)" python3 "$src/bench/train_cuda.py" --ppcc "$PPCC" --pprt "$PPRT" > "$out/train_cuda.md" \
       2> "$out/train_cuda.err" || { echo "FAIL or cut: bench/train_cuda.py: $(tail -2 "$out/train_cuda.err")"; status=1; }
     cat "$out/train_cuda.md"
+  else
+    echo "skip: bench/train_cuda.py (time)"
   fi
 fi
 
 # 2c. two GPUs on one (issue 57): the two-device paths on logical devices aliased onto GPU 0
 # (PPRT_CUDA_ALIAS), within TWO_SECS (default 130; it never eats into the 300 s kept for the benchmark)
 echo "== 2c. two GPUs on one ($(date +%T), $(left) s left)"
-two_end=$((SECONDS + $(cap "${TWO_SECS:-130}" 300)))
+two_end=$((SECONDS + $(cap "${TWO_SECS:-130}" "$keep")))
 tl() { local t=$((two_end - SECONDS)); [ "$t" -lt "$1" ] && echo "$t" || echo "$1"; } # a step's timeout within the part
 w2=/tmp/gday_two; rm -rf $w2; mkdir -p $w2
 jget() { python3 -c "import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@" 2>/dev/null; }
