@@ -456,6 +456,11 @@ static const pp_opt rows[] = {
      "with --train: the schedule the plan is for; zb-h1 splits each device's backward into the input gradients "
      "(on the chain of stages) and the weight gradients (a stage of their own, which pprt --schedule zb-h1 defers "
      "into the pipeline's idle time); 1f1b and gpipe compile the same plan", PP_OPT_RECORD, 0, NULL, NULL, NULL},
+    {"--precision", PP_OPT_WORD, "P", F(train.optim.precision), 0, 0, "f32|bf16|fp16", NULL, "f32",
+     "with --train: mixed precision, autocast's policy decided in the graph (docs/training.md): convolutions and "
+     "products and their gradients in bf16 or fp16 (computed in f32, rounded to nearest even), f32 master weights, "
+     "norms, softmax and the loss in f32; fp16 needs --loss-scale (dynamic, as PyTorch's GradScaler)", PP_OPT_RECORD,
+     0, NULL, NULL, NULL},
     {"--micro-batches", PP_OPT_INT, "M", F(micro_batches), 1, 1 << 20, NULL, "a count 1..2^20", "8",
      "micro-batches per run, for the bubble estimate", 0, 0, NULL, NULL, NULL},
     {"--devices", PP_OPT_INT, "N", F(devices), 1, 4096, NULL, "a count 1..4096", NULL,
