@@ -179,19 +179,60 @@ pp_status pp_train_autocast(pp_graph *g, const pp_train_opts *t, pp_err *err) {
     return s;
 }
 
-/* A forward Cast from the half type to f32: its input, else -1. */
-static int half_source(const pp_graph *g, int v) {
+/* Ops whose output holds values of the half type when their float input does
+ * (a max, a sign, a move): their f32 output is kept for the backward as a
+ * half copy, which loses nothing. */
+static bool exact_op(pp_op op) {
+    return op == PP_OP_RELU || op == PP_OP_MAXPOOL || op == PP_OP_GLOBALMAXPOOL || op == PP_OP_NEG || op == PP_OP_ABS ||
+           op == PP_OP_IDENTITY || op == PP_OP_FLATTEN || op == PP_OP_RESHAPE || op == PP_OP_SQUEEZE ||
+           op == PP_OP_UNSQUEEZE || op == PP_OP_TRANSPOSE;
+}
+
+/* Per forward value: the half value it is an exact f32 copy of (-1: none), or
+ * -2 where it holds half values with no half copy made yet (exact_op's output). */
+static pp_status half_values(const pp_graph *g, int n0, int **out, pp_err *err) {
+    int *hv = malloc(pp_count(g->n_values) * sizeof *hv);
+    if (!hv) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int v = 0; v < g->n_values; v++) hv[v] = -1;
+    for (int i = 0; i < n0; i++) {
+        const pp_node *n = &g->nodes[i];
+        if (n->backward || n->n_out < 1 || n->out[0] < 0) continue;
+        const int x = n->in[0], y = n->out[0];
+        if (n->op == PP_OP_CAST && x >= 0 && g->values[y].dtype == PP_F32 &&
+            (g->values[x].dtype == PP_BF16 || g->values[x].dtype == PP_F16))
+            hv[y] = x;
+        else if (exact_op(n->op) && x >= 0 && hv[x] != -1 && g->values[y].dtype == PP_F32)
+            hv[y] = -2;
+    }
+    *out = hv;
+    return PP_OK;
+}
+
+/* A half copy of forward value v (which holds half values): a forward Cast of
+ * it to the half type there already (the next product's rounding), else one
+ * made right after v's producer. */
+static pp_status half_copy(ctx *c, int v, pp_dtype half, int *h, pp_err *err) {
+    pp_graph *g = c->g;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pp_node *n = &g->nodes[i];
+        if (n->op == PP_OP_CAST && !n->backward && n->in[0] == v && g->values[n->out[0]].dtype == half) {
+            *h = n->out[0];
+            return PP_OK;
+        }
+    }
     const int p = g->values[v].producer;
-    if (p < 0 || g->nodes[p].op != PP_OP_CAST || g->nodes[p].backward) return -1;
-    const int h = g->nodes[p].in[0];
-    const pp_dtype dt = g->values[h].dtype;
-    return (dt == PP_BF16 || dt == PP_F16) && g->values[v].dtype == PP_F32 ? h : -1;
+    *h = -1;
+    return cast(c, v, half, c->at[p].key / 4 * 4 + 3, p, false, h, err);
 }
 
 pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *err) {
     if (t->optim.precision == PP_PREC_F32) return PP_OK;
     ctx c = {.g = g};
     const int n0 = g->n_nodes;
+    const pp_dtype half = t->optim.precision == PP_PREC_BF16 ? PP_BF16 : PP_F16;
+    const int nv0 = g->n_values;
+    int *hv = NULL;
+    PP_TRY(half_values(g, n0, &hv, err));
     /* (the f32 copy, the gradient's owner) -> the backward's own copy */
     typedef struct {
         int v;
@@ -206,8 +247,11 @@ pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *e
         if (!g->nodes[i].backward) continue;
         for (int k = 0; s == PP_OK && k < g->nodes[i].n_in; k++) {
             const int v = g->nodes[i].in[k];
-            const int h = v >= 0 ? half_source(g, v) : -1;
-            if (h < 0) continue;
+            if (v < 0 || v >= nv0 || hv[v] == -1 || g->values[v].producer < 0 ||
+                g->nodes[g->values[v].producer].backward)
+                continue;
+            if (hv[v] == -2 && (s = half_copy(&c, v, half, &hv[v], err)) != PP_OK) break;
+            const int h = hv[v];
             int j = 0;
             while (j < n_m && !(m[j].v == v && m[j].owner == g->nodes[i].grad_of)) j++;
             if (j == n_m) {
@@ -227,6 +271,7 @@ pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *e
         }
     }
     if (s == PP_OK && n_m) s = reorder(&c, err);
+    free(hv);
     free(m);
     free(c.at);
     return s;

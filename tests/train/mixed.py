@@ -15,7 +15,8 @@ layer, as tests/train/run.py's), 32 samples a step in two micro-batches of
     within 1%, weights within 3% of a tensor's largest;
   - pprt's own f32 run: losses within 1%;
   - bits: the bf16 and fp16 weights at -pp 1 and -pp 2 are the same, and at
-    -pp 2 under zb-h1;
+    -pp 2 under zb-h1; on oneDNN (where built) bf16 at -pp 1 and 2 the same
+    bits, within 2e-3 of the PyTorch policy's;
   - forced overflows: fp16 from dynamic:2^30 with --loss-scale-interval 3
     overflows (fp16 ends at 65504): pprt skips the first steps and halves the
     scale at each, as many as the PyTorch emulation of the policy finds
@@ -102,9 +103,9 @@ def compile_plan(model, out, rows, opts=(), pp=1, lr=LR):
     check(r.returncode == 0, f"ppcc {' '.join(opts)} -pp {pp}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
 
 
-def train(plan, out, steps, opts=(), data="data", acc=ACC):
+def train(plan, out, steps, opts=(), data="data", acc=ACC, backend="ref"):
     log = out + ".json"
-    r = run([PPRT, plan, data, "--steps", str(steps), "--accumulate", str(acc), "--no-shuffle", "--backend", "ref",
+    r = run([PPRT, plan, data, "--steps", str(steps), "--accumulate", str(acc), "--no-shuffle", "--backend", backend,
              "--save-weights", out, "--log-json", log, "-q", *opts])
     check(r.returncode == 0, f"pprt {plan} {' '.join(opts)}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
     if r.returncode:
@@ -189,6 +190,12 @@ for prec in ("bf16", "fp16"):
           f"losses {le:.3g} (1e-4)")
     check(loss_gap(l1, l32) <= 1e-2, f"{prec}: the losses {l1} are over 1% from pprt's f32 run's {l32}")
     check(far(w1, w32) > 0, f"{prec}: the weights are f32's bits: no rounding happened")
+    if prec == "bf16" and "dnnl" in run([PPRT, "--backend", "list"]).stdout:
+        # oneDNN's f32 kernels (the Casts on pprt's): its own sums, the same bits at -pp 1 and 2
+        wd1, _ = train(f"{prec}_1.plan", f"w_{prec}_d1", STEPS, backend="dnnl")
+        wd2, _ = train(f"{prec}_2.plan", f"w_{prec}_d2", STEPS, backend="dnnl")
+        check(same_bits(wd1, wd2), f"{prec} on dnnl: the weights at -pp 1 and 2 differ in bits")
+        check(far(wd1, wp) <= 2e-3, f"{prec} on dnnl: the weights {far(wd1, wp):.3g} from the PyTorch policy's (2e-3)")
     if prec == "bf16":
         wa, la = torch_train(Net, init, X, Y, STEPS, autocast=torch.bfloat16)
         ea, lae = far(w1, wa), loss_gap(l1, la)
