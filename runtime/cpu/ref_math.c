@@ -107,6 +107,35 @@ static uint16_t narrow_float(double v, int mb, int eb) {
     return sign | (uint16_t)((e - 1 + bias) << mb) | (uint16_t)(ldexp(m, mb + 1) - ldexp(1.0, mb));
 }
 
+/* The same from a float, on its bits (ppcc --train --precision casts every
+ * product's inputs and outputs: the double path above costs several times
+ * the convolution): narrow_float's results, NaN included. */
+static uint16_t bf16_of_float(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static uint16_t f16_of_float(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    const uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7e00u;  /* NaN */
+    if (a >= 0x477ff000u) return sign | 0x7c00u; /* 65520 and up (the tie above 65504 goes to the even infinity) */
+    if (a <= 0x33000000u) return sign;           /* 2^-25 and below: 0 (2^-25 a tie to the even 0) */
+    if (a < 0x38800000u) {                       /* below 2^-14: a subnormal, quantum 2^-24 */
+        const uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23);
+        uint32_t r = m >> shift;
+        const uint32_t rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        r += rem > half || (rem == half && (r & 1u));
+        return sign | (uint16_t)r;
+    }
+    const uint32_t r = a - 0x38000000u; /* the exponent rebiased from 127 to 15 */
+    return sign | (uint16_t)((r + 0xfffu + ((r >> 13) & 1u)) >> 13);
+}
+
 /* ---- Cast between element types ----------------------------------------------------- */
 
 /* float -> integer: truncate toward zero, saturate out of range, NaN -> 0. */
@@ -146,8 +175,8 @@ static uint64_t f2u(double v, uint64_t hi) {
     X(PP_U64, uint64_t, UI, 0, UINT64_MAX, TS, ISF, LOAD)                               \
     X(PP_BOOL, uint8_t, BOOL, 0, 0, TS, ISF, LOAD)
 #define CONV_FLT(TD, LO, HI, ISF, L) ((TD)(L))
-#define CONV_F16(TD, LO, HI, ISF, L) narrow_float((double)(L), 10, 5)
-#define CONV_BF16(TD, LO, HI, ISF, L) narrow_float((double)(L), 7, 8)
+#define CONV_F16(TD, LO, HI, ISF, L) _Generic((L), float: f16_of_float((float)(L)), default: narrow_float((double)(L), 10, 5))
+#define CONV_BF16(TD, LO, HI, ISF, L) _Generic((L), float: bf16_of_float((float)(L)), default: narrow_float((double)(L), 7, 8))
 #define CONV_SI(TD, LO, HI, ISF, L) ((ISF) ? (TD)f2s((double)(L), LO, HI) : (TD)(L))
 #define CONV_UI(TD, LO, HI, ISF, L) ((ISF) ? (TD)f2u((double)(L), HI) : (TD)(L))
 #define CONV_BOOL(TD, LO, HI, ISF, L) ((uint8_t)((L) != 0))

@@ -29,6 +29,9 @@ layer, as tests/train/run.py's), 32 samples a step in two micro-batches of
     images of 32x32), 2 SGD steps at bf16, -pp 1 and 2: the losses within
     1e-3 of the PyTorch policy's and 2% of PyTorch autocast's, the weights
     the same bits at -pp 1 and 2;
+  - the Casts (the reference kernel's fast path from f32) round as torch's
+    .to(bfloat16) and NumPy's astype(float16) on 16.7M bit patterns and the
+    types' ties and edges;
   - refusals (exit 2, nothing written): --precision fp8, fp16 without a
     loss scale (why: fp16's range), --precision without --train.
 Usage: mixed.py PPCC PPRT WORK"""
@@ -328,6 +331,42 @@ else:
     check(lp <= 3e-3 and la <= 1e-2, f"ResNet-18 bf16: the loss {got}, the PyTorch policy's {ref['f32'][0]} (3e-3), "
           f"autocast's {ref['autocast'][0]} (1e-2)")
     check(not over, f"ResNet-18 bf16: gradients further from the PyTorch policy's than rounding: {over[:6]}")
+
+# ---- the Casts' rounding against PyTorch's and NumPy's conversions ----------------------------------------
+# every 257th f32 bit pattern (16.7M) and the ties and edges of both types (subnormals, 65504..65520, the largest
+# bf16): f32 -> bf16 -> f32 as torch's .to(bfloat16), f32 -> f16 -> f32 as NumPy's astype (both to nearest even)
+import onnx  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+u = (np.arange((1 << 32) // 257 + 1, dtype=np.uint64) * 257).astype(np.uint32)
+ex = np.arange(256, dtype=np.uint32) << 23
+edges = np.concatenate([ex | m for m in (0x8000, 0x18000, 0x7fff, 0x1000, 0x3000, 0xfff, 0x2fff, 0x7fffff)] +
+                       [np.array([0x477fefff, 0x477ff000, 0x477ff001, 0x33000000, 0x33000001, 0x387fffff, 0x38800000,
+                                  0x7f7fffff, 0x7f7f8000, 0x7f7f7fff], np.uint32)])
+u = np.concatenate([u, edges, edges | 0x80000000])
+os.makedirs("cdata", exist_ok=True)
+xc = u.view(np.float32).reshape(1, -1)
+np.save("cdata/input.npy", xc)
+T = TensorProto
+cg = helper.make_graph([helper.make_node("Cast", ["input"], ["b"], to=T.BFLOAT16),
+                        helper.make_node("Cast", ["b"], ["bf"], to=T.FLOAT),
+                        helper.make_node("Cast", ["input"], ["h"], to=T.FLOAT16),
+                        helper.make_node("Cast", ["h"], ["hf"], to=T.FLOAT)], "casts",
+                       [helper.make_tensor_value_info("input", T.FLOAT, list(xc.shape))],
+                       [helper.make_tensor_value_info(n, T.FLOAT, list(xc.shape)) for n in ("bf", "hf")])
+onnx.save(helper.make_model(cg, opset_imports=[helper.make_opsetid("", 14)]), "casts.onnx")
+r = run([PPCC, "casts.onnx", "-b", "0", "-q", "-o", "casts.plan"])
+r = r if r.returncode else run([PPRT, "casts.plan", "cdata", "-o", "cout", "--backend", "ref", "-q"])
+check(r.returncode == 0, f"the Casts' plan: exit {r.returncode}: {r.stderr[-300:]}")
+if r.returncode == 0:
+    with np.errstate(over="ignore"):
+        want = {"bf": torch.from_numpy(xc).to(torch.bfloat16).float().numpy(),
+                "hf": xc.astype(np.float16).astype(np.float32)}
+    for n, w in want.items():
+        got = np.load(f"cout/{n}.npy")
+        nan = np.isnan(w)
+        bad = int(np.count_nonzero(got[~nan].view(np.uint32) != w[~nan].view(np.uint32)))
+        check((np.isnan(got) == nan).all() and bad == 0, f"Cast to {n}: {bad} of {xc.size} values rounded otherwise")
 
 # ---- refusals ------------------------------------------------------------------------------------------------
 BAD = [(["--train", "--loss", "cross-entropy:logits", "--precision", "fp8"], "--precision needs f32, bf16 or fp16"),
