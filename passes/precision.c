@@ -18,7 +18,11 @@
  * pp_train_autocast_stash, after the autodiff: a backward node that reads
  * a forward Cast's f32 copy of a half value reads its own Cast of the half
  * value instead (a Cast in the backward, of the reader's stage), so what the
- * forward stage keeps for its backward is the half value, not its f32 copy.
+ * forward stage keeps for its backward is the half value, not its f32 copy;
+ * a weight's copy is made again from the weight in the backward (the stage
+ * has its weights: nothing kept per micro-batch). ReLU, MaxPool and the views
+ * of half values hold half values: the backward reads them through a half
+ * copy too (exact).
  * This file is not the kernels (they compute in f32 and store what the
  * graph's dtypes say). */
 #include <stdlib.h>
@@ -263,8 +267,13 @@ pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *e
                     }
                     m = mm;
                 }
-                int copy = -1;
-                s = cast(&c, h, PP_F32, 4 * (int64_t)i + 1, i, true, &copy, err);
+                /* a weight's half copy is made again from the weight (the stage's own), not kept per micro-batch */
+                const int hp = g->values[h].producer, w = hp >= 0 ? g->nodes[hp].in[0] : -1;
+                const bool weight = w >= 0 && g->nodes[hp].op == PP_OP_CAST && (g->values[w].is_param ||
+                                                                                 g->values[w].is_const);
+                int hb = -1, copy = -1;
+                if (weight) s = cast(&c, w, half, 4 * (int64_t)i + 1, i, true, &hb, err);
+                if (s == PP_OK) s = cast(&c, weight ? hb : h, PP_F32, 4 * (int64_t)i + 1, i, true, &copy, err);
                 m[n_m++] = (memo){v, g->nodes[i].grad_of, copy};
             }
             if (s == PP_OK) g->nodes[i].in[k] = m[j].copy;
