@@ -113,6 +113,7 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
         PP_TRY(pp_autodiff(g, &o->train, err));
         PP_TRY(pp_graph_verify(g, err));
         PP_TRY(pp_train_autocast_stash(g, &o->train, err));
+        PP_TRY(pp_graph_verify(g, err));
         /* the backward graph's constants fold; the weights, variables, do not */
         PP_TRY(disabled(o, "fold") ? pp_graph_infer(g, err) : pp_fold(g, err));
         PP_TRY(pp_graph_verify(g, err));

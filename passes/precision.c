@@ -229,6 +229,27 @@ static pp_status half_copy(ctx *c, int v, pp_dtype half, int *h, pp_err *err) {
     return cast(c, v, half, c->at[p].key / 4 * 4 + 3, p, false, h, err);
 }
 
+/* A forward reader of a value that holds half values (a ReLU's or a
+ * MaxPool's of a product's output) reads, where a product's rounding of it
+ * comes before the reader, that rounding's f32 copy instead: the same values,
+ * so a cut between them sends the half value alone. */
+static void share_copies(pp_graph *g, int n0, const int *hv) {
+    for (int c2 = 0; c2 < n0; c2++) {
+        const pp_node *n2 = &g->nodes[c2];
+        if (n2->backward || n2->op != PP_OP_CAST || g->values[n2->out[0]].dtype != PP_F32) continue;
+        const int h = n2->in[0], c1 = h >= 0 ? g->values[h].producer : -1;
+        if (c1 < 0 || g->nodes[c1].op != PP_OP_CAST || g->nodes[c1].backward) continue;
+        const int v = g->nodes[c1].in[0], f = n2->out[0];
+        if (v < 0 || hv[v] == -1 || g->values[v].dtype != PP_F32) continue;
+        for (int r = c2 + 1; r < n0; r++) {
+            pp_node *rn = &g->nodes[r];
+            if (rn->backward) continue;
+            for (int k = 0; k < rn->n_in; k++)
+                if (rn->in[k] == v) rn->in[k] = f;
+        }
+    }
+}
+
 pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *err) {
     if (t->optim.precision == PP_PREC_F32) return PP_OK;
     ctx c = {.g = g};
@@ -237,6 +258,7 @@ pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *e
     const int nv0 = g->n_values;
     int *hv = NULL;
     PP_TRY(half_values(g, n0, &hv, err));
+    share_copies(g, n0, hv);
     /* (the f32 copy, the gradient's owner) -> the backward's own copy */
     typedef struct {
         int v;

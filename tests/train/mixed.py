@@ -14,6 +14,8 @@ layer, as tests/train/run.py's), 32 samples a step in two micro-batches of
     the elementwise ops in bf16 too, where pprt's policy keeps f32): losses
     within 1%, weights within 3% of a tensor's largest;
   - pprt's own f32 run: losses within 1%;
+  - storage: at -pp 2 the forward cut sends bf16 alone, and device 0's
+    stash per micro-batch (ppcc --report) is at most 0.55 of f32's;
   - bits: the bf16 and fp16 weights at -pp 1 and -pp 2 are the same, and at
     -pp 2 under zb-h1; on oneDNN (where built) bf16 at -pp 1 and 2 the same
     bits, within 2e-3 of the PyTorch policy's;
@@ -205,6 +207,19 @@ for prec in ("bf16", "fp16"):
         print(f"train_mixed: digits bf16 against PyTorch's CPU autocast: weights {ea:.2g}, losses {lae:.2g}")
         check(ea <= 3e-2 and lae <= 1e-2, f"bf16 against PyTorch autocast: weights {ea:.3g} (3e-2), losses "
               f"{lae:.3g} (1e-2)")
+# what crosses the forward cut and what a device keeps per micro-batch (ppcc --report's estimate)
+rep = {}
+for prec in ("f32", "bf16"):
+    r = run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(ROWS), "-pp", "2", "--precision",
+             prec, "--report", "--report-json", f"rep_{prec}.json", "-o", f"rep_{prec}.plan"])
+    rows = r.stdout.split("msgs_GPipe")[1].splitlines()[1:3] if "msgs_GPipe" in r.stdout else []
+    rep[prec] = [float(ln.split()[4]) for ln in rows]
+    cuts = json.load(open(f"rep_{prec}.json"))["cuts"] if r.returncode == 0 else []
+    fwd = [t for c in cuts if c["from"] == 0 for t in c["tensors"] if t["dtype"] not in ("i64",)]
+    if prec == "bf16":
+        check(fwd and all(t["dtype"] == "bf16" for t in fwd), f"bf16: the forward cut sends {fwd}, want bf16 only")
+check(len(rep["f32"]) == 2 and len(rep["bf16"]) == 2 and rep["bf16"][0] <= 0.55 * rep["f32"][0],
+      f"bf16: the stash per micro-batch {rep.get('bf16')} MB against f32's {rep.get('f32')}: device 0's not halved")
 info = run([PPRT, "--info", "bf16_2.plan"]).stdout
 check("precision bf16" in info, f"pprt --info does not name the precision: {info[-400:]}")
 
