@@ -6,7 +6,7 @@ mode, ROWS images of SIZE x SIZE a micro-batch), exported for training;
 ppcc --train --loss cross-entropy:logits -b ROWS -pp P at each precision
 (fp16 with --loss-scale dynamic), then pprt --steps S --accumulate M on
 each backend: the time per step (the median of the log's steps after the
-first) and the process's peak resident set (from wait4), each as a ratio
+first) and the process's peak resident set (the log's peak_rss), each as a ratio
 against the f32 plan's on the same backend in this script; and the
 estimate of ppcc --report (its stash and 1F1B total per device). The peer
 in the same script: PyTorch eager f32 and its CPU autocast (bf16), the same
@@ -44,15 +44,6 @@ import torch.nn.functional as F  # noqa: E402
 import torchvision  # noqa: E402
 
 
-def run_rss(argv):
-    """run argv; its exit status, stderr and peak resident set in MB (wait4's ru_maxrss)"""
-    with tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, ru = os.wait4(p.pid, 0)
-        err.seek(0)
-        return os.waitstatus_to_exitcode(status), err.read().decode(errors="replace"), ru.ru_maxrss / 1024.0
-
-
 work = tempfile.mkdtemp(prefix="mixed_bench_")
 os.chdir(work)
 torch.manual_seed(0)
@@ -86,13 +77,14 @@ for backend in a.backends.split(","):
         rows = rep.stdout.split("msgs_GPipe")[1].splitlines()[1:1 + a.pp] if "msgs_GPipe" in rep.stdout else []
         stash = "/".join(r.split()[4] for r in rows)
         total = "/".join(r.split()[6] for r in rows)
-        rc, err, rss = run_rss([a.pprt, plan, "data", "--steps", str(a.steps), "--accumulate", str(a.accumulate),
-                                "--no-shuffle", "--backend", backend, "--threads", str(a.threads), "-q", "--log-json",
-                                f"{prec}_{backend}.json"])
-        if rc:
-            print(f"| {backend} | {prec} | pprt exit {rc}: {err.strip()[-200:]} |")
+        r = subprocess.run([a.pprt, plan, "data", "--steps", str(a.steps), "--accumulate", str(a.accumulate),
+                            "--no-shuffle", "--backend", backend, "--threads", str(a.threads), "-q", "--log-json",
+                            f"{prec}_{backend}.json"], capture_output=True, text=True)
+        if r.returncode:
+            print(f"| {backend} | {prec} | pprt exit {r.returncode}: {r.stderr.strip()[-200:]} |")
             continue
-        steps = json.load(open(f"{prec}_{backend}.json"))["steps"]
+        log = json.load(open(f"{prec}_{backend}.json"))
+        steps, rss = log["steps"], log.get("peak_rss", 0) / 2 ** 20
         secs = [n / s["samples_per_s"] for s in steps[1:] if s.get("samples_per_s")] or [float("nan")]
         t = statistics.median(secs)
         base = base or (t, rss)

@@ -70,12 +70,21 @@ static pp_status need_dtype(const pprt_tensor *t, pp_dtype want, const char *op,
 
 /* ---- float16 / bfloat16 in software ------------------------------------------------- */
 
+/* on the bits (a NaN comes out as the quiet NaN of its sign) */
 static float half_to_float(uint16_t h) {
-    int e = (h >> 10) & 31, m = h & 1023;
-    float v = e == 0 ? ldexpf((float)m, -24)
-              : e == 31 ? (m ? NAN : INFINITY)
-                        : ldexpf((float)(m | 1024), e - 25);
-    return (h & 0x8000) ? -v : v;
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 31u, m = h & 1023u, u;
+    if (e == 31) u = sign | (m ? 0x7fc00000u : 0x7f800000u);
+    else if (e) u = sign | ((e + 112u) << 23) | (m << 13);
+    else if (!m) u = sign;
+    else { /* a subnormal, m 2^-24: normalized */
+        uint32_t s = 0;
+        while (!(m & 1024u)) m <<= 1, s++;
+        u = sign | ((113u - s) << 23) | ((m & 1023u) << 13);
+    }
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
 }
 
 

@@ -33,7 +33,7 @@ layer, as tests/train/run.py's), 32 samples a step in two micro-batches of
     the same bits at -pp 1 and 2;
   - the Casts (the reference kernel's fast path from f32) round as torch's
     .to(bfloat16) and NumPy's astype(float16) on 16.7M bit patterns and the
-    types' ties and edges;
+    types' ties and edges, and fp16 -> f32 as NumPy on all 65536 values;
   - refusals (exit 2, nothing written): --precision fp8, fp16 without a
     loss scale (why: fp16's range), --precision without --train.
 Usage: mixed.py PPCC PPRT WORK"""
@@ -382,6 +382,22 @@ if r.returncode == 0:
         nan = np.isnan(w)
         bad = int(np.count_nonzero(got[~nan].view(np.uint32) != w[~nan].view(np.uint32)))
         check((np.isnan(got) == nan).all() and bad == 0, f"Cast to {n}: {bad} of {xc.size} values rounded otherwise")
+# and back: every one of the 65536 fp16 values to f32 as NumPy's astype(float32)
+hv16 = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16).reshape(1, -1)
+os.makedirs("hdata", exist_ok=True)
+np.save("hdata/input.npy", hv16)
+hg = helper.make_graph([helper.make_node("Cast", ["input"], ["f"], to=T.FLOAT)], "back",
+                       [helper.make_tensor_value_info("input", T.FLOAT16, list(hv16.shape))],
+                       [helper.make_tensor_value_info("f", T.FLOAT, list(hv16.shape))])
+onnx.save(helper.make_model(hg, opset_imports=[helper.make_opsetid("", 14)]), "back.onnx")
+r = run([PPCC, "back.onnx", "-b", "0", "-q", "-o", "back.plan"])
+r = r if r.returncode else run([PPRT, "back.plan", "hdata", "-o", "hout", "--backend", "ref", "-q"])
+check(r.returncode == 0, f"the fp16 -> f32 Cast's plan: exit {r.returncode}: {r.stderr[-300:]}")
+if r.returncode == 0:
+    got, w = np.load("hout/f.npy"), hv16.astype(np.float32)
+    nan = np.isnan(w)
+    check((np.isnan(got) == nan).all() and (got[~nan].view(np.uint32) == w[~nan].view(np.uint32)).all(),
+          "Cast fp16 -> f32: not NumPy's values")
 
 # ---- refusals ------------------------------------------------------------------------------------------------
 BAD = [(["--train", "--loss", "cross-entropy:logits", "--precision", "fp8"], "--precision needs f32, bf16 or fp16"),
