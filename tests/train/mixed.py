@@ -17,8 +17,8 @@ layer, as tests/train/run.py's), 32 samples a step in two micro-batches of
   - storage: at -pp 2 the forward cut sends bf16 alone, and device 0's
     stash per micro-batch (ppcc --report) is at most 0.55 of f32's;
   - bits: the bf16 and fp16 weights at -pp 1 and -pp 2 are the same, and at
-    -pp 2 under zb-h1; on oneDNN (where built) bf16 at -pp 1 and 2 the same
-    bits, within 2e-3 of the PyTorch policy's;
+    -pp 2 under zb-h1 and (bf16) --recompute all; on oneDNN (where built)
+    bf16 at -pp 1 and 2 the same bits, within 2e-3 of the PyTorch policy's;
   - forced overflows: fp16 from dynamic:2^30 with --loss-scale-interval 3
     overflows (fp16 ends at 65504): pprt skips the first steps and halves the
     scale at each, as many as the PyTorch emulation of the policy finds
@@ -185,6 +185,10 @@ for prec in ("bf16", "fp16"):
     w2, _ = train(f"{prec}_2.plan", f"w_{prec}_2", STEPS)
     wz, _ = train(f"{prec}_z.plan", f"w_{prec}_z", STEPS, ["--schedule", "zb-h1"])
     check(same_bits(w1, w2) and same_bits(w1, wz), f"{prec}: the weights at -pp 1, -pp 2 and zb-h1 differ in bits")
+    if prec == "bf16":  # each backward stage computing its forward again: the same Casts on the same values
+        compile_plan("net.onnx", f"{prec}_rc.plan", ROWS, opts + ["--recompute", "all"], pp=2)
+        wr, _ = train(f"{prec}_rc.plan", f"w_{prec}_rc", STEPS)
+        check(same_bits(w1, wr), f"{prec}: the weights under --recompute all differ in bits")
     l1 = [s["loss"] for s in log1["steps"]]
     check(not any(s.get("skipped") for s in log1["steps"]), f"{prec}: a step skipped at the default scale")
     wp, lp = torch_train(Net, init, X, Y, STEPS, half=HALF[prec])
