@@ -19,6 +19,7 @@ layer, as tests/train/run.py's), 32 samples a step in two micro-batches of
   - bits: the bf16 and fp16 weights at -pp 1 and -pp 2 are the same, and at
     -pp 2 under zb-h1 and (bf16) --recompute all; on oneDNN (where built)
     bf16 at -pp 1 and 2 the same bits, within 2e-3 of the PyTorch policy's;
+    under mpirun -np 2 (where built) bf16 the threads' bits;
   - forced overflows: fp16 from dynamic:2^30 with --loss-scale-interval 3
     overflows (fp16 ends at 65504): pprt skips the first steps and halves the
     scale at each, as many as the PyTorch emulation of the policy finds
@@ -39,6 +40,7 @@ layer, as tests/train/run.py's), 32 samples a step in two micro-batches of
 Usage: mixed.py PPCC PPRT WORK"""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -224,6 +226,17 @@ for prec in ("f32", "bf16"):
         check(fwd and all(t["dtype"] == "bf16" for t in fwd), f"bf16: the forward cut sends {fwd}, want bf16 only")
 check(len(rep["f32"]) == 2 and len(rep["bf16"]) == 2 and rep["bf16"][0] <= 0.55 * rep["f32"][0],
       f"bf16: the stash per micro-batch {rep.get('bf16')} MB against f32's {rep.get('f32')}: device 0's not halved")
+# under mpirun (where this pprt has MPI; not under ASan, as train_optim): a rank per device, the threads' bits
+MPIRUN = os.environ.get("MPIRUN") if os.environ.get("PP_MPI") == "ON" else None
+if MPIRUN and shutil.which(MPIRUN) and "ASAN_OPTIONS" not in os.environ:
+    mpi = [MPIRUN, "--oversubscribe"] + (["--allow-run-as-root"] if os.getuid() == 0 else []) + ["-np", "2", PPRT]
+    r = run(mpi + ["bf16_2.plan", "data", "--steps", str(STEPS), "--accumulate", str(ACC), "--no-shuffle", "--backend",
+                   "ref", "-q", "--save-weights", "w_bf16_mpi"])
+    wdir = lambda d: {os.path.splitext(n)[0]: np.load(os.path.join(d, n)) for n in sorted(os.listdir(d))}  # noqa: E731
+    check(r.returncode == 0 and same_bits(wdir("w_bf16_mpi"), wdir("w_bf16_2")),
+          f"bf16 under mpirun -np 2: exit {r.returncode}, not the threads' weights: {r.stderr[-300:]}")
+else:
+    print("train_mixed: no mpirun, no MPI in pprt, or an ASan build: the mpirun check left out")
 info = run([PPRT, "--info", "bf16_2.plan"]).stdout
 check("precision bf16" in info, f"pprt --info does not name the precision: {info[-400:]}")
 
