@@ -71,16 +71,17 @@ static pp_status need_dtype(const pprt_tensor *t, pp_dtype want, const char *op,
 /* ---- float16 / bfloat16 in software ------------------------------------------------- */
 
 /* on the bits (a NaN comes out as the quiet NaN of its sign) */
-static float half_to_float(uint16_t h) {
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t e = (h >> 10) & 31u, m = h & 1023u, u;
-    if (e == 31) u = sign | (m ? 0x7fc00000u : 0x7f800000u);
-    else if (e) u = sign | ((e + 112u) << 23) | (m << 13);
-    else if (!m) u = sign;
-    else { /* a subnormal, m 2^-24: normalized */
-        uint32_t s = 0;
-        while (!(m & 1024u)) m <<= 1, s++;
-        u = sign | ((113u - s) << 23) | ((m & 1023u) << 13);
+static inline float half_to_float(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 1023u;
+    uint32_t u;
+    if (e == 0) { /* zero or a subnormal, m 2^-24 (exact in a float) */
+        const float v = (float)m * 0x1p-24f;
+        memcpy(&u, &v, sizeof u);
+        u |= sign;
+    } else if (e == 31) {
+        u = sign | (m ? 0x7fc00000u : 0x7f800000u);
+    } else {
+        u = sign | ((e + 112u) << 23) | (m << 13);
     }
     float f;
     memcpy(&f, &u, sizeof f);
@@ -119,14 +120,14 @@ static uint16_t narrow_float(double v, int mb, int eb) {
 /* The same from a float, on its bits (ppcc --train --precision casts every
  * product's inputs and outputs: the double path above costs several times
  * the convolution): narrow_float's results, NaN included. */
-static uint16_t bf16_of_float(float f) {
+static inline uint16_t bf16_of_float(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-static uint16_t f16_of_float(float f) {
+static inline uint16_t f16_of_float(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
@@ -414,6 +415,25 @@ static bool cast_elems_opt(const void *src, pp_dtype st, void *dst, pp_dtype dt,
         memcpy(dst, src, nb);
         const unsigned used = (unsigned)(((uint64_t)n * pp_dtype_bits(st)) % 8);
         if (used) ((uint8_t *)dst)[nb - 1] &= (uint8_t)((1u << used) - 1);
+        return true;
+    }
+    /* --train --precision's Casts, every product's inputs and outputs: loops of their own */
+    if (st == PP_F32 && (dt == PP_BF16 || dt == PP_F16)) {
+        const float *x = src;
+        uint16_t *y = dst;
+        if (dt == PP_BF16)
+            for (int64_t i = 0; i < n; i++) y[i] = bf16_of_float(x[i]);
+        else
+            for (int64_t i = 0; i < n; i++) y[i] = f16_of_float(x[i]);
+        return true;
+    }
+    if ((st == PP_BF16 || st == PP_F16) && dt == PP_F32) {
+        const uint16_t *x = src;
+        float *y = dst;
+        if (st == PP_BF16)
+            for (int64_t i = 0; i < n; i++) y[i] = pprt_bf16_float(x[i]);
+        else
+            for (int64_t i = 0; i < n; i++) y[i] = half_to_float(x[i]);
         return true;
     }
     if (is_lowp(st) || is_lowp(dt)) {
