@@ -36,7 +36,8 @@ layer, as tests/train/run.py's), 32 samples a step in two micro-batches of
     .to(bfloat16) and NumPy's astype(float16) on 16.7M bit patterns and the
     types' ties and edges, and fp16 -> f32 as NumPy on all 65536 values;
   - refusals (exit 2, nothing written): --precision fp8, fp16 without a
-    loss scale (why: fp16's range), --precision without --train.
+    loss scale (why: fp16's range), --precision without --train; pprt
+    --precision on a training plan (its precision is compiled in).
 Usage: mixed.py PPCC PPRT WORK"""
 import json
 import os
@@ -424,4 +425,7 @@ for argv, msg in BAD:
     r = run([PPCC, "net.onnx", "-b", str(ROWS), "-o", "bad.plan", *argv])
     check(r.returncode == 2 and msg in r.stderr and not os.path.exists("bad.plan"),
           f"ppcc {' '.join(argv)}: exit {r.returncode}, {r.stderr.strip()[:200]!r}, want 2 and '{msg}'")
+r = run([PPRT, "bf16_2.plan", "data", "--steps", "1", "--precision", "bf16", "-q"])
+check(r.returncode == 2 and "a training plan's precision is compiled in" in r.stderr and "this plan's: bf16" in r.stderr,
+      f"pprt --precision on a training plan: exit {r.returncode}, {r.stderr.strip()[:200]!r}")
 testlib.finish("train_mixed")
