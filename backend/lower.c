@@ -35,6 +35,8 @@ static Ppplan__Optimizer *make_optimizer(pp_lowered *l, const pp_optim *o) {
     m->weight_decay = o->weight_decay, m->beta1 = o->beta1, m->beta2 = o->beta2, m->eps = o->eps;
     m->clip_norm = o->clip_norm, m->lr_schedule = o->schedule, m->warmup_steps = o->warmup_steps;
     m->lr_min = o->lr_min, m->loss_scale = o->loss_scale, m->dynamic_scale = o->dynamic_scale;
+    m->scale_growth = o->scale_growth, m->scale_backoff = o->scale_backoff, m->scale_interval = o->scale_interval;
+    m->precision = o->precision;
     return m;
 }
 

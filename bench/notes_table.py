@@ -34,7 +34,7 @@ NOTES = {  # the notes' measured batches (ColossalAI 0.2.8, torch 1.13.1, 2 x RT
     "eva_giant_patch14_336": ("336x336", 1013, 6, None),
 }
 COMMON = ["--train", "--loss", "cross-entropy:logits", "--optimizer", "adamw", "--memory-model", "cuda",
-          "--precision", "fp16", "--max-batch"]
+          "--precision", "fp16", "--loss-scale", "dynamic", "--max-batch"]
 RUNS = {  # name: (extra options, the batch in micro-batches: dp=2's two replicas, pp=2's four micro-batches a step)
     "dp2": (["-pp", "1", "--micro-batches", "1"], 2),
     "dp2_zero1": (["-pp", "1", "--micro-batches", "1", "--replicas", "2", "--zero", "1"], 2),

@@ -13,6 +13,14 @@ void pp_optim_init(pp_optim *o) {
     o->beta1 = 0.9;
     o->beta2 = 0.999;
     o->eps = 1e-8;
+    o->scale_growth = PP_LOSS_SCALE_GROWTH;
+    o->scale_backoff = PP_LOSS_SCALE_BACKOFF;
+    o->scale_interval = PP_LOSS_SCALE_GROWTH_STEPS;
+}
+
+const char *pp_precision_name(int precision) {
+    static const char *const names[] = {"f32", "bf16", "fp16"};
+    return precision >= 0 && precision < 3 ? names[precision] : "?";
 }
 
 /* A static scale, or dynamic's first: positive and an f32 (the seed is one). */
@@ -82,7 +90,17 @@ static const pp_opt rows[] = {
      "none", "multiply the loss gradient by S (a power of two leaves the trained weights' bits as they are) and "
      "divide the gradients by it before clipping and the optimizer; dynamic: PyTorch GradScaler's rule from 65536 "
      "(dynamic:S from S): a step with an infinite or NaN gradient is skipped and the scale halved, the scale "
-     "doubled after 2000 clean steps", R, 0, NULL, set_loss_scale, text_loss_scale},
+     "doubled after 2000 clean steps (the next three options change the rule)", R, 0, NULL, set_loss_scale,
+     text_loss_scale},
+    {"--loss-scale-growth", PP_OPT_NUM, "X", F(scale_growth), 1, 65536, NULL, "a factor 1..65536", "2",
+     "--loss-scale dynamic: the factor the scale grows by after --loss-scale-interval clean steps (GradScaler's "
+     "growth_factor)", R, 0, NULL, set_given, NULL},
+    {"--loss-scale-backoff", PP_OPT_NUM, "X", F(scale_backoff), 1e-6, 1, NULL, "a factor 1e-6..1", "0.5",
+     "--loss-scale dynamic: the factor an overflow multiplies the scale by (GradScaler's backoff_factor)", R, 0,
+     NULL, set_given, NULL},
+    {"--loss-scale-interval", PP_OPT_I64, "N", F(scale_interval), 1, 1000000000, NULL, "a count 1..1e9", "2000",
+     "--loss-scale dynamic: clean steps in a row before the scale grows (GradScaler's growth_interval)", R, 0, NULL,
+     set_given, NULL},
 };
 #undef F
 #undef R
@@ -158,6 +176,9 @@ pp_status pp_optim_check(const pp_optim *o, const char *what, pp_err *err) {
                                                  name, r->words, nw - 1, x);
         }
     }
+    if (o->precision < PP_PREC_F32 || o->precision > PP_PREC_FP16)
+        return PP_FAIL(err, PP_EINVAL, "%s: precision: expected 0 (f32), 1 (bf16) or 2 (fp16), got %d", what,
+                       o->precision);
     const double s = o->loss_scale;
     if (!(s == 0 || (s >= SCALE_LO && s <= SCALE_HI)) || (o->dynamic_scale && s == 0))
         return PP_FAIL(err, PP_EINVAL, "%s: loss-scale: expected 0 (none) or %g..%g%s, got %g", what, SCALE_LO,
@@ -186,6 +207,11 @@ void pp_optim_describe(const pp_optim *o, char *buf, size_t cap) {
     if (o->schedule == PP_LR_COSINE) pp_opt_add(&t, ", cosine to %s", pp_opt_num(o->lr_min, a, sizeof a));
     if (o->loss_scale > 0)
         pp_opt_add(&t, ", loss scale %s%s", o->dynamic_scale ? "dynamic from " : "", pp_opt_num(o->loss_scale, a, sizeof a));
+    if (o->loss_scale > 0 && o->dynamic_scale)
+        pp_opt_add(&t, " (x%s after %lld clean steps, x%s on an overflow)", pp_opt_num(o->scale_growth, a, sizeof a),
+                   (long long)o->scale_interval, pp_opt_num(o->scale_backoff, b, sizeof b));
+    if (o->precision != PP_PREC_F32)
+        pp_opt_add(&t, ", precision %s (f32 master weights and optimizer)", pp_precision_name(o->precision));
     pp_opt_add(&t, "; %d state buffer%s per weight", pp_optim_buffers(o), pp_optim_buffers(o) == 1 ? "" : "s");
 }
 

@@ -15,9 +15,14 @@
 
 typedef enum { PP_OPTIM_SGD = 0, PP_OPTIM_ADAMW = 1 } pp_optim_kind;
 typedef enum { PP_LR_CONSTANT = 0, PP_LR_COSINE = 1 } pp_lr_schedule;
+/* ppcc --train --precision: the products' and their gradients' storage type
+ * (passes/precision.c); the plan records it with the optimizer */
+typedef enum { PP_PREC_F32 = 0, PP_PREC_BF16 = 1, PP_PREC_FP16 = 2 } pp_train_precision;
 
 #define PP_LOSS_SCALE_DYNAMIC_INIT 65536.0 /* PyTorch GradScaler's defaults */
 #define PP_LOSS_SCALE_GROWTH_STEPS 2000
+#define PP_LOSS_SCALE_GROWTH 2.0
+#define PP_LOSS_SCALE_BACKOFF 0.5
 /* the loss gradient's seed in a training plan: a weight, f32 1 (ppcc --train), that pprt binds to the scale */
 #define PP_LOSS_SCALE_NAME "/loss/scale"
 
@@ -36,10 +41,18 @@ typedef struct pp_optim {
      * skipped; doubled after PP_LOSS_SCALE_GROWTH_STEPS clean steps) */
     double loss_scale;
     bool dynamic_scale;
+    /* dynamic scaling's rule, GradScaler's growth_factor, backoff_factor and
+     * growth_interval (2, 0.5, 2000 by default) */
+    double scale_growth, scale_backoff;
+    int64_t scale_interval;
+    /* pp_train_precision: ppcc --train --precision, recorded in the plan; no
+     * row of the option table (pprt cannot change it: the plan's graph has it) */
+    int precision;
     uint32_t given;        /* bit k: row k of pp_optim_table was given on the command line */
 } pp_optim;
 
-/* The defaults: sgd, lr 0.01, AdamW's betas 0.9, 0.999, eps 1e-8, no loss scale. */
+/* The defaults: sgd, lr 0.01, AdamW's betas 0.9, 0.999, eps 1e-8, no loss
+ * scale (dynamic's rule GradScaler's: x2 after 2000 clean steps, x0.5), f32. */
 void pp_optim_init(pp_optim *o);
 /* The option rows, over a pp_optim. */
 const pp_opt *pp_optim_table(int *n);
@@ -49,6 +62,8 @@ pp_status pp_optim_check(const pp_optim *o, const char *what, pp_err *err);
 /* The optimizer's state buffers per weight: 0 (SGD without momentum), 1 (SGD
  * with momentum), 2 (AdamW's two moments). */
 int pp_optim_buffers(const pp_optim *o);
+/* "f32", "bf16", "fp16" (precision out of range: "?"). */
+const char *pp_precision_name(int precision);
 /* One line for the report and pprt --info: "adamw, lr 0.004, betas 0.9 0.999, ..." */
 void pp_optim_describe(const pp_optim *o, char *buf, size_t cap);
 /* pprt: *o = the plan's values, but for every row the command line gave

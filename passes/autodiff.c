@@ -227,6 +227,8 @@ pp_status pp_ad_give(pp_ad *ad, int v, int gv, pp_err *err) {
 /* ---- which weights train ------------------------------------------------------------------ */
 
 static bool float_type(pp_dtype t) { return t == PP_F32; }
+/* a value a gradient flows into: f32, or the half types --precision's Casts make (passes/precision.c) */
+static bool grad_type(pp_dtype t) { return t == PP_F32 || t == PP_BF16 || t == PP_F16; }
 
 /* --freeze PATTERN: the weight's name, a module path it lies under (its
  * name's or a consumer's scope), or a shell pattern over the name */
@@ -479,7 +481,7 @@ pp_status pp_autodiff(pp_graph *g, const pp_train_opts *t, pp_err *err) {
             if (n->in[k] >= 0 && ad.wants[n->in[k]] && (!pp_grad_table[n->op].rule || (k < 32 && (pp_grad_table[n->op].slots >> k) & 1)))
                 any = true;
         for (int k = 0; k < n->n_out && any; k++)
-            if (n->out[k] >= 0 && (g->values[n->out[k]].dtype == PP_F32)) ad.wants[n->out[k]] = true;
+            if (n->out[k] >= 0 && grad_type(g->values[n->out[k]].dtype)) ad.wants[n->out[k]] = true;
     }
     if (!ad.wants[y]) {
         s = PP_FAIL(err, PP_EINVAL, "--train: the output '%s' does not depend on any weight that trains", t->loss_output);
@@ -509,7 +511,7 @@ pp_status pp_autodiff(pp_graph *g, const pp_train_opts *t, pp_err *err) {
             bool any = false;
             for (int k = 0; k < n->n_in; k++) any |= n->in[k] >= 0 && ad.wants[n->in[k]];
             for (int k = 0; k < n->n_out && any; k++)
-                if (g->values[n->out[k]].dtype == PP_F32) ad.wants[n->out[k]] = true;
+                if (grad_type(g->values[n->out[k]].dtype)) ad.wants[n->out[k]] = true;
         }
     }
     const int n_all = g->n_nodes;

@@ -49,11 +49,9 @@ typedef struct pp_train_opts {
      * weight gradients, a stage of its own off the chain: split_w) */
     int schedule;
     pp_optim optim;          /* the optimizer the plan records (ir/optim.h: its own option table) */
-    /* --precision f32|bf16|fp16: the training precision, PP_F32 (the
-     * default), PP_BF16 or PP_F16; the device memory model
-     * (passes/train_memory.c) stores activations, gradients and messages at
-     * it */
-    pp_dtype precision;
+    /* (--precision is optim.precision: the plan records it; the device
+     * memory model, passes/train_memory.c, stores activations, gradients
+     * and messages at it: pp_train_dtype) */
     /* --memory-model host|cuda (PP_TRAIN_MEM_*): what passes/train_memory.c
      * counts for a device: pprt's process on a CPU, or a GPU's memory */
     int memory_model;
@@ -73,6 +71,14 @@ enum { PP_TRAIN_SCHED_1F1B = 0, PP_TRAIN_SCHED_GPIPE = 1, PP_TRAIN_SCHED_ZBH1 = 
 #define PP_TARGET_NAME "target"
 #define PP_GRAD_SUFFIX ".grad"
 #define PP_RUNNING_SUFFIX ".running" /* a training-mode BatchNorm's running statistic, for its initializer */
+
+/* --precision bf16|fp16 (passes/precision.c; nothing under f32): before the
+ * autodiff, each Conv, ConvTranspose, MatMul and Gemm made to read its float
+ * inputs and write its output rounded to the half type (Casts to it and back
+ * to f32); after it, the backward's readers of such an f32 copy given their
+ * own Cast of the half value, so the forward keeps the half value for them. */
+pp_status pp_train_autocast(pp_graph *g, const pp_train_opts *t, pp_err *err);
+pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *err);
 
 /* Whether --recompute names device d (or is all). */
 bool pp_train_recomputes(const pp_train_opts *t, int d);

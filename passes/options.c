@@ -260,17 +260,6 @@ static pp_status set_recompute(void *base, const char *name, const char *v, pp_e
     return PP_OK;
 }
 
-static pp_status set_precision(void *base, const char *name, const char *v, pp_err *err) {
-    (void)name;
-    return pp_train_precision_parse(v, &((pp_compile_opts *)base)->train.precision, err);
-}
-
-static void text_precision(const void *base, bool agree, pp_opt_out *t) {
-    (void)agree;
-    const pp_dtype p = ((const pp_compile_opts *)base)->train.precision;
-    if (p != PP_F32) pp_opt_add(t, " --precision %s", p == PP_BF16 ? "bf16" : "fp16");
-}
-
 static void text_recompute(const void *base, bool agree, pp_opt_out *t) {
     (void)agree;
     const pp_train_opts *r = &((const pp_compile_opts *)base)->train;
@@ -468,9 +457,11 @@ static const pp_opt rows[] = {
      "with --train: the schedule the plan is for; zb-h1 splits each device's backward into the input gradients "
      "(on the chain of stages) and the weight gradients (a stage of their own, which pprt --schedule zb-h1 defers "
      "into the pipeline's idle time); 1f1b and gpipe compile the same plan", PP_OPT_RECORD, 0, NULL, NULL, NULL},
-    {"--precision", PP_OPT_CUSTOM, "P", NF, 0, 0, NULL, "f32, bf16 or fp16", "f32",
-     "with --train: the training precision: activations, gradients and messages in it, f32 master weights and "
-     "optimizer (the device memory model counts them so)", PP_OPT_RECORD, 0, NULL, set_precision, text_precision},
+    {"--precision", PP_OPT_WORD, "P", F(train.optim.precision), 0, 0, "f32|bf16|fp16", NULL, "f32",
+     "with --train: mixed precision, autocast's policy decided in the graph (docs/training.md): convolutions and "
+     "products and their gradients in bf16 or fp16 (computed in f32, rounded to nearest even), f32 master weights, "
+     "norms, softmax and the loss in f32; fp16 needs --loss-scale (dynamic, as PyTorch's GradScaler)", PP_OPT_RECORD,
+     0, NULL, NULL, NULL},
     {"--memory-model", PP_OPT_WORD, "M", F(train.memory_model), 0, 0, "host|cuda", NULL, "host",
      "with --train: what --report, --max-batch and --search count for a device: pprt's process (host) or a GPU's "
      "memory at --precision (cuda; --reserve defaults to 1.5GiB for the CUDA context and the framework)", 0, 0, NULL,

@@ -62,7 +62,6 @@ void pp_compile_opts_init(pp_compile_opts *o) {
     o->replicas = 1;
     o->samples = 256;
     pp_optim_init(&o->train.optim);
-    o->train.precision = PP_F32;
     /* one core of a current server CPU on oneDNN (100 GFLOP/s against 10
      * GB/s: the pair that split the CI zoo's models best by their measured
      * op times on an Intel Xeon and an AMD EPYC, docs/partitioning.md), a
@@ -946,6 +945,22 @@ static pp_status snap_cuts(const pp_graph *g, const pp_compile_opts *o, bool *gl
 
 static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, bool *glued, pp_err *err);
 
+static bool half_type(pp_dtype t) { return t == PP_BF16 || t == PP_F16; }
+
+/* --train --precision's Casts (passes/precision.c) keep a cut where it sends
+ * the half value: no cut between a value and its rounding to the half type
+ * made right after it, nor between an f32 copy of a half value and the node
+ * after it (its reader); a cut before the copy sends the half value. */
+static bool half_glued(const pp_graph *g, int i) {
+    if (i < 1) return false;
+    const pp_node *a = &g->nodes[i - 1], *b = &g->nodes[i];
+    if (b->op == PP_OP_CAST && b->in[0] >= 0 && half_type(g->values[b->out[0]].dtype) &&
+        g->values[b->in[0]].dtype == PP_F32 && g->values[b->in[0]].producer == i - 1)
+        return true;
+    return a->op == PP_OP_CAST && !a->backward && a->in[0] >= 0 && half_type(g->values[a->in[0]].dtype) &&
+           g->values[a->out[0]].dtype == PP_F32;
+}
+
 /* The fusion chains and the attention patterns (passes.h) uncut: the cuts
  * fall only before nodes neither glues; a node's chain mark stays the fusion
  * chains' (what the oneDNN backend absorbs), and a pattern is marked on its
@@ -963,7 +978,7 @@ pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     bool *uncut = glued + n;
     pp_status s = pp_fusion_chains(g, glued, err);
     if (s == PP_OK) s = pp_attention_chains(g, uncut, tail, err);
-    for (int i = 0; s == PP_OK && i < g->n_nodes; i++) uncut[i] = uncut[i] || glued[i];
+    for (int i = 0; s == PP_OK && i < g->n_nodes; i++) uncut[i] = uncut[i] || glued[i] || half_glued(g, i);
     if (s == PP_OK) s = partition_glued(g, o, uncut, err);
     for (int i = 0; s == PP_OK && i < g->n_nodes; i++) {
         g->nodes[i].chain = glued[i] && uncut[i]; /* (snap_cuts unglues a node where it breaks a chain) */

@@ -351,8 +351,9 @@ void pp_train_memory(const pp_graph *g, const pp_compile_opts *o, int d, pp_trai
 pp_status pp_train_memory_opts(pp_compile_opts *o, pp_err *err);
 /* What the model of o->train.memory_model counts, in words. */
 void pp_train_memory_describe(const pp_compile_opts *o, char *buf, size_t n);
-/* --precision's value: f32, bf16 or fp16 (f16). */
-pp_status pp_train_precision_parse(const char *v, pp_dtype *t, pp_err *err);
+/* The storage type of --train --precision (train.optim.precision): PP_F32,
+ * PP_BF16 or PP_F16. */
+pp_dtype pp_train_dtype(const pp_train_opts *t);
 /* --memory-model cuda without --reserve: the CUDA context with cuDNN's and
  * cuBLAS's kernels loaded (about 1 GiB for PyTorch 1.13 on CUDA 11) and
  * 0.5 GiB for the allocator's rounding and fragmentation and NCCL's

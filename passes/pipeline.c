@@ -63,6 +63,13 @@ static pp_status check_opts(const pp_compile_opts *o, pp_err *err) {
     if (o->train_on && !o->train.loss)
         return PP_FAIL(err, PP_EINVAL, "--train needs --loss (cross-entropy:OUTPUT, mse:OUTPUT, or a scalar OUTPUT)");
     const bool recompute = o->train.recompute_all || o->train.n_recompute;
+    if (!o->train_on && o->train.optim.precision != PP_PREC_F32)
+        return PP_FAIL(err, PP_EINVAL, "--precision %s is an option of --train (an inference plan's precision is "
+                       "pprt's --precision, on the backends that have one)", pp_precision_name(o->train.optim.precision));
+    if (o->train_on && o->train.optim.precision == PP_PREC_FP16 && !(o->train.optim.loss_scale > 0))
+        return PP_FAIL(err, PP_EINVAL, "--precision fp16 needs --loss-scale (dynamic: PyTorch GradScaler's rule; or a "
+                       "static S): fp16's range ends at 65504 and its smallest step is 6e-8, and unscaled gradients "
+                       "fall below it to 0 (bf16 has f32's range and needs none)");
     if (!o->train_on && (o->train.loss || o->train.n_freeze || recompute || o->train.schedule))
         return PP_FAIL(err, PP_EINVAL, "--%s is an option of --train",
                        o->train.loss ? "loss" : o->train.n_freeze ? "freeze" : recompute ? "recompute" : "schedule");
@@ -102,7 +109,10 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
     dump(g, o, "infer");
 
     if (o->train_on) {
+        PP_TRY(pp_train_autocast(g, &o->train, err));
         PP_TRY(pp_autodiff(g, &o->train, err));
+        PP_TRY(pp_graph_verify(g, err));
+        PP_TRY(pp_train_autocast_stash(g, &o->train, err));
         PP_TRY(pp_graph_verify(g, err));
         /* the backward graph's constants fold; the weights, variables, do not */
         PP_TRY(disabled(o, "fold") ? pp_graph_infer(g, err) : pp_fold(g, err));

@@ -320,9 +320,8 @@ void pp_search_print(FILE *f, const pp_search_result *r, const pp_compile_opts *
 
 static void json_caps(pp_json *j, cJSON *obj, const pp_compile_opts *o) {
     if (o->train_on) { /* what a training device's memory counts (passes/train_memory.c) */
-        const pp_dtype p = o->train.precision;
         pp_json_add_string(j, obj, "memory_model", o->train.memory_model == PP_TRAIN_MEM_CUDA ? "cuda" : "host");
-        pp_json_add_string(j, obj, "precision", p == PP_F16 ? "fp16" : p == PP_BF16 ? "bf16" : "f32");
+        pp_json_add_string(j, obj, "precision", pp_precision_name(o->train.optim.precision));
         pp_json_add_number(j, obj, "zero", o->train.zero);
     }
     pp_json_add_number(j, obj, "cap_bytes", (double)o->cap_all);

@@ -64,11 +64,26 @@ static double link_msg(const pp_graph *g, int s) { /* stage s -> s+1's buffer */
     return out > in ? out : in;
 }
 
-/* The bytes of values vals[0..n) with every f32 value at h bytes. */
+/* Whether value x is among vals[0..n). */
+static bool among(const int *vals, int n, int x) {
+    for (int i = 0; i < n; i++)
+        if (vals[i] == x) return true;
+    return false;
+}
+
+/* The bytes of values vals[0..n) with every f32 value at h bytes; under
+ * --precision a half value that is a Cast of an f32 value also among them
+ * (the policy's rounding, passes/precision.c) counts once, in the f32
+ * one's bytes at h. */
 static double at_precision(const pp_graph *g, const int *vals, int n, double h) {
     double b = 0;
     for (int i = 0; i < n; i++) {
         const pp_value *v = &g->values[vals[i]];
+        if ((v->dtype == PP_F16 || v->dtype == PP_BF16) && h < 4 && v->producer >= 0) {
+            const pp_node *c = &g->nodes[v->producer];
+            if (c->op == PP_OP_CAST && c->n_in > 0 && g->values[c->in[0]].dtype == PP_F32 && among(vals, n, c->in[0]))
+                continue;
+        }
         b += v->dtype == PP_F32 ? (double)v->nbytes * h / 4 : (double)v->nbytes;
     }
     return b;
@@ -108,7 +123,7 @@ static void host_memory(const pp_graph *g, const pp_compile_opts *o, int d, pp_t
 
 static void cuda_memory(const pp_graph *g, const pp_compile_opts *o, int d, pp_train_mem *m) {
     const pp_train_opts *t = &o->train;
-    const bool half = t->precision == PP_F16 || t->precision == PP_BF16;
+    const bool half = pp_train_dtype(t) != PP_F32;
     /* n: the weights that train (f32); the other constants (BatchNorm's
      * running statistics, shapes) are kept once, with the master weights */
     const double h = half ? 2 : 4, n = (double)g->stage_info[d].trained / 4, rest = m->weights - 4 * n;
@@ -146,31 +161,26 @@ void pp_train_memory_describe(const pp_compile_opts *o, char *buf, size_t n) {
                  "stages' arenas, the stash kept and the messages", 3 + nb, nb, nb == 1 ? "" : "s");
         return;
     }
-    const bool half = t->precision == PP_F16 || t->precision == PP_BF16;
-    const char *p = t->precision == PP_F16 ? "fp16" : t->precision == PP_BF16 ? "bf16" : "f32";
+    const bool half = pp_train_dtype(t) != PP_F32;
+    const char *p = pp_precision_name(t->optim.precision);
     char z[64] = "";
     if (t->zero && o->search) snprintf(z, sizeof z, " / each row's dp (ZeRO-1)");
     else if (t->zero) snprintf(z, sizeof z, " / %d replica%s (ZeRO-1)", o->replicas, o->replicas == 1 ? "" : "s");
     snprintf(buf, n, "cuda model at %s: f32 master weights%s%s, %s gradients, %d f32 optimizer buffer%s%s, the two "
              "stages' arenas, the stash kept and the messages both ways at %s, %.1f MB of workspace; %.1f MB "
-             "reserved", p, half && t->zero ? z : "", half ? (t->precision == PP_F16 ? " and an fp16 working copy" :
+             "reserved", p, half && t->zero ? z : "", half ? (pp_train_dtype(t) == PP_F16 ? " and an fp16 working copy" :
              " and a bf16 working copy") : "", p, nb, nb == 1 ? "" : "s", t->zero ? z : "", p,
              PP_TRAIN_CUDA_WORKSPACE / 1e6, (double)o->reserve / 1e6);
 }
 
-pp_status pp_train_precision_parse(const char *v, pp_dtype *t, pp_err *err) {
-    if (!strcmp(v, "f32") || !strcmp(v, "fp32")) *t = PP_F32;
-    else if (!strcmp(v, "bf16")) *t = PP_BF16;
-    else if (!strcmp(v, "fp16") || !strcmp(v, "f16")) *t = PP_F16;
-    else return PP_FAIL(err, PP_EINVAL, "--precision %s: expected f32, bf16 or fp16", v);
-    return PP_OK;
+pp_dtype pp_train_dtype(const pp_train_opts *t) {
+    return t->optim.precision == PP_PREC_BF16 ? PP_BF16 : t->optim.precision == PP_PREC_FP16 ? PP_F16 : PP_F32;
 }
 
 pp_status pp_train_memory_opts(pp_compile_opts *o, pp_err *err) {
     const pp_train_opts *t = &o->train;
-    if (!o->train_on && (t->precision != PP_F32 || t->memory_model || t->zero))
-        return PP_FAIL(err, PP_EINVAL, "--%s is an option of --train",
-                       t->precision != PP_F32 ? "precision" : t->memory_model ? "memory-model" : "zero");
+    if (!o->train_on && (t->memory_model || t->zero))
+        return PP_FAIL(err, PP_EINVAL, "--%s is an option of --train", t->memory_model ? "memory-model" : "zero");
     if (t->zero && t->memory_model != PP_TRAIN_MEM_CUDA)
         return PP_FAIL(err, PP_EINVAL, "--zero 1 is a figure of the device memory model: give --memory-model cuda "
                        "(pprt's replicas each keep the whole optimizer state)");

@@ -235,7 +235,11 @@ static pp_status read_meta(unsigned char *b, size_t len, const pp_plan_section s
         p->optim = (pp_optim){.kind = o->kind, .lr = o->lr, .momentum = o->momentum, .nesterov = o->nesterov,
                               .weight_decay = o->weight_decay, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
                               .clip_norm = o->clip_norm, .schedule = o->lr_schedule, .warmup_steps = o->warmup_steps,
-                              .lr_min = o->lr_min, .loss_scale = o->loss_scale, .dynamic_scale = o->dynamic_scale};
+                              .lr_min = o->lr_min, .loss_scale = o->loss_scale, .dynamic_scale = o->dynamic_scale,
+                              .scale_growth = o->scale_growth ? o->scale_growth : PP_LOSS_SCALE_GROWTH,
+                              .scale_backoff = o->scale_backoff ? o->scale_backoff : PP_LOSS_SCALE_BACKOFF,
+                              .scale_interval = o->scale_interval ? o->scale_interval : PP_LOSS_SCALE_GROWTH_STEPS,
+                              .precision = o->precision};
         PP_TRY(pp_optim_check(&p->optim, "the plan's optimizer", err));
     }
     p->batch = m->batch;

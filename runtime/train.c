@@ -1017,12 +1017,22 @@ static pp_status scale_bind(trainer *t, pp_err *err) {
     return PP_OK;
 }
 
-/* Dynamic scaling after a step, PyTorch GradScaler's rule: an overflow
- * (the step skipped) halves the scale, 2000 clean steps in a row double it. */
+/* Dynamic scaling after a step, PyTorch GradScaler's rule (_amp_update_scale_):
+ * an overflow (the step skipped) multiplies the scale by the backoff (0.5)
+ * and restarts the count; scale_interval (2000) clean steps in a row multiply
+ * it by the growth (2) where the product is a finite float. The scale is a
+ * float as GradScaler's tensor is: each product rounded to one. */
 static void scale_update(trainer *t) {
-    if (!t->seed || !t->o->opt.dynamic_scale) return;
-    if (t->overflow) t->scale *= 0.5, t->growth = 0;
-    else if (++t->growth == PP_LOSS_SCALE_GROWTH_STEPS) t->scale *= 2.0, t->growth = 0;
+    const pp_optim *o = &t->o->opt;
+    if (!t->seed || !o->dynamic_scale) return;
+    if (t->overflow) {
+        t->scale = (float)(t->scale * o->scale_backoff), t->growth = 0;
+        return;
+    }
+    if (++t->growth < o->scale_interval) return;
+    const float grown = (float)(t->scale * o->scale_growth);
+    if (isfinite(grown)) t->scale = grown;
+    t->growth = 0;
 }
 
 /* ---- the loop --------------------------------------------------------------------------- */

@@ -657,11 +657,15 @@ static int choose_backend(pprt_cli *c, bool ranks) {
  * (where one cannot compute it on this machine, pprt warns and it runs f32). */
 static pp_status check_backends(pprt_cli *c, const pprt_plan *p, bool ranks, pp_err *err) {
     bool warned = false;
+    static const char *const names[] = {"f32", "bf16", "tf32", "fp16"};
+    if (p->train_devices && c->run.precision != PPRT_F32) /* the backends' --precision would change nothing there */
+        return PP_FAIL(err, PP_EINVAL, "--precision %s: a training plan's precision is compiled in (ppcc --train "
+                       "--precision; this plan's: %s), pprt's --precision is for inference plans",
+                       names[c->run.precision], pp_precision_name(p->optim.precision));
     for (int s = 0; s < p->n_stages; s++) {
         const pprt_backend *b;
         PP_TRY(ranks ? pprt_stage_backend_resolve(p, s, c->run.backend, &b, err)
                      : pprt_stage_backend(p, s, c->run.backend, &b, err));
-        static const char *const names[] = {"f32", "bf16", "tf32", "fp16"};
         const char *pr = names[c->run.precision];
         bool here = c->run.precision == PPRT_F32;
         if (c->run.precision != PPRT_F32 && (!b->precision || !b->precision(c->run.precision, &here)))

@@ -70,12 +70,22 @@ static pp_status need_dtype(const pprt_tensor *t, pp_dtype want, const char *op,
 
 /* ---- float16 / bfloat16 in software ------------------------------------------------- */
 
-static float half_to_float(uint16_t h) {
-    int e = (h >> 10) & 31, m = h & 1023;
-    float v = e == 0 ? ldexpf((float)m, -24)
-              : e == 31 ? (m ? NAN : INFINITY)
-                        : ldexpf((float)(m | 1024), e - 25);
-    return (h & 0x8000) ? -v : v;
+/* on the bits (a NaN comes out as the quiet NaN of its sign) */
+static inline float half_to_float(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 1023u;
+    uint32_t u;
+    if (e == 0) { /* zero or a subnormal, m 2^-24 (exact in a float) */
+        const float v = (float)m * 0x1p-24f;
+        memcpy(&u, &v, sizeof u);
+        u |= sign;
+    } else if (e == 31) {
+        u = sign | (m ? 0x7fc00000u : 0x7f800000u);
+    } else {
+        u = sign | ((e + 112u) << 23) | (m << 13);
+    }
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
 }
 
 
@@ -105,6 +115,35 @@ static uint16_t narrow_float(double v, int mb, int eb) {
     int e;
     double m = frexp(r, &e); /* r = (2m) * 2^(e-1), 2m in [1, 2) */
     return sign | (uint16_t)((e - 1 + bias) << mb) | (uint16_t)(ldexp(m, mb + 1) - ldexp(1.0, mb));
+}
+
+/* The same from a float, on its bits (ppcc --train --precision casts every
+ * product's inputs and outputs: the double path above costs several times
+ * the convolution): narrow_float's results, NaN included. */
+static inline uint16_t bf16_of_float(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static inline uint16_t f16_of_float(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    const uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7e00u;  /* NaN */
+    if (a >= 0x477ff000u) return sign | 0x7c00u; /* 65520 and up (the tie above 65504 goes to the even infinity) */
+    if (a <= 0x33000000u) return sign;           /* 2^-25 and below: 0 (2^-25 a tie to the even 0) */
+    if (a < 0x38800000u) {                       /* below 2^-14: a subnormal, quantum 2^-24 */
+        const uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23);
+        uint32_t r = m >> shift;
+        const uint32_t rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        r += rem > half || (rem == half && (r & 1u));
+        return sign | (uint16_t)r;
+    }
+    const uint32_t r = a - 0x38000000u; /* the exponent rebiased from 127 to 15 */
+    return sign | (uint16_t)((r + 0xfffu + ((r >> 13) & 1u)) >> 13);
 }
 
 /* ---- Cast between element types ----------------------------------------------------- */
@@ -146,8 +185,8 @@ static uint64_t f2u(double v, uint64_t hi) {
     X(PP_U64, uint64_t, UI, 0, UINT64_MAX, TS, ISF, LOAD)                               \
     X(PP_BOOL, uint8_t, BOOL, 0, 0, TS, ISF, LOAD)
 #define CONV_FLT(TD, LO, HI, ISF, L) ((TD)(L))
-#define CONV_F16(TD, LO, HI, ISF, L) narrow_float((double)(L), 10, 5)
-#define CONV_BF16(TD, LO, HI, ISF, L) narrow_float((double)(L), 7, 8)
+#define CONV_F16(TD, LO, HI, ISF, L) _Generic((L), float: f16_of_float((float)(L)), default: narrow_float((double)(L), 10, 5))
+#define CONV_BF16(TD, LO, HI, ISF, L) _Generic((L), float: bf16_of_float((float)(L)), default: narrow_float((double)(L), 7, 8))
 #define CONV_SI(TD, LO, HI, ISF, L) ((ISF) ? (TD)f2s((double)(L), LO, HI) : (TD)(L))
 #define CONV_UI(TD, LO, HI, ISF, L) ((ISF) ? (TD)f2u((double)(L), HI) : (TD)(L))
 #define CONV_BOOL(TD, LO, HI, ISF, L) ((uint8_t)((L) != 0))
@@ -376,6 +415,25 @@ static bool cast_elems_opt(const void *src, pp_dtype st, void *dst, pp_dtype dt,
         memcpy(dst, src, nb);
         const unsigned used = (unsigned)(((uint64_t)n * pp_dtype_bits(st)) % 8);
         if (used) ((uint8_t *)dst)[nb - 1] &= (uint8_t)((1u << used) - 1);
+        return true;
+    }
+    /* --train --precision's Casts, every product's inputs and outputs: loops of their own */
+    if (st == PP_F32 && (dt == PP_BF16 || dt == PP_F16)) {
+        const float *x = src;
+        uint16_t *y = dst;
+        if (dt == PP_BF16)
+            for (int64_t i = 0; i < n; i++) y[i] = bf16_of_float(x[i]);
+        else
+            for (int64_t i = 0; i < n; i++) y[i] = f16_of_float(x[i]);
+        return true;
+    }
+    if ((st == PP_BF16 || st == PP_F16) && dt == PP_F32) {
+        const uint16_t *x = src;
+        float *y = dst;
+        if (st == PP_BF16)
+            for (int64_t i = 0; i < n; i++) y[i] = pprt_bf16_float(x[i]);
+        else
+            for (int64_t i = 0; i < n; i++) y[i] = half_to_float(x[i]);
         return true;
     }
     if (is_lowp(st) || is_lowp(dt)) {

@@ -110,7 +110,8 @@ PPCC_VALUES = {
         ("--optimizer", "adamw", "adam"), ("--lr", "0.1", "-1"), ("--momentum", "0.9", "2"),
         ("--weight-decay", "0.01", "x"), ("--beta1", "0.8", "1"), ("--beta2", "0.99", "1"), ("--eps", "1e-6", "-1"),
         ("--clip-norm", "0.5", "-0.5"), ("--lr-schedule", "cosine", "linear"), ("--warmup-steps", "1", "-1"),
-        ("--lr-min", "0.001", "x"), ("--loss-scale", "dynamic", "0"))},
+        ("--lr-min", "0.001", "x"), ("--loss-scale", "dynamic", "0"), ("--loss-scale-growth", "4", "0.5"),
+        ("--loss-scale-backoff", "0.25", "2"), ("--loss-scale-interval", "3", "0"), ("--precision", "bf16", "fp8"))},
 }
 # pprt: (value, other arguments, compared: out | accuracy | check | json | stderr, bad value)
 PPRT_VALUES = {
@@ -166,6 +167,9 @@ PPRT_VALUES = {
     "--save-every": ("1", ["--checkpoint", "ck"], "train", "0"),
     "--resume": ("ck", [], "train", None),
     "--loss-scale": ("1024", [], "train", "0"),
+    "--loss-scale-growth": ("4", ["--loss-scale", "dynamic"], "train", "0.5"),
+    "--loss-scale-backoff": ("0.25", ["--loss-scale", "dynamic"], "train", "2"),
+    "--loss-scale-interval": ("1", ["--loss-scale", "dynamic"], "train", "0"),
 }
 
 

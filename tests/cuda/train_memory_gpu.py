@@ -64,7 +64,7 @@ def estimate(ppcc, out):
                           output_names=["logits"], opset_version=14, training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False, dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
         r = subprocess.run([ppcc, path, "--train", "--loss", "cross-entropy:logits", "-b", str(b), "-pp", "1",
-                            "--memory-model", "cuda", "--precision", "fp16", "--optimizer", "adamw", "--report",
+                            "--memory-model", "cuda", "--precision", "fp16", "--loss-scale", "dynamic", "--optimizer", "adamw", "--report",
                             "-o", os.path.join(work, name + ".plan")], capture_output=True, text=True)
         if r.returncode:
             print(f"{name}: ppcc failed: {r.stderr[-300:]}")
