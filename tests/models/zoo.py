@@ -646,7 +646,7 @@ def export_model(name, outdir, batch=2, seed=0, opset=None,
         meta["input_shape"] = list(x.shape)
         meta["input_dtype"] = str(x.numpy().dtype)
 
-        os.makedirs(os.path.join(outdir, "data"))
+        os.makedirs(os.path.join(outdir, "data"), exist_ok=True)
         for k, v in feeds.items():
             np.save(os.path.join(outdir, "data", k + ".npy"), v.numpy())
         y_torch = None
@@ -666,7 +666,7 @@ def export_model(name, outdir, batch=2, seed=0, opset=None,
             secs["torch_forward"] = round(time.time() - t, 2)
             meta["output_shape"] = list(y_torch.shape)
             meta["torch_output_stats"] = _stats(y_torch)
-            os.makedirs(os.path.join(outdir, "torch"))
+            os.makedirs(os.path.join(outdir, "torch"), exist_ok=True)
             np.save(os.path.join(outdir, "torch", out_name + ".npy"), y_torch)
 
         # export into a scratch dir: models over 2 GB make torch write one
@@ -754,7 +754,7 @@ def export_model(name, outdir, batch=2, seed=0, opset=None,
             xin = {k: v.numpy() for k, v in feeds.items()}
             y_ort = sess.run([out_name], xin)[0]
             secs["ort"] = round(time.time() - t, 2)
-            os.makedirs(os.path.join(outdir, "expected"))
+            os.makedirs(os.path.join(outdir, "expected"), exist_ok=True)
             np.save(os.path.join(outdir, "expected", out_name + ".npy"),
                     y_ort)
             meta["expected"] = "onnxruntime"
