@@ -10,8 +10,14 @@ cross-entropy, timed as the median of --steps steps after one untimed,
     pprt --steps N+1 --backend dnnl --threads T, the median of the steps'
     samples/s from --log-json, the first left out.
 Prints samples/s for each and the ratio pprt/PyTorch, and pprt's measured
-bubble at -pp 2 (2 micro-batches of B/2 a step, 1F1B) next to (P-1)/(M+P-1).
-Usage: bench/train.py [--models vit_b_16,resnet50] [--batch 8] [--threads 2] [--steps 3]"""
+bubble at -pp 2 (2 micro-batches of B/2 a step, 1F1B) next to (P-1)/(M+P-1);
+then the CPU seconds of a step (every thread of the process, user and
+system, the same median steps; pprt's from --log-json's cpu_s) for PyTorch
+and -pp 1, and pprt's share of PyTorch's. On a shared machine the rates
+follow the load; the CPU seconds much less so, most under --passive
+(OMP_WAIT_POLICY=passive for both, set before PyTorch loads libgomp: the
+OpenMP threads sleep instead of spinning while they wait).
+Usage: bench/train.py [--models vit_b_16,resnet50] [--batch 8] [--threads 2] [--steps 3] [--passive]"""
 import argparse
 import json
 import os
@@ -29,9 +35,12 @@ ap.add_argument("--models", default="resnet50,vit_b_16")
 ap.add_argument("--batch", type=int, default=8)
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--steps", type=int, default=3)
+ap.add_argument("--passive", action="store_true", help="OMP_WAIT_POLICY=passive for PyTorch and pprt")
 ap.add_argument("--ppcc", default=os.path.join(benchlib.ROOT, "build", "ppcc"))
 ap.add_argument("--pprt", default=os.path.join(benchlib.ROOT, "build", "pprt"))
 a = ap.parse_args()
+if a.passive:
+    os.environ["OMP_WAIT_POLICY"] = "passive"  # before torch loads libgomp; pprt inherits it
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -42,16 +51,18 @@ B = a.batch
 
 
 def torch_rate(model, x, y):
+    """Samples/s and CPU seconds of a step (process CPU time: every thread), medians after the first step."""
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    times = []
+    times, cpus = [], []
     for k in range(a.steps + 1):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
         if k:
             times.append(time.perf_counter() - t)
-    return B / statistics.median(times)
+            cpus.append(time.process_time() - c)
+    return B / statistics.median(times), statistics.median(cpus)
 
 
 def pprt_rate(model_path, work, pp, acc):
@@ -64,11 +75,14 @@ def pprt_rate(model_path, work, pp, acc):
                  "--optimizer", "sgd", "--lr", "1e-3", "--backend", "dnnl", "--threads", str(a.threads), "--no-shuffle",
                  "-q", "--log-json", log])
     steps = json.load(open(log))["steps"][1:]
-    return statistics.median(s["samples_per_s"] for s in steps), statistics.median(s["bubble"] for s in steps)
+    return (statistics.median(s["samples_per_s"] for s in steps), statistics.median(s["bubble"] for s in steps),
+            statistics.median(s["cpu_s"] for s in steps))
 
 
-print(f"# training throughput, batch {B}, {a.threads} threads, {benchlib.cpu_name()}")
-print(f"{'model':<12} {'PyTorch/s':>10} {'pprt pp1/s':>11} {'ratio':>6} {'pprt pp2/s':>11} {'bubble':>7} {'formula':>8}")
+print(f"# training throughput, batch {B}, {a.threads} threads, {benchlib.cpu_name()}"
+      f"{', OMP_WAIT_POLICY=passive' if a.passive else ''}, load average {os.getloadavg()[0]:.1f}")
+print(f"{'model':<12} {'PyTorch/s':>10} {'pprt pp1/s':>11} {'ratio':>6} {'pprt pp2/s':>11} {'bubble':>7} {'formula':>8}"
+      f" {'PyTorch cpu s':>14} {'pprt pp1 cpu s':>15} {'cpu ratio':>10}")
 for name in a.models.split(","):
     with tempfile.TemporaryDirectory() as work:
         torch.manual_seed(0)
@@ -81,12 +95,13 @@ for name in a.models.split(","):
         os.makedirs(os.path.join(work, "data"))
         np.save(os.path.join(work, "data", "input.npy"), np.concatenate([x.numpy()] * (a.steps + 1)))
         np.save(os.path.join(work, "data", "labels.npy"), np.concatenate([y.numpy()] * (a.steps + 1)))
-        tr = torch_rate(model, x, y)
+        tr, tc = torch_rate(model, x, y)
         try:
-            p1, _ = pprt_rate(path, work, 1, 1)
-            p2, bub = pprt_rate(path, work, 2, 2)
+            p1, _, c1 = pprt_rate(path, work, 1, 1)
+            p2, bub, _ = pprt_rate(path, work, 2, 2)
         except RuntimeError as e:
             print(f"{name:<12} {tr:>10.2f}  pprt failed: {e}")
             continue
         print(f"{name:<12} {tr:>10.2f} {p1:>11.2f} {p1 / tr:>6.2f} {p2:>11.2f} {100 * bub:>6.1f}% "
-              f"{100 * (2 - 1) / (2 + 2 - 1):>7.1f}%")
+              f"{100 * (2 - 1) / (2 + 2 - 1):>7.1f}% {tc:>14.2f} {c1:>15.2f} {c1 / tc:>10.2f}")
+print(f"# load average at the end {os.getloadavg()[0]:.1f}")

@@ -23,6 +23,9 @@
 void pprt_cpu_list(const int *ids, int n, char *buf, size_t cap);
 /* The process's peak resident set so far, bytes (getrusage; 0 where that fails). */
 size_t pprt_peak_rss(void);
+/* The CPU seconds of every thread of the process so far (user and system;
+ * 0 where the clock is missing): training's log reports them per step. */
+double pprt_cpu_s(void);
 
 /* ---- a stage's set-up (run.c) -------------------------------------------------------------- */
 

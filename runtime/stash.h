@@ -26,6 +26,13 @@ typedef struct pprt_stash {
     void **free_list;  /* spare entries */
     int n_free, free_cap;
     int peak;          /* most entries held at once */
+    /* the tail lies at the same offsets in both messages (set at creation),
+     * and `through` (set by the scheduler where the backward stage is the
+     * next one, on a link that hands it the forward's own buffer: the last
+     * device, both stages on the host): the stash rides in the message
+     * itself, push copies into its tail only what is not there already,
+     * pop copies nothing; entries are only counted (peak as before) */
+    bool aligned, through;
 } pprt_stash;
 
 /* The stash of device d of p (d < p->train_devices), or NULL in *out when
@@ -41,7 +48,7 @@ pp_status pprt_stash_pop_wait(pprt_stash *s, void *in_msg, pp_err *err);
 void pprt_stash_close(pprt_stash *s);
 /* Each stash tensor from where the forward stage has it: its own slot of
  * out_msg, the slot of out_msg where it also goes on, or in_msg. */
-pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, const void *out_msg, pp_err *err);
+pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, void *out_msg, pp_err *err);
 pp_status pprt_stash_pop(pprt_stash *s, void *in_msg, pp_err *err);
 void pprt_stash_free(pprt_stash *s);
 

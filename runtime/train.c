@@ -1256,7 +1256,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
         if (k == 0 || step == done + 1) order(perm, t.train.n, o->seed, epoch, o->shuffle);
         double loss = 0, norm = 0, lr = 0, bubble = 0;
         bool finite = true;
-        const double ts = pprt_now_s(), scale = t.scale;
+        const double ts = pprt_now_s(), scale = t.scale, cpu0 = pprt_cpu_s();
         s = one_step(&t, perm, k, step, total, ins, outs, &ro, &loss, &norm, &lr, &finite, &updates, &bubble, err);
         ro.explain = false;
         if (s != PP_OK) break;
@@ -1275,6 +1275,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             pp_json_add_number(&js, r, "lr", lr);
             pp_json_add_number(&js, r, "grad_norm", norm);
             pp_json_add_number(&js, r, "samples_per_s", sps);
+            pp_json_add_round(&js, r, "cpu_s", pprt_cpu_s() - cpu0, 4);
             pp_json_add_number(&js, r, "bubble", bubble);
             pp_json_add_bool(&js, r, "skipped", !finite);
             if (t.seed) pp_json_add_number(&js, r, "loss_scale", scale);

@@ -18,6 +18,7 @@
  * Shapes and attributes were validated by pp_infer before a kernel runs; the
  * kernels still re-check what is cheap (counts, dtypes, output shapes) and
  * fail with a pp_status instead of aborting. */
+#include "chan_sums.h"
 #include "ref.h"
 #include "../../ir/geom.h"
 #include "../../ir/op_fns.h"
@@ -465,17 +466,9 @@ void pprt_bn_channels(const float *x, const float *scale, const float *B, const 
     for (int64_t c = c0; c < c1; c++) {
         double mu = mean[c], v = var[c];
         if (train) { /* the channel's own statistics, in double: mean, then the population variance */
-            double sum = 0, sq = 0;
-            const double cnt = (double)(N * inner);
-            for (int64_t n = 0; n < N; n++)
-                for (int64_t i = 0; i < inner; i++) sum += x[(n * C + c) * inner + i];
-            mu = sum / cnt;
-            for (int64_t n = 0; n < N; n++)
-                for (int64_t i = 0; i < inner; i++) {
-                    const double d = x[(n * C + c) * inner + i] - mu;
-                    sq += d * d;
-                }
-            v = sq / cnt;
+            const double cnt = (double)(N * inner); /* the sums in eight partials (chan_sums.h) */
+            mu = pprt_chan_sum(x, N, C, inner, c, 0, false) / cnt;
+            v = pprt_chan_sum(x, N, C, inner, c, mu, true) / cnt;
             const double keep = momentum, take = 1.0 - (double)momentum;
             const double stats[4] = {mean[c] * keep + mu * take, var[c] * keep + v * take, mu,
                                      1.0 / sqrt(v + (double)eps)};

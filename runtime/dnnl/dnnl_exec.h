@@ -65,6 +65,7 @@ typedef struct pprt_dnnl_opts {
     int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions (unset:
                          * 4096 below AVX-512, 0 on AVX-512; matmul.c) */
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
+    bool keep_send_auto; /* it was unset: then not in a training plan (exec.c) */
     bool silu;          /* PPRT_DNNL_SILU: pp.SiLU on our kernel where it wins */
     bool share_weights; /* PPRT_DNNL_SHARE_WEIGHTS: a stage's executors (replicas) share reordered weights */
 } pprt_dnnl_opts;

@@ -522,8 +522,12 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
             if (n->in[k] >= 0) x->tn.cons[n->in[k]]++, x->tn.last[n->in[k]] = ni;
         for (int k = 0; k < n->n_out; k++) x->tn.writer[n->out[k]] = ni;
     }
-    /* a sent tensor this stage also reads stays in the arena (PPRT_DNNL_KEEP_SEND=0: never) */
-    if (x->o.propagate && x->o.keep_send)
+    /* a sent tensor this stage also reads stays in the arena (PPRT_DNNL_KEEP_SEND=0: never; unset: not in a
+     * training plan, where a forward stage sends, as its stash, nearly every activation it makes, all of them
+     * plain for the reference BatchNorm nodes between the convolutions: keeping them doubled the arena,
+     * 977 MB on ResNet-50 at batch 8, and copied them into the message once more, for no layout gained;
+     * where a tensor lives changes no bit) */
+    if (x->o.propagate && x->o.keep_send && !(x->o.keep_send_auto && p->train_devices > 0))
         for (int i = 0; i < st->n_tensors; i++)
             if (st->t[i].kind == PPRT_SEND && x->tn.cons[i] > 0 && x->tn.writer[i] >= 0 && st->t[i].dtype == PP_F32) {
                 x->tn.kind[i] = PPRT_ACTIVATION;

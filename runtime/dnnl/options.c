@@ -65,7 +65,8 @@ static const opt opts[] = {
      "matrix products with constant weights and fewer rows run as 1x1 convolutions (0: never; unset: 4096 "
      "below AVX-512, 0 on AVX-512 CPUs; matmul.c)"},
     {"PPRT_DNNL_KEEP_SEND", OPT_FLAG, F(keep_send), "1", NULL, 0, 0,
-     "a tensor the stage sends and also reads stays in the arena in its layout, copied into the message once"},
+     "a tensor the stage sends and also reads stays in the arena in its layout, copied into the message once "
+     "(unset: not in a training plan, exec.c)"},
     {"PPRT_DNNL_SHARE_WEIGHTS", OPT_FLAG, F(share_weights), "1", NULL, 0, 0,
      "the executors of one stage in this process (--replicas) share its reordered weights: one copy, made by the "
      "first to need it; 0: each its own"},
@@ -173,6 +174,7 @@ static void read_env(void) {
         /* unset, the route of matrix products as convolutions is off on AVX-512 CPUs (matmul.c) */
         if (o->off == offsetof(pprt_dnnl_opts, rows_max) && (!v || !*v) && pprt_cpu_isa() >= PPRT_ISA_AVX512)
             parsed.rows_max = 0;
+        if (o->off == offsetof(pprt_dnnl_opts, keep_send)) parsed.keep_send_auto = !v || !*v;
         if (!v || !*v || parse(o, v, &parsed)) continue;
         char t[96];
         takes(o, t, sizeof t);

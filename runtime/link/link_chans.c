@@ -12,7 +12,7 @@
 typedef struct {
     pprt_link base;
     pprt_chan *full, *free_;
-    void **bufs; /* owned, freed with free() or owner's free */
+    void **bufs; /* owned, freed with their space's free (host: pprt_mem_host's, the pool's) */
     int n_bufs;
     pprt_place owner;
     bool drains; /* drain() waits for every buffer to come back */
@@ -20,7 +20,9 @@ typedef struct {
 
 static void free_bufs(const pprt_place *owner, void **bufs, int n) {
     for (int i = 0; i < n; i++) {
-        if (pprt_place_is_host(owner)) free(bufs[i]);
+        /* the host's free, not free(): a pool block (pool.h) must go back to the pool, or the next
+         * training step allocates and faults in its pages again (a GB a step on ResNet-50) */
+        if (pprt_place_is_host(owner)) pprt_mem_host.free(0, bufs[i]);
         else owner->mem->free(owner->device, bufs[i]);
     }
     free(bufs);
