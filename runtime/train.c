@@ -1197,6 +1197,21 @@ static void log_end(pp_json *js, const trainer *t, const pprt_train_stats *st) {
     pp_json_add_number(js, js->root, "bubble_formula", st->bubble_formula);
 }
 
+/* The pipeline runs' options of a training run: quiet (the trainer reports),
+ * the first step's executors saying what they made of their stages
+ * (pprt_run_opts.explain, on rank 0 unless pprt -q), and the links holding
+ * what the schedule keeps in flight (GPipe a step's micro-batches per
+ * replica, 1F1B as many as devices). */
+static pprt_run_opts step_opts(const pprt_plan *p, const pprt_train_opts *o, const pprt_run_opts *run, bool root) {
+    pprt_run_opts ro = *run;
+    ro.quiet = true, ro.progress = false, ro.warmup = 0, ro.explain = !o->quiet && root;
+    const int R = run->replicas > 1 ? run->replicas : 1;
+    const int64_t per_rep = (o->accumulate + R - 1) / R;
+    const int64_t need = o->schedule_kind == PPRT_SCHED_GPIPE ? per_rep + 1 : p->train_devices + 1;
+    if (ro.depth < need) ro.depth = (int)need;
+    return ro;
+}
+
 pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts *o, const pprt_run_opts *run,
                      pprt_train_stats *st, pp_err *err) {
     memset(st, 0, sizeof *st);
@@ -1227,15 +1242,10 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
         steps_js = pp_json_add_array(&js, root, "steps");
         epochs_js = pp_json_add_array(&js, root, "epochs");
     }
-    pprt_run_opts ro = *run;
-    ro.quiet = true, ro.progress = false, ro.warmup = 0, ro.explain = !o->quiet && root; /* the first step's */
-    /* the links hold what the schedule keeps in flight: GPipe a step's
-     * micro-batches, 1F1B as many as devices */
+    pprt_run_opts ro = step_opts(p, o, run, root);
     const int R = run->replicas > 1 ? run->replicas : 1;
     const int64_t per_rep = (o->accumulate + R - 1) / R;
-    const int64_t need = o->schedule_kind == PPRT_SCHED_GPIPE ? per_rep + 1 : p->train_devices + 1;
     if (s == PP_OK) s = check_schedule(p, o, err);
-    if (ro.depth < need) ro.depth = (int)need;
     gate gt = {0};
     pprt_gate hook = {.ctx = &gt, .enter = gate_enter, .leave = gate_leave, .stop = gate_stop};
     if (s == PP_OK && o->schedule_kind != PPRT_SCHED_FLOW) {
@@ -1258,7 +1268,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
         bool finite = true;
         const double ts = pprt_now_s(), scale = t.scale, cpu0 = pprt_cpu_s();
         s = one_step(&t, perm, k, step, total, ins, outs, &ro, &loss, &norm, &lr, &finite, &updates, &bubble, err);
-        ro.explain = false;
+        ro.explain = false; /* the first step's executors alone say what they made */
         if (s != PP_OK) break;
         bubble_sum += bubble;
         if (!finite) st->skipped++;
