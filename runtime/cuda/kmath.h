@@ -1487,26 +1487,37 @@ PCU_HD void pcu_mpgrad_range(const pcu_mpgrad *k, int d, int64_t i, int64_t *lo,
     if (*hi > k->out[d] - 1) *hi = k->out[d] - 1;
 }
 
+/* The windows of a pool's planes that have a tap at input element i, in
+ * output order: BODY runs for each with (o0, o1, o2) its position, oi its
+ * index in the plane, pl i's plane and xi i's position in it in scope. */
+#define PCU_POOL_WINDOWS_OF(k, i, BODY)                                                                 \
+    do {                                                                                                \
+        const int64_t Pin_ = (k)->in[0] * (k)->in[1] * (k)->in[2];                                      \
+        const int64_t pl = (i) / Pin_, xi = (i) % Pin_;                                                  \
+        const int64_t i2_ = xi % (k)->in[2], i1_ = xi / (k)->in[2] % (k)->in[1];                        \
+        const int64_t i0_ = xi / ((k)->in[2] * (k)->in[1]);                                             \
+        int64_t lo0_, hi0_, lo1_, hi1_, lo2_, hi2_;                                                     \
+        pcu_mpgrad_range(k, 0, i0_, &lo0_, &hi0_);                                                      \
+        pcu_mpgrad_range(k, 1, i1_, &lo1_, &hi1_);                                                      \
+        pcu_mpgrad_range(k, 2, i2_, &lo2_, &hi2_);                                                      \
+        (void)pl;                                                                                       \
+        for (int64_t o0 = lo0_; o0 <= hi0_; o0++) {                                                     \
+            if ((i0_ + (k)->p[0] - o0 * (k)->s[0]) % (k)->d[0]) continue; /* a dilation's gap */         \
+            for (int64_t o1 = lo1_; o1 <= hi1_; o1++) {                                                 \
+                if ((i1_ + (k)->p[1] - o1 * (k)->s[1]) % (k)->d[1]) continue;                            \
+                for (int64_t o2 = lo2_; o2 <= hi2_; o2++) {                                             \
+                    if ((i2_ + (k)->p[2] - o2 * (k)->s[2]) % (k)->d[2]) continue;                        \
+                    const int64_t oi = (o0 * (k)->out[1] + o1) * (k)->out[2] + o2;                       \
+                    BODY;                                                                               \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+    } while (0)
+
 PCU_HD void pcu_mpgrad_at(const pcu_mpgrad *k, float *dx, const float *dy, const float *x, int64_t i) {
     const int64_t Pin = k->in[0] * k->in[1] * k->in[2], P = k->out[0] * k->out[1] * k->out[2];
-    const int64_t pl = i / Pin, xi = i % Pin;
-    const int64_t i2 = xi % k->in[2], i1 = xi / k->in[2] % k->in[1], i0 = xi / (k->in[2] * k->in[1]);
-    const float *xp = x + pl * Pin, *dyp = dy + pl * P;
-    int64_t lo0, hi0, lo1, hi1, lo2, hi2;
-    pcu_mpgrad_range(k, 0, i0, &lo0, &hi0);
-    pcu_mpgrad_range(k, 1, i1, &lo1, &hi1);
-    pcu_mpgrad_range(k, 2, i2, &lo2, &hi2);
     float acc = 0.0f;
-    for (int64_t o0 = lo0; o0 <= hi0; o0++) {
-        if ((i0 + k->p[0] - o0 * k->s[0]) % k->d[0]) continue; /* a dilation's gap */
-        for (int64_t o1 = lo1; o1 <= hi1; o1++) {
-            if ((i1 + k->p[1] - o1 * k->s[1]) % k->d[1]) continue;
-            for (int64_t o2 = lo2; o2 <= hi2; o2++) {
-                if ((i2 + k->p[2] - o2 * k->s[2]) % k->d[2]) continue;
-                if (pcu_mpgrad_best(k, xp, o0, o1, o2) == xi) acc += dyp[(o0 * k->out[1] + o1) * k->out[2] + o2];
-            }
-        }
-    }
+    PCU_POOL_WINDOWS_OF(k, i, if (pcu_mpgrad_best(k, x + pl * Pin, o0, o1, o2) == xi) acc += dy[pl * P + oi]);
     dx[i] = acc;
 }
 
@@ -1534,26 +1545,10 @@ PCU_HD int64_t pcu_apgrad_div(const pcu_apgrad *k, int64_t o0, int64_t o1, int64
 }
 
 PCU_HD void pcu_apgrad_at(const pcu_apgrad *k, float *dx, const float *dy, int64_t i) {
-    const int64_t Pin = k->in[0] * k->in[1] * k->in[2], P = k->out[0] * k->out[1] * k->out[2];
-    const int64_t pl = i / Pin, xi = i % Pin;
-    const int64_t i2 = xi % k->in[2], i1 = xi / k->in[2] % k->in[1], i0 = xi / (k->in[2] * k->in[1]);
-    const float *dyp = dy + pl * P;
-    int64_t lo0, hi0, lo1, hi1, lo2, hi2;
-    pcu_mpgrad_range(k, 0, i0, &lo0, &hi0);
-    pcu_mpgrad_range(k, 1, i1, &lo1, &hi1);
-    pcu_mpgrad_range(k, 2, i2, &lo2, &hi2);
+    const int64_t P = k->out[0] * k->out[1] * k->out[2];
     double acc = 0;
-    for (int64_t o0 = lo0; o0 <= hi0; o0++) {
-        if ((i0 + k->p[0] - o0 * k->s[0]) % k->d[0]) continue; /* a dilation's gap */
-        for (int64_t o1 = lo1; o1 <= hi1; o1++) {
-            if ((i1 + k->p[1] - o1 * k->s[1]) % k->d[1]) continue;
-            for (int64_t o2 = lo2; o2 <= hi2; o2++) {
-                if ((i2 + k->p[2] - o2 * k->s[2]) % k->d[2]) continue;
-                const int64_t div = pcu_apgrad_div(k, o0, o1, o2);
-                if (div) acc += (double)dyp[(o0 * k->out[1] + o1) * k->out[2] + o2] / (double)div;
-            }
-        }
-    }
+    PCU_POOL_WINDOWS_OF(k, i, const int64_t div = pcu_apgrad_div(k, o0, o1, o2);
+                        if (div) acc += (double)dy[pl * P + oi] / (double)div);
     dx[i] = (float)acc;
 }
 

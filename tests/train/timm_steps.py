@@ -28,14 +28,13 @@ within 1.3e-7). The worst error seen is printed. Skipped without timm.
 About 20 s.
 Usage: timm_steps.py PPCC PPRT WORK"""
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import testlib  # noqa: E402
 from testlib import check  # noqa: E402
-from trainlib import check_step, mask  # noqa: E402
+from trainlib import check_same_outputs, check_step, mask, step_run  # noqa: E402
 
 PPCC, PPRT, WORK = sys.argv[1:4]
 testlib.start(WORK, "train_timm")
@@ -97,25 +96,11 @@ def one_step(name, mod, x, labels, drop_before=None):
     # on the reference kernels and on cuda-emu (the CUDA step list), whose -pp 1 and 2 give the same bits
     for pp, be in ((1, "ref"), (2, "ref"), (1, "cuda-emu"), (2, "cuda-emu")):
         tag = f"{name} -pp {pp} on {be}"
-        plan = os.path.join(d, f"pp{pp}.plan")
-        if not os.path.exists(plan):
-            r = subprocess.run([PPCC, path, "--train", "--loss", "cross-entropy:out", "-b", str(x.shape[0]), "-pp",
-                                str(pp), "-q", "-o", plan], capture_output=True, text=True)
-            check(r.returncode == 0, f"{tag}: ppcc exit {r.returncode}: {r.stderr.strip()[-500:]}")
-            if r.returncode:
-                continue
-        o = os.path.join(d, f"out_{be}_pp{pp}")
-        r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", o, "-q", "--backend", be],
-                           capture_output=True, text=True)
-        check(r.returncode == 0, f"{tag}: pprt exit {r.returncode}: {r.stderr.strip()[-500:]}")
-        if r.returncode:
+        o = step_run(PPCC, PPRT, path, d, x.shape[0], pp, be, tag)
+        if o is None:
             continue
         err = max(err, check_step(o, want_loss.item(), want, tag, RTOL, ATOL_OF_MAX))
-    a, b = (os.path.join(d, f"out_cuda-emu_pp{pp}") for pp in (1, 2))
-    if os.path.isdir(a) and os.path.isdir(b):
-        check(sorted(os.listdir(a)) == sorted(os.listdir(b)) and all(
-            np.array_equal(np.load(os.path.join(a, f)), np.load(os.path.join(b, f))) for f in os.listdir(a)),
-            f"{name}: cuda-emu's gradients at -pp 2 are not -pp 1's bits")
+    check_same_outputs(*(os.path.join(d, f"out_cuda-emu_pp{pp}") for pp in (1, 2)), f"{name}: cuda-emu at -pp 1, 2")
     print(f"{name}: {len(want)} weights, worst error beyond rtol {err:.2e} of the largest gradient, "
           f"{time.time() - t0:.1f} s", flush=True)
 

@@ -1,6 +1,8 @@
 """What the training tests share: the file a plan output lands in, a
 weight's gradient read back from pprt's outputs with its presence and shape
-checked, and one step's loss and gradients against PyTorch's."""
+checked, one run of a gradient plan at a split and backend, two runs'
+outputs compared bit for bit, and one step's loss and gradients against
+PyTorch's."""
 import os
 
 import numpy as np
@@ -63,6 +65,33 @@ def mask(name, ratio, seed, counter, shape):
     r32 = float(np.float32(ratio))  # the attribute is a float32
     scale = np.float32(1.0 / (1.0 - r32)) if r32 < 1 else np.float32(0)
     return np.where(u >= np.float32(ratio), scale, np.float32(0)).astype(np.float32).reshape(shape)
+
+
+def step_run(ppcc, pprt, model, d, batch, pp, be, tag):
+    """One run of model's gradient plan (cross-entropy on its output 'out', a micro-batch of `batch`) at -pp pp on
+    backend be over d/data: the plan compiled once into d/pp{pp}.plan, the outputs into d/out_{be}_pp{pp}.
+    Returns that folder, or None (a failed check says why)."""
+    import subprocess
+    plan = os.path.join(d, f"pp{pp}.plan")
+    if not os.path.exists(plan):
+        r = subprocess.run([ppcc, model, "--train", "--loss", "cross-entropy:out", "-b", str(batch), "-pp", str(pp),
+                            "-q", "-o", plan], capture_output=True, text=True)
+        check(r.returncode == 0, f"{tag}: ppcc exit {r.returncode}: {r.stderr.strip()[-500:]}")
+        if r.returncode:
+            return None
+    o = os.path.join(d, f"out_{be}_pp{pp}")
+    r = subprocess.run([pprt, plan, os.path.join(d, "data"), "-o", o, "-q", "--backend", be], capture_output=True,
+                       text=True)
+    check(r.returncode == 0, f"{tag}: pprt exit {r.returncode}: {r.stderr.strip()[-500:]}")
+    return None if r.returncode else o
+
+
+def check_same_outputs(a, b, what):
+    """The output folders a and b hold the same files with the same bits (skipped where either is missing)."""
+    if os.path.isdir(a) and os.path.isdir(b):
+        check(sorted(os.listdir(a)) == sorted(os.listdir(b)) and all(
+            np.array_equal(np.load(os.path.join(a, f)), np.load(os.path.join(b, f))) for f in os.listdir(a)),
+            f"{what}: not the same bits")
 
 
 def check_step(out_dir, want_loss, want, tag, rtol, atol_of_max):

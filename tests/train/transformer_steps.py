@@ -24,14 +24,13 @@ over the largest gradient, is printed: 4e-7 on a Zen 4 VM, where the bound
 is 1e-5. A model whose library does not import is skipped, and says so.
 Usage: transformers.py PPCC PPRT WORK"""
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import testlib  # noqa: E402
 from testlib import check  # noqa: E402
-from trainlib import check_step, file_name  # noqa: E402,F401
+from trainlib import check_same_outputs, check_step, file_name, step_run  # noqa: E402,F401
 
 PPCC, PPRT, WORK = sys.argv[1:4]
 testlib.start(WORK, "train_transformers")
@@ -77,25 +76,11 @@ def one_step(name, mod, x, labels):
     err = 0.0
     for be, pp in RUNS:
         tag = f"{name} -pp {pp} on {be}"
-        plan = os.path.join(d, f"pp{pp}.plan")
-        if not os.path.exists(plan):
-            r = subprocess.run([PPCC, path, "--train", "--loss", "cross-entropy:out", "-b", str(x.shape[0]), "-pp",
-                                str(pp), "-q", "-o", plan], capture_output=True, text=True)
-            check(r.returncode == 0, f"{tag}: ppcc exit {r.returncode}: {r.stderr.strip()[-500:]}")
-            if r.returncode:
-                continue
-        o = os.path.join(d, f"out_{be}_pp{pp}")
-        r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "-o", o, "-q", "--backend", be],
-                           capture_output=True, text=True)
-        check(r.returncode == 0, f"{tag}: pprt exit {r.returncode}: {r.stderr.strip()[-500:]}")
-        if r.returncode:
+        o = step_run(PPCC, PPRT, path, d, x.shape[0], pp, be, tag)
+        if o is None:
             continue
         err = max(err, check_step(o, want_loss.item(), want, tag, RTOL, ATOL_OF_MAX))
-    a, b = (os.path.join(d, f"out_cuda-emu_pp{pp}") for pp in (1, 2))
-    if os.path.isdir(a) and os.path.isdir(b):
-        same = sorted(os.listdir(a)) == sorted(os.listdir(b)) and all(
-            np.array_equal(np.load(os.path.join(a, f)), np.load(os.path.join(b, f))) for f in os.listdir(a))
-        check(same, f"{name}: cuda-emu's gradients at -pp 2 are not -pp 1's bits")
+    check_same_outputs(*(os.path.join(d, f"out_cuda-emu_pp{pp}") for pp in (1, 2)), f"{name}: cuda-emu at -pp 1, 2")
     worst[name] = err
     print(f"{name}: {len(want)} weights, worst error beyond rtol {err:.2e} of the largest gradient, "
           f"{time.time() - t0:.1f} s", flush=True)
