@@ -3007,17 +3007,21 @@ void pcu_plan_free(pcu_plan *pl) {
 
 void pcu_plan_explain(const pcu_plan *pl, const char *backend, FILE *f) {
     if (!pl->counts.host) return;
-    fprintf(f, "pprt: stage %d (%s): %d node%s on the host fallback:", pl->st->index, backend, pl->counts.host,
-            pl->counts.host == 1 ? "" : "s");
+    /* the line made whole, then written at once: the stages' threads create their executors together */
+    char line[1024];
+    size_t n = (size_t)snprintf(line, sizeof line, "pprt: stage %d (%s): %d node%s on the host fallback:",
+                                pl->st->index, backend, pl->counts.host, pl->counts.host == 1 ? "" : "s");
     int shown = 0;
-    for (int i = 0; i < pl->n_steps; i++) {
+    for (int i = 0; i < pl->n_steps && n < sizeof line; i++) {
         const pcu_step *s = &pl->steps[i];
         if (s->kind != PCU_S_HOST || s->node < 0) continue;
         if (shown++ == 4) break;
-        fprintf(f, "%s '%s' (%s)", shown > 1 ? "," : "", pl->st->nodes[s->node].name, s->why);
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s '%s' (%s)", shown > 1 ? "," : "",
+                              pl->st->nodes[s->node].name, s->why);
     }
-    if (pl->counts.host > 4) fprintf(f, " and %d more", pl->counts.host - 4);
-    fprintf(f, "\n");
+    if (pl->counts.host > 4 && n < sizeof line)
+        n += (size_t)snprintf(line + n, sizeof line - n, " and %d more", pl->counts.host - 4);
+    fprintf(f, "%s\n", line);
 }
 
 void pcu_plan_tally(const pcu_plan *pl, pcu_tally *t) {
