@@ -48,7 +48,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import testlib  # noqa: E402
 from testlib import check  # noqa: E402
-from trainlib import read_grad  # noqa: E402
+from trainlib import digits_net, read_grad  # noqa: E402
 
 PPCC, PPRT, WORK = sys.argv[1:4]
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -70,20 +70,6 @@ HALF = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 def run(argv):
     return subprocess.run(argv, capture_output=True, text=True, timeout=600)
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
-        self.conv2 = nn.Conv2d(16, 16, 3, padding=1)
-        self.conv3 = nn.Conv2d(16, 16, 3, padding=1)
-        self.fc = nn.Linear(16, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.relu(x + self.conv3(F.relu(self.conv2(x))))
-        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
 def policy(model, half):
@@ -172,7 +158,7 @@ Y = np.load(os.path.join(SRC, "samples", "digits", "labels.npy")).astype(np.int6
 os.makedirs("data", exist_ok=True)
 np.save("data/input.npy", X)
 np.save("data/labels.npy", Y)
-net0 = Net()
+net0 = digits_net()
 init = {k: v.clone() for k, v in net0.state_dict().items()}
 export(net0, (ROWS, 1, 8, 8), "net.onnx")
 
@@ -194,7 +180,7 @@ for prec in ("bf16", "fp16"):
         check(same_bits(w1, wr), f"{prec}: the weights under --recompute all differ in bits")
     l1 = [s["loss"] for s in log1["steps"]]
     check(not any(s.get("skipped") for s in log1["steps"]), f"{prec}: a step skipped at the default scale")
-    wp, lp = torch_train(Net, init, X, Y, STEPS, half=HALF[prec])
+    wp, lp = torch_train(digits_net, init, X, Y, STEPS, half=HALF[prec])
     e, le = far(w1, wp), loss_gap(l1, lp)
     print(f"train_mixed: digits {prec}: against the PyTorch policy: weights {e:.2g} of a tensor's largest, "
           f"losses {le:.2g}; against pprt f32: losses {loss_gap(l1, l32):.2g}, weights {far(w1, w32):.2g}")
@@ -209,7 +195,7 @@ for prec in ("bf16", "fp16"):
         check(same_bits(wd1, wd2), f"{prec} on dnnl: the weights at -pp 1 and 2 differ in bits")
         check(far(wd1, wp) <= 2e-3, f"{prec} on dnnl: the weights {far(wd1, wp):.3g} from the PyTorch policy's (2e-3)")
     if prec == "bf16":
-        wa, la = torch_train(Net, init, X, Y, STEPS, autocast=torch.bfloat16)
+        wa, la = torch_train(digits_net, init, X, Y, STEPS, autocast=torch.bfloat16)
         ea, lae = far(w1, wa), loss_gap(l1, la)
         print(f"train_mixed: digits bf16 against PyTorch's CPU autocast: weights {ea:.2g}, losses {lae:.2g}")
         check(ea <= 3e-2 and lae <= 1e-2, f"bf16 against PyTorch autocast: weights {ea:.3g} (3e-2), losses "
@@ -263,7 +249,7 @@ def gradscaler(found_inf, init_scale, growth=2.0, backoff=0.5, interval=2000):
 def overflows(scale):
     """the PyTorch policy at fp16, from the initial weights: whether a step's gradients at this scale hold
     an infinity or a NaN"""
-    net = policy(Net(), torch.float16)
+    net = policy(digits_net(), torch.float16)
     net.load_state_dict(init)
     for j in range(ACC):
         x, y = torch.from_numpy(X[j * ROWS:(j + 1) * ROWS]), torch.from_numpy(Y[j * ROWS:(j + 1) * ROWS])

@@ -43,6 +43,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import testlib  # noqa: E402
 from testlib import check  # noqa: E402
+from trainlib import digits_net  # noqa: E402
 
 PPCC, PPRT, WORK = sys.argv[1:4]
 testlib.start(WORK, "train_run")
@@ -76,20 +77,6 @@ def order(n, seed, epoch):
     return perm
 
 
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
-        self.conv2 = nn.Conv2d(16, 16, 3, padding=1)
-        self.conv3 = nn.Conv2d(16, 16, 3, padding=1)
-        self.fc = nn.Linear(16, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.relu(x + self.conv3(F.relu(self.conv2(x))))
-        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
-
-
 X = np.load(os.path.join(SRC, "samples", "digits", "data", "input.npy"))
 Y = np.load(os.path.join(SRC, "samples", "digits", "labels.npy")).astype(np.int64)
 XT, YT, XH, YH = X[:300], Y[:300], X[300:], Y[300:]
@@ -97,7 +84,7 @@ os.makedirs("data", exist_ok=True)
 np.save("data/input.npy", XT)
 np.save("data/labels.npy", YT)
 
-net0 = Net()
+net0 = digits_net()
 init = {k: v.clone() for k, v in net0.state_dict().items()}
 torch.onnx.export(net0, (torch.zeros(ROWS, 1, 8, 8),), "net.onnx", input_names=["input"], output_names=["logits"],
                   opset_version=14, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
@@ -108,7 +95,7 @@ def torch_train(opt_name, seed, whole=False):
     """PyTorch's run; whole: each step's rows in one forward (a mean over 32
     rows, not of two means over 16): the same training up to rounding, whose
     distance from the first measures how far rounding alone carries a run."""
-    net = Net()
+    net = digits_net()
     net.load_state_dict(init)
     if opt_name == "adamw":
         opt = torch.optim.AdamW(net.parameters(), lr=4e-3, weight_decay=0.01)
@@ -159,7 +146,7 @@ def pprt_train(plan, opt_args, seed, backend="ref", tag=""):
 
 
 def accuracy(weights):
-    net = Net()
+    net = digits_net()
     net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
     with torch.no_grad():
         return float((net(torch.from_numpy(XH)).argmax(1).numpy() == YH).mean())
@@ -237,7 +224,7 @@ if os.path.isdir("w_adamw_pp1"):
         import onnxruntime
         y, = onnxruntime.InferenceSession("trained.onnx").run(["logits"], {"input": XH[:16]})
         w = {os.path.splitext(n)[0]: np.load(os.path.join("w_adamw_pp1", n)) for n in os.listdir("w_adamw_pp1")}
-        net = Net()
+        net = digits_net()
         net.load_state_dict({k: torch.from_numpy(v) for k, v in w.items()})
         with torch.no_grad():
             want = net(torch.from_numpy(XH[:16])).numpy()
@@ -266,7 +253,7 @@ check(r.returncode == 0, f"--eval: exit {r.returncode}: {r.stderr[-300:]}")
 if r.returncode == 0:
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("held-out:")]
     w = {os.path.splitext(n)[0]: np.load(os.path.join("w_eval", n)) for n in os.listdir("w_eval")}
-    net = Net()
+    net = digits_net()
     net.load_state_dict({k: torch.from_numpy(v) for k, v in w.items()})
     with torch.no_grad():
         want = float((net(torch.from_numpy(XH[:48])).argmax(1).numpy() == YH[:48]).mean())

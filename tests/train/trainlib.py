@@ -67,6 +67,29 @@ def mask(name, ratio, seed, counter, shape):
     return np.where(u >= np.float32(ratio), scale, np.float32(0)).astype(np.float32).reshape(shape)
 
 
+def digits_net():
+    """The small residual CNN the training tests train on samples/digits (8x8 images, 10 classes): three 3x3
+    convolutions of 16 channels, a max pool, a residual add, global average pooling and a Linear; PyTorch's
+    default initialization (seed it before)."""
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
+            self.conv2 = nn.Conv2d(16, 16, 3, padding=1)
+            self.conv3 = nn.Conv2d(16, 16, 3, padding=1)
+            self.fc = nn.Linear(16, 10)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+            x = F.relu(x + self.conv3(F.relu(self.conv2(x))))
+            return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+    return Net()
+
+
 def step_run(ppcc, pprt, model, d, batch, pp, be, tag):
     """One run of model's gradient plan (cross-entropy on its output 'out', a micro-batch of `batch`) at -pp pp on
     backend be over d/data: the plan compiled once into d/pp{pp}.plan, the outputs into d/out_{be}_pp{pp}.
