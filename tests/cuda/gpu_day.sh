@@ -76,6 +76,8 @@ t0=$SECONDS; budget=${SECS:-510}
 left() { echo $((budget - (SECONDS - t0))); }
 # cap N: N, or what is left less a margin, whichever is smaller (<= 0: skip)
 cap() { local l=$(($(left) - ${2:-15})); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
+# within N: N, or what is left of the current part (until part_end), whichever is smaller
+within() { local l=$((part_end - SECONDS)); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
 status=0
 be=${PP_BACKEND:-cuda}
 # the seconds parts 2c and 2t leave for the benchmark (part 4): 300, or a margin where BENCH_SECS=0
@@ -170,11 +172,10 @@ fi # EARLY
 # loss and gradients against PyTorch f32, the step rate at batch 32 against eager f32 and AMP)
 echo "== 2t. training ($(date +%T), $(left) s left)"
 wt=$w/train
-t_end=$((SECONDS + $(cap "${TRAIN_SECS:-240}" "$keep")))
-tcap() { local l=$((t_end - SECONDS)); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
-if [ "$(tcap 150)" -lt 20 ]; then
+part_end=$((SECONDS + $(cap "${TRAIN_SECS:-240}" "$keep")))
+if [ "$(within 150)" -lt 20 ]; then
   echo "skip: training (TRAIN_SECS, or the time left)"
-elif PPCC=$PPCC PPRT=$PPRT PY=python3 SRC=$src TRAIN_BACKEND=$be timeout "$(tcap 150)" \
+elif PPCC=$PPCC PPRT=$PPRT PY=python3 SRC=$src TRAIN_BACKEND=$be timeout "$(within 150)" \
     bash "$src/tests/cuda/train_emu.sh" $wt > "$out/train_emu.txt" 2>&1; then
   tail -2 "$out/train_emu.txt"
 else
@@ -182,19 +183,19 @@ else
 fi
 if [ "$be" = cuda ] && [ -f $wt/r1.plan ]; then
   for tool in memcheck racecheck; do
-    [ "$(tcap 90)" -ge 20 ] || { echo "skip: a training step under $tool (time)"; continue; }
-    timeout "$(tcap 90)" compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $wt/r1.plan $wt/rdata --labels \
+    [ "$(within 90)" -ge 20 ] || { echo "skip: a training step under $tool (time)"; continue; }
+    timeout "$(within 90)" compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $wt/r1.plan $wt/rdata --labels \
       $wt/rlabels.npy --steps 1 --backend cuda --cuda-graphs off -q > "$out/san_train_$tool.txt" 2>&1 \
       || { echo "FAIL: compute-sanitizer $tool, a ResNet-18 training step"; status=1; }
     echo "training step $tool: $(tail -1 "$out/san_train_$tool.txt")"
   done
-  if [ "$(tcap 90)" -ge 30 ]; then
-    timeout "$(tcap 90)" python3 "$src/tests/cuda/train_memory_gpu.py" "$src/tests/cuda/train_memory_est.json" \
+  if [ "$(within 90)" -ge 30 ]; then
+    timeout "$(within 90)" python3 "$src/tests/cuda/train_memory_gpu.py" "$src/tests/cuda/train_memory_est.json" \
       > "$out/train_memory_gpu.md" 2>&1 || { echo "FAIL or cut: train_memory_gpu.py: $(tail -2 "$out/train_memory_gpu.md")"; status=1; }
     cat "$out/train_memory_gpu.md"
   fi
-  if [ "$(tcap 150)" -ge 40 ]; then
-    timeout "$(tcap 150)" python3 "$src/bench/train_cuda.py" --ppcc "$PPCC" --pprt "$PPRT" > "$out/train_cuda.md" \
+  if [ "$(within 150)" -ge 40 ]; then
+    timeout "$(within 150)" python3 "$src/bench/train_cuda.py" --ppcc "$PPCC" --pprt "$PPRT" > "$out/train_cuda.md" \
       2> "$out/train_cuda.err" || { echo "FAIL or cut: bench/train_cuda.py: $(tail -2 "$out/train_cuda.err")"; status=1; }
     cat "$out/train_cuda.md"
   else
@@ -205,28 +206,27 @@ fi
 # 2c. two GPUs on one (issue 57): the two-device paths on logical devices aliased onto GPU 0
 # (PPRT_CUDA_ALIAS), within TWO_SECS (default 130; it never eats into the 300 s kept for the benchmark)
 echo "== 2c. two GPUs on one ($(date +%T), $(left) s left)"
-two_end=$((SECONDS + $(cap "${TWO_SECS:-130}" "$keep")))
-tl() { local t=$((two_end - SECONDS)); [ "$t" -lt "$1" ] && echo "$t" || echo "$1"; } # a step's timeout within the part
+part_end=$((SECONDS + $(cap "${TWO_SECS:-130}" "$keep")))
 w2=/tmp/gday_two; rm -rf $w2; mkdir -p $w2
 jget() { python3 -c "import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@" 2>/dev/null; }
 "$PPCC" "$S/model.onnx" -pp 2 -b 16 --placement 0:$be:0,1:$be:1 -o $w2/two.plan -q \
   && "$PPCC" "$S/model.onnx" -pp 2 -b 16 --placement 0:$be:0,1:$be:0 -o $w2/one.plan -q \
   && "$PPCC" "$S/model.onnx" -pp 3 -b 2 --placement 0:$be:0,1:$be:1,2:$be:2 -o $w2/three.plan -q \
   || { echo "FAIL: 2c: ppcc"; status=1; }
-timeout "$(tl 60)" "$PPRT" $w2/one.plan "$S/data" -o $w2/one -q || { echo "FAIL: 2c: digits -pp 2 on one device"; status=1; }
+timeout "$(within 60)" "$PPRT" $w2/one.plan "$S/data" -o $w2/one -q || { echo "FAIL: 2c: digits -pp 2 on one device"; status=1; }
 # 2c.1 a peer copy (both on GPU 0) and the staged path (PPRT_CUDA_PEER=none), each bit-identical to one device
 # (under compute-sanitizer in 2c.6, with the time the part has left)
 for peer in all none; do
-  [ "$(tl 30)" -ge 20 ] || { echo "2c.1 ($peer): out of time"; break; }
-  env PPRT_CUDA_ALIAS=2 PPRT_CUDA_PEER=$peer PPRT_EMU_PEER=$peer timeout "$(tl 60)" "$PPRT" $w2/two.plan "$S/data" \
+  [ "$(within 30)" -ge 20 ] || { echo "2c.1 ($peer): out of time"; break; }
+  env PPRT_CUDA_ALIAS=2 PPRT_CUDA_PEER=$peer PPRT_EMU_PEER=$peer timeout "$(within 60)" "$PPRT" $w2/two.plan "$S/data" \
     -o $w2/two_$peer -q --stats-json $w2/two_$peer.json || { echo "FAIL: 2c.1: two logical devices, peer $peer"; status=1; continue; }
   same=yes; cmp -s $w2/one/logits.npy $w2/two_$peer/logits.npy || { same=no; status=1; }
   echo "2c.1 two logical devices on GPU 0, peer $peer: path '$(jget $w2/two_$peer.json "j['stages'][0].get('path_to_next')")'; same bytes as one device: $same"
 done
 # 2c.2 the graph cache at --depth 8: one capture per pair of message buffers, none after (three logical devices)
-if [ "$(tl 60)" -ge 20 ]; then
-  env PPRT_CUDA_ALIAS=3 timeout "$(tl 60)" "$PPRT" $w2/three.plan "$S/data" -o $w2/g8 -q --depth 8 --stats-json $w2/g8.json \
-    && env PPRT_CUDA_ALIAS=3 timeout "$(tl 60)" "$PPRT" $w2/three.plan "$S/data" -o $w2/g0 -q --depth 8 --cuda-graphs off \
+if [ "$(within 60)" -ge 20 ]; then
+  env PPRT_CUDA_ALIAS=3 timeout "$(within 60)" "$PPRT" $w2/three.plan "$S/data" -o $w2/g8 -q --depth 8 --stats-json $w2/g8.json \
+    && env PPRT_CUDA_ALIAS=3 timeout "$(within 60)" "$PPRT" $w2/three.plan "$S/data" -o $w2/g0 -q --depth 8 --cuda-graphs off \
     || { echo "FAIL: 2c.2 --depth 8"; status=1; }
   caps=$(jget $w2/g8.json "[s['cuda_graph_captures'] for s in j['stages']]")
   echo "2c.2 --depth 8: graph captures per stage $caps (want [8, 8, 8]), replays $(jget $w2/g8.json "[s['cuda_graph_replays'] for s in j['stages']]")"
@@ -239,8 +239,8 @@ fi
 # whose peer never joins still in progress at a 5 s deadline, then ncclCommAbort returns
 if [ "$be" = cuda ] && [ -x "$bin/nccl_probe" ]; then
   for t in "self" "nojoin 5"; do
-    [ "$(tl 30)" -ge 15 ] || { echo "2c.4 nccl_probe $t: out of time"; break; }
-    timeout -k 5 "$(tl 30)" "$bin/nccl_probe" $t > "$out/nccl_$t.txt" 2>&1; rc=$?
+    [ "$(within 30)" -ge 15 ] || { echo "2c.4 nccl_probe $t: out of time"; break; }
+    timeout -k 5 "$(within 30)" "$bin/nccl_probe" $t > "$out/nccl_$t.txt" 2>&1; rc=$?
     grep -E '^(ok|FAIL|skip|NCCL)' "$out/nccl_$t.txt" | sed "s/^/2c.4 /"
     [ $rc = 0 ] || { echo "FAIL: 2c.4 nccl_probe $t: rc $rc$([ $rc = 124 ] && echo ' (a hang: cut by its timeout)')"; status=1; }
   done
@@ -252,10 +252,10 @@ fi
 # (tests/cuda/carry_ompi.sh; ctest mpi_carry checks the copy stands alone), used where no mpirun is on PATH
 mp=$bin/mpi/pprt; [ "$dry" = 1 ] && mp=$PPRT # (here build/'s pprt has MPI)
 ompi_env=true; command -v mpirun > /dev/null || [ ! -f "$src/.gpu/ompi/env.sh" ] || ompi_env=". $src/.gpu/ompi/env.sh"
-if (d=$src/.gpu/ompi; eval "$ompi_env"; command -v mpirun > /dev/null) && [ -x "$mp" ] && [ "$(tl 60)" -ge 20 ]; then
+if (d=$src/.gpu/ompi; eval "$ompi_env"; command -v mpirun > /dev/null) && [ -x "$mp" ] && [ "$(within 60)" -ge 20 ]; then
   mf=(--oversubscribe); [ "$(id -u)" = 0 ] && mf+=(--allow-run-as-root)
   echo "2c.5 mpirun: $(d=$src/.gpu/ompi; eval "$ompi_env"; command -v mpirun)"
-  (d=$src/.gpu/ompi; eval "$ompi_env"; timeout -k 5 "$(tl 60)" mpirun "${mf[@]}" -np 2 "$mp" $w2/one.plan "$S/data" -o $w2/mpi \
+  (d=$src/.gpu/ompi; eval "$ompi_env"; timeout -k 5 "$(within 60)" mpirun "${mf[@]}" -np 2 "$mp" $w2/one.plan "$S/data" -o $w2/mpi \
     -q --backend $be --transport mpi --mpi-timeout 20) > "$out/mpi_two.txt" 2>&1 \
     || { echo "FAIL: 2c.5 mpirun -np 2 --transport mpi (rc $?): $(tail -3 "$out/mpi_two.txt")"; status=1; }
   cmp -s $w2/one/logits.npy $w2/mpi/logits.npy && echo "2c.5 --transport mpi, two ranks on GPU 0: same bytes as threads" \
@@ -269,8 +269,8 @@ fi
 if [ "$be" = cuda ]; then
   for pt in all:synccheck none:synccheck none:racecheck; do
     peer=${pt%%:*} tool=${pt#*:}
-    [ "$(tl 90)" -ge 30 ] || { echo "2c.6 $tool, peer $peer: out of time"; continue; }
-    env PPRT_CUDA_ALIAS=2 PPRT_CUDA_PEER=$peer timeout "$(tl 90)" compute-sanitizer --tool $tool --error-exitcode 9 \
+    [ "$(within 90)" -ge 30 ] || { echo "2c.6 $tool, peer $peer: out of time"; continue; }
+    env PPRT_CUDA_ALIAS=2 PPRT_CUDA_PEER=$peer timeout "$(within 90)" compute-sanitizer --tool $tool --error-exitcode 9 \
       "$PPRT" $w2/two.plan "$S/data" -o $w2/san -q --cuda-graphs off > "$out/san_two_${peer}_$tool.txt" 2>&1 \
       || { echo "FAIL: 2c.6 compute-sanitizer $tool, peer $peer (rc $?)"; status=1; }
     echo "2c.6 $tool, peer $peer: $(tail -1 "$out/san_two_${peer}_$tool.txt")"
