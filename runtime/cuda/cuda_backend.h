@@ -42,6 +42,8 @@ typedef struct pprt_cuda_cfg {
                                           * [Mul|Div], Softmax, MatMul) as one kernel (kmath.h); default off */
     bool stride_views;                   /* --cuda-stride-views on: Transpose/Slice/Split/Gather feeding only
                                           * products folded into their strides (plan_cuda.c); default off */
+    bool wide_elementwise;               /* --cuda-wide-elementwise on: f32 elementwise steps four elements a
+                                          * thread with 16-byte loads and stores where aligned; default off */
     bool overlap;                        /* --cuda-overlap on: the pipeline's ends staged through several
                                           * buffers on threads of their own (link_stage.c); default off */
     bool host_op[PP_OP_COUNT];           /* --cuda-host-ops: op types run on the host fallback (tests) */

@@ -173,6 +173,8 @@ typedef struct pcu_plan_opts {
     bool stride_views;              /* --cuda-stride-views on: a Transpose, Slice, Split or Gather of one
                                      * constant index whose output only products (or other such views) read
                                      * becomes the products' strides over its source: no copy step */
+    bool wide_elementwise;          /* --cuda-wide-elementwise on: f32 elementwise steps whose operands allow it
+                                     * four elements a thread, 16-byte loads and stores (kmath.h pcu_ewv_at) */
 } pcu_plan_opts;
 
 /* The step list of stage st. Fails only on what the plan loader cannot have

@@ -744,6 +744,67 @@ PCU_HD void pcu_ew_at(const pcu_ew *k, void *y, const void *x0, const void *x1, 
     }
 }
 
+/* ---- elementwise on f32, four elements a thread ------------------------------------------ */
+
+/* pcu_ew's f32 arithmetic four output elements at a time (kind EWV,
+ * --cuda-wide-elementwise on): thread i writes elements 4i .. 4i+3. The
+ * planner (plan_cuda.c, ew_step) takes it where input and output are f32,
+ * the op is one pcu_ewv_op takes, the merged innermost dim is a multiple of
+ * 4 and every input walks it with stride 1 or 0 (a broadcast one), and every
+ * operand starts on 16 bytes: then the four elements share their outer
+ * coordinates (one odometer for four), an input's four are one 16-byte load
+ * or one float repeated, and the output's one 16-byte store. Each element is
+ * pcu_unary_f or pcu_binary_f of the floats pcu_ew_at would read: the same
+ * bits as kind EW. */
+typedef pcu_ew pcu_ewv;
+
+/* Whether EWV computes op over nin inputs: the unary float ops (ops_unary.def,
+ * SiLU, the divisor, Neg, Abs) and the binary arithmetic but Mod. */
+PCU_HD int pcu_ewv_op(int op, int nin) {
+    if (nin == 1) return op >= 0 && op <= PCU_EW_ABS && op != PCU_EW_NOT;
+    return nin == 2 && op >= PCU_EW_ADD && op <= PCU_EW_MAX && op != PCU_EW_MOD;
+}
+
+/* Four floats by name, not an array: an array indexed in a loop over a call
+ * as large as pcu_unary_f went to local memory under ptxas. */
+typedef struct pcu_f4 {
+    float a, b, c, d;
+} pcu_f4;
+
+/* Four floats from x at element i: consecutive (unit stride) or one repeated (stride 0). */
+PCU_HD pcu_f4 pcu_ld4(const float *x, int64_t i, int64_t stride) {
+    pcu_f4 r;
+    if (stride) {
+#ifdef __CUDACC__
+        const float4 q = *(const float4 *)(x + i);
+        r.a = q.x, r.b = q.y, r.c = q.z, r.d = q.w;
+#else
+        r.a = x[i], r.b = x[i + 1], r.c = x[i + 2], r.d = x[i + 3];
+#endif
+    } else {
+        r.a = r.b = r.c = r.d = x[i];
+    }
+    return r;
+}
+
+PCU_HD float pcu_ewv_one(const pcu_ewv *k, float a, float b) {
+    return k->nin == 1 ? pcu_unary_f(k->op, a, k->p0, k->p1) : pcu_binary_f(k->op, a, b);
+}
+
+PCU_HD void pcu_ewv_at(const pcu_ewv *k, float *y, const float *x0, const float *x1, int64_t i) {
+    const int64_t e0 = 4 * i;
+    const int last = k->rank - 1;
+    const pcu_f4 u = pcu_ld4(x0, pcu_ew_src(k, 0, e0), k->st[0][last]);
+    const pcu_f4 v = k->nin > 1 ? pcu_ld4(x1, pcu_ew_src(k, 1, e0), k->st[1][last]) : u;
+    const pcu_f4 r = {pcu_ewv_one(k, u.a, v.a), pcu_ewv_one(k, u.b, v.b), pcu_ewv_one(k, u.c, v.c),
+                      pcu_ewv_one(k, u.d, v.d)};
+#ifdef __CUDACC__
+    *(float4 *)(y + e0) = make_float4(r.a, r.b, r.c, r.d);
+#else
+    y[e0] = r.a, y[e0 + 1] = r.b, y[e0 + 2] = r.c, y[e0 + 3] = r.d;
+#endif
+}
+
 /* ---- strided copies: Transpose, Slice, Expand, Tile, Pad, Concat, Split, Gather --------- */
 
 /* For each output element (odometer over dim[], row-major, the output at

@@ -56,6 +56,7 @@ static pp_status set_on_off(void *base, const char *name, const char *v, pp_err 
     else if (!strcmp(name, "--cuda-row-kernels")) c->row_kernels = on;
     else if (!strcmp(name, "--cuda-fused-attention")) c->fused_attention = on;
     else if (!strcmp(name, "--cuda-stride-views")) c->stride_views = on;
+    else if (!strcmp(name, "--cuda-wide-elementwise")) c->wide_elementwise = on;
     else c->conv_fusion = on;
     return PP_OK;
 }
@@ -107,6 +108,11 @@ static const pp_opt rows[] = {
              "products (MatMul, fused attention) and other such nodes read as the products' transposes, leading "
              "dims, offsets and batch strides over its source, no copy (on; the same bytes on cuda-emu, not yet "
              "timed on a GPU), or a strided copy (off)"},
+    {.names = "--cuda-wide-elementwise", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD,
+     .words = "on|off", .dflt = "off", .set = set_on_off,
+     .help = "cuda, cuda-emu: f32 unary and binary elementwise nodes whose innermost dim is a multiple of 4, read "
+             "whole or broadcast and 16-byte aligned, four elements a thread with 16-byte loads and stores (on; the "
+             "same bytes, not yet timed on a GPU), or an element a thread (off)"},
     {.names = "--cuda-host-only", .kind = PP_OPT_FLAG, .off = CFG(host_only),
      .help = "cuda, cuda-emu: every node on the host fallback (a test of that path)"},
     {.names = "--cuda-host-ops", .kind = PP_OPT_CUSTOM, .arg = "LIST", .off = PP_OPT_NOFIELD,
@@ -130,7 +136,7 @@ pp_status pprt_cuda_plan_stage(const pprt_plan *p, const pprt_stage *st, const u
                                struct pcu_plan *pl, pp_err *err) {
     const pcu_plan_opts po = {.host_only = cfg.host_only, .host_node = host_node, .narrow_copies = !cfg.wide_copies,
                               .row_blocks = cfg.row_kernels, .fused_attention = cfg.fused_attention,
-                              .stride_views = cfg.stride_views};
+                              .stride_views = cfg.stride_views, .wide_elementwise = cfg.wide_elementwise};
     PP_TRY(pcu_plan_build(p, st, &po, pl, err));
     return pcu_lint(pl, err);
 }

@@ -67,6 +67,7 @@ typedef struct planner {
     bool narrow; /* --cuda-wide-copies off: perm_widen leaves copies as given */
     bool rows;   /* --cuda-row-kernels on: Softmax and LayerNorm rows in one launch of a block per row */
     bool fattn;  /* --cuda-fused-attention on: ppcc's attention patterns as one kernel (plan_fattn) */
+    bool wide_ew; /* --cuda-wide-elementwise on: f32 elementwise steps four elements a thread (ew_wide) */
     const unsigned char *host_node; /* per node: forced onto the host (NULL: none) */
     int *fa_head; /* node -> the first MatMul of the attention pattern it closes (plan_fattn), or -1; then
                    * n_nodes more: node -> that pattern's Mul or Div node, or -1 */
@@ -219,6 +220,26 @@ int64_t pcu_ew_make(int op, int k, const pp_shape *const *xs, const pp_shape *ys
     return e->n;
 }
 
+/* Whether step s (kind EW) may run four elements a thread (kmath.h,
+ * pcu_ewv_at): f32 in and out, an op EWV computes, the merged innermost dim
+ * a multiple of 4 that every input walks with stride 1 or 0, and every
+ * operand on 16 bytes of a space whose base is (an arena operand also from
+ * its tensor's start, which repack_arena keeps; run_dev checks the
+ * messages'). */
+static bool ew_wide(const planner *P, const pcu_step *s) {
+    const pcu_ew *e = &s->u.ew;
+    if (!P->wide_ew || e->tin != PCU_T_F32 || e->tout != PCU_T_F32 || !pcu_ewv_op(e->op, e->nin) || e->rank < 1 ||
+        e->dim[e->rank - 1] % 4)
+        return false;
+    for (int q = 0; q <= e->nin; q++) {
+        const pcu_ref *o = &s->ops[q];
+        if (q < e->nin && e->st[q][e->rank - 1] != 0 && e->st[q][e->rank - 1] != 1) return false;
+        if (o->space < 0 || o->space == PCU_SP_WORK || o->off % 16) return false;
+        if (o->space == PCU_SP_ARENA && (o->tensor < 0 || (o->off - P->st->t[o->tensor].offset) % 16)) return false;
+    }
+    return true;
+}
+
 /* y (ref yr) = op of k inputs (refs xr[]), as pcu_ew_make. */
 static pp_status ew_step(planner *P, int ni, int op, int k, const pp_shape *const *xs, const pcu_ref *xr,
                          const pp_shape *ys, pcu_ref yr, int tin, int tout, float p0, float p1, int mode) {
@@ -230,6 +251,11 @@ static pp_status ew_step(planner *P, int ni, int op, int k, const pp_shape *cons
     for (int q = 0; q < k; q++) s->ops[q] = xr[q];
     s->ops[k] = yr;
     s->threads = e.n;
+    if (ew_wide(P, s)) {
+        s->kernel = PCU_K_EWV;
+        s->u.ewv = e;
+        s->threads = e.n / 4;
+    }
     P->pl->counts.own++;
     return PP_OK;
 }
@@ -2942,7 +2968,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     pl->st = st;
     pl->woff = malloc(pp_count(st->n_tensors) * sizeof *pl->woff);
     planner P = {.pl = pl, .p = p, .st = st, .narrow = o && o->narrow_copies, .rows = o && o->row_blocks,
-                 .fattn = o && o->fused_attention && !o->host_only, .host_node = o ? o->host_node : NULL, .err = err};
+                 .fattn = o && o->fused_attention && !o->host_only, .wide_ew = o && o->wide_elementwise, .host_node = o ? o->host_node : NULL, .err = err};
     P.uses = calloc(pp_count(st->n_tensors), sizeof *P.uses);
     P.done = calloc(pp_count(st->n_nodes), sizeof *P.done);
     P.alias = malloc(pp_count(st->n_tensors) * sizeof *P.alias);

@@ -311,6 +311,60 @@ static void test_elementwise(void) {
     }
 }
 
+/* EWV (four elements a thread) against EW over the same operands: every op
+ * pcu_ewv_op takes, shapes [A, B, 4C] with each input whole, broadcast over
+ * its leading dims or a scalar per row ([A, B, 1]: the planner's merge gives
+ * it stride 0 on the last dim), NaN, infinities and signed zeros among the
+ * values, the threads in reverse order, and the first input as the output
+ * (in place) now and then: the same bytes. */
+static void test_elementwise_wide(void) {
+    int cases = 0;
+    for (int op = 0; op < PCU_EW_COUNT; op++)
+        for (int nin = 1; nin <= 2; nin++) {
+            if (!pcu_ewv_op(op, nin)) continue;
+            for (int trial = 0; trial < 6; trial++) {
+                const int64_t A = 1 + (int64_t)(next() % 3), B = 1 + (int64_t)(next() % 5), C = 4 * (1 + (int64_t)(next() % 9));
+                const pp_shape ys = {3, {A, B, C}};
+                pp_shape xs[2];
+                for (int q = 0; q < nin; q++) {
+                    const int form = (int)(next() % 3);
+                    xs[q] = form == 0 ? ys : form == 1 ? (pp_shape){2, {B, C}} : (pp_shape){3, {A, B, 1}};
+                }
+                const float p0 = (float)(0.1 + 1.9 * unif()), p1 = (float)(0.1 + 1.9 * unif());
+                pcu_ew k;
+                const pp_shape *sp[2] = {&xs[0], &xs[1]};
+                const int64_t n = pcu_ew_make(op, nin, sp, &ys, PCU_T_F32, PCU_T_F32, p0, p1, 0, &k);
+                const int last = k.rank - 1;
+                bool ok = last >= 0 && k.dim[last] % 4 == 0;
+                for (int q = 0; q < nin && ok; q++) ok = k.st[q][last] == 0 || k.st[q][last] == 1;
+                if (!ok) continue;
+                float *x[2] = {NULL, NULL}, *want = calloc((size_t)n, 4), *got = calloc((size_t)n, 4);
+                for (int q = 0; q < nin; q++) {
+                    const int64_t m = count(&xs[q]);
+                    x[q] = calloc((size_t)(q == 0 ? n : m), 4);
+                    for (int64_t j = 0; j < m; j++) {
+                        static const float sp4[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e30f, -3e7f};
+                        x[q][j] = next() % 8 == 0 ? sp4[next() % 7] : (float)(4 * unif() - 2);
+                    }
+                }
+                for (int64_t i = 0; i < n; i++) pcu_ew_at(&k, want, x[0], x[1], NULL, i);
+                const bool inplace = nin == 2 && xs[0].rank == 3 && xs[0].dim[2] == C && next() % 2;
+                float *y = got;
+                if (inplace) {
+                    memcpy(got, x[0], (size_t)n * 4);
+                    y = x[0];
+                }
+                for (int64_t i = n / 4 - 1; i >= 0; i--) pcu_kernel_call(PCU_K_EWV, &k, (void *[PCU_KERNEL_OPS]){x[0], nin > 1 ? (void *)x[1] : y, y}, NULL, i, 0);
+                checks++, cases++;
+                if (memcmp(y, want, (size_t)n * 4))
+                    FAIL("FAIL wide elementwise: op %d, %d inputs, [%lld, %lld, %lld]%s: not EW's bytes\n", op, nin,
+                         (long long)A, (long long)B, (long long)C, inplace ? ", in place" : "");
+                free(x[0]), free(x[1]), free(want), free(got);
+            }
+        }
+    printf("test_kmath: wide elementwise: %d cases against EW\n", cases);
+}
+
 /* Sin, Cos, Tan (pcu_trig: scalar argument reduction, double polynomials)
  * against glibc's double sin, cos and tan of the same float, over random
  * bit patterns of every exponent (most of them huge: the Payne-Hanek path)
@@ -695,7 +749,7 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_COL2IM == 22 && PCU_K_ROWSM == 23 && PCU_K_ROWLN == 24 && PCU_K_FATTN == 25 &&
                    PCU_K_UGRAD == 26 && PCU_K_BNT == 27 && PCU_K_BNG == 28 && PCU_K_MPGRAD == 29 &&
                    PCU_K_GATHERGRAD == 30 &&
-                   PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_COUNT == 33,
+                   PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_EWV == 33 && PCU_K_COUNT == 34,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -725,6 +779,7 @@ static void test_kernel_table(void) {
         {PCU_K_GATHERGRAD, sizeof(pcu_gathergrad), "gather gradient"},
         {PCU_K_APGRAD, sizeof(pcu_apgrad), "average pool gradient"},
         {PCU_K_DROPT, sizeof(pcu_dropt), "dropout (training)"},
+        {PCU_K_EWV, sizeof(pcu_ewv), "elementwise, four a thread"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;
@@ -907,6 +962,7 @@ int main(void) {
     test_conversions();
     test_trig();
     test_elementwise();
+    test_elementwise_wide();
     test_rows();
     test_block_rows();
     printf("test_kmath: rows in one block: worst %lld ulp (Softmax), %lld (LogSoftmax, LayerNorm)\n", (long long)block_worst[1], (long long)block_worst[0]);
