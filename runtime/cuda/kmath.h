@@ -1146,16 +1146,24 @@ typedef struct pcu_rowln {
 /* LayerNorm over the last n: phase 0 the row into shared memory and each
  * lane's sum; 1-8 its tree; 9 each lane's sum of squared deviations from
  * the mean; 10-17 its tree; 18 y = (x - mean) * inv * scale + bias, and
- * lane 0 the mean and inv_std_dev outputs where the node has them. */
+ * lane 0 the mean and inv_std_dev outputs where the node has them. With x2
+ * (not NULL) the row is x + x2, the residual Add before the LayerNorm taken
+ * into phase 0 (plan_cuda.c, plan_add_ln): each element the float sum the
+ * Add's own kernel computes (pcu_binary_f), written to `sum` where the Add's
+ * output has other readers. */
 PCU_HD void pcu_rowln_ph(const pcu_rowln *k, int ph, float *y, const float *x, const float *scale, const float *bias,
-                         float *mean_out, float *inv_out, float *row, double *part, int64_t r, int l) {
+                         float *mean_out, float *inv_out, const float *x2, float *sum, float *row, double *part,
+                         int64_t r, int l) {
     const int64_t n = k->n, L = PCU_ROW_LANES;
     if (ph == 0) {
         const float *xp = x + r * n;
+        const float *x2p = x2 ? x2 + r * n : NULL;
+        float *sp = sum ? sum + r * n : NULL;
         double s = 0;
         for (int64_t j = l; j < n; j += L) {
-            const float v = xp[j];
+            const float v = x2p ? pcu_binary_f(PCU_EW_ADD, xp[j], x2p[j]) : xp[j];
             row[j] = v;
+            if (sp) sp[j] = v;
             s += v;
         }
         part[l] = s;

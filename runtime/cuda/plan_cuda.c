@@ -368,12 +368,18 @@ static const unary_attr unary_attrs[PP_OP_COUNT] = {
 #undef PP_EW_FORMULA
 };
 
+static pp_status plan_add_ln(planner *P, int ni, bool *ok);
+
 /* Unary, binary, variadic, comparison and logic nodes. Returns false (and
  * plans nothing) for what it does not cover. */
 static pp_status plan_elementwise(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const int op = ew_op_of(n->op);
     *ok = false;
+    if (n->op == PP_OP_ADD) {
+        PP_TRY(plan_add_ln(P, ni, ok));
+        if (*ok) return PP_OK;
+    }
     if (op < 0 || n->n_out != 1) return PP_OK;
     const pprt_tdesc *y = T(P, n->out[0]);
     for (int k = 0; k < n->n_in; k++)
@@ -1086,6 +1092,70 @@ static pp_status plan_bn_grad(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* Whether LayerNormalization n takes the one-block row kernel
+ * (--cuda-row-kernels on): f32, scale (and bias) the normalized length,
+ * rows of up to PCU_ROW_MAX floats; its parameter block into *k. */
+static bool ln_row_block(const planner *P, const pprt_node *n, pcu_rowln *k) {
+    if (!P->rows || n->op != PP_OP_LAYERNORM || n->n_in < 2 || n->in[1] < 0 || !all_f32(P, n)) return false;
+    const pp_shape *xs = &T(P, n->in[0])->shape;
+    int axis;
+    if (pp_norm_axis(attr_i(P, n, "axis", -1), xs->rank, "axis", &axis, NULL) != PP_OK) return false;
+    int64_t inner = 1;
+    for (int d = axis; d < xs->rank; d++) inner *= xs->dim[d];
+    const bool has_bias = n->n_in > 2 && n->in[2] >= 0;
+    if (numel(&T(P, n->in[1])->shape) != inner || (has_bias && numel(&T(P, n->in[2])->shape) != inner)) return false;
+    const int64_t rows = inner ? numel(xs) / inner : 0;
+    if (rows == 0 || inner > PCU_ROW_MAX || rows > INT32_MAX) return false;
+    *k = (pcu_rowln){.has_bias = has_bias, .rows = rows, .n = inner, .eps = attr_f(P, n, "epsilon", 1e-5f)};
+    return true;
+}
+
+/* The residual Add before a LayerNorm (--cuda-row-kernels on): where the
+ * output t of Add node ni (two f32 inputs of t's shape) is the X of a later
+ * LayerNormalization that takes the one-block row kernel, its scale and
+ * bias weights (so ready here), the LayerNorm's step is issued here with
+ * the Add in its phase 0 (kmath.h pcu_rowln_ph): the row read from the
+ * Add's two inputs, their float sums written to t only where something
+ * else reads t (or the stage sends it). A pre-norm transformer layer's two
+ * residual Adds each lose their launch and the LayerNorm's read of the row;
+ * the bytes are the unfused steps' (the same float sums, the LayerNorm on
+ * the same row). The step is named by the LayerNorm; the Add counts as
+ * fused. */
+static pp_status plan_add_ln(planner *P, int ni, bool *ok) {
+    const pprt_stage *st = P->st;
+    const pprt_node *n = &st->nodes[ni];
+    *ok = false;
+    if (!P->rows || n->n_in != 2 || n->n_out != 1 || n->in[0] < 0 || n->in[1] < 0 || !all_f32(P, n)) return PP_OK;
+    const int t = n->out[0];
+    const pp_shape *ys = &T(P, t)->shape;
+    if (!pp_shape_eq(&T(P, n->in[0])->shape, ys) || !pp_shape_eq(&T(P, n->in[1])->shape, ys)) return PP_OK;
+    int ln = -1;
+    for (int j = ni + 1; j < st->n_nodes && ln < 0; j++)
+        if (st->nodes[j].op == PP_OP_LAYERNORM && st->nodes[j].in[0] == t) ln = j;
+    if (ln < 0 || P->done[ln] || (P->host_node && P->host_node[ln])) return PP_OK;
+    const pprt_node *m = &st->nodes[ln];
+    pcu_rowln k;
+    if (!ln_row_block(P, m, &k) || T(P, m->in[1])->kind != PPRT_WEIGHT ||
+        (k.has_bias && T(P, m->in[2])->kind != PPRT_WEIGHT))
+        return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ln, 8);
+    s->kernel = PCU_K_ROWLN;
+    s->u.rln = k;
+    for (int q = 0; q < 8; q++) s->ops[q] = R(P, -1);
+    s->ops[0] = R(P, n->in[0]);
+    s->ops[1] = R(P, m->in[1]);
+    if (k.has_bias) s->ops[2] = R(P, m->in[2]);
+    for (int q = 0; q < m->n_out && q < 3; q++) s->ops[3 + q] = R(P, m->out[q]);
+    s->ops[6] = R(P, n->in[1]);
+    if (P->uses[t] > 1) s->ops[7] = R(P, t);
+    s->threads = k.rows * PCU_BLOCK;
+    P->done[ln] = true;
+    P->pl->counts.own++;
+    P->pl->counts.fused++;
+    *ok = true;
+    return PP_OK;
+}
+
 static pp_status plan_norm(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]);
@@ -1138,11 +1208,12 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
     *ok = true;
     P->pl->counts.own++;
     if (k.rows == 0) return PP_OK;
-    if (P->rows && n->op == PP_OP_LAYERNORM && k.n <= PCU_ROW_MAX && k.rows <= INT32_MAX) { /* a block per row */
-        NEW_STEP(s, P, PCU_S_KERNEL, ni, 6);
+    pcu_rowln rk;
+    if (ln_row_block(P, n, &rk)) { /* a block per row */
+        NEW_STEP(s, P, PCU_S_KERNEL, ni, 8);
         s->kernel = PCU_K_ROWLN;
-        s->u.rln = (pcu_rowln){.has_bias = k.has_bias, .rows = k.rows, .n = k.n, .eps = k.eps};
-        for (int q = 0; q < 6; q++) s->ops[q] = (pcu_ref){-1, -1, 0, 0};
+        s->u.rln = rk;
+        for (int q = 0; q < 8; q++) s->ops[q] = (pcu_ref){-1, -1, 0, 0};
         s->ops[0] = R(P, n->in[0]);
         s->ops[1] = R(P, n->in[1]);
         if (k.has_bias) s->ops[2] = R(P, n->in[2]);

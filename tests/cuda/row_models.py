@@ -6,6 +6,9 @@ off: a ViT block's row ops, written with onnx.helper, random weights.
       the heads' scores (x as [batch, 197, 12, 64], MatMul of the query and
       key layouts) [batch, 12, 197, 197] -> Softmax -> y_sm
   z [batch, 4, 1000] -> LayerNormalization without bias -> y_ln2
+  a pre-norm layer's residual stream: r1 = x + y_lsm -> LayerNormalization
+      -> y_ln3; r2 = r1 + y_ln3 -> LayerNormalization -> y_ln4 (r1 has two
+      readers, so the fused step writes it; r2 only the LayerNorm's)
 Inputs DIR/data/x.npy and z.npy (3 samples; a NaN in a row of sample 1).
 usage: row_models.py DIR"""
 import os
@@ -40,9 +43,14 @@ nodes = [
     n("MatMul", ["q", "kt"], ["s"], name="/attn/MatMul"),
     n("Softmax", ["s"], ["y_sm"], name="/attn/Softmax", axis=-1),
     n("LayerNormalization", ["z", "g2"], ["y_ln2"], name="/ln2/LayerNormalization", axis=-1),
+    n("Add", ["x", "y_lsm"], ["r1"], name="/res1/Add"),
+    n("LayerNormalization", ["r1", "g", "b"], ["y_ln3"], name="/ln3/LayerNormalization", axis=-1, epsilon=1e-6),
+    n("Add", ["r1", "y_ln3"], ["r2"], name="/res2/Add"),
+    n("LayerNormalization", ["r2", "g", "b"], ["y_ln4"], name="/ln4/LayerNormalization", axis=-1, epsilon=1e-6),
 ]
 outs = [v("y_ln", ["batch", 197, 768]), v("mean", ["batch", 197, 1]), v("inv", ["batch", 197, 1]),
-        v("y_lsm", ["batch", 197, 768]), v("y_sm", ["batch", 12, 197, 197]), v("y_ln2", ["batch", 4, 1000])]
+        v("y_lsm", ["batch", 197, 768]), v("y_sm", ["batch", 12, 197, 197]), v("y_ln2", ["batch", 4, 1000]),
+        v("y_ln4", ["batch", 197, 768])]
 g = helper.make_graph(nodes, "rows", [v("x", ["batch", 197, 768]), v("z", ["batch", 4, 1000])], outs,
                       initializer=inits)
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])

@@ -584,6 +584,31 @@ static void test_block_rows(void) {
             compare_block(what, y2, y1, rn, 2);
             compare_block("its mean", m2, m1, rows, 2);
             compare_block("its inv_std_dev", v2, v1, rows, 2);
+            /* the residual Add taken in (plan_add_ln): x as a + b, the same bytes as the Add's
+             * kernel then the LayerNorm alone, and the sum written where asked */
+            float *a = malloc(sizeof(float) * (size_t)rn), *b = malloc(sizeof(float) * (size_t)rn),
+                  *ab = malloc(sizeof(float) * (size_t)rn), *sum = malloc(sizeof(float) * (size_t)rn),
+                  *y3 = malloc(sizeof(float) * (size_t)rn), *m3 = malloc(sizeof(float) * (size_t)rows),
+                  *v3 = malloc(sizeof(float) * (size_t)rows);
+            for (int64_t i = 0; i < rn; i++) a[i] = x[i], b[i] = (float)(unif() - 0.5);
+            pcu_ew add;
+            const pp_shape flat = {1, {rn}}, *fs[2] = {&flat, &flat};
+            pcu_ew_make(PCU_EW_ADD, 2, fs, &flat, PCU_T_F32, PCU_T_F32, 0, 0, 0, &add);
+            for (int64_t i = 0; i < rn; i++) pcu_ew_at(&add, ab, a, b, NULL, i);
+            void *op1[PCU_KERNEL_OPS] = {ab, sc, bias ? bi : NULL, y2, m2, v2};
+            run_block_rows(&s, op1);
+            for (int with_sum = 0; with_sum < 2; with_sum++) {
+                for (int64_t i = 0; i < rn; i++) y3[i] = sum[i] = 12345.0f;
+                void *op2[PCU_KERNEL_OPS] = {a, sc, bias ? bi : NULL, y3, m3, v3, b, with_sum ? sum : NULL};
+                run_block_rows(&s, op2);
+                checks++;
+                if (memcmp(y3, y2, sizeof(float) * (size_t)rn) || memcmp(m3, m2, sizeof(float) * (size_t)rows) ||
+                    memcmp(v3, v2, sizeof(float) * (size_t)rows) ||
+                    (with_sum && memcmp(sum, ab, sizeof(float) * (size_t)rn)) || (!with_sum && sum[0] != 12345.0f))
+                    FAIL("FAIL LayerNorm%s with the residual Add in one block %lldx%lld%s: not the unfused bytes\n",
+                         bias ? "" : " (no bias)", (long long)rows, (long long)n, with_sum ? ", sum written" : "");
+            }
+            free(a), free(b), free(ab), free(sum), free(y3), free(m3), free(v3);
         }
         /* the lint's bound: a row longer than the shared memory has no extent */
         s.u.rln.n = PCU_ROW_MAX + 1;
