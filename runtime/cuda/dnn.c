@@ -1,6 +1,7 @@
 /* dnn.c: cuDNN operation graphs of convolution steps (dnn.h). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dnn.h"
@@ -166,4 +167,147 @@ pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_
 void pcu_dnn_free(pcu_dnn *g) {
     for (int i = g->n - 1; i >= 0; i--) cudnnBackendDestroyDescriptor(g->d[i]);
     memset(g, 0, sizeof *g);
+}
+
+/* ---- engines: the executors' choice, for a device or for its description ------------------ */
+
+/* The engine config i of cfgs[] as the filter takes it: deterministic, in
+ * strict f32 no down-converting or tensor-core engine, a workspace within
+ * max_ws; its engine's global index into *gidx. Returns the refusal's slot
+ * (0..2) or -1 when it passes. */
+static int refusal(cudnnBackendDescriptor_t cfg, bool strict, int64_t max_ws, int64_t *ws, int64_t *gidx) {
+    cudnnBackendDescriptor_t eng;
+    int64_t got = 0, notes[32], nn = 0;
+    *gidx = -1, *ws = 0;
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS) return 0;
+    int r = -1;
+    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &eng) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, 32, &nn, notes) !=
+            CUDNN_STATUS_SUCCESS)
+        r = 0;
+    for (int64_t k = 0; k < nn && r < 0; k++) {
+        const int64_t note = ((cudnnBackendNumericalNote_t *)notes)[k];
+        if (note == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) r = 0;
+        else if (strict && (note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS || note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
+            r = 1;
+    }
+    if (r < 0 && (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got, ws) !=
+                      CUDNN_STATUS_SUCCESS ||
+                  *ws > max_ws))
+        r = 2;
+    if (r < 0 && cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &got, gidx) !=
+                     CUDNN_STATUS_SUCCESS)
+        *gidx = -1;
+    cudnnBackendDestroyDescriptor(eng);
+    return r;
+}
+
+/* An execution plan of cfg for handle's device, or (handle NULL) devprop's. */
+static cudnnBackendDescriptor_t plan_of(cudnnBackendDescriptor_t cfg, cudnnHandle_t handle,
+                                        cudnnBackendDescriptor_t devprop) {
+    cudnnBackendDescriptor_t plan = NULL;
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) != CUDNN_STATUS_SUCCESS)
+        return NULL;
+    const cudnnStatus_t st =
+        handle ? cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle)
+               : cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                          &devprop);
+    if (st == CUDNN_STATUS_SUCCESS &&
+        cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 &cfg) == CUDNN_STATUS_SUCCESS &&
+        cudnnBackendFinalize(plan) == CUDNN_STATUS_SUCCESS)
+        return plan;
+    cudnnBackendDestroyDescriptor(plan);
+    return NULL;
+}
+
+pp_status pcu_dnn_choose(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDescriptor_t devprop, bool strict,
+                         cudnnBackendHeurMode_t mode, int64_t max_ws, pcu_dnn_pick *out, pp_err *err) {
+    memset(out, 0, sizeof *out);
+    out->took = out->gidx = -1;
+    cudnnBackendDescriptor_t heur, *cfgs = NULL;
+    DN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur), "engine heuristics");
+    int64_t n = 0, avail = 0;
+    if (cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 &g->graph) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode) !=
+            CUDNN_STATUS_SUCCESS ||
+        (!handle && devprop &&
+         cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &devprop) !=
+             CUDNN_STATUS_SUCCESS) ||
+        cudnnBackendFinalize(heur) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &avail,
+                                 NULL) != CUDNN_STATUS_SUCCESS)
+        avail = 0;
+    if (avail > PCU_DNN_MAX_CFGS) avail = PCU_DNN_MAX_CFGS;
+    if (avail > 0 && !(cfgs = calloc((size_t)avail, sizeof *cfgs))) {
+        cudnnBackendDestroyDescriptor(heur);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory for %lld cuDNN engine configs", (long long)avail);
+    }
+    int64_t made = 0;
+    while (made < avail &&
+           cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[made]) == CUDNN_STATUS_SUCCESS)
+        made++;
+    if (made == 0 || cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                              made, &n, cfgs) != CUDNN_STATUS_SUCCESS)
+        n = 0;
+    if (n > made) n = made;
+    out->configs = n;
+    for (int64_t i = 0; i < n && !out->plan; i++) {
+        int64_t ws, gidx;
+        const int r = refusal(cfgs[i], strict, max_ws, &ws, &gidx);
+        if (r >= 0) {
+            out->refused[r]++;
+            continue;
+        }
+        if (!(out->plan = plan_of(cfgs[i], handle, devprop))) {
+            out->refused[3]++;
+            continue;
+        }
+        out->took = i, out->gidx = gidx, out->workspace = ws;
+    }
+    for (int64_t i = 0; i < made; i++) cudnnBackendDestroyDescriptor(cfgs[i]);
+    free(cfgs);
+    cudnnBackendDestroyDescriptor(heur);
+    return PP_OK;
+}
+
+/* ---- device descriptions (cuDNN 9.8+: execution plans made without the device) -------------- */
+
+pp_status pcu_devprop_capture(cudnnHandle_t handle, char **json, int64_t *len, pp_err *err) {
+    cudnnBackendDescriptor_t d;
+    *json = NULL, *len = 0;
+    DN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, &d), "device properties");
+    int64_t n = 0;
+    cudnnStatus_t st = cudnnBackendSetAttribute(d, CUDNN_ATTR_DEVICEPROP_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(d);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendGetAttribute(d, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, 0, &n, NULL);
+    char *buf = st == CUDNN_STATUS_SUCCESS && n > 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf) st = cudnnBackendGetAttribute(d, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, n, &n, buf);
+    cudnnBackendDestroyDescriptor(d);
+    if (st != CUDNN_STATUS_SUCCESS || !buf) {
+        free(buf);
+        return PP_FAIL(err, PP_ERUNTIME, "cuDNN device properties of this GPU: %s",
+                       st != CUDNN_STATUS_SUCCESS ? cudnnGetErrorString(st) : "an empty description");
+    }
+    buf[n] = 0;
+    *json = buf, *len = n;
+    return PP_OK;
+}
+
+pp_status pcu_devprop_load(const char *json, int64_t len, cudnnBackendDescriptor_t *out, pp_err *err) {
+    *out = NULL;
+    DN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, out), "device properties");
+    cudnnStatus_t st = cudnnBackendSetAttribute(*out, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, len,
+                                                json);
+    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(*out);
+    if (st != CUDNN_STATUS_SUCCESS) {
+        cudnnBackendDestroyDescriptor(*out);
+        *out = NULL;
+        return PP_FAIL(err, PP_EINVAL, "cuDNN refused the device description (%lld bytes): %s", (long long)len,
+                       cudnnGetErrorString(st));
+    }
+    return PP_OK;
 }

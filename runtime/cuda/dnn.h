@@ -3,7 +3,8 @@
  * convolution, pointwise and operation descriptors and the operation graph
  * needs no GPU and no cuDNN handle (cuDNN 9.19): tests/cuda/test_dnn.c does it
  * for every convolution of the zoo models and a sweep of shapes. Engine
- * heuristics, execution plans and execution need a device (exec_cuda.c). */
+ * heuristics and execution plans need a device, or a description of one
+ * captured on it (pcu_devprop_*); execution needs the device (exec_cuda.c). */
 #ifndef PPRT_CUDA_DNN_H
 #define PPRT_CUDA_DNN_H
 
@@ -38,5 +39,35 @@ typedef struct pcu_dnn {
  * the descriptor and the cuDNN status. */
 pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_dnn *g, pp_err *err);
 void pcu_dnn_free(pcu_dnn *g);
+
+/* The engine the executors take for graph g: heuristic mode `mode`'s engine
+ * configs in order (up to PCU_DNN_MAX_CFGS), the first that is
+ * deterministic, in strict f32 (strict) neither down-converts its inputs
+ * nor uses tensor cores, needs at most max_ws bytes of workspace, and
+ * finalizes into an execution plan for handle's device, or with handle
+ * NULL for the device devprop describes (pcu_devprop_load: no GPU needed,
+ * cuDNN 9.8+). The whole list is read, not a fixed first few: on an H100
+ * the first 16 configs mode A gives a 3x3 f32 convolution are all
+ * tensor-core engines, which strict f32 refuses (2026-11-26, docs/cuda.md).
+ * out->plan NULL: none; the caller owns a plan. */
+#define PCU_DNN_MAX_CFGS 256
+typedef struct pcu_dnn_pick {
+    cudnnBackendDescriptor_t plan; /* the finalized execution plan, or NULL */
+    int64_t configs;               /* engine configs the heuristics gave */
+    int64_t took, gidx, workspace; /* the config taken (-1: none), its engine's global index, its workspace */
+    int refused[4];                /* non-deterministic, reduced precision, over the workspace, no plan */
+} pcu_dnn_pick;
+pp_status pcu_dnn_choose(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDescriptor_t devprop, bool strict,
+                         cudnnBackendHeurMode_t mode, int64_t max_ws, pcu_dnn_pick *out, pp_err *err);
+
+/* A GPU's description for deviceless execution plans: captured from the
+ * device of `handle` as cuDNN's JSON (*json malloc'd, NUL-terminated, *len
+ * bytes without the NUL; needs the GPU), and loaded back from that JSON into
+ * a finalized device-property descriptor (no GPU; destroy it with
+ * cudnnBackendDestroyDescriptor). tests/cuda/test_dnn.c captures (--capture,
+ * on a GPU day) and finalizes every convolution's execution plan with the
+ * committed descriptions (tests/cuda/devprop/). */
+pp_status pcu_devprop_capture(cudnnHandle_t handle, char **json, int64_t *len, pp_err *err);
+pp_status pcu_devprop_load(const char *json, int64_t len, cudnnBackendDescriptor_t *out, pp_err *err);
 
 #endif

@@ -118,93 +118,22 @@ static void *dptr(pprt_exec *x, const pcu_ref *r) { return r->space < 0 ? NULL :
 
 /* ---- cuDNN: heuristics, plan ------------------------------------------------------------------ */
 
-/* One heuristic mode's engine configs in order; the first whose numerical
- * notes the precision allows and that finalizes into an execution plan.
- * Strict f32 refuses engines that convert inputs down (TF32 tensor cores
- * among them); every precision refuses non-deterministic engines. The whole
- * list is read (up to PCU_DNN_MAX_CFGS), not a fixed first few: on an H100
- * the first 16 configs mode A gives a 3x3 f32 convolution are all tensor-core
- * engines, which strict f32 refuses, and the fallback list's engines are
- * slower (2026-11-26, docs/cuda.md). */
-#define PCU_DNN_MAX_CFGS 256
+/* One heuristic mode's engine for step d (pcu_dnn_choose: the executors'
+ * filter, for this executor's device), said with --cuda-explain. */
 static pp_status dnn_plan_mode(pprt_exec *x, int node, dstep *d, cudnnBackendHeurMode_t mode, pp_err *err) {
-    cudnnBackendDescriptor_t heur, *cfgs = NULL;
-    DNN(x, node, cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
-    int64_t n = 0, avail = 0;
-    if (cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                 &d->dnn.graph) != CUDNN_STATUS_SUCCESS ||
-        cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode) !=
-            CUDNN_STATUS_SUCCESS ||
-        cudnnBackendFinalize(heur) != CUDNN_STATUS_SUCCESS ||
-        cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &avail,
-                                 NULL) != CUDNN_STATUS_SUCCESS)
-        avail = 0;
-    if (avail > PCU_DNN_MAX_CFGS) avail = PCU_DNN_MAX_CFGS;
-    if (avail > 0 && !(cfgs = calloc((size_t)avail, sizeof *cfgs))) {
-        cudnnBackendDestroyDescriptor(heur);
-        return PP_FAIL(err, PP_ENOMEM, "node '%s': %lld cuDNN engine configs", x->st->nodes[node].name,
-                       (long long)avail);
-    }
-    int64_t made = 0;
-    while (made < avail &&
-           cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[made]) == CUDNN_STATUS_SUCCESS)
-        made++;
-    if (made == 0 || cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                              made, &n, cfgs) != CUDNN_STATUS_SUCCESS)
-        n = 0;
-    if (n > made) n = made;
-    d->plan = NULL;
-    int refused[4] = {0, 0, 0, 0}; /* non-deterministic, reduced precision, workspace, no plan */
-    int64_t took = -1, gidx = -1, took_ws = 0;
-    for (int64_t i = 0; i < n && !d->plan; i++) {
-        cudnnBackendDescriptor_t eng;
-        int64_t got = 0, notes[32], nn = 0;
-        if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS) continue;
-        bool ok = cudnnBackendGetAttribute(cfgs[i], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got,
-                                           &eng) == CUDNN_STATUS_SUCCESS &&
-                  cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, 32, &nn,
-                                           notes) == CUDNN_STATUS_SUCCESS;
-        for (int64_t k = 0; k < nn && ok; k++) {
-            const int64_t note = ((cudnnBackendNumericalNote_t *)notes)[k];
-            if (note == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) ok = false, refused[0]++;
-            else if (x->precision == PPRT_F32 &&
-                     (note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS || note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
-                ok = false, refused[1]++;
-        }
-        int64_t ws = 0;
-        if (ok && (cudnnBackendGetAttribute(cfgs[i], CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
-                                            &ws) != CUDNN_STATUS_SUCCESS ||
-                   ws > (int64_t)PCU_LIB_WORKSPACE))
-            ok = false, refused[2]++;
-        cudnnBackendDescriptor_t plan = NULL;
-        if (ok && cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) == CUDNN_STATUS_SUCCESS) {
-            if (cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &x->dnn) ==
-                    CUDNN_STATUS_SUCCESS &&
-                cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                         1, &cfgs[i]) == CUDNN_STATUS_SUCCESS &&
-                cudnnBackendFinalize(plan) == CUDNN_STATUS_SUCCESS) {
-                d->plan = plan;
-                took = i, took_ws = ws;
-                if (cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &got, &gidx) !=
-                    CUDNN_STATUS_SUCCESS)
-                    gidx = -1;
-            } else {
-                cudnnBackendDestroyDescriptor(plan);
-                refused[3]++;
-            }
-        }
-        cudnnBackendDestroyDescriptor(eng);
-    }
-    for (int64_t i = 0; i < made; i++) cudnnBackendDestroyDescriptor(cfgs[i]);
-    free(cfgs);
-    cudnnBackendDestroyDescriptor(heur);
+    pcu_dnn_pick k;
+    pp_err e = {0};
+    if (pcu_dnn_choose(&d->dnn, x->dnn, NULL, x->precision == PPRT_F32, mode, (int64_t)PCU_LIB_WORKSPACE, &k, &e) !=
+        PP_OK)
+        return PP_WRAP(err, &e, e.code, "node '%s': %s", x->st->nodes[node].name, e.msg);
+    d->plan = k.plan;
     if (pprt_cuda_config()->explain)
         fprintf(stderr, "pprt: cuda: stage %d node '%s': cuDNN %s graph, heuristics %s: %lld configs; %s engine %lld "
                 "(config %lld, workspace %lld bytes); refused %d non-deterministic, %d reduced-precision, %d over the "
                 "workspace, %d without a plan\n", x->st->index, x->st->nodes[node].name,
                 d->dnn.fused ? "fused" : "convolution-alone", mode == CUDNN_HEUR_MODE_A ? "A" : "fallback",
-                (long long)n, d->plan ? "took" : "no", (long long)gidx, (long long)took, (long long)took_ws,
-                refused[0], refused[1], refused[2], refused[3]);
+                (long long)k.configs, d->plan ? "took" : "no", (long long)k.gidx, (long long)k.took,
+                (long long)k.workspace, k.refused[0], k.refused[1], k.refused[2], k.refused[3]);
     return PP_OK;
 }
 

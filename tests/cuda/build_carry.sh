@@ -15,9 +15,9 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:-$src/.gpu}
 cmake -S "$src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DPP_WITH_CUDA=ON -DPP_WITH_DNNL=OFF -DPP_WITH_MPI=OFF \
       -DCMAKE_BUILD_RPATH='$ORIGIN' >/dev/null
-cmake --build "$dir/build" -j2 --target ppcc pprt test_kmath nccl_probe >/dev/null
+cmake --build "$dir/build" -j2 --target ppcc pprt test_kmath nccl_probe test_dnn >/dev/null
 mkdir -p "$dir/bin"
-cp "$dir/build/ppcc" "$dir/build/pprt" "$dir/build/pprt_cuda.so" "$dir/build/nccl_probe" "$dir/bin/"
+cp "$dir/build/ppcc" "$dir/build/pprt" "$dir/build/pprt_cuda.so" "$dir/build/nccl_probe" "$dir/build/tests/test_dnn" "$dir/bin/"
 bash "$src/tests/cuda/copy_libs.sh" "$dir/bin" "$dir/build/pprt" "$dir/build/ppcc" # beyond glibc's
 rm -rf "$dir/build"
 # what gpu_day.sh prints first: the commit these binaries were built from

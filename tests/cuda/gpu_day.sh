@@ -92,6 +92,21 @@ if [ "$be" = cuda ]; then
   v=$("$PPRT" --backend cuda --version 2>&1); echo "$v" | grep 'cuda:'
   echo "$v" | grep -q 'cuda: CUDA runtime' || { echo "FAIL: the CUDA module does not load"; status=1; }
   nvidia-smi -L
+  # the GPU's cuDNN description (issue 54: deviceless execution plans in CI), brought back in $OUT/gday.tgz
+  # for a later session to commit under tests/cuda/devprop/; then used here at once without the device: every
+  # convolution of digits' plans gets the executors' engine as a plan finalized from the description
+  if [ -x "$bin/test_dnn" ]; then
+    timeout 60 "$bin/test_dnn" --capture "$out" || { echo "FAIL: test_dnn --capture"; status=1; }
+    for f in "$out"/*_cudnn*.json; do
+      [ -f "$f" ] || continue
+      "$PPCC" "$src/samples/digits/model.onnx" -pp 2 -o /tmp/gday_dp.plan -q
+      "$PPCC" "$src/samples/digits/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 -o /tmp/gday_dp_t.plan -q
+      timeout 120 "$bin/test_dnn" --devprop "$f" /tmp/gday_dp.plan /tmp/gday_dp_t.plan 2>&1 | tail -3 \
+        || { echo "FAIL: test_dnn --devprop $(basename "$f")"; status=1; }
+    done
+  else
+    echo "no $bin/test_dnn (binaries from before 2026-12-05): no cuDNN description captured"
+  fi
 fi
 
 w=/tmp/gday_ovl; rm -rf $w; mkdir -p $w; S=$src/samples/digits

@@ -11,14 +11,120 @@
  *   then a sweep: 1-3-D, groups, dilations, strides, asymmetric pads,
  *   transposed (backward data), backward filter, with and without bias,
  *   residual, Relu/Clip. Given training plans, their pp.ConvGradX and
- *   pp.ConvGradW steps are checked as the forward convolutions are. */
+ *   pp.ConvGradW steps are checked as the forward convolutions are.
+ *   --devprop FILE (any number, before the plans): a GPU's description
+ *                     captured on it (tests/cuda/devprop/, cuDNN 9.8+); every
+ *                     graph above then also gets the executors' engine
+ *                     (pcu_dnn_choose: deterministic, strict f32, the
+ *                     workspace) as an execution plan finalized for that GPU
+ *                     without it; the convolution alone must get one (the
+ *                     fused graph may not: the executor then runs it alone).
+ *                     A description from another cuDNN version than the one
+ *                     loaded is skipped with a note.
+ *   --capture DIR     (needs a GPU; the GPU day) the description of GPU 0
+ *                     into DIR/<name>_cc<major><minor>_cudnn<version>.json,
+ *                     whole or not at all, and nothing else. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime.h>
+
 #include "runtime/cuda/dnn.h"
 
-static int failures, graphs;
+static int failures, graphs, plans;
+static cudnnBackendDescriptor_t devprops[8];
+static const char *devprop_names[8];
+static int n_devprops;
+
+/* The executors' engine for graph g on each described GPU (mode A, then the fallback list). */
+static void choose_deviceless(const pcu_dnn *g, bool fused, const char *what) {
+    for (int d = 0; d < n_devprops; d++) {
+        pcu_dnn_pick k = {0};
+        pp_err e = {0};
+        pp_status st = pcu_dnn_choose(g, NULL, devprops[d], true, CUDNN_HEUR_MODE_A, PCU_LIB_WORKSPACE, &k, &e);
+        if (st == PP_OK && !k.plan)
+            st = pcu_dnn_choose(g, NULL, devprops[d], true, CUDNN_HEUR_MODE_FALLBACK, PCU_LIB_WORKSPACE, &k, &e);
+        if (k.plan) {
+            plans++;
+            cudnnBackendDestroyDescriptor(k.plan);
+        } else if (!fused || st != PP_OK) {
+            if (failures++ < 20)
+                fprintf(stderr, "FAIL %s (%s) on %s: no execution plan: %s%lld configs, refused %d non-deterministic, "
+                        "%d reduced-precision, %d over the workspace, %d without a plan\n", what,
+                        fused ? "fused" : "alone", devprop_names[d], st != PP_OK ? e.msg : "", (long long)k.configs,
+                        k.refused[0], k.refused[1], k.refused[2], k.refused[3]);
+        }
+    }
+}
+
+static char *slurp(const char *path, long *len) {
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (*len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)*len + 1)) && fread(buf, 1, (size_t)*len, f) != (size_t)*len) {
+        free(buf);
+        buf = NULL;
+    }
+    if (f) fclose(f);
+    return buf;
+}
+
+/* --devprop FILE: loaded when FILE's name carries this cuDNN's version ("_cudnn<version>."), else skipped. */
+static int load_devprop(const char *path) {
+    char tag[32];
+    snprintf(tag, sizeof tag, "_cudnn%zu.", cudnnGetVersion());
+    if (!strstr(path, tag)) {
+        printf("test_dnn: %s: not this cuDNN's (%zu) description: skipped\n", path, cudnnGetVersion());
+        return 0;
+    }
+    long len = 0;
+    char *json = slurp(path, &len);
+    pp_err e = {0};
+    if (!json || n_devprops == 8 || pcu_devprop_load(json, len, &devprops[n_devprops], &e) != PP_OK) {
+        fprintf(stderr, "FAIL --devprop %s: %s\n", path, json ? e.msg : "cannot read it");
+        free(json);
+        return 1;
+    }
+    free(json);
+    devprop_names[n_devprops++] = path;
+    return 0;
+}
+
+/* --capture DIR: GPU 0's description, as DIR/<its name>_cc<major><minor>_cudnn<version>.json (written
+ * to a temporary name and renamed). */
+static int capture(const char *dir) {
+    cudnnHandle_t h = NULL;
+    char *json = NULL, tmp[4200], path[4096], name[256];
+    int64_t len = 0;
+    pp_err e = {0};
+    struct cudaDeviceProp prop;
+    cudnnStatus_t st = cudaSetDevice(0) == cudaSuccess && cudaGetDeviceProperties(&prop, 0) == cudaSuccess
+                           ? cudnnCreate(&h)
+                           : CUDNN_STATUS_NOT_INITIALIZED;
+    if (st != CUDNN_STATUS_SUCCESS) {
+        fprintf(stderr, "test_dnn --capture: no cuDNN handle on GPU 0: %s\n", cudnnGetErrorString(st));
+        return 2;
+    }
+    snprintf(name, sizeof name, "%s", prop.name);
+    for (char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-')) *c = '_';
+    snprintf(path, sizeof path, "%s/%s_cc%d%d_cudnn%zu.json", dir, name, prop.major, prop.minor, cudnnGetVersion());
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = NULL;
+    const bool ok = pcu_devprop_capture(h, &json, &len, &e) == PP_OK && (f = fopen(tmp, "wb")) &&
+                    fwrite(json, 1, (size_t)len, f) == (size_t)len;
+    if (f && fclose(f) != 0) f = NULL;
+    cudnnDestroy(h);
+    free(json);
+    if (!ok || !f || rename(tmp, path) != 0) {
+        fprintf(stderr, "test_dnn --capture %s: %s\n", path, e.msg[0] ? e.msg : "cannot write it");
+        remove(tmp);
+        return 2;
+    }
+    printf("test_dnn: GPU 0's description (%lld bytes, cuDNN %zu) in %s\n", (long long)len, cudnnGetVersion(), path);
+    return 0;
+}
 
 static void check(const pcu_conv *c, const char *what) {
     for (int fused = 1; fused >= 0; fused--) {
@@ -26,6 +132,8 @@ static void check(const pcu_conv *c, const char *what) {
         pp_err e = {0};
         if (pcu_dnn_conv(c, fused, NULL, &g, &e) != PP_OK || g.engines < 1) {
             if (failures++ < 20) fprintf(stderr, "FAIL %s (%s): %s, %lld engines\n", what, fused ? "fused" : "alone", e.msg, (long long)g.engines);
+        } else {
+            choose_deviceless(&g, fused && g.fused, what);
         }
         graphs++;
         pcu_dnn_free(&g);
@@ -98,7 +206,12 @@ static void sweep(void) {
 }
 
 int main(int argc, char **argv) {
-    for (int a = 1; a < argc; a++) {
+    if (argc == 3 && !strcmp(argv[1], "--capture")) return capture(argv[2]);
+    int a = 1;
+    for (; a + 1 < argc && !strcmp(argv[a], "--devprop"); a += 2)
+        if (load_devprop(argv[a + 1])) return 1;
+    if (!n_devprops) printf("test_dnn: no GPU description for this cuDNN: operation graphs only, no execution plans\n");
+    for (; a < argc; a++) {
         pprt_plan *p = NULL;
         pp_err e = {0};
         if (pprt_plan_load(argv[a], NULL, &p, &e) != PP_OK) {
@@ -126,6 +239,8 @@ int main(int argc, char **argv) {
         pprt_plan_free(p);
     }
     sweep();
-    printf("test_dnn: %d graphs finalized, %d failures\n", graphs, failures);
+    printf("test_dnn: %d graphs finalized, %d execution plans on %d described GPUs, %d failures\n", graphs, plans,
+           n_devprops, failures);
+    for (int d = 0; d < n_devprops; d++) cudnnBackendDestroyDescriptor(devprops[d]);
     return failures ? 1 : 0;
 }
