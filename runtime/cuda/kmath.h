@@ -1138,12 +1138,13 @@ PCU_HD void pcu_rowsm_ph(const pcu_rowsm *k, int ph, float *y, const float *x, f
 }
 
 typedef struct pcu_rowln {
-    int32_t has_bias, pad_;
+    int32_t has_bias, rms; /* rms: RMSNormalization (no mean, no bias; phases 9-17 idle) */
     int64_t rows, n;
     double eps;
 } pcu_rowln;
 
-/* LayerNorm over the last n: phase 0 the row into shared memory and each
+/* LayerNorm (RMSNormalization with k->rms: phase 0 sums squares, 18 writes
+ * x * inv * scale) over the last n: phase 0 the row into shared memory and each
  * lane's sum; 1-8 its tree; 9 each lane's sum of squared deviations from
  * the mean; 10-17 its tree; 18 y = (x - mean) * inv * scale + bias, and
  * lane 0 the mean and inv_std_dev outputs where the node has them. With x2
@@ -1164,11 +1165,17 @@ PCU_HD void pcu_rowln_ph(const pcu_rowln *k, int ph, float *y, const float *x, c
             const float v = x2p ? pcu_binary_f(PCU_EW_ADD, xp[j], x2p[j]) : xp[j];
             row[j] = v;
             if (sp) sp[j] = v;
-            s += v;
+            s += k->rms ? (double)v * v : (double)v;
         }
         part[l] = s;
     } else if (ph <= 8) {
         pcu_row_tree(part, ph, l, 0);
+    } else if (k->rms && ph < 18) {
+        /* RMSNormalization: no deviations to sum */
+    } else if (k->rms) { /* as the reference kernel: x * inv * scale */
+        const double inv = 1.0 / sqrt((n ? part[0] / (double)n : 0.0) + k->eps);
+        float *yp = y + r * n;
+        for (int64_t j = l; j < n; j += L) yp[j] = (float)(row[j] * inv * scale[j]);
     } else if (ph == 9) {
         const double m = n ? part[0] / (double)n : 0.0;
         double v = 0;

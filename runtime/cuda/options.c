@@ -94,7 +94,7 @@ static const pp_opt rows[] = {
              "(off)"},
     {.names = "--cuda-row-kernels", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD, .words = "on|off",
      .dflt = "off", .set = set_on_off,
-     .help = "cuda, cuda-emu: Softmax, LogSoftmax and LayerNorm over the last axis (rows up to 4096 floats) in one "
+     .help = "cuda, cuda-emu: Softmax, LogSoftmax, LayerNorm and RMSNorm over the last axis (rows up to 4096 floats) in one "
              "launch of a block per row, the row read once into shared memory, f32 exp, a residual Add before a "
              "LayerNorm inside its launch (on), or rows in lanes over three launches (off: 1.5 % faster on ViT-B/16 "
              "on an H200 before the Add was taken in, docs/cuda.md)"},

@@ -1092,21 +1092,24 @@ static pp_status plan_bn_grad(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
-/* Whether LayerNormalization n takes the one-block row kernel
- * (--cuda-row-kernels on): f32, scale (and bias) the normalized length,
- * rows of up to PCU_ROW_MAX floats; its parameter block into *k. */
+/* Whether LayerNormalization or RMSNormalization n takes the one-block row
+ * kernel (--cuda-row-kernels on): f32, scale (and bias) the normalized
+ * length, rows of up to PCU_ROW_MAX floats; its parameter block into *k. */
 static bool ln_row_block(const planner *P, const pprt_node *n, pcu_rowln *k) {
-    if (!P->rows || n->op != PP_OP_LAYERNORM || n->n_in < 2 || n->in[1] < 0 || !all_f32(P, n)) return false;
+    const bool rms = n->op == PP_OP_RMSNORM;
+    if (!P->rows || (n->op != PP_OP_LAYERNORM && !rms) || n->n_in < 2 || n->in[1] < 0 || !all_f32(P, n) ||
+        (rms && n->n_out > 1))
+        return false;
     const pp_shape *xs = &T(P, n->in[0])->shape;
     int axis;
     if (pp_norm_axis(attr_i(P, n, "axis", -1), xs->rank, "axis", &axis, NULL) != PP_OK) return false;
     int64_t inner = 1;
     for (int d = axis; d < xs->rank; d++) inner *= xs->dim[d];
-    const bool has_bias = n->n_in > 2 && n->in[2] >= 0;
+    const bool has_bias = !rms && n->n_in > 2 && n->in[2] >= 0;
     if (numel(&T(P, n->in[1])->shape) != inner || (has_bias && numel(&T(P, n->in[2])->shape) != inner)) return false;
     const int64_t rows = inner ? numel(xs) / inner : 0;
     if (rows == 0 || inner > PCU_ROW_MAX || rows > INT32_MAX) return false;
-    *k = (pcu_rowln){.has_bias = has_bias, .rows = rows, .n = inner, .eps = attr_f(P, n, "epsilon", 1e-5f)};
+    *k = (pcu_rowln){.has_bias = has_bias, .rms = rms, .rows = rows, .n = inner, .eps = attr_f(P, n, "epsilon", 1e-5f)};
     return true;
 }
 
@@ -1131,7 +1134,7 @@ static pp_status plan_add_ln(planner *P, int ni, bool *ok) {
     if (!pp_shape_eq(&T(P, n->in[0])->shape, ys) || !pp_shape_eq(&T(P, n->in[1])->shape, ys)) return PP_OK;
     int ln = -1;
     for (int j = ni + 1; j < st->n_nodes && ln < 0; j++)
-        if (st->nodes[j].op == PP_OP_LAYERNORM && st->nodes[j].in[0] == t) ln = j;
+        if ((st->nodes[j].op == PP_OP_LAYERNORM || st->nodes[j].op == PP_OP_RMSNORM) && st->nodes[j].in[0] == t) ln = j;
     if (ln < 0 || P->done[ln] || (P->host_node && P->host_node[ln])) return PP_OK;
     const pprt_node *m = &st->nodes[ln];
     pcu_rowln k;

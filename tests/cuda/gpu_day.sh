@@ -342,10 +342,10 @@ row_node_tests() {
   local nw=/tmp/gday_nt f d
   # (and the elementwise ones with --cuda-wide-elementwise on: their whole-operand cases take the kernel)
   local opt
-  for f in softmax layer_norm test_add test_mul test_div test_sub test_pow test_relu test_sigmoid; do for d in $nw/all/node $nw/c*; do
+  for f in softmax layer_norm rms_normalization test_add test_mul test_div test_sub test_pow test_relu test_sigmoid; do for d in $nw/all/node $nw/c*; do
     ls "$d" 2>/dev/null | grep -q "$f" || continue
     [ "$(left)" -gt 320 ] || { echo "row kernels' node tests: no time left before the benchmark"; return; }
-    case $f in softmax|layer_norm) opt="--cuda-row-kernels on" ;; *) opt="--cuda-wide-elementwise on" ;; esac
+    case $f in softmax|layer_norm|rms_normalization) opt="--cuda-row-kernels on" ;; *) opt="--cuda-wide-elementwise on" ;; esac
     PPRT_EXTRA_ARGS="--backend $be $opt" timeout 60 python3 "$src/tests/conformance/run.py" -j 16 \
       --node-dir "$d" --filter $f --timeout 30 > "$out/conf_rows_${f}_$(basename "$d").txt" 2>&1
     local rc=$?; echo "$opt, $f in $(basename "$d"): rc $rc: $(grep -E 'regression' "$out/conf_rows_${f}_$(basename "$d").txt" | tr '\n' ' ')"

@@ -5,8 +5,8 @@
 # barriers between them: tests/cuda/row_models.py's ViT-like rows (197 and
 # 768 floats, rows of 1000, a NaN) take the new kernels (--cuda-explain
 # names them) and give ref's outputs within rtol 1e-5 / atol 1e-6, the same
-# bits at -pp 2 as at -pp 1; the ONNX node tests of Softmax, LogSoftmax and
-# LayerNormalization pass with it (their expected outputs); the residual
+# bits at -pp 2 as at -pp 1; the ONNX node tests of Softmax, LogSoftmax,
+# LayerNormalization and RMSNormalization pass with it (their expected outputs); the residual
 # Adds before two of the LayerNorms run inside their steps (no step of
 # their own), the same bits as the split that separates them. About 10 s.
 # usage: row_kernels.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC)
@@ -35,7 +35,7 @@ for f in ref/*.npy; do
   cmp -s "on1/$b" "on2/$b" || fail "$b: --cuda-row-kernels on: -pp 2 gives other bits than -pp 1"
   cmp -s "on1/$b" "on3/$b" || fail "$b: --cuda-row-kernels on: the Add apart from its LayerNorm gives other bits"
 done
-for f in softmax layer_norm; do
+for f in softmax layer_norm rms_normalization; do
   PPRT_EXTRA_ARGS="--backend cuda-emu --cuda-row-kernels on" "$PY" "$SRC/tests/conformance/run.py" -j 2 --filter "$f" \
     > conf_$f.txt 2>&1 || fail "node tests '$f' with --cuda-row-kernels on: $(tail -20 conf_$f.txt)"
   grep "no regression" conf_$f.txt

@@ -610,6 +610,20 @@ static void test_block_rows(void) {
             }
             free(a), free(b), free(ab), free(sum), free(y3), free(m3), free(v3);
         }
+        /* RMSNormalization in one block against the one-thread form */
+        {
+            pcu_norm k1 = {.rms = 1, .rows = rows, .n = n, .eps = 1e-6};
+            for (int64_t r = 0; r < rows; r++) pcu_norm_at(&k1, y1, x, sc, NULL, NULL, NULL, NULL, r);
+            memset(&s, 0, sizeof s);
+            s.kind = PCU_S_KERNEL, s.kernel = PCU_K_ROWLN, s.threads = rows * PCU_BLOCK;
+            s.u.rln = (pcu_rowln){.rms = 1, .rows = rows, .n = n, .eps = 1e-6};
+            void *op[PCU_KERNEL_OPS] = {x, sc, NULL, y2};
+            for (int64_t i = 0; i < rn; i++) y2[i] = 12345.0f;
+            run_block_rows(&s, op);
+            char what[64];
+            snprintf(what, sizeof what, "RMSNorm in one block %lldx%lld", (long long)rows, (long long)n);
+            compare_block(what, y2, y1, rn, 2);
+        }
         /* the lint's bound: a row longer than the shared memory has no extent */
         s.u.rln.n = PCU_ROW_MAX + 1;
         checks++;
