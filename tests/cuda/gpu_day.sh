@@ -381,16 +381,6 @@ bench f32 "${BENCH_SECS:-210}" --pp "${BENCH_PP:-1,2}" --overlap "${BENCH_OVERLA
 
 if [ "${EXTRA:-1}" = 1 ]; then
   echo "== 5. with the time left ($(date +%T), $(left) s left)"
-  # ViT-B/16 at batch 8 with the row kernels in one block against in lanes, alternated, the outputs compared
-  d=/tmp/cvt/vit_b_16
-  if [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 60 ]; then
-    for r in 1 2; do for rk in on off; do
-      timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/rows_out_$rk --backend $be -q --warmup 4 --cuda-row-kernels $rk \
-        --stats-json /tmp/cvt/rows_$rk.json && echo "ViT-B/16 -b 8 --cuda-row-kernels $rk: $(python3 -c "import json, sys; print(round(json.load(open(sys.argv[1]))['steady_samples_per_s'], 1))" /tmp/cvt/rows_$rk.json) samples/s"
-    done; done
-    python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/rows_out_on/*.npy /tmp/cvt/rows_out_off/*.npy --rtol 1e-4 --atol 1e-5 \
-      | tail -1 | sed 's|^|ViT-B/16 --cuda-row-kernels on against off: |'
-  fi
   # where the GPU time goes: --profile at batch 8, -pp 1, summed by op type
   rate() { python3 -c "import json, sys; print(round(json.load(open(sys.argv[1]))['steady_samples_per_s'], 1))" "$1"; }
   by_op() {
@@ -400,63 +390,55 @@ t = json.load(open(sys.argv[1]))['nodes']; agg = collections.Counter()
 for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
 print(sys.argv[2] + ', ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))" "$1" "$2"
   }
-  # ViT-B/16 at batch 8 with the fused attention (--cuda-fused-attention, issue 54) on and off, alternated: the
-  # rates, the outputs compared (rtol 1e-4, atol 1e-5: the kernel sums in f32 in another order than
-  # cuBLASLt), the steps a micro-batch (--cuda-explain's last line; 4 fewer a layer when the pattern fused)
+  # ab TAG PLAN DATA OPTION RTOL ATOL: PLAN on DATA with OPTION on and off, alternated twice: the rates and
+  # --cuda-explain's tally (the explain files in $out), whether the bytes are the same, and within RTOL / ATOL
+  # of each other or the day fails; the outputs stay in /tmp/cvt/ab_TAG_on and _off
+  ab() {
+    local tag=$1 plan=$2 data=$3 opt=$4 rtol=$5 atol=$6 r v
+    for r in 1 2; do for v in on off; do
+      timeout 60 "$PPRT" "$plan" "$data" -o /tmp/cvt/ab_${tag}_$v --backend $be -q --warmup 4 $opt $v --cuda-explain \
+        --stats-json /tmp/cvt/ab_${tag}_$v.json 2> "$out/explain_${tag}_$v.txt" \
+        && echo "$tag $opt $v: $(rate /tmp/cvt/ab_${tag}_$v.json) samples/s; $(grep -o '[0-9]* launches: .*' "$out/explain_${tag}_$v.txt" | head -1)" \
+        || { echo "FAIL: $tag $opt $v: $(tail -2 "$out/explain_${tag}_$v.txt")"; status=1; }
+    done; done
+    cmp -s /tmp/cvt/ab_${tag}_on/*.npy /tmp/cvt/ab_${tag}_off/*.npy && echo "$tag: the same bytes with $opt on and off" \
+      || echo "$tag: other bytes with $opt on than off"
+    python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/ab_${tag}_on/*.npy /tmp/cvt/ab_${tag}_off/*.npy --rtol $rtol --atol $atol \
+      > /tmp/cvt/ab_cmp.txt || { echo "FAIL: $tag's output with $opt on against off"; status=1; }
+    tail -1 /tmp/cvt/ab_cmp.txt | sed "s|^|$tag $opt on against off: |"
+  }
   d=/tmp/cvt/vit_b_16
   if [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 60 ]; then
-    for r in 1 2; do for fa in on off; do
-      timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/fa_out_$fa --backend $be -q --warmup 4 --cuda-fused-attention $fa \
-        --cuda-explain --stats-json /tmp/cvt/fa_$fa.json 2> "$out/explain_fattn_$fa.txt" \
-        && echo "ViT-B/16 -b 8 --cuda-fused-attention $fa: $(rate /tmp/cvt/fa_$fa.json) samples/s; $(grep -c 'fused attention' "$out/explain_fattn_$fa.txt") fused steps; $(grep -o '[0-9]* steps a micro-batch.*' "$out/explain_fattn_$fa.txt" | head -1)" \
-        || { echo "FAIL: ViT-B/16 --cuda-fused-attention $fa: $(tail -2 "$out/explain_fattn_$fa.txt")"; status=1; }
-    done; done
-    python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/fa_out_on/*.npy /tmp/cvt/fa_out_off/*.npy --rtol 1e-4 --atol 1e-5 \
-      > /tmp/cvt/fa_cmp.txt || { echo "FAIL: ViT-B/16's output with --cuda-fused-attention on against off"; status=1; }
-    tail -1 /tmp/cvt/fa_cmp.txt | sed 's|^|ViT-B/16 --cuda-fused-attention on against off: |'
+    # ViT-B/16 at batch 8 with the row kernels in one block (and the residual Adds inside the LayerNorms) against
+    # in lanes; with the fused attention (issue 54) on and off: 4 steps fewer a layer where the pattern fused,
+    # within rtol 1e-4 / atol 1e-5 (the kernel sums in f32 in another order than cuBLASLt)
+    ab vit_b8_rows "$d/b8_pp1.plan" "$d/data_8" --cuda-row-kernels 1e-4 1e-5
+    ab vit_b8_fattn "$d/b8_pp1.plan" "$d/data_8" --cuda-fused-attention 1e-4 1e-5
+    echo "ViT-B/16 -b 8: $(grep -c 'fused attention' "$out/explain_vit_b8_fattn_on.txt") fused attention steps"
   fi
   # ViT-B/16 with the strided views (--cuda-stride-views, issue 54: the Transposes, Slices and Gathers that feed
   # products folded into cuBLASLt's operands) on and off, at batch 1 (where every copy feeding a product folds)
-  # and 8, alternated: the rates, whether the bytes are the same (cuBLASLt may take another algorithm for a
-  # transposed or offset operand: they may differ; within rtol 1e-4 / atol 1e-5 or the day fails), the launches
-  # (--cuda-explain's tally), and -pp 2 with views on bit-identical to -pp 1 with views on
+  # and 8, and -pp 2 with views on bit-identical to -pp 1 with views on
   d=/tmp/cvt/vit_b_16
   for b in 1 8; do
     [ -f $d/b${b}_pp1.plan ] && [ "$(left)" -gt 60 ] || continue
-    for r in 1 2; do for sv in on off; do
-      timeout 60 "$PPRT" $d/b${b}_pp1.plan $d/data_$b -o /tmp/cvt/sv_out_${b}_$sv --backend $be -q --warmup 4 \
-        --cuda-stride-views $sv --cuda-explain --stats-json /tmp/cvt/sv_${b}_$sv.json 2> "$out/explain_sv_${b}_$sv.txt" \
-        && echo "ViT-B/16 -b $b --cuda-stride-views $sv: $(rate /tmp/cvt/sv_${b}_$sv.json) samples/s; $(grep -o '[0-9]* launches: .*' "$out/explain_sv_${b}_$sv.txt" | head -1)" \
-        || { echo "FAIL: ViT-B/16 -b $b --cuda-stride-views $sv: $(tail -2 "$out/explain_sv_${b}_$sv.txt")"; status=1; }
-    done; done
-    cmp -s /tmp/cvt/sv_out_${b}_on/*.npy /tmp/cvt/sv_out_${b}_off/*.npy && echo "ViT-B/16 -b $b: the same bytes with views on and off" \
-      || echo "ViT-B/16 -b $b: other bytes with views on than off (another cuBLASLt algorithm)"
-    python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/sv_out_${b}_on/*.npy /tmp/cvt/sv_out_${b}_off/*.npy --rtol 1e-4 --atol 1e-5 \
-      > /tmp/cvt/sv_cmp.txt || { echo "FAIL: ViT-B/16 -b $b's output with --cuda-stride-views on against off"; status=1; }
-    tail -1 /tmp/cvt/sv_cmp.txt | sed "s|^|ViT-B/16 -b $b --cuda-stride-views on against off: |"
+    # (cuBLASLt may take another algorithm for a transposed or offset operand: other bytes are allowed)
+    ab vit_b$b "$d/b${b}_pp1.plan" "$d/data_$b" --cuda-stride-views 1e-4 1e-5
     if [ -f $d/b${b}_pp2.plan ]; then
       timeout 60 "$PPRT" $d/b${b}_pp2.plan $d/data_$b -o /tmp/cvt/sv_out_${b}_pp2 --backend $be -q --cuda-stride-views on \
-        && { cmp -s /tmp/cvt/sv_out_${b}_on/*.npy /tmp/cvt/sv_out_${b}_pp2/*.npy && echo "ViT-B/16 -b $b views on: -pp 2 bit-identical to -pp 1" \
+        && { cmp -s /tmp/cvt/ab_vit_b${b}_on/*.npy /tmp/cvt/sv_out_${b}_pp2/*.npy && echo "ViT-B/16 -b $b views on: -pp 2 bit-identical to -pp 1" \
              || { echo "FAIL: ViT-B/16 -b $b views on: -pp 2 differs from -pp 1"; status=1; }; }
     fi
   done
   # f32 elementwise steps four elements a thread (--cuda-wide-elementwise, issue 54) on and off, ViT-B/16 and
-  # ResNet-50 at batch 8, alternated: the rates, the steps that took the kernel, whether the bytes are the same
-  # (the same float arithmetic; nvcc may contract a unary formula into FMAs differently in the two kernels, so
-  # within rtol 1e-5 / atol 1e-6 or the day fails, and the bytes reported)
+  # ResNet-50 at batch 8: the same float arithmetic, but nvcc may contract a unary formula into FMAs
+  # differently in the two kernels, so within rtol 1e-5 / atol 1e-6 (the steps that took the kernel are in
+  # the explain files: "four a thread")
   for m in vit_b_16 resnet50; do
     d=/tmp/cvt/$m
     [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 60 ] || continue
-    for r in 1 2; do for we in on off; do
-      timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/we_out_${m}_$we --backend $be -q --warmup 4 \
-        --cuda-wide-elementwise $we --cuda-explain --stats-json /tmp/cvt/we_${m}_$we.json 2> "$out/explain_we_${m}_$we.txt" \
-        && echo "$m -b 8 --cuda-wide-elementwise $we: $(rate /tmp/cvt/we_${m}_$we.json) samples/s; $(grep -c 'four a thread' "$out/explain_we_${m}_$we.txt") steps four a thread" \
-        || { echo "FAIL: $m -b 8 --cuda-wide-elementwise $we: $(tail -2 "$out/explain_we_${m}_$we.txt")"; status=1; }
-    done; done
-    cmp -s /tmp/cvt/we_out_${m}_on/*.npy /tmp/cvt/we_out_${m}_off/*.npy && echo "$m -b 8: the same bytes with wide elementwise on and off" \
-      || echo "$m -b 8: other bytes with wide elementwise on than off (FMA contraction)"
-    python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/we_out_${m}_on/*.npy /tmp/cvt/we_out_${m}_off/*.npy --rtol 1e-5 --atol 1e-6 \
-      > /tmp/cvt/we_cmp.txt || { echo "FAIL: $m's output with --cuda-wide-elementwise on against off"; status=1; }
+    ab ${m}_b8 "$d/b8_pp1.plan" "$d/data_8" --cuda-wide-elementwise 1e-5 1e-6
+    echo "$m -b 8: $(grep -c 'four a thread' "$out/explain_${m}_b8_on.txt") steps four a thread"
   done
   # MODEL:PRECISION[:narrow] (narrow: --cuda-wide-copies off, the copies as given)
   for mp in resnet50:f32 vit_b_16:f32 vit_b_16:tf32 vit_b_16:f32:narrow; do
@@ -468,24 +450,12 @@ print(sys.argv[2] + ', ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '
     timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/prof_out --backend $be -q --warmup 4 --precision $pr \
       "${ex[@]}" --profile "$out/prof_$tag.json" 2> "$out/explain_$tag.txt" && by_op "$out/prof_$tag.json" "$m $pr${nar:+ $nar} profile"
   done
-  # strided copies widened (the default) against as given, alternated, the bytes compared
+  # strided copies widened (the default) against as given (the same bytes or the day fails: rtol 0); ResNet-50's
+  # fused cuDNN graphs (not NaN-faithful, docs/cuda.md) against the convolutions alone (the default)
   d=/tmp/cvt/vit_b_16
-  if [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 80 ]; then
-    for r in 1 2; do for wc in on off; do
-      timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/wide_out_$wc --backend $be -q --warmup 4 --cuda-wide-copies $wc \
-        --stats-json /tmp/cvt/wide_$wc.json && echo "ViT-B/16 -b 8 --cuda-wide-copies $wc: $(rate /tmp/cvt/wide_$wc.json) samples/s"
-    done; done
-    cmp /tmp/cvt/wide_out_on/*.npy /tmp/cvt/wide_out_off/*.npy && echo "ViT-B/16: the same output bytes with copies widened and as given" \
-      || { echo "FAIL: ViT-B/16's output differs with --cuda-wide-copies off"; status=1; }
-  fi
-  # ResNet-50's fused cuDNN graphs (not NaN-faithful, docs/cuda.md) against the convolutions alone (the default)
+  [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 80 ] && ab vit_b8_copies "$d/b8_pp1.plan" "$d/data_8" --cuda-wide-copies 0 0
   d=/tmp/cvt/resnet50
-  if [ "$be" = cuda ] && [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 80 ]; then
-    for r in 1 2; do for f in on off; do
-      timeout 60 "$PPRT" $d/b8_pp1.plan $d/data_8 -o /tmp/cvt/fus_out --backend cuda -q --warmup 4 --cuda-conv-fusion $f \
-        --stats-json /tmp/cvt/fus_$f.json 2> /dev/null && echo "ResNet-50 -b 8 --cuda-conv-fusion $f: $(rate /tmp/cvt/fus_$f.json) samples/s"
-    done; done
-  fi
+  [ "$be" = cuda ] && [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 80 ] && ab resnet50_b8_fusion "$d/b8_pp1.plan" "$d/data_8" --cuda-conv-fusion 1e-3 1e-4
   # the row kernels in lanes (GPT's LayerNorms) under compute-sanitizer
   if [ "$be" = cuda ] && [ "$(left)" -gt 100 ] && [ -f $Z/gpt/auto_2.plan ]; then
     for tool in memcheck initcheck; do
