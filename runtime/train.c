@@ -13,6 +13,7 @@
 #include "io.h"
 #include "microbatch.h"
 #include "nodes.h"
+#include "optim_math.h"
 #include "pool.h"
 #include "run.h"
 #include "train.h"
@@ -316,38 +317,28 @@ static double lr_at(const pp_optim *o, int64_t step, int64_t total) {
     return o->lr;
 }
 
-/* PyTorch's arithmetic, in float: SGD (weight decay added to the gradient,
- * the momentum buffer set to the first gradient, Nesterov), AdamW (decay
- * first, then the bias-corrected moments). */
-static void update(const pp_optim *o, param *q, double lr, int64_t step) {
-    const float flr = (float)lr, wd = (float)o->weight_decay;
-    float *w = q->w, *g = q->g, *m = q->m, *v = q->v;
-    if (o->kind == PP_OPTIM_SGD) {
-        const float mu = (float)o->momentum;
-        for (int64_t i = 0; i < q->numel; i++) {
-            float d = g[i];
-            if (wd != 0) d = d + wd * w[i];
-            if (mu != 0) {
-                m[i] = q->has_m ? mu * m[i] + d : d;
-                d = o->nesterov ? d + mu * m[i] : m[i];
-            }
-            w[i] = w[i] - flr * d;
-        }
-        q->has_m = true;
-        return;
-    }
-    /* each coefficient as PyTorch forms it: in double, then rounded to float once */
-    const float b1 = (float)o->beta1, b2 = (float)o->beta2, eps = (float)o->eps;
-    const float c1 = (float)(1.0 - o->beta1), c2 = (float)(1.0 - o->beta2), decay = (float)(1.0 - lr * o->weight_decay);
+/* A step's coefficients (optim_math.h), each as PyTorch forms it: in
+ * double, then rounded to float once. */
+static pp_optstep optstep_of(const pp_optim *o, const param *q, double lr, int64_t step) {
+    pp_optstep k = {.adamw = o->kind != PP_OPTIM_SGD, .nesterov = o->nesterov, .has_m = q->has_m, .n = q->numel,
+                    .lr = (float)lr, .wd = (float)o->weight_decay, .mu = (float)o->momentum};
+    if (!k.adamw) return k;
     const double bc1 = 1.0 - pow(o->beta1, (double)step), bc2 = 1.0 - pow(o->beta2, (double)step);
-    const float neg_step = (float)(-(lr / bc1)), bc2s = (float)sqrt(bc2);
-    for (int64_t i = 0; i < q->numel; i++) {
-        w[i] = w[i] * decay;
-        m[i] = m[i] * b1 + c1 * g[i];
-        v[i] = v[i] * b2 + c2 * g[i] * g[i];
-        const float denom = sqrtf(v[i]) / bc2s + eps;
-        w[i] = w[i] + neg_step * m[i] / denom;
-    }
+    k.decay = (float)(1.0 - lr * o->weight_decay);
+    k.b1 = (float)o->beta1, k.c1 = (float)(1.0 - o->beta1);
+    k.b2 = (float)o->beta2, k.c2 = (float)(1.0 - o->beta2);
+    k.neg_step = (float)(-(lr / bc1)), k.bc2s = (float)sqrt(bc2), k.eps = (float)o->eps;
+    return k;
+}
+
+/* PyTorch's arithmetic, in float (optim_math.h: the one the CUDA optimizer
+ * kernel runs): SGD (weight decay added to the gradient, the momentum
+ * buffer set to the first gradient, Nesterov), AdamW (decay first, then the
+ * bias-corrected moments). */
+static void update(const pp_optim *o, param *q, double lr, int64_t step) {
+    const pp_optstep k = optstep_of(o, q, lr, step);
+    for (int64_t i = 0; i < q->numel; i++) pp_optstep_at(&k, q->w, q->g, q->m, q->v, i);
+    q->has_m = true;
 }
 
 /* The training-mode Dropouts' input, {--seed, counter} per micro-batch: the

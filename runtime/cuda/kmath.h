@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "../../ir/scalar.h"
+#include "../optim_math.h"
 
 #ifdef __CUDACC__
 #define PCU_HD static __host__ __device__ __forceinline__
@@ -2753,6 +2754,18 @@ PCU_HD void pcu_col2im_at(const pcu_col2im *g, void *y, const void *x, int64_t i
     }
     if (g->f64) ((double *)y)[i] = acc;
     else ((float *)y)[i] = (float)acc;
+}
+
+/* ---- the optimizer step over a flat parameter buffer (issue 56) -------------------------------- */
+
+/* Thread i steps element i of w with g, m and v (optim_math.h: the host
+ * trainer's own arithmetic, so a device step gives its bits). A kernel over
+ * a flat buffer of a device's weights, written and checked (test_kmath)
+ * but not yet driven by the trainer: the step still runs on the host. */
+typedef pp_optstep pcu_opt;
+
+PCU_HD void pcu_opt_at(const pcu_opt *k, float *w, const float *g, float *m, float *v, int64_t i) {
+    pp_optstep_at(k, w, g, m, v, i);
 }
 
 #endif

@@ -365,6 +365,52 @@ static void test_elementwise_wide(void) {
     printf("test_kmath: wide elementwise: %d cases against EW\n", cases);
 }
 
+/* The optimizer kernel's row (kernels.def OPT) over a flat buffer, threads
+ * in reverse order, against PyTorch's update written out here in float for
+ * plain SGD, SGD with momentum (first step and later, Nesterov or not, with
+ * weight decay) and AdamW: the same bytes. The arithmetic itself is
+ * checked against PyTorch by tests/train (the trained weights' trajectories). */
+static void test_optimizer(void) {
+    enum { N = 257 };
+    int cases = 0;
+    for (int c = 0; c < 6; c++) {
+        float w[N], g[N], m[N], v[N], w2[N], m2[N], v2[N];
+        for (int i = 0; i < N; i++)
+            w[i] = (float)(unif() - 0.5), g[i] = (float)(unif() - 0.5) * 1e-2f, m[i] = (float)(unif() - 0.5) * 1e-2f,
+            v[i] = (float)unif() * 1e-4f;
+        memcpy(w2, w, sizeof w), memcpy(m2, m, sizeof m), memcpy(v2, v, sizeof v);
+        pcu_opt k = {.adamw = c == 5, .nesterov = c == 4, .has_m = c >= 3, .n = N, .lr = 0.05f,
+                     .wd = c == 1 || c >= 3 ? 1e-2f : 0.0f, .mu = c >= 2 ? 0.9f : 0.0f};
+        if (k.adamw) {
+            const double lr = 1e-3, b1 = 0.9, b2 = 0.999, step = 3;
+            k.decay = (float)(1.0 - lr * 0.01), k.b1 = (float)b1, k.c1 = (float)(1.0 - b1), k.b2 = (float)b2,
+            k.c2 = (float)(1.0 - b2), k.neg_step = (float)(-(lr / (1.0 - pow(b1, step)))),
+            k.bc2s = (float)sqrt(1.0 - pow(b2, step)), k.eps = 1e-8f;
+        }
+        for (int64_t i = N - 1; i >= 0; i--)
+            pcu_kernel_call(PCU_K_OPT, &k, (void *[PCU_KERNEL_OPS]){w, g, k.mu != 0 || k.adamw ? m : NULL, k.adamw ? v : NULL}, NULL, i, 0);
+        for (int i = 0; i < N; i++) { /* PyTorch's, as torch.optim writes it, in float */
+            if (!k.adamw) {
+                float d = g[i] + k.wd * w2[i];
+                if (k.mu != 0) {
+                    m2[i] = k.has_m ? k.mu * m2[i] + d : d;
+                    d = k.nesterov ? d + k.mu * m2[i] : m2[i];
+                }
+                w2[i] = w2[i] - k.lr * d;
+            } else {
+                w2[i] = w2[i] * k.decay;
+                m2[i] = m2[i] * k.b1 + k.c1 * g[i];
+                v2[i] = v2[i] * k.b2 + k.c2 * g[i] * g[i];
+                w2[i] = w2[i] + k.neg_step * m2[i] / (sqrtf(v2[i]) / k.bc2s + k.eps);
+            }
+        }
+        checks++, cases++;
+        if (memcmp(w, w2, sizeof w) || ((k.mu != 0 || k.adamw) && memcmp(m, m2, sizeof m)) || (k.adamw && memcmp(v, v2, sizeof v)))
+            FAIL("FAIL optimizer step, case %d (%s): not PyTorch's float arithmetic\n", c, k.adamw ? "AdamW" : "SGD");
+    }
+    printf("test_kmath: optimizer step: %d cases\n", cases);
+}
+
 /* Sin, Cos, Tan (pcu_trig: scalar argument reduction, double polynomials)
  * against glibc's double sin, cos and tan of the same float, over random
  * bit patterns of every exponent (most of them huge: the Payne-Hanek path)
@@ -788,7 +834,7 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_COL2IM == 22 && PCU_K_ROWSM == 23 && PCU_K_ROWLN == 24 && PCU_K_FATTN == 25 &&
                    PCU_K_UGRAD == 26 && PCU_K_BNT == 27 && PCU_K_BNG == 28 && PCU_K_MPGRAD == 29 &&
                    PCU_K_GATHERGRAD == 30 &&
-                   PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_EWV == 33 && PCU_K_COUNT == 34,
+                   PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_EWV == 33 && PCU_K_OPT == 34 && PCU_K_COUNT == 35,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -819,6 +865,7 @@ static void test_kernel_table(void) {
         {PCU_K_APGRAD, sizeof(pcu_apgrad), "average pool gradient"},
         {PCU_K_DROPT, sizeof(pcu_dropt), "dropout (training)"},
         {PCU_K_EWV, sizeof(pcu_ewv), "elementwise, four a thread"},
+        {PCU_K_OPT, sizeof(pcu_opt), "optimizer step"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;
@@ -1002,6 +1049,7 @@ int main(void) {
     test_trig();
     test_elementwise();
     test_elementwise_wide();
+    test_optimizer();
     test_rows();
     test_block_rows();
     printf("test_kmath: rows in one block: worst %lld ulp (Softmax), %lld (LogSoftmax, LayerNorm)\n", (long long)block_worst[1], (long long)block_worst[0]);
