@@ -1404,6 +1404,129 @@ PCU_HD void pcu_bng_ph(const pcu_bng *k, int ph, float *dx, float *dsc, float *d
     }
 }
 
+/* ---- pp.LayerNormGrad, pp.InstanceNormGrad: a block per row, then the parameters' sums --------- *
+ * dX (pcu_lng_ph, kernels.def PCU_ROWS): block r is row r of n contiguous
+ * floats (LayerNorm: X's dims from axis on; InstanceNorm: image n, channel
+ * c = r % C, its S elements); lane l walks the row's elements l, l + 256,
+ * ...; the row's mean, 1/sqrt(var + eps) and the sums of g = dY scale and
+ * g x^ in double with the reference kernel's formulas (runtime/cpu/
+ * ref_grad.c norm_group_grad), the lanes' partials meeting in the fixed
+ * tree of pcu_row_tree, so the bits do not depend on scheduling: within a
+ * few double roundings of the reference's row order. A row of up to
+ * PCU_ROW_MAX / 2 floats keeps X and dY in the shared row after phase 0
+ * (each lane rereads only the elements it wrote). Lane 0 keeps four doubles
+ * a row in the workspace `st`: the mean, inv and (InstanceNorm) the row's
+ * sums of dY x^ and of dY.
+ * dscale and dB (pcu_lngp_at, no atomics): LayerNorm's are columns over
+ * the rows, dY x^ and dY summed in double in row order by a thread per
+ * column of each chunk of PCU_LNG_CHUNK rows (phase 0), then the chunks'
+ * partials in chunk order by a thread per column (phase 1): with one chunk
+ * (rows <= PCU_LNG_CHUNK) the reference's order exactly; InstanceNorm's a
+ * thread per channel adding its rows' sums in image order (phase 1). */
+#define PCU_LNG_CHUNK 64
+#define PCU_LNG_PHASES 39
+
+typedef struct pcu_lng {
+    int64_t rows, n, C; /* C: InstanceNorm's channels (scale[r % C]), 0: LayerNorm (scale[j]) */
+    double eps;
+} pcu_lng;
+
+/* phase 0: X (and dY) into the shared row, each lane's sum of X; 1-8 its
+ * tree; 9: each lane's sum of squared deviations from the mean; 10-17 its
+ * tree; 18: lane 0 the mean and inv into st; 19: each lane's sums of g and
+ * g x^; 20-27 their trees; 28: dX; InstanceNorm only: 29 each lane's sums
+ * of dY x^ and dY, 30-37 their trees, 38 lane 0 them into st. */
+PCU_HD void pcu_lng_ph(const pcu_lng *k, int ph, float *dx, double *st, const float *dy, const float *x,
+                       const float *scale, float *row, double *part, int64_t r, int l) {
+    const int64_t n = k->n, L = PCU_ROW_LANES;
+    const int cache = 2 * n <= PCU_ROW_MAX;
+    const float *xr = cache ? row : x + r * n, *gr = cache ? row + n : dy + r * n;
+    const float *sc = k->C ? scale + pcu_mod(r, k->C) : scale;
+    const int64_t sj = k->C ? 0 : 1; /* scale's stride along the row */
+    double *s4 = st + 4 * r;
+    if (ph == 0) {
+        const float *xp = x + r * n, *gp = dy + r * n;
+        double a = 0;
+        for (int64_t j = l; j < n; j += L) {
+            const float v = xp[j];
+            if (cache) row[j] = v, row[n + j] = gp[j];
+            a += v;
+        }
+        part[l] = a;
+    } else if (ph <= 8) {
+        pcu_row_tree(part, ph, l, 0);
+    } else if (ph == 9) {
+        const double m = part[0] / (double)n;
+        double v = 0;
+        for (int64_t j = l; j < n; j += L) {
+            const double d = xr[j] - m;
+            v += d * d;
+        }
+        part[L + l] = v;
+    } else if (ph <= 17) {
+        pcu_row_tree(part + L, ph - 9, l, 0);
+    } else if (ph == 18) {
+        if (l == 0) s4[0] = part[0] / (double)n, s4[1] = 1.0 / sqrt(part[L] / (double)n + k->eps);
+    } else if (ph == 19 || (ph == 29 && k->C)) {
+        const double m = s4[0], inv = s4[1];
+        double a = 0, b = 0;
+        for (int64_t j = l; j < n; j += L) {
+            const double xh = (xr[j] - m) * inv;
+            if (ph == 29) {
+                a += (double)gr[j] * xh, b += gr[j];
+                continue;
+            }
+            const double g = (double)gr[j] * sc[j * sj];
+            a += g, b += g * xh;
+        }
+        part[l] = a, part[L + l] = b;
+    } else if (ph <= 27 || (ph >= 30 && ph <= 37 && k->C)) {
+        pcu_bn_tree2(part, ph <= 27 ? ph - 19 : ph - 29, l);
+    } else if (ph == 28) {
+        const double m = s4[0], inv = s4[1], mg = part[0] / (double)n, mgx = part[L] / (double)n;
+        float *dp = dx + r * n;
+        for (int64_t j = l; j < n; j += L) {
+            const double xh = (xr[j] - m) * inv;
+            dp[j] = (float)(inv * ((double)gr[j] * sc[j * sj] - mg - xh * mgx));
+        }
+    } else if (ph == 38 && k->C && l == 0) {
+        s4[2] = part[0], s4[3] = part[L];
+    }
+}
+
+typedef struct pcu_lngp {
+    int32_t phase, pad_;
+    int64_t rows, n, C, chunks; /* C and n as pcu_lng's; chunks: of PCU_LNG_CHUNK rows (LayerNorm) */
+} pcu_lngp;
+
+/* LayerNorm: phase 0 thread i = chunk c * n + column p, its partial sums of
+ * dY x^ and dY into part[i] and part[chunks * n + i]; phase 1 thread p the
+ * chunks' partials into dscale[p] and dB[p]. InstanceNorm: phase 1 thread
+ * c, channel c's rows' sums. Absent outputs NULL. */
+PCU_HD void pcu_lngp_at(const pcu_lngp *k, float *dsc, float *db, double *part, const float *dy, const float *x,
+                        const double *st, int64_t i) {
+    const int64_t n = k->n;
+    double a = 0, b = 0;
+    if (k->C) {
+        for (int64_t r = i; r < k->rows; r += k->C) a += st[4 * r + 2], b += st[4 * r + 3];
+    } else if (k->phase == 0) {
+        int64_t c = i;
+        const int64_t p = pcu_divmod(&c, n);
+        const int64_t r1 = (c + 1) * PCU_LNG_CHUNK < k->rows ? (c + 1) * PCU_LNG_CHUNK : k->rows;
+        for (int64_t r = c * PCU_LNG_CHUNK; r < r1; r++) {
+            const int64_t e = r * n + p;
+            const double xh = (x[e] - st[4 * r]) * st[4 * r + 1];
+            a += (double)dy[e] * xh, b += dy[e];
+        }
+        part[i] = a, part[k->chunks * n + i] = b;
+        return;
+    } else {
+        for (int64_t c = 0; c < k->chunks; c++) a += part[c * n + i], b += part[(k->chunks + c) * n + i];
+    }
+    if (dsc) dsc[i] = (float)a;
+    if (db) db[i] = (float)b;
+}
+
 /* ---- MaxPool, AveragePool, LpPool (1-3-D lifted to 3-D): one thread per output element ----------- */
 
 typedef struct pcu_pool {

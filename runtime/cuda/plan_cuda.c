@@ -1060,6 +1060,65 @@ static pp_status plan_bn_grad(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* pp.LayerNormGrad and pp.InstanceNormGrad (dY X scale -> dX [dscale] [dB], f32): dX a block per
+ * row (pcu_lng_ph), dscale and dB sums over the rows (pcu_lngp_at: LayerNorm's columns in two
+ * launches, InstanceNorm's channels in one); the rows' statistics and the partials in WORK */
+static pp_status plan_norm_grad(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const bool in = n->op == PP_OP_INSTANCENORMGRAD;
+    *ok = false;
+    if (!all_f32(P, n) || n->n_in != 3 || n->n_out < 1 || n->n_out > 3 || n->in[0] < 0 || n->in[1] < 0 ||
+        n->in[2] < 0)
+        return PP_OK;
+    const pprt_tdesc *x = T(P, n->in[1]);
+    pcu_lng k = {.eps = attr_f(P, n, "epsilon", 1e-5f)};
+    int64_t par; /* elements of scale, dscale and dB */
+    if (in) {
+        if (!bn_dims(P, n, 1, 2, 1, &k.rows, &k.C, &k.n)) return PP_OK;
+        k.rows *= k.C, par = k.C;
+    } else {
+        int axis;
+        float eps;
+        if (pp_norm_rows(attrs_of(P, n), &x->shape, &axis, &eps, &k.rows, &k.n, NULL) != PP_OK) return PP_OK;
+        par = k.n;
+    }
+    const int64_t chunks = in ? 0 : (k.rows + PCU_LNG_CHUNK - 1) / PCU_LNG_CHUNK;
+    const uint64_t stb = (uint64_t)k.rows * 32, partb = (uint64_t)(chunks * k.n) * 16;
+    if (T(P, n->in[0])->nbytes != x->nbytes || T(P, n->out[0])->nbytes != x->nbytes ||
+        numel(&T(P, n->in[2])->shape) != par || k.rows > INT32_MAX || k.n == 0 || stb + partb > ((uint64_t)256 << 20))
+        return PP_OK; /* an empty row, or partials past the scratch's 256 MiB: the reference kernel */
+    for (int q = 1; q < n->n_out; q++)
+        if (n->out[q] >= 0 && numel(&T(P, n->out[q])->shape) != par) return PP_OK;
+    *ok = true;
+    P->pl->counts.own++;
+    const pcu_ref w = work_scratch(P, stb + partb);
+    const pcu_ref st = {w.space, -1, w.off, stb ? stb : 8}, part = {w.space, -1, w.off + stb, partb ? partb : 8};
+    if (k.rows) {
+        NEW_STEP(s, P, PCU_S_KERNEL, ni, 5);
+        s->kernel = PCU_K_LNG;
+        s->u.lng = k;
+        for (int q = 0; q < 3; q++) s->ops[q] = R(P, n->in[q]);
+        s->ops[3] = R(P, n->out[0]);
+        s->ops[4] = st;
+        s->threads = k.rows * PCU_BLOCK;
+    }
+    const bool params = (n->n_out > 1 && n->out[1] >= 0) || (n->n_out > 2 && n->out[2] >= 0);
+    for (int ph = in ? 1 : 0; params && ph < 2; ph++) {
+        const int64_t threads = ph == 0 ? chunks * k.n : par;
+        if (threads == 0) continue;
+        NEW_STEP(s, P, PCU_S_KERNEL, ni, 6);
+        s->kernel = PCU_K_LNGP;
+        s->u.lngp = (pcu_lngp){.phase = ph, .rows = k.rows, .n = k.n, .C = k.C, .chunks = chunks};
+        s->ops[0] = R(P, n->in[0]);
+        s->ops[1] = R(P, n->in[1]);
+        s->ops[2] = st;
+        if (!in) s->ops[3] = part;
+        for (int q = 1; q < n->n_out; q++) s->ops[3 + q] = R(P, n->out[q]);
+        s->threads = threads;
+    }
+    return PP_OK;
+}
+
 static pp_status plan_norm(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]);
@@ -2818,7 +2877,9 @@ static const struct {
     ROW(CONV, plan_conv, "cuDNN") ROW(FUSEDCONV, plan_conv, "cuDNN") ROW(CONVTRANSPOSE, plan_conv, "cuDNN")
     ROW(UNARYGRAD, plan_ugrad, "own kernel") ROW(MAXPOOLGRAD, plan_pool_grad, "own kernel")
     ROW(AVGPOOLGRAD, plan_pool_grad, "own kernel") ROW(DROPOUTTRAIN, plan_dropout_train, "own kernel")
-    ROW(GATHERGRAD, plan_gather_grad, "own kernel") ROW(BATCHNORMGRAD, plan_bn_grad, "own kernel (a thread per channel)") ROW(CONVGRADX, plan_conv_grad, "cuDNN (backward data)") ROW(CONVGRADW, plan_conv_grad, "cuDNN (backward filter)")
+    ROW(GATHERGRAD, plan_gather_grad, "own kernel") ROW(BATCHNORMGRAD, plan_bn_grad, "own kernel (a block per channel)")
+    ROW(LAYERNORMGRAD, plan_norm_grad, "own kernel (a block per row)")
+    ROW(INSTANCENORMGRAD, plan_norm_grad, "own kernel (a block per row)") ROW(CONVGRADX, plan_conv_grad, "cuDNN (backward data)") ROW(CONVGRADW, plan_conv_grad, "cuDNN (backward filter)")
     ROW(MATMUL, plan_matmul, "cuBLASLt") ROW(GEMM, plan_matmul, "cuBLASLt")
     ROW(EINSUM, plan_einsum, "cuBLASLt (matrix products)")
     ROW(WHERE, plan_select_cast, "own kernel") ROW(CAST, plan_select_cast, "own kernel")

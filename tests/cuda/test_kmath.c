@@ -695,7 +695,8 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_COL2IM == 22 && PCU_K_ROWSM == 23 && PCU_K_ROWLN == 24 && PCU_K_FATTN == 25 &&
                    PCU_K_UGRAD == 26 && PCU_K_BNT == 27 && PCU_K_BNG == 28 && PCU_K_MPGRAD == 29 &&
                    PCU_K_GATHERGRAD == 30 &&
-                   PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_COUNT == 33,
+                   PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_LNG == 33 && PCU_K_LNGP == 34 &&
+                   PCU_K_COUNT == 35,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -725,6 +726,8 @@ static void test_kernel_table(void) {
         {PCU_K_GATHERGRAD, sizeof(pcu_gathergrad), "gather gradient"},
         {PCU_K_APGRAD, sizeof(pcu_apgrad), "average pool gradient"},
         {PCU_K_DROPT, sizeof(pcu_dropt), "dropout (training)"},
+        {PCU_K_LNG, sizeof(pcu_lng), "normalization gradient"},
+        {PCU_K_LNGP, sizeof(pcu_lngp), "normalization parameter gradient"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;
@@ -902,6 +905,94 @@ static void test_bn_grads(void) {
            "from the reference\n", worst);
 }
 
+/* pp.LayerNormGrad and pp.InstanceNormGrad: the dX kernel (a block per row) through its kernels.def
+ * row, lanes in reverse order, shared memory poisoned, then the dscale/dB kernel's threads in reverse
+ * order, against the reference kernels (pprt_ref_kernels): within 4 ulps (dX relative to its largest
+ * |dX| per row group, dscale and dB to their largest: a value near 0 is the difference of larger ones);
+ * rows of 1 to PCU_ROW_MAX floats (cached in shared memory up to PCU_ROW_MAX / 2), one and several
+ * chunks of PCU_LNG_CHUNK rows, a constant row; the same bits run twice. */
+static double ng_worst;
+
+static void norm_grad_case(bool inst, int64_t N, int64_t C, int64_t S, int64_t rows, int64_t n) {
+    const int64_t ne = inst ? N * C * S : rows * n, np = inst ? C : n;
+    if (inst) rows = N * C, n = S;
+    float *x = malloc(sizeof *x * (size_t)ne), *dy = malloc(sizeof *dy * (size_t)ne),
+          *sc = malloc(sizeof *sc * (size_t)np), *want[3], *got[3], *again = malloc(sizeof *again * (size_t)ne);
+    for (int q = 0; q < 3; q++) {
+        want[q] = malloc(sizeof(float) * (size_t)(q ? np : ne));
+        got[q] = malloc(sizeof(float) * (size_t)(q ? np : ne));
+        for (int64_t i = 0; i < (q ? np : ne); i++) got[q][i] = NAN;
+    }
+    const double shift = 3.0 * unif() - 1.0;
+    for (int64_t i = 0; i < ne; i++) {
+        x[i] = (float)(shift + 2.0 * unif() - 1.0), dy[i] = (float)(unif() - 0.5);
+        if (i / n == 1 && rows > 2) x[i] = 0.75f; /* a constant row: var 0, inv 1/sqrt(eps) */
+    }
+    for (int64_t i = 0; i < np; i++) sc[i] = (float)(unif() + 0.5);
+    /* the reference kernel */
+    pprt_tensor tin[3] = {{PP_F32, {2, {rows, n}}, dy}, {PP_F32, {2, {rows, n}}, x}, {PP_F32, {1, {np}}, sc}};
+    pprt_tensor tout[3] = {{PP_F32, {2, {rows, n}}, want[0]}, {PP_F32, {1, {np}}, want[1]}, {PP_F32, {1, {np}}, want[2]}};
+    if (inst) {
+        const pp_shape xs = {3, {N, C, S}};
+        tin[0].shape = tin[1].shape = tout[0].shape = xs;
+    }
+    pp_attr at[2] = {{.name = "epsilon", .type = PP_ATTR_FLOAT, .f = 1e-5f}, {.name = "axis", .type = PP_ATTR_INT, .i = 1}};
+    pp_err e = {0};
+    pprt_scratch scr = {0};
+    if (pprt_ref_kernels[inst ? PP_OP_INSTANCENORMGRAD : PP_OP_LAYERNORMGRAD]((pp_attrs){at, inst ? 1 : 2, 21}, tin, 3,
+                                                                               tout, 3, &scr, &e) != PP_OK) {
+        FAIL("FAIL normalization gradient: reference: %s\n", e.msg);
+        return;
+    }
+    pprt_scratch_free(&scr);
+    /* the kernels, as the planner makes their steps */
+    const int64_t chunks = inst ? 0 : (rows + PCU_LNG_CHUNK - 1) / PCU_LNG_CHUNK;
+    double *st = malloc(sizeof(double) * (size_t)(4 * rows)), *part = malloc(sizeof(double) * (size_t)(2 * chunks * n + 1));
+    for (int64_t i = 0; i < 4 * rows; i++) st[i] = NAN;
+    for (int64_t i = 0; i < 2 * chunks * n; i++) part[i] = NAN;
+    for (int run = 0; run < 2; run++) {
+        pcu_step s;
+        memset(&s, 0, sizeof s);
+        s.kind = PCU_S_KERNEL, s.kernel = PCU_K_LNG, s.threads = rows * PCU_BLOCK;
+        s.u.lng = (pcu_lng){.rows = rows, .n = n, .C = inst ? C : 0, .eps = 1e-5f};
+        void *op[PCU_KERNEL_OPS] = {dy, x, sc, run ? again : got[0], st};
+        run_block_rows(&s, op);
+        for (int ph = inst ? 1 : 0; ph < 2 && !run; ph++) {
+            pcu_lngp k = {.phase = ph, .rows = rows, .n = n, .C = inst ? C : 0, .chunks = chunks};
+            void *op2[PCU_KERNEL_OPS] = {dy, x, st, part, got[1], got[2]};
+            for (int64_t i = (ph ? np : chunks * n) - 1; i >= 0; i--) pcu_kernel_call(PCU_K_LNGP, &k, op2, NULL, i, 0);
+        }
+    }
+    double d = 0;
+    for (int64_t g = 0; g < rows; g++) { /* dX relative to its row's largest */
+        double m = 0;
+        for (int64_t j = 0; j < n; j++) m = fmax(m, fabs(want[0][g * n + j]));
+        for (int64_t j = 0; j < n; j++) d = fmax(d, m > 0 ? fabs((double)got[0][g * n + j] - want[0][g * n + j]) / (m * 0x1p-23) : fabs(got[0][g * n + j]));
+    }
+    for (int q = 1; q < 3; q++) {
+        double m = 0;
+        for (int64_t i = 0; i < np; i++) m = fmax(m, fabs(want[q][i]));
+        for (int64_t i = 0; i < np; i++) d = fmax(d, fabs((double)got[q][i] - want[q][i]) / (m * 0x1p-23));
+    }
+    ng_worst = fmax(ng_worst, d);
+    checks += 2;
+    if (!(d <= 4))
+        FAIL("FAIL %s gradient %lld rows of %lld: %.1f ulps from the reference\n", inst ? "instance norm" : "layer norm",
+             (long long)rows, (long long)n, d);
+    if (memcmp(got[0], again, sizeof *again * (size_t)ne)) FAIL("FAIL normalization gradient: two runs give other bits\n");
+    free(x), free(dy), free(sc), free(again), free(st), free(part);
+    for (int q = 0; q < 3; q++) free(want[q]), free(got[q]);
+}
+
+static void test_norm_grads(void) {
+    static const int64_t ln[][2] = {{1, 1}, {3, 5}, {7, 64}, {70, 33}, {130, 768}, {5, 2049}, {3, PCU_ROW_MAX}, {200, 3}};
+    for (size_t c = 0; c < sizeof ln / sizeof *ln; c++) norm_grad_case(false, 0, 0, 0, ln[c][0], ln[c][1]);
+    srand(13);
+    for (int c = 0; c < 20; c++) norm_grad_case(true, 1 + rand() % 3, 1 + rand() % 5, 1 + rand() % (c < 10 ? 40 : 700), 0, 0);
+    printf("test_kmath: layer and instance normalization gradients, a block per row: worst %.2f ulps from the "
+           "reference\n", ng_worst);
+}
+
 int main(void) {
     test_kernel_table();
     test_conversions();
@@ -913,6 +1004,7 @@ int main(void) {
     test_index_math();
     test_maxpool_grad();
     test_bn_grads();
+    test_norm_grads();
     test_fattn();
     printf("test_kmath: fused attention: worst error %.2g of the largest |V|\n", fa_worst);
     printf("test_kmath: %d checks, %d failures\n", checks, failures);
