@@ -1527,6 +1527,28 @@ PCU_HD void pcu_lngp_at(const pcu_lngp *k, float *dsc, float *db, double *part, 
     if (db) db[i] = (float)b;
 }
 
+/* ---- pp.SliceGrad: one thread per element of dX ------------------------------------------- *
+ * dX is zero but where the slice read: element a (per axis) holds dY's
+ * element q with a = start + q * step, 0 <= q < dY's dim (steps nonzero,
+ * negative ones too). A gather: each dX element written once, by its own
+ * thread, the reference's bits (dY's, or +0). */
+typedef struct pcu_slgrad {
+    int32_t rank, pad_;
+    int64_t n, ny; /* elements of dX and dY */
+    int64_t xd[PCU_MAXD], yd[PCU_MAXD], start[PCU_MAXD], step[PCU_MAXD];
+} pcu_slgrad;
+
+PCU_HD void pcu_slgrad_at(const pcu_slgrad *k, float *dx, const float *dy, int64_t i) {
+    int64_t rem = i, yo = 0, ys = 1;
+    int inside = 1;
+    for (int d = k->rank - 1; d >= 0 && inside; d--) {
+        const int64_t t = pcu_divmod(&rem, k->xd[d]) - k->start[d], q = t / k->step[d];
+        inside = q * k->step[d] == t && q >= 0 && q < k->yd[d];
+        yo += q * ys, ys *= k->yd[d];
+    }
+    dx[i] = inside ? dy[yo] : 0.0f;
+}
+
 /* ---- MaxPool, AveragePool, LpPool (1-3-D lifted to 3-D): one thread per output element ----------- */
 
 typedef struct pcu_pool {

@@ -819,6 +819,35 @@ static pp_status plan_gather_grad(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* pp.SliceGrad (dY -> dX of f32, the node's "shape", "starts" and "steps"): a thread per element of
+ * dX (pcu_slgrad_at) */
+static bool all_f32(const planner *P, const pprt_node *n);
+static pp_status plan_slice_grad(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    if (!all_f32(P, n) || n->n_in != 1 || n->n_out != 1) return PP_OK;
+    const pp_shape *ys = &T(P, n->in[0])->shape, *xs = &T(P, n->out[0])->shape;
+    pcu_slgrad k = {.rank = xs->rank, .n = numel(xs), .ny = numel(ys)};
+    int ns = 0, np = 0;
+    if (xs->rank > PCU_MAXD || ys->rank != xs->rank ||
+        pp_attr_ints(attrs_of(P, n), "starts", k.start, PCU_MAXD, &ns, NULL) != PP_OK ||
+        pp_attr_ints(attrs_of(P, n), "steps", k.step, PCU_MAXD, &np, NULL) != PP_OK || ns != xs->rank ||
+        np != xs->rank)
+        return PP_OK; /* the reference kernel says why */
+    for (int d = 0; d < xs->rank; d++) {
+        k.xd[d] = xs->dim[d], k.yd[d] = ys->dim[d];
+        if (!k.step[d] || (k.yd[d] && (k.start[d] < 0 || k.start[d] >= k.xd[d] ||
+                                       k.start[d] + (k.yd[d] - 1) * k.step[d] < 0 ||
+                                       k.start[d] + (k.yd[d] - 1) * k.step[d] >= k.xd[d])))
+            return PP_OK;
+    }
+    *ok = true;
+    if (k.n == 0) return PP_OK;
+    XY_STEP(s, P, ni, PCU_K_SLGRAD, k.n);
+    s->u.slg = k;
+    return PP_OK;
+}
+
 /* pp.Dropout in training mode (X f32, [seed, counter] int64 -> Y, mask):
  * pcu_dropt_at, the reference's mask */
 static pp_status plan_dropout_train(planner *P, int ni, bool *ok) {
@@ -2877,7 +2906,7 @@ static const struct {
     ROW(CONV, plan_conv, "cuDNN") ROW(FUSEDCONV, plan_conv, "cuDNN") ROW(CONVTRANSPOSE, plan_conv, "cuDNN")
     ROW(UNARYGRAD, plan_ugrad, "own kernel") ROW(MAXPOOLGRAD, plan_pool_grad, "own kernel")
     ROW(AVGPOOLGRAD, plan_pool_grad, "own kernel") ROW(DROPOUTTRAIN, plan_dropout_train, "own kernel")
-    ROW(GATHERGRAD, plan_gather_grad, "own kernel") ROW(BATCHNORMGRAD, plan_bn_grad, "own kernel (a block per channel)")
+    ROW(GATHERGRAD, plan_gather_grad, "own kernel") ROW(SLICEGRAD, plan_slice_grad, "own kernel") ROW(BATCHNORMGRAD, plan_bn_grad, "own kernel (a block per channel)")
     ROW(LAYERNORMGRAD, plan_norm_grad, "own kernel (a block per row)")
     ROW(INSTANCENORMGRAD, plan_norm_grad, "own kernel (a block per row)") ROW(CONVGRADX, plan_conv_grad, "cuDNN (backward data)") ROW(CONVGRADW, plan_conv_grad, "cuDNN (backward filter)")
     ROW(MATMUL, plan_matmul, "cuBLASLt") ROW(GEMM, plan_matmul, "cuBLASLt")

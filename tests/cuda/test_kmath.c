@@ -696,7 +696,7 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_UGRAD == 26 && PCU_K_BNT == 27 && PCU_K_BNG == 28 && PCU_K_MPGRAD == 29 &&
                    PCU_K_GATHERGRAD == 30 &&
                    PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_LNG == 33 && PCU_K_LNGP == 34 &&
-                   PCU_K_COUNT == 35,
+                   PCU_K_SLGRAD == 35 && PCU_K_COUNT == 36,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -728,6 +728,7 @@ static void test_kernel_table(void) {
         {PCU_K_DROPT, sizeof(pcu_dropt), "dropout (training)"},
         {PCU_K_LNG, sizeof(pcu_lng), "normalization gradient"},
         {PCU_K_LNGP, sizeof(pcu_lngp), "normalization parameter gradient"},
+        {PCU_K_SLGRAD, sizeof(pcu_slgrad), "slice gradient"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;
@@ -993,6 +994,43 @@ static void test_norm_grads(void) {
            "reference\n", ng_worst);
 }
 
+/* pp.SliceGrad's gather (a thread per dX element, in reverse order) against the reference kernel's
+ * scatter, bit for bit: ranks 1-4, steps of -3..3 (not 0), dY with NaN and -0. */
+static void test_slice_grad(void) {
+    int cases = 0;
+    for (int c = 0; c < 300; c++) {
+        pcu_slgrad k = {.rank = 1 + (int)(next() % 4)};
+        pp_shape xs = {k.rank, {0}}, ys = {k.rank, {0}};
+        for (int d = 0; d < k.rank; d++) {
+            const int64_t X = 1 + (int64_t)(next() % 7);
+            int64_t step = 1 + (int64_t)(next() % 3);
+            if (next() % 2) step = -step;
+            const int64_t start = (int64_t)(next() % (uint64_t)X);
+            const int64_t room = step > 0 ? (X - 1 - start) / step + 1 : start / -step + 1;
+            xs.dim[d] = k.xd[d] = X, k.start[d] = start, k.step[d] = step;
+            ys.dim[d] = k.yd[d] = c % 50 == 7 && d == 0 ? 0 : 1 + (int64_t)(next() % (uint64_t)room);
+        }
+        k.n = count(&xs), k.ny = count(&ys);
+        float *dy = malloc(sizeof(float) * (size_t)(k.ny + 1)), *want = malloc(sizeof(float) * (size_t)k.n),
+              *got = malloc(sizeof(float) * (size_t)k.n);
+        for (int64_t i = 0; i < k.ny; i++) dy[i] = i % 11 == 3 ? NAN : i % 13 == 5 ? -0.0f : (float)(unif() - 0.5);
+        pprt_tensor in = {PP_F32, ys, dy}, out = {PP_F32, xs, want};
+        pp_attr at[3] = {{.name = "shape", .type = PP_ATTR_INTS, .ints = xs.dim, .n = k.rank},
+                         {.name = "starts", .type = PP_ATTR_INTS, .ints = k.start, .n = k.rank},
+                         {.name = "steps", .type = PP_ATTR_INTS, .ints = k.step, .n = k.rank}};
+        pp_err e = {0};
+        if (pprt_ref_kernels[PP_OP_SLICEGRAD]((pp_attrs){at, 3, 21}, &in, 1, &out, 1, NULL, &e) != PP_OK) {
+            FAIL("FAIL slice gradient: reference: %s\n", e.msg);
+        } else {
+            for (int64_t i = k.n - 1; i >= 0; i--) pcu_slgrad_at(&k, got, dy, i);
+            checks++, cases++;
+            if (memcmp(want, got, sizeof *got * (size_t)k.n)) FAIL("FAIL slice gradient: case %d: not the reference's bits\n", c);
+        }
+        free(dy), free(want), free(got);
+    }
+    printf("test_kmath: slice gradient: %d cases\n", cases);
+}
+
 int main(void) {
     test_kernel_table();
     test_conversions();
@@ -1004,9 +1042,10 @@ int main(void) {
     test_index_math();
     test_maxpool_grad();
     test_bn_grads();
-    test_norm_grads();
     test_fattn();
     printf("test_kmath: fused attention: worst error %.2g of the largest |V|\n", fa_worst);
+    test_norm_grads();
+    test_slice_grad();
     printf("test_kmath: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }
