@@ -1753,26 +1753,38 @@ PCU_HD double pcu_cubic_w(double x, double A) {
     return 0;
 }
 
+/* Output position o's first tap on axis d before the clamp (nearest: its
+ * only tap), and *ratio, where its source coordinate lies past the floor
+ * (linear and cubic). Nondecreasing in o (every coordinate transform grows
+ * with o, rounding included) but for a tf_crop_and_resize whose roi runs
+ * backwards. */
+PCU_HD int64_t pcu_resize_pos(const pcu_resize *k, int d, int64_t o, double *ratio) {
+    const double x = pcu_resize_coord(k, d, o), fl = floor(x);
+    const int integral = x == fl;
+    *ratio = integral ? 1.0 : x - fl;
+    if (k->mode == 0) {
+        const double frac = x - fl;
+        return (int64_t)fl +
+               (integral ? 0 : k->nearest == 0 ? frac > 0.5 : k->nearest == 1 ? frac >= 0.5 : k->nearest == 2 ? 0 : 1);
+    }
+    int64_t start;
+    double s;
+    (void)pcu_resize_ntaps(k, d, &start, &s);
+    return (integral ? (int64_t)x - 1 : (int64_t)fl) + start;
+}
+
 /* Tap j of output position o on axis d: its input index, and its weight
  * before the division by the sum (nearest: weight 1). */
 PCU_HD double pcu_resize_tap(const pcu_resize *k, int d, int64_t o, int64_t j, int64_t *idx) {
-    const double x = pcu_resize_coord(k, d, o), fl = floor(x);
-    const int integral = x == fl;
+    double ratio;
     const int64_t in = k->in[d];
-    int64_t i;
+    int64_t i = pcu_resize_pos(k, d, o, &ratio);
     double w = 1.0;
-    if (k->mode == 0) {
-        i = (int64_t)fl;
-        if (!integral) {
-            const double frac = x - fl;
-            i += k->nearest == 0 ? frac > 0.5 : k->nearest == 1 ? frac >= 0.5 : k->nearest == 2 ? 0 : 1;
-        }
-    } else {
+    if (k->mode != 0) {
         int64_t start;
         double s;
         (void)pcu_resize_ntaps(k, d, &start, &s);
-        const double ratio = integral ? 1.0 : x - fl;
-        i = (integral ? (int64_t)x - 1 : (int64_t)fl) + start + j;
+        i += j;
         const double arg = ((double)(start + j) - ratio) * s;
         w = k->mode == 1 ? (fabs(arg) < 1 ? 1 - fabs(arg) : 0) : pcu_cubic_w(arg, k->cubic_a);
         if (k->exclude && (i < 0 || i >= in)) w = 0;
@@ -1851,6 +1863,97 @@ PCU_HD void pcu_resize_at(const pcu_resize *k, float *y, const float *x, int64_t
         if (k->sum_b || w != 0) acc += w * (double)pcu_resize_pass(k, k->a, k->sum_a, x + base + idx * sb, oa, sa);
     }
     y[i] = (float)acc;
+}
+
+/* ---- pp.ResizeGrad: one thread per input element, no atomics -------------------------------- *
+ * The reference (runtime/cpu/ref_nn.c kern_RESIZEGRAD) transposes the
+ * forward's passes, the last resized axis first: each output's gradient
+ * added, with its taps' weights, to the input positions they read, in
+ * double, outputs and taps in order, the intermediate kept in double. Here
+ * thread i is dX's element i and gathers the same terms in the same order:
+ * over axis b (the later one) the outputs ob whose taps read its position,
+ * then over axis a each output oa's such sum: the reference's additions in
+ * its order, so its bits. Which outputs read position i: those whose first
+ * tap before the clamp (pcu_resize_pos, nondecreasing in o) lies within n -
+ * 1 below i (below nothing at the last position, the clamp's) and not above
+ * i (above anything at position 0), found by bisection, every output for a
+ * backwards tf_crop_and_resize roi. The parameter block is the forward's
+ * (n: elements of dX, the threads). */
+typedef pcu_resize pcu_rsgrad;
+
+/* dY's elements: the product of the output dims */
+PCU_HD int64_t pcu_rsgrad_ny(const pcu_rsgrad *k) {
+    int64_t n = 1;
+    for (int d = 0; d < k->rank; d++) n *= k->out[d];
+    return n;
+}
+
+/* The outputs [*lo, *hi] of axis d whose taps may read input position i. */
+PCU_HD void pcu_rsgrad_range(const pcu_resize *k, int d, int64_t i, int64_t *lo, int64_t *hi) {
+    int64_t start;
+    double s, ratio;
+    const int64_t n = pcu_resize_ntaps(k, d, &start, &s), od = k->out[d];
+    *lo = 0, *hi = od - 1;
+    if (k->coord == 5 && k->roi1[d] < k->roi0[d]) return; /* decreasing in o: every output */
+    for (int side = 0; side < 2; side++) {
+        if (side == 0 ? i == 0 : i == k->in[d] - 1) continue; /* the clamp's end: no bound */
+        int64_t a = 0, b = od; /* the first o past the bound's side */
+        while (a < b) {
+            const int64_t m = a + (b - a) / 2, p = pcu_resize_pos(k, d, m, &ratio);
+            if (side == 0 ? p + n - 1 >= i : p > i) b = m;
+            else a = m + 1;
+        }
+        if (side == 0) *lo = a;
+        else *hi = a - 1;
+    }
+}
+
+/* Output o's weight on input position i of axis d (0 where no tap of o reads it), summed over
+ * its taps j in order as separate terms: acc += w * v for each. */
+PCU_HD double pcu_rsgrad_acc(const pcu_resize *k, int d, int64_t o, int64_t i, int64_t n, double v, double acc) {
+    const double norm = pcu_resize_norm(k, d, o);
+    for (int64_t j = 0; j < n; j++) {
+        int64_t idx;
+        double w = pcu_resize_tap(k, d, o, j, &idx);
+        w = norm != 1.0 ? w / norm : w;
+        if (idx == i && w != 0) acc += w * v;
+    }
+    return acc;
+}
+
+/* Axis d's pass transposed at input position i: dY's values p[o * st] of the outputs that read it. */
+PCU_HD double pcu_rsgrad_pass(const pcu_resize *k, int d, int64_t i, const float *p, int64_t st) {
+    int64_t lo, hi, start;
+    double s, acc = 0.0;
+    const int64_t n = pcu_resize_ntaps(k, d, &start, &s);
+    pcu_rsgrad_range(k, d, i, &lo, &hi);
+    for (int64_t o = lo; o <= hi; o++)
+        if (!pcu_resize_ext(k, d, o)) acc = pcu_rsgrad_acc(k, d, o, i, n, (double)p[o * st], acc);
+    return acc;
+}
+
+PCU_HD void pcu_rsgrad_at(const pcu_rsgrad *k, float *dx, const float *dy, int64_t i) {
+    /* dX's coordinates on a and b, dY's offset of the other axes and its strides on a and b */
+    int64_t rem = i, base = 0, st = 1, ia = 0, ib = 0, sa = 0, sb = 0;
+    for (int d = k->rank - 1; d >= 0; d--) {
+        const int64_t c = pcu_divmod(&rem, k->in[d]);
+        if (d == k->a) ia = c, sa = st;
+        else if (d == k->b) ib = c, sb = st;
+        else base += c * st;
+        st *= k->out[d];
+    }
+    if (k->b < 0) {
+        dx[i] = (float)pcu_rsgrad_pass(k, k->a, ia, dy + base, sa);
+        return;
+    }
+    int64_t lo, hi, start;
+    double s, acc = 0.0;
+    const int64_t n = pcu_resize_ntaps(k, k->a, &start, &s);
+    pcu_rsgrad_range(k, k->a, ia, &lo, &hi);
+    for (int64_t o = lo; o <= hi; o++)
+        if (!pcu_resize_ext(k, k->a, o))
+            acc = pcu_rsgrad_acc(k, k->a, o, ia, n, pcu_rsgrad_pass(k, k->b, ib, dy + base + o * sa, sb), acc);
+    dx[i] = (float)acc;
 }
 
 /* ---- CumSum: one thread per line along the axis ------------------------------------------ */

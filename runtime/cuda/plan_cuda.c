@@ -1292,6 +1292,34 @@ static pp_status plan_pool_grad(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* (cuplan.h) */
+bool pcu_resize_block(pp_attrs a, const pp_tinfo *tin, int n_in, const pp_shape *xs, const pp_shape *ys,
+                      pcu_resize *k) {
+    pp_resize r;
+    if (xs->rank > PCU_MAXD || ys->rank != xs->rank || pp_resize_parse(a, tin, n_in, &r, NULL) != PP_OK) return false;
+    *k = (pcu_resize){.rank = xs->rank, .mode = r.mode == PP_RS_NEAREST ? 0 : r.mode == PP_RS_LINEAR ? 1 : 2,
+                      .coord = (int32_t)r.coord, .nearest = (int32_t)r.nearest, .a = -1, .b = -1,
+                      .exclude = r.exclude_outside, .antialias = r.antialias, .cubic_a = r.cubic_a,
+                      .extrap = r.extrapolation, .n = numel(ys)};
+    _Static_assert(PP_RC_TF_CROP_AND_RESIZE == 5 && PP_RS_CUBIC == 2, "pcu_resize's numbering");
+    for (int d = 0; d < xs->rank; d++) {
+        k->in[d] = xs->dim[d], k->out[d] = r.out[d], k->scale[d] = r.scale[d], k->roi0[d] = r.roi0[d],
+        k->roi1[d] = r.roi1[d];
+        if (r.out[d] != ys->dim[d]) return false;
+        /* the axes the reference resizes (ref_nn.c's resize_identity) */
+        if (r.out[d] == xs->dim[d] && (r.coord == PP_RC_TF_CROP_AND_RESIZE ? r.roi0[d] == 0.0 && r.roi1[d] == 1.0
+                                                                           : fabs(r.scale[d] - 1.0) <= 1e-9))
+            continue;
+        int64_t start;
+        double st;
+        if (pcu_resize_ntaps(k, d, &start, &st) > 64) return false; /* a strong antialiased downscale */
+        if (k->a < 0) k->a = d;
+        else if (k->b < 0) k->b = d;
+        else return false; /* three or more axes */
+    }
+    return true;
+}
+
 /* Resize of f32 over at most two axes, every mode and coordinate transform
  * (pcu_resize_at); its scales or sizes must be constants, and an antialiased
  * downscale at most 64 taps per axis. The rest: the host. */
@@ -1300,47 +1328,47 @@ static pp_status plan_resize(planner *P, int ni, bool *ok) {
     const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
     *ok = false;
     pp_tinfo tin[4];
-    if (x->dtype != PP_F32 || y->dtype != PP_F32 || x->shape.rank > PCU_MAXD || !const_inputs(P, n, tin, 4))
+    pcu_resize k;
+    if (x->dtype != PP_F32 || y->dtype != PP_F32 || !const_inputs(P, n, tin, 4) ||
+        !pcu_resize_block(attrs_of(P, n), tin, n->n_in, &x->shape, &y->shape, &k))
         return PP_OK; /* computed scales or sizes: the host */
-    pp_resize r;
-    if (pp_resize_parse(attrs_of(P, n), tin, n->n_in, &r, NULL) != PP_OK) return PP_OK;
-    const pp_shape *xs = &x->shape;
-    pcu_resize k = {.rank = xs->rank, .mode = r.mode == PP_RS_NEAREST ? 0 : r.mode == PP_RS_LINEAR ? 1 : 2,
-                    .coord = (int32_t)r.coord, .nearest = (int32_t)r.nearest, .a = -1, .b = -1,
-                    .exclude = r.exclude_outside, .antialias = r.antialias, .cubic_a = r.cubic_a,
-                    .extrap = r.extrapolation, .n = numel(&y->shape)};
-    _Static_assert(PP_RC_TF_CROP_AND_RESIZE == 5 && PP_RS_CUBIC == 2, "pcu_resize's numbering");
-    for (int d = 0; d < xs->rank; d++) {
-        k.in[d] = xs->dim[d], k.out[d] = r.out[d], k.scale[d] = r.scale[d], k.roi0[d] = r.roi0[d],
-        k.roi1[d] = r.roi1[d];
-        if (r.out[d] != y->shape.dim[d]) return PP_OK;
-        /* the axes the reference resizes (ref_nn.c's resize_identity) */
-        if (r.out[d] == xs->dim[d] && (r.coord == PP_RC_TF_CROP_AND_RESIZE ? r.roi0[d] == 0.0 && r.roi1[d] == 1.0
-                                                                           : fabs(r.scale[d] - 1.0) <= 1e-9))
-            continue;
-        int64_t start;
-        double st;
-        if (pcu_resize_ntaps(&k, d, &start, &st) > 64) return PP_OK; /* a strong antialiased downscale: the host */
-        if (k.a < 0) k.a = d;
-        else if (k.b < 0) k.b = d;
-        else return PP_OK; /* three or more axes: the host */
-    }
-    if (k.n == 0) {
-        *ok = true;
-        return PP_OK;
-    }
+    *ok = true;
+    if (k.n == 0) return PP_OK;
     if (k.a < 0) { /* nothing resized: a copy */
-        *ok = true;
         P->pl->counts.copies++;
         return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
     }
     int64_t after_a = 1, after_b = 1;
-    for (int d = k.a + 1; d < xs->rank; d++) after_a *= xs->dim[d];
-    for (int d = k.b + 1; k.b >= 0 && d < xs->rank; d++) after_b *= xs->dim[d];
+    for (int d = k.a + 1; d < x->shape.rank; d++) after_a *= x->shape.dim[d];
+    for (int d = k.b + 1; k.b >= 0 && d < x->shape.rank; d++) after_b *= x->shape.dim[d];
     k.sum_a = after_a == 1, k.sum_b = after_b == 1;
     XY_STEP(s, P, ni, PCU_K_RESIZE, k.n);
     s->u.rs = k;
+    return PP_OK;
+}
+
+/* pp.ResizeGrad (dY [roi] [scales] [sizes] -> dX of f32, the forward's attributes and its input's
+ * "shape"): the forward's parameter block over dX's elements (pcu_rsgrad_at), as plan_resize takes
+ * the forward (constant inputs, at most two resized axes). */
+static pp_status plan_resize_grad(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *dy = T(P, n->in[0]), *dx = T(P, n->out[0]);
+    *ok = false;
+    pp_tinfo tin[4];
+    pcu_resize k;
+    if (n->n_out != 1 || dy->dtype != PP_F32 || dx->dtype != PP_F32 || !const_inputs(P, n, tin, 4))
+        return PP_OK;
+    tin[0] = (pp_tinfo){PP_F32, dx->shape, NULL}; /* the forward's input */
+    if (!pcu_resize_block(attrs_of(P, n), tin, n->n_in, &dx->shape, &dy->shape, &k)) return PP_OK;
     *ok = true;
+    k.n = numel(&dx->shape);
+    if (k.n == 0) return PP_OK;
+    if (k.a < 0) { /* nothing resized: the gradient is dY */
+        P->pl->counts.copies++;
+        return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
+    }
+    XY_STEP(s, P, ni, PCU_K_RSGRAD, k.n);
+    s->u.rsg = k;
     return PP_OK;
 }
 
@@ -2906,7 +2934,8 @@ static const struct {
     ROW(CONV, plan_conv, "cuDNN") ROW(FUSEDCONV, plan_conv, "cuDNN") ROW(CONVTRANSPOSE, plan_conv, "cuDNN")
     ROW(UNARYGRAD, plan_ugrad, "own kernel") ROW(MAXPOOLGRAD, plan_pool_grad, "own kernel")
     ROW(AVGPOOLGRAD, plan_pool_grad, "own kernel") ROW(DROPOUTTRAIN, plan_dropout_train, "own kernel")
-    ROW(GATHERGRAD, plan_gather_grad, "own kernel") ROW(SLICEGRAD, plan_slice_grad, "own kernel") ROW(BATCHNORMGRAD, plan_bn_grad, "own kernel (a block per channel)")
+    ROW(GATHERGRAD, plan_gather_grad, "own kernel") ROW(SLICEGRAD, plan_slice_grad, "own kernel")
+    ROW(RESIZEGRAD, plan_resize_grad, "own kernel") ROW(BATCHNORMGRAD, plan_bn_grad, "own kernel (a block per channel)")
     ROW(LAYERNORMGRAD, plan_norm_grad, "own kernel (a block per row)")
     ROW(INSTANCENORMGRAD, plan_norm_grad, "own kernel (a block per row)") ROW(CONVGRADX, plan_conv_grad, "cuDNN (backward data)") ROW(CONVGRADW, plan_conv_grad, "cuDNN (backward filter)")
     ROW(MATMUL, plan_matmul, "cuBLASLt") ROW(GEMM, plan_matmul, "cuBLASLt")

@@ -696,7 +696,7 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_UGRAD == 26 && PCU_K_BNT == 27 && PCU_K_BNG == 28 && PCU_K_MPGRAD == 29 &&
                    PCU_K_GATHERGRAD == 30 &&
                    PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_LNG == 33 && PCU_K_LNGP == 34 &&
-                   PCU_K_SLGRAD == 35 && PCU_K_COUNT == 36,
+                   PCU_K_SLGRAD == 35 && PCU_K_RSGRAD == 36 && PCU_K_COUNT == 37,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -729,6 +729,7 @@ static void test_kernel_table(void) {
         {PCU_K_LNG, sizeof(pcu_lng), "normalization gradient"},
         {PCU_K_LNGP, sizeof(pcu_lngp), "normalization parameter gradient"},
         {PCU_K_SLGRAD, sizeof(pcu_slgrad), "slice gradient"},
+        {PCU_K_RSGRAD, sizeof(pcu_rsgrad), "resize gradient"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;
@@ -1031,6 +1032,75 @@ static void test_slice_grad(void) {
     printf("test_kmath: slice gradient: %d cases\n", cases);
 }
 
+/* pp.ResizeGrad's gather (a thread per dX element, in reverse order) against the reference kernel's
+ * transposed passes, bit for bit: 1-D and 2-D resizes of [N, C, L] and [N, C, H, W], up and down,
+ * nearest (each rounding), linear and cubic, every coordinate transform (tf_crop_and_resize with its
+ * roi forwards and backwards), exclude_outside, antialias, scales and sizes, dY with NaN and -0; the
+ * parameter block as the planner makes it (pcu_resize_block), cases it leaves to the host skipped. */
+static void test_resize_grad(void) {
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    static const char *const coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                                         "asymmetric", "tf_crop_and_resize", "tf_half_pixel_for_nn"};
+    static const char *const nmodes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    static const float scales_of[] = {0.5f, 0.6f, 0.75f, 1.5f, 2.0f, 2.5f, 3.0f, 1.3f};
+    int cases = 0, two = 0;
+    for (int c = 0; c < 600; c++) {
+        const int mode = (int)(next() % 3), coord = (int)(next() % 7), rank = next() % 3 ? 4 : 3;
+        const bool sizes = coord == 5 || next() % 2;
+        pp_shape xs = {rank, {1 + (int64_t)(next() % 2), 1 + (int64_t)(next() % 2)}};
+        for (int d = 2; d < rank; d++) xs.dim[d] = 1 + (int64_t)(next() % 9);
+        float sc[4], roi[8];
+        int64_t sz[4];
+        for (int d = 0; d < rank; d++) {
+            const bool rs = d >= 2 && (next() % 4 != 0);
+            sc[d] = rs ? scales_of[next() % 8] : 1.0f;
+            sz[d] = rs ? 1 + (int64_t)(next() % 12) : xs.dim[d];
+            roi[d] = rs && coord == 5 ? (float)unif() : 0.0f, roi[rank + d] = rs && coord == 5 ? (float)unif() : 1.0f;
+        }
+        pp_attr at[8];
+        int na = 0;
+        at[na++] = (pp_attr){.name = "mode", .type = PP_ATTR_STRING, .s = modes[mode]};
+        at[na++] = (pp_attr){.name = "coordinate_transformation_mode", .type = PP_ATTR_STRING, .s = coords[coord]};
+        at[na++] = (pp_attr){.name = "nearest_mode", .type = PP_ATTR_STRING, .s = nmodes[next() % 4]};
+        at[na++] = (pp_attr){.name = "exclude_outside", .type = PP_ATTR_INT, .i = (int64_t)(next() % 2)};
+        at[na++] = (pp_attr){.name = "antialias", .type = PP_ATTR_INT, .i = (int64_t)(next() % 2)};
+        at[na++] = (pp_attr){.name = "extrapolation_value", .type = PP_ATTR_FLOAT, .f = 0.25f};
+        at[na++] = (pp_attr){.name = "shape", .type = PP_ATTR_INTS, .ints = xs.dim, .n = rank};
+        const pp_attrs a = {at, na, coord == 6 ? 12 : 19};
+        const pp_shape none = {1, {0}}, vec = {1, {rank}}, rois = {1, {coord == 5 ? 2 * rank : 0}};
+        pp_tinfo tin[4] = {{PP_F32, xs, NULL}, {PP_F32, rois, roi}, {PP_F32, sizes ? none : vec, sc},
+                           {PP_I64, sizes ? vec : none, sz}};
+        pp_resize r;
+        if (pp_resize_parse(a, tin, 4, &r, NULL) != PP_OK) continue;
+        pp_shape ys = {rank, {0}};
+        for (int d = 0; d < rank; d++) ys.dim[d] = r.out[d];
+        pcu_rsgrad k;
+        if (count(&ys) == 0 || !pcu_resize_block(a, tin, 4, &xs, &ys, &k) || k.a < 0) continue;
+        k.n = count(&xs);
+        float *dy = malloc(sizeof(float) * (size_t)count(&ys)), *want = malloc(sizeof(float) * (size_t)k.n),
+              *got = malloc(sizeof(float) * (size_t)k.n);
+        for (int64_t i = 0; i < count(&ys); i++)
+            dy[i] = c % 9 == 4 && i % 17 == 3 ? NAN : i % 13 == 5 ? -0.0f : (float)(unif() - 0.5);
+        pprt_tensor in[4] = {{PP_F32, ys, dy}, {PP_F32, rois, roi}, {PP_F32, sizes ? none : vec, sc},
+                             {PP_I64, sizes ? vec : none, sz}};
+        pprt_tensor out = {PP_F32, xs, want};
+        pp_err e = {0};
+        pprt_scratch scr = {0};
+        if (pprt_ref_kernels[PP_OP_RESIZEGRAD](a, in, 4, &out, 1, &scr, &e) != PP_OK) {
+            FAIL("FAIL resize gradient: reference: %s\n", e.msg);
+        } else {
+            for (int64_t i = k.n - 1; i >= 0; i--) pcu_rsgrad_at(&k, got, dy, i);
+            checks++, cases++, two += k.b >= 0;
+            if (memcmp(want, got, sizeof *got * (size_t)k.n))
+                FAIL("FAIL resize gradient: case %d (%s, %s, axes %d %d): not the reference's bits\n", c, modes[mode],
+                     coords[coord], k.a, k.b);
+        }
+        pprt_scratch_free(&scr);
+        free(dy), free(want), free(got);
+    }
+    printf("test_kmath: resize gradient: %d cases (%d over two axes)\n", cases, two);
+}
+
 int main(void) {
     test_kernel_table();
     test_conversions();
@@ -1046,6 +1116,7 @@ int main(void) {
     printf("test_kmath: fused attention: worst error %.2g of the largest |V|\n", fa_worst);
     test_norm_grads();
     test_slice_grad();
+    test_resize_grad();
     printf("test_kmath: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }
