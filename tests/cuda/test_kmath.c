@@ -912,7 +912,8 @@ static void test_bn_grads(void) {
  * order, against the reference kernels (pprt_ref_kernels): within 4 ulps (dX relative to its largest
  * |dX| per row group, dscale and dB to their largest: a value near 0 is the difference of larger ones);
  * rows of 1 to PCU_ROW_MAX floats (cached in shared memory up to PCU_ROW_MAX / 2), one and several
- * chunks of PCU_LNG_CHUNK rows, a constant row; the same bits run twice. */
+ * chunks of PCU_LNG_CHUNK rows, a constant row, a row with a NaN (NaN exactly where the reference has
+ * it); the same bits run twice. */
 static double ng_worst;
 
 static void norm_grad_case(bool inst, int64_t N, int64_t C, int64_t S, int64_t rows, int64_t n) {
@@ -930,6 +931,8 @@ static void norm_grad_case(bool inst, int64_t N, int64_t C, int64_t S, int64_t r
         x[i] = (float)(shift + 2.0 * unif() - 1.0), dy[i] = (float)(unif() - 0.5);
         if (i / n == 1 && rows > 2) x[i] = 0.75f; /* a constant row: var 0, inv 1/sqrt(eps) */
     }
+    const bool nan_row = rows > 4 && rows % 2 == 0; /* a NaN in row 3: its dX and (LayerNorm) every dscale NaN */
+    if (nan_row) x[3 * n + n / 2] = NAN;
     for (int64_t i = 0; i < np; i++) sc[i] = (float)(unif() + 0.5);
     /* the reference kernel */
     pprt_tensor tin[3] = {{PP_F32, {2, {rows, n}}, dy}, {PP_F32, {2, {rows, n}}, x}, {PP_F32, {1, {np}}, sc}};
@@ -966,16 +969,26 @@ static void norm_grad_case(bool inst, int64_t N, int64_t C, int64_t S, int64_t r
         }
     }
     double d = 0;
-    for (int64_t g = 0; g < rows; g++) { /* dX relative to its row's largest */
+    int64_t nan_off = 0; /* elements NaN on one side only */
+    for (int q = 0; q < 3; q++)
+        for (int64_t i = 0; i < (q ? np : ne); i++) nan_off += isnan(got[q][i]) != isnan(want[q][i]);
+    for (int64_t g = 0; g < rows; g++) { /* dX relative to its row's largest (NaN apart) */
         double m = 0;
-        for (int64_t j = 0; j < n; j++) m = fmax(m, fabs(want[0][g * n + j]));
-        for (int64_t j = 0; j < n; j++) d = fmax(d, m > 0 ? fabs((double)got[0][g * n + j] - want[0][g * n + j]) / (m * 0x1p-23) : fabs(got[0][g * n + j]));
+        for (int64_t j = 0; j < n; j++) m = isnan(want[0][g * n + j]) ? m : fmax(m, fabs(want[0][g * n + j]));
+        for (int64_t j = 0; j < n; j++)
+            if (!isnan(want[0][g * n + j]))
+                d = fmax(d, m > 0 ? fabs((double)got[0][g * n + j] - want[0][g * n + j]) / (m * 0x1p-23) : fabs(got[0][g * n + j]));
     }
     for (int q = 1; q < 3; q++) {
         double m = 0;
-        for (int64_t i = 0; i < np; i++) m = fmax(m, fabs(want[q][i]));
-        for (int64_t i = 0; i < np; i++) d = fmax(d, fabs((double)got[q][i] - want[q][i]) / (m * 0x1p-23));
+        for (int64_t i = 0; i < np; i++) m = isnan(want[q][i]) ? m : fmax(m, fabs(want[q][i]));
+        for (int64_t i = 0; i < np; i++)
+            if (!isnan(want[q][i])) d = fmax(d, fabs((double)got[q][i] - want[q][i]) / (m * 0x1p-23));
     }
+    checks++;
+    if (nan_off || (nan_row && !isnan(want[0][3 * n])))
+        FAIL("FAIL %s gradient %lld rows of %lld: %lld elements NaN on one side only\n", inst ? "instance norm" : "layer norm",
+             (long long)rows, (long long)n, (long long)nan_off);
     ng_worst = fmax(ng_worst, d);
     checks += 2;
     if (!(d <= 4))
