@@ -177,6 +177,14 @@ typedef struct pcu_plan_opts {
                                      * four elements a thread, 16-byte loads and stores (kmath.h pcu_ewv_at) */
 } pcu_plan_opts;
 
+/* The parameter block of a Resize (or of its gradient, pp.ResizeGrad) from
+ * xs to ys, a its attributes, tin its n_in inputs (the first of shape xs,
+ * the others constants), over at most two resized axes of at most 64 taps
+ * each (an antialiased downscale may need more), into *k (n: the elements
+ * of ys). False: not an own kernel's (the host fallback). */
+bool pcu_resize_block(pp_attrs a, const pp_tinfo *tin, int n_in, const pp_shape *xs, const pp_shape *ys,
+                      pcu_resize *k);
+
 /* The step list of stage st. Fails only on what the plan loader cannot have
  * let through, or out of memory; anything the planner does not cover becomes
  * a HOST step that says why. */

@@ -1481,6 +1481,151 @@ PCU_HD void pcu_bng_ph(const pcu_bng *k, int ph, float *dx, float *dsc, float *d
     }
 }
 
+/* ---- pp.LayerNormGrad, pp.InstanceNormGrad: a block per row, then the parameters' sums --------- *
+ * dX (pcu_lng_ph, kernels.def PCU_ROWS): block r is row r of n contiguous
+ * floats (LayerNorm: X's dims from axis on; InstanceNorm: image n, channel
+ * c = r % C, its S elements); lane l walks the row's elements l, l + 256,
+ * ...; the row's mean, 1/sqrt(var + eps) and the sums of g = dY scale and
+ * g x^ in double with the reference kernel's formulas (runtime/cpu/
+ * ref_grad.c norm_group_grad), the lanes' partials meeting in the fixed
+ * tree of pcu_row_tree, so the bits do not depend on scheduling: within a
+ * few double roundings of the reference's row order. A row of up to
+ * PCU_ROW_MAX / 2 floats keeps X and dY in the shared row after phase 0
+ * (each lane rereads only the elements it wrote). Lane 0 keeps four doubles
+ * a row in the workspace `st`: the mean, inv and (InstanceNorm) the row's
+ * sums of dY x^ and of dY.
+ * dscale and dB (pcu_lngp_at, no atomics): LayerNorm's are columns over
+ * the rows, dY x^ and dY summed in double in row order by a thread per
+ * column of each chunk of PCU_LNG_CHUNK rows (phase 0), then the chunks'
+ * partials in chunk order by a thread per column (phase 1): with one chunk
+ * (rows <= PCU_LNG_CHUNK) the reference's order exactly; InstanceNorm's a
+ * thread per channel adding its rows' sums in image order (phase 1). */
+#define PCU_LNG_CHUNK 64
+#define PCU_LNG_PHASES 39
+
+typedef struct pcu_lng {
+    int64_t rows, n, C; /* C: InstanceNorm's channels (scale[r % C]), 0: LayerNorm (scale[j]) */
+    double eps;
+} pcu_lng;
+
+/* phase 0: X (and dY) into the shared row, each lane's sum of X; 1-8 its
+ * tree; 9: each lane's sum of squared deviations from the mean; 10-17 its
+ * tree; 18: lane 0 the mean and inv into st; 19: each lane's sums of g and
+ * g x^; 20-27 their trees; 28: dX; InstanceNorm only: 29 each lane's sums
+ * of dY x^ and dY, 30-37 their trees, 38 lane 0 them into st. */
+PCU_HD void pcu_lng_ph(const pcu_lng *k, int ph, float *dx, double *st, const float *dy, const float *x,
+                       const float *scale, float *row, double *part, int64_t r, int l) {
+    const int64_t n = k->n, L = PCU_ROW_LANES;
+    const int cache = 2 * n <= PCU_ROW_MAX;
+    const float *xr = cache ? row : x + r * n, *gr = cache ? row + n : dy + r * n;
+    const float *sc = k->C ? scale + pcu_mod(r, k->C) : scale;
+    const int64_t sj = k->C ? 0 : 1; /* scale's stride along the row */
+    double *s4 = st + 4 * r;
+    if (ph == 0) {
+        const float *xp = x + r * n, *gp = dy + r * n;
+        double a = 0;
+        for (int64_t j = l; j < n; j += L) {
+            const float v = xp[j];
+            if (cache) row[j] = v, row[n + j] = gp[j];
+            a += v;
+        }
+        part[l] = a;
+    } else if (ph <= 8) {
+        pcu_row_tree(part, ph, l, 0);
+    } else if (ph == 9) {
+        const double m = part[0] / (double)n;
+        double v = 0;
+        for (int64_t j = l; j < n; j += L) {
+            const double d = xr[j] - m;
+            v += d * d;
+        }
+        part[L + l] = v;
+    } else if (ph <= 17) {
+        pcu_row_tree(part + L, ph - 9, l, 0);
+    } else if (ph == 18) {
+        if (l == 0) s4[0] = part[0] / (double)n, s4[1] = 1.0 / sqrt(part[L] / (double)n + k->eps);
+    } else if (ph == 19 || (ph == 29 && k->C)) {
+        const double m = s4[0], inv = s4[1];
+        double a = 0, b = 0;
+        for (int64_t j = l; j < n; j += L) {
+            const double xh = (xr[j] - m) * inv;
+            if (ph == 29) {
+                a += (double)gr[j] * xh, b += gr[j];
+                continue;
+            }
+            const double g = (double)gr[j] * sc[j * sj];
+            a += g, b += g * xh;
+        }
+        part[l] = a, part[L + l] = b;
+    } else if (ph <= 27 || (ph >= 30 && ph <= 37 && k->C)) {
+        pcu_bn_tree2(part, ph <= 27 ? ph - 19 : ph - 29, l);
+    } else if (ph == 28) {
+        const double m = s4[0], inv = s4[1], mg = part[0] / (double)n, mgx = part[L] / (double)n;
+        float *dp = dx + r * n;
+        for (int64_t j = l; j < n; j += L) {
+            const double xh = (xr[j] - m) * inv;
+            dp[j] = (float)(inv * ((double)gr[j] * sc[j * sj] - mg - xh * mgx));
+        }
+    } else if (ph == 38 && k->C && l == 0) {
+        s4[2] = part[0], s4[3] = part[L];
+    }
+}
+
+typedef struct pcu_lngp {
+    int32_t phase, pad_;
+    int64_t rows, n, C, chunks; /* C and n as pcu_lng's; chunks: of PCU_LNG_CHUNK rows (LayerNorm) */
+} pcu_lngp;
+
+/* LayerNorm: phase 0 thread i = chunk c * n + column p, its partial sums of
+ * dY x^ and dY into part[i] and part[chunks * n + i]; phase 1 thread p the
+ * chunks' partials into dscale[p] and dB[p]. InstanceNorm: phase 1 thread
+ * c, channel c's rows' sums. Absent outputs NULL. */
+PCU_HD void pcu_lngp_at(const pcu_lngp *k, float *dsc, float *db, double *part, const float *dy, const float *x,
+                        const double *st, int64_t i) {
+    const int64_t n = k->n;
+    double a = 0, b = 0;
+    if (k->C) {
+        for (int64_t r = i; r < k->rows; r += k->C) a += st[4 * r + 2], b += st[4 * r + 3];
+    } else if (k->phase == 0) {
+        int64_t c = i;
+        const int64_t p = pcu_divmod(&c, n);
+        const int64_t r1 = (c + 1) * PCU_LNG_CHUNK < k->rows ? (c + 1) * PCU_LNG_CHUNK : k->rows;
+        for (int64_t r = c * PCU_LNG_CHUNK; r < r1; r++) {
+            const int64_t e = r * n + p;
+            const double xh = (x[e] - st[4 * r]) * st[4 * r + 1];
+            a += (double)dy[e] * xh, b += dy[e];
+        }
+        part[i] = a, part[k->chunks * n + i] = b;
+        return;
+    } else {
+        for (int64_t c = 0; c < k->chunks; c++) a += part[c * n + i], b += part[(k->chunks + c) * n + i];
+    }
+    if (dsc) dsc[i] = (float)a;
+    if (db) db[i] = (float)b;
+}
+
+/* ---- pp.SliceGrad: one thread per element of dX ------------------------------------------- *
+ * dX is zero but where the slice read: element a (per axis) holds dY's
+ * element q with a = start + q * step, 0 <= q < dY's dim (steps nonzero,
+ * negative ones too). A gather: each dX element written once, by its own
+ * thread, the reference's bits (dY's, or +0). */
+typedef struct pcu_slgrad {
+    int32_t rank, pad_;
+    int64_t n, ny; /* elements of dX and dY */
+    int64_t xd[PCU_MAXD], yd[PCU_MAXD], start[PCU_MAXD], step[PCU_MAXD];
+} pcu_slgrad;
+
+PCU_HD void pcu_slgrad_at(const pcu_slgrad *k, float *dx, const float *dy, int64_t i) {
+    int64_t rem = i, yo = 0, ys = 1;
+    int inside = 1;
+    for (int d = k->rank - 1; d >= 0 && inside; d--) {
+        const int64_t t = pcu_divmod(&rem, k->xd[d]) - k->start[d], q = t / k->step[d];
+        inside = q * k->step[d] == t && q >= 0 && q < k->yd[d];
+        yo += q * ys, ys *= k->yd[d];
+    }
+    dx[i] = inside ? dy[yo] : 0.0f;
+}
+
 /* ---- MaxPool, AveragePool, LpPool (1-3-D lifted to 3-D): one thread per output element ----------- */
 
 typedef struct pcu_pool {
@@ -1685,26 +1830,38 @@ PCU_HD double pcu_cubic_w(double x, double A) {
     return 0;
 }
 
+/* Output position o's first tap on axis d before the clamp (nearest: its
+ * only tap), and *ratio, where its source coordinate lies past the floor
+ * (linear and cubic). Nondecreasing in o (every coordinate transform grows
+ * with o, rounding included) but for a tf_crop_and_resize whose roi runs
+ * backwards. */
+PCU_HD int64_t pcu_resize_pos(const pcu_resize *k, int d, int64_t o, double *ratio) {
+    const double x = pcu_resize_coord(k, d, o), fl = floor(x);
+    const int integral = x == fl;
+    *ratio = integral ? 1.0 : x - fl;
+    if (k->mode == 0) {
+        const double frac = x - fl;
+        return (int64_t)fl +
+               (integral ? 0 : k->nearest == 0 ? frac > 0.5 : k->nearest == 1 ? frac >= 0.5 : k->nearest == 2 ? 0 : 1);
+    }
+    int64_t start;
+    double s;
+    (void)pcu_resize_ntaps(k, d, &start, &s);
+    return (integral ? (int64_t)x - 1 : (int64_t)fl) + start;
+}
+
 /* Tap j of output position o on axis d: its input index, and its weight
  * before the division by the sum (nearest: weight 1). */
 PCU_HD double pcu_resize_tap(const pcu_resize *k, int d, int64_t o, int64_t j, int64_t *idx) {
-    const double x = pcu_resize_coord(k, d, o), fl = floor(x);
-    const int integral = x == fl;
+    double ratio;
     const int64_t in = k->in[d];
-    int64_t i;
+    int64_t i = pcu_resize_pos(k, d, o, &ratio);
     double w = 1.0;
-    if (k->mode == 0) {
-        i = (int64_t)fl;
-        if (!integral) {
-            const double frac = x - fl;
-            i += k->nearest == 0 ? frac > 0.5 : k->nearest == 1 ? frac >= 0.5 : k->nearest == 2 ? 0 : 1;
-        }
-    } else {
+    if (k->mode != 0) {
         int64_t start;
         double s;
         (void)pcu_resize_ntaps(k, d, &start, &s);
-        const double ratio = integral ? 1.0 : x - fl;
-        i = (integral ? (int64_t)x - 1 : (int64_t)fl) + start + j;
+        i += j;
         const double arg = ((double)(start + j) - ratio) * s;
         w = k->mode == 1 ? (fabs(arg) < 1 ? 1 - fabs(arg) : 0) : pcu_cubic_w(arg, k->cubic_a);
         if (k->exclude && (i < 0 || i >= in)) w = 0;
@@ -1783,6 +1940,97 @@ PCU_HD void pcu_resize_at(const pcu_resize *k, float *y, const float *x, int64_t
         if (k->sum_b || w != 0) acc += w * (double)pcu_resize_pass(k, k->a, k->sum_a, x + base + idx * sb, oa, sa);
     }
     y[i] = (float)acc;
+}
+
+/* ---- pp.ResizeGrad: one thread per input element, no atomics -------------------------------- *
+ * The reference (runtime/cpu/ref_nn.c kern_RESIZEGRAD) transposes the
+ * forward's passes, the last resized axis first: each output's gradient
+ * added, with its taps' weights, to the input positions they read, in
+ * double, outputs and taps in order, the intermediate kept in double. Here
+ * thread i is dX's element i and gathers the same terms in the same order:
+ * over axis b (the later one) the outputs ob whose taps read its position,
+ * then over axis a each output oa's such sum: the reference's additions in
+ * its order, so its bits. Which outputs read position i: those whose first
+ * tap before the clamp (pcu_resize_pos, nondecreasing in o) lies within n -
+ * 1 below i (below nothing at the last position, the clamp's) and not above
+ * i (above anything at position 0), found by bisection, every output for a
+ * backwards tf_crop_and_resize roi. The parameter block is the forward's
+ * (n: elements of dX, the threads). */
+typedef pcu_resize pcu_rsgrad;
+
+/* dY's elements: the product of the output dims */
+PCU_HD int64_t pcu_rsgrad_ny(const pcu_rsgrad *k) {
+    int64_t n = 1;
+    for (int d = 0; d < k->rank; d++) n *= k->out[d];
+    return n;
+}
+
+/* The outputs [*lo, *hi] of axis d whose taps may read input position i. */
+PCU_HD void pcu_rsgrad_range(const pcu_resize *k, int d, int64_t i, int64_t *lo, int64_t *hi) {
+    int64_t start;
+    double s, ratio;
+    const int64_t n = pcu_resize_ntaps(k, d, &start, &s), od = k->out[d];
+    *lo = 0, *hi = od - 1;
+    if (k->coord == 5 && k->roi1[d] < k->roi0[d]) return; /* decreasing in o: every output */
+    for (int side = 0; side < 2; side++) {
+        if (side == 0 ? i == 0 : i == k->in[d] - 1) continue; /* the clamp's end: no bound */
+        int64_t a = 0, b = od; /* the first o past the bound's side */
+        while (a < b) {
+            const int64_t m = a + (b - a) / 2, p = pcu_resize_pos(k, d, m, &ratio);
+            if (side == 0 ? p + n - 1 >= i : p > i) b = m;
+            else a = m + 1;
+        }
+        if (side == 0) *lo = a;
+        else *hi = a - 1;
+    }
+}
+
+/* Output o's weight on input position i of axis d (0 where no tap of o reads it), summed over
+ * its taps j in order as separate terms: acc += w * v for each. */
+PCU_HD double pcu_rsgrad_acc(const pcu_resize *k, int d, int64_t o, int64_t i, int64_t n, double v, double acc) {
+    const double norm = pcu_resize_norm(k, d, o);
+    for (int64_t j = 0; j < n; j++) {
+        int64_t idx;
+        double w = pcu_resize_tap(k, d, o, j, &idx);
+        w = norm != 1.0 ? w / norm : w;
+        if (idx == i && w != 0) acc += w * v;
+    }
+    return acc;
+}
+
+/* Axis d's pass transposed at input position i: dY's values p[o * st] of the outputs that read it. */
+PCU_HD double pcu_rsgrad_pass(const pcu_resize *k, int d, int64_t i, const float *p, int64_t st) {
+    int64_t lo, hi, start;
+    double s, acc = 0.0;
+    const int64_t n = pcu_resize_ntaps(k, d, &start, &s);
+    pcu_rsgrad_range(k, d, i, &lo, &hi);
+    for (int64_t o = lo; o <= hi; o++)
+        if (!pcu_resize_ext(k, d, o)) acc = pcu_rsgrad_acc(k, d, o, i, n, (double)p[o * st], acc);
+    return acc;
+}
+
+PCU_HD void pcu_rsgrad_at(const pcu_rsgrad *k, float *dx, const float *dy, int64_t i) {
+    /* dX's coordinates on a and b, dY's offset of the other axes and its strides on a and b */
+    int64_t rem = i, base = 0, st = 1, ia = 0, ib = 0, sa = 0, sb = 0;
+    for (int d = k->rank - 1; d >= 0; d--) {
+        const int64_t c = pcu_divmod(&rem, k->in[d]);
+        if (d == k->a) ia = c, sa = st;
+        else if (d == k->b) ib = c, sb = st;
+        else base += c * st;
+        st *= k->out[d];
+    }
+    if (k->b < 0) {
+        dx[i] = (float)pcu_rsgrad_pass(k, k->a, ia, dy + base, sa);
+        return;
+    }
+    int64_t lo, hi, start;
+    double s, acc = 0.0;
+    const int64_t n = pcu_resize_ntaps(k, k->a, &start, &s);
+    pcu_rsgrad_range(k, k->a, ia, &lo, &hi);
+    for (int64_t o = lo; o <= hi; o++)
+        if (!pcu_resize_ext(k, k->a, o))
+            acc = pcu_rsgrad_acc(k, k->a, o, ia, n, pcu_rsgrad_pass(k, k->b, ib, dy + base + o * sa, sb), acc);
+    dx[i] = (float)acc;
 }
 
 /* ---- CumSum: one thread per line along the axis ------------------------------------------ */

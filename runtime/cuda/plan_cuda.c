@@ -851,6 +851,35 @@ static pp_status plan_gather_grad(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* pp.SliceGrad (dY -> dX of f32, the node's "shape", "starts" and "steps"): a thread per element of
+ * dX (pcu_slgrad_at) */
+static bool all_f32(const planner *P, const pprt_node *n);
+static pp_status plan_slice_grad(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    if (!all_f32(P, n) || n->n_in != 1 || n->n_out != 1) return PP_OK;
+    const pp_shape *ys = &T(P, n->in[0])->shape, *xs = &T(P, n->out[0])->shape;
+    pcu_slgrad k = {.rank = xs->rank, .n = numel(xs), .ny = numel(ys)};
+    int ns = 0, np = 0;
+    if (xs->rank > PCU_MAXD || ys->rank != xs->rank ||
+        pp_attr_ints(attrs_of(P, n), "starts", k.start, PCU_MAXD, &ns, NULL) != PP_OK ||
+        pp_attr_ints(attrs_of(P, n), "steps", k.step, PCU_MAXD, &np, NULL) != PP_OK || ns != xs->rank ||
+        np != xs->rank)
+        return PP_OK; /* the reference kernel says why */
+    for (int d = 0; d < xs->rank; d++) {
+        k.xd[d] = xs->dim[d], k.yd[d] = ys->dim[d];
+        if (!k.step[d] || (k.yd[d] && (k.start[d] < 0 || k.start[d] >= k.xd[d] ||
+                                       k.start[d] + (k.yd[d] - 1) * k.step[d] < 0 ||
+                                       k.start[d] + (k.yd[d] - 1) * k.step[d] >= k.xd[d])))
+            return PP_OK;
+    }
+    *ok = true;
+    if (k.n == 0) return PP_OK;
+    XY_STEP(s, P, ni, PCU_K_SLGRAD, k.n);
+    s->u.slg = k;
+    return PP_OK;
+}
+
 /* pp.Dropout in training mode (X f32, [seed, counter] int64 -> Y, mask):
  * pcu_dropt_at, the reference's mask */
 static pp_status plan_dropout_train(planner *P, int ni, bool *ok) {
@@ -1159,6 +1188,65 @@ static pp_status plan_add_ln(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* pp.LayerNormGrad and pp.InstanceNormGrad (dY X scale -> dX [dscale] [dB], f32): dX a block per
+ * row (pcu_lng_ph), dscale and dB sums over the rows (pcu_lngp_at: LayerNorm's columns in two
+ * launches, InstanceNorm's channels in one); the rows' statistics and the partials in WORK */
+static pp_status plan_norm_grad(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const bool in = n->op == PP_OP_INSTANCENORMGRAD;
+    *ok = false;
+    if (!all_f32(P, n) || n->n_in != 3 || n->n_out < 1 || n->n_out > 3 || n->in[0] < 0 || n->in[1] < 0 ||
+        n->in[2] < 0)
+        return PP_OK;
+    const pprt_tdesc *x = T(P, n->in[1]);
+    pcu_lng k = {.eps = attr_f(P, n, "epsilon", 1e-5f)};
+    int64_t par; /* elements of scale, dscale and dB */
+    if (in) {
+        if (!bn_dims(P, n, 1, 2, 1, &k.rows, &k.C, &k.n)) return PP_OK;
+        k.rows *= k.C, par = k.C;
+    } else {
+        int axis;
+        float eps;
+        if (pp_norm_rows(attrs_of(P, n), &x->shape, &axis, &eps, &k.rows, &k.n, NULL) != PP_OK) return PP_OK;
+        par = k.n;
+    }
+    const int64_t chunks = in ? 0 : (k.rows + PCU_LNG_CHUNK - 1) / PCU_LNG_CHUNK;
+    const uint64_t stb = (uint64_t)k.rows * 32, partb = (uint64_t)(chunks * k.n) * 16;
+    if (T(P, n->in[0])->nbytes != x->nbytes || T(P, n->out[0])->nbytes != x->nbytes ||
+        numel(&T(P, n->in[2])->shape) != par || k.rows > INT32_MAX || k.n == 0 || stb + partb > ((uint64_t)256 << 20))
+        return PP_OK; /* an empty row, or partials past the scratch's 256 MiB: the reference kernel */
+    for (int q = 1; q < n->n_out; q++)
+        if (n->out[q] >= 0 && numel(&T(P, n->out[q])->shape) != par) return PP_OK;
+    *ok = true;
+    P->pl->counts.own++;
+    const pcu_ref w = work_scratch(P, stb + partb);
+    const pcu_ref st = {w.space, -1, w.off, stb ? stb : 8}, part = {w.space, -1, w.off + stb, partb ? partb : 8};
+    if (k.rows) {
+        NEW_STEP(s, P, PCU_S_KERNEL, ni, 5);
+        s->kernel = PCU_K_LNG;
+        s->u.lng = k;
+        for (int q = 0; q < 3; q++) s->ops[q] = R(P, n->in[q]);
+        s->ops[3] = R(P, n->out[0]);
+        s->ops[4] = st;
+        s->threads = k.rows * PCU_BLOCK;
+    }
+    const bool params = (n->n_out > 1 && n->out[1] >= 0) || (n->n_out > 2 && n->out[2] >= 0);
+    for (int ph = in ? 1 : 0; params && ph < 2; ph++) {
+        const int64_t threads = ph == 0 ? chunks * k.n : par;
+        if (threads == 0) continue;
+        NEW_STEP(s, P, PCU_S_KERNEL, ni, 6);
+        s->kernel = PCU_K_LNGP;
+        s->u.lngp = (pcu_lngp){.phase = ph, .rows = k.rows, .n = k.n, .C = k.C, .chunks = chunks};
+        s->ops[0] = R(P, n->in[0]);
+        s->ops[1] = R(P, n->in[1]);
+        s->ops[2] = st;
+        if (!in) s->ops[3] = part;
+        for (int q = 1; q < n->n_out; q++) s->ops[3 + q] = R(P, n->out[q]);
+        s->threads = threads;
+    }
+    return PP_OK;
+}
+
 static pp_status plan_norm(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]);
@@ -1304,6 +1392,34 @@ static pp_status plan_pool_grad(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* (cuplan.h) */
+bool pcu_resize_block(pp_attrs a, const pp_tinfo *tin, int n_in, const pp_shape *xs, const pp_shape *ys,
+                      pcu_resize *k) {
+    pp_resize r;
+    if (xs->rank > PCU_MAXD || ys->rank != xs->rank || pp_resize_parse(a, tin, n_in, &r, NULL) != PP_OK) return false;
+    *k = (pcu_resize){.rank = xs->rank, .mode = r.mode == PP_RS_NEAREST ? 0 : r.mode == PP_RS_LINEAR ? 1 : 2,
+                      .coord = (int32_t)r.coord, .nearest = (int32_t)r.nearest, .a = -1, .b = -1,
+                      .exclude = r.exclude_outside, .antialias = r.antialias, .cubic_a = r.cubic_a,
+                      .extrap = r.extrapolation, .n = numel(ys)};
+    _Static_assert(PP_RC_TF_CROP_AND_RESIZE == 5 && PP_RS_CUBIC == 2, "pcu_resize's numbering");
+    for (int d = 0; d < xs->rank; d++) {
+        k->in[d] = xs->dim[d], k->out[d] = r.out[d], k->scale[d] = r.scale[d], k->roi0[d] = r.roi0[d],
+        k->roi1[d] = r.roi1[d];
+        if (r.out[d] != ys->dim[d]) return false;
+        /* the axes the reference resizes (ref_nn.c's resize_identity) */
+        if (r.out[d] == xs->dim[d] && (r.coord == PP_RC_TF_CROP_AND_RESIZE ? r.roi0[d] == 0.0 && r.roi1[d] == 1.0
+                                                                           : fabs(r.scale[d] - 1.0) <= 1e-9))
+            continue;
+        int64_t start;
+        double st;
+        if (pcu_resize_ntaps(k, d, &start, &st) > 64) return false; /* a strong antialiased downscale */
+        if (k->a < 0) k->a = d;
+        else if (k->b < 0) k->b = d;
+        else return false; /* three or more axes */
+    }
+    return true;
+}
+
 /* Resize of f32 over at most two axes, every mode and coordinate transform
  * (pcu_resize_at); its scales or sizes must be constants, and an antialiased
  * downscale at most 64 taps per axis. The rest: the host. */
@@ -1312,47 +1428,47 @@ static pp_status plan_resize(planner *P, int ni, bool *ok) {
     const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
     *ok = false;
     pp_tinfo tin[4];
-    if (x->dtype != PP_F32 || y->dtype != PP_F32 || x->shape.rank > PCU_MAXD || !const_inputs(P, n, tin, 4))
+    pcu_resize k;
+    if (x->dtype != PP_F32 || y->dtype != PP_F32 || !const_inputs(P, n, tin, 4) ||
+        !pcu_resize_block(attrs_of(P, n), tin, n->n_in, &x->shape, &y->shape, &k))
         return PP_OK; /* computed scales or sizes: the host */
-    pp_resize r;
-    if (pp_resize_parse(attrs_of(P, n), tin, n->n_in, &r, NULL) != PP_OK) return PP_OK;
-    const pp_shape *xs = &x->shape;
-    pcu_resize k = {.rank = xs->rank, .mode = r.mode == PP_RS_NEAREST ? 0 : r.mode == PP_RS_LINEAR ? 1 : 2,
-                    .coord = (int32_t)r.coord, .nearest = (int32_t)r.nearest, .a = -1, .b = -1,
-                    .exclude = r.exclude_outside, .antialias = r.antialias, .cubic_a = r.cubic_a,
-                    .extrap = r.extrapolation, .n = numel(&y->shape)};
-    _Static_assert(PP_RC_TF_CROP_AND_RESIZE == 5 && PP_RS_CUBIC == 2, "pcu_resize's numbering");
-    for (int d = 0; d < xs->rank; d++) {
-        k.in[d] = xs->dim[d], k.out[d] = r.out[d], k.scale[d] = r.scale[d], k.roi0[d] = r.roi0[d],
-        k.roi1[d] = r.roi1[d];
-        if (r.out[d] != y->shape.dim[d]) return PP_OK;
-        /* the axes the reference resizes (ref_nn.c's resize_identity) */
-        if (r.out[d] == xs->dim[d] && (r.coord == PP_RC_TF_CROP_AND_RESIZE ? r.roi0[d] == 0.0 && r.roi1[d] == 1.0
-                                                                           : fabs(r.scale[d] - 1.0) <= 1e-9))
-            continue;
-        int64_t start;
-        double st;
-        if (pcu_resize_ntaps(&k, d, &start, &st) > 64) return PP_OK; /* a strong antialiased downscale: the host */
-        if (k.a < 0) k.a = d;
-        else if (k.b < 0) k.b = d;
-        else return PP_OK; /* three or more axes: the host */
-    }
-    if (k.n == 0) {
-        *ok = true;
-        return PP_OK;
-    }
+    *ok = true;
+    if (k.n == 0) return PP_OK;
     if (k.a < 0) { /* nothing resized: a copy */
-        *ok = true;
         P->pl->counts.copies++;
         return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
     }
     int64_t after_a = 1, after_b = 1;
-    for (int d = k.a + 1; d < xs->rank; d++) after_a *= xs->dim[d];
-    for (int d = k.b + 1; k.b >= 0 && d < xs->rank; d++) after_b *= xs->dim[d];
+    for (int d = k.a + 1; d < x->shape.rank; d++) after_a *= x->shape.dim[d];
+    for (int d = k.b + 1; k.b >= 0 && d < x->shape.rank; d++) after_b *= x->shape.dim[d];
     k.sum_a = after_a == 1, k.sum_b = after_b == 1;
     XY_STEP(s, P, ni, PCU_K_RESIZE, k.n);
     s->u.rs = k;
+    return PP_OK;
+}
+
+/* pp.ResizeGrad (dY [roi] [scales] [sizes] -> dX of f32, the forward's attributes and its input's
+ * "shape"): the forward's parameter block over dX's elements (pcu_rsgrad_at), as plan_resize takes
+ * the forward (constant inputs, at most two resized axes). */
+static pp_status plan_resize_grad(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_tdesc *dy = T(P, n->in[0]), *dx = T(P, n->out[0]);
+    *ok = false;
+    pp_tinfo tin[4];
+    pcu_resize k;
+    if (n->n_out != 1 || dy->dtype != PP_F32 || dx->dtype != PP_F32 || !const_inputs(P, n, tin, 4))
+        return PP_OK;
+    tin[0] = (pp_tinfo){PP_F32, dx->shape, NULL}; /* the forward's input */
+    if (!pcu_resize_block(attrs_of(P, n), tin, n->n_in, &dx->shape, &dy->shape, &k)) return PP_OK;
     *ok = true;
+    k.n = numel(&dx->shape);
+    if (k.n == 0) return PP_OK;
+    if (k.a < 0) { /* nothing resized: the gradient is dY */
+        P->pl->counts.copies++;
+        return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
+    }
+    XY_STEP(s, P, ni, PCU_K_RSGRAD, k.n);
+    s->u.rsg = k;
     return PP_OK;
 }
 
@@ -2918,7 +3034,10 @@ static const struct {
     ROW(CONV, plan_conv, "cuDNN") ROW(FUSEDCONV, plan_conv, "cuDNN") ROW(CONVTRANSPOSE, plan_conv, "cuDNN")
     ROW(UNARYGRAD, plan_ugrad, "own kernel") ROW(MAXPOOLGRAD, plan_pool_grad, "own kernel")
     ROW(AVGPOOLGRAD, plan_pool_grad, "own kernel") ROW(DROPOUTTRAIN, plan_dropout_train, "own kernel")
-    ROW(GATHERGRAD, plan_gather_grad, "own kernel") ROW(BATCHNORMGRAD, plan_bn_grad, "own kernel (a thread per channel)") ROW(CONVGRADX, plan_conv_grad, "cuDNN (backward data)") ROW(CONVGRADW, plan_conv_grad, "cuDNN (backward filter)")
+    ROW(GATHERGRAD, plan_gather_grad, "own kernel") ROW(SLICEGRAD, plan_slice_grad, "own kernel")
+    ROW(RESIZEGRAD, plan_resize_grad, "own kernel") ROW(BATCHNORMGRAD, plan_bn_grad, "own kernel (a block per channel)")
+    ROW(LAYERNORMGRAD, plan_norm_grad, "own kernel (a block per row)")
+    ROW(INSTANCENORMGRAD, plan_norm_grad, "own kernel (a block per row)") ROW(CONVGRADX, plan_conv_grad, "cuDNN (backward data)") ROW(CONVGRADW, plan_conv_grad, "cuDNN (backward filter)")
     ROW(MATMUL, plan_matmul, "cuBLASLt") ROW(GEMM, plan_matmul, "cuBLASLt")
     ROW(EINSUM, plan_einsum, "cuBLASLt (matrix products)")
     ROW(WHERE, plan_select_cast, "own kernel") ROW(CAST, plan_select_cast, "own kernel")

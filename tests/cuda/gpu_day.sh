@@ -181,9 +181,10 @@ fi
 fi # EARLY
 # 2t. training on the GPU (issue 56; never on a GPU before this), within TRAIN_SECS (default 240; like 2c it
 # never eats into the 300 s kept for the benchmark; TRAIN_SECS=0 skips it): tests/cuda/train_emu.sh with
-# TRAIN_BACKEND=$be (digits and ResNet-18 at -pp 1, 2: no node on the host, the same bits across splits,
-# digits' weights and ResNet-18's losses against ref), one ResNet-18 training step under memcheck and
-# racecheck (the backward kernels), tests/cuda/train_memory_gpu.py (ppcc's device memory model beside
+# TRAIN_BACKEND=$be (digits, ResNet-18 and an opset-17 net at -pp 1, 2: no node on the host, the same bits
+# across splits, digits' and the net's weights and ResNet-18's losses against ref), one ResNet-18 training
+# step under memcheck and racecheck (the backward kernels), then the opset-17 net's (the LayerNorm,
+# InstanceNorm, slice and resize gradients' kernels), tests/cuda/train_memory_gpu.py (ppcc's device memory model beside
 # PyTorch AMP's peak, the CUDA context against --reserve), then bench/train_cuda.py (ResNet-50: one step's
 # loss and gradients against PyTorch f32, the step rate at batch 32 against eager f32 and AMP)
 echo "== 2t. training ($(date +%T), $(left) s left)"
@@ -204,6 +205,11 @@ if [ "$be" = cuda ] && [ -f $wt/r1.plan ]; then
       $wt/rlabels.npy --steps 1 --backend cuda --cuda-graphs off -q > "$out/san_train_$tool.txt" 2>&1 \
       || { echo "FAIL: compute-sanitizer $tool, a ResNet-18 training step"; status=1; }
     echo "training step $tool: $(tail -1 "$out/san_train_$tool.txt")"
+    [ -f $wt/n1.plan ] && [ "$(within 60)" -ge 15 ] || continue # the opset-17 net: the LayerNorm, InstanceNorm, slice and resize gradients
+    timeout "$(within 60)" compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $wt/n1.plan $wt/ndata --labels \
+      $wt/nlabels.npy --steps 1 --backend cuda --cuda-graphs off -q > "$out/san_train17_$tool.txt" 2>&1 \
+      || { echo "FAIL: compute-sanitizer $tool, the opset-17 net's training step"; status=1; }
+    echo "opset-17 training step $tool: $(tail -1 "$out/san_train17_$tool.txt")"
   done
   if [ "$(within 90)" -ge 30 ]; then
     timeout "$(within 90)" python3 "$src/tests/cuda/train_memory_gpu.py" "$src/tests/cuda/train_memory_est.json" \

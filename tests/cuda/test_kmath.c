@@ -834,7 +834,9 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_COL2IM == 22 && PCU_K_ROWSM == 23 && PCU_K_ROWLN == 24 && PCU_K_FATTN == 25 &&
                    PCU_K_UGRAD == 26 && PCU_K_BNT == 27 && PCU_K_BNG == 28 && PCU_K_MPGRAD == 29 &&
                    PCU_K_GATHERGRAD == 30 &&
-                   PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_EWV == 33 && PCU_K_OPT == 34 && PCU_K_COUNT == 35,
+                   PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_LNG == 33 && PCU_K_LNGP == 34 &&
+                   PCU_K_SLGRAD == 35 && PCU_K_RSGRAD == 36 && PCU_K_EWV == 37 && PCU_K_OPT == 38 &&
+                   PCU_K_COUNT == 39,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -864,6 +866,10 @@ static void test_kernel_table(void) {
         {PCU_K_GATHERGRAD, sizeof(pcu_gathergrad), "gather gradient"},
         {PCU_K_APGRAD, sizeof(pcu_apgrad), "average pool gradient"},
         {PCU_K_DROPT, sizeof(pcu_dropt), "dropout (training)"},
+        {PCU_K_LNG, sizeof(pcu_lng), "normalization gradient"},
+        {PCU_K_LNGP, sizeof(pcu_lngp), "normalization parameter gradient"},
+        {PCU_K_SLGRAD, sizeof(pcu_slgrad), "slice gradient"},
+        {PCU_K_RSGRAD, sizeof(pcu_rsgrad), "resize gradient"},
         {PCU_K_EWV, sizeof(pcu_ewv), "elementwise, four a thread"},
         {PCU_K_OPT, sizeof(pcu_opt), "optimizer step"},
     };
@@ -1043,6 +1049,213 @@ static void test_bn_grads(void) {
            "from the reference\n", worst);
 }
 
+/* pp.LayerNormGrad and pp.InstanceNormGrad: the dX kernel (a block per row) through its kernels.def
+ * row, lanes in reverse order, shared memory poisoned, then the dscale/dB kernel's threads in reverse
+ * order, against the reference kernels (pprt_ref_kernels): within 4 ulps (dX relative to its largest
+ * |dX| per row group, dscale and dB to their largest: a value near 0 is the difference of larger ones);
+ * rows of 1 to PCU_ROW_MAX floats (cached in shared memory up to PCU_ROW_MAX / 2), one and several
+ * chunks of PCU_LNG_CHUNK rows, a constant row, a row with a NaN (NaN exactly where the reference has
+ * it); the same bits run twice. */
+static double ng_worst;
+
+static void norm_grad_case(bool inst, int64_t N, int64_t C, int64_t S, int64_t rows, int64_t n) {
+    const int64_t ne = inst ? N * C * S : rows * n, np = inst ? C : n;
+    if (inst) rows = N * C, n = S;
+    float *x = malloc(sizeof *x * (size_t)ne), *dy = malloc(sizeof *dy * (size_t)ne),
+          *sc = malloc(sizeof *sc * (size_t)np), *want[3], *got[3], *again = malloc(sizeof *again * (size_t)ne);
+    for (int q = 0; q < 3; q++) {
+        want[q] = malloc(sizeof(float) * (size_t)(q ? np : ne));
+        got[q] = malloc(sizeof(float) * (size_t)(q ? np : ne));
+        for (int64_t i = 0; i < (q ? np : ne); i++) got[q][i] = NAN;
+    }
+    const double shift = 3.0 * unif() - 1.0;
+    for (int64_t i = 0; i < ne; i++) {
+        x[i] = (float)(shift + 2.0 * unif() - 1.0), dy[i] = (float)(unif() - 0.5);
+        if (i / n == 1 && rows > 2) x[i] = 0.75f; /* a constant row: var 0, inv 1/sqrt(eps) */
+    }
+    const bool nan_row = rows > 4 && rows % 2 == 0; /* a NaN in row 3: its dX and (LayerNorm) every dscale NaN */
+    if (nan_row) x[3 * n + n / 2] = NAN;
+    for (int64_t i = 0; i < np; i++) sc[i] = (float)(unif() + 0.5);
+    /* the reference kernel */
+    pprt_tensor tin[3] = {{PP_F32, {2, {rows, n}}, dy}, {PP_F32, {2, {rows, n}}, x}, {PP_F32, {1, {np}}, sc}};
+    pprt_tensor tout[3] = {{PP_F32, {2, {rows, n}}, want[0]}, {PP_F32, {1, {np}}, want[1]}, {PP_F32, {1, {np}}, want[2]}};
+    if (inst) {
+        const pp_shape xs = {3, {N, C, S}};
+        tin[0].shape = tin[1].shape = tout[0].shape = xs;
+    }
+    pp_attr at[2] = {{.name = "epsilon", .type = PP_ATTR_FLOAT, .f = 1e-5f}, {.name = "axis", .type = PP_ATTR_INT, .i = 1}};
+    pp_err e = {0};
+    pprt_scratch scr = {0};
+    if (pprt_ref_kernels[inst ? PP_OP_INSTANCENORMGRAD : PP_OP_LAYERNORMGRAD]((pp_attrs){at, inst ? 1 : 2, 21}, tin, 3,
+                                                                               tout, 3, &scr, &e) != PP_OK) {
+        FAIL("FAIL normalization gradient: reference: %s\n", e.msg);
+        return;
+    }
+    pprt_scratch_free(&scr);
+    /* the kernels, as the planner makes their steps */
+    const int64_t chunks = inst ? 0 : (rows + PCU_LNG_CHUNK - 1) / PCU_LNG_CHUNK;
+    double *st = malloc(sizeof(double) * (size_t)(4 * rows)), *part = malloc(sizeof(double) * (size_t)(2 * chunks * n + 1));
+    for (int64_t i = 0; i < 4 * rows; i++) st[i] = NAN;
+    for (int64_t i = 0; i < 2 * chunks * n; i++) part[i] = NAN;
+    for (int run = 0; run < 2; run++) {
+        pcu_step s;
+        memset(&s, 0, sizeof s);
+        s.kind = PCU_S_KERNEL, s.kernel = PCU_K_LNG, s.threads = rows * PCU_BLOCK;
+        s.u.lng = (pcu_lng){.rows = rows, .n = n, .C = inst ? C : 0, .eps = 1e-5f};
+        void *op[PCU_KERNEL_OPS] = {dy, x, sc, run ? again : got[0], st};
+        run_block_rows(&s, op);
+        for (int ph = inst ? 1 : 0; ph < 2 && !run; ph++) {
+            pcu_lngp k = {.phase = ph, .rows = rows, .n = n, .C = inst ? C : 0, .chunks = chunks};
+            void *op2[PCU_KERNEL_OPS] = {dy, x, st, part, got[1], got[2]};
+            for (int64_t i = (ph ? np : chunks * n) - 1; i >= 0; i--) pcu_kernel_call(PCU_K_LNGP, &k, op2, NULL, i, 0);
+        }
+    }
+    double d = 0;
+    int64_t nan_off = 0; /* elements NaN on one side only */
+    for (int q = 0; q < 3; q++)
+        for (int64_t i = 0; i < (q ? np : ne); i++) nan_off += isnan(got[q][i]) != isnan(want[q][i]);
+    for (int64_t g = 0; g < rows; g++) { /* dX relative to its row's largest (NaN apart) */
+        double m = 0;
+        for (int64_t j = 0; j < n; j++) m = isnan(want[0][g * n + j]) ? m : fmax(m, fabs(want[0][g * n + j]));
+        for (int64_t j = 0; j < n; j++)
+            if (!isnan(want[0][g * n + j]))
+                d = fmax(d, m > 0 ? fabs((double)got[0][g * n + j] - want[0][g * n + j]) / (m * 0x1p-23) : fabs(got[0][g * n + j]));
+    }
+    for (int q = 1; q < 3; q++) {
+        double m = 0;
+        for (int64_t i = 0; i < np; i++) m = isnan(want[q][i]) ? m : fmax(m, fabs(want[q][i]));
+        for (int64_t i = 0; i < np; i++)
+            if (!isnan(want[q][i])) d = fmax(d, fabs((double)got[q][i] - want[q][i]) / (m * 0x1p-23));
+    }
+    checks++;
+    if (nan_off || (nan_row && !isnan(want[0][3 * n])))
+        FAIL("FAIL %s gradient %lld rows of %lld: %lld elements NaN on one side only\n", inst ? "instance norm" : "layer norm",
+             (long long)rows, (long long)n, (long long)nan_off);
+    ng_worst = fmax(ng_worst, d);
+    checks += 2;
+    if (!(d <= 4))
+        FAIL("FAIL %s gradient %lld rows of %lld: %.1f ulps from the reference\n", inst ? "instance norm" : "layer norm",
+             (long long)rows, (long long)n, d);
+    if (memcmp(got[0], again, sizeof *again * (size_t)ne)) FAIL("FAIL normalization gradient: two runs give other bits\n");
+    free(x), free(dy), free(sc), free(again), free(st), free(part);
+    for (int q = 0; q < 3; q++) free(want[q]), free(got[q]);
+}
+
+static void test_norm_grads(void) {
+    static const int64_t ln[][2] = {{1, 1}, {3, 5}, {7, 64}, {70, 33}, {130, 768}, {5, 2049}, {3, PCU_ROW_MAX}, {200, 3}};
+    for (size_t c = 0; c < sizeof ln / sizeof *ln; c++) norm_grad_case(false, 0, 0, 0, ln[c][0], ln[c][1]);
+    srand(13);
+    for (int c = 0; c < 20; c++) norm_grad_case(true, 1 + rand() % 3, 1 + rand() % 5, 1 + rand() % (c < 10 ? 40 : 700), 0, 0);
+    printf("test_kmath: layer and instance normalization gradients, a block per row: worst %.2f ulps from the "
+           "reference\n", ng_worst);
+}
+
+/* pp.SliceGrad's gather (a thread per dX element, in reverse order) against the reference kernel's
+ * scatter, bit for bit: ranks 1-4, steps of -3..3 (not 0), dY with NaN and -0. */
+static void test_slice_grad(void) {
+    int cases = 0;
+    for (int c = 0; c < 300; c++) {
+        pcu_slgrad k = {.rank = 1 + (int)(next() % 4)};
+        pp_shape xs = {k.rank, {0}}, ys = {k.rank, {0}};
+        for (int d = 0; d < k.rank; d++) {
+            const int64_t X = 1 + (int64_t)(next() % 7);
+            int64_t step = 1 + (int64_t)(next() % 3);
+            if (next() % 2) step = -step;
+            const int64_t start = (int64_t)(next() % (uint64_t)X);
+            const int64_t room = step > 0 ? (X - 1 - start) / step + 1 : start / -step + 1;
+            xs.dim[d] = k.xd[d] = X, k.start[d] = start, k.step[d] = step;
+            ys.dim[d] = k.yd[d] = c % 50 == 7 && d == 0 ? 0 : 1 + (int64_t)(next() % (uint64_t)room);
+        }
+        k.n = count(&xs), k.ny = count(&ys);
+        float *dy = malloc(sizeof(float) * (size_t)(k.ny + 1)), *want = malloc(sizeof(float) * (size_t)k.n),
+              *got = malloc(sizeof(float) * (size_t)k.n);
+        for (int64_t i = 0; i < k.ny; i++) dy[i] = i % 11 == 3 ? NAN : i % 13 == 5 ? -0.0f : (float)(unif() - 0.5);
+        pprt_tensor in = {PP_F32, ys, dy}, out = {PP_F32, xs, want};
+        pp_attr at[3] = {{.name = "shape", .type = PP_ATTR_INTS, .ints = xs.dim, .n = k.rank},
+                         {.name = "starts", .type = PP_ATTR_INTS, .ints = k.start, .n = k.rank},
+                         {.name = "steps", .type = PP_ATTR_INTS, .ints = k.step, .n = k.rank}};
+        pp_err e = {0};
+        if (pprt_ref_kernels[PP_OP_SLICEGRAD]((pp_attrs){at, 3, 21}, &in, 1, &out, 1, NULL, &e) != PP_OK) {
+            FAIL("FAIL slice gradient: reference: %s\n", e.msg);
+        } else {
+            for (int64_t i = k.n - 1; i >= 0; i--) pcu_slgrad_at(&k, got, dy, i);
+            checks++, cases++;
+            if (memcmp(want, got, sizeof *got * (size_t)k.n)) FAIL("FAIL slice gradient: case %d: not the reference's bits\n", c);
+        }
+        free(dy), free(want), free(got);
+    }
+    printf("test_kmath: slice gradient: %d cases\n", cases);
+}
+
+/* pp.ResizeGrad's gather (a thread per dX element, in reverse order) against the reference kernel's
+ * transposed passes, bit for bit: 1-D and 2-D resizes of [N, C, L] and [N, C, H, W], up and down,
+ * nearest (each rounding), linear and cubic, every coordinate transform (tf_crop_and_resize with its
+ * roi forwards and backwards), exclude_outside, antialias, scales and sizes, dY with NaN and -0; the
+ * parameter block as the planner makes it (pcu_resize_block), cases it leaves to the host skipped. */
+static void test_resize_grad(void) {
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    static const char *const coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                                         "asymmetric", "tf_crop_and_resize", "tf_half_pixel_for_nn"};
+    static const char *const nmodes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    static const float scales_of[] = {0.5f, 0.6f, 0.75f, 1.5f, 2.0f, 2.5f, 3.0f, 1.3f};
+    int cases = 0, two = 0;
+    for (int c = 0; c < 600; c++) {
+        const int mode = (int)(next() % 3), coord = (int)(next() % 7), rank = next() % 3 ? 4 : 3;
+        const bool sizes = coord == 5 || next() % 2;
+        pp_shape xs = {rank, {1 + (int64_t)(next() % 2), 1 + (int64_t)(next() % 2)}};
+        for (int d = 2; d < rank; d++) xs.dim[d] = 1 + (int64_t)(next() % 9);
+        float sc[4], roi[8];
+        int64_t sz[4];
+        for (int d = 0; d < rank; d++) {
+            const bool rs = d >= 2 && (next() % 4 != 0);
+            sc[d] = rs ? scales_of[next() % 8] : 1.0f;
+            sz[d] = rs ? 1 + (int64_t)(next() % 12) : xs.dim[d];
+            roi[d] = rs && coord == 5 ? (float)unif() : 0.0f, roi[rank + d] = rs && coord == 5 ? (float)unif() : 1.0f;
+        }
+        pp_attr at[8];
+        int na = 0;
+        at[na++] = (pp_attr){.name = "mode", .type = PP_ATTR_STRING, .s = modes[mode]};
+        at[na++] = (pp_attr){.name = "coordinate_transformation_mode", .type = PP_ATTR_STRING, .s = coords[coord]};
+        at[na++] = (pp_attr){.name = "nearest_mode", .type = PP_ATTR_STRING, .s = nmodes[next() % 4]};
+        at[na++] = (pp_attr){.name = "exclude_outside", .type = PP_ATTR_INT, .i = (int64_t)(next() % 2)};
+        at[na++] = (pp_attr){.name = "antialias", .type = PP_ATTR_INT, .i = (int64_t)(next() % 2)};
+        at[na++] = (pp_attr){.name = "extrapolation_value", .type = PP_ATTR_FLOAT, .f = 0.25f};
+        at[na++] = (pp_attr){.name = "shape", .type = PP_ATTR_INTS, .ints = xs.dim, .n = rank};
+        const pp_attrs a = {at, na, coord == 6 ? 12 : 19};
+        const pp_shape none = {1, {0}}, vec = {1, {rank}}, rois = {1, {coord == 5 ? 2 * rank : 0}};
+        pp_tinfo tin[4] = {{PP_F32, xs, NULL}, {PP_F32, rois, roi}, {PP_F32, sizes ? none : vec, sc},
+                           {PP_I64, sizes ? vec : none, sz}};
+        pp_resize r;
+        if (pp_resize_parse(a, tin, 4, &r, NULL) != PP_OK) continue;
+        pp_shape ys = {rank, {0}};
+        for (int d = 0; d < rank; d++) ys.dim[d] = r.out[d];
+        pcu_rsgrad k;
+        if (count(&ys) == 0 || !pcu_resize_block(a, tin, 4, &xs, &ys, &k) || k.a < 0) continue;
+        k.n = count(&xs);
+        float *dy = malloc(sizeof(float) * (size_t)count(&ys)), *want = malloc(sizeof(float) * (size_t)k.n),
+              *got = malloc(sizeof(float) * (size_t)k.n);
+        for (int64_t i = 0; i < count(&ys); i++)
+            dy[i] = c % 9 == 4 && i % 17 == 3 ? NAN : i % 13 == 5 ? -0.0f : (float)(unif() - 0.5);
+        pprt_tensor in[4] = {{PP_F32, ys, dy}, {PP_F32, rois, roi}, {PP_F32, sizes ? none : vec, sc},
+                             {PP_I64, sizes ? vec : none, sz}};
+        pprt_tensor out = {PP_F32, xs, want};
+        pp_err e = {0};
+        pprt_scratch scr = {0};
+        if (pprt_ref_kernels[PP_OP_RESIZEGRAD](a, in, 4, &out, 1, &scr, &e) != PP_OK) {
+            FAIL("FAIL resize gradient: reference: %s\n", e.msg);
+        } else {
+            for (int64_t i = k.n - 1; i >= 0; i--) pcu_rsgrad_at(&k, got, dy, i);
+            checks++, cases++, two += k.b >= 0;
+            if (memcmp(want, got, sizeof *got * (size_t)k.n))
+                FAIL("FAIL resize gradient: case %d (%s, %s, axes %d %d): not the reference's bits\n", c, modes[mode],
+                     coords[coord], k.a, k.b);
+        }
+        pprt_scratch_free(&scr);
+        free(dy), free(want), free(got);
+    }
+    printf("test_kmath: resize gradient: %d cases (%d over two axes)\n", cases, two);
+}
+
 int main(void) {
     test_kernel_table();
     test_conversions();
@@ -1058,6 +1271,9 @@ int main(void) {
     test_bn_grads();
     test_fattn();
     printf("test_kmath: fused attention: worst error %.2g of the largest |V|\n", fa_worst);
+    test_norm_grads();
+    test_slice_grad();
+    test_resize_grad();
     printf("test_kmath: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

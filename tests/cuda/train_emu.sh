@@ -15,7 +15,12 @@
 #     (measured 1.5e-5; with random weights its BatchNorms sit at ReLU kinks
 #     where the convolutions' sum order can move a mask, tests/train/models.py,
 #     so weights are not compared after steps; one step's gradients are,
-#     there: 1.2e-5 from PyTorch's).
+#     there: 1.2e-5 from PyTorch's);
+#   - a small net exported at opset 17 whose backward has the December
+#     kernels (pp.InstanceNormGrad, pp.ResizeGrad of a bilinear upsampling,
+#     pp.SliceGrad of a stepped Slice, pp.LayerNormGrad): no host step, a
+#     step of each kind on the list, 3 SGD steps the same bits at -pp 1, 2
+#     and within 1e-5 (in norm) of the reference's weights.
 # About 30 s. usage: train_emu.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC;
 # TRAIN_BACKEND=cuda runs it on a GPU: tests/cuda/gpu_day.sh part 2t)
 set -euo pipefail
@@ -42,6 +47,27 @@ rng = np.random.default_rng(1)
 a = rng.standard_normal((4, 3, 64, 64)).astype(np.float32)
 np.save("rdata/input.npy", np.concatenate([a] * 3))
 np.save("rlabels.npy", np.concatenate([rng.integers(0, 10, 4)] * 3).astype(np.int64))
+# the gradient ops of the December kernels: InstanceNorm, a bilinear upsampling (two axes), a Slice with steps,
+# LayerNormalization (opset 17)
+import torch.nn as nn
+class Net17(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.inorm = nn.InstanceNorm2d(8, affine=True)
+        self.fc = nn.Linear(8 * 8 * 8, 32)
+        self.norm = nn.LayerNorm(32)
+        self.head = nn.Linear(32, 10)
+    def forward(self, x):
+        x = torch.relu(self.inorm(self.conv(x)))
+        x = nn.functional.interpolate(x, scale_factor=2, mode="bilinear")[:, :, ::2, 1::2]
+        return self.head(self.norm(self.fc(x.flatten(1))))
+torch.manual_seed(3)
+torch.onnx.export(Net17().train(), (torch.randn(4, 3, 8, 8),), "n17.onnx", input_names=["input"], output_names=["logits"],
+                  opset_version=17, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, **kw)
+os.makedirs("ndata", exist_ok=True)
+np.save("ndata/input.npy", np.concatenate([rng.standard_normal((4, 3, 8, 8)).astype(np.float32)] * 3))
+np.save("nlabels.npy", np.concatenate([rng.integers(0, 10, 4)] * 3).astype(np.int64))
 PY
 no_host() { # LOG: every stage line of --cuda-explain says 0 on the host
   grep -q "steps a micro-batch" "$1" || fail "$1: no --cuda-explain summary"
@@ -57,6 +83,14 @@ for pp in 1 2; do
     --backend $be --cuda-explain --save-weights remu$pp --log-json rlog$pp.json 2>rerr$pp.txt >/dev/null \
     || fail "ResNet-18 -pp $pp: $(tail -2 rerr$pp.txt)"
   no_host rerr$pp.txt
+  "$PPCC" n17.onnx --train --loss cross-entropy:logits -b 4 -pp $pp -o n$pp.plan -q
+  "$PPRT" n$pp.plan ndata --labels nlabels.npy --steps 3 --no-shuffle --optimizer sgd --lr 0.05 --momentum 0.9 \
+    --backend $be --cuda-explain --save-weights nemu$pp --log-json nlog$pp.json 2>nerr$pp.txt >/dev/null \
+    || fail "the opset-17 net -pp $pp: $(tail -2 nerr$pp.txt)"
+  no_host nerr$pp.txt
+  for k in "normalization gradient" "slice gradient" "resize gradient"; do
+    grep -q "$k" nerr$pp.txt || fail "the opset-17 net -pp $pp: no $k step"
+  done
 done
 # the first step's executors say where each stage runs and what went to the host, the later steps nothing;
 # a device's forward and backward stages share its GPU (-pp 2: stages 0 and 3 on device 0, 1 and 2 on 1)
@@ -73,11 +107,13 @@ fi
   --save-weights dref -q
 "$PPRT" r1.plan rdata --labels rlabels.npy --steps 3 --no-shuffle --optimizer sgd --lr 0.05 --momentum 0.9 \
   --backend ref --save-weights rref --log-json rlogref.json -q
+"$PPRT" n1.plan ndata --labels nlabels.npy --steps 3 --no-shuffle --optimizer sgd --lr 0.05 --momentum 0.9 \
+  --backend ref --save-weights nref --log-json nlogref.json -q
 TRAIN_BACKEND=$be "$PY" - <<'PY' || fail "the trained weights"
 import json, os, sys
 import numpy as np
 bad = 0
-for a, b in (("demu1", "demu2"), ("remu1", "remu2")):
+for a, b in (("demu1", "demu2"), ("remu1", "remu2"), ("nemu1", "nemu2")):
     names = sorted(os.listdir(a))
     diff = [n for n in names if np.load(os.path.join(a, n)).tobytes() != np.load(os.path.join(b, n)).tobytes()]
     if diff or names != sorted(os.listdir(b)):
@@ -89,13 +125,22 @@ for n in os.listdir("dref"):
     worst = max(worst, float(np.linalg.norm(e - r) / max(np.linalg.norm(r), 1e-30)))
 if worst > 1e-5:
     print(f"FAIL digits: cuda-emu's weights {worst:.3g} (relative, in norm) from the reference's"); bad += 1
+nworst = 0.0
+for n in os.listdir("nref"):
+    r = np.load(os.path.join("nref", n)).astype(np.float64)
+    e = np.load(os.path.join("nemu1", n)).astype(np.float64)
+    nworst = max(nworst, float(np.linalg.norm(e - r) / max(np.linalg.norm(r), 1e-30)))
+if nworst > 1e-5:
+    print(f"FAIL the opset-17 net: the weights {nworst:.3g} (relative, in norm) from the reference's"); bad += 1
 def losses(p):
     return [r["loss"] for r in json.load(open(p))["steps"]]
 le, lr = losses("rlog1.json"), losses("rlogref.json")
 if len(le) != 3 or len(lr) != 3 or any(abs(a - b) > 1e-3 * abs(b) for a, b in zip(le, lr)):
     print(f"FAIL ResNet-18 losses: cuda-emu {le}, ref {lr}"); bad += 1
 print(f"{os.environ.get('TRAIN_BACKEND', 'cuda-emu')}: digits: 20 AdamW steps, the same bits at -pp 1, 2, {worst:.2g} from ref; ResNet-18: 3 SGD steps, "
-      f"the same bits at -pp 1, 2, losses {', '.join(f'{a:.6f}' for a in le)} (ref {', '.join(f'{b:.6f}' for b in lr)})")
+      f"the same bits at -pp 1, 2, losses {', '.join(f'{a:.6f}' for a in le)} (ref {', '.join(f'{b:.6f}' for b in lr)}); "
+      f"the opset-17 net (InstanceNorm, bilinear upsampling, a stepped Slice, LayerNorm): 3 SGD steps, the same bits "
+      f"at -pp 1, 2, {nworst:.2g} from ref")
 sys.exit(1 if bad else 0)
 PY
 echo "ok: training on the CUDA step list ($be): no node on the host, the same bits across splits"

@@ -41,7 +41,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 torch.manual_seed(0)
-BACKENDS = ("ref", "dnnl", "cuda-emu")  # cuda-emu: the CUDA step list run on the host (grad ops on its host fallback)
+BACKENDS = ("ref", "dnnl", "cuda-emu")  # cuda-emu: the CUDA step list on the host (grad ops on their CUDA steps)
 
 
 def export(mod, args, path, input_names, mode=None):

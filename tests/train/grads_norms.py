@@ -9,7 +9,7 @@ Gradients from ppcc --train against PyTorch autograd.
 Each case is a small torch module with a loss, exported as a training
 export is (TrainingMode.TRAINING, no constant folding, opset 14); ppcc
 --train compiles the loss and the gradient of every weight, pprt runs it on
-the reference kernels and on oneDNN, and the loss and each weight's
+the reference kernels, on oneDNN and on cuda-emu, and the loss and each weight's
 gradient must match autograd's in float32 within rtol 1e-4 and an atol of
 1e-5 of the largest gradient (sums run in another order on each side).
 A weight placed before an op (x + p, p of x's shape) makes the op's input
@@ -37,6 +37,9 @@ Refused, exit 2 and named: LSTM with clip or other activations, a
 training-mode Dropout whose mask output is read. Training-mode Dropout:
 tests/train/dropout.py. Ops torch does not export are made by editing the exported graph
 (patch=). PP_TRAIN_CASES=REGEX runs only the cases it finds in their names.
+Every case also runs on cuda-emu (the CUDA step list), whose gradients must
+meet the same bounds; the normalizations' and the 1-D and 2-D resizes'
+cases (NO_HOST) must have no step on its host fallback there.
 Usage: grads.py PPCC PPRT WORK"""
 import os
 import re
@@ -46,6 +49,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import testlib  # noqa: E402
 from testlib import check  # noqa: E402
+from trainlib import host_steps  # noqa: E402
 
 PPCC, PPRT, WORK = sys.argv[1:4]
 testlib.start(WORK, "train_grads_norms")
@@ -56,7 +60,12 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 torch.manual_seed(0)
-BACKENDS = ("ref", "dnnl")
+BACKENDS = ("ref", "dnnl", "cuda-emu")  # cuda-emu: the CUDA step list run on the host
+# the cases whose gradient ops have CUDA steps (pp.LayerNormGrad, pp.InstanceNormGrad, pp.ResizeGrad over at most
+# two axes): on cuda-emu, no step of theirs may run on the host fallback (but layernorm_broadcast_scale_op17's and
+# groupnorm_op21_rank2's forward ops, a LayerNormalization with a broadcast scale and a GroupNormalization of rank 2,
+# which the CUDA planner leaves to the host)
+NO_HOST = r"layernorm_(?!broadcast).*op17|instancenorm|groupnorm_(?!op21_rank2)|resize_(?!trilinear)"
 ONLY = os.environ.get("PP_TRAIN_CASES")  # a regular expression: run only the cases it finds in their names
 
 
@@ -73,6 +82,13 @@ def export(mod, args, path, input_names, opset=14, train=True, patch=None):
         m = onnx.load(path)
         patch(m.graph)
         onnx.save(m, path)
+
+
+def check_no_host(name, be, plan, data):
+    """on cuda-emu, a NO_HOST case's plan runs with no step on the host fallback"""
+    if be == "cuda-emu" and re.search(NO_HOST, name):
+        h = host_steps(PPRT, plan, data)
+        check(h == 0, f"{name} on {be}: {h} steps on the host fallback (--cuda-explain), want 0")
 
 
 def run_case(name, mod, inputs, loss="out", labels=None, target=None, torch_loss=None, rtol=1e-4, pp=1, opset=14,
@@ -118,6 +134,7 @@ def run_case(name, mod, inputs, loss="out", labels=None, target=None, torch_loss
         check(r.returncode == 0, f"{name} on {be}: pprt exit {r.returncode}: {r.stderr.strip()[-400:]}")
         if r.returncode:
             continue
+        check_no_host(name, be, plan, os.path.join(d, "data"))
         got_loss = np.load(os.path.join(o, "loss.npy"))
         wl = want_loss.detach().numpy()
         check(np.allclose(got_loss, wl, rtol=rtol, atol=1e-6), f"{name} on {be}: loss {got_loss} want {wl}")
@@ -508,6 +525,7 @@ def onnx_case(name, build, params, inputs, torch_loss, opset, rtol=1e-4):
         check(r.returncode == 0, f"{name} on {be}: pprt exit {r.returncode}: {r.stderr.strip()[-400:]}")
         if r.returncode:
             continue
+        check_no_host(name, be, plan, os.path.join(d, "data"))
         got = np.load(os.path.join(o, "loss.npy"))
         check(np.allclose(got, wl.detach().numpy(), rtol=rtol, atol=1e-6), f"{name} on {be}: loss {got} want {wl}")
         M = max(float(np.abs(w).max()) for w in want.values())

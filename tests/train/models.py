@@ -26,7 +26,11 @@ running statistics (which pprt writes back after each step) within 1e-2 of
 PyTorch's (the weights they come from drift apart as the losses do), and the
 training export with the trained weights put back as an inference model
 (ppcc --save-onnx --eval-mode) gives in onnxruntime the eval outputs PyTorch
-gives with those weights and statistics, within 1e-4.
+gives with those weights and statistics, within 1e-4. Then one step of a
+small U-Net (tests/models/zoo.py's, 32x32; its nearest upsampling's
+gradient is pp.ResizeGrad) on ref and on cuda-emu at -pp 1 and 2 against
+PyTorch, cuda-emu with no node on the host fallback, the same bits at both
+splits and with pp.ResizeGrad on the host fallback.
 Usage: models.py PPCC PPRT WORK"""
 import json
 import os
@@ -207,5 +211,69 @@ if r.returncode == 0:
         got = np.load(os.path.join("twin_after", k + ".npy"))
         want = twin.state_dict()[k].numpy()
         check(np.allclose(got, want, rtol=1e-5, atol=1e-6), f"twin: {k} {got} vs PyTorch's {want}")
+
+# U-Net (tests/models/zoo.py's: BatchNorm in training mode, ConvTranspose and nearest Resize upsampling, skips
+# concatenated) at 32x32, per-pixel cross-entropy, one step: on ref and on cuda-emu at -pp 1 and 2 each gradient
+# within ResNet-18's bound on ref of PyTorch's (measured 5.6e-6 and 5.2e-6 of the tensor's largest; this seed
+# leaves no BatchNorm channel at a ReLU's kink), cuda-emu with no node on the host fallback (pp.ResizeGrad,
+# the upsampling's gradient, on the own kernel: --cuda-explain), the same bits at both splits and the same bits
+# as with pp.ResizeGrad on the host fallback (--cuda-host-ops: the kernel gathers the reference's terms in its
+# order)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+import zoo  # noqa: E402
+
+torch.manual_seed(2)
+unet = zoo.UNet().train()
+xu, yu = torch.randn(2, 3, 32, 32), torch.randint(0, 2, (2, 32, 32))
+os.makedirs("unet/data", exist_ok=True)
+torch.onnx.export(unet, (xu,), "unet/model.onnx", input_names=["x"], output_names=["out"], opset_version=14,
+                  training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+np.save("unet/data/x.npy", xu.numpy())
+np.save("unet/data/labels.npy", yu.numpy())
+unet.zero_grad()
+lossu = F.cross_entropy(unet(xu), yu)
+lossu.backward()
+wantu = {k: p.grad.numpy() for k, p in unet.named_parameters()}
+uouts = {}
+for pp, be, extra in ((1, "ref", []), (1, "cuda-emu", ["--cuda-explain"]), (2, "cuda-emu", ["--cuda-explain"]),
+                      (1, "cuda-emu", ["--cuda-host-ops", "pp.ResizeGrad", "--cuda-explain"])):
+    tag = f"U-Net -pp {pp} on {be}{' ' + ' '.join(extra[:2]) if len(extra) > 1 else ''}"
+    plan = f"unet/u{pp}.plan"
+    if not os.path.exists(plan):
+        r = subprocess.run([PPCC, "unet/model.onnx", "--train", "--loss", "cross-entropy:out", "-b", "2", "-pp",
+                            str(pp), "-q", "-o", plan], capture_output=True, text=True)
+        check(r.returncode == 0, f"{tag}: ppcc exit {r.returncode}: {r.stderr[-300:]}")
+        if r.returncode:
+            continue
+    o = f"unet/out{pp}_{be}{len(extra)}"
+    r = subprocess.run([PPRT, plan, "unet/data", "-o", o, "-q", "--backend", be, *extra], capture_output=True,
+                       text=True)
+    check(r.returncode == 0, f"{tag}: pprt exit {r.returncode}: {r.stderr[-300:]}")
+    if r.returncode:
+        continue
+    uouts[tag] = o
+    if extra:  # the host steps of each stage: none, or U-Net's one pp.ResizeGrad where it is asked for
+        summary = [ln for ln in r.stderr.splitlines() if "steps a micro-batch" in ln]
+        host = sum(int(ln.rsplit(",", 1)[1].split()[0]) for ln in summary)
+        check(summary and host == (1 if "--cuda-host-ops" in extra else 0), f"{tag}: {host} host steps: {summary}")
+        check("--cuda-host-ops" in extra or "resize gradient" in r.stderr, f"{tag}: no resize gradient kernel step")
+    got = float(np.load(os.path.join(o, "loss.npy")))
+    check(abs(got - float(lossu)) <= 1e-4 * abs(float(lossu)), f"{tag}: loss {got} vs {float(lossu)}")
+    worst = 0.0
+    for k, w in wantu.items():
+        g = read_grad(o, k, w.shape, tag)
+        if g is None:
+            continue
+        worst = max(worst, float((np.abs(g - w) / (np.abs(w).max() + 1e-30)).max()))
+        bad = np.abs(g - w) > 2e-3 * np.abs(w) + 2e-4 * float(np.abs(w).max())
+        check(not bad.any(), f"{tag}: {k}: {int(bad.sum())} of {w.size} off")
+    print(f"{tag}: loss {got:.6f} (PyTorch {float(lossu):.6f}); {len(wantu)} gradients, the largest difference "
+          f"{worst:.2e} of its tensor's largest")
+emu = [o for t, o in uouts.items() if "cuda-emu" in t]
+check(len(emu) == 3, f"U-Net: {len(emu)} of 3 cuda-emu runs")
+for o in emu[1:]:
+    same = sorted(os.listdir(o)) == sorted(os.listdir(emu[0])) and all(
+        np.array_equal(np.load(os.path.join(emu[0], n)), np.load(os.path.join(o, n))) for n in os.listdir(emu[0]))
+    check(same, f"U-Net on cuda-emu: {o} is not {emu[0]}'s bits")
 
 testlib.finish("train_models")

@@ -109,6 +109,18 @@ def step_run(ppcc, pprt, model, d, batch, pp, be, tag):
     return None if r.returncode else o
 
 
+def host_steps(pprt, plan, data, be="cuda-emu"):
+    """The host-fallback steps of every stage of `plan` run once over `data` on backend be with --cuda-explain
+    (its per-stage summary lines, "... N on the host"), summed; None when the run fails."""
+    import subprocess
+    r = subprocess.run([pprt, plan, data, "-o", os.path.join(os.path.dirname(plan), "explain_out"), "-q", "--backend",
+                        be, "--cuda-explain"], capture_output=True, text=True)
+    lines = [ln for ln in r.stderr.splitlines() if "steps a micro-batch" in ln]
+    if r.returncode or not lines:
+        return None
+    return sum(int(ln.rsplit(",", 1)[1].split()[0]) for ln in lines)
+
+
 def check_same_outputs(a, b, what):
     """The output folders a and b hold the same files with the same bits (skipped where either is missing)."""
     if os.path.isdir(a) and os.path.isdir(b):

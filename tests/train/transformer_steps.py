@@ -9,11 +9,14 @@ of data indices) and HF GPT2LMHeadModel (2 layers, hidden 64, causal mask by
 Where, embeddings tied to the head, token-level cross-entropy over logits
 [N, V, T]). Random weights, exported as for training (TrainingMode.TRAINING,
 no constant folding, opset 14); the Dropout modules (p = 0) are replaced by
-Identity before the export, Dropout's rule being another part's.
+Identity before the export, Dropout's rule being another part's. The ViT
+again exported at opset 17, where torch writes LayerNormalization (its
+gradient pp.LayerNormGrad, on the own kernel on cuda-emu).
 
 The loss and EVERY weight's gradient are compared at -pp 1, 2 and 4 on the
 reference kernels, at -pp 1 on oneDNN and at -pp 1 and 2 on cuda-emu (the
-CUDA step list; its two splits must give the same bits): the loss within rtol 1e-4; a
+CUDA step list; its two splits must give the same bits, and no node may run
+on its host fallback: --cuda-explain at -pp 2): the loss within rtol 1e-4; a
 gradient g against autograd's w elementwise within
     |g - w| <= 1e-3 |w| + 1e-5 max(max|w|, 1e-3 M)
 with M the largest gradient of any weight of the model (the float32 sums of
@@ -30,7 +33,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import testlib  # noqa: E402
 from testlib import check  # noqa: E402
-from trainlib import check_same_outputs, check_step, file_name, step_run  # noqa: E402,F401
+from trainlib import check_same_outputs, check_step, file_name, host_steps, step_run  # noqa: E402,F401
 
 PPCC, PPRT, WORK = sys.argv[1:4]
 testlib.start(WORK, "train_transformers")
@@ -56,14 +59,14 @@ def no_dropout(mod):
     return mod
 
 
-def one_step(name, mod, x, labels):
+def one_step(name, mod, x, labels, opset=14):
     """cross-entropy of mod(x) (classes on axis 1) against labels: ppcc/pprt vs autograd."""
     t0 = time.time()
     d = os.path.join(WORK, name)
     os.makedirs(os.path.join(d, "data"), exist_ok=True)
     mod = no_dropout(mod)
     path = os.path.join(d, "model.onnx")
-    torch.onnx.export(mod, (x,), path, input_names=["x"], output_names=["out"], opset_version=14,
+    torch.onnx.export(mod, (x,), path, input_names=["x"], output_names=["out"], opset_version=opset,
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
     np.save(os.path.join(d, "data", "x.npy"), x.numpy())
     np.save(os.path.join(d, "data", "labels.npy"), labels.numpy())
@@ -81,6 +84,9 @@ def one_step(name, mod, x, labels):
             continue
         err = max(err, check_step(o, want_loss.item(), want, tag, RTOL, ATOL_OF_MAX))
     check_same_outputs(*(os.path.join(d, f"out_cuda-emu_pp{pp}") for pp in (1, 2)), f"{name}: cuda-emu at -pp 1, 2")
+    if os.path.exists(os.path.join(d, "pp2.plan")):
+        h = host_steps(PPRT, os.path.join(d, "pp2.plan"), os.path.join(d, "data"))
+        check(h == 0, f"{name}: {h} steps on the host fallback at -pp 2 on cuda-emu (--cuda-explain), want 0")
     worst[name] = err
     print(f"{name}: {len(want)} weights, worst error beyond rtol {err:.2e} of the largest gradient, "
           f"{time.time() - t0:.1f} s", flush=True)
@@ -111,6 +117,9 @@ class ViT(nn.Module):
 
 
 one_step("vit", ViT(), torch.randn(4, 3, 16, 16), torch.tensor([1, 7, 3, 3]))
+# the same ViT exported at opset 17: its LayerNorms as LayerNormalization, their gradients pp.LayerNormGrad
+torch.manual_seed(3)
+one_step("vit_opset17", ViT(), torch.randn(4, 3, 16, 16), torch.tensor([2, 0, 5, 9]), opset=17)
 
 try:
     from timm.models.vision_transformer import VisionTransformer
