@@ -143,6 +143,12 @@ pp_status pp_fold(pp_graph *g, pp_err *err);
 pp_status pp_unroll_node(pp_graph *g, int i, size_t *added, pp_err *err);
 pp_status pp_simplify(pp_graph *g, pp_err *err);
 pp_status pp_fuse(pp_graph *g, pp_err *err);
+/* Of pp_fuse, only the fusions that are an op's own semantics and whose op
+ * has a gradient rule: the decomposed LayerNorm into LayerNormalization, the
+ * Erf GELU into Gelu. ppcc --train runs it before pp_autodiff, so that the
+ * gradient reads (and the stages keep) X rather than each intermediate;
+ * weights that train (is_param) may be the LayerNorm's scale and shift. */
+pp_status pp_fuse_train(pp_graph *g, pp_err *err);
 /* The chains that a backend may run as one kernel (passes/fuse.c): a
  * convolution, MatMul or Gemm followed by up to PP_CHAIN_LINKS nodes, each
  * elementwise (an activation, binary arithmetic) on the output of the one
