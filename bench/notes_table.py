@@ -16,9 +16,10 @@ classes), fp16 mixed precision and AdamW, by ppcc's device memory model
 each with --max-memory 24GiB (an RTX 3090's 24 GiB) and the model's default
 --reserve (1.5 GiB: CUDA context, libraries, allocator). Exports come from
 bench/notes_export.py (WORK, default /work/exports/notes; never the
-repository). Writes WORK/results/*.json and prints the Markdown table.
+repository). Writes WORK/results/*.json (or --out DIR) and prints the
+Markdown table.
 
-Usage: bench/notes_table.py [BUILD_DIR] [--work DIR] [--models a,b] [--cap 24GiB]"""
+Usage: bench/notes_table.py [BUILD_DIR] [--work DIR] [--out DIR] [--models a,b] [--cap 24GiB]"""
 import argparse
 import json
 import os
@@ -120,10 +121,11 @@ def main():
     ap.add_argument("--work", default="/work/exports/notes")
     ap.add_argument("--models", default=",".join(NOTES))
     ap.add_argument("--cap", default="24GiB")
+    ap.add_argument("--out", help="where the JSON, the logs and the table go (default WORK/results)")
     a = ap.parse_args()
     WORK = a.work
     ppcc = os.path.join(a.build, "ppcc")
-    out = os.path.join(WORK, "results")
+    out = a.out or os.path.join(WORK, "results")
     os.makedirs(out, exist_ok=True)
     models = a.models.split(",")
     r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "notes_export.py"), WORK, *models])
