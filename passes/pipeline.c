@@ -186,6 +186,12 @@ void pp_unsplit(pp_graph *g) {
 pp_status pp_run_split_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     if (g->n_stages) pp_unsplit(g);
     g->over_stage = -1;
+    pp_compile_opts mo; /* a training split by the devices' memory: its cut first */
+    if (o->train_on && o->policy == PP_POLICY_MEMORY && o->n_stages == 2 && o->train_cut <= 0) {
+        mo = *o;
+        PP_TRY(pp_train_memory_cut(g, o, &mo.train_cut, err));
+        o = &mo;
+    }
     PP_TRY(o->train_on ? pp_partition_train(g, o, err) : pp_partition(g, o, err));
     PP_TRY(pp_boundaries(g, err));
     PP_TRY(pp_memplan(g, err));

@@ -119,9 +119,8 @@ def totals(b, extra):
     return [float(ln.split()[6]) * 1e6 for ln in r.stdout.split("GPipe_total")[1].splitlines()[1:3]]
 
 
-for extra in (["--memory-model", "cuda", "--precision", "fp16", "--loss-scale", "dynamic", "--optimizer", "adamw"],
-              ["--memory-model", "cuda", "--precision", "fp16", "--loss-scale", "dynamic", "--optimizer", "adamw",
-               "--recompute", "all"]):
+CUDA16 = ["--memory-model", "cuda", "--precision", "fp16", "--loss-scale", "dynamic", "--optimizer", "adamw"]
+for extra in (CUDA16, CUDA16 + ["--recompute", "all"], CUDA16 + ["--policy", "memory"]):
     at24 = totals(24, extra)
     if not at24:
         continue
@@ -136,6 +135,21 @@ for extra in (["--memory-model", "cuda", "--precision", "fp16", "--loss-scale", 
     check(best >= 24 and at and over and max(at) <= cap - RESERVE + 1e3 < max(over) + 2e3,
           f"--max-batch {extra} found {best} under {(cap - RESERVE) / 1e6:.3f} MB: the report gives {at} there and "
           f"{over} at {best + 1}")
+
+# --policy memory at -pp 2 (passes/partition_train.c, pp_train_memory_cut): the cut whose devices' largest
+# 1F1B total is smallest; no cut a user can name (--split-at each module of the Sequential) does better, nor
+# the auto split
+at64 = {sp: totals(64, CUDA16 + list(sp)) for sp in [("--policy", "memory"), ("--policy", "auto")] +
+        [("--split-at", str(k)) for k in range(1, 10)]}
+mem = at64.pop(("--policy", "memory"))
+others = {" ".join(k): max(v) for k, v in at64.items() if v}
+check(mem and len(others) == 10 and all(max(mem) <= m + 1e3 for m in others.values()),
+      f"--policy memory's devices {mem} at micro-batch 64: some split has a smaller largest device: {others}")
+
+# a micro-batch ppcc cannot compile (a tensor beyond this machine's memory) is one that does not fit, not an error
+r = ppcc("-pp", "2", "--max-batch", "--max-memory", "100TiB", *CUDA16)
+check(r.returncode == 0 and ("ppcc cannot compile it" in r.stdout or "every micro-batch up to" in r.stdout),
+      f"--max-batch under 100TiB: exit {r.returncode}: {r.stdout[-300:]} {r.stderr[-300:]}")
 
 for args, msg in ((["--zero", "1"], "--zero 1 is a figure of the device memory model"),
                   (["--precision", "fp8"], "--precision needs f32, bf16 or fp16, got 'fp8'")):
