@@ -10,6 +10,8 @@ classes), fp16 mixed precision and AdamW, by ppcc's device memory model
          NUM_MICRO_BATCHES = 2 x pp in the notes' hybrid example): the
          micro-batch, x4 (1F1B: device 0 keeps 2 micro-batches, device 1 one)
   pp=2 recompute: the same with --recompute all
+  pp=2 memory: the same with --policy memory (the cut that balances the
+         two devices' training totals: passes/partition_train.c)
   pp=2 at the notes' cut: -pp 2 --split-at (the notes' SPLIT_NODE), the
          micro-batch bisected here by compiling (--max-batch takes the auto
          split only; a plan whose device is over the cap is refused, exit 2)
@@ -41,6 +43,7 @@ RUNS = {  # name: (extra options, the batch in micro-batches: dp=2's two replica
     "dp2_zero1": (["-pp", "1", "--micro-batches", "1", "--replicas", "2", "--zero", "1"], 2),
     "pp2": (["-pp", "2", "--micro-batches", "4"], 4),
     "pp2_recompute": (["-pp", "2", "--micro-batches", "4", "--recompute", "all"], 4),
+    "pp2_memory": (["-pp", "2", "--micro-batches", "4", "--policy", "memory"], 4),
 }
 
 
@@ -149,8 +152,8 @@ def main():
                     + " | ".join(cells) + f" | {limit(res['pp2'])} | {secs} |")
         print(rows[-1], flush=True)
     head = ("| model | input | params | notes dp=2 | notes pp=2 | ppcc dp=2 | ppcc dp=2 ZeRO-1 | ppcc pp=2 (M=4) | "
-            "ppcc pp=2 --recompute all | ppcc pp=2 at the notes' cut | pp=2 limited by | ppcc s |\n"
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+            "ppcc pp=2 --recompute all | ppcc pp=2 --policy memory | ppcc pp=2 at the notes' cut | pp=2 limited by | "
+            "ppcc s |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     table = head + "\n" + "\n".join(rows)
     with open(os.path.join(out, "notes_table.md"), "w") as f:
         f.write(table + "\n")
