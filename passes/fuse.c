@@ -26,11 +26,12 @@
  * no other use and are not graph outputs. Ops are matched by their enum
  * (a misspelt one does not compile), and chains by the op table's traits.
  *
- * A training graph (ppcc --train) has the LayerNorm and GELU fusions run
- * before the gradient is built as well (pp_fuse_train): they are the ops'
- * own semantics, and their gradient rules (pp.LayerNormGrad, Gelu's
- * derivative) read X alone where the nine and five ops' rules read their
- * intermediates, which each micro-batch in flight would keep. The folds that
+ * A training graph (ppcc --train) has the LayerNorm, GELU and SiLU fusions
+ * run before the gradient is built as well (pp_fuse_train): they are the
+ * ops' own semantics, and their gradient rules (pp.LayerNormGrad, Gelu's
+ * and SiLU's derivatives) read X alone where the nine, five and two ops'
+ * rules read their intermediates, which each micro-batch in flight would
+ * keep. The folds that
  * bake weights (BN or a layer scale into a Conv) wait for after it. */
 #include <float.h>
 #include <math.h>
@@ -918,6 +919,7 @@ pp_status pp_fuse_train(pp_graph *g, pp_err *err) {
     for (int i = 0; i < g->n_nodes; i++) {
         if (is(g, i, PP_OP_REDUCEMEAN)) PP_TRY(fuse_layernorm(g, i, &changed, err));
         else if (is(g, i, PP_OP_ERF)) PP_TRY(fuse_gelu(g, i, &changed, err));
+        else if (is(g, i, PP_OP_SIGMOID)) PP_TRY(fuse_self_gate(g, i, PP_OP_SILU, &changed, err));
     }
     pp_graph_compact(g);
     return changed ? pp_graph_infer(g, err) : PP_OK;

@@ -148,7 +148,8 @@ pp_status pp_simplify(pp_graph *g, pp_err *err);
 pp_status pp_fuse(pp_graph *g, pp_err *err);
 /* Of pp_fuse, only the fusions that are an op's own semantics and whose op
  * has a gradient rule: the decomposed LayerNorm into LayerNormalization, the
- * Erf GELU into Gelu. ppcc --train runs it before pp_autodiff, so that the
+ * Erf GELU into Gelu, x * Sigmoid(x) into pp.SiLU. ppcc --train runs it
+ * before pp_autodiff, so that the
  * gradient reads (and the stages keep) X rather than each intermediate;
  * weights that train (is_param) may be the LayerNorm's scale and shift. */
 pp_status pp_fuse_train(pp_graph *g, pp_err *err);

@@ -273,6 +273,10 @@ run_case("layernorm_broadcast_scale_op17", LNBroadcast(), [torch.randn(3, 4, 5)]
          patch=expand_into_layernorm)
 probe("linear_layernorm_gelu", (4, 6), lambda m, x: F.gelu(m.mods[1](m.mods[0](x))),
       rand_affine(nn.Linear(6, 8), nn.LayerNorm(8)), ops=(LN_FUSED[0] + ("Gelu",), LN_FUSED[1] + ("Erf",)))
+# x * Sigmoid(x) (torch's SiLU at opset 14) fused into pp.SiLU before the gradient, and as written
+probe("silu_fused", (3, 4, 5), lambda m, x: F.silu(x * 2), ops=(("pp.SiLU",), ("Sigmoid",)))
+probe("silu_unfused", (3, 4, 5), lambda m, x: F.silu(x * 2), args=("--disable-pass", "fuse"),
+      ops=(("Sigmoid",), ("pp.SiLU",)))
 probe("linear_layernorm_gelu_unfused", (4, 6), lambda m, x: F.gelu(m.mods[1](m.mods[0](x))),
       rand_affine(nn.Linear(6, 8), nn.LayerNorm(8)), args=("--disable-pass", "fuse"),
       ops=(("Erf", "ReduceMean"), ("Gelu", "LayerNormalization")))
