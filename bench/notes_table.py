@@ -10,15 +10,18 @@ classes), fp16 mixed precision and AdamW, by ppcc's device memory model
          NUM_MICRO_BATCHES = 2 x pp in the notes' hybrid example): the
          micro-batch, x4 (1F1B: device 0 keeps 2 micro-batches, device 1 one)
   pp=2 recompute: the same with --recompute all
+  pp=2 memory: the same with --policy memory (the cut that balances the
+         two devices' training totals: passes/partition_train.c)
   pp=2 at the notes' cut: -pp 2 --split-at (the notes' SPLIT_NODE), the
          micro-batch bisected here by compiling (--max-batch takes the auto
          split only; a plan whose device is over the cap is refused, exit 2)
 each with --max-memory 24GiB (an RTX 3090's 24 GiB) and the model's default
 --reserve (1.5 GiB: CUDA context, libraries, allocator). Exports come from
 bench/notes_export.py (WORK, default /work/exports/notes; never the
-repository). Writes WORK/results/*.json and prints the Markdown table.
+repository). Writes WORK/results/*.json (or --out DIR) and prints the
+Markdown table.
 
-Usage: bench/notes_table.py [BUILD_DIR] [--work DIR] [--models a,b] [--cap 24GiB]"""
+Usage: bench/notes_table.py [BUILD_DIR] [--work DIR] [--out DIR] [--models a,b] [--cap 24GiB]"""
 import argparse
 import json
 import os
@@ -40,6 +43,7 @@ RUNS = {  # name: (extra options, the batch in micro-batches: dp=2's two replica
     "dp2_zero1": (["-pp", "1", "--micro-batches", "1", "--replicas", "2", "--zero", "1"], 2),
     "pp2": (["-pp", "2", "--micro-batches", "4"], 4),
     "pp2_recompute": (["-pp", "2", "--micro-batches", "4", "--recompute", "all"], 4),
+    "pp2_memory": (["-pp", "2", "--micro-batches", "4", "--policy", "memory"], 4),
 }
 
 
@@ -120,10 +124,11 @@ def main():
     ap.add_argument("--work", default="/work/exports/notes")
     ap.add_argument("--models", default=",".join(NOTES))
     ap.add_argument("--cap", default="24GiB")
+    ap.add_argument("--out", help="where the JSON, the logs and the table go (default WORK/results)")
     a = ap.parse_args()
     WORK = a.work
     ppcc = os.path.join(a.build, "ppcc")
-    out = os.path.join(WORK, "results")
+    out = a.out or os.path.join(WORK, "results")
     os.makedirs(out, exist_ok=True)
     models = a.models.split(",")
     r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "notes_export.py"), WORK, *models])
@@ -147,8 +152,8 @@ def main():
                     + " | ".join(cells) + f" | {limit(res['pp2'])} | {secs} |")
         print(rows[-1], flush=True)
     head = ("| model | input | params | notes dp=2 | notes pp=2 | ppcc dp=2 | ppcc dp=2 ZeRO-1 | ppcc pp=2 (M=4) | "
-            "ppcc pp=2 --recompute all | ppcc pp=2 at the notes' cut | pp=2 limited by | ppcc s |\n"
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+            "ppcc pp=2 --recompute all | ppcc pp=2 --policy memory | ppcc pp=2 at the notes' cut | pp=2 limited by | "
+            "ppcc s |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     table = head + "\n" + "\n".join(rows)
     with open(os.path.join(out, "notes_table.md"), "w") as f:
         f.write(table + "\n")

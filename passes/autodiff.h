@@ -108,7 +108,8 @@ void pp_train_params_fix(pp_graph *g);
  * [2] input PP_DROPOUT_SEED_NAME = {seed, counter} that pprt --epochs feeds
  * per micro-batch (a negative counter turns dropout off). Runs before the
  * infer pass (passes/grad_math.c). A Dropout whose mask output is read is
- * refused. */
+ * refused. One in training mode with ratio 0 (its mask unread) becomes an
+ * Identity, so that no copy of its input is kept for the backward. */
 #define PP_DROPOUT_SEED_NAME "dropout_seed"
 pp_status pp_train_dropout(pp_graph *g, pp_err *err);
 

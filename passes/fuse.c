@@ -24,7 +24,15 @@
  * absorbed nodes' scopes are kept too, so a split can still name them
  * (--exec-seq "bn1"). Patterns only match when the intermediate values have
  * no other use and are not graph outputs. Ops are matched by their enum
- * (a misspelt one does not compile), and chains by the op table's traits. */
+ * (a misspelt one does not compile), and chains by the op table's traits.
+ *
+ * A training graph (ppcc --train) has the LayerNorm, GELU and SiLU fusions
+ * run before the gradient is built as well (pp_fuse_train): they are the
+ * ops' own semantics, and their gradient rules (pp.LayerNormGrad, Gelu's
+ * and SiLU's derivatives) read X alone where the nine, five and two ops'
+ * rules read their intermediates, which each micro-batch in flight would
+ * keep. The folds that
+ * bake weights (BN or a layer scale into a Conv) wait for after it. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -655,11 +663,13 @@ static bool mean_last(const pp_graph *g, int n) {
     return na == 1 && (axes[0] == -1 || axes[0] == r - 1) && keep;
 }
 
-/* A LayerNormalization scale or shift: a constant f32 vector of the normalized length */
+/* A LayerNormalization scale or shift: an f32 vector of the normalized
+ * length, constant or (before the gradient, pp_fuse_train) a weight that
+ * trains, a variable until pp_train_params_fix */
 static bool ln_param(const pp_graph *g, int v, int64_t len) {
     if (v < 0) return false;
     const pp_value *p = &g->values[v];
-    return p->is_const && p->dtype == PP_F32 && p->shape.rank == 1 && p->shape.dim[0] == len;
+    return (p->is_const || p->is_param) && p->dtype == PP_F32 && p->shape.rank == 1 && p->shape.dim[0] == len;
 }
 
 static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err) {
@@ -902,6 +912,18 @@ pp_status pp_attention_chains(const pp_graph *g, bool *keep, int *tail, pp_err *
 }
 
 /* ---- the pass ----------------------------------------------------------------------------------- */
+
+pp_status pp_fuse_train(pp_graph *g, pp_err *err) {
+    bool changed = false;
+    PP_TRY(pp_graph_index_uses(g, err));
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (is(g, i, PP_OP_REDUCEMEAN)) PP_TRY(fuse_layernorm(g, i, &changed, err));
+        else if (is(g, i, PP_OP_ERF)) PP_TRY(fuse_gelu(g, i, &changed, err));
+        else if (is(g, i, PP_OP_SIGMOID)) PP_TRY(fuse_self_gate(g, i, PP_OP_SILU, &changed, err));
+    }
+    pp_graph_compact(g);
+    return changed ? pp_graph_infer(g, err) : PP_OK;
+}
 
 pp_status pp_fuse(pp_graph *g, pp_err *err) {
     bool changed = false;

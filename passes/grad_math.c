@@ -2,6 +2,7 @@
  * (ir/ops_math.def, ir/ops_unary.def, the reductions of ops_nn.def). Each
  * rule reads the gradient of its node's outputs and gives each input that
  * wants one its share, undoing broadcasting (autodiff.h). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,8 +81,34 @@ pp_status pp_grad_div(pp_ad *ad, int node, pp_err *err) {
     return PP_OK;
 }
 
+/* Each op's derivative as ir/ops_unary.def writes it (PP_UNARY_GRAD), as text. */
+static const char *const grad_formulas[PP_OP_COUNT] = {
+#define PP_UNARY(E, NAME, TR, FLOPS, A0, D0, A1, D1, F)
+#define PP_UNARY_OWN(E, NAME, TR, FLOPS, F)
+#define PP_EW_FORMULA(E, F)
+#define PP_UNARY_GRAD(E, D) [PP_OP_##E] = #D,
+#include "../ir/ops_unary.def"
+#undef PP_UNARY_GRAD
+#undef PP_UNARY
+#undef PP_UNARY_OWN
+#undef PP_EW_FORMULA
+};
+
+static bool ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+/* Whether op's derivative reads the identifier c: 'v' (the input) or 'w'
+ * (the output); true where the op has no formula here. */
+static bool formula_reads(pp_op op, char c) {
+    const char *f = grad_formulas[op];
+    if (!f) return true;
+    for (const char *p = f; *p; p++)
+        if (*p == c && (p == f || !ident_char(p[-1])) && !ident_char(p[1])) return true;
+    return false;
+}
+
 /* every PP_UNARY_GRAD op: pp.UnaryGrad(x, y, gy), the forward node's
- * attributes passed on (alpha, beta, gamma: the kernel reads the op's own) */
+ * attributes passed on (alpha, beta, gamma: the kernel reads the op's own);
+ * x or y in the other's slot where the derivative does not read it */
 pp_status pp_grad_unary(pp_ad *ad, int node, pp_err *err) {
     pp_graph *g = pp_ad_graph(ad);
     const pp_node *n = ad_node(ad, node);
@@ -95,10 +122,15 @@ pp_status pp_grad_unary(pp_ad *ad, int node, pp_err *err) {
     a[na++] = pp_ad_attr_str("op", pp_op_table[n->op].name);
     for (int k = 0; k < n->n_attrs && na < 8; k++)
         if (n->attrs[k].type == PP_ATTR_FLOAT) a[na++] = n->attrs[k];
-    const int in[3] = {n->in[0], n->out[0], pp_ad_gy(ad, node, 0)};
+    /* a slot whose operand the derivative does not read holds the other one,
+     * so that the stage keeps only what the formula reads (Gelu's, Relu's: X;
+     * Sigmoid's, Tanh's, Exp's: Y) */
+    const int x = n->in[0], y = n->out[0];
+    const bool rv = formula_reads(n->op, 'v'), rw = formula_reads(n->op, 'w');
+    const int in[3] = {rv || !rw ? x : y, rw ? y : x, pp_ad_gy(ad, node, 0)};
     int r;
     PP_TRY(pp_ad_emit(ad, PP_OP_UNARYGRAD, in, 3, a, na, &r, 1, err));
-    return pp_ad_give(ad, in[0], r, err);
+    return pp_ad_give(ad, x, r, err);
 }
 
 /* A reduction's reduced axes into red[] (none: *noop, the op is an
@@ -404,10 +436,36 @@ static double training_ratio(const pp_graph *g, const pp_node *n) {
     return v > 0 ? v : -1;
 }
 
+/* Whether n is a Dropout in training mode with a constant ratio of 0 whose
+ * mask output nobody reads: an Identity (timm's Mlp and attention keep
+ * nn.Dropout(0.0) modules, which a training export writes as Dropout) */
+static bool keeps_all(const pp_graph *g, const pp_node *n) {
+    if (n->n_in < 3 || n->in[2] < 0 || n->in[1] < 0) return false;
+    const pp_value *t = &g->values[n->in[2]], *r = &g->values[n->in[1]];
+    if (!t->is_const || !t->data || t->dtype != PP_BOOL || !*(const uint8_t *)t->data) return false;
+    if (!r->is_const || !r->data || (r->dtype != PP_F32 && r->dtype != PP_F64)) return false;
+    if ((r->dtype == PP_F64 ? *(const double *)r->data : *(const float *)r->data) != 0) return false;
+    if (n->n_out > 1 && n->out[1] >= 0 && (g->values[n->out[1]].n_uses > 0 || g->values[n->out[1]].is_output))
+        return false;
+    return true;
+}
+
 pp_status pp_train_dropout(pp_graph *g, pp_err *err) {
     int seed = -1;
+    bool changed = false;
     for (int i = 0; i < g->n_nodes; i++) {
         if (g->nodes[i].op != PP_OP_DROPOUT) continue;
+        if (keeps_all(g, &g->nodes[i])) {
+            /* an Identity, which simplify removes after the gradient: the backward
+             * then reads the Dropout's input, not a copy of it kept beside it */
+            pp_node *n = &g->nodes[i];
+            if (n->n_out > 1 && n->out[1] >= 0) g->values[n->out[1]].producer = -1; /* unread: dropped */
+            n->op = PP_OP_IDENTITY;
+            n->n_in = n->n_out = 1;
+            n->attrs = NULL, n->n_attrs = 0;
+            changed = true;
+            continue;
+        }
         const double ratio = training_ratio(g, &g->nodes[i]);
         if (ratio < 0) continue;
         if (g->nodes[i].n_out > 1 && g->nodes[i].out[1] >= 0) {
@@ -455,7 +513,7 @@ pp_status pp_train_dropout(pp_graph *g, pp_err *err) {
         n->in[1] = seed;
         n->n_in = 2;
     }
-    return seed >= 0 ? pp_graph_verify(g, err) : PP_OK;
+    return seed >= 0 || changed ? pp_graph_verify(g, err) : PP_OK;
 }
 
 /* pp.Dropout: dX = gy mask (the mask the forward drew) */

@@ -997,7 +997,12 @@ static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, bool *gl
     bool scoped = has_scopes(g);
     g->split_cost = -1;
     for (int i = 0; i < g->n_nodes; i++) g->nodes[i].recovered = scoped && g->nodes[i].n_scope == 0;
-    if (o->policy == PP_POLICY_CUSTOM) {
+    const bool forced = o->train_cut > 0 && p == 2; /* pp_train_memory_cut's */
+    if (forced) {
+        cuts[0] = o->train_cut < g->n_nodes ? o->train_cut : g->n_nodes - 1;
+        n_cuts = 1;
+        PP_TRY(snap_cuts(g, o, glued, cuts, n_cuts, err));
+    } else if (o->policy == PP_POLICY_CUSTOM) {
         if (o->exec_seq && o->n_split_at)
             return PP_FAIL(err, PP_EINVAL, "give --split-at or --exec-seq, not both");
         if (o->exec_seq) PP_TRY(cuts_exec_seq(g, o, cuts, &n_cuts, err));
@@ -1013,7 +1018,7 @@ static pp_status partition_glued(pp_graph *g, const pp_compile_opts *o, bool *gl
         if (o->cap_stage[k] >= p)
             return PP_FAIL(err, PP_EINVAL, "--max-memory %d:...: there is no stage %d, the split has %d stage%s "
                            "(0..%d)", o->cap_stage[k], o->cap_stage[k], p, p == 1 ? "" : "s", p - 1);
-    if (o->policy != PP_POLICY_CUSTOM) {
+    if (!forced && o->policy != PP_POLICY_CUSTOM) {
         if (p < 1) return PP_FAIL(err, PP_EINVAL, "-pp must be at least 1, got %d", p);
         if (p > g->n_nodes)
             return PP_FAIL(err, PP_EINVAL,

@@ -11,6 +11,7 @@
  * node reads forward values of its own stage or earlier ones and gradients
  * of later ones, so sorting the nodes by their stage, stably, keeps every
  * producer before its readers (checked). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -319,4 +320,65 @@ done:
     free(fwd_of);
     free(virt);
     return s;
+}
+
+/* ---- --policy memory: the cut by the devices' totals --------------------------------------- */
+
+/* The two devices' 1F1B totals of g split before forward node k, and the
+ * cut made (*at: k moved past a chain of ops it fell in). */
+static pp_status cut_totals(const pp_graph *g, const pp_compile_opts *o, int k, double *t, int *at, pp_err *err) {
+    pp_compile_opts to = *o;
+    to.train_cut = k;
+    to.cap_all = 0, to.n_caps = 0; /* the totals, fitting or not */
+    to.dump_ir = NULL, to.dump_dot = NULL, to.quiet = true;
+    pp_graph w = {0};
+    PP_TRY(pp_graph_clone_borrowed(g, &w, err));
+    pp_status s = pp_run_split_passes(&w, &to, err);
+    for (int d = 0; s == PP_OK && d < 2; d++) {
+        pp_train_mem m;
+        pp_train_memory(&w, &to, d, &m);
+        t[d] = m.total_1f1b;
+    }
+    *at = 0;
+    for (int i = 0; s == PP_OK && i < w.n_nodes; i++) *at += w.nodes[i].stage == 0;
+    pp_graph_free_borrowed(&w);
+    return s;
+}
+
+/* The best of the distinct cuts within `steps` of from (its own totals t),
+ * walking down (dir -1) or up (+1) the forward nodes. */
+static pp_status cut_walk(const pp_graph *g, const pp_compile_opts *o, int from, int dir, int steps, int nf,
+                          double *best, int *cut, pp_err *err) {
+    double u[2];
+    int last = from, at;
+    for (int k = from + dir; k >= 1 && k <= nf - 1 && steps > 0; k += dir) {
+        PP_TRY(cut_totals(g, o, k, u, &at, err));
+        if (at == last || (dir < 0 && at >= from)) continue; /* inside a chain: the same cut */
+        last = at, steps--;
+        if (dir > 0 && at > k) k = at; /* past the chain */
+        if (fmax(u[0], u[1]) < *best) *best = fmax(u[0], u[1]), *cut = at;
+    }
+    return PP_OK;
+}
+
+pp_status pp_train_memory_cut(const pp_graph *g, const pp_compile_opts *o, int *cut, pp_err *err) {
+    int nf = 0;
+    for (int i = 0; i < g->n_nodes; i++) nf += !g->nodes[i].backward;
+    if (nf < 2) return PP_FAIL(err, PP_EINVAL, "-pp 2 asks for more stages than the forward graph has ops (%d)", nf);
+    double t[2], u[2];
+    int lo = 1, hi = nf - 1, at, at_hi;
+    PP_TRY(cut_totals(g, o, hi, t, &at_hi, err));
+    if (t[0] >= t[1])
+        while (lo < hi) { /* the first cut where device 0 holds at least what device 1 does */
+            const int mid = lo + (hi - lo) / 2;
+            PP_TRY(cut_totals(g, o, mid, u, &at, err));
+            if (u[0] >= u[1]) hi = mid, at_hi = at, t[0] = u[0], t[1] = u[1];
+            else lo = mid + 1;
+        }
+    /* the totals are not quite monotone in the cut (the messages at it, the
+     * arenas, a half value and its f32 copy): the cuts around it too */
+    double best = fmax(t[0], t[1]);
+    *cut = at_hi;
+    PP_TRY(cut_walk(g, o, at_hi, -1, 4, nf, &best, cut, err));
+    return cut_walk(g, o, at_hi, +1, 2, nf, &best, cut, err);
 }

@@ -93,6 +93,9 @@ typedef struct pp_compile_opts {
     /* --train: compile the gradient of the loss (passes/autodiff.c) */
     bool train_on;
     pp_train_opts train;
+    /* internal: > 0, a training split's one cut, before forward node
+     * train_cut (--policy memory at -pp 2 sets it: pp_train_memory_cut) */
+    int train_cut;
 } pp_compile_opts;
 
 /* Defaults: auto policy, 1 stage, depth 2, 8 micro-batches, CPU figures. */
@@ -143,6 +146,13 @@ pp_status pp_fold(pp_graph *g, pp_err *err);
 pp_status pp_unroll_node(pp_graph *g, int i, size_t *added, pp_err *err);
 pp_status pp_simplify(pp_graph *g, pp_err *err);
 pp_status pp_fuse(pp_graph *g, pp_err *err);
+/* Of pp_fuse, only the fusions that are an op's own semantics and whose op
+ * has a gradient rule: the decomposed LayerNorm into LayerNormalization, the
+ * Erf GELU into Gelu, x * Sigmoid(x) into pp.SiLU. ppcc --train runs it
+ * before pp_autodiff, so that the
+ * gradient reads (and the stages keep) X rather than each intermediate;
+ * weights that train (is_param) may be the LayerNorm's scale and shift. */
+pp_status pp_fuse_train(pp_graph *g, pp_err *err);
 /* The chains that a backend may run as one kernel (passes/fuse.c): a
  * convolution, MatMul or Gemm followed by up to PP_CHAIN_LINKS nodes, each
  * elementwise (an activation, binary arithmetic) on the output of the one
@@ -172,6 +182,16 @@ pp_status pp_partition(pp_graph *g, const pp_compile_opts *o, pp_err *err);
 /* The split of a gradient graph (passes/partition_train.c): -pp P makes 2P
  * stages, s the forward of split s and 2P-1-s its backward. */
 pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err);
+/* --train --policy memory -pp 2: the cut (a forward node index, for
+ * o->train_cut) whose two devices' totals under 1F1B (passes/train_memory.c:
+ * the weights' state, the arenas, the stash of the micro-batches each keeps,
+ * the messages) have the smallest maximum: bisection for the first cut where
+ * device 0 holds at least what device 1 does (its total grows as the cut
+ * moves later, device 1's shrinks, but for the messages at the cut and the
+ * arenas), then the best of the four distinct cuts before it and the two
+ * after it. Each trial runs the split passes on a copy of the unsplit
+ * gradient graph g, caps aside: about 15-30 a compile. */
+pp_status pp_train_memory_cut(const pp_graph *g, const pp_compile_opts *o, int *cut, pp_err *err);
 pp_status pp_boundaries(pp_graph *g, pp_err *err);
 pp_status pp_memplan(pp_graph *g, pp_err *err);
 pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err);

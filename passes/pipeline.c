@@ -7,6 +7,8 @@
  *   batch     no op may mix samples across the batch axis that pprt cuts
  *             into micro-batches (batch.c; it changes nothing)
  *   infer     shapes and costs, folding constants as it goes ("fold")
+ *   autodiff  (--train) LayerNorm and GELU fused first (fuse.c's
+ *             pp_fuse_train), then the loss and the backward graph
  *   simplify  no-op removal, dead code, shared constants
  *   fuse      BN into Conv, Conv+Add+Relu, MatMul+Add, LayerNorm, GELU, SiLU
  *   partition scopes, split, boundaries, memory plan, stage costs */
@@ -109,6 +111,12 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
     dump(g, o, "infer");
 
     if (o->train_on) {
+        /* LayerNorm and GELU whole before the gradient (fuse.c, pp_fuse_train):
+         * their rules read X, where the decomposed ops' read every intermediate */
+        if (!disabled(o, "fuse")) {
+            PP_TRY(pp_fuse_train(g, err));
+            PP_TRY(pp_graph_verify(g, err));
+        }
         PP_TRY(pp_train_autocast(g, &o->train, err));
         PP_TRY(pp_autodiff(g, &o->train, err));
         PP_TRY(pp_graph_verify(g, err));
@@ -178,6 +186,12 @@ void pp_unsplit(pp_graph *g) {
 pp_status pp_run_split_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
     if (g->n_stages) pp_unsplit(g);
     g->over_stage = -1;
+    pp_compile_opts mo; /* a training split by the devices' memory: its cut first */
+    if (o->train_on && o->policy == PP_POLICY_MEMORY && o->n_stages == 2 && o->train_cut <= 0) {
+        mo = *o;
+        PP_TRY(pp_train_memory_cut(g, o, &mo.train_cut, err));
+        o = &mo;
+    }
     PP_TRY(o->train_on ? pp_partition_train(g, o, err) : pp_partition(g, o, err));
     PP_TRY(pp_boundaries(g, err));
     PP_TRY(pp_memplan(g, err));

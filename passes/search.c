@@ -391,9 +391,22 @@ static pp_status probe(const pp_compile_opts *o, pp_import_fn imp, void *ctx, in
                        pp_err *err) {
     pp_graph g;
     int64_t timed_at = 0;
-    PP_TRY(front(o, imp, ctx, b, &g, &timed_at, NULL, 0, err));
-    pp_status s = evaluate(&g, o, o->n_stages, o->replicas > 0 ? o->replicas : 1, timed_at, b, c, err);
-    pp_graph_free(&g);
+    memset(c, 0, sizeof *c);
+    pp_status s = front(o, imp, ctx, b, &g, &timed_at, NULL, 0, err);
+    if (s == PP_OK) {
+        s = evaluate(&g, o, o->n_stages, o->replicas > 0 ? o->replicas : 1, timed_at, b, c, err);
+        pp_graph_free(&g);
+    }
+    /* micro-batch 1 compiled, so a larger one that does not is too large for
+     * ppcc itself (a tensor beyond this machine's memory or a size's range,
+     * an allocation that failed): it does not fit, it stops nothing */
+    if (b > 1 && (s == PP_EINVAL || s == PP_ENOMEM)) {
+        cand_free(c);
+        memset(c, 0, sizeof *c);
+        c->pp = o->n_stages, c->batch = b, c->over_stage = -1;
+        snprintf(c->why, sizeof c->why, "ppcc cannot compile it: %.400s", err->msg);
+        return PP_OK;
+    }
     return s;
 }
 

@@ -8,6 +8,8 @@
  *  - an Expand whose readers are all elementwise ops that broadcast and give
  *    the same output from its input (a NumPy broadcast of a broadcast is
  *    the broadcast: ECA's and F.normalize's expand_as before a Mul or Div);
+ *  - a Transpose of a Transpose of a weight or constant: one Transpose of it
+ *    (none where the two undo each other);
  *  - dead code: nodes none of whose outputs is used or is a graph output;
  *  - duplicate constants (same type, shape and bytes) share one value.
  *
@@ -168,9 +170,46 @@ static pp_status share_constants(pp_graph *g, pp_err *err) {
     return s;
 }
 
+/* A Transpose's permutation into p (absent: the reversal); false if odd. */
+static bool perm_of(const pp_graph *g, const pp_node *n, int rank, int64_t *p) {
+    const pp_attr *a = pp_attr_find(pp_node_attrs(g, n), "perm");
+    if (a && (a->type != PP_ATTR_INTS || a->n != rank)) return false;
+    for (int k = 0; k < rank; k++) {
+        p[k] = a ? a->ints[k] : rank - 1 - k;
+        if (p[k] < 0 || p[k] >= rank) return false;
+    }
+    return true;
+}
+
+/* Transpose n of a Transpose of a weight or constant: n transposes the
+ * weight itself, by the two permutations composed (the identity: removed
+ * below). A gradient graph has these: the backward's Transpose of a
+ * Linear's Transpose(W), which then reads W, not a copy of it that each
+ * micro-batch in flight would keep. */
+static pp_status transpose_of_weight(pp_graph *g, int i, pp_err *err) {
+    pp_node *n = &g->nodes[i];
+    if (!is(n, PP_OP_TRANSPOSE) || n->n_in != 1 || n->in[0] < 0) return PP_OK;
+    const int t = g->values[n->in[0]].producer;
+    if (t < 0 || g->nodes[t].dead || !is(&g->nodes[t], PP_OP_TRANSPOSE) || g->nodes[t].n_in != 1) return PP_OK;
+    const int w = g->nodes[t].in[0];
+    if (w < 0 || !(g->values[w].is_param || g->values[w].is_const)) return PP_OK;
+    const int r = g->values[w].shape.rank;
+    int64_t p[PP_MAX_DIMS], q[PP_MAX_DIMS];
+    if (r < 1 || !perm_of(g, &g->nodes[t], r, p) || !perm_of(g, n, r, q)) return PP_OK;
+    pp_attr *a = pp_arena_alloc(&g->arena, sizeof *a);
+    int64_t *c = pp_arena_alloc(&g->arena, sizeof *c * (size_t)r);
+    if (!a || !c) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int k = 0; k < r; k++) c[k] = p[q[k]]; /* y[k] = t[q[k]] = w[p[q[k]]] */
+    *a = (pp_attr){.name = "perm", .type = PP_ATTR_INTS, .ints = c, .n = r};
+    n->attrs = a, n->n_attrs = 1;
+    n->in[0] = w;
+    return pp_graph_note_use(g, w, i, err);
+}
+
 pp_status pp_simplify(pp_graph *g, pp_err *err) {
     PP_TRY(pp_graph_index_uses(g, err)); /* replace_uses then visits only the readers */
     for (int i = 0; i < g->n_nodes; i++) {
+        PP_TRY(transpose_of_weight(g, i, err));
         pp_node *n = &g->nodes[i];
         if (expand_absorbed(g, n)) {
             pp_graph_replace_uses(g, n->out[0], n->in[0]);

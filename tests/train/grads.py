@@ -186,7 +186,7 @@ UNARY = {
     "hardsigmoid": F.hardsigmoid, "selu": F.selu, "exp": torch.exp, "sqrt": lambda x: torch.sqrt(x.abs() + 0.5),
     "log": lambda x: torch.log(x.abs() + 0.5), "reciprocal": lambda x: torch.reciprocal(x.abs() + 0.5),
     "erf": torch.erf, "sin": torch.sin, "cos": torch.cos, "atan": torch.atan, "softsign": F.softsign,
-    "celu": lambda x: F.celu(x, 1.3), "floor": torch.floor,
+    "celu": lambda x: F.celu(x, 1.3), "floor": torch.floor, "silu": F.silu,
 }
 for nm, f in UNARY.items():
     probe(f"unary_{nm}", (3, 4, 5), lambda m, x, f=f: f(x * 2))

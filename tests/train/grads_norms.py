@@ -21,7 +21,9 @@ broadcasting, every unary op with a derivative row, Softmax, LogSoftmax,
 ReduceSum and ReduceMean, Reshape and Flatten, and the built-in losses;
 BatchNormalization in training and inference mode (behind a Conv, which
 the fuse pass must then leave alone), LayerNorm as torch writes it out at
-opset 14 and as LayerNormalization at 17, InstanceNormalization and
+opset 14 (fused into LayerNormalization before the gradient, and, with
+--disable-pass fuse, the written-out ops' own rules) and as
+LayerNormalization at 17, InstanceNormalization and
 torch's GroupNorm, AveragePool (pads counted or not, ceil_mode, 1-D to
 3-D), GlobalMaxPool, ReduceMax/Min (ties shared), Clip, Max/Min (ties),
 Sum/Mean, Where, Cast, Dropout as an identity; then (issue 55, part B)
@@ -92,9 +94,10 @@ def check_no_host(name, be, plan, data):
 
 
 def run_case(name, mod, inputs, loss="out", labels=None, target=None, torch_loss=None, rtol=1e-4, pp=1, opset=14,
-             train=True, train_export=None, patch=None, freeze=None):
+             train=True, train_export=None, patch=None, freeze=None, args=(), ops=None):
     """train: the module's mode for the oracle, and the export's unless train_export says otherwise;
-    freeze: a module path given to --freeze, whose weights must then have no gradient output"""
+    freeze: a module path given to --freeze, whose weights must then have no gradient output; args: more
+    ppcc options; ops: (ops the gradient graph must have, ops it must not) by ppcc --dump-ir=autodiff"""
     if ONLY and not re.search(ONLY, name):
         return
     d = os.path.join(WORK, name)
@@ -113,11 +116,17 @@ def run_case(name, mod, inputs, loss="out", labels=None, target=None, torch_loss
         np.save(os.path.join(d, "data", "target.npy"), target.numpy())
     plan = os.path.join(d, "g.plan")
     batch = str(inputs[0].shape[0])
-    r = subprocess.run([PPCC, path, "--train", "--loss", loss, "-b", batch, "-pp", str(pp), "-q", "-o", plan] +
-                       (["--freeze", freeze] if freeze else []), capture_output=True, text=True)
+    r = subprocess.run([PPCC, path, "--train", "--loss", loss, "-b", batch, "-pp", str(pp), "-q", "-o", plan,
+                        *args] + (["--freeze", freeze] if freeze else []), capture_output=True, text=True)
     check(r.returncode == 0, f"{name}: ppcc exit {r.returncode}: {r.stderr.strip()[-400:]}")
     if r.returncode:
         return
+    if ops:
+        r = subprocess.run([PPCC, path, "--train", "--loss", loss, "-b", batch, "-q", "-o", plan + ".dump",
+                            "--dump-ir=autodiff", *args], capture_output=True, text=True)
+        have = set(re.findall(r"^%\d+ s-?\d+ (\S+)", r.stdout, re.M))
+        check(r.returncode == 0 and set(ops[0]) <= have and not set(ops[1]) & have,
+              f"{name}: the gradient graph's ops {sorted(have)}: want {ops[0]} among them and none of {ops[1]}")
     # the oracle
     mod.zero_grad()
     out = mod(*inputs)
@@ -236,12 +245,18 @@ probe("conv_bn_eval", (2, 3, 6, 6), lambda m, x: m.mods[1](m.mods[0](x)),
 probe("conv_bn_eval_frozen_bn", (2, 3, 6, 6), lambda m, x: m.mods[1](m.mods[0](x)),
       rand_affine(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4)), train=False, train_export=True,
       patch=bn_inference, freeze="mods.1")
-# LayerNorm: torch's opset-14 export writes it out (ReduceMean, Sub, Pow, Sqrt, Div, ...); opset 17
-# exports LayerNormalization (pp.LayerNormGrad)
-for ops in (14, 17):
-    probe(f"layernorm_last_op{ops}", (2, 3, 8), lambda m, x: m.mods[0](x), rand_affine(nn.LayerNorm(8)), opset=ops)
-    probe(f"layernorm_2dims_op{ops}", (2, 3, 4, 5), lambda m, x: m.mods[0](x), rand_affine(nn.LayerNorm([4, 5])),
-          opset=ops)
+# LayerNorm: torch's opset-14 export writes it out (ReduceMean, Sub, Pow, Sqrt, Div, ...), which ppcc
+# --train fuses into LayerNormalization before the gradient (passes/fuse.c, pp_fuse_train); opset 17
+# exports LayerNormalization (pp.LayerNormGrad); the written-out ops' own rules with the fuse pass off
+LN_FUSED = (("LayerNormalization", "pp.LayerNormGrad"), ("ReduceMean", "Pow", "Sqrt"))
+for ov in (14, 17):
+    probe(f"layernorm_last_op{ov}", (2, 3, 8), lambda m, x: m.mods[0](x), rand_affine(nn.LayerNorm(8)), opset=ov,
+          ops=LN_FUSED)
+probe("layernorm_last_op14_unfused", (2, 3, 8), lambda m, x: m.mods[0](x), rand_affine(nn.LayerNorm(8)),
+      args=("--disable-pass", "fuse"), ops=(("ReduceMean", "Pow", "Sqrt"), ("LayerNormalization",)))
+for ov in (14, 17):
+    probe(f"layernorm_2dims_op{ov}", (2, 3, 4, 5), lambda m, x: m.mods[0](x), rand_affine(nn.LayerNorm([4, 5])),
+          opset=ov)
 probe("layernorm_nobias_op17", (3, 6), lambda m, x: F.layer_norm(x, (6,), m.mods[0].weight, None, 1e-3),
       [nn.LayerNorm(6)], opset=17)
 
@@ -274,7 +289,14 @@ class LNBroadcast(nn.Module):
 run_case("layernorm_broadcast_scale_op17", LNBroadcast(), [torch.randn(3, 4, 5)], opset=17,
          patch=expand_into_layernorm)
 probe("linear_layernorm_gelu", (4, 6), lambda m, x: F.gelu(m.mods[1](m.mods[0](x))),
-      rand_affine(nn.Linear(6, 8), nn.LayerNorm(8)))
+      rand_affine(nn.Linear(6, 8), nn.LayerNorm(8)), ops=(LN_FUSED[0] + ("Gelu",), LN_FUSED[1] + ("Erf",)))
+# x * Sigmoid(x) (torch's SiLU at opset 14) fused into pp.SiLU before the gradient, and as written
+probe("silu_fused", (3, 4, 5), lambda m, x: F.silu(x * 2), ops=(("pp.SiLU",), ("Sigmoid",)))
+probe("silu_unfused", (3, 4, 5), lambda m, x: F.silu(x * 2), args=("--disable-pass", "fuse"),
+      ops=(("Sigmoid",), ("pp.SiLU",)))
+probe("linear_layernorm_gelu_unfused", (4, 6), lambda m, x: F.gelu(m.mods[1](m.mods[0](x))),
+      rand_affine(nn.Linear(6, 8), nn.LayerNorm(8)), args=("--disable-pass", "fuse"),
+      ops=(("Erf", "ReduceMean"), ("Gelu", "LayerNormalization")))
 # InstanceNormalization, and torch's GroupNorm (InstanceNormalization between Reshapes; its affine
 # weights go through Unsqueeze, a data-movement rule)
 probe("instancenorm_2d", (2, 4, 5, 5), lambda m, x: m.mods[0](x), rand_affine(nn.InstanceNorm2d(4, affine=True)))
