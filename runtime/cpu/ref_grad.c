@@ -384,30 +384,7 @@ pp_status kern_GATHERGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_
 void pprt_bn_grad_channels(const float *dy, const float *x, const float *sc, const float *mean_in,
                            const float *var_in, float *dx, float *dsc, float *db, int64_t N, int64_t C, int64_t S,
                            float eps, bool training, int64_t c0, int64_t c1) {
-    const double m = (double)N * (double)S;
-    for (int64_t c = c0; c < c1; c++) {
-        double mean = training ? 0 : mean_in[c], var = training ? 0 : var_in[c];
-        if (training) { /* the sums in eight partials (chan_sums.h) */
-            mean = m > 0 ? pprt_chan_sum(x, N, C, S, c, 0, false) / m : 0;
-            var = m > 0 ? pprt_chan_sum(x, N, C, S, c, mean, true) / m : 0;
-        }
-        const double inv = 1.0 / sqrt(var + (double)eps);
-        double sdy, sdyx;
-        pprt_chan_sum_dy(dy, x, N, C, S, c, mean, inv, &sdy, &sdyx);
-        if (dsc) dsc[c] = (float)sdyx;
-        if (db) db[c] = (float)sdy;
-        /* dX = g (dY - sdy / m - (X - mean) inv sdyx / m), g = scale inv, the constants formed once */
-        const double g = sc[c] * inv, a = m > 0 ? sdy / m : 0, b = m > 0 ? inv * sdyx / m : 0;
-        for (int64_t n = 0; n < N; n++) {
-            const int64_t o = (n * C + c) * S;
-            const float *restrict gy = dy + o, *restrict xp = x + o;
-            float *restrict gx = dx + o;
-            if (training && m > 0)
-                for (int64_t i = 0; i < S; i++) gx[i] = (float)(g * (gy[i] - a - (xp[i] - mean) * b));
-            else
-                for (int64_t i = 0; i < S; i++) gx[i] = (float)(g * gy[i]);
-        }
-    }
+    pprt_bn_grad_body(dy, x, sc, mean_in, var_in, dx, dsc, db, N, C, S, eps, training, c0, c1, pprt_chan_sums);
 }
 
 pp_status kern_BATCHNORMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
