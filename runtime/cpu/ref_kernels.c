@@ -463,27 +463,8 @@ pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
 void pprt_bn_channels(const float *x, const float *scale, const float *B, const float *mean, const float *var,
                       float *y, float *const st[4], int64_t N, int64_t C, int64_t inner, float eps, float momentum,
                       bool train, int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; c++) {
-        double mu = mean[c], v = var[c];
-        if (train) { /* the channel's own statistics, in double: mean, then the population variance */
-            const double cnt = (double)(N * inner); /* the sums in eight partials (chan_sums.h) */
-            mu = pprt_chan_sum(x, N, C, inner, c, 0, false) / cnt;
-            v = pprt_chan_sum(x, N, C, inner, c, mu, true) / cnt;
-            const double keep = momentum, take = 1.0 - (double)momentum;
-            const double stats[4] = {mean[c] * keep + mu * take, var[c] * keep + v * take, mu,
-                                     1.0 / sqrt(v + (double)eps)};
-            for (int k = 0; k < 4; k++)
-                if (st[k]) st[k][c] = (float)stats[k];
-        }
-        /* y = (x - mean) * (scale / sqrt(var + eps)) + B */
-        const float s = (float)((double)scale[c] / sqrt(v + (double)eps));
-        const float m = (float)mu, b = B[c];
-        for (int64_t n = 0; n < N; n++) {
-            const float *restrict xp = x + (n * C + c) * inner;
-            float *restrict yp = y + (n * C + c) * inner;
-            for (int64_t i = 0; i < inner; i++) yp[i] = (xp[i] - m) * s + b;
-        }
-    }
+    pprt_bn_channels_body(x, scale, B, mean, var, y, st, N, C, inner, eps, momentum, train, c0, c1,
+                          pprt_chan_sums); /* chan_sums.h */
 }
 
 /* ---- MaxPool ------------------------------------------------------------------------- *

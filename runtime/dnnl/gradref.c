@@ -8,9 +8,9 @@
  * stage: pp.UnaryGrad in ranges of elements, pp.MaxPoolGrad in ranges of
  * its (image, channel) planes (a window never leaves its plane; the first
  * largest input, NaN first, takes the gradient as in the reference),
- * pp.BatchNormGrad and BatchNormalization in ranges of channels
- * (pprt_bn_grad_channels, pprt_bn_channels: each channel's sums in double,
- * in the reference's order).
+ * pp.BatchNormGrad and BatchNormalization in ranges of channels (the
+ * reference's bodies compiled for the CPU's vectors, kernels/bnchan.h: each
+ * channel's sums in double, in the reference's order).
  *
  * Why not oneDNN's backward primitives: its batch normalization backward
  * sums in float, over the batch statistics of its own forward (which the
@@ -24,6 +24,7 @@
 #include "../../ir/op_fns.h"
 #include "../cpu/ref.h"
 #include "dnnl_exec.h"
+#include "kernels/bnchan.h"
 #include "kernels/parts.h"
 
 bool dn_ref_by_parts(const pprt_exec *x, const pprt_node *n) {
@@ -85,7 +86,7 @@ static pp_status run_part(const pprt_exec *x, const pprt_node *n, int64_t a, int
         const pp_shape *xs = &T(x, n->in[1])->shape;
         float *dsc = n->n_out > 1 && n->out[1] >= 0 ? x->ptr[n->out[1]] : NULL;
         float *db = n->n_out > 2 && n->out[2] >= 0 ? x->ptr[n->out[2]] : NULL;
-        pprt_bn_grad_channels(x->ptr[n->in[0]], x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]],
+        pprt_bnchan_grad(x->ptr[n->in[0]], x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]],
                               x->ptr[n->in[4]], x->ptr[n->out[0]], dsc, db, xs->dim[0], xs->dim[1], numel_from(xs, 2),
                               eps, training != 0, a, b);
         return PP_OK;
@@ -97,7 +98,7 @@ static pp_status run_part(const pprt_exec *x, const pprt_node *n, int64_t a, int
         const pp_shape *xs = &T(x, n->in[0])->shape;
         float *st[4] = {NULL, NULL, NULL, NULL};
         for (int k = 1; k < n->n_out && k <= 4; k++) st[k - 1] = x->ptr[n->out[k]];
-        pprt_bn_channels(x->ptr[n->in[0]], x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]], x->ptr[n->in[4]],
+        pprt_bnchan_fwd(x->ptr[n->in[0]], x->ptr[n->in[1]], x->ptr[n->in[2]], x->ptr[n->in[3]], x->ptr[n->in[4]],
                          x->ptr[n->out[0]], st, xs->dim[0], xs->dim[1], numel_from(xs, 2), eps, momentum,
                          pp_bn_training(at, n->n_out), a, b);
         return PP_OK;
