@@ -64,7 +64,7 @@ static void count_destroy(pprt_exec *x) {
     free(x);
 }
 
-static const pprt_exec_ops count_exec = {"count", count_create, count_run, count_destroy, NULL, NULL};
+static const pprt_exec_ops count_exec = {"count", count_create, count_run, count_destroy, NULL, NULL, NULL};
 static const pprt_backend count_backend = {.name = "count", .what = "counts nodes", .exec = &count_exec};
 
 static void run_on(const char *name, const pprt_plan *p, pprt_array *in, pprt_array *out, pprt_stats *st) {
