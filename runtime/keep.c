@@ -52,7 +52,7 @@ void pprt_keeper_counts(pprt_keeper *k, pprt_keep_counts *c) {
     for (int i = 0; k && i < k->stages * k->replicas; i++) {
         slot *s = &k->s[i];
         c->created += s->c.created, c->reloaded += s->c.reloaded, c->refused += s->c.refused;
-        c->reload_s += s->c.reload_s, c->captures += s->c.captures;
+        c->reload_s += s->c.reload_s, c->create_s += s->c.create_s, c->captures += s->c.captures;
         memset(&s->c, 0, sizeof s->c);
     }
 }
@@ -109,7 +109,10 @@ pp_status pprt_keeper_exec(pprt_keeper *k, const pprt_exec_ops *ops, const pprt_
         }
     }
     if (!s->x) {
-        PP_TRY(ops->create(p, &p->stages[stage], cfg, &s->x, err));
+        const double t0 = now_s();
+        const pp_status r = ops->create(p, &p->stages[stage], cfg, &s->x, err);
+        s->c.create_s += now_s() - t0;
+        PP_TRY(r);
         s->ops = ops, s->cfg = *cfg, s->version = k->version;
         s->c.created++;
     }

@@ -38,6 +38,7 @@ typedef struct pprt_keep_counts {
     long reloaded;      /* kept ones that re-read their weights */
     long refused;       /* kept ones whose reload refused (PP_EUNSUP): made again, and counted in created */
     double reload_s;    /* seconds in reload, summed over the stages (each on its own thread) */
+    double create_s;    /* seconds in create, likewise */
     long captures;      /* CUDA graphs captured (pprt_exec_counts.graph_captures; cuda-emu counts them too) */
 } pprt_keep_counts;
 

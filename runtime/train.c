@@ -1230,6 +1230,7 @@ static void log_step(pp_json *js, cJSON *steps_js, trainer *t, const double step
     pp_json_add_number(js, r, "executors_reloaded", (double)kc.reloaded);
     pp_json_add_number(js, r, "executors_refused_reload", (double)kc.refused);
     pp_json_add_round(js, r, "reload_s", kc.reload_s, 6);
+    pp_json_add_round(js, r, "create_s", kc.create_s, 6);
     pp_json_add_number(js, r, "graph_captures", (double)kc.captures);
     cJSON *b = pp_json_add_array(js, r, "stage_busy_s");
     for (int v = 0; v < p->n_stages + p->n_wstages; v++) pp_json_add_round(js, b, NULL, t->busy[v], 6);

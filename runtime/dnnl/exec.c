@@ -750,8 +750,11 @@ static pp_status dnnl_reload(pprt_exec *x, unsigned long version, pp_err *err) {
     if (x->derived)
         return PP_FAIL(err, PP_EUNSUP, "stage %d: %d node%s took what they run on from a trained weight's values "
                        "(%s)", x->st->index, x->derived, x->derived == 1 ? "" : "s", x->derived_what);
-    set_threads(x->stage_threads);
-    x->threads = x->stage_threads; /* the thread's setting now (run_steps sets each step's) */
+    /* one thread: the reorders are a copy each, memory-bound; a team of the stage's threads, started anew on each
+     * step's stage thread, made them 3-10x slower on the loaded 2-core VM (ResNet-50's forward stage: 103 MB in
+     * 0.15-0.87 s on 2 threads, 0.04-0.07 s on one; docs/training.md), and the stages reload side by side */
+    set_threads(1);
+    x->threads = 1; /* the thread's setting now (run_steps sets each step's) */
     for (int i = 0; i < x->wre.n; i++) {
         const dn_wre *r = &x->wre.a[i];
         if (T(x, r->tid)->varies) PP_TRY(dn_reorder_into(x, &r->from, T(x, r->tid)->data, &r->want, r->buf, err));

@@ -78,15 +78,15 @@ pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
 
 pp_status dn_wshare_reload(pprt_exec *x, unsigned long version, pp_err *err) {
     pp_status s = PP_OK;
-    pthread_mutex_lock(&lock);
     for (int i = 0; i < x->wrefs.n && s == PP_OK; i++) {
         dn_wshared *e = x->wrefs.a[i];
         const pprt_tdesc *t = &e->st->t[e->tid];
-        if (!t->varies || e->version == version) continue; /* another replica's executor did it */
-        s = dn_reorder_into(x, &e->from, t->data, &e->md, e->buf, err);
+        if (!t->varies) continue;
+        pthread_mutex_lock(&lock); /* a weight at a time, as dn_wshare_get: the stages reload side by side */
+        if (e->version != version) s = dn_reorder_into(x, &e->from, t->data, &e->md, e->buf, err); /* else done */
         if (s == PP_OK) e->version = version;
+        pthread_mutex_unlock(&lock);
     }
-    pthread_mutex_unlock(&lock);
     return s;
 }
 
