@@ -82,7 +82,9 @@ caps, fcaps = [s["graph_captures"] for s in k], [s["graph_captures"] for s in f]
 bad = []
 if diff or names != sorted(os.listdir("keep1")) or not names: bad.append(f"weights differ: {diff[:3]}")
 if made != [4, 0, 0, 0, 0, 0] or fmade != [4] * 6: bad.append(f"executors made a step: kept {made}, fresh {fmade}")
-if any(caps[2:]) or min(fcaps) < 1: bad.append(f"graph captures a step: kept {caps}, fresh {fcaps}")
+# under AddressSanitizer the pool keeps no block (pool.h), so the messages' addresses change and graphs are captured
+if (any(caps[2:]) and "ASAN_OPTIONS" not in os.environ) or min(fcaps) < 1:
+    bad.append(f"graph captures a step: kept {caps}, fresh {fcaps}")
 print(("FAIL " + "; ".join(bad)) if bad else f"kept executors: the bits of fresh ones; executors made {made}, "
       f"graphs captured {caps} a step (fresh: {fcaps})")
 sys.exit(1 if bad else 0)
