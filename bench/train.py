@@ -17,7 +17,11 @@ and -pp 1, and pprt's share of PyTorch's. On a shared machine the rates
 follow the load; the CPU seconds much less so, most under --passive
 (OMP_WAIT_POLICY=passive for both, set before PyTorch loads libgomp: the
 OpenMP threads sleep instead of spinning while they wait).
-Usage: bench/train.py [--models vit_b_16,resnet50] [--batch 8] [--threads 2] [--steps 3] [--passive]"""
+With --fresh, -pp 1 runs a second time under PPRT_TRAIN_FRESH=1 (each
+step makes its stages' executors, as before issue 55; runtime/keep.h),
+right after the kept run: its samples/s, kept/fresh, and the kept run's
+median seconds a step in the executors' weight reload (oneDNN's reorders).
+Usage: bench/train.py [--models vit_b_16,resnet50] [--batch 8] [--threads 2] [--steps 3] [--passive] [--fresh]"""
 import argparse
 import json
 import os
@@ -36,6 +40,7 @@ ap.add_argument("--batch", type=int, default=8)
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--steps", type=int, default=3)
 ap.add_argument("--passive", action="store_true", help="OMP_WAIT_POLICY=passive for PyTorch and pprt")
+ap.add_argument("--fresh", action="store_true", help="also -pp 1 with PPRT_TRAIN_FRESH=1 (executors made every step)")
 ap.add_argument("--ppcc", default=os.path.join(benchlib.ROOT, "build", "ppcc"))
 ap.add_argument("--pprt", default=os.path.join(benchlib.ROOT, "build", "pprt"))
 a = ap.parse_args()
@@ -65,16 +70,18 @@ def torch_rate(model, x, y):
     return B / statistics.median(times), statistics.median(cpus)
 
 
-def pprt_rate(model_path, work, pp, acc):
+def pprt_rate(model_path, work, pp, acc, fresh=False):
     plan = os.path.join(work, f"t{pp}.plan")
     rows = B // acc
     benchlib.sh([a.ppcc, model_path, "--train", "--loss", "cross-entropy:logits", "-b", str(rows), "-pp", str(pp),
                  "-q", "-o", plan])
     log = os.path.join(work, f"log{pp}.json")
+    os.environ["PPRT_TRAIN_FRESH"] = "1" if fresh else "0"
     benchlib.sh([a.pprt, plan, os.path.join(work, "data"), "--steps", str(a.steps + 1), "--accumulate", str(acc),
                  "--optimizer", "sgd", "--lr", "1e-3", "--backend", "dnnl", "--threads", str(a.threads), "--no-shuffle",
                  "-q", "--log-json", log])
     steps = json.load(open(log))["steps"][1:]
+    pprt_rate.reload_s = statistics.median(s.get("reload_s", 0) for s in steps)
     return (statistics.median(s["samples_per_s"] for s in steps), statistics.median(s["bubble"] for s in steps),
             statistics.median(s["cpu_s"] for s in steps))
 
@@ -82,7 +89,8 @@ def pprt_rate(model_path, work, pp, acc):
 print(f"# training throughput, batch {B}, {a.threads} threads, {benchlib.cpu_name()}"
       f"{', OMP_WAIT_POLICY=passive' if a.passive else ''}, load average {os.getloadavg()[0]:.1f}")
 print(f"{'model':<12} {'PyTorch/s':>10} {'pprt pp1/s':>11} {'ratio':>6} {'pprt pp2/s':>11} {'bubble':>7} {'formula':>8}"
-      f" {'PyTorch cpu s':>14} {'pprt pp1 cpu s':>15} {'cpu ratio':>10}")
+      f" {'PyTorch cpu s':>14} {'pprt pp1 cpu s':>15} {'cpu ratio':>10}"
+      + (f" {'fresh pp1/s':>12} {'kept/fresh':>11} {'reload s':>9}" if a.fresh else ""))
 for name in a.models.split(","):
     with tempfile.TemporaryDirectory() as work:
         torch.manual_seed(0)
@@ -98,10 +106,13 @@ for name in a.models.split(","):
         tr, tc = torch_rate(model, x, y)
         try:
             p1, _, c1 = pprt_rate(path, work, 1, 1)
+            rl = pprt_rate.reload_s
+            f1 = pprt_rate(path, work, 1, 1, fresh=True)[0] if a.fresh else 0
             p2, bub, _ = pprt_rate(path, work, 2, 2)
         except RuntimeError as e:
             print(f"{name:<12} {tr:>10.2f}  pprt failed: {e}")
             continue
         print(f"{name:<12} {tr:>10.2f} {p1:>11.2f} {p1 / tr:>6.2f} {p2:>11.2f} {100 * bub:>6.1f}% "
-              f"{100 * (2 - 1) / (2 + 2 - 1):>7.1f}% {tc:>14.2f} {c1:>15.2f} {c1 / tc:>10.2f}")
+              f"{100 * (2 - 1) / (2 + 2 - 1):>7.1f}% {tc:>14.2f} {c1:>15.2f} {c1 / tc:>10.2f}"
+              + (f" {f1:>12.2f} {p1 / f1:>11.2f} {rl:>9.3f}" if a.fresh else ""))
 print(f"# load average at the end {os.getloadavg()[0]:.1f}")

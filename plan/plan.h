@@ -31,6 +31,10 @@ typedef struct pprt_tdesc {
     int source;
     const unsigned char *data;
     bool copy;            /* data is an aligned copy that pprt_stage_weights made (owned) */
+    /* PPRT_WEIGHT: a trainer bound data to its own buffer and changes its
+     * bytes between runs (runtime/train.c): an executor that derives anything
+     * from the values redoes it at pprt_exec_ops.reload, or refuses to */
+    bool varies;
 } pprt_tdesc;
 
 typedef struct pprt_node {

@@ -30,6 +30,17 @@ typedef struct pprt_exec_ops {
     /* What it made of the stage (every field), or NULL: every node on the
      * reference kernels (pprt_exec_counts_of fills that in). */
     void (*counts)(const pprt_exec *x, pprt_exec_counts *c);
+    /* The host bytes of the stage's weights that vary (pprt_tdesc.varies:
+     * the trainer binds their data to its own buffers and updates them
+     * between runs) changed: prepare again from them exactly what create
+     * prepared (reorders, packs, uploads), nothing else; on the stage's
+     * thread, between runs. version: the weights' version (increasing):
+     * executors that share what they prepared (oneDNN's reordered weights
+     * across replicas, wshare.c) redo a shared one once per version.
+     * PP_EUNSUP: x derived something from their values that it cannot redo
+     * in place (the caller makes a fresh executor; keep.h). NULL: it reads
+     * them in place, nothing to do (the reference executor). */
+    pp_status (*reload)(pprt_exec *x, unsigned long version, pp_err *err);
 } pprt_exec_ops;
 
 /* ops->counts of x, or the all-reference counts of stage st without it. */

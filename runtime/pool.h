@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../ir/base.h"
+
 /* 64-byte aligned, uninitialized; NULL when out of memory. */
 void *pprt_pool_alloc(size_t bytes);
 /* Only for pprt_pool_alloc's blocks (NULL allowed). */
@@ -31,5 +33,17 @@ void pprt_pool_trim(void);
 bool pprt_pool_enabled(void);
 /* Blocks taken from the pool, and bytes waiting in it (for tests). */
 void pprt_pool_counts(long *reused, size_t *waiting);
+
+/* Device memory (a space's alloc and free, mem.h: the links' device
+ * messages) kept the same way, under the same keep and trim, any size: a
+ * freed block waits for an allocation of its size on its space and device,
+ * the longest-waiting first, so a step that allocates in the order the last
+ * one freed (links are made and destroyed in one order) gets the very same
+ * addresses. A stage's CUDA graphs bake in its messages' addresses
+ * (gcache.h): with them the kept executors of a training run replay the
+ * graphs they captured in earlier steps instead of capturing new ones. */
+struct pprt_mem_ops;
+pp_status pprt_pool_dev_alloc(const struct pprt_mem_ops *mem, int dev, size_t bytes, void **p, pp_err *err);
+void pprt_pool_dev_free(const struct pprt_mem_ops *mem, int dev, void *p);
 
 #endif

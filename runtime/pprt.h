@@ -69,6 +69,10 @@ typedef struct pprt_run_opts {
      * (training: each micro-batch's gradients summed as they come, not kept
      * M times over). Threaded driver only. */
     const struct pprt_output_hook *take_outputs;
+    /* NULL: each run creates its stages' executors and destroys them. Else
+     * they come from and go back to this keeper (runtime/keep.h: a training
+     * run's executors made once, kept across its steps). Both drivers. */
+    struct pprt_keeper *keep;
 } pprt_run_opts;
 
 /* pprt_run_opts.take_outputs: called from the thread that ran a replica's

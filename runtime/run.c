@@ -55,6 +55,15 @@ void pprt_rec_free(pprt_stage_rec *r) {
     r->msg = r->prev_ns = NULL;
 }
 
+void pprt_rec_base(pprt_stage_rec *r, const pprt_exec_ops *ex, const pprt_exec *x) {
+    pprt_rec_warm(r, ex, x);
+    const double *ns = x && ex->node_seconds ? ex->node_seconds(x) : NULL;
+    if (ns && r->prev_ns) memcpy(r->prev_ns, ns, (size_t)r->n_nodes * sizeof *ns);
+    pprt_exec_counts c = {0};
+    if (x && ex->counts) ex->counts(x, &c);
+    r->captures0 = c.graph_captures, r->replays0 = c.graph_replays;
+}
+
 void pprt_rec_warm(pprt_stage_rec *r, const pprt_exec_ops *ex, const pprt_exec *x) {
     const double *ns = x && ex->node_seconds ? ex->node_seconds(x) : NULL;
     if (ns) memcpy(r->node_s, ns, (size_t)r->n_nodes * sizeof *ns);
@@ -63,6 +72,7 @@ void pprt_rec_warm(pprt_stage_rec *r, const pprt_exec_ops *ex, const pprt_exec *
 void pprt_rec_done(pprt_stage_rec *r, const pprt_plan *p, const pprt_exec_ops *ex, const pprt_exec *x, double busy) {
     r->busy = busy;
     pprt_exec_counts_of(ex, x, &p->stages[r->stage], &r->counts);
+    r->counts.graph_captures -= r->captures0, r->counts.graph_replays -= r->replays0;
     const double *ns = x && ex->node_seconds ? ex->node_seconds(x) : NULL;
     for (int i = 0; i < r->n_nodes; i++) r->node_s[i] = ns ? ns[i] - r->node_s[i] : 0;
 }

@@ -61,6 +61,7 @@ typedef struct pprt_stage_rec {
     double *t_start, *t_end;  /* mbs each, stage 0's and the last stage's (the source's and sink's times); else NULL */
     pprt_trace_track tr;      /* --trace: tr.t, NULL without; tr.node_s, NULL without node times */
     double *prev_ns;          /* the stage loop's node counters (trace with node times), not in msg */
+    long captures0, replays0; /* the executor's graph counts before the run (pprt_rec_base) */
     double *msg;
     size_t len;
 } pprt_stage_rec;
@@ -71,6 +72,10 @@ typedef struct pprt_stage_rec {
 pp_status pprt_rec_init(pprt_stage_rec *r, const pprt_plan *p, const pprt_shares *sh, int stage, int replica,
                         int rank, bool trace, bool trace_nodes, pp_err *err);
 void pprt_rec_free(pprt_stage_rec *r);
+/* Once the stage has its executor, before any micro-batch: its node and
+ * trace counters and its graph counts so far, to subtract at the end (a
+ * kept executor's ran on over earlier runs, keep.h). */
+void pprt_rec_base(pprt_stage_rec *r, const pprt_exec_ops *ex, const pprt_exec *x);
 /* After the warm-up: the executor's node counters, to subtract at the end. */
 void pprt_rec_warm(pprt_stage_rec *r, const pprt_exec_ops *ex, const pprt_exec *x);
 /* After the timed micro-batches: the busy time, the counts, each node's time past the warm-up. */

@@ -27,6 +27,7 @@
 
 #include "../ir/json.h"
 #include "backend.h"
+#include "keep.h"
 #include "microbatch.h"
 #include "nodes.h"
 #include "pprt.h"
@@ -240,11 +241,12 @@ static void *stage_main(void *arg) {
     pp_err e = {0};
     pprt_exec_cfg cfg = pprt_stage_cfg(S->o, w->threads, &w->at);
     const int s = w->run.stage;
-    if (w->be->exec->create(S->p, &S->p->stages[s], &cfg, &w->run.x, &e) != PP_OK) {
+    if (pprt_keeper_exec(S->o->keep, w->be->exec, S->p, s, w->run.replica, &cfg, &w->run.x, &e) != PP_OK) {
         pp_err f = {0};
         PP_WRAP(&f, &e, e.code, "stage %d: %s", s, e.msg);
         stop_all(S, &f);
     }
+    pprt_rec_base(w->rec, w->be->exec, w->run.x); /* a kept executor's counters ran on over earlier runs */
     meet_wait(&S->ready);
     if (!is_failed(S)) stage_loop(w, 0, S->o->warmup);
     /* first runs pay page faults and cold caches: the profile leaves them out */
@@ -292,7 +294,8 @@ static void *w_main(void *arg) {
     if (posix_memalign(&w->in_buf, 64, st->in.bytes + 64) || posix_memalign(&w->out_buf, 64, st->out.bytes + 64)) {
         PP_FAIL(&e, PP_ENOMEM, "stage %d: cannot allocate its messages", w->run.stage);
         stop_all(S, &e);
-    } else if (w->be->exec->create(S->p, st, &cfg, &w->run.x, &e) != PP_OK) {
+    } else if (pprt_keeper_exec(S->o->keep, w->be->exec, S->p, w->run.stage, w->run.replica, &cfg, &w->run.x, &e) !=
+               PP_OK) {
         pp_err f = {0};
         PP_WRAP(&f, &e, e.code, "stage %d: %s", w->run.stage, e.msg);
         stop_all(S, &f);
@@ -607,14 +610,16 @@ static void describe_devices(sched *S) {
 
 static void free_run(sched *S, pprt_array *outputs, pp_status s) {
     for (int i = 0; S->w && i < S->W; i++)
-        if (S->w[i].run.x) S->w[i].be->exec->destroy(S->w[i].run.x);
+        if (S->w[i].run.x)
+            pprt_keeper_done(S->o->keep, S->w[i].be->exec, S->w[i].run.stage, S->w[i].run.replica, S->w[i].run.x);
     for (int i = 0; S->recs && i < S->W; i++) pprt_rec_free(&S->recs[i]);
     for (int k = 0; S->links && k < S->R * (S->P + 1); k++)
         if (S->links[k]) S->links[k]->ops->destroy(S->links[k]);
     for (int k = 0; S->stash && k < S->R * S->p->train_devices; k++) pprt_stash_free(S->stash[k]);
     free(S->stash);
     for (int k = 0; S->ww && k < S->R * S->NW; k++) {
-        if (S->ww[k].run.x) S->ww[k].be->exec->destroy(S->ww[k].run.x);
+        if (S->ww[k].run.x)
+            pprt_keeper_done(S->o->keep, S->ww[k].be->exec, S->ww[k].run.stage, S->ww[k].run.replica, S->ww[k].run.x);
         free(S->ww[k].in_buf), free(S->ww[k].out_buf);
         if (S->wkeep) pprt_stash_free(S->wkeep[k]);
     }

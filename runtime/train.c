@@ -11,6 +11,7 @@
 #include "../ir/json.h"
 #include "curves.h"
 #include "io.h"
+#include "keep.h"
 #include "microbatch.h"
 #include "nodes.h"
 #include "optim_math.h"
@@ -89,6 +90,9 @@ typedef struct trainer {
     double scale;
     int64_t growth;
     bool overflow;
+    /* the run's executors, made by its first step and kept (keep.h); a
+     * fresh keeper under PPRT_TRAIN_FRESH=1 (each step makes its own) */
+    pprt_keeper *keep;
 } trainer;
 
 static void *alloc64(size_t n) {
@@ -220,7 +224,8 @@ static pp_status bind_params(trainer *t, pp_err *err) {
 }
 
 static void trainer_free(trainer *t) {
-    for (int b = 0; b < t->n_bound; b++) t->bound[b]->data = t->was[b];
+    pprt_keeper_free(t->keep); /* the executors first: they may read the bound weights as they go */
+    for (int b = 0; b < t->n_bound; b++) t->bound[b]->data = t->was[b], t->bound[b]->varies = false;
     for (int i = 0; i < t->n_params; i++) {
         free((char *)t->ps[i].name);
         free(t->ps[i].w), free(t->ps[i].g), free(t->ps[i].m), free(t->ps[i].v), free(t->ps[i].r);
@@ -1083,7 +1088,10 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
         fill_sets(t, &t->train, perm, k * o->accumulate * t->rows, o->accumulate, ins);
         feed_dropout_seed(t, ins, step, 0, o->accumulate);
     }
-    if (t->seed) *t->seed = (float)t->scale;
+    if (t->seed && *t->seed != (float)t->scale) { /* a weight of the stages that read it */
+        *t->seed = (float)t->scale;
+        pprt_keeper_changed(t->keep);
+    }
     pprt_stats rs = {0};
     if (run->gate) gate_reset(run->gate->ctx, o->accumulate, run->replicas > 1 ? run->replicas : 1);
     taker tk;
@@ -1106,8 +1114,8 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
         }
     }
     free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
-    /* the step's executors, links and stash are gone (each step starts the pipeline afresh): their large
-     * buffers wait in the pool for the next step's, those no step took go back (pool.h); the heap's
+    /* the step's links and stash are gone (each step starts its pipeline afresh, with the kept executors):
+     * their large buffers wait in the pool for the next step's, those no step took go back (pool.h); the heap's
      * smaller free space goes back too, or it adds 30-50 MB to the peak by the third step of ResNet-18 */
     pprt_pool_trim();
     malloc_trim(0);
@@ -1125,6 +1133,7 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     }
     int64_t head[2] = {step, *updates};
     if (s == PP_OK && o->dist) s = sync_weights(t, head, err);
+    pprt_keeper_changed(t->keep); /* the kept executors re-read the weights before the next run (keep.h) */
     for (int i = 0; i < t->p->n_outputs; i++) free(outs[i].data), outs[i].data = NULL;
     return s;
 }
@@ -1139,6 +1148,8 @@ static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array
     }
     PP_TRY(bind_params(t, err));
     PP_TRY(scale_bind(t, err));
+    for (int b = 0; b < t->n_bound; b++) t->bound[b]->varies = true; /* the executors re-read them (keep.h) */
+
     PP_TRY(load_data(t, dir, o->labels, &t->train, err));
     if (t->train.n < t->rows * o->accumulate)
         return PP_FAIL(err, PP_EINVAL, "the data has %lld samples; one step takes %d micro-batch%s of %lld",
@@ -1188,6 +1199,34 @@ static void log_end(pp_json *js, const trainer *t, const pprt_train_stats *st) {
     pp_json_add_number(js, js->root, "bubble_formula", st->bubble_formula);
 }
 
+/* One step's line of the log: what it learnt, how fast, what its stages
+ * and executors did (made, reloaded: keep.h). step_s: step, epoch, loss, lr. */
+static void log_step(pp_json *js, cJSON *steps_js, trainer *t, const double step_s[4], double norm, double sps,
+                     double cpu_s, double bubble, bool finite, double scale) {
+    const pprt_plan *p = t->p;
+    cJSON *r = pp_json_add_object(js, steps_js, NULL);
+    pp_json_add_number(js, r, "step", step_s[0]);
+    pp_json_add_number(js, r, "epoch", step_s[1]);
+    pp_json_add_number(js, r, "loss", step_s[2]);
+    pp_json_add_number(js, r, "lr", step_s[3]);
+    pp_json_add_number(js, r, "grad_norm", norm);
+    pp_json_add_number(js, r, "samples_per_s", sps);
+    pp_json_add_round(js, r, "cpu_s", cpu_s, 4);
+    pp_json_add_number(js, r, "bubble", bubble);
+    pp_json_add_bool(js, r, "skipped", !finite);
+    if (t->seed) pp_json_add_number(js, r, "loss_scale", scale);
+    pprt_keep_counts kc;
+    pprt_keeper_counts(t->keep, &kc); /* this step's runs' (and those of a held-out pass before it) */
+    pp_json_add_number(js, r, "executors_created", (double)kc.created);
+    pp_json_add_number(js, r, "executors_reloaded", (double)kc.reloaded);
+    pp_json_add_number(js, r, "executors_refused_reload", (double)kc.refused);
+    pp_json_add_round(js, r, "reload_s", kc.reload_s, 6);
+    pp_json_add_round(js, r, "create_s", kc.create_s, 6);
+    pp_json_add_number(js, r, "graph_captures", (double)kc.captures);
+    cJSON *b = pp_json_add_array(js, r, "stage_busy_s");
+    for (int v = 0; v < p->n_stages + p->n_wstages; v++) pp_json_add_round(js, b, NULL, t->busy[v], 6);
+}
+
 /* The pipeline runs' options of a training run: quiet (the trainer reports),
  * the first step's executors saying what they made of their stages
  * (pprt_run_opts.explain, on rank 0 unless pprt -q), and the links holding
@@ -1218,10 +1257,14 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     pprt_array *ins = NULL, *outs = NULL;
     int64_t *perm = NULL, done = 0, updates = 0;
     pp_status s = setup(&t, dir, &ins, &outs, &perm, err);
+    const char *fresh = getenv("PPRT_TRAIN_FRESH"); /* each step makes its executors: the old way, for A/B runs */
+    if (s == PP_OK)
+        s = pprt_keeper_new(p, o->dist ? 1 : run->replicas, fresh && *fresh && strcmp(fresh, "0"), &t.keep, err);
     const bool root = is_root(&t); /* MPI: rank 0 reads and writes the files */
     if (s == PP_OK && o->resume && root) s = ckpt_read(&t, o->resume, &done, &updates, err);
     int64_t head[2] = {done, updates};
     if (s == PP_OK && o->dist && o->resume) s = sync_weights(&t, head, err);
+    pprt_keeper_changed(t.keep); /* a checkpoint's weights (no executor exists yet: for the rule's sake) */
     done = head[0], updates = head[1];
     pp_json js = {0};
     cJSON *steps_js = NULL, *epochs_js = NULL;
@@ -1234,6 +1277,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
         epochs_js = pp_json_add_array(&js, root, "epochs");
     }
     pprt_run_opts ro = step_opts(p, o, run, root);
+    ro.keep = t.keep;
     const int R = run->replicas > 1 ? run->replicas : 1;
     const int64_t per_rep = (o->accumulate + R - 1) / R;
     if (s == PP_OK) s = check_schedule(p, o, err);
@@ -1269,19 +1313,8 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
         st->steps++;
         st->samples += o->accumulate * t.rows;
         if (steps_js) {
-            cJSON *r = pp_json_add_object(&js, steps_js, NULL);
-            pp_json_add_number(&js, r, "step", (double)step);
-            pp_json_add_number(&js, r, "epoch", (double)epoch);
-            pp_json_add_number(&js, r, "loss", loss);
-            pp_json_add_number(&js, r, "lr", lr);
-            pp_json_add_number(&js, r, "grad_norm", norm);
-            pp_json_add_number(&js, r, "samples_per_s", sps);
-            pp_json_add_round(&js, r, "cpu_s", pprt_cpu_s() - cpu0, 4);
-            pp_json_add_number(&js, r, "bubble", bubble);
-            pp_json_add_bool(&js, r, "skipped", !finite);
-            if (t.seed) pp_json_add_number(&js, r, "loss_scale", scale);
-            cJSON *b = pp_json_add_array(&js, r, "stage_busy_s");
-            for (int v = 0; v < p->n_stages + p->n_wstages; v++) pp_json_add_round(&js, b, NULL, t.busy[v], 6);
+            const double step_s[4] = {(double)step, (double)epoch, loss, lr};
+            log_step(&js, steps_js, &t, step_s, norm, sps, pprt_cpu_s() - cpu0, bubble, finite, scale);
         }
         if (root && o->progress && !o->quiet && (step == total || step == done + 1 || now - shown >= 1.0)) {
             shown = now;

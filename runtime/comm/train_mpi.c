@@ -15,7 +15,9 @@
  * The two MPI boundaries between ranks r and r+1 go opposite ways, so the
  * one tag of boundary messages never mixes them (a receive names its
  * source). Each run (a step, a held-out pass) makes its links and
- * executors afresh, as pprt_run does; the run's messages are exactly
+ * executors afresh (the executors from the trainer's keeper when it has
+ * one, pprt_run_opts.keep: made by the first step, kept across steps), as
+ * pprt_run does; the run's messages are exactly
  * n_msgs per boundary, so no receive is left posted for the next run.
  *
  * Host stages only for now: a stage on a device backend is refused. A
@@ -28,6 +30,7 @@
 #include <string.h>
 
 #include "../backend.h"
+#include "../keep.h"
 #include "../run.h"
 #include "../stage_loop.h"
 #include "../stash.h"
@@ -117,7 +120,7 @@ static pp_status make_exec(const pprt_plan *p, int s, const pprt_run_opts *o, si
     const pprt_place at = pprt_place_host();
     const pprt_exec_cfg cfg = pprt_stage_cfg(o, pprt_run_threads(o, pprt_rank_cores(pprt_mpi_env_local_size())), &at);
     w->run.ex = w->be->exec;
-    return w->be->exec->create(p, &p->stages[s], &cfg, &w->run.x, err);
+    return pprt_keeper_exec(o->keep, w->be->exec, p, s, 0, &cfg, &w->run.x, err); /* a rank holds one replica's */
 }
 
 static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins, int64_t M, int64_t mb0,
@@ -157,7 +160,8 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
         *err = bad->e;
         return bad->s;
     }
-    f.be->exec->destroy(f.run.x), b.be->exec->destroy(b.run.x);
+    pprt_keeper_done(o->keep, f.be->exec, d, 0, f.run.x);
+    pprt_keeper_done(o->keep, b.be->exec, 2 * P - 1 - d, 0, b.run.x);
     f.run.in->ops->destroy(f.run.in), b.run.out->ops->destroy(b.run.out);
     f.run.out->ops->destroy(f.run.out);
     if (b.run.in != f.run.out) b.run.in->ops->destroy(b.run.in);

@@ -159,6 +159,10 @@ typedef struct pcu_plan {
     uint64_t *woff;      /* tensor id -> offset in WEIGHTS (UINT64_MAX: not a weight) */
     int *root;           /* tensor id -> the arena tensor whose bytes it has (itself, or a view's source) */
     pcu_counts counts;
+    /* a step's parameters took a value from a weight that varies
+     * (pprt_tdesc.varies, training's): re-uploading the weights (the
+     * executors' reload) cannot redo that, a fresh plan must */
+    bool folds_varying;
 } pcu_plan;
 
 typedef struct pcu_plan_opts {

@@ -380,6 +380,12 @@ static void emu_destroy(pprt_exec *x) {
     free(x);
 }
 
+static void upload_weights(pprt_exec *x) {
+    const pprt_stage *st = x->st;
+    for (int i = 0; i < st->n_tensors; i++)
+        if (st->t[i].kind == PPRT_WEIGHT) memcpy(x->mem[PCU_SP_WEIGHTS] + x->pl.woff[i], st->t[i].data, st->t[i].nbytes);
+}
+
 static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *cfg, pprt_exec **out,
                             pp_err *err) {
     PP_TRY(pprt_stage_weights(p, st->index, err));
@@ -430,10 +436,17 @@ static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt
         x->ptr[i] = x->stage_buf + o;
         o += (int)pp_align_up(st->t[i].nbytes, 64);
     }
-    /* the weights, uploaded once (the engine goes through a pinned buffer) */
-    for (int i = 0; i < st->n_tensors; i++)
-        if (st->t[i].kind == PPRT_WEIGHT) memcpy(x->mem[PCU_SP_WEIGHTS] + x->pl.woff[i], st->t[i].data, st->t[i].nbytes);
+    upload_weights(x); /* the engine goes through a pinned buffer */
     *out = x;
+    return PP_OK;
+}
+
+/* exec.h's reload, as the engine's (exec_cuda.c): the weight space again, the plan and graphs kept. */
+static pp_status emu_reload(pprt_exec *x, unsigned long version, pp_err *err) {
+    (void)version;
+    if (x->pl.folds_varying)
+        return PP_FAIL(err, PP_EUNSUP, "stage %d: a step's parameters hold a trained weight's value", x->st->index);
+    upload_weights(x);
     return PP_OK;
 }
 
@@ -563,4 +576,5 @@ static void emu_counts(const pprt_exec *x, pprt_exec_counts *c) {
     c->graph_replays = x->gc.replays;
 }
 
-const pprt_exec_ops pprt_exec_cuda_emu = {"cuda-emu", emu_create, emu_run, emu_destroy, emu_node_seconds, emu_counts};
+const pprt_exec_ops pprt_exec_cuda_emu = {"cuda-emu", emu_create, emu_run, emu_destroy, emu_node_seconds, emu_counts,
+                                          emu_reload};

@@ -361,6 +361,35 @@ static pp_status create_in(pprt_exec *x, pp_err *err) {
     return s;
 }
 
+/* The weight space from the weights' host bytes, through one pinned buffer
+ * (at create, and again at reload). */
+static pp_status upload_weights(pprt_exec *x, pp_err *err) {
+    const pprt_stage *st = x->st;
+    if (!x->pl.bytes[PCU_SP_WEIGHTS]) return PP_OK;
+    unsigned char *pin;
+    CU(x, -1, cudaMallocHost((void **)&pin, x->pl.bytes[PCU_SP_WEIGHTS]));
+    for (int i = 0; i < st->n_tensors; i++)
+        if (st->t[i].kind == PPRT_WEIGHT) memcpy(pin + x->pl.woff[i], st->t[i].data, st->t[i].nbytes);
+    cudaError_t e = cudaMemcpyAsync(x->mem[PCU_SP_WEIGHTS], pin, x->pl.bytes[PCU_SP_WEIGHTS], cudaMemcpyHostToDevice,
+                                    x->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(x->stream);
+    cudaFreeHost(pin);
+    if (e != cudaSuccess) return cu_fail(err, x, -1, "uploading the weights", e);
+    return PP_OK;
+}
+
+/* exec.h's reload: the weight space uploaded again; the plans, the device
+ * spaces and the captured graphs kept (they read device addresses that do
+ * not move). A plan that folded a varying weight's value into a step's
+ * parameters refuses: a fresh executor plans again. */
+static pp_status cuda_reload(pprt_exec *x, unsigned long version, pp_err *err) {
+    (void)version;
+    if (x->pl.folds_varying)
+        return PP_FAIL(err, PP_EUNSUP, "stage %d: a step's parameters hold a trained weight's value", x->st->index);
+    CU(x, -1, cudaSetDevice(pprt_cuda_phys(x->device)));
+    return upload_weights(x, err);
+}
+
 static pp_status create_steps(pprt_exec *x, unsigned char *hn, int *failed, pp_err *err) {
     const pprt_stage *st = x->st;
     PP_TRY(pprt_cuda_plan_stage(x->p, st, hn, &x->pl, err));
@@ -370,18 +399,7 @@ static pp_status create_steps(pprt_exec *x, unsigned char *hn, int *failed, pp_e
         if (i != PCU_SP_IN && i != PCU_SP_OUT)
             CU(x, -1, cudaMalloc((void **)&x->mem[i], x->pl.bytes[i] ? x->pl.bytes[i] : 256));
     CU(x, -1, cudaMallocHost((void **)&x->pin_err, sizeof(int)));
-    /* the weights, once, through one pinned buffer */
-    if (x->pl.bytes[PCU_SP_WEIGHTS]) {
-        unsigned char *pin;
-        CU(x, -1, cudaMallocHost((void **)&pin, x->pl.bytes[PCU_SP_WEIGHTS]));
-        for (int i = 0; i < st->n_tensors; i++)
-            if (st->t[i].kind == PPRT_WEIGHT) memcpy(pin + x->pl.woff[i], st->t[i].data, st->t[i].nbytes);
-        cudaError_t e = cudaMemcpyAsync(x->mem[PCU_SP_WEIGHTS], pin, x->pl.bytes[PCU_SP_WEIGHTS], cudaMemcpyHostToDevice,
-                                        x->stream);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(x->stream);
-        cudaFreeHost(pin);
-        if (e != cudaSuccess) return cu_fail(err, x, -1, "uploading the weights", e);
-    }
+    PP_TRY(upload_weights(x, err)); /* the weights, through one pinned buffer */
     /* parameter blocks, one device block */
     x->ds = calloc(pp_count(x->pl.n_steps), sizeof *x->ds);
     if (!x->ds) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -575,4 +593,5 @@ static void cuda_counts(const pprt_exec *x, pprt_exec_counts *c) {
 /* Measured only under --profile (events between steps, no graphs): else none. */
 static const double *cuda_node_seconds(const pprt_exec *x) { return x->prof ? x->node_s : NULL; }
 
-const pprt_exec_ops pprt_exec_cuda = {"cuda", cuda_create, cuda_run, cuda_destroy, cuda_node_seconds, cuda_counts};
+const pprt_exec_ops pprt_exec_cuda = {"cuda", cuda_create, cuda_run, cuda_destroy, cuda_node_seconds, cuda_counts,
+                                      cuda_reload};

@@ -325,6 +325,7 @@ static bool const_inputs(const planner *P, const pprt_node *n, pp_tinfo *tin, in
             continue;
         }
         if (i > 0 && (t->kind != PPRT_WEIGHT || !t->data)) return false;
+        if (i > 0 && t->varies) P->pl->folds_varying = true;
         tin[i] = (pp_tinfo){t->dtype, t->shape, i > 0 ? t->data : NULL};
     }
     return true;
@@ -697,6 +698,7 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
             const pprt_tdesc *vt = T(P, n->in[2]);
             if (vt->kind != PPRT_WEIGHT || !vt->data || vt->dtype != x->dtype) return PP_OK;
             value = pcu_is_float(x->dtype) ? pcu_ldd(vt->data, x->dtype, 0) : (double)pcu_ldi(vt->data, x->dtype, 0);
+            if (vt->varies) P->pl->folds_varying = true;
         }
     }
     for (int d = 0; d < r && pmode != 1; d++) /* the reference refuses these; it says why */
@@ -1511,6 +1513,7 @@ static pp_status plan_quant(planner *P, int ni, bool *ok) {
     pp_tinfo tin[3];
     for (int k = 0; k < 3; k++) tin[k] = shape_info(P, n, k);
     if (n->n_in > 2 && n->in[2] >= 0 && T(P, n->in[2])->kind == PPRT_WEIGHT) tin[2].data = T(P, n->in[2])->data;
+    if (tin[2].data && T(P, n->in[2])->varies) P->pl->folds_varying = true;
     pp_quant q;
     if (pp_quant_parse(n->op, attrs_of(P, n), tin, n->n_in, &q, NULL) != PP_OK) return PP_OK;
     pcu_quant k = {.dequant = n->op == PP_OP_DEQUANTIZELINEAR, .qt = (int32_t)q.q, .has_zp = q.has_zp,
@@ -2599,6 +2602,7 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
             const pprt_node *s = &st->nodes[sc];
             const int w = s->in[0] == m1->out[0] ? s->in[1] : s->in[0];
             memcpy(&k.scale, T(P, w)->data, sizeof k.scale);
+            if (T(P, w)->varies) P->pl->folds_varying = true;
             k.scale_op = s->op == PP_OP_MUL ? 1 : 2;
         }
         NEW_STEP(s, P, PCU_S_KERNEL, h, 4);

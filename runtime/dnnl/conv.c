@@ -107,6 +107,7 @@ static pp_status build_wino(pprt_exec *x, const pprt_wino_shape *sh, int xi, int
     }
     x->bytes.weights += pprt_wino_weight_bytes(wn);
     x->bytes.owned += pprt_wino_weight_bytes(wn);
+    dn_derived(x, "pprt's Winograd kernel's transformed weights", wi, bi, -1, -1);
     return dn_push_post(x, &out, err);
 }
 
@@ -167,7 +168,8 @@ static pp_status build_gconv(pprt_exec *x, const pprt_gconv_shape *gs, int xi, i
                               w == 16 ? "pprt:gconv:avx512" : w == 8 ? "pprt:gconv:avx2" : "pprt:gconv", &st, err);
     if (r == PP_OK) r = dn_push_own_any(x, st, pprt_gconv_bytes(gc), xi, &src, yi, &dst, &taken, err);
     if (!taken) pprt_gconv_free(gc);
-    else x->bytes.weights += pprt_gconv_bytes(gc);
+    else x->bytes.weights += pprt_gconv_bytes(gc), dn_derived(x, "pprt's grouped convolution's packed weights", wi, bi,
+                                                               -1, -1);
     return r;
 }
 
@@ -304,6 +306,7 @@ static pp_status build_pw(pprt_exec *x, const pprt_node *n, pp_err *err) {
     }
     x->bytes.weights += pprt_pw_bytes(pw);
     x->bytes.owned += pprt_pw_bytes(pw);
+    dn_derived(x, "pprt's pointwise convolution's packed weights", wi, bi, -1, -1);
     return dn_push_post(x, &out, err);
 }
 

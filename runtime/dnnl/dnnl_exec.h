@@ -24,6 +24,7 @@
 #ifndef PPRT_DNNL_EXEC_H
 #define PPRT_DNNL_EXEC_H
 
+#include <pthread.h>
 #include <dnnl.h>
 
 #include "../backend.h"
@@ -126,8 +127,16 @@ typedef struct patch {
 } patch;
 
 typedef struct mark {
-    int steps, mems, binds, patches, owned, abinds, wrefs;
+    int steps, mems, binds, patches, owned, abinds, wrefs, wre, derived;
 } mark;
+
+/* A weight reordered at create into a buffer of the executor's own (not
+ * shared): what pprt_exec_ops.reload reorders again from the tensor's bytes. */
+typedef struct dn_wre {
+    int tid;
+    dnnl_memory_desc_t from, want;
+    void *buf;
+} dn_wre;
 
 /* A reordered weight that the executors of one stage share (--replicas runs
  * several of them in one process; wshare.c): its source tensor, its
@@ -161,6 +170,12 @@ struct pprt_exec {
     DN_LIST(patch) patches;  /* memories in shared buffers */
     DN_LIST(void *) owned;   /* buffers of the executor's own (reordered weights, kernels' plans' bytes) */
     DN_LIST(dn_wshared *) wrefs; /* the shared reordered weights this executor holds (wshare.c) */
+    DN_LIST(dn_wre) wre;         /* the weights reordered into its own buffers (reload does them again) */
+    /* nodes whose kernels took something from the values of a weight that
+     * varies (pprt_tdesc.varies: packed, transformed, folded, or a choice
+     * made on them): reload cannot redo those in place, the first named */
+    int derived;
+    const char *derived_what;
     struct {
         int first, n; /* the out steps: kept SEND tensors copied into the message, at the end of the run */
     } out;
@@ -209,7 +224,8 @@ struct pprt_exec {
     bool own_silu;     /* SiLU on our kernel (runtime/dnnl/kernels/silu.c), not absorbed by the node
                         * before: f32 on AVX2 and AVX-512 CPUs, bf16 on AVX-512 ones
                         * (PPRT_DNNL_SILU=0: never) */
-    bool ran;          /* a micro-batch ran (its OpenMP threads exist) */
+    bool ran;          /* a micro-batch ran on thread `runner` (its OpenMP threads exist) */
+    pthread_t runner;
     struct {
         bool on;            /* GUARD_FAST steps run (the self-check of the first run passed) */
         bool exact;         /* this pass over the nodes runs GUARD_EXACT_RUN steps, not GUARD_FAST_RUN ones */
@@ -328,6 +344,16 @@ void dn_rollback(pprt_exec *x, mark m);
  * executors (replicas in this process) already made it or as this one makes
  * it now and offers them (wshare.c): *out (a new memory of x) shows its
  * bytes, held by x until dn_wshare_release. */
+/* Whether any of a node's weights (tensor ids, -1: none) varies; if so the
+ * node's kernel derived something from their values at create (`what`
+ * names it): the executor cannot reload (dn_derived counts it). */
+bool dn_derived(pprt_exec *x, const char *what, int t0, int t1, int t2, int t3);
+/* The shared reordered weights x holds, reordered again from their tensors'
+ * bytes where they vary, once per version (wshare.c). */
+pp_status dn_wshare_reload(pprt_exec *x, unsigned long version, pp_err *err);
+/* from (over bytes) reordered into want (over buf), as create did. */
+pp_status dn_reorder_into(pprt_exec *x, const dnnl_memory_desc_t *from, const void *bytes,
+                          const dnnl_memory_desc_t *want, void *buf, pp_err *err);
 pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,
                         dnnl_memory_t *out, pp_err *err);
 /* Gives back x's shared weights from the n-th on (a rollback, the end). */

@@ -28,7 +28,7 @@ static bool clamp_of(const pprt_exec *x, const pprt_node *n, float *lo, float *h
     for (int k = 1; k < 3; k++) {
         if (!has_in(n, k)) continue;
         const int b = n->in[k];
-        if (!is_weight(x, b) || numel_of(&T(x, b)->shape) != 1 || !T(x, b)->data) return false;
+        if (!is_weight(x, b) || numel_of(&T(x, b)->shape) != 1 || !T(x, b)->data || T(x, b)->varies) return false;
         *(k == 1 ? lo : hi) = *(const float *)T(x, b)->data;
     }
     return *lo <= *hi; /* also not NaN */

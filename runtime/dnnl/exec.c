@@ -196,7 +196,8 @@ int dn_team(void) {
 }
 
 mark dn_mark_now(const pprt_exec *x) {
-    return (mark){x->steps.n, x->mems.n, x->binds.n, x->patches.n, x->owned.n, x->abinds.n, x->wrefs.n};
+    return (mark){x->steps.n, x->mems.n, x->binds.n, x->patches.n, x->owned.n, x->abinds.n, x->wrefs.n, x->wre.n,
+                  x->derived};
 }
 
 void dn_rollback(pprt_exec *x, mark m) {
@@ -208,7 +209,8 @@ void dn_rollback(pprt_exec *x, mark m) {
     for (int i = m.owned; i < x->owned.n; i++) pprt_pool_free(x->owned.a[i]);
     dn_wshare_release(x, m.wrefs);
     x->steps.n = m.steps, x->mems.n = m.mems, x->binds.n = m.binds, x->patches.n = m.patches,
-    x->owned.n = m.owned, x->abinds.n = m.abinds;
+    x->owned.n = m.owned, x->abinds.n = m.abinds, x->wre.n = m.wre, x->derived = m.derived;
+    if (!x->derived) x->derived_what = NULL;
 }
 
 static void reset_tensor(pprt_exec *x, int tid) {
@@ -223,7 +225,7 @@ static void reset_tensor(pprt_exec *x, int tid) {
 }
 
 static void teardown(pprt_exec *x) {
-    dn_rollback(x, (mark){0, 0, 0, 0, 0, 0, 0});
+    dn_rollback(x, (mark){0, 0, 0, 0, 0, 0, 0, 0, 0});
     pprt_pool_free(x->arena);
     x->arena = NULL;
     x->bytes.arena = 0;
@@ -627,8 +629,12 @@ static bool guard_check(pprt_exec *x) {
 
 
 static pp_status dnnl_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
-    if (x->ran) return run_steps(x, in_msg, out_msg, err);
-    /* the first run starts the stage's OpenMP threads: room for them under ulimit -v */
+    if (x->ran && pthread_equal(x->runner, pthread_self())) return run_steps(x, in_msg, out_msg, err);
+    /* the first run on this thread (a training run's kept executor, keep.h, runs on each step's stage thread):
+     * its OpenMP team size is the thread's own setting, not known yet; the run starts the team's threads:
+     * room for them under ulimit -v; the guard checked on this team */
+    x->threads = 0;
+    x->runner = pthread_self();
     pp_err e = {0};
     pp_status s = pprt_headroom_enter(PPRT_HEADROOM_BYTES + pprt_headroom_team(x->stage_threads, false), &e);
     if (s != PP_OK)
@@ -688,7 +694,7 @@ static void dnnl_destroy(pprt_exec *x) {
                 "pprt: dnnl: %lld micro-batch%s ran again on the exact paths (a NaN met a residual "
                 "convolution's Relu or Clip)\n",
                 (long long)x->guard.exact_runs, x->guard.exact_runs == 1 ? "" : "es");
-    dn_rollback(x, (mark){0, 0, 0, 0, 0, 0, 0});
+    dn_rollback(x, (mark){0, 0, 0, 0, 0, 0, 0, 0, 0});
     for (int i = 0; i < N_SLOTS; i++) pprt_pool_free(x->slot.buf[i]);
     free(x->steps.a);
     free(x->mems.a);
@@ -696,6 +702,7 @@ static void dnnl_destroy(pprt_exec *x) {
     free(x->patches.a);
     free(x->owned.a);
     free(x->wrefs.a);
+    free(x->wre.a);
     if (x->attr_reorder) dnnl_primitive_attr_destroy(x->attr_reorder);
     if (x->strm) dnnl_stream_destroy(x->strm);
     if (x->eng) dnnl_engine_destroy(x->eng);
@@ -725,6 +732,35 @@ static void dnnl_destroy(pprt_exec *x) {
 }
 
 static const double *dnnl_node_seconds(const pprt_exec *x) { return x->nodes.node_s; }
+
+bool dn_derived(pprt_exec *x, const char *what, int t0, int t1, int t2, int t3) {
+    const int t[4] = {t0, t1, t2, t3};
+    bool v = false;
+    for (int i = 0; i < 4; i++) v = v || (t[i] >= 0 && T(x, t[i])->kind == PPRT_WEIGHT && T(x, t[i])->varies);
+    if (v && !x->derived++) x->derived_what = what;
+    return v;
+}
+
+/* exec.h's reload: the weights that vary reordered again into the buffers
+ * create reordered them into (the primitives, which read those buffers,
+ * kept), shared ones once per version; the weights read in place need
+ * nothing. A node whose kernel derived something else from them (dn_derived)
+ * makes it refuse: the caller makes a fresh executor. */
+static pp_status dnnl_reload(pprt_exec *x, unsigned long version, pp_err *err) {
+    if (x->derived)
+        return PP_FAIL(err, PP_EUNSUP, "stage %d: %d node%s took what they run on from a trained weight's values "
+                       "(%s)", x->st->index, x->derived, x->derived == 1 ? "" : "s", x->derived_what);
+    /* one thread: the reorders are a copy each, memory-bound; a team of the stage's threads, started anew on each
+     * step's stage thread, made them 3-10x slower on the loaded 2-core VM (ResNet-50's forward stage: 103 MB in
+     * 0.15-0.87 s on 2 threads, 0.04-0.07 s on one; docs/training.md), and the stages reload side by side */
+    set_threads(1);
+    x->threads = 1; /* the thread's setting now (run_steps sets each step's) */
+    for (int i = 0; i < x->wre.n; i++) {
+        const dn_wre *r = &x->wre.a[i];
+        if (T(x, r->tid)->varies) PP_TRY(dn_reorder_into(x, &r->from, T(x, r->tid)->data, &r->want, r->buf, err));
+    }
+    return dn_wshare_reload(x, version, err);
+}
 
 /* Whether oneDNN has bf16 convolutions and matrix products on this CPU: it
  * has them from AVX-512 up (emulated on plain AVX-512, in hardware with
@@ -766,7 +802,7 @@ static bool dnnl_has_bf16(void) {
 }
 
 static const pprt_exec_ops exec_dnnl = {"dnnl", dnnl_create, dnnl_run, dnnl_destroy, dnnl_node_seconds,
-                                        dn_counts};
+                                        dn_counts, dnnl_reload};
 
 static void dnnl_describe(FILE *f) {
     fprintf(f, "  dnnl: bf16 kernels on this CPU: %s; vector ISA: %s%s; AMX pointwise kernel: %s\n",

@@ -255,6 +255,7 @@ static pp_status build_gemm(pprt_exec *x, const pprt_node *n, pp_err *err) {
             PP_TRY(dn_plain_view(x, ci, &cmd, &cm, err));
         } else {
             if (!is_weight(x, ci)) return unsup(err, "beta with a computed C");
+            dn_derived(x, "a Gemm's C times beta", ci, -1, -1, -1);
             const int64_t cn = cd[0] * cd[1];
             float *c = dn_own_alloc(x, (size_t)cn * sizeof(float));
             if (!c) return PP_FAIL(err, PP_ENOMEM, "out of memory");

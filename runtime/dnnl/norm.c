@@ -64,6 +64,7 @@ static pp_status build_bn(pprt_exec *x, const pprt_node *n, pp_err *err) {
                                   pprt_bnorm_relu(bn) ? "pprt:bnorm_relu" : "pprt:bnorm", &st, err);
         if (r == PP_OK) r = dn_push_own_any(x, st, pprt_bnorm_bytes(bn), xi, &cur, yi, &cur, &taken, err);
         if (!taken) pprt_bnorm_free(bn);
+        else dn_derived(x, "pprt's BatchNormalization kernel's folded scale", n->in[1], n->in[2], n->in[3], n->in[4]);
         return r;
     }
     dnnl_memory_desc_t src, cmd;
@@ -172,9 +173,10 @@ static pp_status build_ln(pprt_exec *x, const pprt_node *n, pp_err *err) {
     return push_lnorm(x, xi, yi, rows, len, eps, si, bi, err);
 }
 
-/* Whether tid is a constant whose every element is v. */
+/* Whether tid is a constant whose every element is v (a weight that
+ * varies, training's, never is: the choice must not rest on its values). */
 static bool all_equal(const pprt_exec *x, int tid, float v) {
-    if (!is_weight(x, tid) || !f32(x, tid)) return false;
+    if (!is_weight(x, tid) || !f32(x, tid) || T(x, tid)->varies) return false;
     const float *p = x->ptr[tid];
     for (int64_t i = 0, n = numel_of(&T(x, tid)->shape); i < n; i++)
         if (p[i] != v) return false;
@@ -285,6 +287,7 @@ static pp_status build_fgn(pprt_exec *x, const pprt_node *n, pp_err *err) {
                               &st, err);
     if (r == PP_OK) r = dn_push_own_any(x, st, pprt_gnorm_bytes(gn), xi, &src, yi, &dst, &taken, err);
     if (!taken) pprt_gnorm_free(gn);
+    else dn_derived(x, "pprt's GroupNormalization kernel's scale and bias", si, bi, -1, -1);
     return r;
 }
 

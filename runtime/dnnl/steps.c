@@ -185,7 +185,30 @@ pp_status dn_weight_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
     void *buf = dn_own_alloc(x, bytes);
     if (!buf) return PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for a reordered weight", bytes);
     x->bytes.weights += bytes;
-    return dn_reorder_weight(x, tid, from, want, buf, out, err);
+    PP_TRY(dn_reorder_weight(x, tid, from, want, buf, out, err));
+    if (!ROOM(x->wre)) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    x->wre.a[x->wre.n++] = (dn_wre){tid, *from, *want, buf}; /* reload does it again */
+    return PP_OK;
+}
+
+pp_status dn_reorder_into(pprt_exec *x, const dnnl_memory_desc_t *from, const void *bytes,
+                          const dnnl_memory_desc_t *want, void *buf, pp_err *err) {
+    dnnl_memory_t src = NULL, dst = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t r = NULL;
+    dnnl_status_t s = dnnl_memory_create(&src, from, x->eng, (void *)bytes);
+    if (s == dnnl_success) s = dnnl_memory_create(&dst, want, x->eng, buf);
+    if (s == dnnl_success) s = dnnl_reorder_primitive_desc_create(&pd, from, x->eng, want, x->eng, NULL);
+    if (s == dnnl_success) s = dnnl_primitive_create(&r, pd);
+    dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+    if (s == dnnl_success) s = dnnl_primitive_execute(r, x->strm, 2, a);
+    if (s == dnnl_success) s = dnnl_stream_wait(x->strm);
+    if (r) dnnl_primitive_destroy(r);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (dst) dnnl_memory_destroy(dst);
+    if (src) dnnl_memory_destroy(src);
+    DN(s, "weight reorder (reload)");
+    return PP_OK;
 }
 
 pp_status dn_reorder_weight(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *want,

@@ -13,7 +13,10 @@
  * layout, in a hash table by stage and
  * tensor (a model of thousands of weights looks each up among a few); one
  * lock for all, held while a weight is reordered, so two replicas never
- * reorder the same one. */
+ * reorder the same one. A training run's weights change between steps
+ * (pprt_tdesc.varies): the executors' reload (dn_wshare_reload) reorders a
+ * shared one again once per version of the weights, the first of its
+ * holders to reload doing it. */
 #include "dnnl_exec.h"
 #include "../pool.h"
 
@@ -27,6 +30,7 @@ struct dn_wshared {
     dnnl_memory_desc_t from, md; /* the view of the tensor reordered, the layout */
     void *buf;
     int refs;
+    unsigned long version; /* the weights' version its bytes are of (reload) */
     dn_wshared *next;
 };
 
@@ -49,7 +53,10 @@ pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
     while (e && !(e->st == x->st && e->tid == tid && dnnl_memory_desc_equal(&e->from, from) &&
                  dnnl_memory_desc_equal(&e->md, want))) e = e->next;
     if (e) {
-        if ((s = dn_new_mem(x, want, e->buf, out, err)) == PP_OK) e->refs++, x->bytes.wshared += bytes;
+        /* a weight that varies may be behind here (its holders reload when they next run, and an executor
+         * made again now comes first): made current, the same bytes for any holder that already reloaded */
+        if (x->st->t[tid].varies) s = dn_reorder_into(x, from, x->st->t[tid].data, want, e->buf, err);
+        if (s == PP_OK && (s = dn_new_mem(x, want, e->buf, out, err)) == PP_OK) e->refs++, x->bytes.wshared += bytes;
     } else {
         void *buf = NULL;
         if (!(e = calloc(1, sizeof *e)) || !(buf = pprt_pool_alloc(bytes)))
@@ -66,6 +73,20 @@ pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
     }
     pthread_mutex_unlock(&lock);
     if (s == PP_OK) x->wrefs.a[x->wrefs.n++] = e;
+    return s;
+}
+
+pp_status dn_wshare_reload(pprt_exec *x, unsigned long version, pp_err *err) {
+    pp_status s = PP_OK;
+    for (int i = 0; i < x->wrefs.n && s == PP_OK; i++) {
+        dn_wshared *e = x->wrefs.a[i];
+        const pprt_tdesc *t = &e->st->t[e->tid];
+        if (!t->varies) continue;
+        pthread_mutex_lock(&lock); /* a weight at a time, as dn_wshare_get: the stages reload side by side */
+        if (e->version != version) s = dn_reorder_into(x, &e->from, t->data, &e->md, e->buf, err); /* else done */
+        if (s == PP_OK) e->version = version;
+        pthread_mutex_unlock(&lock);
+    }
     return s;
 }
 

@@ -6,6 +6,7 @@
  * pair of MPI channels, which own their buffers. */
 #include <stdlib.h>
 
+#include "../pool.h"
 #include "chan.h"
 #include "link.h"
 
@@ -23,7 +24,7 @@ static void free_bufs(const pprt_place *owner, void **bufs, int n) {
         /* the host's free, not free(): a pool block (pool.h) must go back to the pool, or the next
          * training step allocates and faults in its pages again (a GB a step on ResNet-50) */
         if (pprt_place_is_host(owner)) pprt_mem_host.free(0, bufs[i]);
-        else owner->mem->free(owner->device, bufs[i]);
+        else pprt_pool_dev_free(owner->mem, owner->device, bufs[i]);
     }
     free(bufs);
 }
@@ -122,7 +123,7 @@ pp_status pprt_link_queue_at(const pprt_place *at, size_t bytes, int depth, pprt
     int n = 0;
     for (; s == PP_OK && n < depth; n++) {
         s = pprt_place_is_host(at) ? pprt_mem_host.alloc(0, bytes, &bufs[n], err)
-                                   : at->mem->alloc(at->device, bytes, &bufs[n], err);
+                                   : pprt_pool_dev_alloc(at->mem, at->device, bytes, &bufs[n], err);
         if (s != PP_OK) bufs[n] = NULL;
     }
     if (s != PP_OK) {

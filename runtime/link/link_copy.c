@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../pool.h"
 #include "chan.h"
 #include "link.h"
 
@@ -120,7 +121,7 @@ static void free_end(const copy_link *c, const pprt_place *at, void **bufs, int 
     for (int i = 0; bufs && i < n; i++) {
         if (!bufs[i]) continue;
         if (pprt_place_is_host(at)) c->mem->free_pinned(bufs[i]);
-        else c->mem->free(at->device, bufs[i]);
+        else pprt_pool_dev_free(c->mem, at->device, bufs[i]);
     }
     free(bufs);
 }
@@ -151,7 +152,7 @@ static const pprt_link_ops copy_ops = {cp_acquire, cp_submit, cp_receive, cp_rel
 
 static pp_status alloc_end(const copy_link *c, const pprt_place *at, void **b, pp_err *err) {
     return pprt_place_is_host(at) ? c->mem->alloc_pinned(c->base.bytes, b, err)
-                                  : c->mem->alloc(at->device, c->base.bytes, b, err);
+                                  : pprt_pool_dev_alloc(c->mem, at->device, c->base.bytes, b, err);
 }
 
 pp_status pprt_link_copy(const pprt_place *from, const pprt_place *to, size_t bytes, int depth, const char *name,

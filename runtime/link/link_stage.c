@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../pool.h"
 #include "chan.h"
 #include "link.h"
 
@@ -128,7 +129,7 @@ static void st_destroy(pprt_link *l) {
     if (!g) return;
     if (g->stream) g->mem->stream_free(g->stream);
     if (g->ev) g->mem->event_free(g->ev);
-    if (g->dbuf) g->mem->free(g->dev, g->dbuf);
+    if (g->dbuf) pprt_pool_dev_free(g->mem, g->dev, g->dbuf);
     if (g->host) g->host->ops->destroy(g->host);
     free(g);
 }
@@ -158,7 +159,7 @@ pp_status pprt_link_staged(pprt_link *host, const pprt_place *dev, bool dev_cons
     snprintf(g->name, sizeof g->name, "%s (pinned host memory %s %s)", name, dev_consumes ? "->" : "<-", d);
     pp_status s = g->mem->stream_new(g->dev, &g->stream, err);
     if (s == PP_OK) s = g->mem->event_new(g->dev, &g->ev, err);
-    if (s == PP_OK) s = g->mem->alloc(g->dev, host->bytes, &g->dbuf, err);
+    if (s == PP_OK) s = pprt_pool_dev_alloc(g->mem, g->dev, host->bytes, &g->dbuf, err);
     if (s != PP_OK) {
         s = named(g, s, err);
         st_destroy(&g->base);
@@ -336,7 +337,7 @@ static void ov_destroy(pprt_link *l) {
     for (int i = 0; g->ev && i < g->nbuf; i++)
         if (g->ev[i]) g->mem->event_free(g->ev[i]);
     for (int i = 0; g->dbuf && i < g->nbuf; i++)
-        if (g->dbuf[i]) g->mem->free(g->dev, g->dbuf[i]);
+        if (g->dbuf[i]) pprt_pool_dev_free(g->mem, g->dev, g->dbuf[i]);
     free(g->ev);
     free(g->dbuf);
     if (g->free_) g->free_->ops->destroy(g->free_);
@@ -385,7 +386,7 @@ pp_status pprt_link_staged_overlap(pprt_link *host, const pprt_place *dev, bool 
     if (s == PP_OK) s = g->mem->stream_new(g->dev, &g->stream, err);
     for (int i = 0; i < nbuf && s == PP_OK; i++) {
         s = g->mem->event_new(g->dev, &g->ev[i], err);
-        if (s == PP_OK) s = g->mem->alloc(g->dev, host->bytes, &g->dbuf[i], err);
+        if (s == PP_OK) s = pprt_pool_dev_alloc(g->mem, g->dev, host->bytes, &g->dbuf[i], err);
         if (s == PP_OK) s = g->free_->ops->send(g->free_, g->dbuf[i], 0, err);
     }
     if (s == PP_OK && (dev_consumes ? n_msgs > 0 : true)) {

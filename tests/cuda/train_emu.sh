@@ -21,6 +21,9 @@
 #     pp.SliceGrad of a stepped Slice, pp.LayerNormGrad): no host step, a
 #     step of each kind on the list, 3 SGD steps the same bits at -pp 1, 2
 #     and within 1e-5 (in norm) of the reference's weights.
+#   - executors kept across steps (runtime/keep.h) give the bits of executors
+#     made every step (PPRT_TRAIN_FRESH=1); after the first step none is
+#     made, and after the second no CUDA graph is captured.
 # About 30 s. usage: train_emu.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC;
 # TRAIN_BACKEND=cuda runs it on a GPU: tests/cuda/gpu_day.sh part 2t)
 set -euo pipefail
@@ -92,6 +95,34 @@ for pp in 1 2; do
     grep -q "$k" nerr$pp.txt || fail "the opset-17 net -pp $pp: no $k step"
   done
 done
+# executors kept across steps (runtime/keep.h) against executors made every step (PPRT_TRAIN_FRESH=1): the same
+# bits; after the first step no executor is made (so no cuDNN graph planned, no weight space allocated) and from
+# the third no CUDA graph captured (the links' device messages come back at the same addresses, pool.h; the
+# second step still captures the pairs of messages the first one's eager runs had not met); made afresh, every
+# step captures again
+for f in 0 1; do
+  PPRT_TRAIN_FRESH=$f "$PPRT" d2.plan "$S/data" --labels "$S/labels.npy" --steps 6 --accumulate 4 --no-shuffle \
+    --optimizer adamw --lr 3e-3 --backend $be --save-weights keep$f --log-json keep$f.json -q 2>keep$f.txt \
+    || fail "digits -pp 2, PPRT_TRAIN_FRESH=$f: $(tail -2 keep$f.txt)"
+done
+"$PY" - <<'PY' || fail "kept executors"
+import json, os, sys
+import numpy as np
+k, f = (json.load(open(f"keep{i}.json"))["steps"] for i in (0, 1))
+names = sorted(os.listdir("keep0"))
+diff = [n for n in names if np.load(f"keep0/{n}").tobytes() != np.load(f"keep1/{n}").tobytes()]
+made, fmade = [s["executors_created"] for s in k], [s["executors_created"] for s in f]
+caps, fcaps = [s["graph_captures"] for s in k], [s["graph_captures"] for s in f]
+bad = []
+if diff or names != sorted(os.listdir("keep1")) or not names: bad.append(f"weights differ: {diff[:3]}")
+if made != [4, 0, 0, 0, 0, 0] or fmade != [4] * 6: bad.append(f"executors made a step: kept {made}, fresh {fmade}")
+# under AddressSanitizer the pool keeps no block (pool.h), so the messages' addresses change and graphs are captured
+if (any(caps[2:]) and "ASAN_OPTIONS" not in os.environ) or min(fcaps) < 1:
+    bad.append(f"graph captures a step: kept {caps}, fresh {fcaps}")
+print(("FAIL " + "; ".join(bad)) if bad else f"kept executors: the bits of fresh ones; executors made {made}, "
+      f"graphs captured {caps} a step (fresh: {fcaps})")
+sys.exit(1 if bad else 0)
+PY
 # the first step's executors say where each stage runs and what went to the host, the later steps nothing;
 # a device's forward and backward stages share its GPU (-pp 2: stages 0 and 3 on device 0, 1 and 2 on 1)
 "$PPRT" d2.plan "$S/data" --labels "$S/labels.npy" --steps 3 --backend $be --cuda-host-ops pp.UnaryGrad \

@@ -7,6 +7,8 @@
 #     to the threaded run of the same plan and options (cmp of every .npy),
 #     and the per-step losses of --log-json equal to the threaded run's;
 #   - --eval: the held-out loss and accuracy equal to the threaded run's;
+#   - executors kept across steps (the default) against PPRT_TRAIN_FRESH=1 on
+#     dnnl at -np 4: the same bits;
 #   - --checkpoint/--save-every then --resume under mpirun: the weights of
 #     an unbroken run; files written by rank 0 only (no DIR.tmp left);
 #   - refusals, exit 2 on every rank, naming the culprit: -np that is not
@@ -79,6 +81,19 @@ for sched in 1f1b gpipe; do
   done
 done
 echo "mpi_train: -np 2 and -np 4 (--replicas 2), 1F1B and GPipe, AdamW and SGD: weights and losses bit-identical to threads"
+
+# executors kept across the steps (runtime/keep.h; each rank reloads its two after rank 0's weights come) against
+# executors made every step (PPRT_TRAIN_FRESH=1), on oneDNN, whose reordered weights must follow the updates
+if "$PPRT" --backend list 2>&1 | grep -q "^dnnl "; then
+  kf=("${common[@]}" --backend dnnl --threads 1 --optimizer adamw --lr 2e-3 --eval held --replicas 2)
+  expect_rc 0 keep.txt "${M[@]}" -np 4 -x PPRT_TRAIN_FRESH=0 "$PPRT" t2.plan "$S/data" "${kf[@]}" --save-weights keep \
+    --log-json keep.json
+  expect_rc 0 fresh.txt "${M[@]}" -np 4 -x PPRT_TRAIN_FRESH=1 "$PPRT" t2.plan "$S/data" "${kf[@]}" --save-weights fresh \
+    --log-json fresh.json
+  same_dirs keep fresh
+  same_losses keep.json fresh.json
+  echo "mpi_train: executors kept across steps under mpirun (dnnl, -np 4): the bits of executors made every step"
+fi
 
 # -pp 1 on 2 ranks (--replicas 2, each rank its replica's one device): the -pp 2 threaded run's bits
 "$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 1 -o t1.plan -q

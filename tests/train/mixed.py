@@ -68,8 +68,10 @@ ROWS, ACC, STEPS, LR, MOM = 16, 2, 8, 0.1, 0.9
 HALF = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def run(argv):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=600)
+def run(argv, fresh=False):
+    """argv's result; fresh: PPRT_TRAIN_FRESH=1 (each step makes its executors, runtime/keep.h)."""
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PPRT_TRAIN_FRESH": "1" if fresh else "0"})
 
 
 def policy(model, half):
@@ -97,10 +99,10 @@ def compile_plan(model, out, rows, opts=(), pp=1, lr=LR):
     check(r.returncode == 0, f"ppcc {' '.join(opts)} -pp {pp}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
 
 
-def train(plan, out, steps, opts=(), data="data", acc=ACC, backend="ref"):
+def train(plan, out, steps, opts=(), data="data", acc=ACC, backend="ref", fresh=False):
     log = out + ".json"
     r = run([PPRT, plan, data, "--steps", str(steps), "--accumulate", str(acc), "--no-shuffle", "--backend", backend,
-             "--save-weights", out, "--log-json", log, "-q", *opts])
+             "--save-weights", out, "--log-json", log, "-q", *opts], fresh)
     check(r.returncode == 0, f"pprt {plan} {' '.join(opts)}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
     if r.returncode:
         return {}, {"steps": []}
@@ -193,6 +195,10 @@ for prec in ("bf16", "fp16"):
         wd1, _ = train(f"{prec}_1.plan", f"w_{prec}_d1", STEPS, backend="dnnl")
         wd2, _ = train(f"{prec}_2.plan", f"w_{prec}_d2", STEPS, backend="dnnl")
         check(same_bits(wd1, wd2), f"{prec} on dnnl: the weights at -pp 1 and 2 differ in bits")
+        # the executors kept across steps reorder the bf16 copies of the updated weights again: the bits of
+        # executors made every step (PPRT_TRAIN_FRESH=1)
+        wdf, _ = train(f"{prec}_2.plan", f"w_{prec}_d2f", STEPS, backend="dnnl", fresh=True)
+        check(same_bits(wd2, wdf), f"{prec} on dnnl: kept executors' weights differ from fresh ones'")
         check(far(wd1, wp) <= 2e-3, f"{prec} on dnnl: the weights {far(wd1, wp):.3g} from the PyTorch policy's (2e-3)")
     if prec == "bf16":
         wa, la = torch_train(digits_net, init, X, Y, STEPS, autocast=torch.bfloat16)
@@ -280,6 +286,11 @@ for growth, backoff in ((2.0, 0.5), (4.0, 0.25)):
     check(lead == want and lead > 0, f"{tag}: pprt skipped the first {lead} steps, the policy in PyTorch "
           f"overflows at the first {want} scales")
     check(any(b > a for a, b in zip(scales, scales[1:])), f"{tag}: the scale never grew: {scales}")
+    if growth == 2 and "dnnl" in run([PPRT, "--backend", "list"]).stdout:
+        # the loss gradient's seed is a weight the scale rewrites: kept executors re-read it, on dnnl as made fresh
+        wk, _ = train(f"ovf_{tag}.plan", f"w_ovfk_{tag}", K, backend="dnnl")
+        wf, _ = train(f"ovf_{tag}.plan", f"w_ovff_{tag}", K, backend="dnnl", fresh=True)
+        check(wk and same_bits(wk, wf), f"{tag} on dnnl: kept executors' weights differ from fresh ones'")
 
 # ---- ResNet-18 ----------------------------------------------------------------------------------------------
 # Random weights leave BatchNorms over few values whose outputs a rounding of the half type moves far: the PyTorch

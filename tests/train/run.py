@@ -32,6 +32,9 @@ with AdamW, then SGD with Nesterov momentum, a warm-up and a cosine schedule. Ch
     zb-h1 at M = 4 each device holds min(P - d, M) micro-batches at most, as
     under 1F1B; zb-h1 on a plan without W stages exits 2; the backward cut
     carries no weight gradient (each device's leave at its own stage);
+  - executors kept across steps (runtime/keep.h) give the bits of executors
+    made every step (PPRT_TRAIN_FRESH=1) on ref and dnnl, -pp 1 and 2,
+    zb-h1, 2 replicas and --eval; after the first step none is made;
   - a loss that turns NaN stops with the step named, exit 1; data that does
     not fit the plan exits 2.
 Usage: run.py PPCC PPRT WORK"""
@@ -130,19 +133,20 @@ def torch_train(opt_name, seed, whole=False):
     return net, losses
 
 
-def pprt_train(plan, opt_args, seed, backend="ref", tag=""):
+def pprt_train(plan, opt_args, seed, backend="ref", tag="", fresh=False, full=False):
+    """The trained weights and each step's loss (full: and the log's steps)."""
     out = f"w_{tag}"
     log = f"log_{tag}.json"
     r = subprocess.run([PPRT, plan, "data", "--epochs", str(EPOCHS), "--accumulate", str(ACC), "--seed", str(seed),
                         "--backend", backend, "--save-weights", out, "--log-json", log, "-q", *opt_args],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env={**os.environ, "PPRT_TRAIN_FRESH": "1" if fresh else "0"})
     check(r.returncode == 0, f"{tag}: pprt exit {r.returncode}: {r.stderr.strip()[-400:]}")
     if r.returncode:
         return None, None
     with open(log) as f:
         rec = json.load(f)
     w = {os.path.splitext(n)[0]: np.load(os.path.join(out, n)) for n in os.listdir(out)}
-    return w, [s["loss"] for s in rec["steps"]]
+    return w, rec["steps"] if full else [s["loss"] for s in rec["steps"]]
 
 
 def accuracy(weights):
@@ -275,6 +279,36 @@ if r.returncode == 0:
     check(page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>") and len(line) == len(log["steps"]),
           f"--curves: {len(line)} points in the loss line for {len(log['steps'])} steps")
     check(page.count('class="point" data-label="held-out accuracy"') == 3, "--curves: 3 held-out accuracy points")
+
+# The executors a training run makes once and keeps (runtime/keep.h: the first step creates them, each later step
+# has them re-read the updated weights) against PPRT_TRAIN_FRESH=1 (each step makes its own, as before issue 55):
+# the same bits on ref and dnnl, -pp 1 and 2, zb-h1's W stages, 2 replicas (oneDNN's reordered weights shared
+# between them, wshare.c) and --eval passes between steps; the log counts each step's executors: the first step
+# makes one a stage (and W stage, and replica), the later ones none (the fresh run: every step all of them)
+KEEP = [(1, "ref", []), (2, "dnnl", []), (1, "dnnl", []), ("z2", "dnnl", ["--schedule", "zb-h1"]),
+        (2, "dnnl", ["--replicas", "2"]), (2, "dnnl", ["--replicas", "2", "--eval", "held"]),
+        (2, "dnnl", ["--schedule", "gpipe", "--eval", "held"])]
+for pp, be, extra in KEEP:
+    tag = f"keep_{pp}_{be}{''.join(extra)}"
+    args = OPTS["adamw"] + ["--steps", "12", *extra]
+    wk, sk = pprt_train(plans[pp], args, 5, backend=be, tag=tag, full=True)
+    wf, sf = pprt_train(plans[pp], args, 5, backend=be, tag=tag + "_fresh", fresh=True, full=True)
+    if wk is None or wf is None:
+        continue
+    same = sorted(wk) == sorted(wf) and all(wk[k].tobytes() == wf[k].tobytes() for k in wk)
+    check(same, f"{tag}: kept executors' weights differ from fresh ones': "
+          f"{[k for k in wk if k in wf and wk[k].tobytes() != wf[k].tobytes()][:3]}")
+    made = [st["executors_created"] for st in sk]
+    n = made[0]
+    # a held-out pass's executors count in the next step's record; on fewer replicas than the steps' it has more
+    # threads a stage, so kept executors are made again for it (and again for the next step)
+    if "--eval" not in extra:
+        check(n > 0 and [st["executors_created"] for st in sf] == [n] * len(sf),
+              f"{tag}: PPRT_TRAIN_FRESH=1 made {[st['executors_created'] for st in sf]} executors a step, want {n} each")
+        check(made[1:] == [0] * (len(made) - 1) and all(st["executors_reloaded"] == n for st in sk[1:]) and
+              not any(st["executors_refused_reload"] for st in sk),
+              f"{tag}: executors made each step {made}, reloaded {[st['executors_reloaded'] for st in sk]}")
+print(f"kept executors: the same bits as fresh ones in {len(KEEP)} runs; none made after the first step")
 
 # --resume: stopped at step 13 with checkpoints every 5, then resumed: the weights of an unbroken run
 common = ["--epochs", "4", "--accumulate", "2", "--optimizer", "adamw", "--lr", "4e-3", "--seed", "3", "-q"]

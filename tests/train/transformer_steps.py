@@ -25,6 +25,9 @@ gradient that is 0 but for rounding, as a key projection's bias is under
 softmax, compares at M's scale). The worst error seen, beyond the rtol and
 over the largest gradient, is printed: 4e-7 on a Zen 4 VM, where the bound
 is 1e-5. A model whose library does not import is skipped, and says so.
+Four AdamW steps of each at -pp 2 on oneDNN and cuda-emu with the executors
+kept across the steps (the default; runtime/keep.h) give the bits of
+executors made every step (PPRT_TRAIN_FRESH=1).
 Usage: transformers.py PPCC PPRT WORK"""
 import os
 import sys
@@ -87,9 +90,29 @@ def one_step(name, mod, x, labels, opset=14):
     if os.path.exists(os.path.join(d, "pp2.plan")):
         h = host_steps(PPRT, os.path.join(d, "pp2.plan"), os.path.join(d, "data"))
         check(h == 0, f"{name}: {h} steps on the host fallback at -pp 2 on cuda-emu (--cuda-explain), want 0")
+    kept_steps(name, d)
     worst[name] = err
     print(f"{name}: {len(want)} weights, worst error beyond rtol {err:.2e} of the largest gradient, "
           f"{time.time() - t0:.1f} s", flush=True)
+
+
+def kept_steps(name, d):
+    """4 AdamW steps of the -pp 2 plan on dnnl and cuda-emu with the executors kept across steps (runtime/keep.h:
+    oneDNN's reordered weights and the CUDA weight space made again after each update; the LayerNorms', the
+    attention's and the embeddings' weights among them) against executors made every step: the same bits."""
+    import subprocess
+    plan = os.path.join(d, "pp2.plan")
+    for be in ("dnnl", "cuda-emu"):
+        outs = []
+        for fresh in ("0", "1"):
+            o = os.path.join(d, f"kept_{be}_{fresh}")
+            r = subprocess.run([PPRT, plan, os.path.join(d, "data"), "--steps", "4", "--optimizer", "adamw", "--lr",
+                                "1e-2", "--backend", be, "--save-weights", o, "-q"], capture_output=True, text=True,
+                               env={**os.environ, "PPRT_TRAIN_FRESH": fresh})
+            check(r.returncode == 0, f"{name}: 4 steps on {be}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+            outs.append(o)
+        check(all(os.path.isdir(o) and os.listdir(o) for o in outs), f"{name} on {be}: no trained weights")
+        check_same_outputs(*outs, f"{name}: 4 steps on {be}, kept executors against fresh ones")
 
 
 torch.manual_seed(0)
