@@ -65,6 +65,7 @@ struct pprt_exec {
     cublasLtHandle_t lt;
     unsigned char *mem[PCU_SP_COUNT];
     unsigned char *params;           /* the parameter blocks */
+    unsigned char *wpin;             /* a training plan's pinned copy of the weight space, kept for reload */
     int *pin_err;
     /* --profile: an event before the first step and after each (no graphs then), each node's seconds */
     bool prof;
@@ -302,6 +303,8 @@ static void release_steps(pprt_exec *x) {
     cudaFree(x->params);
     cudaFreeHost(x->pin_err);
     cudaFreeHost(x->hbuf);
+    cudaFreeHost(x->wpin);
+    x->wpin = NULL;
     pcu_plan_free(&x->pl);
     free(x->ds);
     free(x->hptr);
@@ -362,18 +365,21 @@ static pp_status create_in(pprt_exec *x, pp_err *err) {
 }
 
 /* The weight space from the weights' host bytes, through one pinned buffer
- * (at create, and again at reload). */
+ * (at create, and again at reload). A training plan's executor keeps the
+ * buffer for its reloads (each step's: pinning 100 MB anew costs
+ * milliseconds); an inference plan's uploads once and frees it. */
 static pp_status upload_weights(pprt_exec *x, pp_err *err) {
     const pprt_stage *st = x->st;
     if (!x->pl.bytes[PCU_SP_WEIGHTS]) return PP_OK;
-    unsigned char *pin;
-    CU(x, -1, cudaMallocHost((void **)&pin, x->pl.bytes[PCU_SP_WEIGHTS]));
+    unsigned char *pin = x->wpin;
+    if (!pin) CU(x, -1, cudaMallocHost((void **)&pin, x->pl.bytes[PCU_SP_WEIGHTS]));
     for (int i = 0; i < st->n_tensors; i++)
         if (st->t[i].kind == PPRT_WEIGHT) memcpy(pin + x->pl.woff[i], st->t[i].data, st->t[i].nbytes);
     cudaError_t e = cudaMemcpyAsync(x->mem[PCU_SP_WEIGHTS], pin, x->pl.bytes[PCU_SP_WEIGHTS], cudaMemcpyHostToDevice,
                                     x->stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(x->stream);
-    cudaFreeHost(pin);
+    if (x->p->train_devices > 0) x->wpin = pin;
+    else cudaFreeHost(pin);
     if (e != cudaSuccess) return cu_fail(err, x, -1, "uploading the weights", e);
     return PP_OK;
 }

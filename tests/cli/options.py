@@ -141,6 +141,7 @@ PPRT_VALUES = {
     "--cuda-row-kernels": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-fused-attention": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-stride-views": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
+    "--cuda-wide-elementwise": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-host-ops": ("Conv", ["--backend", "cuda-emu"], "out", None),
     # training (train.plan on tdata/, two steps; compared: the trained weights)
     "--epochs": ("1", [], "train", "0"),
