@@ -1906,16 +1906,29 @@ PCU_HD float pcu_resize_pass(const pcu_resize *k, int d, int sum, const float *p
     return (float)acc;
 }
 
+/* Element i of a grid of dims `walk` (row-major): its coordinates on the
+ * resized axes a and b (*ca, *cb), and in a tensor of dims `other` the
+ * offset of its other coordinates (returned) and the strides of axes a and
+ * b (*sa, *sb). The forward walks the output over the input; the gradient
+ * dX over dY. */
+PCU_HD int64_t pcu_resize_split(const pcu_resize *k, int64_t i, const int64_t *walk, const int64_t *other, int64_t *ca,
+                                int64_t *cb, int64_t *sa, int64_t *sb) {
+    int64_t rem = i, base = 0, st = 1;
+    *ca = *cb = *sa = *sb = 0;
+    for (int d = k->rank - 1; d >= 0; d--) {
+        const int64_t c = pcu_divmod(&rem, walk[d]);
+        if (d == k->a) *ca = c, *sa = st;
+        else if (d == k->b) *cb = c, *sb = st;
+        else base += c * st;
+        st *= other[d];
+    }
+    return base;
+}
+
 PCU_HD void pcu_resize_at(const pcu_resize *k, float *y, const float *x, int64_t i) {
     /* the output coordinates on a and b, and the input offset of the other axes */
-    int64_t rem = i, base = 0, st = 1, oa = 0, ob = 0, sa = 0, sb = 0;
-    for (int d = k->rank - 1; d >= 0; d--) {
-        const int64_t c = pcu_divmod(&rem, k->out[d]);
-        if (d == k->a) oa = c, sa = st;
-        else if (d == k->b) ob = c, sb = st;
-        else base += c * st;
-        st *= k->in[d];
-    }
+    int64_t oa, ob, sa, sb;
+    const int64_t base = pcu_resize_split(k, i, k->out, k->in, &oa, &ob, &sa, &sb);
     if (k->b < 0) {
         y[i] = pcu_resize_pass(k, k->a, k->sum_a, x + base, oa, sa);
         return;
@@ -2011,14 +2024,8 @@ PCU_HD double pcu_rsgrad_pass(const pcu_resize *k, int d, int64_t i, const float
 
 PCU_HD void pcu_rsgrad_at(const pcu_rsgrad *k, float *dx, const float *dy, int64_t i) {
     /* dX's coordinates on a and b, dY's offset of the other axes and its strides on a and b */
-    int64_t rem = i, base = 0, st = 1, ia = 0, ib = 0, sa = 0, sb = 0;
-    for (int d = k->rank - 1; d >= 0; d--) {
-        const int64_t c = pcu_divmod(&rem, k->in[d]);
-        if (d == k->a) ia = c, sa = st;
-        else if (d == k->b) ib = c, sb = st;
-        else base += c * st;
-        st *= k->out[d];
-    }
+    int64_t ia, ib, sa, sb;
+    const int64_t base = pcu_resize_split(k, i, k->in, k->out, &ia, &ib, &sa, &sb);
     if (k->b < 0) {
         dx[i] = (float)pcu_rsgrad_pass(k, k->a, ia, dy + base, sa);
         return;

@@ -149,18 +149,18 @@ for a, b in (("demu1", "demu2"), ("remu1", "remu2"), ("nemu1", "nemu2")):
     diff = [n for n in names if np.load(os.path.join(a, n)).tobytes() != np.load(os.path.join(b, n)).tobytes()]
     if diff or names != sorted(os.listdir(b)):
         print(f"FAIL {a} and {b}: {len(diff)} of {len(names)} tensors differ: {diff[:3]}"); bad += 1
-worst = 0.0
-for n in os.listdir("dref"):
-    r = np.load(os.path.join("dref", n)).astype(np.float64)
-    e = np.load(os.path.join("demu1", n)).astype(np.float64)
-    worst = max(worst, float(np.linalg.norm(e - r) / max(np.linalg.norm(r), 1e-30)))
+def worst_of(ref, got):
+    """The largest distance, relative and in norm, of a tensor in folder got from its namesake in ref."""
+    w = 0.0
+    for n in os.listdir(ref):
+        r = np.load(os.path.join(ref, n)).astype(np.float64)
+        e = np.load(os.path.join(got, n)).astype(np.float64)
+        w = max(w, float(np.linalg.norm(e - r) / max(np.linalg.norm(r), 1e-30)))
+    return w
+worst = worst_of("dref", "demu1")
 if worst > 1e-5:
     print(f"FAIL digits: cuda-emu's weights {worst:.3g} (relative, in norm) from the reference's"); bad += 1
-nworst = 0.0
-for n in os.listdir("nref"):
-    r = np.load(os.path.join("nref", n)).astype(np.float64)
-    e = np.load(os.path.join("nemu1", n)).astype(np.float64)
-    nworst = max(nworst, float(np.linalg.norm(e - r) / max(np.linalg.norm(r), 1e-30)))
+nworst = worst_of("nref", "nemu1")
 if nworst > 1e-5:
     print(f"FAIL the opset-17 net: the weights {nworst:.3g} (relative, in norm) from the reference's"); bad += 1
 def losses(p):
