@@ -1096,6 +1096,18 @@ PCU_HD void pcu_row_tree(double *p, int t, int l, int max) {
     else p[l] += p[l + s];
 }
 
+/* Lane l's sum of squared deviations from m over row[l], row[l + L], ...
+ * (L = PCU_ROW_LANES lanes), in double: the second pass of the one-block
+ * LayerNorm and of its gradient. */
+PCU_HD double pcu_row_dev2(const float *row, int64_t n, int l, double m) {
+    double v = 0;
+    for (int64_t j = l; j < n; j += PCU_ROW_LANES) {
+        const double d = row[j] - m;
+        v += d * d;
+    }
+    return v;
+}
+
 typedef struct pcu_rowsm {
     int32_t log, pad_;
     int64_t rows, n;
@@ -1178,13 +1190,7 @@ PCU_HD void pcu_rowln_ph(const pcu_rowln *k, int ph, float *y, const float *x, c
         float *yp = y + r * n;
         for (int64_t j = l; j < n; j += L) yp[j] = (float)(row[j] * inv * scale[j]);
     } else if (ph == 9) {
-        const double m = n ? part[0] / (double)n : 0.0;
-        double v = 0;
-        for (int64_t j = l; j < n; j += L) {
-            const double d = row[j] - m;
-            v += d * d;
-        }
-        part[L + l] = v;
+        part[L + l] = pcu_row_dev2(row, n, l, n ? part[0] / (double)n : 0.0);
     } else if (ph <= 17) {
         pcu_row_tree(part + L, ph - 9, l, 0);
     } else {
@@ -1533,13 +1539,7 @@ PCU_HD void pcu_lng_ph(const pcu_lng *k, int ph, float *dx, double *st, const fl
     } else if (ph <= 8) {
         pcu_row_tree(part, ph, l, 0);
     } else if (ph == 9) {
-        const double m = part[0] / (double)n;
-        double v = 0;
-        for (int64_t j = l; j < n; j += L) {
-            const double d = xr[j] - m;
-            v += d * d;
-        }
-        part[L + l] = v;
+        part[L + l] = pcu_row_dev2(xr, n, l, part[0] / (double)n);
     } else if (ph <= 17) {
         pcu_row_tree(part + L, ph - 9, l, 0);
     } else if (ph == 18) {
