@@ -92,10 +92,10 @@ static int load_devprop(const char *path) {
 }
 
 /* --capture DIR: GPU 0's description, as DIR/<its name>_cc<major><minor>_cudnn<version>.json (written
- * to a temporary name and renamed). */
+ * whole or not at all: pp_outfile). */
 static int capture(const char *dir) {
     cudnnHandle_t h = NULL;
-    char *json = NULL, tmp[4200], path[4096], name[256];
+    char *json = NULL, path[4096], name[256];
     int64_t len = 0;
     pp_err e = {0};
     struct cudaDeviceProp prop;
@@ -106,20 +106,16 @@ static int capture(const char *dir) {
         fprintf(stderr, "test_dnn --capture: no cuDNN handle on GPU 0: %s\n", cudnnGetErrorString(st));
         return 2;
     }
-    snprintf(name, sizeof name, "%s", prop.name);
-    for (char *c = name; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-')) *c = '_';
+    pp_file_name(prop.name, name, sizeof name);
     snprintf(path, sizeof path, "%s/%s_cc%d%d_cudnn%zu.json", dir, name, prop.major, prop.minor, cudnnGetVersion());
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = NULL;
-    const bool ok = pcu_devprop_capture(h, &json, &len, &e) == PP_OK && (f = fopen(tmp, "wb")) &&
-                    fwrite(json, 1, (size_t)len, f) == (size_t)len;
-    if (f && fclose(f) != 0) f = NULL;
+    pp_outfile out;
+    pp_status s = pcu_devprop_capture(h, &json, &len, &e);
     cudnnDestroy(h);
+    if (s == PP_OK) s = pp_outfile_open(&out, path, &e);
+    if (s == PP_OK) s = pp_outfile_commit(&out, fwrite(json, 1, (size_t)len, out.f) == (size_t)len, &e);
     free(json);
-    if (!ok || !f || rename(tmp, path) != 0) {
-        fprintf(stderr, "test_dnn --capture %s: %s\n", path, e.msg[0] ? e.msg : "cannot write it");
-        remove(tmp);
+    if (s != PP_OK) {
+        fprintf(stderr, "test_dnn --capture %s: %s\n", path, e.msg);
         return 2;
     }
     printf("test_dnn: GPU 0's description (%lld bytes, cuDNN %zu) in %s\n", (long long)len, cudnnGetVersion(), path);
