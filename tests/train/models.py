@@ -40,7 +40,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import testlib  # noqa: E402
 from testlib import check  # noqa: E402
-from trainlib import file_name, read_grad  # noqa: E402,F401
+from trainlib import check_same_outputs, file_name, host_steps_of, read_grad  # noqa: E402,F401
 
 PPCC, PPRT, WORK = sys.argv[1:4]
 testlib.start(WORK, "train_models")
@@ -253,9 +253,8 @@ for pp, be, extra in ((1, "ref", []), (1, "cuda-emu", ["--cuda-explain"]), (2, "
         continue
     uouts[tag] = o
     if extra:  # the host steps of each stage: none, or U-Net's one pp.ResizeGrad where it is asked for
-        summary = [ln for ln in r.stderr.splitlines() if "steps a micro-batch" in ln]
-        host = sum(int(ln.rsplit(",", 1)[1].split()[0]) for ln in summary)
-        check(summary and host == (1 if "--cuda-host-ops" in extra else 0), f"{tag}: {host} host steps: {summary}")
+        host = host_steps_of(r.stderr)
+        check(host == (1 if "--cuda-host-ops" in extra else 0), f"{tag}: {host} host steps")
         check("--cuda-host-ops" in extra or "resize gradient" in r.stderr, f"{tag}: no resize gradient kernel step")
     got = float(np.load(os.path.join(o, "loss.npy")))
     check(abs(got - float(lossu)) <= 1e-4 * abs(float(lossu)), f"{tag}: loss {got} vs {float(lossu)}")
@@ -272,8 +271,6 @@ for pp, be, extra in ((1, "ref", []), (1, "cuda-emu", ["--cuda-explain"]), (2, "
 emu = [o for t, o in uouts.items() if "cuda-emu" in t]
 check(len(emu) == 3, f"U-Net: {len(emu)} of 3 cuda-emu runs")
 for o in emu[1:]:
-    same = sorted(os.listdir(o)) == sorted(os.listdir(emu[0])) and all(
-        np.array_equal(np.load(os.path.join(emu[0], n)), np.load(os.path.join(o, n))) for n in os.listdir(emu[0]))
-    check(same, f"U-Net on cuda-emu: {o} is not {emu[0]}'s bits")
+    check_same_outputs(emu[0], o, f"U-Net on cuda-emu: {o} against {emu[0]}")
 
 testlib.finish("train_models")

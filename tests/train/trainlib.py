@@ -109,16 +109,20 @@ def step_run(ppcc, pprt, model, d, batch, pp, be, tag):
     return None if r.returncode else o
 
 
+def host_steps_of(stderr):
+    """The host-fallback steps in the stderr of a pprt run with --cuda-explain (its per-stage summary lines,
+    "... N on the host"), summed; None without such lines."""
+    lines = [ln for ln in stderr.splitlines() if "steps a micro-batch" in ln]
+    return sum(int(ln.rsplit(",", 1)[1].split()[0]) for ln in lines) if lines else None
+
+
 def host_steps(pprt, plan, data, be="cuda-emu"):
-    """The host-fallback steps of every stage of `plan` run once over `data` on backend be with --cuda-explain
-    (its per-stage summary lines, "... N on the host"), summed; None when the run fails."""
+    """The host-fallback steps of every stage of `plan` run once over `data` on backend be (host_steps_of);
+    None when the run fails."""
     import subprocess
     r = subprocess.run([pprt, plan, data, "-o", os.path.join(os.path.dirname(plan), "explain_out"), "-q", "--backend",
                         be, "--cuda-explain"], capture_output=True, text=True)
-    lines = [ln for ln in r.stderr.splitlines() if "steps a micro-batch" in ln]
-    if r.returncode or not lines:
-        return None
-    return sum(int(ln.rsplit(",", 1)[1].split()[0]) for ln in lines)
+    return None if r.returncode else host_steps_of(r.stderr)
 
 
 def check_same_outputs(a, b, what):
