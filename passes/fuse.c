@@ -913,14 +913,22 @@ pp_status pp_attention_chains(const pp_graph *g, bool *keep, int *tail, pp_err *
 
 /* ---- the pass ----------------------------------------------------------------------------------- */
 
+/* The fusions that are the ops' own semantics (LayerNorm, GELU, SiLU) at
+ * node i, which both pp_fuse_train and pp_fuse run; *took: node i is the
+ * kind one of them starts from. */
+static pp_status fuse_own_ops(pp_graph *g, int i, bool *took, bool *changed, pp_err *err) {
+    *took = true;
+    if (is(g, i, PP_OP_REDUCEMEAN)) return fuse_layernorm(g, i, changed, err);
+    if (is(g, i, PP_OP_ERF)) return fuse_gelu(g, i, changed, err);
+    if (is(g, i, PP_OP_SIGMOID)) return fuse_self_gate(g, i, PP_OP_SILU, changed, err);
+    *took = false;
+    return PP_OK;
+}
+
 pp_status pp_fuse_train(pp_graph *g, pp_err *err) {
-    bool changed = false;
+    bool changed = false, took;
     PP_TRY(pp_graph_index_uses(g, err));
-    for (int i = 0; i < g->n_nodes; i++) {
-        if (is(g, i, PP_OP_REDUCEMEAN)) PP_TRY(fuse_layernorm(g, i, &changed, err));
-        else if (is(g, i, PP_OP_ERF)) PP_TRY(fuse_gelu(g, i, &changed, err));
-        else if (is(g, i, PP_OP_SIGMOID)) PP_TRY(fuse_self_gate(g, i, PP_OP_SILU, &changed, err));
-    }
+    for (int i = 0; i < g->n_nodes; i++) PP_TRY(fuse_own_ops(g, i, &took, &changed, err));
     pp_graph_compact(g);
     return changed ? pp_graph_infer(g, err) : PP_OK;
 }
@@ -933,10 +941,10 @@ pp_status pp_fuse(pp_graph *g, pp_err *err) {
     for (int i = 0; i < g->n_nodes; i++)
         if (is(g, i, PP_OP_MUL)) PP_TRY(fuse_conv_scale(g, i, &changed, err));
     for (int i = 0; i < g->n_nodes; i++) {
-        if (is(g, i, PP_OP_REDUCEMEAN)) PP_TRY(fuse_layernorm(g, i, &changed, err));
-        else if (is(g, i, PP_OP_ERF)) PP_TRY(fuse_gelu(g, i, &changed, err));
-        else if (is(g, i, PP_OP_SIGMOID)) PP_TRY(fuse_self_gate(g, i, PP_OP_SILU, &changed, err));
-        else if (is(g, i, PP_OP_HARDSIGMOID)) PP_TRY(fuse_hardswish(g, i, &changed, err));
+        bool took;
+        PP_TRY(fuse_own_ops(g, i, &took, &changed, err));
+        if (took) continue;
+        if (is(g, i, PP_OP_HARDSIGMOID)) PP_TRY(fuse_hardswish(g, i, &changed, err));
         else if (is(g, i, PP_OP_MATMUL)) PP_TRY(fuse_matmul_add(g, i, &changed, err));
         else if (is(g, i, PP_OP_INSTANCENORM)) PP_TRY(fuse_groupnorm(g, i, &changed, err));
     }
