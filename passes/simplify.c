@@ -206,10 +206,53 @@ static pp_status transpose_of_weight(pp_graph *g, int i, pp_err *err) {
     return pp_graph_note_use(g, w, i, err);
 }
 
+/* Transpose n ([1, 0]) of a Gemm without C that only n reads: n becomes
+ * the Gemm of the operands swapped ((A'B')^T = B'^T A'^T), and the Gemm
+ * dies below. A gradient graph has these where a Linear reads Transpose(W):
+ * W's gradient is the transpose of the product giving B's, a copy of the
+ * whole weight per micro-batch (ViT-B/16 three a layer) where the product
+ * can write it in W's own orientation. */
+static pp_status transpose_of_product(pp_graph *g, int i, pp_err *err) {
+    pp_node *n = &g->nodes[i];
+    if (!is(n, PP_OP_TRANSPOSE) || n->n_in != 1 || n->in[0] < 0 || n->n_out != 1) return PP_OK;
+    const int v = n->in[0], q = g->values[v].producer;
+    int64_t p[2];
+    if (q < 0 || g->values[v].shape.rank != 2 || !perm_of(g, n, 2, p) || p[0] != 1) return PP_OK;
+    const pp_node *m = &g->nodes[q];
+    int one;
+    if (m->dead || !is(m, PP_OP_GEMM) || m->n_out != 1 || m->n_in < 2 || (m->n_in > 2 && m->in[2] >= 0) ||
+        m->in[0] < 0 || m->in[1] < 0 || pp_graph_is_output(g, v) || pp_graph_consumers(g, v, &one, 1) != 1)
+        return PP_OK;
+    const pp_attrs at = pp_node_attrs(g, m);
+    float alpha;
+    int64_t ta, tb;
+    if (pp_attr_float(at, "alpha", 1.0f, &alpha, NULL) != PP_OK || pp_attr_int(at, "transA", 0, &ta, NULL) != PP_OK ||
+        pp_attr_int(at, "transB", 0, &tb, NULL) != PP_OK)
+        return PP_OK; /* the verifier names a bad attribute */
+    pp_attr *a = pp_arena_alloc(&g->arena, 3 * sizeof *a);
+    int *in = malloc(2 * sizeof *in); /* the graph frees a node's inputs */
+    if (!a || !in) {
+        free(in);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    a[0] = (pp_attr){.name = "alpha", .type = PP_ATTR_FLOAT, .f = alpha};
+    a[1] = (pp_attr){.name = "transA", .type = PP_ATTR_INT, .i = !tb};
+    a[2] = (pp_attr){.name = "transB", .type = PP_ATTR_INT, .i = !ta};
+    in[0] = m->in[1], in[1] = m->in[0];
+    n->op = PP_OP_GEMM;
+    free(n->in);
+    n->in = in, n->n_in = 2;
+    n->attrs = a, n->n_attrs = 3;
+    PP_TRY(pp_graph_note_use(g, in[0], i, err));
+    PP_TRY(pp_graph_note_use(g, in[1], i, err));
+    return pp_node_infer(g, i, err);
+}
+
 pp_status pp_simplify(pp_graph *g, pp_err *err) {
     PP_TRY(pp_graph_index_uses(g, err)); /* replace_uses then visits only the readers */
     for (int i = 0; i < g->n_nodes; i++) {
         PP_TRY(transpose_of_weight(g, i, err));
+        PP_TRY(transpose_of_product(g, i, err));
         pp_node *n = &g->nodes[i];
         if (expand_absorbed(g, n)) {
             pp_graph_replace_uses(g, n->out[0], n->in[0]);
