@@ -63,6 +63,9 @@ typedef struct pprt_dnnl_opts {
     bool
         conv_blocked; /* PPRT_DNNL_CONV_BLOCKED: 2-D f32 convolutions in channel blocks where a JIT kernel takes them */
     bool views;         /* PPRT_DNNL_VIEWS: Reshape and its kin alias their input */
+    bool weight_t;      /* PPRT_DNNL_WEIGHT_T: a product reads the weight a Transpose of it would copy */
+    bool operand_t;     /* PPRT_DNNL_OPERAND_T: a batched product reads a transposed operand through strides */
+    bool gelu_grad;     /* PPRT_DNNL_GELU_GRAD: Gelu's gradient on oneDNN's eltwise backward */
     int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions (unset:
                          * 4096 below AVX-512, 0 on AVX-512; matmul.c) */
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
@@ -176,6 +179,8 @@ struct pprt_exec {
      * made on them): reload cannot redo those in place, the first named */
     int derived;
     const char *derived_what;
+    int weight_views;  /* 2-D Transposes of weights read through by their products (dn_through_views) */
+    int operand_views; /* Transposes of activations' last two axes read through by batched products */
     struct {
         int first, n; /* the out steps: kept SEND tensors copied into the message, at the end of the run */
     } out;
@@ -191,6 +196,8 @@ struct pprt_exec {
         int *first;      /* first step, -1 for a reference or absorbed node */
         int *nsteps;
         bool *conv_blk;  /* a convolution PPRT_DNNL_CONV_BLOCKED may put in channel blocks */
+        unsigned char *through; /* bit k: input k read through the Transpose that wrote it, from that
+                                 * Transpose's input (matmul.c: dn_through_views) */
     } nd;
     struct {                 /* per tensor */
         unsigned char *kind; /* its kind here: a SEND tensor that this stage also reads is kept as an
@@ -254,6 +261,7 @@ typedef struct dn_family {
 #define DN_FAMILY(name) extern const dn_family dn_##name;
 DN_FAMILY(conv)
 DN_FAMILY(transpose)
+DN_FAMILY(unarygrad)
 DN_FAMILY(matmul)
 DN_FAMILY(gemm)
 DN_FAMILY(pool)
@@ -348,6 +356,10 @@ void dn_rollback(pprt_exec *x, mark m);
  * node's kernel derived something from their values at create (`what`
  * names it): the executor cannot reload (dn_derived counts it). */
 bool dn_derived(pprt_exec *x, const char *what, int t0, int t1, int t2, int t3);
+/* matmul.c: the weight a product's B is a 2-D Transpose of (-1: none), and
+ * the pass that drops the Transposes every reader of which reads through */
+int dn_weight_through(const pprt_exec *x, int bi);
+void dn_through_views(pprt_exec *x);
 /* The shared reordered weights x holds, reordered again from their tensors'
  * bytes where they vary, once per version (wshare.c). */
 pp_status dn_wshare_reload(pprt_exec *x, unsigned long version, pp_err *err);

@@ -172,8 +172,8 @@ static const char *dnnl_route(pp_op op) {
                 {&dn_convgradx, "oneDNN convolution backward data"},
                 {&dn_convgradw, "oneDNN convolution backward weights"}};
     if (op == PP_OP_LSTM || op == PP_OP_GRU || op == PP_OP_RNN) return "pprt's kernel on oneDNN's sgemm";
-    if (op == PP_OP_UNARYGRAD || op == PP_OP_MAXPOOLGRAD || op == PP_OP_BATCHNORMGRAD)
-        return "reference, in parts over the threads";
+    if (op == PP_OP_UNARYGRAD) return "oneDNN eltwise backward (Gelu's), else reference, in parts over the threads";
+    if (op == PP_OP_MAXPOOLGRAD || op == PP_OP_BATCHNORMGRAD) return "reference, in parts over the threads";
     if (op == PP_OP_TRANSPOSE) return "view (no copy), oneDNN reorder, or pprt's row copies (last axis kept)";
     if (op == PP_OP_GLOBALAVGPOOL) return "pprt's kernel (after a SiLU on pprt's kernel: in its pass)";
     if (op == PP_OP_MUL) return "oneDNN binary (by a scale per channel: pprt's kernel)";
@@ -287,6 +287,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         x->nd.first[ni] = -1;
         x->nd.nsteps[ni] = 0;
         x->nd.absorbed[ni] = false;
+        x->nd.through[ni] = 0;
         x->nd.pre[ni].xi = -1;
     }
     for (int ni = 0; ni < st->n_nodes; ni++) {
@@ -304,6 +305,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         pp_status s = pprt_node_weights(x->p, st, n, x->ptr, &e);
         for (int f = 0; f < x->bld.n_fused && s == PP_OK; f++)
             s = pprt_node_weights(x->p, st, &st->nodes[x->bld.fused[f]], x->ptr, &e);
+        x->nd.through[ni] = 0;
         if (s == PP_OK) s = dn_family_of(n->op)->build(x, n, &e);
         if (s != PP_OK && s != PP_ENOMEM && x->bld.n_fused) {
             /* again without absorbing the nodes after it */
@@ -315,6 +317,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
                         pp_op_table[n->op].name, e.msg);
             x->bld.n_fused = 0;
             e = (pp_err){0};
+            x->nd.through[ni] = 0;
             s = dn_family_of(n->op)->build(x, n, &e);
         }
         pprt_headroom_team(x->bld.threads, true);
@@ -330,6 +333,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
             dn_rollback(x, m);
             for (int k = 0; k < n->n_out; k++) reset_tensor(x, n->out[k]);
             x->nd.on_dnnl[ni] = false;
+            x->nd.through[ni] = 0; /* the reference kernel reads the Transpose's output */
             if (x->o.verbose >= 2)
                 fprintf(stderr, "pprt dnnl: stage %d: node '%s' (%s) on the reference kernel: %s\n", st->index,
                         n->name, pp_op_table[n->op].name, e.msg);
@@ -344,6 +348,7 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         drop_weights(x, n, m.steps);
         for (int f = 0; f < n_fused; f++) drop_weights(x, &st->nodes[fused[f]], m.steps);
     }
+    dn_through_views(x);
     /* the reference nodes read their weights as they are */
     for (int ni = 0; ni < st->n_nodes; ni++)
         if (x->nd.first[ni] < 0 && !x->nd.absorbed[ni])
@@ -496,10 +501,11 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->tn.flex = calloc(nt, sizeof *x->tn.flex);
     x->tn.blocked = calloc(nt, sizeof *x->tn.blocked);
     x->nd.conv_blk = calloc(nn ? nn : 1, sizeof *x->nd.conv_blk);
+    x->nd.through = calloc(nn ? nn : 1, sizeof *x->nd.through);
     x->tn.lay = calloc(nt, sizeof *x->tn.lay);
     if (!x->ptr || !x->msg || !x->tn.kind || !x->nd.on_dnnl || !x->nd.absorbed || !x->nd.pre || !x->tn.writer ||
         !x->tn.last || !x->tn.born || !x->tn.need || !x->tn.alias || !x->tn.ghost || !x->nd.first || !x->nd.nsteps ||
-        !x->tn.cons || !x->tn.flex || !x->tn.blocked || !x->nd.conv_blk || !x->tn.lay ||
+        !x->tn.cons || !x->tn.flex || !x->tn.blocked || !x->nd.conv_blk || !x->nd.through || !x->tn.lay ||
         pprt_node_runner_init(&x->nodes, p, st, x->ptr, err) != PP_OK) {
         dnnl_destroy(x);
         return PP_FAIL(err, PP_ENOMEM, "stage %d: out of memory", st->index);
@@ -727,6 +733,7 @@ static void dnnl_destroy(pprt_exec *x) {
     free(x->tn.flex);
     free(x->tn.blocked);
     free(x->nd.conv_blk);
+    free(x->nd.through);
     free(x->tn.lay);
     free(x);
 }

@@ -3,6 +3,7 @@
  * nodes after it as post-ops, postops.c), or, with constant weights and few
  * rows, as a 1x1 convolution (matmul_rows). */
 #include "../../ir/op_fns.h"
+#include "../../ir/shape_nn.h"
 #include "dnnl_exec.h"
 
 /* dst = alpha * (A x B) [+ C]: the common part of MatMul and Gemm. A, B: the
@@ -182,9 +183,125 @@ static pp_status try_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_desc_t
     return r;
 }
 
+/* The weight that B is a 2-D Transpose of, or -1. A training plan reads
+ * each trained weight W of a Linear both ways: X Transpose(W) in the
+ * forward (torch's Linear over 3-D inputs) and dY W in the backward (or the
+ * reverse, by how the model stores W). Read through the Transpose's copy, B
+ * is a plain matrix made again each run (a reorder of the whole weight per
+ * micro-batch) and the product runs unpacked; read from W with the strides
+ * swapped, it is packed once per load and reload like any constant B
+ * (ViT-B/16's training step: three of a layer's products and three
+ * transposes of its weights). dn_weight_views then drops the copy where
+ * nothing else reads it. */
+int dn_weight_through(const pprt_exec *x, int bi) {
+    if (!x->o.weight_t || bi < 0 || is_weight(x, bi) || x->tn.kind[bi] != PPRT_ACTIVATION || T(x, bi)->kind != PPRT_ACTIVATION)
+        return -1;
+    const int wi = x->tn.writer[bi];
+    if (wi < 0) return -1;
+    const pprt_node *t = &x->st->nodes[wi];
+    if (t->op != PP_OP_TRANSPOSE || t->n_in < 1 || t->in[0] < 0 || !is_weight(x, t->in[0]) || !f32(x, t->in[0]) ||
+        !f32(x, bi) || T(x, t->in[0])->shape.rank != 2 || T(x, bi)->shape.rank != 2)
+        return -1;
+    int64_t perm[PP_MAX_DIMS];
+    pp_err e = {0};
+    if (pp_transpose_perm(attrs_of(x, t), 2, perm, &e) != PP_OK || perm[0] != 1 || perm[1] != 0) return -1;
+    return t->in[0];
+}
+
+/* The activation that operand tid of a batched product (rank r, the
+ * operand's dims aligned to it in d) reads through strides md, tid being a
+ * Transpose of its last two axes: else -1. Torch's attention writes K^T and
+ * the backward's transposed scores and values that way, each a copy of
+ * [N, heads, S, S or D] per micro-batch. The activation must be plain f32,
+ * in this stage, and read last by that Transpose (then nothing written in
+ * place over it before the product) or by the product or later. */
+static int operand_through(const pprt_exec *x, int tid, int ni, int r, const int64_t *d, dnnl_memory_desc_t *md) {
+    if (!x->o.operand_t || tid < 0 || x->tn.kind[tid] != PPRT_ACTIVATION || T(x, tid)->kind != PPRT_ACTIVATION)
+        return -1;
+    const int t = x->tn.writer[tid];
+    if (t < 0 || x->st->nodes[t].op != PP_OP_TRANSPOSE || x->st->nodes[t].n_in < 1) return -1;
+    const int src = x->st->nodes[t].in[0];
+    if (src < 0 || is_weight(x, src) || !f32(x, src) || !f32(x, tid) || x->tn.blocked[src]) return -1;
+    if (!(x->tn.last[src] == t || x->tn.last[src] >= ni)) return -1;
+    const pp_shape *s = &T(x, src)->shape;
+    const int q = s->rank;
+    if (q < 3 || q > r) return -1;
+    int64_t perm[PP_MAX_DIMS];
+    pp_err e = {0};
+    if (pp_transpose_perm(attrs_of(x, &x->st->nodes[t]), q, perm, &e) != PP_OK) return -1;
+    for (int i = 0; i < q - 2; i++)
+        if (perm[i] != i) return -1;
+    if (perm[q - 2] != q - 1 || perm[q - 1] != q - 2) return -1;
+    int64_t ss[PP_MAX_DIMS], st[DNNL_MAX_NDIMS];
+    ss[q - 1] = 1;
+    for (int i = q - 2; i >= 0; i--) ss[i] = ss[i + 1] * s->dim[i + 1];
+    for (int i = 0; i < r; i++) {
+        const int k = i - (r - q); /* the operand's axis k is src's perm[k] */
+        st[i] = k >= 0 ? ss[perm[k]] : ss[0] * s->dim[0];
+    }
+    dnnl_dims_t dd;
+    for (int i = 0; i < r; i++) dd[i] = d[i];
+    if (dnnl_memory_desc_init_by_strides(md, r, dd, dnnl_f32, st) != dnnl_success) return -1;
+    return src;
+}
+
+/* After a build: a Transpose every reader of which reads through it (the
+ * nodes' through bits) runs as nothing. */
+void dn_through_views(pprt_exec *x) {
+    const pprt_stage *st = x->st;
+    x->weight_views = x->operand_views = 0;
+    for (int ni = 0; ni < st->n_nodes; ni++) {
+        const pprt_node *n = &st->nodes[ni];
+        if (n->op != PP_OP_TRANSPOSE || n->n_out != 1 || n->out[0] < 0 || x->nd.absorbed[ni]) continue;
+        const int out = n->out[0];
+        if (x->tn.kind[out] != PPRT_ACTIVATION || st->t[out].kind != PPRT_ACTIVATION || x->tn.cons[out] == 0)
+            continue;
+        int through = 0;
+        for (int c = ni + 1; c < st->n_nodes; c++) {
+            const pprt_node *m = &st->nodes[c];
+            for (int k = 0; k < m->n_in && k < 8; k++)
+                if (m->in[k] == out) through += (x->nd.through[c] >> k) & 1;
+        }
+        if (through != x->tn.cons[out]) continue;
+        if (x->nd.first[ni] < 0) x->nd.first[ni] = 0;
+        x->nd.nsteps[ni] = 0;
+        if (n->in[0] >= 0 && is_weight(x, n->in[0])) x->weight_views++;
+        else x->operand_views++;
+    }
+}
+
+/* A batched product reading its transposed operands through strides
+ * (operand_through), where oneDNN takes them (a JIT kernel): *done. */
+static pp_status batched_through(pprt_exec *x, const pprt_node *n, const dnnl_memory_desc_t *am,
+                                 const dnnl_memory_desc_t *bm, const dnnl_memory_desc_t *ym, bool *done,
+                                 pp_err *err) {
+    const int ni = (int)(n - x->st->nodes), ai = n->in[0], bi = n->in[1], yi = final_out(x, n), r = am->ndims;
+    dnnl_memory_desc_t am2, bm2;
+    const int fa = operand_through(x, ai, ni, r, am->dims, &am2), fb = operand_through(x, bi, ni, r, bm->dims, &bm2);
+    *done = false;
+    if (fa < 0 && fb < 0) return PP_OK;
+    mark m = dn_mark_now(x);
+    pp_err e = {0};
+    pp_status s = matmul_common(x, fa >= 0 ? fa : ai, fa >= 0 ? &am2 : am, fb >= 0 ? fb : bi, fb >= 0 ? &bm2 : bm,
+                                yi, ym, 1.0f, NULL, NULL, &e);
+    if (s == PP_EUNSUP) {
+        dn_rollback(x, m);
+        return PP_OK;
+    }
+    if (s != PP_OK) {
+        *err = e;
+        return s;
+    }
+    *done = true;
+    if (fa >= 0) x->nd.through[ni] |= 1u, x->tn.last[fa] = x->tn.last[fa] > ni ? x->tn.last[fa] : ni;
+    if (fb >= 0) x->nd.through[ni] |= 2u, x->tn.last[fb] = x->tn.last[fb] > ni ? x->tn.last[fb] : ni;
+    return PP_OK;
+}
+
 static pp_status build_matmul(pprt_exec *x, const pprt_node *n, pp_err *err) {
     PP_TRY(dn_need_f32_nonempty(x, n, err));
-    const int ai = n->in[0], bi = n->in[1], yi = final_out(x, n);
+    const int ai = n->in[0], yi = final_out(x, n);
+    int bi = n->in[1];
     pp_shape as = T(x, ai)->shape, bs = T(x, bi)->shape;
     if (as.rank < 1 || bs.rank < 1) return unsup(err, "rank");
     if (as.rank == 1) as = (pp_shape){2, {1, as.dim[0]}};
@@ -197,7 +314,15 @@ static pp_status build_matmul(pprt_exec *x, const pprt_node *n, pp_err *err) {
         int64_t ad[2] = {numel_of(&as) / K, K}, yd[2] = {ad[0], N};
         PP_TRY(dn_plain_md(ad, 2, &am, err));
         PP_TRY(dn_plain_md(bs.dim, 2, &bm, err));
+        const int wi = dn_weight_through(x, bi);
+        if (wi >= 0) { /* B[k][n] = W[n][k] */
+            PP_TRY(pprt_node_weights(x->p, x->st, &x->st->nodes[x->tn.writer[bi]], x->ptr, err));
+            const dnnl_dims_t bd = {K, N}, st = {1, K};
+            DN(dnnl_memory_desc_init_by_strides(&bm, 2, bd, dnnl_f32, st), "matmul weights");
+            bi = wi;
+        }
         PP_TRY(dn_plain_md(yd, 2, &ym, err));
+        if (wi >= 0) x->nd.through[n - x->st->nodes] |= 2u; /* (cleared with the node on a decline) */
         bool done;
         PP_TRY(try_rows(x, ai, bi, &bm, -1, yi, ad[0], K, N, &done, err));
         if (done) return PP_OK;
@@ -215,6 +340,9 @@ static pp_status build_matmul(pprt_exec *x, const pprt_node *n, pp_err *err) {
         PP_TRY(dn_plain_md(ad, r, &am, err));
         PP_TRY(dn_plain_md(bd, r, &bm, err));
         PP_TRY(dn_plain_md(yd, r, &ym, err));
+        bool done;
+        PP_TRY(batched_through(x, n, &am, &bm, &ym, &done, err));
+        if (done) return PP_OK;
     }
     return matmul_common(x, ai, &am, bi, &bm, yi, &ym, 1.0f, NULL, NULL, err);
 }

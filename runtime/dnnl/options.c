@@ -72,6 +72,14 @@ static const opt opts[] = {
      "first to need it; 0: each its own"},
     {"PPRT_DNNL_SILU", OPT_FLAG, F(silu), "1", NULL, 0, 0,
      "pp.SiLU on pprt's own kernel where it wins (f32 on AVX2 and AVX-512 CPUs), else oneDNN's swish"},
+    {"PPRT_DNNL_WEIGHT_T", OPT_FLAG, F(weight_t), "1", NULL, 0, 0,
+     "a matrix product whose B is a 2-D Transpose of a weight reads the weight, packed once per load and "
+     "reload (the Transpose runs as nothing where every reader does so); 0: B copied by the Transpose each run"},
+    {"PPRT_DNNL_OPERAND_T", OPT_FLAG, F(operand_t), "1", NULL, 0, 0,
+     "a batched matrix product whose operand is a Transpose of a plain activation's last two axes reads that "
+     "activation through swapped strides (the Transpose runs as nothing where every reader does so); 0: copied"},
+    {"PPRT_DNNL_GELU_GRAD", OPT_FLAG, F(gelu_grad), "1", NULL, 0, 0,
+     "pp.UnaryGrad of Gelu on oneDNN's eltwise backward in f32; 0: the reference kernel (double) in parts"},
 };
 #undef F
 

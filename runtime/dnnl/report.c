@@ -41,6 +41,16 @@ void dn_counts(const pprt_exec *x, pprt_exec_counts *c) {
     }
 }
 
+/* Whether Transpose ni's readers all read through it (dn_through_views) */
+static bool read_through(const pprt_exec *x, int ni) {
+    const pprt_stage *st = x->st;
+    const int out = st->nodes[ni].out[0];
+    for (int c = ni + 1; c < st->n_nodes; c++)
+        for (int k = 0; k < st->nodes[c].n_in && k < 8; k++)
+            if (st->nodes[c].in[k] == out && !((x->nd.through[c] >> k) & 1)) return false;
+    return x->tn.cons[out] > 0;
+}
+
 void dn_report(const pprt_exec *x) {
     const pprt_stage *st = x->st;
     pprt_exec_counts c;
@@ -62,10 +72,10 @@ void dn_report(const pprt_exec *x) {
         stderr,
         "pprt dnnl: stage %d: %d of %d nodes on oneDNN (%d as post-ops)%s%s; %d reorders and %d residual copies "
         "per micro-batch (%d outputs in place of their input); %d tensors in oneDNN layouts, %d views of their input's "
-        "bytes; arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights (%.1f MB of them reordered by another "
+        "bytes, %d weight and %d operand transposes read through by their products; arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights (%.1f MB of them reordered by another "
         "executor of the stage), %.1f MB other buffers, %.1f MB shared\n",
         st->index, c.nodes - c.reference, st->n_nodes, c.fused, len ? ", reference: " : "", refs, c.layout_changes,
-        c.copies, c.in_place, c.own_layout, c.views, (double)x->bytes.arena / 1e6, (double)st->arena_bytes / 1e6, (double)x->bytes.weights / 1e6,
+        c.copies, c.in_place, c.own_layout, c.views, x->weight_views, x->operand_views, (double)x->bytes.arena / 1e6, (double)st->arena_bytes / 1e6, (double)x->bytes.weights / 1e6,
         (double)x->bytes.wshared / 1e6, (double)(x->bytes.owned - (x->bytes.weights - x->bytes.wshared)) / 1e6,
         (double)shared / 1e6);
     if (x->o.verbose < 2) return;
@@ -78,7 +88,10 @@ void dn_report(const pprt_exec *x) {
         if (x->nd.first[ni] < 0 && dn_ref_by_parts(x, &st->nodes[ni]))
             fprintf(stderr, "  %-24s %-14s pprt:ref_parts\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
         if (x->nd.first[ni] < 0 || x->nd.absorbed[ni]) continue;
-        fprintf(stderr, "  %-24s %-14s", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
+        fprintf(stderr, "  %-24s %-14s%s", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name,
+                x->nd.first[ni] >= 0 && x->nd.nsteps[ni] == 0 && st->nodes[ni].op == PP_OP_TRANSPOSE && read_through(x, ni)
+                    ? " nothing (its products read its input)"
+                    : "");
         for (int k = 0; k < x->nd.nsteps[ni]; k++) {
             const step *s = &x->steps.a[x->nd.first[ni] + k];
             const_dnnl_primitive_desc_t pd;

@@ -25,6 +25,12 @@ gradient that is 0 but for rounding, as a key projection's bias is under
 softmax, compares at M's scale). The worst error seen, beyond the rtol and
 over the largest gradient, is printed: 4e-7 on a Zen 4 VM, where the bound
 is 1e-5. A model whose library does not import is skipped, and says so.
+On oneDNN the -pp 1 step also runs with its two training routes off
+(PPRT_DNNL_WEIGHT_T=0 PPRT_DNNL_GELU_GRAD=0), against autograd the same way,
+and PPRT_DNNL_VERBOSE=2 must show them taken: Transposes of weights that
+their products read through (every model: nn.Linear's MatMul(X,
+Transpose(W)), GPT-2's tied head) and Gelu's gradient on oneDNN (all but
+GPT-2, whose GELU is the tanh formula written out).
 Four AdamW steps of each at -pp 2 on oneDNN and cuda-emu with the executors
 kept across the steps (the default; runtime/keep.h) give the bits of
 executors made every step (PPRT_TRAIN_FRESH=1).
@@ -62,7 +68,7 @@ def no_dropout(mod):
     return mod
 
 
-def one_step(name, mod, x, labels, opset=14):
+def one_step(name, mod, x, labels, opset=14, reads=True, gelu=True):
     """cross-entropy of mod(x) (classes on axis 1) against labels: ppcc/pprt vs autograd."""
     t0 = time.time()
     d = os.path.join(WORK, name)
@@ -86,6 +92,8 @@ def one_step(name, mod, x, labels, opset=14):
         if o is None:
             continue
         err = max(err, check_step(o, want_loss.item(), want, tag, RTOL, ATOL_OF_MAX))
+    err = max(err, dnnl_routes(name, d, want_loss.item(), want, reads, gelu))
+    gemm_not_transposed(name, path, d, x.shape[0])
     check_same_outputs(*(os.path.join(d, f"out_cuda-emu_pp{pp}") for pp in (1, 2)), f"{name}: cuda-emu at -pp 1, 2")
     if os.path.exists(os.path.join(d, "pp2.plan")):
         h = host_steps(PPRT, os.path.join(d, "pp2.plan"), os.path.join(d, "data"))
@@ -94,6 +102,43 @@ def one_step(name, mod, x, labels, opset=14):
     worst[name] = err
     print(f"{name}: {len(want)} weights, worst error beyond rtol {err:.2e} of the largest gradient, "
           f"{time.time() - t0:.1f} s", flush=True)
+
+
+def gemm_not_transposed(name, path, d, batch):
+    """After simplify no Transpose reads a Gemm's output: a weight's gradient through its Linear's Transpose(W),
+    (X^T dY)^T, is the Gemm dY^T X (passes/simplify.c), whose gradients the runs above checked."""
+    import subprocess
+    r = subprocess.run([PPCC, path, "--train", "--loss", "cross-entropy:out", "-b", str(batch), "--dump-ir=simplify",
+                        "-q", "-o", os.path.join(d, "dump.plan")], capture_output=True, text=True)
+    check(r.returncode == 0, f"{name}: ppcc --dump-ir: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    nodes = [ln.split() for ln in (r.stdout + r.stderr).splitlines() if ln.startswith("%") and " <- " in ln]
+    gemm = {f[3].split(":")[0] for f in nodes if f[2] == "Gemm"}
+    bad = [f[3] for f in nodes if f[2] == "Transpose" and f[5].rstrip(",") in gemm]
+    check(bool(gemm) and not bad, f"{name}: {len(gemm)} Gemms, Transposes of their outputs: {bad[:3]}")
+
+
+def dnnl_routes(name, d, want_loss, want, reads, gelu):
+    """oneDNN's two training routes (runtime/dnnl/matmul.c, eltwise.c): the -pp 1 step with the products
+    reading each Linear's weight through its Transpose (the Transpose then runs as nothing) and Gelu's gradient
+    on oneDNN's eltwise backward (PPRT_DNNL_VERBOSE=2 shows which), taken where the model has them, and the step
+    with both off (PPRT_DNNL_WEIGHT_T=0 PPRT_DNNL_GELU_GRAD=0) against autograd as well."""
+    import subprocess
+    plan, data = os.path.join(d, "pp1.plan"), os.path.join(d, "data")
+    r = subprocess.run([PPRT, plan, data, "-o", os.path.join(d, "routes_on"), "-q", "--backend", "dnnl"],
+                       capture_output=True, text=True, env={**os.environ, "PPRT_DNNL_VERBOSE": "2"})
+    check(r.returncode == 0, f"{name}: dnnl, verbose: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    lines = r.stderr.splitlines()
+    n_read = sum("its products read its input" in ln and "Transpose" in ln for ln in lines)
+    n_gelu = sum("pp.UnaryGrad" in ln and " jit:" in ln for ln in lines)
+    check((n_read > 0) == reads, f"{name}: {n_read} Transposes of weights read through by their products, "
+          f"want {'some' if reads else 'none'}")
+    check((n_gelu > 0) == gelu, f"{name}: {n_gelu} Gelu gradients on oneDNN, want {'some' if gelu else 'none'}")
+    o = os.path.join(d, "routes_off")
+    r = subprocess.run([PPRT, plan, data, "-o", o, "-q", "--backend", "dnnl"], capture_output=True, text=True,
+                       env={**os.environ, "PPRT_DNNL_WEIGHT_T": "0", "PPRT_DNNL_GELU_GRAD": "0"})
+    check(r.returncode == 0, f"{name}: dnnl, routes off: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    return check_step(o, want_loss, want, f"{name} -pp 1 on dnnl, routes off", RTOL, ATOL_OF_MAX) if not \
+        r.returncode else 0.0
 
 
 def kept_steps(name, d):
@@ -186,6 +231,6 @@ else:
             return self.m(input_ids=ids, use_cache=False).logits.transpose(1, 2)
 
     ids = torch.randint(0, 100, (4, 12))
-    one_step("gpt2", GPT2(), ids, torch.roll(ids, -1, 1))
+    one_step("gpt2", GPT2(), ids, torch.roll(ids, -1, 1), gelu=False)  # GPT-2's GELU: the tanh formula, unfused
 
 testlib.finish("train_transformers")
