@@ -38,7 +38,9 @@
 #      0 skips), then the torch.compile column (BENCH_COMPILE_SECS, default
 #      90; compile time excluded, printed); BENCH_RUNS alternated rounds
 #      (default 2), BENCH_ARGS added to each call;
-#   5. with time left (EXTRA=1, the default): ViT-B/16 with the row kernels
+#   5. with time left (EXTRA=1, the default): ViT-B/16 at fp16 and bf16, batch 32 and 8, with the speed
+#      options (views, fused attention, row kernels, wide elementwise) together on and off, and fp16's
+#      profile at batch 32 both ways; ViT-B/16 with the row kernels
 #      in one block against in lanes, with the fused attention on and off
 #      (rates, outputs, steps), with the strided views on and off at batch 1
 #      and 8 (rates, bytes, launches, -pp 2 against -pp 1), the profiles by op type at batch
@@ -389,20 +391,24 @@ if [ "${EXTRA:-1}" = 1 ]; then
   echo "== 5. with the time left ($(date +%T), $(left) s left)"
   # where the GPU time goes: --profile at batch 8, -pp 1, summed by op type
   rate() { python3 -c "import json, sys; print(round(json.load(open(sys.argv[1]))['steady_samples_per_s'], 1))" "$1"; }
+  # by_op PROFILE LABEL [BATCH]: the profile's ms per micro-batch (of BATCH, default 8) summed by op type
   by_op() {
     python3 -c "
 import collections, json, sys
 t = json.load(open(sys.argv[1]))['nodes']; agg = collections.Counter()
 for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
-print(sys.argv[2] + ', ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))" "$1" "$2"
+print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(agg.values()), ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))" "$1" "$2" "${3:-8}"
   }
-  # ab TAG PLAN DATA OPTION RTOL ATOL: PLAN on DATA with OPTION on and off, alternated twice: the rates and
-  # --cuda-explain's tally (the explain files in $out), whether the bytes are the same, and within RTOL / ATOL
-  # of each other or the day fails; the outputs stay in /tmp/cvt/ab_TAG_on and _off
+  # ab TAG PLAN DATA OPTIONS RTOL ATOL [ARG...]: PLAN on DATA with OPTIONS (one, or several joined by commas,
+  # each given on or off) on and off, alternated twice, every run with the ARGs (e.g. --precision fp16): the
+  # rates and --cuda-explain's tally (the explain files in $out), whether the bytes are the same, and within
+  # RTOL / ATOL of each other or the day fails; the outputs stay in /tmp/cvt/ab_TAG_on and _off
   ab() {
-    local tag=$1 plan=$2 data=$3 opt=$4 rtol=$5 atol=$6 r v
+    local tag=$1 plan=$2 data=$3 opt=$4 rtol=$5 atol=$6 r v o
+    shift 6
     for r in 1 2; do for v in on off; do
-      timeout 60 "$PPRT" "$plan" "$data" -o /tmp/cvt/ab_${tag}_$v --backend $be -q --warmup 4 $opt $v --cuda-explain \
+      local args=(); for o in ${opt//,/ }; do args+=("$o" $v); done
+      timeout 60 "$PPRT" "$plan" "$data" -o /tmp/cvt/ab_${tag}_$v --backend $be -q --warmup 4 "${args[@]}" "$@" --cuda-explain \
         --stats-json /tmp/cvt/ab_${tag}_$v.json 2> "$out/explain_${tag}_$v.txt" \
         && echo "$tag $opt $v: $(rate /tmp/cvt/ab_${tag}_$v.json) samples/s; $(grep -o '[0-9]* launches: .*' "$out/explain_${tag}_$v.txt" | head -1)" \
         || { echo "FAIL: $tag $opt $v: $(tail -2 "$out/explain_${tag}_$v.txt")"; status=1; }
@@ -414,6 +420,26 @@ print(sys.argv[2] + ', ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '
     tail -1 /tmp/cvt/ab_cmp.txt | sed "s|^|$tag $opt on against off: |"
   }
   d=/tmp/cvt/vit_b_16
+  # ViT-B/16 in half precision (issue 54: fp16 0.48x autocast at batch 32 on the seventh lease, 1.34x at 8).
+  # At --precision fp16|bf16 every tensor stays f32 and the step list is f32's (docs/cuda.md, "Reduced
+  # precision"; cuda-emu: the same launches, 88.7 MB moved a layer at batch 1 with the defaults, 57.1 with the
+  # options below), so the f32 memory-bound steps weigh more than in f32: the speed options that default off
+  # (views, fused attention, row kernels, wide elementwise) together on and off at batch 32 and 8, fp16 then
+  # bf16 (outputs within rtol 2e-2 / atol 2e-3 of each other: the fused attention's products are f32 where
+  # cuBLASLt's read half-rounded inputs), then fp16's profile at batch 32 by op type with the defaults and on
+  HALF_OPTS=--cuda-stride-views,--cuda-fused-attention,--cuda-row-kernels,--cuda-wide-elementwise
+  for pb in fp16:32 fp16:8 bf16:32 bf16:8; do
+    IFS=: read -r pr b <<< "$pb"
+    [ -f $d/b${b}_pp1.plan ] && [ "$(left)" -gt 90 ] || continue
+    ab vit_${pr}_b$b "$d/b${b}_pp1.plan" "$d/data_$b" $HALF_OPTS 2e-2 2e-3 --precision $pr
+  done
+  for v in off on; do
+    [ -f $d/b32_pp1.plan ] && [ "$(left)" -gt 60 ] || break
+    args=(); for o in ${HALF_OPTS//,/ }; do args+=("$o" $v); done
+    timeout 60 "$PPRT" $d/b32_pp1.plan $d/data_32 -o /tmp/cvt/prof_out --backend $be -q --warmup 4 --precision fp16 \
+      "${args[@]}" --profile "$out/prof_vit_fp16_b32_$v.json" 2> "$out/explain_vit_fp16_b32_prof_$v.txt" \
+      && by_op "$out/prof_vit_fp16_b32_$v.json" "vit_b_16 fp16 profile, options $v" 32
+  done
   if [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 60 ]; then
     # ViT-B/16 at batch 8 with the row kernels in one block (and the residual Adds inside the LayerNorms) against
     # in lanes; with the fused attention (issue 54) on and off: 4 steps fewer a layer where the pattern fused,
