@@ -38,7 +38,8 @@
 #      0 skips), then the torch.compile column (BENCH_COMPILE_SECS, default
 #      90; compile time excluded, printed); BENCH_RUNS alternated rounds
 #      (default 2), BENCH_ARGS added to each call;
-#   5. with time left (EXTRA=1, the default): ViT-B/16 at fp16 and bf16, batch 32 and 8, with the speed
+#   5. with time left (EXTRA=1, the default): which inputs the products read at each --precision
+#      (tests/cuda/precision_models.py's MatMul against NumPy's roundings); ViT-B/16 at fp16 and bf16, batch 32 and 8, with the speed
 #      options (views, fused attention, row kernels, wide elementwise) together on and off, and fp16's
 #      profile at batch 32 both ways; ViT-B/16 with the row kernels
 #      in one block against in lanes, with the fused attention on and off
@@ -419,6 +420,24 @@ print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(a
       > /tmp/cvt/ab_cmp.txt || { echo "FAIL: $tag's output with $opt on against off"; status=1; }
     tail -1 /tmp/cvt/ab_cmp.txt | sed "s|^|$tag $opt on against off: |"
   }
+  # which inputs the GPU's products read at each --precision (docs/cuda.md, "Reduced precision": on the seventh
+  # lease bf16's error equalled fp16's, where bfloat16 inputs would give about 8x): precision_models.py's MatMul
+  # and Gemm against NumPy's products over inputs rounded to f32, TF32, bfloat16 and float16 (a few seconds)
+  # (small products, then ViT-B/16's sizes at batch 8: PRECISION_BIG=1, as cuBLASLt chooses kernels by size)
+  for big in 0 1; do
+    pm=/tmp/cvt/prec$big; rm -rf $pm; mkdir -p $pm
+    [ $big = 0 ] || [ "$dry" != 1 ] || break   # (minutes on cuda-emu)
+    export PRECISION_BIG=$big
+    if python3 "$src/tests/cuda/precision_models.py" models $pm && "$PPCC" $pm/mm.onnx -b 0 -o $pm/mm.plan -q; then
+      for pr in f32 tf32 bf16 fp16; do
+        timeout 30 "$PPRT" $pm/mm.plan $pm/data_mm --backend $be -q -o $pm/out_$pr --precision $pr --cuda-explain \
+          2> "$out/explain_prec${big}_$pr.txt" \
+          && echo "products$([ $big = 1 ] && echo ", ViT's sizes,") at --precision $pr, error against each rounding: $(python3 "$src/tests/cuda/precision_models.py" which $pm $pm/out_$pr/y.npy)" \
+          || { echo "FAIL: precision_models' MatMul (big $big) at --precision $pr: $(tail -2 "$out/explain_prec${big}_$pr.txt")"; status=1; }
+      done
+    fi
+    unset PRECISION_BIG
+  done
   d=/tmp/cvt/vit_b_16
   # ViT-B/16 in half precision (issue 54: fp16 0.48x autocast at batch 32 on the seventh lease, 1.34x at 8).
   # At --precision fp16|bf16 every tensor stays f32 and the step list is f32's (docs/cuda.md, "Reduced
