@@ -66,7 +66,9 @@ static double mat_elems(int64_t rows, int64_t cols, int64_t batch, int64_t strid
  * copy's source and destination. Host steps move host bytes: none counted.
  * A model of traffic, not of caches: a row kernel in three launches reads its
  * rows three times, the fused attention its K and V once (a GPU rereads them
- * per block of queries). */
+ * per block of queries), and an own kernel reading a folded view counts the
+ * view's span over its source (the fused attention's Q, K and V over the QKV
+ * product's output: that output three times where a third each is read). */
 static double step_bytes(const pcu_step *s) {
     double b = 0;
     if (s->kind == PCU_S_MATMUL) {
