@@ -39,12 +39,13 @@
 #      90; compile time excluded, printed); BENCH_RUNS alternated rounds
 #      (default 2), BENCH_ARGS added to each call;
 #   5. with time left (EXTRA=1, the default): which inputs the products read at each --precision
-#      (tests/cuda/precision_models.py's MatMul against NumPy's roundings); ViT-B/16 at fp16 and bf16, batch 32 and 8, with the speed
-#      options (views, fused attention, row kernels, wide elementwise) together on and off, and fp16's
-#      profile at batch 32 both ways; ViT-B/16 with the row kernels
+#      (tests/cuda/precision_models.py's MatMul against NumPy's roundings); ViT-B/16 at fp16, batch 32 and 8,
+#      with the speed options (views, fused attention, row kernels, wide elementwise) together on and off;
+#      ViT-B/16 with the row kernels
 #      in one block against in lanes, with the fused attention on and off
 #      (rates, outputs, steps), with the strided views on and off at batch 1
-#      and 8 (rates, bytes, launches, -pp 2 against -pp 1), the profiles by op type at batch
+#      and 8 (rates, bytes, launches, -pp 2 against -pp 1), ViT-B/16 at bf16 as at fp16 above and fp16's
+#      profile at batch 32 with the options off and on, the profiles by op type at batch
 #      8 (with --cuda-explain), ViT's and ResNet-50's --cuda-wide-elementwise
 #      A/B, ViT's --cuda-wide-copies A/B, ResNet-50's
 #      --cuda-conv-fusion A/B, GPT under memcheck and initcheck, tests/ops on
@@ -448,21 +449,23 @@ print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(a
   # precision"; cuda-emu: the same launches, 88.7 MB moved a layer at batch 1 with the defaults, 57.1 with the
   # options below), so the f32 memory-bound steps weigh more than in f32: the speed options that default off
   # (views, fused attention, row kernels, wide elementwise) together on and off at batch 32 and 8, fp16 then
-  # bf16 (outputs within rtol 2e-2 / atol 2e-3 of each other: the fused attention's products are f32 where
-  # cuBLASLt's read half-rounded inputs), then fp16's profile at batch 32 by op type with the defaults and on
+  # bf16 (outputs within rtol 2e-2 / atol 5e-3 of each other at fp16, 5e-2 / 5e-2 at bf16: the fused
+  # attention's products are f32 where cuBLASLt's read half-rounded inputs), then fp16's profile at batch 32 by
+  # op type with the defaults and on
+  # (fp16 here; bf16 and the profiles after the views' A/B below, which decides defaults)
   HALF_OPTS=--cuda-stride-views,--cuda-fused-attention,--cuda-row-kernels,--cuda-wide-elementwise
-  for pb in fp16:32 fp16:8 bf16:32 bf16:8; do
-    IFS=: read -r pr b <<< "$pb"
-    [ -f $d/b${b}_pp1.plan ] && [ "$(left)" -gt 90 ] || continue
-    ab vit_${pr}_b$b "$d/b${b}_pp1.plan" "$d/data_$b" $HALF_OPTS 2e-2 2e-3 --precision $pr
-  done
-  for v in off on; do
-    [ -f $d/b32_pp1.plan ] && [ "$(left)" -gt 60 ] || break
-    args=(); for o in ${HALF_OPTS//,/ }; do args+=("$o" $v); done
-    timeout 60 "$PPRT" $d/b32_pp1.plan $d/data_32 -o /tmp/cvt/prof_out --backend $be -q --warmup 4 --precision fp16 \
-      "${args[@]}" --profile "$out/prof_vit_fp16_b32_$v.json" 2> "$out/explain_vit_fp16_b32_prof_$v.txt" \
-      && by_op "$out/prof_vit_fp16_b32_$v.json" "vit_b_16 fp16 profile, options $v" 32
-  done
+  half_ab() {
+    local pb pr b tol
+    for pb in "$@"; do
+      IFS=: read -r pr b <<< "$pb"
+      [ -f $d/b${b}_pp1.plan ] && [ "$(left)" -gt 90 ] || continue
+      # (tolerances from cuda-emu's errors on the zoo's ViT-B/16, whose largest output is 1.9: 1.8e-3 at fp16,
+      # 1.5e-2 at bf16 against f32; on and off each that far from f32, so twice that apart at most, and more)
+      if [ $pr = bf16 ]; then tol="5e-2 5e-2"; else tol="2e-2 5e-3"; fi
+      ab vit_${pr}_b$b "$d/b${b}_pp1.plan" "$d/data_$b" $HALF_OPTS $tol --precision $pr
+    done
+  }
+  half_ab fp16:32 fp16:8
   if [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 60 ]; then
     # ViT-B/16 at batch 8 with the row kernels in one block (and the residual Adds inside the LayerNorms) against
     # in lanes; with the fused attention (issue 54) on and off: 4 steps fewer a layer where the pattern fused,
@@ -484,6 +487,16 @@ print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(a
         && { cmp -s /tmp/cvt/ab_vit_b${b}_on/*.npy /tmp/cvt/sv_out_${b}_pp2/*.npy && echo "ViT-B/16 -b $b views on: -pp 2 bit-identical to -pp 1" \
              || { echo "FAIL: ViT-B/16 -b $b views on: -pp 2 differs from -pp 1"; status=1; }; }
     fi
+  done
+  # ViT-B/16 at bf16 with the speed options on and off, then fp16's profile at batch 32 by op type both ways
+  d=/tmp/cvt/vit_b_16
+  half_ab bf16:32 bf16:8
+  for v in off on; do
+    [ -f $d/b32_pp1.plan ] && [ "$(left)" -gt 60 ] || break
+    args=(); for o in ${HALF_OPTS//,/ }; do args+=("$o" $v); done
+    timeout 60 "$PPRT" $d/b32_pp1.plan $d/data_32 -o /tmp/cvt/prof_out --backend $be -q --warmup 4 --precision fp16 \
+      "${args[@]}" --profile "$out/prof_vit_fp16_b32_$v.json" 2> "$out/explain_vit_fp16_b32_prof_$v.txt" \
+      && by_op "$out/prof_vit_fp16_b32_$v.json" "vit_b_16 fp16 profile, options $v" 32
   done
   # f32 elementwise steps four elements a thread (--cuda-wide-elementwise, issue 54) on and off, ViT-B/16 and
   # ResNet-50 at batch 8: the same float arithmetic, but nvcc may contract a unary formula into FMAs
