@@ -29,7 +29,8 @@ void pprt_device_kind(const char *backend, pprt_precision precision, int threads
     }
     if (f) fclose(f);
     snprintf(buf, n, "%s %s, %d thread%s per stage, %s", backend ? backend : "?",
-             precision == PPRT_BF16 ? "bf16" : "f32", threads, threads == 1 ? "" : "s", model);
+             precision == PPRT_BF16 ? "bf16" : precision == PPRT_TF32 ? "tf32" : precision == PPRT_FP16 ? "fp16" : "f32",
+             threads, threads == 1 ? "" : "s", model);
 }
 
 size_t pprt_rss_now(void) {

@@ -177,7 +177,9 @@ static const pp_opt own_rows[] = {
     {"--precision", PP_OPT_WORD, "P", F(run.precision), 0, 0, "f32|bf16|tf32|fp16", NULL, "f32",
      "bf16: oneDNN convolutions and matrix products in bfloat16 (8-bit mantissa, f32 sums; fast on CPUs with "
      "AVX512_BF16 or AMX; needs AVX-512, else it warns and runs f32); inputs, outputs and the plan stay f32; with "
-     "--backend cuda also tf32 and fp16 (matrix products and convolutions; f32 is strict there: no TF32)",
+     "--backend cuda also tf32 and fp16 (the compute types of cuBLASLt's products and cuDNN's convolutions, every "
+     "tensor still f32; f32 is strict there: no TF32; cuda-emu rounds its products' inputs as cuBLASLt's compute type "
+     "allows)",
      PP_OPT_AGREE, 0, NULL, NULL, NULL},
     {"--warmup", PP_OPT_INT, "N", F(run.warmup), 0, 1000000, NULL, NULL, "1",
      "first run N untimed copies of the first micro-batch through the pipeline (each replica its own; outputs "

@@ -115,9 +115,14 @@ static void cuda_describe(FILE *f) {
 #endif
 }
 
-/* The emulator takes every precision and computes f32. */
+/* The emulator takes every precision the engine does, and as the engine
+ * changes only the libraries' compute types (every tensor stays f32), so
+ * does the emulator: its products read A and B rounded as cuBLASLt's
+ * compute type reads them (pcu_lt_round). cuDNN's engines at tf32, bf16 and
+ * fp16 may or may not round a convolution's inputs to TF32 (which engine
+ * heuristics pick decides): the emulator's convolutions stay f32. */
 static bool emu_precision(pprt_precision pr, bool *here) {
-    *here = pr == PPRT_F32;
+    *here = pr == PPRT_F32 || pr == PPRT_TF32 || pr == PPRT_BF16 || pr == PPRT_FP16;
     return true;
 }
 

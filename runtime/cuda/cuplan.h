@@ -243,7 +243,20 @@ pcu_epi pcu_conv_epi(const pcu_conv *c);
  * graph: with its bias, residual and activation where it fuses them). */
 void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float *bias, const float *res,
                   float *y);
-void pcu_emu_matmul(const pcu_mm *m, const float *a, const float *b, const float *c, float *d,
+/* How cuBLASLt reads a product's f32 A and B under pprt --precision (the
+ * engine's compute type, exec_cuda.c): as they are (f32: CUBLAS_COMPUTE_32F),
+ * or each element rounded to TF32, bfloat16 or float16 first
+ * (32F_FAST_TF32, _FAST_16BF, _FAST_16F: tensor cores on the rounded
+ * values, the sums in f32). The emulator rounds to nearest even
+ * (pcu_lt_round; float16 overflows to infinity): the size of the GPU's error,
+ * not its bits (cuBLASLt sums in another order, and may round TF32 ties
+ * otherwise). C, the bias and D stay f32. */
+typedef enum { PCU_LT_F32 = 0, PCU_LT_TF32, PCU_LT_BF16, PCU_LT_F16 } pcu_lt_inputs;
+static inline int pcu_lt_inputs_of(pprt_precision pr) {
+    return pr == PPRT_TF32 ? PCU_LT_TF32 : pr == PPRT_BF16 ? PCU_LT_BF16 : pr == PPRT_FP16 ? PCU_LT_F16 : PCU_LT_F32;
+}
+float pcu_lt_round(float v, int inputs);
+void pcu_emu_matmul(const pcu_mm *m, int inputs, const float *a, const float *b, const float *c, float *d,
                     const float *bias);
 /* Thread `i` of own-kernel step s over operand pointers op[] (PCU_KERNEL_OPS
  * of them, one per operand, NULL where absent): the row's call of

@@ -176,8 +176,47 @@ void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float
 
 /* ---- cuBLASLt's product, as the descriptor says ------------------------------------------- */
 
-void pcu_emu_matmul(const pcu_mm *m, const float *a, const float *b, const float *c, float *d,
+/* The elements of a column-major matrix of rows x cols with leading dim ld,
+ * batch matrices batch_stride apart (0: one), from its first element to
+ * past its last: what the product reads of the operand. */
+static int64_t lt_extent(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t batch_stride) {
+    if (rows <= 0 || cols <= 0 || batch <= 0) return 0;
+    return (batch - 1) * batch_stride + (cols - 1) * ld + rows;
+}
+
+float pcu_lt_round(float v, int inputs) {
+    switch (inputs) {
+    case PCU_LT_F16: return pcu_h2f(pcu_f2h(v));
+    case PCU_LT_BF16: return pcu_bf2f(pcu_f2bf(v));
+    case PCU_LT_TF32: {
+        pcu_fbits b;
+        b.f = v;
+        if ((b.u & 0x7fffffffu) >= 0x7f800000u) return v; /* inf, NaN */
+        b.u = (b.u + 0xfffu + ((b.u >> 13) & 1u)) & ~0x1fffu;
+        return b.f;
+    }
+    default: return v;
+    }
+}
+
+void pcu_emu_matmul(const pcu_mm *m, int inputs, const float *a, const float *b, const float *c, float *d,
                     const float *bias) {
+    if (inputs != PCU_LT_F32) { /* each element of A and B as the reduced-precision compute reads it */
+        const float *ra = a, *rb = b;
+        float *ca = NULL, *cb = NULL;
+        const int64_t na = lt_extent(m->transa ? m->k : m->m, m->transa ? m->m : m->k, m->lda, m->batch, m->sa);
+        const int64_t nb = lt_extent(m->transb ? m->n : m->k, m->transb ? m->k : m->n, m->ldb, m->batch, m->sb);
+        ca = malloc((size_t)(na > 0 ? na : 1) * sizeof *ca);
+        cb = malloc((size_t)(nb > 0 ? nb : 1) * sizeof *cb);
+        if (ca && cb) {
+            for (int64_t i = 0; i < na; i++) ca[i] = pcu_lt_round(ra[i], inputs);
+            for (int64_t i = 0; i < nb; i++) cb[i] = pcu_lt_round(rb[i], inputs);
+            pcu_emu_matmul(m, PCU_LT_F32, ca, cb, c, d, bias);
+        }
+        free(ca);
+        free(cb);
+        return;
+    }
     float *col = malloc((size_t)(m->m > 0 ? m->m : 1) * sizeof *col);
     if (!col) return; /* the caller checked the sizes; a failed malloc leaves D as it was */
     for (int64_t bt = 0; bt < m->batch; bt++) {
@@ -351,6 +390,7 @@ struct pprt_exec {
     pprt_tensor tin[PP_MAX_INPUTS], tout[PP_MAX_OUTPUTS];
     double *node_s;
     int device; /* its messages are in this emulated device's memory (mem_emu.c); -1: host memory */
+    int lt_inputs; /* pcu_lt_inputs of --precision: how the products read A and B (cuBLASLt's compute type) */
     /* the engine's graph cache, kept with markers for graphs: the captures a GPU would make, counted */
     bool graphs;
     pcu_gcache gc;
@@ -391,7 +431,7 @@ static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt
     PP_TRY(pprt_stage_weights(p, st->index, err));
     pprt_exec *x = calloc(1, sizeof *x);
     if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    *x = (pprt_exec){.p = p, .st = st, .device = cfg->device};
+    *x = (pprt_exec){.p = p, .st = st, .device = cfg->device, .lt_inputs = pcu_lt_inputs_of(cfg->precision)};
     /* as the engine decides (exec_cuda.c): graphs unless --cuda-graphs off, --cuda-sync or --profile */
     x->graphs = pprt_cuda_config()->graphs && !pprt_cuda_config()->sync_each && !cfg->node_times;
     unsigned char *hn = pprt_cuda_host_nodes(st);
@@ -526,7 +566,7 @@ pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_er
             if (pcu_conv_epilogue(c, pcu_conv_graph_fuses(c))) emu_epilogue(c, op[4], op[2], op[3]);
             break;
         }
-        case PCU_S_MATMUL: pcu_emu_matmul(&s->u.mm, op[0], op[1], op[2], op[3], op[4]); break;
+        case PCU_S_MATMUL: pcu_emu_matmul(&s->u.mm, x->lt_inputs, op[0], op[1], op[2], op[3], op[4]); break;
         case PCU_S_COPY: memmove(op[1], op[0], s->ops[0].bytes); break;
         default: st = emu_host(x, s, err); break;
         }

@@ -38,10 +38,14 @@
 #      0 skips), then the torch.compile column (BENCH_COMPILE_SECS, default
 #      90; compile time excluded, printed); BENCH_RUNS alternated rounds
 #      (default 2), BENCH_ARGS added to each call;
-#   5. with time left (EXTRA=1, the default): ViT-B/16 with the row kernels
+#   5. with time left (EXTRA=1, the default): which inputs the products read at each --precision
+#      (tests/cuda/precision_models.py's MatMul against NumPy's roundings); ViT-B/16 at fp16, batch 32 and 8,
+#      with the speed options (views, fused attention, row kernels, wide elementwise) together on and off;
+#      ViT-B/16 with the row kernels
 #      in one block against in lanes, with the fused attention on and off
 #      (rates, outputs, steps), with the strided views on and off at batch 1
-#      and 8 (rates, bytes, launches, -pp 2 against -pp 1), the profiles by op type at batch
+#      and 8 (rates, bytes, launches, -pp 2 against -pp 1), ViT-B/16 at bf16 as at fp16 above and fp16's
+#      profile at batch 32 with the options off and on, the profiles by op type at batch
 #      8 (with --cuda-explain), ViT's and ResNet-50's --cuda-wide-elementwise
 #      A/B, ViT's --cuda-wide-copies A/B, ResNet-50's
 #      --cuda-conv-fusion A/B, GPT under memcheck and initcheck, tests/ops on
@@ -229,6 +233,9 @@ fi
 # (PPRT_CUDA_ALIAS), within TWO_SECS (default 130; it never eats into the 300 s kept for the benchmark)
 echo "== 2c. two GPUs on one ($(date +%T), $(left) s left)"
 part_end=$((SECONDS + $(cap "${TWO_SECS:-130}" "$keep")))
+if [ "$(within 60)" -lt 20 ]; then   # (TWO_SECS=0: before 2026-12-05 the part ran anyway, timeout -N failing it)
+  echo "skip: 2c (TWO_SECS, or the time left)"
+else
 w2=/tmp/gday_two; rm -rf $w2; mkdir -p $w2
 jget() { python3 -c "import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@" 2>/dev/null; }
 "$PPCC" "$S/model.onnx" -pp 2 -b 16 --placement 0:$be:0,1:$be:1 -o $w2/two.plan -q \
@@ -298,6 +305,7 @@ if [ "$be" = cuda ]; then
     echo "2c.6 $tool, peer $peer: $(tail -1 "$out/san_two_${peer}_$tool.txt")"
   done
 fi
+fi   # 2c
 
 # ONNX node tests: quick (every NODE_STRIDE-th listed test, one chunk) or all (five chunks)
 node_tests() {
@@ -389,20 +397,24 @@ if [ "${EXTRA:-1}" = 1 ]; then
   echo "== 5. with the time left ($(date +%T), $(left) s left)"
   # where the GPU time goes: --profile at batch 8, -pp 1, summed by op type
   rate() { python3 -c "import json, sys; print(round(json.load(open(sys.argv[1]))['steady_samples_per_s'], 1))" "$1"; }
+  # by_op PROFILE LABEL [BATCH]: the profile's ms per micro-batch (of BATCH, default 8) summed by op type
   by_op() {
     python3 -c "
 import collections, json, sys
 t = json.load(open(sys.argv[1]))['nodes']; agg = collections.Counter()
 for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
-print(sys.argv[2] + ', ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))" "$1" "$2"
+print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(agg.values()), ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))" "$1" "$2" "${3:-8}"
   }
-  # ab TAG PLAN DATA OPTION RTOL ATOL: PLAN on DATA with OPTION on and off, alternated twice: the rates and
-  # --cuda-explain's tally (the explain files in $out), whether the bytes are the same, and within RTOL / ATOL
-  # of each other or the day fails; the outputs stay in /tmp/cvt/ab_TAG_on and _off
+  # ab TAG PLAN DATA OPTIONS RTOL ATOL [ARG...]: PLAN on DATA with OPTIONS (one, or several joined by commas,
+  # each given on or off) on and off, alternated twice, every run with the ARGs (e.g. --precision fp16): the
+  # rates and --cuda-explain's tally (the explain files in $out), whether the bytes are the same, and within
+  # RTOL / ATOL of each other or the day fails; the outputs stay in /tmp/cvt/ab_TAG_on and _off
   ab() {
-    local tag=$1 plan=$2 data=$3 opt=$4 rtol=$5 atol=$6 r v
+    local tag=$1 plan=$2 data=$3 opt=$4 rtol=$5 atol=$6 r v o
+    shift 6
     for r in 1 2; do for v in on off; do
-      timeout 60 "$PPRT" "$plan" "$data" -o /tmp/cvt/ab_${tag}_$v --backend $be -q --warmup 4 $opt $v --cuda-explain \
+      local args=(); for o in ${opt//,/ }; do args+=("$o" $v); done
+      timeout 60 "$PPRT" "$plan" "$data" -o /tmp/cvt/ab_${tag}_$v --backend $be -q --warmup 4 "${args[@]}" "$@" --cuda-explain \
         --stats-json /tmp/cvt/ab_${tag}_$v.json 2> "$out/explain_${tag}_$v.txt" \
         && echo "$tag $opt $v: $(rate /tmp/cvt/ab_${tag}_$v.json) samples/s; $(grep -o '[0-9]* launches: .*' "$out/explain_${tag}_$v.txt" | head -1)" \
         || { echo "FAIL: $tag $opt $v: $(tail -2 "$out/explain_${tag}_$v.txt")"; status=1; }
@@ -413,7 +425,47 @@ print(sys.argv[2] + ', ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '
       > /tmp/cvt/ab_cmp.txt || { echo "FAIL: $tag's output with $opt on against off"; status=1; }
     tail -1 /tmp/cvt/ab_cmp.txt | sed "s|^|$tag $opt on against off: |"
   }
+  # which inputs the GPU's products read at each --precision (docs/cuda.md, "Reduced precision": on the seventh
+  # lease bf16's error equalled fp16's, where bfloat16 inputs would give about 8x): precision_models.py's MatMul
+  # and Gemm against NumPy's products over inputs rounded to f32, TF32, bfloat16 and float16 (a few seconds)
+  # (small products, then ViT-B/16's sizes at batch 8: PRECISION_BIG=1, as cuBLASLt chooses kernels by size)
+  for big in 0 1; do
+    pm=/tmp/cvt/prec$big; rm -rf $pm; mkdir -p $pm
+    [ $big = 0 ] || [ "$dry" != 1 ] || break   # (minutes on cuda-emu)
+    export PRECISION_BIG=$big
+    if python3 "$src/tests/cuda/precision_models.py" models $pm && "$PPCC" $pm/mm.onnx -b 0 -o $pm/mm.plan -q; then
+      for pr in f32 tf32 bf16 fp16; do
+        timeout 30 "$PPRT" $pm/mm.plan $pm/data_mm --backend $be -q -o $pm/out_$pr --precision $pr --cuda-explain \
+          2> "$out/explain_prec${big}_$pr.txt" \
+          && echo "products$([ $big = 1 ] && echo ", ViT's sizes,") at --precision $pr, error against each rounding: $(python3 "$src/tests/cuda/precision_models.py" which $pm $pm/out_$pr/y.npy)" \
+          || { echo "FAIL: precision_models' MatMul (big $big) at --precision $pr: $(tail -2 "$out/explain_prec${big}_$pr.txt")"; status=1; }
+      done
+    fi
+    unset PRECISION_BIG
+  done
   d=/tmp/cvt/vit_b_16
+  # ViT-B/16 in half precision (issue 54: fp16 0.48x autocast at batch 32 on the seventh lease, 1.34x at 8).
+  # At --precision fp16|bf16 every tensor stays f32 and the step list is f32's (docs/cuda.md, "Reduced
+  # precision"; cuda-emu: the same launches, 88.7 MB moved a layer at batch 1 with the defaults, 57.1 with the
+  # options below), so the f32 memory-bound steps weigh more than in f32: the speed options that default off
+  # (views, fused attention, row kernels, wide elementwise) together on and off at batch 32 and 8, fp16 then
+  # bf16 (outputs within rtol 2e-2 / atol 5e-3 of each other at fp16, 5e-2 / 5e-2 at bf16: the fused
+  # attention's products are f32 where cuBLASLt's read half-rounded inputs), then fp16's profile at batch 32 by
+  # op type with the defaults and on
+  # (fp16 here; bf16 and the profiles after the views' A/B below, which decides defaults)
+  HALF_OPTS=--cuda-stride-views,--cuda-fused-attention,--cuda-row-kernels,--cuda-wide-elementwise
+  half_ab() {
+    local pb pr b tol
+    for pb in "$@"; do
+      IFS=: read -r pr b <<< "$pb"
+      [ -f $d/b${b}_pp1.plan ] && [ "$(left)" -gt 90 ] || continue
+      # (tolerances from cuda-emu's errors on the zoo's ViT-B/16, whose largest output is 1.9: 1.8e-3 at fp16,
+      # 1.5e-2 at bf16 against f32; on and off each that far from f32, so twice that apart at most, and more)
+      if [ $pr = bf16 ]; then tol="5e-2 5e-2"; else tol="2e-2 5e-3"; fi
+      ab vit_${pr}_b$b "$d/b${b}_pp1.plan" "$d/data_$b" $HALF_OPTS $tol --precision $pr
+    done
+  }
+  half_ab fp16:32 fp16:8
   if [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 60 ]; then
     # ViT-B/16 at batch 8 with the row kernels in one block (and the residual Adds inside the LayerNorms) against
     # in lanes; with the fused attention (issue 54) on and off: 4 steps fewer a layer where the pattern fused,
@@ -435,6 +487,16 @@ print(sys.argv[2] + ', ms per micro-batch of 8: %.2f;' % sum(agg.values()), ', '
         && { cmp -s /tmp/cvt/ab_vit_b${b}_on/*.npy /tmp/cvt/sv_out_${b}_pp2/*.npy && echo "ViT-B/16 -b $b views on: -pp 2 bit-identical to -pp 1" \
              || { echo "FAIL: ViT-B/16 -b $b views on: -pp 2 differs from -pp 1"; status=1; }; }
     fi
+  done
+  # ViT-B/16 at bf16 with the speed options on and off, then fp16's profile at batch 32 by op type both ways
+  d=/tmp/cvt/vit_b_16
+  half_ab bf16:32 bf16:8
+  for v in off on; do
+    [ -f $d/b32_pp1.plan ] && [ "$(left)" -gt 60 ] || break
+    args=(); for o in ${HALF_OPTS//,/ }; do args+=("$o" $v); done
+    timeout 60 "$PPRT" $d/b32_pp1.plan $d/data_32 -o /tmp/cvt/prof_out --backend $be -q --warmup 4 --precision fp16 \
+      "${args[@]}" --profile "$out/prof_vit_fp16_b32_$v.json" 2> "$out/explain_vit_fp16_b32_prof_$v.txt" \
+      && by_op "$out/prof_vit_fp16_b32_$v.json" "vit_b_16 fp16 profile, options $v" 32
   done
   # f32 elementwise steps four elements a thread (--cuda-wide-elementwise, issue 54) on and off, ViT-B/16 and
   # ResNet-50 at batch 8: the same float arithmetic, but nvcc may contract a unary formula into FMAs

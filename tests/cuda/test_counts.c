@@ -13,6 +13,8 @@
  *     --dump                every step of every stage (kind, node, operands,
  *                           a product's dims, transposes, leading dims and
  *                           batch strides): two plannings compared by diff
+ * Each line ends with the megabytes the steps move (step_bytes: each operand
+ * once a launch, a model of traffic, not of caches).
  * Every stage's step list passes the lint (emu.c's pcu_lint: each product's
  * matrices inside their operands, folded views included). One line per
  * stage, then one per plan (pcu_tally's fields). */
@@ -21,6 +23,8 @@
 #include <string.h>
 
 #include "runtime/cuda/cuplan.h"
+
+static double step_bytes(const pcu_step *s);
 
 static void dump(const pcu_plan *pl, FILE *f) {
     for (int i = 0; i < pl->n_steps; i++) {
@@ -44,8 +48,49 @@ static void dump(const pcu_plan *pl, FILE *f) {
             for (size_t j = 0; j < sizeof s->u; j++) h = (h ^ b[j]) * 1099511628211ull;
             fprintf(f, " %016llx", h);
         }
-        fprintf(f, "\n");
+        fprintf(f, " moves %.0f\n", step_bytes(s));
     }
+}
+
+/* The elements of a column-major matrix of rows x cols read batch times, or
+ * once where the batch stride is 0 (one matrix for every batch). */
+static double mat_elems(int64_t rows, int64_t cols, int64_t batch, int64_t stride) {
+    return (double)rows * (double)cols * (double)(stride ? batch : 1);
+}
+
+/* The bytes step s moves, each operand counted once per launch: a product's
+ * matrices as cuBLASLt reads and writes them (A, B, C, D, the bias), an own
+ * kernel's operands over the elements it reaches (its extent: the lint's,
+ * from the operand's start to the furthest element its threads touch; a
+ * strided copy reads what it writes), a convolution's operands, a device
+ * copy's source and destination. Host steps move host bytes: none counted.
+ * A model of traffic, not of caches: a row kernel in three launches reads its
+ * rows three times, the fused attention its K and V once (a GPU rereads them
+ * per block of queries), and an own kernel reading a folded view counts the
+ * view's span over its source (the fused attention's Q, K and V over the QKV
+ * product's output: that output three times where a third each is read). */
+static double step_bytes(const pcu_step *s) {
+    double b = 0;
+    if (s->kind == PCU_S_MATMUL) {
+        const pcu_mm *m = &s->u.mm;
+        b = mat_elems(m->m, m->k, m->batch, m->sa) + mat_elems(m->k, m->n, m->batch, m->sb) +
+            mat_elems(m->m, m->n, m->batch, 1) * (m->has_c ? 2 : 1) + (m->bias ? (double)m->m : 0);
+        return 4 * b; /* f32 operands */
+    }
+    if (s->kind == PCU_S_KERNEL) {
+        const unsigned w = pcu_kernel_writes(s->kernel, &s->u);
+        double wrote = 0;
+        for (int k = 0; k < s->n_ops; k++) {
+            if (s->ops[k].space < 0) continue;
+            const double e = (double)pcu_kernel_extent(s, k) * pcu_kernel_esize(s, k);
+            if (w >> k & 1) wrote += e;
+            else if (s->kernel != PCU_K_PERM) b += e;
+        }
+        return b + wrote * (s->kernel == PCU_K_PERM ? 2 : 1);
+    }
+    if (s->kind == PCU_S_CONV || s->kind == PCU_S_COPY)
+        for (int k = 0; k < s->n_ops; k++) b += s->ops[k].space < 0 ? 0 : (double)s->ops[k].bytes;
+    return b;
 }
 
 int main(int argc, char **argv) {
@@ -74,6 +119,7 @@ int main(int argc, char **argv) {
                 return 1;
             }
             pcu_tally all = {0};
+            double all_mb = 0, kind_mb[4] = {0}; /* products, strided copies, other own kernels, the rest */
             for (int si = 0; si < p->n_stages; si++) {
                 pcu_plan pl;
                 if (pprt_stage_weights(p, si, &e) != PP_OK || pcu_plan_build(p, &p->stages[si], &o, &pl, &e) != PP_OK) {
@@ -87,11 +133,20 @@ int main(int argc, char **argv) {
                 }
                 pcu_tally t;
                 pcu_plan_tally(&pl, &t);
+                double mb = 0;
+                for (int i = 0; i < pl.n_steps; i++) {
+                    const pcu_step *st = &pl.steps[i];
+                    const double sb = step_bytes(st) / 1e6;
+                    mb += sb;
+                    kind_mb[st->kind == PCU_S_MATMUL ? 0 : st->kind == PCU_S_KERNEL && st->kernel == PCU_K_PERM ? 1
+                            : st->kind == PCU_S_KERNEL ? 2 : 3] += sb;
+                }
+                all_mb += mb;
                 if (dumping) dump(&pl, stdout);
                 printf("%s stage %d: %d launches: %d own kernels, %d strided copies (%d feeding a product), "
                        "%d cuBLASLt, %d cuDNN, %d epilogues, %d device copies (%d feeding a product), %d host; "
-                       "%d folded\n", s, si, t.launches, t.own, t.perm, t.perm_to_product, t.cublas, t.cudnn,
-                       t.epilogues, t.copies, t.copy_to_product, t.host, t.folded);
+                       "%d folded; %.1f MB moved\n", s, si, t.launches, t.own, t.perm, t.perm_to_product, t.cublas,
+                       t.cudnn, t.epilogues, t.copies, t.copy_to_product, t.host, t.folded, mb);
                 int *a_ = &all.steps, *t_ = &t.steps; /* pcu_tally is ints only */
                 for (size_t j = 0; j < sizeof t / sizeof(int); j++) a_[j] += t_[j];
                 pcu_plan_free(&pl);
@@ -100,7 +155,11 @@ int main(int argc, char **argv) {
                    "%d epilogues, %d device copies (%d feeding a product), %d host; %d folded", s, all.launches,
                    all.own, all.perm, all.perm_to_product, all.cublas, all.cudnn, all.epilogues, all.copies,
                    all.copy_to_product, all.host, all.folded);
-            if (layers > 0) printf("; %.2f launches per layer (%d layers)", (double)all.launches / layers, layers);
+            printf("; %.1f MB moved (products %.1f, strided copies %.1f, other own kernels %.1f, the rest %.1f)",
+                   all_mb, kind_mb[0], kind_mb[1], kind_mb[2], kind_mb[3]);
+            if (layers > 0)
+                printf("; %.2f launches and %.2f MB moved per layer (%d layers)", (double)all.launches / layers,
+                       all_mb / layers, layers);
             printf("\n");
             if (layers > 0 && max_per_layer >= 0 && (double)all.launches / layers > max_per_layer) {
                 fprintf(stderr, "FAIL %s: %.2f launches per layer, want at most %.2f\n", s,
