@@ -32,6 +32,11 @@
 #define PP_OPT_MUL(a, b) ((a) * (b))
 #endif
 
+/* The global norm's sum of squares: each weight's in double over chunks of
+ * PP_OPT_CHUNK elements in order, then the chunks' sums in order (train.c
+ * on the host, kmath.h's OPTG on a device: the same double). */
+#define PP_OPT_CHUNK 4096
+
 /* One step's coefficients over n elements. */
 typedef struct pp_optstep {
     int32_t adamw;    /* 0: SGD */

@@ -122,6 +122,7 @@ typedef struct pprt_exec_counts {
     double weight_bytes; /* weights prepared once, at load (reordered, converted, packed) */
     long graph_captures; /* CUDA graphs captured (cuda; cuda-emu counts the same without a graph, gcache.h) */
     long graph_replays;  /* micro-batches replayed from a captured graph */
+    double weight_upload_bytes; /* weight bytes copied from the host into its device copy so far (cuda, cuda-emu) */
 } pprt_exec_counts;
 #define PPRT_EXEC_COUNTS 13 /* the fields above, for messages of doubles */
 
