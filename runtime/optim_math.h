@@ -1,8 +1,8 @@
 /* optim_math.h: the optimizers' arithmetic for one element (issue 56),
  * shared by the host trainer (train.c) and the CUDA backend's optimizer
- * kernel (kmath.h's pcu_opt, kernels.def's OPT row, not yet driven by the
- * trainer): one float arithmetic, PyTorch's, so a weight stepped on the
- * host and on a device is the same bits.
+ * kernel (kmath.h's pcu_opt, kernels.def's OPT row, which the device
+ * optimizer runs: dopt.h): one float arithmetic, PyTorch's, so a weight
+ * stepped on the host and on a device is the same bits.
  *
  *   SGD:   d = g (+ wd w); with momentum m = mu m + d (the first step: m =
  *          d), d = d + mu m (Nesterov) or m; w = w - lr d.
