@@ -688,6 +688,17 @@ static pp_status dev_owner(trainer *t, int s, owner *w, pp_err *err) {
     return PP_OK;
 }
 
+/* The device optimizer (dopt.h) is bound after the first step where every stage's executor has one, unless the
+ * run's settings rule it out from the start (said in t->dev_why). */
+static void dev_refuse(trainer *t, const pprt_run_opts *run, bool fresh) {
+    const pprt_train_opts *o = t->o;
+    const char *no = o->host_optimizer ? "--host-optimizer"
+                     : o->dist ? "MPI ranks (each replica's sums chain through the ranks)"
+                     : run->replicas > 1 ? "--replicas (each replica's executor folds its own micro-batches)"
+                     : fresh ? "PPRT_TRAIN_FRESH (no executor is kept)" : NULL;
+    if (no) snprintf(t->dev_why, sizeof t->dev_why, "%s", no);
+}
+
 /* After the first step (the host's): every stage's kept executor takes the
  * weights it outputs the gradients of, or the host keeps stepping them all
  * (t->dev_why says why). */
@@ -1472,12 +1483,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (s == PP_OK)
         s = pprt_keeper_new(p, o->dist ? 1 : run->replicas, fresh && *fresh && strcmp(fresh, "0"), &t.keep, err);
     const bool root = is_root(&t); /* MPI: rank 0 reads and writes the files */
-    /* the device optimizer (dopt.h), bound after the first step where every stage's executor has one */
-    const char *no_dev = o->host_optimizer ? "--host-optimizer"
-                         : o->dist ? "MPI ranks (each replica's sums chain through the ranks)"
-                         : run->replicas > 1 ? "--replicas (each replica's executor folds its own micro-batches)"
-                         : fresh && *fresh && strcmp(fresh, "0") ? "PPRT_TRAIN_FRESH (no executor is kept)" : NULL;
-    if (no_dev) snprintf(t.dev_why, sizeof t.dev_why, "%s", no_dev);
+    dev_refuse(&t, run, fresh && *fresh && strcmp(fresh, "0"));
     if (s == PP_OK && !(t.sq = calloc(pp_count(t.n_params), sizeof *t.sq))) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
     if (s == PP_OK && o->resume && root) s = ckpt_read(&t, o->resume, &done, &updates, err);
     int64_t head[2] = {done, updates};
