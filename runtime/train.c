@@ -116,6 +116,7 @@ typedef struct owner {
     pprt_exec *x;
     int *pidx;              /* [np] the trainer's params */
     pprt_dopt_param *dp;    /* [np] */
+    double *sq;             /* [np] each one's sum of squares (PPRT_DOPT_NORM) */
 } owner;
 
 static void *alloc64(size_t n) {
@@ -250,7 +251,7 @@ static void trainer_free(trainer *t) {
     pprt_keeper_free(t->keep); /* the executors first: they may read the bound weights as they go */
     for (int b = 0; b < t->n_bound; b++)
         t->bound[b]->data = t->was[b], t->bound[b]->varies = false, t->bound[b]->resident = false;
-    for (int i = 0; i < t->n_own; i++) free(t->own[i].pidx), free(t->own[i].dp);
+    for (int i = 0; i < t->n_own; i++) free(t->own[i].pidx), free(t->own[i].dp), free(t->own[i].sq);
     free(t->own), free(t->dev_x), free(t->sq);
     for (int i = 0; i < t->n_params; i++) {
         free((char *)t->ps[i].name);
@@ -583,10 +584,9 @@ static pp_status dev_call(trainer *t, const owner *w, pprt_dopt_call *c, pp_err 
 static pp_status dev_norm(trainer *t, bool mean, float inv, bool unscale, float by, pp_err *err) {
     for (int i = 0; i < t->n_own; i++) {
         owner *w = &t->own[i];
-        double sq[w->np];
-        pprt_dopt_call c = {.kind = PPRT_DOPT_NORM, .mean = mean, .inv = inv, .unscale = unscale, .by = by, .sq = sq};
+        pprt_dopt_call c = {.kind = PPRT_DOPT_NORM, .mean = mean, .inv = inv, .unscale = unscale, .by = by, .sq = w->sq};
         PP_TRY(dev_call(t, w, &c, err));
-        for (int j = 0; j < w->np; j++) t->sq[w->pidx[j]] = sq[j];
+        for (int j = 0; j < w->np; j++) t->sq[w->pidx[j]] = w->sq[j];
     }
     return PP_OK;
 }
@@ -668,7 +668,8 @@ static pp_status dev_owner(trainer *t, int s, owner *w, pp_err *err) {
     for (int i = 0; i < t->n_params; i++) w->np += !t->ps[i].running && p->outputs[t->ps[i].out].stage == s;
     if (!w->np) return PP_OK;
     w->pidx = calloc((size_t)w->np, sizeof *w->pidx), w->dp = calloc((size_t)w->np, sizeof *w->dp);
-    if (!w->pidx || !w->dp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    w->sq = calloc((size_t)w->np, sizeof *w->sq);
+    if (!w->pidx || !w->dp || !w->sq) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     w->x = pprt_keeper_peek(t->keep, s, 0, &w->ops);
     pprt_dopt_call c = {.kind = PPRT_DOPT_ADDR, .tensor = -1};
     pp_err e = {0};
@@ -716,9 +717,9 @@ static pp_status dev_bind(trainer *t, pp_err *err) {
             snprintf(t->dev_why, sizeof t->dev_why, "stage %d runs on %.100s, which has no device optimizer", s, ops->name);
     }
     for (int s = 0; s < ns && !t->dev_why[0]; s++) {
-        PP_TRY(dev_owner(t, s, &t->own[t->n_own], err));
-        if (t->own[t->n_own].np) t->n_own++;
-        else free(t->own[t->n_own].pidx), free(t->own[t->n_own].dp);
+        const pp_status st = dev_owner(t, s, &t->own[t->n_own], err);
+        if (t->own[t->n_own].np) t->n_own++; /* trainer_free frees it */
+        PP_TRY(st);
     }
     if (t->dev_why[0]) return PP_OK;
     for (int i = 0; i < t->n_own; i++) {
