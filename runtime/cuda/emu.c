@@ -360,7 +360,7 @@ struct pprt_exec {
     struct emu_dopt {
         int np, buffers;
         pprt_dopt_param *ps;
-        int64_t *off, *tab;  /* [np] each weight's first element in the flat buffers; [2 np] its chunks */
+        int64_t *off, *tab;  /* [np] each weight's first element in the flat buffers; OPTG's table (kmath.h) */
         int64_t T;           /* the flat buffers' elements (a whole number of PCU_OPTG_CHUNK) */
         float *w, *g, *m, *v;
         double *part, *sq;
@@ -474,19 +474,24 @@ static pp_status emu_reload(pprt_exec *x, unsigned long version, pp_err *err) {
 
 /* ---- the device optimizer (dopt.h), as the engine's (exec_cuda.c) ------------------------------ */
 
-/* A run's gradients into the sums: the step's first copied, the later ones added (OPTG FOLD). */
+int64_t *pprt_cuda_optg_table(const pprt_dopt_param *ps, int np, const int64_t *off, int64_t T) {
+    const int64_t C = T / PCU_OPTG_CHUNK;
+    int64_t *tab = calloc(pp_count(4 * (size_t)np + (size_t)C), sizeof *tab);
+    for (int p = 0; tab && p < np; p++) {
+        const int64_t chunks = (ps[p].numel + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK;
+        tab[4 * p] = off[p], tab[4 * p + 1] = (int64_t)(ps[p].off / sizeof(float)), tab[4 * p + 2] = ps[p].numel;
+        tab[4 * p + 3] = chunks;
+        for (int64_t c = 0; c < chunks; c++) tab[4 * np + off[p] / PCU_OPTG_CHUNK + c] = p;
+    }
+    return tab;
+}
+
+/* A run's gradients into the sums: the step's first copied, the later ones added (OPTG FOLD, one launch). */
 static void emu_dopt_fold(pprt_exec *x, const unsigned char *out) {
     struct emu_dopt *d = &x->dopt;
-    for (int p = 0; p < d->np; p++) {
-        const float *src = (const float *)(out + d->ps[p].off);
-        float *g = d->g + d->off[p];
-        if (d->first) {
-            memcpy(g, src, (size_t)d->ps[p].numel * sizeof *g);
-            continue;
-        }
-        const pcu_optg k = {.mode = PCU_OPTG_FOLD, .n = d->ps[p].numel};
-        for (int64_t i = 0; i < k.n; i++) pcu_kernel_call(PCU_K_OPTG, &k, (void *[PCU_KERNEL_OPS]){g, (void *)src}, NULL, i, 0);
-    }
+    const pcu_optg k = {.mode = PCU_OPTG_FOLD, .has_a = d->first, .n = d->T, .np = d->np, .chunks = d->T / PCU_OPTG_CHUNK};
+    void *op[PCU_KERNEL_OPS] = {d->g, (void *)out, NULL, d->tab};
+    for (int64_t i = 0; i < k.n; i++) pcu_kernel_call(PCU_K_OPTG, &k, op, NULL, i, 0);
     d->first = false;
 }
 
@@ -499,15 +504,16 @@ static pp_status emu_dopt_bind(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     struct emu_dopt *d = &x->dopt;
     if (d->np) return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d's device optimizer bound twice", x->st->index);
     d->ps = calloc(pp_count(c->n_params), sizeof *d->ps);
-    d->off = calloc(pp_count(c->n_params), sizeof *d->off), d->tab = calloc(pp_count(2 * c->n_params), sizeof *d->tab);
-    if (!d->ps || !d->off || !d->tab) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    d->off = calloc(pp_count(c->n_params), sizeof *d->off);
+    if (!d->ps || !d->off) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     memcpy(d->ps, c->params, (size_t)c->n_params * sizeof *d->ps);
     int64_t T = 0;
     for (int p = 0; p < c->n_params; p++) {
-        const int64_t chunks = (c->params[p].numel + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK;
-        d->off[p] = T, d->tab[2 * p] = T / PCU_OPTG_CHUNK, d->tab[2 * p + 1] = T / PCU_OPTG_CHUNK + chunks;
-        T += chunks * PCU_OPTG_CHUNK;
+        d->off[p] = T;
+        T += (c->params[p].numel + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK * PCU_OPTG_CHUNK;
     }
+    if (!(d->tab = pprt_cuda_optg_table(c->params, c->n_params, d->off, T)))
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
     d->T = T, d->buffers = c->buffers;
     const size_t b = pp_count(T) * sizeof(float);
     d->w = calloc(1, b), d->g = calloc(1, b); /* the gaps +0, as the GPU's cudaMemset */
@@ -548,7 +554,7 @@ static pp_status emu_dopt(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
             emu_optg(d, &(pcu_optg){.mode = PCU_OPTG_SCALE, .has_a = c->mean, .has_b = c->unscale, .a = c->inv,
                                     .b = c->by, .n = d->T});
         emu_optg(d, &(pcu_optg){.mode = PCU_OPTG_SQ, .n = d->T / PCU_OPTG_CHUNK});
-        emu_optg(d, &(pcu_optg){.mode = PCU_OPTG_SUM, .n = d->np, .chunks = d->T / PCU_OPTG_CHUNK});
+        emu_optg(d, &(pcu_optg){.mode = PCU_OPTG_SUM, .n = d->np, .np = d->np, .chunks = d->T / PCU_OPTG_CHUNK});
         memcpy(c->sq, d->sq, (size_t)d->np * sizeof *d->sq);
         return PP_OK;
     }

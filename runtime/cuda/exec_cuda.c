@@ -91,14 +91,14 @@ struct pprt_exec {
         unsigned char *mem;           /* device: w g [m] [v] part sq tab, then the kernels' parameter blocks */
         float *w, *g, *m, *v;
         double *part, *sq;
-        int64_t *tab;
-        unsigned char *blk;           /* device: np FOLD blocks, then STEP_BLOCKS a step's */
-        unsigned char *hblk;          /* host: a step's blocks, uploaded in one copy */
+        int64_t *tab;                 /* OPTG's table (kmath.h) */
+        unsigned char *blk;           /* device: DOPT_BLOCKS parameter blocks */
+        unsigned char *hblk;          /* host: their bytes, uploaded in one copy */
         bool first;
     } dopt;
 };
 
-enum { DOPT_SCALE, DOPT_SQ, DOPT_SUM, DOPT_CLIP, DOPT_OPT, DOPT_STEP_BLOCKS };
+enum { DOPT_FOLD_COPY, DOPT_FOLD_ADD, DOPT_SCALE, DOPT_SQ, DOPT_SUM, DOPT_CLIP, DOPT_OPT, DOPT_BLOCKS };
 #define DOPT_BLK 256
 
 /* ---- errors ------------------------------------------------------------------------------------ */
@@ -607,30 +607,19 @@ pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_
 
 /* ---- the device optimizer (dopt.h) -------------------------------------------------------------------------- */
 
-/* A run's gradients into the sums, on the stream after its steps: the step's first copied, the later ones added
- * (OPTG FOLD, each weight's parameter block uploaded at bind). */
-static pp_status dopt_fold(pprt_exec *x, const unsigned char *out, pp_err *err) {
+static pp_status dopt_optg(pprt_exec *x, int blk, int64_t n, const void *msg, pp_err *err) {
     struct cu_dopt *d = &x->dopt;
-    for (int p = 0; p < d->np; p++) {
-        const unsigned char *src = out + d->ps[p].off;
-        float *g = d->g + d->off[p];
-        if (d->first) {
-            CU(x, -1, cudaMemcpyAsync(g, src, (size_t)d->ps[p].numel * sizeof *g, cudaMemcpyDeviceToDevice, x->stream));
-            continue;
-        }
-        void *op[PCU_KERNEL_OPS] = {g, (void *)src};
-        CU(x, -1, (cudaError_t)pcu_launch(PCU_K_OPTG, d->blk + (size_t)p * DOPT_BLK, op, NULL, d->ps[p].numel, 0,
-                                          x->stream));
-    }
-    d->first = false;
+    void *op[PCU_KERNEL_OPS] = {d->g, (void *)msg, d->part, d->tab, d->sq};
+    CU(x, -1, (cudaError_t)pcu_launch(PCU_K_OPTG, d->blk + (size_t)blk * DOPT_BLK, op, NULL, n, 0, x->stream));
     return PP_OK;
 }
 
-static pp_status dopt_optg(pprt_exec *x, int blk, int64_t n, pp_err *err) {
+/* A run's gradients into the sums, on the stream after its steps (outside its graph): one OPTG FOLD over the
+ * flat buffer, the step's first copied, the later ones added. */
+static pp_status dopt_fold(pprt_exec *x, const unsigned char *out, pp_err *err) {
     struct cu_dopt *d = &x->dopt;
-    void *op[PCU_KERNEL_OPS] = {d->g, NULL, d->part, d->tab, d->sq};
-    const void *param = d->blk + (size_t)(d->np + blk) * DOPT_BLK;
-    CU(x, -1, (cudaError_t)pcu_launch(PCU_K_OPTG, param, op, NULL, n, 0, x->stream));
+    PP_TRY(dopt_optg(x, d->first ? DOPT_FOLD_COPY : DOPT_FOLD_ADD, d->T, out, err));
+    d->first = false;
     return PP_OK;
 }
 
@@ -641,26 +630,25 @@ static pp_status dopt_bind(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     if (d->np) return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d's device optimizer bound twice", x->st->index);
     const int np = c->n_params;
     d->ps = calloc(pp_count(np), sizeof *d->ps), d->off = calloc(pp_count(np), sizeof *d->off);
-    int64_t *tab = calloc(pp_count(2 * np), sizeof *tab);
-    d->hblk = calloc((size_t)(np + DOPT_STEP_BLOCKS), DOPT_BLK);
-    if (!d->ps || !d->off || !tab || !d->hblk) {
-        free(tab);
-        return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    }
+    d->hblk = calloc(DOPT_BLOCKS, DOPT_BLK);
+    if (!d->ps || !d->off || !d->hblk) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     memcpy(d->ps, c->params, (size_t)np * sizeof *d->ps);
     int64_t T = 0;
     for (int p = 0; p < np; p++) {
-        const int64_t chunks = (c->params[p].numel + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK;
-        d->off[p] = T, tab[2 * p] = T / PCU_OPTG_CHUNK, tab[2 * p + 1] = T / PCU_OPTG_CHUNK + chunks;
-        const pcu_optg k = {.mode = PCU_OPTG_FOLD, .n = c->params[p].numel};
-        memcpy(d->hblk + (size_t)p * DOPT_BLK, &k, sizeof k);
-        T += chunks * PCU_OPTG_CHUNK;
+        d->off[p] = T;
+        T += (c->params[p].numel + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK * PCU_OPTG_CHUNK;
     }
-    d->T = T, d->buffers = c->buffers;
     const size_t fb = pp_align_up((size_t)T * sizeof(float), 256), C = (size_t)T / PCU_OPTG_CHUNK;
+    for (int f = 0; f < 2; f++) {
+        const pcu_optg k = {.mode = PCU_OPTG_FOLD, .has_a = f == 0, .n = T, .np = np, .chunks = (int64_t)C};
+        memcpy(d->hblk + (size_t)(DOPT_FOLD_COPY + f) * DOPT_BLK, &k, sizeof k);
+    }
+    int64_t *tab = pprt_cuda_optg_table(c->params, np, d->off, T);
+    if (!tab) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    d->T = T, d->buffers = c->buffers;
     const size_t pb = pp_align_up(C * sizeof(double), 256), sb = pp_align_up((size_t)np * sizeof(double), 256);
-    const size_t tb = pp_align_up((size_t)np * 2 * sizeof(int64_t), 256);
-    const size_t all = fb * (size_t)(2 + c->buffers) + pb + sb + tb + (size_t)(np + DOPT_STEP_BLOCKS) * DOPT_BLK;
+    const size_t tn = 4 * (size_t)np + C, tb = pp_align_up(tn * sizeof(int64_t), 256);
+    const size_t all = fb * (size_t)(2 + c->buffers) + pb + sb + tb + (size_t)DOPT_BLOCKS * DOPT_BLK;
     cudaError_t e = cudaMalloc((void **)&d->mem, all);
     if (e != cudaSuccess) {
         free(tab);
@@ -686,8 +674,9 @@ static pp_status dopt_bind(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
         for (int t = 0; t < c->params[p].n_dst && e == cudaSuccess; t++) /* the executors' copies: the host's */
             e = cudaMemcpyAsync(c->params[p].dst[t], d->w + d->off[p], n, cudaMemcpyDeviceToDevice, x->stream);
     }
-    if (e == cudaSuccess) e = cudaMemcpyAsync(d->tab, tab, (size_t)np * 2 * sizeof *tab, cudaMemcpyHostToDevice, x->stream);
-    if (e == cudaSuccess) e = cudaMemcpyAsync(d->blk, d->hblk, (size_t)np * DOPT_BLK, cudaMemcpyHostToDevice, x->stream);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(d->tab, tab, tn * sizeof *tab, cudaMemcpyHostToDevice, x->stream);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(d->blk, d->hblk, (size_t)DOPT_BLOCKS * DOPT_BLK, cudaMemcpyHostToDevice,
+                                              x->stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(x->stream);
     free(tab);
     if (e != cudaSuccess) return cu_fail(err, x, -1, "uploading the device optimizer's buffers", e);
@@ -696,14 +685,12 @@ static pp_status dopt_bind(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     return PP_OK;
 }
 
-/* A step's parameter blocks, uploaded in one copy. */
+/* A step's parameter blocks, uploaded with the others in one copy (the stream's earlier kernels have read them). */
 static pp_status dopt_blocks(pprt_exec *x, const pcu_optg *g, int first, int count, const pcu_opt *k, pp_err *err) {
     struct cu_dopt *d = &x->dopt;
-    unsigned char *h = d->hblk + (size_t)d->np * DOPT_BLK;
-    for (int i = 0; i < count; i++) memcpy(h + (size_t)(first + i) * DOPT_BLK, &g[i], sizeof g[i]);
-    if (k) memcpy(h + (size_t)DOPT_OPT * DOPT_BLK, k, sizeof *k);
-    CU(x, -1, cudaMemcpyAsync(d->blk + (size_t)d->np * DOPT_BLK, h, (size_t)DOPT_STEP_BLOCKS * DOPT_BLK,
-                              cudaMemcpyHostToDevice, x->stream));
+    for (int i = 0; i < count; i++) memcpy(d->hblk + (size_t)(first + i) * DOPT_BLK, &g[i], sizeof g[i]);
+    if (k) memcpy(d->hblk + (size_t)DOPT_OPT * DOPT_BLK, k, sizeof *k);
+    CU(x, -1, cudaMemcpyAsync(d->blk, d->hblk, (size_t)DOPT_BLOCKS * DOPT_BLK, cudaMemcpyHostToDevice, x->stream));
     return PP_OK;
 }
 
@@ -713,11 +700,11 @@ static pp_status dopt_norm(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     const pcu_optg g[3] = {{.mode = PCU_OPTG_SCALE, .has_a = c->mean, .has_b = c->unscale, .a = c->inv, .b = c->by,
                             .n = d->T},
                            {.mode = PCU_OPTG_SQ, .n = C},
-                           {.mode = PCU_OPTG_SUM, .n = d->np, .chunks = C}};
+                           {.mode = PCU_OPTG_SUM, .n = d->np, .np = d->np, .chunks = C}};
     PP_TRY(dopt_blocks(x, g, DOPT_SCALE, 3, NULL, err));
-    if (c->mean || c->unscale) PP_TRY(dopt_optg(x, DOPT_SCALE, d->T, err));
-    PP_TRY(dopt_optg(x, DOPT_SQ, C, err));
-    PP_TRY(dopt_optg(x, DOPT_SUM, d->np, err));
+    if (c->mean || c->unscale) PP_TRY(dopt_optg(x, DOPT_SCALE, d->T, NULL, err));
+    PP_TRY(dopt_optg(x, DOPT_SQ, C, NULL, err));
+    PP_TRY(dopt_optg(x, DOPT_SUM, d->np, NULL, err));
     CU(x, -1, cudaMemcpyAsync(c->sq, d->sq, (size_t)d->np * sizeof *c->sq, cudaMemcpyDeviceToHost, x->stream));
     CU(x, -1, cudaStreamSynchronize(x->stream));
     return PP_OK;
@@ -729,10 +716,9 @@ static pp_status dopt_step(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     pcu_opt k = c->k;
     k.n = d->T;
     PP_TRY(dopt_blocks(x, &clip, DOPT_CLIP, 1, &k, err));
-    if (c->clip) PP_TRY(dopt_optg(x, DOPT_CLIP, d->T, err));
+    if (c->clip) PP_TRY(dopt_optg(x, DOPT_CLIP, d->T, NULL, err));
     void *op[PCU_KERNEL_OPS] = {d->w, d->g, d->m, d->v};
-    CU(x, -1, (cudaError_t)pcu_launch(PCU_K_OPT, d->blk + (size_t)(d->np + DOPT_OPT) * DOPT_BLK, op, NULL, d->T, 0,
-                                      x->stream));
+    CU(x, -1, (cudaError_t)pcu_launch(PCU_K_OPT, d->blk + (size_t)DOPT_OPT * DOPT_BLK, op, NULL, d->T, 0, x->stream));
     for (int p = 0; p < d->np; p++) /* into the weight spaces of the executors that read it (on this device) */
         for (int t = 0; t < d->ps[p].n_dst; t++)
             CU(x, -1, cudaMemcpyAsync(d->ps[p].dst[t], d->w + d->off[p], (size_t)d->ps[p].numel * sizeof(float),

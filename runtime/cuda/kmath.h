@@ -3023,36 +3023,43 @@ PCU_HD void pcu_opt_at(const pcu_opt *k, float *w, const float *g, float *m, flo
     pp_optstep_at(k, w, g, m, v, i);
 }
 
-/* The device optimizer's passes over a stage's flat gradient buffer g (each
- * weight's gradient from a multiple of PCU_OPTG_CHUNK elements on, +0 in
- * the gaps), each the host trainer's arithmetic (train.c), so either side
- * gives the other's bits:
- *   FOLD   thread i: g[i] = g[i] + x[i] (a micro-batch's gradient added, in
- *          micro-batch order: the host fold's float addition);
+/* The device optimizer's passes over a stage's flat gradient buffer g
+ * (each weight's gradient from a multiple of PCU_OPTG_CHUNK elements on, +0
+ * in the gaps), each the host trainer's arithmetic (train.c), so either side
+ * gives the other's bits. tab: per weight p four entries, its first element
+ * in g (tab[4p]), its gradient's first float in the stage's outgoing
+ * message x (tab[4p + 1]), its elements (tab[4p + 2]) and chunks
+ * (tab[4p + 3]); then per chunk of g its weight (tab[4 np + c]).
+ *   FOLD   thread i over g: where i is an element of weight p (not a gap),
+ *          g[i] = x[...] (has_a: the step's first micro-batch) or g[i] +
+ *          x[...] (the host fold's float addition, in micro-batch order);
  *   SCALE  thread i: g[i] x a (has_a) then x b (has_b), float products: the
  *          mean over micro-batches and the loss scale's reciprocal, or the
  *          clipping factor;
  *   SQ     thread c: part[c] = the squares of chunk c's elements summed in
  *          double in order (a float's square is exact in double, so a fused
  *          multiply-add gives the same sum);
- *   SUM    thread p: sq[p] = part[] over weight p's chunks [tab[2p],
- *          tab[2p + 1]) summed in order.
+ *   SUM    thread p: sq[p] = part[] over weight p's chunks summed in order.
  * The global norm is the weights' sq[] summed in the weights' order, on the
- * host (train.c norm_of), whatever the split. */
+ * host (train.c), whatever the split. */
 enum { PCU_OPTG_FOLD, PCU_OPTG_SCALE, PCU_OPTG_SQ, PCU_OPTG_SUM };
 #define PCU_OPTG_CHUNK PP_OPT_CHUNK
 
 typedef struct pcu_optg {
     int32_t mode, has_a, has_b, pad_;
     float a, b;
-    int64_t n;      /* threads: elements (FOLD, SCALE), chunks (SQ), weights (SUM) */
-    int64_t chunks; /* SUM: the entries of part[] */
+    int64_t n;      /* threads: elements of g (FOLD, SCALE), chunks (SQ), weights (SUM) */
+    int64_t np;     /* FOLD, SUM: the weights (tab's) */
+    int64_t chunks; /* FOLD, SUM: the chunks of g (part's entries) */
 } pcu_optg;
 
 PCU_HD void pcu_optg_at(const pcu_optg *k, float *g, const float *x, double *part, const int64_t *tab, double *sq,
                         int64_t i) {
     if (k->mode == PCU_OPTG_FOLD) {
-        g[i] = g[i] + x[i];
+        const int64_t p = tab[4 * k->np + i / PCU_OPTG_CHUNK], e = i - tab[4 * p];
+        if (e >= tab[4 * p + 2]) return; /* a gap */
+        const float v = x[tab[4 * p + 1] + e];
+        g[i] = k->has_a ? v : g[i] + v;
     } else if (k->mode == PCU_OPTG_SCALE) {
         float a = g[i];
         if (k->has_a) a = PP_OPT_MUL(a, k->a);
@@ -3064,8 +3071,9 @@ PCU_HD void pcu_optg_at(const pcu_optg *k, float *g, const float *x, double *par
         for (int e = 0; e < PCU_OPTG_CHUNK; e++) s += (double)c[e] * (double)c[e];
         part[i] = s;
     } else {
+        const int64_t c0 = tab[4 * i] / PCU_OPTG_CHUNK;
         double s = 0;
-        for (int64_t c = tab[2 * i]; c < tab[2 * i + 1]; c++) s += part[c];
+        for (int64_t c = c0; c < c0 + tab[4 * i + 3]; c++) s += part[c];
         sq[i] = s;
     }
 }

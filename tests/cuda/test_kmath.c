@@ -413,37 +413,42 @@ static void test_optimizer(void) {
 
 /* The device optimizer's gradient passes (kernels.def OPTG) over two
  * weights' gradients in a flat buffer (the second from a chunk's start, +0
- * in the gap), threads in reverse order, against the host trainer's loops
- * written out here (train.c: the fold's float additions, the mean and the
- * unscale as float products, each weight's sum of squares in double over
- * chunks of PCU_OPTG_CHUNK in order, then the chunks' sums in order): the
- * same bits, Inf and NaN included. */
+ * in the gaps), threads in reverse order, against the host trainer's loops
+ * written out here (train.c: the fold's copy of the first micro-batch and
+ * float additions of the next, from the gradients' places in a stage's
+ * message; the mean and the unscale as float products; each weight's sum of
+ * squares in double over chunks of PCU_OPTG_CHUNK in order, then the chunks'
+ * sums in order): the same bits, Inf and NaN included, the gaps left +0. */
 static void test_optimizer_passes(void) {
-    enum { A = PCU_OPTG_CHUNK + 123, B = 2 * PCU_OPTG_CHUNK + 7 };
+    enum { A = PCU_OPTG_CHUNK + 123, B = 2 * PCU_OPTG_CHUNK + 7, XA = 16, XB = A + 48, X = XB + B + 5 };
     const int64_t boff = 2 * PCU_OPTG_CHUNK, T = boff + 3 * PCU_OPTG_CHUNK, C = T / PCU_OPTG_CHUNK;
-    float *g = calloc((size_t)T, 4), *x = calloc((size_t)T, 4), *h = calloc((size_t)T, 4);
+    float *g = calloc((size_t)T, 4), *h = calloc((size_t)T, 4), *x[2] = {calloc(X, 4), calloc(X, 4)};
     double *part = calloc((size_t)C, 8), sq[2], want[2];
-    int64_t tab[4] = {0, 2, 2, C};
+    int64_t tab[8 + 5] = {0, XA, A, 2, boff, XB, B, 3, 0, 0, 1, 1, 1};
     int cases = 0;
-    for (int c = 0; c < 3 && g && x && h && part; c++) {
-        memset(g, 0, (size_t)T * 4);
-        for (int64_t i = 0; i < T; i++) {
-            const bool in = i < A || (i >= boff && i < boff + B);
-            g[i] = in ? (float)(unif() - 0.5) * 3 : 0.0f, x[i] = in ? (float)(unif() - 0.5) : 0.0f;
+    for (int c = 0; c < 3 && g && h && x[0] && x[1] && part; c++) {
+        for (int i = 0; i < T; i++) g[i] = (float)(unif() - 0.5); /* the first fold overwrites all but the gaps */
+        for (int q = 0; q < 2; q++)
+            for (int i = 0; i < X; i++) x[q][i] = (float)(unif() - 0.5) * 3;
+        if (c == 1) x[1][XA + 17] = INFINITY;
+        if (c == 2) x[0][XB + 5] = NAN;
+        for (int64_t i = 0; i < T; i++) h[i] = i < A ? x[0][XA + i] + x[1][XA + i]
+                                         : i >= boff && i < boff + B ? x[0][XB + i - boff] + x[1][XB + i - boff] : g[i];
+        for (int q = 0; q < 2; q++) {
+            const pcu_optg k = {.mode = PCU_OPTG_FOLD, .has_a = q == 0, .n = T, .np = 2, .chunks = C};
+            for (int64_t i = T - 1; i >= 0; i--)
+                pcu_kernel_call(PCU_K_OPTG, &k, (void *[PCU_KERNEL_OPS]){g, x[q], NULL, tab}, NULL, i, 0);
         }
-        if (c == 1) x[17] = INFINITY;
-        if (c == 2) x[boff + 5] = NAN;
-        for (int64_t i = 0; i < T; i++) h[i] = g[i] + x[i];
-        pcu_optg k = {.mode = PCU_OPTG_FOLD, .n = T};
-        for (int64_t i = T - 1; i >= 0; i--) pcu_kernel_call(PCU_K_OPTG, &k, (void *[PCU_KERNEL_OPS]){g, x}, NULL, i, 0);
+        for (int64_t i = 0; i < T; i++) /* the gaps: +0, as the device's buffers start */
+            if ((i >= A && i < boff) || i >= boff + B) g[i] = h[i] = 0.0f;
         const float inv = 1.0f / 3, un = 1.0f / 1024;
         for (int64_t i = 0; i < T; i++) h[i] = (h[i] * inv) * un;
-        k = (pcu_optg){.mode = PCU_OPTG_SCALE, .has_a = 1, .has_b = 1, .a = inv, .b = un, .n = T};
+        pcu_optg k = {.mode = PCU_OPTG_SCALE, .has_a = 1, .has_b = 1, .a = inv, .b = un, .n = T};
         for (int64_t i = T - 1; i >= 0; i--) pcu_kernel_call(PCU_K_OPTG, &k, (void *[PCU_KERNEL_OPS]){g}, NULL, i, 0);
         k = (pcu_optg){.mode = PCU_OPTG_SQ, .n = C};
         for (int64_t i = C - 1; i >= 0; i--)
             pcu_kernel_call(PCU_K_OPTG, &k, (void *[PCU_KERNEL_OPS]){g, NULL, part}, NULL, i, 0);
-        k = (pcu_optg){.mode = PCU_OPTG_SUM, .n = 2, .chunks = C};
+        k = (pcu_optg){.mode = PCU_OPTG_SUM, .n = 2, .np = 2, .chunks = C};
         for (int64_t i = 1; i >= 0; i--)
             pcu_kernel_call(PCU_K_OPTG, &k, (void *[PCU_KERNEL_OPS]){g, NULL, part, tab, sq}, NULL, i, 0);
         for (int w = 0; w < 2; w++) { /* the host's order: chunks of the weight's own elements */
@@ -459,7 +464,7 @@ static void test_optimizer_passes(void) {
         if (memcmp(g, h, (size_t)T * 4) || memcmp(sq, want, sizeof sq))
             FAIL("FAIL optimizer passes, case %d: %.17g %.17g, want %.17g %.17g\n", c, sq[0], sq[1], want[0], want[1]);
     }
-    free(g), free(x), free(h), free(part);
+    free(g), free(h), free(x[0]), free(x[1]), free(part);
     printf("test_kmath: optimizer gradient passes: %d cases\n", cases);
 }
 
