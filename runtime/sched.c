@@ -460,6 +460,7 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
             const pprt_output_hook *h = S->o->take_outputs;
             r->local = h ? h->take_local : local_into_arrays;
             r->local_ctx = h ? h->ctx : &S->pcs[k];
+            r->local_unread = h ? h->local_unread : NULL;
             if (!r->local) return PP_FAIL(err, PP_EINVAL, "stage %d has device-local outputs, and the run's taker "
                                           "takes none", i);
             local_place(r, &S->w[k * P + i].at, p->stages[i].out.bytes);
@@ -485,6 +486,7 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
             const pprt_output_hook *h = S->o->take_outputs;
             r->local = !p->stages[P + d].n_local ? NULL : h ? h->take_local : local_into_arrays;
             r->local_ctx = h ? h->ctx : &S->pcs[k];
+            r->local_unread = h ? h->local_unread : NULL;
             local_place(r, &S->ww[k * D + d].at, p->stages[P + d].out.bytes);
             if (p->stages[P + d].n_local && !r->local)
                 return PP_FAIL(err, PP_EINVAL, "stage %d has device-local outputs, and the run's taker takes none",

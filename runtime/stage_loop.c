@@ -23,6 +23,10 @@ static pp_status local_msg(pprt_stage_run *r, const void *out, const void **msg,
     *msg = out;
     const pprt_mem_ops *m = r->local_mem;
     if (!m) return PP_OK;
+    if (r->local_unread && *r->local_unread) { /* the taker reads no byte of it */
+        *msg = NULL;
+        return PP_OK;
+    }
     if (!r->local_buf) {
         PP_TRY(m->alloc_pinned(r->local_bytes, &r->local_buf, err));
         PP_TRY(m->stream_new(r->local_dev, &r->local_stream, err));

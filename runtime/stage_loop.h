@@ -46,6 +46,7 @@ typedef struct pprt_stage_run {
     void *local_buf;
     pprt_stream *local_stream;
     pprt_event *local_ev;
+    const bool *local_unread; /* pprt_output_hook.local_unread: when true, a device stage hands local NULL */
 } pprt_stage_run;
 
 /* The loop over tags k0 .. k1-1 (the tags the source hands out, in order).

@@ -474,8 +474,8 @@ static void fold(taker *k, int64_t j, const void *msg) {
     for (int i = 0; i < t->n_params; i++) {
         param *q = &t->ps[i];
         if (!is_mine(k, q->out)) continue;
-        const float *g = out_at(t, msg, q->out);
         if (t->dev && !q->running) continue; /* folded on its device by the executor (dopt.h) */
+        const float *g = out_at(t, msg, q->out);
         if (q->running) fold_running(q, g, j);
         else if (j == 0) memcpy(q->g, g, (size_t)q->numel * sizeof *g);
         else
@@ -490,9 +490,10 @@ static pp_status take(void *ctx, int64_t mb, const void *msg, pp_err *err) {
     pp_status s = PP_OK;
     if (mb < k->next || mb >= k->M || k->wait[mb]) s = PP_FAIL(err, PP_ERUNTIME, "internal: micro-batch %lld "
                                                                 "reached the end twice or out of range", (long long)mb);
-    else if (mb != k->next || k->hold) { /* ahead of its turn */
-        if (!(k->wait[mb] = malloc(bytes))) s = PP_FAIL(err, PP_ENOMEM, "out of memory holding a micro-batch's outputs");
-        else memcpy(k->wait[mb], msg, bytes);
+    else if (mb != k->next || k->hold) { /* ahead of its turn (msg NULL: its bytes are not read, a mark will do) */
+        if (!(k->wait[mb] = malloc(msg ? bytes : 1)))
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory holding a micro-batch's outputs");
+        else if (msg) memcpy(k->wait[mb], msg, bytes);
     } else {
         fold(k, k->next++, msg);
         for (; k->next < k->M && k->wait[k->next]; k->next++) {
@@ -886,7 +887,7 @@ static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t st
     device_takers(tk, P, d, mine);
     for (int w = 0; w < 2; w++)
         if (mine[w]) mine[w]->next = lo, mine[w]->hold = r > 0;
-    const pprt_output_hook hook = {tk, take, take_local};
+    const pprt_output_hook hook = {tk, take, take_local, &t->dev};
     pprt_run_opts ro = *run;
     ro.take_outputs = &hook;
     PP_TRY(D->run(D->ctx, t->p, ins, hi - lo, lo, &ro, err));
@@ -1262,7 +1263,8 @@ static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const 
         taker tk;
         PP_TRY(taker_init(&tk, t, M, true, err));
         tk.labels = t->labels_in >= 0 ? ins[t->labels_in].data : NULL;
-        const pprt_output_hook hook = {&tk, take, take_local};
+        static const bool unread = true; /* held-out data: no gradient is wanted */
+        const pprt_output_hook hook = {&tk, take, take_local, &unread};
         pprt_stats rs = {0};
         pprt_run_opts ro = *run;
         ro.replicas = ro.replicas > M ? M : ro.replicas;
@@ -1306,7 +1308,7 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     PP_TRY(dev_begin(t, err));
     taker tk;
     PP_TRY(taker_init(&tk, t, o->accumulate, false, err));
-    const pprt_output_hook hook = {&tk, take, take_local};
+    const pprt_output_hook hook = {&tk, take, take_local, &t->dev}; /* the device optimizer reads none (dopt.h) */
     pprt_run_opts ro = *run;
     ro.take_outputs = &hook;
     pp_status s = o->dist ? dist_run(t, perm, k, step, ins, run, &tk, err)
