@@ -35,6 +35,9 @@ typedef struct pprt_tdesc {
      * bytes between runs (runtime/train.c): an executor that derives anything
      * from the values redoes it at pprt_exec_ops.reload, or refuses to */
     bool varies;
+    /* PPRT_WEIGHT that varies: a device optimizer (runtime/dopt.h) writes
+     * the executors' device copies, so a reload leaves them alone */
+    bool resident;
 } pprt_tdesc;
 
 typedef struct pprt_node {

@@ -10,6 +10,7 @@
 #ifndef PPRT_EXEC_H
 #define PPRT_EXEC_H
 
+#include "dopt.h"
 #include "kernels.h"
 #include "pprt.h"
 
@@ -41,6 +42,10 @@ typedef struct pprt_exec_ops {
      * in place (the caller makes a fresh executor; keep.h). NULL: it reads
      * them in place, nothing to do (the reference executor). */
     pp_status (*reload)(pprt_exec *x, unsigned long version, pp_err *err);
+    /* The device optimizer (dopt.h), between runs; NULL: the executor has
+     * none (the host's update). PP_EUNSUP: not for this executor (its plan
+     * folds a trained weight's value, its messages are in host memory). */
+    pp_status (*dopt)(pprt_exec *x, pprt_dopt_call *c, pp_err *err);
 } pprt_exec_ops;
 
 /* ops->counts of x, or the all-reference counts of stage st without it. */

@@ -53,6 +53,7 @@ void pprt_keeper_counts(pprt_keeper *k, pprt_keep_counts *c) {
         slot *s = &k->s[i];
         c->created += s->c.created, c->reloaded += s->c.reloaded, c->refused += s->c.refused;
         c->reload_s += s->c.reload_s, c->create_s += s->c.create_s, c->captures += s->c.captures;
+        c->uploads += s->c.uploads;
         memset(&s->c, 0, sizeof s->c);
     }
 }
@@ -75,6 +76,13 @@ static long captures_of(const pprt_exec_ops *ops, const pprt_exec *x) {
     return c.graph_captures;
 }
 
+static double uploads_of(const pprt_exec_ops *ops, const pprt_exec *x) {
+    if (!ops->counts || !x) return 0;
+    pprt_exec_counts c = {0};
+    ops->counts(x, &c);
+    return c.weight_upload_bytes;
+}
+
 static slot *slot_of(pprt_keeper *k, int stage, int replica) {
     if (!k || stage < 0 || stage >= k->stages || replica < 0 || replica >= k->replicas) return NULL;
     return &k->s[(size_t)replica * (size_t)k->stages + (size_t)stage];
@@ -94,6 +102,7 @@ pp_status pprt_keeper_exec(pprt_keeper *k, const pprt_exec_ops *ops, const pprt_
     }
     if (s->x && s->version != k->version) {
         pp_status r = PP_OK;
+        const double up0 = uploads_of(s->ops, s->x);
         if (ops->reload) {
             pp_err e = {0};
             const double t0 = now_s();
@@ -101,7 +110,7 @@ pp_status pprt_keeper_exec(pprt_keeper *k, const pprt_exec_ops *ops, const pprt_
             s->c.reload_s += now_s() - t0;
             if (r != PP_OK && r != PP_EUNSUP) return PP_WRAP(err, &e, r, "reloading its weights: %s", e.msg);
         }
-        if (r == PP_OK) s->c.reloaded++, s->version = k->version;
+        if (r == PP_OK) s->c.reloaded++, s->version = k->version, s->c.uploads += uploads_of(ops, s->x) - up0;
         else { /* it cannot re-read them in place: a fresh one */
             s->c.refused++;
             ops->destroy(s->x);
@@ -115,10 +124,18 @@ pp_status pprt_keeper_exec(pprt_keeper *k, const pprt_exec_ops *ops, const pprt_
         PP_TRY(r);
         s->ops = ops, s->cfg = *cfg, s->version = k->version;
         s->c.created++;
+        s->c.uploads += uploads_of(ops, s->x);
     }
     s->cap0 = captures_of(ops, s->x);
     *x = s->x;
     return PP_OK;
+}
+
+pprt_exec *pprt_keeper_peek(pprt_keeper *k, int stage, int replica, const pprt_exec_ops **ops) {
+    slot *s = slot_of(k, stage, replica);
+    if (!s || !s->x || (k && k->fresh)) return NULL;
+    *ops = s->ops;
+    return s->x;
 }
 
 void pprt_keeper_done(pprt_keeper *k, const pprt_exec_ops *ops, int stage, int replica, pprt_exec *x) {

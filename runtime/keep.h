@@ -40,6 +40,7 @@ typedef struct pprt_keep_counts {
     double reload_s;    /* seconds in reload, summed over the stages (each on its own thread) */
     double create_s;    /* seconds in create, likewise */
     long captures;      /* CUDA graphs captured (pprt_exec_counts.graph_captures; cuda-emu counts them too) */
+    double uploads;     /* weight bytes uploaded to devices by create and reload (pprt_exec_counts.weight_upload_bytes) */
 } pprt_keep_counts;
 
 /* For plan p's stages (and W stages) times `replicas` slots; fresh: keep nothing. */
@@ -55,6 +56,10 @@ void pprt_keeper_counts(pprt_keeper *k, pprt_keep_counts *c);
  * if the weights changed), or a new one made with cfg. k NULL: ops->create. */
 pp_status pprt_keeper_exec(pprt_keeper *k, const pprt_exec_ops *ops, const pprt_plan *p, int stage, int replica,
                            const pprt_exec_cfg *cfg, pprt_exec **x, pp_err *err);
+/* The kept executor of (stage, replica) and its table, or NULL (none yet,
+ * a fresh keeper's, k NULL): for the trainer between runs (dopt.h). */
+pprt_exec *pprt_keeper_peek(pprt_keeper *k, int stage, int replica, const pprt_exec_ops **ops);
+
 /* The run is done with x (NULL is fine): kept, or destroyed (k NULL, a fresh keeper). */
 void pprt_keeper_done(pprt_keeper *k, const pprt_exec_ops *ops, int stage, int replica, pprt_exec *x);
 

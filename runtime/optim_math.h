@@ -1,8 +1,8 @@
 /* optim_math.h: the optimizers' arithmetic for one element (issue 56),
  * shared by the host trainer (train.c) and the CUDA backend's optimizer
- * kernel (kmath.h's pcu_opt, kernels.def's OPT row, not yet driven by the
- * trainer): one float arithmetic, PyTorch's, so a weight stepped on the
- * host and on a device is the same bits.
+ * kernel (kmath.h's pcu_opt, kernels.def's OPT row, which the device
+ * optimizer runs: dopt.h): one float arithmetic, PyTorch's, so a weight
+ * stepped on the host and on a device is the same bits.
  *
  *   SGD:   d = g (+ wd w); with momentum m = mu m + d (the first step: m =
  *          d), d = d + mu m (Nesterov) or m; w = w - lr d.
@@ -31,6 +31,11 @@
 #else
 #define PP_OPT_MUL(a, b) ((a) * (b))
 #endif
+
+/* The global norm's sum of squares: each weight's in double over chunks of
+ * PP_OPT_CHUNK elements in order, then the chunks' sums in order (train.c
+ * on the host, kmath.h's OPTG on a device: the same double). */
+#define PP_OPT_CHUNK 4096
 
 /* One step's coefficients over n elements. */
 typedef struct pp_optstep {

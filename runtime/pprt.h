@@ -89,6 +89,10 @@ typedef struct pprt_output_hook {
     void *ctx;
     pp_status (*take)(void *ctx, int64_t mb, const void *msg, pp_err *err);
     pp_status (*take_local)(void *ctx, int stage, int64_t mb, const void *msg, pp_err *err);
+    /* non-NULL and true while take_local reads no byte of msg (the device
+     * optimizer folds the gradients on the device, runtime/dopt.h): a stage
+     * on a device then skips copying its message down and hands msg NULL */
+    const bool *local_unread;
 } pprt_output_hook;
 
 /* What a stage executor is created with (runtime/exec.h). */
@@ -122,6 +126,7 @@ typedef struct pprt_exec_counts {
     double weight_bytes; /* weights prepared once, at load (reordered, converted, packed) */
     long graph_captures; /* CUDA graphs captured (cuda; cuda-emu counts the same without a graph, gcache.h) */
     long graph_replays;  /* micro-batches replayed from a captured graph */
+    double weight_upload_bytes; /* weight bytes copied from the host into its device copy so far (cuda, cuda-emu) */
 } pprt_exec_counts;
 #define PPRT_EXEC_COUNTS 13 /* the fields above, for messages of doubles */
 

@@ -432,6 +432,12 @@ static pp_status local_into_arrays(void *ctx, int stage, int64_t mb, const void 
     return PP_OK;
 }
 
+/* A stage on a device hands its device-local outputs over from a copy in host memory (stage_loop.h). */
+static void local_place(pprt_stage_run *r, const pprt_place *at, size_t bytes) {
+    if (pprt_place_is_host(at)) return;
+    r->local_mem = at->mem, r->local_dev = at->device, r->local_bytes = bytes;
+}
+
 /* The links of each replica: source, boundaries (each with its buffers,
  * where its stages want them), sink; over its share of the arrays. */
 static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *outputs, pp_err *err) {
@@ -454,8 +460,10 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
             const pprt_output_hook *h = S->o->take_outputs;
             r->local = h ? h->take_local : local_into_arrays;
             r->local_ctx = h ? h->ctx : &S->pcs[k];
+            r->local_unread = h ? h->local_unread : NULL;
             if (!r->local) return PP_FAIL(err, PP_EINVAL, "stage %d has device-local outputs, and the run's taker "
                                           "takes none", i);
+            local_place(r, &S->w[k * P + i].at, p->stages[i].out.bytes);
         }
         const int D = p->train_devices;
         for (int d = 0; d < D; d++) {
@@ -478,6 +486,8 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
             const pprt_output_hook *h = S->o->take_outputs;
             r->local = !p->stages[P + d].n_local ? NULL : h ? h->take_local : local_into_arrays;
             r->local_ctx = h ? h->ctx : &S->pcs[k];
+            r->local_unread = h ? h->local_unread : NULL;
+            local_place(r, &S->ww[k * D + d].at, p->stages[P + d].out.bytes);
             if (p->stages[P + d].n_local && !r->local)
                 return PP_FAIL(err, PP_EINVAL, "stage %d has device-local outputs, and the run's taker takes none",
                                P + d);

@@ -17,7 +17,41 @@ static void record(pprt_stage_run *r, int64_t mb, double ready, double start, do
     memcpy(r->prev_ns, ns, (size_t)t->n_nodes * sizeof *ns);
 }
 
+/* The bytes of the outgoing message out for the device-local outputs' taker: out itself on the host, else
+ * a copy down from the stage's device (the taker reads them: a GPU's memory is not the host's). */
+static pp_status local_msg(pprt_stage_run *r, const void *out, const void **msg, pp_err *err) {
+    *msg = out;
+    const pprt_mem_ops *m = r->local_mem;
+    if (!m) return PP_OK;
+    if (r->local_unread && *r->local_unread) { /* the taker reads no byte of it */
+        *msg = NULL;
+        return PP_OK;
+    }
+    if (!r->local_buf) {
+        PP_TRY(m->alloc_pinned(r->local_bytes, &r->local_buf, err));
+        PP_TRY(m->stream_new(r->local_dev, &r->local_stream, err));
+        PP_TRY(m->event_new(r->local_dev, &r->local_ev, err));
+    }
+    PP_TRY(m->copy(r->local_stream, r->local_buf, PPRT_ON_HOST, out, r->local_dev, r->local_bytes, err));
+    PP_TRY(m->record(r->local_ev, r->local_stream, err));
+    PP_TRY(m->wait(r->local_ev, err));
+    *msg = r->local_buf;
+    return PP_OK;
+}
+
+static pp_status stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, pp_err *err);
+
 pp_status pprt_stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, pp_err *err) {
+    const pp_status s = stage_loop(r, k0, k1, own, err);
+    const pprt_mem_ops *m = r->local_mem;
+    if (m && r->local_stream) m->stream_free(r->local_stream); /* after its copies completed */
+    if (m && r->local_ev) m->event_free(r->local_ev);
+    if (m && r->local_buf) m->free_pinned(r->local_buf);
+    r->local_stream = NULL, r->local_ev = NULL, r->local_buf = NULL;
+    return s;
+}
+
+static pp_status stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, pp_err *err) {
     *own = false;
     for (int64_t k = k0; k < k1; k++) {
         void *in, *out;
@@ -51,7 +85,11 @@ pp_status pprt_stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, 
         pp_status s = r->stash_in ? pprt_stash_pop(r->stash_in, in, &e) : PP_OK;
         if (s == PP_OK) s = r->ex->run(r->x, in, out, &e);
         if (s == PP_OK && r->stash_out) s = pprt_stash_push(r->stash_out, in, out, &e);
-        if (s == PP_OK && r->local && k >= r->warmup) s = r->local(r->local_ctx, r->stage, r->mb_offset + mb, out, &e);
+        if (s == PP_OK && r->local && k >= r->warmup) {
+            const void *msg = out;
+            s = local_msg(r, out, &msg, &e);
+            if (s == PP_OK) s = r->local(r->local_ctx, r->stage, r->mb_offset + mb, msg, &e);
+        }
         const double end = pprt_now_s();
         if (r->gate) r->gate->leave(r->gate->ctx, r->replica, r->stage, r->mb_offset + mb);
         if (k >= r->warmup) r->busy += end - start;

@@ -35,6 +35,18 @@ typedef struct pprt_stage_run {
      * mb_offset + its number, msg) before it goes on; NULL: none */
     pp_status (*local)(void *ctx, int stage, int64_t mb, const void *msg, pp_err *err);
     void *local_ctx;
+    /* a stage on a device (local_mem non-NULL): its outgoing message is in
+     * device local_dev's memory, so the loop copies it down (local_bytes)
+     * into a pinned buffer of its own and hands local that; the buffer, its
+     * stream and event are made at the first micro-batch and freed when the
+     * loop returns */
+    const pprt_mem_ops *local_mem;
+    int local_dev;
+    size_t local_bytes;
+    void *local_buf;
+    pprt_stream *local_stream;
+    pprt_event *local_ev;
+    const bool *local_unread; /* pprt_output_hook.local_unread: when true, a device stage hands local NULL */
 } pprt_stage_run;
 
 /* The loop over tags k0 .. k1-1 (the tags the source hands out, in order).

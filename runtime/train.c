@@ -93,7 +93,31 @@ typedef struct trainer {
     /* the run's executors, made by its first step and kept (keep.h); a
      * fresh keeper under PPRT_TRAIN_FRESH=1 (each step makes its own) */
     pprt_keeper *keep;
+    /* the device optimizer (dopt.h): why the host steps instead (NULL: none
+     * yet), on (dev) once bound to the kept executors after the first step;
+     * the owners (stages that output gradients), each stage's executor as
+     * bound (none may be made again under it), each weight's sum of squares,
+     * and the bytes it moved between host and device since the last step's
+     * log line */
+    char dev_why[640];
+    bool dev, clip;
+    float clip_c;
+    int n_own;
+    struct owner *own;
+    pprt_exec **dev_x;
+    double *sq;
+    double dev_bytes;
 } trainer;
+
+/* A stage whose executor keeps (dopt.h) the weights it outputs the gradients of. */
+typedef struct owner {
+    int stage, np;
+    const pprt_exec_ops *ops;
+    pprt_exec *x;
+    int *pidx;              /* [np] the trainer's params */
+    pprt_dopt_param *dp;    /* [np] */
+    double *sq;             /* [np] each one's sum of squares (PPRT_DOPT_NORM) */
+} owner;
 
 static void *alloc64(size_t n) {
     void *p = NULL;
@@ -225,7 +249,10 @@ static pp_status bind_params(trainer *t, pp_err *err) {
 
 static void trainer_free(trainer *t) {
     pprt_keeper_free(t->keep); /* the executors first: they may read the bound weights as they go */
-    for (int b = 0; b < t->n_bound; b++) t->bound[b]->data = t->was[b], t->bound[b]->varies = false;
+    for (int b = 0; b < t->n_bound; b++)
+        t->bound[b]->data = t->was[b], t->bound[b]->varies = false, t->bound[b]->resident = false;
+    for (int i = 0; i < t->n_own; i++) free(t->own[i].pidx), free(t->own[i].dp), free(t->own[i].sq);
+    free(t->own), free(t->dev_x), free(t->sq);
     for (int i = 0; i < t->n_params; i++) {
         free((char *)t->ps[i].name);
         free(t->ps[i].w), free(t->ps[i].g), free(t->ps[i].m), free(t->ps[i].v), free(t->ps[i].r);
@@ -447,6 +474,7 @@ static void fold(taker *k, int64_t j, const void *msg) {
     for (int i = 0; i < t->n_params; i++) {
         param *q = &t->ps[i];
         if (!is_mine(k, q->out)) continue;
+        if (t->dev && !q->running) continue; /* folded on its device by the executor (dopt.h) */
         const float *g = out_at(t, msg, q->out);
         if (q->running) fold_running(q, g, j);
         else if (j == 0) memcpy(q->g, g, (size_t)q->numel * sizeof *g);
@@ -462,9 +490,10 @@ static pp_status take(void *ctx, int64_t mb, const void *msg, pp_err *err) {
     pp_status s = PP_OK;
     if (mb < k->next || mb >= k->M || k->wait[mb]) s = PP_FAIL(err, PP_ERUNTIME, "internal: micro-batch %lld "
                                                                 "reached the end twice or out of range", (long long)mb);
-    else if (mb != k->next || k->hold) { /* ahead of its turn */
-        if (!(k->wait[mb] = malloc(bytes))) s = PP_FAIL(err, PP_ENOMEM, "out of memory holding a micro-batch's outputs");
-        else memcpy(k->wait[mb], msg, bytes);
+    else if (mb != k->next || k->hold) { /* ahead of its turn (msg NULL: its bytes are not read, a mark will do) */
+        if (!(k->wait[mb] = malloc(msg ? bytes : 1)))
+            s = PP_FAIL(err, PP_ENOMEM, "out of memory holding a micro-batch's outputs");
+        else if (msg) memcpy(k->wait[mb], msg, bytes);
     } else {
         fold(k, k->next++, msg);
         for (; k->next < k->M && k->wait[k->next]; k->next++) {
@@ -529,6 +558,183 @@ static pp_status taker_init(taker *k, trainer *t, int64_t M, bool eval, pp_err *
     return PP_OK;
 }
 
+/* ---- the device optimizer (dopt.h) ----------------------------------------------------------- */
+
+/* A gradient's sum of squares as the device optimizer sums it (optim_math.h
+ * PP_OPT_CHUNK, kmath.h OPTG): in double over chunks in order, then the
+ * chunks' sums in order. */
+static double sq_of(const float *g, int64_t n) {
+    double s = 0;
+    for (int64_t c = 0; c < n; c += PP_OPT_CHUNK) {
+        double part = 0;
+        for (int64_t e = c; e < n && e < c + PP_OPT_CHUNK; e++) part += (double)g[e] * g[e];
+        s += part;
+    }
+    return s;
+}
+
+static pp_status dev_call(trainer *t, const owner *w, pprt_dopt_call *c, pp_err *err) {
+    pp_err e = {0};
+    const pp_status s = w->ops->dopt(w->x, c, &e);
+    t->dev_bytes += (double)c->bytes;
+    if (s != PP_OK) return PP_WRAP(err, &e, s, "stage %d's device optimizer: %s", w->stage, e.msg);
+    return PP_OK;
+}
+
+/* Each owner's sums scaled, each weight's sum of squares into t->sq. */
+static pp_status dev_norm(trainer *t, bool mean, float inv, bool unscale, float by, pp_err *err) {
+    for (int i = 0; i < t->n_own; i++) {
+        owner *w = &t->own[i];
+        pprt_dopt_call c = {.kind = PPRT_DOPT_NORM, .mean = mean, .inv = inv, .unscale = unscale, .by = by, .sq = w->sq};
+        PP_TRY(dev_call(t, w, &c, err));
+        for (int j = 0; j < w->np; j++) t->sq[w->pidx[j]] = w->sq[j];
+    }
+    return PP_OK;
+}
+
+/* The optimizer's step on the devices: the coefficients are every weight's (but n, the owner's). */
+static pp_status dev_step(trainer *t, double lr, int64_t step, pp_err *err) {
+    for (int i = 0; i < t->n_own; i++) {
+        owner *w = &t->own[i];
+        pprt_dopt_call c = {.kind = PPRT_DOPT_STEP, .clip = t->clip, .c = t->clip_c,
+                            .k = optstep_of(&t->o->opt, &t->ps[w->pidx[0]], lr, step)};
+        PP_TRY(dev_call(t, w, &c, err));
+    }
+    for (int i = 0; i < t->n_params; i++) t->ps[i].has_m = t->ps[i].has_m || !t->ps[i].running;
+    return PP_OK;
+}
+
+/* A step begins: each owner's next run starts the sums. */
+static pp_status dev_begin(trainer *t, pp_err *err) {
+    for (int i = 0; t->dev && i < t->n_own; i++) {
+        pprt_dopt_call c = {.kind = PPRT_DOPT_BEGIN};
+        PP_TRY(dev_call(t, &t->own[i], &c, err));
+    }
+    return PP_OK;
+}
+
+/* The weights and their state down into the host's copies (checkpoints, the final weights). */
+static pp_status dev_get(trainer *t, pp_err *err) {
+    for (int i = 0; t->dev && i < t->n_own; i++) {
+        pprt_dopt_call c = {.kind = PPRT_DOPT_GET, .n_params = t->own[i].np, .params = t->own[i].dp};
+        PP_TRY(dev_call(t, &t->own[i], &c, err));
+    }
+    return PP_OK;
+}
+
+/* No stage's executor was made again under the device optimizer (it would
+ * read the host's stale copies). */
+static pp_status dev_check(trainer *t, pp_err *err) {
+    for (int s = 0; t->dev && s < t->p->n_stages + t->p->n_wstages; s++) {
+        const pprt_exec_ops *ops;
+        if (t->dev_x[s] && pprt_keeper_peek(t->keep, s, 0, &ops) != t->dev_x[s])
+            return PP_FAIL(err, PP_ERUNTIME, "stage %d's executor was made again while the device optimizer kept its "
+                           "weights (give --host-optimizer)", s);
+    }
+    return PP_OK;
+}
+
+/* Weight q's holders' device copies as dst of d; false (why said) where one cannot be one. */
+static bool dev_holders(trainer *t, const param *q, int device, pprt_dopt_param *d, pp_err *err, pp_status *st) {
+    const pprt_plan *p = t->p;
+    for (int s = 0; s < p->n_stages + p->n_wstages; s++)
+        for (int k = 0; k < p->stages[s].n_tensors; k++) {
+            const pprt_tdesc *td = &p->stages[s].t[k];
+            if (td->kind != PPRT_WEIGHT || strcmp(td->name, q->name) || !t->dev_x[s]) continue;
+            const pprt_exec_ops *ops;
+            pprt_exec *x = pprt_keeper_peek(t->keep, s, 0, &ops);
+            pprt_dopt_call c = {.kind = PPRT_DOPT_ADDR, .tensor = k};
+            pp_err e = {0};
+            const pp_status r = ops->dopt(x, &c, &e);
+            if (r != PP_OK && r != PP_EUNSUP) {
+                *st = PP_WRAP(err, &e, r, "stage %d's device optimizer: %s", s, e.msg);
+                return false;
+            }
+            if (r == PP_EUNSUP) snprintf(t->dev_why, sizeof t->dev_why, "%s", e.msg);
+            else if (c.device != device)
+                snprintf(t->dev_why, sizeof t->dev_why, "weight %.400s is read on device %d and %d", q->name, device, c.device);
+            else if (d->n_dst == PPRT_DOPT_DST)
+                snprintf(t->dev_why, sizeof t->dev_why, "weight %.400s is read by more than %d executors", q->name,
+                         PPRT_DOPT_DST);
+            else d->dst[d->n_dst++] = c.addr;
+            if (t->dev_why[0]) return false;
+        }
+    return true;
+}
+
+/* Stage s's trained weights (those whose gradients it outputs) as an owner. */
+static pp_status dev_owner(trainer *t, int s, owner *w, pp_err *err) {
+    const pprt_plan *p = t->p;
+    *w = (owner){.stage = s};
+    for (int i = 0; i < t->n_params; i++) w->np += !t->ps[i].running && p->outputs[t->ps[i].out].stage == s;
+    if (!w->np) return PP_OK;
+    w->pidx = calloc((size_t)w->np, sizeof *w->pidx), w->dp = calloc((size_t)w->np, sizeof *w->dp);
+    w->sq = calloc((size_t)w->np, sizeof *w->sq);
+    if (!w->pidx || !w->dp || !w->sq) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    w->x = pprt_keeper_peek(t->keep, s, 0, &w->ops);
+    pprt_dopt_call c = {.kind = PPRT_DOPT_ADDR, .tensor = -1};
+    pp_err e = {0};
+    const pp_status r = w->ops->dopt(w->x, &c, &e);
+    if (r == PP_EUNSUP) snprintf(t->dev_why, sizeof t->dev_why, "%s", e.msg);
+    if (r != PP_OK) return r == PP_EUNSUP ? PP_OK : PP_WRAP(err, &e, r, "stage %d's device optimizer: %s", s, e.msg);
+    for (int i = 0, j = 0; i < t->n_params; i++) {
+        param *q = &t->ps[i];
+        if (q->running || p->outputs[q->out].stage != s) continue;
+        w->pidx[j] = i;
+        pprt_dopt_param *d = &w->dp[j++];
+        *d = (pprt_dopt_param){.off = p->stages[s].out.off[p->outputs[q->out].slot], .numel = q->numel, .w = q->w,
+                               .m = q->m, .v = q->v};
+        pp_status st = PP_OK;
+        if (!dev_holders(t, q, c.device, d, err, &st)) return st;
+    }
+    return PP_OK;
+}
+
+/* The device optimizer (dopt.h) is bound after the first step where every stage's executor has one, unless the
+ * run's settings rule it out from the start (said in t->dev_why). */
+static void dev_refuse(trainer *t, const pprt_run_opts *run, bool fresh) {
+    const pprt_train_opts *o = t->o;
+    const char *no = o->host_optimizer ? "--host-optimizer"
+                     : o->dist ? "MPI ranks (each replica's sums chain through the ranks)"
+                     : run->replicas > 1 ? "--replicas (each replica's executor folds its own micro-batches)"
+                     : fresh ? "PPRT_TRAIN_FRESH (no executor is kept)" : NULL;
+    if (no) snprintf(t->dev_why, sizeof t->dev_why, "%s", no);
+}
+
+/* After the first step (the host's): every stage's kept executor takes the
+ * weights it outputs the gradients of, or the host keeps stepping them all
+ * (t->dev_why says why). */
+static pp_status dev_bind(trainer *t, pp_err *err) {
+    const pprt_plan *p = t->p;
+    const int ns = p->n_stages + p->n_wstages;
+    t->dev_x = calloc((size_t)ns, sizeof *t->dev_x), t->own = calloc((size_t)ns, sizeof *t->own);
+    if (!t->dev_x || !t->own) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int s = 0; s < ns && !t->dev_why[0]; s++) {
+        const pprt_exec_ops *ops = NULL;
+        t->dev_x[s] = pprt_keeper_peek(t->keep, s, 0, &ops);
+        if (!t->dev_x[s] && p->stages[s].n_nodes)
+            snprintf(t->dev_why, sizeof t->dev_why, "stage %d has no kept executor", s);
+        else if (t->dev_x[s] && !ops->dopt)
+            snprintf(t->dev_why, sizeof t->dev_why, "stage %d runs on %.100s, which has no device optimizer", s, ops->name);
+    }
+    for (int s = 0; s < ns && !t->dev_why[0]; s++) {
+        const pp_status st = dev_owner(t, s, &t->own[t->n_own], err);
+        if (t->own[t->n_own].np) t->n_own++; /* trainer_free frees it */
+        PP_TRY(st);
+    }
+    if (t->dev_why[0]) return PP_OK;
+    for (int i = 0; i < t->n_own; i++) {
+        pprt_dopt_call c = {.kind = PPRT_DOPT_BIND, .n_params = t->own[i].np, .params = t->own[i].dp,
+                            .buffers = pp_optim_buffers(&t->o->opt)};
+        PP_TRY(dev_call(t, &t->own[i], &c, err));
+    }
+    for (int b = 0; b < t->n_bound; b++) /* the trained weights' device copies are the owners' from now on */
+        for (int i = 0; i < t->n_params; i++)
+            if (!t->ps[i].running && !strcmp(t->bound[b]->name, t->ps[i].name)) t->bound[b]->resident = true;
+    t->dev = true;
+    return PP_OK;
+}
+
 /* The step's gradients averaged over its micro-batches (summed in their
  * order as they came, then scaled), their global norm, clipped; a loss or
  * gradient that is not finite named. */
@@ -554,20 +760,23 @@ static pp_status reduce_step(trainer *t, const taker *k, int64_t step, double *l
         sum += lv[j];
     }
     *loss = sum / M;
-    double sq = 0;
     /* unscaled (--loss-scale) as GradScaler does: by the scale's reciprocal
      * in float, exact for a power of two */
     const float inv = 1.0f / (float)M, unscale = t->seed ? (float)(1.0 / t->scale) : 1.0f;
-    for (int i = 0; i < t->n_params; i++) {
-        const param *q = &t->ps[i];
+    t->clip = false;
+    if (t->dev) PP_TRY(dev_norm(t, M > 1, inv, t->seed != NULL, unscale, err));
+    for (int i = 0; !t->dev && i < t->n_params; i++) {
+        param *q = &t->ps[i];
         if (q->running) continue;
         for (int64_t e = 0; e < q->numel; e++) {
             float a = M > 1 ? q->g[e] * inv : q->g[e];
             if (t->seed) a = a * unscale;
             q->g[e] = a;
-            sq += (double)a * a;
         }
+        t->sq[i] = sq_of(q->g, q->numel);
     }
+    double sq = 0; /* the weights' sums in their order, whatever the split */
+    for (int i = 0; i < t->n_params; i++) sq += t->ps[i].running ? 0.0 : t->sq[i];
     *norm = sqrt(sq);
     t->overflow = !isfinite(*norm);
     if (!isfinite(*norm)) {
@@ -577,7 +786,8 @@ static pp_status reduce_step(trainer *t, const taker *k, int64_t step, double *l
     }
     if (t->o->opt.clip_norm > 0 && *norm > t->o->opt.clip_norm) {
         const float c = (float)(t->o->opt.clip_norm / (*norm + 1e-6));
-        for (int i = 0; i < t->n_params; i++)
+        t->clip = true, t->clip_c = c;
+        for (int i = 0; !t->dev && i < t->n_params; i++)
             for (int64_t k = 0; k < t->ps[i].numel && !t->ps[i].running; k++) t->ps[i].g[k] *= c;
     }
     return PP_OK;
@@ -677,7 +887,7 @@ static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t st
     device_takers(tk, P, d, mine);
     for (int w = 0; w < 2; w++)
         if (mine[w]) mine[w]->next = lo, mine[w]->hold = r > 0;
-    const pprt_output_hook hook = {tk, take, take_local};
+    const pprt_output_hook hook = {tk, take, take_local, &t->dev};
     pprt_run_opts ro = *run;
     ro.take_outputs = &hook;
     PP_TRY(D->run(D->ctx, t->p, ins, hi - lo, lo, &ro, err));
@@ -1053,7 +1263,8 @@ static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const 
         taker tk;
         PP_TRY(taker_init(&tk, t, M, true, err));
         tk.labels = t->labels_in >= 0 ? ins[t->labels_in].data : NULL;
-        const pprt_output_hook hook = {&tk, take, take_local};
+        static const bool unread = true; /* held-out data: no gradient is wanted */
+        const pprt_output_hook hook = {&tk, take, take_local, &unread};
         pprt_stats rs = {0};
         pprt_run_opts ro = *run;
         ro.replicas = ro.replicas > M ? M : ro.replicas;
@@ -1094,9 +1305,10 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     }
     pprt_stats rs = {0};
     if (run->gate) gate_reset(run->gate->ctx, o->accumulate, run->replicas > 1 ? run->replicas : 1);
+    PP_TRY(dev_begin(t, err));
     taker tk;
     PP_TRY(taker_init(&tk, t, o->accumulate, false, err));
-    const pprt_output_hook hook = {&tk, take, take_local};
+    const pprt_output_hook hook = {&tk, take, take_local, &t->dev}; /* the device optimizer reads none (dopt.h) */
     pprt_run_opts ro = *run;
     ro.take_outputs = &hook;
     pp_status s = o->dist ? dist_run(t, perm, k, step, ins, run, &tk, err)
@@ -1119,21 +1331,28 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
      * smaller free space goes back too, or it adds 30-50 MB to the peak by the third step of ResNet-18 */
     pprt_pool_trim();
     malloc_trim(0);
+    if (s == PP_OK) s = dev_check(t, err);
     /* MPI: rank 0 steps the optimizer and sends every rank the weights */
     if (s == PP_OK && is_root(t)) s = reduce_step(t, &tk, step, loss, norm, finite, err);
     taker_free(&tk);
     if (s == PP_OK && is_root(t)) scale_update(t);
     *lr = lr_at(&o->opt, step, total);
+    bool running = false;
     if (s == PP_OK && is_root(t) && *finite) {
         ++*updates;
         for (int i = 0; i < t->n_params; i++) {
+            running = running || t->ps[i].running;
             if (t->ps[i].running) update_running(&t->ps[i]);
-            else update(&o->opt, &t->ps[i], *lr, *updates);
+            else if (!t->dev) update(&o->opt, &t->ps[i], *lr, *updates);
         }
+        if (t->dev) s = dev_step(t, *lr, *updates, err); /* on the devices, into the executors' copies (dopt.h) */
     }
     int64_t head[2] = {step, *updates};
     if (s == PP_OK && o->dist) s = sync_weights(t, head, err);
-    pprt_keeper_changed(t->keep); /* the kept executors re-read the weights before the next run (keep.h) */
+    /* the kept executors re-read the weights before the next run (keep.h): under the device optimizer only
+     * those it does not keep (the running statistics), which a step changes only when it is taken */
+    if (!t->dev || running) pprt_keeper_changed(t->keep);
+    if (s == PP_OK && !t->dev && !t->dev_why[0] && t->keep) s = dev_bind(t, err);
     for (int i = 0; i < t->p->n_outputs; i++) free(outs[i].data), outs[i].data = NULL;
     return s;
 }
@@ -1192,6 +1411,8 @@ static void log_end(pp_json *js, const trainer *t, const pprt_train_stats *st) {
         pp_json_add_number(js, r, "w_keep_bytes", (double)t->w_keep_bytes[d]);
     }
     pp_json_add_number(js, js->root, "peak_rss", (double)pprt_peak_rss());
+    pp_json_add_string(js, js->root, "optimizer", t->dev ? "device" : "host");
+    if (!t->dev) pp_json_add_string(js, js->root, "optimizer_why", t->dev_why[0] ? t->dev_why : "no stage ran yet");
     pp_json_add_number(js, js->root, "skipped_steps", (double)st->skipped);
     if (t->seed) pp_json_add_number(js, js->root, "loss_scale", t->scale);
     pp_json_add_number(js, js->root, "wall_s", st->wall_s);
@@ -1202,7 +1423,7 @@ static void log_end(pp_json *js, const trainer *t, const pprt_train_stats *st) {
 /* One step's line of the log: what it learnt, how fast, what its stages
  * and executors did (made, reloaded: keep.h). step_s: step, epoch, loss, lr. */
 static void log_step(pp_json *js, cJSON *steps_js, trainer *t, const double step_s[4], double norm, double sps,
-                     double cpu_s, double bubble, bool finite, double scale) {
+                     double cpu_s, double bubble, bool finite, double scale, bool dev) {
     const pprt_plan *p = t->p;
     cJSON *r = pp_json_add_object(js, steps_js, NULL);
     pp_json_add_number(js, r, "step", step_s[0]);
@@ -1223,6 +1444,10 @@ static void log_step(pp_json *js, cJSON *steps_js, trainer *t, const double step
     pp_json_add_round(js, r, "reload_s", kc.reload_s, 6);
     pp_json_add_round(js, r, "create_s", kc.create_s, 6);
     pp_json_add_number(js, r, "graph_captures", (double)kc.captures);
+    pp_json_add_number(js, r, "weight_upload_bytes", kc.uploads); /* host -> device weight copies of the executors */
+    pp_json_add_number(js, r, "optimizer_bytes", t->dev_bytes);   /* the device optimizer's, host <-> device */
+    pp_json_add_string(js, r, "optimizer", dev ? "device" : "host");
+    t->dev_bytes = 0;
     cJSON *b = pp_json_add_array(js, r, "stage_busy_s");
     for (int v = 0; v < p->n_stages + p->n_wstages; v++) pp_json_add_round(js, b, NULL, t->busy[v], 6);
 }
@@ -1261,6 +1486,8 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (s == PP_OK)
         s = pprt_keeper_new(p, o->dist ? 1 : run->replicas, fresh && *fresh && strcmp(fresh, "0"), &t.keep, err);
     const bool root = is_root(&t); /* MPI: rank 0 reads and writes the files */
+    dev_refuse(&t, run, fresh && *fresh && strcmp(fresh, "0"));
+    if (s == PP_OK && !(t.sq = calloc(pp_count(t.n_params), sizeof *t.sq))) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
     if (s == PP_OK && o->resume && root) s = ckpt_read(&t, o->resume, &done, &updates, err);
     int64_t head[2] = {done, updates};
     if (s == PP_OK && o->dist && o->resume) s = sync_weights(&t, head, err);
@@ -1302,6 +1529,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
         double loss = 0, norm = 0, lr = 0, bubble = 0;
         bool finite = true;
         const double ts = pprt_now_s(), scale = t.scale, cpu0 = pprt_cpu_s();
+        const bool dev = t.dev; /* this step's optimizer (the first is the host's; dev_bind after it) */
         s = one_step(&t, perm, k, step, total, ins, outs, &ro, &loss, &norm, &lr, &finite, &updates, &bubble, err);
         ro.explain = false; /* the first step's executors alone say what they made */
         if (s != PP_OK) break;
@@ -1314,7 +1542,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
         st->samples += o->accumulate * t.rows;
         if (steps_js) {
             const double step_s[4] = {(double)step, (double)epoch, loss, lr};
-            log_step(&js, steps_js, &t, step_s, norm, sps, pprt_cpu_s() - cpu0, bubble, finite, scale);
+            log_step(&js, steps_js, &t, step_s, norm, sps, pprt_cpu_s() - cpu0, bubble, finite, scale, dev);
         }
         if (root && o->progress && !o->quiet && (step == total || step == done + 1 || now - shown >= 1.0)) {
             shown = now;
@@ -1334,8 +1562,10 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             pp_json_add_number(&js, r, "eval_accuracy", acc);
             if (root && !o->quiet) fprintf(stderr, "epoch %lld: held-out loss %.6f, accuracy %.4f\n", (long long)epoch + 1, el, acc);
         }
-        if (root && o->checkpoint && o->save_every > 0 && (step % o->save_every == 0 || step == total))
-            s = ckpt_write(&t, o->checkpoint, step, updates, err);
+        if (root && o->checkpoint && o->save_every > 0 && (step % o->save_every == 0 || step == total)) {
+            s = dev_get(&t, err); /* the device optimizer's weights and state down */
+            if (s == PP_OK) s = ckpt_write(&t, o->checkpoint, step, updates, err);
+        }
     }
     pprt_pool_keep(false);
     st->wall_s = pprt_now_s() - t0;
@@ -1343,6 +1573,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     st->bubble_formula = (double)(p->train_devices - 1) /
                          ((o->schedule_kind == PPRT_SCHED_ZBH1 ? 3.0 : 1.0) * (double)per_rep + p->train_devices - 1);
     gate_free(&gt);
+    if (s == PP_OK) s = dev_get(&t, err);
     if (s == PP_OK && root && o->save_dir) s = write_weights(&t, o->save_dir, err);
     if (s == PP_OK && js.root) log_end(&js, &t, st);
     if (s == PP_OK && root && o->curves) s = pprt_curves_write(o->curves, js.root, err);

@@ -62,6 +62,9 @@ typedef struct pprt_train_opts {
     uint64_t seed;        /* the sample order of each epoch */
     bool shuffle;         /* false: the data's own order every epoch */
     bool skip_nonfinite;  /* a step whose loss or gradients are not finite is skipped, not an error */
+    /* the optimizer's step on the host for every stage (A/B against the device
+     * optimizer, runtime/dopt.h, which stages on cuda and cuda-emu otherwise use) */
+    bool host_optimizer;
     const char *labels;   /* the 'labels' input's file (NULL: DATA_DIR/labels.npy) */
     const char *log_json; /* a record per step (NULL: none) */
     const char *curves;   /* the log's curves as an HTML page (runtime/curves.c; NULL: none) */

@@ -226,6 +226,9 @@ static const pp_opt train_rows[] = {
      NULL, set_no_shuffle, NULL},
     {"--skip-nonfinite", PP_OPT_FLAG, NULL, F(train_opts.skip_nonfinite), 0, 0, NULL, NULL, NULL,
      "skip a step whose loss or gradients are not finite instead of stopping", 0, 0, NULL, NULL, NULL},
+    {"--host-optimizer", PP_OPT_FLAG, NULL, F(train_opts.host_optimizer), 0, 0, NULL, NULL, NULL,
+     "step the optimizer on the host even where the stages run on cuda or cuda-emu (the device optimizer's A/B: "
+     "the same bits)", 0, 0, NULL, NULL, NULL},
     {"--log-json", PP_OPT_STR, "FILE", F(train_opts.log_json), 0, 0, NULL, "a file name", NULL,
      "a record per step (loss, learning rate, gradient norm, samples/s, each stage's busy seconds) and per "
      "epoch (held-out loss and accuracy); what each device's stash held at most", 0, 0, NULL, NULL, NULL},

@@ -108,7 +108,7 @@ static void ref_destroy(pprt_exec *x) {
 static const double *ref_node_seconds(const pprt_exec *x) { return x->nodes.node_s; }
 
 /* reload NULL: it reads the weights in place (ptr[] at their data, which a trainer's binding keeps) */
-static const pprt_exec_ops exec_ref = {"ref", ref_create, ref_run, ref_destroy, ref_node_seconds, NULL, NULL};
+static const pprt_exec_ops exec_ref = {"ref", ref_create, ref_run, ref_destroy, ref_node_seconds, NULL, NULL, NULL};
 
 static pp_status ref_run_node(const pprt_plan *p, const pprt_stage *st, const pprt_node *n, void *const *ptr,
                               pprt_node_ctx *ctx, pp_err *err) {

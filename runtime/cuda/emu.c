@@ -395,6 +395,17 @@ struct pprt_exec {
     bool graphs;
     pcu_gcache gc;
     long runs;
+    size_t uploaded; /* weight bytes uploaded so far (pprt_exec_counts.weight_upload_bytes) */
+    /* the device optimizer (dopt.h): the weights this stage outputs the gradients of, flat */
+    struct emu_dopt {
+        int np, buffers;
+        pprt_dopt_param *ps;
+        int64_t *off, *tab;  /* [np] each weight's first element in the flat buffers; OPTG's table (kmath.h) */
+        int64_t T;           /* the flat buffers' elements (a whole number of PCU_OPTG_CHUNK) */
+        float *w, *g, *m, *v;
+        double *part, *sq;
+        bool first;          /* the next run's gradients are the step's first */
+    } dopt;
 };
 
 static double now_s(void) {
@@ -417,13 +428,24 @@ static void emu_destroy(pprt_exec *x) {
     free(x->ptr);
     free(x->stage_buf);
     free(x->node_s);
+    struct emu_dopt *d = &x->dopt;
+    free(d->ps), free(d->off), free(d->tab), free(d->w), free(d->g), free(d->m), free(d->v), free(d->part), free(d->sq);
     free(x);
 }
 
-static void upload_weights(pprt_exec *x) {
+/* The weight space from the weights' host bytes; a reload (again) only
+ * those that vary and no device optimizer keeps (pprt_tdesc.resident).
+ * Returns the bytes uploaded. */
+static size_t upload_weights(pprt_exec *x, bool again) {
     const pprt_stage *st = x->st;
-    for (int i = 0; i < st->n_tensors; i++)
-        if (st->t[i].kind == PPRT_WEIGHT) memcpy(x->mem[PCU_SP_WEIGHTS] + x->pl.woff[i], st->t[i].data, st->t[i].nbytes);
+    size_t n = 0;
+    for (int i = 0; i < st->n_tensors; i++) {
+        const pprt_tdesc *t = &st->t[i];
+        if (t->kind != PPRT_WEIGHT || (again && (!t->varies || t->resident))) continue;
+        memcpy(x->mem[PCU_SP_WEIGHTS] + x->pl.woff[i], t->data, t->nbytes);
+        n += t->nbytes;
+    }
+    return n;
 }
 
 static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt_exec_cfg *cfg, pprt_exec **out,
@@ -476,7 +498,7 @@ static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt
         x->ptr[i] = x->stage_buf + o;
         o += (int)pp_align_up(st->t[i].nbytes, 64);
     }
-    upload_weights(x); /* the engine goes through a pinned buffer */
+    x->uploaded = upload_weights(x, false); /* the engine goes through a pinned buffer */
     *out = x;
     return PP_OK;
 }
@@ -486,8 +508,118 @@ static pp_status emu_reload(pprt_exec *x, unsigned long version, pp_err *err) {
     (void)version;
     if (x->pl.folds_varying)
         return PP_FAIL(err, PP_EUNSUP, "stage %d: a step's parameters hold a trained weight's value", x->st->index);
-    upload_weights(x);
+    x->uploaded += upload_weights(x, true);
     return PP_OK;
+}
+
+/* ---- the device optimizer (dopt.h), as the engine's (exec_cuda.c) ------------------------------ */
+
+int64_t *pprt_cuda_optg_table(const pprt_dopt_param *ps, int np, const int64_t *off, int64_t T) {
+    const int64_t C = T / PCU_OPTG_CHUNK;
+    int64_t *tab = calloc(pp_count(4 * (size_t)np + (size_t)C), sizeof *tab);
+    for (int p = 0; tab && p < np; p++) {
+        const int64_t chunks = (ps[p].numel + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK;
+        tab[4 * p] = off[p], tab[4 * p + 1] = (int64_t)(ps[p].off / sizeof(float)), tab[4 * p + 2] = ps[p].numel;
+        tab[4 * p + 3] = chunks;
+        for (int64_t c = 0; c < chunks; c++) tab[4 * np + off[p] / PCU_OPTG_CHUNK + c] = p;
+    }
+    return tab;
+}
+
+/* A run's gradients into the sums: the step's first copied, the later ones added (OPTG FOLD, one launch). */
+static void emu_dopt_fold(pprt_exec *x, const unsigned char *out) {
+    struct emu_dopt *d = &x->dopt;
+    const pcu_optg k = {.mode = PCU_OPTG_FOLD, .has_a = d->first, .n = d->T, .np = d->np, .chunks = d->T / PCU_OPTG_CHUNK};
+    void *op[PCU_KERNEL_OPS] = {d->g, (void *)out, NULL, d->tab};
+    for (int64_t i = 0; i < k.n; i++) pcu_kernel_call(PCU_K_OPTG, &k, op, NULL, i, 0);
+    d->first = false;
+}
+
+static void emu_optg(struct emu_dopt *d, const pcu_optg *k) {
+    void *op[PCU_KERNEL_OPS] = {d->g, NULL, d->part, d->tab, d->sq};
+    for (int64_t i = 0; i < k->n; i++) pcu_kernel_call(PCU_K_OPTG, k, op, NULL, i, 0);
+}
+
+static pp_status emu_dopt_bind(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
+    struct emu_dopt *d = &x->dopt;
+    if (d->np) return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d's device optimizer bound twice", x->st->index);
+    d->ps = calloc(pp_count(c->n_params), sizeof *d->ps);
+    d->off = calloc(pp_count(c->n_params), sizeof *d->off);
+    if (!d->ps || !d->off) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    memcpy(d->ps, c->params, (size_t)c->n_params * sizeof *d->ps);
+    int64_t T = 0;
+    for (int p = 0; p < c->n_params; p++) {
+        d->off[p] = T;
+        T += (c->params[p].numel + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK * PCU_OPTG_CHUNK;
+    }
+    if (!(d->tab = pprt_cuda_optg_table(c->params, c->n_params, d->off, T)))
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    d->T = T, d->buffers = c->buffers;
+    const size_t b = pp_count(T) * sizeof(float);
+    d->w = calloc(1, b), d->g = calloc(1, b); /* the gaps +0, as the GPU's cudaMemset */
+    d->m = c->buffers >= 1 ? calloc(1, b) : NULL, d->v = c->buffers >= 2 ? calloc(1, b) : NULL;
+    d->part = calloc(pp_count(T / PCU_OPTG_CHUNK), sizeof *d->part), d->sq = calloc(pp_count(c->n_params), sizeof *d->sq);
+    if (!d->w || !d->g || (c->buffers >= 1 && !d->m) || (c->buffers >= 2 && !d->v) || !d->part || !d->sq)
+        return PP_FAIL(err, PP_ENOMEM, "stage %d: out of emulated device memory for the device optimizer", x->st->index);
+    for (int p = 0; p < c->n_params; p++) {
+        const size_t n = (size_t)c->params[p].numel * sizeof(float);
+        memcpy(d->w + d->off[p], c->params[p].w, n);
+        if (d->m) memcpy(d->m + d->off[p], c->params[p].m, n);
+        if (d->v) memcpy(d->v + d->off[p], c->params[p].v, n);
+        c->bytes += n * (size_t)(1 + c->buffers);
+        for (int t = 0; t < c->params[p].n_dst; t++) memcpy(c->params[p].dst[t], d->w + d->off[p], n);
+    }
+    d->np = c->n_params;
+    d->first = true;
+    return PP_OK;
+}
+
+static pp_status emu_dopt(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
+    struct emu_dopt *d = &x->dopt;
+    if (x->pl.folds_varying || x->device < 0)
+        return PP_FAIL(err, PP_EUNSUP, "stage %d: %s", x->st->index, x->device < 0 ? "its messages are in host memory"
+                       : "a step's parameters hold a trained weight's value");
+    switch (c->kind) {
+    case PPRT_DOPT_ADDR: /* tensor -1: the device alone */
+        c->addr = NULL, c->device = x->device;
+        if (c->tensor < 0) return PP_OK;
+        if (c->tensor >= x->st->n_tensors || x->st->t[c->tensor].kind != PPRT_WEIGHT)
+            return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d's tensor %d is no weight", x->st->index, c->tensor);
+        c->addr = x->mem[PCU_SP_WEIGHTS] + x->pl.woff[c->tensor], c->device = x->device;
+        return PP_OK;
+    case PPRT_DOPT_BIND: return emu_dopt_bind(x, c, err);
+    case PPRT_DOPT_BEGIN: d->first = true; return PP_OK;
+    case PPRT_DOPT_NORM: {
+        if (c->mean || c->unscale)
+            emu_optg(d, &(pcu_optg){.mode = PCU_OPTG_SCALE, .has_a = c->mean, .has_b = c->unscale, .a = c->inv,
+                                    .b = c->by, .n = d->T});
+        emu_optg(d, &(pcu_optg){.mode = PCU_OPTG_SQ, .n = d->T / PCU_OPTG_CHUNK});
+        emu_optg(d, &(pcu_optg){.mode = PCU_OPTG_SUM, .n = d->np, .np = d->np, .chunks = d->T / PCU_OPTG_CHUNK});
+        memcpy(c->sq, d->sq, (size_t)d->np * sizeof *d->sq);
+        return PP_OK;
+    }
+    case PPRT_DOPT_STEP: {
+        if (c->clip) emu_optg(d, &(pcu_optg){.mode = PCU_OPTG_SCALE, .has_a = 1, .a = c->c, .n = d->T});
+        pcu_opt k = c->k;
+        k.n = d->T;
+        void *op[PCU_KERNEL_OPS] = {d->w, d->g, d->m, d->v};
+        for (int64_t i = 0; i < k.n; i++) pcu_kernel_call(PCU_K_OPT, &k, op, NULL, i, 0);
+        for (int p = 0; p < d->np; p++)
+            for (int t = 0; t < d->ps[p].n_dst; t++)
+                memcpy(d->ps[p].dst[t], d->w + d->off[p], (size_t)d->ps[p].numel * sizeof(float));
+        return PP_OK;
+    }
+    case PPRT_DOPT_GET:
+        for (int p = 0; p < d->np && p < c->n_params; p++) {
+            const size_t n = (size_t)d->ps[p].numel * sizeof(float);
+            memcpy(c->params[p].w, d->w + d->off[p], n);
+            if (d->m && c->params[p].m) memcpy(c->params[p].m, d->m + d->off[p], n);
+            if (d->v && c->params[p].v) memcpy(c->params[p].v, d->v + d->off[p], n);
+            c->bytes += n * (size_t)(1 + d->buffers);
+        }
+        return PP_OK;
+    }
+    return PP_FAIL(err, PP_ERUNTIME, "internal: device optimizer call %d", (int)c->kind);
 }
 
 /* A HOST step: download its inputs, the reference kernel, upload its outputs. */
@@ -595,7 +727,9 @@ static pp_status emu_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err
         snprintf(what, sizeof what, "stage %d's outgoing message", x->st->index);
         if (x->st->out.bytes) PP_TRY(pprt_emu_check(out_msg, x->st->out.bytes, x->device, what, err));
     }
-    return pprt_cuda_emu_run_dev(x, (void *)in_msg, out_msg, err);
+    PP_TRY(pprt_cuda_emu_run_dev(x, (void *)in_msg, out_msg, err));
+    if (x->dopt.np) emu_dopt_fold(x, out_msg);
+    return PP_OK;
 }
 
 static const double *emu_node_seconds(const pprt_exec *x) { return x->node_s; }
@@ -614,7 +748,8 @@ static void emu_counts(const pprt_exec *x, pprt_exec_counts *c) {
     pprt_cuda_counts_of(&x->pl.counts, c);
     c->graph_captures = x->gc.captures;
     c->graph_replays = x->gc.replays;
+    c->weight_upload_bytes = (double)x->uploaded;
 }
 
 const pprt_exec_ops pprt_exec_cuda_emu = {"cuda-emu", emu_create, emu_run, emu_destroy, emu_node_seconds, emu_counts,
-                                          emu_reload};
+                                          emu_reload, emu_dopt};

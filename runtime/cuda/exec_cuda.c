@@ -81,7 +81,25 @@ struct pprt_exec {
     pcu_gcache gc;                    /* the captured graphs, per pair of message buffers */
     int runs;
     pcu_counts counts;
+    size_t uploaded;                  /* weight bytes uploaded so far (pprt_exec_counts.weight_upload_bytes) */
+    /* the device optimizer (dopt.h): the weights this stage outputs the gradients of, flat in one device block */
+    struct cu_dopt {
+        int np, buffers;
+        pprt_dopt_param *ps;
+        int64_t *off;                 /* [np] each weight's first element in the flat buffers */
+        int64_t T;                    /* the flat buffers' elements (a whole number of PCU_OPTG_CHUNK) */
+        unsigned char *mem;           /* device: w g [m] [v] part sq tab, then the kernels' parameter blocks */
+        float *w, *g, *m, *v;
+        double *part, *sq;
+        int64_t *tab;                 /* OPTG's table (kmath.h) */
+        unsigned char *blk;           /* device: DOPT_BLOCKS parameter blocks */
+        unsigned char *hblk;          /* host: their bytes, uploaded in one copy */
+        bool first;
+    } dopt;
 };
+
+enum { DOPT_FOLD_COPY, DOPT_FOLD_ADD, DOPT_SCALE, DOPT_SQ, DOPT_SUM, DOPT_CLIP, DOPT_OPT, DOPT_BLOCKS };
+#define DOPT_BLK 256
 
 /* ---- errors ------------------------------------------------------------------------------------ */
 
@@ -327,6 +345,8 @@ static void cuda_destroy(pprt_exec *x) {
     if (x->dnn) cudnnDestroy(x->dnn);
     if (x->stream) cudaStreamDestroy(x->stream);
     pprt_scratch_free(&x->scratch);
+    cudaFree(x->dopt.mem);
+    free(x->dopt.ps), free(x->dopt.off), free(x->dopt.hblk);
     free(x);
 }
 
@@ -368,15 +388,26 @@ static pp_status create_in(pprt_exec *x, pp_err *err) {
  * (at create, and again at reload). A training plan's executor keeps the
  * buffer for its reloads (each step's: pinning 100 MB anew costs
  * milliseconds); an inference plan's uploads once and frees it. */
-static pp_status upload_weights(pprt_exec *x, pp_err *err) {
+static pp_status upload_weights(pprt_exec *x, bool again, pp_err *err) {
     const pprt_stage *st = x->st;
     if (!x->pl.bytes[PCU_SP_WEIGHTS]) return PP_OK;
     unsigned char *pin = x->wpin;
     if (!pin) CU(x, -1, cudaMallocHost((void **)&pin, x->pl.bytes[PCU_SP_WEIGHTS]));
-    for (int i = 0; i < st->n_tensors; i++)
-        if (st->t[i].kind == PPRT_WEIGHT) memcpy(pin + x->pl.woff[i], st->t[i].data, st->t[i].nbytes);
-    cudaError_t e = cudaMemcpyAsync(x->mem[PCU_SP_WEIGHTS], pin, x->pl.bytes[PCU_SP_WEIGHTS], cudaMemcpyHostToDevice,
-                                    x->stream);
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < st->n_tensors; i++) {
+        const pprt_tdesc *t = &st->t[i];
+        if (t->kind != PPRT_WEIGHT) continue;
+        memcpy(pin + x->pl.woff[i], t->data, t->nbytes);
+        /* a reload: only the weights that vary and no device optimizer keeps (dopt.h), each its own copy */
+        if (!again || !t->varies || t->resident || e != cudaSuccess) continue;
+        e = cudaMemcpyAsync(x->mem[PCU_SP_WEIGHTS] + x->pl.woff[i], pin + x->pl.woff[i], t->nbytes,
+                            cudaMemcpyHostToDevice, x->stream);
+        x->uploaded += t->nbytes;
+    }
+    if (!again && e == cudaSuccess) {
+        e = cudaMemcpyAsync(x->mem[PCU_SP_WEIGHTS], pin, x->pl.bytes[PCU_SP_WEIGHTS], cudaMemcpyHostToDevice, x->stream);
+        x->uploaded += x->pl.bytes[PCU_SP_WEIGHTS];
+    }
     if (e == cudaSuccess) e = cudaStreamSynchronize(x->stream);
     if (x->p->train_devices > 0) x->wpin = pin;
     else cudaFreeHost(pin);
@@ -393,7 +424,7 @@ static pp_status cuda_reload(pprt_exec *x, unsigned long version, pp_err *err) {
     if (x->pl.folds_varying)
         return PP_FAIL(err, PP_EUNSUP, "stage %d: a step's parameters hold a trained weight's value", x->st->index);
     CU(x, -1, cudaSetDevice(pprt_cuda_phys(x->device)));
-    return upload_weights(x, err);
+    return upload_weights(x, true, err);
 }
 
 static pp_status create_steps(pprt_exec *x, unsigned char *hn, int *failed, pp_err *err) {
@@ -405,7 +436,7 @@ static pp_status create_steps(pprt_exec *x, unsigned char *hn, int *failed, pp_e
         if (i != PCU_SP_IN && i != PCU_SP_OUT)
             CU(x, -1, cudaMalloc((void **)&x->mem[i], x->pl.bytes[i] ? x->pl.bytes[i] : 256));
     CU(x, -1, cudaMallocHost((void **)&x->pin_err, sizeof(int)));
-    PP_TRY(upload_weights(x, err)); /* the weights, through one pinned buffer */
+    PP_TRY(upload_weights(x, false, err)); /* the weights, through one pinned buffer */
     /* parameter blocks, one device block */
     x->ds = calloc(pp_count(x->pl.n_steps), sizeof *x->ds);
     if (!x->ds) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -574,10 +605,168 @@ pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_
     return PP_OK;
 }
 
+/* ---- the device optimizer (dopt.h) -------------------------------------------------------------------------- */
+
+static pp_status dopt_optg(pprt_exec *x, int blk, int64_t n, const void *msg, pp_err *err) {
+    struct cu_dopt *d = &x->dopt;
+    void *op[PCU_KERNEL_OPS] = {d->g, (void *)msg, d->part, d->tab, d->sq};
+    CU(x, -1, (cudaError_t)pcu_launch(PCU_K_OPTG, d->blk + (size_t)blk * DOPT_BLK, op, NULL, n, 0, x->stream));
+    return PP_OK;
+}
+
+/* A run's gradients into the sums, on the stream after its steps (outside its graph): one OPTG FOLD over the
+ * flat buffer, the step's first copied, the later ones added. */
+static pp_status dopt_fold(pprt_exec *x, const unsigned char *out, pp_err *err) {
+    struct cu_dopt *d = &x->dopt;
+    PP_TRY(dopt_optg(x, d->first ? DOPT_FOLD_COPY : DOPT_FOLD_ADD, d->T, out, err));
+    d->first = false;
+    return PP_OK;
+}
+
+/* The flat buffers: each weight from a multiple of PCU_OPTG_CHUNK on, the gaps zeroed; its weight and state
+ * uploaded; the FOLD blocks uploaded. */
+static pp_status dopt_bind(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
+    struct cu_dopt *d = &x->dopt;
+    if (d->np) return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d's device optimizer bound twice", x->st->index);
+    const int np = c->n_params;
+    d->ps = calloc(pp_count(np), sizeof *d->ps), d->off = calloc(pp_count(np), sizeof *d->off);
+    d->hblk = calloc(DOPT_BLOCKS, DOPT_BLK);
+    if (!d->ps || !d->off || !d->hblk) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    memcpy(d->ps, c->params, (size_t)np * sizeof *d->ps);
+    int64_t T = 0;
+    for (int p = 0; p < np; p++) {
+        d->off[p] = T;
+        T += (c->params[p].numel + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK * PCU_OPTG_CHUNK;
+    }
+    const size_t fb = pp_align_up((size_t)T * sizeof(float), 256), C = (size_t)T / PCU_OPTG_CHUNK;
+    for (int f = 0; f < 2; f++) {
+        const pcu_optg k = {.mode = PCU_OPTG_FOLD, .has_a = f == 0, .n = T, .np = np, .chunks = (int64_t)C};
+        memcpy(d->hblk + (size_t)(DOPT_FOLD_COPY + f) * DOPT_BLK, &k, sizeof k);
+    }
+    int64_t *tab = pprt_cuda_optg_table(c->params, np, d->off, T);
+    if (!tab) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    d->T = T, d->buffers = c->buffers;
+    const size_t pb = pp_align_up(C * sizeof(double), 256), sb = pp_align_up((size_t)np * sizeof(double), 256);
+    const size_t tn = 4 * (size_t)np + C, tb = pp_align_up(tn * sizeof(int64_t), 256);
+    const size_t all = fb * (size_t)(2 + c->buffers) + pb + sb + tb + (size_t)DOPT_BLOCKS * DOPT_BLK;
+    cudaError_t e = cudaMalloc((void **)&d->mem, all);
+    if (e != cudaSuccess) {
+        free(tab);
+        return cu_fail(err, x, -1, "cudaMalloc (the device optimizer's buffers)", e);
+    }
+    unsigned char *at = d->mem;
+    d->w = (float *)at, at += fb;
+    d->g = (float *)at, at += fb;
+    if (c->buffers >= 1) d->m = (float *)at, at += fb;
+    if (c->buffers >= 2) d->v = (float *)at, at += fb;
+    d->part = (double *)at, at += pb;
+    d->sq = (double *)at, at += sb;
+    d->tab = (int64_t *)at, at += tb;
+    d->blk = at;
+    e = cudaMemsetAsync(d->mem, 0, all, x->stream);
+    for (int p = 0; p < np && e == cudaSuccess; p++) {
+        const size_t n = (size_t)c->params[p].numel * sizeof(float);
+        float *dst[3] = {d->w, d->m, d->v};
+        const float *src[3] = {c->params[p].w, c->params[p].m, c->params[p].v};
+        for (int b = 0; b <= c->buffers && e == cudaSuccess; b++)
+            e = cudaMemcpyAsync(dst[b] + d->off[p], src[b], n, cudaMemcpyHostToDevice, x->stream);
+        c->bytes += n * (size_t)(1 + c->buffers);
+        for (int t = 0; t < c->params[p].n_dst && e == cudaSuccess; t++) /* the executors' copies: the host's */
+            e = cudaMemcpyAsync(c->params[p].dst[t], d->w + d->off[p], n, cudaMemcpyDeviceToDevice, x->stream);
+    }
+    if (e == cudaSuccess) e = cudaMemcpyAsync(d->tab, tab, tn * sizeof *tab, cudaMemcpyHostToDevice, x->stream);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(d->blk, d->hblk, (size_t)DOPT_BLOCKS * DOPT_BLK, cudaMemcpyHostToDevice,
+                                              x->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(x->stream);
+    free(tab);
+    if (e != cudaSuccess) return cu_fail(err, x, -1, "uploading the device optimizer's buffers", e);
+    d->np = np;
+    d->first = true;
+    return PP_OK;
+}
+
+/* A step's parameter blocks, uploaded with the others in one copy (the stream's earlier kernels have read them). */
+static pp_status dopt_blocks(pprt_exec *x, const pcu_optg *g, int first, int count, const pcu_opt *k, pp_err *err) {
+    struct cu_dopt *d = &x->dopt;
+    for (int i = 0; i < count; i++) memcpy(d->hblk + (size_t)(first + i) * DOPT_BLK, &g[i], sizeof g[i]);
+    if (k) memcpy(d->hblk + (size_t)DOPT_OPT * DOPT_BLK, k, sizeof *k);
+    CU(x, -1, cudaMemcpyAsync(d->blk, d->hblk, (size_t)DOPT_BLOCKS * DOPT_BLK, cudaMemcpyHostToDevice, x->stream));
+    return PP_OK;
+}
+
+static pp_status dopt_norm(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
+    struct cu_dopt *d = &x->dopt;
+    const int64_t C = d->T / PCU_OPTG_CHUNK;
+    const pcu_optg g[3] = {{.mode = PCU_OPTG_SCALE, .has_a = c->mean, .has_b = c->unscale, .a = c->inv, .b = c->by,
+                            .n = d->T},
+                           {.mode = PCU_OPTG_SQ, .n = C},
+                           {.mode = PCU_OPTG_SUM, .n = d->np, .np = d->np, .chunks = C}};
+    PP_TRY(dopt_blocks(x, g, DOPT_SCALE, 3, NULL, err));
+    if (c->mean || c->unscale) PP_TRY(dopt_optg(x, DOPT_SCALE, d->T, NULL, err));
+    PP_TRY(dopt_optg(x, DOPT_SQ, C, NULL, err));
+    PP_TRY(dopt_optg(x, DOPT_SUM, d->np, NULL, err));
+    CU(x, -1, cudaMemcpyAsync(c->sq, d->sq, (size_t)d->np * sizeof *c->sq, cudaMemcpyDeviceToHost, x->stream));
+    CU(x, -1, cudaStreamSynchronize(x->stream));
+    return PP_OK;
+}
+
+static pp_status dopt_step(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
+    struct cu_dopt *d = &x->dopt;
+    const pcu_optg clip = {.mode = PCU_OPTG_SCALE, .has_a = 1, .a = c->c, .n = d->T};
+    pcu_opt k = c->k;
+    k.n = d->T;
+    PP_TRY(dopt_blocks(x, &clip, DOPT_CLIP, 1, &k, err));
+    if (c->clip) PP_TRY(dopt_optg(x, DOPT_CLIP, d->T, NULL, err));
+    void *op[PCU_KERNEL_OPS] = {d->w, d->g, d->m, d->v};
+    CU(x, -1, (cudaError_t)pcu_launch(PCU_K_OPT, d->blk + (size_t)DOPT_OPT * DOPT_BLK, op, NULL, d->T, 0, x->stream));
+    for (int p = 0; p < d->np; p++) /* into the weight spaces of the executors that read it (on this device) */
+        for (int t = 0; t < d->ps[p].n_dst; t++)
+            CU(x, -1, cudaMemcpyAsync(d->ps[p].dst[t], d->w + d->off[p], (size_t)d->ps[p].numel * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, x->stream));
+    CU(x, -1, cudaStreamSynchronize(x->stream));
+    return PP_OK;
+}
+
+static pp_status dopt_get(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
+    struct cu_dopt *d = &x->dopt;
+    for (int p = 0; p < d->np && p < c->n_params; p++) {
+        const size_t n = (size_t)d->ps[p].numel * sizeof(float);
+        const float *src[3] = {d->w, d->m, d->v};
+        float *dst[3] = {c->params[p].w, c->params[p].m, c->params[p].v};
+        for (int b = 0; b <= d->buffers; b++)
+            if (dst[b]) CU(x, -1, cudaMemcpyAsync(dst[b], src[b] + d->off[p], n, cudaMemcpyDeviceToHost, x->stream));
+        c->bytes += n * (size_t)(1 + d->buffers);
+    }
+    CU(x, -1, cudaStreamSynchronize(x->stream));
+    return PP_OK;
+}
+
+static pp_status cuda_dopt(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
+    if (x->pl.folds_varying)
+        return PP_FAIL(err, PP_EUNSUP, "stage %d: a step's parameters hold a trained weight's value", x->st->index);
+    CU(x, -1, cudaSetDevice(pprt_cuda_phys(x->device)));
+    switch (c->kind) {
+    case PPRT_DOPT_ADDR: /* tensor -1: the device alone */
+        c->addr = NULL, c->device = x->device;
+        if (c->tensor < 0) return PP_OK;
+        if (c->tensor >= x->st->n_tensors || x->st->t[c->tensor].kind != PPRT_WEIGHT)
+            return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d's tensor %d is no weight", x->st->index, c->tensor);
+        c->addr = x->mem[PCU_SP_WEIGHTS] + x->pl.woff[c->tensor], c->device = x->device;
+        return PP_OK;
+    case PPRT_DOPT_BIND: return dopt_bind(x, c, err);
+    case PPRT_DOPT_BEGIN: x->dopt.first = true; return PP_OK;
+    case PPRT_DOPT_NORM: return dopt_norm(x, c, err);
+    case PPRT_DOPT_STEP: return dopt_step(x, c, err);
+    case PPRT_DOPT_GET: return dopt_get(x, c, err);
+    }
+    return PP_FAIL(err, PP_ERUNTIME, "internal: device optimizer call %d", (int)c->kind);
+}
+
 /* Device messages in, device messages out: the steps, then the stream
  * synchronized (the outgoing message complete, the error flag known). */
 static pp_status cuda_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
     PP_TRY(pprt_cuda_run_dev(x, in_msg, out_msg, err));
+    if (x->dopt.np) PP_TRY(dopt_fold(x, out_msg, err));
     CU(x, -1, cudaStreamSynchronize(x->stream));
     for (int i = 0; x->prof && i < x->pl.n_steps; i++) { /* step i lies between events i and i + 1 */
         float ms = 0;
@@ -594,10 +783,11 @@ static void cuda_counts(const pprt_exec *x, pprt_exec_counts *c) {
     pprt_cuda_counts_of(&x->counts, c);
     c->graph_captures = x->gc.captures;
     c->graph_replays = x->gc.replays;
+    c->weight_upload_bytes = (double)x->uploaded;
 }
 
 /* Measured only under --profile (events between steps, no graphs): else none. */
 static const double *cuda_node_seconds(const pprt_exec *x) { return x->prof ? x->node_s : NULL; }
 
 const pprt_exec_ops pprt_exec_cuda = {"cuda", cuda_create, cuda_run, cuda_destroy, cuda_node_seconds, cuda_counts,
-                                      cuda_reload};
+                                      cuda_reload, cuda_dopt};

@@ -3014,13 +3014,68 @@ PCU_HD void pcu_col2im_at(const pcu_col2im *g, void *y, const void *x, int64_t i
 /* ---- the optimizer step over a flat parameter buffer (issue 56) -------------------------------- */
 
 /* Thread i steps element i of w with g, m and v (optim_math.h: the host
- * trainer's own arithmetic, so a device step gives its bits). A kernel over
- * a flat buffer of a device's weights, written and checked (test_kmath)
- * but not yet driven by the trainer: the step still runs on the host. */
+ * trainer's own arithmetic, so a device step gives its bits): a kernel over
+ * the flat buffer of the weights a stage outputs the gradients of (the
+ * device optimizer, runtime/dopt.h; train.c's host update the other path). */
 typedef pp_optstep pcu_opt;
 
 PCU_HD void pcu_opt_at(const pcu_opt *k, float *w, const float *g, float *m, float *v, int64_t i) {
     pp_optstep_at(k, w, g, m, v, i);
+}
+
+/* The device optimizer's passes over a stage's flat gradient buffer g
+ * (each weight's gradient from a multiple of PCU_OPTG_CHUNK elements on, +0
+ * in the gaps), each the host trainer's arithmetic (train.c), so either side
+ * gives the other's bits. tab: per weight p four entries, its first element
+ * in g (tab[4p]), its gradient's first float in the stage's outgoing
+ * message x (tab[4p + 1]), its elements (tab[4p + 2]) and chunks
+ * (tab[4p + 3]); then per chunk of g its weight (tab[4 np + c]).
+ *   FOLD   thread i over g: where i is an element of weight p (not a gap),
+ *          g[i] = x[...] (has_a: the step's first micro-batch) or g[i] +
+ *          x[...] (the host fold's float addition, in micro-batch order);
+ *   SCALE  thread i: g[i] x a (has_a) then x b (has_b), float products: the
+ *          mean over micro-batches and the loss scale's reciprocal, or the
+ *          clipping factor;
+ *   SQ     thread c: part[c] = the squares of chunk c's elements summed in
+ *          double in order (a float's square is exact in double, so a fused
+ *          multiply-add gives the same sum);
+ *   SUM    thread p: sq[p] = part[] over weight p's chunks summed in order.
+ * The global norm is the weights' sq[] summed in the weights' order, on the
+ * host (train.c), whatever the split. */
+enum { PCU_OPTG_FOLD, PCU_OPTG_SCALE, PCU_OPTG_SQ, PCU_OPTG_SUM };
+#define PCU_OPTG_CHUNK PP_OPT_CHUNK
+
+typedef struct pcu_optg {
+    int32_t mode, has_a, has_b, pad_;
+    float a, b;
+    int64_t n;      /* threads: elements of g (FOLD, SCALE), chunks (SQ), weights (SUM) */
+    int64_t np;     /* FOLD, SUM: the weights (tab's) */
+    int64_t chunks; /* FOLD, SUM: the chunks of g (part's entries) */
+} pcu_optg;
+
+PCU_HD void pcu_optg_at(const pcu_optg *k, float *g, const float *x, double *part, const int64_t *tab, double *sq,
+                        int64_t i) {
+    if (k->mode == PCU_OPTG_FOLD) {
+        const int64_t p = tab[4 * k->np + i / PCU_OPTG_CHUNK], e = i - tab[4 * p];
+        if (e >= tab[4 * p + 2]) return; /* a gap */
+        const float v = x[tab[4 * p + 1] + e];
+        g[i] = k->has_a ? v : g[i] + v;
+    } else if (k->mode == PCU_OPTG_SCALE) {
+        float a = g[i];
+        if (k->has_a) a = PP_OPT_MUL(a, k->a);
+        if (k->has_b) a = PP_OPT_MUL(a, k->b);
+        g[i] = a;
+    } else if (k->mode == PCU_OPTG_SQ) {
+        const float *c = g + i * PCU_OPTG_CHUNK;
+        double s = 0;
+        for (int e = 0; e < PCU_OPTG_CHUNK; e++) s += (double)c[e] * (double)c[e];
+        part[i] = s;
+    } else {
+        const int64_t c0 = tab[4 * i] / PCU_OPTG_CHUNK;
+        double s = 0;
+        for (int64_t c = c0; c < c0 + tab[4 * i + 3]; c++) s += part[c];
+        sq[i] = s;
+    }
 }
 
 #endif

@@ -809,7 +809,7 @@ static bool dnnl_has_bf16(void) {
 }
 
 static const pprt_exec_ops exec_dnnl = {"dnnl", dnnl_create, dnnl_run, dnnl_destroy, dnnl_node_seconds,
-                                        dn_counts, dnnl_reload};
+                                        dn_counts, dnnl_reload, NULL};
 
 static void dnnl_describe(FILE *f) {
     fprintf(f, "  dnnl: bf16 kernels on this CPU: %s; vector ISA: %s%s; AMX pointwise kernel: %s\n",

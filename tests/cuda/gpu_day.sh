@@ -22,7 +22,8 @@
 #      paths under compute-sanitizer synccheck (racecheck for the staged);
 #      2t. training (issue 56): digits and ResNet-18 trained on the GPU at
 #      -pp 1, 2 (tests/cuda/train_emu.sh), a training step under memcheck and
-#      racecheck, tests/cuda/train_memory_gpu.py (ppcc's device memory
+#      racecheck, the device optimizer against the host's update (bits:
+#      tests/cuda/train_dopt.sh; ResNet-18's step time either way), tests/cuda/train_memory_gpu.py (ppcc's device memory
 #      model beside PyTorch AMP's peak, the context against --reserve),
 #      bench/train_cuda.py (ResNet-50's gradients against PyTorch, its step
 #      rate at batch 32 against eager f32 and AMP);
@@ -215,6 +216,30 @@ if [ "$be" = cuda ] && [ -f $wt/r1.plan ]; then
       || { echo "FAIL: compute-sanitizer $tool, the opset-17 net's training step"; status=1; }
     echo "opset-17 training step $tool: $(tail -1 "$out/san_train17_$tool.txt")"
   done
+  # the device optimizer (runtime/dopt.h; never on a GPU before this) against the host's update: the same bits
+  # (tests/cuda/train_dopt.sh on cuda), then ResNet-18's step time either way (8 steps, 2 micro-batches; the
+  # mean seconds of steps 3-8 from --log-json, and the weight bytes each uploaded a step)
+  if [ "$(within 150)" -ge 60 ]; then
+    if PPCC=$PPCC PPRT=$PPRT PY=python3 SRC=$src TRAIN_BACKEND=cuda timeout "$(within 150)" \
+        bash "$src/tests/cuda/train_dopt.sh" $w/dopt > "$out/train_dopt.txt" 2>&1; then
+      tail -1 "$out/train_dopt.txt"
+    else
+      echo "FAIL: the device optimizer on cuda: $(tail -3 "$out/train_dopt.txt")"; status=1
+    fi
+    for h in dev host; do
+      a=""; [ $h = host ] && a=--host-optimizer
+      timeout "$(within 60)" "$PPRT" $wt/r1.plan $wt/rdata --labels $wt/rlabels.npy --steps 8 --accumulate 2 \
+        --optimizer adamw --lr 1e-3 --backend cuda --log-json $w/dopt_time_$h.json -q $a > /dev/null 2>&1 || true
+    done
+    python3 - $w/dopt_time_dev.json $w/dopt_time_host.json <<'PY' || true
+import json, sys
+for f in sys.argv[1:]:
+    j = json.load(open(f))
+    st = j["steps"][2:]
+    print(f"ResNet-18 step, {j['optimizer']} optimizer: {sum(1 / s['samples_per_s'] for s in st) / len(st) * 8:.4f} s "
+          f"(8 samples), weights uploaded {st[-1]['weight_upload_bytes']:.0f} B a step")
+PY
+  fi
   if [ "$(within 90)" -ge 30 ]; then
     timeout "$(within 90)" python3 "$src/tests/cuda/train_memory_gpu.py" "$src/tests/cuda/train_memory_est.json" \
       > "$out/train_memory_gpu.md" 2>&1 || { echo "FAIL or cut: train_memory_gpu.py: $(tail -2 "$out/train_memory_gpu.md")"; status=1; }

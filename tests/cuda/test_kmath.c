@@ -411,6 +411,63 @@ static void test_optimizer(void) {
     printf("test_kmath: optimizer step: %d cases\n", cases);
 }
 
+/* The device optimizer's gradient passes (kernels.def OPTG) over two
+ * weights' gradients in a flat buffer (the second from a chunk's start, +0
+ * in the gaps), threads in reverse order, against the host trainer's loops
+ * written out here (train.c: the fold's copy of the first micro-batch and
+ * float additions of the next, from the gradients' places in a stage's
+ * message; the mean and the unscale as float products; each weight's sum of
+ * squares in double over chunks of PCU_OPTG_CHUNK in order, then the chunks'
+ * sums in order): the same bits, Inf and NaN included, the gaps left +0. */
+static void test_optimizer_passes(void) {
+    enum { A = PCU_OPTG_CHUNK + 123, B = 2 * PCU_OPTG_CHUNK + 7, XA = 16, XB = A + 48, X = XB + B + 5 };
+    const int64_t boff = 2 * PCU_OPTG_CHUNK, T = boff + 3 * PCU_OPTG_CHUNK, C = T / PCU_OPTG_CHUNK;
+    float *g = calloc((size_t)T, 4), *h = calloc((size_t)T, 4), *x[2] = {calloc(X, 4), calloc(X, 4)};
+    double *part = calloc((size_t)C, 8), sq[2], want[2];
+    int64_t tab[8 + 5] = {0, XA, A, 2, boff, XB, B, 3, 0, 0, 1, 1, 1};
+    int cases = 0;
+    for (int c = 0; c < 3 && g && h && x[0] && x[1] && part; c++) {
+        for (int i = 0; i < T; i++) g[i] = (float)(unif() - 0.5); /* the first fold overwrites all but the gaps */
+        for (int q = 0; q < 2; q++)
+            for (int i = 0; i < X; i++) x[q][i] = (float)(unif() - 0.5) * 3;
+        if (c == 1) x[1][XA + 17] = INFINITY;
+        if (c == 2) x[0][XB + 5] = NAN;
+        for (int64_t i = 0; i < T; i++) h[i] = i < A ? x[0][XA + i] + x[1][XA + i]
+                                         : i >= boff && i < boff + B ? x[0][XB + i - boff] + x[1][XB + i - boff] : g[i];
+        for (int q = 0; q < 2; q++) {
+            const pcu_optg k = {.mode = PCU_OPTG_FOLD, .has_a = q == 0, .n = T, .np = 2, .chunks = C};
+            for (int64_t i = T - 1; i >= 0; i--)
+                pcu_kernel_call(PCU_K_OPTG, &k, (void *[PCU_KERNEL_OPS]){g, x[q], NULL, tab}, NULL, i, 0);
+        }
+        for (int64_t i = 0; i < T; i++) /* the gaps: +0, as the device's buffers start */
+            if ((i >= A && i < boff) || i >= boff + B) g[i] = h[i] = 0.0f;
+        const float inv = 1.0f / 3, un = 1.0f / 1024;
+        for (int64_t i = 0; i < T; i++) h[i] = (h[i] * inv) * un;
+        pcu_optg k = {.mode = PCU_OPTG_SCALE, .has_a = 1, .has_b = 1, .a = inv, .b = un, .n = T};
+        for (int64_t i = T - 1; i >= 0; i--) pcu_kernel_call(PCU_K_OPTG, &k, (void *[PCU_KERNEL_OPS]){g}, NULL, i, 0);
+        k = (pcu_optg){.mode = PCU_OPTG_SQ, .n = C};
+        for (int64_t i = C - 1; i >= 0; i--)
+            pcu_kernel_call(PCU_K_OPTG, &k, (void *[PCU_KERNEL_OPS]){g, NULL, part}, NULL, i, 0);
+        k = (pcu_optg){.mode = PCU_OPTG_SUM, .n = 2, .np = 2, .chunks = C};
+        for (int64_t i = 1; i >= 0; i--)
+            pcu_kernel_call(PCU_K_OPTG, &k, (void *[PCU_KERNEL_OPS]){g, NULL, part, tab, sq}, NULL, i, 0);
+        for (int w = 0; w < 2; w++) { /* the host's order: chunks of the weight's own elements */
+            const int64_t o = w ? boff : 0, n = w ? B : A;
+            want[w] = 0;
+            for (int64_t c0 = 0; c0 < n; c0 += PCU_OPTG_CHUNK) {
+                double s = 0;
+                for (int64_t e = c0; e < n && e < c0 + PCU_OPTG_CHUNK; e++) s += (double)h[o + e] * h[o + e];
+                want[w] += s;
+            }
+        }
+        checks++, cases++;
+        if (memcmp(g, h, (size_t)T * 4) || memcmp(sq, want, sizeof sq))
+            FAIL("FAIL optimizer passes, case %d: %.17g %.17g, want %.17g %.17g\n", c, sq[0], sq[1], want[0], want[1]);
+    }
+    free(g), free(h), free(x[0]), free(x[1]), free(part);
+    printf("test_kmath: optimizer gradient passes: %d cases\n", cases);
+}
+
 /* Sin, Cos, Tan (pcu_trig: scalar argument reduction, double polynomials)
  * against glibc's double sin, cos and tan of the same float, over random
  * bit patterns of every exponent (most of them huge: the Payne-Hanek path)
@@ -836,7 +893,7 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_GATHERGRAD == 30 &&
                    PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_LNG == 33 && PCU_K_LNGP == 34 &&
                    PCU_K_SLGRAD == 35 && PCU_K_RSGRAD == 36 && PCU_K_EWV == 37 && PCU_K_OPT == 38 &&
-                   PCU_K_COUNT == 39,
+                   PCU_K_OPTG == 39 && PCU_K_COUNT == 40,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -872,6 +929,7 @@ static void test_kernel_table(void) {
         {PCU_K_RSGRAD, sizeof(pcu_rsgrad), "resize gradient"},
         {PCU_K_EWV, sizeof(pcu_ewv), "elementwise, four a thread"},
         {PCU_K_OPT, sizeof(pcu_opt), "optimizer step"},
+        {PCU_K_OPTG, sizeof(pcu_optg), "optimizer gradient pass"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;
@@ -1263,6 +1321,7 @@ int main(void) {
     test_elementwise();
     test_elementwise_wide();
     test_optimizer();
+    test_optimizer_passes();
     test_rows();
     test_block_rows();
     printf("test_kmath: rows in one block: worst %lld ulp (Softmax), %lld (LogSoftmax, LayerNorm)\n", (long long)block_worst[1], (long long)block_worst[0]);

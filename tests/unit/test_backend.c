@@ -85,7 +85,7 @@ static pp_status count_reload(pprt_exec *x, unsigned long version, pp_err *err) 
     return refuse ? PP_FAIL(err, PP_EUNSUP, "refused") : PP_OK;
 }
 
-static const pprt_exec_ops count_exec = {"count", count_create, count_run, count_destroy, NULL, NULL, count_reload};
+static const pprt_exec_ops count_exec = {"count", count_create, count_run, count_destroy, NULL, NULL, count_reload, NULL};
 static const pprt_backend count_backend = {.name = "count", .what = "counts nodes", .exec = &count_exec};
 
 static pprt_keeper *run_on_keeper; /* NULL: each run makes its executors */

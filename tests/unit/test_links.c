@@ -462,7 +462,7 @@ static pp_status inc_run(pprt_exec *x, const void *in, void *out, pp_err *err) {
     return PP_OK;
 }
 
-static const pprt_exec_ops inc_ops = {"inc", NULL, inc_run, NULL, NULL, NULL, NULL};
+static const pprt_exec_ops inc_ops = {"inc", NULL, inc_run, NULL, NULL, NULL, NULL, NULL};
 
 typedef struct {
     pprt_stage_run run;

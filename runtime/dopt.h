@@ -1,0 +1,62 @@
+/* dopt.h: the device optimizer (issue 56): a stage executor on a device
+ * (cuda, cuda-emu) keeps the trained weights whose gradients its stage
+ * outputs, their optimizer state and their gradient sums in flat buffers in
+ * its device's memory, folds each run's gradients into the sums itself, and
+ * at the step's end scales them, sums their squares (the global norm's
+ * parts), clips and steps them (kernels.def OPTG and OPT), then copies each
+ * stepped weight into the weight spaces of every executor that reads it.
+ * Only scalars (each weight's sum of squares) come back to the host; the
+ * weights and state come down only for checkpoints and the final weights.
+ *
+ * The trainer (train.c) drives it through pprt_exec_ops.dopt, between runs,
+ * on its own thread; every call is synchronous (its device work done when
+ * it returns). The arithmetic is the host trainer's, so the two paths give
+ * the same bits (on cuda-emu exactly; ctest `cuda_dopt`). Weights a device
+ * optimizer keeps are marked pprt_tdesc.resident: an executor's reload
+ * leaves their device copies alone. */
+#ifndef PPRT_DOPT_H
+#define PPRT_DOPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "optim_math.h"
+
+#define PPRT_DOPT_DST 4 /* executors reading one weight at most (a device's F, B and W stages) */
+
+typedef enum pprt_dopt_kind {
+    PPRT_DOPT_ADDR,  /* addr: weight tensor `tensor`'s bytes in x's weight space; device: x's device */
+    PPRT_DOPT_BIND,  /* keep params[] (x's stage outputs their gradients): w, m, v uploaded; later runs fold */
+    PPRT_DOPT_BEGIN, /* a step begins: its first run's gradients are copied into the sums, the later ones added */
+    PPRT_DOPT_NORM,  /* the sums scaled (mean, unscale as asked), each weight's sum of squares into sq[] */
+    PPRT_DOPT_STEP,  /* the gradients clipped (clip: times c), the step k, each weight copied to its dst[] */
+    PPRT_DOPT_GET,   /* the weights and their state downloaded into params[].w, m, v (the host's copies) */
+} pprt_dopt_kind;
+
+typedef struct pprt_dopt_param {
+    size_t off;       /* its gradient's byte offset in the stage's outgoing message */
+    int64_t numel;
+    float *w, *m, *v; /* host copies (BIND reads, GET writes; m, v NULL where the optimizer keeps none) */
+    int n_dst;
+    void *dst[PPRT_DOPT_DST]; /* the weight's bytes in the weight spaces of the executors that read it (ADDR's) */
+} pprt_dopt_param;
+
+typedef struct pprt_dopt_call {
+    pprt_dopt_kind kind;
+    int tensor;                /* ADDR */
+    void *addr;
+    int device;
+    int n_params;              /* BIND (x copies them), GET (the same list, the same order) */
+    pprt_dopt_param *params;
+    int buffers;               /* BIND: pp_optim_buffers: 0 (plain SGD), 1 (momentum), 2 (AdamW) */
+    bool mean, unscale;        /* NORM: times inv (a mean over micro-batches), then times by */
+    float inv, by;
+    double *sq;                /* NORM: [n_params] out */
+    bool clip;                 /* STEP */
+    float c;
+    pp_optstep k;              /* STEP: n is the executor's (its flat buffer's) */
+    size_t bytes;              /* out: bytes that crossed between host and device (BIND, GET) */
+} pprt_dopt_call;
+
+#endif
