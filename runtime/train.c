@@ -58,6 +58,7 @@ typedef struct param {
 typedef struct trainer {
     const pprt_plan *p;
     const pprt_train_opts *o;
+    int threads; /* for the host's passes over the weights (par_params): --threads, else the cores */
     int n_params;
     param *ps;
     int loss_out;
@@ -367,9 +368,61 @@ static pp_optstep optstep_of(const pp_optim *o, const param *q, double lr, int64
  * kernel runs): SGD (weight decay added to the gradient, the momentum
  * buffer set to the first gradient, Nesterov), AdamW (decay first, then the
  * bias-corrected moments). */
-static void update(const pp_optim *o, param *q, double lr, int64_t step) {
-    const pp_optstep k = optstep_of(o, q, lr, step);
-    for (int64_t i = 0; i < q->numel; i++) pp_optstep_at(&k, q->w, q->g, q->m, q->v, i);
+/* fn(t, i, ctx) for each trained weight i (not the running statistics), the
+ * weights split between up to PAR_THREADS threads (the caller one of them)
+ * in runs of about equal elements, each weight whole on one thread: what fn
+ * computes for a weight does not depend on the split. On one thread the
+ * host's step over ViT-B/16's 86 M weights (SGD with momentum) took 0.19 s
+ * of a 5.2 s step, 2 cores of an AMD EPYC Zen 4, the other core idle. */
+#define PAR_THREADS 8
+typedef void par_fn(trainer *t, int i, void *ctx);
+typedef struct par_part {
+    trainer *t;
+    par_fn *fn;
+    void *ctx;
+    int lo, hi; /* weights [lo, hi) */
+} par_part;
+
+static void *par_run(void *arg) {
+    const par_part *u = arg;
+    for (int i = u->lo; i < u->hi; i++)
+        if (!u->t->ps[i].running) u->fn(u->t, i, u->ctx);
+    return NULL;
+}
+
+static void par_params(trainer *t, int threads, par_fn *fn, void *ctx) {
+    int64_t total = 0;
+    for (int i = 0; i < t->n_params; i++) total += t->ps[i].running ? 0 : t->ps[i].numel;
+    int n = threads < 1 ? 1 : threads > PAR_THREADS ? PAR_THREADS : threads;
+    if (total < ((int64_t)1 << 20)) n = 1; /* a thread's start would cost more */
+    par_part parts[PAR_THREADS];
+    pthread_t th[PAR_THREADS];
+    bool started[PAR_THREADS] = {false};
+    int64_t seen = 0;
+    for (int p = 0, i = 0; p < n; p++) { /* part p ends where the elements so far pass (p + 1) / n of them */
+        parts[p] = (par_part){t, fn, ctx, i, i};
+        while (i < t->n_params && (p == n - 1 || seen < total * (p + 1) / n))
+            seen += t->ps[i].running ? 0 : t->ps[i].numel, i++;
+        parts[p].hi = i;
+    }
+    for (int p = 1; p < n; p++) started[p] = pthread_create(&th[p], NULL, par_run, &parts[p]) == 0;
+    par_run(&parts[0]);
+    for (int p = 1; p < n; p++) {
+        if (started[p]) pthread_join(th[p], NULL);
+        else par_run(&parts[p]); /* no thread: here */
+    }
+}
+
+typedef struct upd_ctx {
+    double lr;
+    int64_t step;
+} upd_ctx;
+
+static void upd_one(trainer *t, int i, void *ctx) {
+    const upd_ctx *c = ctx;
+    param *q = &t->ps[i];
+    const pp_optstep k = optstep_of(&t->o->opt, q, c->lr, c->step);
+    for (int64_t e = 0; e < q->numel; e++) pp_optstep_at(&k, q->w, q->g, q->m, q->v, e);
     q->has_m = true;
 }
 
@@ -738,6 +791,25 @@ static pp_status dev_bind(trainer *t, pp_err *err) {
 /* The step's gradients averaged over its micro-batches (summed in their
  * order as they came, then scaled), their global norm, clipped; a loss or
  * gradient that is not finite named. */
+typedef struct scale_ctx {
+    int M;
+    float inv;
+    bool unscale;
+    float by;
+} scale_ctx;
+
+/* Weight i's gradient sum made the step's (the mean, unscaled), its sum of squares into t->sq[i] */
+static void scale_one(trainer *t, int i, void *ctx) {
+    const scale_ctx *c = ctx;
+    param *q = &t->ps[i];
+    for (int64_t e = 0; e < q->numel; e++) {
+        float a = c->M > 1 ? q->g[e] * c->inv : q->g[e];
+        if (c->unscale) a = a * c->by;
+        q->g[e] = a;
+    }
+    t->sq[i] = sq_of(q->g, q->numel);
+}
+
 static pp_status reduce_step(trainer *t, const taker *k, int64_t step, double *loss, double *norm,
                              bool *finite, pp_err *err) {
     const int M = t->o->accumulate;
@@ -765,16 +837,8 @@ static pp_status reduce_step(trainer *t, const taker *k, int64_t step, double *l
     const float inv = 1.0f / (float)M, unscale = t->seed ? (float)(1.0 / t->scale) : 1.0f;
     t->clip = false;
     if (t->dev) PP_TRY(dev_norm(t, M > 1, inv, t->seed != NULL, unscale, err));
-    for (int i = 0; !t->dev && i < t->n_params; i++) {
-        param *q = &t->ps[i];
-        if (q->running) continue;
-        for (int64_t e = 0; e < q->numel; e++) {
-            float a = M > 1 ? q->g[e] * inv : q->g[e];
-            if (t->seed) a = a * unscale;
-            q->g[e] = a;
-        }
-        t->sq[i] = sq_of(q->g, q->numel);
-    }
+    scale_ctx sc = {M, inv, t->seed != NULL, unscale};
+    if (!t->dev) par_params(t, t->threads, scale_one, &sc);
     double sq = 0; /* the weights' sums in their order, whatever the split */
     for (int i = 0; i < t->n_params; i++) sq += t->ps[i].running ? 0.0 : t->sq[i];
     *norm = sqrt(sq);
@@ -1343,8 +1407,9 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
         for (int i = 0; i < t->n_params; i++) {
             running = running || t->ps[i].running;
             if (t->ps[i].running) update_running(&t->ps[i]);
-            else if (!t->dev) update(&o->opt, &t->ps[i], *lr, *updates);
         }
+        upd_ctx uc = {*lr, *updates};
+        if (!t->dev) par_params(t, t->threads, upd_one, &uc);
         if (t->dev) s = dev_step(t, *lr, *updates, err); /* on the devices, into the executors' copies (dopt.h) */
     }
     int64_t head[2] = {step, *updates};
@@ -1478,7 +1543,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (run->replicas > o->accumulate)
         return PP_FAIL(err, PP_EINVAL, "--replicas %d: each replica takes whole micro-batches of a step, and a step "
                        "has %d (--accumulate): give --accumulate %d or more", run->replicas, o->accumulate, run->replicas);
-    trainer t = {.p = p, .o = o};
+    trainer t = {.p = p, .o = o, .threads = run->threads > 0 ? run->threads : (int)sysconf(_SC_NPROCESSORS_ONLN)};
     pprt_array *ins = NULL, *outs = NULL;
     int64_t *perm = NULL, done = 0, updates = 0;
     pp_status s = setup(&t, dir, &ins, &outs, &perm, err);
