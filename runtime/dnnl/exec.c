@@ -173,7 +173,8 @@ static const char *dnnl_route(pp_op op) {
                 {&dn_convgradw, "oneDNN convolution backward weights"}};
     if (op == PP_OP_LSTM || op == PP_OP_GRU || op == PP_OP_RNN) return "pprt's kernel on oneDNN's sgemm";
     if (op == PP_OP_UNARYGRAD) return "oneDNN eltwise backward (Gelu's), else reference, in parts over the threads";
-    if (op == PP_OP_MAXPOOLGRAD || op == PP_OP_BATCHNORMGRAD) return "reference, in parts over the threads";
+    if (op == PP_OP_MAXPOOLGRAD || op == PP_OP_BATCHNORMGRAD || op == PP_OP_LAYERNORMGRAD)
+        return "reference, in parts over the threads";
     if (op == PP_OP_TRANSPOSE) return "view (no copy), oneDNN reorder, or pprt's row copies (last axis kept)";
     if (op == PP_OP_GLOBALAVGPOOL) return "pprt's kernel (after a SiLU on pprt's kernel: in its pass)";
     if (op == PP_OP_MUL) return "oneDNN binary (by a scale per channel: pprt's kernel)";

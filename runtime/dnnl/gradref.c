@@ -1,4 +1,4 @@
-/* gradref.c: pp.UnaryGrad, pp.MaxPoolGrad and pp.BatchNormGrad (ir/ops_grad.def),
+/* gradref.c: pp.UnaryGrad, pp.MaxPoolGrad, pp.BatchNormGrad and pp.LayerNormGrad (ir/ops_grad.def),
  * and a BatchNormalization oneDNN does not take (training mode: its running
  * statistics are outputs), under the oneDNN executor: the reference kernels
  * themselves (runtime/cpu/ref_grad.c, ref_kernels.c), run over parts of
@@ -19,6 +19,8 @@
  * give); its max pooling backward needs the forward's workspace or routes
  * ties otherwise. Like the other reference nodes these read and write
  * plain tensors (no input of theirs is laid out for them). */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../ir/op_fns.h"
@@ -29,7 +31,7 @@
 
 bool dn_ref_by_parts(const pprt_exec *x, const pprt_node *n) {
     if (n->op != PP_OP_UNARYGRAD && n->op != PP_OP_MAXPOOLGRAD && n->op != PP_OP_BATCHNORMGRAD &&
-        n->op != PP_OP_BATCHNORM)
+        n->op != PP_OP_BATCHNORM && n->op != PP_OP_LAYERNORMGRAD)
         return false;
     for (int k = 0; k < n->n_in; k++)
         if (n->in[k] < 0 || !f32(x, n->in[k])) return false;
@@ -43,6 +45,9 @@ bool dn_ref_by_parts(const pprt_exec *x, const pprt_node *n) {
         for (int k = 0; k < 3; k++)
             if (!pp_shape_eq(&T(x, n->in[k])->shape, ys)) return false;
         return true;
+    case PP_OP_LAYERNORMGRAD: /* dY, X (its shape), scale -> dX, dscale, dB */
+        return n->n_in == 3 && n->n_out == 3 && n->out[1] >= 0 && n->out[2] >= 0 &&
+               pp_shape_eq(&T(x, n->in[0])->shape, ys) && pp_shape_eq(&T(x, n->in[1])->shape, ys);
     case PP_OP_MAXPOOLGRAD: /* dY, X: [N, C, spatial...] */
         return n->n_in == 2 && ys->rank >= 3 && T(x, n->in[0])->shape.rank == ys->rank &&
                pp_shape_eq(&T(x, n->in[1])->shape, ys);
@@ -138,7 +143,84 @@ static void grad_part(void *ctx, int64_t t) {
     j->st[t] = run_part(j->x, j->n, j->units * t / j->parts, j->units * (t + 1) / j->parts, &j->err[t]);
 }
 
+/* pp.LayerNormGrad in two passes over the stage's threads with the
+ * reference's bits (ref_grad.c, norm_group_grad): the rows in ranges (each
+ * row's mean and 1/std, then dX, as the reference computes them), then
+ * dscale and dB in ranges of columns, each column summed over the rows in
+ * their order as the reference sums it. On one thread it was 1 % of
+ * ViT-B/16's training step, the other core idle. */
+typedef struct ln_job {
+    const float *dy, *x, *scale;
+    float *dx, *ds, *db;
+    double *mu, *inv, eps;
+    int64_t outer, inner, parts;
+} ln_job;
+
+static void ln_rows(void *ctx, int64_t t) {
+    const ln_job *j = ctx;
+    const int64_t n = j->inner;
+    const double M = (double)n;
+    for (int64_t o = j->outer * t / j->parts; o < j->outer * (t + 1) / j->parts; o++) {
+        const float *x = j->x + o * n, *dy = j->dy + o * n;
+        double s = 0, q = 0, sg = 0, sgx = 0;
+        for (int64_t b = 0; b < n; b++) s += x[b];
+        const double mu = s / M;
+        for (int64_t b = 0; b < n; b++) {
+            const double d = x[b] - mu;
+            q += d * d;
+        }
+        const double inv = 1.0 / sqrt(q / M + j->eps);
+        for (int64_t b = 0; b < n; b++) {
+            const double xh = (x[b] - mu) * inv, g = (double)dy[b] * j->scale[b];
+            sg += g, sgx += g * xh;
+        }
+        const double mg = sg / M, mgx = sgx / M;
+        for (int64_t b = 0; b < n; b++) {
+            const double xh = (x[b] - mu) * inv;
+            j->dx[o * n + b] = (float)(inv * ((double)dy[b] * j->scale[b] - mg - xh * mgx));
+        }
+        j->mu[o] = mu, j->inv[o] = inv;
+    }
+}
+
+static void ln_cols(void *ctx, int64_t t) {
+    const ln_job *j = ctx;
+    for (int64_t c = j->inner * t / j->parts; c < j->inner * (t + 1) / j->parts; c++) {
+        double a = 0, b = 0;
+        for (int64_t o = 0; o < j->outer; o++) {
+            const int64_t i = o * j->inner + c;
+            a += (double)j->dy[i] * ((j->x[i] - j->mu[o]) * j->inv[o]);
+            b += j->dy[i];
+        }
+        j->ds[c] = (float)a, j->db[c] = (float)b;
+    }
+}
+
+static pp_status ln_grad_run(pprt_exec *x, const pprt_node *n, int64_t parts, pp_err *err) {
+    int axis;
+    float eps;
+    ln_job j = {0};
+    PP_TRY(pp_norm_rows(attrs_of(x, n), &T(x, n->in[1])->shape, &axis, &eps, &j.outer, &j.inner, err));
+    if (T(x, n->in[2])->shape.rank < 1 || numel_of(&T(x, n->in[2])->shape) != j.inner)
+        return PP_FAIL(err, PP_EINVAL, "node '%s' (pp.LayerNormGrad): the scale holds %lld values, the rows %lld",
+                       n->name, (long long)numel_of(&T(x, n->in[2])->shape), (long long)j.inner);
+    j.dy = x->ptr[n->in[0]], j.x = x->ptr[n->in[1]], j.scale = x->ptr[n->in[2]];
+    j.dx = x->ptr[n->out[0]], j.ds = x->ptr[n->out[1]], j.db = x->ptr[n->out[2]];
+    j.eps = eps;
+    j.mu = malloc(pp_count(j.outer) * 2 * sizeof *j.mu);
+    if (!j.mu) return PP_FAIL(err, PP_ENOMEM, "node '%s': out of memory", n->name);
+    j.inv = j.mu + j.outer;
+    j.parts = parts < j.outer ? parts : j.outer > 0 ? j.outer : 1;
+    pprt_parts_run(j.parts, ln_rows, &j);
+    j.parts = parts < j.inner ? parts : j.inner > 0 ? j.inner : 1;
+    pprt_parts_run(j.parts, ln_cols, &j);
+    free(j.mu);
+    return PP_OK;
+}
+
 pp_status dn_ref_parts_run(pprt_exec *x, const pprt_node *n, pp_err *err) {
+    if (n->op == PP_OP_LAYERNORMGRAD)
+        return ln_grad_run(x, n, x->stage_threads > 1 ? (x->stage_threads < 64 ? x->stage_threads : 64) : 1, err);
     const pp_shape *ys = &T(x, n->out[0])->shape;
     const int64_t units = n->op == PP_OP_UNARYGRAD     ? numel_of(ys)
                           : n->op == PP_OP_MAXPOOLGRAD ? ys->dim[0] * ys->dim[1]
