@@ -245,14 +245,48 @@ static int operand_through(const pprt_exec *x, int tid, int ni, int r, const int
     return src;
 }
 
-/* After a build: a Transpose every reader of which reads through it (the
- * nodes' through bits) runs as nothing. */
+static bool is_view_op(pp_op op) {
+    return op == PP_OP_RESHAPE || op == PP_OP_FLATTEN || op == PP_OP_SQUEEZE || op == PP_OP_UNSQUEEZE;
+}
+
+/* The tensor that operand tid of a product (ni) is a byte-for-byte copy of,
+ * by a Reshape, Flatten, Squeeze or Unsqueeze that could not alias it (views.c:
+ * a received tensor, or one read again later), or -1: the product reads
+ * those bytes in place through its own descriptor. A gradient graph has
+ * these before each weight's gradient (a Linear's input and output
+ * gradient as rows, [N, T, K] -> [N T, K]). The same conditions on the
+ * tensor as operand_through's. */
+static int copy_through(const pprt_exec *x, int tid, int ni) {
+    if (!x->o.operand_t || tid < 0 || x->tn.kind[tid] != PPRT_ACTIVATION || T(x, tid)->kind != PPRT_ACTIVATION)
+        return -1;
+    const int w = x->tn.writer[tid];
+    if (w < 0 || !is_view_op(x->st->nodes[w].op) || x->nd.first[w] < 0 || x->nd.nsteps[w] == 0) return -1;
+    const int src = x->st->nodes[w].in[0];
+    if (src < 0 || is_weight(x, src) || !f32(x, src) || !f32(x, tid) || x->tn.blocked[src] ||
+        T(x, src)->nbytes != T(x, tid)->nbytes)
+        return -1;
+    if (!(x->tn.last[src] == w || x->tn.last[src] >= ni)) return -1;
+    return src;
+}
+
+/* The operands of product ni read through their copies (copy_through): *a
+ * and *b become the copied tensors, their through bits set, their lives
+ * made to reach the product. */
+static void copies_through(pprt_exec *x, int ni, int *a, int *b) {
+    const int fa = copy_through(x, *a, ni), fb = copy_through(x, *b, ni);
+    if (fa >= 0) *a = fa, x->nd.through[ni] |= 1u, x->tn.last[fa] = x->tn.last[fa] > ni ? x->tn.last[fa] : ni;
+    if (fb >= 0) *b = fb, x->nd.through[ni] |= 2u, x->tn.last[fb] = x->tn.last[fb] > ni ? x->tn.last[fb] : ni;
+}
+
+/* After a build: a Transpose or a copying view every reader of which reads
+ * through it (the nodes' through bits) runs as nothing. */
 void dn_through_views(pprt_exec *x) {
     const pprt_stage *st = x->st;
     x->weight_views = x->operand_views = 0;
     for (int ni = 0; ni < st->n_nodes; ni++) {
         const pprt_node *n = &st->nodes[ni];
-        if (n->op != PP_OP_TRANSPOSE || n->n_out != 1 || n->out[0] < 0 || x->nd.absorbed[ni]) continue;
+        if ((n->op != PP_OP_TRANSPOSE && !is_view_op(n->op)) || n->n_out != 1 || n->out[0] < 0 || x->nd.absorbed[ni])
+            continue;
         const int out = n->out[0];
         if (x->tn.kind[out] != PPRT_ACTIVATION || st->t[out].kind != PPRT_ACTIVATION || x->tn.cons[out] == 0)
             continue;
@@ -350,9 +384,11 @@ static pp_status build_matmul(pprt_exec *x, const pprt_node *n, pp_err *err) {
 static pp_status build_gemm(pprt_exec *x, const pprt_node *n, pp_err *err) {
     pp_attrs at = attrs_of(x, n);
     PP_TRY(dn_need_f32_nonempty(x, n, err));
-    const int ai = n->in[0], bi = n->in[1], ci = has_in(n, 2) ? n->in[2] : -1, yi = final_out(x, n);
+    const int ci = has_in(n, 2) ? n->in[2] : -1, yi = final_out(x, n);
+    int ai = n->in[0], bi = n->in[1];
     const pp_shape *as = &T(x, ai)->shape, *bs = &T(x, bi)->shape;
     if (as->rank != 2 || bs->rank != 2) return unsup(err, "rank");
+    copies_through(x, (int)(n - x->st->nodes), &ai, &bi); /* their descriptors: the same dims over the same bytes */
     pp_gemm g;
     PP_TRY(pp_gemm_attrs(at, &g, err));
     const int64_t ta = g.ta, tb = g.tb;

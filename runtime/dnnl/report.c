@@ -72,7 +72,7 @@ void dn_report(const pprt_exec *x) {
         stderr,
         "pprt dnnl: stage %d: %d of %d nodes on oneDNN (%d as post-ops)%s%s; %d reorders and %d residual copies "
         "per micro-batch (%d outputs in place of their input); %d tensors in oneDNN layouts, %d views of their input's "
-        "bytes, %d weight and %d operand transposes read through by their products; arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights (%.1f MB of them reordered by another "
+        "bytes, %d weight transposes and %d operand transposes or copies read through by their products; arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights (%.1f MB of them reordered by another "
         "executor of the stage), %.1f MB other buffers, %.1f MB shared\n",
         st->index, c.nodes - c.reference, st->n_nodes, c.fused, len ? ", reference: " : "", refs, c.layout_changes,
         c.copies, c.in_place, c.own_layout, c.views, x->weight_views, x->operand_views, (double)x->bytes.arena / 1e6, (double)st->arena_bytes / 1e6, (double)x->bytes.weights / 1e6,
@@ -89,7 +89,7 @@ void dn_report(const pprt_exec *x) {
             fprintf(stderr, "  %-24s %-14s pprt:ref_parts\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
         if (x->nd.first[ni] < 0 || x->nd.absorbed[ni]) continue;
         fprintf(stderr, "  %-24s %-14s%s", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name,
-                x->nd.first[ni] >= 0 && x->nd.nsteps[ni] == 0 && st->nodes[ni].op == PP_OP_TRANSPOSE && read_through(x, ni)
+                x->nd.first[ni] >= 0 && x->nd.nsteps[ni] == 0 && st->nodes[ni].n_out == 1 && read_through(x, ni)
                     ? " nothing (its products read its input)"
                     : "");
         for (int k = 0; k < x->nd.nsteps[ni]; k++) {
