@@ -22,6 +22,7 @@
 
 #include <stdio.h>
 
+#include "../dopt.h"
 #include "../pprt.h"
 #include "ktable.h"
 
@@ -273,5 +274,18 @@ int64_t pcu_ew_make(int op, int k, const pp_shape *const *xs, const pp_shape *ys
 /* A plan's counts as pprt_exec_counts (own: every node not on the host,
  * post_ops: nodes absorbed into another's step, views: copies). */
 void pprt_cuda_counts_of(const pcu_counts *c, pprt_exec_counts *out);
+
+/* The device optimizer's address query (dopt.h, PPRT_DOPT_ADDR), the same
+ * on cuda and cuda-emu: tensor -1 asks for the device alone, else weight
+ * tensor c->tensor's bytes in the weight space `weights` of plan pl. */
+static inline pp_status pcu_dopt_addr(const pprt_stage *st, const pcu_plan *pl, unsigned char *weights, int device,
+                                      pprt_dopt_call *c, pp_err *err) {
+    c->addr = NULL, c->device = device;
+    if (c->tensor < 0) return PP_OK;
+    if (c->tensor >= st->n_tensors || st->t[c->tensor].kind != PPRT_WEIGHT)
+        return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d's tensor %d is no weight", st->index, c->tensor);
+    c->addr = weights + pl->woff[c->tensor];
+    return PP_OK;
+}
 
 #endif

@@ -746,13 +746,7 @@ static pp_status cuda_dopt(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
         return PP_FAIL(err, PP_EUNSUP, "stage %d: a step's parameters hold a trained weight's value", x->st->index);
     CU(x, -1, cudaSetDevice(pprt_cuda_phys(x->device)));
     switch (c->kind) {
-    case PPRT_DOPT_ADDR: /* tensor -1: the device alone */
-        c->addr = NULL, c->device = x->device;
-        if (c->tensor < 0) return PP_OK;
-        if (c->tensor >= x->st->n_tensors || x->st->t[c->tensor].kind != PPRT_WEIGHT)
-            return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d's tensor %d is no weight", x->st->index, c->tensor);
-        c->addr = x->mem[PCU_SP_WEIGHTS] + x->pl.woff[c->tensor], c->device = x->device;
-        return PP_OK;
+    case PPRT_DOPT_ADDR: return pcu_dopt_addr(x->st, &x->pl, x->mem[PCU_SP_WEIGHTS], x->device, c, err);
     case PPRT_DOPT_BIND: return dopt_bind(x, c, err);
     case PPRT_DOPT_BEGIN: x->dopt.first = true; return PP_OK;
     case PPRT_DOPT_NORM: return dopt_norm(x, c, err);
