@@ -356,9 +356,10 @@ void dn_rollback(pprt_exec *x, mark m);
  * node's kernel derived something from their values at create (`what`
  * names it): the executor cannot reload (dn_derived counts it). */
 bool dn_derived(pprt_exec *x, const char *what, int t0, int t1, int t2, int t3);
-/* matmul.c: the weight a product's B is a 2-D Transpose of (-1: none), and
- * the pass that drops the Transposes every reader of which reads through */
-int dn_weight_through(const pprt_exec *x, int bi);
+/* matmul.c: whether every reader of node ni's output (a Transpose or a
+ * view) reads through it, from its input (the nodes' through bits), and the
+ * pass that makes such nodes run as nothing */
+bool dn_read_through(const pprt_exec *x, int ni);
 void dn_through_views(pprt_exec *x);
 /* The shared reordered weights x holds, reordered again from their tensors'
  * bytes where they vary, once per version (wshare.c). */

@@ -191,9 +191,9 @@ static pp_status try_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_desc_t
  * micro-batch) and the product runs unpacked; read from W with the strides
  * swapped, it is packed once per load and reload like any constant B
  * (ViT-B/16's training step: three of a layer's products and three
- * transposes of its weights). dn_weight_views then drops the copy where
+ * transposes of its weights). dn_through_views then drops the copy where
  * nothing else reads it. */
-int dn_weight_through(const pprt_exec *x, int bi) {
+static int dn_weight_through(const pprt_exec *x, int bi) {
     if (!x->o.weight_t || bi < 0 || is_weight(x, bi) || x->tn.kind[bi] != PPRT_ACTIVATION || T(x, bi)->kind != PPRT_ACTIVATION)
         return -1;
     const int wi = x->tn.writer[bi];
@@ -208,6 +208,30 @@ int dn_weight_through(const pprt_exec *x, int bi) {
     return t->in[0];
 }
 
+/* The tensor that operand tid of product ni would read in place of tid,
+ * its writer's input, into *w the writer: tid an activation of this stage
+ * only this stage reads, the input a plain f32 activation or received
+ * tensor read last by that writer (then nothing written in place over it
+ * before the product) or by the product or later. Else -1. */
+static int through_source(const pprt_exec *x, int tid, int ni, int *w) {
+    if (!x->o.operand_t || tid < 0 || x->tn.kind[tid] != PPRT_ACTIVATION || T(x, tid)->kind != PPRT_ACTIVATION)
+        return -1;
+    *w = x->tn.writer[tid];
+    if (*w < 0 || x->st->nodes[*w].n_in < 1) return -1;
+    const int src = x->st->nodes[*w].in[0];
+    if (src < 0 || is_weight(x, src) || !f32(x, src) || !f32(x, tid) || x->tn.blocked[src]) return -1;
+    if (!(x->tn.last[src] == *w || x->tn.last[src] >= ni)) return -1;
+    return src;
+}
+
+/* Input k of product ni reads src in place of the tensor a Transpose or a
+ * copying view wrote from it: its through bit set, src's life made to reach
+ * the product. */
+static void read_src(pprt_exec *x, int ni, int k, int src) {
+    x->nd.through[ni] |= (unsigned char)(1u << k);
+    if (x->tn.last[src] < ni) x->tn.last[src] = ni;
+}
+
 /* The activation that operand tid of a batched product (rank r, the
  * operand's dims aligned to it in d) reads through strides md, tid being a
  * Transpose of its last two axes: else -1. Torch's attention writes K^T and
@@ -216,13 +240,9 @@ int dn_weight_through(const pprt_exec *x, int bi) {
  * in this stage, and read last by that Transpose (then nothing written in
  * place over it before the product) or by the product or later. */
 static int operand_through(const pprt_exec *x, int tid, int ni, int r, const int64_t *d, dnnl_memory_desc_t *md) {
-    if (!x->o.operand_t || tid < 0 || x->tn.kind[tid] != PPRT_ACTIVATION || T(x, tid)->kind != PPRT_ACTIVATION)
-        return -1;
-    const int t = x->tn.writer[tid];
-    if (t < 0 || x->st->nodes[t].op != PP_OP_TRANSPOSE || x->st->nodes[t].n_in < 1) return -1;
-    const int src = x->st->nodes[t].in[0];
-    if (src < 0 || is_weight(x, src) || !f32(x, src) || !f32(x, tid) || x->tn.blocked[src]) return -1;
-    if (!(x->tn.last[src] == t || x->tn.last[src] >= ni)) return -1;
+    int t;
+    const int src = through_source(x, tid, ni, &t);
+    if (src < 0 || x->st->nodes[t].op != PP_OP_TRANSPOSE) return -1;
     const pp_shape *s = &T(x, src)->shape;
     const int q = s->rank;
     if (q < 3 || q > r) return -1;
@@ -254,18 +274,13 @@ static bool is_view_op(pp_op op) {
  * a received tensor, or one read again later), or -1: the product reads
  * those bytes in place through its own descriptor. A gradient graph has
  * these before each weight's gradient (a Linear's input and output
- * gradient as rows, [N, T, K] -> [N T, K]). The same conditions on the
- * tensor as operand_through's. */
+ * gradient as rows, [N, T, K] -> [N T, K]). */
 static int copy_through(const pprt_exec *x, int tid, int ni) {
-    if (!x->o.operand_t || tid < 0 || x->tn.kind[tid] != PPRT_ACTIVATION || T(x, tid)->kind != PPRT_ACTIVATION)
-        return -1;
-    const int w = x->tn.writer[tid];
-    if (w < 0 || !is_view_op(x->st->nodes[w].op) || x->nd.first[w] < 0 || x->nd.nsteps[w] == 0) return -1;
-    const int src = x->st->nodes[w].in[0];
-    if (src < 0 || is_weight(x, src) || !f32(x, src) || !f32(x, tid) || x->tn.blocked[src] ||
+    int w;
+    const int src = through_source(x, tid, ni, &w);
+    if (src < 0 || !is_view_op(x->st->nodes[w].op) || x->nd.first[w] < 0 || x->nd.nsteps[w] == 0 ||
         T(x, src)->nbytes != T(x, tid)->nbytes)
         return -1;
-    if (!(x->tn.last[src] == w || x->tn.last[src] >= ni)) return -1;
     return src;
 }
 
@@ -274,8 +289,17 @@ static int copy_through(const pprt_exec *x, int tid, int ni) {
  * made to reach the product. */
 static void copies_through(pprt_exec *x, int ni, int *a, int *b) {
     const int fa = copy_through(x, *a, ni), fb = copy_through(x, *b, ni);
-    if (fa >= 0) *a = fa, x->nd.through[ni] |= 1u, x->tn.last[fa] = x->tn.last[fa] > ni ? x->tn.last[fa] : ni;
-    if (fb >= 0) *b = fb, x->nd.through[ni] |= 2u, x->tn.last[fb] = x->tn.last[fb] > ni ? x->tn.last[fb] : ni;
+    if (fa >= 0) *a = fa, read_src(x, ni, 0, fa);
+    if (fb >= 0) *b = fb, read_src(x, ni, 1, fb);
+}
+
+bool dn_read_through(const pprt_exec *x, int ni) {
+    const pprt_stage *st = x->st;
+    const int out = st->nodes[ni].out[0];
+    for (int c = ni + 1; c < st->n_nodes; c++)
+        for (int k = 0; k < st->nodes[c].n_in; k++)
+            if (st->nodes[c].in[k] == out && (k >= 8 || !((x->nd.through[c] >> k) & 1))) return false;
+    return x->tn.cons[out] > 0;
 }
 
 /* After a build: a Transpose or a copying view every reader of which reads
@@ -288,15 +312,8 @@ void dn_through_views(pprt_exec *x) {
         if ((n->op != PP_OP_TRANSPOSE && !is_view_op(n->op)) || n->n_out != 1 || n->out[0] < 0 || x->nd.absorbed[ni])
             continue;
         const int out = n->out[0];
-        if (x->tn.kind[out] != PPRT_ACTIVATION || st->t[out].kind != PPRT_ACTIVATION || x->tn.cons[out] == 0)
+        if (x->tn.kind[out] != PPRT_ACTIVATION || st->t[out].kind != PPRT_ACTIVATION || !dn_read_through(x, ni))
             continue;
-        int through = 0;
-        for (int c = ni + 1; c < st->n_nodes; c++) {
-            const pprt_node *m = &st->nodes[c];
-            for (int k = 0; k < m->n_in && k < 8; k++)
-                if (m->in[k] == out) through += (x->nd.through[c] >> k) & 1;
-        }
-        if (through != x->tn.cons[out]) continue;
         if (x->nd.first[ni] < 0) x->nd.first[ni] = 0;
         x->nd.nsteps[ni] = 0;
         if (n->in[0] >= 0 && is_weight(x, n->in[0])) x->weight_views++;
@@ -327,8 +344,8 @@ static pp_status batched_through(pprt_exec *x, const pprt_node *n, const dnnl_me
         return s;
     }
     *done = true;
-    if (fa >= 0) x->nd.through[ni] |= 1u, x->tn.last[fa] = x->tn.last[fa] > ni ? x->tn.last[fa] : ni;
-    if (fb >= 0) x->nd.through[ni] |= 2u, x->tn.last[fb] = x->tn.last[fb] > ni ? x->tn.last[fb] : ni;
+    if (fa >= 0) read_src(x, ni, 0, fa);
+    if (fb >= 0) read_src(x, ni, 1, fb);
     return PP_OK;
 }
 
@@ -354,9 +371,9 @@ static pp_status build_matmul(pprt_exec *x, const pprt_node *n, pp_err *err) {
             const dnnl_dims_t bd = {K, N}, st = {1, K};
             DN(dnnl_memory_desc_init_by_strides(&bm, 2, bd, dnnl_f32, st), "matmul weights");
             bi = wi;
+            x->nd.through[n - x->st->nodes] |= 2u; /* (cleared with the node on a decline) */
         }
         PP_TRY(dn_plain_md(yd, 2, &ym, err));
-        if (wi >= 0) x->nd.through[n - x->st->nodes] |= 2u; /* (cleared with the node on a decline) */
         bool done;
         PP_TRY(try_rows(x, ai, bi, &bm, -1, yi, ad[0], K, N, &done, err));
         if (done) return PP_OK;

@@ -41,16 +41,6 @@ void dn_counts(const pprt_exec *x, pprt_exec_counts *c) {
     }
 }
 
-/* Whether Transpose ni's readers all read through it (dn_through_views) */
-static bool read_through(const pprt_exec *x, int ni) {
-    const pprt_stage *st = x->st;
-    const int out = st->nodes[ni].out[0];
-    for (int c = ni + 1; c < st->n_nodes; c++)
-        for (int k = 0; k < st->nodes[c].n_in && k < 8; k++)
-            if (st->nodes[c].in[k] == out && !((x->nd.through[c] >> k) & 1)) return false;
-    return x->tn.cons[out] > 0;
-}
-
 void dn_report(const pprt_exec *x) {
     const pprt_stage *st = x->st;
     pprt_exec_counts c;
@@ -89,7 +79,7 @@ void dn_report(const pprt_exec *x) {
             fprintf(stderr, "  %-24s %-14s pprt:ref_parts\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
         if (x->nd.first[ni] < 0 || x->nd.absorbed[ni]) continue;
         fprintf(stderr, "  %-24s %-14s%s", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name,
-                x->nd.first[ni] >= 0 && x->nd.nsteps[ni] == 0 && st->nodes[ni].n_out == 1 && read_through(x, ni)
+                x->nd.first[ni] >= 0 && x->nd.nsteps[ni] == 0 && st->nodes[ni].n_out == 1 && dn_read_through(x, ni)
                     ? " nothing (its products read its input)"
                     : "");
         for (int k = 0; k < x->nd.nsteps[ni]; k++) {
