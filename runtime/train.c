@@ -788,9 +788,6 @@ static pp_status dev_bind(trainer *t, pp_err *err) {
     return PP_OK;
 }
 
-/* The step's gradients averaged over its micro-batches (summed in their
- * order as they came, then scaled), their global norm, clipped; a loss or
- * gradient that is not finite named. */
 typedef struct scale_ctx {
     int M;
     float inv;
@@ -810,6 +807,9 @@ static void scale_one(trainer *t, int i, void *ctx) {
     t->sq[i] = sq_of(q->g, q->numel);
 }
 
+/* The step's gradients averaged over its micro-batches (summed in their
+ * order as they came, then scaled), their global norm, clipped; a loss or
+ * gradient that is not finite named. */
 static pp_status reduce_step(trainer *t, const taker *k, int64_t step, double *loss, double *norm,
                              bool *finite, pp_err *err) {
     const int M = t->o->accumulate;

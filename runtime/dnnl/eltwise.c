@@ -34,6 +34,16 @@ static bool clamp_of(const pprt_exec *x, const pprt_node *n, float *lo, float *h
     return *lo <= *hi; /* also not NaN */
 }
 
+/* Gelu's eltwise algorithm by its 'approximate' (attributes a: a Gelu's or its pp.UnaryGrad's) */
+static pp_status gelu_alg(pp_attrs a, dnnl_alg_kind_t *alg, pp_err *err) {
+    const char *ap;
+    PP_TRY(pp_attr_string(a, "approximate", "none", &ap, err));
+    if (!strcmp(ap, "none")) *alg = dnnl_eltwise_gelu_erf;
+    else if (!strcmp(ap, "tanh")) *alg = dnnl_eltwise_gelu_tanh;
+    else return unsup(err, "approximate");
+    return PP_OK;
+}
+
 /* The eltwise algorithm of a unary op; PP_EUNSUP when oneDNN has none for it. */
 pp_status dn_eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kind_t *alg, float *alpha,
                         float *beta, pp_err *err) {
@@ -57,14 +67,7 @@ pp_status dn_eltwise_of(const pprt_exec *x, const pprt_node *n, dnnl_alg_kind_t 
     case PP_OP_NEG: *alg = dnnl_eltwise_linear, *alpha = -1.0f, *beta = -0.0f; return PP_OK;
     case PP_OP_HARDSWISH: *alg = dnnl_eltwise_hardswish; return PP_OK;
     case PP_OP_SOFTPLUS: *alg = dnnl_eltwise_soft_relu; return PP_OK;
-    case PP_OP_GELU: {
-        const char *ap;
-        PP_TRY(pp_attr_string(a, "approximate", "none", &ap, err));
-        if (!strcmp(ap, "none")) *alg = dnnl_eltwise_gelu_erf;
-        else if (!strcmp(ap, "tanh")) *alg = dnnl_eltwise_gelu_tanh;
-        else return unsup(err, "approximate");
-        return PP_OK;
-    }
+    case PP_OP_GELU: return gelu_alg(a, alg, err);
     case PP_OP_POW: { /* x^2 as oneDNN's square x * x: the bits of the reference's (float)pow(x, 2.0) */
         const pp_tinfo e = n->n_in == 2 && n->in[1] >= 0 ? dn_tinfo(x, n->in[1]) : (pp_tinfo){0};
         if (!e.data || e.dtype != PP_F32 || numel_of(&e.shape) != 1)
@@ -192,14 +195,8 @@ static pp_status build_unarygrad(pprt_exec *x, const pprt_node *n, pp_err *err) 
         return unsup(err, "shapes differ");
     if (numel_of(&T(x, yi)->shape) == 0) return unsup(err, "empty");
     dnnl_alg_kind_t alg;
-    float alpha, beta;
-    pp_attrs a = attrs_of(x, n);
-    const char *ap;
-    PP_TRY(pp_attr_string(a, "approximate", "none", &ap, err));
-    if (!strcmp(ap, "none")) alg = dnnl_eltwise_gelu_erf;
-    else if (!strcmp(ap, "tanh")) alg = dnnl_eltwise_gelu_tanh;
-    else return unsup(err, "approximate");
-    alpha = beta = 0;
+    const float alpha = 0, beta = 0;
+    PP_TRY(gelu_alg(attrs_of(x, n), &alg, err));
     dnnl_memory_desc_t md;
     PP_TRY(dn_tensor_plain(x, yi, &md, err));
     dnnl_eltwise_desc_t fd, bd;
