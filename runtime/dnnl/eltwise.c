@@ -194,7 +194,7 @@ static pp_status build_unarygrad(pprt_exec *x, const pprt_node *n, pp_err *err) 
     if (!pp_shape_eq(&T(x, xi)->shape, &T(x, yi)->shape) || !pp_shape_eq(&T(x, gi)->shape, &T(x, yi)->shape))
         return unsup(err, "shapes differ");
     if (numel_of(&T(x, yi)->shape) == 0) return unsup(err, "empty");
-    dnnl_alg_kind_t alg;
+    dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
     const float alpha = 0, beta = 0;
     PP_TRY(gelu_alg(attrs_of(x, n), &alg, err));
     dnnl_memory_desc_t md;
