@@ -14,11 +14,24 @@
 #include <threads.h>
 #include <unistd.h>
 
+/* A source path as the project names it (runtime/data.c): the build passes
+ * -fmacro-prefix-map for the absolute path, but a compiler launcher that
+ * rewrites paths relative to the build folder (ccache's CCACHE_BASEDIR)
+ * hands the compiler ../runtime/data.c, which no prefix map matches. */
+static const char *src_path(const char *file) {
+    while (file) {
+        if (strncmp(file, "./", 2) == 0) file += 2;
+        else if (strncmp(file, "../", 3) == 0) file += 3;
+        else break;
+    }
+    return file;
+}
+
 pp_status pp_fail_at(pp_err *err, const char *file, int line, pp_status code,
                      const char *fmt, ...) {
     if (!err || err->code != PP_OK) return code;
     err->code = code;
-    err->file = file;
+    err->file = src_path(file);
     err->line = line;
     va_list ap;
     va_start(ap, fmt);
@@ -40,7 +53,7 @@ pp_status pp_wrap_at(pp_err *err, const pp_err *inner, const char *file, int lin
                      ...) {
     if (!err || err->code != PP_OK) return code;
     err->code = code;
-    err->file = inner && inner->file ? inner->file : file;
+    err->file = inner && inner->file ? inner->file : src_path(file);
     err->line = inner && inner->file ? inner->line : line;
     va_list ap;
     va_start(ap, fmt);
