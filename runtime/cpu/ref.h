@@ -29,6 +29,17 @@ void pprt_bn_grad_channels(const float *dy, const float *x, const float *sc, con
                            const float *var_in, float *dx, float *dsc, float *db, int64_t N, int64_t C, int64_t S,
                            float eps, bool training, int64_t c0, int64_t c1);
 
+/* pp.LayerNormGrad's kernel (ref_grad.c) in two passes, as the oneDNN
+ * executor runs it on its threads (runtime/dnnl/gradref.c) with the
+ * kernel's bits: pprt_ln_grad_rows writes rows [o0, o1) of dX ([outer,
+ * inner] rows, each with its own statistics) and each row's mean and
+ * 1 / sqrt(var + eps) into mu[o] and inv[o]; pprt_ln_grad_cols then writes
+ * columns [c0, c1) of dscale and dB, each summed over the rows in order. */
+void pprt_ln_grad_rows(const float *x, const float *dy, const float *scale, float *dx, double *mu, double *inv,
+                       int64_t inner, double eps, int64_t o0, int64_t o1);
+void pprt_ln_grad_cols(const float *x, const float *dy, const double *mu, const double *inv, float *ds, float *db,
+                       int64_t outer, int64_t inner, int64_t c0, int64_t c1);
+
 /* BatchNormalization's kernel (ref_kernels.c) over channels [c0, c1) of X
  * [N, C, inner] (plain) into Y; train: the channel's own statistics, and
  * st[0..3] (NULL: not wanted) the running mean and variance, the mean and

@@ -470,50 +470,36 @@ pp_status kern_BATCHNORMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pp
 }
 
 /* ---- the normalizations' gradients ------------------------------------------------------------ *
- * With x^ = (x - mean) / sqrt(var + eps) over a group of M elements and g =
- * dY * scale: dX = (g - mean(g) - x^ mean(g x^)) / sqrt(var + eps) when the
- * statistics are the group's own (the mean and variance depend on x), g /
- * sqrt(var + eps) when they are given; dscale = sum of dY x^, dB = sum of dY,
- * over the elements that share the parameter. All in double. */
+ * With x^ = (x - mean) / sqrt(var + eps) over a group of M elements with its
+ * own statistics and g = dY * scale: dX = (g - mean(g) - x^ mean(g x^)) /
+ * sqrt(var + eps); dscale = sum of dY x^, dB = sum of dY, over the elements
+ * that share the parameter. All in double. */
 
-/* One group: the elements x[base + a * S + b], a < A, b < B. */
-typedef struct norm_grp {
-    int64_t base, A, S, B;
-} norm_grp;
-
-/* The group's gradient into dx, its sums added to dscale and dB (per b when
- * per_b, else at [0]; scale likewise). own: the group's own statistics, else
- * mean0 and var0. */
-static void norm_group_grad(const float *x, const float *dy, float *dx, norm_grp gr, const float *scale, bool per_b,
-                            double eps, bool own, double mean0, double var0, double *dscale, double *dB) {
-    const double M = (double)(gr.A * gr.B);
+/* One instance's group: the M elements x[base ..], one scale; its sums
+ * added to *dscale and *dB. */
+static void norm_group_grad(const float *x, const float *dy, float *dx, int64_t base, int64_t M, float scale,
+                            double eps, double *dscale, double *dB) {
     if (M == 0) return;
-    double mu = mean0, var = var0;
-#define NORM_LOOP(BODY)                                                                            \
-    for (int64_t a = 0; a < gr.A; a++)                                                             \
-        for (int64_t b = 0; b < gr.B; b++) {                                                       \
-            const int64_t i = gr.base + a * gr.S + b;                                              \
-            const int64_t p = per_b ? b : 0;                                                       \
-            (void)p;                                                                               \
-            BODY;                                                                                  \
-        }
-    if (own) {
-        double s = 0, q = 0;
-        NORM_LOOP(s += x[i])
-        mu = s / M;
-        NORM_LOOP(const double d = x[i] - mu; q += d * d)
-        var = q / M;
+    x += base, dy += base, dx += base;
+    double s = 0, q = 0;
+    for (int64_t i = 0; i < M; i++) s += x[i];
+    const double mu = s / (double)M;
+    for (int64_t i = 0; i < M; i++) {
+        const double d = x[i] - mu;
+        q += d * d;
     }
-    const double inv = 1.0 / sqrt(var + eps);
+    const double inv = 1.0 / sqrt(q / (double)M + eps);
     double sg = 0, sgx = 0;
-    NORM_LOOP(const double xh = (x[i] - mu) * inv; const double g = (double)dy[i] * scale[p]; sg += g;
-              sgx += g * xh; dscale[p] += (double)dy[i] * xh; dB[p] += dy[i])
-    const double mg = sg / M, mgx = sgx / M;
-    if (own)
-        NORM_LOOP(const double xh = (x[i] - mu) * inv;
-                  dx[i] = (float)(inv * ((double)dy[i] * scale[p] - mg - xh * mgx)))
-    else NORM_LOOP(dx[i] = (float)(inv * (double)dy[i] * scale[p]))
-#undef NORM_LOOP
+    for (int64_t i = 0; i < M; i++) {
+        const double xh = (x[i] - mu) * inv, g = (double)dy[i] * scale;
+        sg += g, sgx += g * xh;
+        *dscale += (double)dy[i] * xh, *dB += dy[i];
+    }
+    const double mg = sg / (double)M, mgx = sgx / (double)M;
+    for (int64_t i = 0; i < M; i++) {
+        const double xh = (x[i] - mu) * inv;
+        dx[i] = (float)(inv * ((double)dy[i] * scale - mg - xh * mgx));
+    }
 }
 
 /* 2 P doubles of scratch, zeroed: the sums of dscale and dB */
@@ -545,14 +531,54 @@ pp_status kern_INSTANCENORMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in,
     PP_TRY(param_sums("pp.InstanceNormGrad", scratch, C, &acc, err));
     const float *dy = in[0].data, *x = in[1].data, *scale = in[2].data;
     for (int64_t n = 0; n < N; n++)
-        for (int64_t c = 0; c < C; c++) {
-            const norm_grp gr = {(n * C + c) * S, 1, 0, S};
-            norm_group_grad(x, dy, out[0].data, gr, scale + c, false, eps, true, 0, 0, acc + c, acc + C + c);
-        }
+        for (int64_t c = 0; c < C; c++)
+            norm_group_grad(x, dy, out[0].data, (n * C + c) * S, S, scale[c], eps, acc + c, acc + C + c);
     param_out(acc, C, out);
     return PP_OK;
 }
 
+void pprt_ln_grad_rows(const float *x, const float *dy, const float *scale, float *dx, double *mu, double *inv,
+                       int64_t inner, double eps, int64_t o0, int64_t o1) {
+    const double M = (double)inner;
+    for (int64_t o = o0; o < o1; o++) {
+        const float *xr = x + o * inner, *dyr = dy + o * inner;
+        double s = 0, q = 0, sg = 0, sgx = 0;
+        for (int64_t b = 0; b < inner; b++) s += xr[b];
+        const double m = s / M;
+        for (int64_t b = 0; b < inner; b++) {
+            const double d = xr[b] - m;
+            q += d * d;
+        }
+        const double iv = 1.0 / sqrt(q / M + eps);
+        for (int64_t b = 0; b < inner; b++) {
+            const double xh = (xr[b] - m) * iv, g = (double)dyr[b] * scale[b];
+            sg += g, sgx += g * xh;
+        }
+        const double mg = sg / M, mgx = sgx / M;
+        for (int64_t b = 0; b < inner; b++) {
+            const double xh = (xr[b] - m) * iv;
+            dx[o * inner + b] = (float)(iv * ((double)dyr[b] * scale[b] - mg - xh * mgx));
+        }
+        mu[o] = m, inv[o] = iv;
+    }
+}
+
+void pprt_ln_grad_cols(const float *x, const float *dy, const double *mu, const double *inv, float *ds, float *db,
+                       int64_t outer, int64_t inner, int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; c++) {
+        double a = 0, b = 0;
+        for (int64_t o = 0; o < outer; o++) {
+            const int64_t i = o * inner + c;
+            a += (double)dy[i] * ((x[i] - mu[o]) * inv[o]);
+            b += dy[i];
+        }
+        ds[c] = (float)a, db[c] = (float)b;
+    }
+}
+
+/* The rows with their own statistics, then the parameters' sums over the
+ * rows: norm_group_grad's arithmetic for a group of one row, in the two
+ * passes that the oneDNN executor splits between its threads. */
 pp_status kern_LAYERNORMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                              pprt_scratch *scratch, pp_err *err) {
     PP_TRY(pprt_check_outputs(PP_OP_LAYERNORMGRAD, attrs, in, n_in, out, n_out, err));
@@ -560,14 +586,11 @@ pp_status kern_LAYERNORMGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pp
     float eps;
     int64_t outer, inner;
     PP_TRY(pp_norm_rows(attrs, &in[1].shape, &axis, &eps, &outer, &inner, err));
-    double *acc;
-    PP_TRY(param_sums("pp.LayerNormGrad", scratch, inner, &acc, err));
-    const float *dy = in[0].data, *x = in[1].data, *scale = in[2].data;
-    for (int64_t o = 0; o < outer; o++) {
-        const norm_grp gr = {o * inner, 1, 0, inner};
-        norm_group_grad(x, dy, out[0].data, gr, scale, true, eps, true, 0, 0, acc, acc + inner);
-    }
-    param_out(acc, inner, out);
+    double *st;
+    PP_TRY(param_sums("pp.LayerNormGrad", scratch, outer, &st, err)); /* each row's mean and 1/std */
+    const float *dy = in[0].data, *x = in[1].data;
+    pprt_ln_grad_rows(x, dy, in[2].data, out[0].data, st, st + outer, inner, eps, 0, outer);
+    pprt_ln_grad_cols(x, dy, st, st + outer, out[1].data, out[2].data, outer, inner, 0, inner);
     return PP_OK;
 }
 

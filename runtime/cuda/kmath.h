@@ -1493,7 +1493,7 @@ PCU_HD void pcu_bng_ph(const pcu_bng *k, int ph, float *dx, float *dsc, float *d
  * c = r % C, its S elements); lane l walks the row's elements l, l + 256,
  * ...; the row's mean, 1/sqrt(var + eps) and the sums of g = dY scale and
  * g x^ in double with the reference kernel's formulas (runtime/cpu/
- * ref_grad.c norm_group_grad), the lanes' partials meeting in the fixed
+ * ref_grad.c pprt_ln_grad_rows and norm_group_grad), the lanes' partials meeting in the fixed
  * tree of pcu_row_tree, so the bits do not depend on scheduling: within a
  * few double roundings of the reference's row order. A row of up to
  * PCU_ROW_MAX / 2 floats keeps X and dY in the shared row after phase 0

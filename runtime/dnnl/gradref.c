@@ -143,11 +143,9 @@ static void grad_part(void *ctx, int64_t t) {
     j->st[t] = run_part(j->x, j->n, j->units * t / j->parts, j->units * (t + 1) / j->parts, &j->err[t]);
 }
 
-/* pp.LayerNormGrad in two passes over the stage's threads with the
- * reference's bits (ref_grad.c, norm_group_grad): the rows in ranges (each
- * row's mean and 1/std, then dX, as the reference computes them), then
- * dscale and dB in ranges of columns, each column summed over the rows in
- * their order as the reference sums it. On one thread it was 1 % of
+/* pp.LayerNormGrad in the reference kernel's two passes (ref.h
+ * pprt_ln_grad_rows and _cols, its very bits) over the stage's threads:
+ * ranges of rows, then ranges of columns. On one thread it was 1 % of
  * ViT-B/16's training step, the other core idle. */
 typedef struct ln_job {
     const float *dy, *x, *scale;
@@ -158,42 +156,14 @@ typedef struct ln_job {
 
 static void ln_rows(void *ctx, int64_t t) {
     const ln_job *j = ctx;
-    const int64_t n = j->inner;
-    const double M = (double)n;
-    for (int64_t o = j->outer * t / j->parts; o < j->outer * (t + 1) / j->parts; o++) {
-        const float *x = j->x + o * n, *dy = j->dy + o * n;
-        double s = 0, q = 0, sg = 0, sgx = 0;
-        for (int64_t b = 0; b < n; b++) s += x[b];
-        const double mu = s / M;
-        for (int64_t b = 0; b < n; b++) {
-            const double d = x[b] - mu;
-            q += d * d;
-        }
-        const double inv = 1.0 / sqrt(q / M + j->eps);
-        for (int64_t b = 0; b < n; b++) {
-            const double xh = (x[b] - mu) * inv, g = (double)dy[b] * j->scale[b];
-            sg += g, sgx += g * xh;
-        }
-        const double mg = sg / M, mgx = sgx / M;
-        for (int64_t b = 0; b < n; b++) {
-            const double xh = (x[b] - mu) * inv;
-            j->dx[o * n + b] = (float)(inv * ((double)dy[b] * j->scale[b] - mg - xh * mgx));
-        }
-        j->mu[o] = mu, j->inv[o] = inv;
-    }
+    pprt_ln_grad_rows(j->x, j->dy, j->scale, j->dx, j->mu, j->inv, j->inner, j->eps, j->outer * t / j->parts,
+                      j->outer * (t + 1) / j->parts);
 }
 
 static void ln_cols(void *ctx, int64_t t) {
     const ln_job *j = ctx;
-    for (int64_t c = j->inner * t / j->parts; c < j->inner * (t + 1) / j->parts; c++) {
-        double a = 0, b = 0;
-        for (int64_t o = 0; o < j->outer; o++) {
-            const int64_t i = o * j->inner + c;
-            a += (double)j->dy[i] * ((j->x[i] - j->mu[o]) * j->inv[o]);
-            b += j->dy[i];
-        }
-        j->ds[c] = (float)a, j->db[c] = (float)b;
-    }
+    pprt_ln_grad_cols(j->x, j->dy, j->mu, j->inv, j->ds, j->db, j->outer, j->inner, j->inner * t / j->parts,
+                      j->inner * (t + 1) / j->parts);
 }
 
 static pp_status ln_grad_run(pprt_exec *x, const pprt_node *n, int64_t parts, pp_err *err) {
