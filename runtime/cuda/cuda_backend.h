@@ -79,13 +79,16 @@ extern const pp_opt_table pprt_cuda_opts;
 pp_status pcu_pick_device(const pprt_stage *st, int local_rank, int count, int *dev, pp_err *err);
 
 
+/* The device optimizer's flat layout (emu.c; both engines bind with it):
+ * weight p from off[p] (out, [np]) on, each from a multiple of
+ * PCU_OPTG_CHUNK, in *T elements (out) with the gaps; returns the OPTG
+ * table (kmath.h pcu_optg_at) that the engine uploads: malloc'd, NULL when
+ * out of memory. */
+struct pprt_dopt_param;
+int64_t *pprt_cuda_optg_layout(const struct pprt_dopt_param *ps, int np, int64_t *off, int64_t *T);
 /* Queue stage x's steps on messages that are device buffers of its device,
  * without waiting for them (the executors' run() does this, then waits);
  * the emulator's "device" memory is host memory (mem_emu.c), run at once. */
-/* The device optimizer's OPTG table (kmath.h pcu_optg_at) of np weights at flat offsets off[] in T elements
- * (emu.c; the engine uploads it): malloc'd, NULL when out of memory. */
-struct pprt_dopt_param;
-int64_t *pprt_cuda_optg_table(const struct pprt_dopt_param *ps, int np, const int64_t *off, int64_t T);
 pp_status pprt_cuda_emu_run_dev(struct pprt_exec *x, void *dev_in, void *dev_out, pp_err *err);
 #ifdef PPRT_WITH_CUDA
 extern const struct pprt_mem_ops pprt_mem_cuda;

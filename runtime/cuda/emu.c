@@ -514,9 +514,14 @@ static pp_status emu_reload(pprt_exec *x, unsigned long version, pp_err *err) {
 
 /* ---- the device optimizer (dopt.h), as the engine's (exec_cuda.c) ------------------------------ */
 
-int64_t *pprt_cuda_optg_table(const pprt_dopt_param *ps, int np, const int64_t *off, int64_t T) {
-    const int64_t C = T / PCU_OPTG_CHUNK;
-    int64_t *tab = calloc(pp_count(4 * (size_t)np + (size_t)C), sizeof *tab);
+int64_t *pprt_cuda_optg_layout(const pprt_dopt_param *ps, int np, int64_t *off, int64_t *T) {
+    int64_t t = 0;
+    for (int p = 0; p < np; p++) {
+        off[p] = t;
+        t += (ps[p].numel + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK * PCU_OPTG_CHUNK;
+    }
+    *T = t;
+    int64_t *tab = calloc(pp_count(4 * (size_t)np + (size_t)(t / PCU_OPTG_CHUNK)), sizeof *tab);
     for (int p = 0; tab && p < np; p++) {
         const int64_t chunks = (ps[p].numel + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK;
         tab[4 * p] = off[p], tab[4 * p + 1] = (int64_t)(ps[p].off / sizeof(float)), tab[4 * p + 2] = ps[p].numel;
@@ -547,12 +552,8 @@ static pp_status emu_dopt_bind(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     d->off = calloc(pp_count(c->n_params), sizeof *d->off);
     if (!d->ps || !d->off) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     memcpy(d->ps, c->params, (size_t)c->n_params * sizeof *d->ps);
-    int64_t T = 0;
-    for (int p = 0; p < c->n_params; p++) {
-        d->off[p] = T;
-        T += (c->params[p].numel + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK * PCU_OPTG_CHUNK;
-    }
-    if (!(d->tab = pprt_cuda_optg_table(c->params, c->n_params, d->off, T)))
+    int64_t T;
+    if (!(d->tab = pprt_cuda_optg_layout(c->params, c->n_params, d->off, &T)))
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     d->T = T, d->buffers = c->buffers;
     const size_t b = pp_count(T) * sizeof(float);

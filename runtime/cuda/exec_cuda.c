@@ -633,18 +633,14 @@ static pp_status dopt_bind(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     d->hblk = calloc(DOPT_BLOCKS, DOPT_BLK);
     if (!d->ps || !d->off || !d->hblk) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     memcpy(d->ps, c->params, (size_t)np * sizeof *d->ps);
-    int64_t T = 0;
-    for (int p = 0; p < np; p++) {
-        d->off[p] = T;
-        T += (c->params[p].numel + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK * PCU_OPTG_CHUNK;
-    }
+    int64_t T;
+    int64_t *tab = pprt_cuda_optg_layout(c->params, np, d->off, &T);
+    if (!tab) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     const size_t fb = pp_align_up((size_t)T * sizeof(float), 256), C = (size_t)T / PCU_OPTG_CHUNK;
     for (int f = 0; f < 2; f++) {
         const pcu_optg k = {.mode = PCU_OPTG_FOLD, .has_a = f == 0, .n = T, .np = np, .chunks = (int64_t)C};
         memcpy(d->hblk + (size_t)(DOPT_FOLD_COPY + f) * DOPT_BLK, &k, sizeof k);
     }
-    int64_t *tab = pprt_cuda_optg_table(c->params, np, d->off, T);
-    if (!tab) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     d->T = T, d->buffers = c->buffers;
     const size_t pb = pp_align_up(C * sizeof(double), 256), sb = pp_align_up((size_t)np * sizeof(double), 256);
     const size_t tn = 4 * (size_t)np + C, tb = pp_align_up(tn * sizeof(int64_t), 256);
