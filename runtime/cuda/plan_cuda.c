@@ -64,6 +64,7 @@ typedef struct planner {
     int *uses;  /* tensor id -> readers in the stage (+1 when sent) */
     bool *done; /* node absorbed by an earlier step */
     int *alias; /* tensor id -> the arena tensor whose bytes it is (a view's output), or -1 */
+    int *ln_of; /* with rows: tensor id -> the first LayerNorm or RMSNorm node reading it as X, or -1 */
     bool narrow; /* --cuda-wide-copies off: perm_widen leaves copies as given */
     bool rows;   /* --cuda-row-kernels on: Softmax and LayerNorm rows in one launch of a block per row */
     bool fattn;  /* --cuda-fused-attention on: ppcc's attention patterns as one kernel (plan_fattn) */
@@ -1163,9 +1164,7 @@ static pp_status plan_add_ln(planner *P, int ni, bool *ok) {
     const int t = n->out[0];
     const pp_shape *ys = &T(P, t)->shape;
     if (!pp_shape_eq(&T(P, n->in[0])->shape, ys) || !pp_shape_eq(&T(P, n->in[1])->shape, ys)) return PP_OK;
-    int ln = -1;
-    for (int j = ni + 1; j < st->n_nodes && ln < 0; j++)
-        if ((st->nodes[j].op == PP_OP_LAYERNORM || st->nodes[j].op == PP_OP_RMSNORM) && st->nodes[j].in[0] == t) ln = j;
+    const int ln = P->ln_of[t]; /* after ni: it reads ni's output */
     if (ln < 0 || P->done[ln] || (P->host_node && P->host_node[ln])) return PP_OK;
     const pprt_node *m = &st->nodes[ln];
     pcu_rowln k;
@@ -3170,8 +3169,9 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     P.done = calloc(pp_count(st->n_nodes), sizeof *P.done);
     P.alias = malloc(pp_count(st->n_tensors) * sizeof *P.alias);
     P.fa_head = malloc(2 * pp_count(st->n_nodes) * sizeof *P.fa_head);
+    if (P.rows) P.ln_of = malloc(pp_count(st->n_tensors) * sizeof *P.ln_of);
     pp_status s = PP_OK;
-    if (!pl->woff || !P.uses || !P.done || !P.alias || !P.fa_head) {
+    if (!pl->woff || !P.uses || !P.done || !P.alias || !P.fa_head || (P.rows && !P.ln_of)) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory");
         goto out;
     }
@@ -3189,6 +3189,13 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     pl->bytes[PCU_SP_OUT] = st->out.bytes;
     pl->bytes[PCU_SP_WORK] = PCU_WORK_LIB + PCU_LIB_WORKSPACE;
     for (int i = 0; i < st->n_tensors; i++) P.alias[i] = -1;
+    for (int i = 0; P.ln_of && i < st->n_tensors; i++) P.ln_of[i] = -1;
+    for (int ni = 0; P.ln_of && ni < st->n_nodes; ni++) {
+        const pprt_node *n = &st->nodes[ni];
+        if ((n->op == PP_OP_LAYERNORM || n->op == PP_OP_RMSNORM) && n->n_in > 0 && n->in[0] >= 0 &&
+            P.ln_of[n->in[0]] < 0)
+            P.ln_of[n->in[0]] = ni;
+    }
     for (int i = 0; i < 2 * st->n_nodes; i++) P.fa_head[i] = -1;
     for (int ni = 0; ni < st->n_nodes; ni++)
         for (int k = 0; k < st->nodes[ni].n_in; k++)
@@ -3214,6 +3221,7 @@ out:
     free(P.uses);
     free(P.done);
     free(P.alias);
+    free(P.ln_of);
     free(P.fa_head);
     free(P.view);
     if (s != PP_OK) pcu_plan_free(pl);
