@@ -14,6 +14,7 @@
 
 #include "../../ir/args.h"
 #include "../pprt.h"
+#include "tactics.h"
 
 struct pprt_exec_ops;
 struct pprt_exec;
@@ -47,7 +48,12 @@ typedef struct pprt_cuda_cfg {
     bool overlap;                        /* --cuda-overlap on: the pipeline's ends staged through several
                                           * buffers on threads of their own (link_stage.c); default off */
     bool host_op[PP_OP_COUNT];           /* --cuda-host-ops: op types run on the host fallback (tests) */
+    int tactics;                         /* --cuda-tactics: PPRT_TACTICS_AUTO (the built-in table of the GPU),
+                                          * _OFF (heuristics only), _FILE (tactics_file, read at once) */
+    const char *tactics_path;            /* the FILE, or "auto" / "off" */
+    pcu_tactics tactics_file;
 } pprt_cuda_cfg;
+enum { PPRT_TACTICS_AUTO, PPRT_TACTICS_OFF, PPRT_TACTICS_FILE };
 
 /* Per node of st: 1 where --cuda-host-ops puts it on the host fallback
  * (--cuda-host-only is the planner's own switch). NULL when out of memory;

@@ -222,13 +222,16 @@ static cudnnBackendDescriptor_t plan_of(cudnnBackendDescriptor_t cfg, cudnnHandl
     return NULL;
 }
 
-pp_status pcu_dnn_choose(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDescriptor_t devprop, bool strict,
-                         cudnnBackendHeurMode_t mode, int64_t max_ws, pcu_dnn_pick *out, pp_err *err) {
-    memset(out, 0, sizeof *out);
-    out->took = out->gidx = -1;
-    cudnnBackendDescriptor_t heur, *cfgs = NULL;
+/* Heuristic mode `mode`'s engine configs for graph g (up to
+ * PCU_DNN_MAX_CFGS): *cfgs (n of them) malloc'd with *made descriptors, all
+ * to be destroyed (heur_free). */
+static pp_status heur_configs(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDescriptor_t devprop,
+                              cudnnBackendHeurMode_t mode, cudnnBackendDescriptor_t **cfgs, int64_t *made,
+                              int64_t *n, pp_err *err) {
+    cudnnBackendDescriptor_t heur;
+    *cfgs = NULL, *made = *n = 0;
     DN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur), "engine heuristics");
-    int64_t n = 0, avail = 0;
+    int64_t avail = 0;
     if (cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                                  &g->graph) != CUDNN_STATUS_SUCCESS ||
         cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode) !=
@@ -241,18 +244,33 @@ pp_status pcu_dnn_choose(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDes
                                  NULL) != CUDNN_STATUS_SUCCESS)
         avail = 0;
     if (avail > PCU_DNN_MAX_CFGS) avail = PCU_DNN_MAX_CFGS;
-    if (avail > 0 && !(cfgs = calloc((size_t)avail, sizeof *cfgs))) {
+    if (avail > 0 && !(*cfgs = calloc((size_t)avail, sizeof **cfgs))) {
         cudnnBackendDestroyDescriptor(heur);
         return PP_FAIL(err, PP_ENOMEM, "out of memory for %lld cuDNN engine configs", (long long)avail);
     }
-    int64_t made = 0;
-    while (made < avail &&
-           cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[made]) == CUDNN_STATUS_SUCCESS)
-        made++;
-    if (made == 0 || cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                              made, &n, cfgs) != CUDNN_STATUS_SUCCESS)
-        n = 0;
-    if (n > made) n = made;
+    while (*made < avail &&
+           cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &(*cfgs)[*made]) == CUDNN_STATUS_SUCCESS)
+        ++*made;
+    if (*made == 0 || cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                               *made, n, *cfgs) != CUDNN_STATUS_SUCCESS)
+        *n = 0;
+    if (*n > *made) *n = *made;
+    cudnnBackendDestroyDescriptor(heur);
+    return PP_OK;
+}
+
+static void heur_free(cudnnBackendDescriptor_t *cfgs, int64_t made) {
+    for (int64_t i = 0; i < made; i++) cudnnBackendDestroyDescriptor(cfgs[i]);
+    free(cfgs);
+}
+
+pp_status pcu_dnn_choose(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDescriptor_t devprop, bool strict,
+                         cudnnBackendHeurMode_t mode, int64_t max_ws, pcu_dnn_pick *out, pp_err *err) {
+    memset(out, 0, sizeof *out);
+    out->took = out->gidx = -1;
+    cudnnBackendDescriptor_t *cfgs;
+    int64_t made, n;
+    PP_TRY(heur_configs(g, handle, devprop, mode, &cfgs, &made, &n, err));
     out->configs = n;
     for (int64_t i = 0; i < n && !out->plan; i++) {
         int64_t ws, gidx;
@@ -267,10 +285,138 @@ pp_status pcu_dnn_choose(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDes
         }
         out->took = i, out->gidx = gidx, out->workspace = ws;
     }
-    for (int64_t i = 0; i < made; i++) cudnnBackendDestroyDescriptor(cfgs[i]);
-    free(cfgs);
-    cudnnBackendDestroyDescriptor(heur);
+    heur_free(cfgs, made);
     return PP_OK;
+}
+
+/* ---- the tactic cache (tactics.h): a tactic as an execution plan, the candidates of a tuning ---- */
+
+/* Engine config cfg's knob choices into t (at most PCU_TACTIC_KNOBS) */
+static bool knobs_of(cudnnBackendDescriptor_t cfg, pcu_tactic *t) {
+    cudnnBackendDescriptor_t kc[PCU_TACTIC_KNOBS];
+    int64_t made = 0, n = 0;
+    while (made < PCU_TACTIC_KNOBS &&
+           cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &kc[made]) == CUDNN_STATUS_SUCCESS)
+        made++;
+    bool ok = made == PCU_TACTIC_KNOBS &&
+              cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, made, &n,
+                                       kc) == CUDNN_STATUS_SUCCESS &&
+              n <= made;
+    t->n_knobs = 0;
+    for (int64_t k = 0; ok && k < n; k++) {
+        cudnnBackendKnobType_t type;
+        int64_t got, v;
+        ok = cudnnBackendGetAttribute(kc[k], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &got, &type) ==
+                 CUDNN_STATUS_SUCCESS &&
+             cudnnBackendGetAttribute(kc[k], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &got, &v) ==
+                 CUDNN_STATUS_SUCCESS;
+        t->knob_type[k] = (int64_t)type, t->knob_value[k] = v;
+        t->n_knobs = (int)k + 1;
+    }
+    for (int64_t k = 0; k < made; k++) cudnnBackendDestroyDescriptor(kc[k]);
+    return ok;
+}
+
+/* Tactic t's engine config for graph g: the engine by its global index (for
+ * devprop's GPU when there is no handle), its knob choices; NULL when cuDNN
+ * refuses any of them. */
+static cudnnBackendDescriptor_t tactic_cfg(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDescriptor_t devprop,
+                                           const pcu_tactic *t) {
+    cudnnBackendDescriptor_t eng = NULL, cfg = NULL, kc[PCU_TACTIC_KNOBS];
+    int nk = 0;
+    bool ok = cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) == CUDNN_STATUS_SUCCESS &&
+              cudnnBackendSetAttribute(eng, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                       &g->graph) == CUDNN_STATUS_SUCCESS &&
+              cudnnBackendSetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &t->gidx) ==
+                  CUDNN_STATUS_SUCCESS &&
+              (handle || !devprop ||
+               cudnnBackendSetAttribute(eng, CUDNN_ATTR_ENGINE_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                        &devprop) == CUDNN_STATUS_SUCCESS) &&
+              cudnnBackendFinalize(eng) == CUDNN_STATUS_SUCCESS;
+    for (; ok && nk < t->n_knobs; nk++) {
+        const cudnnBackendKnobType_t type = (cudnnBackendKnobType_t)t->knob_type[nk];
+        ok = cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &kc[nk]) == CUDNN_STATUS_SUCCESS;
+        if (!ok) break;
+        ok = cudnnBackendSetAttribute(kc[nk], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &type) ==
+                 CUDNN_STATUS_SUCCESS &&
+             cudnnBackendSetAttribute(kc[nk], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1,
+                                      &t->knob_value[nk]) == CUDNN_STATUS_SUCCESS &&
+             cudnnBackendFinalize(kc[nk]) == CUDNN_STATUS_SUCCESS;
+    }
+    ok = ok && cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg) == CUDNN_STATUS_SUCCESS;
+    ok = ok &&
+         cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &eng) ==
+             CUDNN_STATUS_SUCCESS &&
+         (!nk || cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, nk,
+                                          kc) == CUDNN_STATUS_SUCCESS) &&
+         cudnnBackendFinalize(cfg) == CUDNN_STATUS_SUCCESS;
+    for (int k = 0; k < nk; k++) cudnnBackendDestroyDescriptor(kc[k]);
+    if (eng) cudnnBackendDestroyDescriptor(eng);
+    if (!ok && cfg) cudnnBackendDestroyDescriptor(cfg);
+    return ok ? cfg : NULL;
+}
+
+pp_status pcu_dnn_tactic(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDescriptor_t devprop, bool strict,
+                         const pcu_tactic *t, int64_t max_ws, pcu_dnn_pick *out, pp_err *err) {
+    (void)err;
+    memset(out, 0, sizeof *out);
+    out->took = out->gidx = -1;
+    cudnnBackendDescriptor_t cfg = tactic_cfg(g, handle, devprop, t);
+    out->configs = cfg != NULL;
+    if (!cfg) {
+        out->refused[3]++;
+        return PP_OK;
+    }
+    int64_t ws, gidx;
+    const int r = refusal(cfg, strict, max_ws, &ws, &gidx);
+    if (r >= 0) out->refused[r]++;
+    else if (!(out->plan = plan_of(cfg, handle, devprop))) out->refused[3]++;
+    else out->took = 0, out->gidx = gidx, out->workspace = ws;
+    cudnnBackendDestroyDescriptor(cfg);
+    return PP_OK;
+}
+
+pp_status pcu_dnn_candidates(const pcu_dnn *g, cudnnHandle_t handle, bool strict, int64_t max_ws,
+                             pcu_dnn_cand **out, int *n_out, pp_err *err) {
+    *out = NULL, *n_out = 0;
+    int cap = 0;
+    for (int m = 0; m < 2; m++) {
+        cudnnBackendDescriptor_t *cfgs;
+        int64_t made, n;
+        PP_TRY(heur_configs(g, handle, NULL, m == 0 ? CUDNN_HEUR_MODE_A : CUDNN_HEUR_MODE_FALLBACK, &cfgs, &made, &n,
+                            err));
+        for (int64_t i = 0; i < n; i++) {
+            pcu_dnn_cand c = {.mode = m, .index = i};
+            if (refusal(cfgs[i], strict, max_ws, &c.t.workspace, &c.t.gidx) >= 0 || !knobs_of(cfgs[i], &c.t)) continue;
+            bool seen = false; /* the fallback list repeats some of mode A's */
+            for (int k = 0; k < *n_out && !seen; k++) {
+                const pcu_tactic *o = &(*out)[k].t;
+                seen = o->gidx == c.t.gidx && o->n_knobs == c.t.n_knobs &&
+                       !memcmp(o->knob_type, c.t.knob_type, sizeof o->knob_type[0] * (size_t)o->n_knobs) &&
+                       !memcmp(o->knob_value, c.t.knob_value, sizeof o->knob_value[0] * (size_t)o->n_knobs);
+            }
+            if (seen || !(c.plan = plan_of(cfgs[i], handle, NULL))) continue;
+            if (*n_out == cap) {
+                pcu_dnn_cand *q = realloc(*out, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *q);
+                if (!q) {
+                    cudnnBackendDestroyDescriptor(c.plan);
+                    heur_free(cfgs, made);
+                    pcu_dnn_cands_free(*out, *n_out);
+                    *out = NULL, *n_out = 0;
+                    return PP_FAIL(err, PP_ENOMEM, "out of memory");
+                }
+                *out = q;
+            }
+            (*out)[(*n_out)++] = c;
+        }
+        heur_free(cfgs, made);
+    }
+    return PP_OK;
+}
+
+void pcu_dnn_cands_free(pcu_dnn_cand *c, int n) {
+    for (int i = 0; i < n; i++) cudnnBackendDestroyDescriptor(c[i].plan);
+    free(c);
 }
 
 /* ---- device descriptions (cuDNN 9.8+: execution plans made without the device) -------------- */

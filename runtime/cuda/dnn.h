@@ -11,6 +11,7 @@
 #include <cudnn.h>
 
 #include "cuplan.h"
+#include "tactics.h"
 
 /* Tensor uids of a convolution graph's variant pack. */
 enum { PCU_UID_X = 1, PCU_UID_W = 2, PCU_UID_B = 3, PCU_UID_R = 4, PCU_UID_Y = 5 };
@@ -59,6 +60,26 @@ typedef struct pcu_dnn_pick {
 } pcu_dnn_pick;
 pp_status pcu_dnn_choose(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDescriptor_t devprop, bool strict,
                          cudnnBackendHeurMode_t mode, int64_t max_ws, pcu_dnn_pick *out, pp_err *err);
+
+/* The tactic cache (tactics.h). pcu_dnn_tactic: tactic t as an execution
+ * plan for graph g (handle's device, or devprop's without one), out->plan
+ * NULL when cuDNN refuses it or the filter does (as pcu_dnn_choose's).
+ * pcu_dnn_candidates (test_dnn --tune, on a GPU): every engine config
+ * heuristic mode A and then the fallback list give g that passes the filter
+ * with max_ws bytes of workspace and makes a plan for handle's device, each
+ * with its tactic (engine, knobs, workspace) and where it stood in the
+ * lists; free them with pcu_dnn_cands_free. */
+typedef struct pcu_dnn_cand {
+    pcu_tactic t;
+    cudnnBackendDescriptor_t plan;
+    int mode;      /* 0: heuristic mode A, 1: the fallback list */
+    int64_t index; /* its place in that list */
+} pcu_dnn_cand;
+pp_status pcu_dnn_tactic(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDescriptor_t devprop, bool strict,
+                         const pcu_tactic *t, int64_t max_ws, pcu_dnn_pick *out, pp_err *err);
+pp_status pcu_dnn_candidates(const pcu_dnn *g, cudnnHandle_t handle, bool strict, int64_t max_ws,
+                             pcu_dnn_cand **out, int *n, pp_err *err);
+void pcu_dnn_cands_free(pcu_dnn_cand *c, int n);
 
 /* A GPU's description for deviceless execution plans: captured from the
  * device of `handle` as cuDNN's JSON (*json malloc'd, NUL-terminated, *len

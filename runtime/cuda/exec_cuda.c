@@ -27,6 +27,7 @@
  * error flag known when run() returns (the links' ordering contract).
  * Every CUDA, cuDNN and cuBLASLt status is checked; a message names the
  * stage, the node, the call and the library's status text. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,8 +157,71 @@ static pp_status dnn_plan_mode(pprt_exec *x, int node, dstep *d, cudnnBackendHeu
     return PP_OK;
 }
 
-/* Mode A's list first, then the fallback list (engines mode A may leave out). */
-static pp_status dnn_plan(pprt_exec *x, int node, dstep *d, pp_err *err) {
+/* The tactic table of GPU `phys` (tactics.h): --cuda-tactics FILE's, else
+ * (auto) the built-in table named by the GPU's name, compute capability and
+ * cuDNN version, else NULL (off, or none for this GPU). *name says which. */
+static const pcu_tactics *tactics_for(int phys, const char **name) {
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    enum { N = 64 };
+    static struct {
+        bool done;
+        pcu_tactics t;
+        char name[PCU_TACTIC_SIG];
+    } dev[N];
+    const pprt_cuda_cfg *cfg = pprt_cuda_config();
+    *name = cfg->tactics_path;
+    if (cfg->tactics == PPRT_TACTICS_OFF) return NULL;
+    if (cfg->tactics == PPRT_TACTICS_FILE) return &cfg->tactics_file;
+    if (phys < 0 || phys >= N) return NULL;
+    pthread_mutex_lock(&mu);
+    if (!dev[phys].done) {
+        struct cudaDeviceProp prop;
+        char gpu[128];
+        size_t len = 0;
+        const char *text = NULL;
+        if (cudaGetDeviceProperties(&prop, phys) == cudaSuccess) {
+            pp_file_name(prop.name, gpu, sizeof gpu);
+            snprintf(dev[phys].name, sizeof dev[phys].name, "%s_cc%d%d_cudnn%zu", gpu, prop.major, prop.minor,
+                     cudnnGetVersion());
+            text = pcu_tactics_builtin(dev[phys].name, &len);
+        }
+        pp_err e = {0};
+        if (text && pcu_tactics_parse(text, len, dev[phys].name, &dev[phys].t, &e) != PP_OK)
+            fprintf(stderr, "pprt: warning: the built-in %s\n", e.msg); /* test_tactics parses each in CI */
+        dev[phys].done = true;
+    }
+    pthread_mutex_unlock(&mu);
+    *name = dev[phys].name;
+    return dev[phys].t.n ? &dev[phys].t : NULL;
+}
+
+/* Step c's engine from the tactic cache, said with --cuda-explain; d->plan
+ * stays NULL where the table has no usable tactic for its signature. */
+static pp_status dnn_plan_tactic(pprt_exec *x, int node, const pcu_conv *c, dstep *d, pp_err *err) {
+    const char *name = "";
+    const pcu_tactics *tab = tactics_for(pprt_cuda_phys(x->device), &name);
+    const bool strict = x->precision == PPRT_F32;
+    char sig[PCU_TACTIC_SIG];
+    const pcu_tactic *t = tab && pcu_conv_signature(c, d->dnn.fused, strict, sig, sizeof sig)
+                              ? pcu_tactics_find(tab, sig) : NULL;
+    pcu_dnn_pick k = {0};
+    pp_err e = {0};
+    if (t && pcu_dnn_tactic(&d->dnn, x->dnn, NULL, strict, t, (int64_t)PCU_LIB_WORKSPACE, &k, &e) != PP_OK)
+        return PP_WRAP(err, &e, e.code, "node '%s': %s", x->st->nodes[node].name, e.msg);
+    d->plan = k.plan;
+    if (pprt_cuda_config()->explain && tab)
+        fprintf(stderr, "pprt: cuda: stage %d node '%s': tactic cache %s: %s engine %lld (%.1f us when tuned)%s\n",
+                x->st->index, x->st->nodes[node].name, name, !t ? "no tactic for this signature, heuristics take it;"
+                : d->plan ? "took" : "refused (heuristics take it):", t ? (long long)t->gidx : -1LL, t ? t->us : 0.0,
+                t && !d->plan ? (k.refused[3] ? ", no plan" : ", not deterministic, strict or within the workspace")
+                              : "");
+    return PP_OK;
+}
+
+/* The tactic cache's engine, else mode A's list, then the fallback list (engines mode A may leave out). */
+static pp_status dnn_plan(pprt_exec *x, int node, const pcu_conv *c, dstep *d, pp_err *err) {
+    PP_TRY(dnn_plan_tactic(x, node, c, d, err));
+    if (d->plan) return PP_OK;
     PP_TRY(dnn_plan_mode(x, node, d, CUDNN_HEUR_MODE_A, err));
     if (!d->plan) PP_TRY(dnn_plan_mode(x, node, d, CUDNN_HEUR_MODE_FALLBACK, err));
     if (!d->plan) return PP_FAIL(err, PP_EUNSUP, "no deterministic cuDNN engine for this graph at this precision");
@@ -465,9 +529,9 @@ static pp_status create_steps(pprt_exec *x, unsigned char *hn, int *failed, pp_e
             at += pp_align_up(sizeof d->epi, 256);
             const bool fuse = pprt_cuda_config()->conv_fusion;
             if (!fuse || pcu_dnn_conv(c, true, x->dnn, &d->dnn, &e2) != PP_OK ||
-                dnn_plan(x, s->node, d, &e2) != PP_OK) {
+                dnn_plan(x, s->node, c, d, &e2) != PP_OK) {
                 pcu_dnn_free(&d->dnn);
-                if (pcu_dnn_conv(c, false, x->dnn, &d->dnn, &e2) != PP_OK || dnn_plan(x, s->node, d, &e2) != PP_OK) {
+                if (pcu_dnn_conv(c, false, x->dnn, &d->dnn, &e2) != PP_OK || dnn_plan(x, s->node, c, d, &e2) != PP_OK) {
                     pcu_dnn_free(&d->dnn);
                     no_engine = true;
                 }

@@ -8,7 +8,8 @@
 #include "cuda_backend.h"
 #include "cuplan.h"
 
-static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false, .wide_copies = true, .overlap = true};
+static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false, .wide_copies = true, .overlap = true,
+                            .tactics_path = "auto"};
 
 pprt_cuda_cfg *pprt_cuda_config(void) { return &cfg; }
 
@@ -42,6 +43,22 @@ static pp_status set_host_ops(void *base, const char *name, const char *v, pp_er
         if (!pp_op_lookup(t, &op)) return PP_FAIL(err, PP_EINVAL, "%s: '%s' is not an op type pprt knows", name, t);
         c->host_op[op] = true;
     }
+    return PP_OK;
+}
+
+/* --cuda-tactics auto|off|FILE: a FILE is read and checked at once (a
+ * malformed table is refused before anything runs, naming its line). */
+static pp_status set_tactics(void *base, const char *name, const char *v, pp_err *err) {
+    pprt_cuda_cfg *c = base;
+    pcu_tactics_free(&c->tactics_file);
+    c->tactics_path = v;
+    if (!strcmp(v, "auto") || !strcmp(v, "off")) {
+        c->tactics = v[0] == 'a' ? PPRT_TACTICS_AUTO : PPRT_TACTICS_OFF;
+        return PP_OK;
+    }
+    c->tactics = PPRT_TACTICS_FILE;
+    pp_err e = {0};
+    if (pcu_tactics_read(v, &c->tactics_file, &e) != PP_OK) return PP_WRAP(err, &e, e.code, "%s: %s", name, e.msg);
     return PP_OK;
 }
 
@@ -114,6 +131,12 @@ static const pp_opt rows[] = {
      .help = "cuda, cuda-emu: f32 unary and binary elementwise nodes whose innermost dim is a multiple of 4, read "
              "whole or broadcast and 16-byte aligned, four elements a thread with 16-byte loads and stores (on; the "
              "same bytes, not yet timed on a GPU), or an element a thread (off)"},
+    {.names = "--cuda-tactics", .kind = PP_OPT_CUSTOM, .arg = "auto|off|FILE", .off = PP_OPT_NOFIELD,
+     .what = "auto, off or a tactic table file", .dflt = "auto", .set = set_tactics,
+     .help = "cuda: each convolution's cuDNN engine from a table of engines timed on a GPU, by the convolution's "
+             "signature (auto: the table built in for this GPU and cuDNN, where there is one; FILE: a table "
+             "test_dnn --tune wrote), or cuDNN's heuristics alone (off, and any signature the table lacks); "
+             "docs/cuda.md"},
     {.names = "--cuda-host-only", .kind = PP_OPT_FLAG, .off = CFG(host_only),
      .help = "cuda, cuda-emu: every node on the host fallback (a test of that path)"},
     {.names = "--cuda-host-ops", .kind = PP_OPT_CUSTOM, .arg = "LIST", .off = PP_OPT_NOFIELD,

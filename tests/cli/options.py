@@ -143,6 +143,7 @@ PPRT_VALUES = {
     "--cuda-stride-views": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-wide-elementwise": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-host-ops": ("Conv", ["--backend", "cuda-emu"], "out", None),
+    "--cuda-tactics": ("off", ["--backend", "cuda-emu"], "out", "no-such-table.tsv"),
     # training (train.plan on tdata/, two steps; compared: the trained weights)
     "--epochs": ("1", [], "train", "0"),
     "--steps": ("3", [], "train", "0"),

@@ -39,7 +39,9 @@
 #      0 skips), then the torch.compile column (BENCH_COMPILE_SECS, default
 #      90; compile time excluded, printed); BENCH_RUNS alternated rounds
 #      (default 2), BENCH_ARGS added to each call;
-#   5. with time left (EXTRA=1, the default): which inputs the products read at each --precision
+#   5. with time left (EXTRA=1, the default): 5t, the convolution tactic cache: test_dnn --tune over
+#      ResNet-50's convolutions (TACTIC_SECS, default 60) into $out/tactics/ (commit it), ResNet-50 with the
+#      table against --cuda-tactics off, -pp 2 with it bit-identical to -pp 1; which inputs the products read at each --precision
 #      (tests/cuda/precision_models.py's MatMul against NumPy's roundings); ViT-B/16 at fp16, batch 32 and 8,
 #      with the speed options (views, fused attention, row kernels, wide elementwise) together on and off;
 #      ViT-B/16 with the row kernels
@@ -450,6 +452,42 @@ print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(a
       > /tmp/cvt/ab_cmp.txt || { echo "FAIL: $tag's output with $opt on against off"; status=1; }
     tail -1 /tmp/cvt/ab_cmp.txt | sed "s|^|$tag $opt on against off: |"
   }
+  # 5t. the convolution tactic cache (issue 54; docs/cuda.md "The convolution tactic cache"; never on a GPU before
+  # this): test_dnn --tune times every deterministic engine config the heuristics offer for ResNet-50's
+  # convolutions at batch 8 and 32 (strict f32, and the tf32/half signatures) into $out/tactics/<GPU>.tsv (bring
+  # it back and commit it under runtime/cuda/tactics/), stdout per signature the heuristics' time against the
+  # tuned one; then ResNet-50 at batch 32 and 8 with the table against --cuda-tactics off, alternated, and -pp 2
+  # with the table bit-identical to -pp 1 with it (TACTIC_SECS, default 60, for the tuning)
+  d=/tmp/cvt/resnet50; ts=$(cap "${TACTIC_SECS:-60}" 60)
+  if [ "$be" = cuda ] && [ -x "$bin/test_dnn" ] && [ -f $d/b32_pp1.plan ] && [ "$ts" -gt 10 ]; then
+    mkdir -p "$out/tactics"
+    tab="$out/tactics/tuned.tsv"
+    timeout $((ts + 20)) "$bin/test_dnn" --tune "$tab" --tune-fast --tune-secs "$ts" $d/b32_pp1.plan $d/b8_pp1.plan \
+      > "$out/tune.txt" 2>&1 || { echo "FAIL: test_dnn --tune: $(tail -3 "$out/tune.txt")"; status=1; }
+    grep -E "^tune: .* tactics into|heuristics engine" "$out/tune.txt" | tail -25
+    name=$(grep -o '([^()]*_cudnn[0-9]*)' "$tab" 2>/dev/null | head -1 | tr -d '()')
+    [ -n "$name" ] && cp "$tab" "$out/tactics/$name.tsv" && echo "tactic table: $out/tactics/$name.tsv (in gday.tgz)"
+    for b in 32 8; do
+      [ -f "$tab" ] && [ -f $d/b${b}_pp1.plan ] && [ "$(left)" -gt 60 ] || continue
+      for r in 1 2; do for v in "$tab" off; do
+        k=$([ "$v" = off ] && echo off || echo table)
+        timeout 60 "$PPRT" $d/b${b}_pp1.plan $d/data_$b -o /tmp/cvt/tac_${b}_$k --backend $be -q --warmup 4 \
+          --cuda-tactics "$v" --cuda-explain --stats-json /tmp/cvt/tac_${b}_$k.json 2> "$out/explain_tac_${b}_$k.txt" \
+          && echo "resnet50 -b $b --cuda-tactics $k: $(rate /tmp/cvt/tac_${b}_$k.json) samples/s; $(grep -c 'tactic cache .*: took' "$out/explain_tac_${b}_$k.txt") convolutions from the table" \
+          || { echo "FAIL: resnet50 -b $b --cuda-tactics $k: $(tail -2 "$out/explain_tac_${b}_$k.txt")"; status=1; }
+      done; done
+      python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/tac_${b}_table/*.npy /tmp/cvt/tac_${b}_off/*.npy --rtol 1e-4 \
+        --atol 1e-5 > /tmp/cvt/tac_cmp.txt || { echo "FAIL: resnet50 -b $b: the tuned engines' outputs against the heuristics'"; status=1; }
+      tail -1 /tmp/cvt/tac_cmp.txt | sed "s|^|resnet50 -b $b tactics against heuristics: |"
+      if [ -f $d/b${b}_pp2.plan ]; then
+        timeout 60 "$PPRT" $d/b${b}_pp2.plan $d/data_$b -o /tmp/cvt/tac_${b}_pp2 --backend $be -q --cuda-tactics "$tab" \
+          && { cmp -s /tmp/cvt/tac_${b}_table/*.npy /tmp/cvt/tac_${b}_pp2/*.npy && echo "resnet50 -b $b with the table: -pp 2 bit-identical to -pp 1" \
+               || { echo "FAIL: resnet50 -b $b with the table: -pp 2 differs from -pp 1"; status=1; }; }
+      fi
+    done
+  else
+    echo "5t. tactics: skipped ($be, test_dnn $([ -x "$bin/test_dnn" ] && echo found || echo missing), plans $([ -f $d/b32_pp1.plan ] && echo found || echo missing), $ts s)"
+  fi
   # which inputs the GPU's products read at each --precision (docs/cuda.md, "Reduced precision": on the seventh
   # lease bf16's error equalled fp16's, where bfloat16 inputs would give about 8x): precision_models.py's MatMul
   # and Gemm against NumPy's products over inputs rounded to f32, TF32, bfloat16 and float16 (a few seconds)

@@ -21,9 +21,17 @@
  *                     fused graph may not: the executor then runs it alone).
  *                     A description from another cuDNN version than the one
  *                     loaded is skipped with a note.
+ *                     With a description, the tactic table built in for the
+ *                     same GPU and cuDNN (runtime/cuda/tactics/, the same
+ *                     name), if any: each plan's convolution whose signature
+ *                     it holds gets the tactic's engine as an execution plan
+ *                     for that GPU without it, or fails.
  *   --capture DIR     (needs a GPU; the GPU day) the description of GPU 0
  *                     into DIR/<name>_cc<major><minor>_cudnn<version>.json,
- *                     whole or not at all, and nothing else. */
+ *                     whole or not at all, and nothing else.
+ *   --tune FILE [--tune-fast] [--tune-secs S] PLAN...  (needs a GPU; the GPU
+ *                     day) the tactic table of GPU 0 for the plans'
+ *                     convolutions into FILE (tune_dnn.c), and nothing else. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +39,14 @@
 #include <cuda_runtime.h>
 
 #include "runtime/cuda/dnn.h"
+#include "tune_dnn.h"
 
 static int failures, graphs, plans;
 static cudnnBackendDescriptor_t devprops[8];
 static const char *devprop_names[8];
 static int n_devprops;
+static pcu_tactics tactics[8]; /* the built-in table of each described GPU (empty: none) */
+static int tactic_plans;
 
 /* The executors' engine for graph g on each described GPU (mode A, then the fallback list). */
 static void choose_deviceless(const pcu_dnn *g, bool fused, const char *what) {
@@ -87,6 +98,18 @@ static int load_devprop(const char *path) {
         return 1;
     }
     free(json);
+    /* its tactic table: the file's stem */
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    char stem[256];
+    snprintf(stem, sizeof stem, "%s", base);
+    if (strrchr(stem, '.')) *strrchr(stem, '.') = 0;
+    size_t tl = 0;
+    const char *text = pcu_tactics_builtin(stem, &tl);
+    if (text && pcu_tactics_parse(text, tl, stem, &tactics[n_devprops], &e) != PP_OK) {
+        fprintf(stderr, "FAIL the built-in tactic table %s: %s\n", stem, e.msg);
+        return 1;
+    }
+    if (text) printf("test_dnn: %s: %d tactics built in\n", stem, tactics[n_devprops].n);
     devprop_names[n_devprops++] = path;
     return 0;
 }
@@ -122,6 +145,25 @@ static int capture(const char *dir) {
     return 0;
 }
 
+/* Convolution c's tactic (the convolution alone, strict f32) on each described GPU whose table holds it */
+static void check_tactic(const pcu_conv *c, const pcu_dnn *g, const char *what) {
+    char sig[PCU_TACTIC_SIG];
+    if (!pcu_conv_signature(c, false, true, sig, sizeof sig)) return;
+    for (int d = 0; d < n_devprops; d++) {
+        const pcu_tactic *t = pcu_tactics_find(&tactics[d], sig);
+        if (!t) continue;
+        pcu_dnn_pick k;
+        pp_err e = {0};
+        if (pcu_dnn_tactic(g, NULL, devprops[d], true, t, PCU_LIB_WORKSPACE, &k, &e) == PP_OK && k.plan) {
+            tactic_plans++;
+            cudnnBackendDestroyDescriptor(k.plan);
+        } else if (failures++ < 20) {
+            fprintf(stderr, "FAIL %s on %s: its tactic (engine %lld) gives no execution plan: %s%s\n", what,
+                    devprop_names[d], (long long)t->gidx, e.msg, k.refused[3] ? "cuDNN refused it" : "the filter refused it");
+        }
+    }
+}
+
 static void check(const pcu_conv *c, const char *what) {
     for (int fused = 1; fused >= 0; fused--) {
         pcu_dnn g;
@@ -130,6 +172,7 @@ static void check(const pcu_conv *c, const char *what) {
             if (failures++ < 20) fprintf(stderr, "FAIL %s (%s): %s, %lld engines\n", what, fused ? "fused" : "alone", e.msg, (long long)g.engines);
         } else {
             choose_deviceless(&g, fused && g.fused, what);
+            if (!fused) check_tactic(c, &g, what);
         }
         graphs++;
         pcu_dnn_free(&g);
@@ -201,8 +244,59 @@ static void sweep(void) {
     printf("test_dnn: sweep of %d convolutions\n", n);
 }
 
+/* The convolution steps of every stage of plan `path` appended to *cv */
+static int plan_convs(const char *path, pcu_conv **cv, int *n, int *cap) {
+    pprt_plan *p = NULL;
+    pp_err e = {0};
+    if (pprt_plan_load(path, NULL, &p, &e) != PP_OK) {
+        fprintf(stderr, "test_dnn --tune %s: %s\n", path, e.msg);
+        return 2;
+    }
+    for (int s = 0; s < p->n_stages; s++) {
+        pcu_plan pl;
+        if (pcu_plan_build(p, &p->stages[s], NULL, &pl, &e) != PP_OK) {
+            fprintf(stderr, "test_dnn --tune %s stage %d: %s\n", path, s, e.msg);
+            pprt_plan_free(p);
+            return 2;
+        }
+        for (int i = 0; i < pl.n_steps; i++) {
+            if (pl.steps[i].kind != PCU_S_CONV) continue;
+            if (*n == *cap) {
+                pcu_conv *q = realloc(*cv, (size_t)(*cap = *cap ? 2 * *cap : 64) * sizeof *q);
+                if (!q) return 2;
+                *cv = q;
+            }
+            (*cv)[(*n)++] = pl.steps[i].u.conv;
+        }
+        pcu_plan_free(&pl);
+    }
+    pprt_plan_free(p);
+    return 0;
+}
+
+static int tune(int argc, char **argv) {
+    const char *out = argv[2];
+    bool fast = false;
+    double secs = 240;
+    int a = 3, n = 0, cap = 0, rc = 0;
+    for (; a < argc && !strncmp(argv[a], "--tune-", 7); a++) {
+        if (!strcmp(argv[a], "--tune-fast")) fast = true;
+        else if (!strcmp(argv[a], "--tune-secs") && a + 1 < argc) secs = atof(argv[++a]);
+        else {
+            fprintf(stderr, "test_dnn --tune: unknown option %s\n", argv[a]);
+            return 2;
+        }
+    }
+    pcu_conv *cv = NULL;
+    for (; a < argc && !rc; a++) rc = plan_convs(argv[a], &cv, &n, &cap);
+    if (!rc) rc = tune_main(out, cv, n, fast, secs);
+    free(cv);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--capture")) return capture(argv[2]);
+    if (argc >= 3 && !strcmp(argv[1], "--tune")) return tune(argc, argv);
     int a = 1;
     for (; a + 1 < argc && !strcmp(argv[a], "--devprop"); a += 2)
         if (load_devprop(argv[a + 1])) return 1;
@@ -235,8 +329,8 @@ int main(int argc, char **argv) {
         pprt_plan_free(p);
     }
     sweep();
-    printf("test_dnn: %d graphs finalized, %d execution plans on %d described GPUs, %d failures\n", graphs, plans,
-           n_devprops, failures);
-    for (int d = 0; d < n_devprops; d++) cudnnBackendDestroyDescriptor(devprops[d]);
+    printf("test_dnn: %d graphs finalized, %d execution plans on %d described GPUs, %d of them from the tactic "
+           "tables, %d failures\n", graphs, plans, n_devprops, tactic_plans, failures);
+    for (int d = 0; d < n_devprops; d++) cudnnBackendDestroyDescriptor(devprops[d]), pcu_tactics_free(&tactics[d]);
     return failures ? 1 : 0;
 }
