@@ -605,9 +605,10 @@ static pp_status conv_read(pprt_exec *x, const pprt_node *n, conv_node *c, pp_er
      * destination for a sum post-op */
     c->zsum = c->zi >= 0 && x->o.residual_sum;
     /* bf16: sources and weights in bf16; the output too where it stays
-     * between oneDNN nodes (else f32, as the reference kernels read it) */
-    c->cdt = x->bf16 ? dnnl_bf16 : dnnl_f32;
-    PP_TRY(dn_any_md(c->ys->dim, nd, x->tn.flex[c->yi] ? c->cdt : dnnl_f32, &c->dst_any, err));
+     * between oneDNN nodes (else f32, as the reference kernels read it); a
+     * convolution of bf16 values in an f32 run (halfprod.c): its output f32 */
+    c->cdt = x->bf16 || x->bld.half ? dnnl_bf16 : dnnl_f32;
+    PP_TRY(dn_any_md(c->ys->dim, nd, x->bf16 && x->tn.flex[c->yi] ? c->cdt : dnnl_f32, &c->dst_any, err));
 
     if (c->zi >= 0 && !c->zsum) PP_TRY(dn_operand_md(x, c->zi, c->ys, &c->dst_any, &c->z_md, err));
     PP_TRY(pp_attr_int(a, "group", 1, &c->group, err));

@@ -26,12 +26,17 @@ typedef struct cg_node {
     int64_t group;
     pp_geom g;
     dnnl_memory_desc_t x_any, w_any, w_plain, y_any;
+    dnnl_memory_desc_t hx_any, hw_any; /* the forward hint's source and weights */
 } cg_node;
 
 static pp_status cg_read(pprt_exec *x, const pprt_node *n, const pp_shape *xs, const pp_shape *ws, cg_node *c,
                          pp_err *err) {
     PP_TRY(dn_need_f32_nonempty(x, n, err));
     if (x->bf16) return unsup(err, "bf16 run"); /* (the gradients are f32 throughout) */
+    /* the gradient of a convolution of bf16 values (halfprod.c): its two
+     * operands read as bf16 copies, its output f32 */
+    const dnnl_data_type_t rt = x->bld.half ? dnnl_bf16 : dnnl_f32;
+    const bool data = n->op == PP_OP_CONVGRADX;
     const pp_attrs a = attrs_of(x, n);
     c->xs = xs, c->ws = ws, c->ys = &T(x, n->in[0])->shape;
     const int nd = xs->rank;
@@ -49,9 +54,12 @@ static pp_status cg_read(pprt_exec *x, const pprt_node *n, const pp_shape *xs, c
     wd[wn++] = OC / group;
     wd[wn++] = ws->dim[1];
     for (int i = 2; i < nd; i++) wd[wn++] = ws->dim[i];
-    PP_TRY(dn_any_md(xs->dim, nd, dnnl_f32, &c->x_any, err));
-    PP_TRY(dn_any_md(c->ys->dim, nd, dnnl_f32, &c->y_any, err));
-    PP_TRY(dn_any_md(wd, wn, dnnl_f32, &c->w_any, err));
+    PP_TRY(dn_any_md(xs->dim, nd, data ? dnnl_f32 : rt, &c->x_any, err));
+    PP_TRY(dn_any_md(c->ys->dim, nd, rt, &c->y_any, err));
+    PP_TRY(dn_any_md(wd, wn, data ? rt : dnnl_f32, &c->w_any, err));
+    /* the forward hint: its types (all bf16 for a product of bf16 values) */
+    PP_TRY(dn_any_md(xs->dim, nd, rt, &c->hx_any, err));
+    PP_TRY(dn_any_md(wd, wn, rt, &c->hw_any, err));
     PP_TRY(dn_plain_md(wd, wn, &c->w_plain, err));
     return PP_OK;
 }
@@ -68,8 +76,8 @@ static dnnl_primitive_desc_t cg_hint(pprt_exec *x, const cg_node *c) {
     }
     dnnl_convolution_desc_t cd;
     dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &c->x_any,
-                                                   &c->w_any, NULL, &c->y_any, strides, dil, pl, pr) != dnnl_success ||
+    if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &c->hx_any,
+                                                   &c->hw_any, NULL, &c->y_any, strides, dil, pl, pr) != dnnl_success ||
         dnnl_primitive_desc_create(&pd, &cd, NULL, x->eng, NULL) != dnnl_success)
         return NULL;
     return pd;
@@ -111,6 +119,16 @@ static pp_status cg_pd(pprt_exec *x, const cg_node *c, bool data, dnnl_primitive
     if (dn_ref_impl(pd)) {
         dnnl_primitive_desc_destroy(pd);
         return unsup(err, "oneDNN's reference convolution (pprt's runs it)");
+    }
+    /* the weight gradient of bf16 values: only on a brgemm kernel (AMX). oneDNN
+     * 2.6's other bf16 one (jit_bf16) took 5.5x the f32 kernel's time on a
+     * Zen 4 (AVX512_BF16), ResNet-18 at 112x112, 8 images (2026-12-05):
+     * declined, the node then runs in f32 (halfprod.c) */
+    const char *impl = "";
+    if (x->bld.half && !data && (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+                                 !strstr(impl, "brg"))) {
+        dnnl_primitive_desc_destroy(pd);
+        return unsup(err, "no brgemm kernel for the bf16 weight gradient");
     }
     *out = pd;
     return PP_OK;

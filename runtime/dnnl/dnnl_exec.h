@@ -66,6 +66,7 @@ typedef struct pprt_dnnl_opts {
     bool weight_t;      /* PPRT_DNNL_WEIGHT_T: a product reads the weight a Transpose of it would copy */
     bool operand_t;     /* PPRT_DNNL_OPERAND_T: a batched product reads a transposed operand through strides */
     bool gelu_grad;     /* PPRT_DNNL_GELU_GRAD: Gelu's gradient on oneDNN's eltwise backward */
+    bool half_products; /* PPRT_DNNL_HALF_PRODUCTS: products of bf16 values widened to f32 on bf16 kernels */
     int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions (unset:
                          * 4096 below AVX-512, 0 on AVX-512; matmul.c) */
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
@@ -198,6 +199,8 @@ struct pprt_exec {
         bool *conv_blk;  /* a convolution PPRT_DNNL_CONV_BLOCKED may put in channel blocks */
         unsigned char *through; /* bit k: input k read through the Transpose that wrote it, from that
                                  * Transpose's input (matmul.c: dn_through_views) */
+        bool *half;             /* a product whose operands hold bf16 values (halfprod.c): built on oneDNN's
+                                 * bf16 kernels first (PPRT_DNNL_HALF_PRODUCTS), f32 if they decline it */
     } nd;
     struct {                 /* per tensor */
         unsigned char *kind; /* its kind here: a SEND tensor that this stage also reads is kept as an
@@ -224,7 +227,9 @@ struct pprt_exec {
         int n_whole;        /* binary post-op operands with the destination's dims (no */
         dnnl_memory_desc_t whole[4]; /* broadcast), as dn_append_fused gave them */
         int threads;        /* threads of the primitives being created (0: unknown) */
+        bool half;          /* its operands read as bf16 copies, its output f32 (nd.half) */
     } bld;
+    int half_products;      /* products built on bf16 kernels in this f32 run (nd.half, PPRT_DNNL_VERBOSE) */
     int stage_threads; /* the stage's intra-op threads (pprt_exec_cfg) */
     int threads;       /* OpenMP threads last set in the stage thread */
     bool bf16;         /* convolutions and matrix products in bf16 (pprt_exec_cfg) */
@@ -360,6 +365,8 @@ bool dn_derived(pprt_exec *x, const char *what, int t0, int t1, int t2, int t3);
  * view) reads through it, from its input (the nodes' through bits), and the
  * pass that makes such nodes run as nothing */
 bool dn_read_through(const pprt_exec *x, int ni);
+/* halfprod.c: half[ni] for each product node whose operands hold bf16 values widened to f32; the count */
+int dn_half_products(pprt_exec *x, bool *half);
 void dn_through_views(pprt_exec *x);
 /* The shared reordered weights x holds, reordered again from their tensors'
  * bytes where they vary, once per version (wshare.c). */

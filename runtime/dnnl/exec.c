@@ -272,10 +272,48 @@ static pp_status out_steps(pprt_exec *x, pp_err *err);
 
 /* One attempt at building every node. *restart: a node was declined whose
  * input another node had already stored in a oneDNN layout (build again). */
+/* Node ni's primitives (x->bld says for how many threads, and whether on
+ * bf16 kernels), absorbing the nodes after it where it can, else alone. */
+static pp_status build_node(pprt_exec *x, int ni, mark m, pp_err *e) {
+    const pprt_stage *st = x->st;
+    const pprt_node *n = &st->nodes[ni];
+    dn_find_fusable(x, ni);
+    x->bld.n_whole = 0;
+    pp_status s = pprt_node_weights(x->p, st, n, x->ptr, e);
+    for (int f = 0; f < x->bld.n_fused && s == PP_OK; f++)
+        s = pprt_node_weights(x->p, st, &st->nodes[x->bld.fused[f]], x->ptr, e);
+    x->nd.through[ni] = 0;
+    if (s == PP_OK) s = dn_family_of(n->op)->build(x, n, e);
+    if (s != PP_OK && s != PP_ENOMEM && x->bld.n_fused) {
+        /* again without absorbing the nodes after it */
+        dn_rollback(x, m);
+        for (int f = 0; f < x->bld.n_fused; f++) reset_tensor(x, st->nodes[x->bld.fused[f]].out[0]);
+        for (int k = 0; k < n->n_out; k++) reset_tensor(x, n->out[k]);
+        if (x->o.verbose >= 2)
+            fprintf(stderr, "pprt dnnl: stage %d: node '%s' (%s) absorbs no post-ops: %s\n", st->index, n->name,
+                    pp_op_table[n->op].name, e->msg);
+        x->bld.n_fused = 0;
+        *e = (pp_err){0};
+        x->nd.through[ni] = 0;
+        s = dn_family_of(n->op)->build(x, n, e);
+    }
+    return s;
+}
+
+/* What a failed build_node left: its steps and its outputs' layouts */
+static void undo_node(pprt_exec *x, const pprt_node *n, mark m) {
+    dn_rollback(x, m);
+    for (int f = 0; f < x->bld.n_fused; f++) reset_tensor(x, x->st->nodes[x->bld.fused[f]].out[0]);
+    for (int k = 0; k < n->n_out; k++) reset_tensor(x, n->out[k]);
+    x->bld.n_fused = 0;
+    x->nd.through[n - x->st->nodes] = 0;
+}
+
 static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     const pprt_stage *st = x->st;
     *restart = false;
     x->out.n = 0;
+    x->half_products = 0;
     for (int i = 0; i < st->n_tensors; i++)
         x->tn.flex[i] = x->o.propagate && x->tn.kind[i] == PPRT_ACTIVATION && x->tn.cons[i] > 0 && f32(x, i);
     if (x->o.propagate)
@@ -301,26 +339,20 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
         pp_status hs = pprt_headroom_enter(PPRT_HEADROOM_BYTES + pprt_headroom_team(x->bld.threads, false), &e);
         if (hs != PP_OK) return PP_FAIL(err, hs, "node '%s' (%s): %s", n->name, pp_op_table[n->op].name, e.msg);
         set_threads(x->bld.threads);
-        dn_find_fusable(x, ni);
-        x->bld.n_whole = 0;
-        pp_status s = pprt_node_weights(x->p, st, n, x->ptr, &e);
-        for (int f = 0; f < x->bld.n_fused && s == PP_OK; f++)
-            s = pprt_node_weights(x->p, st, &st->nodes[x->bld.fused[f]], x->ptr, &e);
-        x->nd.through[ni] = 0;
-        if (s == PP_OK) s = dn_family_of(n->op)->build(x, n, &e);
-        if (s != PP_OK && s != PP_ENOMEM && x->bld.n_fused) {
-            /* again without absorbing the nodes after it */
-            dn_rollback(x, m);
-            for (int f = 0; f < x->bld.n_fused; f++) reset_tensor(x, st->nodes[x->bld.fused[f]].out[0]);
-            for (int k = 0; k < n->n_out; k++) reset_tensor(x, n->out[k]);
+        x->bld.half = x->nd.half[ni];
+        pp_status s = build_node(x, ni, m, &e);
+        if (s != PP_OK && s != PP_ENOMEM && x->bld.half) {
+            /* a product of bf16 values oneDNN's bf16 kernels decline: in f32 */
             if (x->o.verbose >= 2)
-                fprintf(stderr, "pprt dnnl: stage %d: node '%s' (%s) absorbs no post-ops: %s\n", st->index, n->name,
-                        pp_op_table[n->op].name, e.msg);
-            x->bld.n_fused = 0;
+                fprintf(stderr, "pprt dnnl: stage %d: node '%s' (%s) in f32, not on bf16 kernels: %s\n", st->index,
+                        n->name, pp_op_table[n->op].name, e.msg);
+            undo_node(x, n, m);
+            x->bld.half = x->nd.half[ni] = false;
             e = (pp_err){0};
-            x->nd.through[ni] = 0;
-            s = dn_family_of(n->op)->build(x, n, &e);
+            s = build_node(x, ni, m, &e);
         }
+        x->half_products += s == PP_OK && x->bld.half;
+        x->bld.half = false;
         pprt_headroom_team(x->bld.threads, true);
         pprt_headroom_leave();
         for (int f = 0; f < x->bld.n_fused && s == PP_OK; f++) x->nd.absorbed[x->bld.fused[f]] = true;
@@ -503,10 +535,11 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->tn.blocked = calloc(nt, sizeof *x->tn.blocked);
     x->nd.conv_blk = calloc(nn ? nn : 1, sizeof *x->nd.conv_blk);
     x->nd.through = calloc(nn ? nn : 1, sizeof *x->nd.through);
+    x->nd.half = calloc(nn ? nn : 1, sizeof *x->nd.half);
     x->tn.lay = calloc(nt, sizeof *x->tn.lay);
     if (!x->ptr || !x->msg || !x->tn.kind || !x->nd.on_dnnl || !x->nd.absorbed || !x->nd.pre || !x->tn.writer ||
         !x->tn.last || !x->tn.born || !x->tn.need || !x->tn.alias || !x->tn.ghost || !x->nd.first || !x->nd.nsteps ||
-        !x->tn.cons || !x->tn.flex || !x->tn.blocked || !x->nd.conv_blk || !x->nd.through || !x->tn.lay ||
+        !x->tn.cons || !x->tn.flex || !x->tn.blocked || !x->nd.conv_blk || !x->nd.through || !x->nd.half || !x->tn.lay ||
         pprt_node_runner_init(&x->nodes, p, st, x->ptr, err) != PP_OK) {
         dnnl_destroy(x);
         return PP_FAIL(err, PP_ENOMEM, "stage %d: out of memory", st->index);
@@ -556,6 +589,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     const int caller_threads = dn_team();
     x->stage_threads = cfg->threads > 0 ? cfg->threads : 1;
     x->bf16 = cfg->precision == PPRT_BF16 && dnnl_has_bf16(); /* else f32: pprt warns */
+    if (!x->bf16 && x->o.half_products && dnnl_has_bf16()) dn_half_products(x, x->nd.half);
     x->own_silu = (x->bf16 ? pprt_silu_bf16_cpu() : pprt_silu_wins()) && x->o.silu;
     x->threads = x->stage_threads;
     x->bld.threads = x->threads;
@@ -735,6 +769,7 @@ static void dnnl_destroy(pprt_exec *x) {
     free(x->tn.blocked);
     free(x->nd.conv_blk);
     free(x->nd.through);
+    free(x->nd.half);
     free(x->tn.lay);
     free(x);
 }

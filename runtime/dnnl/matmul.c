@@ -13,11 +13,12 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
                                const dnnl_memory_desc_t *bm, int yi, const dnnl_memory_desc_t *ym, float alpha,
                                const dnnl_memory_desc_t *cmd, dnnl_memory_t cm, pp_err *err) {
     const bool wconst = is_weight(x, bi);
-    /* bf16: A and B read as bf16 copies (B's made once when constant), the
-     * output and the post-ops stay f32 */
-    const dnnl_data_type_t cdt = x->bf16 ? dnnl_bf16 : dnnl_f32;
+    /* bf16 (or a product of bf16 values, halfprod.c): A and B read as bf16
+     * copies (B's made once when constant), the output and the post-ops stay f32 */
+    const bool half = x->bf16 || x->bld.half;
+    const dnnl_data_type_t cdt = half ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t a_c = *am, b_c = *bm, b_any;
-    if (x->bf16) {
+    if (half) {
         DN(dnnl_memory_desc_init_by_strides(&a_c, am->ndims, am->dims, cdt, am->format_desc.blocking.strides),
            "memory descriptor");
         DN(dnnl_memory_desc_init_by_strides(&b_c, bm->ndims, bm->dims, cdt, bm->format_desc.blocking.strides),
@@ -107,7 +108,8 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
  * caller rolls back and builds a matmul). */
 static pp_status matmul_rows(pprt_exec *x, int ai, int bi, const dnnl_memory_desc_t *bm, int ci, int yi, int64_t M,
                              int64_t K, int64_t N, pp_err *err) {
-    if (x->bf16 || !is_weight(x, bi) || M >= x->o.rows_max || x->tn.blocked[ai]) return unsup(err, "not rows");
+    if (x->bf16 || x->bld.half || !is_weight(x, bi) || M >= x->o.rows_max || x->tn.blocked[ai])
+        return unsup(err, "not rows");
     int64_t n_c = 0;
     if (ci >= 0) {
         const pp_shape *cs = &T(x, ci)->shape;

@@ -78,6 +78,9 @@ static const opt opts[] = {
     {"PPRT_DNNL_OPERAND_T", OPT_FLAG, F(operand_t), "1", NULL, 0, 0,
      "a batched matrix product whose operand is a Transpose of a plain activation's last two axes reads that "
      "activation through swapped strides (the Transpose runs as nothing where every reader does so); 0: copied"},
+    {"PPRT_DNNL_HALF_PRODUCTS", OPT_FLAG, F(half_products), "1", NULL, 0, 0,
+     "in an f32 run, a product whose operands hold bf16 values widened by a Cast (a training plan at --precision "
+     "bf16) computes on oneDNN's bf16 kernels with f32 sums where the CPU has them (halfprod.c); 0: in f32"},
     {"PPRT_DNNL_GELU_GRAD", OPT_FLAG, F(gelu_grad), "1", NULL, 0, 0,
      "pp.UnaryGrad of Gelu on oneDNN's eltwise backward in f32; 0: the reference kernel (double) in parts"},
 };

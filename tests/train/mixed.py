@@ -41,6 +41,7 @@ layer, as tests/train/run.py's), 32 samples a step in two micro-batches of
 Usage: mixed.py PPCC PPRT WORK"""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -68,10 +69,10 @@ ROWS, ACC, STEPS, LR, MOM = 16, 2, 8, 0.1, 0.9
 HALF = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def run(argv, fresh=False):
-    """argv's result; fresh: PPRT_TRAIN_FRESH=1 (each step makes its executors, runtime/keep.h)."""
+def run(argv, fresh=False, env=None):
+    """argv's result; fresh: PPRT_TRAIN_FRESH=1 (each step makes its executors, runtime/keep.h); env: more."""
     return subprocess.run(argv, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PPRT_TRAIN_FRESH": "1" if fresh else "0"})
+                          env={**os.environ, "PPRT_TRAIN_FRESH": "1" if fresh else "0", **(env or {})})
 
 
 def policy(model, half):
@@ -99,10 +100,11 @@ def compile_plan(model, out, rows, opts=(), pp=1, lr=LR):
     check(r.returncode == 0, f"ppcc {' '.join(opts)} -pp {pp}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
 
 
-def train(plan, out, steps, opts=(), data="data", acc=ACC, backend="ref", fresh=False):
+def train(plan, out, steps, opts=(), data="data", acc=ACC, backend="ref", fresh=False, env=None):
     log = out + ".json"
     r = run([PPRT, plan, data, "--steps", str(steps), "--accumulate", str(acc), "--no-shuffle", "--backend", backend,
-             "--save-weights", out, "--log-json", log, "-q", *opts], fresh)
+             "--save-weights", out, "--log-json", log, "-q", *opts], fresh, env)
+    train.stderr = r.stderr
     check(r.returncode == 0, f"pprt {plan} {' '.join(opts)}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
     if r.returncode:
         return {}, {"steps": []}
@@ -191,10 +193,22 @@ for prec in ("bf16", "fp16"):
     check(loss_gap(l1, l32) <= 1e-2, f"{prec}: the losses {l1} are over 1% from pprt's f32 run's {l32}")
     check(far(w1, w32) > 0, f"{prec}: the weights are f32's bits: no rounding happened")
     if prec == "bf16" and "dnnl" in run([PPRT, "--backend", "list"]).stdout:
-        # oneDNN's f32 kernels (the Casts on pprt's): its own sums, the same bits at -pp 1 and 2
-        wd1, _ = train(f"{prec}_1.plan", f"w_{prec}_d1", STEPS, backend="dnnl")
+        # oneDNN's kernels (the Casts on pprt's): its own sums, the same bits at -pp 1 and 2; the products,
+        # whose operands hold bf16 values, on its bf16 kernels where this CPU has them (PPRT_DNNL_HALF_PRODUCTS,
+        # runtime/dnnl/halfprod.c), else in f32
+        wd1, _ = train(f"{prec}_1.plan", f"w_{prec}_d1", STEPS, backend="dnnl", env={"PPRT_DNNL_VERBOSE": "1"})
+        taken = sum(int(n) for n in re.findall(r"(\d+) products of bf16 values on bf16 kernels", train.stderr))
+        has = "bf16 kernels on this CPU: yes" in run([PPRT, "--version"]).stdout
+        print(f"train_mixed: bf16 on dnnl: {taken} products on oneDNN's bf16 kernels (this CPU has them: {has})")
+        check(taken > 0 if has else taken == 0, f"bf16 on dnnl: {taken} products on bf16 kernels, where this CPU "
+              f"{'has' if has else 'has no'} bf16 kernels")
         wd2, _ = train(f"{prec}_2.plan", f"w_{prec}_d2", STEPS, backend="dnnl")
         check(same_bits(wd1, wd2), f"{prec} on dnnl: the weights at -pp 1 and 2 differ in bits")
+        # the same products in f32 on the same rounded values: only the order of the sums differs
+        wdo, _ = train(f"{prec}_1.plan", f"w_{prec}_d1o", STEPS, backend="dnnl", env={"PPRT_DNNL_HALF_PRODUCTS": "0"})
+        print(f"train_mixed: bf16 on dnnl: bf16 kernels against f32 kernels: weights {far(wd1, wdo):.2g}")
+        check(far(wd1, wdo) <= 1e-4, f"bf16 on dnnl: the weights from bf16 kernels {far(wd1, wdo):.3g} from the f32 "
+              f"kernels' on the same values (1e-4)")
         # the executors kept across steps reorder the bf16 copies of the updated weights again: the bits of
         # executors made every step (PPRT_TRAIN_FRESH=1)
         wdf, _ = train(f"{prec}_2.plan", f"w_{prec}_d2f", STEPS, backend="dnnl", fresh=True)
