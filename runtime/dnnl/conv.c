@@ -790,11 +790,11 @@ static pp_status conv_push(pprt_exec *x, const pprt_node *n, const conv_node *c,
     /* a constant W is reordered once; a computed one every run */
     if (is_weight(x, wi)) r = dn_weight_mem(x, wi, &c->w_plain, w_md, &wm, err);
     else if (x->tn.blocked[wi]) r = PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, wi)->name);
-    else r = dn_bind_view(x, wi, &c->w_plain, w_md, SLOT_WEI, &wm, err);
+    else r = dn_half_input(x, (int)(n - x->st->nodes), 1, wi, &c->w_plain, w_md, SLOT_WEI, &wm, err);
     if (r != PP_OK) goto fail;
     if (bi >= 0 && (r = dn_plain_view(x, bi, &c->b_md, &bm, err)) != PP_OK) goto fail;
     if ((r = dn_bind_output(x, yi, dst_md, &dm, &out, err)) != PP_OK) goto fail;
-    if ((r = dn_bind_input(x, xi, src_md, SLOT_SRC, &sm, err)) != PP_OK) goto fail;
+    if ((r = dn_half_input(x, (int)(n - x->st->nodes), 0, xi, NULL, src_md, SLOT_SRC, &sm, err)) != PP_OK) goto fail;
     if (c->zsum && !in_place) {
         /* the sum post-op accumulates into the destination: copy Z there first */
         dnnl_memory_desc_t zl;

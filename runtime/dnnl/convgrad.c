@@ -165,8 +165,8 @@ static pp_status build_convgradx(pprt_exec *x, const pprt_node *n, pp_err *err) 
     /* a constant W is reordered once; a computed one every run */
     if (is_weight(x, wi)) r = dn_weight_mem(x, wi, &c.w_plain, w_md, &wm, err);
     else if (x->tn.blocked[wi]) r = PP_FAIL(err, PP_ERUNTIME, "'%s' is not plain", T(x, wi)->name);
-    else r = dn_bind_view(x, wi, &c.w_plain, w_md, SLOT_WEI, &wm, err);
-    if (r == PP_OK) r = dn_bind_input(x, dyi, dy_md, SLOT_SRC, &dym, err);
+    else r = dn_half_input(x, (int)(n - x->st->nodes), 1, wi, &c.w_plain, w_md, SLOT_WEI, &wm, err);
+    if (r == PP_OK) r = dn_half_input(x, (int)(n - x->st->nodes), 0, dyi, NULL, dy_md, SLOT_SRC, &dym, err);
     if (r == PP_OK) r = dn_bind_output(x, dxi, dx_md, &dxm, &out, err);
     if (r != PP_OK) {
         dnnl_primitive_desc_destroy(pd);
@@ -191,9 +191,9 @@ static pp_status build_convgradw(pprt_exec *x, const pprt_node *n, pp_err *err) 
     const dnnl_memory_desc_t *dy_md = dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0);
     dnnl_memory_t xm, dym, dwm;
     post out;
-    pp_status r = dn_bind_input(x, dyi, dy_md, SLOT_SRC, &dym, err);
+    pp_status r = dn_half_input(x, (int)(n - x->st->nodes), 0, dyi, NULL, dy_md, SLOT_SRC, &dym, err);
     /* SLOT_WEI: no weight is read here */
-    if (r == PP_OK) r = dn_bind_input(x, xi, x_md, SLOT_WEI, &xm, err);
+    if (r == PP_OK) r = dn_half_input(x, (int)(n - x->st->nodes), 1, xi, NULL, x_md, SLOT_WEI, &xm, err);
     if (r == PP_OK) r = cg_bind_dw(x, dwi, &c, dw_md, &dwm, &out, err);
     if (r != PP_OK) {
         dnnl_primitive_desc_destroy(pd);

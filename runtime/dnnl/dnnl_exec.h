@@ -228,8 +228,10 @@ struct pprt_exec {
         dnnl_memory_desc_t whole[4]; /* broadcast), as dn_append_fused gave them */
         int threads;        /* threads of the primitives being created (0: unknown) */
         bool half;          /* its operands read as bf16 copies, its output f32 (nd.half) */
+        int node;           /* its index */
     } bld;
     int half_products;      /* products built on bf16 kernels in this f32 run (nd.half, PPRT_DNNL_VERBOSE) */
+    int half_views;         /* Casts to f32 of bf16 values that run as nothing: their products read the bf16 */
     int stage_threads; /* the stage's intra-op threads (pprt_exec_cfg) */
     int threads;       /* OpenMP threads last set in the stage thread */
     bool bf16;         /* convolutions and matrix products in bf16 (pprt_exec_cfg) */
@@ -365,8 +367,16 @@ bool dn_derived(pprt_exec *x, const char *what, int t0, int t1, int t2, int t3);
  * view) reads through it, from its input (the nodes' through bits), and the
  * pass that makes such nodes run as nothing */
 bool dn_read_through(const pprt_exec *x, int ni);
-/* halfprod.c: half[ni] for each product node whose operands hold bf16 values widened to f32; the count */
+/* halfprod.c: half[ni] for each product node whose operands hold bf16 values widened to f32; the count.
+ * dn_widens_bf16: whether Cast node n widens bf16 to f32. dn_half_input: input k of product ni (tensor tid
+ * seen through cur, a plain f32 view of its bytes, or NULL: as it is stored) as the primitive wants it
+ * (want): where the node is built on bf16 kernels and the bf16 tensor the Cast widened into tid can be
+ * read in its place, from that tensor's bytes (its through bit set, its life made to reach ni: the Cast
+ * runs as nothing where every reader does so); else as dn_cast_view (cur) or dn_bind_input (NULL). */
 int dn_half_products(pprt_exec *x, bool *half);
+bool dn_widens_bf16(const pprt_exec *x, const pprt_node *n);
+pp_status dn_half_input(pprt_exec *x, int ni, int k, int tid, const dnnl_memory_desc_t *cur,
+                        const dnnl_memory_desc_t *want, int slot, dnnl_memory_t *out, pp_err *err);
 void dn_through_views(pprt_exec *x);
 /* The shared reordered weights x holds, reordered again from their tensors'
  * bytes where they vary, once per version (wshare.c). */

@@ -277,6 +277,7 @@ static pp_status out_steps(pprt_exec *x, pp_err *err);
 static pp_status build_node(pprt_exec *x, int ni, mark m, pp_err *e) {
     const pprt_stage *st = x->st;
     const pprt_node *n = &st->nodes[ni];
+    x->bld.node = ni;
     dn_find_fusable(x, ni);
     x->bld.n_whole = 0;
     pp_status s = pprt_node_weights(x->p, st, n, x->ptr, e);

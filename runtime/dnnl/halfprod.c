@@ -14,10 +14,14 @@
  *
  * A tensor holds bf16 values when a Cast from bf16 to f32 wrote it, or an
  * op that only moves or selects values (a view, Transpose, Slice, Gather,
- * Concat, Relu, MaxPool) wrote it from such tensors; received tensors and
- * weights are not looked into. The choice depends on the graph alone, the
- * same in any split: the bits stay the same across splits. */
+ * Concat, Relu, MaxPool) wrote it from such tensors, followed over the
+ * whole plan's stages by the tensors' names (a tensor a stage receives
+ * holds what its producer's does); weights do not. The choice depends on
+ * the graph alone, the same in any split: the bits stay the same across
+ * splits (a choice per stage changed them: ResNet-18's convolutions after a
+ * cut read the received f32 copy and ran in f32). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "dnnl_exec.h"
 
@@ -43,45 +47,118 @@ static unsigned half_operands(pp_op op) {
     }
 }
 
-static bool f32_tensor(const pprt_exec *x, int t) { return t >= 0 && x->st->t[t].dtype == PP_F32; }
-
-/* Whether Cast node n widens bf16 to f32 */
-static bool widens_bf16(const pprt_exec *x, const pprt_node *n) {
+bool dn_widens_bf16(const pprt_exec *x, const pprt_node *n) {
     int64_t to = 0;
-    return n->n_in >= 1 && n->in[0] >= 0 && x->st->t[n->in[0]].dtype == PP_BF16 && n->n_out >= 1 &&
-           f32_tensor(x, n->out[0]) && pp_attr_int(attrs_of(x, n), "to", 0, &to, NULL) == PP_OK && to == PP_F32;
+    const pprt_stage *st = x->st;
+    return n->n_in >= 1 && n->in[0] >= 0 && st->t[n->in[0]].dtype == PP_BF16 && n->n_out >= 1 && n->out[0] >= 0 &&
+           st->t[n->out[0]].dtype == PP_F32 && pp_attr_int(attrs_of(x, n), "to", 0, &to, NULL) == PP_OK &&
+           to == PP_F32;
+}
+
+/* The plan's tensors by name (a tensor a stage receives has its producer's name), whether each holds bf16 values */
+typedef struct hname {
+    const char *name;
+    bool holds;
+} hname;
+
+static int hname_cmp(const void *a, const void *b) { return strcmp(((const hname *)a)->name, ((const hname *)b)->name); }
+
+static hname *find(hname *h, int n, const char *name) {
+    const hname key = {name, false};
+    return bsearch(&key, h, (size_t)n, sizeof *h, hname_cmp);
+}
+
+/* One pass of stage q's nodes in order over the holds of the tensors they read and write (true: one changed) */
+static bool holds_pass(const pprt_plan *p, const pprt_stage *q, hname *h, int nh) {
+    bool changed = false;
+    for (int ni = 0; ni < q->n_nodes; ni++) {
+        const pprt_node *n = &q->nodes[ni];
+        if (n->n_out < 1 || n->out[0] < 0 || q->t[n->out[0]].dtype != PP_F32) continue;
+        bool v = false;
+        if (n->op == PP_OP_CAST) {
+            int64_t to = 0;
+            v = n->in[0] >= 0 && q->t[n->in[0]].dtype == PP_BF16 &&
+                pp_attr_int((pp_attrs){n->attrs, n->n_attrs, p->opset}, "to", 0, &to, NULL) == PP_OK && to == PP_F32;
+        } else if (moves_values(n->op) && n->n_in > 0 && n->in[0] >= 0 && q->t[n->in[0]].dtype == PP_F32) {
+            /* Gather and Slice: the data input alone; the others: every f32 input */
+            v = true;
+            for (int k = 0; k < n->n_in && v; k++)
+                if (n->in[k] >= 0 && (k == 0 || (n->op != PP_OP_GATHER && n->op != PP_OP_SLICE)) &&
+                    q->t[n->in[k]].dtype == PP_F32)
+                    v = find(h, nh, q->t[n->in[k]].name)->holds;
+        } else {
+            continue;
+        }
+        hname *o = find(h, nh, q->t[n->out[0]].name);
+        if (v && !o->holds) o->holds = changed = true;
+    }
+    return changed;
 }
 
 int dn_half_products(pprt_exec *x, bool *half) {
+    const pprt_plan *p = x->p;
     const pprt_stage *st = x->st;
-    bool *holds = calloc(pp_count(st->n_tensors), sizeof *holds); /* per tensor: f32 holding bf16 values */
-    int n_half = 0;
+    const int ns = p->n_stages + p->n_wstages;
+    int nh = 0, n_half = 0;
+    for (int s = 0; s < ns; s++) nh += p->stages[s].n_tensors;
+    hname *h = malloc(pp_count(nh) * sizeof *h);
     for (int ni = 0; ni < st->n_nodes; ni++) half[ni] = false;
-    if (!holds) return 0; /* (then every product in f32: the same results) */
+    if (!h) return 0; /* (then every product in f32: the same results) */
+    nh = 0;
+    for (int s = 0; s < ns; s++)
+        for (int t = 0; t < p->stages[s].n_tensors; t++) h[nh++] = (hname){p->stages[s].t[t].name, false};
+    qsort(h, pp_count(nh), sizeof *h, hname_cmp);
+    int u = 0; /* one entry a name */
+    for (int i = 0; i < nh; i++)
+        if (!u || strcmp(h[u - 1].name, h[i].name)) h[u++] = h[i];
+    nh = u;
+    /* stages in order, again until nothing changes (a tensor's producer is in an earlier stage, or this one) */
+    for (int round = 0; round < 8; round++) {
+        bool changed = false;
+        for (int s = 0; s < ns; s++) changed = holds_pass(p, &p->stages[s], h, nh) || changed;
+        if (!changed) break;
+    }
     for (int ni = 0; ni < st->n_nodes; ni++) {
         const pprt_node *n = &st->nodes[ni];
-        if (n->op == PP_OP_CAST) {
-            if (widens_bf16(x, n)) holds[n->out[0]] = true;
-            continue;
-        }
-        if (moves_values(n->op) && n->n_out >= 1 && f32_tensor(x, n->out[0])) {
-            /* Gather and Slice: the data input alone; the others: every f32 input */
-            bool all = true;
-            for (int k = 0; k < n->n_in && all; k++)
-                if (n->in[k] >= 0 && (k == 0 || (n->op != PP_OP_GATHER && n->op != PP_OP_SLICE)) &&
-                    f32_tensor(x, n->in[k]))
-                    all = holds[n->in[k]];
-            holds[n->out[0]] = all && n->n_in > 0 && n->in[0] >= 0 && f32_tensor(x, n->in[0]);
-            continue;
-        }
         const unsigned need = half_operands(n->op);
-        if (!need) continue;
-        bool ok = true;
+        bool ok = need != 0;
         for (int k = 0; k < n->n_in && k < 8 && ok; k++)
-            if ((need >> k) & 1u) ok = f32_tensor(x, n->in[k]) && holds[n->in[k]];
+            if ((need >> k) & 1u)
+                ok = n->in[k] >= 0 && st->t[n->in[k]].dtype == PP_F32 && find(h, nh, st->t[n->in[k]].name)->holds;
         half[ni] = ok;
         n_half += ok;
     }
-    free(holds);
+    free(h);
     return n_half;
+}
+
+/* The bf16 tensor that input k (tensor tid) of product ni, built on bf16
+ * kernels, may read in place of tid: the input of the Cast that widened it
+ * into tid, a plain activation or received tensor read last by that Cast
+ * (then nothing written over it before the product) or by the product or
+ * later; tid an activation of this stage only. Else -1. */
+static int half_source(const pprt_exec *x, int ni, int k, int tid) {
+    if (!x->bld.half || k > 7 || x->st->nodes[ni].n_in <= k || x->st->nodes[ni].in[k] != tid ||
+        x->tn.kind[tid] != PPRT_ACTIVATION || T(x, tid)->kind != PPRT_ACTIVATION)
+        return -1;
+    const int w = x->tn.writer[tid];
+    if (w < 0 || !dn_widens_bf16(x, &x->st->nodes[w])) return -1;
+    const int src = x->st->nodes[w].in[0];
+    if (is_weight(x, src) || x->tn.blocked[src] || !(x->tn.last[src] == w || x->tn.last[src] >= ni)) return -1;
+    return src;
+}
+
+pp_status dn_half_input(pprt_exec *x, int ni, int k, int tid, const dnnl_memory_desc_t *cur,
+                        const dnnl_memory_desc_t *want, int slot, dnnl_memory_t *out, pp_err *err) {
+    const int src = half_source(x, ni, k, tid);
+    if (src < 0) return cur ? dn_cast_view(x, tid, cur, want, slot, out, err) : dn_bind_input(x, tid, want, slot, out, err);
+    dnnl_memory_desc_t plain, b;
+    if (!cur) PP_TRY(dn_tensor_plain(x, tid, &plain, err));
+    const dnnl_memory_desc_t *c = cur ? cur : &plain;
+    DN(dnnl_memory_desc_init_by_strides(&b, c->ndims, c->dims, dnnl_bf16, c->format_desc.blocking.strides),
+       "memory descriptor");
+    PP_TRY(dn_bind_view(x, src, &b, want, slot, out, err));
+    x->nd.through[ni] |= (unsigned char)(1u << k);
+    if (x->tn.last[src] < ni) x->tn.last[src] = ni;
+    return PP_OK;
 }

@@ -70,9 +70,9 @@ static pp_status matmul_common(pprt_exec *x, int ai, const dnnl_memory_desc_t *a
     }
     dnnl_memory_t a, b, y;
     const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    if ((r = dn_cast_view(x, ai, am, &a_c, SLOT_SRC, &a, err)) != PP_OK ||
+    if ((r = dn_half_input(x, x->bld.node, 0, ai, am, &a_c, SLOT_SRC, &a, err)) != PP_OK ||
         (r = wconst ? dn_weight_mem(x, bi, bm, w_md, &b, err)
-                    : dn_cast_view(x, bi, bm, &b_c, SLOT_WEI, &b, err)) != PP_OK ||
+                    : dn_half_input(x, x->bld.node, 1, bi, bm, &b_c, SLOT_WEI, &b, err)) != PP_OK ||
         (r = dn_tensor_mem(x, yi, ym, &y, err)) != PP_OK) {
         dnnl_primitive_desc_destroy(pd);
         return r;
@@ -308,17 +308,20 @@ bool dn_read_through(const pprt_exec *x, int ni) {
  * through it (the nodes' through bits) runs as nothing. */
 void dn_through_views(pprt_exec *x) {
     const pprt_stage *st = x->st;
-    x->weight_views = x->operand_views = 0;
+    x->weight_views = x->operand_views = x->half_views = 0;
     for (int ni = 0; ni < st->n_nodes; ni++) {
         const pprt_node *n = &st->nodes[ni];
-        if ((n->op != PP_OP_TRANSPOSE && !is_view_op(n->op)) || n->n_out != 1 || n->out[0] < 0 || x->nd.absorbed[ni])
+        const bool cast = n->op == PP_OP_CAST && dn_widens_bf16(x, n); /* its products read the bf16 (halfprod.c) */
+        if ((n->op != PP_OP_TRANSPOSE && !is_view_op(n->op) && !cast) || n->n_out != 1 || n->out[0] < 0 ||
+            x->nd.absorbed[ni])
             continue;
         const int out = n->out[0];
         if (x->tn.kind[out] != PPRT_ACTIVATION || st->t[out].kind != PPRT_ACTIVATION || !dn_read_through(x, ni))
             continue;
         if (x->nd.first[ni] < 0) x->nd.first[ni] = 0;
         x->nd.nsteps[ni] = 0;
-        if (n->in[0] >= 0 && is_weight(x, n->in[0])) x->weight_views++;
+        if (cast) x->half_views++;
+        else if (n->in[0] >= 0 && is_weight(x, n->in[0])) x->weight_views++;
         else x->operand_views++;
     }
 }

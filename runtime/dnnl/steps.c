@@ -89,9 +89,11 @@ pp_status dn_tensor_mem(pprt_exec *x, int tid, const dnnl_memory_desc_t *md, dnn
     const int kind = x->tn.kind[tid];
     const bool varies = kind == PPRT_RECV || kind == PPRT_SEND;
     /* Every oneDNN memory over a tensor's own bytes is f32 (bf16 copies go
-     * through shared buffers); one over a message slot or a weight must not
-     * reach past the tensor's bytes, which its neighbours own. */
-    if (T(x, tid)->dtype != PP_F32)
+     * through shared buffers), but for a bf16 tensor a product of bf16
+     * values reads in place of its f32 copy (halfprod.c), seen as bf16; one
+     * over a message slot or a weight must not reach past the tensor's
+     * bytes, which its neighbours own. */
+    if (T(x, tid)->dtype != PP_F32 && !(T(x, tid)->dtype == PP_BF16 && md->data_type == dnnl_bf16))
         return PP_FAIL(err, PP_EUNSUP, "tensor '%s' is %s, not f32", T(x, tid)->name, pp_dtype_name(T(x, tid)->dtype));
     if (kind != PPRT_ACTIVATION && dnnl_memory_desc_get_size(md) > T(x, tid)->nbytes)
         return PP_FAIL(err, PP_ERUNTIME, "tensor '%s': a %zu-byte oneDNN memory over its %zu bytes", T(x, tid)->name,
