@@ -286,16 +286,18 @@ static pp_status recv_bytes(void *ctx, int rank, void *buf, size_t bytes, pp_err
  * (every rank must have them; the rest, such as --lr, only rank 0 reads). */
 static void train_agreed(const pprt_train_opts *o, int64_t a[6]) {
     a[0] = o->steps, a[1] = o->epochs, a[2] = o->accumulate, a[3] = o->schedule_kind, a[4] = (int64_t)o->seed;
-    a[5] = (int64_t)o->shuffle | (int64_t)(o->eval_dir != NULL) << 1 | (int64_t)(o->resume != NULL) << 2;
+    a[5] = (int64_t)o->shuffle | (int64_t)(o->eval_dir != NULL) << 1 | (int64_t)(o->resume != NULL) << 2 |
+           (int64_t)(o->checkpoint != NULL) << 3 | (int64_t)(o->save_dir != NULL) << 4;
 }
 
 static pp_status agree_train(pprt_mpi *m, const pprt_train_opts *o, pp_err *err) {
     static const char *const names[6] = {"--steps", "--epochs", "--accumulate", "--schedule", "--seed",
-                                         "--no-shuffle, --eval or --resume"};
+                                         "--no-shuffle, --eval, --resume, --checkpoint or --save-weights"};
     pprt_ctrl c = {0};
     char who[64], what[128];
     train_agreed(o, c.a);
     c.t[0] = o->opt.loss_scale;
+    c.t[1] = (double)o->save_every; /* replica 0's ranks send rank 0 their weights for each checkpoint */
     if (m->rank != 0) {
         PP_TRY(pprt_mpi_send_ctrl(m, 0, PPRT_CTRL_TRAIN, &c, err));
         pprt_mpi_describe(m, 0, who, sizeof who);
@@ -311,9 +313,12 @@ static pp_status agree_train(pprt_mpi *m, const pprt_train_opts *o, pp_err *err)
             if (t.a[i] != c.a[i])
                 return PP_FAIL(err, PP_EINVAL, "%s trains with another %s than rank 0 (%lld, rank 0 %lld): every "
                                "rank must get the same options", who, names[i], (long long)t.a[i], (long long)c.a[i]);
-        if (t.t[0] != c.t[0]) /* every rank seeds its loss gradient with it (rank 0 alone unscales) */
+        if (t.t[0] != c.t[0]) /* every rank seeds its loss gradient with it and unscales its own device's sums */
             return PP_FAIL(err, PP_EINVAL, "%s trains with another --loss-scale than rank 0 (%g, rank 0 %g): every "
                            "rank must get the same options", who, t.t[0], c.t[0]);
+        if (t.t[1] != c.t[1])
+            return PP_FAIL(err, PP_EINVAL, "%s trains with another --save-every than rank 0 (%g, rank 0 %g): every "
+                           "rank must get the same options", who, t.t[1], c.t[1]);
     }
     for (int q = 1; q < m->size; q++) PP_TRY(pprt_mpi_send_ctrl(m, q, PPRT_CTRL_TRAIN, &c, err));
     return PP_OK;
