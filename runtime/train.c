@@ -747,12 +747,36 @@ static pp_status dev_owner(trainer *t, int s, owner *w, pp_err *err) {
     return PP_OK;
 }
 
+static int param_device(const trainer *t, int i);
+static bool device_reads(const trainer *t, int i, int e);
+
+/* Stage s runs in this process: every stage on threads, this rank's device's two under MPI. */
+static bool rank_stage(const trainer *t, int s) {
+    if (!t->o->dist) return true;
+    const int P = t->p->train_devices, d = t->o->dist->rank % P;
+    return s == d || s == 2 * P - 1 - d;
+}
+
+/* MPI: a weight this rank's device optimizer would keep that another device reads (its rank takes the host's
+ * copy after each step, dist_exchange, which the device optimizer no longer updates): the host steps. */
+static void dist_tied(trainer *t) {
+    if (!t->o->dist) return;
+    const int P = t->p->train_devices, d = t->o->dist->rank % P;
+    for (int i = 0; i < t->n_params && !t->dev_why[0]; i++)
+        for (int e = 0; e < P && t->mine[i] && !t->ps[i].running; e++)
+            if (e != d && device_reads(t, i, e)) {
+                snprintf(t->dev_why, sizeof t->dev_why, "weight %.400s is read on device %d and %d", t->ps[i].name, d, e);
+                break;
+            }
+}
+
 /* The device optimizer (dopt.h) is bound after the first step where every stage's executor has one, unless the
  * run's settings rule it out from the start (said in t->dev_why). */
 static void dev_refuse(trainer *t, const pprt_run_opts *run, bool fresh) {
     const pprt_train_opts *o = t->o;
     const char *no = o->host_optimizer ? "--host-optimizer"
-                     : o->dist ? "MPI ranks (each replica's sums chain through the ranks)"
+                     : o->dist && o->dist->replicas > 1 ? "MPI ranks with --replicas (the replicas' chain of sums "
+                                                          "runs on the host)"
                      : run->replicas > 1 ? "--replicas (each replica's executor folds its own micro-batches)"
                      : fresh ? "PPRT_TRAIN_FRESH (no executor is kept)" : NULL;
     if (no) snprintf(t->dev_why, sizeof t->dev_why, "%s", no);
@@ -768,13 +792,16 @@ static pp_status dev_bind(trainer *t, pp_err *err) {
     if (!t->dev_x || !t->own) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     for (int s = 0; s < ns && !t->dev_why[0]; s++) {
         const pprt_exec_ops *ops = NULL;
+        if (!rank_stage(t, s)) continue;
         t->dev_x[s] = pprt_keeper_peek(t->keep, s, 0, &ops);
         if (!t->dev_x[s] && p->stages[s].n_nodes)
             snprintf(t->dev_why, sizeof t->dev_why, "stage %d has no kept executor", s);
         else if (t->dev_x[s] && !ops->dopt)
             snprintf(t->dev_why, sizeof t->dev_why, "stage %d runs on %.100s, which has no device optimizer", s, ops->name);
     }
+    dist_tied(t);
     for (int s = 0; s < ns && !t->dev_why[0]; s++) {
+        if (!rank_stage(t, s)) continue;
         const pp_status st = dev_owner(t, s, &t->own[t->n_own], err);
         if (t->own[t->n_own].np) t->n_own++; /* trainer_free frees it */
         PP_TRY(st);
@@ -1144,7 +1171,8 @@ static pp_status dist_reduce(trainer *t, taker *k, int64_t step, double *loss, d
                            (long long)mine[w]->next, M, d);
     const float inv = 1.0f / (float)M, unscale = t->seed ? (float)(1.0 / t->scale) : 1.0f;
     scale_ctx sc = {M, inv, t->seed != NULL, unscale};
-    par_params(t, t->threads, scale_one, &sc); /* this rank's weights (t->mine) */
+    if (t->dev) PP_TRY(dev_norm(t, M > 1, inv, t->seed != NULL, unscale, err)); /* this rank's owners */
+    else par_params(t, t->threads, scale_one, &sc); /* this rank's weights (t->mine) */
     double *v = malloc(((size_t)t->n_params + V_N) * sizeof *v);
     if (!v) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     pp_status s = PP_OK;
@@ -1169,7 +1197,7 @@ static pp_status dist_reduce(trainer *t, taker *k, int64_t step, double *loss, d
         t->overflow = v[V_OVERFLOW] != 0, *loss = v[V_LOSS];
     }
     free(v);
-    for (int i = 0; s == PP_OK && t->clip && i < t->n_params; i++)
+    for (int i = 0; s == PP_OK && t->clip && !t->dev && i < t->n_params; i++) /* the device clips in its step */
         for (int64_t e = 0; e < t->ps[i].numel && !t->ps[i].running && t->mine[i]; e++) t->ps[i].g[e] *= t->clip_c;
     return s;
 }
