@@ -775,9 +775,11 @@ static void dist_tied(trainer *t) {
 static void dev_refuse(trainer *t, const pprt_run_opts *run, bool fresh) {
     const pprt_train_opts *o = t->o;
     const char *no = o->host_optimizer ? "--host-optimizer"
-                     : o->dist && o->dist->replicas > 1 ? "MPI ranks with --replicas (the replicas' chain of sums "
-                                                          "runs on the host)"
-                     : run->replicas > 1 ? "--replicas (each replica's executor folds its own micro-batches)"
+                     : o->dist && o->dist->replicas > 1 && !o->dist->dev_chain
+                         ? "MPI ranks with --replicas over --transport mpi (the replicas' chain of sums runs on the "
+                           "host; --transport nccl chains them on the devices)"
+                     : !o->dist && run->replicas > 1 ? "--replicas (each replica's executor folds its own "
+                                                       "micro-batches)"
                      : fresh ? "PPRT_TRAIN_FRESH (no executor is kept)" : NULL;
     if (no) snprintf(t->dev_why, sizeof t->dev_why, "%s", no);
 }
@@ -925,7 +927,7 @@ static bool of_device(const trainer *t, int i, int d) {
 static size_t sums_bytes(const trainer *t, int d) {
     size_t n = d == 0 ? (size_t)t->o->accumulate * sizeof(float) : 0;
     for (int i = 0; i < t->n_params; i++)
-        if (of_device(t, t->ps[i].out, d))
+        if (of_device(t, t->ps[i].out, d) && (!t->dev || t->ps[i].running)) /* the devices chain their own */
             n += (size_t)t->ps[i].numel * (t->ps[i].running ? sizeof(double) : sizeof(float));
     return n;
 }
@@ -936,7 +938,7 @@ static void sums_copy(const trainer *t, taker *k, int d, unsigned char *buf, boo
     else if (d == 0) memcpy(k->loss, buf, off);
     for (int i = 0; i < t->n_params; i++) {
         const param *q = &t->ps[i];
-        if (!of_device(t, q->out, d)) continue;
+        if (!of_device(t, q->out, d) || (t->dev && !q->running)) continue;
         void *a = q->running ? (void *)q->r : (void *)q->g;
         const size_t n = (size_t)q->numel * (q->running ? sizeof(double) : sizeof(float));
         if (pack) memcpy(buf + off, a, n);
@@ -967,6 +969,58 @@ static pp_status dist_whole(trainer *t, taker *tk, int d, unsigned char *buf, pp
     return PP_OK;
 }
 
+/* The replicas' chain of each owner's gradient sums on the devices (dopt.h
+ * HOLD, SUMS, FOLD_HELD; pprt_train_dist.dsend, drecv: NCCL), in buckets of
+ * whole weights of about CHAIN_BUCKET elements of the flat sums (a larger
+ * weight a bucket of its own): replica 0 sends each bucket on once its run
+ * ended (its last micro-batch folded); replica r receives each bucket of
+ * the sum of the replicas before it, adds its own micro-batches' held
+ * gradients onto it in their order and sends it on; the last sends the
+ * whole sums back to every earlier replica. Each addition is the one
+ * threads make (the sums of micro-batches 0, 1, ... in order), so the bits
+ * are one replica's. Not a ring all-reduce: NCCL's would choose its own
+ * order of additions. */
+#define CHAIN_BUCKET ((int64_t)1 << 20)
+
+/* CHAIN_BUCKET, or PPRT_CHAIN_BUCKET elements (the tests' small buckets). */
+static int64_t chain_bucket(void) {
+    const char *v = getenv("PPRT_CHAIN_BUCKET");
+    const long long n = v ? atoll(v) : 0;
+    return n > 0 ? (int64_t)n : CHAIN_BUCKET;
+}
+
+static pp_status dev_chain(trainer *t, pp_err *err) {
+    const pprt_train_dist *D = t->o->dist;
+    const int64_t bucket = chain_bucket();
+    const int R = D->replicas, r = D->replica, P = D->devices, d = D->rank % P;
+    for (int i = 0; i < t->n_own; i++) {
+        const owner *w = &t->own[i];
+        pprt_dopt_call c = {.kind = PPRT_DOPT_SUMS};
+        PP_TRY(dev_call(t, w, &c, err));
+        float *g = c.addr;
+        int64_t lo = 0;
+        for (int j = 0; j < w->np;) {
+            int64_t hi = lo;
+            do hi += (w->dp[j].numel + PP_OPT_CHUNK - 1) / PP_OPT_CHUNK * PP_OPT_CHUNK;
+            while (++j < w->np && hi - lo < bucket);
+            const size_t b = (size_t)(hi - lo) * sizeof(float);
+            if (r > 0) {
+                PP_TRY(D->drecv(D->ctx, (r - 1) * P + d, g + lo, b, err));
+                pprt_dopt_call f = {.kind = PPRT_DOPT_FOLD_HELD, .lo = lo, .hi = hi};
+                PP_TRY(dev_call(t, w, &f, err));
+            }
+            if (r < R - 1) PP_TRY(D->dsend(D->ctx, (r + 1) * P + d, g + lo, b, err));
+            lo = hi;
+        }
+        if ((size_t)lo * sizeof(float) != c.sums_bytes)
+            return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d's sums hold %zu bytes, its weights %lld", w->stage,
+                           c.sums_bytes, (long long)lo * 4);
+        for (int e = 0; r == R - 1 && e < R - 1; e++) PP_TRY(D->dsend(D->ctx, e * P + d, g, c.sums_bytes, err));
+        if (r < R - 1) PP_TRY(D->drecv(D->ctx, (R - 1) * P + d, g, c.sums_bytes, err));
+    }
+    return PP_OK;
+}
+
 /* One step on MPI ranks: replica r runs micro-batches [lo, hi) of it. Each
  * device's outputs reach its own rank (device 0's the losses and the sink's
  * outputs, every device its weights' gradients: pprt_stage.n_local); the
@@ -993,6 +1047,10 @@ static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t st
     const pprt_output_hook hook = {tk, take, take_local, &t->dev};
     pprt_run_opts ro = *run;
     ro.take_outputs = &hook;
+    for (int i = 0; t->dev && r > 0 && i < t->n_own; i++) { /* its runs wait for the earlier replicas' sum */
+        pprt_dopt_call c = {.kind = PPRT_DOPT_HOLD};
+        PP_TRY(dev_call(t, &t->own[i], &c, err));
+    }
     PP_TRY(D->run(D->ctx, t->p, ins, hi - lo, lo, &ro, err));
     if (R == 1) return PP_OK; /* each rank holds its device's whole sums */
     size_t most = 0;
@@ -1016,6 +1074,7 @@ static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t st
     if (s == PP_OK && !last) s = dist_whole(t, tk, d, buf, err);
     for (int e = 0; s == PP_OK && last && e < R - 1; e++) s = D->send(D->ctx, e * P + d, buf, sums_bytes(t, d), err);
     free(buf);
+    if (s == PP_OK && t->dev) s = dev_chain(t, err);
     return s;
 }
 

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "../backend.h"
+#include "../driver.h"
 #include "../keep.h"
 #include "../run.h"
 #include "../stage_loop.h"
@@ -64,6 +65,12 @@ typedef struct tm_ctx {
     /* [0]: with rank r-1, [1]: with rank r+1; kind -1 where there is none */
     int fkind[2], bkind[2];
     pprt_p2p *fc[2], *bc[2]; /* the forward and the backward boundary's communicator (NULL: not NCCL) */
+    /* the replicas' chain of sums on the devices (pprt_train_dist.dev_chain): a communicator with the rank of
+     * this device in each replica it exchanges sums with (by world rank; NULL: none), a stream and an event on
+     * the backward stage's device for the transfers */
+    pprt_p2p **rc;
+    pprt_stream *rs;
+    pprt_event *rev;
 } tm_ctx;
 
 static tm_ctx the_ctx; /* one training per process; its communicators live until the process ends */
@@ -350,6 +357,63 @@ static pp_status open_comm(pprt_mpi *m, int peer, bool sender, int kind, const p
     return pprt_p2p_emu_open(m, peer, id, out, err);
 }
 
+/* The replicas' chain of sums on the devices: this rank's device in replica k exchanges sums with replicas k-1,
+ * k+1 and the last (which sends the whole sums back to every earlier one); a communicator a pair, opened in the
+ * order of the pairs (after every boundary's), on --transport nccl with the backward stage on a device. */
+static pp_status chain_comms(tm_ctx *c, const pprt_plan *p, pp_err *err) {
+    pprt_mpi *m = c->m;
+    const int P = p->train_devices, R = m->replicas, k = m->replica, d = m->stage;
+    if (R < 2 || pprt_place_is_host(&c->bat) || m->transport == PPRT_TRANSPORT_MPI) return PP_OK;
+    const pprt_mem_ops *mem = c->bat.mem;
+    if (m->transport == PPRT_TRANSPORT_AUTO && !mem->nccl) return PP_OK; /* AUTO: NCCL on GPUs, as the boundaries */
+    const int kind = mem->nccl ? PPRT_BK_NCCL : mem->host_addressable ? PPRT_BK_NCCL_EMU : -1;
+    if (kind < 0) return PP_OK;
+    if (!(c->rc = calloc((size_t)m->size, sizeof *c->rc))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int j = 0; j < R; j++) {
+        const bool pair = j != k && (j == k - 1 || j == k + 1 || j == R - 1 || k == R - 1);
+        if (!pair) continue;
+        const int peer = j * P + d;
+        pp_err e = {0};
+        if (open_comm(m, peer, k < j, kind, &c->bat, &c->rc[peer], &e) != PP_OK)
+            return PP_FAIL(err, e.code, "the replicas' chain of sums on device %d, with replica %d: %s", d, j, e.msg);
+    }
+    PP_TRY(mem->stream_new(c->bat.device, &c->rs, err));
+    return mem->event_new(c->bat.device, &c->rev, err);
+}
+
+static pp_status chain_check(void *ctx, pp_err *err) {
+    pprt_p2p *k = ctx;
+    return k->ops->check(k, err);
+}
+
+/* A transfer of the chain (pprt_train_dist.dsend, drecv), waited for: its communicator's faults end the wait. */
+static pp_status chain_xfer(void *ctx, int rank, void *buf, size_t bytes, bool send, pp_err *err) {
+    tm_ctx *c = ctx;
+    pprt_p2p *k = c->rc && rank >= 0 && rank < c->m->size ? c->rc[rank] : NULL;
+    char who[64];
+    pprt_mpi_describe(c->m, rank, who, sizeof who);
+    if (!k) return PP_FAIL(err, PP_ERUNTIME, "internal: no communicator of the replicas' chain with %s", who);
+    const pprt_mem_ops *mem = c->bat.mem;
+    pp_err e = {0};
+    pp_status s = send ? k->ops->send(k, buf, bytes, c->rs, &e) : k->ops->recv(k, buf, bytes, c->rs, &e);
+    if (s == PP_OK) s = mem->record(c->rev, c->rs, &e);
+    if (s == PP_OK) s = pprt_event_poll(mem, c->rev, NULL, chain_check, k, &e);
+    if (s != PP_OK) {
+        k->ops->abort(k);
+        return PP_FAIL(err, s, "the replicas' chain of sums %s %s (%s, %zu bytes): %s", send ? "to" : "from", who,
+                       k->ops->name, bytes, e.msg);
+    }
+    return PP_OK;
+}
+
+static pp_status chain_send(void *ctx, int rank, const void *buf, size_t bytes, pp_err *err) {
+    return chain_xfer(ctx, rank, (void *)buf, bytes, true, err);
+}
+
+static pp_status chain_recv(void *ctx, int rank, void *buf, size_t bytes, pp_err *err) {
+    return chain_xfer(ctx, rank, buf, bytes, false, err);
+}
+
 /* The ctx of this rank (tm_ctx): its stages' places, its boundaries' transports, and their NCCL communicators
  * opened in one order on every rank (the pair with rank r-1, then with r+1; in each the forward boundary first),
  * so that each open meets its peer's. */
@@ -373,7 +437,7 @@ static pp_status transports(tm_ctx *c, pprt_mpi *m, const pprt_plan *p, const pp
         PP_TRY(open_comm(m, m->rank + 1, true, c->fkind[1], &c->fat, &c->fc[1], err));
         PP_TRY(open_comm(m, m->rank + 1, false, c->bkind[1], &c->bat, &c->bc[1], err));
     }
-    return PP_OK;
+    return chain_comms(c, p, err);
 }
 
 pp_status pprt_train_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_train_opts *o, const pprt_run_opts *ro,
@@ -392,6 +456,7 @@ pp_status pprt_train_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_train_opts 
     PP_TRY(transports(&the_ctx, m, p, ro->backend, err));
     *out = (pprt_train_dist){.ctx = &the_ctx, .rank = m->rank, .size = m->size, .devices = p->train_devices,
                              .replica = m->replica, .replicas = m->replicas, .run = run_device, .send = send_bytes,
-                             .recv = recv_bytes};
+                             .recv = recv_bytes, .dev_chain = the_ctx.rc != NULL, .dsend = chain_send,
+                             .drecv = chain_recv};
     return PP_OK;
 }
