@@ -1714,6 +1714,15 @@ static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array
     return PP_OK;
 }
 
+/* Where the replicas' gradient sums met in a step whose optimizer was the devices' (dev) or the host's. */
+static const char *chain_path(const trainer *t, bool dev) {
+    const pprt_train_dist *D = t->o->dist;
+    if (!D) return "threads (in process, micro-batch order)";
+    if (D->replicas < 2) return "none (one replica: each rank holds its device's sums)";
+    return dev ? "devices (NCCL send/recv between the replicas' ranks in replica order, in buckets)"
+               : "host (MPI between the replicas' ranks in replica order)";
+}
+
 /* The log's end: what each device kept between its stages (the most
  * micro-batches at once, and their bytes), the peak resident set, the run's
  * time and idle share. */
@@ -1732,6 +1741,8 @@ static void log_end(pp_json *js, const trainer *t, const pprt_train_stats *st) {
     }
     pp_json_add_number(js, js->root, "peak_rss", (double)pprt_peak_rss());
     pp_json_add_string(js, js->root, "optimizer", t->dev ? "device" : "host");
+    pp_json_add_string(js, js->root, "optimizer_steps", t->o->dist ? "each rank its own device's weights" : "every weight");
+    pp_json_add_string(js, js->root, "gradient_chain", chain_path(t, t->dev));
     if (!t->dev) pp_json_add_string(js, js->root, "optimizer_why", t->dev_why[0] ? t->dev_why : "no stage ran yet");
     pp_json_add_number(js, js->root, "skipped_steps", (double)st->skipped);
     if (t->seed) pp_json_add_number(js, js->root, "loss_scale", t->scale);
@@ -1767,6 +1778,7 @@ static void log_step(pp_json *js, cJSON *steps_js, trainer *t, const double step
     pp_json_add_number(js, r, "weight_upload_bytes", kc.uploads); /* host -> device weight copies of the executors */
     pp_json_add_number(js, r, "optimizer_bytes", t->dev_bytes);   /* the device optimizer's, host <-> device */
     pp_json_add_string(js, r, "optimizer", dev ? "device" : "host");
+    pp_json_add_string(js, r, "gradient_chain", chain_path(t, dev));
     t->dev_bytes = 0;
     cJSON *b = pp_json_add_array(js, r, "stage_busy_s");
     for (int v = 0; v < p->n_stages + p->n_wstages; v++) pp_json_add_round(js, b, NULL, t->busy[v], 6);
