@@ -56,6 +56,40 @@ static void push_through(pprt_stash *s, const void *in_msg, void *out_msg) {
     pthread_mutex_unlock(&s->mu);
 }
 
+void pprt_stash_on(pprt_stash *s, const pprt_place *at) {
+    if (!s || pprt_place_is_host(at)) return;
+    s->mem = at->mem, s->dev = at->device;
+}
+
+/* n bytes from src to dst, both in the stash's device's memory (mem) or the host's: a side's copy (its stream st,
+ * event ev, made at its first copy), waited for when `last`. */
+static pp_status stash_copy(pprt_stash *s, pprt_stream **st, pprt_event **ev, void *dst, const void *src, size_t n,
+                            bool last, pp_err *err) {
+    if (!s->mem) {
+        memcpy(dst, src, n);
+        return PP_OK;
+    }
+    if (!*st) PP_TRY(s->mem->stream_new(s->dev, st, err));
+    if (!*ev) PP_TRY(s->mem->event_new(s->dev, ev, err));
+    PP_TRY(s->mem->copy(*st, dst, s->dev, src, s->dev, n, err));
+    if (!last) return PP_OK;
+    PP_TRY(s->mem->record(*ev, *st, err));
+    return s->mem->wait(*ev, err);
+}
+
+static void *entry_alloc(pprt_stash *s) {
+    void *e = NULL;
+    pp_err err = {0};
+    if (!s->mem) return pprt_pool_alloc(s->bytes);
+    return s->mem->alloc(s->dev, s->bytes, &e, &err) == PP_OK ? e : NULL;
+}
+
+static void entry_free(pprt_stash *s, void *e) {
+    if (!e) return;
+    if (s->mem) s->mem->free(s->dev, e);
+    else pprt_pool_free(e);
+}
+
 pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, void *out_msg, pp_err *err) {
     if (s->through) {
         push_through(s, in_msg, out_msg);
@@ -65,14 +99,20 @@ pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, void *out_msg, pp_e
     pthread_mutex_lock(&s->mu);
     if (s->n_free) e = s->free_list[--s->n_free];
     pthread_mutex_unlock(&s->mu);
-    if (!e) e = pprt_pool_alloc(s->bytes);
-    if (!e) return PP_FAIL(err, PP_ENOMEM, "out of memory for a stash of %zu bytes", s->bytes);
+    if (!e) e = entry_alloc(s);
+    if (!e) return PP_FAIL(err, PP_ENOMEM, "out of %s memory for a stash of %zu bytes", s->mem ? "device" : "host",
+                           s->bytes);
     const pprt_stage *f = s->f;
     for (int j = s->first; j < f->out.n; j++) {
         const pprt_tdesc *t = f->out.t[j];
         const char *src = t->kind == PPRT_RECV ? (const char *)in_msg + f->in.off[t->offset]
                                                : (const char *)out_msg + f->out.off[t->offset];
-        memcpy((char *)e + (f->out.off[j] - s->out_off), src, t->nbytes);
+        const pp_status st = stash_copy(s, &s->push_s, &s->push_e, (char *)e + (f->out.off[j] - s->out_off), src,
+                                        t->nbytes, j == f->out.n - 1, err);
+        if (st != PP_OK) {
+            entry_free(s, e);
+            return st;
+        }
     }
     pthread_mutex_lock(&s->mu);
     if (s->n == s->cap) {
@@ -80,7 +120,7 @@ pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, void *out_msg, pp_e
         void **q = malloc(sizeof *q * (size_t)cap);
         if (!q) {
             pthread_mutex_unlock(&s->mu);
-            pprt_pool_free(e);
+            entry_free(s, e);
             return PP_FAIL(err, PP_ENOMEM, "out of memory");
         }
         for (int i = 0; i < s->n; i++) q[i] = s->q[(s->head + i) % s->cap];
@@ -107,7 +147,7 @@ pp_status pprt_stash_pop(pprt_stash *s, void *in_msg, pp_err *err) {
     if (e) s->head = (s->head + 1) % s->cap, s->n--;
     pthread_mutex_unlock(&s->mu);
     if (!e) return PP_FAIL(err, PP_ERUNTIME, "a backward stage found its device's stash empty");
-    memcpy((char *)in_msg + s->in_off, e, s->bytes);
+    PP_TRY(stash_copy(s, &s->pop_s, &s->pop_e, (char *)in_msg + s->in_off, e, s->bytes, true, err));
     pthread_mutex_lock(&s->mu);
     if (s->n_free == s->free_cap) {
         const int cap = s->free_cap ? 2 * s->free_cap : 4;
@@ -116,7 +156,7 @@ pp_status pprt_stash_pop(pprt_stash *s, void *in_msg, pp_err *err) {
     }
     if (s->n_free < s->free_cap) s->free_list[s->n_free++] = e, e = NULL;
     pthread_mutex_unlock(&s->mu);
-    pprt_pool_free(e);
+    entry_free(s, e);
     return PP_OK;
 }
 
@@ -139,8 +179,12 @@ void pprt_stash_close(pprt_stash *s) {
 
 void pprt_stash_free(pprt_stash *s) {
     if (!s) return;
-    for (int i = 0; !s->through && i < s->n; i++) pprt_pool_free(s->q[(s->head + i) % s->cap]);
-    for (int i = 0; i < s->n_free; i++) pprt_pool_free(s->free_list[i]);
+    if (s->push_s) s->mem->stream_free(s->push_s); /* their copies were waited for */
+    if (s->pop_s) s->mem->stream_free(s->pop_s);
+    if (s->push_e) s->mem->event_free(s->push_e);
+    if (s->pop_e) s->mem->event_free(s->pop_e);
+    for (int i = 0; !s->through && i < s->n; i++) entry_free(s, s->q[(s->head + i) % s->cap]);
+    for (int i = 0; i < s->n_free; i++) entry_free(s, s->free_list[i]);
     free(s->q);
     free(s->free_list);
     pthread_mutex_destroy(&s->mu);
