@@ -110,8 +110,11 @@ typedef struct trainer {
     double dev_bytes;
     /* MPI ranks: the weights this rank steps (its device's: those whose
      * gradients or running statistics its device's chain carries), by param;
-     * NULL on threads (every weight) */
+     * NULL on threads (every weight); each weight's device (param_device)
+     * and the devices whose stages read it ([i * P + e]) */
     bool *mine;
+    int *pdev;
+    bool *reads;
 } trainer;
 
 /* A stage whose executor keeps (dopt.h) the weights it outputs the gradients of. */
@@ -257,7 +260,7 @@ static void trainer_free(trainer *t) {
     for (int b = 0; b < t->n_bound; b++)
         t->bound[b]->data = t->was[b], t->bound[b]->varies = false, t->bound[b]->resident = false;
     for (int i = 0; i < t->n_own; i++) free(t->own[i].pidx), free(t->own[i].dp), free(t->own[i].sq);
-    free(t->own), free(t->dev_x), free(t->sq), free(t->mine);
+    free(t->own), free(t->dev_x), free(t->sq), free(t->mine), free(t->pdev), free(t->reads);
     for (int i = 0; i < t->n_params; i++) {
         free((char *)t->ps[i].name);
         free(t->ps[i].w), free(t->ps[i].g), free(t->ps[i].m), free(t->ps[i].v), free(t->ps[i].r);
@@ -1113,6 +1116,7 @@ static pp_status sync_weights(trainer *t, int64_t head[2], pp_err *err) {
 
 /* The device whose rank steps weight i: the one whose chain of sums carries its output (of_device). */
 static int param_device(const trainer *t, int i) {
+    if (t->pdev) return t->pdev[i];
     for (int d = 0; d < t->p->train_devices; d++)
         if (of_device(t, t->ps[i].out, d)) return d;
     return 0;
@@ -1120,6 +1124,7 @@ static int param_device(const trainer *t, int i) {
 
 /* Device e's stages read weight i. */
 static bool device_reads(const trainer *t, int i, int e) {
+    if (t->reads) return t->reads[(size_t)i * (size_t)t->p->train_devices + (size_t)e];
     const int P = t->p->train_devices, st[2] = {e, 2 * P - 1 - e};
     for (int j = 0; j < 2; j++)
         for (int k = 0; k < t->p->stages[st[j]].n_tensors; k++) {
@@ -1203,10 +1208,22 @@ static pp_status dist_gather(trainer *t, pp_err *err) {
     return s;
 }
 
-/* This rank's weights (trainer.mine). */
+/* This rank's weights (trainer.mine), each weight's device and its readers (looked up once, not each step). */
 static pp_status dist_mine(trainer *t, pp_err *err) {
-    if (!(t->mine = calloc(pp_count(t->n_params), sizeof *t->mine))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    for (int i = 0; i < t->n_params; i++) t->mine[i] = param_device(t, i) == t->o->dist->rank % t->o->dist->devices;
+    const size_t P = pp_count(t->p->train_devices);
+    int *pdev = calloc(pp_count(t->n_params), sizeof *pdev);
+    bool *reads = calloc(pp_count(t->n_params) * P, sizeof *reads);
+    t->mine = calloc(pp_count(t->n_params), sizeof *t->mine);
+    if (!pdev || !reads || !t->mine) {
+        free(pdev), free(reads);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < t->n_params; i++) {
+        pdev[i] = param_device(t, i);
+        for (size_t e = 0; e < P; e++) reads[(size_t)i * P + e] = device_reads(t, i, (int)e);
+        t->mine[i] = pdev[i] == t->o->dist->rank % t->o->dist->devices;
+    }
+    t->pdev = pdev, t->reads = reads;
     return PP_OK;
 }
 
