@@ -28,8 +28,13 @@
  * turn is a queue of device buffers, and the backward stage's device-local
  * gradients reach the trainer through the stage loop's pinned copy. The
  * NCCL communicators (two a pair of neighbouring ranks, one a direction)
- * are opened once, before the first step, and lent to every run's links.
- * A failure is this rank's: the caller ends the process (pprt_mpi_finish),
+ * are opened once, before the first step, and lent to every run's links;
+ * each opens in one order on both ends (the emulated NCCL's start-up
+ * exchanges go both ways on one tag). With --replicas over NCCL a
+ * communicator between this device's ranks in neighbouring replicas (and
+ * the last replica's with each earlier one) carries the replicas' chain of
+ * gradient sums, device to device (pprt_train_dist.dsend, drecv; train.c
+ * dev_chain). A failure is this rank's: the caller ends the process (pprt_mpi_finish),
  * which tells every other rank; a rank that dies is found by the engine's
  * heartbeats. */
 #include <pthread.h>
