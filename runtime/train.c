@@ -779,8 +779,8 @@ static void dev_refuse(trainer *t, const pprt_run_opts *run, bool fresh) {
     const pprt_train_opts *o = t->o;
     const char *no = o->host_optimizer ? "--host-optimizer"
                      : o->dist && o->dist->replicas > 1 && !o->dist->dev_chain
-                         ? "MPI ranks with --replicas over --transport mpi (the replicas' chain of sums runs on the "
-                           "host; --transport nccl chains them on the devices)"
+                         ? "MPI ranks with --replicas, the replicas' chain of sums on the host (it runs on the "
+                           "devices over --transport nccl where a device's stages are on a GPU)"
                      : !o->dist && run->replicas > 1 ? "--replicas (each replica's executor folds its own "
                                                        "micro-batches)"
                      : fresh ? "PPRT_TRAIN_FRESH (no executor is kept)" : NULL;

@@ -233,7 +233,7 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
     f.other = &b, b.other = &f;
     pprt_stash *stash = NULL;
     pp_status s = pprt_stash_new(p, d, &stash, err);
-    pprt_stash_on(stash, &c->fat); /* a GPU's stash stays in its memory */
+    pprt_stash_on(stash, &c->fat, &c->bat); /* a GPU's memory: its copies */
     if (s == PP_OK) s = make_links(c, p, ins, M, mb0, o, &f, &b, err);
     if (s == PP_OK) s = make_exec(p, d, &c->fat, o, &f, err);
     if (s == PP_OK) s = make_exec(p, 2 * P - 1 - d, &c->bat, o, &b, err);
