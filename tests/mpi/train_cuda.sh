@@ -15,6 +15,8 @@
 #   - 3 replicas (-np 6, 5 micro-batches a step: shares of 1, 2, 2) with
 #     buckets of one 4096-element chunk (PPRT_CHAIN_BUCKET): each weight a
 #     bucket of its own;
+#   - a placement splitting a device's two stages between cuda-emu and the
+#     host (the stash in pinned memory) at -np 4: the host's chain and update;
 #   - torchvision ResNet-18 (random weights, training-mode BatchNorm, 32x32,
 #     batch 2, 4 micro-batches) at -np 2 and -np 4 --replicas 2 over NCCL,
 #     AdamW and SGD with clipping: its 102 weights and running statistics;
@@ -109,6 +111,16 @@ expect_rc 0 mpi6.txt "${M[@]}" -np 6 -x PPRT_CHAIN_BUCKET=4096 "$PPRT" t2.plan "
 same_run th5 mpi6
 paths mpi6.json device devices
 echo "mpi_train_cuda: 3 replicas (-np 6, shares of 1, 2 and 2 micro-batches), one-chunk buckets: the threaded run's bits"
+
+# a placement that puts a device's forward on cuda-emu and its backward on the host (its stash then in pinned host
+# memory, the emulated GPU's side copying down) and the other device on ref: the host's chain and update
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --placement 0:ref,1:cuda-emu -o mix.plan -q
+cm=(--labels "$S/labels.npy" --accumulate 4 --seed 3 --steps 4 -q --optimizer sgd --lr 0.05 --momentum 0.9)
+expect_rc 0 mix-th.txt "$PPRT" mix.plan "$S/data" "${cm[@]}" --save-weights mix-th --log-json mix-th.json
+expect_rc 0 mix-mpi4.txt "${M[@]}" -np 4 "$PPRT" mix.plan "$S/data" "${cm[@]}" --transport nccl --replicas 2 \
+  --save-weights mix-mpi4 --log-json mix-mpi4.json
+same_run mix-th mix-mpi4
+echo "mpi_train_cuda: a device's stages split between cuda-emu and the host (--placement), -np 4: the threaded run's bits"
 
 # ResNet-18, training-mode BatchNorm: the running statistics go round the host's chain, the gradients the devices'
 "$PY" - 2> /dev/null << 'PY'
