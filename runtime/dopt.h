@@ -7,6 +7,10 @@
  * stepped weight into the weight spaces of every executor that reads it.
  * Only scalars (each weight's sum of squares) come back to the host; the
  * weights and state come down only for checkpoints and the final weights.
+ * On MPI ranks with replicas the sums chain between the replicas' devices
+ * (HOLD, SUMS, FOLD_HELD: a later replica holds its runs' gradients until
+ * the earlier replicas' sum has arrived, then adds them in order, so every
+ * addition is the one threads make).
  *
  * The trainer (train.c) drives it through pprt_exec_ops.dopt, between runs,
  * on its own thread; every call is synchronous (its device work done when
@@ -32,6 +36,12 @@ typedef enum pprt_dopt_kind {
     PPRT_DOPT_NORM,  /* the sums scaled (mean, unscale as asked), each weight's sum of squares into sq[] */
     PPRT_DOPT_STEP,  /* the gradients clipped (clip: times c), the step k, each weight copied to its dst[] */
     PPRT_DOPT_GET,   /* the weights and their state downloaded into params[].w, m, v (the host's copies) */
+    /* the replicas' chain of sums on the devices (MPI ranks, train.c dev_chain): */
+    PPRT_DOPT_HOLD,  /* after BEGIN: this step's runs keep their gradients, each in a flat buffer of its own (the
+                      * sums' layout, the gaps +0), in order, instead of folding them */
+    PPRT_DOPT_SUMS,  /* addr: the flat sums in device memory (`device`'s), sums_bytes their size; the stage's device
+                      * work done (the folds complete) */
+    PPRT_DOPT_FOLD_HELD, /* the held runs' gradients added in their order onto elements [lo, hi) of the sums */
 } pprt_dopt_kind;
 
 typedef struct pprt_dopt_param {
@@ -57,6 +67,8 @@ typedef struct pprt_dopt_call {
     float c;
     pp_optstep k;              /* STEP: n is the executor's (its flat buffer's) */
     size_t bytes;              /* out: bytes that crossed between host and device (BIND, GET) */
+    size_t sums_bytes;         /* SUMS: out */
+    int64_t lo, hi;            /* FOLD_HELD: elements of the flat sums (multiples of PP_OPT_CHUNK) */
 } pprt_dopt_call;
 
 #endif

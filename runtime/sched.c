@@ -469,6 +469,7 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
         for (int d = 0; d < D; d++) {
             pprt_stash **st = &S->stash[k * D + d];
             PP_TRY(pprt_stash_new(p, d, st, err));
+            pprt_stash_on(*st, &S->w[k * P + d].at, &S->w[k * P + 2 * D - 1 - d].at); /* a GPU's memory: its copies */
             /* the last device's backward stage is its forward's next, on a host queue that hands it the
              * forward's own buffer: the stash rides in the message (stash.h; a GB copied out and in again
              * per micro-batch of ResNet-50 at batch 8 otherwise) */

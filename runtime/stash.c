@@ -22,6 +22,7 @@ static pp_status stash_between(const pprt_plan *p, int d, int fi, int n_out, int
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->bytes = f->out.bytes - fo, s->out_off = fo, s->in_off = bo, s->f = f, s->first = f->out.n - n_out;
+    s->fdev = s->bdev = s->edev = PPRT_ON_HOST; /* until pprt_stash_on says a stage is on a device */
     s->aligned = fo == bo && n_out == n_in;
     for (int j = 0; s->aligned && j < n_out; j++)
         s->aligned = f->out.off[s->first + j] == b->in.off[b->in.n - n_in + j];
@@ -56,6 +57,50 @@ static void push_through(pprt_stash *s, const void *in_msg, void *out_msg) {
     pthread_mutex_unlock(&s->mu);
 }
 
+void pprt_stash_on(pprt_stash *s, const pprt_place *f, const pprt_place *b) {
+    if (!s) return;
+    const bool fh = pprt_place_is_host(f), bh = pprt_place_is_host(b);
+    s->fmem = fh ? NULL : f->mem, s->bmem = bh ? NULL : b->mem;
+    s->fdev = fh ? PPRT_ON_HOST : f->device, s->bdev = bh ? PPRT_ON_HOST : b->device;
+    s->edev = !fh && !bh && f->mem == b->mem && f->device == b->device ? f->device : PPRT_ON_HOST;
+}
+
+/* The space that allocates the entries (NULL: the host's pool). */
+static const pprt_mem_ops *entry_mem(const pprt_stash *s) { return s->fmem ? s->fmem : s->bmem; }
+
+/* n bytes from src (at src_dev) to dst (at dst_dev): memcpy between host memory, else a copy of `mem` on a
+ * side's stream st (on device sdev; with its event ev, both made at the side's first copy), waited for when `last`. */
+static pp_status stash_copy(const pprt_mem_ops *mem, int sdev, pprt_stream **st, pprt_event **ev, void *dst,
+                            int dst_dev, const void *src, int src_dev, size_t n, bool last, pp_err *err) {
+    if (dst_dev == PPRT_ON_HOST && src_dev == PPRT_ON_HOST) {
+        memcpy(dst, src, n);
+        return PP_OK;
+    }
+    if (!*st) PP_TRY(mem->stream_new(sdev, st, err));
+    if (!*ev) PP_TRY(mem->event_new(sdev, ev, err));
+    PP_TRY(mem->copy(*st, dst, dst_dev, src, src_dev, n, err));
+    if (!last) return PP_OK;
+    PP_TRY(mem->record(*ev, *st, err));
+    return mem->wait(*ev, err);
+}
+
+static void *entry_alloc(pprt_stash *s) {
+    const pprt_mem_ops *m = entry_mem(s);
+    void *e = NULL;
+    pp_err err = {0};
+    if (!m) return pprt_pool_alloc(s->bytes);
+    const pp_status st = s->edev == PPRT_ON_HOST ? m->alloc_pinned(s->bytes, &e, &err) : m->alloc(s->edev, s->bytes, &e, &err);
+    return st == PP_OK ? e : NULL;
+}
+
+static void entry_free(pprt_stash *s, void *e) {
+    const pprt_mem_ops *m = entry_mem(s);
+    if (!e) return;
+    if (!m) pprt_pool_free(e);
+    else if (s->edev == PPRT_ON_HOST) m->free_pinned(e);
+    else m->free(s->edev, e);
+}
+
 pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, void *out_msg, pp_err *err) {
     if (s->through) {
         push_through(s, in_msg, out_msg);
@@ -65,14 +110,20 @@ pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, void *out_msg, pp_e
     pthread_mutex_lock(&s->mu);
     if (s->n_free) e = s->free_list[--s->n_free];
     pthread_mutex_unlock(&s->mu);
-    if (!e) e = pprt_pool_alloc(s->bytes);
-    if (!e) return PP_FAIL(err, PP_ENOMEM, "out of memory for a stash of %zu bytes", s->bytes);
+    if (!e) e = entry_alloc(s);
+    if (!e) return PP_FAIL(err, PP_ENOMEM, "out of %s memory for a stash of %zu bytes",
+                           s->edev == PPRT_ON_HOST ? "host" : "device", s->bytes);
     const pprt_stage *f = s->f;
     for (int j = s->first; j < f->out.n; j++) {
         const pprt_tdesc *t = f->out.t[j];
         const char *src = t->kind == PPRT_RECV ? (const char *)in_msg + f->in.off[t->offset]
                                                : (const char *)out_msg + f->out.off[t->offset];
-        memcpy((char *)e + (f->out.off[j] - s->out_off), src, t->nbytes);
+        const pp_status st = stash_copy(s->fmem, s->fdev, &s->push_s, &s->push_e, (char *)e + (f->out.off[j] -
+                                        s->out_off), s->edev, src, s->fdev, t->nbytes, j == f->out.n - 1, err);
+        if (st != PP_OK) {
+            entry_free(s, e);
+            return st;
+        }
     }
     pthread_mutex_lock(&s->mu);
     if (s->n == s->cap) {
@@ -80,7 +131,7 @@ pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, void *out_msg, pp_e
         void **q = malloc(sizeof *q * (size_t)cap);
         if (!q) {
             pthread_mutex_unlock(&s->mu);
-            pprt_pool_free(e);
+            entry_free(s, e);
             return PP_FAIL(err, PP_ENOMEM, "out of memory");
         }
         for (int i = 0; i < s->n; i++) q[i] = s->q[(s->head + i) % s->cap];
@@ -107,7 +158,8 @@ pp_status pprt_stash_pop(pprt_stash *s, void *in_msg, pp_err *err) {
     if (e) s->head = (s->head + 1) % s->cap, s->n--;
     pthread_mutex_unlock(&s->mu);
     if (!e) return PP_FAIL(err, PP_ERUNTIME, "a backward stage found its device's stash empty");
-    memcpy((char *)in_msg + s->in_off, e, s->bytes);
+    PP_TRY(stash_copy(s->bmem, s->bdev, &s->pop_s, &s->pop_e, (char *)in_msg + s->in_off, s->bdev, e, s->edev,
+                      s->bytes, true, err));
     pthread_mutex_lock(&s->mu);
     if (s->n_free == s->free_cap) {
         const int cap = s->free_cap ? 2 * s->free_cap : 4;
@@ -116,7 +168,7 @@ pp_status pprt_stash_pop(pprt_stash *s, void *in_msg, pp_err *err) {
     }
     if (s->n_free < s->free_cap) s->free_list[s->n_free++] = e, e = NULL;
     pthread_mutex_unlock(&s->mu);
-    pprt_pool_free(e);
+    entry_free(s, e);
     return PP_OK;
 }
 
@@ -139,8 +191,12 @@ void pprt_stash_close(pprt_stash *s) {
 
 void pprt_stash_free(pprt_stash *s) {
     if (!s) return;
-    for (int i = 0; !s->through && i < s->n; i++) pprt_pool_free(s->q[(s->head + i) % s->cap]);
-    for (int i = 0; i < s->n_free; i++) pprt_pool_free(s->free_list[i]);
+    if (s->push_s) s->fmem->stream_free(s->push_s); /* their copies were waited for */
+    if (s->pop_s) s->bmem->stream_free(s->pop_s);
+    if (s->push_e) s->fmem->event_free(s->push_e);
+    if (s->pop_e) s->bmem->event_free(s->pop_e);
+    for (int i = 0; !s->through && i < s->n; i++) entry_free(s, s->q[(s->head + i) % s->cap]);
+    for (int i = 0; i < s->n_free; i++) entry_free(s, s->free_list[i]);
     free(s->q);
     free(s->free_list);
     pthread_mutex_destroy(&s->mu);

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 
+#include "mem.h"
 #include "pprt.h"
 
 typedef struct pprt_stash {
@@ -33,6 +34,16 @@ typedef struct pprt_stash {
      * itself, push copies into its tail only what is not there already,
      * pop copies nothing; entries are only counted (peak as before) */
     bool aligned, through;
+    /* a stash with a stage on a device (pprt_stash_on): the forward's and
+     * the backward's space (NULL: the host) and device, and the entries'
+     * device (both stages on one device: there; else PPRT_ON_HOST, pinned
+     * memory of a device stage's space); each side's copies on a stream of
+     * its own (the forward stage's thread pushes, the backward's pops), each
+     * waited for; both on the host (fmem and bmem NULL): memcpy */
+    const pprt_mem_ops *fmem, *bmem;
+    int fdev, bdev, edev;
+    pprt_stream *push_s, *pop_s;
+    pprt_event *push_e, *pop_e;
 } pprt_stash;
 
 /* The stash of device d of p (d < p->train_devices), or NULL in *out when
@@ -42,6 +53,12 @@ pp_status pprt_stash_new(const pprt_plan *p, int d, pprt_stash **out, pp_err *er
  * for its W stage (pprt_stage.n_wkeep), the W stage's whole incoming
  * message; NULL when there is no W stage or it reads nothing. */
 pp_status pprt_stash_new_w(const pprt_plan *p, int d, pprt_stash **out, pp_err *err);
+/* The device's forward stage runs at f, its backward at b: where a stage
+ * is on a device (a GPU's memory, which the host cannot read) the stash
+ * copies with that space's copies, its entries in the device's memory when
+ * both stages are on it, else in pinned host memory; both on the host:
+ * nothing changes. Before the first push. */
+void pprt_stash_on(pprt_stash *s, const pprt_place *f, const pprt_place *b);
 /* pprt_stash_pop, waiting for an entry; PP_ERUNTIME once closed. */
 pp_status pprt_stash_pop_wait(pprt_stash *s, void *in_msg, pp_err *err);
 /* Wakes every pprt_stash_pop_wait for good (the run stopped). */

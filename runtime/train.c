@@ -108,6 +108,13 @@ typedef struct trainer {
     pprt_exec **dev_x;
     double *sq;
     double dev_bytes;
+    /* MPI ranks: the weights this rank steps (its device's: those whose
+     * gradients or running statistics its device's chain carries), by param;
+     * NULL on threads (every weight); each weight's device (param_device)
+     * and the devices whose stages read it ([i * P + e]) */
+    bool *mine;
+    int *pdev;
+    bool *reads;
 } trainer;
 
 /* A stage whose executor keeps (dopt.h) the weights it outputs the gradients of. */
@@ -253,7 +260,7 @@ static void trainer_free(trainer *t) {
     for (int b = 0; b < t->n_bound; b++)
         t->bound[b]->data = t->was[b], t->bound[b]->varies = false, t->bound[b]->resident = false;
     for (int i = 0; i < t->n_own; i++) free(t->own[i].pidx), free(t->own[i].dp), free(t->own[i].sq);
-    free(t->own), free(t->dev_x), free(t->sq);
+    free(t->own), free(t->dev_x), free(t->sq), free(t->mine), free(t->pdev), free(t->reads);
     for (int i = 0; i < t->n_params; i++) {
         free((char *)t->ps[i].name);
         free(t->ps[i].w), free(t->ps[i].g), free(t->ps[i].m), free(t->ps[i].v), free(t->ps[i].r);
@@ -386,7 +393,7 @@ typedef struct par_part {
 static void *par_run(void *arg) {
     const par_part *u = arg;
     for (int i = u->lo; i < u->hi; i++)
-        if (!u->t->ps[i].running) u->fn(u->t, i, u->ctx);
+        if (!u->t->ps[i].running && (!u->t->mine || u->t->mine[i])) u->fn(u->t, i, u->ctx);
     return NULL;
 }
 
@@ -743,13 +750,39 @@ static pp_status dev_owner(trainer *t, int s, owner *w, pp_err *err) {
     return PP_OK;
 }
 
+static int param_device(const trainer *t, int i);
+static bool device_reads(const trainer *t, int i, int e);
+
+/* Stage s runs in this process: every stage on threads, this rank's device's two under MPI. */
+static bool rank_stage(const trainer *t, int s) {
+    if (!t->o->dist) return true;
+    const int P = t->p->train_devices, d = t->o->dist->rank % P;
+    return s == d || s == 2 * P - 1 - d;
+}
+
+/* MPI: a weight this rank's device optimizer would keep that another device reads (its rank takes the host's
+ * copy after each step, dist_exchange, which the device optimizer no longer updates): the host steps. */
+static void dist_tied(trainer *t) {
+    if (!t->o->dist) return;
+    const int P = t->p->train_devices, d = t->o->dist->rank % P;
+    for (int i = 0; i < t->n_params && !t->dev_why[0]; i++)
+        for (int e = 0; e < P && t->mine[i] && !t->ps[i].running; e++)
+            if (e != d && device_reads(t, i, e)) {
+                snprintf(t->dev_why, sizeof t->dev_why, "weight %.400s is read on device %d and %d", t->ps[i].name, d, e);
+                break;
+            }
+}
+
 /* The device optimizer (dopt.h) is bound after the first step where every stage's executor has one, unless the
  * run's settings rule it out from the start (said in t->dev_why). */
 static void dev_refuse(trainer *t, const pprt_run_opts *run, bool fresh) {
     const pprt_train_opts *o = t->o;
     const char *no = o->host_optimizer ? "--host-optimizer"
-                     : o->dist ? "MPI ranks (each replica's sums chain through the ranks)"
-                     : run->replicas > 1 ? "--replicas (each replica's executor folds its own micro-batches)"
+                     : o->dist && o->dist->replicas > 1 && !o->dist->dev_chain
+                         ? "MPI ranks with --replicas, the replicas' chain of sums on the host (it runs on the "
+                           "devices over --transport nccl where a device's stages are on a GPU)"
+                     : !o->dist && run->replicas > 1 ? "--replicas (each replica's executor folds its own "
+                                                       "micro-batches)"
                      : fresh ? "PPRT_TRAIN_FRESH (no executor is kept)" : NULL;
     if (no) snprintf(t->dev_why, sizeof t->dev_why, "%s", no);
 }
@@ -764,13 +797,16 @@ static pp_status dev_bind(trainer *t, pp_err *err) {
     if (!t->dev_x || !t->own) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     for (int s = 0; s < ns && !t->dev_why[0]; s++) {
         const pprt_exec_ops *ops = NULL;
+        if (!rank_stage(t, s)) continue;
         t->dev_x[s] = pprt_keeper_peek(t->keep, s, 0, &ops);
         if (!t->dev_x[s] && p->stages[s].n_nodes)
             snprintf(t->dev_why, sizeof t->dev_why, "stage %d has no kept executor", s);
         else if (t->dev_x[s] && !ops->dopt)
             snprintf(t->dev_why, sizeof t->dev_why, "stage %d runs on %.100s, which has no device optimizer", s, ops->name);
     }
+    dist_tied(t);
     for (int s = 0; s < ns && !t->dev_why[0]; s++) {
+        if (!rank_stage(t, s)) continue;
         const pp_status st = dev_owner(t, s, &t->own[t->n_own], err);
         if (t->own[t->n_own].np) t->n_own++; /* trainer_free frees it */
         PP_TRY(st);
@@ -807,19 +843,14 @@ static void scale_one(trainer *t, int i, void *ctx) {
     t->sq[i] = sq_of(q->g, q->numel);
 }
 
-/* The step's gradients averaged over its micro-batches (summed in their
- * order as they came, then scaled), their global norm, clipped; a loss or
- * gradient that is not finite named. */
-static pp_status reduce_step(trainer *t, const taker *k, int64_t step, double *loss, double *norm,
-                             bool *finite, pp_err *err) {
+/* The step's mean loss (lv: its micro-batches' losses), its gradients'
+ * global norm from each weight's sum of squares (t->sq, summed in the
+ * weights' order whatever the split), whether both are finite, and the
+ * clipping factor (t->clip, t->clip_c); a loss or gradient that is not
+ * finite named. */
+static pp_status step_verdict(trainer *t, const float *lv, int64_t step, double *loss, double *norm, bool *finite,
+                              pp_err *err) {
     const int M = t->o->accumulate;
-    if (k->next != M) return PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d micro-batches reached the end",
-                                     (long long)k->next, M);
-    for (int i = 0; i < k->n_sub; i++)
-        if (k->sub[i].next != M)
-            return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d handed over %lld of %d micro-batches' gradients",
-                           k->sub[i].stage, (long long)k->sub[i].next, M);
-    const float *lv = k->loss;
     double sum = 0;
     *finite = true;
     for (int j = 0; j < M; j++) {
@@ -832,14 +863,8 @@ static pp_status reduce_step(trainer *t, const taker *k, int64_t step, double *l
         sum += lv[j];
     }
     *loss = sum / M;
-    /* unscaled (--loss-scale) as GradScaler does: by the scale's reciprocal
-     * in float, exact for a power of two */
-    const float inv = 1.0f / (float)M, unscale = t->seed ? (float)(1.0 / t->scale) : 1.0f;
     t->clip = false;
-    if (t->dev) PP_TRY(dev_norm(t, M > 1, inv, t->seed != NULL, unscale, err));
-    scale_ctx sc = {M, inv, t->seed != NULL, unscale};
-    if (!t->dev) par_params(t, t->threads, scale_one, &sc);
-    double sq = 0; /* the weights' sums in their order, whatever the split */
+    double sq = 0;
     for (int i = 0; i < t->n_params; i++) sq += t->ps[i].running ? 0.0 : t->sq[i];
     *norm = sqrt(sq);
     t->overflow = !isfinite(*norm);
@@ -848,16 +873,34 @@ static pp_status reduce_step(trainer *t, const taker *k, int64_t step, double *l
         if (!t->o->skip_nonfinite && !t->o->opt.dynamic_scale)
             return PP_FAIL(err, PP_ERUNTIME, "step %lld: a gradient is not finite (norm %g)", (long long)step, *norm);
     }
-    if (t->o->opt.clip_norm > 0 && *norm > t->o->opt.clip_norm) {
-        const float c = (float)(t->o->opt.clip_norm / (*norm + 1e-6));
-        t->clip = true, t->clip_c = c;
-        for (int i = 0; !t->dev && i < t->n_params; i++)
-            for (int64_t k = 0; k < t->ps[i].numel && !t->ps[i].running; k++) t->ps[i].g[k] *= c;
-    }
+    if (t->o->opt.clip_norm > 0 && *norm > t->o->opt.clip_norm)
+        t->clip = true, t->clip_c = (float)(t->o->opt.clip_norm / (*norm + 1e-6));
     return PP_OK;
 }
 
-
+/* The step's gradients averaged over its micro-batches (summed in their
+ * order as they came, then scaled), their global norm, clipped; a loss or
+ * gradient that is not finite named. */
+static pp_status reduce_step(trainer *t, const taker *k, int64_t step, double *loss, double *norm,
+                             bool *finite, pp_err *err) {
+    const int M = t->o->accumulate;
+    if (k->next != M) return PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d micro-batches reached the end",
+                                     (long long)k->next, M);
+    for (int i = 0; i < k->n_sub; i++)
+        if (k->sub[i].next != M)
+            return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d handed over %lld of %d micro-batches' gradients",
+                           k->sub[i].stage, (long long)k->sub[i].next, M);
+    /* unscaled (--loss-scale) as GradScaler does: by the scale's reciprocal
+     * in float, exact for a power of two */
+    const float inv = 1.0f / (float)M, unscale = t->seed ? (float)(1.0 / t->scale) : 1.0f;
+    if (t->dev) PP_TRY(dev_norm(t, M > 1, inv, t->seed != NULL, unscale, err));
+    scale_ctx sc = {M, inv, t->seed != NULL, unscale};
+    if (!t->dev) par_params(t, t->threads, scale_one, &sc);
+    PP_TRY(step_verdict(t, k->loss, step, loss, norm, finite, err));
+    for (int i = 0; t->clip && !t->dev && i < t->n_params; i++)
+        for (int64_t e = 0; e < t->ps[i].numel && !t->ps[i].running; e++) t->ps[i].g[e] *= t->clip_c;
+    return PP_OK;
+}
 
 static bool is_root(const trainer *t) { return !t->o->dist || t->o->dist->rank == 0; }
 static bool is_leader(const trainer *t) { return !t->o->dist || t->o->dist->rank % t->o->dist->devices == 0; }
@@ -887,7 +930,7 @@ static bool of_device(const trainer *t, int i, int d) {
 static size_t sums_bytes(const trainer *t, int d) {
     size_t n = d == 0 ? (size_t)t->o->accumulate * sizeof(float) : 0;
     for (int i = 0; i < t->n_params; i++)
-        if (of_device(t, t->ps[i].out, d))
+        if (of_device(t, t->ps[i].out, d) && (!t->dev || t->ps[i].running)) /* the devices chain their own */
             n += (size_t)t->ps[i].numel * (t->ps[i].running ? sizeof(double) : sizeof(float));
     return n;
 }
@@ -898,7 +941,7 @@ static void sums_copy(const trainer *t, taker *k, int d, unsigned char *buf, boo
     else if (d == 0) memcpy(k->loss, buf, off);
     for (int i = 0; i < t->n_params; i++) {
         const param *q = &t->ps[i];
-        if (!of_device(t, q->out, d)) continue;
+        if (!of_device(t, q->out, d) || (t->dev && !q->running)) continue;
         void *a = q->running ? (void *)q->r : (void *)q->g;
         const size_t n = (size_t)q->numel * (q->running ? sizeof(double) : sizeof(float));
         if (pack) memcpy(buf + off, a, n);
@@ -915,9 +958,9 @@ static void device_takers(taker *tk, int P, int d, taker *mine[2]) {
         if (tk->sub[i].stage == 2 * P - 1 - d) mine[1] = &tk->sub[i];
 }
 
-/* Rank 0 after the step: device d's whole sums from the last replica's
- * rank of that device (d > 0, or R > 1), its takers complete. */
-static pp_status dist_gather(trainer *t, taker *tk, int d, unsigned char *buf, pp_err *err) {
+/* A rank of an earlier replica after the step: its device d's whole sums
+ * from the last replica's rank of that device, its takers complete. */
+static pp_status dist_whole(trainer *t, taker *tk, int d, unsigned char *buf, pp_err *err) {
     const pprt_train_dist *D = t->o->dist;
     const int M = t->o->accumulate;
     PP_TRY(D->recv(D->ctx, (D->replicas - 1) * D->devices + d, buf, sums_bytes(t, d), err));
@@ -929,15 +972,68 @@ static pp_status dist_gather(trainer *t, taker *tk, int d, unsigned char *buf, p
     return PP_OK;
 }
 
+/* The replicas' chain of each owner's gradient sums on the devices (dopt.h
+ * HOLD, SUMS, FOLD_HELD; pprt_train_dist.dsend, drecv: NCCL), in buckets of
+ * whole weights of about CHAIN_BUCKET elements of the flat sums (a larger
+ * weight a bucket of its own): replica 0 sends each bucket on once its run
+ * ended (its last micro-batch folded); replica r receives each bucket of
+ * the sum of the replicas before it, adds its own micro-batches' held
+ * gradients onto it in their order and sends it on; the last sends the
+ * whole sums back to every earlier replica. Each addition is the one
+ * threads make (the sums of micro-batches 0, 1, ... in order), so the bits
+ * are one replica's. Not a ring all-reduce: NCCL's would choose its own
+ * order of additions. */
+#define CHAIN_BUCKET ((int64_t)1 << 20)
+
+/* CHAIN_BUCKET, or PPRT_CHAIN_BUCKET elements (the tests' small buckets). */
+static int64_t chain_bucket(void) {
+    const char *v = getenv("PPRT_CHAIN_BUCKET");
+    const long long n = v ? atoll(v) : 0;
+    return n > 0 ? (int64_t)n : CHAIN_BUCKET;
+}
+
+static pp_status dev_chain(trainer *t, pp_err *err) {
+    const pprt_train_dist *D = t->o->dist;
+    const int64_t bucket = chain_bucket();
+    const int R = D->replicas, r = D->replica, P = D->devices, d = D->rank % P;
+    for (int i = 0; i < t->n_own; i++) {
+        const owner *w = &t->own[i];
+        pprt_dopt_call c = {.kind = PPRT_DOPT_SUMS};
+        PP_TRY(dev_call(t, w, &c, err));
+        float *g = c.addr;
+        int64_t lo = 0;
+        for (int j = 0; j < w->np;) {
+            int64_t hi = lo;
+            do hi += (w->dp[j].numel + PP_OPT_CHUNK - 1) / PP_OPT_CHUNK * PP_OPT_CHUNK;
+            while (++j < w->np && hi - lo < bucket);
+            const size_t b = (size_t)(hi - lo) * sizeof(float);
+            if (r > 0) {
+                PP_TRY(D->drecv(D->ctx, (r - 1) * P + d, g + lo, b, err));
+                pprt_dopt_call f = {.kind = PPRT_DOPT_FOLD_HELD, .lo = lo, .hi = hi};
+                PP_TRY(dev_call(t, w, &f, err));
+            }
+            if (r < R - 1) PP_TRY(D->dsend(D->ctx, (r + 1) * P + d, g + lo, b, err));
+            lo = hi;
+        }
+        if ((size_t)lo * sizeof(float) != c.sums_bytes)
+            return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d's sums hold %zu bytes, its weights %lld", w->stage,
+                           c.sums_bytes, (long long)lo * 4);
+        for (int e = 0; r == R - 1 && e < R - 1; e++) PP_TRY(D->dsend(D->ctx, e * P + d, g, c.sums_bytes, err));
+        if (r < R - 1) PP_TRY(D->drecv(D->ctx, (R - 1) * P + d, g, c.sums_bytes, err));
+    }
+    return PP_OK;
+}
+
 /* One step on MPI ranks: replica r runs micro-batches [lo, hi) of it. Each
  * device's outputs reach its own rank (device 0's the losses and the sink's
  * outputs, every device its weights' gradients: pprt_stage.n_local); the
  * rank of device d in replica r folds its micro-batches, in their order,
  * onto the sum of [0, lo) from device d's rank in replica r-1 and passes
- * the sum of [0, hi) on; the last replica's, of the whole step, go to rank
- * 0, which then holds every device's. So the sums are added in micro-batch
- * order, as on threads: a chain per device in replica order, not a
- * reduction whose order MPI would choose, and the bits are one replica's. */
+ * the sum of [0, hi) on; the last replica's, of the whole step, goes back
+ * to every earlier replica's rank of device d. So the sums are added in
+ * micro-batch order, as on threads: a chain per device in replica order,
+ * not a reduction whose order MPI would choose, and the bits are one
+ * replica's; every rank then holds its device's whole sums (dist_reduce). */
 static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t step, pprt_array *ins,
                           const pprt_run_opts *run, taker *tk, pp_err *err) {
     const pprt_train_dist *D = t->o->dist;
@@ -954,8 +1050,12 @@ static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t st
     const pprt_output_hook hook = {tk, take, take_local, &t->dev};
     pprt_run_opts ro = *run;
     ro.take_outputs = &hook;
+    for (int i = 0; t->dev && r > 0 && i < t->n_own; i++) { /* its runs wait for the earlier replicas' sum */
+        pprt_dopt_call c = {.kind = PPRT_DOPT_HOLD};
+        PP_TRY(dev_call(t, &t->own[i], &c, err));
+    }
     PP_TRY(D->run(D->ctx, t->p, ins, hi - lo, lo, &ro, err));
-    if (R == 1 && d == 0 && P == 1) return PP_OK;
+    if (R == 1) return PP_OK; /* each rank holds its device's whole sums */
     size_t most = 0;
     for (int e = 0; e < P; e++) most = sums_bytes(t, e) > most ? sums_bytes(t, e) : most;
     unsigned char *buf = malloc(most ? most : 1);
@@ -972,22 +1072,23 @@ static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t st
             s = PP_FAIL(err, PP_ERUNTIME, "internal: replica %d's micro-batches reached %lld on device %d, not %d", r,
                         (long long)mine[w]->next, d, hi);
     const bool last = r == R - 1;
-    if (s == PP_OK && !(last && D->rank == 0)) { /* rank 0 keeps a whole step's sums of its own (R == 1) */
-        sums_copy(t, tk, d, buf, true);
-        s = D->send(D->ctx, last ? 0 : (r + 1) * P + d, buf, sums_bytes(t, d), err);
-    }
-    for (int e = 0; s == PP_OK && D->rank == 0 && e < P; e++)
-        if (e > 0 || R > 1) s = dist_gather(t, tk, e, buf, err);
+    if (s == PP_OK && R > 1) sums_copy(t, tk, d, buf, true);
+    if (s == PP_OK && !last) s = D->send(D->ctx, (r + 1) * P + d, buf, sums_bytes(t, d), err);
+    if (s == PP_OK && !last) s = dist_whole(t, tk, d, buf, err);
+    for (int e = 0; s == PP_OK && last && e < R - 1; e++) s = D->send(D->ctx, e * P + d, buf, sums_bytes(t, d), err);
     free(buf);
+    if (s == PP_OK && t->dev) s = dev_chain(t, err);
     return s;
 }
 
-/* Rank 0's weights to every other rank (after each step, and at the start
- * with head[] = the step and the updates a --resume starts from). */
+/* Rank 0's weights and their optimizer state to every other rank, at the
+ * start with head[] = the step and the updates a --resume starts from (each
+ * rank then steps its own device's weights from them: dist_reduce). */
 static pp_status sync_weights(trainer *t, int64_t head[2], pp_err *err) {
     const pprt_train_dist *D = t->o->dist;
     size_t n = 2 * sizeof(int64_t);
-    for (int i = 0; i < t->n_params; i++) n += (size_t)t->ps[i].numel * sizeof(float);
+    for (int i = 0; i < t->n_params; i++)
+        n += (size_t)t->ps[i].numel * sizeof(float) * (1 + (t->ps[i].m != NULL) + (t->ps[i].v != NULL));
     unsigned char *buf = malloc(n);
     if (!buf) return PP_FAIL(err, PP_ENOMEM, "out of memory for the weights");
     pp_status s = PP_OK;
@@ -996,13 +1097,184 @@ static pp_status sync_weights(trainer *t, int64_t head[2], pp_err *err) {
     if (D->rank == 0) memcpy(buf, head, off);
     else memcpy(head, buf, off);
     for (int i = 0; s == PP_OK && i < t->n_params; i++) {
+        float *a[3] = {t->ps[i].w, t->ps[i].m, t->ps[i].v};
         const size_t b = (size_t)t->ps[i].numel * sizeof(float);
-        if (D->rank == 0) memcpy(buf + off, t->ps[i].w, b);
-        else memcpy(t->ps[i].w, buf + off, b);
-        off += b;
+        for (int k = 0; k < 3; k++) {
+            if (!a[k]) continue;
+            if (D->rank == 0) memcpy(buf + off, a[k], b);
+            else memcpy(a[k], buf + off, b);
+            off += b;
+        }
+        t->ps[i].has_m = head[1] > 0;
     }
     for (int q = 1; s == PP_OK && D->rank == 0 && q < D->size; q++) s = D->send(D->ctx, q, buf, n, err);
     free(buf);
+    return s;
+}
+
+/* ---- MPI ranks: each rank steps its own device's weights ------------------------------------- */
+
+/* The device whose rank steps weight i: the one whose chain of sums carries its output (of_device). */
+static int param_device(const trainer *t, int i) {
+    if (t->pdev) return t->pdev[i];
+    for (int d = 0; d < t->p->train_devices; d++)
+        if (of_device(t, t->ps[i].out, d)) return d;
+    return 0;
+}
+
+/* Device e's stages read weight i. */
+static bool device_reads(const trainer *t, int i, int e) {
+    if (t->reads) return t->reads[(size_t)i * (size_t)t->p->train_devices + (size_t)e];
+    const int P = t->p->train_devices, st[2] = {e, 2 * P - 1 - e};
+    for (int j = 0; j < 2; j++)
+        for (int k = 0; k < t->p->stages[st[j]].n_tensors; k++) {
+            const pprt_tdesc *d = &t->p->stages[st[j]].t[k];
+            if (d->kind == PPRT_WEIGHT && !strcmp(d->name, t->ps[i].name)) return true;
+        }
+    return false;
+}
+
+/* The weights of device `from` that device `to` reads (to == from: all of from's, `state`: with their optimizer
+ * state), packed into buf or unpacked from it; returns the bytes (buf NULL: only counts). */
+static size_t pack_weights(trainer *t, int from, int to, bool state, unsigned char *buf, bool pack) {
+    size_t off = 0;
+    for (int i = 0; i < t->n_params; i++) {
+        param *q = &t->ps[i];
+        if (param_device(t, i) != from || (to != from && !device_reads(t, i, to))) continue;
+        float *a[3] = {q->w, state ? q->m : NULL, state ? q->v : NULL};
+        const size_t b = (size_t)q->numel * sizeof(float);
+        for (int k = 0; k < 3; k++) {
+            if (!a[k]) continue;
+            if (buf && pack) memcpy(buf + off, a[k], b);
+            else if (buf) memcpy(a[k], buf + off, b);
+            off += b;
+        }
+    }
+    return off;
+}
+
+/* After a step, within each replica: the weights a rank stepped that another device's stages read too (a
+ * weight tied across devices, a running statistic at the sink), to that device's rank. Each pair of ranks
+ * {a < b} in the order of the pairs, a sending first: no two ranks wait on each other. */
+static pp_status dist_exchange(trainer *t, pp_err *err) {
+    const pprt_train_dist *D = t->o->dist;
+    const int P = D->devices, d = D->rank % P, base = D->replica * P;
+    for (int e = 0; e < P; e++) {
+        if (e == d) continue;
+        const size_t out = pack_weights(t, d, e, false, NULL, true), in = pack_weights(t, e, d, false, NULL, false);
+        if (!out && !in) continue;
+        unsigned char *buf = malloc((out > in ? out : in) + 1);
+        if (!buf) return PP_FAIL(err, PP_ENOMEM, "out of memory for the weights to exchange");
+        pp_status s = PP_OK;
+        for (int turn = 0; turn < 2 && s == PP_OK; turn++) {
+            if ((turn == 0) == (d < e) && out) { /* the lower rank sends first */
+                pack_weights(t, d, e, false, buf, true);
+                s = D->send(D->ctx, base + e, buf, out, err);
+            } else if ((turn == 0) != (d < e) && in) {
+                s = D->recv(D->ctx, base + e, buf, in, err);
+                if (s == PP_OK) pack_weights(t, e, d, false, buf, false);
+            }
+        }
+        free(buf);
+        PP_TRY(s);
+    }
+    return PP_OK;
+}
+
+/* Rank 0 gets every device's weights (with their optimizer state) from replica 0's ranks: for a checkpoint
+ * and for --save-weights. */
+static pp_status dist_gather(trainer *t, pp_err *err) {
+    const pprt_train_dist *D = t->o->dist;
+    const int P = D->devices, d = D->rank % P;
+    if (D->replica != 0 || P == 1) return PP_OK;
+    size_t most = 0;
+    for (int e = 0; e < P; e++) {
+        const size_t n = pack_weights(t, e, e, true, NULL, true);
+        most = n > most ? n : most;
+    }
+    unsigned char *buf = malloc(most + 1);
+    if (!buf) return PP_FAIL(err, PP_ENOMEM, "out of memory for the weights");
+    pp_status s = PP_OK;
+    if (d > 0) {
+        const size_t n = pack_weights(t, d, d, true, buf, true);
+        if (n) s = D->send(D->ctx, 0, buf, n, err);
+    }
+    for (int e = 1; s == PP_OK && d == 0 && e < P; e++) {
+        const size_t n = pack_weights(t, e, e, true, NULL, false);
+        if (n) s = D->recv(D->ctx, e, buf, n, err);
+        if (s == PP_OK && n) pack_weights(t, e, e, true, buf, false);
+    }
+    free(buf);
+    return s;
+}
+
+/* This rank's weights (trainer.mine), each weight's device and its readers (looked up once, not each step). */
+static pp_status dist_mine(trainer *t, pp_err *err) {
+    const size_t P = pp_count(t->p->train_devices);
+    int *pdev = calloc(pp_count(t->n_params), sizeof *pdev);
+    bool *reads = calloc(pp_count(t->n_params) * P, sizeof *reads);
+    t->mine = calloc(pp_count(t->n_params), sizeof *t->mine);
+    if (!pdev || !reads || !t->mine) {
+        free(pdev), free(reads);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < t->n_params; i++) {
+        pdev[i] = param_device(t, i);
+        for (size_t e = 0; e < P; e++) reads[(size_t)i * P + e] = device_reads(t, i, (int)e);
+        t->mine[i] = pdev[i] == t->o->dist->rank % t->o->dist->devices;
+    }
+    t->pdev = pdev, t->reads = reads;
+    return PP_OK;
+}
+
+/* The step's end on MPI ranks: every rank makes its own device's gradient
+ * sums the step's (the mean, unscaled) and sums their squares; replica 0's
+ * ranks send theirs to rank 0 (a double a weight), which adds the losses
+ * and the squares up in the weights' order as reduce_step does
+ * (step_verdict) and tells every rank the verdict: whether the step is
+ * taken, the norm, the clipping factor. Each rank clips its own. */
+enum { V_FINITE, V_NORM, V_CLIP, V_C, V_OVERFLOW, V_LOSS, V_N };
+
+static pp_status dist_reduce(trainer *t, taker *k, int64_t step, double *loss, double *norm, bool *finite,
+                             pp_err *err) {
+    const pprt_train_dist *D = t->o->dist;
+    const int M = t->o->accumulate, P = D->devices, d = D->rank % P;
+    taker *mine[2];
+    device_takers(k, P, d, mine);
+    for (int w = 0; w < 2; w++)
+        if (mine[w] && mine[w]->next != M)
+            return PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d micro-batches reached device %d's sums",
+                           (long long)mine[w]->next, M, d);
+    const float inv = 1.0f / (float)M, unscale = t->seed ? (float)(1.0 / t->scale) : 1.0f;
+    scale_ctx sc = {M, inv, t->seed != NULL, unscale};
+    if (t->dev) PP_TRY(dev_norm(t, M > 1, inv, t->seed != NULL, unscale, err)); /* this rank's owners */
+    else par_params(t, t->threads, scale_one, &sc); /* this rank's weights (t->mine) */
+    double *v = malloc(((size_t)t->n_params + V_N) * sizeof *v);
+    if (!v) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pp_status s = PP_OK;
+    for (int e = 1; D->replica == 0 && s == PP_OK && e < P; e++) {
+        if (D->rank != 0 && e != d) continue;
+        int n = 0; /* device e's squares in the weights' order: sent by its rank, taken by rank 0 */
+        for (int i = 0; i < t->n_params; i++)
+            if (!t->ps[i].running && param_device(t, i) == e) v[n++] = t->sq[i];
+        if (n && D->rank != 0) s = D->send(D->ctx, 0, v, (size_t)n * sizeof *v, err);
+        if (n && D->rank == 0) s = D->recv(D->ctx, e, v, (size_t)n * sizeof *v, err);
+        for (int i = 0, j = 0; n && D->rank == 0 && s == PP_OK && i < t->n_params; i++)
+            if (!t->ps[i].running && param_device(t, i) == e) t->sq[i] = v[j++];
+    }
+    if (s == PP_OK && D->rank == 0) {
+        s = step_verdict(t, k->loss, step, loss, norm, finite, err);
+        v[V_FINITE] = *finite, v[V_NORM] = *norm, v[V_CLIP] = t->clip, v[V_C] = t->clip_c;
+        v[V_OVERFLOW] = t->overflow, v[V_LOSS] = *loss;
+        for (int q = 1; s == PP_OK && q < D->size; q++) s = D->send(D->ctx, q, v, V_N * sizeof *v, err);
+    } else if (s == PP_OK) {
+        s = D->recv(D->ctx, 0, v, V_N * sizeof *v, err);
+        *finite = v[V_FINITE] != 0, *norm = v[V_NORM], t->clip = v[V_CLIP] != 0, t->clip_c = (float)v[V_C];
+        t->overflow = v[V_OVERFLOW] != 0, *loss = v[V_LOSS];
+    }
+    free(v);
+    for (int i = 0; s == PP_OK && t->clip && !t->dev && i < t->n_params; i++) /* the device clips in its step */
+        for (int64_t e = 0; e < t->ps[i].numel && !t->ps[i].running && t->mine[i]; e++) t->ps[i].g[e] *= t->clip_c;
     return s;
 }
 
@@ -1396,24 +1668,24 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     pprt_pool_trim();
     malloc_trim(0);
     if (s == PP_OK) s = dev_check(t, err);
-    /* MPI: rank 0 steps the optimizer and sends every rank the weights */
-    if (s == PP_OK && is_root(t)) s = reduce_step(t, &tk, step, loss, norm, finite, err);
+    /* MPI: each rank steps its own device's weights, rank 0 judging the step (dist_reduce) */
+    if (s == PP_OK) s = o->dist ? dist_reduce(t, &tk, step, loss, norm, finite, err)
+                                : reduce_step(t, &tk, step, loss, norm, finite, err);
     taker_free(&tk);
-    if (s == PP_OK && is_root(t)) scale_update(t);
+    if (s == PP_OK) scale_update(t);
     *lr = lr_at(&o->opt, step, total);
     bool running = false;
-    if (s == PP_OK && is_root(t) && *finite) {
+    if (s == PP_OK && *finite) {
         ++*updates;
         for (int i = 0; i < t->n_params; i++) {
             running = running || t->ps[i].running;
-            if (t->ps[i].running) update_running(&t->ps[i]);
+            if (t->ps[i].running && (!t->mine || t->mine[i])) update_running(&t->ps[i]);
         }
         upd_ctx uc = {*lr, *updates};
         if (!t->dev) par_params(t, t->threads, upd_one, &uc);
         if (t->dev) s = dev_step(t, *lr, *updates, err); /* on the devices, into the executors' copies (dopt.h) */
     }
-    int64_t head[2] = {step, *updates};
-    if (s == PP_OK && o->dist) s = sync_weights(t, head, err);
+    if (s == PP_OK && o->dist) s = dist_exchange(t, err);
     /* the kept executors re-read the weights before the next run (keep.h): under the device optimizer only
      * those it does not keep (the running statistics), which a step changes only when it is taken */
     if (!t->dev || running) pprt_keeper_changed(t->keep);
@@ -1459,6 +1731,15 @@ static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array
     return PP_OK;
 }
 
+/* Where the replicas' gradient sums met in a step whose optimizer was the devices' (dev) or the host's. */
+static const char *chain_path(const trainer *t, bool dev) {
+    const pprt_train_dist *D = t->o->dist;
+    if (!D) return "threads (in process, micro-batch order)";
+    if (D->replicas < 2) return "none (one replica: each rank holds its device's sums)";
+    return dev ? "devices (NCCL send/recv between the replicas' ranks in replica order, in buckets)"
+               : "host (MPI between the replicas' ranks in replica order)";
+}
+
 /* The log's end: what each device kept between its stages (the most
  * micro-batches at once, and their bytes), the peak resident set, the run's
  * time and idle share. */
@@ -1477,6 +1758,8 @@ static void log_end(pp_json *js, const trainer *t, const pprt_train_stats *st) {
     }
     pp_json_add_number(js, js->root, "peak_rss", (double)pprt_peak_rss());
     pp_json_add_string(js, js->root, "optimizer", t->dev ? "device" : "host");
+    pp_json_add_string(js, js->root, "optimizer_steps", t->o->dist ? "each rank its own device's weights" : "every weight");
+    pp_json_add_string(js, js->root, "gradient_chain", chain_path(t, t->dev));
     if (!t->dev) pp_json_add_string(js, js->root, "optimizer_why", t->dev_why[0] ? t->dev_why : "no stage ran yet");
     pp_json_add_number(js, js->root, "skipped_steps", (double)st->skipped);
     if (t->seed) pp_json_add_number(js, js->root, "loss_scale", t->scale);
@@ -1512,6 +1795,7 @@ static void log_step(pp_json *js, cJSON *steps_js, trainer *t, const double step
     pp_json_add_number(js, r, "weight_upload_bytes", kc.uploads); /* host -> device weight copies of the executors */
     pp_json_add_number(js, r, "optimizer_bytes", t->dev_bytes);   /* the device optimizer's, host <-> device */
     pp_json_add_string(js, r, "optimizer", dev ? "device" : "host");
+    pp_json_add_string(js, r, "gradient_chain", chain_path(t, dev));
     t->dev_bytes = 0;
     cJSON *b = pp_json_add_array(js, r, "stage_busy_s");
     for (int v = 0; v < p->n_stages + p->n_wstages; v++) pp_json_add_round(js, b, NULL, t->busy[v], 6);
@@ -1553,6 +1837,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     const bool root = is_root(&t); /* MPI: rank 0 reads and writes the files */
     dev_refuse(&t, run, fresh && *fresh && strcmp(fresh, "0"));
     if (s == PP_OK && !(t.sq = calloc(pp_count(t.n_params), sizeof *t.sq))) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (s == PP_OK && o->dist) s = dist_mine(&t, err);
     if (s == PP_OK && o->resume && root) s = ckpt_read(&t, o->resume, &done, &updates, err);
     int64_t head[2] = {done, updates};
     if (s == PP_OK && o->dist && o->resume) s = sync_weights(&t, head, err);
@@ -1627,9 +1912,10 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
             pp_json_add_number(&js, r, "eval_accuracy", acc);
             if (root && !o->quiet) fprintf(stderr, "epoch %lld: held-out loss %.6f, accuracy %.4f\n", (long long)epoch + 1, el, acc);
         }
-        if (root && o->checkpoint && o->save_every > 0 && (step % o->save_every == 0 || step == total)) {
+        if (o->checkpoint && o->save_every > 0 && (step % o->save_every == 0 || step == total)) {
             s = dev_get(&t, err); /* the device optimizer's weights and state down */
-            if (s == PP_OK) s = ckpt_write(&t, o->checkpoint, step, updates, err);
+            if (s == PP_OK && o->dist) s = dist_gather(&t, err); /* MPI: every device's to rank 0 */
+            if (s == PP_OK && root) s = ckpt_write(&t, o->checkpoint, step, updates, err);
         }
     }
     pprt_pool_keep(false);
@@ -1639,6 +1925,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
                          ((o->schedule_kind == PPRT_SCHED_ZBH1 ? 3.0 : 1.0) * (double)per_rep + p->train_devices - 1);
     gate_free(&gt);
     if (s == PP_OK) s = dev_get(&t, err);
+    if (s == PP_OK && o->dist && o->save_dir) s = dist_gather(&t, err);
     if (s == PP_OK && root && o->save_dir) s = write_weights(&t, o->save_dir, err);
     if (s == PP_OK && js.root) log_end(&js, &t, st);
     if (s == PP_OK && root && o->curves) s = pprt_curves_write(o->curves, js.root, err);

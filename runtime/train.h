@@ -49,6 +49,14 @@ typedef struct pprt_train_dist {
     /* Blocking transfers of training's own messages to and from a rank. */
     pp_status (*send)(void *ctx, int rank, const void *buf, size_t bytes, pp_err *err);
     pp_status (*recv)(void *ctx, int rank, void *buf, size_t bytes, pp_err *err);
+    /* The replicas' chain of gradient sums on the devices (--transport nccl
+     * with replicas: train.c dev_chain): dev_chain says it is open, and
+     * dsend/drecv move device memory (this rank's backward stage's device)
+     * to and from the rank of the same device in another replica, device to
+     * device, returning once the transfer completed. */
+    bool dev_chain;
+    pp_status (*dsend)(void *ctx, int rank, const void *dev_buf, size_t bytes, pp_err *err);
+    pp_status (*drecv)(void *ctx, int rank, void *dev_buf, size_t bytes, pp_err *err);
 } pprt_train_dist;
 
 typedef struct pprt_train_opts {

@@ -184,6 +184,12 @@ typedef struct pprt_mpi_transports_t {
     int in, out;            /* PPRT_BK_* of the boundary before and after it; -1: the pipeline's end */
 } pprt_mpi_transports_t;
 
+/* What carries boundary b (stage b -> b + 1) between two ranks: PPRT_BK_*
+ * from the two stages' spaces and --transport (NCCL by default when every
+ * stage is on a GPU). Training's boundaries (train_mpi.c) ask it too. */
+pp_status pprt_mpi_boundary_kind(const pprt_mpi *m, const pprt_plan *p, const pprt_backend *override, int b, int *kind,
+                                 pp_err *err);
+
 /* Before the start-up messages: the backend and boundaries of this rank's
  * stage (from the plan and --backend, --transport), and m->id_out, the id of
  * an NCCL boundary after it (ncclGetUniqueId), which they carry on. */

@@ -35,7 +35,7 @@ static pp_status space_of(const pprt_plan *p, int s, const pprt_backend *overrid
 }
 
 /* Boundary b (stage b -> b + 1). */
-static pp_status kind_of(const pprt_mpi *m, const pprt_plan *p, const pprt_backend *override, int b, int *kind,
+pp_status pprt_mpi_boundary_kind(const pprt_mpi *m, const pprt_plan *p, const pprt_backend *override, int b, int *kind,
                          pp_err *err) {
     const pprt_mem_ops *a, *c;
     PP_TRY(space_of(p, b, override, &a, err));
@@ -76,8 +76,8 @@ pp_status pprt_mpi_transports(pprt_mpi *m, const pprt_plan *p, const pprt_backen
     const int s = m->stage, K = p->n_stages;
     *t = (pprt_mpi_transports_t){.in = -1, .out = -1};
     PP_TRY(pprt_stage_backend_resolve(p, s, override, &t->be, err));
-    if (s > 0) PP_TRY(kind_of(m, p, override, s - 1, &t->in, err));
-    if (s < K - 1) PP_TRY(kind_of(m, p, override, s, &t->out, err));
+    if (s > 0) PP_TRY(pprt_mpi_boundary_kind(m, p, override, s - 1, &t->in, err));
+    if (s < K - 1) PP_TRY(pprt_mpi_boundary_kind(m, p, override, s, &t->out, err));
     memset(m->id_out, 0, sizeof m->id_out);
     memset(m->id_in, 0, sizeof m->id_in);
     pp_err e = {0};

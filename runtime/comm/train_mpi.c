@@ -7,10 +7,10 @@
  * and the schedule's gate around them (pprt_run_opts.gate), as the threaded
  * driver runs them. Its links:
  *
- *   forward in    d = 0: the source over the leader's micro-batches; else MPI from rank r-1
- *   forward out   d = P-1: an in-process queue to its own backward stage; else MPI to rank r+1
- *   backward in   d = P-1: that queue; else MPI from rank r+1
- *   backward out  d = 0: the sink, which hands each micro-batch to take_outputs; else MPI to rank r-1
+ *   forward in    d = 0: the source over the leader's micro-batches; else from rank r-1
+ *   forward out   d = P-1: an in-process queue to its own backward stage; else to rank r+1
+ *   backward in   d = P-1: that queue; else from rank r+1
+ *   backward out  d = 0: the sink, which hands each micro-batch to take_outputs; else to rank r-1
  *
  * The two MPI boundaries between ranks r and r+1 go opposite ways, so the
  * one tag of boundary messages never mixes them (a receive names its
@@ -20,8 +20,21 @@
  * pprt_run does; the run's messages are exactly
  * n_msgs per boundary, so no receive is left posted for the next run.
  *
- * Host stages only for now: a stage on a device backend is refused. A
- * failure is this rank's: the caller ends the process (pprt_mpi_finish),
+ * Device stages (cuda, cuda-emu) run as inference runs them on ranks: the
+ * rank's device is the one its local rank picks (both of its stages there),
+ * a boundary with another rank's device stage goes, by --transport, through
+ * pinned host memory over MPI or over NCCL (the emulated NCCL on cuda-emu),
+ * the pipeline's ends are staged through pinned memory, the last device's
+ * turn is a queue of device buffers, and the backward stage's device-local
+ * gradients reach the trainer through the stage loop's pinned copy. The
+ * NCCL communicators (two a pair of neighbouring ranks, one a direction)
+ * are opened once, before the first step, and lent to every run's links;
+ * each opens in one order on both ends (the emulated NCCL's start-up
+ * exchanges go both ways on one tag). With --replicas over NCCL a
+ * communicator between this device's ranks in neighbouring replicas (and
+ * the last replica's with each earlier one) carries the replicas' chain of
+ * gradient sums, device to device (pprt_train_dist.dsend, drecv; train.c
+ * dev_chain). A failure is this rank's: the caller ends the process (pprt_mpi_finish),
  * which tells every other rank; a rank that dies is found by the engine's
  * heartbeats. */
 #include <pthread.h>
@@ -30,6 +43,7 @@
 #include <string.h>
 
 #include "../backend.h"
+#include "../driver.h"
 #include "../keep.h"
 #include "../run.h"
 #include "../stage_loop.h"
@@ -44,11 +58,82 @@ static size_t boundary_bytes(const pprt_plan *p, int b) {
     return a > c ? a : c;
 }
 
-static pp_status mpi_link(pprt_mpi *m, int peer, bool sender, size_t bytes, int depth, int64_t n, pprt_link **out,
-                          pp_err *err) {
+/* This rank's places and boundaries, kept across the runs (a step, a held-out
+ * pass): where its two stages run (the host, or the device its local rank
+ * picks), what carries the boundaries with the ranks beside it (PPRT_BK_*,
+ * as inference decides them: links_mpi.c), and their NCCL communicators,
+ * opened once at the start (pprt_train_mpi) and lent to each run's links. */
+typedef struct tm_ctx {
+    pprt_mpi *m;
+    const pprt_backend *override;
+    pprt_place fat, bat; /* the forward and the backward stage's place */
+    /* [0]: with rank r-1, [1]: with rank r+1; kind -1 where there is none */
+    int fkind[2], bkind[2];
+    pprt_p2p *fc[2], *bc[2]; /* the forward and the backward boundary's communicator (NULL: not NCCL) */
+    /* the replicas' chain of sums on the devices (pprt_train_dist.dev_chain): a communicator with the rank of
+     * this device in each replica it exchanges sums with (by world rank; NULL: none), a stream and an event on
+     * the backward stage's device for the transfers */
+    pprt_p2p **rc;
+    pprt_stream *rs;
+    pprt_event *rev;
+} tm_ctx;
+
+static tm_ctx the_ctx; /* one training per process; its communicators live until the process ends */
+
+/* A kept communicator lent to one run's link: the link's destroy frees the
+ * loan alone (its close still aborts the communicator: a failure ends the
+ * process anyway). */
+typedef struct loan {
+    pprt_p2p base;
+    pprt_p2p *c;
+} loan;
+
+static pp_status l_send(pprt_p2p *c, const void *buf, size_t n, pprt_stream *s, pp_err *err) {
+    pprt_p2p *k = ((loan *)c)->c;
+    return k->ops->send(k, buf, n, s, err);
+}
+static pp_status l_recv(pprt_p2p *c, void *buf, size_t n, pprt_stream *s, pp_err *err) {
+    pprt_p2p *k = ((loan *)c)->c;
+    return k->ops->recv(k, buf, n, s, err);
+}
+static pp_status l_check(pprt_p2p *c, pp_err *err) {
+    pprt_p2p *k = ((loan *)c)->c;
+    return k->ops->check(k, err);
+}
+static void l_abort(pprt_p2p *c) {
+    pprt_p2p *k = ((loan *)c)->c;
+    k->ops->abort(k);
+}
+static void l_destroy(pprt_p2p *c) { free(c); }
+
+static const pprt_p2p_ops loan_ops = {"NCCL (kept across runs)", l_send, l_recv, l_check, l_abort, l_destroy};
+
+static const char *const kind_names[] = {"MPI", "MPI, staged through pinned host memory", "NCCL", "emulated NCCL"};
+
+/* One end of a boundary with rank `peer`, on its transport: MPI (staged
+ * through pinned memory where the stage is on a device) or the kept NCCL
+ * communicator c. */
+static pp_status rank_link(pprt_mpi *m, int peer, bool sender, int kind, pprt_p2p *c, const pprt_place *at,
+                           size_t bytes, int depth, int64_t n, pprt_link **out, pp_err *err) {
+    char who[64], name[160];
+    pprt_mpi_describe(m, peer, who, sizeof who);
+    snprintf(name, sizeof name, "the training boundary over %s %s %s", kind_names[kind], sender ? "to" : "from", who);
+    if (c) {
+        loan *l = malloc(sizeof *l);
+        if (!l) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        *l = (loan){{&loan_ops}, c};
+        return pprt_link_p2p(&l->base, at, sender, bytes, depth, n, name, out, err);
+    }
+    const bool staged = !pprt_place_is_host(at);
     pprt_chan *full, *free_;
-    PP_TRY(pprt_mpi_chan_create(m, peer, sender, bytes, depth, n, NULL, &full, &free_, err));
-    return pprt_link_chans(full, free_, NULL, 0, NULL, bytes, depth, sender, out, err);
+    pprt_link *host;
+    PP_TRY(pprt_mpi_chan_create(m, peer, sender, bytes, depth, n, staged ? at->mem : NULL, &full, &free_, err));
+    PP_TRY(pprt_link_chans(full, free_, NULL, 0, NULL, bytes, depth, sender, &host, err));
+    if (!staged) {
+        *out = host;
+        return PP_OK;
+    }
+    return pprt_link_staged(host, at, !sender, name, out, err);
 }
 
 typedef struct side {
@@ -90,50 +175,68 @@ static void *side_main(void *arg) {
     return NULL;
 }
 
-/* The device's two stages' links (above). */
-static pp_status make_links(pprt_mpi *m, const pprt_plan *p, const pprt_array *ins, int64_t M, int64_t mb0,
+/* The device's two stages' links (above), each end at its stage's place. */
+static pp_status make_links(tm_ctx *c, const pprt_plan *p, const pprt_array *ins, int64_t M, int64_t mb0,
                             const pprt_run_opts *o, side *f, side *b, pp_err *err) {
+    pprt_mpi *m = c->m;
     const int P = p->train_devices, d = m->stage, bs = 2 * P - 1 - d;
-    if (d == 0) PP_TRY(pprt_link_source(p, ins, M, 0, NULL, NULL, &f->run.in, err));
-    else PP_TRY(mpi_link(m, m->rank - 1, false, boundary_bytes(p, d - 1), o->depth, M, &f->run.in, err));
-    if (d == P - 1) {
-        PP_TRY(pprt_link_queue(boundary_bytes(p, d), o->depth, &f->run.out, err));
+    const pprt_mem_ops *fpin = pprt_place_is_host(&c->fat) ? NULL : c->fat.mem;
+    const pprt_mem_ops *bpin = pprt_place_is_host(&c->bat) ? NULL : c->bat.mem;
+    if (d == 0) {
+        PP_TRY(pprt_link_source(p, ins, M, 0, NULL, fpin, &f->run.in, err));
+        if (fpin) PP_TRY(pprt_link_staged(f->run.in, &c->fat, true, "the inputs -> stage 0", &f->run.in, err));
+    } else {
+        PP_TRY(rank_link(m, m->rank - 1, false, c->fkind[0], c->fc[0], &c->fat, boundary_bytes(p, d - 1), o->depth, M,
+                         &f->run.in, err));
+    }
+    if (d == P - 1) { /* the device's own turn: a queue (on its device), or a copy between the stages' places */
+        char name[64];
+        snprintf(name, sizeof name, "stage %d -> stage %d", d, d + 1);
+        PP_TRY(pprt_link_between(&c->fat, &c->bat, boundary_bytes(p, d), o->depth, name, &f->run.out, err));
         b->run.in = f->run.out;
     } else {
-        PP_TRY(mpi_link(m, m->rank + 1, true, boundary_bytes(p, d), o->depth, M, &f->run.out, err));
+        PP_TRY(rank_link(m, m->rank + 1, true, c->fkind[1], c->fc[1], &c->fat, boundary_bytes(p, d), o->depth, M,
+                         &f->run.out, err));
         /* the backward links pass each micro-batch's gradients on as they come: two buffers do */
-        PP_TRY(mpi_link(m, m->rank + 1, false, boundary_bytes(p, bs - 1), 2, M, &b->run.in, err));
+        PP_TRY(rank_link(m, m->rank + 1, false, c->bkind[1], c->bc[1], &c->bat, boundary_bytes(p, bs - 1), 2, M,
+                         &b->run.in, err));
     }
     if (d == 0) {
-        PP_TRY(pprt_link_sink(p, NULL, M, 0, NULL, NULL, NULL, NULL, &b->run.out, err));
-        if (o->take_outputs) pprt_link_sink_take(b->run.out, o->take_outputs, mb0);
+        pprt_link *sink;
+        PP_TRY(pprt_link_sink(p, NULL, M, 0, NULL, NULL, NULL, bpin, &sink, err));
+        if (o->take_outputs) pprt_link_sink_take(sink, o->take_outputs, mb0);
+        b->run.out = sink;
+        if (bpin) PP_TRY(pprt_link_staged(sink, &c->bat, false, "the last stage -> the outputs", &b->run.out, err));
     } else {
-        PP_TRY(mpi_link(m, m->rank - 1, true, boundary_bytes(p, bs), 2, M, &b->run.out, err));
+        PP_TRY(rank_link(m, m->rank - 1, true, c->bkind[0], c->bc[0], &c->bat, boundary_bytes(p, bs), 2, M,
+                         &b->run.out, err));
     }
     return PP_OK;
 }
 
-/* Stage s's executor on this host: --threads, else the rank's cores (its two stages take turns under
- * 1F1B and GPipe). */
-static pp_status make_exec(const pprt_plan *p, int s, const pprt_run_opts *o, side *w, pp_err *err) {
+/* Stage s's executor on this host at its place: --threads, else the rank's cores (its two stages take turns
+ * under 1F1B and GPipe). */
+static pp_status make_exec(const pprt_plan *p, int s, const pprt_place *at, const pprt_run_opts *o, side *w,
+                           pp_err *err) {
     PP_TRY(pprt_stage_backend(p, s, o->backend, &w->be, err));
-    const pprt_place at = pprt_place_host();
-    const pprt_exec_cfg cfg = pprt_stage_cfg(o, pprt_run_threads(o, pprt_rank_cores(pprt_mpi_env_local_size())), &at);
+    const pprt_exec_cfg cfg = pprt_stage_cfg(o, pprt_run_threads(o, pprt_rank_cores(pprt_mpi_env_local_size())), at);
     w->run.ex = w->be->exec;
     return pprt_keeper_exec(o->keep, w->be->exec, p, s, 0, &cfg, &w->run.x, err); /* a rank holds one replica's */
 }
 
 static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins, int64_t M, int64_t mb0,
                             const pprt_run_opts *o, pp_err *err) {
-    pprt_mpi *m = ctx;
+    tm_ctx *c = ctx;
+    pprt_mpi *m = c->m;
     const int P = p->train_devices, d = m->stage;
     side f = {.M = M}, b = {.M = M};
     f.other = &b, b.other = &f;
     pprt_stash *stash = NULL;
     pp_status s = pprt_stash_new(p, d, &stash, err);
-    if (s == PP_OK) s = make_links(m, p, ins, M, mb0, o, &f, &b, err);
-    if (s == PP_OK) s = make_exec(p, d, o, &f, err);
-    if (s == PP_OK) s = make_exec(p, 2 * P - 1 - d, o, &b, err);
+    pprt_stash_on(stash, &c->fat, &c->bat); /* a GPU's memory: its copies */
+    if (s == PP_OK) s = make_links(c, p, ins, M, mb0, o, &f, &b, err);
+    if (s == PP_OK) s = make_exec(p, d, &c->fat, o, &f, err);
+    if (s == PP_OK) s = make_exec(p, 2 * P - 1 - d, &c->bat, o, &b, err);
     if (s != PP_OK) return s; /* the process ends (pprt_mpi_finish): what was made stays */
     f.run.stage = d, b.run.stage = 2 * P - 1 - d;
     f.run.gate = b.run.gate = o->gate;
@@ -145,6 +248,10 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
             return PP_FAIL(err, PP_EINVAL, "stage %d has device-local outputs, and the run's taker takes none",
                            2 * P - 1 - d);
         b.run.local = take_local, b.run.local_ctx = &lt;
+        b.run.local_unread = o->take_outputs->local_unread;
+        if (!pprt_place_is_host(&c->bat)) /* the stage loop copies them down from the device (stage_loop.h) */
+            b.run.local_mem = c->bat.mem, b.run.local_dev = c->bat.device,
+            b.run.local_bytes = p->stages[2 * P - 1 - d].out.bytes;
     }
     pthread_t th;
     if (pthread_create(&th, NULL, side_main, &f) != 0)
@@ -170,7 +277,7 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
 }
 
 static pp_status send_bytes(void *ctx, int rank, const void *buf, size_t bytes, pp_err *err) {
-    pprt_mpi *m = ctx;
+    pprt_mpi *m = ((tm_ctx *)ctx)->m;
     pprt_mpi_req *r;
     char who[64];
     pprt_mpi_describe(m, rank, who, sizeof who);
@@ -179,7 +286,7 @@ static pp_status send_bytes(void *ctx, int rank, const void *buf, size_t bytes, 
 }
 
 static pp_status recv_bytes(void *ctx, int rank, void *buf, size_t bytes, pp_err *err) {
-    pprt_mpi *m = ctx;
+    pprt_mpi *m = ((tm_ctx *)ctx)->m;
     pprt_mpi_req *r;
     char who[64];
     pprt_mpi_describe(m, rank, who, sizeof who);
@@ -192,16 +299,18 @@ static pp_status recv_bytes(void *ctx, int rank, void *buf, size_t bytes, pp_err
  * (every rank must have them; the rest, such as --lr, only rank 0 reads). */
 static void train_agreed(const pprt_train_opts *o, int64_t a[6]) {
     a[0] = o->steps, a[1] = o->epochs, a[2] = o->accumulate, a[3] = o->schedule_kind, a[4] = (int64_t)o->seed;
-    a[5] = (int64_t)o->shuffle | (int64_t)(o->eval_dir != NULL) << 1 | (int64_t)(o->resume != NULL) << 2;
+    a[5] = (int64_t)o->shuffle | (int64_t)(o->eval_dir != NULL) << 1 | (int64_t)(o->resume != NULL) << 2 |
+           (int64_t)(o->checkpoint != NULL) << 3 | (int64_t)(o->save_dir != NULL) << 4;
 }
 
 static pp_status agree_train(pprt_mpi *m, const pprt_train_opts *o, pp_err *err) {
     static const char *const names[6] = {"--steps", "--epochs", "--accumulate", "--schedule", "--seed",
-                                         "--no-shuffle, --eval or --resume"};
+                                         "--no-shuffle, --eval, --resume, --checkpoint or --save-weights"};
     pprt_ctrl c = {0};
     char who[64], what[128];
     train_agreed(o, c.a);
     c.t[0] = o->opt.loss_scale;
+    c.t[1] = (double)o->save_every; /* replica 0's ranks send rank 0 their weights for each checkpoint */
     if (m->rank != 0) {
         PP_TRY(pprt_mpi_send_ctrl(m, 0, PPRT_CTRL_TRAIN, &c, err));
         pprt_mpi_describe(m, 0, who, sizeof who);
@@ -217,12 +326,124 @@ static pp_status agree_train(pprt_mpi *m, const pprt_train_opts *o, pp_err *err)
             if (t.a[i] != c.a[i])
                 return PP_FAIL(err, PP_EINVAL, "%s trains with another %s than rank 0 (%lld, rank 0 %lld): every "
                                "rank must get the same options", who, names[i], (long long)t.a[i], (long long)c.a[i]);
-        if (t.t[0] != c.t[0]) /* every rank seeds its loss gradient with it (rank 0 alone unscales) */
+        if (t.t[0] != c.t[0]) /* every rank seeds its loss gradient with it and unscales its own device's sums */
             return PP_FAIL(err, PP_EINVAL, "%s trains with another --loss-scale than rank 0 (%g, rank 0 %g): every "
                            "rank must get the same options", who, t.t[0], c.t[0]);
+        if (t.t[1] != c.t[1])
+            return PP_FAIL(err, PP_EINVAL, "%s trains with another --save-every than rank 0 (%g, rank 0 %g): every "
+                           "rank must get the same options", who, t.t[1], c.t[1]);
     }
     for (int q = 1; q < m->size; q++) PP_TRY(pprt_mpi_send_ctrl(m, q, PPRT_CTRL_TRAIN, &c, err));
     return PP_OK;
+}
+
+/* One communicator of a boundary with rank `peer` (sender: this rank sends
+ * on it): the sender makes its id and sends it over, then both open it (the
+ * emulated one, or NCCL on the stage's device) within --mpi-timeout. */
+static pp_status open_comm(pprt_mpi *m, int peer, bool sender, int kind, const pprt_place *at, pprt_p2p **out,
+                           pp_err *err) {
+    *out = NULL;
+    if (kind != PPRT_BK_NCCL && kind != PPRT_BK_NCCL_EMU) return PP_OK;
+    unsigned char id[PPRT_P2P_ID] = {0};
+    pp_status s = PP_OK;
+#ifdef PPRT_WITH_NCCL
+    if (sender && kind == PPRT_BK_NCCL) s = pprt_nccl_id(id, err);
+#endif
+    if (sender && kind == PPRT_BK_NCCL_EMU) s = pprt_p2p_emu_id(id, err);
+    PP_TRY(s);
+    tm_ctx c = {.m = m};
+    PP_TRY(sender ? send_bytes(&c, peer, id, sizeof id, err) : recv_bytes(&c, peer, id, sizeof id, err));
+#ifdef PPRT_WITH_NCCL
+    if (kind == PPRT_BK_NCCL) return pprt_nccl_open(m, peer, sender, id, at->device, out, err);
+#else
+    (void)at;
+    if (kind == PPRT_BK_NCCL)
+        return PP_FAIL(err, PP_EUNSUP, "the boundary with rank %d would go over NCCL, which this build lacks", peer);
+#endif
+    return pprt_p2p_emu_open(m, peer, id, out, err);
+}
+
+/* The replicas' chain of sums on the devices: this rank's device in replica k exchanges sums with replicas k-1,
+ * k+1 and the last (which sends the whole sums back to every earlier one); a communicator a pair, opened in the
+ * order of the pairs (after every boundary's), on --transport nccl with the backward stage on a device. */
+static pp_status chain_comms(tm_ctx *c, const pprt_plan *p, pp_err *err) {
+    pprt_mpi *m = c->m;
+    const int P = p->train_devices, R = m->replicas, k = m->replica, d = m->stage;
+    if (R < 2 || pprt_place_is_host(&c->bat) || m->transport == PPRT_TRANSPORT_MPI) return PP_OK;
+    const pprt_mem_ops *mem = c->bat.mem;
+    if (m->transport == PPRT_TRANSPORT_AUTO && !mem->nccl) return PP_OK; /* AUTO: NCCL on GPUs, as the boundaries */
+    const int kind = mem->nccl ? PPRT_BK_NCCL : mem->host_addressable ? PPRT_BK_NCCL_EMU : -1;
+    if (kind < 0) return PP_OK;
+    if (!(c->rc = calloc((size_t)m->size, sizeof *c->rc))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int j = 0; j < R; j++) {
+        const bool pair = j != k && (j == k - 1 || j == k + 1 || j == R - 1 || k == R - 1);
+        if (!pair) continue;
+        const int peer = j * P + d;
+        pp_err e = {0};
+        if (open_comm(m, peer, k < j, kind, &c->bat, &c->rc[peer], &e) != PP_OK)
+            return PP_FAIL(err, e.code, "the replicas' chain of sums on device %d, with replica %d: %s", d, j, e.msg);
+    }
+    PP_TRY(mem->stream_new(c->bat.device, &c->rs, err));
+    return mem->event_new(c->bat.device, &c->rev, err);
+}
+
+static pp_status chain_check(void *ctx, pp_err *err) {
+    pprt_p2p *k = ctx;
+    return k->ops->check(k, err);
+}
+
+/* A transfer of the chain (pprt_train_dist.dsend, drecv), waited for: its communicator's faults end the wait. */
+static pp_status chain_xfer(void *ctx, int rank, void *buf, size_t bytes, bool send, pp_err *err) {
+    tm_ctx *c = ctx;
+    pprt_p2p *k = c->rc && rank >= 0 && rank < c->m->size ? c->rc[rank] : NULL;
+    char who[64];
+    pprt_mpi_describe(c->m, rank, who, sizeof who);
+    if (!k) return PP_FAIL(err, PP_ERUNTIME, "internal: no communicator of the replicas' chain with %s", who);
+    const pprt_mem_ops *mem = c->bat.mem;
+    pp_err e = {0};
+    pp_status s = send ? k->ops->send(k, buf, bytes, c->rs, &e) : k->ops->recv(k, buf, bytes, c->rs, &e);
+    if (s == PP_OK) s = mem->record(c->rev, c->rs, &e);
+    if (s == PP_OK) s = pprt_event_poll(mem, c->rev, NULL, chain_check, k, &e);
+    if (s != PP_OK) {
+        k->ops->abort(k);
+        return PP_FAIL(err, s, "the replicas' chain of sums %s %s (%s, %zu bytes): %s", send ? "to" : "from", who,
+                       k->ops->name, bytes, e.msg);
+    }
+    return PP_OK;
+}
+
+static pp_status chain_send(void *ctx, int rank, const void *buf, size_t bytes, pp_err *err) {
+    return chain_xfer(ctx, rank, (void *)buf, bytes, true, err);
+}
+
+static pp_status chain_recv(void *ctx, int rank, void *buf, size_t bytes, pp_err *err) {
+    return chain_xfer(ctx, rank, buf, bytes, false, err);
+}
+
+/* The ctx of this rank (tm_ctx): its stages' places, its boundaries' transports, and their NCCL communicators
+ * opened in one order on every rank (the pair with rank r-1, then with r+1; in each the forward boundary first),
+ * so that each open meets its peer's. */
+static pp_status transports(tm_ctx *c, pprt_mpi *m, const pprt_plan *p, const pprt_backend *override, pp_err *err) {
+    const int P = p->train_devices, d = m->stage, bs = 2 * P - 1 - d;
+    *c = (tm_ctx){.m = m, .override = override, .fkind = {-1, -1}, .bkind = {-1, -1}};
+    const pprt_backend *fb, *bb;
+    PP_TRY(pprt_stage_backend_resolve(p, d, override, &fb, err));
+    PP_TRY(pprt_stage_backend_resolve(p, bs, override, &bb, err));
+    PP_TRY(pprt_stage_place(p, d, fb, pprt_mpi_env_local_rank(), &c->fat, err));
+    PP_TRY(pprt_stage_place(p, bs, bb, pprt_mpi_env_local_rank(), &c->bat, err));
+    if (d > 0) { /* forward: stage d-1 -> d; backward: stage bs -> bs+1 */
+        PP_TRY(pprt_mpi_boundary_kind(m, p, override, d - 1, &c->fkind[0], err));
+        PP_TRY(pprt_mpi_boundary_kind(m, p, override, bs, &c->bkind[0], err));
+        PP_TRY(open_comm(m, m->rank - 1, false, c->fkind[0], &c->fat, &c->fc[0], err));
+        PP_TRY(open_comm(m, m->rank - 1, true, c->bkind[0], &c->bat, &c->bc[0], err));
+    }
+    if (d < P - 1) { /* forward: stage d -> d+1; backward: stage bs-1 -> bs */
+        PP_TRY(pprt_mpi_boundary_kind(m, p, override, d, &c->fkind[1], err));
+        PP_TRY(pprt_mpi_boundary_kind(m, p, override, bs - 1, &c->bkind[1], err));
+        PP_TRY(open_comm(m, m->rank + 1, true, c->fkind[1], &c->fat, &c->fc[1], err));
+        PP_TRY(open_comm(m, m->rank + 1, false, c->bkind[1], &c->bat, &c->bc[1], err));
+    }
+    return chain_comms(c, p, err);
 }
 
 pp_status pprt_train_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_train_opts *o, const pprt_run_opts *ro,
@@ -236,17 +457,12 @@ pp_status pprt_train_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_train_opts 
         o->schedule_kind != PPRT_SCHED_FLOW)
         return PP_FAIL(err, PP_EUNSUP, "--schedule: training under mpirun takes 1f1b, gpipe or flow; train with "
                        "this one on threads (pprt without mpirun)");
-    for (int s = 0; s < p->n_stages; s++) {
-        const pprt_backend *be;
-        PP_TRY(pprt_stage_backend_resolve(p, s, ro->backend, &be, err));
-        if (be->mem == PPRT_MEM_DEVICE)
-            return PP_FAIL(err, PP_EUNSUP, "training under mpirun runs host stages for now, and stage %d is on '%s': "
-                           "give --backend ref or dnnl, or train on threads (pprt without mpirun)", s, be->name);
-    }
     PP_TRY(pprt_mpi_agree(m, p, ro->depth, err));
     PP_TRY(agree_train(m, o, err));
-    *out = (pprt_train_dist){.ctx = m, .rank = m->rank, .size = m->size, .devices = p->train_devices,
+    PP_TRY(transports(&the_ctx, m, p, ro->backend, err));
+    *out = (pprt_train_dist){.ctx = &the_ctx, .rank = m->rank, .size = m->size, .devices = p->train_devices,
                              .replica = m->replica, .replicas = m->replicas, .run = run_device, .send = send_bytes,
-                             .recv = recv_bytes};
+                             .recv = recv_bytes, .dev_chain = the_ctx.rc != NULL, .dsend = chain_send,
+                             .drecv = chain_recv};
     return PP_OK;
 }

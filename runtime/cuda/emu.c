@@ -405,6 +405,9 @@ struct pprt_exec {
         float *w, *g, *m, *v;
         double *part, *sq;
         bool first;          /* the next run's gradients are the step's first */
+        bool hold;           /* HOLD: the runs' gradients into held[] (dopt.h) */
+        int n_held, cap_held;
+        float **held;        /* [cap_held] flat buffers of T, the gaps +0 */
     } dopt;
 };
 
@@ -430,6 +433,8 @@ static void emu_destroy(pprt_exec *x) {
     free(x->node_s);
     struct emu_dopt *d = &x->dopt;
     free(d->ps), free(d->off), free(d->tab), free(d->w), free(d->g), free(d->m), free(d->v), free(d->part), free(d->sq);
+    for (int i = 0; i < d->cap_held; i++) free(d->held[i]);
+    free(d->held);
     free(x);
 }
 
@@ -531,13 +536,47 @@ int64_t *pprt_cuda_optg_layout(const pprt_dopt_param *ps, int np, int64_t *off, 
     return tab;
 }
 
-/* A run's gradients into the sums: the step's first copied, the later ones added (OPTG FOLD, one launch). */
-static void emu_dopt_fold(pprt_exec *x, const unsigned char *out) {
+/* A run's gradients into the sums: the step's first copied, the later ones added (OPTG FOLD, one launch); under
+ * HOLD copied into a held buffer of their own. */
+static pp_status emu_dopt_fold(pprt_exec *x, const unsigned char *out, pp_err *err) {
     struct emu_dopt *d = &x->dopt;
-    const pcu_optg k = {.mode = PCU_OPTG_FOLD, .has_a = d->first, .n = d->T, .np = d->np, .chunks = d->T / PCU_OPTG_CHUNK};
-    void *op[PCU_KERNEL_OPS] = {d->g, (void *)out, NULL, d->tab};
+    float *into = d->g;
+    if (d->hold) {
+        if (d->n_held == d->cap_held) {
+            float **h = realloc(d->held, (size_t)(d->cap_held + 1) * sizeof *h);
+            if (!h) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+            d->held = h;
+            if (!(h[d->cap_held] = calloc(pp_count(d->T), sizeof(float)))) /* the gaps +0, as cudaMemset */
+                return PP_FAIL(err, PP_ENOMEM, "stage %d: out of emulated device memory for a held run's gradients",
+                               x->st->index);
+            d->cap_held++;
+        }
+        into = d->held[d->n_held++];
+    }
+    const pcu_optg k = {.mode = PCU_OPTG_FOLD, .has_a = d->first || d->hold, .n = d->T, .np = d->np,
+                        .chunks = d->T / PCU_OPTG_CHUNK};
+    void *op[PCU_KERNEL_OPS] = {into, (void *)out, NULL, d->tab};
     for (int64_t i = 0; i < k.n; i++) pcu_kernel_call(PCU_K_OPTG, &k, op, NULL, i, 0);
-    d->first = false;
+    if (!d->hold) d->first = false;
+    return PP_OK;
+}
+
+/* FOLD_HELD: each held run's [lo, hi) added onto the sums' in order, as OPTG FOLD adds (one weight spanning it). */
+static pp_status emu_fold_held(struct emu_dopt *d, const pprt_dopt_call *c, pp_err *err) {
+    if (c->lo < 0 || c->hi > d->T || c->lo > c->hi || c->lo % PCU_OPTG_CHUNK)
+        return PP_FAIL(err, PP_ERUNTIME, "internal: FOLD_HELD [%lld, %lld) of %lld", (long long)c->lo,
+                       (long long)c->hi, (long long)d->T);
+    const int64_t n = c->hi - c->lo, C = (n + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK;
+    int64_t *tab = calloc(pp_count(4 + (size_t)C), sizeof *tab);
+    if (!tab) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    tab[2] = n, tab[3] = C;
+    const pcu_optg k = {.mode = PCU_OPTG_FOLD, .n = n, .np = 1, .chunks = C};
+    for (int j = 0; j < d->n_held; j++) {
+        void *op[PCU_KERNEL_OPS] = {d->g + c->lo, d->held[j] + c->lo, NULL, tab};
+        for (int64_t i = 0; i < n; i++) pcu_kernel_call(PCU_K_OPTG, &k, op, NULL, i, 0);
+    }
+    free(tab);
+    return PP_OK;
 }
 
 static void emu_optg(struct emu_dopt *d, const pcu_optg *k) {
@@ -583,7 +622,10 @@ static pp_status emu_dopt(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     switch (c->kind) {
     case PPRT_DOPT_ADDR: return pcu_dopt_addr(x->st, &x->pl, x->mem[PCU_SP_WEIGHTS], x->device, c, err);
     case PPRT_DOPT_BIND: return emu_dopt_bind(x, c, err);
-    case PPRT_DOPT_BEGIN: d->first = true; return PP_OK;
+    case PPRT_DOPT_BEGIN: d->first = true, d->hold = false, d->n_held = 0; return PP_OK;
+    case PPRT_DOPT_HOLD: d->hold = true; return PP_OK;
+    case PPRT_DOPT_SUMS: c->addr = d->g, c->device = x->device, c->sums_bytes = (size_t)d->T * sizeof(float); return PP_OK;
+    case PPRT_DOPT_FOLD_HELD: return emu_fold_held(d, c, err);
     case PPRT_DOPT_NORM: {
         if (c->mean || c->unscale)
             emu_optg(d, &(pcu_optg){.mode = PCU_OPTG_SCALE, .has_a = c->mean, .has_b = c->unscale, .a = c->inv,
@@ -723,7 +765,7 @@ static pp_status emu_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err
         if (x->st->out.bytes) PP_TRY(pprt_emu_check(out_msg, x->st->out.bytes, x->device, what, err));
     }
     PP_TRY(pprt_cuda_emu_run_dev(x, (void *)in_msg, out_msg, err));
-    if (x->dopt.np) emu_dopt_fold(x, out_msg);
+    if (x->dopt.np) PP_TRY(emu_dopt_fold(x, out_msg, err));
     return PP_OK;
 }
 

@@ -96,10 +96,14 @@ struct pprt_exec {
         unsigned char *blk;           /* device: DOPT_BLOCKS parameter blocks */
         unsigned char *hblk;          /* host: their bytes, uploaded in one copy */
         bool first;
+        int64_t *ftab;                /* OPTG's table of one weight spanning the flat buffer (FOLD_HELD) */
+        bool hold;                    /* HOLD: the runs' gradients into held[] (dopt.h) */
+        int n_held, cap_held;
+        float **held;                 /* [cap_held] device: flat buffers of T, the gaps +0 */
     } dopt;
 };
 
-enum { DOPT_FOLD_COPY, DOPT_FOLD_ADD, DOPT_SCALE, DOPT_SQ, DOPT_SUM, DOPT_CLIP, DOPT_OPT, DOPT_BLOCKS };
+enum { DOPT_FOLD_COPY, DOPT_FOLD_ADD, DOPT_SCALE, DOPT_SQ, DOPT_SUM, DOPT_CLIP, DOPT_OPT, DOPT_FLAT, DOPT_BLOCKS };
 #define DOPT_BLK 256
 
 /* ---- errors ------------------------------------------------------------------------------------ */
@@ -410,7 +414,8 @@ static void cuda_destroy(pprt_exec *x) {
     if (x->stream) cudaStreamDestroy(x->stream);
     pprt_scratch_free(&x->scratch);
     cudaFree(x->dopt.mem);
-    free(x->dopt.ps), free(x->dopt.off), free(x->dopt.hblk);
+    for (int i = 0; i < x->dopt.cap_held; i++) cudaFree(x->dopt.held[i]);
+    free(x->dopt.ps), free(x->dopt.off), free(x->dopt.hblk), free(x->dopt.held);
     free(x);
 }
 
@@ -671,17 +676,34 @@ pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_
 
 /* ---- the device optimizer (dopt.h) -------------------------------------------------------------------------- */
 
-static pp_status dopt_optg(pprt_exec *x, int blk, int64_t n, const void *msg, pp_err *err) {
+/* OPTG of parameter block blk over n threads, into g (the sums, a held buffer) from msg, by table tab. */
+static pp_status dopt_optg_at(pprt_exec *x, int blk, int64_t n, float *g, const void *msg, const int64_t *tab,
+                              pp_err *err) {
     struct cu_dopt *d = &x->dopt;
-    void *op[PCU_KERNEL_OPS] = {d->g, (void *)msg, d->part, d->tab, d->sq};
+    void *op[PCU_KERNEL_OPS] = {g, (void *)msg, d->part, (void *)tab, d->sq};
     CU(x, -1, (cudaError_t)pcu_launch(PCU_K_OPTG, d->blk + (size_t)blk * DOPT_BLK, op, NULL, n, 0, x->stream));
     return PP_OK;
 }
 
+static pp_status dopt_optg(pprt_exec *x, int blk, int64_t n, const void *msg, pp_err *err) {
+    return dopt_optg_at(x, blk, n, x->dopt.g, msg, x->dopt.tab, err);
+}
+
 /* A run's gradients into the sums, on the stream after its steps (outside its graph): one OPTG FOLD over the
- * flat buffer, the step's first copied, the later ones added. */
+ * flat buffer, the step's first copied, the later ones added; under HOLD copied into a held buffer. */
 static pp_status dopt_fold(pprt_exec *x, const unsigned char *out, pp_err *err) {
     struct cu_dopt *d = &x->dopt;
+    if (d->hold) {
+        if (d->n_held == d->cap_held) {
+            float **h = realloc(d->held, (size_t)(d->cap_held + 1) * sizeof *h);
+            if (!h) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+            d->held = h, h[d->cap_held] = NULL;
+            CU(x, -1, cudaMalloc((void **)&h[d->cap_held], (size_t)d->T * sizeof(float)));
+            d->cap_held++;
+            CU(x, -1, cudaMemsetAsync(h[d->cap_held - 1], 0, (size_t)d->T * sizeof(float), x->stream));
+        }
+        return dopt_optg_at(x, DOPT_FOLD_COPY, d->T, d->held[d->n_held++], out, d->tab, err);
+    }
     PP_TRY(dopt_optg(x, d->first ? DOPT_FOLD_COPY : DOPT_FOLD_ADD, d->T, out, err));
     d->first = false;
     return PP_OK;
@@ -708,7 +730,8 @@ static pp_status dopt_bind(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     d->T = T, d->buffers = c->buffers;
     const size_t pb = pp_align_up(C * sizeof(double), 256), sb = pp_align_up((size_t)np * sizeof(double), 256);
     const size_t tn = 4 * (size_t)np + C, tb = pp_align_up(tn * sizeof(int64_t), 256);
-    const size_t all = fb * (size_t)(2 + c->buffers) + pb + sb + tb + (size_t)DOPT_BLOCKS * DOPT_BLK;
+    const size_t fn = 4 + C, ftb = pp_align_up(fn * sizeof(int64_t), 256);
+    const size_t all = fb * (size_t)(2 + c->buffers) + pb + sb + tb + ftb + (size_t)DOPT_BLOCKS * DOPT_BLK;
     cudaError_t e = cudaMalloc((void **)&d->mem, all);
     if (e != cudaSuccess) {
         free(tab);
@@ -722,6 +745,7 @@ static pp_status dopt_bind(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     d->part = (double *)at, at += pb;
     d->sq = (double *)at, at += sb;
     d->tab = (int64_t *)at, at += tb;
+    d->ftab = (int64_t *)at, at += ftb;
     d->blk = at;
     e = cudaMemsetAsync(d->mem, 0, all, x->stream);
     for (int p = 0; p < np && e == cudaSuccess; p++) {
@@ -735,6 +759,8 @@ static pp_status dopt_bind(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
             e = cudaMemcpyAsync(c->params[p].dst[t], d->w + d->off[p], n, cudaMemcpyDeviceToDevice, x->stream);
     }
     if (e == cudaSuccess) e = cudaMemcpyAsync(d->tab, tab, tn * sizeof *tab, cudaMemcpyHostToDevice, x->stream);
+    const int64_t flat[4] = {0, 0, T, (int64_t)C}; /* one weight over all of it: its chunks' map is zeros (memset) */
+    if (e == cudaSuccess) e = cudaMemcpyAsync(d->ftab, flat, sizeof flat, cudaMemcpyHostToDevice, x->stream);
     if (e == cudaSuccess) e = cudaMemcpyAsync(d->blk, d->hblk, (size_t)DOPT_BLOCKS * DOPT_BLK, cudaMemcpyHostToDevice,
                                               x->stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(x->stream);
@@ -801,6 +827,21 @@ static pp_status dopt_get(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     return PP_OK;
 }
 
+/* FOLD_HELD: each held run's [lo, hi) added onto the sums' in its order (OPTG FOLD by the flat table). */
+static pp_status dopt_fold_held(pprt_exec *x, const pprt_dopt_call *c, pp_err *err) {
+    struct cu_dopt *d = &x->dopt;
+    if (c->lo < 0 || c->hi > d->T || c->lo > c->hi || c->lo % PCU_OPTG_CHUNK)
+        return PP_FAIL(err, PP_ERUNTIME, "internal: FOLD_HELD [%lld, %lld) of %lld", (long long)c->lo,
+                       (long long)c->hi, (long long)d->T);
+    const int64_t n = c->hi - c->lo;
+    const pcu_optg k = {.mode = PCU_OPTG_FOLD, .n = n, .np = 1, .chunks = (n + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK};
+    PP_TRY(dopt_blocks(x, &k, DOPT_FLAT, 1, NULL, err));
+    for (int j = 0; j < d->n_held; j++)
+        PP_TRY(dopt_optg_at(x, DOPT_FLAT, n, d->g + c->lo, d->held[j] + c->lo, d->ftab, err));
+    CU(x, -1, cudaStreamSynchronize(x->stream));
+    return PP_OK;
+}
+
 static pp_status cuda_dopt(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     if (x->pl.folds_varying)
         return PP_FAIL(err, PP_EUNSUP, "stage %d: a step's parameters hold a trained weight's value", x->st->index);
@@ -808,7 +849,13 @@ static pp_status cuda_dopt(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     switch (c->kind) {
     case PPRT_DOPT_ADDR: return pcu_dopt_addr(x->st, &x->pl, x->mem[PCU_SP_WEIGHTS], x->device, c, err);
     case PPRT_DOPT_BIND: return dopt_bind(x, c, err);
-    case PPRT_DOPT_BEGIN: x->dopt.first = true; return PP_OK;
+    case PPRT_DOPT_BEGIN: x->dopt.first = true, x->dopt.hold = false, x->dopt.n_held = 0; return PP_OK;
+    case PPRT_DOPT_HOLD: x->dopt.hold = true; return PP_OK;
+    case PPRT_DOPT_SUMS: /* the folds done: the caller's transfer reads them on another stream */
+        CU(x, -1, cudaStreamSynchronize(x->stream));
+        c->addr = x->dopt.g, c->device = x->device, c->sums_bytes = (size_t)x->dopt.T * sizeof(float);
+        return PP_OK;
+    case PPRT_DOPT_FOLD_HELD: return dopt_fold_held(x, c, err);
     case PPRT_DOPT_NORM: return dopt_norm(x, c, err);
     case PPRT_DOPT_STEP: return dopt_step(x, c, err);
     case PPRT_DOPT_GET: return dopt_get(x, c, err);

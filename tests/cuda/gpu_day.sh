@@ -21,7 +21,9 @@
 #      the machine has MPI; then, with the part's time left, the two
 #      paths under compute-sanitizer synccheck (racecheck for the staged);
 #      2t. training (issue 56): digits and ResNet-18 trained on the GPU at
-#      -pp 1, 2 (tests/cuda/train_emu.sh), a training step under memcheck and
+#      -pp 1, 2 (tests/cuda/train_emu.sh), digits on two MPI ranks of the GPU
+#      (and 4, --replicas 2) bit-identical to threads (2t.mpi, where the
+#      carried MPI is), a training step under memcheck and
 #      racecheck, the device optimizer against the host's update (bits:
 #      tests/cuda/train_dopt.sh; ResNet-18's step time either way), tests/cuda/train_memory_gpu.py (ppcc's device memory
 #      model beside PyTorch AMP's peak, the context against --reserve),
@@ -204,6 +206,35 @@ elif PPCC=$PPCC PPRT=$PPRT PY=python3 SRC=$src TRAIN_BACKEND=$be timeout "$(with
   tail -2 "$out/train_emu.txt"
 else
   echo "FAIL: training on $be: $(tail -3 "$out/train_emu.txt")"; status=1
+fi
+# 2t.mpi training on two MPI ranks of the one GPU (issue 56; never on a GPU before this; about 10 s): digits at
+# -pp 2, a rank per device, --transport mpi (NCCL wants a GPU per rank), 4 steps of 4 micro-batches, AdamW with
+# clipping: every weight the same bytes as the threaded run and each rank's device optimizer stepping its own
+# device's weights from step 2; then --replicas 2 on 4 ranks (the replicas' sums chained on the host over
+# --transport mpi), the same bytes. The MPI pprt and Open MPI as 2c.5 finds them (PP_CARRY_MPI=1 build_carry.sh).
+mp=$bin/mpi/pprt; [ "$dry" = 1 ] && mp=$PPRT # (here build/'s pprt has MPI)
+ompi_env=true; command -v mpirun > /dev/null || [ ! -f "$src/.gpu/ompi/env.sh" ] || ompi_env=". $src/.gpu/ompi/env.sh"
+if (d=$src/.gpu/ompi; eval "$ompi_env"; command -v mpirun > /dev/null) && [ -x "$mp" ] && [ "$(within 60)" -ge 30 ]; then
+  mf=(--oversubscribe); [ "$(id -u)" = 0 ] && mf+=(--allow-run-as-root)
+  t2m=$SECONDS; mkdir -p $wt/mpi
+  ta=(--labels "$S/labels.npy" --accumulate 4 --steps 4 --seed 3 --optimizer adamw --lr 2e-3 --clip-norm 0.5 -q --backend $be)
+  "$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 -o $wt/mpi/t2.plan -q \
+    && timeout "$(within 30)" "$PPRT" $wt/mpi/t2.plan "$S/data" "${ta[@]}" --save-weights $wt/mpi/th > "$out/train_mpi_th.txt" 2>&1 \
+    || { echo "FAIL: 2t.mpi: the threaded run: $(tail -2 "$out/train_mpi_th.txt")"; status=1; }
+  for np_ in 2 4; do
+    [ "$(within 30)" -ge 15 ] || { echo "2t.mpi -np $np_: out of time"; break; }
+    (d=$src/.gpu/ompi; eval "$ompi_env"; timeout -k 5 "$(within 30)" mpirun "${mf[@]}" -np $np_ "$mp" $wt/mpi/t2.plan \
+      "$S/data" "${ta[@]}" --transport mpi --replicas $((np_ / 2)) --mpi-timeout 20 --save-weights $wt/mpi/m$np_ \
+      --log-json $wt/mpi/m$np_.json) > "$out/train_mpi_$np_.txt" 2>&1 \
+      || { echo "FAIL: 2t.mpi mpirun -np $np_ (rc $?): $(tail -3 "$out/train_mpi_$np_.txt")"; status=1; continue; }
+    same=yes; for f in $wt/mpi/th/*.npy; do cmp -s "$f" $wt/mpi/m$np_/"$(basename "$f")" || same=no; done
+    [ $same = yes ] || status=1
+    echo "2t.mpi training, -np $np_ (--replicas $((np_ / 2))) on the one GPU over --transport mpi: same bytes as threads:" \
+      "$same; $(python3 -c "import json, sys; j = json.load(open(sys.argv[1])); print('optimizer', j['optimizer'], '(' + j['optimizer_steps'] + '), gradient chain:', j['gradient_chain'])" $wt/mpi/m$np_.json 2>&1)"
+  done
+  echo "2t.mpi: $((SECONDS - t2m)) s"
+else
+  echo "2t.mpi training on two ranks: skipped (no mpirun here and no .gpu/ompi, or no $bin/mpi/pprt: PP_CARRY_MPI=1 build_carry.sh)"
 fi
 if [ "$be" = cuda ] && [ -f $wt/r1.plan ]; then
   for tool in memcheck racecheck; do

@@ -85,9 +85,10 @@ if [ "$mode" = recovery ]; then
   for r in 0 2; do
     [ -f rc.$r ] || fail "rank $r recorded no exit status"
     [ "$(cat rc.$r)" != 0 ] || fail "rank $r exited 0 after rank 1 died"
-    grep -q "^pprt: rank $r (stage $r): .*rank 1 (stage 1)" log || fail "rank $r did not name rank 1"
+    grep -Eq "^pprt: rank $r \((stage [0-9]+(, replica [0-9]+)?)\): .*rank 1 \(stage [0-9]+(, replica 1)?\)" log ||
+      fail "rank $r did not name rank 1"
   done
-  grep -q "rank 1 (stage 1) is not responding" log || fail "no rank reported rank 1 as not responding"
+  grep -Eq "rank 1 \(stage [0-9]+(, replica 1)?\) is not responding" log || fail "no rank reported rank 1 as not responding"
   echo "kill ($mode${KILL_ARGS:+, $KILL_ARGS}): rank 1 killed; ranks 0 and 2 exited $(cat rc.0) and $(cat rc.2) after $took s, naming rank 1"
 else
   [ $rc != 0 ] || fail "mpirun exited 0 after rank 1 died"

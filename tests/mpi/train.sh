@@ -172,11 +172,6 @@ expect_rc 2 e3s.txt "${M[@]}" -np 1 "$PPRT" t2.plan "$S/data" "${common[@]}" : -
 expect_msg e3s.txt "trains with another --loss-scale than rank 0"
 expect_rc 2 e4.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" "${common[@]}" --accumulate 1 --replicas 2
 expect_msg e4.txt "--replicas 2: each replica takes whole micro-batches"
-if grep -q '^cuda-emu ' backends.txt; then # device stages are not trained on ranks yet: refused, naming the stage
-  expect_rc 2 e5.txt "${M[@]}" -np 2 "$PPRT" t2.plan "$S/data" --labels "$S/labels.npy" --steps 1 --backend cuda-emu -q
-  expect_msg e5.txt "training under mpirun runs host stages for now, and stage 0 is on 'cuda-emu'"
-  checks=$((checks + 2))
-fi
 checks=$((checks + 8))
 echo "mpi_train: refusals (-np, another plan, another --accumulate, --replicas over --accumulate): exit 2, named"
 

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Training with device stages on MPI ranks (runtime/comm/train_mpi.c,
+# runtime/train.c; docs/training.md "On MPI ranks"), on cuda-emu, without a
+# GPU: every run's saved weights compared byte for byte (cmp of every .npy)
+# with the threaded cuda-emu run of the same plan and options, and every
+# step's loss (--log-json) equal to it:
+#   - digits (-pp 2, -b 8) at -np 2 and at -np 4 (--replicas 2), 1F1B and
+#     GPipe, AdamW and SGD with momentum, both with clipping, over
+#     --transport mpi (device messages through pinned host memory) and
+#     --transport nccl (the NCCL link over the emulated NCCL); with --eval;
+#     the log saying which path the replicas' sums took and which optimizer
+#     stepped: the device optimizer on each rank from step 2 (its own device's
+#     weights), the sums chained device to device at --transport nccl with
+#     replicas, on the host at --transport mpi;
+#   - 3 replicas (-np 6, 5 micro-batches a step: shares of 1, 2, 2) with
+#     buckets of one 4096-element chunk (PPRT_CHAIN_BUCKET): each weight a
+#     bucket of its own;
+#   - a placement splitting a device's two stages between cuda-emu and the
+#     host (the stash in pinned memory) at -np 4: the host's chain and update;
+#   - torchvision ResNet-18 (random weights, training-mode BatchNorm, 32x32,
+#     batch 2, 4 micro-batches) at -np 2 and -np 4 --replicas 2 over NCCL,
+#     AdamW and SGD with clipping: its 102 weights and running statistics;
+#   - --checkpoint under the device chain, then --resume: the unbroken run;
+#   - an emulated NCCL failure in the replicas' chain ends every rank (exit
+#     1) naming the call and the rank; a rank killed mid-step (-pp 1 x 3
+#     replicas, the chain on the devices) ends every rank within
+#     --mpi-timeout, naming the dead rank (tests/mpi/kill.sh, both modes).
+# About 90 s on 2 cores. Built without MPI, or without cuda-emu: skipped (77).
+#
+# usage: train_cuda.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC, PP_MPI=ON|OFF, MPIRUN)
+set -euo pipefail
+: "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
+out=$1
+rm -rf "$out" && mkdir -p "$out" && cd "$out"
+S=$SRC/samples/digits
+if [ "${PP_MPI:-OFF}" != ON ]; then echo "mpi_train_cuda: pprt was built without MPI; skipping"; exit 77; fi
+if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" > /dev/null; then echo "mpi_train_cuda: no mpirun; skipping"; exit 77; fi
+"$PPRT" --backend list > backends.txt
+grep -q '^cuda-emu ' backends.txt || { echo "mpi_train_cuda: no cuda-emu backend; skipping"; exit 77; }
+. "$SRC/tests/mpi/common.sh"
+mpi_env
+checks=0
+
+same_run() { # same_run A B: the same .npy files byte for byte, every step's loss and held-out record equal
+  local n=0 f
+  for f in "$1"/*.npy; do
+    cmp -s "$f" "$2/$(basename "$f")" || { echo "FAIL: $f differs from $2/$(basename "$f")"; exit 1; }
+    n=$((n + 1))
+  done
+  [ "$n" -gt 0 ] && [ "$n" = "$(ls "$2"/*.npy | wc -l)" ] || { echo "FAIL: $1 and $2 hold other files"; exit 1; }
+  "$PY" - "$1.json" "$2.json" << 'EOF'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+la, lb = [s["loss"] for s in a["steps"]], [s["loss"] for s in b["steps"]]
+assert la == lb and len(la) > 0, (la, lb)
+assert [(e["eval_loss"], e["eval_accuracy"]) for e in a["epochs"]] == [(e["eval_loss"], e["eval_accuracy"]) for e in b["epochs"]]
+EOF
+  checks=$((checks + n + 1))
+}
+# paths LOG OPTIMIZER CHAIN: the run's optimizer (host, device) and gradient chain (a word), step 1 the host's
+paths() {
+  "$PY" - "$@" << 'EOF'
+import json, sys
+log, opt, chain = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+st = log["steps"]
+assert log["optimizer"] == opt, (sys.argv[1], log["optimizer"], log.get("optimizer_why"))
+assert log["gradient_chain"].startswith(chain), (sys.argv[1], log["gradient_chain"])
+assert log["optimizer_steps"] == "each rank its own device's weights", log["optimizer_steps"]
+assert st[0]["optimizer"] == "host" and all(s["optimizer"] == opt for s in st[1:]), [s["optimizer"] for s in st]
+EOF
+  checks=$((checks + 1))
+}
+
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 -o t2.plan -q
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 1 -o t1.plan -q
+"$PY" -c "
+import numpy as np, os
+x = np.load('$S/data/input.npy'); y = np.load('$S/labels.npy')
+os.makedirs('held', exist_ok=True); np.save('held/input.npy', x[-40:]); np.save('held/labels.npy', y[-40:])"
+common=(--labels "$S/labels.npy" --accumulate 4 --seed 3 --steps 5 --backend cuda-emu -q)
+for sched in 1f1b gpipe; do
+  for opt in "--optimizer adamw --lr 2e-3 --weight-decay 0.01 --clip-norm 0.5" \
+             "--optimizer sgd --lr 0.05 --momentum 0.9 --clip-norm 0.5"; do
+    read -r -a o <<< "$opt"
+    tag=$sched-${o[1]}
+    ev=(); [ "$sched" = 1f1b ] && ev=(--eval held)
+    expect_rc 0 th-$tag.txt "$PPRT" t2.plan "$S/data" "${common[@]}" --schedule $sched "${o[@]}" "${ev[@]}" \
+      --save-weights th-$tag --log-json th-$tag.json
+    for tr in mpi nccl; do
+      for np_ in 2 4; do
+        r=mpi$np_-$tr-$tag
+        expect_rc 0 $r.txt "${M[@]}" -np $np_ "$PPRT" t2.plan "$S/data" "${common[@]}" --schedule $sched "${o[@]}" \
+          "${ev[@]}" --transport $tr --replicas $((np_ / 2)) --save-weights $r --log-json $r.json
+        same_run th-$tag $r
+      done
+      paths mpi2-$tr-$tag.json device none
+      if [ $tr = nccl ]; then paths mpi4-$tr-$tag.json device devices; else paths mpi4-$tr-$tag.json host host; fi
+    done
+  done
+done
+echo "mpi_train_cuda: digits on cuda-emu at -np 2 and 4 (--replicas 2), 1F1B and GPipe, AdamW and SGD with clipping," \
+  "--transport mpi and nccl, --eval: the threaded run's bits; the device optimizer on every rank, the sums chained" \
+  "on the devices over NCCL"
+
+# 3 replicas, each weight a bucket of its own
+c5=(--labels "$S/labels.npy" --accumulate 5 --seed 4 --steps 4 --backend cuda-emu -q --optimizer sgd --lr 0.05
+    --momentum 0.9 --clip-norm 0.5)
+expect_rc 0 th5.txt "$PPRT" t2.plan "$S/data" "${c5[@]}" --save-weights th5 --log-json th5.json
+expect_rc 0 mpi6.txt "${M[@]}" -np 6 -x PPRT_CHAIN_BUCKET=4096 "$PPRT" t2.plan "$S/data" "${c5[@]}" --transport nccl \
+  --replicas 3 --save-weights mpi6 --log-json mpi6.json
+same_run th5 mpi6
+paths mpi6.json device devices
+echo "mpi_train_cuda: 3 replicas (-np 6, shares of 1, 2 and 2 micro-batches), one-chunk buckets: the threaded run's bits"
+
+# a placement that puts a device's forward on cuda-emu and its backward on the host (its stash then in pinned host
+# memory, the emulated GPU's side copying down) and the other device on ref: the host's chain and update
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --placement 0:ref,1:cuda-emu -o mix.plan -q
+cm=(--labels "$S/labels.npy" --accumulate 4 --seed 3 --steps 4 -q --optimizer sgd --lr 0.05 --momentum 0.9)
+expect_rc 0 mix-th.txt "$PPRT" mix.plan "$S/data" "${cm[@]}" --save-weights mix-th --log-json mix-th.json
+expect_rc 0 mix-mpi4.txt "${M[@]}" -np 4 "$PPRT" mix.plan "$S/data" "${cm[@]}" --transport nccl --replicas 2 \
+  --save-weights mix-mpi4 --log-json mix-mpi4.json
+same_run mix-th mix-mpi4
+echo "mpi_train_cuda: a device's stages split between cuda-emu and the host (--placement), -np 4: the threaded run's bits"
+
+# ResNet-18, training-mode BatchNorm: the running statistics go round the host's chain, the gradients the devices'
+"$PY" - 2> /dev/null << 'PY'
+import numpy as np, torch, torchvision, os, inspect
+torch.manual_seed(0)
+net = torchvision.models.resnet18(num_classes=10).train()
+kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+torch.onnx.export(net, (torch.randn(2, 3, 32, 32),), "r18.onnx", input_names=["input"], output_names=["logits"],
+                  opset_version=14, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                  dynamic_axes={"input": {0: "b"}, "logits": {0: "b"}}, **kw)
+os.makedirs("rdata", exist_ok=True)
+rng = np.random.default_rng(1)
+np.save("rdata/input.npy", rng.standard_normal((16, 3, 32, 32)).astype(np.float32))
+np.save("rlabels.npy", rng.integers(0, 10, 16).astype(np.int64))
+PY
+"$PPCC" r18.onnx --train --loss cross-entropy:logits -b 2 -pp 2 -o r2.plan -q
+rc=(--labels rlabels.npy --accumulate 4 --steps 3 --no-shuffle --backend cuda-emu -q)
+for opt in "--optimizer adamw --lr 1e-3 --clip-norm 1.0" "--optimizer sgd --lr 0.05 --momentum 0.9 --clip-norm 1.0"; do
+  read -r -a o <<< "$opt"
+  tag=r18-${o[1]}
+  expect_rc 0 th-$tag.txt "$PPRT" r2.plan rdata "${rc[@]}" "${o[@]}" --save-weights th-$tag --log-json th-$tag.json
+  for np_ in 2 4; do
+    expect_rc 0 mpi$np_-$tag.txt "${M[@]}" -np $np_ "$PPRT" r2.plan rdata "${rc[@]}" "${o[@]}" --transport nccl \
+      --replicas $((np_ / 2)) --save-weights mpi$np_-$tag --log-json mpi$np_-$tag.json
+    same_run th-$tag mpi$np_-$tag
+  done
+  paths mpi4-$tag.json device devices
+done
+ls mpi4-r18-sgd | grep -q running_mean || { echo "FAIL: no running statistics among ResNet-18's weights"; exit 1; }
+echo "mpi_train_cuda: ResNet-18 (32x32, training-mode BatchNorm) at -np 2 and 4 (--replicas 2) over NCCL, AdamW and" \
+  "SGD with clipping: the threaded run's bits"
+
+# a checkpoint under the device chain, then --resume: the unbroken run's weights
+ck=("${common[@]}" --optimizer adamw --lr 2e-3 --clip-norm 0.5 --transport nccl --replicas 2)
+expect_rc 0 ck1.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" "${ck[@]}" --steps 3 --checkpoint ck --save-every 2
+[ -f ck/state.json ] && [ ! -e ck.tmp ] || { echo "FAIL: no whole checkpoint ck"; ls -la; exit 1; }
+expect_rc 0 ck2.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" "${ck[@]}" --resume ck --save-weights resumed \
+  --log-json resumed.json
+expect_rc 0 ck3.txt "$PPRT" t2.plan "$S/data" "${common[@]}" --optimizer adamw --lr 2e-3 --clip-norm 0.5 \
+  --save-weights unbroken
+for f in unbroken/*.npy; do cmp -s "$f" "resumed/$(basename "$f")" || { echo "FAIL: $f differs after --resume"; exit 1; }; done
+checks=$((checks + 1))
+echo "mpi_train_cuda: --checkpoint under the device chain (-np 4), then --resume: the unbroken run's weights"
+
+# failures: an emulated NCCL fault in the replicas' chain (rank 1 of -pp 1 x 3 replicas sends only there: its first
+# send is step 2's first bucket), ending every rank; a rank killed mid-step
+f1=(--labels "$S/labels.npy" --accumulate 3 --steps 4 --backend cuda-emu --transport nccl --replicas 3 -q
+    --mpi-timeout 10)
+start=$(date +%s)
+expect_rc 1 fail.txt "${M[@]}" -np 3 -x PPRT_EMU_NCCL_FAIL=1:send:0 "$PPRT" t1.plan "$S/data" "${f1[@]}"
+took=$(($(date +%s) - start))
+expect_msg fail.txt "rank 1 \(stage 0, replica 1\): error: .*the replicas' chain of sums to rank 2 .*ncclSend"
+expect_msg fail.txt "rank [02] \(stage 0, replica [02]\): stopped: rank 1 \(stage 0, replica 1\) failed" 2
+[ "$took" -le 8 ] || { echo "FAIL: the chain's fault took $took s to end the ranks"; exit 1; }
+checks=$((checks + 3))
+echo "mpi_train_cuda: an emulated NCCL fault in the replicas' chain: every rank exits 1 within ${took} s, naming it"
+export KILL_ARGS="--labels $S/labels.npy --steps 100000 --accumulate 3 --backend cuda-emu --transport nccl --replicas 3"
+bash "$SRC/tests/mpi/kill.sh" "$out/t1.plan" "$S/data" "$out/kill_default" default
+bash "$SRC/tests/mpi/kill.sh" "$out/t1.plan" "$S/data" "$out/kill_recovery" recovery
+checks=$((checks + 2))
+echo "mpi_train_cuda: $checks checks passed"
