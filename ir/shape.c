@@ -16,6 +16,23 @@ pp_status pp_need_float(const pp_tinfo *t, const char *what, pp_err *err) {
     return PP_OK;
 }
 
+/* f32, or the half types that ppcc --precision bf16|fp16 stores (passes/precision.c; the kernels compute in
+ * f32 on them and round what they write) */
+pp_status pp_need_float_half(const pp_tinfo *t, const char *what, pp_err *err) {
+    if (t->dtype != PP_F32 && t->dtype != PP_F16 && t->dtype != PP_BF16)
+        return PP_FAIL(err, PP_EUNSUP, "%s has element type %s; supported: f32, f16, bf16", what,
+                       pp_dtype_name(t->dtype));
+    return PP_OK;
+}
+
+/* t of ref's type, which pp_need_float_half accepted */
+pp_status pp_need_same_float(const pp_tinfo *t, const pp_tinfo *ref, const char *what, pp_err *err) {
+    if (t->dtype != ref->dtype)
+        return PP_FAIL(err, PP_EINVAL, "%s has element type %s, expected %s (the first input's)", what,
+                       pp_dtype_name(t->dtype), pp_dtype_name(ref->dtype));
+    return PP_OK;
+}
+
 pp_status pp_need_rank(const pp_tinfo *t, int lo, int hi, const char *what, pp_err *err) {
     if (t->shape.rank < lo || t->shape.rank > hi)
         return PP_FAIL(err, PP_EINVAL, "%s has rank %d, expected %d..%d", what, t->shape.rank, lo,
@@ -248,8 +265,8 @@ pp_status shape_GLOBALAVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo
 pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                             pp_err *err) {
     (void)n_out;
-    PP_TRY(pp_need_float(&in[0], "input A", err));
-    PP_TRY(pp_need_float(&in[1], "input B", err));
+    PP_TRY(pp_need_float_half(&in[0], "input A", err));
+    PP_TRY(pp_need_same_float(&in[1], &in[0], "input B", err));
     PP_TRY(pp_need_rank(&in[0], 2, 2, "input A", err));
     PP_TRY(pp_need_rank(&in[1], 2, 2, "input B", err));
     pp_gemm g;
@@ -259,10 +276,10 @@ pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
     if (k != kb)
         return PP_FAIL(err, PP_EINVAL, "inner dimensions differ: A gives K=%lld, B gives K=%lld",
                        (long long)k, (long long)kb);
-    out[0].dtype = PP_F32;
+    out[0].dtype = in[0].dtype;
     out[0].shape = (pp_shape){.rank = 2, .dim = {m, n}};
     if (n_in > 2 && in[2].dtype != PP_UNDEFINED) {
-        PP_TRY(pp_need_float(&in[2], "input C", err));
+        PP_TRY(pp_need_same_float(&in[2], &in[0], "input C", err));
         pp_shape o;
         PP_TRY(pp_broadcast(&in[2].shape, &out[0].shape, &o, err));
         if (!pp_shape_eq(&o, &out[0].shape))

@@ -615,6 +615,7 @@ pp_status kern_GLOBALAVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in,
 
 pp_status kern_GEMM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                            int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_GEMM);
     PP_TRY(pprt_need_counts("Gemm", n_in, 2, 3, n_out, err));
     const pprt_tensor *Ct = n_in > 2 && in[2].dtype != PP_UNDEFINED ? &in[2] : NULL;
     PP_TRY(pprt_need_f32(&in[0], "Gemm input A", err));
