@@ -385,6 +385,9 @@ static void print_info(const pprt_plan *p) {
     if (p->n_wstages)
         printf("split for --schedule zb-h1: stage %d+d is device d's weight gradients (W), off the chain of stages, on "
                "what its backward stage keeps for it\n", p->n_stages);
+    if (p->precision)
+        printf("precision %s: products and the values between them stored in %s (ppcc --precision), inputs and "
+               "outputs f32\n", pp_precision_name(p->precision), p->precision == 1 ? "bf16" : "fp16");
     if (p->train_devices) {
         char d[512];
         pp_optim_describe(&p->optim, d, sizeof d);
