@@ -2222,10 +2222,22 @@ static int bias_of(const planner *P, int mi, int64_t N) {
     const int prod = P->st->nodes[mi - 1].out[0];
     const int b = m->in[0] == prod ? m->in[1] : m->in[0];
     const pprt_tdesc *t = T(P, b);
-    if (!t || t->kind != PPRT_WEIGHT || t->dtype != PP_F32 || t->shape.rank < 1 ||
+    if (!t || t->kind != PPRT_WEIGHT || t->dtype != T(P, m->out[0])->dtype || t->shape.rank < 1 ||
         t->shape.dim[t->shape.rank - 1] != N || numel(&t->shape) != N)
         return -1;
     return b;
+}
+
+/* The one element type of a product's tensors: f32, or a half plan's f16 or bf16 (ppcc --precision); -1: mixed or
+ * another. */
+static int product_dtype(const planner *P, const pprt_node *n) {
+    const pp_dtype t = T(P, n->out[0])->dtype;
+    if (t != PP_F32 && t != PP_F16 && t != PP_BF16) return -1;
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && T(P, n->in[k])->dtype != t) return -1;
+    for (int k = 0; k < n->n_out; k++)
+        if (T(P, n->out[k])->dtype != t) return -1;
+    return (int)t;
 }
 
 static pp_status plan_fattn(planner *P, int ni, bool *ok);
@@ -2360,7 +2372,8 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
         PP_TRY(plan_fattn(P, ni, ok));
         if (*ok) return PP_OK;
     }
-    if (!all_f32(P, n)) return PP_OK;
+    const int dt = product_dtype(P, n);
+    if (dt < 0) return PP_OK;
     const pprt_tdesc *a = T(P, n->in[0]), *b = T(P, n->in[1]), *y = T(P, n->out[0]);
     pcu_mm mm = {.alpha = 1, .batch = 1};
     int64_t M, N, K, sa = 0, sb = 0, batch = 1;
@@ -2434,6 +2447,7 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
     if (M * N == 0) return PP_OK;
     if (K == 0) return host_step(P, ni, "a product over K = 0");
     NEW_STEP(s, P, PCU_S_MATMUL, ni, 5);
+    mm.dt = dt;
     s->u.mm = mm;
     s->ops[0] = view_ref(P, n->in[1]); /* cuBLASLt's A: the row-major right operand (a folded view: its source) */
     s->ops[1] = view_ref(P, n->in[0]);
