@@ -25,6 +25,7 @@
  * copy too (exact).
  * This file is not the kernels (they compute in f32 and store what the
  * graph's dtypes say). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -315,11 +316,14 @@ pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *e
  * before the split. A node runs in half (its float inputs and outputs in the
  * half type H, the kernel computing in f32 inside and rounding what it
  * writes) when it is a product (MatMul, Gemm), or an op with a half path
- * (below) reading a half activation; its f32 constants are converted to H
- * here (nearest even, the reference Cast's bits), its f32 activations get a
- * Cast to H. Every other op reads f32: a Cast back before it. The graph's
- * inputs stay f32 (a Cast at their first half reader) and so do its outputs
- * (the last half value's producer writes NAME.half, a Cast writes NAME).
+ * (below) reading a half activation or a graph input; its f32 constants are
+ * converted to H here (nearest even, the reference Cast's bits; fp16's
+ * finite values past 65504 saturate there rather than become infinities:
+ * an attention mask's -3.4e38 stays a finite -65504, and 0 times it 0), its
+ * f32 activations get a Cast to H. Every other op reads f32: a Cast back
+ * before it. The graph's inputs stay f32 (one Cast to H each, at the first
+ * half reader) and so do its outputs (the last half value's producer writes
+ * NAME.half, a Cast writes NAME).
  * Because it is in the graph, a cut never adds a rounding and the messages
  * between stages carry the half values. */
 
@@ -378,6 +382,9 @@ static pp_status half_const(ictx *x, int v, int *out, pp_err *err) {
     pp_status s = pprt_ref_kernels[PP_OP_CAST]((pp_attrs){&to, 1, 17}, &tin, 1, &tout, 1, &scratch, &e);
     pprt_scratch_free(&scratch);
     if (s != PP_OK) return PP_FAIL(err, s, "converting '%s' to %s: %s", val->name, pp_dtype_name(x->c.half), e.msg);
+    const float *f = val->data;
+    for (int64_t i = 0; x->c.half == PP_F16 && i < n; i++) /* finite past fp16's range: its largest finite */
+        if (isfinite(f[i]) && (h[i] & 0x7fffu) == 0x7c00u) h[i] = (uint16_t)((h[i] & 0x8000u) | 0x7bffu);
     char hint[512];
     snprintf(hint, sizeof hint, "%.480s.%s", val->name ? val->name : "w", pp_dtype_name(x->c.half));
     const pp_shape sh = val->shape;
@@ -419,7 +426,7 @@ static pp_status infer_node(ictx *x, int i, pp_err *err) {
         if (v < 0 || k >= 32 || !(slots >> k & 1u)) continue;
         const pp_value *val = &g->values[v];
         if (op == PP_OP_MATMUL || op == PP_OP_GEMM) half |= val->dtype == PP_F32 || is_half_dt(val->dtype);
-        else half |= v < x->n_vals && x->made[v] && !val->is_const;
+        else half |= (v < x->n_vals && x->made[v] && !val->is_const) || (val->is_input && val->dtype == PP_F32);
     }
     for (int k = 0; k < g->nodes[i].n_in; k++) {
         const int v = g->nodes[i].in[k];

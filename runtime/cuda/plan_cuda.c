@@ -856,6 +856,7 @@ static pp_status plan_gather_grad(planner *P, int ni, bool *ok) {
 /* pp.SliceGrad (dY -> dX of f32, the node's "shape", "starts" and "steps"): a thread per element of
  * dX (pcu_slgrad_at) */
 static bool all_f32(const planner *P, const pprt_node *n);
+static int one_float_type(const planner *P, const pprt_node *n);
 static pp_status plan_slice_grad(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     *ok = false;
@@ -1029,14 +1030,15 @@ static pp_status plan_softmax(planner *P, int ni, bool *ok) {
     const pprt_tdesc *x = T(P, n->in[0]);
     *ok = false;
     int64_t outer, len, inner;
-    if (x->dtype != PP_F32 || pp_softmax_split(attrs_of(P, n), &x->shape, &outer, &len, &inner, NULL) != PP_OK)
+    const int ty = one_float_type(P, n);
+    if (ty < 0 || pp_softmax_split(attrs_of(P, n), &x->shape, &outer, &len, &inner, NULL) != PP_OK)
         return PP_OK;
     *ok = true;
     if (outer * len * inner == 0) return PP_OK;
     if (P->rows && inner == 1 && len <= PCU_ROW_MAX && outer <= INT32_MAX) { /* one launch, a block per row */
         NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
         s->kernel = PCU_K_ROWSM;
-        s->u.rsm = (pcu_rowsm){.log = n->op == PP_OP_LOGSOFTMAX, .rows = outer, .n = len};
+        s->u.rsm = (pcu_rowsm){.log = n->op == PP_OP_LOGSOFTMAX, .t = ty, .rows = outer, .n = len};
         s->ops[0] = R(P, n->in[0]), s->ops[1] = R(P, n->out[0]);
         s->threads = outer * PCU_BLOCK;
         P->pl->counts.own++;
@@ -1046,11 +1048,36 @@ static pp_status plan_softmax(planner *P, int ni, bool *ok) {
     pcu_ref ops[3] = {R(P, n->in[0]), R(P, n->out[0]), {-1, -1, 0, 0}};
     pcu_step t = {.kind = PCU_S_KERNEL, .kernel = PCU_K_SOFTMAX, .node = ni, .n_ops = 3, .ops = ops,
                   .threads = lanes ? outer * lanes : outer * inner};
-    t.u.sm = (pcu_softmax){.log = n->op == PP_OP_LOGSOFTMAX, .lanes = lanes, .outer = outer, .n = len, .inner = inner};
+    t.u.sm = (pcu_softmax){.log = n->op == PP_OP_LOGSOFTMAX, .lanes = lanes, .t = ty, .outer = outer, .n = len,
+                           .inner = inner};
     if (lanes) ops[2] = work_scratch(P, (uint64_t)(outer * lanes) * 2 * sizeof(double));
     PP_TRY(row_phases(P, ni, &t, lanes ? 3 : 1));
     P->pl->counts.own++;
     return PP_OK;
+}
+
+/* The one element type of node n's tensors: f32, or a half plan's f16 or bf16 (ppcc --precision: the products, the
+ * softmaxes and the norms read and write half, computing in f32); -1: mixed or another. */
+static int one_float_type(const planner *P, const pprt_node *n) {
+    const pp_dtype t = T(P, n->out[0])->dtype;
+    if (t != PP_F32 && t != PP_F16 && t != PP_BF16) return -1;
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && T(P, n->in[k])->dtype != t) return -1;
+    for (int k = 0; k < n->n_out; k++)
+        if (T(P, n->out[k])->dtype != t) return -1;
+    return (int)t;
+}
+
+/* A LayerNorm's or RMSNorm's one type of x, scale, bias and y (as one_float_type), its statistics' outputs f32. */
+static int ln_type(const planner *P, const pprt_node *n) {
+    const pp_dtype t = T(P, n->in[0])->dtype;
+    if (t != PP_F32 && t != PP_F16 && t != PP_BF16) return -1;
+    for (int k = 1; k < n->n_in; k++)
+        if (n->in[k] >= 0 && T(P, n->in[k])->dtype != t) return -1;
+    if (T(P, n->out[0])->dtype != t) return -1;
+    for (int k = 1; k < n->n_out; k++)
+        if (n->out[k] >= 0 && T(P, n->out[k])->dtype != PP_F32) return -1;
+    return (int)t;
 }
 
 static bool all_f32(const planner *P, const pprt_node *n) {
@@ -1124,11 +1151,12 @@ static pp_status plan_bn_grad(planner *P, int ni, bool *ok) {
 }
 
 /* Whether LayerNormalization or RMSNormalization n takes the one-block row
- * kernel (--cuda-row-kernels on): f32, scale (and bias) the normalized
- * length, rows of up to PCU_ROW_MAX floats; its parameter block into *k. */
+ * kernel (--cuda-row-kernels on): f32 or half (ln_type), scale (and bias)
+ * the normalized length, rows of up to PCU_ROW_MAX elements; its parameter
+ * block into *k. */
 static bool ln_row_block(const planner *P, const pprt_node *n, pcu_rowln *k) {
     const bool rms = n->op == PP_OP_RMSNORM;
-    if (!P->rows || (n->op != PP_OP_LAYERNORM && !rms) || n->n_in < 2 || n->in[1] < 0 || !all_f32(P, n) ||
+    if (!P->rows || (n->op != PP_OP_LAYERNORM && !rms) || n->n_in < 2 || n->in[1] < 0 || ln_type(P, n) < 0 ||
         (rms && n->n_out > 1))
         return false;
     const pp_shape *xs = &T(P, n->in[0])->shape;
@@ -1140,7 +1168,8 @@ static bool ln_row_block(const planner *P, const pprt_node *n, pcu_rowln *k) {
     if (numel(&T(P, n->in[1])->shape) != inner || (has_bias && numel(&T(P, n->in[2])->shape) != inner)) return false;
     const int64_t rows = inner ? numel(xs) / inner : 0;
     if (rows == 0 || inner > PCU_ROW_MAX || rows > INT32_MAX) return false;
-    *k = (pcu_rowln){.has_bias = has_bias, .rms = rms, .rows = rows, .n = inner, .eps = attr_f(P, n, "epsilon", 1e-5f)};
+    *k = (pcu_rowln){.has_bias = has_bias, .rms = rms, .t = ln_type(P, n), .rows = rows, .n = inner,
+                     .eps = attr_f(P, n, "epsilon", 1e-5f)};
     return true;
 }
 
@@ -1159,7 +1188,8 @@ static pp_status plan_add_ln(planner *P, int ni, bool *ok) {
     const pprt_stage *st = P->st;
     const pprt_node *n = &st->nodes[ni];
     *ok = false;
-    if (!P->rows || n->n_in != 2 || n->n_out != 1 || n->in[0] < 0 || n->in[1] < 0 || !all_f32(P, n)) return PP_OK;
+    const int ty = one_float_type(P, n);
+    if (!P->rows || n->n_in != 2 || n->n_out != 1 || n->in[0] < 0 || n->in[1] < 0 || ty < 0) return PP_OK;
     const int t = n->out[0];
     const pp_shape *ys = &T(P, t)->shape;
     if (!pp_shape_eq(&T(P, n->in[0])->shape, ys) || !pp_shape_eq(&T(P, n->in[1])->shape, ys)) return PP_OK;
@@ -1169,7 +1199,7 @@ static pp_status plan_add_ln(planner *P, int ni, bool *ok) {
     if (ln < 0 || P->done[ln] || (P->host_node && P->host_node[ln])) return PP_OK;
     const pprt_node *m = &st->nodes[ln];
     pcu_rowln k;
-    if (!ln_row_block(P, m, &k) || T(P, m->in[1])->kind != PPRT_WEIGHT ||
+    if (!ln_row_block(P, m, &k) || k.t != ty || T(P, m->in[1])->kind != PPRT_WEIGHT ||
         (k.has_bias && T(P, m->in[2])->kind != PPRT_WEIGHT))
         return PP_OK;
     NEW_STEP(s, P, PCU_S_KERNEL, ln, 8);
@@ -1253,7 +1283,8 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]);
     *ok = false;
-    if (!all_f32(P, n)) return PP_OK;
+    const bool lnr = n->op == PP_OP_LAYERNORM || n->op == PP_OP_RMSNORM; /* f32 or half (ln_type); the others f32 */
+    if (lnr ? ln_type(P, n) < 0 : !all_f32(P, n)) return PP_OK;
     const pp_shape *xs = &x->shape;
     if (n->op == PP_OP_BATCHNORM && pp_bn_training(attrs_of(P, n), n->n_out)) return plan_bn_train(P, ni, ok);
     if (n->op == PP_OP_BATCHNORM) {
@@ -1271,7 +1302,8 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
         *ok = true;
         return PP_OK;
     }
-    pcu_norm k = {.has_bias = n->n_in > 2 && n->in[2] >= 0, .eps = attr_f(P, n, "epsilon", 1e-5f)};
+    pcu_norm k = {.has_bias = n->n_in > 2 && n->in[2] >= 0, .t = lnr ? ln_type(P, n) : PP_F32,
+                  .eps = attr_f(P, n, "epsilon", 1e-5f)};
     if (n->op == PP_OP_LAYERNORM || n->op == PP_OP_RMSNORM) {
         int axis;
         k.rms = n->op == PP_OP_RMSNORM;
@@ -2228,17 +2260,6 @@ static int bias_of(const planner *P, int mi, int64_t N) {
     return b;
 }
 
-/* The one element type of a product's tensors: f32, or a half plan's f16 or bf16 (ppcc --precision); -1: mixed or
- * another. */
-static int product_dtype(const planner *P, const pprt_node *n) {
-    const pp_dtype t = T(P, n->out[0])->dtype;
-    if (t != PP_F32 && t != PP_F16 && t != PP_BF16) return -1;
-    for (int k = 0; k < n->n_in; k++)
-        if (n->in[k] >= 0 && T(P, n->in[k])->dtype != t) return -1;
-    for (int k = 0; k < n->n_out; k++)
-        if (T(P, n->out[k])->dtype != t) return -1;
-    return (int)t;
-}
 
 static pp_status plan_fattn(planner *P, int ni, bool *ok);
 static bool lt_operand(int64_t s_rows, int64_t s_cols, int64_t rows, int64_t cols, int32_t *trans, int64_t *ld);
@@ -2372,7 +2393,7 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
         PP_TRY(plan_fattn(P, ni, ok));
         if (*ok) return PP_OK;
     }
-    const int dt = product_dtype(P, n);
+    const int dt = one_float_type(P, n);
     if (dt < 0) return PP_OK;
     const pprt_tdesc *a = T(P, n->in[0]), *b = T(P, n->in[1]), *y = T(P, n->out[0]);
     pcu_mm mm = {.alpha = 1, .batch = 1};
@@ -2535,7 +2556,8 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out) {
     const pprt_stage *st = P->st;
     *sc_out = -1, *sm_out = -1;
     const pprt_node *m1 = &st->nodes[ni];
-    if (!all_f32(P, m1) || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return -1;
+    const int ty = one_float_type(P, m1); /* f32, or a half plan's type throughout */
+    if (ty < 0 || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return -1;
     const pp_shape *qs = &T(P, m1->in[0])->shape, *ks = &T(P, m1->in[1])->shape;
     if (qs->rank < 2 || ks->rank < 2 || qs->dim[qs->rank - 1] > PCU_FA_DMAX || qs->dim[qs->rank - 1] < 1) return -1;
     int b = sole_reader(P, ni, m1->out[0]), sc = -1;
@@ -2543,8 +2565,8 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out) {
         const pprt_node *s = &st->nodes[b];
         const int w = s->n_in != 2 ? -1 : s->in[0] == m1->out[0] ? s->in[1] : s->op == PP_OP_MUL ? s->in[0] : -1;
         const pprt_tdesc *wt = T(P, w);
-        if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || wt->dtype != PP_F32 || numel(&wt->shape) != 1 ||
-            s->n_out != 1 || T(P, s->out[0])->dtype != PP_F32)
+        if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || (int)wt->dtype != ty || numel(&wt->shape) != 1 ||
+            s->n_out != 1 || (int)T(P, s->out[0])->dtype != ty)
             return -1;
         sc = b;
         b = sole_reader(P, b, s->out[0]);
@@ -2552,11 +2574,12 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out) {
     if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1) return -1;
     const pprt_node *sm = &st->nodes[b];
     int64_t outer, len, inner;
-    if (T(P, sm->out[0])->dtype != PP_F32 ||
+    if ((int)T(P, sm->out[0])->dtype != ty ||
         pp_softmax_split(attrs_of(P, sm), &T(P, sm->in[0])->shape, &outer, &len, &inner, NULL) != PP_OK || inner != 1)
         return -1;
     const int m2 = sole_reader(P, b, sm->out[0]);
-    if (m2 < 0 || st->nodes[m2].op != PP_OP_MATMUL || st->nodes[m2].in[0] != sm->out[0] || !all_f32(P, &st->nodes[m2]))
+    if (m2 < 0 || st->nodes[m2].op != PP_OP_MATMUL || st->nodes[m2].in[0] != sm->out[0] ||
+        one_float_type(P, &st->nodes[m2]) != ty)
         return -1;
     const pprt_node *n2 = &st->nodes[m2];
     const pp_shape *vs = &T(P, n2->in[1])->shape, *ys = &T(P, n2->out[0])->shape;
@@ -2593,7 +2616,8 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         const sview *qkv[3] = {&vq, &vk, &vv};
         pcu_fattn k = {.nb = numel(ys) / (ys->dim[ys->rank - 2] * ys->dim[ys->rank - 1]),
                        .nh = fa_heads(qkv, 3, ys), .grp = 1, .Sq = qs->dim[qs->rank - 2],
-                       .D = qs->dim[qs->rank - 1], .T = ks->dim[ks->rank - 1], .Dv = vs->dim[vs->rank - 1]};
+                       .D = qs->dim[qs->rank - 1], .T = ks->dim[ks->rank - 1], .Dv = vs->dim[vs->rank - 1],
+                       .t = one_float_type(P, m2)};
         k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
         /* Q [.., Sq, D], K [.., D, T], V [.., T, Dv]: each its strides (a folded view's over its source; the
          * heads nh apart from the rest of the batch) */
@@ -2615,7 +2639,7 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         if (sc >= 0) {
             const pprt_node *s = &st->nodes[sc];
             const int w = s->in[0] == m1->out[0] ? s->in[1] : s->in[0];
-            memcpy(&k.scale, T(P, w)->data, sizeof k.scale);
+            k.scale = pcu_rld(T(P, w)->data, k.t, 0); /* (a half plan's scale: its half value) */
             if (T(P, w)->varies) P->pl->folds_varying = true;
             k.scale_op = s->op == PP_OP_MUL ? 1 : 2;
         }
@@ -2885,13 +2909,13 @@ static bool view_reader_ok(const planner *P, const bool *cand, const bool *fold,
         for (int q = 0; q < n->n_out; q++) all = all && fold[n->out[q]];
         return all || (!reshape_like(n->op) && !two_level(&P->view[n->in[0]]));
     }
-    if (n->op == PP_OP_GEMM && n->n_out == 1 && n->n_in >= 2 && all_f32(P, n)) { /* (t is not C: C is no view) */
+    if (n->op == PP_OP_GEMM && n->n_out == 1 && n->n_in >= 2 && one_float_type(P, n) >= 0) { /* (t is not C: no view) */
         const sview va = view_of(P, n->in[0]), vb = view_of(P, n->in[1]);
         pcu_mm mm;
         return (n->n_in < 3 || n->in[2] < 0 || P->view[n->in[2]].src < 0) &&
                gemm_views(&va, &vb, attr_i(P, n, "transA", 0) != 0, attr_i(P, n, "transB", 0) != 0, &mm);
     }
-    if (n->op != PP_OP_MATMUL || n->n_in != 2 || n->n_out != 1 || !all_f32(P, n)) return false;
+    if (n->op != PP_OP_MATMUL || n->n_in != 2 || n->n_out != 1 || one_float_type(P, n) < 0) return false;
     int sc, smx;
     if (P->fattn) { /* a pattern the fused kernel will take: its Q, K (first MatMul) and V (last) fit it */
         if (n->pattern == PP_PATTERN_ATTENTION && fattn_match(P, j, &sc, &smx) >= 0) return true;
