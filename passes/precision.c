@@ -345,6 +345,11 @@ static unsigned half_slots(pp_op op) {
     case PP_OP_DROPOUT: return 1u;
     case PP_OP_CONCAT: return ~0u;
     case PP_OP_CAST: return 0u; /* reads any type as it is (below) */
+    case PP_OP_POW:        /* autocast's f32 ops: x^2 of fp16 overflows past 256 (an unfused RMSNorm's) */
+    case PP_OP_EXP:
+    case PP_OP_LOG:
+    case PP_OP_RECIPROCAL:
+    case PP_OP_SOFTPLUS: return 0u;
     default: break;
     }
     if (pp_op_has(op, PP_TR_VIEW)) return 1u;
@@ -363,7 +368,29 @@ typedef struct {
     int *to_half;      /* per value: its half copy (a converted constant or a Cast), -1 none */
     int *to_f32;       /* per value made half: its f32 copy (a Cast back), -1 none */
     bool *made;        /* per value: made half by this pass (was f32) */
+    bool *wanted;      /* per value: read in half by a node that wants half (wants_half) */
+    bool *wants;       /* per node (before the pass): it runs in half if it can */
 } ictx;
+
+/* Which nodes want half, back to front: a product of floats, and an op with
+ * a half path one of whose outputs a node that wants half reads in a half
+ * slot (a LayerNorm before a product, the views between a convolution and a
+ * product). With the forward rule (infer_node: an op with a half path
+ * reading a half value runs in half) the half region is every op with a half
+ * path between products, and none between two f32-only ops (a Relu between
+ * two f32 convolutions stays f32: no Casts for nothing). */
+static void wants_half(ictx *x, int n0) {
+    pp_graph *g = x->c.g;
+    for (int i = n0 - 1; i >= 0; i--) {
+        const pp_node *n = &g->nodes[i];
+        const unsigned slots = half_slots(n->op);
+        bool w = n->op == PP_OP_MATMUL || n->op == PP_OP_GEMM;
+        for (int k = 0; !w && slots && k < n->n_out; k++) w = n->out[k] >= 0 && x->wanted[n->out[k]];
+        x->wants[i] = w;
+        for (int k = 0; w && k < n->n_in && k < 32; k++)
+            if (n->in[k] >= 0 && (slots >> k & 1u) && !g->values[n->in[k]].is_const) x->wanted[n->in[k]] = true;
+    }
+}
 
 /* constant v converted to the half type at compile time, with the Cast
  * kernel pprt runs (nearest even, subnormals kept, fp16 overflowing to inf) */
@@ -426,7 +453,7 @@ static pp_status infer_node(ictx *x, int i, pp_err *err) {
         if (v < 0 || k >= 32 || !(slots >> k & 1u)) continue;
         const pp_value *val = &g->values[v];
         if (op == PP_OP_MATMUL || op == PP_OP_GEMM) half |= val->dtype == PP_F32 || is_half_dt(val->dtype);
-        else half |= (v < x->n_vals && x->made[v] && !val->is_const) || (val->is_input && val->dtype == PP_F32);
+        else half |= !val->is_const && ((v < x->n_vals && x->made[v]) || (x->wants[i] && val->dtype == PP_F32));
     }
     for (int k = 0; k < g->nodes[i].n_in; k++) {
         const int v = g->nodes[i].in[k];
@@ -477,7 +504,11 @@ pp_status pp_infer_autocast(pp_graph *g, int precision, pp_err *err) {
     x.to_half = malloc(pp_count(g->n_values) * sizeof *x.to_half);
     x.to_f32 = malloc(pp_count(g->n_values) * sizeof *x.to_f32);
     x.made = calloc(pp_count(g->n_values), sizeof *x.made);
-    pp_status s = x.to_half && x.to_f32 && x.made ? grow_places(&x.c, err) : PP_FAIL(err, PP_ENOMEM, "out of memory");
+    x.wanted = calloc(pp_count(g->n_values), sizeof *x.wanted);
+    x.wants = calloc(pp_count(n0), sizeof *x.wants);
+    pp_status s = x.to_half && x.to_f32 && x.made && x.wanted && x.wants ? grow_places(&x.c, err)
+                                                                          : PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (s == PP_OK) wants_half(&x, n0);
     for (int v = 0; s == PP_OK && v < x.n_vals; v++) x.to_half[v] = x.to_f32[v] = -1;
     for (int i = 0; s == PP_OK && i < n0; i++) x.c.at[i] = (place){4 * (int64_t)i + 2, i};
     for (int i = 0; s == PP_OK && i < n0; i++) s = infer_node(&x, i, err);
@@ -490,6 +521,8 @@ pp_status pp_infer_autocast(pp_graph *g, int precision, pp_err *err) {
     free(x.to_half);
     free(x.to_f32);
     free(x.made);
+    free(x.wanted);
+    free(x.wants);
     free(x.c.at);
     return s;
 }
