@@ -139,8 +139,8 @@ pp_status shape_CONV(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
                             pp_err *err) {
     (void)n_out;
     const pp_shape *x = &in[0].shape, *w = &in[1].shape;
-    PP_TRY(pp_need_float(&in[0], "input X", err));
-    PP_TRY(pp_need_float(&in[1], "weight W", err));
+    PP_TRY(pp_need_float_half(&in[0], "input X", err));
+    PP_TRY(pp_need_same_float(&in[1], &in[0], "weight W", err));
     PP_TRY(pp_need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
     if (w->rank != x->rank)
         return PP_FAIL(err, PP_EINVAL, "weight W has rank %d, expected %d (same as X)", w->rank, x->rank);
@@ -153,13 +153,13 @@ pp_status shape_CONV(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
         return PP_FAIL(err, PP_EINVAL, "weight W has %lld input channels per group, expected %lld",
                        (long long)w->dim[1], (long long)(x->dim[1] / group));
     if (n_in > 2 && in[2].dtype != PP_UNDEFINED) {
-        PP_TRY(pp_need_float(&in[2], "bias B", err));
+        PP_TRY(pp_need_same_float(&in[2], &in[0], "bias B", err));
         if (in[2].shape.rank != 1 || in[2].shape.dim[0] != w->dim[0])
             return PP_FAIL(err, PP_EINVAL, "bias B must have shape [%lld]", (long long)w->dim[0]);
     }
     pp_geom g;
     PP_TRY(pp_geom_make(a, x, &w->dim[2], false, &g, err));
-    out[0].dtype = PP_F32;
+    out[0].dtype = in[0].dtype; /* f32, or a half plan's f16 / bf16 (computed in f32, rounded) */
     out[0].shape.rank = x->rank;
     out[0].shape.dim[0] = x->dim[0];
     out[0].shape.dim[1] = w->dim[0];

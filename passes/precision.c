@@ -332,7 +332,9 @@ pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *e
 static unsigned half_slots(pp_op op) {
     switch (op) {
     case PP_OP_MATMUL: return 3u;
-    case PP_OP_GEMM: return 7u;
+    case PP_OP_GEMM:
+    case PP_OP_CONV: return 7u;      /* X, W, B */
+    case PP_OP_FUSEDCONV: return 15u; /* and the residual */
     case PP_OP_LAYERNORM: return 7u; /* X, Scale, B: f32 statistics inside */
     case PP_OP_RMSNORM: return 3u;
     case PP_OP_SOFTMAX:
@@ -362,6 +364,11 @@ static bool reads_any(pp_op op) { return op == PP_OP_CAST || op == PP_OP_SHAPE |
 
 static bool is_half_dt(pp_dtype t) { return t == PP_F16 || t == PP_BF16; }
 
+/* the products the inference policy stores in half (ConvTranspose not yet: f32) */
+static bool half_product(pp_op op) {
+    return op == PP_OP_MATMUL || op == PP_OP_GEMM || op == PP_OP_CONV || op == PP_OP_FUSEDCONV;
+}
+
 typedef struct {
     ctx c;
     int n_vals;        /* values before the pass */
@@ -384,7 +391,7 @@ static void wants_half(ictx *x, int n0) {
     for (int i = n0 - 1; i >= 0; i--) {
         const pp_node *n = &g->nodes[i];
         const unsigned slots = half_slots(n->op);
-        bool w = n->op == PP_OP_MATMUL || n->op == PP_OP_GEMM;
+        bool w = half_product(n->op);
         for (int k = 0; !w && slots && k < n->n_out; k++) w = n->out[k] >= 0 && x->wanted[n->out[k]];
         x->wants[i] = w;
         for (int k = 0; w && k < n->n_in && k < 32; k++)
@@ -452,7 +459,7 @@ static pp_status infer_node(ictx *x, int i, pp_err *err) {
         const int v = g->nodes[i].in[k];
         if (v < 0 || k >= 32 || !(slots >> k & 1u)) continue;
         const pp_value *val = &g->values[v];
-        if (op == PP_OP_MATMUL || op == PP_OP_GEMM) half |= val->dtype == PP_F32 || is_half_dt(val->dtype);
+        if (half_product(op)) half |= val->dtype == PP_F32 || is_half_dt(val->dtype);
         else half |= !val->is_const && ((v < x->n_vals && x->made[v]) || (x->wants[i] && val->dtype == PP_F32));
     }
     for (int k = 0; k < g->nodes[i].n_in; k++) {

@@ -338,6 +338,7 @@ static void im2col(const float *x, const pp_geom3 *g, int64_t Cg, int64_t line0,
 
 pp_status kern_CONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                            int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_CONV);
     PP_TRY(pprt_need_counts("Conv", n_in, 2, 3, n_out, err));
     const pprt_tensor *x = &in[0], *w = &in[1];
     const pprt_tensor *bias = n_in > 2 && in[2].dtype != PP_UNDEFINED ? &in[2] : NULL;

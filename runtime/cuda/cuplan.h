@@ -73,6 +73,8 @@ typedef enum pcu_step_kind {
  * and dil are always the forward convolution's. */
 typedef struct pcu_conv {
     int32_t transpose, nsp, groups, act, has_bias, has_res, wgrad;
+    int32_t dt; /* x's, w's, bias's, residual's and y's type: PCU_T_F16 / PCU_T_BF16 in a half plan (cuDNN's HALF /
+                 * BFLOAT16 tensors, float compute and pointwise math), else f32 */
     int64_t x[5], w[5], y[5];
     int64_t pre[3], post[3], stride[3], dil[3];
     float lo, hi; /* Clip bounds (act 2) */

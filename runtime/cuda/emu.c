@@ -67,7 +67,7 @@ static conv3 conv3_of(const pcu_conv *c) {
 
 /* Bias, residual and activation over conv step c's output y: as a fused
  * graph's pointwise ops, or as the epilogue kernel after the convolution. */
-static void emu_epilogue(const pcu_conv *c, float *y, const float *bias, const float *res) {
+static void emu_epilogue(const pcu_conv *c, void *y, const void *bias, const void *res) {
     const pcu_epi e = pcu_conv_epi(c);
     for (int64_t i = 0; i < e.n; i++) pcu_epi_at(&e, y, bias, res, i);
 }
@@ -172,6 +172,33 @@ void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float
      * the graph holds them; elsewhere the epilogue kernel follows (the
      * step loop below, as the engine does) */
     if (pcu_conv_graph_fuses(c)) emu_epilogue(c, y, bias, res);
+}
+
+/* A half plan's convolution step (c->dt F16 or BF16): its operands lifted to
+ * f32, the f32 convolution with the fused graph's bias, residual and
+ * activation, y rounded once to nearest even (the fused graph's float
+ * intermediates; a GPU that finds no fused engine rounds the convolution's
+ * output before the epilogue kernel: one rounding more). */
+static void emu_conv_half(const pcu_step *s, void *const *op) {
+    const pcu_conv *c = &s->u.conv;
+    float *f[5] = {NULL};
+    bool ok = true;
+    for (int k = 0; k < 5; k++) {
+        if (!op[k]) continue;
+        const int64_t n = (int64_t)(s->ops[k].bytes / 2);
+        f[k] = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+        ok = ok && f[k];
+        for (int64_t i = 0; f[k] && k < 4 && i < n; i++) f[k][i] = pcu_ldf(op[k], c->dt, i);
+    }
+    if (ok) {
+        pcu_conv cf = *c;
+        cf.dt = PCU_T_F32;
+        pcu_emu_conv(&cf, f[0], f[1], f[2], f[3], f[4]);
+        if (pcu_conv_epilogue(&cf, pcu_conv_graph_fuses(&cf))) emu_epilogue(&cf, f[4], f[2], f[3]);
+        const int64_t n = (int64_t)(s->ops[4].bytes / 2);
+        for (int64_t i = 0; i < n; i++) pcu_stf(op[4], c->dt, i, f[4][i]);
+    }
+    for (int k = 0; k < 5; k++) free(f[k]);
 }
 
 /* ---- cuBLASLt's product, as the descriptor says ------------------------------------------- */
@@ -726,6 +753,10 @@ pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_er
             break;
         case PCU_S_CONV: {
             const pcu_conv *c = &s->u.conv;
+            if (c->dt == PCU_T_F16 || c->dt == PCU_T_BF16) {
+                emu_conv_half(s, op);
+                break;
+            }
             pcu_emu_conv(c, op[0], op[1], op[2], op[3], op[4]);
             if (pcu_conv_epilogue(c, pcu_conv_graph_fuses(c))) emu_epilogue(c, op[4], op[2], op[3]);
             break;

@@ -142,8 +142,11 @@ static void *dptr(pprt_exec *x, const pcu_ref *r) { return r->space < 0 ? NULL :
 static pp_status dnn_plan_mode(pprt_exec *x, int node, dstep *d, cudnnBackendHeurMode_t mode, pp_err *err) {
     pcu_dnn_pick k;
     pp_err e = {0};
-    if (pcu_dnn_choose(&d->dnn, x->dnn, NULL, x->precision == PPRT_F32, mode, (int64_t)PCU_LIB_WORKSPACE, &k, &e) !=
-        PP_OK)
+    /* strict f32 (no down-converting, no tensor-core engine) for f32 tensors at --precision f32; a half plan's
+     * convolution takes tensor cores */
+    const pcu_conv *c = &x->pl.steps[d - x->ds].u.conv;
+    const bool strict = x->precision == PPRT_F32 && c->dt != PCU_T_F16 && c->dt != PCU_T_BF16;
+    if (pcu_dnn_choose(&d->dnn, x->dnn, NULL, strict, mode, (int64_t)PCU_LIB_WORKSPACE, &k, &e) != PP_OK)
         return PP_WRAP(err, &e, e.code, "node '%s': %s", x->st->nodes[node].name, e.msg);
     d->plan = k.plan;
     if (pprt_cuda_config()->explain)

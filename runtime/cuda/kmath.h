@@ -2220,6 +2220,7 @@ PCU_HD void pcu_topk_at(const pcu_topk *k, void *yv, int64_t *yi, const void *x,
  * for engines that run the convolution alone. act: 0 none, 1 Relu, 2 Clip. */
 typedef struct pcu_epi {
     int32_t act, has_bias, has_res;
+    int32_t t; /* y's, bias's and res's type (pcu_rhalf: a half plan's convolution) */
     int64_t n, c, s;
     float lo, hi;
 } pcu_epi;
@@ -2230,11 +2231,11 @@ PCU_HD float pcu_act(int act, float v, float lo, float hi) {
     return v;
 }
 
-PCU_HD void pcu_epi_at(const pcu_epi *k, float *y, const float *bias, const float *res, int64_t i) {
-    float v = y[i];
-    if (k->has_bias) v += bias[pcu_mod(pcu_div(i, k->s), k->c)];
-    if (k->has_res) v += res[i];
-    y[i] = pcu_act(k->act, v, k->lo, k->hi);
+PCU_HD void pcu_epi_at(const pcu_epi *k, void *y, const void *bias, const void *res, int64_t i) {
+    float v = pcu_rld(y, k->t, i);
+    if (k->has_bias) v += pcu_rld(bias, k->t, pcu_mod(pcu_div(i, k->s), k->c));
+    if (k->has_res) v += pcu_rld(res, k->t, i);
+    pcu_rst(y, k->t, i, pcu_act(k->act, v, k->lo, k->hi));
 }
 
 /* ---- ScatterElements and ScatterND: one thread per run of updates that may meet --------- */

@@ -2076,7 +2076,7 @@ bool pcu_conv_epilogue(const pcu_conv *c, bool graph_fused) {
 }
 
 pcu_epi pcu_conv_epi(const pcu_conv *c) {
-    pcu_epi e = {.act = c->act, .has_bias = c->has_bias, .has_res = c->has_res,
+    pcu_epi e = {.act = c->act, .has_bias = c->has_bias, .has_res = c->has_res, .t = c->dt,
                  .n = c->y[0] * c->y[1] * c->y[2] * c->y[3] * (c->nsp == 3 ? c->y[4] : 1), .c = c->y[1],
                  .lo = c->lo, .hi = c->hi};
     e.s = c->y[0] * c->y[1] > 0 ? e.n / (c->y[0] * c->y[1]) : 1;
@@ -2200,11 +2200,12 @@ static pp_status plan_conv(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]), *w = T(P, n->in[1]), *y = T(P, n->out[0]);
     *ok = false;
-    if (!all_f32(P, n) || x->shape.rank < 3 || x->shape.rank > 5) return PP_OK;
+    const int ty = one_float_type(P, n); /* f32, or a half plan's Conv and pp.FusedConv */
+    const bool tr = n->op == PP_OP_CONVTRANSPOSE;
+    if (ty < 0 || (tr && ty != PP_F32) || x->shape.rank < 3 || x->shape.rank > 5) return PP_OK;
     pp_attrs a = attrs_of(P, n);
     pp_geom g;
     int64_t groups = 1;
-    const bool tr = n->op == PP_OP_CONVTRANSPOSE;
     if (tr) {
         if (pp_convt_geom(a, &x->shape, &w->shape, &g, &groups, NULL) != PP_OK) return PP_OK;
         for (int d = 0; d < g.nsp; d++)
@@ -2213,7 +2214,7 @@ static pp_status plan_conv(planner *P, int ni, bool *ok) {
         groups = attr_i(P, n, "group", 1);
         if (pp_geom_make(a, &x->shape, &w->shape.dim[2], false, &g, NULL) != PP_OK) return PP_OK;
     }
-    pcu_conv c = {.transpose = tr, .groups = (int32_t)groups};
+    pcu_conv c = {.transpose = tr, .groups = (int32_t)groups, .dt = ty};
     if (n->op == PP_OP_FUSEDCONV) {
         const char *act = "";
         (void)pp_attr_string(a, "activation", "", &act, NULL);
