@@ -985,6 +985,24 @@ static void test_fattn_case(const fa_case *c) {
         FAIL("FAIL fused attention: the reference has %lld NaN outputs, want %lld (three rows)\n", (long long)nans,
              (long long)(3 * k.Dv));
     if (worst / (vmax > 0 ? vmax : 1) > fa_worst) fa_worst = worst / (vmax > 0 ? vmax : 1);
+    /* a half plan's pattern: Q, K, V and Y in f16 / bf16, the f32 kernel's values over the same half values,
+     * rounded, bit for bit */
+    for (int t = PCU_T_F16; t != 0; t = t == PCU_T_F16 ? PCU_T_BF16 : 0) {
+        uint16_t *qh = malloc(2 * (size_t)nq), *kh = malloc(2 * (size_t)nk), *vh = malloc(2 * (size_t)nv),
+                 *yh = malloc(2 * (size_t)ny);
+        to_half(q, t, qh, q, nq), to_half(kk, t, kh, kk, nk), to_half(v, t, vh, v, nv);
+        s.u.fa.t = 0;
+        void *opf[PCU_KERNEL_OPS] = {q, kk, v, y1};
+        run_coop(&s, opf, 0);
+        s.u.fa.t = t;
+        void *oph[PCU_KERNEL_OPS] = {qh, kh, vh, yh};
+        run_coop(&s, oph, 1);
+        char what[96];
+        snprintf(what, sizeof what, "%s fused attention nb %lld Sq %lld T %lld D %lld", t == PCU_T_F16 ? "f16" : "bf16",
+                 (long long)k.nb, (long long)k.Sq, (long long)k.T, (long long)k.D);
+        compare_half(what, yh, y1, t, ny);
+        free(qh), free(kh), free(vh), free(yh);
+    }
     free(q), free(kk), free(v), free(y1), free(y2), free(yr);
 }
 
