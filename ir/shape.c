@@ -215,8 +215,8 @@ pp_status shape_MAXPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                                pp_err *err) {
     (void)n_in;
     pp_dtype t = in[0].dtype;
-    if (t != PP_F32 && t != PP_F64 && t != PP_I8 && t != PP_U8)
-        return PP_FAIL(err, PP_EUNSUP, "input X has element type %s; supported: f32, f64, i8, u8",
+    if (t != PP_F32 && t != PP_F64 && t != PP_I8 && t != PP_U8 && t != PP_F16 && t != PP_BF16)
+        return PP_FAIL(err, PP_EUNSUP, "input X has element type %s; supported: f32, f64, i8, u8, f16, bf16",
                        pp_dtype_name(t));
     PP_TRY(pp_need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
     int64_t so;
@@ -253,9 +253,9 @@ pp_status pp_broadcast(const pp_shape *a, const pp_shape *b, pp_shape *o, pp_err
 pp_status shape_GLOBALAVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                                      int n_out, pp_err *err) {
     (void)a, (void)n_in, (void)n_out;
-    PP_TRY(pp_need_float(&in[0], "input X", err));
+    PP_TRY(pp_need_float_half(&in[0], "input X", err));
     PP_TRY(pp_need_rank(&in[0], 3, PP_MAX_DIMS, "input X", err));
-    out[0].dtype = PP_F32;
+    out[0].dtype = in[0].dtype;
     out[0].shape = in[0].shape;
     for (int i = 2; i < in[0].shape.rank; i++) out[0].shape.dim[i] = 1;
     return PP_OK;

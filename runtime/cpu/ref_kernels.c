@@ -525,6 +525,7 @@ MAXPOOL_LOOP(uint8_t, 0)
 
 pp_status kern_MAXPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                               int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_MAXPOOL);
     (void)scratch;
     if (n_in != 1 || n_out < 1 || n_out > 2)
         return PP_FAIL(err, PP_EINVAL, "MaxPool kernel: %d inputs and %d outputs, expected 1 "
@@ -585,6 +586,7 @@ pp_status kern_MAXPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
 pp_status kern_GLOBALAVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in,
                                     pprt_tensor *out, int n_out, pprt_scratch *scratch,
                                     pp_err *err) {
+    PPRT_LIFT(kern_GLOBALAVGPOOL);
     (void)attrs, (void)scratch;
     PP_TRY(pprt_need_counts("GlobalAveragePool", n_in, 1, 1, n_out, err));
     PP_TRY(pprt_need_f32(&in[0], "GlobalAveragePool input", err));

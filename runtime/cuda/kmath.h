@@ -173,6 +173,26 @@ PCU_HD void pcu_stf(void *p, int t, int64_t i, float v) {
     }
 }
 
+/* The float kernels' element type in a half plan (Softmax, LogSoftmax, the
+ * norms, the pools, the fused attention, the convolution epilogue: their x, y,
+ * scale and bias): f32, or a half plan's f16 / bf16 (ppcc --precision), read
+ * as floats and computed as the f32 rows are, what they write rounded to
+ * nearest even; t is PCU_T_F16 or PCU_T_BF16 for half, anything else f32
+ * (a plan's f32 steps leave it 0). */
+PCU_HD int pcu_rhalf(int t) { return t == PCU_T_F16 || t == PCU_T_BF16; }
+PCU_HD int pcu_rsize(int t) { return pcu_rhalf(t) ? 2 : 4; }
+PCU_HD float pcu_rld(const void *p, int t, int64_t j) {
+    return pcu_rhalf(t) ? pcu_ldf(p, t, j) : ((const float *)p)[j];
+}
+PCU_HD void pcu_rst(void *p, int t, int64_t j, float v) {
+    if (pcu_rhalf(t)) pcu_stf(p, t, j, v);
+    else ((float *)p)[j] = v;
+}
+/* v as the type stores it (f32: v) */
+PCU_HD float pcu_rround(int t, float v) {
+    return t == PCU_T_F16 ? pcu_h2f(pcu_f2h(v)) : t == PCU_T_BF16 ? pcu_bf2f(pcu_f2bf(v)) : v;
+}
+
 /* Integer stores keep the low bits (wrapping, as the reference's unsigned
  * arithmetic does). */
 PCU_HD void pcu_sti(void *p, int t, int64_t i, int64_t v) {
@@ -919,6 +939,7 @@ enum {
  * output, the first extreme, or the last with `last`). */
 typedef struct pcu_red {
     int32_t op, nk, nr, last;
+    int32_t t, pad_; /* x's and a float y's type (pcu_rhalf: a half plan's GlobalAveragePool / GlobalMaxPool) */
     int64_t n_out, n_red;
     int64_t kd[PCU_MAXD], ks[PCU_MAXD], rd[PCU_MAXD], rs[PCU_MAXD];
 } pcu_red;
@@ -929,7 +950,7 @@ PCU_HD int64_t pcu_red_off(const pcu_red *k, int64_t base, int64_t j) {
     return base;
 }
 
-PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
+PCU_HD void pcu_red_at(const pcu_red *k, void *y, const void *x, int64_t i) {
     int64_t base = 0, r = i;
     for (int d = k->nk - 1; d >= 0; d--) {
         base += pcu_divmod(&r, k->kd[d]) * k->ks[d];
@@ -939,14 +960,14 @@ PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
     double m = -INFINITY; /* LogSumExp's max */
     if (op == PCU_RED_LOGSUMEXP)
         for (int64_t j = 0; j < k->n_red; j++) {
-            const double v = x[pcu_red_off(k, base, j)];
+            const double v = pcu_rld(x, k->t, pcu_red_off(k, base, j));
             if (v > m) m = v;
         }
     if (op == PCU_RED_LOGSUMEXP && (m == -INFINITY || m == INFINITY)) m = 0;
     int64_t best = 0;
     float bv = 0;
     for (int64_t j = 0; j < k->n_red; j++) {
-        const float vf = x[pcu_red_off(k, base, j)];
+        const float vf = pcu_rld(x, k->t, pcu_red_off(k, base, j));
         const double v = vf;
         switch (op) {
         case PCU_RED_SUM: case PCU_RED_MEAN: case PCU_RED_LOGSUM: acc += v; break;
@@ -980,7 +1001,7 @@ PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
     else if (op == PCU_RED_L2) acc = sqrt(acc);
     else if (op == PCU_RED_LOGSUM) acc = log(acc);
     else if (op == PCU_RED_LOGSUMEXP) acc = log(acc) + m;
-    ((float *)y)[i] = (float)acc;
+    pcu_rst(y, k->t, i, (float)acc);
 }
 
 /* ---- Rows in lanes: softmax and normalizations ------------------------------------------ */
@@ -1006,25 +1027,6 @@ PCU_HD double pcu_lane_sum(const double *part, int64_t r, int64_t lanes) {
 PCU_HD float pcu_nanmax(float m, float v) { return (v > m || v != v) ? (m != m ? m : v) : m; }
 
 /* ---- Softmax, LogSoftmax ------------------------------------------------------------------ */
-
-/* The row kernels' element type (Softmax, LogSoftmax, the norms: their x, y,
- * scale and bias): f32, or a half plan's f16 / bf16 (ppcc --precision), read
- * as floats and computed as the f32 rows are, what they write rounded to
- * nearest even; t is PCU_T_F16 or PCU_T_BF16 for half, anything else f32
- * (a plan's f32 steps leave it 0). */
-PCU_HD int pcu_rhalf(int t) { return t == PCU_T_F16 || t == PCU_T_BF16; }
-PCU_HD int pcu_rsize(int t) { return pcu_rhalf(t) ? 2 : 4; }
-PCU_HD float pcu_rld(const void *p, int t, int64_t j) {
-    return pcu_rhalf(t) ? pcu_ldf(p, t, j) : ((const float *)p)[j];
-}
-PCU_HD void pcu_rst(void *p, int t, int64_t j, float v) {
-    if (pcu_rhalf(t)) pcu_stf(p, t, j, v);
-    else ((float *)p)[j] = v;
-}
-/* v as the type stores it (f32: v) */
-PCU_HD float pcu_rround(int t, float v) {
-    return t == PCU_T_F16 ? pcu_h2f(pcu_f2h(v)) : t == PCU_T_BF16 ? pcu_bf2f(pcu_f2bf(v)) : v;
-}
 
 typedef struct pcu_softmax {
     int32_t log;
@@ -1663,14 +1665,15 @@ PCU_HD void pcu_slgrad_at(const pcu_slgrad *k, float *dx, const float *dy, int64
 
 typedef struct pcu_pool {
     int32_t max, count_pad, lp; /* lp: LpPool's p (>= 1), 0 for the others */
+    int32_t t;                  /* x's and y's type (pcu_rhalf: a half plan's MaxPool) */
     int64_t n, nc; /* output elements, N * C */
     int64_t in[3], k[3], s[3], d[3], p[3], p1[3], out[3];
 } pcu_pool;
 
-PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) {
+PCU_HD void pcu_pool_at(const pcu_pool *k, void *y, const void *x, int64_t i) {
     const int64_t ow = i % k->out[2], oh = (i / k->out[2]) % k->out[1], od = (i / (k->out[2] * k->out[1])) % k->out[0];
     const int64_t nc = i / (k->out[2] * k->out[1] * k->out[0]);
-    const float *xp = x + nc * k->in[0] * k->in[1] * k->in[2];
+    const int64_t xp = nc * k->in[0] * k->in[1] * k->in[2];
     double acc = k->max ? -INFINITY : 0.0;
     int64_t cnt = 0;
     int nan = 0, num = 0;
@@ -1686,7 +1689,7 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) 
                 const int inside = z >= 0 && z < k->in[0] && h >= 0 && h < k->in[1] && w >= 0 && w < k->in[2];
                 if (k->count_pad || inside) cnt++;
                 if (!inside) continue;
-                const float v = xp[(z * k->in[1] + h) * k->in[2] + w];
+                const float v = pcu_rld(x, k->t, xp + (z * k->in[1] + h) * k->in[2] + w);
                 if (k->lp) {
                     acc += pow(fabs((double)v), (double)k->lp);
                 } else if (k->max) { /* NaN skipped, as the reference: a window of only NaN is NaN */
@@ -1698,8 +1701,8 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) 
             }
         }
     }
-    if (k->lp) y[i] = (float)pow(acc, 1.0 / (double)k->lp); /* (sum of |x|^p)^(1/p); pads add nothing */
-    else y[i] = k->max ? (num || !nan ? (float)acc : NAN) : (float)(cnt ? acc / (double)cnt : NAN);
+    if (k->lp) pcu_rst(y, k->t, i, (float)pow(acc, 1.0 / (double)k->lp)); /* (sum of |x|^p)^(1/p); pads add nothing */
+    else pcu_rst(y, k->t, i, k->max ? (num || !nan ? (float)acc : NAN) : (float)(cnt ? acc / (double)cnt : NAN));
 }
 
 /* ---- pp.MaxPoolGrad: one thread per input element, no atomics ------------------------------ *

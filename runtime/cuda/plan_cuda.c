@@ -944,15 +944,20 @@ static pp_status plan_reduce(planner *P, int ni, bool *ok) {
     const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
     *ok = false;
     /* an empty input (a reduction's identity) stays on the host fallback */
-    if (x->dtype != PP_F32 || n->n_out != 1 || numel(&x->shape) == 0) return PP_OK;
+    const bool gpool = n->op == PP_OP_GLOBALAVGPOOL || n->op == PP_OP_GLOBALMAXPOOL;
+    const bool half = gpool && (x->dtype == PP_F16 || x->dtype == PP_BF16); /* a half plan's (ppcc --precision) */
+    if ((x->dtype != PP_F32 && !half) || n->n_out != 1 || numel(&x->shape) == 0) return PP_OK;
     bool mask[PP_MAX_DIMS] = {false};
     int op;
-    if (n->op == PP_OP_GLOBALAVGPOOL || n->op == PP_OP_GLOBALMAXPOOL) {
-        if (y->dtype != PP_F32) return PP_OK;
+    if (gpool) {
+        if (y->dtype != x->dtype) return PP_OK;
         for (int d = 2; d < x->shape.rank; d++) mask[d] = true;
         op = n->op == PP_OP_GLOBALAVGPOOL ? PCU_RED_MEAN : PCU_RED_MAX;
         *ok = true;
-        return red_step(P, ni, op, 0, x, mask, R(P, n->out[0]));
+        PP_TRY(red_step(P, ni, op, 0, x, mask, R(P, n->out[0])));
+        if (half && P->pl->n_steps && P->pl->steps[P->pl->n_steps - 1].node == ni)
+            P->pl->steps[P->pl->n_steps - 1].u.red.t = x->dtype;
+        return PP_OK;
     }
     if (n->op == PP_OP_ARGMAX || n->op == PP_OP_ARGMIN) {
         int axis;
@@ -1364,7 +1369,9 @@ static pp_status plan_pool(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
     *ok = false;
-    if (n->n_out != 1 || x->dtype != PP_F32 || y->dtype != PP_F32) return PP_OK;
+    /* f32, or a half plan's MaxPool (ppcc --precision) */
+    const bool half = n->op == PP_OP_MAXPOOL && (x->dtype == PP_F16 || x->dtype == PP_BF16);
+    if (n->n_out != 1 || (x->dtype != PP_F32 && !half) || y->dtype != x->dtype) return PP_OK;
     pp_geom g;
     if (pp_geom_make(attrs_of(P, n), &x->shape, NULL, true, &g, NULL) != PP_OK) return PP_OK;
     const pp_geom3 g3 = pp_geom3_lift(&g);
@@ -1374,6 +1381,7 @@ static pp_status plan_pool(planner *P, int ni, bool *ok) {
     s->kernel = PCU_K_POOL;
     pcu_pool *k = &s->u.pool;
     k->max = n->op == PP_OP_MAXPOOL;
+    k->t = x->dtype;
     k->lp = (int32_t)lp;
     k->count_pad = n->op == PP_OP_AVGPOOL && attr_i(P, n, "count_include_pad", 0) != 0;
     k->nc = x->shape.dim[0] * x->shape.dim[1];

@@ -634,8 +634,8 @@ static void compare_half(const char *what, const uint16_t *got, const float *wan
 }
 
 /* Softmax, LogSoftmax, LayerNorm and RMSNorm (one thread a row, lanes, one
- * block a row with the residual Add taken in) and the convolution epilogue
- * reading and writing float16 and bfloat16 (a half plan, ppcc --precision):
+ * block a row with the residual Add taken in), the convolution epilogue,
+ * MaxPool and GlobalAveragePool's mean reading and writing float16 and bfloat16 (a half plan, ppcc --precision):
  * each the f32 kernel's values over the same half values, rounded to nearest
  * even, bit for bit (f32 inside; the statistics' outputs f32, the same bits). */
 static void test_half_rows(void) {
@@ -731,6 +731,23 @@ static void test_half_rows(void) {
             for (int64_t i = 0; i < rn; i++) pcu_epi_at(&e, yh, bih, x2h, i);
             snprintf(what, sizeof what, "%s convolution epilogue", tn);
             compare_half(what, yh, yf, t, rn);
+            /* MaxPool 3x3 stride 2 pad 1 over rows x n as [1, rows, 1, n] (1-D windows along n), and the
+             * mean of every row (GlobalAveragePool's reduction) */
+            pcu_pool pk = {.max = 1, .nc = rows, .in = {1, 1, n}, .k = {1, 1, 3}, .s = {1, 1, 2}, .d = {1, 1, 1},
+                           .p = {0, 0, 1}, .p1 = {0, 0, 1}, .out = {1, 1, (n + 2 - 3) / 2 + 1}};
+            pk.n = rows * pk.out[2];
+            for (int64_t i = 0; i < pk.n; i++) pcu_pool_at(&pk, yf, xf, i);
+            pk.t = t;
+            for (int64_t i = 0; i < pk.n; i++) pcu_pool_at(&pk, yh, xh, i);
+            snprintf(what, sizeof what, "%s MaxPool", tn);
+            compare_half(what, yh, yf, t, pk.n);
+            pcu_red rk = {.op = PCU_RED_MEAN, .nk = 1, .nr = 1, .n_out = rows, .n_red = n, .kd = {rows}, .ks = {n},
+                          .rd = {n}, .rs = {1}};
+            for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, yf, xf, i);
+            rk.t = t;
+            for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, yh, xh, i);
+            snprintf(what, sizeof what, "%s GlobalAveragePool's mean", tn);
+            compare_half(what, yh, yf, t, rows);
             free(x), free(xf), free(x2f), free(yf), free(scf), free(bif), free(m1), free(v1), free(m2), free(v2);
             free(xh), free(x2h), free(yh), free(sch), free(bih), free(sumh), free(part), free(sumf);
         }
