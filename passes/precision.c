@@ -312,11 +312,12 @@ pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *e
 
 /* ---- ppcc --precision bf16|fp16 without --train: half storage for inference ---------------------------------- */
 
-/* The inference policy (docs/usage.md, "Half precision"): after the fusions,
- * before the split. A node runs in half (its float inputs and outputs in the
- * half type H, the kernel computing in f32 inside and rounding what it
- * writes) when it is a product (MatMul, Gemm), or an op with a half path
- * (below) reading a half activation or a graph input; its f32 constants are
+/* The inference policy (docs/usage.md, "Half precision for inference"):
+ * after the fusions, before the split. A node runs in half (its float inputs
+ * and outputs in the half type H, the kernel computing in f32 inside and
+ * rounding what it writes) when it is a product (Conv, pp.FusedConv, MatMul,
+ * Gemm), or an op with a half path (half_slots) that reads a half value or
+ * feeds a node that wants half (wants_half); its f32 constants are
  * converted to H here (nearest even, the reference Cast's bits; fp16's
  * finite values past 65504 saturate there rather than become infinities:
  * an attention mask's -3.4e38 stays a finite -65504, and 0 times it 0), its
@@ -402,14 +403,15 @@ static void wants_half(ictx *x, int n0) {
 }
 
 /* constant v converted to the half type at compile time, with the Cast
- * kernel pprt runs (nearest even, subnormals kept, fp16 overflowing to inf) */
+ * kernel pprt runs (nearest even, subnormals kept), fp16's finite values past
+ * its range saturating to +-65504 */
 static pp_status half_const(ictx *x, int v, int *out, pp_err *err) {
     pp_graph *g = x->c.g;
     PP_TRY(pp_value_align(g, v, err));
     const pp_value *val = &g->values[v];
     int64_t n;
     PP_TRY(pp_shape_numel(&val->shape, &n, err));
-    uint16_t *h = pp_arena_alloc(&g->arena, (size_t)(n ? n : 1) * sizeof *h);
+    uint16_t *h = malloc((size_t)(n ? n : 1) * sizeof *h); /* (pp_graph_add_const copies it into the arena) */
     if (!h) return PP_FAIL(err, PP_ENOMEM, "out of memory converting '%s' to %s", val->name, pp_dtype_name(x->c.half));
     pp_attr to = {.name = "to", .type = PP_ATTR_INT, .i = (int64_t)x->c.half};
     pprt_tensor tin = {PP_F32, val->shape, (void *)val->data}, tout = {x->c.half, val->shape, h};
@@ -417,15 +419,19 @@ static pp_status half_const(ictx *x, int v, int *out, pp_err *err) {
     pp_err e = {0};
     pp_status s = pprt_ref_kernels[PP_OP_CAST]((pp_attrs){&to, 1, 17}, &tin, 1, &tout, 1, &scratch, &e);
     pprt_scratch_free(&scratch);
-    if (s != PP_OK) return PP_FAIL(err, s, "converting '%s' to %s: %s", val->name, pp_dtype_name(x->c.half), e.msg);
+    if (s != PP_OK) {
+        free(h);
+        return PP_FAIL(err, s, "converting '%s' to %s: %s", val->name, pp_dtype_name(x->c.half), e.msg);
+    }
     const float *f = val->data;
     for (int64_t i = 0; x->c.half == PP_F16 && i < n; i++) /* finite past fp16's range: its largest finite */
         if (isfinite(f[i]) && (h[i] & 0x7fffu) == 0x7c00u) h[i] = (uint16_t)((h[i] & 0x8000u) | 0x7bffu);
     char hint[512];
     snprintf(hint, sizeof hint, "%.480s.%s", val->name ? val->name : "w", pp_dtype_name(x->c.half));
     const pp_shape sh = val->shape;
-    PP_TRY(pp_graph_add_const(g, hint, x->c.half, &sh, h, out, err));
-    return PP_OK;
+    s = pp_graph_add_const(g, hint, x->c.half, &sh, h, out, err);
+    free(h);
+    return s;
 }
 
 /* The half copy of f32 value v that node i reads. */
