@@ -147,6 +147,8 @@ pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_o
     pp_json_add_string(&j, root, "policy", pp_policy_name(o->policy));
     pp_json_add_number(&j, root, "micro_batch", (double)pp_report_batch(g));
     pp_json_add_number(&j, root, "measured_ops", measured_ops(g));
+    if (g->precision && !g->train_devices) /* a half plan's (ppcc --precision without --train) */
+        pp_json_add_string(&j, root, "precision", pp_precision_name(g->precision));
     cJSON *stages = pp_json_add_array(&j, root, "stages");
     for (int s = 0; s < g->n_stages; s++) {
         const pp_stage_info *si = &g->stage_info[s];
