@@ -386,10 +386,10 @@ double flops_COL2IM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *ou
 
 /* ---- AveragePool, GlobalMaxPool ------------------------------------------------------ */
 
-/* AveragePool's and LpPool's output: X (f32, 1-3 spatial axes) through the
- * window the attributes give. */
+/* AveragePool's and LpPool's output: X (f32, or a half plan's f16 / bf16:
+ * computed in f32; 1-3 spatial axes) through the window the attributes give. */
 static pp_status window_pool_shape(pp_attrs a, const pp_tinfo *in, pp_tinfo *out, pp_err *err) {
-    PP_TRY(need_dtype(&in[0], "input X", T_F, NT(T_F), err));
+    PP_TRY(need_dtype(&in[0], "input X", T_FH, NT(T_FH), err));
     PP_TRY(pp_need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
     pp_geom g;
     PP_TRY(pp_geom_make(a, &in[0].shape, NULL, true, &g, err));

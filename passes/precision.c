@@ -341,7 +341,8 @@ static unsigned half_slots(pp_op op) {
     case PP_OP_SOFTMAX:
     case PP_OP_LOGSOFTMAX:
     case PP_OP_MAXPOOL:       /* exact in half */
-    case PP_OP_GLOBALAVGPOOL: /* the mean in f32 */
+    case PP_OP_AVGPOOL:       /* the means in f32 */
+    case PP_OP_GLOBALAVGPOOL:
     case PP_OP_TRANSPOSE:
     case PP_OP_SLICE:
     case PP_OP_GATHER:

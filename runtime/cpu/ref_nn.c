@@ -240,6 +240,7 @@ static double pool_window(const pp_geom3 *g, const float *x, int64_t o0, int64_t
 
 pp_status kern_AVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                        int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_AVGPOOL);
     (void)scratch;
     PP_TRY(check_outputs(PP_OP_AVGPOOL, attrs, in, n_in, out, n_out, err));
     pp_geom pg;
@@ -282,6 +283,7 @@ pp_status kern_AVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
 /* (sum of |x|^p over the window)^(1/p), in double; pads add nothing. */
 pp_status kern_LPPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                       pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_LPPOOL);
     (void)scratch;
     PP_TRY(check_outputs(PP_OP_LPPOOL, attrs, in, n_in, out, n_out, err));
     pp_geom pg;

@@ -635,7 +635,7 @@ static void compare_half(const char *what, const uint16_t *got, const float *wan
 
 /* Softmax, LogSoftmax, LayerNorm and RMSNorm (one thread a row, lanes, one
  * block a row with the residual Add taken in), the convolution epilogue,
- * MaxPool and GlobalAveragePool's mean reading and writing float16 and bfloat16 (a half plan, ppcc --precision):
+ * MaxPool, AveragePool and GlobalAveragePool's mean reading and writing float16 and bfloat16 (a half plan, ppcc --precision):
  * each the f32 kernel's values over the same half values, rounded to nearest
  * even, bit for bit (f32 inside; the statistics' outputs f32, the same bits). */
 static void test_half_rows(void) {
@@ -740,6 +740,12 @@ static void test_half_rows(void) {
             pk.t = t;
             for (int64_t i = 0; i < pk.n; i++) pcu_pool_at(&pk, yh, xh, i);
             snprintf(what, sizeof what, "%s MaxPool", tn);
+            compare_half(what, yh, yf, t, pk.n);
+            pk.max = 0, pk.t = 0; /* AveragePool, the pads not counted */
+            for (int64_t i = 0; i < pk.n; i++) pcu_pool_at(&pk, yf, xf, i);
+            pk.t = t;
+            for (int64_t i = 0; i < pk.n; i++) pcu_pool_at(&pk, yh, xh, i);
+            snprintf(what, sizeof what, "%s AveragePool", tn);
             compare_half(what, yh, yf, t, pk.n);
             pcu_red rk = {.op = PCU_RED_MEAN, .nk = 1, .nr = 1, .n_out = rows, .n_red = n, .kd = {rows}, .ks = {n},
                           .rd = {n}, .rs = {1}};
