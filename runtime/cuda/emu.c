@@ -174,13 +174,16 @@ void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float
     if (pcu_conv_graph_fuses(c)) emu_epilogue(c, y, bias, res);
 }
 
-/* A half plan's convolution step (c->dt F16 or BF16): its operands lifted to
- * f32, the f32 convolution with the fused graph's bias, residual and
- * activation, y rounded once to nearest even (the fused graph's float
- * intermediates; a GPU that finds no fused engine rounds the convolution's
- * output before the epilogue kernel: one rounding more). */
+/* A half plan's convolution step (c->dt F16 or BF16) as the executor runs
+ * it: its operands lifted to f32, the f32 convolution, y rounded to nearest
+ * even; with --cuda-conv-fusion on (a fused graph) the bias, residual and
+ * activation before that one rounding (the graph's float intermediates),
+ * else (the default, and a ConvTranspose) the epilogue kernel after it on
+ * the half y (a second rounding, as the GPU's convolution alone then
+ * pcu_epi_at). */
 static void emu_conv_half(const pcu_step *s, void *const *op) {
     const pcu_conv *c = &s->u.conv;
+    const bool fused = pprt_cuda_config()->conv_fusion && pcu_conv_graph_fuses(c);
     float *f[5] = {NULL};
     bool ok = true;
     for (int k = 0; k < 5; k++) {
@@ -193,10 +196,11 @@ static void emu_conv_half(const pcu_step *s, void *const *op) {
     if (ok) {
         pcu_conv cf = *c;
         cf.dt = PCU_T_F32;
+        if (!fused) cf.has_bias = cf.has_res = cf.act = 0; /* the convolution alone */
         pcu_emu_conv(&cf, f[0], f[1], f[2], f[3], f[4]);
-        if (pcu_conv_epilogue(&cf, pcu_conv_graph_fuses(&cf))) emu_epilogue(&cf, f[4], f[2], f[3]);
         const int64_t n = (int64_t)(s->ops[4].bytes / 2);
         for (int64_t i = 0; i < n; i++) pcu_stf(op[4], c->dt, i, f[4][i]);
+        if (!fused && pcu_conv_epilogue(c, false)) emu_epilogue(c, op[4], op[2], op[3]); /* on the half y */
     }
     for (int k = 0; k < 5; k++) free(f[k]);
 }
