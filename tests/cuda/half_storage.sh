@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ppcc --precision fp16|bf16 without --train: half storage for inference
-# (issue 54, "Real reduced precision"; docs/usage.md "Half precision",
-# docs/cuda.md). Two models against onnxruntime's f32 outputs (the
+# (issue 54, "Real reduced precision"; docs/usage.md "Half precision for
+# inference", docs/cuda.md "Half storage"). Two models against onnxruntime's f32 outputs (the
 # independent reference): tests/cuda/fattn_models.py's two ViT-like blocks
 # (LayerNorm, the QKV product, heads by Reshape/Transpose/Gather, the scaled
 # scores, Softmax, the MLP; NaN and inf tokens in samples 1 and 2) and

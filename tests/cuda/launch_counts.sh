@@ -74,7 +74,7 @@ l32o=$(per_layer 1); mbo=$(per_layer 2)
 "$PY" -c "import sys; sys.exit(not $mbo <= 0.6 * $mb)" \
   || fail "ViT-B/16 -b 32: the options move $mbo MB a layer, the defaults $mb: want at most 0.6 of it"
 echo "ok: ViT-B/16 -b 32: the launches a layer of -b 8 ($l8, $l8o with the options); $mb MB moved a layer, $mbo with the options"
-# half storage (ppcc --precision fp16, docs/usage.md "Half precision"), micro-batch 32: no more launches than f32
+# half storage (ppcc --precision fp16, docs/usage.md "Half precision for inference"), micro-batch 32: no more launches than f32
 # but the two Casts at the model's ends (the image into fp16, the logits out of it), at most 0.6 of f32's bytes
 # a layer (measured 0.54 with the defaults, 0.50 with the options)
 total() { tail -1 counts.txt | sed -n 's/^[^:]*: \([0-9]*\) launches.*/\1/p'; }
