@@ -461,6 +461,7 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
     pl->options = dup(l, options);
     pl->batch_mixing = dup(l, g->batch_mixing ? g->batch_mixing : "");
     pl->train_devices = g->train_devices;
+    pl->precision = g->precision;
     if (g->train_devices && !(pl->optimizer = make_optimizer(l, &g->optim))) {
         s = PP_FAIL(err, PP_ENOMEM, "out of memory lowering");
         goto done;

@@ -51,9 +51,10 @@ void pp_dump_ir(FILE *f, const pp_graph *g, const char *title) {
     int nconst = 0;
     for (int v = 0; v < g->n_values; v++)
         if (g->values[v].is_const && g->values[v].n_uses > 0) cbytes += g->values[v].nbytes, nconst++;
-    fprintf(f, "# ir %s: %d ops, %d stage%s, %d constants (%zu bytes), opset %d, batch %lld\n",
+    fprintf(f, "# ir %s: %d ops, %d stage%s, %d constants (%zu bytes), opset %d, batch %lld%s%s\n",
             title ? title : "", g->n_nodes, g->n_stages ? g->n_stages : 1,
-            g->n_stages > 1 ? "s" : "", nconst, cbytes, g->opset, (long long)g->batch);
+            g->n_stages > 1 ? "s" : "", nconst, cbytes, g->opset, (long long)g->batch,
+            g->precision ? ", precision " : "", g->precision == 1 ? "bf16" : g->precision == 2 ? "fp16" : "");
     for (int k = 0; k < g->n_inputs; k++) {
         fprintf(f, "input ");
         dump_value(f, g, g->inputs[k]);

@@ -210,6 +210,10 @@ typedef struct pp_graph {
     int train_devices;
     /* a training plan's optimizer (ppcc --train's options; the plan records it) */
     pp_optim optim;
+    /* an inference plan's storage precision (ppcc --precision bf16|fp16 without --train: passes/precision.c's
+     * pp_infer_autocast stored the products and the values between them in half; pp_train_precision's
+     * numbering); 0: f32 */
+    int precision;
     /* per device of a training plan: the values its forward stage keeps for
      * its backward stage, on the device (passes/boundary.c); NULL otherwise */
     pp_boundary *stash;

@@ -59,6 +59,8 @@ pp_status pp_const_ints(const pp_tinfo *t, const char *what, int64_t *out, int m
                         pp_err *err);
 /* Fail unless t is float32 / has rank in [lo, hi]; `what` names it. */
 pp_status pp_need_float(const pp_tinfo *t, const char *what, pp_err *err);
+pp_status pp_need_float_half(const pp_tinfo *t, const char *what, pp_err *err);
+pp_status pp_need_same_float(const pp_tinfo *t, const pp_tinfo *ref, const char *what, pp_err *err);
 pp_status pp_need_rank(const pp_tinfo *t, int lo, int hi, const char *what, pp_err *err);
 /* Gemm's attributes: transA, transB (0 or not), alpha, beta. */
 typedef struct pp_gemm {

@@ -16,6 +16,23 @@ pp_status pp_need_float(const pp_tinfo *t, const char *what, pp_err *err) {
     return PP_OK;
 }
 
+/* f32, or the half types that ppcc --precision bf16|fp16 stores (passes/precision.c; the kernels compute in
+ * f32 on them and round what they write) */
+pp_status pp_need_float_half(const pp_tinfo *t, const char *what, pp_err *err) {
+    if (t->dtype != PP_F32 && t->dtype != PP_F16 && t->dtype != PP_BF16)
+        return PP_FAIL(err, PP_EUNSUP, "%s has element type %s; supported: f32, f16, bf16", what,
+                       pp_dtype_name(t->dtype));
+    return PP_OK;
+}
+
+/* t of ref's type, which pp_need_float_half accepted */
+pp_status pp_need_same_float(const pp_tinfo *t, const pp_tinfo *ref, const char *what, pp_err *err) {
+    if (t->dtype != ref->dtype)
+        return PP_FAIL(err, PP_EINVAL, "%s has element type %s, expected %s (the first input's)", what,
+                       pp_dtype_name(t->dtype), pp_dtype_name(ref->dtype));
+    return PP_OK;
+}
+
 pp_status pp_need_rank(const pp_tinfo *t, int lo, int hi, const char *what, pp_err *err) {
     if (t->shape.rank < lo || t->shape.rank > hi)
         return PP_FAIL(err, PP_EINVAL, "%s has rank %d, expected %d..%d", what, t->shape.rank, lo,
@@ -122,8 +139,8 @@ pp_status shape_CONV(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
                             pp_err *err) {
     (void)n_out;
     const pp_shape *x = &in[0].shape, *w = &in[1].shape;
-    PP_TRY(pp_need_float(&in[0], "input X", err));
-    PP_TRY(pp_need_float(&in[1], "weight W", err));
+    PP_TRY(pp_need_float_half(&in[0], "input X", err));
+    PP_TRY(pp_need_same_float(&in[1], &in[0], "weight W", err));
     PP_TRY(pp_need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
     if (w->rank != x->rank)
         return PP_FAIL(err, PP_EINVAL, "weight W has rank %d, expected %d (same as X)", w->rank, x->rank);
@@ -136,13 +153,13 @@ pp_status shape_CONV(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
         return PP_FAIL(err, PP_EINVAL, "weight W has %lld input channels per group, expected %lld",
                        (long long)w->dim[1], (long long)(x->dim[1] / group));
     if (n_in > 2 && in[2].dtype != PP_UNDEFINED) {
-        PP_TRY(pp_need_float(&in[2], "bias B", err));
+        PP_TRY(pp_need_same_float(&in[2], &in[0], "bias B", err));
         if (in[2].shape.rank != 1 || in[2].shape.dim[0] != w->dim[0])
             return PP_FAIL(err, PP_EINVAL, "bias B must have shape [%lld]", (long long)w->dim[0]);
     }
     pp_geom g;
     PP_TRY(pp_geom_make(a, x, &w->dim[2], false, &g, err));
-    out[0].dtype = PP_F32;
+    out[0].dtype = in[0].dtype; /* f32, or a half plan's f16 / bf16 (computed in f32, rounded) */
     out[0].shape.rank = x->rank;
     out[0].shape.dim[0] = x->dim[0];
     out[0].shape.dim[1] = w->dim[0];
@@ -198,8 +215,8 @@ pp_status shape_MAXPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                                pp_err *err) {
     (void)n_in;
     pp_dtype t = in[0].dtype;
-    if (t != PP_F32 && t != PP_F64 && t != PP_I8 && t != PP_U8)
-        return PP_FAIL(err, PP_EUNSUP, "input X has element type %s; supported: f32, f64, i8, u8",
+    if (t != PP_F32 && t != PP_F64 && t != PP_I8 && t != PP_U8 && t != PP_F16 && t != PP_BF16)
+        return PP_FAIL(err, PP_EUNSUP, "input X has element type %s; supported: f32, f64, i8, u8, f16, bf16",
                        pp_dtype_name(t));
     PP_TRY(pp_need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
     int64_t so;
@@ -236,9 +253,9 @@ pp_status pp_broadcast(const pp_shape *a, const pp_shape *b, pp_shape *o, pp_err
 pp_status shape_GLOBALAVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                                      int n_out, pp_err *err) {
     (void)a, (void)n_in, (void)n_out;
-    PP_TRY(pp_need_float(&in[0], "input X", err));
+    PP_TRY(pp_need_float_half(&in[0], "input X", err));
     PP_TRY(pp_need_rank(&in[0], 3, PP_MAX_DIMS, "input X", err));
-    out[0].dtype = PP_F32;
+    out[0].dtype = in[0].dtype;
     out[0].shape = in[0].shape;
     for (int i = 2; i < in[0].shape.rank; i++) out[0].shape.dim[i] = 1;
     return PP_OK;
@@ -248,8 +265,8 @@ pp_status shape_GLOBALAVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo
 pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                             pp_err *err) {
     (void)n_out;
-    PP_TRY(pp_need_float(&in[0], "input A", err));
-    PP_TRY(pp_need_float(&in[1], "input B", err));
+    PP_TRY(pp_need_float_half(&in[0], "input A", err));
+    PP_TRY(pp_need_same_float(&in[1], &in[0], "input B", err));
     PP_TRY(pp_need_rank(&in[0], 2, 2, "input A", err));
     PP_TRY(pp_need_rank(&in[1], 2, 2, "input B", err));
     pp_gemm g;
@@ -259,10 +276,10 @@ pp_status shape_GEMM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, in
     if (k != kb)
         return PP_FAIL(err, PP_EINVAL, "inner dimensions differ: A gives K=%lld, B gives K=%lld",
                        (long long)k, (long long)kb);
-    out[0].dtype = PP_F32;
+    out[0].dtype = in[0].dtype;
     out[0].shape = (pp_shape){.rank = 2, .dim = {m, n}};
     if (n_in > 2 && in[2].dtype != PP_UNDEFINED) {
-        PP_TRY(pp_need_float(&in[2], "input C", err));
+        PP_TRY(pp_need_same_float(&in[2], &in[0], "input C", err));
         pp_shape o;
         PP_TRY(pp_broadcast(&in[2].shape, &out[0].shape, &o, err));
         if (!pp_shape_eq(&o, &out[0].shape))

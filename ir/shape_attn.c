@@ -61,8 +61,8 @@ static pp_status pos_attr(pp_attrs a, const char *name, bool need, int64_t *out,
 pp_status shape_RMSNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                         pp_err *err) {
     (void)n_in, (void)n_out;
-    PP_TRY(pp_need_float(&in[0], "input X", err));
-    PP_TRY(pp_need_float(&in[1], "input scale", err));
+    PP_TRY(pp_need_float_half(&in[0], "input X", err));
+    PP_TRY(pp_need_same_float(&in[1], &in[0], "input scale", err));
     PP_TRY(pp_need_rank(&in[0], 1, PP_MAX_DIMS, "input X", err));
     const pp_shape *x = &in[0].shape;
     int64_t axis64, stash;

@@ -47,6 +47,10 @@ static pp_status need_dtype(const pp_tinfo *t, const char *what, const pp_dtype 
 static const pp_dtype T_F[] = {PP_F32};
 static const pp_dtype T_FD[] = {PP_F32, PP_F64};
 static const pp_dtype T_FDI[] = {PP_F32, PP_F64, PP_I32, PP_I64};
+/* the ops ppcc --precision bf16|fp16 stores in half (passes/precision.c): f32 inside the kernels */
+static const pp_dtype T_FH[] = {PP_F32, PP_F16, PP_BF16};
+static const pp_dtype T_FDH[] = {PP_F32, PP_F64, PP_F16, PP_BF16};
+static const pp_dtype T_FDIH[] = {PP_F32, PP_F64, PP_I32, PP_I64, PP_F16, PP_BF16};
 static const pp_dtype T_MINMAX[] = {PP_F32, PP_F64, PP_I32, PP_I64, PP_I8, PP_U8, PP_BOOL};
 static const pp_dtype T_ORDER[] = {PP_F32, PP_F64, PP_I8, PP_U8, PP_I16, PP_U16,
                                    PP_I32, PP_U32, PP_I64, PP_U64};
@@ -382,10 +386,10 @@ double flops_COL2IM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *ou
 
 /* ---- AveragePool, GlobalMaxPool ------------------------------------------------------ */
 
-/* AveragePool's and LpPool's output: X (f32, 1-3 spatial axes) through the
- * window the attributes give. */
+/* AveragePool's and LpPool's output: X (f32, or a half plan's f16 / bf16:
+ * computed in f32; 1-3 spatial axes) through the window the attributes give. */
 static pp_status window_pool_shape(pp_attrs a, const pp_tinfo *in, pp_tinfo *out, pp_err *err) {
-    PP_TRY(need_dtype(&in[0], "input X", T_F, NT(T_F), err));
+    PP_TRY(need_dtype(&in[0], "input X", T_FH, NT(T_FH), err));
     PP_TRY(pp_need_rank(&in[0], 3, 2 + PP_MAX_SPATIAL, "input X", err));
     pp_geom g;
     PP_TRY(pp_geom_make(a, &in[0].shape, NULL, true, &g, err));
@@ -506,7 +510,7 @@ static pp_status need_bcast_tail(const pp_tinfo *t, const pp_shape *x, int axis,
 
 pp_status shape_LAYERNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                           pp_err *err) {
-    PP_TRY(need_dtype(&in[0], "input X", T_F, NT(T_F), err));
+    PP_TRY(need_dtype(&in[0], "input X", T_FH, NT(T_FH), err));
     PP_TRY(pp_need_rank(&in[0], 1, PP_MAX_DIMS, "input X", err));
     const pp_shape *x = &in[0].shape;
     int64_t axis64;
@@ -574,7 +578,7 @@ double flops_GROUPNORM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo 
 pp_status shape_MATMUL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                        pp_err *err) {
     (void)a, (void)n_in, (void)n_out;
-    PP_TRY(need_dtype(&in[0], "input A", T_FDI, NT(T_FDI), err));
+    PP_TRY(need_dtype(&in[0], "input A", T_FDIH, NT(T_FDIH), err));
     PP_TRY(need_same_dtype(&in[1], &in[0], "input B", err));
     PP_TRY(pp_need_rank(&in[0], 1, PP_MAX_DIMS, "input A", err));
     PP_TRY(pp_need_rank(&in[1], 1, PP_MAX_DIMS, "input B", err));
@@ -848,7 +852,7 @@ pp_status pp_softmax_split(pp_attrs a, const pp_shape *x, int64_t *outer, int64_
 pp_status shape_SOFTMAX(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                         pp_err *err) {
     (void)n_in, (void)n_out;
-    PP_TRY(need_dtype(&in[0], "input", T_FD, NT(T_FD), err));
+    PP_TRY(need_dtype(&in[0], "input", T_FDH, NT(T_FDH), err));
     int64_t o, n, i;
     PP_TRY(pp_softmax_split(a, &in[0].shape, &o, &n, &i, err));
     out[0] = (pp_tinfo){in[0].dtype, in[0].shape, NULL};

@@ -79,6 +79,11 @@ enum { PP_TRAIN_SCHED_1F1B = 0, PP_TRAIN_SCHED_GPIPE = 1, PP_TRAIN_SCHED_ZBH1 = 
  * own Cast of the half value, so the forward keeps the half value for them. */
 pp_status pp_train_autocast(pp_graph *g, const pp_train_opts *t, pp_err *err);
 pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *err);
+/* ppcc --precision bf16|fp16 without --train (precision: pp_train_precision's numbering), after the fusions and
+ * before the split: the products, and the ops with a half path reading their values, store in half; Casts at the
+ * graph's inputs and outputs and before the ops without one; constants converted at compile time (nearest even).
+ * Records the precision in g->precision. */
+pp_status pp_infer_autocast(pp_graph *g, int precision, pp_err *err);
 
 /* Whether --recompute names device d (or is all). */
 bool pp_train_recomputes(const pp_train_opts *t, int d);

@@ -68,6 +68,27 @@ static bool const_scalar(const pp_graph *g, int v, double *out) {
     return true;
 }
 
+/* const_scalar, or a half one (a half plan's attention scale, converted by ppcc --precision) */
+static bool const_scalar_half(const pp_graph *g, int v, double *out) {
+    if (const_scalar(g, v, out)) return true;
+    if (v < 0 || !g->values[v].is_const || g->values[v].nbytes != 2) return false;
+    uint16_t h;
+    memcpy(&h, g->values[v].data, 2);
+    if (g->values[v].dtype == PP_BF16) {
+        const uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        *out = f;
+    } else if (g->values[v].dtype == PP_F16) {
+        const int e = h >> 10 & 31, m = h & 1023;
+        const double a = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+        *out = h & 0x8000 ? -a : a;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 static bool near(double a, double b) { return fabs(a - b) <= 1e-4 * fabs(b); }
 
 /* Whether v is a constant f32 with one element per channel of a value of
@@ -848,9 +869,9 @@ pp_status pp_fusion_chains(const pp_graph *g, bool *glued, pp_err *err) {
 /* The node that follows node a in an attention pattern: the sole reader of
  * its single output (a graph output or a value read twice ends it), or -1.
  * user[v]: v's reader, -2 where it has several or is a graph output. */
-static int attn_next(const pp_graph *g, const int *user, int a) {
+static int attn_next(const pp_graph *g, const int *user, int a, pp_dtype t) {
     const pp_node *n = &g->nodes[a];
-    if (n->n_out != 1 || n->out[0] < 0 || g->values[n->out[0]].dtype != PP_F32) return -1;
+    if (n->n_out != 1 || n->out[0] < 0 || g->values[n->out[0]].dtype != t) return -1;
     const int u = user[n->out[0]];
     return u >= 0 && !g->nodes[u].dead ? u : -1;
 }
@@ -858,20 +879,23 @@ static int attn_next(const pp_graph *g, const int *user, int a) {
 /* The last node of the attention pattern that MatMul a opens, or -1:
  * MatMul -> [Mul by a constant scalar (either side) | Div by one] -> Softmax
  * over the last axis -> MatMul reading the probabilities as its left
- * operand, every link read by the next alone, f32 throughout. */
+ * operand, every link read by the next alone, one type throughout: f32, or
+ * (a half plan, ppcc --precision) f16 or bf16, the scale a half constant. */
 static int attn_tail(const pp_graph *g, const int *user, int a) {
     const pp_node *m1 = &g->nodes[a];
-    if (m1->op != PP_OP_MATMUL || m1->n_in != 2) return -1;
+    if (m1->op != PP_OP_MATMUL || m1->n_in != 2 || m1->in[0] < 0) return -1;
+    const pp_dtype t = g->values[m1->in[0]].dtype;
+    if (t != PP_F32 && t != PP_F16 && t != PP_BF16) return -1;
     for (int k = 0; k < 2; k++)
-        if (m1->in[k] < 0 || g->values[m1->in[k]].dtype != PP_F32 || g->values[m1->in[k]].shape.rank < 2) return -1;
-    int b = attn_next(g, user, a);
+        if (m1->in[k] < 0 || g->values[m1->in[k]].dtype != t || g->values[m1->in[k]].shape.rank < 2) return -1;
+    int b = attn_next(g, user, a, t);
     double c;
     if (b >= 0 && (g->nodes[b].op == PP_OP_MUL || g->nodes[b].op == PP_OP_DIV)) {
         const pp_node *sc = &g->nodes[b];
         const int prev = m1->out[0];
-        const bool ok = sc->n_in == 2 && ((sc->in[0] == prev && const_scalar(g, sc->in[1], &c)) ||
-                                          (sc->op == PP_OP_MUL && sc->in[1] == prev && const_scalar(g, sc->in[0], &c)));
-        b = ok ? attn_next(g, user, b) : -1;
+        const bool ok = sc->n_in == 2 && ((sc->in[0] == prev && const_scalar_half(g, sc->in[1], &c)) ||
+                                          (sc->op == PP_OP_MUL && sc->in[1] == prev && const_scalar_half(g, sc->in[0], &c)));
+        b = ok ? attn_next(g, user, b, t) : -1;
     }
     if (b < 0 || g->nodes[b].op != PP_OP_SOFTMAX) return -1;
     const pp_node *sm = &g->nodes[b];
@@ -879,12 +903,12 @@ static int attn_tail(const pp_graph *g, const int *user, int a) {
     if (pp_softmax_split(pp_node_attrs(g, sm), &g->values[sm->in[0]].shape, &outer, &len, &inner, NULL) != PP_OK ||
         inner != 1)
         return -1;
-    const int m2 = attn_next(g, user, b);
+    const int m2 = attn_next(g, user, b, t);
     if (m2 < 0 || g->nodes[m2].op != PP_OP_MATMUL || g->nodes[m2].n_in != 2 || g->nodes[m2].in[0] != sm->out[0])
         return -1;
     const int v = g->nodes[m2].in[1];
-    if (v < 0 || g->values[v].dtype != PP_F32 || g->values[v].shape.rank < 2 || g->nodes[m2].n_out != 1 ||
-        g->nodes[m2].out[0] < 0 || g->values[g->nodes[m2].out[0]].dtype != PP_F32)
+    if (v < 0 || g->values[v].dtype != t || g->values[v].shape.rank < 2 || g->nodes[m2].n_out != 1 ||
+        g->nodes[m2].out[0] < 0 || g->values[g->nodes[m2].out[0]].dtype != t)
         return -1;
     return m2;
 }

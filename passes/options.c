@@ -460,7 +460,11 @@ static const pp_opt rows[] = {
     {"--precision", PP_OPT_WORD, "P", F(train.optim.precision), 0, 0, "f32|bf16|fp16", NULL, "f32",
      "with --train: mixed precision, autocast's policy decided in the graph (docs/training.md): convolutions and "
      "products and their gradients in bf16 or fp16 (computed in f32, rounded to nearest even), f32 master weights, "
-     "norms, softmax and the loss in f32; fp16 needs --loss-scale (dynamic, as PyTorch's GradScaler)", PP_OPT_RECORD,
+     "norms, softmax and the loss in f32; fp16 needs --loss-scale (dynamic, as PyTorch's GradScaler). Without "
+     "--train: half storage for inference (docs/usage.md, \"Half precision for inference\"): Conv, MatMul and Gemm "
+     "with their weights converted at compile time, and the values between them where their readers have half "
+     "kernels (elementwise, views, Softmax, the norms, the pools: f32 inside), stored in bf16 or fp16; the model's "
+     "inputs and outputs stay f32", PP_OPT_RECORD,
      0, NULL, NULL, NULL},
     {"--memory-model", PP_OPT_WORD, "M", F(train.memory_model), 0, 0, "host|cuda", NULL, "host",
      "with --train: what --report, --max-batch and --search count for a device: pprt's process (host) or a GPU's "

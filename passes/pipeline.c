@@ -10,7 +10,9 @@
  *   autodiff  (--train) LayerNorm and GELU fused first (fuse.c's
  *             pp_fuse_train), then the loss and the backward graph
  *   simplify  no-op removal, dead code, shared constants
- *   fuse      BN into Conv, Conv+Add+Relu, MatMul+Add, LayerNorm, GELU, SiLU
+ *   fuse      BN into Conv, Conv+Add+Relu, MatMul+Add, LayerNorm, GELU, SiLU;
+ *             then (--precision bf16|fp16 without --train) half storage
+ *             (precision.c's pp_infer_autocast)
  *   partition scopes, split, boundaries, memory plan, stage costs */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,9 +67,6 @@ static pp_status check_opts(const pp_compile_opts *o, pp_err *err) {
     if (o->train_on && !o->train.loss)
         return PP_FAIL(err, PP_EINVAL, "--train needs --loss (cross-entropy:OUTPUT, mse:OUTPUT, or a scalar OUTPUT)");
     const bool recompute = o->train.recompute_all || o->train.n_recompute;
-    if (!o->train_on && o->train.optim.precision != PP_PREC_F32)
-        return PP_FAIL(err, PP_EINVAL, "--precision %s is an option of --train (an inference plan's precision is "
-                       "pprt's --precision, on the backends that have one)", pp_precision_name(o->train.optim.precision));
     if (o->train_on && o->train.optim.precision == PP_PREC_FP16 && !(o->train.optim.loss_scale > 0))
         return PP_FAIL(err, PP_EINVAL, "--precision fp16 needs --loss-scale (dynamic: PyTorch GradScaler's rule; or a "
                        "static S): fp16's range ends at 65504 and its smallest step is 6e-8, and unscaled gradients "
@@ -136,6 +135,11 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
 
     if (!disabled(o, "fuse")) {
         PP_TRY(pp_fuse(g, err));
+        PP_TRY(pp_graph_verify(g, err));
+    }
+    if (!o->train_on && o->train.optim.precision != PP_PREC_F32) {
+        /* half storage for inference: after the fusions (which match f32 patterns), before the split */
+        PP_TRY(pp_infer_autocast(g, o->train.optim.precision, err));
         PP_TRY(pp_graph_verify(g, err));
     }
     dump(g, o, "fuse");

@@ -25,9 +25,11 @@
  * copy too (exact).
  * This file is not the kernels (they compute in f32 and store what the
  * graph's dtypes say). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/kernels.h"
 #include "passes.h"
 
 static bool is_product(pp_op op) {
@@ -305,5 +307,238 @@ pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *e
     free(hv);
     free(m);
     free(c.at);
+    return s;
+}
+
+/* ---- ppcc --precision bf16|fp16 without --train: half storage for inference ---------------------------------- */
+
+/* The inference policy (docs/usage.md, "Half precision for inference"):
+ * after the fusions, before the split. A node runs in half (its float inputs
+ * and outputs in the half type H, the kernel computing in f32 inside and
+ * rounding what it writes) when it is a product (Conv, pp.FusedConv, MatMul,
+ * Gemm), or an op with a half path (half_slots) that reads a half value or
+ * feeds a node that wants half (wants_half); its f32 constants are
+ * converted to H here (nearest even, the reference Cast's bits; fp16's
+ * finite values past 65504 saturate there rather than become infinities:
+ * an attention mask's -3.4e38 stays a finite -65504, and 0 times it 0), its
+ * f32 activations get a Cast to H. Every other op reads f32: a Cast back
+ * before it. The graph's inputs stay f32 (one Cast to H each, at the first
+ * half reader) and so do its outputs (the last half value's producer writes
+ * NAME.half, a Cast writes NAME).
+ * Because it is in the graph, a cut never adds a rounding and the messages
+ * between stages carry the half values. */
+
+/* The input slots of op that hold its data of type T (read in half when the
+ * node runs in half), 0 where the op has no half path; ~0u: every slot. */
+static unsigned half_slots(pp_op op) {
+    switch (op) {
+    case PP_OP_MATMUL: return 3u;
+    case PP_OP_GEMM:
+    case PP_OP_CONV: return 7u;      /* X, W, B */
+    case PP_OP_FUSEDCONV: return 15u; /* and the residual */
+    case PP_OP_LAYERNORM: return 7u; /* X, Scale, B: f32 statistics inside */
+    case PP_OP_RMSNORM: return 3u;
+    case PP_OP_SOFTMAX:
+    case PP_OP_LOGSOFTMAX:
+    case PP_OP_MAXPOOL:       /* exact in half */
+    case PP_OP_AVGPOOL:       /* the means in f32 */
+    case PP_OP_GLOBALAVGPOOL:
+    case PP_OP_TRANSPOSE:
+    case PP_OP_SLICE:
+    case PP_OP_GATHER:
+    case PP_OP_EXPAND:
+    case PP_OP_SPLIT:
+    case PP_OP_DROPOUT: return 1u;
+    case PP_OP_CONCAT: return ~0u;
+    case PP_OP_CAST: return 0u; /* reads any type as it is (below) */
+    case PP_OP_POW:        /* autocast's f32 ops: x^2 of fp16 overflows past 256 (an unfused RMSNorm's) */
+    case PP_OP_EXP:
+    case PP_OP_LOG:
+    case PP_OP_RECIPROCAL:
+    case PP_OP_SOFTPLUS: return 0u;
+    default: break;
+    }
+    if (pp_op_has(op, PP_TR_VIEW)) return 1u;
+    if (pp_op_has(op, PP_TR_UNARY) || pp_op_has(op, PP_TR_BINARY)) return ~0u;
+    return 0u;
+}
+
+/* ops that read a value of any type as it is: no Cast back before them */
+static bool reads_any(pp_op op) { return op == PP_OP_CAST || op == PP_OP_SHAPE || op == PP_OP_SIZE; }
+
+static bool is_half_dt(pp_dtype t) { return t == PP_F16 || t == PP_BF16; }
+
+/* the products the inference policy stores in half (ConvTranspose not yet: f32) */
+static bool half_product(pp_op op) {
+    return op == PP_OP_MATMUL || op == PP_OP_GEMM || op == PP_OP_CONV || op == PP_OP_FUSEDCONV;
+}
+
+typedef struct {
+    ctx c;
+    int n_vals;        /* values before the pass */
+    int *to_half;      /* per value: its half copy (a converted constant or a Cast), -1 none */
+    int *to_f32;       /* per value made half: its f32 copy (a Cast back), -1 none */
+    bool *made;        /* per value: made half by this pass (was f32) */
+    bool *wanted;      /* per value: read in half by a node that wants half (wants_half) */
+    bool *wants;       /* per node (before the pass): it runs in half if it can */
+} ictx;
+
+/* Which nodes want half, back to front: a product of floats, and an op with
+ * a half path one of whose outputs a node that wants half reads in a half
+ * slot (a LayerNorm before a product, the views between a convolution and a
+ * product). With the forward rule (infer_node: an op with a half path
+ * reading a half value runs in half) the half region is every op with a half
+ * path between products, and none between two f32-only ops (a Relu between
+ * two f32 convolutions stays f32: no Casts for nothing). */
+static void wants_half(ictx *x, int n0) {
+    pp_graph *g = x->c.g;
+    for (int i = n0 - 1; i >= 0; i--) {
+        const pp_node *n = &g->nodes[i];
+        const unsigned slots = half_slots(n->op);
+        bool w = half_product(n->op);
+        for (int k = 0; !w && slots && k < n->n_out; k++) w = n->out[k] >= 0 && x->wanted[n->out[k]];
+        x->wants[i] = w;
+        for (int k = 0; w && k < n->n_in && k < 32; k++)
+            if (n->in[k] >= 0 && (slots >> k & 1u) && !g->values[n->in[k]].is_const) x->wanted[n->in[k]] = true;
+    }
+}
+
+/* constant v converted to the half type at compile time, with the Cast
+ * kernel pprt runs (nearest even, subnormals kept), fp16's finite values past
+ * its range saturating to +-65504 */
+static pp_status half_const(ictx *x, int v, int *out, pp_err *err) {
+    pp_graph *g = x->c.g;
+    PP_TRY(pp_value_align(g, v, err));
+    const pp_value *val = &g->values[v];
+    int64_t n;
+    PP_TRY(pp_shape_numel(&val->shape, &n, err));
+    uint16_t *h = malloc((size_t)(n ? n : 1) * sizeof *h); /* (pp_graph_add_const copies it into the arena) */
+    if (!h) return PP_FAIL(err, PP_ENOMEM, "out of memory converting '%s' to %s", val->name, pp_dtype_name(x->c.half));
+    pp_attr to = {.name = "to", .type = PP_ATTR_INT, .i = (int64_t)x->c.half};
+    pprt_tensor tin = {PP_F32, val->shape, (void *)val->data}, tout = {x->c.half, val->shape, h};
+    pprt_scratch scratch = {0};
+    pp_err e = {0};
+    pp_status s = pprt_ref_kernels[PP_OP_CAST]((pp_attrs){&to, 1, 17}, &tin, 1, &tout, 1, &scratch, &e);
+    pprt_scratch_free(&scratch);
+    if (s != PP_OK) {
+        free(h);
+        return PP_FAIL(err, s, "converting '%s' to %s: %s", val->name, pp_dtype_name(x->c.half), e.msg);
+    }
+    const float *f = val->data;
+    for (int64_t i = 0; x->c.half == PP_F16 && i < n; i++) /* finite past fp16's range: its largest finite */
+        if (isfinite(f[i]) && (h[i] & 0x7fffu) == 0x7c00u) h[i] = (uint16_t)((h[i] & 0x8000u) | 0x7bffu);
+    char hint[512];
+    snprintf(hint, sizeof hint, "%.480s.%s", val->name ? val->name : "w", pp_dtype_name(x->c.half));
+    const pp_shape sh = val->shape;
+    s = pp_graph_add_const(g, hint, x->c.half, &sh, h, out, err);
+    free(h);
+    return s;
+}
+
+/* The half copy of f32 value v that node i reads. */
+static pp_status want_half(ictx *x, int i, int v, int *out, pp_err *err) {
+    pp_graph *g = x->c.g;
+    if (x->to_half[v] >= 0) {
+        *out = x->to_half[v];
+        return PP_OK;
+    }
+    int h = -1;
+    if (g->values[v].is_const && g->values[v].data) {
+        PP_TRY(half_const(x, v, &h, err));
+    } else {
+        /* an activation rounded where it is made (a cut after it sends the half value), an input before its
+         * first half reader */
+        const int p = g->values[v].producer;
+        PP_TRY(cast(&x->c, v, x->c.half, p >= 0 ? x->c.at[p].key / 4 * 4 + 3 : 4 * (int64_t)i + 1, p >= 0 ? p : i,
+                    false, &h, err));
+    }
+    x->to_half[v] = h;
+    *out = h;
+    return PP_OK;
+}
+
+/* Node i's inputs for its kind: half where it runs in half, f32 copies of
+ * the values this pass made half where it does not. */
+static pp_status infer_node(ictx *x, int i, pp_err *err) {
+    pp_graph *g = x->c.g;
+    const pp_op op = g->nodes[i].op;
+    const unsigned slots = half_slots(op);
+    bool half = false;
+    for (int k = 0; k < g->nodes[i].n_in; k++) {
+        const int v = g->nodes[i].in[k];
+        if (v < 0 || k >= 32 || !(slots >> k & 1u)) continue;
+        const pp_value *val = &g->values[v];
+        if (half_product(op)) half |= val->dtype == PP_F32 || is_half_dt(val->dtype);
+        else half |= !val->is_const && ((v < x->n_vals && x->made[v]) || (x->wants[i] && val->dtype == PP_F32));
+    }
+    for (int k = 0; k < g->nodes[i].n_in; k++) {
+        const int v = g->nodes[i].in[k];
+        if (v < 0) continue;
+        int r = v;
+        if (half && k < 32 && (slots >> k & 1u) && g->values[v].dtype == PP_F32) {
+            PP_TRY(want_half(x, i, v, &r, err));
+        } else if (!(half && k < 32 && (slots >> k & 1u)) && v < x->n_vals && x->made[v] && !reads_any(op)) {
+            if (x->to_f32[v] < 0) PP_TRY(cast(&x->c, v, PP_F32, 4 * (int64_t)i + 1, i, false, &x->to_f32[v], err));
+            r = x->to_f32[v];
+        }
+        g->nodes[i].in[k] = r;
+    }
+    if (!half) return PP_OK;
+    PP_TRY(pp_node_infer(g, i, err));
+    for (int k = 0; k < g->nodes[i].n_out; k++) {
+        const int y = g->nodes[i].out[k];
+        if (y >= 0 && y < x->n_vals && is_half_dt(g->values[y].dtype)) x->made[y] = true;
+    }
+    return PP_OK;
+}
+
+/* Graph output y, made half: its producer writes y.half, y is the Cast of it to f32 (its name and place kept). */
+static pp_status output_f32(ictx *x, int y, pp_err *err) {
+    pp_graph *g = x->c.g;
+    const int p = g->values[y].producer;
+    char vn[600];
+    snprintf(vn, sizeof vn, "%.480s.%s", g->values[y].name ? g->values[y].name : "y", pp_dtype_name(x->c.half));
+    int h;
+    PP_TRY(new_value(g, vn, y, x->c.half, &h, err));
+    g->values[h].producer = p;
+    for (int k = 0; k < g->nodes[p].n_out; k++)
+        if (g->nodes[p].out[k] == y) g->nodes[p].out[k] = h;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_in; k++)
+            if (g->nodes[i].in[k] == y) g->nodes[i].in[k] = h;
+    g->values[y].dtype = PP_F32;
+    PP_TRY(pp_node_infer(g, p, err)); /* y.half's size */
+    int yy = y;
+    return cast(&x->c, h, PP_F32, x->c.at[p].key / 4 * 4 + 3, p, false, &yy, err);
+}
+
+pp_status pp_infer_autocast(pp_graph *g, int precision, pp_err *err) {
+    if (precision == PP_PREC_F32) return PP_OK;
+    ictx x = {.c = {.g = g, .half = precision == PP_PREC_BF16 ? PP_BF16 : PP_F16, .n_vals = g->n_values},
+              .n_vals = g->n_values};
+    const int n0 = g->n_nodes;
+    x.to_half = malloc(pp_count(g->n_values) * sizeof *x.to_half);
+    x.to_f32 = malloc(pp_count(g->n_values) * sizeof *x.to_f32);
+    x.made = calloc(pp_count(g->n_values), sizeof *x.made);
+    x.wanted = calloc(pp_count(g->n_values), sizeof *x.wanted);
+    x.wants = calloc(pp_count(n0), sizeof *x.wants);
+    pp_status s = x.to_half && x.to_f32 && x.made && x.wanted && x.wants ? grow_places(&x.c, err)
+                                                                          : PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (s == PP_OK) wants_half(&x, n0);
+    for (int v = 0; s == PP_OK && v < x.n_vals; v++) x.to_half[v] = x.to_f32[v] = -1;
+    for (int i = 0; s == PP_OK && i < n0; i++) x.c.at[i] = (place){4 * (int64_t)i + 2, i};
+    for (int i = 0; s == PP_OK && i < n0; i++) s = infer_node(&x, i, err);
+    for (int k = 0; s == PP_OK && k < g->n_outputs; k++) {
+        const int y = g->outputs[k];
+        if (y < x.n_vals && x.made[y] && g->values[y].producer >= 0) s = output_f32(&x, y, err);
+    }
+    if (s == PP_OK) s = reorder(&x.c, err);
+    if (s == PP_OK) g->precision = precision;
+    free(x.to_half);
+    free(x.to_f32);
+    free(x.made);
+    free(x.wanted);
+    free(x.wants);
+    free(x.c.at);
     return s;
 }

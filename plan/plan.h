@@ -118,6 +118,9 @@ typedef struct pprt_plan {
      * false: a plan from before it was recorded; optim then the defaults) */
     bool has_optim;
     pp_optim optim;
+    /* ppcc --precision bf16|fp16 of an inference plan (pp_train_precision's numbering): the half storage
+     * passes/precision.c decided; 0: f32 */
+    int precision;
     int64_t batch;        /* micro-batch size; 0: unbatched (inputs are whole tensors, one run) */
     int opset;            /* ai.onnx opset: passed to shape functions and kernels */
     int n_inputs, n_outputs;

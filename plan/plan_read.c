@@ -244,6 +244,10 @@ static pp_status read_meta(unsigned char *b, size_t len, const pp_plan_section s
     }
     p->batch = m->batch;
     p->opset = m->opset;
+    if (m->precision < 0 || m->precision > 2 || (m->precision && m->train_devices))
+        return PP_FAIL(err, PP_EINVAL, "precision: expected 0 (f32), 1 (bf16) or 2 (fp16) in an inference plan, got %d",
+                       (int)m->precision);
+    p->precision = m->precision;
     p->weights = b + sec[1].offset;
     p->weights_bytes = sec[1].size;
     p->file_bytes = len;

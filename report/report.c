@@ -96,6 +96,9 @@ void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
                "%.0f GB/s link\n",
             pp_policy_name(o->policy), g->n_stages, g->n_stages == 1 ? "" : "s",
             (long long)pp_report_batch(g), o->target.gflops, o->target.mem_gbps, o->target.link_gbps);
+    if (g->precision && !g->train_devices)
+        fprintf(f, "precision %s: the products and the values between them stored in %s (inputs and outputs f32; "
+                "the sizes below count it)\n", pp_precision_name(g->precision), pp_precision_name(g->precision));
     const int measured = measured_ops(g);
     if (measured)
         fprintf(f, "op times: %d of %d ops measured (--profile or --measure), the rest estimated at the target's "
@@ -144,6 +147,8 @@ pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_o
     pp_json_add_string(&j, root, "policy", pp_policy_name(o->policy));
     pp_json_add_number(&j, root, "micro_batch", (double)pp_report_batch(g));
     pp_json_add_number(&j, root, "measured_ops", measured_ops(g));
+    if (g->precision && !g->train_devices) /* a half plan's (ppcc --precision without --train) */
+        pp_json_add_string(&j, root, "precision", pp_precision_name(g->precision));
     cJSON *stages = pp_json_add_array(&j, root, "stages");
     for (int s = 0; s < g->n_stages; s++) {
         const pp_stage_info *si = &g->stage_info[s];

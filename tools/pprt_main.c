@@ -385,6 +385,9 @@ static void print_info(const pprt_plan *p) {
     if (p->n_wstages)
         printf("split for --schedule zb-h1: stage %d+d is device d's weight gradients (W), off the chain of stages, on "
                "what its backward stage keeps for it\n", p->n_stages);
+    if (p->precision)
+        printf("precision %s: products and the values between them stored in %s (ppcc --precision), inputs and "
+               "outputs f32\n", pp_precision_name(p->precision), p->precision == 1 ? "bf16" : "fp16");
     if (p->train_devices) {
         char d[512];
         pp_optim_describe(&p->optim, d, sizeof d);
@@ -658,11 +661,35 @@ static int choose_backend(pprt_cli *c, bool ranks) {
     return -1;
 }
 
+/* A half plan's (ppcc --precision) first product that stores half: its stage and node, or false. */
+static bool half_product(const pprt_plan *p, int *stage, const pprt_node **node) {
+    for (int s = 0; s < p->n_stages; s++)
+        for (int i = 0; i < p->stages[s].n_nodes; i++) {
+            const pprt_node *n = &p->stages[s].nodes[i];
+            const pp_dtype t = n->n_out > 0 && n->out[0] >= 0 ? p->stages[s].t[n->out[0]].dtype : PP_UNDEFINED;
+            if ((t == PP_F16 || t == PP_BF16) && (n->op == PP_OP_MATMUL || n->op == PP_OP_GEMM ||
+                                                  n->op == PP_OP_CONV || n->op == PP_OP_FUSEDCONV)) {
+                *stage = s, *node = n;
+                return true;
+            }
+        }
+    return false;
+}
+
 /* Every stage's backend exists here and takes the precision asked for
  * (where one cannot compute it on this machine, pprt warns and it runs f32). */
 static pp_status check_backends(pprt_cli *c, const pprt_plan *p, bool ranks, pp_err *err) {
     bool warned = false;
     static const char *const names[] = {"f32", "bf16", "tf32", "fp16"};
+    int hs;
+    const pprt_node *hn;
+    /* a half plan's products compute in f32 over its half values: pprt's compute types are for f32 plans */
+    if (p->precision && c->run.precision != PPRT_F32 && half_product(p, &hs, &hn))
+        return PP_FAIL(err, PP_EINVAL, "--precision %s: this plan stores its products in %s already (ppcc --precision "
+                       "%s: stage %d node '%s', a %s %s, computes in f32 over the half values); pprt's --precision "
+                       "sets the compute type of f32 plans: leave it out", names[c->run.precision],
+                       pp_precision_name(p->precision), pp_precision_name(p->precision), hs, hn->name,
+                       pp_dtype_name(p->stages[hs].t[hn->out[0]].dtype), pp_op_table[hn->op].name);
     if (p->train_devices && c->run.precision != PPRT_F32) /* the backends' --precision would change nothing there */
         return PP_FAIL(err, PP_EINVAL, "--precision %s: a training plan's precision is compiled in (ppcc --train "
                        "--precision; this plan's: %s), pprt's --precision is for inference plans",

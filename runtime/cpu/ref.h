@@ -11,6 +11,21 @@ typedef pp_status pprt_kernel(pp_attrs attrs, const pprt_tensor *in, int n_in, p
 #include "../../ir/ops.def"
 #undef PP_OP
 
+/* float16 and bfloat16 computed in float32 (ref_math.c): kern runs on f32
+ * copies of the half inputs, and its f32 outputs are rounded (nearest even)
+ * into the half ones. PPRT_LIFT(kern) at a kernel's top does it when any of
+ * its tensors is half: the elementwise ops, and the products, Softmax and
+ * the norms that ppcc --precision bf16|fp16 stores in half
+ * (passes/precision.c). */
+bool pprt_any_half(const pprt_tensor *in, int n_in, const pprt_tensor *out, int n_out);
+pp_status pprt_lift_half(pprt_kernel *kern, pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
+                         int n_out, pprt_scratch *scratch, pp_err *err);
+#define PPRT_LIFT(KERN)                                                            \
+    do {                                                                           \
+        if (pprt_any_half(in, n_in, out, n_out))                                   \
+            return pprt_lift_half(KERN, attrs, in, n_in, out, n_out, scratch, err); \
+    } while (0)
+
 /* C[M,N] = A[M,K] * B[K,N]; element (r,c) of A is A[r*a_rs + c*a_cs] (same for
  * B), C row-major with leading dimension ldc, overwritten. Deterministic: the
  * summation order depends only on K. scratch: pprt_sgemm_scratch_bytes(),

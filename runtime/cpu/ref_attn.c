@@ -22,6 +22,7 @@
 
 pp_status kern_RMSNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                        int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_RMSNORM);
     PP_TRY(pprt_check_outputs(PP_OP_RMSNORM, attrs, in, n_in, out, n_out, err));
     const pp_shape *xs = &in[0].shape, *ss = &in[1].shape;
     int axis;

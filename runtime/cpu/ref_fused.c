@@ -9,6 +9,7 @@
 
 pp_status kern_FUSEDCONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                          int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_FUSEDCONV);
     PP_TRY(kern_CONV(attrs, in, n_in < 3 ? n_in : 3, out, n_out, scratch, err));
     int64_t n;
     PP_TRY(pprt_numel_of(&out[0], &n, err));

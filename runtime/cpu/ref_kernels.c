@@ -338,6 +338,7 @@ static void im2col(const float *x, const pp_geom3 *g, int64_t Cg, int64_t line0,
 
 pp_status kern_CONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                            int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_CONV);
     PP_TRY(pprt_need_counts("Conv", n_in, 2, 3, n_out, err));
     const pprt_tensor *x = &in[0], *w = &in[1];
     const pprt_tensor *bias = n_in > 2 && in[2].dtype != PP_UNDEFINED ? &in[2] : NULL;
@@ -524,6 +525,7 @@ MAXPOOL_LOOP(uint8_t, 0)
 
 pp_status kern_MAXPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                               int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_MAXPOOL);
     (void)scratch;
     if (n_in != 1 || n_out < 1 || n_out > 2)
         return PP_FAIL(err, PP_EINVAL, "MaxPool kernel: %d inputs and %d outputs, expected 1 "
@@ -584,6 +586,7 @@ pp_status kern_MAXPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
 pp_status kern_GLOBALAVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in,
                                     pprt_tensor *out, int n_out, pprt_scratch *scratch,
                                     pp_err *err) {
+    PPRT_LIFT(kern_GLOBALAVGPOOL);
     (void)attrs, (void)scratch;
     PP_TRY(pprt_need_counts("GlobalAveragePool", n_in, 1, 1, n_out, err));
     PP_TRY(pprt_need_f32(&in[0], "GlobalAveragePool input", err));
@@ -615,6 +618,7 @@ pp_status kern_GLOBALAVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in,
 
 pp_status kern_GEMM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                            int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_GEMM);
     PP_TRY(pprt_need_counts("Gemm", n_in, 2, 3, n_out, err));
     const pprt_tensor *Ct = n_in > 2 && in[2].dtype != PP_UNDEFINED ? &in[2] : NULL;
     PP_TRY(pprt_need_f32(&in[0], "Gemm input A", err));

@@ -458,7 +458,7 @@ static bool cast_elems(const void *src, pp_dtype st, void *dst, pp_dtype dt, int
 
 static bool is_half(pp_dtype t) { return t == PP_F16 || t == PP_BF16; }
 
-static bool any_half(const pprt_tensor *in, int n_in, const pprt_tensor *out, int n_out) {
+bool pprt_any_half(const pprt_tensor *in, int n_in, const pprt_tensor *out, int n_out) {
     for (int i = 0; i < n_in; i++)
         if (is_half(in[i].dtype)) return true;
     for (int i = 0; i < n_out; i++)
@@ -468,7 +468,7 @@ static bool any_half(const pprt_tensor *in, int n_in, const pprt_tensor *out, in
 
 /* Run `kern` with every float16/bfloat16 input converted to a float32 copy and
  * every float16/bfloat16 output computed in a float32 buffer, then rounded. */
-static pp_status lift_half(pprt_kernel *kern, pp_attrs attrs, const pprt_tensor *in, int n_in,
+pp_status pprt_lift_half(pprt_kernel *kern, pp_attrs attrs, const pprt_tensor *in, int n_in,
                            pprt_tensor *out, int n_out, pprt_scratch *scratch, pp_err *err) {
     int nt = n_in + n_out;
     pprt_tensor *t = calloc(pp_count(nt), sizeof *t);
@@ -509,11 +509,7 @@ static pp_status lift_half(pprt_kernel *kern, pp_attrs attrs, const pprt_tensor 
     return st;
 }
 
-#define LIFT(KERN)                                                               \
-    do {                                                                         \
-        if (any_half(in, n_in, out, n_out))                                      \
-            return lift_half(KERN, attrs, in, n_in, out, n_out, scratch, err);   \
-    } while (0)
+#define LIFT PPRT_LIFT
 
 /* ---- the broadcasting engine ----------------------------------------------------------- */
 

@@ -240,6 +240,7 @@ static double pool_window(const pp_geom3 *g, const float *x, int64_t o0, int64_t
 
 pp_status kern_AVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                        int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_AVGPOOL);
     (void)scratch;
     PP_TRY(check_outputs(PP_OP_AVGPOOL, attrs, in, n_in, out, n_out, err));
     pp_geom pg;
@@ -282,6 +283,7 @@ pp_status kern_AVGPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
 /* (sum of |x|^p over the window)^(1/p), in double; pads add nothing. */
 pp_status kern_LPPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                       pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_LPPOOL);
     (void)scratch;
     PP_TRY(check_outputs(PP_OP_LPPOOL, attrs, in, n_in, out, n_out, err));
     pp_geom pg;
@@ -395,6 +397,7 @@ static void expand_tail(const pprt_tensor *t, const pp_shape *x, int axis, float
 
 pp_status kern_LAYERNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                          int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_LAYERNORM);
     PP_TRY(check_outputs(PP_OP_LAYERNORM, attrs, in, n_in, out, n_out, err));
     const pp_shape *xs = &in[0].shape;
     int axis;
@@ -535,6 +538,7 @@ static void matmul_generic(pp_dtype t, int64_t M, int64_t N, int64_t K, const vo
 
 pp_status kern_MATMUL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                       int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_MATMUL);
     PP_TRY(check_outputs(PP_OP_MATMUL, attrs, in, n_in, out, n_out, err));
     const pp_shape *as = &in[0].shape, *bs = &in[1].shape;
     const int64_t K = as->dim[as->rank - 1];
@@ -836,12 +840,14 @@ static pp_status softmax_common(pp_op op, pp_attrs attrs, const pprt_tensor *in,
 
 pp_status kern_SOFTMAX(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                        int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_SOFTMAX);
     (void)scratch;
     return softmax_common(PP_OP_SOFTMAX, attrs, in, n_in, out, n_out, err);
 }
 
 pp_status kern_LOGSOFTMAX(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                           int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_LOGSOFTMAX);
     (void)scratch;
     return softmax_common(PP_OP_LOGSOFTMAX, attrs, in, n_in, out, n_out, err);
 }

@@ -73,6 +73,8 @@ typedef enum pcu_step_kind {
  * and dil are always the forward convolution's. */
 typedef struct pcu_conv {
     int32_t transpose, nsp, groups, act, has_bias, has_res, wgrad;
+    int32_t dt; /* x's, w's, bias's, residual's and y's type: PCU_T_F16 / PCU_T_BF16 in a half plan (cuDNN's HALF /
+                 * BFLOAT16 tensors, float compute and pointwise math), else f32 */
     int64_t x[5], w[5], y[5];
     int64_t pre[3], post[3], stride[3], dil[3];
     float lo, hi; /* Clip bounds (act 2) */
@@ -90,6 +92,9 @@ typedef struct pcu_mm {
                     * stride over its source's bytes; its region starts at the view's first element) */
     int64_t m, n, k, batch, lda, ldb, ldc, sa, sb, sc;
     float alpha, beta;
+    /* the element type of A, B, C, D and the bias: PCU_T_F32, or PCU_T_F16 / PCU_T_BF16 in a half plan (ppcc
+     * --precision bf16|fp16): cuBLASLt's 16F / 16BF matrices, compute 32F (f32 sums, D rounded to nearest even) */
+    int32_t dt;
 } pcu_mm;
 
 /* Operands by kind (inputs first; an own kernel's row in kernels.def says
@@ -257,8 +262,12 @@ static inline int pcu_lt_inputs_of(pprt_precision pr) {
     return pr == PPRT_TF32 ? PCU_LT_TF32 : pr == PPRT_BF16 ? PCU_LT_BF16 : pr == PPRT_FP16 ? PCU_LT_F16 : PCU_LT_F32;
 }
 float pcu_lt_round(float v, int inputs);
-void pcu_emu_matmul(const pcu_mm *m, int inputs, const float *a, const float *b, const float *c, float *d,
-                    const float *bias);
+/* A product as cuBLASLt computes it (column-major, the step's pcu_mm). A half
+ * product (m->dt F16 or BF16: A, B, C, D and the bias in that type) sums in
+ * f32 over the half values (inputs unread: the compute type is 32F) and
+ * rounds D to nearest even, writing only D's matrix elements. */
+void pcu_emu_matmul(const pcu_mm *m, int inputs, const void *a, const void *b, const void *c, void *d,
+                    const void *bias);
 /* Thread `i` of own-kernel step s over operand pointers op[] (PCU_KERNEL_OPS
  * of them, one per operand, NULL where absent): the row's call of
  * kernels.def, as the GPU's thread i runs it; err: the gather kernels' error

@@ -20,15 +20,16 @@ static pp_status make(pcu_dnn *g, cudnnBackendDescriptorType_t t, cudnnBackendDe
     return PP_OK;
 }
 
-/* A packed float tensor of nd dims. */
-static pp_status tensor(pcu_dnn *g, int64_t uid, int nd, const int64_t *dims, bool virt,
+/* A packed tensor of nd dims: a virtual one (a fused graph's intermediate)
+ * float, a real one of the step's type (conv_type). */
+static pp_status tensor(pcu_dnn *g, int64_t uid, int nd, const int64_t *dims, bool virt, cudnnDataType_t type,
                         cudnnBackendDescriptor_t *out, const char *what, pp_err *err) {
     int64_t st[5], a = 1;
     for (int i = nd - 1; i >= 0; i--) {
         st[i] = a;
         a *= dims[i];
     }
-    cudnnDataType_t dt = CUDNN_DATA_FLOAT;
+    cudnnDataType_t dt = virt ? CUDNN_DATA_FLOAT : type;
     int64_t align = 16;
     bool v = virt;
     PP_TRY(make(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, out, err));
@@ -71,8 +72,14 @@ static pp_status pointwise(pcu_dnn *g, cudnnPointwiseMode_t mode, cudnnBackendDe
     return PP_OK;
 }
 
+/* a conv step's tensors' type: a half plan's HALF or BFLOAT16 (the convolution computing in float), else FLOAT */
+static cudnnDataType_t conv_type(const pcu_conv *c) {
+    return c->dt == PCU_T_F16 ? CUDNN_DATA_HALF : c->dt == PCU_T_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
 pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_dnn *g, pp_err *err) {
     memset(g, 0, sizeof *g);
+    const cudnnDataType_t type = conv_type(c);
     fused = fused && pcu_conv_graph_fuses(c);
     g->fused = fused;
     const int nd = 2 + c->nsp;
@@ -81,9 +88,9 @@ pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_
     /* forward: X -> Y; backward data: dy (the step's X) -> dx (its Y);
      * backward filter: X, dy (the step's operand 1: uid W) -> dw (its
      * operand 4: uid Y) */
-    PP_TRY(tensor(g, PCU_UID_X, nd, c->x, false, &x, "tensor X", err));
-    PP_TRY(tensor(g, c->wgrad ? PCU_UID_Y : PCU_UID_W, nd, c->w, false, &w, "tensor W", err));
-    PP_TRY(tensor(g, c->wgrad ? PCU_UID_W : fused ? 10 : PCU_UID_Y, nd, c->y, fused, &y, "tensor Y", err));
+    PP_TRY(tensor(g, PCU_UID_X, nd, c->x, false, type, &x, "tensor X", err));
+    PP_TRY(tensor(g, c->wgrad ? PCU_UID_Y : PCU_UID_W, nd, c->w, false, type, &w, "tensor W", err));
+    PP_TRY(tensor(g, c->wgrad ? PCU_UID_W : fused ? 10 : PCU_UID_Y, nd, c->y, fused, type, &y, "tensor Y", err));
     int64_t nsp = c->nsp;
     cudnnDataType_t ct = CUDNN_DATA_FLOAT;
     cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
@@ -142,9 +149,9 @@ pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_
             const bool on = stage == 1 ? c->has_bias : stage == 2 ? c->has_res : c->act != 0;
             if (!on) continue;
             cudnnBackendDescriptor_t nxt, other = NULL;
-            PP_TRY(tensor(g, stage == last ? PCU_UID_Y : 10 + stage, nd, c->y, stage != last, &nxt, "tensor", err));
-            if (stage == 1) PP_TRY(tensor(g, PCU_UID_B, nd, bd, false, &other, "tensor bias", err));
-            if (stage == 2) PP_TRY(tensor(g, PCU_UID_R, nd, c->y, false, &other, "tensor residual", err));
+            PP_TRY(tensor(g, stage == last ? PCU_UID_Y : 10 + stage, nd, c->y, stage != last, type, &nxt, "tensor", err));
+            if (stage == 1) PP_TRY(tensor(g, PCU_UID_B, nd, bd, false, type, &other, "tensor bias", err));
+            if (stage == 2) PP_TRY(tensor(g, PCU_UID_R, nd, c->y, false, type, &other, "tensor residual", err));
             PP_TRY(pointwise(g, stage == 3 ? CUDNN_POINTWISE_RELU_FWD : CUDNN_POINTWISE_ADD, cur, other, nxt, c,
                              &op[nops++], err));
             cur = nxt;

@@ -67,7 +67,7 @@ static conv3 conv3_of(const pcu_conv *c) {
 
 /* Bias, residual and activation over conv step c's output y: as a fused
  * graph's pointwise ops, or as the epilogue kernel after the convolution. */
-static void emu_epilogue(const pcu_conv *c, float *y, const float *bias, const float *res) {
+static void emu_epilogue(const pcu_conv *c, void *y, const void *bias, const void *res) {
     const pcu_epi e = pcu_conv_epi(c);
     for (int64_t i = 0; i < e.n; i++) pcu_epi_at(&e, y, bias, res, i);
 }
@@ -174,6 +174,37 @@ void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float
     if (pcu_conv_graph_fuses(c)) emu_epilogue(c, y, bias, res);
 }
 
+/* A half plan's convolution step (c->dt F16 or BF16) as the executor runs
+ * it: its operands lifted to f32, the f32 convolution, y rounded to nearest
+ * even; with --cuda-conv-fusion on (a fused graph) the bias, residual and
+ * activation before that one rounding (the graph's float intermediates),
+ * else (the default, and a ConvTranspose) the epilogue kernel after it on
+ * the half y (a second rounding, as the GPU's convolution alone then
+ * pcu_epi_at). */
+static void emu_conv_half(const pcu_step *s, void *const *op) {
+    const pcu_conv *c = &s->u.conv;
+    const bool fused = pprt_cuda_config()->conv_fusion && pcu_conv_graph_fuses(c);
+    float *f[5] = {NULL};
+    bool ok = true;
+    for (int k = 0; k < 5; k++) {
+        if (!op[k]) continue;
+        const int64_t n = (int64_t)(s->ops[k].bytes / 2);
+        f[k] = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+        ok = ok && f[k];
+        for (int64_t i = 0; f[k] && k < 4 && i < n; i++) f[k][i] = pcu_ldf(op[k], c->dt, i);
+    }
+    if (ok) {
+        pcu_conv cf = *c;
+        cf.dt = PCU_T_F32;
+        if (!fused) cf.has_bias = cf.has_res = cf.act = 0; /* the convolution alone */
+        pcu_emu_conv(&cf, f[0], f[1], f[2], f[3], f[4]);
+        const int64_t n = (int64_t)(s->ops[4].bytes / 2);
+        for (int64_t i = 0; i < n; i++) pcu_stf(op[4], c->dt, i, f[4][i]);
+        if (!fused && pcu_conv_epilogue(c, false)) emu_epilogue(c, op[4], op[2], op[3]); /* on the half y */
+    }
+    for (int k = 0; k < 5; k++) free(f[k]);
+}
+
 /* ---- cuBLASLt's product, as the descriptor says ------------------------------------------- */
 
 /* The elements of a column-major matrix of rows x cols with leading dim ld,
@@ -199,8 +230,46 @@ float pcu_lt_round(float v, int inputs) {
     }
 }
 
-void pcu_emu_matmul(const pcu_mm *m, int inputs, const float *a, const float *b, const float *c, float *d,
-                    const float *bias) {
+static bool mm_half(const pcu_mm *m) { return m->dt == PCU_T_F16 || m->dt == PCU_T_BF16; }
+
+/* n elements of a half matrix operand as f32 (NULL on no memory; p NULL: NULL) */
+static float *half_lift(const void *p, int t, int64_t n) {
+    if (!p) return NULL;
+    float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
+    for (int64_t i = 0; f && i < n; i++) f[i] = pcu_ldf(p, t, i);
+    return f;
+}
+
+/* A half product: its operands lifted to f32, the f32 product, D's matrix elements rounded back (the elements
+ * between them, under ldc > m or a batch stride, untouched). */
+static void emu_matmul_half(const pcu_mm *m, const void *a, const void *b, const void *c, void *d, const void *bias) {
+    const int64_t na = lt_extent(m->transa ? m->k : m->m, m->transa ? m->m : m->k, m->lda, m->batch, m->sa);
+    const int64_t nb = lt_extent(m->transb ? m->n : m->k, m->transb ? m->k : m->n, m->ldb, m->batch, m->sb);
+    const int64_t nd = lt_extent(m->m, m->n, m->ldc, m->batch, m->sc);
+    float *fa = half_lift(a, m->dt, na), *fb = half_lift(b, m->dt, nb), *fc = half_lift(c, m->dt, nd);
+    float *fbias = half_lift(bias, m->dt, m->m), *fd = malloc((size_t)(nd > 0 ? nd : 1) * sizeof *fd);
+    pcu_mm f = *m;
+    f.dt = PCU_T_F32;
+    if (fa && fb && fd && (fc || !c) && (fbias || !bias)) {
+        pcu_emu_matmul(&f, PCU_LT_F32, fa, fb, fc, fd, fbias);
+        for (int64_t bt = 0; bt < m->batch; bt++)
+            for (int64_t j = 0; j < m->n; j++)
+                for (int64_t r = 0; r < m->m; r++) {
+                    const int64_t at = bt * m->sc + j * m->ldc + r;
+                    pcu_stf(d, m->dt, at, fd[at]);
+                }
+    }
+    free(fa), free(fb), free(fc), free(fbias), free(fd);
+}
+
+void pcu_emu_matmul(const pcu_mm *m, int inputs, const void *av, const void *bv, const void *cv, void *dv,
+                    const void *biasv) {
+    if (mm_half(m)) {
+        emu_matmul_half(m, av, bv, cv, dv, biasv);
+        return;
+    }
+    const float *a = av, *b = bv, *c = cv, *bias = biasv;
+    float *d = dv;
     if (inputs != PCU_LT_F32) { /* each element of A and B as the reduced-precision compute reads it */
         const float *ra = a, *rb = b;
         float *ca = NULL, *cb = NULL;
@@ -344,7 +413,7 @@ pp_status pcu_lint(const pcu_plan *pl, pp_err *err) {
             for (int q = 0; q < 3 && !m[0]; q++) {
                 const int64_t ext = (mm->batch - 1) * bst[q] + (cols[q] - 1) * ld[q] + rows[q];
                 if (mm->batch < 1 || rows[q] < 1 || cols[q] < 1 || ld[q] < rows[q] || bst[q] < 0 ||
-                    (uint64_t)ext * 4 > s->ops[opnd[q]].bytes)
+                    (uint64_t)ext * (mm_half(mm) ? 2u : 4u) > s->ops[opnd[q]].bytes)
                     snprintf(m, sizeof m, "matrix %c: %lld x %lld, ld %lld, %lld batches %lld apart: outside its %llu "
                              "bytes", "ABD"[q], (long long)rows[q], (long long)cols[q], (long long)ld[q],
                              (long long)mm->batch, (long long)bst[q], (unsigned long long)s->ops[opnd[q]].bytes);
@@ -731,6 +800,10 @@ pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_er
             break;
         case PCU_S_CONV: {
             const pcu_conv *c = &s->u.conv;
+            if (c->dt == PCU_T_F16 || c->dt == PCU_T_BF16) {
+                emu_conv_half(s, op);
+                break;
+            }
             pcu_emu_conv(c, op[0], op[1], op[2], op[3], op[4]);
             if (pcu_conv_epilogue(c, pcu_conv_graph_fuses(c))) emu_epilogue(c, op[4], op[2], op[3]);
             break;

@@ -147,8 +147,11 @@ static void *dptr(pprt_exec *x, const pcu_ref *r) { return r->space < 0 ? NULL :
 static pp_status dnn_plan_mode(pprt_exec *x, int node, dstep *d, cudnnBackendHeurMode_t mode, pp_err *err) {
     pcu_dnn_pick k;
     pp_err e = {0};
-    if (pcu_dnn_choose(&d->dnn, x->dnn, NULL, x->precision == PPRT_F32, mode, (int64_t)PCU_LIB_WORKSPACE, &k, &e) !=
-        PP_OK)
+    /* strict f32 (no down-converting, no tensor-core engine) for f32 tensors at --precision f32; a half plan's
+     * convolution takes tensor cores */
+    const pcu_conv *c = &x->pl.steps[d - x->ds].u.conv;
+    const bool strict = x->precision == PPRT_F32 && c->dt != PCU_T_F16 && c->dt != PCU_T_BF16;
+    if (pcu_dnn_choose(&d->dnn, x->dnn, NULL, strict, mode, (int64_t)PCU_LIB_WORKSPACE, &k, &e) != PP_OK)
         return PP_WRAP(err, &e, e.code, "node '%s': %s", x->st->nodes[node].name, e.msg);
     d->plan = k.plan;
     if (pprt_cuda_config()->explain)
@@ -204,7 +207,7 @@ static const pcu_tactics *tactics_for(int phys, const char **name) {
 static pp_status dnn_plan_tactic(pprt_exec *x, int node, const pcu_conv *c, dstep *d, pp_err *err) {
     const char *name = "";
     const pcu_tactics *tab = tactics_for(pprt_cuda_phys(x->device), &name);
-    const bool strict = x->precision == PPRT_F32;
+    const bool strict = x->precision == PPRT_F32 && c->dt != PCU_T_F16 && c->dt != PCU_T_BF16; /* as dnn_plan_mode */
     char sig[PCU_TACTIC_SIG];
     const pcu_tactic *t = tab && pcu_conv_signature(c, d->dnn.fused, strict, sig, sizeof sig)
                               ? pcu_tactics_find(tab, sig) : NULL;
@@ -269,9 +272,14 @@ static pp_status dnn_exec(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err
 
 /* ---- cuBLASLt -------------------------------------------------------------------------------------- */
 
-static pp_status lt_layout(pprt_exec *x, int node, cublasLtMatrixLayout_t *l, int64_t rows, int64_t cols, int64_t ld,
-                           int64_t batch, int64_t stride, pp_err *err) {
-    LT(x, node, cublasLtMatrixLayoutCreate(l, CUDA_R_32F, (uint64_t)rows, (uint64_t)cols, ld));
+/* a product's matrices' type: f32, or a half plan's 16F / 16BF (ppcc --precision) */
+static cudaDataType_t lt_type(const pcu_mm *m) {
+    return m->dt == PCU_T_F16 ? CUDA_R_16F : m->dt == PCU_T_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+static pp_status lt_layout(pprt_exec *x, int node, cublasLtMatrixLayout_t *l, cudaDataType_t type, int64_t rows,
+                           int64_t cols, int64_t ld, int64_t batch, int64_t stride, pp_err *err) {
+    LT(x, node, cublasLtMatrixLayoutCreate(l, type, (uint64_t)rows, (uint64_t)cols, ld));
     int32_t b = (int32_t)batch;
     LT(x, node, cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b));
     LT(x, node, cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
@@ -281,7 +289,11 @@ static pp_status lt_layout(pprt_exec *x, int node, cublasLtMatrixLayout_t *l, in
 static pp_status lt_plan(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err) {
     const pcu_mm *m = &s->u.mm;
     const int node = s->node;
-    const cublasComputeType_t ct = x->precision == PPRT_TF32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+    const cudaDataType_t type = lt_type(m);
+    /* half matrices (a half plan): compute 32F, tensor cores on the half values, f32 sums; f32 ones: pprt
+     * --precision's compute type */
+    const cublasComputeType_t ct = type != CUDA_R_32F ? CUBLAS_COMPUTE_32F
+                                   : x->precision == PPRT_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                    : x->precision == PPRT_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
                                    : x->precision == PPRT_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
                                                                : CUBLAS_COMPUTE_32F;
@@ -299,9 +311,12 @@ static pp_status lt_plan(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err)
             LT(x, node, cublasLtMatmulDescSetAttribute(d->mm, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
         }
     }
-    PP_TRY(lt_layout(x, node, &d->la, m->transa ? m->k : m->m, m->transa ? m->m : m->k, m->lda, m->batch, m->sa, err));
-    PP_TRY(lt_layout(x, node, &d->lb, m->transb ? m->n : m->k, m->transb ? m->k : m->n, m->ldb, m->batch, m->sb, err));
-    PP_TRY(lt_layout(x, node, &d->lc, m->m, m->n, m->ldc, m->batch, m->sc, err));
+    /* (a bias epilogue's vector is of D's type by default: the half plan's bias is half) */
+    PP_TRY(lt_layout(x, node, &d->la, type, m->transa ? m->k : m->m, m->transa ? m->m : m->k, m->lda, m->batch, m->sa,
+                     err));
+    PP_TRY(lt_layout(x, node, &d->lb, type, m->transb ? m->n : m->k, m->transb ? m->k : m->n, m->ldb, m->batch, m->sb,
+                     err));
+    PP_TRY(lt_layout(x, node, &d->lc, type, m->m, m->n, m->ldc, m->batch, m->sc, err));
     cublasLtMatmulPreference_t pref;
     LT(x, node, cublasLtMatmulPreferenceCreate(&pref));
     size_t ws = PCU_LIB_WORKSPACE;
@@ -331,11 +346,11 @@ static pp_status lt_plan(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err)
         cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
         cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
         fprintf(stderr, "pprt: cuda: stage %d node '%s': cuBLASLt %lld x %lld x %lld (batch %lld), compute %s, "
-                "epilogue %s%s%s: algorithm %u, tile %u, workspace %zu bytes, waves %.2f\n", x->st->index,
+                "%s, epilogue %s%s%s: algorithm %u, tile %u, workspace %zu bytes, waves %.2f\n", x->st->index,
                 x->st->nodes[node].name, (long long)m->m, (long long)m->n, (long long)m->k, (long long)m->batch,
                 ct == CUBLAS_COMPUTE_32F_FAST_TF32 ? "32F_FAST_TF32" : ct == CUBLAS_COMPUTE_32F_FAST_16BF ? "32F_FAST_16BF"
                 : ct == CUBLAS_COMPUTE_32F_FAST_16F ? "32F_FAST_16F" : "32F",
-                m->bias ? "bias" : "none", m->relu ? "+relu" : "",
+                type == CUDA_R_16F ? "16F matrices" : type == CUDA_R_16BF ? "16BF matrices" : "32F matrices", m->bias ? "bias" : "none", m->relu ? "+relu" : "",
                 m->views == 3 ? ", A and B folded views" : m->views ? (m->views == 1 ? ", A a folded view" : ", B a folded view") : "",
                 id, tile, res.workspaceSize, (double)res.wavesCount);
     }

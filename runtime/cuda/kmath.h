@@ -173,6 +173,26 @@ PCU_HD void pcu_stf(void *p, int t, int64_t i, float v) {
     }
 }
 
+/* The float kernels' element type in a half plan (Softmax, LogSoftmax, the
+ * norms, the pools, the fused attention, the convolution epilogue: their x, y,
+ * scale and bias): f32, or a half plan's f16 / bf16 (ppcc --precision), read
+ * as floats and computed as the f32 rows are, what they write rounded to
+ * nearest even; t is PCU_T_F16 or PCU_T_BF16 for half, anything else f32
+ * (a plan's f32 steps leave it 0). */
+PCU_HD int pcu_rhalf(int t) { return t == PCU_T_F16 || t == PCU_T_BF16; }
+PCU_HD int pcu_rsize(int t) { return pcu_rhalf(t) ? 2 : 4; }
+PCU_HD float pcu_rld(const void *p, int t, int64_t j) {
+    return pcu_rhalf(t) ? pcu_ldf(p, t, j) : ((const float *)p)[j];
+}
+PCU_HD void pcu_rst(void *p, int t, int64_t j, float v) {
+    if (pcu_rhalf(t)) pcu_stf(p, t, j, v);
+    else ((float *)p)[j] = v;
+}
+/* v as the type stores it (f32: v) */
+PCU_HD float pcu_rround(int t, float v) {
+    return t == PCU_T_F16 ? pcu_h2f(pcu_f2h(v)) : t == PCU_T_BF16 ? pcu_bf2f(pcu_f2bf(v)) : v;
+}
+
 /* Integer stores keep the low bits (wrapping, as the reference's unsigned
  * arithmetic does). */
 PCU_HD void pcu_sti(void *p, int t, int64_t i, int64_t v) {
@@ -919,6 +939,7 @@ enum {
  * output, the first extreme, or the last with `last`). */
 typedef struct pcu_red {
     int32_t op, nk, nr, last;
+    int32_t t, pad_; /* x's and a float y's type (pcu_rhalf: a half plan's GlobalAveragePool / GlobalMaxPool) */
     int64_t n_out, n_red;
     int64_t kd[PCU_MAXD], ks[PCU_MAXD], rd[PCU_MAXD], rs[PCU_MAXD];
 } pcu_red;
@@ -929,7 +950,7 @@ PCU_HD int64_t pcu_red_off(const pcu_red *k, int64_t base, int64_t j) {
     return base;
 }
 
-PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
+PCU_HD void pcu_red_at(const pcu_red *k, void *y, const void *x, int64_t i) {
     int64_t base = 0, r = i;
     for (int d = k->nk - 1; d >= 0; d--) {
         base += pcu_divmod(&r, k->kd[d]) * k->ks[d];
@@ -939,14 +960,14 @@ PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
     double m = -INFINITY; /* LogSumExp's max */
     if (op == PCU_RED_LOGSUMEXP)
         for (int64_t j = 0; j < k->n_red; j++) {
-            const double v = x[pcu_red_off(k, base, j)];
+            const double v = pcu_rld(x, k->t, pcu_red_off(k, base, j));
             if (v > m) m = v;
         }
     if (op == PCU_RED_LOGSUMEXP && (m == -INFINITY || m == INFINITY)) m = 0;
     int64_t best = 0;
     float bv = 0;
     for (int64_t j = 0; j < k->n_red; j++) {
-        const float vf = x[pcu_red_off(k, base, j)];
+        const float vf = pcu_rld(x, k->t, pcu_red_off(k, base, j));
         const double v = vf;
         switch (op) {
         case PCU_RED_SUM: case PCU_RED_MEAN: case PCU_RED_LOGSUM: acc += v; break;
@@ -980,7 +1001,7 @@ PCU_HD void pcu_red_at(const pcu_red *k, void *y, const float *x, int64_t i) {
     else if (op == PCU_RED_L2) acc = sqrt(acc);
     else if (op == PCU_RED_LOGSUM) acc = log(acc);
     else if (op == PCU_RED_LOGSUMEXP) acc = log(acc) + m;
-    ((float *)y)[i] = (float)acc;
+    pcu_rst(y, k->t, i, (float)acc);
 }
 
 /* ---- Rows in lanes: softmax and normalizations ------------------------------------------ */
@@ -1009,22 +1030,24 @@ PCU_HD float pcu_nanmax(float m, float v) { return (v > m || v != v) ? (m != m ?
 
 typedef struct pcu_softmax {
     int32_t log;
-    int32_t lanes, phase; /* lanes 0: one thread per row (threads outer * inner); else inner is 1 and
+    int32_t lanes, phase;
+    int32_t t; /* x's and y's type (pcu_rhalf) */ /* lanes 0: one thread per row (threads outer * inner); else inner is 1 and
                            * threads outer * lanes: phase 0 each lane's max into part, 1 the row's max
                            * and each lane's sum of exp into part2, 2 the outputs */
     int64_t outer, n, inner; /* rows: outer * inner, each n elements at stride inner */
 } pcu_softmax;
 
-PCU_HD void pcu_softmax_at(const pcu_softmax *k, float *y, const float *x, double *part, int64_t i) {
+PCU_HD void pcu_softmax_at(const pcu_softmax *k, void *y, const void *x, double *part, int64_t i) {
+    const int t = k->t;
     if (k->lanes) {
         const int64_t L = k->lanes, n = k->n;
         int64_t r = i;
         const int64_t l = pcu_divmod(&r, L);
-        const float *xp = x + r * n;
+        const int64_t xp = r * n; /* the row's first element */
         double *part2 = part + k->outer * L;
         if (k->phase == 0) {
             float m = -INFINITY;
-            for (int64_t j = l; j < n; j += L) m = pcu_nanmax(m, xp[j]);
+            for (int64_t j = l; j < n; j += L) m = pcu_nanmax(m, pcu_rld(x, t, xp + j));
             part[i] = m;
             return;
         }
@@ -1032,38 +1055,43 @@ PCU_HD void pcu_softmax_at(const pcu_softmax *k, float *y, const float *x, doubl
         for (int64_t q = 0; q < L; q++) m = pcu_nanmax(m, (float)part[r * L + q]);
         if (k->phase == 1) {
             double s = 0;
-            for (int64_t j = l; j < n; j += L) s += exp((double)xp[j] - (double)m);
+            for (int64_t j = l; j < n; j += L) s += exp((double)pcu_rld(x, t, xp + j) - (double)m);
             part2[i] = s;
             return;
         }
         const double s = pcu_lane_sum(part2, r, L);
-        float *yp = y + r * n;
         if (k->log) {
             const double ls = log(s) + (double)m;
-            for (int64_t j = l; j < n; j += L) yp[j] = (float)((double)xp[j] - ls);
+            for (int64_t j = l; j < n; j += L) pcu_rst(y, t, xp + j, (float)((double)pcu_rld(x, t, xp + j) - ls));
         } else {
             const double rs = 1.0 / s;
-            for (int64_t j = l; j < n; j += L) yp[j] = (float)((double)(float)exp((double)xp[j] - (double)m) * rs);
+            for (int64_t j = l; j < n; j += L)
+                pcu_rst(y, t, xp + j, (float)((double)(float)exp((double)pcu_rld(x, t, xp + j) - (double)m) * rs));
         }
         return;
     }
     const int64_t o = pcu_div(i, k->inner), in = i - o * k->inner, n = k->n, st = k->inner;
-    const float *xp = x + o * n * st + in;
-    float *yp = y + o * n * st + in;
+    const int64_t xp = o * n * st + in; /* the row's first element, the others st apart */
     float m = -INFINITY;
-    for (int64_t j = 0; j < n; j++) m = pcu_nanmax(m, xp[j * st]);
+    for (int64_t j = 0; j < n; j++) m = pcu_nanmax(m, pcu_rld(x, t, xp + j * st));
     double s = 0;
+    const int half = pcu_rhalf(t);
     for (int64_t j = 0; j < n; j++) {
-        const double e = exp((double)xp[j * st] - (double)m);
+        const double e = exp((double)pcu_rld(x, t, xp + j * st) - (double)m);
         s += e;
-        if (!k->log) yp[j * st] = (float)e;
+        if (!k->log && !half) ((float *)y)[xp + j * st] = (float)e;
     }
     if (k->log) {
         const double ls = log(s) + (double)m;
-        for (int64_t j = 0; j < n; j++) yp[j * st] = (float)((double)xp[j * st] - ls);
-    } else {
+        for (int64_t j = 0; j < n; j++) pcu_rst(y, t, xp + j * st, (float)((double)pcu_rld(x, t, xp + j * st) - ls));
+    } else if (!half) {
         const double r = 1.0 / s;
-        for (int64_t j = 0; j < n; j++) yp[j * st] = (float)(yp[j * st] * r);
+        float *yf = (float *)y;
+        for (int64_t j = 0; j < n; j++) yf[xp + j * st] = (float)(yf[xp + j * st] * r);
+    } else { /* each exp again (a half y cannot hold it unrounded): the f32 row's values, rounded */
+        const double r = 1.0 / s;
+        for (int64_t j = 0; j < n; j++)
+            pcu_rst(y, t, xp + j * st, (float)((double)(float)exp((double)pcu_rld(x, t, xp + j * st) - (double)m) * r));
     }
 }
 
@@ -1109,20 +1137,19 @@ PCU_HD double pcu_row_dev2(const float *row, int64_t n, int l, double m) {
 }
 
 typedef struct pcu_rowsm {
-    int32_t log, pad_;
+    int32_t log, t; /* t: x's and y's type (pcu_rhalf) */
     int64_t rows, n;
 } pcu_rowsm;
 
 /* phase 0: the row into shared memory, each lane's max; 1-8: the max's
  * tree; 9: each lane's sum of expf(x - max); 10-17: the sum's tree; 18: y */
-PCU_HD void pcu_rowsm_ph(const pcu_rowsm *k, int ph, float *y, const float *x, float *row, double *part, int64_t r,
+PCU_HD void pcu_rowsm_ph(const pcu_rowsm *k, int ph, void *y, const void *x, float *row, double *part, int64_t r,
                          int l) {
     const int64_t n = k->n, L = PCU_ROW_LANES;
     if (ph == 0) {
-        const float *xp = x + r * n;
         float m = -INFINITY;
         for (int64_t j = l; j < n; j += L) {
-            const float v = xp[j];
+            const float v = pcu_rld(x, k->t, r * n + j);
             row[j] = v;
             m = pcu_nanmax(m, v);
         }
@@ -1139,19 +1166,19 @@ PCU_HD void pcu_rowsm_ph(const pcu_rowsm *k, int ph, float *y, const float *x, f
     } else {
         const float m = (float)part[0];
         const double s = part[L];
-        float *yp = y + r * n;
         if (k->log) {
             const double ls = log(s) + (double)m;
-            for (int64_t j = l; j < n; j += L) yp[j] = (float)((double)row[j] - ls);
+            for (int64_t j = l; j < n; j += L) pcu_rst(y, k->t, r * n + j, (float)((double)row[j] - ls));
         } else {
             const double rs = 1.0 / s;
-            for (int64_t j = l; j < n; j += L) yp[j] = (float)((double)expf(row[j] - m) * rs);
+            for (int64_t j = l; j < n; j += L) pcu_rst(y, k->t, r * n + j, (float)((double)expf(row[j] - m) * rs));
         }
     }
 }
 
 typedef struct pcu_rowln {
     int32_t has_bias, rms; /* rms: RMSNormalization (no mean, no bias; phases 9-17 idle) */
+    int32_t t, pad_;       /* x's, scale's, bias's, y's, x2's and sum's type (pcu_rhalf; mean and inv_std_dev f32) */
     int64_t rows, n;
     double eps;
 } pcu_rowln;
@@ -1165,19 +1192,19 @@ typedef struct pcu_rowln {
  * into phase 0 (plan_cuda.c, plan_add_ln): each element the float sum the
  * Add's own kernel computes (pcu_binary_f), written to `sum` where the Add's
  * output has other readers. */
-PCU_HD void pcu_rowln_ph(const pcu_rowln *k, int ph, float *y, const float *x, const float *scale, const float *bias,
-                         float *mean_out, float *inv_out, const float *x2, float *sum, float *row, double *part,
+PCU_HD void pcu_rowln_ph(const pcu_rowln *k, int ph, void *y, const void *x, const void *scale, const void *bias,
+                         float *mean_out, float *inv_out, const void *x2, void *sum, float *row, double *part,
                          int64_t r, int l) {
     const int64_t n = k->n, L = PCU_ROW_LANES;
+    const int t = k->t;
     if (ph == 0) {
-        const float *xp = x + r * n;
-        const float *x2p = x2 ? x2 + r * n : NULL;
-        float *sp = sum ? sum + r * n : NULL;
         double s = 0;
         for (int64_t j = l; j < n; j += L) {
-            const float v = x2p ? pcu_binary_f(PCU_EW_ADD, xp[j], x2p[j]) : xp[j];
+            /* the Add's sum as its own kernel stores it (rounded to a half type) */
+            const float v = x2 ? pcu_rround(t, pcu_binary_f(PCU_EW_ADD, pcu_rld(x, t, r * n + j), pcu_rld(x2, t, r * n + j)))
+                               : pcu_rld(x, t, r * n + j);
             row[j] = v;
-            if (sp) sp[j] = v;
+            if (sum) pcu_rst(sum, t, r * n + j, v);
             s += k->rms ? (double)v * v : (double)v;
         }
         part[l] = s;
@@ -1187,8 +1214,7 @@ PCU_HD void pcu_rowln_ph(const pcu_rowln *k, int ph, float *y, const float *x, c
         /* RMSNormalization: no deviations to sum */
     } else if (k->rms) { /* as the reference kernel: x * inv * scale */
         const double inv = 1.0 / sqrt((n ? part[0] / (double)n : 0.0) + k->eps);
-        float *yp = y + r * n;
-        for (int64_t j = l; j < n; j += L) yp[j] = (float)(row[j] * inv * scale[j]);
+        for (int64_t j = l; j < n; j += L) pcu_rst(y, t, r * n + j, (float)(row[j] * inv * pcu_rld(scale, t, j)));
     } else if (ph == 9) {
         part[L + l] = pcu_row_dev2(row, n, l, n ? part[0] / (double)n : 0.0);
     } else if (ph <= 17) {
@@ -1196,9 +1222,9 @@ PCU_HD void pcu_rowln_ph(const pcu_rowln *k, int ph, float *y, const float *x, c
     } else {
         const double m = n ? part[0] / (double)n : 0.0, v = n ? part[L] / (double)n : 0.0;
         const double inv = 1.0 / sqrt(v + k->eps);
-        float *yp = y + r * n;
         for (int64_t j = l; j < n; j += L)
-            yp[j] = (float)((row[j] - m) * inv * scale[j] + (k->has_bias ? (double)bias[j] : 0.0));
+            pcu_rst(y, t, r * n + j, (float)((row[j] - m) * inv * pcu_rld(scale, t, j) +
+                                             (k->has_bias ? (double)pcu_rld(bias, t, j) : 0.0)));
         if (l == 0 && mean_out) mean_out[r] = (float)m;
         if (l == 0 && inv_out) inv_out[r] = (float)inv;
     }
@@ -1215,39 +1241,45 @@ PCU_HD void pcu_rowln_ph(const pcu_rowln *k, int ph, float *y, const float *x, c
  * row's mean and each lane's sum of squared deviations into part2 (RMS: the
  * outputs), 2 the outputs. */
 typedef struct pcu_norm {
-    int32_t has_bias, groups, rms, lanes, phase, pad_; /* rms: RMSNormalization (no mean, no bias) */
+    int32_t has_bias, groups, rms, lanes, phase; /* rms: RMSNormalization (no mean, no bias) */
+    int32_t t; /* x's, scale's, bias's and y's type (pcu_rhalf; mean and inv_std_dev f32) */
     int64_t rows, n, cpg, cdiv;
     double eps;
 } pcu_norm;
 
 /* y over the elements j0, j0 + step, ... of row r, given its mean and inv. */
-PCU_HD void pcu_norm_out(const pcu_norm *k, float *y, const float *x, const float *scale, const float *bias,
+PCU_HD void pcu_norm_out(const pcu_norm *k, void *y, const void *x, const void *scale, const void *bias,
                          int64_t r, int64_t j0, int64_t step, double m, double inv) {
-    const int64_t n = k->n;
-    const float *xp = x + r * n;
-    float *yp = y + r * n;
+    const int64_t n = k->n, xp = r * n;
+    const int t = k->t;
     if (k->rms) { /* as the reference kernel: x * inv * scale */
-        for (int64_t j = j0; j < n; j += step) yp[j] = (float)(xp[j] * inv * scale[j]);
+        for (int64_t j = j0; j < n; j += step)
+            pcu_rst(y, t, xp + j, (float)(pcu_rld(x, t, xp + j) * inv * pcu_rld(scale, t, j)));
         return;
     }
     for (int64_t j = j0; j < n; j += step) {
         const int64_t c = k->cdiv ? pcu_mod(r, k->groups) * k->cpg + pcu_div(j, k->cdiv) : j;
-        const double b = k->has_bias ? (double)bias[c] : 0.0;
-        yp[j] = k->cdiv ? (float)((xp[j] - m) * (inv * scale[c]) + b) : (float)((xp[j] - m) * inv * scale[c] + b);
+        const double b = k->has_bias ? (double)pcu_rld(bias, t, c) : 0.0;
+        const float xv = pcu_rld(x, t, xp + j), sc = pcu_rld(scale, t, c);
+        pcu_rst(y, t, xp + j, k->cdiv ? (float)((xv - m) * (inv * sc) + b) : (float)((xv - m) * inv * sc + b));
     }
 }
 
-PCU_HD void pcu_norm_at(const pcu_norm *k, float *y, const float *x, const float *scale, const float *bias,
+PCU_HD void pcu_norm_at(const pcu_norm *k, void *y, const void *x, const void *scale, const void *bias,
                         float *mean_out, float *inv_out, double *part, int64_t i) {
     const int64_t n = k->n, L = k->lanes ? k->lanes : 1;
+    const int t = k->t;
     int64_t r = i;
     const int64_t l = pcu_divmod(&r, L);
-    const float *xp = x + r * n;
+    const int64_t xp = r * n; /* the row's first element */
     const double dn = (double)(n ? n : 1);
     double m = 0, inv;
     if (k->lanes && k->phase == 0) {
         double s = 0;
-        for (int64_t j = l; j < n; j += L) s += k->rms ? (double)xp[j] * xp[j] : (double)xp[j];
+        for (int64_t j = l; j < n; j += L) {
+            const float v = pcu_rld(x, t, xp + j);
+            s += k->rms ? (double)v * v : (double)v;
+        }
         part[i] = s;
         return;
     }
@@ -1255,7 +1287,10 @@ PCU_HD void pcu_norm_at(const pcu_norm *k, float *y, const float *x, const float
         double q = 0;
         if (k->lanes) q = pcu_lane_sum(part, r, L);
         else
-            for (int64_t j = 0; j < n; j++) q += (double)xp[j] * xp[j];
+            for (int64_t j = 0; j < n; j++) {
+                const float v = pcu_rld(x, t, xp + j);
+                q += (double)v * v;
+            }
         inv = 1.0 / sqrt(q / dn + k->eps);
         pcu_norm_out(k, y, x, scale, bias, r, l, L, 0, inv);
         return;
@@ -1264,13 +1299,13 @@ PCU_HD void pcu_norm_at(const pcu_norm *k, float *y, const float *x, const float
     if (k->lanes) m = n ? pcu_lane_sum(part, r, L) / (double)n : 0.0;
     else {
         double s = 0;
-        for (int64_t j = 0; j < n; j++) s += xp[j];
+        for (int64_t j = 0; j < n; j++) s += pcu_rld(x, t, xp + j);
         m = n ? s / (double)n : 0.0;
     }
     double v = 0;
     if (k->lanes && k->phase == 1) {
         for (int64_t j = l; j < n; j += L) {
-            const double d = xp[j] - m;
+            const double d = pcu_rld(x, t, xp + j) - m;
             v += d * d;
         }
         part2[i] = v;
@@ -1279,7 +1314,7 @@ PCU_HD void pcu_norm_at(const pcu_norm *k, float *y, const float *x, const float
     if (k->lanes) v = pcu_lane_sum(part2, r, L);
     else
         for (int64_t j = 0; j < n; j++) {
-            const double d = xp[j] - m;
+            const double d = pcu_rld(x, t, xp + j) - m;
             v += d * d;
         }
     v = n ? v / (double)n : 0.0;
@@ -1630,14 +1665,15 @@ PCU_HD void pcu_slgrad_at(const pcu_slgrad *k, float *dx, const float *dy, int64
 
 typedef struct pcu_pool {
     int32_t max, count_pad, lp; /* lp: LpPool's p (>= 1), 0 for the others */
+    int32_t t;                  /* x's and y's type (pcu_rhalf: a half plan's MaxPool) */
     int64_t n, nc; /* output elements, N * C */
     int64_t in[3], k[3], s[3], d[3], p[3], p1[3], out[3];
 } pcu_pool;
 
-PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) {
+PCU_HD void pcu_pool_at(const pcu_pool *k, void *y, const void *x, int64_t i) {
     const int64_t ow = i % k->out[2], oh = (i / k->out[2]) % k->out[1], od = (i / (k->out[2] * k->out[1])) % k->out[0];
     const int64_t nc = i / (k->out[2] * k->out[1] * k->out[0]);
-    const float *xp = x + nc * k->in[0] * k->in[1] * k->in[2];
+    const int64_t xp = nc * k->in[0] * k->in[1] * k->in[2];
     double acc = k->max ? -INFINITY : 0.0;
     int64_t cnt = 0;
     int nan = 0, num = 0;
@@ -1653,7 +1689,7 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) 
                 const int inside = z >= 0 && z < k->in[0] && h >= 0 && h < k->in[1] && w >= 0 && w < k->in[2];
                 if (k->count_pad || inside) cnt++;
                 if (!inside) continue;
-                const float v = xp[(z * k->in[1] + h) * k->in[2] + w];
+                const float v = pcu_rld(x, k->t, xp + (z * k->in[1] + h) * k->in[2] + w);
                 if (k->lp) {
                     acc += pow(fabs((double)v), (double)k->lp);
                 } else if (k->max) { /* NaN skipped, as the reference: a window of only NaN is NaN */
@@ -1665,8 +1701,8 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, float *y, const float *x, int64_t i) 
             }
         }
     }
-    if (k->lp) y[i] = (float)pow(acc, 1.0 / (double)k->lp); /* (sum of |x|^p)^(1/p); pads add nothing */
-    else y[i] = k->max ? (num || !nan ? (float)acc : NAN) : (float)(cnt ? acc / (double)cnt : NAN);
+    if (k->lp) pcu_rst(y, k->t, i, (float)pow(acc, 1.0 / (double)k->lp)); /* (sum of |x|^p)^(1/p); pads add nothing */
+    else pcu_rst(y, k->t, i, k->max ? (num || !nan ? (float)acc : NAN) : (float)(cnt ? acc / (double)cnt : NAN));
 }
 
 /* ---- pp.MaxPoolGrad: one thread per input element, no atomics ------------------------------ *
@@ -2187,6 +2223,7 @@ PCU_HD void pcu_topk_at(const pcu_topk *k, void *yv, int64_t *yi, const void *x,
  * for engines that run the convolution alone. act: 0 none, 1 Relu, 2 Clip. */
 typedef struct pcu_epi {
     int32_t act, has_bias, has_res;
+    int32_t t; /* y's, bias's and res's type (pcu_rhalf: a half plan's convolution) */
     int64_t n, c, s;
     float lo, hi;
 } pcu_epi;
@@ -2197,11 +2234,11 @@ PCU_HD float pcu_act(int act, float v, float lo, float hi) {
     return v;
 }
 
-PCU_HD void pcu_epi_at(const pcu_epi *k, float *y, const float *bias, const float *res, int64_t i) {
-    float v = y[i];
-    if (k->has_bias) v += bias[pcu_mod(pcu_div(i, k->s), k->c)];
-    if (k->has_res) v += res[i];
-    y[i] = pcu_act(k->act, v, k->lo, k->hi);
+PCU_HD void pcu_epi_at(const pcu_epi *k, void *y, const void *bias, const void *res, int64_t i) {
+    float v = pcu_rld(y, k->t, i);
+    if (k->has_bias) v += pcu_rld(bias, k->t, pcu_mod(pcu_div(i, k->s), k->c));
+    if (k->has_res) v += pcu_rld(res, k->t, i);
+    pcu_rst(y, k->t, i, pcu_act(k->act, v, k->lo, k->hi));
 }
 
 /* ---- ScatterElements and ScatterND: one thread per run of updates that may meet --------- */
@@ -2443,7 +2480,8 @@ PCU_HD void pcu_attn_at(const pcu_attn *t, float *Y, float *qk_out, double *scra
 #define PCU_FA_KL (PCU_FA_BK / PCU_FA_TPR)   /* keys of a lane in a tile */
 
 typedef struct pcu_fattn {
-    int32_t scale_op, pad_; /* scale_op: 0 none, 1 s * scale, 2 s / scale (the node between MatMul and Softmax) */
+    int32_t scale_op; /* 0 none, 1 s * scale, 2 s / scale (the node between MatMul and Softmax) */
+    int32_t t;        /* Q's, K's, V's and Y's type (pcu_rhalf: a half plan's pattern; f32 inside either way) */
     float scale, pad2_;
     int64_t nb, nh, grp, Sq, T, D, Dv, qtiles; /* nb: batches (B * nh); qtiles: ceil(Sq / PCU_FA_BQ) */
     /* element strides: batch, head, row (key), column */
@@ -2482,11 +2520,12 @@ typedef struct pcu_fattn_lane {
 PCU_HD int pcu_fattn_phases(const pcu_fattn *k) { return 1 + 4 * (int)((k->T + PCU_FA_BK - 1) / PCU_FA_BK); }
 
 /* phase 0: the query tile, the lane's state */
-PCU_HD void pcu_fattn_init(const pcu_fattn *k, const float *q, pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t b,
+PCU_HD void pcu_fattn_init(const pcu_fattn *k, const void *q, pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t b,
                            int64_t i0, int l) {
     for (int idx = l; idx < PCU_FA_BQ * (int)k->D; idx += PCU_FA_BQ * PCU_FA_TPR) {
         const int row = idx / (int)k->D, e = idx % (int)k->D;
-        sh->q[row][e] = i0 + row < k->Sq ? q[pcu_fattn_base(k, 0, b) + (i0 + row) * k->qi + e * k->qe] : 0.0f;
+        sh->q[row][e] =
+            i0 + row < k->Sq ? pcu_rld(q, k->t, pcu_fattn_base(k, 0, b) + (i0 + row) * k->qi + e * k->qe) : 0.0f;
     }
     PCU_UNROLL
     for (int c = 0; c < PCU_FA_DL; c++) st->acc[c] = 0.0f;
@@ -2494,16 +2533,16 @@ PCU_HD void pcu_fattn_init(const pcu_fattn *k, const float *q, pcu_fattn_sh *sh,
 }
 
 /* phase A: key tile j0's K and V (zeros past T) */
-PCU_HD void pcu_fattn_load(const pcu_fattn *k, const float *kk, const float *v, pcu_fattn_sh *sh, int64_t b,
+PCU_HD void pcu_fattn_load(const pcu_fattn *k, const void *kk, const void *v, pcu_fattn_sh *sh, int64_t b,
                            int64_t j0, int l) {
     const int D = (int)k->D, Dv = (int)k->Dv, L = PCU_FA_BQ * PCU_FA_TPR;
     for (int idx = l; idx < PCU_FA_BK * D; idx += L) { /* consecutive lanes along K's contiguous axis */
         const int jj = k->kj == 1 ? idx % PCU_FA_BK : idx / D, e = k->kj == 1 ? idx / PCU_FA_BK : idx % D;
-        sh->k[jj][e] = j0 + jj < k->T ? kk[pcu_fattn_base(k, 1, b) + (j0 + jj) * k->kj + e * k->ke] : 0.0f;
+        sh->k[jj][e] = j0 + jj < k->T ? pcu_rld(kk, k->t, pcu_fattn_base(k, 1, b) + (j0 + jj) * k->kj + e * k->ke) : 0.0f;
     }
     for (int idx = l; idx < PCU_FA_BK * Dv; idx += L) {
         const int jj = idx / Dv, e = idx % Dv;
-        sh->v[jj][e] = j0 + jj < k->T ? v[pcu_fattn_base(k, 2, b) + (j0 + jj) * k->vj + e * k->ve] : 0.0f;
+        sh->v[jj][e] = j0 + jj < k->T ? pcu_rld(v, k->t, pcu_fattn_base(k, 2, b) + (j0 + jj) * k->vj + e * k->ve) : 0.0f;
     }
 }
 
@@ -2547,7 +2586,7 @@ PCU_HD void pcu_fattn_exp(pcu_fattn_sh *sh, pcu_fattn_lane *st, int row, int t) 
 }
 
 /* phase D: the row's running sum, the lane's columns; the last tile writes y */
-PCU_HD void pcu_fattn_acc(const pcu_fattn *k, float *y, pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t b, int64_t i,
+PCU_HD void pcu_fattn_acc(const pcu_fattn *k, void *y, pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t b, int64_t i,
                           int row, int t, int last) {
     float ps = 0.0f;
     for (int jj = 0; jj < PCU_FA_BK; jj++) ps += sh->p[row][jj];
@@ -2561,14 +2600,14 @@ PCU_HD void pcu_fattn_acc(const pcu_fattn *k, float *y, pcu_fattn_sh *sh, pcu_fa
             if (t + PCU_FA_TPR * c < k->Dv) st->acc[c] = fmaf(p, sh->v[jj][t + PCU_FA_TPR * c], st->acc[c]);
     }
     if (!last || i >= k->Sq) return;
-    float *yr = y + pcu_fattn_base(k, 3, b) + i * k->yi;
+    const int64_t yr = pcu_fattn_base(k, 3, b) + i * k->yi;
     PCU_UNROLL
     for (int c = 0; c < PCU_FA_DL; c++)
-        if (t + PCU_FA_TPR * c < k->Dv) yr[t + PCU_FA_TPR * c] = st->acc[c] / st->l;
+        if (t + PCU_FA_TPR * c < k->Dv) pcu_rst(y, k->t, yr + t + PCU_FA_TPR * c, st->acc[c] / st->l);
 }
 
 /* Lane l of block r in phase ph (kernels.def PCU_COOP). */
-PCU_HD void pcu_fattn_ph(const pcu_fattn *k, int ph, float *y, const float *q, const float *kk, const float *v,
+PCU_HD void pcu_fattn_ph(const pcu_fattn *k, int ph, void *y, const void *q, const void *kk, const void *v,
                          pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t r, int l) {
     const int64_t b = r / k->qtiles, i0 = r % k->qtiles * PCU_FA_BQ;
     const int row = l / PCU_FA_TPR, t = l % PCU_FA_TPR;

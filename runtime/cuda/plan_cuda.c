@@ -857,6 +857,7 @@ static pp_status plan_gather_grad(planner *P, int ni, bool *ok) {
 /* pp.SliceGrad (dY -> dX of f32, the node's "shape", "starts" and "steps"): a thread per element of
  * dX (pcu_slgrad_at) */
 static bool all_f32(const planner *P, const pprt_node *n);
+static int one_float_type(const planner *P, const pprt_node *n);
 static pp_status plan_slice_grad(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     *ok = false;
@@ -944,15 +945,20 @@ static pp_status plan_reduce(planner *P, int ni, bool *ok) {
     const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
     *ok = false;
     /* an empty input (a reduction's identity) stays on the host fallback */
-    if (x->dtype != PP_F32 || n->n_out != 1 || numel(&x->shape) == 0) return PP_OK;
+    const bool gpool = n->op == PP_OP_GLOBALAVGPOOL || n->op == PP_OP_GLOBALMAXPOOL;
+    const bool half = gpool && (x->dtype == PP_F16 || x->dtype == PP_BF16); /* a half plan's (ppcc --precision) */
+    if ((x->dtype != PP_F32 && !half) || n->n_out != 1 || numel(&x->shape) == 0) return PP_OK;
     bool mask[PP_MAX_DIMS] = {false};
     int op;
-    if (n->op == PP_OP_GLOBALAVGPOOL || n->op == PP_OP_GLOBALMAXPOOL) {
-        if (y->dtype != PP_F32) return PP_OK;
+    if (gpool) {
+        if (y->dtype != x->dtype) return PP_OK;
         for (int d = 2; d < x->shape.rank; d++) mask[d] = true;
         op = n->op == PP_OP_GLOBALAVGPOOL ? PCU_RED_MEAN : PCU_RED_MAX;
         *ok = true;
-        return red_step(P, ni, op, 0, x, mask, R(P, n->out[0]));
+        PP_TRY(red_step(P, ni, op, 0, x, mask, R(P, n->out[0])));
+        if (half && P->pl->n_steps && P->pl->steps[P->pl->n_steps - 1].node == ni)
+            P->pl->steps[P->pl->n_steps - 1].u.red.t = x->dtype;
+        return PP_OK;
     }
     if (n->op == PP_OP_ARGMAX || n->op == PP_OP_ARGMIN) {
         int axis;
@@ -1030,14 +1036,15 @@ static pp_status plan_softmax(planner *P, int ni, bool *ok) {
     const pprt_tdesc *x = T(P, n->in[0]);
     *ok = false;
     int64_t outer, len, inner;
-    if (x->dtype != PP_F32 || pp_softmax_split(attrs_of(P, n), &x->shape, &outer, &len, &inner, NULL) != PP_OK)
+    const int ty = one_float_type(P, n);
+    if (ty < 0 || pp_softmax_split(attrs_of(P, n), &x->shape, &outer, &len, &inner, NULL) != PP_OK)
         return PP_OK;
     *ok = true;
     if (outer * len * inner == 0) return PP_OK;
     if (P->rows && inner == 1 && len <= PCU_ROW_MAX && outer <= INT32_MAX) { /* one launch, a block per row */
         NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
         s->kernel = PCU_K_ROWSM;
-        s->u.rsm = (pcu_rowsm){.log = n->op == PP_OP_LOGSOFTMAX, .rows = outer, .n = len};
+        s->u.rsm = (pcu_rowsm){.log = n->op == PP_OP_LOGSOFTMAX, .t = ty, .rows = outer, .n = len};
         s->ops[0] = R(P, n->in[0]), s->ops[1] = R(P, n->out[0]);
         s->threads = outer * PCU_BLOCK;
         P->pl->counts.own++;
@@ -1047,11 +1054,36 @@ static pp_status plan_softmax(planner *P, int ni, bool *ok) {
     pcu_ref ops[3] = {R(P, n->in[0]), R(P, n->out[0]), {-1, -1, 0, 0}};
     pcu_step t = {.kind = PCU_S_KERNEL, .kernel = PCU_K_SOFTMAX, .node = ni, .n_ops = 3, .ops = ops,
                   .threads = lanes ? outer * lanes : outer * inner};
-    t.u.sm = (pcu_softmax){.log = n->op == PP_OP_LOGSOFTMAX, .lanes = lanes, .outer = outer, .n = len, .inner = inner};
+    t.u.sm = (pcu_softmax){.log = n->op == PP_OP_LOGSOFTMAX, .lanes = lanes, .t = ty, .outer = outer, .n = len,
+                           .inner = inner};
     if (lanes) ops[2] = work_scratch(P, (uint64_t)(outer * lanes) * 2 * sizeof(double));
     PP_TRY(row_phases(P, ni, &t, lanes ? 3 : 1));
     P->pl->counts.own++;
     return PP_OK;
+}
+
+/* The one element type of node n's tensors: f32, or a half plan's f16 or bf16 (ppcc --precision: the products, the
+ * softmaxes and the norms read and write half, computing in f32); -1: mixed or another. */
+static int one_float_type(const planner *P, const pprt_node *n) {
+    const pp_dtype t = T(P, n->out[0])->dtype;
+    if (t != PP_F32 && t != PP_F16 && t != PP_BF16) return -1;
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && T(P, n->in[k])->dtype != t) return -1;
+    for (int k = 0; k < n->n_out; k++)
+        if (T(P, n->out[k])->dtype != t) return -1;
+    return (int)t;
+}
+
+/* A LayerNorm's or RMSNorm's one type of x, scale, bias and y (as one_float_type), its statistics' outputs f32. */
+static int ln_type(const planner *P, const pprt_node *n) {
+    const pp_dtype t = T(P, n->in[0])->dtype;
+    if (t != PP_F32 && t != PP_F16 && t != PP_BF16) return -1;
+    for (int k = 1; k < n->n_in; k++)
+        if (n->in[k] >= 0 && T(P, n->in[k])->dtype != t) return -1;
+    if (T(P, n->out[0])->dtype != t) return -1;
+    for (int k = 1; k < n->n_out; k++)
+        if (n->out[k] >= 0 && T(P, n->out[k])->dtype != PP_F32) return -1;
+    return (int)t;
 }
 
 static bool all_f32(const planner *P, const pprt_node *n) {
@@ -1125,11 +1157,12 @@ static pp_status plan_bn_grad(planner *P, int ni, bool *ok) {
 }
 
 /* Whether LayerNormalization or RMSNormalization n takes the one-block row
- * kernel (--cuda-row-kernels on): f32, scale (and bias) the normalized
- * length, rows of up to PCU_ROW_MAX floats; its parameter block into *k. */
+ * kernel (--cuda-row-kernels on): f32 or half (ln_type), scale (and bias)
+ * the normalized length, rows of up to PCU_ROW_MAX elements; its parameter
+ * block into *k. */
 static bool ln_row_block(const planner *P, const pprt_node *n, pcu_rowln *k) {
     const bool rms = n->op == PP_OP_RMSNORM;
-    if (!P->rows || (n->op != PP_OP_LAYERNORM && !rms) || n->n_in < 2 || n->in[1] < 0 || !all_f32(P, n) ||
+    if (!P->rows || (n->op != PP_OP_LAYERNORM && !rms) || n->n_in < 2 || n->in[1] < 0 || ln_type(P, n) < 0 ||
         (rms && n->n_out > 1))
         return false;
     const pp_shape *xs = &T(P, n->in[0])->shape;
@@ -1141,7 +1174,8 @@ static bool ln_row_block(const planner *P, const pprt_node *n, pcu_rowln *k) {
     if (numel(&T(P, n->in[1])->shape) != inner || (has_bias && numel(&T(P, n->in[2])->shape) != inner)) return false;
     const int64_t rows = inner ? numel(xs) / inner : 0;
     if (rows == 0 || inner > PCU_ROW_MAX || rows > INT32_MAX) return false;
-    *k = (pcu_rowln){.has_bias = has_bias, .rms = rms, .rows = rows, .n = inner, .eps = attr_f(P, n, "epsilon", 1e-5f)};
+    *k = (pcu_rowln){.has_bias = has_bias, .rms = rms, .t = ln_type(P, n), .rows = rows, .n = inner,
+                     .eps = attr_f(P, n, "epsilon", 1e-5f)};
     return true;
 }
 
@@ -1160,7 +1194,8 @@ static pp_status plan_add_ln(planner *P, int ni, bool *ok) {
     const pprt_stage *st = P->st;
     const pprt_node *n = &st->nodes[ni];
     *ok = false;
-    if (!P->rows || n->n_in != 2 || n->n_out != 1 || n->in[0] < 0 || n->in[1] < 0 || !all_f32(P, n)) return PP_OK;
+    const int ty = one_float_type(P, n);
+    if (!P->rows || n->n_in != 2 || n->n_out != 1 || n->in[0] < 0 || n->in[1] < 0 || ty < 0) return PP_OK;
     const int t = n->out[0];
     const pp_shape *ys = &T(P, t)->shape;
     if (!pp_shape_eq(&T(P, n->in[0])->shape, ys) || !pp_shape_eq(&T(P, n->in[1])->shape, ys)) return PP_OK;
@@ -1168,7 +1203,7 @@ static pp_status plan_add_ln(planner *P, int ni, bool *ok) {
     if (ln < 0 || P->done[ln] || (P->host_node && P->host_node[ln])) return PP_OK;
     const pprt_node *m = &st->nodes[ln];
     pcu_rowln k;
-    if (!ln_row_block(P, m, &k) || T(P, m->in[1])->kind != PPRT_WEIGHT ||
+    if (!ln_row_block(P, m, &k) || k.t != ty || T(P, m->in[1])->kind != PPRT_WEIGHT ||
         (k.has_bias && T(P, m->in[2])->kind != PPRT_WEIGHT))
         return PP_OK;
     NEW_STEP(s, P, PCU_S_KERNEL, ln, 8);
@@ -1252,7 +1287,8 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]);
     *ok = false;
-    if (!all_f32(P, n)) return PP_OK;
+    const bool lnr = n->op == PP_OP_LAYERNORM || n->op == PP_OP_RMSNORM; /* f32 or half (ln_type); the others f32 */
+    if (lnr ? ln_type(P, n) < 0 : !all_f32(P, n)) return PP_OK;
     const pp_shape *xs = &x->shape;
     if (n->op == PP_OP_BATCHNORM && pp_bn_training(attrs_of(P, n), n->n_out)) return plan_bn_train(P, ni, ok);
     if (n->op == PP_OP_BATCHNORM) {
@@ -1270,7 +1306,8 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
         *ok = true;
         return PP_OK;
     }
-    pcu_norm k = {.has_bias = n->n_in > 2 && n->in[2] >= 0, .eps = attr_f(P, n, "epsilon", 1e-5f)};
+    pcu_norm k = {.has_bias = n->n_in > 2 && n->in[2] >= 0, .t = lnr ? ln_type(P, n) : PP_F32,
+                  .eps = attr_f(P, n, "epsilon", 1e-5f)};
     if (n->op == PP_OP_LAYERNORM || n->op == PP_OP_RMSNORM) {
         int axis;
         k.rms = n->op == PP_OP_RMSNORM;
@@ -1331,7 +1368,9 @@ static pp_status plan_pool(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
     *ok = false;
-    if (n->n_out != 1 || x->dtype != PP_F32 || y->dtype != PP_F32) return PP_OK;
+    /* f32, or a half plan's MaxPool and AveragePool (ppcc --precision) */
+    const bool half = (n->op == PP_OP_MAXPOOL || n->op == PP_OP_AVGPOOL) && (x->dtype == PP_F16 || x->dtype == PP_BF16);
+    if (n->n_out != 1 || (x->dtype != PP_F32 && !half) || y->dtype != x->dtype) return PP_OK;
     pp_geom g;
     if (pp_geom_make(attrs_of(P, n), &x->shape, NULL, true, &g, NULL) != PP_OK) return PP_OK;
     const pp_geom3 g3 = pp_geom3_lift(&g);
@@ -1341,6 +1380,7 @@ static pp_status plan_pool(planner *P, int ni, bool *ok) {
     s->kernel = PCU_K_POOL;
     pcu_pool *k = &s->u.pool;
     k->max = n->op == PP_OP_MAXPOOL;
+    k->t = x->dtype;
     k->lp = (int32_t)lp;
     k->count_pad = n->op == PP_OP_AVGPOOL && attr_i(P, n, "count_include_pad", 0) != 0;
     k->nc = x->shape.dim[0] * x->shape.dim[1];
@@ -2043,7 +2083,7 @@ bool pcu_conv_epilogue(const pcu_conv *c, bool graph_fused) {
 }
 
 pcu_epi pcu_conv_epi(const pcu_conv *c) {
-    pcu_epi e = {.act = c->act, .has_bias = c->has_bias, .has_res = c->has_res,
+    pcu_epi e = {.act = c->act, .has_bias = c->has_bias, .has_res = c->has_res, .t = c->dt,
                  .n = c->y[0] * c->y[1] * c->y[2] * c->y[3] * (c->nsp == 3 ? c->y[4] : 1), .c = c->y[1],
                  .lo = c->lo, .hi = c->hi};
     e.s = c->y[0] * c->y[1] > 0 ? e.n / (c->y[0] * c->y[1]) : 1;
@@ -2167,11 +2207,12 @@ static pp_status plan_conv(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]), *w = T(P, n->in[1]), *y = T(P, n->out[0]);
     *ok = false;
-    if (!all_f32(P, n) || x->shape.rank < 3 || x->shape.rank > 5) return PP_OK;
+    const int ty = one_float_type(P, n); /* f32, or a half plan's Conv and pp.FusedConv */
+    const bool tr = n->op == PP_OP_CONVTRANSPOSE;
+    if (ty < 0 || (tr && ty != PP_F32) || x->shape.rank < 3 || x->shape.rank > 5) return PP_OK;
     pp_attrs a = attrs_of(P, n);
     pp_geom g;
     int64_t groups = 1;
-    const bool tr = n->op == PP_OP_CONVTRANSPOSE;
     if (tr) {
         if (pp_convt_geom(a, &x->shape, &w->shape, &g, &groups, NULL) != PP_OK) return PP_OK;
         for (int d = 0; d < g.nsp; d++)
@@ -2180,7 +2221,7 @@ static pp_status plan_conv(planner *P, int ni, bool *ok) {
         groups = attr_i(P, n, "group", 1);
         if (pp_geom_make(a, &x->shape, &w->shape.dim[2], false, &g, NULL) != PP_OK) return PP_OK;
     }
-    pcu_conv c = {.transpose = tr, .groups = (int32_t)groups};
+    pcu_conv c = {.transpose = tr, .groups = (int32_t)groups, .dt = ty};
     if (n->op == PP_OP_FUSEDCONV) {
         const char *act = "";
         (void)pp_attr_string(a, "activation", "", &act, NULL);
@@ -2221,11 +2262,12 @@ static int bias_of(const planner *P, int mi, int64_t N) {
     const int prod = P->st->nodes[mi - 1].out[0];
     const int b = m->in[0] == prod ? m->in[1] : m->in[0];
     const pprt_tdesc *t = T(P, b);
-    if (!t || t->kind != PPRT_WEIGHT || t->dtype != PP_F32 || t->shape.rank < 1 ||
+    if (!t || t->kind != PPRT_WEIGHT || t->dtype != T(P, m->out[0])->dtype || t->shape.rank < 1 ||
         t->shape.dim[t->shape.rank - 1] != N || numel(&t->shape) != N)
         return -1;
     return b;
 }
+
 
 static pp_status plan_fattn(planner *P, int ni, bool *ok);
 static bool lt_operand(int64_t s_rows, int64_t s_cols, int64_t rows, int64_t cols, int32_t *trans, int64_t *ld);
@@ -2359,7 +2401,8 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
         PP_TRY(plan_fattn(P, ni, ok));
         if (*ok) return PP_OK;
     }
-    if (!all_f32(P, n)) return PP_OK;
+    const int dt = one_float_type(P, n);
+    if (dt < 0) return PP_OK;
     const pprt_tdesc *a = T(P, n->in[0]), *b = T(P, n->in[1]), *y = T(P, n->out[0]);
     pcu_mm mm = {.alpha = 1, .batch = 1};
     int64_t M, N, K, sa = 0, sb = 0, batch = 1;
@@ -2433,6 +2476,7 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
     if (M * N == 0) return PP_OK;
     if (K == 0) return host_step(P, ni, "a product over K = 0");
     NEW_STEP(s, P, PCU_S_MATMUL, ni, 5);
+    mm.dt = dt;
     s->u.mm = mm;
     s->ops[0] = view_ref(P, n->in[1]); /* cuBLASLt's A: the row-major right operand (a folded view: its source) */
     s->ops[1] = view_ref(P, n->in[0]);
@@ -2520,7 +2564,8 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out) {
     const pprt_stage *st = P->st;
     *sc_out = -1, *sm_out = -1;
     const pprt_node *m1 = &st->nodes[ni];
-    if (!all_f32(P, m1) || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return -1;
+    const int ty = one_float_type(P, m1); /* f32, or a half plan's type throughout */
+    if (ty < 0 || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return -1;
     const pp_shape *qs = &T(P, m1->in[0])->shape, *ks = &T(P, m1->in[1])->shape;
     if (qs->rank < 2 || ks->rank < 2 || qs->dim[qs->rank - 1] > PCU_FA_DMAX || qs->dim[qs->rank - 1] < 1) return -1;
     int b = sole_reader(P, ni, m1->out[0]), sc = -1;
@@ -2528,8 +2573,8 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out) {
         const pprt_node *s = &st->nodes[b];
         const int w = s->n_in != 2 ? -1 : s->in[0] == m1->out[0] ? s->in[1] : s->op == PP_OP_MUL ? s->in[0] : -1;
         const pprt_tdesc *wt = T(P, w);
-        if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || wt->dtype != PP_F32 || numel(&wt->shape) != 1 ||
-            s->n_out != 1 || T(P, s->out[0])->dtype != PP_F32)
+        if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || (int)wt->dtype != ty || numel(&wt->shape) != 1 ||
+            s->n_out != 1 || (int)T(P, s->out[0])->dtype != ty)
             return -1;
         sc = b;
         b = sole_reader(P, b, s->out[0]);
@@ -2537,11 +2582,12 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out) {
     if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1) return -1;
     const pprt_node *sm = &st->nodes[b];
     int64_t outer, len, inner;
-    if (T(P, sm->out[0])->dtype != PP_F32 ||
+    if ((int)T(P, sm->out[0])->dtype != ty ||
         pp_softmax_split(attrs_of(P, sm), &T(P, sm->in[0])->shape, &outer, &len, &inner, NULL) != PP_OK || inner != 1)
         return -1;
     const int m2 = sole_reader(P, b, sm->out[0]);
-    if (m2 < 0 || st->nodes[m2].op != PP_OP_MATMUL || st->nodes[m2].in[0] != sm->out[0] || !all_f32(P, &st->nodes[m2]))
+    if (m2 < 0 || st->nodes[m2].op != PP_OP_MATMUL || st->nodes[m2].in[0] != sm->out[0] ||
+        one_float_type(P, &st->nodes[m2]) != ty)
         return -1;
     const pprt_node *n2 = &st->nodes[m2];
     const pp_shape *vs = &T(P, n2->in[1])->shape, *ys = &T(P, n2->out[0])->shape;
@@ -2578,7 +2624,8 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         const sview *qkv[3] = {&vq, &vk, &vv};
         pcu_fattn k = {.nb = numel(ys) / (ys->dim[ys->rank - 2] * ys->dim[ys->rank - 1]),
                        .nh = fa_heads(qkv, 3, ys), .grp = 1, .Sq = qs->dim[qs->rank - 2],
-                       .D = qs->dim[qs->rank - 1], .T = ks->dim[ks->rank - 1], .Dv = vs->dim[vs->rank - 1]};
+                       .D = qs->dim[qs->rank - 1], .T = ks->dim[ks->rank - 1], .Dv = vs->dim[vs->rank - 1],
+                       .t = one_float_type(P, m2)};
         k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
         /* Q [.., Sq, D], K [.., D, T], V [.., T, Dv]: each its strides (a folded view's over its source; the
          * heads nh apart from the rest of the batch) */
@@ -2600,7 +2647,7 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         if (sc >= 0) {
             const pprt_node *s = &st->nodes[sc];
             const int w = s->in[0] == m1->out[0] ? s->in[1] : s->in[0];
-            memcpy(&k.scale, T(P, w)->data, sizeof k.scale);
+            k.scale = pcu_rld(T(P, w)->data, k.t, 0); /* (a half plan's scale: its half value) */
             if (T(P, w)->varies) P->pl->folds_varying = true;
             k.scale_op = s->op == PP_OP_MUL ? 1 : 2;
         }
@@ -2870,13 +2917,13 @@ static bool view_reader_ok(const planner *P, const bool *cand, const bool *fold,
         for (int q = 0; q < n->n_out; q++) all = all && fold[n->out[q]];
         return all || (!reshape_like(n->op) && !two_level(&P->view[n->in[0]]));
     }
-    if (n->op == PP_OP_GEMM && n->n_out == 1 && n->n_in >= 2 && all_f32(P, n)) { /* (t is not C: C is no view) */
+    if (n->op == PP_OP_GEMM && n->n_out == 1 && n->n_in >= 2 && one_float_type(P, n) >= 0) { /* (t is not C: no view) */
         const sview va = view_of(P, n->in[0]), vb = view_of(P, n->in[1]);
         pcu_mm mm;
         return (n->n_in < 3 || n->in[2] < 0 || P->view[n->in[2]].src < 0) &&
                gemm_views(&va, &vb, attr_i(P, n, "transA", 0) != 0, attr_i(P, n, "transB", 0) != 0, &mm);
     }
-    if (n->op != PP_OP_MATMUL || n->n_in != 2 || n->n_out != 1 || !all_f32(P, n)) return false;
+    if (n->op != PP_OP_MATMUL || n->n_in != 2 || n->n_out != 1 || one_float_type(P, n) < 0) return false;
     int sc, smx;
     if (P->fattn) { /* a pattern the fused kernel will take: its Q, K (first MatMul) and V (last) fit it */
         if (n->pattern == PP_PATTERN_ATTENTION && fattn_match(P, j, &sc, &smx) >= 0) return true;

@@ -44,7 +44,9 @@
 #   5. with time left (EXTRA=1, the default): 5t, the convolution tactic cache: test_dnn --tune over
 #      ResNet-50's convolutions (TACTIC_SECS, default 60) into $out/tactics/ (commit it), ResNet-50 with the
 #      table against --cuda-tactics off, -pp 2 with it bit-identical to -pp 1; which inputs the products read at each --precision
-#      (tests/cuda/precision_models.py's MatMul against NumPy's roundings); ViT-B/16 at fp16, batch 32 and 8,
+#      (tests/cuda/precision_models.py's MatMul against NumPy's roundings); 5h. half storage (ppcc
+#      --precision fp16|bf16) against f32 storage, ViT-B/16 and ResNet-50 at batch 8 and 32, rates and
+#      errors against onnxruntime f32 (bench/half_storage.py, HALF_STORAGE_SECS); ViT-B/16 at fp16, batch 32 and 8,
 #      with the speed options (views, fused attention, row kernels, wide elementwise) together on and off;
 #      ViT-B/16 with the row kernels
 #      in one block against in lanes, with the fused attention on and off
@@ -463,6 +465,7 @@ t = json.load(open(sys.argv[1]))['nodes']; agg = collections.Counter()
 for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
 print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(agg.values()), ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))" "$1" "$2" "${3:-8}"
   }
+  HALF_OPTS_=--cuda-stride-views,--cuda-fused-attention,--cuda-row-kernels,--cuda-wide-elementwise
   # ab TAG PLAN DATA OPTIONS RTOL ATOL [ARG...]: PLAN on DATA with OPTIONS (one, or several joined by commas,
   # each given on or off) on and off, alternated twice, every run with the ARGs (e.g. --precision fp16): the
   # rates and --cuda-explain's tally (the explain files in $out), whether the bytes are the same, and within
@@ -537,6 +540,23 @@ print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(a
     fi
     unset PRECISION_BIG
   done
+  # half storage (ppcc --precision fp16|bf16, issue 54 "Real reduced precision", 2026-12-05; docs/cuda.md "Half
+  # storage"): ViT-B/16 and ResNet-50 at batch 8 and 32, the f32 plan at pprt --precision P (f32 storage, what the
+  # seventh lease timed) against the half plan, alternated, each its rate and its error against onnxruntime's f32
+  # (pprt's f32 plan where onnxruntime does not import): bench/half_storage.py into $dest/cvt_half_storage.md
+  # (HALF_STORAGE_SECS, default 150; 0 skips). Never run on a GPU before: the first cuBLASLt 16F/16BF products, cuDNN
+  # HALF/BFLOAT16 graphs and half row kernels on a device; a failed row says which call
+  hs=$(cap "${HALF_STORAGE_SECS:-150}" 30)
+  if [ "$hs" -gt 30 ] && [ -f /tmp/cvt/vit_b_16/model.onnx ] && [ "$dry" != 1 ]; then
+    echo "== 5h. half storage against f32 storage ($(date +%T), $(left) s left, $hs s for it)"
+    timeout "$hs" python3 "$src/bench/half_storage.py" --ppcc "$PPCC" --pprt "$PPRT" --work /tmp/cvt --backend $be \
+      --models resnet50,vit_b_16 --batches 8,32 --runs 2 --out "$dest/cvt_half_storage.md" 2> "$out/half_storage.err" \
+      || { echo "half_storage.py: rc $? (rows so far kept)"; tail -3 "$out/half_storage.err"; }
+    cat "$dest/cvt_half_storage.md" 2>/dev/null
+    # the half plans' ViT-B/16 at batch 8 with the speed options (fused attention, row kernels on the half types)
+    [ -f /tmp/cvt/vit_b_16/b8_pp1_fp16.plan ] && [ "$(left)" -gt 90 ] && \
+      ab vit_half_b8 /tmp/cvt/vit_b_16/b8_pp1_fp16.plan /tmp/cvt/vit_b_16/data_8 $HALF_OPTS_ 2e-2 5e-3
+  fi
   d=/tmp/cvt/vit_b_16
   # ViT-B/16 in half precision (issue 54: fp16 0.48x autocast at batch 32 on the seventh lease, 1.34x at 8).
   # At --precision fp16|bf16 every tensor stays f32 and the step list is f32's (docs/cuda.md, "Reduced

@@ -19,7 +19,9 @@
 #     cuBLASLt's gives), with the fused attention (two batch levels) 1;
 #   micro-batch 32: the launches a layer of micro-batch 8 with the defaults
 #     and with the three options; the options move at most 0.6 of the
-#     defaults' bytes a layer (test_counts' model of traffic);
+#     defaults' bytes a layer (test_counts' model of traffic); the half
+#     plan (ppcc --precision fp16) at most 2 launches more than f32's (its
+#     two Casts) and at most 0.6 of its bytes a layer, both ways;
 #   -pp 2 and 3: every stage linted with the views.
 # And on cuda-emu with views on: GPT (and U-Net where the zoo has it) at
 # -pp 1 and 2, the same bytes as views off at -pp 1.
@@ -72,6 +74,21 @@ l32o=$(per_layer 1); mbo=$(per_layer 2)
 "$PY" -c "import sys; sys.exit(not $mbo <= 0.6 * $mb)" \
   || fail "ViT-B/16 -b 32: the options move $mbo MB a layer, the defaults $mb: want at most 0.6 of it"
 echo "ok: ViT-B/16 -b 32: the launches a layer of -b 8 ($l8, $l8o with the options); $mb MB moved a layer, $mbo with the options"
+# half storage (ppcc --precision fp16, docs/usage.md "Half precision for inference"), micro-batch 32: no more launches than f32
+# but the two Casts at the model's ends (the image into fp16, the logits out of it), at most 0.6 of f32's bytes
+# a layer (measured 0.54 with the defaults, 0.50 with the options)
+total() { tail -1 counts.txt | sed -n 's/^[^:]*: \([0-9]*\) launches.*/\1/p'; }
+for o in "" "$OPTS"; do
+  "$TEST_COUNTS" $o --layers 12 vit.plan > counts.txt; n32=$(total); m32=$(per_layer 2)
+  "$PPCC" "$ZOO/vit_b_16/model.onnx" -b 32 --precision fp16 -o vit16.plan -q
+  "$TEST_COUNTS" $o --layers 12 vit16.plan > counts.txt 2> err.txt || fail "ViT-B/16 fp16 ${o:-(defaults)}: $(cat err.txt)"
+  n16=$(total); m16=$(per_layer 2)
+  [ "$n16" -le $(( n32 + 2 )) ] || fail "ViT-B/16 -b 32 fp16 ${o:-(defaults)}: $n16 launches, f32 $n32"
+  "$PY" -c "import sys; sys.exit(not $m16 <= 0.6 * $m32)" \
+    || fail "ViT-B/16 -b 32 fp16 ${o:-(defaults)}: $m16 MB a layer, f32 $m32: want at most 0.6 of it"
+  echo "ok: ViT-B/16 -b 32 fp16 ${o:-(defaults)}: $n16 launches (f32 $n32), $m16 MB moved a layer (f32 $m32)"
+done
+rm -f vit16.plan
 for pp in 2 3; do
   "$PPCC" "$ZOO/vit_b_16/model.onnx" -pp $pp -o vit.plan -q
   "$TEST_COUNTS" --stride-views --fused-attention vit.plan > counts.txt 2> err.txt || fail "ViT-B/16 -pp $pp: $(cat err.txt)"

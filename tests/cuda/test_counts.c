@@ -37,10 +37,10 @@ static void dump(const pcu_plan *pl, FILE *f) {
         if (s->kind == PCU_S_MATMUL) {
             const pcu_mm *m = &s->u.mm;
             fprintf(f, " mm %lld x %lld x %lld batch %lld trans %d %d ld %lld %lld %lld strides %lld %lld %lld "
-                    "c %d bias %d relu %d views %d", (long long)m->m, (long long)m->n, (long long)m->k,
+                    "c %d bias %d relu %d views %d dt %d", (long long)m->m, (long long)m->n, (long long)m->k,
                     (long long)m->batch, m->transa, m->transb, (long long)m->lda, (long long)m->ldb,
                     (long long)m->ldc, (long long)m->sa, (long long)m->sb, (long long)m->sc, m->has_c, m->bias,
-                    m->relu, m->views);
+                    m->relu, m->views, m->dt);
         } else if (s->kind == PCU_S_KERNEL) {
             fprintf(f, " threads %lld params", (long long)s->threads);
             const unsigned char *b = (const unsigned char *)&s->u;
@@ -75,7 +75,7 @@ static double step_bytes(const pcu_step *s) {
         const pcu_mm *m = &s->u.mm;
         b = mat_elems(m->m, m->k, m->batch, m->sa) + mat_elems(m->k, m->n, m->batch, m->sb) +
             mat_elems(m->m, m->n, m->batch, 1) * (m->has_c ? 2 : 1) + (m->bias ? (double)m->m : 0);
-        return 4 * b; /* f32 operands */
+        return (m->dt == PCU_T_F16 || m->dt == PCU_T_BF16 ? 2 : 4) * b; /* f32 operands, or a half plan's */
     }
     if (s->kind == PCU_S_KERNEL) {
         const unsigned w = pcu_kernel_writes(s->kernel, &s->u);

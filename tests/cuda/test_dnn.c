@@ -10,7 +10,8 @@
  *                     step with an output one wider is refused;
  *   then a sweep: 1-3-D, groups, dilations, strides, asymmetric pads,
  *   transposed (backward data), backward filter, with and without bias,
- *   residual, Relu/Clip. Given training plans, their pp.ConvGradX and
+ *   residual, Relu/Clip; the forward ones also with a half plan's HALF and
+ *   BFLOAT16 tensors (ppcc --precision). Given training plans, their pp.ConvGradX and
  *   pp.ConvGradW steps are checked as the forward convolutions are.
  *   --devprop FILE (any number, before the plans): a GPU's description
  *                     captured on it (tests/cuda/devprop/, cuDNN 9.8+); every
@@ -49,13 +50,13 @@ static pcu_tactics tactics[8]; /* the built-in table of each described GPU (empt
 static int tactic_plans;
 
 /* The executors' engine for graph g on each described GPU (mode A, then the fallback list). */
-static void choose_deviceless(const pcu_dnn *g, bool fused, const char *what) {
+static void choose_deviceless(const pcu_dnn *g, bool fused, bool strict, const char *what) {
     for (int d = 0; d < n_devprops; d++) {
         pcu_dnn_pick k = {0};
         pp_err e = {0};
-        pp_status st = pcu_dnn_choose(g, NULL, devprops[d], true, CUDNN_HEUR_MODE_A, PCU_LIB_WORKSPACE, &k, &e);
+        pp_status st = pcu_dnn_choose(g, NULL, devprops[d], strict, CUDNN_HEUR_MODE_A, PCU_LIB_WORKSPACE, &k, &e);
         if (st == PP_OK && !k.plan)
-            st = pcu_dnn_choose(g, NULL, devprops[d], true, CUDNN_HEUR_MODE_FALLBACK, PCU_LIB_WORKSPACE, &k, &e);
+            st = pcu_dnn_choose(g, NULL, devprops[d], strict, CUDNN_HEUR_MODE_FALLBACK, PCU_LIB_WORKSPACE, &k, &e);
         if (k.plan) {
             plans++;
             cudnnBackendDestroyDescriptor(k.plan);
@@ -145,16 +146,17 @@ static int capture(const char *dir) {
     return 0;
 }
 
-/* Convolution c's tactic (the convolution alone, strict f32) on each described GPU whose table holds it */
-static void check_tactic(const pcu_conv *c, const pcu_dnn *g, const char *what) {
+/* Convolution c's tactic (the convolution alone; strict f32 or not, as the executor) on each described GPU
+ * whose table holds it */
+static void check_tactic(const pcu_conv *c, const pcu_dnn *g, bool strict, const char *what) {
     char sig[PCU_TACTIC_SIG];
-    if (!pcu_conv_signature(c, false, true, sig, sizeof sig)) return;
+    if (!pcu_conv_signature(c, false, strict, sig, sizeof sig)) return;
     for (int d = 0; d < n_devprops; d++) {
         const pcu_tactic *t = pcu_tactics_find(&tactics[d], sig);
         if (!t) continue;
         pcu_dnn_pick k;
         pp_err e = {0};
-        if (pcu_dnn_tactic(g, NULL, devprops[d], true, t, PCU_LIB_WORKSPACE, &k, &e) == PP_OK && k.plan) {
+        if (pcu_dnn_tactic(g, NULL, devprops[d], strict, t, PCU_LIB_WORKSPACE, &k, &e) == PP_OK && k.plan) {
             tactic_plans++;
             cudnnBackendDestroyDescriptor(k.plan);
         } else if (failures++ < 20) {
@@ -171,8 +173,10 @@ static void check(const pcu_conv *c, const char *what) {
         if (pcu_dnn_conv(c, fused, NULL, &g, &e) != PP_OK || g.engines < 1) {
             if (failures++ < 20) fprintf(stderr, "FAIL %s (%s): %s, %lld engines\n", what, fused ? "fused" : "alone", e.msg, (long long)g.engines);
         } else {
-            choose_deviceless(&g, fused && g.fused, what);
-            if (!fused) check_tactic(c, &g, what);
+            /* (a half plan's convolution takes tensor cores: not strict f32, as the executor chooses) */
+            const bool strict = c->dt != PCU_T_F16 && c->dt != PCU_T_BF16;
+            choose_deviceless(&g, fused && g.fused, strict, what);
+            if (!fused) check_tactic(c, &g, strict, what);
         }
         graphs++;
         pcu_dnn_free(&g);
@@ -240,6 +244,15 @@ static void sweep(void) {
                                      dil, stride, tr == 1 ? " backward data" : tr == 2 ? " backward filter" : "", extra);
                             check(&c, what);
                             n++;
+                            /* a half plan's forward convolution (ppcc --precision): HALF and BFLOAT16 tensors */
+                            for (int t = PCU_T_F16; tr == 0 && t; t = t == PCU_T_F16 ? PCU_T_BF16 : 0) {
+                                pcu_conv h = c;
+                                h.dt = t;
+                                snprintf(what, sizeof what, "sweep %d-D groups %d dil %d stride %d extra %d %s", nsp,
+                                         groups, dil, stride, extra, t == PCU_T_F16 ? "f16" : "bf16");
+                                check(&h, what);
+                                n++;
+                            }
                         }
     printf("test_dnn: sweep of %d convolutions\n", n);
 }

@@ -609,6 +609,156 @@ static void test_rows(void) {
     }
 }
 
+/* ---- the row kernels on a half plan's types --------------------------------------------------- */
+
+static void run_block_rows(const pcu_step *s, void *const *op);
+
+/* n floats rounded to type t (f16 / bf16) into h, and back into f */
+static void to_half(const float *x, int t, uint16_t *h, float *f, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        h[i] = t == PCU_T_F16 ? pcu_f2h(x[i]) : pcu_f2bf(x[i]);
+        f[i] = pcu_ldf(h, t, i);
+    }
+}
+
+/* a kernel's half output against its f32 output over the same (half) values, rounded: bit for bit */
+static void compare_half(const char *what, const uint16_t *got, const float *want, int t, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        checks++;
+        const uint16_t w = t == PCU_T_F16 ? pcu_f2h(want[i]) : pcu_f2bf(want[i]);
+        if (got[i] != w && !(isnan(want[i]) && isnan(pcu_ldf(got, t, i)))) {
+            FAIL("%s: element %lld: 0x%04x, the f32 kernel's value rounded 0x%04x\n", what, (long long)i, got[i], w);
+            return;
+        }
+    }
+}
+
+/* Softmax, LogSoftmax, LayerNorm and RMSNorm (one thread a row, lanes, one
+ * block a row with the residual Add taken in), the convolution epilogue,
+ * MaxPool, AveragePool and GlobalAveragePool's mean reading and writing float16 and bfloat16 (a half plan, ppcc --precision):
+ * each the f32 kernel's values over the same half values, rounded to nearest
+ * even, bit for bit (f32 inside; the statistics' outputs f32, the same bits). */
+static void test_half_rows(void) {
+    static const int64_t shapes[][2] = {{7, 65}, {14, 197}, {3, 768}};
+    for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++)
+        for (int t = PCU_T_F16; t != 0; t = t == PCU_T_F16 ? PCU_T_BF16 : 0) {
+            const int64_t rows = shapes[c][0], n = shapes[c][1], rn = rows * n, L = 32;
+            float *x = malloc(sizeof(float) * (size_t)rn), *xf = malloc(sizeof(float) * (size_t)rn),
+                  *x2f = malloc(sizeof(float) * (size_t)rn), *yf = malloc(sizeof(float) * (size_t)rn),
+                  *scf = malloc(sizeof(float) * (size_t)n), *bif = malloc(sizeof(float) * (size_t)n),
+                  *m1 = malloc(sizeof(float) * (size_t)rows), *v1 = malloc(sizeof(float) * (size_t)rows),
+                  *m2 = malloc(sizeof(float) * (size_t)rows), *v2 = malloc(sizeof(float) * (size_t)rows);
+            uint16_t *xh = malloc(2 * (size_t)rn), *x2h = malloc(2 * (size_t)rn), *yh = malloc(2 * (size_t)rn),
+                     *sch = malloc(2 * (size_t)n), *bih = malloc(2 * (size_t)n), *sumh = malloc(2 * (size_t)rn);
+            double *part = malloc(sizeof(double) * (size_t)(2 * rows * L));
+            fill_rows(x, rows, n);
+            to_half(x, t, xh, xf, rn);
+            for (int64_t j = 0; j < n; j++) x[j] = (float)(unif() + 0.5), x[n + j] = (float)(unif() - 0.5);
+            to_half(x, t, sch, scf, n), to_half(x + n, t, bih, bif, n);
+            for (int64_t i = 0; i < rn; i++) x[i] = (float)(unif() - 0.5);
+            to_half(x, t, x2h, x2f, rn);
+            char what[96];
+            const char *tn = t == PCU_T_F16 ? "f16" : "bf16";
+            for (int form = 0; form < 4; form++) { /* Softmax, LogSoftmax: one thread a row, lanes */
+                pcu_softmax k = {.log = form & 1, .outer = rows, .n = n, .inner = 1};
+                for (int64_t r = 0; r < rows; r++) pcu_softmax_at(&k, yf, xf, NULL, r);
+                k.t = t;
+                if (form < 2) {
+                    for (int64_t r = 0; r < rows; r++) pcu_softmax_at(&k, yh, xh, NULL, r);
+                } else {
+                    k.lanes = (int32_t)L;
+                    for (k.phase = 0; k.phase < 3; k.phase++)
+                        for (int64_t i = rows * L - 1; i >= 0; i--) pcu_softmax_at(&k, yh, xh, part, i);
+                    /* the lanes' f32 form is the reference for the lanes' half form */
+                    pcu_softmax kf = k;
+                    kf.t = 0;
+                    for (kf.phase = 0; kf.phase < 3; kf.phase++)
+                        for (int64_t i = rows * L - 1; i >= 0; i--) pcu_softmax_at(&kf, yf, xf, part, i);
+                }
+                snprintf(what, sizeof what, "%s %s %s %lldx%lld", tn, form & 1 ? "LogSoftmax" : "Softmax",
+                         form < 2 ? "a thread a row" : "in lanes", (long long)rows, (long long)n);
+                compare_half(what, yh, yf, t, rn);
+            }
+            for (int form = 0; form < 4; form++) { /* LayerNorm, RMSNorm: one thread a row, lanes */
+                pcu_norm k = {.has_bias = !(form & 1), .rms = form & 1, .rows = rows, .n = n, .eps = 1e-5};
+                if (form >= 2) k.lanes = (int32_t)L;
+                for (k.phase = 0; k.phase < (k.lanes ? (k.rms ? 2 : 3) : 1); k.phase++)
+                    for (int64_t i = rows * (k.lanes ? L : 1) - 1; i >= 0; i--)
+                        pcu_norm_at(&k, yf, xf, scf, bif, m1, v1, part, i);
+                k.t = t;
+                for (k.phase = 0; k.phase < (k.lanes ? (k.rms ? 2 : 3) : 1); k.phase++)
+                    for (int64_t i = rows * (k.lanes ? L : 1) - 1; i >= 0; i--)
+                        pcu_norm_at(&k, yh, xh, sch, bih, m2, v2, part, i);
+                snprintf(what, sizeof what, "%s %s %s %lldx%lld", tn, form & 1 ? "RMSNorm" : "LayerNorm",
+                         form < 2 ? "a thread a row" : "in lanes", (long long)rows, (long long)n);
+                compare_half(what, yh, yf, t, rn);
+                if (!k.rms) compare_rows("its mean (f32)", m2, m1, rows), compare_rows("its inv_std_dev (f32)", v2, v1, rows);
+            }
+            /* one block a row: Softmax; LayerNorm with the residual Add taken in (the Add's sum rounded as its own
+             * kernel stores it), the sum written */
+            pcu_step s;
+            memset(&s, 0, sizeof s);
+            s.kind = PCU_S_KERNEL, s.kernel = PCU_K_ROWSM, s.threads = rows * PCU_BLOCK;
+            s.u.rsm = (pcu_rowsm){.rows = rows, .n = n};
+            void *opf[PCU_KERNEL_OPS] = {xf, yf};
+            run_block_rows(&s, opf);
+            s.u.rsm.t = t;
+            void *oph[PCU_KERNEL_OPS] = {xh, yh};
+            run_block_rows(&s, oph);
+            snprintf(what, sizeof what, "%s Softmax in one block %lldx%lld", tn, (long long)rows, (long long)n);
+            compare_half(what, yh, yf, t, rn);
+            float *sumf = malloc(sizeof(float) * (size_t)rn);
+            for (int64_t i = 0; i < rn; i++) sumf[i] = pcu_binary_f(PCU_EW_ADD, xf[i], x2f[i]);
+            to_half(sumf, t, sumh, sumf, rn); /* the half Add's output, as its own kernel stores it */
+            memset(&s, 0, sizeof s);
+            s.kind = PCU_S_KERNEL, s.kernel = PCU_K_ROWLN, s.threads = rows * PCU_BLOCK;
+            s.u.rln = (pcu_rowln){.has_bias = 1, .rows = rows, .n = n, .eps = 1e-5};
+            void *opl[PCU_KERNEL_OPS] = {sumf, scf, bif, yf, m1, v1};
+            run_block_rows(&s, opl);
+            s.u.rln.t = t;
+            void *oplh[PCU_KERNEL_OPS] = {xh, sch, bih, yh, m2, v2, x2h, sumh};
+            run_block_rows(&s, oplh);
+            snprintf(what, sizeof what, "%s Add and LayerNorm in one block %lldx%lld", tn, (long long)rows, (long long)n);
+            compare_half(what, yh, yf, t, rn);
+            compare_half("its sum", sumh, sumf, t, rn);
+            compare_rows("its mean (f32)", m2, m1, rows);
+            /* the convolution epilogue: y (the convolution's half output) + bias[c] + residual, Relu */
+            pcu_epi e = {.act = 1, .has_bias = 1, .has_res = 1, .n = rn, .c = n, .s = 1};
+            for (int64_t i = 0; i < rn; i++) yf[i] = xf[i];
+            memcpy(yh, xh, 2 * (size_t)rn);
+            for (int64_t i = 0; i < rn; i++) pcu_epi_at(&e, yf, bif, x2f, i);
+            e.t = t;
+            for (int64_t i = 0; i < rn; i++) pcu_epi_at(&e, yh, bih, x2h, i);
+            snprintf(what, sizeof what, "%s convolution epilogue", tn);
+            compare_half(what, yh, yf, t, rn);
+            /* MaxPool 3x3 stride 2 pad 1 over rows x n as [1, rows, 1, n] (1-D windows along n), and the
+             * mean of every row (GlobalAveragePool's reduction) */
+            pcu_pool pk = {.max = 1, .nc = rows, .in = {1, 1, n}, .k = {1, 1, 3}, .s = {1, 1, 2}, .d = {1, 1, 1},
+                           .p = {0, 0, 1}, .p1 = {0, 0, 1}, .out = {1, 1, (n + 2 - 3) / 2 + 1}};
+            pk.n = rows * pk.out[2];
+            for (int64_t i = 0; i < pk.n; i++) pcu_pool_at(&pk, yf, xf, i);
+            pk.t = t;
+            for (int64_t i = 0; i < pk.n; i++) pcu_pool_at(&pk, yh, xh, i);
+            snprintf(what, sizeof what, "%s MaxPool", tn);
+            compare_half(what, yh, yf, t, pk.n);
+            pk.max = 0, pk.t = 0; /* AveragePool, the pads not counted */
+            for (int64_t i = 0; i < pk.n; i++) pcu_pool_at(&pk, yf, xf, i);
+            pk.t = t;
+            for (int64_t i = 0; i < pk.n; i++) pcu_pool_at(&pk, yh, xh, i);
+            snprintf(what, sizeof what, "%s AveragePool", tn);
+            compare_half(what, yh, yf, t, pk.n);
+            pcu_red rk = {.op = PCU_RED_MEAN, .nk = 1, .nr = 1, .n_out = rows, .n_red = n, .kd = {rows}, .ks = {n},
+                          .rd = {n}, .rs = {1}};
+            for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, yf, xf, i);
+            rk.t = t;
+            for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, yh, xh, i);
+            snprintf(what, sizeof what, "%s GlobalAveragePool's mean", tn);
+            compare_half(what, yh, yf, t, rows);
+            free(x), free(xf), free(x2f), free(yf), free(scf), free(bif), free(m1), free(v1), free(m2), free(v2);
+            free(xh), free(x2h), free(yh), free(sch), free(bih), free(sumh), free(part), free(sumf);
+        }
+}
+
 /* ---- rows in one block ---------------------------------------------------------------------- */
 
 /* Block-per-row step s (kernels.def PCU_ROWS) as the emulator runs it, but
@@ -858,6 +1008,24 @@ static void test_fattn_case(const fa_case *c) {
         FAIL("FAIL fused attention: the reference has %lld NaN outputs, want %lld (three rows)\n", (long long)nans,
              (long long)(3 * k.Dv));
     if (worst / (vmax > 0 ? vmax : 1) > fa_worst) fa_worst = worst / (vmax > 0 ? vmax : 1);
+    /* a half plan's pattern: Q, K, V and Y in f16 / bf16, the f32 kernel's values over the same half values,
+     * rounded, bit for bit */
+    for (int t = PCU_T_F16; t != 0; t = t == PCU_T_F16 ? PCU_T_BF16 : 0) {
+        uint16_t *qh = malloc(2 * (size_t)nq), *kh = malloc(2 * (size_t)nk), *vh = malloc(2 * (size_t)nv),
+                 *yh = malloc(2 * (size_t)ny);
+        to_half(q, t, qh, q, nq), to_half(kk, t, kh, kk, nk), to_half(v, t, vh, v, nv);
+        s.u.fa.t = 0;
+        void *opf[PCU_KERNEL_OPS] = {q, kk, v, y1};
+        run_coop(&s, opf, 0);
+        s.u.fa.t = t;
+        void *oph[PCU_KERNEL_OPS] = {qh, kh, vh, yh};
+        run_coop(&s, oph, 1);
+        char what[96];
+        snprintf(what, sizeof what, "%s fused attention nb %lld Sq %lld T %lld D %lld", t == PCU_T_F16 ? "f16" : "bf16",
+                 (long long)k.nb, (long long)k.Sq, (long long)k.T, (long long)k.D);
+        compare_half(what, yh, y1, t, ny);
+        free(qh), free(kh), free(vh), free(yh);
+    }
     free(q), free(kk), free(v), free(y1), free(y2), free(yr);
 }
 
@@ -1324,6 +1492,7 @@ int main(void) {
     test_optimizer_passes();
     test_rows();
     test_block_rows();
+    test_half_rows();
     printf("test_kmath: rows in one block: worst %lld ulp (Softmax), %lld (LogSoftmax, LayerNorm)\n", (long long)block_worst[1], (long long)block_worst[0]);
     test_index_math();
     test_maxpool_grad();

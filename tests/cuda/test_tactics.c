@@ -57,7 +57,8 @@ static void signatures(void) {
             CHECK(strcmp(s0, s1), "field at %zu [%d] changed, the signature did not: %s", wide[f], k, s1);
         }
     static const size_t narrow[] = {offsetof(pcu_conv, nsp), offsetof(pcu_conv, transpose), offsetof(pcu_conv, groups), offsetof(pcu_conv, act),
-                                    offsetof(pcu_conv, has_bias), offsetof(pcu_conv, has_res), offsetof(pcu_conv, wgrad)};
+                                    offsetof(pcu_conv, has_bias), offsetof(pcu_conv, has_res), offsetof(pcu_conv, wgrad),
+                                    offsetof(pcu_conv, dt)};
     for (size_t f = 0; f < sizeof narrow / sizeof *narrow; f++) {
         c = b;
         *(int32_t *)((char *)&c + narrow[f]) ^= 2;

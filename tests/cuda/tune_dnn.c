@@ -3,7 +3,8 @@
  *
  * For each distinct convolution signature of the given plans' steps (as
  * the CUDA planner makes them; strict f32, and with --tune-fast also the
- * signature that --precision tf32|bf16|fp16 gives), every engine config
+ * signature that --precision tf32|bf16|fp16 gives; a half plan's, which is
+ * never strict, always), every engine config
  * cuDNN's heuristics offer (mode A, then the fallback list) that is
  * deterministic, in strict f32 neither tensor-core nor down-converting, and
  * within 256 MiB of workspace is made into a plan and timed on GPU 0 over
@@ -174,6 +175,10 @@ int tune_main(const char *out_path, const pcu_conv *convs, int n_convs, bool fas
     const time_t t0 = time(NULL);
     for (int i = 0; lines && i < n_convs; i++)
         for (int strict = 1; strict >= (fast ? 0 : 1); strict--) {
+            /* a half plan's convolution is never strict (the executor lets it take tensor cores) */
+            const bool half = convs[i].dt == PCU_T_F16 || convs[i].dt == PCU_T_BF16;
+            if (half && strict && fast) continue;
+            if (half) strict = 0;
             char sig[PCU_TACTIC_SIG];
             if (!pcu_conv_signature(&convs[i], false, strict, sig, sizeof sig)) continue;
             bool seen = false;

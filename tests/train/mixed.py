@@ -36,8 +36,9 @@ layer, as tests/train/run.py's), 32 samples a step in two micro-batches of
     .to(bfloat16) and NumPy's astype(float16) on 16.7M bit patterns and the
     types' ties and edges, and fp16 -> f32 as NumPy on all 65536 values;
   - refusals (exit 2, nothing written): --precision fp8, fp16 without a
-    loss scale (why: fp16's range), --precision without --train; pprt
-    --precision on a training plan (its precision is compiled in).
+    loss scale (why: fp16's range); pprt --precision on a training plan
+    (its precision is compiled in). (--precision without --train is the
+    inference plan's half storage since 2026-12-05: tests/cuda/half_storage.sh.)
 Usage: mixed.py PPCC PPRT WORK"""
 import json
 import os
@@ -448,8 +449,7 @@ if r.returncode == 0:
 
 # ---- refusals ------------------------------------------------------------------------------------------------
 BAD = [(["--train", "--loss", "cross-entropy:logits", "--precision", "fp8"], "--precision needs f32, bf16 or fp16"),
-       (["--train", "--loss", "cross-entropy:logits", "--precision", "fp16"], "--precision fp16 needs --loss-scale"),
-       (["--precision", "bf16"], "is an option of --train")]
+       (["--train", "--loss", "cross-entropy:logits", "--precision", "fp16"], "--precision fp16 needs --loss-scale")]
 for argv, msg in BAD:
     r = run([PPCC, "net.onnx", "-b", str(ROWS), "-o", "bad.plan", *argv])
     check(r.returncode == 2 and msg in r.stderr and not os.path.exists("bad.plan"),

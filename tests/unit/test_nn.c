@@ -898,9 +898,14 @@ static void test_errors(void) {
                   (pp_tinfo[]){{PP_F32, SHAPE(2, 3), NULL}, {PP_F32, SHAPE(4, 2), NULL}}, 2, 1,
                   PP_EINVAL, "inner");
     b = ab(13);
-    expect_reject("MatMul float16", PP_OP_MATMUL, ab_get(&b),
-                  (pp_tinfo[]){{PP_F16, SHAPE(2, 3), NULL}, {PP_F16, SHAPE(3, 2), NULL}}, 2, 1,
-                  PP_EUNSUP, "f16");
+    /* a half MatMul (ppcc --precision fp16|bf16 stores products in half) is taken; the operands' types must agree
+     * and an unsigned 8-bit one is still refused */
+    expect_reject("MatMul float16 by float32", PP_OP_MATMUL, ab_get(&b),
+                  (pp_tinfo[]){{PP_F16, SHAPE(2, 3), NULL}, {PP_F32, SHAPE(3, 2), NULL}}, 2, 1,
+                  PP_EINVAL, "f16");
+    expect_reject("MatMul uint8", PP_OP_MATMUL, ab_get(&b),
+                  (pp_tinfo[]){{PP_U8, SHAPE(2, 3), NULL}, {PP_U8, SHAPE(3, 2), NULL}}, 2, 1,
+                  PP_EUNSUP, "u8");
 }
 
 int main(void) {

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""The models and checks of tests/cuda/half_storage.sh (ppcc --precision
+fp16|bf16 without --train: half storage for inference, docs/usage.md "Half
+precision").
+
+  half_models.py models DIR
+      DIR/cnn.onnx: a small CNN written with onnx.helper, random weights:
+      Conv 3->16 (3x3, pad 1) + BatchNormalization + Relu, MaxPool 2, a
+      residual block (Conv 16->16 + BN + Relu, Conv 16->16 + BN, Add, Relu),
+      GlobalAveragePool, Flatten, Gemm 16->32 (transB, bias), Relu, Gemm
+      32->10; x [batch, 3, 16, 16], inputs DIR/data_cnn/x.npy (4 samples).
+      (tests/cuda/fattn_models.py writes the ViT-like blocks, vit.onnx.)
+  half_models.py ort MODEL DATA OUT
+      onnxruntime's f32 outputs of MODEL over DATA/*.npy into OUT/NAME.npy
+      (the whole batch at once): the independent reference.
+  half_models.py error GOT REF
+      prints max |got - ref| over max |ref| (over the finite values of
+      ref); exits 1 where a NaN of one is not a NaN of the other."""
+import os
+import sys
+
+import numpy as np
+
+
+def models(d):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5455)
+    inits, nodes = [], []
+
+    def c(name, a):
+        inits.append(numpy_helper.from_array(np.asarray(a, np.float32), name))
+        return name
+
+    def conv_bn(x, cin, cout, name, relu=True):
+        w = c(name + ".w", rng.standard_normal((cout, cin, 3, 3)) * np.sqrt(2.0 / (9 * cin)))
+        b = c(name + ".b", rng.standard_normal(cout) * 0.1)
+        nodes.append(helper.make_node("Conv", [x, w, b], [name + "_c"], name=f"/{name}/Conv", pads=[1, 1, 1, 1]))
+        bn = [c(name + s, v) for s, v in ((".g", 1 + 0.1 * rng.standard_normal(cout)),
+                                          (".beta", 0.1 * rng.standard_normal(cout)),
+                                          (".mean", 0.1 * rng.standard_normal(cout)),
+                                          (".var", 0.5 + rng.random(cout)))]
+        nodes.append(helper.make_node("BatchNormalization", [name + "_c"] + bn, [name + "_bn"],
+                                      name=f"/{name}/BatchNormalization", epsilon=1e-5))
+        if not relu:
+            return name + "_bn"
+        nodes.append(helper.make_node("Relu", [name + "_bn"], [name + "_r"], name=f"/{name}/Relu"))
+        return name + "_r"
+
+    h = conv_bn("x", 3, 16, "stem")
+    nodes.append(helper.make_node("MaxPool", [h], ["pool"], name="/pool/MaxPool", kernel_shape=[2, 2], strides=[2, 2]))
+    a = conv_bn("pool", 16, 16, "block.conv1")
+    b = conv_bn(a, 16, 16, "block.conv2", relu=False)
+    nodes += [helper.make_node("Add", [b, "pool"], ["res"], name="/block/Add"),
+              helper.make_node("Relu", ["res"], ["res_r"], name="/block/Relu"),
+              helper.make_node("GlobalAveragePool", ["res_r"], ["gap"], name="/gap/GlobalAveragePool"),
+              helper.make_node("Flatten", ["gap"], ["flat"], name="/Flatten"),
+              helper.make_node("Gemm", ["flat", c("fc1.w", rng.standard_normal((32, 16)) * 0.3),
+                                        c("fc1.b", rng.standard_normal(32) * 0.1)], ["fc1"], name="/fc1/Gemm",
+                               transB=1),
+              helper.make_node("Relu", ["fc1"], ["fc1_r"], name="/fc1/Relu"),
+              helper.make_node("Gemm", ["fc1_r", c("fc2.w", rng.standard_normal((10, 32)) * 0.3),
+                                        c("fc2.b", rng.standard_normal(10) * 0.1)], ["y"], name="/fc2/Gemm",
+                               transB=1)]
+    g = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 16, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "cnn.onnx"))
+    os.makedirs(os.path.join(d, "data_cnn"), exist_ok=True)
+    np.save(os.path.join(d, "data_cnn", "x.npy"), rng.standard_normal((4, 3, 16, 16)).astype(np.float32))
+
+
+def ort(model, data, out):
+    import onnxruntime as rt
+
+    s = rt.InferenceSession(model, providers=["CPUExecutionProvider"])
+    feeds = {i.name: np.load(os.path.join(data, i.name + ".npy")) for i in s.get_inputs()}
+    os.makedirs(out, exist_ok=True)
+    for o, v in zip(s.get_outputs(), s.run(None, feeds)):
+        np.save(os.path.join(out, o.name + ".npy"), v)
+
+
+def error(got, ref):
+    g, r = np.load(got).astype(np.float64), np.load(ref).astype(np.float64)
+    if g.shape != r.shape or not np.array_equal(np.isnan(g), np.isnan(r)):
+        print(f"NaN where the other has none (or shapes {g.shape}, {r.shape})")
+        sys.exit(1)
+    fin = np.isfinite(r)
+    print(f"{np.max(np.abs(g[fin] - r[fin])) / np.max(np.abs(r[fin])):.3e}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "models":
+        models(sys.argv[2])
+    elif sys.argv[1] == "ort":
+        ort(*sys.argv[2:5])
+    elif sys.argv[1] == "error":
+        error(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(__doc__)

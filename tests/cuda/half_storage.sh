@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# ppcc --precision fp16|bf16 without --train: half storage for inference
+# (issue 54, "Real reduced precision"; docs/usage.md "Half precision for
+# inference", docs/cuda.md "Half storage"). Two models against onnxruntime's f32 outputs (the
+# independent reference): tests/cuda/fattn_models.py's two ViT-like blocks
+# (LayerNorm, the QKV product, heads by Reshape/Transpose/Gather, the scaled
+# scores, Softmax, the MLP; NaN and inf tokens in samples 1 and 2) and
+# half_models.py's small CNN (Conv+BN+Relu, MaxPool, a residual block,
+# GlobalAveragePool, two Gemms). At fp16 and bf16:
+#   - the plan says its precision (pprt --info) and holds its weights in
+#     half (the ViT's plan at most 0.55 of the f32 plan's bytes);
+#   - on cuda-emu (the defaults, and the ViT with views, the fused attention
+#     and the row kernels on) no node on the host fallback, the outputs within
+#     the stated bound of onnxruntime's f32 (max |error| over max |output|;
+#     measured 2026-12-05 on cuda-emu, the bounds about 3x: ViT fp16 9.9e-4
+#     -> 3e-3, bf16 6.9e-3 -> 2e-2; CNN fp16 4.3e-4 -> 2e-3, bf16 4.8e-3 ->
+#     1.5e-2: the convolution alone rounds its output, then the epilogue
+#     kernel adds the bias and rounds again, as the GPU does by default),
+#     NaN exactly where onnxruntime has NaN, bf16's error above fp16's;
+#   - the CNN with --cuda-conv-fusion on (the fused graph: one rounding) the
+#     reference kernels' bits (each a convolution in f32 over the half
+#     values, bias, residual and Relu, rounded once);
+#   - -pp 2 the same bits as -pp 1 (the roundings are in the graph: a cut
+#     adds none), with the options too;
+#   - the reference kernels on the same plan within 2e-3 (fp16) / 2e-2
+#     (bf16) of cuda-emu's outputs (each computes in f32 over the half values
+#     and rounds what it writes; the sums' orders differ);
+#   - the message between the two stages is half: ppcc --report's cut is
+#     half of the f32 plan's bytes;
+#   - test_counts on the ViT-like blocks at micro-batch 8: at most 2 launches
+#     more than f32 (the Casts at the model's input and output), and at most
+#     0.6 of f32's bytes moved a layer, with the defaults and with the options;
+#   - pprt --precision on a half plan: exit 2, naming the plan's precision and
+#     a half product.
+# About 20 s. usage: half_storage.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC, TEST_COUNTS)
+set -euo pipefail
+: "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}" "${TEST_COUNTS:?}"
+out=$1
+rm -rf "$out" && mkdir -p "$out" && cd "$out"
+fail() { echo "FAIL: $*"; exit 1; }
+M="$PY $SRC/tests/cuda/half_models.py"
+OPTS="--cuda-stride-views on --cuda-fused-attention on --cuda-row-kernels on"
+"$PY" "$SRC/tests/cuda/fattn_models.py" . > /dev/null
+$M models .
+$M ort vit.onnx data_vit ort_vit
+$M ort cnn.onnx data_cnn ort_cnn
+le() { "$PY" -c "import sys; sys.exit(not float('$1') <= float('$2'))"; }
+declare -A LIM=([vit_fp16]=3e-3 [vit_bf16]=2e-2 [cnn_fp16]=2e-3 [cnn_bf16]=1.5e-2)
+for m in vit cnn; do
+  b=$([ $m = vit ] && echo 1 || echo 2)
+  "$PPCC" $m.onnx -b $b -o ${m}_f32.plan -q
+  wf32=$(stat -c %s ${m}_f32.plan)
+  for pr in fp16 bf16; do
+    for pp in 1 2; do "$PPCC" $m.onnx -b $b -pp $pp --precision $pr -o ${m}_${pr}_$pp.plan -q; done
+    "$PPRT" ${m}_${pr}_1.plan --info | grep -q "^precision $pr: " || fail "$m $pr: pprt --info does not say the precision"
+    [ $m = cnn ] || le "$(stat -c %s ${m}_${pr}_1.plan)" "$(( wf32 * 55 / 100 ))" || fail "$m $pr: the plan is $(stat -c %s ${m}_${pr}_1.plan) bytes, f32's $wf32"
+    for opts in "" "$OPTS"; do
+      [ $m = cnn ] && [ -n "$opts" ] && continue
+      tag=$([ -z "$opts" ] && echo defaults || echo options)
+      "$PPRT" ${m}_${pr}_1.plan data_$m --backend cuda-emu -q -o e1 --cuda-explain $opts 2> ex.txt
+      grep -q ' 0 host steps' ex.txt || fail "$m $pr $tag: nodes on the host fallback: $(grep -o '[0-9]* host steps' ex.txt)"
+      e=$($M error e1/y.npy ort_$m/y.npy) || fail "$m $pr $tag: $e"
+      le "$e" "${LIM[${m}_$pr]}" || fail "$m $pr $tag: error $e against onnxruntime's f32, want <= ${LIM[${m}_$pr]}"
+      "$PPRT" ${m}_${pr}_2.plan data_$m --backend cuda-emu -q -o e2 $opts
+      cmp -s e1/y.npy e2/y.npy || fail "$m $pr $tag: -pp 2 gives other bits than -pp 1"
+      echo "ok: $m $pr $tag: error $e against onnxruntime's f32 (bound ${LIM[${m}_$pr]}), no host step, -pp 2 the same bits"
+      [ -n "$opts" ] && continue
+      eval "err_${m}_$pr=$e"
+      "$PPRT" ${m}_${pr}_1.plan data_$m --backend ref -q -o r1
+      d=$($M error r1/y.npy e1/y.npy) || fail "$m $pr: ref against cuda-emu: $d"
+      lr=$([ $pr = fp16 ] && echo 2e-3 || echo 2e-2)
+      le "$d" "$lr" || fail "$m $pr: the reference kernels $d from cuda-emu on the same plan, want <= $lr"
+      echo "ok: $m $pr: the reference kernels on the plan $d from cuda-emu"
+      if [ $m = cnn ]; then
+        "$PPRT" ${m}_${pr}_1.plan data_$m --backend cuda-emu -q -o ef --cuda-conv-fusion on
+        cmp -s ef/y.npy r1/y.npy || fail "$m $pr: --cuda-conv-fusion on is not the reference kernels' bits"
+        echo "ok: $m $pr: with --cuda-conv-fusion on the reference kernels' bits"
+      fi
+    done
+  done
+  eval "le \$err_${m}_fp16 \$err_${m}_bf16" || fail "$m: fp16's error above bf16's"
+done
+# the message between the stages: half the f32 plan's bytes
+cut() { "$PPCC" vit.onnx -b 1 -pp 2 --policy uniform --report -o /dev/null -q "$@" | sed -n 's/^cut 0 -> 1 (\([0-9.]*\) MB).*/\1/p'; }
+c32=$(cut); c16=$(cut --precision fp16)
+[ -n "$c32" ] && "$PY" -c "import sys; sys.exit(not abs($c16 - $c32 / 2) <= 1e-4)" \
+  || fail "the cut's message: $c16 MB at fp16, $c32 MB at f32"
+echo "ok: the message between two stages: $c16 MB at fp16, $c32 MB at f32"
+# launches and bytes (test_counts' model) at micro-batch 8
+per_layer() { tail -1 counts.txt | sed -n "s/.*; \([0-9.]*\) launches and \([0-9.]*\) MB moved per layer.*/\\$1/p"; }
+total() { tail -1 counts.txt | sed -n 's/^[^:]*: \([0-9]*\) launches.*/\1/p'; }
+"$PPCC" vit.onnx -b 8 -o v32.plan -q
+"$PPCC" vit.onnx -b 8 --precision fp16 -o v16.plan -q
+for o in "" "--stride-views --fused-attention --row-kernels"; do
+  "$TEST_COUNTS" $o --layers 2 v32.plan > counts.txt; l32=$(total); m32=$(per_layer 2)
+  "$TEST_COUNTS" $o --layers 2 v16.plan > counts.txt; l16=$(total); m16=$(per_layer 2)
+  [ "$l16" -le $(( l32 + 2 )) ] || fail "ViT-like -b 8 ${o:-(defaults)}: $l16 launches at fp16, $l32 at f32"
+  le "$m16" "$("$PY" -c "print(0.6 * $m32)")" || fail "ViT-like -b 8 ${o:-(defaults)}: $m16 MB a layer at fp16, $m32 at f32"
+  echo "ok: ViT-like -b 8 ${o:-(defaults)}: $l16 launches at fp16 ($l32 at f32), $m16 MB moved a layer ($m32)"
+done
+# bad input: pprt's --precision on a half plan
+set +e
+"$PPRT" cnn_fp16_1.plan data_cnn --precision bf16 -q -o bad 2> err.txt; rc=$?
+set -e
+[ $rc = 2 ] && grep -q "stores its products in fp16 already" err.txt && grep -q "node '/stem/Conv'" err.txt \
+  || fail "pprt --precision bf16 on an fp16 plan: exit $rc, $(cat err.txt)"
+echo "ok: pprt --precision on a half plan: exit 2 naming the plan's precision and a half product"
