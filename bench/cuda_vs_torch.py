@@ -89,6 +89,10 @@ ap.add_argument("--profile-kernels", type=int, default=12,
                 help="torch.profiler kernel names kept per model and precision (0: no profile)")
 ap.add_argument("--backend", default="cuda",
                 help="pprt backend; anything but cuda runs PyTorch on the CPU in f32 (a check of the script)")
+ap.add_argument("--half-storage", action="store_true",
+                help="fp16/bf16 rows: pprt runs a half plan (ppcc --precision: activations, weights and messages in "
+                     "the half type) instead of the f32 plan at pprt --precision (every tensor f32, the products' "
+                     "compute type half)")
 ap.add_argument("--dry-run", action="store_true", help="print the command lines and configurations, run nothing")
 a = ap.parse_args()
 
@@ -111,9 +115,14 @@ def pprt_label(pp, ovl):
     return f"pprt -pp {pp}" + (" overlap" if ovl == "on" else "")
 
 
+def half_plan(prec):
+    """Whether the rows of prec run a half plan (--half-storage)."""
+    return a.half_storage and prec != "f32"
+
+
 def pprt_argv(plan, data, out, js, prec, ovl):
     argv = [a.pprt, plan, data, "--backend", a.backend, "-q", "--warmup", "4", "--stats-json", js, "-o", out]
-    if prec != "f32":
+    if prec != "f32" and not half_plan(prec):
         argv += ["--precision", prec]
     argv += ["--cuda-overlap", ovl]  # said either way: the default changed (off until 2026-12-04's lease)
     return argv
@@ -123,8 +132,13 @@ def pprt_out(d, pp, ovl):
     return os.path.join(d, f"out_{pp}_{ovl}")
 
 
-def ppcc_argv(onnx_path, pp, b, plan):
-    return [a.ppcc, onnx_path, "-pp", str(pp), "-b", str(b), "-o", plan, "-q"]
+def ppcc_argv(onnx_path, pp, b, plan, prec="f32"):
+    return [a.ppcc, onnx_path, "-pp", str(pp), "-b", str(b), "-o", plan, "-q"] + (
+        ["--precision", prec] if half_plan(prec) else [])
+
+
+def plan_path(d, b, pp, prec):
+    return os.path.join(d, f"b{b}_pp{pp}" + (f"_{prec}" if half_plan(prec) else "") + ".plan")
 
 
 # ---- what this machine's Python has ---------------------------------------------------------------
@@ -205,8 +219,8 @@ if a.dry_run:
                 print(f"### {m} {prec} batch {b}: columns: {', '.join(columns(prec))}")
                 data = os.path.join(d, f"data_{b}")
                 for pp in PPS:
-                    plan = os.path.join(d, f"b{b}_pp{pp}.plan")
-                    print("  " + shlex.join(ppcc_argv(os.path.join(d, "model.onnx"), pp, b, plan)))
+                    plan = plan_path(d, b, pp, prec)
+                    print("  " + shlex.join(ppcc_argv(os.path.join(d, "model.onnx"), pp, b, plan, prec)))
                     for o in OVL:
                         print("  " + shlex.join(pprt_argv(plan, data, pprt_out(d, pp, o), os.path.join(d, "s.json"), prec, o)))
     print(f"# {a.runs} alternated rounds of {a.iters} batches; nothing ran (--dry-run)")
@@ -248,7 +262,7 @@ def flush():
     with open(tmp, "w") as f:
         f.write("\n".join(head) + "\n")
         for prec, rows in tables.items():
-            f.write(f"\n### {prec}\n\n" + "\n".join(rows) + "\n")
+            f.write(f"\n### {prec}" + (" (pprt: half plans, ppcc --precision)" if half_plan(prec) else "") + "\n\n" + "\n".join(rows) + "\n")
         if notes:
             f.write("\n" + "\n".join(notes) + "\n")
     os.replace(tmp, a.out)
@@ -459,9 +473,9 @@ def bench_row(name, d, spec, model, onnx_path, b, prec, y_ref_by_b):
             notes.append(f"TensorRT {name} {prec} batch {b}: failed: {type(e).__name__}: {str(e)[:300]}")
     plans = {}
     for pp in PPS:
-        plans[pp] = os.path.join(d, f"b{b}_pp{pp}.plan")
+        plans[pp] = plan_path(d, b, pp, prec)
         if not os.path.exists(plans[pp]):
-            subprocess.run(ppcc_argv(onnx_path, pp, b, plans[pp]), check=True)
+            subprocess.run(ppcc_argv(onnx_path, pp, b, plans[pp], prec), check=True)
     for pp in PPS:
         for o in OVL:
             lab = pprt_label(pp, o)

@@ -37,7 +37,8 @@
 #      batch 1, 8 and 32 (BENCH_BATCHES), pprt -pp 1 and 2 (BENCH_PP) with
 #      --cuda-overlap on (BENCH_OVERLAP; off,on for the A/B) against PyTorch eager host to host and
 #      device-resident, f32 strict (BENCH_SECS, default 210), then fp16 and
-#      bf16 rows against autocast channels_last (BENCH_HALF_SECS, default 75;
+#      bf16 rows, half plans (ppcc --precision; BENCH_HALF_STORAGE=0: the f32
+#      plans at pprt --precision), against autocast channels_last (BENCH_HALF_SECS, default 75;
 #      0 skips), then the torch.compile column (BENCH_COMPILE_SECS, default
 #      90; compile time excluded, printed); BENCH_RUNS alternated rounds
 #      (default 2), BENCH_ARGS added to each call;
@@ -58,7 +59,7 @@
 #      --cuda-conv-fusion A/B, GPT under memcheck and initcheck, tests/ops on
 #      cuda (OPS_SECS, default 0 now), each only if the time left allows it.
 # EARLY=0 skips parts 2-2b', TRAIN_SECS=0 part 2t, TWO_SECS=0 part 2c, NODE=0 part 3: the
-# next lease's plan (docs/cuda.md, "The GPU day") runs the day as two calls of about 7 minutes,
+# next lease's plan (docs/cuda.md, "The GPU day") runs the day as two calls (470 and 290 s),
 # one for speed (issue 54), one for training (issue 56).
 # MINI=1 runs gpu_mini.sh's checks (the zoo against onnxruntime, nan_conv.py,
 # synccheck/initcheck, einsum) before all this (off by default since 2026-12:
@@ -449,8 +450,11 @@ bench() {
 # since the seventh lease the overlap is the default and the rows issue 54 asks for are -pp 1 and 2 at batch 1, 8 and
 # 32 (BENCH_OVERLAP=off,on for the A/B again)
 bench f32 "${BENCH_SECS:-210}" --pp "${BENCH_PP:-1,2}" --overlap "${BENCH_OVERLAP:-on}" --precisions f32 --compile ""
+# (the half rows run half plans, ppcc --precision, since 2026-12-05: issue 54's fp16 and bf16 targets against
+# autocast are for them; BENCH_HALF_STORAGE=0 runs the f32 plans at pprt --precision as the seventh lease did)
+hst=(); [ "${BENCH_HALF_STORAGE:-1}" = 0 ] || hst=(--half-storage)
 [ "${BENCH_HALF_SECS:-75}" = 0 ] || bench half "${BENCH_HALF_SECS:-75}" --pp "${BENCH_PP:-1,2}" --overlap "${BENCH_OVERLAP:-on}" \
-  --precisions fp16,bf16 --compile "" --profile-kernels 0
+  --precisions fp16,bf16 --compile "" --profile-kernels 0 "${hst[@]}"
 [ "${BENCH_COMPILE_SECS:-90}" = 0 ] || bench compile "${BENCH_COMPILE_SECS:-90}" --pp "" --precisions f32 --compile f32 --profile-kernels 0
 
 if [ "${EXTRA:-1}" = 1 ]; then
