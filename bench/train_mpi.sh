@@ -24,19 +24,8 @@ trap 'rm -rf "$work"' EXIT
 flags=(--oversubscribe)
 [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
 cd "$work"
-"$py" - 2> /dev/null << 'PY'
-import numpy as np, torch, torchvision, os, inspect
-torch.manual_seed(0)
-net = torchvision.models.resnet18(num_classes=10).train()
-kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
-torch.onnx.export(net, (torch.randn(4, 3, 32, 32),), "r18.onnx", input_names=["input"], output_names=["logits"],
-                  opset_version=14, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                  dynamic_axes={"input": {0: "b"}, "logits": {0: "b"}}, **kw)
-os.makedirs("data", exist_ok=True)
-rng = np.random.default_rng(1)
-np.save("data/input.npy", rng.standard_normal((64, 3, 32, 32)).astype(np.float32))
-np.save("labels.npy", rng.integers(0, 10, 64).astype(np.int64))
-PY
+"$py" "$root/tests/tools/export_resnet18.py" r18.onnx --batch 4 --size 32 --samples 64 \
+  --data data --labels labels.npy 2> /dev/null
 "$build/ppcc" r18.onnx --train --loss cross-entropy:logits -b 4 -pp 2 -o r18.plan -q
 args=(r18.plan data --labels labels.npy --accumulate 4 --steps 6 --no-shuffle --optimizer adamw --lr 1e-3
       --backend dnnl --threads 1 -q)

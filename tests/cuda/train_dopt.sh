@@ -30,19 +30,8 @@ rm -rf "$out" && mkdir -p "$out" && cd "$out"
 fail() { echo "FAIL: $*"; exit 1; }
 S=$SRC/samples/digits
 be=${TRAIN_BACKEND:-cuda-emu}
-"$PY" - 2>/dev/null <<'PY'
-import numpy as np, torch, torchvision, os, inspect
-torch.manual_seed(0)
-net = torchvision.models.resnet18(num_classes=10).train()
-kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
-torch.onnx.export(net, (torch.randn(4, 3, 64, 64),), "r18.onnx", input_names=["input"], output_names=["logits"],
-                  opset_version=14, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                  dynamic_axes={"input": {0: "b"}, "logits": {0: "b"}}, **kw)
-os.makedirs("rdata", exist_ok=True)
-rng = np.random.default_rng(1)
-np.save("rdata/input.npy", rng.standard_normal((8, 3, 64, 64)).astype(np.float32))
-np.save("rlabels.npy", rng.integers(0, 10, 8).astype(np.int64))
-PY
+"$PY" "$SRC/tests/tools/export_resnet18.py" r18.onnx --batch 4 --size 64 --samples 8 \
+  --data rdata --labels rlabels.npy 2> /dev/null
 # run NAME PLAN DATA LABELS ARGS...: on the device optimizer (NAME.dev) and the host's (NAME.host)
 run() {
   local name=$1 plan=$2 data=$3 labels=$4; shift 4

@@ -2,11 +2,17 @@
 # them needs the same way.
 #   expect_rc WANT LOG COMMAND...  run it (120 s at most), its exit status must be WANT
 #   expect_msg LOG REGEX [COUNT]   LOG has at least COUNT (1) lines matching REGEX
+#   mpi_require NAME               exit 77 (skipped), saying so as NAME, where pprt was
+#                                  built without MPI or there is no mpirun
 #   mpi_env                        M=(mpirun and its flags) for this user, MPIFLAGS
 #                                  exported (kill.sh), and Open MPI's settings for
 #                                  ASan builds: its own leaks are not the project's
 #                                  (lsan.supp names its libraries); whole stacks,
 #                                  and its plugins kept loaded, so the names resolve
+mpi_require() {
+  if [ "${PP_MPI:-OFF}" != ON ]; then echo "$1: pprt was built without MPI; skipping"; exit 77; fi
+  if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" > /dev/null; then echo "$1: no mpirun; skipping"; exit 77; fi
+}
 expect_rc() {
   local want=$1 log=$2 rc=0
   shift 2

@@ -24,9 +24,8 @@ set -euo pipefail
 out=$1
 rm -rf "$out" && mkdir -p "$out" && cd "$out"
 S=$SRC/samples/digits
-if [ "${PP_MPI:-OFF}" != ON ]; then echo "mpi_train: pprt was built without MPI; skipping"; exit 77; fi
-if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" > /dev/null; then echo "mpi_train: no mpirun; skipping"; exit 77; fi
 . "$SRC/tests/mpi/common.sh"
+mpi_require mpi_train
 mpi_env
 BK=()
 "$PPRT" --help > help.txt

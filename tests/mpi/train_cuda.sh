@@ -33,11 +33,10 @@ set -euo pipefail
 out=$1
 rm -rf "$out" && mkdir -p "$out" && cd "$out"
 S=$SRC/samples/digits
-if [ "${PP_MPI:-OFF}" != ON ]; then echo "mpi_train_cuda: pprt was built without MPI; skipping"; exit 77; fi
-if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" > /dev/null; then echo "mpi_train_cuda: no mpirun; skipping"; exit 77; fi
 "$PPRT" --backend list > backends.txt
 grep -q '^cuda-emu ' backends.txt || { echo "mpi_train_cuda: no cuda-emu backend; skipping"; exit 77; }
 . "$SRC/tests/mpi/common.sh"
+mpi_require mpi_train_cuda
 mpi_env
 checks=0
 
@@ -123,19 +122,8 @@ same_run mix-th mix-mpi4
 echo "mpi_train_cuda: a device's stages split between cuda-emu and the host (--placement), -np 4: the threaded run's bits"
 
 # ResNet-18, training-mode BatchNorm: the running statistics go round the host's chain, the gradients the devices'
-"$PY" - 2> /dev/null << 'PY'
-import numpy as np, torch, torchvision, os, inspect
-torch.manual_seed(0)
-net = torchvision.models.resnet18(num_classes=10).train()
-kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
-torch.onnx.export(net, (torch.randn(2, 3, 32, 32),), "r18.onnx", input_names=["input"], output_names=["logits"],
-                  opset_version=14, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                  dynamic_axes={"input": {0: "b"}, "logits": {0: "b"}}, **kw)
-os.makedirs("rdata", exist_ok=True)
-rng = np.random.default_rng(1)
-np.save("rdata/input.npy", rng.standard_normal((16, 3, 32, 32)).astype(np.float32))
-np.save("rlabels.npy", rng.integers(0, 10, 16).astype(np.int64))
-PY
+"$PY" "$SRC/tests/tools/export_resnet18.py" r18.onnx --batch 2 --size 32 --samples 16 \
+  --data rdata --labels rlabels.npy 2> /dev/null
 "$PPCC" r18.onnx --train --loss cross-entropy:logits -b 2 -pp 2 -o r2.plan -q
 rc=(--labels rlabels.npy --accumulate 4 --steps 3 --no-shuffle --backend cuda-emu -q)
 for opt in "--optimizer adamw --lr 1e-3 --clip-norm 1.0" "--optimizer sgd --lr 0.05 --momentum 0.9 --clip-norm 1.0"; do
