@@ -4,6 +4,8 @@
 #   expect_msg LOG REGEX [COUNT]   LOG has at least COUNT (1) lines matching REGEX
 #   mpi_require NAME               exit 77 (skipped), saying so as NAME, where pprt was
 #                                  built without MPI or there is no mpirun
+#   mpi_kill_both PLAN DATA DIR    tests/mpi/kill.sh on PLAN (KILL_ARGS its options) with plain
+#                                  mpirun and with --enable-recovery, into DIR_default and DIR_recovery
 #   mpi_env                        M=(mpirun and its flags) for this user, MPIFLAGS
 #                                  exported (kill.sh), and Open MPI's settings for
 #                                  ASan builds: its own leaks are not the project's
@@ -12,6 +14,10 @@
 mpi_require() {
   if [ "${PP_MPI:-OFF}" != ON ]; then echo "$1: pprt was built without MPI; skipping"; exit 77; fi
   if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" > /dev/null; then echo "$1: no mpirun; skipping"; exit 77; fi
+}
+mpi_kill_both() {
+  bash "$SRC/tests/mpi/kill.sh" "$1" "$2" "${3}_default" default
+  bash "$SRC/tests/mpi/kill.sh" "$1" "$2" "${3}_recovery" recovery
 }
 expect_rc() {
   local want=$1 log=$2 rc=0

@@ -221,6 +221,5 @@ mkdir -p big
 "$PY" -c "import numpy as np, sys; np.save('big/input.npy', np.tile(np.load(sys.argv[1]), (300, 1, 1, 1)))" "$S/data/input.npy"
 "$PPCC" "$S/model.onnx" -pp 3 -b 16 -o d3.plan -q
 export PPRT MPIRUN
-bash "$SRC/tests/mpi/kill.sh" "$out/d3.plan" "$out/big" "$out/kill_default" default
-bash "$SRC/tests/mpi/kill.sh" "$out/d3.plan" "$out/big" "$out/kill_recovery" recovery
+mpi_kill_both "$out/d3.plan" "$out/big" "$out/kill"
 echo "mpi: all passed"

@@ -176,7 +176,6 @@ echo "mpi_train: refusals (-np, another plan, another --accumulate, --replicas o
 
 # a rank killed mid-training: 3 devices on 3 ranks, long enough to be killed
 export KILL_ARGS="--labels $S/labels.npy --steps 100000 ${BK[*]}"
-bash "$SRC/tests/mpi/kill.sh" "$out/t3.plan" "$S/data" "$out/kill_default" default
-bash "$SRC/tests/mpi/kill.sh" "$out/t3.plan" "$S/data" "$out/kill_recovery" recovery
+mpi_kill_both "$out/t3.plan" "$S/data" "$out/kill"
 checks=$((checks + 2))
 echo "mpi_train: $checks checks passed"

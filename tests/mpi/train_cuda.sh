@@ -166,7 +166,6 @@ expect_msg fail.txt "rank [02] \(stage 0, replica [02]\): stopped: rank 1 \(stag
 checks=$((checks + 3))
 echo "mpi_train_cuda: an emulated NCCL fault in the replicas' chain: every rank exits 1 within ${took} s, naming it"
 export KILL_ARGS="--labels $S/labels.npy --steps 100000 --accumulate 3 --backend cuda-emu --transport nccl --replicas 3"
-bash "$SRC/tests/mpi/kill.sh" "$out/t1.plan" "$S/data" "$out/kill_default" default
-bash "$SRC/tests/mpi/kill.sh" "$out/t1.plan" "$S/data" "$out/kill_recovery" recovery
+mpi_kill_both "$out/t1.plan" "$S/data" "$out/kill"
 checks=$((checks + 2))
 echo "mpi_train_cuda: $checks checks passed"
