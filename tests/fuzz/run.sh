@@ -29,7 +29,7 @@ flags="-std=c11 -O1 -g -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -fsanitize=fu
 # everything but what needs oneDNN, MPI or the CUDA toolkit (runtime/dnnl, runtime/comm, the
 # GPU files of runtime/cuda): the reference and cuda-emu backends
 libsrc=$(ls "$src"/ir/*.c "$src"/frontend/*.c "$src"/passes/*.c "$src"/report/*.c "$src"/plan/*.c "$src"/backend/*.c "$src"/runtime/*.c \
-  "$src"/runtime/link/*.c "$src"/runtime/cpu/*.c "$src"/runtime/cuda/*.c "$gen/onnx/onnx.pb-c.c" "$gen/plan.pb-c.c" \
+  "$src"/runtime/link/*.c "$src"/runtime/cpu/*.c "$src"/runtime/cuda/*.c "$gen/onnx/onnx.pb-c.c" "$gen/plan.pb-c.c" "$gen/tactics_builtin.c" \
   | grep -v -e /exec_dnnl.c -e /exec_cuda.c -e /runtime/cuda/dnn.c -e /mem_cuda.c -e /module_cuda.c)
 # the library once (instrumented, no main), then one link per target
 rm -rf obj && mkdir -p obj
