@@ -367,6 +367,15 @@ bool dn_derived(pprt_exec *x, const char *what, int t0, int t1, int t2, int t3);
  * view) reads through it, from its input (the nodes' through bits), and the
  * pass that makes such nodes run as nothing */
 bool dn_read_through(const pprt_exec *x, int ni);
+/* The tensor that input tid of node ni could be read from in place of tid:
+ * the first input of tid's writer, into *w the writer, where tid is an
+ * activation of this stage only this stage reads and that input a plain
+ * activation or received tensor read last by the writer (then nothing is
+ * written in place over it before ni) or by ni or later; else -1. And
+ * dn_read_src: input k of ni reads src so (its through bit set, src's life
+ * made to reach ni). */
+int dn_writer_input(const pprt_exec *x, int tid, int ni, int *w);
+void dn_read_src(pprt_exec *x, int ni, int k, int src);
 /* halfprod.c: half[ni] for each product node whose operands hold bf16 values widened to f32; the count.
  * dn_widens_bf16: whether Cast node n widens bf16 to f32. dn_half_input: input k of product ni (tensor tid
  * seen through cur, a plain f32 view of its bytes, or NULL: as it is stored) as the primitive wants it

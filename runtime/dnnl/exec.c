@@ -270,8 +270,15 @@ static void drop_weights(pprt_exec *x, const pprt_node *n, int first_step) {
 
 static pp_status out_steps(pprt_exec *x, pp_err *err);
 
-/* One attempt at building every node. *restart: a node was declined whose
- * input another node had already stored in a oneDNN layout (build again). */
+/* What a failed build of node n left: its steps and its outputs' layouts */
+static void undo_node(pprt_exec *x, const pprt_node *n, mark m) {
+    dn_rollback(x, m);
+    for (int f = 0; f < x->bld.n_fused; f++) reset_tensor(x, x->st->nodes[x->bld.fused[f]].out[0]);
+    for (int k = 0; k < n->n_out; k++) reset_tensor(x, n->out[k]);
+    x->bld.n_fused = 0;
+    x->nd.through[n - x->st->nodes] = 0;
+}
+
 /* Node ni's primitives (x->bld says for how many threads, and whether on
  * bf16 kernels), absorbing the nodes after it where it can, else alone. */
 static pp_status build_node(pprt_exec *x, int ni, mark m, pp_err *e) {
@@ -287,29 +294,18 @@ static pp_status build_node(pprt_exec *x, int ni, mark m, pp_err *e) {
     if (s == PP_OK) s = dn_family_of(n->op)->build(x, n, e);
     if (s != PP_OK && s != PP_ENOMEM && x->bld.n_fused) {
         /* again without absorbing the nodes after it */
-        dn_rollback(x, m);
-        for (int f = 0; f < x->bld.n_fused; f++) reset_tensor(x, st->nodes[x->bld.fused[f]].out[0]);
-        for (int k = 0; k < n->n_out; k++) reset_tensor(x, n->out[k]);
         if (x->o.verbose >= 2)
             fprintf(stderr, "pprt dnnl: stage %d: node '%s' (%s) absorbs no post-ops: %s\n", st->index, n->name,
                     pp_op_table[n->op].name, e->msg);
-        x->bld.n_fused = 0;
+        undo_node(x, n, m);
         *e = (pp_err){0};
-        x->nd.through[ni] = 0;
         s = dn_family_of(n->op)->build(x, n, e);
     }
     return s;
 }
 
-/* What a failed build_node left: its steps and its outputs' layouts */
-static void undo_node(pprt_exec *x, const pprt_node *n, mark m) {
-    dn_rollback(x, m);
-    for (int f = 0; f < x->bld.n_fused; f++) reset_tensor(x, x->st->nodes[x->bld.fused[f]].out[0]);
-    for (int k = 0; k < n->n_out; k++) reset_tensor(x, n->out[k]);
-    x->bld.n_fused = 0;
-    x->nd.through[n - x->st->nodes] = 0;
-}
-
+/* One attempt at building every node. *restart: a node was declined whose
+ * input another node had already stored in a oneDNN layout (build again). */
 static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     const pprt_stage *st = x->st;
     *restart = false;

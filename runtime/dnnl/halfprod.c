@@ -47,13 +47,15 @@ static unsigned half_operands(pp_op op) {
     }
 }
 
-bool dn_widens_bf16(const pprt_exec *x, const pprt_node *n) {
+/* Whether node n of stage q is a Cast that widens bf16 to f32 */
+static bool widens(const pprt_plan *p, const pprt_stage *q, const pprt_node *n) {
     int64_t to = 0;
-    const pprt_stage *st = x->st;
-    return n->n_in >= 1 && n->in[0] >= 0 && st->t[n->in[0]].dtype == PP_BF16 && n->n_out >= 1 && n->out[0] >= 0 &&
-           st->t[n->out[0]].dtype == PP_F32 && pp_attr_int(attrs_of(x, n), "to", 0, &to, NULL) == PP_OK &&
-           to == PP_F32;
+    return n->op == PP_OP_CAST && n->n_in >= 1 && n->in[0] >= 0 && q->t[n->in[0]].dtype == PP_BF16 &&
+           n->n_out >= 1 && n->out[0] >= 0 && q->t[n->out[0]].dtype == PP_F32 &&
+           pp_attr_int((pp_attrs){n->attrs, n->n_attrs, p->opset}, "to", 0, &to, NULL) == PP_OK && to == PP_F32;
 }
+
+bool dn_widens_bf16(const pprt_exec *x, const pprt_node *n) { return widens(x->p, x->st, n); }
 
 /* The plan's tensors by name (a tensor a stage receives has its producer's name), whether each holds bf16 values */
 typedef struct hname {
@@ -76,9 +78,7 @@ static bool holds_pass(const pprt_plan *p, const pprt_stage *q, hname *h, int nh
         if (n->n_out < 1 || n->out[0] < 0 || q->t[n->out[0]].dtype != PP_F32) continue;
         bool v = false;
         if (n->op == PP_OP_CAST) {
-            int64_t to = 0;
-            v = n->in[0] >= 0 && q->t[n->in[0]].dtype == PP_BF16 &&
-                pp_attr_int((pp_attrs){n->attrs, n->n_attrs, p->opset}, "to", 0, &to, NULL) == PP_OK && to == PP_F32;
+            v = widens(p, q, n);
         } else if (moves_values(n->op) && n->n_in > 0 && n->in[0] >= 0 && q->t[n->in[0]].dtype == PP_F32) {
             /* Gather and Slice: the data input alone; the others: every f32 input */
             v = true;
@@ -134,18 +134,12 @@ int dn_half_products(pprt_exec *x, bool *half) {
 
 /* The bf16 tensor that input k (tensor tid) of product ni, built on bf16
  * kernels, may read in place of tid: the input of the Cast that widened it
- * into tid, a plain activation or received tensor read last by that Cast
- * (then nothing written over it before the product) or by the product or
- * later; tid an activation of this stage only. Else -1. */
+ * into tid, as dn_writer_input finds it. Else -1. */
 static int half_source(const pprt_exec *x, int ni, int k, int tid) {
-    if (!x->bld.half || k > 7 || x->st->nodes[ni].n_in <= k || x->st->nodes[ni].in[k] != tid ||
-        x->tn.kind[tid] != PPRT_ACTIVATION || T(x, tid)->kind != PPRT_ACTIVATION)
-        return -1;
-    const int w = x->tn.writer[tid];
-    if (w < 0 || !dn_widens_bf16(x, &x->st->nodes[w])) return -1;
-    const int src = x->st->nodes[w].in[0];
-    if (is_weight(x, src) || x->tn.blocked[src] || !(x->tn.last[src] == w || x->tn.last[src] >= ni)) return -1;
-    return src;
+    if (!x->bld.half || k > 7 || x->st->nodes[ni].n_in <= k || x->st->nodes[ni].in[k] != tid) return -1;
+    int w;
+    const int src = dn_writer_input(x, tid, ni, &w);
+    return src >= 0 && dn_widens_bf16(x, &x->st->nodes[w]) ? src : -1;
 }
 
 pp_status dn_half_input(pprt_exec *x, int ni, int k, int tid, const dnnl_memory_desc_t *cur,
@@ -158,7 +152,6 @@ pp_status dn_half_input(pprt_exec *x, int ni, int k, int tid, const dnnl_memory_
     DN(dnnl_memory_desc_init_by_strides(&b, c->ndims, c->dims, dnnl_bf16, c->format_desc.blocking.strides),
        "memory descriptor");
     PP_TRY(dn_bind_view(x, src, &b, want, slot, out, err));
-    x->nd.through[ni] |= (unsigned char)(1u << k);
-    if (x->tn.last[src] < ni) x->tn.last[src] = ni;
+    dn_read_src(x, ni, k, src);
     return PP_OK;
 }

@@ -210,26 +210,24 @@ static int dn_weight_through(const pprt_exec *x, int bi) {
     return t->in[0];
 }
 
-/* The tensor that operand tid of product ni would read in place of tid,
- * its writer's input, into *w the writer: tid an activation of this stage
- * only this stage reads, the input a plain f32 activation or received
- * tensor read last by that writer (then nothing written in place over it
- * before the product) or by the product or later. Else -1. */
-static int through_source(const pprt_exec *x, int tid, int ni, int *w) {
-    if (!x->o.operand_t || tid < 0 || x->tn.kind[tid] != PPRT_ACTIVATION || T(x, tid)->kind != PPRT_ACTIVATION)
-        return -1;
+int dn_writer_input(const pprt_exec *x, int tid, int ni, int *w) {
+    if (tid < 0 || x->tn.kind[tid] != PPRT_ACTIVATION || T(x, tid)->kind != PPRT_ACTIVATION) return -1;
     *w = x->tn.writer[tid];
     if (*w < 0 || x->st->nodes[*w].n_in < 1) return -1;
     const int src = x->st->nodes[*w].in[0];
-    if (src < 0 || is_weight(x, src) || !f32(x, src) || !f32(x, tid) || x->tn.blocked[src]) return -1;
+    if (src < 0 || is_weight(x, src) || x->tn.blocked[src]) return -1;
     if (!(x->tn.last[src] == *w || x->tn.last[src] >= ni)) return -1;
     return src;
 }
 
-/* Input k of product ni reads src in place of the tensor a Transpose or a
- * copying view wrote from it: its through bit set, src's life made to reach
- * the product. */
-static void read_src(pprt_exec *x, int ni, int k, int src) {
+/* dn_writer_input for PPRT_DNNL_OPERAND_T's copies: tid and its writer's input f32 */
+static int through_source(const pprt_exec *x, int tid, int ni, int *w) {
+    if (!x->o.operand_t) return -1;
+    const int src = dn_writer_input(x, tid, ni, w);
+    return src >= 0 && f32(x, src) && f32(x, tid) ? src : -1;
+}
+
+void dn_read_src(pprt_exec *x, int ni, int k, int src) {
     x->nd.through[ni] |= (unsigned char)(1u << k);
     if (x->tn.last[src] < ni) x->tn.last[src] = ni;
 }
@@ -291,8 +289,8 @@ static int copy_through(const pprt_exec *x, int tid, int ni) {
  * made to reach the product. */
 static void copies_through(pprt_exec *x, int ni, int *a, int *b) {
     const int fa = copy_through(x, *a, ni), fb = copy_through(x, *b, ni);
-    if (fa >= 0) *a = fa, read_src(x, ni, 0, fa);
-    if (fb >= 0) *b = fb, read_src(x, ni, 1, fb);
+    if (fa >= 0) *a = fa, dn_read_src(x, ni, 0, fa);
+    if (fb >= 0) *b = fb, dn_read_src(x, ni, 1, fb);
 }
 
 bool dn_read_through(const pprt_exec *x, int ni) {
@@ -349,8 +347,8 @@ static pp_status batched_through(pprt_exec *x, const pprt_node *n, const dnnl_me
         return s;
     }
     *done = true;
-    if (fa >= 0) read_src(x, ni, 0, fa);
-    if (fb >= 0) read_src(x, ni, 1, fb);
+    if (fa >= 0) dn_read_src(x, ni, 0, fa);
+    if (fb >= 0) dn_read_src(x, ni, 1, fb);
     return PP_OK;
 }
 
