@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime_api.h>
+
 #include "dnn.h"
 
 #define DN(call, what)                                                                                          \
@@ -296,6 +298,13 @@ pp_status pcu_dnn_choose(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDes
     return PP_OK;
 }
 
+pp_status pcu_dnn_choose_any(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDescriptor_t devprop, bool strict,
+                             int64_t max_ws, pcu_dnn_pick *out, pp_err *err) {
+    PP_TRY(pcu_dnn_choose(g, handle, devprop, strict, CUDNN_HEUR_MODE_A, max_ws, out, err));
+    if (!out->plan) PP_TRY(pcu_dnn_choose(g, handle, devprop, strict, CUDNN_HEUR_MODE_FALLBACK, max_ws, out, err));
+    return PP_OK;
+}
+
 /* ---- the tactic cache (tactics.h): a tactic as an execution plan, the candidates of a tuning ---- */
 
 /* Engine config cfg's knob choices into t (at most PCU_TACTIC_KNOBS) */
@@ -427,6 +436,15 @@ void pcu_dnn_cands_free(pcu_dnn_cand *c, int n) {
 }
 
 /* ---- device descriptions (cuDNN 9.8+: execution plans made without the device) -------------- */
+
+bool pcu_dnn_gpu_stem(int device, char *buf, size_t n) {
+    struct cudaDeviceProp prop;
+    char name[128];
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return false;
+    pp_file_name(prop.name, name, sizeof name);
+    const int k = snprintf(buf, n, "%s_cc%d%d_cudnn%zu", name, prop.major, prop.minor, cudnnGetVersion());
+    return k > 0 && (size_t)k < n;
+}
 
 pp_status pcu_devprop_capture(cudnnHandle_t handle, char **json, int64_t *len, pp_err *err) {
     cudnnBackendDescriptor_t d;

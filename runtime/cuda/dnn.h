@@ -60,6 +60,10 @@ typedef struct pcu_dnn_pick {
 } pcu_dnn_pick;
 pp_status pcu_dnn_choose(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDescriptor_t devprop, bool strict,
                          cudnnBackendHeurMode_t mode, int64_t max_ws, pcu_dnn_pick *out, pp_err *err);
+/* The executors' order (exec_cuda.c dnn_plan, which says each with --cuda-explain): mode A's list, then the
+ * fallback list where it gave no plan */
+pp_status pcu_dnn_choose_any(const pcu_dnn *g, cudnnHandle_t handle, cudnnBackendDescriptor_t devprop, bool strict,
+                             int64_t max_ws, pcu_dnn_pick *out, pp_err *err);
 
 /* The tactic cache (tactics.h). pcu_dnn_tactic: tactic t as an execution
  * plan for graph g (handle's device, or devprop's without one), out->plan
@@ -88,6 +92,10 @@ void pcu_dnn_cands_free(pcu_dnn_cand *c, int n);
  * cudnnBackendDestroyDescriptor). tests/cuda/test_dnn.c captures (--capture,
  * on a GPU day) and finalizes every convolution's execution plan with the
  * committed descriptions (tests/cuda/devprop/). */
+/* GPU `device`'s stem, the name of its description and of its tactic table:
+ * <its name through pp_file_name>_cc<major><minor>_cudnn<the loaded cuDNN's
+ * version>; false when the device cannot be asked or buf is too short. */
+bool pcu_dnn_gpu_stem(int device, char *buf, size_t n);
 pp_status pcu_devprop_capture(cudnnHandle_t handle, char **json, int64_t *len, pp_err *err);
 pp_status pcu_devprop_load(const char *json, int64_t len, cudnnBackendDescriptor_t *out, pp_err *err);
 

@@ -142,15 +142,19 @@ static void *dptr(pprt_exec *x, const pcu_ref *r) { return r->space < 0 ? NULL :
 
 /* ---- cuDNN: heuristics, plan ------------------------------------------------------------------ */
 
+/* Whether convolution c's engine must be strict f32 (no down-converting, no
+ * tensor-core engine): f32 tensors at --precision f32; a half plan's
+ * convolution takes tensor cores. */
+static bool dnn_strict(const pprt_exec *x, const pcu_conv *c) {
+    return x->precision == PPRT_F32 && c->dt != PCU_T_F16 && c->dt != PCU_T_BF16;
+}
+
 /* One heuristic mode's engine for step d (pcu_dnn_choose: the executors'
  * filter, for this executor's device), said with --cuda-explain. */
 static pp_status dnn_plan_mode(pprt_exec *x, int node, dstep *d, cudnnBackendHeurMode_t mode, pp_err *err) {
     pcu_dnn_pick k;
     pp_err e = {0};
-    /* strict f32 (no down-converting, no tensor-core engine) for f32 tensors at --precision f32; a half plan's
-     * convolution takes tensor cores */
-    const pcu_conv *c = &x->pl.steps[d - x->ds].u.conv;
-    const bool strict = x->precision == PPRT_F32 && c->dt != PCU_T_F16 && c->dt != PCU_T_BF16;
+    const bool strict = dnn_strict(x, &x->pl.steps[d - x->ds].u.conv);
     if (pcu_dnn_choose(&d->dnn, x->dnn, NULL, strict, mode, (int64_t)PCU_LIB_WORKSPACE, &k, &e) != PP_OK)
         return PP_WRAP(err, &e, e.code, "node '%s': %s", x->st->nodes[node].name, e.msg);
     d->plan = k.plan;
@@ -182,16 +186,10 @@ static const pcu_tactics *tactics_for(int phys, const char **name) {
     if (phys < 0 || phys >= N) return NULL;
     pthread_mutex_lock(&mu);
     if (!dev[phys].done) {
-        struct cudaDeviceProp prop;
-        char gpu[128];
         size_t len = 0;
-        const char *text = NULL;
-        if (cudaGetDeviceProperties(&prop, phys) == cudaSuccess) {
-            pp_file_name(prop.name, gpu, sizeof gpu);
-            snprintf(dev[phys].name, sizeof dev[phys].name, "%s_cc%d%d_cudnn%zu", gpu, prop.major, prop.minor,
-                     cudnnGetVersion());
-            text = pcu_tactics_builtin(dev[phys].name, &len);
-        }
+        const char *text =
+            pcu_dnn_gpu_stem(phys, dev[phys].name, sizeof dev[phys].name) ? pcu_tactics_builtin(dev[phys].name, &len)
+                                                                           : NULL;
         pp_err e = {0};
         if (text && pcu_tactics_parse(text, len, dev[phys].name, &dev[phys].t, &e) != PP_OK)
             fprintf(stderr, "pprt: warning: the built-in %s\n", e.msg); /* test_tactics parses each in CI */
@@ -207,7 +205,7 @@ static const pcu_tactics *tactics_for(int phys, const char **name) {
 static pp_status dnn_plan_tactic(pprt_exec *x, int node, const pcu_conv *c, dstep *d, pp_err *err) {
     const char *name = "";
     const pcu_tactics *tab = tactics_for(pprt_cuda_phys(x->device), &name);
-    const bool strict = x->precision == PPRT_F32 && c->dt != PCU_T_F16 && c->dt != PCU_T_BF16; /* as dnn_plan_mode */
+    const bool strict = dnn_strict(x, c);
     char sig[PCU_TACTIC_SIG];
     const pcu_tactic *t = tab && pcu_conv_signature(c, d->dnn.fused, strict, sig, sizeof sig)
                               ? pcu_tactics_find(tab, sig) : NULL;

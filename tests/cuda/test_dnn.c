@@ -40,6 +40,7 @@
 #include <cuda_runtime.h>
 
 #include "runtime/cuda/dnn.h"
+#include "conv_steps.h"
 #include "tune_dnn.h"
 
 static int failures, graphs, plans;
@@ -54,9 +55,7 @@ static void choose_deviceless(const pcu_dnn *g, bool fused, bool strict, const c
     for (int d = 0; d < n_devprops; d++) {
         pcu_dnn_pick k = {0};
         pp_err e = {0};
-        pp_status st = pcu_dnn_choose(g, NULL, devprops[d], strict, CUDNN_HEUR_MODE_A, PCU_LIB_WORKSPACE, &k, &e);
-        if (st == PP_OK && !k.plan)
-            st = pcu_dnn_choose(g, NULL, devprops[d], strict, CUDNN_HEUR_MODE_FALLBACK, PCU_LIB_WORKSPACE, &k, &e);
+        const pp_status st = pcu_dnn_choose_any(g, NULL, devprops[d], strict, PCU_LIB_WORKSPACE, &k, &e);
         if (k.plan) {
             plans++;
             cudnnBackendDestroyDescriptor(k.plan);
@@ -122,16 +121,14 @@ static int capture(const char *dir) {
     char *json = NULL, path[4096], name[256];
     int64_t len = 0;
     pp_err e = {0};
-    struct cudaDeviceProp prop;
-    cudnnStatus_t st = cudaSetDevice(0) == cudaSuccess && cudaGetDeviceProperties(&prop, 0) == cudaSuccess
+    cudnnStatus_t st = cudaSetDevice(0) == cudaSuccess && pcu_dnn_gpu_stem(0, name, sizeof name)
                            ? cudnnCreate(&h)
                            : CUDNN_STATUS_NOT_INITIALIZED;
     if (st != CUDNN_STATUS_SUCCESS) {
         fprintf(stderr, "test_dnn --capture: no cuDNN handle on GPU 0: %s\n", cudnnGetErrorString(st));
         return 2;
     }
-    pp_file_name(prop.name, name, sizeof name);
-    snprintf(path, sizeof path, "%s/%s_cc%d%d_cudnn%zu.json", dir, name, prop.major, prop.minor, cudnnGetVersion());
+    snprintf(path, sizeof path, "%s/%s.json", dir, name);
     pp_outfile out;
     pp_status s = pcu_devprop_capture(h, &json, &len, &e);
     cudnnDestroy(h);
@@ -164,6 +161,22 @@ static void check_tactic(const pcu_conv *c, const pcu_dnn *g, bool strict, const
                     devprop_names[d], (long long)t->gidx, e.msg, k.refused[3] ? "cuDNN refused it" : "the filter refused it");
         }
     }
+}
+
+static void check(const pcu_conv *c, const char *what);
+
+/* check() for each convolution step of a plan (pcu_each_conv) */
+typedef struct check_ctx {
+    const char *plan;
+    int convs;
+} check_ctx;
+
+static void check_step(const pcu_conv *c, const char *node, void *ctx) {
+    check_ctx *cc = ctx;
+    char what[160];
+    snprintf(what, sizeof what, "%s node '%s'", cc->plan, node);
+    check(c, what);
+    cc->convs++;
 }
 
 static void check(const pcu_conv *c, const char *what) {
@@ -258,40 +271,31 @@ static void sweep(void) {
 }
 
 /* The convolution steps of every stage of plan `path` appended to *cv */
-static int plan_convs(const char *path, pcu_conv **cv, int *n, int *cap) {
-    pprt_plan *p = NULL;
-    pp_err e = {0};
-    if (pprt_plan_load(path, NULL, &p, &e) != PP_OK) {
-        fprintf(stderr, "test_dnn --tune %s: %s\n", path, e.msg);
-        return 2;
-    }
-    for (int s = 0; s < p->n_stages; s++) {
-        pcu_plan pl;
-        if (pcu_plan_build(p, &p->stages[s], NULL, &pl, &e) != PP_OK) {
-            fprintf(stderr, "test_dnn --tune %s stage %d: %s\n", path, s, e.msg);
-            pprt_plan_free(p);
-            return 2;
+typedef struct conv_list {
+    pcu_conv *cv;
+    int n, cap;
+    bool oom;
+} conv_list;
+
+static void add_conv(const pcu_conv *c, const char *node, void *ctx) {
+    conv_list *l = ctx;
+    (void)node;
+    if (l->n == l->cap) {
+        pcu_conv *q = realloc(l->cv, (size_t)(l->cap ? 2 * l->cap : 64) * sizeof *q);
+        if (!q) {
+            l->oom = true;
+            return;
         }
-        for (int i = 0; i < pl.n_steps; i++) {
-            if (pl.steps[i].kind != PCU_S_CONV) continue;
-            if (*n == *cap) {
-                pcu_conv *q = realloc(*cv, (size_t)(*cap = *cap ? 2 * *cap : 64) * sizeof *q);
-                if (!q) return 2;
-                *cv = q;
-            }
-            (*cv)[(*n)++] = pl.steps[i].u.conv;
-        }
-        pcu_plan_free(&pl);
+        l->cv = q, l->cap = l->cap ? 2 * l->cap : 64;
     }
-    pprt_plan_free(p);
-    return 0;
+    l->cv[l->n++] = *c;
 }
 
 static int tune(int argc, char **argv) {
     const char *out = argv[2];
     bool fast = false;
     double secs = 240;
-    int a = 3, n = 0, cap = 0, rc = 0;
+    int a = 3, rc = 0;
     for (; a < argc && !strncmp(argv[a], "--tune-", 7); a++) {
         if (!strcmp(argv[a], "--tune-fast")) fast = true;
         else if (!strcmp(argv[a], "--tune-secs") && a + 1 < argc) secs = atof(argv[++a]);
@@ -300,10 +304,10 @@ static int tune(int argc, char **argv) {
             return 2;
         }
     }
-    pcu_conv *cv = NULL;
-    for (; a < argc && !rc; a++) rc = plan_convs(argv[a], &cv, &n, &cap);
-    if (!rc) rc = tune_main(out, cv, n, fast, secs);
-    free(cv);
+    conv_list l = {0};
+    for (; a < argc && !rc; a++) rc = pcu_each_conv(argv[a], "test_dnn --tune", add_conv, &l) || l.oom ? 2 : 0;
+    if (!rc) rc = tune_main(out, l.cv, l.n, fast, secs);
+    free(l.cv);
     return rc;
 }
 
@@ -315,31 +319,11 @@ int main(int argc, char **argv) {
         if (load_devprop(argv[a + 1])) return 1;
     if (!n_devprops) printf("test_dnn: no GPU description for this cuDNN: operation graphs only, no execution plans\n");
     for (; a < argc; a++) {
-        pprt_plan *p = NULL;
-        pp_err e = {0};
-        if (pprt_plan_load(argv[a], NULL, &p, &e) != PP_OK) {
-            fprintf(stderr, "FAIL %s: %s\n", argv[a], e.msg);
-            return 1;
-        }
-        int convs = 0;
-        for (int s = 0; s < p->n_stages; s++) {
-            pcu_plan pl;
-            if (pcu_plan_build(p, &p->stages[s], NULL, &pl, &e) != PP_OK) {
-                fprintf(stderr, "FAIL %s stage %d: %s\n", argv[a], s, e.msg);
-                failures++;
-                continue;
-            }
-            for (int i = 0; i < pl.n_steps; i++) {
-                if (pl.steps[i].kind != PCU_S_CONV) continue;
-                char what[160];
-                snprintf(what, sizeof what, "%s node '%s'", argv[a], p->stages[s].nodes[pl.steps[i].node].name);
-                check(&pl.steps[i].u.conv, what);
-                convs++;
-            }
-            pcu_plan_free(&pl);
-        }
-        printf("test_dnn: %s: %d convolution steps\n", argv[a], convs);
-        pprt_plan_free(p);
+        check_ctx cc = {argv[a], 0};
+        const int bad = pcu_each_conv(argv[a], "FAIL", check_step, &cc);
+        if (bad < 0) return 1;
+        failures += bad;
+        printf("test_dnn: %s: %d convolution steps\n", argv[a], cc.convs);
     }
     sweep();
     printf("test_dnn: %d graphs finalized, %d execution plans on %d described GPUs, %d of them from the tactic "

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_steps.h"
 #include "runtime/cuda/tactics.h"
 
 static int failures;
@@ -160,29 +161,16 @@ static void builtin(void) {
     printf("test_tactics: %d built-in tables\n", n);
 }
 
+static void print_sig(const pcu_conv *c, const char *node, void *ctx) {
+    char b[PCU_TACTIC_SIG];
+    bool *ok = ctx;
+    if (!pcu_conv_signature(c, false, true, b, sizeof b)) *ok = false;
+    else printf("%s\t%s\n", node, b);
+}
+
 static int sigs(const char *path) {
-    pprt_plan *p = NULL;
-    pp_err e = {0};
-    if (pprt_plan_load(path, NULL, &p, &e) != PP_OK) {
-        fprintf(stderr, "test_tactics: %s: %s\n", path, e.msg);
-        return 1;
-    }
-    for (int s = 0; s < p->n_stages; s++) {
-        pcu_plan pl;
-        if (pcu_plan_build(p, &p->stages[s], NULL, &pl, &e) != PP_OK) {
-            fprintf(stderr, "test_tactics: %s stage %d: %s\n", path, s, e.msg);
-            return 1;
-        }
-        for (int i = 0; i < pl.n_steps; i++) {
-            if (pl.steps[i].kind != PCU_S_CONV) continue;
-            char b[PCU_TACTIC_SIG];
-            if (!pcu_conv_signature(&pl.steps[i].u.conv, false, true, b, sizeof b)) return 1;
-            printf("%s\t%s\n", p->stages[s].nodes[pl.steps[i].node].name, b);
-        }
-        pcu_plan_free(&pl);
-    }
-    pprt_plan_free(p);
-    return 0;
+    bool ok = true;
+    return pcu_each_conv(path, "test_tactics", print_sig, &ok) != 0 || !ok;
 }
 
 int main(int argc, char **argv) {

@@ -109,8 +109,7 @@ out:
 /* The heuristics' pick within the fixed workspace (what the executor takes without a table) */
 static void heuristic_pick(const pcu_dnn *g, cudnnHandle_t h, bool strict, pcu_dnn_pick *k) {
     pp_err e = {0};
-    if (pcu_dnn_choose(g, h, NULL, strict, CUDNN_HEUR_MODE_A, PCU_LIB_WORKSPACE, k, &e) == PP_OK && !k->plan)
-        (void)pcu_dnn_choose(g, h, NULL, strict, CUDNN_HEUR_MODE_FALLBACK, PCU_LIB_WORKSPACE, k, &e);
+    (void)pcu_dnn_choose_any(g, h, NULL, strict, PCU_LIB_WORKSPACE, k, &e);
     if (k->plan) cudnnBackendDestroyDescriptor(k->plan), k->plan = NULL;
 }
 
@@ -191,14 +190,14 @@ int tune_main(const char *out_path, const pcu_conv *convs, int n_convs, bool fas
             if (tune_one(h, &convs[i], strict, sig, &lines[n_lines])) n_lines++;
         }
     cudnnDestroy(h);
-    char name[128], line[1024];
-    pp_file_name(prop.name, name, sizeof name);
+    char name[PCU_TACTIC_SIG], line[1024];
+    if (!pcu_dnn_gpu_stem(0, name, sizeof name)) snprintf(name, sizeof name, "?");
     pp_outfile out;
     pp_err e = {0};
     pp_status s = lines ? pp_outfile_open(&out, out_path, &e) : PP_FAIL(&e, PP_ENOMEM, "out of memory");
     if (s == PP_OK) {
-        bool ok = fprintf(out.f, "# convolution tactics for %s (%s_cc%d%d_cudnn%zu), tuned by test_dnn --tune on %s",
-                          prop.name, name, prop.major, prop.minor, cudnnGetVersion(), ctime(&t0)) > 0;
+        bool ok = fprintf(out.f, "# convolution tactics for %s (%s), tuned by test_dnn --tune on %s", prop.name, name,
+                          ctime(&t0)) > 0;
         ok = ok && fprintf(out.f, "# signature\tengine\tknobs\tworkspace\tmicroseconds\n") > 0;
         for (int k = 0; ok && k < n_lines; k++)
             ok = pcu_tactic_line(&lines[k], line, sizeof line) && fputs(line, out.f) >= 0;
@@ -209,7 +208,7 @@ int tune_main(const char *out_path, const pcu_conv *convs, int n_convs, bool fas
         fprintf(stderr, "test_dnn --tune %s: %s\n", out_path, e.msg);
         return 2;
     }
-    printf("tune: %d tactics into %s (%s_cc%d%d_cudnn%zu); %d signatures left to the heuristics (--tune-secs)\n",
-           n_lines, out_path, name, prop.major, prop.minor, cudnnGetVersion(), skipped);
+    printf("tune: %d tactics into %s (%s); %d signatures left to the heuristics (--tune-secs)\n", n_lines, out_path,
+           name, skipped);
     return 0;
 }
