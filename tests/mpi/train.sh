@@ -31,27 +31,6 @@ BK=()
 "$PPRT" --help > help.txt
 grep -q -- --backend help.txt && BK=(--backend ref)
 
-same_dirs() { # same_dirs A B: the same .npy files, byte for byte
-  local n=0 f
-  for f in "$1"/*.npy; do
-    cmp -s "$f" "$2/$(basename "$f")" || { echo "FAIL: $f differs from $2/$(basename "$f")"; exit 1; }
-    n=$((n + 1))
-  done
-  [ "$n" -gt 0 ] && [ "$n" = "$(ls "$2"/*.npy | wc -l)" ] || { echo "FAIL: $1 and $2 hold other files"; exit 1; }
-  checks=$((checks + n))
-}
-same_losses() { # same_losses LOG_A LOG_B: every step's loss, and the held-out records, equal
-  "$PY" - "$1" "$2" << 'EOF'
-import json, sys
-a, b = (json.load(open(f)) for f in sys.argv[1:3])
-la, lb = [s["loss"] for s in a["steps"]], [s["loss"] for s in b["steps"]]
-assert la == lb and len(la) > 0, (la, lb)
-ea = [(e["eval_loss"], e["eval_accuracy"]) for e in a["epochs"]]
-eb = [(e["eval_loss"], e["eval_accuracy"]) for e in b["epochs"]]
-assert ea == eb, (ea, eb)
-EOF
-  checks=$((checks + 1))
-}
 checks=0
 
 "$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 -o t2.plan -q

@@ -41,20 +41,8 @@ mpi_env
 checks=0
 
 same_run() { # same_run A B: the same .npy files byte for byte, every step's loss and held-out record equal
-  local n=0 f
-  for f in "$1"/*.npy; do
-    cmp -s "$f" "$2/$(basename "$f")" || { echo "FAIL: $f differs from $2/$(basename "$f")"; exit 1; }
-    n=$((n + 1))
-  done
-  [ "$n" -gt 0 ] && [ "$n" = "$(ls "$2"/*.npy | wc -l)" ] || { echo "FAIL: $1 and $2 hold other files"; exit 1; }
-  "$PY" - "$1.json" "$2.json" << 'EOF'
-import json, sys
-a, b = (json.load(open(f)) for f in sys.argv[1:3])
-la, lb = [s["loss"] for s in a["steps"]], [s["loss"] for s in b["steps"]]
-assert la == lb and len(la) > 0, (la, lb)
-assert [(e["eval_loss"], e["eval_accuracy"]) for e in a["epochs"]] == [(e["eval_loss"], e["eval_accuracy"]) for e in b["epochs"]]
-EOF
-  checks=$((checks + n + 1))
+  same_dirs "$1" "$2"
+  same_losses "$1.json" "$2.json"
 }
 # paths LOG OPTIMIZER CHAIN: the run's optimizer (host, device) and gradient chain (a word), step 1 the host's
 paths() {
