@@ -950,12 +950,19 @@ static bool half_type(pp_dtype t) { return t == PP_BF16 || t == PP_F16; }
 /* --train --precision's Casts (passes/precision.c) keep a cut where it sends
  * the half value: no cut between a value and its rounding to the half type
  * made right after it, nor between an f32 copy of a half value and the node
- * after it (its reader); a cut before the copy sends the half value. */
+ * after it (its reader); a cut before the copy sends the half value. A
+ * weight's rounding is made where it is read: no cut between it and its f32
+ * copy either (the cut before the rounding sends nothing for the weight,
+ * the one after it the weight's half copy, and its gradient back). */
 static bool half_glued(const pp_graph *g, int i) {
     if (i < 1) return false;
     const pp_node *a = &g->nodes[i - 1], *b = &g->nodes[i];
     if (b->op == PP_OP_CAST && b->in[0] >= 0 && half_type(g->values[b->out[0]].dtype) &&
         g->values[b->in[0]].dtype == PP_F32 && g->values[b->in[0]].producer == i - 1)
+        return true;
+    if (b->op == PP_OP_CAST && !b->backward && b->in[0] >= 0 && g->values[b->in[0]].producer == i - 1 &&
+        a->op == PP_OP_CAST && a->in[0] >= 0 && half_type(g->values[a->out[0]].dtype) &&
+        (g->values[a->in[0]].is_param || g->values[a->in[0]].is_const))
         return true;
     return a->op == PP_OP_CAST && !a->backward && a->in[0] >= 0 && half_type(g->values[a->in[0]].dtype) &&
            g->values[a->out[0]].dtype == PP_F32;

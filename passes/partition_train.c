@@ -192,6 +192,93 @@ out:
     return s;
 }
 
+/* Whether node i is a forward Cast between f32 and a half type: an f32 copy
+ * of a half value (to 1), which its readers share, or a value's rounding (to
+ * 0; passes/precision.c). */
+static bool half_cast(const pp_graph *g, int i, bool to) {
+    const pp_node *c = &g->nodes[i];
+    if (c->op != PP_OP_CAST || c->backward || c->n_in != 1 || c->in[0] < 0 || c->out[0] < 0) return false;
+    const pp_dtype a = g->values[c->in[0]].dtype, b = g->values[c->out[0]].dtype;
+    const pp_dtype h = to ? a : b, f = to ? b : a;
+    return (h == PP_BF16 || h == PP_F16) && f == PP_F32;
+}
+
+/* A stage that reads an f32 copy of a half value made on an earlier device
+ * makes its own copy from the half value, first in the stage: the half value
+ * crosses the cut instead of the copy (or alone, where that device's
+ * backward reads it anyway: ResNet-18 cut inside a block sent a ReLU's bf16
+ * value and its f32 copy). So does a stage that reads a value's rounding to
+ * the half type and the value itself (a residual block's input, rounded for
+ * its first convolution and read whole by its Add): the value crosses alone.
+ * The same Cast of the same value, so the same bits: the split still changes
+ * none. The forward and the backward stage of a device each make their own
+ * (the stash then keeps what the cut sent). */
+static pp_status remake_copies(pp_graph *g, int P, pp_err *err) {
+    const int n0 = g->n_nodes, nv0 = g->n_values;
+    int *map = malloc(pp_count(nv0) * sizeof *map);
+    if (!map) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    pp_status s = PP_OK;
+    for (int dev = 1; dev < P && s == PP_OK; dev++) { /* its forward stage dev, its backward 2P-1-dev */
+#define ON_DEV(i) (g->nodes[i].stage == dev || g->nodes[i].stage == 2 * P - 1 - dev)
+        for (int v = 0; v < nv0; v++) map[v] = -1;
+        for (int i = 0; i < n0; i++) /* the values the device reads: -2 */
+            for (int k = 0; ON_DEV(i) && k < g->nodes[i].n_in; k++)
+                if (g->nodes[i].in[k] >= 0) map[g->nodes[i].in[k]] = -2;
+        for (int i = 0; i < n0 && s == PP_OK; i++) { /* (the forward stage's nodes first) */
+            if (!ON_DEV(i)) continue;
+            const int st = g->nodes[i].stage;
+            for (int k = 0; k < g->nodes[i].n_in && s == PP_OK; k++) {
+                const int x = g->nodes[i].in[k], pr = x >= 0 && x < nv0 ? g->values[x].producer : -1;
+                if (pr < 0 || g->nodes[pr].stage >= dev) continue;
+                const int src_v = g->nodes[pr].in[0];
+                if (!half_cast(g, pr, true) && !(half_cast(g, pr, false) && map[src_v] == -2)) continue;
+                if (map[x] < 0) {
+                    const pp_node src = g->nodes[pr]; /* a copy: adding nodes moves the array */
+                    char name[512];
+                    snprintf(name, sizeof name, "%s.s%d", src.name, st);
+                    int ci, nv;
+                    if ((s = pp_graph_add_node(g, src.op, name, 1, 1, &ci, err)) != PP_OK) break;
+                    snprintf(name, sizeof name, "%s.s%d", g->values[x].name, st);
+                    if ((s = pp_graph_add_value(g, name, &nv, err)) != PP_OK) break;
+                    pp_node *c = &g->nodes[ci];
+                    c->attrs = src.attrs, c->n_attrs = src.n_attrs, c->cost = src.cost, c->src = src.src;
+                    c->scope = src.scope, c->n_scope = src.n_scope, c->prof_s = src.prof_s;
+                    c->stage = st, c->backward = st >= P, c->grad_of = st >= P ? src.name : NULL;
+                    c->in[0] = src.in[0], c->out[0] = nv;
+                    pp_value *w = &g->values[nv];
+                    const pp_value *ov = &g->values[x];
+                    w->dtype = ov->dtype, w->shape = ov->shape, w->nbytes = ov->nbytes;
+                    map[x] = nv;
+                }
+                g->nodes[i].in[k] = map[x];
+            }
+        }
+#undef ON_DEV
+    }
+    free(map);
+    const int n = g->n_nodes;
+    if (s != PP_OK || n == n0) return s;
+    /* the copies first in their stage, each stage's other nodes after them */
+    pp_node *tmp = malloc(pp_count(n) * sizeof *tmp);
+    if (!tmp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    int k = 0;
+    for (int st = 0; st < 2 * P; st++) {
+        for (int i = n0; i < n; i++)
+            if (g->nodes[i].stage == st) tmp[k++] = g->nodes[i];
+        for (int i = 0; i < n0; i++)
+            if (g->nodes[i].stage == st) tmp[k++] = g->nodes[i];
+    }
+    memcpy(g->nodes, tmp, (size_t)n * sizeof *tmp);
+    free(tmp);
+    pp_graph_drop_uses(g);
+    if ((s = pp_graph_verify(g, err)) != PP_OK) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        s = PP_FAIL(err, PP_EINVAL, "--train: a stage's own f32 copies are out of order (a bug in ppcc): %s", msg);
+    }
+    return s;
+}
+
 /* --schedule zb-h1: each backward stage's nodes that no input gradient needs
  * become its device's W part (pp_node.wpass). Backwards over the nodes: a
  * backward node is B when one of its outputs is read by a later stage, by a
@@ -299,6 +386,7 @@ pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err)
         s = PP_FAIL(err, PP_EINVAL, "--train: the stages of the gradient graph are out of order (a bug in ppcc): %s", msg);
         goto done;
     }
+    if ((s = remake_copies(g, P, err)) != PP_OK) goto done;
     if ((s = recompute(g, P, &o->train, err)) != PP_OK) goto done;
     if (o->train.schedule == PP_TRAIN_SCHED_ZBH1 && (s = mark_w(g, P, err)) != PP_OK) goto done;
     bool *glued = malloc(pp_count(g->n_nodes) * sizeof *glued);

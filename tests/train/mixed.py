@@ -329,10 +329,26 @@ else:
     np.save("rdata/input.npy", XR)
     np.save("rdata/labels.npy", YR)
     rw = {}
-    for pp in (1, 2):
+    for pp in (1, 2, 4):
         compile_plan("resnet18.onnx", f"r18_{pp}.plan", RB, ["--precision", "bf16"], pp=pp, lr=RLR)
         rw[pp], rl = train(f"r18_{pp}.plan", f"w_r18_{pp}", RS, data="rdata", acc=1)
     check(same_bits(rw[1], rw[2]), "ResNet-18 bf16: the weights at -pp 1 and 2 differ in bits")
+    check(same_bits(rw[1], rw[4]), "ResNet-18 bf16: the weights at -pp 1 and 4 differ in bits")
+    # what the cuts carry (ppcc --report-json): never a weight's rounding (nor its gradient back), never an f32
+    # copy of a half value, never a value and its rounding both: the later device makes its own (same bits,
+    # above). Cut at -pp 2 (auto and --policy memory) and 4, these sent a conv weight's bf16 copy, a ReLU's
+    # bf16 value with its f32 copy, and a block's f32 input with its rounding.
+    import onnx
+    inits = {i.name for i in onnx.load("resnet18.onnx").graph.initializer}
+    for pp, opts in ((2, []), (2, ["--policy", "memory"]), (4, [])):
+        r = run([PPCC, "resnet18.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(RB), "-pp", str(pp),
+                 "--precision", "bf16", "-q", "--report-json", "r18_cuts.json", "-o", "r18_cuts.plan", *opts])
+        check(r.returncode == 0, f"ppcc ResNet-18 bf16 -pp {pp} {opts}: exit {r.returncode}: {r.stderr[-300:]}")
+        for c in json.load(open("r18_cuts.json"))["cuts"] if r.returncode == 0 else []:
+            names = {t["name"] for t in c["tensors"]}
+            bad = [n for n in names if n.endswith(".bf16.f32") or n.split(".bf16")[0] in inits
+                   or (n.endswith(".bf16") and n[:-5] in names)]
+            check(not bad, f"ResNet-18 bf16 -pp {pp} {opts}: the cut {c['from']} -> {c['to']} sends {bad}")
     if "dnnl" in run([PPRT, "--backend", "list"]).stdout:
         # on oneDNN, the products on its bf16 kernels where this CPU has them (halfprod.c), chosen over the
         # whole plan's graph: the same bits at -pp 1 and 2 (one thread a stage either way); a choice made per
