@@ -765,18 +765,20 @@ PCU_HD void pcu_ew_at(const pcu_ew *k, void *y, const void *x0, const void *x1, 
     }
 }
 
-/* ---- elementwise on f32, four elements a thread ------------------------------------------ */
+/* ---- elementwise, 16 bytes a thread: four f32 or eight f16/bf16 ------------------------- */
 
-/* pcu_ew's f32 arithmetic four output elements at a time (kind EWV,
- * --cuda-wide-elementwise on): thread i writes elements 4i .. 4i+3. The
- * planner (plan_cuda.c, ew_step) takes it where input and output are f32,
+/* pcu_ew's float arithmetic 16 bytes of output at a time (kind EWV,
+ * --cuda-wide-elementwise on): thread i writes elements 4i .. 4i+3 of f32,
+ * or 8i .. 8i+7 of f16 or bf16 (a half plan's, ppcc --precision; each
+ * lifted to f32, computed, rounded back, as pcu_ew_at does). The planner
+ * (plan_cuda.c, ew_wide) takes it where input and output have the one type,
  * the op is one pcu_ewv_op takes, the merged innermost dim is a multiple of
- * 4 and every input walks it with stride 1 or 0 (a broadcast one), and every
- * operand starts on 16 bytes: then the four elements share their outer
- * coordinates (one odometer for four), an input's four are one 16-byte load
- * or one float repeated, and the output's one 16-byte store. Each element is
- * pcu_unary_f or pcu_binary_f of the floats pcu_ew_at would read: the same
- * bits as kind EW. */
+ * the width and every input walks it with stride 1 or 0 (a broadcast one),
+ * and every operand starts on 16 bytes: then the elements share their outer
+ * coordinates (one odometer for all), an input's are one 16-byte load or one
+ * value repeated, and the output's one 16-byte store. Each element is
+ * pcu_unary_f or pcu_binary_f of the floats pcu_ew_at would read, rounded
+ * as pcu_stf rounds: the same bits as kind EW. */
 typedef pcu_ew pcu_ewv;
 
 /* Whether EWV computes op over nin inputs: the unary float ops (ops_unary.def,
@@ -791,6 +793,11 @@ PCU_HD int pcu_ewv_op(int op, int nin) {
 typedef struct pcu_f4 {
     float a, b, c, d;
 } pcu_f4;
+
+/* Four words by name, as pcu_f4. */
+typedef struct pcu_u4 {
+    uint32_t a, b, c, d;
+} pcu_u4;
 
 /* Four floats from x at element i: consecutive (unit stride) or one repeated (stride 0). */
 PCU_HD pcu_f4 pcu_ld4(const float *x, int64_t i, int64_t stride) {
@@ -812,7 +819,58 @@ PCU_HD float pcu_ewv_one(const pcu_ewv *k, float a, float b) {
     return k->nin == 1 ? pcu_unary_f(k->op, a, k->p0, k->p1) : pcu_binary_f(k->op, a, b);
 }
 
-PCU_HD void pcu_ewv_at(const pcu_ewv *k, float *y, const float *x0, const float *x1, int64_t i) {
+/* Eight half values (two to a word, the lower element in the low bits) from
+ * x at element i: consecutive (unit stride) or one repeated (stride 0). */
+PCU_HD pcu_u4 pcu_ld8h(const uint16_t *x, int64_t i, int64_t stride) {
+    pcu_u4 r;
+    if (stride) {
+#ifdef __CUDACC__
+        const uint4 q = *(const uint4 *)(x + i);
+        r.a = q.x, r.b = q.y, r.c = q.z, r.d = q.w;
+#else
+        r.a = x[i] | (uint32_t)x[i + 1] << 16, r.b = x[i + 2] | (uint32_t)x[i + 3] << 16;
+        r.c = x[i + 4] | (uint32_t)x[i + 5] << 16, r.d = x[i + 6] | (uint32_t)x[i + 7] << 16;
+#endif
+    } else {
+        r.a = r.b = r.c = r.d = x[i] | (uint32_t)x[i] << 16;
+    }
+    return r;
+}
+
+PCU_HD float pcu_hlift(int t, uint32_t h) { return t == PCU_T_F16 ? pcu_h2f((uint16_t)h) : pcu_bf2f((uint16_t)h); }
+PCU_HD uint32_t pcu_hround(int t, float f) { return t == PCU_T_F16 ? pcu_f2h(f) : pcu_f2bf(f); }
+
+/* The two elements of words u (and v), each computed in f32 and rounded. */
+PCU_HD uint32_t pcu_ewv_two(const pcu_ewv *k, uint32_t u, uint32_t v) {
+    const int t = k->tout;
+    const uint32_t lo = pcu_hround(t, pcu_ewv_one(k, pcu_hlift(t, u & 0xffffu), pcu_hlift(t, v & 0xffffu)));
+    const uint32_t hi = pcu_hround(t, pcu_ewv_one(k, pcu_hlift(t, u >> 16), pcu_hlift(t, v >> 16)));
+    return lo | hi << 16;
+}
+
+PCU_HD void pcu_ewv_half(const pcu_ewv *k, uint16_t *y, const uint16_t *x0, const uint16_t *x1, int64_t i) {
+    const int64_t e0 = 8 * i;
+    const int last = k->rank - 1;
+    const pcu_u4 u = pcu_ld8h(x0, pcu_ew_src(k, 0, e0), k->st[0][last]);
+    const pcu_u4 v = k->nin > 1 ? pcu_ld8h(x1, pcu_ew_src(k, 1, e0), k->st[1][last]) : u;
+    const pcu_u4 r = {pcu_ewv_two(k, u.a, v.a), pcu_ewv_two(k, u.b, v.b), pcu_ewv_two(k, u.c, v.c),
+                      pcu_ewv_two(k, u.d, v.d)};
+#ifdef __CUDACC__
+    *(uint4 *)(y + e0) = make_uint4(r.a, r.b, r.c, r.d);
+#else
+    const uint32_t w[4] = {r.a, r.b, r.c, r.d};
+    for (int q = 0; q < 4; q++) y[e0 + 2 * q] = (uint16_t)(w[q] & 0xffffu), y[e0 + 2 * q + 1] = (uint16_t)(w[q] >> 16);
+#endif
+}
+
+/* Thread i of kind EWV: four f32 elements, or eight f16/bf16 ones. */
+PCU_HD void pcu_ewv_at(const pcu_ewv *k, void *yv, const void *x0v, const void *x1v, int64_t i) {
+    if (k->tout != PCU_T_F32) {
+        pcu_ewv_half(k, (uint16_t *)yv, (const uint16_t *)x0v, (const uint16_t *)x1v, i);
+        return;
+    }
+    float *y = (float *)yv;
+    const float *x0 = (const float *)x0v, *x1 = (const float *)x1v;
     const int64_t e0 = 4 * i;
     const int last = k->rank - 1;
     const pcu_f4 u = pcu_ld4(x0, pcu_ew_src(k, 0, e0), k->st[0][last]);

@@ -128,9 +128,9 @@ static const pp_opt rows[] = {
              "timed on a GPU), or a strided copy (off)"},
     {.names = "--cuda-wide-elementwise", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD,
      .words = "on|off", .dflt = "off", .set = set_on_off,
-     .help = "cuda, cuda-emu: f32 unary and binary elementwise nodes whose innermost dim is a multiple of 4, read "
-             "whole or broadcast and 16-byte aligned, four elements a thread with 16-byte loads and stores (on; the "
-             "same bytes, not yet timed on a GPU), or an element a thread (off)"},
+     .help = "cuda, cuda-emu: unary and binary elementwise nodes of f32 (f16, bf16) whose innermost dim is a "
+             "multiple of 4 (8), read whole or broadcast and 16-byte aligned, 16 bytes a thread with 16-byte loads "
+             "and stores (on; the same bytes, not yet timed on a GPU), or an element a thread (off)"},
     {.names = "--cuda-tactics", .kind = PP_OPT_CUSTOM, .arg = "auto|off|FILE", .off = PP_OPT_NOFIELD,
      .what = "auto, off or a tactic table file", .dflt = "auto", .set = set_tactics,
      .help = "cuda: each convolution's cuDNN engine from a table of engines timed on a GPU, by the convolution's "

@@ -221,24 +221,26 @@ int64_t pcu_ew_make(int op, int k, const pp_shape *const *xs, const pp_shape *ys
     return e->n;
 }
 
-/* Whether step s (kind EW) may run four elements a thread (kmath.h,
- * pcu_ewv_at): f32 in and out, an op EWV computes, the merged innermost dim
- * a multiple of 4 that every input walks with stride 1 or 0, and every
- * operand on 16 bytes of a space whose base is (an arena operand also from
- * its tensor's start, which repack_arena keeps; run_dev checks the
- * messages'). */
-static bool ew_wide(const planner *P, const pcu_step *s) {
+/* The elements a thread of kind EWV takes for step s (kind EW), or 0 where
+ * it may not run 16 bytes a thread (kmath.h, pcu_ewv_at): f32, f16 or bf16
+ * in and out (4 or 8 elements), an op EWV computes, the merged innermost
+ * dim a multiple of that width that every input walks with stride 1 or 0,
+ * and every operand on 16 bytes of a space whose base is (an arena operand
+ * also from its tensor's start, which repack_arena keeps; run_dev checks
+ * the messages'). */
+static int ew_wide(const planner *P, const pcu_step *s) {
     const pcu_ew *e = &s->u.ew;
-    if (!P->wide_ew || e->tin != PCU_T_F32 || e->tout != PCU_T_F32 || !pcu_ewv_op(e->op, e->nin) || e->rank < 1 ||
-        e->dim[e->rank - 1] % 4)
-        return false;
+    const bool typed = e->tin == e->tout && (e->tin == PCU_T_F32 || e->tin == PCU_T_F16 || e->tin == PCU_T_BF16);
+    const int width = typed ? 16 / (int)pcu_tsize(e->tin) : 0;
+    if (!P->wide_ew || !typed || !pcu_ewv_op(e->op, e->nin) || e->rank < 1 || e->dim[e->rank - 1] % width)
+        return 0;
     for (int q = 0; q <= e->nin; q++) {
         const pcu_ref *o = &s->ops[q];
-        if (q < e->nin && e->st[q][e->rank - 1] != 0 && e->st[q][e->rank - 1] != 1) return false;
-        if (o->space < 0 || o->space == PCU_SP_WORK || o->off % 16) return false;
-        if (o->space == PCU_SP_ARENA && (o->tensor < 0 || (o->off - P->st->t[o->tensor].offset) % 16)) return false;
+        if (q < e->nin && e->st[q][e->rank - 1] != 0 && e->st[q][e->rank - 1] != 1) return 0;
+        if (o->space < 0 || o->space == PCU_SP_WORK || o->off % 16) return 0;
+        if (o->space == PCU_SP_ARENA && (o->tensor < 0 || (o->off - P->st->t[o->tensor].offset) % 16)) return 0;
     }
-    return true;
+    return width;
 }
 
 /* y (ref yr) = op of k inputs (refs xr[]), as pcu_ew_make. */
@@ -252,10 +254,11 @@ static pp_status ew_step(planner *P, int ni, int op, int k, const pp_shape *cons
     for (int q = 0; q < k; q++) s->ops[q] = xr[q];
     s->ops[k] = yr;
     s->threads = e.n;
-    if (ew_wide(P, s)) {
+    const int width = ew_wide(P, s);
+    if (width) {
         s->kernel = PCU_K_EWV;
         s->u.ewv = e;
-        s->threads = e.n / 4;
+        s->threads = e.n / width;
     }
     P->pl->counts.own++;
     return PP_OK;

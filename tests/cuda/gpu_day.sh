@@ -616,15 +616,15 @@ print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(a
       "${args[@]}" --profile "$out/prof_vit_fp16_b32_$v.json" 2> "$out/explain_vit_fp16_b32_prof_$v.txt" \
       && by_op "$out/prof_vit_fp16_b32_$v.json" "vit_b_16 fp16 profile, options $v" 32
   done
-  # f32 elementwise steps four elements a thread (--cuda-wide-elementwise, issue 54) on and off, ViT-B/16 and
+  # elementwise steps 16 bytes a thread (--cuda-wide-elementwise, issue 54) on and off, ViT-B/16 and
   # ResNet-50 at batch 8: the same float arithmetic, but nvcc may contract a unary formula into FMAs
   # differently in the two kernels, so within rtol 1e-5 / atol 1e-6 (the steps that took the kernel are in
-  # the explain files: "four a thread")
+  # the explain files: "16 bytes a thread")
   for m in vit_b_16 resnet50; do
     d=/tmp/cvt/$m
     [ -f $d/b8_pp1.plan ] && [ "$(left)" -gt 60 ] || continue
     ab ${m}_b8 "$d/b8_pp1.plan" "$d/data_8" --cuda-wide-elementwise 1e-5 1e-6
-    echo "$m -b 8: $(grep -c 'four a thread' "$out/explain_${m}_b8_on.txt") steps four a thread"
+    echo "$m -b 8: $(grep -c '16 bytes a thread' "$out/explain_${m}_b8_on.txt") steps 16 bytes a thread"
   done
   # MODEL:PRECISION[:narrow] (narrow: --cuda-wide-copies off, the copies as given)
   for mp in resnet50:f32 vit_b_16:f32 vit_b_16:tf32 vit_b_16:f32:narrow; do

@@ -30,6 +30,8 @@
 #   - test_counts on the ViT-like blocks at micro-batch 8: at most 2 launches
 #     more than f32 (the Casts at the model's input and output), and at most
 #     0.6 of f32's bytes moved a layer, with the defaults and with the options;
+#   - --cuda-wide-elementwise on: the half elementwise steps eight elements a
+#     thread (at least as many as measured), the element kernel's bytes;
 #   - pprt --precision on a half plan: exit 2, naming the plan's precision and
 #     a half product.
 # About 20 s. usage: half_storage.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC, TEST_COUNTS)
@@ -45,6 +47,7 @@ $M models .
 $M ort vit.onnx data_vit ort_vit
 $M ort cnn.onnx data_cnn ort_cnn
 le() { "$PY" -c "import sys; sys.exit(not float('$1') <= float('$2'))"; }
+declare -A WIDE=([vit]=6 [cnn]=1)  # measured 2026-12-05: the ViT-like blocks 6, the CNN 1 (its residual Add)
 declare -A LIM=([vit_fp16]=3e-3 [vit_bf16]=2e-2 [cnn_fp16]=2e-3 [cnn_bf16]=1.5e-2)
 for m in vit cnn; do
   b=$([ $m = vit ] && echo 1 || echo 2)
@@ -71,6 +74,12 @@ for m in vit cnn; do
       lr=$([ $pr = fp16 ] && echo 2e-3 || echo 2e-2)
       le "$d" "$lr" || fail "$m $pr: the reference kernels $d from cuda-emu on the same plan, want <= $lr"
       echo "ok: $m $pr: the reference kernels on the plan $d from cuda-emu"
+      # the wide elementwise kernel on the half values (eight a thread): the element kernel's bytes
+      "$PPRT" ${m}_${pr}_1.plan data_$m --backend cuda-emu -q -o ew --cuda-wide-elementwise on --cuda-explain 2> exw.txt
+      nw=$(grep -c "elementwise, 16 bytes a thread" exw.txt || true)
+      [ "$nw" -ge "${WIDE[$m]}" ] || fail "$m $pr: $nw steps 16 bytes a thread with --cuda-wide-elementwise on, want >= ${WIDE[$m]}"
+      cmp -s ew/y.npy e1/y.npy || fail "$m $pr: --cuda-wide-elementwise on gives other bytes than off"
+      echo "ok: $m $pr: $nw elementwise steps eight a thread, the element kernel's bytes"
       if [ $m = cnn ]; then
         "$PPRT" ${m}_${pr}_1.plan data_$m --backend cuda-emu -q -o ef --cuda-conv-fusion on
         cmp -s ef/y.npy r1/y.npy || fail "$m $pr: --cuda-conv-fusion on is not the reference kernels' bits"

@@ -311,19 +311,23 @@ static void test_elementwise(void) {
     }
 }
 
-/* EWV (four elements a thread) against EW over the same operands: every op
- * pcu_ewv_op takes, shapes [A, B, 4C] with each input whole, broadcast over
- * its leading dims or a scalar per row ([A, B, 1]: the planner's merge gives
- * it stride 0 on the last dim), NaN, infinities and signed zeros among the
- * values, the threads in reverse order, and the first input as the output
- * (in place) now and then: the same bytes. */
+/* EWV (16 bytes a thread: four f32, eight f16 or bf16) against EW over the
+ * same operands: every op pcu_ewv_op takes, shapes [A, B, W C] (W the
+ * width) with each input whole, broadcast over its leading dims or a scalar
+ * per row ([A, B, 1]: the planner's merge gives it stride 0 on the last
+ * dim), NaN, infinities, signed zeros and (for the half types) values that
+ * round to infinity or to subnormals among the values, the threads in
+ * reverse order, and the first input as the output (in place) now and
+ * then: the same bytes. */
 static void test_elementwise_wide(void) {
-    int cases = 0;
+    int cases = 0, halves = 0;
+    static const int types[3] = {PCU_T_F32, PCU_T_F16, PCU_T_BF16};
     for (int op = 0; op < PCU_EW_COUNT; op++)
         for (int nin = 1; nin <= 2; nin++) {
             if (!pcu_ewv_op(op, nin)) continue;
-            for (int trial = 0; trial < 6; trial++) {
-                const int64_t A = 1 + (int64_t)(next() % 3), B = 1 + (int64_t)(next() % 5), C = 4 * (1 + (int64_t)(next() % 9));
+            for (int trial = 0; trial < 9; trial++) {
+                const int t = types[trial % 3], es = (int)pcu_tsize(t), W = 16 / es;
+                const int64_t A = 1 + (int64_t)(next() % 3), B = 1 + (int64_t)(next() % 5), C = W * (1 + (int64_t)(next() % 9));
                 const pp_shape ys = {3, {A, B, C}};
                 pp_shape xs[2];
                 for (int q = 0; q < nin; q++) {
@@ -333,36 +337,36 @@ static void test_elementwise_wide(void) {
                 const float p0 = (float)(0.1 + 1.9 * unif()), p1 = (float)(0.1 + 1.9 * unif());
                 pcu_ew k;
                 const pp_shape *sp[2] = {&xs[0], &xs[1]};
-                const int64_t n = pcu_ew_make(op, nin, sp, &ys, PCU_T_F32, PCU_T_F32, p0, p1, 0, &k);
+                const int64_t n = pcu_ew_make(op, nin, sp, &ys, t, t, p0, p1, 0, &k);
                 const int last = k.rank - 1;
-                bool ok = last >= 0 && k.dim[last] % 4 == 0;
+                bool ok = last >= 0 && k.dim[last] % W == 0;
                 for (int q = 0; q < nin && ok; q++) ok = k.st[q][last] == 0 || k.st[q][last] == 1;
                 if (!ok) continue;
-                float *x[2] = {NULL, NULL}, *want = calloc((size_t)n, 4), *got = calloc((size_t)n, 4);
+                unsigned char *x[2] = {NULL, NULL}, *want = calloc((size_t)n, (size_t)es), *got = calloc((size_t)n, (size_t)es);
                 for (int q = 0; q < nin; q++) {
                     const int64_t m = count(&xs[q]);
-                    x[q] = calloc((size_t)(q == 0 ? n : m), 4);
+                    x[q] = calloc((size_t)(q == 0 ? n : m), (size_t)es);
                     for (int64_t j = 0; j < m; j++) {
-                        static const float sp4[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e30f, -3e7f};
-                        x[q][j] = next() % 8 == 0 ? sp4[next() % 7] : (float)(4 * unif() - 2);
+                        static const float sp4[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e30f, -3e7f, 7e4f, 3e-6f};
+                        pcu_stf(x[q], t, j, next() % 8 == 0 ? sp4[next() % 9] : (float)(4 * unif() - 2));
                     }
                 }
                 for (int64_t i = 0; i < n; i++) pcu_ew_at(&k, want, x[0], x[1], NULL, i);
                 const bool inplace = nin == 2 && xs[0].rank == 3 && xs[0].dim[2] == C && next() % 2;
-                float *y = got;
+                unsigned char *y = got;
                 if (inplace) {
-                    memcpy(got, x[0], (size_t)n * 4);
+                    memcpy(got, x[0], (size_t)n * (size_t)es);
                     y = x[0];
                 }
-                for (int64_t i = n / 4 - 1; i >= 0; i--) pcu_kernel_call(PCU_K_EWV, &k, (void *[PCU_KERNEL_OPS]){x[0], nin > 1 ? (void *)x[1] : y, y}, NULL, i, 0);
-                checks++, cases++;
-                if (memcmp(y, want, (size_t)n * 4))
-                    FAIL("FAIL wide elementwise: op %d, %d inputs, [%lld, %lld, %lld]%s: not EW's bytes\n", op, nin,
-                         (long long)A, (long long)B, (long long)C, inplace ? ", in place" : "");
+                for (int64_t i = n / W - 1; i >= 0; i--) pcu_kernel_call(PCU_K_EWV, &k, (void *[PCU_KERNEL_OPS]){x[0], nin > 1 ? (void *)x[1] : y, y}, NULL, i, 0);
+                checks++, cases++, halves += t != PCU_T_F32;
+                if (memcmp(y, want, (size_t)n * (size_t)es))
+                    FAIL("FAIL wide elementwise: op %d, %d inputs, type %d, [%lld, %lld, %lld]%s: not EW's bytes\n", op,
+                         nin, t, (long long)A, (long long)B, (long long)C, inplace ? ", in place" : "");
                 free(x[0]), free(x[1]), free(want), free(got);
             }
         }
-    printf("test_kmath: wide elementwise: %d cases against EW\n", cases);
+    printf("test_kmath: wide elementwise: %d cases against EW (%d of them f16 or bf16)\n", cases, halves);
 }
 
 /* The optimizer kernel's row (kernels.def OPT) over a flat buffer, threads
@@ -1095,7 +1099,7 @@ static void test_kernel_table(void) {
         {PCU_K_LNGP, sizeof(pcu_lngp), "normalization parameter gradient"},
         {PCU_K_SLGRAD, sizeof(pcu_slgrad), "slice gradient"},
         {PCU_K_RSGRAD, sizeof(pcu_rsgrad), "resize gradient"},
-        {PCU_K_EWV, sizeof(pcu_ewv), "elementwise, four a thread"},
+        {PCU_K_EWV, sizeof(pcu_ewv), "elementwise, 16 bytes a thread"},
         {PCU_K_OPT, sizeof(pcu_opt), "optimizer step"},
         {PCU_K_OPTG, sizeof(pcu_optg), "optimizer gradient pass"},
     };

@@ -8,6 +8,9 @@ in-place chain) and some it must leave (a last axis of 6, a per-row scalar
 and w.npy (3 samples; NaN, infinities and signed zeros among them).
 Prints how many of its elementwise nodes the kernel should take (each one
 step): wide_elementwise.sh compares it with --cuda-explain's count.
+Also DIR/wide_ew_f16.onnx: f16 nodes over [batch, 8, 16] that the kernel
+takes eight a thread and one over [batch, 8, 6] it leaves, inputs in
+DIR/data16 (printed second: how many it takes).
 usage: wide_ew_models.py DIR"""
 import os
 import sys
@@ -72,4 +75,33 @@ w = rng.standard_normal((3, 8, 6)).astype(np.float32)
 w[2, 1, :3] = [np.nan, np.inf, -0.0]
 np.save(os.path.join(d, "data", "x.npy"), x)
 np.save(os.path.join(d, "data", "w.npy"), w)
+
+# f16 throughout (a model stored in half, as ppcc --precision fp16 makes one): eight elements a thread
+h16 = [numpy_helper.from_array(rng.standard_normal(16).astype(np.float16), "bias_h"),
+       numpy_helper.from_array(np.asarray(2.0, np.float16), "two_h"),
+       numpy_helper.from_array(rng.standard_normal(6).astype(np.float16), "bias6_h")]
+wide_h = [
+    n("Add", ["xh", "bias_h"], ["ah"], name="add_bias_h"),
+    n("Mul", ["ah", "xh"], ["bh"], name="mul_whole_h"),
+    n("Relu", ["bh"], ["rh"], name="relu_h"),
+    n("Sigmoid", ["ah"], ["sh"], name="sigmoid_h"),
+    n("Div", ["sh", "two_h"], ["dh"], name="div_scalar_h"),
+    n("Tanh", ["rh"], ["th"], name="tanh_h"),
+    n("Sub", ["th", "dh"], ["zh"], name="sub_h"),
+]
+narrow_h = [n("Add", ["wh", "bias6_h"], ["w1h"], name="add_bias6_h")]
+F16 = TensorProto.FLOAT16
+gh = helper.make_graph(wide_h + narrow_h, "wide_ew_f16", [v("xh", ["batch", 8, 16], F16), v("wh", ["batch", 8, 6], F16)],
+                       [v(o, ["batch", 8, 16], F16) for o in ["bh", "zh"]] + [v("w1h", ["batch", 8, 6], F16)],
+                       initializer=h16)
+mh = helper.make_model(gh, opset_imports=[helper.make_opsetid("", 14)])
+mh.ir_version = 8
+onnx.checker.check_model(mh)
+onnx.save(mh, os.path.join(d, "wide_ew_f16.onnx"))
+os.makedirs(os.path.join(d, "data16"), exist_ok=True)
+xh = (4 * rng.standard_normal((3, 8, 16))).astype(np.float16)  # Mul's products past 65504 overflow to inf
+xh[1, 2, :6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 300.0]
+np.save(os.path.join(d, "data16", "xh.npy"), xh)
+np.save(os.path.join(d, "data16", "wh.npy"), rng.standard_normal((3, 8, 6)).astype(np.float16))
 print(n_wide)
+print(len(wide_h))
