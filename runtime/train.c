@@ -115,6 +115,12 @@ typedef struct trainer {
     bool *mine;
     int *pdev;
     bool *reads;
+    /* pprt --profile, --trace: the node times a micro-batch summed over prof_mbs micro-batches (the first
+     * step's until a later one comes: prof_first), and the last step's timeline (pprt_train_stats.profile) */
+    double *prof;
+    int64_t prof_mbs;
+    bool prof_first;
+    pprt_stats last;
 } trainer;
 
 /* A stage whose executor keeps (dopt.h) the weights it outputs the gradients of. */
@@ -270,6 +276,8 @@ static void trainer_free(trainer *t) {
     free(t->held_peak), free(t->w_keep_peak), free(t->w_keep_bytes);
     free(t->bound);
     free(t->was);
+    free(t->prof);
+    pprt_trace_free(t->last.trace);
     for (int k = 0; k < 2; k++) {
         dataset *d = k ? &t->eval : &t->train;
         if (d->a)
@@ -1609,6 +1617,7 @@ static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const 
         if (ro.gate) gate_reset(ro.gate->ctx, M, D || ro.replicas < 1 ? 1 : ro.replicas);
         pp_status s = D ? D->run(D->ctx, p, ins, M, 0, &ro, err) : pprt_run(p, ins, M, outs, &ro, &rs, err);
         free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
+        pprt_trace_free(rs.trace);
         if (s == PP_OK && is_leader(t) && tk.next != M) s = PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d held-out micro-batches "
                                                      "reached the end", (long long)tk.next, M);
         if (s == PP_OK) {
@@ -1622,6 +1631,34 @@ static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const 
     *loss = mbs ? sum / (double)mbs : NAN;
     *acc = t->fwd_out >= 0 && t->labels_in >= 0 && p->outputs[t->fwd_out].shape.rank == 2 && mbs
                ? (double)good / (double)(mbs * t->rows) : NAN;
+    return PP_OK;
+}
+
+/* pprt --profile and --trace on threads: a step's node times added to the
+ * sums (those of the first step, taken only where no later step comes:
+ * it makes the executors and pays the page faults), and its timeline kept
+ * in place of the last step's (rs->trace taken). */
+static pp_status step_profile(trainer *t, pprt_stats *rs, pp_err *err) {
+    if (rs->trace) {
+        pprt_trace_free(t->last.trace);
+        t->last.trace = rs->trace, rs->trace = NULL;
+        t->last.trace->latency_ms = NULL, t->last.trace->n_latency = 0; /* (rs's, freed with it) */
+    }
+    if (!rs->node_ms) return PP_OK;
+    int n = 0;
+    for (int i = 0; i < t->p->n_stages; i++) n += t->p->stages[i].n_nodes;
+    if (!t->prof && !(t->prof = calloc(pp_count(n), sizeof *t->prof)))
+        return PP_FAIL(err, PP_ENOMEM, "out of memory for the profile");
+    const bool first = t->prof_mbs == 0 && !t->prof_first;
+    if (!first && t->prof_first) { /* a later step: the first's times go */
+        memset(t->prof, 0, (size_t)n * sizeof *t->prof);
+        t->prof_mbs = 0, t->prof_first = false;
+    }
+    if (first) t->prof_first = true;
+    const int64_t M = t->o->accumulate;
+    for (int k = 0; k < n; k++) t->prof[k] += rs->node_ms[k] * (double)M;
+    t->prof_mbs += M;
+    t->last.backend = rs->backend, t->last.precision = rs->precision, t->last.threads = rs->threads;
     return PP_OK;
 }
 
@@ -1661,7 +1698,9 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
             t->w_keep_bytes[v] = rs.stages[v].w_keep_bytes;
         }
     }
+    if (s == PP_OK && !o->dist) s = step_profile(t, &rs, err);
     free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
+    pprt_trace_free(rs.trace);
     /* the step's links and stash are gone (each step starts its pipeline afresh, with the kept executors):
      * their large buffers wait in the pool for the next step's, those no step took go back (pool.h); the heap's
      * smaller free space goes back too, or it adds 30-50 MB to the peak by the third step of ResNet-18 */
@@ -1928,6 +1967,15 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (s == PP_OK && o->dist && o->save_dir) s = dist_gather(&t, err);
     if (s == PP_OK && root && o->save_dir) s = write_weights(&t, o->save_dir, err);
     if (s == PP_OK && js.root) log_end(&js, &t, st);
+    if (s == PP_OK && t.prof && t.prof_mbs) { /* the means, to the caller */
+        int n = 0;
+        for (int i = 0; i < p->n_stages; i++) n += p->stages[i].n_nodes;
+        for (int k = 0; k < n; k++) t.prof[k] /= (double)t.prof_mbs;
+        st->profile.node_ms = t.prof, t.prof = NULL;
+        st->profile.backend = t.last.backend, st->profile.precision = t.last.precision;
+        st->profile.threads = t.last.threads;
+    }
+    if (s == PP_OK) st->profile.trace = t.last.trace, t.last.trace = NULL;
     if (s == PP_OK && root && o->curves) s = pprt_curves_write(o->curves, js.root, err);
     if (s == PP_OK && root && o->log_json) s = pp_json_write(&js, o->log_json, true, err);
     else pp_json_free(&js);

@@ -96,6 +96,12 @@ typedef struct pprt_train_stats {
     double eval_loss, eval_accuracy; /* the last --eval's (accuracy NaN: no logits) */
     double bubble;                /* the devices' idle share, the mean over the steps */
     double bubble_formula;        /* (P - 1) / (M + P - 1), M a replica's micro-batches per step */
+    /* pprt_run_opts.node_times (pprt --profile): each node's mean ms a micro-batch over the steps after the
+     * first (which makes the executors and pays the page faults), or the first where it is the only one, in
+     * profile.node_ms, with the backend, precision and threads that measured them (pprt_profile_write);
+     * pprt_run_opts.trace (pprt --trace): the last step's timeline in profile.trace. The caller frees both
+     * (free, pprt_trace_free); the other fields are unset. */
+    pprt_stats profile;
 } pprt_train_stats;
 
 /* Train: the data from dir (NAME.npy for each plan input but the labels,

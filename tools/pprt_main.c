@@ -152,12 +152,12 @@ static const pp_opt own_rows[] = {
     {"--stats-json", PP_OPT_STR, "FILE", F(stats_json), 0, 0, NULL, "a file name", NULL,
      "write the run statistics as JSON", 0, 0, NULL, NULL, NULL},
     {"--profile", PP_OPT_STR, "FILE", F(profile), 0, 0, NULL, "a file name", NULL,
-     "write each node's mean time per micro-batch in ms (the --warmup runs left out), for ppcc --profile; print "
-     "each stage's 5 slowest nodes", 0, 0, NULL, NULL, NULL},
+     "write each node's mean time per micro-batch in ms (the --warmup runs left out; training: the steps after the "
+     "first), for ppcc --profile; print each stage's 5 slowest nodes", 0, 0, NULL, NULL, NULL},
     {"--trace", PP_OPT_STR, "FILE", F(trace), 0, 0, NULL, "a file name", NULL,
-     "the run's timeline as Chrome trace event JSON (Perfetto, chrome://tracing): a track per stage (per rank under "
-     "mpirun), a span per micro-batch, nested spans per node with --profile, the messages between stages as flow "
-     "arrows", 0, 0, NULL, NULL, NULL},
+     "the run's timeline (training: the last step's) as Chrome trace event JSON (Perfetto, chrome://tracing): a "
+     "track per stage (per rank under mpirun), a span per micro-batch, nested spans per node with --profile, the "
+     "messages between stages as flow arrows", 0, 0, NULL, NULL, NULL},
     {"--no-pin", PP_OPT_FLAG, NULL, F(no_pin), 0, 0, NULL, NULL, NULL, "do not pin stage threads to cores", 0, 0,
      NULL, set_no_pin, NULL},
     {"--model", PP_OPT_STR, "FILE", F(model), 0, 0, NULL, "the model file a --ref-weights plan was compiled from",
@@ -810,9 +810,28 @@ static pp_status train(pprt_cli *c, pprt_driver *d, const pprt_plan *p, bool ran
         PP_TRY(d->ops->train(d, p, &c->train_opts, &c->run, &dist, err));
         c->train_opts.dist = &dist;
     }
+    if (c->stats_json)
+        return PP_FAIL(err, PP_EINVAL, "--stats-json describes an inference run; a training run's statistics go to "
+                       "--log-json FILE");
+    if (ranks && (c->profile || c->trace))
+        return PP_FAIL(err, PP_EUNSUP, "%s under mpirun: a training run's node times and timeline stay on each rank "
+                       "(not gathered yet); train on threads (without mpirun) for them", c->profile ? "--profile" : "--trace");
+    if (c->profile) PP_TRY(pp_outfile_check(c->profile, true, err));
+    if (c->trace) PP_TRY(pp_outfile_check(c->trace, true, err));
     c->run.quiet = true;
     pprt_train_stats ts;
     PP_TRY(pprt_train(p, c->data, &c->train_opts, &c->run, &ts, err));
+    pp_status s = PP_OK;
+    if (c->profile) /* the node times a micro-batch over the steps after the first, for ppcc --train --profile */
+        s = ts.profile.node_ms ? pprt_profile_write(c->profile, p, &ts.profile, err)
+                               : PP_FAIL(err, PP_ERUNTIME, "--profile: no node times were measured");
+    if (s == PP_OK && c->profile && !c->train_opts.quiet) pprt_profile_summary(stdout, p, &ts.profile, 5);
+    if (s == PP_OK && c->trace) /* the last step's */
+        s = ts.profile.trace ? pprt_trace_write(c->trace, p, ts.profile.trace, err)
+                             : PP_FAIL(err, PP_ERUNTIME, "--trace: no timeline was recorded");
+    free(ts.profile.node_ms);
+    pprt_trace_free(ts.profile.trace);
+    PP_TRY(s);
     if (!c->train_opts.quiet) {
         printf("trained %lld step%s (%lld samples) in %.2f s: loss %.6f at the first step, %.6f at the last",
                (long long)ts.steps, ts.steps == 1 ? "" : "s", (long long)ts.samples, ts.wall_s, ts.first_loss,

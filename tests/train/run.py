@@ -443,6 +443,51 @@ for opt, touches in ((["--optimizer", "adamw"], 7), (["--momentum", "0.9"], 5), 
               f"8: {got:.6g} ms, for {w} bytes of weights {want:.6g} ms")
         check(est[1][0]["est_time_ms"] == est[8][0]["est_time_ms"], "the forward stage's time moved with --micro-batches")
 
+# --profile and --trace of a training run (threads): every node of the plan's four stages timed (the backward's
+# too), the times the means over the steps after the first, each stage's no more than the time the stage loop
+# measured it busy in those steps (--log-json's stage_busy_s, an independent clock); ppcc --train --profile
+# prices every op by them; the timeline holds the last step's micro-batches on each stage. Refused: --stats-json
+# (an inference run's), exit 2.
+STEPS = 4
+r = subprocess.run([PPRT, plans[2], "data", "--steps", str(STEPS), "--accumulate", "4", "--backend", "ref", "-q",
+                    "--profile", "prof.json", "--trace", "trace.json", "--log-json", "prof_log.json"],
+                   capture_output=True, text=True)
+check(r.returncode == 0, f"--profile: exit {r.returncode}: {r.stderr[-300:]}")
+if r.returncode == 0:
+    prof = json.load(open("prof.json"))["nodes"]
+    info = subprocess.run([PPRT, plans[2], "--info", "--json"], capture_output=True, text=True)
+    steps = json.load(open("prof_log.json"))["steps"]
+    busy = [sum(st["stage_busy_s"][v] for st in steps[1:]) / (4 * (STEPS - 1)) * 1e3 for v in range(4)]
+    names = {}
+    for ln in subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(ROWS), "-pp",
+                              "2", "--dump-ir", "-o", "/dev/null"], capture_output=True, text=True).stdout.splitlines():
+        f = ln.split()
+        if len(f) > 2 and f[0].startswith("%") and f[1][0] == "s" and "name=" in ln:
+            names[ln.rsplit("name=", 1)[1].strip()] = int(f[1][1:].rstrip("W"))
+    missing = [n for n in names if n not in prof]
+    check(names and not missing, f"--profile: {len(missing)} of the plan's {len(names)} nodes untimed: {missing[:4]}")
+    for v in range(4):
+        got = sum(ms for n, ms in prof.items() if names.get(n) == v)
+        check(0 < got <= 1.1 * busy[v] + 0.05, f"--profile: stage {v}'s nodes {got:.3f} ms a micro-batch, the stage "
+              f"busy {busy[v]:.3f} ms")
+    check(any(names.get(n, 0) >= 2 and ms > 0 for n, ms in prof.items()), "--profile: no backward node timed")
+    r = subprocess.run([PPCC, "net.onnx", "--train", "--loss", "cross-entropy:logits", "-b", str(ROWS), "-pp", "2",
+                        "--profile", "prof.json", "--report", "-o", "prof.plan"], capture_output=True, text=True)
+    n_ops = len(names)
+    check(r.returncode == 0 and f"op times: {n_ops} of {n_ops} ops measured" in r.stdout,
+          f"ppcc --train --profile: exit {r.returncode}, {[ln for ln in r.stdout.splitlines() if 'op times' in ln]}")
+    tr = json.load(open("trace.json"))
+    ev = tr["traceEvents"] if isinstance(tr, dict) else tr
+    spans = {}
+    for e in ev:
+        if e.get("ph") == "X" and str(e.get("name", "")).startswith("micro-batch"):
+            spans[e.get("tid")] = spans.get(e.get("tid"), 0) + 1
+    check(len(spans) == 4 and all(c == 4 for c in spans.values()),
+          f"--trace: micro-batch spans per track {spans}, want 4 tracks of the last step's 4")
+r = subprocess.run([PPRT, plans[2], "data", "--steps", "1", "-q", "--stats-json", "s.json"], capture_output=True,
+                   text=True)
+check(r.returncode == 2 and "--log-json" in r.stderr, f"--stats-json in training: exit {r.returncode}, {r.stderr[-200:]}")
+
 # a loss that turns NaN: stops with the step and micro-batch named (exit 1); bad data (exit 2)
 os.makedirs("nan", exist_ok=True)
 xn = XT.copy()
