@@ -1662,6 +1662,19 @@ static pp_status step_profile(trainer *t, pprt_stats *rs, pp_err *err) {
     return PP_OK;
 }
 
+/* The node times' means and the last timeline, to the caller (pprt_train_stats.profile). */
+static void hand_profile(trainer *t, pprt_train_stats *st) {
+    if (t->prof && t->prof_mbs) {
+        int n = 0;
+        for (int i = 0; i < t->p->n_stages; i++) n += t->p->stages[i].n_nodes;
+        for (int k = 0; k < n; k++) t->prof[k] /= (double)t->prof_mbs;
+        st->profile.node_ms = t->prof, t->prof = NULL;
+        st->profile.backend = t->last.backend, st->profile.precision = t->last.precision;
+        st->profile.threads = t->last.threads;
+    }
+    st->profile.trace = t->last.trace, t->last.trace = NULL;
+}
+
 /* One step: its micro-batches through the pipeline, the gradients reduced,
  * the weights updated. */
 static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t step, int64_t total, pprt_array *ins,
@@ -1967,15 +1980,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (s == PP_OK && o->dist && o->save_dir) s = dist_gather(&t, err);
     if (s == PP_OK && root && o->save_dir) s = write_weights(&t, o->save_dir, err);
     if (s == PP_OK && js.root) log_end(&js, &t, st);
-    if (s == PP_OK && t.prof && t.prof_mbs) { /* the means, to the caller */
-        int n = 0;
-        for (int i = 0; i < p->n_stages; i++) n += p->stages[i].n_nodes;
-        for (int k = 0; k < n; k++) t.prof[k] /= (double)t.prof_mbs;
-        st->profile.node_ms = t.prof, t.prof = NULL;
-        st->profile.backend = t.last.backend, st->profile.precision = t.last.precision;
-        st->profile.threads = t.last.threads;
-    }
-    if (s == PP_OK) st->profile.trace = t.last.trace, t.last.trace = NULL;
+    if (s == PP_OK) hand_profile(&t, st);
     if (s == PP_OK && root && o->curves) s = pprt_curves_write(o->curves, js.root, err);
     if (s == PP_OK && root && o->log_json) s = pp_json_write(&js, o->log_json, true, err);
     else pp_json_free(&js);
