@@ -67,6 +67,7 @@ typedef struct pprt_dnnl_opts {
     bool operand_t;     /* PPRT_DNNL_OPERAND_T: a batched product reads a transposed operand through strides */
     bool gelu_grad;     /* PPRT_DNNL_GELU_GRAD: Gelu's gradient on oneDNN's eltwise backward */
     bool half_products; /* PPRT_DNNL_HALF_PRODUCTS: products of bf16 values widened to f32 on bf16 kernels */
+    bool half_weights;  /* PPRT_DNNL_HALF_WEIGHTS: their weights' roundings reordered once a step (halfprod.c) */
     int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions (unset:
                          * 4096 below AVX-512, 0 on AVX-512; matmul.c) */
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */
@@ -209,6 +210,8 @@ struct pprt_exec {
         int *cons;           /* number of consuming inputs in this stage */
         int *writer;         /* the node writing it, -1 for weights and received tensors */
         int *last;           /* the last node reading it, -1 for none */
+        int *wreads;         /* a weight's rounding to bf16: the products' operands that read the weight in its
+                              * place (halfprod.c), through the Casts that widened it */
         /* The arena is this executor's own, planned once every node is built
          * (dn_plan_arena), from when each activation is actually written and
          * read and how large it is in its layout: */
@@ -232,6 +235,7 @@ struct pprt_exec {
     } bld;
     int half_products;      /* products built on bf16 kernels in this f32 run (nd.half, PPRT_DNNL_VERBOSE) */
     int half_views;         /* Casts to f32 of bf16 values that run as nothing: their products read the bf16 */
+    int half_weights;       /* of their operands, weights' roundings reordered from the weight once a step */
     int stage_threads; /* the stage's intra-op threads (pprt_exec_cfg) */
     int threads;       /* OpenMP threads last set in the stage thread */
     bool bf16;         /* convolutions and matrix products in bf16 (pprt_exec_cfg) */

@@ -310,7 +310,8 @@ static pp_status build_all(pprt_exec *x, bool *restart, pp_err *err) {
     const pprt_stage *st = x->st;
     *restart = false;
     x->out.n = 0;
-    x->half_products = 0;
+    x->half_products = 0, x->half_weights = 0;
+    memset(x->tn.wreads, 0, (size_t)st->n_tensors * sizeof *x->tn.wreads);
     for (int i = 0; i < st->n_tensors; i++)
         x->tn.flex[i] = x->o.propagate && x->tn.kind[i] == PPRT_ACTIVATION && x->tn.cons[i] > 0 && f32(x, i);
     if (x->o.propagate)
@@ -521,6 +522,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->nd.pre = calloc(nn, sizeof *x->nd.pre);
     x->tn.writer = calloc(nt, sizeof *x->tn.writer);
     x->tn.last = calloc(nt, sizeof *x->tn.last);
+    x->tn.wreads = calloc(nt, sizeof *x->tn.wreads);
     x->tn.born = calloc(nt, sizeof *x->tn.born);
     x->tn.need = calloc(nt, sizeof *x->tn.need);
     x->tn.alias = calloc(nt, sizeof *x->tn.alias);
@@ -535,7 +537,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
     x->nd.half = calloc(nn ? nn : 1, sizeof *x->nd.half);
     x->tn.lay = calloc(nt, sizeof *x->tn.lay);
     if (!x->ptr || !x->msg || !x->tn.kind || !x->nd.on_dnnl || !x->nd.absorbed || !x->nd.pre || !x->tn.writer ||
-        !x->tn.last || !x->tn.born || !x->tn.need || !x->tn.alias || !x->tn.ghost || !x->nd.first || !x->nd.nsteps ||
+        !x->tn.last || !x->tn.wreads || !x->tn.born || !x->tn.need || !x->tn.alias || !x->tn.ghost || !x->nd.first || !x->nd.nsteps ||
         !x->tn.cons || !x->tn.flex || !x->tn.blocked || !x->nd.conv_blk || !x->nd.through || !x->nd.half || !x->tn.lay ||
         pprt_node_runner_init(&x->nodes, p, st, x->ptr, err) != PP_OK) {
         dnnl_destroy(x);
@@ -754,6 +756,7 @@ static void dnnl_destroy(pprt_exec *x) {
     free(x->nd.pre);
     free(x->tn.writer);
     free(x->tn.last);
+    free(x->tn.wreads);
     free(x->tn.born);
     free(x->tn.need);
     free(x->tn.alias);

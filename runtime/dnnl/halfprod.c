@@ -142,6 +142,25 @@ static int half_source(const pprt_exec *x, int ni, int k, int tid) {
     return src >= 0 && dn_widens_bf16(x, &x->st->nodes[w]) ? src : -1;
 }
 
+/* The f32 weight whose Cast to bf16 wrote tensor src in this stage, or -1. */
+static int rounded_weight(const pprt_exec *x, int src) {
+    const int w = x->tn.writer[src];
+    if (w < 0) return -1;
+    const pprt_node *n = &x->st->nodes[w];
+    if (n->op != PP_OP_CAST || n->n_in < 1 || n->in[0] < 0 || n->out[0] != src) return -1;
+    const int wt = n->in[0];
+    return is_weight(x, wt) && T(x, wt)->dtype == PP_F32 && T(x, src)->dtype == PP_BF16 ? wt : -1;
+}
+
+/* A product's bf16 operand as its kernel wants it. Where the bf16 tensor is a
+ * weight's rounding (the plan's Cast of the weight, remade every
+ * micro-batch), the weight itself is reordered to bf16 in the kernel's
+ * layout once per version of the weights (dn_weight_mem: at creation and at
+ * each reload), as an f32 weight is, instead of the rounding being reordered
+ * every micro-batch: oneDNN's conversion rounds to nearest even as the Cast
+ * does, and where it flushes a subnormal the bf16 kernels would have flushed
+ * it anyway (their dot products take subnormal inputs as 0), so the product
+ * reads the same values (ResNet-18's weights, the same bits). */
 pp_status dn_half_input(pprt_exec *x, int ni, int k, int tid, const dnnl_memory_desc_t *cur,
                         const dnnl_memory_desc_t *want, int slot, dnnl_memory_t *out, pp_err *err) {
     const int src = half_source(x, ni, k, tid);
@@ -149,8 +168,16 @@ pp_status dn_half_input(pprt_exec *x, int ni, int k, int tid, const dnnl_memory_
     dnnl_memory_desc_t plain, b;
     if (!cur) PP_TRY(dn_tensor_plain(x, tid, &plain, err));
     const dnnl_memory_desc_t *c = cur ? cur : &plain;
-    DN(dnnl_memory_desc_init_by_strides(&b, c->ndims, c->dims, dnnl_bf16, c->format_desc.blocking.strides),
+    const int wt = x->o.half_weights ? rounded_weight(x, src) : -1;
+    DN(dnnl_memory_desc_init_by_strides(&b, c->ndims, c->dims, wt >= 0 ? dnnl_f32 : dnnl_bf16,
+                                        c->format_desc.blocking.strides),
        "memory descriptor");
+    if (wt >= 0) { /* read through the widening Cast, and the rounding not at all (dn_through_views) */
+        x->half_weights++;
+        x->tn.wreads[src]++;
+        x->nd.through[ni] |= (unsigned char)(1u << k);
+        return dn_weight_mem(x, wt, &b, want, out, err);
+    }
     PP_TRY(dn_bind_view(x, src, &b, want, slot, out, err));
     dn_read_src(x, ni, k, src);
     return PP_OK;

@@ -322,6 +322,27 @@ void dn_through_views(pprt_exec *x) {
         else if (n->in[0] >= 0 && is_weight(x, n->in[0])) x->weight_views++;
         else x->operand_views++;
     }
+    /* a weight's rounding to bf16 whose every reader is a widening Cast run as nothing, each read by products
+     * that read the weight in its place (halfprod.c: reordered once a step), runs as nothing too */
+    for (int ni = 0; ni < st->n_nodes; ni++) {
+        const pprt_node *n = &st->nodes[ni];
+        if (n->op != PP_OP_CAST || n->n_in < 1 || n->in[0] < 0 || !is_weight(x, n->in[0]) || n->n_out != 1 ||
+            n->out[0] < 0 || st->t[n->out[0]].dtype != PP_BF16 || x->nd.absorbed[ni] || !x->tn.wreads[n->out[0]])
+            continue;
+        const int out = n->out[0];
+        bool idle = x->tn.kind[out] == PPRT_ACTIVATION && st->t[out].kind == PPRT_ACTIVATION && x->tn.cons[out] > 0;
+        int reads = 0; /* of the widening Casts' outputs */
+        for (int c = ni + 1; c < st->n_nodes && idle; c++)
+            for (int k = 0; k < st->nodes[c].n_in && idle; k++) {
+                if (st->nodes[c].in[k] != out) continue;
+                idle = dn_widens_bf16(x, &st->nodes[c]) && x->nd.nsteps[c] == 0 && st->nodes[c].out[0] >= 0 &&
+                       x->tn.kind[st->nodes[c].out[0]] == PPRT_ACTIVATION;
+                reads += idle ? x->tn.cons[st->nodes[c].out[0]] : 0;
+            }
+        if (!idle || reads != x->tn.wreads[out]) continue;
+        x->nd.nsteps[ni] = 0;
+        x->half_views++;
+    }
 }
 
 /* A batched product reading its transposed operands through strides

@@ -81,6 +81,10 @@ static const opt opts[] = {
     {"PPRT_DNNL_HALF_PRODUCTS", OPT_FLAG, F(half_products), "1", NULL, 0, 0,
      "in an f32 run, a product whose operands hold bf16 values widened by a Cast (a training plan at --precision "
      "bf16) computes on oneDNN's bf16 kernels with f32 sums where the CPU has them (halfprod.c); 0: in f32"},
+    {"PPRT_DNNL_HALF_WEIGHTS", OPT_FLAG, F(half_weights), "1", NULL, 0, 0,
+     "with PPRT_DNNL_HALF_PRODUCTS, a product's operand that is a weight's rounding to bf16 is the weight "
+     "reordered to bf16 in the kernel's layout once a step (at load and reload), not the rounding reordered each "
+     "micro-batch (halfprod.c); 0: each micro-batch"},
     {"PPRT_DNNL_GELU_GRAD", OPT_FLAG, F(gelu_grad), "1", NULL, 0, 0,
      "pp.UnaryGrad of Gelu on oneDNN's eltwise backward in f32; 0: the reference kernel (double) in parts"},
 };

@@ -63,10 +63,11 @@ void dn_report(const pprt_exec *x) {
         "pprt dnnl: stage %d: %d of %d nodes on oneDNN (%d as post-ops)%s%s; %d reorders and %d residual copies "
         "per micro-batch (%d outputs in place of their input); %d tensors in oneDNN layouts, %d views of their input's "
         "bytes, %d weight transposes and %d operand transposes or copies read through by their products; %d products "
-        "of bf16 values on bf16 kernels (%d Casts to f32 read through by them); arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights (%.1f MB of them reordered by another "
+        "of bf16 values on bf16 kernels (%d Casts to f32 read through by them, %d weights' roundings reordered from the "
+        "weight once a step); arena %.1f MB (the plan's %.1f MB); %.1f MB reordered weights (%.1f MB of them reordered by another "
         "executor of the stage), %.1f MB other buffers, %.1f MB shared\n",
         st->index, c.nodes - c.reference, st->n_nodes, c.fused, len ? ", reference: " : "", refs, c.layout_changes,
-        c.copies, c.in_place, c.own_layout, c.views, x->weight_views, x->operand_views, x->half_products, x->half_views, (double)x->bytes.arena / 1e6, (double)st->arena_bytes / 1e6, (double)x->bytes.weights / 1e6,
+        c.copies, c.in_place, c.own_layout, c.views, x->weight_views, x->operand_views, x->half_products, x->half_views, x->half_weights, (double)x->bytes.arena / 1e6, (double)st->arena_bytes / 1e6, (double)x->bytes.weights / 1e6,
         (double)x->bytes.wshared / 1e6, (double)(x->bytes.owned - (x->bytes.weights - x->bytes.wshared)) / 1e6,
         (double)shared / 1e6);
     if (x->o.verbose < 2) return;

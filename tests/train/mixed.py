@@ -365,6 +365,15 @@ else:
             print(f"train_mixed: ResNet-18 bf16 on dnnl -pp {pp}: {taken} products on bf16 kernels; the first loss "
                   f"{abs(dl[pp] - rl['steps'][0]['loss']) / rl['steps'][0]['loss']:.2g} from the reference kernels'")
         check(same_bits(dw[1], dw[2]), "ResNet-18 bf16 on dnnl: the weights at -pp 1 and 2 differ in bits")
+        # the weights' roundings read as the weights reordered once a step (PPRT_DNNL_HALF_WEIGHTS, on by default
+        # with the bf16 kernels): the bits of the roundings reordered every micro-batch
+        wre = sum(int(n) for n in re.findall(r"(\d+) weights' roundings reordered", train.stderr))
+        check((wre > 0) == (taken > 0), f"ResNet-18 bf16 on dnnl: {wre} weights' roundings reordered once a step, "
+              f"{taken} products on bf16 kernels")
+        if wre:
+            dw0, _ = train("r18_2.plan", "w_r18d_hw0", RS, ["--threads", "1"], data="rdata", acc=1, backend="dnnl",
+                           env={"PPRT_DNNL_HALF_WEIGHTS": "0"})
+            check(same_bits(dw0, dw[2]), "ResNet-18 bf16 on dnnl: PPRT_DNNL_HALF_WEIGHTS=0 gives other bits")
         check(abs(dl[1] - rl["steps"][0]["loss"]) <= 1e-2 * rl["steps"][0]["loss"],
               f"ResNet-18 bf16 on dnnl: the first loss {dl[1]}, the reference kernels' {rl['steps'][0]['loss']} (1e-2)")
     # one step's loss and gradients (the plan run once) against the PyTorch policy's. Rounding to bf16 makes
