@@ -679,7 +679,7 @@ static bool half_product(const pprt_plan *p, int *stage, const pprt_node **node)
 /* Every stage's backend exists here and takes the precision asked for
  * (where one cannot compute it on this machine, pprt warns and it runs f32). */
 static pp_status check_backends(pprt_cli *c, const pprt_plan *p, bool ranks, pp_err *err) {
-    bool warned = false;
+    bool warned = false, half_warned = false;
     static const char *const names[] = {"f32", "bf16", "tf32", "fp16"};
     int hs;
     const pprt_node *hn;
@@ -708,6 +708,17 @@ static pp_status check_backends(pprt_cli *c, const pprt_plan *p, bool ranks, pp_
             fprintf(stderr, "pprt: warning: backend '%s' has no %s kernels %s: --precision %s runs in f32\n", b->name, pr,
                     b->multithreaded ? "on this CPU (oneDNN's need AVX-512; fast with AVX512_BF16 or AMX)" : "here", pr);
             warned = true;
+        }
+        if (p->precision && !p->train_devices && b->mem == PPRT_MEM_HOST && !c->quiet && !half_warned &&
+            half_product(p, &hs, &hn)) {
+            /* measured on a 2-core Xeon with AMX (2026-12-05): ResNet-50, 0.9 samples/s against the f32 plan's 22,
+             * 50-98 with pprt --precision bf16 (docs/usage.md, "Half precision for inference") */
+            fprintf(stderr, "pprt: warning: this plan stores its values in %s (ppcc --precision %s), and stage %d runs "
+                    "on '%s', a CPU backend, whose half nodes run on the reference kernels, each lifting the half "
+                    "values to f32: many times slower than an f32 plan. For CPUs compile without --precision and run "
+                    "pprt --precision bf16 (oneDNN's bf16 kernels on AVX512_BF16 or AMX); half plans are for GPUs\n",
+                    pp_precision_name(p->precision), pp_precision_name(p->precision), s, b->name);
+            half_warned = true;
         }
     }
     if (warned) c->run.precision = PPRT_F32;

@@ -33,7 +33,8 @@
 #   - --cuda-wide-elementwise on: the half elementwise steps eight elements a
 #     thread (at least as many as measured), the element kernel's bytes;
 #   - pprt --precision on a half plan: exit 2, naming the plan's precision and
-#     a half product.
+#     a half product; a half plan on ref warns (its half nodes on the reference
+#     kernels: for CPUs an f32 plan with pprt --precision bf16), on cuda-emu not.
 # About 20 s. usage: half_storage.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC, TEST_COUNTS)
 set -euo pipefail
 : "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}" "${TEST_COUNTS:?}"
@@ -114,3 +115,9 @@ set -e
 [ $rc = 2 ] && grep -q "stores its products in fp16 already" err.txt && grep -q "node '/stem/Conv'" err.txt \
   || fail "pprt --precision bf16 on an fp16 plan: exit $rc, $(cat err.txt)"
 echo "ok: pprt --precision on a half plan: exit 2 naming the plan's precision and a half product"
+# a half plan on a CPU backend: a warning that its half nodes run on the reference kernels, none on cuda-emu
+"$PPRT" cnn_bf16_1.plan data_cnn --backend ref -o warn_out 2> warn.txt > /dev/null || fail "ref on a half plan: $(cat warn.txt)"
+grep -q "half plans are for GPUs" warn.txt || fail "a half plan on ref: no warning: $(cat warn.txt)"
+"$PPRT" cnn_bf16_1.plan data_cnn --backend cuda-emu -o warn_out 2> warn.txt > /dev/null || fail "cuda-emu: $(cat warn.txt)"
+! grep -q "half plans are for GPUs" warn.txt || fail "a half plan on cuda-emu: warned as on a CPU backend"
+echo "ok: a half plan on a CPU backend warns that its half nodes run on the reference kernels; on cuda-emu it does not"
