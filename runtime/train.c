@@ -1090,20 +1090,33 @@ static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t st
 }
 
 /* Rank 0's weights and their optimizer state to every other rank, at the
- * start with head[] = the step and the updates a --resume starts from (each
- * rank then steps its own device's weights from them: dist_reduce). */
+ * start with head[] = the step and the updates a --resume starts from, and
+ * the loss scale and its count of clean steps (each rank then steps its own
+ * device's weights from them, and updates its scale by rank 0's verdicts:
+ * dist_reduce). */
 static pp_status sync_weights(trainer *t, int64_t head[2], pp_err *err) {
     const pprt_train_dist *D = t->o->dist;
-    size_t n = 2 * sizeof(int64_t);
+    enum { HEAD = 2 * sizeof(int64_t) + sizeof(double) + sizeof(int64_t) };
+    size_t n = HEAD;
     for (int i = 0; i < t->n_params; i++)
         n += (size_t)t->ps[i].numel * sizeof(float) * (1 + (t->ps[i].m != NULL) + (t->ps[i].v != NULL));
     unsigned char *buf = malloc(n);
     if (!buf) return PP_FAIL(err, PP_ENOMEM, "out of memory for the weights");
     pp_status s = PP_OK;
     if (D->rank != 0) s = D->recv(D->ctx, 0, buf, n, err);
-    size_t off = 2 * sizeof(int64_t);
-    if (D->rank == 0) memcpy(buf, head, off);
-    else memcpy(head, buf, off);
+    size_t off = HEAD;
+    double scale = t->scale;
+    int64_t growth = t->growth;
+    if (D->rank == 0) {
+        memcpy(buf, head, 2 * sizeof(int64_t));
+        memcpy(buf + 2 * sizeof(int64_t), &scale, sizeof scale);
+        memcpy(buf + 2 * sizeof(int64_t) + sizeof scale, &growth, sizeof growth);
+    } else if (s == PP_OK) {
+        memcpy(head, buf, 2 * sizeof(int64_t));
+        memcpy(&scale, buf + 2 * sizeof(int64_t), sizeof scale);
+        memcpy(&growth, buf + 2 * sizeof(int64_t) + sizeof scale, sizeof growth);
+        t->scale = scale, t->growth = growth;
+    }
     for (int i = 0; s == PP_OK && i < t->n_params; i++) {
         float *a[3] = {t->ps[i].w, t->ps[i].m, t->ps[i].v};
         const size_t b = (size_t)t->ps[i].numel * sizeof(float);
@@ -1873,9 +1886,6 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     memset(st, 0, sizeof *st);
     if (!p->train_devices) return PP_FAIL(err, PP_EINVAL, "the plan is not a training plan: compile it with ppcc --train");
     if (o->accumulate < 1) return PP_FAIL(err, PP_EINVAL, "--accumulate must be >= 1");
-    if (o->dist && o->opt.dynamic_scale) /* rank 0 alone would see an overflow: the others' scale would not follow */
-        return PP_FAIL(err, PP_EUNSUP, "--loss-scale dynamic runs on threads for now, not under mpirun (a static "
-                       "--loss-scale S does)");
     if (run->replicas > o->accumulate)
         return PP_FAIL(err, PP_EINVAL, "--replicas %d: each replica takes whole micro-batches of a step, and a step "
                        "has %d (--accumulate): give --accumulate %d or more", run->replicas, o->accumulate, run->replicas);

@@ -299,8 +299,8 @@ sc = [s.get("loss_scale") for s in g["steps"]]
 want, want_last = gradscaler([s["skipped"] for s in g["steps"]], 2.0)
 check(len(sc) == 2001 and sc == want and sc[1999] == 2 and sc[2000] == 4 and g.get("loss_scale") == want_last,
       f"growth: scales {sc[:1]}..{sc[-2:]}, last {g.get('loss_scale')}; want {want[-2:]}, {want_last}")
-# under mpirun (where this pprt has MPI and mpirun is there): a static scale gives the threads' bits, dynamic is
-# refused (rank 0 alone would see an overflow)
+# under mpirun (where this pprt has MPI and mpirun is there): a static scale gives the threads' bits, and so does a
+# dynamic one
 # (not under the ASan build: the mpi tests leave Open MPI's own memory alone, so do these)
 MPIRUN = os.environ.get("MPIRUN") if os.environ.get("PP_MPI") == "ON" else None
 if MPIRUN and shutil.which(MPIRUN) and "ASAN_OPTIONS" not in os.environ:
@@ -309,9 +309,25 @@ if MPIRUN and shutil.which(MPIRUN) and "ASAN_OPTIONS" not in os.environ:
                    "--save-weights", "w_mpi"])
     check(r.returncode == 0 and same_bits("w_mpi", "w_adamw_plan"),
           f"mpirun -np 2, --loss-scale 1024: exit {r.returncode}, not the threads' weights: {r.stderr[-300:]}")
-    r = run(mpi + ["dyn.plan", "data", "--steps", "1", "-q"])
-    check(r.returncode == 2 and "not under mpirun" in r.stderr, f"mpirun, dynamic scale: exit {r.returncode}, "
-          f"{r.stderr[-300:]!r}")
+    # dynamic scaling: rank 0's verdict (an overflow, from the sums of squares) reaches every rank, whose scale
+    # follows it: the threads' weights and scales, bit for bit; stopped at step 3 and resumed, the scale and its
+    # count of clean steps reach every rank with the weights (without, the last device's rank seeds its loss
+    # gradient with the plan's 2^127 again)
+    scales = lambda d: [x.get("loss_scale") for x in d.get("steps", [])]  # noqa: E731
+    r = run(mpi + ["dyn.plan", "data", "--steps", str(K), "--accumulate", "2", "-q", "--save-weights", "w_dyn_mpi",
+                   "--log-json", "dyn_mpi.json"])
+    lm = json.load(open("dyn_mpi.json")) if r.returncode == 0 else {}
+    check(r.returncode == 0 and same_bits("w_dyn_mpi", "w_dyn") and scales(lm) == scales(lg),
+          f"mpirun -np 2, dynamic scale: exit {r.returncode}, scales {scales(lm)} against the threads' {scales(lg)}, "
+          f"or other weights: {r.stderr[-300:]}")
+    r = run(mpi + ["dyn.plan", "data", "--steps", "3", "--accumulate", "2", "-q", "--checkpoint", "ck_dyn_mpi",
+                   "--save-every", "3"])
+    r2 = run(mpi + ["dyn.plan", "data", "--steps", str(K), "--accumulate", "2", "-q", "--resume", "ck_dyn_mpi",
+                    "--save-weights", "w_dyn_mpi_res", "--log-json", "res_mpi.json"])
+    rm = json.load(open("res_mpi.json")) if r.returncode == 0 and r2.returncode == 0 else {}
+    check(r.returncode == 0 and r2.returncode == 0 and same_bits("w_dyn_mpi_res", "w_dyn") and
+          close(rm.get("loss_scale"), last), f"mpirun -np 2, dynamic scale resumed: exit {r.returncode}/{r2.returncode}, "
+          f"scale {rm.get('loss_scale')} (want {last}), or other weights: {(r.stderr + r2.stderr)[-300:]}")
 else:
     print("train_optim: no mpirun, no MPI in pprt, or an ASan build: the mpirun checks left out")
 testlib.finish("train_optim")
