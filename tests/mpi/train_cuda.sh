@@ -15,6 +15,9 @@
 #   - 3 replicas (-np 6, 5 micro-batches a step: shares of 1, 2, 2) with
 #     buckets of one 4096-element chunk (PPRT_CHAIN_BUCKET): each weight a
 #     bucket of its own;
+#   - fp16 with --loss-scale dynamic from 2^30 (9 steps skipped first, the
+#     scale halving) at -np 4 (--replicas 2), both transports: every step's
+#     scale and the weights the threads';
 #   - a placement splitting a device's two stages between cuda-emu and the
 #     host (the stash in pinned memory) at -np 4: the host's chain and update;
 #   - torchvision ResNet-18 (random weights, training-mode BatchNorm, 32x32,
@@ -25,7 +28,7 @@
 #     1) naming the call and the rank; a rank killed mid-step (-pp 1 x 3
 #     replicas, the chain on the devices) ends every rank within
 #     --mpi-timeout, naming the dead rank (tests/mpi/kill.sh, both modes).
-# About 90 s on 2 cores. Built without MPI, or without cuda-emu: skipped (77).
+# About 120 s on 2 cores. Built without MPI, or without cuda-emu: skipped (77).
 #
 # usage: train_cuda.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC, PP_MPI=ON|OFF, MPIRUN)
 set -euo pipefail
@@ -98,6 +101,30 @@ expect_rc 0 mpi6.txt "${M[@]}" -np 6 -x PPRT_CHAIN_BUCKET=4096 "$PPRT" t2.plan "
 same_run th5 mpi6
 paths mpi6.json device devices
 echo "mpi_train_cuda: 3 replicas (-np 6, shares of 1, 2 and 2 micro-batches), one-chunk buckets: the threaded run's bits"
+
+# fp16 with a dynamic loss scale from 2^30 (the first steps overflow and are skipped, then it grows every 3 clean
+# steps): on the ranks each device's optimizer skips and scales by rank 0's verdict, as threads do; the scales and
+# the weights the threads', bit for bit
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --precision fp16 \
+  --loss-scale dynamic:1073741824 --loss-scale-interval 3 -o f16.plan -q
+cf=(--labels "$S/labels.npy" --accumulate 4 --seed 5 --steps 16 --backend cuda-emu -q --optimizer sgd --lr 0.05
+    --momentum 0.9)
+expect_rc 0 f16-th.txt "$PPRT" f16.plan "$S/data" "${cf[@]}" --save-weights f16-th --log-json f16-th.json
+for tr in mpi nccl; do
+  expect_rc 0 f16-$tr.txt "${M[@]}" -np 4 "$PPRT" f16.plan "$S/data" "${cf[@]}" --transport $tr --replicas 2 \
+    --save-weights f16-$tr --log-json f16-$tr.json
+  same_run f16-th f16-$tr
+  "$PY" - f16-th.json f16-$tr.json << 'PYEND'
+import json, sys
+a, b = (json.load(open(f))["steps"] for f in sys.argv[1:3])
+sa, sb = [s["loss_scale"] for s in a], [s["loss_scale"] for s in b]
+assert sa == sb, (sa, sb)
+assert any(s["skipped"] for s in a) and not all(s["skipped"] for s in a) and len(set(sa)) > 2, sa
+PYEND
+  checks=$((checks + 1))
+done
+echo "mpi_train_cuda: fp16 with a dynamic loss scale (skipped steps, backoff, growth) at -np 4 (--replicas 2), both" \
+  "transports: the threads' scales and bits"
 
 # a placement that puts a device's forward on cuda-emu and its backward on the host (its stash then in pinned host
 # memory, the emulated GPU's side copying down) and the other device on ref: the host's chain and update
