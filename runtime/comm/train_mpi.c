@@ -311,6 +311,10 @@ static pp_status agree_train(pprt_mpi *m, const pprt_train_opts *o, pp_err *err)
     train_agreed(o, c.a);
     c.t[0] = o->opt.loss_scale;
     c.t[1] = (double)o->save_every; /* replica 0's ranks send rank 0 their weights for each checkpoint */
+    /* a dynamic scale's rule: every rank halves and grows its own by rank 0's verdicts */
+    snprintf(c.text, sizeof c.text, "%s, growth %a, backoff %a, interval %lld",
+             o->opt.dynamic_scale ? "dynamic" : "static", o->opt.scale_growth, o->opt.scale_backoff,
+             (long long)o->opt.scale_interval);
     if (m->rank != 0) {
         PP_TRY(pprt_mpi_send_ctrl(m, 0, PPRT_CTRL_TRAIN, &c, err));
         pprt_mpi_describe(m, 0, who, sizeof who);
@@ -332,6 +336,10 @@ static pp_status agree_train(pprt_mpi *m, const pprt_train_opts *o, pp_err *err)
         if (t.t[1] != c.t[1])
             return PP_FAIL(err, PP_EINVAL, "%s trains with another --save-every than rank 0 (%g, rank 0 %g): every "
                            "rank must get the same options", who, t.t[1], c.t[1]);
+        if (strncmp(t.text, c.text, sizeof c.text) != 0)
+            return PP_FAIL(err, PP_EINVAL, "%s trains with another loss scale rule than rank 0 (%.120s; rank 0: "
+                           "%.120s; --loss-scale, --loss-scale-growth, --loss-scale-backoff, --loss-scale-interval): "
+                           "every rank must get the same options", who, t.text, c.text);
     }
     for (int q = 1; q < m->size; q++) PP_TRY(pprt_mpi_send_ctrl(m, q, PPRT_CTRL_TRAIN, &c, err));
     return PP_OK;

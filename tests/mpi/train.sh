@@ -148,10 +148,14 @@ expect_msg e3.txt "trains with another --accumulate than rank 0"
 expect_rc 2 e3s.txt "${M[@]}" -np 1 "$PPRT" t2.plan "$S/data" "${common[@]}" : -np 1 "$PPRT" t2.plan "$S/data" \
   "${common[@]}" --loss-scale 8
 expect_msg e3s.txt "trains with another --loss-scale than rank 0"
+expect_rc 2 e3d.txt "${M[@]}" -np 1 "$PPRT" t2.plan "$S/data" "${common[@]}" --loss-scale dynamic:8 : -np 1 "$PPRT" \
+  t2.plan "$S/data" "${common[@]}" --loss-scale dynamic:8 --loss-scale-interval 3
+expect_msg e3d.txt "trains with another loss scale rule than rank 0"
 expect_rc 2 e4.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" "${common[@]}" --accumulate 1 --replicas 2
 expect_msg e4.txt "--replicas 2: each replica takes whole micro-batches"
-checks=$((checks + 8))
-echo "mpi_train: refusals (-np, another plan, another --accumulate, --replicas over --accumulate): exit 2, named"
+checks=$((checks + 10))
+echo "mpi_train: refusals (-np, another plan, another --accumulate, --loss-scale or scale rule, --replicas over" \
+  "--accumulate): exit 2, named"
 
 # a rank killed mid-training: 3 devices on 3 ranks, long enough to be killed
 export KILL_ARGS="--labels $S/labels.npy --steps 100000 ${BK[*]}"
