@@ -312,7 +312,7 @@ static pp_status agree_train(pprt_mpi *m, const pprt_train_opts *o, pp_err *err)
     c.t[0] = o->opt.loss_scale;
     c.t[1] = (double)o->save_every; /* replica 0's ranks send rank 0 their weights for each checkpoint */
     /* a dynamic scale's rule: every rank halves and grows its own by rank 0's verdicts */
-    snprintf(c.text, sizeof c.text, "%s, growth %a, backoff %a, interval %lld",
+    snprintf(c.text, sizeof c.text, "%s, growth %.17g, backoff %.17g, interval %lld",
              o->opt.dynamic_scale ? "dynamic" : "static", o->opt.scale_growth, o->opt.scale_backoff,
              (long long)o->opt.scale_interval);
     if (m->rank != 0) {
