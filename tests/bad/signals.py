@@ -81,6 +81,19 @@ def handlers_in_place(pid):
     return False
 
 
+def ranks_ready(pid, n=2):
+    """Whether mpirun (pid) has n children, each pprt with its handlers in place."""
+    kids = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    ok = 0
+    for k in kids:
+        try:
+            exe = os.path.basename(os.readlink(f"/proc/{k}/exe"))
+        except OSError:
+            continue
+        ok += exe == os.path.basename(PPRT) and handlers_in_place(int(k))
+    return ok >= n
+
+
 def interrupt(argv, out_dir, delay, sig, on_tmp):
     """Run argv; once its handlers are in place (not under mpirun), send sig after `delay` seconds more, or
     (on_tmp) as soon as a temporary file shows up in out_dir. Returns (exit status, whether the signal was sent)."""
@@ -88,6 +101,10 @@ def interrupt(argv, out_dir, delay, sig, on_tmp):
     t0 = time.time()
     while not mpi and p.poll() is None and not handlers_in_place(p.pid) and time.time() - t0 < 60:
         time.sleep(0.0002)
+    # under mpirun: both ranks started and catching the signals (a signal that reached one rank while mpirun still
+    # started the other left the job waiting past 60 s once, on a loaded CI machine: mpirun's start, not pprt's run)
+    while mpi and p.poll() is None and not ranks_ready(p.pid) and time.time() - t0 < 60:
+        time.sleep(0.001)
     t0, sent = time.time(), False
     while p.poll() is None and time.time() - t0 < 60:
         if (on_tmp and tmp_files(out_dir)) or (not on_tmp and time.time() - t0 >= delay):
@@ -145,11 +162,10 @@ except ImportError:
     print("signals: onnx not importable; skipped")
     sys.exit(77)
 
-# Under mpirun: no signal before the time mpirun takes to start two ranks and end them (a signal sent
-# before both ranks exist reaches one only, and the other waits for it); without: timed from the
-# handlers' install. (Twice pprt --version's time was the measure while pprt mapped the CUDA
-# libraries, 0.2-0.5 s; without them, issue 53, it is 0.02 s, shorter than mpirun's start.)
-start = 0.0 if not mpi else timed(mpi + ["-np", "2", PPRT, "--version"])
+# Timed from the handlers' install (under mpirun, both ranks'). (Before 2026-12-05, under mpirun from
+# mpirun's start plus the time of a whole `mpirun -np 2 pprt --version`: on a loaded machine a signal
+# still reached one rank while mpirun started the other, and the job waited past 60 s.)
+start = 0.0
 # pprt: a 32 MiB output
 g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "relu",
                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4096])],
