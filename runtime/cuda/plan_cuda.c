@@ -73,6 +73,8 @@ typedef struct planner {
     int *fa_head; /* node -> the first MatMul of the attention pattern it closes (plan_fattn), or -1; then
                    * n_nodes more: node -> that pattern's Mul or Div node, or -1 */
     sview *view;  /* tensor id -> the view it is (--cuda-stride-views; src -1: its own bytes), or NULL */
+    pprt_node *hnode; /* node -> the product as its half route reads it (half_route; op PP_OP_COUNT: none), or NULL */
+    int32_t *hio;     /* hnode's tensor ids: PCU_HALF_IO a node, its inputs then its output */
     pp_err *err;
 } planner;
 
@@ -2139,6 +2141,147 @@ static pp_status plan_ugrad(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* ---- the half route of a mixed-precision training plan's products ---------------------------- */
+
+/* ppcc --train --precision bf16|fp16 (passes/precision.c) rounds each
+ * product's float operands to the half type H in the graph, a Cast to H and
+ * a Cast back to f32, and its output the same way; the backward products
+ * read their operands through such Casts too. A product (forward Conv,
+ * MatMul, Gemm; pp.ConvGradX, pp.ConvGradW; the gradients' Gemms) whose
+ * every input a Cast from H wrote in this stage, and whose f32 output only
+ * one Cast to H reads (not sent), reads the H tensors in place and writes
+ * that Cast's H tensor: the step of an all-H product (cuBLASLt 16F/16BF
+ * matrices, cuDNN HALF/BFLOAT16 tensors, f32 sums, the output rounded once
+ * to nearest even as the Cast rounds it: float16 overflows to infinity, so a
+ * loss scale's check still sees it). The output Cast has no step of its
+ * own, nor a Cast to f32 whose every reader takes the half route. On
+ * cuda-emu the half step lifts the H values to f32, sums as the f32 step
+ * does and rounds: the f32 route's bits. A Conv's bias is then added in the
+ * graph before the one rounding (pcu_step.conv_fuse), as the f32 route's
+ * epilogue adds it before the Cast. The Casts are the graph's, so the
+ * route depends on the graph alone except where a cut falls between a
+ * product and its Casts (ppcc keeps a Cast with its product's scope, so
+ * the tests' splits never do; such a product stays f32). */
+#define PCU_HALF_IO 4
+
+/* Whether node n is a Cast of a `from` tensor into a `to` one (PP_F16 or PP_BF16 for "a half type": any of them) */
+static bool cast_of(const planner *P, const pprt_node *n, pp_dtype from, pp_dtype to) {
+    if (n->op != PP_OP_CAST || n->n_in < 1 || n->n_out < 1 || n->in[0] < 0 || n->out[0] < 0) return false;
+    const pp_dtype a = T(P, n->in[0])->dtype, b = T(P, n->out[0])->dtype;
+    return a == from && b == to;
+}
+
+static bool half_dt(pp_dtype t) { return t == PP_F16 || t == PP_BF16; }
+
+/* The node of the stage that writes tensor t (-1: none, e.g. received or a weight) */
+static int writer_of(const planner *P, int t) {
+    for (int j = 0; j < P->st->n_nodes; j++)
+        for (int q = 0; q < P->st->nodes[j].n_out; q++)
+            if (P->st->nodes[j].out[q] == t) return j;
+    return -1;
+}
+
+/* Product ni's half route: *why PCU_HALF_* when it stays f32, -1 when it is no candidate (not all f32, or no
+ * operand a Cast from a half type: an f32 plan's); else true with io (inputs then the output) the H tensors */
+static bool half_match(const planner *P, int ni, bool f32_only, int *why, int32_t *io) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *why = -1;
+    if (n->n_in > PCU_HALF_IO - 1 || n->n_out != 1 || !all_f32(P, n)) return false;
+    int h = -1, casts = 0;
+    bool ok = true, view = false;
+    for (int k = 0; k < n->n_in; k++) {
+        io[k] = -1;
+        if (n->in[k] < 0) continue;
+        const int w = writer_of(P, n->in[k]);
+        const pprt_node *c = w >= 0 ? &P->st->nodes[w] : NULL;
+        const pp_dtype src = c && c->op == PP_OP_CAST && c->in[0] >= 0 ? T(P, c->in[0])->dtype : PP_F32;
+        if (!half_dt(src) || !cast_of(P, c, src, PP_F32) || (h >= 0 && (int)src != h)) {
+            ok = false;
+            continue;
+        }
+        h = (int)src, casts++;
+        io[k] = c->in[0];
+        view = view || (P->view && P->view[n->in[k]].src >= 0 && P->view[n->in[k]].src != n->in[k]);
+    }
+    if (!casts) return false; /* not a mixed-precision product */
+    if (!ok) return (*why = PCU_HALF_OPERAND), false;
+    if (view) return (*why = PCU_HALF_OTHER), false; /* a folded view of the f32 copy */
+    const int o = n->out[0];
+    int r = -1;
+    for (int j = ni + 1; j < P->st->n_nodes && r < 0 && P->uses[o] == 1 && T(P, o)->kind == PPRT_ACTIVATION; j++)
+        for (int k = 0; k < P->st->nodes[j].n_in; k++)
+            if (P->st->nodes[j].in[k] == o) r = j;
+    if (r < 0 || !cast_of(P, &P->st->nodes[r], PP_F32, (pp_dtype)h) || (P->host_node && P->host_node[r]))
+        return (*why = PCU_HALF_OUTPUT), false;
+    io[PCU_HALF_IO - 1] = P->st->nodes[r].out[0];
+    if (n->op == PP_OP_CONVTRANSPOSE || n->op == PP_OP_FUSEDCONV ||
+        (P->fattn && (n->pattern == PP_PATTERN_ATTENTION || P->fa_head[ni] >= 0)))
+        return (*why = PCU_HALF_OTHER), false;
+    if (f32_only) return (*why = PCU_HALF_OFF), false;
+    return true;
+}
+
+static bool is_product(pp_op op) {
+    return op == PP_OP_CONV || op == PP_OP_CONVTRANSPOSE || op == PP_OP_FUSEDCONV || op == PP_OP_MATMUL ||
+           op == PP_OP_GEMM || op == PP_OP_CONVGRADX || op == PP_OP_CONVGRADW;
+}
+
+/* Every product's route (the header above), before any step: the products on it read through P->hnode; their
+ * output Casts, and the Casts to f32 that only they read, are absorbed (P->done). */
+static pp_status half_route(planner *P, bool f32_only) {
+    const pprt_stage *st = P->st;
+    pcu_counts *cn = &P->pl->counts;
+    P->hnode = calloc(pp_count(st->n_nodes), sizeof *P->hnode);
+    P->hio = malloc(pp_count(st->n_nodes) * PCU_HALF_IO * sizeof *P->hio);
+    int *reads = calloc(pp_count(st->n_tensors), sizeof *reads); /* f32 copy -> half-route products reading it */
+    if (!P->hnode || !P->hio || !reads) {
+        free(reads);
+        return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    }
+    for (int ni = 0; ni < st->n_nodes; ni++) {
+        P->hnode[ni].op = PP_OP_COUNT;
+        const pprt_node *n = &st->nodes[ni];
+        int why;
+        int32_t *io = &P->hio[ni * PCU_HALF_IO];
+        if (P->done[ni] || !is_product(n->op) || (P->host_node && P->host_node[ni])) continue;
+        const bool ok = half_match(P, ni, f32_only, &why, io);
+        if (!ok && why < 0) continue;
+        cn->half_cand++;
+        if (!ok) {
+            cn->half_why[why]++;
+            continue;
+        }
+        cn->half++;
+        pprt_node *h = &P->hnode[ni];
+        *h = *n;
+        h->in = io, h->out = &io[PCU_HALF_IO - 1];
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0) reads[n->in[k]]++;
+        for (int j = ni + 1; j < st->n_nodes; j++) /* the output's Cast: the product writes its tensor */
+            if (st->nodes[j].n_out > 0 && st->nodes[j].out[0] == io[PCU_HALF_IO - 1]) {
+                P->done[j] = true;
+                cn->fused++, cn->casts_skipped++;
+                break;
+            }
+    }
+    for (int ni = 0; ni < st->n_nodes; ni++) { /* Casts to f32 that only half-route products read */
+        const pprt_node *n = &st->nodes[ni];
+        if (P->done[ni] || n->op != PP_OP_CAST || n->n_out < 1 || n->out[0] < 0 || !reads[n->out[0]]) continue;
+        if (reads[n->out[0]] == P->uses[n->out[0]] && T(P, n->out[0])->kind == PPRT_ACTIVATION &&
+            !(P->host_node && P->host_node[ni])) {
+            P->done[ni] = true;
+            cn->fused++, cn->casts_skipped++;
+        }
+    }
+    free(reads);
+    return PP_OK;
+}
+
+/* Node ni as its step reads it: the half route's (half_route), else the plan's. */
+static const pprt_node *node_of(const planner *P, int ni) {
+    return P->hnode && P->hnode[ni].op != PP_OP_COUNT ? &P->hnode[ni] : &P->st->nodes[ni];
+}
+
 /* ---- convolutions (cuDNN) ------------------------------------------------------------------- */
 
 /* c's dims and geometry from the tensors' shapes xs, ws, ys and the forward
@@ -2181,9 +2324,10 @@ static pp_status conv_step(planner *P, int ni, const pcu_conv *c, int x, int w, 
  * convolution whose input has dX's shape; pp.ConvGradW (dY, X -> dW): its
  * backward filter. The node's attributes are the forward Conv's. */
 static pp_status plan_conv_grad(planner *P, int ni, bool *ok) {
-    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_node *n = node_of(P, ni);
     *ok = false;
-    if (!all_f32(P, n)) return PP_OK;
+    const int ty = one_float_type(P, n); /* f32, or the half route's H (half_route) */
+    if (ty < 0) return PP_OK;
     const bool wg = n->op == PP_OP_CONVGRADW;
     const pprt_tdesc *dy = T(P, n->in[0]), *o = T(P, n->out[0]);
     const pp_shape *xs = wg ? &T(P, n->in[1])->shape : &o->shape, *ws = wg ? &o->shape : &T(P, n->in[1])->shape;
@@ -2192,7 +2336,7 @@ static pp_status plan_conv_grad(planner *P, int ni, bool *ok) {
     if (pp_geom_make(attrs_of(P, n), xs, &ws->dim[2], false, &g, NULL) != PP_OK) return PP_OK;
     for (int d = 0; d < g.nsp; d++)
         if (g.out[d] != dy->shape.dim[2 + d]) return PP_OK; /* the reference kernel says why */
-    pcu_conv c = {.transpose = !wg, .wgrad = wg, .groups = (int32_t)attr_i(P, n, "group", 1)};
+    pcu_conv c = {.transpose = !wg, .wgrad = wg, .groups = (int32_t)attr_i(P, n, "group", 1), .dt = ty};
     if (c.groups < 1 || xs->dim[1] % c.groups || ws->dim[0] % c.groups || ws->dim[1] * c.groups != xs->dim[1])
         return PP_OK;
     /* backward data: x is dY, y is dX; backward filter: x is X, w is dW, y is dY */
@@ -2204,7 +2348,7 @@ static pp_status plan_conv_grad(planner *P, int ni, bool *ok) {
 }
 
 static pp_status plan_conv(planner *P, int ni, bool *ok) {
-    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_node *n = node_of(P, ni);
     const pprt_tdesc *x = T(P, n->in[0]), *w = T(P, n->in[1]), *y = T(P, n->out[0]);
     *ok = false;
     const int ty = one_float_type(P, n); /* f32, or a half plan's Conv and pp.FusedConv */
@@ -2234,6 +2378,8 @@ static pp_status plan_conv(planner *P, int ni, bool *ok) {
     conv_fill(&c, &g, &x->shape, &w->shape, &y->shape);
     PP_TRY(conv_step(P, ni, &c, n->in[0], n->in[1], c.has_bias ? n->in[2] : -1, c.has_res ? n->in[3] : -1,
                      n->out[0]));
+    /* the half route: the bias before the one rounding, as the f32 route's epilogue adds it before the Cast */
+    P->pl->steps[P->pl->n_steps - 1].conv_fuse = n != &P->st->nodes[ni];
     *ok = true;
     return PP_OK;
 }
@@ -2395,7 +2541,7 @@ static bool mm_out_view(const sview *y, pcu_mm *mm) {
 }
 
 static pp_status plan_matmul(planner *P, int ni, bool *ok) {
-    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_node *n = node_of(P, ni);
     *ok = false;
     if (n->op == PP_OP_MATMUL && P->fattn && (n->pattern == PP_PATTERN_ATTENTION || P->fa_head[ni] >= 0)) {
         PP_TRY(plan_fattn(P, ni, ok));
@@ -2423,7 +2569,9 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
         if (mm.views && !gemm_views(&va, &vb, ta, tb, &mm)) return PP_OK;
         if (n->n_in > 2 && n->in[2] >= 0 && beta != 0) {
             const pprt_tdesc *c = T(P, n->in[2]);
-            if (numel(&c->shape) == N && c->shape.dim[c->shape.rank - 1] == N && beta == 1 && c->kind == PPRT_WEIGHT) {
+            /* a bias vector: a weight, or an arena tensor (a training plan's Cast of the bias: fixed bytes) */
+            if (numel(&c->shape) == N && c->shape.dim[c->shape.rank - 1] == N && beta == 1 &&
+                (c->kind == PPRT_WEIGHT || c->kind == PPRT_ACTIVATION)) {
                 mm.bias = 1;
                 cin = n->in[2];
             } else if (c->shape.rank == 2 && c->shape.dim[0] == M && c->shape.dim[1] == N) {
@@ -3250,6 +3398,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     for (int i = 0; i < st->out.n; i++) P.uses[st->send[i]]++;
     pl->counts.nodes = st->n_nodes;
     if (o && o->stride_views && !o->host_only) s = fold_views(&P);
+    if (s == PP_OK && !(o && o->host_only)) s = half_route(&P, o && o->f32_products);
     for (int ni = 0; ni < st->n_nodes && s == PP_OK; ni++) {
         if (P.done[ni]) continue;
         s = o && o->host_only ? host_step(&P, ni, "every node on the host (a test of the fallback)")
@@ -3271,6 +3420,8 @@ out:
     free(P.ln_of);
     free(P.fa_head);
     free(P.view);
+    free(P.hnode);
+    free(P.hio);
     if (s != PP_OK) pcu_plan_free(pl);
     return s;
 }
@@ -3325,7 +3476,7 @@ void pcu_plan_tally(const pcu_plan *pl, pcu_tally *t) {
             break;
         case PCU_S_CONV:
             t->cudnn++;
-            t->epilogues += pcu_conv_epilogue(&s->u.conv, false);
+            t->epilogues += pcu_conv_epilogue(&s->u.conv, s->conv_fuse && pcu_conv_graph_fuses(&s->u.conv));
             break;
         case PCU_S_MATMUL: t->cublas++; break;
         case PCU_S_COPY: t->copies++, w = &s->ops[1]; break;
@@ -3356,6 +3507,13 @@ void pcu_plan_explain_kernels(const pcu_plan *pl, const char *backend, FILE *f) 
             "%d cuDNN, %d convolution epilogues, %d device copies (%d feeding a product); %d host steps; %d views "
             "folded into products\n", backend, pl->st->index, t.launches, t.own, t.perm, t.perm_to_product, t.cublas,
             t.cudnn, t.epilogues, t.copies, t.copy_to_product, t.host, t.folded);
+    const pcu_counts *c = &pl->counts;
+    if (c->half_cand) /* a mixed-precision training plan's products (half_route) */
+        fprintf(f, "pprt: %s: stage %d: half products: %d of %d on the half tensors, %d Casts skipped; in f32: %d "
+                "(--cuda-half-products off), %d with an operand no Cast from the half type wrote here, %d whose output "
+                "more than one Cast to it reads, %d other (ConvTranspose, a fused node or attention)\n", backend,
+                pl->st->index, c->half, c->half_cand, c->casts_skipped, c->half_why[PCU_HALF_OFF],
+                c->half_why[PCU_HALF_OPERAND], c->half_why[PCU_HALF_OUTPUT], c->half_why[PCU_HALF_OTHER]);
 }
 
 const char *pcu_step_name(const pcu_step *s) {
