@@ -148,6 +148,7 @@ typedef struct pcu_counts {
      * and write their output Cast's H tensor (half: cuBLASLt 16F/16BF, cuDNN HALF/BFLOAT16), the others by why
      * (PCU_HALF_*), and the Casts skipped (casts_skipped, among fused) */
     int half, half_cand, half_why[4], casts_skipped;
+    int half_cut; /* operands and outputs of half-route products converted in WORK where a cut falls in their Casts */
 } pcu_counts;
 /* why a product of a mixed-precision training plan stays on f32 (pcu_counts.half_why) */
 enum { PCU_HALF_OFF, PCU_HALF_OPERAND, PCU_HALF_OUTPUT, PCU_HALF_OTHER };
