@@ -3657,9 +3657,9 @@ void pcu_plan_explain_kernels(const pcu_plan *pl, const char *backend, FILE *f) 
         fprintf(f, "pprt: %s: stage %d: half products: %d of %d on the half tensors (%d Casts skipped, %d tensors "
                 "converted across a cut); in f32: %d (--cuda-half-products off), %d with an operand no Cast from the "
                 "half type wrote, %d whose output more than one Cast to it reads, %d other (ConvTranspose, a fused "
-                "node, attention, no step)\n", backend, pl->st->index, c->half, c->half_cand, c->casts_skipped,
-                c->half_cut, c->half_why[PCU_HALF_OFF], c->half_why[PCU_HALF_OPERAND], c->half_why[PCU_HALF_OUTPUT],
-                c->half_why[PCU_HALF_OTHER]);
+                "node, attention, no step); arena %.2f MB\n", backend, pl->st->index, c->half, c->half_cand,
+                c->casts_skipped, c->half_cut, c->half_why[PCU_HALF_OFF], c->half_why[PCU_HALF_OPERAND],
+                c->half_why[PCU_HALF_OUTPUT], c->half_why[PCU_HALF_OTHER], (double)pl->bytes[PCU_SP_ARENA] / 1e6);
 }
 
 const char *pcu_step_name(const pcu_step *s) {
