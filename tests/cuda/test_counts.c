@@ -123,6 +123,7 @@ int main(int argc, char **argv) {
             }
             pcu_tally all = {0};
             int half = 0, half_cand = 0; /* a mixed-precision training plan's products (pcu_counts) */
+            double arena_mb = 0;         /* the stages' own arenas (repack_arena) */
             double all_mb = 0, kind_mb[4] = {0}; /* products, strided copies, other own kernels, the rest */
             for (int si = 0; si < p->n_stages; si++) {
                 pcu_plan pl;
@@ -154,6 +155,7 @@ int main(int argc, char **argv) {
                 int *a_ = &all.steps, *t_ = &t.steps; /* pcu_tally is ints only */
                 for (size_t j = 0; j < sizeof t / sizeof(int); j++) a_[j] += t_[j];
                 half += pl.counts.half, half_cand += pl.counts.half_cand;
+                arena_mb += (double)pl.bytes[PCU_SP_ARENA] / 1e6;
                 pcu_plan_free(&pl);
             }
             printf("%s: %d launches: %d own kernels, %d strided copies (%d feeding a product), %d cuBLASLt, %d cuDNN, "
@@ -165,7 +167,7 @@ int main(int argc, char **argv) {
             if (layers > 0)
                 printf("; %.2f launches and %.2f MB moved per layer (%d layers)", (double)all.launches / layers,
                        all_mb / layers, layers);
-            if (half_cand) printf("; %d of %d products on the half route", half, half_cand);
+            if (half_cand) printf("; %d of %d products on the half route, arenas %.1f MB", half, half_cand, arena_mb);
             printf("\n");
             if (layers > 0 && max_per_layer >= 0 && (double)all.launches / layers > max_per_layer) {
                 fprintf(stderr, "FAIL %s: %.2f launches per layer, want at most %.2f\n", s,
