@@ -15,8 +15,16 @@ training (TrainingMode.TRAINING, no constant folding, opset 14):
      channels_last: issue 56's bar), and pprt f32 at -pp 1 (one micro-batch
      a step; its inputs uploaded from the host each step, PyTorch's already
      on the GPU); the ratios pprt / each.
+With --precision bf16|fp16 (gpu_day.sh part 2h) pprt trains a mixed-precision
+plan (`ppcc --train --precision P`, fp16 with `--loss-scale dynamic`; its
+products on the half route, pprt --cuda-half-products, whose count
+--cuda-explain gives is printed), PyTorch's AMP runs at fp16 (the issue's bar)
+and at bf16 (autocast bfloat16, no scaler), eager f32 is left out, and with
+--split-bits 2 SGD steps at -pp 1 and -pp 2 are compared byte for byte (the
+trained weights). --no-check skips step 1.
 Usage: bench/train_cuda.py [--models resnet50] [--batch 32] [--check-batch 8] [--steps 5]
-       [--ppcc build/ppcc] [--pprt build/pprt] [--backend cuda]"""
+       [--ppcc build/ppcc] [--pprt build/pprt] [--backend cuda] [--precision f32|bf16|fp16]
+       [--no-check] [--split-bits]"""
 import argparse
 import contextlib
 import inspect
@@ -39,7 +47,12 @@ ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--ppcc", default=os.path.join(benchlib.ROOT, "build", "ppcc"))
 ap.add_argument("--pprt", default=os.path.join(benchlib.ROOT, "build", "pprt"))
 ap.add_argument("--backend", default="cuda")
+ap.add_argument("--precision", default="f32", choices=["f32", "bf16", "fp16"])
+ap.add_argument("--no-check", action="store_true")
+ap.add_argument("--split-bits", action="store_true")
 a = ap.parse_args()
+# ppcc's options for a mixed-precision plan
+PREC = [] if a.precision == "f32" else ["--precision", a.precision] + (["--loss-scale", "dynamic"] if a.precision == "fp16" else [])
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -63,13 +76,14 @@ def torch_grads(model, x, y):
     return float(loss), {k: p.grad.detach().cpu().numpy() for k, p in model.named_parameters()}
 
 
-def torch_rate(model, x, y, amp):
+def torch_rate(model, x, y, amp, amp_dtype="fp16"):
     x, y = x.to(dev), y.to(dev)
     if amp:
         model = model.to(memory_format=torch.channels_last)
         x = x.contiguous(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    scaler = torch.cuda.amp.GradScaler(enabled=amp and dev == "cuda")
+    scaler = torch.cuda.amp.GradScaler(enabled=amp and amp_dtype == "fp16" and dev == "cuda")
+    hdt = torch.float16 if amp_dtype == "fp16" else torch.bfloat16
     times = []
     for k in range(a.steps + 1):
         if dev == "cuda":
@@ -77,7 +91,7 @@ def torch_rate(model, x, y, amp):
         t = time.perf_counter()
         opt.zero_grad()
         half = amp and dev == "cuda"
-        with torch.autocast(device_type=dev, dtype=torch.float16) if half else contextlib.nullcontext():
+        with torch.autocast(device_type=dev, dtype=hdt) if half else contextlib.nullcontext():
             loss = torch.nn.functional.cross_entropy(model(x), y)
         scaler.scale(loss).backward()
         scaler.step(opt)
@@ -115,13 +129,42 @@ def check(work, path, model, name):
             f"{worst:.2e} from PyTorch's in norm ({where})")
 
 
+def half_counts(stderr):
+    """The half route's products (on it, of them) summed over the stages' --cuda-explain lines"""
+    on = of = 0
+    for line in stderr.splitlines():
+        if "half products: " in line:
+            w = line.split("half products: ")[1].split()
+            on, of = on + int(w[0]), of + int(w[2])
+    return on, of
+
+
 def pprt_rate(work, path):
     plan, log = os.path.join(work, "t.plan"), os.path.join(work, "log.json")
-    benchlib.sh([a.ppcc, path, "--train", "--loss", "cross-entropy:logits", "-b", str(a.batch), "-q", "-o", plan])
-    benchlib.sh([a.pprt, plan, os.path.join(work, "data"), "--steps", str(a.steps + 1), "--optimizer", "sgd", "--lr",
-                 "1e-3", "--backend", a.backend, "--no-shuffle", "-q", "--log-json", log])
+    benchlib.sh([a.ppcc, path, "--train", "--loss", "cross-entropy:logits", "-b", str(a.batch), "-q", "-o", plan] + PREC)
+    r = benchlib.sh([a.pprt, plan, os.path.join(work, "data"), "--steps", str(a.steps + 1), "--optimizer", "sgd",
+                     "--lr", "1e-3", "--backend", a.backend, "--no-shuffle", "-q", "--log-json", log]
+                    + (["--cuda-explain"] if PREC else []))
+    if PREC:
+        print(f"pprt {a.precision}: %d of %d products on the half route" % half_counts(r.stderr), flush=True)
     steps = json.load(open(log))["steps"][1:]
     return statistics.median(s["samples_per_s"] for s in steps)
+
+
+def split_bits(work, path):
+    """2 SGD steps at -pp 1 and -pp 2: whether the trained weights are the same bytes"""
+    dirs = []
+    for pp in (1, 2):
+        plan, w = os.path.join(work, "t.plan" if pp == 1 else f"s{pp}.plan"), os.path.join(work, f"sw{pp}")
+        if pp > 1:  # (-pp 1: pprt_rate's plan)
+            benchlib.sh([a.ppcc, path, "--train", "--loss", "cross-entropy:logits", "-b", str(a.batch), "-pp", str(pp),
+                         "-q", "-o", plan] + PREC)
+        benchlib.sh([a.pprt, plan, os.path.join(work, "data"), "--steps", "2", "--optimizer", "sgd", "--lr", "1e-3",
+                     "--backend", a.backend, "--no-shuffle", "-q", "--save-weights", w])
+        dirs.append(w)
+    names = sorted(os.listdir(dirs[0]))
+    diff = [n for n in names if open(os.path.join(dirs[0], n), "rb").read() != open(os.path.join(dirs[1], n), "rb").read()]
+    return f"-pp 1 against -pp 2, 2 steps: {len(diff)} of {len(names)} weights differ" + (f" ({diff[:3]})" if diff else "")
 
 
 gpu = torch.cuda.get_device_name(0) if dev == "cuda" else benchlib.cpu_name()
@@ -140,21 +183,26 @@ for name in a.models.split(","):
                           dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}}, **kw)
         model = model.to(dev)
         try:
-            print(check(work, path, model, name), flush=True)
+            if not a.no_check:
+                print(check(work, path, model, name), flush=True)
         except RuntimeError as e:
             print(f"{name}: the gradient check failed: {e}", flush=True)
         os.makedirs(os.path.join(work, "data"))
         np.save(os.path.join(work, "data", "input.npy"), np.concatenate([x.numpy()] * (a.steps + 1)))
         np.save(os.path.join(work, "data", "labels.npy"), np.concatenate([y.numpy()] * (a.steps + 1)))
-        eager = torch_rate(model, x, y, False)
-        amp = torch_rate(model, x, y, True)
+        # (PyTorch's columns: eager f32 and AMP fp16; with --precision, AMP fp16 and AMP bf16)
+        first = torch_rate(model, x, y, bool(PREC), "fp16")
+        amp = torch_rate(model, x, y, True, "bf16" if PREC else "fp16")
         try:
             mine = pprt_rate(work, path)
+            if a.split_bits:
+                print(f"{name} {a.precision}: {split_bits(work, path)}", flush=True)
         except RuntimeError as e:
             print(f"{name}: pprt failed: {e}", flush=True)
             continue
-        rows.append((name, eager, amp, mine))
-print("\n| model | batch | PyTorch eager f32 | PyTorch eager AMP fp16 | pprt f32 -pp 1 | / eager f32 | / AMP |")
+        rows.append((name, first, amp, mine))
+cols = ("PyTorch eager AMP fp16", "PyTorch eager AMP bf16") if PREC else ("PyTorch eager f32", "PyTorch eager AMP fp16")
+print(f"\n| model | batch | {cols[0]} | {cols[1]} | pprt {a.precision} -pp 1 | / {cols[0][14:]} | / {cols[1][14:]} |")
 print("|---|---:|---:|---:|---:|---:|---:|")
-for name, eager, amp, mine in rows:
-    print(f"| {name} | {a.batch} | {eager:.1f} | {amp:.1f} | {mine:.1f} | {mine / eager:.2f} | {mine / amp:.2f} |")
+for name, first, amp, mine in rows:
+    print(f"| {name} | {a.batch} | {first:.1f} | {amp:.1f} | {mine:.1f} | {mine / first:.2f} | {mine / amp:.2f} |")

@@ -45,6 +45,8 @@ typedef struct pprt_cuda_cfg {
                                           * products folded into their strides (plan_cuda.c); default off */
     bool wide_elementwise;               /* --cuda-wide-elementwise on: f32 elementwise steps four elements a
                                           * thread with 16-byte loads and stores where aligned; default off */
+    bool half_products;                  /* --cuda-half-products (default on): a mixed-precision training
+                                          * plan's products read and write the half tensors (plan_cuda.c) */
     bool overlap;                        /* --cuda-overlap on: the pipeline's ends staged through several
                                           * buffers on threads of their own (link_stage.c); default off */
     bool host_op[PP_OP_COUNT];           /* --cuda-host-ops: op types run on the host fallback (tests) */

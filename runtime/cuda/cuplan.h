@@ -127,6 +127,9 @@ typedef struct pcu_step {
     pcu_ref *ops;
     int64_t threads;      /* KERNEL: threads launched (PCU_BLOCK per block) */
     int32_t ptype;        /* KERNEL PERM: element type (Pad's constant) */
+    int32_t conv_fuse;    /* CONV: its bias, residual and activation in the graph even at --cuda-conv-fusion off
+                           * (a training plan's half route, whose f32 route rounds the biased sum once:
+                           * plan_cuda.c, half_route) */
     union {
 #define PCU_KERNEL(NAME, stem, u, desc, writes, inplace, esize, extent, call) pcu_##stem u;
 #include "kernels.def"
@@ -140,7 +143,15 @@ typedef struct pcu_step {
 typedef struct pcu_counts {
     int nodes, own, cudnn, cublas, copies, host, fused; /* fused: nodes absorbed into another's step */
     int views; /* nodes folded into their readers (--cuda-stride-views): no step of their own */
+    /* a mixed-precision training plan's products (ppcc --train --precision; plan_cuda.c, half_route): those whose
+     * float operands are Casts from a half type H (half_cand), those of them that read the H tensors in place
+     * and write their output Cast's H tensor (half: cuBLASLt 16F/16BF, cuDNN HALF/BFLOAT16), the others by why
+     * (PCU_HALF_*), and the Casts skipped (casts_skipped, among fused) */
+    int half, half_cand, half_why[4], casts_skipped;
+    int half_cut; /* operands and outputs of half-route products converted in WORK where a cut falls in their Casts */
 } pcu_counts;
+/* why a product of a mixed-precision training plan stays on f32 (pcu_counts.half_why) */
+enum { PCU_HALF_OFF, PCU_HALF_OPERAND, PCU_HALF_OUTPUT, PCU_HALF_OTHER };
 
 /* A stage's steps by what a GPU runs for them (pcu_plan_tally): launches of
  * own kernels (strided copies apart), strided copies (the PERM kernel:
@@ -185,6 +196,8 @@ typedef struct pcu_plan_opts {
                                      * becomes the products' strides over its source: no copy step */
     bool wide_elementwise;          /* --cuda-wide-elementwise on: f32 elementwise steps whose operands allow it
                                      * four elements a thread, 16-byte loads and stores (kmath.h pcu_ewv_at) */
+    bool f32_products;              /* --cuda-half-products off: a mixed-precision training plan's products on
+                                     * the f32 copies of their half operands, as the graph says */
 } pcu_plan_opts;
 
 /* The parameter block of a Resize (or of its gradient, pp.ResizeGrad) from

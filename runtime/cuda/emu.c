@@ -176,14 +176,14 @@ void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float
 
 /* A half plan's convolution step (c->dt F16 or BF16) as the executor runs
  * it: its operands lifted to f32, the f32 convolution, y rounded to nearest
- * even; with --cuda-conv-fusion on (a fused graph) the bias, residual and
+ * even; with --cuda-conv-fusion on or s->conv_fuse (a fused graph) the bias, residual and
  * activation before that one rounding (the graph's float intermediates),
  * else (the default, and a ConvTranspose) the epilogue kernel after it on
  * the half y (a second rounding, as the GPU's convolution alone then
  * pcu_epi_at). */
 static void emu_conv_half(const pcu_step *s, void *const *op) {
     const pcu_conv *c = &s->u.conv;
-    const bool fused = pprt_cuda_config()->conv_fusion && pcu_conv_graph_fuses(c);
+    const bool fused = (pprt_cuda_config()->conv_fusion || s->conv_fuse) && pcu_conv_graph_fuses(c);
     float *f[5] = {NULL};
     bool ok = true;
     for (int k = 0; k < 5; k++) {

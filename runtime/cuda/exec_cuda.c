@@ -545,7 +545,7 @@ static pp_status create_steps(pprt_exec *x, unsigned char *hn, int *failed, pp_e
             memcpy(hp + at, &d->epi, sizeof d->epi);
             d->epi_param = x->params + at;
             at += pp_align_up(sizeof d->epi, 256);
-            const bool fuse = pprt_cuda_config()->conv_fusion;
+            const bool fuse = pprt_cuda_config()->conv_fusion || s->conv_fuse; /* conv_fuse: a half route's bias */
             if (!fuse || pcu_dnn_conv(c, true, x->dnn, &d->dnn, &e2) != PP_OK ||
                 dnn_plan(x, s->node, c, d, &e2) != PP_OK) {
                 pcu_dnn_free(&d->dnn);

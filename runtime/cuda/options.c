@@ -9,7 +9,7 @@
 #include "cuplan.h"
 
 static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false, .wide_copies = true, .overlap = true,
-                            .tactics_path = "auto"};
+                            .half_products = true, .tactics_path = "auto"};
 
 pprt_cuda_cfg *pprt_cuda_config(void) { return &cfg; }
 
@@ -74,6 +74,7 @@ static pp_status set_on_off(void *base, const char *name, const char *v, pp_err 
     else if (!strcmp(name, "--cuda-fused-attention")) c->fused_attention = on;
     else if (!strcmp(name, "--cuda-stride-views")) c->stride_views = on;
     else if (!strcmp(name, "--cuda-wide-elementwise")) c->wide_elementwise = on;
+    else if (!strcmp(name, "--cuda-half-products")) c->half_products = on;
     else c->conv_fusion = on;
     return PP_OK;
 }
@@ -131,6 +132,13 @@ static const pp_opt rows[] = {
      .help = "cuda, cuda-emu: unary and binary elementwise nodes of f32 (f16, bf16) whose innermost dim is a "
              "multiple of 4 (8), read whole or broadcast and 16-byte aligned, 16 bytes a thread with 16-byte loads "
              "and stores (on; the same bytes, not yet timed on a GPU), or an element a thread (off)"},
+    {.names = "--cuda-half-products", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD,
+     .words = "on|off", .dflt = "on", .set = set_on_off,
+     .help = "cuda, cuda-emu: a mixed-precision training plan's products (ppcc --train --precision bf16|fp16) "
+             "whose operands are Casts from the half type read the half tensors in place and write their output "
+             "Cast's half tensor, cuBLASLt 16BF/16F and cuDNN BFLOAT16/HALF with f32 sums, those Casts skipped "
+             "(on; the bits of off on cuda-emu, not yet run on a GPU), or the products in f32 on the f32 copies "
+             "(off); --cuda-explain counts them"},
     {.names = "--cuda-tactics", .kind = PP_OPT_CUSTOM, .arg = "auto|off|FILE", .off = PP_OPT_NOFIELD,
      .what = "auto, off or a tactic table file", .dflt = "auto", .set = set_tactics,
      .help = "cuda: each convolution's cuDNN engine from a table of engines timed on a GPU, by the convolution's "
@@ -160,7 +168,8 @@ pp_status pprt_cuda_plan_stage(const pprt_plan *p, const pprt_stage *st, const u
                                struct pcu_plan *pl, pp_err *err) {
     const pcu_plan_opts po = {.host_only = cfg.host_only, .host_node = host_node, .narrow_copies = !cfg.wide_copies,
                               .row_blocks = cfg.row_kernels, .fused_attention = cfg.fused_attention,
-                              .stride_views = cfg.stride_views, .wide_elementwise = cfg.wide_elementwise};
+                              .stride_views = cfg.stride_views, .wide_elementwise = cfg.wide_elementwise,
+                              .f32_products = !cfg.half_products};
     PP_TRY(pcu_plan_build(p, st, &po, pl, err));
     return pcu_lint(pl, err);
 }

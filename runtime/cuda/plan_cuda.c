@@ -73,6 +73,13 @@ typedef struct planner {
     int *fa_head; /* node -> the first MatMul of the attention pattern it closes (plan_fattn), or -1; then
                    * n_nodes more: node -> that pattern's Mul or Div node, or -1 */
     sview *view;  /* tensor id -> the view it is (--cuda-stride-views; src -1: its own bytes), or NULL */
+    pprt_node *hnode; /* node -> the product as its half route reads it (half_route; op PP_OP_COUNT: none), or NULL */
+    int32_t *hio;     /* hnode's tensor ids: PCU_HALF_IO a node, its inputs then its output */
+    pprt_tdesc *xt;   /* the half route's tensors of its own (ids from st->n_tensors on): H copies in WORK */
+    pcu_ref *xref;    /* their regions */
+    int n_xt;
+    struct hname *hn; /* the whole plan's tensors by name (half_names) */
+    int n_hn;
     pp_err *err;
 } planner;
 
@@ -114,14 +121,19 @@ static pcu_step *add_step(planner *P, int kind, int node, int n_ops) {
     pcu_step *var = add_step((P), (kind), (node), (n_ops));                           \
     if (!var) return PP_FAIL((P)->err, PP_ENOMEM, "out of memory")
 
-static const pprt_tdesc *T(const planner *P, int tid) { return tid >= 0 ? &P->st->t[tid] : NULL; }
-static pcu_ref R(const planner *P, int tid) { return pcu_tensor_ref(P->pl, tid); }
+/* A tensor of the stage, or of the planner's own (the half route's WORK copies: ids from st->n_tensors on) */
+static const pprt_tdesc *T(const planner *P, int tid) {
+    return tid < 0 ? NULL : tid < P->st->n_tensors ? &P->st->t[tid] : &P->xt[tid - P->st->n_tensors];
+}
+static pcu_ref R(const planner *P, int tid) {
+    return tid < P->st->n_tensors ? pcu_tensor_ref(P->pl, tid) : P->xref[tid - P->st->n_tensors];
+}
 static void strides_of(const pp_shape *s, int64_t *st);
 
 /* How tensor tid is read: a folded view's strides over its source, else its
  * own bytes packed. */
 static sview view_of(const planner *P, int tid) {
-    if (P->view && tid >= 0 && P->view[tid].src >= 0) return P->view[tid];
+    if (P->view && tid >= 0 && tid < P->st->n_tensors && P->view[tid].src >= 0) return P->view[tid];
     sview v = {.src = tid, .rank = tid >= 0 ? T(P, tid)->shape.rank : 0};
     if (tid < 0) return v;
     for (int d = 0; d < v.rank; d++) v.dim[d] = T(P, tid)->shape.dim[d];
@@ -2142,6 +2154,268 @@ static pp_status plan_ugrad(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* ---- the half route of a mixed-precision training plan's products ---------------------------- */
+
+/* ppcc --train --precision bf16|fp16 (passes/precision.c) rounds each
+ * product's float operands to the half type H in the graph, a Cast to H and
+ * a Cast back to f32, and its output the same way; the backward products
+ * read their operands through such Casts too. A product (forward Conv,
+ * MatMul, Gemm; pp.ConvGradX, pp.ConvGradW; the gradients' Gemms) whose
+ * every input a Cast from H wrote, and whose f32 output one Cast to H alone
+ * reads, takes the half route: an all-H step (cuBLASLt 16F/16BF matrices,
+ * cuDNN HALF/BFLOAT16 tensors, f32 sums) that reads the H tensors in place
+ * and writes its output Cast's H tensor, rounded once to nearest even as the
+ * Cast rounds (float16 overflows to infinity, so a loss scale's check still
+ * sees it). The output Cast has no step of its own, nor a Cast to f32 whose
+ * every reader in the stage takes the half route. A Conv's bias is added in
+ * the graph before the one rounding (pcu_step.conv_fuse), as the f32
+ * route's epilogue adds it before the Cast. On cuda-emu the half step lifts
+ * the H values to f32, sums as the f32 step does and rounds: the f32
+ * route's bits.
+ *
+ * The route is decided over the whole plan by the tensors' names (a
+ * received tensor has its producer's name), as runtime/dnnl/halfprod.c
+ * decides, so a cut never changes it: where a cut falls between a Cast to
+ * f32 and the product (the stage receives the f32 copy) an own-kernel Cast
+ * writes the H values into WORK for it (exact: the copy holds H values),
+ * and where it falls between the product and its output Cast (the stage
+ * sends the f32 output) the product writes H into WORK and a Cast widens
+ * it into the message (exact). */
+#define PCU_HALF_IO 4 /* a product's inputs (at most 3) then its output */
+
+static bool half_dt(pp_dtype t) { return t == PP_F16 || t == PP_BF16; }
+
+/* Whether node n is a Cast of a `from` tensor into a `to` one */
+static bool cast_of(const pprt_stage *q, const pprt_node *n, pp_dtype from, pp_dtype to) {
+    return n && n->op == PP_OP_CAST && n->n_in >= 1 && n->n_out >= 1 && n->in[0] >= 0 && n->out[0] >= 0 &&
+           q->t[n->in[0]].dtype == from && q->t[n->out[0]].dtype == to;
+}
+
+/* A tensor of the whole plan by name: the half type a Cast from it wrote it in (0: none), its readers (node
+ * inputs in every stage), the half type its reader casts it to where that is a Cast from f32 (0: none), whether
+ * it is a plan output */
+typedef struct hname {
+    const char *name;
+    int from, readers, to;
+    bool output;
+} hname;
+
+static int hname_cmp(const void *a, const void *b) { return strcmp(((const hname *)a)->name, ((const hname *)b)->name); }
+
+static hname *hfind(const planner *P, const char *name) {
+    const hname key = {.name = name};
+    return bsearch(&key, P->hn, (size_t)P->n_hn, sizeof key, hname_cmp);
+}
+
+/* P->hn over every stage of the plan (W stages too). */
+static pp_status half_names(planner *P) {
+    const pprt_plan *p = P->p;
+    const int ns = p->n_stages + p->n_wstages;
+    int n = 0;
+    for (int s = 0; s < ns; s++) n += p->stages[s].n_tensors;
+    P->hn = malloc(pp_count(n) * sizeof *P->hn);
+    if (!P->hn) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    n = 0;
+    for (int s = 0; s < ns; s++)
+        for (int t = 0; t < p->stages[s].n_tensors; t++) P->hn[n++] = (hname){.name = p->stages[s].t[t].name};
+    qsort(P->hn, pp_count(n), sizeof *P->hn, hname_cmp);
+    int u = 0;
+    for (int i = 0; i < n; i++)
+        if (!u || strcmp(P->hn[u - 1].name, P->hn[i].name)) P->hn[u++] = P->hn[i];
+    P->n_hn = u;
+    for (int s = 0; s < ns; s++) {
+        const pprt_stage *q = &p->stages[s];
+        for (int ni = 0; ni < q->n_nodes; ni++) {
+            const pprt_node *nd = &q->nodes[ni];
+            for (int k = 0; k < nd->n_in; k++)
+                if (nd->in[k] >= 0) hfind(P, q->t[nd->in[k]].name)->readers++;
+            if (nd->op != PP_OP_CAST || nd->n_in < 1 || nd->in[0] < 0 || nd->n_out < 1 || nd->out[0] < 0) continue;
+            const pp_dtype a = q->t[nd->in[0]].dtype, b = q->t[nd->out[0]].dtype;
+            if (half_dt(a) && b == PP_F32) hfind(P, q->t[nd->out[0]].name)->from = (int)a;
+            if (a == PP_F32 && half_dt(b)) hfind(P, q->t[nd->in[0]].name)->to = (int)b;
+        }
+    }
+    for (int i = 0; i < p->n_outputs; i++) {
+        hname *h = p->outputs[i].name ? hfind(P, p->outputs[i].name) : NULL;
+        if (h) h->output = true;
+    }
+    return PP_OK;
+}
+
+/* Product ni's route by the graph: the half type H (PP_F16, PP_BF16) of the half route; else 0, *why the
+ * PCU_HALF_* it stays f32 for, -1 when it is no candidate (not all f32, or no operand a Cast from a half type
+ * wrote: an f32 plan's) */
+static int half_match(const planner *P, int ni, bool f32_only, int *why) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *why = -1;
+    if (n->n_in > PCU_HALF_IO - 1 || n->n_out != 1 || !all_f32(P, n)) return 0;
+    int h = 0, casts = 0;
+    bool ok = true, view = false;
+    for (int k = 0; k < n->n_in; k++) {
+        if (n->in[k] < 0) continue;
+        const int from = hfind(P, T(P, n->in[k])->name)->from;
+        casts += from != 0;
+        ok = ok && from && (!h || from == h);
+        if (from) h = from;
+        view = view || (P->view && P->view[n->in[k]].src >= 0 && P->view[n->in[k]].src != n->in[k]);
+    }
+    if (!casts) return 0; /* not a mixed-precision product */
+    if (!ok) return (*why = PCU_HALF_OPERAND), 0;
+    const hname *o = hfind(P, T(P, n->out[0])->name);
+    if (o->readers != 1 || o->to != h || o->output) return (*why = PCU_HALF_OUTPUT), 0;
+    if (view || n->op == PP_OP_CONVTRANSPOSE || n->op == PP_OP_FUSEDCONV ||
+        (P->fattn && (n->pattern == PP_PATTERN_ATTENTION || P->fa_head[ni] >= 0)))
+        return (*why = PCU_HALF_OTHER), 0;
+    if (f32_only) return (*why = PCU_HALF_OFF), 0;
+    return h;
+}
+
+static bool is_product(pp_op op) {
+    return op == PP_OP_CONV || op == PP_OP_CONVTRANSPOSE || op == PP_OP_FUSEDCONV || op == PP_OP_MATMUL ||
+           op == PP_OP_GEMM || op == PP_OP_CONVGRADX || op == PP_OP_CONVGRADW;
+}
+
+/* A tensor of the planner's own for tensor t as half type h, its bytes in WORK at *at (a cut's conversion) */
+static int half_scratch(planner *P, int t, int h, uint64_t *at) {
+    const int id = P->st->n_tensors + P->n_xt;
+    pprt_tdesc *x = &P->xt[P->n_xt];
+    *x = *T(P, t);
+    x->dtype = (pp_dtype)h, x->kind = PPRT_ACTIVATION, x->nbytes = x->nbytes / 2;
+    P->xref[P->n_xt++] = (pcu_ref){PCU_SP_WORK, -1, *at, x->nbytes ? x->nbytes : 8};
+    *at = pp_align_up(*at + x->nbytes, 256);
+    return id;
+}
+
+/* Product ni on the half route h: P->hnode[ni] reading the H tensors (in place, or WORK copies across a cut) */
+static void half_node(planner *P, int ni, int h, int *reads) {
+    const pprt_stage *st = P->st;
+    const pprt_node *n = &st->nodes[ni];
+    int32_t *io = &P->hio[ni * PCU_HALF_IO];
+    uint64_t at = PCU_WORK_LIB + PCU_LIB_WORKSPACE;
+    for (int k = 0; k < n->n_in; k++) {
+        io[k] = -1;
+        if (n->in[k] < 0) continue;
+        int w = -1;
+        for (int j = 0; j < ni && w < 0; j++)
+            if (st->nodes[j].n_out > 0 && st->nodes[j].out[0] == n->in[k]) w = j;
+        if (w >= 0 && cast_of(st, &st->nodes[w], (pp_dtype)h, PP_F32)) {
+            io[k] = st->nodes[w].in[0];
+            reads[n->in[k]]++;
+        } else {
+            io[k] = half_scratch(P, n->in[k], h, &at), P->pl->counts.half_cut++;
+        }
+    }
+    int r = -1;
+    for (int j = ni + 1; j < st->n_nodes && r < 0 && P->uses[n->out[0]] == 1; j++)
+        for (int k = 0; k < st->nodes[j].n_in; k++)
+            if (st->nodes[j].in[k] == n->out[0]) r = j;
+    if (r >= 0 && cast_of(st, &st->nodes[r], PP_F32, (pp_dtype)h) && !(P->host_node && P->host_node[r])) {
+        io[PCU_HALF_IO - 1] = st->nodes[r].out[0];
+        P->done[r] = true;
+        P->pl->counts.fused++, P->pl->counts.casts_skipped++;
+    } else { /* the stage sends it: the Cast is the next stage's */
+        io[PCU_HALF_IO - 1] = half_scratch(P, n->out[0], h, &at), P->pl->counts.half_cut++;
+    }
+    if (P->pl->bytes[PCU_SP_WORK] < at) P->pl->bytes[PCU_SP_WORK] = at;
+    pprt_node *hn = &P->hnode[ni];
+    *hn = *n;
+    hn->in = io, hn->out = &io[PCU_HALF_IO - 1];
+}
+
+static pp_status plan_try(planner *P, int ni, bool *ok);
+
+/* Whether product ni has a step on the half route h (a trial, undone), so that a product its planning function
+ * declines keeps its Casts and goes to the host fallback in f32 as before */
+static pp_status half_fits(planner *P, int ni, int h, bool *ok) {
+    const pcu_counts c = P->pl->counts;
+    const int n_steps = P->pl->n_steps, n_xt = P->n_xt;
+    const uint64_t work = P->pl->bytes[PCU_SP_WORK];
+    const bool varying = P->pl->folds_varying;
+    bool *done = malloc(pp_count(P->st->n_nodes) * sizeof *done);
+    int *reads = calloc(pp_count(P->st->n_tensors), sizeof *reads);
+    if (!done || !reads) {
+        free(done), free(reads);
+        return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    }
+    memcpy(done, P->done, pp_count(P->st->n_nodes) * sizeof *done);
+    half_node(P, ni, h, reads);
+    pp_status s = plan_try(P, ni, ok);
+    for (int i = n_steps; i < P->pl->n_steps; i++) free(P->pl->steps[i].ops);
+    P->pl->n_steps = n_steps, P->pl->counts = c, P->n_xt = n_xt, P->pl->bytes[PCU_SP_WORK] = work;
+    P->pl->folds_varying = varying;
+    memcpy(P->done, done, pp_count(P->st->n_nodes) * sizeof *done);
+    P->hnode[ni].op = PP_OP_COUNT;
+    free(done), free(reads);
+    return s;
+}
+
+/* Every product's route (the header above), before any step: the products on it read through P->hnode; their
+ * output Casts, and the Casts to f32 that only they read, are absorbed (P->done). */
+static pp_status half_route(planner *P, bool f32_only) {
+    const pprt_stage *st = P->st;
+    pcu_counts *cn = &P->pl->counts;
+    P->hnode = calloc(pp_count(st->n_nodes), sizeof *P->hnode);
+    P->hio = malloc(pp_count(st->n_nodes) * PCU_HALF_IO * sizeof *P->hio);
+    P->xt = malloc(pp_count(st->n_nodes) * PCU_HALF_IO * sizeof *P->xt);
+    P->xref = malloc(pp_count(st->n_nodes) * PCU_HALF_IO * sizeof *P->xref);
+    int *reads = calloc(pp_count(st->n_tensors), sizeof *reads); /* f32 copy -> half-route products reading it */
+    if (!P->hnode || !P->hio || !P->xt || !P->xref || !reads) {
+        free(reads);
+        return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    }
+    pp_status s = half_names(P);
+    for (int ni = 0; ni < st->n_nodes; ni++) {
+        P->hnode[ni].op = PP_OP_COUNT;
+        const pprt_node *n = &st->nodes[ni];
+        int why;
+        if (s != PP_OK || P->done[ni] || !is_product(n->op) || (P->host_node && P->host_node[ni])) continue;
+        int h = half_match(P, ni, f32_only, &why);
+        if (!h && why < 0) continue;
+        bool fits = true;
+        if (h && (s = half_fits(P, ni, h, &fits)) == PP_OK && !fits) h = 0, why = PCU_HALF_OTHER;
+        cn->half_cand++;
+        if (!h) {
+            cn->half_why[why]++;
+            continue;
+        }
+        cn->half++;
+        half_node(P, ni, h, reads);
+    }
+    for (int ni = 0; ni < st->n_nodes && s == PP_OK; ni++) { /* Casts to f32 that only half-route products read */
+        const pprt_node *n = &st->nodes[ni];
+        if (P->done[ni] || n->op != PP_OP_CAST || n->n_out < 1 || n->out[0] < 0 || !reads[n->out[0]]) continue;
+        if (reads[n->out[0]] == P->uses[n->out[0]] && T(P, n->out[0])->kind == PPRT_ACTIVATION &&
+            !(P->host_node && P->host_node[ni])) {
+            P->done[ni] = true;
+            cn->fused++, cn->casts_skipped++;
+        }
+    }
+    free(reads);
+    return s;
+}
+
+/* Node ni as its step reads it: the half route's (half_route), else the plan's. */
+static const pprt_node *node_of(const planner *P, int ni) {
+    return P->hnode && P->hnode[ni].op != PP_OP_COUNT ? &P->hnode[ni] : &P->st->nodes[ni];
+}
+
+/* Half-route product ni's conversions across a cut (half_node): before its step (pre) the received f32 copies
+ * into their H tensors in WORK, after it the H output into the f32 tensor sent. Not counted as nodes' steps. */
+static pp_status half_moves(planner *P, int ni, bool pre) {
+    const pprt_node *n = &P->st->nodes[ni], *h = node_of(P, ni);
+    const int own = P->pl->counts.own;
+    for (int k = pre ? 0 : PCU_HALF_IO - 1; h != n && k < (pre ? n->n_in : PCU_HALF_IO); k++) {
+        const int real = k < PCU_HALF_IO - 1 ? n->in[k] : n->out[0], half = P->hio[ni * PCU_HALF_IO + k];
+        if (real < 0 || half < P->st->n_tensors) continue;
+        const pp_shape *xs[1] = {&T(P, real)->shape};
+        const pcu_ref xr[1] = {R(P, pre ? real : half)};
+        PP_TRY(ew_step(P, ni, PCU_EW_CAST, 1, xs, xr, xs[0], R(P, pre ? half : real), pre ? PP_F32 : T(P, half)->dtype,
+                       pre ? T(P, half)->dtype : PP_F32, 0, 0, 0));
+    }
+    P->pl->counts.own = own;
+    return PP_OK;
+}
+
 /* ---- convolutions (cuDNN) ------------------------------------------------------------------- */
 
 /* c's dims and geometry from the tensors' shapes xs, ws, ys and the forward
@@ -2184,9 +2458,10 @@ static pp_status conv_step(planner *P, int ni, const pcu_conv *c, int x, int w, 
  * convolution whose input has dX's shape; pp.ConvGradW (dY, X -> dW): its
  * backward filter. The node's attributes are the forward Conv's. */
 static pp_status plan_conv_grad(planner *P, int ni, bool *ok) {
-    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_node *n = node_of(P, ni);
     *ok = false;
-    if (!all_f32(P, n)) return PP_OK;
+    const int ty = one_float_type(P, n); /* f32, or the half route's H (half_route) */
+    if (ty < 0) return PP_OK;
     const bool wg = n->op == PP_OP_CONVGRADW;
     const pprt_tdesc *dy = T(P, n->in[0]), *o = T(P, n->out[0]);
     const pp_shape *xs = wg ? &T(P, n->in[1])->shape : &o->shape, *ws = wg ? &o->shape : &T(P, n->in[1])->shape;
@@ -2195,7 +2470,7 @@ static pp_status plan_conv_grad(planner *P, int ni, bool *ok) {
     if (pp_geom_make(attrs_of(P, n), xs, &ws->dim[2], false, &g, NULL) != PP_OK) return PP_OK;
     for (int d = 0; d < g.nsp; d++)
         if (g.out[d] != dy->shape.dim[2 + d]) return PP_OK; /* the reference kernel says why */
-    pcu_conv c = {.transpose = !wg, .wgrad = wg, .groups = (int32_t)attr_i(P, n, "group", 1)};
+    pcu_conv c = {.transpose = !wg, .wgrad = wg, .groups = (int32_t)attr_i(P, n, "group", 1), .dt = ty};
     if (c.groups < 1 || xs->dim[1] % c.groups || ws->dim[0] % c.groups || ws->dim[1] * c.groups != xs->dim[1])
         return PP_OK;
     /* backward data: x is dY, y is dX; backward filter: x is X, w is dW, y is dY */
@@ -2207,7 +2482,7 @@ static pp_status plan_conv_grad(planner *P, int ni, bool *ok) {
 }
 
 static pp_status plan_conv(planner *P, int ni, bool *ok) {
-    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_node *n = node_of(P, ni);
     const pprt_tdesc *x = T(P, n->in[0]), *w = T(P, n->in[1]), *y = T(P, n->out[0]);
     *ok = false;
     const int ty = one_float_type(P, n); /* f32, or a half plan's Conv and pp.FusedConv */
@@ -2237,6 +2512,8 @@ static pp_status plan_conv(planner *P, int ni, bool *ok) {
     conv_fill(&c, &g, &x->shape, &w->shape, &y->shape);
     PP_TRY(conv_step(P, ni, &c, n->in[0], n->in[1], c.has_bias ? n->in[2] : -1, c.has_res ? n->in[3] : -1,
                      n->out[0]));
+    /* the half route: the bias before the one rounding, as the f32 route's epilogue adds it before the Cast */
+    P->pl->steps[P->pl->n_steps - 1].conv_fuse = n != &P->st->nodes[ni];
     *ok = true;
     return PP_OK;
 }
@@ -2398,7 +2675,7 @@ static bool mm_out_view(const sview *y, pcu_mm *mm) {
 }
 
 static pp_status plan_matmul(planner *P, int ni, bool *ok) {
-    const pprt_node *n = &P->st->nodes[ni];
+    const pprt_node *n = node_of(P, ni);
     *ok = false;
     if (n->op == PP_OP_MATMUL && P->fattn && (n->pattern == PP_PATTERN_ATTENTION || P->fa_head[ni] >= 0)) {
         PP_TRY(plan_fattn(P, ni, ok));
@@ -2426,7 +2703,9 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
         if (mm.views && !gemm_views(&va, &vb, ta, tb, &mm)) return PP_OK;
         if (n->n_in > 2 && n->in[2] >= 0 && beta != 0) {
             const pprt_tdesc *c = T(P, n->in[2]);
-            if (numel(&c->shape) == N && c->shape.dim[c->shape.rank - 1] == N && beta == 1 && c->kind == PPRT_WEIGHT) {
+            /* a bias vector: a weight, or an arena tensor (a training plan's Cast of the bias: fixed bytes) */
+            if (numel(&c->shape) == N && c->shape.dim[c->shape.rank - 1] == N && beta == 1 &&
+                (c->kind == PPRT_WEIGHT || c->kind == PPRT_ACTIVATION)) {
                 mm.bias = 1;
                 cin = n->in[2];
             } else if (c->shape.rank == 2 && c->shape.dim[0] == M && c->shape.dim[1] == N) {
@@ -2496,7 +2775,7 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
  * that only it reads and the stage does not send (else -1). */
 static int sole_reader(const planner *P, int ni, int t) {
     const pprt_stage *st = P->st;
-    if (t < 0 || P->uses[t] != 1 || st->t[t].kind != PPRT_ACTIVATION) return -1;
+    if (t < 0 || t >= st->n_tensors || P->uses[t] != 1 || st->t[t].kind != PPRT_ACTIVATION) return -1;
     for (int j = ni + 1; j < st->n_nodes; j++)
         for (int k = 0; k < st->nodes[j].n_in; k++)
             if (st->nodes[j].in[k] == t) return P->done[j] || (P->host_node && P->host_node[j]) ? -1 : j;
@@ -3134,12 +3413,23 @@ const char *pcu_op_route(pp_op op) {
     return ew_op_of(op) >= 0 ? "own kernel" : "host fallback";
 }
 
+/* Node ni's planning function alone (half_fits' trial) */
+static pp_status plan_try(planner *P, int ni, bool *ok) {
+    plan_fn *fn = plan_table[P->st->nodes[ni].op].fn ? plan_table[P->st->nodes[ni].op].fn : plan_elementwise;
+    *ok = false;
+    return fn(P, ni, ok);
+}
+
 static pp_status plan_node(planner *P, int ni) {
     const pprt_node *n = &P->st->nodes[ni];
     bool ok = false;
     plan_fn *fn = plan_table[n->op].fn ? plan_table[n->op].fn : plan_elementwise;
+    PP_TRY(half_moves(P, ni, true));
     PP_TRY(fn(P, ni, &ok));
-    if (ok) return PP_OK;
+    if (ok) return half_moves(P, ni, false);
+    if (node_of(P, ni) != n) /* its Casts are gone: the half route must have a step */
+        return PP_FAIL(P->err, PP_ERUNTIME, "stage %d node '%s' (%s): no CUDA step on the half route (internal; "
+                       "pprt --cuda-half-products off runs it in f32)", P->st->index, n->name, pp_op_table[n->op].name);
     char why[96];
     snprintf(why, sizeof why, "%s: no CUDA step for %s", pp_op_table[n->op].name,
              !strcmp(pcu_op_route(n->op), "host fallback") ? "this op" : "these types or attributes");
@@ -3188,8 +3478,17 @@ static pp_status repack_arena(planner *P) {
     int m = 0;
     for (int t = 0; t < nt; t++)
         if (it[t].start >= 0) it[m++] = it[t];
-    size_t total = 0;
+    size_t total = 0, total2 = 0;
     pp_status s = pp_pack(it, m, 256, PP_PACK_BEST_FIT, &total, P->err);
+    /* again with equal sizes placed latest end first, kept where tighter: the half route's backward stages
+     * (half_route; ResNet-50's bf16 one at batch 32: 385 MB by tensor order, 334 so, its live peak) */
+    pp_pack_item *it2 = s == PP_OK ? malloc(pp_count(m) * sizeof *it2) : NULL;
+    for (int j = 0; it2 && j < m; j++) it2[j] = it[j], it2[j].key = -(int64_t)it[j].end * (nt + 1) + it[j].key;
+    if (it2 && pp_pack(it2, m, 256, PP_PACK_BEST_FIT, &total2, P->err) == PP_OK && total2 < total) {
+        for (int j = 0; j < m; j++) it2[j].key += (int64_t)it2[j].end * (nt + 1); /* the tensor id again */
+        memcpy(it, it2, pp_count(m) * sizeof *it), total = total2;
+    }
+    free(it2);
     if (s == PP_OK) {
         uint64_t *base = malloc(pp_count(nt) * sizeof *base);
         if (!base) s = PP_FAIL(P->err, PP_ENOMEM, "out of memory");
@@ -3253,6 +3552,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     for (int i = 0; i < st->out.n; i++) P.uses[st->send[i]]++;
     pl->counts.nodes = st->n_nodes;
     if (o && o->stride_views && !o->host_only) s = fold_views(&P);
+    if (s == PP_OK && !(o && o->host_only)) s = half_route(&P, o && o->f32_products);
     for (int ni = 0; ni < st->n_nodes && s == PP_OK; ni++) {
         if (P.done[ni]) continue;
         s = o && o->host_only ? host_step(&P, ni, "every node on the host (a test of the fallback)")
@@ -3274,6 +3574,11 @@ out:
     free(P.ln_of);
     free(P.fa_head);
     free(P.view);
+    free(P.hnode);
+    free(P.hio);
+    free(P.xt);
+    free(P.xref);
+    free(P.hn);
     if (s != PP_OK) pcu_plan_free(pl);
     return s;
 }
@@ -3328,7 +3633,7 @@ void pcu_plan_tally(const pcu_plan *pl, pcu_tally *t) {
             break;
         case PCU_S_CONV:
             t->cudnn++;
-            t->epilogues += pcu_conv_epilogue(&s->u.conv, false);
+            t->epilogues += pcu_conv_epilogue(&s->u.conv, s->conv_fuse && pcu_conv_graph_fuses(&s->u.conv));
             break;
         case PCU_S_MATMUL: t->cublas++; break;
         case PCU_S_COPY: t->copies++, w = &s->ops[1]; break;
@@ -3359,6 +3664,14 @@ void pcu_plan_explain_kernels(const pcu_plan *pl, const char *backend, FILE *f) 
             "%d cuDNN, %d convolution epilogues, %d device copies (%d feeding a product); %d host steps; %d views "
             "folded into products\n", backend, pl->st->index, t.launches, t.own, t.perm, t.perm_to_product, t.cublas,
             t.cudnn, t.epilogues, t.copies, t.copy_to_product, t.host, t.folded);
+    const pcu_counts *c = &pl->counts;
+    if (c->half_cand) /* a mixed-precision training plan's products (half_route) */
+        fprintf(f, "pprt: %s: stage %d: half products: %d of %d on the half tensors (%d Casts skipped, %d tensors "
+                "converted across a cut); in f32: %d (--cuda-half-products off), %d with an operand no Cast from the "
+                "half type wrote, %d whose output more than one Cast to it reads, %d other (ConvTranspose, a fused "
+                "node, attention, no step); arena %.2f MB\n", backend, pl->st->index, c->half, c->half_cand,
+                c->casts_skipped, c->half_cut, c->half_why[PCU_HALF_OFF], c->half_why[PCU_HALF_OPERAND],
+                c->half_why[PCU_HALF_OUTPUT], c->half_why[PCU_HALF_OTHER], (double)pl->bytes[PCU_SP_ARENA] / 1e6);
 }
 
 const char *pcu_step_name(const pcu_step *s) {

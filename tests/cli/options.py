@@ -142,6 +142,7 @@ PPRT_VALUES = {
     "--cuda-fused-attention": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-stride-views": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-wide-elementwise": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
+    "--cuda-half-products": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-host-ops": ("Conv", ["--backend", "cuda-emu"], "out", None),
     "--cuda-tactics": ("off", ["--backend", "cuda-emu"], "out", "no-such-table.tsv"),
     # training (train.plan on tdata/, two steps; compared: the trained weights)

@@ -29,6 +29,9 @@
 #      model beside PyTorch AMP's peak, the context against --reserve),
 #      bench/train_cuda.py (ResNet-50's gradients against PyTorch, its step
 #      rate at batch 32 against eager f32 and AMP);
+#      2h. mixed-precision training on the half route (--cuda-half-products; HALFTRAIN_SECS, default 120):
+#      tests/cuda/train_half.sh on the GPU, then ResNet-50 bf16 at batch 32 against PyTorch eager AMP fp16 and
+#      bf16 (bench/train_cuda.py --precision bf16) and its -pp 1 and -pp 2 bits;
 #   3. the ONNX node tests on cuda, a quick pass (NODE=quick, default: every
 #      NODE_STRIDE-th listed test, within NODE_SECS (60); NODE=all: all of them
 #      in five chunks, CHUNKS and SAN as before; NODE=0: none), then the
@@ -58,7 +61,7 @@
 #      A/B, ViT's --cuda-wide-copies A/B, ResNet-50's
 #      --cuda-conv-fusion A/B, GPT under memcheck and initcheck, tests/ops on
 #      cuda (OPS_SECS, default 0 now), each only if the time left allows it.
-# EARLY=0 skips parts 2-2b', TRAIN_SECS=0 part 2t, TWO_SECS=0 part 2c, NODE=0 part 3: the
+# EARLY=0 skips parts 2-2b', TRAIN_SECS=0 part 2t, HALFTRAIN_SECS=0 part 2h, TWO_SECS=0 part 2c, NODE=0 part 3: the
 # next lease's plan (docs/cuda.md, "The GPU day") runs the day as two calls (470 and 290 s),
 # one for speed (issue 54), one for training (issue 56).
 # MINI=1 runs gpu_mini.sh's checks (the zoo against onnxruntime, nan_conv.py,
@@ -287,6 +290,36 @@ PY
     cat "$out/train_cuda.md"
   else
     echo "skip: bench/train_cuda.py (time)"
+  fi
+fi
+
+# 2h. mixed-precision training on the half route (issue 56; pprt --cuda-half-products, never on a GPU before
+# this), within HALFTRAIN_SECS (default 120; like 2t it never eats into the 300 s kept for the benchmark;
+# HALFTRAIN_SECS=0 skips it): tests/cuda/train_half.sh with TRAIN_BACKEND=$be (digits and ResNet-18 at bf16 and
+# fp16, -pp 1 and 2: the products the IR names on the half route, the same bits across splits, the reference
+# kernels within tolerances; on and off not compared on a GPU), then bench/train_cuda.py --precision bf16:
+# ResNet-50 at batch 32, its step rate against PyTorch eager AMP fp16 and bf16 (the issue's bar: >= 1.0x), and
+# 2 steps at -pp 1 against -pp 2 byte for byte (on cuda only: cuda-emu's convolutions at 224x224 take minutes)
+echo "== 2h. mixed-precision training, the half route ($(date +%T), $(left) s left)"
+part_end=$((SECONDS + $(cap "${HALFTRAIN_SECS:-120}" "$keep")))
+if [ "$(within 60)" -lt 30 ]; then
+  echo "skip: 2h (HALFTRAIN_SECS, or the time left)"
+else
+  th=50; [ "$dry" = 1 ] && th=110 # (cuda-emu: about 35 s of CPU)
+  if PPCC=$PPCC PPRT=$PPRT PY=python3 SRC=$src TRAIN_BACKEND=$be timeout "$(within $th)" \
+      bash "$src/tests/cuda/train_half.sh" $w/half > "$out/train_half.txt" 2>&1; then
+    tail -6 "$out/train_half.txt"
+  else
+    echo "FAIL or cut: the half route on $be: $(tail -4 "$out/train_half.txt")"; status=1
+  fi
+  if [ "$be" = cuda ] && [ "$(within 90)" -ge 50 ]; then
+    timeout "$(within 90)" python3 "$src/bench/train_cuda.py" --ppcc "$PPCC" --pprt "$PPRT" --precision bf16 \
+      --no-check --split-bits --steps 4 > "$out/train_half_bench.md" 2> "$out/train_half_bench.err" \
+      || { echo "FAIL or cut: bench/train_cuda.py --precision bf16: $(tail -2 "$out/train_half_bench.err")"; status=1; }
+    cat "$out/train_half_bench.md"
+    grep -q "0 of [0-9]* weights differ" "$out/train_half_bench.md" || { echo "FAIL: 2h: -pp 1 and -pp 2 differ (or did not run)"; status=1; }
+  else
+    echo "skip: bench/train_cuda.py --precision bf16 (time, or not cuda)"
   fi
 fi
 

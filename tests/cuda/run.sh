@@ -99,12 +99,15 @@ if [ "${PP_CUDA:-OFF}" = ON ]; then
     o=$("$PY" -c "import onnx, sys; print(onnx.load(sys.argv[1], load_external_data=False).graph.output[0].name)" "$ZOO/$m/model.onnx")
     "$PPCC" "$ZOO/$m/model.onnx" --train --loss "mse:$o" -b 1 -pp 2 -o $m.t2.plan -q
   done
+  # a bf16 training plan: its products on the half route, the backward ones' graphs on BFLOAT16 tensors
+  o=$("$PY" -c "import onnx, sys; print(onnx.load(sys.argv[1], load_external_data=False).graph.output[0].name)" "$ZOO/resnet50/model.onnx")
+  "$PPCC" "$ZOO/resnet50/model.onnx" --train --loss "mse:$o" -b 1 -pp 2 --precision bf16 -o resnet50.tb2.plan -q
   # and, with each GPU description committed for this cuDNN (tests/cuda/devprop/, captured on a GPU day),
   # every graph's execution plan as the executors choose it, finalized for that GPU without it
   dp=(); for f in "$SRC"/tests/cuda/devprop/*.json; do [ -f "$f" ] && dp+=(--devprop "$f"); done
-  "$TEST_DNN" "${dp[@]}" *.2.plan *.t2.plan || fail "test_dnn"
+  "$TEST_DNN" "${dp[@]}" *.2.plan *.t2.plan resnet50.tb2.plan || fail "test_dnn"
 fi
-for m in $ZOO_MODELS; do rm -f $m.2.plan $m.t2.plan; done # (compiled again below, one plan at a time)
+for m in $ZOO_MODELS; do rm -f $m.2.plan $m.t2.plan $m.tb2.plan; done # (compiled again below, one plan at a time)
 
 # cuda-emu against ref: digits
 S=$SRC/samples/digits

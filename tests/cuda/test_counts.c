@@ -5,6 +5,8 @@
  *     --fused-attention     plan as --cuda-fused-attention on
  *     --stride-views        plan as --cuda-stride-views on
  *     --row-kernels         plan as --cuda-row-kernels on
+ *     --f32-products        plan as --cuda-half-products off (a mixed-precision
+ *                           training plan's products in f32, their Casts run)
  *     --layers L            print launches per layer (the plan's total / L)
  *     --max-per-layer X     fail when a plan's launches / L pass X
  *     --no-copy-to-product  fail when a strided copy or a device copy writes
@@ -103,6 +105,7 @@ int main(int argc, char **argv) {
         if (!strcmp(s, "--fused-attention")) o.fused_attention = true;
         else if (!strcmp(s, "--stride-views")) o.stride_views = true;
         else if (!strcmp(s, "--row-kernels")) o.row_blocks = true;
+        else if (!strcmp(s, "--f32-products")) o.f32_products = true;
         else if (!strcmp(s, "--no-copy-to-product")) no_copy = true;
         else if (!strcmp(s, "--dump")) dumping = true;
         else if (!strcmp(s, "--layers") && a + 1 < argc) layers = atoi(argv[++a]);
@@ -119,6 +122,8 @@ int main(int argc, char **argv) {
                 return 1;
             }
             pcu_tally all = {0};
+            int half = 0, half_cand = 0; /* a mixed-precision training plan's products (pcu_counts) */
+            double arena_mb = 0;         /* the stages' own arenas (repack_arena) */
             double all_mb = 0, kind_mb[4] = {0}; /* products, strided copies, other own kernels, the rest */
             for (int si = 0; si < p->n_stages; si++) {
                 pcu_plan pl;
@@ -149,6 +154,8 @@ int main(int argc, char **argv) {
                        t.cudnn, t.epilogues, t.copies, t.copy_to_product, t.host, t.folded, mb);
                 int *a_ = &all.steps, *t_ = &t.steps; /* pcu_tally is ints only */
                 for (size_t j = 0; j < sizeof t / sizeof(int); j++) a_[j] += t_[j];
+                half += pl.counts.half, half_cand += pl.counts.half_cand;
+                arena_mb += (double)pl.bytes[PCU_SP_ARENA] / 1e6;
                 pcu_plan_free(&pl);
             }
             printf("%s: %d launches: %d own kernels, %d strided copies (%d feeding a product), %d cuBLASLt, %d cuDNN, "
@@ -160,6 +167,7 @@ int main(int argc, char **argv) {
             if (layers > 0)
                 printf("; %.2f launches and %.2f MB moved per layer (%d layers)", (double)all.launches / layers,
                        all_mb / layers, layers);
+            if (half_cand) printf("; %d of %d products on the half route, arenas %.1f MB", half, half_cand, arena_mb);
             printf("\n");
             if (layers > 0 && max_per_layer >= 0 && (double)all.launches / layers > max_per_layer) {
                 fprintf(stderr, "FAIL %s: %.2f launches per layer, want at most %.2f\n", s,

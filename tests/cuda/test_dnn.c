@@ -10,9 +10,12 @@
  *                     step with an output one wider is refused;
  *   then a sweep: 1-3-D, groups, dilations, strides, asymmetric pads,
  *   transposed (backward data), backward filter, with and without bias,
- *   residual, Relu/Clip; the forward ones also with a half plan's HALF and
- *   BFLOAT16 tensors (ppcc --precision). Given training plans, their pp.ConvGradX and
- *   pp.ConvGradW steps are checked as the forward convolutions are.
+ *   residual, Relu/Clip; each also with HALF and BFLOAT16 tensors (ppcc
+ *   --precision's half plans; the backward ones a mixed-precision training
+ *   plan's half route). Given training plans, their pp.ConvGradX and
+ *   pp.ConvGradW steps are checked as the forward convolutions are (a bf16
+ *   training plan's: on HALF/BFLOAT16 tensors, pprt's default
+ *   --cuda-half-products on).
  *   --devprop FILE (any number, before the plans): a GPU's description
  *                     captured on it (tests/cuda/devprop/, cuDNN 9.8+); every
  *                     graph above then also gets the executors' engine
@@ -257,12 +260,14 @@ static void sweep(void) {
                                      dil, stride, tr == 1 ? " backward data" : tr == 2 ? " backward filter" : "", extra);
                             check(&c, what);
                             n++;
-                            /* a half plan's forward convolution (ppcc --precision): HALF and BFLOAT16 tensors */
-                            for (int t = PCU_T_F16; tr == 0 && t; t = t == PCU_T_F16 ? PCU_T_BF16 : 0) {
+                            /* a half plan's convolution (ppcc --precision): HALF and BFLOAT16 tensors; backward
+                             * data and filter too (a training plan's half route, plan_cuda.c half_route) */
+                            for (int t = PCU_T_F16; t; t = t == PCU_T_F16 ? PCU_T_BF16 : 0) {
                                 pcu_conv h = c;
                                 h.dt = t;
-                                snprintf(what, sizeof what, "sweep %d-D groups %d dil %d stride %d extra %d %s", nsp,
-                                         groups, dil, stride, extra, t == PCU_T_F16 ? "f16" : "bf16");
+                                snprintf(what, sizeof what, "sweep %d-D groups %d dil %d stride %d%s extra %d %s", nsp,
+                                         groups, dil, stride, tr == 1 ? " backward data" : tr == 2 ? " backward filter" : "",
+                                         extra, t == PCU_T_F16 ? "f16" : "bf16");
                                 check(&h, what);
                                 n++;
                             }
