@@ -435,8 +435,10 @@ static const pp_opt rows[] = {
     {"--replicas", PP_OPT_INT, "R", F(replicas), 1, 4096, NULL, "a count 1..4096", "1",
      "data-parallel copies the plan will run as (pprt --replicas), for the placement of the cuts (recorded with "
      "--devices-per-host)", 0, 0, NULL, NULL, NULL},
-    {"--disable-pass", PP_OPT_CUSTOM, "P", NF, 0, 0, NULL, "a pass name (fold, simplify, fuse)", NULL,
-     "skip fold, simplify or fuse", PP_OPT_RECORD, 0, NULL, set_disabled, text_disabled},
+    {"--disable-pass", PP_OPT_CUSTOM, "P", NF, 0, 0, NULL, "a pass name (fold, simplify, fuse, remake)", NULL,
+     "skip fold, simplify or fuse; remake: --train --precision's devices do not make their own copies and "
+     "roundings of half values from an earlier device (the cuts send them)", PP_OPT_RECORD, 0, NULL, set_disabled,
+     text_disabled},
     {"--allow-batch-mixing", PP_OPT_FLAG, NULL, F(allow_batch_mixing), 0, 0, NULL, NULL, NULL,
      "compile even where the model mixes samples across the batch axis (a Softmax or a reduction over it, ...): "
      "the plan is then right only when run on exactly -b samples at once", PP_OPT_RECORD, 0, NULL, NULL, NULL},

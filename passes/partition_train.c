@@ -386,7 +386,9 @@ pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err)
         s = PP_FAIL(err, PP_EINVAL, "--train: the stages of the gradient graph are out of order (a bug in ppcc): %s", msg);
         goto done;
     }
-    if ((s = remake_copies(g, P, err)) != PP_OK) goto done;
+    bool remake = true; /* --disable-pass remake: the cuts send them (the CUDA half route's conversions, tested) */
+    for (int k = 0; k < o->n_disabled; k++) remake = remake && strcmp(o->disabled[k], "remake") != 0;
+    if (remake && (s = remake_copies(g, P, err)) != PP_OK) goto done;
     if ((s = recompute(g, P, &o->train, err)) != PP_OK) goto done;
     if (o->train.schedule == PP_TRAIN_SCHED_ZBH1 && (s = mark_w(g, P, err)) != PP_OK) goto done;
     bool *glued = malloc(pp_count(g->n_nodes) * sizeof *glued);

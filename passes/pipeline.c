@@ -53,8 +53,8 @@ static void dump(pp_graph *g, const pp_compile_opts *o, const char *pass) {
 static pp_status check_opts(const pp_compile_opts *o, pp_err *err) {
     for (int k = 0; k < o->n_disabled; k++) {
         const char *d = o->disabled[k];
-        if (strcmp(d, "fold") && strcmp(d, "simplify") && strcmp(d, "fuse"))
-            return PP_FAIL(err, PP_EINVAL, "--disable-pass %s: only fold, simplify and fuse can be "
+        if (strcmp(d, "fold") && strcmp(d, "simplify") && strcmp(d, "fuse") && strcmp(d, "remake"))
+            return PP_FAIL(err, PP_EINVAL, "--disable-pass %s: only fold, simplify, fuse and remake (--train) can be "
                            "disabled", d);
     }
     if (o->dump_ir && *o->dump_ir && strcmp(o->dump_ir, "all")) {
