@@ -479,7 +479,7 @@ static pp_status upload_weights(pprt_exec *x, bool again, pp_err *err) {
     for (int i = 0; i < st->n_tensors; i++) {
         const pprt_tdesc *t = &st->t[i];
         if (t->kind != PPRT_WEIGHT) continue;
-        memcpy(pin + x->pl.woff[i], t->data, t->nbytes);
+        pcu_weight_put(&x->pl, i, pin + x->pl.woff[i], t->data);
         /* a reload: only the weights that vary and no device optimizer keeps (dopt.h), each its own copy */
         if (!again || !t->varies || t->resident || e != cudaSuccess) continue;
         e = cudaMemcpyAsync(x->mem[PCU_SP_WEIGHTS] + x->pl.woff[i], pin + x->pl.woff[i], t->nbytes,

@@ -11,7 +11,8 @@
  *   then a sweep: 1-3-D, groups, dilations, strides, asymmetric pads,
  *   transposed (backward data), backward filter, with and without bias,
  *   residual, Relu/Clip; the forward ones also with a half plan's HALF and
- *   BFLOAT16 tensors (ppcc --precision). Given training plans, their pp.ConvGradX and
+ *   BFLOAT16 tensors (ppcc --precision), and the 2-D forward ones
+ *   channels-last (--cuda-layout nhwc: NHWC strides, f32 and half). Given training plans, their pp.ConvGradX and
  *   pp.ConvGradW steps are checked as the forward convolutions are.
  *   --devprop FILE (any number, before the plans): a GPU's description
  *                     captured on it (tests/cuda/devprop/, cuDNN 9.8+); every
@@ -257,6 +258,17 @@ static void sweep(void) {
                                      dil, stride, tr == 1 ? " backward data" : tr == 2 ? " backward filter" : "", extra);
                             check(&c, what);
                             n++;
+                            /* channels-last (--cuda-layout nhwc, a 2-D forward convolution): x, y and the
+                             * residual NHWC, w KRSC, the bias alike; f32, HALF and BFLOAT16 */
+                            for (int t = PCU_T_F32; tr == 0 && c.nsp == 2 && t;
+                                 t = t == PCU_T_F32 ? PCU_T_F16 : t == PCU_T_F16 ? PCU_T_BF16 : 0) {
+                                pcu_conv h = c;
+                                h.dt = t == PCU_T_F32 ? 0 : t, h.nhwc = 1;
+                                snprintf(what, sizeof what, "sweep %d-D groups %d dil %d stride %d extra %d NHWC %s", nsp,
+                                         groups, dil, stride, extra, t == PCU_T_F16 ? "f16" : t == PCU_T_BF16 ? "bf16" : "f32");
+                                check(&h, what);
+                                n++;
+                            }
                             /* a half plan's forward convolution (ppcc --precision): HALF and BFLOAT16 tensors */
                             for (int t = PCU_T_F16; tr == 0 && t; t = t == PCU_T_F16 ? PCU_T_BF16 : 0) {
                                 pcu_conv h = c;
