@@ -768,6 +768,7 @@ static pp_status plan_concat_split(planner *P, int ni, bool *ok) {
     if (!es || es > 8) return PP_OK;
     int axis;
     if (pp_norm_axis(attr_i(P, n, "axis", 0), whole->shape.rank, "axis", &axis, NULL) != PP_OK) return PP_OK;
+    if (P->cur_nhwc) axis = (const int[4]){0, 3, 1, 2}[axis]; /* a channels-last Concat: the dims as N, H, W, C */
     int64_t wst[PP_MAX_DIMS];
     strides_of(&whole->shape, wst);
     const sview xv = view_of(P, n->in[0]); /* Split: its input may be a folded view (Concat's never is) */
@@ -1333,6 +1334,7 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
         s->kernel = PCU_K_BN;
         int64_t S = 1;
         for (int d = 2; d < xs->rank; d++) S *= xs->dim[d];
+        if (P->cur_nhwc) S = 1; /* channels-last: the channel is the innermost index */
         s->u.bn = (pcu_bn){.n = numel(xs), .c = xs->dim[1], .s = S, .eps = attr_f(P, n, "epsilon", 1e-5f)};
         for (int k = 0; k < 5; k++) s->ops[k] = R(P, n->in[k]);
         s->ops[5] = R(P, n->out[0]);
@@ -3197,8 +3199,8 @@ static pp_status plan_node(planner *P, int ni) {
  * transposes, which move bytes and change none, so the promise that a split changes no bit holds.
  *
  * The rule: a Conv or pp.FusedConv of 4-D float tensors runs NHWC; an elementwise node (4-D output, inputs of
- * rank <= 4, broadcast allowed), MaxPool, AveragePool, GlobalAveragePool or GlobalMaxPool runs NHWC when
- * one of its activations is NHWC by the rule (and is not "free": a tensor with one channel or 1x1 spatial
+ * rank <= 4, broadcast allowed), a Concat of 4-D tensors, MaxPool, AveragePool, GlobalAveragePool,
+ * GlobalMaxPool or an f32 inference BatchNormalization runs NHWC when one of its activations is NHWC by the rule (and is not "free": a tensor with one channel or 1x1 spatial
  * dims, or not 4-D, has the same bytes in both layouts); everything else runs NCHW. A node's non-free
  * outputs have its layout.
  *
@@ -3208,10 +3210,11 @@ static pp_status plan_node(planner *P, int ni) {
  * into a temp and copied to NCHW into the message at once, so messages and outputs keep the plan's NCHW
  * layout. A weight that only channels-last convolutions read, as W, is uploaded KRSC (pcu_weight_put); any
  * other is transposed like an activation. A channels-last elementwise node sees its operands with the dims
- * permuted to N, H, W, C (T's shadows): the same kernel, broadcasts included, over NHWC bytes. A node whose
+ * permuted to N, H, W, C (T's shadows): the same kernel, broadcasts included, over NHWC bytes (a Concat: its axis
+ * permuted too). A node whose
  * channels-last route declines (or that is on the host fallback) runs NCHW with transposes around it. */
 
-enum { LC_NONE, LC_CONV, LC_EW, LC_POOL, LC_GPOOL };
+enum { LC_NONE, LC_CONV, LC_EW, LC_POOL, LC_GPOOL, LC_BN };
 
 /* A tensor whose NCHW and NHWC bytes are the same: not 4-D, one channel, or 1x1 */
 static bool lay_free(const pprt_tdesc *t) {
@@ -3222,7 +3225,7 @@ static bool lay_free(const pprt_tdesc *t) {
 static bool lay_float(pp_dtype t) { return t == PP_F32 || t == PP_F16 || t == PP_BF16; }
 
 /* What node n of stage st can do channels-last, from its op and its tensors' ranks and types */
-static int lay_class(const pprt_stage *st, const pprt_node *n) {
+static int lay_class(const pprt_plan *p, const pprt_stage *st, const pprt_node *n) {
     if (n->n_out != 1 || n->out[0] < 0 || n->n_in < 1 || n->in[0] < 0) return LC_NONE;
     const pprt_tdesc *x = &st->t[n->in[0]], *y = &st->t[n->out[0]];
     const bool fx = x->shape.rank == 4 && lay_float(x->dtype) && y->dtype == x->dtype;
@@ -3232,7 +3235,9 @@ static int lay_class(const pprt_stage *st, const pprt_node *n) {
                        st->t[n->in[1]].dtype == x->dtype ? LC_CONV : LC_NONE;
     case PP_OP_MAXPOOL: case PP_OP_AVGPOOL: return fx ? LC_POOL : LC_NONE;
     case PP_OP_GLOBALAVGPOOL: case PP_OP_GLOBALMAXPOOL: return fx ? LC_GPOOL : LC_NONE;
-    case PP_OP_WHERE: case PP_OP_CAST: case PP_OP_CASTLIKE: case PP_OP_CLIP: break;
+    case PP_OP_BATCHNORM: /* inference (one output): its channel the innermost index */
+        return fx && x->dtype == PP_F32 && !pp_bn_training((pp_attrs){n->attrs, n->n_attrs, p->opset}, n->n_out) ? LC_BN : LC_NONE;
+    case PP_OP_WHERE: case PP_OP_CAST: case PP_OP_CASTLIKE: case PP_OP_CLIP: case PP_OP_CONCAT: break;
     default:
         if (plan_table[n->op].fn || ew_op_of(n->op) < 0) return LC_NONE;
     }
@@ -3244,10 +3249,10 @@ static int lay_class(const pprt_stage *st, const pprt_node *n) {
 
 /* The rule over stage st's nodes in order: mode[ni], and lay[t] for the tensors they make (the received ones'
  * given) */
-static void lay_stage(const pprt_stage *st, signed char *lay, signed char *mode) {
+static void lay_stage(const pprt_plan *p, const pprt_stage *st, signed char *lay, signed char *mode) {
     for (int ni = 0; ni < st->n_nodes; ni++) {
         const pprt_node *n = &st->nodes[ni];
-        const int c = lay_class(st, n);
+        const int c = lay_class(p, st, n);
         bool m = c == LC_CONV;
         for (int k = 0; k < n->n_in && c != LC_NONE && !m; k++) {
             const int t = n->in[k];
@@ -3264,7 +3269,7 @@ static pp_status lay_rule(planner *P) {
     const pprt_plan *p = P->p;
     const ptrdiff_t k = P->st - p->stages;
     if (k < 0 || k >= p->n_stages) { /* a stage of no plan (tests): its own nodes alone */
-        lay_stage(P->st, P->lay, P->mode);
+        lay_stage(p, P->st, P->lay, P->mode);
         return PP_OK;
     }
     signed char **L = calloc((size_t)k + 1, sizeof *L);
@@ -3289,7 +3294,7 @@ static pp_status lay_rule(planner *P) {
                         L[j][t] = L[i][u], found = true;
                 }
         }
-        lay_stage(sj, L[j], j == k ? P->mode : scratch);
+        lay_stage(p, sj, L[j], j == k ? P->mode : scratch);
     }
     if (!L) s = PP_FAIL(P->err, PP_ENOMEM, "out of memory");
     for (ptrdiff_t j = 0; L && j < k; j++) free(L[j]);
@@ -3326,7 +3331,7 @@ static pp_status lay_setup(planner *P, const pcu_plan_opts *o) {
     }
     for (int ni = 0; ni < nn; ni++) { /* a weight read by anything but a channels-last convolution's W stays KCRS */
         const pprt_node *n = &st->nodes[ni];
-        const bool conv = P->mode[ni] && lay_class(st, n) == LC_CONV && !lay_host(P, ni, o);
+        const bool conv = P->mode[ni] && lay_class(P->p, st, n) == LC_CONV && !lay_host(P, ni, o);
         for (int k = 0; k < n->n_in; k++)
             if (n->in[k] >= 0 && !(conv && k == 1)) P->wkrsc[n->in[k]] = 0;
     }
@@ -3466,7 +3471,7 @@ static pp_status plan_nhwc_try(planner *P, int ni, bool *ok) {
         saved[2 * k] = n->in[k] >= 0 ? P->have[n->in[k]][0] : -1, saved[2 * k + 1] = n->in[k] >= 0 ? P->have[n->in[k]][1] : -1;
     *ok = false;
     P->cur_nhwc = true;
-    pp_status s = n->n_in <= 8 ? lay_operands(P, ni, 1, lay_class(P->st, n) == LC_EW) : PP_OK;
+    pp_status s = n->n_in <= 8 ? lay_operands(P, ni, 1, lay_class(P->p, P->st, n) == LC_EW) : PP_OK;
     if (s == PP_OK && n->n_in <= 8) s = (plan_table[n->op].fn ? plan_table[n->op].fn : plan_elementwise)(P, ni, ok);
     if (s == PP_OK && *ok) s = lay_done(P, ni, 1), pl->counts.nhwc++;
     lay_clear(P, ni);

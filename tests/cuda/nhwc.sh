@@ -4,14 +4,16 @@
 # f32 outputs (the independent reference) and the NCHW run:
 #   - nhwc_models.py's SE-like CNN (strided, depthwise and 1x1 convolutions,
 #     AveragePool, Clip, a squeeze-and-excitation gate whose Mul broadcasts
-#     over H and W, a residual Add, MaxPool, a per-channel Mul, GlobalMaxPool)
+#     over H and W, a residual Add, a BatchNormalization no convolution
+#     absorbs, a Concat along the channels, MaxPool, a per-channel Mul,
+#     GlobalMaxPool)
 #     and torchvision's ResNet-18, and the zoo's ResNet-50 where it has been
 #     exported ($ZOO/resnet50), as fp16 and bf16 plans at --cuda-layout nhwc:
 #       no node on the host fallback, the nodes run channels-last counted
 #       (--stats-json own_layout_tensors > 0), the error against onnxruntime's
 #       f32 within the stated bound (max |error| over max |output|; measured
-#       2026-12-05 on cuda-emu, the bounds about 3x: SE fp16 5.8e-4 -> 2e-3,
-#       bf16 7.8e-3 -> 2.5e-2; ResNet-18 fp16 2.2e-3 -> 7e-3, bf16 8.7e-3 ->
+#       2026-12-05 on cuda-emu, the bounds about 3x: SE fp16 6.8e-4 -> 2e-3,
+#       bf16 5.2e-3 -> 1.5e-2; ResNet-18 fp16 2.2e-3 -> 7e-3, bf16 8.7e-3 ->
 #       3e-2; ResNet-50 fp16 6.0e-4 -> 2e-3, bf16 5.7e-3 -> 2e-2), bf16's above
 #       fp16's, NaN where onnxruntime has NaN (the SE model's sample 1);
 #       the same bits as --cuda-layout nchw (the emulator reads the NHWC
@@ -41,7 +43,7 @@ H="$PY $SRC/tests/cuda/half_models.py"
 "$PY" "$SRC/tests/cuda/nhwc_models.py" models . > /dev/null 2>&1 || fail "nhwc_models.py models"
 le() { "$PY" -c "import sys; sys.exit(not float('$1') <= float('$2'))"; }
 js() { "$PY" -c "import json,sys; d=json.load(open('$1')); print(sum(s['$2'] for s in d['stages']))"; }
-declare -A LIM=([se_fp16]=2e-3 [se_bf16]=2.5e-2 [resnet18_fp16]=7e-3 [resnet18_bf16]=3e-2 [resnet50_fp16]=2e-3
+declare -A LIM=([se_fp16]=2e-3 [se_bf16]=1.5e-2 [resnet18_fp16]=7e-3 [resnet18_bf16]=3e-2 [resnet50_fp16]=2e-3
                 [resnet50_bf16]=2e-2)
 models="se resnet18"
 if [ -n "${ZOO:-}" ] && [ -f "$ZOO/resnet50/model.onnx" ]; then

@@ -7,8 +7,10 @@ convolutions, docs/cuda.md "Layouts").
       (3x3, stride 2) + Relu, AveragePool 3x3 (stride 1, pad 1, pads not
       counted), a depthwise Conv 16->16 (groups 16) + Clip(0, 6), a
       squeeze-and-excitation gate (GlobalAveragePool, Conv 1x1 16->4 + Relu,
-      Conv 1x1 4->16, Sigmoid, Mul broadcast over H and W), a residual Add,
-      MaxPool 2 (stride 2), a Conv 16->24 with its bias and a per-channel
+      Conv 1x1 4->16, Sigmoid, Mul broadcast over H and W), a residual Add, a
+      BatchNormalization after it (no convolution to fold it into), a Concat
+      with the AveragePool's output along the channels,
+      MaxPool 2 (stride 2), a Conv 32->24 with its bias and a per-channel
       Mul by a [24, 1, 1] constant, GlobalMaxPool, Flatten, Gemm 24->10;
       x [batch, 3, 20, 20], inputs DIR/data_se/x.npy (2 samples; one NaN in
       sample 1).
@@ -52,8 +54,12 @@ def se_model(d):
     g = node("Sigmoid", [conv(g, 4, 16, 1, "se2")], "se_s")
     h = node("Mul", [h, g], "se_mul")
     h = node("Add", [h, "avg"], "res")
+    bn = [c("bn" + s, v) for s, v in ((".g", 1 + 0.1 * rng.standard_normal(16)), (".b", 0.1 * rng.standard_normal(16)),
+                                      (".m", 0.1 * rng.standard_normal(16)), (".v", 0.5 + rng.random(16)))]
+    h = node("BatchNormalization", [h] + bn, "bn", epsilon=1e-5)
+    h = node("Concat", [h, "avg"], "cat", axis=1)
     h = node("MaxPool", [h], "pool", kernel_shape=[2, 2], strides=[2, 2])
-    h = node("Mul", [conv(h, 16, 24, 3, "head"), c("scale", 1 + 0.2 * rng.standard_normal((24, 1, 1)))], "scaled")
+    h = node("Mul", [conv(h, 32, 24, 3, "head"), c("scale", 1 + 0.2 * rng.standard_normal((24, 1, 1)))], "scaled")
     h = node("GlobalMaxPool", [h], "gmp")
     h = node("Flatten", [h], "flat")
     node("Gemm", [h, c("fc.w", rng.standard_normal((10, 24)) * 0.3), c("fc.b", rng.standard_normal(10) * 0.1)], "y",
