@@ -3200,7 +3200,9 @@ static pp_status plan_node(planner *P, int ni) {
  *
  * The rule: a Conv or pp.FusedConv of 4-D float tensors runs NHWC; an elementwise node (4-D output, inputs of
  * rank <= 4, broadcast allowed), a Concat of 4-D tensors, MaxPool, AveragePool, GlobalAveragePool,
- * GlobalMaxPool or an f32 inference BatchNormalization runs NHWC when one of its activations is NHWC by the rule (and is not "free": a tensor with one channel or 1x1 spatial
+ * GlobalMaxPool or an f32 inference BatchNormalization runs NHWC when one of its activations is NHWC by the rule; a
+ * Transpose [0, 2, 3, 1] of an NHWC tensor is its bytes (its output NCHW, no step), and a Transpose [0, 3, 1, 2]
+ * always makes an NHWC output out of its input's bytes (the model's own change of layout: ConvNeXt, Swin) (and is not "free": a tensor with one channel or 1x1 spatial
  * dims, or not 4-D, has the same bytes in both layouts); everything else runs NCHW. A node's non-free
  * outputs have its layout.
  *
@@ -3214,7 +3216,7 @@ static pp_status plan_node(planner *P, int ni) {
  * permuted too). A node whose
  * channels-last route declines (or that is on the host fallback) runs NCHW with transposes around it. */
 
-enum { LC_NONE, LC_CONV, LC_EW, LC_POOL, LC_GPOOL, LC_BN };
+enum { LC_NONE, LC_CONV, LC_EW, LC_POOL, LC_GPOOL, LC_BN, LC_TO_NHWC, LC_FROM_NHWC };
 
 /* A tensor whose NCHW and NHWC bytes are the same: not 4-D, one channel, or 1x1 */
 static bool lay_free(const pprt_tdesc *t) {
@@ -3237,6 +3239,15 @@ static int lay_class(const pprt_plan *p, const pprt_stage *st, const pprt_node *
     case PP_OP_GLOBALAVGPOOL: case PP_OP_GLOBALMAXPOOL: return fx ? LC_GPOOL : LC_NONE;
     case PP_OP_BATCHNORM: /* inference (one output): its channel the innermost index */
         return fx && x->dtype == PP_F32 && !pp_bn_training((pp_attrs){n->attrs, n->n_attrs, p->opset}, n->n_out) ? LC_BN : LC_NONE;
+    case PP_OP_TRANSPOSE: { /* the model's own change of layout (ConvNeXt, Swin): [0, 2, 3, 1], [0, 3, 1, 2] */
+        int64_t pm[PP_MAX_DIMS];
+        if (x->shape.rank != 4 || y->dtype != x->dtype ||
+            pp_transpose_perm((pp_attrs){n->attrs, n->n_attrs, p->opset}, 4, pm, NULL) != PP_OK)
+            return LC_NONE;
+        return pm[0] == 0 && pm[1] == 2 && pm[2] == 3 && pm[3] == 1   ? LC_FROM_NHWC
+               : pm[0] == 0 && pm[1] == 3 && pm[2] == 1 && pm[3] == 2 ? LC_TO_NHWC
+                                                                      : LC_NONE;
+    }
     case PP_OP_WHERE: case PP_OP_CAST: case PP_OP_CASTLIKE: case PP_OP_CLIP: case PP_OP_CONCAT: break;
     default:
         if (plan_table[n->op].fn || ew_op_of(n->op) < 0) return LC_NONE;
@@ -3253,14 +3264,14 @@ static void lay_stage(const pprt_plan *p, const pprt_stage *st, signed char *lay
     for (int ni = 0; ni < st->n_nodes; ni++) {
         const pprt_node *n = &st->nodes[ni];
         const int c = lay_class(p, st, n);
-        bool m = c == LC_CONV;
-        for (int k = 0; k < n->n_in && c != LC_NONE && !m; k++) {
+        bool m = c == LC_CONV || c == LC_TO_NHWC;
+        for (int k = 0; k < n->n_in && c != LC_NONE && c != LC_TO_NHWC && !m; k++) {
             const int t = n->in[k];
             m = t >= 0 && st->t[t].kind != PPRT_WEIGHT && lay[t] == 1 && !lay_free(&st->t[t]);
         }
         mode[ni] = m;
-        for (int q = 0; q < n->n_out; q++)
-            if (n->out[q] >= 0) lay[n->out[q]] = m && !lay_free(&st->t[n->out[q]]);
+        for (int q = 0; q < n->n_out; q++) /* (a Transpose out of NHWC: an NCHW output) */
+            if (n->out[q] >= 0) lay[n->out[q]] = m && c != LC_FROM_NHWC && !lay_free(&st->t[n->out[q]]);
     }
 }
 
@@ -3400,25 +3411,32 @@ static void lay_shadow(planner *P, int t) {
 /* Node ni's operands in layout m (1: NHWC): each input read from the tensor that holds it so (a transpose into
  * a temp where none does yet), a channels-last output the stage sends written into a temp; ew: the operands'
  * dims permuted (lay_shadow) */
+/* Input t of node ni read in layout m: from the tensor that holds it so (a transpose into a temp where none does
+ * yet), P->over[t] naming it where that is not t */
+static pp_status lay_input(planner *P, int ni, int t, int m) {
+    const pprt_stage *st = P->st;
+    if (lay_free(&st->t[t]) || P->over[t] >= 0) return PP_OK;
+    int id = P->have[t][m];
+    if (id < 0) {
+        const int src = P->have[t][!m];
+        if (src < 0)
+            return PP_FAIL(P->err, PP_ERUNTIME, "cuda planner: stage %d node '%s' reads tensor '%s' before a step "
+                           "wrote it (internal)", st->index, st->nodes[ni].name, st->t[t].name);
+        if ((id = lay_temp(P, t)) < 0) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+        PP_TRY(lay_transpose(P, ni, t, src, id, m == 1));
+        P->have[t][m] = id;
+    }
+    if (id != t) P->over[t] = id;
+    return PP_OK;
+}
+
 static pp_status lay_operands(planner *P, int ni, int m, bool ew) {
     const pprt_stage *st = P->st;
     const pprt_node *n = &st->nodes[ni];
     for (int k = 0; k < n->n_in; k++) {
-        const int t = n->in[k];
-        if (t < 0) continue;
-        if (ew && m) lay_shadow(P, t);
-        if (lay_free(&st->t[t]) || P->over[t] >= 0) continue;
-        int id = P->have[t][m];
-        if (id < 0) {
-            const int src = P->have[t][!m];
-            if (src < 0)
-                return PP_FAIL(P->err, PP_ERUNTIME, "cuda planner: stage %d node '%s' reads tensor '%s' before a "
-                               "step wrote it (internal)", st->index, n->name, st->t[t].name);
-            if ((id = lay_temp(P, t)) < 0) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
-            PP_TRY(lay_transpose(P, ni, t, src, id, m == 1));
-            P->have[t][m] = id;
-        }
-        if (id != t) P->over[t] = id;
+        if (n->in[k] < 0) continue;
+        if (ew && m) lay_shadow(P, n->in[k]);
+        PP_TRY(lay_input(P, ni, n->in[k], m));
     }
     for (int q = 0; q < n->n_out; q++) {
         const int t = n->out[q];
@@ -3466,27 +3484,63 @@ static pp_status plan_nhwc_try(planner *P, int ni, bool *ok) {
     pcu_plan *pl = P->pl;
     const int steps = pl->n_steps, temps = pl->n_temps;
     const pcu_counts counts = pl->counts;
-    int saved[2 * 8];
-    for (int k = 0; k < n->n_in && k < 8; k++)
-        saved[2 * k] = n->in[k] >= 0 ? P->have[n->in[k]][0] : -1, saved[2 * k + 1] = n->in[k] >= 0 ? P->have[n->in[k]][1] : -1;
+    int (*saved)[2] = malloc((pp_count(n->n_in) + 1) * sizeof *saved); /* the inputs' holders, for an undo */
+    if (!saved) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    for (int k = 0; k < n->n_in; k++)
+        saved[k][0] = n->in[k] >= 0 ? P->have[n->in[k]][0] : -1, saved[k][1] = n->in[k] >= 0 ? P->have[n->in[k]][1] : -1;
     *ok = false;
     P->cur_nhwc = true;
-    pp_status s = n->n_in <= 8 ? lay_operands(P, ni, 1, lay_class(P->p, P->st, n) == LC_EW) : PP_OK;
-    if (s == PP_OK && n->n_in <= 8) s = (plan_table[n->op].fn ? plan_table[n->op].fn : plan_elementwise)(P, ni, ok);
+    pp_status s = lay_operands(P, ni, 1, lay_class(P->p, P->st, n) == LC_EW);
+    if (s == PP_OK) s = (plan_table[n->op].fn ? plan_table[n->op].fn : plan_elementwise)(P, ni, ok);
     if (s == PP_OK && *ok) s = lay_done(P, ni, 1), pl->counts.nhwc++;
     lay_clear(P, ni);
     P->cur_nhwc = false;
-    if (s != PP_OK || *ok) return s;
-    while (pl->n_steps > steps) free(pl->steps[--pl->n_steps].ops);
-    pl->n_temps = temps, pl->counts = counts;
-    for (int k = 0; k < n->n_in && k < 8; k++)
-        if (n->in[k] >= 0) P->have[n->in[k]][0] = saved[2 * k], P->have[n->in[k]][1] = saved[2 * k + 1];
+    if (s == PP_OK && !*ok) {
+        while (pl->n_steps > steps) free(pl->steps[--pl->n_steps].ops);
+        pl->n_temps = temps, pl->counts = counts;
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0) P->have[n->in[k]][0] = saved[k][0], P->have[n->in[k]][1] = saved[k][1];
+    }
+    free(saved);
+    return s;
+}
+
+/* A Transpose between the layouts (LC_FROM_NHWC, LC_TO_NHWC) where its tensors are channels-last: [0, 2, 3, 1] of
+ * an NHWC tensor is that tensor's bytes; [0, 3, 1, 2] makes a tensor whose NHWC bytes are its input's. The output
+ * an alias of the bytes (two arena tensors: no step, as a Reshape), else a copy; a sent output of the second kind a
+ * transpose into the message (NCHW there) */
+static pp_status plan_transpose_laid(planner *P, int ni, bool from) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const int x = n->in[0], y = n->out[0];
+    const pprt_tdesc *yd = &P->st->t[y];
+    pp_status s = lay_input(P, ni, x, from);
+    const pcu_ref src = R(P, x);
+    lay_clear(P, ni);
+    PP_TRY(s);
+    P->pl->counts.nhwc++, P->pl->counts.copies++;
+    const bool alias = src.space == PCU_SP_ARENA && yd->kind == PPRT_ACTIVATION && src.bytes == yd->nbytes;
+    if (from || lay_free(yd)) { /* NCHW out */
+        if (alias) P->alias[y] = src.tensor;
+        else PP_TRY(copy_step(P, ni, src, R(P, y)));
+        return lay_done(P, ni, 0);
+    }
+    if (yd->kind == PPRT_ACTIVATION) {
+        if (alias) P->alias[y] = src.tensor;
+        else PP_TRY(copy_step(P, ni, src, R(P, y)));
+        P->have[y][1] = y, P->have[y][0] = -1;
+    } else {
+        PP_TRY(lay_transpose(P, ni, y, src.tensor, y, false));
+        P->have[y][0] = y, P->have[y][1] = src.tensor;
+    }
     return PP_OK;
 }
 
 static pp_status plan_laid(planner *P, int ni, const pcu_plan_opts *o) {
     if (P->done[ni]) return lay_done(P, ni, 0); /* absorbed into an NCHW step before it */
     const bool host = lay_host(P, ni, o);
+    const int c = lay_class(P->p, P->st, &P->st->nodes[ni]);
+    if (P->mode[ni] && !host && (c == LC_TO_NHWC || c == LC_FROM_NHWC))
+        return plan_transpose_laid(P, ni, c == LC_FROM_NHWC);
     if (P->mode[ni] && !host) {
         bool ok;
         PP_TRY(plan_nhwc_try(P, ni, &ok));

@@ -10,7 +10,9 @@ convolutions, docs/cuda.md "Layouts").
       Conv 1x1 4->16, Sigmoid, Mul broadcast over H and W), a residual Add, a
       BatchNormalization after it (no convolution to fold it into), a Concat
       with the AveragePool's output along the channels,
-      MaxPool 2 (stride 2), a Conv 32->24 with its bias and a per-channel
+      MaxPool 2 (stride 2), a Conv 32->24 with its bias, a LayerNormalization
+      over its channels between two Transposes (ConvNeXt's) added back to
+      it, a per-channel
       Mul by a [24, 1, 1] constant, GlobalMaxPool, Flatten, Gemm 24->10;
       x [batch, 3, 20, 20], inputs DIR/data_se/x.npy (2 samples; one NaN in
       sample 1).
@@ -59,7 +61,13 @@ def se_model(d):
     h = node("BatchNormalization", [h] + bn, "bn", epsilon=1e-5)
     h = node("Concat", [h, "avg"], "cat", axis=1)
     h = node("MaxPool", [h], "pool", kernel_shape=[2, 2], strides=[2, 2])
-    h = node("Mul", [conv(h, 32, 24, 3, "head"), c("scale", 1 + 0.2 * rng.standard_normal((24, 1, 1)))], "scaled")
+    hc = conv(h, 32, 24, 3, "head")
+    t = node("Transpose", [hc], "to_nhwc", perm=[0, 2, 3, 1])   # ConvNeXt's LayerNorm over the channels
+    t = node("LayerNormalization", [t, c("ln.g", 1 + 0.1 * rng.standard_normal(24)), c("ln.b", 0.1 * rng.standard_normal(24))],
+             "ln", axis=-1, epsilon=1e-6)
+    t = node("Transpose", [t], "to_nchw", perm=[0, 3, 1, 2])
+    h = node("Add", [hc, t], "head_res")
+    h = node("Mul", [h, c("scale", 1 + 0.2 * rng.standard_normal((24, 1, 1)))], "scaled")
     h = node("GlobalMaxPool", [h], "gmp")
     h = node("Flatten", [h], "flat")
     node("Gemm", [h, c("fc.w", rng.standard_normal((10, 24)) * 0.3), c("fc.b", rng.standard_normal(10) * 0.1)], "y",
