@@ -157,7 +157,7 @@ typedef struct pcu_step {
         pcu_conv conv;
         pcu_mm mm;
     } u;
-    char why[96]; /* HOST: why the node falls back */
+    char why[96]; /* HOST: why the node falls back; a transpose between the layouts: which way, of what */
 } pcu_step;
 
 typedef struct pcu_counts {

@@ -3391,6 +3391,7 @@ static pp_status lay_transpose(planner *P, int ni, int t, int src, int dst, bool
     }
     s->ops[0] = pcu_tensor_ref(P->pl, src);
     s->ops[1] = pcu_tensor_ref(P->pl, dst);
+    snprintf(s->why, sizeof s->why, "%s of '%.60s'", to_nhwc ? "NCHW -> NHWC" : "NHWC -> NCHW", d->name);
     perm_finish(P, s);
     if (s->threads == 0) free(s->ops), P->pl->n_steps--;
     P->pl->counts.transposes++;
@@ -3787,9 +3788,12 @@ void pcu_plan_explain_kernels(const pcu_plan *pl, const char *backend, FILE *f) 
     for (int i = 0; i < pl->n_steps; i++) {
         const pcu_step *s = &pl->steps[i];
         if (s->kind == PCU_S_KERNEL && s->node >= 0)
-            fprintf(f, "pprt: %s: stage %d node '%s': %s\n", backend, pl->st->index, pl->st->nodes[s->node].name,
-                    pcu_step_name(s));
+            fprintf(f, "pprt: %s: stage %d node '%s': %s%s%s%s\n", backend, pl->st->index, pl->st->nodes[s->node].name,
+                    pcu_step_name(s), s->why[0] ? " (" : "", s->why, s->why[0] ? ")" : "");
     }
+    if (pl->counts.nhwc || pl->counts.transposes)
+        fprintf(f, "pprt: %s: stage %d: %d nodes channels-last, %d transposes between the layouts a micro-batch "
+                "(--cuda-layout)\n", backend, pl->st->index, pl->counts.nhwc, pl->counts.transposes);
     pcu_tally t;
     pcu_plan_tally(pl, &t);
     fprintf(f, "pprt: %s: stage %d: %d steps a micro-batch: %d own-kernel launches, %d library calls, %d copies, "
