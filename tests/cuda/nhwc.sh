@@ -35,7 +35,7 @@
 #     options: nhwc the same bits as nchw;
 #   - --cuda-layout auto: a half plan channels-last, an f32 plan NCHW; nhwc on
 #     the f32 plan: nchw's bits.
-# About 40 s (70 s with ResNet-50). usage: nhwc.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC; ZOO optional)
+# About 15 s (60 s with the zoo's ResNet-50). usage: nhwc.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC; ZOO optional)
 set -euo pipefail
 : "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
 out=$1

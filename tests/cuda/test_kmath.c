@@ -1220,6 +1220,7 @@ static void test_nhwc(void) {
     }
     checks++;
     if (cases < 100) FAIL("FAIL NHWC: only %d pool cases\n", cases);
+    printf("test_kmath: channels-last: %d cases (pools, the epilogue, GlobalAveragePool's mean)\n", cases);
 }
 
 static void test_maxpool_grad(void) {
