@@ -79,8 +79,8 @@ typedef struct pcu_conv {
     int64_t pre[3], post[3], stride[3], dil[3];
     float lo, hi; /* Clip bounds (act 2) */
     /* channels-last (--cuda-layout, plan_cuda.c "Layouts"): x, y and the residual NHWC ([N, H, W, C] in memory,
-     * the dims above still NCHW's), w KRSC (reordered once at upload: pcu_plan.wperm); a forward 2-D
-     * convolution only. 0: every tensor packed NCHW / KCRS */
+     * the dims above still NCHW's), w KRSC (reordered once at upload: pcu_plan.wperm; ConvTranspose's [C, K/g, R,
+     * S] as [C, R, S, K/g]); a 2-D forward or backward-data convolution. 0: every tensor packed NCHW / KCRS */
     int32_t nhwc;
 } pcu_conv;
 

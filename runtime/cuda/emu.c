@@ -120,7 +120,7 @@ static void emu_restride(const int64_t *d, int nd, const int64_t *st, const floa
     }
 }
 
-/* A channels-last convolution (c->nhwc): x, w and the residual read
+/* A channels-last convolution (c->nhwc; forward or backward data): x, w and the residual read
  * through the strides cuDNN is given (pcu_conv_strides: NHWC, KRSC) into
  * packed NCHW copies, the convolution (and the graph's pointwise ops) as
  * there, y written back through its strides: NCHW's bits. */
@@ -148,7 +148,7 @@ static void emu_conv_nhwc(const pcu_conv *c, const float *x, const float *w, con
 
 void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float *bias, const float *res,
                   float *y) {
-    if (c->nhwc && !c->wgrad && !c->transpose) {
+    if (c->nhwc && !c->wgrad) {
         emu_conv_nhwc(c, x, w, bias, res, y);
         return;
     }

@@ -2265,7 +2265,7 @@ static pp_status plan_conv(planner *P, int ni, bool *ok) {
         groups = attr_i(P, n, "group", 1);
         if (pp_geom_make(a, &x->shape, &w->shape.dim[2], false, &g, NULL) != PP_OK) return PP_OK;
     }
-    pcu_conv c = {.transpose = tr, .groups = (int32_t)groups, .dt = ty, .nhwc = P->cur_nhwc && !tr && x->shape.rank == 4};
+    pcu_conv c = {.transpose = tr, .groups = (int32_t)groups, .dt = ty, .nhwc = P->cur_nhwc && x->shape.rank == 4};
     if (n->op == PP_OP_FUSEDCONV) {
         const char *act = "";
         (void)pp_attr_string(a, "activation", "", &act, NULL);
@@ -3198,7 +3198,7 @@ static pp_status plan_node(planner *P, int ni) {
  * that made it gave it. Every node thus runs in the same layout at -pp 1 and -pp 2; a cut only adds
  * transposes, which move bytes and change none, so the promise that a split changes no bit holds.
  *
- * The rule: a Conv or pp.FusedConv of 4-D float tensors runs NHWC; an elementwise node (4-D output, inputs of
+ * The rule: a Conv, pp.FusedConv or ConvTranspose of 4-D float tensors runs NHWC; an elementwise node (4-D output, inputs of
  * rank <= 4, broadcast allowed), a Concat of 4-D tensors, MaxPool, AveragePool, GlobalAveragePool,
  * GlobalMaxPool or an f32 inference BatchNormalization runs NHWC when one of its activations is NHWC by the rule; a
  * Transpose [0, 2, 3, 1] of an NHWC tensor is its bytes (its output NCHW, no step), and a Transpose [0, 3, 1, 2]
@@ -3232,7 +3232,7 @@ static int lay_class(const pprt_plan *p, const pprt_stage *st, const pprt_node *
     const pprt_tdesc *x = &st->t[n->in[0]], *y = &st->t[n->out[0]];
     const bool fx = x->shape.rank == 4 && lay_float(x->dtype) && y->dtype == x->dtype;
     switch (n->op) {
-    case PP_OP_CONV: case PP_OP_FUSEDCONV:
+    case PP_OP_CONV: case PP_OP_FUSEDCONV: case PP_OP_CONVTRANSPOSE:
         return fx && n->n_in >= 2 && n->in[1] >= 0 && st->t[n->in[1]].shape.rank == 4 &&
                        st->t[n->in[1]].dtype == x->dtype ? LC_CONV : LC_NONE;
     case PP_OP_MAXPOOL: case PP_OP_AVGPOOL: return fx ? LC_POOL : LC_NONE;

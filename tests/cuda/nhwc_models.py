@@ -10,7 +10,8 @@ convolutions, docs/cuda.md "Layouts").
       Conv 1x1 4->16, Sigmoid, Mul broadcast over H and W), a residual Add, a
       BatchNormalization after it (no convolution to fold it into), a Concat
       with the AveragePool's output along the channels,
-      MaxPool 2 (stride 2), a Conv 32->24 with its bias, a LayerNormalization
+      MaxPool 2 (stride 2), a ConvTranspose 32->16 (2x2, stride 2), a Conv
+      16->24 (stride 2) with its bias, a LayerNormalization
       over its channels between two Transposes (ConvNeXt's) added back to
       it, a per-channel
       Mul by a [24, 1, 1] constant, GlobalMaxPool, Flatten, Gemm 24->10;
@@ -61,7 +62,9 @@ def se_model(d):
     h = node("BatchNormalization", [h] + bn, "bn", epsilon=1e-5)
     h = node("Concat", [h, "avg"], "cat", axis=1)
     h = node("MaxPool", [h], "pool", kernel_shape=[2, 2], strides=[2, 2])
-    hc = conv(h, 32, 24, 3, "head")
+    up = [h, c("up.w", rng.standard_normal((32, 16, 2, 2)) * 0.25), c("up.b", 0.1 * rng.standard_normal(16))]
+    h = node("ConvTranspose", up, "up", strides=[2, 2])   # [N, 16, 10, 10]
+    hc = conv(h, 16, 24, 3, "head", stride=2)
     t = node("Transpose", [hc], "to_nhwc", perm=[0, 2, 3, 1])   # ConvNeXt's LayerNorm over the channels
     t = node("LayerNormalization", [t, c("ln.g", 1 + 0.1 * rng.standard_normal(24)), c("ln.b", 0.1 * rng.standard_normal(24))],
              "ln", axis=-1, epsilon=1e-6)

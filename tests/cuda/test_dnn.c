@@ -12,7 +12,8 @@
  *   transposed (backward data), backward filter, with and without bias,
  *   residual, Relu/Clip; the forward ones also with a half plan's HALF and
  *   BFLOAT16 tensors (ppcc --precision), and the 2-D forward ones
- *   channels-last (--cuda-layout nhwc: NHWC strides, f32 and half). Given training plans, their pp.ConvGradX and
+ *   channels-last (--cuda-layout nhwc: NHWC strides, f32 and half; backward
+ *   data in f32, as the planner takes ConvTranspose). Given training plans, their pp.ConvGradX and
  *   pp.ConvGradW steps are checked as the forward convolutions are.
  *   --devprop FILE (any number, before the plans): a GPU's description
  *                     captured on it (tests/cuda/devprop/, cuDNN 9.8+); every
@@ -259,13 +260,15 @@ static void sweep(void) {
                             check(&c, what);
                             n++;
                             /* channels-last (--cuda-layout nhwc, a 2-D forward convolution): x, y and the
-                             * residual NHWC, w KRSC, the bias alike; f32, HALF and BFLOAT16 */
-                            for (int t = PCU_T_F32; tr == 0 && c.nsp == 2 && t;
-                                 t = t == PCU_T_F32 ? PCU_T_F16 : t == PCU_T_F16 ? PCU_T_BF16 : 0) {
+                             * residual NHWC, w KRSC, the bias alike; f32, HALF and BFLOAT16 (backward data,
+                             * ConvTranspose: f32, as the planner takes it) */
+                            for (int t = PCU_T_F32; tr <= 1 && c.nsp == 2 && t;
+                                 t = t == PCU_T_F32 && !tr ? PCU_T_F16 : t == PCU_T_F16 ? PCU_T_BF16 : 0) {
                                 pcu_conv h = c;
                                 h.dt = t == PCU_T_F32 ? 0 : t, h.nhwc = 1;
-                                snprintf(what, sizeof what, "sweep %d-D groups %d dil %d stride %d extra %d NHWC %s", nsp,
-                                         groups, dil, stride, extra, t == PCU_T_F16 ? "f16" : t == PCU_T_BF16 ? "bf16" : "f32");
+                                snprintf(what, sizeof what, "sweep %d-D groups %d dil %d stride %d%s extra %d NHWC %s", nsp,
+                                         groups, dil, stride, tr ? " backward data" : "", extra,
+                                         t == PCU_T_F16 ? "f16" : t == PCU_T_BF16 ? "bf16" : "f32");
                                 check(&h, what);
                                 n++;
                             }
