@@ -42,7 +42,7 @@ out=$1
 rm -rf "$out" && mkdir -p "$out" && cd "$out"
 fail() { echo "FAIL: $*"; exit 1; }
 H="$PY $SRC/tests/cuda/half_models.py"
-"$PY" "$SRC/tests/cuda/nhwc_models.py" models . > /dev/null 2>&1 || fail "nhwc_models.py models"
+"$PY" "$SRC/tests/cuda/nhwc_models.py" models . > models.log 2>&1 || fail "nhwc_models.py models: $(tail -3 models.log)"
 le() { "$PY" -c "import sys; sys.exit(not float('$1') <= float('$2'))"; }
 js() { "$PY" -c "import json,sys; d=json.load(open('$1')); print(sum(s['$2'] for s in d['stages']))"; }
 declare -A LIM=([se_fp16]=2e-3 [se_bf16]=1.5e-2 [resnet18_fp16]=7e-3 [resnet18_bf16]=3e-2 [resnet50_fp16]=2e-3
