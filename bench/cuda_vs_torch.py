@@ -57,7 +57,7 @@ the script, not a benchmark).
 Usage: cuda_vs_torch.py --pprt PPRT --ppcc PPCC --work DIR --out FILE.md
        [--models resnet50,vit_b_16] [--batches 1,8,32] [--pp 1,2,3]
        [--overlap off,on] [--precisions f32,fp16,bf16] [--compile f32]
-       [--iters 32] [--runs 3] [--dry-run]"""
+       [--iters 32] [--runs 3] [--layout nchw|nhwc|auto] [--dry-run]"""
 import argparse
 import json
 import os
@@ -93,6 +93,9 @@ ap.add_argument("--half-storage", action="store_true",
                 help="fp16/bf16 rows: pprt runs a half plan (ppcc --precision: activations, weights and messages in "
                      "the half type) instead of the f32 plan at pprt --precision (every tensor f32, the products' "
                      "compute type half)")
+ap.add_argument("--layout", default="", choices=["", "nchw", "nhwc", "auto"],
+                help="pprt --cuda-layout for every pprt column (empty: pprt's default, auto: half plans channels-last); "
+                     "the columns' labels say it")
 ap.add_argument("--dry-run", action="store_true", help="print the command lines and configurations, run nothing")
 a = ap.parse_args()
 
@@ -112,7 +115,7 @@ GPU = a.backend == "cuda"
 
 
 def pprt_label(pp, ovl):
-    return f"pprt -pp {pp}" + (" overlap" if ovl == "on" else "")
+    return f"pprt -pp {pp}" + (" overlap" if ovl == "on" else "") + (f" {a.layout}" if a.layout else "")
 
 
 def half_plan(prec):
@@ -125,6 +128,8 @@ def pprt_argv(plan, data, out, js, prec, ovl):
     if prec != "f32" and not half_plan(prec):
         argv += ["--precision", prec]
     argv += ["--cuda-overlap", ovl]  # said either way: the default changed (off until 2026-12-04's lease)
+    if a.layout:
+        argv += ["--cuda-layout", a.layout]
     return argv
 
 

@@ -50,6 +50,7 @@ typedef struct pprt_cuda_cfg {
     bool overlap;                        /* --cuda-overlap on: the pipeline's ends staged through several
                                           * buffers on threads of their own (link_stage.c); default off */
     bool host_op[PP_OP_COUNT];           /* --cuda-host-ops: op types run on the host fallback (tests) */
+    int layout;                          /* --cuda-layout: PCU_LAYOUT_AUTO, _NCHW, _NHWC (cuplan.h) */
     int tactics;                         /* --cuda-tactics: PPRT_TACTICS_AUTO (the built-in table of the GPU),
                                           * _OFF (heuristics only), _FILE (tactics_file, read at once) */
     const char *tactics_path;            /* the FILE, or "auto" / "off" */

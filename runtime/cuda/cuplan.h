@@ -78,7 +78,30 @@ typedef struct pcu_conv {
     int64_t x[5], w[5], y[5];
     int64_t pre[3], post[3], stride[3], dil[3];
     float lo, hi; /* Clip bounds (act 2) */
+    /* channels-last (--cuda-layout, plan_cuda.c "Layouts"): x, y and the residual NHWC ([N, H, W, C] in memory,
+     * the dims above still NCHW's), w KRSC (reordered once at upload: pcu_plan.wperm; ConvTranspose's [C, K/g, R,
+     * S] as [C, R, S, K/g]); a 2-D forward or backward-data convolution. 0: every tensor packed NCHW / KCRS */
+    int32_t nhwc;
 } pcu_conv;
+
+/* The element strides of a conv step's x (which 0), w (1) and y (2, and the
+ * residual) as cuDNN's tensors say them: packed in the dims' order, or with
+ * nhwc the channel dim (dim 1) innermost and the spatial dims outside it
+ * (NHWC, KRSC). dnn.c gives these to cuDNN; the emulator reads the
+ * operands through them. */
+static inline void pcu_layout_strides(const int64_t *d, int nd, bool nhwc, int64_t *st) {
+    int64_t a = 1;
+    if (!nhwc) {
+        for (int i = nd - 1; i >= 0; i--) st[i] = a, a *= d[i];
+        return;
+    }
+    st[1] = 1, a = d[1];
+    for (int i = nd - 1; i >= 2; i--) st[i] = a, a *= d[i];
+    st[0] = a;
+}
+static inline void pcu_conv_strides(const pcu_conv *c, int which, int64_t *st) {
+    pcu_layout_strides(which == 0 ? c->x : which == 1 ? c->w : c->y, 2 + c->nsp, c->nhwc != 0, st);
+}
 
 /* A cuBLASLt product, column-major as cuBLASLt sees it:
  * D[b] = alpha * op(A[b]) op(B[b]) + beta * C[b] (+ bias[row]) (Relu),
@@ -137,7 +160,7 @@ typedef struct pcu_step {
         pcu_conv conv;
         pcu_mm mm;
     } u;
-    char why[96]; /* HOST: why the node falls back */
+    char why[96]; /* HOST: why the node falls back; a transpose between the layouts: which way, of what */
 } pcu_step;
 
 typedef struct pcu_counts {
@@ -149,6 +172,8 @@ typedef struct pcu_counts {
      * (PCU_HALF_*), and the Casts skipped (casts_skipped, among fused) */
     int half, half_cand, half_why[4], casts_skipped;
     int half_cut; /* operands and outputs of half-route products converted in WORK where a cut falls in their Casts */
+    int transposes; /* NCHW <-> NHWC strided copies the layout inserted (--cuda-layout nhwc; per micro-batch) */
+    int nhwc;       /* nodes run channels-last */
 } pcu_counts;
 /* why a product of a mixed-precision training plan stays on f32 (pcu_counts.half_why) */
 enum { PCU_HALF_OFF, PCU_HALF_OPERAND, PCU_HALF_OUTPUT, PCU_HALF_OTHER };
@@ -176,6 +201,14 @@ typedef struct pcu_plan {
     uint64_t *woff;      /* tensor id -> offset in WEIGHTS (UINT64_MAX: not a weight) */
     int *root;           /* tensor id -> the arena tensor whose bytes it has (itself, or a view's source) */
     pcu_counts counts;
+    /* the planner's own arena tensors (NHWC or NCHW copies, plan_cuda.c "Layouts"): tensor ids st->n_tensors
+     * .. n_tensors - 1, temp_bytes[id - st->n_tensors] bytes each, a copy of stage tensor temp_of[...] */
+    int n_tensors, n_temps;
+    uint64_t *temp_bytes;
+    int *temp_of;
+    /* tensor id -> 1: a weight a channels-last convolution reads as W, uploaded KRSC (pcu_weight_put); NULL:
+     * none */
+    unsigned char *wperm;
     /* a step's parameters took a value from a weight that varies
      * (pprt_tdesc.varies, training's): re-uploading the weights (the
      * executors' reload) cannot redo that, a fresh plan must */
@@ -198,7 +231,24 @@ typedef struct pcu_plan_opts {
                                      * four elements a thread, 16-byte loads and stores (kmath.h pcu_ewv_at) */
     bool f32_products;              /* --cuda-half-products off: a mixed-precision training plan's products on
                                      * the f32 copies of their half operands, as the graph says */
+    bool nhwc;                      /* --cuda-layout: the plan's 2-D convolutions channels-last, the tensors
+                                     * between them too (plan_cuda.c "Layouts"); an inference plan only */
 } pcu_plan_opts;
+
+/* Whether --cuda-layout LAYOUT (PCU_LAYOUT_*) puts plan p's convolutions
+ * channels-last: nhwc for any inference plan, auto for a half one (ppcc
+ * --precision fp16|bf16: every GPU CUDA 13 runs, compute capability 7.5 and
+ * up, has tensor cores, whose half engines want NHWC), nchw never; a
+ * training plan stays NCHW. */
+enum { PCU_LAYOUT_AUTO, PCU_LAYOUT_NCHW, PCU_LAYOUT_NHWC };
+static inline bool pcu_layout_nhwc(const pprt_plan *p, int layout) {
+    if (p->train_devices > 0 || layout == PCU_LAYOUT_NCHW) return false;
+    return layout == PCU_LAYOUT_NHWC || p->precision != 0;
+}
+
+/* Weight tensor tid's bytes as the weight space holds them, from its plan
+ * bytes src into dst: a copy, or KCRS -> KRSC where pl->wperm says. */
+void pcu_weight_put(const pcu_plan *pl, int tid, void *dst, const void *src);
 
 /* The parameter block of a Resize (or of its gradient, pp.ResizeGrad) from
  * xs to ys, a its attributes, tin its n_in inputs (the first of shape xs,

@@ -22,15 +22,12 @@ static pp_status make(pcu_dnn *g, cudnnBackendDescriptorType_t t, cudnnBackendDe
     return PP_OK;
 }
 
-/* A packed tensor of nd dims: a virtual one (a fused graph's intermediate)
- * float, a real one of the step's type (conv_type). */
-static pp_status tensor(pcu_dnn *g, int64_t uid, int nd, const int64_t *dims, bool virt, cudnnDataType_t type,
-                        cudnnBackendDescriptor_t *out, const char *what, pp_err *err) {
-    int64_t st[5], a = 1;
-    for (int i = nd - 1; i >= 0; i--) {
-        st[i] = a;
-        a *= dims[i];
-    }
+/* A tensor of nd dims, packed NCHW or (nhwc) channels-last (pcu_layout_strides): a virtual one (a fused graph's
+ * intermediate) float, a real one of the step's type (conv_type). */
+static pp_status tensor(pcu_dnn *g, int64_t uid, int nd, const int64_t *dims, bool nhwc, bool virt,
+                        cudnnDataType_t type, cudnnBackendDescriptor_t *out, const char *what, pp_err *err) {
+    int64_t st[5];
+    pcu_layout_strides(dims, nd, nhwc, st);
     cudnnDataType_t dt = virt ? CUDNN_DATA_FLOAT : type;
     int64_t align = 16;
     bool v = virt;
@@ -90,9 +87,10 @@ pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_
     /* forward: X -> Y; backward data: dy (the step's X) -> dx (its Y);
      * backward filter: X, dy (the step's operand 1: uid W) -> dw (its
      * operand 4: uid Y) */
-    PP_TRY(tensor(g, PCU_UID_X, nd, c->x, false, type, &x, "tensor X", err));
-    PP_TRY(tensor(g, c->wgrad ? PCU_UID_Y : PCU_UID_W, nd, c->w, false, type, &w, "tensor W", err));
-    PP_TRY(tensor(g, c->wgrad ? PCU_UID_W : fused ? 10 : PCU_UID_Y, nd, c->y, fused, type, &y, "tensor Y", err));
+    const bool cl = c->nhwc != 0; /* channels-last: x, y, the residual NHWC, w KRSC, the bias [1,K,1,1] alike */
+    PP_TRY(tensor(g, PCU_UID_X, nd, c->x, cl, false, type, &x, "tensor X", err));
+    PP_TRY(tensor(g, c->wgrad ? PCU_UID_Y : PCU_UID_W, nd, c->w, cl, false, type, &w, "tensor W", err));
+    PP_TRY(tensor(g, c->wgrad ? PCU_UID_W : fused ? 10 : PCU_UID_Y, nd, c->y, cl, fused, type, &y, "tensor Y", err));
     int64_t nsp = c->nsp;
     cudnnDataType_t ct = CUDNN_DATA_FLOAT;
     cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
@@ -151,9 +149,10 @@ pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_
             const bool on = stage == 1 ? c->has_bias : stage == 2 ? c->has_res : c->act != 0;
             if (!on) continue;
             cudnnBackendDescriptor_t nxt, other = NULL;
-            PP_TRY(tensor(g, stage == last ? PCU_UID_Y : 10 + stage, nd, c->y, stage != last, type, &nxt, "tensor", err));
-            if (stage == 1) PP_TRY(tensor(g, PCU_UID_B, nd, bd, false, type, &other, "tensor bias", err));
-            if (stage == 2) PP_TRY(tensor(g, PCU_UID_R, nd, c->y, false, type, &other, "tensor residual", err));
+            PP_TRY(tensor(g, stage == last ? PCU_UID_Y : 10 + stage, nd, c->y, cl, stage != last, type, &nxt, "tensor",
+                          err));
+            if (stage == 1) PP_TRY(tensor(g, PCU_UID_B, nd, bd, cl, false, type, &other, "tensor bias", err));
+            if (stage == 2) PP_TRY(tensor(g, PCU_UID_R, nd, c->y, cl, false, type, &other, "tensor residual", err));
             PP_TRY(pointwise(g, stage == 3 ? CUDNN_POINTWISE_RELU_FWD : CUDNN_POINTWISE_ADD, cur, other, nxt, c,
                              &op[nops++], err));
             cur = nxt;

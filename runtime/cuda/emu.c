@@ -107,8 +107,51 @@ static void emu_conv_wgrad(const pcu_conv *c, const float *x, const float *dy, f
         }
 }
 
+/* dims d (nd of them) from a tensor at strides st (src) into the same tensor
+ * packed in their order (dst), or with gather false from packed to strided */
+static void emu_restride(const int64_t *d, int nd, const int64_t *st, const float *src, float *dst, bool gather) {
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= d[i];
+    for (int64_t j = 0; j < n; j++) {
+        int64_t r = j, off = 0;
+        for (int i = nd - 1; i >= 0; i--) off += (r % d[i]) * st[i], r /= d[i];
+        if (gather) dst[j] = src[off];
+        else dst[off] = src[j];
+    }
+}
+
+/* A channels-last convolution (c->nhwc; forward or backward data): x, w and the residual read
+ * through the strides cuDNN is given (pcu_conv_strides: NHWC, KRSC) into
+ * packed NCHW copies, the convolution (and the graph's pointwise ops) as
+ * there, y written back through its strides: NCHW's bits. */
+static void emu_conv_nhwc(const pcu_conv *c, const float *x, const float *w, const float *bias, const float *res,
+                          float *y) {
+    pcu_conv p = *c;
+    p.nhwc = 0;
+    const int nd = 2 + c->nsp;
+    int64_t nx = 1, nw = 1, ny = 1, sx[5], sw[5], sy[5];
+    for (int i = 0; i < nd; i++) nx *= c->x[i], nw *= c->w[i], ny *= c->y[i];
+    pcu_conv_strides(c, 0, sx), pcu_conv_strides(c, 1, sw), pcu_conv_strides(c, 2, sy);
+    float *px = malloc((size_t)(nx ? nx : 1) * sizeof *px), *pw = malloc((size_t)(nw ? nw : 1) * sizeof *pw);
+    float *py = malloc((size_t)(ny ? ny : 1) * sizeof *py), *pr = res ? malloc((size_t)(ny ? ny : 1) * sizeof *pr) : NULL;
+    if (px && pw && py && (!res || pr)) {
+        emu_restride(c->x, nd, sx, x, px, true);
+        emu_restride(c->w, nd, sw, w, pw, true);
+        if (res) emu_restride(c->y, nd, sy, res, pr, true);
+        pcu_emu_conv(&p, px, pw, bias, pr, py);
+        emu_restride(c->y, nd, sy, py, y, false);
+    } else {
+        for (int64_t i = 0; i < ny; i++) y[i] = NAN; /* out of host memory: a wrong answer the checks see */
+    }
+    free(px), free(pw), free(py), free(pr);
+}
+
 void pcu_emu_conv(const pcu_conv *c, const float *x, const float *w, const float *bias, const float *res,
                   float *y) {
+    if (c->nhwc && !c->wgrad) {
+        emu_conv_nhwc(c, x, w, bias, res, y);
+        return;
+    }
     if (c->wgrad) { /* operands: X, dY, -, -, dW */
         emu_conv_wgrad(c, x, w, y);
         return;
@@ -335,8 +378,13 @@ static unsigned outputs_of(const pcu_step *s) {
 /* No two arena tensors (a view one with its source) share bytes over a step
  * where both are live: each tensor's bytes are the span of its operands'
  * regions, its lifetime the steps from the first that touches it to the last. */
+/* an arena tensor's name for messages (a layout temp: its tensor's) */
+static const char *lint_name(const pcu_plan *pl, int t) {
+    return t < pl->st->n_tensors ? pl->st->t[t].name : pl->st->t[pl->temp_of[t - pl->st->n_tensors]].name;
+}
+
 static pp_status lint_arena(const pcu_plan *pl, pp_err *err) {
-    const int nt = pl->st->n_tensors;
+    const int nt = pl->n_tensors > pl->st->n_tensors ? pl->n_tensors : pl->st->n_tensors;
     int *b = malloc(pp_count(nt) * sizeof *b), *e = malloc(pp_count(nt) * sizeof *e);
     int *id = malloc(pp_count(nt) * sizeof *id);
     size_t *off = malloc(pp_count(nt) * sizeof *off), *end = malloc(pp_count(nt) * sizeof *end);
@@ -360,7 +408,7 @@ static pp_status lint_arena(const pcu_plan *pl, pp_err *err) {
     if (found < 0) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
     if (found > 0)
         s = PP_FAIL(err, PP_ERUNTIME, "cuda lint: stage %d: arena tensors '%s' and '%s' share bytes while both are "
-                    "live", pl->st->index, pl->st->t[id[x]].name, pl->st->t[id[y]].name);
+                    "live", pl->st->index, lint_name(pl, id[x]), lint_name(pl, id[y]));
     free(b), free(e), free(id), free(off), free(end);
     return s;
 }
@@ -516,7 +564,7 @@ static size_t upload_weights(pprt_exec *x, bool again) {
     for (int i = 0; i < st->n_tensors; i++) {
         const pprt_tdesc *t = &st->t[i];
         if (t->kind != PPRT_WEIGHT || (again && (!t->varies || t->resident))) continue;
-        memcpy(x->mem[PCU_SP_WEIGHTS] + x->pl.woff[i], t->data, t->nbytes);
+        pcu_weight_put(&x->pl, i, x->mem[PCU_SP_WEIGHTS] + x->pl.woff[i], t->data);
         n += t->nbytes;
     }
     return n;
@@ -852,6 +900,8 @@ void pprt_cuda_counts_of(const pcu_counts *c, pprt_exec_counts *out) {
     out->fused = c->fused;
     out->views = c->copies;
     out->reference = c->host;
+    out->layout_changes = c->transposes; /* --cuda-layout nhwc: the NCHW <-> NHWC copies */
+    out->own_layout = c->nhwc;           /* and the nodes run channels-last */
 }
 
 static void emu_counts(const pprt_exec *x, pprt_exec_counts *c) {

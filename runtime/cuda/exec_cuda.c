@@ -159,10 +159,11 @@ static pp_status dnn_plan_mode(pprt_exec *x, int node, dstep *d, cudnnBackendHeu
         return PP_WRAP(err, &e, e.code, "node '%s': %s", x->st->nodes[node].name, e.msg);
     d->plan = k.plan;
     if (pprt_cuda_config()->explain)
-        fprintf(stderr, "pprt: cuda: stage %d node '%s': cuDNN %s graph, heuristics %s: %lld configs; %s engine %lld "
+        fprintf(stderr, "pprt: cuda: stage %d node '%s': cuDNN %s graph%s, heuristics %s: %lld configs; %s engine %lld "
                 "(config %lld, workspace %lld bytes); refused %d non-deterministic, %d reduced-precision, %d over the "
                 "workspace, %d without a plan\n", x->st->index, x->st->nodes[node].name,
-                d->dnn.fused ? "fused" : "convolution-alone", mode == CUDNN_HEUR_MODE_A ? "A" : "fallback",
+                d->dnn.fused ? "fused" : "convolution-alone", x->pl.steps[d - x->ds].u.conv.nhwc ? " (NHWC)" : "",
+                mode == CUDNN_HEUR_MODE_A ? "A" : "fallback",
                 (long long)k.configs, d->plan ? "took" : "no", (long long)k.gidx, (long long)k.took,
                 (long long)k.workspace, k.refused[0], k.refused[1], k.refused[2], k.refused[3]);
     return PP_OK;
@@ -479,7 +480,7 @@ static pp_status upload_weights(pprt_exec *x, bool again, pp_err *err) {
     for (int i = 0; i < st->n_tensors; i++) {
         const pprt_tdesc *t = &st->t[i];
         if (t->kind != PPRT_WEIGHT) continue;
-        memcpy(pin + x->pl.woff[i], t->data, t->nbytes);
+        pcu_weight_put(&x->pl, i, pin + x->pl.woff[i], t->data);
         /* a reload: only the weights that vary and no device optimizer keeps (dopt.h), each its own copy */
         if (!again || !t->varies || t->resident || e != cudaSuccess) continue;
         e = cudaMemcpyAsync(x->mem[PCU_SP_WEIGHTS] + x->pl.woff[i], pin + x->pl.woff[i], t->nbytes,

@@ -1728,10 +1728,12 @@ typedef struct pcu_pool {
     int64_t in[3], k[3], s[3], d[3], p[3], p1[3], out[3];
 } pcu_pool;
 
-PCU_HD void pcu_pool_at(const pcu_pool *k, void *y, const void *x, int64_t i) {
-    const int64_t ow = i % k->out[2], oh = (i / k->out[2]) % k->out[1], od = (i / (k->out[2] * k->out[1])) % k->out[0];
-    const int64_t nc = i / (k->out[2] * k->out[1] * k->out[0]);
-    const int64_t xp = nc * k->in[0] * k->in[1] * k->in[2];
+/* y[i] = the window of output position (od, oh, ow) over one channel of x:
+ * the channel's first element at xp, its spatial elements cs apart (1 for
+ * NCHW, C for NHWC). The taps in one order whatever the layout, so NHWC
+ * gives NCHW's bits. */
+PCU_HD void pcu_pool_win(const pcu_pool *k, void *y, const void *x, int64_t i, int64_t xp, int64_t cs, int64_t od,
+                         int64_t oh, int64_t ow) {
     double acc = k->max ? -INFINITY : 0.0;
     int64_t cnt = 0;
     int nan = 0, num = 0;
@@ -1747,7 +1749,7 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, void *y, const void *x, int64_t i) {
                 const int inside = z >= 0 && z < k->in[0] && h >= 0 && h < k->in[1] && w >= 0 && w < k->in[2];
                 if (k->count_pad || inside) cnt++;
                 if (!inside) continue;
-                const float v = pcu_rld(x, k->t, xp + (z * k->in[1] + h) * k->in[2] + w);
+                const float v = pcu_rld(x, k->t, xp + ((z * k->in[1] + h) * k->in[2] + w) * cs);
                 if (k->lp) {
                     acc += pow(fabs((double)v), (double)k->lp);
                 } else if (k->max) { /* NaN skipped, as the reference: a window of only NaN is NaN */
@@ -1761,6 +1763,28 @@ PCU_HD void pcu_pool_at(const pcu_pool *k, void *y, const void *x, int64_t i) {
     }
     if (k->lp) pcu_rst(y, k->t, i, (float)pow(acc, 1.0 / (double)k->lp)); /* (sum of |x|^p)^(1/p); pads add nothing */
     else pcu_rst(y, k->t, i, k->max ? (num || !nan ? (float)acc : NAN) : (float)(cnt ? acc / (double)cnt : NAN));
+}
+
+PCU_HD void pcu_pool_at(const pcu_pool *k, void *y, const void *x, int64_t i) {
+    const int64_t ow = i % k->out[2], oh = (i / k->out[2]) % k->out[1], od = (i / (k->out[2] * k->out[1])) % k->out[0];
+    const int64_t nc = i / (k->out[2] * k->out[1] * k->out[0]);
+    pcu_pool_win(k, y, x, i, nc * k->in[0] * k->in[1] * k->in[2], 1, od, oh, ow);
+}
+
+/* The same pools channels-last (--cuda-layout nhwc): x [N, (D,) H, W, C] in
+ * memory, output i = (((n * OD + od) * OH + oh) * OW + ow) * C + c, one
+ * thread each, the window's taps in pcu_pool_at's order. */
+typedef struct pcu_poolh {
+    pcu_pool p;
+    int64_t c; /* channels */
+} pcu_poolh;
+
+PCU_HD void pcu_poolh_at(const pcu_poolh *k, void *y, const void *x, int64_t i) {
+    const pcu_pool *p = &k->p;
+    const int64_t c = i % k->c, r = i / k->c;
+    const int64_t ow = r % p->out[2], oh = (r / p->out[2]) % p->out[1], od = (r / (p->out[2] * p->out[1])) % p->out[0];
+    const int64_t n = r / (p->out[2] * p->out[1] * p->out[0]);
+    pcu_pool_win(p, y, x, i, n * p->in[0] * p->in[1] * p->in[2] * k->c + c, k->c, od, oh, ow);
 }
 
 /* ---- pp.MaxPoolGrad: one thread per input element, no atomics ------------------------------ *

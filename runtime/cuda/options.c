@@ -62,6 +62,14 @@ static pp_status set_tactics(void *base, const char *name, const char *v, pp_err
     return PP_OK;
 }
 
+/* --cuda-layout nchw|nhwc|auto */
+static pp_status set_layout(void *base, const char *name, const char *v, pp_err *err) {
+    (void)name, (void)err;
+    pprt_cuda_cfg *c = base;
+    c->layout = !strcmp(v, "nchw") ? PCU_LAYOUT_NCHW : !strcmp(v, "nhwc") ? PCU_LAYOUT_NHWC : PCU_LAYOUT_AUTO;
+    return PP_OK;
+}
+
 /* The on|off options: their bool by name. */
 static pp_status set_on_off(void *base, const char *name, const char *v, pp_err *err) {
     (void)err;
@@ -139,6 +147,11 @@ static const pp_opt rows[] = {
              "Cast's half tensor, cuBLASLt 16BF/16F and cuDNN BFLOAT16/HALF with f32 sums, those Casts skipped "
              "(on; the bits of off on cuda-emu, not yet run on a GPU), or the products in f32 on the f32 copies "
              "(off); --cuda-explain counts them"},
+    {.names = "--cuda-layout", .kind = PP_OPT_WORD, .arg = "nchw|nhwc|auto", .off = PP_OPT_NOFIELD,
+     .words = "nchw|nhwc|auto", .dflt = "auto", .set = set_layout,
+     .help = "cuda, cuda-emu: an inference plan's 2-D convolutions and the pools and elementwise nodes between "
+             "them channels-last, the messages and outputs NCHW (nhwc), all NCHW (nchw), or nhwc for half plans "
+             "(ppcc --precision fp16|bf16: tensor-core engines) and nchw for f32 ones (auto); docs/cuda.md"},
     {.names = "--cuda-tactics", .kind = PP_OPT_CUSTOM, .arg = "auto|off|FILE", .off = PP_OPT_NOFIELD,
      .what = "auto, off or a tactic table file", .dflt = "auto", .set = set_tactics,
      .help = "cuda: each convolution's cuDNN engine from a table of engines timed on a GPU, by the convolution's "
@@ -169,7 +182,8 @@ pp_status pprt_cuda_plan_stage(const pprt_plan *p, const pprt_stage *st, const u
     const pcu_plan_opts po = {.host_only = cfg.host_only, .host_node = host_node, .narrow_copies = !cfg.wide_copies,
                               .row_blocks = cfg.row_kernels, .fused_attention = cfg.fused_attention,
                               .stride_views = cfg.stride_views, .wide_elementwise = cfg.wide_elementwise,
-                              .f32_products = !cfg.half_products};
+                              .f32_products = !cfg.half_products,
+                              .nhwc = pcu_layout_nhwc(p, cfg.layout)};
     PP_TRY(pcu_plan_build(p, st, &po, pl, err));
     return pcu_lint(pl, err);
 }

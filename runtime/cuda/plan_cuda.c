@@ -80,6 +80,16 @@ typedef struct planner {
     int n_xt;
     struct hname *hn; /* the whole plan's tensors by name (half_names) */
     int n_hn;
+    /* layouts (--cuda-layout nhwc, "Layouts" below; all NULL when off) */
+    signed char *mode; /* node -> 1: runs channels-last */
+    signed char *lay;  /* tensor -> 1: channels-last by the plan's rule (lay_rule) */
+    int (*have)[2];    /* tensor -> the tensor (itself or a temp) that holds its value NCHW [0] / NHWC [1], or -1 */
+    int *over;         /* tensor -> what the node being planned reads or writes for it (-1: itself) */
+    pprt_tdesc *shadow; /* tensor -> its description with the dims permuted to N, H, W, C (a channels-last */
+    bool *shadow_on;    /* elementwise node's operands while it is planned) */
+    unsigned char *wkrsc; /* weight -> 1: only channels-last convolutions read it, as W: uploaded KRSC */
+    bool cur_nhwc;        /* the node being planned runs channels-last */
+    int temp_cap;
     pp_err *err;
 } planner;
 
@@ -87,6 +97,8 @@ typedef struct planner {
 
 pcu_ref pcu_tensor_ref(const pcu_plan *pl, int tid) {
     if (tid < 0) return (pcu_ref){-1, -1, 0, 0};
+    if (tid >= pl->st->n_tensors) /* a temp of the layouts: its offsets from 0 until repack_arena */
+        return (pcu_ref){PCU_SP_ARENA, tid, 0, pl->temp_bytes[tid - pl->st->n_tensors]};
     const pprt_tdesc *t = &pl->st->t[tid];
     switch (t->kind) {
     case PPRT_ACTIVATION: return (pcu_ref){PCU_SP_ARENA, tid, t->offset, t->nbytes};
@@ -121,14 +133,29 @@ static pcu_step *add_step(planner *P, int kind, int node, int n_ops) {
     pcu_step *var = add_step((P), (kind), (node), (n_ops));                           \
     if (!var) return PP_FAIL((P)->err, PP_ENOMEM, "out of memory")
 
-/* A tensor of the stage, or of the planner's own (the half route's WORK copies: ids from st->n_tensors on) */
+/* A tensor of the stage, or of the planner's own: the half route's WORK copies (ids from st->n_tensors on; a
+ * training plan's) or the layouts' temps (an inference plan's: never described here, only placed, pcu_tensor_ref);
+ * a channels-last elementwise node's operands with their dims permuted ("Layouts") */
 static const pprt_tdesc *T(const planner *P, int tid) {
-    return tid < 0 ? NULL : tid < P->st->n_tensors ? &P->st->t[tid] : &P->xt[tid - P->st->n_tensors];
+    if (tid < 0) return NULL;
+    if (tid >= P->st->n_tensors) return &P->xt[tid - P->st->n_tensors];
+    return P->shadow_on && P->shadow_on[tid] ? &P->shadow[tid] : &P->st->t[tid];
 }
+/* Its region (the node's temp for it where it reads or writes one, "Layouts") */
 static pcu_ref R(const planner *P, int tid) {
-    return tid < P->st->n_tensors ? pcu_tensor_ref(P->pl, tid) : P->xref[tid - P->st->n_tensors];
+    if (tid >= P->st->n_tensors && P->xt) return P->xref[tid - P->st->n_tensors];
+    return pcu_tensor_ref(P->pl, P->over && tid >= 0 && tid < P->st->n_tensors && P->over[tid] >= 0 ? P->over[tid] : tid);
+}
+/* The offset a tensor's regions count from before repack_arena (a temp's: 0) */
+static uint64_t tbase(const planner *P, int tid) {
+    return tid < P->st->n_tensors ? P->st->t[tid].offset : 0;
 }
 static void strides_of(const pp_shape *s, int64_t *st);
+static bool lay_free(const pprt_tdesc *t);
+/* [N, C, H, W]'s element strides in channels-last memory */
+static void nhwc_strides(const pp_shape *s, int64_t *st) {
+    st[1] = 1, st[3] = s->dim[1], st[2] = s->dim[3] * s->dim[1], st[0] = s->dim[2] * st[2];
+}
 
 /* How tensor tid is read: a folded view's strides over its source, else its
  * own bytes packed. */
@@ -250,7 +277,7 @@ static int ew_wide(const planner *P, const pcu_step *s) {
         const pcu_ref *o = &s->ops[q];
         if (q < e->nin && e->st[q][e->rank - 1] != 0 && e->st[q][e->rank - 1] != 1) return 0;
         if (o->space < 0 || o->space == PCU_SP_WORK || o->off % 16) return 0;
-        if (o->space == PCU_SP_ARENA && (o->tensor < 0 || (o->off - P->st->t[o->tensor].offset) % 16)) return 0;
+        if (o->space == PCU_SP_ARENA && (o->tensor < 0 || (o->off - tbase(P, o->tensor)) % 16)) return 0;
     }
     return width;
 }
@@ -393,7 +420,7 @@ static pp_status plan_elementwise(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const int op = ew_op_of(n->op);
     *ok = false;
-    if (n->op == PP_OP_ADD) {
+    if (n->op == PP_OP_ADD && !P->cur_nhwc) { /* (a LayerNorm reads NCHW: no channels-last Add joins it) */
         PP_TRY(plan_add_ln(P, ni, ok));
         if (*ok) return PP_OK;
     }
@@ -755,6 +782,7 @@ static pp_status plan_concat_split(planner *P, int ni, bool *ok) {
     if (!es || es > 8) return PP_OK;
     int axis;
     if (pp_norm_axis(attr_i(P, n, "axis", 0), whole->shape.rank, "axis", &axis, NULL) != PP_OK) return PP_OK;
+    if (P->cur_nhwc) axis = (const int[4]){0, 3, 1, 2}[axis]; /* a channels-last Concat: the dims as N, H, W, C */
     int64_t wst[PP_MAX_DIMS];
     strides_of(&whole->shape, wst);
     const sview xv = view_of(P, n->in[0]); /* Split: its input may be a folded view (Concat's never is) */
@@ -930,13 +958,16 @@ static pp_status plan_dropout_train(planner *P, int ni, bool *ok) {
 
 /* ---- reductions, softmax, normalizations, pools -------------------------------------------- */
 
-static pp_status red_step(planner *P, int ni, int op, int last, const pprt_tdesc *x, const bool *mask, pcu_ref yr) {
+/* xst_in: x's element strides (a channels-last GlobalAveragePool's), NULL: packed */
+static pp_status red_step(planner *P, int ni, int op, int last, const pprt_tdesc *x, const int64_t *xst_in,
+                          const bool *mask, pcu_ref yr) {
     NEW_STEP(s, P, PCU_S_KERNEL, ni, 2);
     s->kernel = PCU_K_RED;
     pcu_red *k = &s->u.red;
     *k = (pcu_red){.op = op, .last = last, .n_out = 1, .n_red = 1};
     int64_t xst[PP_MAX_DIMS];
     strides_of(&x->shape, xst);
+    if (xst_in) memcpy(xst, xst_in, sizeof(int64_t) * (size_t)x->shape.rank);
     for (int d = 0; d < x->shape.rank; d++) {
         if (x->shape.dim[d] == 1) continue;
         if (mask[d]) {
@@ -947,7 +978,7 @@ static pp_status red_step(planner *P, int ni, int op, int last, const pprt_tdesc
             k->n_out *= x->shape.dim[d];
         }
     }
-    s->ops[0] = pcu_tensor_ref(P->pl, (int)(x - P->st->t));
+    s->ops[0] = R(P, (int)(x - P->st->t));
     s->ops[1] = yr;
     s->threads = k->n_out;
     if (s->threads == 0) free(s->ops), P->pl->n_steps--;
@@ -970,7 +1001,12 @@ static pp_status plan_reduce(planner *P, int ni, bool *ok) {
         for (int d = 2; d < x->shape.rank; d++) mask[d] = true;
         op = n->op == PP_OP_GLOBALAVGPOOL ? PCU_RED_MEAN : PCU_RED_MAX;
         *ok = true;
-        PP_TRY(red_step(P, ni, op, 0, x, mask, R(P, n->out[0])));
+        /* channels-last x [N, C, H, W] as NHWC strides: the window in the same order, the output [N, C, 1, 1]
+         * the same bytes in either layout */
+        int64_t cl[PP_MAX_DIMS];
+        if (P->cur_nhwc && x->shape.rank == 4)
+            nhwc_strides(&x->shape, cl);
+        PP_TRY(red_step(P, ni, op, 0, x, P->cur_nhwc && x->shape.rank == 4 ? cl : NULL, mask, R(P, n->out[0])));
         if (half && P->pl->n_steps && P->pl->steps[P->pl->n_steps - 1].node == ni)
             P->pl->steps[P->pl->n_steps - 1].u.red.t = x->dtype;
         return PP_OK;
@@ -983,7 +1019,7 @@ static pp_status plan_reduce(planner *P, int ni, bool *ok) {
         mask[axis] = true;
         *ok = true;
         return red_step(P, ni, n->op == PP_OP_ARGMAX ? PCU_RED_ARGMAX : PCU_RED_ARGMIN,
-                        attr_i(P, n, "select_last_index", 0) != 0, x, mask, R(P, n->out[0]));
+                        attr_i(P, n, "select_last_index", 0) != 0, x, NULL, mask, R(P, n->out[0]));
     }
     if (y->dtype != PP_F32) return PP_OK;
     switch (n->op) {
@@ -1011,7 +1047,7 @@ static pp_status plan_reduce(planner *P, int ni, bool *ok) {
         return PP_OK;
     *ok = true;
     if (!any) return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
-    return red_step(P, ni, op, 0, x, rd.mask, R(P, n->out[0]));
+    return red_step(P, ni, op, 0, x, NULL, rd.mask, R(P, n->out[0]));
 }
 
 /* The own kernels' scratch in WORK, after the library workspace: one region
@@ -1312,6 +1348,7 @@ static pp_status plan_norm(planner *P, int ni, bool *ok) {
         s->kernel = PCU_K_BN;
         int64_t S = 1;
         for (int d = 2; d < xs->rank; d++) S *= xs->dim[d];
+        if (P->cur_nhwc) S = 1; /* channels-last: the channel is the innermost index */
         s->u.bn = (pcu_bn){.n = numel(xs), .c = xs->dim[1], .s = S, .eps = attr_f(P, n, "epsilon", 1e-5f)};
         for (int k = 0; k < 5; k++) s->ops[k] = R(P, n->in[k]);
         s->ops[5] = R(P, n->out[0]);
@@ -1404,9 +1441,14 @@ static pp_status plan_pool(planner *P, int ni, bool *ok) {
         k->p[d] = g3.p[d], k->p1[d] = g3.p1[d], k->out[d] = g3.out[d];
     }
     k->n = k->nc * k->out[0] * k->out[1] * k->out[2];
+    if (P->cur_nhwc) { /* channels-last: the same window a thread, the channel innermost (kmath.h pcu_poolh_at) */
+        const pcu_pool pk = *k;
+        s->kernel = PCU_K_POOLH;
+        s->u.poolh = (pcu_poolh){.p = pk, .c = x->shape.dim[1]};
+    }
     s->ops[0] = R(P, n->in[0]);
     s->ops[1] = R(P, n->out[0]);
-    s->threads = k->n;
+    s->threads = P->cur_nhwc ? s->u.poolh.p.n : s->u.pool.n;
     if (s->threads == 0) free(s->ops), P->pl->n_steps--;
     P->pl->counts.own++;
     *ok = true;
@@ -2102,6 +2144,7 @@ pcu_epi pcu_conv_epi(const pcu_conv *c) {
                  .n = c->y[0] * c->y[1] * c->y[2] * c->y[3] * (c->nsp == 3 ? c->y[4] : 1), .c = c->y[1],
                  .lo = c->lo, .hi = c->hi};
     e.s = c->y[0] * c->y[1] > 0 ? e.n / (c->y[0] * c->y[1]) : 1;
+    if (c->nhwc) e.s = 1; /* channels-last: the channel is the innermost index */
     return e;
 }
 
@@ -2499,7 +2542,7 @@ static pp_status plan_conv(planner *P, int ni, bool *ok) {
         groups = attr_i(P, n, "group", 1);
         if (pp_geom_make(a, &x->shape, &w->shape.dim[2], false, &g, NULL) != PP_OK) return PP_OK;
     }
-    pcu_conv c = {.transpose = tr, .groups = (int32_t)groups, .dt = ty};
+    pcu_conv c = {.transpose = tr, .groups = (int32_t)groups, .dt = ty, .nhwc = P->cur_nhwc && x->shape.rank == 4};
     if (n->op == PP_OP_FUSEDCONV) {
         const char *act = "";
         (void)pp_attr_string(a, "activation", "", &act, NULL);
@@ -3282,6 +3325,8 @@ static pp_status fold_views(planner *P) {
             sview v, in = view_of(P, n->in[0]);
             ok = t >= 0 && st->t[t].kind == PPRT_ACTIVATION && !sent[t] && numel(&st->t[t].shape) > 0 &&
                  node_view(P, ni, q, &in, &v);
+            /* (a channels-last input is read through a transpose: no view of its bytes) */
+            ok = ok && !(P->lay && n->in[0] >= 0 && P->lay[n->in[0]] && !lay_free(&st->t[n->in[0]]));
         }
         cand[ni] = ok;
         for (int q = 0; q < n->n_out && ok; q++) fold[n->out[q]] = from_cand[n->out[q]] = true;
@@ -3344,7 +3389,8 @@ static pp_status plan_copy(planner *P, int ni, bool *ok) {
      * stage's own arena (repack_arena), no step */
     const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
     if (x->kind == PPRT_ACTIVATION && y->kind == PPRT_ACTIVATION && x->nbytes == y->nbytes) {
-        P->alias[n->out[0]] = n->in[0];
+        const int src = R(P, n->in[0]).tensor; /* (an NCHW temp of a channels-last input: its bytes) */
+        P->alias[n->out[0]] = src;
         return PP_OK;
     }
     return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
@@ -3436,9 +3482,394 @@ static pp_status plan_node(planner *P, int ni) {
     return host_step(P, ni, why);
 }
 
+/* ---- layouts (--cuda-layout nhwc) ------------------------------------------------------------ *
+ * A channels-last plan runs its 2-D convolutions NHWC (cuDNN's tensor-core engines for half want it) and keeps
+ * the tensors between them NHWC, so no transpose stands between two convolutions. Which node runs
+ * channels-last is a function of the plan alone (lay_rule), never of where a cut falls: the rule walks the
+ * whole plan's nodes in order, stage after stage, and a stage's received tensor takes the layout the stage
+ * that made it gave it. Every node thus runs in the same layout at -pp 1 and -pp 2; a cut only adds
+ * transposes, which move bytes and change none, so the promise that a split changes no bit holds.
+ *
+ * The rule: a Conv, pp.FusedConv or ConvTranspose of 4-D float tensors runs NHWC; an elementwise node (4-D output, inputs of
+ * rank <= 4, broadcast allowed), a Concat of 4-D tensors, MaxPool, AveragePool, GlobalAveragePool,
+ * GlobalMaxPool or an f32 inference BatchNormalization runs NHWC when one of its activations is NHWC by the rule; a
+ * Transpose [0, 2, 3, 1] of an NHWC tensor is its bytes (its output NCHW, no step), and a Transpose [0, 3, 1, 2]
+ * always makes an NHWC output out of its input's bytes (the model's own change of layout: ConvNeXt, Swin) (and is not "free": a tensor with one channel or 1x1 spatial
+ * dims, or not 4-D, has the same bytes in both layouts); everything else runs NCHW. A node's non-free
+ * outputs have its layout.
+ *
+ * The planner then keeps, per tensor, which tensor holds its value in each layout (P->have): a reader that
+ * wants the other layout gets a temp of the planner's own (pcu_plan.n_temps) written by one strided copy
+ * (lay_transpose, counted in pcu_counts.transposes); a channels-last output that the stage sends is written
+ * into a temp and copied to NCHW into the message at once, so messages and outputs keep the plan's NCHW
+ * layout. A weight that only channels-last convolutions read, as W, is uploaded KRSC (pcu_weight_put); any
+ * other is transposed like an activation. A channels-last elementwise node sees its operands with the dims
+ * permuted to N, H, W, C (T's shadows): the same kernel, broadcasts included, over NHWC bytes (a Concat: its axis
+ * permuted too). A node whose
+ * channels-last route declines (or that is on the host fallback) runs NCHW with transposes around it. */
+
+enum { LC_NONE, LC_CONV, LC_EW, LC_POOL, LC_GPOOL, LC_BN, LC_TO_NHWC, LC_FROM_NHWC };
+
+/* A tensor whose NCHW and NHWC bytes are the same: not 4-D, one channel, or 1x1 */
+static bool lay_free(const pprt_tdesc *t) {
+    const pp_shape *s = &t->shape;
+    return s->rank != 4 || s->dim[1] == 1 || (s->dim[2] == 1 && s->dim[3] == 1);
+}
+
+static bool lay_float(pp_dtype t) { return t == PP_F32 || t == PP_F16 || t == PP_BF16; }
+
+/* What node n of stage st can do channels-last, from its op and its tensors' ranks and types */
+static int lay_class(const pprt_plan *p, const pprt_stage *st, const pprt_node *n) {
+    if (n->n_out != 1 || n->out[0] < 0 || n->n_in < 1 || n->in[0] < 0) return LC_NONE;
+    const pprt_tdesc *x = &st->t[n->in[0]], *y = &st->t[n->out[0]];
+    const bool fx = x->shape.rank == 4 && lay_float(x->dtype) && y->dtype == x->dtype;
+    switch (n->op) {
+    case PP_OP_CONV: case PP_OP_FUSEDCONV: case PP_OP_CONVTRANSPOSE:
+        return fx && n->n_in >= 2 && n->in[1] >= 0 && st->t[n->in[1]].shape.rank == 4 &&
+                       st->t[n->in[1]].dtype == x->dtype ? LC_CONV : LC_NONE;
+    case PP_OP_MAXPOOL: case PP_OP_AVGPOOL: return fx ? LC_POOL : LC_NONE;
+    case PP_OP_GLOBALAVGPOOL: case PP_OP_GLOBALMAXPOOL: return fx ? LC_GPOOL : LC_NONE;
+    case PP_OP_BATCHNORM: /* inference (one output): its channel the innermost index */
+        return fx && x->dtype == PP_F32 && !pp_bn_training((pp_attrs){n->attrs, n->n_attrs, p->opset}, n->n_out) ? LC_BN : LC_NONE;
+    case PP_OP_TRANSPOSE: { /* the model's own change of layout (ConvNeXt, Swin): [0, 2, 3, 1], [0, 3, 1, 2] */
+        int64_t pm[PP_MAX_DIMS];
+        if (x->shape.rank != 4 || y->dtype != x->dtype ||
+            pp_transpose_perm((pp_attrs){n->attrs, n->n_attrs, p->opset}, 4, pm, NULL) != PP_OK)
+            return LC_NONE;
+        return pm[0] == 0 && pm[1] == 2 && pm[2] == 3 && pm[3] == 1   ? LC_FROM_NHWC
+               : pm[0] == 0 && pm[1] == 3 && pm[2] == 1 && pm[3] == 2 ? LC_TO_NHWC
+                                                                      : LC_NONE;
+    }
+    case PP_OP_WHERE: case PP_OP_CAST: case PP_OP_CASTLIKE: case PP_OP_CLIP: case PP_OP_CONCAT: break;
+    default:
+        if (plan_table[n->op].fn || ew_op_of(n->op) < 0) return LC_NONE;
+    }
+    if (y->shape.rank != 4) return LC_NONE;
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && st->t[n->in[k]].shape.rank > 4) return LC_NONE;
+    return LC_EW;
+}
+
+/* The rule over stage st's nodes in order: mode[ni], and lay[t] for the tensors they make (the received ones'
+ * given) */
+static void lay_stage(const pprt_plan *p, const pprt_stage *st, signed char *lay, signed char *mode) {
+    for (int ni = 0; ni < st->n_nodes; ni++) {
+        const pprt_node *n = &st->nodes[ni];
+        const int c = lay_class(p, st, n);
+        bool m = c == LC_CONV || c == LC_TO_NHWC;
+        for (int k = 0; k < n->n_in && c != LC_NONE && c != LC_TO_NHWC && !m; k++) {
+            const int t = n->in[k];
+            m = t >= 0 && st->t[t].kind != PPRT_WEIGHT && lay[t] == 1 && !lay_free(&st->t[t]);
+        }
+        mode[ni] = m;
+        for (int q = 0; q < n->n_out; q++) /* (a Transpose out of NHWC: an NCHW output) */
+            if (n->out[q] >= 0) lay[n->out[q]] = m && c != LC_FROM_NHWC && !lay_free(&st->t[n->out[q]]);
+    }
+}
+
+/* P->lay and P->mode of this stage by the rule run over the plan's stages up to it */
+static pp_status lay_rule(planner *P) {
+    const pprt_plan *p = P->p;
+    const ptrdiff_t k = P->st - p->stages;
+    if (k < 0 || k >= p->n_stages) { /* a stage of no plan (tests): its own nodes alone */
+        lay_stage(p, P->st, P->lay, P->mode);
+        return PP_OK;
+    }
+    signed char **L = calloc((size_t)k + 1, sizeof *L);
+    signed char *scratch = NULL;
+    pp_status s = PP_OK;
+    for (ptrdiff_t j = 0; L && j <= k && s == PP_OK; j++) {
+        const pprt_stage *sj = &p->stages[j];
+        L[j] = j == k ? P->lay : calloc(pp_count(sj->n_tensors) + 1, 1);
+        free(scratch);
+        scratch = j == k ? NULL : calloc(pp_count(sj->n_nodes) + 1, 1);
+        if (!L[j] || (j < k && !scratch)) {
+            s = PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+            break;
+        }
+        for (int t = 0; t < sj->n_tensors; t++) { /* a received tensor: its maker's layout, by name */
+            if (sj->t[t].kind != PPRT_RECV) continue;
+            bool found = false;
+            for (ptrdiff_t i = j - 1; i >= 0 && !found; i--)
+                for (int u = 0; u < p->stages[i].n_tensors && !found; u++) {
+                    const pprt_tdesc *d = &p->stages[i].t[u];
+                    if ((d->kind == PPRT_ACTIVATION || d->kind == PPRT_SEND) && !strcmp(d->name, sj->t[t].name))
+                        L[j][t] = L[i][u], found = true;
+                }
+        }
+        lay_stage(p, sj, L[j], j == k ? P->mode : scratch);
+    }
+    if (!L) s = PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    for (ptrdiff_t j = 0; L && j < k; j++) free(L[j]);
+    free(L);
+    free(scratch);
+    return s;
+}
+
+static bool lay_host(const planner *P, int ni, const pcu_plan_opts *o) {
+    return (o && o->host_only) || (P->host_node && P->host_node[ni]);
+}
+
+/* The layout state of a stage whose plan runs channels-last (o->nhwc): the rule, what each tensor starts as,
+ * and the weights uploaded KRSC */
+static pp_status lay_setup(planner *P, const pcu_plan_opts *o) {
+    const pprt_stage *st = P->st;
+    const int nt = st->n_tensors, nn = st->n_nodes;
+    P->mode = calloc(pp_count(nn) + 1, 1);
+    P->lay = calloc(pp_count(nt) + 1, 1);
+    P->have = malloc((pp_count(nt) + 1) * sizeof *P->have);
+    P->over = malloc((pp_count(nt) + 1) * sizeof *P->over);
+    P->shadow = malloc((pp_count(nt) + 1) * sizeof *P->shadow);
+    P->shadow_on = calloc(pp_count(nt) + 1, sizeof *P->shadow_on);
+    P->wkrsc = calloc(pp_count(nt) + 1, 1);
+    if (!P->mode || !P->lay || !P->have || !P->over || !P->shadow || !P->shadow_on || !P->wkrsc)
+        return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    PP_TRY(lay_rule(P));
+    for (int t = 0; t < nt; t++) {
+        const bool given = st->t[t].kind == PPRT_RECV || st->t[t].kind == PPRT_WEIGHT;
+        P->have[t][0] = given ? t : -1;
+        P->have[t][1] = given && lay_free(&st->t[t]) ? t : -1;
+        P->over[t] = -1;
+        P->wkrsc[t] = st->t[t].kind == PPRT_WEIGHT && !lay_free(&st->t[t]);
+    }
+    for (int ni = 0; ni < nn; ni++) { /* a weight read by anything but a channels-last convolution's W stays KCRS */
+        const pprt_node *n = &st->nodes[ni];
+        const bool conv = P->mode[ni] && lay_class(P->p, st, n) == LC_CONV && !lay_host(P, ni, o);
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0 && !(conv && k == 1)) P->wkrsc[n->in[k]] = 0;
+    }
+    for (int t = 0; t < nt; t++) {
+        if (!P->wkrsc[t]) continue;
+        if (!P->pl->wperm && !(P->pl->wperm = calloc(pp_count(nt) + 1, 1)))
+            return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+        P->pl->wperm[t] = 1;
+        P->have[t][0] = -1, P->have[t][1] = t;
+    }
+    return PP_OK;
+}
+
+/* A temp of the planner's for stage tensor t's bytes in the other layout: its tensor id, -1 out of memory */
+static int lay_temp(planner *P, int t) {
+    pcu_plan *pl = P->pl;
+    if (pl->n_temps == P->temp_cap) {
+        const int cap = P->temp_cap ? 2 * P->temp_cap : 16;
+        uint64_t *b = realloc(pl->temp_bytes, (size_t)cap * sizeof *b);
+        if (b) pl->temp_bytes = b;
+        int *of = b ? realloc(pl->temp_of, (size_t)cap * sizeof *of) : NULL;
+        if (!of) return -1;
+        pl->temp_of = of;
+        P->temp_cap = cap;
+    }
+    pl->temp_bytes[pl->n_temps] = P->st->t[t].nbytes;
+    pl->temp_of[pl->n_temps] = t;
+    return P->st->n_tensors + pl->n_temps++;
+}
+
+/* Stage tensor t's value from tensor src into tensor dst, NCHW -> NHWC (to_nhwc) or back: one strided copy
+ * (the PERM kernel, its dims merged and widened by perm_finish) */
+static pp_status lay_transpose(planner *P, int ni, int t, int src, int dst, bool to_nhwc) {
+    const pprt_tdesc *d = &P->st->t[t];
+    const int64_t N = d->shape.dim[0], C = d->shape.dim[1], H = d->shape.dim[2], W = d->shape.dim[3];
+    pcu_step *s = perm_step(P, ni, 2, d);
+    if (!s) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    pcu_perm *k = &s->u.perm;
+    k->rank = 4;
+    const int64_t nhwc_dim[4] = {N, H, W, C}, nhwc_dst[4] = {H * W * C, W * C, C, 1}, nchw_src[4] = {C * H * W, W, 1, H * W};
+    const int64_t nchw_dim[4] = {N, C, H, W}, nchw_dst[4] = {C * H * W, H * W, W, 1}, nhwc_src[4] = {H * W * C, 1, W * C, C};
+    for (int i = 0; i < 4; i++) {
+        k->dim[i] = to_nhwc ? nhwc_dim[i] : nchw_dim[i];
+        k->dst_st[i] = to_nhwc ? nhwc_dst[i] : nchw_dst[i];
+        k->sst[i] = to_nhwc ? nchw_src[i] : nhwc_src[i];
+    }
+    s->ops[0] = pcu_tensor_ref(P->pl, src);
+    s->ops[1] = pcu_tensor_ref(P->pl, dst);
+    snprintf(s->why, sizeof s->why, "%s of '%.60s'", to_nhwc ? "NCHW -> NHWC" : "NHWC -> NCHW", d->name);
+    perm_finish(P, s);
+    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.transposes++;
+    return PP_OK;
+}
+
+/* t's description with the dims N, C, H, W (rank < 4 padded with leading 1s) as N, H, W, C */
+static void lay_shadow(planner *P, int t) {
+    pprt_tdesc d = P->st->t[t];
+    int64_t v[4] = {1, 1, 1, 1};
+    for (int i = 0; i < d.shape.rank; i++) v[4 - d.shape.rank + i] = d.shape.dim[i];
+    d.shape.rank = 4;
+    d.shape.dim[0] = v[0], d.shape.dim[1] = v[2], d.shape.dim[2] = v[3], d.shape.dim[3] = v[1];
+    P->shadow[t] = d;
+    P->shadow_on[t] = true;
+}
+
+/* Node ni's operands in layout m (1: NHWC): each input read from the tensor that holds it so (a transpose into
+ * a temp where none does yet), a channels-last output the stage sends written into a temp; ew: the operands'
+ * dims permuted (lay_shadow) */
+/* Input t of node ni read in layout m: from the tensor that holds it so (a transpose into a temp where none does
+ * yet), P->over[t] naming it where that is not t */
+static pp_status lay_input(planner *P, int ni, int t, int m) {
+    const pprt_stage *st = P->st;
+    if (lay_free(&st->t[t]) || P->over[t] >= 0) return PP_OK;
+    int id = P->have[t][m];
+    if (id < 0) {
+        const int src = P->have[t][!m];
+        if (src < 0)
+            return PP_FAIL(P->err, PP_ERUNTIME, "cuda planner: stage %d node '%s' reads tensor '%s' before a step "
+                           "wrote it (internal)", st->index, st->nodes[ni].name, st->t[t].name);
+        if ((id = lay_temp(P, t)) < 0) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+        PP_TRY(lay_transpose(P, ni, t, src, id, m == 1));
+        P->have[t][m] = id;
+    }
+    if (id != t) P->over[t] = id;
+    return PP_OK;
+}
+
+static pp_status lay_operands(planner *P, int ni, int m, bool ew) {
+    const pprt_stage *st = P->st;
+    const pprt_node *n = &st->nodes[ni];
+    for (int k = 0; k < n->n_in; k++) {
+        if (n->in[k] < 0) continue;
+        if (ew && m) lay_shadow(P, n->in[k]);
+        PP_TRY(lay_input(P, ni, n->in[k], m));
+    }
+    for (int q = 0; q < n->n_out; q++) {
+        const int t = n->out[q];
+        if (t < 0) continue;
+        if (ew && m) lay_shadow(P, t);
+        if (m && !lay_free(&st->t[t]) && st->t[t].kind != PPRT_ACTIVATION && (P->over[t] = lay_temp(P, t)) < 0)
+            return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    }
+    return PP_OK;
+}
+
+/* After node ni ran in layout m: where its outputs are (a sent channels-last one copied to NCHW into the
+ * message) */
+static pp_status lay_done(planner *P, int ni, int m) {
+    const pprt_stage *st = P->st;
+    const pprt_node *n = &st->nodes[ni];
+    for (int q = 0; q < n->n_out; q++) {
+        const int t = n->out[q];
+        if (t < 0) continue;
+        if (lay_free(&st->t[t])) {
+            P->have[t][0] = P->have[t][1] = t;
+        } else if (!m || st->t[t].kind == PPRT_ACTIVATION) {
+            P->have[t][m] = t, P->have[t][!m] = -1;
+        } else {
+            P->have[t][1] = P->over[t];
+            PP_TRY(lay_transpose(P, ni, t, P->over[t], t, false));
+            P->have[t][0] = t;
+        }
+    }
+    return PP_OK;
+}
+
+static void lay_clear(planner *P, int ni) {
+    const pprt_node *n = &P->st->nodes[ni];
+    for (int k = 0; k < n->n_in + n->n_out; k++) {
+        const int t = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+        if (t >= 0) P->over[t] = -1, P->shadow_on[t] = false;
+    }
+}
+
+/* Node ni in a channels-last plan: in its rule's layout; where that is NHWC and its route declines, undone and
+ * run NCHW (or on the host) with transposes around it. ok: planned NHWC. */
+static pp_status plan_nhwc_try(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    pcu_plan *pl = P->pl;
+    const int steps = pl->n_steps, temps = pl->n_temps;
+    const pcu_counts counts = pl->counts;
+    int (*saved)[2] = malloc((pp_count(n->n_in) + 1) * sizeof *saved); /* the inputs' holders, for an undo */
+    if (!saved) return PP_FAIL(P->err, PP_ENOMEM, "out of memory");
+    for (int k = 0; k < n->n_in; k++)
+        saved[k][0] = n->in[k] >= 0 ? P->have[n->in[k]][0] : -1, saved[k][1] = n->in[k] >= 0 ? P->have[n->in[k]][1] : -1;
+    *ok = false;
+    P->cur_nhwc = true;
+    pp_status s = lay_operands(P, ni, 1, lay_class(P->p, P->st, n) == LC_EW);
+    if (s == PP_OK) s = (plan_table[n->op].fn ? plan_table[n->op].fn : plan_elementwise)(P, ni, ok);
+    if (s == PP_OK && *ok) s = lay_done(P, ni, 1), pl->counts.nhwc++;
+    lay_clear(P, ni);
+    P->cur_nhwc = false;
+    if (s == PP_OK && !*ok) {
+        while (pl->n_steps > steps) free(pl->steps[--pl->n_steps].ops);
+        pl->n_temps = temps, pl->counts = counts;
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0) P->have[n->in[k]][0] = saved[k][0], P->have[n->in[k]][1] = saved[k][1];
+    }
+    free(saved);
+    return s;
+}
+
+/* A Transpose between the layouts (LC_FROM_NHWC, LC_TO_NHWC) where its tensors are channels-last: [0, 2, 3, 1] of
+ * an NHWC tensor is that tensor's bytes; [0, 3, 1, 2] makes a tensor whose NHWC bytes are its input's. The output
+ * an alias of the bytes (two arena tensors: no step, as a Reshape), else a copy; a sent output of the second kind a
+ * transpose into the message (NCHW there) */
+static pp_status plan_transpose_laid(planner *P, int ni, bool from) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const int x = n->in[0], y = n->out[0];
+    const pprt_tdesc *yd = &P->st->t[y];
+    pp_status s = lay_input(P, ni, x, from);
+    const pcu_ref src = R(P, x);
+    lay_clear(P, ni);
+    PP_TRY(s);
+    P->pl->counts.nhwc++, P->pl->counts.copies++;
+    const bool alias = src.space == PCU_SP_ARENA && yd->kind == PPRT_ACTIVATION && src.bytes == yd->nbytes;
+    if (from || lay_free(yd)) { /* NCHW out */
+        if (alias) P->alias[y] = src.tensor;
+        else PP_TRY(copy_step(P, ni, src, R(P, y)));
+        return lay_done(P, ni, 0);
+    }
+    if (yd->kind == PPRT_ACTIVATION) {
+        if (alias) P->alias[y] = src.tensor;
+        else PP_TRY(copy_step(P, ni, src, R(P, y)));
+        P->have[y][1] = y, P->have[y][0] = -1;
+    } else {
+        PP_TRY(lay_transpose(P, ni, y, src.tensor, y, false));
+        P->have[y][0] = y, P->have[y][1] = src.tensor;
+    }
+    return PP_OK;
+}
+
+static pp_status plan_laid(planner *P, int ni, const pcu_plan_opts *o) {
+    if (P->done[ni]) return lay_done(P, ni, 0); /* absorbed into an NCHW step before it */
+    const bool host = lay_host(P, ni, o);
+    const int c = lay_class(P->p, P->st, &P->st->nodes[ni]);
+    if (P->mode[ni] && !host && (c == LC_TO_NHWC || c == LC_FROM_NHWC))
+        return plan_transpose_laid(P, ni, c == LC_FROM_NHWC);
+    if (P->mode[ni] && !host) {
+        bool ok;
+        PP_TRY(plan_nhwc_try(P, ni, &ok));
+        if (ok) return PP_OK;
+    }
+    pp_status s = lay_operands(P, ni, 0, false);
+    if (s == PP_OK)
+        s = !host                 ? plan_node(P, ni)
+            : o && o->host_only ? host_step(P, ni, "every node on the host (a test of the fallback)")
+                                : host_step(P, ni, "no cuDNN or cuBLASLt engine (or --cuda-host-ops)");
+    if (s == PP_OK) s = lay_done(P, ni, 0);
+    lay_clear(P, ni);
+    return s;
+}
+
+static void lay_free_all(planner *P) {
+    free(P->mode), free(P->lay), free(P->have), free(P->over), free(P->shadow), free(P->shadow_on), free(P->wkrsc);
+}
+
+void pcu_weight_put(const pcu_plan *pl, int tid, void *dst, const void *src) {
+    const pprt_tdesc *t = &pl->st->t[tid];
+    if (!pl->wperm || !pl->wperm[tid] || t->shape.rank != 4) {
+        memcpy(dst, src, t->nbytes);
+        return;
+    }
+    const size_t es = pp_dtype_size(t->dtype);
+    const int64_t K = t->shape.dim[0], C = t->shape.dim[1], RS = t->shape.dim[2] * t->shape.dim[3];
+    for (int64_t k = 0; k < K; k++) /* KCRS -> KRSC */
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t r = 0; r < RS; r++)
+                memcpy((char *)dst + (size_t)((k * RS + r) * C + c) * es, (const char *)src + (size_t)((k * C + c) * RS + r) * es, es);
+}
+
 /* The tensor whose bytes t's are (views followed to their source). */
 static int alias_root(const planner *P, int t) {
-    for (int hops = 0; P->alias[t] >= 0 && hops < P->st->n_tensors; hops++) t = P->alias[t];
+    for (int hops = 0; t < P->st->n_tensors && P->alias[t] >= 0 && hops < P->st->n_tensors; hops++) t = P->alias[t];
     return t;
 }
 
@@ -3449,7 +3880,7 @@ static int alias_root(const planner *P, int t) {
  * ppcc packs the plan's; every arena operand moves with its tensor. */
 static pp_status repack_arena(planner *P) {
     pcu_plan *pl = P->pl;
-    const int nt = P->st->n_tensors;
+    const int nt = P->st->n_tensors + pl->n_temps;
     pl->root = malloc(pp_count(nt) * sizeof *pl->root);
     pp_pack_item *it = malloc(pp_count(nt) * sizeof *it);
     if (!it || !pl->root) {
@@ -3464,7 +3895,8 @@ static pp_status repack_arena(planner *P) {
         for (int k = 0; k < pl->steps[i].n_ops; k++) {
             const pcu_ref *r = &pl->steps[i].ops[k];
             if (r->space != PCU_SP_ARENA) continue;
-            if (r->tensor < 0 || r->tensor >= nt || P->st->t[r->tensor].kind != PPRT_ACTIVATION) {
+            if (r->tensor < 0 || r->tensor >= nt ||
+                (r->tensor < P->st->n_tensors && P->st->t[r->tensor].kind != PPRT_ACTIVATION)) {
                 free(it);
                 return PP_FAIL(P->err, PP_ERUNTIME, "cuda planner: step %d operand %d lies in the arena but names no "
                                "activation (internal)", i, k);
@@ -3472,7 +3904,7 @@ static pp_status repack_arena(planner *P) {
             pp_pack_item *g = &it[pl->root[r->tensor]];
             if (g->start < 0) g->start = i;
             g->end = i;
-            const size_t need = (size_t)(r->off - P->st->t[r->tensor].offset + r->bytes);
+            const size_t need = (size_t)(r->off - tbase(P, r->tensor) + r->bytes);
             if (need > g->size) g->size = need;
         }
     int m = 0;
@@ -3497,7 +3929,7 @@ static pp_status repack_arena(planner *P) {
             for (int k = 0; k < pl->steps[i].n_ops; k++) {
                 pcu_ref *r = &pl->steps[i].ops[k];
                 if (r->space == PCU_SP_ARENA)
-                    r->off = base[pl->root[r->tensor]] + (r->off - P->st->t[r->tensor].offset);
+                    r->off = base[pl->root[r->tensor]] + (r->off - tbase(P, r->tensor));
             }
         free(base);
         pl->bytes[PCU_SP_ARENA] = total ? total : 256;
@@ -3551,9 +3983,16 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
             if (st->nodes[ni].in[k] >= 0) P.uses[st->nodes[ni].in[k]]++;
     for (int i = 0; i < st->out.n; i++) P.uses[st->send[i]]++;
     pl->counts.nodes = st->n_nodes;
-    if (o && o->stride_views && !o->host_only) s = fold_views(&P);
-    if (s == PP_OK && !(o && o->host_only)) s = half_route(&P, o && o->f32_products);
+    if (o && o->nhwc && !o->host_only) s = lay_setup(&P, o);
+    if (o && o->stride_views && !o->host_only && s == PP_OK) s = fold_views(&P);
+    /* the half route's own tensors and the layouts' temps share the ids past the stage's: one or the other (the
+     * layouts are an inference plan's, the half route a mixed-precision training plan's) */
+    if (s == PP_OK && !(o && (o->host_only || o->nhwc))) s = half_route(&P, o && o->f32_products);
     for (int ni = 0; ni < st->n_nodes && s == PP_OK; ni++) {
+        if (P.have) {
+            s = plan_laid(&P, ni, o);
+            continue;
+        }
         if (P.done[ni]) continue;
         s = o && o->host_only ? host_step(&P, ni, "every node on the host (a test of the fallback)")
             : o && o->host_node && o->host_node[ni] ? host_step(&P, ni, "no cuDNN or cuBLASLt engine (or --cuda-host-ops)")
@@ -3567,7 +4006,9 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
                           (pcu_ref){PCU_SP_OUT, st->send[i], st->out.off[i], t->nbytes});
     }
     if (s == PP_OK) s = repack_arena(&P);
+    pl->n_tensors = st->n_tensors + pl->n_temps;
 out:
+    lay_free_all(&P);
     free(P.uses);
     free(P.done);
     free(P.alias);
@@ -3588,6 +4029,9 @@ void pcu_plan_free(pcu_plan *pl) {
     free(pl->steps);
     free(pl->woff);
     free(pl->root);
+    free(pl->temp_bytes);
+    free(pl->temp_of);
+    free(pl->wperm);
     memset(pl, 0, sizeof *pl);
 }
 
@@ -3612,7 +4056,7 @@ void pcu_plan_explain(const pcu_plan *pl, const char *backend, FILE *f) {
 
 void pcu_plan_tally(const pcu_plan *pl, pcu_tally *t) {
     memset(t, 0, sizeof *t);
-    const int nt = pl->st->n_tensors;
+    const int nt = pl->n_tensors ? pl->n_tensors : pl->st->n_tensors;
     unsigned char *prod = calloc(pp_count(nt) + 1, 1); /* root tensor -> a product reads it */
     for (int i = 0; prod && i < pl->n_steps; i++) {
         const pcu_step *s = &pl->steps[i];
@@ -3653,9 +4097,12 @@ void pcu_plan_explain_kernels(const pcu_plan *pl, const char *backend, FILE *f) 
     for (int i = 0; i < pl->n_steps; i++) {
         const pcu_step *s = &pl->steps[i];
         if (s->kind == PCU_S_KERNEL && s->node >= 0)
-            fprintf(f, "pprt: %s: stage %d node '%s': %s\n", backend, pl->st->index, pl->st->nodes[s->node].name,
-                    pcu_step_name(s));
+            fprintf(f, "pprt: %s: stage %d node '%s': %s%s%s%s\n", backend, pl->st->index, pl->st->nodes[s->node].name,
+                    pcu_step_name(s), s->why[0] ? " (" : "", s->why, s->why[0] ? ")" : "");
     }
+    if (pl->counts.nhwc || pl->counts.transposes)
+        fprintf(f, "pprt: %s: stage %d: %d nodes channels-last, %d transposes between the layouts a micro-batch "
+                "(--cuda-layout)\n", backend, pl->st->index, pl->counts.nhwc, pl->counts.transposes);
     pcu_tally t;
     pcu_plan_tally(pl, &t);
     fprintf(f, "pprt: %s: stage %d: %d steps a micro-batch: %d own-kernel launches, %d library calls, %d copies, "

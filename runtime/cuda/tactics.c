@@ -12,7 +12,7 @@
  * added here too (and the committed tables re-tuned). The size check below
  * catches a field that grows the struct, not one that fills its padding
  * (as dt, the element type, did): test_tactics perturbs each field. */
-_Static_assert(sizeof(pcu_conv) == 8 * 4 + 15 * 8 + 12 * 8 + 2 * 4, "pcu_conv changed: update pcu_conv_signature");
+_Static_assert(sizeof(pcu_conv) == 8 * 4 + 15 * 8 + 12 * 8 + 2 * 4 + 8, "pcu_conv changed: update pcu_conv_signature");
 
 typedef struct sbuf {
     char *p;
@@ -50,6 +50,7 @@ bool pcu_conv_signature(const pcu_conv *c, bool fused, bool strict, char *buf, s
         if (c->act == 2) put(&b, " clip%.9g,%.9g", (double)c->lo, (double)c->hi);
     }
     put(&b, strict ? " f32" : " fast");
+    if (c->nhwc) put(&b, " nhwc"); /* (NCHW says nothing: the tables tuned before layouts keep their signatures) */
     return b.ok;
 }
 

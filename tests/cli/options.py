@@ -145,6 +145,7 @@ PPRT_VALUES = {
     "--cuda-half-products": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-host-ops": ("Conv", ["--backend", "cuda-emu"], "out", None),
     "--cuda-tactics": ("off", ["--backend", "cuda-emu"], "out", "no-such-table.tsv"),
+    "--cuda-layout": ("nhwc", ["--backend", "cuda-emu"], "out", "nchwc"),
     # training (train.plan on tdata/, two steps; compared: the trained weights)
     "--epochs": ("1", [], "train", "0"),
     "--steps": ("3", [], "train", "0"),

@@ -1,5 +1,6 @@
 /* conv_steps.h: each convolution step of a plan as the CUDA planner makes it
- * (test_dnn's checks and --tune, test_tactics --sigs). */
+ * with the executors' default options (test_dnn's checks and --tune,
+ * test_tactics --sigs). */
 #ifndef PP_CONV_STEPS_H
 #define PP_CONV_STEPS_H
 
@@ -22,7 +23,9 @@ static inline int pcu_each_conv(const char *path, const char *who,
     int bad = 0;
     for (int s = 0; s < p->n_stages; s++) {
         pcu_plan pl;
-        if (pcu_plan_build(p, &p->stages[s], NULL, &pl, &e) != PP_OK) {
+        /* the layout the executors take by default (--cuda-layout auto: a half plan's convolutions NHWC) */
+        const pcu_plan_opts o = {.nhwc = pcu_layout_nhwc(p, PCU_LAYOUT_AUTO)};
+        if (pcu_plan_build(p, &p->stages[s], &o, &pl, &e) != PP_OK) {
             fprintf(stderr, "%s %s stage %d: %s\n", who, path, s, e.msg);
             e = (pp_err){0};
             bad++;

@@ -50,7 +50,9 @@
 #      table against --cuda-tactics off, -pp 2 with it bit-identical to -pp 1; which inputs the products read at each --precision
 #      (tests/cuda/precision_models.py's MatMul against NumPy's roundings); 5h. half storage (ppcc
 #      --precision fp16|bf16) against f32 storage, ViT-B/16 and ResNet-50 at batch 8 and 32, rates and
-#      errors against onnxruntime f32 (bench/half_storage.py, HALF_STORAGE_SECS); ViT-B/16 at fp16, batch 32 and 8,
+#      errors against onnxruntime f32 (bench/half_storage.py, HALF_STORAGE_SECS); 5n. ResNet-50's half plans at
+#      batch 8 and 32 with --cuda-layout nchw and nhwc against autocast channels_last (LAYOUT_SECS, default 110),
+#      -pp 2 at nhwc bit-identical to -pp 1; ViT-B/16 at fp16, batch 32 and 8,
 #      with the speed options (views, fused attention, row kernels, wide elementwise) together on and off;
 #      ViT-B/16 with the row kernels
 #      in one block against in lanes, with the fused attention on and off
@@ -593,6 +595,35 @@ print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(a
     # the half plans' ViT-B/16 at batch 8 with the speed options (fused attention, row kernels on the half types)
     [ -f /tmp/cvt/vit_b_16/b8_pp1_fp16.plan ] && [ "$(left)" -gt 90 ] && \
       ab vit_half_b8 /tmp/cvt/vit_b_16/b8_pp1_fp16.plan /tmp/cvt/vit_b_16/data_8 $HALF_OPTS_ 2e-2 5e-3
+  fi
+  # 5n. channels-last convolutions (pprt --cuda-layout, issue 54, 2026-12-05; docs/cuda.md "Layouts"; never on a GPU
+  # before): ResNet-50's half plans (fp16, bf16) at batch 8 and 32, pprt -pp 1 with --cuda-layout nchw and then nhwc
+  # (auto, the default, is nhwc for half plans) against PyTorch autocast channels_last, into $dest/cvt_layout_nchw.md
+  # and cvt_layout_nhwc.md (LAYOUT_SECS, default 110, split between the two; 0 skips); then the nhwc plan at -pp 2
+  # against -pp 1, fp16 batch 8: the same bits (the layout rule reads the whole plan; a cut adds transposes only)
+  ls_=$(cap "${LAYOUT_SECS:-110}" 30)
+  if [ "$ls_" -gt 40 ]; then
+    echo "== 5n. channels-last convolutions, ResNet-50 fp16/bf16 ($(date +%T), $(left) s left, $ls_ s for it)"
+    for lay in nchw nhwc; do
+      bench layout_$lay $(( ls_ / 2 - 5 )) --models resnet50 --batches 8,32 --pp 1 --overlap on --precisions fp16,bf16 \
+        --compile "" --profile-kernels 0 --half-storage --layout $lay
+    done
+    d=/tmp/cvt/resnet50
+    if [ -f $d/model.onnx ] && [ -d $d/data_8 ] && [ "$dry" != 1 ] && [ "$(left)" -gt 40 ]; then
+      for pp in 1 2; do
+        "$PPCC" $d/model.onnx -b 8 -pp $pp --precision fp16 -o /tmp/cvt/nhwc_pp$pp.plan -q \
+          && "$PPRT" /tmp/cvt/nhwc_pp$pp.plan $d/data_8 --backend $be -q --cuda-layout nhwc -o /tmp/cvt/nhwc_o$pp \
+               --stats-json "$out/nhwc_pp$pp.json" --cuda-explain 2> "$out/nhwc_explain_pp$pp.txt" \
+          || { echo "FAIL: ResNet-50 fp16 -pp $pp at --cuda-layout nhwc: $(tail -2 "$out/nhwc_explain_pp$pp.txt")"; status=1; }
+      done
+      same=1; for f in /tmp/cvt/nhwc_o1/*.npy; do cmp -s "$f" "/tmp/cvt/nhwc_o2/${f##*/}" || same=0; done
+      if ls /tmp/cvt/nhwc_o1/*.npy > /dev/null 2>&1 && [ $same = 1 ]; then
+        echo "ok: ResNet-50 fp16 b8 --cuda-layout nhwc: -pp 2 the same bits as -pp 1"
+      else
+        echo "FAIL: ResNet-50 fp16 b8 --cuda-layout nhwc: -pp 2 gives other bits than -pp 1"; status=1
+      fi
+      grep -h "cuDNN engine\|engine" "$out/nhwc_explain_pp1.txt" | head -5
+    fi
   fi
   d=/tmp/cvt/vit_b_16
   # ViT-B/16 in half precision (issue 54: fp16 0.48x autocast at batch 32 on the seventh lease, 1.34x at 8).

@@ -6,7 +6,8 @@
 # ResNet-like model at -pp 1, 2 and 3: each node's signature in every stage
 # it lands in), so a table chooses the same engine whatever the cut; pprt
 # --cuda-tactics refuses a malformed or missing table with exit 2, naming
-# the file and line, and takes auto, off and a good table. About 3 s.
+# the file and line, and takes auto, off and a good table; the fp16 plan's
+# signatures NHWC (--cuda-layout auto) and the same at -pp 1, 2, 3. About 3 s.
 # usage: tactics.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC, TEST_TACTICS)
 set -euo pipefail
 : "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}" "${TEST_TACTICS:?}"
@@ -25,6 +26,18 @@ for pp in 2 3; do
   cmp -s sigs1.txt sigs$pp.txt || fail "-pp $pp: other convolution signatures than -pp 1: $(diff sigs1.txt sigs$pp.txt | head)"
 done
 echo "ok: $n convolutions, the same signatures at -pp 1, 2, 3"
+# a half plan's convolutions are channels-last by default (pprt --cuda-layout auto): each signature says so, and the
+# layout rule reads the whole plan, so the signatures stay the same at -pp 2 and 3
+for pp in 1 2 3; do
+  "$PPCC" resnet_like.onnx -pp $pp -b 4 --precision fp16 -o h$pp.plan -q
+  "$TEST_TACTICS" --sigs h$pp.plan | sort > hsigs$pp.txt
+done
+[ "$(grep -c ' nhwc$' hsigs1.txt)" = "$(wc -l < hsigs1.txt)" ] && [ "$(wc -l < hsigs1.txt)" = "$n" ] \
+  || fail "the fp16 plan's signatures: $(grep -c ' nhwc$' hsigs1.txt) of $(wc -l < hsigs1.txt) NHWC, want all $n"
+for pp in 2 3; do
+  cmp -s hsigs1.txt hsigs$pp.txt || fail "fp16 -pp $pp: other signatures than -pp 1: $(diff hsigs1.txt hsigs$pp.txt | head)"
+done
+echo "ok: the fp16 plan's $n convolutions NHWC by their signatures, the same at -pp 1, 2, 3"
 # pprt: a table from those signatures (made-up engines: cuda-emu runs no cuDNN) is taken; bad ones are refused
 awk -F'\t' '!seen[$2]++ {print $2 "\t" NR "\t2:1,14:3\t0\t1.5"}' sigs1.txt > good.tsv
 for t in auto off good.tsv; do

@@ -12,7 +12,9 @@
  *   transposed (backward data), backward filter, with and without bias,
  *   residual, Relu/Clip; each also with HALF and BFLOAT16 tensors (ppcc
  *   --precision's half plans; the backward ones a mixed-precision training
- *   plan's half route). Given training plans, their pp.ConvGradX and
+ *   plan's half route), and the 2-D forward ones channels-last (--cuda-layout
+ *   nhwc: NHWC strides, f32 and half; backward data in f32, as the planner
+ *   takes ConvTranspose). Given training plans, their pp.ConvGradX and
  *   pp.ConvGradW steps are checked as the forward convolutions are (a bf16
  *   training plan's: on HALF/BFLOAT16 tensors, pprt's default
  *   --cuda-half-products on).
@@ -260,6 +262,19 @@ static void sweep(void) {
                                      dil, stride, tr == 1 ? " backward data" : tr == 2 ? " backward filter" : "", extra);
                             check(&c, what);
                             n++;
+                            /* channels-last (--cuda-layout nhwc, a 2-D forward convolution): x, y and the
+                             * residual NHWC, w KRSC, the bias alike; f32, HALF and BFLOAT16 (backward data,
+                             * ConvTranspose: f32, as the planner takes it) */
+                            for (int t = PCU_T_F32; tr <= 1 && c.nsp == 2 && t;
+                                 t = t == PCU_T_F32 && !tr ? PCU_T_F16 : t == PCU_T_F16 ? PCU_T_BF16 : 0) {
+                                pcu_conv h = c;
+                                h.dt = t == PCU_T_F32 ? 0 : t, h.nhwc = 1;
+                                snprintf(what, sizeof what, "sweep %d-D groups %d dil %d stride %d%s extra %d NHWC %s", nsp,
+                                         groups, dil, stride, tr ? " backward data" : "", extra,
+                                         t == PCU_T_F16 ? "f16" : t == PCU_T_BF16 ? "bf16" : "f32");
+                                check(&h, what);
+                                n++;
+                            }
                             /* a half plan's convolution (ppcc --precision): HALF and BFLOAT16 tensors; backward
                              * data and filter too (a training plan's half route, plan_cuda.c half_route) */
                             for (int t = PCU_T_F16; t; t = t == PCU_T_F16 ? PCU_T_BF16 : 0) {

@@ -1065,7 +1065,7 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_GATHERGRAD == 30 &&
                    PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_LNG == 33 && PCU_K_LNGP == 34 &&
                    PCU_K_SLGRAD == 35 && PCU_K_RSGRAD == 36 && PCU_K_EWV == 37 && PCU_K_OPT == 38 &&
-                   PCU_K_OPTG == 39 && PCU_K_COUNT == 40,
+                   PCU_K_OPTG == 39 && PCU_K_POOLH == 40 && PCU_K_COUNT == 41,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -1102,6 +1102,7 @@ static void test_kernel_table(void) {
         {PCU_K_EWV, sizeof(pcu_ewv), "elementwise, 16 bytes a thread"},
         {PCU_K_OPT, sizeof(pcu_opt), "optimizer step"},
         {PCU_K_OPTG, sizeof(pcu_optg), "optimizer gradient pass"},
+        {PCU_K_POOLH, sizeof(pcu_poolh), "pool, channels-last"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;
@@ -1138,6 +1139,92 @@ static void mpgrad_scatter(const pcu_mpgrad *k, const float *x, const float *dy,
                     const int64_t b = pcu_mpgrad_best(k, x + pl * Pin, o0, o1, o2);
                     if (b >= 0) dx[pl * Pin + b] += dy[pl * P + oi];
                 }
+}
+
+/* ---- channels-last (--cuda-layout nhwc) ------------------------------------------------------- */
+
+/* x [N, C, H, W] (NCHW) -> xt in NHWC, esize bytes an element */
+static void to_nhwc(const void *x, void *xt, int64_t N, int64_t C, int64_t HW, size_t esize) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t s = 0; s < HW; s++)
+                memcpy((char *)xt + (size_t)((n * HW + s) * C + c) * esize, (const char *)x + (size_t)((n * C + c) * HW + s) * esize,
+                       esize);
+}
+
+/* MaxPool and AveragePool (pads counted or not, strides, dilations), the
+ * convolution epilogue with the channel innermost (pcu_epi s = 1) and
+ * GlobalAveragePool's mean through NHWC strides, over f32, float16 and
+ * bfloat16 with NaN and inf among the values: the NHWC kernels' outputs,
+ * transposed, are the NCHW kernels' bits (the same taps in the same order). */
+static void test_nhwc(void) {
+    srand(11);
+    int cases = 0;
+    for (int c = 0; c < 240; c++) {
+        const int t = c % 3 == 0 ? PCU_T_F32 : c % 3 == 1 ? PCU_T_F16 : PCU_T_BF16;
+        const size_t es = t == PCU_T_F32 ? 4 : 2;
+        const int64_t N = 1 + rand() % 2, C = 1 + rand() % 9, H = 1 + rand() % 8, W = 1 + rand() % 8;
+        pcu_poolh kh = {.c = C};
+        pcu_pool *k = &kh.p;
+        *k = (pcu_pool){.max = rand() % 2, .t = t, .nc = N * C, .in = {1, H, W}};
+        k->count_pad = !k->max && rand() % 2;
+        k->k[0] = k->s[0] = k->d[0] = 1, k->out[0] = 1;
+        bool ok = true;
+        for (int d = 1; d < 3; d++) {
+            k->k[d] = 1 + rand() % 3, k->s[d] = 1 + rand() % 2, k->d[d] = 1 + rand() % 2;
+            k->p[d] = rand() % 2, k->p1[d] = rand() % 2;
+            const int64_t span = (k->k[d] - 1) * k->d[d] + 1, room = k->in[d] + k->p[d] + k->p1[d] - span;
+            if (room < 0) ok = false;
+            else k->out[d] = room / k->s[d] + 1;
+        }
+        if (!ok) continue;
+        cases++;
+        k->n = N * C * k->out[1] * k->out[2];
+        const int64_t nx = N * C * H * W, ny = k->n;
+        unsigned char *x = malloc((size_t)nx * es), *xt = malloc((size_t)nx * es);
+        unsigned char *y = malloc((size_t)(ny > nx ? ny : nx) * es), *yh = malloc((size_t)(ny > nx ? ny : nx) * es);
+        unsigned char *yt = malloc((size_t)(ny > nx ? ny : nx) * es);
+        for (int64_t i = 0; i < nx; i++) {
+            const int r = rand() % 40;
+            const float v = r == 0 ? NAN : r == 1 ? INFINITY : r == 2 ? -INFINITY : (float)(4 * unif() - 2);
+            pcu_stf(x, t, i, v);
+        }
+        to_nhwc(x, xt, N, C, H * W, es);
+        for (int64_t i = 0; i < ny; i++) pcu_pool_at(k, y, x, i);
+        for (int64_t i = 0; i < ny; i++) pcu_poolh_at(&kh, yh, xt, i);
+        to_nhwc(y, yt, N, C, k->out[1] * k->out[2], es);
+        checks++;
+        if (memcmp(yt, yh, (size_t)ny * es))
+            FAIL("FAIL NHWC %s (type %d, %lldx%lldx%lldx%lld, k %lldx%lld s %lld,%lld d %lld,%lld): not the NCHW bits\n",
+                 k->max ? "MaxPool" : "AveragePool", t, (long long)N, (long long)C, (long long)H, (long long)W,
+                 (long long)k->k[1], (long long)k->k[2], (long long)k->s[1], (long long)k->s[2], (long long)k->d[1],
+                 (long long)k->d[2]);
+        /* the epilogue: y = Relu(y + bias[c] + res), NCHW (s = H*W) and NHWC (s = 1) */
+        unsigned char *bias = malloc((size_t)C * es), *res = malloc((size_t)nx * es), *rest = malloc((size_t)nx * es);
+        for (int64_t i = 0; i < C; i++) pcu_stf(bias, t, i, (float)(unif() - 0.5));
+        for (int64_t i = 0; i < nx; i++) pcu_stf(res, t, i, (float)(unif() - 0.5));
+        to_nhwc(res, rest, N, C, H * W, es);
+        memcpy(y, x, (size_t)nx * es), memcpy(yh, xt, (size_t)nx * es);
+        pcu_epi e = {.act = 1, .has_bias = 1, .has_res = 1, .t = t, .n = nx, .c = C, .s = H * W};
+        for (int64_t i = 0; i < nx; i++) pcu_epi_at(&e, y, bias, res, i);
+        e.s = 1;
+        for (int64_t i = 0; i < nx; i++) pcu_epi_at(&e, yh, bias, rest, i);
+        to_nhwc(y, yt, N, C, H * W, es);
+        checks++;
+        if (memcmp(yt, yh, (size_t)nx * es)) FAIL("FAIL NHWC convolution epilogue (type %d, C %lld): not the NCHW bits\n", t, (long long)C);
+        /* GlobalAveragePool's mean: NCHW strides and NHWC strides, the same [N, C] out */
+        pcu_red r = {.op = PCU_RED_MEAN, .t = t, .nk = 2, .nr = 2, .n_out = N * C, .n_red = H * W, .kd = {N, C},
+                     .ks = {C * H * W, H * W}, .rd = {H, W}, .rs = {W, 1}};
+        for (int64_t i = 0; i < N * C; i++) pcu_red_at(&r, y, x, i);
+        r.ks[1] = 1, r.rs[0] = W * C, r.rs[1] = C;
+        for (int64_t i = 0; i < N * C; i++) pcu_red_at(&r, yh, xt, i);
+        checks++;
+        if (memcmp(y, yh, (size_t)(N * C) * es)) FAIL("FAIL NHWC GlobalAveragePool (type %d): not the NCHW bits\n", t);
+        free(x), free(xt), free(y), free(yh), free(yt), free(bias), free(res), free(rest);
+    }
+    checks++;
+    if (cases < 100) FAIL("FAIL NHWC: only %d pool cases\n", cases);
+    printf("test_kmath: channels-last: %d cases (pools, the epilogue, GlobalAveragePool's mean)\n", cases);
 }
 
 static void test_maxpool_grad(void) {
@@ -1500,6 +1587,7 @@ int main(void) {
     printf("test_kmath: rows in one block: worst %lld ulp (Softmax), %lld (LogSoftmax, LayerNorm)\n", (long long)block_worst[1], (long long)block_worst[0]);
     test_index_math();
     test_maxpool_grad();
+    test_nhwc();
     test_bn_grads();
     test_fattn();
     printf("test_kmath: fused attention: worst error %.2g of the largest |V|\n", fa_worst);

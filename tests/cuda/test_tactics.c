@@ -59,7 +59,7 @@ static void signatures(void) {
         }
     static const size_t narrow[] = {offsetof(pcu_conv, nsp), offsetof(pcu_conv, transpose), offsetof(pcu_conv, groups), offsetof(pcu_conv, act),
                                     offsetof(pcu_conv, has_bias), offsetof(pcu_conv, has_res), offsetof(pcu_conv, wgrad),
-                                    offsetof(pcu_conv, dt)};
+                                    offsetof(pcu_conv, dt), offsetof(pcu_conv, nhwc)};
     for (size_t f = 0; f < sizeof narrow / sizeof *narrow; f++) {
         c = b;
         *(int32_t *)((char *)&c + narrow[f]) ^= 2;
@@ -83,6 +83,16 @@ static void signatures(void) {
     sig(&d, false, true, s0);
     CHECK(!strcmp(s0, s1), "alone, the epilogue moved the signature: %s | %s", s0, s1);
     CHECK(!strchr(s1, '\t') && !strchr(s1, '\n'), "a signature holds a tab or newline: %s", s1);
+    /* the layout (--cuda-layout): channels-last moves the signature, alone and fused; NCHW's stays as the tables
+     * tuned before layouts wrote it */
+    d = b;
+    d.nhwc = 1;
+    sig(&b, false, true, s0);
+    sig(&d, false, true, s1);
+    CHECK(strcmp(s0, s1) && strstr(s1, " nhwc") && !strstr(s0, "nhwc"), "NHWC and NCHW alone: %s | %s", s0, s1);
+    sig(&b, true, false, s0);
+    sig(&d, true, false, s1);
+    CHECK(strcmp(s0, s1), "NHWC and NCHW fused share a signature: %s", s1);
     char tiny[8];
     CHECK(!pcu_conv_signature(&b, true, true, tiny, sizeof tiny), "a signature fit in 8 bytes");
 }

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""The models of tests/cuda/nhwc.sh (pprt --cuda-layout nhwc: channels-last
+convolutions, docs/cuda.md "Layouts").
+
+  nhwc_models.py models DIR
+      DIR/se.onnx, written with onnx.helper, random weights: Conv 3->16
+      (3x3, stride 2) + Relu, AveragePool 3x3 (stride 1, pad 1, pads not
+      counted), a depthwise Conv 16->16 (groups 16) + Clip(0, 6), a
+      squeeze-and-excitation gate (GlobalAveragePool, Conv 1x1 16->4 + Relu,
+      Conv 1x1 4->16, Sigmoid, Mul broadcast over H and W), a residual Add, a
+      BatchNormalization after it (no convolution to fold it into), a Concat
+      with the AveragePool's output along the channels,
+      MaxPool 2 (stride 2), a ConvTranspose 32->16 (2x2, stride 2), a Conv
+      16->24 (stride 2) with its bias, a LayerNormalization
+      over its channels between two Transposes (ConvNeXt's) added back to
+      it, a per-channel
+      Mul by a [24, 1, 1] constant, GlobalMaxPool, Flatten, Gemm 24->10;
+      x [batch, 3, 20, 20], inputs DIR/data_se/x.npy (2 samples; one NaN in
+      sample 1).
+      DIR/resnet18.onnx: torchvision's ResNet-18 (10 classes, seeded random
+      weights, random BatchNorm statistics), x [batch, 3, 64, 64], inputs
+      DIR/data_resnet18/x.npy (2 samples).
+  The references are half_models.py's (ort, error)."""
+import os
+import sys
+
+import numpy as np
+
+
+def se_model(d):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(2254)
+    inits, nodes = [], []
+
+    def c(name, a):
+        inits.append(numpy_helper.from_array(np.asarray(a, np.float32), name))
+        return name
+
+    def conv(x, cin, cout, k, name, stride=1, groups=1, bias=True):
+        w = c(name + ".w", rng.standard_normal((cout, cin // groups, k, k)) * np.sqrt(2.0 / (k * k * cin / groups)))
+        ins = [x, w] + ([c(name + ".b", rng.standard_normal(cout) * 0.1)] if bias else [])
+        nodes.append(helper.make_node("Conv", ins, [name], name=f"/{name}/Conv", pads=[k // 2] * 4,
+                                      strides=[stride, stride], group=groups))
+        return name
+
+    def node(op, ins, out, **kw):
+        nodes.append(helper.make_node(op, ins, [out], name=f"/{out}/{op}", **kw))
+        return out
+
+    h = node("Relu", [conv("x", 3, 16, 3, "stem", stride=2)], "stem_r")
+    h = node("AveragePool", [h], "avg", kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=0)
+    h = node("Clip", [conv(h, 16, 16, 3, "dw", groups=16), c("lo", 0.0), c("hi", 6.0)], "dw_r")
+    g = node("GlobalAveragePool", [h], "se_gap")
+    g = node("Relu", [conv(g, 16, 4, 1, "se1")], "se1_r")
+    g = node("Sigmoid", [conv(g, 4, 16, 1, "se2")], "se_s")
+    h = node("Mul", [h, g], "se_mul")
+    h = node("Add", [h, "avg"], "res")
+    bn = [c("bn" + s, v) for s, v in ((".g", 1 + 0.1 * rng.standard_normal(16)), (".b", 0.1 * rng.standard_normal(16)),
+                                      (".m", 0.1 * rng.standard_normal(16)), (".v", 0.5 + rng.random(16)))]
+    h = node("BatchNormalization", [h] + bn, "bn", epsilon=1e-5)
+    h = node("Concat", [h, "avg"], "cat", axis=1)
+    h = node("MaxPool", [h], "pool", kernel_shape=[2, 2], strides=[2, 2])
+    up = [h, c("up.w", rng.standard_normal((32, 16, 2, 2)) * 0.25), c("up.b", 0.1 * rng.standard_normal(16))]
+    h = node("ConvTranspose", up, "up", strides=[2, 2])   # [N, 16, 10, 10]
+    hc = conv(h, 16, 24, 3, "head", stride=2)
+    t = node("Transpose", [hc], "to_nhwc", perm=[0, 2, 3, 1])   # ConvNeXt's LayerNorm over the channels
+    t = node("LayerNormalization", [t, c("ln.g", 1 + 0.1 * rng.standard_normal(24)), c("ln.b", 0.1 * rng.standard_normal(24))],
+             "ln", axis=-1, epsilon=1e-6)
+    t = node("Transpose", [t], "to_nchw", perm=[0, 3, 1, 2])
+    h = node("Add", [hc, t], "head_res")
+    h = node("Mul", [h, c("scale", 1 + 0.2 * rng.standard_normal((24, 1, 1)))], "scaled")
+    h = node("GlobalMaxPool", [h], "gmp")
+    h = node("Flatten", [h], "flat")
+    node("Gemm", [h, c("fc.w", rng.standard_normal((10, 24)) * 0.3), c("fc.b", rng.standard_normal(10) * 0.1)], "y",
+         transB=1)
+    gr = helper.make_graph(nodes, "se", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 20, 20])],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])], initializer=inits)
+    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "se.onnx"))
+    x = rng.standard_normal((2, 3, 20, 20)).astype(np.float32)
+    x[1, 2, 5, 7] = np.nan
+    os.makedirs(os.path.join(d, "data_se"), exist_ok=True)
+    np.save(os.path.join(d, "data_se", "x.npy"), x)
+
+
+def resnet18(d):
+    import torch
+    import torchvision
+
+    torch.manual_seed(1854)
+    net = torchvision.models.resnet18(num_classes=10).eval()
+    with torch.no_grad():
+        for mod in net.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                mod.running_mean.normal_(0, 0.1)
+                mod.running_var.uniform_(0.5, 1.5)
+                mod.weight.normal_(1, 0.1)
+                mod.bias.normal_(0, 0.1)
+    x = torch.randn(2, 3, 64, 64)
+    torch.onnx.export(net, x, os.path.join(d, "resnet18.onnx"), input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=17)
+    os.makedirs(os.path.join(d, "data_resnet18"), exist_ok=True)
+    np.save(os.path.join(d, "data_resnet18", "x.npy"), x.numpy())
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "models":
+        se_model(sys.argv[2])
+        resnet18(sys.argv[2])
+    else:
+        sys.exit(__doc__)
