@@ -1299,6 +1299,28 @@ static pp_status dist_reduce(trainer *t, taker *k, int64_t step, double *loss, d
     return s;
 }
 
+/* MPI ranks, after the verdict: each rank's last run's executor seconds to
+ * rank 0, which sums them per stage (t->busy: the log's stage_busy_s) and
+ * takes the devices' idle share over the ranks' wall seconds of the run
+ * (*bubble), as device_bubble does on threads. */
+static pp_status dist_busy(trainer *t, double *bubble, pp_err *err) {
+    const pprt_train_dist *D = t->o->dist;
+    if (!D->busy) return PP_OK;
+    double v[3];
+    D->busy(D->ctx, v);
+    if (D->rank != 0) return D->send(D->ctx, 0, v, sizeof v, err);
+    const int P = D->devices;
+    for (int k = 0; k < t->p->n_stages + t->p->n_wstages; k++) t->busy[k] = 0;
+    double busy = 0, wall = 0;
+    for (int q = 0; q < D->size; q++) { /* rank q: replica q / P's device q % P */
+        if (q) PP_TRY(D->recv(D->ctx, q, v, sizeof v, err));
+        t->busy[q % P] += v[0], t->busy[2 * P - 1 - q % P] += v[1];
+        busy += v[0] + v[1], wall += v[2];
+    }
+    *bubble = wall > 0 ? 1.0 - busy / wall : 0;
+    return PP_OK;
+}
+
 /* ---- checkpoints: DIR/state.json, then NAME.npy, NAME.m.npy, NAME.v.npy per weight ---------- */
 
 static pp_status ckpt_arrays(const trainer *t, const char *dir, bool write, pp_err *err) {
@@ -1736,6 +1758,7 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     /* MPI: each rank steps its own device's weights, rank 0 judging the step (dist_reduce) */
     if (s == PP_OK) s = o->dist ? dist_reduce(t, &tk, step, loss, norm, finite, err)
                                 : reduce_step(t, &tk, step, loss, norm, finite, err);
+    if (s == PP_OK && o->dist) s = dist_busy(t, bubble, err);
     taker_free(&tk);
     if (s == PP_OK) scale_update(t);
     *lr = lr_at(&o->opt, step, total);

@@ -57,6 +57,10 @@ typedef struct pprt_train_dist {
     bool dev_chain;
     pp_status (*dsend)(void *ctx, int rank, const void *dev_buf, size_t bytes, pp_err *err);
     pp_status (*drecv)(void *ctx, int rank, void *dev_buf, size_t bytes, pp_err *err);
+    /* The last run's seconds in this rank's forward and backward stage's
+     * executors and its wall seconds (the rank's device time): the log's
+     * stage_busy_s and bubble. */
+    void (*busy)(void *ctx, double out[3]);
 } pprt_train_dist;
 
 typedef struct pprt_train_opts {

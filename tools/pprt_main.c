@@ -851,8 +851,7 @@ static pp_status train(pprt_cli *c, pprt_driver *d, const pprt_plan *p, bool ran
         printf("\n");
         if (c->train_opts.eval_dir)
             printf("held-out: loss %.6f, accuracy %.4f\n", ts.eval_loss, ts.eval_accuracy);
-        if (!ranks) /* the ranks do not gather their stages' busy time yet */
-            printf("bubble: %.1f%% of the devices' time idle (the schedule's formula %s: %.1f%%)\n", 100 * ts.bubble,
+        printf("bubble: %.1f%% of the devices' time idle (the schedule's formula %s: %.1f%%)\n", 100 * ts.bubble,
                    c->train_opts.schedule_kind == PPRT_SCHED_ZBH1 ? "(P-1)/(3M+P-1), F = B = W" : "(P-1)/(M+P-1)",
                    100 * ts.bubble_formula);
         if (c->train_opts.save_dir) printf("weights: %s/\n", c->train_opts.save_dir);

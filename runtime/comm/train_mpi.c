@@ -45,6 +45,7 @@
 #include "../backend.h"
 #include "../driver.h"
 #include "../keep.h"
+#include "../nodes.h"
 #include "../run.h"
 #include "../stage_loop.h"
 #include "../stash.h"
@@ -76,6 +77,7 @@ typedef struct tm_ctx {
     pprt_p2p **rc;
     pprt_stream *rs;
     pprt_event *rev;
+    double busy[3]; /* the last run's: the two stages' executor seconds, its wall seconds (pprt_train_dist.busy) */
 } tm_ctx;
 
 static tm_ctx the_ctx; /* one training per process; its communicators live until the process ends */
@@ -254,10 +256,12 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
             b.run.local_bytes = p->stages[2 * P - 1 - d].out.bytes;
     }
     pthread_t th;
+    const double t0 = pprt_now_s();
     if (pthread_create(&th, NULL, side_main, &f) != 0)
         return PP_FAIL(err, PP_ERUNTIME, "cannot start the thread of stage %d", d);
     side_main(&b);
     pthread_join(th, NULL);
+    c->busy[0] = f.run.busy, c->busy[1] = b.run.busy, c->busy[2] = pprt_now_s() - t0;
     /* a stage's own failure (its executor, a message out of order) before a link closed by it */
     const side *bad = NULL;
     if (f.s != PP_OK && (f.own || b.s == PP_OK)) bad = &f;
@@ -275,6 +279,8 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
     pprt_stash_free(stash);
     return PP_OK;
 }
+
+static void run_busy(void *ctx, double out[3]) { memcpy(out, ((const tm_ctx *)ctx)->busy, 3 * sizeof *out); }
 
 static pp_status send_bytes(void *ctx, int rank, const void *buf, size_t bytes, pp_err *err) {
     pprt_mpi *m = ((tm_ctx *)ctx)->m;
@@ -471,6 +477,6 @@ pp_status pprt_train_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_train_opts 
     *out = (pprt_train_dist){.ctx = &the_ctx, .rank = m->rank, .size = m->size, .devices = p->train_devices,
                              .replica = m->replica, .replicas = m->replicas, .run = run_device, .send = send_bytes,
                              .recv = recv_bytes, .dev_chain = the_ctx.rc != NULL, .dsend = chain_send,
-                             .drecv = chain_recv};
+                             .drecv = chain_recv, .busy = run_busy};
     return PP_OK;
 }

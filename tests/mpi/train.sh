@@ -106,6 +106,21 @@ same_dirs bn-th bn-mpi
 ls bn-mpi | grep -q running_mean || { echo "FAIL: no running statistics among the trained weights"; ls bn-mpi; exit 1; }
 echo "mpi_train: BatchNorm's running statistics, 3 micro-batches over 2 replicas at -np 4: bit-identical to threads"
 
+# the ranks' busy time reaches rank 0's log: every stage busy each step, the devices' idle share between 0 and 1
+# (0 and all-zero busy times before 2026-12-05), the bubble line printed
+expect_rc 0 busy.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" --labels "$S/labels.npy" --accumulate 4 --seed 3 \
+  --steps 3 "${BK[@]}" --replicas 2 --log-json busy.json
+grep -q "^bubble: [0-9.]*% of the devices' time idle" busy.txt || { echo "FAIL: no bubble line: $(cat busy.txt)"; exit 1; }
+"$PY" - busy.json << 'PYEND'
+import json, sys
+log = json.load(open(sys.argv[1]))
+for s in log["steps"]:
+    assert len(s["stage_busy_s"]) == 4 and all(b > 0 for b in s["stage_busy_s"]) and 0 < s["bubble"] < 1, s
+assert 0 < log["bubble"] < 1, log["bubble"]
+PYEND
+checks=$((checks + 2))
+echo "mpi_train: -np 4 --replicas 2: every stage's busy time and the idle share in rank 0's log"
+
 # --recompute all (each backward stage computes its forward again) under --schedule flow: the same bits
 "$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --recompute all -o t2r.plan -q
 expect_rc 0 rc-th.txt "$PPRT" t2r.plan "$S/data" "${common[@]}" --schedule flow --optimizer adamw --lr 2e-3 \
