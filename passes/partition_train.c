@@ -99,6 +99,33 @@ bool pp_train_recomputes(const pp_train_opts *t, int d) {
     return on;
 }
 
+/* The nodes added from n0 on first in their stage, each stage's other nodes
+ * after them, in order; `what` names the pass in the refusal (a bug in
+ * ppcc) where the graph is then out of order. */
+static pp_status added_first(pp_graph *g, int n0, int P, const char *what, pp_err *err) {
+    const int n = g->n_nodes;
+    if (n == n0) return PP_OK;
+    pp_node *tmp = malloc(pp_count(n) * sizeof *tmp);
+    if (!tmp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    int k = 0;
+    for (int st = 0; st < 2 * P; st++) {
+        for (int i = n0; i < n; i++)
+            if (g->nodes[i].stage == st) tmp[k++] = g->nodes[i];
+        for (int i = 0; i < n0; i++)
+            if (g->nodes[i].stage == st) tmp[k++] = g->nodes[i];
+    }
+    memcpy(g->nodes, tmp, (size_t)n * sizeof *tmp);
+    free(tmp);
+    pp_graph_drop_uses(g);
+    pp_status s = pp_graph_verify(g, err);
+    if (s != PP_OK) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        s = PP_FAIL(err, PP_EINVAL, "%s are out of order (a bug in ppcc): %s", what, msg);
+    }
+    return s;
+}
+
 static pp_status recompute(pp_graph *g, int P, const pp_train_opts *t, pp_err *err) {
     if (!t->recompute_all && !t->n_recompute) return PP_OK;
     for (int k = 0; k < t->n_recompute; k++)
@@ -162,30 +189,7 @@ static pp_status recompute(pp_graph *g, int P, const pp_train_opts *t, pp_err *e
         memset(need, 0, pp_count(n0) * sizeof *need);
         for (int v = 0; v < nv0; v++) map[v] = -1; /* a later device's backward reads the originals */
     }
-    /* the copies first in their stage, each stage's other nodes after them */
-    const int n = g->n_nodes;
-    if (n > n0) {
-        pp_node *tmp = malloc(pp_count(n) * sizeof *tmp);
-        if (!tmp) {
-            s = PP_FAIL(err, PP_ENOMEM, "out of memory");
-            goto out;
-        }
-        int k = 0;
-        for (int st = 0; st < 2 * P; st++) {
-            for (int i = n0; i < n; i++)
-                if (g->nodes[i].stage == st) tmp[k++] = g->nodes[i];
-            for (int i = 0; i < n0; i++)
-                if (g->nodes[i].stage == st) tmp[k++] = g->nodes[i];
-        }
-        memcpy(g->nodes, tmp, (size_t)n * sizeof *tmp);
-        free(tmp);
-        pp_graph_drop_uses(g);
-        if ((s = pp_graph_verify(g, err)) != PP_OK) {
-            char msg[sizeof err->msg];
-            snprintf(msg, sizeof msg, "%s", err->msg);
-            s = PP_FAIL(err, PP_EINVAL, "--recompute: the copied forward is out of order (a bug in ppcc): %s", msg);
-        }
-    }
+    if (s == PP_OK) s = added_first(g, n0, P, "--recompute: the copied forward's nodes", err);
 out:
     free(map);
     free(need);
@@ -256,27 +260,7 @@ static pp_status remake_copies(pp_graph *g, int P, pp_err *err) {
 #undef ON_DEV
     }
     free(map);
-    const int n = g->n_nodes;
-    if (s != PP_OK || n == n0) return s;
-    /* the copies first in their stage, each stage's other nodes after them */
-    pp_node *tmp = malloc(pp_count(n) * sizeof *tmp);
-    if (!tmp) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    int k = 0;
-    for (int st = 0; st < 2 * P; st++) {
-        for (int i = n0; i < n; i++)
-            if (g->nodes[i].stage == st) tmp[k++] = g->nodes[i];
-        for (int i = 0; i < n0; i++)
-            if (g->nodes[i].stage == st) tmp[k++] = g->nodes[i];
-    }
-    memcpy(g->nodes, tmp, (size_t)n * sizeof *tmp);
-    free(tmp);
-    pp_graph_drop_uses(g);
-    if ((s = pp_graph_verify(g, err)) != PP_OK) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        s = PP_FAIL(err, PP_EINVAL, "--train: a stage's own f32 copies are out of order (a bug in ppcc): %s", msg);
-    }
-    return s;
+    return s == PP_OK ? added_first(g, n0, P, "--train: a stage's own f32 copies", err) : s;
 }
 
 /* --schedule zb-h1: each backward stage's nodes that no input gradient needs
