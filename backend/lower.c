@@ -404,6 +404,14 @@ pp_status pp_lower(const pp_graph *g, const char *options, const char *producer,
                    pp_lowered *l, pp_err *err) {
     memset(l, 0, sizeof *l);
     l->g = g;
+    /* a stage with no node is a plan pprt refuses to load: a bug in the split, said here rather than written */
+    for (int s = 0; s < g->n_stages; s++) {
+        bool any = false;
+        for (int i = 0; i < g->n_nodes && !any; i++) any = g->nodes[i].stage == s;
+        if (!any)
+            return PP_FAIL(err, PP_EINVAL, "stage %d of %d holds no node (a bug in ppcc's split: try another -pp or "
+                           "--policy)", s, g->n_stages);
+    }
     Ppplan__Plan *pl = A(sizeof *pl);
     l->weight_off = malloc(sizeof(int64_t) * pp_count(g->n_values));
     stage_ctx c = {.l = l, .g = g};

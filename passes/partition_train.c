@@ -399,8 +399,12 @@ done:
 /* ---- --policy memory: the cut by the devices' totals --------------------------------------- */
 
 /* The two devices' 1F1B totals of g split before forward node k, and the
- * cut made (*at: k moved past a chain of ops it fell in). */
-static pp_status cut_totals(const pp_graph *g, const pp_compile_opts *o, int k, double *t, int *at, pp_err *err) {
+ * cut made (*at: k moved past a chain of ops it fell in); *empty: a stage
+ * of the split holds no node (a plan pprt refuses: such a cut is never
+ * taken, as when device 0's forward is the input's Cast alone and its
+ * backward nothing). */
+static pp_status cut_totals(const pp_graph *g, const pp_compile_opts *o, int k, double *t, int *at, bool *empty,
+                            pp_err *err) {
     pp_compile_opts to = *o;
     to.train_cut = k;
     to.cap_all = 0, to.n_caps = 0; /* the totals, fitting or not */
@@ -414,7 +418,12 @@ static pp_status cut_totals(const pp_graph *g, const pp_compile_opts *o, int k, 
         t[d] = m.total_1f1b;
     }
     *at = 0;
-    for (int i = 0; s == PP_OK && i < w.n_nodes; i++) *at += w.nodes[i].stage == 0;
+    int per[4] = {0};
+    for (int i = 0; s == PP_OK && i < w.n_nodes; i++) {
+        *at += w.nodes[i].stage == 0;
+        if (w.nodes[i].stage >= 0 && w.nodes[i].stage < 4) per[w.nodes[i].stage]++;
+    }
+    *empty = !per[0] || !per[1] || !per[2] || !per[3];
     pp_graph_free_borrowed(&w);
     return s;
 }
@@ -425,12 +434,13 @@ static pp_status cut_walk(const pp_graph *g, const pp_compile_opts *o, int from,
                           double *best, int *cut, pp_err *err) {
     double u[2];
     int last = from, at;
+    bool empty;
     for (int k = from + dir; k >= 1 && k <= nf - 1 && steps > 0; k += dir) {
-        PP_TRY(cut_totals(g, o, k, u, &at, err));
+        PP_TRY(cut_totals(g, o, k, u, &at, &empty, err));
         if (at == last || (dir < 0 && at >= from)) continue; /* inside a chain: the same cut */
         last = at, steps--;
         if (dir > 0 && at > k) k = at; /* past the chain */
-        if (fmax(u[0], u[1]) < *best) *best = fmax(u[0], u[1]), *cut = at;
+        if (!empty && fmax(u[0], u[1]) < *best) *best = fmax(u[0], u[1]), *cut = at;
     }
     return PP_OK;
 }
@@ -441,17 +451,18 @@ pp_status pp_train_memory_cut(const pp_graph *g, const pp_compile_opts *o, int *
     if (nf < 2) return PP_FAIL(err, PP_EINVAL, "-pp 2 asks for more stages than the forward graph has ops (%d)", nf);
     double t[2], u[2];
     int lo = 1, hi = nf - 1, at, at_hi;
-    PP_TRY(cut_totals(g, o, hi, t, &at_hi, err));
+    bool empty, e;
+    PP_TRY(cut_totals(g, o, hi, t, &at_hi, &empty, err));
     if (t[0] >= t[1])
         while (lo < hi) { /* the first cut where device 0 holds at least what device 1 does */
             const int mid = lo + (hi - lo) / 2;
-            PP_TRY(cut_totals(g, o, mid, u, &at, err));
-            if (u[0] >= u[1]) hi = mid, at_hi = at, t[0] = u[0], t[1] = u[1];
+            PP_TRY(cut_totals(g, o, mid, u, &at, &e, err));
+            if (u[0] >= u[1]) hi = mid, at_hi = at, t[0] = u[0], t[1] = u[1], empty = e;
             else lo = mid + 1;
         }
     /* the totals are not quite monotone in the cut (the messages at it, the
      * arenas, a half value and its f32 copy): the cuts around it too */
-    double best = fmax(t[0], t[1]);
+    double best = empty ? INFINITY : fmax(t[0], t[1]);
     *cut = at_hi;
     PP_TRY(cut_walk(g, o, at_hi, -1, 4, nf, &best, cut, err));
     return cut_walk(g, o, at_hi, +1, 2, nf, &best, cut, err);

@@ -66,7 +66,7 @@ pp_status pp_stage_costs(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     }
     for (int v = 0; v < g->n_values; v++) seen[v] = -1;
-    for (int s = 0; s < p; s++) g->stage_info[s].first = -1;
+    for (int s = 0; s < p; s++) g->stage_info[s].first = g->stage_info[s].last = -1; /* a stage may hold no node */
     g->act_total = 0;
     for (int v = 0; v < g->n_values; v++)
         if (!g->values[v].is_const && g->values[v].producer >= 0) g->act_total += g->values[v].nbytes;

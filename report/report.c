@@ -109,7 +109,8 @@ void pp_report_print(FILE *f, const pp_graph *g, const pp_compile_opts *o) {
         const pp_stage_info *si = &g->stage_info[s];
         fprintf(f, "%-5d %5d %10.3f %9.4f %12.3f %10.3f %9.4f %8.3f  %s .. %s\n", s, si->ops,
                 si->params / 1e6, si->flops / 1e9, si->arena / 1e6, si->memory / 1e6,
-                si->send / 1e6, si->est_ms, g->nodes[si->first].name, g->nodes[si->last].name);
+                si->send / 1e6, si->est_ms, si->first < 0 ? "(no node)" : g->nodes[si->first].name,
+                si->last < 0 ? "(no node)" : g->nodes[si->last].name);
     }
     imbalance im = imbalances(g);
     fprintf(f, "imbalance (max/mean): time %.3f, FLOPs %.3f, memory %.3f\n", im.time, im.flops,
@@ -161,8 +162,9 @@ pp_status pp_report_json(const char *path, const pp_graph *g, const pp_compile_o
         pp_json_add_number(&j, st, "memory_bytes", (double)si->memory);
         pp_json_add_number(&j, st, "boundary_out_bytes", s < g->n_stages - 1 ? (double)g->bounds[s].bytes : 0);
         pp_json_add_round(&j, st, "est_time_ms", si->est_ms, 6);
-        pp_json_add_string(&j, st, "first_node", g->nodes[si->first].name);
-        pp_json_add_string(&j, st, "last_node", g->nodes[si->last].name);
+        /* a stage may hold no node (--train --policy memory: device 0's backward, where its forward needs none) */
+        pp_json_add_string(&j, st, "first_node", si->first < 0 ? "" : g->nodes[si->first].name);
+        pp_json_add_string(&j, st, "last_node", si->last < 0 ? "" : g->nodes[si->last].name);
     }
     imbalance im = imbalances(g);
     cJSON *imb = pp_json_add_object(&j, root, "imbalance");

@@ -317,6 +317,10 @@ static void write_svg(FILE *f, const pp_graph *g, const pp_layout *L, const grou
 /* a link to node i, shown by its innermost module's path (else its name),
  * the whole name as its title */
 static void node_link(FILE *f, const pp_graph *g, int i) {
+    if (i < 0 || i >= g->n_nodes) { /* a stage with no node */
+        fprintf(f, "(no node)");
+        return;
+    }
     const pp_node *n = &g->nodes[i];
     const char *t = n->n_scope ? n->scope[n->n_scope - 1] : n->name[0] == '/' ? n->name + 1 : n->name;
     size_t len = strlen(t);
