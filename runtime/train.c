@@ -118,6 +118,7 @@ typedef struct trainer {
     /* pprt --profile, --trace: the node times a micro-batch summed over prof_mbs micro-batches (the first
      * step's until a later one comes: prof_first), and the last step's timeline (pprt_train_stats.profile) */
     double *prof;
+    int prof_n; /* its entries: the plan's nodes */
     int64_t prof_mbs;
     bool prof_first;
     pprt_stats last;
@@ -1680,18 +1681,19 @@ static pp_status step_profile(trainer *t, pprt_stats *rs, pp_err *err) {
         t->last.trace->latency_ms = NULL, t->last.trace->n_latency = 0; /* (rs's, freed with it) */
     }
     if (!rs->node_ms) return PP_OK;
-    int n = 0;
-    for (int i = 0; i < t->p->n_stages; i++) n += t->p->stages[i].n_nodes;
-    if (!t->prof && !(t->prof = calloc(pp_count(n), sizeof *t->prof)))
-        return PP_FAIL(err, PP_ENOMEM, "out of memory for the profile");
-    const bool first = t->prof_mbs == 0 && !t->prof_first;
-    if (!first && t->prof_first) { /* a later step: the first's times go */
-        memset(t->prof, 0, (size_t)n * sizeof *t->prof);
-        t->prof_mbs = 0, t->prof_first = false;
+    if (!t->prof) {
+        for (int i = 0; i < t->p->n_stages; i++) t->prof_n += t->p->stages[i].n_nodes;
+        if (!(t->prof = calloc(pp_count(t->prof_n), sizeof *t->prof)))
+            return PP_FAIL(err, PP_ENOMEM, "out of memory for the profile");
     }
-    if (first) t->prof_first = true;
+    if (t->prof_first) { /* a later step: the first's times go */
+        memset(t->prof, 0, (size_t)t->prof_n * sizeof *t->prof);
+        t->prof_mbs = 0, t->prof_first = false;
+    } else if (t->prof_mbs == 0) {
+        t->prof_first = true;
+    }
     const int64_t M = t->o->accumulate;
-    for (int k = 0; k < n; k++) t->prof[k] += rs->node_ms[k] * (double)M;
+    for (int k = 0; k < t->prof_n; k++) t->prof[k] += rs->node_ms[k] * (double)M;
     t->prof_mbs += M;
     t->last.backend = rs->backend, t->last.precision = rs->precision, t->last.threads = rs->threads;
     return PP_OK;
@@ -1700,9 +1702,7 @@ static pp_status step_profile(trainer *t, pprt_stats *rs, pp_err *err) {
 /* The node times' means and the last timeline, to the caller (pprt_train_stats.profile). */
 static void hand_profile(trainer *t, pprt_train_stats *st) {
     if (t->prof && t->prof_mbs) {
-        int n = 0;
-        for (int i = 0; i < t->p->n_stages; i++) n += t->p->stages[i].n_nodes;
-        for (int k = 0; k < n; k++) t->prof[k] /= (double)t->prof_mbs;
+        for (int k = 0; k < t->prof_n; k++) t->prof[k] /= (double)t->prof_mbs;
         st->profile.node_ms = t->prof, t->prof = NULL;
         st->profile.backend = t->last.backend, st->profile.precision = t->last.precision;
         st->profile.threads = t->last.threads;

@@ -816,11 +816,7 @@ static pp_status train(pprt_cli *c, pprt_driver *d, const pprt_plan *p, bool ran
     /* the plan's optimizer, what the command line gave over it (said once, unless -q; rank 0 under mpirun; before
      * the ranks compare their options) */
     pp_optim_merge(&c->train_opts.opt, &p->optim, &c->optim, p->has_optim && !c->train_opts.quiet ? stderr : NULL);
-    static pprt_train_dist dist;
-    if (ranks && d->ops->train) {
-        PP_TRY(d->ops->train(d, p, &c->train_opts, &c->run, &dist, err));
-        c->train_opts.dist = &dist;
-    }
+    /* the options a training run refuses and its output files, before any rank sets up */
     if (c->stats_json)
         return PP_FAIL(err, PP_EINVAL, "--stats-json describes an inference run; a training run's statistics go to "
                        "--log-json FILE");
@@ -829,6 +825,11 @@ static pp_status train(pprt_cli *c, pprt_driver *d, const pprt_plan *p, bool ran
                        "(not gathered yet); train on threads (without mpirun) for them", c->profile ? "--profile" : "--trace");
     if (c->profile) PP_TRY(pp_outfile_check(c->profile, true, err));
     if (c->trace) PP_TRY(pp_outfile_check(c->trace, true, err));
+    static pprt_train_dist dist;
+    if (ranks && d->ops->train) {
+        PP_TRY(d->ops->train(d, p, &c->train_opts, &c->run, &dist, err));
+        c->train_opts.dist = &dist;
+    }
     c->run.quiet = true;
     pprt_train_stats ts;
     PP_TRY(pprt_train(p, c->data, &c->train_opts, &c->run, &ts, err));
