@@ -28,7 +28,7 @@ double flops_FUSEDCONV(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo 
 pp_status shape_SILU(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                      pp_err *err) {
     (void)a, (void)n_in, (void)n_out;
-    PP_TRY(pp_need_float(&in[0], "input X", err));
+    PP_TRY(pp_need_float_half(&in[0], "input X", err)); /* half: as Sigmoid and Mul are (ppcc --precision) */
     out[0] = (pp_tinfo){in[0].dtype, in[0].shape, NULL};
     return PP_OK;
 }

@@ -33,8 +33,9 @@ pp_status kern_FUSEDCONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_t
 
 pp_status kern_SILU(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
                     pprt_scratch *scratch, pp_err *err) {
-    (void)attrs, (void)scratch;
     PP_TRY(pprt_need_counts("pp.SiLU", n_in, 1, 1, n_out, err));
+    PPRT_LIFT(kern_SILU); /* f16/bf16 (ppcc --precision): in f32, the output rounded */
+    (void)attrs, (void)scratch;
     PP_TRY(pprt_need_f32(&in[0], "pp.SiLU input", err));
     int64_t n;
     PP_TRY(pprt_numel_of(&in[0], &n, err));

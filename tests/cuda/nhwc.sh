@@ -8,14 +8,17 @@
 #     absorbs, a Concat along the channels, MaxPool, a ConvTranspose, ConvNeXt's LayerNorm
 #     over the channels between two Transposes, a per-channel Mul,
 #     GlobalMaxPool)
-#     and torchvision's ResNet-18, and the zoo's ResNet-50 where it has been
-#     exported ($ZOO/resnet50), as fp16 and bf16 plans at --cuda-layout nhwc:
+#     and torchvision's ResNet-18, and the zoo's ResNet-50 and EfficientNet-B0
+#     (SiLU, sigmoid gates, depthwise convolutions) where they have been
+#     exported ($ZOO/resnet50, $ZOO/efficientnet_b0), as fp16 and bf16 plans at
+#     --cuda-layout nhwc:
 #       no node on the host fallback, the nodes run channels-last counted
 #       (--stats-json own_layout_tensors > 0), the error against onnxruntime's
 #       f32 within the stated bound (max |error| over max |output|; measured
-#       2026-12-05 on cuda-emu, the bounds about 3x: SE fp16 7.6e-4 -> 2e-3,
-#       bf16 4.5e-3 -> 1.5e-2; ResNet-18 fp16 2.2e-3 -> 7e-3, bf16 8.7e-3 ->
-#       3e-2; ResNet-50 fp16 6.0e-4 -> 2e-3, bf16 5.7e-3 -> 2e-2), bf16's above
+#       2026-12-05 on cuda-emu, the bounds about 3x: SE fp16 5.5e-4 -> 2e-3,
+#       bf16 3.9e-3 -> 1.5e-2; ResNet-18 fp16 2.2e-3 -> 7e-3, bf16 8.7e-3 ->
+#       3e-2; ResNet-50 fp16 6.0e-4 -> 2e-3, bf16 5.7e-3 -> 2e-2;
+#       EfficientNet-B0 fp16 5.3e-4 -> 2e-3, bf16 5.5e-3 -> 2e-2), bf16's above
 #       fp16's, NaN where onnxruntime has NaN (the SE model's sample 1);
 #       the same bits as --cuda-layout nchw (the emulator reads the NHWC
 #       operands through the strides cuDNN is given and sums in NCHW's order;
@@ -35,7 +38,7 @@
 #     options: nhwc the same bits as nchw;
 #   - --cuda-layout auto: a half plan channels-last, an f32 plan NCHW; nhwc on
 #     the f32 plan: nchw's bits.
-# About 15 s (60 s with the zoo's ResNet-50). usage: nhwc.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC; ZOO optional)
+# About 15 s (90 s with the zoo's two models). usage: nhwc.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC; ZOO optional)
 set -euo pipefail
 : "${PPCC:?}" "${PPRT:?}" "${PY:?}" "${SRC:?}"
 out=$1
@@ -46,17 +49,19 @@ H="$PY $SRC/tests/cuda/half_models.py"
 le() { "$PY" -c "import sys; sys.exit(not float('$1') <= float('$2'))"; }
 js() { "$PY" -c "import json,sys; d=json.load(open('$1')); print(sum(s['$2'] for s in d['stages']))"; }
 declare -A LIM=([se_fp16]=2e-3 [se_bf16]=1.5e-2 [resnet18_fp16]=7e-3 [resnet18_bf16]=3e-2 [resnet50_fp16]=2e-3
-                [resnet50_bf16]=2e-2)
+                [resnet50_bf16]=2e-2 [efficientnet_b0_fp16]=2e-3 [efficientnet_b0_bf16]=2e-2)
 models="se resnet18"
-if [ -n "${ZOO:-}" ] && [ -f "$ZOO/resnet50/model.onnx" ]; then
-  cp "$ZOO/resnet50/model.onnx" resnet50.onnx && mkdir -p data_resnet50 && cp "$ZOO/resnet50/data/"*.npy data_resnet50/
-  models="$models resnet50"
-else
-  echo "note: no exported zoo ResNet-50 (\$ZOO/resnet50): the SE CNN and ResNet-18 only"
-fi
+for z in resnet50 efficientnet_b0; do
+  if [ -n "${ZOO:-}" ] && [ -f "$ZOO/$z/model.onnx" ]; then
+    cp "$ZOO/$z/model.onnx" $z.onnx && mkdir -p data_$z && cp "$ZOO/$z/data/"*.npy data_$z/
+    models="$models $z"
+  else
+    echo "note: no exported zoo model \$ZOO/$z: left out"
+  fi
+done
 for m in $models; do
   $H ort $m.onnx data_$m ort_$m
-  b=$([ $m = resnet50 ] && echo 1 || echo 2)
+  b=$(case $m in resnet50|efficientnet_b0) echo 1;; *) echo 2;; esac)
   # the tensors of the cut that have channels and spatial dims: each is copied out of NHWC and back in
   cutn=$("$PPCC" $m.onnx -b $b -pp 2 --precision fp16 --report -o /dev/null -q | sed -n 's/^cut 0 -> 1 ([^)]*): //p' |
          tr ' ' '\n' | "$PY" -c "

@@ -6,7 +6,7 @@ convolutions, docs/cuda.md "Layouts").
       DIR/se.onnx, written with onnx.helper, random weights: Conv 3->16
       (3x3, stride 2) + Relu, AveragePool 3x3 (stride 1, pad 1, pads not
       counted), a depthwise Conv 16->16 (groups 16) + Clip(0, 6), a
-      squeeze-and-excitation gate (GlobalAveragePool, Conv 1x1 16->4 + Relu,
+      squeeze-and-excitation gate (GlobalAveragePool, Conv 1x1 16->4 + SiLU,
       Conv 1x1 4->16, Sigmoid, Mul broadcast over H and W), a residual Add, a
       BatchNormalization after it (no convolution to fold it into), a Concat
       with the AveragePool's output along the channels,
@@ -53,7 +53,8 @@ def se_model(d):
     h = node("AveragePool", [h], "avg", kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=0)
     h = node("Clip", [conv(h, 16, 16, 3, "dw", groups=16), c("lo", 0.0), c("hi", 6.0)], "dw_r")
     g = node("GlobalAveragePool", [h], "se_gap")
-    g = node("Relu", [conv(g, 16, 4, 1, "se1")], "se1_r")
+    g = conv(g, 16, 4, 1, "se1")
+    g = node("Mul", [g, node("Sigmoid", [g], "se1_s")], "se1_r")   # SiLU (EfficientNet's gate): pp.SiLU in half
     g = node("Sigmoid", [conv(g, 4, 16, 1, "se2")], "se_s")
     h = node("Mul", [h, g], "se_mul")
     h = node("Add", [h, "avg"], "res")
