@@ -913,6 +913,20 @@ static int attn_tail(const pp_graph *g, const int *user, int a) {
     return m2;
 }
 
+/* The Mul or Div of MatMul a's left operand (Q) by a constant scalar, read
+ * by a alone (torch's q / sqrt(d)), which the CUDA kernel applies as it
+ * reads Q; -1: none. */
+static int attn_prescale(const pp_graph *g, const int *user, int a) {
+    const int q = g->nodes[a].in[0], p = q >= 0 && user[q] == a ? g->values[q].producer : -1;
+    if (p < 0 || p >= a) return -1;
+    const pp_node *s = &g->nodes[p];
+    double c;
+    if (s->dead || (s->op != PP_OP_MUL && s->op != PP_OP_DIV) || s->n_in != 2 || s->n_out != 1) return -1;
+    const int x = const_scalar_half(g, s->in[1], &c) ? s->in[0]
+                  : s->op == PP_OP_MUL && const_scalar_half(g, s->in[0], &c) ? s->in[1] : -1;
+    return x >= 0 && !g->values[x].is_const && g->values[x].dtype == g->values[q].dtype ? p : -1;
+}
+
 pp_status pp_attention_chains(const pp_graph *g, bool *keep, int *tail, pp_err *err) {
     int *user = malloc((pp_count(g->n_values) + 1) * sizeof *user);
     if (!user) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -929,7 +943,8 @@ pp_status pp_attention_chains(const pp_graph *g, bool *keep, int *tail, pp_err *
     for (int i = 0; i < g->n_nodes; i++) keep[i] = false;
     for (int i = 0; i < g->n_nodes; i++) {
         tail[i] = g->nodes[i].dead ? -1 : attn_tail(g, user, i);
-        for (int j = i + 1; j <= tail[i]; j++) keep[j] = true;
+        const int p = tail[i] >= 0 ? attn_prescale(g, user, i) : -1; /* Q's scale with it */
+        for (int j = (p >= 0 ? p : i) + 1; j <= tail[i]; j++) keep[j] = true;
     }
     free(user);
     return PP_OK;

@@ -165,11 +165,13 @@ pp_status pp_fuse_train(pp_graph *g, pp_err *err);
 pp_status pp_fusion_chains(const pp_graph *g, bool *glued, pp_err *err);
 /* The attention patterns (passes/fuse.c; ir/base.h PP_PATTERN_ATTENTION):
  * MatMul, [Mul or Div by a constant scalar], Softmax over the last axis,
- * MatMul, each link's output read by the next alone, f32. tail[i] (n_nodes
- * entries): the last MatMul of the pattern node i opens, else -1; keep[i]:
- * node i lies after the first node of a pattern and at or before its last
- * (other nodes between them included), so the partitioner never cuts before
- * it and the pattern stays whole in one stage, whatever the split. The mark
+ * MatMul, each link's output read by the next alone, f32 (or a half plan's
+ * type throughout). tail[i] (n_nodes entries): the last MatMul of the
+ * pattern node i opens, else -1; keep[i]: node i lies after the first node
+ * of a pattern, or after the Mul or Div of its Q by a constant scalar read
+ * by it alone (torch's q / sqrt(d)), and at or before its last (other nodes
+ * between them included), so the partitioner never cuts before it and the
+ * pattern stays whole in one stage with Q's scale, whatever the split. The mark
  * changes no CPU backend's kernels (only the CUDA backends read it). */
 pp_status pp_attention_chains(const pp_graph *g, bool *keep, int *tail, pp_err *err);
 /* Follow the batch axis (dim 0 of the inputs) through the graph and fail,

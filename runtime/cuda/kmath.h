@@ -2532,7 +2532,7 @@ PCU_HD void pcu_attn_at(const pcu_attn *t, float *Y, float *qk_out, double *scra
 /* ---- Fused attention: MatMul, [Mul|Div by a scalar], Softmax, MatMul in one launch --------- */
 
 /* The FlashAttention-2 form in f32 (--cuda-fused-attention on; not yet run
- * on a GPU): Y = softmax(scale(Q K)) V over nb = B * nh batches (batch b,
+ * on a GPU): Y = softmax(scale(qscale(Q) K)) V over nb = B * nh batches (batch b,
  * head h) of Q [Sq, D] (ppcc's MatMul's left operand, or ONNX Attention's
  * Q), K [D, T] (the MatMul's right operand, or Attention's K: element (e, j)
  * at j * kj + e * ke), V [T, Dv] and Y [Sq, Dv], each operand's batch at b
@@ -2564,7 +2564,9 @@ PCU_HD void pcu_attn_at(const pcu_attn *t, float *Y, float *qk_out, double *scra
 typedef struct pcu_fattn {
     int32_t scale_op; /* 0 none, 1 s * scale, 2 s / scale (the node between MatMul and Softmax) */
     int32_t t;        /* Q's, K's, V's and Y's type (pcu_rhalf: a half plan's pattern; f32 inside either way) */
-    float scale, pad2_;
+    float scale, qscale;
+    int32_t qscale_op, pad_; /* 0 none, 1 q * qscale, 2 q / qscale: the Mul or Div of Q by a scalar before the first
+                              * MatMul (torch's q / sqrt(d)), as that node computes it, rounded to t as it stores it */
     int64_t nb, nh, grp, Sq, T, D, Dv, qtiles; /* nb: batches (B * nh); qtiles: ceil(Sq / PCU_FA_BQ) */
     /* element strides: batch, head, row (key), column */
     int64_t qb, qh, qi, qe, kb, kh, kj, ke, vb, vh, vj, ve, yb, yh, yi;
@@ -2606,8 +2608,9 @@ PCU_HD void pcu_fattn_init(const pcu_fattn *k, const void *q, pcu_fattn_sh *sh, 
                            int64_t i0, int l) {
     for (int idx = l; idx < PCU_FA_BQ * (int)k->D; idx += PCU_FA_BQ * PCU_FA_TPR) {
         const int row = idx / (int)k->D, e = idx % (int)k->D;
-        sh->q[row][e] =
-            i0 + row < k->Sq ? pcu_rld(q, k->t, pcu_fattn_base(k, 0, b) + (i0 + row) * k->qi + e * k->qe) : 0.0f;
+        float x = i0 + row < k->Sq ? pcu_rld(q, k->t, pcu_fattn_base(k, 0, b) + (i0 + row) * k->qi + e * k->qe) : 0.0f;
+        if (k->qscale_op) x = pcu_rround(k->t, k->qscale_op == 1 ? x * k->qscale : x / k->qscale);
+        sh->q[row][e] = x;
     }
     PCU_UNROLL
     for (int c = 0; c < PCU_FA_DL; c++) st->acc[c] = 0.0f;

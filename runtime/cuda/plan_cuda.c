@@ -71,7 +71,8 @@ typedef struct planner {
     bool wide_ew; /* --cuda-wide-elementwise on: f32 elementwise steps four elements a thread (ew_wide) */
     const unsigned char *host_node; /* per node: forced onto the host (NULL: none) */
     int *fa_head; /* node -> the first MatMul of the attention pattern it closes (plan_fattn), or -1; then
-                   * n_nodes more: node -> that pattern's Mul or Div node, or -1 */
+                   * n_nodes more: node -> that pattern's Mul or Div node, or -1; then n_nodes more: node -> the
+                   * Mul or Div of its Q by a scalar (fattn_prescale), or -1 */
     sview *view;  /* tensor id -> the view it is (--cuda-stride-views; src -1: its own bytes), or NULL */
     pprt_node *hnode; /* node -> the product as its half route reads it (half_route; op PP_OP_COUNT: none), or NULL */
     int32_t *hio;     /* hnode's tensor ids: PCU_HALF_IO a node, its inputs then its output */
@@ -2881,28 +2882,66 @@ static int64_t fa_heads(const sview *const *v, int nv, const pp_shape *ys) {
     return two ? (nh % two ? -1 : two) : nh;
 }
 
+/* The scalar weight w of a Mul or Div node s of type ty that reads x (x * w,
+ * w * x or x / w), or -1. */
+static int fa_scalar(const planner *P, const pprt_node *s, int x, int ty) {
+    if ((s->op != PP_OP_MUL && s->op != PP_OP_DIV) || s->n_in != 2 || s->n_out != 1) return -1;
+    const int w = s->in[0] == x ? s->in[1] : s->op == PP_OP_MUL && s->in[1] == x ? s->in[0] : -1;
+    const pprt_tdesc *wt = T(P, w);
+    if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || (int)wt->dtype != ty || numel(&wt->shape) != 1 ||
+        (int)T(P, s->out[0])->dtype != ty)
+        return -1;
+    return w;
+}
+
+/* The Mul or Div of Q by a scalar before the pattern's first MatMul ni
+ * (torch's q / sqrt(d)) that the kernel applies as it reads Q: the node in
+ * the stage that makes ni's left operand from one of the shape, read by ni
+ * alone; -1: none. */
+static int fattn_prescale(const planner *P, int ni, int ty) {
+    const pprt_stage *st = P->st;
+    const int q = st->nodes[ni].in[0];
+    for (int j = ni - 1; j >= 0; j--) {
+        const pprt_node *s = &st->nodes[j];
+        if (s->n_out < 1 || s->out[0] != q) continue;
+        if ((P->host_node && P->host_node[j]) || sole_reader(P, j, q) != ni || s->n_in != 2) return -1;
+        const int x = s->in[0] >= 0 && fa_scalar(P, s, s->in[0], ty) >= 0 ? s->in[0] : s->in[1];
+        return x >= 0 && fa_scalar(P, s, x, ty) >= 0 && T(P, x)->kind != PPRT_WEIGHT &&
+                       pp_shape_eq(&T(P, x)->shape, &T(P, q)->shape)
+                   ? j
+                   : -1;
+    }
+    return -1;
+}
+
+/* Q's tensor as the fused kernel reads it: the prescale's input, or the
+ * first MatMul's own. */
+static int fa_q(const planner *P, int ni, int pq) {
+    if (pq < 0) return P->st->nodes[ni].in[0];
+    const pprt_node *s = &P->st->nodes[pq];
+    const int ty = (int)T(P, s->out[0])->dtype;
+    return s->in[0] >= 0 && fa_scalar(P, s, s->in[0], ty) >= 0 ? s->in[0] : s->in[1];
+}
+
 /* plan_fattn's test at the pattern's first MatMul ni, without side effects
  * (fold_views asks it too): the pattern's last MatMul, or -1; *sc_out its
- * Mul or Div (-1: none), *sm_out its Softmax. Q, K and V are read as their
+ * Mul or Div (-1: none), *sm_out its Softmax, *pq_out the Mul or Div of Q
+ * before it (fattn_prescale; -1: none). Q, K and V are read as their
  * views (folded or packed), each within the kernel's two batch strides. */
-static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out) {
+static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *pq_out) {
     const pprt_stage *st = P->st;
-    *sc_out = -1, *sm_out = -1;
+    *sc_out = -1, *sm_out = -1, *pq_out = -1;
     const pprt_node *m1 = &st->nodes[ni];
     const int ty = one_float_type(P, m1); /* f32, or a half plan's type throughout */
     if (ty < 0 || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return -1;
-    const pp_shape *qs = &T(P, m1->in[0])->shape, *ks = &T(P, m1->in[1])->shape;
+    const int pq = fattn_prescale(P, ni, ty), qt = fa_q(P, ni, pq);
+    const pp_shape *qs = &T(P, qt)->shape, *ks = &T(P, m1->in[1])->shape;
     if (qs->rank < 2 || ks->rank < 2 || qs->dim[qs->rank - 1] > PCU_FA_DMAX || qs->dim[qs->rank - 1] < 1) return -1;
     int b = sole_reader(P, ni, m1->out[0]), sc = -1;
     if (b >= 0 && (st->nodes[b].op == PP_OP_MUL || st->nodes[b].op == PP_OP_DIV)) {
-        const pprt_node *s = &st->nodes[b];
-        const int w = s->n_in != 2 ? -1 : s->in[0] == m1->out[0] ? s->in[1] : s->op == PP_OP_MUL ? s->in[0] : -1;
-        const pprt_tdesc *wt = T(P, w);
-        if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || (int)wt->dtype != ty || numel(&wt->shape) != 1 ||
-            s->n_out != 1 || (int)T(P, s->out[0])->dtype != ty)
-            return -1;
+        if (fa_scalar(P, &st->nodes[b], m1->out[0], ty) < 0) return -1;
         sc = b;
-        b = sole_reader(P, b, s->out[0]);
+        b = sole_reader(P, b, st->nodes[b].out[0]);
     }
     if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1) return -1;
     const pprt_node *sm = &st->nodes[b];
@@ -2916,7 +2955,7 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out) {
         return -1;
     const pprt_node *n2 = &st->nodes[m2];
     const pp_shape *vs = &T(P, n2->in[1])->shape, *ys = &T(P, n2->out[0])->shape;
-    const sview vq = view_of(P, m1->in[0]), vk = view_of(P, m1->in[1]), vv = view_of(P, n2->in[1]);
+    const sview vq = view_of(P, qt), vk = view_of(P, m1->in[1]), vv = view_of(P, n2->in[1]);
     int64_t sb, sh;
     const sview *qkv[3] = {&vq, &vk, &vv};
     const int64_t nh = ys->rank >= 2 ? fa_heads(qkv, 3, ys) : -1;
@@ -2925,8 +2964,24 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out) {
         qs->dim[qs->rank - 2] < 1 || ks->dim[ks->rank - 1] < 1 || numel(ys) < 1 || numel(ys) > INT32_MAX ||
         ks->dim[ks->rank - 1] > INT32_MAX / 4)
         return -1;
-    *sc_out = sc, *sm_out = b;
+    *sc_out = sc, *sm_out = b, *pq_out = pq;
     return m2;
+}
+
+/* Before the nodes are planned (the Mul or Div of Q comes before the
+ * pattern's first MatMul): each pattern's prescale that the kernel will
+ * apply is done, remembered at its first MatMul. */
+static void fattn_prescales(planner *P) {
+    const int nn = P->st->n_nodes;
+    for (int ni = 0; P->fattn && ni < nn; ni++) {
+        int sc, b, pq;
+        const pprt_node *n = &P->st->nodes[ni];
+        if (n->op != PP_OP_MATMUL || n->pattern != PP_PATTERN_ATTENTION || P->done[ni] ||
+            fattn_match(P, ni, &sc, &b, &pq) < 0 || pq < 0)
+            continue;
+        P->done[pq] = true;
+        P->fa_head[2 * nn + ni] = pq;
+    }
 }
 
 /* The pattern ppcc marked on MatMul ni (plan Node.pattern): MatMul, [Mul or
@@ -2940,12 +2995,12 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
     const pprt_stage *st = P->st;
     *ok = false;
     if (P->fa_head[ni] >= 0) { /* the pattern's last MatMul */
-        const int h = P->fa_head[ni];
+        const int h = P->fa_head[ni], pq = P->fa_head[2 * st->n_nodes + ni], qt = fa_q(P, h, pq);
         const pprt_node *m1 = &st->nodes[h], *m2 = &st->nodes[ni];
-        const pp_shape *qs = &T(P, m1->in[0])->shape, *ks = &T(P, m1->in[1])->shape, *vs = &T(P, m2->in[1])->shape,
+        const pp_shape *qs = &T(P, qt)->shape, *ks = &T(P, m1->in[1])->shape, *vs = &T(P, m2->in[1])->shape,
                        *ys = &T(P, m2->out[0])->shape;
         const int sc = P->fa_head[st->n_nodes + ni];
-        const sview vq = view_of(P, m1->in[0]), vk = view_of(P, m1->in[1]), vv = view_of(P, m2->in[1]);
+        const sview vq = view_of(P, qt), vk = view_of(P, m1->in[1]), vv = view_of(P, m2->in[1]);
         const sview *qkv[3] = {&vq, &vk, &vv};
         pcu_fattn k = {.nb = numel(ys) / (ys->dim[ys->rank - 2] * ys->dim[ys->rank - 1]),
                        .nh = fa_heads(qkv, 3, ys), .grp = 1, .Sq = qs->dim[qs->rank - 2],
@@ -2976,10 +3031,17 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
             if (T(P, w)->varies) P->pl->folds_varying = true;
             k.scale_op = s->op == PP_OP_MUL ? 1 : 2;
         }
+        if (pq >= 0) { /* Q's scalar, applied as the kernel reads Q */
+            const pprt_node *s = &st->nodes[pq];
+            const int w = s->in[0] == qt ? s->in[1] : s->in[0];
+            k.qscale = pcu_rld(T(P, w)->data, k.t, 0);
+            if (T(P, w)->varies) P->pl->folds_varying = true;
+            k.qscale_op = s->op == PP_OP_MUL ? 1 : 2;
+        }
         NEW_STEP(s, P, PCU_S_KERNEL, h, 4);
         s->kernel = PCU_K_FATTN;
         s->u.fa = k;
-        s->ops[0] = view_ref(P, m1->in[0]), s->ops[1] = view_ref(P, m1->in[1]), s->ops[2] = view_ref(P, m2->in[1]);
+        s->ops[0] = view_ref(P, qt), s->ops[1] = view_ref(P, m1->in[1]), s->ops[2] = view_ref(P, m2->in[1]);
         s->ops[3] = R(P, yout);
         s->threads = k.nb * k.qtiles * PCU_BLOCK;
         P->pl->counts.own++;
@@ -2987,14 +3049,16 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         *ok = true;
         return PP_OK;
     }
-    int sc, b;
-    const int m2 = fattn_match(P, ni, &sc, &b);
-    if (m2 < 0) return PP_OK;
+    int sc, b, pq;
+    const int m2 = fattn_match(P, ni, &sc, &b, &pq);
+    if (m2 < 0 || pq != P->fa_head[2 * st->n_nodes + ni]) return PP_OK; /* (fattn_prescales took its prescale) */
     if (sc >= 0) P->done[sc] = true;
     P->done[b] = true;
     P->fa_head[m2] = ni;
     P->fa_head[st->n_nodes + m2] = sc;
-    P->pl->counts.fused += sc >= 0 ? 2 : 1; /* the scale and the softmax; the first MatMul names the step */
+    P->fa_head[2 * st->n_nodes + m2] = pq;
+    /* the scales and the softmax; the first MatMul names the step */
+    P->pl->counts.fused += 1 + (sc >= 0) + (pq >= 0);
     *ok = true;
     return PP_OK;
 }
@@ -3248,13 +3312,18 @@ static bool view_reader_ok(const planner *P, const bool *cand, const bool *fold,
         return (n->n_in < 3 || n->in[2] < 0 || P->view[n->in[2]].src < 0) &&
                gemm_views(&va, &vb, attr_i(P, n, "transA", 0) != 0, attr_i(P, n, "transB", 0) != 0, &mm);
     }
+    int sc, smx, pq;
+    if (P->fattn && (n->op == PP_OP_MUL || n->op == PP_OP_DIV)) { /* the Mul or Div of a pattern's Q, in its kernel */
+        const int m = n->n_out == 1 ? sole_reader(P, j, n->out[0]) : -1;
+        return m >= 0 && P->st->nodes[m].pattern == PP_PATTERN_ATTENTION && P->st->nodes[m].op == PP_OP_MATMUL &&
+               fattn_match(P, m, &sc, &smx, &pq) >= 0 && pq == j && fa_q(P, m, pq) == t;
+    }
     if (n->op != PP_OP_MATMUL || n->n_in != 2 || n->n_out != 1 || one_float_type(P, n) < 0) return false;
-    int sc, smx;
     if (P->fattn) { /* a pattern the fused kernel will take: its Q, K (first MatMul) and V (last) fit it */
-        if (n->pattern == PP_PATTERN_ATTENTION && fattn_match(P, j, &sc, &smx) >= 0) return true;
+        if (n->pattern == PP_PATTERN_ATTENTION && fattn_match(P, j, &sc, &smx, &pq) >= 0) return true;
         for (int i = 0; i < j; i++)
             if (P->st->nodes[i].pattern == PP_PATTERN_ATTENTION && P->st->nodes[i].op == PP_OP_MATMUL &&
-                fattn_match(P, i, &sc, &smx) == j)
+                fattn_match(P, i, &sc, &smx, &pq) == j)
                 return true;
     }
     const sview va = view_of(P, n->in[0]), vb = view_of(P, n->in[1]);
@@ -3949,7 +4018,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     P.uses = calloc(pp_count(st->n_tensors), sizeof *P.uses);
     P.done = calloc(pp_count(st->n_nodes), sizeof *P.done);
     P.alias = malloc(pp_count(st->n_tensors) * sizeof *P.alias);
-    P.fa_head = malloc(2 * pp_count(st->n_nodes) * sizeof *P.fa_head);
+    P.fa_head = malloc(3 * pp_count(st->n_nodes) * sizeof *P.fa_head);
     if (P.rows) P.ln_of = malloc(pp_count(st->n_tensors) * sizeof *P.ln_of);
     pp_status s = PP_OK;
     if (!pl->woff || !P.uses || !P.done || !P.alias || !P.fa_head || (P.rows && !P.ln_of)) {
@@ -3977,7 +4046,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
             P.ln_of[n->in[0]] < 0)
             P.ln_of[n->in[0]] = ni;
     }
-    for (int i = 0; i < 2 * st->n_nodes; i++) P.fa_head[i] = -1;
+    for (int i = 0; i < 3 * st->n_nodes; i++) P.fa_head[i] = -1;
     for (int ni = 0; ni < st->n_nodes; ni++)
         for (int k = 0; k < st->nodes[ni].n_in; k++)
             if (st->nodes[ni].in[k] >= 0) P.uses[st->nodes[ni].in[k]]++;
@@ -3988,6 +4057,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     /* the half route's own tensors and the layouts' temps share the ids past the stage's: one or the other (the
      * layouts are an inference plan's, the half route a mixed-precision training plan's) */
     if (s == PP_OK && !(o && (o->host_only || o->nhwc))) s = half_route(&P, o && o->f32_products);
+    if (s == PP_OK && !(o && o->host_only)) fattn_prescales(&P);
     for (int ni = 0; ni < st->n_nodes && s == PP_OK; ni++) {
         if (P.have) {
             s = plan_laid(&P, ni, o);

@@ -13,8 +13,11 @@
 #   - the folds counted by test_counts (every stage linted: each product's
 #     matrices inside the region its folded operand names): views.onnx folds
 #     16 outputs at micro-batch 1 and 7 at 2, the ViT-like blocks 10 (at
-#     micro-batch 2: 4, and 10 with the fused attention's two batch levels;
-#     views.onnx's torch heads at micro-batch 2 likewise: 9); with
+#     micro-batch 2: 4, and 12 with the fused attention's two batch levels,
+#     q's Gather over the heads Transpose among them: the kernel applies q's
+#     Mul by its scale as it reads it;
+#     views.onnx's torch heads at micro-batch 2 likewise: 11, q's Slice,
+#     Reshape and Transpose read through its Div by sqrt(d)); with
 #     views on at micro-batch 1 only the two that must stay copies (f, g)
 #     feed a product; the two copies f and g stay (the Relu's and the graph
 #     output's);
@@ -64,15 +67,17 @@ for c in "views 1 16 2" "views 2 7 -" "vit 1 10 0" "vit 2 4 -" "digits 16 0 0"; 
   echo "ok: $m -b $b: $got outputs folded, the same bytes as without at -pp 1, 2, 3, fused attention off and on"
 done
 # the ViT-like blocks at micro-batch 2: the heads ([B, H] over [B, S, 3, H, D]) are no one batch stride for
-# cuBLASLt (4 folds: K's Transpose and the output's), but the fused kernel's two batch levels take Q, K, V
+# cuBLASLt (4 folds: K's Transpose and the output's), but the fused kernel's two batch levels take Q (through
+# its scale's Mul, which the kernel applies), K, V
 got=$(folded vit_2.1.plan "--stride-views --fused-attention")
-[ "$got" = 10 ] || fail "vit -b 2 with fused attention: $got outputs folded, want 10"
+[ "$got" = 12 ] || fail "vit -b 2 with fused attention: $got outputs folded, want 12"
 f=$(to_product vit_2.1.plan "--stride-views --fused-attention")
 [ "$f" = 0 ] || fail "vit -b 2 with fused attention: $f strided copies feed a product, want 0"
 # torch's heads at micro-batch 2 ([S, B*H, D] over [S, B, 3E]: B and H at two strides) as the fused kernel's
-# two batch levels: views.onnx's e reads K and V from its input, 9 folds in all
+# two batch levels: views.onnx's e reads Q (through its Div, which the kernel applies), K and V from its input,
+# 11 folds in all
 got=$(folded views_2.1.plan "--stride-views --fused-attention")
-[ "$got" = 9 ] || fail "views -b 2 with fused attention: $got outputs folded, want 9"
+[ "$got" = 11 ] || fail "views -b 2 with fused attention: $got outputs folded, want 11"
 "$TEST_COUNTS" --stride-views --fused-attention --dump views_2.1.plan > dump2.txt
 grep -q "fused attention node /e/MatMul_1 .* \[2 " dump2.txt || fail "views -b 2: e's fused attention does not read the input message through the views"
 # the copies that read through a view (ViT-like's q: a Gather over the heads Transpose), widened and as given:

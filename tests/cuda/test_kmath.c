@@ -912,7 +912,13 @@ typedef struct fa_case {
     int scale_op, k_rows, q_bcast; /* k_rows: K stored [T, D] (else [D, T]); q_bcast: one Q for every batch */
     int special;                   /* 1: NaN, +inf and -inf rows, a -inf first tile */
     int gqa;                       /* > 0: that many query heads over half as many K/V heads, 3-D layouts */
+    int qscale_op;                 /* Q's scale before the first product: 1 q * 0.35355339, 2 q / 6.3245554 */
 } fa_case;
+
+/* Q's element as the kernel takes it: scaled as the Mul or Div node before the pattern computes it (in float) */
+static float fa_q(const pcu_fattn *k, float q) {
+    return k->qscale_op == 1 ? q * k->qscale : k->qscale_op == 2 ? q / k->qscale : q;
+}
 
 /* Attention in double: y[b, i, :] = softmax(scale(q_i . k_j)) v (NaN as the
  * reference softmax gives it: a row whose max is NaN, +inf or -inf). */
@@ -927,7 +933,7 @@ static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const fl
             for (int64_t j = 0; j < k->T; j++) {
                 double d = 0;
                 for (int64_t e = 0; e < k->D; e++)
-                    d += (double)q[qo + i * k->qi + e * k->qe] * kk[ko + j * k->kj + e * k->ke];
+                    d += (double)fa_q(k, q[qo + i * k->qi + e * k->qe]) * kk[ko + j * k->kj + e * k->ke];
                 if (k->scale_op == 1) d *= k->scale;
                 else if (k->scale_op == 2) d /= k->scale;
                 s[j] = d;
@@ -949,6 +955,7 @@ static void test_fattn_case(const fa_case *c) {
     pcu_fattn k = {.scale_op = c->scale_op, .scale = c->scale_op == 2 ? 8.0f : 0.125f, .nb = c->nb, .nh = 1,
                    .grp = 1, .Sq = c->Sq, .T = c->T, .D = c->D, .Dv = c->Dv};
     k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
+    k.qscale_op = c->qscale_op, k.qscale = c->qscale_op == 1 ? 0.35355339f : 6.3245554f;
     k.qb = c->q_bcast ? 0 : k.Sq * k.D, k.qi = k.D, k.qe = 1;
     k.kb = k.T * k.D, k.kj = c->k_rows ? k.D : 1, k.ke = c->k_rows ? 1 : k.T;
     k.vb = k.T * k.Dv, k.vj = k.Dv, k.ve = 1;
@@ -1013,15 +1020,20 @@ static void test_fattn_case(const fa_case *c) {
              (long long)(3 * k.Dv));
     if (worst / (vmax > 0 ? vmax : 1) > fa_worst) fa_worst = worst / (vmax > 0 ? vmax : 1);
     /* a half plan's pattern: Q, K, V and Y in f16 / bf16, the f32 kernel's values over the same half values,
-     * rounded, bit for bit */
+     * rounded, bit for bit (Q's scale: the f32 kernel given Q scaled and rounded as the half plan's Mul or Div
+     * node writes it) */
+    float *qs = malloc(sizeof *qs * (size_t)nq);
     for (int t = PCU_T_F16; t != 0; t = t == PCU_T_F16 ? PCU_T_BF16 : 0) {
         uint16_t *qh = malloc(2 * (size_t)nq), *kh = malloc(2 * (size_t)nk), *vh = malloc(2 * (size_t)nv),
-                 *yh = malloc(2 * (size_t)ny);
+                 *yh = malloc(2 * (size_t)ny), *qsh = malloc(2 * (size_t)nq);
         to_half(q, t, qh, q, nq), to_half(kk, t, kh, kk, nk), to_half(v, t, vh, v, nv);
-        s.u.fa.t = 0;
-        void *opf[PCU_KERNEL_OPS] = {q, kk, v, y1};
+        for (int64_t i = 0; i < nq; i++) qs[i] = fa_q(&k, q[i]);
+        to_half(qs, t, qsh, qs, nq);
+        free(qsh);
+        s.u.fa.t = 0, s.u.fa.qscale_op = 0;
+        void *opf[PCU_KERNEL_OPS] = {qs, kk, v, y1};
         run_coop(&s, opf, 0);
-        s.u.fa.t = t;
+        s.u.fa.t = t, s.u.fa.qscale_op = k.qscale_op;
         void *oph[PCU_KERNEL_OPS] = {qh, kh, vh, yh};
         run_coop(&s, oph, 1);
         char what[96];
@@ -1030,15 +1042,18 @@ static void test_fattn_case(const fa_case *c) {
         compare_half(what, yh, y1, t, ny);
         free(qh), free(kh), free(vh), free(yh);
     }
-    free(q), free(kk), free(v), free(y1), free(y2), free(yr);
+    free(qs), free(q), free(kk), free(v), free(y1), free(y2), free(yr);
 }
 
 static void test_fattn(void) {
     static const fa_case cases[] = {
-        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 0, 0, 0, 0},  {2, 1, 50, 32, 32, 2, 0, 0, 0, 0},
-        {1, 5, 100, 40, 24, 1, 1, 0, 0, 0},  {4, 64, 1, 16, 8, 0, 0, 1, 0, 0},   {2, 65, 64, 64, 64, 2, 1, 0, 0, 0},
-        {2, 130, 97, 64, 40, 1, 0, 0, 1, 0}, {1, 40, 40, 8, 64, 0, 1, 1, 1, 0},  {1, 3, 7, 1, 1, 0, 0, 0, 0, 0},
-        {8, 70, 45, 16, 24, 1, 1, 0, 0, 4}, {6, 1, 9, 64, 64, 2, 1, 0, 0, 6},
+        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 0, 0, 0, 0, 0}, {2, 1, 50, 32, 32, 2, 0, 0, 0, 0, 0},
+        {1, 5, 100, 40, 24, 1, 1, 0, 0, 0, 0}, {4, 64, 1, 16, 8, 0, 0, 1, 0, 0, 0}, {2, 65, 64, 64, 64, 2, 1, 0, 0, 0, 0},
+        {2, 130, 97, 64, 40, 1, 0, 0, 1, 0, 0}, {1, 40, 40, 8, 64, 0, 1, 1, 1, 0, 0}, {1, 3, 7, 1, 1, 0, 0, 0, 0, 0, 0},
+        {8, 70, 45, 16, 24, 1, 1, 0, 0, 4, 0}, {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0},
+        /* Q scaled before the first product (torch's q / sqrt(d)), by a Div and by a Mul */
+        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 2}, {3, 70, 33, 8, 16, 1, 1, 0, 1, 0, 1},
+        {8, 70, 45, 16, 24, 2, 0, 0, 0, 4, 2},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) test_fattn_case(&cases[c]);
     /* the lint's bound: the extents of a [D, T] K and of Y */

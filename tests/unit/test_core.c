@@ -1093,14 +1093,15 @@ static void test_fusion_chains(void) {
         }
 }
 
-/* pp_attention_chains and the partitioner: x [2,4] ->
- *   /a/MatMul (x, w) [2,4] -> /a/Mul (by a scalar) -> /a/Softmax -> /b/MatMul (the probabilities, v)
+/* pp_attention_chains and the partitioner: x [2,4] -> /q/Div (by a scalar: Q's scale) ->
+ *   /a/MatMul (q, w) [2,4] -> /a/Mul (by a scalar) -> /a/Softmax -> /b/MatMul (the probabilities, v)
  * with v = /v/Transpose(/v/Relu(x)) [4,2] computed between the Mul and the Softmax in the node order,
  * then /c/Relu (a post-op of /b/MatMul), /c/MatMul + /d/Relu, /d/MatMul, /e/Softmax, /e/MatMul +
- * /f/Sigmoid: 5 units. At every -pp 1..5 and policy: no cut before nodes 1..5 (the pattern's, with
- * v's between), node 0 marks the pattern, /a/Mul keeps its chain mark (a MatMul's post-op) and the
- * pattern's other nodes none; --split-at v (inside the pattern) moves past it and /b/MatMul's chain
- * to /c/MatMul. /d/MatMul, /e/Softmax, /e/MatMul is no pattern: the probabilities are a graph output. */
+ * /f/Sigmoid: 5 units. At every -pp 1..5 and policy: no cut before nodes 1..6 (Q's scale's MatMul and
+ * the pattern's, with v's between), node 1 marks the pattern, /a/Mul keeps its chain mark (a MatMul's
+ * post-op) and the pattern's other nodes none; --split-at v (inside the pattern) moves past it and
+ * /b/MatMul's chain to /c/MatMul. /d/MatMul, /e/Softmax, /e/MatMul is no pattern: the probabilities are a
+ * graph output. */
 static void test_attention_chains(void) {
     const pp_policy pols[] = {PP_POLICY_UNIFORM, PP_POLICY_FLOPS, PP_POLICY_MEMORY, PP_POLICY_AUTO, PP_POLICY_CUSTOM};
     for (int pi = 0; pi < 5; pi++)
@@ -1115,7 +1116,8 @@ static void test_attention_chains(void) {
                 snprintf(nm, sizeof nm, "v%d", i);
                 v[i] = value(&g, nm);
             }
-            node(&g, PP_OP_MATMUL, "/a/MatMul", x, w, v[0]);
+            node(&g, PP_OP_DIV, "/q/Div", x, c, v[13]);
+            node(&g, PP_OP_MATMUL, "/a/MatMul", v[13], w, v[0]);
             node(&g, PP_OP_MUL, "/a/Mul", v[0], c, v[1]);
             node(&g, PP_OP_RELU, "/v/Relu", x, -1, v[2]);
             node(&g, PP_OP_TRANSPOSE, "/v/Transpose", v[2], -1, v[3]);
@@ -1145,25 +1147,25 @@ static void test_attention_chains(void) {
             }
             pp_status s = pp_run_passes(&g, &co, &e);
             CHECK(s == PP_OK, "policy %s p %d: %s", pp_policy_name(pols[pi]), p, e.msg);
-            if (s != PP_OK || g.n_nodes != 13) {
-                CHECK(s != PP_OK, "%d nodes, want 13", g.n_nodes);
+            if (s != PP_OK || g.n_nodes != 14) {
+                CHECK(s != PP_OK, "%d nodes, want 14", g.n_nodes);
                 pp_graph_free(&g);
                 continue;
             }
-            for (int i = 1; i <= 5; i++)
+            for (int i = 1; i <= 6; i++)
                 CHECK(g.nodes[i].stage == g.nodes[0].stage, "policy %s p %d: a cut before %s", pp_policy_name(pols[pi]),
                       p, g.nodes[i].name);
-            CHECK(g.nodes[0].pattern == PP_PATTERN_ATTENTION && g.nodes[1].chain && !g.nodes[3].chain &&
-                      !g.nodes[4].chain && !g.nodes[5].chain,
+            CHECK(g.nodes[1].pattern == PP_PATTERN_ATTENTION && g.nodes[2].chain && !g.nodes[4].chain &&
+                      !g.nodes[5].chain && !g.nodes[6].chain,
                   "policy %s p %d: pattern %d, chain marks %d %d %d %d", pp_policy_name(pols[pi]), p,
-                  g.nodes[0].pattern, g.nodes[1].chain, g.nodes[3].chain, g.nodes[4].chain, g.nodes[5].chain);
-            for (int i = 1; i < 13; i++)
-                CHECK(g.nodes[i].pattern == PP_PATTERN_NONE, "policy %s p %d: %s marked", pp_policy_name(pols[pi]), p,
-                      g.nodes[i].name);
+                  g.nodes[1].pattern, g.nodes[2].chain, g.nodes[4].chain, g.nodes[5].chain, g.nodes[6].chain);
+            for (int i = 0; i < 14; i++)
+                CHECK(i == 1 || g.nodes[i].pattern == PP_PATTERN_NONE, "policy %s p %d: %s marked",
+                      pp_policy_name(pols[pi]), p, g.nodes[i].name);
             if (pi == 4)
-                CHECK(g.n_stages == 2 && g.nodes[6].stage == 0 && g.nodes[7].stage == 1,
-                      "--split-at v: stages %d, /c/Relu in %d, /c/MatMul in %d", g.n_stages, g.nodes[6].stage,
-                      g.nodes[7].stage);
+                CHECK(g.n_stages == 2 && g.nodes[7].stage == 0 && g.nodes[8].stage == 1,
+                      "--split-at v: stages %d, /c/Relu in %d, /c/MatMul in %d", g.n_stages, g.nodes[7].stage,
+                      g.nodes[8].stage);
             pp_graph_free(&g);
         }
 }
