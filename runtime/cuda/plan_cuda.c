@@ -653,6 +653,22 @@ static pp_status plan_view_like(planner *P, int ni, bool *ok) {
         int64_t perm[PP_MAX_DIMS];
         if (pp_transpose_perm(a, x->shape.rank, perm, NULL) != PP_OK) return PP_OK;
         for (int d = 0; d < r; d++) k.sst[d] = xst[perm[d]];
+        /* moving only dims of 1 (ViT's [S, 1, E] -> [1, S, E] at micro-batch 1) of packed bytes (its own, or a
+         * folded Reshape's source's): the same bytes, as a Reshape */
+        int64_t last = -1, xp[PP_MAX_DIMS];
+        strides_of(&x->shape, xp);
+        const pprt_tdesc *src = T(P, xv.src);
+        bool keeps = xv.off == 0 && src->kind == PPRT_ACTIVATION && y->kind == PPRT_ACTIVATION &&
+                     src->nbytes == y->nbytes && xv.rank == x->shape.rank;
+        for (int d = 0; d < x->shape.rank && keeps; d++) keeps = x->shape.dim[d] == 1 || xst[d] == xp[d];
+        for (int d = 0; d < r && keeps; d++)
+            if (y->shape.dim[d] != 1) keeps = perm[d] > last, last = perm[d];
+        if (keeps) {
+            P->alias[n->out[0]] = R(P, xv.src).tensor;
+            P->pl->counts.copies++;
+            *ok = true;
+            return PP_OK;
+        }
     } else if (n->op == PP_OP_SLICE) {
         pp_tinfo tin[5];
         if (!const_inputs(P, n, tin, 5)) return PP_OK; /* runtime starts/ends */
