@@ -1674,18 +1674,18 @@ static pp_status eval_pass(trainer *t, pprt_array *ins, pprt_array *outs, const 
  * sums (those of the first step, taken only where no later step comes:
  * it makes the executors and pays the page faults), and its timeline kept
  * in place of the last step's (rs->trace taken). */
-static pp_status step_profile(trainer *t, pprt_stats *rs, pp_err *err) {
-    if (rs->trace) {
-        pprt_trace_free(t->last.trace);
-        t->last.trace = rs->trace, rs->trace = NULL;
-        t->last.trace->latency_ms = NULL, t->last.trace->n_latency = 0; /* (rs's, freed with it) */
-    }
-    if (!rs->node_ms) return PP_OK;
-    if (!t->prof) {
-        for (int i = 0; i < t->p->n_stages; i++) t->prof_n += t->p->stages[i].n_nodes;
-        if (!(t->prof = calloc(pp_count(t->prof_n), sizeof *t->prof)))
-            return PP_FAIL(err, PP_ENOMEM, "out of memory for the profile");
-    }
+static pp_status prof_alloc(trainer *t, pp_err *err) {
+    if (t->prof) return PP_OK;
+    t->prof_n = 0;
+    for (int i = 0; i < t->p->n_stages; i++) t->prof_n += t->p->stages[i].n_nodes;
+    if (!(t->prof = calloc(pp_count(t->prof_n), sizeof *t->prof)))
+        return PP_FAIL(err, PP_ENOMEM, "out of memory for the profile");
+    return PP_OK;
+}
+
+/* A step's node times (ms a micro-batch, the plan's nodes) added to the profile's sums */
+static pp_status add_profile(trainer *t, const double *node_ms, pp_err *err) {
+    PP_TRY(prof_alloc(t, err));
     if (t->prof_first) { /* a later step: the first's times go */
         memset(t->prof, 0, (size_t)t->prof_n * sizeof *t->prof);
         t->prof_mbs = 0, t->prof_first = false;
@@ -1693,10 +1693,69 @@ static pp_status step_profile(trainer *t, pprt_stats *rs, pp_err *err) {
         t->prof_first = true;
     }
     const int64_t M = t->o->accumulate;
-    for (int k = 0; k < t->prof_n; k++) t->prof[k] += rs->node_ms[k] * (double)M;
+    for (int k = 0; k < t->prof_n; k++) t->prof[k] += node_ms[k] * (double)M;
     t->prof_mbs += M;
+    return PP_OK;
+}
+
+static pp_status step_profile(trainer *t, pprt_stats *rs, pp_err *err) {
+    if (rs->trace) {
+        pprt_trace_free(t->last.trace);
+        t->last.trace = rs->trace, rs->trace = NULL;
+        t->last.trace->latency_ms = NULL, t->last.trace->n_latency = 0; /* (rs's, freed with it) */
+    }
+    if (!rs->node_ms) return PP_OK;
+    PP_TRY(add_profile(t, rs->node_ms, err));
     t->last.backend = rs->backend, t->last.precision = rs->precision, t->last.threads = rs->threads;
     return PP_OK;
+}
+
+/* pprt --profile under mpirun: this rank's two stages' node times of the
+ * step (the other stages' entries 0 here; rank 0 gathers them at the end:
+ * gather_profile) */
+static pp_status dist_step_profile(trainer *t, const pprt_run_opts *run, pp_err *err) {
+    const pprt_train_dist *d = t->o->dist;
+    if (!d->node_ms) return PP_OK;
+    PP_TRY(prof_alloc(t, err));
+    double *ms = calloc(pp_count(t->prof_n), sizeof *ms);
+    if (!ms) return PP_FAIL(err, PP_ENOMEM, "out of memory for the profile");
+    const char *be = NULL;
+    int threads = 0;
+    pp_status s = PP_OK;
+    if (d->node_ms(d->ctx, ms, &be, &threads)) {
+        s = add_profile(t, ms, err);
+        t->last.backend = be, t->last.precision = run->precision, t->last.threads = threads;
+    }
+    free(ms);
+    return s;
+}
+
+/* The end of a run under mpirun with pprt --profile: replica 0's ranks send
+ * rank 0 their means (their two stages' nodes), which it puts in their
+ * places; every rank of replica 0 sends, with zeros where it measured none,
+ * so none waits for a message that does not come. */
+static pp_status gather_profile(trainer *t, pp_err *err) {
+    const pprt_train_dist *d = t->o->dist;
+    const pprt_plan *p = t->p;
+    const int P = p->train_devices;
+    PP_TRY(prof_alloc(t, err));
+    for (int k = 0; t->prof_mbs && k < t->prof_n; k++) t->prof[k] /= (double)t->prof_mbs;
+    t->prof_mbs = t->prof_mbs ? 1 : 0;
+    if (d->replica != 0 || P < 2) return PP_OK;
+    const size_t bytes = (size_t)t->prof_n * sizeof *t->prof;
+    if (d->rank != 0) return d->send(d->ctx, 0, t->prof, bytes, err);
+    double *got = malloc(bytes ? bytes : 1);
+    if (!got) return PP_FAIL(err, PP_ENOMEM, "out of memory for the profile");
+    pp_status s = PP_OK;
+    for (int r = 1; r < P && s == PP_OK; r++) { /* rank r: device r, stages r and 2P-1-r */
+        if ((s = d->recv(d->ctx, r, got, bytes, err)) != PP_OK) break;
+        for (int i = 0, k0 = 0; i < p->n_stages; k0 += p->stages[i].n_nodes, i++)
+            if (i == r || i == 2 * P - 1 - r) memcpy(t->prof + k0, got + k0, (size_t)p->stages[i].n_nodes * sizeof *got);
+    }
+    free(got);
+    if (s == PP_OK && !t->prof_mbs) t->prof_mbs = 1; /* (rank 0 measured none itself: the others' times) */
+    if (!t->last.backend) t->last.backend = "mixed";
+    return s;
 }
 
 /* The node times' means and the last timeline, to the caller (pprt_train_stats.profile). */
@@ -1747,6 +1806,7 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
         }
     }
     if (s == PP_OK && !o->dist) s = step_profile(t, &rs, err);
+    if (s == PP_OK && o->dist && run->node_times) s = dist_step_profile(t, run, err);
     free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
     pprt_trace_free(rs.trace);
     /* the step's links and stash are gone (each step starts its pipeline afresh, with the kept executors):
@@ -2013,6 +2073,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (s == PP_OK && o->dist && o->save_dir) s = dist_gather(&t, err);
     if (s == PP_OK && root && o->save_dir) s = write_weights(&t, o->save_dir, err);
     if (s == PP_OK && js.root) log_end(&js, &t, st);
+    if (s == PP_OK && o->dist && run->node_times) s = gather_profile(&t, err);
     if (s == PP_OK) hand_profile(&t, st);
     if (s == PP_OK && root && o->curves) s = pprt_curves_write(o->curves, js.root, err);
     if (s == PP_OK && root && o->log_json) s = pp_json_write(&js, o->log_json, true, err);

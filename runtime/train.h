@@ -61,6 +61,12 @@ typedef struct pprt_train_dist {
      * executors and its wall seconds (the rank's device time): the log's
      * stage_busy_s and bubble. */
     void (*busy)(void *ctx, double out[3]);
+    /* pprt --profile (pprt_run_opts.node_times): the last run's mean ms a
+     * micro-batch of each node of this rank's two stages, written at their
+     * places in `out` (the plan's nodes, stage by stage, as
+     * pprt_profile_write orders them; the other entries untouched), with the
+     * executors' backend and threads; false: none measured. */
+    bool (*node_ms)(void *ctx, double *out, const char **backend, int *threads);
 } pprt_train_dist;
 
 typedef struct pprt_train_opts {

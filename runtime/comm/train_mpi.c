@@ -67,6 +67,7 @@ static size_t boundary_bytes(const pprt_plan *p, int b) {
 typedef struct tm_ctx {
     pprt_mpi *m;
     const pprt_backend *override;
+    const pprt_plan *plan;
     pprt_place fat, bat; /* the forward and the backward stage's place */
     /* [0]: with rank r-1, [1]: with rank r+1; kind -1 where there is none */
     int fkind[2], bkind[2];
@@ -78,6 +79,11 @@ typedef struct tm_ctx {
     pprt_stream *rs;
     pprt_event *rev;
     double busy[3]; /* the last run's: the two stages' executor seconds, its wall seconds (pprt_train_dist.busy) */
+    /* pprt --profile: the last run's ms a micro-batch of the two stages' nodes (pprt_train_dist.node_ms) */
+    double *ns[2];
+    int ns_n[2];
+    const char *ns_backend;
+    int ns_threads;
 } tm_ctx;
 
 static tm_ctx the_ctx; /* one training per process; its communicators live until the process ends */
@@ -143,6 +149,7 @@ typedef struct side {
     const pprt_backend *be;
     struct side *other;
     int64_t M;
+    int threads; /* its executor's intra-op threads */
     pp_status s;
     bool own;
     pp_err e;
@@ -223,7 +230,30 @@ static pp_status make_exec(const pprt_plan *p, int s, const pprt_place *at, cons
     PP_TRY(pprt_stage_backend(p, s, o->backend, &w->be, err));
     const pprt_exec_cfg cfg = pprt_stage_cfg(o, pprt_run_threads(o, pprt_rank_cores(pprt_mpi_env_local_size())), at);
     w->run.ex = w->be->exec;
+    w->threads = cfg.threads;
     return pprt_keeper_exec(o->keep, w->be->exec, p, s, 0, &cfg, &w->run.x, err); /* a rank holds one replica's */
+}
+
+/* pprt --profile: the executors' node seconds before a run (k: 0 forward, 1 backward), and after it each node's
+ * ms a micro-batch over the run (pprt_train_dist.node_ms) */
+static pp_status node_base(tm_ctx *c, const pprt_plan *p, int k, const side *w, pp_err *err) {
+    const int n = p->stages[w->run.stage].n_nodes;
+    const double *ns = w->run.ex->node_seconds ? w->run.ex->node_seconds(w->run.x) : NULL;
+    if (!ns) return PP_OK;
+    if (c->ns_n[k] != n) {
+        free(c->ns[k]);
+        c->ns_n[k] = 0;
+        if (!(c->ns[k] = malloc(pp_count(n) * sizeof *c->ns[k]))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        c->ns_n[k] = n;
+    }
+    memcpy(c->ns[k], ns, (size_t)n * sizeof *ns);
+    return PP_OK;
+}
+
+static void node_done(tm_ctx *c, int k, const side *w) {
+    const double *ns = w->run.ex->node_seconds ? w->run.ex->node_seconds(w->run.x) : NULL;
+    for (int i = 0; ns && c->ns[k] && i < c->ns_n[k]; i++) c->ns[k][i] = (ns[i] - c->ns[k][i]) * 1e3 / (double)w->M;
+    c->ns_backend = w->run.ex->name, c->ns_threads = w->threads;
 }
 
 static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins, int64_t M, int64_t mb0,
@@ -239,8 +269,10 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
     if (s == PP_OK) s = make_links(c, p, ins, M, mb0, o, &f, &b, err);
     if (s == PP_OK) s = make_exec(p, d, &c->fat, o, &f, err);
     if (s == PP_OK) s = make_exec(p, 2 * P - 1 - d, &c->bat, o, &b, err);
-    if (s != PP_OK) return s; /* the process ends (pprt_mpi_finish): what was made stays */
     f.run.stage = d, b.run.stage = 2 * P - 1 - d;
+    if (s == PP_OK && o->node_times) s = node_base(c, p, 0, &f, err);
+    if (s == PP_OK && o->node_times) s = node_base(c, p, 1, &b, err);
+    if (s != PP_OK) return s; /* the process ends (pprt_mpi_finish): what was made stays */
     f.run.gate = b.run.gate = o->gate;
     f.run.replica = b.run.replica = m->replica;
     f.run.stash_out = stash, b.run.stash_in = stash;
@@ -271,6 +303,7 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
         *err = bad->e;
         return bad->s;
     }
+    if (o->node_times) node_done(c, 0, &f), node_done(c, 1, &b);
     pprt_keeper_done(o->keep, f.be->exec, d, 0, f.run.x);
     pprt_keeper_done(o->keep, b.be->exec, 2 * P - 1 - d, 0, b.run.x);
     f.run.in->ops->destroy(f.run.in), b.run.out->ops->destroy(b.run.out);
@@ -281,6 +314,22 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
 }
 
 static void run_busy(void *ctx, double out[3]) { memcpy(out, ((const tm_ctx *)ctx)->busy, 3 * sizeof *out); }
+
+static bool run_node_ms(void *ctx, double *out, const char **backend, int *threads) {
+    const tm_ctx *c = ctx;
+    const pprt_plan *p = c->plan;
+    const int P = p->train_devices, st[2] = {c->m->stage, 2 * P - 1 - c->m->stage};
+    bool any = false;
+    for (int k = 0; k < 2; k++) {
+        if (!c->ns[k] || c->ns_n[k] != p->stages[st[k]].n_nodes) continue;
+        int k0 = 0;
+        for (int i = 0; i < st[k]; i++) k0 += p->stages[i].n_nodes;
+        memcpy(out + k0, c->ns[k], (size_t)c->ns_n[k] * sizeof *out);
+        any = true;
+    }
+    *backend = c->ns_backend, *threads = c->ns_threads;
+    return any;
+}
 
 static pp_status send_bytes(void *ctx, int rank, const void *buf, size_t bytes, pp_err *err) {
     pprt_mpi *m = ((tm_ctx *)ctx)->m;
@@ -474,9 +523,10 @@ pp_status pprt_train_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_train_opts 
     PP_TRY(pprt_mpi_agree(m, p, ro->depth, err));
     PP_TRY(agree_train(m, o, err));
     PP_TRY(transports(&the_ctx, m, p, ro->backend, err));
+    the_ctx.plan = p;
     *out = (pprt_train_dist){.ctx = &the_ctx, .rank = m->rank, .size = m->size, .devices = p->train_devices,
                              .replica = m->replica, .replicas = m->replicas, .run = run_device, .send = send_bytes,
                              .recv = recv_bytes, .dev_chain = the_ctx.rc != NULL, .dsend = chain_send,
-                             .drecv = chain_recv, .busy = run_busy};
+                             .drecv = chain_recv, .busy = run_busy, .node_ms = run_node_ms};
     return PP_OK;
 }

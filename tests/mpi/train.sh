@@ -11,6 +11,9 @@
 #     dnnl at -np 4: the same bits;
 #   - --checkpoint/--save-every then --resume under mpirun: the weights of
 #     an unbroken run; files written by rank 0 only (no DIR.tmp left);
+#   - --profile gathered to rank 0 (every node of the four stages timed,
+#     each stage within its rank's busy time; ppcc --train --profile takes
+#     it), --trace refused;
 #   - refusals, exit 2 on every rank, naming the culprit: -np that is not
 #     devices x replicas, another plan on one rank, another --accumulate on
 #     one rank, --replicas above --accumulate;
@@ -120,6 +123,36 @@ assert 0 < log["bubble"] < 1, log["bubble"]
 PYEND
 checks=$((checks + 2))
 echo "mpi_train: -np 4 --replicas 2: every stage's busy time and the idle share in rank 0's log"
+
+# pprt --profile under mpirun (each rank's two stages' node times, gathered to rank 0 at the end): every node of the
+# four stages timed, each stage's nodes no more than the busy time its rank measured in the steps after the first
+# (--log-json's stage_busy_s, an independent clock), ppcc --train --profile prices every op by it; --trace refused
+expect_rc 0 prof.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" --labels "$S/labels.npy" --accumulate 4 --seed 3 \
+  --steps 4 "${BK[@]}" --replicas 2 --log-json prof_log.json --profile prof.json
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --dump-ir -o /dev/null > t2_ir.txt
+"$PY" - prof.json prof_log.json t2_ir.txt << 'PYEND'
+import json, sys
+prof = json.load(open(sys.argv[1]))["nodes"]
+steps = json.load(open(sys.argv[2]))["steps"]
+stage = {}
+for ln in open(sys.argv[3]):
+    f = ln.split()
+    if len(f) > 2 and f[0].startswith("%") and f[1][0] == "s" and "name=" in ln:
+        stage[ln.rsplit("name=", 1)[1].strip()] = int(f[1][1:].rstrip("W"))
+missing = [n for n in stage if n not in prof]
+assert stage and not missing, f"{len(missing)} of {len(stage)} nodes untimed: {missing[:4]}"
+# 4 micro-batches a step over 2 replicas: 2 a rank
+busy = [sum(s["stage_busy_s"][v] for s in steps[1:]) / (2 * (len(steps) - 1)) * 1e3 for v in range(4)]
+for v in range(4):
+    got = sum(ms for n, ms in prof.items() if stage.get(n) == v)
+    assert 0 < got <= 1.1 * busy[v] + 0.05, f"stage {v}: its nodes {got:.3f} ms a micro-batch, busy {busy[v]:.3f} ms"
+PYEND
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --profile prof.json --report -o prof.plan > prof_rep.txt
+grep -q "op times: \([0-9]*\) of \1 ops measured" prof_rep.txt || { echo "FAIL: ppcc --train --profile: $(grep 'op times' prof_rep.txt)"; exit 1; }
+expect_rc 2 trace.txt "${M[@]}" -np 2 "$PPRT" t2.plan "$S/data" "${common[@]}" --trace trace.json
+expect_msg trace.txt "--trace under mpirun"
+checks=$((checks + 3))
+echo "mpi_train: --profile at -np 4 --replicas 2: every node of the 4 stages timed on its rank, gathered to rank 0; --trace refused"
 
 # --recompute all (each backward stage computes its forward again) under --schedule flow: the same bits
 "$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --recompute all -o t2r.plan -q
