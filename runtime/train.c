@@ -1307,16 +1307,20 @@ static pp_status dist_reduce(trainer *t, taker *k, int64_t step, double *loss, d
 static pp_status dist_busy(trainer *t, double *bubble, pp_err *err) {
     const pprt_train_dist *D = t->o->dist;
     if (!D->busy) return PP_OK;
-    double v[3];
-    D->busy(D->ctx, v);
-    if (D->rank != 0) return D->send(D->ctx, 0, v, sizeof v, err);
     const int P = D->devices;
+    double v[PPRT_DIST_BUSY + 1]; /* and the most micro-batches the rank's device held (its gate's count) */
+    D->busy(D->ctx, v);
+    v[PPRT_DIST_BUSY] = t->held_peak[D->rank % P];
+    if (D->rank != 0) return D->send(D->ctx, 0, v, sizeof v, err);
     for (int k = 0; k < t->p->n_stages + t->p->n_wstages; k++) t->busy[k] = 0;
     double busy = 0, wall = 0;
     for (int q = 0; q < D->size; q++) { /* rank q: replica q / P's device q % P */
         if (q) PP_TRY(D->recv(D->ctx, q, v, sizeof v, err));
         t->busy[q % P] += v[0], t->busy[2 * P - 1 - q % P] += v[1];
         busy += v[0] + v[1], wall += v[2];
+        if (v[3] > t->stash_peak[q % P]) t->stash_peak[q % P] = (int)v[3]; /* the most over the replicas */
+        if (v[4] > 0) t->stash_bytes[q % P] = (size_t)v[4];
+        if (v[PPRT_DIST_BUSY] > t->held_peak[q % P]) t->held_peak[q % P] = (int)v[PPRT_DIST_BUSY];
     }
     *bubble = wall > 0 ? 1.0 - busy / wall : 0;
     return PP_OK;

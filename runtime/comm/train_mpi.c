@@ -78,7 +78,9 @@ typedef struct tm_ctx {
     pprt_p2p **rc;
     pprt_stream *rs;
     pprt_event *rev;
-    double busy[3]; /* the last run's: the two stages' executor seconds, its wall seconds (pprt_train_dist.busy) */
+    /* the last run's: the two stages' executor seconds, its wall seconds, the stash's peak and entry bytes
+     * (pprt_train_dist.busy) */
+    double busy[PPRT_DIST_BUSY];
     /* pprt --profile: the last run's ms a micro-batch of the two stages' nodes (pprt_train_dist.node_ms) */
     double *ns[2];
     int ns_n[2];
@@ -294,6 +296,7 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
     side_main(&b);
     pthread_join(th, NULL);
     c->busy[0] = f.run.busy, c->busy[1] = b.run.busy, c->busy[2] = pprt_now_s() - t0;
+    c->busy[3] = stash ? stash->peak : 0, c->busy[4] = stash ? (double)stash->bytes : 0;
     /* a stage's own failure (its executor, a message out of order) before a link closed by it */
     const side *bad = NULL;
     if (f.s != PP_OK && (f.own || b.s == PP_OK)) bad = &f;
@@ -313,7 +316,9 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
     return PP_OK;
 }
 
-static void run_busy(void *ctx, double out[3]) { memcpy(out, ((const tm_ctx *)ctx)->busy, 3 * sizeof *out); }
+static void run_busy(void *ctx, double out[PPRT_DIST_BUSY]) {
+    memcpy(out, ((const tm_ctx *)ctx)->busy, PPRT_DIST_BUSY * sizeof *out);
+}
 
 static bool run_node_ms(void *ctx, double *out, const char **backend, int *threads) {
     const tm_ctx *c = ctx;

@@ -5,7 +5,9 @@
 #   - -np 2 (2 devices) and -np 4 (2 devices x --replicas 2), under 1F1B and
 #     GPipe, AdamW and SGD with momentum: the saved weights byte-identical
 #     to the threaded run of the same plan and options (cmp of every .npy),
-#     and the per-step losses of --log-json equal to the threaded run's;
+#     and the per-step losses of --log-json equal to the threaded run's; at
+#     -np 2 each device's stash counts (stash_peak, stash_bytes, held_peak)
+#     in rank 0's log the threaded run's;
 #   - --eval: the held-out loss and accuracy equal to the threaded run's;
 #   - executors kept across steps (the default) against PPRT_TRAIN_FRESH=1 on
 #     dnnl at -np 4: the same bits;
@@ -59,9 +61,16 @@ for sched in 1f1b gpipe; do
       same_dirs th-$tag mpi$np_-$tag
       same_losses th-$tag.json mpi$np_-$tag.json
     done
+    # each device's stash at -np 2 (gathered to rank 0's log since 2026-12-05; 0 before): the threads' counts
+    "$PY" - th-$tag.json mpi2-$tag.json << 'PYEND'
+import json, sys
+a, b = ([(s["stash_peak"], s["stash_bytes"], s["held_peak"]) for s in json.load(open(f))["stash"]] for f in sys.argv[1:3])
+assert a == b and all(p > 0 and n > 0 for p, n, _ in a), (a, b)
+PYEND
+    checks=$((checks + 1))
   done
 done
-echo "mpi_train: -np 2 and -np 4 (--replicas 2), 1F1B and GPipe, AdamW and SGD: weights and losses bit-identical to threads"
+echo "mpi_train: -np 2 and -np 4 (--replicas 2), 1F1B and GPipe, AdamW and SGD: weights and losses bit-identical to threads, the stash counts of -np 2 the threads'"
 
 # executors kept across the steps (runtime/keep.h; each rank reloads its two after rank 0's weights come) against
 # executors made every step (PPRT_TRAIN_FRESH=1), on oneDNN, whose reordered weights must follow the updates
