@@ -70,23 +70,6 @@ static pp_status need_dtype(const pprt_tensor *t, pp_dtype want, const char *op,
 
 /* ---- float16 / bfloat16 in software ------------------------------------------------- */
 
-/* on the bits (a NaN comes out as the quiet NaN of its sign) */
-static inline float half_to_float(uint16_t h) {
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 1023u;
-    uint32_t u;
-    if (e == 0) { /* zero or a subnormal, m 2^-24 (exact in a float) */
-        const float v = (float)m * 0x1p-24f;
-        memcpy(&u, &v, sizeof u);
-        u |= sign;
-    } else if (e == 31) {
-        u = sign | (m ? 0x7fc00000u : 0x7f800000u);
-    } else {
-        u = sign | ((e + 112u) << 23) | (m << 13);
-    }
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 
 /* v (finite, >= 0) rounded to nearest-even with p significant bits, the
@@ -117,35 +100,6 @@ static uint16_t narrow_float(double v, int mb, int eb) {
     return sign | (uint16_t)((e - 1 + bias) << mb) | (uint16_t)(ldexp(m, mb + 1) - ldexp(1.0, mb));
 }
 
-/* The same from a float, on its bits (ppcc --train --precision casts every
- * product's inputs and outputs: the double path above costs several times
- * the convolution): narrow_float's results, NaN included. */
-static inline uint16_t bf16_of_float(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-static inline uint16_t f16_of_float(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    const uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return sign | 0x7e00u;  /* NaN */
-    if (a >= 0x477ff000u) return sign | 0x7c00u; /* 65520 and up (the tie above 65504 goes to the even infinity) */
-    if (a <= 0x33000000u) return sign;           /* 2^-25 and below: 0 (2^-25 a tie to the even 0) */
-    if (a < 0x38800000u) {                       /* below 2^-14: a subnormal, quantum 2^-24 */
-        const uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23);
-        uint32_t r = m >> shift;
-        const uint32_t rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-        r += rem > half || (rem == half && (r & 1u));
-        return sign | (uint16_t)r;
-    }
-    const uint32_t r = a - 0x38000000u; /* the exponent rebiased from 127 to 15 */
-    return sign | (uint16_t)((r + 0xfffu + ((r >> 13) & 1u)) >> 13);
-}
-
 /* ---- Cast between element types ----------------------------------------------------- */
 
 /* float -> integer: truncate toward zero, saturate out of range, NaN -> 0. */
@@ -165,7 +119,7 @@ static uint64_t f2u(double v, uint64_t hi) {
 /* Sources: X(ENUM, storage type, is floating, load expression of the stored v). */
 #define CAST_SRC(X)                                                                     \
     X(PP_F32, float, 1, v) X(PP_F64, double, 1, v)                                      \
-    X(PP_F16, uint16_t, 1, half_to_float(v)) X(PP_BF16, uint16_t, 1, pprt_bf16_float(v))  \
+    X(PP_F16, uint16_t, 1, pprt_f16_float(v)) X(PP_BF16, uint16_t, 1, pprt_bf16_float(v))  \
     X(PP_I8, int8_t, 0, v) X(PP_I16, int16_t, 0, v) X(PP_I32, int32_t, 0, v)            \
     X(PP_I64, int64_t, 0, v) X(PP_U8, uint8_t, 0, v) X(PP_U16, uint16_t, 0, v)          \
     X(PP_U32, uint32_t, 0, v) X(PP_U64, uint64_t, 0, v) X(PP_BOOL, uint8_t, 0, (v != 0))
@@ -185,8 +139,8 @@ static uint64_t f2u(double v, uint64_t hi) {
     X(PP_U64, uint64_t, UI, 0, UINT64_MAX, TS, ISF, LOAD)                               \
     X(PP_BOOL, uint8_t, BOOL, 0, 0, TS, ISF, LOAD)
 #define CONV_FLT(TD, LO, HI, ISF, L) ((TD)(L))
-#define CONV_F16(TD, LO, HI, ISF, L) _Generic((L), float: f16_of_float((float)(L)), default: narrow_float((double)(L), 10, 5))
-#define CONV_BF16(TD, LO, HI, ISF, L) _Generic((L), float: bf16_of_float((float)(L)), default: narrow_float((double)(L), 7, 8))
+#define CONV_F16(TD, LO, HI, ISF, L) _Generic((L), float: pprt_f16_of_float((float)(L)), default: narrow_float((double)(L), 10, 5))
+#define CONV_BF16(TD, LO, HI, ISF, L) _Generic((L), float: pprt_bf16_of_float((float)(L)), default: narrow_float((double)(L), 7, 8))
 #define CONV_SI(TD, LO, HI, ISF, L) ((ISF) ? (TD)f2s((double)(L), LO, HI) : (TD)(L))
 #define CONV_UI(TD, LO, HI, ISF, L) ((ISF) ? (TD)f2u((double)(L), HI) : (TD)(L))
 #define CONV_BOOL(TD, LO, HI, ISF, L) ((uint8_t)((L) != 0))
@@ -324,7 +278,7 @@ static bool load_elem(const void *src, pp_dtype t, int64_t i, cval *v) {
     switch (t) {
     case PP_F32: *v = (cval){.k = V_F, .f = ((const float *)src)[i]}; return true;
     case PP_F64: *v = (cval){.k = V_F, .f = ((const double *)src)[i]}; return true;
-    case PP_F16: *v = (cval){.k = V_F, .f = half_to_float(((const uint16_t *)src)[i])}; return true;
+    case PP_F16: *v = (cval){.k = V_F, .f = pprt_f16_float(((const uint16_t *)src)[i])}; return true;
     case PP_BF16: *v = (cval){.k = V_F, .f = pprt_bf16_float(((const uint16_t *)src)[i])}; return true;
     case PP_I8: *v = (cval){.k = V_S, .s = ((const int8_t *)src)[i]}; return true;
     case PP_I16: *v = (cval){.k = V_S, .s = ((const int16_t *)src)[i]}; return true;
@@ -422,9 +376,9 @@ static bool cast_elems_opt(const void *src, pp_dtype st, void *dst, pp_dtype dt,
         const float *x = src;
         uint16_t *y = dst;
         if (dt == PP_BF16)
-            for (int64_t i = 0; i < n; i++) y[i] = bf16_of_float(x[i]);
+            for (int64_t i = 0; i < n; i++) y[i] = pprt_bf16_of_float(x[i]);
         else
-            for (int64_t i = 0; i < n; i++) y[i] = f16_of_float(x[i]);
+            for (int64_t i = 0; i < n; i++) y[i] = pprt_f16_of_float(x[i]);
         return true;
     }
     if ((st == PP_BF16 || st == PP_F16) && dt == PP_F32) {
@@ -433,7 +387,7 @@ static bool cast_elems_opt(const void *src, pp_dtype st, void *dst, pp_dtype dt,
         if (st == PP_BF16)
             for (int64_t i = 0; i < n; i++) y[i] = pprt_bf16_float(x[i]);
         else
-            for (int64_t i = 0; i < n; i++) y[i] = half_to_float(x[i]);
+            for (int64_t i = 0; i < n; i++) y[i] = pprt_f16_float(x[i]);
         return true;
     }
     if (is_lowp(st) || is_lowp(dt)) {

@@ -120,13 +120,15 @@ static pp_status cg_pd(pprt_exec *x, const cg_node *c, bool data, dnnl_primitive
         dnnl_primitive_desc_destroy(pd);
         return unsup(err, "oneDNN's reference convolution (pprt's runs it)");
     }
-    /* the weight gradient of bf16 values: only on a brgemm kernel (AMX). oneDNN
-     * 2.6's other bf16 one (jit_bf16) took 5.5x the f32 kernel's time on a
-     * Zen 4 (AVX512_BF16), ResNet-18 at 112x112, 8 images (2026-12-05):
-     * declined, the node then runs in f32 (halfprod.c) */
+    /* the weight gradient of bf16 values: only on a brgemm or an AMX kernel.
+     * oneDNN 2.6's other bf16 one (jit_bf16) took 5.5x the f32 kernel's time
+     * on a Zen 4 (AVX512_BF16), ResNet-18 at 112x112, 8 images (2026-12-05):
+     * declined, the node then runs in f32 (halfprod.c). On AMX oneDNN offers
+     * jit:avx512_core_amx_bf16 (no "brg" in its name; it was declined too
+     * until 2026-12-05): 1.5x the f32 kernel's speed there (bench/RESULTS.md) */
     const char *impl = "";
     if (x->bld.half && !data && (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
-                                 !strstr(impl, "brg"))) {
+                                 (!strstr(impl, "brg") && !strstr(impl, "amx")))) {
         dnnl_primitive_desc_destroy(pd);
         return unsup(err, "no brgemm kernel for the bf16 weight gradient");
     }

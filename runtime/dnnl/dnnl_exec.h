@@ -68,6 +68,7 @@ typedef struct pprt_dnnl_opts {
     bool gelu_grad;     /* PPRT_DNNL_GELU_GRAD: Gelu's gradient on oneDNN's eltwise backward */
     bool half_products; /* PPRT_DNNL_HALF_PRODUCTS: products of bf16 values widened to f32 on bf16 kernels */
     bool half_weights;  /* PPRT_DNNL_HALF_WEIGHTS: their weights' roundings reordered once a step (halfprod.c) */
+    bool casts;         /* PPRT_DNNL_CASTS: Casts between f32 and bf16 / f16 on pprt's vector kernel (gradref.c) */
     int64_t rows_max;   /* PPRT_DNNL_ROWS_MAX: matrix products with fewer rows as 1x1 convolutions (unset:
                          * 4096 below AVX-512, 0 on AVX-512; matmul.c) */
     bool keep_send;     /* PPRT_DNNL_KEEP_SEND: a sent tensor the stage also reads stays in the arena */

@@ -27,13 +27,15 @@
 #include "../cpu/ref.h"
 #include "dnnl_exec.h"
 #include "kernels/bnchan.h"
+#include "kernels/cast.h"
 #include "kernels/parts.h"
 
 /* A Cast between f32 and bf16 or f16 (mixed precision's, around every
- * product) of at least this many elements runs in ranges over the stage's
- * threads: one thread's loop was 10 % of a bf16 ResNet-18 step's samples
- * (Zen 4, 2026-12-05). Each element's conversion is the same whatever the
- * range: the same bits. */
+ * product) runs on pprt's vector kernel (kernels/cast.h, the reference's
+ * bits), and from this many elements in ranges over the stage's threads:
+ * one thread's loop was 10 % of a bf16 ResNet-18 step's samples (Zen 4,
+ * 2026-12-05). Each element's conversion is the same whatever the range
+ * and the vectors: the same bits. */
 #define CAST_PARTS_MIN 32768
 
 static bool half_f32(pp_dtype a, pp_dtype b) {
@@ -42,10 +44,10 @@ static bool half_f32(pp_dtype a, pp_dtype b) {
 
 bool dn_ref_by_parts(const pprt_exec *x, const pprt_node *n) {
     if (n->op == PP_OP_CAST)
-        return x->stage_threads > 1 && n->n_in == 1 && n->n_out == 1 && n->in[0] >= 0 && n->out[0] >= 0 &&
+        return n->n_in == 1 && n->n_out == 1 && n->in[0] >= 0 && n->out[0] >= 0 &&
                half_f32(T(x, n->in[0])->dtype, T(x, n->out[0])->dtype) &&
                pp_shape_eq(&T(x, n->in[0])->shape, &T(x, n->out[0])->shape) &&
-               numel_of(&T(x, n->out[0])->shape) >= CAST_PARTS_MIN;
+               (x->o.casts || (x->stage_threads > 1 && numel_of(&T(x, n->out[0])->shape) >= CAST_PARTS_MIN));
     if (n->op != PP_OP_UNARYGRAD && n->op != PP_OP_MAXPOOLGRAD && n->op != PP_OP_BATCHNORMGRAD &&
         n->op != PP_OP_BATCHNORM && n->op != PP_OP_LAYERNORMGRAD)
         return false;
@@ -128,10 +130,19 @@ static pp_status run_part(const pprt_exec *x, const pprt_node *n, int64_t a, int
     pprt_scratch sc = {0};
     pp_status s;
     if (n->op == PP_OP_CAST) { /* elements [a, b) */
+        const pp_dtype ti = T(x, n->in[0])->dtype, to = T(x, n->out[0])->dtype;
+        const pprt_cast_kind k = to == PP_BF16   ? PPRT_CAST_F32_BF16
+                                 : to == PP_F16  ? PPRT_CAST_F32_F16
+                                 : ti == PP_BF16 ? PPRT_CAST_BF16_F32
+                                                 : PPRT_CAST_F16_F32;
+        const void *src = (const char *)x->ptr[n->in[0]] + a * (int64_t)(pp_dtype_bits(ti) / 8);
+        void *dst = (char *)x->ptr[n->out[0]] + a * (int64_t)(pp_dtype_bits(to) / 8);
+        if (x->o.casts) {
+            pprt_cast(pprt_cpu_isa(), k, src, dst, (size_t)(b - a));
+            return PP_OK;
+        }
         const pp_shape s1 = {1, {b - a}};
-        const pprt_tdesc *ti = T(x, n->in[0]), *to = T(x, n->out[0]);
-        in[0] = (pprt_tensor){ti->dtype, s1, (char *)x->ptr[n->in[0]] + a * (int64_t)(pp_dtype_bits(ti->dtype) / 8)};
-        out[0] = (pprt_tensor){to->dtype, s1, (char *)x->ptr[n->out[0]] + a * (int64_t)(pp_dtype_bits(to->dtype) / 8)};
+        in[0] = (pprt_tensor){ti, s1, (void *)src}, out[0] = (pprt_tensor){to, s1, dst};
         return kern_CAST(at, in, 1, out, 1, &sc, err);
     }
     if (n->op == PP_OP_UNARYGRAD) {
@@ -219,6 +230,7 @@ pp_status dn_ref_parts_run(pprt_exec *x, const pprt_node *n, pp_err *err) {
                           : n->op == PP_OP_MAXPOOLGRAD ? ys->dim[0] * ys->dim[1]
                                                        : ys->dim[1]; /* the normalizations: channels */
     int64_t parts = x->stage_threads > 0 ? x->stage_threads : 1;
+    if (n->op == PP_OP_CAST && units < CAST_PARTS_MIN) parts = 1;
     if (parts > units) parts = units;
     if (parts < 1) parts = 1;
     pp_status st[64];

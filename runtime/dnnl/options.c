@@ -85,6 +85,9 @@ static const opt opts[] = {
      "with PPRT_DNNL_HALF_PRODUCTS, a product's operand that is a weight's rounding to bf16 is the weight "
      "reordered to bf16 in the kernel's layout once a step (at load and reload), not the rounding reordered each "
      "micro-batch (halfprod.c); 0: each micro-batch"},
+    {"PPRT_DNNL_CASTS", OPT_FLAG, F(casts), "1", NULL, 0, 0,
+     "Casts between f32 and bf16 or f16 on pprt's vector kernel (kernels/cast.c, the reference's bits); 0: the "
+     "reference kernel's loops (in ranges over the stage's threads from 32768 elements)"},
     {"PPRT_DNNL_GELU_GRAD", OPT_FLAG, F(gelu_grad), "1", NULL, 0, 0,
      "pp.UnaryGrad of Gelu on oneDNN's eltwise backward in f32; 0: the reference kernel (double) in parts"},
 };

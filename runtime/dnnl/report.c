@@ -78,7 +78,8 @@ void dn_report(const pprt_exec *x) {
         if (x->nd.first[ni] < 0 && dn_rnn_by_gemm(x, &st->nodes[ni]))
             fprintf(stderr, "  %-24s %-14s pprt:rnn_gemm\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
         if (x->nd.first[ni] < 0 && dn_ref_by_parts(x, &st->nodes[ni]))
-            fprintf(stderr, "  %-24s %-14s pprt:ref_parts\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name);
+            fprintf(stderr, "  %-24s %-14s %s\n", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name,
+                    st->nodes[ni].op == PP_OP_CAST ? "pprt:cast" : "pprt:ref_parts");
         if (x->nd.first[ni] < 0 || x->nd.absorbed[ni]) continue;
         fprintf(stderr, "  %-24s %-14s%s", st->nodes[ni].name, pp_op_table[st->nodes[ni].op].name,
                 x->nd.first[ni] >= 0 && x->nd.nsteps[ni] == 0 && st->nodes[ni].n_out == 1 && dn_read_through(x, ni)

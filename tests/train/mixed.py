@@ -18,7 +18,9 @@ layer, as tests/train/run.py's), 32 samples a step in two micro-batches of
     stash per micro-batch (ppcc --report) is at most 0.55 of f32's;
   - bits: the bf16 and fp16 weights at -pp 1 and -pp 2 are the same, and at
     -pp 2 under zb-h1 and (bf16) --recompute all; on oneDNN (where built)
-    bf16 at -pp 1 and 2 the same bits, within 2e-3 of the PyTorch policy's;
+    bf16 at -pp 1 and 2 the same bits, within 2e-3 of the PyTorch policy's,
+    and bf16 and fp16 with the Casts on pprt's vector kernel the bits of the
+    reference kernel's loops (PPRT_DNNL_CASTS=0);
     under mpirun -np 2 (where built) bf16 the threads' bits;
   - forced overflows: fp16 from dynamic:2^30 with --loss-scale-interval 3
     overflows (fp16 ends at 65504): pprt skips the first steps and halves the
@@ -215,6 +217,12 @@ for prec in ("bf16", "fp16"):
         wdf, _ = train(f"{prec}_2.plan", f"w_{prec}_d2f", STEPS, backend="dnnl", fresh=True)
         check(same_bits(wd2, wdf), f"{prec} on dnnl: kept executors' weights differ from fresh ones'")
         check(far(wd1, wp) <= 2e-3, f"{prec} on dnnl: the weights {far(wd1, wp):.3g} from the PyTorch policy's (2e-3)")
+    if "dnnl" in run([PPRT, "--backend", "list"]).stdout:
+        # the Casts on pprt's vector kernel (runtime/dnnl/kernels/cast.c) against the reference kernel's loops
+        # (PPRT_DNNL_CASTS=0): the same bits, bf16 and fp16
+        wv, _ = train(f"{prec}_2.plan", f"w_{prec}_dv", STEPS, backend="dnnl")
+        wc, _ = train(f"{prec}_2.plan", f"w_{prec}_dc", STEPS, backend="dnnl", env={"PPRT_DNNL_CASTS": "0"})
+        check(wv and same_bits(wv, wc), f"{prec} on dnnl: the vector Casts give other weights than the reference's")
     if prec == "bf16":
         wa, la = torch_train(digits_net, init, X, Y, STEPS, autocast=torch.bfloat16)
         ea, lae = far(w1, wa), loss_gap(l1, la)
