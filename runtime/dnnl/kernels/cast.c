@@ -6,6 +6,7 @@
  * through masks (AVX-512) or the plain C loop (AVX2). */
 #include "cast.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "../../cpu/bf16.h"
@@ -155,7 +156,8 @@ void pprt_cast(pprt_isa isa, pprt_cast_kind kind, const void *x, void *y, size_t
         default: avx512_f16_f32(x, y, n); return;
         }
     }
-    if (isa >= PPRT_ISA_AVX2) {
+    const bool f16 = kind == PPRT_CAST_F32_F16 || kind == PPRT_CAST_F16_F32;
+    if (isa >= PPRT_ISA_AVX2 && (!f16 || __builtin_cpu_supports("f16c"))) { /* (every AVX2 CPU has F16C; a VM may hide it) */
         size_t done;
         switch (kind) {
         case PPRT_CAST_F32_BF16: done = avx2_f32_bf16(x, y, n); break;
