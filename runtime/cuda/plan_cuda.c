@@ -3630,8 +3630,14 @@ static int lay_class(const pprt_plan *p, const pprt_stage *st, const pprt_node *
         if (plan_table[n->op].fn || ew_op_of(n->op) < 0) return LC_NONE;
     }
     if (y->shape.rank != 4) return LC_NONE;
-    for (int k = 0; k < n->n_in; k++)
-        if (n->in[k] >= 0 && st->t[n->in[k]].shape.rank > 4) return LC_NONE;
+    for (int k = 0; k < n->n_in; k++) {
+        if (n->in[k] < 0) continue;
+        const pp_shape *s = &st->t[n->in[k]].shape;
+        if (s->rank > 4) return LC_NONE;
+        /* an operand of fewer dims broadcasts from the right: [H, W] and [W] are one channel, the same bytes
+         * channels-last; [C, H, W] with several channels and pixels is not (lay_input transposes 4-D ones only) */
+        if (s->rank == 3 && s->dim[0] > 1 && s->dim[1] * s->dim[2] > 1) return LC_NONE;
+    }
     return LC_EW;
 }
 

@@ -36,6 +36,8 @@
 #   - the SE fp16 plan with --cuda-conv-fusion on, the convolutions on the host
 #     fallback (--cuda-host-ops Conv), and the views and wide elementwise
 #     options: nhwc the same bits as nchw;
+#   - a [C, H, W] operand added to a convolution's output, [H, W] and [C, 1, 1]
+#     ones (nhwc_models.py's pos model): nchw's bits at nhwc;
 #   - --cuda-layout auto: a half plan channels-last, an f32 plan NCHW; nhwc on
 #     the f32 plan: nchw's bits.
 # About 15 s (90 s with the zoo's two models). usage: nhwc.sh WORK_DIR   (env: PPCC, PPRT, PY, SRC; ZOO optional)
@@ -109,6 +111,15 @@ for o in "--cuda-conv-fusion on" "--cuda-host-ops Conv" "--cuda-stride-views on 
   cmp -s o_nchw/y.npy o_nhwc/y.npy || fail "SE fp16 -pp 2 $o: nhwc gives other bits than nchw"
   echo "ok: SE fp16 -pp 2 $o: nhwc the same bits as nchw"
 done
+# operands of fewer dims beside a channels-last tensor (a [C, H, W] table added to a convolution's output was read
+# in NHWC order as if it were NHWC, 2026-12-05): nchw's bits at nhwc, within the bound of onnxruntime
+"$PPCC" pos.onnx -b 2 --precision fp16 -o pos.plan -q
+$H ort pos.onnx data_pos ort_pos
+for l in nchw nhwc; do "$PPRT" pos.plan data_pos --backend cuda-emu -q -o pos_$l --cuda-layout $l; done
+cmp -s pos_nchw/y.npy pos_nhwc/y.npy || fail "pos fp16: nhwc gives other bits than nchw (a rank-3 operand read channels-last)"
+e=$($H error pos_nhwc/y.npy ort_pos/y.npy) || fail "pos: $e"
+le "$e" 2e-3 || fail "pos fp16: error $e against onnxruntime's f32 (2e-3)"
+echo "ok: rank-3 and rank-2 operands beside channels-last tensors: nchw's bits, error $e against onnxruntime's f32"
 # auto: half channels-last, f32 NCHW unless asked
 "$PPCC" se.onnx -b 2 -o se_f32.plan -q
 "$PPRT" se_fp16_1.plan data_se --backend cuda-emu -q -o a16 --stats-json a16.json

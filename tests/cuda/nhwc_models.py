@@ -20,6 +20,8 @@ convolutions, docs/cuda.md "Layouts").
       DIR/resnet18.onnx: torchvision's ResNet-18 (10 classes, seeded random
       weights, random BatchNorm statistics), x [batch, 3, 64, 64], inputs
       DIR/data_resnet18/x.npy (2 samples).
+      DIR/pos.onnx (pos_model): operands of fewer dims beside a channels-last
+      tensor, one of them ([8, 6, 6]) not the same bytes channels-last.
   The references are half_models.py's (ort, error)."""
 import os
 import sys
@@ -108,9 +110,38 @@ def resnet18(d):
     np.save(os.path.join(d, "data_resnet18", "x.npy"), x.numpy())
 
 
+def pos_model(d):
+    """Operands of fewer dims beside a channels-last tensor: Conv 3->8 (3x3), Add of a [8, 6, 6] position table
+    (channels and pixels: not the same bytes channels-last), Mul by a [6, 6] table and Add of a [8, 1, 1] bias
+    (the same bytes either way), Relu, Conv 8->4; x [batch, 3, 6, 6], DIR/data_pos/x.npy (2 samples)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(77)
+    c = lambda name, a: numpy_helper.from_array(np.asarray(a, np.float32), name)
+    inits = [c("w1", rng.standard_normal((8, 3, 3, 3)) * 0.3), c("pos", rng.standard_normal((8, 6, 6))),
+             c("hw", 1 + 0.2 * rng.standard_normal((6, 6))), c("b", 0.1 * rng.standard_normal((8, 1, 1))),
+             c("w2", rng.standard_normal((4, 8, 3, 3)) * 0.2)]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], name="/c1/Conv"),
+             helper.make_node("Add", ["c1", "pos"], ["p"], name="/pos/Add"),
+             helper.make_node("Mul", ["p", "hw"], ["m"], name="/hw/Mul"),
+             helper.make_node("Add", ["m", "b"], ["a"], name="/b/Add"),
+             helper.make_node("Relu", ["a"], ["r"], name="/r/Relu"),
+             helper.make_node("Conv", ["r", "w2"], ["y"], pads=[1, 1, 1, 1], name="/c2/Conv")]
+    gr = helper.make_graph(nodes, "pos", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 6, 6])],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 6, 6])], initializer=inits)
+    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "pos.onnx"))
+    os.makedirs(os.path.join(d, "data_pos"), exist_ok=True)
+    np.save(os.path.join(d, "data_pos", "x.npy"), rng.standard_normal((2, 3, 6, 6)).astype(np.float32))
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "models":
         se_model(sys.argv[2])
         resnet18(sys.argv[2])
+        pos_model(sys.argv[2])
     else:
         sys.exit(__doc__)
