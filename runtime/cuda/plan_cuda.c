@@ -2313,7 +2313,9 @@ static int half_match(const planner *P, int ni, bool f32_only, int *why) {
     bool ok = true, view = false;
     for (int k = 0; k < n->n_in; k++) {
         if (n->in[k] < 0) continue;
-        const int from = hfind(P, T(P, n->in[k])->name)->from;
+        const hname *hx = hfind(P, T(P, n->in[k])->name);
+        if (!hx) return 0; /* (a stage of no plan: tests) */
+        const int from = hx->from;
         casts += from != 0;
         ok = ok && from && (!h || from == h);
         if (from) h = from;
@@ -2322,7 +2324,7 @@ static int half_match(const planner *P, int ni, bool f32_only, int *why) {
     if (!casts) return 0; /* not a mixed-precision product */
     if (!ok) return (*why = PCU_HALF_OPERAND), 0;
     const hname *o = hfind(P, T(P, n->out[0])->name);
-    if (o->readers != 1 || o->to != h || o->output) return (*why = PCU_HALF_OUTPUT), 0;
+    if (!o || o->readers != 1 || o->to != h || o->output) return (*why = PCU_HALF_OUTPUT), 0;
     if (view || n->op == PP_OP_CONVTRANSPOSE || n->op == PP_OP_FUSEDCONV ||
         (P->fattn && (n->pattern == PP_PATTERN_ATTENTION || P->fa_head[ni] >= 0)))
         return (*why = PCU_HALF_OTHER), 0;
@@ -2400,6 +2402,9 @@ static pp_status half_fits(planner *P, int ni, int h, bool *ok) {
     memcpy(done, P->done, pp_count(P->st->n_nodes) * sizeof *done);
     half_node(P, ni, h, reads);
     pp_status s = plan_try(P, ni, ok);
+    /* a product its function hands to the host (a MatMul over K = 0) would read the f32 node's inputs, whose
+     * Casts the route skips, and leave its output Cast's H tensor unwritten: not on the route */
+    for (int i = n_steps; i < P->pl->n_steps; i++) *ok = *ok && P->pl->steps[i].kind != PCU_S_HOST;
     for (int i = n_steps; i < P->pl->n_steps; i++) free(P->pl->steps[i].ops);
     P->pl->n_steps = n_steps, P->pl->counts = c, P->n_xt = n_xt, P->pl->bytes[PCU_SP_WORK] = work;
     P->pl->folds_varying = varying;
@@ -2432,7 +2437,8 @@ static pp_status half_route(planner *P, bool f32_only) {
         int h = half_match(P, ni, f32_only, &why);
         if (!h && why < 0) continue;
         bool fits = true;
-        if (h && (s = half_fits(P, ni, h, &fits)) == PP_OK && !fits) h = 0, why = PCU_HALF_OTHER;
+        if (h && (s = half_fits(P, ni, h, &fits)) != PP_OK) break;
+        if (h && !fits) h = 0, why = PCU_HALF_OTHER;
         cn->half_cand++;
         if (!h) {
             cn->half_why[why]++;
@@ -2763,9 +2769,10 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
         if (mm.views && !gemm_views(&va, &vb, ta, tb, &mm)) return PP_OK;
         if (n->n_in > 2 && n->in[2] >= 0 && beta != 0) {
             const pprt_tdesc *c = T(P, n->in[2]);
-            /* a bias vector: a weight, or an arena tensor (a training plan's Cast of the bias: fixed bytes) */
+            /* a bias vector: a weight, or an arena or received tensor (a training plan's Cast of the bias, in this
+             * stage or an earlier one: a split must not change the route) */
             if (numel(&c->shape) == N && c->shape.dim[c->shape.rank - 1] == N && beta == 1 &&
-                (c->kind == PPRT_WEIGHT || c->kind == PPRT_ACTIVATION)) {
+                (c->kind == PPRT_WEIGHT || c->kind == PPRT_ACTIVATION || c->kind == PPRT_RECV)) {
                 mm.bias = 1;
                 cin = n->in[2];
             } else if (c->shape.rank == 2 && c->shape.dim[0] == M && c->shape.dim[1] == N) {
@@ -3609,9 +3616,11 @@ static int lay_class(const pprt_plan *p, const pprt_stage *st, const pprt_node *
     const pprt_tdesc *x = &st->t[n->in[0]], *y = &st->t[n->out[0]];
     const bool fx = x->shape.rank == 4 && lay_float(x->dtype) && y->dtype == x->dtype;
     switch (n->op) {
-    case PP_OP_CONV: case PP_OP_FUSEDCONV: case PP_OP_CONVTRANSPOSE:
+    case PP_OP_CONV: case PP_OP_FUSEDCONV: case PP_OP_CONVTRANSPOSE: /* (ConvTranspose in f32 only, as plan_conv) */
         return fx && n->n_in >= 2 && n->in[1] >= 0 && st->t[n->in[1]].shape.rank == 4 &&
-                       st->t[n->in[1]].dtype == x->dtype ? LC_CONV : LC_NONE;
+                       st->t[n->in[1]].dtype == x->dtype && (n->op != PP_OP_CONVTRANSPOSE || x->dtype == PP_F32)
+                   ? LC_CONV
+                   : LC_NONE;
     case PP_OP_MAXPOOL: case PP_OP_AVGPOOL: return fx ? LC_POOL : LC_NONE;
     case PP_OP_GLOBALAVGPOOL: case PP_OP_GLOBALMAXPOOL: return fx ? LC_GPOOL : LC_NONE;
     case PP_OP_BATCHNORM: /* inference (one output): its channel the innermost index */
@@ -3777,7 +3786,7 @@ static pp_status lay_transpose(planner *P, int ni, int t, int src, int dst, bool
     snprintf(s->why, sizeof s->why, "%s of '%.60s'", to_nhwc ? "NCHW -> NHWC" : "NHWC -> NCHW", d->name);
     perm_finish(P, s);
     if (s->threads == 0) free(s->ops), P->pl->n_steps--;
-    P->pl->counts.transposes++;
+    else P->pl->counts.transposes++;
     return PP_OK;
 }
 
