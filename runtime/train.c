@@ -1811,6 +1811,7 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     }
     if (s == PP_OK && !o->dist) s = step_profile(t, &rs, err);
     if (s == PP_OK && o->dist && run->node_times) s = dist_step_profile(t, run, err);
+    if (s == PP_OK && o->dist && run->trace && o->dist->keep_trace) o->dist->keep_trace(o->dist->ctx);
     free(rs.stages), free(rs.node_ms), free(rs.latency_ms);
     pprt_trace_free(rs.trace);
     /* the step's links and stash are gone (each step starts its pipeline afresh, with the kept executors):
@@ -2078,6 +2079,11 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (s == PP_OK && root && o->save_dir) s = write_weights(&t, o->save_dir, err);
     if (s == PP_OK && js.root) log_end(&js, &t, st);
     if (s == PP_OK && o->dist && run->node_times) s = gather_profile(&t, err);
+    if (s == PP_OK && o->dist && run->trace && o->dist->gather_trace) { /* the last step's timeline, to rank 0 */
+        pprt_trace_free(t.last.trace);
+        t.last.trace = NULL;
+        s = o->dist->gather_trace(o->dist->ctx, run->precision, &t.last.trace, err);
+    }
     if (s == PP_OK) hand_profile(&t, st);
     if (s == PP_OK && root && o->curves) s = pprt_curves_write(o->curves, js.root, err);
     if (s == PP_OK && root && o->log_json) s = pp_json_write(&js, o->log_json, true, err);

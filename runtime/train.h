@@ -71,6 +71,13 @@ typedef struct pprt_train_dist {
      * pprt_profile_write orders them; the other entries untouched), with the
      * executors' backend and threads; false: none measured. */
     bool (*node_ms)(void *ctx, double *out, const char **backend, int *threads);
+    /* pprt --trace (pprt_run_opts.trace): keep_trace after each training
+     * step keeps its run's timeline (a held-out pass's does not replace it);
+     * gather_trace at the end, on every rank of replica 0: rank 0 gets the
+     * last step's timeline of every stage in *out (the caller frees it:
+     * pprt_trace_free), the others NULL. */
+    void (*keep_trace)(void *ctx);
+    pp_status (*gather_trace)(void *ctx, pprt_precision precision, pprt_trace **out, pp_err *err);
 } pprt_train_dist;
 
 typedef struct pprt_train_opts {

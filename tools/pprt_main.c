@@ -820,9 +820,6 @@ static pp_status train(pprt_cli *c, pprt_driver *d, const pprt_plan *p, bool ran
     if (c->stats_json)
         return PP_FAIL(err, PP_EINVAL, "--stats-json describes an inference run; a training run's statistics go to "
                        "--log-json FILE");
-    if (ranks && c->trace)
-        return PP_FAIL(err, PP_EUNSUP, "--trace under mpirun: a training run's timeline stays on each rank (not "
-                       "gathered yet); train on threads (without mpirun) for it, or use --profile (gathered to rank 0)");
     if (c->profile) PP_TRY(pp_outfile_check(c->profile, true, err));
     if (c->trace) PP_TRY(pp_outfile_check(c->trace, true, err));
     static pprt_train_dist dist;
@@ -839,7 +836,7 @@ static pp_status train(pprt_cli *c, pprt_driver *d, const pprt_plan *p, bool ran
         s = ts.profile.node_ms ? pprt_profile_write(c->profile, p, &ts.profile, err)
                                : PP_FAIL(err, PP_ERUNTIME, "--profile: no node times were measured");
     if (s == PP_OK && c->profile && writer && !c->train_opts.quiet) pprt_profile_summary(stdout, p, &ts.profile, 5);
-    if (s == PP_OK && c->trace) /* the last step's */
+    if (s == PP_OK && c->trace && writer) /* the last step's (under mpirun gathered to rank 0) */
         s = ts.profile.trace ? pprt_trace_write(c->trace, p, ts.profile.trace, err)
                              : PP_FAIL(err, PP_ERUNTIME, "--trace: no timeline was recorded");
     free(ts.profile.node_ms);

@@ -130,6 +130,8 @@ pp_status pprt_mpi_wait_ctrl(pprt_mpi *m, int type, int src, pprt_ctrl *out, con
  * rank, and --depth, --replicas: rank 0 checks every rank's hello
  * (sched_mpi.c; training's start, train_mpi.c). */
 pp_status pprt_mpi_agree(pprt_mpi *m, const pprt_plan *p, int depth, pp_err *err);
+/* pprt_mpi_agree, then this rank's clock offset to rank 0's in *off (0 on its host) */
+pp_status pprt_mpi_agree_clock(pprt_mpi *m, const pprt_plan *p, int depth, double *off, pp_err *err);
 
 /* ---- the MPI channel (chan_mpi.c) ------------------------------------------ */
 

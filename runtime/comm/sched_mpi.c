@@ -152,6 +152,17 @@ pp_status pprt_mpi_agree(pprt_mpi *m, const pprt_plan *p, int depth, pp_err *err
     return handshake(m, p, NULL, &n, depth, &same_host, err);
 }
 
+static pp_status clock_offset(pprt_mpi *m, bool same_host, double *off, pp_err *err);
+
+/* The same, and this rank's clock against the writer's (clock_offset; for
+ * the timelines of --trace). */
+pp_status pprt_mpi_agree_clock(pprt_mpi *m, const pprt_plan *p, int depth, double *off, pp_err *err) {
+    int64_t n = 1;
+    bool same_host;
+    PP_TRY(handshake(m, p, NULL, &n, depth, &same_host, err));
+    return clock_offset(m, same_host, off, err);
+}
+
 /* Writer's clock minus this rank's: 0 on the writer's host (CLOCK_MONOTONIC is
  * the host's), else from the ping-pong with the least round trip. */
 static pp_status clock_offset(pprt_mpi *m, bool same_host, double *off, pp_err *err) {

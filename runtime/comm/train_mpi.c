@@ -81,11 +81,14 @@ typedef struct tm_ctx {
     /* the last run's: the two stages' executor seconds, its wall seconds, the stash's peak and entry bytes
      * (pprt_train_dist.busy) */
     double busy[PPRT_DIST_BUSY];
-    /* pprt --profile: the last run's ms a micro-batch of the two stages' nodes (pprt_train_dist.node_ms) */
-    double *ns[2];
-    int ns_n[2];
+    /* pprt --profile and --trace: the last run's records of the two stages (run.h: node times, timeline; rec_on),
+     * the last training step's kept for its timeline (pprt_train_dist.keep_trace; kept_on), the backend and
+     * threads that measured them, and this rank's clock against rank 0's (pprt_mpi_agree_clock) */
+    pprt_stage_rec rec[2], kept[2];
+    bool rec_on, kept_on;
     const char *ns_backend;
     int ns_threads;
+    double clock_off;
 } tm_ctx;
 
 static tm_ctx the_ctx; /* one training per process; its communicators live until the process ends */
@@ -148,6 +151,7 @@ static pp_status rank_link(pprt_mpi *m, int peer, bool sender, int kind, pprt_p2
 
 typedef struct side {
     pprt_stage_run run;
+    pprt_stage_rec *rec; /* --profile, --trace: its record (tm_ctx.rec), else NULL */
     const pprt_backend *be;
     struct side *other;
     int64_t M;
@@ -180,8 +184,10 @@ static void close_all(side *w) {
 
 static void *side_main(void *arg) {
     side *w = arg;
+    if (w->rec) w->rec->t_loop0 = pprt_now_s();
     w->s = pprt_stage_loop(&w->run, 0, w->M, &w->own, &w->e);
     if (w->s == PP_OK && w->run.out->ops->drain) w->s = w->run.out->ops->drain(w->run.out, &w->e);
+    if (w->rec) w->rec->t_loop1 = pprt_now_s();
     if (w->s != PP_OK) close_all(w);
     return NULL;
 }
@@ -236,26 +242,31 @@ static pp_status make_exec(const pprt_plan *p, int s, const pprt_place *at, cons
     return pprt_keeper_exec(o->keep, w->be->exec, p, s, 0, &cfg, &w->run.x, err); /* a rank holds one replica's */
 }
 
-/* pprt --profile: the executors' node seconds before a run (k: 0 forward, 1 backward), and after it each node's
- * ms a micro-batch over the run (pprt_train_dist.node_ms) */
-static pp_status node_base(tm_ctx *c, const pprt_plan *p, int k, const side *w, pp_err *err) {
-    const int n = p->stages[w->run.stage].n_nodes;
-    const double *ns = w->run.ex->node_seconds ? w->run.ex->node_seconds(w->run.x) : NULL;
-    if (!ns) return PP_OK;
-    if (c->ns_n[k] != n) {
-        free(c->ns[k]);
-        c->ns_n[k] = 0;
-        if (!(c->ns[k] = malloc(pp_count(n) * sizeof *c->ns[k]))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-        c->ns_n[k] = n;
-    }
-    memcpy(c->ns[k], ns, (size_t)n * sizeof *ns);
-    return PP_OK;
+static pp_status send_bytes(void *ctx, int rank, const void *buf, size_t bytes, pp_err *err);
+static pp_status recv_bytes(void *ctx, int rank, void *buf, size_t bytes, pp_err *err);
+
+/* A run's shares as a record sees them: one replica of M micro-batches (this rank's replica's run) */
+static pprt_shares run_shares(const pprt_plan *p, int64_t M) {
+    return (pprt_shares){.b = pprt_mb_size(p), .M = M, .n = M * pprt_mb_size(p), .R = 1};
 }
 
-static void node_done(tm_ctx *c, int k, const side *w) {
-    const double *ns = w->run.ex->node_seconds ? w->run.ex->node_seconds(w->run.x) : NULL;
-    for (int i = 0; ns && c->ns[k] && i < c->ns_n[k]; i++) c->ns[k][i] = (ns[i] - c->ns[k][i]) * 1e3 / (double)w->M;
-    c->ns_backend = w->run.ex->name, c->ns_threads = w->threads;
+/* pprt --profile, --trace: the two stages' records for a run of M micro-batches (k: 0 forward, 1 backward),
+ * their executors' counters taken before it (pprt_rec_base) */
+static pp_status recs_begin(tm_ctx *c, const pprt_plan *p, int64_t M, const pprt_run_opts *o, side *w[2],
+                            pp_err *err) {
+    const pprt_shares sh = run_shares(p, M);
+    for (int k = 0; k < 2; k++) {
+        pprt_rec_free(&c->rec[k]);
+        const bool nodes = o->trace && o->trace_nodes && w[k]->run.ex->node_seconds;
+        PP_TRY(pprt_rec_init(&c->rec[k], p, &sh, w[k]->run.stage, 0, c->m->rank, o->trace, nodes, err));
+        pprt_rec_base(&c->rec[k], w[k]->run.ex, w[k]->run.x);
+        w[k]->rec = &c->rec[k];
+        w[k]->run.trace = c->rec[k].tr.t ? &c->rec[k].tr : NULL;
+        w[k]->run.prev_ns = c->rec[k].prev_ns;
+    }
+    c->rec_on = true;
+    c->ns_backend = w[0]->run.ex->name, c->ns_threads = w[0]->threads;
+    return PP_OK;
 }
 
 static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins, int64_t M, int64_t mb0,
@@ -272,8 +283,9 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
     if (s == PP_OK) s = make_exec(p, d, &c->fat, o, &f, err);
     if (s == PP_OK) s = make_exec(p, 2 * P - 1 - d, &c->bat, o, &b, err);
     f.run.stage = d, b.run.stage = 2 * P - 1 - d;
-    if (s == PP_OK && o->node_times) s = node_base(c, p, 0, &f, err);
-    if (s == PP_OK && o->node_times) s = node_base(c, p, 1, &b, err);
+    side *both[2] = {&f, &b};
+    c->rec_on = false;
+    if (s == PP_OK && (o->node_times || o->trace)) s = recs_begin(c, p, M, o, both, err);
     if (s != PP_OK) return s; /* the process ends (pprt_mpi_finish): what was made stays */
     f.run.gate = b.run.gate = o->gate;
     f.run.replica = b.run.replica = m->replica;
@@ -306,7 +318,7 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
         *err = bad->e;
         return bad->s;
     }
-    if (o->node_times) node_done(c, 0, &f), node_done(c, 1, &b);
+    for (int k = 0; c->rec_on && k < 2; k++) pprt_rec_done(&c->rec[k], p, both[k]->run.ex, both[k]->run.x, both[k]->run.busy);
     pprt_keeper_done(o->keep, f.be->exec, d, 0, f.run.x);
     pprt_keeper_done(o->keep, b.be->exec, 2 * P - 1 - d, 0, b.run.x);
     f.run.in->ops->destroy(f.run.in), b.run.out->ops->destroy(b.run.out);
@@ -323,17 +335,77 @@ static void run_busy(void *ctx, double out[PPRT_DIST_BUSY]) {
 static bool run_node_ms(void *ctx, double *out, const char **backend, int *threads) {
     const tm_ctx *c = ctx;
     const pprt_plan *p = c->plan;
-    const int P = p->train_devices, st[2] = {c->m->stage, 2 * P - 1 - c->m->stage};
-    bool any = false;
+    if (!c->rec_on || !c->rec[0].node_s) return false;
     for (int k = 0; k < 2; k++) {
-        if (!c->ns[k] || c->ns_n[k] != p->stages[st[k]].n_nodes) continue;
+        const pprt_stage_rec *r = &c->rec[k];
         int k0 = 0;
-        for (int i = 0; i < st[k]; i++) k0 += p->stages[i].n_nodes;
-        memcpy(out + k0, c->ns[k], (size_t)c->ns_n[k] * sizeof *out);
-        any = true;
+        for (int i = 0; i < r->stage; i++) k0 += p->stages[i].n_nodes;
+        for (int j = 0; j < r->n_nodes; j++) out[k0 + j] = r->mbs ? r->node_s[j] * 1e3 / (double)r->mbs : 0;
     }
     *backend = c->ns_backend, *threads = c->ns_threads;
-    return any;
+    return true;
+}
+
+/* The last run's records kept as the last training step's (its timeline for --trace) */
+static void run_keep_trace(void *ctx) {
+    tm_ctx *c = ctx;
+    if (!c->rec_on) return;
+    for (int k = 0; k < 2; k++) {
+        pprt_rec_free(&c->kept[k]);
+        c->kept[k] = c->rec[k];
+        c->rec[k] = (pprt_stage_rec){0};
+    }
+    c->kept_on = true, c->rec_on = false;
+}
+
+/* pprt --trace at the end: replica 0's ranks send rank 0 their kept records on its clock; rank 0 makes the
+ * timeline of the plan's stages from them (run.c pprt_stats_of, as a threaded run makes its own) */
+static pp_status run_gather_trace(void *ctx, pprt_precision precision, pprt_trace **out, pp_err *err) {
+    tm_ctx *c = ctx;
+    const pprt_plan *p = c->plan;
+    pprt_mpi *m = c->m;
+    const int P = p->train_devices;
+    *out = NULL;
+    if (m->replica != 0) return PP_OK;
+    if (!c->kept_on) return PP_FAIL(err, PP_ERUNTIME, "--trace: rank %d recorded no training step", m->rank);
+    if (m->rank != 0) {
+        for (int k = 0; k < 2; k++) {
+            pprt_rec_shift(&c->kept[k], c->clock_off);
+            pprt_rec_pack(&c->kept[k]);
+            PP_TRY(send_bytes(c, 0, c->kept[k].msg, c->kept[k].len * sizeof(double), err));
+        }
+        return PP_OK;
+    }
+    const pprt_shares sh = run_shares(p, c->kept[0].mbs);
+    pprt_stage_rec *recs = calloc(pp_count(2 * P), sizeof *recs);
+    if (!recs) return PP_FAIL(err, PP_ENOMEM, "out of memory for the timeline");
+    pp_status s = PP_OK;
+    for (int k = 0; k < 2; k++) { /* rank 0's own: stages 0 and 2P-1 */
+        pprt_rec_pack(&c->kept[k]);
+        recs[c->kept[k].stage] = c->kept[k], c->kept[k] = (pprt_stage_rec){0};
+    }
+    c->kept_on = false;
+    for (int r = 1; r < P && s == PP_OK; r++) /* rank r: device r's stages r and 2P-1-r, as it set them up */
+        for (int k = 0; k < 2 && s == PP_OK; k++) {
+            const int stage = k ? 2 * P - 1 - r : r;
+            const bool nodes = recs[0].tr.node_s != NULL; /* (every rank's backend measures node times, or none) */
+            s = pprt_rec_init(&recs[stage], p, &sh, stage, 0, r, recs[0].tr.t != NULL, nodes, err);
+            if (s == PP_OK) s = recv_bytes(c, r, recs[stage].msg, recs[stage].len * sizeof(double), err);
+            if (s == PP_OK) s = pprt_rec_unpack(&recs[stage], err);
+        }
+    pprt_stats st = {0};
+    const pprt_stats_ctx sc = {.threads = c->ns_threads, .precision = precision, .backend = c->ns_backend,
+                               .trace = true};
+    if (s == PP_OK) s = pprt_stats_of(p, &sh, recs, 2 * P, &sc, &st, err);
+    if (s == PP_OK) {
+        *out = st.trace, st.trace = NULL;
+        (*out)->latency_ms = NULL, (*out)->n_latency = 0; /* (st's, freed with it) */
+    }
+    free(st.stages), free(st.node_ms), free(st.latency_ms);
+    pprt_trace_free(st.trace);
+    for (int i = 0; i < 2 * P; i++) pprt_rec_free(&recs[i]);
+    free(recs);
+    return s;
 }
 
 static pp_status send_bytes(void *ctx, int rank, const void *buf, size_t bytes, pp_err *err) {
@@ -525,13 +597,15 @@ pp_status pprt_train_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_train_opts 
         o->schedule_kind != PPRT_SCHED_FLOW)
         return PP_FAIL(err, PP_EUNSUP, "--schedule: training under mpirun takes 1f1b, gpipe or flow; train with "
                        "this one on threads (pprt without mpirun)");
-    PP_TRY(pprt_mpi_agree(m, p, ro->depth, err));
+    PP_TRY(pprt_mpi_agree_clock(m, p, ro->depth, &the_ctx.clock_off, err));
     PP_TRY(agree_train(m, o, err));
+    const double off = the_ctx.clock_off;
     PP_TRY(transports(&the_ctx, m, p, ro->backend, err));
-    the_ctx.plan = p;
+    the_ctx.plan = p, the_ctx.clock_off = off;
     *out = (pprt_train_dist){.ctx = &the_ctx, .rank = m->rank, .size = m->size, .devices = p->train_devices,
                              .replica = m->replica, .replicas = m->replicas, .run = run_device, .send = send_bytes,
                              .recv = recv_bytes, .dev_chain = the_ctx.rc != NULL, .dsend = chain_send,
-                             .drecv = chain_recv, .busy = run_busy, .node_ms = run_node_ms};
+                             .drecv = chain_recv, .busy = run_busy, .node_ms = run_node_ms,
+                             .keep_trace = run_keep_trace, .gather_trace = run_gather_trace};
     return PP_OK;
 }

@@ -15,7 +15,8 @@
 #     an unbroken run; files written by rank 0 only (no DIR.tmp left);
 #   - --profile gathered to rank 0 (every node of the four stages timed,
 #     each stage within its rank's busy time; ppcc --train --profile takes
-#     it), --trace refused;
+#     it), and --trace (the last step's timeline: a track per stage named by
+#     its rank, each micro-batch in the stages' order);
 #   - refusals, exit 2 on every rank, naming the culprit: -np that is not
 #     devices x replicas, another plan on one rank, another --accumulate on
 #     one rank, --replicas above --accumulate;
@@ -135,7 +136,7 @@ echo "mpi_train: -np 4 --replicas 2: every stage's busy time and the idle share 
 
 # pprt --profile under mpirun (each rank's two stages' node times, gathered to rank 0 at the end): every node of the
 # four stages timed, each stage's nodes no more than the busy time its rank measured in the steps after the first
-# (--log-json's stage_busy_s, an independent clock), ppcc --train --profile prices every op by it; --trace refused
+# (--log-json's stage_busy_s, an independent clock), ppcc --train --profile prices every op by it
 expect_rc 0 prof.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" --labels "$S/labels.npy" --accumulate 4 --seed 3 \
   --steps 4 "${BK[@]}" --replicas 2 --log-json prof_log.json --profile prof.json
 "$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --dump-ir -o /dev/null > t2_ir.txt
@@ -158,10 +159,30 @@ for v in range(4):
 PYEND
 "$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --profile prof.json --report -o prof.plan > prof_rep.txt
 grep -q "op times: \([0-9]*\) of \1 ops measured" prof_rep.txt || { echo "FAIL: ppcc --train --profile: $(grep 'op times' prof_rep.txt)"; exit 1; }
-expect_rc 2 trace.txt "${M[@]}" -np 2 "$PPRT" t2.plan "$S/data" "${common[@]}" --trace trace.json
-expect_msg trace.txt "--trace under mpirun"
-checks=$((checks + 3))
-echo "mpi_train: --profile at -np 4 --replicas 2: every node of the 4 stages timed on its rank, gathered to rank 0; --trace refused"
+# --trace under mpirun: the last step's timeline of replica 0's ranks on rank 0's clock, a track per stage named by
+# its rank, each with that replica's 2 micro-batches, every micro-batch later on each next stage than on the one
+# before it (forward 0 -> 1, then backward 2 -> 3)
+expect_rc 0 trace.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" --labels "$S/labels.npy" --accumulate 4 --seed 3 \
+  --steps 3 "${BK[@]}" --replicas 2 -q --trace trace.json
+"$PY" - trace.json << 'PYEND'
+import json, sys
+tr = json.load(open(sys.argv[1]))
+ev = tr["traceEvents"] if isinstance(tr, dict) else tr
+names = {e["tid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
+want = {0: "rank 0: stage 0", 1: "rank 1: stage 1", 2: "rank 1: stage 2", 3: "rank 0: stage 3"}
+assert sorted(names.values()) == sorted(want.values()), names
+start = {}
+for e in ev:
+    if e.get("ph") == "X" and str(e.get("name", "")).startswith("micro-batch "):
+        stage = [k for k, v in want.items() if v == names[e["tid"]]][0]
+        start[(stage, int(e["name"].split()[1]))] = e["ts"]
+assert sorted(start) == [(s, j) for s in range(4) for j in range(2)], sorted(start)
+for j in range(2):
+    for s in range(3):
+        assert start[(s + 1, j)] > start[(s, j)], (j, s, start)
+PYEND
+checks=$((checks + 4))
+echo "mpi_train: --profile and --trace at -np 4 --replicas 2: every node of the 4 stages timed on its rank, the last step's timeline, gathered to rank 0"
 
 # --recompute all (each backward stage computes its forward again) under --schedule flow: the same bits
 "$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --recompute all -o t2r.plan -q
