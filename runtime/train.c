@@ -1762,6 +1762,17 @@ static pp_status gather_profile(trainer *t, pp_err *err) {
     return s;
 }
 
+/* Under mpirun, the end of a run with --profile or --trace: the node times and the last step's timeline
+ * gathered to rank 0 (every rank of replica 0 takes part) */
+static pp_status dist_gather_profile(trainer *t, const pprt_run_opts *run, pp_err *err) {
+    const pprt_train_dist *d = t->o->dist;
+    if (run->node_times) PP_TRY(gather_profile(t, err));
+    if (!run->trace || !d->gather_trace) return PP_OK;
+    pprt_trace_free(t->last.trace);
+    t->last.trace = NULL;
+    return d->gather_trace(d->ctx, run->precision, &t->last.trace, err);
+}
+
 /* The node times' means and the last timeline, to the caller (pprt_train_stats.profile). */
 static void hand_profile(trainer *t, pprt_train_stats *st) {
     if (t->prof && t->prof_mbs) {
@@ -2078,12 +2089,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (s == PP_OK && o->dist && o->save_dir) s = dist_gather(&t, err);
     if (s == PP_OK && root && o->save_dir) s = write_weights(&t, o->save_dir, err);
     if (s == PP_OK && js.root) log_end(&js, &t, st);
-    if (s == PP_OK && o->dist && run->node_times) s = gather_profile(&t, err);
-    if (s == PP_OK && o->dist && run->trace && o->dist->gather_trace) { /* the last step's timeline, to rank 0 */
-        pprt_trace_free(t.last.trace);
-        t.last.trace = NULL;
-        s = o->dist->gather_trace(o->dist->ctx, run->precision, &t.last.trace, err);
-    }
+    if (s == PP_OK && o->dist) s = dist_gather_profile(&t, run, err);
     if (s == PP_OK) hand_profile(&t, st);
     if (s == PP_OK && root && o->curves) s = pprt_curves_write(o->curves, js.root, err);
     if (s == PP_OK && root && o->log_json) s = pp_json_write(&js, o->log_json, true, err);
