@@ -119,7 +119,9 @@ pp_status pprt_keeper_exec(pprt_keeper *k, const pprt_exec_ops *ops, const pprt_
     }
     if (!s->x) {
         const double t0 = now_s();
-        const pp_status r = ops->create(p, &p->stages[stage], cfg, &s->x, err);
+        pprt_exec_cfg at = *cfg;
+        at.weights_version = k->version; /* (same_cfg leaves it out: a reload moves it on) */
+        const pp_status r = ops->create(p, &p->stages[stage], &at, &s->x, err);
         s->c.create_s += now_s() - t0;
         PP_TRY(r);
         s->ops = ops, s->cfg = *cfg, s->version = k->version;

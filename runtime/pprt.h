@@ -105,6 +105,9 @@ typedef struct pprt_exec_cfg {
     int device;
     bool quiet;      /* no notes on stderr (pprt -q) */
     bool node_times; /* measure each node's time even where that costs (the CUDA executor: events, no graphs) */
+    /* the version of the trained weights the executor is made at (keep.h's, as its reload gets it; set by the
+     * keeper; 0: unknown, as outside a training run) */
+    unsigned long weights_version;
 } pprt_exec_cfg;
 
 /* What a stage's executor made of its nodes, in words every backend

@@ -159,6 +159,8 @@ typedef struct dn_wshared dn_wshared;
 struct pprt_exec {
     const pprt_plan *p;
     const pprt_stage *st;
+    unsigned long wversion; /* the trained weights' version it was made at (pprt_exec_cfg.weights_version; 0:
+                             * unknown) */
     pprt_dnnl_opts o;       /* the PPRT_DNNL_* settings */
     pprt_node_runner nodes; /* runs the nodes in order, timed; those without steps on the fallback */
     unsigned char *arena;

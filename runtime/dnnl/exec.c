@@ -587,6 +587,7 @@ static pp_status dnnl_create(const pprt_plan *p, const pprt_stage *st, const ppr
      * kernels' work split then); the caller's setting is restored after */
     const int caller_threads = dn_team();
     x->stage_threads = cfg->threads > 0 ? cfg->threads : 1;
+    x->wversion = cfg->weights_version;
     x->bf16 = cfg->precision == PPRT_BF16 && dnnl_has_bf16(); /* else f32: pprt warns */
     if (!x->bf16 && x->o.half_products && dnnl_has_bf16()) dn_half_products(x, x->nd.half);
     x->own_silu = (x->bf16 ? pprt_silu_bf16_cpu() : pprt_silu_wins()) && x->o.silu;
@@ -802,7 +803,9 @@ static pp_status dnnl_reload(pprt_exec *x, unsigned long version, pp_err *err) {
         const dn_wre *r = &x->wre.a[i];
         if (T(x, r->tid)->varies) PP_TRY(dn_reorder_into(x, &r->from, T(x, r->tid)->data, &r->want, r->buf, err));
     }
-    return dn_wshare_reload(x, version, err);
+    PP_TRY(dn_wshare_reload(x, version, err));
+    x->wversion = version;
+    return PP_OK;
 }
 
 /* Whether oneDNN has bf16 convolutions and matrix products on this CPU: it

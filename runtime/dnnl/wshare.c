@@ -54,8 +54,12 @@ pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
                  dnnl_memory_desc_equal(&e->md, want))) e = e->next;
     if (e) {
         /* a weight that varies may be behind here (its holders reload when they next run, and an executor
-         * made again now comes first): made current, the same bytes for any holder that already reloaded */
-        if (x->st->t[tid].varies) s = dn_reorder_into(x, from, x->st->t[tid].data, want, e->buf, err);
+         * made again now comes first): made current, unless it is already of this executor's version (its
+         * holders reloaded it, and may be reading it now: rewriting the same bytes under them was a data race) */
+        if (x->st->t[tid].varies && (!x->wversion || e->version != x->wversion)) {
+            s = dn_reorder_into(x, from, x->st->t[tid].data, want, e->buf, err);
+            if (s == PP_OK) e->version = x->wversion;
+        }
         if (s == PP_OK && (s = dn_new_mem(x, want, e->buf, out, err)) == PP_OK) e->refs++, x->bytes.wshared += bytes;
     } else {
         void *buf = NULL;
@@ -63,7 +67,8 @@ pp_status dn_wshare_get(pprt_exec *x, int tid, const dnnl_memory_desc_t *from, c
             s = PP_FAIL(err, PP_ENOMEM, "cannot allocate %zu bytes for a reordered weight", bytes);
         else s = dn_reorder_weight(x, tid, from, want, buf, out, err);
         if (s == PP_OK) {
-            *e = (dn_wshared){.st = x->st, .tid = tid, .from = *from, .md = *want, .buf = buf, .refs = 1, .next = *head};
+            *e = (dn_wshared){.st = x->st, .tid = tid, .from = *from, .md = *want, .buf = buf, .refs = 1,
+                              .version = x->wversion, .next = *head};
             *head = e;
             x->bytes.owned += bytes;
         } else {
