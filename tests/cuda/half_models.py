@@ -23,8 +23,7 @@ import numpy as np
 
 
 def models(d):
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(5455)
     inits, nodes = [], []
@@ -63,14 +62,23 @@ def models(d):
               helper.make_node("Gemm", ["fc1_r", c("fc2.w", rng.standard_normal((10, 32)) * 0.3),
                                         c("fc2.b", rng.standard_normal(10) * 0.1)], ["y"], name="/fc2/Gemm",
                                transB=1)]
-    g = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 16, 16])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])], initializer=inits)
+    write_model(d, "cnn", nodes, inits, [3, 16, 16], [10], rng.standard_normal((4, 3, 16, 16)).astype(np.float32))
+
+
+def write_model(d, name, nodes, inits, x_dims, y_dims, x):
+    """DIR/NAME.onnx of a graph from input x [batch, *x_dims] to y [batch, *y_dims] (opset 17, checked), and the
+    samples x as DIR/data_NAME/x.npy (the builders of this file and nhwc_models.py)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch"] + x_dims)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch"] + y_dims)], initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.checker.check_model(m)
-    onnx.save(m, os.path.join(d, "cnn.onnx"))
-    os.makedirs(os.path.join(d, "data_cnn"), exist_ok=True)
-    np.save(os.path.join(d, "data_cnn", "x.npy"), rng.standard_normal((4, 3, 16, 16)).astype(np.float32))
+    onnx.save(m, os.path.join(d, name + ".onnx"))
+    os.makedirs(os.path.join(d, "data_" + name), exist_ok=True)
+    np.save(os.path.join(d, "data_" + name, "x.npy"), x)
 
 
 def ort(model, data, out):

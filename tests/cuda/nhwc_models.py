@@ -28,10 +28,12 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from half_models import write_model  # noqa: E402
+
 
 def se_model(d):
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(2254)
     inits, nodes = [], []
@@ -78,16 +80,9 @@ def se_model(d):
     h = node("Flatten", [h], "flat")
     node("Gemm", [h, c("fc.w", rng.standard_normal((10, 24)) * 0.3), c("fc.b", rng.standard_normal(10) * 0.1)], "y",
          transB=1)
-    gr = helper.make_graph(nodes, "se", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 20, 20])],
-                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])], initializer=inits)
-    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    onnx.save(m, os.path.join(d, "se.onnx"))
     x = rng.standard_normal((2, 3, 20, 20)).astype(np.float32)
     x[1, 2, 5, 7] = np.nan
-    os.makedirs(os.path.join(d, "data_se"), exist_ok=True)
-    np.save(os.path.join(d, "data_se", "x.npy"), x)
+    write_model(d, "se", nodes, inits, [3, 20, 20], [10], x)
 
 
 def resnet18(d):
@@ -114,8 +109,7 @@ def pos_model(d):
     """Operands of fewer dims beside a channels-last tensor: Conv 3->8 (3x3), Add of a [8, 6, 6] position table
     (channels and pixels: not the same bytes channels-last), Mul by a [6, 6] table and Add of a [8, 1, 1] bias
     (the same bytes either way), Relu, Conv 8->4; x [batch, 3, 6, 6], DIR/data_pos/x.npy (2 samples)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(77)
     c = lambda name, a: numpy_helper.from_array(np.asarray(a, np.float32), name)
@@ -128,14 +122,7 @@ def pos_model(d):
              helper.make_node("Add", ["m", "b"], ["a"], name="/b/Add"),
              helper.make_node("Relu", ["a"], ["r"], name="/r/Relu"),
              helper.make_node("Conv", ["r", "w2"], ["y"], pads=[1, 1, 1, 1], name="/c2/Conv")]
-    gr = helper.make_graph(nodes, "pos", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 6, 6])],
-                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 6, 6])], initializer=inits)
-    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    onnx.save(m, os.path.join(d, "pos.onnx"))
-    os.makedirs(os.path.join(d, "data_pos"), exist_ok=True)
-    np.save(os.path.join(d, "data_pos", "x.npy"), rng.standard_normal((2, 3, 6, 6)).astype(np.float32))
+    write_model(d, "pos", nodes, inits, [3, 6, 6], [4, 6, 6], rng.standard_normal((2, 3, 6, 6)).astype(np.float32))
 
 
 if __name__ == "__main__":
