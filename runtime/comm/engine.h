@@ -128,10 +128,9 @@ pp_status pprt_mpi_wait_ctrl(pprt_mpi *m, int type, int src, pprt_ctrl *out, con
 
 /* The plan and the agreed options (pprt_mpi_opts.agree) the same on every
  * rank, and --depth, --replicas: rank 0 checks every rank's hello
- * (sched_mpi.c; training's start, train_mpi.c). */
-pp_status pprt_mpi_agree(pprt_mpi *m, const pprt_plan *p, int depth, pp_err *err);
-/* pprt_mpi_agree, then this rank's clock offset to rank 0's in *off (0 on its host) */
-pp_status pprt_mpi_agree_clock(pprt_mpi *m, const pprt_plan *p, int depth, double *off, pp_err *err);
+ * (sched_mpi.c; training's start, train_mpi.c); *clock_off: this rank's
+ * clock offset to rank 0's (0 on its host). */
+pp_status pprt_mpi_agree(pprt_mpi *m, const pprt_plan *p, int depth, double *clock_off, pp_err *err);
 
 /* ---- the MPI channel (chan_mpi.c) ------------------------------------------ */
 

@@ -144,23 +144,17 @@ static pp_status handshake(pprt_mpi *m, const pprt_plan *p, const pprt_array *in
     return s;
 }
 
-/* Training (train_mpi.c): the same plan and the agreed options on every
- * rank, checked by rank 0 as for a run (no data yet: no inputs to check). */
-pp_status pprt_mpi_agree(pprt_mpi *m, const pprt_plan *p, int depth, pp_err *err) {
-    int64_t n = 1;
-    bool same_host;
-    return handshake(m, p, NULL, &n, depth, &same_host, err);
-}
-
 static pp_status clock_offset(pprt_mpi *m, bool same_host, double *off, pp_err *err);
 
-/* The same, and this rank's clock against the writer's (clock_offset; for
- * the timelines of --trace). */
-pp_status pprt_mpi_agree_clock(pprt_mpi *m, const pprt_plan *p, int depth, double *off, pp_err *err) {
+/* Training (train_mpi.c): the same plan and the agreed options on every
+ * rank, checked by rank 0 as for a run (no data yet: no inputs to check),
+ * and this rank's clock against the writer's (clock_offset; for the
+ * timelines of --trace). */
+pp_status pprt_mpi_agree(pprt_mpi *m, const pprt_plan *p, int depth, double *clock_off, pp_err *err) {
     int64_t n = 1;
     bool same_host;
     PP_TRY(handshake(m, p, NULL, &n, depth, &same_host, err));
-    return clock_offset(m, same_host, off, err);
+    return clock_offset(m, same_host, clock_off, err);
 }
 
 /* Writer's clock minus this rank's: 0 on the writer's host (CLOCK_MONOTONIC is

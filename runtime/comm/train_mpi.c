@@ -83,11 +83,11 @@ typedef struct tm_ctx {
     double busy[PPRT_DIST_BUSY];
     /* pprt --profile and --trace: the last run's records of the two stages (run.h: node times, timeline; rec_on),
      * the last training step's kept for its timeline (pprt_train_dist.keep_trace; kept_on), the backend and
-     * threads that measured them, and this rank's clock against rank 0's (pprt_mpi_agree_clock) */
+     * threads that measured them, and this rank's clock against rank 0's (pprt_mpi_agree) */
     pprt_stage_rec rec[2], kept[2];
     bool rec_on, kept_on;
-    const char *ns_backend;
-    int ns_threads;
+    const char *rec_backend;
+    int rec_threads;
     double clock_off;
 } tm_ctx;
 
@@ -265,7 +265,7 @@ static pp_status recs_begin(tm_ctx *c, const pprt_plan *p, int64_t M, const pprt
         w[k]->run.prev_ns = c->rec[k].prev_ns;
     }
     c->rec_on = true;
-    c->ns_backend = w[0]->run.ex->name, c->ns_threads = w[0]->threads;
+    c->rec_backend = w[0]->run.ex->name, c->rec_threads = w[0]->threads;
     return PP_OK;
 }
 
@@ -342,7 +342,7 @@ static bool run_node_ms(void *ctx, double *out, const char **backend, int *threa
         for (int i = 0; i < r->stage; i++) k0 += p->stages[i].n_nodes;
         for (int j = 0; j < r->n_nodes; j++) out[k0 + j] = r->mbs ? r->node_s[j] * 1e3 / (double)r->mbs : 0;
     }
-    *backend = c->ns_backend, *threads = c->ns_threads;
+    *backend = c->rec_backend, *threads = c->rec_threads;
     return true;
 }
 
@@ -394,7 +394,7 @@ static pp_status run_gather_trace(void *ctx, pprt_precision precision, pprt_trac
             if (s == PP_OK) s = pprt_rec_unpack(&recs[stage], err);
         }
     pprt_stats st = {0};
-    const pprt_stats_ctx sc = {.threads = c->ns_threads, .precision = precision, .backend = c->ns_backend,
+    const pprt_stats_ctx sc = {.threads = c->rec_threads, .precision = precision, .backend = c->rec_backend,
                                .trace = true};
     if (s == PP_OK) s = pprt_stats_of(p, &sh, recs, 2 * P, &sc, &st, err);
     if (s == PP_OK) {
@@ -597,7 +597,7 @@ pp_status pprt_train_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_train_opts 
         o->schedule_kind != PPRT_SCHED_FLOW)
         return PP_FAIL(err, PP_EUNSUP, "--schedule: training under mpirun takes 1f1b, gpipe or flow; train with "
                        "this one on threads (pprt without mpirun)");
-    PP_TRY(pprt_mpi_agree_clock(m, p, ro->depth, &the_ctx.clock_off, err));
+    PP_TRY(pprt_mpi_agree(m, p, ro->depth, &the_ctx.clock_off, err));
     PP_TRY(agree_train(m, o, err));
     const double off = the_ctx.clock_off;
     PP_TRY(transports(&the_ctx, m, p, ro->backend, err));
