@@ -2917,6 +2917,13 @@ static int fa_scalar(const planner *P, const pprt_node *s, int x, int ty) {
     return w;
 }
 
+/* The operand x that Mul or Div node s of type ty scales by a scalar weight (fa_scalar), or -1 */
+static int fa_data(const planner *P, const pprt_node *s, int ty) {
+    for (int k = 0; k < 2 && k < s->n_in; k++)
+        if (s->in[k] >= 0 && fa_scalar(P, s, s->in[k], ty) >= 0) return s->in[k];
+    return -1;
+}
+
 /* The Mul or Div of Q by a scalar before the pattern's first MatMul ni
  * (torch's q / sqrt(d)) that the kernel applies as it reads Q: the node in
  * the stage that makes ni's left operand from one of the shape, read by ni
@@ -2927,12 +2934,9 @@ static int fattn_prescale(const planner *P, int ni, int ty) {
     for (int j = ni - 1; j >= 0; j--) {
         const pprt_node *s = &st->nodes[j];
         if (s->n_out < 1 || s->out[0] != q) continue;
-        if ((P->host_node && P->host_node[j]) || sole_reader(P, j, q) != ni || s->n_in != 2) return -1;
-        const int x = s->in[0] >= 0 && fa_scalar(P, s, s->in[0], ty) >= 0 ? s->in[0] : s->in[1];
-        return x >= 0 && fa_scalar(P, s, x, ty) >= 0 && T(P, x)->kind != PPRT_WEIGHT &&
-                       pp_shape_eq(&T(P, x)->shape, &T(P, q)->shape)
-                   ? j
-                   : -1;
+        if ((P->host_node && P->host_node[j]) || sole_reader(P, j, q) != ni) return -1;
+        const int x = fa_data(P, s, ty);
+        return x >= 0 && T(P, x)->kind != PPRT_WEIGHT && pp_shape_eq(&T(P, x)->shape, &T(P, q)->shape) ? j : -1;
     }
     return -1;
 }
@@ -2942,8 +2946,7 @@ static int fattn_prescale(const planner *P, int ni, int ty) {
 static int fa_q(const planner *P, int ni, int pq) {
     if (pq < 0) return P->st->nodes[ni].in[0];
     const pprt_node *s = &P->st->nodes[pq];
-    const int ty = (int)T(P, s->out[0])->dtype;
-    return s->in[0] >= 0 && fa_scalar(P, s, s->in[0], ty) >= 0 ? s->in[0] : s->in[1];
+    return fa_data(P, s, (int)T(P, s->out[0])->dtype);
 }
 
 /* plan_fattn's test at the pattern's first MatMul ni, without side effects
@@ -3049,14 +3052,14 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         }
         if (sc >= 0) {
             const pprt_node *s = &st->nodes[sc];
-            const int w = s->in[0] == m1->out[0] ? s->in[1] : s->in[0];
+            const int w = fa_scalar(P, s, m1->out[0], k.t); /* (checked by fattn_match) */
             k.scale = pcu_rld(T(P, w)->data, k.t, 0); /* (a half plan's scale: its half value) */
             if (T(P, w)->varies) P->pl->folds_varying = true;
             k.scale_op = s->op == PP_OP_MUL ? 1 : 2;
         }
         if (pq >= 0) { /* Q's scalar, applied as the kernel reads Q */
             const pprt_node *s = &st->nodes[pq];
-            const int w = s->in[0] == qt ? s->in[1] : s->in[0];
+            const int w = fa_scalar(P, s, qt, k.t);
             k.qscale = pcu_rld(T(P, w)->data, k.t, 0);
             if (T(P, w)->varies) P->pl->folds_varying = true;
             k.qscale_op = s->op == PP_OP_MUL ? 1 : 2;
