@@ -66,6 +66,16 @@ bool pprt_cpu_avx512bf16(void) {
 #endif
 }
 
+bool pprt_cpu_f16c(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    static int has = -1; /* benign race: every thread computes the same */
+    if (has < 0) has = __builtin_cpu_supports("f16c");
+    return has;
+#else
+    return false;
+#endif
+}
+
 bool pprt_isa_amx_allowed(void) {
     char u[32];
     cap_name(u);

@@ -25,6 +25,9 @@ bool pprt_isa_capped(void);
  * kernels that round to bf16 (bf16x16.h); not capped: the other way gives
  * the same bits. */
 bool pprt_cpu_avx512bf16(void);
+/* Whether the CPU has F16C's float16 conversions (every AVX2 CPU has them; a
+ * VM may hide them), for kernels/cast.c's AVX2 path; not capped. */
+bool pprt_cpu_f16c(void);
 /* Whether the cap variable leaves AMX to kernels that use it: unset, ALL,
  * DEFAULT or a name with AMX in it (AVX512_CORE_AMX...); AVX512_CORE_BF16
  * and below do not. (What the CPU has is the kernel's own check.) */

@@ -17,16 +17,6 @@ static inline float pprt_bf16_float(uint16_t h) {
     return f;
 }
 
-/* f32 to bf16 as vcvtneps2bf16 rounds (bf16x16.h): to nearest even, a
- * denormal to a zero of its sign, a NaN quiet with its top bits */
-static inline uint16_t pprt_bf16_round(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 /* a float16 as a float, on the bits (a NaN comes out as the quiet NaN of its sign) */
 static inline float pprt_f16_float(uint16_t h) {
     const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 1023u;
@@ -56,6 +46,17 @@ static inline uint16_t pprt_bf16_of_float(float f) {
     memcpy(&u, &f, sizeof u);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* f32 to bf16 as vcvtneps2bf16 rounds (bf16x16.h): to nearest even, a
+ * denormal to a zero of its sign, a NaN quiet with its top bits (the
+ * reference's rounding otherwise) */
+static inline uint16_t pprt_bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    return pprt_bf16_of_float(f);
 }
 
 /* f16: to nearest even, subnormals kept, 65520 and up to infinity, a NaN 0x7e00 with its sign */

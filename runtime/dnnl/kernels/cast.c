@@ -157,7 +157,7 @@ void pprt_cast(pprt_isa isa, pprt_cast_kind kind, const void *x, void *y, size_t
         }
     }
     const bool f16 = kind == PPRT_CAST_F32_F16 || kind == PPRT_CAST_F16_F32;
-    if (isa >= PPRT_ISA_AVX2 && (!f16 || __builtin_cpu_supports("f16c"))) { /* (every AVX2 CPU has F16C; a VM may hide it) */
+    if (isa >= PPRT_ISA_AVX2 && (!f16 || pprt_cpu_f16c())) {
         size_t done;
         switch (kind) {
         case PPRT_CAST_F32_BF16: done = avx2_f32_bf16(x, y, n); break;
