@@ -4,6 +4,9 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 static pprt_isa hw_isa(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -69,7 +72,8 @@ bool pprt_cpu_avx512bf16(void) {
 bool pprt_cpu_f16c(void) {
 #if defined(__x86_64__) || defined(__i386__)
     static int has = -1; /* benign race: every thread computes the same */
-    if (has < 0) has = __builtin_cpu_supports("f16c");
+    unsigned a, b, c, d; /* CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports knows no "f16c") */
+    if (has < 0) has = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
     return has;
 #else
     return false;
