@@ -146,6 +146,12 @@ pp_status pp_fold(pp_graph *g, pp_err *err);
 pp_status pp_unroll_node(pp_graph *g, int i, size_t *added, pp_err *err);
 pp_status pp_simplify(pp_graph *g, pp_err *err);
 pp_status pp_fuse(pp_graph *g, pp_err *err);
+/* The row-order pass (passes/rows.c, inference): a Transpose that only
+ * reorders the rows of row-wise ops after it is removed, those ops run on
+ * the rows as stored, and the order is restored only where an op needs it,
+ * where that moves fewer elements through Transposes. *changed: whether
+ * the graph changed (the caller verifies and infers it again). */
+pp_status pp_row_order(pp_graph *g, bool *changed, pp_err *err);
 /* Of pp_fuse, only the fusions that are an op's own semantics and whose op
  * has a gradient rule: the decomposed LayerNorm into LayerNormalization, the
  * Erf GELU into Gelu, x * Sigmoid(x) into pp.SiLU. ppcc --train runs it

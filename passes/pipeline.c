@@ -11,7 +11,9 @@
  *             pp_fuse_train), then the loss and the backward graph
  *   simplify  no-op removal, dead code, shared constants
  *   fuse      BN into Conv, Conv+Add+Relu, MatMul+Add, LayerNorm, GELU, SiLU;
- *             then (--precision bf16|fp16 without --train) half storage
+ *             then (without --train) rows in stored order through row-wise
+ *             ops (rows.c: torch's batch-first attention Transposes), then
+ *             (--precision bf16|fp16 without --train) half storage
  *             (precision.c's pp_infer_autocast)
  *   partition scopes, split, boundaries, memory plan, stage costs */
 #include <stdio.h>
@@ -53,9 +55,10 @@ static void dump(pp_graph *g, const pp_compile_opts *o, const char *pass) {
 static pp_status check_opts(const pp_compile_opts *o, pp_err *err) {
     for (int k = 0; k < o->n_disabled; k++) {
         const char *d = o->disabled[k];
-        if (strcmp(d, "fold") && strcmp(d, "simplify") && strcmp(d, "fuse") && strcmp(d, "remake"))
-            return PP_FAIL(err, PP_EINVAL, "--disable-pass %s: only fold, simplify, fuse and remake (--train) can be "
-                           "disabled", d);
+        if (strcmp(d, "fold") && strcmp(d, "simplify") && strcmp(d, "fuse") && strcmp(d, "rows") &&
+            strcmp(d, "remake"))
+            return PP_FAIL(err, PP_EINVAL, "--disable-pass %s: only fold, simplify, fuse, rows and remake (--train) "
+                           "can be disabled", d);
     }
     if (o->dump_ir && *o->dump_ir && strcmp(o->dump_ir, "all")) {
         bool known = false;
@@ -136,6 +139,17 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
     if (!disabled(o, "fuse")) {
         PP_TRY(pp_fuse(g, err));
         PP_TRY(pp_graph_verify(g, err));
+    }
+    if (!o->train_on && !disabled(o, "rows")) {
+        /* rows in the order they are stored through row-wise ops (rows.c): before half storage, which
+         * casts what the products read, and before the split */
+        bool changed;
+        PP_TRY(pp_row_order(g, &changed, err));
+        if (changed) {
+            PP_TRY(pp_graph_verify(g, err));
+            PP_TRY(pp_graph_infer(g, err));
+            PP_TRY(pp_graph_verify(g, err));
+        }
     }
     if (!o->train_on && o->train.optim.precision != PP_PREC_F32) {
         /* half storage for inference: after the fusions (which match f32 patterns), before the split */

@@ -2694,22 +2694,42 @@ static bool gemm_views(const sview *va, const sview *vb, bool ta, bool tb, pcu_m
     return lt_operand(sn, skb, N, K, &mm->transa, &mm->lda) && lt_operand(sk, sm, K, M, &mm->transb, &mm->ldb);
 }
 
+static bool reshape_like(pp_op op);
+static bool reshape_view(const sview *in, const pp_shape *ys, sview *out);
+
 /* --cuda-stride-views on: a Transpose that alone reads product ni's output
- * t (which the stage does not send) folded into the product: the product
+ * t (which the stage does not send), or alone reads a Reshape that alone
+ * reads t (ppcc's row-order pass leaves [B*H, S, D] -> [B, H, S, D] ->
+ * [B, S, H, D] after an attention), folded into the product: the product
  * writes the Transpose's output z, its output seen as strides over z's
- * bytes (*y: t's dims). Returns the Transpose's node, or -1. */
-static int out_transpose(const planner *P, int ni, int t, sview *y) {
-    const int j = P->view ? sole_reader(P, ni, t) : -1;
-    if (j < 0 || P->st->nodes[j].op != PP_OP_TRANSPOSE || P->st->nodes[j].n_out != 1) return -1;
+ * bytes (*y: t's dims; through the Reshape it may be two-level). Returns
+ * the Transpose's node, or -1; *rs: the Reshape's node, or -1. */
+static int out_transpose(const planner *P, int ni, int t, sview *y, int *rs) {
+    int j = P->view ? sole_reader(P, ni, t) : -1, u = t;
+    *rs = -1;
+    for (int k = ni + 1; P->view && j < 0 && P->uses[t] == 1 && k < P->st->n_nodes; k++) /* (a Reshape folded as a view) */
+        if (P->st->nodes[k].n_in >= 1 && P->st->nodes[k].in[0] == t && P->st->nodes[k].n_out == 1 &&
+            reshape_like(P->st->nodes[k].op) && P->view[P->st->nodes[k].out[0]].src == t)
+            j = k;
+    if (j >= 0 && reshape_like(P->st->nodes[j].op) && P->st->nodes[j].n_out == 1 && P->st->nodes[j].in[0] == t) {
+        u = P->st->nodes[j].out[0];
+        const int r = j;
+        j = sole_reader(P, r, u);
+        if (j < 0 || P->st->nodes[j].op != PP_OP_TRANSPOSE) return -1;
+        *rs = r;
+    }
+    if (j < 0 || P->st->nodes[j].op != PP_OP_TRANSPOSE || P->st->nodes[j].n_out != 1) return *rs = -1, -1;
     const int z = P->st->nodes[j].out[0];
-    const pprt_tdesc *tz = T(P, z), *tt = T(P, t);
+    const pprt_tdesc *tz = T(P, z), *tu = T(P, u), *tt = T(P, t);
     int64_t perm[PP_MAX_DIMS], zst[PP_MAX_DIMS];
-    if (!tz || (tz->kind != PPRT_ACTIVATION && tz->kind != PPRT_SEND) || tz->dtype != tt->dtype ||
-        tz->shape.rank != tt->shape.rank || pp_transpose_perm(attrs_of(P, &P->st->nodes[j]), tt->shape.rank, perm, NULL) != PP_OK)
-        return -1;
+    if (!tz || (tz->kind != PPRT_ACTIVATION && tz->kind != PPRT_SEND) || tz->dtype != tt->dtype || tu->dtype != tt->dtype ||
+        tz->shape.rank != tu->shape.rank || pp_transpose_perm(attrs_of(P, &P->st->nodes[j]), tu->shape.rank, perm, NULL) != PP_OK)
+        return *rs = -1, -1;
     strides_of(&tz->shape, zst);
-    *y = (sview){.src = z, .rank = tt->shape.rank};
-    for (int d = 0; d < y->rank; d++) y->dim[d] = tt->shape.dim[d], y->st[perm[d]] = zst[d];
+    sview yu = {.src = z, .rank = tu->shape.rank};
+    for (int d = 0; d < yu.rank; d++) yu.dim[d] = tu->shape.dim[d], yu.st[perm[d]] = zst[d];
+    if (*rs < 0) return *y = yu, j;
+    if (tu->nbytes != tt->nbytes || !reshape_view(&yu, &tt->shape, y)) return *rs = -1, -1;
     return j;
 }
 
@@ -2719,7 +2739,7 @@ static int out_transpose(const planner *P, int ni, int t, sview *y) {
  * row stride. */
 static bool mm_out_view(const sview *y, pcu_mm *mm) {
     const int r = y->rank;
-    if (r < 1) return false;
+    if (r < 1 || two_level(y)) return false;
     const int64_t N = y->dim[r - 1];
     if (N != mm->m || (N > 1 && y->st[r - 1] != 1)) return false;
     const int ob = r >= 2 ? r - 2 : 0, nc = r >= 2 ? r - 1 : 0; /* dims [0, nc): the batch dims, then M */
@@ -2811,13 +2831,14 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
         }
     }
     sview yv;
-    int tr = -1;
+    int tr = -1, trs;
     if (n->op == PP_OP_MATMUL && !mm.bias && !mm.has_c && M * N > 0 && K > 0 &&
-        (tr = out_transpose(P, ni, out, &yv)) >= 0) {
+        (tr = out_transpose(P, ni, out, &yv, &trs)) >= 0) {
         pcu_mm w = mm;
         if (mm_out_view(&yv, &w)) { /* the product writes the Transpose's output: no copy */
             mm = w, mm.views |= 4, out = yv.src;
             P->done[tr] = true;
+            if (trs >= 0) P->done[trs] = true;
             P->pl->counts.views++;
         }
     }
@@ -3043,11 +3064,13 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         k.yi = k.Dv, k.yh = k.Sq * k.Dv, k.yb = k.nh * k.yh;
         int yout = m2->out[0];
         sview yv;
-        const int tr = out_transpose(P, ni, yout, &yv);
+        int trs;
+        const int tr = out_transpose(P, ni, yout, &yv, &trs);
         int64_t yb, yh;
         if (tr >= 0 && yv.st[yv.rank - 1] == 1 && fa_strides(&yv, ys, k.nh, &yb, &yh)) { /* Y into the Transpose's output */
             k.yb = yb, k.yh = yh, k.yi = yv.st[yv.rank - 2], yout = yv.src;
             P->done[tr] = true;
+            if (trs >= 0) P->done[trs] = true;
             P->pl->counts.views++;
         }
         if (sc >= 0) {
