@@ -26,6 +26,8 @@
  *     one (torch's Transpose back after the output product);
  *   - anything else reads the value made again in the model's order
  *     (Reshape, Transpose, Reshape after its producer).
+ * Regions that meet (a node reading two seeds' values) are tried together,
+ * and where that does not pay, each seed alone.
  * The rewrite is kept only where it moves fewer elements through
  * Transposes than the model did (elements of every Transpose made against
  * those of the seed and the region's Transposes). Each op computes the same
@@ -72,7 +74,9 @@ typedef struct rctx {
     bool bad;              /* a reorder past PP_MAX_DIMS dims: the region is left alone */
     int *last_use;         /* value (< nv0) -> the last original node reading it (n_orig: a graph output) */
     int horizon;           /* the last reader of a region value so far */
-    int seed;
+    bool *seed;            /* node -> a seed of the region being walked */
+    int *sid;              /* value (< nv0) -> the seed its region grew from (a union-find over nodes: uf) */
+    int *uf;               /* node -> its parent among the seeds that met (a region meets another at a node) */
     pp_err *err;
 } rctx;
 
@@ -295,10 +299,28 @@ static pp_status make_again(rctx *R, int v) {
 
 static bool is_region(const rctx *R, int v) { return v >= 0 && v < R->nv0 && R->in[v]; }
 
-/* Value v, made by original node ci, joins the region with layout l. */
+static int uf_find(const rctx *R, int a) {
+    while (R->uf[a] != a) a = R->uf[a];
+    return a;
+}
+
+static int uf_union(rctx *R, int a, int b) {
+    a = uf_find(R, a), b = uf_find(R, b);
+    if (a != b) R->uf[a > b ? a : b] = a < b ? a : b; /* (the first seed names the set) */
+    return a < b ? a : b;
+}
+
+/* Value v, made by original node ci, joins the region with layout l; the
+ * seeds of ci's region operands meet there. */
 static void join(rctx *R, int v, int ci, const rlay *l) {
     R->in[v] = true, R->prod[v] = ci, R->lay[v] = *l;
     if (R->last_use[v] > R->horizon) R->horizon = R->last_use[v];
+    int s = R->seed[ci] && (R->g->nodes[ci].op == PP_OP_TRANSPOSE) && !is_region(R, R->g->nodes[ci].in[0]) ? ci : -1;
+    for (int k = 0; k < R->g->nodes[ci].n_in; k++) {
+        const int x = R->g->nodes[ci].in[k];
+        if (is_region(R, x)) s = s < 0 ? uf_find(R, R->sid[x]) : uf_union(R, s, R->sid[x]);
+    }
+    R->sid[v] = s;
 }
 
 static bool const_value(const rctx *R, int v) {
@@ -324,11 +346,10 @@ static int64_t attr_or(const pp_graph *g, const pp_node *n, const char *name, in
 static int binary_kind(const rctx *R, const pp_value *ov, int o, const rlay *l) {
     if (is_region(R, o)) { /* the same layout: any order */
         const rlay *m = &R->lay[o];
-        return m->na == l->na && !memcmp(m->a, l->a, (size_t)l->na * sizeof l->a[0]) && m->nd == l->nd &&
-                       !memcmp(m->ng, l->ng, sizeof m->ng) && !memcmp(m->g, l->g, sizeof m->g) &&
-                       pp_shape_eq(&m->ss, &l->ss)
-                   ? 'a'
-                   : 0;
+        bool same = m->na == l->na && !memcmp(m->a, l->a, (size_t)l->na * sizeof l->a[0]) && m->nd == l->nd;
+        for (int d = 0; same && d < l->nd; d++)
+            same = m->ng[d] == l->ng[d] && !memcmp(m->g[d], l->g[d], (size_t)l->ng[d]);
+        return same ? 'a' : 0; /* (the same elements in the same order; its stored shape may differ: reshaped) */
     }
     if (!const_value(R, o)) return 0;
     if (ov->shape.rank == 0 || numel_of(&ov->shape) == 1) return ov->shape.rank <= l->nd ? 'a' : 0;
@@ -429,9 +450,19 @@ static pp_status take_rowwise(rctx *R, int ci, int kind) {
     if (!R->apply) return PP_OK;
     int sv;
     PP_TRY(new_value(R, g->values[v].name, &sv));
+    int other = -1;
+    if (c->n_in == 2 && is_region(R, c->in[1 - slot])) { /* the same layout, its stored shape made lin's */
+        const rlay *m = &R->lay[c->in[1 - slot]];
+        other = m->sv;
+        if (!pp_shape_eq(&m->ss, &lin.ss)) {
+            int y = -1;
+            PP_TRY(emit_reshape(R, m->sv, &lin.ss, ci, ci, &y));
+            other = y;
+        }
+    }
     c = &g->nodes[ci];
     c->in[slot] = lin.sv;
-    if (c->n_in == 2 && is_region(R, c->in[1 - slot])) c->in[1 - slot] = R->lay[c->in[1 - slot]].sv;
+    if (other >= 0) c->in[1 - slot] = other;
     c->out[0] = sv;
     R->lay[v].sv = sv;
     return PP_OK;
@@ -515,6 +546,7 @@ static pp_status take_transpose(rctx *R, int ci) {
         memcpy(t.g[d], l->g[perm[d]], sizeof t.g[d]);
     }
     R->removed += (double)numel_of(&l->ss);
+    if (R->seed[ci]) (void)uf_union(R, R->sid[c->in[0]], ci); /* (a seed read from another's region) */
     int ord[RA], y = c->out[0];
     (void)logical_order(&t, ord);
     const pp_shape to = logical_shape(&t);
@@ -580,31 +612,44 @@ static bool seed_layout(const rctx *R, int ti, rlay *l) {
     return moves;
 }
 
-/* One seed, counted (apply false) or rewritten. */
-static pp_status region(rctx *R, int ti) {
+/* The seeds marked in R->seed, walked together (a region may meet
+ * another's at a node, which then reads both in one layout), counted
+ * (apply false) or rewritten. */
+static pp_status region(rctx *R) {
     pp_graph *g = R->g;
     memset(R->in, 0, (size_t)R->nv0 * sizeof *R->in);
     memset(R->made, 0, (size_t)R->nv0 * sizeof *R->made);
-    R->removed = R->added = 0, R->bad = false;
-    rlay l;
-    if (!seed_layout(R, ti, &l)) return PP_OK;
-    const int v = g->nodes[ti].out[0];
-    R->horizon = ti;
-    join(R, v, ti, &l);
-    R->removed += (double)numel_of(&l.ss);
-    if (R->apply) g->nodes[ti].dead = true;
-    /* past the last reader of every region value (R->horizon): nothing more to see */
-    for (int i = ti + 1; i < R->n_orig && i <= R->horizon; i++) {
+    R->removed = R->added = 0, R->bad = false, R->horizon = -1;
+    int first = -1;
+    for (int i = 0; i < R->n_orig; i++)
+        if (R->seed[i]) R->horizon = i, first = first < 0 ? i : first;
+    /* past the last seed and the last reader of every region value (R->horizon): nothing more to see */
+    for (int i = first; first >= 0 && i < R->n_orig && i <= R->horizon; i++) {
         const pp_node *c = &g->nodes[i];
         if (c->dead) continue;
+        rlay l;
+        if (R->seed[i] && !is_region(R, c->in[0]) && seed_layout(R, i, &l)) {
+            join(R, c->out[0], i, &l);
+            R->removed += (double)numel_of(&l.ss);
+            if (R->apply) g->nodes[i].dead = true;
+            continue;
+        }
         bool reads = false;
         for (int k = 0; k < c->n_in; k++) reads = reads || is_region(R, c->in[k]);
-        if (!reads) continue;
-        PP_TRY(visit(R, i));
+        if (reads) PP_TRY(visit(R, i));
     }
     for (int k = 0; k < g->n_outputs; k++)
         if (is_region(R, g->outputs[k])) PP_TRY(make_again(R, g->outputs[k]));
     return PP_OK;
+}
+
+/* Whether the seeds marked pay (fewer elements through Transposes); if so, rewritten. */
+static pp_status try_seeds(rctx *R, bool *changed) {
+    R->apply = false;
+    PP_TRY(region(R));
+    if (R->bad || !(R->added < R->removed)) return PP_OK;
+    R->apply = true, *changed = true;
+    return region(R);
 }
 
 /* The new nodes into the order: each before the original node it names
@@ -639,23 +684,47 @@ pp_status pp_row_order(pp_graph *g, bool *changed, pp_err *err) {
     R.made = calloc(pp_count(R.nv0), sizeof *R.made);
     R.prod = calloc(pp_count(R.nv0), sizeof *R.prod);
     R.last_use = calloc(pp_count(R.nv0), sizeof *R.last_use);
+    R.seed = calloc(pp_count(R.n_orig), sizeof *R.seed);
+    R.sid = calloc(pp_count(R.nv0), sizeof *R.sid);
+    R.uf = calloc(pp_count(R.n_orig), sizeof *R.uf);
     pp_status s = R.lay && R.in && R.made && R.prod && R.last_use ? PP_OK : PP_FAIL(err, PP_ENOMEM, "out of memory");
     for (int i = 0; s == PP_OK && i < R.n_orig; i++)
         for (int k = 0; k < g->nodes[i].n_in; k++)
             if (g->nodes[i].in[k] >= 0) R.last_use[g->nodes[i].in[k]] = i;
     for (int k = 0; s == PP_OK && k < g->n_outputs; k++) R.last_use[g->outputs[k]] = R.n_orig;
-    for (int ti = 0; s == PP_OK && ti < R.n_orig; ti++) {
-        if (g->nodes[ti].op != PP_OP_TRANSPOSE || g->nodes[ti].dead) continue;
-        R.apply = false;
-        s = region(&R, ti);
-        if (s != PP_OK || R.bad || !(R.added < R.removed)) continue;
-        R.apply = true, *changed = true;
-        s = region(&R, ti);
+    /* every candidate walked at once, to find which regions meet (R.uf); then each set of seeds that meet
+     * together, and where that does not pay, each of its seeds alone, in order */
+    int *cand = malloc(pp_count(R.n_orig) * sizeof *cand), nc = 0;
+    if (s == PP_OK && (!cand || !R.seed || !R.sid || !R.uf)) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; s == PP_OK && i < R.n_orig; i++) {
+        rlay l;
+        R.uf[i] = i;
+        if (g->nodes[i].op == PP_OP_TRANSPOSE && seed_layout(&R, i, &l)) R.seed[i] = true, cand[nc++] = i;
     }
+    R.apply = false;
+    if (s == PP_OK && nc) s = region(&R);
+    for (int k = 0; s == PP_OK && k < nc; k++) {
+        const int root = uf_find(&R, cand[k]);
+        if (root != cand[k]) continue; /* (taken with its set's first seed) */
+        int members = 0;
+        for (int j = 0; j < nc; j++) members += R.seed[cand[j]] = uf_find(&R, cand[j]) == root && !g->nodes[cand[j]].dead;
+        bool did = false;
+        s = members ? try_seeds(&R, &did) : PP_OK;
+        *changed = *changed || did;
+        for (int j = 0; s == PP_OK && !did && members > 1 && j < nc; j++) {
+            if (uf_find(&R, cand[j]) != root || g->nodes[cand[j]].dead) continue;
+            for (int q = 0; q < nc; q++) R.seed[cand[q]] = q == j;
+            bool one = false;
+            s = try_seeds(&R, &one);
+            *changed = *changed || one;
+        }
+    }
+    free(cand);
     if (s == PP_OK && *changed) {
         s = place_new(&R);
         if (s == PP_OK) pp_graph_compact(g);
     }
-    free(R.lay), free(R.in), free(R.made), free(R.prod), free(R.last_use), free(R.before);
+    free(R.lay), free(R.in), free(R.made), free(R.prod), free(R.last_use), free(R.before), free(R.seed), free(R.sid),
+        free(R.uf);
     return s;
 }

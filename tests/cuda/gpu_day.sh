@@ -57,7 +57,8 @@
 #      ViT-B/16 with the row kernels
 #      in one block against in lanes, with the fused attention on and off
 #      (rates, outputs, steps), with the strided views on and off at batch 1
-#      and 8 (rates, bytes, launches, -pp 2 against -pp 1), ViT-B/16 at bf16 as at fp16 above and fp16's
+#      and 8 (rates, bytes, launches, -pp 2 against -pp 1), ViT-B/16 at batch 8 and 32 with the options on,
+#      ppcc's row-order pass against --disable-pass rows, ViT-B/16 at bf16 as at fp16 above and fp16's
 #      profile at batch 32 with the options off and on, the profiles by op type at batch
 #      8 (with --cuda-explain), ViT's and ResNet-50's --cuda-wide-elementwise
 #      A/B, ViT's --cuda-wide-copies A/B, ResNet-50's
@@ -669,6 +670,25 @@ print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(a
         && { cmp -s /tmp/cvt/ab_vit_b${b}_on/*.npy /tmp/cvt/sv_out_${b}_pp2/*.npy && echo "ViT-B/16 -b $b views on: -pp 2 bit-identical to -pp 1" \
              || { echo "FAIL: ViT-B/16 -b $b views on: -pp 2 differs from -pp 1"; status=1; }; }
     fi
+  done
+  # ppcc's row-order pass (2026-12-05, passes/rows.c; never on a GPU before): ViT-B/16 at batch 8 and 32 with the
+  # speed options (views, fused attention, row kernels) on, the default plan (no [B, S, E] <-> [S, B, E] Transpose;
+  # the fused kernel writes the context through the pass's Transpose) against one compiled with --disable-pass
+  # rows, alternated; cuda-emu gives both the same bytes, so other bytes here are cuBLASLt's choice (rtol 1e-4)
+  for b in 8 32; do
+    [ -f $d/b${b}_pp1.plan ] && [ -d $d/data_$b ] && [ "$(left)" -gt 70 ] || continue
+    "$PPCC" $d/model.onnx -b $b --disable-pass rows -o /tmp/cvt/norows_b$b.plan -q || { echo "FAIL: ppcc --disable-pass rows"; status=1; continue; }
+    for r in 1 2; do for v in rows norows; do
+      p=$d/b${b}_pp1.plan; [ $v = rows ] || p=/tmp/cvt/norows_b$b.plan
+      timeout 60 "$PPRT" "$p" $d/data_$b -o /tmp/cvt/rows_${b}_$v --backend $be -q --warmup 4 --cuda-stride-views on \
+        --cuda-fused-attention on --cuda-row-kernels on --cuda-explain --stats-json /tmp/cvt/rows_${b}_$v.json \
+        2> "$out/explain_rows_${b}_$v.txt" \
+        && echo "vit_b_16 -b $b options on, $v: $(rate /tmp/cvt/rows_${b}_$v.json) samples/s; $(grep -o '[0-9]* launches: .*' "$out/explain_rows_${b}_$v.txt" | head -1)" \
+        || { echo "FAIL: vit_b_16 -b $b $v: $(tail -2 "$out/explain_rows_${b}_$v.txt")"; status=1; }
+    done; done
+    python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/rows_${b}_rows/*.npy /tmp/cvt/rows_${b}_norows/*.npy --rtol 1e-4 \
+      --atol 1e-5 > /tmp/cvt/rows_cmp.txt || { echo "FAIL: vit_b_16 -b $b: the row-order plan's output against the plan without"; status=1; }
+    tail -1 /tmp/cvt/rows_cmp.txt | sed "s|^|vit_b_16 -b $b rows against norows: |"
   done
   # ViT-B/16 at bf16 with the speed options on and off, then fp16's profile at batch 32 by op type both ways
   d=/tmp/cvt/vit_b_16
