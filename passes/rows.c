@@ -135,8 +135,7 @@ static bool lay_reshape(const rlay *l, const pp_shape *y, rlay *out) {
     if (y->rank > PP_MAX_DIMS) return false;
     signed char got[PP_MAX_DIMS][RA];
     int ng[PP_MAX_DIMS] = {0}, pos = 0;
-    out->nd = y->rank;
-    for (int d = y->rank - 1; d >= 0; d--) {
+    for (int d = y->rank - 1; d >= 0; d--) { /* (out keeps x's dims until the end: split_atom renumbers them) */
         int64_t need = y->dim[d];
         while (need > 1) {
             if (pos >= nl) return false;
@@ -156,6 +155,8 @@ static bool lay_reshape(const rlay *l, const pp_shape *y, rlay *out) {
         }
     }
     if (pos != nl) return false;
+    out->nd = y->rank;
+    memset(out->ng, 0, sizeof out->ng);
     for (int d = 0; d < y->rank; d++) {
         out->ng[d] = ng[d];
         for (int k = 0; k < ng[d]; k++) out->g[d][k] = got[d][ng[d] - 1 - k]; /* outer first */

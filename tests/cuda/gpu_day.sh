@@ -511,20 +511,35 @@ print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(a
   # rates and --cuda-explain's tally (the explain files in $out), whether the bytes are the same, and within
   # RTOL / ATOL of each other or the day fails; the outputs stay in /tmp/cvt/ab_TAG_on and _off
   ab() {
-    local tag=$1 plan=$2 data=$3 opt=$4 rtol=$5 atol=$6 r v o
+    local tag=$1 plan=$2 data=$3 opt=$4 rtol=$5 atol=$6 v o on off
     shift 6
-    for r in 1 2; do for v in on off; do
-      local args=(); for o in ${opt//,/ }; do args+=("$o" $v); done
-      timeout 60 "$PPRT" "$plan" "$data" -o /tmp/cvt/ab_${tag}_$v --backend $be -q --warmup 4 "${args[@]}" "$@" --cuda-explain \
-        --stats-json /tmp/cvt/ab_${tag}_$v.json 2> "$out/explain_${tag}_$v.txt" \
-        && echo "$tag $opt $v: $(rate /tmp/cvt/ab_${tag}_$v.json) samples/s; $(grep -o '[0-9]* launches: .*' "$out/explain_${tag}_$v.txt" | head -1)" \
-        || { echo "FAIL: $tag $opt $v: $(tail -2 "$out/explain_${tag}_$v.txt")"; status=1; }
+    for v in on off; do
+      local a=""; for o in ${opt//,/ }; do a+="$o $v "; done
+      [ $v = on ] && on="on|$plan|$a$*" || off="off|$plan|$a$*"
+    done
+    ab_sides "$tag" "$data" "$rtol" "$atol" "$on" "$off"
+  }
+  # ab_sides TAG DATA RTOL ATOL "NAME|PLAN|ARGS" "NAME|PLAN|ARGS": two runs of a plan on DATA (each its plan and
+  # its pprt ARGS, space-separated, no spaces inside one), alternated twice: the rates and --cuda-explain's tally
+  # (the explain files in $out), whether the bytes are the same, and within RTOL / ATOL of each other or the day
+  # fails; the outputs stay in /tmp/cvt/ab_TAG_NAME
+  ab_sides() {
+    local tag=$1 data=$2 rtol=$3 atol=$4 r side name plan args n1 n2
+    shift 4
+    n1=${1%%|*} n2=${2%%|*}
+    for r in 1 2; do for side in "$@"; do
+      IFS='|' read -r name plan args <<< "$side"
+      # shellcheck disable=SC2086
+      timeout 60 "$PPRT" "$plan" "$data" -o /tmp/cvt/ab_${tag}_$name --backend $be -q --warmup 4 $args --cuda-explain \
+        --stats-json /tmp/cvt/ab_${tag}_$name.json 2> "$out/explain_${tag}_$name.txt" \
+        && echo "$tag $name ($args): $(rate /tmp/cvt/ab_${tag}_$name.json) samples/s; $(grep -o '[0-9]* launches: .*' "$out/explain_${tag}_$name.txt" | head -1)" \
+        || { echo "FAIL: $tag $name: $(tail -2 "$out/explain_${tag}_$name.txt")"; status=1; }
     done; done
-    cmp -s /tmp/cvt/ab_${tag}_on/*.npy /tmp/cvt/ab_${tag}_off/*.npy && echo "$tag: the same bytes with $opt on and off" \
-      || echo "$tag: other bytes with $opt on than off"
-    python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/ab_${tag}_on/*.npy /tmp/cvt/ab_${tag}_off/*.npy --rtol $rtol --atol $atol \
-      > /tmp/cvt/ab_cmp.txt || { echo "FAIL: $tag's output with $opt on against off"; status=1; }
-    tail -1 /tmp/cvt/ab_cmp.txt | sed "s|^|$tag $opt on against off: |"
+    cmp -s /tmp/cvt/ab_${tag}_$n1/*.npy /tmp/cvt/ab_${tag}_$n2/*.npy && echo "$tag: the same bytes $n1 and $n2" \
+      || echo "$tag: other bytes $n1 than $n2"
+    python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/ab_${tag}_$n1/*.npy /tmp/cvt/ab_${tag}_$n2/*.npy --rtol $rtol --atol $atol \
+      > /tmp/cvt/ab_cmp.txt || { echo "FAIL: $tag's output $n1 against $n2"; status=1; }
+    tail -1 /tmp/cvt/ab_cmp.txt | sed "s|^|$tag $n1 against $n2: |"
   }
   # 5t. the convolution tactic cache (issue 54; docs/cuda.md "The convolution tactic cache"; never on a GPU before
   # this): test_dnn --tune times every deterministic engine config the heuristics offer for ResNet-50's
@@ -543,19 +558,12 @@ print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(a
     [ -n "$name" ] && cp "$tab" "$out/tactics/$name.tsv" && echo "tactic table: $out/tactics/$name.tsv (in gday.tgz)"
     for b in 32 8; do
       [ -f "$tab" ] && [ -f $d/b${b}_pp1.plan ] && [ "$(left)" -gt 60 ] || continue
-      for r in 1 2; do for v in "$tab" off; do
-        k=$([ "$v" = off ] && echo off || echo table)
-        timeout 60 "$PPRT" $d/b${b}_pp1.plan $d/data_$b -o /tmp/cvt/tac_${b}_$k --backend $be -q --warmup 4 \
-          --cuda-tactics "$v" --cuda-explain --stats-json /tmp/cvt/tac_${b}_$k.json 2> "$out/explain_tac_${b}_$k.txt" \
-          && echo "resnet50 -b $b --cuda-tactics $k: $(rate /tmp/cvt/tac_${b}_$k.json) samples/s; $(grep -c 'tactic cache .*: took' "$out/explain_tac_${b}_$k.txt") convolutions from the table" \
-          || { echo "FAIL: resnet50 -b $b --cuda-tactics $k: $(tail -2 "$out/explain_tac_${b}_$k.txt")"; status=1; }
-      done; done
-      python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/tac_${b}_table/*.npy /tmp/cvt/tac_${b}_off/*.npy --rtol 1e-4 \
-        --atol 1e-5 > /tmp/cvt/tac_cmp.txt || { echo "FAIL: resnet50 -b $b: the tuned engines' outputs against the heuristics'"; status=1; }
-      tail -1 /tmp/cvt/tac_cmp.txt | sed "s|^|resnet50 -b $b tactics against heuristics: |"
+      ab_sides resnet50_b${b}_tac $d/data_$b 1e-4 1e-5 "table|$d/b${b}_pp1.plan|--cuda-tactics $tab" \
+        "off|$d/b${b}_pp1.plan|--cuda-tactics off"
+      echo "resnet50 -b $b: $(grep -c 'tactic cache .*: took' "$out/explain_resnet50_b${b}_tac_table.txt") convolutions from the table"
       if [ -f $d/b${b}_pp2.plan ]; then
         timeout 60 "$PPRT" $d/b${b}_pp2.plan $d/data_$b -o /tmp/cvt/tac_${b}_pp2 --backend $be -q --cuda-tactics "$tab" \
-          && { cmp -s /tmp/cvt/tac_${b}_table/*.npy /tmp/cvt/tac_${b}_pp2/*.npy && echo "resnet50 -b $b with the table: -pp 2 bit-identical to -pp 1" \
+          && { cmp -s /tmp/cvt/ab_resnet50_b${b}_tac_table/*.npy /tmp/cvt/tac_${b}_pp2/*.npy && echo "resnet50 -b $b with the table: -pp 2 bit-identical to -pp 1" \
                || { echo "FAIL: resnet50 -b $b with the table: -pp 2 differs from -pp 1"; status=1; }; }
       fi
     done
@@ -678,17 +686,8 @@ print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(a
   for b in 8 32; do
     [ -f $d/b${b}_pp1.plan ] && [ -d $d/data_$b ] && [ "$(left)" -gt 70 ] || continue
     "$PPCC" $d/model.onnx -b $b --disable-pass rows -o /tmp/cvt/norows_b$b.plan -q || { echo "FAIL: ppcc --disable-pass rows"; status=1; continue; }
-    for r in 1 2; do for v in rows norows; do
-      p=$d/b${b}_pp1.plan; [ $v = rows ] || p=/tmp/cvt/norows_b$b.plan
-      timeout 60 "$PPRT" "$p" $d/data_$b -o /tmp/cvt/rows_${b}_$v --backend $be -q --warmup 4 --cuda-stride-views on \
-        --cuda-fused-attention on --cuda-row-kernels on --cuda-explain --stats-json /tmp/cvt/rows_${b}_$v.json \
-        2> "$out/explain_rows_${b}_$v.txt" \
-        && echo "vit_b_16 -b $b options on, $v: $(rate /tmp/cvt/rows_${b}_$v.json) samples/s; $(grep -o '[0-9]* launches: .*' "$out/explain_rows_${b}_$v.txt" | head -1)" \
-        || { echo "FAIL: vit_b_16 -b $b $v: $(tail -2 "$out/explain_rows_${b}_$v.txt")"; status=1; }
-    done; done
-    python3 "$src/tests/tools/compare_npy.py" /tmp/cvt/rows_${b}_rows/*.npy /tmp/cvt/rows_${b}_norows/*.npy --rtol 1e-4 \
-      --atol 1e-5 > /tmp/cvt/rows_cmp.txt || { echo "FAIL: vit_b_16 -b $b: the row-order plan's output against the plan without"; status=1; }
-    tail -1 /tmp/cvt/rows_cmp.txt | sed "s|^|vit_b_16 -b $b rows against norows: |"
+    o="--cuda-stride-views on --cuda-fused-attention on --cuda-row-kernels on"
+    ab_sides vit_b${b}_rowpass $d/data_$b 1e-4 1e-5 "rows|$d/b${b}_pp1.plan|$o" "norows|/tmp/cvt/norows_b$b.plan|$o"
   done
   # ViT-B/16 at bf16 with the speed options on and off, then fp16's profile at batch 32 by op type both ways
   d=/tmp/cvt/vit_b_16
