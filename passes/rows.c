@@ -253,6 +253,10 @@ static pp_status emit_order(rctx *R, const rlay *l, const int *ord, const pp_sha
     int64_t pos[RA];
     for (int k = 0; k < l->na; k++) pos[ord[k]] = k;
     for (int k = 0; k < l->na; k++) run_of[k] = k > 0 && pos[k] == pos[k - 1] + 1 ? run_of[k - 1] : nr++;
+    if (nr > PP_MAX_DIMS) { /* (no Transpose of that many dims: the region is left alone) */
+        R->bad = true;
+        return PP_OK;
+    }
     pp_shape pre = {.rank = nr ? nr : 1, .dim = {1}}, mid = pre;
     for (int r = 0; r < nr; r++) pre.dim[r] = 1;
     for (int k = 0; k < l->na; k++) pre.dim[run_of[k]] *= l->a[k];
@@ -263,8 +267,7 @@ static pp_status emit_order(rctx *R, const rlay *l, const int *ord, const pp_sha
     bool ident = true;
     for (int r = 0; r < np; r++) ident = ident && perm[r] == r, mid.dim[r] = pre.dim[perm[r]];
     if (!ident) R->added += (double)numel_of(&l->ss);
-    if (nr > PP_MAX_DIMS) R->bad = true;
-    if (!R->apply || R->bad) return PP_OK;
+    if (!R->apply) return PP_OK;
     int x = l->sv;
     if (!ident) {
         if (!pp_shape_eq(&pre, &l->ss)) {
@@ -398,6 +401,9 @@ static pp_status row_operand(rctx *R, int ci, const rlay *l, bool two_d, int min
     *lin = *l;
     const int64_t K = logical_shape(l).dim[l->nd - 1];
     int y = -1;
+    pp_shape to = {.rank = two_d || min_rank < 2 ? 2 : min_rank}; /* [1..., rows, K] */
+    for (int d = 0; d < to.rank; d++) to.dim[d] = 1;
+    to.dim[to.rank - 2] = numel_of(&l->ss) / (K ? K : 1), to.dim[to.rank - 1] = K;
     if (!last_in_place(l)) { /* the rows as stored, the last dim's atoms after them */
         int ord[RA], n = 0;
         bool last[RA] = {false};
@@ -406,16 +412,12 @@ static pp_status row_operand(rctx *R, int ci, const rlay *l, bool two_d, int min
             if (!last[k]) ord[n++] = k;
         for (int k = 0; k < l->ng[l->nd - 1]; k++) ord[n++] = l->g[l->nd - 1][k];
         *lin = lay_reordered(l, ord);
-        const pp_shape to = {.rank = 2, .dim = {numel_of(&l->ss) / (K ? K : 1), K}};
         PP_TRY(emit_order(R, l, ord, &to, ci, ci, &y));
         lin->sv = y, lin->ss = to;
         return PP_OK;
     }
     const pp_shape *ss = &l->ss;
     if (ss->rank >= min_rank && (!two_d || ss->rank == 2) && ss->dim[ss->rank - 1] == K) return PP_OK;
-    pp_shape to = {.rank = two_d || min_rank < 2 ? 2 : min_rank};
-    for (int d = 0; d < to.rank; d++) to.dim[d] = 1;
-    to.dim[to.rank - 2] = numel_of(ss) / (K ? K : 1), to.dim[to.rank - 1] = K;
     lin->ss = to;
     if (R->apply) {
         PP_TRY(emit_reshape(R, l->sv, &to, ci, ci, &y));
@@ -469,6 +471,16 @@ static pp_status take_rowwise(rctx *R, int ci, int kind) {
     return PP_OK;
 }
 
+/* The dim of stored shape ss that is atom a alone (atoms of l), or -1. */
+static int stored_dim(const pp_shape *ss, const rlay *l, int a) {
+    for (int k = 0, at = 0; k < ss->rank; k++) {
+        const int first = at;
+        for (int64_t e = ss->dim[k]; e > 1 && at < l->na; at++) e /= l->a[at];
+        if (first == a && at == a + 1) return k;
+    }
+    return -1;
+}
+
 /* Slice node ci of a region value: each sliced dim one atom that is a dim
  * of the stored tensor, sliced there. false: not so (the value is made again). */
 static pp_status take_slice(rctx *R, int ci, bool *took) {
@@ -488,15 +500,8 @@ static pp_status take_slice(rctx *R, int ci, bool *took) {
     tin[0].shape = logical_shape(l);
     pp_slice sl;
     if (pp_slice_parse(pp_node_attrs(g, c), tin, c->n_in, &sl, NULL) != PP_OK) return PP_OK;
-    int start[RA], nss = 0; /* the stored dims' first atoms */
-    for (int k = 0, at = 0; k < l->ss.rank; k++) {
-        start[k] = at;
-        int64_t e = l->ss.dim[k];
-        while (e > 1 && at < l->na) e /= l->a[at++];
-        nss = k + 1;
-        start[k + 1] = at;
-    }
     rlay out = *l;
+    bool split = false; /* the stored tensor seen as its atoms first (a sliced atom inside a stored dim) */
     int64_t st[PP_MAX_DIMS], en[PP_MAX_DIMS], ax[PP_MAX_DIMS], sp[PP_MAX_DIMS];
     int n = 0;
     for (int d = 0; d < l->nd; d++) {
@@ -504,19 +509,35 @@ static pp_status take_slice(rctx *R, int ci, bool *took) {
         if (sl.first[d] == 0 && sl.step[d] == 1 && cnt == len) continue;
         if (l->ng[d] != 1 || sl.step[d] < 1 || cnt < 2) return PP_OK;
         const int a = l->g[d][0];
-        int j = -1;
-        for (int k = 0; k < nss; k++)
-            if (start[k] == a && start[k + 1] == a + 1) j = k;
+        int j = stored_dim(&out.ss, l, a);
+        if (j < 0 && !split && l->na <= PP_MAX_DIMS) { /* every atom a dim: a Reshape, then this again */
+            split = true, out.ss.rank = l->na, n = 0, d = -1;
+            for (int k = 0; k < l->na; k++) out.ss.dim[k] = l->a[k];
+            continue;
+        }
         if (j < 0) return PP_OK;
         st[n] = sl.first[d], en[n] = sl.first[d] + (cnt - 1) * sl.step[d] + 1, ax[n] = j, sp[n++] = sl.step[d];
-        out.a[a] = cnt, out.ss.dim[j] = cnt;
+    }
+    const pp_shape pre = out.ss; /* the stored tensor as the Slice reads it */
+    for (int k = 0; k < n; k++) { /* (after the loop: a restart above must not see sliced sizes) */
+        const int64_t cnt = (en[k] - st[k] - 1) / sp[k] + 1;
+        int a = 0;
+        for (int q = 0, at = 0; q < pre.rank; q++) {
+            if (q == ax[k]) a = at;
+            for (int64_t e = pre.dim[q]; e > 1 && at < l->na; at++) e /= l->a[at];
+        }
+        out.a[a] = cnt, out.ss.dim[ax[k]] = cnt;
     }
     *took = true;
     const int v = c->out[0];
     join(R, v, ci, &out);
     if (!R->apply) return PP_OK;
     const char *hint = c->name;
-    int ci4[4], ni, sv;
+    int ci4[4], ni, sv, x = l->sv;
+    if (split) { /* (made before the Slice: the same place, made first) */
+        x = -1;
+        PP_TRY(emit_reshape(R, l->sv, &pre, ci, ci, &x));
+    }
     PP_TRY(i64_const(R, hint, st, n, &ci4[0]));
     PP_TRY(i64_const(R, hint, en, n, &ci4[1]));
     PP_TRY(i64_const(R, hint, ax, n, &ci4[2]));
@@ -525,7 +546,7 @@ static pp_status take_slice(rctx *R, int ci, bool *took) {
     PP_TRY(new_node(R, PP_OP_SLICE, hint, 5, ci, ci, &ni));
     pp_node *s = &g->nodes[ni];
     s->name = g->nodes[ci].name, s->src = g->nodes[ci].src;
-    s->in[0] = l->sv;
+    s->in[0] = x;
     for (int k = 0; k < 4; k++) s->in[k + 1] = ci4[k];
     s->out[0] = sv;
     g->nodes[ci].dead = true;

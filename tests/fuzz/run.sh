@@ -98,6 +98,21 @@ g = helper.make_graph(
      helper.make_node("If", ["t"], ["out"], then_branch=br, else_branch=br)], "cf",
     [sv("x", TP.FLOAT, ["n", 4])], [sv("out", TP.FLOAT, ["n", 4])], [numpy_helper.from_array(np.array(True), "t")])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "seeds_onnx/control_flow.onnx")
+# the row-order pass (passes/rows.c): a batch-first Transpose before per-row ops, a Reshape that splits the last
+# dim, a Slice of it, the Transpose back, and a reader outside the region (the value made again)
+c = lambda n, a: numpy_helper.from_array(np.asarray(a), n)
+nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]), helper.make_node("MatMul", ["t", "w"], ["m"]),
+         helper.make_node("Add", ["b", "m"], ["a"]), helper.make_node("Softmax", ["a"], ["s"], axis=-1),
+         helper.make_node("Reshape", ["s", "sh"], ["r"]), helper.make_node("Slice", ["r", "s0", "s1", "ax"], ["sl"]),
+         helper.make_node("Reshape", ["sl", "sh2"], ["r2"]), helper.make_node("Transpose", ["r2"], ["y"], perm=[1, 0, 2]),
+         helper.make_node("ReduceMean", ["m"], ["z0"], axes=[2], keepdims=1),
+         helper.make_node("Transpose", ["z0"], ["z"], perm=[1, 0, 2])]
+g = helper.make_graph(nodes, "rows", [sv("x", TP.FLOAT, ["n", 5, 8])], [sv("y", TP.FLOAT, ["n", 5, 4]), sv("z", TP.FLOAT, ["n", 5, 1])],
+                      [c("w", np.ones((8, 8), np.float32) / 8), c("b", np.arange(8, dtype=np.float32)),
+                       c("sh", np.array([5, -1, 2, 4], np.int64)), c("s0", np.array([1], np.int64)),
+                       c("s1", np.array([3], np.int64)), c("ax", np.array([3], np.int64)),
+                       c("sh2", np.array([5, -1, 4], np.int64))])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "seeds_onnx/rows.onnx")
 PYEOF
 fi
 # plan_meta's seeds: the metadata section cut out of each seed plan (section 0:

@@ -9,7 +9,7 @@ onnx.helper for the cases the pass must get right: a region value that is
 also a graph output and read by an op outside the region, a residual Add of
 two values in the same layout, a Slice of a dim that is not the last, a
 Softmax and a LayerNorm over the last axis and a Div by a scalar inside the
-region, a Gemm whose rows the seed reordered, and two seeds the pass must
+region, a Slice of part of a dim a Reshape split off, a Gemm whose rows the seed reordered, and two seeds the pass must
 leave alone (the reorder read by a ReduceSum over the reordered axis, and a
 Transpose that moves the last axis).
 
@@ -110,6 +110,16 @@ def hand_models():
     g = helper.make_graph(nodes, "slice", [helper.make_tensor_value_info("x", f, ["batch", S, E])],
                           [helper.make_tensor_value_info("y", f, ["batch", S - 2, 4, E // 4])], initializer=inits)
     out["slice"] = (g, True)
+    # a Slice inside a stored dim: the Reshape splits E into (2, E/2), the Slice takes part of E/2 (the stored
+    # tensor seen as its atoms first), then back to [B, S, .] with the Transpose
+    inits = [c("w1", w(E, E)), c("sh", np.array([S, -1, 2, E // 2], np.int64)), c("s0", np.array([1], np.int64)),
+             c("s1", np.array([5], np.int64)), c("ax", np.array([3], np.int64)), c("sh2", np.array([S, -1, 8], np.int64))]
+    nodes = [n("Transpose", ["x"], ["t"], perm=[1, 0, 2]), n("MatMul", ["t", "w1"], ["m"]), n("Reshape", ["m", "sh"], ["r"]),
+             n("Slice", ["r", "s0", "s1", "ax"], ["sl"]), n("Reshape", ["sl", "sh2"], ["r2"]),
+             n("Transpose", ["r2"], ["y"], perm=[1, 0, 2])]
+    g = helper.make_graph(nodes, "inner", [helper.make_tensor_value_info("x", f, ["batch", S, E])],
+                          [helper.make_tensor_value_info("y", f, ["batch", S, 8])], initializer=inits)
+    out["inner"] = (g, True)
     # a Gemm over the reordered rows ([S*B, E] after the seed), its output reshaped back and transposed to [B, S, N]
     inits = [c("flat", np.array([-1, E], np.int64)), c("wg", w(6, E)), c("bg", w(6)),
              c("back", np.array([S, -1, 6], np.int64))]
