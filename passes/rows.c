@@ -20,7 +20,8 @@
  *     binary op with a scalar constant, or with two operands in the same
  *     layout) run as they are;
  *   - Reshape only regroups the stored elements (no node: the layout notes
- *     it), Slice slices the stored axis that holds the sliced dim;
+ *     it), Slice slices the stored axis that holds the sliced dim (the
+ *     stored tensor seen as its atoms first where that dim lies inside one);
  *   - a Transpose in the region becomes one over the stored tensor that
  *     reaches its output's order, or none where the order is the stored
  *     one (torch's Transpose back after the output product);

@@ -325,6 +325,21 @@ static inline int pcu_lt_inputs_of(pprt_precision pr) {
     return pr == PPRT_TF32 ? PCU_LT_TF32 : pr == PPRT_BF16 ? PCU_LT_BF16 : pr == PPRT_FP16 ? PCU_LT_F16 : PCU_LT_F32;
 }
 float pcu_lt_round(float v, int inputs);
+/* The precision a stage's f32 products run at (cuBLASLt's compute type,
+ * cuDNN strict or not): pprt --precision where given; by default TF32 in a
+ * half plan (ppcc --precision bf16|fp16, for inference or --train), whose
+ * autocast policy rounds what products read to the half type, values TF32
+ * holds exactly, so tensor cores read the very inputs of strict f32. These
+ * are the products that stay f32 in a half plan: a training plan's whose
+ * f32 output feeds a sum before its Cast (ResNet's downsampling data
+ * gradients: 8 of ResNet-50's 161), ConvTranspose; strict f32 ran them on
+ * the CUDA cores, at about an eighth of the tensor cores' TF32 rate on an
+ * H100. cuda-emu rounds as the GPU reads (pcu_lt_round), which changes no
+ * half-rounded input. */
+static inline pprt_precision pcu_products_precision(const pprt_plan *p, pprt_precision asked) {
+    const bool half = p->train_devices > 0 ? p->optim.precision != 0 : p->precision != 0;
+    return asked == PPRT_F32 && half ? PPRT_TF32 : asked;
+}
 /* A product as cuBLASLt computes it (column-major, the step's pcu_mm). A half
  * product (m->dt F16 or BF16: A, B, C, D and the bias in that type) sums in
  * f32 over the half values (inputs unread: the compute type is 32F) and

@@ -575,7 +575,7 @@ static pp_status emu_create(const pprt_plan *p, const pprt_stage *st, const pprt
     PP_TRY(pprt_stage_weights(p, st->index, err));
     pprt_exec *x = calloc(1, sizeof *x);
     if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    *x = (pprt_exec){.p = p, .st = st, .device = cfg->device, .lt_inputs = pcu_lt_inputs_of(cfg->precision)};
+    *x = (pprt_exec){.p = p, .st = st, .device = cfg->device, .lt_inputs = pcu_lt_inputs_of(pcu_products_precision(p, cfg->precision))};
     /* as the engine decides (exec_cuda.c): graphs unless --cuda-graphs off, --cuda-sync or --profile */
     x->graphs = pprt_cuda_config()->graphs && !pprt_cuda_config()->sync_each && !cfg->node_times;
     unsigned char *hn = pprt_cuda_host_nodes(st);

@@ -589,7 +589,7 @@ static pp_status cuda_create(const pprt_plan *p, const pprt_stage *st, const ppr
     PP_TRY(pprt_stage_weights(p, st->index, err));
     pprt_exec *x = calloc(1, sizeof *x);
     if (!x) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    *x = (pprt_exec){.p = p, .st = st, .precision = ecfg->precision, .device = ecfg->device};
+    *x = (pprt_exec){.p = p, .st = st, .precision = pcu_products_precision(p, ecfg->precision), .device = ecfg->device};
     if (x->device < 0) {
         free(x);
         return PP_FAIL(err, PP_ERUNTIME, "stage %d: the cuda executor runs on device messages, and the driver gave it "
