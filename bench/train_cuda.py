@@ -26,6 +26,7 @@ Usage: bench/train_cuda.py [--models resnet50] [--batch 32] [--check-batch 8] [-
        [--ppcc build/ppcc] [--pprt build/pprt] [--backend cuda] [--precision f32|bf16|fp16]
        [--no-check] [--split-bits]"""
 import argparse
+import collections
 import contextlib
 import inspect
 import json
@@ -50,6 +51,8 @@ ap.add_argument("--backend", default="cuda")
 ap.add_argument("--precision", default="f32", choices=["f32", "bf16", "fp16"])
 ap.add_argument("--no-check", action="store_true")
 ap.add_argument("--split-bits", action="store_true")
+ap.add_argument("--profile", action="store_true",
+                help="after the rate, 2 more steps under pprt --profile: the step's milliseconds by op type")
 a = ap.parse_args()
 # ppcc's options for a mixed-precision plan
 PREC = [] if a.precision == "f32" else ["--precision", a.precision] + (["--loss-scale", "dynamic"] if a.precision == "fp16" else [])
@@ -148,7 +151,22 @@ def pprt_rate(work, path):
     if PREC:
         print(f"pprt {a.precision}: %d of %d products on the half route" % half_counts(r.stderr), flush=True)
     steps = json.load(open(log))["steps"][1:]
+    if a.profile:
+        print(profile(work, plan), flush=True)
     return statistics.median(s["samples_per_s"] for s in steps)
+
+
+def profile(work, plan):
+    """2 steps under pprt --profile (events around every step: no CUDA graph), the mean milliseconds a step
+    summed by op type (the node name's last part up to '_': a Cast ppcc made is 'to', a gradient node its op)"""
+    f = os.path.join(work, "prof.json")
+    benchlib.sh([a.pprt, plan, os.path.join(work, "data"), "--steps", "2", "--optimizer", "sgd", "--lr", "1e-3",
+                 "--backend", a.backend, "--no-shuffle", "-q", "--profile", f])
+    agg = collections.Counter()
+    for k, v in json.load(open(f))["nodes"].items():
+        agg[k.rsplit("/", 1)[-1].split("_")[0]] += v
+    return (f"pprt {a.precision} profile, ms a micro-batch of {a.batch} by op type: {sum(agg.values()):.1f} in all; "
+            + ", ".join(f"{k} {v:.1f}" for k, v in agg.most_common(10)))
 
 
 def split_bits(work, path):

@@ -301,7 +301,8 @@ fi
 # HALFTRAIN_SECS=0 skips it): tests/cuda/train_half.sh with TRAIN_BACKEND=$be (digits and ResNet-18 at bf16 and
 # fp16, -pp 1 and 2: the products the IR names on the half route, the same bits across splits, the reference
 # kernels within tolerances; on and off not compared on a GPU), then bench/train_cuda.py --precision bf16:
-# ResNet-50 at batch 32, its step rate against PyTorch eager AMP fp16 and bf16 (the issue's bar: >= 1.0x), and
+# ResNet-50 at batch 32, its step rate against PyTorch eager AMP fp16 and bf16 (the issue's bar: >= 1.0x), where
+# the step's time goes by op type (--profile: BatchNorm's block per channel, the Casts), and
 # 2 steps at -pp 1 against -pp 2 byte for byte (on cuda only: cuda-emu's convolutions at 224x224 take minutes)
 echo "== 2h. mixed-precision training, the half route ($(date +%T), $(left) s left)"
 part_end=$((SECONDS + $(cap "${HALFTRAIN_SECS:-120}" "$keep")))
@@ -317,7 +318,7 @@ else
   fi
   if [ "$be" = cuda ] && [ "$(within 90)" -ge 50 ]; then
     timeout "$(within 90)" python3 "$src/bench/train_cuda.py" --ppcc "$PPCC" --pprt "$PPRT" --precision bf16 \
-      --no-check --split-bits --steps 4 > "$out/train_half_bench.md" 2> "$out/train_half_bench.err" \
+      --no-check --split-bits --profile --steps 4 > "$out/train_half_bench.md" 2> "$out/train_half_bench.err" \
       || { echo "FAIL or cut: bench/train_cuda.py --precision bf16: $(tail -2 "$out/train_half_bench.err")"; status=1; }
     cat "$out/train_half_bench.md"
     grep -q "0 of [0-9]* weights differ" "$out/train_half_bench.md" || { echo "FAIL: 2h: -pp 1 and -pp 2 differ (or did not run)"; status=1; }
