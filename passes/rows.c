@@ -443,7 +443,7 @@ static pp_status take_rowwise(rctx *R, int ci, int kind) {
         c = &g->nodes[ci]; /* (row_operand may add nodes: g->nodes moves) */
     }
     rlay out = lin;
-    const int k1 = c->n_in == 2 ? c->in[1 - slot] : -1;
+    const int k1 = c->n_in == 2 && pp_op_has(c->op, PP_TR_BINARY) ? c->in[1 - slot] : -1;
     if (k1 >= 0 && !is_region(R, k1) && g->values[k1].shape.rank > out.ss.rank) { /* a constant of more dims than */
         const int r = g->values[k1].shape.rank, sh = r - out.ss.rank; /* the stored tensor: ones before its dims */
         memmove(&out.ss.dim[sh], &out.ss.dim[0], (size_t)out.ss.rank * sizeof out.ss.dim[0]);
