@@ -440,8 +440,16 @@ static pp_status take_rowwise(rctx *R, int ci, int kind) {
                              : c->n_in == 2 && pp_op_has(c->op, PP_TR_BINARY) ? g->values[c->in[1 - slot]].shape.rank
                                                                               : 1;
         PP_TRY(row_operand(R, ci, &R->lay[c->in[slot]], gemm, min_rank, &lin));
+        c = &g->nodes[ci]; /* (row_operand may add nodes: g->nodes moves) */
     }
     rlay out = lin;
+    const int k1 = c->n_in == 2 && pp_op_has(c->op, PP_TR_BINARY) ? c->in[1 - slot] : -1;
+    if (k1 >= 0 && !is_region(R, k1) && g->values[k1].shape.rank > out.ss.rank) { /* a constant of more dims than */
+        const int r = g->values[k1].shape.rank, sh = r - out.ss.rank; /* the stored tensor: ones before its dims */
+        memmove(&out.ss.dim[sh], &out.ss.dim[0], (size_t)out.ss.rank * sizeof out.ss.dim[0]);
+        for (int d = 0; d < sh; d++) out.ss.dim[d] = 1;
+        out.ss.rank = r;
+    }
     if (c->op == PP_OP_MATMUL || c->op == PP_OP_GEMM) { /* the last dim's atoms become one of N */
         const pp_value *w = &g->values[c->in[1]];
         const int64_t N = c->op == PP_OP_GEMM && attr_or(g, c, "transB", 0) ? w->shape.dim[0] : w->shape.dim[1];

@@ -9,7 +9,8 @@ onnx.helper for the cases the pass must get right: a region value that is
 also a graph output and read by an op outside the region, a residual Add of
 two values in the same layout, a Slice of a dim that is not the last, a
 Softmax and a LayerNorm over the last axis and a Div by a scalar inside the
-region, a Slice of part of a dim a Reshape split off, a Gemm whose rows the seed reordered, and two seeds the pass must
+region, a Slice of part of a dim a Reshape split off, a Gemm whose rows the seed reordered, a Mul by a scalar of more dims than the stored
+tensor before a Slice, 20 Gemms reading one region value, and two seeds the pass must
 leave alone (the reorder read by a ReduceSum over the reordered axis, and a
 Transpose that moves the last axis).
 
@@ -138,6 +139,26 @@ def hand_models():
                           [helper.make_tensor_value_info("y", f, ["batch", 1, E]),
                            helper.make_tensor_value_info("y2", f, ["batch", E, S])], initializer=inits)
     out["alone"] = (g, False)
+    # a Mul by a [1,1,1,1,1] scalar after a Reshape that raised the rank above the stored tensor's: its output has
+    # the scalar's rank (ones in front), so the Slice of S (a stored dim) that follows must slice the right axis
+    inits = [c("shp", np.array([S, -1, 4, 1, E // 4], np.int64)), c("k", np.full((1, 1, 1, 1, 1), 2.0, np.float32)),
+             c("s0", np.array([1], np.int64)), c("s1", np.array([5], np.int64)), c("ax", np.array([0], np.int64))]
+    nodes = [n("Transpose", ["x"], ["t"], perm=[1, 0, 2]), n("Reshape", ["t", "shp"], ["r"]), n("Mul", ["r", "k"], ["m"]),
+             n("Slice", ["m", "s0", "s1", "ax"], ["sl"]), n("Transpose", ["sl"], ["y"], perm=[1, 0, 2, 3, 4])]
+    g = helper.make_graph(nodes, "scalar5", [helper.make_tensor_value_info("x", f, ["batch", S, E])],
+                          [helper.make_tensor_value_info("y", f, ["batch", 4, 4, 1, E // 4])], initializer=inits)
+    out["scalar5"] = (g, True)
+    # 20 Gemms reading one region value, each through a Reshape to [rows, E] that the pass adds (the graph's nodes
+    # move while a Gemm is taken: the ASan build sees a stale node there), each back to [B, S, 6]
+    inits = [c("flat", np.array([-1, E], np.int64)), c("back", np.array([S, -1, 6], np.int64))]
+    nodes = [n("Transpose", ["x"], ["t"], perm=[1, 0, 2]), n("Reshape", ["t", "flat"], ["f2"])]
+    for i in range(20):
+        inits.append(c(f"w{i}", w(6, E)))
+        nodes += [n("Gemm", ["f2", f"w{i}"], [f"g{i}"], transB=1), n("Reshape", [f"g{i}", "back"], [f"b{i}"]),
+                  n("Transpose", [f"b{i}"], [f"y{i}"], perm=[1, 0, 2])]
+    g = helper.make_graph(nodes, "gemms", [helper.make_tensor_value_info("x", f, ["batch", S, E])],
+                          [helper.make_tensor_value_info(f"y{i}", f, ["batch", S, 6]) for i in range(20)], initializer=inits)
+    out["gemms"] = (g, True)
     return out
 
 
