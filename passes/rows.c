@@ -31,7 +31,8 @@
  * and where that does not pay, each seed alone.
  * The rewrite is kept only where it moves fewer elements through
  * Transposes than the model did (elements of every Transpose made against
- * those of the seed and the region's Transposes). Each op computes the same
+ * those of the seed and the region's Transposes), with no more Transposes
+ * than it removes (each a launch on a GPU). Each op computes the same
  * rows with the same arithmetic, only stored in another order, so the
  * values are the model's own. A layer of torchvision's ViT goes from six
  * Transposes to four (the heads' three and one of the context), and none of
@@ -72,6 +73,7 @@ typedef struct rctx {
     int *before;     /* new node (index - n_orig) -> the original node it goes before */
     int n_new, cap_new;
     double removed, added; /* elements through Transposes: the model's gone, the ones made */
+    int n_removed, n_added; /* and the Transposes themselves (each a launch on a GPU) */
     bool bad;              /* a reorder past PP_MAX_DIMS dims: the region is left alone */
     int *last_use;         /* value (< nv0) -> the last original node reading it (n_orig: a graph output) */
     int horizon;           /* the last reader of a region value so far */
@@ -267,7 +269,7 @@ static pp_status emit_order(rctx *R, const rlay *l, const int *ord, const pp_sha
         if (k == 0 || run_of[ord[k]] != run_of[ord[k - 1]]) perm[np++] = run_of[ord[k]];
     bool ident = true;
     for (int r = 0; r < np; r++) ident = ident && perm[r] == r, mid.dim[r] = pre.dim[perm[r]];
-    if (!ident) R->added += (double)numel_of(&l->ss);
+    if (!ident) R->added += (double)numel_of(&l->ss), R->n_added++;
     if (!R->apply) return PP_OK;
     int x = l->sv;
     if (!ident) {
@@ -576,7 +578,7 @@ static pp_status take_transpose(rctx *R, int ci) {
         t.ng[d] = l->ng[perm[d]];
         memcpy(t.g[d], l->g[perm[d]], sizeof t.g[d]);
     }
-    R->removed += (double)numel_of(&l->ss);
+    R->removed += (double)numel_of(&l->ss), R->n_removed++;
     if (R->seed[ci]) (void)uf_union(R, R->sid[c->in[0]], ci); /* (a seed read from another's region) */
     int ord[RA], y = c->out[0];
     (void)logical_order(&t, ord);
@@ -650,7 +652,7 @@ static pp_status region(rctx *R) {
     pp_graph *g = R->g;
     memset(R->in, 0, (size_t)R->nv0 * sizeof *R->in);
     memset(R->made, 0, (size_t)R->nv0 * sizeof *R->made);
-    R->removed = R->added = 0, R->bad = false, R->horizon = -1;
+    R->removed = R->added = 0, R->n_removed = R->n_added = 0, R->bad = false, R->horizon = -1;
     int first = -1;
     for (int i = 0; i < R->n_orig; i++)
         if (R->seed[i]) R->horizon = i, first = first < 0 ? i : first;
@@ -661,7 +663,7 @@ static pp_status region(rctx *R) {
         rlay l;
         if (R->seed[i] && !is_region(R, c->in[0]) && seed_layout(R, i, &l)) {
             join(R, c->out[0], i, &l);
-            R->removed += (double)numel_of(&l.ss);
+            R->removed += (double)numel_of(&l.ss), R->n_removed++;
             if (R->apply) g->nodes[i].dead = true;
             continue;
         }
@@ -678,7 +680,8 @@ static pp_status region(rctx *R) {
 static pp_status try_seeds(rctx *R, bool *changed) {
     R->apply = false;
     PP_TRY(region(R));
-    if (R->bad || !(R->added < R->removed)) return PP_OK;
+    /* fewer elements moved, and no more Transposes (several small ones for one larger cost launches on a GPU) */
+    if (R->bad || !(R->added < R->removed) || R->n_added > R->n_removed) return PP_OK;
     R->apply = true, *changed = true;
     return region(R);
 }
