@@ -199,7 +199,8 @@ static pp_status new_value(rctx *R, const char *hint, int *v) {
 /* A node placed before original node `at`, with the scope of node `like`. */
 static pp_status new_node(rctx *R, pp_op op, const char *hint, int n_in, int at, int like, int *idx) {
     char name[600];
-    snprintf(name, sizeof name, "%s/rows_%s", hint, pp_op_table[op].name);
+    /* (node names must be unique: ONNX checkers refuse a model of two alike, --export-stages writes one) */
+    snprintf(name, sizeof name, "%s/rows_%s_%d", hint, pp_op_table[op].name, R->n_new);
     if (R->n_new == R->cap_new) {
         const int cap = R->cap_new ? 2 * R->cap_new : 16;
         int *b = realloc(R->before, (size_t)cap * sizeof *b);

@@ -20,6 +20,7 @@ For each model, at micro-batch 2 (and -pp 2 for the attention):
     another order), and both are within rtol 1e-4 / atol 1e-5 of
     onnxruntime's run of the model as exported (the independent oracle);
   - the default CPU backend (oneDNN where built) within the same tolerance;
+  - every stage as ONNX (ppcc --export-stages) loads in onnxruntime;
   - Transposes in `ppcc --dump-ir`: fewer with the pass where it applies
     (the [B, S, E] <-> [S, B, E] pair gone: 4 a layer of attention instead
     of 6, also where a module permutes around a batch_first=False layer,
@@ -181,7 +182,16 @@ def check(name, applies, pp=(1,)):
     if not applies and with_rows != without:
         problems.append(f"{name}: {with_rows} Transposes with the pass, {without} without: the pass must leave it")
     for p in pp:
-        run([PPCC, name + ".onnx", "-b", "2", "-pp", str(p), "-o", f"{name}_{p}.plan", "-q"])
+        # (with the stages as ONNX models: each must load in onnxruntime, whose checker refuses two nodes of one
+        # name, which the pass once made)
+        run([PPCC, name + ".onnx", "-b", "2", "-pp", str(p), "-o", f"{name}_{p}.plan", "-q", "--export-stages",
+             f"{name}_{p}_stages"])
+        for k in range(p):
+            cases += 1
+            try:
+                ort.InferenceSession(f"{name}_{p}_stages/stage_{k}.onnx", providers=["CPUExecutionProvider"])
+            except Exception as e:  # (onnxruntime's own exception types)
+                problems.append(f"{name} -pp {p}: stage {k} as ONNX does not load in onnxruntime: {str(e)[:300]}")
         run([PPCC, name + ".onnx", "-b", "2", "-pp", str(p), "--disable-pass", "rows", "-o", f"{name}_{p}n.plan", "-q"])
         for plan, backend in ((f"{name}_{p}.plan", "ref"), (f"{name}_{p}n.plan", "ref"), (f"{name}_{p}.plan", None)):
             tag = f"{plan}_{backend or 'cpu'}"
