@@ -1,7 +1,8 @@
 """benchlib.py: what the Python benchmarks in bench/ share: running a tool,
 exporting a torchvision model (or taking one exported before from
 MODEL_DIR/NAME/model.onnx), the CPU's name, input data tiled to a sample
-count (also from the shell scripts: `benchlib.py tile SRC DST N`)."""
+count (also from the shell scripts: `benchlib.py tile SRC DST N`), a pprt
+--profile summed by op type (`benchlib.py by_op PROFILE LABEL BATCH`)."""
 import os
 import subprocess
 import sys
@@ -58,7 +59,23 @@ def tile(src, dst, n):
             np.save(os.path.join(dst, f), np.concatenate([a] * (-(-n // a.shape[0])))[:n])
 
 
+def by_op(profile):
+    """pprt --profile's milliseconds per micro-batch summed by op type (a Counter): the node name's last part up
+    to '_' (a Cast ppcc made is 'to', a gradient node its op)"""
+    import collections
+    import json
+    agg = collections.Counter()
+    for k, v in json.load(open(profile))["nodes"].items():
+        agg[k.rsplit("/", 1)[-1].split("_")[0]] += v
+    return agg
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] != ["tile"] or len(sys.argv) != 5:
-        sys.exit("usage: benchlib.py tile SRC DST N")
-    tile(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    if sys.argv[1:2] == ["tile"] and len(sys.argv) == 5:
+        tile(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1:2] == ["by_op"] and len(sys.argv) == 5:
+        agg = by_op(sys.argv[2])
+        print(f"{sys.argv[3]}, ms per micro-batch of {sys.argv[4]}: {sum(agg.values()):.2f};",
+              ", ".join(f"{k} {v:.2f}" for k, v in agg.most_common(8)))
+    else:
+        sys.exit("usage: benchlib.py tile SRC DST N | benchlib.py by_op PROFILE LABEL BATCH")

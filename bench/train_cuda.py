@@ -26,7 +26,6 @@ Usage: bench/train_cuda.py [--models resnet50] [--batch 32] [--check-batch 8] [-
        [--ppcc build/ppcc] [--pprt build/pprt] [--backend cuda] [--precision f32|bf16|fp16]
        [--no-check] [--split-bits]"""
 import argparse
-import collections
 import contextlib
 import inspect
 import json
@@ -158,13 +157,11 @@ def pprt_rate(work, path):
 
 def profile(work, plan):
     """2 steps under pprt --profile (events around every step: no CUDA graph), the mean milliseconds a step
-    summed by op type (the node name's last part up to '_': a Cast ppcc made is 'to', a gradient node its op)"""
+    summed by op type (benchlib.by_op)"""
     f = os.path.join(work, "prof.json")
     benchlib.sh([a.pprt, plan, os.path.join(work, "data"), "--steps", "2", "--optimizer", "sgd", "--lr", "1e-3",
                  "--backend", a.backend, "--no-shuffle", "-q", "--profile", f])
-    agg = collections.Counter()
-    for k, v in json.load(open(f))["nodes"].items():
-        agg[k.rsplit("/", 1)[-1].split("_")[0]] += v
+    agg = benchlib.by_op(f)
     return (f"pprt {a.precision} profile, ms a micro-batch of {a.batch} by op type: {sum(agg.values()):.1f} in all; "
             + ", ".join(f"{k} {v:.1f}" for k, v in agg.most_common(10)))
 

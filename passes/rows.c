@@ -514,8 +514,8 @@ static pp_status take_slice(rctx *R, int ci, bool *took) {
     if (pp_slice_parse(pp_node_attrs(g, c), tin, c->n_in, &sl, NULL) != PP_OK) return PP_OK;
     rlay out = *l;
     bool split = false; /* the stored tensor seen as its atoms first (a sliced atom inside a stored dim) */
-    int64_t st[PP_MAX_DIMS], en[PP_MAX_DIMS], ax[PP_MAX_DIMS], sp[PP_MAX_DIMS];
-    int n = 0;
+    int64_t st[PP_MAX_DIMS], en[PP_MAX_DIMS], ax[PP_MAX_DIMS], sp[PP_MAX_DIMS], cnts[PP_MAX_DIMS];
+    int atoms[PP_MAX_DIMS], n = 0; /* each sliced dim's atom and count, set after the loop (a restart above) */
     for (int d = 0; d < l->nd; d++) {
         const int64_t len = tin[0].shape.dim[d], cnt = sl.out.dim[d];
         if (sl.first[d] == 0 && sl.step[d] == 1 && cnt == len) continue;
@@ -528,18 +528,11 @@ static pp_status take_slice(rctx *R, int ci, bool *took) {
             continue;
         }
         if (j < 0) return PP_OK;
-        st[n] = sl.first[d], en[n] = sl.first[d] + (cnt - 1) * sl.step[d] + 1, ax[n] = j, sp[n++] = sl.step[d];
+        st[n] = sl.first[d], en[n] = sl.first[d] + (cnt - 1) * sl.step[d] + 1, ax[n] = j, sp[n] = sl.step[d];
+        atoms[n] = a, cnts[n++] = cnt;
     }
     const pp_shape pre = out.ss; /* the stored tensor as the Slice reads it */
-    for (int k = 0; k < n; k++) { /* (after the loop: a restart above must not see sliced sizes) */
-        const int64_t cnt = (en[k] - st[k] - 1) / sp[k] + 1;
-        int a = 0;
-        for (int q = 0, at = 0; q < pre.rank; q++) {
-            if (q == ax[k]) a = at;
-            for (int64_t e = pre.dim[q]; e > 1 && at < l->na; at++) e /= l->a[at];
-        }
-        out.a[a] = cnt, out.ss.dim[ax[k]] = cnt;
-    }
+    for (int k = 0; k < n; k++) out.a[atoms[k]] = cnts[k], out.ss.dim[ax[k]] = cnts[k];
     *took = true;
     const int v = c->out[0];
     join(R, v, ci, &out);
@@ -722,15 +715,16 @@ pp_status pp_row_order(pp_graph *g, bool *changed, pp_err *err) {
     R.seed = calloc(pp_count(R.n_orig), sizeof *R.seed);
     R.sid = calloc(pp_count(R.nv0), sizeof *R.sid);
     R.uf = calloc(pp_count(R.n_orig), sizeof *R.uf);
-    pp_status s = R.lay && R.in && R.made && R.prod && R.last_use ? PP_OK : PP_FAIL(err, PP_ENOMEM, "out of memory");
+    int *cand = malloc(pp_count(R.n_orig) * sizeof *cand), nc = 0;
+    pp_status s = R.lay && R.in && R.made && R.prod && R.last_use && R.seed && R.sid && R.uf && cand
+                      ? PP_OK
+                      : PP_FAIL(err, PP_ENOMEM, "out of memory");
     for (int i = 0; s == PP_OK && i < R.n_orig; i++)
         for (int k = 0; k < g->nodes[i].n_in; k++)
             if (g->nodes[i].in[k] >= 0) R.last_use[g->nodes[i].in[k]] = i;
     for (int k = 0; s == PP_OK && k < g->n_outputs; k++) R.last_use[g->outputs[k]] = R.n_orig;
     /* every candidate walked at once, to find which regions meet (R.uf); then each set of seeds that meet
      * together, and where that does not pay, each of its seeds alone, in order */
-    int *cand = malloc(pp_count(R.n_orig) * sizeof *cand), nc = 0;
-    if (s == PP_OK && (!cand || !R.seed || !R.sid || !R.uf)) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
     for (int i = 0; s == PP_OK && i < R.n_orig; i++) {
         rlay l;
         R.uf[i] = i;

@@ -499,13 +499,7 @@ if [ "${EXTRA:-1}" = 1 ]; then
   # where the GPU time goes: --profile at batch 8, -pp 1, summed by op type
   rate() { python3 -c "import json, sys; print(round(json.load(open(sys.argv[1]))['steady_samples_per_s'], 1))" "$1"; }
   # by_op PROFILE LABEL [BATCH]: the profile's ms per micro-batch (of BATCH, default 8) summed by op type
-  by_op() {
-    python3 -c "
-import collections, json, sys
-t = json.load(open(sys.argv[1]))['nodes']; agg = collections.Counter()
-for k, v in t.items(): agg[k.rsplit('/', 1)[-1].split('_')[0]] += v
-print(sys.argv[2] + ', ms per micro-batch of ' + sys.argv[3] + ': %.2f;' % sum(agg.values()), ', '.join('%s %.2f' % kv for kv in agg.most_common(8)))" "$1" "$2" "${3:-8}"
-  }
+  by_op() { python3 "$src/bench/benchlib.py" by_op "$1" "$2" "${3:-8}"; }
   HALF_OPTS_=--cuda-stride-views,--cuda-fused-attention,--cuda-row-kernels,--cuda-wide-elementwise
   # ab TAG PLAN DATA OPTIONS RTOL ATOL [ARG...]: PLAN on DATA with OPTIONS (one, or several joined by commas,
   # each given on or off) on and off, alternated twice, every run with the ARGs (e.g. --precision fp16): the
