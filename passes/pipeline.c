@@ -8,11 +8,13 @@
  *             into micro-batches (batch.c; it changes nothing)
  *   infer     shapes and costs, folding constants as it goes ("fold")
  *   autodiff  (--train) LayerNorm and GELU fused first (fuse.c's
- *             pp_fuse_train), then the loss and the backward graph
+ *             pp_fuse_train), rows in stored order (rows.c, below) on the
+ *             forward graph, then the loss and the backward graph
  *   simplify  no-op removal, dead code, shared constants
  *   fuse      BN into Conv, Conv+Add+Relu, MatMul+Add, LayerNorm, GELU, SiLU;
- *             then (without --train) rows in stored order through row-wise
- *             ops (rows.c: torch's batch-first attention Transposes), then
+ *             then (without --train: a training graph's ran before its
+ *             gradient) rows in stored order through row-wise ops (rows.c:
+ *             torch's batch-first attention Transposes), then
  *             (--precision bf16|fp16 without --train) half storage
  *             (precision.c's pp_infer_autocast)
  *   partition scopes, split, boundaries, memory plan, stage costs */
@@ -28,6 +30,17 @@ static bool disabled(const pp_compile_opts *o, const char *name) {
     for (int k = 0; k < o->n_disabled; k++)
         if (!strcmp(o->disabled[k], name)) return true;
     return false;
+}
+
+/* rows.c's pass, unless --disable-pass rows, with the verifier and the shapes after it where it changed the graph */
+static pp_status row_order(pp_graph *g, const pp_compile_opts *o, pp_err *err) {
+    if (disabled(o, "rows")) return PP_OK;
+    bool changed;
+    PP_TRY(pp_row_order(g, &changed, err));
+    if (!changed) return PP_OK;
+    PP_TRY(pp_graph_verify(g, err));
+    PP_TRY(pp_graph_infer(g, err));
+    return pp_graph_verify(g, err);
 }
 
 /* pprt cuts samples along dim 0: every output must carry the micro-batch
@@ -119,6 +132,9 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
             PP_TRY(pp_fuse_train(g, err));
             PP_TRY(pp_graph_verify(g, err));
         }
+        /* on the forward graph, whose gradient then has the same Transposes fewer (the weights are
+         * variables here: rows.c takes them as it takes constants) */
+        PP_TRY(row_order(g, o, err));
         PP_TRY(pp_train_autocast(g, &o->train, err));
         PP_TRY(pp_autodiff(g, &o->train, err));
         PP_TRY(pp_graph_verify(g, err));
@@ -140,17 +156,9 @@ pp_status pp_run_front_passes(pp_graph *g, const pp_compile_opts *o, pp_err *err
         PP_TRY(pp_fuse(g, err));
         PP_TRY(pp_graph_verify(g, err));
     }
-    if (!o->train_on && !disabled(o, "rows")) {
-        /* rows in the order they are stored through row-wise ops (rows.c): before half storage, which
-         * casts what the products read, and before the split */
-        bool changed;
-        PP_TRY(pp_row_order(g, &changed, err));
-        if (changed) {
-            PP_TRY(pp_graph_verify(g, err));
-            PP_TRY(pp_graph_infer(g, err));
-            PP_TRY(pp_graph_verify(g, err));
-        }
-    }
+    /* rows in the order they are stored through row-wise ops (rows.c): before half storage, which
+     * casts what the products read, and before the split */
+    if (!o->train_on) PP_TRY(row_order(g, o, err));
     if (!o->train_on && o->train.optim.precision != PP_PREC_F32) {
         /* half storage for inference: after the fusions (which match f32 patterns), before the split */
         PP_TRY(pp_infer_autocast(g, o->train.optim.precision, err));

@@ -1,4 +1,5 @@
-/* rows.c: the row-order pass (inference; --disable-pass rows turns it off).
+/* rows.c: the row-order pass (inference, and a training graph's forward before
+ * its gradient; --disable-pass rows turns it off).
  *
  * torch's MultiheadAttention with batch_first=True (torchvision's ViT, every
  * nn.TransformerEncoderLayer(batch_first=True)) exports a Transpose
@@ -78,6 +79,7 @@ typedef struct rctx {
     int *last_use;         /* value (< nv0) -> the last original node reading it (n_orig: a graph output) */
     int horizon;           /* the last reader of a region value so far */
     bool *seed;            /* node -> a seed of the region being walked */
+    bool *fixed;           /* value (< nv0) -> no graph input reaches it (find_fixed) */
     int *sid;              /* value (< nv0) -> the seed its region grew from (a union-find over nodes: uf) */
     int *uf;               /* node -> its parent among the seeds that met (a region meets another at a node) */
     pp_err *err;
@@ -331,8 +333,24 @@ static void join(rctx *R, int v, int ci, const rlay *l) {
     R->sid[v] = s;
 }
 
+/* A value outside the region that no data reaches: a constant, a weight that trains (a variable until the gradient
+ * is built), or one computed from those alone (a training graph's nn.Linear weight Transpose, which fold leaves). */
 static bool const_value(const rctx *R, int v) {
-    return v >= 0 && !is_region(R, v) && R->g->values[v].is_const;
+    return v >= 0 && !is_region(R, v) && (v < R->nv0 ? R->fixed[v] : R->g->values[v].is_const);
+}
+
+/* R->fixed: the values that no graph input reaches, in one walk of the nodes in their order. */
+static void find_fixed(rctx *R) {
+    const pp_graph *g = R->g;
+    for (int v = 0; v < R->nv0; v++)
+        R->fixed[v] = g->values[v].producer < 0 && (g->values[v].is_const || g->values[v].is_param);
+    for (int i = 0; i < R->n_orig; i++) {
+        const pp_node *n = &g->nodes[i];
+        bool all = !n->dead && n->n_in > 0;
+        for (int k = 0; all && k < n->n_in; k++) all = n->in[k] < 0 || R->fixed[n->in[k]];
+        for (int k = 0; k < n->n_out; k++)
+            if (n->out[k] >= 0) R->fixed[n->out[k]] = all || g->values[n->out[k]].is_const;
+    }
 }
 
 /* A constant operand that varies along the last dim only (of length K), of rank at most `rank`. */
@@ -715,20 +733,23 @@ pp_status pp_row_order(pp_graph *g, bool *changed, pp_err *err) {
     R.seed = calloc(pp_count(R.n_orig), sizeof *R.seed);
     R.sid = calloc(pp_count(R.nv0), sizeof *R.sid);
     R.uf = calloc(pp_count(R.n_orig), sizeof *R.uf);
+    R.fixed = calloc(pp_count(R.nv0), sizeof *R.fixed);
     int *cand = malloc(pp_count(R.n_orig) * sizeof *cand), nc = 0;
-    pp_status s = R.lay && R.in && R.made && R.prod && R.last_use && R.seed && R.sid && R.uf && cand
+    pp_status s = R.lay && R.in && R.made && R.prod && R.last_use && R.seed && R.sid && R.uf && R.fixed && cand
                       ? PP_OK
                       : PP_FAIL(err, PP_ENOMEM, "out of memory");
     for (int i = 0; s == PP_OK && i < R.n_orig; i++)
         for (int k = 0; k < g->nodes[i].n_in; k++)
             if (g->nodes[i].in[k] >= 0) R.last_use[g->nodes[i].in[k]] = i;
     for (int k = 0; s == PP_OK && k < g->n_outputs; k++) R.last_use[g->outputs[k]] = R.n_orig;
+    if (s == PP_OK) find_fixed(&R);
     /* every candidate walked at once, to find which regions meet (R.uf); then each set of seeds that meet
      * together, and where that does not pay, each of its seeds alone, in order */
     for (int i = 0; s == PP_OK && i < R.n_orig; i++) {
         rlay l;
         R.uf[i] = i;
-        if (g->nodes[i].op == PP_OP_TRANSPOSE && seed_layout(&R, i, &l)) R.seed[i] = true, cand[nc++] = i;
+        if (g->nodes[i].op == PP_OP_TRANSPOSE && !R.fixed[g->nodes[i].in[0]] && seed_layout(&R, i, &l))
+            R.seed[i] = true, cand[nc++] = i; /* (a weight's Transpose is not data) */
     }
     R.apply = false;
     if (s == PP_OK && nc) s = region(&R);
@@ -754,6 +775,6 @@ pp_status pp_row_order(pp_graph *g, bool *changed, pp_err *err) {
         if (s == PP_OK) pp_graph_compact(g);
     }
     free(R.lay), free(R.in), free(R.made), free(R.prod), free(R.last_use), free(R.before), free(R.seed), free(R.sid),
-        free(R.uf);
+        free(R.uf), free(R.fixed);
     return s;
 }

@@ -68,7 +68,7 @@ def no_dropout(mod):
     return mod
 
 
-def one_step(name, mod, x, labels, opset=14, reads=True, gelu=True):
+def one_step(name, mod, x, labels, opset=14, reads=True, gelu=True, fewer=False):
     """cross-entropy of mod(x) (classes on axis 1) against labels: ppcc/pprt vs autograd."""
     t0 = time.time()
     d = os.path.join(WORK, name)
@@ -93,6 +93,7 @@ def one_step(name, mod, x, labels, opset=14, reads=True, gelu=True):
             continue
         err = max(err, check_step(o, want_loss.item(), want, tag, RTOL, ATOL_OF_MAX))
     err = max(err, dnnl_routes(name, d, want_loss.item(), want, reads, gelu))
+    err = max(err, row_order(name, path, d, x.shape[0], want_loss.item(), want, fewer))
     gemm_not_transposed(name, path, d, x.shape[0])
     check_same_outputs(*(os.path.join(d, f"out_cuda-emu_pp{pp}") for pp in (1, 2)), f"{name}: cuda-emu at -pp 1, 2")
     if os.path.exists(os.path.join(d, "pp2.plan")):
@@ -115,6 +116,31 @@ def gemm_not_transposed(name, path, d, batch):
     gemm = {f[3].split(":")[0] for f in nodes if f[2] == "Gemm"}
     bad = [f[3] for f in nodes if f[2] == "Transpose" and f[5].rstrip(",") in gemm]
     check(bool(gemm) and not bad, f"{name}: {len(gemm)} Gemms, Transposes of their outputs: {bad[:3]}")
+
+
+def row_order(name, path, d, batch, want_loss, want, fewer):
+    """passes/rows.c on the forward graph before its gradient: with the pass (every run above) a model of
+    batch-first nn.MultiheadAttention has fewer Transposes in its training graph than with --disable-pass rows
+    (fewer: whether it must; the others need not change), and the step without the pass matches autograd too."""
+    import subprocess
+    counts = []
+    for extra in ([], ["--disable-pass", "rows"]):
+        r = subprocess.run([PPCC, path, "--train", "--loss", "cross-entropy:out", "-b", str(batch), "--dump-ir", "-q",
+                            "-o", os.path.join(d, "rows.plan" if extra else "dump.plan")] + extra,
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"{name}: ppcc --dump-ir {' '.join(extra)}: exit {r.returncode}: "
+              f"{r.stderr.strip()[-300:]}")
+        counts.append(sum(ln.split()[2] == "Transpose" for ln in (r.stdout + r.stderr).splitlines()
+                          if ln.startswith("%") and " <- " in ln))
+    check(counts[0] < counts[1] if fewer else counts[0] <= counts[1],
+          f"{name}: {counts[0]} Transposes in the training graph with the row-order pass, {counts[1]} without")
+    o = os.path.join(d, "rows_off")
+    r = subprocess.run([PPRT, os.path.join(d, "rows.plan"), os.path.join(d, "data"), "-o", o, "-q", "--backend", "ref"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"{name}: without the row-order pass: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    print(f"{name}: Transposes in the training graph {counts[1]} -> {counts[0]} with the row-order pass", flush=True)
+    return check_step(o, want_loss, want, f"{name} -pp 1 on ref without the row-order pass", RTOL, ATOL_OF_MAX) \
+        if not r.returncode else 0.0
 
 
 def dnnl_routes(name, d, want_loss, want, reads, gelu):
@@ -184,10 +210,10 @@ class ViT(nn.Module):
         return self.head(self.norm(x)[:, 0])
 
 
-one_step("vit", ViT(), torch.randn(4, 3, 16, 16), torch.tensor([1, 7, 3, 3]))
+one_step("vit", ViT(), torch.randn(4, 3, 16, 16), torch.tensor([1, 7, 3, 3]), fewer=True)
 # the same ViT exported at opset 17: its LayerNorms as LayerNormalization, their gradients pp.LayerNormGrad
 torch.manual_seed(3)
-one_step("vit_opset17", ViT(), torch.randn(4, 3, 16, 16), torch.tensor([2, 0, 5, 9]), opset=17)
+one_step("vit_opset17", ViT(), torch.randn(4, 3, 16, 16), torch.tensor([2, 0, 5, 9]), opset=17, fewer=True)
 
 try:
     from timm.models.vision_transformer import VisionTransformer
