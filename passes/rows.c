@@ -410,7 +410,9 @@ static int row_kind(const rctx *R, const pp_node *c, const rlay *l) {
     case PP_OP_LOGSOFTMAX: return attr_or(g, c, "axis", g->opset >= 13 ? -1 : 1) == -1 ? 'r' : 0;
     default: break;
     }
-    if (pp_op_has(c->op, PP_TR_UNARY) && c->n_in == 1) return 'a';
+    /* (Identity: a training graph's forward runs the pass before simplify, with the Dropouts of p = 0 torch
+     * exported as Identity still there) */
+    if ((pp_op_has(c->op, PP_TR_UNARY) || c->op == PP_OP_IDENTITY) && c->n_in == 1) return 'a';
     if (!pp_op_has(c->op, PP_TR_BINARY) || c->n_in != 2) return 0;
     return binary_kind(R, &g->values[c->in[1]], c->in[1], l);
 }

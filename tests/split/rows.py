@@ -25,6 +25,11 @@ For each model, at micro-batch 2 (and -pp 2 for the attention):
     (the [B, S, E] <-> [S, B, E] pair gone: 4 a layer of attention instead
     of 6, also where a module permutes around a batch_first=False layer,
     whose residual Add joins two regions), the same where it must not.
+The three torch models again exported for training: one `ppcc --train`
+step (mse) with the pass and without, each against torch autograd, and
+fewer Transposes in the training graph with it; and the module that
+permutes around two layers with Dropout of p = 0.3: the same step with the pass and without (the masks drawn by
+element position, so the pass must leave Dropout the model's order).
 usage: rows.py WORK_DIR (env: PPCC, PPRT)"""
 import os
 import re
@@ -71,9 +76,9 @@ class MHA(torch.nn.Module):
 class SeqFirst(torch.nn.Module):
     """the permutes written in forward(), around two batch_first=False layers"""
 
-    def __init__(self):
+    def __init__(self, dropout=0.0):
         super().__init__()
-        self.layer = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(E, H, 32, dropout=0.0), 2,
+        self.layer = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(E, H, 32, dropout=dropout), 2,
                                                  enable_nested_tensor=False)
 
     def forward(self, x):
@@ -227,6 +232,93 @@ check("layer", True)
 check("seqfirst", True)
 for name, (g, applies) in hand.items():
     check(name, applies)
+
+
+def train_check(name, module, x):
+    """ppcc --train runs the pass on the forward graph before its gradient: one step (mse against a target) of
+    the module exported for training, with the pass and without, each against torch autograd (the loss within
+    rtol 1e-4, every gradient within rtol 1e-3 plus 1e-5 of the largest |gradient| of its weight: the weights'
+    sums run over the rows in another order with the pass, so its bits are not the pass-off plan's), the
+    Transposes of the training graph fewer with it."""
+    global cases
+    path = name + "_train.onnx"
+    module.train()
+    torch.onnx.export(module, (torch.from_numpy(x),), path, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=14,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    target = rng.standard_normal(x.shape).astype(np.float32)
+    module.zero_grad()
+    loss = ((module(torch.from_numpy(x)) - torch.from_numpy(target)) ** 2).mean()
+    loss.backward()
+    want = {n: q.grad.numpy() for n, q in module.named_parameters() if q.grad is not None}
+    os.makedirs(f"train_{name}", exist_ok=True)
+    np.save(f"train_{name}/x.npy", x)
+    np.save(f"train_{name}/target.npy", target)
+    counts = []
+    for extra in ([], ["--disable-pass", "rows"]):
+        args = [path, "--train", "--loss", "mse:y", "-b", str(x.shape[0])] + extra
+        counts.append(transposes(args))
+        tag = f"{name} training{' without the pass' if extra else ''}"
+        plan, out = f"{name}_train{len(extra)}.plan", f"{name}_train{len(extra)}_out"
+        run([PPCC] + args + ["-q", "-o", plan])
+        run([PPRT, plan, f"train_{name}", "-q", "-o", out, "--backend", "ref"])
+        cases += 1
+        got = float(np.load(f"{out}/loss.npy"))
+        if not np.isclose(got, loss.item(), rtol=1e-4, atol=1e-6):
+            problems.append(f"{tag}: loss {got}, torch {loss.item()}")
+        for w, ref in want.items():
+            cases += 1
+            f = f"{out}/" + "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in w + ".grad") + ".npy"
+            g = np.load(f) if os.path.exists(f) else None
+            if g is None or g.shape != ref.shape:
+                problems.append(f"{tag}: no gradient of {w} of shape {ref.shape}")
+            elif not np.all(np.abs(g - ref) <= 1e-3 * np.abs(ref) + 1e-5 * max(float(np.abs(ref).max()), 1e-30)):
+                problems.append(f"{tag}: {w}'s gradient {np.abs(g - ref).max():.3g} from torch's")
+    cases += 1
+    if not counts[0] < counts[1]:
+        problems.append(f"{name} training: {counts[0]} Transposes with the pass, {counts[1]} without: want fewer")
+    print(f"{name} training: {counts[1]} Transposes -> {counts[0]} with the pass, {len(want)} gradients against torch")
+
+
+def dropout_check(name, module, x):
+    """A Dropout of p > 0 draws its mask by element position (pp.Dropout), so the pass must hand it the value in
+    the model's order: one step with the pass and without gives the same loss and gradients within rtol 1e-4 /
+    atol 1e-6 (a mask applied to other elements would move them by far more)."""
+    global cases
+    path = name + "_train.onnx"
+    module.train()
+    torch.onnx.export(module, (torch.from_numpy(x),), path, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=14,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    os.makedirs(f"train_{name}", exist_ok=True)
+    np.save(f"train_{name}/x.npy", x)
+    np.save(f"train_{name}/target.npy", rng.standard_normal(x.shape).astype(np.float32))
+    np.save(f"train_{name}/dropout_seed.npy", np.array([5, 0], np.int64))  # (pp.Dropout's seed and counter)
+    outs = []
+    for extra in ([], ["--disable-pass", "rows"]):
+        plan, out = f"{name}_train{len(extra)}.plan", f"{name}_train{len(extra)}_out"
+        run([PPCC, path, "--train", "--loss", "mse:y", "-b", str(x.shape[0]), "-q", "-o", plan] + extra)
+        run([PPRT, plan, f"train_{name}", "-q", "-o", out, "--backend", "ref"])
+        outs.append(out)
+    files = sorted(f for f in os.listdir(outs[1]) if f.endswith(".npy"))
+    cases += 1
+    if "loss.npy" not in files or sorted(f for f in os.listdir(outs[0]) if f.endswith(".npy")) != files:
+        problems.append(f"{name}: other outputs with the pass than without: {files[:5]}")
+        return
+    for f in files:
+        cases += 1
+        a, b = np.load(f"{outs[0]}/{f}"), np.load(f"{outs[1]}/{f}")
+        if a.shape != b.shape or not np.allclose(a, b, rtol=1e-4, atol=1e-6):
+            problems.append(f"{name}: {f} with the pass {np.abs(a - b).max() if a.shape == b.shape else a.shape} "
+                            "from without (the Dropout masks moved?)")
+    print(f"{name}: {len(files)} outputs the same with the pass and without")
+
+
+torch.manual_seed(11)
+train_check("mha", MHA(), x0)
+train_check("layer", torch.nn.TransformerEncoderLayer(E, H, 32, dropout=0.0, batch_first=True), x0)
+train_check("seqfirst", SeqFirst(), x0)
+dropout_check("seqfirst_dropout", SeqFirst(0.3), x0)
 for p in problems:
     print("FAIL:", p)
 print(f"{cases - min(cases, len(problems))} passed, {min(cases, len(problems))} failed")
