@@ -2733,6 +2733,13 @@ static int out_transpose(const planner *P, int ni, int t, sview *y, int *rs) {
     return j;
 }
 
+/* out_transpose's Transpose tr (and its Reshape trs, or -1) written by the product: no step of their own. */
+static void out_transpose_taken(planner *P, int tr, int trs) {
+    P->done[tr] = true;
+    if (trs >= 0) P->done[trs] = true;
+    P->pl->counts.views++;
+}
+
 /* The product's D (column-major N x M', M' = mm->n: M, or M times the batch
  * where the planner folded the batch into the rows) written through view y
  * (ys's dims): ldc and sc; false: not one strided-batched matrix with unit
@@ -2837,9 +2844,7 @@ static pp_status plan_matmul(planner *P, int ni, bool *ok) {
         pcu_mm w = mm;
         if (mm_out_view(&yv, &w)) { /* the product writes the Transpose's output: no copy */
             mm = w, mm.views |= 4, out = yv.src;
-            P->done[tr] = true;
-            if (trs >= 0) P->done[trs] = true;
-            P->pl->counts.views++;
+            out_transpose_taken(P, tr, trs);
         }
     }
     *ok = true;
@@ -3069,9 +3074,7 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         int64_t yb, yh;
         if (tr >= 0 && yv.st[yv.rank - 1] == 1 && fa_strides(&yv, ys, k.nh, &yb, &yh)) { /* Y into the Transpose's output */
             k.yb = yb, k.yh = yh, k.yi = yv.st[yv.rank - 2], yout = yv.src;
-            P->done[tr] = true;
-            if (trs >= 0) P->done[trs] = true;
-            P->pl->counts.views++;
+            out_transpose_taken(P, tr, trs);
         }
         if (sc >= 0) {
             const pprt_node *s = &st->nodes[sc];
