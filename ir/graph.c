@@ -413,6 +413,11 @@ pp_status pp_graph_add_const(pp_graph *g, const char *hint, pp_dtype dt, const p
     return PP_OK;
 }
 
+pp_status pp_graph_add_ints(pp_graph *g, const char *hint, const int64_t *v, int n, int *idx, pp_err *err) {
+    const pp_shape sh = {.rank = 1, .dim = {n}};
+    return pp_graph_add_const(g, hint, PP_I64, &sh, v, idx, err);
+}
+
 pp_status pp_value_align(pp_graph *g, int v, pp_err *err) {
     pp_value *val = &g->values[v];
     if (!val->unaligned) return PP_OK;

@@ -332,6 +332,8 @@ size_t pp_node_param_bytes(const pp_graph *g, const pp_node *n);
  * name is `hint` made unique with a numeric suffix. */
 pp_status pp_graph_add_const(pp_graph *g, const char *hint, pp_dtype dt, const pp_shape *sh,
                              const void *data, int *idx, pp_err *err);
+/* A new int64 constant of shape [n] (a shape, axes, starts: what Reshape, Slice, ReduceSum read). */
+pp_status pp_graph_add_ints(pp_graph *g, const char *hint, const int64_t *v, int n, int *idx, pp_err *err);
 /* Give value v's constant bytes their type's alignment (an arena copy, only
  * when `unaligned`): call before reading a constant's elements typed. */
 pp_status pp_value_align(pp_graph *g, int v, pp_err *err);

@@ -149,10 +149,6 @@ pp_status pp_ad_scalar(pp_ad *ad, float v, int *out, pp_err *err) {
     return pp_graph_add_const(ad->g, "grad_const", PP_F32, &s, &v, out, err);
 }
 
-pp_status pp_ad_ints(pp_ad *ad, const int64_t *v, int n, int *out, pp_err *err) {
-    const pp_shape s = {.rank = 1, .dim = {n}};
-    return pp_graph_add_const(ad->g, "grad_axes", PP_I64, &s, v, out, err);
-}
 
 pp_status pp_ad_reduce_sum(pp_ad *ad, int x, const int64_t *axes, int n, bool keepdims, int *out, pp_err *err) {
     if (n == 0) {
@@ -160,7 +156,7 @@ pp_status pp_ad_reduce_sum(pp_ad *ad, int x, const int64_t *axes, int n, bool ke
         return PP_OK;
     }
     int ax;
-    PP_TRY(pp_ad_ints(ad, axes, n, &ax, err));
+    PP_TRY(pp_graph_add_ints(ad->g, "grad_axes", axes, n, &ax, err));
     const int in[2] = {x, ax};
     const pp_attr a = pp_ad_attr_int("keepdims", keepdims);
     return pp_ad_emit(ad, PP_OP_REDUCESUM, in, 2, &a, 1, out, 1, err);
@@ -168,7 +164,7 @@ pp_status pp_ad_reduce_sum(pp_ad *ad, int x, const int64_t *axes, int n, bool ke
 
 pp_status pp_ad_reshape(pp_ad *ad, int x, const pp_shape *s, int *out, pp_err *err) {
     int sh;
-    PP_TRY(pp_ad_ints(ad, s->dim, s->rank, &sh, err));
+    PP_TRY(pp_graph_add_ints(ad->g, "grad_axes", s->dim, s->rank, &sh, err));
     return pp_ad_op2(ad, PP_OP_RESHAPE, x, sh, out, err);
 }
 
@@ -368,7 +364,7 @@ static pp_status build_loss(pp_ad *ad, const pp_train_opts *t, int y, int *loss,
     const pp_attr ax1 = pp_ad_attr_int("axis", 1);
     PP_TRY(pp_ad_emit(ad, PP_OP_LOGSOFTMAX, &y, 1, &ax1, 1, &lsm, 1, err));
     const int64_t C = ys.dim[1];
-    PP_TRY(pp_ad_ints(ad, &C, 1, &depth, err));
+    PP_TRY(pp_graph_add_ints(ad->g, "grad_axes", &C, 1, &depth, err));
     const float ov[2] = {0, 1};
     const pp_shape vs = {.rank = 1, .dim = {2}};
     PP_TRY(pp_graph_add_const(g, "grad_onehot", PP_F32, &vs, ov, &vals, err));

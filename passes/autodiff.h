@@ -140,9 +140,8 @@ pp_status pp_ad_emit(pp_ad *ad, pp_op op, const int *in, int n_in, const pp_attr
 /* One-output shorthands. */
 pp_status pp_ad_op1(pp_ad *ad, pp_op op, int x, int *y, pp_err *err);
 pp_status pp_ad_op2(pp_ad *ad, pp_op op, int a, int b, int *y, pp_err *err);
-/* A float32 scalar constant (shape []), an int64 vector constant. */
+/* A float32 scalar constant (shape []); an int64 vector: pp_graph_add_ints(pp_ad_graph(ad), ...). */
 pp_status pp_ad_scalar(pp_ad *ad, float v, int *out, pp_err *err);
-pp_status pp_ad_ints(pp_ad *ad, const int64_t *v, int n, int *out, pp_err *err);
 /* Sum g over axes[0..n) (keepdims 0 or 1). */
 pp_status pp_ad_reduce_sum(pp_ad *ad, int g, const int64_t *axes, int n, bool keepdims, int *out, pp_err *err);
 /* g reshaped to shape. */

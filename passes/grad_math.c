@@ -189,7 +189,7 @@ pp_status pp_grad_reduce(pp_ad *ad, int node, pp_err *err) {
         PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, k, &r, err));
         gy = r;
     }
-    PP_TRY(pp_ad_ints(ad, xs.dim, xs.rank, &shape, err));
+    PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", xs.dim, xs.rank, &shape, err));
     PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, gy, shape, &e, err));
     return pp_ad_give(ad, x, e, err);
 }
@@ -574,7 +574,7 @@ pp_status pp_grad_reducelogsum(pp_ad *ad, int node, pp_err *err) {
     }
     PP_TRY(pp_ad_op1(ad, PP_OP_EXP, y, &e, err));
     PP_TRY(pp_ad_op2(ad, PP_OP_DIV, gy, e, &q, err));
-    PP_TRY(pp_ad_ints(ad, xs.dim, xs.rank, &shape, err));
+    PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", xs.dim, xs.rank, &shape, err));
     PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, q, shape, &r, err));
     return pp_ad_give(ad, x, r, err);
 }

@@ -74,7 +74,7 @@ pp_status pp_grad_globalavgpool(pp_ad *ad, int node, pp_err *err) {
     int k, m, shape, e;
     PP_TRY(pp_ad_scalar(ad, (float)(1.0 / S), &k, err));
     PP_TRY(pp_ad_op2(ad, PP_OP_MUL, pp_ad_gy(ad, node, 0), k, &m, err));
-    PP_TRY(pp_ad_ints(ad, xs.dim, xs.rank, &shape, err));
+    PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", xs.dim, xs.rank, &shape, err));
     PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, m, shape, &e, err));
     return pp_ad_give(ad, x, e, err);
 }
@@ -304,7 +304,7 @@ pp_status pp_grad_layernorm(pp_ad *ad, int node, pp_err *err) {
     for (int i = 0; same && i < ss.rank; i++) same = ss.dim[i] == tail.dim[i];
     if (!same) {
         int sh;
-        PP_TRY(pp_ad_ints(ad, tail.dim, tail.rank, &sh, err));
+        PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", tail.dim, tail.rank, &sh, err));
         PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, scale, sh, &sc, err));
     }
     const pp_attr a[2] = {pp_ad_attr_int("axis", axis), pp_ad_attr_float("epsilon", eps)};

@@ -72,7 +72,7 @@ static pp_status node_axis(pp_ad *ad, int node, int64_t dflt, int rank, int *axi
 static pp_status zeros(pp_ad *ad, const pp_shape *s, int *out, pp_err *err) {
     int z, sh;
     PP_TRY(pp_ad_scalar(ad, 0.0f, &z, err));
-    PP_TRY(pp_ad_ints(ad, s->dim, s->rank, &sh, err));
+    PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", s->dim, s->rank, &sh, err));
     return pp_ad_op2(ad, PP_OP_EXPAND, z, sh, out, err);
 }
 
@@ -157,9 +157,9 @@ pp_status pp_grad_concat(pp_ad *ad, int node, pp_err *err) {
             const int64_t st = off, en = off + len, ax = axis;
             int in[4], r;
             in[0] = gy;
-            PP_TRY(pp_ad_ints(ad, &st, 1, &in[1], err));
-            PP_TRY(pp_ad_ints(ad, &en, 1, &in[2], err));
-            PP_TRY(pp_ad_ints(ad, &ax, 1, &in[3], err));
+            PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", &st, 1, &in[1], err));
+            PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", &en, 1, &in[2], err));
+            PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", &ax, 1, &in[3], err));
             PP_TRY(pp_ad_emit(ad, PP_OP_SLICE, in, 4, NULL, 0, &r, 1, err));
             PP_TRY(pp_ad_give(ad, x, r, err));
         }
@@ -218,7 +218,7 @@ pp_status pp_grad_slice(pp_ad *ad, int node, pp_err *err) {
         }
         if (!any) return pp_ad_give(ad, x, gy, err);
         int p;
-        PP_TRY(pp_ad_ints(ad, pads, 2 * xs.rank, &p, err));
+        PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", pads, 2 * xs.rank, &p, err));
         PP_TRY(pp_ad_op2(ad, PP_OP_PAD, gy, p, &r, err));
     } else {
         const pp_attr a[3] = {pp_ad_attr_ints("shape", xs.dim, xs.rank), pp_ad_attr_ints("starts", sl.first, xs.rank),
@@ -255,7 +255,7 @@ pp_status pp_grad_pad(pp_ad *ad, int node, pp_err *err) {
     }
     if (!any) return pp_ad_give(ad, x, gy, err);
     int p, r;
-    PP_TRY(pp_ad_ints(ad, pads, 2 * xs.rank, &p, err));
+    PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", pads, 2 * xs.rank, &p, err));
     PP_TRY(pp_ad_op2(ad, PP_OP_PAD, gy, p, &r, err));
     return pp_ad_give(ad, x, r, err);
 }
@@ -406,7 +406,7 @@ pp_status pp_grad_einsum(pp_ad *ad, int node, pp_err *err) {
             bool expand = false;
             for (int d = 0; d < xs.rank; d++) expand |= kept.dim[d] != xs.dim[d];
             if (expand) {
-                PP_TRY(pp_ad_ints(ad, xs.dim, xs.rank, &sh, err));
+                PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", xs.dim, xs.rank, &sh, err));
                 PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, s, sh, &r, err));
             }
         }

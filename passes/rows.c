@@ -217,16 +217,11 @@ static pp_status new_node(rctx *R, pp_op op, const char *hint, int n_in, int at,
     return PP_OK;
 }
 
-static pp_status i64_const(rctx *R, const char *hint, const int64_t *v, int n, int *c) {
-    const pp_shape sh = {.rank = 1, .dim = {n}};
-    return pp_graph_add_const(R->g, hint, PP_I64, &sh, v, c, R->err);
-}
-
 /* Reshape x to shape `to` into value *y (made when *y < 0), before node `at`. */
 static pp_status emit_reshape(rctx *R, int x, const pp_shape *to, int at, int like, int *y) {
     const char *hint = R->g->nodes[like].name;
     int c, ni;
-    PP_TRY(i64_const(R, hint, to->dim, to->rank, &c));
+    PP_TRY(pp_graph_add_ints(R->g, hint, to->dim, to->rank, &c, R->err));
     if (*y < 0) PP_TRY(new_value(R, hint, y));
     PP_TRY(new_node(R, PP_OP_RESHAPE, hint, 2, at, like, &ni));
     pp_node *n = &R->g->nodes[ni];
@@ -563,10 +558,10 @@ static pp_status take_slice(rctx *R, int ci, bool *took) {
         x = -1;
         PP_TRY(emit_reshape(R, l->sv, &pre, ci, ci, &x));
     }
-    PP_TRY(i64_const(R, hint, st, n, &ci4[0]));
-    PP_TRY(i64_const(R, hint, en, n, &ci4[1]));
-    PP_TRY(i64_const(R, hint, ax, n, &ci4[2]));
-    PP_TRY(i64_const(R, hint, sp, n, &ci4[3]));
+    PP_TRY(pp_graph_add_ints(R->g, hint, st, n, &ci4[0], R->err));
+    PP_TRY(pp_graph_add_ints(R->g, hint, en, n, &ci4[1], R->err));
+    PP_TRY(pp_graph_add_ints(R->g, hint, ax, n, &ci4[2], R->err));
+    PP_TRY(pp_graph_add_ints(R->g, hint, sp, n, &ci4[3], R->err));
     PP_TRY(new_value(R, g->values[v].name, &sv));
     PP_TRY(new_node(R, PP_OP_SLICE, hint, 5, ci, ci, &ni));
     pp_node *s = &g->nodes[ni];

@@ -51,10 +51,10 @@ static pp_status new_value(pp_graph *g, const char *hint, int *v, pp_err *err) {
     return pp_graph_add_value(g, name, v, err);
 }
 
-static pp_status const_i64(pp_graph *g, const char *hint, const int64_t *vals, int n, bool scalar,
-                           int *v, pp_err *err) {
-    pp_shape sh = scalar ? (pp_shape){0, {0}} : (pp_shape){1, {n}};
-    return pp_graph_add_const(g, hint, PP_I64, &sh, vals, v, err);
+/* An int64 scalar constant (shape []): a loop's iteration number, a sequence's length. */
+static pp_status scalar_i64(pp_graph *g, const char *hint, int64_t val, int *v, pp_err *err) {
+    const pp_shape sh = {0, {0}};
+    return pp_graph_add_const(g, hint, PP_I64, &sh, &val, v, err);
 }
 
 /* v's single integer (or bool) value, which must be a compile-time constant;
@@ -144,7 +144,7 @@ static pp_status squeeze_op(pp_graph *g, int *at, int *self, bool un, int x, int
     int ni, c = -1;
     char name[512];
     snprintf(name, sizeof name, "%s/%s", hint, un ? "Unsqueeze" : "Squeeze");
-    if (as_input) PP_TRY(const_i64(g, name, &axis, 1, false, &c, err));
+    if (as_input) PP_TRY(pp_graph_add_ints(g, name, &axis, 1, &c, err));
     PP_TRY(insert(g, at, self, op, name, as_input ? 2 : 1, 1, &ni, err));
     PP_TRY(new_value(g, name, y, err));
     pp_node *n = &g->nodes[ni];
@@ -332,7 +332,7 @@ static pp_status unroll_loop(pp_graph *g, int i, size_t *added, pp_err *err) {
         const pp_shape scalar = {0, {0}};
         if (s == PP_OK) {
             memset(local, 0xff, pp_count(sg->n_locals) * sizeof *local);
-            s = const_i64(g, hint, &it, 1, true, &local[0], err);
+            s = scalar_i64(g, hint, it, &local[0], err);
         }
         n = &g->nodes[i];
         if (s == PP_OK && n->in[1] < 0) s = pp_graph_add_const(g, hint, PP_BOOL, &scalar, &yes, &local[1], err);
@@ -479,7 +479,7 @@ static pp_status split_to_sequence(pp_graph *g, int i, pp_err *err) {
         snprintf(name, sizeof name, "%s/Split", g->nodes[i].name);
         const bool as_input = g->opset >= 13;
         int c = -1, ni;
-        if (as_input) PP_TRY(const_i64(g, name, sizes, cnt, false, &c, err));
+        if (as_input) PP_TRY(pp_graph_add_ints(g, name, sizes, cnt, &c, err));
         PP_TRY(insert(g, &at, &self, PP_OP_SPLIT, name, as_input ? 2 : 1, cnt, &ni, err));
         pp_attr *a = attrs_new(g, 2);
         if (!a) return PP_FAIL(err, PP_ENOMEM, "out of memory");
@@ -607,7 +607,7 @@ pp_status pp_unroll_node(pp_graph *g, int i, size_t *added, pp_err *err) {
         int c;
         char hint[512];
         snprintf(hint, sizeof hint, "%s/length", n->name);
-        PP_TRY(const_i64(g, hint, &len, 1, true, &c, err));
+        PP_TRY(scalar_i64(g, hint, len, &c, err));
         return become(g, i, PP_OP_IDENTITY, &c, 1, NULL, 0, err);
     }
     case PP_OP_IDENTITY: /* of a sequence: the same sequence */
