@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+"""Gradient rules under random attributes, against central finite differences.
+
+tests/train/grads.py checks each rule on cases written by hand against
+PyTorch autograd; this draws the attributes and shapes at random (a fixed
+seed), as tests/bad/op_attrs.py does for the forward kernels, and needs no
+torch: the oracle is the model's own loss evaluated in float64 by onnx's
+reference evaluator (onnx.reference), differentiated by central differences,
+where onnxruntime's float32 forward agrees with it (onnx 1.22's reference
+ConvTranspose with dilations does not: such draws are skipped and counted).
+
+Each case is one op over y = OP(x + p, w...): p a weight of x's shape (so
+the op's input gradient is a weight's gradient), w the op's own float
+weights (a Conv's filter and bias); the loss is ppcc's `mse:y` against a
+random target. ppcc --train compiles it (a case ppcc refuses with exit 2,
+an op or attribute without a gradient rule, is counted, not failed); pprt
+runs one step on each backend it has (ref, dnnl, cuda-emu: the CUDA step
+list's backward kernels on the host); every weight's gradient must match
+the finite difference (eps 1e-6 in float64) at up to 8 drawn elements within
+    |g - fd| <= 1e-3 |fd| + 1e-4 S
+(float32 against float64), S the largest of: that weight's largest |fd|,
+1e-3 of the case's largest, and the largest gradient the loss sends y (so
+a gradient that is 0 by the math, a Softmax over an axis of 1, compares
+its rounding on the scale of the gradients around it). Families: Conv and ConvTranspose (strides,
+dilations, pads, groups, 1-3 spatial dims), MaxPool and AveragePool
+(kernels, strides, pads, ceil_mode, count_include_pad), Pad (constant,
+reflect, edge), Slice (negative starts and steps), Gather (any axis,
+negative indices, repeats), Transpose, ReduceSum and ReduceMean (any axes,
+keepdims), Softmax and LogSoftmax (any axis), Split, Expand and Tile,
+Einsum. Every case runs at -pp 1; where ppcc splits it at -pp 2 too, the
+reference kernels' -pp 2 step must give -pp 1's bits.
+Usage: grad_fd.py WORK [--per-op N] [--seed S] [--only FAMILY] (env: PPCC, PPRT)"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+try:
+    import onnx
+    from onnx import TensorProto as TP
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+except ImportError as e:
+    print(f"grad_fd: {e}; skipped")
+    sys.exit(77)
+
+ap = argparse.ArgumentParser()
+ap.add_argument("work")
+ap.add_argument("--per-op", type=int, default=12)
+ap.add_argument("--seed", type=int, default=2026)
+ap.add_argument("--only")
+args = ap.parse_args()
+PPCC, PPRT = os.environ["PPCC"], os.environ["PPRT"]
+BACKENDS = [b for b in ("ref", "dnnl", "cuda-emu")
+            if subprocess.run([PPRT, "--backend", b, "--version"], capture_output=True).returncode == 0]
+rng = np.random.default_rng(args.seed)
+failures, counts = [], {"cases": 0, "refused": 0, "checked": 0, "elements": 0, "disagree": 0, "split": 0}
+worst = [0.0, ""]
+
+
+def pick(*xs):
+    return xs[int(rng.integers(len(xs)))]
+
+
+def dims(lo_rank, hi_rank, lo=1, hi=5):
+    return [int(d) for d in rng.integers(lo, hi + 1, int(rng.integers(lo_rank, hi_rank + 1)))]
+
+
+def fvals(shp):
+    return rng.uniform(-2, 2, shp).astype(np.float32)
+
+
+def build(name, node, x, weights, consts, opset):
+    """the model y = node(x + p, weights..., consts...) in float `dt` (float32 for ppcc, float64 for the
+    oracle): x a graph input, p and the float weights initializers, the int constants initializers."""
+    def model(dt):
+        t = TP.FLOAT if dt == np.float32 else TP.DOUBLE
+        add = helper.make_node("Add", ["x", "p"], ["xp"])
+        outs = [helper.make_tensor_value_info("y", t, None)]
+        inits = [numpy_helper.from_array(np.zeros(x.shape, dt), "p")]
+        inits += [numpy_helper.from_array(v.astype(dt), k) for k, v in weights.items()]
+        inits += [numpy_helper.from_array(v, k) for k, v in consts.items()]
+        g = helper.make_graph([add, node], name, [helper.make_tensor_value_info("x", t, list(x.shape))], outs,
+                              inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = 8
+        return m
+    return model
+
+
+def run(argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def oracles_agree(m32, x, y0):
+    """onnxruntime's float32 forward against the reference evaluator's float64 one (rtol 1e-4 / atol 1e-4 of
+    the largest): onnx 1.22's reference ConvTranspose with dilations gave other values than onnxruntime, torch
+    and pprt (which agree), and finite differences of a wrong forward would fail a right gradient. A case where
+    onnxruntime does not run is kept."""
+    try:
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.log_severity_level = 4
+        o = ort.InferenceSession(m32.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    except Exception:
+        return True
+    big = max(float(np.abs(y0).max()), 1e-6)
+    return o.shape == y0.shape and bool(np.all(np.abs(o - y0) <= 1e-4 * np.abs(y0) + 1e-4 * big))
+
+
+def case(name, node, x, weights, consts, opset):
+    """one drawn case: compile, one step, every weight's gradient against central differences"""
+    if args.only and not name.startswith(args.only):
+        return
+    counts["cases"] += 1
+    d = os.path.join(args.work, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(os.path.join(d, "data"))
+    model = build(name, node, x, weights, consts, opset)
+    m32, m64 = model(np.float32), model(np.float64)
+    try:  # the oracle first: a case the definition itself refuses is not drawn again
+        ev = ReferenceEvaluator(m64)
+        y0 = ev.run(None, {"x": x.astype(np.float64)})[0]
+    except Exception:
+        counts["cases"] -= 1
+        shutil.rmtree(d, ignore_errors=True)
+        return
+    if y0.size == 0 or not np.all(np.isfinite(y0)):
+        counts["cases"] -= 1
+        shutil.rmtree(d, ignore_errors=True)
+        return
+    if not oracles_agree(m32, x, y0):
+        counts["cases"] -= 1
+        counts["disagree"] += 1
+        shutil.rmtree(d, ignore_errors=True)
+        return
+    target = rng.uniform(-1, 1, y0.shape)
+    path = os.path.join(d, "model.onnx")
+    onnx.save(m32, path)
+    np.save(os.path.join(d, "data", "x.npy"), x)
+    np.save(os.path.join(d, "data", "target.npy"), target.astype(np.float32))
+    bad = []
+    outs = {}
+    for pp, be in [(1, "ref"), (2, "ref")] + [(1, b) for b in BACKENDS if b != "ref"]:
+        plan = os.path.join(d, f"pp{pp}.plan")
+        if not os.path.exists(plan):
+            r = run([PPCC, path, "--train", "--loss", "mse:y", "-b", str(x.shape[0]), "-pp", str(pp), "-q", "-o",
+                     plan])
+            if r is None or r.returncode not in (0, 2) or (r.returncode == 2 and "error:" not in r.stderr):
+                bad.append(f"ppcc -pp {pp}: {'hung' if r is None else f'exit {r.returncode}: {r.stderr.strip()[-300:]!r}'}")
+                break
+            if r.returncode == 2:
+                if pp == 1:
+                    counts["refused"] += 1
+                    if os.environ.get("PP_FD_WHY"):
+                        print(f"{name}: {r.stderr.strip()[-200:]}")
+                    break
+                continue  # (-pp 2 of a graph too small to split is refused: fine)
+        out = os.path.join(d, f"out{pp}_{be}")
+        r = run([PPRT, plan, os.path.join(d, "data"), "-q", "-o", out, "--backend", be])
+        if r is None or r.returncode != 0:
+            bad.append(f"pprt -pp {pp} on {be}: {'hung' if r is None else f'exit {r.returncode}: {r.stderr.strip()[-300:]!r}'}")
+            continue
+        outs[(pp, be)] = out
+    if (1, "ref") in outs and (2, "ref") in outs:
+        counts["split"] += 1
+        a_dir, b_dir = outs[(1, "ref")], outs[(2, "ref")]
+        for f in sorted(os.listdir(a_dir)):
+            a, b = os.path.join(a_dir, f), os.path.join(b_dir, f)
+            if not os.path.exists(b) or open(a, "rb").read() != open(b, "rb").read():
+                bad.append(f"-pp 2: {f} not -pp 1's bits")
+    params = {"p": np.zeros(x.shape)} | {k: v.astype(np.float64) for k, v in weights.items()}
+
+    def loss(k, v):
+        mm = model(np.float64)
+        for init in mm.graph.initializer:
+            if init.name == k:
+                init.CopyFrom(numpy_helper.from_array(v, k))
+        y = ReferenceEvaluator(mm).run(None, {"x": x.astype(np.float64)})[0]
+        return float(np.mean((y - target) ** 2))
+
+    fds = {}
+    for k, v in params.items():  # the elements drawn and their central differences, once for every backend
+        if not any(pp == 1 for pp, _ in outs):
+            break
+        idx = rng.choice(v.size, min(8, v.size), replace=False)
+        fd = np.empty(len(idx))
+        for j, e in enumerate(idx):
+            up, dn = v.copy().ravel(), v.copy().ravel()
+            up[e] += 1e-6
+            dn[e] -= 1e-6
+            fd[j] = (loss(k, up.reshape(v.shape)) - loss(k, dn.reshape(v.shape))) / 2e-6
+        fds[k] = (idx, fd)
+    # a weight's scale: its largest difference, at least 1e-3 of the case's largest and the largest gradient the
+    # loss sends y (a gradient 0 by the math, a Softmax over an axis of 1, is rounding on that scale)
+    big = max([float(np.abs(fd).max()) for _, fd in fds.values()] + [0.0])
+    upstream = float(np.abs(2 * (y0 - target)).max()) / y0.size
+    for (pp, be), out in outs.items():
+        if pp != 1:
+            continue
+        counts["checked"] += 1
+        for k, v in params.items():
+            f = os.path.join(out, k + ".grad.npy")
+            if not os.path.exists(f):
+                bad.append(f"{be}: no gradient of {k}")
+                continue
+            g = np.load(f)
+            if g.shape != v.shape:
+                bad.append(f"{be}: {k}'s gradient of shape {g.shape}, want {v.shape}")
+                continue
+            idx, fd = fds[k]
+            got = g.ravel()[idx].astype(np.float64)
+            scale = max(float(np.abs(fd).max()), 1e-3 * big, upstream)
+            excess = (np.abs(got - fd) - 1e-3 * np.abs(fd)) / scale
+            counts["elements"] += len(idx)
+            rel = float(np.abs(got - fd).max()) / scale
+            if rel > worst[0]:
+                worst[:] = [rel, f"{name}:{k} on {be}"]
+            if not np.all(excess <= 1e-4):
+                j = int(np.argmax(excess))
+                bad.append(f"{be}: {k}'s gradient at element {int(idx[j])}: {got[j]:.6g}, finite difference "
+                           f"{fd[j]:.6g}")
+    if bad:
+        failures.append(f"{name}: " + "; ".join(bad))
+    else:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def ints(node, name, vals):
+    node.attribute.append(helper.make_attribute(name, [int(v) for v in vals], attr_type=onnx.AttributeProto.INTS))
+    return node
+
+
+def fam_conv(i):
+    k = pick(1, 2, 2, 3)
+    g = pick(1, 1, 2)
+    c, oc = g * int(rng.integers(1, 3)), g * int(rng.integers(1, 3))
+    ks = [int(v) for v in rng.integers(1, 4, k)]
+    x = fvals([int(rng.integers(1, 3)), c] + [int(v) for v in rng.integers(3, 7 if k < 3 else 5, k)])
+    a = {"group": g}
+    for nm, lo, hi, cnt in (("strides", 1, 3, k), ("dilations", 1, 3, k), ("pads", 0, 3, 2 * k)):
+        if rng.random() < 0.5:
+            a[nm] = [int(v) for v in rng.integers(lo, hi, cnt)]
+    op = pick("Conv", "Conv", "ConvTranspose")
+    w = fvals([oc, c // g] + ks) / 2 if op == "Conv" else fvals([c, oc // g] + ks) / 2
+    weights = {"w": w}
+    if rng.random() < 0.5:
+        weights["b"] = fvals([oc])
+    case(f"conv_{i}", helper.make_node(op, ["xp"] + list(weights), ["y"], **a), x, weights, {}, 13)
+
+
+def fam_pool(i):
+    k = int(rng.integers(1, 3))
+    x = fvals(dims(2, 2, 1, 2) + [int(v) for v in rng.integers(3, 7, k)])
+    ks = [int(v) for v in rng.integers(1, 4, k)]
+    a = {"kernel_shape": ks}
+    if rng.random() < 0.5:
+        a["strides"] = [int(v) for v in rng.integers(1, 3, k)]
+    if rng.random() < 0.5:
+        a["pads"] = [int(rng.integers(0, ks[j % k])) for j in range(2 * k)]
+    op = pick("MaxPool", "AveragePool")
+    if rng.random() < 0.3:
+        a["ceil_mode"] = 1
+    if op == "AveragePool" and rng.random() < 0.5:
+        a["count_include_pad"] = 1
+    case(f"pool_{i}", helper.make_node(op, ["xp"], ["y"], **a), x, {}, {}, 13)
+
+
+def fam_pad(i):
+    s = dims(1, 4, 2, 5)
+    mode = pick("constant", "reflect", "edge")
+    hi = 2 if mode == "reflect" else 3  # reflect needs pads below the dim
+    pads = [int(v) for v in rng.integers(-1, hi, 2 * len(s))]
+    case(f"pad_{i}", helper.make_node("Pad", ["xp", "pads"], ["y"], mode=mode), fvals(s), {},
+         {"pads": np.array(pads, np.int64)}, 18)
+
+
+def fam_slice(i):
+    s = dims(1, 4, 2, 6)
+    n = int(rng.integers(1, len(s) + 1))
+    ax = [int(a) for a in rng.permutation(len(s))[:n]]
+    st = [int(v) for v in rng.integers(-6, 6, n)]
+    en = [int(pick(v, 2**62, -2**62)) for v in rng.integers(-6, 6, n)]
+    sp = [int(pick(1, 2, 3, -1, -2)) for _ in range(n)]
+    case(f"slice_{i}", helper.make_node("Slice", ["xp", "st", "en", "ax", "sp"], ["y"]), fvals(s), {},
+         {"st": np.array(st, np.int64), "en": np.array(en, np.int64), "ax": np.array(ax, np.int64),
+          "sp": np.array(sp, np.int64)}, 13)
+
+
+def fam_gather(i):
+    s = dims(1, 3, 1, 5)
+    ax = int(rng.integers(-len(s), len(s)))
+    idx = rng.integers(-s[ax], s[ax], dims(0, 2, 1, 4)).astype(np.int64)
+    case(f"gather_{i}", helper.make_node("Gather", ["xp", "i"], ["y"], axis=ax), fvals(s), {}, {"i": idx}, 13)
+
+
+def fam_transpose(i):
+    s = dims(1, 5, 1, 4)
+    case(f"transpose_{i}", ints(helper.make_node("Transpose", ["xp"], ["y"]), "perm", rng.permutation(len(s))),
+         fvals(s), {}, {}, 13)
+
+
+def fam_reduce(i):
+    s = dims(1, 4, 1, 4)
+    axes = sorted(set(int(a) for a in rng.integers(-len(s), len(s), int(rng.integers(1, len(s) + 1)))))
+    case(f"reduce_{i}", helper.make_node(pick("ReduceSum", "ReduceMean"), ["xp", "axes"], ["y"], keepdims=pick(0, 1)),
+         fvals(s), {}, {"axes": np.array(axes, np.int64)}, 18)
+
+
+def fam_softmax(i):
+    s = dims(1, 4, 1, 5)
+    case(f"softmax_{i}", helper.make_node(pick("Softmax", "LogSoftmax"), ["xp"], ["y"],
+                                          axis=int(rng.integers(-len(s), len(s)))), fvals(s), {}, {}, 13)
+
+
+def fam_split(i):
+    s = dims(1, 3, 2, 6)
+    ax = int(rng.integers(-len(s), len(s)))
+    parts = [int(v) for v in rng.multinomial(s[ax] - 1, [0.5, 0.5])]
+    parts[0] += 1
+    # the first part is y; the second is read by nothing ppcc must keep (a dead output)
+    case(f"split_{i}", helper.make_node("Split", ["xp", "parts"], ["y", "z"], axis=ax), fvals(s), {},
+         {"parts": np.array(parts, np.int64)}, 13)
+
+
+def fam_expand(i):
+    s = dims(1, 3, 1, 3)
+    if rng.random() < 0.5:
+        tgt = [int(pick(1, dd, 3)) if dd == 1 else dd for dd in s]
+        tgt = ([2] if rng.random() < 0.3 else []) + tgt
+        case(f"expand_{i}", helper.make_node("Expand", ["xp", "shape"], ["y"]), fvals(s), {},
+             {"shape": np.array(tgt, np.int64)}, 13)
+    else:
+        case(f"tile_{i}", helper.make_node("Tile", ["xp", "r"], ["y"]), fvals(s), {},
+             {"r": rng.integers(1, 4, len(s)).astype(np.int64)}, 13)
+
+
+def fam_einsum(i):
+    eq, xs, ws = pick(("ij,jk->ik", [3, 4], [4, 5]), ("bij,bjk->bik", [2, 3, 4], [2, 4, 2]),
+                      ("ij,kj->ik", [3, 4], [5, 4]), ("bhid,bhjd->bhij", [1, 2, 3, 4], [1, 2, 5, 4]),
+                      ("ij,ij->i", [3, 4], [3, 4]), ("...ij,jk->...ik", [2, 3, 4], [4, 2]), ("i,j->ij", [3], [4]))
+    case(f"einsum_{i}", helper.make_node("Einsum", ["xp", "w"], ["y"], equation=eq), fvals(xs), {"w": fvals(ws)}, {},
+         13)
+
+
+FAMILIES = {"conv": fam_conv, "pool": fam_pool, "pad": fam_pad, "slice": fam_slice, "gather": fam_gather,
+            "transpose": fam_transpose, "reduce": fam_reduce, "softmax": fam_softmax, "split": fam_split,
+            "expand": fam_expand, "einsum": fam_einsum}
+os.makedirs(args.work, exist_ok=True)
+for fam, fn in FAMILIES.items():
+    for i in range(args.per_op):
+        fn(i)
+for f in failures:
+    print("FAIL", f)
+print(f"grad_fd: on {', '.join(BACKENDS)}: {counts['cases']} cases ({counts['refused']} refused by ppcc; {counts['disagree']} more drawn where "
+      f"onnxruntime and the reference evaluator disagree, skipped), {counts['checked']} steps "
+      f"checked ({counts['split']} cases also at -pp 2 on ref, the same bits), "
+      f"{counts['elements']} gradient elements against central differences; the largest difference "
+      f"{worst[0]:.2e} of its weight's largest ({worst[1]}); {len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
