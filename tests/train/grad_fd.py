@@ -466,7 +466,31 @@ def fam_instnorm(i):
          fvals(s), {"g": fvals([s[1]]), "b": fvals([s[1]])}, {}, 13)
 
 
-FAMILIES = {"gemm": fam_gemm, "matmul": fam_matmul, "binary": fam_binary, "unary": fam_unary,
+def fam_batchnorm(i):
+    s = [int(rng.integers(2, 4)), int(rng.integers(1, 4))] + dims(0, 2, 1, 4)
+    c = s[1]
+    consts = {"mean": np.zeros(c, np.float32), "var": np.ones(c, np.float32)}
+    node = helper.make_node("BatchNormalization", ["xp", "g", "b", "mean", "var"], ["y"], epsilon=1e-5,
+                            momentum=0.9, training_mode=1)
+    case(f"batchnorm_{i}", node, fvals(s), {"g": fvals([c]), "b": fvals([c])}, consts, 15)
+
+
+def fam_groupnorm(i):
+    g = pick(1, 2)
+    s = [int(rng.integers(1, 3)), g * int(rng.integers(1, 3))] + dims(1, 2, 2, 4)
+    case(f"groupnorm_{i}", helper.make_node("GroupNormalization", ["xp", "g", "b"], ["y"], num_groups=g,
+                                            epsilon=1e-5), fvals(s), {"g": fvals([s[1]]), "b": fvals([s[1]])}, {},
+         21)
+
+
+def fam_where(i):
+    s = dims(1, 3, 1, 4)
+    cond = rng.random(broadcast_of(s)) < 0.5
+    case(f"where_{i}", helper.make_node("Where", ["c", "xp", "w"], ["y"]), fvals(s), {"w": fvals(broadcast_of(s))},
+         {"c": cond}, 13)
+
+
+FAMILIES = {"batchnorm": fam_batchnorm, "groupnorm": fam_groupnorm, "where": fam_where, "gemm": fam_gemm, "matmul": fam_matmul, "binary": fam_binary, "unary": fam_unary,
             "layernorm": fam_layernorm, "concat": fam_concat, "gatherel": fam_gather_elements, "resize": fam_resize,
             "instnorm": fam_instnorm, "conv": fam_conv, "pool": fam_pool, "pad": fam_pad, "slice": fam_slice, "gather": fam_gather,
             "transpose": fam_transpose, "reduce": fam_reduce, "softmax": fam_softmax, "split": fam_split,
