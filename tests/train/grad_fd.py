@@ -407,13 +407,15 @@ def fam_binary(i):
 
 def fam_unary(i):
     s = dims(1, 3, 1, 5)
-    op = pick("Exp", "Tanh", "Sigmoid", "Erf", "Sqrt", "Log", "Neg", "Reciprocal", "Softplus", "Sin", "Cos", "Atan",
+    # (not Erf, nor Gelu's erf form: onnx's reference evaluator computes erf in float32 and its derivative
+    # differs from the true one by up to 1%; grads.py checks both against torch)
+    op = pick("Exp", "Tanh", "Sigmoid", "Sqrt", "Log", "Neg", "Reciprocal", "Softplus", "Sin", "Cos", "Atan",
               "Elu", "Selu", "LeakyRelu", "HardSigmoid", "Softsign", "Celu", "Gelu")
     x = fvals(s)
     if op in ("Sqrt", "Log", "Reciprocal"):
         x = np.abs(x) + 0.5
     opset = 20 if op == "Gelu" else 13
-    a = {"approximate": pick("none", "tanh")} if op == "Gelu" else {}
+    a = {"approximate": "tanh"} if op == "Gelu" else {}
     case(f"unary_{i}", helper.make_node(op, ["xp"], ["y"], **a), x, {}, {}, opset)
 
 
