@@ -30,8 +30,8 @@ dilations, pads, groups, 1-3 spatial dims), MaxPool and AveragePool
 reflect, edge), Slice (negative starts and steps), Gather (any axis,
 negative indices, repeats), Transpose, ReduceSum and ReduceMean (any axes,
 keepdims), Softmax and LogSoftmax (any axis), Split, Expand and Tile,
-Einsum. Every case runs at -pp 1; where ppcc splits it at -pp 2 too, the
-reference kernels' -pp 2 step must give -pp 1's bits.
+Einsum. Every case runs at -pp 1; where ppcc splits it at -pp 2 too, each
+backend's -pp 2 step must give its -pp 1 step's bits.
 Usage: grad_fd.py WORK [--per-op N] [--seed S] [--only FAMILY] (env: PPCC, PPRT)"""
 import argparse
 import os
@@ -150,7 +150,7 @@ def case(name, node, x, weights, consts, opset):
     np.save(os.path.join(d, "data", "target.npy"), target.astype(np.float32))
     bad = []
     outs = {}
-    for pp, be in [(1, "ref"), (2, "ref")] + [(1, b) for b in BACKENDS if b != "ref"]:
+    for pp, be in [(pp, b) for b in BACKENDS for pp in (1, 2)]:
         plan = os.path.join(d, f"pp{pp}.plan")
         if not os.path.exists(plan):
             r = run([PPCC, path, "--train", "--loss", "mse:y", "-b", str(x.shape[0]), "-pp", str(pp), "-q", "-o",
@@ -171,13 +171,15 @@ def case(name, node, x, weights, consts, opset):
             bad.append(f"pprt -pp {pp} on {be}: {'hung' if r is None else f'exit {r.returncode}: {r.stderr.strip()[-300:]!r}'}")
             continue
         outs[(pp, be)] = out
-    if (1, "ref") in outs and (2, "ref") in outs:
-        counts["split"] += 1
-        a_dir, b_dir = outs[(1, "ref")], outs[(2, "ref")]
+    for be in BACKENDS:  # a split changes no bit on any backend (the same threads a stage)
+        if (1, be) not in outs or (2, be) not in outs:
+            continue
+        counts["split"] += be == "ref"
+        a_dir, b_dir = outs[(1, be)], outs[(2, be)]
         for f in sorted(os.listdir(a_dir)):
             a, b = os.path.join(a_dir, f), os.path.join(b_dir, f)
             if not os.path.exists(b) or open(a, "rb").read() != open(b, "rb").read():
-                bad.append(f"-pp 2: {f} not -pp 1's bits")
+                bad.append(f"-pp 2 on {be}: {f} not -pp 1's bits")
     params = {"p": np.zeros(x.shape)} | {k: v.astype(np.float64) for k, v in weights.items()}
 
     def loss(k, v):
@@ -477,14 +479,6 @@ def fam_batchnorm(i):
     case(f"batchnorm_{i}", node, fvals(s), {"g": fvals([c]), "b": fvals([c])}, consts, 15)
 
 
-def fam_groupnorm(i):
-    g = pick(1, 2)
-    s = [int(rng.integers(1, 3)), g * int(rng.integers(1, 3))] + dims(1, 2, 2, 4)
-    case(f"groupnorm_{i}", helper.make_node("GroupNormalization", ["xp", "g", "b"], ["y"], num_groups=g,
-                                            epsilon=1e-5), fvals(s), {"g": fvals([s[1]]), "b": fvals([s[1]])}, {},
-         21)
-
-
 def fam_where(i):
     s = dims(1, 3, 1, 4)
     cond = rng.random(broadcast_of(s)) < 0.5
@@ -492,7 +486,9 @@ def fam_where(i):
          {"c": cond}, 13)
 
 
-FAMILIES = {"batchnorm": fam_batchnorm, "groupnorm": fam_groupnorm, "where": fam_where, "gemm": fam_gemm, "matmul": fam_matmul, "binary": fam_binary, "unary": fam_unary,
+# (not GroupNormalization: onnx's reference evaluator computes it in float32, so a step of 1e-6 can vanish in its
+# rounding and both differences read 0; grads_norms.py checks it against torch)
+FAMILIES = {"batchnorm": fam_batchnorm, "where": fam_where, "gemm": fam_gemm, "matmul": fam_matmul, "binary": fam_binary, "unary": fam_unary,
             "layernorm": fam_layernorm, "concat": fam_concat, "gatherel": fam_gather_elements, "resize": fam_resize,
             "instnorm": fam_instnorm, "conv": fam_conv, "pool": fam_pool, "pad": fam_pad, "slice": fam_slice, "gather": fam_gather,
             "transpose": fam_transpose, "reduce": fam_reduce, "softmax": fam_softmax, "split": fam_split,
@@ -505,7 +501,7 @@ for f in failures:
     print("FAIL", f)
 print(f"grad_fd: on {', '.join(BACKENDS)}: {counts['cases']} cases ({counts['refused']} refused by ppcc; {counts['disagree']} more drawn where "
       f"onnxruntime and the reference evaluator disagree, skipped), {counts['checked']} steps "
-      f"checked ({counts['split']} cases also at -pp 2 on ref, the same bits), "
+      f"checked ({counts['split']} cases also at -pp 2 on every backend, the same bits), "
       f"{counts['elements']} gradient elements against central differences ({counts['imprecise']} drawn where "
       f"two steps disagree, left out); the largest difference "
       f"{worst[0]:.2e} of its weight's largest ({worst[1]}); {len(failures)} failure(s)")
