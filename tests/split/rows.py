@@ -234,6 +234,16 @@ for name, (g, applies) in hand.items():
     check(name, applies)
 
 
+def export_train(module, name, x):
+    """module exported as for training (TrainingMode.TRAINING, no constant folding, opset 14) to NAME_train.onnx"""
+    path = name + "_train.onnx"
+    module.train()
+    torch.onnx.export(module, (torch.from_numpy(x),), path, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=14,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    return path
+
+
 def train_check(name, module, x):
     """ppcc --train runs the pass on the forward graph before its gradient: one step (mse against a target) of
     the module exported for training, with the pass and without, each against torch autograd (the loss within
@@ -241,11 +251,7 @@ def train_check(name, module, x):
     sums run over the rows in another order with the pass, so its bits are not the pass-off plan's), the
     Transposes of the training graph fewer with it."""
     global cases
-    path = name + "_train.onnx"
-    module.train()
-    torch.onnx.export(module, (torch.from_numpy(x),), path, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=14,
-                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    path = export_train(module, name, x)
     target = rng.standard_normal(x.shape).astype(np.float32)
     module.zero_grad()
     loss = ((module(torch.from_numpy(x)) - torch.from_numpy(target)) ** 2).mean()
@@ -285,11 +291,7 @@ def dropout_check(name, module, x):
     the model's order: one step with the pass and without gives the same loss and gradients within rtol 1e-4 /
     atol 1e-6 (a mask applied to other elements would move them by far more)."""
     global cases
-    path = name + "_train.onnx"
-    module.train()
-    torch.onnx.export(module, (torch.from_numpy(x),), path, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=14,
-                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    path = export_train(module, name, x)
     os.makedirs(f"train_{name}", exist_ok=True)
     np.save(f"train_{name}/x.npy", x)
     np.save(f"train_{name}/target.npy", rng.standard_normal(x.shape).astype(np.float32))
