@@ -1,7 +1,7 @@
 /* grad_tensor.c: gradient rules of the data-movement ops (ir/ops_tensor.def)
  * and of Where, Cast and Einsum (autodiff.h): Reshape, Flatten, Squeeze,
  * Unsqueeze, Transpose, Concat, Split, Slice, Gather, GatherElements,
- * Expand, Tile, Pad (constant mode), Shape, Size and ConstantOfShape
+ * Expand, Tile, Pad (every mode), Shape, Size and ConstantOfShape
  * (nothing flows). The backward ops they emit are ONNX ops where one does
  * the job (Slice, Concat, Pad, ReduceSum, Where, ScatterElements, Einsum)
  * and pp.SliceGrad, pp.GatherGrad (ir/ops_grad.def) where none does. */
@@ -228,9 +228,66 @@ pp_status pp_grad_slice(pp_ad *ad, int node, pp_err *err) {
     return pp_ad_give(ad, x, r, err);
 }
 
-/* Pad, constant mode: the gradient is the middle, a Pad by the negated pads
- * (which also puts zeros back where a negative pad cropped). reflect, edge
- * and wrap fold several input elements into one output: refused. */
+/* g's elements [lo, hi) along axis, in steps of step (-1: from hi - 1 down to lo) */
+static pp_status axis_slice(pp_ad *ad, int g, int axis, int64_t lo, int64_t hi, int64_t step, int *out, pp_err *err) {
+    pp_graph *gr = pp_ad_graph(ad);
+    const int64_t st = step > 0 ? lo : hi - 1, en = step > 0 ? hi : lo > 0 ? lo - 1 : -((int64_t)1 << 62), ax = axis;
+    int in[5] = {g, -1, -1, -1, -1};
+    PP_TRY(pp_graph_add_ints(gr, "grad_axes", &st, 1, &in[1], err));
+    PP_TRY(pp_graph_add_ints(gr, "grad_axes", &en, 1, &in[2], err));
+    PP_TRY(pp_graph_add_ints(gr, "grad_axes", &ax, 1, &in[3], err));
+    PP_TRY(pp_graph_add_ints(gr, "grad_axes", &step, 1, &in[4], err));
+    return pp_ad_emit(ad, PP_OP_SLICE, in, 5, NULL, 0, out, 1, err);
+}
+
+/* g (of length len along axis) placed at [before, n - after) of a zero tensor of length n there, added to acc */
+static pp_status axis_place_add(pp_ad *ad, int acc, int g, int axis, int rank, int64_t before, int64_t after,
+                                int *out, pp_err *err) {
+    int64_t pads[2 * PP_MAX_DIMS] = {0};
+    pads[axis] = before, pads[rank + axis] = after;
+    int p, placed = g;
+    if (before || after) {
+        PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", pads, 2 * rank, &p, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_PAD, g, p, &placed, err));
+    }
+    return pp_ad_op2(ad, PP_OP_ADD, acc, placed, out, err);
+}
+
+/* One axis of a reflect, edge or wrap Pad undone: g has n + b + e elements along axis (b, e >= 0); the middle n
+ * are x's own, and each border element came from one of x's, whose gradient it adds to: edge, x[0] and x[n-1]
+ * (each border summed); reflect, x[b..1] and x[n-2..n-1-e] (each border reversed); wrap, x[n-b..n-1] and
+ * x[0..e-1]. */
+static pp_status pad_axis_grad(pp_ad *ad, int mode, int g, int axis, int rank, int64_t n, int64_t b, int64_t e,
+                               int *out, pp_err *err) {
+    int acc;
+    PP_TRY(axis_slice(ad, g, axis, b, b + n, 1, &acc, err));
+    for (int side = 0; side < 2; side++) {
+        const int64_t len = side ? e : b, at = side ? b + n : 0;
+        if (!len) continue;
+        int part, before;
+        if (mode == 2) { /* edge: the border summed into its end element */
+            int sl;
+            const int64_t ax = axis;
+            PP_TRY(axis_slice(ad, g, axis, at, at + len, 1, &sl, err));
+            PP_TRY(pp_ad_reduce_sum(ad, sl, &ax, 1, true, &part, err));
+            before = side ? (int)(n - 1) : 0;
+            PP_TRY(axis_place_add(ad, acc, part, axis, rank, before, n - before - 1, &acc, err));
+            continue;
+        }
+        PP_TRY(axis_slice(ad, g, axis, at, at + len, mode == 1 ? -1 : 1, &part, err));
+        const int64_t bf = mode == 1 ? (side ? n - 1 - len : 1) : (side ? 0 : n - len);
+        PP_TRY(axis_place_add(ad, acc, part, axis, rank, bf, n - bf - len, &acc, err));
+    }
+    *out = acc;
+    return PP_OK;
+}
+
+/* Pad: constant mode, the gradient is the middle, a Pad by the negated pads
+ * (which also puts zeros back where a negative pad cropped). reflect, edge and
+ * wrap: each border element also passes its gradient to the element of x it
+ * copied, one axis at a time, the last axis padded first undone first (the
+ * modes pad axis by axis: a corner is the copy of a copy); their pads must
+ * not be negative, nor reach past what the mode can copy. */
 pp_status pp_grad_pad(pp_ad *ad, int node, pp_err *err) {
     pp_graph *g = pp_ad_graph(ad);
     pp_tinfo in[PP_MAX_INPUTS];
@@ -239,13 +296,26 @@ pp_status pp_grad_pad(pp_ad *ad, int node, pp_err *err) {
     pp_err e = {0};
     if (pp_pad_parse(pp_node_attrs(g, ad_node(ad, node)), in, ad_node(ad, node)->n_in, &pd, &e) != PP_OK)
         return pp_ad_fail(ad, node, err, "%s", e.msg);
-    if (pd.mode != 0) {
-        static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
-        return pp_ad_fail(ad, node, err, "Pad's gradient is taken in mode 'constant' only, not '%s'",
-                          modes[pd.mode & 3]);
-    }
     const int x = ad_node(ad, node)->in[0], gy = pp_ad_gy(ad, node, 0);
     const pp_shape xs = g->values[x].shape;
+    if (pd.mode != 0) {
+        static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+        for (int d = 0; d < xs.rank; d++) {
+            const int64_t b = pd.begin[d], en = pd.out.dim[d] - xs.dim[d] - b, n = xs.dim[d];
+            const int64_t most = pd.mode == 1 ? n - 1 : pd.mode == 3 ? n : INT64_MAX; /* edge: any, from n >= 1 */
+            if (b < 0 || en < 0 || b > most || en > most || (n == 0 && (b || en)))
+                return pp_ad_fail(ad, node, err, "Pad's gradient in mode '%s' takes pads from 0 to %s on each side "
+                                  "of an axis of n elements (reflect n - 1, wrap n, edge any with n >= 1), not %lld "
+                                  "and %lld on axis %d of %lld", modes[pd.mode & 3], pd.mode == 2 ? "any" : "n",
+                                  (long long)b, (long long)en, d, (long long)n);
+        }
+        int r = gy;
+        for (int d = xs.rank - 1; d >= 0; d--) {
+            const int64_t b = pd.begin[d], en = pd.out.dim[d] - xs.dim[d] - b;
+            if (b || en) PP_TRY(pad_axis_grad(ad, pd.mode, r, d, xs.rank, xs.dim[d], b, en, &r, err));
+        }
+        return pp_ad_give(ad, x, r, err);
+    }
     int64_t pads[2 * PP_MAX_DIMS];
     bool any = false;
     for (int d = 0; d < xs.rank; d++) {

@@ -26,8 +26,8 @@ the finite difference (eps 1e-6 in float64) at up to 8 drawn elements within
 a gradient that is 0 by the math, a Softmax over an axis of 1, compares
 its rounding on the scale of the gradients around it). Families: Conv and ConvTranspose (strides,
 dilations, pads, groups, 1-3 spatial dims), MaxPool and AveragePool
-(kernels, strides, pads, ceil_mode, count_include_pad), Pad (constant,
-reflect, edge), Slice (negative starts and steps), Gather (any axis,
+(kernels, strides, pads, ceil_mode, count_include_pad), Pad (constant with
+negative pads, reflect, edge, wrap), Slice (negative starts and steps), Gather (any axis,
 negative indices, repeats), Transpose, ReduceSum and ReduceMean (any axes,
 keepdims), Softmax and LogSoftmax (any axis), Split, Expand and Tile,
 Einsum. Every case runs at -pp 1; where ppcc splits it at -pp 2 too, each
@@ -289,11 +289,14 @@ def fam_pool(i):
 
 def fam_pad(i):
     s = dims(1, 4, 2, 5)
-    mode = pick("constant", "reflect", "edge")
-    hi = 2 if mode == "reflect" else 3  # reflect needs pads below the dim
-    pads = [int(v) for v in rng.integers(-1, hi, 2 * len(s))]
+    mode = pick("constant", "reflect", "edge", "wrap")
+    if mode == "constant":
+        pads = [int(v) for v in rng.integers(-1, 3, 2 * len(s))]  # negative: cropped
+    else:  # reflect copies at most n - 1 on a side, wrap n
+        pads = [int(rng.integers(0, s[j % len(s)] if mode == "reflect" else s[j % len(s)] + 1 if mode == "wrap"
+                                 else 4)) for j in range(2 * len(s))]
     case(f"pad_{i}", helper.make_node("Pad", ["xp", "pads"], ["y"], mode=mode), fvals(s), {},
-         {"pads": np.array(pads, np.int64)}, 18)
+         {"pads": np.array(pads, np.int64)}, 19 if mode == "wrap" else 18)
 
 
 def fam_slice(i):

@@ -20,7 +20,7 @@ ReduceSum and ReduceMean, Reshape and Flatten, the data movement ops
 (Squeeze, Unsqueeze, Concat, Split by sizes, chunks, unbind and, written by
 hand at opset 18, num_outputs; Slice with negative starts, steps and flips;
 Gather of constant and data indices, repeated; GatherElements; Expand;
-Pad, cropping too; Tile; Einsum with ellipses, broadcasting and labels of
+Pad, cropping too, reflect and edge; Tile; Einsum with ellipses, broadcasting and labels of
 one operand; Where; Cast; Shape), and the built-in losses.
 Usage: grads.py PPCC PPRT WORK"""
 import os
@@ -245,6 +245,11 @@ probe("expand", (3, 1), lambda m, x: x.expand(2, 3, 4) ** 2)
 probe("expand_param", (2, 3, 4), lambda m, x: x * m.mods[0].w.expand(2, 3, 4), [Par(1, 4)])
 probe("pad_constant", (2, 3, 4), lambda m, x: F.pad(x, (1, 2, 0, 1)))
 probe("pad_crop", (2, 3, 5), lambda m, x: F.pad(x, (-1, 2, 1, -1), value=0.5) ** 2)
+# reflect and edge (torch's replicate): each border element's gradient also goes to the element it copied
+probe("pad_reflect", (2, 3, 5), lambda m, x: F.pad(x, (2, 4), mode="reflect") ** 2)
+probe("pad_reflect_2d", (1, 2, 4, 5), lambda m, x: F.pad(x, (1, 3, 3, 1), mode="reflect") ** 2)
+probe("pad_replicate", (1, 2, 3, 4), lambda m, x: F.pad(x, (2, 1, 0, 3), mode="replicate") ** 2)
+probe("pad_replicate_3d", (1, 1, 2, 3, 2), lambda m, x: F.pad(x, (1, 2, 2, 0, 1, 1), mode="replicate") ** 2)
 probe("tile", (2, 3), lambda m, x: x.repeat(2, 1) * x.repeat(2, 1))
 probe("tile_rank_up", (3, 1, 2), lambda m, x: x.repeat(2, 1, 3, 2) ** 2)
 probe("einsum_bmm", (2, 3, 4), lambda m, x: torch.einsum("bij,jk->bik", x, m.mods[0].w), [Par(4, 5)])
@@ -394,15 +399,6 @@ class ArgPath(nn.Module):
 
 
 
-class PadReflect(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return F.pad(self.fc(x).unsqueeze(1), (1, 1), mode="reflect").sum().reshape(1)
-
-
 class Diagonal(nn.Module):
     def __init__(self):
         super().__init__()
@@ -419,7 +415,6 @@ refused("freeze_nothing", Lin(), [x4], ["--train", "--loss", "mse:out", "--freez
         "--freeze body matches no weight")
 refused("freeze_all", Lin(), [x4], ["--train", "--loss", "mse:out", "--freeze", "fc,head"], "no weight is left")
 refused("argmax_path", ArgPath(), [x4], ["--train", "--loss", "out"], "does not reach the loss")
-refused("pad_reflect", PadReflect(), [x4], ["--train", "--loss", "out"], "mode 'constant' only, not 'reflect'")
 refused("einsum_diagonal", Diagonal(), [x4], ["--train", "--loss", "out"], "repeats the label 'i' (a diagonal)")
 refused("loss_without_train", Lin(), [x4], ["--loss", "mse:out"], "--loss is an option of --train")
 refused("train_without_loss", Lin(), [x4], ["--train"], "--train needs --loss")
