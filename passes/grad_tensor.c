@@ -1,10 +1,12 @@
 /* grad_tensor.c: gradient rules of the data-movement ops (ir/ops_tensor.def)
  * and of Where, Cast and Einsum (autodiff.h): Reshape, Flatten, Squeeze,
  * Unsqueeze, Transpose, Concat, Split, Slice, Gather, GatherElements,
- * Expand, Tile, Pad (every mode), Shape, Size and ConstantOfShape
+ * Expand, Tile, Pad (every mode), TopK's values, Trilu, DepthToSpace,
+ * SpaceToDepth, Shape, Size and ConstantOfShape
  * (nothing flows). The backward ops they emit are ONNX ops where one does
  * the job (Slice, Concat, Pad, ReduceSum, Where, ScatterElements, Einsum)
  * and pp.SliceGrad, pp.GatherGrad (ir/ops_grad.def) where none does. */
+#include <stdio.h>
 #include <string.h>
 
 #include "autodiff.h"
@@ -356,6 +358,72 @@ pp_status pp_grad_gatherelements(pp_ad *ad, int node, pp_err *err) {
     const pp_attr a[2] = {pp_ad_attr_int("axis", axis), pp_ad_attr_str("reduction", "add")};
     const int in[3] = {z, idx, pp_ad_gy(ad, node, 0)};
     PP_TRY(pp_ad_emit(ad, PP_OP_SCATTERELEMENTS, in, 3, a, 2, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* TopK's values: each gradient element back where its value was read (the indices output names the place; the
+ * k indices along the axis are distinct), zeros elsewhere: GatherElements' rule with TopK's own indices */
+pp_status pp_grad_topk(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const int x = ad_node(ad, node)->in[0], idx = ad_node(ad, node)->n_out > 1 ? ad_node(ad, node)->out[1] : -1;
+    if (idx < 0) return pp_ad_fail(ad, node, err, "TopK without its indices output: the gradient needs them");
+    const pp_shape xs = g->values[x].shape;
+    int axis, z, r;
+    PP_TRY(node_axis(ad, node, -1, xs.rank, &axis, err));
+    PP_TRY(zeros(ad, &xs, &z, err));
+    const pp_attr a[2] = {pp_ad_attr_int("axis", axis), pp_ad_attr_str("reduction", "add")};
+    const int in[3] = {z, idx, pp_ad_gy(ad, node, 0)};
+    PP_TRY(pp_ad_emit(ad, PP_OP_SCATTERELEMENTS, in, 3, a, 2, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* Trilu keeps a triangle of each matrix: the gradient is the same triangle of the output's gradient */
+pp_status pp_grad_trilu(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], k = n->n_in > 1 ? n->in[1] : -1;
+    int64_t upper;
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "upper", 1, &upper, err));
+    const int in[2] = {pp_ad_gy(ad, node, 0), k};
+    const pp_attr a = pp_ad_attr_int("upper", upper);
+    int r;
+    PP_TRY(pp_ad_emit(ad, PP_OP_TRILU, in, k >= 0 ? 2 : 1, &a, 1, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* DepthToSpace and SpaceToDepth move each element to one place, and the
+ * gradient moves it back: DepthToSpace in DCR mode and SpaceToDepth undo
+ * each other; DepthToSpace in CRD mode ([N, C*b*b, H, W], channel c's b*b
+ * block channels c*b*b + i*b + j) is undone by viewing the gradient as [N,
+ * C, H, b, W, b] and moving the two b's before H. */
+pp_status pp_grad_depthspace(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], gy = pp_ad_gy(ad, node, 0);
+    const bool d2s = n->op == PP_OP_DEPTHTOSPACE;
+    int64_t b;
+    char mode[8] = "DCR";
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "blocksize", 0, &b, err));
+    if (d2s) {
+        const char *m = NULL;
+        PP_TRY(pp_attr_string(pp_node_attrs(g, n), "mode", "DCR", &m, err));
+        snprintf(mode, sizeof mode, "%s", m);
+    }
+    const pp_shape xs = g->values[x].shape;
+    if (b < 1 || xs.rank != 4) return pp_ad_fail(ad, node, err, "blocksize %lld over rank %d", (long long)b, xs.rank);
+    int r;
+    if (!d2s || !strcmp(mode, "DCR")) {
+        const pp_attr a[2] = {pp_ad_attr_int("blocksize", b), pp_ad_attr_str("mode", "DCR")};
+        PP_TRY(pp_ad_emit(ad, d2s ? PP_OP_SPACETODEPTH : PP_OP_DEPTHTOSPACE, &gy, 1, a, d2s ? 1 : 2, &r, 1, err));
+        return pp_ad_give(ad, x, r, err);
+    }
+    const int64_t C = xs.dim[1] / (b * b), H = xs.dim[2], W = xs.dim[3];
+    const pp_shape six = {.rank = 6, .dim = {xs.dim[0], C, H, b, W, b}};
+    const int64_t perm[6] = {0, 1, 3, 5, 2, 4};
+    int v, t;
+    PP_TRY(pp_ad_reshape(ad, gy, &six, &v, err));
+    PP_TRY(pp_ad_transpose(ad, v, perm, 6, &t, err));
+    PP_TRY(pp_ad_reshape(ad, t, &xs, &r, err));
     return pp_ad_give(ad, x, r, err);
 }
 

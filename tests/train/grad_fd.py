@@ -489,9 +489,36 @@ def fam_where(i):
          {"c": cond}, 13)
 
 
+def fam_topk(i):
+    s = dims(1, 3, 1, 6)
+    ax = int(rng.integers(-len(s), len(s)))
+    k = int(rng.integers(1, s[ax] + 1))
+    node = helper.make_node("TopK", ["xp", "k"], ["y", "idx"], axis=ax, largest=pick(0, 1), sorted=pick(0, 1))
+    case(f"topk_{i}", node, fvals(s), {}, {"k": np.array([k], np.int64)}, 13)
+
+
+def fam_trilu(i):
+    s = dims(2, 4, 1, 5)
+    consts = {"k": np.array(int(rng.integers(-3, 4)), np.int64)} if rng.random() < 0.7 else {}
+    case(f"trilu_{i}", helper.make_node("Trilu", ["xp"] + list(consts), ["y"], upper=pick(0, 1)), fvals(s), {},
+         consts, 14)
+
+
+def fam_depthspace(i):
+    b = pick(1, 2, 3)
+    n, c = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    if rng.random() < 0.5:
+        node = helper.make_node("DepthToSpace", ["xp"], ["y"], blocksize=b, mode=pick("DCR", "CRD"))
+        x = fvals([n, c * b * b] + dims(2, 2, 1, 3))
+    else:
+        node = helper.make_node("SpaceToDepth", ["xp"], ["y"], blocksize=b)
+        x = fvals([n, c] + [b * v for v in dims(2, 2, 1, 3)])
+    case(f"depthspace_{i}", node, x, {}, {}, 13)
+
+
 # (not GroupNormalization: onnx's reference evaluator computes it in float32, so a step of 1e-6 can vanish in its
 # rounding and both differences read 0; grads_norms.py checks it against torch)
-FAMILIES = {"batchnorm": fam_batchnorm, "where": fam_where, "gemm": fam_gemm, "matmul": fam_matmul, "binary": fam_binary, "unary": fam_unary,
+FAMILIES = {"topk": fam_topk, "trilu": fam_trilu, "depthspace": fam_depthspace, "batchnorm": fam_batchnorm, "where": fam_where, "gemm": fam_gemm, "matmul": fam_matmul, "binary": fam_binary, "unary": fam_unary,
             "layernorm": fam_layernorm, "concat": fam_concat, "gatherel": fam_gather_elements, "resize": fam_resize,
             "instnorm": fam_instnorm, "conv": fam_conv, "pool": fam_pool, "pad": fam_pad, "slice": fam_slice, "gather": fam_gather,
             "transpose": fam_transpose, "reduce": fam_reduce, "softmax": fam_softmax, "split": fam_split,

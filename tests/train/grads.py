@@ -20,7 +20,8 @@ ReduceSum and ReduceMean, Reshape and Flatten, the data movement ops
 (Squeeze, Unsqueeze, Concat, Split by sizes, chunks, unbind and, written by
 hand at opset 18, num_outputs; Slice with negative starts, steps and flips;
 Gather of constant and data indices, repeated; GatherElements; Expand;
-Pad, cropping too, reflect and edge; Tile; Einsum with ellipses, broadcasting and labels of
+Pad, cropping too, reflect and edge; TopK's values; Trilu; DepthToSpace and
+SpaceToDepth; Tile; Einsum with ellipses, broadcasting and labels of
 one operand; Where; Cast; Shape), and the built-in losses.
 Usage: grads.py PPCC PPRT WORK"""
 import os
@@ -250,6 +251,13 @@ probe("pad_reflect", (2, 3, 5), lambda m, x: F.pad(x, (2, 4), mode="reflect") **
 probe("pad_reflect_2d", (1, 2, 4, 5), lambda m, x: F.pad(x, (1, 3, 3, 1), mode="reflect") ** 2)
 probe("pad_replicate", (1, 2, 3, 4), lambda m, x: F.pad(x, (2, 1, 0, 3), mode="replicate") ** 2)
 probe("pad_replicate_3d", (1, 1, 2, 3, 2), lambda m, x: F.pad(x, (1, 2, 2, 0, 1, 1), mode="replicate") ** 2)
+# TopK's values, Trilu, DepthToSpace (torch's pixel_shuffle) and SpaceToDepth (pixel_unshuffle): added 2026-12-05
+probe("topk_values", (3, 6), lambda m, x: torch.topk(x, 3, dim=1).values ** 2)
+probe("topk_smallest", (2, 5, 3), lambda m, x: torch.topk(x, 2, dim=1, largest=False).values ** 2)
+probe("triu", (2, 4, 5), lambda m, x: torch.triu(x, 1) ** 2)
+probe("tril", (4, 4), lambda m, x: torch.tril(x, -1) ** 2)
+probe("pixel_shuffle", (1, 8, 2, 3), lambda m, x: F.pixel_shuffle(x, 2) ** 2)
+probe("pixel_unshuffle", (1, 2, 4, 6), lambda m, x: F.pixel_unshuffle(x, 2) ** 2)
 probe("tile", (2, 3), lambda m, x: x.repeat(2, 1) * x.repeat(2, 1))
 probe("tile_rank_up", (3, 1, 2), lambda m, x: x.repeat(2, 1, 3, 2) ** 2)
 probe("einsum_bmm", (2, 3, 4), lambda m, x: torch.einsum("bij,jk->bik", x, m.mods[0].w), [Par(4, 5)])
