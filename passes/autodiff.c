@@ -149,7 +149,6 @@ pp_status pp_ad_scalar(pp_ad *ad, float v, int *out, pp_err *err) {
     return pp_graph_add_const(ad->g, "grad_const", PP_F32, &s, &v, out, err);
 }
 
-
 pp_status pp_ad_reduce_sum(pp_ad *ad, int x, const int64_t *axes, int n, bool keepdims, int *out, pp_err *err) {
     if (n == 0) {
         *out = x;

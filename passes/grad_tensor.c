@@ -6,7 +6,6 @@
  * (nothing flows). The backward ops they emit are ONNX ops where one does
  * the job (Slice, Concat, Pad, ReduceSum, Where, ScatterElements, Einsum)
  * and pp.SliceGrad, pp.GatherGrad (ir/ops_grad.def) where none does. */
-#include <stdio.h>
 #include <string.h>
 
 #include "autodiff.h"
@@ -143,6 +142,18 @@ pp_status pp_grad_where(pp_ad *ad, int node, pp_err *err) {
     return PP_OK;
 }
 
+/* g's elements [lo, hi) along axis, in steps of step (-1: from hi - 1 down to lo; a step of 1: no steps input) */
+static pp_status axis_slice(pp_ad *ad, int g, int axis, int64_t lo, int64_t hi, int64_t step, int *out, pp_err *err) {
+    pp_graph *gr = pp_ad_graph(ad);
+    const int64_t st = step > 0 ? lo : hi - 1, en = step > 0 ? hi : lo > 0 ? lo - 1 : -((int64_t)1 << 62), ax = axis;
+    int in[5] = {g, -1, -1, -1, -1};
+    PP_TRY(pp_graph_add_ints(gr, "grad_axes", &st, 1, &in[1], err));
+    PP_TRY(pp_graph_add_ints(gr, "grad_axes", &en, 1, &in[2], err));
+    PP_TRY(pp_graph_add_ints(gr, "grad_axes", &ax, 1, &in[3], err));
+    if (step != 1) PP_TRY(pp_graph_add_ints(gr, "grad_axes", &step, 1, &in[4], err));
+    return pp_ad_emit(ad, PP_OP_SLICE, in, step != 1 ? 5 : 4, NULL, 0, out, 1, err);
+}
+
 /* Concat: each input's part of the gradient, sliced out along the axis */
 pp_status pp_grad_concat(pp_ad *ad, int node, pp_err *err) {
     pp_graph *g = pp_ad_graph(ad);
@@ -156,13 +167,8 @@ pp_status pp_grad_concat(pp_ad *ad, int node, pp_err *err) {
         if (x < 0) continue;
         const int64_t len = g->values[x].shape.dim[axis];
         if (pp_ad_wants(ad, x)) {
-            const int64_t st = off, en = off + len, ax = axis;
-            int in[4], r;
-            in[0] = gy;
-            PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", &st, 1, &in[1], err));
-            PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", &en, 1, &in[2], err));
-            PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", &ax, 1, &in[3], err));
-            PP_TRY(pp_ad_emit(ad, PP_OP_SLICE, in, 4, NULL, 0, &r, 1, err));
+            int r;
+            PP_TRY(axis_slice(ad, gy, axis, off, off + len, 1, &r, err));
             PP_TRY(pp_ad_give(ad, x, r, err));
         }
         off += len;
@@ -228,18 +234,6 @@ pp_status pp_grad_slice(pp_ad *ad, int node, pp_err *err) {
         PP_TRY(pp_ad_emit(ad, PP_OP_SLICEGRAD, &gy, 1, a, 3, &r, 1, err));
     }
     return pp_ad_give(ad, x, r, err);
-}
-
-/* g's elements [lo, hi) along axis, in steps of step (-1: from hi - 1 down to lo) */
-static pp_status axis_slice(pp_ad *ad, int g, int axis, int64_t lo, int64_t hi, int64_t step, int *out, pp_err *err) {
-    pp_graph *gr = pp_ad_graph(ad);
-    const int64_t st = step > 0 ? lo : hi - 1, en = step > 0 ? hi : lo > 0 ? lo - 1 : -((int64_t)1 << 62), ax = axis;
-    int in[5] = {g, -1, -1, -1, -1};
-    PP_TRY(pp_graph_add_ints(gr, "grad_axes", &st, 1, &in[1], err));
-    PP_TRY(pp_graph_add_ints(gr, "grad_axes", &en, 1, &in[2], err));
-    PP_TRY(pp_graph_add_ints(gr, "grad_axes", &ax, 1, &in[3], err));
-    PP_TRY(pp_graph_add_ints(gr, "grad_axes", &step, 1, &in[4], err));
-    return pp_ad_emit(ad, PP_OP_SLICE, in, 5, NULL, 0, out, 1, err);
 }
 
 /* g (of length len along axis) placed at [before, n - after) of a zero tensor of length n there, added to acc */
@@ -347,13 +341,12 @@ pp_status pp_grad_gather(pp_ad *ad, int node, pp_err *err) {
     return pp_ad_give(ad, x, r, err);
 }
 
-/* GatherElements: ScatterElements with reduction add into zeros */
-pp_status pp_grad_gatherelements(pp_ad *ad, int node, pp_err *err) {
-    pp_graph *g = pp_ad_graph(ad);
-    const int x = ad_node(ad, node)->in[0], idx = ad_node(ad, node)->in[1];
-    const pp_shape xs = g->values[x].shape;
+/* x's gradient from output 0's, whose elements node read from x at indices idx along its 'axis' (default dflt):
+ * ScatterElements with reduction add into zeros */
+static pp_status scatter_back(pp_ad *ad, int node, int x, int idx, int64_t dflt, pp_err *err) {
+    const pp_shape xs = pp_ad_graph(ad)->values[x].shape;
     int axis, z, r;
-    PP_TRY(node_axis(ad, node, 0, xs.rank, &axis, err));
+    PP_TRY(node_axis(ad, node, dflt, xs.rank, &axis, err));
     PP_TRY(zeros(ad, &xs, &z, err));
     const pp_attr a[2] = {pp_ad_attr_int("axis", axis), pp_ad_attr_str("reduction", "add")};
     const int in[3] = {z, idx, pp_ad_gy(ad, node, 0)};
@@ -361,20 +354,17 @@ pp_status pp_grad_gatherelements(pp_ad *ad, int node, pp_err *err) {
     return pp_ad_give(ad, x, r, err);
 }
 
+/* GatherElements: its indices input names the places */
+pp_status pp_grad_gatherelements(pp_ad *ad, int node, pp_err *err) {
+    return scatter_back(ad, node, ad_node(ad, node)->in[0], ad_node(ad, node)->in[1], 0, err);
+}
+
 /* TopK's values: each gradient element back where its value was read (the indices output names the place; the
  * k indices along the axis are distinct), zeros elsewhere: GatherElements' rule with TopK's own indices */
 pp_status pp_grad_topk(pp_ad *ad, int node, pp_err *err) {
-    pp_graph *g = pp_ad_graph(ad);
-    const int x = ad_node(ad, node)->in[0], idx = ad_node(ad, node)->n_out > 1 ? ad_node(ad, node)->out[1] : -1;
+    const int idx = ad_node(ad, node)->n_out > 1 ? ad_node(ad, node)->out[1] : -1;
     if (idx < 0) return pp_ad_fail(ad, node, err, "TopK without its indices output: the gradient needs them");
-    const pp_shape xs = g->values[x].shape;
-    int axis, z, r;
-    PP_TRY(node_axis(ad, node, -1, xs.rank, &axis, err));
-    PP_TRY(zeros(ad, &xs, &z, err));
-    const pp_attr a[2] = {pp_ad_attr_int("axis", axis), pp_ad_attr_str("reduction", "add")};
-    const int in[3] = {z, idx, pp_ad_gy(ad, node, 0)};
-    PP_TRY(pp_ad_emit(ad, PP_OP_SCATTERELEMENTS, in, 3, a, 2, &r, 1, err));
-    return pp_ad_give(ad, x, r, err);
+    return scatter_back(ad, node, ad_node(ad, node)->in[0], idx, -1, err);
 }
 
 /* Trilu keeps a triangle of each matrix: the gradient is the same triangle of the output's gradient */
@@ -402,17 +392,13 @@ pp_status pp_grad_depthspace(pp_ad *ad, int node, pp_err *err) {
     const int x = n->in[0], gy = pp_ad_gy(ad, node, 0);
     const bool d2s = n->op == PP_OP_DEPTHTOSPACE;
     int64_t b;
-    char mode[8] = "DCR";
+    const char *mode = "DCR";
     PP_TRY(pp_attr_int(pp_node_attrs(g, n), "blocksize", 0, &b, err));
-    if (d2s) {
-        const char *m = NULL;
-        PP_TRY(pp_attr_string(pp_node_attrs(g, n), "mode", "DCR", &m, err));
-        snprintf(mode, sizeof mode, "%s", m);
-    }
+    if (d2s) PP_TRY(pp_attr_string(pp_node_attrs(g, n), "mode", "DCR", &mode, err));
     const pp_shape xs = g->values[x].shape;
     if (b < 1 || xs.rank != 4) return pp_ad_fail(ad, node, err, "blocksize %lld over rank %d", (long long)b, xs.rank);
     int r;
-    if (!d2s || !strcmp(mode, "DCR")) {
+    if (!d2s || !strcmp(mode, "DCR")) { /* (mode read before the first emit, which may move the node's storage) */
         const pp_attr a[2] = {pp_ad_attr_int("blocksize", b), pp_ad_attr_str("mode", "DCR")};
         PP_TRY(pp_ad_emit(ad, d2s ? PP_OP_SPACETODEPTH : PP_OP_DEPTHTOSPACE, &gy, 1, a, d2s ? 1 : 2, &r, 1, err));
         return pp_ad_give(ad, x, r, err);
