@@ -8,14 +8,18 @@
  * Only scalars (each weight's sum of squares) come back to the host; the
  * weights and state come down only for checkpoints and the final weights.
  * On MPI ranks with replicas the sums chain between the replicas' devices
- * (HOLD, SUMS, FOLD_HELD: a later replica holds its runs' gradients until
- * the earlier replicas' sum has arrived, then adds them in order, so every
- * addition is the one threads make).
+ * (HOLD, EARLY, WAIT, FOLD_HELD, CANCEL: a later replica holds its runs'
+ * gradients until the earlier replicas' sum has arrived, then adds them in
+ * order, so every addition is the one threads make; the step's last run
+ * folds its gradients bucket by bucket as its steps write them, so the
+ * chain's thread sends a bucket while the backward of earlier layers still
+ * runs).
  *
  * The trainer (train.c) drives it through pprt_exec_ops.dopt, between runs,
  * on its own thread; every call is synchronous (its device work done when
- * it returns). The arithmetic is the host trainer's, so the two paths give
- * the same bits (on cuda-emu exactly; ctest `cuda_dopt`). Weights a device
+ * it returns). WAIT, FOLD_HELD and CANCEL alone may come from another
+ * thread (the chain's) while a run is under way, after EARLY. The
+ * arithmetic is the host trainer's, so the two paths give the same bits (on cuda-emu exactly; ctest `cuda_dopt`). Weights a device
  * optimizer keeps are marked pprt_tdesc.resident: an executor's reload
  * leaves their device copies alone. */
 #ifndef PPRT_DOPT_H
@@ -39,9 +43,16 @@ typedef enum pprt_dopt_kind {
     /* the replicas' chain of sums on the devices (MPI ranks, train.c dev_chain): */
     PPRT_DOPT_HOLD,  /* after BEGIN: this step's runs keep their gradients, each in a flat buffer of its own (the
                       * sums' layout, the gaps +0), in order, instead of folding them */
-    PPRT_DOPT_SUMS,  /* addr: the flat sums in device memory (`device`'s), sums_bytes their size; the stage's device
-                      * work done (the folds complete) */
-    PPRT_DOPT_FOLD_HELD, /* the held runs' gradients added in their order onto elements [lo, hi) of the sums */
+    PPRT_DOPT_FOLD_HELD, /* the held runs' gradients added in their order onto bucket `bucket` of the sums (EARLY's;
+                          * after its WAIT), on a stream of the chain's own */
+    PPRT_DOPT_EARLY, /* after BEGIN (and HOLD): this step has `runs` runs here; the last of them folds its gradients
+                      * bucket by bucket, bucket b elements [bound[b], bound[b + 1]) of the sums (whole weights,
+                      * bound[0] 0, bound[n_buckets] the sums' size), each right after the last of its steps that
+                      * writes a gradient of the bucket. Out: addr, the flat sums in device memory (`device`'s),
+                      * sums_bytes their size; done, the buckets whose fold comes before the run's last step */
+    PPRT_DOPT_WAIT,  /* until the last run's fold of bucket `bucket` is complete on the device (fails where the run
+                      * failed or CANCEL came first) */
+    PPRT_DOPT_CANCEL, /* the step's runs ended without the last one (a failure elsewhere): every WAIT fails */
 } pprt_dopt_kind;
 
 typedef struct pprt_dopt_param {
@@ -67,8 +78,12 @@ typedef struct pprt_dopt_call {
     float c;
     pp_optstep k;              /* STEP: n is the executor's (its flat buffer's) */
     size_t bytes;              /* out: bytes that crossed between host and device (BIND, GET) */
-    size_t sums_bytes;         /* SUMS: out */
-    int64_t lo, hi;            /* FOLD_HELD: elements of the flat sums (multiples of PP_OPT_CHUNK) */
+    size_t sums_bytes;         /* EARLY: out */
+    int runs;                  /* EARLY */
+    int n_buckets;             /* EARLY */
+    const int64_t *bound;      /* EARLY: [n_buckets + 1] elements of the flat sums, each a weight's first */
+    int bucket;                /* WAIT, FOLD_HELD */
+    int done;                  /* EARLY: out */
 } pprt_dopt_call;
 
 #endif

@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -108,6 +109,9 @@ typedef struct trainer {
     pprt_exec **dev_x;
     double *sq;
     double dev_bytes;
+    /* the replicas' chain on the devices (dev_chain), over the steps: buckets through this rank's part of it, of
+     * them before the rank's run returned, and folded by the last run before its last step (EARLY's done) */
+    long chain_buckets, chain_early, chain_mid;
     /* MPI ranks: the weights this rank steps (its device's: those whose
      * gradients or running statistics its device's chain carries), by param;
      * NULL on threads (every weight); each weight's device (param_device)
@@ -132,6 +136,14 @@ typedef struct owner {
     int *pidx;              /* [np] the trainer's params */
     pprt_dopt_param *dp;    /* [np] */
     double *sq;             /* [np] each one's sum of squares (PPRT_DOPT_NORM) */
+    int *node;              /* [np] the stage's node that writes its gradient (the chain's order) */
+    /* the replicas' chain on the devices (dev_chain): buckets of whole weights, their bounds in the flat sums,
+     * the order the chain takes them in, the sums' device address and size (dopt.h EARLY) */
+    int nb;
+    int64_t *bound;         /* [nb + 1] */
+    int *border;            /* [nb] */
+    float *sums;
+    size_t sums_bytes;
 } owner;
 
 static void *alloc64(size_t n) {
@@ -266,7 +278,9 @@ static void trainer_free(trainer *t) {
     pprt_keeper_free(t->keep); /* the executors first: they may read the bound weights as they go */
     for (int b = 0; b < t->n_bound; b++)
         t->bound[b]->data = t->was[b], t->bound[b]->varies = false, t->bound[b]->resident = false;
-    for (int i = 0; i < t->n_own; i++) free(t->own[i].pidx), free(t->own[i].dp), free(t->own[i].sq);
+    for (int i = 0; i < t->n_own; i++)
+        free(t->own[i].pidx), free(t->own[i].dp), free(t->own[i].sq), free(t->own[i].node), free(t->own[i].bound),
+            free(t->own[i].border);
     free(t->own), free(t->dev_x), free(t->sq), free(t->mine), free(t->pdev), free(t->reads);
     for (int i = 0; i < t->n_params; i++) {
         free((char *)t->ps[i].name);
@@ -738,8 +752,8 @@ static pp_status dev_owner(trainer *t, int s, owner *w, pp_err *err) {
     for (int i = 0; i < t->n_params; i++) w->np += !t->ps[i].running && p->outputs[t->ps[i].out].stage == s;
     if (!w->np) return PP_OK;
     w->pidx = calloc((size_t)w->np, sizeof *w->pidx), w->dp = calloc((size_t)w->np, sizeof *w->dp);
-    w->sq = calloc((size_t)w->np, sizeof *w->sq);
-    if (!w->pidx || !w->dp || !w->sq) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    w->sq = calloc((size_t)w->np, sizeof *w->sq), w->node = calloc((size_t)w->np, sizeof *w->node);
+    if (!w->pidx || !w->dp || !w->sq || !w->node) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     w->x = pprt_keeper_peek(t->keep, s, 0, &w->ops);
     pprt_dopt_call c = {.kind = PPRT_DOPT_ADDR, .tensor = -1};
     pp_err e = {0};
@@ -751,8 +765,14 @@ static pp_status dev_owner(trainer *t, int s, owner *w, pp_err *err) {
         if (q->running || p->outputs[q->out].stage != s) continue;
         w->pidx[j] = i;
         pprt_dopt_param *d = &w->dp[j++];
-        *d = (pprt_dopt_param){.off = p->stages[s].out.off[p->outputs[q->out].slot], .numel = q->numel, .w = q->w,
+        const pprt_stage *sg = &p->stages[s];
+        const int tid = sg->send[p->outputs[q->out].slot];
+        *d = (pprt_dopt_param){.off = sg->out.off[p->outputs[q->out].slot], .numel = q->numel, .w = q->w,
                                .m = q->m, .v = q->v};
+        w->node[j - 1] = -1;
+        for (int n = sg->n_nodes - 1; n >= 0 && w->node[j - 1] < 0; n--)
+            for (int k = 0; k < sg->nodes[n].n_out; k++)
+                if (sg->nodes[n].out[k] == tid) w->node[j - 1] = n;
         pp_status st = PP_OK;
         if (!dev_holders(t, q, c.device, d, err, &st)) return st;
     }
@@ -982,16 +1002,19 @@ static pp_status dist_whole(trainer *t, taker *tk, int d, unsigned char *buf, pp
 }
 
 /* The replicas' chain of each owner's gradient sums on the devices (dopt.h
- * HOLD, SUMS, FOLD_HELD; pprt_train_dist.dsend, drecv: NCCL), in buckets of
- * whole weights of about CHAIN_BUCKET elements of the flat sums (a larger
- * weight a bucket of its own): replica 0 sends each bucket on once its run
- * ended (its last micro-batch folded); replica r receives each bucket of
- * the sum of the replicas before it, adds its own micro-batches' held
- * gradients onto it in their order and sends it on; the last sends the
- * whole sums back to every earlier replica. Each addition is the one
- * threads make (the sums of micro-batches 0, 1, ... in order), so the bits
- * are one replica's. Not a ring all-reduce: NCCL's would choose its own
- * order of additions. */
+ * HOLD, EARLY, WAIT, FOLD_HELD; pprt_train_dist.dsend, drecv: NCCL), in
+ * buckets of whole weights of about CHAIN_BUCKET elements of the flat sums
+ * (a larger weight a bucket of its own), on a thread of its own started
+ * before the run: replica 0 sends each bucket on as soon as its last run has
+ * folded it (the executor folds a bucket right after the last of its steps
+ * that writes one of its gradients, while it goes on with the backward of
+ * earlier layers); replica r receives each bucket of the sum of the
+ * replicas before it, adds its own micro-batches' held gradients onto it in
+ * their order once its last run has made the bucket's, and sends it on; the
+ * last sends the whole sums back to every earlier replica. Each addition is
+ * the one threads make (the sums of micro-batches 0, 1, ... in order), so
+ * the bits are one replica's. Not a ring all-reduce: NCCL's would choose its
+ * own order of additions. */
 #define CHAIN_BUCKET ((int64_t)1 << 20)
 
 /* CHAIN_BUCKET, or PPRT_CHAIN_BUCKET elements (the tests' small buckets). */
@@ -1001,36 +1024,151 @@ static int64_t chain_bucket(void) {
     return n > 0 ? (int64_t)n : CHAIN_BUCKET;
 }
 
-static pp_status dev_chain(trainer *t, pp_err *err) {
-    const pprt_train_dist *D = t->o->dist;
+/* Owner w's buckets, once (the same every step), in the flat sums' order;
+ * the chain takes them in the order of the last node that writes one of
+ * their gradients (the backward makes the last layers' first), ties by
+ * position: the plan's order, so every replica takes the same. */
+static pp_status chain_buckets(owner *w, pp_err *err) {
+    if (w->bound) return PP_OK;
     const int64_t bucket = chain_bucket();
+    w->bound = calloc((size_t)w->np + 1, sizeof *w->bound), w->border = calloc((size_t)w->np, sizeof *w->border);
+    int *key = calloc((size_t)w->np, sizeof *key);
+    if (!w->bound || !w->border || !key) {
+        free(key);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
+    int64_t lo = 0;
+    int nb = 0;
+    for (int j = 0; j < w->np; nb++) {
+        int64_t hi = lo;
+        key[nb] = -1;
+        do {
+            hi += (w->dp[j].numel + PP_OPT_CHUNK - 1) / PP_OPT_CHUNK * PP_OPT_CHUNK;
+            key[nb] = w->node[j] > key[nb] ? w->node[j] : key[nb];
+        } while (++j < w->np && hi - lo < bucket);
+        w->bound[nb] = lo;
+        lo = hi;
+    }
+    w->bound[nb] = lo, w->nb = nb;
+    for (int b = 0; b < nb; b++) { /* insertion: stable, so ties keep their position */
+        int k = b;
+        for (; k > 0 && key[w->border[k - 1]] > key[b]; k--) w->border[k] = w->border[k - 1];
+        w->border[k] = b;
+    }
+    free(key);
+    return PP_OK;
+}
+
+/* Before the run: each owner's executor told the step's runs it makes and the buckets its last run folds one by
+ * one (EARLY); the sums' address and the buckets folded before that run's last step counted. */
+static pp_status chain_arm(trainer *t, int runs, pp_err *err) {
+    for (int i = 0; i < t->n_own; i++) {
+        owner *w = &t->own[i];
+        PP_TRY(chain_buckets(w, err));
+        pprt_dopt_call c = {.kind = PPRT_DOPT_EARLY, .runs = runs, .n_buckets = w->nb, .bound = w->bound};
+        PP_TRY(dev_call(t, w, &c, err));
+        if ((size_t)w->bound[w->nb] * sizeof(float) != c.sums_bytes)
+            return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d's sums hold %zu bytes, its weights %lld", w->stage,
+                           c.sums_bytes, (long long)w->bound[w->nb] * 4);
+        w->sums = c.addr, w->sums_bytes = c.sums_bytes;
+        t->chain_mid += c.done;
+    }
+    return PP_OK;
+}
+
+typedef struct chain_job {
+    trainer *t;
+    atomic_bool over;   /* the rank's run has returned */
+    int buckets, early; /* buckets through this rank's part of the chain; of them, before the run returned */
+    pp_status s;
+    pp_err err;
+} chain_job;
+
+/* A device optimizer call from the chain's thread (dev_call's, but for the count of bytes: none cross). */
+static pp_status chain_call(const owner *w, pprt_dopt_call *c, pp_err *err) {
+    pp_err e = {0};
+    const pp_status s = w->ops->dopt(w->x, c, &e);
+    if (s != PP_OK) return PP_WRAP(err, &e, s, "stage %d's device optimizer: %s", w->stage, e.msg);
+    return PP_OK;
+}
+
+static pp_status dev_chain(chain_job *j, pp_err *err) {
+    const trainer *t = j->t;
+    const pprt_train_dist *D = t->o->dist;
     const int R = D->replicas, r = D->replica, P = D->devices, d = D->rank % P;
     for (int i = 0; i < t->n_own; i++) {
         const owner *w = &t->own[i];
-        pprt_dopt_call c = {.kind = PPRT_DOPT_SUMS};
-        PP_TRY(dev_call(t, w, &c, err));
-        float *g = c.addr;
-        int64_t lo = 0;
-        for (int j = 0; j < w->np;) {
-            int64_t hi = lo;
-            do hi += (w->dp[j].numel + PP_OPT_CHUNK - 1) / PP_OPT_CHUNK * PP_OPT_CHUNK;
-            while (++j < w->np && hi - lo < bucket);
-            const size_t b = (size_t)(hi - lo) * sizeof(float);
-            if (r > 0) {
-                PP_TRY(D->drecv(D->ctx, (r - 1) * P + d, g + lo, b, err));
-                pprt_dopt_call f = {.kind = PPRT_DOPT_FOLD_HELD, .lo = lo, .hi = hi};
-                PP_TRY(dev_call(t, w, &f, err));
-            }
-            if (r < R - 1) PP_TRY(D->dsend(D->ctx, (r + 1) * P + d, g + lo, b, err));
-            lo = hi;
+        for (int k = 0; k < w->nb; k++) {
+            const int b = w->border[k];
+            const int64_t lo = w->bound[b];
+            const size_t bytes = (size_t)(w->bound[b + 1] - lo) * sizeof(float);
+            if (r > 0) PP_TRY(D->drecv(D->ctx, (r - 1) * P + d, w->sums + lo, bytes, err));
+            pprt_dopt_call c = {.kind = PPRT_DOPT_WAIT, .bucket = b};
+            PP_TRY(chain_call(w, &c, err));
+            c.kind = PPRT_DOPT_FOLD_HELD;
+            if (r > 0) PP_TRY(chain_call(w, &c, err));
+            if (r < R - 1) PP_TRY(D->dsend(D->ctx, (r + 1) * P + d, w->sums + lo, bytes, err));
+            j->buckets++;
+            j->early += !atomic_load(&j->over);
         }
-        if ((size_t)lo * sizeof(float) != c.sums_bytes)
-            return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d's sums hold %zu bytes, its weights %lld", w->stage,
-                           c.sums_bytes, (long long)lo * 4);
-        for (int e = 0; r == R - 1 && e < R - 1; e++) PP_TRY(D->dsend(D->ctx, e * P + d, g, c.sums_bytes, err));
-        if (r < R - 1) PP_TRY(D->drecv(D->ctx, (R - 1) * P + d, g, c.sums_bytes, err));
+        for (int e = 0; r == R - 1 && e < R - 1; e++) PP_TRY(D->dsend(D->ctx, e * P + d, w->sums, w->sums_bytes, err));
+        if (r < R - 1) PP_TRY(D->drecv(D->ctx, (R - 1) * P + d, w->sums, w->sums_bytes, err));
     }
     return PP_OK;
+}
+
+static void *chain_main(void *arg) {
+    chain_job *j = arg;
+    j->s = dev_chain(j, &j->err);
+    return NULL;
+}
+
+/* The chain's thread joined, after s (the run's and the host's chain): where s failed, first every WAIT woken
+ * (CANCEL) and the chain's transfers stopped, so it ends. The first failure is the one said. */
+static pp_status chain_join(trainer *t, pthread_t th, chain_job *j, pp_status s, pp_err *err) {
+    const pprt_train_dist *D = t->o->dist;
+    if (s != PP_OK) {
+        for (int i = 0; i < t->n_own; i++) {
+            pprt_dopt_call c = {.kind = PPRT_DOPT_CANCEL};
+            pp_err e = {0};
+            t->own[i].ops->dopt(t->own[i].x, &c, &e);
+        }
+        D->dstop(D->ctx);
+    }
+    pthread_join(th, NULL);
+    t->chain_buckets += j->buckets, t->chain_early += j->early;
+    if (s == PP_OK && j->s != PP_OK) return PP_WRAP(err, &j->err, j->s, "%s", j->err.msg);
+    return s;
+}
+
+/* After the run on a rank of replica r: the takers' sums (device 0's losses and sink outputs, the host-folded
+ * gradients) from replica r-1's rank of device d, this replica's added, on to replica r+1's; the last
+ * replica's, of the whole step, back to every earlier replica's rank of device d. */
+static pp_status host_chain(trainer *t, taker *tk, taker *mine[2], int hi, pp_err *err) {
+    const pprt_train_dist *D = t->o->dist;
+    const int R = D->replicas, r = D->replica, P = D->devices, d = D->rank % P;
+    size_t most = 0;
+    for (int e = 0; e < P; e++) most = sums_bytes(t, e) > most ? sums_bytes(t, e) : most;
+    unsigned char *buf = malloc(most ? most : 1);
+    if (!buf) return PP_FAIL(err, PP_ENOMEM, "out of memory for the step's sums");
+    pp_status s = PP_OK;
+    if (r > 0) {
+        s = D->recv(D->ctx, (r - 1) * P + d, buf, sums_bytes(t, d), err);
+        if (s == PP_OK) sums_copy(t, tk, d, buf, false);
+        for (int w = 0; s == PP_OK && w < 2; w++)
+            if (mine[w]) taker_release(mine[w]);
+    }
+    for (int w = 0; s == PP_OK && w < 2; w++)
+        if (mine[w] && mine[w]->next != hi)
+            s = PP_FAIL(err, PP_ERUNTIME, "internal: replica %d's micro-batches reached %lld on device %d, not %d", r,
+                        (long long)mine[w]->next, d, hi);
+    const bool last = r == R - 1;
+    if (s == PP_OK) sums_copy(t, tk, d, buf, true);
+    if (s == PP_OK && !last) s = D->send(D->ctx, (r + 1) * P + d, buf, sums_bytes(t, d), err);
+    if (s == PP_OK && !last) s = dist_whole(t, tk, d, buf, err);
+    for (int e = 0; s == PP_OK && last && e < R - 1; e++) s = D->send(D->ctx, e * P + d, buf, sums_bytes(t, d), err);
+    free(buf);
+    return s;
 }
 
 /* One step on MPI ranks: replica r runs micro-batches [lo, hi) of it. Each
@@ -1042,7 +1180,9 @@ static pp_status dev_chain(trainer *t, pp_err *err) {
  * to every earlier replica's rank of device d. So the sums are added in
  * micro-batch order, as on threads: a chain per device in replica order,
  * not a reduction whose order MPI would choose, and the bits are one
- * replica's; every rank then holds its device's whole sums (dist_reduce). */
+ * replica's; every rank then holds its device's whole sums (dist_reduce).
+ * The device optimizer's sums go the same way on the devices, on the
+ * chain's thread, while the run goes on (dev_chain). */
 static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t step, pprt_array *ins,
                           const pprt_run_opts *run, taker *tk, pp_err *err) {
     const pprt_train_dist *D = t->o->dist;
@@ -1063,31 +1203,18 @@ static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t st
         pprt_dopt_call c = {.kind = PPRT_DOPT_HOLD};
         PP_TRY(dev_call(t, &t->own[i], &c, err));
     }
-    PP_TRY(D->run(D->ctx, t->p, ins, hi - lo, lo, &ro, err));
-    if (R == 1) return PP_OK; /* each rank holds its device's whole sums */
-    size_t most = 0;
-    for (int e = 0; e < P; e++) most = sums_bytes(t, e) > most ? sums_bytes(t, e) : most;
-    unsigned char *buf = malloc(most ? most : 1);
-    if (!buf) return PP_FAIL(err, PP_ENOMEM, "out of memory for the step's sums");
-    pp_status s = PP_OK;
-    if (r > 0) {
-        s = D->recv(D->ctx, (r - 1) * P + d, buf, sums_bytes(t, d), err);
-        if (s == PP_OK) sums_copy(t, tk, d, buf, false);
-        for (int w = 0; s == PP_OK && w < 2; w++)
-            if (mine[w]) taker_release(mine[w]);
+    const bool chain = t->dev && R > 1;
+    chain_job job = {.t = t};
+    pthread_t th;
+    if (chain) {
+        PP_TRY(chain_arm(t, hi - lo, err));
+        if (pthread_create(&th, NULL, chain_main, &job))
+            return PP_FAIL(err, PP_ENOMEM, "cannot start the thread of the replicas' chain of sums");
     }
-    for (int w = 0; s == PP_OK && w < 2; w++)
-        if (mine[w] && mine[w]->next != hi)
-            s = PP_FAIL(err, PP_ERUNTIME, "internal: replica %d's micro-batches reached %lld on device %d, not %d", r,
-                        (long long)mine[w]->next, d, hi);
-    const bool last = r == R - 1;
-    if (s == PP_OK && R > 1) sums_copy(t, tk, d, buf, true);
-    if (s == PP_OK && !last) s = D->send(D->ctx, (r + 1) * P + d, buf, sums_bytes(t, d), err);
-    if (s == PP_OK && !last) s = dist_whole(t, tk, d, buf, err);
-    for (int e = 0; s == PP_OK && last && e < R - 1; e++) s = D->send(D->ctx, e * P + d, buf, sums_bytes(t, d), err);
-    free(buf);
-    if (s == PP_OK && t->dev) s = dev_chain(t, err);
-    return s;
+    pp_status s = D->run(D->ctx, t->p, ins, hi - lo, lo, &ro, err);
+    atomic_store(&job.over, true);
+    if (s == PP_OK && R > 1) s = host_chain(t, tk, mine, hi, err); /* else each rank holds its device's sums */
+    return chain ? chain_join(t, th, &job, s, err) : s;
 }
 
 /* Rank 0's weights and their optimizer state to every other rank, at the
@@ -1924,6 +2051,11 @@ static void log_end(pp_json *js, const trainer *t, const pprt_train_stats *st) {
     pp_json_add_string(js, js->root, "optimizer", t->dev ? "device" : "host");
     pp_json_add_string(js, js->root, "optimizer_steps", t->o->dist ? "each rank its own device's weights" : "every weight");
     pp_json_add_string(js, js->root, "gradient_chain", chain_path(t, t->dev));
+    if (t->chain_buckets) { /* this rank's (rank 0's: device 0's) part of the chain on the devices, over the steps */
+        pp_json_add_number(js, js->root, "chain_buckets", (double)t->chain_buckets);
+        pp_json_add_number(js, js->root, "chain_buckets_before_run_end", (double)t->chain_early);
+        pp_json_add_number(js, js->root, "chain_buckets_folded_mid_run", (double)t->chain_mid);
+    }
     if (!t->dev) pp_json_add_string(js, js->root, "optimizer_why", t->dev_why[0] ? t->dev_why : "no stage ran yet");
     pp_json_add_number(js, js->root, "skipped_steps", (double)st->skipped);
     if (t->seed) pp_json_add_number(js, js->root, "loss_scale", t->scale);

@@ -52,13 +52,17 @@ typedef struct pprt_train_dist {
     pp_status (*send)(void *ctx, int rank, const void *buf, size_t bytes, pp_err *err);
     pp_status (*recv)(void *ctx, int rank, void *buf, size_t bytes, pp_err *err);
     /* The replicas' chain of gradient sums on the devices (--transport nccl
-     * with replicas: train.c dev_chain): dev_chain says it is open, and
+     * with replicas: train.c dev_chain, on a thread of its own while the
+     * run goes on): dev_chain says it is open, and
      * dsend/drecv move device memory (this rank's backward stage's device)
      * to and from the rank of the same device in another replica, device to
      * device, returning once the transfer completed. */
     bool dev_chain;
     pp_status (*dsend)(void *ctx, int rank, const void *dev_buf, size_t bytes, pp_err *err);
     pp_status (*drecv)(void *ctx, int rank, void *dev_buf, size_t bytes, pp_err *err);
+    /* From another thread: the chain's transfers under way and to come fail at once (the step failed; the
+     * chain's thread, in dsend or drecv, ends). */
+    void (*dstop)(void *ctx);
     /* The last run's seconds in this rank's forward and backward stage's
      * executors and its wall seconds (the rank's device time): the log's
      * stage_busy_s and bubble; then its device's stash: the most entries it

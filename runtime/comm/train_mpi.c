@@ -78,6 +78,7 @@ typedef struct tm_ctx {
     pprt_p2p **rc;
     pprt_stream *rs;
     pprt_event *rev;
+    atomic_bool rstop; /* pprt_train_dist.dstop: the chain's transfers fail */
     /* the last run's: the two stages' executor seconds, its wall seconds, the stash's peak and entry bytes
      * (pprt_train_dist.busy) */
     double busy[PPRT_DIST_BUSY];
@@ -543,13 +544,18 @@ static pp_status chain_xfer(void *ctx, int rank, void *buf, size_t bytes, bool s
     pp_err e = {0};
     pp_status s = send ? k->ops->send(k, buf, bytes, c->rs, &e) : k->ops->recv(k, buf, bytes, c->rs, &e);
     if (s == PP_OK) s = mem->record(c->rev, c->rs, &e);
-    if (s == PP_OK) s = pprt_event_poll(mem, c->rev, NULL, chain_check, k, &e);
+    if (s == PP_OK) s = pprt_event_poll(mem, c->rev, &c->rstop, chain_check, k, &e);
     if (s != PP_OK) {
         k->ops->abort(k);
         return PP_FAIL(err, s, "the replicas' chain of sums %s %s (%s, %zu bytes): %s", send ? "to" : "from", who,
                        k->ops->name, bytes, e.msg);
     }
     return PP_OK;
+}
+
+static void chain_stop(void *ctx) {
+    tm_ctx *c = ctx;
+    atomic_store(&c->rstop, true);
 }
 
 static pp_status chain_send(void *ctx, int rank, const void *buf, size_t bytes, pp_err *err) {
@@ -605,7 +611,7 @@ pp_status pprt_train_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_train_opts 
     *out = (pprt_train_dist){.ctx = &the_ctx, .rank = m->rank, .size = m->size, .devices = p->train_devices,
                              .replica = m->replica, .replicas = m->replicas, .run = run_device, .send = send_bytes,
                              .recv = recv_bytes, .dev_chain = the_ctx.rc != NULL, .dsend = chain_send,
-                             .drecv = chain_recv, .busy = run_busy, .node_ms = run_node_ms,
+                             .drecv = chain_recv, .dstop = chain_stop, .busy = run_busy, .node_ms = run_node_ms,
                              .keep_trace = run_keep_trace, .gather_trace = run_gather_trace};
     return PP_OK;
 }

@@ -22,6 +22,7 @@
 #include "../exec.h"
 #include "cuda_backend.h"
 #include "cuplan.h"
+#include "early.h"
 #include "gcache.h"
 #include "mem_emu.h"
 
@@ -525,6 +526,9 @@ struct pprt_exec {
         bool hold;           /* HOLD: the runs' gradients into held[] (dopt.h) */
         int n_held, cap_held;
         float **held;        /* [cap_held] flat buffers of T, the gaps +0 */
+        pcu_early early;     /* EARLY: the step's last run folds by bucket (early.h) */
+        float *into;         /* that run's: the sums or its held buffer */
+        bool into_a;         /* that run's fold copies (the step's first, a held run) */
     } dopt;
 };
 
@@ -552,6 +556,7 @@ static void emu_destroy(pprt_exec *x) {
     free(d->ps), free(d->off), free(d->tab), free(d->w), free(d->g), free(d->m), free(d->v), free(d->part), free(d->sq);
     for (int i = 0; i < d->cap_held; i++) free(d->held[i]);
     free(d->held);
+    pcu_early_free(&d->early);
     free(x);
 }
 
@@ -653,11 +658,11 @@ int64_t *pprt_cuda_optg_layout(const pprt_dopt_param *ps, int np, int64_t *off, 
     return tab;
 }
 
-/* A run's gradients into the sums: the step's first copied, the later ones added (OPTG FOLD, one launch); under
- * HOLD copied into a held buffer of their own. */
-static pp_status emu_dopt_fold(pprt_exec *x, const unsigned char *out, pp_err *err) {
+/* Where a run's gradients go: the sums (the step's first copied, the later ones added) or, under HOLD, a held
+ * buffer of their own (copied). Before the run's folds: a held buffer is counted before any bucket is ready. */
+static pp_status emu_fold_target(pprt_exec *x, pp_err *err) {
     struct emu_dopt *d = &x->dopt;
-    float *into = d->g;
+    d->into = d->g, d->into_a = d->first || d->hold;
     if (d->hold) {
         if (d->n_held == d->cap_held) {
             float **h = realloc(d->held, (size_t)(d->cap_held + 1) * sizeof *h);
@@ -668,28 +673,43 @@ static pp_status emu_dopt_fold(pprt_exec *x, const unsigned char *out, pp_err *e
                                x->st->index);
             d->cap_held++;
         }
-        into = d->held[d->n_held++];
+        d->into = d->held[d->n_held++];
     }
-    const pcu_optg k = {.mode = PCU_OPTG_FOLD, .has_a = d->first || d->hold, .n = d->T, .np = d->np,
-                        .chunks = d->T / PCU_OPTG_CHUNK};
-    void *op[PCU_KERNEL_OPS] = {into, (void *)out, NULL, d->tab};
-    for (int64_t i = 0; i < k.n; i++) pcu_kernel_call(PCU_K_OPTG, &k, op, NULL, i, 0);
     if (!d->hold) d->first = false;
     return PP_OK;
 }
 
-/* FOLD_HELD: each held run's [lo, hi) added onto the sums' in order, as OPTG FOLD adds (one weight spanning it). */
+/* OPTG FOLD of the run's gradients in message out, elements [lo, hi) of the flat buffers, into the target. */
+static void emu_fold_range(struct emu_dopt *d, const unsigned char *out, int64_t lo, int64_t hi) {
+    const pcu_optg k = {.mode = PCU_OPTG_FOLD, .has_a = d->into_a, .n = hi - lo, .np = d->np,
+                        .chunks = d->T / PCU_OPTG_CHUNK, .lo = lo};
+    void *op[PCU_KERNEL_OPS] = {d->into, (void *)out, NULL, d->tab};
+    for (int64_t i = 0; i < k.n; i++) pcu_kernel_call(PCU_K_OPTG, &k, op, NULL, i, 0);
+}
+
+/* The step's last run under EARLY: the folds of the buckets whose last step is i (-1: before the first), each
+ * ready once done (the engine's event, as a flag). */
+static void emu_early_after(pprt_exec *x, int i) {
+    struct emu_dopt *d = &x->dopt;
+    for (int b = 0; b < d->early.n; b++)
+        if (d->early.after[b] == i) {
+            emu_fold_range(d, x->mem[PCU_SP_OUT], d->early.bound[b], d->early.bound[b + 1]);
+            pcu_early_ready(&d->early, b);
+        }
+}
+
+/* FOLD_HELD: each held run's bucket added onto the sums' in order, as OPTG FOLD adds (one weight spanning it). */
 static pp_status emu_fold_held(struct emu_dopt *d, const pprt_dopt_call *c, pp_err *err) {
-    if (c->lo < 0 || c->hi > d->T || c->lo > c->hi || c->lo % PCU_OPTG_CHUNK)
-        return PP_FAIL(err, PP_ERUNTIME, "internal: FOLD_HELD [%lld, %lld) of %lld", (long long)c->lo,
-                       (long long)c->hi, (long long)d->T);
-    const int64_t n = c->hi - c->lo, C = (n + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK;
+    if (c->bucket < 0 || c->bucket >= d->early.n)
+        return PP_FAIL(err, PP_ERUNTIME, "internal: FOLD_HELD of bucket %d of %d", c->bucket, d->early.n);
+    const int64_t lo = d->early.bound[c->bucket], n = d->early.bound[c->bucket + 1] - lo;
+    const int64_t C = (n + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK;
     int64_t *tab = calloc(pp_count(4 + (size_t)C), sizeof *tab);
     if (!tab) return PP_FAIL(err, PP_ENOMEM, "out of memory");
     tab[2] = n, tab[3] = C;
     const pcu_optg k = {.mode = PCU_OPTG_FOLD, .n = n, .np = 1, .chunks = C};
     for (int j = 0; j < d->n_held; j++) {
-        void *op[PCU_KERNEL_OPS] = {d->g + c->lo, d->held[j] + c->lo, NULL, tab};
+        void *op[PCU_KERNEL_OPS] = {d->g + lo, d->held[j] + lo, NULL, tab};
         for (int64_t i = 0; i < n; i++) pcu_kernel_call(PCU_K_OPTG, &k, op, NULL, i, 0);
     }
     free(tab);
@@ -741,7 +761,11 @@ static pp_status emu_dopt(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     case PPRT_DOPT_BIND: return emu_dopt_bind(x, c, err);
     case PPRT_DOPT_BEGIN: d->first = true, d->hold = false, d->n_held = 0; return PP_OK;
     case PPRT_DOPT_HOLD: d->hold = true; return PP_OK;
-    case PPRT_DOPT_SUMS: c->addr = d->g, c->device = x->device, c->sums_bytes = (size_t)d->T * sizeof(float); return PP_OK;
+    case PPRT_DOPT_EARLY:
+        c->addr = d->g, c->device = x->device, c->sums_bytes = (size_t)d->T * sizeof(float);
+        return pcu_early_arm(&d->early, &x->pl, d->ps, d->off, d->np, d->T, c, x->st->index, err);
+    case PPRT_DOPT_WAIT: return pcu_early_wait(&d->early, c->bucket, x->st->index, err);
+    case PPRT_DOPT_CANCEL: pcu_early_end(&d->early, false); return PP_OK;
     case PPRT_DOPT_FOLD_HELD: return emu_fold_held(d, c, err);
     case PPRT_DOPT_NORM: {
         if (c->mean || c->unscale)
@@ -826,13 +850,16 @@ pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_er
     /* the engine's graph (gcache.h): the same lookups, a capture where it would capture */
     bool has_host = false;
     for (int i = 0; i < x->pl.n_steps; i++) has_host = has_host || x->pl.steps[i].kind == PCU_S_HOST;
-    if (x->graphs && !has_host && x->runs > 0 && !pcu_gcache_find(&x->gc, dev_in, dev_out)) {
+    /* the step's last run under EARLY: no graph (its folds and events go between the steps) */
+    if (x->graphs && !has_host && x->runs > 0 && !x->dopt.early.on && !pcu_gcache_find(&x->gc, dev_in, dev_out)) {
         void *out = NULL;
         pcu_gcache_put(&x->gc, dev_in, dev_out, (void *)&x->gc, &out);
     }
     x->runs++;
     int *ew = (int *)(x->mem[PCU_SP_WORK] + PCU_WORK_ERR);
     *ew = 0;
+    const bool early = x->dopt.early.on;
+    if (early) emu_early_after(x, -1);
     for (int i = 0; i < x->pl.n_steps; i++) {
         const pcu_step *s = &x->pl.steps[i];
         const double t0 = now_s();
@@ -870,6 +897,7 @@ pp_status pprt_cuda_emu_run_dev(pprt_exec *x, void *dev_in, void *dev_out, pp_er
             return PP_FAIL(err, PP_EINVAL, "node '%s' (%s): an index is out of range", n->name,
                            pp_op_table[n->op].name);
         }
+        if (early) emu_early_after(x, i);
     }
     return PP_OK;
 }
@@ -885,9 +913,14 @@ static pp_status emu_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err
         snprintf(what, sizeof what, "stage %d's outgoing message", x->st->index);
         if (x->st->out.bytes) PP_TRY(pprt_emu_check(out_msg, x->st->out.bytes, x->device, what, err));
     }
-    PP_TRY(pprt_cuda_emu_run_dev(x, (void *)in_msg, out_msg, err));
-    if (x->dopt.np) PP_TRY(emu_dopt_fold(x, out_msg, err));
-    return PP_OK;
+    struct emu_dopt *d = &x->dopt;
+    if (!d->np) return pprt_cuda_emu_run_dev(x, (void *)in_msg, out_msg, err);
+    pcu_early_begin(&d->early);
+    pp_status s = emu_fold_target(x, err);
+    if (s == PP_OK) s = pprt_cuda_emu_run_dev(x, (void *)in_msg, out_msg, err);
+    if (s == PP_OK && !d->early.on) emu_fold_range(d, out_msg, 0, d->T); /* the whole run's in one */
+    if (d->early.on) pcu_early_end(&d->early, s == PP_OK);
+    return s;
 }
 
 static const double *emu_node_seconds(const pprt_exec *x) { return x->node_s; }

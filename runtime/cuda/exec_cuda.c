@@ -39,6 +39,7 @@
 #include "cuda_backend.h"
 #include "cuplan.h"
 #include "dnn.h"
+#include "early.h"
 #include "gcache.h"
 
 /* kernels.cu: launch own kernel `kind` (its row of kernels.def) over n threads; op: PCU_KERNEL_OPS operands. */
@@ -100,10 +101,19 @@ struct pprt_exec {
         bool hold;                    /* HOLD: the runs' gradients into held[] (dopt.h) */
         int n_held, cap_held;
         float **held;                 /* [cap_held] device: flat buffers of T, the gaps +0 */
+        float *into;                  /* the run's fold: into the sums or its held buffer */
+        bool into_a;                  /* the fold copies (the step's first run, a held run) */
+        /* EARLY (early.h): the step's last run folds by bucket; per bucket an event behind its fold and three
+         * parameter blocks (its fold copying, adding; FOLD_HELD's), and the chain's stream for FOLD_HELD */
+        pcu_early early;
+        int cap_b;
+        cudaEvent_t *bev;
+        unsigned char *bblk, *hbblk;  /* device, host: 3 cap_b blocks */
+        cudaStream_t cs;
     } dopt;
 };
 
-enum { DOPT_FOLD_COPY, DOPT_FOLD_ADD, DOPT_SCALE, DOPT_SQ, DOPT_SUM, DOPT_CLIP, DOPT_OPT, DOPT_FLAT, DOPT_BLOCKS };
+enum { DOPT_FOLD_COPY, DOPT_FOLD_ADD, DOPT_SCALE, DOPT_SQ, DOPT_SUM, DOPT_CLIP, DOPT_OPT, DOPT_BLOCKS };
 #define DOPT_BLK 256
 
 /* ---- errors ------------------------------------------------------------------------------------ */
@@ -430,6 +440,11 @@ static void cuda_destroy(pprt_exec *x) {
     cudaFree(x->dopt.mem);
     for (int i = 0; i < x->dopt.cap_held; i++) cudaFree(x->dopt.held[i]);
     free(x->dopt.ps), free(x->dopt.off), free(x->dopt.hblk), free(x->dopt.held);
+    for (int b = 0; b < x->dopt.cap_b; b++) cudaEventDestroy(x->dopt.bev[b]);
+    if (x->dopt.cs) cudaStreamDestroy(x->dopt.cs);
+    cudaFree(x->dopt.bblk);
+    free(x->dopt.bev), free(x->dopt.hbblk);
+    pcu_early_free(&x->dopt.early);
     free(x);
 }
 
@@ -622,10 +637,14 @@ static pp_status cuda_create(const pprt_plan *p, const pprt_stage *st, const ppr
 
 /* ---- run ---------------------------------------------------------------------------------------------------- */
 
+static pp_status early_after(pprt_exec *x, int i, pp_err *err);
+
 static pp_status issue(pprt_exec *x, pp_err *err) {
     int *ew = (int *)(x->mem[PCU_SP_WORK] + PCU_WORK_ERR);
+    const bool early = x->dopt.early.on; /* never under capture (pprt_cuda_run_dev) */
     CU(x, -1, cudaMemsetAsync(ew, 0, sizeof(int), x->stream));
     if (x->prof) CU(x, -1, cudaEventRecord(x->ev[0], x->stream));
+    if (early) PP_TRY(early_after(x, -1, err));
     for (int i = 0; i < x->pl.n_steps; i++) {
         const pcu_step *s = &x->pl.steps[i];
         dstep *d = &x->ds[i];
@@ -645,6 +664,7 @@ static pp_status issue(pprt_exec *x, pp_err *err) {
                                            cudaMemcpyDeviceToDevice, x->stream));
         }
         if (x->sync_each) CU(x, s->node, cudaStreamSynchronize(x->stream));
+        if (early) PP_TRY(early_after(x, i, err));
     }
     if (x->prof) CU(x, -1, cudaEventRecord(x->ev[x->pl.n_steps], x->stream));
     CU(x, -1, cudaMemcpyAsync(x->pin_err, ew, sizeof(int), cudaMemcpyDeviceToHost, x->stream));
@@ -656,7 +676,8 @@ pp_status pprt_cuda_run_dev(pprt_exec *x, const void *dev_in, void *dev_out, pp_
     PP_TRY(pcu_check_msgs(x->st->index, dev_in, dev_out, err));
     x->mem[PCU_SP_IN] = (unsigned char *)dev_in; /* the links' buffers */
     x->mem[PCU_SP_OUT] = dev_out;
-    const bool graph = x->graphs && !x->has_host && !x->sync_each && !x->prof && x->runs > 0;
+    /* the step's last run under EARLY launches its steps with the buckets' folds and events between them */
+    const bool graph = x->graphs && !x->has_host && !x->sync_each && !x->prof && x->runs > 0 && !x->dopt.early.on;
     cudaGraphExec_t ge = graph ? (cudaGraphExec_t)pcu_gcache_find(&x->gc, dev_in, dev_out) : NULL;
     cudaGraphExec_t drop = NULL;
     if (graph && !ge) {
@@ -703,10 +724,11 @@ static pp_status dopt_optg(pprt_exec *x, int blk, int64_t n, const void *msg, pp
     return dopt_optg_at(x, blk, n, x->dopt.g, msg, x->dopt.tab, err);
 }
 
-/* A run's gradients into the sums, on the stream after its steps (outside its graph): one OPTG FOLD over the
- * flat buffer, the step's first copied, the later ones added; under HOLD copied into a held buffer. */
-static pp_status dopt_fold(pprt_exec *x, const unsigned char *out, pp_err *err) {
+/* Where a run's gradients go (before its steps): the sums, the step's first copied, the later ones added; under
+ * HOLD a held buffer of their own, copied (counted before any bucket is ready: early.h). */
+static pp_status dopt_target(pprt_exec *x, pp_err *err) {
     struct cu_dopt *d = &x->dopt;
+    d->into = d->g, d->into_a = d->first || d->hold;
     if (d->hold) {
         if (d->n_held == d->cap_held) {
             float **h = realloc(d->held, (size_t)(d->cap_held + 1) * sizeof *h);
@@ -716,10 +738,66 @@ static pp_status dopt_fold(pprt_exec *x, const unsigned char *out, pp_err *err) 
             d->cap_held++;
             CU(x, -1, cudaMemsetAsync(h[d->cap_held - 1], 0, (size_t)d->T * sizeof(float), x->stream));
         }
-        return dopt_optg_at(x, DOPT_FOLD_COPY, d->T, d->held[d->n_held++], out, d->tab, err);
+        d->into = d->held[d->n_held++];
     }
-    PP_TRY(dopt_optg(x, d->first ? DOPT_FOLD_COPY : DOPT_FOLD_ADD, d->T, out, err));
-    d->first = false;
+    if (!d->hold) d->first = false;
+    return PP_OK;
+}
+
+/* The buckets whose last step is i (-1: before the first) folded on the stream behind it (OPTG FOLD over the
+ * bucket's elements), an event recorded behind each, each then ready (early.h). */
+static pp_status early_after(pprt_exec *x, int i, pp_err *err) {
+    struct cu_dopt *d = &x->dopt;
+    for (int b = 0; b < d->early.n; b++) {
+        if (d->early.after[b] != i) continue;
+        void *op[PCU_KERNEL_OPS] = {d->into, x->mem[PCU_SP_OUT], d->part, d->tab, d->sq};
+        const unsigned char *blk = d->bblk + (size_t)(3 * b + (d->into_a ? 0 : 1)) * DOPT_BLK;
+        CU(x, -1, (cudaError_t)pcu_launch(PCU_K_OPTG, blk, op, NULL, d->early.bound[b + 1] - d->early.bound[b], 0,
+                                          x->stream));
+        CU(x, -1, cudaEventRecord(d->bev[b], x->stream));
+        pcu_early_ready(&d->early, b);
+    }
+    return PP_OK;
+}
+
+/* EARLY: the buckets armed (early.h), their events and parameter blocks made where there are more than before,
+ * the blocks uploaded (the stream is idle between runs), the chain's stream made once. */
+static pp_status dopt_early(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
+    struct cu_dopt *d = &x->dopt;
+    c->addr = d->g, c->device = x->device, c->sums_bytes = (size_t)d->T * sizeof(float);
+    PP_TRY(pcu_early_arm(&d->early, &x->pl, d->ps, d->off, d->np, d->T, c, x->st->index, err));
+    const int n = d->early.n;
+    if (!d->cs) CU(x, -1, cudaStreamCreateWithFlags(&d->cs, cudaStreamNonBlocking));
+    if (n > d->cap_b) {
+        cudaEvent_t *ev = realloc(d->bev, (size_t)n * sizeof *ev);
+        if (!ev) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        d->bev = ev;
+        for (; d->cap_b < n; d->cap_b++) CU(x, -1, cudaEventCreateWithFlags(&ev[d->cap_b], cudaEventDisableTiming));
+        free(d->hbblk);
+        cudaFree(d->bblk);
+        d->bblk = NULL;
+        if (!(d->hbblk = calloc((size_t)3 * n, DOPT_BLK))) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        CU(x, -1, cudaMalloc((void **)&d->bblk, (size_t)3 * n * DOPT_BLK));
+    }
+    for (int b = 0; b < n; b++) {
+        const int64_t lo = d->early.bound[b], m = d->early.bound[b + 1] - lo;
+        const pcu_optg k[3] = {
+            {.mode = PCU_OPTG_FOLD, .has_a = 1, .n = m, .np = d->np, .chunks = d->T / PCU_OPTG_CHUNK, .lo = lo},
+            {.mode = PCU_OPTG_FOLD, .has_a = 0, .n = m, .np = d->np, .chunks = d->T / PCU_OPTG_CHUNK, .lo = lo},
+            {.mode = PCU_OPTG_FOLD, .n = m, .np = 1, .chunks = (m + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK}};
+        memcpy(d->hbblk + (size_t)3 * b * DOPT_BLK, &k[0], sizeof k[0]);
+        memcpy(d->hbblk + (size_t)(3 * b + 1) * DOPT_BLK, &k[1], sizeof k[1]);
+        memcpy(d->hbblk + (size_t)(3 * b + 2) * DOPT_BLK, &k[2], sizeof k[2]);
+    }
+    CU(x, -1, cudaMemcpyAsync(d->bblk, d->hbblk, (size_t)3 * n * DOPT_BLK, cudaMemcpyHostToDevice, x->stream));
+    CU(x, -1, cudaStreamSynchronize(x->stream));
+    return PP_OK;
+}
+
+/* WAIT: the bucket's fold launched (early.h), then its event. */
+static pp_status dopt_wait(pprt_exec *x, const pprt_dopt_call *c, pp_err *err) {
+    PP_TRY(pcu_early_wait(&x->dopt.early, c->bucket, x->st->index, err));
+    CU(x, -1, cudaEventSynchronize(x->dopt.bev[c->bucket]));
     return PP_OK;
 }
 
@@ -841,18 +919,19 @@ static pp_status dopt_get(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     return PP_OK;
 }
 
-/* FOLD_HELD: each held run's [lo, hi) added onto the sums' in its order (OPTG FOLD by the flat table). */
+/* FOLD_HELD: each held run's bucket added onto the sums' in its order (OPTG FOLD by the flat table), on the
+ * chain's stream: the executor's may still run the last run's steps. */
 static pp_status dopt_fold_held(pprt_exec *x, const pprt_dopt_call *c, pp_err *err) {
     struct cu_dopt *d = &x->dopt;
-    if (c->lo < 0 || c->hi > d->T || c->lo > c->hi || c->lo % PCU_OPTG_CHUNK)
-        return PP_FAIL(err, PP_ERUNTIME, "internal: FOLD_HELD [%lld, %lld) of %lld", (long long)c->lo,
-                       (long long)c->hi, (long long)d->T);
-    const int64_t n = c->hi - c->lo;
-    const pcu_optg k = {.mode = PCU_OPTG_FOLD, .n = n, .np = 1, .chunks = (n + PCU_OPTG_CHUNK - 1) / PCU_OPTG_CHUNK};
-    PP_TRY(dopt_blocks(x, &k, DOPT_FLAT, 1, NULL, err));
-    for (int j = 0; j < d->n_held; j++)
-        PP_TRY(dopt_optg_at(x, DOPT_FLAT, n, d->g + c->lo, d->held[j] + c->lo, d->ftab, err));
-    CU(x, -1, cudaStreamSynchronize(x->stream));
+    if (c->bucket < 0 || c->bucket >= d->early.n)
+        return PP_FAIL(err, PP_ERUNTIME, "internal: FOLD_HELD of bucket %d of %d", c->bucket, d->early.n);
+    const int64_t lo = d->early.bound[c->bucket], n = d->early.bound[c->bucket + 1] - lo;
+    const unsigned char *blk = d->bblk + (size_t)(3 * c->bucket + 2) * DOPT_BLK;
+    for (int j = 0; j < d->n_held; j++) {
+        void *op[PCU_KERNEL_OPS] = {d->g + lo, d->held[j] + lo, d->part, d->ftab, d->sq};
+        CU(x, -1, (cudaError_t)pcu_launch(PCU_K_OPTG, blk, op, NULL, n, 0, d->cs));
+    }
+    CU(x, -1, cudaStreamSynchronize(d->cs));
     return PP_OK;
 }
 
@@ -865,10 +944,9 @@ static pp_status cuda_dopt(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     case PPRT_DOPT_BIND: return dopt_bind(x, c, err);
     case PPRT_DOPT_BEGIN: x->dopt.first = true, x->dopt.hold = false, x->dopt.n_held = 0; return PP_OK;
     case PPRT_DOPT_HOLD: x->dopt.hold = true; return PP_OK;
-    case PPRT_DOPT_SUMS: /* the folds done: the caller's transfer reads them on another stream */
-        CU(x, -1, cudaStreamSynchronize(x->stream));
-        c->addr = x->dopt.g, c->device = x->device, c->sums_bytes = (size_t)x->dopt.T * sizeof(float);
-        return PP_OK;
+    case PPRT_DOPT_EARLY: return dopt_early(x, c, err);
+    case PPRT_DOPT_WAIT: return dopt_wait(x, c, err);
+    case PPRT_DOPT_CANCEL: pcu_early_end(&x->dopt.early, false); return PP_OK;
     case PPRT_DOPT_FOLD_HELD: return dopt_fold_held(x, c, err);
     case PPRT_DOPT_NORM: return dopt_norm(x, c, err);
     case PPRT_DOPT_STEP: return dopt_step(x, c, err);
@@ -880,8 +958,18 @@ static pp_status cuda_dopt(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
 /* Device messages in, device messages out: the steps, then the stream
  * synchronized (the outgoing message complete, the error flag known). */
 static pp_status cuda_run(pprt_exec *x, const void *in_msg, void *out_msg, pp_err *err) {
-    PP_TRY(pprt_cuda_run_dev(x, in_msg, out_msg, err));
-    if (x->dopt.np) PP_TRY(dopt_fold(x, out_msg, err));
+    struct cu_dopt *d = &x->dopt;
+    if (d->np) {
+        pcu_early_begin(&d->early);
+        pp_status s = dopt_target(x, err);
+        if (s == PP_OK) s = pprt_cuda_run_dev(x, in_msg, out_msg, err);
+        if (s == PP_OK && !d->early.on) /* the whole run's gradients in one fold, outside its graph */
+            s = dopt_optg_at(x, d->into_a ? DOPT_FOLD_COPY : DOPT_FOLD_ADD, d->T, d->into, out_msg, d->tab, err);
+        if (d->early.on) pcu_early_end(&d->early, s == PP_OK);
+        PP_TRY(s);
+    } else {
+        PP_TRY(pprt_cuda_run_dev(x, in_msg, out_msg, err));
+    }
     CU(x, -1, cudaStreamSynchronize(x->stream));
     for (int i = 0; x->prof && i < x->pl.n_steps; i++) { /* step i lies between events i and i + 1 */
         float ms = 0;

@@ -3154,9 +3154,11 @@ PCU_HD void pcu_opt_at(const pcu_opt *k, float *w, const float *g, float *m, flo
  * in g (tab[4p]), its gradient's first float in the stage's outgoing
  * message x (tab[4p + 1]), its elements (tab[4p + 2]) and chunks
  * (tab[4p + 3]); then per chunk of g its weight (tab[4 np + c]).
- *   FOLD   thread i over g: where i is an element of weight p (not a gap),
- *          g[i] = x[...] (has_a: the step's first micro-batch) or g[i] +
- *          x[...] (the host fold's float addition, in micro-batch order);
+ *   FOLD   thread i over g from element lo on (a bucket of the replicas'
+ *          chain; 0: all of g): where lo + i is an element of weight p (not
+ *          a gap), g[lo + i] = x[...] (has_a: the step's first micro-batch)
+ *          or g[lo + i] + x[...] (the host fold's float addition, in
+ *          micro-batch order);
  *   SCALE  thread i: g[i] x a (has_a) then x b (has_b), float products: the
  *          mean over micro-batches and the loss scale's reciprocal, or the
  *          clipping factor;
@@ -3175,11 +3177,13 @@ typedef struct pcu_optg {
     int64_t n;      /* threads: elements of g (FOLD, SCALE), chunks (SQ), weights (SUM) */
     int64_t np;     /* FOLD, SUM: the weights (tab's) */
     int64_t chunks; /* FOLD, SUM: the chunks of g (part's entries) */
+    int64_t lo;     /* FOLD: thread i's element of g is lo + i */
 } pcu_optg;
 
 PCU_HD void pcu_optg_at(const pcu_optg *k, float *g, const float *x, double *part, const int64_t *tab, double *sq,
                         int64_t i) {
     if (k->mode == PCU_OPTG_FOLD) {
+        i += k->lo;
         const int64_t p = tab[4 * k->np + i / PCU_OPTG_CHUNK], e = i - tab[4 * p];
         if (e >= tab[4 * p + 2]) return; /* a gap */
         const float v = x[tab[4 * p + 1] + e];

@@ -23,9 +23,14 @@
 #   - torchvision ResNet-18 (random weights, training-mode BatchNorm, 32x32,
 #     batch 2, 4 micro-batches) at -np 2 and -np 4 --replicas 2 over NCCL,
 #     AdamW and SGD with clipping: its 102 weights and running statistics;
+#     at -np 4 with buckets of 1M elements and of one chunk (a bucket a
+#     weight), the last run folding bucket by bucket as its steps write them
+#     and the chain's thread sending some of rank 0's buckets before its
+#     backward ended (the log's chain_buckets_before_run_end);
 #   - --checkpoint under the device chain, then --resume: the unbroken run;
 #   - an emulated NCCL failure in the replicas' chain ends every rank (exit
-#     1) naming the call and the rank; a rank killed mid-step (-pp 1 x 3
+#     1) naming the call and the rank, and so does one on a boundary while
+#     the chain's thread waits for the last run's buckets; a rank killed mid-step (-pp 1 x 3
 #     replicas, the chain on the devices) ends every rank within
 #     --mpi-timeout, naming the dead rank (tests/mpi/kill.sh, both modes).
 # About 120 s on 2 cores. Built without MPI, or without cuda-emu: skipped (77).
@@ -146,15 +151,31 @@ for opt in "--optimizer adamw --lr 1e-3 --clip-norm 1.0" "--optimizer sgd --lr 0
   tag=r18-${o[1]}
   expect_rc 0 th-$tag.txt "$PPRT" r2.plan rdata "${rc[@]}" "${o[@]}" --save-weights th-$tag --log-json th-$tag.json
   for np_ in 2 4; do
-    expect_rc 0 mpi$np_-$tag.txt "${M[@]}" -np $np_ "$PPRT" r2.plan rdata "${rc[@]}" "${o[@]}" --transport nccl \
-      --replicas $((np_ / 2)) --save-weights mpi$np_-$tag --log-json mpi$np_-$tag.json
+    bk=(); [ $np_ = 4 ] && [ "${o[1]}" = sgd ] && bk=(-x PPRT_CHAIN_BUCKET=4096) # each weight a bucket of its own
+    expect_rc 0 mpi$np_-$tag.txt "${M[@]}" -np $np_ "${bk[@]}" "$PPRT" r2.plan rdata "${rc[@]}" "${o[@]}" \
+      --transport nccl --replicas $((np_ / 2)) --save-weights mpi$np_-$tag --log-json mpi$np_-$tag.json
     same_run th-$tag mpi$np_-$tag
   done
   paths mpi4-$tag.json device devices
 done
 ls mpi4-r18-sgd | grep -q running_mean || { echo "FAIL: no running statistics among ResNet-18's weights"; exit 1; }
+# the chain inside the backward: rank 0 (device 0 of replica 0) sends buckets while its backward still runs; with
+# one-chunk buckets it has one per weight of its device
+"$PY" - mpi4-r18-adamw.json mpi4-r18-sgd.json << 'PYEND'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+steps = len(a["steps"]) - 1  # the first step is the host's
+for l in (a, b):
+    assert l["chain_buckets"] % steps == 0 and l["chain_buckets_folded_mid_run"] == l["chain_buckets"], l
+assert b["chain_buckets"] // steps > 4 * (a["chain_buckets"] // steps), (a["chain_buckets"], b["chain_buckets"])
+early = a["chain_buckets_before_run_end"] + b["chain_buckets_before_run_end"]
+assert early >= 1, "no bucket left rank 0 before its backward ended"
+print("mpi_train_cuda: rank 0's buckets a step: %d, %d; sent before its backward ended: %d of %d"
+      % (a["chain_buckets"] // steps, b["chain_buckets"] // steps, early, a["chain_buckets"] + b["chain_buckets"]))
+PYEND
+checks=$((checks + 1))
 echo "mpi_train_cuda: ResNet-18 (32x32, training-mode BatchNorm) at -np 2 and 4 (--replicas 2) over NCCL, AdamW and" \
-  "SGD with clipping: the threaded run's bits"
+  "SGD with clipping, buckets of 1M elements and of one chunk: the threaded run's bits"
 
 # a checkpoint under the device chain, then --resume: the unbroken run's weights
 ck=("${common[@]}" --optimizer adamw --lr 2e-3 --clip-norm 0.5 --transport nccl --replicas 2)
@@ -180,6 +201,17 @@ expect_msg fail.txt "rank [02] \(stage 0, replica [02]\): stopped: rank 1 \(stag
 [ "$took" -le 8 ] || { echo "FAIL: the chain's fault took $took s to end the ranks"; exit 1; }
 checks=$((checks + 3))
 echo "mpi_train_cuda: an emulated NCCL fault in the replicas' chain: every rank exits 1 within ${took} s, naming it"
+# a run that fails while the chain's thread waits for its buckets (rank 1's backward boundary, send 5: step 2's
+# second micro-batch, the chain armed): the thread is woken and stopped, every rank ends at once
+start=$(date +%s)
+expect_rc 1 fail2.txt "${M[@]}" -np 4 -x PPRT_EMU_NCCL_FAIL=1:send:5 "$PPRT" t2.plan "$S/data" "${common[@]}" \
+  --transport nccl --replicas 2 --mpi-timeout 10
+took=$(($(date +%s) - start))
+expect_msg fail2.txt "rank 1 \(stage 1, replica 0\): error: the training boundary .*ncclSend.*micro-batch 1"
+expect_msg fail2.txt "rank [023] \(stage [01], replica [01]\): stopped: rank 1 \(stage 1, replica 0\) failed" 3
+[ "$took" -le 8 ] || { echo "FAIL: a failed run under the device chain took $took s to end the ranks"; exit 1; }
+checks=$((checks + 3))
+echo "mpi_train_cuda: a run failing while the chain's thread waits: every rank exits 1 within ${took} s, naming it"
 export KILL_ARGS="--labels $S/labels.npy --steps 100000 --accumulate 3 --backend cuda-emu --transport nccl --replicas 3"
 mpi_kill_both "$out/t1.plan" "$S/data" "$out/kill"
 checks=$((checks + 2))
