@@ -117,13 +117,10 @@ static pp_status added_first(pp_graph *g, int n0, int P, const char *what, pp_er
     memcpy(g->nodes, tmp, (size_t)n * sizeof *tmp);
     free(tmp);
     pp_graph_drop_uses(g);
-    pp_status s = pp_graph_verify(g, err);
-    if (s != PP_OK) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        s = PP_FAIL(err, PP_EINVAL, "%s are out of order (a bug in ppcc): %s", what, msg);
-    }
-    return s;
+    pp_err e = {0};
+    if (pp_graph_verify(g, &e) != PP_OK)
+        return PP_WRAP(err, &e, PP_EINVAL, "%s are out of order (a bug in ppcc): %s", what, e.msg);
+    return PP_OK;
 }
 
 static pp_status recompute(pp_graph *g, int P, const pp_train_opts *t, pp_err *err) {
@@ -338,13 +335,15 @@ pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err)
     /* the forward copy kept the forward nodes in order: node i is c's node i */
     for (int i = 0; i < nf; i++) virt[i] = c.nodes[i].stage, g->nodes[i].recovered = c.nodes[i].recovered;
     for (int i = nf; i < n; i++) {
-        /* by the node whose rule made it, else after what it reads */
+        /* by the node whose rule made it, else at P; then never before a backward value it reads. A gradient's
+         * sum is made by the rule of one reader of the value and reads the other readers' parts: where that
+         * reader sits on a later device than another (dpn48b: a cut between two 1x1 convolutions of one value),
+         * the other's part is made in an earlier device's backward, and the sum goes there too. */
         int v = fwd_of[i] >= 0 ? 2 * P - 1 - virt[fwd_of[i]] : P;
-        if (fwd_of[i] < 0)
-            for (int k = 0; k < g->nodes[i].n_in; k++) {
-                const int x = g->nodes[i].in[k], p = x >= 0 ? g->values[x].producer : -1;
-                if (p >= nf && virt[p] > v) v = virt[p];
-            }
+        for (int k = 0; k < g->nodes[i].n_in; k++) {
+            const int x = g->nodes[i].in[k], p = x >= 0 ? g->values[x].producer : -1;
+            if (p >= nf && virt[p] > v) v = virt[p];
+        }
         virt[i] = v;
     }
     /* stably by stage; then every node must come after its producers */
@@ -364,10 +363,10 @@ pp_status pp_partition_train(pp_graph *g, const pp_compile_opts *o, pp_err *err)
         memcpy(g->nodes, tmp, (size_t)n * sizeof *tmp);
         free(tmp);
     }
-    if ((s = pp_graph_verify(g, err)) != PP_OK) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        s = PP_FAIL(err, PP_EINVAL, "--train: the stages of the gradient graph are out of order (a bug in ppcc): %s", msg);
+    pp_err ve = {0};
+    if (pp_graph_verify(g, &ve) != PP_OK) {
+        s = PP_WRAP(err, &ve, PP_EINVAL, "--train: the stages of the gradient graph are out of order (a bug in ppcc): "
+                    "%s", ve.msg);
         goto done;
     }
     bool remake = true; /* --disable-pass remake: the cuts send them (the CUDA half route's conversions, tested) */
