@@ -367,6 +367,89 @@ pp_status pp_grad_topk(pp_ad *ad, int node, pp_err *err) {
     return scatter_back(ad, node, ad_node(ad, node)->in[0], idx, -1, err);
 }
 
+/* A Scatter's reduction: none (the updates replace) or add; the others have no gradient here. */
+static pp_status scatter_reduction(pp_ad *ad, int node, bool *add, pp_err *err) {
+    const char *red = "none";
+    (void)pp_attr_string(pp_node_attrs(pp_ad_graph(ad), ad_node(ad, node)), "reduction", "none", &red, NULL);
+    if (strcmp(red, "none") && strcmp(red, "add"))
+        return pp_ad_fail(ad, node, err, "its reduction '%s' has no gradient rule (none and add have)", red);
+    *add = !strcmp(red, "add");
+    return PP_OK;
+}
+
+/* data's gradient through a Scatter of node's kind: the output's whole (add), or with the written places zeroed
+ * (none: the same Scatter of zeros into it) */
+static pp_status scatter_data(pp_ad *ad, int node, bool add, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], idx = n->in[1], u = n->in[2], gy = pp_ad_gy(ad, node, 0);
+    const pp_op op = n->op == PP_OP_SCATTER ? PP_OP_SCATTERELEMENTS : n->op;
+    if (!pp_ad_wants(ad, x)) return PP_OK;
+    if (add) return pp_ad_give(ad, x, gy, err);
+    int64_t axis;
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "axis", 0, &axis, err));
+    const pp_shape us = g->values[u].shape;
+    int z, r;
+    PP_TRY(zeros(ad, &us, &z, err));
+    const pp_attr a = pp_ad_attr_int("axis", axis);
+    const int in[3] = {gy, idx, z};
+    PP_TRY(pp_ad_emit(ad, op, in, 3, &a, op == PP_OP_SCATTERELEMENTS, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* ScatterElements (and the old Scatter): the updates' gradient is the output's read where they were written
+ * (GatherElements at the same indices); with reduction none ONNX leaves repeated indices undefined, and so does
+ * this */
+pp_status pp_grad_scatterelements(pp_ad *ad, int node, pp_err *err) {
+    bool add = false;
+    PP_TRY(scatter_reduction(ad, node, &add, err));
+    PP_TRY(scatter_data(ad, node, add, err));
+    const int idx = ad_node(ad, node)->in[1], u = ad_node(ad, node)->in[2];
+    if (!pp_ad_wants(ad, u)) return PP_OK;
+    int axis, r;
+    PP_TRY(node_axis(ad, node, 0, pp_ad_graph(ad)->values[u].shape.rank, &axis, err));
+    const pp_attr a = pp_ad_attr_int("axis", axis);
+    const int in[2] = {pp_ad_gy(ad, node, 0), idx};
+    PP_TRY(pp_ad_emit(ad, PP_OP_GATHERELEMENTS, in, 2, &a, 1, &r, 1, err));
+    return pp_ad_give(ad, u, r, err);
+}
+
+/* ScatterND: the updates' gradient is the output's rows where they were written. Data seen as [rows, the rest]
+ * (its first k dims one, k the index tuples' length), each tuple's row number is computed in the graph (the
+ * indices need not be constants; a negative index counts from the end: Mod by the dim), and a Gather of those
+ * rows of the gradient has the updates' shape. With reduction none ONNX leaves repeated tuples undefined, and so
+ * does this. */
+pp_status pp_grad_scatternd(pp_ad *ad, int node, pp_err *err) {
+    bool add = false;
+    PP_TRY(scatter_reduction(ad, node, &add, err));
+    PP_TRY(scatter_data(ad, node, add, err));
+    pp_graph *g = pp_ad_graph(ad);
+    const int x = ad_node(ad, node)->in[0], idx = ad_node(ad, node)->in[1], u = ad_node(ad, node)->in[2];
+    if (!pp_ad_wants(ad, u)) return PP_OK;
+    const pp_shape xs = g->values[x].shape, is = g->values[idx].shape;
+    const int k = is.rank > 0 ? (int)is.dim[is.rank - 1] : 0;
+    if (g->values[idx].dtype != PP_I64 || k < 1 || k > xs.rank)
+        return pp_ad_fail(ad, node, err, "index tuples of %d (%s) for data of rank %d", k,
+                          pp_dtype_name(g->values[idx].dtype), xs.rank);
+    int64_t dims[PP_MAX_DIMS], strides[PP_MAX_DIMS], flat[PP_MAX_DIMS], R = 1;
+    for (int j = k - 1; j >= 0; j--) dims[j] = xs.dim[j], strides[j] = R, R *= xs.dim[j];
+    flat[0] = R;
+    for (int j = k; j < xs.rank; j++) flat[1 + j - k] = xs.dim[j];
+    const int64_t last = -1;
+    int dc, sc, fs, m, p, rows, f, r;
+    PP_TRY(pp_graph_add_ints(g, "grad_axes", dims, k, &dc, err));
+    PP_TRY(pp_graph_add_ints(g, "grad_axes", strides, k, &sc, err));
+    PP_TRY(pp_graph_add_ints(g, "grad_axes", flat, 1 + xs.rank - k, &fs, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MOD, idx, dc, &m, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, m, sc, &p, err));
+    PP_TRY(pp_ad_reduce_sum(ad, p, &last, 1, false, &rows, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_RESHAPE, pp_ad_gy(ad, node, 0), fs, &f, err));
+    const pp_attr a = pp_ad_attr_int("axis", 0);
+    const int in[2] = {f, rows};
+    PP_TRY(pp_ad_emit(ad, PP_OP_GATHER, in, 2, &a, 1, &r, 1, err));
+    return pp_ad_give(ad, u, r, err);
+}
+
 /* Trilu keeps a triangle of each matrix: the gradient is the same triangle of the output's gradient */
 pp_status pp_grad_trilu(pp_ad *ad, int node, pp_err *err) {
     pp_graph *g = pp_ad_graph(ad);

@@ -509,9 +509,41 @@ def fam_depthspace(i):
     case(f"depthspace_{i}", node, x, {}, {}, 13)
 
 
+def fam_scatternd(i):
+    s = dims(1, 3, 1, 4)
+    k = int(rng.integers(1, len(s) + 1))
+    rows = int(np.prod(s[:k]))
+    red = pick("none", "add")
+    t = int(rng.integers(1, rows + 1))
+    # reduction none: distinct tuples (ONNX leaves repeats undefined); add: repeats welcome
+    flat = rng.permutation(rows)[:t] if red == "none" else rng.integers(0, rows, t)
+    tup = np.stack(np.unravel_index(flat, s[:k]), -1).astype(np.int64)
+    tup = np.where(rng.random(tup.shape) < 0.3, tup - np.array(s[:k]), tup)  # negative now and then
+    lead = [t] if t % 2 or rng.random() < 0.5 else [2, t // 2]
+    idx = tup.reshape(lead + [k])
+    node = helper.make_node("ScatterND", ["xp", "i", "u"], ["y"], reduction=red)
+    case(f"scatternd_{i}", node, fvals(s), {"u": fvals(lead + s[k:])}, {"i": idx}, 16)
+
+
+def fam_scatter_elements(i):
+    s = dims(1, 3, 1, 5)
+    ax = int(rng.integers(-len(s), len(s)))
+    red = pick("none", "add")
+    ishape = [int(rng.integers(1, dd + 1)) for dd in s]
+    # along the axis, distinct places per line under reduction none
+    lines = int(np.prod(ishape)) // ishape[ax]
+    per = [rng.permutation(s[ax])[:ishape[ax]] if red == "none" else rng.integers(0, s[ax], ishape[ax])
+           for _ in range(lines)]
+    idx = np.moveaxis(np.array(per, np.int64).reshape([d for j, d in enumerate(ishape) if j != ax % len(s)]
+                                                      + [ishape[ax]]), -1, ax % len(s))
+    idx = np.where(rng.random(idx.shape) < 0.3, idx - s[ax], idx)
+    node = helper.make_node("ScatterElements", ["xp", "i", "u"], ["y"], axis=ax, reduction=red)
+    case(f"scatterel_{i}", node, fvals(s), {"u": fvals(ishape)}, {"i": idx}, 16)
+
+
 # (not GroupNormalization: onnx's reference evaluator computes it in float32, so a step of 1e-6 can vanish in its
 # rounding and both differences read 0; grads_norms.py checks it against torch)
-FAMILIES = {"topk": fam_topk, "trilu": fam_trilu, "depthspace": fam_depthspace, "batchnorm": fam_batchnorm, "where": fam_where, "gemm": fam_gemm, "matmul": fam_matmul, "binary": fam_binary, "unary": fam_unary,
+FAMILIES = {"scatternd": fam_scatternd, "scatterel": fam_scatter_elements, "topk": fam_topk, "trilu": fam_trilu, "depthspace": fam_depthspace, "batchnorm": fam_batchnorm, "where": fam_where, "gemm": fam_gemm, "matmul": fam_matmul, "binary": fam_binary, "unary": fam_unary,
             "layernorm": fam_layernorm, "concat": fam_concat, "gatherel": fam_gather_elements, "resize": fam_resize,
             "instnorm": fam_instnorm, "conv": fam_conv, "pool": fam_pool, "pad": fam_pad, "slice": fam_slice, "gather": fam_gather,
             "transpose": fam_transpose, "reduce": fam_reduce, "softmax": fam_softmax, "split": fam_split,

@@ -21,8 +21,10 @@ ReduceSum and ReduceMean, Reshape and Flatten, the data movement ops
 hand at opset 18, num_outputs; Slice with negative starts, steps and flips;
 Gather of constant and data indices, repeated; GatherElements; Expand;
 Pad, cropping too, reflect and edge; TopK's values; Trilu; DepthToSpace and
-SpaceToDepth; Tile; Einsum with ellipses, broadcasting and labels of
-one operand; Where; Cast; Shape), and the built-in losses.
+SpaceToDepth; ScatterElements (torch's scatter and scatter_add) and ScatterND;
+Tile; Einsum with ellipses, broadcasting and labels of one operand; Where;
+Cast; Shape), and the built-in losses; and a model whose gradient sum of
+two readers crosses a cut (--split-at).
 Usage: grads.py PPCC PPRT WORK"""
 import os
 import subprocess
@@ -51,7 +53,8 @@ def export(mod, args, path, input_names, mode=None):
                       keep_initializers_as_inputs=False)
 
 
-def run_case(name, mod, inputs, loss="out", labels=None, target=None, torch_loss=None, rtol=1e-4, pp=1, mode=None):
+def run_case(name, mod, inputs, loss="out", labels=None, target=None, torch_loss=None, rtol=1e-4, pp=1, mode=None,
+             extra=()):
     d = os.path.join(WORK, name)
     os.makedirs(os.path.join(d, "data"), exist_ok=True)
     path = os.path.join(d, "model.onnx")
@@ -65,7 +68,7 @@ def run_case(name, mod, inputs, loss="out", labels=None, target=None, torch_loss
         np.save(os.path.join(d, "data", "target.npy"), target.numpy())
     plan = os.path.join(d, "g.plan")
     batch = str(inputs[0].shape[0])
-    r = subprocess.run([PPCC, path, "--train", "--loss", loss, "-b", batch, "-pp", str(pp), "-q", "-o", plan],
+    r = subprocess.run([PPCC, path, "--train", "--loss", loss, "-b", batch, "-pp", str(pp), "-q", "-o", plan, *extra],
                        capture_output=True, text=True)
     check(r.returncode == 0, f"{name}: ppcc exit {r.returncode}: {r.stderr.strip()[-400:]}")
     if r.returncode:
@@ -369,6 +372,56 @@ probe("conv_bn_relu", (2, 3, 8, 8), lambda m, x: F.relu(m.mods[1](m.mods[0](x)))
       [nn.Conv2d(3, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4)])
 probe("dropout_ratio0", (3, 7), lambda m, x: m.mods[0](x) * 2, [nn.Dropout(0.0)])
 
+# ScatterElements (torch.scatter, scatter_add) and ScatterND (an assignment through indices): the data's gradient
+# with the written places zeroed (or whole, for add), the updates' read back where they went; added 2026-12-05
+SE = torch.tensor([[3, 0], [1, 4], [2, 1]])
+probe("scatter_elements", (3, 5), lambda m, x: torch.scatter(x, 1, SE, m.mods[0].w * 2) ** 2, [Par(3, 2)])
+# (torch 1.13 exports scatter_add below opset 16 as a ScatterElements into zeros plus an Add, which repeated indices
+# break; grad_fd.py draws reduction add itself)
+probe("scatter_add", (3, 5), lambda m, x: torch.scatter_add(x, 1, SE, m.mods[0].w) ** 2, [Par(3, 2)])
+
+
+class Assign(nn.Module):
+    """y = x with rows 1 and 3 of axis 1 replaced by a weight's (an index_put: ScatterND)"""
+
+    def __init__(self):
+        super().__init__()
+        self.p = nn.Parameter(torch.randn(2, 4, 3) * 0.1)
+        self.w = nn.Parameter(torch.randn(2, 2, 3))
+
+    def forward(self, x):
+        y = (x + self.p).clone()
+        y[:, torch.tensor([1, 3])] = self.w * 3
+        return (y ** 2 * torch.arange(1.0, 13.0).reshape(4, 3)).sum()
+
+
+run_case("scatternd_assign", Assign(), [torch.randn(2, 4, 3)])
+
+
+class TwoReaders(nn.Module):
+    """One value read by two 1x1 convolutions, the first's Add after the second: ppcc fuses the Conv and its Add
+    where the Add is, after the second convolution, while the gradient's sum of the two readers' parts is the
+    first's rule's. A cut before the first (--split-at c1) put that sum on the later device's backward, before the
+    part it reads (dpn48b's dual path blocks, the timm training sweep of 2026-12-05)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 6, 3, padding=1)
+        self.c1 = nn.Conv2d(6, 6, 1)
+        self.c2 = nn.Conv2d(6, 4, 1)
+        self.head = nn.Linear(10, 3)
+
+    def forward(self, x):
+        r = self.stem(x)
+        y = torch.relu(r)
+        a = self.c1(y)
+        b = self.c2(y)
+        return self.head(torch.cat([a + r, b], 1).mean((2, 3)))
+
+
+run_case("two_readers_cut", TwoReaders(), [torch.randn(2, 3, 5, 5)], loss="cross-entropy:out",
+         labels=torch.tensor([2, 0]), torch_loss=lambda o: F.cross_entropy(o, torch.tensor([2, 0])), pp=2,
+         extra=("--split-at", "c1"))
 # ---- refused, exit 2, the culprit named ------------------------------------------------------
 
 
