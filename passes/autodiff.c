@@ -394,6 +394,27 @@ static pp_status named_output(pp_graph *g, int in, const char *name, const char 
     return pp_graph_add_output(g, out, err);
 }
 
+/* Whether weight v reaches a BatchNormalization as its mean or variance input, which carries no gradient (in
+ * training mode the running statistics; in inference mode none is passed). An export with constant folding of
+ * weight standardization (timm's StdConv2d: BiT, NFNet) copies the weight into the statistics' path. */
+static bool reaches_bn_stats(const pp_graph *g, int v) {
+    bool *r = calloc(pp_count(g->n_values), 1), hit = false;
+    if (!r) return false;
+    r[v] = true;
+    for (int i = 0; i < g->n_nodes && !hit; i++) {
+        const pp_node *n = &g->nodes[i];
+        bool in = false;
+        for (int k = 0; k < n->n_in; k++) in = in || (n->in[k] >= 0 && r[n->in[k]]);
+        if (!in) continue;
+        if (n->op == PP_OP_BATCHNORM && n->n_in == 5)
+            hit = (n->in[3] >= 0 && r[n->in[3]]) || (n->in[4] >= 0 && r[n->in[4]]);
+        for (int k = 0; k < n->n_out; k++)
+            if (n->out[k] >= 0) r[n->out[k]] = true;
+    }
+    free(r);
+    return hit;
+}
+
 /* The outputs become the loss and the weights' gradients, in the order of
  * the weights. A weight the loss does not
  * reach is refused: it would not train, and the user asked it to. */
@@ -412,6 +433,12 @@ static pp_status outputs(pp_graph *g, pp_ad *ad, int loss, int y, pp_err *err) {
                     if (g->nodes[i].in[k] == v) user = i;
             char d[320] = "no node";
             if (user >= 0) pp_node_desc(g, user, d, sizeof d);
+            if (reaches_bn_stats(g, v))
+                return PP_FAIL(err, PP_EINVAL, "--train: the weight '%s' (read by %s) reaches the loss only "
+                               "through a BatchNormalization's mean or variance input, which carries no gradient: "
+                               "--freeze it (an export with constant folding copies a weight into that path, as "
+                               "for weight standardization; export with do_constant_folding=False and "
+                               "training=torch.onnx.TrainingMode.TRAINING)", g->values[v].name, d);
             return PP_FAIL(err, PP_EINVAL, "--train: the weight '%s' (read by %s) does not reach the loss through "
                            "ops that have gradients (an ArgMax, an integer Cast, or an output the loss does not "
                            "read is on its way): --freeze it to keep it fixed", g->values[v].name, d);

@@ -24,7 +24,8 @@ Pad, cropping too, reflect and edge; TopK's values; Trilu; DepthToSpace and
 SpaceToDepth; ScatterElements (torch's scatter and scatter_add) and ScatterND;
 Tile; Einsum with ellipses, broadcasting and labels of one operand; Where;
 Cast; Shape), and the built-in losses; and a model whose gradient sum of
-two readers crosses a cut (--split-at).
+two readers crosses a cut (--split-at), and weight standardization (a
+BatchNormalization in training mode over a weight's rows).
 Usage: grads.py PPCC PPRT WORK"""
 import os
 import subprocess
@@ -419,17 +420,38 @@ class TwoReaders(nn.Module):
         return self.head(torch.cat([a + r, b], 1).mean((2, 3)))
 
 
+class StdConv(nn.Module):
+    """Weight standardization as timm's StdConv2d writes it (BiT, NFNet): F.batch_norm over the weight's rows in
+    training mode, whose export reads the weight twice (the BatchNormalization's input and, through ReduceMeans,
+    its unused running statistics)"""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 3, 3, 3))
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        w = F.batch_norm(self.w.reshape(1, 4, -1), None, None, training=True, momentum=0.0, eps=1e-6)
+        return self.fc(F.conv2d(x, w.reshape_as(self.w), padding=1).mean((2, 3)))
+
+
+run_case("weight_standardization", StdConv(), [torch.randn(2, 3, 6, 6)], loss="cross-entropy:out",
+         labels=torch.tensor([1, 2]), torch_loss=lambda o: F.cross_entropy(o, torch.tensor([1, 2])))
 run_case("two_readers_cut", TwoReaders(), [torch.randn(2, 3, 5, 5)], loss="cross-entropy:out",
          labels=torch.tensor([2, 0]), torch_loss=lambda o: F.cross_entropy(o, torch.tensor([2, 0])), pp=2,
          extra=("--split-at", "c1"))
 # ---- refused, exit 2, the culprit named ------------------------------------------------------
 
 
-def refused(name, mod, inputs, args, want):
+def refused(name, mod, inputs, args, want, fold=False):
     d = os.path.join(WORK, name)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "model.onnx")
-    export(mod, tuple(inputs), path, [f"x{i}" for i in range(len(inputs))])
+    if fold:  # an inference export: eval mode, constants folded
+        torch.onnx.export(mod.eval(), tuple(inputs), path, input_names=[f"x{i}" for i in range(len(inputs))],
+                          output_names=["out"], opset_version=14)
+    else:
+        export(mod, tuple(inputs), path, [f"x{i}" for i in range(len(inputs))])
     r = subprocess.run([PPCC, path, "-b", str(inputs[0].shape[0]), "-q", "-o", os.path.join(d, "g.plan"), *args],
                        capture_output=True, text=True)
     check(r.returncode == 2 and want in r.stderr, f"{name}: exit {r.returncode}, stderr {r.stderr.strip()[-300:]!r}, "
@@ -479,6 +501,10 @@ refused("argmax_path", ArgPath(), [x4], ["--train", "--loss", "out"], "does not 
 refused("einsum_diagonal", Diagonal(), [x4], ["--train", "--loss", "out"], "repeats the label 'i' (a diagonal)")
 refused("loss_without_train", Lin(), [x4], ["--loss", "mse:out"], "--loss is an option of --train")
 refused("train_without_loss", Lin(), [x4], ["--train"], "--train needs --loss")
+# weight standardization exported for inference: constant folding copies the weight into the statistics' path,
+# whose copy reaches no gradient (the timm sweep's NFNet and BiT models): named, with the export that works
+refused("stdconv_inference_export", StdConv(), [torch.randn(2, 3, 6, 6)], ["--train", "--loss", "cross-entropy:out"],
+        "reaches the loss only through a BatchNormalization's mean or variance input", fold=True)
 
 
 # --freeze: the frozen module's weights have no gradient output, the others match autograd
