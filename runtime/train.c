@@ -112,6 +112,7 @@ typedef struct trainer {
     /* the replicas' chain on the devices (dev_chain), over the steps: buckets through this rank's part of it, of
      * them before the rank's run returned, and folded by the last run before its last step (EARLY's done) */
     long chain_buckets, chain_early, chain_mid;
+    bool early_fold; /* PPRT_EARLY_FOLD=1: on threads too (a test: dev_chain) */
     /* MPI ranks: the weights this rank steps (its device's: those whose
      * gradients or running statistics its device's chain carries), by param;
      * NULL on threads (every weight); each weight's device (param_device)
@@ -1092,10 +1093,12 @@ static pp_status chain_call(const owner *w, pprt_dopt_call *c, pp_err *err) {
     return PP_OK;
 }
 
+/* (On threads, PPRT_EARLY_FOLD=1: no replicas; the thread only waits for each bucket, a test of the executors'
+ * bucket by bucket fold, whose bits must be the whole fold's.) */
 static pp_status dev_chain(chain_job *j, pp_err *err) {
     const trainer *t = j->t;
     const pprt_train_dist *D = t->o->dist;
-    const int R = D->replicas, r = D->replica, P = D->devices, d = D->rank % P;
+    const int R = D ? D->replicas : 1, r = D ? D->replica : 0, P = D ? D->devices : 1, d = D ? D->rank % P : 0;
     for (int i = 0; i < t->n_own; i++) {
         const owner *w = &t->own[i];
         for (int k = 0; k < w->nb; k++) {
@@ -1111,7 +1114,8 @@ static pp_status dev_chain(chain_job *j, pp_err *err) {
             j->buckets++;
             j->early += !atomic_load(&j->over);
         }
-        for (int e = 0; r == R - 1 && e < R - 1; e++) PP_TRY(D->dsend(D->ctx, e * P + d, w->sums, w->sums_bytes, err));
+        for (int e = 0; D && r == R - 1 && e < R - 1; e++)
+            PP_TRY(D->dsend(D->ctx, e * P + d, w->sums, w->sums_bytes, err));
         if (r < R - 1) PP_TRY(D->drecv(D->ctx, (R - 1) * P + d, w->sums, w->sums_bytes, err));
     }
     return PP_OK;
@@ -1133,7 +1137,7 @@ static pp_status chain_join(trainer *t, pthread_t th, chain_job *j, pp_status s,
             pp_err e = {0};
             t->own[i].ops->dopt(t->own[i].x, &c, &e);
         }
-        D->dstop(D->ctx);
+        if (D) D->dstop(D->ctx);
     }
     pthread_join(th, NULL);
     t->chain_buckets += j->buckets, t->chain_early += j->early;
@@ -1171,6 +1175,17 @@ static pp_status host_chain(trainer *t, taker *tk, taker *mine[2], int hi, pp_er
     return s;
 }
 
+/* Before a run of `runs` micro-batches here: the owners armed and the chain's thread started (*on: joined by
+ * chain_join after the run). */
+static pp_status chain_start(trainer *t, int runs, pthread_t *th, chain_job *job, bool *on, pp_err *err) {
+    *on = false;
+    PP_TRY(chain_arm(t, runs, err));
+    if (pthread_create(th, NULL, chain_main, job))
+        return PP_FAIL(err, PP_ENOMEM, "cannot start the thread of the replicas' chain of sums");
+    *on = true;
+    return PP_OK;
+}
+
 /* One step on MPI ranks: replica r runs micro-batches [lo, hi) of it. Each
  * device's outputs reach its own rank (device 0's the losses and the sink's
  * outputs, every device its weights' gradients: pprt_stage.n_local); the
@@ -1203,14 +1218,10 @@ static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t st
         pprt_dopt_call c = {.kind = PPRT_DOPT_HOLD};
         PP_TRY(dev_call(t, &t->own[i], &c, err));
     }
-    const bool chain = t->dev && R > 1;
     chain_job job = {.t = t};
     pthread_t th;
-    if (chain) {
-        PP_TRY(chain_arm(t, hi - lo, err));
-        if (pthread_create(&th, NULL, chain_main, &job))
-            return PP_FAIL(err, PP_ENOMEM, "cannot start the thread of the replicas' chain of sums");
-    }
+    bool chain = false;
+    if (t->dev && R > 1) PP_TRY(chain_start(t, hi - lo, &th, &job, &chain, err));
     pp_status s = D->run(D->ctx, t->p, ins, hi - lo, lo, &ro, err);
     atomic_store(&job.over, true);
     if (s == PP_OK && R > 1) s = host_chain(t, tk, mine, hi, err); /* else each rank holds its device's sums */
@@ -1933,8 +1944,18 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     const pprt_output_hook hook = {&tk, take, take_local, &t->dev}; /* the device optimizer reads none (dopt.h) */
     pprt_run_opts ro = *run;
     ro.take_outputs = &hook;
-    pp_status s = o->dist ? dist_run(t, perm, k, step, ins, run, &tk, err)
-                          : pprt_run(t->p, ins, o->accumulate, outs, &ro, &rs, err);
+    chain_job job = {.t = t};
+    pthread_t th;
+    bool early = false; /* PPRT_EARLY_FOLD=1 on threads: the last run folds by bucket, a thread waits (dev_chain) */
+    pp_status s = PP_OK;
+    if (!o->dist && t->dev && t->early_fold) s = chain_start(t, o->accumulate, &th, &job, &early, err);
+    if (s == PP_OK)
+        s = o->dist ? dist_run(t, perm, k, step, ins, run, &tk, err)
+                    : pprt_run(t->p, ins, o->accumulate, outs, &ro, &rs, err);
+    if (early) {
+        atomic_store(&job.over, true);
+        s = chain_join(t, th, &job, s, err);
+    }
     if (s == PP_OK && !o->dist) {
         *bubble = device_bubble(&rs, run->replicas > 1 ? run->replicas : 1);
         for (int v = 0; v < rs.n_stages && v < t->p->n_stages; v++) {
@@ -2125,6 +2146,8 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     int64_t *perm = NULL, done = 0, updates = 0;
     pp_status s = setup(&t, dir, &ins, &outs, &perm, err);
     const char *fresh = getenv("PPRT_TRAIN_FRESH"); /* each step makes its executors: the old way, for A/B runs */
+    const char *early = getenv("PPRT_EARLY_FOLD");
+    t.early_fold = early && *early && strcmp(early, "0");
     if (s == PP_OK)
         s = pprt_keeper_new(p, o->dist ? 1 : run->replicas, fresh && *fresh && strcmp(fresh, "0"), &t.keep, err);
     const bool root = is_root(&t); /* MPI: rank 0 reads and writes the files */

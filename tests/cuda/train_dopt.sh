@@ -17,6 +17,10 @@
 #   BatchNorm running statistics only (their bytes, from the saved weights,
 #   once or twice: each stage holding a copy), where the host's path uploads
 #   every trained weight each step;
+#   - the step's last run folding bucket by bucket (PPRT_EARLY_FOLD=1, the
+#     fold of the replicas' chain, train.c dev_chain; one-chunk buckets) on
+#     ResNet-18 at -pp 2, digits' AdamW at -pp 1 and fp16 at -pp 2: the
+#     whole fold's bits;
 #   - a checkpoint written from the device copy and resumed gives the bits
 #     of the run not stopped; a stage on the reference kernels
 #     (--placement 0:cuda-emu,1:ref) keeps the host's update, and the log
@@ -55,6 +59,18 @@ for pp in 1 2; do
     --clip-norm 1
   run radam$pp r$pp.plan rdata rlabels.npy --steps 2 --optimizer adamw --lr 1e-3
 done
+# the step's last run folding bucket by bucket (PPRT_EARLY_FOLD=1: the fold the replicas' chain uses, here on
+# threads with a thread waiting for each bucket; one-chunk buckets): the whole fold's bits
+early() {
+  local name=$1 plan=$2 data=$3 labels=$4; shift 4
+  PPRT_EARLY_FOLD=1 PPRT_CHAIN_BUCKET=4096 "$PPRT" "$plan" "$data" --labels "$labels" --no-shuffle --backend $be \
+    --save-weights "$name.early" --log-json "$name.early.json" -q "$@" 2>"$name.early.err" \
+    || fail "$name (early fold): $(tail -2 "$name.early.err")"
+}
+early rsgd2 r2.plan rdata rlabels.npy --steps 3 --accumulate 2 --optimizer sgd --lr 0.05 --momentum 0.9 --clip-norm 1
+early dadam1 d1.plan "$S/data" "$S/labels.npy" --steps 6 --accumulate 3 --optimizer adamw --lr 3e-3 --clip-norm 1
+early dfp162 h2.plan "$S/data" "$S/labels.npy" --steps 18 --optimizer sgd --lr 0.01 --momentum 0.9 \
+  --loss-scale dynamic:1073741824 --loss-scale-interval 3
 o=(--labels "$S/labels.npy" --accumulate 2 --no-shuffle --optimizer adamw --lr 3e-3 --clip-norm 0.5 --backend $be -q)
 "$PPRT" d2.plan "$S/data" "${o[@]}" --steps 3 --checkpoint ck --save-every 3 || fail "the checkpoint run"
 "$PPRT" d2.plan "$S/data" "${o[@]}" --steps 6 --resume ck --save-weights resumed || fail "the resumed run"
@@ -104,12 +120,20 @@ if not any(skips[1:]) or all(skips) or not any(b > a for a, b in zip(scales, sca
     bad.append(f"fp16: want overflows skipped on the device path and the scale growing after a clean interval: "
                f"skipped {skips}, scales {scales}")
 same("resumed", "whole", "a checkpoint of the device copy resumed")
+folds = []
+for run in ("rsgd2", "dadam1", "dfp162"):
+    same(f"{run}.early", f"{run}.dev", f"{run}: the last run folding by bucket against the whole fold")
+    e = json.load(open(f"{run}.early.json"))
+    if e.get("chain_buckets", 0) < 2 or e["chain_buckets"] % (len(e["steps"]) - 1):
+        bad.append(f"{run}: the early fold waited for {e.get('chain_buckets')} buckets over {len(e['steps'])} steps")
+    folds.append(f"{run} {e.get('chain_buckets', 0) // (len(e['steps']) - 1)}")
 if be == "cuda-emu":
     m = json.load(open("mixed.json"))
     if m["optimizer"] != "host" or "runs on ref" not in m.get("optimizer_why", ""):
         bad.append(f"a stage on ref: {m['optimizer']}, {m.get('optimizer_why')}")
 print(("FAIL " + "; ".join(bad)) if bad else
       f"device optimizer: the host's bits (digits SGD, AdamW, fp16 with {sum(skips)} of {len(skips)} steps skipped; "
-      f"ResNet-18 SGD, AdamW) at -pp 1 and 2, the same across them; weights uploaded after step 1: {'; '.join(said)}")
+      f"ResNet-18 SGD, AdamW) at -pp 1 and 2, the same across them; weights uploaded after step 1: {'; '.join(said)}; "
+      f"the last run folding by bucket (buckets a step: {', '.join(folds)}): the same bits")
 sys.exit(1 if bad else 0)
 PY
