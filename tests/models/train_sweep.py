@@ -95,6 +95,8 @@ for n in names:
         r = one(n)
     except subprocess.TimeoutExpired as e:
         r = {"model": n, "result": f"timed out: {' '.join(e.cmd[:2])}"}
+    except OSError as e:  # a binary replaced under the sweep
+        r = {"model": n, "result": f"could not run: {e}"}
     rows.append(r)
     print(f"{r['model']}: {r['result']}" + (f" ({r['weights']} weights, loss {r['loss']:.4g}, {r['seconds']} s)"
                                             if r["result"] == "pass" else ""), flush=True)

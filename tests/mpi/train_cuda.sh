@@ -189,29 +189,34 @@ for f in unbroken/*.npy; do cmp -s "$f" "resumed/$(basename "$f")" || { echo "FA
 checks=$((checks + 1))
 echo "mpi_train_cuda: --checkpoint under the device chain (-np 4), then --resume: the unbroken run's weights"
 
-# failures: an emulated NCCL fault in the replicas' chain (rank 1 of -pp 1 x 3 replicas sends only there: its first
-# send is step 2's first bucket), ending every rank; a rank killed mid-step
-f1=(--labels "$S/labels.npy" --accumulate 3 --steps 4 --backend cuda-emu --transport nccl --replicas 3 -q
-    --mpi-timeout 10)
-start=$(date +%s)
-expect_rc 1 fail.txt "${M[@]}" -np 3 -x PPRT_EMU_NCCL_FAIL=1:send:0 "$PPRT" t1.plan "$S/data" "${f1[@]}"
-took=$(($(date +%s) - start))
-expect_msg fail.txt "rank 1 \(stage 0, replica 1\): error: .*the replicas' chain of sums to rank 2 .*ncclSend"
-expect_msg fail.txt "rank [02] \(stage 0, replica [02]\): stopped: rank 1 \(stage 0, replica 1\) failed" 2
-[ "$took" -le 8 ] || { echo "FAIL: the chain's fault took $took s to end the ranks"; exit 1; }
-checks=$((checks + 3))
-echo "mpi_train_cuda: an emulated NCCL fault in the replicas' chain: every rank exits 1 within ${took} s, naming it"
+# fault NAME NP INJECTION PLAN WHAT MSG STOPPED N ARGS...: an emulated NCCL fault (PPRT_EMU_NCCL_FAIL=INJECTION)
+# ends every rank with exit 1 within 8 s, the failing rank saying MSG and N others STOPPED
+fault() {
+  local name=$1 np_=$2 inj=$3 plan=$4 what=$5 msg=$6 stopped=$7 n=$8 start took
+  shift 8
+  start=$(date +%s)
+  expect_rc 1 "$name.txt" "${M[@]}" -np "$np_" -x PPRT_EMU_NCCL_FAIL="$inj" "$PPRT" "$plan" "$S/data" "$@" \
+    --mpi-timeout 10
+  took=$(($(date +%s) - start))
+  expect_msg "$name.txt" "$msg"
+  expect_msg "$name.txt" "$stopped" "$n"
+  [ "$took" -le 8 ] || { echo "FAIL: $what took $took s to end the ranks"; exit 1; }
+  checks=$((checks + 3))
+  echo "mpi_train_cuda: $what: every rank exits 1 within ${took} s, naming it"
+}
+# a fault in the replicas' chain (rank 1 of -pp 1 x 3 replicas sends only there: its first send is step 2's first
+# bucket)
+fault fail 3 1:send:0 t1.plan "an emulated NCCL fault in the replicas' chain" \
+  "rank 1 \(stage 0, replica 1\): error: .*the replicas' chain of sums to rank 2 .*ncclSend" \
+  "rank [02] \(stage 0, replica [02]\): stopped: rank 1 \(stage 0, replica 1\) failed" 2 \
+  --labels "$S/labels.npy" --accumulate 3 --steps 4 --backend cuda-emu --transport nccl --replicas 3 -q
 # a run that fails while the chain's thread waits for its buckets (rank 1's backward boundary, send 5: step 2's
-# second micro-batch, the chain armed): the thread is woken and stopped, every rank ends at once
-start=$(date +%s)
-expect_rc 1 fail2.txt "${M[@]}" -np 4 -x PPRT_EMU_NCCL_FAIL=1:send:5 "$PPRT" t2.plan "$S/data" "${common[@]}" \
-  --transport nccl --replicas 2 --mpi-timeout 10
-took=$(($(date +%s) - start))
-expect_msg fail2.txt "rank 1 \(stage 1, replica 0\): error: the training boundary .*ncclSend.*micro-batch 1"
-expect_msg fail2.txt "rank [023] \(stage [01], replica [01]\): stopped: rank 1 \(stage 1, replica 0\) failed" 3
-[ "$took" -le 8 ] || { echo "FAIL: a failed run under the device chain took $took s to end the ranks"; exit 1; }
-checks=$((checks + 3))
-echo "mpi_train_cuda: a run failing while the chain's thread waits: every rank exits 1 within ${took} s, naming it"
+# second micro-batch, the chain armed): the thread is woken and stopped
+fault fail2 4 1:send:5 t2.plan "a run failing while the chain's thread waits" \
+  "rank 1 \(stage 1, replica 0\): error: the training boundary .*ncclSend.*micro-batch 1" \
+  "rank [023] \(stage [01], replica [01]\): stopped: rank 1 \(stage 1, replica 0\) failed" 3 \
+  "${common[@]}" --transport nccl --replicas 2
+# a rank killed mid-step
 export KILL_ARGS="--labels $S/labels.npy --steps 100000 --accumulate 3 --backend cuda-emu --transport nccl --replicas 3"
 mpi_kill_both "$out/t1.plan" "$S/data" "$out/kill"
 checks=$((checks + 2))
