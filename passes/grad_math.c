@@ -374,9 +374,44 @@ pp_status pp_grad_reduce_extreme(pp_ad *ad, int node, pp_err *err) {
     return pp_ad_give(ad, x, r, err);
 }
 
-/* ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp: gy (kept dims)
- * times the reduction's derivative, an x-shaped value: sign(x), x / y (0
- * where the norm is 0, as PyTorch's norm), 2x, exp(x - y) */
+/* ReduceProd's derivative at each element: the product of the others in its reduced slice. Without a zero in
+ * the slice that is the product over the slice divided by the element; with one zero, the product of the rest at
+ * the zero and 0 elsewhere; with more, 0 everywhere. The zeros are replaced by 1 for the products. */
+static pp_status prod_others(pp_ad *ad, int x, const bool *red, int rank, int *d, pp_err *err) {
+    int64_t axes[PP_MAX_DIMS];
+    int na = 0;
+    for (int i = 0; i < rank; i++)
+        if (red[i]) axes[na++] = i;
+    int zero, one, z, zf, cnt, x1, ax, ps, q, c0, c1, zc1, inner;
+    PP_TRY(pp_ad_scalar(ad, 0.0f, &zero, err));
+    PP_TRY(pp_ad_scalar(ad, 1.0f, &one, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_EQUAL, x, zero, &z, err));
+    PP_TRY(to_float(ad, z, &zf, err));
+    PP_TRY(pp_ad_reduce_sum(ad, zf, axes, na, true, &cnt, err));
+    const int w1[3] = {z, one, x};
+    PP_TRY(pp_ad_emit(ad, PP_OP_WHERE, w1, 3, NULL, 0, &x1, 1, err));
+    const pp_attr a[2] = {pp_ad_attr_int("keepdims", 1), pp_ad_attr_ints("axes", axes, na)};
+    if (pp_ad_graph(ad)->opset >= 18) { /* the axes an input since opset 18, an attribute before */
+        PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", axes, na, &ax, err));
+        const int pin[2] = {x1, ax};
+        PP_TRY(pp_ad_emit(ad, PP_OP_REDUCEPROD, pin, 2, a, 1, &ps, 1, err));
+    } else {
+        PP_TRY(pp_ad_emit(ad, PP_OP_REDUCEPROD, &x1, 1, a, 2, &ps, 1, err));
+    }
+    PP_TRY(pp_ad_op2(ad, PP_OP_DIV, ps, x1, &q, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_EQUAL, cnt, zero, &c0, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_EQUAL, cnt, one, &c1, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_AND, z, c1, &zc1, err));
+    const int w2[3] = {zc1, ps, zero};
+    PP_TRY(pp_ad_emit(ad, PP_OP_WHERE, w2, 3, NULL, 0, &inner, 1, err));
+    const int w3[3] = {c0, q, inner};
+    return pp_ad_emit(ad, PP_OP_WHERE, w3, 3, NULL, 0, d, 1, err);
+}
+
+/* ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp, ReduceProd: gy
+ * (kept dims) times the reduction's derivative, an x-shaped value: sign(x),
+ * x / y (0 where the norm is 0, as PyTorch's norm), 2x, exp(x - y), the
+ * product of the others (prod_others) */
 pp_status pp_grad_reduce_norm(pp_ad *ad, int node, pp_err *err) {
     pp_graph *g = pp_ad_graph(ad);
     const pp_node *n = ad_node(ad, node);
@@ -410,6 +445,7 @@ pp_status pp_grad_reduce_norm(pp_ad *ad, int node, pp_err *err) {
         PP_TRY(pp_ad_op1(ad, PP_OP_EXP, s, &d, err));
         break;
     }
+    case PP_OP_REDUCEPROD: PP_TRY(prod_others(ad, x, red, xs.rank, &d, err)); break;
     default: { /* ReduceL2 */
         int q, zero, z;
         PP_TRY(pp_ad_op2(ad, PP_OP_DIV, x, y, &q, err));

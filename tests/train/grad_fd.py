@@ -324,6 +324,17 @@ def fam_reduce(i):
          fvals(s), {}, {"axes": np.array(axes, np.int64)}, 18)
 
 
+def fam_reduceprod(i):
+    """ReduceProd with exact zeros in the input now and then (none, one or more in a slice: the product of the
+    others is then the rest's product at the zero and 0 elsewhere, or 0 everywhere)"""
+    s = dims(1, 3, 1, 3)
+    axes = sorted(set(int(a) for a in rng.integers(-len(s), len(s), int(rng.integers(1, len(s) + 1)))))
+    x = rng.uniform(0.5, 1.5, s).astype(np.float32) * rng.choice([-1, 1], s).astype(np.float32)
+    x[rng.random(s) < pick(0.0, 0.15, 0.4)] = 0
+    case(f"reduceprod_{i}", helper.make_node("ReduceProd", ["xp", "axes"], ["y"], keepdims=pick(0, 1)), x, {},
+         {"axes": np.array(axes, np.int64)}, 18)
+
+
 def fam_softmax(i):
     s = dims(1, 4, 1, 5)
     case(f"softmax_{i}", helper.make_node(pick("Softmax", "LogSoftmax"), ["xp"], ["y"],
@@ -543,7 +554,7 @@ def fam_scatter_elements(i):
 
 # (not GroupNormalization: onnx's reference evaluator computes it in float32, so a step of 1e-6 can vanish in its
 # rounding and both differences read 0; grads_norms.py checks it against torch)
-FAMILIES = {"scatternd": fam_scatternd, "scatterel": fam_scatter_elements, "topk": fam_topk, "trilu": fam_trilu, "depthspace": fam_depthspace, "batchnorm": fam_batchnorm, "where": fam_where, "gemm": fam_gemm, "matmul": fam_matmul, "binary": fam_binary, "unary": fam_unary,
+FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel": fam_scatter_elements, "topk": fam_topk, "trilu": fam_trilu, "depthspace": fam_depthspace, "batchnorm": fam_batchnorm, "where": fam_where, "gemm": fam_gemm, "matmul": fam_matmul, "binary": fam_binary, "unary": fam_unary,
             "layernorm": fam_layernorm, "concat": fam_concat, "gatherel": fam_gather_elements, "resize": fam_resize,
             "instnorm": fam_instnorm, "conv": fam_conv, "pool": fam_pool, "pad": fam_pad, "slice": fam_slice, "gather": fam_gather,
             "transpose": fam_transpose, "reduce": fam_reduce, "softmax": fam_softmax, "split": fam_split,

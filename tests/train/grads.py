@@ -203,6 +203,7 @@ probe("logsoftmax", (4, 6), lambda m, x: F.log_softmax(x, 1))
 probe("sum_keep", (2, 3, 4), lambda m, x: x.sum(1, keepdim=True))
 probe("sum_all", (2, 3, 4), lambda m, x: x.sum().reshape(1))
 probe("mean_axes", (2, 3, 4, 5), lambda m, x: x.mean((2, 3)))
+probe("prod_dim", (3, 4, 2), lambda m, x: torch.prod(x, 1))  # ReduceProd (grad_fd.py draws zeros in it)
 probe("reshape_flatten", (2, 3, 4), lambda m, x: x.reshape(6, 4).flatten() * 2)
 
 # ---- data movement (grad_tensor.c) -----------------------------------------------------------
