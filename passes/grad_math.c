@@ -106,6 +106,37 @@ static bool formula_reads(pp_op op, char c) {
     return false;
 }
 
+/* Gelu with approximate='tanh': y = x/2 (1 + t), t = tanh(c (x + a x^3)), c = sqrt(2/pi), a = 0.044715, so
+ * dy/dx = (1 + t)/2 + x/2 (1 - t^2) c (1 + 3a x^2), written out in ops (pp.UnaryGrad's formulas are keyed by op) */
+static pp_status gelu_tanh_grad(pp_ad *ad, int node, pp_err *err) {
+    const int x = ad_node(ad, node)->in[0], gy = pp_ad_gy(ad, node, 0);
+    int half, one, c, a, a3, x2, p, q, u, t, t2, s, h, e, f, k, m, w, d, r;
+    PP_TRY(pp_ad_scalar(ad, 0.5f, &half, err));
+    PP_TRY(pp_ad_scalar(ad, 1.0f, &one, err));
+    PP_TRY(pp_ad_scalar(ad, 0.7978845608028654f, &c, err));
+    PP_TRY(pp_ad_scalar(ad, 0.044715f, &a, err));
+    PP_TRY(pp_ad_scalar(ad, 3.0f * 0.044715f, &a3, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, x, x, &x2, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, a, x2, &p, err));      /* a x^2 */
+    PP_TRY(pp_ad_op2(ad, PP_OP_ADD, one, p, &q, err));     /* 1 + a x^2 */
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, x, q, &u, err));       /* x + a x^3 */
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, c, u, &u, err));
+    PP_TRY(pp_ad_op1(ad, PP_OP_TANH, u, &t, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, t, t, &t2, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_SUB, one, t2, &s, err));    /* 1 - t^2 */
+    PP_TRY(pp_ad_op2(ad, PP_OP_ADD, one, t, &h, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, half, h, &h, err));    /* (1 + t)/2 */
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, a3, x2, &e, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_ADD, one, e, &e, err));     /* 1 + 3a x^2 */
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, c, e, &f, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, s, f, &k, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, half, x, &m, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, m, k, &w, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_ADD, h, w, &d, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, d, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
 /* every PP_UNARY_GRAD op: pp.UnaryGrad(x, y, gy), the forward node's
  * attributes passed on (alpha, beta, gamma: the kernel reads the op's own);
  * x or y in the other's slot where the derivative does not read it */
@@ -115,7 +146,8 @@ pp_status pp_grad_unary(pp_ad *ad, int node, pp_err *err) {
     if (n->op == PP_OP_GELU) {
         const char *ap;
         PP_TRY(pp_attr_string(pp_node_attrs(g, n), "approximate", "none", &ap, err));
-        if (strcmp(ap, "none")) return pp_ad_fail(ad, node, err, "Gelu's approximate='%s' has no gradient rule yet", ap);
+        if (!strcmp(ap, "tanh")) return gelu_tanh_grad(ad, node, err);
+        if (strcmp(ap, "none")) return pp_ad_fail(ad, node, err, "Gelu's approximate='%s' is not defined", ap);
     }
     pp_attr a[8];
     int na = 0;

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""The timm sweep compiled and stepped for training (docs/timm-sweep.md,
-"Training"): for every model that run_zoo.py exported into WORK (WORK/NAME/
-model.onnx and its data), ppcc --train --loss cross-entropy:OUTPUT -b 2 at
--pp 1, 2 and 4, and one step of each plan on pprt's default backend over the
-export's two images with labels 3 and 7: every output of the -pp 2 and -pp 4
-steps (the loss, every weight's gradient, the running statistics) must be the
--pp 1 step's bytes, and every gradient finite. A model ppcc refuses is
-listed with ppcc's message. Not in CI: about 10 minutes on 2 cores with the
-exports in place.
+"""The timm sweep (or the torchvision one) compiled and stepped for training
+(docs/timm-sweep.md, "Training"): for every model that run_zoo.py exported
+into WORK (WORK/NAME/model.onnx and its data), ppcc --train -b 2 at -pp 1, 2
+and 4 with the loss cross-entropy:OUTPUT against labels 3 and 7 (mse:OUTPUT
+against zeros where the first output is not [batch, classes]: a
+segmentation map), and one step of each plan on pprt's default backend over
+the export's two images: every output of the -pp 2 and -pp 4 steps (the
+loss, every weight's gradient, the running statistics) must be the -pp 1
+step's bytes, and every gradient finite. A model ppcc refuses is listed
+with ppcc's message. Not in CI: about 11 minutes on 2 cores for the timm
+sweep with the exports in place.
 
 The exports are inference exports (eval mode, constants folded), as users
 have them; docs/training.md says how to export for training. Correctness
@@ -49,13 +51,19 @@ def one(name):
     x = [f for f in os.listdir(os.path.join(d, "data")) if f.endswith(".npy")]
     for f in x:
         shutil.copy(os.path.join(d, "data", f), os.path.join(t, "data", f))
-    np.save(os.path.join(t, "data", "labels.npy"), np.array([3, 7], np.int64))
+    dims = [v.dim_value if v.dim_value > 0 else 2 for v in g.output[0].type.tensor_type.shape.dim]
+    if len(dims) == 2:  # classes: cross-entropy against labels 3 and 7
+        loss = f"cross-entropy:{out}"
+        np.save(os.path.join(t, "data", "labels.npy"), np.array([3, 7], np.int64))
+    else:  # a segmentation map and the like: the mean square against zeros
+        loss = f"mse:{out}"
+        np.save(os.path.join(t, "data", "target.npy"), np.zeros(dims, np.float32))
     row = {"model": name}
     t0 = time.time()
     outs = {}
     for pp in [1] + splits:
         plan = os.path.join(t, f"pp{pp}.plan")
-        r = run([PPCC, model, "--train", "--loss", f"cross-entropy:{out}", "-b", "2", "-pp", str(pp), "-q", "-o", plan])
+        r = run([PPCC, model, "--train", "--loss", loss, "-b", "2", "-pp", str(pp), "-q", "-o", plan])
         if r.returncode:
             row["result"] = f"ppcc -pp {pp} exit {r.returncode}: {r.stderr.strip().splitlines()[-1][:300]}"
             return row
@@ -78,7 +86,8 @@ def one(name):
         if got != files:
             row["result"] = f"-pp {pp} writes other outputs than -pp 1"
             return row
-        diff = [f for f in files if open(os.path.join(outs[1], f), "rb").read() != open(os.path.join(outs[pp], f), "rb").read()]
+        diff = [f for f in files
+                if open(os.path.join(outs[1], f), "rb").read() != open(os.path.join(outs[pp], f), "rb").read()]
         if diff:
             row["result"] = f"-pp {pp}: {len(diff)} outputs differ from -pp 1 ({diff[:3]})"
             return row

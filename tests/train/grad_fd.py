@@ -554,11 +554,13 @@ def fam_scatter_elements(i):
 
 # (not GroupNormalization: onnx's reference evaluator computes it in float32, so a step of 1e-6 can vanish in its
 # rounding and both differences read 0; grads_norms.py checks it against torch)
-FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel": fam_scatter_elements, "topk": fam_topk, "trilu": fam_trilu, "depthspace": fam_depthspace, "batchnorm": fam_batchnorm, "where": fam_where, "gemm": fam_gemm, "matmul": fam_matmul, "binary": fam_binary, "unary": fam_unary,
+FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel": fam_scatter_elements,
+            "topk": fam_topk, "trilu": fam_trilu, "depthspace": fam_depthspace, "batchnorm": fam_batchnorm,
+            "where": fam_where, "gemm": fam_gemm, "matmul": fam_matmul, "binary": fam_binary, "unary": fam_unary,
             "layernorm": fam_layernorm, "concat": fam_concat, "gatherel": fam_gather_elements, "resize": fam_resize,
-            "instnorm": fam_instnorm, "conv": fam_conv, "pool": fam_pool, "pad": fam_pad, "slice": fam_slice, "gather": fam_gather,
-            "transpose": fam_transpose, "reduce": fam_reduce, "softmax": fam_softmax, "split": fam_split,
-            "expand": fam_expand, "einsum": fam_einsum}
+            "instnorm": fam_instnorm, "conv": fam_conv, "pool": fam_pool, "pad": fam_pad, "slice": fam_slice,
+            "gather": fam_gather, "transpose": fam_transpose, "reduce": fam_reduce, "softmax": fam_softmax,
+            "split": fam_split, "expand": fam_expand, "einsum": fam_einsum}
 os.makedirs(args.work, exist_ok=True)
 for fam, fn in FAMILIES.items():
     for i in range(args.per_op):
