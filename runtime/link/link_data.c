@@ -10,6 +10,7 @@
  * writes the output there and nothing is copied (the kernels' threads, not
  * one memcpy, then first touch those fresh pages: a third of LR-ASPP's -pp 1
  * time on 2 cores went to that copy). */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -29,7 +30,8 @@ typedef struct {
     int64_t count;
     void *buf;
     const pprt_mem_ops *pin; /* the space whose pinned memory buf is, or NULL */
-    bool closed, lent;
+    atomic_bool closed; /* close may come from another thread (a pump's failure, the stop) */
+    bool lent;
     bool direct;      /* sink: lend places in the output array (see the top) */
     int64_t acquired; /* sink: buffers lent so far (the stage runs micro-batches in order) */
     void *lent_buf;   /* sink: what was lent */
@@ -44,7 +46,7 @@ static double now(void) {
 }
 
 static pp_status closed_or_busy(const data_link *d, pp_err *err) {
-    if (d->closed) return PP_FAIL(err, PP_ERUNTIME, "link closed (pipeline stopped)");
+    if (atomic_load(&d->closed)) return PP_FAIL(err, PP_ERUNTIME, "link closed (pipeline stopped)");
     return PP_FAIL(err, PP_ERUNTIME, "internal: the pipeline's end has one buffer, and it is lent out");
 }
 
@@ -54,7 +56,7 @@ static pp_status wrong_side(pp_err *err) {
 
 static pp_status src_receive(pprt_link *l, void **buf, int64_t *tag, pp_err *err) {
     data_link *d = (data_link *)l;
-    if (d->closed || d->lent) return closed_or_busy(d, err);
+    if (atomic_load(&d->closed) || d->lent) return closed_or_busy(d, err);
     const int64_t k = d->next++, mb = k < d->warmup ? 0 : k - d->warmup;
     if (d->times && k >= d->warmup) d->times[mb] = now();
     pprt_mb_fill(d->p, d->arrays, d->n, mb, d->buf);
@@ -84,7 +86,7 @@ static void *sink_place(const data_link *d, int64_t k) {
 
 static pp_status sink_acquire(pprt_link *l, void **buf, pp_err *err) {
     data_link *d = (data_link *)l;
-    if (d->closed || d->lent) return closed_or_busy(d, err);
+    if (atomic_load(&d->closed) || d->lent) return closed_or_busy(d, err);
     d->lent = true;
     *buf = d->lent_buf = sink_place(d, d->acquired++);
     return PP_OK;
@@ -115,7 +117,7 @@ static pp_status no_receive(pprt_link *l, void **buf, int64_t *tag, pp_err *err)
 }
 static pp_status no_release(pprt_link *l, void *buf, pp_err *err) { return (void)l, (void)buf, wrong_side(err); }
 
-static void data_close(pprt_link *l) { ((data_link *)l)->closed = true; }
+static void data_close(pprt_link *l) { atomic_store(&((data_link *)l)->closed, true); }
 
 static void data_destroy(pprt_link *l) {
     data_link *d = (data_link *)l;
