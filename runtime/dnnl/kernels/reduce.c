@@ -61,8 +61,10 @@ static inline float finish(int kind, double acc, int64_t n) {
 
 /* The loops below, one per kind of term so that each vectorizes, are built
  * for AVX-512, AVX2 and the baseline (target_clones picks by the CPU): each
- * sum is its own lane, so every build gives the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+ * sum is its own lane, so every build gives the same bits. Not under
+ * ThreadSanitizer: the clones' resolvers run before its runtime starts and
+ * crash in it (docs/testing.md, "ThreadSanitizer"). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define CLONES
