@@ -13,16 +13,11 @@ static int last_touch(const pcu_plan *pl, uint64_t off, uint64_t bytes) {
     return -1;
 }
 
-pp_status pcu_early_arm(pcu_early *e, const pcu_plan *pl, const pprt_dopt_param *ps, const int64_t *off, int np,
-                        int64_t T, pprt_dopt_call *c, int stage, pp_err *err) {
+/* The buckets of c and each one's last step in pl (under e->mu); e->n 0 where they are refused. */
+static pp_status find_steps(pcu_early *e, const pcu_plan *pl, const pprt_dopt_param *ps, const int64_t *off, int np,
+                            const pprt_dopt_call *c, int stage, pp_err *err) {
     const int n = c->n_buckets;
-    if (n < 1 || !c->bound || c->bound[0] != 0 || c->bound[n] != T || c->runs < 1)
-        return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d: %d buckets of %lld elements over %d runs", stage, n,
-                       (long long)T, c->runs);
-    if (!e->init) {
-        pthread_mutex_init(&e->mu, NULL), pthread_cond_init(&e->cv, NULL);
-        e->init = true;
-    }
+    e->n = 0;
     if (n > e->cap) {
         int64_t *b = realloc(e->bound, (size_t)(n + 1) * sizeof *b);
         if (b) e->bound = b;
@@ -33,27 +28,43 @@ pp_status pcu_early_arm(pcu_early *e, const pcu_plan *pl, const pprt_dopt_param 
         if (!b || !a || !r) return PP_FAIL(err, PP_ENOMEM, "out of memory");
         e->cap = n;
     }
-    pthread_mutex_lock(&e->mu);
     memcpy(e->bound, c->bound, (size_t)(n + 1) * sizeof *e->bound);
-    memset(e->ready, 0, (size_t)n);
     int p = 0;
     for (int b = 0; b < n; b++) {
         e->after[b] = -1;
-        if (p >= np || off[p] != e->bound[b] || e->bound[b + 1] <= e->bound[b]) { /* a bucket starts at a weight */
-            pthread_mutex_unlock(&e->mu);
+        if (p >= np || off[p] != e->bound[b] || e->bound[b + 1] <= e->bound[b]) /* a bucket starts at a weight */
             return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d: bucket %d starts at element %lld, not a weight's",
                            stage, b, (long long)e->bound[b]);
-        }
         for (; p < np && off[p] < e->bound[b + 1]; p++) {
             const int s = last_touch(pl, ps[p].off, (uint64_t)ps[p].numel * sizeof(float));
             if (s > e->after[b]) e->after[b] = s;
         }
     }
-    c->done = 0;
-    for (int b = 0; b < n; b++) c->done += e->after[b] < pl->n_steps - 1;
-    e->n = n, e->runs = c->runs, e->on = false, e->ended = 0;
-    pthread_mutex_unlock(&e->mu);
+    e->done = 0;
+    for (int b = 0; b < n; b++) e->done += e->after[b] < pl->n_steps - 1;
+    e->n = n;
     return PP_OK;
+}
+
+pp_status pcu_early_arm(pcu_early *e, const pcu_plan *pl, const pprt_dopt_param *ps, const int64_t *off, int np,
+                        int64_t T, pprt_dopt_call *c, int stage, bool *changed, pp_err *err) {
+    const int n = c->n_buckets;
+    if (n < 1 || !c->bound || c->bound[0] != 0 || c->bound[n] != T || c->runs < 1)
+        return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d: %d buckets of %lld elements over %d runs", stage, n,
+                       (long long)T, c->runs);
+    if (!e->init) {
+        pthread_mutex_init(&e->mu, NULL), pthread_cond_init(&e->cv, NULL);
+        e->init = true;
+    }
+    pthread_mutex_lock(&e->mu);
+    /* the trainer's buckets are the same every step: their steps are found once */
+    *changed = e->n != n || memcmp(e->bound, c->bound, (size_t)(n + 1) * sizeof *e->bound);
+    const pp_status s = *changed ? find_steps(e, pl, ps, off, np, c, stage, err) : PP_OK;
+    if (e->cap) memset(e->ready, 0, (size_t)e->cap);
+    c->done = e->done;
+    e->runs = c->runs, e->on = false, e->ended = 0;
+    pthread_mutex_unlock(&e->mu);
+    return s;
 }
 
 void pcu_early_begin(pcu_early *e) {

@@ -21,6 +21,7 @@
 
 typedef struct pcu_early {
     int n, cap;            /* buckets armed (0: none); allocated */
+    int done;              /* of them, folded before the last step (dopt.h EARLY's done) */
     int64_t *bound;        /* [n + 1] elements of the flat sums */
     int *after;            /* [n] the bucket's fold follows this step (-1: before the first) */
     unsigned char *ready;  /* [n] */
@@ -33,9 +34,9 @@ typedef struct pcu_early {
 } pcu_early;
 
 /* EARLY: the buckets of c checked against the weights' flat layout (off[np], T elements) and each one's step in
- * pl; c->done set. stage: for messages. */
+ * pl, where they differ from the last step's (*changed); c->done set. stage: for messages. */
 pp_status pcu_early_arm(pcu_early *e, const pcu_plan *pl, const pprt_dopt_param *ps, const int64_t *off, int np,
-                        int64_t T, pprt_dopt_call *c, int stage, pp_err *err);
+                        int64_t T, pprt_dopt_call *c, int stage, bool *changed, pp_err *err);
 /* A run begins: on set where it is the armed step's last. */
 void pcu_early_begin(pcu_early *e);
 void pcu_early_ready(pcu_early *e, int b);

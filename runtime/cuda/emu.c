@@ -761,9 +761,11 @@ static pp_status emu_dopt(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     case PPRT_DOPT_BIND: return emu_dopt_bind(x, c, err);
     case PPRT_DOPT_BEGIN: d->first = true, d->hold = false, d->n_held = 0; return PP_OK;
     case PPRT_DOPT_HOLD: d->hold = true; return PP_OK;
-    case PPRT_DOPT_EARLY:
+    case PPRT_DOPT_EARLY: {
+        bool changed;
         c->addr = d->g, c->device = x->device, c->sums_bytes = (size_t)d->T * sizeof(float);
-        return pcu_early_arm(&d->early, &x->pl, d->ps, d->off, d->np, d->T, c, x->st->index, err);
+        return pcu_early_arm(&d->early, &x->pl, d->ps, d->off, d->np, d->T, c, x->st->index, &changed, err);
+    }
     case PPRT_DOPT_WAIT: return pcu_early_wait(&d->early, c->bucket, x->st->index, err);
     case PPRT_DOPT_CANCEL: pcu_early_end(&d->early, false); return PP_OK;
     case PPRT_DOPT_FOLD_HELD: return emu_fold_held(d, c, err);

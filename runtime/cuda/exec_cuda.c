@@ -760,14 +760,17 @@ static pp_status early_after(pprt_exec *x, int i, pp_err *err) {
     return PP_OK;
 }
 
-/* EARLY: the buckets armed (early.h), their events and parameter blocks made where there are more than before,
- * the blocks uploaded (the stream is idle between runs), the chain's stream made once. */
+/* EARLY: the buckets armed (early.h); where they changed (the first step), their events and parameter blocks
+ * made where there are more than before and the blocks uploaded (the stream is idle between runs); the chain's
+ * stream made once. */
 static pp_status dopt_early(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     struct cu_dopt *d = &x->dopt;
+    bool changed;
     c->addr = d->g, c->device = x->device, c->sums_bytes = (size_t)d->T * sizeof(float);
-    PP_TRY(pcu_early_arm(&d->early, &x->pl, d->ps, d->off, d->np, d->T, c, x->st->index, err));
+    PP_TRY(pcu_early_arm(&d->early, &x->pl, d->ps, d->off, d->np, d->T, c, x->st->index, &changed, err));
     const int n = d->early.n;
     if (!d->cs) CU(x, -1, cudaStreamCreateWithFlags(&d->cs, cudaStreamNonBlocking));
+    if (!changed) return PP_OK;
     if (n > d->cap_b) {
         cudaEvent_t *ev = realloc(d->bev, (size_t)n * sizeof *ev);
         if (!ev) return PP_FAIL(err, PP_ENOMEM, "out of memory");
