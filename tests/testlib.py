@@ -1,9 +1,11 @@
 """What the Python tests share: a fresh work folder, the skip when onnx is
 missing (exit 77, which ctest counts as skipped), a list of failures with a
-count of checks, and the closing report (exit 1 on a failure). A test puts
+count of checks, the closing report (exit 1 on a failure), and the backends
+a pprt was built with. A test puts
 tests/ on sys.path and imports what it uses."""
 import os
 import shutil
+import subprocess
 import sys
 
 failures = []
@@ -40,3 +42,9 @@ def finish(name):
             print("  FAIL: " + f)
         sys.exit(1)
     print(f"{name}: {_count[0]} checks passed")
+
+
+def backends(pprt, names=("ref", "dnnl", "cuda-emu")):
+    """Those of names this pprt was built with (`pprt --backend B --version` exits 0)."""
+    return [b for b in names
+            if subprocess.run([pprt, "--backend", b, "--version"], capture_output=True).returncode == 0]

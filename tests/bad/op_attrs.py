@@ -19,6 +19,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import testlib  # noqa: E402
+
 try:
     import onnx
     import onnxruntime as ort
@@ -37,8 +40,7 @@ args = ap.parse_args()
 PPCC, PPRT = os.environ["PPCC"], os.environ["PPRT"]
 os.makedirs(args.work, exist_ok=True)
 rng = np.random.default_rng(args.seed)
-BACKENDS = [b for b in ("ref", "dnnl", "cuda-emu")
-            if subprocess.run([PPRT, "--backend", b, "--version"], capture_output=True).returncode == 0]
+BACKENDS = testlib.backends(PPRT)
 NP = {TP.FLOAT: np.float32, TP.DOUBLE: np.float64, TP.INT64: np.int64, TP.INT32: np.int32, TP.INT8: np.int8,
       TP.UINT8: np.uint8}
 failures, counts = [], {"cases": 0, "ran": 0, "refused": 0, "compared": 0, "ort_shape": 0}

@@ -41,6 +41,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import testlib  # noqa: E402
+
 try:
     import onnx
     from onnx import TensorProto as TP
@@ -57,8 +60,7 @@ ap.add_argument("--seed", type=int, default=2026)
 ap.add_argument("--only")
 args = ap.parse_args()
 PPCC, PPRT = os.environ["PPCC"], os.environ["PPRT"]
-BACKENDS = [b for b in ("ref", "dnnl", "cuda-emu")
-            if subprocess.run([PPRT, "--backend", b, "--version"], capture_output=True).returncode == 0]
+BACKENDS = testlib.backends(PPRT)
 rng = np.random.default_rng(args.seed)
 failures, counts = [], {"cases": 0, "refused": 0, "checked": 0, "elements": 0, "disagree": 0, "split": 0, "imprecise": 0}
 worst = [0.0, ""]
