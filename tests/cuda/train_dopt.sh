@@ -68,6 +68,7 @@ early() {
     || fail "$name (early fold): $(tail -2 "$name.early.err")"
 }
 early rsgd2 r2.plan rdata rlabels.npy --steps 3 --accumulate 2 --optimizer sgd --lr 0.05 --momentum 0.9 --clip-norm 1
+rm -f r1.plan r2.plan   # ran: 45 MB each
 early dadam1 d1.plan "$S/data" "$S/labels.npy" --steps 6 --accumulate 3 --optimizer adamw --lr 3e-3 --clip-norm 1
 early dfp162 h2.plan "$S/data" "$S/labels.npy" --steps 18 --optimizer sgd --lr 0.01 --momentum 0.9 \
   --loss-scale dynamic:1073741824 --loss-scale-interval 3

@@ -85,6 +85,7 @@ for prec in bf16 fp16; do
     "${dint[@]}" --backend ref --save-weights wd${prec}ref --log-json ld${prec}ref.json -q
   "$PPRT" r${prec}1.plan rdata --labels rlabels.npy --steps 1 --no-shuffle --optimizer sgd --lr 0.01 --backend ref \
     --log-json lr${prec}ref.json -q
+  rm -f r${prec}1.plan r${prec}2.plan r${prec}2x.plan   # ran: 45 MB each
 done
 TRAIN_BACKEND=$be "$PY" - <<'PY' || fail "the half route"
 import json, os, re, sys

@@ -112,6 +112,7 @@ def train(plan, out, steps, opts=(), data="data", acc=ACC, backend="ref", fresh=
     if r.returncode:
         return {}, {"steps": []}
     w = {os.path.splitext(n)[0]: np.load(os.path.join(out, n)) for n in sorted(os.listdir(out))}
+    shutil.rmtree(out)  # read: the files go (ResNet-18's are 45 MB a run; CI's disk is finite)
     return w, json.load(open(log))
 
 
@@ -357,6 +358,7 @@ else:
             bad = [n for n in names if n.endswith(".bf16.f32") or n.split(".bf16")[0] in inits
                    or (n.endswith(".bf16") and n[:-5] in names)]
             check(not bad, f"ResNet-18 bf16 -pp {pp} {opts}: the cut {c['from']} -> {c['to']} sends {bad}")
+    os.remove("r18_cuts.plan")
     if "dnnl" in run([PPRT, "--backend", "list"]).stdout:
         # on oneDNN, the products on its bf16 kernels where this CPU has them (halfprod.c), chosen over the
         # whole plan's graph: the same bits at -pp 1 and 2 (one thread a stage either way); a choice made per
@@ -389,6 +391,8 @@ else:
     # 27% in norm. So each of pprt's gradients must lie as near the f32 policy's as the f64 policy's does
     # (within 1.5 x that distance + 2%), the loss within 3e-3; PyTorch autocast's loss within 1e-2.
     r = run([PPRT, "r18_2.plan", "rdata", "-o", "r18_out", "--backend", "ref", "-q"])
+    for pp in (1, 2, 4):  # their last run: 45 MB each
+        os.remove(f"r18_{pp}.plan")
     check(r.returncode == 0, f"ResNet-18 bf16, one step: exit {r.returncode}: {r.stderr[-300:]}")
     mk = lambda: torchvision.models.resnet18(num_classes=10)  # noqa: E731
     ref = {}
@@ -463,6 +467,8 @@ if r.returncode == 0:
         nan = np.isnan(w)
         bad = int(np.count_nonzero(got[~nan].view(np.uint32) != w[~nan].view(np.uint32)))
         check((np.isnan(got) == nan).all() and bad == 0, f"Cast to {n}: {bad} of {xc.size} values rounded otherwise")
+shutil.rmtree("cdata", ignore_errors=True)  # 16.7M values in, twice that out: 200 MB
+shutil.rmtree("cout", ignore_errors=True)
 # and back: every one of the 65536 fp16 values to f32 as NumPy's astype(float32)
 hv16 = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16).reshape(1, -1)
 os.makedirs("hdata", exist_ok=True)
