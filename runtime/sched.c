@@ -262,27 +262,13 @@ static void *stage_main(void *arg) {
 /* A zb-h1 plan's W stage (device d's weight gradients): takes what its B
  * kept for it, micro-batch by micro-batch in order, runs through the gate
  * (the schedule defers it), hands its gradients to the trainer. */
+static bool w_stopped(void *ctx) { return is_failed(ctx); }
+
 static void w_loop(worker *w, int64_t k0, int64_t k1) {
     sched *S = w->S;
-    pprt_stage_run *r = &w->run;
-    for (int64_t k = k0; k < k1 && !is_failed(S); k++) {
-        pp_err e = {0};
-        const int64_t mb = r->mb_offset + (k < r->warmup ? 0 : k - r->warmup);
-        pp_status s = r->stash_in ? pprt_stash_pop_wait(r->stash_in, w->in_buf, &e) : PP_OK;
-        if (s != PP_OK && is_failed(S)) return; /* closed by the stop */
-        if (s == PP_OK && r->gate) r->gate->enter(r->gate->ctx, r->replica, r->stage, mb);
-        const double t0 = pprt_now_s();
-        if (s == PP_OK) s = r->ex->run(r->x, w->in_buf, w->out_buf, &e);
-        if (k >= r->warmup) r->busy += pprt_now_s() - t0;
-        if (r->gate) r->gate->leave(r->gate->ctx, r->replica, r->stage, mb);
-        if (s == PP_OK && r->local && k >= r->warmup) s = r->local(r->local_ctx, r->stage, mb, w->out_buf, &e);
-        if (s != PP_OK) {
-            pp_err f = {0};
-            PP_WRAP(&f, &e, s, "stage %d (a W stage), micro-batch %lld: %s", r->stage, (long long)mb, e.msg);
-            stop_all(S, &f);
-            return;
-        }
-    }
+    pp_err e = {0};
+    if (pprt_w_stage_loop(&w->run, w->in_buf, w->out_buf, k0, k1, w_stopped, S, &e) != PP_OK && !is_failed(S))
+        stop_all(S, &e); /* a stash closed by the stop is the stop's, not a failure of its own */
 }
 
 static void *w_main(void *arg) {

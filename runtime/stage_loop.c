@@ -104,3 +104,21 @@ static pp_status stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own
     }
     return PP_OK;
 }
+
+pp_status pprt_w_stage_loop(pprt_stage_run *r, void *in_buf, void *out_buf, int64_t k0, int64_t k1,
+                            bool (*stopped)(void *stop_ctx), void *stop_ctx, pp_err *err) {
+    for (int64_t k = k0; k < k1 && !stopped(stop_ctx); k++) {
+        pp_err e = {0};
+        const int64_t mb = r->mb_offset + (k < r->warmup ? 0 : k - r->warmup);
+        pp_status s = r->stash_in ? pprt_stash_pop_wait(r->stash_in, in_buf, &e) : PP_OK;
+        if (s == PP_OK && r->gate) r->gate->enter(r->gate->ctx, r->replica, r->stage, mb);
+        const double t0 = pprt_now_s();
+        if (s == PP_OK) s = r->ex->run(r->x, in_buf, out_buf, &e);
+        if (k >= r->warmup) r->busy += pprt_now_s() - t0;
+        if (r->gate) r->gate->leave(r->gate->ctx, r->replica, r->stage, mb);
+        if (s == PP_OK && r->local && k >= r->warmup) s = r->local(r->local_ctx, r->stage, mb, out_buf, &e);
+        if (s != PP_OK)
+            return PP_WRAP(err, &e, s, "stage %d (a W stage), micro-batch %lld: %s", r->stage, (long long)mb, e.msg);
+    }
+    return PP_OK;
+}

@@ -57,4 +57,14 @@ typedef struct pprt_stage_run {
  * closed by someone else. */
 pp_status pprt_stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, pp_err *err);
 
+/* A zb-h1 plan's W stage (a device's weight gradients) over tags k0 ..
+ * k1-1: each micro-batch's incoming message popped, in order, from what its
+ * B kept (stash_in, into in_buf), run through the gate (which defers it),
+ * its device-local outputs handed on (local). No links. Returns PP_OK, or
+ * the first failure with the stage and micro-batch (a stash closed by a stop
+ * is one); stopped(stop_ctx), asked before each micro-batch, ends the loop
+ * early with PP_OK. */
+pp_status pprt_w_stage_loop(pprt_stage_run *r, void *in_buf, void *out_buf, int64_t k0, int64_t k1,
+                            bool (*stopped)(void *stop_ctx), void *stop_ctx, pp_err *err);
+
 #endif

@@ -783,11 +783,16 @@ static pp_status dev_owner(trainer *t, int s, owner *w, pp_err *err) {
 static int param_device(const trainer *t, int i);
 static bool device_reads(const trainer *t, int i, int e);
 
-/* Stage s runs in this process: every stage on threads, this rank's device's two under MPI. */
+/* The device of a training plan's stage s: forward d, backward 2P-1-d, a zb-h1 plan's W stage 2P+d. */
+static int stage_device(const pprt_plan *p, int s) {
+    const int P = p->train_devices;
+    return s < P ? s : s < 2 * P ? 2 * P - 1 - s : s - 2 * P;
+}
+
+/* Stage s runs in this process: every stage on threads, this rank's device's (two, three with a W stage) under
+ * MPI. */
 static bool rank_stage(const trainer *t, int s) {
-    if (!t->o->dist) return true;
-    const int P = t->p->train_devices, d = t->o->dist->rank % P;
-    return s == d || s == 2 * P - 1 - d;
+    return !t->o->dist || stage_device(t->p, s) == t->o->dist->rank % t->p->train_devices;
 }
 
 /* MPI: a weight this rank's device optimizer would keep that another device reads (its rank takes the host's
@@ -950,7 +955,7 @@ static void taker_release(taker *k) {
 static bool of_device(const trainer *t, int i, int d) {
     const pprt_io *o = &t->p->outputs[i];
     const pprt_stage *st = &t->p->stages[o->stage];
-    if (o->slot >= pprt_local_first(st)) return o->stage == 2 * t->p->train_devices - 1 - d;
+    if (o->slot >= pprt_local_first(st)) return stage_device(t->p, o->stage) == d; /* B's, or W's (zb-h1) */
     return d == 0;
 }
 
@@ -980,12 +985,16 @@ static void sums_copy(const trainer *t, taker *k, int d, unsigned char *buf, boo
     }
 }
 
-/* The takers that fold device d's outputs: the sink's (device 0) and its
- * backward stage's device-local one (NULL where it has none). */
-static void device_takers(taker *tk, int P, int d, taker *mine[2]) {
-    mine[0] = d == 0 ? tk : NULL, mine[1] = NULL;
-    for (int i = 0; i < tk->n_sub; i++)
+/* The takers that fold device d's outputs: the sink's (device 0), its
+ * backward stage's device-local one and, in a zb-h1 plan, its W stage's
+ * (NULL where it has none). */
+enum { DEV_TAKERS = 3 };
+static void device_takers(taker *tk, int P, int d, taker *mine[DEV_TAKERS]) {
+    mine[0] = d == 0 ? tk : NULL, mine[1] = mine[2] = NULL;
+    for (int i = 0; i < tk->n_sub; i++) {
         if (tk->sub[i].stage == 2 * P - 1 - d) mine[1] = &tk->sub[i];
+        if (tk->sub[i].stage == 2 * P + d) mine[2] = &tk->sub[i];
+    }
 }
 
 /* A rank of an earlier replica after the step: its device d's whole sums
@@ -994,10 +1003,10 @@ static pp_status dist_whole(trainer *t, taker *tk, int d, unsigned char *buf, pp
     const pprt_train_dist *D = t->o->dist;
     const int M = t->o->accumulate;
     PP_TRY(D->recv(D->ctx, (D->replicas - 1) * D->devices + d, buf, sums_bytes(t, d), err));
-    taker *mine[2];
+    taker *mine[DEV_TAKERS];
     device_takers(tk, D->devices, d, mine);
     sums_copy(t, tk, d, buf, false);
-    for (int w = 0; w < 2; w++)
+    for (int w = 0; w < DEV_TAKERS; w++)
         if (mine[w]) mine[w]->next = M;
     return PP_OK;
 }
@@ -1148,7 +1157,7 @@ static pp_status chain_join(trainer *t, pthread_t th, chain_job *j, pp_status s,
 /* After the run on a rank of replica r: the takers' sums (device 0's losses and sink outputs, the host-folded
  * gradients) from replica r-1's rank of device d, this replica's added, on to replica r+1's; the last
  * replica's, of the whole step, back to every earlier replica's rank of device d. */
-static pp_status host_chain(trainer *t, taker *tk, taker *mine[2], int hi, pp_err *err) {
+static pp_status host_chain(trainer *t, taker *tk, taker *mine[DEV_TAKERS], int hi, pp_err *err) {
     const pprt_train_dist *D = t->o->dist;
     const int R = D->replicas, r = D->replica, P = D->devices, d = D->rank % P;
     size_t most = 0;
@@ -1159,10 +1168,10 @@ static pp_status host_chain(trainer *t, taker *tk, taker *mine[2], int hi, pp_er
     if (r > 0) {
         s = D->recv(D->ctx, (r - 1) * P + d, buf, sums_bytes(t, d), err);
         if (s == PP_OK) sums_copy(t, tk, d, buf, false);
-        for (int w = 0; s == PP_OK && w < 2; w++)
+        for (int w = 0; s == PP_OK && w < DEV_TAKERS; w++)
             if (mine[w]) taker_release(mine[w]);
     }
-    for (int w = 0; s == PP_OK && w < 2; w++)
+    for (int w = 0; s == PP_OK && w < DEV_TAKERS; w++)
         if (mine[w] && mine[w]->next != hi)
             s = PP_FAIL(err, PP_ERUNTIME, "internal: replica %d's micro-batches reached %lld on device %d, not %d", r,
                         (long long)mine[w]->next, d, hi);
@@ -1207,9 +1216,9 @@ static pp_status dist_run(trainer *t, const int64_t *perm, int64_t k, int64_t st
         fill_sets(t, &t->train, perm, ((int64_t)k * M + lo) * t->rows, hi - lo, ins);
         feed_dropout_seed(t, ins, step, lo, hi - lo);
     }
-    taker *mine[2];
+    taker *mine[DEV_TAKERS];
     device_takers(tk, P, d, mine);
-    for (int w = 0; w < 2; w++)
+    for (int w = 0; w < DEV_TAKERS; w++)
         if (mine[w]) mine[w]->next = lo, mine[w]->hold = r > 0;
     const pprt_output_hook hook = {tk, take, take_local, &t->dev};
     pprt_run_opts ro = *run;
@@ -1285,8 +1294,8 @@ static int param_device(const trainer *t, int i) {
 /* Device e's stages read weight i. */
 static bool device_reads(const trainer *t, int i, int e) {
     if (t->reads) return t->reads[(size_t)i * (size_t)t->p->train_devices + (size_t)e];
-    const int P = t->p->train_devices, st[2] = {e, 2 * P - 1 - e};
-    for (int j = 0; j < 2; j++)
+    const int P = t->p->train_devices, st[3] = {e, 2 * P - 1 - e, 2 * P + e};
+    for (int j = 0; j < (t->p->n_wstages ? 3 : 2); j++)
         for (int k = 0; k < t->p->stages[st[j]].n_tensors; k++) {
             const pprt_tdesc *d = &t->p->stages[st[j]].t[k];
             if (d->kind == PPRT_WEIGHT && !strcmp(d->name, t->ps[i].name)) return true;
@@ -1399,9 +1408,9 @@ static pp_status dist_reduce(trainer *t, taker *k, int64_t step, double *loss, d
                              pp_err *err) {
     const pprt_train_dist *D = t->o->dist;
     const int M = t->o->accumulate, P = D->devices, d = D->rank % P;
-    taker *mine[2];
+    taker *mine[DEV_TAKERS];
     device_takers(k, P, d, mine);
-    for (int w = 0; w < 2; w++)
+    for (int w = 0; w < DEV_TAKERS; w++)
         if (mine[w] && mine[w]->next != M)
             return PP_FAIL(err, PP_ERUNTIME, "internal: %lld of %d micro-batches reached device %d's sums",
                            (long long)mine[w]->next, M, d);
@@ -1459,6 +1468,10 @@ static pp_status dist_busy(trainer *t, double *bubble, pp_err *err) {
         if (v[3] > t->stash_peak[q % P]) t->stash_peak[q % P] = (int)v[3]; /* the most over the replicas */
         if (v[4] > 0) t->stash_bytes[q % P] = (size_t)v[4];
         if (v[PPRT_DIST_BUSY] > t->held_peak[q % P]) t->held_peak[q % P] = (int)v[PPRT_DIST_BUSY];
+        if (!t->p->n_wstages) continue; /* zb-h1: the device's W stage 2P + d */
+        t->busy[2 * P + q % P] += v[5], busy += v[5];
+        if (v[6] > t->w_keep_peak[q % P]) t->w_keep_peak[q % P] = (int)v[6];
+        if (v[7] > 0) t->w_keep_bytes[q % P] = (size_t)v[7];
     }
     *bubble = wall > 0 ? 1.0 - busy / wall : 0;
     return PP_OK;

@@ -36,7 +36,7 @@ typedef enum { PPRT_SCHED_1F1B = 0, PPRT_SCHED_GPIPE = 1, PPRT_SCHED_FLOW = 2, P
  * micro-batch order, and passes it on; rank 0 gets the whole step's sum
  * from the last leader, steps the optimizer and sends every rank the new
  * weights. */
-enum { PPRT_DIST_BUSY = 5 }; /* pprt_train_dist.busy's figures */
+enum { PPRT_DIST_BUSY = 8 }; /* pprt_train_dist.busy's figures */
 
 typedef struct pprt_train_dist {
     void *ctx;
@@ -67,7 +67,9 @@ typedef struct pprt_train_dist {
      * executors and its wall seconds (the rank's device time): the log's
      * stage_busy_s and bubble; then its device's stash: the most entries it
      * held at once and an entry's bytes (0, 0: none), the log's stash_peak
-     * and stash_bytes. */
+     * and stash_bytes; then, in a zb-h1 plan, its W stage's executor seconds
+     * and what its B kept for it: the most entries at once and an entry's
+     * bytes (0, 0, 0: none). */
     void (*busy)(void *ctx, double out[PPRT_DIST_BUSY]);
     /* pprt --profile (pprt_run_opts.node_times): the last run's mean ms a
      * micro-batch of each node of this rank's two stages, written at their

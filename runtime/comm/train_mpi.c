@@ -5,7 +5,9 @@
  * d and backward stage 2P-1-d, each on a thread of its own running the one
  * stage loop, the device's stash between them in this process (stash.h)
  * and the schedule's gate around them (pprt_run_opts.gate), as the threaded
- * driver runs them. Its links:
+ * driver runs them; in a zb-h1 plan also its W stage 2P+d (where it has
+ * nodes) on a third thread, taking what B keeps for it, through the gate,
+ * with no link. Its links:
  *
  *   forward in    d = 0: the source over the leader's micro-batches; else from rank r-1
  *   forward out   d = P-1: an in-process queue to its own backward stage; else to rank r+1
@@ -79,8 +81,8 @@ typedef struct tm_ctx {
     pprt_stream *rs;
     pprt_event *rev;
     atomic_bool rstop; /* pprt_train_dist.dstop: the chain's transfers fail */
-    /* the last run's: the two stages' executor seconds, its wall seconds, the stash's peak and entry bytes
-     * (pprt_train_dist.busy) */
+    /* the last run's: the two stages' executor seconds, its wall seconds, the stash's peak and entry bytes, the
+     * W stage's seconds and what B kept for it, its peak and entry bytes (pprt_train_dist.busy) */
     double busy[PPRT_DIST_BUSY];
     /* pprt --profile and --trace: the last run's records of the two stages (run.h: node times, timeline; rec_on),
      * the last training step's kept for its timeline (pprt_train_dist.keep_trace; kept_on), the backend and
@@ -154,13 +156,23 @@ typedef struct side {
     pprt_stage_run run;
     pprt_stage_rec *rec; /* --profile, --trace: its record (tm_ctx.rec), else NULL */
     const pprt_backend *be;
-    struct side *other;
+    struct dev_sides *dev;
     int64_t M;
     int threads; /* its executor's intra-op threads */
+    void *in_buf, *out_buf; /* a W stage's messages (it has no links) */
     pp_status s;
     bool own;
     pp_err e;
 } side;
+
+/* The device's stages on this rank: forward, backward and, in a zb-h1 plan,
+ * the W stage (NULL where the plan has none), with what B keeps for W; stop
+ * is set by the first side to fail (close_all). */
+typedef struct dev_sides {
+    side *s[3];
+    pprt_stash *wk;
+    atomic_bool stop;
+} dev_sides;
 
 /* A backward stage's device-local gradients (pprt_stage.n_local) to the
  * run's taker, numbered in the step (this replica's first is mb0). */
@@ -175,11 +187,14 @@ static pp_status take_local(void *ctx, int stage, int64_t mb, const void *msg, p
 }
 
 static void close_all(side *w) {
-    side *v[2] = {w, w->other};
-    for (int i = 0; i < 2; i++) {
-        if (v[i]->run.in) v[i]->run.in->ops->close(v[i]->run.in);
-        if (v[i]->run.out) v[i]->run.out->ops->close(v[i]->run.out);
+    dev_sides *v = w->dev;
+    atomic_store(&v->stop, true);
+    for (int i = 0; i < 3; i++) {
+        if (!v->s[i]) continue;
+        if (v->s[i]->run.in) v->s[i]->run.in->ops->close(v->s[i]->run.in);
+        if (v->s[i]->run.out) v->s[i]->run.out->ops->close(v->s[i]->run.out);
     }
+    if (v->wk) pprt_stash_close(v->wk); /* wakes the W stage */
     if (w->run.gate) w->run.gate->stop(w->run.gate->ctx);
 }
 
@@ -190,6 +205,19 @@ static void *side_main(void *arg) {
     if (w->s == PP_OK && w->run.out->ops->drain) w->s = w->run.out->ops->drain(w->run.out, &w->e);
     if (w->rec) w->rec->t_loop1 = pprt_now_s();
     if (w->s != PP_OK) close_all(w);
+    return NULL;
+}
+
+static bool dev_stopped(void *ctx) { return atomic_load(&((dev_sides *)ctx)->stop); }
+
+/* A zb-h1 plan's W stage: what B kept, through the gate, its gradients to the trainer (stage_loop.h) */
+static void *w_side_main(void *arg) {
+    side *w = arg;
+    w->s = pprt_w_stage_loop(&w->run, w->in_buf, w->out_buf, 0, w->M, dev_stopped, w->dev, &w->e);
+    if (w->s != PP_OK) {
+        w->own = !atomic_load(&w->dev->stop); /* else its stash was closed by the stop */
+        close_all(w);
+    }
     return NULL;
 }
 
@@ -270,13 +298,48 @@ static pp_status recs_begin(tm_ctx *c, const pprt_plan *p, int64_t M, const pprt
     return PP_OK;
 }
 
+/* A zb-h1 plan's W stage 2P+d on this rank (pprt_plan.n_wstages), where it has nodes: on the backward stage's
+ * place (the host: training's W stages run on host backends, as on threads), taking what B keeps for it
+ * (dv->wk). */
+static pp_status make_w_side(tm_ctx *c, const pprt_plan *p, const pprt_run_opts *o, side *b, side *w,
+                             dev_sides *dv, pp_err *err) {
+    const int d = c->m->stage, ws = p->n_stages + d;
+    PP_TRY(pprt_stash_new_w(p, d, &dv->wk, err));
+    b->run.stash_out = dv->wk;
+    if (!p->stages[ws].n_nodes) return PP_OK; /* nothing of the backward is deferred: no thread (as on threads) */
+    PP_TRY(make_exec(p, ws, &c->bat, o, w, err));
+    if (!pprt_place_is_host(&c->bat))
+        return PP_FAIL(err, PP_EUNSUP, "stage %d, a W stage (--schedule zb-h1), would run on %s: training runs "
+                       "its W stages on host backends", ws, w->be->name);
+    const pprt_stage *st = &p->stages[ws];
+    if (posix_memalign(&w->in_buf, 64, st->in.bytes + 64) || posix_memalign(&w->out_buf, 64, st->out.bytes + 64))
+        return PP_FAIL(err, PP_ENOMEM, "stage %d: cannot allocate its messages", ws);
+    w->run.stage = ws, w->run.stash_in = dv->wk;
+    w->run.gate = o->gate, w->run.replica = c->m->replica;
+    dv->s[2] = w;
+    return PP_OK;
+}
+
+/* The first failure of the device's stages: a stage's own (its executor, a message out of order) before a
+ * link or stash closed by it; NULL: none failed. */
+static const side *first_failure(const dev_sides *v) {
+    for (int i = 0; i < 3; i++)
+        if (v->s[i] && v->s[i]->s != PP_OK && v->s[i]->own) return v->s[i];
+    const int order[3] = {1, 0, 2};
+    for (int i = 0; i < 3; i++)
+        if (v->s[order[i]] && v->s[order[i]]->s != PP_OK) return v->s[order[i]];
+    return NULL;
+}
+
 static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins, int64_t M, int64_t mb0,
                             const pprt_run_opts *o, pp_err *err) {
     tm_ctx *c = ctx;
     pprt_mpi *m = c->m;
     const int P = p->train_devices, d = m->stage;
-    side f = {.M = M}, b = {.M = M};
-    f.other = &b, b.other = &f;
+    dev_sides dv = {.s = {NULL, NULL, NULL}};
+    side f = {.M = M, .dev = &dv}, b = {.M = M, .dev = &dv}, w = {.M = M, .dev = &dv};
+    dv.s[0] = &f, dv.s[1] = &b;
+    atomic_init(&dv.stop, false);
     pprt_stash *stash = NULL;
     pp_status s = pprt_stash_new(p, d, &stash, err);
     pprt_stash_on(stash, &c->fat, &c->bat); /* a GPU's memory: its copies */
@@ -287,34 +350,40 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
     side *both[2] = {&f, &b};
     c->rec_on = false;
     if (s == PP_OK && (o->node_times || o->trace)) s = recs_begin(c, p, M, o, both, err);
+    f.run.stash_out = stash, b.run.stash_in = stash;
+    if (s == PP_OK && p->n_wstages) s = make_w_side(c, p, o, &b, &w, &dv, err);
     if (s != PP_OK) return s; /* the process ends (pprt_mpi_finish): what was made stays */
     f.run.gate = b.run.gate = o->gate;
     f.run.replica = b.run.replica = m->replica;
-    f.run.stash_out = stash, b.run.stash_in = stash;
     local_to lt = {o->take_outputs, mb0};
-    if (p->stages[2 * P - 1 - d].n_local) {
+    for (int i = 1; i < 3; i++) { /* B's device-local gradients, and W's */
+        side *x = dv.s[i];
+        if (!x || !p->stages[x->run.stage].n_local) continue;
         if (!o->take_outputs || !o->take_outputs->take_local)
             return PP_FAIL(err, PP_EINVAL, "stage %d has device-local outputs, and the run's taker takes none",
-                           2 * P - 1 - d);
-        b.run.local = take_local, b.run.local_ctx = &lt;
-        b.run.local_unread = o->take_outputs->local_unread;
+                           x->run.stage);
+        x->run.local = take_local, x->run.local_ctx = &lt;
+        x->run.local_unread = o->take_outputs->local_unread;
         if (!pprt_place_is_host(&c->bat)) /* the stage loop copies them down from the device (stage_loop.h) */
-            b.run.local_mem = c->bat.mem, b.run.local_dev = c->bat.device,
-            b.run.local_bytes = p->stages[2 * P - 1 - d].out.bytes;
+            x->run.local_mem = c->bat.mem, x->run.local_dev = c->bat.device,
+            x->run.local_bytes = p->stages[x->run.stage].out.bytes;
     }
-    pthread_t th;
+    pthread_t th, wth;
     const double t0 = pprt_now_s();
     if (pthread_create(&th, NULL, side_main, &f) != 0)
         return PP_FAIL(err, PP_ERUNTIME, "cannot start the thread of stage %d", d);
+    if (dv.s[2] && pthread_create(&wth, NULL, w_side_main, &w) != 0) {
+        close_all(&f);
+        pthread_join(th, NULL);
+        return PP_FAIL(err, PP_ERUNTIME, "cannot start the thread of stage %d", w.run.stage);
+    }
     side_main(&b);
     pthread_join(th, NULL);
+    if (dv.s[2]) pthread_join(wth, NULL);
     c->busy[0] = f.run.busy, c->busy[1] = b.run.busy, c->busy[2] = pprt_now_s() - t0;
     c->busy[3] = stash ? stash->peak : 0, c->busy[4] = stash ? (double)stash->bytes : 0;
-    /* a stage's own failure (its executor, a message out of order) before a link closed by it */
-    const side *bad = NULL;
-    if (f.s != PP_OK && (f.own || b.s == PP_OK)) bad = &f;
-    else if (b.s != PP_OK) bad = &b;
-    else if (f.s != PP_OK) bad = &f;
+    c->busy[5] = w.run.busy, c->busy[6] = dv.wk ? dv.wk->peak : 0, c->busy[7] = dv.wk ? (double)dv.wk->bytes : 0;
+    const side *bad = first_failure(&dv);
     if (bad) {
         *err = bad->e;
         return bad->s;
@@ -322,10 +391,13 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
     for (int k = 0; c->rec_on && k < 2; k++) pprt_rec_done(&c->rec[k], p, both[k]->run.ex, both[k]->run.x, both[k]->run.busy);
     pprt_keeper_done(o->keep, f.be->exec, d, 0, f.run.x);
     pprt_keeper_done(o->keep, b.be->exec, 2 * P - 1 - d, 0, b.run.x);
+    if (dv.s[2]) pprt_keeper_done(o->keep, w.be->exec, w.run.stage, 0, w.run.x);
     f.run.in->ops->destroy(f.run.in), b.run.out->ops->destroy(b.run.out);
     f.run.out->ops->destroy(f.run.out);
     if (b.run.in != f.run.out) b.run.in->ops->destroy(b.run.in);
     pprt_stash_free(stash);
+    pprt_stash_free(dv.wk);
+    free(w.in_buf), free(w.out_buf);
     return PP_OK;
 }
 
@@ -599,10 +671,6 @@ pp_status pprt_train_mpi(pprt_mpi *m, const pprt_plan *p, const pprt_train_opts 
         return PP_FAIL(err, PP_EUNSUP, "training under mpirun runs plans of a forward and a backward stage per device; "
                        "this one has %d stages for %d devices: train it on threads (pprt without mpirun)", p->n_stages,
                        p->train_devices);
-    if (o->schedule_kind != PPRT_SCHED_1F1B && o->schedule_kind != PPRT_SCHED_GPIPE &&
-        o->schedule_kind != PPRT_SCHED_FLOW)
-        return PP_FAIL(err, PP_EUNSUP, "--schedule: training under mpirun takes 1f1b, gpipe or flow; train with "
-                       "this one on threads (pprt without mpirun)");
     PP_TRY(pprt_mpi_agree(m, p, ro->depth, &the_ctx.clock_off, err));
     PP_TRY(agree_train(m, o, err));
     const double off = the_ctx.clock_off;

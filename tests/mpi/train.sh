@@ -9,6 +9,9 @@
 #     -np 2 each device's stash counts (stash_peak, stash_bytes, held_peak)
 #     in rank 0's log the threaded run's;
 #   - --eval: the held-out loss and accuracy equal to the threaded run's;
+#   - zb-h1 plans (a W stage per device, run on its rank) under --schedule
+#     zb-h1 and 1f1b, -pp 2 at -np 2 and 4 and -pp 4 at -np 4: the threaded
+#     run's bits and losses, the stash and W-keep counts within the schedule's;
 #   - executors kept across steps (the default) against PPRT_TRAIN_FRESH=1 on
 #     dnnl at -np 4: the same bits;
 #   - --checkpoint/--save-every then --resume under mpirun: the weights of
@@ -192,6 +195,48 @@ expect_rc 0 rc-mpi.txt "${M[@]}" -np 4 "$PPRT" t2r.plan "$S/data" "${common[@]}"
   --lr 2e-3 --replicas 2 --save-weights rc-mpi
 same_dirs rc-th rc-mpi
 echo "mpi_train: a --recompute all plan under --schedule flow at -np 4: bit-identical to threads"
+
+# ZB-H1 plans (ppcc --train --schedule zb-h1: each device's backward split into B and a W stage; under mpirun
+# the W stage runs on a third thread of its device's rank, through the gate, on what B kept for it): under
+# --schedule zb-h1 and 1f1b (W right after its B), -pp 2 at -np 2 and at -np 4 (--replicas 2), -pp 4 at -np 4:
+# the threaded run's weights and losses; the stash and W-keep entries' bytes as on threads, their peaks within
+# the schedule's cap; every stage busy on its rank. Until 2026-12-06 the ranks never ran the W stages:
+# --schedule 1f1b trained on without the weight gradients (grad norm 0), zb-h1 was refused.
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --schedule zb-h1 -o z2.plan -q
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 4 --schedule zb-h1 -o z4.plan -q
+zo=(--optimizer adamw --lr 2e-3 --weight-decay 0.01)
+for sched in zb-h1 1f1b; do
+  for run in z2:2:1 z2:4:2 z4:4:1; do
+    IFS=: read -r plan np_ reps <<< "$run"
+    tag=$plan-$sched-r$reps
+    expect_rc 0 th-$tag.txt "$PPRT" $plan.plan "$S/data" "${common[@]}" --schedule $sched "${zo[@]}" \
+      --replicas $reps --save-weights th-$tag --log-json th-$tag.json
+    expect_rc 0 mpi-$tag.txt "${M[@]}" -np $np_ "$PPRT" $plan.plan "$S/data" "${common[@]}" --schedule $sched \
+      "${zo[@]}" --replicas $reps --save-weights mpi-$tag --log-json mpi-$tag.json
+    same_dirs th-$tag mpi-$tag
+    same_losses th-$tag.json mpi-$tag.json
+    "$PY" - th-$tag.json mpi-$tag.json << 'PYEND'
+import json, sys
+t, m = (json.load(open(f)) for f in sys.argv[1:3])
+# the peaks are not compared: when a deferred W runs depends on when the next device's messages come
+keys = ("stash_peak", "stash_bytes", "held_peak", "w_keep_peak", "w_keep_bytes")
+a, b = ([tuple(s[k] for k in keys) for s in d["stash"]] for d in (t, m))
+P = len(a)
+assert [(x[1], x[4]) for x in a] == [(x[1], x[4]) for x in b], (a, b)
+for run in (a, b):
+    for d, x in enumerate(run):  # 1F1B's cap: device d holds at most P - d; -pp 4's device 2 has no W node
+        assert 1 <= x[0] <= x[2] <= P - d and x[3] <= x[2] and x[1] > 0 and (x[3] > 0) == (x[4] > 0), (d, x, a, b)
+assert any(x[4] for x in a), a
+for st in m["steps"]:  # forward, backward, then the W stages (busy where they have nodes)
+    busy = st["stage_busy_s"]
+    assert len(busy) == 3 * P and all(v > 0 for v in busy[:2 * P]), busy
+    assert all((busy[2 * P + d] > 0) == (a[d][4] > 0) for d in range(P)), (busy, a)
+assert all(s.get("grad_norm", 0) > 0 for s in m["steps"]), m["steps"]
+PYEND
+    checks=$((checks + 1))
+  done
+done
+echo "mpi_train: zb-h1 plans under --schedule zb-h1 and 1f1b at -np 2, -np 4 (--replicas 2, and -pp 4): bit-identical to threads, the W stages run on their ranks"
 
 # oneDNN, one thread per stage in both runs (its results may depend on the threads): the same bits
 "$PPRT" --backend list > backends.txt
