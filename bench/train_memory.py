@@ -40,6 +40,7 @@ ap.add_argument("--micro-batches", type=int, default=8)
 ap.add_argument("--rows", type=int, default=4)
 ap.add_argument("--steps", type=int, default=3)
 ap.add_argument("--optim", default="--optimizer adamw")
+ap.add_argument("--zb-h1", action="store_true", help="compile with ppcc --schedule zb-h1 and run under zb-h1 and 1F1B")
 ap.add_argument("--ppcc", default=os.path.join(benchlib.ROOT, "build", "ppcc"))
 ap.add_argument("--pprt", default=os.path.join(benchlib.ROOT, "build", "pprt"))
 a = ap.parse_args()
@@ -103,7 +104,8 @@ for name in a.models.split(","):
                           do_constant_folding=False, dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
         plan = os.path.join(work, "t.plan")
         r = benchlib.sh([a.ppcc, onnx_path, "--train", "--loss", "cross-entropy:logits", "-b", str(a.rows), "-pp",
-                         str(a.pp), "--micro-batches", str(a.micro_batches), "-o", plan, "--report", *shlex.split(a.optim)])
+                         str(a.pp), "--micro-batches", str(a.micro_batches), "-o", plan, "--report", *shlex.split(a.optim),
+                         *(["--schedule", "zb-h1"] if a.zb_h1 else [])])
         est = report_rows(r.stdout)
         data = os.path.join(work, "data")
         os.makedirs(data)
@@ -113,16 +115,19 @@ for name in a.models.split(","):
         y = rng.integers(0, 10, n).astype(np.int64)
         np.save(os.path.join(data, "input.npy"), x)
         np.save(os.path.join(data, "labels.npy"), y)
-        for sched in ("1f1b", "gpipe"):
+        for sched in ("zb-h1", "1f1b") if a.zb_h1 else ("1f1b", "gpipe"):
             log = os.path.join(work, f"{sched}.json")
             benchlib.sh([a.pprt, plan, data, "--steps", str(a.steps), "--accumulate", str(a.micro_batches), "--schedule", sched,
                          "--backend", "ref", "--log-json", log, "-q"])
             with open(log) as f:
                 lg = json.load(f)
             measured = (lg["peak_rss"] - libs - x.nbytes - y.nbytes) / 1e6
-            total = sum(e[sched] for e in est.values())
+            col = "gpipe" if sched == "gpipe" else "1f1b"  # zb-h1 keeps 1F1B's cap
+            total = sum(e[col] for e in est.values())
             peaks = [d["stash_peak"] for d in lg["stash"]]
-            want = [min(a.pp - d, a.micro_batches) if sched == "1f1b" else a.micro_batches for d in range(a.pp)]
-            per = " + ".join(f"{est[d][sched]:.1f}" for d in range(a.pp))
+            want = [min(a.pp - d, a.micro_batches) if sched != "gpipe" else a.micro_batches for d in range(a.pp)]
+            per = " + ".join(f"{est[d][col]:.1f}" for d in range(a.pp))
+            if a.zb_h1:  # what B kept for W: the most entries at once, and an entry's MB
+                peaks = [(d["stash_peak"], d["w_keep_peak"], round(d["w_keep_bytes"] / 1e6, 1)) for d in lg["stash"]]
             print(f"| {name} | {sched} | {total:.1f} ({per}) | {measured:.1f} | {total / measured:.3f} | "
                   f"{peaks}; {want} |", flush=True)

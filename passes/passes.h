@@ -363,6 +363,7 @@ pp_status pp_max_batch_json(const char *path, const pp_max_batch_result *r, cons
  * and its two stages' time per micro-batch. */
 typedef struct pp_train_mem {
     double weights, arenas, stash;   /* stash: per micro-batch kept; weights: the plan's bytes (f32) */
+    double wkeep;                    /* zb-h1: what B keeps for W per micro-batch (0: not a zb-h1 plan) */
     /* the weights' state: the plan's copy, the trainer's, gradients and the
      * optimizer's buffers (host), or master, working copy, gradients and
      * optimizer (cuda); workspace: the device model's kernel workspace */

@@ -45,9 +45,17 @@
  *   a cut inside a device (the last device's forward to its backward, or
  *   -pp 1's) held once;
  *   the kernel workspace (PP_TRAIN_CUDA_WORKSPACE).
+ * A zb-h1 plan (g->train_split_w), both models: device d's backward stage
+ * lowers into B and W, each with an arena up to its own highest activation
+ * (backend/lower.c), counted instead of the stage's one; what B keeps for W
+ * (g->wkeep[d]) rides at the end of B's outgoing message (its buffers, as
+ * the stash in the forward's), is W's incoming message, and waits in
+ * entries until W runs: with the stash under 1F1B's cap (a micro-batch is
+ * held until its W ran, so the stash's and W's entries together are at most
+ * the cap: counted as the cap times the larger), one under GPipe (W right
+ * after its B). Measured against pprt by bench/train_memory.py --zb-h1.
  * The CUDA context and the framework are --reserve's, off the cap
- * (PP_TRAIN_CUDA_RESERVE when none is given). Not counted: zb-h1's W
- * stages (what B keeps for W). tests/train/memory_model.py checks
+ * (PP_TRAIN_CUDA_RESERVE when none is given). tests/train/memory_model.py checks
  * the terms; tests/cuda/train_memory_gpu.py sets the whole beside PyTorch's
  * peak on a GPU. */
 #include <stdio.h>
@@ -139,17 +147,51 @@ static void cuda_memory(const pp_graph *g, const pp_compile_opts *o, int d, pp_t
     m->msgs_1f1b = m->msgs_gpipe = cuda_msgs(g, d, h);
 }
 
+/* zb-h1: the arena of stage s's B part (w false) or W part (w true): up to the highest activation its nodes
+ * make, as backend/lower.c sizes each part's */
+static double part_arena(const pp_graph *g, int s, bool w) {
+    size_t end = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pp_node *n = &g->nodes[i];
+        if (n->stage != s || n->wpass != w) continue;
+        for (int k = 0; k < n->n_out; k++) {
+            const pp_value *v = n->out[k] >= 0 ? &g->values[n->out[k]] : NULL;
+            if (!v || v->arena_off < 0) continue;
+            const size_t e = (size_t)v->arena_off + pp_align_up(v->nbytes, 64);
+            if (e > end) end = e;
+        }
+    }
+    return (double)end;
+}
+
+/* zb-h1: what device d's W stage adds (the comment at the top): its part's arena in place of the whole backward
+ * stage's, what B keeps for it in B's outgoing buffers and as W's incoming and outgoing messages; its entries
+ * are counted with the stash (pp_train_memory). h: the bytes of an f32 value (the cuda model's precision). */
+static void w_memory(const pp_graph *g, int d, double h, pp_train_mem *m) {
+    const int P = g->train_devices, b = 2 * P - 1 - d;
+    const double scale = h / 4;
+    m->wkeep = h < 4 ? at_precision(g, g->wkeep[d].vals, g->wkeep[d].n, h) : (double)g->wkeep[d].bytes;
+    m->arenas += (part_arena(g, b, false) + part_arena(g, b, true) - (double)g->stage_info[b].arena) * scale;
+    /* W's incoming message; the tail of B's outgoing buffers (the sink's one, a backward link's two). W's
+     * outgoing message (the weights' gradients) is the part of B's that an unsplit plan sends: counted there */
+    const double msgs = m->wkeep + (d == 0 ? 1 : 2) * m->wkeep;
+    m->msgs_1f1b += msgs, m->msgs_gpipe += msgs;
+}
+
 void pp_train_memory(const pp_graph *g, const pp_compile_opts *o, int d, pp_train_mem *m) {
     const int P = g->train_devices, M = o->micro_batches > 0 ? o->micro_batches : 1, b = 2 * P - 1 - d;
     memset(m, 0, sizeof *m);
     m->weights = (double)g->stage_info[d].params;
     m->arenas = (double)(g->stage_info[d].arena + g->stage_info[b].arena);
     m->keep_1f1b = P - d < M ? P - d : M;
-    if (o->train.memory_model == PP_TRAIN_MEM_CUDA) cuda_memory(g, o, d, m);
+    const bool cuda = o->train.memory_model == PP_TRAIN_MEM_CUDA;
+    if (cuda) cuda_memory(g, o, d, m);
     else host_memory(g, o, d, m);
+    if (g->train_split_w && g->wkeep) w_memory(g, d, cuda && pp_train_dtype(&o->train) != PP_F32 ? 2 : 4, m);
     const double base = m->state + m->arenas + m->workspace;
-    m->total_1f1b = base + m->keep_1f1b * m->stash + m->msgs_1f1b;
-    m->total_gpipe = base + M * m->stash + m->msgs_gpipe;
+    const double kept = m->wkeep > m->stash ? m->wkeep : m->stash;
+    m->total_1f1b = base + m->keep_1f1b * kept + m->msgs_1f1b;
+    m->total_gpipe = base + M * m->stash + m->wkeep + m->msgs_gpipe;
     m->est_ms = g->stage_info[d].est_ms + g->stage_info[b].est_ms;
 }
 

@@ -136,6 +136,38 @@ for extra in (CUDA16, CUDA16 + ["--recompute", "all"], CUDA16 + ["--policy", "me
           f"--max-batch {extra} found {best} under {(cap - RESERVE) / 1e6:.3f} MB: the report gives {at} there and "
           f"{over} at {best + 1}")
 
+# a zb-h1 plan (--schedule zb-h1, host model): what B keeps for W per micro-batch as the report gives it is the
+# entry pprt's run keeps (its log's w_keep_bytes, from the plan's tensors), and the 1F1B totals count it at least
+# twice over the unsplit plan's (W's incoming message, the tail of B's outgoing buffers, its entries);
+# bench/train_memory.py --zb-h1 sets the whole against pprt's peak (within 8% on ResNet-18, ViT, MobileNetV2)
+PPRT = os.environ.get("PPRT")
+if PPRT:
+    import numpy as np
+    os.makedirs("zdata", exist_ok=True)
+    rng = np.random.default_rng(0)
+    np.save("zdata/input.npy", rng.standard_normal((8, 3, 32, 32)).astype(np.float32))
+    np.save("zdata/labels.npy", rng.integers(0, 10, 8).astype(np.int64))
+
+    def zb_report(*extra):
+        r = ppcc("-b", "2", "-pp", "2", "--micro-batches", "4", "--report", "-o", "z.plan", *extra)
+        if r.returncode:
+            return [], []
+        tot = [float(ln.split()[6]) for ln in r.stdout.split("GPipe_total")[1].splitlines()[1:3]]
+        kept = [float(ln.split()[-1]) for ln in r.stdout.split("kept_for_W")[1].splitlines()[1:3]] if extra else []
+        return tot, kept
+
+    plain, _ = zb_report()
+    zb, kept = zb_report("--schedule", "zb-h1")
+    r = subprocess.run([PPRT, "z.plan", "zdata", "--steps", "1", "--accumulate", "4", "--schedule", "zb-h1", "-q",
+                        "--log-json", "z.json"], capture_output=True, text=True)
+    check(r.returncode == 0, f"pprt zb-h1: exit {r.returncode}: {r.stderr[-300:]}")
+    run = [d["w_keep_bytes"] / 1e6 for d in json.load(open("z.json"))["stash"]] if r.returncode == 0 else []
+    check(len(kept) == 2 and len(run) == 2 and all(abs(a - b) <= 6e-4 for a, b in zip(kept, run)) and max(kept) > 0,
+          f"zb-h1: kept for W {kept} MB by the report, {run} MB by pprt's run")
+    check(len(plain) == 2 and len(zb) == 2 and all(z - p >= 2 * k - 2e-3 for z, p, k in zip(zb, plain, kept)),
+          f"zb-h1: the 1F1B totals {zb} MB against the unsplit plan's {plain}: not {kept} MB kept for W twice over")
+    print(f"zb-h1: kept for W {kept} MB a micro-batch (pprt: {run}); 1F1B totals {zb} MB, unsplit {plain}")
+
 # --policy memory at -pp 2 (passes/partition_train.c, pp_train_memory_cut): the cut whose devices' largest
 # 1F1B total is smallest; no cut a user can name (--split-at each module of the Sequential) does better, nor
 # the auto split
