@@ -328,6 +328,45 @@ pp_status pp_grad_clip(pp_ad *ad, int node, pp_err *err) {
     return pp_ad_give(ad, x, r, err);
 }
 
+/* Shrink: the gradient passes where x < -lambd or x > lambd (PyTorch's
+ * hardshrink and softshrink; 0 at the bounds themselves, as theirs) */
+pp_status pp_grad_shrink(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    float lambd;
+    PP_TRY(pp_attr_float(pp_node_attrs(g, ad_node(ad, node)), "lambd", 0.5f, &lambd, err));
+    const int x = IN(0), gy = pp_ad_gy(ad, node, 0);
+    int lo, hi, below, above, out, r;
+    PP_TRY(pp_ad_scalar(ad, -lambd, &lo, err));
+    PP_TRY(pp_ad_scalar(ad, lambd, &hi, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_LESS, x, lo, &below, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_GREATER, x, hi, &above, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_OR, below, above, &out, err));
+    PP_TRY(gate(ad, out, gy, false, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* Mod of floats (fmod=1, which ONNX requires of them): a - b * trunc(a / b),
+ * so a's gradient is gy and b's is -gy * trunc(a / b) (PyTorch's fmod),
+ * trunc(q) written as Sign(q) * Floor(|q|); each summed back over its
+ * broadcast */
+pp_status pp_grad_mod(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const int a = IN(0), b = IN(1), gy = pp_ad_gy(ad, node, 0);
+    if (g->values[ad_node(ad, node)->out[0]].dtype != PP_F32)
+        return pp_ad_fail(ad, node, err, "an integer Mod has no gradient");
+    if (pp_ad_wants(ad, a)) PP_TRY(give_to(ad, node, 0, gy, err));
+    if (!pp_ad_wants(ad, b)) return PP_OK;
+    int q, aq, fl, sg, t, m, r;
+    PP_TRY(pp_ad_op2(ad, PP_OP_DIV, a, b, &q, err));
+    PP_TRY(pp_ad_op1(ad, PP_OP_ABS, q, &aq, err));
+    PP_TRY(pp_ad_op1(ad, PP_OP_FLOOR, aq, &fl, err));
+    PP_TRY(pp_ad_op1(ad, PP_OP_SIGN, q, &sg, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, sg, fl, &t, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, t, &m, err));
+    PP_TRY(pp_ad_op1(ad, PP_OP_NEG, m, &r, err));
+    return give_to(ad, node, 1, r, err);
+}
+
 /* Max, Min of one or two inputs: the gradient goes to the larger (smaller)
  * one, half to each where they are equal (PyTorch's maximum, minimum) */
 pp_status pp_grad_extreme2(pp_ad *ad, int node, pp_err *err) {

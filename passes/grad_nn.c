@@ -492,6 +492,26 @@ pp_status pp_grad_resize(pp_ad *ad, int node, pp_err *err) {
     return pp_ad_give(ad, x, r, err);
 }
 
+/* RotaryEmbedding: each pair (x1, x2) turns by its angle (y1 = x1 cos -
+ * x2 sin, y2 = x2 cos + x1 sin), a linear map whose transpose turns by the
+ * opposite angle: the gradient is the same op on gy with the sine negated
+ * (the same attributes and positions). The caches take none: a weight that
+ * trains reaching them is refused. */
+pp_status pp_grad_rotaryembedding(pp_ad *ad, int node, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], cs = n->in[1], sn = n->in[2], pos = n->n_in > 3 ? n->in[3] : -1;
+    const pp_attr *at = n->attrs;
+    const int n_at = n->n_attrs;
+    if (pp_ad_wants(ad, cs) || pp_ad_wants(ad, sn))
+        return pp_ad_fail(ad, node, err, "its cos or sin cache is computed from a weight that trains: the gradient "
+                          "rule takes the input X's gradient only (freeze that weight with --freeze)");
+    int neg, r;
+    PP_TRY(pp_ad_op1(ad, PP_OP_NEG, sn, &neg, err));
+    const int in[4] = {pp_ad_gy(ad, node, 0), cs, neg, pos};
+    PP_TRY(pp_ad_emit(ad, PP_OP_ROTARYEMBEDDING, in, pos >= 0 ? 4 : 3, at, n_at, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
 /* Attention (opset 23): pp.AttentionGrad, which recomputes each row's
  * probabilities; a float mask that trains (a learned position bias) takes
  * dS summed back over its broadcast dims. Its present_key, present_value and

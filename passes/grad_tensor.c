@@ -117,6 +117,37 @@ pp_status pp_grad_cast(pp_ad *ad, int node, pp_err *err) {
     return pp_ad_give(ad, x, r, err);
 }
 
+/* CastLike(x, like): as Cast to like's type (the like input takes none) */
+pp_status pp_grad_castlike(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const pp_dtype a = g->values[n->in[0]].dtype, b = g->values[n->out[0]].dtype;
+    if (!cast_float(a) || !cast_float(b) || (a != PP_F32 && b != PP_F32))
+        return pp_ad_fail(ad, node, err, "a CastLike from %s to %s has no gradient (ppcc trains in f32, and casts "
+                          "between f32 and bf16 or fp16)", pp_dtype_name(a), pp_dtype_name(b));
+    const int x = n->in[0], gy = pp_ad_gy(ad, node, 0);
+    if (a == b) return pp_ad_give(ad, x, gy, err);
+    const pp_attr to = pp_ad_attr_int("to", (int64_t)a);
+    int r;
+    PP_TRY(pp_ad_emit(ad, PP_OP_CAST, &gy, 1, &to, 1, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* CenterCropPad: cropping and padding are each other's adjoints with the
+ * same centring (the start at floor(|in - out| / 2) on both ways), so the
+ * gradient is CenterCropPad(gy) back to x's shape (every axis: the ones not
+ * cropped or padded keep their size) */
+pp_status pp_grad_centercroppad(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const int x = ad_node(ad, node)->in[0], gy = pp_ad_gy(ad, node, 0);
+    const pp_shape xs = g->values[x].shape;
+    int sh, r;
+    PP_TRY(pp_graph_add_ints(g, "grad_shape", xs.dim, xs.rank, &sh, err));
+    const int in[2] = {gy, sh};
+    PP_TRY(pp_ad_emit(ad, PP_OP_CENTERCROPPAD, in, 2, NULL, 0, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
 /* Expand: the broadcast summed back */
 pp_status pp_grad_expand(pp_ad *ad, int node, pp_err *err) {
     const int x = ad_node(ad, node)->in[0];

@@ -30,7 +30,8 @@ dilations, pads, groups, 1-3 spatial dims), MaxPool and AveragePool
 negative pads, reflect, edge, wrap), Slice (negative starts and steps), Gather (any axis,
 negative indices, repeats), Transpose, ReduceSum and ReduceMean (any axes,
 keepdims), Softmax and LogSoftmax (any axis), Split, Expand and Tile,
-Einsum. Every case runs at -pp 1; where ppcc splits it at -pp 2 too, each
+Einsum, and more (FAMILIES below: Shrink, Mod with fmod, CenterCropPad,
+RotaryEmbedding with and without positions, CastLike among them). Every case runs at -pp 1; where ppcc splits it at -pp 2 too, each
 backend's -pp 2 step must give its -pp 1 step's bits.
 Usage: grad_fd.py WORK [--per-op N] [--seed S] [--only FAMILY] (env: PPCC, PPRT)"""
 import argparse
@@ -87,7 +88,8 @@ def build(name, node, x, weights, consts, opset):
         outs = [helper.make_tensor_value_info("y", t, None)]
         inits = [numpy_helper.from_array(np.zeros(x.shape, dt), "p")]
         inits += [numpy_helper.from_array(v.astype(dt), k) for k, v in weights.items()]
-        inits += [numpy_helper.from_array(v, k) for k, v in consts.items()]
+        # (a constant named f_*: a float operand of the op in the model's type, RotaryEmbedding's caches)
+        inits += [numpy_helper.from_array(v.astype(dt) if k.startswith("f_") else v, k) for k, v in consts.items()]
         g = helper.make_graph([add, node], name, [helper.make_tensor_value_info("x", t, list(x.shape))], outs,
                               inits)
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
@@ -554,6 +556,70 @@ def fam_scatter_elements(i):
     case(f"scatterel_{i}", node, fvals(s), {"u": fvals(ishape)}, {"i": idx}, 16)
 
 
+def fam_shrink(i):
+    s = dims(1, 3, 1, 5)
+    lam = float(rng.uniform(0, 1.2))
+    x = fvals(s)
+    x = np.where(np.abs(np.abs(x) - lam) < 0.05, x + 0.1 * np.sign(x), x).astype(np.float32)  # off the kinks
+    node = helper.make_node("Shrink", ["xp"], ["y"], lambd=lam, bias=float(rng.uniform(-1, 1)))
+    case(f"shrink_{i}", node, x, {}, {}, 13)
+
+
+def fam_mod(i):
+    s = dims(1, 3, 1, 4)
+    b = fvals(broadcast_of(s))
+    b = (np.sign(b) * (np.abs(b) + 0.5)).astype(np.float32)
+    if rng.random() < 0.5:  # the weight the divisor
+        case(f"mod_{i}", helper.make_node("Mod", ["xp", "w"], ["y"], fmod=1), fvals(s) * 3, {"w": b}, {}, 13)
+    else:  # x the divisor, kept off 0 (p starts at 0)
+        x = fvals(s)
+        x = (np.sign(x) * (np.abs(x) + 0.5)).astype(np.float32)
+        case(f"mod_{i}", helper.make_node("Mod", ["w", "xp"], ["y"], fmod=1), x, {"w": fvals(broadcast_of(s)) * 3},
+             {}, 13)
+
+
+def fam_centercrop(i):
+    s = dims(1, 4, 1, 6)
+    tgt = [max(1, d + int(rng.integers(-3, 4))) for d in s]
+    if rng.random() < 0.5:  # some axes, negative now and then
+        axes = sorted(int(a) for a in rng.choice(len(s), int(rng.integers(1, len(s) + 1)), replace=False))
+        shape = [tgt[a] for a in axes]
+        axes = [a - len(s) if rng.random() < 0.3 else a for a in axes]
+        node = helper.make_node("CenterCropPad", ["xp", "sh"], ["y"], axes=axes)
+    else:
+        shape, node = tgt, helper.make_node("CenterCropPad", ["xp", "sh"], ["y"])
+    case(f"centercrop_{i}", node, fvals(s), {}, {"sh": np.array(shape, np.int64)}, 18)
+
+
+def fam_rotary(i):
+    b, sq, h = int(rng.integers(1, 3)), int(rng.integers(1, 5)), int(rng.integers(1, 3))
+    d = 2 * int(rng.integers(1, 4))
+    rot = pick(0, d, 2 * int(rng.integers(1, d // 2 + 1)))
+    half = (rot or d) // 2
+    three_d = rng.random() < 0.5
+    x = fvals([b, sq, h * d] if three_d else [b, h, sq, d])
+    at = {"interleaved": int(rng.integers(0, 2)), "rotary_embedding_dim": rot}
+    if three_d:
+        at["num_heads"] = h
+    if rng.random() < 0.5:  # a cache of positions, read through position_ids
+        npos = sq + int(rng.integers(0, 3))
+        ang = rng.uniform(-3, 3, (npos, half))
+        c = {"f_cos": np.cos(ang).astype(np.float32), "f_sin": np.sin(ang).astype(np.float32),
+             "pos": rng.integers(0, npos, (b, sq)).astype(np.int64)}
+        node = helper.make_node("RotaryEmbedding", ["xp", "f_cos", "f_sin", "pos"], ["y"], **at)
+    else:
+        ang = rng.uniform(-3, 3, (b, sq, half))
+        c = {"f_cos": np.cos(ang).astype(np.float32), "f_sin": np.sin(ang).astype(np.float32)}
+        node = helper.make_node("RotaryEmbedding", ["xp", "f_cos", "f_sin"], ["y"], **at)
+    case(f"rotary_{i}", node, x, {}, c, 23)
+
+
+def fam_castlike(i):
+    s = dims(1, 3, 1, 5)
+    case(f"castlike_{i}", helper.make_node("CastLike", ["xp", "f_like"], ["y"]), fvals(s), {},
+         {"f_like": np.zeros((), np.float32)}, 15)
+
+
 # (not GroupNormalization: onnx's reference evaluator computes it in float32, so a step of 1e-6 can vanish in its
 # rounding and both differences read 0; grads_norms.py checks it against torch)
 FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel": fam_scatter_elements,
@@ -562,7 +628,10 @@ FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel
             "layernorm": fam_layernorm, "concat": fam_concat, "gatherel": fam_gather_elements, "resize": fam_resize,
             "instnorm": fam_instnorm, "conv": fam_conv, "pool": fam_pool, "pad": fam_pad, "slice": fam_slice,
             "gather": fam_gather, "transpose": fam_transpose, "reduce": fam_reduce, "softmax": fam_softmax,
-            "split": fam_split, "expand": fam_expand, "einsum": fam_einsum}
+            "split": fam_split, "expand": fam_expand, "einsum": fam_einsum,
+            # (2026-12-06: at the end, so the families above draw what they drew before)
+            "shrink": fam_shrink, "mod": fam_mod, "centercrop": fam_centercrop, "rotary": fam_rotary,
+            "castlike": fam_castlike}
 os.makedirs(args.work, exist_ok=True)
 for fam, fn in FAMILIES.items():
     for i in range(args.per_op):

@@ -183,6 +183,12 @@ for nm, f in (("add", torch.add), ("sub", torch.sub), ("mul", torch.mul), ("div"
     run_case(f"{nm}_broadcast", Bin(f, (2, 3, 4), (3, 1)), [torch.randn(2, 3, 4)])
     run_case(f"{nm}_same", Bin(f, (3, 4), (3, 4)), [torch.randn(3, 4)])
 probe("square_self", (3, 5), lambda m, x: x * x)
+# Sign passes no gradient (PyTorch's is 0), Shrink passes it outside [-lambd, lambd], fmod's divisor gets
+# -trunc(a / b) of it (2026-12-06; refused by name before)
+probe("sign_plus", (3, 5), lambda m, x: torch.sign(x) * 0.5 + x * 1.5)
+probe("hardshrink", (3, 4, 5), lambda m, x: F.hardshrink(x * 2, 0.6))
+probe("softshrink", (3, 4, 5), lambda m, x: F.softshrink(x * 2, 0.4))
+run_case("fmod_broadcast", Bin(torch.fmod, (2, 3, 4), (3, 1)), [torch.randn(2, 3, 4) * 3])
 probe("neg", (3, 5), lambda m, x: -x)
 
 UNARY = {
