@@ -339,6 +339,74 @@ pp_status pp_grad_avgpool(pp_ad *ad, int node, pp_err *err) {
     return pp_ad_give(ad, x, r, err);
 }
 
+/* LpPool: y = (sum over a window of |x|^p)^(1/p), so each window holding x
+ * adds gy y^(1-p) sign(x) |x|^(p-1): the gradient is sign(x) |x|^(p-1)
+ * times the window sums' adjoint (pp.AvgPoolGrad with sum=1, the pool's
+ * geometry) of gy y^(1-p). A window of zeros makes y^(1-p) infinite and
+ * its elements' gradients NaN, as PyTorch's lp_pool does. */
+pp_status pp_grad_lppool(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], y = n->out[0], gy = pp_ad_gy(ad, node, 0);
+    const pp_shape xs = g->values[x].shape;
+    int64_t p;
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "p", 2, &p, err));
+    if (p < 1 || p > 64) return pp_ad_fail(ad, node, err, "p=%lld: the gradient rule takes p from 1 to 64", (long long)p);
+    pp_attr a[16];
+    int na = 0;
+    for (int k = 0; k < n->n_attrs && na < 14; k++)
+        if (strcmp(n->attrs[k].name, "p")) a[na++] = n->attrs[k];
+    a[na++] = pp_ad_attr_ints("shape", xs.dim, xs.rank);
+    a[na++] = pp_ad_attr_int("sum", 1);
+    int gz = gy, s, f;
+    if (p > 1) {
+        int e, yp;
+        PP_TRY(pp_ad_scalar(ad, (float)(1 - p), &e, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_POW, y, e, &yp, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, yp, &gz, err));
+    }
+    PP_TRY(pp_ad_emit(ad, PP_OP_AVGPOOLGRAD, &gz, 1, a, na, &s, 1, err));
+    PP_TRY(pp_ad_op1(ad, PP_OP_SIGN, x, &f, err));
+    if (p > 1) {
+        int ab, e, ap, sf;
+        PP_TRY(pp_ad_op1(ad, PP_OP_ABS, x, &ab, err));
+        PP_TRY(pp_ad_scalar(ad, (float)(p - 1), &e, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_POW, ab, e, &ap, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, f, ap, &sf, err));
+        f = sf;
+    }
+    int r;
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, f, s, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* LpNormalization: y = x / n with n = ||x||_p along the axis, so
+ * dx = (gy - d sum(gy y)) / n with d = y for p = 2 and sign(x) for p = 1
+ * (the sum along the axis, kept); a line of zeros gives NaN, as its y */
+pp_status pp_grad_lpnorm(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], y = n->out[0], gy = pp_ad_gy(ad, node, 0);
+    int64_t axis, p;
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "axis", -1, &axis, err));
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "p", 2, &p, err));
+    const int rank = g->values[x].shape.rank;
+    if (axis < 0) axis += rank;
+    if (p != 1 && p != 2) return pp_ad_fail(ad, node, err, "p=%lld: LpNormalization takes 1 or 2", (long long)p);
+    const pp_attr ax = pp_ad_attr_ints("axes", &axis, 1), kd = pp_ad_attr_int("keepdims", 1);
+    const pp_attr ra[2] = {ax, kd};
+    int nrm, gyy, sm, d, t, u, r;
+    PP_TRY(pp_ad_emit(ad, p == 2 ? PP_OP_REDUCEL2 : PP_OP_REDUCEL1, &x, 1, ra, 2, &nrm, 1, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, y, &gyy, err));
+    PP_TRY(pp_ad_reduce_sum(ad, gyy, &axis, 1, true, &sm, err));
+    if (p == 2) d = y;
+    else PP_TRY(pp_ad_op1(ad, PP_OP_SIGN, x, &d, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, d, sm, &t, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_SUB, gy, t, &u, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_DIV, u, nrm, &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
 /* GlobalMaxPool is MaxPool with the whole plane as its window: pp.MaxPoolGrad
  * routes each plane's gradient to its first largest element, as PyTorch's
  * adaptive_max_pool does */

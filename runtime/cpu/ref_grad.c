@@ -601,8 +601,9 @@ pp_status kern_AVGPOOLGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt
     PP_TRY(pprt_check_outputs(PP_OP_AVGPOOLGRAD, attrs, in, n_in, out, n_out, err));
     pp_geom pg;
     PP_TRY(pp_geom_make(attrs, &out[0].shape, NULL, true, &pg, err));
-    int64_t cip;
+    int64_t cip, sum;
     PP_TRY(pp_attr_int(attrs, "count_include_pad", 0, &cip, err));
+    PP_TRY(pp_attr_int(attrs, "sum", 0, &sum, err)); /* 1: the window sums' adjoint (LpPool's gradient) */
     const pp_geom3 g = pp_geom3_lift(&pg);
     const int64_t planes = out[0].shape.dim[0] * out[0].shape.dim[1];
     const int64_t Pin = g.in[0] * g.in[1] * g.in[2], P = g.out[0] * g.out[1] * g.out[2];
@@ -632,7 +633,7 @@ pp_status kern_AVGPOOLGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt
                         }
                         padded *= cp, inside *= ci;
                     }
-                    const int64_t div = cip ? padded : inside;
+                    const int64_t div = sum ? (inside > 0) : cip ? padded : inside;
                     if (!div) continue;
                     const double v = (double)dyp[oi] / (double)div;
                     POOL_TAPS(g, o0, o1, o2, acc[xi] += v)

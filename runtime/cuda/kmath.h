@@ -1865,8 +1865,9 @@ PCU_HD void pcu_mpgrad_at(const pcu_mpgrad *k, float *dx, const float *dy, const
  * dX[i] sums, in double, dY[o] / div(o) over the windows o with a tap at i,
  * in output order: the reference's additions into its double accumulator,
  * so the bits are its. div(o): the window's taps inside the input, or
- * inside the input and its pads (count_pad), as the forward's. The
- * parameter block is the pool's (n: input elements). */
+ * inside the input and its pads (count_pad 1), as the forward's; 1 for
+ * the window sums' adjoint (count_pad 2: LpPool's gradient, the attribute
+ * sum). The parameter block is the pool's (n: input elements). */
 typedef pcu_pool pcu_apgrad;
 
 PCU_HD int64_t pcu_apgrad_div(const pcu_apgrad *k, int64_t o0, int64_t o1, int64_t o2) {
@@ -1881,7 +1882,7 @@ PCU_HD int64_t pcu_apgrad_div(const pcu_apgrad *k, int64_t o0, int64_t o1, int64
         }
         padded *= cp, inside *= ci;
     }
-    return k->count_pad ? padded : inside;
+    return k->count_pad == 2 ? (inside > 0) : k->count_pad ? padded : inside;
 }
 
 PCU_HD void pcu_apgrad_at(const pcu_apgrad *k, float *dx, const float *dy, int64_t i) {

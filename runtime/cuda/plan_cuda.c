@@ -1486,7 +1486,7 @@ static pp_status plan_pool_grad(planner *P, int ni, bool *ok) {
         return PP_OK;
     const pp_geom3 g3 = pp_geom3_lift(&g);
     pcu_mpgrad k = {.max = max, .nc = x->shape.dim[0] * x->shape.dim[1],
-                    .count_pad = !max && attr_i(P, n, "count_include_pad", 0) != 0};
+                    .count_pad = max ? 0 : attr_i(P, n, "sum", 0) ? 2 : attr_i(P, n, "count_include_pad", 0) != 0};
     for (int d = 0; d < 3; d++) {
         k.in[d] = g3.in[d], k.k[d] = g3.k[d], k.s[d] = g3.s[d], k.d[d] = g3.d[d];
         k.p[d] = g3.p[d], k.p1[d] = g3.p1[d], k.out[d] = g3.out[d];

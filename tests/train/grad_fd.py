@@ -31,7 +31,8 @@ negative pads, reflect, edge, wrap), Slice (negative starts and steps), Gather (
 negative indices, repeats), Transpose, ReduceSum and ReduceMean (any axes,
 keepdims), Softmax and LogSoftmax (any axis), Split, Expand and Tile,
 Einsum, and more (FAMILIES below: Shrink, Mod with fmod, CenterCropPad,
-RotaryEmbedding with and without positions, CastLike among them). Every case runs at -pp 1; where ppcc splits it at -pp 2 too, each
+RotaryEmbedding with and without positions, CastLike, LpPool, LpNormalization
+among them). Every case runs at -pp 1; where ppcc splits it at -pp 2 too, each
 backend's -pp 2 step must give its -pp 1 step's bits.
 Usage: grad_fd.py WORK [--per-op N] [--seed S] [--only FAMILY] (env: PPCC, PPRT)"""
 import argparse
@@ -620,6 +621,31 @@ def fam_castlike(i):
          {"f_like": np.zeros((), np.float32)}, 15)
 
 
+def away_from_0(x):
+    return (np.sign(x) * (np.abs(x) + 0.3)).astype(np.float32)
+
+
+def fam_lppool(i):
+    nsp = int(rng.integers(1, 3))
+    s = [int(rng.integers(1, 3)), int(rng.integers(1, 3))] + dims(nsp, nsp, 2, 6)
+    k = [int(rng.integers(1, min(3, d) + 1)) for d in s[2:]]
+    at = {"kernel_shape": k, "p": int(pick(1, 2, 3))}
+    if rng.random() < 0.5:
+        at["strides"] = [int(rng.integers(1, 3)) for _ in k]
+    if rng.random() < 0.4:
+        at["pads"] = [int(rng.integers(0, kk)) for kk in k] * 2
+    if rng.random() < 0.3:
+        at["ceil_mode"] = 1
+    case(f"lppool_{i}", helper.make_node("LpPool", ["xp"], ["y"], **at), away_from_0(fvals(s)), {}, {}, 18)
+
+
+def fam_lpnorm(i):
+    # (p = 2 only: onnx 1.22's reference evaluator sums x, not |x|, for p = 1; grads_norms.py checks p = 1)
+    s = dims(1, 3, 1, 5)
+    node = helper.make_node("LpNormalization", ["xp"], ["y"], axis=int(rng.integers(-len(s), len(s))), p=2)
+    case(f"lpnorm_{i}", node, away_from_0(fvals(s)), {}, {}, 13)
+
+
 # (not GroupNormalization: onnx's reference evaluator computes it in float32, so a step of 1e-6 can vanish in its
 # rounding and both differences read 0; grads_norms.py checks it against torch)
 FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel": fam_scatter_elements,
@@ -631,7 +657,7 @@ FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel
             "split": fam_split, "expand": fam_expand, "einsum": fam_einsum,
             # (2026-12-06: at the end, so the families above draw what they drew before)
             "shrink": fam_shrink, "mod": fam_mod, "centercrop": fam_centercrop, "rotary": fam_rotary,
-            "castlike": fam_castlike}
+            "castlike": fam_castlike, "lppool": fam_lppool, "lpnorm": fam_lpnorm}
 os.makedirs(args.work, exist_ok=True)
 for fam, fn in FAMILIES.items():
     for i in range(args.per_op):

@@ -897,4 +897,47 @@ groupnorm_case("groupnorm_op21", (2, 8, 3, 3), 4, 21)
 groupnorm_case("groupnorm_op21_per_channel_groups", (2, 4, 5), 4, 21, eps=1e-3)
 groupnorm_case("groupnorm_op21_rank2", (5, 6), 2, 21)
 
+
+
+def lp_case(name, op, xshape, opset=18, **at):
+    """LpNormalization or LpPool of x + p, summed against R, against the definition in torch: |x| summed (ONNX's;
+    onnx's reference evaluator sums x itself for LpNormalization's p = 1, so grad_fd.py cannot check that), for
+    LpPool the window sums of |x|^p (pads add zeros: an average with the pads counted, times the window), ^(1/p)"""
+    from onnx import helper
+    rng = np.random.default_rng(len(name) + 11)
+    x = rng.standard_normal(xshape).astype(np.float32)
+    x = np.sign(x) * (np.abs(x) + 0.2)  # off the kink of |x| at 0
+    p_ = at.get("p", 2)
+    if op == "LpPool":
+        k, st, pads = at["kernel_shape"], at.get("strides", [1] * len(at["kernel_shape"])), at.get("pads")
+        pd = pads[:len(k)] if pads else [0] * len(k)
+        pool = {1: F.avg_pool1d, 2: F.avg_pool2d}[len(k)]
+
+        def f(v):
+            return (pool(v.abs() ** p_, k, st, pd, count_include_pad=True) * float(np.prod(k))) ** (1.0 / p_)
+        with torch.no_grad():
+            oshape = f(torch.tensor(x)).shape
+    else:
+        ax = at.get("axis", -1)
+
+        def f(v):
+            return v / (v.abs().sum(ax, keepdim=True) if p_ == 1 else v.norm(dim=ax, keepdim=True))
+        oshape = xshape
+    params = {"p": (rng.standard_normal(xshape) * 0.05).astype(np.float32),
+              "R": rng.standard_normal(tuple(oshape)).astype(np.float32)}
+
+    def build():
+        return [helper.make_node("Add", ["x", "p"], ["xp"]), helper.make_node(op, ["xp"], ["y"], **at),
+                helper.make_node("Mul", ["y", "R"], ["yr"]), helper.make_node("ReduceSum", ["yr"], ["out"], keepdims=0)]
+
+    onnx_case(name, build, params, {"x": x}, lambda tp, ti: (f(ti["x"] + tp["p"]) * tp["R"]).sum(), opset)
+
+
+# (2026-12-06: rules of their own; refused by name before)
+lp_case("lpnorm_p1", "LpNormalization", (3, 5), opset=13, axis=-1, p=1)
+lp_case("lpnorm_p2_axis1", "LpNormalization", (2, 4, 3), opset=13, axis=1, p=2)
+lp_case("lppool_p2", "LpPool", (2, 3, 6, 5), kernel_shape=[2, 3], strides=[2, 1], p=2)
+lp_case("lppool_p3_pads", "LpPool", (1, 2, 7), kernel_shape=[3], pads=[1, 1], p=3)
+lp_case("lppool_p1", "LpPool", (2, 2, 4, 4), kernel_shape=[2, 2], p=1)
+
 testlib.finish("train_grads_norms")
