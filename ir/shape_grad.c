@@ -456,3 +456,22 @@ pp_status shape_RNNGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
 double flops_RNNGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
     return flops_LSTMGRAD(a, in, n_in, out, n_out);
 }
+
+/* ---- pp.GridSampleGrad --------------------------------------------------------------------------- */
+
+pp_status shape_GRIDSAMPLEGRAD(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out, pp_err *err) {
+    (void)n_in, (void)n_out;
+    PP_TRY(need_f32(&in[0], "gradient dY", err));
+    pp_tinfo y;
+    PP_TRY(shape_GRIDSAMPLE(a, &in[1], 2, &y, 1, err));
+    if (!same_shape(&in[0].shape, &y.shape)) return PP_FAIL(err, PP_EINVAL, "dY's shape is not GridSample's output shape");
+    out[0] = (pp_tinfo){.dtype = PP_F32, .shape = in[1].shape};
+    out[1] = (pp_tinfo){.dtype = PP_F32, .shape = in[2].shape};
+    return PP_OK;
+}
+
+double flops_GRIDSAMPLEGRAD(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *out, int n_out) {
+    (void)n_out;
+    pp_tinfo y = {.dtype = PP_F32, .shape = in[0].shape};
+    return (2.0 + out[1].shape.dim[out[1].shape.rank - 1]) * flops_GRIDSAMPLE(a, &in[1], n_in - 1, &y, 1);
+}

@@ -407,6 +407,21 @@ pp_status pp_grad_lpnorm(pp_ad *ad, int node, pp_err *err) {
     return pp_ad_give(ad, x, r, err);
 }
 
+/* GridSample(X, grid): pp.GridSampleGrad gives both gradients at once
+ * (the taps found once); each goes where one is wanted */
+pp_status pp_grad_gridsample(pp_ad *ad, int node, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], grid = n->in[1];
+    const pp_attr *at = n->attrs;
+    const int n_at = n->n_attrs;
+    const int in[3] = {pp_ad_gy(ad, node, 0), x, grid};
+    int r[2];
+    PP_TRY(pp_ad_emit(ad, PP_OP_GRIDSAMPLEGRAD, in, 3, at, n_at, r, 2, err));
+    if (pp_ad_wants(ad, x)) PP_TRY(pp_ad_give(ad, x, r[0], err));
+    if (pp_ad_wants(ad, grid)) PP_TRY(pp_ad_give(ad, grid, r[1], err));
+    return PP_OK;
+}
+
 /* GlobalMaxPool is MaxPool with the whole plane as its window: pp.MaxPoolGrad
  * routes each plane's gradient to its first largest element, as PyTorch's
  * adaptive_max_pool does */

@@ -1641,11 +1641,13 @@ done:
 
 /* ---- GridSample ------------------------------------------------------------------------------ */
 
-/* One axis's taps: input indices (-1: outside, a zero) and weights. */
+/* One axis's taps: input indices (-1: outside, a zero) and weights, and
+ * for the gradient each weight's derivative by the normalized coordinate
+ * (dw: 0 where the coordinate was clamped or the mode is nearest). */
 typedef struct gs_taps {
     int n;
     int64_t idx[4];
-    double w[4];
+    double w[4], dw[4];
 } gs_taps;
 
 /* Integer position i of an axis of len through the padding rule. */
@@ -1671,6 +1673,16 @@ static void gs_cubic(double f, double *c) {
     c[3] = ((a * x3 - 5 * a) * x3 + 8 * a) * x3 - 4 * a;
 }
 
+/* Their derivatives by f (x1 = f + 1 and f grow with it, x2 = 1 - f and
+ * x3 = 2 - f shrink). */
+static void gs_cubic_d(double f, double *c) {
+    const double a = -0.75, x1 = f + 1, x2 = 1 - f, x3 = 2 - f;
+    c[0] = (3 * a * x1 - 10 * a) * x1 + 8 * a;
+    c[1] = (3 * (a + 2) * f - 2 * (a + 3)) * f;
+    c[2] = -(3 * (a + 2) * x2 - 2 * (a + 3)) * x2;
+    c[3] = -((3 * a * x3 - 10 * a) * x3 + 8 * a);
+}
+
 /* The taps along an axis of len for normalized coordinate v; false where
  * the coordinate is NaN (or becomes NaN: reflection of an infinity). As
  * PyTorch and onnxruntime: the coordinate in float arithmetic, the padding
@@ -1683,13 +1695,16 @@ static bool gs_axis(const pp_gridsample *g, float v, int64_t len, gs_taps *t) {
     const float xf = g->align_corners ? (v + 1.0f) / 2.0f * (Lf - 1.0f) : ((v + 1.0f) * Lf - 1.0f) / 2.0f;
     const double L = (double)len, lo = g->align_corners ? 0.0 : -0.5, hi = g->align_corners ? L - 1 : L - 0.5;
     double x = g->mode == PP_GS_NEAREST ? nearbyint((double)xf) : (double)xf; /* halves to even, as PyTorch */
+    /* dx / dv: the unnormalizing scale, 0 where the coordinate is clamped */
+    double dxdv = g->mode == PP_GS_NEAREST ? 0.0 : g->align_corners ? (L - 1) / 2 : L / 2;
+    memset(t->dw, 0, sizeof t->dw);
     if (isnan(x)) return false;
     if (x < -8 || x > L + 7) { /* far outside: a place whose taps give the same pixels */
         if (g->pad == PP_GS_ZEROS) {
             t->n = 1, t->idx[0] = -1, t->w[0] = 1;
             return true;
         }
-        if (g->pad == PP_GS_BORDER) x = x < 0 ? -8 : L + 7;
+        if (g->pad == PP_GS_BORDER) x = x < 0 ? -8 : L + 7, dxdv = 0;
         else x = lo + fmod(fmod(x - lo, 2 * (hi - lo)) + 2 * (hi - lo), 2 * (hi - lo)); /* whole periods */
         if (isnan(x)) return false;
     }
@@ -1699,12 +1714,13 @@ static bool gs_axis(const pp_gridsample *g, float v, int64_t len, gs_taps *t) {
         t->n = 1, t->idx[0] = gs_pixel(g, i0, len, lo, hi), t->w[0] = 1;
     } else if (g->mode == PP_GS_LINEAR) {
         t->n = 2;
-        t->idx[0] = gs_pixel(g, i0, len, lo, hi), t->w[0] = 1 - f;
-        t->idx[1] = gs_pixel(g, i0 + 1, len, lo, hi), t->w[1] = f;
+        t->idx[0] = gs_pixel(g, i0, len, lo, hi), t->w[0] = 1 - f, t->dw[0] = -dxdv;
+        t->idx[1] = gs_pixel(g, i0 + 1, len, lo, hi), t->w[1] = f, t->dw[1] = dxdv;
     } else {
         t->n = 4;
         gs_cubic(f, t->w);
-        for (int j = 0; j < 4; j++) t->idx[j] = gs_pixel(g, i0 - 1 + j, len, lo, hi);
+        gs_cubic_d(f, t->dw);
+        for (int j = 0; j < 4; j++) t->idx[j] = gs_pixel(g, i0 - 1 + j, len, lo, hi), t->dw[j] *= dxdv;
     }
     return true;
 }
@@ -1778,6 +1794,79 @@ pp_status kern_GRIDSAMPLE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_
                 yp[c * P] = (float)acc;
             }
         }
+    return PP_OK;
+}
+
+/* pp.GridSampleGrad(dY, X, grid) -> (dX, dgrid): the forward's taps again
+ * (gs_axis) for each output point, sample by sample. dX: each tap's weight
+ * times dY added in double, in the points' order, then rounded (no atomics
+ * anywhere: the bits are the order's). dgrid: for each axis, the sum over
+ * the channels and taps of dY X times the tap's weight with that axis's
+ * weight replaced by its derivative (the forward's function differentiated
+ * as it is computed: a clamped or nearest coordinate gives 0, a reflected
+ * one the slope of the taps it lands on). A NaN coordinate: dgrid NaN at
+ * the point, nothing to dX. */
+pp_status kern_GRIDSAMPLEGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
+                              pprt_scratch *scratch, pp_err *err) {
+    PP_TRY(check_outputs(PP_OP_GRIDSAMPLEGRAD, attrs, in, n_in, out, n_out, err));
+    pp_tinfo ti[2] = {pprt_tinfo_of(&in[1]), pprt_tinfo_of(&in[2])};
+    pp_gridsample g;
+    PP_TRY(pp_gridsample_parse(attrs, ti, 2, &g, err));
+    const pp_shape *xs = &in[1].shape;
+    const int k = g.k;
+    const int64_t N = xs->dim[0], C = xs->dim[1];
+    int64_t S = 1, P = 1;
+    for (int d = 0; d < k; d++) S *= xs->dim[2 + d], P *= in[2].shape.dim[1 + d];
+    size_t need;
+    if (__builtin_mul_overflow((size_t)(C * S), sizeof(double), &need))
+        return PP_FAIL(err, PP_ENOMEM, "pp.GridSampleGrad kernel: scratch size overflows");
+    double *acc = pprt_scratch_get(scratch, need ? need : 1);
+    if (!acc) return PP_FAIL(err, PP_ENOMEM, "pp.GridSampleGrad kernel: cannot get %zu bytes of scratch", need);
+    const float *dy = in[0].data, *x = in[1].data, *grid = in[2].data;
+    float *dx = out[0].data, *dg = out[1].data;
+    for (int64_t n = 0; n < N; n++) {
+        memset(acc, 0, need);
+        for (int64_t p = 0; p < P; p++) {
+            const float *pt = grid + (n * P + p) * k;
+            float *gp = dg + (n * P + p) * k;
+            gs_taps t[PP_MAX_DIMS];
+            bool ok = true;
+            for (int d = 0; d < k && ok; d++) ok = gs_axis(&g, pt[k - 1 - d], xs->dim[2 + d], &t[d]);
+            if (!ok) {
+                for (int d = 0; d < k; d++) gp[d] = NAN;
+                continue;
+            }
+            double dsum[PP_MAX_DIMS] = {0};
+            int pick[PP_MAX_DIMS] = {0};
+            for (;;) { /* the combinations, the last axis fastest, as the forward */
+                int64_t o = 0;
+                double wt = 1;
+                bool zero = false;
+                for (int d = 0; d < k; d++) {
+                    const int64_t i = t[d].idx[pick[d]];
+                    zero |= i < 0;
+                    o = o * xs->dim[2 + d] + (i < 0 ? 0 : i);
+                    wt *= t[d].w[pick[d]];
+                }
+                for (int64_t c = 0; !zero && c < C; c++) {
+                    const double gyv = (double)dy[(n * C + c) * P + p];
+                    acc[c * S + o] += wt * gyv;
+                    const double xv = (double)x[(n * C + c) * S + o] * gyv;
+                    for (int d = 0; d < k; d++) { /* this axis's weight by its derivative */
+                        double wd = t[d].dw[pick[d]];
+                        for (int e = 0; e < k && wd != 0; e++)
+                            if (e != d) wd *= t[e].w[pick[e]];
+                        dsum[d] += wd * xv;
+                    }
+                }
+                int d = k - 1;
+                while (d >= 0 && ++pick[d] == t[d].n) pick[d--] = 0;
+                if (d < 0) break;
+            }
+            for (int d = 0; d < k; d++) gp[k - 1 - d] = (float)dsum[d];
+        }
+        for (int64_t j = 0; j < C * S; j++) dx[n * C * S + j] = (float)acc[j];
+    }
     return PP_OK;
 }
 

@@ -1270,7 +1270,7 @@ static void test_maxpool_grad(void) {
         mpgrad_scatter(&k, x, dy, want);
         for (int64_t i = k.n - 1; i >= 0; i--) pcu_mpgrad_at(&k, got, dy, x, i);
         checks++, cases++;
-        for (int cp = 0; cp <= 1; cp++) { /* the average's: the reference's scatter, written out */
+        for (int cp = 0; cp <= 2; cp++) { /* the average's (2: the window sums', LpPool's): the scatter, written out */
             pcu_apgrad a = k;
             a.max = 0, a.count_pad = cp;
             double *acc = calloc((size_t)k.n, sizeof *acc);

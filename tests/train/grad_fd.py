@@ -31,8 +31,8 @@ negative pads, reflect, edge, wrap), Slice (negative starts and steps), Gather (
 negative indices, repeats), Transpose, ReduceSum and ReduceMean (any axes,
 keepdims), Softmax and LogSoftmax (any axis), Split, Expand and Tile,
 Einsum, and more (FAMILIES below: Shrink, Mod with fmod, CenterCropPad,
-RotaryEmbedding with and without positions, CastLike, LpPool, LpNormalization
-among them). Every case runs at -pp 1; where ppcc splits it at -pp 2 too, each
+RotaryEmbedding with and without positions, CastLike, LpPool, LpNormalization,
+GridSample with 1 to 3 spatial axes among them). Every case runs at -pp 1; where ppcc splits it at -pp 2 too, each
 backend's -pp 2 step must give its -pp 1 step's bits.
 Usage: grad_fd.py WORK [--per-op N] [--seed S] [--only FAMILY] (env: PPCC, PPRT)"""
 import argparse
@@ -646,6 +646,21 @@ def fam_lpnorm(i):
     case(f"lpnorm_{i}", node, away_from_0(fvals(s)), {}, {}, 13)
 
 
+def fam_gridsample(i):
+    # opset 20's N-D form (1 to 3 spatial axes) with points in [-1.2, 1.2]: some outside, where the padding
+    # decides. X's gradient only: onnx 1.22's reference evaluator rounds the coordinates to float32, so central
+    # differences along the grid are off by 0.1% and more (a 1-D case: -0.160772 against the exact -0.160554);
+    # grads_norms.py checks the grid's gradient against torch's (opset 16's 2-D form, every mode and padding)
+    k = int(rng.integers(1, 4))
+    s = [int(rng.integers(1, 3)), int(rng.integers(1, 3))] + dims(k, k, 2, 5)
+    o = dims(k, k, 1, 4)
+    mode = pick("linear", "nearest", "cubic") if k < 3 else pick("linear", "nearest")
+    at = {"mode": mode, "padding_mode": pick("zeros", "border", "reflection"), "align_corners": int(pick(0, 1))}
+    grid = rng.uniform(-1.2, 1.2, [s[0]] + o + [k]).astype(np.float32)
+    case(f"gridsample_{i}", helper.make_node("GridSample", ["xp", "f_grid"], ["y"], **at), fvals(s), {},
+         {"f_grid": grid}, 20)
+
+
 # (not GroupNormalization: onnx's reference evaluator computes it in float32, so a step of 1e-6 can vanish in its
 # rounding and both differences read 0; grads_norms.py checks it against torch)
 FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel": fam_scatter_elements,
@@ -657,7 +672,7 @@ FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel
             "split": fam_split, "expand": fam_expand, "einsum": fam_einsum,
             # (2026-12-06: at the end, so the families above draw what they drew before)
             "shrink": fam_shrink, "mod": fam_mod, "centercrop": fam_centercrop, "rotary": fam_rotary,
-            "castlike": fam_castlike, "lppool": fam_lppool, "lpnorm": fam_lpnorm}
+            "castlike": fam_castlike, "lppool": fam_lppool, "lpnorm": fam_lpnorm, "gridsample": fam_gridsample}
 os.makedirs(args.work, exist_ok=True)
 for fam, fn in FAMILIES.items():
     for i in range(args.per_op):

@@ -933,6 +933,30 @@ def lp_case(name, op, xshape, opset=18, **at):
     onnx_case(name, build, params, {"x": x}, lambda tp, ti: (f(ti["x"] + tp["p"]) * tp["R"]).sum(), opset)
 
 
+class GridS(nn.Module):
+    """grid_sample(x + p, grid) * R summed: p carries X's gradient, the grid (a weight, points in [-1.2, 1.2]:
+    some outside, where the padding decides) its own"""
+
+    def __init__(self, xshape, out_hw, **kw):
+        super().__init__()
+        g = torch.Generator().manual_seed(5)
+        self.kw = kw
+        self.p = nn.Parameter(torch.randn(*xshape, generator=g) * 0.1)
+        self.grid = nn.Parameter(torch.rand(xshape[0], *out_hw, 2, generator=g) * 2.4 - 1.2)
+        self.register_buffer("R", torch.randn(xshape[0], xshape[1], *out_hw, generator=g))
+
+    def forward(self, x):
+        return (F.grid_sample(x + self.p, self.grid, **self.kw) * self.R).sum()
+
+
+# GridSample (2026-12-06; refused by name before): pp.GridSampleGrad against autograd, both gradients, every mode
+# and padding (cubic border and reflection: PyTorch's taps, which the forward follows), both corner alignments
+for mode in ("bilinear", "nearest", "bicubic"):
+    for pad in ("zeros", "border", "reflection"):
+        for ac in (False, True):
+            run_case(f"gridsample_{mode}_{pad}_{int(ac)}", GridS((2, 3, 5, 6), (4, 3), mode=mode, padding_mode=pad,
+                                                                 align_corners=ac), [torch.randn(2, 3, 5, 6)], opset=16)
+
 # (2026-12-06: rules of their own; refused by name before)
 lp_case("lpnorm_p1", "LpNormalization", (3, 5), opset=13, axis=-1, p=1)
 lp_case("lpnorm_p2_axis1", "LpNormalization", (2, 4, 3), opset=13, axis=1, p=2)
