@@ -161,5 +161,14 @@ typedef struct pp_affinegrid {
     int64_t n, out[3];
 } pp_affinegrid;
 pp_status pp_affinegrid_parse(pp_attrs a, const pp_tinfo *in, pp_affinegrid *g, pp_err *err);
+/* Point i of an axis of len in [-1, 1]: pixel centres (align_corners 0) or
+ * the first and last pixels at -1 and 1 (1; a single pixel at 0, as PyTorch
+ * and onnxruntime, where the ONNX reference puts it at -1: no node test has
+ * one). The reference kernel's, and AffineGrid's gradient's
+ * (passes/grad_tensor.c). */
+static inline double pp_affine_base(bool align, int64_t i, int64_t len) {
+    if (align) return len > 1 ? -1.0 + 2.0 * (double)i / (double)(len - 1) : 0.0;
+    return -1.0 + (2.0 * (double)i + 1.0) / (double)len;
+}
 
 #endif

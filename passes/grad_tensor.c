@@ -6,6 +6,7 @@
  * (nothing flows). The backward ops they emit are ONNX ops where one does
  * the job (Slice, Concat, Pad, ReduceSum, Where, ScatterElements, Einsum)
  * and pp.SliceGrad, pp.GatherGrad (ir/ops_grad.def) where none does. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "autodiff.h"
@@ -146,6 +147,46 @@ pp_status pp_grad_centercroppad(pp_ad *ad, int node, pp_err *err) {
     const int in[2] = {gy, sh};
     PP_TRY(pp_ad_emit(ad, PP_OP_CENTERCROPPAD, in, 2, NULL, 0, &r, 1, err));
     return pp_ad_give(ad, x, r, err);
+}
+
+/* AffineGrid: grid[n, point] = theta[n] (x, y[, z], 1) with the point's
+ * base coordinates (pp_affine_base, x along the last axis), linear in
+ * theta: dtheta[n] = dgrid[n]^T B, B the [points, k + 1] constant of the
+ * base coordinates, one batched MatMul (the grid's gradient [N, P, k]
+ * transposed) */
+pp_status pp_grad_affinegrid(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int th = n->in[0], gy = pp_ad_gy(ad, node, 0);
+    const pp_shape ys = g->values[n->out[0]].shape;
+    int64_t align;
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "align_corners", 0, &align, err));
+    const int k = ys.rank - 2;
+    if (g->values[th].dtype != PP_F32 || k < 2 || k > 3 || ys.dim[ys.rank - 1] != k)
+        return pp_ad_fail(ad, node, err, "the gradient rule takes f32 theta and 2 or 3 spatial axes");
+    int64_t P = 1;
+    for (int d = 0; d < k; d++) P *= ys.dim[1 + d];
+    if (P < 1 || P > ((int64_t)1 << 26)) return pp_ad_fail(ad, node, err, "%lld points: 1 to 2^26", (long long)P);
+    float *b = malloc(sizeof *b * (size_t)(P * (k + 1)));
+    if (!b) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int64_t p = 0; p < P; p++) {
+        int64_t rest = p;
+        for (int d = k - 1; d >= 0; d--) {
+            b[p * (k + 1) + (k - 1 - d)] = (float)pp_affine_base(align == 1, rest % ys.dim[1 + d], ys.dim[1 + d]);
+            rest /= ys.dim[1 + d];
+        }
+        b[p * (k + 1) + k] = 1.0f;
+    }
+    const pp_shape bs = {.rank = 2, .dim = {P, k + 1}}, fs = {.rank = 3, .dim = {ys.dim[0], P, k}};
+    int bc, fl, tr, r;
+    pp_status s = pp_graph_add_const(g, "affine_base", PP_F32, &bs, b, &bc, err);
+    free(b);
+    PP_TRY(s);
+    static const int64_t perm[3] = {0, 2, 1};
+    PP_TRY(pp_ad_reshape(ad, gy, &fs, &fl, err));
+    PP_TRY(pp_ad_transpose(ad, fl, perm, 3, &tr, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MATMUL, tr, bc, &r, err));
+    return pp_ad_give(ad, th, r, err);
 }
 
 /* Expand: the broadcast summed back */

@@ -1872,15 +1872,6 @@ pp_status kern_GRIDSAMPLEGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, p
 
 /* ---- AffineGrid ------------------------------------------------------------------------------ */
 
-/* Point i of an axis of len in [-1, 1]: pixel centres (align_corners 0) or
- * the first and last pixels at -1 and 1 (1; a single pixel at 0, as PyTorch
- * and onnxruntime, where the ONNX reference puts it at -1: no node test has
- * one). */
-static double affine_base(bool align, int64_t i, int64_t len) {
-    if (align) return len > 1 ? -1.0 + 2.0 * (double)i / (double)(len - 1) : 0.0;
-    return -1.0 + (2.0 * (double)i + 1.0) / (double)len;
-}
-
 /* grid[n, point, r] = theta[n, r, :] . (x, y[, z], 1), x along the last axis;
  * sums in double. */
 pp_status kern_AFFINEGRID(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out, int n_out,
@@ -1899,7 +1890,7 @@ pp_status kern_AFFINEGRID(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_
             double base[4] = {0, 0, 0, 1}; /* x, y[, z], 1: the last spatial axis first */
             int64_t rest = p;
             for (int d = k - 1; d >= 0; d--) {
-                base[k - 1 - d] = affine_base(g.align_corners, rest % g.out[d], g.out[d]);
+                base[k - 1 - d] = pp_affine_base(g.align_corners, rest % g.out[d], g.out[d]);
                 rest /= g.out[d];
             }
             base[k] = 1;

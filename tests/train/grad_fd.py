@@ -32,7 +32,7 @@ negative indices, repeats), Transpose, ReduceSum and ReduceMean (any axes,
 keepdims), Softmax and LogSoftmax (any axis), Split, Expand and Tile,
 Einsum, and more (FAMILIES below: Shrink, Mod with fmod, CenterCropPad,
 RotaryEmbedding with and without positions, CastLike, LpPool, LpNormalization,
-GridSample with 1 to 3 spatial axes among them). Every case runs at -pp 1; where ppcc splits it at -pp 2 too, each
+GridSample with 1 to 3 spatial axes, AffineGrid among them). Every case runs at -pp 1; where ppcc splits it at -pp 2 too, each
 backend's -pp 2 step must give its -pp 1 step's bits.
 Usage: grad_fd.py WORK [--per-op N] [--seed S] [--only FAMILY] (env: PPCC, PPRT)"""
 import argparse
@@ -661,6 +661,14 @@ def fam_gridsample(i):
          {"f_grid": grid}, 20)
 
 
+def fam_affinegrid(i):
+    k = int(rng.integers(2, 4))
+    n = int(rng.integers(1, 3))
+    size = [n, int(rng.integers(1, 3))] + dims(k, k, 1, 5)
+    node = helper.make_node("AffineGrid", ["xp", "sz"], ["y"], align_corners=int(pick(0, 1)))
+    case(f"affinegrid_{i}", node, fvals([n, k, k + 1]), {}, {"sz": np.array(size, np.int64)}, 20)
+
+
 # (not GroupNormalization: onnx's reference evaluator computes it in float32, so a step of 1e-6 can vanish in its
 # rounding and both differences read 0; grads_norms.py checks it against torch)
 FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel": fam_scatter_elements,
@@ -672,7 +680,8 @@ FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel
             "split": fam_split, "expand": fam_expand, "einsum": fam_einsum,
             # (2026-12-06: at the end, so the families above draw what they drew before)
             "shrink": fam_shrink, "mod": fam_mod, "centercrop": fam_centercrop, "rotary": fam_rotary,
-            "castlike": fam_castlike, "lppool": fam_lppool, "lpnorm": fam_lpnorm, "gridsample": fam_gridsample}
+            "castlike": fam_castlike, "lppool": fam_lppool, "lpnorm": fam_lpnorm, "gridsample": fam_gridsample,
+            "affinegrid": fam_affinegrid}
 os.makedirs(args.work, exist_ok=True)
 for fam, fn in FAMILIES.items():
     for i in range(args.per_op):

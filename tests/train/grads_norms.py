@@ -957,6 +957,36 @@ for mode in ("bilinear", "nearest", "bicubic"):
             run_case(f"gridsample_{mode}_{pad}_{int(ac)}", GridS((2, 3, 5, 6), (4, 3), mode=mode, padding_mode=pad,
                                                                  align_corners=ac), [torch.randn(2, 3, 5, 6)], opset=16)
 
+def stn_case(name, xshape, out_hw, align, mode="linear", pad="zeros"):
+    """a spatial transformer: AffineGrid(theta) then GridSample(x, grid) at opset 20, theta a weight near the
+    identity; the oracle F.affine_grid and F.grid_sample"""
+    from onnx import helper, TensorProto
+    rng = np.random.default_rng(len(name) + 3)
+    N, C = xshape[0], xshape[1]
+    theta = (np.tile(np.eye(2, 3), (N, 1, 1)) + rng.standard_normal((N, 2, 3)) * 0.2).astype(np.float32)
+    params = {"theta": theta, "R": rng.standard_normal((N, C, *out_hw)).astype(np.float32)}
+    size = [N, C, *out_hw]
+
+    def build():
+        return [helper.make_node("Constant", [], ["size"], value=helper.make_tensor("s", TensorProto.INT64, [4], size)),
+                helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=align),
+                helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode=pad, align_corners=align),
+                helper.make_node("Mul", ["y", "R"], ["yr"]), helper.make_node("ReduceSum", ["yr"], ["out"], keepdims=0)]
+
+    def torch_loss(tp, ti):
+        grid = F.affine_grid(tp["theta"], size, align_corners=bool(align))
+        tm = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
+        y = F.grid_sample(ti["x"], grid, mode=tm, padding_mode=pad, align_corners=bool(align))
+        return (y * tp["R"]).sum()
+
+    onnx_case(name, build, params, {"x": rng.standard_normal(xshape).astype(np.float32)}, torch_loss, 20)
+
+
+# AffineGrid (2026-12-06): theta's gradient through GridSample's grid gradient, a spatial transformer's training
+stn_case("stn_affine_grid", (2, 3, 6, 5), (4, 4), 0)
+stn_case("stn_affine_grid_aligned_border", (1, 2, 5, 7), (6, 3), 1, pad="border")
+stn_case("stn_affine_grid_bicubic", (2, 1, 6, 6), (5, 5), 0, mode="cubic", pad="reflection")
+
 # (2026-12-06: rules of their own; refused by name before)
 lp_case("lpnorm_p1", "LpNormalization", (3, 5), opset=13, axis=-1, p=1)
 lp_case("lpnorm_p2_axis1", "LpNormalization", (2, 4, 3), opset=13, axis=1, p=2)
