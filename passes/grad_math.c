@@ -686,6 +686,54 @@ pp_status pp_grad_reducelogsum(pp_ad *ad, int node, pp_err *err) {
     return pp_ad_give(ad, x, r, err);
 }
 
+/* CumProd: gx_k sums gy_i times the product y_i has without x_k, over the
+ * outputs i that read x_k. Before a line's first zero (in the product's
+ * direction) that is the cumulative sum the other way of gy y, divided by
+ * x_k; at the first zero it is the same sum of gy y', y' the cumulative
+ * product with that zero taken as 1; past it every such product holds the
+ * zero: 0. exclusive and reverse as the forward's, the sums the other way
+ * (PyTorch's cumprod backward, which also handles zeros). */
+pp_status pp_grad_cumprod(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], axis = n->in[1], y = n->out[0], gy = pp_ad_gy(ad, node, 0);
+    if (g->values[x].dtype != PP_F32) return pp_ad_fail(ad, node, err, "the gradient is taken over float32 only");
+    int64_t excl, rev;
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "exclusive", 0, &excl, err));
+    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "reverse", 0, &rev, err));
+    const pp_attr count[2] = {pp_ad_attr_int("exclusive", 0), pp_ad_attr_int("reverse", rev)};
+    const pp_attr fwd[2] = {pp_ad_attr_int("exclusive", excl), pp_ad_attr_int("reverse", rev)};
+    const pp_attr back[2] = {pp_ad_attr_int("exclusive", excl), pp_ad_attr_int("reverse", !rev)};
+    int zero, one, z, zf, cz, none, cz1, first, xs, gyy, s1, a, x1, y1, gy1, s2, r0, r;
+    PP_TRY(pp_ad_scalar(ad, 0.0f, &zero, err));
+    PP_TRY(pp_ad_scalar(ad, 1.0f, &one, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_EQUAL, x, zero, &z, err));
+    PP_TRY(to_float(ad, z, &zf, err));
+    int in[3] = {zf, axis, -1};
+    PP_TRY(pp_ad_emit(ad, PP_OP_CUMSUM, in, 2, count, 2, &cz, 1, err)); /* zeros so far, this one included */
+    PP_TRY(pp_ad_op2(ad, PP_OP_EQUAL, cz, zero, &none, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_EQUAL, cz, one, &cz1, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_AND, z, cz1, &first, err));
+    in[0] = z, in[1] = one, in[2] = x;
+    PP_TRY(pp_ad_emit(ad, PP_OP_WHERE, in, 3, NULL, 0, &xs, 1, err)); /* x, its zeros 1: a safe divisor */
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, y, &gyy, err));
+    in[0] = gyy, in[1] = axis;
+    PP_TRY(pp_ad_emit(ad, PP_OP_CUMSUM, in, 2, back, 2, &s1, 1, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_DIV, s1, xs, &a, err));
+    in[0] = first, in[1] = one, in[2] = x;
+    PP_TRY(pp_ad_emit(ad, PP_OP_WHERE, in, 3, NULL, 0, &x1, 1, err));
+    in[0] = x1, in[1] = axis;
+    PP_TRY(pp_ad_emit(ad, PP_OP_CUMPROD, in, 2, fwd, 2, &y1, 1, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, y1, &gy1, err));
+    in[0] = gy1, in[1] = axis;
+    PP_TRY(pp_ad_emit(ad, PP_OP_CUMSUM, in, 2, back, 2, &s2, 1, err));
+    in[0] = first, in[1] = s2, in[2] = zero;
+    PP_TRY(pp_ad_emit(ad, PP_OP_WHERE, in, 3, NULL, 0, &r0, 1, err));
+    in[0] = none, in[1] = a, in[2] = r0;
+    PP_TRY(pp_ad_emit(ad, PP_OP_WHERE, in, 3, NULL, 0, &r, 1, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
 /* CumSum: the gradient is the cumulative sum the other way (reverse
  * flipped, exclusive kept), over the same axis */
 pp_status pp_grad_cumsum(pp_ad *ad, int node, pp_err *err) {

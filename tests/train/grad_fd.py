@@ -32,7 +32,8 @@ negative indices, repeats), Transpose, ReduceSum and ReduceMean (any axes,
 keepdims), Softmax and LogSoftmax (any axis), Split, Expand and Tile,
 Einsum, and more (FAMILIES below: Shrink, Mod with fmod, CenterCropPad,
 RotaryEmbedding with and without positions, CastLike, LpPool, LpNormalization,
-GridSample with 1 to 3 spatial axes, AffineGrid among them). Every case runs at -pp 1; where ppcc splits it at -pp 2 too, each
+GridSample with 1 to 3 spatial axes, AffineGrid, CumProd with zeros among them). Every
+case runs at -pp 1; where ppcc splits it at -pp 2 too, each
 backend's -pp 2 step must give its -pp 1 step's bits.
 Usage: grad_fd.py WORK [--per-op N] [--seed S] [--only FAMILY] (env: PPCC, PPRT)"""
 import argparse
@@ -669,6 +670,15 @@ def fam_affinegrid(i):
     case(f"affinegrid_{i}", node, fvals([n, k, k + 1]), {}, {"sz": np.array(size, np.int64)}, 20)
 
 
+def fam_cumprod(i):
+    """CumProd (opset 26) with exact zeros now and then, one or more in a line, exclusive and reverse drawn"""
+    s = dims(1, 3, 1, 5)
+    x = rng.uniform(0.5, 1.5, s).astype(np.float32) * rng.choice([-1, 1], s).astype(np.float32)
+    x[rng.random(s) < pick(0.0, 0.15, 0.4)] = 0
+    node = helper.make_node("CumProd", ["xp", "ax"], ["y"], exclusive=int(pick(0, 1)), reverse=int(pick(0, 1)))
+    case(f"cumprod_{i}", node, x, {}, {"ax": np.array(int(rng.integers(-len(s), len(s))), np.int64)}, 26)
+
+
 # (not GroupNormalization: onnx's reference evaluator computes it in float32, so a step of 1e-6 can vanish in its
 # rounding and both differences read 0; grads_norms.py checks it against torch)
 FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel": fam_scatter_elements,
@@ -681,7 +691,7 @@ FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel
             # (2026-12-06: at the end, so the families above draw what they drew before)
             "shrink": fam_shrink, "mod": fam_mod, "centercrop": fam_centercrop, "rotary": fam_rotary,
             "castlike": fam_castlike, "lppool": fam_lppool, "lpnorm": fam_lpnorm, "gridsample": fam_gridsample,
-            "affinegrid": fam_affinegrid}
+            "affinegrid": fam_affinegrid, "cumprod": fam_cumprod}
 os.makedirs(args.work, exist_ok=True)
 for fam, fn in FAMILIES.items():
     for i in range(args.per_op):
