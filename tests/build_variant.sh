@@ -17,8 +17,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # fewer random single-op models than the main build draws (tests/bad/op_attrs.py): the variants are
 # there for memory errors and -O3 warnings, the main build's run for coverage (82 s under ASan at 8)
 export PP_ATTRS_PER_OP=${PP_ATTRS_PER_OP:-3}
-# and fewer gradient cases a family (tests/train/grad_fd.py: 38 families of 12 in the main build, about
-# 75 s there; the variants look for memory errors in the same rules, not for more draws)
+# and fewer gradient cases a family (tests/train/grad_fd.py: 38 families of 15 in the main build, about
+# 90 s there; the variants look for memory errors in the same rules, not for more draws)
 export PP_FD_PER_OP=${PP_FD_PER_OP:-5}
 # VARIANT_EXCLUDE (a ctest -E regex): fast tests this variant leaves to the
 # main build, where a second run adds time but no finding of the kind the
