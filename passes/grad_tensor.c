@@ -102,30 +102,15 @@ static bool cast_float(pp_dtype t) { return t == PP_F32 || t == PP_BF16 || t == 
 
 /* Cast: float32 to float32 passes the gradient on; between f32 and a half
  * type (--precision's Casts, passes/precision.c) the gradient is cast back:
- * to the half type the gradient of a half value, to f32 the f32 value's */
+ * to the half type the gradient of a half value, to f32 the f32 value's.
+ * CastLike(x, like) alike (its like input takes none). */
 pp_status pp_grad_cast(pp_ad *ad, int node, pp_err *err) {
     pp_graph *g = pp_ad_graph(ad);
     const pp_node *n = ad_node(ad, node);
     const pp_dtype a = g->values[n->in[0]].dtype, b = g->values[n->out[0]].dtype;
     if (!cast_float(a) || !cast_float(b) || (a != PP_F32 && b != PP_F32))
-        return pp_ad_fail(ad, node, err, "a Cast from %s to %s has no gradient (ppcc trains in f32, and casts between "
-                          "f32 and bf16 or fp16)", pp_dtype_name(a), pp_dtype_name(b));
-    const int x = n->in[0], gy = pp_ad_gy(ad, node, 0);
-    if (a == b) return pp_ad_give(ad, x, gy, err);
-    const pp_attr to = pp_ad_attr_int("to", (int64_t)a);
-    int r;
-    PP_TRY(pp_ad_emit(ad, PP_OP_CAST, &gy, 1, &to, 1, &r, 1, err));
-    return pp_ad_give(ad, x, r, err);
-}
-
-/* CastLike(x, like): as Cast to like's type (the like input takes none) */
-pp_status pp_grad_castlike(pp_ad *ad, int node, pp_err *err) {
-    pp_graph *g = pp_ad_graph(ad);
-    const pp_node *n = ad_node(ad, node);
-    const pp_dtype a = g->values[n->in[0]].dtype, b = g->values[n->out[0]].dtype;
-    if (!cast_float(a) || !cast_float(b) || (a != PP_F32 && b != PP_F32))
-        return pp_ad_fail(ad, node, err, "a CastLike from %s to %s has no gradient (ppcc trains in f32, and casts "
-                          "between f32 and bf16 or fp16)", pp_dtype_name(a), pp_dtype_name(b));
+        return pp_ad_fail(ad, node, err, "a %s from %s to %s has no gradient (ppcc trains in f32, and casts between "
+                          "f32 and bf16 or fp16)", pp_op_table[n->op].name, pp_dtype_name(a), pp_dtype_name(b));
     const int x = n->in[0], gy = pp_ad_gy(ad, node, 0);
     if (a == b) return pp_ad_give(ad, x, gy, err);
     const pp_attr to = pp_ad_attr_int("to", (int64_t)a);
