@@ -164,9 +164,9 @@ static double part_arena(const pp_graph *g, int s, bool w) {
     return (double)end;
 }
 
-/* zb-h1: what device d's W stage adds (the comment at the top): its part's arena in place of the whole backward
- * stage's, what B keeps for it in B's outgoing buffers and as W's incoming and outgoing messages; its entries
- * are counted with the stash (pp_train_memory). h: the bytes of an f32 value (the cuda model's precision). */
+/* zb-h1: what device d's W stage adds (the comment at the top): B's and W's arenas in place of the whole backward
+ * stage's, what B keeps for W in B's outgoing buffers and as W's incoming message; its entries are counted with
+ * the stash (pp_train_memory). h: the bytes of an f32 value (the cuda model's precision). */
 static void w_memory(const pp_graph *g, int d, double h, pp_train_mem *m) {
     const int P = g->train_devices, b = 2 * P - 1 - d;
     const double scale = h / 4;

@@ -1643,7 +1643,8 @@ done:
 
 /* One axis's taps: input indices (-1: outside, a zero) and weights, and
  * for the gradient each weight's derivative by the normalized coordinate
- * (dw: 0 where the coordinate was clamped or the mode is nearest). */
+ * (dw: 0 where the coordinate was clamped or the mode is nearest; set only
+ * when gs_axis is asked for it). */
 typedef struct gs_taps {
     int n;
     int64_t idx[4];
@@ -1690,14 +1691,14 @@ static void gs_cubic_d(double f, double *c) {
  * same values as the ONNX reference's clamp or reflection of the
  * coordinate first; for cubic PyTorch's, which the reference does not
  * follow under border and reflection padding). */
-static bool gs_axis(const pp_gridsample *g, float v, int64_t len, gs_taps *t) {
+static bool gs_axis(const pp_gridsample *g, float v, int64_t len, bool grad, gs_taps *t) {
     const float Lf = (float)len;
     const float xf = g->align_corners ? (v + 1.0f) / 2.0f * (Lf - 1.0f) : ((v + 1.0f) * Lf - 1.0f) / 2.0f;
     const double L = (double)len, lo = g->align_corners ? 0.0 : -0.5, hi = g->align_corners ? L - 1 : L - 0.5;
     double x = g->mode == PP_GS_NEAREST ? nearbyint((double)xf) : (double)xf; /* halves to even, as PyTorch */
     /* dx / dv: the unnormalizing scale, 0 where the coordinate is clamped */
     double dxdv = g->mode == PP_GS_NEAREST ? 0.0 : g->align_corners ? (L - 1) / 2 : L / 2;
-    memset(t->dw, 0, sizeof t->dw);
+    if (grad) memset(t->dw, 0, sizeof t->dw);
     if (isnan(x)) return false;
     if (x < -8 || x > L + 7) { /* far outside: a place whose taps give the same pixels */
         if (g->pad == PP_GS_ZEROS) {
@@ -1719,8 +1720,11 @@ static bool gs_axis(const pp_gridsample *g, float v, int64_t len, gs_taps *t) {
     } else {
         t->n = 4;
         gs_cubic(f, t->w);
-        gs_cubic_d(f, t->dw);
-        for (int j = 0; j < 4; j++) t->idx[j] = gs_pixel(g, i0 - 1 + j, len, lo, hi), t->dw[j] *= dxdv;
+        for (int j = 0; j < 4; j++) t->idx[j] = gs_pixel(g, i0 - 1 + j, len, lo, hi);
+        if (grad) {
+            gs_cubic_d(f, t->dw);
+            for (int j = 0; j < 4; j++) t->dw[j] *= dxdv;
+        }
     }
     return true;
 }
@@ -1762,7 +1766,7 @@ pp_status kern_GRIDSAMPLE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_
             gs_taps t[PP_MAX_DIMS];
             bool ok = true;
             /* spatial axis d (X's axis 2 + d) takes the point's coordinate k - 1 - d */
-            for (int d = 0; d < k && ok; d++) ok = gs_axis(&g, pt[k - 1 - d], xs->dim[2 + d], &t[d]);
+            for (int d = 0; d < k && ok; d++) ok = gs_axis(&g, pt[k - 1 - d], xs->dim[2 + d], false, &t[d]);
             float *yp = y + n * C * P + p;
             if (!ok) {
                 for (int64_t c = 0; c < C; c++) yp[c * P] = NAN;
@@ -1831,7 +1835,7 @@ pp_status kern_GRIDSAMPLEGRAD(pp_attrs attrs, const pprt_tensor *in, int n_in, p
             float *gp = dg + (n * P + p) * k;
             gs_taps t[PP_MAX_DIMS];
             bool ok = true;
-            for (int d = 0; d < k && ok; d++) ok = gs_axis(&g, pt[k - 1 - d], xs->dim[2 + d], &t[d]);
+            for (int d = 0; d < k && ok; d++) ok = gs_axis(&g, pt[k - 1 - d], xs->dim[2 + d], true, &t[d]);
             if (!ok) {
                 for (int d = 0; d < k; d++) gp[d] = NAN;
                 continue;
