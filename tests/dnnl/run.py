@@ -76,8 +76,17 @@ def run(argv, env=None):
     r = subprocess.run(argv, capture_output=True, text=True, timeout=300,
                        env={**os.environ, **(env or {})})
     if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} -> exit {r.returncode}: {r.stderr.strip()}")
+        raise RuntimeError(f"{' '.join(argv)} -> exit {r.returncode}: {gist(r.stderr)}")
     return r
+
+
+def gist(stderr, tail=40):
+    """A failed run's stderr without the per-node listing of PPRT_DNNL_VERBOSE, its last lines first (where
+    an error or a sanitizer's report is: a log shortened in the middle keeps them), then the start"""
+    lines = [x for x in stderr.strip().splitlines() if not re.match(r"^  /\S+\s", x)]
+    if len(lines) <= tail:
+        return "\n".join(lines)
+    return "\n".join(["(the last lines)"] + lines[-tail:] + ["(the first lines)"] + lines[:5])
 
 
 def compare(tag, got_dir, want_dir):

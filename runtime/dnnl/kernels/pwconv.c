@@ -60,6 +60,7 @@ void pprt_pw_free(pprt_pw *p) {
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
+#include <pthread.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -78,11 +79,19 @@ static bool amx_granted(void) {
     return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
 }
 
+static bool pw_ok;
+
+static void pw_check(void) {
+    pw_ok = pprt_cpu_isa() >= PPRT_ISA_AVX512 && pprt_isa_amx_allowed() && pprt_cpu_avx512bf16() && amx_granted();
+}
+
+/* Once a process: the grant is the process's, and stages build their
+ * executors on their own threads at once (ThreadSanitizer saw them race
+ * on a cached flag here) */
 bool pprt_pw_cpu(void) {
-    static int ok = -1; /* benign race: every thread computes the same */
-    if (ok < 0)
-        ok = pprt_cpu_isa() >= PPRT_ISA_AVX512 && pprt_isa_amx_allowed() && pprt_cpu_avx512bf16() && amx_granted();
-    return ok;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, pw_check);
+    return pw_ok;
 }
 
 /* palette 1; tiles 0-3 the sums (16 x 16 f32), 4-5 the source rows (16 x
