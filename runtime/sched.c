@@ -277,8 +277,7 @@ static void *w_main(void *arg) {
     pp_err e = {0};
     pprt_exec_cfg cfg = pprt_stage_cfg(S->o, w->threads, &w->at);
     const pprt_stage *st = &S->p->stages[w->run.stage];
-    if (posix_memalign(&w->in_buf, 64, st->in.bytes + 64) || posix_memalign(&w->out_buf, 64, st->out.bytes + 64)) {
-        PP_FAIL(&e, PP_ENOMEM, "stage %d: cannot allocate its messages", w->run.stage);
+    if (pprt_w_bufs_new(&w->at, st, w->run.stage, &w->in_buf, &w->out_buf, &e) != PP_OK) { /* on its device */
         stop_all(S, &e);
     } else if (pprt_keeper_exec(S->o->keep, w->be->exec, S->p, w->run.stage, w->run.replica, &cfg, &w->run.x, &e) !=
                PP_OK) {
@@ -398,9 +397,6 @@ static pp_status make_workers(sched *S, pp_err *err) {
         *x = (worker){.S = S, .be = S->be[b], .at = S->w[b].at, .threads = S->w[b].threads};
         x->run = (pprt_stage_run){.stage = P + d, .ex = x->be->exec, .warmup = o->warmup,
                                   .mb_offset = pprt_share_lo(&S->sh, k), .gate = o->gate, .replica = k};
-        if (!pprt_place_is_host(&x->at))
-            return PP_FAIL(err, PP_EUNSUP, "stage %d, a W stage (--schedule zb-h1), would run on %s: training runs "
-                           "on host backends", P + d, x->be->name);
     }
     return PP_OK;
 }
@@ -468,6 +464,7 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
             pprt_stash **wk = &S->wkeep[k * D + d]; /* zb-h1: what B keeps for its W */
             PP_TRY(pprt_stash_new_w(p, d, wk, err));
             S->w[k * P + 2 * D - 1 - d].run.stash_out = *wk;
+            pprt_stash_on(*wk, &S->w[k * P + 2 * D - 1 - d].at, &S->ww[k * D + d].at); /* one device: its memory */
             pprt_stage_run *r = &S->ww[k * D + d].run;
             r->stash_in = *wk;
             const pprt_output_hook *h = S->o->take_outputs;
@@ -599,6 +596,13 @@ static void describe_devices(sched *S) {
                     d->cc_major, d->cc_minor, d->sms, d->libs, first, f->name, f->cc_major, f->cc_minor, f->sms, f->libs);
         }
     }
+    for (int d = 0; d < S->NW && first >= 0 && (!S->o->quiet || S->o->explain); d++) { /* zb-h1: B's device */
+        char pl[48];
+        pprt_place_name(&S->ww[d].at, pl, sizeof pl);
+        if (S->p->stages[S->ww[d].run.stage].n_nodes)
+            fprintf(stderr, "pprt: stage %d (a W stage) on %s, beside its backward stage %d\n", S->ww[d].run.stage, pl,
+                    2 * S->NW - 1 - d);
+    }
     for (int b = 0; b + 1 < S->P && first >= 0 && (!S->o->quiet || S->o->explain); b++) {
         const pprt_link *l = S->links[b + 1];
         if (l && l->path) fprintf(stderr, "pprt: boundary stage %d -> stage %d: %s\n", b, b + 1, l->path);
@@ -617,7 +621,7 @@ static void free_run(sched *S, pprt_array *outputs, pp_status s) {
     for (int k = 0; S->ww && k < S->R * S->NW; k++) {
         if (S->ww[k].run.x)
             pprt_keeper_done(S->o->keep, S->ww[k].be->exec, S->ww[k].run.stage, S->ww[k].run.replica, S->ww[k].run.x);
-        free(S->ww[k].in_buf), free(S->ww[k].out_buf);
+        pprt_w_bufs_free(&S->ww[k].at, S->ww[k].in_buf, S->ww[k].out_buf);
         if (S->wkeep) pprt_stash_free(S->wkeep[k]);
     }
     free(S->ww), free(S->wth), free(S->wkeep);

@@ -1,4 +1,5 @@
 /* stage_loop.c: see stage_loop.h. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "nodes.h"
@@ -41,13 +42,18 @@ static pp_status local_msg(pprt_stage_run *r, const void *out, const void **msg,
 
 static pp_status stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, pp_err *err);
 
-pp_status pprt_stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, pp_err *err) {
-    const pp_status s = stage_loop(r, k0, k1, own, err);
+/* local_msg's buffer, stream and event, once the loop is over */
+static void local_free(pprt_stage_run *r) {
     const pprt_mem_ops *m = r->local_mem;
     if (m && r->local_stream) m->stream_free(r->local_stream); /* after its copies completed */
     if (m && r->local_ev) m->event_free(r->local_ev);
     if (m && r->local_buf) m->free_pinned(r->local_buf);
     r->local_stream = NULL, r->local_ev = NULL, r->local_buf = NULL;
+}
+
+pp_status pprt_stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, pp_err *err) {
+    const pp_status s = stage_loop(r, k0, k1, own, err);
+    local_free(r);
     return s;
 }
 
@@ -105,8 +111,18 @@ static pp_status stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own
     return PP_OK;
 }
 
+static pp_status w_stage_loop(pprt_stage_run *r, void *in_buf, void *out_buf, int64_t k0, int64_t k1,
+                              bool (*stopped)(void *stop_ctx), void *stop_ctx, pp_err *err);
+
 pp_status pprt_w_stage_loop(pprt_stage_run *r, void *in_buf, void *out_buf, int64_t k0, int64_t k1,
                             bool (*stopped)(void *stop_ctx), void *stop_ctx, pp_err *err) {
+    const pp_status s = w_stage_loop(r, in_buf, out_buf, k0, k1, stopped, stop_ctx, err);
+    local_free(r);
+    return s;
+}
+
+static pp_status w_stage_loop(pprt_stage_run *r, void *in_buf, void *out_buf, int64_t k0, int64_t k1,
+                              bool (*stopped)(void *stop_ctx), void *stop_ctx, pp_err *err) {
     for (int64_t k = k0; k < k1 && !stopped(stop_ctx); k++) {
         pp_err e = {0};
         const int64_t mb = r->mb_offset + (k < r->warmup ? 0 : k - r->warmup);
@@ -116,9 +132,41 @@ pp_status pprt_w_stage_loop(pprt_stage_run *r, void *in_buf, void *out_buf, int6
         if (s == PP_OK) s = r->ex->run(r->x, in_buf, out_buf, &e);
         if (k >= r->warmup) r->busy += pprt_now_s() - t0;
         if (r->gate) r->gate->leave(r->gate->ctx, r->replica, r->stage, mb);
-        if (s == PP_OK && r->local && k >= r->warmup) s = r->local(r->local_ctx, r->stage, mb, out_buf, &e);
+        if (s == PP_OK && r->local && k >= r->warmup) {
+            const void *msg = out_buf;
+            s = local_msg(r, out_buf, &msg, &e); /* from the device where the stage is on one */
+            if (s == PP_OK) s = r->local(r->local_ctx, r->stage, mb, msg, &e);
+        }
         if (s != PP_OK)
             return PP_WRAP(err, &e, s, "stage %d (a W stage), micro-batch %lld: %s", r->stage, (long long)mb, e.msg);
     }
     return PP_OK;
+}
+
+pp_status pprt_w_bufs_new(const pprt_place *at, const pprt_stage *st, int stage, void **in, void **out,
+                          pp_err *err) {
+    *in = *out = NULL;
+    if (pprt_place_is_host(at)) {
+        if (!posix_memalign(in, 64, st->in.bytes + 64) && !posix_memalign(out, 64, st->out.bytes + 64))
+            return PP_OK;
+        free(*in);
+        *in = NULL;
+        return PP_FAIL(err, PP_ENOMEM, "stage %d: cannot allocate its messages", stage);
+    }
+    pp_err e = {0};
+    pp_status s = at->mem->alloc(at->device, st->in.bytes + 64, in, &e);
+    if (s == PP_OK) s = at->mem->alloc(at->device, st->out.bytes + 64, out, &e);
+    if (s == PP_OK) return PP_OK;
+    if (*in) at->mem->free(at->device, *in);
+    *in = NULL;
+    return PP_WRAP(err, &e, s, "stage %d: its messages on the device: %s", stage, e.msg);
+}
+
+void pprt_w_bufs_free(const pprt_place *at, void *in, void *out) {
+    if (pprt_place_is_host(at)) {
+        free(in), free(out);
+        return;
+    }
+    if (in) at->mem->free(at->device, in);
+    if (out) at->mem->free(at->device, out);
 }

@@ -60,11 +60,17 @@ pp_status pprt_stage_loop(pprt_stage_run *r, int64_t k0, int64_t k1, bool *own, 
 /* A zb-h1 plan's W stage (a device's weight gradients) over tags k0 ..
  * k1-1: each micro-batch's incoming message popped, in order, from what its
  * B kept (stash_in, into in_buf), run through the gate (which defers it),
- * its device-local outputs handed on (local). No links. Returns PP_OK, or
+ * its device-local outputs handed on (local; copied down from its device
+ * first where it runs on one, as pprt_stage_loop does). No links. Returns PP_OK, or
  * the first failure with the stage and micro-batch (a stash closed by a stop
  * is one); stopped(stop_ctx), asked before each micro-batch, ends the loop
  * early with PP_OK. */
 pp_status pprt_w_stage_loop(pprt_stage_run *r, void *in_buf, void *out_buf, int64_t k0, int64_t k1,
                             bool (*stopped)(void *stop_ctx), void *stop_ctx, pp_err *err);
+/* A W stage's incoming and outgoing messages (stage st, numbered stage)
+ * where it runs: host memory, or the device's (a stage of a GPU backend) */
+pp_status pprt_w_bufs_new(const pprt_place *at, const pprt_stage *st, int stage, void **in, void **out,
+                          pp_err *err);
+void pprt_w_bufs_free(const pprt_place *at, void *in, void *out);
 
 #endif

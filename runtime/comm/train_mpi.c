@@ -299,8 +299,7 @@ static pp_status recs_begin(tm_ctx *c, const pprt_plan *p, int64_t M, const pprt
 }
 
 /* A zb-h1 plan's W stage 2P+d on this rank (pprt_plan.n_wstages), where it has nodes: on the backward stage's
- * place (the host: training's W stages run on host backends, as on threads), taking what B keeps for it
- * (dv->wk). */
+ * place (its backend and device, as on threads), taking what B keeps for it (dv->wk). */
 static pp_status make_w_side(tm_ctx *c, const pprt_plan *p, const pprt_run_opts *o, side *b, side *w,
                              dev_sides *dv, pp_err *err) {
     const int d = c->m->stage, ws = p->n_stages + d;
@@ -308,12 +307,8 @@ static pp_status make_w_side(tm_ctx *c, const pprt_plan *p, const pprt_run_opts 
     b->run.stash_out = dv->wk;
     if (!p->stages[ws].n_nodes) return PP_OK; /* nothing of the backward is deferred: no thread (as on threads) */
     PP_TRY(make_exec(p, ws, &c->bat, o, w, err));
-    if (!pprt_place_is_host(&c->bat))
-        return PP_FAIL(err, PP_EUNSUP, "stage %d, a W stage (--schedule zb-h1), would run on %s: training runs "
-                       "its W stages on host backends", ws, w->be->name);
-    const pprt_stage *st = &p->stages[ws];
-    if (posix_memalign(&w->in_buf, 64, st->in.bytes + 64) || posix_memalign(&w->out_buf, 64, st->out.bytes + 64))
-        return PP_FAIL(err, PP_ENOMEM, "stage %d: cannot allocate its messages", ws);
+    pprt_stash_on(dv->wk, &c->bat, &c->bat); /* B and W on one device: the entries in its memory */
+    PP_TRY(pprt_w_bufs_new(&c->bat, &p->stages[ws], ws, &w->in_buf, &w->out_buf, err));
     w->run.stage = ws, w->run.stash_in = dv->wk;
     w->run.gate = o->gate, w->run.replica = c->m->replica;
     dv->s[2] = w;
@@ -397,7 +392,7 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
     if (b.run.in != f.run.out) b.run.in->ops->destroy(b.run.in);
     pprt_stash_free(stash);
     pprt_stash_free(dv.wk);
-    free(w.in_buf), free(w.out_buf);
+    pprt_w_bufs_free(&c->bat, w.in_buf, w.out_buf);
     return PP_OK;
 }
 

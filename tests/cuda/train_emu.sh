@@ -21,6 +21,8 @@
 #     pp.SliceGrad of a stepped Slice, pp.LayerNormGrad): no host step, a
 #     step of each kind on the list, 3 SGD steps the same bits at -pp 1, 2
 #     and within 1e-5 (in norm) of the reference's weights.
+#   - zb-h1 plans (the W stages on their backward stage's device) of digits
+#     and ResNet-18 at -pp 2: -pp 1's bits, no node on the host;
 #   - executors kept across steps (runtime/keep.h) give the bits of executors
 #     made every step (PPRT_TRAIN_FRESH=1); after the first step none is
 #     made, and after the second no CUDA graph is captured.
@@ -95,6 +97,43 @@ for pp in 1 2; do
     grep -q "$k" nerr$pp.txt || fail "the opset-17 net -pp $pp: no $k step"
   done
 done
+# --schedule zb-h1 (each device's backward split into B and a W stage, the W stage on B's device: its
+# backend, memory and device optimizer): digits and ResNet-18 at -pp 2 give -pp 1's bits, no node on the host,
+# each W stage placed beside its backward stage and busy, the optimizer on the devices
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 16 -pp 2 --schedule zb-h1 -o dz.plan -q
+"$PPCC" r18.onnx --train --loss cross-entropy:logits -b 4 -pp 2 --schedule zb-h1 -o rz.plan -q
+"$PPRT" dz.plan "$S/data" --labels "$S/labels.npy" --steps 20 --no-shuffle --optimizer adamw --lr 3e-3 \
+  --backend $be --schedule zb-h1 --cuda-explain --save-weights demuz --log-json dlogz.json 2>dlogz.txt >/dev/null \
+  || fail "digits zb-h1: $(tail -2 dlogz.txt)"
+"$PPRT" rz.plan rdata --labels rlabels.npy --steps 3 --no-shuffle --optimizer sgd --lr 0.05 --momentum 0.9 \
+  --backend $be --schedule zb-h1 --cuda-explain --save-weights remuz --log-json rlogz.json 2>rerrz.txt >/dev/null \
+  || fail "ResNet-18 zb-h1: $(tail -2 rerrz.txt)"
+for log in dlogz.txt rerrz.txt; do
+  no_host $log
+  for sb in 4:3 5:2; do
+    grep -q "stage ${sb%:*} (a W stage) on .*, beside its backward stage ${sb#*:}" $log \
+      || fail "$log: W stage ${sb%:*} not placed beside stage ${sb#*:}: $(grep 'a W stage' $log)"
+  done
+done
+"$PY" - <<'PY' || fail "zb-h1 on $be"
+import json, os, sys
+import numpy as np
+bad = []
+for a, b, log in (("demu1", "demuz", "dlogz.json"), ("remu1", "remuz", "rlogz.json")):
+    names = sorted(os.listdir(a))
+    diff = [n for n in names if np.load(os.path.join(a, n)).tobytes() != np.load(os.path.join(b, n)).tobytes()]
+    if diff or names != sorted(os.listdir(b)):
+        bad.append(f"{b}: {len(diff)} of {len(names)} tensors differ from -pp 1's: {diff[:3]}")
+    d = json.load(open(log))
+    busy = [s["stage_busy_s"] for s in d["steps"]]
+    if d["optimizer"] != "device" or any(len(x) != 6 or min(x[4:]) <= 0 for x in busy):
+        bad.append(f"{log}: optimizer {d['optimizer']}, the stages' busy seconds {busy[-1]} (6, the W stages busy)")
+    if not all(s["w_keep_bytes"] > 0 for s in d["stash"]):
+        bad.append(f"{log}: what B keeps for W: {d['stash']}")
+print(("FAIL " + "; ".join(bad)) if bad else "zb-h1: digits and ResNet-18 at -pp 2 with their W stages on the "
+      "devices: -pp 1's bits, the optimizer on the devices")
+sys.exit(1 if bad else 0)
+PY
 # executors kept across steps (runtime/keep.h) against executors made every step (PPRT_TRAIN_FRESH=1): the same
 # bits; after the first step no executor is made (so no cuDNN graph planned, no weight space allocated) and from
 # the third no CUDA graph captured (the links' device messages come back at the same addresses, pool.h; the

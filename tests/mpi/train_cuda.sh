@@ -12,6 +12,8 @@
 #     stepped: the device optimizer on each rank from step 2 (its own device's
 #     weights), the sums chained device to device at --transport nccl with
 #     replicas, on the host at --transport mpi;
+#   - a zb-h1 plan (its W stages on the devices, a third thread a rank) at
+#     -np 2 and 4, both transports: the threads' bits, the 1F1B plan's;
 #   - 3 replicas (-np 6, 5 micro-batches a step: shares of 1, 2, 2) with
 #     buckets of one 4096-element chunk (PPRT_CHAIN_BUCKET): each weight a
 #     bucket of its own;
@@ -96,6 +98,24 @@ done
 echo "mpi_train_cuda: digits on cuda-emu at -np 2 and 4 (--replicas 2), 1F1B and GPipe, AdamW and SGD with clipping," \
   "--transport mpi and nccl, --eval: the threaded run's bits; the device optimizer on every rank, the sums chained" \
   "on the devices over NCCL"
+
+# a zb-h1 plan (each device's backward split into B and a W stage, the W stage on its rank's device, a third
+# thread): under --schedule zb-h1, the 1F1B plan's bits on threads, and the threads' on the ranks, both transports,
+# -np 2 and -np 4 (--replicas 2); the device optimizer on each rank takes the W stage's weights too
+"$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --schedule zb-h1 -o z2.plan -q
+zo=(--optimizer adamw --lr 2e-3 --weight-decay 0.01 --clip-norm 0.5 --schedule zb-h1)
+expect_rc 0 th-z.txt "$PPRT" z2.plan "$S/data" "${common[@]}" "${zo[@]}" --save-weights th-z --log-json th-z.json
+same_dirs th-1f1b-adamw th-z
+for tr in mpi nccl; do
+  for np_ in 2 4; do
+    expect_rc 0 z$np_-$tr.txt "${M[@]}" -np $np_ "$PPRT" z2.plan "$S/data" "${common[@]}" "${zo[@]}" --transport $tr \
+      --replicas $((np_ / 2)) --save-weights z$np_-$tr --log-json z$np_-$tr.json
+    same_run th-z z$np_-$tr
+  done
+  paths z2-$tr.json device none
+done
+echo "mpi_train_cuda: a zb-h1 plan of digits on cuda-emu, its W stages on the devices: the 1F1B plan's bits on" \
+  "threads, the threads' at -np 2 and 4 (--replicas 2) over --transport mpi and nccl, the device optimizer"
 
 # 3 replicas, each weight a bucket of its own
 c5=(--labels "$S/labels.npy" --accumulate 5 --seed 4 --steps 4 --backend cuda-emu -q --optimizer sgd --lr 0.05
