@@ -2,8 +2,8 @@
  * and of Where, Cast and Einsum (autodiff.h): Reshape, Flatten, Squeeze,
  * Unsqueeze, Transpose, Concat, Split, Slice, Gather, GatherElements,
  * Expand, Tile, Pad (every mode), TopK's values, Trilu, DepthToSpace,
- * SpaceToDepth, Shape, Size and ConstantOfShape
- * (nothing flows). The backward ops they emit are ONNX ops where one does
+ * SpaceToDepth, ScatterElements and ScatterND (every reduction), Shape,
+ * Size and ConstantOfShape (nothing flows). The backward ops they emit are ONNX ops where one does
  * the job (Slice, Concat, Pad, ReduceSum, Where, ScatterElements, Einsum)
  * and pp.SliceGrad, pp.GatherGrad (ir/ops_grad.def) where none does. */
 #include <stdlib.h>
@@ -424,65 +424,36 @@ pp_status pp_grad_topk(pp_ad *ad, int node, pp_err *err) {
     return scatter_back(ad, node, ad_node(ad, node)->in[0], idx, -1, err);
 }
 
-/* A Scatter's reduction: none (the updates replace) or add; the others have no gradient here. */
-static pp_status scatter_reduction(pp_ad *ad, int node, bool *add, pp_err *err) {
-    const char *red = "none";
-    (void)pp_attr_string(pp_node_attrs(pp_ad_graph(ad), ad_node(ad, node)), "reduction", "none", &red, NULL);
-    if (strcmp(red, "none") && strcmp(red, "add"))
-        return pp_ad_fail(ad, node, err, "its reduction '%s' has no gradient rule (none and add have)", red);
-    *add = !strcmp(red, "add");
-    return PP_OK;
+/* A Scatter's reduction (ONNX's names) */
+typedef enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } scatter_red;
+
+static pp_status scatter_reduction(pp_ad *ad, int node, scatter_red *red, pp_err *err) {
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    const char *r = "none";
+    (void)pp_attr_string(pp_node_attrs(pp_ad_graph(ad), ad_node(ad, node)), "reduction", "none", &r, NULL);
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(r, names[i])) {
+            *red = (scatter_red)i;
+            return PP_OK;
+        }
+    return pp_ad_fail(ad, node, err, "its reduction '%s' is none of ONNX's (none, add, mul, max, min)", r);
 }
 
-/* data's gradient through a Scatter of node's kind: the output's whole (add), or with the written places zeroed
- * (none: the same Scatter of zeros into it) */
-static pp_status scatter_data(pp_ad *ad, int node, bool add, pp_err *err) {
+/* The places node (a ScatterElements, Scatter or ScatterND) writes, read from v (of the data's shape): a value
+ * of the updates' shape. ScatterElements: GatherElements at its indices. ScatterND: v seen as [rows, the rest]
+ * (its first k dims one, k the index tuples' length), each tuple's row number computed in the graph (the indices
+ * need not be constants; a negative index counts from the end: Mod by the dim), and a Gather of those rows. */
+static pp_status scatter_read(pp_ad *ad, int node, int v, int *out, pp_err *err) {
     pp_graph *g = pp_ad_graph(ad);
     const pp_node *n = ad_node(ad, node);
-    const int x = n->in[0], idx = n->in[1], u = n->in[2], gy = pp_ad_gy(ad, node, 0);
-    const pp_op op = n->op == PP_OP_SCATTER ? PP_OP_SCATTERELEMENTS : n->op;
-    if (!pp_ad_wants(ad, x)) return PP_OK;
-    if (add) return pp_ad_give(ad, x, gy, err);
-    int64_t axis;
-    PP_TRY(pp_attr_int(pp_node_attrs(g, n), "axis", 0, &axis, err));
-    const pp_shape us = g->values[u].shape;
-    int z, r;
-    PP_TRY(zeros(ad, &us, &z, err));
-    const pp_attr a = pp_ad_attr_int("axis", axis);
-    const int in[3] = {gy, idx, z};
-    PP_TRY(pp_ad_emit(ad, op, in, 3, &a, op == PP_OP_SCATTERELEMENTS, &r, 1, err));
-    return pp_ad_give(ad, x, r, err);
-}
-
-/* ScatterElements (and the old Scatter): the updates' gradient is the output's read where they were written
- * (GatherElements at the same indices); with reduction none ONNX leaves repeated indices undefined, and so does
- * this */
-pp_status pp_grad_scatterelements(pp_ad *ad, int node, pp_err *err) {
-    bool add = false;
-    PP_TRY(scatter_reduction(ad, node, &add, err));
-    PP_TRY(scatter_data(ad, node, add, err));
-    const int idx = ad_node(ad, node)->in[1], u = ad_node(ad, node)->in[2];
-    if (!pp_ad_wants(ad, u)) return PP_OK;
-    int axis, r;
-    PP_TRY(node_axis(ad, node, 0, pp_ad_graph(ad)->values[u].shape.rank, &axis, err));
-    const pp_attr a = pp_ad_attr_int("axis", axis);
-    const int in[2] = {pp_ad_gy(ad, node, 0), idx};
-    PP_TRY(pp_ad_emit(ad, PP_OP_GATHERELEMENTS, in, 2, &a, 1, &r, 1, err));
-    return pp_ad_give(ad, u, r, err);
-}
-
-/* ScatterND: the updates' gradient is the output's rows where they were written. Data seen as [rows, the rest]
- * (its first k dims one, k the index tuples' length), each tuple's row number is computed in the graph (the
- * indices need not be constants; a negative index counts from the end: Mod by the dim), and a Gather of those
- * rows of the gradient has the updates' shape. With reduction none ONNX leaves repeated tuples undefined, and so
- * does this. */
-pp_status pp_grad_scatternd(pp_ad *ad, int node, pp_err *err) {
-    bool add = false;
-    PP_TRY(scatter_reduction(ad, node, &add, err));
-    PP_TRY(scatter_data(ad, node, add, err));
-    pp_graph *g = pp_ad_graph(ad);
-    const int x = ad_node(ad, node)->in[0], idx = ad_node(ad, node)->in[1], u = ad_node(ad, node)->in[2];
-    if (!pp_ad_wants(ad, u)) return PP_OK;
+    const int x = n->in[0], idx = n->in[1];
+    if (n->op != PP_OP_SCATTERND) {
+        int axis;
+        PP_TRY(node_axis(ad, node, 0, g->values[x].shape.rank, &axis, err));
+        const pp_attr a = pp_ad_attr_int("axis", axis);
+        const int in[2] = {v, idx};
+        return pp_ad_emit(ad, PP_OP_GATHERELEMENTS, in, 2, &a, 1, out, 1, err);
+    }
     const pp_shape xs = g->values[x].shape, is = g->values[idx].shape;
     const int k = is.rank > 0 ? (int)is.dim[is.rank - 1] : 0;
     if (g->values[idx].dtype != PP_I64 || k < 1 || k > xs.rank)
@@ -493,19 +464,142 @@ pp_status pp_grad_scatternd(pp_ad *ad, int node, pp_err *err) {
     flat[0] = R;
     for (int j = k; j < xs.rank; j++) flat[1 + j - k] = xs.dim[j];
     const int64_t last = -1;
-    int dc, sc, fs, m, p, rows, f, r;
+    int dc, sc, fs, m, p, rows, f;
     PP_TRY(pp_graph_add_ints(g, "grad_axes", dims, k, &dc, err));
     PP_TRY(pp_graph_add_ints(g, "grad_axes", strides, k, &sc, err));
     PP_TRY(pp_graph_add_ints(g, "grad_axes", flat, 1 + xs.rank - k, &fs, err));
     PP_TRY(pp_ad_op2(ad, PP_OP_MOD, idx, dc, &m, err));
     PP_TRY(pp_ad_op2(ad, PP_OP_MUL, m, sc, &p, err));
     PP_TRY(pp_ad_reduce_sum(ad, p, &last, 1, false, &rows, err));
-    PP_TRY(pp_ad_op2(ad, PP_OP_RESHAPE, pp_ad_gy(ad, node, 0), fs, &f, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_RESHAPE, v, fs, &f, err));
     const pp_attr a = pp_ad_attr_int("axis", 0);
     const int in[2] = {f, rows};
-    PP_TRY(pp_ad_emit(ad, PP_OP_GATHER, in, 2, &a, 1, &r, 1, err));
+    return pp_ad_emit(ad, PP_OP_GATHER, in, 2, &a, 1, out, 1, err);
+}
+
+/* base (of the data's shape) with vals (of the updates') scattered in as node scatters, under reduction red
+ * (a string: "none", "add", "mul") */
+static pp_status scatter_into(pp_ad *ad, int node, int base, int vals, const char *red, int *out, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    const bool nd = n->op == PP_OP_SCATTERND;
+    int axis = 0;
+    if (!nd) PP_TRY(node_axis(ad, node, 0, pp_ad_graph(ad)->values[n->in[0]].shape.rank, &axis, err));
+    const pp_attr a[2] = {pp_ad_attr_str("reduction", red), pp_ad_attr_int("axis", axis)};
+    const int in[3] = {base, n->in[1], vals};
+    return pp_ad_emit(ad, nd ? PP_OP_SCATTERND : PP_OP_SCATTERELEMENTS, in, 3, a, nd ? 1 : 2, out, 1, err);
+}
+
+/* a float 0/1 of a bool value, in the type of float value like */
+static pp_status mask_of(pp_ad *ad, int b, int like, int *out, pp_err *err) {
+    const pp_attr to = pp_ad_attr_int("to", (int64_t)pp_ad_graph(ad)->values[like].dtype); /* ONNX's numbering */
+    return pp_ad_emit(ad, PP_OP_CAST, &b, 1, &to, 1, out, 1, err);
+}
+
+/* data's gradient through a Scatter whose updates replace (none) or add (add): the output's whole (add), or with
+ * the written places zeroed (none: zeros scattered into it) */
+static pp_status scatter_data(pp_ad *ad, int node, bool add, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], u = n->in[2], gy = pp_ad_gy(ad, node, 0);
+    if (!pp_ad_wants(ad, x)) return PP_OK;
+    if (add) return pp_ad_give(ad, x, gy, err);
+    const pp_shape us = g->values[u].shape;
+    int z, r;
+    PP_TRY(zeros(ad, &us, &z, err));
+    PP_TRY(scatter_into(ad, node, gy, z, "none", &r, err));
+    return pp_ad_give(ad, x, r, err);
+}
+
+/* Reduction max or min: the output is the extreme of the data and the updates written to each place; its
+ * gradient goes to those equal to it, shared evenly among them (PyTorch's scatter_reduce with amax or amin and
+ * include_self: a tie splits the gradient). A place whose output is NaN equals nothing: no gradient. */
+static pp_status scatter_extreme(pp_ad *ad, int node, pp_err *err) {
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], u = n->in[2], y = n->out[0], gy = pp_ad_gy(ad, node, 0);
+    int yu, eu, mu, ed, md, cnt, one, cnt1, gs, r;
+    PP_TRY(scatter_read(ad, node, y, &yu, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_EQUAL, u, yu, &eu, err));
+    PP_TRY(mask_of(ad, eu, u, &mu, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_EQUAL, x, y, &ed, err));
+    PP_TRY(mask_of(ad, ed, x, &md, err));
+    PP_TRY(scatter_into(ad, node, md, mu, "add", &cnt, err)); /* how many share each place's gradient */
+    PP_TRY(pp_ad_scalar(ad, 1.0f, &one, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MAX, cnt, one, &cnt1, err)); /* 0 only where the output is NaN */
+    PP_TRY(pp_ad_op2(ad, PP_OP_DIV, gy, cnt1, &gs, err));
+    if (pp_ad_wants(ad, x)) {
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gs, md, &r, err));
+        PP_TRY(pp_ad_give(ad, x, r, err));
+    }
+    if (!pp_ad_wants(ad, u)) return PP_OK;
+    int gu;
+    PP_TRY(scatter_read(ad, node, gs, &gu, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gu, mu, &r, err));
     return pp_ad_give(ad, u, r, err);
 }
+
+/* Reduction mul: each place's output is its data times the updates written there. The data's gradient is the
+ * output's times those updates' product (ones scattered by mul); an update's, the output's times the product of
+ * the rest (the data and the other updates there): y / u where u is not 0; at a zero that is its place's only
+ * zero update, the product with it made 1; at a zero among several, 0 (y / 1 = 0). */
+static pp_status scatter_prod(pp_ad *ad, int node, pp_err *err) {
+    pp_graph *g = pp_ad_graph(ad);
+    const pp_node *n = ad_node(ad, node);
+    const int x = n->in[0], u = n->in[2], y = n->out[0], gy = pp_ad_gy(ad, node, 0);
+    const pp_shape xs = g->values[x].shape;
+    int zero, one, r;
+    PP_TRY(pp_ad_scalar(ad, 0.0f, &zero, err));
+    PP_TRY(pp_ad_scalar(ad, 1.0f, &one, err));
+    if (pp_ad_wants(ad, x)) {
+        int sh, ones, pu;
+        PP_TRY(pp_graph_add_ints(g, "grad_axes", xs.dim, xs.rank, &sh, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, one, sh, &ones, err));
+        PP_TRY(scatter_into(ad, node, ones, u, "mul", &pu, err));
+        PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, pu, &r, err));
+        PP_TRY(pp_ad_give(ad, x, r, err));
+    }
+    if (!pp_ad_wants(ad, u)) return PP_OK;
+    int uz, uzf, z, zs, zc, c1, single, um, r2, gr2, a, gyy, b0, u1, b;
+    PP_TRY(pp_ad_op2(ad, PP_OP_EQUAL, u, zero, &uz, err));
+    PP_TRY(mask_of(ad, uz, u, &uzf, err));
+    PP_TRY(zeros(ad, &xs, &z, err));
+    PP_TRY(scatter_into(ad, node, z, uzf, "add", &zs, err));
+    PP_TRY(scatter_read(ad, node, zs, &zc, err)); /* the zero updates at each update's place */
+    PP_TRY(pp_ad_op2(ad, PP_OP_EQUAL, zc, one, &c1, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_AND, uz, c1, &single, err));
+    const int w1[3] = {single, one, u};
+    PP_TRY(pp_ad_emit(ad, PP_OP_WHERE, w1, 3, NULL, 0, &um, 1, err));
+    PP_TRY(scatter_into(ad, node, x, um, "mul", &r2, err)); /* the product with a lone zero made 1 */
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, r2, &gr2, err));
+    PP_TRY(scatter_read(ad, node, gr2, &a, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, y, &gyy, err));
+    PP_TRY(scatter_read(ad, node, gyy, &b0, err));
+    const int w2[3] = {uz, one, u};
+    PP_TRY(pp_ad_emit(ad, PP_OP_WHERE, w2, 3, NULL, 0, &u1, 1, err));
+    PP_TRY(pp_ad_op2(ad, PP_OP_DIV, b0, u1, &b, err));
+    const int w3[3] = {single, a, b};
+    PP_TRY(pp_ad_emit(ad, PP_OP_WHERE, w3, 3, NULL, 0, &r, 1, err));
+    return pp_ad_give(ad, u, r, err);
+}
+
+/* ScatterElements, the old Scatter and ScatterND: reduction none or add, the data's gradient by scatter_data and
+ * the updates' the output's read where they were written (with reduction none ONNX leaves repeated indices
+ * undefined, and so does this); mul, max and min by their own rules */
+static pp_status grad_scatter(pp_ad *ad, int node, pp_err *err) {
+    scatter_red red = RED_NONE;
+    PP_TRY(scatter_reduction(ad, node, &red, err));
+    if (red == RED_MAX || red == RED_MIN) return scatter_extreme(ad, node, err);
+    if (red == RED_MUL) return scatter_prod(ad, node, err);
+    PP_TRY(scatter_data(ad, node, red == RED_ADD, err));
+    const int u = ad_node(ad, node)->in[2];
+    if (!pp_ad_wants(ad, u)) return PP_OK;
+    int r;
+    PP_TRY(scatter_read(ad, node, pp_ad_gy(ad, node, 0), &r, err));
+    return pp_ad_give(ad, u, r, err);
+}
+
+pp_status pp_grad_scatterelements(pp_ad *ad, int node, pp_err *err) { return grad_scatter(ad, node, err); }
+
+pp_status pp_grad_scatternd(pp_ad *ad, int node, pp_err *err) { return grad_scatter(ad, node, err); }
 
 /* Trilu keeps a triangle of each matrix: the gradient is the same triangle of the output's gradient */
 pp_status pp_grad_trilu(pp_ad *ad, int node, pp_err *err) {

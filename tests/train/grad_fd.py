@@ -32,7 +32,8 @@ negative indices, repeats), Transpose, ReduceSum and ReduceMean (any axes,
 keepdims), Softmax and LogSoftmax (any axis), Split, Expand and Tile,
 Einsum, and more (FAMILIES below: Shrink, Mod with fmod, CenterCropPad,
 RotaryEmbedding with and without positions, CastLike, LpPool, LpNormalization,
-GridSample with 1 to 3 spatial axes, AffineGrid, CumProd with zeros among them). Every
+GridSample with 1 to 3 spatial axes, AffineGrid, CumProd with zeros among them, ScatterElements and ScatterND
+under reduction mul, max and min). Every
 case runs at -pp 1; where ppcc splits it at -pp 2 too, each
 backend's -pp 2 step must give its -pp 1 step's bits.
 Usage: grad_fd.py WORK [--per-op N] [--seed S] [--only FAMILY] (env: PPCC, PPRT; PP_FD_PER_OP: at most that
@@ -682,6 +683,33 @@ def fam_cumprod(i):
     case(f"cumprod_{i}", node, x, {}, {"ax": np.array(int(rng.integers(-len(s), len(s))), np.int64)}, 26)
 
 
+def fam_scatter_reduce(i):
+    """ScatterElements and ScatterND (opset 18) under reduction mul, max and min, repeated places welcome: no tie
+    among continuous draws (ties are grads.py's, against torch); mul with exact zeros among the updates now and
+    then, a place's lone zero and several"""
+    red, s = pick("mul", "max", "min"), dims(1, 3, 1, 4)
+    if rng.random() < 0.5:
+        k = int(rng.integers(1, len(s) + 1))
+        t = int(rng.integers(1, 2 * int(np.prod(s[:k])) + 1))
+        tup = np.stack(np.unravel_index(rng.integers(0, int(np.prod(s[:k])), t), s[:k]), -1).astype(np.int64)
+        tup = np.where(rng.random(tup.shape) < 0.3, tup - np.array(s[:k]), tup)
+        lead = [t] if t % 2 or rng.random() < 0.5 else [2, t // 2]
+        idx, ushape = tup.reshape(lead + [k]), lead + s[k:]
+        node = helper.make_node("ScatterND", ["xp", "i", "u"], ["y"], reduction=red)
+    else:
+        ax = int(rng.integers(-len(s), len(s)))
+        ishape = [int(rng.integers(1, dd + 1)) for dd in s]
+        ishape[ax] = int(rng.integers(1, 2 * s[ax] + 1))  # more updates than places: repeats
+        idx = rng.integers(0, s[ax], ishape).astype(np.int64)
+        idx, ushape = np.where(rng.random(idx.shape) < 0.3, idx - s[ax], idx), ishape
+        node = helper.make_node("ScatterElements", ["xp", "i", "u"], ["y"], axis=ax, reduction=red)
+    u = fvals(ushape)
+    if red == "mul":
+        u = rng.uniform(0.6, 1.4, ushape).astype(np.float32) * rng.choice([-1, 1], ushape).astype(np.float32)
+        u[rng.random(ushape) < pick(0.0, 0.2, 0.4)] = 0
+    case(f"scatterred_{i}", node, fvals(s), {"u": u}, {"i": idx}, 18)
+
+
 # (not GroupNormalization: onnx's reference evaluator computes it in float32, so a step of 1e-6 can vanish in its
 # rounding and both differences read 0; grads_norms.py checks it against torch)
 FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel": fam_scatter_elements,
@@ -694,7 +722,7 @@ FAMILIES = {"reduceprod": fam_reduceprod, "scatternd": fam_scatternd, "scatterel
             # (2026-12-06: at the end, so the families above draw what they drew before)
             "shrink": fam_shrink, "mod": fam_mod, "centercrop": fam_centercrop, "rotary": fam_rotary,
             "castlike": fam_castlike, "lppool": fam_lppool, "lpnorm": fam_lpnorm, "gridsample": fam_gridsample,
-            "affinegrid": fam_affinegrid, "cumprod": fam_cumprod}
+            "affinegrid": fam_affinegrid, "cumprod": fam_cumprod, "scatterred": fam_scatter_reduce}
 os.makedirs(args.work, exist_ok=True)
 for fam, fn in FAMILIES.items():
     for i in range(args.per_op):

@@ -2,7 +2,8 @@
 """(grads_norms.py: written beside grads.py at the same time, with its own
 helpers; its cases are the normalizations', pools' and selections':
 BatchNorm, LayerNorm, InstanceNorm, AveragePool, GlobalMaxPool,
-ReduceMax/Min, Clip, Max/Min, Sum/Mean, Where, Cast, Dropout. The cases it
+ReduceMax/Min, Clip, Max/Min, Sum/Mean, Where, Cast, Dropout; and the Scatter
+reductions mul, max and min (ties, zeros) against scatter_reduce. The cases it
 shared with grads.py are gone; its harness is to be folded into grads.py's.)
 Gradients from ppcc --train against PyTorch autograd.
 
@@ -510,10 +511,10 @@ for nm, shape, kw in [
     probe(nm, shape, lambda m, x, kw=kw: F.interpolate(x, **kw))
 
 
-def onnx_case(name, build, params, inputs, torch_loss, opset, rtol=1e-4):
+def onnx_case(name, build, params, inputs, torch_loss, opset, rtol=1e-4, consts=None):
     """a model written with onnx.helper (an op torch 1.13 does not export): build(params, inputs) ->
     (nodes, output) of a scalar 'out'; each param an initializer that trains, compared with autograd's
-    gradient of torch_loss(params, inputs) on both backends"""
+    gradient of torch_loss(params, inputs) on both backends; consts: initializers that do not (indices)"""
     if ONLY and not re.search(ONLY, name):
         return
     import onnx
@@ -524,7 +525,7 @@ def onnx_case(name, build, params, inputs, torch_loss, opset, rtol=1e-4):
     g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
                                         for k, v in inputs.items()],
                           [helper.make_tensor_value_info("out", TensorProto.FLOAT, [])],
-                          [numpy_helper.from_array(v, k) for k, v in params.items()])
+                          [numpy_helper.from_array(v, k) for k, v in {**params, **(consts or {})}.items()])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     path = os.path.join(d, "model.onnx")
     onnx.save(m, path)
@@ -993,5 +994,48 @@ lp_case("lpnorm_p2_axis1", "LpNormalization", (2, 4, 3), opset=13, axis=1, p=2)
 lp_case("lppool_p2", "LpPool", (2, 3, 6, 5), kernel_shape=[2, 3], strides=[2, 1], p=2)
 lp_case("lppool_p3_pads", "LpPool", (1, 2, 7), kernel_shape=[3], pads=[1, 1], p=3)
 lp_case("lppool_p1", "LpPool", (2, 2, 4, 4), kernel_shape=[2, 2], p=1)
+
+
+def scatter_reduce_case(name, op, red, x, idx, u, opset=18):
+    """ScatterElements (axis 1) or ScatterND (tuples of one, into the rows) of x + p under reduction red, summed
+    against R, against torch's scatter_reduce (include_self): ties among the data and the updates at a place share
+    its gradient evenly (amax, amin), exact zeros among a product's updates (prod). p starts at zeros, so the ties
+    and zeros drawn here are exact in the model"""
+    from onnx import helper
+    rng = np.random.default_rng(len(name) + 3)
+    params = {"p": np.zeros_like(x), "u": u, "R": rng.standard_normal(x.shape).astype(np.float32)}
+    tred = {"max": "amax", "min": "amin", "mul": "prod"}[red]
+    dim = 1 if op == "ScatterElements" else 0
+    tidx = torch.tensor(idx if op == "ScatterElements" else np.broadcast_to(idx, u.shape).copy())
+
+    def build():
+        at = {"axis": 1} if op == "ScatterElements" else {}
+        return [helper.make_node("Add", ["x", "p"], ["xp"]), helper.make_node(op, ["xp", "i", "u"], ["y"],
+                                                                            reduction=red, **at),
+                helper.make_node("Mul", ["y", "R"], ["yr"]), helper.make_node("ReduceSum", ["yr"], ["out"], keepdims=0)]
+
+    def loss(tp, ti):
+        y = (ti["x"] + tp["p"]).scatter_reduce(dim, tidx, tp["u"], tred, include_self=True)
+        return (y * tp["R"]).sum()
+    onnx_case(name, build, params, {"x": x}, loss, opset, consts={"i": idx})
+
+
+# (2026-12-06) the Scatter reductions mul, max and min (refused by name before); grad_fd.py draws them too
+xa = np.array([[1.0, 2.0, 3.0, 0.5], [4.0, -1.0, 2.0, 2.0]], np.float32)
+ia = np.array([[0, 0, 2, 3, 3], [1, 3, 3, 0, 2]], np.int64)
+# ties: place (0, 0) data 1 with updates 1 and 1; (0, 3) data 0.5 below 2 and 2; (1, 3) data 2 with update 2
+ua = np.array([[1.0, 1.0, 2.5, 2.0, 2.0], [-1.0, 2.0, 0.0, 3.0, 2.0]], np.float32)
+for red in ("max", "min"):
+    scatter_reduce_case(f"scatterel_{red}_ties", "ScatterElements", red, xa, ia, ua)
+# products: (0, 0) two zero updates, (0, 3) one, (1, 3) one zero update and a zero datum elsewhere
+um = np.array([[0.0, 0.0, 1.5, -0.5, 0.0], [2.0, 0.0, 1.5, -1.0, 0.7]], np.float32)
+xm = xa.copy()
+xm[1, 1] = 0.0
+scatter_reduce_case("scatterel_mul_zeros", "ScatterElements", "mul", xm, ia, um)
+xn = np.array([[1.0, 2.0, 0.0], [3.0, -1.0, 2.0], [0.5, 0.5, 0.5]], np.float32)
+inn = np.array([[0], [2], [0], [2]], np.int64)
+un = np.array([[1.0, 2.0, 0.0], [0.5, 0.5, 4.0], [0.0, 2.0, 1.0], [0.5, -3.0, 0.5]], np.float32)
+for red in ("max", "min", "mul"):
+    scatter_reduce_case(f"scatternd_{red}", "ScatterND", red, xn, inn, un)
 
 testlib.finish("train_grads_norms")
