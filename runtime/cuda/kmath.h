@@ -2780,19 +2780,26 @@ PCU_HD int64_t pcu_gs_pixel(int pad, int64_t i, int64_t len, double lo, double h
 }
 
 /* The taps of one axis of len for normalized coordinate v: their count (0:
- * a NaN coordinate), input indices (-1: a zero) and weights. */
-PCU_HD int pcu_gs_axis(const pcu_gridsample *g, float v, int64_t len, int64_t *idx, double *w) {
+ * a NaN coordinate), input indices (-1: a zero) and weights; where dw is
+ * not NULL (the gradient's), also each weight's derivative by v: the
+ * unnormalizing scale times the weight's slope, 0 where the coordinate is
+ * clamped or the mode nearest (runtime/cpu/ref_nn.c gs_axis). */
+PCU_HD int pcu_gs_axis(const pcu_gridsample *g, float v, int64_t len, int64_t *idx, double *w, double *dw) {
     const float Lf = (float)len;
     const float xf = g->align ? PCU_FMUL((v + 1.0f) / 2.0f, Lf - 1.0f) : (PCU_FMUL(v + 1.0f, Lf) - 1.0f) / 2.0f;
     const double L = (double)len, lo = g->align ? 0.0 : -0.5, hi = g->align ? L - 1 : L - 0.5;
     double x = g->mode == 1 ? rint((double)xf) : (double)xf;
+    double dxdv = g->mode == 1 ? 0.0 : g->align ? (L - 1) / 2 : L / 2;
+    if (dw)
+        PCU_UNROLL
+        for (int j = 0; j < 4; j++) dw[j] = 0;
     if (x != x) return 0;
     if (x < -8 || x > L + 7) {
         if (g->pad == 0) {
             idx[0] = -1, w[0] = 1;
             return 1;
         }
-        if (g->pad == 1) x = x < 0 ? -8 : L + 7;
+        if (g->pad == 1) x = x < 0 ? -8 : L + 7, dxdv = 0;
         else x = lo + fmod(fmod(x - lo, 2 * (hi - lo)) + 2 * (hi - lo), 2 * (hi - lo));
         if (x != x) return 0;
     }
@@ -2805,6 +2812,7 @@ PCU_HD int pcu_gs_axis(const pcu_gridsample *g, float v, int64_t len, int64_t *i
     if (g->mode == 0) {
         idx[0] = pcu_gs_pixel(g->pad, i0, len, lo, hi), w[0] = 1 - f;
         idx[1] = pcu_gs_pixel(g->pad, i0 + 1, len, lo, hi), w[1] = f;
+        if (dw) dw[0] = -dxdv, dw[1] = dxdv;
         return 2;
     }
     const double a = -0.75, x1 = f + 1, x2 = 1 - f, x3 = 2 - f;
@@ -2814,6 +2822,12 @@ PCU_HD int pcu_gs_axis(const pcu_gridsample *g, float v, int64_t len, int64_t *i
     w[3] = ((a * x3 - 5 * a) * x3 + 8 * a) * x3 - 4 * a;
     PCU_UNROLL
     for (int j = 0; j < 4; j++) idx[j] = pcu_gs_pixel(g->pad, i0 - 1 + j, len, lo, hi);
+    if (dw) { /* the weights' derivatives by f (x1 and f grow with it, x2 and x3 shrink), times dx/dv */
+        dw[0] = ((3 * a * x1 - 10 * a) * x1 + 8 * a) * dxdv;
+        dw[1] = ((3 * (a + 2) * f - 2 * (a + 3)) * f) * dxdv;
+        dw[2] = (-(3 * (a + 2) * x2 - 2 * (a + 3)) * x2) * dxdv;
+        dw[3] = (-((3 * a * x3 - 10 * a) * x3 + 8 * a)) * dxdv;
+    }
     return 4;
 }
 
@@ -2826,7 +2840,7 @@ PCU_HD void pcu_gridsample_at(const pcu_gridsample *g, float *y, const float *x,
     PCU_UNROLL
     for (int d = 0; d < PCU_GS_MAXK; d++) {
         nt[d] = 1, idx[d][0] = 0, w[d][0] = 1; /* an axis past k: one tap at 0 */
-        if (d < g->k && !(nt[d] = pcu_gs_axis(g, pt[g->k - 1 - d], g->in[d], idx[d], w[d]))) {
+        if (d < g->k && !(nt[d] = pcu_gs_axis(g, pt[g->k - 1 - d], g->in[d], idx[d], w[d], NULL))) {
             y[i] = NAN;
             return;
         }
@@ -2845,6 +2859,117 @@ PCU_HD void pcu_gridsample_at(const pcu_gridsample *g, float *y, const float *x,
                     acc += PCU_DMUL(PCU_DMUL(PCU_DMUL(w[0][a], w[1][b]), w[2][c]), (double)xc[at]);
                 }
     y[i] = (float)acc;
+}
+
+/* ---- pp.GridSampleGrad: dY X grid -> dX dgrid, in two phases ----------------------------------- */
+
+/* Phase 0, a thread per (sample, channel) plane of dX: the points in order,
+ * each tap combination's weight times dY added into the plane's sums in
+ * double (acc, WORK: the plane's S doubles), then rounded into dX; phase 1,
+ * a thread per (sample, point) of dgrid: over the combinations, then the
+ * channels, dY X times the combination's weight with one axis's weight
+ * replaced by its derivative, summed in double per axis. The reference
+ * kernel's sums in its order (kern_GRIDSAMPLEGRAD): the emulator gives its
+ * bits, and no atomics anywhere. A NaN coordinate: dgrid NaN, nothing into
+ * dX. */
+typedef struct pcu_gsgrad {
+    pcu_gridsample g; /* g.n: the samples, N */
+    int32_t phase;
+} pcu_gsgrad;
+
+/* the taps of point p of sample n along every axis (an axis past k: one tap at 0 of weight 1); false: NaN */
+PCU_HD int pcu_gsg_taps(const pcu_gridsample *g, const float *grid, int64_t n, int64_t p, int64_t idx[][4],
+                        double w[][4], double dw[][4], int *nt) {
+    const float *pt = grid + (n * g->P + p) * g->k;
+    PCU_UNROLL
+    for (int d = 0; d < PCU_GS_MAXK; d++) {
+        nt[d] = 1, idx[d][0] = 0, w[d][0] = 1, dw[d][0] = 0;
+        if (d < g->k && !(nt[d] = pcu_gs_axis(g, pt[g->k - 1 - d], g->in[d], idx[d], w[d], dw[d]))) return 0;
+    }
+    return 1;
+}
+
+/* the weight of tap combination (a, b, c) and the derivative of that weight by axis d's coordinate: its
+ * derivative times the other axes' weights, in axis order (the reference's product, which stops at a 0) */
+PCU_HD double pcu_gsg_dprod(const double *wsel, const double *dsel, int k, int d) {
+    double wd = dsel[d];
+    PCU_UNROLL
+    for (int e = 0; e < PCU_GS_MAXK; e++)
+        if (e < k && e != d && wd != 0) wd = PCU_DMUL(wd, wsel[e]);
+    return wd;
+}
+
+PCU_HD void pcu_gsg_dx(const pcu_gridsample *g, float *dx, double *acc, const float *dy, const float *grid,
+                       int64_t i) {
+    const int64_t n = i / g->C;
+    double *a = acc + i * g->S;
+    for (int64_t o = 0; o < g->S; o++) a[o] = 0;
+    for (int64_t p = 0; p < g->P; p++) {
+        int64_t idx[PCU_GS_MAXK][4];
+        double w[PCU_GS_MAXK][4], dw[PCU_GS_MAXK][4];
+        int nt[PCU_GS_MAXK];
+        if (!pcu_gsg_taps(g, grid, n, p, idx, w, dw, nt)) continue;
+        const double gyv = (double)dy[i * g->P + p];
+        /* the combinations, the last axis fastest, as the forward (unrolled: the taps stay in registers) */
+        PCU_UNROLL
+        for (int c0 = 0; c0 < 4; c0++)
+            PCU_UNROLL
+            for (int c1 = 0; c1 < 4; c1++)
+                PCU_UNROLL
+                for (int c2 = 0; c2 < 4; c2++)
+                    if (c0 < nt[0] && c1 < nt[1] && c2 < nt[2] && idx[0][c0] >= 0 && idx[1][c1] >= 0 &&
+                        idx[2][c2] >= 0) {
+                        const int64_t o = (idx[0][c0] * g->in[1] + idx[1][c1]) * g->in[2] + idx[2][c2];
+                        const double wt = PCU_DMUL(PCU_DMUL(w[0][c0], w[1][c1]), w[2][c2]);
+                        a[o] += PCU_DMUL(wt, gyv);
+                    }
+    }
+    for (int64_t o = 0; o < g->S; o++) dx[i * g->S + o] = (float)a[o];
+}
+
+PCU_HD void pcu_gsg_dgrid(const pcu_gridsample *g, float *dg, const float *dy, const float *x, const float *grid,
+                          int64_t i) {
+    const int64_t n = i / g->P, p = i % g->P;
+    float *gp = dg + i * g->k;
+    int64_t idx[PCU_GS_MAXK][4];
+    double w[PCU_GS_MAXK][4], dw[PCU_GS_MAXK][4];
+    int nt[PCU_GS_MAXK];
+    if (!pcu_gsg_taps(g, grid, n, p, idx, w, dw, nt)) {
+        for (int d = 0; d < g->k; d++) gp[d] = NAN;
+        return;
+    }
+    double dsum[PCU_GS_MAXK] = {0, 0, 0};
+    PCU_UNROLL
+    for (int c0 = 0; c0 < 4; c0++)
+        PCU_UNROLL
+        for (int c1 = 0; c1 < 4; c1++)
+            PCU_UNROLL
+            for (int c2 = 0; c2 < 4; c2++)
+                if (c0 < nt[0] && c1 < nt[1] && c2 < nt[2] && idx[0][c0] >= 0 && idx[1][c1] >= 0 &&
+                    idx[2][c2] >= 0) {
+                    const int64_t o = (idx[0][c0] * g->in[1] + idx[1][c1]) * g->in[2] + idx[2][c2];
+                    const double ws[PCU_GS_MAXK] = {w[0][c0], w[1][c1], w[2][c2]};
+                    const double ds[PCU_GS_MAXK] = {dw[0][c0], dw[1][c1], dw[2][c2]};
+                    double wd[PCU_GS_MAXK];
+                    PCU_UNROLL
+                    for (int d = 0; d < PCU_GS_MAXK; d++) wd[d] = pcu_gsg_dprod(ws, ds, g->k, d);
+                    for (int64_t c = 0; c < g->C; c++) {
+                        const double gyv = (double)dy[(n * g->C + c) * g->P + p];
+                        const double xv = PCU_DMUL((double)x[(n * g->C + c) * g->S + o], gyv);
+                        PCU_UNROLL
+                        for (int d = 0; d < PCU_GS_MAXK; d++)
+                            if (d < g->k) dsum[d] += PCU_DMUL(wd[d], xv);
+                    }
+                }
+    PCU_UNROLL
+    for (int d = 0; d < PCU_GS_MAXK; d++)
+        if (d < g->k) gp[g->k - 1 - d] = (float)dsum[d];
+}
+
+PCU_HD void pcu_gsgrad_at(const pcu_gsgrad *k, float *dx, float *dg, double *acc, const float *dy, const float *x,
+                          const float *grid, int64_t i) {
+    if (k->phase == 0) pcu_gsg_dx(&k->g, dx, acc, dy, grid, i);
+    else pcu_gsg_dgrid(&k->g, dg, dy, x, grid, i);
 }
 
 /* ---- Hardmax, LpNormalization: one thread per line ---------------------------------------- */

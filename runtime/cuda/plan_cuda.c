@@ -1674,6 +1674,41 @@ static pp_status plan_gridsample(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* pp.GridSampleGrad of f32 over 1 to 3 spatial axes: two steps (pcu_gsgrad_at), dX's planes with their sums in
+ * WORK, then dgrid's points; more axes: the host. */
+static pp_status plan_gridsample_grad(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    *ok = false;
+    pp_tinfo tin[2] = {shape_info(P, n, 1), shape_info(P, n, 2)};
+    pp_gridsample g;
+    if (n->n_out < 2 || pp_gridsample_parse(attrs_of(P, n), tin, 2, &g, NULL) != PP_OK || g.k > PCU_GS_MAXK ||
+        T(P, n->in[0])->dtype != PP_F32 || tin[0].dtype != PP_F32 || tin[1].dtype != PP_F32)
+        return PP_OK;
+    const pp_shape *xs = &tin[0].shape, *gs = &tin[1].shape;
+    pcu_gsgrad k = {.g = {.mode = (int32_t)g.mode, .pad = (int32_t)g.pad, .align = g.align_corners, .k = g.k,
+                          .C = xs->dim[1], .P = 1, .S = 1, .n = xs->dim[0], .in = {1, 1, 1}}};
+    for (int d = 0; d < g.k; d++) k.g.in[d] = xs->dim[2 + d], k.g.S *= xs->dim[2 + d], k.g.P *= gs->dim[1 + d];
+    *ok = true;
+    const int64_t N = k.g.n;
+    if (N * k.g.C * k.g.S == 0 && N * k.g.P == 0) return PP_OK;
+    const pcu_ref acc = work_scratch(P, (uint64_t)(N * k.g.C * k.g.S) * sizeof(double));
+    for (int ph = 0; ph < 2; ph++) {
+        const int64_t threads = ph == 0 ? N * k.g.C : N * k.g.P;
+        if (threads == 0) continue; /* (an empty dX or dgrid) */
+        NEW_STEP(s, P, PCU_S_KERNEL, ni, 6);
+        s->kernel = PCU_K_GSGRAD;
+        k.phase = ph;
+        s->u.gsg = k;
+        for (int j = 0; j < 3; j++) s->ops[j] = R(P, n->in[j]);
+        s->ops[3] = R(P, n->out[0]);
+        s->ops[4] = R(P, n->out[1]);
+        s->ops[5] = acc;
+        s->threads = threads;
+    }
+    P->pl->counts.own++;
+    return PP_OK;
+}
+
 /* Hardmax and LpNormalization of f32 or f64, a thread per line (pcu_line_at). */
 static pp_status plan_line(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
@@ -3555,6 +3590,7 @@ static const struct {
     ROW(GATHERELEMENTS, plan_gather_elements, "own kernel")
     ROW(QUANTIZELINEAR, plan_quant, "own kernel") ROW(DEQUANTIZELINEAR, plan_quant, "own kernel")
     ROW(GRIDSAMPLE, plan_gridsample, "own kernel (1-3 spatial axes)")
+    ROW(GRIDSAMPLEGRAD, plan_gridsample_grad, "own kernel (1-3 spatial axes, two launches)")
     ROW(TOPK, plan_topk, "own kernel") ROW(SCATTERND, plan_scatter, "own kernel")
     ROW(SCATTERELEMENTS, plan_scatter, "own kernel") ROW(SCATTER, plan_scatter, "own kernel")
     ROW(TRILU, plan_trilu, "own kernel") ROW(ROTARYEMBEDDING, plan_rope, "own kernel")

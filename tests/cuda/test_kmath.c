@@ -1080,7 +1080,7 @@ _Static_assert(PCU_K_EW == 0 && PCU_K_PERM == 1 && PCU_K_RED == 2 && PCU_K_SOFTM
                    PCU_K_GATHERGRAD == 30 &&
                    PCU_K_APGRAD == 31 && PCU_K_DROPT == 32 && PCU_K_LNG == 33 && PCU_K_LNGP == 34 &&
                    PCU_K_SLGRAD == 35 && PCU_K_RSGRAD == 36 && PCU_K_EWV == 37 && PCU_K_OPT == 38 &&
-                   PCU_K_OPTG == 39 && PCU_K_POOLH == 40 && PCU_K_COUNT == 41,
+                   PCU_K_OPTG == 39 && PCU_K_POOLH == 40 && PCU_K_GSGRAD == 41 && PCU_K_COUNT == 42,
                "the kinds' numbers of the launcher before kernels.def");
 
 static void test_kernel_table(void) {
@@ -1118,6 +1118,7 @@ static void test_kernel_table(void) {
         {PCU_K_OPT, sizeof(pcu_opt), "optimizer step"},
         {PCU_K_OPTG, sizeof(pcu_optg), "optimizer gradient pass"},
         {PCU_K_POOLH, sizeof(pcu_poolh), "pool, channels-last"},
+        {PCU_K_GSGRAD, sizeof(pcu_gsgrad), "grid sample gradient"},
     };
     _Static_assert(sizeof was / sizeof was[0] == PCU_K_COUNT, "a row of the old tables per kind");
     pcu_step s;
@@ -1588,6 +1589,62 @@ static void test_resize_grad(void) {
     printf("test_kmath: resize gradient: %d cases (%d over two axes)\n", cases, two);
 }
 
+/* pp.GridSampleGrad's two phases (a thread per dX plane, in reverse order, its sums in a buffer of its own;
+ * a thread per dgrid point) against the reference kernel, bit for bit: 1 to 3 spatial axes, linear, nearest
+ * and cubic, zeros, border and reflection padding, both corner alignments, points inside and outside, far
+ * outside, NaN and infinite coordinates; dY with NaN and -0. The parameter block as plan_gridsample_grad makes
+ * it. */
+static void test_gridsample_grad(void) {
+    static const char *const modes[] = {"linear", "nearest", "cubic"}, *const pads[] = {"zeros", "border", "reflection"};
+    int cases = 0;
+    for (int c = 0; c < 240; c++) {
+        const int kk = 1 + c % 3, mode = (c / 3) % 3, pad = (c / 9) % 3, align = (c / 27) % 2;
+        pcu_gsgrad k = {.g = {.mode = mode, .pad = pad, .align = align, .k = kk, .C = 1 + (int64_t)(next() % 3),
+                              .P = 1, .S = 1, .n = 1 + (int64_t)(next() % 2), .in = {1, 1, 1}}};
+        pp_shape xs = {2 + kk, {k.g.n, k.g.C}}, ys = {2 + kk, {k.g.n, k.g.C}}, gs = {2 + kk, {k.g.n}};
+        for (int d = 0; d < kk; d++) {
+            xs.dim[2 + d] = k.g.in[d] = 1 + (int64_t)(next() % 5);
+            ys.dim[2 + d] = gs.dim[1 + d] = 1 + (int64_t)(next() % 4);
+            k.g.S *= xs.dim[2 + d], k.g.P *= ys.dim[2 + d];
+        }
+        gs.dim[1 + kk] = kk;
+        const int64_t nx = count(&xs), ny = count(&ys), ng = count(&gs);
+        float *x = malloc(sizeof(float) * (size_t)nx), *dy = malloc(sizeof(float) * (size_t)ny),
+              *grid = malloc(sizeof(float) * (size_t)ng), *want = malloc(sizeof(float) * (size_t)(nx + ng)),
+              *got = malloc(sizeof(float) * (size_t)(nx + ng));
+        double *acc = malloc(sizeof(double) * (size_t)nx);
+        for (int64_t i = 0; i < nx; i++) x[i] = (float)(unif() * 4 - 2);
+        for (int64_t i = 0; i < ny; i++) dy[i] = i % 17 == 9 ? NAN : i % 13 == 5 ? -0.0f : (float)(unif() - 0.5);
+        for (int64_t i = 0; i < ng; i++) {
+            const uint64_t r = next() % 40;
+            grid[i] = r == 0 ? NAN : r == 1 ? INFINITY : r == 2 ? -30.5f : r == 3 ? 1e7f : (float)(unif() * 2.8 - 1.4);
+        }
+        pprt_tensor in[3] = {{PP_F32, ys, dy}, {PP_F32, xs, x}, {PP_F32, gs, grid}};
+        pprt_tensor out[2] = {{PP_F32, xs, want}, {PP_F32, gs, want + nx}};
+        pp_attr at[3] = {{.name = "mode", .type = PP_ATTR_STRING, .s = modes[mode]},
+                         {.name = "padding_mode", .type = PP_ATTR_STRING, .s = pads[pad]},
+                         {.name = "align_corners", .type = PP_ATTR_INT, .i = align}};
+        pp_err e = {0};
+        pprt_scratch sc = {0};
+        if (pprt_ref_kernels[PP_OP_GRIDSAMPLEGRAD]((pp_attrs){at, 3, 22}, in, 3, out, 2, &sc, &e) != PP_OK) {
+            FAIL("FAIL grid sample gradient: reference: %s\n", e.msg);
+        } else {
+            memset(got, 0x7f, sizeof(float) * (size_t)(nx + ng));
+            k.phase = 0;
+            for (int64_t i = k.g.n * k.g.C - 1; i >= 0; i--) pcu_gsgrad_at(&k, got, got + nx, acc, dy, x, grid, i);
+            k.phase = 1;
+            for (int64_t i = k.g.n * k.g.P - 1; i >= 0; i--) pcu_gsgrad_at(&k, got, got + nx, acc, dy, x, grid, i);
+            checks++, cases++;
+            if (memcmp(want, got, sizeof(float) * (size_t)(nx + ng)))
+                FAIL("FAIL grid sample gradient: case %d (%d axes, %s, %s, align %d): not the reference's bits\n", c,
+                     kk, modes[mode], pads[pad], align);
+        }
+        pprt_scratch_free(&sc);
+        free(x), free(dy), free(grid), free(want), free(got), free(acc);
+    }
+    printf("test_kmath: grid sample gradient: %d cases\n", cases);
+}
+
 int main(void) {
     test_kernel_table();
     test_conversions();
@@ -1609,6 +1666,7 @@ int main(void) {
     test_norm_grads();
     test_slice_grad();
     test_resize_grad();
+    test_gridsample_grad();
     printf("test_kmath: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

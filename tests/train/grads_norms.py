@@ -68,7 +68,7 @@ BACKENDS = ("ref", "dnnl", "cuda-emu")  # cuda-emu: the CUDA step list run on th
 # two axes): on cuda-emu, no step of theirs may run on the host fallback (but layernorm_broadcast_scale_op17's and
 # groupnorm_op21_rank2's forward ops, a LayerNormalization with a broadcast scale and a GroupNormalization of rank 2,
 # which the CUDA planner leaves to the host)
-NO_HOST = r"layernorm_(?!broadcast).*op17|instancenorm|groupnorm_(?!op21_rank2)|resize_(?!trilinear)"
+NO_HOST = r"layernorm_(?!broadcast).*op17|instancenorm|groupnorm_(?!op21_rank2)|resize_(?!trilinear)|gridsample|stn_"
 ONLY = os.environ.get("PP_TRAIN_CASES")  # a regular expression: run only the cases it finds in their names
 
 
