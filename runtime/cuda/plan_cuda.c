@@ -761,6 +761,13 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
             if (vt->varies) P->pl->folds_varying = true;
         }
     }
+    if (P->cur_nhwc) { /* channels-last (a Pad only): the shadows' dims are N, H, W, C, and so go the pads */
+        if (n->op != PP_OP_PAD || r != 4) return PP_OK;
+        static const int from[4] = {0, 2, 3, 1};
+        int64_t q[8];
+        for (int d = 0; d < 4; d++) q[d] = pads[from[d]], q[4 + d] = pads[4 + from[d]];
+        memcpy(pads, q, sizeof q);
+    }
     for (int d = 0; d < r && pmode != 1; d++) /* the reference refuses these; it says why */
         if (pads[d] < 0 || pads[r + d] < 0 || (x->shape.dim[d] == 0 && (pads[d] || pads[r + d]))) return PP_OK;
     int64_t xst[PP_MAX_DIMS], yst[PP_MAX_DIMS];
@@ -3648,7 +3655,7 @@ static pp_status plan_node(planner *P, int ni) {
  * transposes, which move bytes and change none, so the promise that a split changes no bit holds.
  *
  * The rule: a Conv, pp.FusedConv or ConvTranspose of 4-D float tensors runs NHWC; an elementwise node (4-D output, inputs of
- * rank <= 4, broadcast allowed), a Concat of 4-D tensors, MaxPool, AveragePool, GlobalAveragePool,
+ * rank <= 4, broadcast allowed), a Concat or Pad of 4-D tensors, MaxPool, AveragePool, GlobalAveragePool,
  * GlobalMaxPool or an f32 inference BatchNormalization runs NHWC when one of its activations is NHWC by the rule; a
  * Transpose [0, 2, 3, 1] of an NHWC tensor is its bytes (its output NCHW, no step), and a Transpose [0, 3, 1, 2]
  * always makes an NHWC output out of its input's bytes (the model's own change of layout: ConvNeXt, Swin) (and is not "free": a tensor with one channel or 1x1 spatial
@@ -3700,6 +3707,9 @@ static int lay_class(const pprt_plan *p, const pprt_stage *st, const pprt_node *
                                                                       : LC_NONE;
     }
     case PP_OP_WHERE: case PP_OP_CAST: case PP_OP_CASTLIKE: case PP_OP_CLIP: case PP_OP_CONCAT: break;
+    case PP_OP_PAD: /* (its pads permuted with the dims: plan_pad) */
+        if (x->shape.rank != 4 || y->dtype != x->dtype) return LC_NONE;
+        break;
     default:
         if (plan_table[n->op].fn || ew_op_of(n->op) < 0) return LC_NONE;
     }

@@ -4,13 +4,15 @@ convolutions, docs/cuda.md "Layouts").
 
   nhwc_models.py models DIR
       DIR/se.onnx, written with onnx.helper, random weights: Conv 3->16
-      (3x3, stride 2) + Relu, AveragePool 3x3 (stride 1, pad 1, pads not
+      (3x3, stride 2) + Relu, a Pad at the end of H and W (TensorFlow's
+      "same"), AveragePool 3x3 (stride 1, pad 1, pads not
       counted), a depthwise Conv 16->16 (groups 16) + Clip(0, 6), a
       squeeze-and-excitation gate (GlobalAveragePool, Conv 1x1 16->4 + SiLU,
       Conv 1x1 4->16, Sigmoid, Mul broadcast over H and W), a residual Add, a
       BatchNormalization after it (no convolution to fold it into), a Concat
       with the AveragePool's output along the channels,
-      MaxPool 2 (stride 2), a ConvTranspose 32->16 (2x2, stride 2), a Conv
+      MaxPool 2 (stride 2), a ConvTranspose 32->16 (2x2, stride 2), a
+      reflecting Pad (H by 1 and 1, W by 2 and 0), a Conv
       16->24 (stride 2) with its bias, a LayerNormalization
       over its channels between two Transposes (ConvNeXt's) added back to
       it, a per-channel
@@ -54,6 +56,8 @@ def se_model(d):
         return out
 
     h = node("Relu", [conv("x", 3, 16, 3, "stem", stride=2)], "stem_r")
+    inits.append(numpy_helper.from_array(np.array([0, 0, 0, 0, 0, 0, 1, 1], np.int64), "tf_pads"))
+    h = node("Pad", [h, "tf_pads"], "tf_pad", mode="constant")   # TensorFlow's "same": one more at the end
     h = node("AveragePool", [h], "avg", kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=0)
     h = node("Clip", [conv(h, 16, 16, 3, "dw", groups=16), c("lo", 0.0), c("hi", 6.0)], "dw_r")
     g = node("GlobalAveragePool", [h], "se_gap")
@@ -69,6 +73,8 @@ def se_model(d):
     h = node("MaxPool", [h], "pool", kernel_shape=[2, 2], strides=[2, 2])
     up = [h, c("up.w", rng.standard_normal((32, 16, 2, 2)) * 0.25), c("up.b", 0.1 * rng.standard_normal(16))]
     h = node("ConvTranspose", up, "up", strides=[2, 2])   # [N, 16, 10, 10]
+    inits.append(numpy_helper.from_array(np.array([0, 0, 1, 2, 0, 0, 1, 0], np.int64), "refl_pads"))
+    h = node("Pad", [h, "refl_pads"], "refl_pad", mode="reflect")
     hc = conv(h, 16, 24, 3, "head", stride=2)
     t = node("Transpose", [hc], "to_nhwc", perm=[0, 2, 3, 1])   # ConvNeXt's LayerNorm over the channels
     t = node("LayerNormalization", [t, c("ln.g", 1 + 0.1 * rng.standard_normal(24)), c("ln.b", 0.1 * rng.standard_normal(24))],
