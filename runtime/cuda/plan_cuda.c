@@ -1545,24 +1545,54 @@ bool pcu_resize_block(pp_attrs a, const pp_tinfo *tin, int n_in, const pp_shape 
 /* Resize of f32 over at most two axes, every mode and coordinate transform
  * (pcu_resize_at); its scales or sizes must be constants, and an antialiased
  * downscale at most 64 taps per axis. The rest: the host. */
+/* A channels-last Resize (its operands' shadows N, H, W, C): its roi, scales or sizes, given per NCHW axis, in
+ * that order too, into buf (64 bytes each); false where it cannot be (an 'axes' attribute) */
+static bool resize_nhwc_inputs(const planner *P, const pprt_node *n, pp_tinfo *tin, unsigned char (*buf)[64]) {
+    static const int from[4] = {0, 2, 3, 1}; /* NHWC position d holds NCHW axis from[d] */
+    if (pp_attr_find(attrs_of(P, n), "axes")) return false;
+    for (int i = 1; i < n->n_in && i < 4; i++) {
+        if (n->in[i] < 0) continue;
+        const pprt_tdesc *t = &P->st->t[n->in[i]]; /* (not its shadow) */
+        const int64_t m = numel(&t->shape);
+        const size_t es = pp_dtype_size(t->dtype);
+        tin[i] = (pp_tinfo){t->dtype, t->shape, t->data};
+        if (m == 0) continue; /* an empty input: absent */
+        if ((m != 4 && m != 8) || !es || es > 8 || !t->data) return false;
+        for (int64_t h = 0; h < m / 4; h++) /* roi: its starts, then its ends */
+            for (int d = 0; d < 4; d++)
+                memcpy(buf[i] + (size_t)(h * 4 + d) * es, (const unsigned char *)t->data + (size_t)(h * 4 + from[d]) * es, es);
+        tin[i].data = buf[i];
+    }
+    return true;
+}
+
 static pp_status plan_resize(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
     *ok = false;
     pp_tinfo tin[4];
+    unsigned char buf[4][64];
     pcu_resize k;
     if (x->dtype != PP_F32 || y->dtype != PP_F32 || !const_inputs(P, n, tin, 4) ||
+        (P->cur_nhwc && !resize_nhwc_inputs(P, n, tin, buf)) ||
         !pcu_resize_block(attrs_of(P, n), tin, n->n_in, &x->shape, &y->shape, &k))
         return PP_OK; /* computed scales or sizes: the host */
+    if (P->cur_nhwc && (k.a == 0 || k.a == 3 || k.b == 0 || k.b == 3))
+        return PP_OK; /* the batch or the channels resized: NCHW (the passes' order would differ) */
     *ok = true;
     if (k.n == 0) return PP_OK;
     if (k.a < 0) { /* nothing resized: a copy */
         P->pl->counts.copies++;
         return copy_step(P, ni, R(P, n->in[0]), R(P, n->out[0]));
     }
+    /* whether a pass sums its zero-weight taps too (the reference's, for its innermost resized axis): by the
+     * NCHW dims, channels-last too, so both give the same bits */
+    const pp_shape *xs = &P->st->t[n->in[0]].shape;
+    const int ax = P->cur_nhwc ? (const int[4]){0, 2, 3, 1}[k.a] : k.a;
+    const int bx = k.b < 0 ? -1 : P->cur_nhwc ? (const int[4]){0, 2, 3, 1}[k.b] : k.b;
     int64_t after_a = 1, after_b = 1;
-    for (int d = k.a + 1; d < x->shape.rank; d++) after_a *= x->shape.dim[d];
-    for (int d = k.b + 1; k.b >= 0 && d < x->shape.rank; d++) after_b *= x->shape.dim[d];
+    for (int d = ax + 1; d < xs->rank; d++) after_a *= xs->dim[d];
+    for (int d = bx + 1; bx >= 0 && d < xs->rank; d++) after_b *= xs->dim[d];
     k.sum_a = after_a == 1, k.sum_b = after_b == 1;
     XY_STEP(s, P, ni, PCU_K_RESIZE, k.n);
     s->u.rs = k;
@@ -3655,7 +3685,7 @@ static pp_status plan_node(planner *P, int ni) {
  * transposes, which move bytes and change none, so the promise that a split changes no bit holds.
  *
  * The rule: a Conv, pp.FusedConv or ConvTranspose of 4-D float tensors runs NHWC; an elementwise node (4-D output, inputs of
- * rank <= 4, broadcast allowed), a Concat or Pad of 4-D tensors, MaxPool, AveragePool, GlobalAveragePool,
+ * rank <= 4, broadcast allowed), a Concat, Pad or Resize of 4-D tensors, MaxPool, AveragePool, GlobalAveragePool,
  * GlobalMaxPool or an f32 inference BatchNormalization runs NHWC when one of its activations is NHWC by the rule; a
  * Transpose [0, 2, 3, 1] of an NHWC tensor is its bytes (its output NCHW, no step), and a Transpose [0, 3, 1, 2]
  * always makes an NHWC output out of its input's bytes (the model's own change of layout: ConvNeXt, Swin) (and is not "free": a tensor with one channel or 1x1 spatial
@@ -3707,6 +3737,7 @@ static int lay_class(const pprt_plan *p, const pprt_stage *st, const pprt_node *
                                                                       : LC_NONE;
     }
     case PP_OP_WHERE: case PP_OP_CAST: case PP_OP_CASTLIKE: case PP_OP_CLIP: case PP_OP_CONCAT: break;
+    case PP_OP_RESIZE: /* (its roi, scales and sizes permuted with the dims: plan_resize) */
     case PP_OP_PAD: /* (its pads permuted with the dims: plan_pad) */
         if (x->shape.rank != 4 || y->dtype != x->dtype) return LC_NONE;
         break;

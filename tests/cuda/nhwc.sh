@@ -6,7 +6,7 @@
 #     AveragePool, Clip, a squeeze-and-excitation gate whose Mul broadcasts
 #     over H and W, a residual Add, a BatchNormalization no convolution
 #     absorbs, a Concat along the channels, MaxPool, a ConvTranspose, a constant
-#     and a reflecting Pad (channels-last: no transpose), ConvNeXt's LayerNorm
+#     and a reflecting Pad and a linear Resize (channels-last: no transpose), ConvNeXt's LayerNorm
 #     over the channels between two Transposes, a per-channel Mul,
 #     GlobalMaxPool)
 #     and torchvision's ResNet-18, and the zoo's ResNet-50 and EfficientNet-B0

@@ -12,7 +12,7 @@ convolutions, docs/cuda.md "Layouts").
       BatchNormalization after it (no convolution to fold it into), a Concat
       with the AveragePool's output along the channels,
       MaxPool 2 (stride 2), a ConvTranspose 32->16 (2x2, stride 2), a
-      reflecting Pad (H by 1 and 1, W by 2 and 0), a Conv
+      linear Resize by 1.5, a reflecting Pad (H by 1 and 1, W by 2 and 0), a Conv
       16->24 (stride 2) with its bias, a LayerNormalization
       over its channels between two Transposes (ConvNeXt's) added back to
       it, a per-channel
@@ -73,6 +73,8 @@ def se_model(d):
     h = node("MaxPool", [h], "pool", kernel_shape=[2, 2], strides=[2, 2])
     up = [h, c("up.w", rng.standard_normal((32, 16, 2, 2)) * 0.25), c("up.b", 0.1 * rng.standard_normal(16))]
     h = node("ConvTranspose", up, "up", strides=[2, 2])   # [N, 16, 10, 10]
+    inits.append(numpy_helper.from_array(np.array([1, 1, 1.5, 1.5], np.float32), "rs_scales"))
+    h = node("Resize", [h, "", "rs_scales"], "rs", mode="linear")   # [N, 16, 15, 15]
     inits.append(numpy_helper.from_array(np.array([0, 0, 1, 2, 0, 0, 1, 0], np.int64), "refl_pads"))
     h = node("Pad", [h, "refl_pads"], "refl_pad", mode="reflect")
     hc = conv(h, 16, 24, 3, "head", stride=2)
