@@ -2831,6 +2831,22 @@ PCU_HD int pcu_gs_axis(const pcu_gridsample *g, float v, int64_t len, int64_t *i
     return 4;
 }
 
+/* body for each combination (c0, c1, c2) of a point's taps idx (nt of each axis) that reads the input (no zero
+ * tap), the last axis fastest (the reference kernel's order), with o its offset into a channel; unrolled, so the
+ * taps stay in registers */
+#define PCU_GS_COMBOS(g, idx, nt, o, ...)                                                                        \
+    PCU_UNROLL                                                                                                  \
+    for (int c0 = 0; c0 < 4; c0++)                                                                              \
+        PCU_UNROLL                                                                                              \
+        for (int c1 = 0; c1 < 4; c1++)                                                                          \
+            PCU_UNROLL                                                                                          \
+            for (int c2 = 0; c2 < 4; c2++)                                                                      \
+                if (c0 < (nt)[0] && c1 < (nt)[1] && c2 < (nt)[2] && (idx)[0][c0] >= 0 && (idx)[1][c1] >= 0 &&   \
+                    (idx)[2][c2] >= 0) {                                                                        \
+                    const int64_t o = ((idx)[0][c0] * (g)->in[1] + (idx)[1][c1]) * (g)->in[2] + (idx)[2][c2]; \
+                    __VA_ARGS__                                                                                 \
+                }
+
 PCU_HD void pcu_gridsample_at(const pcu_gridsample *g, float *y, const float *x, const float *grid, int64_t i) {
     const int64_t p = i % g->P, nc = i / g->P, n = nc / g->C;
     const float *pt = grid + (n * g->P + p) * g->k;
@@ -2847,17 +2863,7 @@ PCU_HD void pcu_gridsample_at(const pcu_gridsample *g, float *y, const float *x,
     }
     const float *xc = x + nc * g->S;
     double acc = 0;
-    /* the combinations, the last axis fastest, as the reference kernel sums them */
-    PCU_UNROLL
-    for (int a = 0; a < 4; a++)
-        PCU_UNROLL
-        for (int b = 0; b < 4; b++)
-            PCU_UNROLL
-            for (int c = 0; c < 4; c++)
-                if (a < nt[0] && b < nt[1] && c < nt[2] && idx[0][a] >= 0 && idx[1][b] >= 0 && idx[2][c] >= 0) {
-                    const int64_t at = (idx[0][a] * g->in[1] + idx[1][b]) * g->in[2] + idx[2][c];
-                    acc += PCU_DMUL(PCU_DMUL(PCU_DMUL(w[0][a], w[1][b]), w[2][c]), (double)xc[at]);
-                }
+    PCU_GS_COMBOS(g, idx, nt, at, { acc += PCU_DMUL(PCU_DMUL(PCU_DMUL(w[0][c0], w[1][c1]), w[2][c2]), (double)xc[at]); })
     y[i] = (float)acc;
 }
 
@@ -2910,19 +2916,7 @@ PCU_HD void pcu_gsg_dx(const pcu_gridsample *g, float *dx, double *acc, const fl
         int nt[PCU_GS_MAXK];
         if (!pcu_gsg_taps(g, grid, n, p, idx, w, dw, nt)) continue;
         const double gyv = (double)dy[i * g->P + p];
-        /* the combinations, the last axis fastest, as the forward (unrolled: the taps stay in registers) */
-        PCU_UNROLL
-        for (int c0 = 0; c0 < 4; c0++)
-            PCU_UNROLL
-            for (int c1 = 0; c1 < 4; c1++)
-                PCU_UNROLL
-                for (int c2 = 0; c2 < 4; c2++)
-                    if (c0 < nt[0] && c1 < nt[1] && c2 < nt[2] && idx[0][c0] >= 0 && idx[1][c1] >= 0 &&
-                        idx[2][c2] >= 0) {
-                        const int64_t o = (idx[0][c0] * g->in[1] + idx[1][c1]) * g->in[2] + idx[2][c2];
-                        const double wt = PCU_DMUL(PCU_DMUL(w[0][c0], w[1][c1]), w[2][c2]);
-                        a[o] += PCU_DMUL(wt, gyv);
-                    }
+        PCU_GS_COMBOS(g, idx, nt, o, { a[o] += PCU_DMUL(PCU_DMUL(PCU_DMUL(w[0][c0], w[1][c1]), w[2][c2]), gyv); })
     }
     for (int64_t o = 0; o < g->S; o++) dx[i * g->S + o] = (float)a[o];
 }
@@ -2939,28 +2933,19 @@ PCU_HD void pcu_gsg_dgrid(const pcu_gridsample *g, float *dg, const float *dy, c
         return;
     }
     double dsum[PCU_GS_MAXK] = {0, 0, 0};
-    PCU_UNROLL
-    for (int c0 = 0; c0 < 4; c0++)
+    PCU_GS_COMBOS(g, idx, nt, o, {
+        const double ws[PCU_GS_MAXK] = {w[0][c0], w[1][c1], w[2][c2]};
+        const double ds[PCU_GS_MAXK] = {dw[0][c0], dw[1][c1], dw[2][c2]};
+        double wd[PCU_GS_MAXK];
         PCU_UNROLL
-        for (int c1 = 0; c1 < 4; c1++)
+        for (int d = 0; d < PCU_GS_MAXK; d++) wd[d] = pcu_gsg_dprod(ws, ds, g->k, d);
+        for (int64_t c = 0; c < g->C; c++) {
+            const double xv = PCU_DMUL((double)x[(n * g->C + c) * g->S + o], (double)dy[(n * g->C + c) * g->P + p]);
             PCU_UNROLL
-            for (int c2 = 0; c2 < 4; c2++)
-                if (c0 < nt[0] && c1 < nt[1] && c2 < nt[2] && idx[0][c0] >= 0 && idx[1][c1] >= 0 &&
-                    idx[2][c2] >= 0) {
-                    const int64_t o = (idx[0][c0] * g->in[1] + idx[1][c1]) * g->in[2] + idx[2][c2];
-                    const double ws[PCU_GS_MAXK] = {w[0][c0], w[1][c1], w[2][c2]};
-                    const double ds[PCU_GS_MAXK] = {dw[0][c0], dw[1][c1], dw[2][c2]};
-                    double wd[PCU_GS_MAXK];
-                    PCU_UNROLL
-                    for (int d = 0; d < PCU_GS_MAXK; d++) wd[d] = pcu_gsg_dprod(ws, ds, g->k, d);
-                    for (int64_t c = 0; c < g->C; c++) {
-                        const double gyv = (double)dy[(n * g->C + c) * g->P + p];
-                        const double xv = PCU_DMUL((double)x[(n * g->C + c) * g->S + o], gyv);
-                        PCU_UNROLL
-                        for (int d = 0; d < PCU_GS_MAXK; d++)
-                            if (d < g->k) dsum[d] += PCU_DMUL(wd[d], xv);
-                    }
-                }
+            for (int d = 0; d < PCU_GS_MAXK; d++)
+                if (d < g->k) dsum[d] += PCU_DMUL(wd[d], xv);
+        }
+    })
     PCU_UNROLL
     for (int d = 0; d < PCU_GS_MAXK; d++)
         if (d < g->k) gp[g->k - 1 - d] = (float)dsum[d];
