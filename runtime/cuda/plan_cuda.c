@@ -806,10 +806,15 @@ static pp_status plan_concat_split(planner *P, int ni, bool *ok) {
     if (!es || es > 8) return PP_OK;
     int axis;
     if (pp_norm_axis(attr_i(P, n, "axis", 0), whole->shape.rank, "axis", &axis, NULL) != PP_OK) return PP_OK;
-    if (P->cur_nhwc) axis = (const int[4]){0, 3, 1, 2}[axis]; /* a channels-last Concat: the dims as N, H, W, C */
+    if (P->cur_nhwc) axis = (const int[4]){0, 3, 1, 2}[axis]; /* channels-last: the dims as N, H, W, C */
     int64_t wst[PP_MAX_DIMS];
     strides_of(&whole->shape, wst);
     const sview xv = view_of(P, n->in[0]); /* Split: its input may be a folded view (Concat's never is) */
+    if (P->cur_nhwc && !cat) { /* a view (--cuda-stride-views) reads NCHW strides: such a Split stays NCHW */
+        if (xv.src != n->in[0]) return PP_OK;
+        for (int q = 0; q < n->n_out && P->view; q++)
+            if (n->out[q] >= 0 && P->view[n->out[q]].src >= 0) return PP_OK;
+    }
     const int parts = cat ? n->n_in : n->n_out;
     int64_t at = 0;
     int made = 0;
@@ -3685,7 +3690,7 @@ static pp_status plan_node(planner *P, int ni) {
  * transposes, which move bytes and change none, so the promise that a split changes no bit holds.
  *
  * The rule: a Conv, pp.FusedConv or ConvTranspose of 4-D float tensors runs NHWC; an elementwise node (4-D output, inputs of
- * rank <= 4, broadcast allowed), a Concat, Pad or Resize of 4-D tensors, MaxPool, AveragePool, GlobalAveragePool,
+ * rank <= 4, broadcast allowed), a Concat, Split, Pad or Resize of 4-D tensors, MaxPool, AveragePool, GlobalAveragePool,
  * GlobalMaxPool or an f32 inference BatchNormalization runs NHWC when one of its activations is NHWC by the rule; a
  * Transpose [0, 2, 3, 1] of an NHWC tensor is its bytes (its output NCHW, no step), and a Transpose [0, 3, 1, 2]
  * always makes an NHWC output out of its input's bytes (the model's own change of layout: ConvNeXt, Swin) (and is not "free": a tensor with one channel or 1x1 spatial
@@ -3714,7 +3719,8 @@ static bool lay_float(pp_dtype t) { return t == PP_F32 || t == PP_F16 || t == PP
 
 /* What node n of stage st can do channels-last, from its op and its tensors' ranks and types */
 static int lay_class(const pprt_plan *p, const pprt_stage *st, const pprt_node *n) {
-    if (n->n_out != 1 || n->out[0] < 0 || n->n_in < 1 || n->in[0] < 0) return LC_NONE;
+    if ((n->n_out != 1 && n->op != PP_OP_SPLIT) || n->n_out < 1 || n->out[0] < 0 || n->n_in < 1 || n->in[0] < 0)
+        return LC_NONE;
     const pprt_tdesc *x = &st->t[n->in[0]], *y = &st->t[n->out[0]];
     const bool fx = x->shape.rank == 4 && lay_float(x->dtype) && y->dtype == x->dtype;
     switch (n->op) {
@@ -3737,6 +3743,11 @@ static int lay_class(const pprt_plan *p, const pprt_stage *st, const pprt_node *
                                                                       : LC_NONE;
     }
     case PP_OP_WHERE: case PP_OP_CAST: case PP_OP_CASTLIKE: case PP_OP_CLIP: case PP_OP_CONCAT: break;
+    case PP_OP_SPLIT: /* every part 4-D (its axis permuted: plan_concat_split) */
+        for (int q = 0; q < n->n_out; q++)
+            if (n->out[q] < 0 || st->t[n->out[q]].shape.rank != 4 || st->t[n->out[q]].dtype != x->dtype) return LC_NONE;
+        if (x->shape.rank != 4) return LC_NONE;
+        break;
     case PP_OP_RESIZE: /* (its roi, scales and sizes permuted with the dims: plan_resize) */
     case PP_OP_PAD: /* (its pads permuted with the dims: plan_pad) */
         if (x->shape.rank != 4 || y->dtype != x->dtype) return LC_NONE;

@@ -5,7 +5,8 @@
 #   - nhwc_models.py's SE-like CNN (strided, depthwise and 1x1 convolutions,
 #     AveragePool, Clip, a squeeze-and-excitation gate whose Mul broadcasts
 #     over H and W, a residual Add, a BatchNormalization no convolution
-#     absorbs, a Concat along the channels, MaxPool, a ConvTranspose, a constant
+#     absorbs, a Concat along the channels, a Split and Concat that swap the
+#     channels' halves, MaxPool, a ConvTranspose, a constant
 #     and a reflecting Pad and a linear Resize (channels-last: no transpose), ConvNeXt's LayerNorm
 #     over the channels between two Transposes, a per-channel Mul,
 #     GlobalMaxPool)

@@ -10,7 +10,8 @@ convolutions, docs/cuda.md "Layouts").
       squeeze-and-excitation gate (GlobalAveragePool, Conv 1x1 16->4 + SiLU,
       Conv 1x1 4->16, Sigmoid, Mul broadcast over H and W), a residual Add, a
       BatchNormalization after it (no convolution to fold it into), a Concat
-      with the AveragePool's output along the channels,
+      with the AveragePool's output along the channels, a Split of it into 8
+      and 24 channels concatenated back the other way round,
       MaxPool 2 (stride 2), a ConvTranspose 32->16 (2x2, stride 2), a
       linear Resize by 1.5, a reflecting Pad (H by 1 and 1, W by 2 and 0), a Conv
       16->24 (stride 2) with its bias, a LayerNormalization
@@ -70,6 +71,9 @@ def se_model(d):
                                       (".m", 0.1 * rng.standard_normal(16)), (".v", 0.5 + rng.random(16)))]
     h = node("BatchNormalization", [h] + bn, "bn", epsilon=1e-5)
     h = node("Concat", [h, "avg"], "cat", axis=1)
+    inits.append(numpy_helper.from_array(np.array([8, 24], np.int64), "parts"))
+    nodes.append(helper.make_node("Split", [h, "parts"], ["s8", "s24"], name="/split/Split", axis=1))
+    h = node("Concat", ["s24", "s8"], "shuffled", axis=1)   # the channels' halves swapped (a shuffle)
     h = node("MaxPool", [h], "pool", kernel_shape=[2, 2], strides=[2, 2])
     up = [h, c("up.w", rng.standard_normal((32, 16, 2, 2)) * 0.25), c("up.b", 0.1 * rng.standard_normal(16))]
     h = node("ConvTranspose", up, "up", strides=[2, 2])   # [N, 16, 10, 10]
