@@ -63,6 +63,10 @@ typedef struct pprt_run_opts {
      * pprt_mpi_cfg.replicas) */
     int replicas;
     const pprt_gate *gate; /* NULL: none */
+    /* a zb-h1 plan: each device's stash and what its B keeps for W share
+     * their entries (pprt_stash_share; the schedule caps what a device
+     * holds: 1F1B, ZB-H1) */
+    bool share_keep;
     /* NULL: the outputs go into the output arrays pprt_run allocates.
      * Else each micro-batch's outputs are handed to take_outputs as they
      * reach the pipeline's end, and pprt_run allocates no output array

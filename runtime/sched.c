@@ -465,6 +465,7 @@ static pp_status link_replicas(sched *S, const pprt_array *inputs, pprt_array *o
             PP_TRY(pprt_stash_new_w(p, d, wk, err));
             S->w[k * P + 2 * D - 1 - d].run.stash_out = *wk;
             pprt_stash_on(*wk, &S->w[k * P + 2 * D - 1 - d].at, &S->ww[k * D + d].at); /* one device: its memory */
+            if (S->o->share_keep) pprt_stash_share(*st, *wk);
             pprt_stage_run *r = &S->ww[k * D + d].run;
             r->stash_in = *wk;
             const pprt_output_hook *h = S->o->take_outputs;

@@ -7,6 +7,22 @@
 
 static size_t tail_off(const pprt_msg_layout *l, int n_stash) { return n_stash ? l->off[l->n - n_stash] : l->bytes; }
 
+/* Spare entries of `bytes` each, of one stash or shared by two (refs) */
+typedef struct pprt_stash_pool {
+    pthread_mutex_t mu;
+    size_t bytes;
+    void **free_list;
+    int n_free, free_cap, refs;
+} pprt_stash_pool;
+
+static pprt_stash_pool *pool_new(size_t bytes) {
+    pprt_stash_pool *q = calloc(1, sizeof *q);
+    if (!q) return NULL;
+    pthread_mutex_init(&q->mu, NULL);
+    q->bytes = bytes, q->refs = 1;
+    return q;
+}
+
 /* Stage fi's last n_out out slots into stage bi's last n_in in slots. */
 static pp_status stash_between(const pprt_plan *p, int d, int fi, int n_out, int bi, int n_in, pprt_stash **out,
                                pp_err *err) {
@@ -18,7 +34,10 @@ static pp_status stash_between(const pprt_plan *p, int d, int fi, int n_out, int
         return PP_FAIL(err, PP_EINVAL, "device %d's stash: %zu bytes after stage %d, %zu before stage %d", d,
                        f->out.bytes - fo, fi, b->in.bytes - bo, bi);
     pprt_stash *s = calloc(1, sizeof *s);
-    if (!s) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    if (!s || !(s->pool = pool_new(f->out.bytes - fo))) {
+        free(s);
+        return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->bytes = f->out.bytes - fo, s->out_off = fo, s->in_off = bo, s->f = f, s->first = f->out.n - n_out;
@@ -84,12 +103,18 @@ static pp_status stash_copy(const pprt_mem_ops *mem, int sdev, pprt_stream **st,
     return mem->wait(*ev, err);
 }
 
+/* A spare entry of the pool's, else a new one of its size */
 static void *entry_alloc(pprt_stash *s) {
-    const pprt_mem_ops *m = entry_mem(s);
+    pprt_stash_pool *q = s->pool;
     void *e = NULL;
+    pthread_mutex_lock(&q->mu);
+    if (q->n_free) e = q->free_list[--q->n_free];
+    pthread_mutex_unlock(&q->mu);
+    if (e) return e;
+    const pprt_mem_ops *m = entry_mem(s);
     pp_err err = {0};
-    if (!m) return pprt_pool_alloc(s->bytes);
-    const pp_status st = s->edev == PPRT_ON_HOST ? m->alloc_pinned(s->bytes, &e, &err) : m->alloc(s->edev, s->bytes, &e, &err);
+    if (!m) return pprt_pool_alloc(q->bytes);
+    const pp_status st = s->edev == PPRT_ON_HOST ? m->alloc_pinned(q->bytes, &e, &err) : m->alloc(s->edev, q->bytes, &e, &err);
     return st == PP_OK ? e : NULL;
 }
 
@@ -101,18 +126,54 @@ static void entry_free(pprt_stash *s, void *e) {
     else m->free(s->edev, e);
 }
 
+/* e back among the pool's spares (freed where the list cannot grow) */
+static void entry_give(pprt_stash *s, void *e) {
+    pprt_stash_pool *q = s->pool;
+    pthread_mutex_lock(&q->mu);
+    if (q->n_free == q->free_cap) {
+        const int cap = q->free_cap ? 2 * q->free_cap : 4;
+        void **fl = realloc(q->free_list, sizeof *fl * (size_t)cap);
+        if (fl) q->free_list = fl, q->free_cap = cap;
+    }
+    if (q->n_free < q->free_cap) q->free_list[q->n_free++] = e, e = NULL;
+    pthread_mutex_unlock(&q->mu);
+    entry_free(s, e);
+}
+
+/* s lets go of its pool: the last holder frees the spares (both holders' entries are of one memory) */
+static void pool_release(pprt_stash *s) {
+    pprt_stash_pool *q = s->pool;
+    if (!q) return;
+    pthread_mutex_lock(&q->mu);
+    const bool last = --q->refs == 0;
+    pthread_mutex_unlock(&q->mu);
+    s->pool = NULL;
+    if (!last) return;
+    for (int i = 0; i < q->n_free; i++) entry_free(s, q->free_list[i]);
+    free(q->free_list);
+    pthread_mutex_destroy(&q->mu);
+    free(q);
+}
+
+void pprt_stash_share(pprt_stash *a, pprt_stash *b) {
+    if (!a || !b || a->through || b->through || entry_mem(a) != entry_mem(b) || a->edev != b->edev ||
+        a->pool->n_free || b->pool->n_free || a->pool->refs != 1 || b->pool->refs != 1)
+        return;
+    pprt_stash_pool *q = pool_new(a->bytes > b->bytes ? a->bytes : b->bytes);
+    if (!q) return; /* apart, as before */
+    pool_release(a), pool_release(b);
+    q->refs = 2;
+    a->pool = b->pool = q;
+}
+
 pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, void *out_msg, pp_err *err) {
     if (s->through) {
         push_through(s, in_msg, out_msg);
         return PP_OK;
     }
-    void *e = NULL;
-    pthread_mutex_lock(&s->mu);
-    if (s->n_free) e = s->free_list[--s->n_free];
-    pthread_mutex_unlock(&s->mu);
-    if (!e) e = entry_alloc(s);
+    void *e = entry_alloc(s);
     if (!e) return PP_FAIL(err, PP_ENOMEM, "out of %s memory for a stash of %zu bytes",
-                           s->edev == PPRT_ON_HOST ? "host" : "device", s->bytes);
+                           s->edev == PPRT_ON_HOST ? "host" : "device", s->pool->bytes);
     const pprt_stage *f = s->f;
     for (int j = s->first; j < f->out.n; j++) {
         const pprt_tdesc *t = f->out.t[j];
@@ -121,7 +182,7 @@ pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, void *out_msg, pp_e
         const pp_status st = stash_copy(s->fmem, s->fdev, &s->push_s, &s->push_e, (char *)e + (f->out.off[j] -
                                         s->out_off), s->edev, src, s->fdev, t->nbytes, j == f->out.n - 1, err);
         if (st != PP_OK) {
-            entry_free(s, e);
+            entry_give(s, e);
             return st;
         }
     }
@@ -131,7 +192,7 @@ pp_status pprt_stash_push(pprt_stash *s, const void *in_msg, void *out_msg, pp_e
         void **q = malloc(sizeof *q * (size_t)cap);
         if (!q) {
             pthread_mutex_unlock(&s->mu);
-            entry_free(s, e);
+            entry_give(s, e);
             return PP_FAIL(err, PP_ENOMEM, "out of memory");
         }
         for (int i = 0; i < s->n; i++) q[i] = s->q[(s->head + i) % s->cap];
@@ -158,18 +219,10 @@ pp_status pprt_stash_pop(pprt_stash *s, void *in_msg, pp_err *err) {
     if (e) s->head = (s->head + 1) % s->cap, s->n--;
     pthread_mutex_unlock(&s->mu);
     if (!e) return PP_FAIL(err, PP_ERUNTIME, "a backward stage found its device's stash empty");
-    PP_TRY(stash_copy(s->bmem, s->bdev, &s->pop_s, &s->pop_e, (char *)in_msg + s->in_off, s->bdev, e, s->edev,
-                      s->bytes, true, err));
-    pthread_mutex_lock(&s->mu);
-    if (s->n_free == s->free_cap) {
-        const int cap = s->free_cap ? 2 * s->free_cap : 4;
-        void **fl = realloc(s->free_list, sizeof *fl * (size_t)cap);
-        if (fl) s->free_list = fl, s->free_cap = cap;
-    }
-    if (s->n_free < s->free_cap) s->free_list[s->n_free++] = e, e = NULL;
-    pthread_mutex_unlock(&s->mu);
-    entry_free(s, e);
-    return PP_OK;
+    const pp_status st = stash_copy(s->bmem, s->bdev, &s->pop_s, &s->pop_e, (char *)in_msg + s->in_off, s->bdev, e,
+                                    s->edev, s->bytes, true, err);
+    entry_give(s, e);
+    return st;
 }
 
 pp_status pprt_stash_pop_wait(pprt_stash *s, void *in_msg, pp_err *err) {
@@ -196,9 +249,8 @@ void pprt_stash_free(pprt_stash *s) {
     if (s->push_e) s->fmem->event_free(s->push_e);
     if (s->pop_e) s->bmem->event_free(s->pop_e);
     for (int i = 0; !s->through && i < s->n; i++) entry_free(s, s->q[(s->head + i) % s->cap]);
-    for (int i = 0; i < s->n_free; i++) entry_free(s, s->free_list[i]);
+    pool_release(s);
     free(s->q);
-    free(s->free_list);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);

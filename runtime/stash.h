@@ -24,8 +24,7 @@ typedef struct pprt_stash {
     size_t in_off;     /* and in the backward stage's incoming one */
     void **q;          /* FIFO of entries, ring of cap */
     int cap, head, n;
-    void **free_list;  /* spare entries */
-    int n_free, free_cap;
+    struct pprt_stash_pool *pool; /* spare entries: its own, or one shared with another stash (pprt_stash_share) */
     int peak;          /* most entries held at once */
     /* the tail lies at the same offsets in both messages (set at creation),
      * and `through` (set by the scheduler where the backward stage is the
@@ -59,6 +58,16 @@ pp_status pprt_stash_new_w(const pprt_plan *p, int d, pprt_stash **out, pp_err *
  * both stages are on it, else in pinned host memory; both on the host:
  * nothing changes. Before the first push. */
 void pprt_stash_on(pprt_stash *s, const pprt_place *f, const pprt_place *b);
+/* A zb-h1 plan's device d: its stash a (forward to B) and what B keeps for
+ * W, b, take their entries from one pool of entries the larger of the two
+ * sizes, where both keep their entries in the same memory (after
+ * pprt_stash_on) and before either pushed. A schedule that caps the
+ * micro-batches a device holds from its F until its W ran at k (1F1B,
+ * ZB-H1: P - d) then allocates at most k entries for both (ppcc's memory
+ * model counts k x the larger), where apart the two could hold k each. Not
+ * under GPipe: a step's M stash entries would each take the larger size.
+ * Either NULL, or a stash that rides in its message: nothing. */
+void pprt_stash_share(pprt_stash *a, pprt_stash *b);
 /* pprt_stash_pop, waiting for an entry; PP_ERUNTIME once closed. */
 pp_status pprt_stash_pop_wait(pprt_stash *s, void *in_msg, pp_err *err);
 /* Wakes every pprt_stash_pop_wait for good (the run stopped). */

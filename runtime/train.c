@@ -2193,6 +2193,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
         s = gate_init(&gt, p, R, o->schedule_kind, o->accumulate, t.held_peak, err);
         ro.gate = &hook;
     }
+    ro.share_keep = o->schedule_kind == PPRT_SCHED_1F1B || o->schedule_kind == PPRT_SCHED_ZBH1;
     double bubble_sum = 0;
     const int64_t per_epoch = s == PP_OK ? t.train.n / (t.rows * o->accumulate) : 1;
     const int64_t total = o->steps > 0 ? o->steps : o->epochs * per_epoch;

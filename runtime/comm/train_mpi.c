@@ -347,6 +347,7 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
     if (s == PP_OK && (o->node_times || o->trace)) s = recs_begin(c, p, M, o, both, err);
     f.run.stash_out = stash, b.run.stash_in = stash;
     if (s == PP_OK && p->n_wstages) s = make_w_side(c, p, o, &b, &w, &dv, err);
+    if (s == PP_OK && o->share_keep) pprt_stash_share(stash, dv.wk);
     if (s != PP_OK) return s; /* the process ends (pprt_mpi_finish): what was made stays */
     f.run.gate = b.run.gate = o->gate;
     f.run.replica = b.run.replica = m->replica;
