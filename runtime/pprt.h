@@ -154,6 +154,8 @@ typedef struct pprt_stage_stats {
     double w_busy_s;
     int w_keep_peak;
     size_t w_keep_bytes;
+    size_t keep_bytes; /* the entries the device's stash and W keep allocated (pprt_stash_entry_bytes; the most over
+                        * the replicas) */
     /* its device, described at start (threaded driver; place[0] == 0: on the host) */
     struct {
         char place[48]; /* "cuda device 1" */

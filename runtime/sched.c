@@ -555,6 +555,8 @@ static pp_status finish_run(sched *S, pprt_stats *stats, pp_err *err) {
         pprt_stage_stats *ss = &stats->stages[k % D];
         if (st && st->peak > ss->stash_peak) ss->stash_peak = st->peak;
         if (st) ss->stash_bytes = st->bytes;
+        const size_t kb = pprt_stash_entry_bytes(st, S->NW ? S->wkeep[k] : NULL);
+        if (kb > ss->keep_bytes) ss->keep_bytes = kb;
         if (!S->NW) continue;
         const pprt_stash *wk = S->wkeep[k]; /* zb-h1: device k % D's W, on its forward stage's record */
         if (wk && wk->peak > ss->w_keep_peak) ss->w_keep_peak = wk->peak;

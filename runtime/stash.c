@@ -13,6 +13,7 @@ typedef struct pprt_stash_pool {
     size_t bytes;
     void **free_list;
     int n_free, free_cap, refs;
+    int made; /* entries allocated (each of bytes): the memory the pool took */
 } pprt_stash_pool;
 
 static pprt_stash_pool *pool_new(size_t bytes) {
@@ -113,9 +114,15 @@ static void *entry_alloc(pprt_stash *s) {
     if (e) return e;
     const pprt_mem_ops *m = entry_mem(s);
     pp_err err = {0};
-    if (!m) return pprt_pool_alloc(q->bytes);
-    const pp_status st = s->edev == PPRT_ON_HOST ? m->alloc_pinned(q->bytes, &e, &err) : m->alloc(s->edev, q->bytes, &e, &err);
-    return st == PP_OK ? e : NULL;
+    if (!m) e = pprt_pool_alloc(q->bytes);
+    else if ((s->edev == PPRT_ON_HOST ? m->alloc_pinned(q->bytes, &e, &err) : m->alloc(s->edev, q->bytes, &e, &err)) != PP_OK)
+        e = NULL;
+    if (e) {
+        pthread_mutex_lock(&q->mu);
+        q->made++;
+        pthread_mutex_unlock(&q->mu);
+    }
+    return e;
 }
 
 static void entry_free(pprt_stash *s, void *e) {
@@ -153,6 +160,13 @@ static void pool_release(pprt_stash *s) {
     free(q->free_list);
     pthread_mutex_destroy(&q->mu);
     free(q);
+}
+
+size_t pprt_stash_entry_bytes(const pprt_stash *a, const pprt_stash *b) {
+    size_t n = 0;
+    if (a && !a->through) n += (size_t)a->pool->made * a->pool->bytes;
+    if (b && !b->through && (!a || b->pool != a->pool)) n += (size_t)b->pool->made * b->pool->bytes;
+    return n;
 }
 
 void pprt_stash_share(pprt_stash *a, pprt_stash *b) {

@@ -68,6 +68,9 @@ void pprt_stash_on(pprt_stash *s, const pprt_place *f, const pprt_place *b);
  * under GPipe: a step's M stash entries would each take the larger size.
  * Either NULL, or a stash that rides in its message: nothing. */
 void pprt_stash_share(pprt_stash *a, pprt_stash *b);
+/* The bytes of the entries a and b allocated so far (a pool they share
+ * once; either may be NULL): the run's log's keep_bytes */
+size_t pprt_stash_entry_bytes(const pprt_stash *a, const pprt_stash *b);
 /* pprt_stash_pop, waiting for an entry; PP_ERUNTIME once closed. */
 pp_status pprt_stash_pop_wait(pprt_stash *s, void *in_msg, pp_err *err);
 /* Wakes every pprt_stash_pop_wait for good (the run stopped). */

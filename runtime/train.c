@@ -83,7 +83,7 @@ typedef struct trainer {
      * part (the gate's count), and in a zb-h1 plan what its B kept for its W
      * (the most at once, the bytes of one) */
     int *held_peak, *w_keep_peak;
-    size_t *w_keep_bytes;
+    size_t *w_keep_bytes, *keep_bytes; /* keep_bytes: the entries the device's stash (and W's keep) allocated */
     /* --loss-scale: the loss gradient's seed (the plan's weight
      * PP_LOSS_SCALE_NAME, bound to this float; NULL: no scaling), the scale,
      * and for dynamic scaling the clean steps since it last changed and
@@ -289,7 +289,7 @@ static void trainer_free(trainer *t) {
     }
     free(t->ps);
     free(t->busy), free(t->stash_peak), free(t->stash_bytes), free(t->seed);
-    free(t->held_peak), free(t->w_keep_peak), free(t->w_keep_bytes);
+    free(t->held_peak), free(t->w_keep_peak), free(t->w_keep_bytes), free(t->keep_bytes);
     free(t->bound);
     free(t->was);
     free(t->prof);
@@ -1467,6 +1467,7 @@ static pp_status dist_busy(trainer *t, double *bubble, pp_err *err) {
         busy += v[0] + v[1], wall += v[2];
         if (v[3] > t->stash_peak[q % P]) t->stash_peak[q % P] = (int)v[3]; /* the most over the replicas */
         if (v[4] > 0) t->stash_bytes[q % P] = (size_t)v[4];
+        if (v[8] > (double)t->keep_bytes[q % P]) t->keep_bytes[q % P] = (size_t)v[8];
         if (v[PPRT_DIST_BUSY] > t->held_peak[q % P]) t->held_peak[q % P] = (int)v[PPRT_DIST_BUSY];
         if (!t->p->n_wstages) continue; /* zb-h1: the device's W stage 2P + d */
         t->busy[2 * P + q % P] += v[5], busy += v[5];
@@ -1975,6 +1976,7 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
             t->busy[v] = rs.stages[v].busy_s;
             if (v < t->p->train_devices && rs.stages[v].stash_peak > t->stash_peak[v]) t->stash_peak[v] = rs.stages[v].stash_peak;
             if (v < t->p->train_devices && rs.stages[v].stash_bytes) t->stash_bytes[v] = rs.stages[v].stash_bytes;
+            if (v < t->p->train_devices && rs.stages[v].keep_bytes > t->keep_bytes[v]) t->keep_bytes[v] = rs.stages[v].keep_bytes;
             if (v >= t->p->n_wstages) continue; /* zb-h1: device v's W stage */
             t->busy[t->p->n_stages + v] = rs.stages[v].w_busy_s;
             if (rs.stages[v].w_keep_peak > t->w_keep_peak[v]) t->w_keep_peak[v] = rs.stages[v].w_keep_peak;
@@ -2043,8 +2045,9 @@ static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array
     t->busy = calloc(pp_count(p->n_stages + p->n_wstages), sizeof *t->busy);
     t->stash_peak = calloc(D, sizeof *t->stash_peak), t->stash_bytes = calloc(D, sizeof *t->stash_bytes);
     t->held_peak = calloc(D, sizeof *t->held_peak), t->w_keep_peak = calloc(D, sizeof *t->w_keep_peak);
-    t->w_keep_bytes = calloc(D, sizeof *t->w_keep_bytes);
-    if (!t->busy || !t->stash_peak || !t->stash_bytes || !t->held_peak || !t->w_keep_peak || !t->w_keep_bytes)
+    t->w_keep_bytes = calloc(D, sizeof *t->w_keep_bytes), t->keep_bytes = calloc(D, sizeof *t->keep_bytes);
+    if (!t->busy || !t->stash_peak || !t->stash_bytes || !t->held_peak || !t->w_keep_peak || !t->w_keep_bytes ||
+        !t->keep_bytes)
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     *ins = calloc(pp_count(p->n_inputs), sizeof **ins);
     *outs = calloc(pp_count(p->n_outputs), sizeof **outs);
@@ -2077,6 +2080,7 @@ static void log_end(pp_json *js, const trainer *t, const pprt_train_stats *st) {
         pp_json_add_number(js, r, "stash_bytes", (double)t->stash_bytes[d]);
         pp_json_add_number(js, r, "stash_peak_bytes", (double)t->stash_bytes[d] * t->stash_peak[d]);
         pp_json_add_number(js, r, "held_peak", t->held_peak[d]);
+        pp_json_add_number(js, r, "keep_bytes", (double)t->keep_bytes[d]);
         if (!t->p->n_wstages) continue;
         pp_json_add_number(js, r, "w_keep_peak", t->w_keep_peak[d]);
         pp_json_add_number(js, r, "w_keep_bytes", (double)t->w_keep_bytes[d]);
@@ -2139,6 +2143,8 @@ static void log_step(pp_json *js, cJSON *steps_js, trainer *t, const double step
 static pprt_run_opts step_opts(const pprt_plan *p, const pprt_train_opts *o, const pprt_run_opts *run, bool root) {
     pprt_run_opts ro = *run;
     ro.quiet = true, ro.progress = false, ro.warmup = 0, ro.explain = !o->quiet && root;
+    /* the schedules that cap what a device holds from F until W (the gate's): its stash and W's keep share entries */
+    ro.share_keep = o->schedule_kind == PPRT_SCHED_1F1B || o->schedule_kind == PPRT_SCHED_ZBH1;
     const int R = run->replicas > 1 ? run->replicas : 1;
     const int64_t per_rep = (o->accumulate + R - 1) / R;
     const int64_t need = o->schedule_kind == PPRT_SCHED_GPIPE ? per_rep + 1 : p->train_devices + 1;
@@ -2193,7 +2199,6 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
         s = gate_init(&gt, p, R, o->schedule_kind, o->accumulate, t.held_peak, err);
         ro.gate = &hook;
     }
-    ro.share_keep = o->schedule_kind == PPRT_SCHED_1F1B || o->schedule_kind == PPRT_SCHED_ZBH1;
     double bubble_sum = 0;
     const int64_t per_epoch = s == PP_OK ? t.train.n / (t.rows * o->accumulate) : 1;
     const int64_t total = o->steps > 0 ? o->steps : o->epochs * per_epoch;

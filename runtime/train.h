@@ -36,7 +36,7 @@ typedef enum { PPRT_SCHED_1F1B = 0, PPRT_SCHED_GPIPE = 1, PPRT_SCHED_FLOW = 2, P
  * micro-batch order, and passes it on; rank 0 gets the whole step's sum
  * from the last leader, steps the optimizer and sends every rank the new
  * weights. */
-enum { PPRT_DIST_BUSY = 8 }; /* pprt_train_dist.busy's figures */
+enum { PPRT_DIST_BUSY = 9 }; /* pprt_train_dist.busy's figures */
 
 typedef struct pprt_train_dist {
     void *ctx;
@@ -69,7 +69,8 @@ typedef struct pprt_train_dist {
      * held at once and an entry's bytes (0, 0: none), the log's stash_peak
      * and stash_bytes; then, in a zb-h1 plan, its W stage's executor seconds
      * and what its B kept for it: the most entries at once and an entry's
-     * bytes (0, 0, 0: none). */
+     * bytes (0, 0, 0: none); last the bytes of the entries the stash and W's
+     * keep allocated (pprt_stash_entry_bytes). */
     void (*busy)(void *ctx, double out[PPRT_DIST_BUSY]);
     /* pprt --profile (pprt_run_opts.node_times): the last run's mean ms a
      * micro-batch of each node of this rank's two stages, written at their

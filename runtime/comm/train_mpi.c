@@ -379,6 +379,7 @@ static pp_status run_device(void *ctx, const pprt_plan *p, const pprt_array *ins
     c->busy[0] = f.run.busy, c->busy[1] = b.run.busy, c->busy[2] = pprt_now_s() - t0;
     c->busy[3] = stash ? stash->peak : 0, c->busy[4] = stash ? (double)stash->bytes : 0;
     c->busy[5] = w.run.busy, c->busy[6] = dv.wk ? dv.wk->peak : 0, c->busy[7] = dv.wk ? (double)dv.wk->bytes : 0;
+    c->busy[8] = (double)pprt_stash_entry_bytes(stash, dv.wk);
     const side *bad = first_failure(&dv);
     if (bad) {
         *err = bad->e;

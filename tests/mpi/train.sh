@@ -227,6 +227,10 @@ for run in (a, b):
     for d, x in enumerate(run):  # 1F1B's cap: device d holds at most P - d; -pp 4's device 2 has no W node
         assert 1 <= x[0] <= x[2] <= P - d and x[3] <= x[2] and x[1] > 0 and (x[3] > 0) == (x[4] > 0), (d, x, a, b)
 assert any(x[4] for x in a), a
+# the stash and W's keep share one pool of entries (each the larger size): at most the cap of them for both
+for d_ in (t, m):
+    for d, x in enumerate(d_["stash"]):
+        assert 0 < x["keep_bytes"] <= (P - d) * max(x["stash_bytes"], x["w_keep_bytes"]), (d, x)
 for st in m["steps"]:  # forward, backward, then the W stages (busy where they have nodes)
     busy = st["stage_busy_s"]
     assert len(busy) == 3 * P and all(v > 0 for v in busy[:2 * P]), busy

@@ -353,6 +353,13 @@ if r.returncode == 0:
     check(abs(log["bubble_formula"] - 1 / 13) < 1e-12, f"zb-h1: bubble_formula {log['bubble_formula']}, expected 1/13")
     check(all("w_keep_peak" in d and d["w_keep_peak"] <= d["held_peak"] for d in log["stash"]),
           f"zb-h1: what B kept for W: {log['stash']}")
+    # the stash and W's keep take their entries from one pool (each the larger size): device 0 allocated at most its
+    # cap (2) of them for both, where apart the two FIFOs' entries added up (the last device's stash rides in the
+    # message: W's entries alone)
+    d0 = log["stash"][0]
+    check(0 < d0["keep_bytes"] <= 2 * max(d0["stash_bytes"], d0["w_keep_bytes"]),
+          f"zb-h1: device 0's stash and W entries took {d0['keep_bytes']} bytes, more than 2 of "
+          f"max({d0['stash_bytes']}, {d0['w_keep_bytes']})")
 r = subprocess.run([PPRT, plans[2], "data", "--steps", "1", "--accumulate", "2", "--schedule", "zb-h1", "-q"],
                    capture_output=True, text=True)
 check(r.returncode == 2 and "compile it with ppcc --train --schedule zb-h1" in r.stderr,
