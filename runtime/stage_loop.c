@@ -1,5 +1,4 @@
 /* stage_loop.c: see stage_loop.h. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "nodes.h"
@@ -143,30 +142,24 @@ static pp_status w_stage_loop(pprt_stage_run *r, void *in_buf, void *out_buf, in
     return PP_OK;
 }
 
+/* the place's memory space (the host's pool for a host place) */
+static const pprt_mem_ops *place_mem(const pprt_place *at) { return at->mem ? at->mem : &pprt_mem_host; }
+
 pp_status pprt_w_bufs_new(const pprt_place *at, const pprt_stage *st, int stage, void **in, void **out,
                           pp_err *err) {
+    const pprt_mem_ops *m = place_mem(at);
     *in = *out = NULL;
-    if (pprt_place_is_host(at)) {
-        if (!posix_memalign(in, 64, st->in.bytes + 64) && !posix_memalign(out, 64, st->out.bytes + 64))
-            return PP_OK;
-        free(*in);
-        *in = NULL;
-        return PP_FAIL(err, PP_ENOMEM, "stage %d: cannot allocate its messages", stage);
-    }
     pp_err e = {0};
-    pp_status s = at->mem->alloc(at->device, st->in.bytes + 64, in, &e);
-    if (s == PP_OK) s = at->mem->alloc(at->device, st->out.bytes + 64, out, &e);
+    pp_status s = m->alloc(at->device, st->in.bytes + 64, in, &e);
+    if (s == PP_OK) s = m->alloc(at->device, st->out.bytes + 64, out, &e);
     if (s == PP_OK) return PP_OK;
-    if (*in) at->mem->free(at->device, *in);
+    if (*in) m->free(at->device, *in);
     *in = NULL;
-    return PP_WRAP(err, &e, s, "stage %d: its messages on the device: %s", stage, e.msg);
+    return PP_WRAP(err, &e, s, "stage %d: its messages: %s", stage, e.msg);
 }
 
 void pprt_w_bufs_free(const pprt_place *at, void *in, void *out) {
-    if (pprt_place_is_host(at)) {
-        free(in), free(out);
-        return;
-    }
-    if (in) at->mem->free(at->device, in);
-    if (out) at->mem->free(at->device, out);
+    const pprt_mem_ops *m = place_mem(at);
+    if (in) m->free(at->device, in);
+    if (out) m->free(at->device, out);
 }
