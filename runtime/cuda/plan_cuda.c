@@ -153,6 +153,8 @@ static uint64_t tbase(const planner *P, int tid) {
 }
 static void strides_of(const pp_shape *s, int64_t *st);
 static bool lay_free(const pprt_tdesc *t);
+/* A channels-last node's operands see the dims as N, H, W, C: position d holds NCHW axis nhwc_from[d] */
+static const int nhwc_from[4] = {0, 2, 3, 1};
 /* [N, C, H, W]'s element strides in channels-last memory */
 static void nhwc_strides(const pp_shape *s, int64_t *st) {
     st[1] = 1, st[3] = s->dim[1], st[2] = s->dim[3] * s->dim[1], st[0] = s->dim[2] * st[2];
@@ -763,9 +765,8 @@ static pp_status plan_pad(planner *P, int ni, bool *ok) {
     }
     if (P->cur_nhwc) { /* channels-last (a Pad only): the shadows' dims are N, H, W, C, and so go the pads */
         if (n->op != PP_OP_PAD || r != 4) return PP_OK;
-        static const int from[4] = {0, 2, 3, 1};
         int64_t q[8];
-        for (int d = 0; d < 4; d++) q[d] = pads[from[d]], q[4 + d] = pads[4 + from[d]];
+        for (int d = 0; d < 4; d++) q[d] = pads[nhwc_from[d]], q[4 + d] = pads[4 + nhwc_from[d]];
         memcpy(pads, q, sizeof q);
     }
     for (int d = 0; d < r && pmode != 1; d++) /* the reference refuses these; it says why */
@@ -1547,13 +1548,9 @@ bool pcu_resize_block(pp_attrs a, const pp_tinfo *tin, int n_in, const pp_shape 
     return true;
 }
 
-/* Resize of f32 over at most two axes, every mode and coordinate transform
- * (pcu_resize_at); its scales or sizes must be constants, and an antialiased
- * downscale at most 64 taps per axis. The rest: the host. */
 /* A channels-last Resize (its operands' shadows N, H, W, C): its roi, scales or sizes, given per NCHW axis, in
  * that order too, into buf (64 bytes each); false where it cannot be (an 'axes' attribute) */
 static bool resize_nhwc_inputs(const planner *P, const pprt_node *n, pp_tinfo *tin, unsigned char (*buf)[64]) {
-    static const int from[4] = {0, 2, 3, 1}; /* NHWC position d holds NCHW axis from[d] */
     if (pp_attr_find(attrs_of(P, n), "axes")) return false;
     for (int i = 1; i < n->n_in && i < 4; i++) {
         if (n->in[i] < 0) continue;
@@ -1563,14 +1560,17 @@ static bool resize_nhwc_inputs(const planner *P, const pprt_node *n, pp_tinfo *t
         tin[i] = (pp_tinfo){t->dtype, t->shape, t->data};
         if (m == 0) continue; /* an empty input: absent */
         if ((m != 4 && m != 8) || !es || es > 8 || !t->data) return false;
+        const unsigned char *src = t->data;
         for (int64_t h = 0; h < m / 4; h++) /* roi: its starts, then its ends */
-            for (int d = 0; d < 4; d++)
-                memcpy(buf[i] + (size_t)(h * 4 + d) * es, (const unsigned char *)t->data + (size_t)(h * 4 + from[d]) * es, es);
+            for (int d = 0; d < 4; d++) memcpy(buf[i] + (size_t)(h * 4 + d) * es, src + (size_t)(h * 4 + nhwc_from[d]) * es, es);
         tin[i].data = buf[i];
     }
     return true;
 }
 
+/* Resize of f32 over at most two axes, every mode and coordinate transform
+ * (pcu_resize_at); its scales or sizes must be constants, and an antialiased
+ * downscale at most 64 taps per axis. The rest: the host. */
 static pp_status plan_resize(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
@@ -1593,8 +1593,7 @@ static pp_status plan_resize(planner *P, int ni, bool *ok) {
     /* whether a pass sums its zero-weight taps too (the reference's, for its innermost resized axis): by the
      * NCHW dims, channels-last too, so both give the same bits */
     const pp_shape *xs = &P->st->t[n->in[0]].shape;
-    const int ax = P->cur_nhwc ? (const int[4]){0, 2, 3, 1}[k.a] : k.a;
-    const int bx = k.b < 0 ? -1 : P->cur_nhwc ? (const int[4]){0, 2, 3, 1}[k.b] : k.b;
+    const int ax = P->cur_nhwc ? nhwc_from[k.a] : k.a, bx = k.b < 0 ? -1 : P->cur_nhwc ? nhwc_from[k.b] : k.b;
     int64_t after_a = 1, after_b = 1;
     for (int d = ax + 1; d < xs->rank; d++) after_a *= xs->dim[d];
     for (int d = bx + 1; bx >= 0 && d < xs->rank; d++) after_b *= xs->dim[d];
