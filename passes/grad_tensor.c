@@ -70,13 +70,15 @@ static pp_status node_axis(pp_ad *ad, int node, int64_t dflt, int rank, int *axi
     return PP_OK;
 }
 
-/* float32 zeros of shape s: a scalar 0 expanded */
-static pp_status zeros(pp_ad *ad, const pp_shape *s, int *out, pp_err *err) {
+/* float32 v everywhere in shape s: a scalar expanded */
+static pp_status filled(pp_ad *ad, const pp_shape *s, float v, int *out, pp_err *err) {
     int z, sh;
-    PP_TRY(pp_ad_scalar(ad, 0.0f, &z, err));
+    PP_TRY(pp_ad_scalar(ad, v, &z, err));
     PP_TRY(pp_graph_add_ints(pp_ad_graph(ad), "grad_axes", s->dim, s->rank, &sh, err));
     return pp_ad_op2(ad, PP_OP_EXPAND, z, sh, out, err);
 }
+
+static pp_status zeros(pp_ad *ad, const pp_shape *s, int *out, pp_err *err) { return filled(ad, s, 0.0f, out, err); }
 
 /* an int64 constant from a node's input, at most max values */
 static pp_status const_ints(pp_ad *ad, int node, int k, const char *what, int64_t *v, int max, int *n, pp_err *err) {
@@ -550,9 +552,8 @@ static pp_status scatter_prod(pp_ad *ad, int node, pp_err *err) {
     PP_TRY(pp_ad_scalar(ad, 0.0f, &zero, err));
     PP_TRY(pp_ad_scalar(ad, 1.0f, &one, err));
     if (pp_ad_wants(ad, x)) {
-        int sh, ones, pu;
-        PP_TRY(pp_graph_add_ints(g, "grad_axes", xs.dim, xs.rank, &sh, err));
-        PP_TRY(pp_ad_op2(ad, PP_OP_EXPAND, one, sh, &ones, err));
+        int ones, pu;
+        PP_TRY(filled(ad, &xs, 1.0f, &ones, err));
         PP_TRY(scatter_into(ad, node, ones, u, "mul", &pu, err));
         PP_TRY(pp_ad_op2(ad, PP_OP_MUL, gy, pu, &r, err));
         PP_TRY(pp_ad_give(ad, x, r, err));
