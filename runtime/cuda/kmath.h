@@ -2847,19 +2847,29 @@ PCU_HD int pcu_gs_axis(const pcu_gridsample *g, float v, int64_t len, int64_t *i
                     __VA_ARGS__                                                                                 \
                 }
 
+/* the taps of point p of sample n along every axis (an axis past k: one tap at 0 of weight 1), with their
+ * derivatives where dw is not NULL (the gradient's); false: a NaN coordinate */
+PCU_HD int pcu_gs_taps(const pcu_gridsample *g, const float *grid, int64_t n, int64_t p, int64_t idx[][4],
+                       double w[][4], double dw[][4], int *nt) {
+    const float *pt = grid + (n * g->P + p) * g->k;
+    PCU_UNROLL
+    for (int d = 0; d < PCU_GS_MAXK; d++) {
+        nt[d] = 1, idx[d][0] = 0, w[d][0] = 1;
+        if (dw) dw[d][0] = 0;
+        if (d < g->k && !(nt[d] = pcu_gs_axis(g, pt[g->k - 1 - d], g->in[d], idx[d], w[d], dw ? dw[d] : NULL)))
+            return 0;
+    }
+    return 1;
+}
+
 PCU_HD void pcu_gridsample_at(const pcu_gridsample *g, float *y, const float *x, const float *grid, int64_t i) {
     const int64_t p = i % g->P, nc = i / g->P, n = nc / g->C;
-    const float *pt = grid + (n * g->P + p) * g->k;
     int64_t idx[PCU_GS_MAXK][4];
     double w[PCU_GS_MAXK][4];
     int nt[PCU_GS_MAXK];
-    PCU_UNROLL
-    for (int d = 0; d < PCU_GS_MAXK; d++) {
-        nt[d] = 1, idx[d][0] = 0, w[d][0] = 1; /* an axis past k: one tap at 0 */
-        if (d < g->k && !(nt[d] = pcu_gs_axis(g, pt[g->k - 1 - d], g->in[d], idx[d], w[d], NULL))) {
-            y[i] = NAN;
-            return;
-        }
+    if (!pcu_gs_taps(g, grid, n, p, idx, w, NULL, nt)) {
+        y[i] = NAN;
+        return;
     }
     const float *xc = x + nc * g->S;
     double acc = 0;
@@ -2883,20 +2893,8 @@ typedef struct pcu_gsgrad {
     int32_t phase;
 } pcu_gsgrad;
 
-/* the taps of point p of sample n along every axis (an axis past k: one tap at 0 of weight 1); false: NaN */
-PCU_HD int pcu_gsg_taps(const pcu_gridsample *g, const float *grid, int64_t n, int64_t p, int64_t idx[][4],
-                        double w[][4], double dw[][4], int *nt) {
-    const float *pt = grid + (n * g->P + p) * g->k;
-    PCU_UNROLL
-    for (int d = 0; d < PCU_GS_MAXK; d++) {
-        nt[d] = 1, idx[d][0] = 0, w[d][0] = 1, dw[d][0] = 0;
-        if (d < g->k && !(nt[d] = pcu_gs_axis(g, pt[g->k - 1 - d], g->in[d], idx[d], w[d], dw[d]))) return 0;
-    }
-    return 1;
-}
-
-/* the weight of tap combination (a, b, c) and the derivative of that weight by axis d's coordinate: its
- * derivative times the other axes' weights, in axis order (the reference's product, which stops at a 0) */
+/* the derivative of a tap combination's weight (wsel, one weight an axis) by axis d's coordinate: that axis's
+ * derivative (dsel) times the other axes' weights, in axis order (the reference's product, which stops at a 0) */
 PCU_HD double pcu_gsg_dprod(const double *wsel, const double *dsel, int k, int d) {
     double wd = dsel[d];
     PCU_UNROLL
@@ -2914,7 +2912,7 @@ PCU_HD void pcu_gsg_dx(const pcu_gridsample *g, float *dx, double *acc, const fl
         int64_t idx[PCU_GS_MAXK][4];
         double w[PCU_GS_MAXK][4], dw[PCU_GS_MAXK][4];
         int nt[PCU_GS_MAXK];
-        if (!pcu_gsg_taps(g, grid, n, p, idx, w, dw, nt)) continue;
+        if (!pcu_gs_taps(g, grid, n, p, idx, w, dw, nt)) continue;
         const double gyv = (double)dy[i * g->P + p];
         PCU_GS_COMBOS(g, idx, nt, o, { a[o] += PCU_DMUL(PCU_DMUL(PCU_DMUL(w[0][c0], w[1][c1]), w[2][c2]), gyv); })
     }
@@ -2928,7 +2926,7 @@ PCU_HD void pcu_gsg_dgrid(const pcu_gridsample *g, float *dg, const float *dy, c
     int64_t idx[PCU_GS_MAXK][4];
     double w[PCU_GS_MAXK][4], dw[PCU_GS_MAXK][4];
     int nt[PCU_GS_MAXK];
-    if (!pcu_gsg_taps(g, grid, n, p, idx, w, dw, nt)) {
+    if (!pcu_gs_taps(g, grid, n, p, idx, w, dw, nt)) {
         for (int d = 0; d < g->k; d++) gp[d] = NAN;
         return;
     }
