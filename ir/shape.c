@@ -185,7 +185,7 @@ bool pp_bn_training(pp_attrs a, int n_out) {
 pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                                  int n_out, pp_err *err) {
     (void)n_in;
-    PP_TRY(pp_need_float(&in[0], "input X", err));
+    PP_TRY(pp_need_float_half(&in[0], "input X", err));
     PP_TRY(pp_need_rank(&in[0], 2, PP_MAX_DIMS, "input X", err));
     int64_t training = 0, spatial = 1;
     PP_TRY(pp_attr_int(a, "training_mode", 0, &training, err));
@@ -206,7 +206,10 @@ pp_status shape_BATCHNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *ou
             return PP_FAIL(err, PP_EINVAL, "%s must have shape [%lld]", names[i],
                            (long long)in[0].shape.dim[1]);
     }
-    out[0] = (pp_tinfo){PP_F32, in[0].shape, NULL};
+    /* Y in X's type where X is half (ppcc --precision's half storage: scale, B and the statistics stay f32,
+     * as opset 15's T1 and T2 allow); else f32, the statistics f32 always */
+    const pp_dtype yt = in[0].dtype == PP_F16 || in[0].dtype == PP_BF16 ? in[0].dtype : PP_F32;
+    out[0] = (pp_tinfo){yt, in[0].shape, NULL};
     for (int k = 1; k < n_out; k++) out[k] = (pp_tinfo){PP_F32, in[1].shape, NULL};
     return PP_OK;
 }

@@ -51,9 +51,11 @@ static const pp_dtype T_FDI[] = {PP_F32, PP_F64, PP_I32, PP_I64};
 static const pp_dtype T_FH[] = {PP_F32, PP_F16, PP_BF16};
 static const pp_dtype T_FDH[] = {PP_F32, PP_F64, PP_F16, PP_BF16};
 static const pp_dtype T_FDIH[] = {PP_F32, PP_F64, PP_I32, PP_I64, PP_F16, PP_BF16};
-static const pp_dtype T_MINMAX[] = {PP_F32, PP_F64, PP_I32, PP_I64, PP_I8, PP_U8, PP_BOOL};
+static const pp_dtype T_MINMAX[] = {PP_F32, PP_F64, PP_I32, PP_I64, PP_I8, PP_U8, PP_BOOL, PP_F16, PP_BF16};
 static const pp_dtype T_ORDER[] = {PP_F32, PP_F64, PP_I8, PP_U8, PP_I16, PP_U16,
                                    PP_I32, PP_U32, PP_I64, PP_U64};
+static const pp_dtype T_ORDERH[] = {PP_F32, PP_F64, PP_I8, PP_U8, PP_I16, PP_U16, /* ArgMax, ArgMin */
+                                    PP_I32, PP_U32, PP_I64, PP_U64, PP_F16, PP_BF16};
 #define NT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static pp_status need_same_dtype(const pp_tinfo *t, const pp_tinfo *ref, const char *what,
@@ -260,7 +262,7 @@ pp_status pp_convt_geom(pp_attrs a, const pp_shape *x, const pp_shape *w, pp_geo
 pp_status shape_CONVTRANSPOSE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                               int n_out, pp_err *err) {
     (void)n_out;
-    PP_TRY(need_dtype(&in[0], "input X", T_F, NT(T_F), err));
+    PP_TRY(need_dtype(&in[0], "input X", T_FH, NT(T_FH), err));
     PP_TRY(need_same_dtype(&in[1], &in[0], "weight W", err));
     pp_geom g;
     int64_t group;
@@ -434,7 +436,7 @@ double flops_AVGPOOL(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *o
 pp_status shape_GLOBALMAXPOOL(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                               int n_out, pp_err *err) {
     (void)a, (void)n_in, (void)n_out;
-    PP_TRY(need_dtype(&in[0], "input X", T_FD, NT(T_FD), err));
+    PP_TRY(need_dtype(&in[0], "input X", T_FDH, NT(T_FDH), err));
     PP_TRY(pp_need_rank(&in[0], 3, PP_MAX_DIMS, "input X", err));
     out[0].dtype = in[0].dtype;
     out[0].shape = in[0].shape;
@@ -470,7 +472,7 @@ static pp_status stash_attr(pp_attrs a, pp_err *err) {
 pp_status shape_INSTANCENORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out,
                              int n_out, pp_err *err) {
     (void)n_in, (void)n_out;
-    PP_TRY(need_dtype(&in[0], "input X", T_F, NT(T_F), err));
+    PP_TRY(need_dtype(&in[0], "input X", T_FH, NT(T_FH), err));
     PP_TRY(pp_need_rank(&in[0], 3, PP_MAX_DIMS, "input X", err));
     PP_TRY(need_same_dtype(&in[1], &in[0], "scale", err));
     PP_TRY(need_same_dtype(&in[2], &in[0], "B", err));
@@ -541,7 +543,7 @@ double flops_LAYERNORM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo 
 pp_status shape_GROUPNORM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                           pp_err *err) {
     (void)n_in, (void)n_out;
-    PP_TRY(need_dtype(&in[0], "input X", T_F, NT(T_F), err));
+    PP_TRY(need_dtype(&in[0], "input X", T_FH, NT(T_FH), err));
     PP_TRY(pp_need_rank(&in[0], 2, PP_MAX_DIMS, "input X", err));
     const pp_shape *x = &in[0].shape;
     int64_t G;
@@ -795,7 +797,7 @@ pp_status shape_EINSUM(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, 
     for (int i = 0; i < n_in; i++) {
         char what[32];
         snprintf(what, sizeof what, "input %d", i);
-        if (i == 0) PP_TRY(need_dtype(&in[0], what, T_FDI, NT(T_FDI), err));
+        if (i == 0) PP_TRY(need_dtype(&in[0], what, T_FDIH, NT(T_FDIH), err));
         else PP_TRY(need_same_dtype(&in[i], &in[0], what, err));
     }
     pp_einsum e;
@@ -966,7 +968,12 @@ static pp_status shape_reduce(pp_op op, pp_attrs a, const pp_tinfo *in, int n_in
     case PP_OP_REDUCEMIN:
         PP_TRY(need_dtype(&in[0], "input data", T_MINMAX, NT(T_MINMAX), err));
         break;
-    case PP_OP_REDUCEL2:
+    case PP_OP_REDUCEMEAN:
+        PP_TRY(need_dtype(&in[0], "input data", T_FDIH, NT(T_FDIH), err));
+        break;
+    case PP_OP_REDUCEL2: /* (half: ppcc --precision, F.normalize's norm) */
+        PP_TRY(need_dtype(&in[0], "input data", T_FDH, NT(T_FDH), err));
+        break;
     case PP_OP_REDUCELOGSUM:
     case PP_OP_REDUCELOGSUMEXP:
         PP_TRY(need_dtype(&in[0], "input data", T_FD, NT(T_FD), err));
@@ -1010,7 +1017,7 @@ PP_REDUCE_FNS(REDUCELOGSUMEXP)
 /* ---- ArgMax, ArgMin ------------------------------------------------------------------------ */
 
 static pp_status shape_arg(pp_attrs a, const pp_tinfo *in, pp_tinfo *out, pp_err *err) {
-    PP_TRY(need_dtype(&in[0], "input data", T_ORDER, NT(T_ORDER), err));
+    PP_TRY(need_dtype(&in[0], "input data", T_ORDERH, NT(T_ORDERH), err));
     PP_TRY(pp_need_rank(&in[0], 1, PP_MAX_DIMS, "input data", err));
     int64_t axis64;
     int axis;
@@ -1264,7 +1271,7 @@ pp_status pp_resize_parse(pp_attrs a, const pp_tinfo *in, int n_in, pp_resize *r
 pp_status shape_RESIZE(pp_attrs a, const pp_tinfo *in, int n_in, pp_tinfo *out, int n_out,
                        pp_err *err) {
     (void)n_out;
-    PP_TRY(need_dtype(&in[0], "input X", T_F, NT(T_F), err));
+    PP_TRY(need_dtype(&in[0], "input X", T_FH, NT(T_FH), err));
     PP_TRY(pp_need_rank(&in[0], 1, PP_MAX_DIMS, "input X", err));
     pp_resize r;
     PP_TRY(pp_resize_parse(a, in, n_in, &r, err));

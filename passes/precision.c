@@ -315,8 +315,9 @@ pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *e
 /* The inference policy (docs/usage.md, "Half precision for inference"):
  * after the fusions, before the split. A node runs in half (its float inputs
  * and outputs in the half type H, the kernel computing in f32 inside and
- * rounding what it writes) when it is a product (Conv, pp.FusedConv, MatMul,
- * Gemm), or an op with a half path (half_slots) that reads a half value or
+ * rounding what it writes) when it is a product (Conv, pp.FusedConv,
+ * ConvTranspose, MatMul, Gemm, Einsum), or an op with a half path
+ * (half_slots) that reads a half value or
  * feeds a node that wants half (wants_half); its f32 constants are
  * converted to H here (nearest even, the reference Cast's bits; fp16's
  * finite values past 65504 saturate there rather than become infinities:
@@ -334,9 +335,13 @@ static unsigned half_slots(pp_op op) {
     switch (op) {
     case PP_OP_MATMUL: return 3u;
     case PP_OP_GEMM:
+    case PP_OP_CONVTRANSPOSE:
     case PP_OP_CONV: return 7u;      /* X, W, B */
     case PP_OP_FUSEDCONV: return 15u; /* and the residual */
-    case PP_OP_LAYERNORM: return 7u; /* X, Scale, B: f32 statistics inside */
+    case PP_OP_LAYERNORM:  /* X, Scale, B: f32 statistics inside */
+    case PP_OP_GROUPNORM:
+    case PP_OP_FUSEDGN:
+    case PP_OP_INSTANCENORM: return 7u;
     case PP_OP_RMSNORM: return 3u;
     case PP_OP_SOFTMAX:
     case PP_OP_LOGSOFTMAX:
@@ -348,8 +353,19 @@ static unsigned half_slots(pp_op op) {
     case PP_OP_GATHER:
     case PP_OP_EXPAND:
     case PP_OP_SPLIT:
-    case PP_OP_DROPOUT: return 1u;
-    case PP_OP_CONCAT: return ~0u;
+    case PP_OP_DROPOUT:
+    case PP_OP_BATCHNORM:     /* X; scale, B and the statistics stay f32 */
+    case PP_OP_RESIZE:        /* X; roi and scales stay f32 */
+    case PP_OP_REDUCEMEAN:    /* the sums in f32 or wider; not ReduceSum and friends, whose sums fp16 may not hold */
+    case PP_OP_REDUCEL2:      /* a norm: sqrt of the sum, about max |x| * sqrt(n) (F.normalize's) */
+    case PP_OP_REDUCEMAX:     /* exact in half */
+    case PP_OP_REDUCEMIN:
+    case PP_OP_GLOBALMAXPOOL:
+    case PP_OP_ARGMAX:
+    case PP_OP_ARGMIN: return 1u;
+    case PP_OP_PAD: return 5u; /* the data and the constant value */
+    case PP_OP_CONCAT:
+    case PP_OP_EINSUM: return ~0u; /* (a product: every float operand) */
     case PP_OP_CAST: return 0u; /* reads any type as it is (below) */
     case PP_OP_POW:        /* autocast's f32 ops: x^2 of fp16 overflows past 256 (an unfused RMSNorm's) */
     case PP_OP_EXP:
@@ -368,9 +384,10 @@ static bool reads_any(pp_op op) { return op == PP_OP_CAST || op == PP_OP_SHAPE |
 
 static bool is_half_dt(pp_dtype t) { return t == PP_F16 || t == PP_BF16; }
 
-/* the products the inference policy stores in half (ConvTranspose not yet: f32) */
+/* the products the inference policy stores in half */
 static bool half_product(pp_op op) {
-    return op == PP_OP_MATMUL || op == PP_OP_GEMM || op == PP_OP_CONV || op == PP_OP_FUSEDCONV;
+    return op == PP_OP_MATMUL || op == PP_OP_GEMM || op == PP_OP_CONV || op == PP_OP_FUSEDCONV ||
+           op == PP_OP_CONVTRANSPOSE || op == PP_OP_EINSUM;
 }
 
 typedef struct {

@@ -426,7 +426,7 @@ pp_status kern_CONV(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor
 
 pp_status kern_BATCHNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                                 int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)scratch;
+    PPRT_LIFT(kern_BATCHNORM); /* a half plan's X and Y (ppcc --precision): in f32, Y rounded */
     PP_TRY(pprt_need_counts("BatchNormalization", n_in, 5, 5, 1, err));
     if (n_out < 1 || n_out > 5)
         return PP_FAIL(err, PP_EINVAL, "BatchNormalization kernel: %d outputs, expected 1..5", n_out);

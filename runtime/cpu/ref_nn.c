@@ -92,6 +92,7 @@ static pp_status nbytes(int64_t n, size_t sz, size_t *out, const char *op, pp_er
 
 pp_status kern_CONVTRANSPOSE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                              int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_CONVTRANSPOSE); /* a half plan's: in f32 on the half values, Y rounded once */
     PP_TRY(check_outputs(PP_OP_CONVTRANSPOSE, attrs, in, n_in, out, n_out, err));
     pp_geom pg;
     int64_t group;
@@ -309,7 +310,7 @@ pp_status kern_LPPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tens
 
 pp_status kern_GLOBALMAXPOOL(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                              int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)scratch;
+    PPRT_LIFT(kern_GLOBALMAXPOOL); /* half: widened and narrowed exactly */
     PP_TRY(check_outputs(PP_OP_GLOBALMAXPOOL, attrs, in, n_in, out, n_out, err));
     const pp_shape *xs = &in[0].shape;
     const int64_t planes = xs->dim[0] * xs->dim[1], S = numel(xs) / (planes ? planes : 1);
@@ -348,7 +349,7 @@ static void moments(const float *x, int64_t n, double eps, double *mean, double 
 
 pp_status kern_INSTANCENORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                             int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)scratch;
+    PPRT_LIFT(kern_INSTANCENORM); /* a half plan's: in f32, Y rounded */
     PP_TRY(check_outputs(PP_OP_INSTANCENORM, attrs, in, n_in, out, n_out, err));
     float eps;
     PP_TRY(pp_attr_float(attrs, "epsilon", 1e-5f, &eps, err));
@@ -467,7 +468,7 @@ pp_status pprt_groupnorm_kernel(pp_op op, pprt_gn_affine how, pp_attrs attrs, co
 
 pp_status kern_GROUPNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                          int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)scratch;
+    PPRT_LIFT(kern_GROUPNORM); /* a half plan's: in f32, Y rounded */
     return pprt_groupnorm_kernel(PP_OP_GROUPNORM, attrs.opset >= 21 ? PPRT_GN_PER_CHANNEL : PPRT_GN_PER_GROUP,
                                  attrs, in, n_in, out, n_out, err);
 }
@@ -776,6 +777,7 @@ static pp_status einsum_gemm(const pp_einsum *e, const pprt_tensor *in, pprt_ten
 
 pp_status kern_EINSUM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                       int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_EINSUM); /* a half plan's: in f32 on the half values, the output rounded once */
     PP_TRY(check_outputs(PP_OP_EINSUM, attrs, in, n_in, out, n_out, err));
     pp_tinfo ti[PP_EINSUM_MAX_OPS];
     for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);
@@ -1137,7 +1139,7 @@ static pp_status reduce_common(pp_op op, pp_attrs attrs, const pprt_tensor *in, 
 #define PP_REDUCE_KERN(E)                                                                     \
     pp_status kern_##E(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,     \
                        int n_out, pprt_scratch *scratch, pp_err *err) {                      \
-        (void)scratch;                                                                       \
+        PPRT_LIFT(kern_##E); /* half: in f32, the output rounded */                          \
         return reduce_common(PP_OP_##E, attrs, in, n_in, out, n_out, err);                   \
     }
 PP_REDUCE_KERN(REDUCEMEAN)
@@ -1235,13 +1237,13 @@ static pp_status arg_common(pp_op op, pp_attrs attrs, const pprt_tensor *in, int
 
 pp_status kern_ARGMAX(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                       int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)scratch;
+    PPRT_LIFT(kern_ARGMAX); /* half x: widened exactly */
     return arg_common(PP_OP_ARGMAX, attrs, in, n_in, out, n_out, err);
 }
 
 pp_status kern_ARGMIN(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                       int n_out, pprt_scratch *scratch, pp_err *err) {
-    (void)scratch;
+    PPRT_LIFT(kern_ARGMIN); /* half x: widened exactly */
     return arg_common(PP_OP_ARGMIN, attrs, in, n_in, out, n_out, err);
 }
 
@@ -1486,6 +1488,7 @@ static void resize_pass(const pp_resize *r, int d, int64_t outer, int64_t in_d, 
 
 pp_status kern_RESIZE(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,
                       int n_out, pprt_scratch *scratch, pp_err *err) {
+    PPRT_LIFT(kern_RESIZE); /* a half plan's X and Y: in f32, Y rounded */
     PP_TRY(check_outputs(PP_OP_RESIZE, attrs, in, n_in, out, n_out, err));
     pp_tinfo ti[4];
     for (int i = 0; i < n_in; i++) ti[i] = pprt_tinfo_of(&in[i]);

@@ -997,7 +997,7 @@ enum {
  * output, the first extreme, or the last with `last`). */
 typedef struct pcu_red {
     int32_t op, nk, nr, last;
-    int32_t t, pad_; /* x's and a float y's type (pcu_rhalf: a half plan's GlobalAveragePool / GlobalMaxPool) */
+    int32_t t, pad_; /* x's and a float y's type (pcu_rhalf: a half plan's global pools and reductions) */
     int64_t n_out, n_red;
     int64_t kd[PCU_MAXD], ks[PCU_MAXD], rd[PCU_MAXD], rs[PCU_MAXD];
 } pcu_red;
@@ -1383,17 +1383,19 @@ PCU_HD void pcu_norm_at(const pcu_norm *k, void *y, const void *x, const void *s
 }
 
 /* BatchNormalization (inference): element i of x [N, C, S], channel
- * (i / S) % C. */
+ * (i / S) % C; x and y of type t (pcu_rld: f32, or a half plan's f16 / bf16
+ * computed as f32 and rounded), scale, bias and the statistics f32. */
 typedef struct pcu_bn {
     int64_t n, c, s;
     double eps;
+    int32_t t, pad_;
 } pcu_bn;
 
-PCU_HD void pcu_bn_at(const pcu_bn *k, float *y, const float *x, const float *scale, const float *bias,
+PCU_HD void pcu_bn_at(const pcu_bn *k, void *y, const void *x, const float *scale, const float *bias,
                       const float *mean, const float *var, int64_t i) {
     const int64_t c = pcu_mod(pcu_div(i, k->s), k->c);
     const float s = (float)((double)scale[c] / sqrt((double)var[c] + k->eps));
-    y[i] = (x[i] - mean[c]) * s + bias[c];
+    pcu_rst(y, k->t, i, (pcu_rld(x, k->t, i) - mean[c]) * s + bias[c]);
 }
 
 /* ---- pp.Dropout in training mode: one thread per element ----------------------------------- *
@@ -1908,6 +1910,7 @@ typedef struct pcu_resize {
     int32_t rank, mode, coord, nearest, a, b; /* mode: 0 nearest, 1 linear, 2 cubic */
     int32_t sum_a, sum_b, exclude, antialias;
     float cubic_a, extrap;
+    int32_t t, pad_; /* x's and y's type (pcu_rld: f32, or a half plan's f16 / bf16, the passes in f32) */
     int64_t n; /* output elements */
     int64_t in[PCU_MAXD], out[PCU_MAXD];
     double scale[PCU_MAXD], roi0[PCU_MAXD], roi1[PCU_MAXD];
@@ -2006,8 +2009,8 @@ PCU_HD int pcu_resize_ext(const pcu_resize *k, int d, int64_t o) {
     return x < 0 || x > (double)(k->in[d] - 1);
 }
 
-/* The pass over axis a at output position oa, from p (stride sa), as a float. */
-PCU_HD float pcu_resize_pass(const pcu_resize *k, int d, int sum, const float *p, int64_t o, int64_t st) {
+/* The pass over axis a at output position oa, from element p0 of x (stride st), as a float. */
+PCU_HD float pcu_resize_pass(const pcu_resize *k, int d, int sum, const void *x, int64_t p0, int64_t o, int64_t st) {
     if (pcu_resize_ext(k, d, o)) return k->extrap;
     int64_t start, idx;
     double s, acc = 0.0;
@@ -2015,12 +2018,12 @@ PCU_HD float pcu_resize_pass(const pcu_resize *k, int d, int sum, const float *p
     const double norm = pcu_resize_norm(k, d, o);
     if (n == 1) {
         (void)pcu_resize_tap(k, d, o, 0, &idx);
-        return p[idx * st];
+        return pcu_rld(x, k->t, p0 + idx * st);
     }
     for (int64_t j = 0; j < n; j++) {
         double w = pcu_resize_tap(k, d, o, j, &idx);
         w = norm != 1.0 ? w / norm : w;
-        if (sum || w != 0) acc += w * p[idx * st];
+        if (sum || w != 0) acc += w * pcu_rld(x, k->t, p0 + idx * st);
     }
     return (float)acc;
 }
@@ -2044,17 +2047,17 @@ PCU_HD int64_t pcu_resize_split(const pcu_resize *k, int64_t i, const int64_t *w
     return base;
 }
 
-PCU_HD void pcu_resize_at(const pcu_resize *k, float *y, const float *x, int64_t i) {
+PCU_HD void pcu_resize_at(const pcu_resize *k, void *y, const void *x, int64_t i) {
     /* the output coordinates on a and b, and the input offset of the other axes */
     int64_t oa, ob, sa, sb;
     const int64_t base = pcu_resize_split(k, i, k->out, k->in, &oa, &ob, &sa, &sb);
     if (k->b < 0) {
-        y[i] = pcu_resize_pass(k, k->a, k->sum_a, x + base, oa, sa);
+        pcu_rst(y, k->t, i, pcu_resize_pass(k, k->a, k->sum_a, x, base, oa, sa));
         return;
     }
     /* the pass over b, each of its taps the pass over a at that position */
     if (pcu_resize_ext(k, k->b, ob)) {
-        y[i] = k->extrap;
+        pcu_rst(y, k->t, i, k->extrap);
         return;
     }
     int64_t start, idx;
@@ -2062,16 +2065,16 @@ PCU_HD void pcu_resize_at(const pcu_resize *k, float *y, const float *x, int64_t
     const int64_t n = pcu_resize_ntaps(k, k->b, &start, &s);
     if (n == 1) {
         (void)pcu_resize_tap(k, k->b, ob, 0, &idx);
-        y[i] = pcu_resize_pass(k, k->a, k->sum_a, x + base + idx * sb, oa, sa);
+        pcu_rst(y, k->t, i, pcu_resize_pass(k, k->a, k->sum_a, x, base + idx * sb, oa, sa));
         return;
     }
     const double norm = pcu_resize_norm(k, k->b, ob);
     for (int64_t j = 0; j < n; j++) {
         double w = pcu_resize_tap(k, k->b, ob, j, &idx);
         w = norm != 1.0 ? w / norm : w;
-        if (k->sum_b || w != 0) acc += w * (double)pcu_resize_pass(k, k->a, k->sum_a, x + base + idx * sb, oa, sa);
+        if (k->sum_b || w != 0) acc += w * (double)pcu_resize_pass(k, k->a, k->sum_a, x, base + idx * sb, oa, sa);
     }
-    y[i] = (float)acc;
+    pcu_rst(y, k->t, i, (float)acc);
 }
 
 /* ---- pp.ResizeGrad: one thread per input element, no atomics -------------------------------- *

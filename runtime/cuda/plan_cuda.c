@@ -995,6 +995,7 @@ static pp_status red_step(planner *P, int ni, int op, int last, const pprt_tdesc
     s->kernel = PCU_K_RED;
     pcu_red *k = &s->u.red;
     *k = (pcu_red){.op = op, .last = last, .n_out = 1, .n_red = 1};
+    if (x->dtype == PP_F16 || x->dtype == PP_BF16) k->t = x->dtype; /* a half plan's: read (and written) in half */
     int64_t xst[PP_MAX_DIMS];
     strides_of(&x->shape, xst);
     if (xst_in) memcpy(xst, xst_in, sizeof(int64_t) * (size_t)x->shape.rank);
@@ -1022,7 +1023,11 @@ static pp_status plan_reduce(planner *P, int ni, bool *ok) {
     *ok = false;
     /* an empty input (a reduction's identity) stays on the host fallback */
     const bool gpool = n->op == PP_OP_GLOBALAVGPOOL || n->op == PP_OP_GLOBALMAXPOOL;
-    const bool half = gpool && (x->dtype == PP_F16 || x->dtype == PP_BF16); /* a half plan's (ppcc --precision) */
+    /* a half plan's (ppcc --precision: passes/precision.c's half_slots): the global pools, ReduceMean, ReduceMax,
+     * ReduceMin, ReduceL2, ArgMax and ArgMin read half, the sums in double as in f32 */
+    const bool half = (x->dtype == PP_F16 || x->dtype == PP_BF16) &&
+                      (gpool || n->op == PP_OP_REDUCEMEAN || n->op == PP_OP_REDUCEMAX || n->op == PP_OP_REDUCEMIN ||
+                       n->op == PP_OP_REDUCEL2 || n->op == PP_OP_ARGMAX || n->op == PP_OP_ARGMIN);
     if ((x->dtype != PP_F32 && !half) || n->n_out != 1 || numel(&x->shape) == 0) return PP_OK;
     bool mask[PP_MAX_DIMS] = {false};
     int op;
@@ -1036,10 +1041,7 @@ static pp_status plan_reduce(planner *P, int ni, bool *ok) {
         int64_t cl[PP_MAX_DIMS];
         if (P->cur_nhwc && x->shape.rank == 4)
             nhwc_strides(&x->shape, cl);
-        PP_TRY(red_step(P, ni, op, 0, x, P->cur_nhwc && x->shape.rank == 4 ? cl : NULL, mask, R(P, n->out[0])));
-        if (half && P->pl->n_steps && P->pl->steps[P->pl->n_steps - 1].node == ni)
-            P->pl->steps[P->pl->n_steps - 1].u.red.t = x->dtype;
-        return PP_OK;
+        return red_step(P, ni, op, 0, x, P->cur_nhwc && x->shape.rank == 4 ? cl : NULL, mask, R(P, n->out[0]));
     }
     if (n->op == PP_OP_ARGMAX || n->op == PP_OP_ARGMIN) {
         int axis;
@@ -1051,7 +1053,7 @@ static pp_status plan_reduce(planner *P, int ni, bool *ok) {
         return red_step(P, ni, n->op == PP_OP_ARGMAX ? PCU_RED_ARGMAX : PCU_RED_ARGMIN,
                         attr_i(P, n, "select_last_index", 0) != 0, x, NULL, mask, R(P, n->out[0]));
     }
-    if (y->dtype != PP_F32) return PP_OK;
+    if (y->dtype != x->dtype) return PP_OK;
     switch (n->op) {
     case PP_OP_REDUCEMEAN: op = PCU_RED_MEAN; break;
     case PP_OP_REDUCESUM: op = PCU_RED_SUM; break;
@@ -1364,30 +1366,50 @@ static pp_status plan_norm_grad(planner *P, int ni, bool *ok) {
     return PP_OK;
 }
 
+/* A half plan's inference BatchNormalization (ppcc --precision: passes/precision.c's half_slots): X and Y of
+ * one half type, scale, B and the statistics f32. */
+static bool bn_half(const planner *P, const pprt_node *n) {
+    const pp_dtype t = T(P, n->in[0])->dtype;
+    if ((t != PP_F16 && t != PP_BF16) || n->n_in != 5 || n->n_out != 1 || T(P, n->out[0])->dtype != t) return false;
+    for (int k = 1; k < 5; k++)
+        if (n->in[k] < 0 || T(P, n->in[k])->dtype != PP_F32) return false;
+    return true;
+}
+
+/* BatchNormalization (inference; f32, or bn_half's): a thread per element */
+static pp_status plan_bn(planner *P, int ni, bool *ok) {
+    const pprt_node *n = &P->st->nodes[ni];
+    const pp_shape *xs = &T(P, n->in[0])->shape;
+    if (n->n_out != 1 || xs->rank < 2) return PP_OK;
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, 6);
+    s->kernel = PCU_K_BN;
+    int64_t S = 1;
+    for (int d = 2; d < xs->rank; d++) S *= xs->dim[d];
+    if (P->cur_nhwc) S = 1; /* channels-last: the channel is the innermost index */
+    s->u.bn = (pcu_bn){.n = numel(xs), .c = xs->dim[1], .s = S, .eps = attr_f(P, n, "epsilon", 1e-5f),
+                       .t = T(P, n->in[0])->dtype};
+    for (int k = 0; k < 5; k++) s->ops[k] = R(P, n->in[k]);
+    s->ops[5] = R(P, n->out[0]);
+    s->threads = s->u.bn.n;
+    if (s->threads == 0) free(s->ops), P->pl->n_steps--;
+    P->pl->counts.own++;
+    *ok = true;
+    return PP_OK;
+}
+
 static pp_status plan_norm(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]);
     *ok = false;
-    const bool lnr = n->op == PP_OP_LAYERNORM || n->op == PP_OP_RMSNORM; /* f32 or half (ln_type); the others f32 */
-    if (lnr ? ln_type(P, n) < 0 : !all_f32(P, n)) return PP_OK;
+    /* f32 or half (ln_type): the layer, RMS, group and instance norms; BatchNormalization f32 (or bn_half's) */
+    const bool lnr = n->op == PP_OP_LAYERNORM || n->op == PP_OP_RMSNORM || n->op == PP_OP_GROUPNORM ||
+                     n->op == PP_OP_FUSEDGN || n->op == PP_OP_INSTANCENORM;
     const pp_shape *xs = &x->shape;
+    if (n->op == PP_OP_BATCHNORM && !pp_bn_training(attrs_of(P, n), n->n_out) && bn_half(P, n))
+        return plan_bn(P, ni, ok);
+    if (lnr ? ln_type(P, n) < 0 : !all_f32(P, n)) return PP_OK;
     if (n->op == PP_OP_BATCHNORM && pp_bn_training(attrs_of(P, n), n->n_out)) return plan_bn_train(P, ni, ok);
-    if (n->op == PP_OP_BATCHNORM) {
-        if (n->n_out != 1 || xs->rank < 2) return PP_OK;
-        NEW_STEP(s, P, PCU_S_KERNEL, ni, 6);
-        s->kernel = PCU_K_BN;
-        int64_t S = 1;
-        for (int d = 2; d < xs->rank; d++) S *= xs->dim[d];
-        if (P->cur_nhwc) S = 1; /* channels-last: the channel is the innermost index */
-        s->u.bn = (pcu_bn){.n = numel(xs), .c = xs->dim[1], .s = S, .eps = attr_f(P, n, "epsilon", 1e-5f)};
-        for (int k = 0; k < 5; k++) s->ops[k] = R(P, n->in[k]);
-        s->ops[5] = R(P, n->out[0]);
-        s->threads = s->u.bn.n;
-        if (s->threads == 0) free(s->ops), P->pl->n_steps--;
-        P->pl->counts.own++;
-        *ok = true;
-        return PP_OK;
-    }
+    if (n->op == PP_OP_BATCHNORM) return plan_bn(P, ni, ok);
     pcu_norm k = {.has_bias = n->n_in > 2 && n->in[2] >= 0, .t = lnr ? ln_type(P, n) : PP_F32,
                   .eps = attr_f(P, n, "epsilon", 1e-5f)};
     if (n->op == PP_OP_LAYERNORM || n->op == PP_OP_RMSNORM) {
@@ -1578,7 +1600,9 @@ static pp_status plan_resize(planner *P, int ni, bool *ok) {
     pp_tinfo tin[4];
     unsigned char buf[4][64];
     pcu_resize k;
-    if (x->dtype != PP_F32 || y->dtype != PP_F32 || !const_inputs(P, n, tin, 4) ||
+    /* f32, or a half plan's X and Y of one half type (ppcc --precision: passes/precision.c's half_slots) */
+    if ((x->dtype != PP_F32 && x->dtype != PP_F16 && x->dtype != PP_BF16) || y->dtype != x->dtype ||
+        !const_inputs(P, n, tin, 4) ||
         (P->cur_nhwc && !resize_nhwc_inputs(P, n, tin, buf)) ||
         !pcu_resize_block(attrs_of(P, n), tin, n->n_in, &x->shape, &y->shape, &k))
         return PP_OK; /* computed scales or sizes: the host */
@@ -1598,6 +1622,7 @@ static pp_status plan_resize(planner *P, int ni, bool *ok) {
     for (int d = ax + 1; d < xs->rank; d++) after_a *= xs->dim[d];
     for (int d = bx + 1; bx >= 0 && d < xs->rank; d++) after_b *= xs->dim[d];
     k.sum_a = after_a == 1, k.sum_b = after_b == 1;
+    if (x->dtype != PP_F32) k.t = x->dtype;
     XY_STEP(s, P, ni, PCU_K_RESIZE, k.n);
     s->u.rs = k;
     return PP_OK;
@@ -2627,9 +2652,9 @@ static pp_status plan_conv(planner *P, int ni, bool *ok) {
     const pprt_node *n = node_of(P, ni);
     const pprt_tdesc *x = T(P, n->in[0]), *w = T(P, n->in[1]), *y = T(P, n->out[0]);
     *ok = false;
-    const int ty = one_float_type(P, n); /* f32, or a half plan's Conv and pp.FusedConv */
+    const int ty = one_float_type(P, n); /* f32, or a half plan's Conv, pp.FusedConv and ConvTranspose */
     const bool tr = n->op == PP_OP_CONVTRANSPOSE;
-    if (ty < 0 || (tr && ty != PP_F32) || x->shape.rank < 3 || x->shape.rank > 5) return PP_OK;
+    if (ty < 0 || x->shape.rank < 3 || x->shape.rank > 5) return PP_OK;
     pp_attrs a = attrs_of(P, n);
     pp_geom g;
     int64_t groups = 1;
@@ -3230,7 +3255,8 @@ static bool merge_labels(const int *lab, int n, const int64_t *size, const int64
 static pp_status plan_einsum(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     *ok = false;
-    if (n->n_in != 2 || n->n_out != 1 || n->in[0] < 0 || n->in[1] < 0 || !all_f32(P, n)) return PP_OK;
+    const int ty = one_float_type(P, n); /* f32, or a half plan's f16 / bf16 (cuBLASLt 16F / 16BF, 32F sums) */
+    if (n->n_in != 2 || n->n_out != 1 || n->in[0] < 0 || n->in[1] < 0 || ty < 0) return PP_OK;
     const pprt_tdesc *x[2] = {T(P, n->in[0]), T(P, n->in[1])}, *y = T(P, n->out[0]);
     pp_tinfo tin[2] = {{PP_F32, x[0]->shape, NULL}, {PP_F32, x[1]->shape, NULL}};
     pp_einsum e;
@@ -3273,7 +3299,7 @@ static pp_status plan_einsum(planner *P, int ni, bool *ok) {
         !merge_labels(role[2], nr[2], size, st[2], &N, &syn) || !merge_labels(role[3], nr[3], size, st[0], &K, &sak) ||
         !merge_labels(role[3], nr[3], size, st[1], &K, &sbk))
         return PP_OK;
-    pcu_mm mm = {.alpha = 1, .batch = B, .k = K};
+    pcu_mm mm = {.alpha = 1, .batch = B, .k = K, .dt = ty};
     int first; /* the node's input cuBLASLt takes as its A */
     int32_t tc;
     if (lt_operand(syn, sym, N, M, &tc, &mm.ldc) && !tc && lt_operand(sbn, sbk, N, K, &mm.transa, &mm.lda) &&
@@ -3723,15 +3749,15 @@ static int lay_class(const pprt_plan *p, const pprt_stage *st, const pprt_node *
     const pprt_tdesc *x = &st->t[n->in[0]], *y = &st->t[n->out[0]];
     const bool fx = x->shape.rank == 4 && lay_float(x->dtype) && y->dtype == x->dtype;
     switch (n->op) {
-    case PP_OP_CONV: case PP_OP_FUSEDCONV: case PP_OP_CONVTRANSPOSE: /* (ConvTranspose in f32 only, as plan_conv) */
+    case PP_OP_CONV: case PP_OP_FUSEDCONV: case PP_OP_CONVTRANSPOSE:
         return fx && n->n_in >= 2 && n->in[1] >= 0 && st->t[n->in[1]].shape.rank == 4 &&
-                       st->t[n->in[1]].dtype == x->dtype && (n->op != PP_OP_CONVTRANSPOSE || x->dtype == PP_F32)
+                       st->t[n->in[1]].dtype == x->dtype
                    ? LC_CONV
                    : LC_NONE;
     case PP_OP_MAXPOOL: case PP_OP_AVGPOOL: return fx ? LC_POOL : LC_NONE;
     case PP_OP_GLOBALAVGPOOL: case PP_OP_GLOBALMAXPOOL: return fx ? LC_GPOOL : LC_NONE;
     case PP_OP_BATCHNORM: /* inference (one output): its channel the innermost index */
-        return fx && x->dtype == PP_F32 && !pp_bn_training((pp_attrs){n->attrs, n->n_attrs, p->opset}, n->n_out) ? LC_BN : LC_NONE;
+        return fx && !pp_bn_training((pp_attrs){n->attrs, n->n_attrs, p->opset}, n->n_out) ? LC_BN : LC_NONE;
     case PP_OP_TRANSPOSE: { /* the model's own change of layout (ConvNeXt, Swin): [0, 2, 3, 1], [0, 3, 1, 2] */
         int64_t pm[PP_MAX_DIMS];
         if (x->shape.rank != 4 || y->dtype != x->dtype ||

@@ -52,7 +52,8 @@
 #      --precision fp16|bf16) against f32 storage, ViT-B/16 and ResNet-50 at batch 8 and 32, rates and
 #      errors against onnxruntime f32 (bench/half_storage.py, HALF_STORAGE_SECS); 5n. ResNet-50's half plans at
 #      batch 8 and 32 with --cuda-layout nchw and nhwc against autocast channels_last (LAYOUT_SECS, default 110),
-#      -pp 2 at nhwc bit-identical to -pp 1; ViT-B/16 at fp16, batch 32 and 8,
+#      -pp 2 at nhwc bit-identical to -pp 1; 5m. half_models.py's mix model (the half plan's BatchNormalization,
+#      ConvTranspose, Resize, Pad and reductions, 2026-12-06) against onnxruntime; ViT-B/16 at fp16, batch 32 and 8,
 #      with the speed options (views, fused attention, row kernels, wide elementwise) together on and off;
 #      ViT-B/16 with the row kernels
 #      in one block against in lanes, with the fused attention on and off
@@ -628,6 +629,38 @@ if [ "${EXTRA:-1}" = 1 ]; then
       fi
       grep -h "cuDNN engine\|engine" "$out/nhwc_explain_pp1.txt" | head -5
     fi
+  fi
+  # 5m. the ops a half plan stores in half since 2026-12-06 (docs/cuda.md "Half storage"; never on a GPU):
+  # BatchNormalization (inference), ConvTranspose (cuDNN backward data on HALF / BFLOAT16, channels-last), Resize,
+  # Pad, InstanceNormalization, ReduceMean, ReduceMax, ReduceL2, GlobalMaxPool and Einsum (cuBLASLt 16F / 16BF):
+  # tests/cuda/half_models.py's mix
+  # model at fp16 and bf16 on $be
+  # against onnxruntime's f32 within ctest cuda_half's bounds (3e-3, 2.5e-2), no host step, -pp 2 the same bits
+  # as -pp 1 (about 10 s)
+  hm=/tmp/half_mix
+  if [ "$(left)" -gt 40 ] && rm -rf $hm && mkdir -p $hm && (cd $hm && python3 "$src/tests/cuda/half_models.py" models . \
+       && python3 "$src/tests/cuda/half_models.py" ort mix.onnx data_mix ort_mix) > "$out/half_mix.txt" 2>&1; then
+    echo "== 5m. the half plan's new half ops, tests/cuda/half_models.py's mix ($(date +%T), $(left) s left)"
+    for pr in fp16 bf16; do
+      lim=$([ $pr = fp16 ] && echo 3e-3 || echo 2.5e-2)
+      ok=1
+      for pp in 1 2; do
+        "$PPCC" $hm/mix.onnx -b 2 -pp $pp --precision $pr -o $hm/m$pp.plan -q \
+          && timeout 60 "$PPRT" $hm/m$pp.plan $hm/data_mix --backend $be -q -o $hm/o$pp --cuda-explain \
+               2> $hm/explain_${pr}_$pp.txt || { echo "FAIL: mix $pr -pp $pp: $(tail -2 $hm/explain_${pr}_$pp.txt)"; ok=0; }
+      done
+      cp $hm/explain_${pr}_1.txt "$out/" 2>/dev/null
+      [ $ok = 1 ] || { status=1; continue; }
+      e=$(python3 "$src/tests/cuda/half_models.py" error $hm/o1/y.npy $hm/ort_mix/y.npy) || e="$e (NaN)"
+      host=$(grep -o '[0-9]* host steps' $hm/explain_${pr}_1.txt | head -1)
+      if python3 -c "import sys; sys.exit(not float('$e') <= $lim)" 2>/dev/null && [ "$host" = "0 host steps" ] \
+         && cmp -s $hm/o1/y.npy $hm/o2/y.npy; then
+        echo "ok: mix $pr on $be: error $e against onnxruntime's f32 (bound $lim), $host, -pp 2 the same bits"
+      else
+        echo "FAIL: mix $pr on $be: error $e (bound $lim), $host, -pp 2 $(cmp -s $hm/o1/y.npy $hm/o2/y.npy \
+          && echo 'the same bits' || echo 'other bits')"; status=1
+      fi
+    done
   fi
   d=/tmp/cvt/vit_b_16
   # ViT-B/16 in half precision (issue 54: fp16 0.48x autocast at batch 32 on the seventh lease, 1.34x at 8).

@@ -9,6 +9,16 @@ precision").
       residual block (Conv 16->16 + BN + Relu, Conv 16->16 + BN, Add, Relu),
       GlobalAveragePool, Flatten, Gemm 16->32 (transB, bias), Relu, Gemm
       32->10; x [batch, 3, 16, 16], inputs DIR/data_cnn/x.npy (4 samples).
+      DIR/mix.onnx: the inference ops a half plan stores in half since
+      2026-12-06 (passes/precision.c's half_slots), each where a real model
+      has it: a reflecting Pad before a Conv, a Concat then an unfolded
+      BatchNormalization (DenseNet's), squeeze-and-excitation by ReduceMean,
+      spatial attention by ReduceMax over the channels, a constant Pad (value
+      0.25) before a Conv, InstanceNormalization, ConvTranspose (stride
+      2, bias) normalized over its channels by ReduceL2, beside a linear
+      Resize (U-Net's up paths), attention over the pixels by two Einsums
+      (MaxViT's), GlobalMaxPool, Gemm; x [batch, 3, 16, 16],
+      DIR/data_mix/x.npy (4 samples).
       (tests/cuda/fattn_models.py writes the ViT-like blocks, vit.onnx.)
   half_models.py ort MODEL DATA OUT
       onnxruntime's f32 outputs of MODEL over DATA/*.npy into OUT/NAME.npy
@@ -63,6 +73,55 @@ def models(d):
                                         c("fc2.b", rng.standard_normal(10) * 0.1)], ["y"], name="/fc2/Gemm",
                                transB=1)]
     write_model(d, "cnn", nodes, inits, [3, 16, 16], [10], rng.standard_normal((4, 3, 16, 16)).astype(np.float32))
+    mix(d, rng)
+
+
+def mix(d, rng):
+    """DIR/mix.onnx (the module's doc)"""
+    from onnx import helper, numpy_helper
+
+    inits, nodes = [], []
+
+    def c(name, a, dt=np.float32):
+        inits.append(numpy_helper.from_array(np.asarray(a, dt), name))
+        return name
+
+    def n(op, ins, out, **kw):
+        nodes.append(helper.make_node(op, ins, [out], name=f"/{out}/{op}", **kw))
+        return out
+
+    def conv(x, cin, cout, k, name, op="Conv", **kw):
+        shape = (cin, cout, k, k) if op == "ConvTranspose" else (cout, cin, k, k)
+        w = c(name + ".w", rng.standard_normal(shape) * np.sqrt(2.0 / (k * k * cin)))
+        return n(op, [x, w, c(name + ".b", rng.standard_normal(cout) * 0.1)], name, **kw)
+
+    p1 = n("Pad", ["x", c("pads1", [0, 0, 1, 1, 0, 0, 1, 1], np.int64)], "pad1", mode="reflect")
+    r1 = n("Relu", [conv(p1, 3, 8, 3, "conv1")], "relu1")
+    cat = n("Concat", [r1, conv("x", 3, 8, 1, "conv1x1")], "cat", axis=1)
+    bn = [c("bn" + s, v) for s, v in ((".g", 1 + 0.1 * rng.standard_normal(16)), (".beta", 0.1 * rng.standard_normal(16)),
+                                      (".mean", 0.1 * rng.standard_normal(16)), (".var", 0.5 + rng.random(16)))]
+    r2 = n("Relu", [n("BatchNormalization", [cat] + bn, "bn", epsilon=1e-5)], "relu2")
+    se = n("Sigmoid", [conv(n("ReduceMean", [r2], "se_mean", axes=[2, 3], keepdims=1), 16, 16, 1, "se_fc")], "se_gate")
+    s1 = n("Mul", [r2, se], "se_mul")
+    sp = n("Sigmoid", [n("ReduceMax", [s1], "sp_max", axes=[1], keepdims=1)], "sp_gate")
+    pool = n("MaxPool", [n("Mul", [s1, sp], "sp_mul")], "pool", kernel_shape=[2, 2], strides=[2, 2])
+    p2 = n("Pad", [pool, c("pads2", [0, 0, 1, 1, 0, 0, 1, 1], np.int64), c("pad_value", 0.25)], "pad2", mode="constant")
+    inorm = n("InstanceNormalization", [conv(p2, 16, 16, 3, "conv2"), c("in.g", 1 + 0.1 * rng.standard_normal(16)),
+                                        c("in.b", 0.1 * rng.standard_normal(16))], "inorm", epsilon=1e-5)
+    up = conv(inorm, 16, 8, 2, "up", op="ConvTranspose", strides=[2, 2])
+    l2 = n("Clip", [n("ReduceL2", [up], "up_l2", axes=[1], keepdims=1), c("l2_min", 1e-6)], "up_l2c")
+    up = n("Div", [up, l2], "up_normalized")  # F.normalize over the channels
+    rs = n("Resize", [pool, "", c("scales", [1, 1, 2, 2])], "resize", mode="linear",
+           coordinate_transformation_mode="half_pixel")
+    s2 = n("Relu", [n("Add", [up, conv(rs, 16, 8, 1, "rs_fc")], "up_add")], "up_relu")
+    t = n("Reshape", [s2, c("flat_hw", [0, 8, 256], np.int64)], "tokens")
+    sc = n("Mul", [n("Einsum", [t, t], "scores", equation="bci,bcj->bij"), c("scale", 8 ** -0.5)], "scaled")
+    att = n("Einsum", [t, n("Softmax", [sc], "attn", axis=-1)], "att", equation="bcj,bij->bci")
+    s3 = n("Add", [s2, n("Reshape", [att, c("back_hw", [0, 8, 16, 16], np.int64)], "att_img")], "att_add")
+    flat = n("Flatten", [n("GlobalMaxPool", [s3], "gmp")], "flat")
+    n("Gemm", [flat, c("fc.w", rng.standard_normal((10, 8)) * 0.3), c("fc.b", rng.standard_normal(10) * 0.1)], "y",
+      transB=1)
+    write_model(d, "mix", nodes, inits, [3, 16, 16], [10], rng.standard_normal((4, 3, 16, 16)).astype(np.float32))
 
 
 def write_model(d, name, nodes, inits, x_dims, y_dims, x):

@@ -637,6 +637,81 @@ static void compare_half(const char *what, const uint16_t *got, const float *wan
     }
 }
 
+/* test_half_rows' inference ops of a half plan beyond the rows (passes/precision.c's half_slots, since
+ * 2026-12-06): BatchNormalization over [1, rows, n] (a channel a row; scale, bias and the statistics f32),
+ * InstanceNormalization over the same, ReduceMax, ReduceL2 and ArgMax of every row, and Resize of each row to twice its length (linear, cubic and nearest,
+ * [1, rows, 1, n] -> [1, rows, 1, 2n], through pcu_resize_block as plan_resize makes it): the f32 kernels'
+ * values over xf (x rounded to type t, xh its half bits) rounded, ArgMax's indices the f32 kernel's. */
+static void half_more(int t, const char *tn, int64_t rows, int64_t n, const float *xf, const uint16_t *xh) {
+    const int64_t rn = rows * n;
+    float *yf = malloc(sizeof(float) * (size_t)(2 * rn)), *bnp = malloc(sizeof(float) * (size_t)(4 * rows));
+    uint16_t *yh = malloc(2 * (size_t)(2 * rn));
+    int64_t *af = malloc(sizeof(int64_t) * (size_t)rows), *ah = malloc(sizeof(int64_t) * (size_t)rows);
+    char what[96];
+    for (int64_t r = 0; r < rows; r++)
+        bnp[r] = (float)(unif() + 0.5), bnp[rows + r] = (float)(unif() - 0.5), bnp[2 * rows + r] = (float)(unif() - 0.5),
+        bnp[3 * rows + r] = (float)(unif() + 0.01);
+    pcu_bn bk = {.n = rn, .c = rows, .s = n, .eps = 1e-5};
+    for (int64_t i = 0; i < rn; i++) pcu_bn_at(&bk, yf, xf, bnp, bnp + rows, bnp + 2 * rows, bnp + 3 * rows, i);
+    bk.t = t;
+    for (int64_t i = rn - 1; i >= 0; i--) pcu_bn_at(&bk, yh, xh, bnp, bnp + rows, bnp + 2 * rows, bnp + 3 * rows, i);
+    snprintf(what, sizeof what, "%s BatchNormalization %lldx%lld", tn, (long long)rows, (long long)n);
+    compare_half(what, yh, yf, t, rn);
+    /* InstanceNormalization (GroupNormalization's per-channel form) over the same [1, rows, n]: scale and bias
+     * per channel, of type t (rounded), as ppcc --precision stores them */
+    uint16_t *sbh = malloc(2 * (size_t)(2 * rows));
+    float *sbf = malloc(sizeof(float) * (size_t)(2 * rows));
+    to_half(bnp, t, sbh, sbf, 2 * rows);
+    pcu_norm nk = {.has_bias = 1, .rows = rows, .n = n, .groups = (int32_t)rows, .cpg = 1, .cdiv = n, .eps = 1e-5};
+    for (int64_t i = 0; i < rows; i++) pcu_norm_at(&nk, yf, xf, sbf, sbf + rows, NULL, NULL, NULL, i);
+    nk.t = t;
+    for (int64_t i = rows - 1; i >= 0; i--) pcu_norm_at(&nk, yh, xh, sbh, sbh + rows, NULL, NULL, NULL, i);
+    snprintf(what, sizeof what, "%s InstanceNormalization %lldx%lld", tn, (long long)rows, (long long)n);
+    compare_half(what, yh, yf, t, rn);
+    free(sbh), free(sbf);
+    pcu_red rk = {.op = PCU_RED_MAX, .nk = 1, .nr = 1, .n_out = rows, .n_red = n, .kd = {rows}, .ks = {n},
+                  .rd = {n}, .rs = {1}};
+    for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, yf, xf, i);
+    rk.t = t;
+    for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, yh, xh, i);
+    snprintf(what, sizeof what, "%s ReduceMax", tn);
+    compare_half(what, yh, yf, t, rows);
+    rk.op = PCU_RED_L2, rk.t = 0;
+    for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, yf, xf, i);
+    rk.t = t;
+    for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, yh, xh, i);
+    snprintf(what, sizeof what, "%s ReduceL2", tn);
+    compare_half(what, yh, yf, t, rows);
+    rk.op = PCU_RED_ARGMAX, rk.t = 0;
+    for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, af, xf, i);
+    rk.t = t;
+    for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, ah, xh, i);
+    checks++;
+    if (memcmp(af, ah, sizeof *af * (size_t)rows)) FAIL("%s ArgMax: not the f32 kernel's indices\n", tn);
+    static const char *const modes[] = {"linear", "cubic", "nearest"};
+    for (int m = 0; m < 3; m++) {
+        pp_attr at[2] = {{.name = "mode", .type = PP_ATTR_STRING, .s = modes[m]},
+                         {.name = "coordinate_transformation_mode", .type = PP_ATTR_STRING, .s = "half_pixel"}};
+        const pp_attrs a = {at, 2, 19};
+        const pp_shape xs = {4, {1, rows, 1, n}}, ys = {4, {1, rows, 1, 2 * n}}, none = {1, {0}}, vec = {1, {4}};
+        float sc[4] = {1, 1, 1, 2};
+        pp_tinfo tin[4] = {{PP_F32, xs, NULL}, {PP_F32, none, NULL}, {PP_F32, vec, sc}, {PP_I64, none, NULL}};
+        pcu_resize zk;
+        checks++;
+        if (!pcu_resize_block(a, tin, 3, &xs, &ys, &zk) || zk.a != 3) {
+            FAIL("%s Resize %s: no parameter block\n", tn, modes[m]);
+            continue;
+        }
+        zk.sum_a = 1;
+        for (int64_t i = 0; i < 2 * rn; i++) pcu_resize_at(&zk, yf, xf, i);
+        zk.t = t;
+        for (int64_t i = 2 * rn - 1; i >= 0; i--) pcu_resize_at(&zk, yh, xh, i);
+        snprintf(what, sizeof what, "%s Resize (%s) %lldx%lld", tn, modes[m], (long long)rows, (long long)n);
+        compare_half(what, yh, yf, t, 2 * rn);
+    }
+    free(yf), free(bnp), free(yh), free(af), free(ah);
+}
+
 /* Softmax, LogSoftmax, LayerNorm and RMSNorm (one thread a row, lanes, one
  * block a row with the residual Add taken in), the convolution epilogue,
  * MaxPool, AveragePool and GlobalAveragePool's mean reading and writing float16 and bfloat16 (a half plan, ppcc --precision):
@@ -758,6 +833,7 @@ static void test_half_rows(void) {
             for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, yh, xh, i);
             snprintf(what, sizeof what, "%s GlobalAveragePool's mean", tn);
             compare_half(what, yh, yf, t, rows);
+            half_more(t, tn, rows, n, xf, xh);
             free(x), free(xf), free(x2f), free(yf), free(scf), free(bif), free(m1), free(v1), free(m2), free(v2);
             free(xh), free(x2h), free(yh), free(sch), free(bih), free(sumh), free(part), free(sumf);
         }
