@@ -16,7 +16,8 @@
  * pp.FusedConv as Conv [+ Add] [+ Relu or Clip], pp.SiLU as Sigmoid + Mul,
  * pp.GroupNorm as Reshape, InstanceNormalization, Reshape, Mul and Add,
  * Gemm (from MatMul + Add) as Gemm, which every opset has, and
- * LayerNormalization (opset 17), Gelu (opset 20) and HardSwish (opset 14)
+ * LayerNormalization (opset 17), Gelu (opset 20; its tanh form too),
+ * RMSNormalization (opset 23) and HardSwish (opset 14)
  * as themselves where the opset has them, else as the decomposition the
  * fusion matched. Folded
  * constants and BatchNormalization folded into a Conv's weights are plain
@@ -436,10 +437,75 @@ static pp_status emit_groupnorm_ops(ex *x, const pp_node *n) {
     return step(x, n, "Add", a5, 2, vname(x, n->out[0]), NULL, 0, &m);
 }
 
+/* Gelu(X; approximate "tanh") = X * 0.5 * (1 + Tanh(sqrt(2 / pi) * (X + 0.044715 X^3))), as the ops the
+ * fusion pass matched (GPT-2's gelu_new), for opsets before 20. */
+static pp_status emit_gelu_tanh_ops(ex *x, const pp_node *n, char **in) {
+    const pp_dtype dt = x->g->values[n->in[0]].dtype;
+    char *base = vname(x, n->out[0]), *three, *c, *k, *one, *half, *p, *m, *sum, *d, *t, *a, *h;
+    PP_TRY(add_scalar(x, base, "three", dt, 3.0, 0, &three));
+    PP_TRY(add_scalar(x, base, "cubic", dt, 0.044715, 0, &c));
+    PP_TRY(add_scalar(x, base, "sqrt_2_over_pi", dt, 0.7978845608028654, 0, &k));
+    PP_TRY(add_scalar(x, base, "one", dt, 1.0, 0, &one));
+    PP_TRY(add_scalar(x, base, "half", dt, 0.5, 0, &half));
+    char *a1[2] = {in[0], three};
+    PP_TRY(step(x, n, "Pow", a1, 2, NULL, NULL, 0, &p));
+    char *a2[2] = {p, c};
+    PP_TRY(step(x, n, "Mul", a2, 2, NULL, NULL, 0, &m));
+    char *a3[2] = {in[0], m};
+    PP_TRY(step(x, n, "Add", a3, 2, NULL, NULL, 0, &sum));
+    char *a4[2] = {sum, k};
+    PP_TRY(step(x, n, "Mul", a4, 2, NULL, NULL, 0, &d));
+    PP_TRY(step(x, n, "Tanh", &d, 1, NULL, NULL, 0, &t));
+    char *a5[2] = {t, one};
+    PP_TRY(step(x, n, "Add", a5, 2, NULL, NULL, 0, &a));
+    char *a6[2] = {in[0], half};
+    PP_TRY(step(x, n, "Mul", a6, 2, NULL, NULL, 0, &h));
+    char *a7[2] = {h, a};
+    return step(x, n, "Mul", a7, 2, base, NULL, 0, &h);
+}
+
+/* RMSNormalization(X, scale) over the last axis, as the ops the fusion pass matched (Hugging Face's
+ * LlamaRMSNorm), for opsets before 23: Pow 2, ReduceMean (its axes an input from opset 18), Add eps, Sqrt,
+ * Reciprocal, Mul by X, Mul by the scale. */
+static pp_status emit_rmsnorm_ops(ex *x, const pp_node *n, char **in) {
+    float eps;
+    int64_t axis;
+    pp_attrs as = pp_node_attrs(x->g, n);
+    PP_TRY(pp_attr_float(as, "epsilon", 1e-5f, &eps, x->err));
+    PP_TRY(pp_attr_int(as, "axis", -1, &axis, x->err));
+    const int rank = x->g->values[n->in[0]].shape.rank;
+    if (axis != -1 && axis != rank - 1)
+        return PP_FAIL(x->err, PP_EUNSUP, "node '%s': RMSNormalization over axis %lld cannot be written for "
+                       "opset %d", n->name, (long long)axis, x->g->opset);
+    const pp_dtype dt = x->g->values[n->in[0]].dtype;
+    char *base = vname(x, n->out[0]), *two, *e, *axes = NULL, *p, *var, *ve, *sd, *inv, *nrm;
+    int64_t *last = A(sizeof *last); /* (a written attribute points at it until the model is packed) */
+    if (!last) return oom(x);
+    *last = -1;
+    const pp_attr red[2] = {{.name = "axes", .type = PP_ATTR_INTS, .ints = last, .n = 1}, attr_int("keepdims", 1)};
+    const pp_shape one = {1, {1}};
+    PP_TRY(add_scalar(x, base, "two", dt, 2.0, 0, &two));
+    PP_TRY(add_scalar(x, base, "eps", dt, eps, 0, &e));
+    if (x->g->opset >= 18) PP_TRY(add_array(x, base, "axes", PP_I64, &one, last, &axes));
+    char *a1[2] = {in[0], two};
+    PP_TRY(step(x, n, "Pow", a1, 2, NULL, NULL, 0, &p));
+    char *a2[2] = {p, axes};
+    PP_TRY(step(x, n, "ReduceMean", a2, axes ? 2 : 1, NULL, axes ? red + 1 : red, axes ? 1 : 2, &var));
+    char *a3[2] = {var, e};
+    PP_TRY(step(x, n, "Add", a3, 2, NULL, NULL, 0, &ve));
+    PP_TRY(step(x, n, "Sqrt", &ve, 1, NULL, NULL, 0, &sd));
+    PP_TRY(step(x, n, "Reciprocal", &sd, 1, NULL, NULL, 0, &inv));
+    char *a4[2] = {in[0], inv};
+    PP_TRY(step(x, n, "Mul", a4, 2, NULL, NULL, 0, &nrm));
+    char *a5[2] = {nrm, in[1]};
+    return step(x, n, "Mul", a5, 2, base, NULL, 0, &nrm);
+}
+
 /* Gelu(X) = X * (Erf(X / sqrt 2) + 1) * 0.5, for opsets before 20. */
 static pp_status emit_gelu_ops(ex *x, const pp_node *n, char **in) {
     const char *approx = "none";
     PP_TRY(pp_attr_string(pp_node_attrs(x->g, n), "approximate", "none", &approx, x->err));
+    if (!strcmp(approx, "tanh")) return emit_gelu_tanh_ops(x, n, in);
     if (strcmp(approx, "none"))
         return PP_FAIL(x->err, PP_EUNSUP, "node '%s': Gelu with approximate='%s' cannot be written for opset %d",
                        n->name, approx, x->g->opset);
@@ -470,6 +536,7 @@ static pp_status emit_node(ex *x, const pp_node *n) {
     if (n->op == PP_OP_SILU) return emit_silu(x, n, in);
     if (!strcmp(op, "LayerNormalization") && x->g->opset < 17) return emit_layernorm_ops(x, n, in);
     if (!strcmp(op, "Gelu") && x->g->opset < 20) return emit_gelu_ops(x, n, in);
+    if (n->op == PP_OP_RMSNORM && x->g->opset < 23) return emit_rmsnorm_ops(x, n, in);
     if (n->op == PP_OP_HARDSWISH && x->g->opset < 14) return emit_hardswish_ops(x, n, in);
     if (!strncmp(op, "pp.", 3))
         return PP_FAIL(x->err, PP_EUNSUP, "node '%s': op %s has no ONNX form", n->name, op);

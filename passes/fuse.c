@@ -622,6 +622,33 @@ static pp_status fuse_hardswish(pp_graph *g, int hs, bool *changed, pp_err *err)
 
 /* ---- Erf GELU -> Gelu ------------------------------------------------------------------------- */
 
+/* The end of a GELU of x from f (its Erf or Tanh): a = f + 1; m = x * a; o = m * 0.5, or m = x * 0.5 and
+ * o = m * a. *last: o's node; n: a, m and the Mul by 0.5 that is not o (-1 where there is none). */
+static bool gelu_tail(const pp_graph *g, int f, int x, int *last, int n[3]) {
+    double k;
+    const int a = sole_user(g, g->nodes[f].out[0]);
+    if (!is(g, a, PP_OP_ADD) || !const_scalar(g, other_in(g, a, g->nodes[f].out[0]), &k) || !near(k, 1.0))
+        return false;
+    const int m = sole_user(g, g->nodes[a].out[0]);
+    if (!is(g, m, PP_OP_MUL)) return false;
+    const int mo = other_in(g, m, g->nodes[a].out[0]);
+    int half;
+    if (mo == x) { /* (x * a) * 0.5 */
+        *last = sole_user(g, g->nodes[m].out[0]);
+        if (!is(g, *last, PP_OP_MUL) || !const_scalar(g, other_in(g, *last, g->nodes[m].out[0]), &k) || !near(k, 0.5))
+            return false;
+        half = -1;
+    } else { /* (x * 0.5) * a */
+        half = producer(g, mo);
+        if (!is(g, half, PP_OP_MUL) || sole_user(g, mo) != m || other_in(g, half, x) < 0 ||
+            !const_scalar(g, other_in(g, half, x), &k) || !near(k, 0.5))
+            return false;
+        *last = m;
+    }
+    n[0] = a, n[1] = m, n[2] = half;
+    return true;
+}
+
 static pp_status fuse_gelu(pp_graph *g, int erf, bool *changed, pp_err *err) {
     const pp_op gelu = PP_OP_GELU;
     /* d = x / sqrt(2) (or x * 1/sqrt(2)); e = Erf(d); a = e + 1; m = x * a; o = m * 0.5
@@ -636,28 +663,47 @@ static pp_status fuse_gelu(pp_graph *g, int erf, bool *changed, pp_err *err) {
     } else {
         return PP_OK;
     }
-    int a = sole_user(g, g->nodes[erf].out[0]);
-    if (!is(g, a, PP_OP_ADD) || !const_scalar(g, other_in(g, a, g->nodes[erf].out[0]), &k) || !near(k, 1.0))
-        return PP_OK;
-    int m = sole_user(g, g->nodes[a].out[0]);
-    if (!is(g, m, PP_OP_MUL)) return PP_OK;
-    int mo = other_in(g, m, g->nodes[a].out[0]);
-    int last, half;
-    if (mo == x) { /* (x * a) * 0.5 */
-        last = sole_user(g, g->nodes[m].out[0]);
-        if (!is(g, last, PP_OP_MUL) || !const_scalar(g, other_in(g, last, g->nodes[m].out[0]), &k) || !near(k, 0.5))
-            return PP_OK;
-        half = -1;
-    } else { /* (x * 0.5) * a */
-        half = producer(g, mo);
-        if (!is(g, half, PP_OP_MUL) || sole_user(g, mo) != m || other_in(g, half, x) < 0 ||
-            !const_scalar(g, other_in(g, half, x), &k) || !near(k, 0.5))
-            return PP_OK;
-        last = m;
-    }
-    int dead[5] = {d, erf, a, m, half};
+    int last, t[3];
+    if (!gelu_tail(g, erf, x, &last, t)) return PP_OK;
+    int dead[5] = {d, erf, t[0], t[1], t[2]};
     PP_TRY(become_unary(g, last, d, gelu, x, dead, 5, err));
     *changed = true;
+    return PP_OK;
+}
+
+/* ---- tanh GELU (GPT-2's and GPT-J's gelu_new) -> Gelu(approximate "tanh") ---------------------- */
+
+/* c = Pow(x, 3); m = c * 0.044715; s = x + m; d = s * sqrt(2 / pi); t = Tanh(d), then gelu_tail's end (either
+ * operand order throughout): Gelu's tanh form, one kernel where there were eight; the values differ from the
+ * eight f32 roundings by about an ulp of the output. */
+static pp_status fuse_gelu_tanh(pp_graph *g, int th, bool *changed, pp_err *err) {
+    double k;
+    const int d = producer(g, g->nodes[th].in[0]);
+    if (!is(g, d, PP_OP_MUL) || sole_user(g, g->nodes[d].out[0]) != th) return PP_OK;
+    int sv = -1;
+    for (int q = 0; q < 2; q++) /* 0.79788...: sqrt(2 / pi) */
+        if (const_scalar(g, g->nodes[d].in[q], &k) && near(k, 0.7978845608028654)) sv = g->nodes[d].in[1 - q];
+    const int sn = producer(g, sv);
+    if (!is(g, sn, PP_OP_ADD) || sole_user(g, sv) != d) return PP_OK;
+    for (int q = 0; q < 2; q++) {
+        const int x = g->nodes[sn].in[q], mv = g->nodes[sn].in[1 - q], m = producer(g, mv);
+        if (!is(g, m, PP_OP_MUL) || sole_user(g, mv) != sn) continue;
+        int cv = -1;
+        for (int r = 0; r < 2; r++)
+            if (const_scalar(g, g->nodes[m].in[r], &k) && near(k, 0.044715)) cv = g->nodes[m].in[1 - r];
+        const int c = producer(g, cv);
+        if (!is(g, c, PP_OP_POW) || sole_user(g, cv) != m || g->nodes[c].in[0] != x ||
+            !const_scalar(g, g->nodes[c].in[1], &k) || k != 3.0)
+            continue;
+        int last, t[3];
+        if (!gelu_tail(g, th, x, &last, t)) return PP_OK;
+        int dead[8] = {c, m, sn, d, th, t[0], t[1], t[2]};
+        PP_TRY(become_unary(g, last, c, PP_OP_GELU, x, dead, 8, err));
+        const pp_attr at = {.name = "approximate", .type = PP_ATTR_STRING, .s = "tanh"};
+        PP_TRY(add_attrs(g, &g->nodes[last], &at, 1, err));
+        *changed = true;
+        return PP_OK;
+    }
     return PP_OK;
 }
 
@@ -740,6 +786,56 @@ static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err)
     pp_node *L = &g->nodes[last];
     int ins[3] = {x, gamma, beta};
     PP_TRY(set_inputs(g, last, ins, beta >= 0 ? 3 : 2, err));
+    L->attrs = NULL;
+    L->n_attrs = 0;
+    pp_attr at[2] = {{.name = "axis", .type = PP_ATTR_INT, .i = -1},
+                     {.name = "epsilon", .type = PP_ATTR_FLOAT, .f = (float)eps}};
+    PP_TRY(add_attrs(g, L, at, 2, err));
+    *changed = true;
+    return PP_OK;
+}
+
+/* ---- decomposed RMSNorm -> RMSNormalization ---------------------------------------------------- */
+
+/* Hugging Face's LlamaRMSNorm / T5LayerNorm (Mistral, Qwen, Gemma with its
+ * 1 + weight folded) as torch exports it: Pow(x, 2) -> ReduceMean over the
+ * last axis (keepdims) -> Add eps -> Sqrt -> Reciprocal (or Div of 1 by it)
+ * -> Mul with x -> Mul with a weight of the last dim's length, either
+ * operand order. Becomes RMSNormalization(x, weight, axis -1, epsilon): one
+ * kernel (the row kernels on CUDA, with the residual Add before it) where
+ * there were seven, and a half plan no longer keeps the Pow's chain in f32
+ * (x^2 of fp16 overflows past 256; the fused kernel sums in double). The
+ * values differ from the seven f32 roundings by about an ulp of the output. */
+static pp_status fuse_rmsnorm(pp_graph *g, int pw, bool *changed, pp_err *err) {
+    double k, eps, one;
+    const int x = g->nodes[pw].in[0];
+    if (g->values[x].dtype != PP_F32 || g->values[x].shape.rank < 1 || !const_scalar(g, g->nodes[pw].in[1], &k) ||
+        k != 2.0)
+        return PP_OK;
+    const int rm = sole_user(g, g->nodes[pw].out[0]);
+    if (!mean_last(g, rm) || g->nodes[rm].in[0] != g->nodes[pw].out[0]) return PP_OK;
+    const int ad = sole_user(g, g->nodes[rm].out[0]);
+    if (!is(g, ad, PP_OP_ADD) || !const_scalar(g, other_in(g, ad, g->nodes[rm].out[0]), &eps) || !(eps >= 0))
+        return PP_OK;
+    const int sq = sole_user(g, g->nodes[ad].out[0]);
+    if (!is(g, sq, PP_OP_SQRT)) return PP_OK;
+    const int sv = g->nodes[sq].out[0], inv = sole_user(g, sv);
+    if (!is(g, inv, PP_OP_RECIPROCAL) &&
+        !(is(g, inv, PP_OP_DIV) && g->nodes[inv].in[1] == sv && const_scalar(g, g->nodes[inv].in[0], &one) && one == 1.0))
+        return PP_OK;
+    const int mul = sole_user(g, g->nodes[inv].out[0]);
+    if (!is(g, mul, PP_OP_MUL) || other_in(g, mul, g->nodes[inv].out[0]) != x) return PP_OK;
+    const int mul2 = sole_user(g, g->nodes[mul].out[0]);
+    const int gamma = is(g, mul2, PP_OP_MUL) ? other_in(g, mul2, g->nodes[mul].out[0]) : -1;
+    const pp_shape *xs = &g->values[x].shape;
+    if (!ln_param(g, gamma, xs->dim[xs->rank - 1]) ||
+        !pp_shape_eq(&g->values[g->nodes[mul2].out[0]].shape, xs)) /* (a weight that broadcasts x up: no) */
+        return PP_OK;
+    int dead[6] = {pw, rm, ad, sq, inv, mul};
+    PP_TRY(become(g, mul2, pw, PP_OP_RMSNORM, dead, 6, err));
+    int ins[2] = {x, gamma};
+    PP_TRY(set_inputs(g, mul2, ins, 2, err));
+    pp_node *L = &g->nodes[mul2];
     L->attrs = NULL;
     L->n_attrs = 0;
     pp_attr at[2] = {{.name = "axis", .type = PP_ATTR_INT, .i = -1},
@@ -952,13 +1048,15 @@ pp_status pp_attention_chains(const pp_graph *g, bool *keep, int *tail, pp_err *
 
 /* ---- the pass ----------------------------------------------------------------------------------- */
 
-/* The fusions that are the ops' own semantics (LayerNorm, GELU, SiLU) at
- * node i, which both pp_fuse_train and pp_fuse run; *took: node i is the
- * kind one of them starts from. */
+/* The fusions that are the ops' own semantics (LayerNorm, RMSNorm, GELU in
+ * its erf and tanh forms, SiLU) at node i, which both pp_fuse_train and pp_fuse run; *took: node i
+ * is the kind one of them starts from. */
 static pp_status fuse_own_ops(pp_graph *g, int i, bool *took, bool *changed, pp_err *err) {
     *took = true;
     if (is(g, i, PP_OP_REDUCEMEAN)) return fuse_layernorm(g, i, changed, err);
+    if (is(g, i, PP_OP_POW)) return fuse_rmsnorm(g, i, changed, err);
     if (is(g, i, PP_OP_ERF)) return fuse_gelu(g, i, changed, err);
+    if (is(g, i, PP_OP_TANH)) return fuse_gelu_tanh(g, i, changed, err);
     if (is(g, i, PP_OP_SIGMOID)) return fuse_self_gate(g, i, PP_OP_SILU, changed, err);
     *took = false;
     return PP_OK;

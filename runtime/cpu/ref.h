@@ -55,6 +55,14 @@ void pprt_ln_grad_rows(const float *x, const float *dy, const float *scale, floa
 void pprt_ln_grad_cols(const float *x, const float *dy, const double *mu, const double *inv, float *ds, float *db,
                        int64_t outer, int64_t inner, int64_t c0, int64_t c1);
 
+/* RMSNormalization's kernel (ref_attn.c) over rows [o0, o1) of x [outer,
+ * inner] into y, sc the scale expanded to the row's inner elements: each
+ * row's sum of squares in double over eight partials in a fixed order,
+ * whatever the range (the oneDNN executor runs ranges of rows on its
+ * threads, runtime/dnnl/gradref.c, on vector copies of this,
+ * runtime/dnnl/kernels/rmsrow.c: the same bits). */
+void pprt_rms_rows(const float *x, const float *sc, float *y, int64_t inner, float eps, int64_t o0, int64_t o1);
+
 /* BatchNormalization's kernel (ref_kernels.c) over channels [c0, c1) of X
  * [N, C, inner] (plain) into Y; train: the channel's own statistics, and
  * st[0..3] (NULL: not wanted) the running mean and variance, the mean and

@@ -10,6 +10,7 @@
  * (bool false, positions past the mask's last dim, the causal upper triangle
  * and keys past nonpad_kv_seqlen all count as -inf), softmax (a row masked
  * out entirely gives NaN, as the definition does), times V. */
+#include "chan_sums.h"
 #include "ref.h"
 #include "../../ir/op_fns.h" /* pp_norm_rows */
 #include "../../ir/shape_attn.h"
@@ -53,17 +54,25 @@ pp_status kern_RMSNORM(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_ten
             idx[i] = 0;
         }
     }
-    const float *x = in[0].data;
-    float *y = out[0].data;
-    for (int64_t o = 0; o < outer; o++) {
+    pprt_rms_rows(in[0].data, sc, out[0].data, inner, eps, 0, outer);
+    return PP_OK;
+}
+
+/* (ref.h) The row's sum of squares over chan_sums.h's eight partials (element i into partial i mod 8, folded
+ * in its fixed tree; each square exact in double), so runtime/dnnl/kernels/rmsrow.c's vector copies give these
+ * bits. */
+void pprt_rms_rows(const float *x, const float *sc, float *y, int64_t inner, float eps, int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; o++) {
         const float *xp = x + o * inner;
         float *yp = y + o * inner;
-        double ss2 = 0;
-        for (int64_t i = 0; i < inner; i++) ss2 += (double)xp[i] * xp[i];
-        const double inv = 1.0 / sqrt(ss2 / (double)(inner ? inner : 1) + eps);
-        for (int64_t i = 0; i < inner; i++) yp[i] = (float)(xp[i] * inv * sc[i]);
+        double a[PPRT_CHAN_LANES] = {0};
+        int64_t i = 0;
+        for (; i + PPRT_CHAN_LANES <= inner; i += PPRT_CHAN_LANES)
+            for (int k = 0; k < PPRT_CHAN_LANES; k++) a[k] += (double)xp[i + k] * xp[i + k];
+        for (int k = 0; i < inner; i++, k++) a[k] += (double)xp[i] * xp[i];
+        const double inv = 1.0 / sqrt(pprt_lanes_fold(a) / (double)(inner ? inner : 1) + eps);
+        for (i = 0; i < inner; i++) yp[i] = (float)(xp[i] * inv * sc[i]);
     }
-    return PP_OK;
 }
 
 /* ---- RotaryEmbedding --------------------------------------------------------------- */

@@ -459,7 +459,7 @@ pp_status dn_push_own_any(pprt_exec *x, step st, size_t bytes, int xi, const dnn
 /* Whether node n (on no oneDNN primitive) runs on runtime/dnnl/kernels/rnn_gemm.h rather than the reference kernel. */
 bool dn_rnn_by_gemm(const pprt_exec *x, const pprt_node *n);
 /* Whether node n (on no oneDNN primitive: pp.UnaryGrad, pp.MaxPoolGrad,
- * pp.BatchNormGrad, BatchNormalization) runs on its reference kernel in
+ * pp.BatchNormGrad, pp.LayerNormGrad, BatchNormalization, RMSNormalization) runs on its reference kernel in
  * parts over the stage's threads (gradref.c), with the reference's bits;
  * dn_ref_parts_run runs it. */
 bool dn_ref_by_parts(const pprt_exec *x, const pprt_node *n);

@@ -680,6 +680,77 @@ for tag, e in (("square", 2.0), ("cube", 3.0)):
          opset=15, numpy_ref=lambda f, e=e: [np.power(f["x"].astype(np.float64), e).astype(np.float32)],
          rtol=1e-7 if e == 2.0 else 1e-6, atol=0.0)
 
+# ---- Hugging Face's RMSNorm and GPT-2's tanh GELU written out become RMSNormalization and Gelu(tanh) ---------
+def fused_written(name, nodes, feeds, outs, inits, want_op, want_count, opset=17, rtol=1e-4, atol=1e-5):
+    """nodes against onnxruntime on every backend; ppcc --dump-ir must hold want_count nodes of want_op (0:
+    the pattern must stay as written), and ppcc --export-stages' stage (the fused node written back as these
+    ops where the opset lacks it) must run in onnxruntime as the model does"""
+    case(name, nodes, feeds, outs, inits=inits, opset=opset, rtol=rtol, atol=atol)
+    d, path = write_case(name + "_ir", model(nodes, feeds, outs, inits, opset), feeds)
+    r = subprocess.run([PPCC, path, "-b", "0", "--dump-ir", "-q", "-o", os.path.join(d, "ir.plan"),
+                        "--export-stages", os.path.join(d, "stages")], capture_output=True, text=True)
+    got = sum(1 for line in r.stdout.splitlines() if f" {want_op} " in line and " <- " in line)
+    if r.returncode or got != want_count:
+        failures.append(f"{name}: {got} {want_op} nodes, want {want_count} (exit {r.returncode}): "
+                        f"{r.stderr.strip()[-300:]}")
+        return
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    stage = ort.InferenceSession(os.path.join(d, "stages", "stage_0.onnx"), so, providers=["CPUExecutionProvider"])
+    whole = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    for o, got_o, want_o in zip(outs, stage.run(outs, feeds), whole.run(outs, feeds)):
+        bad = close(got_o, want_o, rtol, atol)
+        if bad:
+            failures.append(f"{name}: the exported stage: {o}: {bad}")
+
+
+def rmsnorm_written(name, want, opset=17, div=False, weight_first=True, axis=-1, shape=(2, 5, 16)):
+    """LlamaRMSNorm as torch exports it: Pow 2, ReduceMean over `axis` (keepdims), Add eps, Sqrt, Reciprocal
+    (or Div of 1 by it), Mul by x, Mul by a weight of the last dim; a row of zeros (eps alone), a NaN, a row
+    of large values"""
+    x = f32(*shape)
+    x[0, 0, :] = 0.0
+    x[0, 1, 3] = np.nan
+    x[1, 2, :] *= 1e3
+    inits = {"two": np.array(2.0, np.float32), "eps": np.array(1e-6, np.float32), "one": np.array(1.0, np.float32),
+             "w": f32(shape[-1], lo=0.5, hi=1.5)}
+    if opset >= 18:
+        inits["axes"] = np.array([axis], np.int64)
+        mean = M("ReduceMean", ["p", "axes"], ["var"])
+    else:
+        mean = M("ReduceMean", ["p"], ["var"], axes=[axis])
+    inv = M("Div", ["one", "sd"], ["inv"]) if div else M("Reciprocal", ["sd"], ["inv"])
+    nodes = [M("Pow", ["x", "two"], ["p"]), mean, M("Add", ["var", "eps"], ["ve"]), M("Sqrt", ["ve"], ["sd"]), inv,
+             M("Mul", ["x", "inv"], ["n"]), M("Mul", ["w", "n"] if weight_first else ["n", "w"], ["y"])]
+    fused_written(name, nodes, {"x": x}, ["y"], inits, "RMSNormalization", want, opset=opset)
+
+
+rmsnorm_written("rms_written", 1)
+rmsnorm_written("rms_written_div_opset18", 1, opset=18, div=True, weight_first=False)
+rmsnorm_written("rms_written_mean_not_last", 0, axis=-2)  # a mean over another axis: no RMSNorm
+
+
+def gelu_tanh_written(name, want, half_first=True, cubic=0.044715):
+    """gelu_new as torch exports it: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), the 0.5 first or
+    last; edge values (NaN, +-inf, large)"""
+    x = with_edges(f32(4, 9, lo=-6, hi=6), EDGE + [30.0, -30.0]).reshape(4, 9)
+    inits = {"half": np.array(0.5, np.float32), "three": np.array(3.0, np.float32),
+             "c": np.array(cubic, np.float32), "k": np.array(np.sqrt(2 / np.pi), np.float32),
+             "one": np.array(1.0, np.float32)}
+    nodes = [M("Pow", ["x", "three"], ["p"]), M("Mul", ["p", "c"], ["m"]), M("Add", ["x", "m"], ["s"]),
+             M("Mul", ["s", "k"], ["d"]), M("Tanh", ["d"], ["t"]), M("Add", ["t", "one"], ["a"])]
+    if half_first:
+        nodes += [M("Mul", ["x", "half"], ["h"]), M("Mul", ["h", "a"], ["y"])]
+    else:
+        nodes += [M("Mul", ["x", "a"], ["xa"]), M("Mul", ["xa", "half"], ["y"])]
+    fused_written(name, nodes, {"x": x}, ["y"], inits, "Gelu", want)
+
+
+gelu_tanh_written("gelu_tanh_written", 1)
+gelu_tanh_written("gelu_tanh_written_half_last", 1, half_first=False)
+gelu_tanh_written("gelu_tanh_written_other_cubic", 0, cubic=0.5)  # not GELU's constant: stays as written
+
+
 # ---- GroupNorm as torch exports it (Reshape, InstanceNormalization, Reshape, Mul, Add) becomes pp.GroupNorm ----
 def groupnorm_fused(name, shape, groups, want, affine=("scale", "bias"), in_scale=1.0, shape_op=False, mul_full=False,
                     opset=17):
