@@ -487,6 +487,9 @@ static pp_status infer_node(ictx *x, int i, pp_err *err) {
         const pp_value *val = &g->values[v];
         if (half_product(op)) half |= val->dtype == PP_F32 || is_half_dt(val->dtype);
         else half |= !val->is_const && ((v < x->n_vals && x->made[v]) || (x->wants[i] && val->dtype == PP_F32));
+        /* an embedding: a Gather from a constant f32 table whose rows a half op reads takes the table in half
+         * (converted with the weights) instead of a Cast of its rows */
+        half |= op == PP_OP_GATHER && k == 0 && x->wants[i] && val->is_const && val->data && val->dtype == PP_F32;
     }
     for (int k = 0; k < g->nodes[i].n_in; k++) {
         const int v = g->nodes[i].in[k];
