@@ -540,7 +540,9 @@ static pp_status emit_node(ex *x, const pp_node *n) {
     if (n->op == PP_OP_HARDSWISH && x->g->opset < 14) return emit_hardswish_ops(x, n, in);
     if (!strncmp(op, "pp.", 3))
         return PP_FAIL(x->err, PP_EUNSUP, "node '%s': op %s has no ONNX form", n->name, op);
-    return emit(x, op, n->name, in, n->n_in, out, n->n_out, n->attrs, n->n_attrs, NULL);
+    /* ppcc's own attributes have no ONNX form: a half plan's saturating Cast is written as a plain one */
+    static const char *const own[] = {"pp_finite", NULL};
+    return emit(x, op, n->name, in, n->n_in, out, n->n_out, n->attrs, n->n_attrs, own);
 }
 
 /* ---- graphs and models ---------------------------------------------------------------------- */

@@ -410,6 +410,10 @@ static pp_status cast_common(pp_attrs a, const pp_tinfo *x, int64_t to, pp_tinfo
     PP_TRY(pp_attr_int(a, "saturate", 1, &sat, err));
     if (sat != 0 && sat != 1)
         return PP_FAIL(err, PP_EINVAL, "attribute 'saturate'=%lld must be 0 or 1", (long long)sat);
+    int64_t fin; /* ppcc's own (a half plan's Casts, passes/precision.c): finite past f16/bf16's range -> its max */
+    PP_TRY(pp_attr_int(a, "pp_finite", 0, &fin, err));
+    if (fin != 0 && fin != 1)
+        return PP_FAIL(err, PP_EINVAL, "attribute 'pp_finite'=%lld must be 0 or 1", (long long)fin);
     const char *rm;
     PP_TRY(pp_attr_string(a, "round_mode", "up", &rm, err));
     if (strcmp(rm, "up") != 0 && strcmp(rm, "down") != 0 && strcmp(rm, "nearest") != 0)

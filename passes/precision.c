@@ -48,6 +48,7 @@ typedef struct {
     place *at;     /* per node */
     int cap;
     int *rounded;  /* per value: its f32 copy of the half value (-1: none) */
+    bool finite;   /* its Casts to half saturate (attribute pp_finite: the inference policy's) */
     int n_vals;
 } ctx;
 
@@ -86,12 +87,16 @@ static pp_status cast(ctx *c, int x, pp_dtype dt, int64_t key, int like, bool ba
     }
     int idx;
     PP_TRY(pp_graph_add_node(g, PP_OP_CAST, name, 1, 1, &idx, err));
-    pp_attr *a = pp_arena_alloc(&g->arena, sizeof *a);
+    const bool finite = c->finite && (dt == PP_F16 || dt == PP_BF16);
+    pp_attr *a = pp_arena_alloc(&g->arena, sizeof *a * 2);
     if (!a) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    *a = (pp_attr){.name = "to", .type = PP_ATTR_INT, .i = (int64_t)dt};
+    a[0] = (pp_attr){.name = "to", .type = PP_ATTR_INT, .i = (int64_t)dt};
+    /* finite values past the half type's range to its largest finite (ir/shape_math.c, "pp_finite"), as the
+     * constants are converted (half_const): a mask of -3.4e38 computed in f32 stays finite in half */
+    a[1] = (pp_attr){.name = "pp_finite", .type = PP_ATTR_INT, .i = 1};
     pp_node *n = &g->nodes[idx];
     const pp_node *l = &g->nodes[like];
-    n->attrs = a, n->n_attrs = 1;
+    n->attrs = a, n->n_attrs = finite ? 2 : 1;
     n->in[0] = x, n->out[0] = *y;
     n->scope = l->scope, n->n_scope = l->n_scope;
     if (backward) n->backward = true, n->grad_of = l->grad_of;
@@ -321,7 +326,9 @@ pp_status pp_train_autocast_stash(pp_graph *g, const pp_train_opts *t, pp_err *e
  * feeds a node that wants half (wants_half); its f32 constants are
  * converted to H here (nearest even, the reference Cast's bits; fp16's
  * finite values past 65504 saturate there rather than become infinities:
- * an attention mask's -3.4e38 stays a finite -65504, and 0 times it 0), its
+ * an attention mask's -3.4e38 stays a finite -65504, and 0 times it 0; bf16
+ * the same past 3.39e38, where f32's largest rounds up; and so do the Casts
+ * to half this pass inserts, attribute pp_finite), its
  * f32 activations get a Cast to H. Every other op reads f32: a Cast back
  * before it. The graph's inputs stay f32 (one Cast to H each, at the first
  * half reader) and so do its outputs (the last half value's producer writes
@@ -421,8 +428,8 @@ static void wants_half(ictx *x, int n0) {
 }
 
 /* constant v converted to the half type at compile time, with the Cast
- * kernel pprt runs (nearest even, subnormals kept), fp16's finite values past
- * its range saturating to +-65504 */
+ * kernel pprt runs (nearest even, subnormals kept), finite values past the
+ * type's range saturating to its largest finite (fp16 +-65504, bf16 +-3.39e38) */
 static pp_status half_const(ictx *x, int v, int *out, pp_err *err) {
     pp_graph *g = x->c.g;
     PP_TRY(pp_value_align(g, v, err));
@@ -441,9 +448,9 @@ static pp_status half_const(ictx *x, int v, int *out, pp_err *err) {
         free(h);
         return PP_FAIL(err, s, "converting '%s' to %s: %s", val->name, pp_dtype_name(x->c.half), e.msg);
     }
-    const float *f = val->data;
-    for (int64_t i = 0; x->c.half == PP_F16 && i < n; i++) /* finite past fp16's range: its largest finite */
-        if (isfinite(f[i]) && (h[i] & 0x7fffu) == 0x7c00u) h[i] = (uint16_t)((h[i] & 0x8000u) | 0x7bffu);
+    /* finite past the type's range (fp16's 65504; bf16's 3.39e38, where f32's largest rounds up): its largest
+     * finite, as the Casts to half this pass inserts (pp_finite) */
+    pprt_half_finite(val->data, h, x->c.half, 0, n);
     char hint[512];
     snprintf(hint, sizeof hint, "%.480s.%s", val->name ? val->name : "w", pp_dtype_name(x->c.half));
     const pp_shape sh = val->shape;
@@ -534,7 +541,8 @@ static pp_status output_f32(ictx *x, int y, pp_err *err) {
 
 pp_status pp_infer_autocast(pp_graph *g, int precision, pp_err *err) {
     if (precision == PP_PREC_F32) return PP_OK;
-    ictx x = {.c = {.g = g, .half = precision == PP_PREC_BF16 ? PP_BF16 : PP_F16, .n_vals = g->n_values},
+    ictx x = {.c = {.g = g, .half = precision == PP_PREC_BF16 ? PP_BF16 : PP_F16, .finite = true,
+                    .n_vals = g->n_values},
               .n_vals = g->n_values};
     const int n0 = g->n_nodes;
     x.to_half = malloc(pp_count(g->n_values) * sizeof *x.to_half);

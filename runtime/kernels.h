@@ -33,4 +33,12 @@ typedef pp_status (*pprt_kernel_fn)(pp_attrs attrs, const pprt_tensor *in, int n
 /* The reference table, indexed by pp_op. */
 extern const pprt_kernel_fn pprt_ref_kernels[PP_OP_COUNT];
 
+/* A Cast of f32 x to half type t (f16, bf16; others: nothing) with ppcc's
+ * attribute pp_finite (a half plan's Casts, passes/precision.c): elements
+ * [a, b) of y that rounded to an infinity from a finite x become t's largest
+ * finite of that sign (fp16 65504, bf16 3.39e38), as ppcc converts
+ * constants (runtime/cpu/ref_math.c; the oneDNN executor after its vector
+ * Cast, runtime/dnnl/gradref.c). */
+void pprt_half_finite(const float *x, void *y, pp_dtype t, int64_t a, int64_t b);
+
 #endif

@@ -1373,7 +1373,19 @@ static pp_status run_cast(const char *op, pp_attrs attrs, const pprt_tensor *x, 
     if (!cast_elems_opt(x->data, x->dtype, y->data, y->dtype, n, &o))
         return PP_FAIL(err, PP_EUNSUP, "%s kernel: cast from %s to %s is not supported", op,
                        pp_dtype_name(x->dtype), pp_dtype_name(y->dtype));
+    int64_t finite;
+    PP_TRY(pp_attr_int(attrs, "pp_finite", 0, &finite, err));
+    if (finite && x->dtype == PP_F32) pprt_half_finite(x->data, y->data, y->dtype, 0, n);
     return PP_OK;
+}
+
+/* (ref.h) */
+void pprt_half_finite(const float *x, void *y, pp_dtype t, int64_t a, int64_t b) {
+    if (t != PP_F16 && t != PP_BF16) return;
+    const uint16_t inf = t == PP_F16 ? 0x7c00u : 0x7f80u, big = t == PP_F16 ? 0x7bffu : 0x7f7fu;
+    uint16_t *h = y;
+    for (int64_t i = a; i < b; i++)
+        if ((h[i] & 0x7fffu) == inf && isfinite(x[i])) h[i] = (uint16_t)((h[i] & 0x8000u) | big);
 }
 
 pp_status kern_CAST(pp_attrs attrs, const pprt_tensor *in, int n_in, pprt_tensor *out,

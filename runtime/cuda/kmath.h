@@ -254,7 +254,8 @@ enum {
     PCU_EW_SHRINK, /* p0: bias, p1: lambd; floats and integers */
     PCU_EW_ISNAN, PCU_EW_ISINF, /* floats -> bool; IsInf mode bit 1: detect -inf, bit 2: +inf */
     PCU_EW_BITNOT, /* integers */
-    /* copy / convert: input type to output type (Cast, Identity) */
+    /* copy / convert: input type to output type (Cast, Identity); mode 8: f32 to f16 / bf16 with finite values
+     * past its range to its largest finite (ppcc's pp_finite) */
     PCU_EW_CAST,
     /* binary numeric (output of the inputs' type) */
     PCU_EW_ADD, PCU_EW_SUB, PCU_EW_MUL, PCU_EW_DIV, PCU_EW_POW, PCU_EW_MOD, PCU_EW_FMOD,
@@ -672,6 +673,13 @@ PCU_HD void pcu_ew_at(const pcu_ew *k, void *y, const void *x0, const void *x1, 
     const int64_t a = pcu_ew_src(k, 0, i);
     if (op == PCU_EW_CAST) {
         pcu_cast_elem(y, to, i, x0, ti, a);
+        if (k->mode & 8) { /* f32 to half, finite values past its range to its largest finite (pp_finite) */
+            const float v = ((const float *)x0)[a];
+            const uint16_t inf = to == PCU_T_F16 ? 0x7c00u : 0x7f80u, big = to == PCU_T_F16 ? 0x7bffu : 0x7f7fu;
+            uint16_t *h = (uint16_t *)y;
+            if ((h[i] & 0x7fffu) == inf && v == v && v != INFINITY && v != -INFINITY)
+                h[i] = (uint16_t)((h[i] & 0x8000u) | big);
+        }
         return;
     }
     if (op == PCU_EW_WHERE) {

@@ -533,7 +533,10 @@ static pp_status plan_select_cast(planner *P, int ni, bool *ok) {
         const pp_shape *xs[1] = {&x->shape};
         pcu_ref xr[1] = {R(P, n->in[0])};
         *ok = true;
-        return ew_step(P, ni, PCU_EW_CAST, 1, xs, xr, &y->shape, R(P, n->out[0]), s, d, 0, 0, 0);
+        /* a half plan's Cast (pp_finite): finite past the half type's range to its largest finite (mode 8) */
+        const int fin = n->op == PP_OP_CAST && s == PP_F32 && (d == PP_F16 || d == PP_BF16) &&
+                        attr_i(P, n, "pp_finite", 0) ? 8 : 0;
+        return ew_step(P, ni, PCU_EW_CAST, 1, xs, xr, &y->shape, R(P, n->out[0]), s, d, 0, 0, fin);
     }
     /* Clip: bounds as scalar inputs (opset >= 11) or attributes */
     const pp_dtype t = x->dtype;

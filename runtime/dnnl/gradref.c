@@ -148,6 +148,9 @@ static pp_status run_part(const pprt_exec *x, const pprt_node *n, int64_t a, int
         void *dst = (char *)x->ptr[n->out[0]] + a * (int64_t)(pp_dtype_bits(to) / 8);
         if (x->o.casts) {
             pprt_cast(pprt_cpu_isa(), k, src, dst, (size_t)(b - a));
+            int64_t finite = 0;
+            (void)pp_attr_int(at, "pp_finite", 0, &finite, NULL);
+            if (finite && ti == PP_F32) pprt_half_finite((const float *)x->ptr[n->in[0]], x->ptr[n->out[0]], to, a, b);
             return PP_OK;
         }
         const pp_shape s1 = {1, {b - a}};

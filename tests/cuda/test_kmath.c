@@ -1721,8 +1721,46 @@ static void test_gridsample_grad(void) {
     printf("test_kmath: grid sample gradient: %d cases\n", cases);
 }
 
+/* A half plan's saturating Cast (ppcc's pp_finite; kind EW, CAST with mode 8) against the reference Cast with
+ * the attribute: the same bits, and f32's largest and the values past fp16's range at the type's largest
+ * finite, infinities and NaN kept. */
+static void test_half_finite(void) {
+    static const float v[] = {0.0f, -0.0f, 1.0f, 65504.0f, 65519.0f, 65520.0f, -70000.0f, 1e5f, 3.3895313e38f,
+                              3.4028235e38f, -3.4028235e38f, INFINITY, -INFINITY, NAN, 1e-8f, -3.0e38f};
+    enum { N = sizeof v / sizeof v[0] };
+    for (int t = PCU_T_F16; t != 0; t = t == PCU_T_F16 ? PCU_T_BF16 : 0) {
+        const pp_shape sh = {1, {N}};
+        const pp_shape *sp[1] = {&sh};
+        pcu_ew k;
+        pcu_ew_make(PCU_EW_CAST, 1, sp, &sh, PCU_T_F32, t, 0, 0, 8, &k);
+        uint16_t got[N], want[N];
+        for (int64_t i = N - 1; i >= 0; i--) pcu_ew_at(&k, got, v, NULL, NULL, i);
+        pp_attr at[2] = {{.name = "to", .type = PP_ATTR_INT, .i = t},
+                         {.name = "pp_finite", .type = PP_ATTR_INT, .i = 1}};
+        pprt_tensor in = {PP_F32, sh, (void *)v}, out = {(pp_dtype)t, sh, want};
+        pp_err e = {0};
+        pprt_scratch scr = {0};
+        checks++;
+        if (pprt_ref_kernels[PP_OP_CAST]((pp_attrs){at, 2, 21}, &in, 1, &out, 1, &scr, &e) != PP_OK) {
+            FAIL("FAIL pp_finite Cast: reference: %s\n", e.msg);
+            continue;
+        }
+        pprt_scratch_free(&scr);
+        const uint16_t big = t == PCU_T_F16 ? 0x7bffu : 0x7f7fu, inf = t == PCU_T_F16 ? 0x7c00u : 0x7f80u;
+        for (int i = 0; i < N; i++) {
+            checks += 2;
+            if (got[i] != want[i])
+                FAIL("FAIL pp_finite Cast to %d: %g: 0x%04x, the reference 0x%04x\n", t, v[i], got[i], want[i]);
+            const bool past = isfinite(v[i]) && fabsf(v[i]) >= (t == PCU_T_F16 ? 65520.0f : 3.3961e38f);
+            if (past && (got[i] & 0x7fffu) != big) FAIL("FAIL pp_finite Cast to %d: %g not saturated\n", t, v[i]);
+            if (isinf(v[i]) && (got[i] & 0x7fffu) != inf) FAIL("FAIL pp_finite Cast to %d: %g not kept\n", t, v[i]);
+        }
+    }
+}
+
 int main(void) {
     test_kernel_table();
+    test_half_finite();
     test_conversions();
     test_trig();
     test_elementwise();
