@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../runtime/kernels.h"
 #include "onnx/onnx.pb-c.h"
 #include "../ir/json.h"
 
@@ -57,6 +58,8 @@ typedef struct {
     FILE *data;      /* stage_K.onnx.data, opened on the first large weight */
     char data_path[4200], data_name[64];
     size_t data_off;
+    char *dec_out; /* emit_f32: the decomposition's output and type instead of the node's (NULL: the node's) */
+    pp_dtype dec_dt;
 } ex;
 
 #define A(n) pp_arena_alloc(&x->a, (n))
@@ -178,10 +181,22 @@ static pp_status add_array(ex *x, const char *base, const char *what, pp_dtype d
 static pp_status add_scalar(ex *x, const char *base, const char *what, pp_dtype dt, double v, int rank,
                             char **name) {
     const float f = (float)v;
+    const pp_shape sh = {rank, {1}};
+    if (dt == PP_F16 || dt == PP_BF16) { /* a half plan's (ppcc --precision): rounded as pprt's Cast rounds */
+        uint16_t h;
+        const pp_shape one = {1, {1}};
+        pp_attr to = {.name = "to", .type = PP_ATTR_INT, .i = (int64_t)dt};
+        pprt_tensor tin = {PP_F32, one, (void *)&f}, tout = {dt, one, &h};
+        pprt_scratch scratch = {0};
+        pp_err e = {0};
+        const pp_status s = pprt_ref_kernels[PP_OP_CAST]((pp_attrs){&to, 1, 17}, &tin, 1, &tout, 1, &scratch, &e);
+        pprt_scratch_free(&scratch);
+        if (s != PP_OK) return PP_FAIL(x->err, s, "'%s': the %s constant: %s", base, what, e.msg);
+        return add_array(x, base, what, dt, &sh, &h, name);
+    }
     if (dt != PP_F32 && dt != PP_F64)
         return PP_FAIL(x->err, PP_EUNSUP, "'%s': a %s constant of type %s cannot be written", base, what,
                        pp_dtype_name(dt));
-    const pp_shape sh = {rank, {1}};
     return add_array(x, base, what, dt, &sh, dt == PP_F32 ? (const void *)&f : (const void *)&v, name);
 }
 
@@ -265,6 +280,10 @@ static pp_status emit(ex *x, const char *op, const char *name, char *const *in, 
 }
 
 static char *vname(ex *x, int v) { return v < 0 ? NULL : (char *)x->g->values[v].name; }
+
+/* A decomposition's output and element type: node n's, or emit_f32's f32 stand-ins */
+static char *dec_out(ex *x, const pp_node *n) { return x->dec_out ? x->dec_out : vname(x, n->out[0]); }
+static pp_dtype dec_dt(ex *x, const pp_node *n) { return x->dec_out ? x->dec_dt : x->g->values[n->in[0]].dtype; }
 
 /* Node i's inputs (constants added as initializers) into in[]. */
 static pp_status node_inputs(ex *x, const pp_node *n, char **in) {
@@ -361,7 +380,7 @@ static pp_status emit_layernorm_ops(ex *x, const pp_node *n, char **in) {
         return PP_FAIL(x->err, PP_EUNSUP, "node '%s': LayerNormalization over axis %lld cannot be written for "
                        "opset %d", n->name, (long long)axis, x->g->opset);
     const bool shift = n->n_in > 2 && n->in[2] >= 0; /* none: the pattern ended at Mul */
-    pp_dtype dt = x->g->values[n->in[0]].dtype;
+    pp_dtype dt = dec_dt(x, n);
     int64_t *last = A(sizeof *last); /* the written attribute points at it until the model is packed */
     if (!last) return oom(x);
     *last = -1;
@@ -381,10 +400,10 @@ static pp_status emit_layernorm_ops(ex *x, const pp_node *n, char **in) {
     char *a4[2] = {d, sd};
     PP_TRY(step(x, n, "Div", a4, 2, NULL, NULL, 0, &nrm));
     char *a5[2] = {nrm, in[1]};
-    PP_TRY(step(x, n, "Mul", a5, 2, shift ? NULL : vname(x, n->out[0]), NULL, 0, &m));
+    PP_TRY(step(x, n, "Mul", a5, 2, shift ? NULL : dec_out(x, n), NULL, 0, &m));
     if (!shift) return PP_OK;
     char *a6[2] = {m, in[2]};
-    return step(x, n, "Add", a6, 2, vname(x, n->out[0]), NULL, 0, &m);
+    return step(x, n, "Add", a6, 2, dec_out(x, n), NULL, 0, &m);
 }
 
 /* pp.GroupNorm(X, scale, bias) -> the nodes the fusion pass matched:
@@ -440,7 +459,7 @@ static pp_status emit_groupnorm_ops(ex *x, const pp_node *n) {
 /* Gelu(X; approximate "tanh") = X * 0.5 * (1 + Tanh(sqrt(2 / pi) * (X + 0.044715 X^3))), as the ops the
  * fusion pass matched (GPT-2's gelu_new), for opsets before 20. */
 static pp_status emit_gelu_tanh_ops(ex *x, const pp_node *n, char **in) {
-    const pp_dtype dt = x->g->values[n->in[0]].dtype;
+    const pp_dtype dt = dec_dt(x, n);
     char *base = vname(x, n->out[0]), *three, *c, *k, *one, *half, *p, *m, *sum, *d, *t, *a, *h;
     PP_TRY(add_scalar(x, base, "three", dt, 3.0, 0, &three));
     PP_TRY(add_scalar(x, base, "cubic", dt, 0.044715, 0, &c));
@@ -461,7 +480,7 @@ static pp_status emit_gelu_tanh_ops(ex *x, const pp_node *n, char **in) {
     char *a6[2] = {in[0], half};
     PP_TRY(step(x, n, "Mul", a6, 2, NULL, NULL, 0, &h));
     char *a7[2] = {h, a};
-    return step(x, n, "Mul", a7, 2, base, NULL, 0, &h);
+    return step(x, n, "Mul", a7, 2, dec_out(x, n), NULL, 0, &h);
 }
 
 /* RMSNormalization(X, scale) over the last axis, as the ops the fusion pass matched (Hugging Face's
@@ -477,7 +496,7 @@ static pp_status emit_rmsnorm_ops(ex *x, const pp_node *n, char **in) {
     if (axis != -1 && axis != rank - 1)
         return PP_FAIL(x->err, PP_EUNSUP, "node '%s': RMSNormalization over axis %lld cannot be written for "
                        "opset %d", n->name, (long long)axis, x->g->opset);
-    const pp_dtype dt = x->g->values[n->in[0]].dtype;
+    const pp_dtype dt = dec_dt(x, n);
     char *base = vname(x, n->out[0]), *two, *e, *axes = NULL, *p, *var, *ve, *sd, *inv, *nrm;
     int64_t *last = A(sizeof *last); /* (a written attribute points at it until the model is packed) */
     if (!last) return oom(x);
@@ -498,7 +517,7 @@ static pp_status emit_rmsnorm_ops(ex *x, const pp_node *n, char **in) {
     char *a4[2] = {in[0], inv};
     PP_TRY(step(x, n, "Mul", a4, 2, NULL, NULL, 0, &nrm));
     char *a5[2] = {nrm, in[1]};
-    return step(x, n, "Mul", a5, 2, base, NULL, 0, &nrm);
+    return step(x, n, "Mul", a5, 2, dec_out(x, n), NULL, 0, &nrm);
 }
 
 /* Gelu(X) = X * (Erf(X / sqrt 2) + 1) * 0.5, for opsets before 20. */
@@ -509,7 +528,7 @@ static pp_status emit_gelu_ops(ex *x, const pp_node *n, char **in) {
     if (strcmp(approx, "none"))
         return PP_FAIL(x->err, PP_EUNSUP, "node '%s': Gelu with approximate='%s' cannot be written for opset %d",
                        n->name, approx, x->g->opset);
-    pp_dtype dt = x->g->values[n->in[0]].dtype;
+    pp_dtype dt = dec_dt(x, n);
     char *r2, *one, *half, *d, *e, *a, *m;
     PP_TRY(add_scalar(x, vname(x, n->out[0]), "sqrt2", dt, sqrt(2.0), 0, &r2));
     PP_TRY(add_scalar(x, vname(x, n->out[0]), "one", dt, 1.0, 0, &one));
@@ -522,7 +541,51 @@ static pp_status emit_gelu_ops(ex *x, const pp_node *n, char **in) {
     char *a3[2] = {in[0], a};
     PP_TRY(step(x, n, "Mul", a3, 2, NULL, NULL, 0, &m));
     char *a4[2] = {m, half};
-    return step(x, n, "Mul", a4, 2, vname(x, n->out[0]), NULL, 0, &m);
+    return step(x, n, "Mul", a4, 2, dec_out(x, n), NULL, 0, &m);
+}
+
+/* A half plan's saturating Cast (ppcc's pp_finite: finite values past the half type's range to its largest
+ * finite) as ONNX ops: Where(IsInf(X), X, Clip(X, -max, max)) then the Cast, so onnxruntime gives pprt's
+ * values (a plain Cast turns a mask of -3.4e38 into -inf, and a fully masked row into NaN). */
+static pp_status emit_finite_cast(ex *x, const pp_node *n, char **in, char **out) {
+    const pp_dtype to = x->g->values[n->out[0]].dtype;
+    const double big = to == PP_F16 ? 65504.0 : 3.3895313892515355e38;
+    char *base = vname(x, n->out[0]), *lo, *hi, *c, *isinf, *w;
+    if (x->g->opset < 11) {
+        const pp_attr at[2] = {attr_float("min", (float)-big), attr_float("max", (float)big)};
+        PP_TRY(step(x, n, "Clip", in, 1, NULL, at, 2, &c));
+    } else {
+        PP_TRY(add_scalar(x, base, "lo", PP_F32, -big, 0, &lo));
+        PP_TRY(add_scalar(x, base, "hi", PP_F32, big, 0, &hi));
+        char *a1[3] = {in[0], lo, hi};
+        PP_TRY(step(x, n, "Clip", a1, 3, NULL, NULL, 0, &c));
+    }
+    PP_TRY(step(x, n, "IsInf", in, 1, NULL, NULL, 0, &isinf));
+    char *a2[3] = {isinf, in[0], c};
+    PP_TRY(step(x, n, "Where", a2, 3, NULL, NULL, 0, &w));
+    static const char *const own[] = {"pp_finite", NULL};
+    return emit(x, "Cast", n->name, &w, 1, out, 1, n->attrs, n->n_attrs, own);
+}
+
+/* Node n of a half plan (f16 / bf16) written as a decomposition fn in f32 between Casts: pprt computes these
+ * fused ops in f32 inside and rounds the output once, where onnxruntime would run the decomposition in half
+ * (x^2 of fp16 overflows past 256, x^3 past 40; it has no bf16 Pow). f32 nodes: fn as it is. */
+static pp_status emit_f32(ex *x, const pp_node *n, char **in, pp_status (*fn)(ex *, const pp_node *, char **)) {
+    const pp_dtype dt = x->g->values[n->in[0]].dtype;
+    if (dt != PP_F16 && dt != PP_BF16) return fn(x, n, in);
+    char **in32 = A(sizeof(char *) * pp_count(n->n_in)), *out = vname(x, n->out[0]), *y32 = fresh_name(x, out, "f32");
+    if (!in32 || !y32) return oom(x);
+    const pp_attr to32 = attr_int("to", PP_F32), to = attr_int("to", dt);
+    for (int k = 0; k < n->n_in; k++) {
+        in32[k] = in[k];
+        if (in[k] && n->in[k] >= 0 && x->g->values[n->in[k]].dtype == dt)
+            PP_TRY(step(x, n, "Cast", &in[k], 1, NULL, &to32, 1, &in32[k]));
+    }
+    x->dec_out = y32, x->dec_dt = PP_F32;
+    const pp_status s = fn(x, n, in32);
+    x->dec_out = NULL;
+    PP_TRY(s);
+    return step(x, n, "Cast", &y32, 1, out, &to, 1, &y32);
 }
 
 static pp_status emit_node(ex *x, const pp_node *n) {
@@ -534,14 +597,16 @@ static pp_status emit_node(ex *x, const pp_node *n) {
     const char *op = pp_op_table[n->op].name;
     if (n->op == PP_OP_FUSEDCONV) return emit_fusedconv(x, n, in);
     if (n->op == PP_OP_SILU) return emit_silu(x, n, in);
-    if (!strcmp(op, "LayerNormalization") && x->g->opset < 17) return emit_layernorm_ops(x, n, in);
-    if (!strcmp(op, "Gelu") && x->g->opset < 20) return emit_gelu_ops(x, n, in);
-    if (n->op == PP_OP_RMSNORM && x->g->opset < 23) return emit_rmsnorm_ops(x, n, in);
+    if (!strcmp(op, "LayerNormalization") && x->g->opset < 17) return emit_f32(x, n, in, emit_layernorm_ops);
+    if (!strcmp(op, "Gelu") && x->g->opset < 20) return emit_f32(x, n, in, emit_gelu_ops);
+    if (n->op == PP_OP_RMSNORM && x->g->opset < 23) return emit_f32(x, n, in, emit_rmsnorm_ops);
+    int64_t finite = 0;
+    (void)pp_attr_int(pp_node_attrs(x->g, n), "pp_finite", 0, &finite, NULL);
+    if (n->op == PP_OP_CAST && finite && x->g->values[n->in[0]].dtype == PP_F32) return emit_finite_cast(x, n, in, out);
     if (n->op == PP_OP_HARDSWISH && x->g->opset < 14) return emit_hardswish_ops(x, n, in);
     if (!strncmp(op, "pp.", 3))
         return PP_FAIL(x->err, PP_EUNSUP, "node '%s': op %s has no ONNX form", n->name, op);
-    /* ppcc's own attributes have no ONNX form: a half plan's saturating Cast is written as a plain one */
-    static const char *const own[] = {"pp_finite", NULL};
+    static const char *const own[] = {"pp_finite", NULL}; /* ppcc's own attributes: no ONNX form */
     return emit(x, op, n->name, in, n->n_in, out, n->n_out, n->attrs, n->n_attrs, own);
 }
 
