@@ -354,6 +354,7 @@ static unsigned half_slots(pp_op op) {
     case PP_OP_LOGSOFTMAX:
     case PP_OP_MAXPOOL:       /* exact in half */
     case PP_OP_AVGPOOL:       /* the means in f32 */
+    case PP_OP_LPPOOL:        /* the sums of |x|^p in double, as in f32 */
     case PP_OP_GLOBALAVGPOOL:
     case PP_OP_TRANSPOSE:
     case PP_OP_SLICE:

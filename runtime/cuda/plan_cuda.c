@@ -1475,8 +1475,9 @@ static pp_status plan_pool(planner *P, int ni, bool *ok) {
     const pprt_node *n = &P->st->nodes[ni];
     const pprt_tdesc *x = T(P, n->in[0]), *y = T(P, n->out[0]);
     *ok = false;
-    /* f32, or a half plan's MaxPool and AveragePool (ppcc --precision) */
-    const bool half = (n->op == PP_OP_MAXPOOL || n->op == PP_OP_AVGPOOL) && (x->dtype == PP_F16 || x->dtype == PP_BF16);
+    /* f32, or a half plan's MaxPool, AveragePool and LpPool (ppcc --precision) */
+    const bool half = (n->op == PP_OP_MAXPOOL || n->op == PP_OP_AVGPOOL || n->op == PP_OP_LPPOOL) &&
+                      (x->dtype == PP_F16 || x->dtype == PP_BF16);
     if (n->n_out != 1 || (x->dtype != PP_F32 && !half) || y->dtype != x->dtype) return PP_OK;
     pp_geom g;
     if (pp_geom_make(attrs_of(P, n), &x->shape, NULL, true, &g, NULL) != PP_OK) return PP_OK;

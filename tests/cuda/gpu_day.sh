@@ -632,17 +632,17 @@ if [ "${EXTRA:-1}" = 1 ]; then
   fi
   # 5m. the ops a half plan stores in half since 2026-12-06 (docs/cuda.md "Half storage"; never on a GPU):
   # BatchNormalization (inference), ConvTranspose (cuDNN backward data on HALF / BFLOAT16, channels-last), Resize,
-  # Pad, InstanceNormalization, ReduceMean, ReduceMax, ReduceL2, GlobalMaxPool and Einsum (cuBLASLt 16F / 16BF):
+  # Pad, InstanceNormalization, ReduceMean, ReduceMax, ReduceL2, LpPool, GlobalMaxPool and Einsum (cuBLASLt 16F / 16BF):
   # tests/cuda/half_models.py's mix
   # model at fp16 and bf16 on $be
-  # against onnxruntime's f32 within ctest cuda_half's bounds (3e-3, 2.5e-2), no host step, -pp 2 the same bits
+  # against onnxruntime's f32 within ctest cuda_half's bounds (4e-3, 3e-2), no host step, -pp 2 the same bits
   # as -pp 1 (about 10 s)
   hm=/tmp/half_mix
   if [ "$(left)" -gt 40 ] && rm -rf $hm && mkdir -p $hm && (cd $hm && python3 "$src/tests/cuda/half_models.py" models . \
        && python3 "$src/tests/cuda/half_models.py" ort mix.onnx data_mix ort_mix) > "$out/half_mix.txt" 2>&1; then
     echo "== 5m. the half plan's new half ops, tests/cuda/half_models.py's mix ($(date +%T), $(left) s left)"
     for pr in fp16 bf16; do
-      lim=$([ $pr = fp16 ] && echo 3e-3 || echo 2.5e-2)
+      lim=$([ $pr = fp16 ] && echo 4e-3 || echo 3e-2)
       ok=1
       for pp in 1 2; do
         "$PPCC" $hm/mix.onnx -b 2 -pp $pp --precision $pr -o $hm/m$pp.plan -q \

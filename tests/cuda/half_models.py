@@ -17,7 +17,7 @@ precision").
       0.25) before a Conv, InstanceNormalization, ConvTranspose (stride
       2, bias) normalized over its channels by ReduceL2, beside a linear
       Resize (U-Net's up paths), attention over the pixels by two Einsums
-      (MaxViT's), GlobalMaxPool, Gemm; x [batch, 3, 16, 16],
+      (MaxViT's), LpPool (p 2), GlobalMaxPool, Gemm; x [batch, 3, 16, 16],
       DIR/data_mix/x.npy (4 samples).
       (tests/cuda/fattn_models.py writes the ViT-like blocks, vit.onnx.)
   half_models.py ort MODEL DATA OUT
@@ -118,7 +118,8 @@ def mix(d, rng):
     sc = n("Mul", [n("Einsum", [t, t], "scores", equation="bci,bcj->bij"), c("scale", 8 ** -0.5)], "scaled")
     att = n("Einsum", [t, n("Softmax", [sc], "attn", axis=-1)], "att", equation="bcj,bij->bci")
     s3 = n("Add", [s2, n("Reshape", [att, c("back_hw", [0, 8, 16, 16], np.int64)], "att_img")], "att_add")
-    flat = n("Flatten", [n("GlobalMaxPool", [s3], "gmp")], "flat")
+    lp = n("LpPool", [s3], "lp", kernel_shape=[2, 2], strides=[2, 2], p=2)
+    flat = n("Flatten", [n("GlobalMaxPool", [lp], "gmp")], "flat")
     n("Gemm", [flat, c("fc.w", rng.standard_normal((10, 8)) * 0.3), c("fc.b", rng.standard_normal(10) * 0.1)], "y",
       transB=1)
     write_model(d, "mix", nodes, inits, [3, 16, 16], [10], rng.standard_normal((4, 3, 16, 16)).astype(np.float32))

@@ -10,7 +10,7 @@
 # 2026-12-06 (reflecting and constant Pads, a Concat then an unfolded
 # BatchNormalization, ReduceMean and ReduceMax gates, ConvTranspose beside a
 # linear Resize, InstanceNormalization, ReduceL2's normalization, an attention
-# of two Einsums, GlobalMaxPool). At fp16 and bf16:
+# of two Einsums, LpPool, GlobalMaxPool). At fp16 and bf16:
 #   - the CNN's and mix's plans hold two Casts, the input's and the output's
 #     (before 2026-12-06 mix had a Cast to f32 before each of those ops and
 #     one back to half after it);
@@ -32,7 +32,7 @@
 #   - -pp 2 the same bits as -pp 1 (the roundings are in the graph: a cut
 #     adds none), with the options too;
 #   - the reference kernels on the same plan within 2e-3 (fp16) / 2e-2
-#     (bf16) of cuda-emu's outputs (mix: 4e-3 / 3e-2) (each computes in f32 over the half values
+#     (bf16) of cuda-emu's outputs (mix: 5e-3 / 5e-2) (each computes in f32 over the half values
 #     and rounds what it writes; the sums' orders differ);
 #   - the message between the two stages is half: ppcc --report's cut is
 #     half of the f32 plan's bytes;
@@ -60,10 +60,10 @@ $M ort mix.onnx data_mix ort_mix
 le() { "$PY" -c "import sys; sys.exit(not float('$1') <= float('$2'))"; }
 # measured 2026-12-05: the ViT-like blocks 6, the CNN 1 (its residual Add); 2026-12-06: mix 8 (its gates' Muls, Adds)
 declare -A WIDE=([vit]=6 [cnn]=1 [mix]=8)
-# mix measured 2026-12-06 on cuda-emu: fp16 8.6e-4, bf16 7.7e-3 (the bounds about 3x, as the others'); the
-# reference kernels on its plan 1.2e-3 and 9.5e-3 from cuda-emu (LREF: 3x)
-declare -A LIM=([vit_fp16]=3e-3 [vit_bf16]=2e-2 [cnn_fp16]=2e-3 [cnn_bf16]=1.5e-2 [mix_fp16]=3e-3 [mix_bf16]=2.5e-2)
-declare -A LREF=([fp16]=2e-3 [bf16]=2e-2 [mix_fp16]=4e-3 [mix_bf16]=3e-2)
+# mix measured 2026-12-06 on cuda-emu: fp16 1.4e-3, bf16 1.0e-2 (the bounds about 3x, as the others'); the
+# reference kernels on its plan 1.6e-3 and 1.6e-2 from cuda-emu (LREF: 3x)
+declare -A LIM=([vit_fp16]=3e-3 [vit_bf16]=2e-2 [cnn_fp16]=2e-3 [cnn_bf16]=1.5e-2 [mix_fp16]=4e-3 [mix_bf16]=3e-2)
+declare -A LREF=([fp16]=2e-3 [bf16]=2e-2 [mix_fp16]=5e-3 [mix_bf16]=5e-2)
 for m in vit cnn mix; do
   b=$([ $m = vit ] && echo 1 || echo 2)
   "$PPCC" $m.onnx -b $b -o ${m}_f32.plan -q
