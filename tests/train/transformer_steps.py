@@ -5,9 +5,11 @@ embedding, two pre-norm nn.TransformerEncoderLayer; nn.MultiheadAttention's
 export: Slice, Transpose, batched MatMul), timm's VisionTransformer when timm
 imports (Split and Squeeze of the qkv, Gather of the class token, Expand),
 HF BertForSequenceClassification (2 layers, hidden 64; embeddings by Gather
-of data indices) and HF GPT2LMHeadModel (2 layers, hidden 64, causal mask by
-Where, embeddings tied to the head, token-level cross-entropy over logits
-[N, V, T]). Random weights, exported as for training (TrainingMode.TRAINING,
+of data indices), HF GPT2LMHeadModel (2 layers, hidden 64, causal mask by
+Where, embeddings tied to the head, its tanh GELU fused by ppcc,
+token-level cross-entropy over logits [N, V, T]) and HF LlamaForCausalLM
+(2 layers, hidden 64, grouped key-value heads, rotary embeddings, SwiGLU,
+its written-out RMSNorm fused into RMSNormalization by ppcc). Random weights, exported as for training (TrainingMode.TRAINING,
 no constant folding, opset 14); the Dropout modules (p = 0) are replaced by
 Identity before the export, Dropout's rule being another part's. The ViT
 again exported at opset 17, where torch writes LayerNormalization (its
@@ -30,7 +32,8 @@ On oneDNN the -pp 1 step also runs with its two training routes off
 and PPRT_DNNL_VERBOSE=2 must show them taken: Transposes of weights that
 their products read through (every model: nn.Linear's MatMul(X,
 Transpose(W)), GPT-2's tied head) and Gelu's gradient on oneDNN (all but
-GPT-2, whose GELU is the tanh formula written out).
+GPT-2, whose tanh GELU's gradient rule is written in ops, and Llama, which
+has none).
 Four AdamW steps of each at -pp 2 on oneDNN and cuda-emu with the executors
 kept across the steps (the default; runtime/keep.h) give the bits of
 executors made every step (PPRT_TRAIN_FRESH=1).
@@ -257,6 +260,30 @@ else:
             return self.m(input_ids=ids, use_cache=False).logits.transpose(1, 2)
 
     ids = torch.randint(0, 100, (4, 12))
-    one_step("gpt2", GPT2(), ids, torch.roll(ids, -1, 1), gelu=False)  # GPT-2's GELU: the tanh formula, unfused
+    # GPT-2's GELU, the tanh formula written out: ppcc fuses it into Gelu(approximate "tanh") since 2026-12-06,
+    # whose gradient rule is written in ops (no pp.UnaryGrad to put on oneDNN)
+    one_step("gpt2", GPT2(), ids, torch.roll(ids, -1, 1), gelu=False)
+
+try:
+    from transformers import LlamaConfig, LlamaForCausalLM
+except Exception as e:  # noqa: BLE001
+    print(f"Llama skipped: transformers has no Llama ({type(e).__name__})")
+else:
+    class Llama(nn.Module):
+        """HF's LlamaForCausalLM (2 layers, hidden 64, 4 query and 2 key-value heads): its RMSNorm written out,
+        which ppcc fuses into RMSNormalization (its gradient pp.RMSNormGrad's rule), rotary embeddings, SwiGLU,
+        the causal mask; logits [N, V, T]"""
+
+        def __init__(self):
+            super().__init__()
+            self.m = LlamaForCausalLM(LlamaConfig(vocab_size=100, hidden_size=64, intermediate_size=128,
+                                                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                  max_position_embeddings=32))
+
+        def forward(self, ids):
+            return self.m(input_ids=ids, use_cache=False).logits.transpose(1, 2)
+
+    ids = torch.randint(0, 100, (4, 12))
+    one_step("llama", Llama(), ids, torch.roll(ids, -1, 1), gelu=False)  # (SiLU, no GELU)
 
 testlib.finish("train_transformers")
