@@ -825,14 +825,18 @@ static pp_status fuse_rmsnorm(pp_graph *g, int pw, bool *changed, pp_err *err) {
         return PP_OK;
     const int mul = sole_user(g, g->nodes[inv].out[0]);
     if (!is(g, mul, PP_OP_MUL) || other_in(g, mul, g->nodes[inv].out[0]) != x) return PP_OK;
-    const int mul2 = sole_user(g, g->nodes[mul].out[0]);
-    const int gamma = is(g, mul2, PP_OP_MUL) ? other_in(g, mul2, g->nodes[mul].out[0]) : -1;
+    /* hidden.to(input_dtype) between the two Muls: a Cast of f32 to f32 until simplify removes it (the training
+     * graph's fusion runs before simplify) */
+    int mv = g->nodes[mul].out[0], mul2 = sole_user(g, mv), nop = -1;
+    if (is(g, mul2, PP_OP_CAST) && g->values[g->nodes[mul2].out[0]].dtype == PP_F32)
+        nop = mul2, mv = g->nodes[nop].out[0], mul2 = sole_user(g, mv);
+    const int gamma = is(g, mul2, PP_OP_MUL) ? other_in(g, mul2, mv) : -1;
     const pp_shape *xs = &g->values[x].shape;
     if (!ln_param(g, gamma, xs->dim[xs->rank - 1]) ||
         !pp_shape_eq(&g->values[g->nodes[mul2].out[0]].shape, xs)) /* (a weight that broadcasts x up: no) */
         return PP_OK;
-    int dead[6] = {pw, rm, ad, sq, inv, mul};
-    PP_TRY(become(g, mul2, pw, PP_OP_RMSNORM, dead, 6, err));
+    int dead[7] = {pw, rm, ad, sq, inv, mul, nop};
+    PP_TRY(become(g, mul2, pw, PP_OP_RMSNORM, dead, 7, err));
     int ins[2] = {x, gamma};
     PP_TRY(set_inputs(g, mul2, ins, 2, err));
     pp_node *L = &g->nodes[mul2];

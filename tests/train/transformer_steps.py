@@ -285,5 +285,11 @@ else:
 
     ids = torch.randint(0, 100, (4, 12))
     one_step("llama", Llama(), ids, torch.roll(ids, -1, 1), gelu=False)  # (SiLU, no GELU)
+    import subprocess
+    r = subprocess.run([PPCC, os.path.join(WORK, "llama", "model.onnx"), "--train", "--loss", "cross-entropy:out",
+                        "-b", "4", "--dump-ir", "-q", "-o", os.devnull], capture_output=True, text=True)
+    n_rms = sum(" RMSNormalization " in ln and " <- " in ln for ln in r.stdout.splitlines())
+    check(r.returncode == 0 and n_rms == 5, f"llama: {n_rms} RMSNormalization nodes in the training graph, want 5 "
+          f"(2 layers x 2 and the final norm; exit {r.returncode})")
 
 testlib.finish("train_transformers")
