@@ -739,6 +739,17 @@ static bool ln_param(const pp_graph *g, int v, int64_t len) {
     return (p->is_const || p->is_param) && p->dtype == PP_F32 && p->shape.rank == 1 && p->shape.dim[0] == len;
 }
 
+/* The fused norm at node n (made by become): its inputs ins[0..cnt), its attributes axis -1 and epsilon alone */
+static pp_status last_axis_norm(pp_graph *g, int n, const int *ins, int cnt, double eps, pp_err *err) {
+    PP_TRY(set_inputs(g, n, ins, cnt, err));
+    pp_node *L = &g->nodes[n];
+    L->attrs = NULL;
+    L->n_attrs = 0;
+    const pp_attr at[2] = {{.name = "axis", .type = PP_ATTR_INT, .i = -1},
+                           {.name = "epsilon", .type = PP_ATTR_FLOAT, .f = (float)eps}};
+    return add_attrs(g, L, at, 2, err);
+}
+
 static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err) {
     const pp_op ln = PP_OP_LAYERNORM;
     if (!mean_last(g, rm)) return PP_OK;
@@ -783,14 +794,8 @@ static pp_status fuse_layernorm(pp_graph *g, int rm, bool *changed, pp_err *err)
     const int last = add2 >= 0 ? add2 : mul;
     int dead[9] = {rm, sub, pw, rm2, ad, sq, dvn, mul, add2};
     PP_TRY(become(g, last, rm, ln, dead, 9, err));
-    pp_node *L = &g->nodes[last];
     int ins[3] = {x, gamma, beta};
-    PP_TRY(set_inputs(g, last, ins, beta >= 0 ? 3 : 2, err));
-    L->attrs = NULL;
-    L->n_attrs = 0;
-    pp_attr at[2] = {{.name = "axis", .type = PP_ATTR_INT, .i = -1},
-                     {.name = "epsilon", .type = PP_ATTR_FLOAT, .f = (float)eps}};
-    PP_TRY(add_attrs(g, L, at, 2, err));
+    PP_TRY(last_axis_norm(g, last, ins, beta >= 0 ? 3 : 2, eps, err));
     *changed = true;
     return PP_OK;
 }
@@ -838,13 +843,7 @@ static pp_status fuse_rmsnorm(pp_graph *g, int pw, bool *changed, pp_err *err) {
     int dead[7] = {pw, rm, ad, sq, inv, mul, nop};
     PP_TRY(become(g, mul2, pw, PP_OP_RMSNORM, dead, 7, err));
     int ins[2] = {x, gamma};
-    PP_TRY(set_inputs(g, mul2, ins, 2, err));
-    pp_node *L = &g->nodes[mul2];
-    L->attrs = NULL;
-    L->n_attrs = 0;
-    pp_attr at[2] = {{.name = "axis", .type = PP_ATTR_INT, .i = -1},
-                     {.name = "epsilon", .type = PP_ATTR_FLOAT, .f = (float)eps}};
-    PP_TRY(add_attrs(g, L, at, 2, err));
+    PP_TRY(last_axis_norm(g, mul2, ins, 2, eps, err));
     *changed = true;
     return PP_OK;
 }

@@ -669,25 +669,20 @@ static void half_more(int t, const char *tn, int64_t rows, int64_t n, const floa
     snprintf(what, sizeof what, "%s InstanceNormalization %lldx%lld", tn, (long long)rows, (long long)n);
     compare_half(what, yh, yf, t, rn);
     free(sbh), free(sbf);
-    pcu_red rk = {.op = PCU_RED_MAX, .nk = 1, .nr = 1, .n_out = rows, .n_red = n, .kd = {rows}, .ks = {n},
-                  .rd = {n}, .rs = {1}};
-    for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, yf, xf, i);
-    rk.t = t;
-    for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, yh, xh, i);
-    snprintf(what, sizeof what, "%s ReduceMax", tn);
-    compare_half(what, yh, yf, t, rows);
-    rk.op = PCU_RED_L2, rk.t = 0;
-    for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, yf, xf, i);
-    rk.t = t;
-    for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, yh, xh, i);
-    snprintf(what, sizeof what, "%s ReduceL2", tn);
-    compare_half(what, yh, yf, t, rows);
-    rk.op = PCU_RED_ARGMAX, rk.t = 0;
-    for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, af, xf, i);
-    rk.t = t;
-    for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, ah, xh, i);
-    checks++;
-    if (memcmp(af, ah, sizeof *af * (size_t)rows)) FAIL("%s ArgMax: not the f32 kernel's indices\n", tn);
+    static const struct { int op; const char *name; } reds[] = {{PCU_RED_MAX, "ReduceMax"}, {PCU_RED_L2, "ReduceL2"},
+                                                               {PCU_RED_ARGMAX, "ArgMax"}};
+    for (size_t q = 0; q < sizeof reds / sizeof *reds; q++) { /* each row reduced: f32 over xf, then type t */
+        const bool arg = reds[q].op == PCU_RED_ARGMAX;
+        pcu_red rk = {.op = reds[q].op, .nk = 1, .nr = 1, .n_out = rows, .n_red = n, .kd = {rows}, .ks = {n},
+                      .rd = {n}, .rs = {1}};
+        for (int64_t i = 0; i < rows; i++) pcu_red_at(&rk, arg ? (void *)af : yf, xf, i);
+        rk.t = t;
+        for (int64_t i = rows - 1; i >= 0; i--) pcu_red_at(&rk, arg ? (void *)ah : yh, xh, i);
+        snprintf(what, sizeof what, "%s %s", tn, reds[q].name);
+        checks += arg;
+        if (!arg) compare_half(what, yh, yf, t, rows);
+        else if (memcmp(af, ah, sizeof *af * (size_t)rows)) FAIL("%s: not the f32 kernel's indices\n", what);
+    }
     static const char *const modes[] = {"linear", "cubic", "nearest"};
     for (int m = 0; m < 3; m++) {
         pp_attr at[2] = {{.name = "mode", .type = PP_ATTR_STRING, .s = modes[m]},

@@ -653,13 +653,18 @@ def layernorm_fused(name, tail, want_inputs, exp=2.0, shape=(2, 3, 5, 8), opset=
         failures.append(f"{name}: LayerNormalization with {got} inputs, want {want_inputs} (exit {r.returncode}):"
                         f" {r.stdout.strip()[-600:]} {r.stderr.strip()[-300:]}")
         return
+    # (from opset 17 the stage holds onnxruntime's LayerNormalization: another order of sums)
+    stage_as_model(name, d, path, feeds, outs, *((1e-6, 1e-7) if opset < 17 else (1e-4, 1e-5)))
+
+
+def stage_as_model(name, d, path, feeds, outs, rtol, atol):
+    """ppcc --export-stages' one stage (d/stages/stage_0.onnx) runs in onnxruntime as the model at path does"""
     so = ort.SessionOptions()
     so.log_severity_level = 3
     stage = ort.InferenceSession(os.path.join(d, "stages", "stage_0.onnx"), so, providers=["CPUExecutionProvider"])
     whole = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     for o, got_o, want_o in zip(outs, stage.run(outs, feeds), whole.run(outs, feeds)):
-        # (from opset 17 the stage holds onnxruntime's LayerNormalization: another order of sums)
-        bad = close(got_o, want_o, 1e-6, 1e-7) if opset < 17 else close(got_o, want_o, 1e-4, 1e-5)
+        bad = close(got_o, want_o, rtol, atol)
         if bad:
             failures.append(f"{name}: the exported stage: {o}: {bad}")
 
@@ -694,14 +699,7 @@ def fused_written(name, nodes, feeds, outs, inits, want_op, want_count, opset=17
         failures.append(f"{name}: {got} {want_op} nodes, want {want_count} (exit {r.returncode}): "
                         f"{r.stderr.strip()[-300:]}")
         return
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    stage = ort.InferenceSession(os.path.join(d, "stages", "stage_0.onnx"), so, providers=["CPUExecutionProvider"])
-    whole = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    for o, got_o, want_o in zip(outs, stage.run(outs, feeds), whole.run(outs, feeds)):
-        bad = close(got_o, want_o, rtol, atol)
-        if bad:
-            failures.append(f"{name}: the exported stage: {o}: {bad}")
+    stage_as_model(name, d, path, feeds, outs, rtol, atol)
 
 
 def rmsnorm_written(name, want, opset=17, div=False, weight_first=True, axis=-1, shape=(2, 5, 16)):

@@ -34,17 +34,9 @@
 #include <string.h>
 
 #include "check.h"
+#include "rng.h"
 #include "runtime/cpu/ref.h"
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static double uni(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
-static double gauss(void) { /* Box-Muller */
-    const double u = uni() + 1e-300, v = uni();
-    return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
-}
 
 static const float ULP = 0x1p-24f;
 
