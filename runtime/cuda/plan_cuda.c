@@ -1626,7 +1626,7 @@ static pp_status plan_resize(planner *P, int ni, bool *ok) {
     for (int d = ax + 1; d < xs->rank; d++) after_a *= xs->dim[d];
     for (int d = bx + 1; bx >= 0 && d < xs->rank; d++) after_b *= xs->dim[d];
     k.sum_a = after_a == 1, k.sum_b = after_b == 1;
-    if (x->dtype != PP_F32) k.t = x->dtype;
+    k.t = x->dtype;
     XY_STEP(s, P, ni, PCU_K_RESIZE, k.n);
     s->u.rs = k;
     return PP_OK;

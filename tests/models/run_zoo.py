@@ -225,7 +225,7 @@ def check_transformer(row, d, meta):
 # cuda-emu where pprt has it: no NaN, max |error| over max |output| of onnxruntime's f32 within fp16 3e-3 and
 # bf16 3e-2 (measured 2026-12-06: Llama 1.1e-3 / 8.5e-3, Mistral 1.1e-3 / 1.0e-2, GPT-J 1.3e-3 / 1.0e-2), the
 # reference kernels' -pp 2 the bits of -pp 1.
-HALF_DECODERS = {"llama": None, "mistral": None, "gptj": None}
+HALF_DECODERS = {"llama", "mistral", "gptj"}
 HALF_BOUND = {"fp16": 3e-3, "bf16": 3e-2}
 HAVE_EMU = subprocess.run([PPRT, "--backend", "cuda-emu", "--version"], capture_output=True).returncode == 0
 
