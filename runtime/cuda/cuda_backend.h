@@ -41,6 +41,8 @@ typedef struct pprt_cuda_cfg {
                                           * block per row (kmath.h); default off */
     bool fused_attention;                /* --cuda-fused-attention on: ppcc's attention patterns (MatMul,
                                           * [Mul|Div], Softmax, MatMul) as one kernel (kmath.h); default off */
+    bool sdpa;                           /* --cuda-sdpa (default on): a half plan's fused attention step on
+                                          * cuDNN's fused-attention engine where one takes it (exec_cuda.c) */
     bool stride_views;                   /* --cuda-stride-views on: Transpose/Slice/Split/Gather feeding only
                                           * products folded into their strides (plan_cuda.c); default off */
     bool wide_elementwise;               /* --cuda-wide-elementwise on: f32 elementwise steps four elements a

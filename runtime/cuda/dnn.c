@@ -22,13 +22,11 @@ static pp_status make(pcu_dnn *g, cudnnBackendDescriptorType_t t, cudnnBackendDe
     return PP_OK;
 }
 
-/* A tensor of nd dims, packed NCHW or (nhwc) channels-last (pcu_layout_strides): a virtual one (a fused graph's
- * intermediate) float, a real one of the step's type (conv_type). */
-static pp_status tensor(pcu_dnn *g, int64_t uid, int nd, const int64_t *dims, bool nhwc, bool virt,
-                        cudnnDataType_t type, cudnnBackendDescriptor_t *out, const char *what, pp_err *err) {
-    int64_t st[5];
-    pcu_layout_strides(dims, nd, nhwc, st);
-    cudnnDataType_t dt = virt ? CUDNN_DATA_FLOAT : type;
+/* A tensor of nd dims and element strides st: virtual (an intermediate, no memory) or real; by_value: a scalar
+ * whose value the variant pack gives by host pointer (the attention's scale). */
+static pp_status tensor_st(pcu_dnn *g, int64_t uid, int nd, const int64_t *dims, const int64_t *st, bool virt,
+                           bool by_value, cudnnDataType_t dt, cudnnBackendDescriptor_t *out, const char *what,
+                           pp_err *err) {
     int64_t align = 16;
     bool v = virt;
     PP_TRY(make(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, out, err));
@@ -38,11 +36,24 @@ static pp_status tensor(pcu_dnn *g, int64_t uid, int nd, const int64_t *dims, bo
     DN(cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid), what);
     DN(cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align), what);
     DN(cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &v), what);
+    if (by_value) {
+        bool bv = true;
+        DN(cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &bv), what);
+    }
     DN(cudnnBackendFinalize(*out), what);
     return PP_OK;
 }
 
-/* A pointwise op y = mode(x [, b]) (b may be NULL). */
+/* A tensor of nd dims, packed NCHW or (nhwc) channels-last (pcu_layout_strides): a virtual one (a fused graph's
+ * intermediate) float, a real one of the step's type (conv_type). */
+static pp_status tensor(pcu_dnn *g, int64_t uid, int nd, const int64_t *dims, bool nhwc, bool virt,
+                        cudnnDataType_t type, cudnnBackendDescriptor_t *out, const char *what, pp_err *err) {
+    int64_t st[5];
+    pcu_layout_strides(dims, nd, nhwc, st);
+    return tensor_st(g, uid, nd, dims, st, virt, false, virt ? CUDNN_DATA_FLOAT : type, out, what, err);
+}
+
+/* A pointwise op y = mode(x [, b]) (b may be NULL; c: a conv step's Clip bounds, or NULL). */
 static pp_status pointwise(pcu_dnn *g, cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
                            cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y, const pcu_conv *c,
                            cudnnBackendDescriptor_t *op, pp_err *err) {
@@ -51,7 +62,7 @@ static pp_status pointwise(pcu_dnn *g, cudnnPointwiseMode_t mode, cudnnBackendDe
     PP_TRY(make(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &pw, err));
     DN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode), "pointwise");
     DN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec), "pointwise");
-    if (mode == CUDNN_POINTWISE_RELU_FWD && c->act == 2) {
+    if (mode == CUDNN_POINTWISE_RELU_FWD && c && c->act == 2) {
         double lo = c->lo, hi = c->hi;
         DN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &lo), "clip");
         if (isfinite(hi)) DN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &hi), "clip");
@@ -169,6 +180,123 @@ pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_
     DN(cudnnBackendGetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &got, &cnt),
        "operation graph engine count");
     g->engines = cnt;
+    return PP_OK;
+}
+
+/* ---- scaled dot-product attention (a half plan's fused attention on cuDNN's fused-attention engines) ---- */
+
+/* An operation of two or three descriptor attributes (a matmul's A, B, C and its descriptor; a reduction's X, Y
+ * and descriptor) */
+static pp_status op3(pcu_dnn *g, cudnnBackendDescriptorType_t t, const cudnnBackendAttributeName_t *at, int n,
+                     const cudnnBackendDescriptor_t *v, cudnnBackendDescriptor_t *op, const char *what, pp_err *err) {
+    PP_TRY(make(g, t, op, err));
+    for (int k = 0; k < n; k++) DN(cudnnBackendSetAttribute(*op, at[k], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v[k]), what);
+    DN(cudnnBackendFinalize(*op), what);
+    return PP_OK;
+}
+
+static pp_status matmul_op(pcu_dnn *g, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
+                           cudnnBackendDescriptor_t c, cudnnBackendDescriptor_t *op, pp_err *err) {
+    cudnnBackendDescriptor_t md;
+    cudnnDataType_t ct = CUDNN_DATA_FLOAT;
+    PP_TRY(make(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR, &md, err));
+    DN(cudnnBackendSetAttribute(md, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ct), "matmul");
+    DN(cudnnBackendFinalize(md), "matmul");
+    static const cudnnBackendAttributeName_t at[4] = {CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_ATTR_OPERATION_MATMUL_BDESC,
+                                                      CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_ATTR_OPERATION_MATMUL_DESC};
+    const cudnnBackendDescriptor_t v[4] = {a, b, c, md};
+    return op3(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, at, 4, v, op, "matmul op", err);
+}
+
+static pp_status reduce_op(pcu_dnn *g, cudnnReduceTensorOp_t how, cudnnBackendDescriptor_t x,
+                           cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t *op, pp_err *err) {
+    cudnnBackendDescriptor_t rd;
+    cudnnDataType_t ct = CUDNN_DATA_FLOAT;
+    PP_TRY(make(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, &rd, err));
+    DN(cudnnBackendSetAttribute(rd, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &how),
+       "reduction");
+    DN(cudnnBackendSetAttribute(rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ct), "reduction");
+    DN(cudnnBackendFinalize(rd), "reduction");
+    static const cudnnBackendAttributeName_t at[3] = {CUDNN_ATTR_OPERATION_REDUCTION_XDESC,
+                                                      CUDNN_ATTR_OPERATION_REDUCTION_YDESC,
+                                                      CUDNN_ATTR_OPERATION_REDUCTION_DESC};
+    const cudnnBackendDescriptor_t v[3] = {x, y, rd};
+    return op3(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, at, 3, v, op, "reduction op", err);
+}
+
+const char *pcu_sdpa_unfit(const pcu_fattn *k) {
+    if (k->t != PCU_T_F16 && k->t != PCU_T_BF16) return "f32 (cuDNN's fused attention is half only)";
+    if (k->qe != 1 || k->ke != 1 || k->ve != 1) return "a head dimension that is not contiguous";
+    if (k->D % 8 || k->Dv % 8 || k->D > 128 || k->Dv > 128) return "a head dimension not a multiple of 8 up to 128";
+    if (k->nb % k->nh || k->nh % k->grp) return "heads that do not divide the batches";
+    const int64_t st[] = {k->qb, k->qh, k->qi, k->kb, k->kh, k->kj, k->vb, k->vh, k->vj, k->yb, k->yh, k->yi};
+    for (size_t i = 0; i < sizeof st / sizeof st[0]; i++)
+        if (st[i] % 8) return "a stride not a multiple of 8 elements (16 bytes)";
+    return NULL;
+}
+
+float pcu_sdpa_scale(const pcu_fattn *k) {
+    double s = k->scale_op == 1 ? k->scale : k->scale_op == 2 ? 1.0 / k->scale : 1.0;
+    if (k->qscale_op == 1) s *= k->qscale;
+    if (k->qscale_op == 2) s /= k->qscale;
+    return (float)s;
+}
+
+/* A head count of 1 may come with a head stride of 0: give cuDNN the packed one */
+static int64_t hstride(int64_t nh, int64_t st, int64_t rows, int64_t cols) { return nh > 1 ? st : rows * cols; }
+
+pp_status pcu_dnn_sdpa(const pcu_fattn *k, cudnnHandle_t handle, pcu_dnn *g, pp_err *err) {
+    memset(g, 0, sizeof *g);
+    const char *why = pcu_sdpa_unfit(k);
+    if (why) return PP_FAIL(err, PP_EUNSUP, "cuDNN attention: %s", why);
+    const cudnnDataType_t T = k->t == PCU_T_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16, F = CUDNN_DATA_FLOAT;
+    const int64_t b = k->nb / k->nh, h = k->nh, hk = k->nh / k->grp, sq = k->Sq, skv = k->T, d = k->D, dv = k->Dv;
+    const int64_t qd[4] = {b, h, sq, d}, qs[4] = {k->qb, hstride(h, k->qh, sq, d), k->qi, 1};
+    const int64_t kd[4] = {b, hk, d, skv}, ks[4] = {k->kb, hstride(hk, k->kh, skv, d), 1, k->kj}; /* K^T: a view */
+    const int64_t vd[4] = {b, hk, skv, dv}, vs[4] = {k->vb, hstride(hk, k->vh, skv, dv), k->vj, 1};
+    const int64_t od[4] = {b, h, sq, dv}, os[4] = {k->yb, hstride(h, k->yh, sq, dv), k->yi, 1};
+    const int64_t sd[4] = {b, h, sq, skv}, ss[4] = {h * sq * skv, sq * skv, skv, 1};
+    const int64_t rd[4] = {b, h, sq, 1}, rs[4] = {h * sq, sq, 1, 1}, one[4] = {1, 1, 1, 1};
+    cudnnBackendDescriptor_t q, kt, v, o, s, sc, s2, m, s3, e, z, lz, stt, p, op[12];
+    PP_TRY(tensor_st(g, PCU_UID_Q, 4, qd, qs, false, false, T, &q, "tensor Q", err));
+    PP_TRY(tensor_st(g, PCU_UID_K, 4, kd, ks, false, false, T, &kt, "tensor K", err));
+    PP_TRY(tensor_st(g, PCU_UID_V, 4, vd, vs, false, false, T, &v, "tensor V", err));
+    PP_TRY(tensor_st(g, PCU_UID_O, 4, od, os, false, false, T, &o, "tensor O", err));
+    PP_TRY(tensor_st(g, PCU_UID_SCALE, 4, one, one, false, true, F, &sc, "tensor scale", err));
+    PP_TRY(tensor_st(g, 40, 4, sd, ss, true, false, F, &s, "tensor S", err));
+    PP_TRY(tensor_st(g, 41, 4, sd, ss, true, false, F, &s2, "tensor S scaled", err));
+    PP_TRY(tensor_st(g, 42, 4, rd, rs, true, false, F, &m, "tensor row max", err));
+    PP_TRY(tensor_st(g, 43, 4, sd, ss, true, false, F, &s3, "tensor S - max", err));
+    PP_TRY(tensor_st(g, 44, 4, sd, ss, true, false, F, &e, "tensor exp", err));
+    PP_TRY(tensor_st(g, 45, 4, rd, rs, true, false, F, &z, "tensor row sum", err));
+    PP_TRY(tensor_st(g, 46, 4, rd, rs, true, false, F, &lz, "tensor log sum", err));
+    PP_TRY(tensor_st(g, 47, 4, rd, rs, true, false, F, &stt, "tensor stats", err));
+    PP_TRY(tensor_st(g, 48, 4, sd, ss, true, false, T, &p, "tensor P", err));
+    /* S = Q K^T; S2 = S * scale; the softmax as cuDNN's fused-attention engines know it (max, subtract, exp, sum,
+     * the statistics max + log(sum), divide), P in the io type; O = P V */
+    int n = 0;
+    PP_TRY(matmul_op(g, q, kt, s, &op[n++], err));
+    PP_TRY(pointwise(g, CUDNN_POINTWISE_MUL, s, sc, s2, NULL, &op[n++], err));
+    PP_TRY(reduce_op(g, CUDNN_REDUCE_TENSOR_MAX, s2, m, &op[n++], err));
+    PP_TRY(pointwise(g, CUDNN_POINTWISE_SUB, s2, m, s3, NULL, &op[n++], err));
+    PP_TRY(pointwise(g, CUDNN_POINTWISE_EXP, s3, NULL, e, NULL, &op[n++], err));
+    PP_TRY(reduce_op(g, CUDNN_REDUCE_TENSOR_ADD, e, z, &op[n++], err));
+    PP_TRY(pointwise(g, CUDNN_POINTWISE_LOG, z, NULL, lz, NULL, &op[n++], err));
+    PP_TRY(pointwise(g, CUDNN_POINTWISE_ADD, m, lz, stt, NULL, &op[n++], err));
+    PP_TRY(pointwise(g, CUDNN_POINTWISE_DIV, e, z, p, NULL, &op[n++], err));
+    PP_TRY(matmul_op(g, p, v, o, &op[n++], err));
+    PP_TRY(make(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph, err));
+    DN(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, op),
+       "attention graph");
+    if (handle)
+        DN(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle),
+           "attention graph handle");
+    DN(cudnnBackendFinalize(g->graph), "attention graph");
+    int64_t cnt = 0, got = 0;
+    DN(cudnnBackendGetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &got, &cnt),
+       "attention graph engine count");
+    g->engines = cnt;
+    g->fused = true;
     return PP_OK;
 }
 

@@ -15,8 +15,10 @@
 
 /* Tensor uids of a convolution graph's variant pack. */
 enum { PCU_UID_X = 1, PCU_UID_W = 2, PCU_UID_B = 3, PCU_UID_R = 4, PCU_UID_Y = 5 };
+/* ... and of an attention graph's (pcu_dnn_sdpa): Q, K, V, O and the scale (by value, a host float) */
+enum { PCU_UID_Q = 21, PCU_UID_K = 22, PCU_UID_V = 23, PCU_UID_O = 24, PCU_UID_SCALE = 25 };
 
-#define PCU_DNN_MAX_DESC 24
+#define PCU_DNN_MAX_DESC 48
 
 typedef struct pcu_dnn {
     cudnnBackendDescriptor_t d[PCU_DNN_MAX_DESC]; /* every descriptor made, freed together */
@@ -40,6 +42,17 @@ typedef struct pcu_dnn {
  * the descriptor and the cuDNN status. */
 pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_dnn *g, pp_err *err);
 void pcu_dnn_free(pcu_dnn *g);
+
+/* The operation graph of fused attention step k (a half plan's MatMul, [Mul|Div], Softmax, MatMul, or ONNX
+ * Attention without a mask; kmath.h pcu_fattn) as cuDNN's fused-attention (SDPA) engines take it: O = P V with
+ * P = softmax(scale * Q K^T), S and the softmax in float, P in the io type, the row statistics virtual
+ * (--cuda-sdpa, exec_cuda.c). The scale is pcu_sdpa_scale(k): the node's and Q's prescale folded into one
+ * float multiplier (the kernel rounds the prescaled Q to the io type; cuDNN does not). pcu_sdpa_unfit says why
+ * a step cannot be one (f32, a head dimension not contiguous, over 128 or not a multiple of 8, a stride not
+ * 16 bytes), or NULL. */
+const char *pcu_sdpa_unfit(const pcu_fattn *k);
+float pcu_sdpa_scale(const pcu_fattn *k);
+pp_status pcu_dnn_sdpa(const pcu_fattn *k, cudnnHandle_t handle, pcu_dnn *g, pp_err *err);
 
 /* The engine the executors take for graph g: heuristic mode `mode`'s engine
  * configs in order (up to PCU_DNN_MAX_CFGS), the first that is

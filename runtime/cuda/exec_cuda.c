@@ -54,6 +54,7 @@ typedef struct dstep {
     cublasLtMatmulDesc_t mm;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
+    float sdpa_scale;          /* KERNEL FATTN on cuDNN's attention engine (plan set): its scale, by value */
 } dstep;
 
 
@@ -276,6 +277,54 @@ static pp_status dnn_exec(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err
         void *op[PCU_KERNEL_OPS] = {dptr(x, &s->ops[4]), dptr(x, &s->ops[2]), dptr(x, &s->ops[3])};
         CU(x, s->node, (cudaError_t)pcu_launch(PCU_K_EPI, d->epi_param, op, NULL, d->epi.n, PP_F32, x->stream));
     }
+    return PP_OK;
+}
+
+/* ---- cuDNN's fused attention (--cuda-sdpa) ---------------------------------------------------------- */
+
+/* A half plan's fused attention step s on cuDNN's fused-attention engine (dnn.h pcu_dnn_sdpa) where its shape
+ * fits, its operands start 16 bytes apart and an engine (deterministic, within the workspace) takes the graph:
+ * d->plan set; else d->plan NULL and the step launches pprt's kernel. Said with --cuda-explain. */
+static void sdpa_plan(pprt_exec *x, const pcu_step *s, dstep *d) {
+    const pcu_fattn *k = &s->u.fa;
+    pp_err e = {0};
+    pcu_dnn_pick pk = {0};
+    const char *why = pcu_sdpa_unfit(k);
+    for (int q = 0; q < 4 && !why; q++)
+        if (s->ops[q].off % 16) why = "an operand not at a 16-byte offset";
+    if (!why && pcu_dnn_sdpa(k, x->dnn, &d->dnn, &e) != PP_OK) why = e.msg;
+    if (!why && pcu_dnn_choose_any(&d->dnn, x->dnn, NULL, false, (int64_t)PCU_LIB_WORKSPACE, &pk, &e) != PP_OK)
+        why = e.msg;
+    if (!why && !pk.plan) why = "no engine took the graph";
+    d->plan = why ? NULL : pk.plan;
+    d->sdpa_scale = pcu_sdpa_scale(k);
+    if (why) pcu_dnn_free(&d->dnn);
+    if (pprt_cuda_config()->explain)
+        fprintf(stderr, "pprt: cuda: stage %d node '%s': attention on %s%s (%lld configs; engine %lld, workspace %lld "
+                "bytes; refused %d non-deterministic, %d over the workspace, %d without a plan)\n", x->st->index,
+                x->st->nodes[s->node].name, why ? "pprt's kernel: cuDNN's " : "cuDNN's fused-attention engine",
+                why ? why : "", (long long)pk.configs, (long long)pk.gidx, (long long)pk.workspace, pk.refused[0],
+                pk.refused[2], pk.refused[3]);
+}
+
+static pp_status sdpa_exec(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err) {
+    void *ptr[5] = {dptr(x, &s->ops[0]), dptr(x, &s->ops[1]), dptr(x, &s->ops[2]), dptr(x, &s->ops[3]),
+                    &d->sdpa_scale};
+    int64_t uid[5] = {PCU_UID_Q, PCU_UID_K, PCU_UID_V, PCU_UID_O, PCU_UID_SCALE};
+    void *ws = x->mem[PCU_SP_WORK] + PCU_WORK_LIB;
+    cudnnBackendDescriptor_t vp;
+    DNN(x, s->node, cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp));
+    cudnnStatus_t st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 5, ptr);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 5, uid);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(vp);
+    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendExecute(x->dnn, d->plan, vp);
+    cudnnBackendDestroyDescriptor(vp);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return PP_FAIL(err, PP_ERUNTIME, "node '%s': cudnnBackendExecute (fused attention): %s",
+                       x->st->nodes[s->node].name, cudnnGetErrorString(st));
     return PP_OK;
 }
 
@@ -554,6 +603,8 @@ static pp_status create_steps(pprt_exec *x, unsigned char *hn, int *failed, pp_e
             memcpy(hp + at, &s->u, pcu_kernel_param_bytes(s->kernel));
             d->param = x->params + at;
             at += pp_align_up(pcu_kernel_param_bytes(s->kernel), 256);
+            if (s->kernel == PCU_K_FATTN && pprt_cuda_config()->sdpa && (s->u.fa.t == PCU_T_F16 || s->u.fa.t == PCU_T_BF16))
+                sdpa_plan(x, s, d);
         } else if (s->kind == PCU_S_CONV) {
             /* the fused graph, else the convolution alone and the epilogue kernel, else the host */
             const pcu_conv *c = &s->u.conv;
@@ -651,6 +702,8 @@ static pp_status issue(pprt_exec *x, pp_err *err) {
         if (x->prof && i) CU(x, s->node, cudaEventRecord(x->ev[i], x->stream));
         if (s->kind == PCU_S_HOST) {
             PP_TRY(host_exec(x, s, err));
+        } else if (s->kind == PCU_S_KERNEL && d->plan) { /* fused attention on cuDNN's engine */
+            PP_TRY(sdpa_exec(x, s, d, err));
         } else if (s->kind == PCU_S_KERNEL) {
             void *op[PCU_KERNEL_OPS] = {NULL};
             for (int k = 0; k < s->n_ops && k < PCU_KERNEL_OPS; k++) op[k] = dptr(x, &s->ops[k]);

@@ -9,7 +9,7 @@
 #include "cuplan.h"
 
 static pprt_cuda_cfg cfg = {.graphs = true, .conv_fusion = false, .wide_copies = true, .overlap = true,
-                            .half_products = true, .tactics_path = "auto"};
+                            .half_products = true, .sdpa = true, .tactics_path = "auto"};
 
 pprt_cuda_cfg *pprt_cuda_config(void) { return &cfg; }
 
@@ -83,6 +83,7 @@ static pp_status set_on_off(void *base, const char *name, const char *v, pp_err 
     else if (!strcmp(name, "--cuda-stride-views")) c->stride_views = on;
     else if (!strcmp(name, "--cuda-wide-elementwise")) c->wide_elementwise = on;
     else if (!strcmp(name, "--cuda-half-products")) c->half_products = on;
+    else if (!strcmp(name, "--cuda-sdpa")) c->sdpa = on;
     else c->conv_fusion = on;
     return PP_OK;
 }
@@ -129,6 +130,13 @@ static const pp_opt rows[] = {
      .help = "cuda, cuda-emu: each attention pattern ppcc kept in one stage (MatMul, a Mul or Div by a scalar, "
              "Softmax over the last axis, MatMul; head dims up to 64, f32) as one kernel with the softmax online "
              "(on; not yet timed on a GPU), or a product, a softmax and a product (off)"},
+    {.names = "--cuda-sdpa", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD, .words = "on|off",
+     .dflt = "on", .set = set_on_off,
+     .help = "cuda: a fused attention step of a half plan (--cuda-fused-attention on, ppcc --precision fp16|bf16; "
+             "heads of 8 to 64 in multiples of 8, contiguous, 16-byte strides) on cuDNN's fused-attention engine "
+             "(tensor cores; the scale folded into one multiplier, the probabilities rounded to the half type before "
+             "the second product) where one takes it, else on pprt's kernel (on; not yet run on a GPU), or always "
+             "on pprt's kernel (off); cuda-emu always runs pprt's kernel"},
     {.names = "--cuda-stride-views", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD,
      .words = "on|off", .dflt = "off", .set = set_on_off,
      .help = "cuda, cuda-emu: a Transpose, Slice, Split or Gather of one constant index whose output only "

@@ -140,6 +140,7 @@ PPRT_VALUES = {
     "--cuda-overlap": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-row-kernels": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-fused-attention": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
+    "--cuda-sdpa": ("off", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-stride-views": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-wide-elementwise": ("on", ["--backend", "cuda-emu"], "out", "maybe"),
     "--cuda-half-products": ("off", ["--backend", "cuda-emu"], "out", "maybe"),

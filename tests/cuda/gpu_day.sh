@@ -53,7 +53,8 @@
 #      errors against onnxruntime f32 (bench/half_storage.py, HALF_STORAGE_SECS); 5n. ResNet-50's half plans at
 #      batch 8 and 32 with --cuda-layout nchw and nhwc against autocast channels_last (LAYOUT_SECS, default 110),
 #      -pp 2 at nhwc bit-identical to -pp 1; 5m. half_models.py's mix model (the half plan's BatchNormalization,
-#      ConvTranspose, Resize, Pad and reductions, 2026-12-06) against onnxruntime; ViT-B/16 at fp16, batch 32 and 8,
+#      ConvTranspose, Resize, Pad and reductions, 2026-12-06) against onnxruntime; 5s. ViT-B/16 fp16 at batch 32 and 8
+#      with its attention on cuDNN's fused-attention engine (--cuda-sdpa) against pprt's kernel; ViT-B/16 at fp16, batch 32 and 8,
 #      with the speed options (views, fused attention, row kernels, wide elementwise) together on and off;
 #      ViT-B/16 with the row kernels
 #      in one block against in lanes, with the fused attention on and off
@@ -592,11 +593,24 @@ if [ "${EXTRA:-1}" = 1 ]; then
   # HALF/BFLOAT16 graphs and half row kernels on a device; a failed row says which call
   hs=$(cap "${HALF_STORAGE_SECS:-150}" 30)
   if [ "$hs" -gt 30 ] && [ -f /tmp/cvt/vit_b_16/model.onnx ] && [ "$dry" != 1 ]; then
+    d=/tmp/cvt/vit_b_16
     echo "== 5h. half storage against f32 storage ($(date +%T), $(left) s left, $hs s for it)"
     timeout "$hs" python3 "$src/bench/half_storage.py" --ppcc "$PPCC" --pprt "$PPRT" --work /tmp/cvt --backend $be \
       --models resnet50,vit_b_16 --batches 8,32 --runs 2 --out "$dest/cvt_half_storage.md" 2> "$out/half_storage.err" \
       || { echo "half_storage.py: rc $? (rows so far kept)"; tail -3 "$out/half_storage.err"; }
     cat "$dest/cvt_half_storage.md" 2>/dev/null
+    # 5s. cuDNN's fused attention (--cuda-sdpa, default on, 2026-12-06; never on a GPU before): the fp16 plan's
+    # ViT-B/16 at batch 32 and 8 with the speed options on, its 12 attention steps on cuDNN's engine (tensor cores)
+    # against pprt's f32-arithmetic kernel: the rates, and within 2e-2 / 5e-3 of each other (each within about
+    # 2e-3 of f32 on cuda-emu); --cuda-explain says per step which ran and why (explain_vit_sdpa_b*_on.txt)
+    for b in 32 8; do
+      [ -f $d/b${b}_pp1_fp16.plan ] && [ "$(left)" -gt 75 ] || continue
+      ab vit_sdpa_b$b $d/b${b}_pp1_fp16.plan $d/data_$b --cuda-sdpa 2e-2 5e-3 --cuda-stride-views on \
+        --cuda-fused-attention on --cuda-row-kernels on
+      echo "ViT-B/16 fp16 -b $b --cuda-sdpa on: $(grep -c "cuDNN's fused-attention engine" \
+        "$out/explain_vit_sdpa_b${b}_on.txt") of 12 attention steps on cuDNN's engine; \
+        $(grep -m1 'attention on pprt' "$out/explain_vit_sdpa_b${b}_on.txt")"
+    done
     # the half plans' ViT-B/16 at batch 8 with the speed options (fused attention, row kernels on the half types)
     [ -f /tmp/cvt/vit_b_16/b8_pp1_fp16.plan ] && [ "$(left)" -gt 90 ] && \
       ab vit_half_b8 /tmp/cvt/vit_b_16/b8_pp1_fp16.plan /tmp/cvt/vit_b_16/data_8 $HALF_OPTS_ 2e-2 5e-3

@@ -105,9 +105,16 @@ if [ "${PP_CUDA:-OFF}" = ON ]; then
   # and, with each GPU description committed for this cuDNN (tests/cuda/devprop/, captured on a GPU day),
   # every graph's execution plan as the executors choose it, finalized for that GPU without it
   dp=(); for f in "$SRC"/tests/cuda/devprop/*.json; do [ -f "$f" ] && dp+=(--devprop "$f"); done
-  "$TEST_DNN" "${dp[@]}" *.2.plan *.t2.plan resnet50.tb2.plan || fail "test_dnn"
+  # a half ViT-B/16 (ppcc --precision fp16): each of its 12 attention patterns, planned as the GPU day runs it
+  # (--cuda-fused-attention, --cuda-stride-views), fits cuDNN's fused attention and its graph finalizes
+  "$PPCC" "$ZOO/vit_b_16/model.onnx" -pp 2 --precision fp16 -o vit_b_16.h2.plan -q
+  "$TEST_DNN" "${dp[@]}" *.2.plan *.t2.plan resnet50.tb2.plan vit_b_16.h2.plan > test_dnn.out || { cat test_dnn.out; fail "test_dnn"; }
+  grep -q 'vit_b_16.h2.plan: 12 fused attention steps, 12 as cuDNN graphs, 0 on pprt' test_dnn.out || \
+    { cat test_dnn.out; fail "test_dnn: ViT-B/16 fp16's attention steps are not all cuDNN graphs"; }
+  tail -2 test_dnn.out
+  echo "ok: test_dnn (every convolution graph, and ViT-B/16 fp16's 12 attention graphs)"
 fi
-for m in $ZOO_MODELS; do rm -f $m.2.plan $m.t2.plan $m.tb2.plan; done # (compiled again below, one plan at a time)
+for m in $ZOO_MODELS; do rm -f $m.2.plan $m.t2.plan $m.tb2.plan $m.h2.plan; done # (compiled again below, one plan at a time)
 
 # cuda-emu against ref: digits
 S=$SRC/samples/digits

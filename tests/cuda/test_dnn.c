@@ -290,6 +290,118 @@ static void sweep(void) {
     printf("test_dnn: sweep of %d convolutions\n", n);
 }
 
+/* Attention (pcu_dnn_sdpa, --cuda-sdpa): the graph of each shape a half plan's fused attention takes
+ * finalizes with engines (and, per described GPU, an execution plan is sought and counted: whether cuDNN's
+ * fused-attention engines take this graph is the GPU day's to see); the shapes it must not take are refused
+ * by name before cuDNN sees them. */
+static int attn_plans;
+static pcu_fattn attn_case(int t, int64_t b, int64_t h, int64_t grp, int64_t sq, int64_t skv, int64_t d, bool qkv) {
+    pcu_fattn k = {.scale_op = 2, .scale = 8.0f, .t = t, .nb = b * h, .nh = h, .grp = grp, .Sq = sq, .T = skv,
+                   .D = d, .Dv = d, .qtiles = (sq + PCU_FA_BQ - 1) / PCU_FA_BQ, .qe = 1, .ke = 1, .ve = 1};
+    const int64_t hk = h / grp;
+    if (qkv) { /* Q, K, V columns of one packed [b, s, 3 * h * d] product (sq == skv), Y [b, s, h * d] */
+        const int64_t row = 3 * h * d;
+        k.qb = k.kb = k.vb = sq * row, k.qh = k.kh = k.vh = d, k.qi = k.kj = k.vj = row;
+        k.yb = sq * h * d, k.yh = d, k.yi = h * d;
+    } else { /* each [b, heads, s, d] packed */
+        k.qb = h * sq * d, k.qh = sq * d, k.qi = d;
+        k.kb = hk * skv * d, k.kh = skv * d, k.kj = d;
+        k.vb = hk * skv * d, k.vh = skv * d, k.vj = d;
+        k.yb = h * sq * d, k.yh = sq * d, k.yi = d;
+    }
+    return k;
+}
+
+/* Each fused attention step of a plan (--cuda-fused-attention and --cuda-stride-views on, as the GPU day runs
+ * ViT): a half one's graph finalizes, or the step says why it stays on pprt's kernel */
+typedef struct attn_ctx {
+    const char *plan;
+    int steps, graphs, unfit;
+} attn_ctx;
+
+static void attn_step(const pcu_step *s, const char *node, void *ctx) {
+    attn_ctx *a = ctx;
+    const pcu_fattn *k = &s->u.fa;
+    a->steps++;
+    if (k->t != PCU_T_F16 && k->t != PCU_T_BF16) return;
+    const char *why = pcu_sdpa_unfit(k);
+    for (int q = 0; q < 4 && !why; q++)
+        if (s->ops[q].off % 16) why = "an operand not at a 16-byte offset";
+    if (why) {
+        if (a->unfit++ < 3) printf("test_dnn: %s node '%s': pprt's attention kernel: %s\n", a->plan, node, why);
+        return;
+    }
+    pcu_dnn g;
+    pp_err e = {0};
+    if (pcu_dnn_sdpa(k, NULL, &g, &e) != PP_OK || g.engines < 1) {
+        if (failures++ < 20) fprintf(stderr, "FAIL %s node '%s' attention: %s\n", a->plan, node, e.msg);
+    } else {
+        a->graphs++, graphs++;
+        for (int d = 0; d < n_devprops; d++) {
+            pcu_dnn_pick pk = {0};
+            pp_err e2 = {0};
+            pcu_dnn_choose_any(&g, NULL, devprops[d], false, PCU_LIB_WORKSPACE, &pk, &e2);
+            if (pk.plan) attn_plans++, cudnnBackendDestroyDescriptor(pk.plan);
+        }
+    }
+    pcu_dnn_free(&g);
+}
+
+static int attn_steps(const char *plan) {
+    attn_ctx a = {plan, 0, 0, 0};
+    const pcu_plan_opts o = {.fused_attention = true, .stride_views = true};
+    const int bad = pcu_each_step(plan, "FAIL", o, PCU_S_KERNEL, PCU_K_FATTN, attn_step, &a);
+    if (a.steps) printf("test_dnn: %s: %d fused attention steps, %d as cuDNN graphs, %d on pprt's kernel\n", plan,
+                        a.steps, a.graphs, a.unfit);
+    return bad;
+}
+
+static void attn_sweep(void) {
+    const struct {
+        const char *what;
+        pcu_fattn k;
+        bool ok;
+    } c[] = {
+        {"ViT-B/16 (12 heads of 64, 197 tokens from one QKV product) f16", attn_case(PCU_T_F16, 2, 12, 1, 197, 197, 64, true), 1},
+        {"ViT-B/16 bf16", attn_case(PCU_T_BF16, 2, 12, 1, 197, 197, 64, true), 1},
+        {"grouped-query (8 heads, 2 of K and V, 128 of 128) bf16", attn_case(PCU_T_BF16, 2, 8, 4, 128, 128, 128, false), 1},
+        {"one query of 77 keys, 32 wide, f16", attn_case(PCU_T_F16, 3, 4, 1, 1, 77, 32, false), 1},
+        {"one head, 64 of 64", attn_case(PCU_T_F16, 1, 1, 1, 64, 64, 64, false), 1},
+        {"f32", attn_case(PCU_T_F32, 2, 12, 1, 197, 197, 64, true), 0},
+        {"a head of 60", attn_case(PCU_T_F16, 2, 4, 1, 16, 16, 60, false), 0},
+        {"a head of 256", attn_case(PCU_T_F16, 1, 2, 1, 16, 16, 256, false), 0},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        pcu_dnn g;
+        pp_err e = {0};
+        const pp_status st = pcu_dnn_sdpa(&c[i].k, NULL, &g, &e);
+        if (c[i].ok && (st != PP_OK || g.engines < 1)) {
+            if (failures++ < 20) fprintf(stderr, "FAIL attention %s: %s, %lld engines\n", c[i].what, e.msg, (long long)g.engines);
+        } else if (!c[i].ok && (st != PP_EUNSUP || !strstr(e.msg, "cuDNN attention: "))) {
+            if (failures++ < 20) fprintf(stderr, "FAIL attention %s: not refused by name (%s)\n", c[i].what, e.msg);
+        } else if (c[i].ok) {
+            graphs++;
+            for (int d = 0; d < n_devprops; d++) {
+                pcu_dnn_pick k = {0};
+                pp_err e2 = {0};
+                pcu_dnn_choose_any(&g, NULL, devprops[d], false, PCU_LIB_WORKSPACE, &k, &e2);
+                printf("test_dnn: attention %s on %s: %s (%lld configs)\n", c[i].what, devprop_names[d],
+                       k.plan ? "an execution plan" : "no execution plan", (long long)k.configs);
+                if (k.plan) attn_plans++, cudnnBackendDestroyDescriptor(k.plan);
+            }
+        }
+        pcu_dnn_free(&g);
+    }
+    /* a stride the engines cannot take (not 16 bytes) */
+    pcu_fattn k = attn_case(PCU_T_F16, 1, 2, 1, 16, 16, 64, false);
+    k.qi = 68;
+    if (!pcu_sdpa_unfit(&k) && failures++ < 20) fprintf(stderr, "FAIL attention: a row stride of 68 taken\n");
+    k = attn_case(PCU_T_F16, 1, 2, 1, 16, 16, 64, false);
+    k.ke = 16, k.kj = 1; /* K with its keys contiguous (an unfolded transpose) */
+    if (!pcu_sdpa_unfit(&k) && failures++ < 20) fprintf(stderr, "FAIL attention: K of contiguous keys taken\n");
+    printf("test_dnn: attention graphs: %d execution plans on %d described GPUs\n", attn_plans, n_devprops);
+}
+
 /* The convolution steps of every stage of plan `path` appended to *cv */
 typedef struct conv_list {
     pcu_conv *cv;
@@ -344,8 +456,12 @@ int main(int argc, char **argv) {
         if (bad < 0) return 1;
         failures += bad;
         printf("test_dnn: %s: %d convolution steps\n", argv[a], cc.convs);
+        const int abad = attn_steps(argv[a]);
+        if (abad < 0) return 1;
+        failures += abad;
     }
     sweep();
+    attn_sweep();
     printf("test_dnn: %d graphs finalized, %d execution plans on %d described GPUs, %d of them from the tactic "
            "tables, %d failures\n", graphs, plans, n_devprops, tactic_plans, failures);
     for (int d = 0; d < n_devprops; d++) cudnnBackendDestroyDescriptor(devprops[d]), pcu_tactics_free(&tactics[d]);
