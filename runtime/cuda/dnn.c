@@ -82,6 +82,21 @@ static pp_status pointwise(pcu_dnn *g, cudnnPointwiseMode_t mode, cudnnBackendDe
     return PP_OK;
 }
 
+/* g's operation graph of ops op[0..n) (for handle's device, or none), finalized, its engine count in g */
+static pp_status graph_of(pcu_dnn *g, cudnnBackendDescriptor_t *op, int n, cudnnHandle_t handle, const char *what,
+                          pp_err *err) {
+    PP_TRY(make(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph, err));
+    DN(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, op), what);
+    if (handle)
+        DN(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle), what);
+    DN(cudnnBackendFinalize(g->graph), what);
+    int64_t cnt = 0, got = 0;
+    DN(cudnnBackendGetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &got, &cnt),
+       what);
+    g->engines = cnt;
+    return PP_OK;
+}
+
 /* a conv step's tensors' type: a half plan's HALF or BFLOAT16 (the convolution computing in float), else FLOAT */
 static cudnnDataType_t conv_type(const pcu_conv *c) {
     return c->dt == PCU_T_F16 ? CUDNN_DATA_HALF : c->dt == PCU_T_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
@@ -169,18 +184,7 @@ pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_
             cur = nxt;
         }
     }
-    PP_TRY(make(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph, err));
-    DN(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, op),
-       "operation graph");
-    if (handle)
-        DN(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle),
-           "operation graph handle");
-    DN(cudnnBackendFinalize(g->graph), "operation graph");
-    int64_t cnt = 0, got = 0;
-    DN(cudnnBackendGetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &got, &cnt),
-       "operation graph engine count");
-    g->engines = cnt;
-    return PP_OK;
+    return graph_of(g, op, nops, handle, "operation graph", err);
 }
 
 /* ---- scaled dot-product attention (a half plan's fused attention on cuDNN's fused-attention engines) ---- */
@@ -202,8 +206,9 @@ static pp_status matmul_op(pcu_dnn *g, cudnnBackendDescriptor_t a, cudnnBackendD
     PP_TRY(make(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR, &md, err));
     DN(cudnnBackendSetAttribute(md, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ct), "matmul");
     DN(cudnnBackendFinalize(md), "matmul");
-    static const cudnnBackendAttributeName_t at[4] = {CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_ATTR_OPERATION_MATMUL_BDESC,
-                                                      CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_ATTR_OPERATION_MATMUL_DESC};
+    static const cudnnBackendAttributeName_t at[4] = {
+        CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_ATTR_OPERATION_MATMUL_CDESC,
+        CUDNN_ATTR_OPERATION_MATMUL_DESC};
     const cudnnBackendDescriptor_t v[4] = {a, b, c, md};
     return op3(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, at, 4, v, op, "matmul op", err);
 }
@@ -285,19 +290,8 @@ pp_status pcu_dnn_sdpa(const pcu_fattn *k, cudnnHandle_t handle, pcu_dnn *g, pp_
     PP_TRY(pointwise(g, CUDNN_POINTWISE_ADD, m, lz, stt, NULL, &op[n++], err));
     PP_TRY(pointwise(g, CUDNN_POINTWISE_DIV, e, z, p, NULL, &op[n++], err));
     PP_TRY(matmul_op(g, p, v, o, &op[n++], err));
-    PP_TRY(make(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph, err));
-    DN(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, op),
-       "attention graph");
-    if (handle)
-        DN(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle),
-           "attention graph handle");
-    DN(cudnnBackendFinalize(g->graph), "attention graph");
-    int64_t cnt = 0, got = 0;
-    DN(cudnnBackendGetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &got, &cnt),
-       "attention graph engine count");
-    g->engines = cnt;
     g->fused = true;
-    return PP_OK;
+    return graph_of(g, op, n, handle, "attention graph", err);
 }
 
 void pcu_dnn_free(pcu_dnn *g) {

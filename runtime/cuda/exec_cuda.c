@@ -245,6 +245,27 @@ static pp_status dnn_plan(pprt_exec *x, int node, const pcu_conv *c, dstep *d, p
     return PP_OK;
 }
 
+/* Execution plan `plan` of node `node` on this executor's stream over the n device pointers ptr[] of tensors
+ * uid[] (a by-value scalar's: a host pointer), the library workspace; what: said after the call on failure */
+static pp_status dnn_run(pprt_exec *x, int node, cudnnBackendDescriptor_t plan, int n, void **ptr, const int64_t *uid,
+                         const char *what, pp_err *err) {
+    cudnnBackendDescriptor_t vp;
+    void *ws = x->mem[PCU_SP_WORK] + PCU_WORK_LIB;
+    DNN(x, node, cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp));
+    cudnnStatus_t st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptr);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uid);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(vp);
+    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendExecute(x->dnn, plan, vp);
+    cudnnBackendDestroyDescriptor(vp);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return PP_FAIL(err, PP_ERUNTIME, "node '%s': cudnnBackendExecute%s: %s", x->st->nodes[node].name, what,
+                       cudnnGetErrorString(st));
+    return PP_OK;
+}
+
 static pp_status dnn_exec(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err) {
     void *ptr[5];
     int64_t uid[5];
@@ -255,20 +276,7 @@ static pp_status dnn_exec(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err
     ptr[n] = dptr(x, &s->ops[4]), uid[n++] = PCU_UID_Y;
     if (d->dnn.fused && c->has_bias) ptr[n] = dptr(x, &s->ops[2]), uid[n++] = PCU_UID_B;
     if (d->dnn.fused && c->has_res) ptr[n] = dptr(x, &s->ops[3]), uid[n++] = PCU_UID_R;
-    cudnnBackendDescriptor_t vp;
-    void *ws = x->mem[PCU_SP_WORK] + PCU_WORK_LIB;
-    DNN(x, s->node, cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp));
-    cudnnStatus_t st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptr);
-    if (st == CUDNN_STATUS_SUCCESS)
-        st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uid);
-    if (st == CUDNN_STATUS_SUCCESS)
-        st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(vp);
-    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendExecute(x->dnn, d->plan, vp);
-    cudnnBackendDestroyDescriptor(vp);
-    if (st != CUDNN_STATUS_SUCCESS)
-        return PP_FAIL(err, PP_ERUNTIME, "node '%s': cudnnBackendExecute: %s", x->st->nodes[s->node].name,
-                       cudnnGetErrorString(st));
+    PP_TRY(dnn_run(x, s->node, d->plan, n, ptr, uid, "", err));
     /* the epilogue wherever the graph does not hold it: the convolution alone
      * after a fused graph found no engine, and every ConvTranspose (backward
      * data graphs are never fused; on an H200 a ConvTranspose's bias was lost
@@ -311,21 +319,7 @@ static pp_status sdpa_exec(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *er
     void *ptr[5] = {dptr(x, &s->ops[0]), dptr(x, &s->ops[1]), dptr(x, &s->ops[2]), dptr(x, &s->ops[3]),
                     &d->sdpa_scale};
     int64_t uid[5] = {PCU_UID_Q, PCU_UID_K, PCU_UID_V, PCU_UID_O, PCU_UID_SCALE};
-    void *ws = x->mem[PCU_SP_WORK] + PCU_WORK_LIB;
-    cudnnBackendDescriptor_t vp;
-    DNN(x, s->node, cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp));
-    cudnnStatus_t st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 5, ptr);
-    if (st == CUDNN_STATUS_SUCCESS)
-        st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 5, uid);
-    if (st == CUDNN_STATUS_SUCCESS)
-        st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(vp);
-    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendExecute(x->dnn, d->plan, vp);
-    cudnnBackendDestroyDescriptor(vp);
-    if (st != CUDNN_STATUS_SUCCESS)
-        return PP_FAIL(err, PP_ERUNTIME, "node '%s': cudnnBackendExecute (fused attention): %s",
-                       x->st->nodes[s->node].name, cudnnGetErrorString(st));
-    return PP_OK;
+    return dnn_run(x, s->node, d->plan, 5, ptr, uid, " (fused attention)", err);
 }
 
 /* ---- cuBLASLt -------------------------------------------------------------------------------------- */
@@ -603,8 +597,8 @@ static pp_status create_steps(pprt_exec *x, unsigned char *hn, int *failed, pp_e
             memcpy(hp + at, &s->u, pcu_kernel_param_bytes(s->kernel));
             d->param = x->params + at;
             at += pp_align_up(pcu_kernel_param_bytes(s->kernel), 256);
-            if (s->kernel == PCU_K_FATTN && pprt_cuda_config()->sdpa && (s->u.fa.t == PCU_T_F16 || s->u.fa.t == PCU_T_BF16))
-                sdpa_plan(x, s, d);
+            const bool half = s->u.fa.t == PCU_T_F16 || s->u.fa.t == PCU_T_BF16;
+            if (s->kernel == PCU_K_FATTN && pprt_cuda_config()->sdpa && half) sdpa_plan(x, s, d);
         } else if (s->kind == PCU_S_CONV) {
             /* the fused graph, else the convolution alone and the epilogue kernel, else the host */
             const pcu_conv *c = &s->u.conv;
