@@ -62,6 +62,13 @@ static pp_status pointwise(pcu_dnn *g, cudnnPointwiseMode_t mode, cudnnBackendDe
     PP_TRY(make(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &pw, err));
     DN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode), "pointwise");
     DN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec), "pointwise");
+    if (mode == CUDNN_POINTWISE_RELU_FWD) {
+        /* NaN through the ReLU, as the reference and onnxruntime give it (and as cudnn-frontend asks): without
+         * it some fused engines turned a NaN before the ReLU into 0 on an H200 (docs/cuda.md; issue 54) */
+        cudnnNanPropagation_t nan = CUDNN_PROPAGATE_NAN;
+        DN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_NAN_PROPAGATION, CUDNN_TYPE_NAN_PROPOGATION, 1, &nan),
+           "pointwise NaN propagation");
+    }
     if (mode == CUDNN_POINTWISE_RELU_FWD && c && c->act == 2) {
         double lo = c->lo, hi = c->hi;
         DN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &lo), "clip");

@@ -45,7 +45,8 @@
 #      0 skips), then the torch.compile column (BENCH_COMPILE_SECS, default
 #      90; compile time excluded, printed); BENCH_RUNS alternated rounds
 #      (default 2), BENCH_ARGS added to each call;
-#   5. with time left (EXTRA=1, the default): 5t, the convolution tactic cache: test_dnn --tune over
+#   5. with time left (EXTRA=1, the default): 5f, nan_conv.py (NaN through the fused convolution graphs, the
+#      ReLU's NaN propagation set since 2026-12-06); 5t, the convolution tactic cache: test_dnn --tune over
 #      ResNet-50's convolutions (TACTIC_SECS, default 60) into $out/tactics/ (commit it), ResNet-50 with the
 #      table against --cuda-tactics off, -pp 2 with it bit-identical to -pp 1; which inputs the products read at each --precision
 #      (tests/cuda/precision_models.py's MatMul against NumPy's roundings); 5h. half storage (ppcc
@@ -538,6 +539,17 @@ if [ "${EXTRA:-1}" = 1 ]; then
       > /tmp/cvt/ab_cmp.txt || { echo "FAIL: $tag's output $n1 against $n2"; status=1; }
     tail -1 /tmp/cvt/ab_cmp.txt | sed "s|^|$tag $n1 against $n2: |"
   }
+  # 5f. NaN through cuDNN's fused convolution graphs (issue 54): since 2026-12-06 pprt sets CUDNN_PROPAGATE_NAN on
+  # the graphs' ReLU (as cudnn-frontend does; unset, three of nan_conv.py's 14 models lost their NaN fused on an
+  # H200, 2026-11-27). nan_conv.py judges the default (each convolution alone) and reports the fused graphs:
+  # if every model's fused line now keeps the reference's NaN, --cuda-conv-fusion on (4-6 % on ResNet-50) can
+  # become the default (about 15 s)
+  if [ "$be" = cuda ] && [ "$(left)" -gt 60 ]; then
+    echo "== 5f. nan_conv.py: NaN through the fused convolution graphs ($(date +%T), $(left) s left)"
+    timeout 60 python3 "$src/tests/cuda/nan_conv.py" /tmp/gday_nan_conv > "$out/nan_conv.txt" 2>&1 \
+      || { echo "FAIL: nan_conv.py (the default mode)"; status=1; }
+    cat "$out/nan_conv.txt"
+  fi
   # 5t. the convolution tactic cache (issue 54; docs/cuda.md "The convolution tactic cache"; never on a GPU before
   # this): test_dnn --tune times every deterministic engine config the heuristics offer for ResNet-50's
   # convolutions at batch 8 and 32 (strict f32, and the tf32/half signatures) into $out/tactics/<GPU>.tsv (bring
