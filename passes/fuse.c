@@ -975,9 +975,25 @@ static int attn_next(const pp_graph *g, const int *user, int a, pp_dtype t) {
     return u >= 0 && !g->nodes[u].dead ? u : -1;
 }
 
+int pp_attn_mask(const pp_graph *g, int a, int scores, pp_dtype t) {
+    const pp_node *n = &g->nodes[a];
+    if (n->op != PP_OP_ADD || n->n_in != 2 || n->n_out != 1 || n->in[0] == n->in[1] ||
+        (n->in[0] != scores && n->in[1] != scores))
+        return -1;
+    const int m = n->in[0] == scores ? n->in[1] : n->in[0];
+    const pp_shape *ys = &g->values[n->out[0]].shape, *ms = m >= 0 ? &g->values[m].shape : NULL;
+    if (!ms || g->values[m].dtype != t || !pp_shape_eq(&g->values[scores].shape, ys) || ms->rank > ys->rank) return -1;
+    for (int d = 0; d < ms->rank; d++) {
+        const int64_t e = ms->dim[d], want = ys->dim[ys->rank - ms->rank + d];
+        if (e != want && e != 1) return -1;
+    }
+    return m;
+}
+
 /* The last node of the attention pattern that MatMul a opens, or -1:
- * MatMul -> [Mul by a constant scalar (either side) | Div by one] -> Softmax
- * over the last axis -> MatMul reading the probabilities as its left
+ * MatMul -> [Mul by a constant scalar (either side) | Div by one] -> [Add of
+ * a mask (pp_attn_mask)] -> Softmax over the last axis -> MatMul reading the
+ * probabilities as its left
  * operand, every link read by the next alone, one type throughout: f32, or
  * (a half plan, ppcc --precision) f16 or bf16, the scale a half constant. */
 static int attn_tail(const pp_graph *g, const int *user, int a) {
@@ -987,14 +1003,19 @@ static int attn_tail(const pp_graph *g, const int *user, int a) {
     if (t != PP_F32 && t != PP_F16 && t != PP_BF16) return -1;
     for (int k = 0; k < 2; k++)
         if (m1->in[k] < 0 || g->values[m1->in[k]].dtype != t || g->values[m1->in[k]].shape.rank < 2) return -1;
-    int b = attn_next(g, user, a, t);
+    int b = attn_next(g, user, a, t), scale = -1;
     double c;
     if (b >= 0 && (g->nodes[b].op == PP_OP_MUL || g->nodes[b].op == PP_OP_DIV)) {
         const pp_node *sc = &g->nodes[b];
         const int prev = m1->out[0];
         const bool ok = sc->n_in == 2 && ((sc->in[0] == prev && const_scalar_half(g, sc->in[1], &c)) ||
                                           (sc->op == PP_OP_MUL && sc->in[1] == prev && const_scalar_half(g, sc->in[0], &c)));
+        scale = ok ? b : -1;
         b = ok ? attn_next(g, user, b, t) : -1;
+    }
+    if (b >= 0 && g->nodes[b].op == PP_OP_ADD) { /* an additive mask: BERT's padding, Llama's causal + padding */
+        const int sc = g->nodes[b].in[0] == m1->out[0] || g->nodes[b].in[1] == m1->out[0] ? a : scale;
+        b = sc >= 0 && pp_attn_mask(g, b, g->nodes[sc].out[0], t) >= 0 ? attn_next(g, user, b, t) : -1;
     }
     if (b < 0 || g->nodes[b].op != PP_OP_SOFTMAX) return -1;
     const pp_node *sm = &g->nodes[b];

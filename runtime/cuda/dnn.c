@@ -241,7 +241,12 @@ const char *pcu_sdpa_unfit(const pcu_fattn *k) {
     if (k->qe != 1 || k->ke != 1 || k->ve != 1) return "a head dimension that is not contiguous";
     if (k->D % 8 || k->Dv % 8 || k->D > 128 || k->Dv > 128) return "a head dimension not a multiple of 8 up to 128";
     if (k->nb % k->nh || k->nh % k->grp) return "heads that do not divide the batches";
-    const int64_t st[] = {k->qb, k->qh, k->qi, k->kb, k->kh, k->kj, k->vb, k->vh, k->vj, k->yb, k->yh, k->yi};
+    if (k->mask && k->mj != 1) return "a mask whose keys are not contiguous";
+    /* cuDNN adds the mask in float: a row masked whole at fp16's -65504 would weigh its scores, where the graph's
+     * fp16 Add (and pprt's kernel) round them all to -65504, a uniform row (bf16's -3.39e38 absorbs them in float) */
+    if (k->mask && k->t == PCU_T_F16) return "an fp16 mask (cuDNN would add it without the fp16 rounding)";
+    const int64_t st[] = {k->qb, k->qh, k->qi, k->kb, k->kh, k->kj, k->vb, k->vh, k->vj, k->yb, k->yh, k->yi,
+                          k->mask ? k->mb : 0, k->mask ? k->mh : 0, k->mask ? k->mi : 0};
     for (size_t i = 0; i < sizeof st / sizeof st[0]; i++)
         if (st[i] % 8) return "a stride not a multiple of 8 elements (16 bytes)";
     return NULL;
@@ -269,7 +274,10 @@ pp_status pcu_dnn_sdpa(const pcu_fattn *k, cudnnHandle_t handle, pcu_dnn *g, pp_
     const int64_t od[4] = {b, h, sq, dv}, os[4] = {k->yb, hstride(h, k->yh, sq, dv), k->yi, 1};
     const int64_t sd[4] = {b, h, sq, skv}, ss[4] = {h * sq * skv, sq * skv, skv, 1};
     const int64_t rd[4] = {b, h, sq, 1}, rs[4] = {h * sq, sq, 1, 1}, one[4] = {1, 1, 1, 1};
-    cudnnBackendDescriptor_t q, kt, v, o, s, sc, s2, m, s3, e, z, lz, stt, p, op[12];
+    /* the mask (an Add after the scale): a bias tensor, each dim the scores' or 1 where it is broadcast */
+    const int64_t bd[4] = {k->mb ? b : 1, k->mh ? h : 1, k->mi ? sq : 1, skv};
+    const int64_t bs[4] = {k->mb ? k->mb : bd[1] * bd[2] * skv, k->mh ? k->mh : bd[2] * skv, k->mi ? k->mi : skv, 1};
+    cudnnBackendDescriptor_t q, kt, v, o, s, sc, s2, m, s3, e, z, lz, stt, p, bias, s2b, op[12];
     PP_TRY(tensor_st(g, PCU_UID_Q, 4, qd, qs, false, false, T, &q, "tensor Q", err));
     PP_TRY(tensor_st(g, PCU_UID_K, 4, kd, ks, false, false, T, &kt, "tensor K", err));
     PP_TRY(tensor_st(g, PCU_UID_V, 4, vd, vs, false, false, T, &v, "tensor V", err));
@@ -284,11 +292,19 @@ pp_status pcu_dnn_sdpa(const pcu_fattn *k, cudnnHandle_t handle, pcu_dnn *g, pp_
     PP_TRY(tensor_st(g, 46, 4, rd, rs, true, false, F, &lz, "tensor log sum", err));
     PP_TRY(tensor_st(g, 47, 4, rd, rs, true, false, F, &stt, "tensor stats", err));
     PP_TRY(tensor_st(g, 48, 4, sd, ss, true, false, T, &p, "tensor P", err));
+    if (k->mask) {
+        PP_TRY(tensor_st(g, PCU_UID_BIAS, 4, bd, bs, false, false, T, &bias, "tensor mask", err));
+        PP_TRY(tensor_st(g, 49, 4, sd, ss, true, false, F, &s2b, "tensor S masked", err));
+    }
     /* S = Q K^T; S2 = S * scale; the softmax as cuDNN's fused-attention engines know it (max, subtract, exp, sum,
      * the statistics max + log(sum), divide), P in the io type; O = P V */
     int n = 0;
     PP_TRY(matmul_op(g, q, kt, s, &op[n++], err));
     PP_TRY(pointwise(g, CUDNN_POINTWISE_MUL, s, sc, s2, NULL, &op[n++], err));
+    if (k->mask) {
+        PP_TRY(pointwise(g, CUDNN_POINTWISE_ADD, s2, bias, s2b, NULL, &op[n++], err));
+        s2 = s2b;
+    }
     PP_TRY(reduce_op(g, CUDNN_REDUCE_TENSOR_MAX, s2, m, &op[n++], err));
     PP_TRY(pointwise(g, CUDNN_POINTWISE_SUB, s2, m, s3, NULL, &op[n++], err));
     PP_TRY(pointwise(g, CUDNN_POINTWISE_EXP, s3, NULL, e, NULL, &op[n++], err));

@@ -15,8 +15,8 @@
 
 /* Tensor uids of a convolution graph's variant pack. */
 enum { PCU_UID_X = 1, PCU_UID_W = 2, PCU_UID_B = 3, PCU_UID_R = 4, PCU_UID_Y = 5 };
-/* ... and of an attention graph's (pcu_dnn_sdpa): Q, K, V, O and the scale (by value, a host float) */
-enum { PCU_UID_Q = 21, PCU_UID_K = 22, PCU_UID_V = 23, PCU_UID_O = 24, PCU_UID_SCALE = 25 };
+/* ... and of an attention graph's (pcu_dnn_sdpa): Q, K, V, O, the scale (by value, a host float), the mask */
+enum { PCU_UID_Q = 21, PCU_UID_K = 22, PCU_UID_V = 23, PCU_UID_O = 24, PCU_UID_SCALE = 25, PCU_UID_BIAS = 26 };
 
 #define PCU_DNN_MAX_DESC 48
 
@@ -43,13 +43,14 @@ typedef struct pcu_dnn {
 pp_status pcu_dnn_conv(const pcu_conv *c, bool fused, cudnnHandle_t handle, pcu_dnn *g, pp_err *err);
 void pcu_dnn_free(pcu_dnn *g);
 
-/* The operation graph of fused attention step k (a half plan's MatMul, [Mul|Div], Softmax, MatMul, or ONNX
+/* The operation graph of fused attention step k (a half plan's MatMul, [Mul|Div], [Add], Softmax, MatMul, or ONNX
  * Attention without a mask; kmath.h pcu_fattn) as cuDNN's fused-attention (SDPA) engines take it: O = P V with
- * P = softmax(scale * Q K^T), S and the softmax in float, P in the io type, the row statistics virtual
+ * P = softmax(scale * Q K^T [+ M]), the pattern's mask M a bias tensor broadcast over the batch, the heads or
+ * the query rows, S and the softmax in float, P in the io type, the row statistics virtual
  * (--cuda-sdpa, exec_cuda.c). The scale is pcu_sdpa_scale(k): the node's and Q's prescale folded into one
  * float multiplier (the kernel rounds the prescaled Q to the io type; cuDNN does not). pcu_sdpa_unfit says why
  * a step cannot be one (f32, a head dimension not contiguous, over 128 or not a multiple of 8, a stride not
- * 16 bytes), or NULL. */
+ * 16 bytes, a mask whose keys are not contiguous), or NULL. */
 const char *pcu_sdpa_unfit(const pcu_fattn *k);
 float pcu_sdpa_scale(const pcu_fattn *k);
 pp_status pcu_dnn_sdpa(const pcu_fattn *k, cudnnHandle_t handle, pcu_dnn *g, pp_err *err);

@@ -298,7 +298,7 @@ static void sdpa_plan(pprt_exec *x, const pcu_step *s, dstep *d) {
     pp_err e = {0};
     pcu_dnn_pick pk = {0};
     const char *why = pcu_sdpa_unfit(k);
-    for (int q = 0; q < 4 && !why; q++)
+    for (int q = 0; q < 4 + k->mask && !why; q++)
         if (s->ops[q].off % 16) why = "an operand not at a 16-byte offset";
     if (!why && pcu_dnn_sdpa(k, x->dnn, &d->dnn, &e) != PP_OK) why = e.msg;
     if (!why && pcu_dnn_choose_any(&d->dnn, x->dnn, NULL, false, (int64_t)PCU_LIB_WORKSPACE, &pk, &e) != PP_OK)
@@ -316,10 +316,10 @@ static void sdpa_plan(pprt_exec *x, const pcu_step *s, dstep *d) {
 }
 
 static pp_status sdpa_exec(pprt_exec *x, const pcu_step *s, dstep *d, pp_err *err) {
-    void *ptr[5] = {dptr(x, &s->ops[0]), dptr(x, &s->ops[1]), dptr(x, &s->ops[2]), dptr(x, &s->ops[3]),
-                    &d->sdpa_scale};
-    int64_t uid[5] = {PCU_UID_Q, PCU_UID_K, PCU_UID_V, PCU_UID_O, PCU_UID_SCALE};
-    return dnn_run(x, s->node, d->plan, 5, ptr, uid, " (fused attention)", err);
+    void *ptr[6] = {dptr(x, &s->ops[0]), dptr(x, &s->ops[1]), dptr(x, &s->ops[2]), dptr(x, &s->ops[3]),
+                    &d->sdpa_scale, s->u.fa.mask ? dptr(x, &s->ops[4]) : NULL};
+    int64_t uid[6] = {PCU_UID_Q, PCU_UID_K, PCU_UID_V, PCU_UID_O, PCU_UID_SCALE, PCU_UID_BIAS};
+    return dnn_run(x, s->node, d->plan, 5 + s->u.fa.mask, ptr, uid, " (fused attention)", err);
 }
 
 /* ---- cuBLASLt -------------------------------------------------------------------------------------- */

@@ -2577,11 +2577,13 @@ typedef struct pcu_fattn {
     int32_t scale_op; /* 0 none, 1 s * scale, 2 s / scale (the node between MatMul and Softmax) */
     int32_t t;        /* Q's, K's, V's and Y's type (pcu_rhalf: a half plan's pattern; f32 inside either way) */
     float scale, qscale;
-    int32_t qscale_op, pad_; /* 0 none, 1 q * qscale, 2 q / qscale: the Mul or Div of Q by a scalar before the first
+    int32_t qscale_op;       /* 0 none, 1 q * qscale, 2 q / qscale: the Mul or Div of Q by a scalar before the first
                               * MatMul (torch's q / sqrt(d)), as that node computes it, rounded to t as it stores it */
+    int32_t mask;            /* 1: an Add of a mask M (operand 4, type t) after the scale: s = scale(q k) + M */
     int64_t nb, nh, grp, Sq, T, D, Dv, qtiles; /* nb: batches (B * nh); qtiles: ceil(Sq / PCU_FA_BQ) */
-    /* element strides: batch, head, row (key), column */
-    int64_t qb, qh, qi, qe, kb, kh, kj, ke, vb, vh, vj, ve, yb, yh, yi;
+    /* element strides: batch, head, row (key), column; the mask's per batch, head, query row and key (0 where
+     * it is broadcast) */
+    int64_t qb, qh, qi, qe, kb, kh, kj, ke, vb, vh, vj, ve, yb, yh, yi, mb, mh, mi, mj;
 } pcu_fattn;
 
 /* Where batch bh's matrix of Q (w 0), K (1), V (2) or Y (3) starts. */
@@ -2644,8 +2646,11 @@ PCU_HD void pcu_fattn_load(const pcu_fattn *k, const void *kk, const void *v, pc
 }
 
 /* phase B: the lane's scores of tile j0 and their max (each score's products
- * summed in e's order; q[e] read once for the lane's PCU_FA_KL keys) */
-PCU_HD void pcu_fattn_scores(const pcu_fattn *k, pcu_fattn_sh *sh, int64_t j0, int row, int t) {
+ * summed in e's order; q[e] read once for the lane's PCU_FA_KL keys); the
+ * mask's element added after the scale and the sum rounded to t, as the
+ * graph's Add computes and stores it (rows past Sq read none) */
+PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const void *mask, pcu_fattn_sh *sh, int64_t b, int64_t i, int64_t j0,
+                             int row, int t) {
     float s[PCU_FA_KL];
     PCU_UNROLL
     for (int c = 0; c < PCU_FA_KL; c++) s[c] = 0.0f;
@@ -2661,6 +2666,10 @@ PCU_HD void pcu_fattn_scores(const pcu_fattn *k, pcu_fattn_sh *sh, int64_t j0, i
         float v = s[c];
         if (k->scale_op == 1) v = v * k->scale;
         else if (k->scale_op == 2) v = v / k->scale;
+        if (k->mask && i < k->Sq && j0 + jj < k->T) /* (rounded to t as the Add stores it: an fp16 plan's row
+                                                       * masked whole at -65504 stays uniform, as the graph's) */
+            v = pcu_rround(k->t, v + pcu_rld(mask, k->t, b / k->nh * k->mb + b % k->nh * k->mh + i * k->mi +
+                                                             (j0 + jj) * k->mj));
         if (j0 + jj >= k->T) v = -INFINITY; /* past the keys: probability 0 */
         sh->p[row][jj] = v;
         mx = pcu_nanmax(mx, v);
@@ -2705,7 +2714,7 @@ PCU_HD void pcu_fattn_acc(const pcu_fattn *k, void *y, pcu_fattn_sh *sh, pcu_fat
 
 /* Lane l of block r in phase ph (kernels.def PCU_COOP). */
 PCU_HD void pcu_fattn_ph(const pcu_fattn *k, int ph, void *y, const void *q, const void *kk, const void *v,
-                         pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t r, int l) {
+                         const void *mask, pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t r, int l) {
     const int64_t b = r / k->qtiles, i0 = r % k->qtiles * PCU_FA_BQ;
     const int row = l / PCU_FA_TPR, t = l % PCU_FA_TPR;
     if (ph == 0) {
@@ -2715,7 +2724,7 @@ PCU_HD void pcu_fattn_ph(const pcu_fattn *k, int ph, void *y, const void *q, con
     const int64_t tile = (ph - 1) / 4, j0 = tile * PCU_FA_BK;
     switch ((ph - 1) % 4) {
     case 0: pcu_fattn_load(k, kk, v, sh, b, j0, l); break;
-    case 1: pcu_fattn_scores(k, sh, j0, row, t); break;
+    case 1: pcu_fattn_scores(k, mask, sh, b, i0 + row, j0, row, t); break;
     case 2: pcu_fattn_exp(sh, st, row, t); break;
     default: pcu_fattn_acc(k, y, sh, st, b, i0 + row, row, t, j0 + PCU_FA_BK >= k->T); break;
     }

@@ -72,7 +72,8 @@ typedef struct planner {
     const unsigned char *host_node; /* per node: forced onto the host (NULL: none) */
     int *fa_head; /* node -> the first MatMul of the attention pattern it closes (plan_fattn), or -1; then
                    * n_nodes more: node -> that pattern's Mul or Div node, or -1; then n_nodes more: node -> the
-                   * Mul or Div of its Q by a scalar (fattn_prescale), or -1 */
+                   * Mul or Div of its Q by a scalar (fattn_prescale), or -1; then n_nodes more: node -> its Add
+                   * of a mask (fa_mask), or -1 */
     sview *view;  /* tensor id -> the view it is (--cuda-stride-views; src -1: its own bytes), or NULL */
     pprt_node *hnode; /* node -> the product as its half route reads it (half_route; op PP_OP_COUNT: none), or NULL */
     int32_t *hio;     /* hnode's tensor ids: PCU_HALF_IO a node, its inputs then its output */
@@ -3055,6 +3056,32 @@ static int fa_data(const planner *P, const pprt_node *s, int ty) {
     return -1;
 }
 
+/* The mask of an attention pattern's Add node ad (ppcc's pp_attn_mask): its input other than the scores (the
+ * pattern's value it adds to), of type ty, broadcast along any axis of the scores [..., Sq, T] (each of its last
+ * two dims the scores' or 1), its batch and head levels within fa_strides' two (nh heads, ys the output's
+ * shape): the mask's tensor, its strides into k (k->mask set); -1: not such an Add. */
+static int fa_mask(const planner *P, int ad, int scores, int ty, int64_t nh, const pp_shape *ys, pcu_fattn *k) {
+    const pprt_node *n = &P->st->nodes[ad];
+    if (n->op != PP_OP_ADD || n->n_in != 2 || n->n_out != 1 || n->in[0] == n->in[1] ||
+        (n->in[0] != scores && n->in[1] != scores))
+        return -1;
+    const int m = n->in[0] == scores ? n->in[1] : n->in[0];
+    const pprt_tdesc *mt = T(P, m), *xt = T(P, scores), *ot = T(P, n->out[0]);
+    if (!mt || !xt || !ot || (int)mt->dtype != ty || (int)ot->dtype != ty || !pp_shape_eq(&xt->shape, &ot->shape))
+        return -1;
+    const sview vm = view_of(P, m);
+    const pp_shape *ss = &xt->shape;
+    if (vm.rank < 2 || vm.rank > ss->rank || vm.in[vm.rank - 1] || vm.in[vm.rank - 2]) return -1;
+    const int64_t r = vm.dim[vm.rank - 2], c = vm.dim[vm.rank - 1];
+    int64_t mb, mh;
+    if ((r != ss->dim[ss->rank - 2] && r != 1) || (c != ss->dim[ss->rank - 1] && c != 1) ||
+        !fa_strides(&vm, ys, nh, &mb, &mh))
+        return -1;
+    k->mask = 1, k->mb = mb, k->mh = mh;
+    k->mi = r == 1 ? 0 : vm.st[vm.rank - 2], k->mj = c == 1 ? 0 : vm.st[vm.rank - 1];
+    return m;
+}
+
 /* The Mul or Div of Q by a scalar before the pattern's first MatMul ni
  * (torch's q / sqrt(d)) that the kernel applies as it reads Q: the node in
  * the stage that makes ni's left operand from one of the shape, read by ni
@@ -3083,11 +3110,12 @@ static int fa_q(const planner *P, int ni, int pq) {
 /* plan_fattn's test at the pattern's first MatMul ni, without side effects
  * (fold_views asks it too): the pattern's last MatMul, or -1; *sc_out its
  * Mul or Div (-1: none), *sm_out its Softmax, *pq_out the Mul or Div of Q
- * before it (fattn_prescale; -1: none). Q, K and V are read as their
+ * before it (fattn_prescale; -1: none), *ad_out its Add of a mask (fa_mask;
+ * -1: none). Q, K and V are read as their
  * views (folded or packed), each within the kernel's two batch strides. */
-static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *pq_out) {
+static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *pq_out, int *ad_out) {
     const pprt_stage *st = P->st;
-    *sc_out = -1, *sm_out = -1, *pq_out = -1;
+    *sc_out = -1, *sm_out = -1, *pq_out = -1, *ad_out = -1;
     const pprt_node *m1 = &st->nodes[ni];
     const int ty = one_float_type(P, m1); /* f32, or a half plan's type throughout */
     if (ty < 0 || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return -1;
@@ -3100,6 +3128,8 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *
         sc = b;
         b = sole_reader(P, b, st->nodes[b].out[0]);
     }
+    const int ad = b >= 0 && st->nodes[b].op == PP_OP_ADD ? b : -1; /* an additive mask (fa_mask, below) */
+    if (ad >= 0) b = st->nodes[ad].n_out == 1 ? sole_reader(P, ad, st->nodes[ad].out[0]) : -1;
     if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1) return -1;
     const pprt_node *sm = &st->nodes[b];
     int64_t outer, len, inner;
@@ -3121,7 +3151,9 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *
         qs->dim[qs->rank - 2] < 1 || ks->dim[ks->rank - 1] < 1 || numel(ys) < 1 || numel(ys) > INT32_MAX ||
         ks->dim[ks->rank - 1] > INT32_MAX / 4)
         return -1;
-    *sc_out = sc, *sm_out = b, *pq_out = pq;
+    pcu_fattn mk = {0};
+    if (ad >= 0 && fa_mask(P, ad, sc >= 0 ? st->nodes[sc].out[0] : m1->out[0], ty, nh, ys, &mk) < 0) return -1;
+    *sc_out = sc, *sm_out = b, *pq_out = pq, *ad_out = ad;
     return m2;
 }
 
@@ -3131,10 +3163,10 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *
 static void fattn_prescales(planner *P) {
     const int nn = P->st->n_nodes;
     for (int ni = 0; P->fattn && ni < nn; ni++) {
-        int sc, b, pq;
+        int sc, b, pq, ad;
         const pprt_node *n = &P->st->nodes[ni];
         if (n->op != PP_OP_MATMUL || n->pattern != PP_PATTERN_ATTENTION || P->done[ni] ||
-            fattn_match(P, ni, &sc, &b, &pq) < 0 || pq < 0)
+            fattn_match(P, ni, &sc, &b, &pq, &ad) < 0 || pq < 0)
             continue;
         P->done[pq] = true;
         P->fa_head[2 * nn + ni] = pq;
@@ -3195,27 +3227,35 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
             if (T(P, w)->varies) P->pl->folds_varying = true;
             k.qscale_op = s->op == PP_OP_MUL ? 1 : 2;
         }
-        NEW_STEP(s, P, PCU_S_KERNEL, h, 4);
+        const int ad = P->fa_head[3 * st->n_nodes + ni],
+                  mt = ad >= 0 ? fa_mask(P, ad, sc >= 0 ? st->nodes[sc].out[0] : m1->out[0], k.t, k.nh, ys, &k) : -1;
+        if (ad >= 0 && mt < 0)
+            return PP_FAIL(P->err, PP_ERUNTIME, "cuda planner: node '%s': the fused attention's mask no longer fits "
+                           "(internal)", st->nodes[ad].name);
+        NEW_STEP(s, P, PCU_S_KERNEL, h, ad >= 0 ? 5 : 4);
         s->kernel = PCU_K_FATTN;
         s->u.fa = k;
         s->ops[0] = view_ref(P, qt), s->ops[1] = view_ref(P, m1->in[1]), s->ops[2] = view_ref(P, m2->in[1]);
         s->ops[3] = R(P, yout);
+        if (mt >= 0) s->ops[4] = view_ref(P, mt);
         s->threads = k.nb * k.qtiles * PCU_BLOCK;
         P->pl->counts.own++;
         P->pl->counts.fused++; /* the last MatMul */
         *ok = true;
         return PP_OK;
     }
-    int sc, b, pq;
-    const int m2 = fattn_match(P, ni, &sc, &b, &pq);
+    int sc, b, pq, ad;
+    const int m2 = fattn_match(P, ni, &sc, &b, &pq, &ad);
     if (m2 < 0 || pq != P->fa_head[2 * st->n_nodes + ni]) return PP_OK; /* (fattn_prescales took its prescale) */
     if (sc >= 0) P->done[sc] = true;
+    if (ad >= 0) P->done[ad] = true;
     P->done[b] = true;
     P->fa_head[m2] = ni;
     P->fa_head[st->n_nodes + m2] = sc;
     P->fa_head[2 * st->n_nodes + m2] = pq;
-    /* the scales and the softmax; the first MatMul names the step */
-    P->pl->counts.fused += 1 + (sc >= 0) + (pq >= 0);
+    P->fa_head[3 * st->n_nodes + m2] = ad;
+    /* the scales, the mask's Add and the softmax; the first MatMul names the step */
+    P->pl->counts.fused += 1 + (sc >= 0) + (pq >= 0) + (ad >= 0);
     *ok = true;
     return PP_OK;
 }
@@ -3470,18 +3510,18 @@ static bool view_reader_ok(const planner *P, const bool *cand, const bool *fold,
         return (n->n_in < 3 || n->in[2] < 0 || P->view[n->in[2]].src < 0) &&
                gemm_views(&va, &vb, attr_i(P, n, "transA", 0) != 0, attr_i(P, n, "transB", 0) != 0, &mm);
     }
-    int sc, smx, pq;
+    int sc, smx, pq, ad;
     if (P->fattn && (n->op == PP_OP_MUL || n->op == PP_OP_DIV)) { /* the Mul or Div of a pattern's Q, in its kernel */
         const int m = n->n_out == 1 ? sole_reader(P, j, n->out[0]) : -1;
         return m >= 0 && P->st->nodes[m].pattern == PP_PATTERN_ATTENTION && P->st->nodes[m].op == PP_OP_MATMUL &&
-               fattn_match(P, m, &sc, &smx, &pq) >= 0 && pq == j && fa_q(P, m, pq) == t;
+               fattn_match(P, m, &sc, &smx, &pq, &ad) >= 0 && pq == j && fa_q(P, m, pq) == t;
     }
     if (n->op != PP_OP_MATMUL || n->n_in != 2 || n->n_out != 1 || one_float_type(P, n) < 0) return false;
     if (P->fattn) { /* a pattern the fused kernel will take: its Q, K (first MatMul) and V (last) fit it */
-        if (n->pattern == PP_PATTERN_ATTENTION && fattn_match(P, j, &sc, &smx, &pq) >= 0) return true;
+        if (n->pattern == PP_PATTERN_ATTENTION && fattn_match(P, j, &sc, &smx, &pq, &ad) >= 0) return true;
         for (int i = 0; i < j; i++)
             if (P->st->nodes[i].pattern == PP_PATTERN_ATTENTION && P->st->nodes[i].op == PP_OP_MATMUL &&
-                fattn_match(P, i, &sc, &smx, &pq) == j)
+                fattn_match(P, i, &sc, &smx, &pq, &ad) == j)
                 return true;
     }
     const sview va = view_of(P, n->in[0]), vb = view_of(P, n->in[1]);
@@ -4195,7 +4235,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     P.uses = calloc(pp_count(st->n_tensors), sizeof *P.uses);
     P.done = calloc(pp_count(st->n_nodes), sizeof *P.done);
     P.alias = malloc(pp_count(st->n_tensors) * sizeof *P.alias);
-    P.fa_head = malloc(3 * pp_count(st->n_nodes) * sizeof *P.fa_head);
+    P.fa_head = malloc(4 * pp_count(st->n_nodes) * sizeof *P.fa_head);
     if (P.rows) P.ln_of = malloc(pp_count(st->n_tensors) * sizeof *P.ln_of);
     pp_status s = PP_OK;
     if (!pl->woff || !P.uses || !P.done || !P.alias || !P.fa_head || (P.rows && !P.ln_of)) {
@@ -4223,7 +4263,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
             P.ln_of[n->in[0]] < 0)
             P.ln_of[n->in[0]] = ni;
     }
-    for (int i = 0; i < 3 * st->n_nodes; i++) P.fa_head[i] = -1;
+    for (int i = 0; i < 4 * st->n_nodes; i++) P.fa_head[i] = -1;
     for (int ni = 0; ni < st->n_nodes; ni++)
         for (int k = 0; k < st->nodes[ni].n_in; k++)
             if (st->nodes[ni].in[k] >= 0) P.uses[st->nodes[ni].in[k]]++;

@@ -15,7 +15,14 @@ on and off, written with onnx.helper, random weights:
          scale, 70 queries (fused);
       d: head dim 80 (over the kernel's 64: not fused);
       e: the scores also a graph output (not a pattern);
-      f: an Add of a mask between the product and the Softmax (not a pattern).
+      f: an Add of a constant mask [5, 5] (0 or -1e9) between the product
+         and the Softmax, broadcast over the batch and the heads (fused);
+      g: BERT's padding mask, an input [batch, 1, 1, 5] (0 or -1e9) added
+         after a Div by sqrt(8) (fused);
+      h: Llama's causal-plus-padding mask, an input [batch, 1, 5, 5] of 0
+         and float32's lowest (-3.4e38), one query row all lowest (a uniform
+         softmax, not NaN), after a Mul by a scalar (fused);
+      i: the mask added before the Div (Add, Div, Softmax: not a pattern).
 Inputs DIR/data/*.npy (3 samples; NaN and +-inf among sample 1's and 2's
 values, so some score rows are NaN). usage: fattn_models.py DIR"""
 import os
@@ -129,14 +136,31 @@ nodes = [
     n("Add", ["sf", "mask"], ["sf2"], name="/f/Add"),
     n("Softmax", ["sf2"], ["pf"], name="/f/Softmax", axis=-1),
     n("MatMul", ["pf", "va"], ["yf"], name="/f/MatMul_1"),
+    n("MatMul", ["qa", "ka"], ["sg"], name="/g/MatMul"),
+    n("Div", ["sg", "sqrt8"], ["sg2"], name="/g/Div"),
+    n("Add", ["mg", "sg2"], ["sg3"], name="/g/Add"),
+    n("Softmax", ["sg3"], ["pg"], name="/g/Softmax", axis=-1),
+    n("MatMul", ["pg", "va"], ["yg"], name="/g/MatMul_1"),
+    n("MatMul", ["qa", "ka"], ["sh"], name="/h/MatMul"),
+    n("Mul", ["sh", "s16"], ["sh2"], name="/h/Mul"),
+    n("Add", ["sh2", "mh"], ["sh3"], name="/h/Add"),
+    n("Softmax", ["sh3"], ["ph"], name="/h/Softmax", axis=-1),
+    n("MatMul", ["ph", "va"], ["yh"], name="/h/MatMul_1"),
+    n("MatMul", ["qa", "ka"], ["si"], name="/i/MatMul"),
+    n("Add", ["si", "mg"], ["si2"], name="/i/Add"),
+    n("Div", ["si2", "sqrt8"], ["si3"], name="/i/Div"),
+    n("Softmax", ["si3"], ["pi"], name="/i/Softmax", axis=-1),
+    n("MatMul", ["pi", "va"], ["yi"], name="/i/MatMul_1"),
 ]
 ins = {"qa": ["batch", 4, 5, 8], "ka": ["batch", 4, 8, 5], "va": ["batch", 4, 5, 8],
        "qb": ["batch", 2, 1, 16], "kb": ["batch", 2, 16, 33], "vb": ["batch", 2, 33, 24],
        "qc": ["batch", 70, 16], "vc": ["batch", 40, 64],
-       "qd": ["batch", 2, 9, 80], "kd": ["batch", 2, 80, 9], "vd": ["batch", 2, 9, 80]}
+       "qd": ["batch", 2, 9, 80], "kd": ["batch", 2, 80, 9], "vd": ["batch", 2, 9, 80],
+       "mg": ["batch", 1, 1, 5], "mh": ["batch", 1, 5, 5]}
 outs = [v("ya", ["batch", 4, 5, 8]), v("yb", ["batch", 2, 1, 24]), v("yc", ["batch", 70, 64]),
         v("yd", ["batch", 2, 9, 80]), v("se", ["batch", 4, 5, 5]), v("ye", ["batch", 4, 5, 8]),
-        v("yf", ["batch", 4, 5, 8])]
+        v("yf", ["batch", 4, 5, 8]), v("yg", ["batch", 4, 5, 8]), v("yh", ["batch", 4, 5, 8]),
+        v("yi", ["batch", 4, 5, 8])]
 save(helper.make_graph(nodes, "small", [v(k, s) for k, s in ins.items()], outs, initializer=inits), "small.onnx")
 for k, s in ins.items():
     a = (rng.standard_normal([3] + s[1:]) * 1.5).astype(np.float32)
@@ -145,4 +169,14 @@ for k, s in ins.items():
         a[2, 1, 0, 0] = np.inf  # +inf and -inf scores: a NaN row
     if k == "kb":
         a[1, 0, 5, :] = -np.inf  # sample 1, head 0: every key's element 5 -inf: all scores +-inf, a NaN row
+    if k == "mg":  # padding: keys masked per sample (the last two in sample 0, one in sample 1, none in 2)
+        a = np.zeros(a.shape, np.float32)
+        a[0, ..., 3:] = -1e9
+        a[1, ..., 1] = -1e9
+    if k == "mh":  # causal plus padding at float32's lowest; sample 2's query row 2 masked whole
+        low = np.finfo(np.float32).min
+        a = np.where(np.triu(np.ones((5, 5), bool), 1), low, 0).astype(np.float32) * np.ones((3, 1, 1, 1), np.float32)
+        a[1, 0, :, 4] = low
+        a[2, 0, 2, :] = low
+        a = a.astype(np.float32)
     np.save(os.path.join(d, "data_small", k + ".npy"), a)

@@ -356,12 +356,24 @@ static int attn_steps(const char *plan) {
     return bad;
 }
 
+/* k with a mask added after the scale: per batch (mb), per query row (mi), each key (mj 1), heads broadcast */
+static pcu_fattn with_mask(pcu_fattn k, bool per_batch, bool per_row) {
+    k.mask = 1, k.mh = 0, k.mj = 1, k.mi = per_row ? k.T : 0;
+    k.mb = per_batch ? (per_row ? k.Sq : 1) * k.T : 0;
+    return k;
+}
+
 static void attn_sweep(void) {
     const struct {
         const char *what;
         pcu_fattn k;
         bool ok;
     } c[] = {
+        {"BERT's key padding [b, 1, 1, T] bf16", with_mask(attn_case(PCU_T_BF16, 2, 12, 1, 128, 128, 64, true), 1, 0), 1},
+        {"Llama's causal + padding [b, 1, S, T] bf16",
+         with_mask(attn_case(PCU_T_BF16, 2, 8, 4, 128, 128, 64, false), 1, 1), 1},
+        {"a constant causal [S, T] bf16", with_mask(attn_case(PCU_T_BF16, 2, 4, 1, 64, 64, 64, false), 0, 1), 1},
+        {"an fp16 mask", with_mask(attn_case(PCU_T_F16, 2, 4, 1, 64, 64, 64, false), 0, 1), 0},
         {"ViT-B/16 (12 heads of 64, 197 tokens from one QKV product) f16", attn_case(PCU_T_F16, 2, 12, 1, 197, 197, 64, true), 1},
         {"ViT-B/16 bf16", attn_case(PCU_T_BF16, 2, 12, 1, 197, 197, 64, true), 1},
         {"grouped-query (8 heads, 2 of K and V, 128 of 128) bf16", attn_case(PCU_T_BF16, 2, 8, 4, 128, 128, 128, false), 1},
@@ -399,6 +411,9 @@ static void attn_sweep(void) {
     k = attn_case(PCU_T_F16, 1, 2, 1, 16, 16, 64, false);
     k.ke = 16, k.kj = 1; /* K with its keys contiguous (an unfolded transpose) */
     if (!pcu_sdpa_unfit(&k) && failures++ < 20) fprintf(stderr, "FAIL attention: K of contiguous keys taken\n");
+    k = with_mask(attn_case(PCU_T_F16, 1, 2, 1, 16, 16, 64, false), 1, 1);
+    k.mj = 0; /* a mask broadcast over the keys */
+    if (!pcu_sdpa_unfit(&k) && failures++ < 20) fprintf(stderr, "FAIL attention: a mask of one key taken\n");
     printf("test_dnn: attention graphs: %d execution plans on %d described GPUs\n", attn_plans, n_devprops);
 }
 

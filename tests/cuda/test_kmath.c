@@ -52,6 +52,7 @@
  *     the size the engine uploaded before the table, and every row has a
  *     name, a size and at least one operand it writes.
  * Runs in about a second; no GPU, no CUDA needed (label fast, cuda). */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -984,6 +985,9 @@ typedef struct fa_case {
     int special;                   /* 1: NaN, +inf and -inf rows, a -inf first tile */
     int gqa;                       /* > 0: that many query heads over half as many K/V heads, 3-D layouts */
     int qscale_op;                 /* Q's scale before the first product: 1 q * 0.35355339, 2 q / 6.3245554 */
+    int mask;                      /* an Add of a mask after the scale: 1 [batch, Sq, T] (0 or -1e9), 2 a key
+                                    * padding [batch, 1, T], 3 causal [Sq, T] at float's lowest with row 1 masked
+                                    * whole (a uniform softmax), each broadcast over the heads */
 } fa_case;
 
 /* Q's element as the kernel takes it: scaled as the Mul or Div node before the pattern computes it (in float) */
@@ -993,7 +997,7 @@ static float fa_q(const pcu_fattn *k, float q) {
 
 /* Attention in double: y[b, i, :] = softmax(scale(q_i . k_j)) v (NaN as the
  * reference softmax gives it: a row whose max is NaN, +inf or -inf). */
-static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const float *v, double *y) {
+static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const float *v, const float *m, double *y) {
     double *s = malloc(sizeof *s * (size_t)k->T);
     for (int64_t b = 0; b < k->nb; b++)
         for (int64_t i = 0; i < k->Sq; i++) {
@@ -1007,6 +1011,7 @@ static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const fl
                     d += (double)fa_q(k, q[qo + i * k->qi + e * k->qe]) * kk[ko + j * k->kj + e * k->ke];
                 if (k->scale_op == 1) d *= k->scale;
                 else if (k->scale_op == 2) d /= k->scale;
+                if (k->mask) d += m[b / k->nh * k->mb + b % k->nh * k->mh + i * k->mi + j * k->mj];
                 s[j] = d;
                 nan = nan || d != d;
                 if (d > mx) mx = d;
@@ -1041,7 +1046,19 @@ static void test_fattn_case(const fa_case *c) {
         k.yb = k.Sq * k.nh * k.Dv, k.yh = k.Dv, k.yi = k.nh * k.Dv;
     }
     const int64_t nq = (c->q_bcast ? 1 : k.nb) * k.Sq * k.D, nk = nkv * k.T * k.D, nv = nkv * k.T * k.Dv,
-                  ny = k.nb * k.Sq * k.Dv;
+                  ny = k.nb * k.Sq * k.Dv, B = k.nb / k.nh;
+    int64_t nm = 1;
+    if (c->mask) { /* broadcast over the heads (mh 0) */
+        k.mask = 1, k.mh = 0, k.mj = 1;
+        if (c->mask == 1) k.mb = k.Sq * k.T, k.mi = k.T, nm = B * k.Sq * k.T;
+        else if (c->mask == 2) k.mb = k.T, k.mi = 0, nm = B * k.T;
+        else k.mb = 0, k.mi = k.T, nm = k.Sq * k.T;
+    }
+    float *m = malloc(sizeof *m * (size_t)nm);
+    for (int64_t i = 0; i < nm; i++) {
+        const int64_t r = i / k.T % k.Sq, j = i % k.T;
+        m[i] = c->mask == 3 ? (j > r || r == 1 ? -FLT_MAX : 0.0f) : unif() < 0.3 ? -1e9f : 0.0f;
+    }
     float *q = malloc(sizeof *q * (size_t)nq), *kk = malloc(sizeof *kk * (size_t)nk), *v = malloc(sizeof *v * (size_t)nv);
     float *y1 = malloc(sizeof *y1 * (size_t)ny), *y2 = malloc(sizeof *y2 * (size_t)ny);
     double *yr = malloc(sizeof *yr * (size_t)ny);
@@ -1060,12 +1077,12 @@ static void test_fattn_case(const fa_case *c) {
     pcu_step s;
     memset(&s, 0, sizeof s);
     s.kind = PCU_S_KERNEL, s.kernel = PCU_K_FATTN, s.threads = k.nb * k.qtiles * PCU_BLOCK, s.u.fa = k;
-    void *op[PCU_KERNEL_OPS] = {q, kk, v, y1};
+    void *op[PCU_KERNEL_OPS] = {q, kk, v, y1, m};
     for (int64_t i = 0; i < ny; i++) y1[i] = y2[i] = 12345.0f;
     run_coop(&s, op, 0);
     op[3] = y2;
     run_coop(&s, op, 1);
-    fa_ref(&k, q, kk, v, yr);
+    fa_ref(&k, q, kk, v, m, yr);
     double vmax = 0;
     for (int64_t i = 0; i < nv; i++) vmax = fabs(v[i]) > vmax ? fabs(v[i]) : vmax;
     int64_t bad = 0, nans = 0;
@@ -1096,41 +1113,66 @@ static void test_fattn_case(const fa_case *c) {
     float *qs = malloc(sizeof *qs * (size_t)nq);
     for (int t = PCU_T_F16; t != 0; t = t == PCU_T_F16 ? PCU_T_BF16 : 0) {
         uint16_t *qh = malloc(2 * (size_t)nq), *kh = malloc(2 * (size_t)nk), *vh = malloc(2 * (size_t)nv),
-                 *yh = malloc(2 * (size_t)ny), *qsh = malloc(2 * (size_t)nq);
-        to_half(q, t, qh, q, nq), to_half(kk, t, kh, kk, nk), to_half(v, t, vh, v, nv);
+                 *yh = malloc(2 * (size_t)ny), *qsh = malloc(2 * (size_t)nq), *mh = malloc(2 * (size_t)nm);
+        to_half(q, t, qh, q, nq), to_half(kk, t, kh, kk, nk), to_half(v, t, vh, v, nv), to_half(m, t, mh, m, nm);
         for (int64_t i = 0; i < nq; i++) qs[i] = fa_q(&k, q[i]);
         to_half(qs, t, qsh, qs, nq);
         free(qsh);
         s.u.fa.t = 0, s.u.fa.qscale_op = 0;
-        void *opf[PCU_KERNEL_OPS] = {qs, kk, v, y1};
+        void *opf[PCU_KERNEL_OPS] = {qs, kk, v, y1, m};
         run_coop(&s, opf, 0);
         s.u.fa.t = t, s.u.fa.qscale_op = k.qscale_op;
-        void *oph[PCU_KERNEL_OPS] = {qh, kh, vh, yh};
+        void *oph[PCU_KERNEL_OPS] = {qh, kh, vh, yh, mh};
         run_coop(&s, oph, 1);
         char what[96];
         snprintf(what, sizeof what, "%s fused attention nb %lld Sq %lld T %lld D %lld", t == PCU_T_F16 ? "f16" : "bf16",
                  (long long)k.nb, (long long)k.Sq, (long long)k.T, (long long)k.D);
-        compare_half(what, yh, y1, t, ny);
-        free(qh), free(kh), free(vh), free(yh);
+        if (!k.mask) {
+            compare_half(what, yh, y1, t, ny);
+        } else { /* the masked score rounded to t as the Add stores it, which the f32 kernel does not: against
+                  * the reference in double over the same half values, within the half type's reach */
+            fa_ref(&k, q, kk, v, m, yr);
+            const double tol = (t == PCU_T_F16 ? 1e-2 : 8e-2) * vmax;
+            for (int64_t i = 0; i < ny; i++) {
+                const double g = pcu_ldf(yh, t, i), r = yr[i];
+                checks++;
+                if ((g != g) != (r != r) || (r == r && fabs(g - r) > tol)) {
+                    FAIL("FAIL %s (masked): y[%lld] = %.6g, the reference over the half values %.6g\n", what,
+                         (long long)i, g, r);
+                    break;
+                }
+            }
+        }
+        free(qh), free(kh), free(vh), free(yh), free(mh);
     }
-    free(qs), free(q), free(kk), free(v), free(y1), free(y2), free(yr);
+    free(qs), free(q), free(kk), free(v), free(y1), free(y2), free(yr), free(m);
 }
 
 static void test_fattn(void) {
     static const fa_case cases[] = {
-        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 0, 0, 0, 0, 0}, {2, 1, 50, 32, 32, 2, 0, 0, 0, 0, 0},
-        {1, 5, 100, 40, 24, 1, 1, 0, 0, 0, 0}, {4, 64, 1, 16, 8, 0, 0, 1, 0, 0, 0}, {2, 65, 64, 64, 64, 2, 1, 0, 0, 0, 0},
-        {2, 130, 97, 64, 40, 1, 0, 0, 1, 0, 0}, {1, 40, 40, 8, 64, 0, 1, 1, 1, 0, 0}, {1, 3, 7, 1, 1, 0, 0, 0, 0, 0, 0},
-        {8, 70, 45, 16, 24, 1, 1, 0, 0, 4, 0}, {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0},
+        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 0, 0, 0, 0, 0, 0},
+        {2, 1, 50, 32, 32, 2, 0, 0, 0, 0, 0, 0}, {1, 5, 100, 40, 24, 1, 1, 0, 0, 0, 0, 0},
+        {4, 64, 1, 16, 8, 0, 0, 1, 0, 0, 0, 0}, {2, 65, 64, 64, 64, 2, 1, 0, 0, 0, 0, 0},
+        {2, 130, 97, 64, 40, 1, 0, 0, 1, 0, 0, 0}, {1, 40, 40, 8, 64, 0, 1, 1, 1, 0, 0, 0},
+        {1, 3, 7, 1, 1, 0, 0, 0, 0, 0, 0, 0}, {8, 70, 45, 16, 24, 1, 1, 0, 0, 4, 0, 0},
+        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 0},
         /* Q scaled before the first product (torch's q / sqrt(d)), by a Div and by a Mul */
-        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 2}, {3, 70, 33, 8, 16, 1, 1, 0, 1, 0, 1},
-        {8, 70, 45, 16, 24, 2, 0, 0, 0, 4, 2},
+        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 2, 0}, {3, 70, 33, 8, 16, 1, 1, 0, 1, 0, 1, 0},
+        {8, 70, 45, 16, 24, 2, 0, 0, 0, 4, 2, 0},
+        /* a mask added after the scale: per batch whole, a key padding, causal at float's lowest */
+        {3, 70, 45, 16, 24, 1, 0, 0, 0, 0, 0, 1}, {2, 197, 197, 64, 64, 2, 1, 0, 1, 0, 2, 2},
+        {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 3}, {2, 130, 97, 64, 40, 0, 0, 0, 0, 0, 0, 3},
+        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 2},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) test_fattn_case(&cases[c]);
     /* the lint's bound: the extents of a [D, T] K and of Y */
     pcu_fattn k = {.nb = 2, .nh = 1, .grp = 1, .Sq = 3, .T = 5, .D = 4, .Dv = 6, .qtiles = 1, .qb = 12, .qi = 4,
                    .qe = 1, .kb = 20, .kj = 1, .ke = 5, .vb = 30, .vj = 6, .ve = 1, .yb = 18, .yi = 6};
-    checks++;
+    checks += 2;
+    if (pcu_kernel_extent_of(PCU_K_FATTN, &k, 4) != -1) FAIL("FAIL fused attention: a mask's extent without one\n");
+    k.mask = 1, k.mb = 5, k.mi = 0, k.mj = 1; /* a [2, 1, 5] key padding: 10 elements */
+    if (pcu_kernel_extent_of(PCU_K_FATTN, &k, 4) != 10)
+        FAIL("FAIL fused attention: the mask's extent %lld, want 10\n", (long long)pcu_kernel_extent_of(PCU_K_FATTN, &k, 4));
     if (pcu_kernel_extent_of(PCU_K_FATTN, &k, 1) != 40 || pcu_kernel_extent_of(PCU_K_FATTN, &k, 3) != 36 ||
         pcu_kernel_extent_of(PCU_K_FATTN, &k, 0) != 24 || pcu_kernel_extent_of(PCU_K_FATTN, &k, 2) != 60)
         FAIL("FAIL fused attention: extents %lld %lld %lld %lld\n", (long long)pcu_kernel_extent_of(PCU_K_FATTN, &k, 0),

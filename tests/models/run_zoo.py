@@ -224,9 +224,12 @@ def check_transformer(row, d, meta):
 # row all -inf), and its RMSNorm and tanh GELU fused. -pp 1 and 2 on the reference kernels and -pp 1 on
 # cuda-emu where pprt has it: no NaN, max |error| over max |output| of onnxruntime's f32 within fp16 3e-3 and
 # bf16 3e-2 (measured 2026-12-06: Llama 1.1e-3 / 8.5e-3, Mistral 1.1e-3 / 1.0e-2, GPT-J 1.3e-3 / 1.0e-2), the
-# reference kernels' -pp 2 the bits of -pp 1.
+# reference kernels' -pp 2 the bits of -pp 1; on cuda-emu also with --cuda-fused-attention on, Llama's and
+# Mistral's 4 attention patterns with their masks one kernel each (Llama 1.1e-3 / 9.1e-3, Mistral 1.0e-3 /
+# 9.1e-3, measured 2026-12-06).
 HALF_DECODERS = {"llama", "mistral", "gptj"}
 HALF_BOUND = {"fp16": 3e-3, "bf16": 3e-2}
+FUSED_MASKED = {"llama": 4, "mistral": 4}  # --cuda-fused-attention's steps: one a layer, each with its mask
 HAVE_EMU = subprocess.run([PPRT, "--backend", "cuda-emu", "--version"], capture_output=True).returncode == 0
 
 
@@ -234,9 +237,13 @@ def check_half(row, d, meta, expected):
     ok, errs = True, []
     for pr, bound in HALF_BOUND.items():
         got1 = None
+        # (cuda-emu also with the fused attention on: Llama's and Mistral's patterns with their causal-plus-padding
+        # mask, one kernel each (FUSED_MASKED, counted from --cuda-explain); GPT-J's masked_fill is no pattern)
         for pp, tag, args in [(1, "ref", ["--backend", "ref"]), (2, "ref", ["--backend", "ref"])] + \
-                ([(1, "cuda-emu", ["--backend", "cuda-emu"])] if HAVE_EMU else []):
-            plan, out = os.path.join(d, f"{pr}_pp{pp}.plan"), os.path.join(d, f"out_{pr}_pp{pp}_{tag}")
+                ([(1, "cuda-emu", ["--backend", "cuda-emu"]),
+                  (1, "cuda-emu fused", ["--backend", "cuda-emu", "--cuda-fused-attention", "on", "--cuda-explain"])]
+                 if HAVE_EMU else []):
+            plan, out = os.path.join(d, f"{pr}_pp{pp}.plan"), os.path.join(d, f"out_{pr}_pp{pp}_{tag.replace(' ', '_')}")
             r = run([PPCC, os.path.join(d, "model.onnx"), "-pp", str(pp), "--precision", pr, *meta["compile_args"],
                      "-q", "-o", plan])
             if r.returncode == 0:
@@ -246,6 +253,11 @@ def check_half(row, d, meta, expected):
                 row["notes"].append(f"{pr} -pp {pp} {tag}: " + (r.stderr.strip().splitlines() or ["?"])[-1])
                 ok = False
                 continue
+            if tag == "cuda-emu fused":
+                nf, want = r.stderr.count("fused attention"), FUSED_MASKED.get(os.path.basename(d), 0)
+                if nf != want:
+                    row["notes"].append(f"{pr} {tag}: {nf} fused attention steps, want {want}")
+                    ok = False
             got = {k: np.load(os.path.join(out, k + ".npy")) for k in expected}
             drop(out)
             for k, want in expected.items():

@@ -1170,6 +1170,55 @@ static void test_attention_chains(void) {
         }
 }
 
+/* pp_attention_chains with an Add of a mask (pp_attn_mask): x [2,4] -> /a/MatMul (x, w [4,4]) -> /a/Div (by a
+ * scalar) -> [the Add] -> /a/Softmax -> /b/MatMul (the probabilities, w): the pattern ends at /b/MatMul where the
+ * Add adds a mask after the scale (either operand order; the mask [1,4] broadcast over the rows, [2,4] whole, a
+ * [4] vector), and is none where the Add comes before the scale, adds the scores to themselves, or its mask
+ * [1,2,4] has more dims than the scores (the Add's output is not the scores' shape). */
+static void test_attention_masks(void) {
+    enum { AFTER, AFTER_SWAPPED, WHOLE, VECTOR, BEFORE, SELF, WIDER, N_CASES };
+    static const char *const what[] = {"after the scale", "after, mask first", "a whole [2,4] mask", "a [4] mask",
+                                       "before the scale", "the scores twice", "a [1,2,4] mask"};
+    for (int c = 0; c < N_CASES; c++) {
+        pp_graph g;
+        pp_err e = {0};
+        const int x = graph_x24(&g, 0, &e), w = const_mat(&g, "w", 4, 4), sc = const_mat(&g, "c", 1, 0);
+        const int m = c == WHOLE || c == WIDER ? const_mat(&g, "m", 2, 4)
+                      : c == VECTOR            ? const_mat(&g, "m", 4, 0)
+                                               : const_mat(&g, "m", 1, 4);
+        if (c == WIDER) g.values[m].shape = (pp_shape){3, {1, 2, 4}};
+        int v[6];
+        for (int i = 0; i < 6; i++) {
+            char nm[8];
+            snprintf(nm, sizeof nm, "v%d", i);
+            v[i] = value(&g, nm);
+        }
+        node(&g, PP_OP_MATMUL, "/a/MatMul", x, w, v[0]);
+        if (c == BEFORE) {
+            node(&g, PP_OP_ADD, "/a/Add", v[0], m, v[1]);
+            node(&g, PP_OP_DIV, "/a/Div", v[1], sc, v[2]);
+        } else {
+            node(&g, PP_OP_DIV, "/a/Div", v[0], sc, v[1]);
+            node(&g, PP_OP_ADD, "/a/Add", c == AFTER_SWAPPED ? m : v[1], c == AFTER_SWAPPED ? v[1] : c == SELF ? v[1] : m,
+                 v[2]);
+        }
+        node(&g, PP_OP_SOFTMAX, "/a/Softmax", v[2], -1, v[3]);
+        node(&g, PP_OP_MATMUL, "/b/MatMul", v[3], w, v[4]);
+        pp_graph_add_output(&g, v[4], &e);
+        bool keep[5];
+        int tail[5];
+        pp_status s = pp_graph_infer(&g, &e);
+        if (s == PP_OK) s = pp_attention_chains(&g, keep, tail, &e);
+        const bool want = c <= VECTOR;
+        CHECK(s == PP_OK && g.n_nodes == 5 && (tail[0] == 4) == want && (want || tail[0] == -1),
+              "attention with a mask, %s: %s, tail %d (want %s)", what[c], s == PP_OK ? "ok" : e.msg,
+              s == PP_OK ? tail[0] : -9, want ? "the last MatMul" : "none");
+        if (s == PP_OK && want)
+            for (int i = 1; i <= 4; i++) CHECK(keep[i], "attention with a mask, %s: a cut allowed before node %d", what[c], i);
+        pp_graph_free(&g);
+    }
+}
+
 /* The report's layout (passes/layout.c) on random DAGs: edges run down
  * through one bend per layer, items of a layer keep their order and spacing,
  * every use of a value is an edge; and comparing the policies
@@ -1338,6 +1387,7 @@ int main(void) {
     test_random_dags();
     test_fusion_chains();
     test_attention_chains();
+    test_attention_masks();
     test_layout_and_compare();
     test_capped_split();
     test_stage_records();
