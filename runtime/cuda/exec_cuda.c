@@ -55,6 +55,7 @@ typedef struct dstep {
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
     float sdpa_scale;          /* KERNEL FATTN on cuDNN's attention engine (plan set): its scale, by value */
+    bool shared;               /* plan is an earlier step's (the same attention step's parameters): not ours */
 } dstep;
 
 
@@ -300,12 +301,23 @@ static void sdpa_plan(pprt_exec *x, const pcu_step *s, dstep *d) {
     const char *why = pcu_sdpa_unfit(k);
     for (int q = 0; q < 4 + k->mask && !why; q++)
         if (s->ops[q].off % 16) why = "an operand not at a 16-byte offset";
+    d->sdpa_scale = pcu_sdpa_scale(k);
+    /* an earlier step of the same parameters (ViT's 12 layers) lends its plan: one graph, one engine choice
+     * and, where cuDNN compiles the engine at run time, one compilation; the operands differ in address only */
+    for (const pcu_step *o = x->pl.steps; o < s && !why; o++)
+        if (o->kind == PCU_S_KERNEL && o->kernel == PCU_K_FATTN && x->ds[o - x->pl.steps].plan &&
+            !memcmp(&o->u.fa, k, sizeof *k)) {
+            d->plan = x->ds[o - x->pl.steps].plan, d->shared = true;
+            if (pprt_cuda_config()->explain)
+                fprintf(stderr, "pprt: cuda: stage %d node '%s': attention on cuDNN's fused-attention engine (node "
+                        "'%s''s plan)\n", x->st->index, x->st->nodes[s->node].name, x->st->nodes[o->node].name);
+            return;
+        }
     if (!why && pcu_dnn_sdpa(k, x->dnn, &d->dnn, &e) != PP_OK) why = e.msg;
     if (!why && pcu_dnn_choose_any(&d->dnn, x->dnn, NULL, false, (int64_t)PCU_LIB_WORKSPACE, &pk, &e) != PP_OK)
         why = e.msg;
     if (!why && !pk.plan) why = "no engine took the graph";
     d->plan = why ? NULL : pk.plan;
-    d->sdpa_scale = pcu_sdpa_scale(k);
     if (why) pcu_dnn_free(&d->dnn);
     if (pprt_cuda_config()->explain)
         fprintf(stderr, "pprt: cuda: stage %d node '%s': attention on %s%s (%lld configs; engine %lld, workspace %lld "
@@ -442,7 +454,7 @@ static pp_status host_exec(pprt_exec *x, const pcu_step *s, pp_err *err) {
 static void release_steps(pprt_exec *x) {
     for (int i = 0; x->ds && i < x->pl.n_steps; i++) {
         dstep *d = &x->ds[i];
-        if (d->plan) cudnnBackendDestroyDescriptor(d->plan);
+        if (d->plan && !d->shared) cudnnBackendDestroyDescriptor(d->plan);
         pcu_dnn_free(&d->dnn);
         if (d->mm) cublasLtMatmulDescDestroy(d->mm);
         if (d->la) cublasLtMatrixLayoutDestroy(d->la);
