@@ -975,6 +975,24 @@ static int attn_next(const pp_graph *g, const int *user, int a, pp_dtype t) {
     return u >= 0 && !g->nodes[u].dead ? u : -1;
 }
 
+int pp_attn_where(const pp_graph *g, int a, int scores, pp_dtype t) {
+    const pp_node *n = &g->nodes[a];
+    if (n->op != PP_OP_WHERE || n->n_in != 3 || n->n_out != 1 || n->in[0] < 0 || n->in[1] == n->in[2] ||
+        (n->in[1] != scores && n->in[2] != scores))
+        return -1;
+    const int cond = n->in[0], fill = n->in[1] == scores ? n->in[2] : n->in[1];
+    double f;
+    const pp_shape *ys = &g->values[n->out[0]].shape, *cs = &g->values[cond].shape;
+    if (g->values[cond].dtype != PP_BOOL || fill < 0 || g->values[fill].dtype != t || !const_scalar_half(g, fill, &f) ||
+        !pp_shape_eq(&g->values[scores].shape, ys) || cs->rank > ys->rank)
+        return -1;
+    for (int d = 0; d < cs->rank; d++) {
+        const int64_t e = cs->dim[d], want = ys->dim[ys->rank - cs->rank + d];
+        if (e != want && e != 1) return -1;
+    }
+    return a;
+}
+
 int pp_attn_mask(const pp_graph *g, int a, int scores, pp_dtype t) {
     const pp_node *n = &g->nodes[a];
     if (n->op != PP_OP_ADD || n->n_in != 2 || n->n_out != 1 || n->in[0] == n->in[1] ||
@@ -991,8 +1009,9 @@ int pp_attn_mask(const pp_graph *g, int a, int scores, pp_dtype t) {
 }
 
 /* The last node of the attention pattern that MatMul a opens, or -1:
- * MatMul -> [Mul by a constant scalar (either side) | Div by one] -> [Add of
- * a mask (pp_attn_mask)] -> Softmax over the last axis -> MatMul reading the
+ * MatMul -> [Where (pp_attn_where)] -> [Mul by a constant scalar (either
+ * side) | Div by one] -> [Where, if none before] -> [Add of a mask
+ * (pp_attn_mask)] -> Softmax over the last axis -> MatMul reading the
  * probabilities as its left
  * operand, every link read by the next alone, one type throughout: f32, or
  * (a half plan, ppcc --precision) f16 or bf16, the scale a half constant. */
@@ -1003,20 +1022,22 @@ static int attn_tail(const pp_graph *g, const int *user, int a) {
     if (t != PP_F32 && t != PP_F16 && t != PP_BF16) return -1;
     for (int k = 0; k < 2; k++)
         if (m1->in[k] < 0 || g->values[m1->in[k]].dtype != t || g->values[m1->in[k]].shape.rank < 2) return -1;
-    int b = attn_next(g, user, a, t), scale = -1;
+    int b = attn_next(g, user, a, t), cur = m1->out[0];
     double c;
+    const int wh = b >= 0 ? pp_attn_where(g, b, cur, t) : -1; /* a Where before the scale (GPT-J's) */
+    if (wh >= 0) cur = g->nodes[wh].out[0], b = attn_next(g, user, wh, t);
     if (b >= 0 && (g->nodes[b].op == PP_OP_MUL || g->nodes[b].op == PP_OP_DIV)) {
         const pp_node *sc = &g->nodes[b];
-        const int prev = m1->out[0];
+        const int prev = cur;
         const bool ok = sc->n_in == 2 && ((sc->in[0] == prev && const_scalar_half(g, sc->in[1], &c)) ||
                                           (sc->op == PP_OP_MUL && sc->in[1] == prev && const_scalar_half(g, sc->in[0], &c)));
-        scale = ok ? b : -1;
+        if (ok) cur = sc->out[0];
         b = ok ? attn_next(g, user, b, t) : -1;
     }
-    if (b >= 0 && g->nodes[b].op == PP_OP_ADD) { /* an additive mask: BERT's padding, Llama's causal + padding */
-        const int sc = g->nodes[b].in[0] == m1->out[0] || g->nodes[b].in[1] == m1->out[0] ? a : scale;
-        b = sc >= 0 && pp_attn_mask(g, b, g->nodes[sc].out[0], t) >= 0 ? attn_next(g, user, b, t) : -1;
-    }
+    if (wh < 0 && b >= 0 && pp_attn_where(g, b, cur, t) >= 0) /* a Where after it (GPT-2's, DistilBERT's) */
+        cur = g->nodes[b].out[0], b = attn_next(g, user, b, t);
+    if (b >= 0 && g->nodes[b].op == PP_OP_ADD) /* an additive mask: BERT's padding, Llama's causal + padding */
+        b = pp_attn_mask(g, b, cur, t) >= 0 ? attn_next(g, user, b, t) : -1;
     if (b < 0 || g->nodes[b].op != PP_OP_SOFTMAX) return -1;
     const pp_node *sm = &g->nodes[b];
     int64_t outer, len, inner;

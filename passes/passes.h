@@ -170,8 +170,9 @@ pp_status pp_fuse_train(pp_graph *g, pp_err *err);
 #define PP_CHAIN_LINKS 4
 pp_status pp_fusion_chains(const pp_graph *g, bool *glued, pp_err *err);
 /* The attention patterns (passes/fuse.c; ir/base.h PP_PATTERN_ATTENTION):
- * MatMul, [Mul or Div by a constant scalar], [Add of a mask], Softmax over the
- * last axis, MatMul, each link's output read by the next alone, f32 (or a half plan's
+ * MatMul, [Where], [Mul or Div by a constant scalar], [Where], [Add of a mask],
+ * Softmax over the last axis, MatMul (at most one Where), each link's output
+ * read by the next alone, f32 (or a half plan's
  * type throughout). tail[i] (n_nodes entries): the last MatMul of the
  * pattern node i opens, else -1; keep[i]: node i lies after the first node
  * of a pattern, or after the Mul or Div of its Q by a constant scalar read
@@ -184,6 +185,10 @@ pp_status pp_attention_chains(const pp_graph *g, bool *keep, int *tail, pp_err *
  * other input, of type t, broadcast to the scores' shape (right-aligned, each dim the scores' or 1; BERT's
  * [B, 1, 1, T] padding, Llama's [B, 1, S, T] causal plus padding); -1: not such an Add. */
 int pp_attn_mask(const pp_graph *g, int a, int scores, pp_dtype t);
+/* The Where node a of an attention pattern (passes/fuse.c) that keeps the scores (its value `scores`, either
+ * branch) where a bool condition broadcast to their shape says and puts a constant scalar of type t elsewhere
+ * (GPT-2's causal masked_fill before or after the scale, DistilBERT's padding): a, or -1. */
+int pp_attn_where(const pp_graph *g, int a, int scores, pp_dtype t);
 /* Follow the batch axis (dim 0 of the inputs) through the graph and fail,
  * naming the node, where samples are mixed or the axis is lost (passes/batch.c);
  * with `allow`, record that node in g->batch_mixing instead. No-op at -b 0. */

@@ -2580,10 +2580,15 @@ typedef struct pcu_fattn {
     int32_t qscale_op;       /* 0 none, 1 q * qscale, 2 q / qscale: the Mul or Div of Q by a scalar before the first
                               * MatMul (torch's q / sqrt(d)), as that node computes it, rounded to t as it stores it */
     int32_t mask;            /* 1: an Add of a mask M (operand 4, type t) after the scale: s = scale(q k) + M */
+    int32_t where;           /* a Where on the scores: 1 before the scale, 2 after it (0: none): the score where
+                              * the bool condition C (operand 5) is wthen, else fill */
+    int32_t wthen;           /* 1: the scores are the Where's second input (kept where C), 0: its third */
+    float fill;              /* the Where's constant, as its type holds it */
+    int32_t pad_;
     int64_t nb, nh, grp, Sq, T, D, Dv, qtiles; /* nb: batches (B * nh); qtiles: ceil(Sq / PCU_FA_BQ) */
-    /* element strides: batch, head, row (key), column; the mask's per batch, head, query row and key (0 where
-     * it is broadcast) */
-    int64_t qb, qh, qi, qe, kb, kh, kj, ke, vb, vh, vj, ve, yb, yh, yi, mb, mh, mi, mj;
+    /* element strides: batch, head, row (key), column; the mask's and the condition's per batch, head, query
+     * row and key (0 where it is broadcast) */
+    int64_t qb, qh, qi, qe, kb, kh, kj, ke, vb, vh, vj, ve, yb, yh, yi, mb, mh, mi, mj, cb, ch, ci, cj;
 } pcu_fattn;
 
 /* Where batch bh's matrix of Q (w 0), K (1), V (2) or Y (3) starts. */
@@ -2647,10 +2652,17 @@ PCU_HD void pcu_fattn_load(const pcu_fattn *k, const void *kk, const void *v, pc
 
 /* phase B: the lane's scores of tile j0 and their max (each score's products
  * summed in e's order; q[e] read once for the lane's PCU_FA_KL keys); the
- * mask's element added after the scale and the sum rounded to t, as the
- * graph's Add computes and stores it (rows past Sq read none) */
-PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const void *mask, pcu_fattn_sh *sh, int64_t b, int64_t i, int64_t j0,
-                             int row, int t) {
+ * Where's choice before or after the scale; the mask's element added after
+ * them and the sum rounded to t, as the graph's Add computes and stores it
+ * (rows past Sq read neither) */
+/* The Where's choice for score v of batch b, query row i, key j: v where the condition is wthen, else fill */
+PCU_HD float pcu_fattn_where(const pcu_fattn *k, const void *cond, int64_t b, int64_t i, int64_t j, float v) {
+    const int c = ((const unsigned char *)cond)[b / k->nh * k->cb + b % k->nh * k->ch + i * k->ci + j * k->cj] != 0;
+    return c == k->wthen ? v : k->fill;
+}
+
+PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const void *mask, const void *cond, pcu_fattn_sh *sh, int64_t b,
+                             int64_t i, int64_t j0, int row, int t) {
     float s[PCU_FA_KL];
     PCU_UNROLL
     for (int c = 0; c < PCU_FA_KL; c++) s[c] = 0.0f;
@@ -2664,9 +2676,12 @@ PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const void *mask, pcu_fattn_sh 
     for (int c = 0; c < PCU_FA_KL; c++) {
         const int jj = t + PCU_FA_TPR * c;
         float v = s[c];
+        const int in = i < k->Sq && j0 + jj < k->T;
+        if (k->where == 1 && in) v = pcu_fattn_where(k, cond, b, i, j0 + jj, v);
         if (k->scale_op == 1) v = v * k->scale;
         else if (k->scale_op == 2) v = v / k->scale;
-        if (k->mask && i < k->Sq && j0 + jj < k->T) /* (rounded to t as the Add stores it: an fp16 plan's row
+        if (k->where == 2 && in) v = pcu_fattn_where(k, cond, b, i, j0 + jj, v);
+        if (k->mask && in) /* (rounded to t as the Add stores it: an fp16 plan's row
                                                        * masked whole at -65504 stays uniform, as the graph's) */
             v = pcu_rround(k->t, v + pcu_rld(mask, k->t, b / k->nh * k->mb + b % k->nh * k->mh + i * k->mi +
                                                              (j0 + jj) * k->mj));
@@ -2714,7 +2729,7 @@ PCU_HD void pcu_fattn_acc(const pcu_fattn *k, void *y, pcu_fattn_sh *sh, pcu_fat
 
 /* Lane l of block r in phase ph (kernels.def PCU_COOP). */
 PCU_HD void pcu_fattn_ph(const pcu_fattn *k, int ph, void *y, const void *q, const void *kk, const void *v,
-                         const void *mask, pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t r, int l) {
+                         const void *mask, const void *cond, pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t r, int l) {
     const int64_t b = r / k->qtiles, i0 = r % k->qtiles * PCU_FA_BQ;
     const int row = l / PCU_FA_TPR, t = l % PCU_FA_TPR;
     if (ph == 0) {
@@ -2724,7 +2739,7 @@ PCU_HD void pcu_fattn_ph(const pcu_fattn *k, int ph, void *y, const void *q, con
     const int64_t tile = (ph - 1) / 4, j0 = tile * PCU_FA_BK;
     switch ((ph - 1) % 4) {
     case 0: pcu_fattn_load(k, kk, v, sh, b, j0, l); break;
-    case 1: pcu_fattn_scores(k, mask, sh, b, i0 + row, j0, row, t); break;
+    case 1: pcu_fattn_scores(k, mask, cond, sh, b, i0 + row, j0, row, t); break;
     case 2: pcu_fattn_exp(sh, st, row, t); break;
     default: pcu_fattn_acc(k, y, sh, st, b, i0 + row, row, t, j0 + PCU_FA_BK >= k->T); break;
     }

@@ -73,7 +73,7 @@ typedef struct planner {
     int *fa_head; /* node -> the first MatMul of the attention pattern it closes (plan_fattn), or -1; then
                    * n_nodes more: node -> that pattern's Mul or Div node, or -1; then n_nodes more: node -> the
                    * Mul or Div of its Q by a scalar (fattn_prescale), or -1; then n_nodes more: node -> its Add
-                   * of a mask (fa_mask), or -1 */
+                   * of a mask (fa_mask), or -1; then n_nodes more: node -> its Where (fa_where), or -1 */
     sview *view;  /* tensor id -> the view it is (--cuda-stride-views; src -1: its own bytes), or NULL */
     pprt_node *hnode; /* node -> the product as its half route reads it (half_route; op PP_OP_COUNT: none), or NULL */
     int32_t *hio;     /* hnode's tensor ids: PCU_HALF_IO a node, its inputs then its output */
@@ -3082,6 +3082,39 @@ static int fa_mask(const planner *P, int ad, int scores, int ty, int64_t nh, con
     return m;
 }
 
+static bool fa_reads(const pprt_node *n, int t) {
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] == t) return true;
+    return false;
+}
+
+/* The condition of an attention pattern's Where node wh (ppcc's pp_attn_where): the scores (the pattern's value
+ * it reads) in one branch, a scalar weight of type ty in the other, a bool condition broadcast to the scores as
+ * fa_mask's mask is: the condition's tensor, k->wthen, k->fill and its strides into k (k->where is the caller's:
+ * before or after the scale); -1: not such a Where. */
+static int fa_where(const planner *P, int wh, int scores, int ty, int64_t nh, const pp_shape *ys, pcu_fattn *k) {
+    const pprt_node *n = &P->st->nodes[wh];
+    if (n->op != PP_OP_WHERE || n->n_in != 3 || n->n_out != 1 || n->in[0] < 0 || n->in[1] == n->in[2] ||
+        (n->in[1] != scores && n->in[2] != scores))
+        return -1;
+    const int c = n->in[0], f = n->in[1] == scores ? n->in[2] : n->in[1];
+    const pprt_tdesc *ct = T(P, c), *ft = T(P, f), *xt = T(P, scores), *ot = T(P, n->out[0]);
+    if (!ct || !ft || !xt || !ot || ct->dtype != PP_BOOL || ft->kind != PPRT_WEIGHT || !ft->data ||
+        (int)ft->dtype != ty || numel(&ft->shape) != 1 || (int)ot->dtype != ty || !pp_shape_eq(&xt->shape, &ot->shape))
+        return -1;
+    const sview vc = view_of(P, c);
+    const pp_shape *ss = &xt->shape;
+    if (vc.rank < 2 || vc.rank > ss->rank || vc.in[vc.rank - 1] || vc.in[vc.rank - 2]) return -1;
+    const int64_t r = vc.dim[vc.rank - 2], col = vc.dim[vc.rank - 1];
+    int64_t cb, ch;
+    if ((r != ss->dim[ss->rank - 2] && r != 1) || (col != ss->dim[ss->rank - 1] && col != 1) ||
+        !fa_strides(&vc, ys, nh, &cb, &ch))
+        return -1;
+    k->wthen = n->in[1] == scores, k->fill = pcu_rld(ft->data, ty, 0);
+    k->cb = cb, k->ch = ch, k->ci = r == 1 ? 0 : vc.st[vc.rank - 2], k->cj = col == 1 ? 0 : vc.st[vc.rank - 1];
+    return c; /* (a trained fill cannot vary: training plans carry no pattern) */
+}
+
 /* The Mul or Div of Q by a scalar before the pattern's first MatMul ni
  * (torch's q / sqrt(d)) that the kernel applies as it reads Q: the node in
  * the stage that makes ni's left operand from one of the shape, read by ni
@@ -3111,24 +3144,30 @@ static int fa_q(const planner *P, int ni, int pq) {
  * (fold_views asks it too): the pattern's last MatMul, or -1; *sc_out its
  * Mul or Div (-1: none), *sm_out its Softmax, *pq_out the Mul or Div of Q
  * before it (fattn_prescale; -1: none), *ad_out its Add of a mask (fa_mask;
- * -1: none). Q, K and V are read as their
+ * -1: none), *wh_out its Where (fa_where; -1: none). Q, K and V are read as their
  * views (folded or packed), each within the kernel's two batch strides. */
-static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *pq_out, int *ad_out) {
+static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *pq_out, int *ad_out, int *wh_out) {
     const pprt_stage *st = P->st;
-    *sc_out = -1, *sm_out = -1, *pq_out = -1, *ad_out = -1;
+    *sc_out = -1, *sm_out = -1, *pq_out = -1, *ad_out = -1, *wh_out = -1;
     const pprt_node *m1 = &st->nodes[ni];
     const int ty = one_float_type(P, m1); /* f32, or a half plan's type throughout */
     if (ty < 0 || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return -1;
     const int pq = fattn_prescale(P, ni, ty), qt = fa_q(P, ni, pq);
     const pp_shape *qs = &T(P, qt)->shape, *ks = &T(P, m1->in[1])->shape;
     if (qs->rank < 2 || ks->rank < 2 || qs->dim[qs->rank - 1] > PCU_FA_DMAX || qs->dim[qs->rank - 1] < 1) return -1;
-    int b = sole_reader(P, ni, m1->out[0]), sc = -1;
+    /* the scores' modifiers in ppcc's order (pp_attention_chains): [Where] [scale] [Where] [Add of a mask];
+     * cur: the scores as the next link reads them; the Where and the mask checked by fa_where and fa_mask */
+    int b = sole_reader(P, ni, m1->out[0]), sc = -1, wh = -1, cur = m1->out[0], wcur = -1;
+    if (b >= 0 && st->nodes[b].op == PP_OP_WHERE && st->nodes[b].n_out == 1)
+        wh = b, wcur = cur, cur = st->nodes[b].out[0], b = sole_reader(P, wh, cur);
     if (b >= 0 && (st->nodes[b].op == PP_OP_MUL || st->nodes[b].op == PP_OP_DIV)) {
-        if (fa_scalar(P, &st->nodes[b], m1->out[0], ty) < 0) return -1;
-        sc = b;
-        b = sole_reader(P, b, st->nodes[b].out[0]);
+        if (fa_scalar(P, &st->nodes[b], cur, ty) < 0) return -1;
+        sc = b, cur = st->nodes[b].out[0];
+        b = sole_reader(P, b, cur);
     }
-    const int ad = b >= 0 && st->nodes[b].op == PP_OP_ADD ? b : -1; /* an additive mask (fa_mask, below) */
+    if (wh < 0 && b >= 0 && st->nodes[b].op == PP_OP_WHERE && st->nodes[b].n_out == 1)
+        wh = b, wcur = cur, cur = st->nodes[b].out[0], b = sole_reader(P, wh, cur);
+    const int ad = b >= 0 && st->nodes[b].op == PP_OP_ADD ? b : -1, acur = cur; /* an additive mask */
     if (ad >= 0) b = st->nodes[ad].n_out == 1 ? sole_reader(P, ad, st->nodes[ad].out[0]) : -1;
     if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1) return -1;
     const pprt_node *sm = &st->nodes[b];
@@ -3152,8 +3191,9 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *
         ks->dim[ks->rank - 1] > INT32_MAX / 4)
         return -1;
     pcu_fattn mk = {0};
-    if (ad >= 0 && fa_mask(P, ad, sc >= 0 ? st->nodes[sc].out[0] : m1->out[0], ty, nh, ys, &mk) < 0) return -1;
-    *sc_out = sc, *sm_out = b, *pq_out = pq, *ad_out = ad;
+    if ((ad >= 0 && fa_mask(P, ad, acur, ty, nh, ys, &mk) < 0) || (wh >= 0 && fa_where(P, wh, wcur, ty, nh, ys, &mk) < 0))
+        return -1;
+    *sc_out = sc, *sm_out = b, *pq_out = pq, *ad_out = ad, *wh_out = wh;
     return m2;
 }
 
@@ -3163,10 +3203,10 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *
 static void fattn_prescales(planner *P) {
     const int nn = P->st->n_nodes;
     for (int ni = 0; P->fattn && ni < nn; ni++) {
-        int sc, b, pq, ad;
+        int sc, b, pq, ad, wh;
         const pprt_node *n = &P->st->nodes[ni];
         if (n->op != PP_OP_MATMUL || n->pattern != PP_PATTERN_ATTENTION || P->done[ni] ||
-            fattn_match(P, ni, &sc, &b, &pq, &ad) < 0 || pq < 0)
+            fattn_match(P, ni, &sc, &b, &pq, &ad, &wh) < 0 || pq < 0)
             continue;
         P->done[pq] = true;
         P->fa_head[2 * nn + ni] = pq;
@@ -3215,7 +3255,7 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         }
         if (sc >= 0) {
             const pprt_node *s = &st->nodes[sc];
-            const int w = fa_scalar(P, s, m1->out[0], k.t); /* (checked by fattn_match) */
+            const int w = fa_scalar(P, s, fa_data(P, s, k.t), k.t); /* (checked by fattn_match) */
             k.scale = pcu_rld(T(P, w)->data, k.t, 0); /* (a half plan's scale: its half value) */
             if (T(P, w)->varies) P->pl->folds_varying = true;
             k.scale_op = s->op == PP_OP_MUL ? 1 : 2;
@@ -3227,35 +3267,44 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
             if (T(P, w)->varies) P->pl->folds_varying = true;
             k.qscale_op = s->op == PP_OP_MUL ? 1 : 2;
         }
-        const int ad = P->fa_head[3 * st->n_nodes + ni],
-                  mt = ad >= 0 ? fa_mask(P, ad, sc >= 0 ? st->nodes[sc].out[0] : m1->out[0], k.t, k.nh, ys, &k) : -1;
-        if (ad >= 0 && mt < 0)
+        /* the Where before the scale or after it (it reads the scale's output), the mask's Add after both */
+        const int ad = P->fa_head[3 * st->n_nodes + ni], wh = P->fa_head[4 * st->n_nodes + ni];
+        const int so = sc >= 0 ? st->nodes[sc].out[0] : -1, wafter = wh >= 0 && so >= 0 && fa_reads(&st->nodes[wh], so);
+        const int wcur = wafter ? so : m1->out[0], acur = wh >= 0 && (wafter || sc < 0) ? st->nodes[wh].out[0]
+                                                                : so >= 0 ? so : m1->out[0];
+        const int mt = ad >= 0 ? fa_mask(P, ad, acur, k.t, k.nh, ys, &k) : -1;
+        const int ct = wh >= 0 ? fa_where(P, wh, wcur, k.t, k.nh, ys, &k) : -1;
+        if ((ad >= 0 && mt < 0) || (wh >= 0 && ct < 0))
             return PP_FAIL(P->err, PP_ERUNTIME, "cuda planner: node '%s': the fused attention's mask no longer fits "
-                           "(internal)", st->nodes[ad].name);
-        NEW_STEP(s, P, PCU_S_KERNEL, h, ad >= 0 ? 5 : 4);
+                           "(internal)", st->nodes[ad >= 0 ? ad : wh].name);
+        if (wh >= 0) k.where = wafter ? 2 : 1;
+        NEW_STEP(s, P, PCU_S_KERNEL, h, wh >= 0 ? 6 : ad >= 0 ? 5 : 4);
         s->kernel = PCU_K_FATTN;
         s->u.fa = k;
         s->ops[0] = view_ref(P, qt), s->ops[1] = view_ref(P, m1->in[1]), s->ops[2] = view_ref(P, m2->in[1]);
         s->ops[3] = R(P, yout);
-        if (mt >= 0) s->ops[4] = view_ref(P, mt);
+        if (wh >= 0 || ad >= 0) s->ops[4] = mt >= 0 ? view_ref(P, mt) : (pcu_ref){.space = -1, .tensor = -1};
+        if (wh >= 0) s->ops[5] = view_ref(P, ct);
         s->threads = k.nb * k.qtiles * PCU_BLOCK;
         P->pl->counts.own++;
         P->pl->counts.fused++; /* the last MatMul */
         *ok = true;
         return PP_OK;
     }
-    int sc, b, pq, ad;
-    const int m2 = fattn_match(P, ni, &sc, &b, &pq, &ad);
+    int sc, b, pq, ad, wh;
+    const int m2 = fattn_match(P, ni, &sc, &b, &pq, &ad, &wh);
     if (m2 < 0 || pq != P->fa_head[2 * st->n_nodes + ni]) return PP_OK; /* (fattn_prescales took its prescale) */
     if (sc >= 0) P->done[sc] = true;
     if (ad >= 0) P->done[ad] = true;
+    if (wh >= 0) P->done[wh] = true;
     P->done[b] = true;
     P->fa_head[m2] = ni;
     P->fa_head[st->n_nodes + m2] = sc;
     P->fa_head[2 * st->n_nodes + m2] = pq;
     P->fa_head[3 * st->n_nodes + m2] = ad;
-    /* the scales, the mask's Add and the softmax; the first MatMul names the step */
-    P->pl->counts.fused += 1 + (sc >= 0) + (pq >= 0) + (ad >= 0);
+    P->fa_head[4 * st->n_nodes + m2] = wh;
+    /* the scales, the Where, the mask's Add and the softmax; the first MatMul names the step */
+    P->pl->counts.fused += 1 + (sc >= 0) + (pq >= 0) + (ad >= 0) + (wh >= 0);
     *ok = true;
     return PP_OK;
 }
@@ -3510,18 +3559,18 @@ static bool view_reader_ok(const planner *P, const bool *cand, const bool *fold,
         return (n->n_in < 3 || n->in[2] < 0 || P->view[n->in[2]].src < 0) &&
                gemm_views(&va, &vb, attr_i(P, n, "transA", 0) != 0, attr_i(P, n, "transB", 0) != 0, &mm);
     }
-    int sc, smx, pq, ad;
+    int sc, smx, pq, ad, wh;
     if (P->fattn && (n->op == PP_OP_MUL || n->op == PP_OP_DIV)) { /* the Mul or Div of a pattern's Q, in its kernel */
         const int m = n->n_out == 1 ? sole_reader(P, j, n->out[0]) : -1;
         return m >= 0 && P->st->nodes[m].pattern == PP_PATTERN_ATTENTION && P->st->nodes[m].op == PP_OP_MATMUL &&
-               fattn_match(P, m, &sc, &smx, &pq, &ad) >= 0 && pq == j && fa_q(P, m, pq) == t;
+               fattn_match(P, m, &sc, &smx, &pq, &ad, &wh) >= 0 && pq == j && fa_q(P, m, pq) == t;
     }
     if (n->op != PP_OP_MATMUL || n->n_in != 2 || n->n_out != 1 || one_float_type(P, n) < 0) return false;
     if (P->fattn) { /* a pattern the fused kernel will take: its Q, K (first MatMul) and V (last) fit it */
-        if (n->pattern == PP_PATTERN_ATTENTION && fattn_match(P, j, &sc, &smx, &pq, &ad) >= 0) return true;
+        if (n->pattern == PP_PATTERN_ATTENTION && fattn_match(P, j, &sc, &smx, &pq, &ad, &wh) >= 0) return true;
         for (int i = 0; i < j; i++)
             if (P->st->nodes[i].pattern == PP_PATTERN_ATTENTION && P->st->nodes[i].op == PP_OP_MATMUL &&
-                fattn_match(P, i, &sc, &smx, &pq, &ad) == j)
+                fattn_match(P, i, &sc, &smx, &pq, &ad, &wh) == j)
                 return true;
     }
     const sview va = view_of(P, n->in[0]), vb = view_of(P, n->in[1]);
@@ -4235,7 +4284,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     P.uses = calloc(pp_count(st->n_tensors), sizeof *P.uses);
     P.done = calloc(pp_count(st->n_nodes), sizeof *P.done);
     P.alias = malloc(pp_count(st->n_tensors) * sizeof *P.alias);
-    P.fa_head = malloc(4 * pp_count(st->n_nodes) * sizeof *P.fa_head);
+    P.fa_head = malloc(5 * pp_count(st->n_nodes) * sizeof *P.fa_head);
     if (P.rows) P.ln_of = malloc(pp_count(st->n_tensors) * sizeof *P.ln_of);
     pp_status s = PP_OK;
     if (!pl->woff || !P.uses || !P.done || !P.alias || !P.fa_head || (P.rows && !P.ln_of)) {
@@ -4263,7 +4312,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
             P.ln_of[n->in[0]] < 0)
             P.ln_of[n->in[0]] = ni;
     }
-    for (int i = 0; i < 4 * st->n_nodes; i++) P.fa_head[i] = -1;
+    for (int i = 0; i < 5 * st->n_nodes; i++) P.fa_head[i] = -1;
     for (int ni = 0; ni < st->n_nodes; ni++)
         for (int k = 0; k < st->nodes[ni].n_in; k++)
             if (st->nodes[ni].in[k] >= 0) P.uses[st->nodes[ni].in[k]]++;

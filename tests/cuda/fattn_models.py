@@ -22,7 +22,11 @@ on and off, written with onnx.helper, random weights:
       h: Llama's causal-plus-padding mask, an input [batch, 1, 5, 5] of 0
          and float32's lowest (-3.4e38), one query row all lowest (a uniform
          softmax, not NaN), after a Mul by a scalar (fused);
-      i: the mask added before the Div (Add, Div, Softmax: not a pattern).
+      i: the mask added before the Div (Add, Div, Softmax: not a pattern);
+      j: DistilBERT's masked_fill, Where(padding [batch, 1, 1, 5] bool, float32's
+         lowest, scores) after the Div (fused);
+      k: GPT-J's, Where(causal [5, 5] bool constant, scores, float32's lowest)
+         before the Div, then BERT's additive padding mask (fused).
 Inputs DIR/data/*.npy (3 samples; NaN and +-inf among sample 1's and 2's
 values, so some score rows are NaN). usage: fattn_models.py DIR"""
 import os
@@ -113,7 +117,8 @@ np.save(os.path.join(d, "data_vit", "x.npy"), xv)
 
 # ---- small.onnx ---------------------------------------------------------------------------------
 inits = [c("sqrt8", np.array(np.sqrt(8), np.float32)), c("s16", np.array([0.25], np.float32)),
-         c("kc", w(1, 16, 40, s=0.5)), c("mask", np.where(rng.random((5, 5)) < 0.3, -1e9, 0).astype(np.float32))]
+         c("kc", w(1, 16, 40, s=0.5)), c("mask", np.where(rng.random((5, 5)) < 0.3, -1e9, 0).astype(np.float32)),
+         c("low", np.array(np.finfo(np.float32).min, np.float32)), c("causal", np.tril(np.ones((5, 5), bool)))]
 nodes = [
     n("MatMul", ["qa", "ka"], ["sa"], name="/a/MatMul"),
     n("Div", ["sa", "sqrt8"], ["sa2"], name="/a/Div"),
@@ -151,17 +156,30 @@ nodes = [
     n("Div", ["si2", "sqrt8"], ["si3"], name="/i/Div"),
     n("Softmax", ["si3"], ["pi"], name="/i/Softmax", axis=-1),
     n("MatMul", ["pi", "va"], ["yi"], name="/i/MatMul_1"),
+    n("MatMul", ["qa", "ka"], ["sj"], name="/j/MatMul"),
+    n("Div", ["sj", "sqrt8"], ["sj2"], name="/j/Div"),
+    n("Where", ["cj", "low", "sj2"], ["sj3"], name="/j/Where"),
+    n("Softmax", ["sj3"], ["pj"], name="/j/Softmax", axis=-1),
+    n("MatMul", ["pj", "va"], ["yj"], name="/j/MatMul_1"),
+    n("MatMul", ["qa", "ka"], ["sk"], name="/k/MatMul"),
+    n("Where", ["causal", "sk", "low"], ["sk2"], name="/k/Where"),
+    n("Div", ["sk2", "sqrt8"], ["sk3"], name="/k/Div"),
+    n("Add", ["sk3", "mg"], ["sk4"], name="/k/Add"),
+    n("Softmax", ["sk4"], ["pk"], name="/k/Softmax", axis=-1),
+    n("MatMul", ["pk", "va"], ["yk"], name="/k/MatMul_1"),
 ]
 ins = {"qa": ["batch", 4, 5, 8], "ka": ["batch", 4, 8, 5], "va": ["batch", 4, 5, 8],
        "qb": ["batch", 2, 1, 16], "kb": ["batch", 2, 16, 33], "vb": ["batch", 2, 33, 24],
        "qc": ["batch", 70, 16], "vc": ["batch", 40, 64],
        "qd": ["batch", 2, 9, 80], "kd": ["batch", 2, 80, 9], "vd": ["batch", 2, 9, 80],
-       "mg": ["batch", 1, 1, 5], "mh": ["batch", 1, 5, 5]}
+       "mg": ["batch", 1, 1, 5], "mh": ["batch", 1, 5, 5], "cj": ["batch", 1, 1, 5]}
 outs = [v("ya", ["batch", 4, 5, 8]), v("yb", ["batch", 2, 1, 24]), v("yc", ["batch", 70, 64]),
         v("yd", ["batch", 2, 9, 80]), v("se", ["batch", 4, 5, 5]), v("ye", ["batch", 4, 5, 8]),
         v("yf", ["batch", 4, 5, 8]), v("yg", ["batch", 4, 5, 8]), v("yh", ["batch", 4, 5, 8]),
-        v("yi", ["batch", 4, 5, 8])]
-save(helper.make_graph(nodes, "small", [v(k, s) for k, s in ins.items()], outs, initializer=inits), "small.onnx")
+        v("yi", ["batch", 4, 5, 8]), v("yj", ["batch", 4, 5, 8]), v("yk", ["batch", 4, 5, 8])]
+vin = [v(k, s) for k, s in ins.items() if k != "cj"] + \
+    [helper.make_tensor_value_info("cj", TensorProto.BOOL, ins["cj"])]
+save(helper.make_graph(nodes, "small", vin, outs, initializer=inits), "small.onnx")
 for k, s in ins.items():
     a = (rng.standard_normal([3] + s[1:]) * 1.5).astype(np.float32)
     if k == "qa":
@@ -179,4 +197,8 @@ for k, s in ins.items():
         a[1, 0, :, 4] = low
         a[2, 0, 2, :] = low
         a = a.astype(np.float32)
+    if k == "cj":  # padding as masked_fill's condition: True where masked (sample 2's keys all masked: a uniform row)
+        a = np.zeros(a.shape, bool)
+        a[0, ..., 4] = True
+        a[2] = True
     np.save(os.path.join(d, "data_small", k + ".npy"), a)

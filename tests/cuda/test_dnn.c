@@ -374,6 +374,8 @@ static void attn_sweep(void) {
          with_mask(attn_case(PCU_T_BF16, 2, 8, 4, 128, 128, 64, false), 1, 1), 1},
         {"a constant causal [S, T] bf16", with_mask(attn_case(PCU_T_BF16, 2, 4, 1, 64, 64, 64, false), 0, 1), 1},
         {"an fp16 mask", with_mask(attn_case(PCU_T_F16, 2, 4, 1, 64, 64, 64, false), 0, 1), 0},
+        {"a Where on the scores", (pcu_fattn){.t = PCU_T_BF16, .where = 2, .nb = 1, .nh = 1, .grp = 1, .D = 64,
+                                              .Dv = 64, .Sq = 8, .T = 8, .qe = 1, .ke = 1, .ve = 1}, 0},
         {"ViT-B/16 (12 heads of 64, 197 tokens from one QKV product) f16", attn_case(PCU_T_F16, 2, 12, 1, 197, 197, 64, true), 1},
         {"ViT-B/16 bf16", attn_case(PCU_T_BF16, 2, 12, 1, 197, 197, 64, true), 1},
         {"grouped-query (8 heads, 2 of K and V, 128 of 128) bf16", attn_case(PCU_T_BF16, 2, 8, 4, 128, 128, 128, false), 1},

@@ -988,6 +988,8 @@ typedef struct fa_case {
     int mask;                      /* an Add of a mask after the scale: 1 [batch, Sq, T] (0 or -1e9), 2 a key
                                     * padding [batch, 1, T], 3 causal [Sq, T] at float's lowest with row 1 masked
                                     * whole (a uniform softmax), each broadcast over the heads */
+    int where;                     /* a Where on the scores, 1 before the scale, 2 after: the scores where a bool
+                                    * [batch, Sq, T] condition is (wthen) true, odd cases false, else -1e9 */
 } fa_case;
 
 /* Q's element as the kernel takes it: scaled as the Mul or Div node before the pattern computes it (in float) */
@@ -997,7 +999,8 @@ static float fa_q(const pcu_fattn *k, float q) {
 
 /* Attention in double: y[b, i, :] = softmax(scale(q_i . k_j)) v (NaN as the
  * reference softmax gives it: a row whose max is NaN, +inf or -inf). */
-static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const float *v, const float *m, double *y) {
+static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const float *v, const float *m,
+                   const unsigned char *cond, double *y) {
     double *s = malloc(sizeof *s * (size_t)k->T);
     for (int64_t b = 0; b < k->nb; b++)
         for (int64_t i = 0; i < k->Sq; i++) {
@@ -1009,8 +1012,11 @@ static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const fl
                 double d = 0;
                 for (int64_t e = 0; e < k->D; e++)
                     d += (double)fa_q(k, q[qo + i * k->qi + e * k->qe]) * kk[ko + j * k->kj + e * k->ke];
+                const int64_t co = b / k->nh * k->cb + b % k->nh * k->ch + i * k->ci + j * k->cj;
+                if (k->where == 1 && (cond[co] != 0) != k->wthen) d = k->fill;
                 if (k->scale_op == 1) d *= k->scale;
                 else if (k->scale_op == 2) d /= k->scale;
+                if (k->where == 2 && (cond[co] != 0) != k->wthen) d = k->fill;
                 if (k->mask) d += m[b / k->nh * k->mb + b % k->nh * k->mh + i * k->mi + j * k->mj];
                 s[j] = d;
                 nan = nan || d != d;
@@ -1054,6 +1060,12 @@ static void test_fattn_case(const fa_case *c) {
         else if (c->mask == 2) k.mb = k.T, k.mi = 0, nm = B * k.T;
         else k.mb = 0, k.mi = k.T, nm = k.Sq * k.T;
     }
+    unsigned char *cond = malloc((size_t)(B * k.Sq * k.T));
+    if (c->where) { /* a [batch, Sq, T] condition, heads broadcast */
+        k.where = c->where, k.wthen = (c->nb & 1) == 0, k.fill = -1e9f;
+        k.cb = k.Sq * k.T, k.ch = 0, k.ci = k.T, k.cj = 1;
+    }
+    for (int64_t i = 0; i < B * k.Sq * k.T; i++) cond[i] = (unif() < 0.7) == (k.wthen != 0);
     float *m = malloc(sizeof *m * (size_t)nm);
     for (int64_t i = 0; i < nm; i++) {
         const int64_t r = i / k.T % k.Sq, j = i % k.T;
@@ -1077,12 +1089,12 @@ static void test_fattn_case(const fa_case *c) {
     pcu_step s;
     memset(&s, 0, sizeof s);
     s.kind = PCU_S_KERNEL, s.kernel = PCU_K_FATTN, s.threads = k.nb * k.qtiles * PCU_BLOCK, s.u.fa = k;
-    void *op[PCU_KERNEL_OPS] = {q, kk, v, y1, m};
+    void *op[PCU_KERNEL_OPS] = {q, kk, v, y1, m, cond};
     for (int64_t i = 0; i < ny; i++) y1[i] = y2[i] = 12345.0f;
     run_coop(&s, op, 0);
     op[3] = y2;
     run_coop(&s, op, 1);
-    fa_ref(&k, q, kk, v, m, yr);
+    fa_ref(&k, q, kk, v, m, cond, yr);
     double vmax = 0;
     for (int64_t i = 0; i < nv; i++) vmax = fabs(v[i]) > vmax ? fabs(v[i]) : vmax;
     int64_t bad = 0, nans = 0;
@@ -1119,19 +1131,21 @@ static void test_fattn_case(const fa_case *c) {
         to_half(qs, t, qsh, qs, nq);
         free(qsh);
         s.u.fa.t = 0, s.u.fa.qscale_op = 0;
-        void *opf[PCU_KERNEL_OPS] = {qs, kk, v, y1, m};
+        void *opf[PCU_KERNEL_OPS] = {qs, kk, v, y1, m, cond};
         run_coop(&s, opf, 0);
         s.u.fa.t = t, s.u.fa.qscale_op = k.qscale_op;
-        void *oph[PCU_KERNEL_OPS] = {qh, kh, vh, yh, mh};
+        const float fill = k.fill;
+        s.u.fa.fill = pcu_ldf((uint16_t[]){t == PCU_T_F16 ? pcu_f2h(fill) : pcu_f2bf(fill)}, t, 0);
+        void *oph[PCU_KERNEL_OPS] = {qh, kh, vh, yh, mh, cond};
         run_coop(&s, oph, 1);
         char what[96];
         snprintf(what, sizeof what, "%s fused attention nb %lld Sq %lld T %lld D %lld", t == PCU_T_F16 ? "f16" : "bf16",
                  (long long)k.nb, (long long)k.Sq, (long long)k.T, (long long)k.D);
-        if (!k.mask) {
+        if (!k.mask && !k.where) {
             compare_half(what, yh, y1, t, ny);
         } else { /* the masked score rounded to t as the Add stores it, which the f32 kernel does not: against
                   * the reference in double over the same half values, within the half type's reach */
-            fa_ref(&k, q, kk, v, m, yr);
+            fa_ref(&s.u.fa, q, kk, v, m, cond, yr);
             const double tol = (t == PCU_T_F16 ? 1e-2 : 8e-2) * vmax;
             for (int64_t i = 0; i < ny; i++) {
                 const double g = pcu_ldf(yh, t, i), r = yr[i];
@@ -1145,24 +1159,27 @@ static void test_fattn_case(const fa_case *c) {
         }
         free(qh), free(kh), free(vh), free(yh), free(mh);
     }
-    free(qs), free(q), free(kk), free(v), free(y1), free(y2), free(yr), free(m);
+    free(qs), free(q), free(kk), free(v), free(y1), free(y2), free(yr), free(m), free(cond);
 }
 
 static void test_fattn(void) {
     static const fa_case cases[] = {
-        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 0, 0, 0, 0, 0, 0},
-        {2, 1, 50, 32, 32, 2, 0, 0, 0, 0, 0, 0}, {1, 5, 100, 40, 24, 1, 1, 0, 0, 0, 0, 0},
-        {4, 64, 1, 16, 8, 0, 0, 1, 0, 0, 0, 0}, {2, 65, 64, 64, 64, 2, 1, 0, 0, 0, 0, 0},
-        {2, 130, 97, 64, 40, 1, 0, 0, 1, 0, 0, 0}, {1, 40, 40, 8, 64, 0, 1, 1, 1, 0, 0, 0},
-        {1, 3, 7, 1, 1, 0, 0, 0, 0, 0, 0, 0}, {8, 70, 45, 16, 24, 1, 1, 0, 0, 4, 0, 0},
-        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 0},
+        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 0, 0, 0, 0, 0, 0, 0},
+        {2, 1, 50, 32, 32, 2, 0, 0, 0, 0, 0, 0, 0}, {1, 5, 100, 40, 24, 1, 1, 0, 0, 0, 0, 0, 0},
+        {4, 64, 1, 16, 8, 0, 0, 1, 0, 0, 0, 0, 0}, {2, 65, 64, 64, 64, 2, 1, 0, 0, 0, 0, 0, 0},
+        {2, 130, 97, 64, 40, 1, 0, 0, 1, 0, 0, 0, 0}, {1, 40, 40, 8, 64, 0, 1, 1, 1, 0, 0, 0, 0},
+        {1, 3, 7, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0}, {8, 70, 45, 16, 24, 1, 1, 0, 0, 4, 0, 0, 0},
+        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 0, 0},
         /* Q scaled before the first product (torch's q / sqrt(d)), by a Div and by a Mul */
-        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 2, 0}, {3, 70, 33, 8, 16, 1, 1, 0, 1, 0, 1, 0},
-        {8, 70, 45, 16, 24, 2, 0, 0, 0, 4, 2, 0},
+        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 2, 0, 0}, {3, 70, 33, 8, 16, 1, 1, 0, 1, 0, 1, 0, 0},
+        {8, 70, 45, 16, 24, 2, 0, 0, 0, 4, 2, 0, 0},
         /* a mask added after the scale: per batch whole, a key padding, causal at float's lowest */
-        {3, 70, 45, 16, 24, 1, 0, 0, 0, 0, 0, 1}, {2, 197, 197, 64, 64, 2, 1, 0, 1, 0, 2, 2},
-        {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 3}, {2, 130, 97, 64, 40, 0, 0, 0, 0, 0, 0, 3},
-        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 2},
+        {3, 70, 45, 16, 24, 1, 0, 0, 0, 0, 0, 1, 0}, {2, 197, 197, 64, 64, 2, 1, 0, 1, 0, 2, 2, 0},
+        {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 3, 0}, {2, 130, 97, 64, 40, 0, 0, 0, 0, 0, 0, 3, 0},
+        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 2, 0},
+        /* a Where on the scores (masked_fill): before the scale, after it, with a mask added after */
+        {3, 70, 45, 16, 24, 2, 0, 0, 0, 0, 0, 0, 1}, {2, 130, 97, 64, 40, 1, 0, 0, 0, 0, 2, 0, 2},
+        {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 2, 1}, {2, 65, 64, 64, 64, 0, 1, 0, 0, 0, 0, 3, 2},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) test_fattn_case(&cases[c]);
     /* the lint's bound: the extents of a [D, T] K and of Y */

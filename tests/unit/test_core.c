@@ -1219,6 +1219,58 @@ static void test_attention_masks(void) {
     }
 }
 
+/* pp_attention_chains with a Where (pp_attn_where): x [2,4] -> /a/MatMul -> [/a/Where before] -> /a/Mul (by a
+ * scalar) -> [/a/Where after] -> /a/Softmax -> /b/MatMul: a pattern with the scores in either branch, before or
+ * after the scale, its condition bool [1,4]; none with two Wheres, or where the other branch is no constant
+ * scalar (x itself). */
+static void test_attention_wheres(void) {
+    enum { BEFORE, AFTER, ELSE_BRANCH, TWO, NOT_CONST, N_CASES };
+    static const char *const what[] = {"before the scale", "after it", "the scores in the else branch",
+                                       "two Wheres", "a branch of x"};
+    for (int c = 0; c < N_CASES; c++) {
+        pp_graph g;
+        pp_err e = {0};
+        const int x = graph_x24(&g, 0, &e), w = const_mat(&g, "w", 4, 4), sc = const_mat(&g, "c", 1, 0);
+        const int fill = const_mat(&g, "f", 1, 0), cond = const_mat(&g, "m", 1, 4);
+        g.values[cond].dtype = PP_BOOL, g.values[cond].nbytes = 4;
+        int v[7];
+        for (int i = 0; i < 7; i++) {
+            char nm[8];
+            snprintf(nm, sizeof nm, "v%d", i);
+            v[i] = value(&g, nm);
+        }
+        int n = 0, cur = v[0];
+        node(&g, PP_OP_MATMUL, "/a/MatMul", x, w, v[0]);
+        for (int pos = 0; pos < 3; pos++) { /* 0: a Where before the scale, 1: the scale, 2: a Where after */
+            if (pos == 1) {
+                node(&g, PP_OP_MUL, "/a/Mul", cur, sc, v[++n]);
+                cur = v[n];
+                continue;
+            }
+            if (!(pos == 0 ? c == BEFORE || c == TWO : c != BEFORE)) continue;
+            const int other = c == NOT_CONST ? x : fill;
+            int id;
+            if (pp_graph_add_node(&g, PP_OP_WHERE, pos ? "/a/Where_1" : "/a/Where", 3, 1, &id, &e) != PP_OK) exit(1);
+            const int in[3] = {cond, c == ELSE_BRANCH ? other : cur, c == ELSE_BRANCH ? cur : other};
+            for (int k = 0; k < 3; k++) g.nodes[id].in[k] = in[k];
+            g.nodes[id].out[0] = v[++n];
+            cur = v[n];
+        }
+        node(&g, PP_OP_SOFTMAX, "/a/Softmax", cur, -1, v[++n]);
+        node(&g, PP_OP_MATMUL, "/b/MatMul", v[n], w, v[n + 1]);
+        pp_graph_add_output(&g, v[n + 1], &e);
+        bool keep[8];
+        int tail[8];
+        pp_status s = pp_graph_infer(&g, &e);
+        if (s == PP_OK) s = pp_attention_chains(&g, keep, tail, &e);
+        const bool want = c <= ELSE_BRANCH;
+        CHECK(s == PP_OK && (tail[0] == g.n_nodes - 1) == want && (want || tail[0] == -1),
+              "attention with a Where, %s: %s, tail %d of %d nodes (want %s)", what[c], s == PP_OK ? "ok" : e.msg,
+              s == PP_OK ? tail[0] : -9, g.n_nodes, want ? "the last MatMul" : "none");
+        pp_graph_free(&g);
+    }
+}
+
 /* The report's layout (passes/layout.c) on random DAGs: edges run down
  * through one bend per layer, items of a layer keep their order and spacing,
  * every use of a value is an edge; and comparing the policies
@@ -1388,6 +1440,7 @@ int main(void) {
     test_fusion_chains();
     test_attention_chains();
     test_attention_masks();
+    test_attention_wheres();
     test_layout_and_compare();
     test_capped_split();
     test_stage_records();
