@@ -3056,10 +3056,24 @@ static int fa_data(const planner *P, const pprt_node *s, int ty) {
     return -1;
 }
 
+/* A mask-like operand t of an attention pattern (an added mask, a Where's condition) read against the scores
+ * (shape ss [..., Sq, T]): broadcast along any axis (each of its last two dims the scores' or 1), its batch and
+ * head levels within fa_strides' two (nh heads, ys the output's shape): its element strides per batch, head,
+ * query row and key into st[] (0 along a broadcast axis); false where it is not. */
+static bool fa_bcast(const planner *P, int t, const pp_shape *ss, int64_t nh, const pp_shape *ys, int64_t st[4]) {
+    const sview v = view_of(P, t);
+    if (v.rank < 2 || v.rank > ss->rank || v.in[v.rank - 1] || v.in[v.rank - 2]) return false;
+    const int64_t r = v.dim[v.rank - 2], c = v.dim[v.rank - 1];
+    if ((r != ss->dim[ss->rank - 2] && r != 1) || (c != ss->dim[ss->rank - 1] && c != 1) ||
+        !fa_strides(&v, ys, nh, &st[0], &st[1]))
+        return false;
+    st[2] = r == 1 ? 0 : v.st[v.rank - 2], st[3] = c == 1 ? 0 : v.st[v.rank - 1];
+    return true;
+}
+
 /* The mask of an attention pattern's Add node ad (ppcc's pp_attn_mask): its input other than the scores (the
- * pattern's value it adds to), of type ty, broadcast along any axis of the scores [..., Sq, T] (each of its last
- * two dims the scores' or 1), its batch and head levels within fa_strides' two (nh heads, ys the output's
- * shape): the mask's tensor, its strides into k (k->mask set); -1: not such an Add. */
+ * pattern's value it adds to), of type ty, broadcast to the scores (fa_bcast): the mask's tensor, its strides
+ * into k (k->mask set); -1: not such an Add. */
 static int fa_mask(const planner *P, int ad, int scores, int ty, int64_t nh, const pp_shape *ys, pcu_fattn *k) {
     const pprt_node *n = &P->st->nodes[ad];
     if (n->op != PP_OP_ADD || n->n_in != 2 || n->n_out != 1 || n->in[0] == n->in[1] ||
@@ -3067,18 +3081,11 @@ static int fa_mask(const planner *P, int ad, int scores, int ty, int64_t nh, con
         return -1;
     const int m = n->in[0] == scores ? n->in[1] : n->in[0];
     const pprt_tdesc *mt = T(P, m), *xt = T(P, scores), *ot = T(P, n->out[0]);
-    if (!mt || !xt || !ot || (int)mt->dtype != ty || (int)ot->dtype != ty || !pp_shape_eq(&xt->shape, &ot->shape))
+    int64_t st[4];
+    if (!mt || !xt || !ot || (int)mt->dtype != ty || (int)ot->dtype != ty || !pp_shape_eq(&xt->shape, &ot->shape) ||
+        !fa_bcast(P, m, &xt->shape, nh, ys, st))
         return -1;
-    const sview vm = view_of(P, m);
-    const pp_shape *ss = &xt->shape;
-    if (vm.rank < 2 || vm.rank > ss->rank || vm.in[vm.rank - 1] || vm.in[vm.rank - 2]) return -1;
-    const int64_t r = vm.dim[vm.rank - 2], c = vm.dim[vm.rank - 1];
-    int64_t mb, mh;
-    if ((r != ss->dim[ss->rank - 2] && r != 1) || (c != ss->dim[ss->rank - 1] && c != 1) ||
-        !fa_strides(&vm, ys, nh, &mb, &mh))
-        return -1;
-    k->mask = 1, k->mb = mb, k->mh = mh;
-    k->mi = r == 1 ? 0 : vm.st[vm.rank - 2], k->mj = c == 1 ? 0 : vm.st[vm.rank - 1];
+    k->mask = 1, k->mb = st[0], k->mh = st[1], k->mi = st[2], k->mj = st[3];
     return m;
 }
 
@@ -3089,9 +3096,9 @@ static bool fa_reads(const pprt_node *n, int t) {
 }
 
 /* The condition of an attention pattern's Where node wh (ppcc's pp_attn_where): the scores (the pattern's value
- * it reads) in one branch, a scalar weight of type ty in the other, a bool condition broadcast to the scores as
- * fa_mask's mask is: the condition's tensor, k->wthen, k->fill and its strides into k (k->where is the caller's:
- * before or after the scale); -1: not such a Where. */
+ * it reads) in one branch, a scalar weight of type ty in the other, a bool condition broadcast to the scores
+ * (fa_bcast): the condition's tensor, k->wthen, k->fill and its strides into k (k->where is the caller's: before
+ * or after the scale); -1: not such a Where. */
 static int fa_where(const planner *P, int wh, int scores, int ty, int64_t nh, const pp_shape *ys, pcu_fattn *k) {
     const pprt_node *n = &P->st->nodes[wh];
     if (n->op != PP_OP_WHERE || n->n_in != 3 || n->n_out != 1 || n->in[0] < 0 || n->in[1] == n->in[2] ||
@@ -3099,19 +3106,13 @@ static int fa_where(const planner *P, int wh, int scores, int ty, int64_t nh, co
         return -1;
     const int c = n->in[0], f = n->in[1] == scores ? n->in[2] : n->in[1];
     const pprt_tdesc *ct = T(P, c), *ft = T(P, f), *xt = T(P, scores), *ot = T(P, n->out[0]);
+    int64_t st[4];
     if (!ct || !ft || !xt || !ot || ct->dtype != PP_BOOL || ft->kind != PPRT_WEIGHT || !ft->data ||
-        (int)ft->dtype != ty || numel(&ft->shape) != 1 || (int)ot->dtype != ty || !pp_shape_eq(&xt->shape, &ot->shape))
-        return -1;
-    const sview vc = view_of(P, c);
-    const pp_shape *ss = &xt->shape;
-    if (vc.rank < 2 || vc.rank > ss->rank || vc.in[vc.rank - 1] || vc.in[vc.rank - 2]) return -1;
-    const int64_t r = vc.dim[vc.rank - 2], col = vc.dim[vc.rank - 1];
-    int64_t cb, ch;
-    if ((r != ss->dim[ss->rank - 2] && r != 1) || (col != ss->dim[ss->rank - 1] && col != 1) ||
-        !fa_strides(&vc, ys, nh, &cb, &ch))
+        (int)ft->dtype != ty || numel(&ft->shape) != 1 || (int)ot->dtype != ty ||
+        !pp_shape_eq(&xt->shape, &ot->shape) || !fa_bcast(P, c, &xt->shape, nh, ys, st))
         return -1;
     k->wthen = n->in[1] == scores, k->fill = pcu_rld(ft->data, ty, 0);
-    k->cb = cb, k->ch = ch, k->ci = r == 1 ? 0 : vc.st[vc.rank - 2], k->cj = col == 1 ? 0 : vc.st[vc.rank - 1];
+    k->cb = st[0], k->ch = st[1], k->ci = st[2], k->cj = st[3];
     return c; /* (a trained fill cannot vary: training plans carry no pattern) */
 }
 

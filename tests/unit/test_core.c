@@ -1175,6 +1175,15 @@ static void test_attention_chains(void) {
  * Add adds a mask after the scale (either operand order; the mask [1,4] broadcast over the rows, [2,4] whole, a
  * [4] vector), and is none where the Add comes before the scale, adds the scores to themselves, or its mask
  * [1,2,4] has more dims than the scores (the Add's output is not the scores' shape). */
+/* values v0..v<n-1> of g into v[] */
+static void values_v(pp_graph *g, int *v, int n) {
+    for (int i = 0; i < n; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "v%d", i);
+        v[i] = value(g, nm);
+    }
+}
+
 static void test_attention_masks(void) {
     enum { AFTER, AFTER_SWAPPED, WHOLE, VECTOR, BEFORE, SELF, WIDER, N_CASES };
     static const char *const what[] = {"after the scale", "after, mask first", "a whole [2,4] mask", "a [4] mask",
@@ -1188,11 +1197,7 @@ static void test_attention_masks(void) {
                                                : const_mat(&g, "m", 1, 4);
         if (c == WIDER) g.values[m].shape = (pp_shape){3, {1, 2, 4}};
         int v[6];
-        for (int i = 0; i < 6; i++) {
-            char nm[8];
-            snprintf(nm, sizeof nm, "v%d", i);
-            v[i] = value(&g, nm);
-        }
+        values_v(&g, v, 6);
         node(&g, PP_OP_MATMUL, "/a/MatMul", x, w, v[0]);
         if (c == BEFORE) {
             node(&g, PP_OP_ADD, "/a/Add", v[0], m, v[1]);
@@ -1234,11 +1239,7 @@ static void test_attention_wheres(void) {
         const int fill = const_mat(&g, "f", 1, 0), cond = const_mat(&g, "m", 1, 4);
         g.values[cond].dtype = PP_BOOL, g.values[cond].nbytes = 4;
         int v[7];
-        for (int i = 0; i < 7; i++) {
-            char nm[8];
-            snprintf(nm, sizeof nm, "v%d", i);
-            v[i] = value(&g, nm);
-        }
+        values_v(&g, v, 7);
         int n = 0, cur = v[0];
         node(&g, PP_OP_MATMUL, "/a/MatMul", x, w, v[0]);
         for (int pos = 0; pos < 3; pos++) { /* 0: a Where before the scale, 1: the scale, 2: a Where after */
