@@ -1178,7 +1178,7 @@ static void test_attention_chains(void) {
 /* values v0..v<n-1> of g into v[] */
 static void values_v(pp_graph *g, int *v, int n) {
     for (int i = 0; i < n; i++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "v%d", i);
         v[i] = value(g, nm);
     }
