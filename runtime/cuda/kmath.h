@@ -2584,6 +2584,10 @@ typedef struct pcu_fattn {
                               * the bool condition C (operand 5) is wthen, else fill */
     int32_t wthen;           /* 1: the scores are the Where's second input (kept where C), 0: its third */
     float fill;              /* the Where's constant, as its type holds it */
+    int32_t wadd;            /* 1: the fill is added where C is not wthen, not put (ONNX Attention's bool mask:
+                              * s + -inf, so a NaN or +inf score stays NaN as the reference gives it) */
+    int32_t causal;          /* 1: -inf added to the scores of keys after the query's row (ONNX Attention's
+                              * is_causal without a past) */
     int32_t pad_;
     int64_t nb, nh, grp, Sq, T, D, Dv, qtiles; /* nb: batches (B * nh); qtiles: ceil(Sq / PCU_FA_BQ) */
     /* element strides: batch, head, row (key), column; the mask's and the condition's per batch, head, query
@@ -2658,7 +2662,7 @@ PCU_HD void pcu_fattn_load(const pcu_fattn *k, const void *kk, const void *v, pc
 /* The Where's choice for score v of batch b, query row i, key j: v where the condition is wthen, else fill */
 PCU_HD float pcu_fattn_where(const pcu_fattn *k, const void *cond, int64_t b, int64_t i, int64_t j, float v) {
     const int c = ((const unsigned char *)cond)[b / k->nh * k->cb + b % k->nh * k->ch + i * k->ci + j * k->cj] != 0;
-    return c == k->wthen ? v : k->fill;
+    return c == k->wthen ? v : k->wadd ? v + k->fill : k->fill;
 }
 
 PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const void *mask, const void *cond, pcu_fattn_sh *sh, int64_t b,
@@ -2685,6 +2689,7 @@ PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const void *mask, const void *c
                                                        * masked whole at -65504 stays uniform, as the graph's) */
             v = pcu_rround(k->t, v + pcu_rld(mask, k->t, b / k->nh * k->mb + b % k->nh * k->mh + i * k->mi +
                                                              (j0 + jj) * k->mj));
+        if (k->causal && in && j0 + jj > i) v = v + -INFINITY;
         if (j0 + jj >= k->T) v = -INFINITY; /* past the keys: probability 0 */
         sh->p[row][jj] = v;
         mx = pcu_nanmax(mx, v);

@@ -2137,13 +2137,17 @@ static pp_status rows_copy(planner *P, int ni, int src, int dst, int64_t B, int6
     return PP_OK;
 }
 
-/* --cuda-fused-attention on: an Attention without mask, causality, past,
- * padding, softcap or outputs beyond Y, head dims up to PCU_FA_DMAX, runs
- * as the fused kernel (kmath.h pcu_fattn_ph; the others as pcu_attn_at). */
+/* --cuda-fused-attention on: an Attention without past, padding lengths,
+ * softcap or outputs beyond Y, its mask (if any) as long as the keys, head
+ * dims up to PCU_FA_DMAX, runs as the fused kernel (kmath.h pcu_fattn_ph: a
+ * float mask added, a bool one as -inf added where false, causality as -inf
+ * added past the query's row, as the reference kernel computes them; the
+ * others as pcu_attn_at). */
 static bool attn_fusable(const pprt_node *n, const pp_attn *t) {
     for (int k = 1; k < n->n_out; k++)
         if (n->out[k] >= 0) return false;
-    return !t->has_mask && !t->causal && !t->has_nonpad && t->P == 0 && !(t->softcap > 0) && t->T == t->Skv &&
+    if (t->has_mask && (n->n_in < 4 || n->in[3] < 0 || t->mask.rank != 4 || t->mask.dim[3] != t->T)) return false;
+    return !t->has_nonpad && t->P == 0 && !(t->softcap > 0) && t->T == t->Skv &&
            t->D >= 1 && t->D <= PCU_FA_DMAX && t->Dv >= 1 && t->Dv <= PCU_FA_DMAX && t->Hkv >= 1 &&
            t->Hq % t->Hkv == 0 && t->Sq >= 1 && t->T >= 1 && t->T <= INT32_MAX / 4 && n->out[0] >= 0;
 }
@@ -2166,11 +2170,22 @@ static pp_status attn_fused(planner *P, int ni, const pp_attn *t) {
         k.yb = t->Hq * t->Sq * t->Dv, k.yh = t->Sq * t->Dv, k.yi = t->Dv;
     }
     if (k.nb == 0) return PP_OK;
-    NEW_STEP(s, P, PCU_S_KERNEL, ni, 4);
+    k.causal = t->causal;
+    if (t->has_mask) { /* [mB, mH, mS, T] packed, each of the first three the scores' or 1 */
+        const int64_t *md = t->mask.dim, st[3] = {md[1] * md[2] * md[3], md[2] * md[3], md[3]};
+        const int64_t mb = md[0] > 1 ? st[0] : 0, mh = md[1] > 1 ? st[1] : 0, mi = md[2] > 1 ? st[2] : 0;
+        if (t->mask_bool) /* -inf added where false */
+            k.where = 2, k.wthen = 1, k.wadd = 1, k.fill = -INFINITY, k.cb = mb, k.ch = mh, k.ci = mi, k.cj = 1;
+        else
+            k.mask = 1, k.mb = mb, k.mh = mh, k.mi = mi, k.mj = 1;
+    }
+    NEW_STEP(s, P, PCU_S_KERNEL, ni, t->has_mask ? (t->mask_bool ? 6 : 5) : 4);
     s->kernel = PCU_K_FATTN;
     s->u.fa = k;
     for (int q = 0; q < 3; q++) s->ops[q] = R(P, n->in[q]);
     s->ops[3] = R(P, n->out[0]);
+    if (t->has_mask) s->ops[4] = t->mask_bool ? (pcu_ref){.space = -1, .tensor = -1} : R(P, n->in[3]);
+    if (t->has_mask && t->mask_bool) s->ops[5] = R(P, n->in[3]);
     s->threads = k.nb * k.qtiles * PCU_BLOCK;
     P->pl->counts.own++;
     return PP_OK;
