@@ -989,7 +989,9 @@ typedef struct fa_case {
                                     * padding [batch, 1, T], 3 causal [Sq, T] at float's lowest with row 1 masked
                                     * whole (a uniform softmax), each broadcast over the heads */
     int where;                     /* a Where on the scores, 1 before the scale, 2 after: the scores where a bool
-                                    * [batch, Sq, T] condition is (wthen) true, odd cases false, else -1e9 */
+                                    * [batch, Sq, T] condition is (wthen) true, odd cases false, else -1e9; 3:
+                                    * ONNX Attention's bool mask, -inf added after the scale where false */
+    int causal;                    /* ONNX Attention's causality: -inf added to keys past the query's row */
 } fa_case;
 
 /* Q's element as the kernel takes it: scaled as the Mul or Div node before the pattern computes it (in float) */
@@ -1016,8 +1018,9 @@ static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const fl
                 if (k->where == 1 && (cond[co] != 0) != k->wthen) d = k->fill;
                 if (k->scale_op == 1) d *= k->scale;
                 else if (k->scale_op == 2) d /= k->scale;
-                if (k->where == 2 && (cond[co] != 0) != k->wthen) d = k->fill;
+                if (k->where == 2 && (cond[co] != 0) != k->wthen) d = k->wadd ? d + k->fill : k->fill;
                 if (k->mask) d += m[b / k->nh * k->mb + b % k->nh * k->mh + i * k->mi + j * k->mj];
+                if (k->causal && j > i) d += -INFINITY;
                 s[j] = d;
                 nan = nan || d != d;
                 if (d > mx) mx = d;
@@ -1061,8 +1064,10 @@ static void test_fattn_case(const fa_case *c) {
         else k.mb = 0, k.mi = k.T, nm = k.Sq * k.T;
     }
     unsigned char *cond = malloc((size_t)(B * k.Sq * k.T));
+    k.causal = c->causal;
     if (c->where) { /* a [batch, Sq, T] condition, heads broadcast */
-        k.where = c->where, k.wthen = (c->nb & 1) == 0, k.fill = -1e9f;
+        k.where = c->where == 3 ? 2 : c->where, k.wthen = c->where == 3 || (c->nb & 1) == 0;
+        k.wadd = c->where == 3, k.fill = c->where == 3 ? -INFINITY : -1e9f;
         k.cb = k.Sq * k.T, k.ch = 0, k.ci = k.T, k.cj = 1;
     }
     for (int64_t i = 0; i < B * k.Sq * k.T; i++) cond[i] = (unif() < 0.7) == (k.wthen != 0);
@@ -1162,26 +1167,53 @@ static void test_fattn_case(const fa_case *c) {
     free(qs), free(q), free(kk), free(v), free(y1), free(y2), free(yr), free(m), free(cond);
 }
 
+/* ONNX Attention's bool mask adds -inf where false (the reference kernel's arithmetic), a Where puts its fill: a
+ * +inf score at a masked key makes the row NaN in the first (inf + -inf) and is dropped by the second. */
+static void test_fattn_masked_inf(void) {
+    for (int wadd = 0; wadd <= 1; wadd++) {
+        pcu_fattn k = {.scale_op = 0, .nb = 1, .nh = 1, .grp = 1, .Sq = 2, .T = 3, .D = 1, .Dv = 1, .qtiles = 1,
+                       .qb = 2, .qi = 1, .qe = 1, .kb = 3, .kj = 1, .ke = 1, .vb = 3, .vj = 1, .ve = 1, .yb = 2, .yi = 1,
+                       .where = 2, .wthen = 1, .wadd = wadd, .fill = -INFINITY, .cb = 6, .ci = 3, .cj = 1};
+        float q[2] = {1, 1}, kk[3] = {INFINITY, 1, 2}, v[3] = {5, 1, 2}, y[2] = {0, 0};
+        unsigned char cond[6] = {0, 1, 1, 1, 1, 1}; /* row 0: the +inf key masked */
+        pcu_step s;
+        memset(&s, 0, sizeof s);
+        s.kind = PCU_S_KERNEL, s.kernel = PCU_K_FATTN, s.threads = PCU_BLOCK, s.u.fa = k;
+        void *op[PCU_KERNEL_OPS] = {q, kk, v, y, NULL, cond};
+        run_coop(&s, op, 0);
+        const double want0 = (exp(1.0 - 2.0) * 1 + 1.0 * 2) / (exp(1.0 - 2.0) + 1.0); /* the Where's row 0 */
+        checks += 2;
+        if (wadd ? !isnan(y[0]) : !(fabs(y[0] - want0) < 1e-6))
+            FAIL("FAIL fused attention, a +inf score at a masked key (%s): row 0 %.9g, want %s\n",
+                 wadd ? "-inf added" : "the fill put", y[0], wadd ? "NaN" : "the unmasked keys' average");
+        if (!isnan(y[1])) FAIL("FAIL fused attention, a +inf score unmasked: row 1 %.9g, want NaN\n", y[1]);
+    }
+}
+
 static void test_fattn(void) {
     static const fa_case cases[] = {
-        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 0, 0, 0, 0, 0, 0, 0},
-        {2, 1, 50, 32, 32, 2, 0, 0, 0, 0, 0, 0, 0}, {1, 5, 100, 40, 24, 1, 1, 0, 0, 0, 0, 0, 0},
-        {4, 64, 1, 16, 8, 0, 0, 1, 0, 0, 0, 0, 0}, {2, 65, 64, 64, 64, 2, 1, 0, 0, 0, 0, 0, 0},
-        {2, 130, 97, 64, 40, 1, 0, 0, 1, 0, 0, 0, 0}, {1, 40, 40, 8, 64, 0, 1, 1, 1, 0, 0, 0, 0},
-        {1, 3, 7, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0}, {8, 70, 45, 16, 24, 1, 1, 0, 0, 4, 0, 0, 0},
-        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 0, 0},
+        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+        {2, 1, 50, 32, 32, 2, 0, 0, 0, 0, 0, 0, 0, 0}, {1, 5, 100, 40, 24, 1, 1, 0, 0, 0, 0, 0, 0, 0},
+        {4, 64, 1, 16, 8, 0, 0, 1, 0, 0, 0, 0, 0, 0}, {2, 65, 64, 64, 64, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+        {2, 130, 97, 64, 40, 1, 0, 0, 1, 0, 0, 0, 0, 0}, {1, 40, 40, 8, 64, 0, 1, 1, 1, 0, 0, 0, 0, 0},
+        {1, 3, 7, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {8, 70, 45, 16, 24, 1, 1, 0, 0, 4, 0, 0, 0, 0},
+        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 0, 0, 0},
         /* Q scaled before the first product (torch's q / sqrt(d)), by a Div and by a Mul */
-        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 2, 0, 0}, {3, 70, 33, 8, 16, 1, 1, 0, 1, 0, 1, 0, 0},
-        {8, 70, 45, 16, 24, 2, 0, 0, 0, 4, 2, 0, 0},
+        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 2, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 1, 0, 1, 0, 1, 0, 0, 0},
+        {8, 70, 45, 16, 24, 2, 0, 0, 0, 4, 2, 0, 0, 0},
         /* a mask added after the scale: per batch whole, a key padding, causal at float's lowest */
-        {3, 70, 45, 16, 24, 1, 0, 0, 0, 0, 0, 1, 0}, {2, 197, 197, 64, 64, 2, 1, 0, 1, 0, 2, 2, 0},
-        {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 3, 0}, {2, 130, 97, 64, 40, 0, 0, 0, 0, 0, 0, 3, 0},
-        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 2, 0},
+        {3, 70, 45, 16, 24, 1, 0, 0, 0, 0, 0, 1, 0, 0}, {2, 197, 197, 64, 64, 2, 1, 0, 1, 0, 2, 2, 0, 0},
+        {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 3, 0, 0}, {2, 130, 97, 64, 40, 0, 0, 0, 0, 0, 0, 3, 0, 0},
+        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 2, 0, 0},
         /* a Where on the scores (masked_fill): before the scale, after it, with a mask added after */
-        {3, 70, 45, 16, 24, 2, 0, 0, 0, 0, 0, 0, 1}, {2, 130, 97, 64, 40, 1, 0, 0, 0, 0, 2, 0, 2},
-        {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 2, 1}, {2, 65, 64, 64, 64, 0, 1, 0, 0, 0, 0, 3, 2},
+        {3, 70, 45, 16, 24, 2, 0, 0, 0, 0, 0, 0, 1, 0}, {2, 130, 97, 64, 40, 1, 0, 0, 0, 0, 2, 0, 2, 0},
+        {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 2, 1, 0}, {2, 65, 64, 64, 64, 0, 1, 0, 0, 0, 0, 3, 2, 0},
+        /* ONNX Attention's bool mask (-inf added where false; NaN, +inf and -inf rows) and its causality */
+        {2, 70, 45, 16, 24, 1, 0, 0, 1, 0, 0, 0, 3, 0}, {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 0, 0, 1},
+        {3, 33, 70, 32, 32, 2, 1, 0, 0, 0, 0, 1, 3, 1},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) test_fattn_case(&cases[c]);
+    test_fattn_masked_inf();
     /* the lint's bound: the extents of a [D, T] K and of Y */
     pcu_fattn k = {.nb = 2, .nh = 1, .grp = 1, .Sq = 3, .T = 5, .D = 4, .Dv = 6, .qtiles = 1, .qb = 12, .qi = 4,
                    .qe = 1, .kb = 20, .kj = 1, .ke = 5, .vb = 30, .vj = 6, .ve = 1, .yb = 18, .yi = 6};
