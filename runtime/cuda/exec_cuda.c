@@ -609,8 +609,9 @@ static pp_status create_steps(pprt_exec *x, unsigned char *hn, int *failed, pp_e
             memcpy(hp + at, &s->u, pcu_kernel_param_bytes(s->kernel));
             d->param = x->params + at;
             at += pp_align_up(pcu_kernel_param_bytes(s->kernel), 256);
-            const bool half = s->u.fa.t == PCU_T_F16 || s->u.fa.t == PCU_T_BF16;
-            if (s->kernel == PCU_K_FATTN && pprt_cuda_config()->sdpa && half) sdpa_plan(x, s, d);
+            if (s->kernel == PCU_K_FATTN && pprt_cuda_config()->sdpa &&
+                (s->u.fa.t == PCU_T_F16 || s->u.fa.t == PCU_T_BF16))
+                sdpa_plan(x, s, d);
         } else if (s->kind == PCU_S_CONV) {
             /* the fused graph, else the convolution alone and the epilogue kernel, else the host */
             const pcu_conv *c = &s->u.conv;

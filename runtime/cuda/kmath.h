@@ -2654,17 +2654,26 @@ PCU_HD void pcu_fattn_load(const pcu_fattn *k, const void *kk, const void *v, pc
     }
 }
 
+/* The element of a mask-like operand (strides sb, sh per batch and head, si, sj per query row and key) that
+ * score (batch b, query row i, key j) reads */
+PCU_HD int64_t pcu_fattn_moff(const pcu_fattn *k, int64_t sb, int64_t sh, int64_t si, int64_t sj, int64_t b,
+                              int64_t i, int64_t j) {
+    return b / k->nh * sb + b % k->nh * sh + i * si + j * sj;
+}
+
+/* The Where's choice for score v of batch b, query row i, key j: v where the condition is wthen, else the fill
+ * put (or, wadd, added) */
+PCU_HD float pcu_fattn_where(const pcu_fattn *k, const void *cond, int64_t b, int64_t i, int64_t j, float v) {
+    const int c = ((const unsigned char *)cond)[pcu_fattn_moff(k, k->cb, k->ch, k->ci, k->cj, b, i, j)] != 0;
+    return c == k->wthen ? v : k->wadd ? v + k->fill : k->fill;
+}
+
 /* phase B: the lane's scores of tile j0 and their max (each score's products
  * summed in e's order; q[e] read once for the lane's PCU_FA_KL keys); the
  * Where's choice before or after the scale; the mask's element added after
  * them and the sum rounded to t, as the graph's Add computes and stores it
- * (rows past Sq read neither) */
-/* The Where's choice for score v of batch b, query row i, key j: v where the condition is wthen, else fill */
-PCU_HD float pcu_fattn_where(const pcu_fattn *k, const void *cond, int64_t b, int64_t i, int64_t j, float v) {
-    const int c = ((const unsigned char *)cond)[b / k->nh * k->cb + b % k->nh * k->ch + i * k->ci + j * k->cj] != 0;
-    return c == k->wthen ? v : k->wadd ? v + k->fill : k->fill;
-}
-
+ * (so an fp16 plan's row masked whole at -65504 stays uniform, as the
+ * graph's); causality's -inf added last (rows past Sq read none of them) */
 PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const void *mask, const void *cond, pcu_fattn_sh *sh, int64_t b,
                              int64_t i, int64_t j0, int row, int t) {
     float s[PCU_FA_KL];
@@ -2685,10 +2694,8 @@ PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const void *mask, const void *c
         if (k->scale_op == 1) v = v * k->scale;
         else if (k->scale_op == 2) v = v / k->scale;
         if (k->where == 2 && in) v = pcu_fattn_where(k, cond, b, i, j0 + jj, v);
-        if (k->mask && in) /* (rounded to t as the Add stores it: an fp16 plan's row
-                                                       * masked whole at -65504 stays uniform, as the graph's) */
-            v = pcu_rround(k->t, v + pcu_rld(mask, k->t, b / k->nh * k->mb + b % k->nh * k->mh + i * k->mi +
-                                                             (j0 + jj) * k->mj));
+        if (k->mask && in)
+            v = pcu_rround(k->t, v + pcu_rld(mask, k->t, pcu_fattn_moff(k, k->mb, k->mh, k->mi, k->mj, b, i, j0 + jj)));
         if (k->causal && in && j0 + jj > i) v = v + -INFINITY;
         if (j0 + jj >= k->T) v = -INFINITY; /* past the keys: probability 0 */
         sh->p[row][jj] = v;
