@@ -975,6 +975,12 @@ static int attn_next(const pp_graph *g, const int *user, int a, pp_dtype t) {
     return u >= 0 && !g->nodes[u].dead ? u : -1;
 }
 
+/* Whether shape s broadcasts to `to` alone (each of its dims, right-aligned, to's or 1): pp_broadcast gives `to` */
+static bool broadcasts_to(const pp_shape *s, const pp_shape *to) {
+    pp_shape o;
+    return pp_broadcast(s, to, &o, NULL) == PP_OK && pp_shape_eq(&o, to);
+}
+
 int pp_attn_where(const pp_graph *g, int a, int scores, pp_dtype t) {
     const pp_node *n = &g->nodes[a];
     if (n->op != PP_OP_WHERE || n->n_in != 3 || n->n_out != 1 || n->in[0] < 0 || n->in[1] == n->in[2] ||
@@ -982,15 +988,12 @@ int pp_attn_where(const pp_graph *g, int a, int scores, pp_dtype t) {
         return -1;
     const int cond = n->in[0], fill = n->in[1] == scores ? n->in[2] : n->in[1];
     double f;
-    const pp_shape *ys = &g->values[n->out[0]].shape, *cs = &g->values[cond].shape;
-    if (g->values[cond].dtype != PP_BOOL || fill < 0 || g->values[fill].dtype != t || !const_scalar_half(g, fill, &f) ||
-        !pp_shape_eq(&g->values[scores].shape, ys) || cs->rank > ys->rank)
-        return -1;
-    for (int d = 0; d < cs->rank; d++) {
-        const int64_t e = cs->dim[d], want = ys->dim[ys->rank - cs->rank + d];
-        if (e != want && e != 1) return -1;
-    }
-    return a;
+    const pp_shape *ys = &g->values[n->out[0]].shape;
+    return g->values[cond].dtype == PP_BOOL && fill >= 0 && g->values[fill].dtype == t &&
+                   const_scalar_half(g, fill, &f) && pp_shape_eq(&g->values[scores].shape, ys) &&
+                   broadcasts_to(&g->values[cond].shape, ys)
+               ? a
+               : -1;
 }
 
 int pp_attn_mask(const pp_graph *g, int a, int scores, pp_dtype t) {
@@ -999,13 +1002,11 @@ int pp_attn_mask(const pp_graph *g, int a, int scores, pp_dtype t) {
         (n->in[0] != scores && n->in[1] != scores))
         return -1;
     const int m = n->in[0] == scores ? n->in[1] : n->in[0];
-    const pp_shape *ys = &g->values[n->out[0]].shape, *ms = m >= 0 ? &g->values[m].shape : NULL;
-    if (!ms || g->values[m].dtype != t || !pp_shape_eq(&g->values[scores].shape, ys) || ms->rank > ys->rank) return -1;
-    for (int d = 0; d < ms->rank; d++) {
-        const int64_t e = ms->dim[d], want = ys->dim[ys->rank - ms->rank + d];
-        if (e != want && e != 1) return -1;
-    }
-    return m;
+    const pp_shape *ys = &g->values[n->out[0]].shape;
+    return m >= 0 && g->values[m].dtype == t && pp_shape_eq(&g->values[scores].shape, ys) &&
+                   broadcasts_to(&g->values[m].shape, ys)
+               ? m
+               : -1;
 }
 
 /* The last node of the attention pattern that MatMul a opens, or -1:

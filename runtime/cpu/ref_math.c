@@ -1379,7 +1379,7 @@ static pp_status run_cast(const char *op, pp_attrs attrs, const pprt_tensor *x, 
     return PP_OK;
 }
 
-/* (ref.h) */
+/* (runtime/kernels.h) */
 void pprt_half_finite(const float *x, void *y, pp_dtype t, int64_t a, int64_t b) {
     if (t != PP_F16 && t != PP_BF16) return;
     const uint16_t inf = t == PP_F16 ? 0x7c00u : 0x7f80u, big = t == PP_F16 ? 0x7bffu : 0x7f7fu;
