@@ -2550,28 +2550,35 @@ PCU_HD void pcu_attn_at(const pcu_attn *t, float *Y, float *qk_out, double *scra
  * at j * kj + e * ke), V [T, Dv] and Y [Sq, Dv], each operand's batch at b
  * * Xb + h * Xh (K and V: head h / grp, grouped-query attention), D and Dv
  * <= PCU_FA_DMAX. A cooperative kernel (kernels.def PCU_COOP): a block of
- * PCU_BLOCK lanes per (batch, tile of PCU_FA_BQ query rows), PCU_FA_TPR lanes
- * per query row; the keys in tiles of PCU_FA_BK through shared memory
- * (pcu_fattn_sh), the softmax online: a running max (NaN-keeping), a running
+ * PCU_BLOCK lanes per (batch, tile of bq query rows), tpr lanes per query
+ * row, in one of two geometries (pcu_fa_geo): heads up to 64 wide in tiles
+ * of 64 query rows, 4 lanes each, and 32 keys; wider heads (Llama's 128) in
+ * tiles of 32 rows, 8 lanes each, and 16 keys, so that the tiles still fit
+ * the 48 KiB of static shared memory; the keys in tiles through shared
+ * memory (pcu_fattn_sh), the softmax online: a running max (NaN-keeping), a running
  * sum and an accumulator rescaled by exp(old max - new max) per tile, kept
  * per lane across phases (pcu_fattn_lane: registers on the GPU, an array on
  * the emulator). Phase 0 reads the query tile; then per key tile four phases
  * with a barrier after each: A the K and V tiles into shared memory, B the
- * lane's scores (its keys t, t + TPR, ...) and their max, C the tile's max
- * (the row's TPR partials in lane order), the new running max and the
+ * lane's scores (its keys t, t + tpr, ...) and their max, C the tile's max
+ * (the row's tpr partials in lane order), the new running max and the
  * lane's exp(s - max), D the row's sum (every key of the tile in order) and
- * the lane's output columns (t, t + TPR, ...; a fused multiply-add per key in
+ * the lane's output columns (t, t + tpr, ...; a fused multiply-add per key in
  * order); the last D writes Y = acc / sum. Every sum has a fixed order, so
  * the result does not depend on scheduling, and the emulator runs the same
  * expressions lane by lane. Scores past T are -inf (probability 0); a row
  * whose scores are all -inf gives 0 / 0 = NaN, as the reference's softmax;
  * a NaN or +inf score makes its row NaN, as there. */
-#define PCU_FA_BQ 64   /* query rows of a block */
-#define PCU_FA_TPR 4   /* lanes per query row: PCU_FA_BQ * PCU_FA_TPR == PCU_BLOCK */
-#define PCU_FA_BK 32   /* keys of a tile */
-#define PCU_FA_DMAX 64 /* largest D and Dv */
-#define PCU_FA_DL (PCU_FA_DMAX / PCU_FA_TPR) /* output columns of a lane */
-#define PCU_FA_KL (PCU_FA_BK / PCU_FA_TPR)   /* keys of a lane in a tile */
+#define PCU_FA_BQ 64     /* query rows of a block (narrow heads; wide: PCU_FA_BQ / 2) */
+#define PCU_FA_TPR 4     /* lanes per query row (wide: 2 * PCU_FA_TPR): bq * tpr == PCU_BLOCK */
+#define PCU_FA_LANES (PCU_FA_BQ * PCU_FA_TPR) /* a block's lanes, either geometry */
+#define PCU_FA_BK 32     /* keys of a tile (wide: PCU_FA_BK / 2) */
+#define PCU_FA_DNARROW 64 /* the largest D and Dv of the narrow geometry */
+#define PCU_FA_DMAX 128  /* largest D and Dv */
+#define PCU_FA_DL 16     /* output columns of a lane: 64 / 4 or 128 / 8 */
+#define PCU_FA_KLMAX 8   /* keys of a lane in a tile: 32 / 4 (wide: 16 / 8 = 2) */
+/* floats of a block's shared memory: the narrow geometry's at D = Dv = 64 (the wide one's at 128 is 9,040) */
+#define PCU_FA_SH (PCU_FA_BQ * 65 + PCU_FA_BK * 65 + PCU_FA_BK * 64 + PCU_FA_BQ * (PCU_FA_BK + 1) + PCU_FA_BQ * PCU_FA_TPR)
 
 typedef struct pcu_fattn {
     int32_t scale_op; /* 0 none, 1 s * scale, 2 s / scale (the node between MatMul and Softmax) */
@@ -2606,16 +2613,14 @@ PCU_HD int64_t pcu_fattn_base(const pcu_fattn *k, int w, int64_t bh) {
     }
 }
 
-/* a block's shared memory: the query tile, the key and value tiles (Q's and
- * K's rows padded by one against bank conflicts: a warp reads 8 query rows
- * and 4 key rows at once), the scores / probabilities and the row's max
- * partials (41.6 KiB of the 48 a block may have statically) */
+/* a block's shared memory (41.6 KiB of the 48 a block may have statically),
+ * laid out by the geometry (pcu_fa_geo): the query tile [bq][qs], the key
+ * and value tiles [bk][qs] and [bk][Dv] (Q's and K's rows an odd number of
+ * floats apart against bank conflicts: a warp reads 8 query rows and 4 key
+ * rows at once, or 4 and 8), the scores / probabilities [bq][bk + 1] and the
+ * rows' max partials [bq][tpr] */
 typedef struct pcu_fattn_sh {
-    float q[PCU_FA_BQ][PCU_FA_DMAX + 1];
-    float k[PCU_FA_BK][PCU_FA_DMAX + 1];
-    float v[PCU_FA_BK][PCU_FA_DMAX];
-    float p[PCU_FA_BQ][PCU_FA_BK + 1];
-    float pm[PCU_FA_BQ][PCU_FA_TPR];
+    float f[PCU_FA_SH];
 } pcu_fattn_sh;
 
 /* a lane's state between phases */
@@ -2624,16 +2629,40 @@ typedef struct pcu_fattn_lane {
     float m, l, alpha;
 } pcu_fattn_lane;
 
-PCU_HD int pcu_fattn_phases(const pcu_fattn *k) { return 1 + 4 * (int)((k->T + PCU_FA_BK - 1) / PCU_FA_BK); }
+/* The kernel's geometry for k's head dims: query rows of a block, lanes per row, keys of a tile and of a lane;
+ * the query and key rows' stride in shared memory and where K, V, the scores and the max partials start */
+typedef struct pcu_fa_geo {
+    int bq, tpr, bk, kl, qs, ko, vo, po, pmo;
+} pcu_fa_geo;
+
+PCU_HD pcu_fa_geo pcu_fa_geo_of(const pcu_fattn *k) {
+    const int wide = k->D > PCU_FA_DNARROW || k->Dv > PCU_FA_DNARROW;
+    pcu_fa_geo g;
+    g.bq = wide ? PCU_FA_BQ / 2 : PCU_FA_BQ, g.tpr = wide ? 2 * PCU_FA_TPR : PCU_FA_TPR;
+    g.bk = wide ? PCU_FA_BK / 2 : PCU_FA_BK, g.kl = g.bk / g.tpr, g.qs = (int)k->D | 1;
+    g.ko = g.bq * g.qs, g.vo = g.ko + g.bk * g.qs, g.po = g.vo + g.bk * (int)k->Dv, g.pmo = g.po + g.bq * (g.bk + 1);
+    return g;
+}
+
+/* blocks per batch: tiles of query rows */
+PCU_HD int64_t pcu_fattn_qtiles(const pcu_fattn *k) {
+    const int64_t bq = pcu_fa_geo_of(k).bq;
+    return (k->Sq + bq - 1) / bq;
+}
+
+PCU_HD int pcu_fattn_phases(const pcu_fattn *k) {
+    const int64_t bk = pcu_fa_geo_of(k).bk;
+    return 1 + 4 * (int)((k->T + bk - 1) / bk);
+}
 
 /* phase 0: the query tile, the lane's state */
-PCU_HD void pcu_fattn_init(const pcu_fattn *k, const void *q, pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t b,
-                           int64_t i0, int l) {
-    for (int idx = l; idx < PCU_FA_BQ * (int)k->D; idx += PCU_FA_BQ * PCU_FA_TPR) {
+PCU_HD void pcu_fattn_init(const pcu_fattn *k, const pcu_fa_geo *g, const void *q, pcu_fattn_sh *sh,
+                           pcu_fattn_lane *st, int64_t b, int64_t i0, int l) {
+    for (int idx = l; idx < g->bq * (int)k->D; idx += PCU_FA_LANES) {
         const int row = idx / (int)k->D, e = idx % (int)k->D;
         float x = i0 + row < k->Sq ? pcu_rld(q, k->t, pcu_fattn_base(k, 0, b) + (i0 + row) * k->qi + e * k->qe) : 0.0f;
         if (k->qscale_op) x = pcu_rround(k->t, k->qscale_op == 1 ? x * k->qscale : x / k->qscale);
-        sh->q[row][e] = x;
+        sh->f[row * g->qs + e] = x;
     }
     PCU_UNROLL
     for (int c = 0; c < PCU_FA_DL; c++) st->acc[c] = 0.0f;
@@ -2641,16 +2670,18 @@ PCU_HD void pcu_fattn_init(const pcu_fattn *k, const void *q, pcu_fattn_sh *sh, 
 }
 
 /* phase A: key tile j0's K and V (zeros past T) */
-PCU_HD void pcu_fattn_load(const pcu_fattn *k, const void *kk, const void *v, pcu_fattn_sh *sh, int64_t b,
-                           int64_t j0, int l) {
-    const int D = (int)k->D, Dv = (int)k->Dv, L = PCU_FA_BQ * PCU_FA_TPR;
-    for (int idx = l; idx < PCU_FA_BK * D; idx += L) { /* consecutive lanes along K's contiguous axis */
-        const int jj = k->kj == 1 ? idx % PCU_FA_BK : idx / D, e = k->kj == 1 ? idx / PCU_FA_BK : idx % D;
-        sh->k[jj][e] = j0 + jj < k->T ? pcu_rld(kk, k->t, pcu_fattn_base(k, 1, b) + (j0 + jj) * k->kj + e * k->ke) : 0.0f;
+PCU_HD void pcu_fattn_load(const pcu_fattn *k, const pcu_fa_geo *g, const void *kk, const void *v,
+                           pcu_fattn_sh *sh, int64_t b, int64_t j0, int l) {
+    const int D = (int)k->D, Dv = (int)k->Dv, bk = g->bk;
+    for (int idx = l; idx < bk * D; idx += PCU_FA_LANES) { /* consecutive lanes along K's contiguous axis */
+        const int jj = k->kj == 1 ? idx % bk : idx / D, e = k->kj == 1 ? idx / bk : idx % D;
+        sh->f[g->ko + jj * g->qs + e] =
+            j0 + jj < k->T ? pcu_rld(kk, k->t, pcu_fattn_base(k, 1, b) + (j0 + jj) * k->kj + e * k->ke) : 0.0f;
     }
-    for (int idx = l; idx < PCU_FA_BK * Dv; idx += L) {
+    for (int idx = l; idx < bk * Dv; idx += PCU_FA_LANES) {
         const int jj = idx / Dv, e = idx % Dv;
-        sh->v[jj][e] = j0 + jj < k->T ? pcu_rld(v, k->t, pcu_fattn_base(k, 2, b) + (j0 + jj) * k->vj + e * k->ve) : 0.0f;
+        sh->f[g->vo + idx] = j0 + jj < k->T ? pcu_rld(v, k->t, pcu_fattn_base(k, 2, b) + (j0 + jj) * k->vj + e * k->ve)
+                                            : 0.0f;
     }
 }
 
@@ -2669,25 +2700,29 @@ PCU_HD float pcu_fattn_where(const pcu_fattn *k, const void *cond, int64_t b, in
 }
 
 /* phase B: the lane's scores of tile j0 and their max (each score's products
- * summed in e's order; q[e] read once for the lane's PCU_FA_KL keys); the
+ * summed in e's order; q[e] read once for the lane's kl keys); the
  * Where's choice before or after the scale; the mask's element added after
  * them and the sum rounded to t, as the graph's Add computes and stores it
  * (so an fp16 plan's row masked whole at -65504 stays uniform, as the
  * graph's); causality's -inf added last (rows past Sq read none of them) */
-PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const void *mask, const void *cond, pcu_fattn_sh *sh, int64_t b,
-                             int64_t i, int64_t j0, int row, int t) {
-    float s[PCU_FA_KL];
+PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const pcu_fa_geo *g, const void *mask, const void *cond,
+                             pcu_fattn_sh *sh, int64_t b, int64_t i, int64_t j0, int row, int t) {
+    float s[PCU_FA_KLMAX];
+    const float *qr = sh->f + row * g->qs, *kt = sh->f + g->ko + t * g->qs;
+    const int ks = g->tpr * g->qs; /* the lane's next key */
     PCU_UNROLL
-    for (int c = 0; c < PCU_FA_KL; c++) s[c] = 0.0f;
+    for (int c = 0; c < PCU_FA_KLMAX; c++) s[c] = 0.0f;
     for (int e = 0; e < (int)k->D; e++) {
-        const float qe = sh->q[row][e];
+        const float qe = qr[e];
         PCU_UNROLL
-        for (int c = 0; c < PCU_FA_KL; c++) s[c] = fmaf(qe, sh->k[t + PCU_FA_TPR * c][e], s[c]);
+        for (int c = 0; c < PCU_FA_KLMAX; c++)
+            if (c < g->kl) s[c] = fmaf(qe, kt[c * ks + e], s[c]);
     }
     float mx = -INFINITY;
     PCU_UNROLL
-    for (int c = 0; c < PCU_FA_KL; c++) {
-        const int jj = t + PCU_FA_TPR * c;
+    for (int c = 0; c < PCU_FA_KLMAX; c++) {
+        if (c >= g->kl) break;
+        const int jj = t + g->tpr * c;
         float v = s[c];
         const int in = i < k->Sq && j0 + jj < k->T;
         if (k->where == 1 && in) v = pcu_fattn_where(k, cond, b, i, j0 + jj, v);
@@ -2698,62 +2733,67 @@ PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const void *mask, const void *c
             v = pcu_rround(k->t, v + pcu_rld(mask, k->t, pcu_fattn_moff(k, k->mb, k->mh, k->mi, k->mj, b, i, j0 + jj)));
         if (k->causal && in && j0 + jj > i) v = v + -INFINITY;
         if (j0 + jj >= k->T) v = -INFINITY; /* past the keys: probability 0 */
-        sh->p[row][jj] = v;
+        sh->f[g->po + row * (g->bk + 1) + jj] = v;
         mx = pcu_nanmax(mx, v);
     }
-    sh->pm[row][t] = mx;
+    sh->f[g->pmo + row * g->tpr + t] = mx;
 }
 
 /* phase C: the new running max, the lane's probabilities */
-PCU_HD void pcu_fattn_exp(pcu_fattn_sh *sh, pcu_fattn_lane *st, int row, int t) {
-    float mt = sh->pm[row][0];
-    for (int u = 1; u < PCU_FA_TPR; u++) mt = pcu_nanmax(mt, sh->pm[row][u]);
+PCU_HD void pcu_fattn_exp(const pcu_fa_geo *g, pcu_fattn_sh *sh, pcu_fattn_lane *st, int row, int t) {
+    const float *pm = sh->f + g->pmo + row * g->tpr;
+    float *p = sh->f + g->po + row * (g->bk + 1);
+    float mt = pm[0];
+    for (int u = 1; u < g->tpr; u++) mt = pcu_nanmax(mt, pm[u]);
     const float m = pcu_nanmax(st->m, mt);
     const int none = m == -INFINITY; /* every score so far -inf: nothing to weigh yet */
     st->alpha = none ? 1.0f : expf(st->m - m);
     st->m = m;
-    for (int c = 0; c < PCU_FA_KL; c++) {
-        const int jj = t + PCU_FA_TPR * c;
-        sh->p[row][jj] = none ? 0.0f : expf(sh->p[row][jj] - m);
+    for (int c = 0; c < g->kl; c++) {
+        const int jj = t + g->tpr * c;
+        p[jj] = none ? 0.0f : expf(p[jj] - m);
     }
 }
 
 /* phase D: the row's running sum, the lane's columns; the last tile writes y */
-PCU_HD void pcu_fattn_acc(const pcu_fattn *k, void *y, pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t b, int64_t i,
-                          int row, int t, int last) {
+PCU_HD void pcu_fattn_acc(const pcu_fattn *k, const pcu_fa_geo *g, void *y, pcu_fattn_sh *sh, pcu_fattn_lane *st,
+                          int64_t b, int64_t i, int row, int t, int last) {
+    const float *pr = sh->f + g->po + row * (g->bk + 1), *vt = sh->f + g->vo + t;
+    const int Dv = (int)k->Dv;
     float ps = 0.0f;
-    for (int jj = 0; jj < PCU_FA_BK; jj++) ps += sh->p[row][jj];
+    for (int jj = 0; jj < g->bk; jj++) ps += pr[jj];
     st->l = st->l * st->alpha + ps;
     PCU_UNROLL
     for (int c = 0; c < PCU_FA_DL; c++) st->acc[c] *= st->alpha;
-    for (int jj = 0; jj < PCU_FA_BK; jj++) {
-        const float p = sh->p[row][jj];
+    for (int jj = 0; jj < g->bk; jj++) {
+        const float p = pr[jj];
         PCU_UNROLL
         for (int c = 0; c < PCU_FA_DL; c++)
-            if (t + PCU_FA_TPR * c < k->Dv) st->acc[c] = fmaf(p, sh->v[jj][t + PCU_FA_TPR * c], st->acc[c]);
+            if (t + g->tpr * c < Dv) st->acc[c] = fmaf(p, vt[jj * Dv + g->tpr * c], st->acc[c]);
     }
     if (!last || i >= k->Sq) return;
     const int64_t yr = pcu_fattn_base(k, 3, b) + i * k->yi;
     PCU_UNROLL
     for (int c = 0; c < PCU_FA_DL; c++)
-        if (t + PCU_FA_TPR * c < k->Dv) pcu_rst(y, k->t, yr + t + PCU_FA_TPR * c, st->acc[c] / st->l);
+        if (t + g->tpr * c < Dv) pcu_rst(y, k->t, yr + t + g->tpr * c, st->acc[c] / st->l);
 }
 
 /* Lane l of block r in phase ph (kernels.def PCU_COOP). */
 PCU_HD void pcu_fattn_ph(const pcu_fattn *k, int ph, void *y, const void *q, const void *kk, const void *v,
                          const void *mask, const void *cond, pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t r, int l) {
-    const int64_t b = r / k->qtiles, i0 = r % k->qtiles * PCU_FA_BQ;
-    const int row = l / PCU_FA_TPR, t = l % PCU_FA_TPR;
+    const pcu_fa_geo g = pcu_fa_geo_of(k);
+    const int64_t b = r / k->qtiles, i0 = r % k->qtiles * g.bq;
+    const int row = l / g.tpr, t = l % g.tpr;
     if (ph == 0) {
-        pcu_fattn_init(k, q, sh, st, b, i0, l);
+        pcu_fattn_init(k, &g, q, sh, st, b, i0, l);
         return;
     }
-    const int64_t tile = (ph - 1) / 4, j0 = tile * PCU_FA_BK;
+    const int64_t tile = (ph - 1) / 4, j0 = tile * g.bk;
     switch ((ph - 1) % 4) {
-    case 0: pcu_fattn_load(k, kk, v, sh, b, j0, l); break;
-    case 1: pcu_fattn_scores(k, mask, cond, sh, b, i0 + row, j0, row, t); break;
-    case 2: pcu_fattn_exp(sh, st, row, t); break;
-    default: pcu_fattn_acc(k, y, sh, st, b, i0 + row, row, t, j0 + PCU_FA_BK >= k->T); break;
+    case 0: pcu_fattn_load(k, &g, kk, v, sh, b, j0, l); break;
+    case 1: pcu_fattn_scores(k, &g, mask, cond, sh, b, i0 + row, j0, row, t); break;
+    case 2: pcu_fattn_exp(&g, sh, st, row, t); break;
+    default: pcu_fattn_acc(k, &g, y, sh, st, b, i0 + row, row, t, j0 + g.bk >= k->T); break;
     }
 }
 

@@ -18,8 +18,9 @@
 #if PCU_BLOCK != PCU_ROW_LANES
 #error "a block-per-row kernel (kernels.def PCU_ROWS) is launched in blocks of PCU_BLOCK threads"
 #endif
-#if PCU_FA_BQ * PCU_FA_TPR != PCU_BLOCK
-#error "the fused attention kernel (kmath.h) has PCU_FA_TPR lanes for each of its PCU_FA_BQ query rows"
+#if PCU_FA_LANES != PCU_BLOCK || PCU_FA_BK % (2 * PCU_FA_TPR) || PCU_FA_DL * PCU_FA_TPR != PCU_FA_DNARROW || \
+    PCU_FA_DL * 2 * PCU_FA_TPR != PCU_FA_DMAX || PCU_FA_BK / PCU_FA_TPR != PCU_FA_KLMAX
+#error "the fused attention kernel (kmath.h): a block's lanes cover its query rows, a lane's columns its heads"
 #endif
 #define PCU_KERNEL_OPS 16  /* operands of an own kernel at most (the recurrence's 16) */
 

@@ -128,13 +128,13 @@ static const pp_opt rows[] = {
     {.names = "--cuda-fused-attention", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD,
      .words = "on|off", .dflt = "off", .set = set_on_off,
      .help = "cuda, cuda-emu: each attention pattern ppcc kept in one stage (MatMul, a Mul or Div by a scalar, a "
-             "Where of masked_fill, an Add of a mask, Softmax over the last axis, MatMul; head dims up to 64, f32 or a "
+             "Where of masked_fill, an Add of a mask, Softmax over the last axis, MatMul; head dims up to 128, f32 or a "
              "half plan's type) as one kernel with the softmax online "
              "(on; not yet timed on a GPU), or a product, a softmax and a product (off)"},
     {.names = "--cuda-sdpa", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD, .words = "on|off",
      .dflt = "on", .set = set_on_off,
      .help = "cuda: a fused attention step of a half plan (--cuda-fused-attention on, ppcc --precision fp16|bf16; "
-             "heads of 8 to 64 in multiples of 8, contiguous, 16-byte strides) on cuDNN's fused-attention engine "
+             "heads of 8 to 128 in multiples of 8, contiguous, 16-byte strides) on cuDNN's fused-attention engine "
              "(tensor cores; the scale folded into one multiplier, the probabilities rounded to the half type before "
              "the second product) where one takes it, else on pprt's kernel (on; not yet run on a GPU), or always "
              "on pprt's kernel (off); cuda-emu always runs pprt's kernel"},

@@ -2156,7 +2156,7 @@ static pp_status attn_fused(planner *P, int ni, const pp_attn *t) {
     const pprt_node *n = &P->st->nodes[ni];
     pcu_fattn k = {.scale_op = 1, .scale = t->scale, .nb = t->B * t->Hq, .nh = t->Hq, .grp = t->Hq / t->Hkv,
                    .Sq = t->Sq, .T = t->T, .D = t->D, .Dv = t->Dv};
-    k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
+    k.qtiles = pcu_fattn_qtiles(&k);
     k.qe = k.ke = k.ve = 1;
     if (t->three_d) { /* [B, S, heads * dim] */
         k.qb = t->Sq * t->Hq * t->D, k.qh = t->D, k.qi = t->Hq * t->D;
@@ -3251,7 +3251,7 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
                        .nh = fa_heads(qkv, 3, ys), .grp = 1, .Sq = qs->dim[qs->rank - 2],
                        .D = qs->dim[qs->rank - 1], .T = ks->dim[ks->rank - 1], .Dv = vs->dim[vs->rank - 1],
                        .t = one_float_type(P, m2)};
-        k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
+        k.qtiles = pcu_fattn_qtiles(&k);
         /* Q [.., Sq, D], K [.., D, T], V [.., T, Dv]: each its strides (a folded view's over its source; the
          * heads nh apart from the rest of the batch) */
         (void)fa_strides(&vq, ys, k.nh, &k.qb, &k.qh), (void)fa_strides(&vk, ys, k.nh, &k.kb, &k.kh);

@@ -13,7 +13,9 @@ on and off, written with onnx.helper, random weights:
          on the Mul's left, head dim 16, Dv 24 (fused);
       c: K's operand broadcast over the batch (a weight [1, 16, 40]), no
          scale, 70 queries (fused);
-      d: head dim 80 (over the kernel's 64: not fused);
+      d: Llama's head dim of 128, 40 queries and keys, a Div by sqrt(128)
+         (the kernel's wide geometry: tiles of 32 query rows and 16 keys;
+         fused);
       e: the scores also a graph output (not a pattern);
       f: an Add of a constant mask [5, 5] (0 or -1e9) between the product
          and the Softmax, broadcast over the batch and the heads (fused);
@@ -26,7 +28,8 @@ on and off, written with onnx.helper, random weights:
       j: DistilBERT's masked_fill, Where(padding [batch, 1, 1, 5] bool, float32's
          lowest, scores) after the Div (fused);
       k: GPT-J's, Where(causal [5, 5] bool constant, scores, float32's lowest)
-         before the Div, then BERT's additive padding mask (fused).
+         before the Div, then BERT's additive padding mask (fused);
+      l: head dim 136 (over the kernel's 128: not fused).
 Inputs DIR/data/*.npy (3 samples; NaN and +-inf among sample 1's and 2's
 values, so some score rows are NaN). usage: fattn_models.py DIR"""
 import os
@@ -116,7 +119,8 @@ xv[2, 9, 3] = np.inf
 np.save(os.path.join(d, "data_vit", "x.npy"), xv)
 
 # ---- small.onnx ---------------------------------------------------------------------------------
-inits = [c("sqrt8", np.array(np.sqrt(8), np.float32)), c("s16", np.array([0.25], np.float32)),
+inits = [c("sqrt8", np.array(np.sqrt(8), np.float32)), c("sqrt128", np.array(np.sqrt(128), np.float32)),
+         c("s16", np.array([0.25], np.float32)),
          c("kc", w(1, 16, 40, s=0.5)), c("mask", np.where(rng.random((5, 5)) < 0.3, -1e9, 0).astype(np.float32)),
          c("low", np.array(np.finfo(np.float32).min, np.float32)), c("causal", np.tril(np.ones((5, 5), bool)))]
 nodes = [
@@ -131,7 +135,8 @@ nodes = [
     n("MatMul", ["qc", "kc"], ["sc"], name="/c/MatMul"),
     n("Softmax", ["sc"], ["pc"], name="/c/Softmax", axis=2),
     n("MatMul", ["pc", "vc"], ["yc"], name="/c/MatMul_1"),
-    n("MatMul", ["qd", "kd"], ["sd"], name="/d/MatMul"),
+    n("MatMul", ["qd", "kd"], ["sd0"], name="/d/MatMul"),
+    n("Div", ["sd0", "sqrt128"], ["sd"], name="/d/Div"),
     n("Softmax", ["sd"], ["pd"], name="/d/Softmax", axis=-1),
     n("MatMul", ["pd", "vd"], ["yd"], name="/d/MatMul_1"),
     n("MatMul", ["qa", "ka"], ["se"], name="/e/MatMul"),
@@ -167,16 +172,21 @@ nodes = [
     n("Add", ["sk3", "mg"], ["sk4"], name="/k/Add"),
     n("Softmax", ["sk4"], ["pk"], name="/k/Softmax", axis=-1),
     n("MatMul", ["pk", "va"], ["yk"], name="/k/MatMul_1"),
+    n("MatMul", ["ql", "kl"], ["sl"], name="/l/MatMul"),
+    n("Softmax", ["sl"], ["pl"], name="/l/Softmax", axis=-1),
+    n("MatMul", ["pl", "vl"], ["yl"], name="/l/MatMul_1"),
 ]
 ins = {"qa": ["batch", 4, 5, 8], "ka": ["batch", 4, 8, 5], "va": ["batch", 4, 5, 8],
        "qb": ["batch", 2, 1, 16], "kb": ["batch", 2, 16, 33], "vb": ["batch", 2, 33, 24],
        "qc": ["batch", 70, 16], "vc": ["batch", 40, 64],
-       "qd": ["batch", 2, 9, 80], "kd": ["batch", 2, 80, 9], "vd": ["batch", 2, 9, 80],
+       "qd": ["batch", 2, 40, 128], "kd": ["batch", 2, 128, 40], "vd": ["batch", 2, 40, 128],
+       "ql": ["batch", 1, 3, 136], "kl": ["batch", 1, 136, 4], "vl": ["batch", 1, 4, 136],
        "mg": ["batch", 1, 1, 5], "mh": ["batch", 1, 5, 5], "cj": ["batch", 1, 1, 5]}
 outs = [v("ya", ["batch", 4, 5, 8]), v("yb", ["batch", 2, 1, 24]), v("yc", ["batch", 70, 64]),
-        v("yd", ["batch", 2, 9, 80]), v("se", ["batch", 4, 5, 5]), v("ye", ["batch", 4, 5, 8]),
+        v("yd", ["batch", 2, 40, 128]), v("se", ["batch", 4, 5, 5]), v("ye", ["batch", 4, 5, 8]),
         v("yf", ["batch", 4, 5, 8]), v("yg", ["batch", 4, 5, 8]), v("yh", ["batch", 4, 5, 8]),
-        v("yi", ["batch", 4, 5, 8]), v("yj", ["batch", 4, 5, 8]), v("yk", ["batch", 4, 5, 8])]
+        v("yi", ["batch", 4, 5, 8]), v("yj", ["batch", 4, 5, 8]), v("yk", ["batch", 4, 5, 8]),
+        v("yl", ["batch", 1, 3, 136])]
 vin = [v(k, s) for k, s in ins.items() if k != "cj"] + \
     [helper.make_tensor_value_info("cj", TensorProto.BOOL, ins["cj"])]
 save(helper.make_graph(nodes, "small", vin, outs, initializer=inits), "small.onnx")

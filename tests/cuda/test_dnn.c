@@ -297,7 +297,8 @@ static void sweep(void) {
 static int attn_plans;
 static pcu_fattn attn_case(int t, int64_t b, int64_t h, int64_t grp, int64_t sq, int64_t skv, int64_t d, bool qkv) {
     pcu_fattn k = {.scale_op = 2, .scale = 8.0f, .t = t, .nb = b * h, .nh = h, .grp = grp, .Sq = sq, .T = skv,
-                   .D = d, .Dv = d, .qtiles = (sq + PCU_FA_BQ - 1) / PCU_FA_BQ, .qe = 1, .ke = 1, .ve = 1};
+                   .D = d, .Dv = d, .qe = 1, .ke = 1, .ve = 1};
+    k.qtiles = pcu_fattn_qtiles(&k);
     const int64_t hk = h / grp;
     if (qkv) { /* Q, K, V columns of one packed [b, s, 3 * h * d] product (sq == skv), Y [b, s, h * d] */
         const int64_t row = 3 * h * d;

@@ -1039,7 +1039,7 @@ static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const fl
 static void test_fattn_case(const fa_case *c) {
     pcu_fattn k = {.scale_op = c->scale_op, .scale = c->scale_op == 2 ? 8.0f : 0.125f, .nb = c->nb, .nh = 1,
                    .grp = 1, .Sq = c->Sq, .T = c->T, .D = c->D, .Dv = c->Dv};
-    k.qtiles = (k.Sq + PCU_FA_BQ - 1) / PCU_FA_BQ;
+    k.qtiles = pcu_fattn_qtiles(&k);
     k.qscale_op = c->qscale_op, k.qscale = c->qscale_op == 1 ? 0.35355339f : 6.3245554f;
     k.qb = c->q_bcast ? 0 : k.Sq * k.D, k.qi = k.D, k.qe = 1;
     k.kb = k.T * k.D, k.kj = c->k_rows ? k.D : 1, k.ke = c->k_rows ? 1 : k.T;
@@ -1211,6 +1211,13 @@ static void test_fattn(void) {
         /* ONNX Attention's bool mask (-inf added where false; NaN, +inf and -inf rows) and its causality */
         {2, 70, 45, 16, 24, 1, 0, 0, 1, 0, 0, 0, 3, 0}, {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 0, 0, 1},
         {3, 33, 70, 32, 32, 2, 1, 0, 0, 0, 0, 1, 3, 1},
+        /* heads over 64 wide (the wide geometry: 32 query rows of 8 lanes, 16 keys a tile): Llama's 128, a
+         * head of 128 onto values of 64 and the reverse, odd widths, the special rows, masks, Wheres, GQA */
+        {2, 70, 45, 128, 128, 2, 0, 0, 0, 0, 0, 0, 0, 0}, {2, 33, 40, 128, 128, 1, 1, 0, 1, 0, 2, 0, 0, 0},
+        {3, 17, 50, 128, 64, 0, 0, 1, 0, 0, 0, 0, 0, 0}, {2, 40, 17, 64, 128, 2, 1, 0, 0, 0, 0, 1, 0, 0},
+        {1, 35, 33, 97, 65, 1, 0, 0, 0, 0, 1, 2, 0, 0}, {8, 40, 40, 128, 128, 1, 0, 0, 0, 4, 0, 3, 0, 0},
+        {2, 65, 64, 128, 128, 2, 0, 0, 0, 0, 0, 0, 2, 0}, {8, 40, 40, 128, 96, 1, 0, 0, 0, 4, 0, 0, 0, 1},
+        {3, 33, 70, 128, 128, 2, 1, 0, 0, 0, 0, 1, 3, 1}, {2, 1, 300, 128, 128, 2, 0, 0, 0, 0, 2, 2, 0, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) test_fattn_case(&cases[c]);
     test_fattn_masked_inf();
