@@ -1009,10 +1009,31 @@ int pp_attn_mask(const pp_graph *g, int a, int scores, pp_dtype t) {
                : -1;
 }
 
+/* BART's frame around the mask (torch's view of the scores per head and back): Reshape node r of the scores
+ * [N, S, T] into [B, H, S, T] (B * H = N), an Add of a mask there (pp_attn_mask), a Reshape back to [N, S, T],
+ * each read by the next alone: the Reshape back, or -1. */
+static int attn_frame(const pp_graph *g, const int *user, int r, int scores, pp_dtype t) {
+    const pp_node *n = &g->nodes[r];
+    if (n->op != PP_OP_RESHAPE || n->n_in < 1 || n->in[0] != scores || n->n_out != 1 || n->out[0] < 0) return -1;
+    const pp_shape *xs = &g->values[scores].shape, *fs = &g->values[n->out[0]].shape;
+    if (xs->rank != 3 || fs->rank != 4 || fs->dim[0] * fs->dim[1] != xs->dim[0] || fs->dim[2] != xs->dim[1] ||
+        fs->dim[3] != xs->dim[2])
+        return -1;
+    const int ad = attn_next(g, user, r, t);
+    if (ad < 0 || pp_attn_mask(g, ad, n->out[0], t) < 0) return -1;
+    const int r2 = attn_next(g, user, ad, t);
+    const pp_node *b = r2 >= 0 ? &g->nodes[r2] : NULL;
+    return b && b->op == PP_OP_RESHAPE && b->n_in >= 1 && b->in[0] == g->nodes[ad].out[0] && b->n_out == 1 &&
+                   b->out[0] >= 0 && pp_shape_eq(&g->values[b->out[0]].shape, xs)
+               ? r2
+               : -1;
+}
+
 /* The last node of the attention pattern that MatMul a opens, or -1:
  * MatMul -> [Where (pp_attn_where)] -> [Mul by a constant scalar (either
  * side) | Div by one] -> [Where, if none before] -> [Add of a mask
- * (pp_attn_mask)] -> Softmax over the last axis -> MatMul reading the
+ * (pp_attn_mask), or BART's frame around one (attn_frame)] -> Softmax
+ * over the last axis -> MatMul reading the
  * probabilities as its left
  * operand, every link read by the next alone, one type throughout: f32, or
  * (a half plan, ppcc --precision) f16 or bf16, the scale a half constant. */
@@ -1039,6 +1060,10 @@ static int attn_tail(const pp_graph *g, const int *user, int a) {
         cur = g->nodes[b].out[0], b = attn_next(g, user, b, t);
     if (b >= 0 && g->nodes[b].op == PP_OP_ADD) /* an additive mask: BERT's padding, Llama's causal + padding */
         b = pp_attn_mask(g, b, cur, t) >= 0 ? attn_next(g, user, b, t) : -1;
+    else if (b >= 0 && g->nodes[b].op == PP_OP_RESHAPE) { /* BART's: in a per-head view of the scores */
+        const int r2 = attn_frame(g, user, b, cur, t);
+        b = r2 >= 0 ? attn_next(g, user, r2, t) : -1;
+    }
     if (b < 0 || g->nodes[b].op != PP_OP_SOFTMAX) return -1;
     const pp_node *sm = &g->nodes[b];
     int64_t outer, len, inner;

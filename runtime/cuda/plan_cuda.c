@@ -73,7 +73,8 @@ typedef struct planner {
     int *fa_head; /* node -> the first MatMul of the attention pattern it closes (plan_fattn), or -1; then
                    * n_nodes more: node -> that pattern's Mul or Div node, or -1; then n_nodes more: node -> the
                    * Mul or Div of its Q by a scalar (fattn_prescale), or -1; then n_nodes more: node -> its Add
-                   * of a mask (fa_mask), or -1; then n_nodes more: node -> its Where (fa_where), or -1 */
+                   * of a mask (fa_mask), or -1; then n_nodes more: node -> its Where (fa_where), or -1; then
+                   * n_nodes more: node -> the first Reshape of its BART frame (fa_frame), or -1 */
     sview *view;  /* tensor id -> the view it is (--cuda-stride-views; src -1: its own bytes), or NULL */
     pprt_node *hnode; /* node -> the product as its half route reads it (half_route; op PP_OP_COUNT: none), or NULL */
     int32_t *hio;     /* hnode's tensor ids: PCU_HALF_IO a node, its inputs then its output */
@@ -3156,15 +3157,49 @@ static int fa_q(const planner *P, int ni, int pq) {
     return fa_data(P, s, (int)T(P, s->out[0])->dtype);
 }
 
+/* The links of an attention pattern that fattn_match found (-1: none): the Mul or Div of the scores, the
+ * Softmax, the Mul or Div of Q before the first MatMul (fattn_prescale), the Add of a mask (fa_mask), the Where
+ * (fa_where), and the first Reshape of BART's frame around the mask (fa_frame) */
+typedef struct fa_links {
+    int sc, sm, pq, ad, wh, fr;
+} fa_links;
+
+/* BART's frame around the mask (ppcc's pp_attn_frame): Reshape node r of the scores `scores` [N, S, T] into
+ * [B, H, S, T] (B * H = N), the Add of a mask there, a Reshape back to [N, S, T]: the frame's heads H, the mask's
+ * Add (*ad) and the Reshape back (*r2); -1: not such a frame. */
+static int64_t fa_frame(const planner *P, int r, int scores, int *ad, int *r2) {
+    const pprt_node *n = &P->st->nodes[r];
+    if (n->op != PP_OP_RESHAPE || n->n_out != 1 || n->n_in < 1 || n->in[0] != scores) return -1;
+    const pp_shape *xs = &T(P, scores)->shape, *fs = &T(P, n->out[0])->shape;
+    if (xs->rank != 3 || fs->rank != 4 || fs->dim[0] * fs->dim[1] != xs->dim[0] || fs->dim[2] != xs->dim[1] ||
+        fs->dim[3] != xs->dim[2] || fs->dim[1] < 1)
+        return -1;
+    *ad = sole_reader(P, r, n->out[0]);
+    if (*ad < 0 || P->st->nodes[*ad].op != PP_OP_ADD || P->st->nodes[*ad].n_out != 1) return -1;
+    *r2 = sole_reader(P, *ad, P->st->nodes[*ad].out[0]);
+    const pprt_node *b = *r2 >= 0 ? &P->st->nodes[*r2] : NULL;
+    if (!b || b->op != PP_OP_RESHAPE || b->n_out != 1 || b->in[0] != P->st->nodes[*ad].out[0] ||
+        !pp_shape_eq(&T(P, b->out[0])->shape, xs) || T(P, b->out[0])->dtype != T(P, scores)->dtype)
+        return -1;
+    return fs->dim[1];
+}
+
+/* The output shape ys [N, Sq, Dv] of a pattern with BART's frame (first Reshape fr) as [B, H, Sq, Dv]: the frame
+ * in which the mask broadcasts */
+static pp_shape fa_frame_shape(const planner *P, int fr, const pp_shape *ys) {
+    const pp_shape *fs = &T(P, P->st->nodes[fr].out[0])->shape;
+    pp_shape y4 = *fs;
+    y4.dim[2] = ys->dim[1], y4.dim[3] = ys->dim[2];
+    return y4;
+}
+
 /* plan_fattn's test at the pattern's first MatMul ni, without side effects
- * (fold_views asks it too): the pattern's last MatMul, or -1; *sc_out its
- * Mul or Div (-1: none), *sm_out its Softmax, *pq_out the Mul or Div of Q
- * before it (fattn_prescale; -1: none), *ad_out its Add of a mask (fa_mask;
- * -1: none), *wh_out its Where (fa_where; -1: none). Q, K and V are read as their
- * views (folded or packed), each within the kernel's two batch strides. */
-static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *pq_out, int *ad_out, int *wh_out) {
+ * (fold_views asks it too): the pattern's last MatMul, or -1; its other
+ * links into *o (fa_links). Q, K and V are read as their views (folded or
+ * packed), each within the kernel's two batch strides. */
+static int fattn_match(const planner *P, int ni, fa_links *o) {
     const pprt_stage *st = P->st;
-    *sc_out = -1, *sm_out = -1, *pq_out = -1, *ad_out = -1, *wh_out = -1;
+    *o = (fa_links){-1, -1, -1, -1, -1, -1};
     const pprt_node *m1 = &st->nodes[ni];
     const int ty = one_float_type(P, m1); /* f32, or a half plan's type throughout */
     if (ty < 0 || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return -1;
@@ -3183,8 +3218,11 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *
     }
     if (wh < 0 && b >= 0 && st->nodes[b].op == PP_OP_WHERE && st->nodes[b].n_out == 1)
         wh = b, wcur = cur, cur = st->nodes[b].out[0], b = sole_reader(P, wh, cur);
-    const int ad = b >= 0 && st->nodes[b].op == PP_OP_ADD ? b : -1, acur = cur; /* an additive mask */
-    if (ad >= 0) b = st->nodes[ad].n_out == 1 ? sole_reader(P, ad, st->nodes[ad].out[0]) : -1;
+    int ad = b >= 0 && st->nodes[b].op == PP_OP_ADD ? b : -1, acur = cur, fr = -1, r2 = -1; /* an additive mask */
+    int64_t fh = -1; /* BART's frame: its heads */
+    if (b >= 0 && st->nodes[b].op == PP_OP_RESHAPE && (fh = fa_frame(P, b, cur, &ad, &r2)) > 0)
+        fr = b, acur = st->nodes[b].out[0], b = sole_reader(P, r2, st->nodes[r2].out[0]);
+    else if (ad >= 0) b = st->nodes[ad].n_out == 1 ? sole_reader(P, ad, st->nodes[ad].out[0]) : -1;
     if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1) return -1;
     const pprt_node *sm = &st->nodes[b];
     int64_t outer, len, inner;
@@ -3200,16 +3238,17 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *
     const sview vq = view_of(P, qt), vk = view_of(P, m1->in[1]), vv = view_of(P, n2->in[1]);
     int64_t sb, sh;
     const sview *qkv[3] = {&vq, &vk, &vv};
-    const int64_t nh = ys->rank >= 2 ? fa_heads(qkv, 3, ys) : -1;
+    const int64_t nh = fr >= 0 ? fh : ys->rank >= 2 ? fa_heads(qkv, 3, ys) : -1;
     if (vs->rank < 2 || ys->rank < 2 || vs->dim[vs->rank - 1] > PCU_FA_DMAX || vs->dim[vs->rank - 1] < 1 || nh < 1 ||
         !fa_strides(&vq, ys, nh, &sb, &sh) || !fa_strides(&vk, ys, nh, &sb, &sh) || !fa_strides(&vv, ys, nh, &sb, &sh) ||
         qs->dim[qs->rank - 2] < 1 || ks->dim[ks->rank - 1] < 1 || numel(ys) < 1 || numel(ys) > INT32_MAX ||
         ks->dim[ks->rank - 1] > INT32_MAX / 4)
         return -1;
     pcu_fattn mk = {0};
-    if ((ad >= 0 && fa_mask(P, ad, acur, ty, nh, ys, &mk) < 0) || (wh >= 0 && fa_where(P, wh, wcur, ty, nh, ys, &mk) < 0))
+    const pp_shape y4 = fr >= 0 ? fa_frame_shape(P, fr, ys) : *ys;
+    if ((ad >= 0 && fa_mask(P, ad, acur, ty, nh, &y4, &mk) < 0) || (wh >= 0 && fa_where(P, wh, wcur, ty, nh, ys, &mk) < 0))
         return -1;
-    *sc_out = sc, *sm_out = b, *pq_out = pq, *ad_out = ad, *wh_out = wh;
+    *o = (fa_links){.sc = sc, .sm = b, .pq = pq, .ad = ad, .wh = wh, .fr = fr};
     return m2;
 }
 
@@ -3219,13 +3258,13 @@ static int fattn_match(const planner *P, int ni, int *sc_out, int *sm_out, int *
 static void fattn_prescales(planner *P) {
     const int nn = P->st->n_nodes;
     for (int ni = 0; P->fattn && ni < nn; ni++) {
-        int sc, b, pq, ad, wh;
+        fa_links f;
         const pprt_node *n = &P->st->nodes[ni];
-        if (n->op != PP_OP_MATMUL || n->pattern != PP_PATTERN_ATTENTION || P->done[ni] ||
-            fattn_match(P, ni, &sc, &b, &pq, &ad, &wh) < 0 || pq < 0)
+        if (n->op != PP_OP_MATMUL || n->pattern != PP_PATTERN_ATTENTION || P->done[ni] || fattn_match(P, ni, &f) < 0 ||
+            f.pq < 0)
             continue;
-        P->done[pq] = true;
-        P->fa_head[2 * nn + ni] = pq;
+        P->done[f.pq] = true;
+        P->fa_head[2 * nn + ni] = f.pq;
     }
 }
 
@@ -3247,8 +3286,10 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         const int sc = P->fa_head[st->n_nodes + ni];
         const sview vq = view_of(P, qt), vk = view_of(P, m1->in[1]), vv = view_of(P, m2->in[1]);
         const sview *qkv[3] = {&vq, &vk, &vv};
+        const int fr = P->fa_head[5 * st->n_nodes + ni]; /* BART's frame: its heads are the kernel's */
         pcu_fattn k = {.nb = numel(ys) / (ys->dim[ys->rank - 2] * ys->dim[ys->rank - 1]),
-                       .nh = fa_heads(qkv, 3, ys), .grp = 1, .Sq = qs->dim[qs->rank - 2],
+                       .nh = fr >= 0 ? T(P, st->nodes[fr].out[0])->shape.dim[1] : fa_heads(qkv, 3, ys), .grp = 1,
+                       .Sq = qs->dim[qs->rank - 2],
                        .D = qs->dim[qs->rank - 1], .T = ks->dim[ks->rank - 1], .Dv = vs->dim[vs->rank - 1],
                        .t = one_float_type(P, m2)};
         k.qtiles = pcu_fattn_qtiles(&k);
@@ -3286,9 +3327,12 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         /* the Where before the scale or after it (it reads the scale's output), the mask's Add after both */
         const int ad = P->fa_head[3 * st->n_nodes + ni], wh = P->fa_head[4 * st->n_nodes + ni];
         const int so = sc >= 0 ? st->nodes[sc].out[0] : -1, wafter = wh >= 0 && so >= 0 && fa_reads(&st->nodes[wh], so);
-        const int wcur = wafter ? so : m1->out[0], acur = wh >= 0 && (wafter || sc < 0) ? st->nodes[wh].out[0]
-                                                                : so >= 0 ? so : m1->out[0];
-        const int mt = ad >= 0 ? fa_mask(P, ad, acur, k.t, k.nh, ys, &k) : -1;
+        const int wcur = wafter ? so : m1->out[0], acur = fr >= 0                      ? st->nodes[fr].out[0]
+                                                          : wh >= 0 && (wafter || sc < 0) ? st->nodes[wh].out[0]
+                                                          : so >= 0                       ? so
+                                                                                          : m1->out[0];
+        const pp_shape y4 = fr >= 0 ? fa_frame_shape(P, fr, ys) : *ys;
+        const int mt = ad >= 0 ? fa_mask(P, ad, acur, k.t, k.nh, &y4, &k) : -1;
         const int ct = wh >= 0 ? fa_where(P, wh, wcur, k.t, k.nh, ys, &k) : -1;
         if ((ad >= 0 && mt < 0) || (wh >= 0 && ct < 0))
             return PP_FAIL(P->err, PP_ERUNTIME, "cuda planner: node '%s': the fused attention's mask no longer fits "
@@ -3307,20 +3351,22 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         *ok = true;
         return PP_OK;
     }
-    int sc, b, pq, ad, wh;
-    const int m2 = fattn_match(P, ni, &sc, &b, &pq, &ad, &wh);
-    if (m2 < 0 || pq != P->fa_head[2 * st->n_nodes + ni]) return PP_OK; /* (fattn_prescales took its prescale) */
-    if (sc >= 0) P->done[sc] = true;
-    if (ad >= 0) P->done[ad] = true;
-    if (wh >= 0) P->done[wh] = true;
-    P->done[b] = true;
+    fa_links f;
+    const int m2 = fattn_match(P, ni, &f);
+    if (m2 < 0 || f.pq != P->fa_head[2 * st->n_nodes + ni]) return PP_OK; /* (fattn_prescales took its prescale) */
+    const int r2 = f.fr >= 0 ? sole_reader(P, f.ad, st->nodes[f.ad].out[0]) : -1; /* (before the Add is done) */
+    const int links[] = {f.sc, f.ad, f.wh, f.sm, f.fr, r2};
+    for (size_t i = 0; i < sizeof links / sizeof *links; i++)
+        if (links[i] >= 0) P->done[links[i]] = true;
     P->fa_head[m2] = ni;
-    P->fa_head[st->n_nodes + m2] = sc;
-    P->fa_head[2 * st->n_nodes + m2] = pq;
-    P->fa_head[3 * st->n_nodes + m2] = ad;
-    P->fa_head[4 * st->n_nodes + m2] = wh;
-    /* the scales, the Where, the mask's Add and the softmax; the first MatMul names the step */
-    P->pl->counts.fused += 1 + (sc >= 0) + (pq >= 0) + (ad >= 0) + (wh >= 0);
+    P->fa_head[st->n_nodes + m2] = f.sc;
+    P->fa_head[2 * st->n_nodes + m2] = f.pq;
+    P->fa_head[3 * st->n_nodes + m2] = f.ad;
+    P->fa_head[4 * st->n_nodes + m2] = f.wh;
+    P->fa_head[5 * st->n_nodes + m2] = f.fr;
+    /* the scales, the Where, the mask's Add (and BART's Reshapes around it) and the softmax; the first MatMul
+     * names the step */
+    P->pl->counts.fused += 1 + (f.sc >= 0) + (f.pq >= 0) + (f.ad >= 0) + (f.wh >= 0) + 2 * (f.fr >= 0);
     *ok = true;
     return PP_OK;
 }
@@ -3575,18 +3621,18 @@ static bool view_reader_ok(const planner *P, const bool *cand, const bool *fold,
         return (n->n_in < 3 || n->in[2] < 0 || P->view[n->in[2]].src < 0) &&
                gemm_views(&va, &vb, attr_i(P, n, "transA", 0) != 0, attr_i(P, n, "transB", 0) != 0, &mm);
     }
-    int sc, smx, pq, ad, wh;
+    fa_links f;
     if (P->fattn && (n->op == PP_OP_MUL || n->op == PP_OP_DIV)) { /* the Mul or Div of a pattern's Q, in its kernel */
         const int m = n->n_out == 1 ? sole_reader(P, j, n->out[0]) : -1;
         return m >= 0 && P->st->nodes[m].pattern == PP_PATTERN_ATTENTION && P->st->nodes[m].op == PP_OP_MATMUL &&
-               fattn_match(P, m, &sc, &smx, &pq, &ad, &wh) >= 0 && pq == j && fa_q(P, m, pq) == t;
+               fattn_match(P, m, &f) >= 0 && f.pq == j && fa_q(P, m, f.pq) == t;
     }
     if (n->op != PP_OP_MATMUL || n->n_in != 2 || n->n_out != 1 || one_float_type(P, n) < 0) return false;
     if (P->fattn) { /* a pattern the fused kernel will take: its Q, K (first MatMul) and V (last) fit it */
-        if (n->pattern == PP_PATTERN_ATTENTION && fattn_match(P, j, &sc, &smx, &pq, &ad, &wh) >= 0) return true;
+        if (n->pattern == PP_PATTERN_ATTENTION && fattn_match(P, j, &f) >= 0) return true;
         for (int i = 0; i < j; i++)
             if (P->st->nodes[i].pattern == PP_PATTERN_ATTENTION && P->st->nodes[i].op == PP_OP_MATMUL &&
-                fattn_match(P, i, &sc, &smx, &pq, &ad, &wh) == j)
+                fattn_match(P, i, &f) == j)
                 return true;
     }
     const sview va = view_of(P, n->in[0]), vb = view_of(P, n->in[1]);
@@ -4300,7 +4346,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     P.uses = calloc(pp_count(st->n_tensors), sizeof *P.uses);
     P.done = calloc(pp_count(st->n_nodes), sizeof *P.done);
     P.alias = malloc(pp_count(st->n_tensors) * sizeof *P.alias);
-    P.fa_head = malloc(5 * pp_count(st->n_nodes) * sizeof *P.fa_head);
+    P.fa_head = malloc(6 * pp_count(st->n_nodes) * sizeof *P.fa_head);
     if (P.rows) P.ln_of = malloc(pp_count(st->n_tensors) * sizeof *P.ln_of);
     pp_status s = PP_OK;
     if (!pl->woff || !P.uses || !P.done || !P.alias || !P.fa_head || (P.rows && !P.ln_of)) {
@@ -4328,7 +4374,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
             P.ln_of[n->in[0]] < 0)
             P.ln_of[n->in[0]] = ni;
     }
-    for (int i = 0; i < 5 * st->n_nodes; i++) P.fa_head[i] = -1;
+    for (int i = 0; i < 6 * st->n_nodes; i++) P.fa_head[i] = -1;
     for (int ni = 0; ni < st->n_nodes; ni++)
         for (int k = 0; k < st->nodes[ni].n_in; k++)
             if (st->nodes[ni].in[k] >= 0) P.uses[st->nodes[ni].in[k]]++;

@@ -29,7 +29,10 @@ on and off, written with onnx.helper, random weights:
          lowest, scores) after the Div (fused);
       k: GPT-J's, Where(causal [5, 5] bool constant, scores, float32's lowest)
          before the Div, then BERT's additive padding mask (fused);
-      l: head dim 136 (over the kernel's 128: not fused).
+      l: head dim 136 (over the kernel's 128: not fused);
+      m: BART's frame: q, k and v as [batch * 4, 5, 8], the scores times a
+         scalar, reshaped to [batch, 4, 5, 5], Llama's mask (h's) added,
+         reshaped back, Softmax, MatMul (fused), the output [batch, 4, 5, 8].
 Inputs DIR/data/*.npy (3 samples; NaN and +-inf among sample 1's and 2's
 values, so some score rows are NaN). usage: fattn_models.py DIR"""
 import os
@@ -120,7 +123,9 @@ np.save(os.path.join(d, "data_vit", "x.npy"), xv)
 
 # ---- small.onnx ---------------------------------------------------------------------------------
 inits = [c("sqrt8", np.array(np.sqrt(8), np.float32)), c("sqrt128", np.array(np.sqrt(128), np.float32)),
-         c("s16", np.array([0.25], np.float32)),
+         c("s16", np.array([0.25], np.float32)), c("to3q", np.array([-1, 5, 8], np.int64)),
+         c("to3k", np.array([-1, 8, 5], np.int64)), c("to4s", np.array([-1, 4, 5, 5], np.int64)),
+         c("to3s", np.array([-1, 5, 5], np.int64)), c("to4y", np.array([-1, 4, 5, 8], np.int64)),
          c("kc", w(1, 16, 40, s=0.5)), c("mask", np.where(rng.random((5, 5)) < 0.3, -1e9, 0).astype(np.float32)),
          c("low", np.array(np.finfo(np.float32).min, np.float32)), c("causal", np.tril(np.ones((5, 5), bool)))]
 nodes = [
@@ -175,6 +180,17 @@ nodes = [
     n("MatMul", ["ql", "kl"], ["sl"], name="/l/MatMul"),
     n("Softmax", ["sl"], ["pl"], name="/l/Softmax", axis=-1),
     n("MatMul", ["pl", "vl"], ["yl"], name="/l/MatMul_1"),
+    n("Reshape", ["qa", "to3q"], ["qm"], name="/m/Reshape"),
+    n("Reshape", ["ka", "to3k"], ["km"], name="/m/Reshape_1"),
+    n("Reshape", ["va", "to3q"], ["vm"], name="/m/Reshape_2"),
+    n("MatMul", ["qm", "km"], ["sm"], name="/m/MatMul"),
+    n("Mul", ["sm", "s16"], ["sm2"], name="/m/Mul"),
+    n("Reshape", ["sm2", "to4s"], ["sm3"], name="/m/Reshape_3"),
+    n("Add", ["sm3", "mh"], ["sm4"], name="/m/Add"),
+    n("Reshape", ["sm4", "to3s"], ["sm5"], name="/m/Reshape_4"),
+    n("Softmax", ["sm5"], ["pm"], name="/m/Softmax", axis=-1),
+    n("MatMul", ["pm", "vm"], ["ym3"], name="/m/MatMul_1"),
+    n("Reshape", ["ym3", "to4y"], ["ym"], name="/m/Reshape_5"),
 ]
 ins = {"qa": ["batch", 4, 5, 8], "ka": ["batch", 4, 8, 5], "va": ["batch", 4, 5, 8],
        "qb": ["batch", 2, 1, 16], "kb": ["batch", 2, 16, 33], "vb": ["batch", 2, 33, 24],
@@ -186,7 +202,7 @@ outs = [v("ya", ["batch", 4, 5, 8]), v("yb", ["batch", 2, 1, 24]), v("yc", ["bat
         v("yd", ["batch", 2, 40, 128]), v("se", ["batch", 4, 5, 5]), v("ye", ["batch", 4, 5, 8]),
         v("yf", ["batch", 4, 5, 8]), v("yg", ["batch", 4, 5, 8]), v("yh", ["batch", 4, 5, 8]),
         v("yi", ["batch", 4, 5, 8]), v("yj", ["batch", 4, 5, 8]), v("yk", ["batch", 4, 5, 8]),
-        v("yl", ["batch", 1, 3, 136])]
+        v("yl", ["batch", 1, 3, 136]), v("ym", ["batch", 4, 5, 8])]
 vin = [v(k, s) for k, s in ins.items() if k != "cj"] + \
     [helper.make_tensor_value_info("cj", TensorProto.BOOL, ins["cj"])]
 save(helper.make_graph(nodes, "small", vin, outs, initializer=inits), "small.onnx")

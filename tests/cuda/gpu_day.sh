@@ -172,8 +172,9 @@ if [ "$be" = cuda ]; then  # the barriers and shared memory as the hardware runs
   done
 fi
 # 2b'. the fused attention (--cuda-fused-attention on, not yet on a GPU before this): tests/cuda/fattn_models.py's
-# small model (8 patterns; since 2026-12-06 masks added and Wheres, read through their own strides) and a
-# ViT-like block against ref, then the ViT under racecheck and memcheck and the small model under memcheck
+# small model (10 patterns; since 2026-12-06 masks added and Wheres, read through their own strides, a head of 128
+# in the kernel's wide geometry, BART's frame) and a ViT-like block against ref, then both under racecheck and
+# memcheck
 echo "== 2b'. --cuda-fused-attention on ($(date +%T), $(left) s left)"
 wf=$w/fattn; mkdir -p $wf
 if python3 "$src/tests/cuda/fattn_models.py" $wf > /dev/null; then
@@ -195,10 +196,12 @@ if python3 "$src/tests/cuda/fattn_models.py" $wf > /dev/null; then
         || { echo "FAIL: compute-sanitizer $tool, --cuda-fused-attention on"; status=1; }
       echo "fused attention $tool: $(tail -1 "$out/san_fattn_$tool.txt")"
     done
-    timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 "$PPRT" $wf/small.plan $wf/data_small -o $wf/san_s \
-      --backend cuda --cuda-graphs off --cuda-fused-attention on -q > "$out/san_fattn_small.txt" 2>&1 \
-      || { echo "FAIL: compute-sanitizer memcheck, the small model's masked patterns"; status=1; }
-    echo "fused attention memcheck (masks, Wheres): $(tail -1 "$out/san_fattn_small.txt")"
+    for tool in memcheck racecheck; do # (racecheck: the wide geometry's shared memory, pattern d)
+      timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $wf/small.plan $wf/data_small -o $wf/san_s \
+        --backend cuda --cuda-graphs off --cuda-fused-attention on -q > "$out/san_fattn_small_$tool.txt" 2>&1 \
+        || { echo "FAIL: compute-sanitizer $tool, the small model's patterns"; status=1; }
+      echo "fused attention $tool (masks, Wheres, heads of 128, BART's frame): $(tail -1 "$out/san_fattn_small_$tool.txt")"
+    done
   fi
 else
   echo "FAIL: fattn_models.py"; status=1

@@ -1272,6 +1272,65 @@ static void test_attention_wheres(void) {
     }
 }
 
+/* pp_attention_chains with BART's frame around the mask (attn_frame): x [4,3,8] (N = 4 = B 2 x H 2) -> /a/MatMul
+ * (x, k [8,3]) -> /a/Reshape (to [2,2,3,3]) -> /a/Add (a mask [2,1,1,3]) -> /a/Reshape_1 (back to [4,3,3]) ->
+ * /a/Softmax -> /b/MatMul (v [3,8]): the pattern ends at /b/MatMul, every node from the first Reshape kept with it;
+ * none where the Reshape back gives another shape ([2,6,3]), where the frame does not split N ([4,3,3,1], a mask
+ * [1,1,1,1]), where
+ * no mask is added between the Reshapes, or where the mask has more dims than the frame ([1,2,1,1,3]). */
+static int const_shape(pp_graph *g, const char *name, const int64_t *d, int n) {
+    static int64_t store[4][8];
+    static int used;
+    int64_t *data = store[used++ % 4];
+    memcpy(data, d, sizeof *d * (size_t)n);
+    const int v = value(g, name);
+    g->values[v].dtype = PP_I64;
+    g->values[v].shape = (pp_shape){1, {n}};
+    g->values[v].is_const = true;
+    g->values[v].data = data;
+    g->values[v].nbytes = (size_t)n * 8;
+    return v;
+}
+
+static void test_attention_frame(void) {
+    enum { FRAME, OTHER_BACK, NO_SPLIT, NO_MASK, WIDER, N_CASES };
+    static const char *const what[] = {"BART's frame", "back to [2,6,3]", "a frame [4,3,3,1]", "no mask",
+                                       "a [1,2,1,1,3] mask"};
+    for (int c = 0; c < N_CASES; c++) {
+        pp_graph g;
+        pp_err e = {0};
+        const int x = graph_x24(&g, 0, &e), k = const_mat(&g, "k", 8, 3), v = const_mat(&g, "w", 3, 8);
+        g.values[x].shape = (pp_shape){3, {4, 3, 8}}, g.values[x].nbytes = 4 * 3 * 8 * 4;
+        const int m = const_mat(&g, "m", 2, 3);
+        g.values[m].shape = c == WIDER ? (pp_shape){5, {1, 2, 1, 1, 3}} : (pp_shape){4, {2, 1, 1, 3}};
+        if (c == NO_SPLIT) g.values[m].shape = (pp_shape){4, {1, 1, 1, 1}}, g.values[m].nbytes = 4;
+        const int64_t f4[4] = {2, 2, 3, 3}, f4b[4] = {4, 3, 3, 1}, back[3] = {4, 3, 3}, other[3] = {2, 6, 3};
+        const int to4 = const_shape(&g, "to4", c == NO_SPLIT ? f4b : f4, 4);
+        const int to3 = const_shape(&g, "to3", c == OTHER_BACK ? other : back, 3);
+        int vv[6];
+        values_v(&g, vv, 6);
+        node(&g, PP_OP_MATMUL, "/a/MatMul", x, k, vv[0]);
+        node(&g, PP_OP_RESHAPE, "/a/Reshape", vv[0], to4, vv[1]);
+        if (c == NO_MASK) node(&g, PP_OP_RELU, "/a/Relu", vv[1], -1, vv[2]);
+        else node(&g, PP_OP_ADD, "/a/Add", vv[1], m, vv[2]);
+        node(&g, PP_OP_RESHAPE, "/a/Reshape_1", vv[2], to3, vv[3]);
+        node(&g, PP_OP_SOFTMAX, "/a/Softmax", vv[3], -1, vv[4]);
+        node(&g, PP_OP_MATMUL, "/b/MatMul", vv[4], v, vv[5]);
+        pp_graph_add_output(&g, vv[5], &e);
+        bool keep[6];
+        int tail[6];
+        pp_status s = pp_graph_infer(&g, &e);
+        if (s == PP_OK) s = pp_attention_chains(&g, keep, tail, &e);
+        const bool want = c == FRAME;
+        CHECK(s == PP_OK && g.n_nodes == 6 && (tail[0] == 5) == want && (want || tail[0] == -1),
+              "attention in a frame, %s: %s, tail %d (want %s)", what[c], s == PP_OK ? "ok" : e.msg,
+              s == PP_OK ? tail[0] : -9, want ? "the last MatMul" : "none");
+        if (s == PP_OK && want)
+            for (int i = 1; i <= 5; i++) CHECK(keep[i], "attention in a frame: a cut allowed before node %d", i);
+        pp_graph_free(&g);
+    }
+}
+
 /* The report's layout (passes/layout.c) on random DAGs: edges run down
  * through one bend per layer, items of a layer keep their order and spacing,
  * every use of a value is an edge; and comparing the policies
@@ -1442,6 +1501,7 @@ int main(void) {
     test_attention_chains();
     test_attention_masks();
     test_attention_wheres();
+    test_attention_frame();
     test_layout_and_compare();
     test_capped_split();
     test_stage_records();
