@@ -49,15 +49,42 @@ static bool const_all(const pp_graph *g, const pp_node *n, int k, int64_t want, 
     return true;
 }
 
+/* value v is a constant float scalar of +-0 (f32, f64, f16 or bf16) */
+static bool const_zero_scalar(const pp_graph *g, int v) {
+    const pp_value *c = &g->values[v];
+    if (!c->is_const || !c->data || c->nbytes != pp_dtype_size(c->dtype)) return false;
+    if (c->dtype == PP_F32) {
+        float f;
+        memcpy(&f, c->data, 4);
+        return f == 0.0f;
+    }
+    if (c->dtype == PP_F64) {
+        double d;
+        memcpy(&d, c->data, 8);
+        return d == 0.0;
+    }
+    if (c->dtype == PP_F16 || c->dtype == PP_BF16) {
+        uint16_t h;
+        memcpy(&h, c->data, 2);
+        return (h & 0x7fff) == 0;
+    }
+    return false;
+}
+
 static bool is_noop(const pp_graph *g, const pp_node *n) {
     if (n->n_in < 1 || n->in[0] < 0) return false;
     const pp_value *x = &g->values[n->in[0]], *y = &g->values[n->out[0]];
     if (is(n, PP_OP_IDENTITY)) return true;
-    if (is(n, PP_OP_DROPOUT)) { /* inference unless training_mode is given and not a constant false */
-        if (n->n_out != 1) return false;
-        if (n->n_in < 3 || n->in[2] < 0) return true;
+    if (is(n, PP_OP_DROPOUT)) { /* its mask unread, and in inference or dropping nothing */
+        if (n->n_out > 2 || (n->n_out == 2 && n->out[1] >= 0 &&
+                             (pp_graph_is_output(g, n->out[1]) || pp_graph_consumers(g, n->out[1], NULL, 0) > 0)))
+            return false;
+        if (n->n_in < 3 || n->in[2] < 0) return true; /* inference unless training_mode is given ... */
         const pp_value *t = &g->values[n->in[2]];
-        return t->is_const && t->dtype == PP_BOOL && t->nbytes == 1 && !*(const uint8_t *)t->data;
+        if (t->is_const && t->dtype == PP_BOOL && t->nbytes == 1 && !*(const uint8_t *)t->data) return true;
+        /* ... and not a constant false; in training mode a constant ratio of 0 keeps every element and scales
+         * by 1 / (1 - 0): y = x (torch's exports of models in training mode, Swin's nn.Dropout(0.0)) */
+        return n->n_in >= 2 && n->in[1] >= 0 && const_zero_scalar(g, n->in[1]);
     }
     if (!same_tensor(x, y)) return false;
     /* a view, Expand, Tile or Cast that keeps type and shape keeps everything */

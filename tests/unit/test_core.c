@@ -1331,6 +1331,51 @@ static void test_attention_frame(void) {
     }
 }
 
+/* pp_simplify's Dropout: x [2,4] -> /d/Dropout (x, ratio, training_mode) -> /r/Relu -> y. Removed (y reads x
+ * through the Relu) in inference (no training_mode, or a constant false) and in training mode with a constant
+ * ratio of 0 (f32 0, f16 -0: every element kept, scaled by 1); kept with a ratio of 0.5, with its mask read (a
+ * graph output), or with a ratio that is not a constant (an input). */
+static void test_dropout_noop(void) {
+    enum { INFER, FALSE_MODE, RATIO0, RATIO_NEG0_F16, RATIO_HALF, MASK_READ, RATIO_INPUT, N_CASES };
+    static const char *const what[] = {"inference", "training_mode false", "ratio 0 in training",
+                                       "an f16 ratio of -0", "ratio 0.5", "its mask an output", "a ratio input"};
+    static const float zero = 0.0f, half = 0.5f;
+    static const uint16_t neg0_f16 = 0x8000;
+    static const uint8_t yes = 1, no = 0;
+    for (int c = 0; c < N_CASES; c++) {
+        pp_graph g;
+        pp_err e = {0};
+        const int x = graph_x24(&g, 0, &e), r = value(&g, "ratio"), t = value(&g, "training_mode");
+        g.values[r].dtype = c == RATIO_NEG0_F16 ? PP_F16 : PP_F32, g.values[r].shape = (pp_shape){0, {0}};
+        g.values[r].nbytes = c == RATIO_NEG0_F16 ? 2 : 4;
+        g.values[r].data = c == RATIO_NEG0_F16 ? (const void *)&neg0_f16 : c == RATIO_HALF ? (const void *)&half
+                                                                                             : (const void *)&zero;
+        if (c == RATIO_INPUT) g.values[r].data = NULL, pp_graph_add_input(&g, r, &e);
+        else g.values[r].is_const = true;
+        g.values[t].dtype = PP_BOOL, g.values[t].shape = (pp_shape){0, {0}}, g.values[t].nbytes = 1;
+        g.values[t].is_const = true, g.values[t].data = c == FALSE_MODE ? &no : &yes;
+        int v[3];
+        values_v(&g, v, 3);
+        int id;
+        if (pp_graph_add_node(&g, PP_OP_DROPOUT, "/d/Dropout", c == INFER ? 1 : 3, 2, &id, &e) != PP_OK) exit(1);
+        g.nodes[id].in[0] = x;
+        if (c != INFER) g.nodes[id].in[1] = r, g.nodes[id].in[2] = t;
+        g.nodes[id].out[0] = v[0], g.nodes[id].out[1] = v[1];
+        node(&g, PP_OP_RELU, "/r/Relu", v[0], -1, v[2]);
+        pp_graph_add_output(&g, v[2], &e);
+        if (c == MASK_READ) pp_graph_add_output(&g, v[1], &e);
+        /* (inference refuses a training-mode Dropout with a nonzero ratio: simplify sees it uninferred) */
+        pp_status s = c == RATIO_HALF ? PP_OK : pp_graph_infer(&g, &e);
+        if (s == PP_OK) s = pp_simplify(&g, &e);
+        int dropouts = 0;
+        for (int i = 0; i < g.n_nodes; i++) dropouts += !g.nodes[i].dead && g.nodes[i].op == PP_OP_DROPOUT;
+        const bool want_gone = c <= RATIO_NEG0_F16;
+        CHECK(s == PP_OK && dropouts == (want_gone ? 0 : 1), "Dropout, %s: %s, %d left (want %d)", what[c],
+              s == PP_OK ? "ok" : e.msg, dropouts, want_gone ? 0 : 1);
+        pp_graph_free(&g);
+    }
+}
+
 /* The report's layout (passes/layout.c) on random DAGs: edges run down
  * through one bend per layer, items of a layer keep their order and spacing,
  * every use of a value is an edge; and comparing the policies
@@ -1502,6 +1547,7 @@ int main(void) {
     test_attention_masks();
     test_attention_wheres();
     test_attention_frame();
+    test_dropout_noop();
     test_layout_and_compare();
     test_capped_split();
     test_stage_records();
