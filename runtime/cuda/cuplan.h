@@ -201,6 +201,8 @@ typedef struct pcu_plan {
     uint64_t *woff;      /* tensor id -> offset in WEIGHTS (UINT64_MAX: not a weight) */
     int *root;           /* tensor id -> the arena tensor whose bytes it has (itself, or a view's source) */
     pcu_counts counts;
+    int fa_unfused;   /* ppcc's attention patterns the fused kernel does not take (--cuda-fused-attention on) */
+    char fa_why[160]; /* the first's node and why */
     /* the planner's own arena tensors (NHWC or NCHW copies, plan_cuda.c "Layouts"): tensor ids st->n_tensors
      * .. n_tensors - 1, temp_bytes[id - st->n_tensors] bytes each, a copy of stage tensor temp_of[...] */
     int n_tensors, n_temps;

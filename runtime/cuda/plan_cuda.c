@@ -3159,10 +3159,14 @@ static int fa_q(const planner *P, int ni, int pq) {
 
 /* The links of an attention pattern that fattn_match found (-1: none): the Mul or Div of the scores, the
  * Softmax, the Mul or Div of Q before the first MatMul (fattn_prescale), the Add of a mask (fa_mask), the Where
- * (fa_where), and the first Reshape of BART's frame around the mask (fa_frame) */
+ * (fa_where), and the first Reshape of BART's frame around the mask (fa_frame); where none is found, why */
 typedef struct fa_links {
     int sc, sm, pq, ad, wh, fr;
+    char why[96];
 } fa_links;
+
+/* fattn_match's refusal: why, into o */
+#define FA_NO(o, ...) (snprintf((o)->why, sizeof (o)->why, __VA_ARGS__), -1)
 
 /* BART's frame around the mask (ppcc's pp_attn_frame): Reshape node r of the scores `scores` [N, S, T] into
  * [B, H, S, T] (B * H = N), the Add of a mask there, a Reshape back to [N, S, T]: the frame's heads H, the mask's
@@ -3199,20 +3203,23 @@ static pp_shape fa_frame_shape(const planner *P, int fr, const pp_shape *ys) {
  * packed), each within the kernel's two batch strides. */
 static int fattn_match(const planner *P, int ni, fa_links *o) {
     const pprt_stage *st = P->st;
-    *o = (fa_links){-1, -1, -1, -1, -1, -1};
+    *o = (fa_links){-1, -1, -1, -1, -1, -1, ""};
     const pprt_node *m1 = &st->nodes[ni];
     const int ty = one_float_type(P, m1); /* f32, or a half plan's type throughout */
-    if (ty < 0 || m1->n_in != 2 || m1->n_out != 1 || (P->host_node && P->host_node[ni])) return -1;
+    if (ty < 0 || m1->n_in != 2 || m1->n_out != 1) return FA_NO(o, "its operands are not of one float type");
+    if (P->host_node && P->host_node[ni]) return FA_NO(o, "on the host fallback");
     const int pq = fattn_prescale(P, ni, ty), qt = fa_q(P, ni, pq);
     const pp_shape *qs = &T(P, qt)->shape, *ks = &T(P, m1->in[1])->shape;
-    if (qs->rank < 2 || ks->rank < 2 || qs->dim[qs->rank - 1] > PCU_FA_DMAX || qs->dim[qs->rank - 1] < 1) return -1;
+    if (qs->rank < 2 || ks->rank < 2 || qs->dim[qs->rank - 1] < 1) return FA_NO(o, "Q or K not a matrix per batch");
+    if (qs->dim[qs->rank - 1] > PCU_FA_DMAX)
+        return FA_NO(o, "heads of %lld, over the kernel's %d", (long long)qs->dim[qs->rank - 1], PCU_FA_DMAX);
     /* the scores' modifiers in ppcc's order (pp_attention_chains): [Where] [scale] [Where] [Add of a mask];
      * cur: the scores as the next link reads them; the Where and the mask checked by fa_where and fa_mask */
     int b = sole_reader(P, ni, m1->out[0]), sc = -1, wh = -1, cur = m1->out[0], wcur = -1;
     if (b >= 0 && st->nodes[b].op == PP_OP_WHERE && st->nodes[b].n_out == 1)
         wh = b, wcur = cur, cur = st->nodes[b].out[0], b = sole_reader(P, wh, cur);
     if (b >= 0 && (st->nodes[b].op == PP_OP_MUL || st->nodes[b].op == PP_OP_DIV)) {
-        if (fa_scalar(P, &st->nodes[b], cur, ty) < 0) return -1;
+        if (fa_scalar(P, &st->nodes[b], cur, ty) < 0) return FA_NO(o, "the scores' scale is not a scalar weight");
         sc = b, cur = st->nodes[b].out[0];
         b = sole_reader(P, b, cur);
     }
@@ -3223,32 +3230,36 @@ static int fattn_match(const planner *P, int ni, fa_links *o) {
     if (b >= 0 && st->nodes[b].op == PP_OP_RESHAPE && (fh = fa_frame(P, b, cur, &ad, &r2)) > 0)
         fr = b, acur = st->nodes[b].out[0], b = sole_reader(P, r2, st->nodes[r2].out[0]);
     else if (ad >= 0) b = st->nodes[ad].n_out == 1 ? sole_reader(P, ad, st->nodes[ad].out[0]) : -1;
-    if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1) return -1;
+    if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1)
+        return FA_NO(o, "the scores reach the Softmax through a link the kernel does not take, or are read twice");
     const pprt_node *sm = &st->nodes[b];
     int64_t outer, len, inner;
     if ((int)T(P, sm->out[0])->dtype != ty ||
         pp_softmax_split(attrs_of(P, sm), &T(P, sm->in[0])->shape, &outer, &len, &inner, NULL) != PP_OK || inner != 1)
-        return -1;
+        return FA_NO(o, "the Softmax is not over the keys' axis in the pattern's type");
     const int m2 = sole_reader(P, b, sm->out[0]);
     if (m2 < 0 || st->nodes[m2].op != PP_OP_MATMUL || st->nodes[m2].in[0] != sm->out[0] ||
         one_float_type(P, &st->nodes[m2]) != ty)
-        return -1;
+        return FA_NO(o, "the probabilities are not the last MatMul's left operand alone");
     const pprt_node *n2 = &st->nodes[m2];
     const pp_shape *vs = &T(P, n2->in[1])->shape, *ys = &T(P, n2->out[0])->shape;
     const sview vq = view_of(P, qt), vk = view_of(P, m1->in[1]), vv = view_of(P, n2->in[1]);
     int64_t sb, sh;
     const sview *qkv[3] = {&vq, &vk, &vv};
     const int64_t nh = fr >= 0 ? fh : ys->rank >= 2 ? fa_heads(qkv, 3, ys) : -1;
-    if (vs->rank < 2 || ys->rank < 2 || vs->dim[vs->rank - 1] > PCU_FA_DMAX || vs->dim[vs->rank - 1] < 1 || nh < 1 ||
-        !fa_strides(&vq, ys, nh, &sb, &sh) || !fa_strides(&vk, ys, nh, &sb, &sh) || !fa_strides(&vv, ys, nh, &sb, &sh) ||
-        qs->dim[qs->rank - 2] < 1 || ks->dim[ks->rank - 1] < 1 || numel(ys) < 1 || numel(ys) > INT32_MAX ||
+    if (vs->rank >= 2 && vs->dim[vs->rank - 1] > PCU_FA_DMAX)
+        return FA_NO(o, "values of %lld, over the kernel's %d", (long long)vs->dim[vs->rank - 1], PCU_FA_DMAX);
+    if (vs->rank < 2 || ys->rank < 2 || vs->dim[vs->rank - 1] < 1 || nh < 1 || !fa_strides(&vq, ys, nh, &sb, &sh) ||
+        !fa_strides(&vk, ys, nh, &sb, &sh) || !fa_strides(&vv, ys, nh, &sb, &sh))
+        return FA_NO(o, "Q, K or V not within the kernel's two batch strides (batch and head)");
+    if (qs->dim[qs->rank - 2] < 1 || ks->dim[ks->rank - 1] < 1 || numel(ys) < 1 || numel(ys) > INT32_MAX ||
         ks->dim[ks->rank - 1] > INT32_MAX / 4)
-        return -1;
+        return FA_NO(o, "empty, or over the kernel's int32 sizes");
     pcu_fattn mk = {0};
     const pp_shape y4 = fr >= 0 ? fa_frame_shape(P, fr, ys) : *ys;
     if ((ad >= 0 && fa_mask(P, ad, acur, ty, nh, &y4, &mk) < 0) || (wh >= 0 && fa_where(P, wh, wcur, ty, nh, ys, &mk) < 0))
-        return -1;
-    *o = (fa_links){.sc = sc, .sm = b, .pq = pq, .ad = ad, .wh = wh, .fr = fr};
+        return FA_NO(o, "its mask or Where condition is not of the pattern's type or not broadcast to the scores");
+    *o = (fa_links){.sc = sc, .sm = b, .pq = pq, .ad = ad, .wh = wh, .fr = fr, .why = ""};
     return m2;
 }
 
@@ -3353,6 +3364,11 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
     }
     fa_links f;
     const int m2 = fattn_match(P, ni, &f);
+    if (m2 < 0 && st->nodes[ni].pattern == PP_PATTERN_ATTENTION) { /* ppcc's pattern, not the kernel's: say why */
+        if (!P->pl->fa_unfused++)
+            snprintf(P->pl->fa_why, sizeof P->pl->fa_why, "'%s': %s", st->nodes[ni].name, f.why);
+        return PP_OK;
+    }
     if (m2 < 0 || f.pq != P->fa_head[2 * st->n_nodes + ni]) return PP_OK; /* (fattn_prescales took its prescale) */
     const int r2 = f.fr >= 0 ? sole_reader(P, f.ad, st->nodes[f.ad].out[0]) : -1; /* (before the Add is done) */
     const int links[] = {f.sc, f.ad, f.wh, f.sm, f.fr, r2};
@@ -4501,6 +4517,9 @@ void pcu_plan_explain_kernels(const pcu_plan *pl, const char *backend, FILE *f) 
     if (pl->counts.nhwc || pl->counts.transposes)
         fprintf(f, "pprt: %s: stage %d: %d nodes channels-last, %d transposes between the layouts a micro-batch "
                 "(--cuda-layout)\n", backend, pl->st->index, pl->counts.nhwc, pl->counts.transposes);
+    if (pl->fa_unfused) /* ppcc's attention patterns that the fused kernel does not take (--cuda-fused-attention) */
+        fprintf(f, "pprt: %s: stage %d: %d attention pattern%s not fused (the first, %s)\n", backend, pl->st->index,
+                pl->fa_unfused, pl->fa_unfused == 1 ? "" : "s", pl->fa_why);
     pcu_tally t;
     pcu_plan_tally(pl, &t);
     fprintf(f, "pprt: %s: stage %d: %d steps a micro-batch: %d own-kernel launches, %d library calls, %d copies, "
