@@ -1009,16 +1009,18 @@ int pp_attn_mask(const pp_graph *g, int a, int scores, pp_dtype t) {
                : -1;
 }
 
-/* BART's frame around the mask (torch's view of the scores per head and back): Reshape node r of the scores
- * [N, S, T] into [B, H, S, T] (B * H = N), an Add of a mask there (pp_attn_mask), a Reshape back to [N, S, T],
- * each read by the next alone: the Reshape back, or -1. */
+/* A frame around a mask (torch's views of the scores): Reshape node r of the scores [N, ..., S, T] into
+ * [F0, F1, ..., S, T] (F0 * F1 = N, the other dims kept), an Add of a mask there (pp_attn_mask), a Reshape back,
+ * each read by the next alone: BART's [B * H, S, T] as [B, H, S, T], Swin's shifted windows [B * W, H, S, T] as
+ * [B, W, H, S, T]. The Reshape back, or -1. */
 static int attn_frame(const pp_graph *g, const int *user, int r, int scores, pp_dtype t) {
     const pp_node *n = &g->nodes[r];
     if (n->op != PP_OP_RESHAPE || n->n_in < 1 || n->in[0] != scores || n->n_out != 1 || n->out[0] < 0) return -1;
     const pp_shape *xs = &g->values[scores].shape, *fs = &g->values[n->out[0]].shape;
-    if (xs->rank != 3 || fs->rank != 4 || fs->dim[0] * fs->dim[1] != xs->dim[0] || fs->dim[2] != xs->dim[1] ||
-        fs->dim[3] != xs->dim[2])
+    if (xs->rank < 3 || xs->rank > 4 || fs->rank != xs->rank + 1 || fs->dim[0] * fs->dim[1] != xs->dim[0])
         return -1;
+    for (int d = 1; d < xs->rank; d++)
+        if (fs->dim[d + 1] != xs->dim[d]) return -1;
     const int ad = attn_next(g, user, r, t);
     if (ad < 0 || pp_attn_mask(g, ad, n->out[0], t) < 0) return -1;
     const int r2 = attn_next(g, user, ad, t);
@@ -1032,7 +1034,7 @@ static int attn_frame(const pp_graph *g, const int *user, int r, int scores, pp_
 /* The last node of the attention pattern that MatMul a opens, or -1:
  * MatMul -> [Where (pp_attn_where)] -> [Mul by a constant scalar (either
  * side) | Div by one] -> [Where, if none before] -> [Add of a mask
- * (pp_attn_mask), or BART's frame around one (attn_frame)] -> Softmax
+ * (pp_attn_mask)] -> [a frame around one (attn_frame)] -> Softmax
  * over the last axis -> MatMul reading the
  * probabilities as its left
  * operand, every link read by the next alone, one type throughout: f32, or
@@ -1058,9 +1060,12 @@ static int attn_tail(const pp_graph *g, const int *user, int a) {
     }
     if (wh < 0 && b >= 0 && pp_attn_where(g, b, cur, t) >= 0) /* a Where after it (GPT-2's, DistilBERT's) */
         cur = g->nodes[b].out[0], b = attn_next(g, user, b, t);
-    if (b >= 0 && g->nodes[b].op == PP_OP_ADD) /* an additive mask: BERT's padding, Llama's causal + padding */
-        b = pp_attn_mask(g, b, cur, t) >= 0 ? attn_next(g, user, b, t) : -1;
-    else if (b >= 0 && g->nodes[b].op == PP_OP_RESHAPE) { /* BART's: in a per-head view of the scores */
+    if (b >= 0 && g->nodes[b].op == PP_OP_ADD) { /* an additive mask: BERT's padding, Llama's causal + padding */
+        const bool ok = pp_attn_mask(g, b, cur, t) >= 0;
+        if (ok) cur = g->nodes[b].out[0];
+        b = ok ? attn_next(g, user, b, t) : -1;
+    }
+    if (b >= 0 && g->nodes[b].op == PP_OP_RESHAPE) { /* BART's mask in a per-head view; Swin's in windows */
         const int r2 = attn_frame(g, user, b, cur, t);
         b = r2 >= 0 ? attn_next(g, user, r2, t) : -1;
     }

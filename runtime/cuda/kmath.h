@@ -2547,7 +2547,8 @@ PCU_HD void pcu_attn_at(const pcu_attn *t, float *Y, float *qk_out, double *scra
  * on a GPU): Y = softmax(scale(qscale(Q) K)) V over nb = B * nh batches (batch b,
  * head h) of Q [Sq, D] (ppcc's MatMul's left operand, or ONNX Attention's
  * Q), K [D, T] (the MatMul's right operand, or Attention's K: element (e, j)
- * at j * kj + e * ke), V [T, Dv] and Y [Sq, Dv], each operand's batch at b
+ * at j * kj + e * ke), V [T, Dv] and Y [Sq, Dv] (and the scores' masks, M and
+ * a windowed F, each with strides of its own), each operand's batch at b
  * * Xb + h * Xh (K and V: head h / grp, grouped-query attention), D and Dv
  * <= PCU_FA_DMAX. A cooperative kernel (kernels.def PCU_COOP): a block of
  * PCU_BLOCK lanes per (batch, tile of bq query rows), tpr lanes per query
@@ -2600,6 +2601,11 @@ typedef struct pcu_fattn {
     /* element strides: batch, head, row (key), column; the mask's and the condition's per batch, head, query
      * row and key (0 where it is broadcast) */
     int64_t qb, qh, qi, qe, kb, kh, kj, ke, vb, vh, vj, ve, yb, yh, yi, mb, mh, mi, mj, cb, ch, ci, cj;
+    /* fmask 1: a second mask F (operand 6, type t) added after M, read in a frame of windows (Swin's shifted
+     * windows: the scores [B * fwn, nh, S, T] viewed as [B, fwn, nh, S, T]): batch bh's window (bh / nh) % fwn,
+     * its batch bh / nh / fwn; F's strides per batch, window, head, query row and key */
+    int32_t fmask, pad2_;
+    int64_t fwn, fb, fw, fh, fi, fj;
 } pcu_fattn;
 
 /* Where batch bh's matrix of Q (w 0), K (1), V (2) or Y (3) starts. */
@@ -2692,6 +2698,12 @@ PCU_HD int64_t pcu_fattn_moff(const pcu_fattn *k, int64_t sb, int64_t sh, int64_
     return b / k->nh * sb + b % k->nh * sh + i * si + j * sj;
 }
 
+/* The element of the windowed mask F (fmask) that score (batch b, query row i, key j) reads */
+PCU_HD int64_t pcu_fattn_foff(const pcu_fattn *k, int64_t b, int64_t i, int64_t j) {
+    const int64_t bw = b / k->nh;
+    return bw / k->fwn * k->fb + bw % k->fwn * k->fw + b % k->nh * k->fh + i * k->fi + j * k->fj;
+}
+
 /* The Where's choice for score v of batch b, query row i, key j: v where the condition is wthen, else the fill
  * put (or, wadd, added) */
 PCU_HD float pcu_fattn_where(const pcu_fattn *k, const void *cond, int64_t b, int64_t i, int64_t j, float v) {
@@ -2704,9 +2716,10 @@ PCU_HD float pcu_fattn_where(const pcu_fattn *k, const void *cond, int64_t b, in
  * Where's choice before or after the scale; the mask's element added after
  * them and the sum rounded to t, as the graph's Add computes and stores it
  * (so an fp16 plan's row masked whole at -65504 stays uniform, as the
- * graph's); causality's -inf added last (rows past Sq read none of them) */
+ * graph's), then the windowed mask's the same way; causality's -inf added
+ * last (rows past Sq read none of them) */
 PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const pcu_fa_geo *g, const void *mask, const void *cond,
-                             pcu_fattn_sh *sh, int64_t b, int64_t i, int64_t j0, int row, int t) {
+                             const void *fm, pcu_fattn_sh *sh, int64_t b, int64_t i, int64_t j0, int row, int t) {
     float s[PCU_FA_KLMAX];
     const float *qr = sh->f + row * g->qs, *kt = sh->f + g->ko + t * g->qs;
     const int ks = g->tpr * g->qs; /* the lane's next key */
@@ -2731,6 +2744,7 @@ PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const pcu_fa_geo *g, const void
         if (k->where == 2 && in) v = pcu_fattn_where(k, cond, b, i, j0 + jj, v);
         if (k->mask && in)
             v = pcu_rround(k->t, v + pcu_rld(mask, k->t, pcu_fattn_moff(k, k->mb, k->mh, k->mi, k->mj, b, i, j0 + jj)));
+        if (k->fmask && in) v = pcu_rround(k->t, v + pcu_rld(fm, k->t, pcu_fattn_foff(k, b, i, j0 + jj)));
         if (k->causal && in && j0 + jj > i) v = v + -INFINITY;
         if (j0 + jj >= k->T) v = -INFINITY; /* past the keys: probability 0 */
         sh->f[g->po + row * (g->bk + 1) + jj] = v;
@@ -2780,7 +2794,8 @@ PCU_HD void pcu_fattn_acc(const pcu_fattn *k, const pcu_fa_geo *g, void *y, pcu_
 
 /* Lane l of block r in phase ph (kernels.def PCU_COOP). */
 PCU_HD void pcu_fattn_ph(const pcu_fattn *k, int ph, void *y, const void *q, const void *kk, const void *v,
-                         const void *mask, const void *cond, pcu_fattn_sh *sh, pcu_fattn_lane *st, int64_t r, int l) {
+                         const void *mask, const void *cond, const void *fm, pcu_fattn_sh *sh, pcu_fattn_lane *st,
+                         int64_t r, int l) {
     const pcu_fa_geo g = pcu_fa_geo_of(k);
     const int64_t b = r / k->qtiles, i0 = r % k->qtiles * g.bq;
     const int row = l / g.tpr, t = l % g.tpr;
@@ -2791,7 +2806,7 @@ PCU_HD void pcu_fattn_ph(const pcu_fattn *k, int ph, void *y, const void *q, con
     const int64_t tile = (ph - 1) / 4, j0 = tile * g.bk;
     switch ((ph - 1) % 4) {
     case 0: pcu_fattn_load(k, &g, kk, v, sh, b, j0, l); break;
-    case 1: pcu_fattn_scores(k, &g, mask, cond, sh, b, i0 + row, j0, row, t); break;
+    case 1: pcu_fattn_scores(k, &g, mask, cond, fm, sh, b, i0 + row, j0, row, t); break;
     case 2: pcu_fattn_exp(&g, sh, st, row, t); break;
     default: pcu_fattn_acc(k, &g, y, sh, st, b, i0 + row, row, t, j0 + g.bk >= k->T); break;
     }

@@ -100,16 +100,17 @@ static inline int64_t pcu_attn_extent(const pcu_attn *t, int j) {
 
 /* Q, K, V, Y: the last batch's (every stride >= 0) last element + 1 */
 static inline int64_t pcu_fattn_extent(const pcu_fattn *k, int j) {
-    if (k->nb < 1 || k->nh < 1 || k->grp < 1 || k->nb % k->nh || k->nh % k->grp || j < 0 || j > 5 ||
-        (j == 4 && !k->mask) || (j == 5 && !k->where))
+    if (k->nb < 1 || k->nh < 1 || k->grp < 1 || k->nb % k->nh || k->nh % k->grp || j < 0 || j > 6 ||
+        (j == 4 && !k->mask) || (j == 5 && !k->where) || (j == 6 && (!k->fmask || k->fwn < 1 || (k->nb / k->nh) % k->fwn)))
         return -1;
-    const int64_t B = k->nb / k->nh, H = k->nh - 1, G = (k->nh - 1) / k->grp;
-    const int64_t e[6] = {(B - 1) * k->qb + H * k->qh + (k->Sq - 1) * k->qi + (k->D - 1) * k->qe,
+    const int64_t B = k->nb / k->nh, H = k->nh - 1, G = (k->nh - 1) / k->grp, W = k->fmask ? k->fwn : 1;
+    const int64_t e[7] = {(B - 1) * k->qb + H * k->qh + (k->Sq - 1) * k->qi + (k->D - 1) * k->qe,
                           (B - 1) * k->kb + G * k->kh + (k->T - 1) * k->kj + (k->D - 1) * k->ke,
                           (B - 1) * k->vb + G * k->vh + (k->T - 1) * k->vj + (k->Dv - 1) * k->ve,
                           (B - 1) * k->yb + H * k->yh + (k->Sq - 1) * k->yi + k->Dv - 1,
                           (B - 1) * k->mb + H * k->mh + (k->Sq - 1) * k->mi + (k->T - 1) * k->mj,
-                          (B - 1) * k->cb + H * k->ch + (k->Sq - 1) * k->ci + (k->T - 1) * k->cj};
+                          (B - 1) * k->cb + H * k->ch + (k->Sq - 1) * k->ci + (k->T - 1) * k->cj,
+                          (B / W - 1) * k->fb + (W - 1) * k->fw + H * k->fh + (k->Sq - 1) * k->fi + (k->T - 1) * k->fj};
     return e[j] + 1;
 }
 

@@ -74,7 +74,8 @@ typedef struct planner {
                    * n_nodes more: node -> that pattern's Mul or Div node, or -1; then n_nodes more: node -> the
                    * Mul or Div of its Q by a scalar (fattn_prescale), or -1; then n_nodes more: node -> its Add
                    * of a mask (fa_mask), or -1; then n_nodes more: node -> its Where (fa_where), or -1; then
-                   * n_nodes more: node -> the first Reshape of its BART frame (fa_frame), or -1 */
+                   * n_nodes more: node -> the first Reshape of its frame around a mask (fa_frame), or -1; then
+                   * n_nodes more: node -> that frame's Add, or -1 */
     sview *view;  /* tensor id -> the view it is (--cuda-stride-views; src -1: its own bytes), or NULL */
     pprt_node *hnode; /* node -> the product as its half route reads it (half_route; op PP_OP_COUNT: none), or NULL */
     int32_t *hio;     /* hnode's tensor ids: PCU_HALF_IO a node, its inputs then its output */
@@ -3159,25 +3160,30 @@ static int fa_q(const planner *P, int ni, int pq) {
 
 /* The links of an attention pattern that fattn_match found (-1: none): the Mul or Div of the scores, the
  * Softmax, the Mul or Div of Q before the first MatMul (fattn_prescale), the Add of a mask (fa_mask), the Where
- * (fa_where), and the first Reshape of BART's frame around the mask (fa_frame); where none is found, why */
+ * (fa_where), the first Reshape of a frame around a mask (fa_frame) and the frame's Add; where none is found,
+ * why */
 typedef struct fa_links {
-    int sc, sm, pq, ad, wh, fr;
+    int sc, sm, pq, ad, wh, fr, fad; /* fad: the frame's Add */
     char why[96];
 } fa_links;
 
 /* fattn_match's refusal: why, into o */
 #define FA_NO(o, ...) (snprintf((o)->why, sizeof (o)->why, __VA_ARGS__), -1)
 
-/* BART's frame around the mask (ppcc's pp_attn_frame): Reshape node r of the scores `scores` [N, S, T] into
- * [B, H, S, T] (B * H = N), the Add of a mask there, a Reshape back to [N, S, T]: the frame's heads H, the mask's
- * Add (*ad) and the Reshape back (*r2); -1: not such a frame. */
+/* A frame around a mask (ppcc's attn_frame): Reshape node r of the scores `scores` [N, ..., S, T] into
+ * [F0, F1, ..., S, T] (F0 * F1 = N, the other dims kept), the Add of a mask there, a Reshape back, each read by the
+ * next alone. BART's: scores [B * H, S, T], frame [B, H, S, T] (F1: the kernel's heads); Swin's shifted windows:
+ * scores [B * W, H, S, T], frame [B, W, H, S, T] (F1: the windows). The frame's Add (*ad), the Reshape back (*r2)
+ * and F1; -1: not such a frame. */
 static int64_t fa_frame(const planner *P, int r, int scores, int *ad, int *r2) {
     const pprt_node *n = &P->st->nodes[r];
     if (n->op != PP_OP_RESHAPE || n->n_out != 1 || n->n_in < 1 || n->in[0] != scores) return -1;
     const pp_shape *xs = &T(P, scores)->shape, *fs = &T(P, n->out[0])->shape;
-    if (xs->rank != 3 || fs->rank != 4 || fs->dim[0] * fs->dim[1] != xs->dim[0] || fs->dim[2] != xs->dim[1] ||
-        fs->dim[3] != xs->dim[2] || fs->dim[1] < 1)
+    if (xs->rank < 3 || xs->rank > 4 || fs->rank != xs->rank + 1 || fs->dim[0] * fs->dim[1] != xs->dim[0] ||
+        fs->dim[1] < 1)
         return -1;
+    for (int d = 1; d < xs->rank; d++)
+        if (fs->dim[d + 1] != xs->dim[d]) return -1;
     *ad = sole_reader(P, r, n->out[0]);
     if (*ad < 0 || P->st->nodes[*ad].op != PP_OP_ADD || P->st->nodes[*ad].n_out != 1) return -1;
     *r2 = sole_reader(P, *ad, P->st->nodes[*ad].out[0]);
@@ -3188,13 +3194,30 @@ static int64_t fa_frame(const planner *P, int r, int scores, int *ad, int *r2) {
     return fs->dim[1];
 }
 
-/* The output shape ys [N, Sq, Dv] of a pattern with BART's frame (first Reshape fr) as [B, H, Sq, Dv]: the frame
- * in which the mask broadcasts */
-static pp_shape fa_frame_shape(const planner *P, int fr, const pp_shape *ys) {
-    const pp_shape *fs = &T(P, P->st->nodes[fr].out[0])->shape;
-    pp_shape y4 = *fs;
-    y4.dim[2] = ys->dim[1], y4.dim[3] = ys->dim[2];
-    return y4;
+/* The mask of a frame's Add node ad (fa_frame) over the frame's output fo [F0, F1, (H,) S, T]: its input other
+ * than fo, of type ty, each dim (right-aligned) the frame's or 1, read plainly: the mask's tensor and its
+ * strides per F0, F1, head, query row and key into st[5] (0 along a broadcast axis, and the head's 0 where the
+ * frame has none); -1: not such a mask. */
+static int fa_fmask(const planner *P, int ad, int fo, int ty, int64_t st[5]) {
+    const pprt_node *n = &P->st->nodes[ad];
+    if (n->n_in != 2 || n->in[0] == n->in[1] || (n->in[0] != fo && n->in[1] != fo)) return -1;
+    const int m = n->in[0] == fo ? n->in[1] : n->in[0];
+    const pprt_tdesc *mt = T(P, m), *ot = T(P, n->out[0]);
+    const pp_shape *fs = &T(P, fo)->shape;
+    if (!mt || !ot || (int)mt->dtype != ty || (int)ot->dtype != ty || !pp_shape_eq(&ot->shape, fs)) return -1;
+    const sview v = view_of(P, m);
+    if (v.rank < 1 || v.rank > fs->rank) return -1;
+    int64_t sd[PP_MAX_DIMS] = {0}; /* per frame dim */
+    for (int d = 0; d < fs->rank; d++) {
+        const int xd = d - (fs->rank - v.rank);
+        const int64_t e = xd >= 0 ? v.dim[xd] : 1;
+        if (e != fs->dim[d] && e != 1) return -1;
+        if (e > 1 && v.in[xd]) return -1; /* (a two-level view: not one stride) */
+        sd[d] = e > 1 ? v.st[xd] : 0;
+    }
+    const int r = fs->rank;
+    st[0] = sd[0], st[1] = sd[1], st[2] = r == 5 ? sd[2] : 0, st[3] = sd[r - 2], st[4] = sd[r - 1];
+    return m;
 }
 
 /* plan_fattn's test at the pattern's first MatMul ni, without side effects
@@ -3203,7 +3226,7 @@ static pp_shape fa_frame_shape(const planner *P, int fr, const pp_shape *ys) {
  * packed), each within the kernel's two batch strides. */
 static int fattn_match(const planner *P, int ni, fa_links *o) {
     const pprt_stage *st = P->st;
-    *o = (fa_links){-1, -1, -1, -1, -1, -1, ""};
+    *o = (fa_links){-1, -1, -1, -1, -1, -1, -1, ""};
     const pprt_node *m1 = &st->nodes[ni];
     const int ty = one_float_type(P, m1); /* f32, or a half plan's type throughout */
     if (ty < 0 || m1->n_in != 2 || m1->n_out != 1) return FA_NO(o, "its operands are not of one float type");
@@ -3225,11 +3248,15 @@ static int fattn_match(const planner *P, int ni, fa_links *o) {
     }
     if (wh < 0 && b >= 0 && st->nodes[b].op == PP_OP_WHERE && st->nodes[b].n_out == 1)
         wh = b, wcur = cur, cur = st->nodes[b].out[0], b = sole_reader(P, wh, cur);
-    int ad = b >= 0 && st->nodes[b].op == PP_OP_ADD ? b : -1, acur = cur, fr = -1, r2 = -1; /* an additive mask */
-    int64_t fh = -1; /* BART's frame: its heads */
-    if (b >= 0 && st->nodes[b].op == PP_OP_RESHAPE && (fh = fa_frame(P, b, cur, &ad, &r2)) > 0)
-        fr = b, acur = st->nodes[b].out[0], b = sole_reader(P, r2, st->nodes[r2].out[0]);
-    else if (ad >= 0) b = st->nodes[ad].n_out == 1 ? sole_reader(P, ad, st->nodes[ad].out[0]) : -1;
+    const int ad = b >= 0 && st->nodes[b].op == PP_OP_ADD ? b : -1, acur = cur; /* an additive mask */
+    if (ad >= 0) {
+        cur = st->nodes[ad].n_out == 1 ? st->nodes[ad].out[0] : -1;
+        b = cur >= 0 ? sole_reader(P, ad, cur) : -1;
+    }
+    int fr = -1, fad = -1, r2 = -1; /* a frame around a mask (BART's; Swin's shifted windows) after it */
+    int64_t f1 = -1;
+    if (b >= 0 && st->nodes[b].op == PP_OP_RESHAPE && (f1 = fa_frame(P, b, cur, &fad, &r2)) > 0)
+        fr = b, b = sole_reader(P, r2, st->nodes[r2].out[0]);
     if (b < 0 || st->nodes[b].op != PP_OP_SOFTMAX || st->nodes[b].n_out != 1)
         return FA_NO(o, "the scores reach the Softmax through a link the kernel does not take, or are read twice");
     const pprt_node *sm = &st->nodes[b];
@@ -3246,7 +3273,10 @@ static int fattn_match(const planner *P, int ni, fa_links *o) {
     const sview vq = view_of(P, qt), vk = view_of(P, m1->in[1]), vv = view_of(P, n2->in[1]);
     int64_t sb, sh;
     const sview *qkv[3] = {&vq, &vk, &vv};
-    const int64_t nh = fr >= 0 ? fh : ys->rank >= 2 ? fa_heads(qkv, 3, ys) : -1;
+    const int fr3 = fr >= 0 && T(P, st->nodes[fr].out[0])->shape.rank == 4; /* BART's: F1 the heads */
+    const int64_t nh = fr3 ? f1 : ys->rank >= 2 ? fa_heads(qkv, 3, ys) : -1;
+    if (fr >= 0 && !fr3 && nh != T(P, m1->out[0])->shape.dim[1])
+        return FA_NO(o, "the windowed mask's heads are not the kernel's");
     if (vs->rank >= 2 && vs->dim[vs->rank - 1] > PCU_FA_DMAX)
         return FA_NO(o, "values of %lld, over the kernel's %d", (long long)vs->dim[vs->rank - 1], PCU_FA_DMAX);
     if (vs->rank < 2 || ys->rank < 2 || vs->dim[vs->rank - 1] < 1 || nh < 1 || !fa_strides(&vq, ys, nh, &sb, &sh) ||
@@ -3256,10 +3286,11 @@ static int fattn_match(const planner *P, int ni, fa_links *o) {
         ks->dim[ks->rank - 1] > INT32_MAX / 4)
         return FA_NO(o, "empty, or over the kernel's int32 sizes");
     pcu_fattn mk = {0};
-    const pp_shape y4 = fr >= 0 ? fa_frame_shape(P, fr, ys) : *ys;
-    if ((ad >= 0 && fa_mask(P, ad, acur, ty, nh, &y4, &mk) < 0) || (wh >= 0 && fa_where(P, wh, wcur, ty, nh, ys, &mk) < 0))
+    int64_t fst[5];
+    if ((ad >= 0 && fa_mask(P, ad, acur, ty, nh, ys, &mk) < 0) || (wh >= 0 && fa_where(P, wh, wcur, ty, nh, ys, &mk) < 0) ||
+        (fr >= 0 && fa_fmask(P, fad, st->nodes[fr].out[0], ty, fst) < 0))
         return FA_NO(o, "its mask or Where condition is not of the pattern's type or not broadcast to the scores");
-    *o = (fa_links){.sc = sc, .sm = b, .pq = pq, .ad = ad, .wh = wh, .fr = fr, .why = ""};
+    *o = (fa_links){.sc = sc, .sm = b, .pq = pq, .ad = ad, .wh = wh, .fr = fr, .fad = fad, .why = ""};
     return m2;
 }
 
@@ -3277,6 +3308,39 @@ static void fattn_prescales(planner *P) {
         P->done[f.pq] = true;
         P->fa_head[2 * nn + ni] = f.pq;
     }
+}
+
+/* The masks of the pattern whose last MatMul is ni into k (the kernel's heads set): the Where's condition (*ct)
+ * before or after the scale (it reads the scale's output), the Add's mask (*mt) after both, and a frame's mask
+ * (*ft): BART's, with no Add before it, as the Add's (its F0 the batch, F1 the heads); else the windowed mask F
+ * (its F1 the windows: Swin's shifted ones). -1: none. */
+static pp_status fattn_masks(planner *P, int ni, pcu_fattn *k, int *mt, int *ct, int *ft) {
+    const pprt_stage *st = P->st;
+    const int nn = st->n_nodes, h = P->fa_head[ni], sc = P->fa_head[nn + ni], ad = P->fa_head[3 * nn + ni],
+              wh = P->fa_head[4 * nn + ni], fr = P->fa_head[5 * nn + ni], fad = P->fa_head[6 * nn + ni];
+    const pp_shape *ys = &T(P, st->nodes[ni].out[0])->shape;
+    const int s1 = st->nodes[h].out[0], so = sc >= 0 ? st->nodes[sc].out[0] : -1;
+    const int wafter = wh >= 0 && so >= 0 && fa_reads(&st->nodes[wh], so);
+    const int wcur = wafter ? so : s1, acur = wh >= 0 && (wafter || sc < 0) ? st->nodes[wh].out[0] : so >= 0 ? so : s1;
+    int64_t f[5];
+    *mt = ad >= 0 ? fa_mask(P, ad, acur, k->t, k->nh, ys, k) : -1;
+    *ct = wh >= 0 ? fa_where(P, wh, wcur, k->t, k->nh, ys, k) : -1;
+    const int fm = fr >= 0 ? fa_fmask(P, fad, st->nodes[fr].out[0], k->t, f) : -1;
+    *ft = -1;
+    if ((ad >= 0 && *mt < 0) || (wh >= 0 && *ct < 0) || (fr >= 0 && fm < 0))
+        return PP_FAIL(P->err, PP_ERUNTIME, "cuda planner: node '%s': the fused attention's mask no longer fits "
+                       "(internal)", st->nodes[ad >= 0 ? ad : wh >= 0 ? wh : fad].name);
+    if (wh >= 0) k->where = wafter ? 2 : 1;
+    if (fm < 0) return PP_OK;
+    const pp_shape *fs = &T(P, st->nodes[fr].out[0])->shape;
+    if (fs->rank == 4 && ad < 0) { /* BART's: b / nh its F0, b % nh its F1 */
+        k->mask = 1, k->mb = f[0], k->mh = f[1], k->mi = f[3], k->mj = f[4], *mt = fm;
+        return PP_OK;
+    }
+    k->fmask = 1, k->fwn = fs->rank == 4 ? 1 : fs->dim[1], k->fi = f[3], k->fj = f[4], *ft = fm;
+    if (fs->rank == 4) k->fb = f[0], k->fw = 0, k->fh = f[1];
+    else k->fb = f[0], k->fw = f[1], k->fh = f[2];
+    return PP_OK;
 }
 
 /* The pattern ppcc marked on MatMul ni (plan Node.pattern): MatMul, [Mul or
@@ -3297,9 +3361,10 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         const int sc = P->fa_head[st->n_nodes + ni];
         const sview vq = view_of(P, qt), vk = view_of(P, m1->in[1]), vv = view_of(P, m2->in[1]);
         const sview *qkv[3] = {&vq, &vk, &vv};
-        const int fr = P->fa_head[5 * st->n_nodes + ni]; /* BART's frame: its heads are the kernel's */
+        const int fr = P->fa_head[5 * st->n_nodes + ni]; /* BART's frame: its F1 is the kernel's heads */
+        const pp_shape *fs = fr >= 0 ? &T(P, st->nodes[fr].out[0])->shape : NULL;
         pcu_fattn k = {.nb = numel(ys) / (ys->dim[ys->rank - 2] * ys->dim[ys->rank - 1]),
-                       .nh = fr >= 0 ? T(P, st->nodes[fr].out[0])->shape.dim[1] : fa_heads(qkv, 3, ys), .grp = 1,
+                       .nh = fs && fs->rank == 4 ? fs->dim[1] : fa_heads(qkv, 3, ys), .grp = 1,
                        .Sq = qs->dim[qs->rank - 2],
                        .D = qs->dim[qs->rank - 1], .T = ks->dim[ks->rank - 1], .Dv = vs->dim[vs->rank - 1],
                        .t = one_float_type(P, m2)};
@@ -3335,27 +3400,17 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
             if (T(P, w)->varies) P->pl->folds_varying = true;
             k.qscale_op = s->op == PP_OP_MUL ? 1 : 2;
         }
-        /* the Where before the scale or after it (it reads the scale's output), the mask's Add after both */
-        const int ad = P->fa_head[3 * st->n_nodes + ni], wh = P->fa_head[4 * st->n_nodes + ni];
-        const int so = sc >= 0 ? st->nodes[sc].out[0] : -1, wafter = wh >= 0 && so >= 0 && fa_reads(&st->nodes[wh], so);
-        const int wcur = wafter ? so : m1->out[0], acur = fr >= 0                      ? st->nodes[fr].out[0]
-                                                          : wh >= 0 && (wafter || sc < 0) ? st->nodes[wh].out[0]
-                                                          : so >= 0                       ? so
-                                                                                          : m1->out[0];
-        const pp_shape y4 = fr >= 0 ? fa_frame_shape(P, fr, ys) : *ys;
-        const int mt = ad >= 0 ? fa_mask(P, ad, acur, k.t, k.nh, &y4, &k) : -1;
-        const int ct = wh >= 0 ? fa_where(P, wh, wcur, k.t, k.nh, ys, &k) : -1;
-        if ((ad >= 0 && mt < 0) || (wh >= 0 && ct < 0))
-            return PP_FAIL(P->err, PP_ERUNTIME, "cuda planner: node '%s': the fused attention's mask no longer fits "
-                           "(internal)", st->nodes[ad >= 0 ? ad : wh].name);
-        if (wh >= 0) k.where = wafter ? 2 : 1;
-        NEW_STEP(s, P, PCU_S_KERNEL, h, wh >= 0 ? 6 : ad >= 0 ? 5 : 4);
+        int mt, ct, ft;
+        PP_TRY(fattn_masks(P, ni, &k, &mt, &ct, &ft));
+        NEW_STEP(s, P, PCU_S_KERNEL, h, ft >= 0 ? 7 : ct >= 0 ? 6 : mt >= 0 ? 5 : 4);
         s->kernel = PCU_K_FATTN;
         s->u.fa = k;
         s->ops[0] = view_ref(P, qt), s->ops[1] = view_ref(P, m1->in[1]), s->ops[2] = view_ref(P, m2->in[1]);
         s->ops[3] = R(P, yout);
-        if (wh >= 0 || ad >= 0) s->ops[4] = mt >= 0 ? view_ref(P, mt) : (pcu_ref){.space = -1, .tensor = -1};
-        if (wh >= 0) s->ops[5] = view_ref(P, ct);
+        const pcu_ref none = {.space = -1, .tensor = -1};
+        if (s->n_ops > 4) s->ops[4] = mt >= 0 ? view_ref(P, mt) : none;
+        if (s->n_ops > 5) s->ops[5] = ct >= 0 ? view_ref(P, ct) : none;
+        if (s->n_ops > 6) s->ops[6] = view_ref(P, ft);
         s->threads = k.nb * k.qtiles * PCU_BLOCK;
         P->pl->counts.own++;
         P->pl->counts.fused++; /* the last MatMul */
@@ -3370,8 +3425,8 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         return PP_OK;
     }
     if (m2 < 0 || f.pq != P->fa_head[2 * st->n_nodes + ni]) return PP_OK; /* (fattn_prescales took its prescale) */
-    const int r2 = f.fr >= 0 ? sole_reader(P, f.ad, st->nodes[f.ad].out[0]) : -1; /* (before the Add is done) */
-    const int links[] = {f.sc, f.ad, f.wh, f.sm, f.fr, r2};
+    const int r2 = f.fr >= 0 ? sole_reader(P, f.fad, st->nodes[f.fad].out[0]) : -1; /* (before the Add is done) */
+    const int links[] = {f.sc, f.ad, f.wh, f.sm, f.fr, f.fad, r2};
     for (size_t i = 0; i < sizeof links / sizeof *links; i++)
         if (links[i] >= 0) P->done[links[i]] = true;
     P->fa_head[m2] = ni;
@@ -3380,9 +3435,10 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
     P->fa_head[3 * st->n_nodes + m2] = f.ad;
     P->fa_head[4 * st->n_nodes + m2] = f.wh;
     P->fa_head[5 * st->n_nodes + m2] = f.fr;
-    /* the scales, the Where, the mask's Add (and BART's Reshapes around it) and the softmax; the first MatMul
-     * names the step */
-    P->pl->counts.fused += 1 + (f.sc >= 0) + (f.pq >= 0) + (f.ad >= 0) + (f.wh >= 0) + 2 * (f.fr >= 0);
+    P->fa_head[6 * st->n_nodes + m2] = f.fad;
+    /* the scales, the Where, the masks' Adds (and a frame's Reshapes) and the softmax; the first MatMul names
+     * the step */
+    P->pl->counts.fused += 1 + (f.sc >= 0) + (f.pq >= 0) + (f.ad >= 0) + (f.wh >= 0) + 3 * (f.fr >= 0);
     *ok = true;
     return PP_OK;
 }
@@ -4362,7 +4418,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
     P.uses = calloc(pp_count(st->n_tensors), sizeof *P.uses);
     P.done = calloc(pp_count(st->n_nodes), sizeof *P.done);
     P.alias = malloc(pp_count(st->n_tensors) * sizeof *P.alias);
-    P.fa_head = malloc(6 * pp_count(st->n_nodes) * sizeof *P.fa_head);
+    P.fa_head = malloc(7 * pp_count(st->n_nodes) * sizeof *P.fa_head);
     if (P.rows) P.ln_of = malloc(pp_count(st->n_tensors) * sizeof *P.ln_of);
     pp_status s = PP_OK;
     if (!pl->woff || !P.uses || !P.done || !P.alias || !P.fa_head || (P.rows && !P.ln_of)) {
@@ -4390,7 +4446,7 @@ pp_status pcu_plan_build(const pprt_plan *p, const pprt_stage *st, const pcu_pla
             P.ln_of[n->in[0]] < 0)
             P.ln_of[n->in[0]] = ni;
     }
-    for (int i = 0; i < 6 * st->n_nodes; i++) P.fa_head[i] = -1;
+    for (int i = 0; i < 7 * st->n_nodes; i++) P.fa_head[i] = -1;
     for (int ni = 0; ni < st->n_nodes; ni++)
         for (int k = 0; k < st->nodes[ni].n_in; k++)
             if (st->nodes[ni].in[k] >= 0) P.uses[st->nodes[ni].in[k]]++;

@@ -32,7 +32,12 @@ on and off, written with onnx.helper, random weights:
       l: head dim 136 (over the kernel's 128: not fused);
       m: BART's frame: q, k and v as [batch * 4, 5, 8], the scores times a
          scalar, reshaped to [batch, 4, 5, 5], Llama's mask (h's) added,
-         reshaped back, Softmax, MatMul (fused), the output [batch, 4, 5, 8].
+         reshaped back, Softmax, MatMul (fused), the output [batch, 4, 5, 8];
+      n: Swin's shifted windows: q, k and v as [batch * 2, 2, 5, 8] (2
+         windows of 2 heads), the scores times a scalar, a bias per head
+         [2, 5, 5] added, reshaped to [batch, 2, 2, 5, 5], a mask per window
+         [2, 1, 5, 5] (0 or -100) added, reshaped back, Softmax, MatMul
+         (fused: the windowed mask), the output [batch, 4, 5, 8].
 Inputs DIR/data/*.npy (3 samples; NaN and +-inf among sample 1's and 2's
 values, so some score rows are NaN). usage: fattn_models.py DIR"""
 import os
@@ -126,6 +131,10 @@ inits = [c("sqrt8", np.array(np.sqrt(8), np.float32)), c("sqrt128", np.array(np.
          c("s16", np.array([0.25], np.float32)), c("to3q", np.array([-1, 5, 8], np.int64)),
          c("to3k", np.array([-1, 8, 5], np.int64)), c("to4s", np.array([-1, 4, 5, 5], np.int64)),
          c("to3s", np.array([-1, 5, 5], np.int64)), c("to4y", np.array([-1, 4, 5, 8], np.int64)),
+         c("to4q", np.array([-1, 2, 5, 8], np.int64)), c("to4k", np.array([-1, 2, 8, 5], np.int64)),
+         c("to5s", np.array([-1, 2, 2, 5, 5], np.int64)), c("to4w", np.array([-1, 2, 5, 5], np.int64)),
+         c("bias", (rng.standard_normal((2, 5, 5)) * 2).astype(np.float32)),
+         c("wmask", np.where(rng.random((2, 1, 5, 5)) < 0.4, -100, 0).astype(np.float32)),
          c("kc", w(1, 16, 40, s=0.5)), c("mask", np.where(rng.random((5, 5)) < 0.3, -1e9, 0).astype(np.float32)),
          c("low", np.array(np.finfo(np.float32).min, np.float32)), c("causal", np.tril(np.ones((5, 5), bool)))]
 nodes = [
@@ -191,6 +200,18 @@ nodes = [
     n("Softmax", ["sm5"], ["pm"], name="/m/Softmax", axis=-1),
     n("MatMul", ["pm", "vm"], ["ym3"], name="/m/MatMul_1"),
     n("Reshape", ["ym3", "to4y"], ["ym"], name="/m/Reshape_5"),
+    n("Reshape", ["qa", "to4q"], ["qn"], name="/n/Reshape"),
+    n("Reshape", ["ka", "to4k"], ["kn"], name="/n/Reshape_1"),
+    n("Reshape", ["va", "to4q"], ["vn"], name="/n/Reshape_2"),
+    n("MatMul", ["qn", "kn"], ["sn"], name="/n/MatMul"),
+    n("Mul", ["sn", "s16"], ["sn2"], name="/n/Mul"),
+    n("Add", ["sn2", "bias"], ["sn3"], name="/n/Add"),
+    n("Reshape", ["sn3", "to5s"], ["sn4"], name="/n/Reshape_3"),
+    n("Add", ["sn4", "wmask"], ["sn5"], name="/n/Add_1"),
+    n("Reshape", ["sn5", "to4w"], ["sn6"], name="/n/Reshape_4"),
+    n("Softmax", ["sn6"], ["pn"], name="/n/Softmax", axis=-1),
+    n("MatMul", ["pn", "vn"], ["yn4"], name="/n/MatMul_1"),
+    n("Reshape", ["yn4", "to4y"], ["yn"], name="/n/Reshape_5"),
 ]
 ins = {"qa": ["batch", 4, 5, 8], "ka": ["batch", 4, 8, 5], "va": ["batch", 4, 5, 8],
        "qb": ["batch", 2, 1, 16], "kb": ["batch", 2, 16, 33], "vb": ["batch", 2, 33, 24],
@@ -202,7 +223,8 @@ outs = [v("ya", ["batch", 4, 5, 8]), v("yb", ["batch", 2, 1, 24]), v("yc", ["bat
         v("yd", ["batch", 2, 40, 128]), v("se", ["batch", 4, 5, 5]), v("ye", ["batch", 4, 5, 8]),
         v("yf", ["batch", 4, 5, 8]), v("yg", ["batch", 4, 5, 8]), v("yh", ["batch", 4, 5, 8]),
         v("yi", ["batch", 4, 5, 8]), v("yj", ["batch", 4, 5, 8]), v("yk", ["batch", 4, 5, 8]),
-        v("yl", ["batch", 1, 3, 136]), v("ym", ["batch", 4, 5, 8])]
+        v("yl", ["batch", 1, 3, 136]), v("ym", ["batch", 4, 5, 8]),
+        v("yn", ["batch", 4, 5, 8])]
 vin = [v(k, s) for k, s in ins.items() if k != "cj"] + \
     [helper.make_tensor_value_info("cj", TensorProto.BOOL, ins["cj"])]
 save(helper.make_graph(nodes, "small", vin, outs, initializer=inits), "small.onnx")

@@ -417,6 +417,9 @@ static void attn_sweep(void) {
     k = with_mask(attn_case(PCU_T_F16, 1, 2, 1, 16, 16, 64, false), 1, 1);
     k.mj = 0; /* a mask broadcast over the keys */
     if (!pcu_sdpa_unfit(&k) && failures++ < 20) fprintf(stderr, "FAIL attention: a mask of one key taken\n");
+    k = attn_case(PCU_T_BF16, 2, 2, 1, 16, 16, 64, false);
+    k.fmask = 1, k.fwn = 2, k.fw = 256, k.fi = 16, k.fj = 1; /* Swin's windowed mask: a second one */
+    if (!pcu_sdpa_unfit(&k) && failures++ < 20) fprintf(stderr, "FAIL attention: a windowed mask taken\n");
     printf("test_dnn: attention graphs: %d execution plans on %d described GPUs\n", attn_plans, n_devprops);
 }
 

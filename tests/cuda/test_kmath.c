@@ -992,6 +992,9 @@ typedef struct fa_case {
                                     * [batch, Sq, T] condition is (wthen) true, odd cases false, else -1e9; 3:
                                     * ONNX Attention's bool mask, -inf added after the scale where false */
     int causal;                    /* ONNX Attention's causality: -inf added to keys past the query's row */
+    int win;                       /* > 0: Swin's shifted windows: 2 heads, nb / 2 batches in frames of `win`
+                                    * windows, a windowed mask F [win, Sq, T] (0 or -100) added after the scale
+                                    * and after M; mask 4 then a per-head bias M [2, Sq, T] */
 } fa_case;
 
 /* Q's element as the kernel takes it: scaled as the Mul or Div node before the pattern computes it (in float) */
@@ -1002,7 +1005,7 @@ static float fa_q(const pcu_fattn *k, float q) {
 /* Attention in double: y[b, i, :] = softmax(scale(q_i . k_j)) v (NaN as the
  * reference softmax gives it: a row whose max is NaN, +inf or -inf). */
 static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const float *v, const float *m,
-                   const unsigned char *cond, double *y) {
+                   const unsigned char *cond, const float *fm, double *y) {
     double *s = malloc(sizeof *s * (size_t)k->T);
     for (int64_t b = 0; b < k->nb; b++)
         for (int64_t i = 0; i < k->Sq; i++) {
@@ -1020,6 +1023,9 @@ static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const fl
                 else if (k->scale_op == 2) d /= k->scale;
                 if (k->where == 2 && (cond[co] != 0) != k->wthen) d = k->wadd ? d + k->fill : k->fill;
                 if (k->mask) d += m[b / k->nh * k->mb + b % k->nh * k->mh + i * k->mi + j * k->mj];
+                if (k->fmask)
+                    d += fm[b / k->nh / k->fwn * k->fb + b / k->nh % k->fwn * k->fw + b % k->nh * k->fh + i * k->fi +
+                            j * k->fj];
                 if (k->causal && j > i) d += -INFINITY;
                 s[j] = d;
                 nan = nan || d != d;
@@ -1054,6 +1060,12 @@ static void test_fattn_case(const fa_case *c) {
         k.vb = k.T * hk * k.Dv, k.vh = k.Dv, k.vj = hk * k.Dv, k.ve = 1;
         k.yb = k.Sq * k.nh * k.Dv, k.yh = k.Dv, k.yi = k.nh * k.Dv;
     }
+    if (c->win) { /* [nb, S, dim] packed as nb / 2 batches of 2 heads */
+        k.nh = 2;
+        k.qb = 2 * k.Sq * k.D, k.qh = k.Sq * k.D, k.kb = 2 * k.T * k.D, k.kh = k.T * k.D;
+        k.vb = 2 * k.T * k.Dv, k.vh = k.T * k.Dv, k.yb = 2 * k.Sq * k.Dv, k.yh = k.Sq * k.Dv;
+        k.fmask = 1, k.fwn = c->win, k.fb = 0, k.fw = k.Sq * k.T, k.fh = 0, k.fi = k.T, k.fj = 1;
+    }
     const int64_t nq = (c->q_bcast ? 1 : k.nb) * k.Sq * k.D, nk = nkv * k.T * k.D, nv = nkv * k.T * k.Dv,
                   ny = k.nb * k.Sq * k.Dv, B = k.nb / k.nh;
     int64_t nm = 1;
@@ -1061,8 +1073,12 @@ static void test_fattn_case(const fa_case *c) {
         k.mask = 1, k.mh = 0, k.mj = 1;
         if (c->mask == 1) k.mb = k.Sq * k.T, k.mi = k.T, nm = B * k.Sq * k.T;
         else if (c->mask == 2) k.mb = k.T, k.mi = 0, nm = B * k.T;
+        else if (c->mask == 4) k.mb = 0, k.mh = k.Sq * k.T, k.mi = k.T, nm = k.nh * k.Sq * k.T; /* a bias per head */
         else k.mb = 0, k.mi = k.T, nm = k.Sq * k.T;
     }
+    const int64_t nf = c->win ? c->win * k.Sq * k.T : 1;
+    float *fm = malloc(sizeof *fm * (size_t)nf);
+    for (int64_t i = 0; i < nf; i++) fm[i] = c->win && unif() < 0.4 ? -100.0f : 0.0f;
     unsigned char *cond = malloc((size_t)(B * k.Sq * k.T));
     k.causal = c->causal;
     if (c->where) { /* a [batch, Sq, T] condition, heads broadcast */
@@ -1074,7 +1090,8 @@ static void test_fattn_case(const fa_case *c) {
     float *m = malloc(sizeof *m * (size_t)nm);
     for (int64_t i = 0; i < nm; i++) {
         const int64_t r = i / k.T % k.Sq, j = i % k.T;
-        m[i] = c->mask == 3 ? (j > r || r == 1 ? -FLT_MAX : 0.0f) : unif() < 0.3 ? -1e9f : 0.0f;
+        m[i] = c->mask == 3 ? (j > r || r == 1 ? -FLT_MAX : 0.0f) : c->mask == 4 ? (float)(unif() * 4 - 2)
+               : unif() < 0.3 ? -1e9f : 0.0f;
     }
     float *q = malloc(sizeof *q * (size_t)nq), *kk = malloc(sizeof *kk * (size_t)nk), *v = malloc(sizeof *v * (size_t)nv);
     float *y1 = malloc(sizeof *y1 * (size_t)ny), *y2 = malloc(sizeof *y2 * (size_t)ny);
@@ -1094,12 +1111,12 @@ static void test_fattn_case(const fa_case *c) {
     pcu_step s;
     memset(&s, 0, sizeof s);
     s.kind = PCU_S_KERNEL, s.kernel = PCU_K_FATTN, s.threads = k.nb * k.qtiles * PCU_BLOCK, s.u.fa = k;
-    void *op[PCU_KERNEL_OPS] = {q, kk, v, y1, m, cond};
+    void *op[PCU_KERNEL_OPS] = {q, kk, v, y1, m, cond, fm};
     for (int64_t i = 0; i < ny; i++) y1[i] = y2[i] = 12345.0f;
     run_coop(&s, op, 0);
     op[3] = y2;
     run_coop(&s, op, 1);
-    fa_ref(&k, q, kk, v, m, cond, yr);
+    fa_ref(&k, q, kk, v, m, cond, fm, yr);
     double vmax = 0;
     for (int64_t i = 0; i < nv; i++) vmax = fabs(v[i]) > vmax ? fabs(v[i]) : vmax;
     int64_t bad = 0, nans = 0;
@@ -1130,27 +1147,29 @@ static void test_fattn_case(const fa_case *c) {
     float *qs = malloc(sizeof *qs * (size_t)nq);
     for (int t = PCU_T_F16; t != 0; t = t == PCU_T_F16 ? PCU_T_BF16 : 0) {
         uint16_t *qh = malloc(2 * (size_t)nq), *kh = malloc(2 * (size_t)nk), *vh = malloc(2 * (size_t)nv),
-                 *yh = malloc(2 * (size_t)ny), *qsh = malloc(2 * (size_t)nq), *mh = malloc(2 * (size_t)nm);
+                 *yh = malloc(2 * (size_t)ny), *qsh = malloc(2 * (size_t)nq), *mh = malloc(2 * (size_t)nm),
+                 *fh = malloc(2 * (size_t)nf);
         to_half(q, t, qh, q, nq), to_half(kk, t, kh, kk, nk), to_half(v, t, vh, v, nv), to_half(m, t, mh, m, nm);
+        to_half(fm, t, fh, fm, nf);
         for (int64_t i = 0; i < nq; i++) qs[i] = fa_q(&k, q[i]);
         to_half(qs, t, qsh, qs, nq);
         free(qsh);
         s.u.fa.t = 0, s.u.fa.qscale_op = 0;
-        void *opf[PCU_KERNEL_OPS] = {qs, kk, v, y1, m, cond};
+        void *opf[PCU_KERNEL_OPS] = {qs, kk, v, y1, m, cond, fm};
         run_coop(&s, opf, 0);
         s.u.fa.t = t, s.u.fa.qscale_op = k.qscale_op;
         const float fill = k.fill;
         s.u.fa.fill = pcu_ldf((uint16_t[]){t == PCU_T_F16 ? pcu_f2h(fill) : pcu_f2bf(fill)}, t, 0);
-        void *oph[PCU_KERNEL_OPS] = {qh, kh, vh, yh, mh, cond};
+        void *oph[PCU_KERNEL_OPS] = {qh, kh, vh, yh, mh, cond, fh};
         run_coop(&s, oph, 1);
         char what[96];
         snprintf(what, sizeof what, "%s fused attention nb %lld Sq %lld T %lld D %lld", t == PCU_T_F16 ? "f16" : "bf16",
                  (long long)k.nb, (long long)k.Sq, (long long)k.T, (long long)k.D);
-        if (!k.mask && !k.where) {
+        if (!k.mask && !k.where && !k.fmask) {
             compare_half(what, yh, y1, t, ny);
         } else { /* the masked score rounded to t as the Add stores it, which the f32 kernel does not: against
                   * the reference in double over the same half values, within the half type's reach */
-            fa_ref(&s.u.fa, q, kk, v, m, cond, yr);
+            fa_ref(&s.u.fa, q, kk, v, m, cond, fm, yr);
             const double tol = (t == PCU_T_F16 ? 1e-2 : 8e-2) * vmax;
             for (int64_t i = 0; i < ny; i++) {
                 const double g = pcu_ldf(yh, t, i), r = yr[i];
@@ -1162,9 +1181,9 @@ static void test_fattn_case(const fa_case *c) {
                 }
             }
         }
-        free(qh), free(kh), free(vh), free(yh), free(mh);
+        free(qh), free(kh), free(vh), free(yh), free(mh), free(fh);
     }
-    free(qs), free(q), free(kk), free(v), free(y1), free(y2), free(yr), free(m), free(cond);
+    free(qs), free(q), free(kk), free(v), free(y1), free(y2), free(yr), free(m), free(cond), free(fm);
 }
 
 /* ONNX Attention's bool mask adds -inf where false (the reference kernel's arithmetic), a Where puts its fill: a
@@ -1192,32 +1211,36 @@ static void test_fattn_masked_inf(void) {
 
 static void test_fattn(void) {
     static const fa_case cases[] = {
-        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {2, 1, 50, 32, 32, 2, 0, 0, 0, 0, 0, 0, 0, 0}, {1, 5, 100, 40, 24, 1, 1, 0, 0, 0, 0, 0, 0, 0},
-        {4, 64, 1, 16, 8, 0, 0, 1, 0, 0, 0, 0, 0, 0}, {2, 65, 64, 64, 64, 2, 1, 0, 0, 0, 0, 0, 0, 0},
-        {2, 130, 97, 64, 40, 1, 0, 0, 1, 0, 0, 0, 0, 0}, {1, 40, 40, 8, 64, 0, 1, 1, 1, 0, 0, 0, 0, 0},
-        {1, 3, 7, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {8, 70, 45, 16, 24, 1, 1, 0, 0, 4, 0, 0, 0, 0},
-        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 0, 0, 0},
+        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {2, 1, 50, 32, 32, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {1, 5, 100, 40, 24, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+        {4, 64, 1, 16, 8, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0}, {2, 65, 64, 64, 64, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+        {2, 130, 97, 64, 40, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0}, {1, 40, 40, 8, 64, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0},
+        {1, 3, 7, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {8, 70, 45, 16, 24, 1, 1, 0, 0, 4, 0, 0, 0, 0, 0},
+        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 0, 0, 0, 0},
         /* Q scaled before the first product (torch's q / sqrt(d)), by a Div and by a Mul */
-        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 2, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 1, 0, 1, 0, 1, 0, 0, 0},
-        {8, 70, 45, 16, 24, 2, 0, 0, 0, 4, 2, 0, 0, 0},
+        {2, 197, 197, 64, 64, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0}, {3, 70, 33, 8, 16, 1, 1, 0, 1, 0, 1, 0, 0, 0, 0},
+        {8, 70, 45, 16, 24, 2, 0, 0, 0, 4, 2, 0, 0, 0, 0},
         /* a mask added after the scale: per batch whole, a key padding, causal at float's lowest */
-        {3, 70, 45, 16, 24, 1, 0, 0, 0, 0, 0, 1, 0, 0}, {2, 197, 197, 64, 64, 2, 1, 0, 1, 0, 2, 2, 0, 0},
-        {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 3, 0, 0}, {2, 130, 97, 64, 40, 0, 0, 0, 0, 0, 0, 3, 0, 0},
-        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 2, 0, 0},
+        {3, 70, 45, 16, 24, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {2, 197, 197, 64, 64, 2, 1, 0, 1, 0, 2, 2, 0, 0, 0},
+        {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 3, 0, 0, 0}, {2, 130, 97, 64, 40, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0},
+        {6, 1, 9, 64, 64, 2, 1, 0, 0, 6, 0, 2, 0, 0, 0},
         /* a Where on the scores (masked_fill): before the scale, after it, with a mask added after */
-        {3, 70, 45, 16, 24, 2, 0, 0, 0, 0, 0, 0, 1, 0}, {2, 130, 97, 64, 40, 1, 0, 0, 0, 0, 2, 0, 2, 0},
-        {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 2, 1, 0}, {2, 65, 64, 64, 64, 0, 1, 0, 0, 0, 0, 3, 2, 0},
+        {3, 70, 45, 16, 24, 2, 0, 0, 0, 0, 0, 0, 1, 0, 0}, {2, 130, 97, 64, 40, 1, 0, 0, 0, 0, 2, 0, 2, 0, 0},
+        {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 2, 1, 0, 0}, {2, 65, 64, 64, 64, 0, 1, 0, 0, 0, 0, 3, 2, 0, 0},
         /* ONNX Attention's bool mask (-inf added where false; NaN, +inf and -inf rows) and its causality */
-        {2, 70, 45, 16, 24, 1, 0, 0, 1, 0, 0, 0, 3, 0}, {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 0, 0, 1},
-        {3, 33, 70, 32, 32, 2, 1, 0, 0, 0, 0, 1, 3, 1},
+        {2, 70, 45, 16, 24, 1, 0, 0, 1, 0, 0, 0, 3, 0, 0}, {8, 40, 40, 16, 16, 1, 0, 0, 0, 4, 0, 0, 0, 1, 0},
+        {3, 33, 70, 32, 32, 2, 1, 0, 0, 0, 0, 1, 3, 1, 0},
         /* heads over 64 wide (the wide geometry: 32 query rows of 8 lanes, 16 keys a tile): Llama's 128, a
          * head of 128 onto values of 64 and the reverse, odd widths, the special rows, masks, Wheres, GQA */
-        {2, 70, 45, 128, 128, 2, 0, 0, 0, 0, 0, 0, 0, 0}, {2, 33, 40, 128, 128, 1, 1, 0, 1, 0, 2, 0, 0, 0},
-        {3, 17, 50, 128, 64, 0, 0, 1, 0, 0, 0, 0, 0, 0}, {2, 40, 17, 64, 128, 2, 1, 0, 0, 0, 0, 1, 0, 0},
-        {1, 35, 33, 97, 65, 1, 0, 0, 0, 0, 1, 2, 0, 0}, {8, 40, 40, 128, 128, 1, 0, 0, 0, 4, 0, 3, 0, 0},
-        {2, 65, 64, 128, 128, 2, 0, 0, 0, 0, 0, 0, 2, 0}, {8, 40, 40, 128, 96, 1, 0, 0, 0, 4, 0, 0, 0, 1},
-        {3, 33, 70, 128, 128, 2, 1, 0, 0, 0, 0, 1, 3, 1}, {2, 1, 300, 128, 128, 2, 0, 0, 0, 0, 2, 2, 0, 0},
+        {2, 70, 45, 128, 128, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {2, 33, 40, 128, 128, 1, 1, 0, 1, 0, 2, 0, 0, 0, 0},
+        {3, 17, 50, 128, 64, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0}, {2, 40, 17, 64, 128, 2, 1, 0, 0, 0, 0, 1, 0, 0, 0},
+        {1, 35, 33, 97, 65, 1, 0, 0, 0, 0, 1, 2, 0, 0, 0}, {8, 40, 40, 128, 128, 1, 0, 0, 0, 4, 0, 3, 0, 0, 0},
+        {2, 65, 64, 128, 128, 2, 0, 0, 0, 0, 0, 0, 2, 0, 0}, {8, 40, 40, 128, 96, 1, 0, 0, 0, 4, 0, 0, 0, 1, 0},
+        {3, 33, 70, 128, 128, 2, 1, 0, 0, 0, 0, 1, 3, 1, 0}, {2, 1, 300, 128, 128, 2, 0, 0, 0, 0, 2, 2, 0, 0, 0},
+        /* Swin's shifted windows: a windowed mask after a per-head bias (and alone), 2 or 4 windows a frame,
+         * Q scaled before the product, a wide head */
+        {8, 49, 49, 32, 32, 0, 1, 0, 0, 0, 1, 4, 0, 0, 4}, {12, 40, 40, 16, 16, 2, 0, 0, 0, 0, 0, 0, 0, 0, 2},
+        {8, 70, 70, 96, 96, 1, 1, 0, 0, 0, 2, 4, 0, 0, 2},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) test_fattn_case(&cases[c]);
     test_fattn_masked_inf();

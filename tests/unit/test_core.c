@@ -1331,6 +1331,44 @@ static void test_attention_frame(void) {
     }
 }
 
+/* pp_attention_chains with Swin's shifted windows: x [4,2,3,8] (4 = 2 batches x 2 windows, 2 heads) -> /a/MatMul
+ * (x, k [8,3]) -> /a/Add (a bias [2,3,3]) -> /a/Reshape (to [2,2,2,3,3]) -> /a/Add_1 (a mask [2,1,3,3]) ->
+ * /a/Reshape_1 (back to [4,2,3,3]) -> /a/Softmax -> /b/MatMul (v [3,8]): a pattern to /b/MatMul; none where
+ * the frame splits the heads' dim instead of the first ([4,2,3,3,1]: another op than a split of N). */
+static void test_attention_windows(void) {
+    for (int c = 0; c < 2; c++) {
+        pp_graph g;
+        pp_err e = {0};
+        const int x = graph_x24(&g, 0, &e), k = const_mat(&g, "k", 8, 3), v = const_mat(&g, "w", 3, 8);
+        g.values[x].shape = (pp_shape){4, {4, 2, 3, 8}}, g.values[x].nbytes = 4 * 2 * 3 * 8 * 4;
+        const int bias = const_mat(&g, "bias", 2, 9), m = const_mat(&g, "m", 2, 9);
+        g.values[bias].shape = (pp_shape){3, {2, 3, 3}};
+        g.values[m].shape = c ? (pp_shape){5, {1, 1, 1, 3, 1}} : (pp_shape){4, {2, 1, 3, 3}};
+        if (c) g.values[m].nbytes = 12;
+        const int64_t f5[5] = {2, 2, 2, 3, 3}, f5b[5] = {4, 2, 3, 3, 1}, back[4] = {4, 2, 3, 3};
+        const int to5 = const_shape(&g, "to5", c ? f5b : f5, 5), to4 = const_shape(&g, "to4", back, 4);
+        int vv[8];
+        values_v(&g, vv, 8);
+        node(&g, PP_OP_MATMUL, "/a/MatMul", x, k, vv[0]);
+        node(&g, PP_OP_ADD, "/a/Add", vv[0], bias, vv[1]);
+        node(&g, PP_OP_RESHAPE, "/a/Reshape", vv[1], to5, vv[2]);
+        node(&g, PP_OP_ADD, "/a/Add_1", vv[2], m, vv[3]);
+        node(&g, PP_OP_RESHAPE, "/a/Reshape_1", vv[3], to4, vv[4]);
+        node(&g, PP_OP_SOFTMAX, "/a/Softmax", vv[4], -1, vv[5]);
+        node(&g, PP_OP_MATMUL, "/b/MatMul", vv[5], v, vv[6]);
+        pp_graph_add_output(&g, vv[6], &e);
+        bool keep[7];
+        int tail[7];
+        pp_status s = pp_graph_infer(&g, &e);
+        if (s == PP_OK) s = pp_attention_chains(&g, keep, tail, &e);
+        const bool want = c == 0;
+        CHECK(s == PP_OK && g.n_nodes == 7 && (tail[0] == 6) == want && (want || tail[0] == -1),
+              "attention in windows, %s: %s, tail %d (want %s)", c ? "a frame that splits no batch" : "Swin's",
+              s == PP_OK ? "ok" : e.msg, s == PP_OK ? tail[0] : -9, want ? "the last MatMul" : "none");
+        pp_graph_free(&g);
+    }
+}
+
 /* pp_simplify's Dropout: x [2,4] -> /d/Dropout (x, ratio, training_mode) -> /r/Relu -> y. Removed (y reads x
  * through the Relu) in inference (no training_mode, or a constant false) and in training mode with a constant
  * ratio of 0 (f32 0, f16 -0: every element kept, scaled by 1); kept with a ratio of 0.5, with its mask read (a
@@ -1547,6 +1585,7 @@ int main(void) {
     test_attention_masks();
     test_attention_wheres();
     test_attention_frame();
+    test_attention_windows();
     test_dropout_noop();
     test_layout_and_compare();
     test_capped_split();
