@@ -39,7 +39,12 @@ on and off, written with onnx.helper, random weights:
          [2, 1, 5, 5] (0 or -100) added, reshaped back, Softmax, MatMul
          (fused: the windowed mask), the output [batch, 4, 5, 8].
 Inputs DIR/data/*.npy (3 samples; NaN and +-inf among sample 1's and 2's
-values, so some score rows are NaN). usage: fattn_models.py DIR"""
+values, so some score rows are NaN).
+With `wide`, only wide.onnx (the GPU day's timing of the kernel's wide
+geometry): a Llama-7B-shaped attention, q [batch, 32, 512, 128], k given
+transposed [batch, 32, 128, 512], v, a Div by sqrt(128), a causal mask of
+float32's lowest added, Softmax, MatMul; DIR/data_wide: 4 samples.
+usage: fattn_models.py DIR [wide]"""
 import os
 import sys
 
@@ -71,6 +76,19 @@ def save(g, name):
     onnx.save(m, os.path.join(d, name))
 
 
+if len(sys.argv) > 2 and sys.argv[2] == "wide":
+    H, S, Dh = 32, 512, 128
+    causal = np.where(np.triu(np.ones((S, S), bool), 1), np.finfo(np.float32).min, 0).astype(np.float32)
+    nodes = [n("MatMul", ["q", "k"], ["s0"], name="/w/MatMul"), n("Div", ["s0", "sq"], ["s1"], name="/w/Div"),
+             n("Add", ["s1", "causal"], ["s2"], name="/w/Add"), n("Softmax", ["s2"], ["p"], name="/w/Softmax", axis=-1),
+             n("MatMul", ["p", "v"], ["y"], name="/w/MatMul_1")]
+    ins = {"q": ["batch", H, S, Dh], "k": ["batch", H, Dh, S], "v": ["batch", H, S, Dh]}
+    save(helper.make_graph(nodes, "wide", [v(k, s) for k, s in ins.items()], [v("y", ["batch", H, S, Dh])],
+                           initializer=[c("sq", np.array(np.sqrt(Dh), np.float32)), c("causal", causal)]), "wide.onnx")
+    os.makedirs(os.path.join(d, "data_wide"), exist_ok=True)
+    for k, s in ins.items():
+        np.save(os.path.join(d, "data_wide", k + ".npy"), rng.standard_normal([4] + s[1:]).astype(np.float32))
+    sys.exit(0)
 os.makedirs(os.path.join(d, "data_vit"), exist_ok=True)
 os.makedirs(os.path.join(d, "data_small"), exist_ok=True)
 

@@ -55,7 +55,8 @@
 #      batch 8 and 32 with --cuda-layout nchw and nhwc against autocast channels_last (LAYOUT_SECS, default 110),
 #      -pp 2 at nhwc bit-identical to -pp 1; 5m. half_models.py's mix model (the half plan's BatchNormalization,
 #      ConvTranspose, Resize, Pad and reductions, 2026-12-06) against onnxruntime; 5s. ViT-B/16 fp16 at batch 32 and 8
-#      with its attention on cuDNN's fused-attention engine (--cuda-sdpa) against pprt's kernel; ViT-B/16 at fp16, batch 32 and 8,
+#      with its attention on cuDNN's fused-attention engine (--cuda-sdpa) against pprt's kernel; 5w. a Llama-7B-shaped
+#      attention (heads of 128: the fused kernel's wide geometry) f32 and bf16 fused against unfused; ViT-B/16 at fp16, batch 32 and 8,
 #      with the speed options (views, fused attention, row kernels, wide elementwise) together on and off;
 #      ViT-B/16 with the row kernels
 #      in one block against in lanes, with the fused attention on and off
@@ -634,6 +635,21 @@ if [ "${EXTRA:-1}" = 1 ]; then
     # the half plans' ViT-B/16 at batch 8 with the speed options (fused attention, row kernels on the half types)
     [ -f /tmp/cvt/vit_b_16/b8_pp1_fp16.plan ] && [ "$(left)" -gt 90 ] && \
       ab vit_half_b8 /tmp/cvt/vit_b_16/b8_pp1_fp16.plan /tmp/cvt/vit_b_16/data_8 $HALF_OPTS_ 2e-2 5e-3
+  fi
+  # 5w. the fused kernel's wide geometry (heads over 64: tiles of 32 query rows and 16 keys, 2026-12-06's thirteenth
+  # session; never on a GPU): a Llama-7B-shaped attention (32 heads of 128, 512 tokens, a causal mask) at batch 4,
+  # the f32 plan (pprt's kernel) and the bf16 plan (cuDNN's SDPA where an engine takes it, else pprt's kernel),
+  # --cuda-fused-attention on against off, alternated (about 30 s): whether the wide geometry beats two cuBLASLt
+  # products and the softmax launches, before the option becomes a default
+  wd=/tmp/cvt/wide
+  if [ "$dry" != 1 ] && [ "$(left)" -gt 70 ] && mkdir -p $wd && python3 "$src/tests/cuda/fattn_models.py" $wd wide; then
+    echo "== 5w. the fused kernel's wide geometry, heads of 128 ($(date +%T), $(left) s left)"
+    for pr in f32 bf16; do
+      [ "$(left)" -gt 50 ] || continue
+      "$PPCC" $wd/wide.onnx -b 4 $([ $pr = bf16 ] && echo --precision bf16) -o $wd/wide_$pr.plan -q || continue
+      ab wide_$pr $wd/wide_$pr.plan $wd/data_wide --cuda-fused-attention $([ $pr = f32 ] && echo 1e-3 1e-4 || echo 3e-2 1e-2)
+      echo "wide $pr: $(grep -c "cuDNN's fused-attention engine" "$out/explain_wide_${pr}_on.txt") of 1 step on cuDNN's engine"
+    done
   fi
   # 5n. channels-last convolutions (pprt --cuda-layout, issue 54, 2026-12-05; docs/cuda.md "Layouts"; never on a GPU
   # before): ResNet-50's half plans (fp16, bf16) at batch 8 and 32, pprt -pp 1 with --cuda-layout nchw and then nhwc
