@@ -375,7 +375,8 @@ pp_cost pp_node_cost(pp_op op, pp_attrs attrs, const pp_tinfo *in, int n_in,
  * ignore the mark. */
 enum {
     PP_PATTERN_NONE = 0,
-    PP_PATTERN_ATTENTION = 1, /* MatMul, [Where], [Mul or Div by a constant scalar], [Where], [Add of a mask],
+    PP_PATTERN_ATTENTION = 1, /* MatMul, [Where], [Mul or Div by a constant scalar, or Mul by a constant per
+                               * head], [Where], [Add of a mask],
                                * [Reshape, Add of a mask, Reshape: BART's, Swin's frames], Softmax (last axis),
                                * MatMul: the node is the first MatMul (passes/fuse.c
                                * pp_attention_chains) */

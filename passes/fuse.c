@@ -1031,9 +1031,22 @@ static int attn_frame(const pp_graph *g, const int *user, int r, int scores, pp_
                : -1;
 }
 
+/* Whether value v is a constant of type t that scales the scores x [..., H, S, T] per head (SwinV2's logit
+ * scale [H, 1, 1]: each dim, right-aligned, 1 but the -3rd, which is H > 1) */
+static bool const_per_head(const pp_graph *g, int v, int x, pp_dtype t) {
+    const pp_value *c = &g->values[v];
+    const pp_shape *xs = &g->values[x].shape;
+    if (!c->is_const || c->dtype != t || c->shape.rank < 3 || c->shape.rank > xs->rank ||
+        c->shape.dim[c->shape.rank - 3] != xs->dim[xs->rank - 3] || xs->dim[xs->rank - 3] < 2)
+        return false;
+    for (int d = 0; d < c->shape.rank; d++)
+        if (d != c->shape.rank - 3 && c->shape.dim[d] != 1) return false;
+    return true;
+}
+
 /* The last node of the attention pattern that MatMul a opens, or -1:
  * MatMul -> [Where (pp_attn_where)] -> [Mul by a constant scalar (either
- * side) | Div by one] -> [Where, if none before] -> [Add of a mask
+ * side), or by one per head (const_per_head) | Div by a scalar] -> [Where, if none before] -> [Add of a mask
  * (pp_attn_mask)] -> [a frame around one (attn_frame)] -> Softmax
  * over the last axis -> MatMul reading the
  * probabilities as its left
@@ -1054,7 +1067,9 @@ static int attn_tail(const pp_graph *g, const int *user, int a) {
         const pp_node *sc = &g->nodes[b];
         const int prev = cur;
         const bool ok = sc->n_in == 2 && ((sc->in[0] == prev && const_scalar_half(g, sc->in[1], &c)) ||
-                                          (sc->op == PP_OP_MUL && sc->in[1] == prev && const_scalar_half(g, sc->in[0], &c)));
+                                          (sc->op == PP_OP_MUL && sc->in[1] == prev && const_scalar_half(g, sc->in[0], &c)) ||
+                                          (sc->op == PP_OP_MUL && (sc->in[0] == prev || sc->in[1] == prev) &&
+                                           const_per_head(g, sc->in[sc->in[0] == prev], prev, t)));
         if (ok) cur = sc->out[0];
         b = ok ? attn_next(g, user, b, t) : -1;
     }

@@ -244,6 +244,7 @@ const char *pcu_sdpa_unfit(const pcu_fattn *k) {
     if (k->where) return "a Where on the scores (GPT-2's masked_fill; cuDNN's graph has none)";
     if (k->causal) return "a causal Attention (the graph has no causal mask)";
     if (k->fmask) return "a second, windowed mask (Swin's shifted windows; the graph takes one bias)";
+    if (k->scale_op == 3) return "a scale per head (SwinV2's logit scale; the graph takes one scalar)";
     if (k->mask && k->mj != 1) return "a mask whose keys are not contiguous";
     /* cuDNN adds the mask in float: a row masked whole at fp16's -65504 would weigh its scores, where the graph's
      * fp16 Add (and pprt's kernel) round them all to -65504, a uniform row (bf16's -3.39e38 absorbs them in float) */

@@ -2582,7 +2582,8 @@ PCU_HD void pcu_attn_at(const pcu_attn *t, float *Y, float *qk_out, double *scra
 #define PCU_FA_SH (PCU_FA_BQ * 65 + PCU_FA_BK * 65 + PCU_FA_BK * 64 + PCU_FA_BQ * (PCU_FA_BK + 1) + PCU_FA_BQ * PCU_FA_TPR)
 
 typedef struct pcu_fattn {
-    int32_t scale_op; /* 0 none, 1 s * scale, 2 s / scale (the node between MatMul and Softmax) */
+    int32_t scale_op; /* 0 none, 1 s * scale, 2 s / scale (the node between MatMul and Softmax), 3 s times the
+                       * head's scale, element (b % nh) * hss of operand 7 (type t: SwinV2's logit scale [H, 1, 1]) */
     int32_t t;        /* Q's, K's, V's and Y's type (pcu_rhalf: a half plan's pattern; f32 inside either way) */
     float scale, qscale;
     int32_t qscale_op;       /* 0 none, 1 q * qscale, 2 q / qscale: the Mul or Div of Q by a scalar before the first
@@ -2606,6 +2607,7 @@ typedef struct pcu_fattn {
      * its batch bh / nh / fwn; F's strides per batch, window, head, query row and key */
     int32_t fmask, pad2_;
     int64_t fwn, fb, fw, fh, fi, fj;
+    int64_t hss; /* scale_op 3: the heads' scales' stride */
 } pcu_fattn;
 
 /* Where batch bh's matrix of Q (w 0), K (1), V (2) or Y (3) starts. */
@@ -2719,7 +2721,8 @@ PCU_HD float pcu_fattn_where(const pcu_fattn *k, const void *cond, int64_t b, in
  * graph's), then the windowed mask's the same way; causality's -inf added
  * last (rows past Sq read none of them) */
 PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const pcu_fa_geo *g, const void *mask, const void *cond,
-                             const void *fm, pcu_fattn_sh *sh, int64_t b, int64_t i, int64_t j0, int row, int t) {
+                             const void *fm, const void *hs, pcu_fattn_sh *sh, int64_t b, int64_t i, int64_t j0,
+                             int row, int t) {
     float s[PCU_FA_KLMAX];
     const float *qr = sh->f + row * g->qs, *kt = sh->f + g->ko + t * g->qs;
     const int ks = g->tpr * g->qs; /* the lane's next key */
@@ -2741,6 +2744,7 @@ PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const pcu_fa_geo *g, const void
         if (k->where == 1 && in) v = pcu_fattn_where(k, cond, b, i, j0 + jj, v);
         if (k->scale_op == 1) v = v * k->scale;
         else if (k->scale_op == 2) v = v / k->scale;
+        else if (k->scale_op == 3) v = v * pcu_rld(hs, k->t, b % k->nh * k->hss);
         if (k->where == 2 && in) v = pcu_fattn_where(k, cond, b, i, j0 + jj, v);
         if (k->mask && in)
             v = pcu_rround(k->t, v + pcu_rld(mask, k->t, pcu_fattn_moff(k, k->mb, k->mh, k->mi, k->mj, b, i, j0 + jj)));
@@ -2794,8 +2798,8 @@ PCU_HD void pcu_fattn_acc(const pcu_fattn *k, const pcu_fa_geo *g, void *y, pcu_
 
 /* Lane l of block r in phase ph (kernels.def PCU_COOP). */
 PCU_HD void pcu_fattn_ph(const pcu_fattn *k, int ph, void *y, const void *q, const void *kk, const void *v,
-                         const void *mask, const void *cond, const void *fm, pcu_fattn_sh *sh, pcu_fattn_lane *st,
-                         int64_t r, int l) {
+                         const void *mask, const void *cond, const void *fm, const void *hs, pcu_fattn_sh *sh,
+                         pcu_fattn_lane *st, int64_t r, int l) {
     const pcu_fa_geo g = pcu_fa_geo_of(k);
     const int64_t b = r / k->qtiles, i0 = r % k->qtiles * g.bq;
     const int row = l / g.tpr, t = l % g.tpr;
@@ -2806,7 +2810,7 @@ PCU_HD void pcu_fattn_ph(const pcu_fattn *k, int ph, void *y, const void *q, con
     const int64_t tile = (ph - 1) / 4, j0 = tile * g.bk;
     switch ((ph - 1) % 4) {
     case 0: pcu_fattn_load(k, &g, kk, v, sh, b, j0, l); break;
-    case 1: pcu_fattn_scores(k, &g, mask, cond, fm, sh, b, i0 + row, j0, row, t); break;
+    case 1: pcu_fattn_scores(k, &g, mask, cond, fm, hs, sh, b, i0 + row, j0, row, t); break;
     case 2: pcu_fattn_exp(&g, sh, st, row, t); break;
     default: pcu_fattn_acc(k, &g, y, sh, st, b, i0 + row, row, t, j0 + g.bk >= k->T); break;
     }

@@ -127,7 +127,7 @@ static const pp_opt rows[] = {
              "on an H200 before the Add was taken in, docs/cuda.md)"},
     {.names = "--cuda-fused-attention", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD,
      .words = "on|off", .dflt = "off", .set = set_on_off,
-     .help = "cuda, cuda-emu: each attention pattern ppcc kept in one stage (MatMul, a Mul or Div by a scalar, a "
+     .help = "cuda, cuda-emu: each attention pattern ppcc kept in one stage (MatMul, a Mul or Div by a scalar or a Mul per head, a "
              "Where of masked_fill, an Add of a mask, a mask in BART's or Swin's Reshape of the scores, Softmax over the last axis, "
              "MatMul; head dims up to 128, f32 or a half plan's type) as one kernel with the softmax online "
              "(on; not yet timed on a GPU), or a product, a softmax and a product (off)"},

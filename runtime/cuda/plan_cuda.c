@@ -3066,6 +3066,24 @@ static int fa_scalar(const planner *P, const pprt_node *s, int x, int ty) {
     return w;
 }
 
+/* The weight w of a Mul node s of type ty that scales the scores `x` [..., H, S, T] per head (SwinV2's logit
+ * scale [H, 1, 1]: each dim, right-aligned, 1 but the heads' -3rd, which is nh), or -1; *hss: its stride per
+ * head. */
+static int fa_headw(const planner *P, const pprt_node *s, int x, int ty, int64_t nh, int64_t *hss) {
+    if (s->op != PP_OP_MUL || s->n_in != 2 || s->n_out != 1 || (s->in[0] != x && s->in[1] != x)) return -1;
+    const int w = s->in[0] == x ? s->in[1] : s->in[0];
+    const pprt_tdesc *wt = T(P, w);
+    const pp_shape *xs = &T(P, x)->shape, *ws = wt ? &wt->shape : NULL;
+    if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || (int)wt->dtype != ty || ws->rank < 3 || ws->rank > xs->rank ||
+        xs->rank < 3 || xs->dim[xs->rank - 3] != nh || ws->dim[ws->rank - 3] != nh || nh < 2 ||
+        !pp_shape_eq(&T(P, s->out[0])->shape, xs))
+        return -1;
+    for (int d = 0; d < ws->rank; d++)
+        if (d != ws->rank - 3 && ws->dim[d] != 1) return -1;
+    *hss = 1; /* (the dims after the heads' are 1) */
+    return w;
+}
+
 /* The operand x that Mul or Div node s of type ty scales by a scalar weight (fa_scalar), or -1 */
 static int fa_data(const planner *P, const pprt_node *s, int ty) {
     for (int k = 0; k < 2 && k < s->n_in; k++)
@@ -3241,9 +3259,11 @@ static int fattn_match(const planner *P, int ni, fa_links *o) {
     int b = sole_reader(P, ni, m1->out[0]), sc = -1, wh = -1, cur = m1->out[0], wcur = -1;
     if (b >= 0 && st->nodes[b].op == PP_OP_WHERE && st->nodes[b].n_out == 1)
         wh = b, wcur = cur, cur = st->nodes[b].out[0], b = sole_reader(P, wh, cur);
+    int hsc = 0, scx = -1; /* the scale a weight per head (checked once the heads are known), the scores it reads */
     if (b >= 0 && (st->nodes[b].op == PP_OP_MUL || st->nodes[b].op == PP_OP_DIV)) {
-        if (fa_scalar(P, &st->nodes[b], cur, ty) < 0) return FA_NO(o, "the scores' scale is not a scalar weight");
-        sc = b, cur = st->nodes[b].out[0];
+        hsc = fa_scalar(P, &st->nodes[b], cur, ty) < 0;
+        if (hsc && st->nodes[b].op != PP_OP_MUL) return FA_NO(o, "the scores' scale is not a scalar weight");
+        sc = b, scx = cur, cur = st->nodes[b].out[0];
         b = sole_reader(P, b, cur);
     }
     if (wh < 0 && b >= 0 && st->nodes[b].op == PP_OP_WHERE && st->nodes[b].n_out == 1)
@@ -3277,6 +3297,9 @@ static int fattn_match(const planner *P, int ni, fa_links *o) {
     const int64_t nh = fr3 ? f1 : ys->rank >= 2 ? fa_heads(qkv, 3, ys) : -1;
     if (fr >= 0 && !fr3 && nh != T(P, m1->out[0])->shape.dim[1])
         return FA_NO(o, "the windowed mask's heads are not the kernel's");
+    int64_t hss;
+    if (hsc && fa_headw(P, &st->nodes[sc], scx, ty, nh, &hss) < 0)
+        return FA_NO(o, "the scores' scale is neither a scalar weight nor a weight per head");
     if (vs->rank >= 2 && vs->dim[vs->rank - 1] > PCU_FA_DMAX)
         return FA_NO(o, "values of %lld, over the kernel's %d", (long long)vs->dim[vs->rank - 1], PCU_FA_DMAX);
     if (vs->rank < 2 || ys->rank < 2 || vs->dim[vs->rank - 1] < 1 || nh < 1 || !fa_strides(&vq, ys, nh, &sb, &sh) ||
@@ -3386,12 +3409,22 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
             k.yb = yb, k.yh = yh, k.yi = yv.st[yv.rank - 2], yout = yv.src;
             out_transpose_taken(P, tr, trs);
         }
+        int hw = -1; /* the heads' scales (scale_op 3) */
         if (sc >= 0) {
             const pprt_node *s = &st->nodes[sc];
-            const int w = fa_scalar(P, s, fa_data(P, s, k.t), k.t); /* (checked by fattn_match) */
-            k.scale = pcu_rld(T(P, w)->data, k.t, 0); /* (a half plan's scale: its half value) */
-            if (T(P, w)->varies) P->pl->folds_varying = true;
-            k.scale_op = s->op == PP_OP_MUL ? 1 : 2;
+            const int x = fa_data(P, s, k.t), w = x >= 0 ? fa_scalar(P, s, x, k.t) : -1; /* (checked by fattn_match) */
+            if (w >= 0) {
+                k.scale = pcu_rld(T(P, w)->data, k.t, 0); /* (a half plan's scale: its half value) */
+                if (T(P, w)->varies) P->pl->folds_varying = true;
+                k.scale_op = s->op == PP_OP_MUL ? 1 : 2;
+            } else {
+                const int xs = T(P, s->in[0])->kind == PPRT_WEIGHT ? s->in[1] : s->in[0];
+                hw = fa_headw(P, s, xs, k.t, k.nh, &k.hss);
+                if (hw < 0)
+                    return PP_FAIL(P->err, PP_ERUNTIME, "cuda planner: node '%s': the fused attention's scale no "
+                                   "longer fits (internal)", s->name);
+                k.scale_op = 3;
+            }
         }
         if (pq >= 0) { /* Q's scalar, applied as the kernel reads Q */
             const pprt_node *s = &st->nodes[pq];
@@ -3402,7 +3435,7 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         }
         int mt, ct, ft;
         PP_TRY(fattn_masks(P, ni, &k, &mt, &ct, &ft));
-        NEW_STEP(s, P, PCU_S_KERNEL, h, ft >= 0 ? 7 : ct >= 0 ? 6 : mt >= 0 ? 5 : 4);
+        NEW_STEP(s, P, PCU_S_KERNEL, h, hw >= 0 ? 8 : ft >= 0 ? 7 : ct >= 0 ? 6 : mt >= 0 ? 5 : 4);
         s->kernel = PCU_K_FATTN;
         s->u.fa = k;
         s->ops[0] = view_ref(P, qt), s->ops[1] = view_ref(P, m1->in[1]), s->ops[2] = view_ref(P, m2->in[1]);
@@ -3410,7 +3443,8 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
         const pcu_ref none = {.space = -1, .tensor = -1};
         if (s->n_ops > 4) s->ops[4] = mt >= 0 ? view_ref(P, mt) : none;
         if (s->n_ops > 5) s->ops[5] = ct >= 0 ? view_ref(P, ct) : none;
-        if (s->n_ops > 6) s->ops[6] = view_ref(P, ft);
+        if (s->n_ops > 6) s->ops[6] = ft >= 0 ? view_ref(P, ft) : none;
+        if (s->n_ops > 7) s->ops[7] = view_ref(P, hw);
         s->threads = k.nb * k.qtiles * PCU_BLOCK;
         P->pl->counts.own++;
         P->pl->counts.fused++; /* the last MatMul */

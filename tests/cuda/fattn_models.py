@@ -37,7 +37,10 @@ on and off, written with onnx.helper, random weights:
          windows of 2 heads), the scores times a scalar, a bias per head
          [2, 5, 5] added, reshaped to [batch, 2, 2, 5, 5], a mask per window
          [2, 1, 5, 5] (0 or -100) added, reshaped back, Softmax, MatMul
-         (fused: the windowed mask), the output [batch, 4, 5, 8].
+         (fused: the windowed mask), the output [batch, 4, 5, 8];
+      o: SwinV2's scale per head: q, k and v as n's, the scores times a
+         constant [2, 1, 1] (0.9 and 3.5), n's bias added, Softmax, MatMul
+         (fused), the output [batch, 4, 5, 8].
 Inputs DIR/data/*.npy (3 samples; NaN and +-inf among sample 1's and 2's
 values, so some score rows are NaN).
 With `wide`, only wide.onnx (the GPU day's timing of the kernel's wide
@@ -153,6 +156,7 @@ inits = [c("sqrt8", np.array(np.sqrt(8), np.float32)), c("sqrt128", np.array(np.
          c("to5s", np.array([-1, 2, 2, 5, 5], np.int64)), c("to4w", np.array([-1, 2, 5, 5], np.int64)),
          c("bias", (rng.standard_normal((2, 5, 5)) * 2).astype(np.float32)),
          c("wmask", np.where(rng.random((2, 1, 5, 5)) < 0.4, -100, 0).astype(np.float32)),
+         c("lscale", np.array([0.9, 3.5], np.float32).reshape(2, 1, 1)),
          c("kc", w(1, 16, 40, s=0.5)), c("mask", np.where(rng.random((5, 5)) < 0.3, -1e9, 0).astype(np.float32)),
          c("low", np.array(np.finfo(np.float32).min, np.float32)), c("causal", np.tril(np.ones((5, 5), bool)))]
 nodes = [
@@ -230,6 +234,15 @@ nodes = [
     n("Softmax", ["sn6"], ["pn"], name="/n/Softmax", axis=-1),
     n("MatMul", ["pn", "vn"], ["yn4"], name="/n/MatMul_1"),
     n("Reshape", ["yn4", "to4y"], ["yn"], name="/n/Reshape_5"),
+    n("Reshape", ["qa", "to4q"], ["qo"], name="/o/Reshape"),
+    n("Reshape", ["ka", "to4k"], ["ko"], name="/o/Reshape_1"),
+    n("Reshape", ["va", "to4q"], ["vo"], name="/o/Reshape_2"),
+    n("MatMul", ["qo", "ko"], ["so"], name="/o/MatMul"),
+    n("Mul", ["so", "lscale"], ["so2"], name="/o/Mul"),
+    n("Add", ["so2", "bias"], ["so3"], name="/o/Add"),
+    n("Softmax", ["so3"], ["po"], name="/o/Softmax", axis=-1),
+    n("MatMul", ["po", "vo"], ["yo4"], name="/o/MatMul_1"),
+    n("Reshape", ["yo4", "to4y"], ["yo"], name="/o/Reshape_3"),
 ]
 ins = {"qa": ["batch", 4, 5, 8], "ka": ["batch", 4, 8, 5], "va": ["batch", 4, 5, 8],
        "qb": ["batch", 2, 1, 16], "kb": ["batch", 2, 16, 33], "vb": ["batch", 2, 33, 24],
@@ -242,7 +255,7 @@ outs = [v("ya", ["batch", 4, 5, 8]), v("yb", ["batch", 2, 1, 24]), v("yc", ["bat
         v("yf", ["batch", 4, 5, 8]), v("yg", ["batch", 4, 5, 8]), v("yh", ["batch", 4, 5, 8]),
         v("yi", ["batch", 4, 5, 8]), v("yj", ["batch", 4, 5, 8]), v("yk", ["batch", 4, 5, 8]),
         v("yl", ["batch", 1, 3, 136]), v("ym", ["batch", 4, 5, 8]),
-        v("yn", ["batch", 4, 5, 8])]
+        v("yn", ["batch", 4, 5, 8]), v("yo", ["batch", 4, 5, 8])]
 vin = [v(k, s) for k, s in ins.items() if k != "cj"] + \
     [helper.make_tensor_value_info("cj", TensorProto.BOOL, ins["cj"])]
 save(helper.make_graph(nodes, "small", vin, outs, initializer=inits), "small.onnx")

@@ -1005,7 +1005,7 @@ static float fa_q(const pcu_fattn *k, float q) {
 /* Attention in double: y[b, i, :] = softmax(scale(q_i . k_j)) v (NaN as the
  * reference softmax gives it: a row whose max is NaN, +inf or -inf). */
 static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const float *v, const float *m,
-                   const unsigned char *cond, const float *fm, double *y) {
+                   const unsigned char *cond, const float *fm, const float *hs, double *y) {
     double *s = malloc(sizeof *s * (size_t)k->T);
     for (int64_t b = 0; b < k->nb; b++)
         for (int64_t i = 0; i < k->Sq; i++) {
@@ -1021,6 +1021,7 @@ static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const fl
                 if (k->where == 1 && (cond[co] != 0) != k->wthen) d = k->fill;
                 if (k->scale_op == 1) d *= k->scale;
                 else if (k->scale_op == 2) d /= k->scale;
+                else if (k->scale_op == 3) d *= hs[b % k->nh * k->hss];
                 if (k->where == 2 && (cond[co] != 0) != k->wthen) d = k->wadd ? d + k->fill : k->fill;
                 if (k->mask) d += m[b / k->nh * k->mb + b % k->nh * k->mh + i * k->mi + j * k->mj];
                 if (k->fmask)
@@ -1076,6 +1077,8 @@ static void test_fattn_case(const fa_case *c) {
         else if (c->mask == 4) k.mb = 0, k.mh = k.Sq * k.T, k.mi = k.T, nm = k.nh * k.Sq * k.T; /* a bias per head */
         else k.mb = 0, k.mi = k.T, nm = k.Sq * k.T;
     }
+    float hs[2] = {0.25f, 0.0625f}; /* scale_op 3: a scale per head, as SwinV2's logit scale (2 heads: win cases) */
+    if (c->scale_op == 3) k.hss = 1, k.scale = 0;
     const int64_t nf = c->win ? c->win * k.Sq * k.T : 1;
     float *fm = malloc(sizeof *fm * (size_t)nf);
     for (int64_t i = 0; i < nf; i++) fm[i] = c->win && unif() < 0.4 ? -100.0f : 0.0f;
@@ -1111,12 +1114,12 @@ static void test_fattn_case(const fa_case *c) {
     pcu_step s;
     memset(&s, 0, sizeof s);
     s.kind = PCU_S_KERNEL, s.kernel = PCU_K_FATTN, s.threads = k.nb * k.qtiles * PCU_BLOCK, s.u.fa = k;
-    void *op[PCU_KERNEL_OPS] = {q, kk, v, y1, m, cond, fm};
+    void *op[PCU_KERNEL_OPS] = {q, kk, v, y1, m, cond, fm, hs};
     for (int64_t i = 0; i < ny; i++) y1[i] = y2[i] = 12345.0f;
     run_coop(&s, op, 0);
     op[3] = y2;
     run_coop(&s, op, 1);
-    fa_ref(&k, q, kk, v, m, cond, fm, yr);
+    fa_ref(&k, q, kk, v, m, cond, fm, hs, yr);
     double vmax = 0;
     for (int64_t i = 0; i < nv; i++) vmax = fabs(v[i]) > vmax ? fabs(v[i]) : vmax;
     int64_t bad = 0, nans = 0;
@@ -1148,19 +1151,21 @@ static void test_fattn_case(const fa_case *c) {
     for (int t = PCU_T_F16; t != 0; t = t == PCU_T_F16 ? PCU_T_BF16 : 0) {
         uint16_t *qh = malloc(2 * (size_t)nq), *kh = malloc(2 * (size_t)nk), *vh = malloc(2 * (size_t)nv),
                  *yh = malloc(2 * (size_t)ny), *qsh = malloc(2 * (size_t)nq), *mh = malloc(2 * (size_t)nm),
-                 *fh = malloc(2 * (size_t)nf);
+                 *fh = malloc(2 * (size_t)nf), hsh[2];
         to_half(q, t, qh, q, nq), to_half(kk, t, kh, kk, nk), to_half(v, t, vh, v, nv), to_half(m, t, mh, m, nm);
         to_half(fm, t, fh, fm, nf);
+        float hsr[2]; /* the heads' scales as the half plan holds them */
+        to_half(hs, t, hsh, hsr, 2);
         for (int64_t i = 0; i < nq; i++) qs[i] = fa_q(&k, q[i]);
         to_half(qs, t, qsh, qs, nq);
         free(qsh);
         s.u.fa.t = 0, s.u.fa.qscale_op = 0;
-        void *opf[PCU_KERNEL_OPS] = {qs, kk, v, y1, m, cond, fm};
+        void *opf[PCU_KERNEL_OPS] = {qs, kk, v, y1, m, cond, fm, hsr};
         run_coop(&s, opf, 0);
         s.u.fa.t = t, s.u.fa.qscale_op = k.qscale_op;
         const float fill = k.fill;
         s.u.fa.fill = pcu_ldf((uint16_t[]){t == PCU_T_F16 ? pcu_f2h(fill) : pcu_f2bf(fill)}, t, 0);
-        void *oph[PCU_KERNEL_OPS] = {qh, kh, vh, yh, mh, cond, fh};
+        void *oph[PCU_KERNEL_OPS] = {qh, kh, vh, yh, mh, cond, fh, hsh};
         run_coop(&s, oph, 1);
         char what[96];
         snprintf(what, sizeof what, "%s fused attention nb %lld Sq %lld T %lld D %lld", t == PCU_T_F16 ? "f16" : "bf16",
@@ -1169,7 +1174,7 @@ static void test_fattn_case(const fa_case *c) {
             compare_half(what, yh, y1, t, ny);
         } else { /* the masked score rounded to t as the Add stores it, which the f32 kernel does not: against
                   * the reference in double over the same half values, within the half type's reach */
-            fa_ref(&s.u.fa, q, kk, v, m, cond, fm, yr);
+            fa_ref(&s.u.fa, q, kk, v, m, cond, fm, hsr, yr);
             const double tol = (t == PCU_T_F16 ? 1e-2 : 8e-2) * vmax;
             for (int64_t i = 0; i < ny; i++) {
                 const double g = pcu_ldf(yh, t, i), r = yr[i];
@@ -1241,6 +1246,8 @@ static void test_fattn(void) {
          * Q scaled before the product, a wide head */
         {8, 49, 49, 32, 32, 0, 1, 0, 0, 0, 1, 4, 0, 0, 4}, {12, 40, 40, 16, 16, 2, 0, 0, 0, 0, 0, 0, 0, 0, 2},
         {8, 70, 70, 96, 96, 1, 1, 0, 0, 0, 2, 4, 0, 0, 2},
+        /* SwinV2's logit scale, a scale per head, with the bias and the windowed mask, and alone */
+        {8, 49, 49, 32, 32, 3, 1, 0, 0, 0, 0, 4, 0, 0, 4}, {4, 40, 33, 16, 16, 3, 0, 0, 0, 0, 0, 0, 0, 0, 1},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) test_fattn_case(&cases[c]);
     test_fattn_masked_inf();

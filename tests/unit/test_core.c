@@ -1369,6 +1369,40 @@ static void test_attention_windows(void) {
     }
 }
 
+/* pp_attention_chains with SwinV2's scale per head: x [4,2,3,8] -> /a/MatMul (x, k [8,3]) -> /a/Mul (a constant
+ * [2,1,1]) -> /a/Add (a bias [2,3,3]) -> /a/Softmax -> /b/MatMul (v [3,8]): a pattern; none where the constant
+ * scales rows ([1,3,1]) or heads and rows ([2,3,1]). */
+static void test_attention_head_scale(void) {
+    static const pp_shape scales[3] = {{3, {2, 1, 1}}, {3, {1, 3, 1}}, {3, {2, 3, 1}}};
+    for (int c = 0; c < 3; c++) {
+        pp_graph g;
+        pp_err e = {0};
+        const int x = graph_x24(&g, 0, &e), k = const_mat(&g, "k", 8, 3), v = const_mat(&g, "w", 3, 8);
+        g.values[x].shape = (pp_shape){4, {4, 2, 3, 8}}, g.values[x].nbytes = 4 * 2 * 3 * 8 * 4;
+        const int bias = const_mat(&g, "bias", 2, 9), ls = const_mat(&g, "ls", 6, 0);
+        g.values[bias].shape = (pp_shape){3, {2, 3, 3}};
+        g.values[ls].shape = scales[c], g.values[ls].nbytes = (size_t)(scales[c].dim[0] * scales[c].dim[1] * scales[c].dim[2]) * 4;
+        int vv[6];
+        values_v(&g, vv, 6);
+        node(&g, PP_OP_MATMUL, "/a/MatMul", x, k, vv[0]);
+        node(&g, PP_OP_MUL, "/a/Mul", vv[0], ls, vv[1]);
+        node(&g, PP_OP_ADD, "/a/Add", vv[1], bias, vv[2]);
+        node(&g, PP_OP_SOFTMAX, "/a/Softmax", vv[2], -1, vv[3]);
+        node(&g, PP_OP_MATMUL, "/b/MatMul", vv[3], v, vv[4]);
+        pp_graph_add_output(&g, vv[4], &e);
+        bool keep[5];
+        int tail[5];
+        pp_status s = pp_graph_infer(&g, &e);
+        if (s == PP_OK) s = pp_attention_chains(&g, keep, tail, &e);
+        const bool want = c == 0;
+        CHECK(s == PP_OK && g.n_nodes == 5 && (tail[0] == 4) == want && (want || tail[0] == -1),
+              "attention scaled per head, a [%lld,%lld,%lld] scale: %s, tail %d (want %s)", (long long)scales[c].dim[0],
+              (long long)scales[c].dim[1], (long long)scales[c].dim[2], s == PP_OK ? "ok" : e.msg,
+              s == PP_OK ? tail[0] : -9, want ? "the last MatMul" : "none");
+        pp_graph_free(&g);
+    }
+}
+
 /* pp_simplify's Dropout: x [2,4] -> /d/Dropout (x, ratio, training_mode) -> /r/Relu -> y. Removed (y reads x
  * through the Relu) in inference (no training_mode, or a constant false) and in training mode with a constant
  * ratio of 0 (f32 0, f16 -0: every element kept, scaled by 1); kept with a ratio of 0.5, with its mask read (a
@@ -1586,6 +1620,7 @@ int main(void) {
     test_attention_wheres();
     test_attention_frame();
     test_attention_windows();
+    test_attention_head_scale();
     test_dropout_noop();
     test_layout_and_compare();
     test_capped_split();
