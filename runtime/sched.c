@@ -613,12 +613,14 @@ static void describe_devices(sched *S) {
 }
 
 static void free_run(sched *S, pprt_array *outputs, pp_status s) {
+    /* the links first: destroying one joins its threads (--cuda-overlap's pumps), which after a failed stage
+     * may still be writing an output's time into the sink's record (an ASan use-after-free, 2026-12-06) */
+    for (int k = 0; S->links && k < S->R * (S->P + 1); k++)
+        if (S->links[k]) S->links[k]->ops->destroy(S->links[k]);
     for (int i = 0; S->w && i < S->W; i++)
         if (S->w[i].run.x)
             pprt_keeper_done(S->o->keep, S->w[i].be->exec, S->w[i].run.stage, S->w[i].run.replica, S->w[i].run.x);
     for (int i = 0; S->recs && i < S->W; i++) pprt_rec_free(&S->recs[i]);
-    for (int k = 0; S->links && k < S->R * (S->P + 1); k++)
-        if (S->links[k]) S->links[k]->ops->destroy(S->links[k]);
     for (int k = 0; S->stash && k < S->R * S->p->train_devices; k++) pprt_stash_free(S->stash[k]);
     free(S->stash);
     for (int k = 0; S->ww && k < S->R * S->NW; k++) {
