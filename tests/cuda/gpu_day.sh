@@ -173,9 +173,9 @@ if [ "$be" = cuda ]; then  # the barriers and shared memory as the hardware runs
   done
 fi
 # 2b'. the fused attention (--cuda-fused-attention on, not yet on a GPU before this): tests/cuda/fattn_models.py's
-# small model (10 patterns; since 2026-12-06 masks added and Wheres, read through their own strides, a head of 128
-# in the kernel's wide geometry, BART's frame) and a ViT-like block against ref, then both under racecheck and
-# memcheck
+# small model (12 patterns; since 2026-12-06 masks added and Wheres, read through their own strides, a head of 128
+# in the kernel's wide geometry, BART's and Swin's frames, SwinV2's scale per head) and a ViT-like block against
+# ref, then both under racecheck and memcheck
 echo "== 2b'. --cuda-fused-attention on ($(date +%T), $(left) s left)"
 wf=$w/fattn; mkdir -p $wf
 if python3 "$src/tests/cuda/fattn_models.py" $wf > /dev/null; then
@@ -201,7 +201,7 @@ if python3 "$src/tests/cuda/fattn_models.py" $wf > /dev/null; then
       timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 "$PPRT" $wf/small.plan $wf/data_small -o $wf/san_s \
         --backend cuda --cuda-graphs off --cuda-fused-attention on -q > "$out/san_fattn_small_$tool.txt" 2>&1 \
         || { echo "FAIL: compute-sanitizer $tool, the small model's patterns"; status=1; }
-      echo "fused attention $tool (masks, Wheres, heads of 128, BART's frame): $(tail -1 "$out/san_fattn_small_$tool.txt")"
+      echo "fused attention $tool (masks, Wheres, heads of 128, frames, per-head scales): $(tail -1 "$out/san_fattn_small_$tool.txt")"
     done
   fi
 else
