@@ -821,6 +821,22 @@ double flops_EINSUM(pp_attrs a, const pp_tinfo *in, int n_in, const pp_tinfo *ou
 
 /* ---- Softmax, LogSoftmax -------------------------------------------------------------------- */
 
+bool pp_attn_frame_shape(const pp_shape *x, const pp_shape *fs) {
+    if (x->rank < 3 || x->rank > 4 || fs->rank != x->rank + 1 || fs->dim[1] < 1 || fs->dim[0] * fs->dim[1] != x->dim[0])
+        return false;
+    for (int d = 1; d < x->rank; d++)
+        if (fs->dim[d + 1] != x->dim[d]) return false;
+    return true;
+}
+
+bool pp_attn_head_shape(const pp_shape *c, const pp_shape *x) {
+    if (c->rank < 3 || c->rank > x->rank || x->dim[x->rank - 3] < 2 || c->dim[c->rank - 3] != x->dim[x->rank - 3])
+        return false;
+    for (int d = 0; d < c->rank; d++)
+        if (d != c->rank - 3 && c->dim[d] != 1) return false;
+    return true;
+}
+
 pp_status pp_softmax_split(pp_attrs a, const pp_shape *x, int64_t *outer, int64_t *n,
                            int64_t *inner, pp_err *err) {
     int r = x->rank;

@@ -86,6 +86,13 @@ typedef struct pp_reduce {
 pp_status pp_reduce_parse(pp_op op, pp_attrs a, const pp_tinfo *x, const pp_tinfo *axes_in,
                           pp_reduce *r, pp_err *err);
 
+/* Attention's views of its scores x [..., S, T] (ppcc's pattern, passes/fuse.c, and the CUDA planner's, which
+ * must agree): whether fs is x (rank 3 or 4) with its leading dim split in two (rank + 1, fs[0] * fs[1] = x[0], the
+ * rest kept: BART's frame per head, Swin's per window); whether c scales x per head (c's dims, right-aligned, all 1
+ * but the -3rd, which is x's heads, at least 2: SwinV2's logit scale [H, 1, 1]). */
+bool pp_attn_frame_shape(const pp_shape *x, const pp_shape *fs);
+bool pp_attn_head_shape(const pp_shape *c, const pp_shape *x);
+
 /* Softmax / LogSoftmax: the input seen as [outer, n, inner], normalized along
  * n (opset >= 13: one axis; before: the input coerced to 2-D at 'axis'). */
 pp_status pp_softmax_split(pp_attrs a, const pp_shape *x, int64_t *outer, int64_t *n,

@@ -1016,11 +1016,8 @@ int pp_attn_mask(const pp_graph *g, int a, int scores, pp_dtype t) {
 static int attn_frame(const pp_graph *g, const int *user, int r, int scores, pp_dtype t) {
     const pp_node *n = &g->nodes[r];
     if (n->op != PP_OP_RESHAPE || n->n_in < 1 || n->in[0] != scores || n->n_out != 1 || n->out[0] < 0) return -1;
-    const pp_shape *xs = &g->values[scores].shape, *fs = &g->values[n->out[0]].shape;
-    if (xs->rank < 3 || xs->rank > 4 || fs->rank != xs->rank + 1 || fs->dim[0] * fs->dim[1] != xs->dim[0])
-        return -1;
-    for (int d = 1; d < xs->rank; d++)
-        if (fs->dim[d + 1] != xs->dim[d]) return -1;
+    const pp_shape *xs = &g->values[scores].shape;
+    if (!pp_attn_frame_shape(xs, &g->values[n->out[0]].shape)) return -1;
     const int ad = attn_next(g, user, r, t);
     if (ad < 0 || pp_attn_mask(g, ad, n->out[0], t) < 0) return -1;
     const int r2 = attn_next(g, user, ad, t);
@@ -1035,13 +1032,7 @@ static int attn_frame(const pp_graph *g, const int *user, int r, int scores, pp_
  * scale [H, 1, 1]: each dim, right-aligned, 1 but the -3rd, which is H > 1) */
 static bool const_per_head(const pp_graph *g, int v, int x, pp_dtype t) {
     const pp_value *c = &g->values[v];
-    const pp_shape *xs = &g->values[x].shape;
-    if (!c->is_const || c->dtype != t || c->shape.rank < 3 || c->shape.rank > xs->rank ||
-        c->shape.dim[c->shape.rank - 3] != xs->dim[xs->rank - 3] || xs->dim[xs->rank - 3] < 2)
-        return false;
-    for (int d = 0; d < c->shape.rank; d++)
-        if (d != c->shape.rank - 3 && c->shape.dim[d] != 1) return false;
-    return true;
+    return c->is_const && c->dtype == t && pp_attn_head_shape(&c->shape, &g->values[x].shape);
 }
 
 /* The last node of the attention pattern that MatMul a opens, or -1:

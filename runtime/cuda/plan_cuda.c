@@ -3073,13 +3073,10 @@ static int fa_headw(const planner *P, const pprt_node *s, int x, int ty, int64_t
     if (s->op != PP_OP_MUL || s->n_in != 2 || s->n_out != 1 || (s->in[0] != x && s->in[1] != x)) return -1;
     const int w = s->in[0] == x ? s->in[1] : s->in[0];
     const pprt_tdesc *wt = T(P, w);
-    const pp_shape *xs = &T(P, x)->shape, *ws = wt ? &wt->shape : NULL;
-    if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || (int)wt->dtype != ty || ws->rank < 3 || ws->rank > xs->rank ||
-        xs->rank < 3 || xs->dim[xs->rank - 3] != nh || ws->dim[ws->rank - 3] != nh || nh < 2 ||
-        !pp_shape_eq(&T(P, s->out[0])->shape, xs))
+    const pp_shape *xs = &T(P, x)->shape;
+    if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || (int)wt->dtype != ty || xs->rank < 3 ||
+        xs->dim[xs->rank - 3] != nh || !pp_attn_head_shape(&wt->shape, xs) || !pp_shape_eq(&T(P, s->out[0])->shape, xs))
         return -1;
-    for (int d = 0; d < ws->rank; d++)
-        if (d != ws->rank - 3 && ws->dim[d] != 1) return -1;
     *hss = 1; /* (the dims after the heads' are 1) */
     return w;
 }
@@ -3197,11 +3194,7 @@ static int64_t fa_frame(const planner *P, int r, int scores, int *ad, int *r2) {
     const pprt_node *n = &P->st->nodes[r];
     if (n->op != PP_OP_RESHAPE || n->n_out != 1 || n->n_in < 1 || n->in[0] != scores) return -1;
     const pp_shape *xs = &T(P, scores)->shape, *fs = &T(P, n->out[0])->shape;
-    if (xs->rank < 3 || xs->rank > 4 || fs->rank != xs->rank + 1 || fs->dim[0] * fs->dim[1] != xs->dim[0] ||
-        fs->dim[1] < 1)
-        return -1;
-    for (int d = 1; d < xs->rank; d++)
-        if (fs->dim[d + 1] != xs->dim[d]) return -1;
+    if (!pp_attn_frame_shape(xs, fs)) return -1;
     *ad = sole_reader(P, r, n->out[0]);
     if (*ad < 0 || P->st->nodes[*ad].op != PP_OP_ADD || P->st->nodes[*ad].n_out != 1) return -1;
     *r2 = sole_reader(P, *ad, P->st->nodes[*ad].out[0]);
