@@ -103,6 +103,10 @@ pp_status pprt_stage_backend_resolve(const pprt_plan *p, int s, const pprt_backe
  * device's forward, backward and W stages share its GPU. */
 pp_status pprt_stage_place(const pprt_plan *p, int s, const pprt_backend *b, int local_rank, pprt_place *out,
                            pp_err *err);
+/* The same in one process for replica r of the threaded runtime (--replicas): its stages take the devices after
+ * replica r - 1's (r x the plan's devices + stage s's index; replica 0's are pprt_stage_place's with -1). */
+pp_status pprt_stage_place_replica(const pprt_plan *p, int s, const pprt_backend *b, int r, pprt_place *out,
+                                   pp_err *err);
 /* The space of backend b (host for a host backend). */
 const pprt_mem_ops *pprt_backend_space(const pprt_backend *b);
 

@@ -112,6 +112,13 @@ pp_status pprt_stage_place(const pprt_plan *p, int s, const pprt_backend *b, int
     return PP_OK;
 }
 
+pp_status pprt_stage_place_replica(const pprt_plan *p, int s, const pprt_backend *b, int r, pprt_place *out,
+                                   pp_err *err) {
+    if (r <= 0) return pprt_stage_place(p, s, b, -1, out, err);
+    const int per = p->train_devices > 0 ? p->train_devices : p->n_stages;
+    return pprt_stage_place(p, s, b, r * per + device_index(p, s), out, err);
+}
+
 void pprt_node_ctx_free(pprt_node_ctx *c) { pprt_scratch_free(&c->scratch); }
 
 pp_status pprt_stage_backend_resolve(const pprt_plan *p, int s, const pprt_backend *override, const pprt_backend **out,

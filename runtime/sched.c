@@ -345,14 +345,9 @@ static pp_status alloc_run(sched *S, pp_err *err) {
  * last stage, link_data.c). */
 static pp_status place_stages(sched *S, pprt_array *outputs, pp_err *err) {
     const pprt_plan *p = S->p;
-    for (int i = 0; i < S->P; i++) {
-        PP_TRY(pprt_stage_backend(p, i, S->o->backend, &S->be[i], err));
-        PP_TRY(pprt_stage_place(p, i, S->be[i], -1, &S->w[i].at, err));
-        if (S->R > 1 && !pprt_place_is_host(&S->w[i].at))
-            return PP_FAIL(err, PP_EUNSUP, "--replicas %d: stage %d runs on %s, a device backend; the threaded "
-                           "runtime runs replicas of host stages only (under mpirun, each replica's stages take "
-                           "their own devices)", S->R, i, S->be[i]->name);
-    }
+    for (int i = 0; i < S->P; i++) PP_TRY(pprt_stage_backend(p, i, S->o->backend, &S->be[i], err));
+    for (int wi = 0; wi < S->W; wi++) /* replica k's stages on the devices after replica k - 1's */
+        PP_TRY(pprt_stage_place_replica(p, wi % S->P, S->be[wi % S->P], wi / S->P, &S->w[wi].at, err));
     for (int i = 0; i < p->n_outputs; i++) {
         outputs[i].n = S->n;
         if (S->o->take_outputs) { /* handed over as they come (pprt_run_opts.take_outputs) */
@@ -381,7 +376,7 @@ static pp_status make_workers(sched *S, pp_err *err) {
     for (int wi = 0; wi < S->W; wi++) {
         const int k = wi / P, i = wi % P;
         worker *x = &S->w[wi];
-        const pprt_place at = S->w[i].at; /* place_stages's */
+        const pprt_place at = x->at; /* place_stages's */
         *x = (worker){.S = S, .be = S->be[i], .at = at, .rec = &S->recs[wi]};
         x->threads = x->be->multithreaded || o->threads > 0 ? S->threads : 1;
         if (o->pin && (long)S->cores >= (long)S->W * S->threads) x->cpu = S->cpus + (size_t)wi * (size_t)S->threads;
@@ -394,7 +389,8 @@ static pp_status make_workers(sched *S, pp_err *err) {
     for (int wi = 0; wi < S->R * S->NW; wi++) { /* zb-h1's W stages: the device's B's backend and threads */
         const int k = wi / S->NW, d = wi % S->NW, b = 2 * S->NW - 1 - d;
         worker *x = &S->ww[wi];
-        *x = (worker){.S = S, .be = S->be[b], .at = S->w[b].at, .threads = S->w[b].threads};
+        const worker *bw = &S->w[k * P + b];
+        *x = (worker){.S = S, .be = S->be[b], .at = bw->at, .threads = bw->threads};
         x->run = (pprt_stage_run){.stage = P + d, .ex = x->be->exec, .warmup = o->warmup,
                                   .mb_offset = pprt_share_lo(&S->sh, k), .gate = o->gate, .replica = k};
     }
@@ -576,40 +572,47 @@ static bool same_dev(const pprt_dev_desc *a, const pprt_dev_desc *b) {
 }
 
 static void describe_devices(sched *S) {
-    S->dd = calloc((size_t)S->P, sizeof *S->dd);
+    S->dd = calloc((size_t)S->W, sizeof *S->dd); /* every replica's: a training step sums theirs */
     if (!S->dd) return;
     int first = -1;
-    for (int i = 0; i < S->P; i++) {
-        const pprt_place *at = &S->w[i].at;
+    for (int wi = 0; wi < S->W; wi++) {
+        const pprt_place *at = &S->w[wi].at;
         if (pprt_place_is_host(at) || !at->mem->describe) continue;
-        at->mem->describe(at->device, &S->dd[i]);
-        const pprt_dev_desc *d = &S->dd[i];
-        char pl[48];
+        at->mem->describe(at->device, &S->dd[wi]);
+        const pprt_dev_desc *d = &S->dd[wi];
+        char pl[48], who[48];
         pprt_place_name(at, pl, sizeof pl);
+        if (S->R > 1) snprintf(who, sizeof who, "stage %d of replica %d", wi % S->P, wi / S->P);
+        else snprintf(who, sizeof who, "stage %d", wi);
         if (!S->o->quiet || S->o->explain)
-            fprintf(stderr, "pprt: stage %d on %s: %s, compute capability %d.%d, %d SMs; %s\n", i, pl, d->name,
+            fprintf(stderr, "pprt: %s on %s: %s, compute capability %d.%d, %d SMs; %s\n", who, pl, d->name,
                     d->cc_major, d->cc_minor, d->sms, d->libs);
-        if (first < 0) first = i;
+        if (first < 0) first = wi;
         else if (!same_dev(&S->dd[first], d) && !S->differ) {
             S->differ = true;
             const pprt_dev_desc *f = &S->dd[first];
-            fprintf(stderr, "pprt: warning: stage %d's device (%s, compute capability %d.%d, %d SMs; %s) differs "
+            fprintf(stderr, "pprt: warning: %s's device (%s, compute capability %d.%d, %d SMs; %s) differs "
                     "from stage %d's (%s, %d.%d, %d SMs; %s): results may not be bit-identical to the same plan on "
-                    "one kind of device (kernel and library choices depend on the device)\n", i, d->name,
-                    d->cc_major, d->cc_minor, d->sms, d->libs, first, f->name, f->cc_major, f->cc_minor, f->sms, f->libs);
+                    "one kind of device (kernel and library choices depend on the device)\n", who, d->name,
+                    d->cc_major, d->cc_minor, d->sms, d->libs, first % S->P, f->name, f->cc_major, f->cc_minor,
+                    f->sms, f->libs);
         }
     }
-    for (int d = 0; d < S->NW && first >= 0 && (!S->o->quiet || S->o->explain); d++) { /* zb-h1: B's device */
-        char pl[48];
-        pprt_place_name(&S->ww[d].at, pl, sizeof pl);
-        if (S->p->stages[S->ww[d].run.stage].n_nodes)
-            fprintf(stderr, "pprt: stage %d (a W stage) on %s, beside its backward stage %d\n", S->ww[d].run.stage, pl,
-                    2 * S->NW - 1 - d);
+    for (int wi = 0; wi < S->R * S->NW && first >= 0 && (!S->o->quiet || S->o->explain); wi++) { /* zb-h1 */
+        char pl[48], rep[32] = "";
+        pprt_place_name(&S->ww[wi].at, pl, sizeof pl);
+        if (S->R > 1) snprintf(rep, sizeof rep, " of replica %d", wi / S->NW);
+        if (S->p->stages[S->ww[wi].run.stage].n_nodes) /* on B's device */
+            fprintf(stderr, "pprt: stage %d (a W stage)%s on %s, beside its backward stage %d\n", S->ww[wi].run.stage,
+                    rep, pl, 2 * S->NW - 1 - wi % S->NW);
     }
-    for (int b = 0; b + 1 < S->P && first >= 0 && (!S->o->quiet || S->o->explain); b++) {
-        const pprt_link *l = S->links[b + 1];
-        if (l && l->path) fprintf(stderr, "pprt: boundary stage %d -> stage %d: %s\n", b, b + 1, l->path);
-    }
+    for (int k = 0; k < S->R && first >= 0 && (!S->o->quiet || S->o->explain); k++)
+        for (int b = 0; b + 1 < S->P; b++) {
+            const pprt_link *l = S->links[(size_t)k * (size_t)(S->P + 1) + (size_t)b + 1];
+            char rep[32] = "";
+            if (S->R > 1) snprintf(rep, sizeof rep, " of replica %d", k);
+            if (l && l->path) fprintf(stderr, "pprt: boundary stage %d -> stage %d%s: %s\n", b, b + 1, rep, l->path);
+        }
 }
 
 static void free_run(sched *S, pprt_array *outputs, pp_status s) {

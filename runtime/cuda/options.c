@@ -93,8 +93,9 @@ static const pp_opt rows[] = {
     {.names = "--devices", .kind = PP_OPT_CUSTOM, .arg = "LIST", .off = PP_OPT_NOFIELD,
      .section = "the cuda and cuda-emu backends", .what = "a list of GPU numbers such as 0,1", .set = set_devices,
      .help = "cuda, cuda-emu: stage i runs on GPU LIST[i % count] (e.g. 0,1; stages may share a GPU, each with its "
-             "own stream); under mpirun the rank with local rank r on LIST[r % count]; default: stage i (local rank "
-             "r) on GPU i (r) % GPUs, or where ppcc --placement put it"},
+             "own stream; with --replicas, replica k's stage i is number k P + i, P the plan's stages, or a training "
+             "plan's devices); under mpirun the rank with local rank r on LIST[r % count]; default: stage i (local "
+             "rank r) on GPU i (r) % GPUs, or where ppcc --placement put it"},
     {.names = "--cuda-graphs", .kind = PP_OPT_WORD, .arg = "on|off", .off = PP_OPT_NOFIELD, .words = "on|off",
      .dflt = "on", .set = set_on_off,
      .help = "replay each stage as a CUDA graph after its first micro-batch"},

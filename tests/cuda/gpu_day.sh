@@ -20,6 +20,8 @@
 #      deadline and aborted; --transport mpi on two ranks of the GPU where
 #      the machine has MPI; then, with the part's time left, the two
 #      paths under compute-sanitizer synccheck (racecheck for the staged);
+#      replicas of device stages on threads (tests/cuda/replicas.sh, four
+#      logical devices), the bits of one replica;
 #      2t. training (issue 56): digits and ResNet-18 trained on the GPU at
 #      -pp 1, 2 (tests/cuda/train_emu.sh), digits on two MPI ranks of the GPU
 #      (and 4, --replicas 2) bit-identical to threads (2t.mpi, where the
@@ -414,6 +416,15 @@ if [ "$be" = cuda ]; then
       || { echo "FAIL: 2c.6 compute-sanitizer $tool, peer $peer (rc $?)"; status=1; }
     echo "2c.6 $tool, peer $peer: $(tail -1 "$out/san_two_${peer}_$tool.txt")"
   done
+fi
+# 2c.7 replicas of device stages on threads (pprt --replicas 2, 3 without mpirun; tests/cuda/replicas.sh): four
+# logical devices on GPU 0, inference the bytes of one replica, training (1F1B, GPipe, zb-h1) its weights
+if [ "$(within 60)" -ge 40 ]; then
+  env PPCC=$PPCC PPRT=$PPRT PY=python3 SRC=$src PPRT_CUDA_ALIAS=4 REPL_BACKEND=$be timeout "$(within 60)" bash "$src/tests/cuda/replicas.sh" $w2/repl \
+    > "$out/replicas.txt" 2>&1 || { echo "FAIL: 2c.7 replicas (rc $?): $(tail -3 "$out/replicas.txt")"; status=1; }
+  grep -E "^(ok|FAIL)" "$out/replicas.txt" | sed "s/^/2c.7 /"
+else
+  echo "2c.7 replicas on threads: out of time"
 fi
 fi   # 2c
 

@@ -204,12 +204,5 @@ set +e
 "$PPRT" d_16_1.plan "$S/data" -o out_rbad -q --replicas 0 2> rbad.txt; rc=$?
 set -e
 [ $rc = 2 ] && grep -q "replicas needs 1..4096" rbad.txt || { echo "FAIL: --replicas 0: exit $rc"; cat rbad.txt; exit 1; }
-# device stages are not replicated by threads (cuda-emu's messages live in its device space)
-if "$PPRT" --backend list 2>/dev/null | grep "^cuda-emu " | grep -vq unavailable; then
-  set +e
-  "$PPRT" d_16_1.plan "$S/data" -o out_rbad -q --replicas 2 --backend cuda-emu 2> rbad.txt; rc=$?
-  set -e
-  [ $rc = 2 ] && grep -q "replicas of host stages only" rbad.txt ||
-    { echo "FAIL: --replicas with cuda-emu: exit $rc"; cat rbad.txt; exit 1; }
-fi
+# (replicas of device stages on threads: tests/cuda/replicas.sh)
 echo "digits: accuracy $want_acc at -pp 1,2,3 and -b 16,7; logits within tolerance; splits bit-identical; replicas bit-identical"
