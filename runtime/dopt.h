@@ -7,7 +7,7 @@
  * stepped weight into the weight spaces of every executor that reads it.
  * Only scalars (each weight's sum of squares) come back to the host; the
  * weights and state come down only for checkpoints and the final weights.
- * On MPI ranks with replicas the sums chain between the replicas' devices
+ * With replicas (on MPI ranks, or on threads in one process) the sums chain between the replicas' devices
  * (HOLD, EARLY, WAIT, FOLD_HELD, CANCEL: a later replica holds its runs'
  * gradients until the earlier replicas' sum has arrived, then adds them in
  * order, so every addition is the one threads make; the step's last run
@@ -34,7 +34,8 @@
 #define PPRT_DOPT_DST 4 /* executors reading one weight at most (a device's F, B and W stages) */
 
 typedef enum pprt_dopt_kind {
-    PPRT_DOPT_ADDR,  /* addr: weight tensor `tensor`'s bytes in x's weight space; device: x's device */
+    PPRT_DOPT_ADDR,  /* addr: weight tensor `tensor`'s bytes in x's weight space; device, mem: x's device and its
+                      * space (the replicas' chain on threads copies between executors' sums through it) */
     PPRT_DOPT_BIND,  /* keep params[] (x's stage outputs their gradients): w, m, v uploaded; later runs fold */
     PPRT_DOPT_BEGIN, /* a step begins: its first run's gradients are copied into the sums, the later ones added */
     PPRT_DOPT_NORM,  /* the sums scaled (mean, unscale as asked), each weight's sum of squares into sq[] */
@@ -68,6 +69,7 @@ typedef struct pprt_dopt_call {
     int tensor;                /* ADDR */
     void *addr;
     int device;
+    const struct pprt_mem_ops *mem; /* ADDR: out */
     int n_params;              /* BIND (x copies them), GET (the same list, the same order) */
     pprt_dopt_param *params;
     int buffers;               /* BIND: pp_optim_buffers: 0 (plain SGD), 1 (momentum), 2 (AdamW) */

@@ -114,4 +114,18 @@ void pprt_place_name(const pprt_place *p, char *buf, size_t n);
 pp_status pprt_event_poll(const pprt_mem_ops *mem, pprt_event *e, const atomic_bool *stop,
                           pp_status (*poll)(void *ctx, pp_err *err), void *ctx, pp_err *err);
 
+/* Device to device copies, each complete when pprt_dcopy_run returns (the
+ * replicas' chain of gradient sums on threads, train.c): n bytes from src
+ * on device sdev to dst on device ddev of space mem, queued on a stream of
+ * the side that maps the other (one device: its own), else down into
+ * pinned host memory and up again (the pinned buffer kept for the next
+ * copy, grown as needed). */
+typedef struct pprt_dcopy {
+    const pprt_mem_ops *mem;
+    void *pin;
+    size_t cap;
+} pprt_dcopy;
+pp_status pprt_dcopy_run(pprt_dcopy *c, void *dst, int ddev, const void *src, int sdev, size_t n, pp_err *err);
+void pprt_dcopy_free(pprt_dcopy *c);
+
 #endif

@@ -106,7 +106,11 @@ typedef struct trainer {
     float clip_c;
     int n_own;
     struct owner *own;
-    pprt_exec **dev_x;
+    pprt_exec **dev_x; /* [reps x stages], replica-major */
+    /* replicas on threads (pprt --replicas, no MPI; else 1): each replica's executors keep their own copies of the
+     * weights, owners replica-major (npr a replica), the sums chained between them (thr_chain) through dcopy */
+    int reps, npr;
+    pprt_dcopy dcopy;
     double *sq;
     double dev_bytes;
     /* the replicas' chain on the devices (dev_chain), over the steps: buckets through this rank's part of it, of
@@ -132,6 +136,8 @@ typedef struct trainer {
 /* A stage whose executor keeps (dopt.h) the weights it outputs the gradients of. */
 typedef struct owner {
     int stage, np;
+    int replica, device;     /* replicas on threads: whose executor; its device and space (ADDR's) */
+    const pprt_mem_ops *mem;
     const pprt_exec_ops *ops;
     pprt_exec *x;
     int *pidx;              /* [np] the trainer's params */
@@ -283,6 +289,7 @@ static void trainer_free(trainer *t) {
         free(t->own[i].pidx), free(t->own[i].dp), free(t->own[i].sq), free(t->own[i].node), free(t->own[i].bound),
             free(t->own[i].border);
     free(t->own), free(t->dev_x), free(t->sq), free(t->mine), free(t->pdev), free(t->reads);
+    pprt_dcopy_free(&t->dcopy);
     for (int i = 0; i < t->n_params; i++) {
         free((char *)t->ps[i].name);
         free(t->ps[i].w), free(t->ps[i].g), free(t->ps[i].m), free(t->ps[i].v), free(t->ps[i].r);
@@ -671,7 +678,7 @@ static pp_status dev_norm(trainer *t, bool mean, float inv, bool unscale, float 
         owner *w = &t->own[i];
         pprt_dopt_call c = {.kind = PPRT_DOPT_NORM, .mean = mean, .inv = inv, .unscale = unscale, .by = by, .sq = w->sq};
         PP_TRY(dev_call(t, w, &c, err));
-        for (int j = 0; j < w->np; j++) t->sq[w->pidx[j]] = w->sq[j];
+        for (int j = 0; j < w->np && w->replica == 0; j++) t->sq[w->pidx[j]] = w->sq[j]; /* (the same sums each) */
     }
     return PP_OK;
 }
@@ -688,18 +695,21 @@ static pp_status dev_step(trainer *t, double lr, int64_t step, pp_err *err) {
     return PP_OK;
 }
 
-/* A step begins: each owner's next run starts the sums. */
+/* A step begins: each owner's next run starts the sums; a later replica's on threads holds its runs' gradients
+ * (thr_chain adds them onto the earlier replicas' sum). */
 static pp_status dev_begin(trainer *t, pp_err *err) {
     for (int i = 0; t->dev && i < t->n_own; i++) {
         pprt_dopt_call c = {.kind = PPRT_DOPT_BEGIN};
         PP_TRY(dev_call(t, &t->own[i], &c, err));
+        c.kind = PPRT_DOPT_HOLD;
+        if (t->own[i].replica > 0) PP_TRY(dev_call(t, &t->own[i], &c, err));
     }
     return PP_OK;
 }
 
 /* The weights and their state down into the host's copies (checkpoints, the final weights). */
 static pp_status dev_get(trainer *t, pp_err *err) {
-    for (int i = 0; t->dev && i < t->n_own; i++) {
+    for (int i = 0; t->dev && i < t->npr; i++) { /* replica 0's (the others hold the same) */
         pprt_dopt_call c = {.kind = PPRT_DOPT_GET, .n_params = t->own[i].np, .params = t->own[i].dp};
         PP_TRY(dev_call(t, &t->own[i], &c, err));
     }
@@ -709,24 +719,27 @@ static pp_status dev_get(trainer *t, pp_err *err) {
 /* No stage's executor was made again under the device optimizer (it would
  * read the host's stale copies). */
 static pp_status dev_check(trainer *t, pp_err *err) {
-    for (int s = 0; t->dev && s < t->p->n_stages + t->p->n_wstages; s++) {
+    const int ns = t->p->n_stages + t->p->n_wstages;
+    for (int k = 0; t->dev && k < t->reps * ns; k++) {
         const pprt_exec_ops *ops;
-        if (t->dev_x[s] && pprt_keeper_peek(t->keep, s, 0, &ops) != t->dev_x[s])
-            return PP_FAIL(err, PP_ERUNTIME, "stage %d's executor was made again while the device optimizer kept its "
-                           "weights (give --host-optimizer)", s);
+        if (t->dev_x[k] && pprt_keeper_peek(t->keep, k % ns, k / ns, &ops) != t->dev_x[k])
+            return PP_FAIL(err, PP_ERUNTIME, "stage %d's executor%s was made again while the device optimizer kept "
+                           "its weights (give --host-optimizer)", k % ns, t->reps > 1 ? " of a replica" : "");
     }
     return PP_OK;
 }
 
-/* Weight q's holders' device copies as dst of d; false (why said) where one cannot be one. */
-static bool dev_holders(trainer *t, const param *q, int device, pprt_dopt_param *d, pp_err *err, pp_status *st) {
+/* Weight q's holders' device copies (replica r's executors) as dst of d; false (why said) where one cannot be one. */
+static bool dev_holders(trainer *t, const param *q, int device, int r, pprt_dopt_param *d, pp_err *err,
+                        pp_status *st) {
     const pprt_plan *p = t->p;
-    for (int s = 0; s < p->n_stages + p->n_wstages; s++)
+    const int ns = p->n_stages + p->n_wstages;
+    for (int s = 0; s < ns; s++)
         for (int k = 0; k < p->stages[s].n_tensors; k++) {
             const pprt_tdesc *td = &p->stages[s].t[k];
-            if (td->kind != PPRT_WEIGHT || strcmp(td->name, q->name) || !t->dev_x[s]) continue;
+            if (td->kind != PPRT_WEIGHT || strcmp(td->name, q->name) || !t->dev_x[r * ns + s]) continue;
             const pprt_exec_ops *ops;
-            pprt_exec *x = pprt_keeper_peek(t->keep, s, 0, &ops);
+            pprt_exec *x = pprt_keeper_peek(t->keep, s, r, &ops);
             pprt_dopt_call c = {.kind = PPRT_DOPT_ADDR, .tensor = k};
             pp_err e = {0};
             const pp_status r = ops->dopt(x, &c, &e);
@@ -746,21 +759,22 @@ static bool dev_holders(trainer *t, const param *q, int device, pprt_dopt_param 
     return true;
 }
 
-/* Stage s's trained weights (those whose gradients it outputs) as an owner. */
-static pp_status dev_owner(trainer *t, int s, owner *w, pp_err *err) {
+/* Stage s's trained weights (those whose gradients it outputs) as an owner: replica r's executor's. */
+static pp_status dev_owner(trainer *t, int s, int r, owner *w, pp_err *err) {
     const pprt_plan *p = t->p;
-    *w = (owner){.stage = s};
+    *w = (owner){.stage = s, .replica = r};
     for (int i = 0; i < t->n_params; i++) w->np += !t->ps[i].running && p->outputs[t->ps[i].out].stage == s;
     if (!w->np) return PP_OK;
     w->pidx = calloc((size_t)w->np, sizeof *w->pidx), w->dp = calloc((size_t)w->np, sizeof *w->dp);
     w->sq = calloc((size_t)w->np, sizeof *w->sq), w->node = calloc((size_t)w->np, sizeof *w->node);
     if (!w->pidx || !w->dp || !w->sq || !w->node) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    w->x = pprt_keeper_peek(t->keep, s, 0, &w->ops);
+    w->x = pprt_keeper_peek(t->keep, s, r, &w->ops);
     pprt_dopt_call c = {.kind = PPRT_DOPT_ADDR, .tensor = -1};
     pp_err e = {0};
-    const pp_status r = w->ops->dopt(w->x, &c, &e);
-    if (r == PP_EUNSUP) snprintf(t->dev_why, sizeof t->dev_why, "%s", e.msg);
-    if (r != PP_OK) return r == PP_EUNSUP ? PP_OK : PP_WRAP(err, &e, r, "stage %d's device optimizer: %s", s, e.msg);
+    const pp_status rc = w->ops->dopt(w->x, &c, &e);
+    if (rc == PP_EUNSUP) snprintf(t->dev_why, sizeof t->dev_why, "%s", e.msg);
+    if (rc != PP_OK) return rc == PP_EUNSUP ? PP_OK : PP_WRAP(err, &e, rc, "stage %d's device optimizer: %s", s, e.msg);
+    w->device = c.device, w->mem = c.mem;
     for (int i = 0, j = 0; i < t->n_params; i++) {
         param *q = &t->ps[i];
         if (q->running || p->outputs[q->out].stage != s) continue;
@@ -775,7 +789,7 @@ static pp_status dev_owner(trainer *t, int s, owner *w, pp_err *err) {
             for (int k = 0; k < sg->nodes[n].n_out; k++)
                 if (sg->nodes[n].out[k] == tid) w->node[j - 1] = n;
         pp_status st = PP_OK;
-        if (!dev_holders(t, q, c.device, d, err, &st)) return st;
+        if (!dev_holders(t, q, c.device, r, d, err, &st)) return st;
     }
     return PP_OK;
 }
@@ -810,14 +824,12 @@ static void dist_tied(trainer *t) {
 
 /* The device optimizer (dopt.h) is bound after the first step where every stage's executor has one, unless the
  * run's settings rule it out from the start (said in t->dev_why). */
-static void dev_refuse(trainer *t, const pprt_run_opts *run, bool fresh) {
+static void dev_refuse(trainer *t, bool fresh) {
     const pprt_train_opts *o = t->o;
     const char *no = o->host_optimizer ? "--host-optimizer"
                      : o->dist && o->dist->replicas > 1 && !o->dist->dev_chain
                          ? "MPI ranks with --replicas, the replicas' chain of sums on the host (it runs on the "
                            "devices over --transport nccl where a device's stages are on a GPU)"
-                     : !o->dist && run->replicas > 1 ? "--replicas (each replica's executor folds its own "
-                                                       "micro-batches)"
                      : fresh ? "PPRT_TRAIN_FRESH (no executor is kept)" : NULL;
     if (no) snprintf(t->dev_why, sizeof t->dev_why, "%s", no);
 }
@@ -827,26 +839,37 @@ static void dev_refuse(trainer *t, const pprt_run_opts *run, bool fresh) {
  * (t->dev_why says why). */
 static pp_status dev_bind(trainer *t, pp_err *err) {
     const pprt_plan *p = t->p;
-    const int ns = p->n_stages + p->n_wstages;
-    t->dev_x = calloc((size_t)ns, sizeof *t->dev_x), t->own = calloc((size_t)ns, sizeof *t->own);
+    const int ns = p->n_stages + p->n_wstages, R = t->reps;
+    t->dev_x = calloc((size_t)(R * ns), sizeof *t->dev_x), t->own = calloc((size_t)(R * ns), sizeof *t->own);
     if (!t->dev_x || !t->own) return PP_FAIL(err, PP_ENOMEM, "out of memory");
-    for (int s = 0; s < ns && !t->dev_why[0]; s++) {
+    for (int k = 0; k < R * ns && !t->dev_why[0]; k++) {
         const pprt_exec_ops *ops = NULL;
+        const int s = k % ns;
         if (!rank_stage(t, s)) continue;
-        t->dev_x[s] = pprt_keeper_peek(t->keep, s, 0, &ops);
-        if (!t->dev_x[s] && p->stages[s].n_nodes)
+        t->dev_x[k] = pprt_keeper_peek(t->keep, s, k / ns, &ops);
+        if (!t->dev_x[k] && p->stages[s].n_nodes)
             snprintf(t->dev_why, sizeof t->dev_why, "stage %d has no kept executor", s);
-        else if (t->dev_x[s] && !ops->dopt)
+        else if (t->dev_x[k] && !ops->dopt)
             snprintf(t->dev_why, sizeof t->dev_why, "stage %d runs on %.100s, which has no device optimizer", s, ops->name);
     }
     dist_tied(t);
-    for (int s = 0; s < ns && !t->dev_why[0]; s++) {
-        if (!rank_stage(t, s)) continue;
-        const pp_status st = dev_owner(t, s, &t->own[t->n_own], err);
+    for (int k = 0; k < R * ns && !t->dev_why[0]; k++) { /* replica-major: replica r's owners r npr .. */
+        if (!rank_stage(t, k % ns)) continue;
+        const pp_status st = dev_owner(t, k % ns, k / ns, &t->own[t->n_own], err);
         if (t->own[t->n_own].np) t->n_own++; /* trainer_free frees it */
         PP_TRY(st);
     }
+    if (t->n_own % R)
+        return PP_FAIL(err, PP_ERUNTIME, "internal: %d owners of weights over %d replicas", t->n_own, R);
+    t->npr = t->n_own / R; /* (the same stages own weights in every replica) */
+    for (int i = 0; i < t->n_own && !t->dev_why[0]; i++) { /* the chain copies between owners of one space */
+        const owner *w = &t->own[i], *w0 = &t->own[i % t->npr];
+        if (R > 1 && (w->mem != w0->mem || !w->mem || !w->mem->copy))
+            snprintf(t->dev_why, sizeof t->dev_why, "stage %d's replicas keep their sums in different spaces",
+                     w->stage);
+    }
     if (t->dev_why[0]) return PP_OK;
+    t->dcopy.mem = t->n_own ? t->own[0].mem : NULL;
     for (int i = 0; i < t->n_own; i++) {
         pprt_dopt_call c = {.kind = PPRT_DOPT_BIND, .n_params = t->own[i].np, .params = t->own[i].dp,
                             .buffers = pp_optim_buffers(&t->o->opt)};
@@ -1072,10 +1095,13 @@ static pp_status chain_buckets(owner *w, pp_err *err) {
 /* Before the run: each owner's executor told the step's runs it makes and the buckets its last run folds one by
  * one (EARLY); the sums' address and the buckets folded before that run's last step counted. */
 static pp_status chain_arm(trainer *t, int runs, pp_err *err) {
+    const int M = t->o->accumulate, R = t->reps;
     for (int i = 0; i < t->n_own; i++) {
         owner *w = &t->own[i];
         PP_TRY(chain_buckets(w, err));
-        pprt_dopt_call c = {.kind = PPRT_DOPT_EARLY, .runs = runs, .n_buckets = w->nb, .bound = w->bound};
+        const int r = w->replica; /* on threads, its replica's share of the step (microbatch.h pprt_share_lo) */
+        pprt_dopt_call c = {.kind = PPRT_DOPT_EARLY, .runs = R > 1 ? M * (r + 1) / R - M * r / R : runs,
+                            .n_buckets = w->nb, .bound = w->bound};
         PP_TRY(dev_call(t, w, &c, err));
         if ((size_t)w->bound[w->nb] * sizeof(float) != c.sums_bytes)
             return PP_FAIL(err, PP_ERUNTIME, "internal: stage %d's sums hold %zu bytes, its weights %lld", w->stage,
@@ -1102,10 +1128,45 @@ static pp_status chain_call(const owner *w, pprt_dopt_call *c, pp_err *err) {
     return PP_OK;
 }
 
-/* (On threads, PPRT_EARLY_FOLD=1: no replicas; the thread only waits for each bucket, a test of the executors'
- * bucket by bucket fold, whose bits must be the whole fold's.) */
+/* The chain on threads (pprt --replicas R in one process): for each owner of replica 0 and each of its buckets
+ * in the chain's order, replica by replica, the bucket of replica r - 1's sums copied into replica r's (device to
+ * device: pprt_dcopy), r's last run's bucket waited for and its held gradients added on; the last replica's whole
+ * sums then copied back to every earlier replica's owner, so every replica steps the same sums. The additions are
+ * dev_chain's over NCCL, so the bits are one replica's. */
+static pp_status thr_chain(chain_job *j, pp_err *err) {
+    trainer *t = j->t;
+    const int R = t->reps, npr = t->npr;
+    for (int i = 0; i < npr; i++) {
+        const owner *w0 = &t->own[i];
+        for (int k = 0; k < w0->nb; k++) {
+            const int b = w0->border[k];
+            const int64_t lo = w0->bound[b];
+            const size_t bytes = (size_t)(w0->bound[b + 1] - lo) * sizeof(float);
+            for (int r = 0; r < R; r++) {
+                const owner *w = &t->own[r * npr + i], *prev = r > 0 ? &t->own[(r - 1) * npr + i] : NULL;
+                if (prev) PP_TRY(pprt_dcopy_run(&t->dcopy, w->sums + lo, w->device, prev->sums + lo, prev->device, bytes, err));
+                pprt_dopt_call c = {.kind = PPRT_DOPT_WAIT, .bucket = b};
+                PP_TRY(chain_call(w, &c, err));
+                c.kind = PPRT_DOPT_FOLD_HELD;
+                if (prev) PP_TRY(chain_call(w, &c, err));
+            }
+            j->buckets++;
+            j->early += !atomic_load(&j->over);
+        }
+        const owner *last = &t->own[(R - 1) * npr + i];
+        for (int r = 0; r < R - 1; r++) {
+            const owner *w = &t->own[r * npr + i];
+            PP_TRY(pprt_dcopy_run(&t->dcopy, w->sums, w->device, last->sums, last->device, w->sums_bytes, err));
+        }
+    }
+    return PP_OK;
+}
+
+/* (On threads, PPRT_EARLY_FOLD=1 with one replica: the thread only waits for each bucket, a test of the
+ * executors' bucket by bucket fold, whose bits must be the whole fold's; with replicas, thr_chain.) */
 static pp_status dev_chain(chain_job *j, pp_err *err) {
     const trainer *t = j->t;
+    if (!t->o->dist && t->reps > 1) return thr_chain(j, err);
     const pprt_train_dist *D = t->o->dist;
     const int R = D ? D->replicas : 1, r = D ? D->replica : 0, P = D ? D->devices : 1, d = D ? D->rank % P : 0;
     for (int i = 0; i < t->n_own; i++) {
@@ -1962,7 +2023,7 @@ static pp_status one_step(trainer *t, const int64_t *perm, int64_t k, int64_t st
     pthread_t th;
     bool early = false; /* PPRT_EARLY_FOLD=1 on threads: the last run folds by bucket, a thread waits (dev_chain) */
     pp_status s = PP_OK;
-    if (!o->dist && t->dev && t->early_fold) s = chain_start(t, o->accumulate, &th, &job, &early, err);
+    if (!o->dist && t->dev && (t->early_fold || t->reps > 1)) s = chain_start(t, o->accumulate, &th, &job, &early, err);
     if (s == PP_OK)
         s = o->dist ? dist_run(t, perm, k, step, ins, run, &tk, err)
                     : pprt_run(t->p, ins, o->accumulate, outs, &ro, &rs, err);
@@ -2062,6 +2123,7 @@ static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array
 /* Where the replicas' gradient sums met in a step whose optimizer was the devices' (dev) or the host's. */
 static const char *chain_path(const trainer *t, bool dev) {
     const pprt_train_dist *D = t->o->dist;
+    if (!D && dev && t->reps > 1) return "devices (in process: copies between the replicas' devices in replica order, in buckets)";
     if (!D) return "threads (in process, micro-batch order)";
     if (D->replicas < 2) return "none (one replica: each rank holds its device's sums)";
     return dev ? "devices (NCCL send/recv between the replicas' ranks in replica order, in buckets)"
@@ -2160,7 +2222,8 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (run->replicas > o->accumulate)
         return PP_FAIL(err, PP_EINVAL, "--replicas %d: each replica takes whole micro-batches of a step, and a step "
                        "has %d (--accumulate): give --accumulate %d or more", run->replicas, o->accumulate, run->replicas);
-    trainer t = {.p = p, .o = o, .threads = run->threads > 0 ? run->threads : (int)sysconf(_SC_NPROCESSORS_ONLN)};
+    trainer t = {.p = p, .o = o, .threads = run->threads > 0 ? run->threads : (int)sysconf(_SC_NPROCESSORS_ONLN),
+                 .reps = !o->dist && run->replicas > 1 ? run->replicas : 1};
     pprt_array *ins = NULL, *outs = NULL;
     int64_t *perm = NULL, done = 0, updates = 0;
     pp_status s = setup(&t, dir, &ins, &outs, &perm, err);
@@ -2170,7 +2233,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (s == PP_OK)
         s = pprt_keeper_new(p, o->dist ? 1 : run->replicas, fresh && *fresh && strcmp(fresh, "0"), &t.keep, err);
     const bool root = is_root(&t); /* MPI: rank 0 reads and writes the files */
-    dev_refuse(&t, run, fresh && *fresh && strcmp(fresh, "0"));
+    dev_refuse(&t, fresh && *fresh && strcmp(fresh, "0"));
     if (s == PP_OK && !(t.sq = calloc(pp_count(t.n_params), sizeof *t.sq))) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
     if (s == PP_OK && o->dist) s = dist_mine(&t, err);
     if (s == PP_OK && o->resume && root) s = ckpt_read(&t, o->resume, &done, &updates, err);

@@ -553,7 +553,8 @@ static void emu_destroy(pprt_exec *x) {
     free(x->stage_buf);
     free(x->node_s);
     struct emu_dopt *d = &x->dopt;
-    free(d->ps), free(d->off), free(d->tab), free(d->w), free(d->g), free(d->m), free(d->v), free(d->part), free(d->sq);
+    free(d->ps), free(d->off), free(d->tab), free(d->w), free(d->m), free(d->v), free(d->part), free(d->sq);
+    if (d->g) pprt_mem_cuda_emu.free(x->device, d->g);
     for (int i = 0; i < d->cap_held; i++) free(d->held[i]);
     free(d->held);
     pcu_early_free(&d->early);
@@ -733,7 +734,11 @@ static pp_status emu_dopt_bind(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
         return PP_FAIL(err, PP_ENOMEM, "out of memory");
     d->T = T, d->buffers = c->buffers;
     const size_t b = pp_count(T) * sizeof(float);
-    d->w = calloc(1, b), d->g = calloc(1, b); /* the gaps +0, as the GPU's cudaMemset */
+    /* the sums in emulated device memory (others copy into and out of them: the replicas' chain), the gaps +0, as
+     * the GPU's cudaMemset */
+    PP_TRY(pprt_mem_cuda_emu.alloc(x->device, b, (void **)&d->g, err));
+    memset(d->g, 0, b);
+    d->w = calloc(1, b);
     d->m = c->buffers >= 1 ? calloc(1, b) : NULL, d->v = c->buffers >= 2 ? calloc(1, b) : NULL;
     d->part = calloc(pp_count(T / PCU_OPTG_CHUNK), sizeof *d->part), d->sq = calloc(pp_count(c->n_params), sizeof *d->sq);
     if (!d->w || !d->g || (c->buffers >= 1 && !d->m) || (c->buffers >= 2 && !d->v) || !d->part || !d->sq)
@@ -757,7 +762,9 @@ static pp_status emu_dopt(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
         return PP_FAIL(err, PP_EUNSUP, "stage %d: %s", x->st->index, x->device < 0 ? "its messages are in host memory"
                        : "a step's parameters hold a trained weight's value");
     switch (c->kind) {
-    case PPRT_DOPT_ADDR: return pcu_dopt_addr(x->st, &x->pl, x->mem[PCU_SP_WEIGHTS], x->device, c, err);
+    case PPRT_DOPT_ADDR:
+        c->mem = &pprt_mem_cuda_emu;
+        return pcu_dopt_addr(x->st, &x->pl, x->mem[PCU_SP_WEIGHTS], x->device, c, err);
     case PPRT_DOPT_BIND: return emu_dopt_bind(x, c, err);
     case PPRT_DOPT_BEGIN: d->first = true, d->hold = false, d->n_held = 0; return PP_OK;
     case PPRT_DOPT_HOLD: d->hold = true; return PP_OK;

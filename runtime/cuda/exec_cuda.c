@@ -1003,7 +1003,9 @@ static pp_status cuda_dopt(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
         return PP_FAIL(err, PP_EUNSUP, "stage %d: a step's parameters hold a trained weight's value", x->st->index);
     CU(x, -1, cudaSetDevice(pprt_cuda_phys(x->device)));
     switch (c->kind) {
-    case PPRT_DOPT_ADDR: return pcu_dopt_addr(x->st, &x->pl, x->mem[PCU_SP_WEIGHTS], x->device, c, err);
+    case PPRT_DOPT_ADDR:
+        c->mem = &pprt_mem_cuda;
+        return pcu_dopt_addr(x->st, &x->pl, x->mem[PCU_SP_WEIGHTS], x->device, c, err);
     case PPRT_DOPT_BIND: return dopt_bind(x, c, err);
     case PPRT_DOPT_BEGIN: x->dopt.first = true, x->dopt.hold = false, x->dopt.n_held = 0; return PP_OK;
     case PPRT_DOPT_HOLD: x->dopt.hold = true; return PP_OK;

@@ -405,6 +405,17 @@ else
   echo "2c.5 --transport mpi on two ranks: skipped (no mpirun here and no .gpu/ompi, or no $bin/mpi/pprt: PP_CARRY_MPI=1 build_carry.sh)"
 fi
 
+# 2c.7 replicas of device stages on threads (pprt --replicas 2 without mpirun; tests/cuda/replicas.sh, quick): four
+# logical devices on GPU 0, inference the bytes of one replica, digits' training its weights with the replicas'
+# sums chained between the devices (peer copies) and each replica's device optimizer stepping
+if [ "$(within 60)" -ge 25 ]; then
+  env PPCC=$PPCC PPRT=$PPRT PY=python3 SRC=$src PPRT_CUDA_ALIAS=4 REPL_BACKEND=$be REPL_QUICK=1 timeout "$(within 60)" bash "$src/tests/cuda/replicas.sh" $w2/repl \
+    > "$out/replicas.txt" 2>&1 || { echo "FAIL: 2c.7 replicas (rc $?): $(tail -3 "$out/replicas.txt")"; status=1; }
+  grep -E "^(ok|FAIL)" "$out/replicas.txt" | sed "s/^/2c.7 /"
+else
+  echo "2c.7 replicas on threads: out of time"
+fi
+
 # 2c.6 the two-device paths under compute-sanitizer: synccheck, and racecheck for the staged path (two
 # streams, an event between them), each where the part's time allows
 if [ "$be" = cuda ]; then
@@ -416,15 +427,6 @@ if [ "$be" = cuda ]; then
       || { echo "FAIL: 2c.6 compute-sanitizer $tool, peer $peer (rc $?)"; status=1; }
     echo "2c.6 $tool, peer $peer: $(tail -1 "$out/san_two_${peer}_$tool.txt")"
   done
-fi
-# 2c.7 replicas of device stages on threads (pprt --replicas 2, 3 without mpirun; tests/cuda/replicas.sh): four
-# logical devices on GPU 0, inference the bytes of one replica, training (1F1B, GPipe, zb-h1) its weights
-if [ "$(within 60)" -ge 40 ]; then
-  env PPCC=$PPCC PPRT=$PPRT PY=python3 SRC=$src PPRT_CUDA_ALIAS=4 REPL_BACKEND=$be timeout "$(within 60)" bash "$src/tests/cuda/replicas.sh" $w2/repl \
-    > "$out/replicas.txt" 2>&1 || { echo "FAIL: 2c.7 replicas (rc $?): $(tail -3 "$out/replicas.txt")"; status=1; }
-  grep -E "^(ok|FAIL)" "$out/replicas.txt" | sed "s/^/2c.7 /"
-else
-  echo "2c.7 replicas on threads: out of time"
 fi
 fi   # 2c
 
