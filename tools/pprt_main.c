@@ -167,7 +167,8 @@ static const pp_opt own_rows[] = {
     {"--replicas", PP_OPT_INT, "R", F(mpi.replicas), 1, 4096, NULL, NULL, "1",
      "R pipelines of the plan's K stages side by side, each a contiguous share of the micro-batches: K*R stage "
      "threads (each with cores / (K*R) intra-op threads unless --threads), every replica's executors their own "
-     "(weights prepared R times); under mpirun K*R ranks", PP_OPT_AGREE, 0, NULL, set_replicas, NULL},
+     "(weights prepared R times; on GPUs replica r's stages on the devices after replica r-1's); under mpirun K*R "
+     "ranks", PP_OPT_AGREE, 0, NULL, set_replicas, NULL},
     {"--backend", PP_OPT_STR, "B", F(backend), 0, 0, NULL,
      "a backend's name (pprt --backend list shows them)", "the first available of dnnl (oneDNN) and ref (the "
      "reference kernels)", "the backend that runs the stages (pprt --backend list shows those of this build and "
