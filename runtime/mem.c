@@ -80,7 +80,8 @@ pp_status pprt_dcopy_run(pprt_dcopy *c, void *dst, int ddev, const void *src, in
     if (!m || !m->copy || sdev < 0 || ddev < 0)
         return PP_FAIL(err, PP_ERUNTIME, "internal: a device to device copy outside a device space");
     const int path = sdev == ddev ? PPRT_PEER_SRC : m->peer(sdev, ddev);
-    if (path != PPRT_PEER_STAGED) return dcopy_hop(m, path == PPRT_PEER_DST ? ddev : sdev, dst, ddev, src, sdev, n, err);
+    if (path != PPRT_PEER_STAGED)
+        return dcopy_hop(m, path == PPRT_PEER_DST ? ddev : sdev, dst, ddev, src, sdev, n, err);
     if (c->cap < n) {
         if (c->pin) m->free_pinned(c->pin);
         c->pin = NULL, c->cap = 0;

@@ -823,9 +823,10 @@ static void dist_tied(trainer *t) {
 }
 
 /* The device optimizer (dopt.h) is bound after the first step where every stage's executor has one, unless the
- * run's settings rule it out from the start (said in t->dev_why). */
-static void dev_refuse(trainer *t, bool fresh) {
+ * run's settings rule it out from the start (said in t->dev_why); with replicas on threads, each replica's. */
+static void dev_refuse(trainer *t, const pprt_run_opts *run, bool fresh) {
     const pprt_train_opts *o = t->o;
+    t->reps = !o->dist && run->replicas > 1 ? run->replicas : 1;
     const char *no = o->host_optimizer ? "--host-optimizer"
                      : o->dist && o->dist->replicas > 1 && !o->dist->dev_chain
                          ? "MPI ranks with --replicas, the replicas' chain of sums on the host (it runs on the "
@@ -1144,7 +1145,8 @@ static pp_status thr_chain(chain_job *j, pp_err *err) {
             const size_t bytes = (size_t)(w0->bound[b + 1] - lo) * sizeof(float);
             for (int r = 0; r < R; r++) {
                 const owner *w = &t->own[r * npr + i], *prev = r > 0 ? &t->own[(r - 1) * npr + i] : NULL;
-                if (prev) PP_TRY(pprt_dcopy_run(&t->dcopy, w->sums + lo, w->device, prev->sums + lo, prev->device, bytes, err));
+                if (prev) PP_TRY(pprt_dcopy_run(&t->dcopy, w->sums + lo, w->device, prev->sums + lo, prev->device,
+                                                bytes, err));
                 pprt_dopt_call c = {.kind = PPRT_DOPT_WAIT, .bucket = b};
                 PP_TRY(chain_call(w, &c, err));
                 c.kind = PPRT_DOPT_FOLD_HELD;
@@ -2123,7 +2125,8 @@ static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array
 /* Where the replicas' gradient sums met in a step whose optimizer was the devices' (dev) or the host's. */
 static const char *chain_path(const trainer *t, bool dev) {
     const pprt_train_dist *D = t->o->dist;
-    if (!D && dev && t->reps > 1) return "devices (in process: copies between the replicas' devices in replica order, in buckets)";
+    if (!D && dev && t->reps > 1)
+        return "devices (in process: copies between the replicas' devices in replica order, in buckets)";
     if (!D) return "threads (in process, micro-batch order)";
     if (D->replicas < 2) return "none (one replica: each rank holds its device's sums)";
     return dev ? "devices (NCCL send/recv between the replicas' ranks in replica order, in buckets)"
@@ -2222,8 +2225,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (run->replicas > o->accumulate)
         return PP_FAIL(err, PP_EINVAL, "--replicas %d: each replica takes whole micro-batches of a step, and a step "
                        "has %d (--accumulate): give --accumulate %d or more", run->replicas, o->accumulate, run->replicas);
-    trainer t = {.p = p, .o = o, .threads = run->threads > 0 ? run->threads : (int)sysconf(_SC_NPROCESSORS_ONLN),
-                 .reps = !o->dist && run->replicas > 1 ? run->replicas : 1};
+    trainer t = {.p = p, .o = o, .threads = run->threads > 0 ? run->threads : (int)sysconf(_SC_NPROCESSORS_ONLN)};
     pprt_array *ins = NULL, *outs = NULL;
     int64_t *perm = NULL, done = 0, updates = 0;
     pp_status s = setup(&t, dir, &ins, &outs, &perm, err);
@@ -2233,7 +2235,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     if (s == PP_OK)
         s = pprt_keeper_new(p, o->dist ? 1 : run->replicas, fresh && *fresh && strcmp(fresh, "0"), &t.keep, err);
     const bool root = is_root(&t); /* MPI: rank 0 reads and writes the files */
-    dev_refuse(&t, fresh && *fresh && strcmp(fresh, "0"));
+    dev_refuse(&t, run, fresh && *fresh && strcmp(fresh, "0"));
     if (s == PP_OK && !(t.sq = calloc(pp_count(t.n_params), sizeof *t.sq))) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
     if (s == PP_OK && o->dist) s = dist_mine(&t, err);
     if (s == PP_OK && o->resume && root) s = ckpt_read(&t, o->resume, &done, &updates, err);

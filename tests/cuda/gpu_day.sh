@@ -409,7 +409,8 @@ fi
 # logical devices on GPU 0, inference the bytes of one replica, digits' training its weights with the replicas'
 # sums chained between the devices (peer copies) and each replica's device optimizer stepping
 if [ "$(within 60)" -ge 25 ]; then
-  env PPCC=$PPCC PPRT=$PPRT PY=python3 SRC=$src PPRT_CUDA_ALIAS=4 REPL_BACKEND=$be REPL_QUICK=1 timeout "$(within 60)" bash "$src/tests/cuda/replicas.sh" $w2/repl \
+  env PPCC=$PPCC PPRT=$PPRT PY=python3 SRC=$src PPRT_CUDA_ALIAS=4 REPL_BACKEND=$be REPL_QUICK=1 \
+    timeout "$(within 60)" bash "$src/tests/cuda/replicas.sh" $w2/repl \
     > "$out/replicas.txt" 2>&1 || { echo "FAIL: 2c.7 replicas (rc $?): $(tail -3 "$out/replicas.txt")"; status=1; }
   grep -E "^(ok|FAIL)" "$out/replicas.txt" | sed "s/^/2c.7 /"
 else

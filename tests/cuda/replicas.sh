@@ -81,12 +81,15 @@ train() { # PLAN TAG REPLICAS [ARGS...]: digits unless ARGS name other data (--d
   shift 3
   [ "${1:-}" = --data ] && { data=$2 labels=$3; shift 3; }
   "$PPRT" "$plan" "$data" --labels "$labels" --no-shuffle --backend "$be" --replicas "$r" --save-weights "w_$tag" \
-    --log-json "l_$tag.json" "$@" > /dev/null 2> "e_$tag.txt" || { cat "e_$tag.txt"; fail "training $tag: the run failed"; }
+    --log-json "l_$tag.json" "$@" > /dev/null 2> "e_$tag.txt" ||
+    { cat "e_$tag.txt"; fail "training $tag: the run failed"; }
 }
 # same ONE MANY OPT: every saved weight and every step's loss (and loss scale) alike; ONE's optimizer the device's
 # from step 2, MANY's OPT's (device: from step 2, the sums chained on the devices; host: every step, and why)
 same() {
-  for f in "w_$1"/*.npy; do cmp -s "$f" "w_$2/$(basename "$f")" || fail "$2: weight $(basename "$f") differs from $1's"; done
+  for f in "w_$1"/*.npy; do
+    cmp -s "$f" "w_$2/$(basename "$f")" || fail "$2: weight $(basename "$f") differs from $1's"
+  done
   "$PY" - "$@" <<'PY'
 import json, sys
 one, many, opt = sys.argv[1:4]
@@ -142,7 +145,7 @@ same onez r2z device
 for f in w_onez/*.npy; do cmp -s "$f" "w_one4/$(basename "$f")" || fail "zb-h1's weights differ from 1F1B's"; done
 for k in 0 1; do # stage 4 (a W stage) is device 0's: replica k's device 0 is 2k
   grep -q "^pprt: stage 4 (a W stage) of replica $k on $be device $((2 * k % ndev)), beside its backward stage 3" \
-    e_r2z.txt || fail "zb-h1 --replicas 2: replica $k's W stage not on its device $((2 * k)): $(grep 'W stage' e_r2z.txt)"
+    e_r2z.txt || fail "zb-h1 --replicas 2: replica $k's W stage not on device $((2 * k)): $(grep 'W stage' e_r2z.txt)"
 done
 "$PPCC" "$S/model.onnx" --train --loss cross-entropy:logits -b 8 -pp 2 --precision fp16 --loss-scale dynamic \
   -o th.plan -q
@@ -163,7 +166,9 @@ same oner r2r device
 # a checkpoint under the chain, resumed: the unbroken run's weights
 train t2.plan ck 2 --accumulate 4 "${o[@]/#4/2}" --checkpoint ck --save-every 2
 train t2.plan resumed 2 --accumulate 4 "${o[@]}" --resume ck
-for f in w_r2/*.npy; do cmp -s "$f" "w_resumed/$(basename "$f")" || fail "--resume under the chain: $(basename "$f")"; done
+for f in w_r2/*.npy; do
+  cmp -s "$f" "w_resumed/$(basename "$f")" || fail "--resume under the chain: $(basename "$f")"
+done
 echo "ok: training --replicas 2 and 3 (1F1B, GPipe, zb-h1, fp16 with skipped steps, ResNet-18's running statistics," \
   "a checkpoint resumed): one replica's weights and losses, the device optimizer stepping every replica's copy"
 # a stage failing mid-step while the chain's thread waits (a Gather index out of range in replica 0's micro-batch,
