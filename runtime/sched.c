@@ -571,6 +571,22 @@ static bool same_dev(const pprt_dev_desc *a, const pprt_dev_desc *b) {
            a->sms == b->sms && !strcmp(a->libs, b->libs);
 }
 
+/* Replicas on fewer devices than their stages: the first device two replicas share, said once (each keeps its
+ * own weights and activations there: R times one replica's memory on it). */
+static void shared_devices(const sched *S) {
+    if (S->R < 2 || (S->o->quiet && !S->o->explain)) return;
+    for (int a = S->P; a < S->W; a++)
+        for (int b = 0; b < (a / S->P) * S->P; b++) {
+            const pprt_place *x = &S->w[a].at, *y = &S->w[b].at;
+            if (pprt_place_is_host(x) || x->mem != y->mem || x->device != y->device) continue;
+            char pl[48];
+            pprt_place_name(x, pl, sizeof pl);
+            fprintf(stderr, "pprt: note: replica %d's stage %d shares %s with replica %d's stage %d: each replica "
+                    "keeps its own weights and messages there\n", a / S->P, a % S->P, pl, b / S->P, b % S->P);
+            return;
+        }
+}
+
 static void describe_devices(sched *S) {
     S->dd = calloc((size_t)S->W, sizeof *S->dd); /* every replica's: a training step sums theirs */
     if (!S->dd) return;
@@ -598,6 +614,7 @@ static void describe_devices(sched *S) {
                     f->sms, f->libs);
         }
     }
+    shared_devices(S);
     for (int wi = 0; wi < S->R * S->NW && first >= 0 && (!S->o->quiet || S->o->explain); wi++) { /* zb-h1 */
         char pl[48], rep[32] = "";
         pprt_place_name(&S->ww[wi].at, pl, sizeof pl);

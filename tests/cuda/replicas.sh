@@ -6,7 +6,8 @@
 #   - inference, digits at -pp 2: --replicas 1, 2 and 3 (the third replica
 #     back on devices 0 and 1) the same bytes, also with the emulator's
 #     copies delayed (PPRT_EMU_DELAY_US); the notes name each replica's
-#     device and boundary path; --stats-json counts the replicas;
+#     device and boundary path, and the first device two replicas share;
+#     --stats-json counts the replicas;
 #   - a device of another kind in replica 1 only (PPRT_EMU_SMS=3:114): one
 #     warning naming it, "devices_differ" true;
 #   - training: each replica's executors keep their own copies of the
@@ -57,6 +58,11 @@ for r in "${reps[@]}"; do
     grep -q "^pprt: boundary stage 0 -> stage 1 of replica $k: " "log$r.txt" ||
       fail "--replicas $r: no path for replica $k's boundary"
   done
+  # replicas on fewer devices than their stages: one note naming the first device two of them share
+  n=$(grep -c "^pprt: note: replica .* shares $be device" "log$r.txt" || true)
+  [ "$n" = $((r * 2 > ndev ? 1 : 0)) ] || fail "--replicas $r on $ndev devices: $n notes of a shared device"
+  [ $((r * 2)) -le "$ndev" ] || grep -q "^pprt: note: replica 2's stage 0 shares $be device 0 with replica 0's stage 0" \
+    "log$r.txt" || fail "--replicas $r: the shared device's note: $(grep 'shares' "log$r.txt")"
   "$PY" -c "import json, sys; j = json.load(open('s$r.json')); sys.exit(0 if j['replicas'] == $r else j['replicas'])" ||
     fail "--replicas $r: --stats-json"
   echo "ok: inference --replicas $r: the bytes of one replica, replica k's stages on devices 2k, 2k + 1 (mod $ndev)"
