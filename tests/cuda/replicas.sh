@@ -17,7 +17,8 @@
 #     by bucket; the last one's sums copied back to the others). Digits at
 #     -pp 2 with 2 and 3 replicas (1F1B, GPipe, a zb-h1 plan whose W stages
 #     sit on their replica's backward device, one-chunk buckets, fp16 with
-#     dynamic loss scaling and skipped steps, a checkpoint resumed), the
+#     dynamic loss scaling and skipped steps, --eval after each epoch, a
+#     checkpoint resumed), the
 #     chain's copies issued from either side or staged through pinned
 #     memory (PPRT_EMU_PEER), and ResNet-18 (training-mode BatchNorm, 32x32):
 #     every step's loss and the saved weights the bits of one replica, no
@@ -169,13 +170,22 @@ r=(--data rdata rlabels.npy --steps 2 --accumulate 4 --optimizer sgd --lr 0.05 -
 train r2.plan oner 1 "${r[@]}"
 train r2.plan r2r 2 "${r[@]}"
 same oner r2r device
+# held-out data after each epoch (--eval) between the chain's steps: one replica's losses and accuracies
+mkdir -p ev && cp "$S/data/input.npy" ev/ && cp "$S/labels.npy" ev/labels.npy
+train t2.plan onee 1 --accumulate 4 "${o[@]/#4/24}" --eval ev
+train t2.plan r2e 2 --accumulate 4 "${o[@]/#4/24}" --eval ev
+same onee r2e device
+"$PY" -c "
+import json, sys
+a, b = (json.load(open(f'l_{t}.json'))['epochs'] for t in ('onee', 'r2e'))
+sys.exit(0 if a == b and len(a) >= 2 else f'--eval: {b}, one replica: {a}')" || fail "--eval under the chain"
 # a checkpoint under the chain, resumed: the unbroken run's weights
 train t2.plan ck 2 --accumulate 4 "${o[@]/#4/2}" --checkpoint ck --save-every 2
 train t2.plan resumed 2 --accumulate 4 "${o[@]}" --resume ck
 for f in w_r2/*.npy; do
   cmp -s "$f" "w_resumed/$(basename "$f")" || fail "--resume under the chain: $(basename "$f")"
 done
-echo "ok: training --replicas 2 and 3 (1F1B, GPipe, zb-h1, fp16 with skipped steps, ResNet-18's running statistics," \
+echo "ok: training --replicas 2 and 3 (1F1B, GPipe, zb-h1, fp16 with skipped steps, ResNet-18's running statistics, --eval," \
   "a checkpoint resumed): one replica's weights and losses, the device optimizer stepping every replica's copy"
 # a stage failing mid-step while the chain's thread waits (a Gather index out of range in replica 0's micro-batch,
 # then in replica 1's): its own message, exit 2, at once
