@@ -2583,7 +2583,7 @@ PCU_HD void pcu_attn_at(const pcu_attn *t, float *Y, float *qk_out, double *scra
 
 typedef struct pcu_fattn {
     int32_t scale_op; /* 0 none, 1 s * scale, 2 s / scale (the node between MatMul and Softmax), 3 s times the
-                       * head's scale, element (b % nh) * hss of operand 7 (type t: SwinV2's logit scale [H, 1, 1]) */
+                       * head's scale, element b % nh of operand 7 (type t: SwinV2's logit scale [H, 1, 1]) */
     int32_t t;        /* Q's, K's, V's and Y's type (pcu_rhalf: a half plan's pattern; f32 inside either way) */
     float scale, qscale;
     int32_t qscale_op;       /* 0 none, 1 q * qscale, 2 q / qscale: the Mul or Div of Q by a scalar before the first
@@ -2607,7 +2607,6 @@ typedef struct pcu_fattn {
      * its batch bh / nh / fwn; F's strides per batch, window, head, query row and key */
     int32_t fmask, pad2_;
     int64_t fwn, fb, fw, fh, fi, fj;
-    int64_t hss; /* scale_op 3: the heads' scales' stride */
 } pcu_fattn;
 
 /* Where batch bh's matrix of Q (w 0), K (1), V (2) or Y (3) starts. */
@@ -2744,7 +2743,7 @@ PCU_HD void pcu_fattn_scores(const pcu_fattn *k, const pcu_fa_geo *g, const void
         if (k->where == 1 && in) v = pcu_fattn_where(k, cond, b, i, j0 + jj, v);
         if (k->scale_op == 1) v = v * k->scale;
         else if (k->scale_op == 2) v = v / k->scale;
-        else if (k->scale_op == 3) v = v * pcu_rld(hs, k->t, b % k->nh * k->hss);
+        else if (k->scale_op == 3) v = v * pcu_rld(hs, k->t, b % k->nh);
         if (k->where == 2 && in) v = pcu_fattn_where(k, cond, b, i, j0 + jj, v);
         if (k->mask && in)
             v = pcu_rround(k->t, v + pcu_rld(mask, k->t, pcu_fattn_moff(k, k->mb, k->mh, k->mi, k->mj, b, i, j0 + jj)));

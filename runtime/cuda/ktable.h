@@ -103,7 +103,7 @@ static inline int64_t pcu_fattn_extent(const pcu_fattn *k, int j) {
     if (k->nb < 1 || k->nh < 1 || k->grp < 1 || k->nb % k->nh || k->nh % k->grp || j < 0 || j > 7 ||
         (j == 4 && !k->mask) || (j == 5 && !k->where) || (j == 6 && (!k->fmask || k->fwn < 1 || (k->nb / k->nh) % k->fwn)))
         return -1;
-    if (j == 7) return k->scale_op == 3 ? (k->nh - 1) * k->hss + 1 : -1;
+    if (j == 7) return k->scale_op == 3 ? k->nh : -1;
     const int64_t B = k->nb / k->nh, H = k->nh - 1, G = (k->nh - 1) / k->grp, W = k->fmask ? k->fwn : 1;
     const int64_t e[7] = {(B - 1) * k->qb + H * k->qh + (k->Sq - 1) * k->qi + (k->D - 1) * k->qe,
                           (B - 1) * k->kb + G * k->kh + (k->T - 1) * k->kj + (k->D - 1) * k->ke,

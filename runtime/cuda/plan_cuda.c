@@ -3067,9 +3067,9 @@ static int fa_scalar(const planner *P, const pprt_node *s, int x, int ty) {
 }
 
 /* The weight w of a Mul node s of type ty that scales the scores `x` [..., H, S, T] per head (SwinV2's logit
- * scale [H, 1, 1]: each dim, right-aligned, 1 but the heads' -3rd, which is nh), or -1; *hss: its stride per
- * head. */
-static int fa_headw(const planner *P, const pprt_node *s, int x, int ty, int64_t nh, int64_t *hss) {
+ * scale [H, 1, 1]: each dim, right-aligned, 1 but the heads' -3rd, which is nh, so head h's scale is element h),
+ * or -1. */
+static int fa_headw(const planner *P, const pprt_node *s, int x, int ty, int64_t nh) {
     if (s->op != PP_OP_MUL || s->n_in != 2 || s->n_out != 1 || (s->in[0] != x && s->in[1] != x)) return -1;
     const int w = s->in[0] == x ? s->in[1] : s->in[0];
     const pprt_tdesc *wt = T(P, w);
@@ -3077,7 +3077,6 @@ static int fa_headw(const planner *P, const pprt_node *s, int x, int ty, int64_t
     if (!wt || wt->kind != PPRT_WEIGHT || !wt->data || (int)wt->dtype != ty || xs->rank < 3 ||
         xs->dim[xs->rank - 3] != nh || !pp_attn_head_shape(&wt->shape, xs) || !pp_shape_eq(&T(P, s->out[0])->shape, xs))
         return -1;
-    *hss = 1; /* (the dims after the heads' are 1) */
     return w;
 }
 
@@ -3290,8 +3289,7 @@ static int fattn_match(const planner *P, int ni, fa_links *o) {
     const int64_t nh = fr3 ? f1 : ys->rank >= 2 ? fa_heads(qkv, 3, ys) : -1;
     if (fr >= 0 && !fr3 && nh != T(P, m1->out[0])->shape.dim[1])
         return FA_NO(o, "the windowed mask's heads are not the kernel's");
-    int64_t hss;
-    if (hsc && fa_headw(P, &st->nodes[sc], scx, ty, nh, &hss) < 0)
+    if (hsc && fa_headw(P, &st->nodes[sc], scx, ty, nh) < 0)
         return FA_NO(o, "the scores' scale is neither a scalar weight nor a weight per head");
     if (vs->rank >= 2 && vs->dim[vs->rank - 1] > PCU_FA_DMAX)
         return FA_NO(o, "values of %lld, over the kernel's %d", (long long)vs->dim[vs->rank - 1], PCU_FA_DMAX);
@@ -3412,7 +3410,7 @@ static pp_status plan_fattn(planner *P, int ni, bool *ok) {
                 k.scale_op = s->op == PP_OP_MUL ? 1 : 2;
             } else {
                 const int xs = T(P, s->in[0])->kind == PPRT_WEIGHT ? s->in[1] : s->in[0];
-                hw = fa_headw(P, s, xs, k.t, k.nh, &k.hss);
+                hw = fa_headw(P, s, xs, k.t, k.nh);
                 if (hw < 0)
                     return PP_FAIL(P->err, PP_ERUNTIME, "cuda planner: node '%s': the fused attention's scale no "
                                    "longer fits (internal)", s->name);

@@ -1021,7 +1021,7 @@ static void fa_ref(const pcu_fattn *k, const float *q, const float *kk, const fl
                 if (k->where == 1 && (cond[co] != 0) != k->wthen) d = k->fill;
                 if (k->scale_op == 1) d *= k->scale;
                 else if (k->scale_op == 2) d /= k->scale;
-                else if (k->scale_op == 3) d *= hs[b % k->nh * k->hss];
+                else if (k->scale_op == 3) d *= hs[b % k->nh];
                 if (k->where == 2 && (cond[co] != 0) != k->wthen) d = k->wadd ? d + k->fill : k->fill;
                 if (k->mask) d += m[b / k->nh * k->mb + b % k->nh * k->mh + i * k->mi + j * k->mj];
                 if (k->fmask)
@@ -1078,7 +1078,7 @@ static void test_fattn_case(const fa_case *c) {
         else k.mb = 0, k.mi = k.T, nm = k.Sq * k.T;
     }
     float hs[2] = {0.25f, 0.0625f}; /* scale_op 3: a scale per head, as SwinV2's logit scale (2 heads: win cases) */
-    if (c->scale_op == 3) k.hss = 1, k.scale = 0;
+    if (c->scale_op == 3) k.scale = 0;
     const int64_t nf = c->win ? c->win * k.Sq * k.T : 1;
     float *fm = malloc(sizeof *fm * (size_t)nf);
     for (int64_t i = 0; i < nf; i++) fm[i] = c->win && unif() < 0.4 ? -100.0f : 0.0f;
