@@ -741,7 +741,7 @@ static pp_status emu_dopt_bind(pprt_exec *x, pprt_dopt_call *c, pp_err *err) {
     d->w = calloc(1, b);
     d->m = c->buffers >= 1 ? calloc(1, b) : NULL, d->v = c->buffers >= 2 ? calloc(1, b) : NULL;
     d->part = calloc(pp_count(T / PCU_OPTG_CHUNK), sizeof *d->part), d->sq = calloc(pp_count(c->n_params), sizeof *d->sq);
-    if (!d->w || !d->g || (c->buffers >= 1 && !d->m) || (c->buffers >= 2 && !d->v) || !d->part || !d->sq)
+    if (!d->w || (c->buffers >= 1 && !d->m) || (c->buffers >= 2 && !d->v) || !d->part || !d->sq)
         return PP_FAIL(err, PP_ENOMEM, "stage %d: out of emulated device memory for the device optimizer", x->st->index);
     for (int p = 0; p < c->n_params; p++) {
         const size_t n = (size_t)c->params[p].numel * sizeof(float);
