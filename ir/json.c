@@ -1,9 +1,10 @@
 /* json.c: JSON output through cJSON (json.h): the adders that remember a
  * failed allocation, the whole-tree writer, the element-by-element writer
- * for the trace, and the head of pprt's profile format. */
+ * for the trace, the whole-file reader, and the head of pprt's profile format. */
 #include "json.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -142,6 +143,44 @@ pp_status pp_json_stream_close(pp_json_stream *s, bool ok, pp_err *err) {
     pp_status st = s->oom ? PP_FAIL(err, PP_ENOMEM, "out of memory writing '%s'", s->out.path) : PP_OK;
     pp_status c = pp_outfile_commit(&s->out, ok, err);
     return st != PP_OK ? st : c;
+}
+
+/* ---- reading ------------------------------------------------------------------------------------- */
+
+pp_status pp_json_read(const char *path, const char *what, const char *kind, cJSON **root, pp_err *err) {
+    *root = NULL;
+    FILE *f;
+    PP_TRY(pp_fopen_read(path, what, &f, err));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    pp_status s = buf ? PP_OK : PP_FAIL(err, PP_ENOMEM, "out of memory");
+    while (s == PP_OK) {
+        if (n == cap) {
+            char *nb = cap < ((size_t)1 << 30) ? realloc(buf, 2 * cap + 1) : NULL;
+            if (!nb) {
+                s = PP_FAIL(err, cap < ((size_t)1 << 30) ? PP_ENOMEM : PP_EINVAL, "%s: too large for %s (%zu bytes "
+                            "read, at most 1 GiB)", path, kind, n);
+                break;
+            }
+            buf = nb, cap *= 2;
+        }
+        const size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (s == PP_OK && ferror(f)) s = PP_FAIL(err, PP_EIO, "%s: read error", path);
+    fclose(f);
+    if (s == PP_OK) {
+        buf[n] = 0;
+        *root = cJSON_ParseWithLength(buf, n);
+        if (!*root) {
+            const char *at = cJSON_GetErrorPtr();
+            const long off = at && at >= buf && at <= buf + n ? (long)(at - buf) : -1;
+            s = PP_FAIL(err, PP_EINVAL, "%s: not JSON (%s): the parser stopped at byte %ld", path, kind, off);
+        }
+    }
+    free(buf);
+    return s;
 }
 
 /* ---- pprt's profile ------------------------------------------------------------------------------ */

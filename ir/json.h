@@ -61,6 +61,13 @@ pp_status pp_json_write(pp_json *j, const char *path, bool pretty, pp_err *err);
 char *pp_json_print(pp_json *j, bool pretty, const char *what, pp_err *err);
 void pp_json_free(pp_json *j);
 
+/* Read `path` (opened by pp_fopen_read, `what` prefixing it in messages)
+ * whole and parse it (cJSON: any valid layout, not only pprt's own); the
+ * caller frees *root. Not JSON: PP_EINVAL naming the file, `kind` (what the
+ * file should be: "a pprt --profile file") and the byte the parser stopped
+ * at. Files over 1 GiB are refused. */
+pp_status pp_json_read(const char *path, const char *what, const char *kind, cJSON **root, pp_err *err);
+
 /* A tensor as every file names one: {"name", "dtype" (pp_dtype_name's),
  * "shape": [dims], "bytes"}, appended to the array `parent`; returned for
  * more members. */

@@ -9,7 +9,6 @@
  * measured at another micro-batch size are scaled linearly. The file is read
  * as JSON by cJSON, so a profile re-saved by another tool (Python's
  * json.dump, one line) reads the same. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,43 +17,13 @@
 #include <cjson/cJSON.h>
 
 #include "passes.h"
+#include "../ir/json.h"
 
-/* The whole file parsed (cJSON, a kept library: any valid JSON layout, not
- * only pprt's own); the caller frees *root. */
+/* The whole file parsed (any valid JSON layout, not only pprt's own); the caller frees *root. */
 static pp_status read_profile(const char *path, cJSON **root, pp_err *err) {
-    FILE *f;
     pp_err e = {0};
-    if (pp_fopen_read(path, NULL, &f, &e) != PP_OK) return PP_FAIL(err, e.code, "--profile: %s", e.msg);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    pp_status s = buf ? PP_OK : PP_FAIL(err, PP_ENOMEM, "out of memory");
-    while (s == PP_OK) {
-        if (n == cap) {
-            char *nb = cap < ((size_t)1 << 31) ? realloc(buf, 2 * cap + 1) : NULL;
-            if (!nb) {
-                s = PP_FAIL(err, PP_ENOMEM, "%s: too large for a profile", path);
-                break;
-            }
-            buf = nb, cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    if (s == PP_OK && ferror(f)) s = PP_FAIL(err, PP_EIO, "%s: read error", path);
-    fclose(f);
-    if (s == PP_OK) {
-        buf[n] = 0;
-        *root = cJSON_ParseWithLength(buf, n);
-        if (!*root) {
-            const char *at = cJSON_GetErrorPtr();
-            long off = at && at >= buf && at <= buf + n ? (long)(at - buf) : -1;
-            s = PP_FAIL(err, PP_EINVAL, "%s: not JSON (a pprt --profile file): the parser stopped at byte %ld", path,
-                        off);
-        }
-    }
-    free(buf);
-    return s;
+    const pp_status s = pp_json_read(path, NULL, "a pprt --profile file", root, &e);
+    return s == PP_OK ? PP_OK : PP_FAIL(err, e.code, "--profile: %s", e.msg);
 }
 
 /* A device kind as pprt names it now: a profile written before the oneDNN

@@ -563,6 +563,114 @@ def ref_weights_cases():
 ref_weights_cases()
 
 
+# ---- pprt --resume: a checkpoint whose state or arrays are not what the run needs ---------------
+def checkpoint_cases():
+    import json
+    shutil.rmtree("ckpt", ignore_errors=True)  # a fresh folder of its own: the cases make and move folders
+    os.makedirs("ckpt")
+    os.chdir("ckpt")
+    labels = os.path.join(DIGITS, "labels.npy")
+    subprocess.run([PPCC, os.path.join(DIGITS, "model.onnx"), "--train", "--loss", "cross-entropy:logits", "-b", "8",
+                    "-o", "train.plan", "-q"], check=True)
+    run = [PPRT, "train.plan", data, "--labels", labels, "--optimizer", "adamw", "-q", "--steps", "4"]
+    subprocess.run(run[:-1] + ["2", "--checkpoint", "ck", "--save-every", "2"], check=True, timeout=120)
+
+    def corrupt(name, edit=None, arrays=None):
+        d = "ck_" + name
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.copytree("ck", d)
+        if edit:
+            with open(os.path.join(d, "state.json")) as f:
+                st = json.load(f)
+            edit(st)
+            with open(os.path.join(d, "state.json"), "w") as f:
+                json.dump(st, f)
+        if arrays:
+            arrays(d)
+        return d
+
+    def setk(k, v):
+        return lambda st: st.__setitem__(k, v)
+
+    # counts out of range or not whole (a negative or huge step crashed pprt; a negative "updates" gave NaN losses)
+    for key, val, want in (("step", -5, '"step" is -5: expected a whole number in 0..2^53'),
+                           ("step", 1e300, '"step" is 1.0000000000000001e+300'), ("step", 2.5, '"step" is 2.5'),
+                           ("step", "2", '"step" is missing or not a number'),
+                           ("updates", -1, '"updates" is -1: expected a whole number in 0..the step'),
+                           ("updates", 3, '"updates" is 3'), ("optimizer", 7, '"optimizer" is 7: expected 0 (sgd)'),
+                           ("buffers", -2, '"buffers" is -2'), ("loss_scale", "abc", '"loss_scale" is not a positive'),
+                           ("loss_scale", "-0x1p+16", '"loss_scale" is not a positive'),
+                           ("scale_growth", 0.5, '"scale_growth" is 0.5')):
+        expect(f"--resume, {key} {val!r}", run + ["--resume", corrupt(f"{key}", setk(key, val))], want)
+    expect("--resume, no updates", run + ["--resume", corrupt("noupd", lambda st: st.pop("updates"))],
+           '"updates" is missing or not a number')
+    expect("--resume, another optimizer", run + ["--resume", corrupt("sgd", setk("optimizer", 0))],
+           "made with --optimizer sgd, this run's is adamw")
+    expect("--resume, another weight", run + ["--resume", corrupt("name", lambda st: st["weights"].__setitem__(1, "x"))],
+           "weight 1 is 'x' in the checkpoint")
+    expect("--resume, past the run", run + ["--resume", corrupt("past", setk("step", 9))], "at step 9, past the run's 4")
+    expect("--resume, not JSON", run + ["--resume", corrupt("text", arrays=lambda d: write(d + "/state.json", b"{"))],
+           "not JSON (a pprt checkpoint's state)")
+    expect("--resume, a JSON list", run + ["--resume", corrupt("list", arrays=lambda d: write(d + "/state.json", b"[]"))],
+           "is not a pprt checkpoint's state")
+    expect("--resume, no state", run + ["--resume", corrupt("nostate", arrays=lambda d: os.remove(d + "/state.json"))],
+           "cannot open")
+    # the arrays: transposed (same count, another shape), another dtype, missing, cut short
+    w = "head.fc.weight"
+    expect("--resume, a transposed weight", run + ["--resume", corrupt("transposed", arrays=lambda d: np.save(
+        f"{d}/{w}.npy", np.load(f"{d}/{w}.npy").T.copy()))], f"holds f32 [32,10], weight '{w}' is f32 [10,32]")
+    expect("--resume, an f64 moment", run + ["--resume", corrupt("f64", arrays=lambda d: np.save(
+        f"{d}/{w}.m.npy", np.load(f"{d}/{w}.m.npy").astype(np.float64)))], "holds f64 [10,32]")
+    expect("--resume, a missing moment", run + ["--resume", corrupt("nomoment", arrays=lambda d: os.remove(
+        f"{d}/{w}.v.npy"))], f"--resume ck_nomoment: cannot open 'ck_nomoment/{w}.v.npy'")
+    expect("--resume, a cut array", run + ["--resume", corrupt("cut", arrays=lambda d: write(
+        f"{d}/{w}.npy", open(f"{d}/{w}.npy", "rb").read()[:200]))], f"{w}.npy")
+    # a FIFO or a directory as state.json: refused at once (pprt opened it with fopen and waited for a writer)
+    def special(d, make):
+        os.remove(d + "/state.json")
+        make(d + "/state.json")
+    expect("--resume, state.json a FIFO", run + ["--resume", corrupt("fifo", arrays=lambda d: special(d, os.mkfifo))],
+           "it is a FIFO", timeout=20)
+    expect("--resume, state.json a directory", run + ["--resume", corrupt("dir", arrays=lambda d: special(d, os.mkdir))],
+           "it is a directory")
+    r = subprocess.run(run + ["--resume", "ck"], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        failures.append(f"--resume of the untouched checkpoint: exit {r.returncode}: {r.stderr.strip()[:300]!r}")
+    # --checkpoint DIR where something else lies: refused before the first step, the user's files untouched (pprt
+    # moved a file or a folder of notes to DIR.old, then failed at the second save)
+    save = run[:-1] + ["2", "--save-every", "1", "--checkpoint"]
+    write("afile", b"hello\n")
+    expect("--checkpoint, a file", save + ["afile"], "'afile' is a regular file, not a checkpoint's folder")
+    os.makedirs("notes", exist_ok=True)
+    write("notes/notes.txt", b"mine\n")
+    expect("--checkpoint, a folder of notes", save + ["notes"], "the folder 'notes' holds 'notes.txt'")
+    if open("afile", "rb").read() != b"hello\n" or os.listdir("notes") != ["notes.txt"] or \
+            os.path.exists("afile.old") or os.path.exists("notes.old"):
+        failures.append("--checkpoint refused, yet the user's file or folder was moved or changed")
+    shutil.copytree("ck", "npyonly", ignore=shutil.ignore_patterns("state.json"))
+    expect("--checkpoint, weights without a state", save + ["npyonly"], "holds .npy files but no state.json")
+    os.symlink("ck", "cklink")
+    expect("--checkpoint, a link", save + ["cklink"], "'cklink' is a symbolic link")
+    write("ck.tmp", b"")
+    expect("--checkpoint, DIR.tmp a file", save + ["ck"], "'ck.tmp' is a regular file")
+    os.remove("ck.tmp")
+    # an interrupted save (DIR moved aside to DIR.old, a partial DIR.tmp): --resume DIR says where it is; resumed
+    # from DIR.old, the next save clears both
+    shutil.copytree("ck", "ck2.old")
+    os.makedirs("ck2.tmp")
+    shutil.copy("ck/state.json", "ck2.tmp/")
+    expect("--resume, a save interrupted", run + ["--resume", "ck2"], "give --resume ck2.old")
+    r = subprocess.run(run[:-1] + ["3", "--save-every", "1", "--checkpoint", "ck2", "--resume", "ck2.old"],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0 or sorted(n for n in os.listdir(".") if n.startswith("ck2")) != ["ck2"]:
+        failures.append(f"resumed from DIR.old: exit {r.returncode}, {r.stderr.strip()[:300]!r}, left "
+                        f"{sorted(n for n in os.listdir('.') if n.startswith('ck2'))}")
+    os.chdir("..")
+
+
+checkpoint_cases()
+
+
 # ---- FIFOs (and other special files) wherever a file is opened: refused at once, never a hang ----
 def fifo_cases():
     import stat
