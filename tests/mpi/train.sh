@@ -262,6 +262,12 @@ expect_rc 0 ck2.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" "${common[@]}" "${
 expect_rc 0 ck3.txt "$PPRT" t2.plan "$S/data" "${common[@]}" "${adam[@]}" --save-weights unbroken
 same_dirs unbroken resumed
 echo "mpi_train: --checkpoint then --resume under mpirun: the unbroken run's weights"
+# --checkpoint naming a file: rank 0 refuses it before the first step, every rank ends (exit 2), the file untouched
+echo mine > ckfile
+expect_rc 2 ckf.txt "${M[@]}" -np 4 "$PPRT" t2.plan "$S/data" "${base[@]}" --steps 3 "${adam[@]}" --replicas 2 \
+  --checkpoint ckfile --save-every 2
+expect_msg ckf.txt "'ckfile' is a regular file, not a checkpoint's folder"
+[ "$(cat ckfile)" = mine ] && [ ! -e ckfile.old ] || { echo "FAIL: --checkpoint moved or changed the file ckfile"; exit 1; }
 
 # refusals: every rank exits 2, naming the culprit
 expect_rc 2 e1.txt "${M[@]}" -np 3 "$PPRT" t2.plan "$S/data" "${common[@]}"
