@@ -934,7 +934,15 @@ int main(int argc, char **argv) {
         return finish(&c, d, s, &err);
     }
     if (s == PP_OK && d->ops->writes_outputs(d)) s = check_outputs(p, c.out_dir, c.stats_json, c.profile, c.trace, &err);
-    if (s == PP_OK && d->ops->reads_data(d)) s = pprt_data_load(p, c.data, &c.data_opts, npys, ins, src, &n, &err);
+    if (s == PP_OK && d->ops->reads_data(d) &&
+        (s = pprt_data_load(p, c.data, &c.data_opts, npys, ins, src, &n, &err)) == PP_EINVAL && p->train_devices) {
+        /* a training plan run without --steps or --epochs: say what that does */
+        const pp_err e = err;
+        err = (pp_err){0};
+        s = PP_WRAP(&err, &e, e.code, "%s (%s is a training plan: --steps N or --epochs N with --labels train it; without "
+                    "them pprt runs its graph once, its data one micro-batch, the gradients among its outputs)", e.msg,
+                    c.plan);
+    }
     if (s == PP_OK && d->ops->reads_data(d) && !c.quiet) print_mapping(p, npys, src);
     if (s == PP_OK && d->ops->reads_data(d)) warn_mixing(p, n);
     /* --labels refused before the run where the data is (under MPI the writer

@@ -573,6 +573,10 @@ def checkpoint_cases():
     subprocess.run([PPCC, os.path.join(DIGITS, "model.onnx"), "--train", "--loss", "cross-entropy:logits", "-b", "8",
                     "-o", "train.plan", "-q"], check=True)
     run = [PPRT, "train.plan", data, "--labels", labels, "--optimizer", "adamw", "-q", "--steps", "4"]
+    # a training plan without --steps or --epochs runs its graph once on one micro-batch: a data set's shape is
+    # refused, the message saying how to train it
+    expect("a training plan without --steps", [PPRT, "train.plan", data, "--labels", labels],
+           "train.plan is a training plan: --steps N or --epochs N with --labels train it")
     subprocess.run(run[:-1] + ["2", "--checkpoint", "ck", "--save-every", "2"], check=True, timeout=120)
 
     def corrupt(name, edit=None, arrays=None):
