@@ -480,7 +480,9 @@ pp_status pp_autodiff(pp_graph *g, const pp_train_opts *t, pp_err *err) {
         for (int i = 0; i < g->n_outputs && strlen(names) < 300; i++)
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s'", i ? ", " : "",
                      g->values[g->outputs[i]].name);
-        return PP_FAIL(err, PP_EINVAL, "--loss: the model has no output '%s' (its outputs: %s)", t->loss_output, names);
+        return PP_FAIL(err, PP_EINVAL, "--loss: the model has no output '%s' (its outputs: %s); --loss takes "
+                       "cross-entropy:OUTPUT, mse:OUTPUT, or OUTPUT where the model computes its loss", t->loss_output,
+                       names);
     }
     g->optim = t->optim;
     pp_ad ad = {.g = g, .n_fwd_values = g->n_values, .node = 0};

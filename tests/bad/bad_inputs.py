@@ -57,6 +57,8 @@ expect("-pp 0", [PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "0"], "-pp nee
 expect("-pp too large", [PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "99", "-o", "x.plan"],
        "more stages than the graph has ops")
 expect("unknown option", [PPCC, "--frobnicate"], "unknown option")
+expect("--loss of an unknown kind", [PPCC, os.path.join(DIGITS, "model.onnx"), "--train", "--loss", "hinge:logits", "-b",
+                                    "8", "-o", "x.plan"], "no output 'hinge:logits' (its outputs: 'logits'); --loss takes")
 expect("bad profile", [PPCC, os.path.join(DIGITS, "model.onnx"), "--profile", write("prof.json", b"{}\n"), "-o", "x.plan"],
        "not a pprt --profile file")
 expect("missing exec-seq", [PPCC, os.path.join(DIGITS, "model.onnx"), "--exec-seq", "nope.txt", "-o", "x.plan"],
