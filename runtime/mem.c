@@ -59,18 +59,29 @@ pp_status pprt_event_poll(const pprt_mem_ops *mem, pprt_event *e, const atomic_b
     }
 }
 
-/* One hop of pprt_dcopy_run on a stream of device `on`, waited for. */
-static pp_status dcopy_hop(const pprt_mem_ops *m, int on, void *dst, int ddev, const void *src, int sdev, size_t n,
+/* One hop of pprt_dcopy_run on device `on`'s kept stream (made at its first copy), waited for. */
+static pp_status dcopy_hop(pprt_dcopy *c, int on, void *dst, int ddev, const void *src, int sdev, size_t n,
                            pp_err *err) {
-    pprt_stream *s = NULL;
-    pprt_event *e = NULL;
-    pp_status st = m->stream_new(on, &s, err);
-    if (st == PP_OK) st = m->event_new(on, &e, err);
+    const pprt_mem_ops *m = c->mem;
+    int k = 0;
+    while (k < c->n_q && c->q[k].dev != on) k++;
+    const bool keep = k < PPRT_DCOPY_QUEUES;
+    pprt_stream *s = k < c->n_q ? c->q[k].s : NULL;
+    pprt_event *e = k < c->n_q ? c->q[k].e : NULL;
+    pp_status st = PP_OK;
+    if (!s) {
+        st = m->stream_new(on, &s, err);
+        if (st == PP_OK) st = m->event_new(on, &e, err);
+        if (st == PP_OK && keep) c->q[c->n_q++] = (pprt_dcopy_q){.dev = on, .s = s, .e = e};
+    }
     if (st == PP_OK) st = m->copy(s, dst, ddev, src, sdev, n, err);
     if (st == PP_OK) st = m->record(e, s, err);
     if (st == PP_OK) st = m->wait(e, err);
-    if (e) m->event_free(e);
-    if (s) m->stream_free(s);
+    if (st != PP_OK || !keep) { /* a failed stream is not kept for the next copy */
+        if (keep && k < c->n_q) c->q[k] = c->q[--c->n_q];
+        if (e) m->event_free(e);
+        if (s) m->stream_free(s);
+    }
     return st;
 }
 
@@ -81,18 +92,23 @@ pp_status pprt_dcopy_run(pprt_dcopy *c, void *dst, int ddev, const void *src, in
         return PP_FAIL(err, PP_ERUNTIME, "internal: a device to device copy outside a device space");
     const int path = sdev == ddev ? PPRT_PEER_SRC : m->peer(sdev, ddev);
     if (path != PPRT_PEER_STAGED)
-        return dcopy_hop(m, path == PPRT_PEER_DST ? ddev : sdev, dst, ddev, src, sdev, n, err);
+        return dcopy_hop(c, path == PPRT_PEER_DST ? ddev : sdev, dst, ddev, src, sdev, n, err);
     if (c->cap < n) {
         if (c->pin) m->free_pinned(c->pin);
         c->pin = NULL, c->cap = 0;
         PP_TRY(m->alloc_pinned(n, &c->pin, err));
         c->cap = n;
     }
-    PP_TRY(dcopy_hop(m, sdev, c->pin, PPRT_ON_HOST, src, sdev, n, err));
-    return dcopy_hop(m, ddev, dst, ddev, c->pin, PPRT_ON_HOST, n, err);
+    PP_TRY(dcopy_hop(c, sdev, c->pin, PPRT_ON_HOST, src, sdev, n, err));
+    return dcopy_hop(c, ddev, dst, ddev, c->pin, PPRT_ON_HOST, n, err);
 }
 
 void pprt_dcopy_free(pprt_dcopy *c) {
+    for (int k = 0; k < c->n_q; k++) {
+        c->mem->event_free(c->q[k].e);
+        c->mem->stream_free(c->q[k].s);
+    }
+    c->n_q = 0;
     if (c->pin && c->mem) c->mem->free_pinned(c->pin);
     c->pin = NULL, c->cap = 0;
 }

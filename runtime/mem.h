@@ -119,11 +119,23 @@ pp_status pprt_event_poll(const pprt_mem_ops *mem, pprt_event *e, const atomic_b
  * on device sdev to dst on device ddev of space mem, queued on a stream of
  * the side that maps the other (one device: its own), else down into
  * pinned host memory and up again (the pinned buffer kept for the next
- * copy, grown as needed). */
+ * copy, grown as needed). Each device's stream and event are made at its
+ * first copy and kept until pprt_dcopy_free (a step copies every bucket of
+ * every replica: a stream made and destroyed per copy cost a driver call
+ * pair each); past PPRT_DCOPY_QUEUES devices, per copy. One thread uses a
+ * pprt_dcopy at a time. */
+#define PPRT_DCOPY_QUEUES 16
+typedef struct pprt_dcopy_q {
+    int dev;
+    pprt_stream *s;
+    pprt_event *e;
+} pprt_dcopy_q;
 typedef struct pprt_dcopy {
     const pprt_mem_ops *mem;
     void *pin;
     size_t cap;
+    int n_q;
+    pprt_dcopy_q q[PPRT_DCOPY_QUEUES];
 } pprt_dcopy;
 pp_status pprt_dcopy_run(pprt_dcopy *c, void *dst, int ddev, const void *src, int sdev, size_t n, pp_err *err);
 void pprt_dcopy_free(pprt_dcopy *c);
