@@ -2209,7 +2209,11 @@ static pp_status setup(trainer *t, const char *dir, pprt_array **ins, pprt_array
     if (t->train.n < t->rows * o->accumulate)
         return PP_FAIL(err, PP_EINVAL, "the data has %lld samples; one step takes %d micro-batch%s of %lld",
                        (long long)t->train.n, o->accumulate, o->accumulate == 1 ? "" : "es", (long long)t->rows);
-    if (o->eval_dir) PP_TRY(load_data(t, o->eval_dir, NULL, &t->eval, err));
+    if (o->eval_dir) {
+        pp_err e = {0};
+        const pp_status s = load_data(t, o->eval_dir, NULL, &t->eval, &e);
+        if (s != PP_OK) return PP_WRAP(err, &e, s, "--eval %s: %s", o->eval_dir, e.msg);
+    }
     if (o->eval_dir && t->eval.n < t->rows)
         return PP_FAIL(err, PP_EINVAL, "--eval %s has %lld samples, fewer than one micro-batch of %lld", o->eval_dir,
                        (long long)t->eval.n, (long long)t->rows);

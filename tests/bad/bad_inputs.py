@@ -580,6 +580,9 @@ def checkpoint_cases():
     expect("a training plan without --steps", [PPRT, "train.plan", data, "--labels", labels],
            "train.plan is a training plan: --steps N or --epochs N with --labels train it")
     subprocess.run(run[:-1] + ["2", "--checkpoint", "ck", "--save-every", "2"], check=True, timeout=120)
+    os.makedirs("held")
+    np.save("held/input.npy", np.zeros((16, 1, 8, 8), np.float32))
+    expect("--eval without labels", run + ["--eval", "held"], "--eval held: cannot open 'held/labels.npy'")
 
     def corrupt(name, edit=None, arrays=None):
         d = "ck_" + name
