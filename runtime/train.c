@@ -1773,6 +1773,13 @@ static pp_status ckpt_read(trainer *t, const char *dir, int64_t *step, int64_t *
     return s;
 }
 
+/* Before the first step (rank 0 under MPI): --checkpoint's folder checked, --resume's checkpoint read. */
+static pp_status ckpt_begin(trainer *t, int64_t *step, int64_t *updates, pp_err *err) {
+    const pprt_train_opts *o = t->o;
+    if (o->checkpoint && o->save_every > 0) PP_TRY(ckpt_dest_check(o->checkpoint, err));
+    return o->resume ? ckpt_read(t, o->resume, step, updates, err) : PP_OK;
+}
+
 /* ---- the schedule: which of a device's stages runs which micro-batch when ---------------- */
 
 /* Device d of replica r owns stages d (forward, F) and 2P-1-d (backward,
@@ -2351,8 +2358,7 @@ pp_status pprt_train(const pprt_plan *p, const char *dir, const pprt_train_opts 
     dev_refuse(&t, run, fresh && *fresh && strcmp(fresh, "0"));
     if (s == PP_OK && !(t.sq = calloc(pp_count(t.n_params), sizeof *t.sq))) s = PP_FAIL(err, PP_ENOMEM, "out of memory");
     if (s == PP_OK && o->dist) s = dist_mine(&t, err);
-    if (s == PP_OK && o->checkpoint && o->save_every > 0 && root) s = ckpt_dest_check(o->checkpoint, err);
-    if (s == PP_OK && o->resume && root) s = ckpt_read(&t, o->resume, &done, &updates, err);
+    if (s == PP_OK && root) s = ckpt_begin(&t, &done, &updates, err);
     int64_t head[2] = {done, updates};
     if (s == PP_OK && o->dist && o->resume) s = sync_weights(&t, head, err);
     pprt_keeper_changed(t.keep); /* a checkpoint's weights (no executor exists yet: for the rule's sake) */

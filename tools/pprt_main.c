@@ -859,6 +859,19 @@ static pp_status train(pprt_cli *c, pprt_driver *d, const pprt_plan *p, bool ran
     return PP_OK;
 }
 
+/* DATA_DIR for a run (not training); where a training plan's data does not fit, the message says that --steps or
+ * --epochs train it and what running it once does. */
+static pp_status load_data(pprt_cli *c, const pprt_plan *p, pprt_npy *npys, pprt_array *ins, pprt_data_src *src,
+                           int64_t *n, pp_err *err) {
+    pp_err e = {0};
+    const pp_status s = pprt_data_load(p, c->data, &c->data_opts, npys, ins, src, n, &e);
+    if (s == PP_EINVAL && p->train_devices)
+        return PP_WRAP(err, &e, s, "%s (%s is a training plan: --steps N or --epochs N with --labels train it; without "
+                       "them pprt runs its graph once, its data one micro-batch, the gradients among its outputs)", e.msg,
+                       c->plan);
+    return s == PP_OK ? PP_OK : PP_WRAP(err, &e, s, "%s", e.msg);
+}
+
 static int finish(const pprt_cli *c, pprt_driver *d, pp_status s, const pp_err *err) {
     const int rc = d->ops->finish(d, s, err);
     if (s != PP_OK && c->verbose && err->file) fprintf(stderr, "pprt: (raised at %s:%d)\n", err->file, err->line);
@@ -934,15 +947,7 @@ int main(int argc, char **argv) {
         return finish(&c, d, s, &err);
     }
     if (s == PP_OK && d->ops->writes_outputs(d)) s = check_outputs(p, c.out_dir, c.stats_json, c.profile, c.trace, &err);
-    if (s == PP_OK && d->ops->reads_data(d) &&
-        (s = pprt_data_load(p, c.data, &c.data_opts, npys, ins, src, &n, &err)) == PP_EINVAL && p->train_devices) {
-        /* a training plan run without --steps or --epochs: say what that does */
-        const pp_err e = err;
-        err = (pp_err){0};
-        s = PP_WRAP(&err, &e, e.code, "%s (%s is a training plan: --steps N or --epochs N with --labels train it; without "
-                    "them pprt runs its graph once, its data one micro-batch, the gradients among its outputs)", e.msg,
-                    c.plan);
-    }
+    if (s == PP_OK && d->ops->reads_data(d)) s = load_data(&c, p, npys, ins, src, &n, &err);
     if (s == PP_OK && d->ops->reads_data(d) && !c.quiet) print_mapping(p, npys, src);
     if (s == PP_OK && d->ops->reads_data(d)) warn_mixing(p, n);
     /* --labels refused before the run where the data is (under MPI the writer
