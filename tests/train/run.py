@@ -313,7 +313,11 @@ print(f"kept executors: the same bits as fresh ones in {len(KEEP)} runs; none ma
 # --resume: stopped at step 13 with checkpoints every 5, then resumed: the weights of an unbroken run
 common = ["--epochs", "4", "--accumulate", "2", "--optimizer", "adamw", "--lr", "4e-3", "--seed", "3", "-q"]
 runs = [["--save-weights", "full"], ["--steps", "13", "--checkpoint", "ck", "--save-every", "5"],
-        ["--resume", "ck", "--save-weights", "resumed"], ["--replicas", "2", "--save-weights", "rep2"],
+        ["--resume", "ck", "--save-weights", "resumed"],
+        # a checkpoint names weights, not stages: the -pp 2 run's resumed on the -pp 4 plan (and its zb-h1 form)
+        ["--resume", "ck", "--save-weights", "resumed4", "PLAN", plans[4]],
+        ["--resume", "ck", "--schedule", "zb-h1", "--save-weights", "resumedz1", "PLAN", plans["z1"]],
+        ["--replicas", "2", "--save-weights", "rep2"],
         ["--schedule", "gpipe", "--save-weights", "gpipe", "--log-json", "log_gpipe.json"], ["--schedule", "flow", "--save-weights", "flow"],
         ["--schedule", "gpipe", "--save-weights", "recompute", "PLAN", "t2rc.plan"],
         # --eval under GPipe: the gate counts each run's micro-batches (it hung on the step's counts before)
@@ -379,7 +383,7 @@ for extra in runs:
     extra = extra[:-2] if "PLAN" in extra else extra
     r = subprocess.run([PPRT, plan, "data", *common, *extra], capture_output=True, text=True)
     check(r.returncode == 0, f"{extra}: exit {r.returncode}: {r.stderr[-300:]}")
-for other in ("resumed", "rep2", "gpipe", "flow", "recompute", "gpipe_eval", "rep2zb"):
+for other in ("resumed", "resumed4", "resumedz1", "rep2", "gpipe", "flow", "recompute", "gpipe_eval", "rep2zb"):
     if os.path.isdir("full") and os.path.isdir(other):
         same = sorted(os.listdir("full")) == sorted(os.listdir(other)) and all(
             np.array_equal(np.load(os.path.join("full", n)), np.load(os.path.join(other, n))) for n in os.listdir("full"))
