@@ -1577,21 +1577,25 @@ static pp_status ckpt_arrays(const trainer *t, const char *dir, bool write, pp_e
     return PP_OK;
 }
 
-/* The files a checkpoint folder holds: state.json and NAME.npy, regular files. */
+/* A save's first file in DIR.tmp, before any array: a folder holding it is pprt's (an interrupted save's), where
+ * a folder of .npy files without it or state.json may be a user's. */
+#define CKPT_MARK ".pprt-checkpoint"
+
+/* The files a checkpoint folder holds: state.json, NAME.npy and the mark, regular files. */
 static bool ckpt_own(const char *dir, const char *name) {
     const size_t n = strlen(name);
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     struct stat sb;
-    return (!strcmp(name, "state.json") || (n > 4 && !strcmp(name + n - 4, ".npy"))) && lstat(path, &sb) == 0 &&
-           S_ISREG(sb.st_mode);
+    return (!strcmp(name, "state.json") || !strcmp(name, CKPT_MARK) || (n > 4 && !strcmp(name + n - 4, ".npy"))) &&
+           lstat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
 /* What lies at `path` (`opt` the option that named it): nothing (*n = -1), or a folder of a checkpoint's files
  * alone (*n of them, *state: state.json among them); anything else refused, naming it: a file where the folder
  * goes, a folder holding something else (pprt moves and removes what a checkpoint folder holds). */
 static pp_status ckpt_scan(const char *opt, const char *path, int *n, bool *state, pp_err *err) {
-    *n = -1, *state = false;
+    *n = -1, *state = false; /* state: state.json or the mark among them */
     struct stat sb;
     if (lstat(path, &sb) != 0) {
         if (errno == ENOENT) return PP_OK;
@@ -1608,7 +1612,7 @@ static pp_status ckpt_scan(const char *opt, const char *path, int *n, bool *stat
         if (!ckpt_own(path, e->d_name))
             s = PP_FAIL(err, PP_EINVAL, "%s: the folder '%s' holds '%s', which no pprt checkpoint does (state.json "
                         "and NAME.npy files): give a new folder, or one pprt's checkpoints wrote", opt, path, e->d_name);
-        *n += 1, *state |= !strcmp(e->d_name, "state.json");
+        *n += 1, *state |= !strcmp(e->d_name, "state.json") || !strcmp(e->d_name, CKPT_MARK);
     }
     closedir(d);
     return s;
@@ -1621,6 +1625,9 @@ static pp_status ckpt_clear(const char *path, pp_err *err) {
     bool state;
     PP_TRY(ckpt_scan("--checkpoint", path, &n, &state, err));
     if (n < 0) return PP_OK;
+    if (n > 0 && !state)
+        return PP_FAIL(err, PP_EINVAL, "--checkpoint: the folder '%s' holds .npy files that no pprt save wrote (no "
+                       "state.json, no %s): move it away", path, CKPT_MARK);
     DIR *d = opendir(path);
     if (!d) return PP_FAIL(err, PP_EIO, "--checkpoint: cannot read the folder '%s': %s", path, strerror(errno));
     char f[4400];
@@ -1647,6 +1654,9 @@ static pp_status ckpt_dest_check(const char *dir, pp_err *err) {
     for (int k = 0; k < 2; k++) {
         snprintf(side, sizeof side, "%s%s", dir, k ? ".old" : ".tmp");
         PP_TRY(ckpt_scan("--checkpoint", side, &n, &state, err));
+        if (n > 0 && !state)
+            return PP_FAIL(err, PP_EINVAL, "--checkpoint %s: the folder '%s' holds .npy files that no pprt save wrote "
+                           "(no state.json, no %s), and a save would remove them: move it away", dir, side, CKPT_MARK);
     }
     return PP_OK;
 }
@@ -1659,6 +1669,10 @@ static pp_status ckpt_write(const trainer *t, const char *dir, int64_t step, int
     snprintf(old, sizeof old, "%s.old", dir);
     PP_TRY(ckpt_clear(tmp, err));
     if (mkdir(tmp, 0755) != 0) return PP_FAIL(err, PP_EIO, "cannot make %s: %s", tmp, strerror(errno));
+    char mark[4300];
+    snprintf(mark, sizeof mark, "%s/%s", tmp, CKPT_MARK);
+    FILE *mf = fopen(mark, "wb");
+    if (!mf || fclose(mf) != 0) return PP_FAIL(err, PP_EIO, "cannot write %s: %s", mark, strerror(errno));
     PP_TRY(ckpt_arrays(t, tmp, true, err));
     pp_json js = {0};
     cJSON *root = pp_json_begin_format(&js, "pprt-checkpoint", 1);
@@ -1766,6 +1780,11 @@ static pp_status ckpt_read(trainer *t, const char *dir, int64_t *step, int64_t *
         const cJSON *gr = cJSON_GetObjectItemCaseSensitive(root, "scale_growth");
         if (t->seed && sc) t->scale = strtod(sc->valuestring, NULL);
         if (t->seed && gr) t->growth = (int64_t)gr->valuedouble;
+        const cJSON *sd = cJSON_GetObjectItemCaseSensitive(root, "seed");
+        if (cJSON_IsNumber(sd) && sd->valuedouble != (double)t->o->seed)
+            fprintf(stderr, "pprt: warning: --resume %s: the checkpoint's run had --seed %.17g, this one %llu: the "
+                    "samples' order and dropout's masks from here on are not that run's\n", dir, sd->valuedouble,
+                    (unsigned long long)t->o->seed);
     }
     cJSON_Delete(root);
     if (s == PP_OK) s = ckpt_arrays(t, dir, false, err);

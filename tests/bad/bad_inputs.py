@@ -645,6 +645,10 @@ def checkpoint_cases():
     r = subprocess.run(run + ["--resume", "ck"], capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         failures.append(f"--resume of the untouched checkpoint: exit {r.returncode}: {r.stderr.strip()[:300]!r}")
+    # another --seed than the checkpoint's run: a warning (the order from here on is not that run's), not a refusal
+    r = subprocess.run(run + ["--resume", "ck", "--seed", "5"], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0 or "the checkpoint's run had --seed 0, this one 5" not in r.stderr:
+        failures.append(f"--resume with another --seed: exit {r.returncode}, no warning: {r.stderr.strip()[:300]!r}")
     # --checkpoint DIR where something else lies: refused before the first step, the user's files untouched (pprt
     # moved a file or a folder of notes to DIR.old, then failed at the second save)
     save = run[:-1] + ["2", "--save-every", "1", "--checkpoint"]
@@ -656,13 +660,19 @@ def checkpoint_cases():
     if open("afile", "rb").read() != b"hello\n" or os.listdir("notes") != ["notes.txt"] or \
             os.path.exists("afile.old") or os.path.exists("notes.old"):
         failures.append("--checkpoint refused, yet the user's file or folder was moved or changed")
-    shutil.copytree("ck", "npyonly", ignore=shutil.ignore_patterns("state.json"))
+    shutil.copytree("ck", "npyonly", ignore=shutil.ignore_patterns("state.json", ".pprt-checkpoint"))
     expect("--checkpoint, weights without a state", save + ["npyonly"], "holds .npy files but no state.json")
     os.symlink("ck", "cklink")
     expect("--checkpoint, a link", save + ["cklink"], "'cklink' is a symbolic link")
     write("ck.tmp", b"")
     expect("--checkpoint, DIR.tmp a file", save + ["ck"], "'ck.tmp' is a regular file")
     os.remove("ck.tmp")
+    # a user's folder of arrays named DIR.old: a save would remove it after moving DIR there, so it is refused
+    shutil.copytree("ck", "mine.old", ignore=shutil.ignore_patterns("state.json", ".pprt-checkpoint"))
+    shutil.copytree("ck", "mine")
+    expect("--checkpoint, a user's DIR.old", save + ["mine"], "the folder 'mine.old' holds .npy files that no pprt save")
+    if sorted(os.listdir("mine.old")) != sorted(n for n in os.listdir("ck") if n.endswith(".npy")):
+        failures.append("--checkpoint mine: the user's mine.old lost files")
     # an interrupted save (DIR moved aside to DIR.old, a partial DIR.tmp): --resume DIR says where it is; resumed
     # from DIR.old, the next save clears both
     shutil.copytree("ck", "ck2.old")
