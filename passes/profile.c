@@ -68,8 +68,10 @@ pp_status pp_apply_profile(pp_graph *g, const char *path, int *matched, pp_err *
     int entries = 0;
     if (s == PP_OK)
         cJSON_ArrayForEach(it, nodes) {
-            if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0) || !it->string) {
-                s = PP_FAIL(err, PP_EINVAL, "%s: node '%s': expected \"node name\": milliseconds >= 0", path,
+            /* at most 1e9 ms (11 days) a node: a larger or infinite time (JSON's 1e999) made the cost model's
+             * sums infinite and the split arbitrary */
+            if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0 && it->valuedouble <= 1e9) || !it->string) {
+                s = PP_FAIL(err, PP_EINVAL, "%s: node '%s': expected \"node name\": milliseconds in 0..1e9", path,
                             it->string ? it->string : "?");
                 break;
             }

@@ -61,6 +61,11 @@ expect("--loss of an unknown kind", [PPCC, os.path.join(DIGITS, "model.onnx"), "
                                     "8", "-o", "x.plan"], "no output 'hinge:logits' (its outputs: 'logits'); --loss takes")
 expect("bad profile", [PPCC, os.path.join(DIGITS, "model.onnx"), "--profile", write("prof.json", b"{}\n"), "-o", "x.plan"],
        "not a pprt --profile file")
+# a node time JSON reads as infinite (1e999) or past 1e9 ms: the cost model's sums went infinite, the split arbitrary
+for t in (b"1e999", b"1e300", b"-1"):
+    expect(f"profile time {t.decode()}", [PPCC, os.path.join(DIGITS, "model.onnx"), "-pp", "2", "--profile", write(
+        "prof_t.json", b'{"micro_batch": 8, "unit": "ms", "nodes": {"/stem/conv1/conv/Conv": ' + t + b'}}'), "-o",
+        "x.plan"], "node '/stem/conv1/conv/Conv': expected \"node name\": milliseconds in 0..1e9")
 expect("missing exec-seq", [PPCC, os.path.join(DIGITS, "model.onnx"), "--exec-seq", "nope.txt", "-o", "x.plan"],
        "--exec-seq: cannot open")
 expect("unknown module", [PPCC, os.path.join(DIGITS, "model.onnx"), "--split-at", "stem.conv9", "-o", "x.plan"],
