@@ -64,10 +64,10 @@ static bool ckpt_own(const char *dir, const char *name) {
 }
 
 /* What lies at `path` (`opt` the option that named it): nothing (*n = -1), or a folder of a checkpoint's files
- * alone (*n of them, *state: state.json among them); anything else refused, naming it: a file where the folder
- * goes, a folder holding something else (pprt moves and removes what a checkpoint folder holds). */
+ * alone (*n of them, *state: state.json or the mark among them); anything else refused, naming it: a file where
+ * the folder goes, a folder holding something else (pprt moves and removes what a checkpoint folder holds). */
 static pp_status ckpt_scan(const char *opt, const char *path, int *n, bool *state, pp_err *err) {
-    *n = -1, *state = false; /* state: state.json or the mark among them */
+    *n = -1, *state = false;
     struct stat sb;
     if (lstat(path, &sb) != 0) {
         if (errno == ENOENT) return PP_OK;
@@ -82,16 +82,17 @@ static pp_status ckpt_scan(const char *opt, const char *path, int *n, bool *stat
     for (struct dirent *e; s == PP_OK && (e = readdir(d));) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         if (!ckpt_own(path, e->d_name))
-            s = PP_FAIL(err, PP_EINVAL, "%s: the folder '%s' holds '%s', which no pprt checkpoint does (state.json "
-                        "and NAME.npy files): give a new folder, or one pprt's checkpoints wrote", opt, path, e->d_name);
+            s = PP_FAIL(err, PP_EINVAL, "%s: the folder '%s' holds '%s', which no pprt checkpoint does (state.json, "
+                        "NAME.npy, %s): give a new folder, or one pprt's checkpoints wrote", opt, path, e->d_name,
+                        CKPT_MARK);
         *n += 1, *state |= !strcmp(e->d_name, "state.json") || !strcmp(e->d_name, CKPT_MARK);
     }
     closedir(d);
     return s;
 }
 
-/* A checkpoint's folder removed (state.json and NAME.npy alone, else refused by ckpt_scan): DIR.tmp left by an
- * interrupted save, or DIR.old. */
+/* A folder a save wrote, removed (its files state.json, NAME.npy and the mark alone, one of the first two among
+ * them, else refused): DIR.tmp left by an interrupted save, or DIR.old. */
 static pp_status ckpt_clear(const char *path, pp_err *err) {
     int n;
     bool state;
@@ -198,13 +199,11 @@ static pp_status ckpt_state(const pprt_ckpt *c, const char *dir, const char *pat
         {"scale_growth", "a whole number in 0..2^53", most, true}};
     for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, counts[k].key);
-        if ((v || !counts[k].optional) && !ckpt_count(v, counts[k].max))
-        {
-            char got[40] = "missing or not a number";
-            if (cJSON_IsNumber(v)) snprintf(got, sizeof got, "%.17g", v->valuedouble);
-            return PP_FAIL(err, PP_EINVAL, "--resume %s: %s's \"%s\" is %s: expected %s", dir, path, counts[k].key,
-                           got, counts[k].range);
-        }
+        if ((!v && counts[k].optional) || ckpt_count(v, counts[k].max)) continue;
+        char got[40] = "missing or not a number";
+        if (cJSON_IsNumber(v)) snprintf(got, sizeof got, "%.17g", v->valuedouble);
+        return PP_FAIL(err, PP_EINVAL, "--resume %s: %s's \"%s\" is %s: expected %s", dir, path, counts[k].key, got,
+                       counts[k].range);
     }
     if (sc) {
         char *end = NULL;
