@@ -21,7 +21,7 @@ static pp_status ckpt_arrays(const pprt_ckpt *c, const char *dir, bool write, pp
     for (int i = 0; i < c->n; i++) {
         const pprt_ckpt_weight *q = &c->w[i];
         const pp_shape *sh = q->shape;
-        char safe[256], path[4400];
+        char safe[PP_FILE_NAME_MAX], path[4400];
         pprt_safe_name(q->name, safe, sizeof safe);
         for (int k = 0; k < 3; k++) {
             float *a = q->a[k];
@@ -47,6 +47,40 @@ static pp_status ckpt_arrays(const pprt_ckpt *c, const char *dir, bool write, pp
         }
     }
     return PP_OK;
+}
+
+typedef struct ckpt_file {
+    char file[PP_FILE_NAME_MAX + 4]; /* the weight's file name and ".m" or ".v" */
+    int w, k;                        /* weight w's array k (the value, momentum or first moment, second moment) */
+} ckpt_file;
+
+static int ckpt_file_cmp(const void *a, const void *b) {
+    const ckpt_file *x = a, *y = b;
+    const int c = strcmp(x->file, y->file);
+    return c ? c : x->w != y->w ? (x->w > y->w) - (x->w < y->w) : x->k - y->k;
+}
+
+pp_status pprt_ckpt_names_check(const pprt_ckpt *c, pp_err *err) {
+    static const char *const ext[3] = {"", ".m", ".v"}, *const what[3] = {"value", "first buffer", "second buffer"};
+    const int per = c->buffers + 1, n = c->n * per;
+    ckpt_file *f = calloc(pp_count(n), sizeof *f);
+    if (!f) return PP_FAIL(err, PP_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        char safe[PP_FILE_NAME_MAX];
+        pprt_safe_name(c->w[i / per].name, safe, sizeof safe);
+        snprintf(f[i].file, sizeof f[i].file, "%s%s", safe, ext[i % per]);
+        f[i].w = i / per, f[i].k = i % per;
+    }
+    qsort(f, (size_t)n, sizeof *f, ckpt_file_cmp);
+    pp_status s = PP_OK;
+    for (int i = 1; i < n && s == PP_OK; i++)
+        if (!strcmp(f[i - 1].file, f[i].file))
+            s = PP_FAIL(err, PP_EINVAL, "weight '%s''s %s and weight '%s''s %s would both be the checkpoint's file "
+                        "'%s.npy' (file names take '_' for every character outside [A-Za-z0-9._-]): rename one of "
+                        "them in the model", c->w[f[i - 1].w].name, what[f[i - 1].k], c->w[f[i].w].name,
+                        what[f[i].k], f[i].file);
+    free(f);
+    return s;
 }
 
 /* A save's first file in DIR.tmp, before any array: a folder holding it is pprt's (an interrupted save's), where

@@ -36,6 +36,9 @@ typedef struct pprt_ckpt {
 /* Before the first step: DIR is new, empty or a checkpoint's folder, and DIR.tmp and DIR.old (an interrupted save's)
  * hold what a save may remove; anything else refused with PP_EINVAL naming it, untouched. */
 pp_status pprt_ckpt_dest_check(const char *dir, pp_err *err);
+/* No two of the arrays a checkpoint holds (NAME, NAME.m, NAME.v) map to one file name (pp_file_name): weights 'x'
+ * and 'x.m' under SGD with momentum would; PP_EINVAL naming both. */
+pp_status pprt_ckpt_names_check(const pprt_ckpt *c, pp_err *err);
 /* A checkpoint at `step` after `updates` optimizer updates, into DIR whole or not at all. */
 pp_status pprt_ckpt_write(const pprt_ckpt *c, const char *dir, int64_t step, int64_t updates, pp_err *err);
 /* A checkpoint read into c's arrays (and its loss scale): every field of state.json checked against c (counts, the

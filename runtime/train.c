@@ -499,7 +499,7 @@ static pp_status write_weights(const trainer *t, const char *dir, pp_err *err) {
     for (int i = 0; i < t->n_params; i++) {
         const param *q = &t->ps[i];
         const pprt_io *go = &t->p->outputs[q->out];
-        char safe[256], path[4400];
+        char safe[PP_FILE_NAME_MAX], path[4400];
         pprt_safe_name(q->name, safe, sizeof safe);
         snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
         PP_TRY(pprt_npy_write(path, PP_F32, &go->shape, q->w, err));
@@ -1572,13 +1572,14 @@ static pp_status ckpt_write(const trainer *t, const char *dir, int64_t step, int
 static pp_status ckpt_begin(trainer *t, int64_t *step, int64_t *updates, pp_err *err) {
     const pprt_train_opts *o = t->o;
     if (o->checkpoint && o->save_every > 0) PP_TRY(pprt_ckpt_dest_check(o->checkpoint, err));
-    if (!o->resume) return PP_OK;
+    if (!o->resume && !(o->checkpoint && o->save_every > 0)) return PP_OK;
     pprt_ckpt c;
     pprt_ckpt_weight *w;
     PP_TRY(ckpt_view(t, &c, &w, err));
-    const pp_status s = pprt_ckpt_read(&c, o->resume, step, updates, err);
+    pp_status s = pprt_ckpt_names_check(&c, err);
+    if (s == PP_OK && o->resume) s = pprt_ckpt_read(&c, o->resume, step, updates, err);
     free(w);
-    if (s != PP_OK) return s;
+    if (s != PP_OK || !o->resume) return s;
     t->scale = c.scale, t->growth = c.growth;
     for (int i = 0; i < t->n_params; i++) t->ps[i].has_m = *updates > 0;
     return PP_OK;

@@ -678,6 +678,24 @@ def checkpoint_cases():
     expect("--checkpoint, a user's DIR.old", save + ["mine"], "the folder 'mine.old' holds .npy files that no pprt save")
     if sorted(os.listdir("mine.old")) != sorted(n for n in os.listdir("ck") if n.endswith(".npy")):
         failures.append("--checkpoint mine: the user's mine.old lost files")
+    # weights 'w' and 'w.m': under SGD with momentum w's buffer and w.m's value would both be w.m.npy
+    if onnx is not None:
+        g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "w.m"],
+                                                                                            ["logits"])], "mm",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 4])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [8, 2])],
+                              initializer=[numpy_helper.from_array(np.ones((4, 2), np.float32), "w"),
+                                           numpy_helper.from_array(np.zeros(2, np.float32), "w.m")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        write("wm.onnx", m.SerializeToString())
+        subprocess.run([PPCC, "wm.onnx", "--train", "--loss", "cross-entropy:logits", "-o", "wm.plan", "-q"], check=True)
+        os.makedirs("wmdata")
+        np.save("wmdata/x.npy", np.ones((16, 4), np.float32))
+        np.save("wmdata/labels.npy", np.zeros(16, np.int64))
+        expect("--checkpoint, weights 'w' and 'w.m'", [PPRT, "wm.plan", "wmdata", "--labels", "wmdata/labels.npy",
+               "--steps", "1", "--momentum", "0.9", "--checkpoint", "wmck", "--save-every", "1", "-q"],
+               "weight 'w''s first buffer and weight 'w.m''s value would both be the checkpoint's file 'w.m.npy'")
     # an interrupted save (DIR moved aside to DIR.old, a partial DIR.tmp): --resume DIR says where it is; resumed
     # from DIR.old, the next save clears both
     shutil.copytree("ck", "ck2.old")
