@@ -744,29 +744,50 @@ static pp_status cuts_split_at(pp_graph *g, const pp_compile_opts *o, int *cuts,
     return PP_OK;
 }
 
-/* One entry of an exec_seq file: a module name, SPLIT_NODE, or nothing
- * (blank, comment, bracket, a lambda, which ppcc does not need: it recovers
- * functional ops itself). Accepts plain lines or a pasted Python list. */
-static const char *seq_token(char *line, bool *is_lambda) {
-    *is_lambda = strstr(line, "lambda") != NULL;
-    if (*is_lambda) return NULL;
-    char *h = strchr(line, '#');
-    if (h) *h = 0;
-    char *q = strpbrk(line, "\"'");
-    char *s;
-    if (q) {
-        char *e = strchr(q + 1, *q);
-        if (!e) return NULL;
-        *e = 0;
-        s = q + 1;
-    } else {
-        s = line;
-        while (*s && (isspace((unsigned char)*s) || *s == '[' || *s == ',')) s++;
-        char *e = s + strlen(s);
-        while (e > s && (isspace((unsigned char)e[-1]) || e[-1] == ',' || e[-1] == ']')) *--e = 0;
-        if (strchr(s, '=') || strchr(s, '(')) return NULL; /* "exec_seq = [" and the like */
+/* The entries of one line of an exec_seq file, in order (at most `max`, pointers into `line`, which is cut with
+ * NULs): quoted names and bare ones (a plain list, a name a line; SPLIT_NODE unquoted), skipping a comment, an
+ * assignment's target ("exec_seq = ["), brackets and commas, and a parenthesised entry (ColossalAI's
+ * `(lambda x: torch.flatten(x, 1), "behind")` for a functional op, which ppcc recovers itself). A line may hold
+ * the whole list (a formatter such as black joins a short list onto one line): every entry counts, where only
+ * the first did before. An unterminated quote ends the line. */
+static int seq_tokens(char *line, char **tok, int max) {
+    int n = 0;
+    for (char *c = line; *c && *c != '#';) {
+        if (*c == '"' || *c == '\'') {
+            char *e = strchr(c + 1, *c);
+            if (!e) break;
+            *e = 0;
+            if (c[1] && n < max) tok[n++] = c + 1;
+            c = e + 1;
+        } else if (*c == '(') { /* a tuple entry: to its closing parenthesis, quotes inside skipped whole */
+            int depth = 0;
+            for (; *c; c++) {
+                if (*c == '"' || *c == '\'') {
+                    char *e = strchr(c + 1, *c);
+                    if (!e) break;
+                    c = e;
+                } else if (*c == '(') depth++;
+                else if (*c == ')' && --depth == 0) break;
+            }
+            if (*c) c++;
+        } else if (isspace((unsigned char)*c) || strchr("[],=)", *c)) {
+            c++;
+        } else { /* a bare name: up to a separator; one followed by '=' is an assignment's target */
+            char *b = c;
+            while (*c && !isspace((unsigned char)*c) && !strchr("[],=()#\"'", *c)) c++;
+            char *after = c;
+            while (isspace((unsigned char)*after)) after++;
+            if (*after == '=') { /* "exec_seq = [": not an entry */
+                c = after + 1;
+                continue;
+            }
+            const char sep = *c;
+            if (sep) *c++ = 0; /* the separator: whitespace or punctuation, or a comment, which ends the line */
+            if (n < max) tok[n++] = b;
+            if (sep == '#') break;
+        }
     }
-    return *s ? s : NULL;
+    return n;
 }
 
 /* The entries of an exec_seq file: module names, each with its line and
@@ -787,15 +808,23 @@ static pp_status seq_read(const char *path, seq_list *q, pp_err *err) {
     FILE *f;
     pp_err e = {0};
     if (pp_fopen_read(path, NULL, &f, &e) != PP_OK) return PP_FAIL(err, e.code, "--exec-seq: %s", e.msg);
-    char line[1024];
-    int lineno = 0;
+    char *line = NULL, *toks[256];
+    size_t cap_line = 0;
+    int lineno = 0, nt = 0, at = 0;
     bool pending = false;
     pp_status s = PP_OK;
-    while (s == PP_OK && fgets(line, sizeof line, f)) {
-        lineno++;
-        bool lambda;
-        const char *tok = seq_token(line, &lambda);
-        if (!tok) continue;
+    while (s == PP_OK) {
+        if (at == nt) { /* the next line's entries (a line of any length) */
+            if (getline(&line, &cap_line, f) < 0) break;
+            lineno++;
+            nt = seq_tokens(line, toks, (int)(sizeof toks / sizeof *toks)), at = 0;
+            if (nt == (int)(sizeof toks / sizeof *toks)) {
+                s = PP_FAIL(err, PP_EINVAL, "%s:%d: more than %d entries on one line", path, lineno, nt);
+                break;
+            }
+            continue;
+        }
+        const char *tok = toks[at++];
         if (!strcmp(tok, "SPLIT_NODE")) {
             pending = true;
             continue;
@@ -823,6 +852,7 @@ static pp_status seq_read(const char *path, seq_list *q, pp_err *err) {
         q->split[q->n++] = pending;
         pending = false;
     }
+    free(line);
     fclose(f);
     if (s == PP_OK) {
         q->first = malloc(sizeof *q->first * (size_t)(q->n ? q->n : 1));

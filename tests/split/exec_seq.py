@@ -115,6 +115,24 @@ r, st = ppcc("rl.onnx", ["conv1", "relu", "maxpool", "layer1", "layer2", "skip",
 check(r.returncode == 0 and "module 'skip' left no op in the graph: the model names it" in r.stderr,
       f"skip: exit {r.returncode}: {r.stderr.strip()}")
 
+# the same list in the layouts a user pastes: a name a line (plain or quoted, comments after), black's one line, a
+# ColossalAI lambda tuple among the entries, one line past 1024 characters (fgets cut it before), and each
+# listed entry on the line counts (only a line's first did before: a one-line list made one stage)
+layouts = {
+    "lines": ["conv1", "relu", "maxpool", "layer1 # the first layer", "SPLIT_NODE  # cut", "layer2", "avgpool", "fc"],
+    "python": ["exec_seq = [", '    "conv1", "relu",', '    "maxpool",', '    "layer1",', '    "SPLIT_NODE",# cut',
+               '    "layer2",', '    (lambda x: torch.flatten(x, 1), "behind"),', '    "avgpool", "fc",', "]"],
+    "one_line": ['exec_seq = ["conv1", "relu", "maxpool", "layer1", "SPLIT_NODE", "layer2", "avgpool", "fc"]'],
+    "lambda_one_line": ["exec_seq=['conv1','relu','maxpool','layer1',SPLIT_NODE,'layer2',(lambda x: x.mean((2, 3)), "
+                        "'pool, then flatten'),'avgpool','fc']"],
+    "long_line": ['exec_seq = ["conv1", "relu", "maxpool", "layer1",' + " " * 3000 + '"SPLIT_NODE", "layer2", '
+                  '"avgpool", "fc"]'],
+}
+for name, seq in layouts.items():
+    r, st = ppcc("rl.onnx", seq)
+    check(r.returncode == 0 and first_nodes(st) == ["/conv1/Conv", "/layer2/layer2.0/conv1/Conv"],
+          f"exec_seq laid out as {name}: exit {r.returncode}, stages {first_nodes(st)}: {r.stderr.strip()[:300]}")
+
 # names that match nothing plausible stay errors, naming the closest modules
 cases = [
     (["conv1", "relu", "maxpool", "layr1", "layer2", "avgpool", "fc"], "seq.txt:4: no module 'layr1' in the model; "
