@@ -23,6 +23,7 @@
  * sparse table (docs/partitioning.md has the argument). */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -808,20 +809,26 @@ static pp_status seq_read(const char *path, seq_list *q, pp_err *err) {
     FILE *f;
     pp_err e = {0};
     if (pp_fopen_read(path, NULL, &f, &e) != PP_OK) return PP_FAIL(err, e.code, "--exec-seq: %s", e.msg);
-    char *line = NULL, *toks[256];
-    size_t cap_line = 0;
+    char *line = NULL, **toks = NULL;
+    size_t cap_line = 0, cap_toks = 0;
     int lineno = 0, nt = 0, at = 0;
     bool pending = false;
     pp_status s = PP_OK;
     while (s == PP_OK) {
         if (at == nt) { /* the next line's entries (a line of any length) */
-            if (getline(&line, &cap_line, f) < 0) break;
+            const ssize_t len = getline(&line, &cap_line, f);
+            if (len < 0) break;
             lineno++;
-            nt = seq_tokens(line, toks, (int)(sizeof toks / sizeof *toks)), at = 0;
-            if (nt == (int)(sizeof toks / sizeof *toks)) {
-                s = PP_FAIL(err, PP_EINVAL, "%s:%d: more than %d entries on one line", path, lineno, nt);
-                break;
+            const size_t most = (size_t)len / 2 + 1; /* an entry and its separator take two bytes at least */
+            if (most > cap_toks) {
+                char **t = realloc(toks, most * sizeof *t);
+                if (!t) {
+                    s = PP_FAIL(err, PP_ENOMEM, "out of memory");
+                    break;
+                }
+                toks = t, cap_toks = most;
             }
+            nt = seq_tokens(line, toks, (int)(most < INT_MAX ? most : INT_MAX)), at = 0;
             continue;
         }
         const char *tok = toks[at++];
@@ -853,6 +860,7 @@ static pp_status seq_read(const char *path, seq_list *q, pp_err *err) {
         pending = false;
     }
     free(line);
+    free(toks);
     fclose(f);
     if (s == PP_OK) {
         q->first = malloc(sizeof *q->first * (size_t)(q->n ? q->n : 1));
