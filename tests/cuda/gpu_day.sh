@@ -288,7 +288,7 @@ if [ "$be" = cuda ] && [ -f $wt/r1.plan ]; then
       a=""; [ $h = host ] && a=--host-optimizer
       e=0; [ $h = early ] && e=1
       PPRT_EARLY_FOLD=$e timeout "$(within 60)" "$PPRT" $wt/r1.plan $wt/rdata --labels $wt/rlabels.npy --steps 8 \
-        --accumulate 2 --optimizer adamw --lr 1e-3 --backend cuda --log-json $w/dopt_time_$h.json -q $a \
+        --accumulate 2 --optimizer adamw --lr 1e-3 --backend $be --log-json $w/dopt_time_$h.json -q $a \
         > /dev/null 2>&1 || true
     done
     python3 - $w/dopt_time_dev.json $w/dopt_time_host.json $w/dopt_time_early.json <<'PY' || true
