@@ -158,14 +158,22 @@ static pp_status set_policy(void *base, const char *name, const char *v, pp_err 
 }
 
 static pp_status set_split_at(void *base, const char *name, const char *v, pp_err *err) {
-    (void)name, (void)err;
+    (void)name;
     pp_compile_opts *o = base;
+    const int had = o->n_split_at;
     for (const char *p = v; *p;) {
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len && o->n_split_at < PP_MAX_SPLITS) o->split_at[o->n_split_at++] = strndup(p, len);
+        if (len && o->n_split_at == PP_MAX_SPLITS) /* (the points past the last were dropped without a word) */
+            return PP_FAIL(err, PP_EINVAL, "--split-at: more than %d split points", PP_MAX_SPLITS);
+        if (len && !(o->split_at[o->n_split_at++] = strndup(p, len))) {
+            o->n_split_at--;
+            return PP_FAIL(err, PP_ENOMEM, "out of memory");
+        }
         p += len + (e ? 1 : 0);
     }
+    if (o->n_split_at == had) /* "," or ",,": every item empty */
+        return PP_FAIL(err, PP_EINVAL, "--split-at '%s' names no module (give module paths: layer3,layer4.1)", v);
     o->policy = PP_POLICY_CUSTOM;
     return PP_OK;
 }

@@ -68,6 +68,11 @@ for t in (b"1e999", b"1e300", b"-1"):
         "x.plan"], "node '/stem/conv1/conv/Conv': expected \"node name\": milliseconds in 0..1e9")
 expect("missing exec-seq", [PPCC, os.path.join(DIGITS, "model.onnx"), "--exec-seq", "nope.txt", "-o", "x.plan"],
        "--exec-seq: cannot open")
+# a list of nothing but commas, and more split points than a plan holds (those past 256 were dropped without a word)
+expect("--split-at ,", [PPCC, os.path.join(DIGITS, "model.onnx"), "--split-at", ",", "-o", "x.plan"],
+       "--split-at ',' names no module")
+expect("--split-at 300 points", [PPCC, os.path.join(DIGITS, "model.onnx"), "--split-at", ",".join(["block"] * 300),
+                                 "-o", "x.plan"], "--split-at: more than 256 split points")
 expect("unknown module", [PPCC, os.path.join(DIGITS, "model.onnx"), "--split-at", "stem.conv9", "-o", "x.plan"],
        "no module 'stem.conv9' in the model; closest:")
 expect("bad memory cap", [PPCC, os.path.join(DIGITS, "model.onnx"), "--max-memory", "lots"], "is not a size")
