@@ -23,7 +23,7 @@
 static pp_status read_profile(const char *path, cJSON **root, pp_err *err) {
     pp_err e = {0};
     const pp_status s = pp_json_read(path, NULL, "a pprt --profile file", root, &e);
-    return s == PP_OK ? PP_OK : PP_FAIL(err, e.code, "--profile: %s", e.msg);
+    return s == PP_OK ? PP_OK : PP_WRAP(err, &e, s, "--profile: %s", e.msg);
 }
 
 /* A device kind as pprt names it now: a profile written before the oneDNN

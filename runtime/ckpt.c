@@ -34,7 +34,7 @@ static pp_status ckpt_arrays(const pprt_ckpt *c, const char *dir, bool write, pp
             pprt_npy x;
             pp_err e = {0};
             const pp_status rs = pprt_npy_read(path, &x, &e);
-            if (rs != PP_OK) return PP_FAIL(err, e.code, "--resume %s: %s", dir, e.msg);
+            if (rs != PP_OK) return PP_WRAP(err, &e, rs, "--resume %s: %s", dir, e.msg);
             const bool fits = x.dtype == PP_F32 && pp_shape_eq(&x.shape, sh) && x.nbytes == (size_t)q->numel * 4;
             if (fits) memcpy(a, x.data, x.nbytes);
             char got[128], want[128];
@@ -125,16 +125,22 @@ static pp_status ckpt_scan(const char *opt, const char *path, int *n, bool *stat
     return s;
 }
 
-/* A folder a save wrote, removed (its files state.json, NAME.npy and the mark alone, one of the first two among
- * them, else refused): DIR.tmp left by an interrupted save, or DIR.old. */
+/* DIR.tmp or DIR.old: nothing (*n = -1), or a folder that a save wrote (its files state.json, NAME.npy and the mark
+ * alone, one of the first and the last among them), which a save may remove; anything else refused, naming it. */
+static pp_status ckpt_side(const char *path, int *n, pp_err *err) {
+    bool state;
+    PP_TRY(ckpt_scan("--checkpoint", path, n, &state, err));
+    if (*n > 0 && !state)
+        return PP_FAIL(err, PP_EINVAL, "--checkpoint: the folder '%s' holds .npy files that no pprt save wrote (no "
+                       "state.json, no %s), and a save would remove them: move it away", path, CKPT_MARK);
+    return PP_OK;
+}
+
+/* A folder a save wrote (ckpt_side), removed: DIR.tmp left by an interrupted save, or DIR.old. */
 static pp_status ckpt_clear(const char *path, pp_err *err) {
     int n;
-    bool state;
-    PP_TRY(ckpt_scan("--checkpoint", path, &n, &state, err));
+    PP_TRY(ckpt_side(path, &n, err));
     if (n < 0) return PP_OK;
-    if (n > 0 && !state)
-        return PP_FAIL(err, PP_EINVAL, "--checkpoint: the folder '%s' holds .npy files that no pprt save wrote (no "
-                       "state.json, no %s): move it away", path, CKPT_MARK);
     DIR *d = opendir(path);
     if (!d) return PP_FAIL(err, PP_EIO, "--checkpoint: cannot read the folder '%s': %s", path, strerror(errno));
     char f[4400];
@@ -149,7 +155,7 @@ static pp_status ckpt_clear(const char *path, pp_err *err) {
 }
 
 /* Before the first step: --checkpoint DIR is new, empty or an earlier checkpoint, and DIR.tmp and DIR.old (an
- * interrupted save's) hold a checkpoint's files alone, so that no save can fail midway or move a user's files. */
+ * interrupted save's) hold a save's files alone, so that no save can fail midway or move or remove a user's files. */
 pp_status pprt_ckpt_dest_check(const char *dir, pp_err *err) {
     char side[4200];
     int n;
@@ -160,10 +166,7 @@ pp_status pprt_ckpt_dest_check(const char *dir, pp_err *err) {
                        "checkpoint (give a new folder)", dir);
     for (int k = 0; k < 2; k++) {
         snprintf(side, sizeof side, "%s%s", dir, k ? ".old" : ".tmp");
-        PP_TRY(ckpt_scan("--checkpoint", side, &n, &state, err));
-        if (n > 0 && !state)
-            return PP_FAIL(err, PP_EINVAL, "--checkpoint %s: the folder '%s' holds .npy files that no pprt save wrote "
-                           "(no state.json, no %s), and a save would remove them: move it away", dir, side, CKPT_MARK);
+        PP_TRY(ckpt_side(side, &n, err));
     }
     return PP_OK;
 }
@@ -276,7 +279,7 @@ pp_status pprt_ckpt_read(pprt_ckpt *c, const char *dir, int64_t *step, int64_t *
     cJSON *root = NULL;
     pp_err e = {0};
     pp_status s = pp_json_read(path, NULL, "a pprt checkpoint's state", &root, &e);
-    if (s != PP_OK) return PP_FAIL(err, e.code, "--resume %s: %s", dir, e.msg);
+    if (s != PP_OK) return PP_WRAP(err, &e, s, "--resume %s: %s", dir, e.msg);
     s = ckpt_state(c, dir, path, root, err);
     if (s == PP_OK) {
         *step = (int64_t)cJSON_GetObjectItemCaseSensitive(root, "step")->valuedouble;

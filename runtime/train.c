@@ -1571,8 +1571,9 @@ static pp_status ckpt_write(const trainer *t, const char *dir, int64_t step, int
  * the optimizer's buffers, the loss scale). */
 static pp_status ckpt_begin(trainer *t, int64_t *step, int64_t *updates, pp_err *err) {
     const pprt_train_opts *o = t->o;
-    if (o->checkpoint && o->save_every > 0) PP_TRY(pprt_ckpt_dest_check(o->checkpoint, err));
-    if (!o->resume && !(o->checkpoint && o->save_every > 0)) return PP_OK;
+    const bool saves = o->checkpoint && o->save_every > 0;
+    if (saves) PP_TRY(pprt_ckpt_dest_check(o->checkpoint, err));
+    if (!o->resume && !saves) return PP_OK;
     pprt_ckpt c;
     pprt_ckpt_weight *w;
     PP_TRY(ckpt_view(t, &c, &w, err));
